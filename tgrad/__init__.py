@@ -1,0 +1,36 @@
+"""tgrad: a torch-free autograd framework with PyTorch's torch.autograd API.
+
+Ops run on NumPy on the CPU; the API (Tensor, backward/grad, no_grad, Function, hooks,
+gradcheck, profiler) follows PyTorch's names and semantics.
+"""
+
+from tgrad import autograd
+from tgrad.autograd import (Function, enable_grad, is_grad_enabled, no_grad,
+                            set_detect_anomaly, set_grad_enabled)
+from tgrad.device import Device as device
+from tgrad.device import get_default_device, set_default_device
+from tgrad.dtypes import (DType, bfloat16, float16, float32, float64, get_default_dtype, int32,
+                          int64, promote_types, result_type, set_default_dtype)
+from tgrad.dtypes import bool_ as bool  # noqa: A001
+from tgrad.ops import *  # noqa: F401,F403
+from tgrad.ops import __all__ as _ops_all
+from tgrad.tensor import Tensor
+
+half = float16
+float = float32  # noqa: A001
+double = float64
+long = int64
+int = int32  # noqa: A001
+dtype = DType
+
+__version__ = "0.1.0"
+
+__all__ = ["Tensor", "autograd", "Function", "no_grad", "enable_grad", "set_grad_enabled",
+           "is_grad_enabled", "set_detect_anomaly", "device", "get_default_device",
+           "set_default_device", "dtype", "bool", "int32", "int64", "float16", "bfloat16",
+           "float32", "float64", "half", "float", "double", "long", "int",
+           "get_default_dtype", "set_default_dtype", "promote_types", "result_type"] + list(_ops_all)
+
+
+def is_tensor(obj) -> "builtins.bool":  # noqa: F821
+    return isinstance(obj, Tensor)

@@ -1,0 +1,147 @@
+"""tgrad.autograd: reverse-mode automatic differentiation with PyTorch's API."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from tgrad.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,
+                                         is_anomaly_enabled, set_detect_anomaly)
+from tgrad.autograd.engine import run_backward
+from tgrad.autograd.function import Function
+from tgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from tgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from tgrad.autograd.node import gradient_edge
+from tgrad.autograd.variable import Variable
+
+__all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_enabled",
+           "is_grad_enabled", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled", "Variable", "gradcheck", "gradgradcheck", "GradcheckError",
+           "functional", "profiler"]
+
+
+def _as_tuple(x) -> tuple:
+    from tgrad.tensor import Tensor
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs: tuple, grads: tuple) -> list:
+    """Check user-supplied output gradients; create implicit ones for scalar outputs."""
+    from tgrad.ops.creation import ones_like
+    from tgrad.tensor import Tensor
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs"
+                           if not grads else
+                           f"got {len(grads)} gradients for {len(outputs)} outputs; pass one "
+                           f"gradient (or None) per output")
+    result = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            if out._requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not out.dtype.is_floating_point:
+                    raise RuntimeError("grad can be implicitly created only for real scalar "
+                                       f"outputs but got {out.dtype}")
+                g = ones_like(out)
+            result.append(g)
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got "
+                            f"{type(g).__name__}")
+        if g.shape != out.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"{tuple(g.shape)} and output[{i}] has a shape of "
+                               f"{tuple(out.shape)}.")
+        if g.device != out.device:
+            raise RuntimeError(f"Mismatch in device: grad_output[{i}] is on {g.device} and "
+                               f"output[{i}] is on {out.device}.")
+        if g.dtype.is_floating_point != out.dtype.is_floating_point:
+            raise RuntimeError(f"For complex Tensors, both grad_output and output are required "
+                               f"to have the same dtype. Mismatch in dtype: grad_output[{i}] "
+                               f"has a dtype of {g.dtype} and output[{i}] has a dtype of "
+                               f"{out.dtype}.")
+        result.append(g)
+    return result
+
+
+def _root_edges(outputs: tuple) -> list:
+    edges = []
+    for i, out in enumerate(outputs):
+        if not out._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not "
+                               "have a grad_fn")
+        edges.append(gradient_edge(out))
+    return edges
+
+
+def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
+             create_graph: bool = False, grad_variables=None, inputs=None) -> None:
+    """Accumulate into the leaves' ``.grad`` the gradient of ``tensors`` (a vector-Jacobian
+    product with ``grad_tensors``; implicit ones only for single-element outputs)."""
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    outputs = _as_tuple(tensors)
+    grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    root_grads = _make_grads(outputs, grads)
+    edges = _root_edges(outputs)
+    capture = None
+    if inputs is not None:
+        ins = _as_tuple(inputs)
+        if not ins:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        capture = [gradient_edge(t) for t in ins]
+    run_backward(edges, root_grads, retain_graph, create_graph, capture, accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool = False,
+         materialize_grads: bool = False) -> tuple:
+    """Return the gradients of ``outputs`` with respect to ``inputs`` (nothing is
+    accumulated into ``.grad``)."""
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    if not only_inputs:
+        import warnings
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", stacklevel=2)
+    if materialize_grads:
+        allow_unused = True
+    grads = (_as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs))
+    if retain_graph is None:
+        retain_graph = create_graph
+    root_grads = _make_grads(outs, grads)
+    edges = _root_edges(outs)
+    capture = []
+    for t in ins:
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        capture.append(gradient_edge(t))
+    result = run_backward(edges, root_grads, retain_graph, create_graph, capture,
+                          accumulate=False)
+    out = []
+    for t, g in zip(ins, result):
+        if g is None:
+            if materialize_grads:
+                from tgrad.ops.creation import zeros_like
+                g = zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been "
+                                   "used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+        out.append(g)
+    return tuple(out)
+
+
+def __getattr__(name: str):
+    # Submodules loaded lazily (they import the op library).
+    import importlib
+    if name in ("functional", "profiler", "forward_ad"):
+        return importlib.import_module(f"tgrad.autograd.{name}")
+    raise AttributeError(f"module 'tgrad.autograd' has no attribute '{name}'")

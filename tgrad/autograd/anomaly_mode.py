@@ -1,0 +1,65 @@
+"""Anomaly detection: record each node's forward traceback and check backward outputs for NaN."""
+
+from __future__ import annotations
+
+import warnings
+
+from tgrad.autograd.grad_mode import STATE, _DecoratorContextManager
+
+
+class detect_anomaly(_DecoratorContextManager):
+    """Context manager / decorator enabling anomaly detection.
+
+    While enabled, every node remembers the traceback of the forward call that created it;
+    a backward that raises, or returns NaN ("Function 'XBackward0' returned nan values in
+    its 0th output."), warns with that traceback.
+    """
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = check_nan
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+                      "and should only be enabled for debugging.", UserWarning, stacklevel=2)
+
+    def __enter__(self) -> None:
+        self.prev = STATE.anomaly
+        self.prev_nan = STATE.anomaly_check_nan
+        STATE.anomaly = True
+        STATE.anomaly_check_nan = self.check_nan
+
+    def __exit__(self, *exc) -> None:
+        STATE.anomaly = self.prev
+        STATE.anomaly_check_nan = self.prev_nan
+
+    def clone(self):
+        obj = type(self).__new__(type(self))
+        obj.check_nan = self.check_nan
+        return obj
+
+
+class set_detect_anomaly(_DecoratorContextManager):
+    """Turn anomaly detection on or off now; as a context manager, restore it on exit."""
+
+    _bare_decorator = False
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self.prev = STATE.anomaly
+        self.prev_nan = STATE.anomaly_check_nan
+        self.mode = bool(mode)
+        self.check_nan = check_nan
+        STATE.anomaly = self.mode
+        STATE.anomaly_check_nan = check_nan
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        STATE.anomaly = self.prev
+        STATE.anomaly_check_nan = self.prev_nan
+
+
+def is_anomaly_enabled() -> bool:
+    return STATE.anomaly
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return STATE.anomaly_check_nan

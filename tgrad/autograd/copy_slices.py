@@ -1,0 +1,58 @@
+"""In-place writes through a view: the base's gradient is re-routed (PyTorch's CopySlices).
+
+After ``view op= value`` the base ``B`` holds ``B_old`` outside the view's region and the
+op's result ``R`` inside it. So for an incoming gradient ``g`` of the new base:
+    dB_old = g * mask      (mask is 1 outside the region, 0 inside)
+    dR     = view(g)       (the same view ops replayed on g)
+The view's own grad_fn is then regenerated lazily from the base (see Tensor.grad_fn).
+"""
+
+from __future__ import annotations
+
+from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.node import Node, gradient_edge
+
+
+def replay_view(chain, t):
+    """Apply the view ops recorded in ``chain`` to ``t``."""
+    for fn, args in chain:
+        t = fn(t, *args)
+    return t
+
+
+class CopySlices(Node):
+    def __init__(self, base, chain, result_edge: tuple) -> None:
+        super().__init__()
+        self.next_functions = (gradient_edge(base), result_edge)
+        self.chain = chain
+        self.shape = base.shape
+        self.dtype = base.dtype
+        self.device = base.device
+
+    def name(self) -> str:
+        return "CopySlices"
+
+    def apply(self, grads: list) -> tuple:
+        from tgrad.ops.creation import ones, zeros
+        g = grads[0]
+        if g is None:
+            g = zeros(self.shape, dtype=self.dtype, device=self.device)
+        mask = ones(self.shape, dtype=self.dtype, device=self.device)
+        prev = STATE.enabled
+        STATE.enabled = False
+        try:
+            replay_view(self.chain, mask).fill_(0)
+        finally:
+            STATE.enabled = prev
+        return (g * mask, replay_view(self.chain, g))
+
+
+def rebase_base(view, result_edge: tuple) -> None:
+    """Give ``view._base`` a CopySlices grad_fn whose region gradient flows to
+    ``result_edge``; mark the view's grad_fn stale so it is regenerated from the base."""
+    base = view._base
+    node = CopySlices(base, view._view_chain, result_edge)
+    base._grad_fn = node
+    base._output_nr = 0
+    base._requires_grad = True
+    view._grad_fn_version = -1

@@ -1,0 +1,235 @@
+"""The backward engine: dependency counting over the graph reachable from the roots.
+
+1. Walk the graph from the root edges (iteratively: no recursion, so a chain of 100,000
+   ops is fine) and count, for each node, how many edges point at it.
+2. When only some gradients are wanted (``autograd.grad`` / ``backward(inputs=...)``), mark
+   the nodes that lie on a path to a wanted edge; the others are skipped.
+3. Run nodes from a ready heap (latest-created first, like PyTorch); a node is ready when
+   all edges into it have delivered. Gradients arriving on the same input are summed.
+Saved tensors of every executed node are freed unless ``retain_graph``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import warnings
+
+from tgrad.autograd import profiler_hooks
+from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.hooks import run_leaf_hooks
+from tgrad.autograd.node import AccumulateGrad
+
+
+def _collect(root_nodes: list) -> dict:
+    """Number of incoming edges per reachable node."""
+    deps: dict = {}
+    seen = set()
+    stack = []
+    for n in root_nodes:
+        if n is not None and n not in seen:
+            seen.add(n)
+            stack.append(n)
+    while stack:
+        node = stack.pop()
+        for child, _ in node.next_functions:
+            if child is None:
+                continue
+            deps[child] = deps.get(child, 0) + 1
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    for n in seen:
+        deps.setdefault(n, 0)
+    return deps
+
+
+def _needed(deps: dict, targets: set) -> set:
+    """Nodes that must run so gradients reach ``targets`` (Kahn order, then reversed)."""
+    remaining = dict(deps)
+    order = []
+    ready = [n for n, d in remaining.items() if d == 0]
+    while ready:
+        n = ready.pop()
+        order.append(n)
+        for child, _ in n.next_functions:
+            if child is None:
+                continue
+            remaining[child] -= 1
+            if remaining[child] == 0:
+                ready.append(child)
+    reaches = set()
+    execute = set()
+    for n in reversed(order):
+        hit = False
+        for child, _ in n.next_functions:
+            if child is not None and child in reaches:
+                hit = True
+                break
+        if hit:
+            execute.add(n)
+        if hit or n in targets:
+            reaches.add(n)
+    return execute
+
+
+def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_graph: bool,
+                 capture_edges: list | None = None, accumulate: bool = True) -> list | None:
+    """Propagate ``root_grads`` from ``root_edges``.
+
+    With ``capture_edges`` the gradient arriving at each of those edges is returned (in
+    order; None if nothing arrived). With ``accumulate`` False, AccumulateGrad nodes do not
+    run (``autograd.grad``).
+    """
+    deps = _collect([e[0] for e in root_edges])
+    buffers: dict = {}
+    for (node, nr), g in zip(root_edges, root_grads):
+        if node is None:
+            continue
+        _add_to_buffer(buffers, node, nr, g)
+
+    capture = None
+    execute = None
+    if capture_edges is not None:
+        capture = {}
+        for i, (node, nr) in enumerate(capture_edges):
+            capture.setdefault(node, []).append((nr, i))
+        execute = _needed(deps, set(capture))
+        if accumulate:  # backward(inputs=...): also run the wanted leaves' accumulators
+            execute |= {n for n in capture if isinstance(n, AccumulateGrad)}
+    captured = [None] * len(capture_edges) if capture_edges is not None else None
+
+    ready = []
+    for node in {e[0] for e in root_edges if e[0] is not None}:
+        if deps[node] == 0:
+            heapq.heappush(ready, (-node._seq, id(node), node))
+    prof = profiler_hooks.ACTIVE
+    prev_mode = STATE.enabled
+    STATE.enabled = create_graph
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None)
+            if grads is None:
+                grads = [None] * max(1, _num_outputs(node))
+            run = execute is None or node in execute
+            if node._pre_hooks or node._retain_grad_refs:
+                grads = _run_tensor_prehooks(node, grads)
+            if capture is not None and node in capture:
+                for nr, i in capture[node]:
+                    g = grads[nr] if nr < len(grads) else None
+                    if g is not None and isinstance(node, AccumulateGrad) and not accumulate:
+                        g = run_leaf_hooks(node.variable, g)
+                    captured[i] = g
+            if run and isinstance(node, AccumulateGrad) and not accumulate:
+                run = False
+            if run:
+                outputs = _call_node(node, grads, prof)
+                if not retain_graph:
+                    node.release()
+            else:
+                outputs = ()
+            for k, (child, nr) in enumerate(node.next_functions):
+                if child is None:
+                    continue
+                g = outputs[k] if k < len(outputs) else None
+                if g is not None:
+                    _add_to_buffer(buffers, child, nr, g)
+                deps[child] -= 1
+                if deps[child] == 0:
+                    heapq.heappush(ready, (-child._seq, id(child), child))
+    finally:
+        STATE.enabled = prev_mode
+    return captured
+
+
+def _num_outputs(node) -> int:
+    meta = getattr(node, "_out_meta", None)
+    return len(meta) if meta is not None else 1
+
+
+def _add_to_buffer(buffers: dict, node, nr: int, g) -> None:
+    buf = buffers.get(node)
+    if buf is None:
+        buf = [None] * max(_num_outputs(node), nr + 1)
+        buffers[node] = buf
+    elif nr >= len(buf):
+        buf.extend([None] * (nr + 1 - len(buf)))
+    old = buf[nr]
+    buf[nr] = g if old is None else old + g
+
+
+def _run_tensor_prehooks(node, grads: list) -> list:
+    hooks = node._pre_hooks
+    if hooks:
+        for nr, table in hooks.items():
+            g = grads[nr] if nr < len(grads) else None
+            if g is None:
+                continue
+            for hook in list(table.values()):
+                new = hook(g)
+                if new is not None:
+                    g = new
+            grads[nr] = g
+    refs = node._retain_grad_refs
+    if refs:
+        for nr, ref in refs.items():
+            t = ref()
+            g = grads[nr] if nr < len(grads) else None
+            if t is None or g is None:
+                continue
+            if t._grad is None:
+                t._grad = g if STATE.enabled else g.detach().clone()
+            else:
+                t._grad = t._grad + g
+    return grads
+
+
+def _call_node(node, grads: list, prof) -> tuple:
+    node_pre = node.metadata.get("_node_prehooks") if node.metadata else None
+    if node_pre:
+        for hook in list(node_pre.values()):
+            new = hook(tuple(grads))
+            if new is not None:
+                grads = list(new)
+    if prof is not None:
+        handle = prof.node_start(node)
+    try:
+        if STATE.anomaly:
+            outputs = _call_with_anomaly(node, grads)
+        else:
+            outputs = node.apply(grads)
+    finally:
+        if prof is not None:
+            prof.node_end(handle)
+    if node._post_hooks:
+        for hook in list(node._post_hooks.values()):
+            new = hook(outputs, tuple(grads))
+            if new is not None:
+                outputs = tuple(new)
+    return outputs
+
+
+def _call_with_anomaly(node, grads: list) -> tuple:
+    try:
+        outputs = node.apply(grads)
+    except Exception:
+        _warn_forward_trace(node)
+        raise
+    if STATE.anomaly_check_nan:
+        for i, g in enumerate(outputs):
+            if g is not None and g.dtype.is_floating_point and g._has_nan():
+                _warn_forward_trace(node)
+                raise RuntimeError(f"Function '{node.name()}' returned nan values in its "
+                                   f"{i}th output.")
+    return outputs
+
+
+def _warn_forward_trace(node) -> None:
+    stack = node.metadata.get("traceback_")
+    if stack:
+        warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
+                      f"the error:\n{''.join(stack)}", RuntimeWarning, stacklevel=3)
+    else:
+        warnings.warn(f"Error detected in {node.name()}. No forward pass information available. "
+                      "Enable detect anomaly during forward pass for more information.",
+                      RuntimeWarning, stacklevel=3)

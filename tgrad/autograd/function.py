@@ -1,0 +1,278 @@
+"""``Function``: custom differentiable operations, and the mechanism every built-in op uses.
+
+A subclass defines ``forward(ctx, *args, **kwargs)`` and ``backward(ctx, *grad_outputs)``
+as staticmethods and is called through ``apply``. ``ctx`` is the graph node itself (as in
+PyTorch): ``save_for_backward``/``saved_tensors``, ``mark_dirty``,
+``mark_non_differentiable``, ``needs_input_grad``, ``set_materialize_grads`` and any
+attribute you set on it.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.node import FREED_MESSAGE, Node, SavedTensor, gradient_edge
+from tgrad.autograd import profiler_hooks
+
+_NONE_EDGE = (None, 0)
+
+
+class BackwardCFunction(Node):
+    """The node (and ctx) created by ``Function.apply``; one subclass per Function."""
+
+    _forward_cls: type = None
+    _node_name: str = ""
+
+    def __init__(self) -> None:
+        Node.__init__(self)
+        self.to_save = ()
+        self.non_differentiable = ()
+        self.dirty_tensors = ()
+        self.materialize_grads = True
+        self.needs_input_grad = ()
+
+    def name(self) -> str:
+        return self._node_name
+
+    # ---------------------------------------------------------------- ctx API
+    def save_for_backward(self, *tensors) -> None:
+        """Save tensors (or None) for ``backward``; read them back as ``ctx.saved_tensors``."""
+        self.to_save = tensors
+
+    @property
+    def saved_tensors(self) -> tuple:
+        saved = self._saved
+        if saved is None:
+            if self._released:
+                raise RuntimeError(FREED_MESSAGE)
+            return tuple(self.to_save)
+        return tuple(None if s is None else s.unpack(self) for s in saved)
+
+    def mark_dirty(self, *tensors) -> None:
+        """Declare inputs that ``forward`` modified in place (they must be returned)."""
+        self.dirty_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Declare outputs that get no gradient (e.g. indices)."""
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """If False, ``backward`` receives None (not zeros) for outputs without gradient."""
+        self.materialize_grads = bool(value)
+
+    # ---------------------------------------------------------------- engine API
+    def apply(self, grads: list) -> tuple:
+        if self.materialize_grads:
+            meta = self._out_meta
+            for i, g in enumerate(grads):
+                if g is None and meta[i] is not None:
+                    from tgrad.ops.creation import zeros
+                    shape, dtype, device = meta[i]
+                    grads[i] = zeros(shape, dtype=dtype, device=device)
+        out = self._forward_cls.backward(self, *grads)
+        if not isinstance(out, tuple):
+            out = (out,)
+        return _validate_grads(self, out)
+
+
+def _validate_grads(node: BackwardCFunction, grads: tuple) -> tuple:
+    """Check the number, type and shape of the gradients a backward returned."""
+    edges = node.next_functions
+    n = len(edges)
+    if len(grads) != n:
+        if len(grads) > n and all(g is None for g in grads[n:]):
+            grads = grads[:n]
+        else:
+            raise RuntimeError(f"function {node.name()} returned an incorrect number of "
+                               f"gradients (expected {n}, got {len(grads)})")
+    from tgrad.tensor import Tensor
+    metas = node._in_meta
+    result = list(grads)
+    for i, g in enumerate(grads):
+        if g is None:
+            continue
+        meta = metas[i]
+        if meta is None:
+            if edges[i][0] is None and not isinstance(g, Tensor):
+                raise RuntimeError(
+                    f"function {node.name()} returned a gradient different than None at "
+                    f"position {i + 1}, but the corresponding forward input was not a Tensor")
+            result[i] = None  # input needs no gradient: drop it
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"function {node.name()} returned a {type(g).__name__} as gradient "
+                            f"{i}; expected a Tensor or None")
+        shape, dtype, device = meta
+        if g.shape != shape:
+            if _expandable(shape, g.shape):
+                from tgrad.ops.reduce import sum_to
+                g = sum_to(g, shape)
+            else:
+                raise RuntimeError(
+                    f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                    f"{list(g.shape)} but expected shape compatible with {list(shape)}")
+        if g.dtype is not dtype:
+            g = g.to(dtype)
+        if g.device != device:
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid gradient at index {i} - expected "
+                f"device {device} but got {g.device}")
+        result[i] = g
+    return tuple(result)
+
+
+def _expandable(shape: tuple, to: tuple) -> bool:
+    if len(shape) > len(to):
+        return False
+    for s, t in zip(reversed(shape), reversed(to)):
+        if s != t and s != 1:
+            return False
+    return True
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name, bases, attrs) -> None:
+        super().__init__(name, bases, attrs)
+        node_name = attrs.get("node_name") or f"{name}Backward"
+        cls._backward_cls = type(node_name, (BackwardCFunction,),
+                                 {"_forward_cls": cls, "_node_name": node_name})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base class for differentiable operations; use ``MyFunction.apply(*args)``."""
+
+    # Built-in ops set ``name`` (profiler / error messages) and ``node_name``
+    # (e.g. "MulBackward0"); custom Functions get "<ClassName>Backward".
+    name: str | None = None
+    node_name: str | None = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method, and call it through "
+            f"{type(self).__name__}.apply(...)")
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        raise NotImplementedError("You must implement the backward function for custom "
+                                  "autograd.Function.")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        from tgrad.tensor import Tensor
+
+        ctx = cls._backward_cls()
+        record = False
+        if STATE.enabled:
+            for a in args:
+                if isinstance(a, Tensor) and a._requires_grad:
+                    record = True
+                    break
+        if record:
+            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad
+                                         for a in args)
+        else:
+            ctx.needs_input_grad = (False,) * len(args)
+        prof = profiler_hooks.ACTIVE
+        if prof is not None:
+            handle = prof.op_start(cls, args)
+        prev = STATE.enabled
+        STATE.enabled = False
+        try:
+            raw = cls.forward(ctx, *args, **kwargs)
+        finally:
+            STATE.enabled = prev
+            if prof is not None:
+                prof.op_end(handle)
+        if not record:
+            if ctx.dirty_tensors:
+                _plain_dirty(ctx)
+            return raw
+        is_tuple = isinstance(raw, tuple)
+        outputs = raw if is_tuple else (raw,)
+        return _wire_graph(cls, ctx, args, outputs, is_tuple)
+
+
+def _plain_dirty(ctx) -> None:
+    for t in ctx.dirty_tensors:
+        if STATE.enabled and t._requires_grad and t._grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+
+
+def _wire_graph(cls, ctx, args, outputs, is_tuple):
+    """Connect ``ctx`` into the graph: edges to inputs, grad_fn on outputs, saved tensors."""
+    from tgrad.tensor import Tensor
+
+    edges = []
+    in_meta = []
+    for a in args:
+        if isinstance(a, Tensor) and a._requires_grad:
+            edges.append(gradient_edge(a))
+            in_meta.append((a.shape, a.dtype, a.device))
+        else:
+            edges.append(_NONE_EDGE)
+            in_meta.append(None)
+    ctx.next_functions = tuple(edges)
+    ctx._in_meta = in_meta
+    dirty = ctx.dirty_tensors
+    nondiff = ctx.non_differentiable
+    out_meta = []
+    new_outputs = []
+    for i, o in enumerate(outputs):
+        if not isinstance(o, Tensor):
+            out_meta.append(None)
+            new_outputs.append(o)
+            continue
+        if any(o is d for d in dirty):
+            _check_dirty(o)
+            if o._base is not None and o._view_chain is not None:
+                from tgrad.autograd.copy_slices import rebase_base
+                rebase_base(o, (ctx, i))
+                out_meta.append((o.shape, o.dtype, o.device))
+                new_outputs.append(o)
+                continue
+        elif any(o is a for a in args):
+            o = Tensor(o._data, o._storage, o.device)  # returned input: a fresh alias
+        if any(o is n for n in nondiff) or not o.dtype.is_floating_point:
+            out_meta.append((o.shape, o.dtype, o.device))
+            new_outputs.append(o)
+            continue
+        o._grad_fn = ctx
+        o._output_nr = i
+        o._requires_grad = True
+        if o._base is not None:
+            o._grad_fn_version = o._storage.version
+        out_meta.append((o.shape, o.dtype, o.device))
+        new_outputs.append(o)
+    ctx._out_meta = out_meta
+    if ctx.to_save:
+        saved = []
+        for t in ctx.to_save:
+            if t is None:
+                saved.append(None)
+            else:
+                is_out = any(t is o for o in new_outputs) and t._grad_fn is ctx
+                saved.append(SavedTensor(t, is_out))
+        ctx._saved = saved
+        ctx.to_save = ()
+    if STATE.anomaly:
+        ctx.metadata["traceback_"] = traceback.format_stack()[:-2]
+    return tuple(new_outputs) if is_tuple else new_outputs[0]
+
+
+def _check_dirty(t) -> None:
+    if t._grad_fn is None and t._requires_grad and t._base is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    base = t._base
+    if base is not None and base._grad_fn is None and base._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")

@@ -1,0 +1,100 @@
+"""Grad modes: no_grad, enable_grad, set_grad_enabled, is_grad_enabled (thread-local).
+
+Each works as a context manager and as a decorator (with or without parentheses for the
+first two), as in PyTorch. ``set_grad_enabled(mode)`` takes effect when called, so it also
+works as a plain function call.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from typing import Any, Callable
+
+
+class _GradState(threading.local):
+    enabled = True
+    anomaly = False
+    anomaly_check_nan = True
+
+
+STATE = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    """True when operations record the autograd graph in this thread."""
+    return STATE.enabled
+
+
+class _DecoratorContextManager:
+    """Base for grad-mode objects usable as ``with obj:`` and ``@obj`` / ``@obj()``."""
+
+    def __new__(cls, func: Callable | None = None, *args: Any, **kwargs: Any):
+        self = super().__new__(cls)
+        if callable(func) and not args and not kwargs and cls._bare_decorator:
+            self.__init__()
+            return self(func)
+        return self
+
+    _bare_decorator = True
+
+    def __call__(self, func: Callable) -> Callable:
+        if inspect.isgeneratorfunction(func):
+            raise TypeError(f"{type(self).__name__} cannot decorate generator functions")
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any):
+            with self.clone():
+                return func(*args, **kwargs)
+
+        return wrapper
+
+    def clone(self):
+        return type(self)()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable graph recording in this thread: results have ``requires_grad=False``."""
+
+    def __enter__(self) -> None:
+        self.prev = STATE.enabled
+        STATE.enabled = False
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.enabled = self.prev
+
+
+class enable_grad(_DecoratorContextManager):
+    """Enable graph recording in this thread (e.g. inside a ``no_grad`` block)."""
+
+    def __enter__(self) -> None:
+        self.prev = STATE.enabled
+        STATE.enabled = True
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.enabled = self.prev
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Set grad mode to ``mode`` now; as a context manager, restore the previous mode on exit."""
+
+    _bare_decorator = False
+
+    def __init__(self, mode: bool = True) -> None:
+        self.prev = STATE.enabled
+        self.mode = bool(mode)
+        STATE.enabled = self.mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.enabled = self.prev
+
+    def __call__(self, func: Callable) -> Callable:
+        STATE.enabled = self.prev  # decorating must not change the mode now
+        return super().__call__(func)
+
+    def clone(self):
+        return type(self)(self.mode)

@@ -1,0 +1,167 @@
+"""gradcheck / gradgradcheck: compare analytical gradients with central differences.
+
+For each input i requiring grad and each output o, the numerical Jacobian column for
+element j is (f(x + eps e_j) - f(x - eps e_j)) / (2 eps), computed by perturbing the input
+in place; the analytical Jacobian row for output element k is the vector-Jacobian product
+with the one-hot grad_output e_k. They must agree within atol + rtol * |numerical|.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck/gradgradcheck on a mismatch (a RuntimeError, as in PyTorch)."""
+
+
+def _as_tuple(x) -> tuple:
+    from tgrad.tensor import Tensor
+    return (x,) if isinstance(x, Tensor) else tuple(x)
+
+
+def _differentiable_outputs(outputs: tuple) -> list:
+    return [o for o in outputs if getattr(o, "requires_grad", False)]
+
+
+def _numerical_jacobian(func, inputs: tuple, outputs: tuple, eps: float) -> list:
+    """jac[i][o]: ndarray of shape (inputs[i].numel(), outputs[o].numel())."""
+    from tgrad.tensor import Tensor
+    jac = []
+    for inp in inputs:
+        if not (isinstance(inp, Tensor) and inp.requires_grad):
+            jac.append(None)
+            continue
+        cols = [np.zeros((inp.numel(), o.numel())) for o in outputs]
+        data = inp._data
+        for j, idx in enumerate(np.ndindex(*inp.shape)):
+            orig = data[idx].item()
+            data[idx] = orig + eps
+            plus = [np.asarray(o.numpy(force=True), np.float64).ravel().copy()
+                    for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
+            data[idx] = orig - eps
+            minus = [np.asarray(o.numpy(force=True), np.float64).ravel().copy()
+                     for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
+            data[idx] = orig
+            k = 0
+            for o_full_idx, o in enumerate(outputs):
+                cols[k][j] = (plus[o_full_idx] - minus[o_full_idx]) / (2 * eps)
+                k += 1
+        jac.append(cols)
+    return jac
+
+
+def _analytical_jacobian(inputs: tuple, outputs: tuple) -> list:
+    from tgrad.autograd import grad as autograd_grad
+    from tgrad.ops.creation import zeros_like
+    from tgrad.tensor import Tensor
+    diff_inputs = [inp for inp in inputs if isinstance(inp, Tensor) and inp.requires_grad]
+    jac = [[np.zeros((inp.numel(), o.numel())) for o in outputs] for inp in diff_inputs]
+    for oi, out in enumerate(outputs):
+        if not out.requires_grad:
+            continue
+        for k in range(out.numel()):
+            g = zeros_like(out)
+            g._data.reshape(-1)[k] = 1
+            grads = autograd_grad(out, diff_inputs, g, retain_graph=True, allow_unused=True)
+            for ii, gi in enumerate(grads):
+                if gi is not None:
+                    jac[ii][oi][:, k] = np.asarray(gi.numpy(force=True), np.float64).ravel()
+    return jac
+
+
+def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+              raise_exception: bool = True, nondet_tol: float = 0.0,
+              check_undefined_grad: bool = True, fast_mode: bool = False) -> bool:
+    """Check ``func``'s gradients against finite differences (use float64 inputs).
+
+    Returns True on success; on failure raises GradcheckError ("Jacobian mismatch for
+    output 0 with respect to input 0, ...") or returns False when ``raise_exception`` is
+    False.
+    """
+    from tgrad.tensor import Tensor
+    inputs = _as_tuple(inputs)
+    for i, inp in enumerate(inputs):
+        if isinstance(inp, Tensor) and inp.requires_grad and inp.dtype.name != "float64":
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
+                          "point. This check will likely fail if all the inputs are not of "
+                          "double precision floating point.", UserWarning, stacklevel=2)
+    if not any(isinstance(i, Tensor) and i.requires_grad for i in inputs):
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
+                         "none of the them have requires_grad=True.")
+
+    def fail(msg: str) -> bool:
+        if raise_exception:
+            raise GradcheckError(msg)
+        return False
+
+    all_outputs = tuple(o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor))
+    outputs = tuple(all_outputs)
+    analytical = _analytical_jacobian(inputs, outputs)
+    numerical = _numerical_jacobian(func, inputs, outputs, eps)
+    numerical = [n for n in numerical if n is not None]
+    diff_idx = [i for i, inp in enumerate(inputs) if isinstance(inp, Tensor) and inp.requires_grad]
+    for a_list, n_list, ii in zip(analytical, numerical, diff_idx):
+        for oi, (a, n) in enumerate(zip(a_list, n_list)):
+            if not outputs[oi].requires_grad:
+                if np.any(n != 0):
+                    return fail(f"Numerical gradient for function expected to be zero for "
+                                f"output {oi} with respect to input {ii}")
+                continue
+            if a.shape != n.shape or not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
+                return fail(f"Jacobian mismatch for output {oi} with respect to input {ii},\n"
+                            f"numerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n")
+    # Reentrancy: a second backward must give the same Jacobian (up to nondet_tol).
+    again = _analytical_jacobian(inputs, outputs)
+    for a_list, b_list, ii in zip(analytical, again, diff_idx):
+        for oi, (a, b) in enumerate(zip(a_list, b_list)):
+            if np.max(np.abs(a - b), initial=0.0) > nondet_tol:
+                return fail(f"Backward is not reentrant, i.e., running backward with same input "
+                            f"and grad_output multiple times gives different values, although "
+                            f"analytical gradient matches numerical gradient. The tolerance for "
+                            f"nondeterminism was {nondet_tol}. (output {oi}, input {ii})")
+    return True
+
+
+def _fmt(a: np.ndarray) -> str:
+    return np.array2string(a, precision=6, threshold=200)
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5,
+                  rtol: float = 1e-3, gen_non_contig_grad_outputs: bool = False,
+                  raise_exception: bool = True, nondet_tol: float = 0.0,
+                  check_undefined_grad: bool = True, fast_mode: bool = False) -> bool:
+    """gradcheck of the gradients: checks second derivatives through create_graph=True.
+
+    Random float64 ``grad_outputs`` are generated when not given (non-contiguous ones with
+    ``gen_non_contig_grad_outputs``).
+    """
+    from tgrad.autograd import grad as autograd_grad
+    from tgrad.ops.creation import randn
+    from tgrad.tensor import Tensor
+    inputs = _as_tuple(inputs)
+    outputs = [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor) and o.requires_grad]
+    if grad_outputs is None:
+        grad_outputs = []
+        for o in outputs:
+            if gen_non_contig_grad_outputs and o.ndim > 0:
+                g = randn(*(o.shape + (2,)), dtype=o.dtype, device=o.device)[..., 0]
+            else:
+                g = randn(*o.shape, dtype=o.dtype, device=o.device)
+            grad_outputs.append(g.requires_grad_(True))
+    grad_outputs = list(_as_tuple(grad_outputs))
+    n_in = len(inputs)
+    diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+
+    def new_func(*args):
+        ins, gos = args[:n_in], args[n_in:]
+        outs = [o for o in _as_tuple(func(*ins)) if isinstance(o, Tensor) and o.requires_grad]
+        diff_ins = [ins[i] for i in diff_idx]
+        grads = autograd_grad(outs, diff_ins, list(gos), create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(new_func, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
+                     rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol)

@@ -1,0 +1,44 @@
+"""Tensor hooks and retain_grad.
+
+A leaf's hooks live on the tensor and run in its AccumulateGrad before accumulation; a
+non-leaf's hooks are pre-hooks of its grad_fn for its output slot. A hook returning a
+tensor replaces the gradient.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+
+from tgrad.autograd.node import RemovableHandle
+
+
+def register_tensor_hook(t, hook) -> RemovableHandle:
+    gf = t.grad_fn
+    if gf is None:
+        if t._hooks is None:
+            t._hooks = OrderedDict()
+        table = t._hooks
+    else:
+        if gf._pre_hooks is None:
+            gf._pre_hooks = {}
+        table = gf._pre_hooks.setdefault(t._output_nr, OrderedDict())
+    handle = RemovableHandle(table)
+    table[handle.id] = hook
+    return handle
+
+
+def install_retain_grad(t) -> None:
+    gf = t.grad_fn
+    if gf._retain_grad_refs is None:
+        gf._retain_grad_refs = {}
+    gf._retain_grad_refs[t._output_nr] = weakref.ref(t)
+
+
+def run_leaf_hooks(t, grad):
+    if t._hooks:
+        for hook in list(t._hooks.values()):
+            new = hook(grad)
+            if new is not None:
+                grad = new
+    return grad

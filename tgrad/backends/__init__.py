@@ -1,0 +1,25 @@
+"""Backends implement the same primitives with the same names: numpy (cpu), triton (cuda).
+
+``get_backend(device)`` returns the module for a device; ops never contain derivative maths
+in backends, and backends never contain autograd logic.
+"""
+
+from __future__ import annotations
+
+from tgrad.backends import numpy as numpy_backend
+from tgrad.device import Device
+
+_BACKENDS = {"cpu": numpy_backend}
+
+
+def register_backend(device_type: str, module) -> None:
+    _BACKENDS[device_type] = module
+
+
+def get_backend(device: Device):
+    try:
+        return _BACKENDS[device.type]
+    except KeyError:
+        raise RuntimeError(
+            f"tgrad: no backend for device '{device}': this build of tgrad runs on the CPU "
+            f"only (the CUDA backend is not available here); use device='cpu'") from None

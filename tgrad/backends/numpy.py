@@ -1,0 +1,327 @@
+"""CPU primitives over NumPy arrays: the fallback backend and the float64 test oracle.
+
+Every function takes and returns ``np.ndarray`` (views where the primitive is a view).
+Inputs arrive already promoted to the op's dtype; float16/bfloat16 are computed in float32
+and rounded once, as the GPU kernels do. No derivative maths lives here: backward
+primitives (``tanh_backward``...) are plain formulas that ops call from their rules.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+HALF_TYPES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_F32 = np.dtype(np.float32)
+
+name = "numpy"
+
+
+def compute_dtype(dt: np.dtype) -> np.dtype:
+    """float16/bfloat16 accumulate and compute in float32."""
+    return _F32 if dt in HALF_TYPES else dt
+
+
+def _up(x: np.ndarray) -> np.ndarray:
+    return x.astype(_F32) if x.dtype in HALF_TYPES else x
+
+
+def _down(y, dt: np.dtype) -> np.ndarray:
+    y = np.asarray(y)
+    return y if y.dtype == dt else y.astype(dt)
+
+
+# ---------------------------------------------------------------- creation and movement
+def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    return np.empty(shape, dtype)
+
+
+def full(shape: tuple, value, dtype: np.dtype) -> np.ndarray:
+    return np.full(shape, value, dtype)
+
+
+def from_host(arr: np.ndarray) -> np.ndarray:
+    return arr
+
+
+def to_host(x: np.ndarray) -> np.ndarray:
+    return x
+
+
+def contiguous(x: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy (or ``x`` itself when it already is)."""
+    return x if x.flags.c_contiguous else np.array(x, order="C")
+
+
+def clone(x: np.ndarray) -> np.ndarray:
+    return np.array(x, copy=True, order="C")
+
+
+def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
+def copy_(dst: np.ndarray, src) -> None:
+    """Write ``src`` (broadcast, cast) into the view ``dst`` in place."""
+    np.copyto(dst, src, casting="unsafe")
+
+
+def fill_(dst: np.ndarray, value) -> None:
+    dst.fill(value)
+
+
+def cat(xs: list, axis: int) -> np.ndarray:
+    return np.concatenate(xs, axis=axis)
+
+
+# ---------------------------------------------------------------- views (no copies)
+def reshape_view(x: np.ndarray, shape: tuple):
+    """A view of ``x`` with ``shape``, or None when the strides do not allow one."""
+    try:
+        v = x.view()
+        v.shape = shape
+        return v
+    except AttributeError:
+        return None
+
+
+def reshape_copy(x: np.ndarray, shape: tuple) -> np.ndarray:
+    return np.reshape(np.array(x, order="C"), shape)
+
+
+def permute(x: np.ndarray, dims: tuple) -> np.ndarray:
+    return x.transpose(dims)
+
+
+def expand(x: np.ndarray, shape: tuple) -> np.ndarray:
+    return np.broadcast_to(x, shape)
+
+
+def basic_index(x: np.ndarray, key: tuple) -> np.ndarray:
+    """A view; an Ellipsis is appended so integer-only keys give a 0-d view, not a scalar."""
+    if Ellipsis not in key:
+        key = key + (Ellipsis,)
+    return x[key]
+
+
+def as_strided(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
+    item = x.itemsize
+    return np.lib.stride_tricks.as_strided(x, shape, tuple(s * item for s in strides))
+
+
+# ---------------------------------------------------------------- elementwise
+def _erf(x: np.ndarray) -> np.ndarray:
+    out = np.frompyfunc(math.erf, 1, 1)(x)
+    return np.asarray(out, dtype=x.dtype) if out.ndim else np.asarray(float(out), x.dtype)
+
+
+def _sigmoid(x):
+    # Stable for large |x|: exp of a non-positive number only.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+
+def _round_half_even(x):
+    return np.round(x)
+
+
+UNARY = {
+    "neg": np.negative,
+    "abs": np.abs,
+    "exp": np.exp,
+    "log": np.log,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "erf": _erf,
+    "reciprocal": lambda x: 1.0 / x,
+    "square": np.square,
+    "sign": np.sign,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": _round_half_even,
+    "logical_not": np.logical_not,
+}
+
+
+def unary(op: str, x: np.ndarray) -> np.ndarray:
+    """``op`` applied elementwise; the result keeps x's dtype (bool for logical_not)."""
+    fn = UNARY[op]
+    with np.errstate(all="ignore"):
+        if x.dtype in HALF_TYPES:
+            return _down(fn(x.astype(_F32)), x.dtype)
+        return np.asarray(fn(x))
+
+
+def _pow(a, b):
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu" and np.any(b < 0):
+        raise RuntimeError("pow: integers to negative integer powers are not allowed")
+    return np.power(a, b)
+
+
+def _div(a, b):
+    return np.true_divide(a, b)
+
+
+BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": _div,
+    "pow": _pow,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+}
+
+
+def binary(op: str, a, b) -> np.ndarray:
+    """``op`` with NumPy broadcasting; a and b share one dtype (or b is a NumPy scalar)."""
+    fn = BINARY[op]
+    with np.errstate(all="ignore"):
+        if a.dtype in HALF_TYPES:
+            return _down(fn(a.astype(_F32), np.asarray(b).astype(_F32)), a.dtype)
+        return np.asarray(fn(a, b))
+
+
+def where(cond: np.ndarray, a, b) -> np.ndarray:
+    return np.where(cond, a, b)
+
+
+# Paired backward formulas (grad, saved) -> grad_input; the GPU runs each as one kernel.
+def tanh_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """d tanh(x) = 1 - y^2 with y = tanh(x)."""
+    dt = g.dtype
+    g, y = _up(g), _up(y)
+    return _down(g * (1 - y * y), dt)
+
+
+def sigmoid_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """d sigmoid(x) = y (1 - y) with y = sigmoid(x)."""
+    dt = g.dtype
+    g, y = _up(g), _up(y)
+    return _down(g * y * (1 - y), dt)
+
+
+# ---------------------------------------------------------------- reductions
+def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
+    dt = x.dtype
+    acc = compute_dtype(dt) if dt.kind == "f" else (np.int64 if dt.kind in "bi" else dt)
+    return _down(np.sum(x, axis=axes, dtype=acc, keepdims=keepdim), dt if dt.kind == "f"
+                 else np.dtype(np.int64))
+
+
+def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
+    dt = x.dtype
+    return _down(np.mean(_up(x), axis=axes, keepdims=keepdim), dt)
+
+
+def prod(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
+    dt = x.dtype
+    acc = compute_dtype(dt) if dt.kind == "f" else np.int64
+    return _down(np.prod(x, axis=axes, dtype=acc, keepdims=keepdim),
+                 dt if dt.kind == "f" else np.dtype(np.int64))
+
+
+def amax(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
+    return np.asarray(np.max(x, axis=axes, keepdims=keepdim))
+
+
+def amin(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
+    return np.asarray(np.min(x, axis=axes, keepdims=keepdim))
+
+
+def argmax(x: np.ndarray, axis, keepdim: bool) -> np.ndarray:
+    """Index of the first maximum (NaN counts as the maximum, as in NumPy and PyTorch)."""
+    return np.asarray(np.argmax(x, axis=axis, keepdims=keepdim), dtype=np.int64)
+
+
+def argmin(x: np.ndarray, axis, keepdim: bool) -> np.ndarray:
+    return np.asarray(np.argmin(x, axis=axis, keepdims=keepdim), dtype=np.int64)
+
+
+def var(x: np.ndarray, axes, correction: float, keepdim: bool) -> np.ndarray:
+    dt = x.dtype
+    with np.errstate(all="ignore"):
+        return _down(np.var(_up(x), axis=axes, ddof=correction, keepdims=keepdim), dt)
+
+
+def logsumexp(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
+    dt = x.dtype
+    xf = _up(x)
+    with np.errstate(all="ignore"):
+        m = np.max(xf, axis=axes, keepdims=True) if xf.size else np.zeros(
+            [1 if (axes is None or i in axes) else s for i, s in enumerate(xf.shape)], xf.dtype)
+        m = np.where(np.isfinite(m), m, 0)
+        out = np.log(np.sum(np.exp(xf - m), axis=axes, keepdims=True)) + m
+    if not keepdim:
+        out = np.squeeze(out, axis=axes if axes is not None else tuple(range(xf.ndim)))
+    return _down(out, dt)
+
+
+def all_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
+    return np.asarray(np.all(x, axis=axes, keepdims=keepdim))
+
+
+def any_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
+    return np.asarray(np.any(x, axis=axes, keepdims=keepdim))
+
+
+def isnan_any(x: np.ndarray) -> bool:
+    return bool(np.isnan(x).any()) if x.dtype.kind == "f" or x.dtype in HALF_TYPES else False
+
+
+# ---------------------------------------------------------------- indexing
+def gather(x: np.ndarray, key) -> np.ndarray:
+    """Advanced indexing (integer arrays / boolean masks mixed with basic indices)."""
+    return np.asarray(x[key])
+
+
+def index_put_(dst: np.ndarray, key, values) -> None:
+    dst[key] = values
+
+
+def index_add(shape: tuple, dtype: np.dtype, key, values: np.ndarray) -> np.ndarray:
+    """zeros(shape) with ``values`` scatter-added at ``key`` (repeated indices add up)."""
+    out = np.zeros(shape, compute_dtype(dtype))
+    np.add.at(out, key, _up(values))
+    return _down(out, dtype)
+
+
+# ---------------------------------------------------------------- matmul
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    dt = a.dtype
+    if dt in HALF_TYPES:
+        return _down(np.matmul(a.astype(_F32), b.astype(_F32)), dt)
+    return np.matmul(a, b)
+
+
+# ---------------------------------------------------------------- random
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> None:
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
+def rand(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    return _down(_rng.random(shape, dtype=np.float64), dtype)
+
+
+def randn(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    return _down(_rng.standard_normal(shape, dtype=np.float64), dtype)

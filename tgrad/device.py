@@ -1,0 +1,74 @@
+"""Devices: ``cpu`` (NumPy) and ``cuda[:N]`` (the GPU backend), and the default device."""
+
+from __future__ import annotations
+
+
+class Device:
+    """A device as PyTorch names it: ``device(type='cuda', index=0)``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str, index: int | None = None) -> None:  # noqa: A002
+        if isinstance(type, Device):
+            type, index = type.type, type.index
+        elif ":" in type:
+            type, _, idx = type.partition(":")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
+            index = int(idx)
+        if type not in ("cpu", "cuda"):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda device type at start of device string: {type}")
+        if type == "cuda" and index is None:
+            index = 0
+        if type == "cpu":
+            index = None
+        self.type = type
+        self.index = index
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            other = as_device(other)
+        return isinstance(other, Device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+
+CPU = Device("cpu")
+_cache: dict = {"cpu": CPU, None: None}
+_default_device = CPU
+
+
+def as_device(dev) -> Device:
+    """Parse a device given as Device, string or int (an int means that CUDA device)."""
+    if dev is None:
+        return _default_device
+    d = _cache.get(dev) if isinstance(dev, (str, Device)) else None
+    if d is not None:
+        return d
+    if isinstance(dev, int):
+        d = Device("cuda", dev)
+    else:
+        d = Device(dev)
+    if isinstance(dev, str):
+        _cache[dev] = d
+    return d
+
+
+def set_default_device(dev) -> None:
+    """Device used by creation functions when none is given (``tgrad.set_default_device``)."""
+    global _default_device
+    _default_device = CPU if dev is None else as_device(dev)
+
+
+def get_default_device() -> Device:
+    return _default_device

@@ -1,0 +1,166 @@
+"""tgrad's dtypes and PyTorch's type-promotion rules.
+
+A DType wraps the NumPy dtype that stores it (bfloat16 comes from ml_dtypes). Promotion
+follows PyTorch: categories bool < integer < floating; within a category the wider type
+wins (float16 with bfloat16 gives float32); across priorities (dimensioned tensors, then
+0-d tensors, then Python scalars) a lower-priority operand only changes the result when it
+is of a higher category.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+
+class DType:
+    """A tensor element type, printed as ``tgrad.float32``."""
+
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "category", "rank")
+
+    def __init__(self, name: str, np_dtype, category: int, rank: int) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.is_floating_point = category == 2
+        self.rank = rank  # width order inside the category
+
+    @property
+    def is_signed(self) -> bool:
+        return self.category != 0
+
+    def __repr__(self) -> str:
+        return f"tgrad.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+bool_ = DType("bool", np.bool_, 0, 0)
+int32 = DType("int32", np.int32, 1, 2)
+int64 = DType("int64", np.int64, 1, 3)
+float16 = DType("float16", np.float16, 2, 1)
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, 2, 1)
+float32 = DType("float32", np.float32, 2, 2)
+float64 = DType("float64", np.float64, 2, 3)
+
+ALL_DTYPES = (bool_, int32, int64, float16, bfloat16, float32, float64)
+FLOATING_DTYPES = (float16, bfloat16, float32, float64)
+_BY_NP = {d.np: d for d in ALL_DTYPES}
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+# Aliases PyTorch users type.
+_BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64,
+                 "int": int32})
+
+_default_float = float32
+
+
+def _by_name(name: str) -> DType:
+    return _BY_NAME[name]
+
+
+def get_default_dtype() -> DType:
+    return _default_float
+
+
+def set_default_dtype(dtype: DType) -> None:
+    global _default_float
+    dtype = as_dtype(dtype)
+    if not dtype.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating-point types are supported as the "
+                        f"default type, got {dtype}")
+    _default_float = dtype
+
+
+def from_numpy_dtype(np_dtype) -> DType:
+    """The tgrad dtype for a NumPy dtype; unsupported ones raise a clear TypeError."""
+    d = _BY_NP.get(np.dtype(np_dtype))
+    if d is None:
+        raise TypeError(
+            f"tgrad does not support NumPy dtype {np.dtype(np_dtype)}; supported dtypes are "
+            f"{', '.join(x.name for x in ALL_DTYPES)}. Convert the array first, e.g. "
+            f"arr.astype(np.float32)")
+    return d
+
+
+def as_dtype(dtype) -> DType:
+    """Accept a DType, its name, a NumPy dtype or Python's float/int/bool."""
+    if isinstance(dtype, DType):
+        return dtype
+    if dtype is float:
+        return _default_float
+    if dtype is int:
+        return int64
+    if dtype is bool:
+        return bool_
+    if isinstance(dtype, str) and dtype in _BY_NAME:
+        return _BY_NAME[dtype]
+    try:
+        return from_numpy_dtype(dtype)
+    except TypeError:
+        raise
+    except Exception:
+        raise TypeError(f"tgrad: {dtype!r} is not a dtype; use one of "
+                        f"{', '.join('tgrad.' + x.name for x in ALL_DTYPES)}") from None
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """PyTorch's promote_types for two dtypes."""
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.rank != b.rank:
+        return a if a.rank > b.rank else b
+    return float32  # float16 with bfloat16
+
+
+def scalar_dtype(value) -> DType:
+    """The dtype a Python scalar takes when it stands alone."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return int64
+    return _default_float
+
+
+def _category_of_scalar(value) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        return 0
+    if isinstance(value, (int, np.integer)):
+        return 1
+    return 2
+
+
+def result_type(*operands) -> DType:
+    """PyTorch's result_type over tensors and Python scalars.
+
+    Priority: tensors with dims > 0-d tensors > Python scalars. A lower-priority operand
+    changes the result only if its category (bool < int < float) is higher; then the result
+    is its dtype (0-d tensor) or the default dtype of its category (Python scalar).
+    """
+    dim_t = zero_t = None
+    scalar_cat = -1
+    for op in operands:
+        dt = getattr(op, "dtype", None)
+        if isinstance(dt, DType):
+            if op.ndim:
+                dim_t = dt if dim_t is None else promote_types(dim_t, dt)
+            else:
+                zero_t = dt if zero_t is None else promote_types(zero_t, dt)
+        elif op is not None:
+            scalar_cat = max(scalar_cat, _category_of_scalar(op))
+    result = dim_t
+    if zero_t is not None:
+        if result is None:
+            result = zero_t
+        elif zero_t.category > result.category:
+            result = zero_t
+    if scalar_cat >= 0:
+        cat_default = (bool_, int64, _default_float)[scalar_cat]
+        if result is None or scalar_cat > result.category:
+            result = cat_default
+    if result is None:
+        raise TypeError("result_type needs at least one tensor or scalar")
+    return result

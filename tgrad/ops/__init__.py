@@ -1,0 +1,19 @@
+"""The op library: one definition per op (forward primitive + backward rule + metadata).
+
+Importing this package attaches the ops to Tensor as methods and operators.
+"""
+
+from tgrad.ops import creation, elementwise, index, inplace, matmul, movement, reduce, shape
+from tgrad.ops._common import OPS
+
+__all__ = [n for m in (creation, elementwise, matmul, movement, reduce, shape)
+           for n in m.__all__]
+
+from tgrad.ops.creation import *  # noqa: E402,F401,F403
+from tgrad.ops.elementwise import *  # noqa: E402,F401,F403
+from tgrad.ops.matmul import *  # noqa: E402,F401,F403
+from tgrad.ops.movement import *  # noqa: E402,F401,F403
+from tgrad.ops.reduce import *  # noqa: E402,F401,F403
+from tgrad.ops.shape import *  # noqa: E402,F401,F403
+
+_ = (index, inplace, OPS)

@@ -1,0 +1,85 @@
+"""Shared helpers of the op definitions: wrapping backend arrays, devices, dims, registry."""
+
+from __future__ import annotations
+
+from tgrad.autograd.grad_mode import STATE
+from tgrad.backends import get_backend
+from tgrad.tensor import Tensor, _wrap_dim
+
+# name -> Function subclass of every built-in op (the profiler and `tgrad info` read it).
+OPS: dict = {}
+
+
+def register_op(cls):
+    OPS[cls.name] = cls
+    return cls
+
+
+def tensor_method(*names: str):
+    """Attach the decorated function to Tensor under ``names``."""
+    def deco(fn):
+        for n in names:
+            setattr(Tensor, n, fn)
+        return fn
+    return deco
+
+
+def backend_of(t: Tensor):
+    return get_backend(t.device)
+
+
+def wrap(arr, device) -> Tensor:
+    """A new tensor owning the backend array ``arr``."""
+    return Tensor(arr, None, device)
+
+
+def make_view(x: Tensor, arr) -> Tensor:
+    """A tensor viewing ``x``'s storage through the backend view ``arr``."""
+    out = Tensor(arr, x._storage, x.device)
+    out._base = x if x._base is None else x._base
+    out._grad_fn_version = x._storage.version
+    return out
+
+
+def view_apply(cls, x: Tensor, *args) -> Tensor:
+    """Run a view op and record how to replay it on the base (for in-place through views)."""
+    out = cls.apply(x, *args)
+    if STATE.enabled and (x._base is None or x._view_chain is not None):
+        out._view_chain = (x._view_chain or ()) + ((cls.apply, args),)
+    return out
+
+
+def same_device(op: str, *tensors: Tensor):
+    """The common device of ``tensors``; raises PyTorch's message when they differ."""
+    dev = None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            if dev is None:
+                dev = t.device
+            elif t.device != dev:
+                raise RuntimeError(f"{op}: expected all tensors to be on the same device, but "
+                                   f"found at least two devices, {dev} and {t.device}!")
+    return dev
+
+
+def normalize_dims(op: str, dim, ndim: int) -> tuple | None:
+    """``dim`` (None, int or sequence, negatives allowed) as a sorted tuple, or None for all."""
+    if dim is None:
+        return None
+    if isinstance(dim, int):
+        dim = (dim,)
+    out = tuple(sorted({_wrap_dim(d, ndim, op) for d in dim}))
+    if len(out) != len(tuple(dim)):
+        raise RuntimeError(f"{op}: dim {tuple(dim)} appears multiple times in the list of dims")
+    if ndim == 0:
+        return None
+    return out
+
+
+def check_float(op: str, t: Tensor) -> None:
+    if not t.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: expected a floating point tensor, got {t.dtype}")
+
+
+def shape_str(shape) -> str:
+    return str(list(shape))

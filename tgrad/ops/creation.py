@@ -1,0 +1,248 @@
+"""Creation functions: tensor, zeros, ones, empty, full, *_like, rand, randn, arange,
+from_numpy, manual_seed. Shapes may be given as varargs or one tuple."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.backends import get_backend, numpy_backend
+from tgrad.device import as_device
+from tgrad.dtypes import DType
+from tgrad.tensor import Tensor
+
+__all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+           "full_like", "empty_like", "rand", "randn", "rand_like", "randn_like", "arange",
+           "linspace", "eye", "from_numpy", "manual_seed"]
+
+
+def _shape(size: tuple) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s)
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"size must be a sequence of ints, but got {type(s).__name__} ({s!r})")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _finish(host: np.ndarray, device, requires_grad: bool) -> Tensor:
+    dev = as_device(device)
+    arr = host if dev.type == "cpu" else get_backend(dev).from_host(host)
+    t = Tensor(arr, None, dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _infer_dtype(data) -> DType:
+    """dtype of nested Python data as PyTorch infers it (bool < int64 < default float)."""
+    cat = -1
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, Tensor):
+            cat = max(cat, x.dtype.category + (3 if x.dtype.is_floating_point else 0))
+        elif isinstance(x, (bool, np.bool_)):
+            cat = max(cat, 0)
+        elif isinstance(x, (int, np.integer)):
+            cat = max(cat, 1)
+        elif isinstance(x, (float, np.floating)):
+            cat = max(cat, 2)
+        else:
+            raise TypeError(f"tensor(): could not infer dtype of {type(x).__name__}")
+    return (dtypes.bool_, dtypes.int64)[cat] if 0 <= cat <= 1 else dtypes.get_default_dtype()
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor (always a copy) from nested lists, scalars, NumPy arrays or tensors."""
+    if isinstance(data, Tensor):
+        host = np.array(data.numpy(force=True), copy=True)
+        dt = dtypes.as_dtype(dtype) if dtype is not None else data.dtype
+    elif isinstance(data, np.ndarray):
+        dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
+        host = np.array(data, copy=True)
+    else:
+        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+            data = [x.tolist() if isinstance(x, Tensor) else x for x in data]
+        dt = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        try:
+            host = np.array(data, dtype=np.float64 if dt.is_floating_point else None)
+        except ValueError as e:
+            raise ValueError(f"tensor(): data has an irregular shape ({e})") from None
+        if host.dtype == object:
+            raise TypeError("tensor(): data must be numbers or nested lists of numbers")
+    host = np.array(host, dtype=dt.np, order="C")
+    return _finish(host, device, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like ``tensor`` but shares memory with a matching tensor or NumPy array."""
+    if isinstance(data, Tensor) and (dtype is None or dtypes.as_dtype(dtype) is data.dtype) \
+            and (device is None or as_device(device) == data.device):
+        return data
+    if isinstance(data, np.ndarray) and (dtype is None or dtypes.as_dtype(dtype).np ==
+                                         data.dtype) and as_device(device).type == "cpu":
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(arr: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with ``arr`` (writes through either are visible)."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(arr).__name__})")
+    dtypes.from_numpy_dtype(arr.dtype)
+    if any(s % arr.itemsize for s in arr.strides) or any(s < 0 for s in arr.strides):
+        raise ValueError("from_numpy: arrays with negative or unaligned strides are not "
+                         "supported; pass arr.copy()")
+    return Tensor(arr, None, as_device("cpu"))
+
+
+def _dtype_or_default(dtype) -> DType:
+    return dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
+
+
+def full(*size, fill_value=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """``full(size, fill_value)``: dtype inferred from fill_value like PyTorch."""
+    if fill_value is None:
+        if len(size) >= 2 and not isinstance(size[-1], (tuple, list)):
+            *size, fill_value = size
+        elif len(size) == 2:
+            size, fill_value = (size[0],), size[1]
+        else:
+            raise TypeError("full() missing required argument 'fill_value'")
+    shape = _shape(tuple(size))
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(fill_value)
+    dev = as_device(device)
+    arr = get_backend(dev).full(shape, fill_value, dt.np)
+    t = Tensor(arr, None, dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return full(_shape(size), 0, dtype=_dtype_or_default(dtype), device=device,
+                requires_grad=requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return full(_shape(size), 1, dtype=_dtype_or_default(dtype), device=device,
+                requires_grad=requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dev = as_device(device)
+    dt = _dtype_or_default(dtype)
+    t = Tensor(get_backend(dev).empty(_shape(size), dt.np), None, dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _like(x: Tensor, dtype, device):
+    return (x.dtype if dtype is None else dtypes.as_dtype(dtype),
+            x.device if device is None else as_device(device))
+
+
+def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(x, dtype, device)
+    return full(x.shape, 0, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(x, dtype, device)
+    return full(x.shape, 1, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(x: Tensor, fill_value, dtype=None, device=None,
+              requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(x, dtype, device)
+    return full(x.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def empty_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(x, dtype, device)
+    return empty(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def manual_seed(seed: int) -> None:
+    """Seed tgrad's random generators (all backends)."""
+    from tgrad import backends
+    for b in set(backends._BACKENDS.values()):
+        b.manual_seed(int(seed))
+
+
+def _random(kind: str, size, dtype, device, requires_grad) -> Tensor:
+    dt = _dtype_or_default(dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{kind}: expected a floating point dtype, got {dt}")
+    dev = as_device(device)
+    arr = getattr(get_backend(dev), kind)(_shape(size), dt.np)
+    t = Tensor(arr, None, dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def rand(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples on [0, 1)."""
+    return _random("rand", size, dtype, device, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples."""
+    return _random("randn", size, dtype, device, requires_grad)
+
+
+def rand_like(x: Tensor, dtype=None, device=None) -> Tensor:
+    dt, dev = _like(x, dtype, device)
+    return rand(x.shape, dtype=dt, device=dev)
+
+
+def randn_like(x: Tensor, dtype=None, device=None) -> Tensor:
+    dt, dev = _like(x, dtype, device)
+    return randn(x.shape, dtype=dt, device=dev)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from start (default 0) to end (exclusive) by step; int64 for integer args."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if dtype is None:
+        is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        dt = dtypes.int64 if is_int else dtypes.get_default_dtype()
+    else:
+        dt = dtypes.as_dtype(dtype)
+    n = max(0, int(np.ceil((end - start) / step)))
+    host = (start + step * np.arange(n, dtype=np.float64 if dt.is_floating_point
+                                     else np.int64)).astype(dt.np)
+    return _finish(host, device, requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    dt = _dtype_or_default(dtype)
+    return _finish(np.linspace(start, end, steps).astype(dt.np), device, requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype=None, device=None,
+        requires_grad: bool = False) -> Tensor:
+    dt = _dtype_or_default(dtype)
+    return _finish(np.eye(n, m, dtype=dt.np), device, requires_grad)
+
+
+_ = numpy_backend  # the CPU backend is always present

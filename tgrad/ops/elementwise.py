@@ -1,0 +1,459 @@
+"""Elementwise ops: one table row per op (forward primitive + derivative rule).
+
+Rules are written in differentiable tgrad ops, so ``create_graph=True`` works for every op.
+Binary gradients are reduced back to each input's shape with ``sum_to`` (un-broadcasting).
+Notation in the rules: ``g`` incoming gradient, ``x``/``a``/``b`` inputs, ``y`` the output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.ops._common import backend_of, register_op, same_device, tensor_method, wrap
+from tgrad.tensor import Tensor
+
+__all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
+           "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round",
+           "relu", "tanh_backward", "sigmoid_backward",
+           "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp",
+           "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
+           "true_divide", "subtract", "multiply", "negative", "clip", "isnan", "isinf",
+           "isfinite"]
+
+
+def _zero(g, *_):
+    from tgrad.ops.creation import zeros_like
+    return zeros_like(g)
+
+
+# ------------------------------------------------------------------------------ unary
+# name: (saves "x" / "y" / "", float-only (ints promote to the default float), rule(g, x, y))
+UNARY_RULES = {
+    "neg":        ("",  False, lambda g, x, y: -g),
+    "abs":        ("x", False, lambda g, x, y: g * sign(x)),
+    "exp":        ("y", True,  lambda g, x, y: g * y),
+    "log":        ("x", True,  lambda g, x, y: g / x),
+    "log1p":      ("x", True,  lambda g, x, y: g / (x + 1.0)),
+    "expm1":      ("y", True,  lambda g, x, y: g * (y + 1.0)),
+    "sqrt":       ("y", True,  lambda g, x, y: g / (y * 2.0)),
+    "rsqrt":      ("y", True,  lambda g, x, y: g * (y * y * y) * -0.5),
+    "sin":        ("x", True,  lambda g, x, y: g * cos(x)),
+    "cos":        ("x", True,  lambda g, x, y: -g * sin(x)),
+    "tanh":       ("y", True,  lambda g, x, y: tanh_backward(g, y)),
+    "sigmoid":    ("y", True,  lambda g, x, y: sigmoid_backward(g, y)),
+    "erf":        ("x", True,  lambda g, x, y: g * exp(-square(x)) * (2.0 / math.sqrt(math.pi))),
+    "reciprocal": ("y", True,  lambda g, x, y: -g * (y * y)),
+    "square":     ("x", False, lambda g, x, y: g * x * 2.0),
+    "sign":       ("",  False, _zero),
+    "floor":      ("",  False, _zero),
+    "ceil":       ("",  False, _zero),
+    "round":      ("",  False, _zero),
+}
+
+# Node names follow PyTorch's (TanhBackward0, ...); "neg" is NegBackward0, etc.
+def _node(name: str) -> str:
+    return "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+
+
+def _make_unary(name: str, saves: str, float_only: bool, rule):
+    def forward(ctx, x):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+        data = x._data
+        if float_only and not x.dtype.is_floating_point:
+            data = data.astype(dtypes.get_default_dtype().np)
+        elif x.dtype is dtypes.bool_ and name not in ("sign", "abs"):
+            raise RuntimeError(f"{name}: not supported for bool tensors; convert with .float()")
+        y = wrap(backend_of(x).unary(name, data), x.device)
+        if saves == "x":
+            ctx.save_for_backward(x)
+        elif saves == "y":
+            ctx.save_for_backward(y)
+        return y
+
+    def backward(ctx, g):
+        saved = ctx.saved_tensors
+        x = saved[0] if saves == "x" else None
+        y = saved[0] if saves == "y" else None
+        return rule(g, x, y)
+
+    cls = type(name.capitalize(), (Function,), {
+        "name": name, "node_name": _node(name),
+        "forward": staticmethod(forward), "backward": staticmethod(backward)})
+    return register_op(cls)
+
+
+_UNARY = {n: _make_unary(n, *spec) for n, spec in UNARY_RULES.items()}
+
+
+def _unary_fn(name: str):
+    cls = _UNARY[name]
+
+    def fn(input: Tensor) -> Tensor:  # noqa: A002
+        return cls.apply(input)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}."
+    return tensor_method(name)(fn)
+
+
+neg = _unary_fn("neg")
+abs = _unary_fn("abs")  # noqa: A001
+exp = _unary_fn("exp")
+log = _unary_fn("log")
+log1p = _unary_fn("log1p")
+expm1 = _unary_fn("expm1")
+sqrt = _unary_fn("sqrt")
+rsqrt = _unary_fn("rsqrt")
+sin = _unary_fn("sin")
+cos = _unary_fn("cos")
+tanh = _unary_fn("tanh")
+sigmoid = _unary_fn("sigmoid")
+erf = _unary_fn("erf")
+reciprocal = _unary_fn("reciprocal")
+square = _unary_fn("square")
+sign = _unary_fn("sign")
+floor = _unary_fn("floor")
+ceil = _unary_fn("ceil")
+round = _unary_fn("round")  # noqa: A001
+negative = neg
+tensor_method("negative", "__neg__")(neg)
+tensor_method("__abs__")(abs)
+
+
+# ------------------------------------------------------------------- paired backward ops
+# The backward of tanh and sigmoid is one primitive (one kernel on the GPU); each is itself
+# differentiable.  tanh_backward(g, y) = g (1 - y^2);  sigmoid_backward(g, y) = g y (1 - y).
+PAIRED_RULES = {
+    # name: rule(gg, g, y) -> (d/dg, d/dy)
+    "tanh_backward": lambda gg, g, y: (tanh_backward(gg, y), gg * g * y * -2.0),
+    "sigmoid_backward": lambda gg, g, y: (sigmoid_backward(gg, y),
+                                          gg * g * (1.0 - y * 2.0)),
+}
+
+
+def _make_paired(name: str, rule):
+    def forward(ctx, g, y):
+        ctx.save_for_backward(g, y)
+        return wrap(getattr(backend_of(g), name)(g._data, y._data), g.device)
+
+    def backward(ctx, gg):
+        g, y = ctx.saved_tensors
+        return rule(gg, g, y)
+
+    cls = type(_node(name)[:-9], (Function,), {
+        "name": name, "node_name": _node(name),
+        "forward": staticmethod(forward), "backward": staticmethod(backward)})
+    return register_op(cls)
+
+
+_PAIRED = {n: _make_paired(n, r) for n, r in PAIRED_RULES.items()}
+
+
+def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
+    return _PAIRED["tanh_backward"].apply(grad, output)
+
+
+def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
+    return _PAIRED["sigmoid_backward"].apply(grad, output)
+
+
+# ------------------------------------------------------------------------------ binary
+def _sum_to(g, shape):
+    from tgrad.ops.reduce import sum_to
+    return sum_to(g, shape)
+
+
+def _pow_grad_exponent(g, a, b, y):
+    # d a^b / db = a^b log a, defined as 0 where a == 0 and b >= 0 (as PyTorch).
+    safe = where(logical_and(eq(a, 0.0), ge(b, 0.0)), 0.0, y * log(a))
+    return g * safe
+
+
+def _max_share(a, b):
+    """Gradient share of ``a`` in maximum/minimum: 1 where it wins, 1/2 on ties."""
+    return (eq(a, b) * 0.5 + 0.0)
+
+
+# name: (saves "ab" / "aby" / "", rule for grad_a, rule for grad_b), rules (g, a, b, y);
+# a rule only runs when that input needs a gradient.
+BINARY_RULES = {
+    "add": ("", lambda g, a, b, y: g, lambda g, a, b, y: g),
+    "sub": ("", lambda g, a, b, y: g, lambda g, a, b, y: -g),
+    "mul": ("ab", lambda g, a, b, y: g * b, lambda g, a, b, y: g * a),
+    "div": ("ab", lambda g, a, b, y: g / b, lambda g, a, b, y: -g * a / (b * b)),
+    "pow": ("aby", lambda g, a, b, y: g * b * pow(a, b - 1.0), _pow_grad_exponent),
+    "maximum": ("ab", lambda g, a, b, y: g * (gt(a, b) + _max_share(a, b)),
+                lambda g, a, b, y: g * (lt(a, b) + _max_share(a, b))),
+    "minimum": ("ab", lambda g, a, b, y: g * (lt(a, b) + _max_share(a, b)),
+                lambda g, a, b, y: g * (gt(a, b) + _max_share(a, b))),
+}
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or")
+_NODE_NAMES = {"maximum": "MaximumBackward0", "minimum": "MinimumBackward0"}
+
+
+def _operand(x, dt, backend):
+    """Backend array (or NumPy scalar) of ``x`` in dtype ``dt``."""
+    if isinstance(x, Tensor):
+        return backend.cast(x._data, dt.np)
+    return dt.np.type(x)
+
+
+def _check_operand(name: str, x) -> None:
+    if not isinstance(x, (Tensor, int, float, bool, np.number, np.bool_)):
+        raise TypeError(f"{name}(): unsupported operand type {type(x).__name__}; expected a "
+                        f"Tensor or a Python number")
+
+
+def _make_binary(name: str, saves: str, rule_a, rule_b):
+    is_cmp = rule_a is None
+
+    def forward(ctx, a, b):
+        _check_operand(name, a)
+        _check_operand(name, b)
+        t = a if isinstance(a, Tensor) else b
+        dev = same_device(name, a, b) if isinstance(a, Tensor) and isinstance(b, Tensor) \
+            else t.device
+        be = backend_of(t)
+        if name.startswith("logical"):
+            dt = dtypes.bool_
+        else:
+            dt = dtypes.result_type(a, b)
+            if name == "div" and not dt.is_floating_point:
+                dt = dtypes.get_default_dtype()  # true division of integers
+        try:
+            y = wrap(be.binary(name, _operand(a, dt, be), _operand(b, dt, be)), dev)
+        except ValueError as e:
+            raise RuntimeError(
+                f"{name}: the size of tensor a {list(getattr(a, 'shape', ()))} must match the "
+                f"size of tensor b {list(getattr(b, 'shape', ()))} at non-singleton dimensions "
+                f"({e})") from None
+        if not is_cmp:
+            ctx.a_shape = a.shape if isinstance(a, Tensor) else None
+            ctx.b_shape = b.shape if isinstance(b, Tensor) else None
+            if saves == "ab":
+                ctx.save_for_backward(a if isinstance(a, Tensor) else None,
+                                      b if isinstance(b, Tensor) else None)
+                ctx.scalars = (a, b)
+            elif saves == "aby":
+                ctx.save_for_backward(a if isinstance(a, Tensor) else None,
+                                      b if isinstance(b, Tensor) else None, y)
+                ctx.scalars = (a, b)
+        return y
+
+    def backward(ctx, g):
+        a = b = y = None
+        if saves:
+            saved = ctx.saved_tensors
+            a = saved[0] if saved[0] is not None else ctx.scalars[0]
+            b = saved[1] if saved[1] is not None else ctx.scalars[1]
+            if saves == "aby":
+                y = saved[2]
+        need_a, need_b = ctx.needs_input_grad
+        ga = _sum_to(rule_a(g, a, b, y), ctx.a_shape) if need_a else None
+        gb = _sum_to(rule_b(g, a, b, y), ctx.b_shape) if need_b else None
+        return ga, gb
+
+    node = _NODE_NAMES.get(name, _node(name))
+    cls = type(name.capitalize(), (Function,), {
+        "name": name, "node_name": node,
+        "forward": staticmethod(forward), "backward": staticmethod(backward)})
+    return register_op(cls)
+
+
+_BINARY = {n: _make_binary(n, *spec) for n, spec in BINARY_RULES.items()}
+_BINARY.update({n: _make_binary(n, "", None, None) for n in COMPARISONS})
+
+
+def _binary_fn(name: str, methods=(), reflected=()):
+    cls = _BINARY[name]
+
+    def fn(input, other) -> Tensor:  # noqa: A002
+        return cls.apply(input, other)
+
+    def rfn(self, other) -> Tensor:
+        return cls.apply(other, self)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} with broadcasting and PyTorch type promotion."
+    tensor_method(name, *methods)(fn)
+    if reflected:
+        tensor_method(*reflected)(rfn)
+    return fn
+
+
+add = _binary_fn("add", ("__add__",), ("__radd__",))
+sub = _binary_fn("sub", ("__sub__",), ("__rsub__",))
+mul = _binary_fn("mul", ("__mul__",), ("__rmul__",))
+div = _binary_fn("div", ("__truediv__",), ("__rtruediv__",))
+pow = _binary_fn("pow", ("__pow__",), ("__rpow__",))  # noqa: A001
+maximum = _binary_fn("maximum")
+minimum = _binary_fn("minimum")
+eq = _binary_fn("eq", ("__eq__",))
+ne = _binary_fn("ne", ("__ne__",))
+lt = _binary_fn("lt", ("__lt__",))
+le = _binary_fn("le", ("__le__",))
+gt = _binary_fn("gt", ("__gt__",))
+ge = _binary_fn("ge", ("__ge__",))
+logical_and = _binary_fn("logical_and", ("__and__",), ("__rand__",))
+logical_or = _binary_fn("logical_or", ("__or__",), ("__ror__",))
+true_divide = div
+subtract = sub
+multiply = mul
+tensor_method("true_divide", "divide")(div)
+tensor_method("subtract")(sub)
+tensor_method("multiply")(mul)
+
+
+def _add_alpha(input, other, alpha=1):  # noqa: A002
+    return add(input, other if alpha == 1 else other * alpha)
+
+
+class LogicalNot(Function):
+    name = "logical_not"
+    node_name = "LogicalNotBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        return wrap(backend_of(x).unary("logical_not", x._data), x.device)
+
+
+register_op(LogicalNot)
+
+
+@tensor_method("logical_not", "__invert__")
+def logical_not(input: Tensor) -> Tensor:  # noqa: A002
+    return LogicalNot.apply(input)
+
+
+# ------------------------------------------------------------------------------ where
+class Where(Function):
+    """out = cond ? a : b;  da = g where cond else 0;  db = g where not cond else 0."""
+
+    name = "where"
+    node_name = "WhereBackward0"
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_:
+            raise RuntimeError(f"where: expected condition to be a bool tensor, got "
+                               f"{getattr(cond, 'dtype', type(cond).__name__)}")
+        t = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
+        dev = same_device("where", cond, a, b)
+        dt = dtypes.result_type(*(x for x in (a, b)))
+        be = backend_of(t)
+        ctx.cond = cond
+        ctx.a_shape = a.shape if isinstance(a, Tensor) else None
+        ctx.b_shape = b.shape if isinstance(b, Tensor) else None
+        return wrap(be.where(cond._data, _operand(a, dt, be), _operand(b, dt, be)), dev)
+
+    @staticmethod
+    def backward(ctx, g):
+        _, need_a, need_b = ctx.needs_input_grad
+        ga = _sum_to(where(ctx.cond, g, 0.0), ctx.a_shape) if need_a else None
+        gb = _sum_to(where(ctx.cond, 0.0, g), ctx.b_shape) if need_b else None
+        return None, ga, gb
+
+
+register_op(Where)
+
+
+def where(condition: Tensor, input, other) -> Tensor:  # noqa: A002
+    """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast)."""
+    return Where.apply(condition, input, other)
+
+
+tensor_method("where")(lambda self, condition, other: where(condition, self, other))
+
+
+# ------------------------------------------------------------------------------ relu, clamp
+class Relu(Function):
+    """y = max(x, 0);  dx = g where y > 0."""
+
+    name = "relu"
+    node_name = "ReluBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        y = wrap(backend_of(x).binary("maximum", x._data, x.dtype.np.type(0)), x.device)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * gt(y, 0.0)
+
+
+register_op(Relu)
+
+
+@tensor_method("relu")
+def relu(input: Tensor) -> Tensor:  # noqa: A002
+    return Relu.apply(input)
+
+
+class Clamp(Function):
+    """y = min(max(x, lo), hi);  dx = g where lo <= x <= hi (bounds are constants)."""
+
+    name = "clamp"
+    node_name = "ClampBackward1"
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        if lo is None and hi is None:
+            raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+        be = backend_of(x)
+        dt = dtypes.result_type(x, *(v for v in (lo, hi) if v is not None))
+        y = be.cast(x._data, dt.np)
+        if lo is not None:
+            y = be.binary("maximum", y, dt.np.type(lo))
+        if hi is not None:
+            y = be.binary("minimum", y, dt.np.type(hi))
+        ctx.save_for_backward(x)
+        ctx.lo, ctx.hi = lo, hi
+        return wrap(y, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        mask = None
+        if ctx.lo is not None:
+            mask = ge(x, ctx.lo)
+        if ctx.hi is not None:
+            hi = le(x, ctx.hi)
+            mask = hi if mask is None else logical_and(mask, hi)
+        return g * mask, None, None
+
+
+register_op(Clamp)
+
+
+@tensor_method("clamp", "clip")
+def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
+    """Limit values to [min, max] (either bound may be None)."""
+    return Clamp.apply(input, min, max)
+
+
+clip = clamp
+
+
+def isnan(input: Tensor) -> Tensor:  # noqa: A002
+    return ne(input, input)
+
+
+def isinf(input: Tensor) -> Tensor:  # noqa: A002
+    return eq(abs(input.detach()), math.inf)
+
+
+def isfinite(input: Tensor) -> Tensor:  # noqa: A002
+    x = input.detach()
+    return logical_and(eq(x, x), ne(abs(x), math.inf))
+
+
+tensor_method("isnan")(isnan)
+tensor_method("isinf")(isinf)
+tensor_method("isfinite")(isfinite)

@@ -1,0 +1,130 @@
+"""Indexing: ``x[key]`` with ints, slices (positive steps), None, Ellipsis (a view), and
+integer-array / boolean-mask indexing (a copy). Backward scatters the gradient into zeros;
+repeated indices add up."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.ops._common import backend_of, make_view, register_op, tensor_method, view_apply, wrap
+from tgrad.tensor import Tensor
+
+__all__ = ["index_select_key"]
+
+
+def normalize_key(key) -> tuple[tuple, bool]:
+    """The key as a tuple of backend-ready items, and whether it is basic (a view)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    basic = True
+    for k in key:
+        if isinstance(k, Tensor):
+            if k.dtype.is_floating_point:
+                raise IndexError(f"tensors used as indices must be long, int or bool tensors "
+                                 f"(got {k.dtype})")
+            arr = np.asarray(k.numpy(force=True))
+            if arr.ndim == 0 and k.dtype is not dtypes.bool_:
+                out.append(int(arr))
+                continue
+            out.append(arr if arr.dtype == np.bool_ else arr.astype(np.int64))
+            basic = False
+        elif isinstance(k, (list, np.ndarray)):
+            arr = np.asarray(k)
+            if arr.dtype.kind == "f":
+                raise IndexError("tensors used as indices must be long, int or bool tensors")
+            out.append(arr)
+            basic = False
+        elif isinstance(k, slice):
+            if k.step is not None and k.step <= 0:
+                raise ValueError("step must be greater than zero")
+            out.append(k)
+        elif k is None or k is Ellipsis or isinstance(k, (int, np.integer)):
+            if isinstance(k, bool):
+                out.append(np.asarray(k))
+                basic = False
+            else:
+                out.append(k)
+        else:
+            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             f"byte Variables are valid indices (got {type(k).__name__})")
+    return tuple(out), basic
+
+
+def _index_error(x: Tensor, e: Exception) -> IndexError:
+    msg = str(e).replace("axis", "dimension")
+    return IndexError(f"index: {msg} (tensor of shape {list(x.shape)})")
+
+
+class BasicIndex(Function):
+    """y = x[key] (a view);  dx = zeros with g written at key."""
+
+    name = "getitem"
+    node_name = "SliceBackward0"
+
+    @staticmethod
+    def forward(ctx, x, key):
+        try:
+            arr = backend_of(x).basic_index(x._data, key)
+        except IndexError as e:
+            raise _index_error(x, e) from None
+        ctx.shape, ctx.key = x.shape, key
+        return make_view(x, arr)
+
+    @staticmethod
+    def backward(ctx, g):
+        return IndexAdd.apply(g, ctx.key, ctx.shape), None
+
+
+class AdvancedIndex(Function):
+    """y = x[key] (a copy);  dx = zeros with g scatter-added at key."""
+
+    name = "index"
+    node_name = "IndexBackward0"
+
+    @staticmethod
+    def forward(ctx, x, key):
+        try:
+            arr = backend_of(x).gather(x._data, key)
+        except IndexError as e:
+            raise _index_error(x, e) from None
+        ctx.shape, ctx.key = x.shape, key
+        return wrap(arr, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return IndexAdd.apply(g, ctx.key, ctx.shape), None
+
+
+class IndexAdd(Function):
+    """y = zeros(shape); y[key] += g (repeats add up);  dg = y_grad[key]."""
+
+    name = "index_add"
+    node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, g, key, shape):
+        ctx.key = key
+        return wrap(backend_of(g).index_add(shape, g.dtype.np, key, g._data), g.device)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return gg[ctx.key], None, None
+
+
+for _c in (BasicIndex, AdvancedIndex, IndexAdd):
+    register_op(_c)
+
+
+@tensor_method("__getitem__")
+def getitem(self: Tensor, key) -> Tensor:
+    key, basic = normalize_key(key)
+    if basic:
+        return view_apply(BasicIndex, self, key)
+    return AdvancedIndex.apply(self, key)
+
+
+def index_select_key(x: Tensor, key) -> Tensor:
+    return getitem(x, key)

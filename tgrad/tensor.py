@@ -1,0 +1,379 @@
+"""Tensor: a strided view (shape, strides, offset, dtype) over a device buffer, plus the
+autograd fields. Operators and methods are attached by ``tgrad.ops`` (one place per op).
+
+Storage model: ``_data`` is the backend array for this view (a NumPy ndarray on the CPU),
+which already carries shape, strides and offset and shares memory with every other view of
+the same buffer; ``_storage`` is the object all those views share, holding the version
+counter that in-place ops bump and saved tensors check.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.autograd.grad_mode import STATE
+from tgrad.device import CPU, Device
+
+
+class Storage:
+    """What all views of one buffer share: the version counter (and the root array)."""
+
+    __slots__ = ("version", "root", "__weakref__")
+
+    def __init__(self, root: Any) -> None:
+        self.version = 0
+        self.root = root
+
+
+_DTYPE_OF = {d.np: d for d in dtypes.ALL_DTYPES}
+
+
+class Tensor:
+    __slots__ = ("_data", "_storage", "dtype", "device", "_requires_grad", "_grad",
+                 "_grad_fn", "_output_nr", "_base", "_view_chain", "_grad_fn_version",
+                 "_hooks", "_retains_grad", "_grad_accumulator", "__weakref__", "__dict__")
+
+    # Lets NumPy defer to Tensor's reflected operators (ndarray * tensor -> tensor).
+    __array_priority__ = 1000
+
+    def __init__(self, data: Any, storage: Storage | None = None, device: Device = CPU,
+                 requires_grad: bool = False) -> None:
+        """Internal constructor over a backend array; users call ``tgrad.tensor``."""
+        self._data = data
+        self._storage = Storage(data) if storage is None else storage
+        self.dtype = _DTYPE_OF[data.dtype]
+        self.device = device
+        self._requires_grad = requires_grad
+        self._grad = None
+        self._grad_fn = None
+        self._output_nr = 0
+        self._base = None
+        self._view_chain = None
+        self._hooks = None
+        self._retains_grad = False
+        self._grad_accumulator = None
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> tuple:
+        return self._data.shape
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return self._data.shape
+        return self._data.shape[_wrap_dim(dim, self.ndim, "size")]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    def nelement(self) -> int:
+        return self._data.size
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def stride(self, dim: int | None = None):
+        item = self.dtype.itemsize
+        st = tuple(s // item for s in self._data.strides)
+        return st if dim is None else st[_wrap_dim(dim, self.ndim, "stride")]
+
+    def storage_offset(self) -> int:
+        root = self._storage.root
+        if self._data.size == 0:
+            return 0
+        ptr = self._data.__array_interface__["data"][0]
+        return (ptr - root.__array_interface__["data"][0]) // self.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0]
+
+    def is_contiguous(self) -> bool:
+        return self._data.flags.c_contiguous
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    @property
+    def _version(self) -> int:
+        return self._storage.version
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802
+        return self.permute(*range(self.ndim - 1, -1, -1))
+
+    # ------------------------------------------------------------------ autograd fields
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self._grad_fn is not None and not requires_grad:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to "
+                "use a computed variable in a subgraph that doesn't require differentiation "
+                "use var_no_grad = var.detach().")
+        if requires_grad and not (self.dtype.is_floating_point):
+            raise RuntimeError(
+                f"only Tensors of floating point dtype can require gradients (got {self.dtype})")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad_fn(self):
+        if self._base is not None and self._grad_fn_version != self._storage.version:
+            _refresh_view_grad_fn(self)
+        return self._grad_fn
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
+                                f"{type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: "
+                                   f"{list(value.shape)} vs {list(self.shape)}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: "
+                                   f"{value.dtype} vs {self.dtype}")
+            if value.device != self.device:
+                raise RuntimeError(f"assigned grad has data located on a different device: "
+                                   f"{value.device} vs {self.device}")
+        self._grad = value
+
+    @property
+    def data(self) -> Tensor:
+        """A tensor sharing storage with this one but outside the autograd graph."""
+        return self.detach()
+
+    @data.setter
+    def data(self, other: Tensor) -> None:
+        if not isinstance(other, Tensor):
+            raise TypeError("data must be set to a Tensor")
+        self._data = other._data
+        self._storage = other._storage
+        self.dtype = other.dtype
+        self.device = other.device
+
+    def detach(self) -> Tensor:
+        out = Tensor(self._data, self._storage, self.device)
+        return out
+
+    def detach_(self) -> Tensor:
+        if self._base is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is "
+                "set as True, gradients are views of DDP buckets, and hence detach_() cannot "
+                "be called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self) -> None:
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        from tgrad.autograd.hooks import install_retain_grad
+        install_retain_grad(self)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when the gradient of this tensor is computed; a non-None
+        return value replaces the gradient. Returns a handle with ``.remove()``."""
+        from tgrad.autograd.hooks import register_tensor_hook
+        return register_hook_checked(self, hook, register_tensor_hook)
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs=None) -> None:
+        from tgrad.autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ------------------------------------------------------------------ interop
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        if self.device.type != "cpu":
+            from tgrad.backends import get_backend
+            return get_backend(self.device).to_host(self._data)
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy(force=True)
+        if dtype is not None:
+            arr = arr.astype(dtype)
+        return arr
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               f"to Scalar")
+        return self.numpy(force=True).reshape(()).item()
+
+    def tolist(self):
+        return np.asarray(self.numpy(force=True)).tolist()
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is "
+                               f"ambiguous (shape {list(self.shape)})")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.category != 1 or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        arr = np.asarray(self.numpy(force=True))
+        if arr.dtype in (np.dtype("float16"),) or arr.dtype.name == "bfloat16":
+            arr = arr.astype(np.float32)
+        body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000,
+                               edgeitems=3)
+        extras = []
+        if self.device.type != "cpu":
+            extras.append(f"device='{self.device}'")
+        default_int = self.dtype is dtypes.int64
+        default_float = self.dtype is dtypes.get_default_dtype()
+        if not (default_int or default_float or self.dtype is dtypes.bool_) or arr.size == 0:
+            extras.append(f"dtype={self.dtype}")
+        if arr.size == 0 and arr.ndim != 1:
+            extras.insert(0, f"size={tuple(arr.shape)}")
+        gf = self._grad_fn
+        if gf is not None:
+            extras.append(f"grad_fn=<{gf.name()}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + ", ".join([body] + extras) + ")"
+
+    # ------------------------------------------------------------------ conversions
+    def to(self, *args, **kwargs) -> Tensor:
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
+        from tgrad.ops.movement import to
+        return to(self, *args, **kwargs)
+
+    def float(self) -> Tensor:
+        return self.to(dtypes.float32)
+
+    def double(self) -> Tensor:
+        return self.to(dtypes.float64)
+
+    def half(self) -> Tensor:
+        return self.to(dtypes.float16)
+
+    def bfloat16(self) -> Tensor:
+        return self.to(dtypes.bfloat16)
+
+    def long(self) -> Tensor:
+        return self.to(dtypes.int64)
+
+    def int(self) -> Tensor:
+        return self.to(dtypes.int32)
+
+    def bool(self) -> Tensor:
+        return self.to(dtypes.bool_)
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> Tensor:
+        return self.to("cuda" if device is None else device)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"tgrad.{self.dtype.name}"
+        return self.to(dtypes.as_dtype(dtype))
+
+
+def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def register_hook_checked(t: Tensor, hook, register):
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    return register(t, hook)
+
+
+def _refresh_view_grad_fn(view: Tensor) -> None:
+    """A view's grad_fn goes stale when its base is modified in place through another view
+    (the base's grad_fn was rebased); regenerate it by replaying the view ops on the base."""
+    base = view._base
+    view._grad_fn_version = view._storage.version
+    if not base._requires_grad or view._view_chain is None:
+        return
+    prev = STATE.enabled
+    STATE.enabled = True
+    try:
+        t = base
+        for fn, args in view._view_chain:
+            t = fn(t, *args)
+    finally:
+        STATE.enabled = prev
+    view._grad_fn = t._grad_fn
+    view._output_nr = t._output_nr
+    view._requires_grad = True
