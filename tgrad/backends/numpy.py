@@ -325,3 +325,7 @@ def rand(shape: tuple, dtype: np.dtype) -> np.ndarray:
 
 def randn(shape: tuple, dtype: np.dtype) -> np.ndarray:
     return _down(_rng.standard_normal(shape, dtype=np.float64), dtype)
+
+
+# nn primitives live in their own file; the backend is still one namespace.
+from tgrad.backends._numpy_nn import *  # noqa: E402,F401,F403

@@ -1,0 +1,1 @@
+"""Triton kernels (forward and backward side by side)."""

@@ -1,0 +1,1 @@
+"""tgrad.nn: functional ops, Module and layers."""

@@ -1,0 +1,1 @@
+"""tgrad.optim: SGD, Adam, AdamW."""
