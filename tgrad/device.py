@@ -9,21 +9,25 @@ class Device:
     __slots__ = ("type", "index")
 
     def __init__(self, type: str, index: int | None = None) -> None:  # noqa: A002
-        if isinstance(type, Device):
-            type, index = type.type, type.index
-        elif ":" in type:
-            type, _, idx = type.partition(":")
+        kind = type
+        if isinstance(kind, Device):
+            kind, index = kind.type, kind.index
+        elif not isinstance(kind, str):
+            raise TypeError(f"device(): expected a string like 'cpu' or 'cuda:0', got "
+                            f"{kind.__class__.__name__}")
+        elif ":" in kind:
+            kind, _, idx = kind.partition(":")
             if not idx.isdigit():
-                raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
+                raise RuntimeError(f"Invalid device string: '{kind}:{idx}'")
             index = int(idx)
-        if type not in ("cpu", "cuda"):
+        if kind not in ("cpu", "cuda"):
             raise RuntimeError(
-                f"Expected one of cpu, cuda device type at start of device string: {type}")
-        if type == "cuda" and index is None:
+                f"Expected one of cpu, cuda device type at start of device string: {kind}")
+        if kind == "cuda" and index is None:
             index = 0
-        if type == "cpu":
+        if kind == "cpu":
             index = None
-        self.type = type
+        self.type = kind
         self.index = index
 
     def __str__(self) -> str:
@@ -36,7 +40,10 @@ class Device:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
-            other = as_device(other)
+            try:
+                other = as_device(other)
+            except RuntimeError:
+                return False
         return isinstance(other, Device) and (self.type, self.index) == (other.type, other.index)
 
     def __hash__(self) -> int:

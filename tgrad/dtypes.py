@@ -97,12 +97,11 @@ def as_dtype(dtype) -> DType:
     if isinstance(dtype, str) and dtype in _BY_NAME:
         return _BY_NAME[dtype]
     try:
-        return from_numpy_dtype(dtype)
-    except TypeError:
-        raise
+        np_dtype = np.dtype(dtype)
     except Exception:
         raise TypeError(f"tgrad: {dtype!r} is not a dtype; use one of "
                         f"{', '.join('tgrad.' + x.name for x in ALL_DTYPES)}") from None
+    return from_numpy_dtype(np_dtype)
 
 
 def promote_types(a: DType, b: DType) -> DType:

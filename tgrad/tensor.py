@@ -89,6 +89,8 @@ class Tensor:
         return st if dim is None else st[_wrap_dim(dim, self.ndim, "stride")]
 
     def storage_offset(self) -> int:
+        if not isinstance(self._data, np.ndarray):  # DeviceArray (cuda)
+            return self._data.offset
         root = self._storage.root
         if self._data.size == 0:
             return 0
@@ -96,6 +98,8 @@ class Tensor:
         return (ptr - root.__array_interface__["data"][0]) // self.dtype.itemsize
 
     def data_ptr(self) -> int:
+        if not isinstance(self._data, np.ndarray):  # DeviceArray (cuda)
+            return self._data.data_ptr()
         return self._data.__array_interface__["data"][0]
 
     def is_contiguous(self) -> bool:
@@ -107,6 +111,11 @@ class Tensor:
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
+
+    def _has_nan(self) -> bool:
+        """True when any element is NaN (anomaly detection)."""
+        from tgrad.backends import get_backend
+        return get_backend(self.device).isnan_any(self._data)
 
     @property
     def _version(self) -> int:
@@ -198,13 +207,9 @@ class Tensor:
 
     def detach_(self) -> Tensor:
         if self._base is not None:
-            raise RuntimeError(
-                "Can't detach views in-place. Use detach() instead. If you are using "
-                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is "
-                "set as True, gradients are views of DDP buckets, and hence detach_() cannot "
-                "be called on these gradients. To fix this error, please refer to the "
-                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._grad_fn = None
+        self._output_nr = 0
         self._requires_grad = False
         return self
 
@@ -293,9 +298,11 @@ class Tensor:
         extras = []
         if self.device.type != "cpu":
             extras.append(f"device='{self.device}'")
-        default_int = self.dtype is dtypes.int64
         default_float = self.dtype is dtypes.get_default_dtype()
-        if not (default_int or default_float or self.dtype is dtypes.bool_) or arr.size == 0:
+        # As PyTorch: the dtype is implied by the printed values for the default float,
+        # int64 and bool, except for an empty tensor (only the default float is implied).
+        implied = default_float or (arr.size != 0 and self.dtype in (dtypes.int64, dtypes.bool_))
+        if not implied:
             extras.append(f"dtype={self.dtype}")
         if arr.size == 0 and arr.ndim != 1:
             extras.insert(0, f"size={tuple(arr.shape)}")

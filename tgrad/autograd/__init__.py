@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
-from tgrad.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,
-                                         is_anomaly_enabled, set_detect_anomaly)
+from tgrad.autograd.anomaly_mode import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from tgrad.autograd.engine import run_backward
 from tgrad.autograd.function import Function
-from tgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from tgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from tgrad.autograd.node import gradient_edge
+from tgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from tgrad.autograd.node import AccumulateGrad, gradient_edge
 from tgrad.autograd.variable import Variable
 
 __all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-           "is_anomaly_check_nan_enabled", "Variable", "gradcheck", "gradgradcheck", "GradcheckError",
-           "functional", "profiler"]
+           "is_anomaly_check_nan_enabled", "Variable", "gradcheck", "gradgradcheck",
+           "GradcheckError", "functional", "profiler"]
 
 
 def _as_tuple(x) -> tuple:
@@ -33,10 +35,8 @@ def _make_grads(outputs: tuple, grads: tuple) -> list:
     from tgrad.ops.creation import ones_like
     from tgrad.tensor import Tensor
     if len(grads) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs"
-                           if not grads else
-                           f"got {len(grads)} gradients for {len(outputs)} outputs; pass one "
-                           f"gradient (or None) per output")
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients; pass one "
+                           f"gradient (or None) per output tensor")
     result = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if g is None:
@@ -60,10 +60,11 @@ def _make_grads(outputs: tuple, grads: tuple) -> list:
             raise RuntimeError(f"Mismatch in device: grad_output[{i}] is on {g.device} and "
                                f"output[{i}] is on {out.device}.")
         if g.dtype.is_floating_point != out.dtype.is_floating_point:
-            raise RuntimeError(f"For complex Tensors, both grad_output and output are required "
-                               f"to have the same dtype. Mismatch in dtype: grad_output[{i}] "
-                               f"has a dtype of {g.dtype} and output[{i}] has a dtype of "
-                               f"{out.dtype}.")
+            raise RuntimeError(f"Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} "
+                               f"and output[{i}] has a dtype of {out.dtype}; pass a floating "
+                               f"point gradient for a floating point output.")
+        if g.dtype is not out.dtype:
+            g = g.to(out.dtype)  # as PyTorch: the gradient takes the output's dtype
         result.append(g)
     return result
 
@@ -95,8 +96,20 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
         ins = _as_tuple(inputs)
         if not ins:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        for t in ins:
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
         capture = [gradient_edge(t) for t in ins]
-    run_backward(edges, root_grads, retain_graph, create_graph, capture, accumulate=True)
+    captured = run_backward(edges, root_grads, retain_graph, create_graph, capture,
+                            accumulate=True)
+    if capture is not None:
+        # Leaves accumulated through their AccumulateGrad; non-leaf inputs get .grad here.
+        for t, (node, _), g in zip(ins, capture, captured):
+            if g is None or isinstance(node, AccumulateGrad):
+                continue
+            if not create_graph:
+                g = g.detach()
+            t._grad = g.clone() if t._grad is None else t._grad + g
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,

@@ -56,6 +56,29 @@ class set_detect_anomaly(_DecoratorContextManager):
         STATE.anomaly = self.prev
         STATE.anomaly_check_nan = self.prev_nan
 
+    def __call__(self, func):
+        # Used as a decorator: undo the switch made in __init__; apply it per call instead.
+        STATE.anomaly = self.prev
+        STATE.anomaly_check_nan = self.prev_nan
+        return super().__call__(func)
+
+    def clone(self):
+        return _AnomalyScope(self.mode, self.check_nan)
+
+
+class _AnomalyScope:
+    """Sets anomaly mode on enter and restores it on exit (one decorated call)."""
+
+    def __init__(self, mode: bool, check_nan: bool) -> None:
+        self.mode, self.check_nan = mode, check_nan
+
+    def __enter__(self) -> None:
+        self.prev, self.prev_nan = STATE.anomaly, STATE.anomaly_check_nan
+        STATE.anomaly, STATE.anomaly_check_nan = self.mode, self.check_nan
+
+    def __exit__(self, *exc) -> None:
+        STATE.anomaly, STATE.anomaly_check_nan = self.prev, self.prev_nan
+
 
 def is_anomaly_enabled() -> bool:
     return STATE.anomaly

@@ -103,48 +103,64 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
         if deps[node] == 0:
             heapq.heappush(ready, (-node._seq, id(node), node))
     prof = profiler_hooks.ACTIVE
+    run_range = prof.range_start("autograd::engine::run_backward", "engine") if prof else None
+    heappush, heappop = heapq.heappush, heapq.heappop
     prev_mode = STATE.enabled
     STATE.enabled = create_graph
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = heappop(ready)[2]
             grads = buffers.pop(node, None)
             if grads is None:
-                grads = [None] * max(1, _num_outputs(node))
-            run = execute is None or node in execute
-            if node._pre_hooks or node._retain_grad_refs:
+                grads = [None] * _num_outputs(node)
+            if node._pre_hooks is not None or node._retain_grad_refs is not None:
                 grads = _run_tensor_prehooks(node, grads)
-            if capture is not None and node in capture:
-                for nr, i in capture[node]:
-                    g = grads[nr] if nr < len(grads) else None
-                    if g is not None and isinstance(node, AccumulateGrad) and not accumulate:
-                        g = run_leaf_hooks(node.variable, g)
-                    captured[i] = g
-            if run and isinstance(node, AccumulateGrad) and not accumulate:
-                run = False
+            if execute is None:
+                run = True
+            else:
+                run = node in execute
+                if node in capture:
+                    is_acc = isinstance(node, AccumulateGrad)
+                    for nr, i in capture[node]:
+                        g = grads[nr] if nr < len(grads) else None
+                        if g is not None and is_acc and not accumulate:
+                            g = run_leaf_hooks(node.variable, g)
+                        captured[i] = g
+                    if is_acc and not accumulate:
+                        run = False
             if run:
                 outputs = _call_node(node, grads, prof)
                 if not retain_graph:
                     node.release()
+                n_out = len(outputs)
             else:
-                outputs = ()
+                n_out = 0
             for k, (child, nr) in enumerate(node.next_functions):
                 if child is None:
                     continue
-                g = outputs[k] if k < len(outputs) else None
+                g = outputs[k] if k < n_out else None
                 if g is not None:
-                    _add_to_buffer(buffers, child, nr, g)
-                deps[child] -= 1
-                if deps[child] == 0:
-                    heapq.heappush(ready, (-child._seq, id(child), child))
+                    buf = buffers.get(child)
+                    if buf is None:
+                        buf = buffers[child] = [None] * _num_outputs(child)
+                    if nr >= len(buf):
+                        buf.extend([None] * (nr + 1 - len(buf)))
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
+                d = deps[child] - 1
+                deps[child] = d
+                if d == 0:
+                    heappush(ready, (-child._seq, id(child), child))
     finally:
         STATE.enabled = prev_mode
+        if run_range is not None:
+            prof.range_end(run_range)
     return captured
 
 
 def _num_outputs(node) -> int:
     meta = getattr(node, "_out_meta", None)
-    return len(meta) if meta is not None else 1
+    return len(meta) if meta else 1
 
 
 def _add_to_buffer(buffers: dict, node, nr: int, g) -> None:
@@ -185,7 +201,10 @@ def _run_tensor_prehooks(node, grads: list) -> list:
 
 
 def _call_node(node, grads: list, prof) -> tuple:
-    node_pre = node.metadata.get("_node_prehooks") if node.metadata else None
+    meta = node._metadata
+    if prof is None and not meta and node._post_hooks is None and not STATE.anomaly:
+        return node.apply(grads)  # the common case
+    node_pre = meta.get("_node_prehooks") if meta else None
     if node_pre:
         for hook in list(node_pre.values()):
             new = hook(tuple(grads))
@@ -225,7 +244,7 @@ def _call_with_anomaly(node, grads: list) -> tuple:
 
 
 def _warn_forward_trace(node) -> None:
-    stack = node.metadata.get("traceback_")
+    stack = node._metadata.get("traceback_") if node._metadata else None
     if stack:
         warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
                       f"the error:\n{''.join(stack)}", RuntimeWarning, stacklevel=3)

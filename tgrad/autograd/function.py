@@ -12,26 +12,36 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from tgrad.autograd.grad_mode import STATE
-from tgrad.autograd.node import FREED_MESSAGE, Node, SavedTensor, gradient_edge
 from tgrad.autograd import profiler_hooks
+from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.node import FREED_MESSAGE, Node, SavedTensor, grad_accumulator
 
 _NONE_EDGE = (None, 0)
+Tensor = None  # tgrad.tensor.Tensor, bound on first use (tensor.py imports this package)
+
+
+def _bind_tensor() -> None:
+    global Tensor
+    import importlib
+    Tensor = importlib.import_module("tgrad.tensor").Tensor
+
+_NOT_TENSOR = "not a tensor"  # _in_meta marker: the forward argument was not a Tensor
 
 
 class BackwardCFunction(Node):
-    """The node (and ctx) created by ``Function.apply``; one subclass per Function."""
+    """The node (and ctx) created by ``Function.apply``; one subclass per Function.
+
+    ctx fields default to class attributes so creating a node stays cheap (hot path)."""
 
     _forward_cls: type = None
     _node_name: str = ""
-
-    def __init__(self) -> None:
-        Node.__init__(self)
-        self.to_save = ()
-        self.non_differentiable = ()
-        self.dirty_tensors = ()
-        self.materialize_grads = True
-        self.needs_input_grad = ()
+    to_save: tuple = ()
+    non_differentiable: tuple = ()
+    dirty_tensors: tuple = ()
+    materialize_grads: bool = True
+    needs_input_grad: tuple = ()
+    _in_meta: tuple = ()
+    _out_meta: tuple = ()
 
     def name(self) -> str:
         return self._node_name
@@ -78,29 +88,28 @@ class BackwardCFunction(Node):
 
 
 def _validate_grads(node: BackwardCFunction, grads: tuple) -> tuple:
-    """Check the number, type and shape of the gradients a backward returned."""
-    edges = node.next_functions
-    n = len(edges)
+    """Check the number, type, shape, dtype and device of the gradients a backward returned
+    (one per forward argument; None for arguments that are not tensors)."""
+    metas = node._in_meta
+    n = len(metas)
     if len(grads) != n:
         if len(grads) > n and all(g is None for g in grads[n:]):
             grads = grads[:n]
         else:
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                f"gradients (expected {n}, got {len(grads)})")
-    from tgrad.tensor import Tensor
-    metas = node._in_meta
     result = list(grads)
     for i, g in enumerate(grads):
         if g is None:
             continue
         meta = metas[i]
-        if meta is None:
-            if edges[i][0] is None and not isinstance(g, Tensor):
-                raise RuntimeError(
-                    f"function {node.name()} returned a gradient different than None at "
-                    f"position {i + 1}, but the corresponding forward input was not a Tensor")
-            result[i] = None  # input needs no gradient: drop it
+        if meta is None:  # a tensor input that needs no gradient: drop it
+            result[i] = None
             continue
+        if meta is _NOT_TENSOR:
+            raise RuntimeError(
+                f"function {node.name()} returned a gradient different than None at position "
+                f"{i + 1}, but the corresponding forward input was not a Tensor")
         if not isinstance(g, Tensor):
             raise TypeError(f"function {node.name()} returned a {type(g).__name__} as gradient "
                             f"{i}; expected a Tensor or None")
@@ -166,18 +175,14 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        from tgrad.tensor import Tensor
-
+        if Tensor is None:
+            _bind_tensor()
         ctx = cls._backward_cls()
         record = False
         if STATE.enabled:
-            for a in args:
-                if isinstance(a, Tensor) and a._requires_grad:
-                    record = True
-                    break
-        if record:
-            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad
-                                         for a in args)
+            needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+            record = True in needs
+            ctx.needs_input_grad = needs
         else:
             ctx.needs_input_grad = (False,) * len(args)
         prof = profiler_hooks.ACTIVE
@@ -185,19 +190,20 @@ class Function(metaclass=_FunctionMeta):
             handle = prof.op_start(cls, args)
         prev = STATE.enabled
         STATE.enabled = False
+        raw = None
         try:
             raw = cls.forward(ctx, *args, **kwargs)
         finally:
             STATE.enabled = prev
             if prof is not None:
-                prof.op_end(handle)
+                prof.op_end(handle, raw)  # raw: the output, for the profiler's byte counts
         if not record:
             if ctx.dirty_tensors:
                 _plain_dirty(ctx)
             return raw
-        is_tuple = isinstance(raw, tuple)
-        outputs = raw if is_tuple else (raw,)
-        return _wire_graph(cls, ctx, args, outputs, is_tuple)
+        if type(raw) is tuple:
+            return _wire_graph(ctx, args, raw, True)
+        return _wire_graph(ctx, args, (raw,), False)
 
 
 def _plain_dirty(ctx) -> None:
@@ -207,21 +213,37 @@ def _plain_dirty(ctx) -> None:
                                "operation.")
 
 
-def _wire_graph(cls, ctx, args, outputs, is_tuple):
-    """Connect ``ctx`` into the graph: edges to inputs, grad_fn on outputs, saved tensors."""
-    from tgrad.tensor import Tensor
+def _is_in(x, seq) -> bool:
+    for y in seq:
+        if x is y:
+            return True
+    return False
 
+
+def _wire_graph(ctx, args, outputs, is_tuple):
+    """Connect ``ctx`` into the graph: edges to inputs, grad_fn on outputs, saved tensors.
+
+    ``_in_meta[i]``: (shape, dtype, device) of a tensor input that requires grad, None for a
+    tensor that does not, ``_NOT_TENSOR`` otherwise (used to validate returned gradients)."""
     edges = []
     in_meta = []
     for a in args:
-        if isinstance(a, Tensor) and a._requires_grad:
-            edges.append(gradient_edge(a))
-            in_meta.append((a.shape, a.dtype, a.device))
+        if isinstance(a, Tensor):
+            if a._requires_grad:
+                gf = a.grad_fn if a._base is not None else a._grad_fn
+                if gf is None:
+                    edges.append((grad_accumulator(a), 0))
+                else:
+                    edges.append((gf, a._output_nr))
+                in_meta.append((a._data.shape, a.dtype, a.device))
+            else:
+                edges.append(_NONE_EDGE)
+                in_meta.append(None)
         else:
             edges.append(_NONE_EDGE)
-            in_meta.append(None)
+            in_meta.append(_NOT_TENSOR)
     ctx.next_functions = tuple(edges)
-    ctx._in_meta = in_meta
+    ctx._in_meta = tuple(in_meta)
     dirty = ctx.dirty_tensors
     nondiff = ctx.non_differentiable
     out_meta = []
@@ -231,36 +253,34 @@ def _wire_graph(cls, ctx, args, outputs, is_tuple):
             out_meta.append(None)
             new_outputs.append(o)
             continue
-        if any(o is d for d in dirty):
+        if dirty and _is_in(o, dirty):
             _check_dirty(o)
             if o._base is not None and o._view_chain is not None:
                 from tgrad.autograd.copy_slices import rebase_base
                 rebase_base(o, (ctx, i))
-                out_meta.append((o.shape, o.dtype, o.device))
+                out_meta.append((o._data.shape, o.dtype, o.device))
                 new_outputs.append(o)
                 continue
-        elif any(o is a for a in args):
+        elif _is_in(o, args):
             o = Tensor(o._data, o._storage, o.device)  # returned input: a fresh alias
-        if any(o is n for n in nondiff) or not o.dtype.is_floating_point:
-            out_meta.append((o.shape, o.dtype, o.device))
-            new_outputs.append(o)
+        meta = (o._data.shape, o.dtype, o.device)
+        out_meta.append(meta)
+        new_outputs.append(o)
+        if (nondiff and _is_in(o, nondiff)) or not o.dtype.is_floating_point:
             continue
         o._grad_fn = ctx
         o._output_nr = i
         o._requires_grad = True
         if o._base is not None:
             o._grad_fn_version = o._storage.version
-        out_meta.append((o.shape, o.dtype, o.device))
-        new_outputs.append(o)
-    ctx._out_meta = out_meta
+    ctx._out_meta = tuple(out_meta)
     if ctx.to_save:
         saved = []
         for t in ctx.to_save:
             if t is None:
                 saved.append(None)
             else:
-                is_out = any(t is o for o in new_outputs) and t._grad_fn is ctx
-                saved.append(SavedTensor(t, is_out))
+                saved.append(SavedTensor(t, t._grad_fn is ctx and _is_in(t, new_outputs)))
         ctx._saved = saved
         ctx.to_save = ()
     if STATE.anomaly:

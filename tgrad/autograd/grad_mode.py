@@ -41,7 +41,7 @@ class _DecoratorContextManager:
 
     def __call__(self, func: Callable) -> Callable:
         if inspect.isgeneratorfunction(func):
-            raise TypeError(f"{type(self).__name__} cannot decorate generator functions")
+            return self._wrap_generator(func)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any):
@@ -50,30 +50,66 @@ class _DecoratorContextManager:
 
         return wrapper
 
+    def _wrap_generator(self, func: Callable) -> Callable:
+        """The mode holds while the generator body runs, not while the caller runs."""
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any):
+            gen = func(*args, **kwargs)
+            with self.clone():
+                value = next(gen, _DONE)
+            while value is not _DONE:
+                try:
+                    sent = yield value
+                except GeneratorExit:
+                    gen.close()
+                    raise
+                except BaseException as e:  # noqa: BLE001 - forwarded into the generator
+                    with self.clone():
+                        value = _resume(gen.throw, e)
+                    continue
+                with self.clone():
+                    value = _resume(gen.send, sent)
+            return None
+
+        return wrapper
+
     def clone(self):
         return type(self)()
+
+
+_DONE = object()
+
+
+def _resume(step: Callable, arg: Any) -> Any:
+    try:
+        return step(arg)
+    except StopIteration:
+        return _DONE
 
 
 class no_grad(_DecoratorContextManager):
     """Disable graph recording in this thread: results have ``requires_grad=False``."""
 
     def __enter__(self) -> None:
-        self.prev = STATE.enabled
+        # A stack, so that one instance may be entered again while active.
+        self.__dict__.setdefault("_prev", []).append(STATE.enabled)
         STATE.enabled = False
 
     def __exit__(self, *exc: Any) -> None:
-        STATE.enabled = self.prev
+        STATE.enabled = self._prev.pop()
 
 
 class enable_grad(_DecoratorContextManager):
     """Enable graph recording in this thread (e.g. inside a ``no_grad`` block)."""
 
     def __enter__(self) -> None:
-        self.prev = STATE.enabled
+        # A stack, so that one instance may be entered again while active.
+        self.__dict__.setdefault("_prev", []).append(STATE.enabled)
         STATE.enabled = True
 
     def __exit__(self, *exc: Any) -> None:
-        STATE.enabled = self.prev
+        STATE.enabled = self._prev.pop()
 
 
 class set_grad_enabled(_DecoratorContextManager):

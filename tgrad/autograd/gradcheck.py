@@ -13,7 +13,6 @@ import warnings
 import numpy as np
 
 
-
 class GradcheckError(RuntimeError):
     """Raised by gradcheck/gradgradcheck on a mismatch (a RuntimeError, as in PyTorch)."""
 
@@ -46,10 +45,8 @@ def _numerical_jacobian(func, inputs: tuple, outputs: tuple, eps: float) -> list
             minus = [np.asarray(o.numpy(force=True), np.float64).ravel().copy()
                      for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
             data[idx] = orig
-            k = 0
-            for o_full_idx, o in enumerate(outputs):
-                cols[k][j] = (plus[o_full_idx] - minus[o_full_idx]) / (2 * eps)
-                k += 1
+            for k in range(len(outputs)):
+                cols[k][j] = (plus[k] - minus[k]) / (2 * eps)
         jac.append(cols)
     return jac
 
@@ -73,9 +70,10 @@ def _analytical_jacobian(inputs: tuple, outputs: tuple) -> list:
     return jac
 
 
-def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-              raise_exception: bool = True, nondet_tol: float = 0.0,
-              check_undefined_grad: bool = True, fast_mode: bool = False) -> bool:
+def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+              raise_exception: bool = True, check_sparse_nnz: bool = False,
+              nondet_tol: float = 0.0, *, check_undefined_grad: bool = True,
+              fast_mode: bool = False) -> bool:
     """Check ``func``'s gradients against finite differences (use float64 inputs).
 
     Returns True on success; on failure raises GradcheckError ("Jacobian mismatch for
@@ -83,6 +81,9 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     False.
     """
     from tgrad.tensor import Tensor
+    if check_sparse_nnz:
+        raise ValueError("gradcheck: check_sparse_nnz=True needs sparse tensors, which tgrad "
+                         "does not have; leave it False")
     inputs = _as_tuple(inputs)
     for i, inp in enumerate(inputs):
         if isinstance(inp, Tensor) and inp.requires_grad and inp.dtype.name != "float64":
@@ -130,9 +131,9 @@ def _fmt(a: np.ndarray) -> str:
     return np.array2string(a, precision=6, threshold=200)
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5,
+def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: float = 1e-5,
                   rtol: float = 1e-3, gen_non_contig_grad_outputs: bool = False,
-                  raise_exception: bool = True, nondet_tol: float = 0.0,
+                  raise_exception: bool = True, nondet_tol: float = 0.0, *,
                   check_undefined_grad: bool = True, fast_mode: bool = False) -> bool:
     """gradcheck of the gradients: checks second derivatives through create_graph=True.
 

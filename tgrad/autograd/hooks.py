@@ -33,6 +33,19 @@ def install_retain_grad(t) -> None:
     if gf._retain_grad_refs is None:
         gf._retain_grad_refs = {}
     gf._retain_grad_refs[t._output_nr] = weakref.ref(t)
+    t._retain_node = gf
+
+
+def move_retain_grad(t) -> None:
+    """After an in-place op gave ``t`` a new grad_fn, ``t.grad`` must receive the gradient of
+    the new value (as PyTorch): move the retain_grad entry from the old node to the new."""
+    old = getattr(t, "_retain_node", None)
+    if old is not None and old._retain_grad_refs:
+        for nr, ref in list(old._retain_grad_refs.items()):
+            if ref() is t:
+                del old._retain_grad_refs[nr]
+    if t.grad_fn is not None:
+        install_retain_grad(t)
 
 
 def run_leaf_hooks(t, grad):

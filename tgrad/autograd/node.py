@@ -46,18 +46,27 @@ class RemovableHandle:
 
 class Node:
     """Base class of every backward node (built-in op nodes, custom Function nodes,
-    AccumulateGrad and CopySlices)."""
+    AccumulateGrad and CopySlices).
+
+    Optional fields default to class attributes (None) so creating a node is cheap."""
 
     next_functions: tuple = ()
     _saved = None  # list of SavedTensor; None after release
     _released = False
+    _pre_hooks = None  # {output_nr: OrderedDict(id -> hook)} for tensor hooks
+    _post_hooks = None  # OrderedDict(id -> hook(grad_inputs, grad_outputs))
+    _retain_grad_refs = None  # {output_nr: weakref to tensor}
+    _metadata = None
 
     def __init__(self) -> None:
         self._seq = next(_seq)
-        self._pre_hooks = None  # {output_nr: OrderedDict(id -> hook)} for tensor hooks
-        self._post_hooks = None  # OrderedDict(id -> hook(grad_inputs, grad_outputs))
-        self._retain_grad_refs = None  # {output_nr: weakref to tensor}
-        self.metadata = {}
+
+    @property
+    def metadata(self) -> dict:
+        """Free-form per-node dict (anomaly mode keeps the forward traceback here)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def name(self) -> str:
         return type(self).__name__

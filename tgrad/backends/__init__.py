@@ -23,3 +23,4 @@ def get_backend(device: Device):
         raise RuntimeError(
             f"tgrad: no backend for device '{device}': this build of tgrad runs on the CPU "
             f"only (the CUDA backend is not available here); use device='cpu'") from None
+import tgrad.cuda.lazy_backend  # noqa: E402,F401  registers the "cuda" backend (lazily)

@@ -1,8 +1,256 @@
-"""CPU primitives of the nn ops (softmax family, cross_entropy, layer_norm, dropout...).
+"""CPU primitives of the nn ops (softmax family, cross_entropy, layer_norm, activations).
 
 Re-exported by ``tgrad.backends.numpy`` so the backend's primitive table stays one module.
+Each forward primitive has a paired backward primitive (one kernel each on the GPU). No
+autograd here: the ops in ``tgrad.nn.functional`` call these and own the derivative rules.
+float16/bfloat16 inputs are computed in float32 and rounded once at the end; statistics
+saved for backward (log-sum-exp, mean, rstd) stay in the compute dtype.
 """
 
 from __future__ import annotations
 
-import numpy as np  # noqa: F401
+import math
+
+import ml_dtypes
+import numpy as np
+
+__all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
+           "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
+           "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd"]
+
+_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_F32 = np.dtype(np.float32)
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_GELU_K = 0.044715
+
+
+def _up(x: np.ndarray) -> np.ndarray:
+    return x.astype(_F32) if x.dtype in _HALF else x
+
+
+def _down(y, dt: np.dtype) -> np.ndarray:
+    y = np.asarray(y)
+    return y if y.dtype == dt else y.astype(dt)
+
+
+def _max_keep(x: np.ndarray, axis: int) -> np.ndarray:
+    """Row maxima (keepdims) for max-subtraction; empty rows give 0. Rows holding +inf or
+    only -inf become NaN (inf - inf), exactly as PyTorch's kernels behave."""
+    if x.shape[axis] == 0:
+        shape = list(x.shape)
+        shape[axis] = 1
+        return np.zeros(shape, x.dtype)
+    return np.max(x, axis=axis, keepdims=True)
+
+
+# ------------------------------------------------------------------ softmax family
+# Shapes: x, y, g all [..., n, ...] with the softmax taken over ``axis``.
+def softmax_fwd(x: np.ndarray, axis: int) -> np.ndarray:
+    """y = exp(x - m) / sum(exp(x - m)), m the row max (stable)."""
+    dt = x.dtype
+    xf = _up(x)
+    with np.errstate(all="ignore"):
+        e = np.exp(xf - _max_keep(xf, axis))
+        return _down(e / np.sum(e, axis=axis, keepdims=True), dt)
+
+
+def softmax_bwd(g: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
+    """dx = y * (g - sum(g * y))."""
+    dt = g.dtype
+    g, y = _up(g), _up(y)
+    with np.errstate(all="ignore"):
+        return _down(y * (g - np.sum(g * y, axis=axis, keepdims=True)), dt)
+
+
+def log_softmax_fwd(x: np.ndarray, axis: int) -> np.ndarray:
+    """y = x - logsumexp(x) = (x - m) - log(sum(exp(x - m)))."""
+    dt = x.dtype
+    xf = _up(x)
+    with np.errstate(all="ignore"):
+        s = xf - _max_keep(xf, axis)
+        return _down(s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True)), dt)
+
+
+def log_softmax_bwd(g: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
+    """dx = g - exp(y) * sum(g)."""
+    dt = g.dtype
+    g, y = _up(g), _up(y)
+    with np.errstate(all="ignore"):
+        return _down(g - np.exp(y) * np.sum(g, axis=axis, keepdims=True), dt)
+
+
+# ------------------------------------------------------------------ cross entropy
+# x: logits [C] or [N, C, d1...] with classes on ``axis`` (0 or 1); t: int64 targets of x's
+# shape without the class axis; rw: optional per-row weights of t's shape (the class weight
+# of each row's target; None = 1). Rows whose target is ``ignore_index`` contribute nothing.
+def _row_weights(t: np.ndarray, rw, ignore_index: int, dt: np.dtype) -> np.ndarray:
+    keep = t != ignore_index
+    if rw is None:
+        return keep.astype(dt)
+    return np.where(keep, _up(rw), 0).astype(dt)
+
+
+def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index: int,
+                      reduction: str) -> tuple:
+    """(loss, lse): loss_i = rw_i (lse_i - x[i, t_i]) (0 where ignored), reduced by
+    ``reduction`` ("mean" divides by sum(rw) over kept rows: 0/0 = nan when all are
+    ignored, as PyTorch); lse: the log-sum-exp per row (compute dtype), saved for backward."""
+    dt = x.dtype
+    xf = _up(x)
+    keep = t != ignore_index
+    w = _row_weights(t, rw, ignore_index, xf.dtype)
+    with np.errstate(all="ignore"):
+        m = _max_keep(xf, axis)
+        lse = np.squeeze(np.log(np.sum(np.exp(xf - m), axis=axis, keepdims=True)) + m, axis)
+        idx = np.expand_dims(np.where(keep, t, 0), axis)
+        picked = np.squeeze(np.take_along_axis(xf, idx, axis=axis), axis)
+        loss = np.where(keep, w * (lse - picked), 0).astype(xf.dtype)
+        if reduction == "sum":
+            loss = np.sum(loss, dtype=xf.dtype)
+        elif reduction == "mean":
+            loss = np.sum(loss, dtype=xf.dtype) / np.sum(w, dtype=xf.dtype)
+    return _down(loss, dt), np.asarray(lse)
+
+
+def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.ndarray,
+                      axis: int, ignore_index: int, reduction: str) -> np.ndarray:
+    """dx = c_i (softmax(x)_i - onehot(t_i)) with c_i = g_i rw_i ("none"), g rw_i ("sum") or
+    g rw_i / sum(rw) ("mean"; / 1 when that sum is 0), c_i = 0 on ignored rows."""
+    dt = x.dtype
+    xf = _up(x)
+    gf = _up(g)
+    w = _row_weights(t, rw, ignore_index, xf.dtype)
+    if reduction == "mean":
+        total = np.sum(w, dtype=xf.dtype)
+        w = w / (total if total != 0 else 1)
+    c = np.expand_dims((gf * w).astype(xf.dtype, copy=False), axis)
+    with np.errstate(all="ignore"):
+        p = np.exp(xf - np.expand_dims(lse, axis))
+        classes = np.arange(x.shape[axis]).reshape(
+            [-1 if i == axis else 1 for i in range(x.ndim)])
+        onehot = classes == np.expand_dims(t, axis)
+        return _down(c * (p - onehot), dt)
+
+
+# ------------------------------------------------------------------ layer norm
+# x: [..., *normalized] with the statistics over the last ``k`` dims; w, b: normalized shape.
+def layer_norm_fwd(x: np.ndarray, k: int, w, b, eps: float) -> tuple:
+    """(y, mean, rstd): xhat = (x - mean) * rstd, rstd = 1/sqrt(var + eps) (biased var),
+    y = xhat * w + b; mean and rstd keep dims ([..., 1, ..., 1])."""
+    dt = x.dtype
+    xf = _up(x)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    with np.errstate(all="ignore"):
+        if x.size == 0:
+            shape = x.shape[:x.ndim - k] + (1,) * k
+            mean = np.zeros(shape, xf.dtype)
+            rstd = np.zeros(shape, xf.dtype)
+        else:
+            mean = np.mean(xf, axis=axes, keepdims=True)
+            var = np.mean(np.square(xf - mean), axis=axes, keepdims=True)
+            rstd = 1.0 / np.sqrt(var + eps)
+        y = (xf - mean) * rstd
+        if w is not None:
+            y = y * _up(w)
+        if b is not None:
+            y = y + _up(b)
+    return _down(y, dt), np.asarray(mean), np.asarray(rstd, dtype=xf.dtype)
+
+
+def layer_norm_bwd(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, w,
+                   k: int, need_w: bool, need_b: bool) -> tuple:
+    """(dx, dw, db):  gw = g * w (w = 1 when None),
+    dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)),
+    dw = sum_batch(g * xhat) (None unless need_w),  db = sum_batch(g) (None unless need_b)."""
+    dt = x.dtype
+    gf, xf = _up(g), _up(x)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    batch = tuple(range(x.ndim - k))
+    pdt = w.dtype if w is not None else dt
+    with np.errstate(all="ignore"):
+        xhat = (xf - mean) * rstd
+        gw = gf * _up(w) if w is not None else gf
+        if x.size == 0:
+            dx = np.zeros(x.shape, xf.dtype)
+        else:
+            dx = rstd * (gw - np.mean(gw, axis=axes, keepdims=True)
+                         - xhat * np.mean(gw * xhat, axis=axes, keepdims=True))
+        dw = _down(np.sum(gf * xhat, axis=batch), pdt) if need_w else None
+        db = _down(np.sum(gf, axis=batch), pdt) if need_b else None
+    return _down(dx, dt), dw, db
+
+
+# ------------------------------------------------------------------ activations
+def _phi_cdf(x):
+    """(Phi(x), phi(x)): standard normal CDF and density."""
+    from tgrad.backends.numpy import _erf
+    return 0.5 * (1.0 + _erf(x / math.sqrt(2.0))), np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+def gelu_fwd(x: np.ndarray, approximate: str) -> np.ndarray:
+    """'none': x * Phi(x);  'tanh': 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    dt = x.dtype
+    xf = _up(x)
+    with np.errstate(all="ignore"):
+        if approximate == "tanh":
+            y = 0.5 * xf * (1.0 + np.tanh(_SQRT_2_PI * (xf + _GELU_K * xf ** 3)))
+        else:
+            y = xf * _phi_cdf(xf)[0]
+    return _down(y, dt)
+
+
+def gelu_bwd(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
+    """'none': g (Phi + x phi);  'tanh': g (0.5 (1 + t) + 0.5 x (1 - t^2) u'),
+    t = tanh(u), u = sqrt(2/pi) (x + 0.044715 x^3), u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)."""
+    dt = g.dtype
+    gf, xf = _up(g), _up(x)
+    with np.errstate(all="ignore"):
+        if approximate == "tanh":
+            t = np.tanh(_SQRT_2_PI * (xf + _GELU_K * xf ** 3))
+            du = _SQRT_2_PI * (1.0 + 3.0 * _GELU_K * xf * xf)
+            d = 0.5 * (1.0 + t) + 0.5 * xf * (1.0 - t * t) * du
+        else:
+            cdf, pdf = _phi_cdf(xf)
+            d = cdf + xf * pdf
+    return _down(gf * d, dt)
+
+
+def _sigmoid(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+
+def silu_fwd(x: np.ndarray) -> np.ndarray:
+    """y = x * sigmoid(x)."""
+    dt = x.dtype
+    xf = _up(x)
+    with np.errstate(all="ignore"):
+        return _down(xf * _sigmoid(xf), dt)
+
+
+def silu_bwd(g: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """dx = g * s (1 + x (1 - s)), s = sigmoid(x)."""
+    dt = g.dtype
+    gf, xf = _up(g), _up(x)
+    with np.errstate(all="ignore"):
+        s = _sigmoid(xf)
+        return _down(gf * s * (1.0 + xf * (1.0 - s)), dt)
+
+
+def softplus_fwd(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
+    """y = log1p(exp(beta x)) / beta, or x where beta x > threshold (as PyTorch)."""
+    dt = x.dtype
+    xf = _up(x)
+    with np.errstate(all="ignore"):
+        bx = xf * beta
+        y = np.where(bx > threshold, xf, np.logaddexp(0, bx) / beta)
+    return _down(y, dt)
+
+
+def softplus_bwd(g: np.ndarray, x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
+    """dx = g * sigmoid(beta x), or g where beta x > threshold."""
+    dt = g.dtype
+    gf, xf = _up(g), _up(x)
+    with np.errstate(all="ignore"):
+        bx = xf * beta
+        return _down(np.where(bx > threshold, gf, gf * _sigmoid(bx)), dt)

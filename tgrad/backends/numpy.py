@@ -8,7 +8,9 @@ primitives (``tanh_backward``...) are plain formulas that ops call from their ru
 
 from __future__ import annotations
 
+import builtins
 import math
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -112,9 +114,52 @@ def as_strided(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- elementwise
+# erf, vectorised and float64-accurate (max relative error ~1e-15 against math.erf):
+#   |x| < 1:      erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1))   (18 terms,
+#                 Horner in x^2; the alternating terms lose under a bit at |x| <= 1)
+#   1 <= |x| < 6: erf(x) = 1 - exp(-x^2) h(x),  h(x) = erfc(x) exp(x^2) smooth and slowly
+#                 varying, as Chebyshev series on [1, 2.5] and [2.5, 6] (degree 20) whose
+#                 coefficients are interpolated once, at import, from math.erfc
+#   |x| >= 6:     erf(x) = sign(x)  (erfc(6) ~ 2e-17 is below half an ulp of 1)
+_ERF_TAYLOR = tuple((-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(18))[::-1]
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erfc_scaled_cheb(a: float, b: float, deg: int = 20):
+    from numpy.polynomial import chebyshev
+    h = np.vectorize(lambda t: math.erfc(x := (t + 1) * (b - a) / 2 + a) * math.exp(x * x))
+    return a, b, chebyshev.chebinterpolate(h, deg)
+
+
+_ERFC_PIECES = (_erfc_scaled_cheb(1.0, 2.5), _erfc_scaled_cheb(2.5, 6.0))
+
+
 def _erf(x: np.ndarray) -> np.ndarray:
-    out = np.frompyfunc(math.erf, 1, 1)(x)
-    return np.asarray(out, dtype=x.dtype) if out.ndim else np.asarray(float(out), x.dtype)
+    from numpy.polynomial import chebyshev
+    dt = x.dtype
+    xd = np.asarray(x, np.float64)
+    ax = np.abs(xd)
+    out = np.array(np.sign(xd))  # |x| >= 6 (and +-inf); NaN stays NaN, -0.0 stays -0.0
+    small = ax < 1.0
+    if small.any():
+        xs = xd[small]
+        u = xs * xs
+        p = np.full_like(xs, _ERF_TAYLOR[0])
+        for c in _ERF_TAYLOR[1:]:
+            p *= u
+            p += c
+        p *= xs
+        p *= _TWO_OVER_SQRT_PI
+        out[small] = p
+    for a, b, coef in _ERFC_PIECES:
+        m = (ax >= a) & (ax < b)
+        if m.any():
+            xm = ax[m]
+            t = (2.0 * xm - (a + b)) / (b - a)
+            erfc = chebyshev.chebval(t, coef)
+            erfc *= np.exp(-xm * xm)
+            out[m] = np.copysign(1.0 - erfc, xd[m])
+    return out.astype(dt, copy=False)
 
 
 def _sigmoid(x):
@@ -156,7 +201,8 @@ def unary(op: str, x: np.ndarray) -> np.ndarray:
     fn = UNARY[op]
     with np.errstate(all="ignore"):
         if x.dtype in HALF_TYPES:
-            return _down(fn(x.astype(_F32)), x.dtype)
+            out = fn(x.astype(_F32))
+            return np.asarray(out) if op in _BOOL_RESULT else _down(out, x.dtype)
         return np.asarray(fn(x))
 
 
@@ -170,11 +216,19 @@ def _div(a, b):
     return np.true_divide(a, b)
 
 
+def _floor_divide(a, b):
+    """Python/PyTorch floor division; integer division by zero raises (NumPy returns 0)."""
+    if a.dtype.kind in "iub" and np.any(np.asarray(b) == 0):
+        raise ZeroDivisionError("floor_divide: integer division by zero")
+    return np.floor_divide(a, b)
+
+
 BINARY = {
     "add": np.add,
     "sub": np.subtract,
     "mul": np.multiply,
     "div": _div,
+    "floor_divide": _floor_divide,
     "pow": _pow,
     "maximum": np.maximum,
     "minimum": np.minimum,
@@ -189,12 +243,17 @@ BINARY = {
 }
 
 
+_BOOL_RESULT = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+                          "logical_not"))
+
+
 def binary(op: str, a, b) -> np.ndarray:
     """``op`` with NumPy broadcasting; a and b share one dtype (or b is a NumPy scalar)."""
     fn = BINARY[op]
     with np.errstate(all="ignore"):
         if a.dtype in HALF_TYPES:
-            return _down(fn(a.astype(_F32), np.asarray(b).astype(_F32)), a.dtype)
+            out = fn(a.astype(_F32), np.asarray(b).astype(_F32))
+            return np.asarray(out) if op in _BOOL_RESULT else _down(out, a.dtype)
         return np.asarray(fn(a, b))
 
 
@@ -218,23 +277,32 @@ def sigmoid_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- reductions
+def _is_float(dt: np.dtype) -> bool:
+    return dt.kind == "f" or dt in HALF_TYPES
+
+
 def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
+    """Sum accumulated in float32 for halves; bool and integers sum to int64 (PyTorch)."""
     dt = x.dtype
-    acc = compute_dtype(dt) if dt.kind == "f" else (np.int64 if dt.kind in "bi" else dt)
-    return _down(np.sum(x, axis=axes, dtype=acc, keepdims=keepdim), dt if dt.kind == "f"
-                 else np.dtype(np.int64))
+    if _is_float(dt):
+        return _down(np.sum(x, axis=axes, dtype=compute_dtype(dt), keepdims=keepdim), dt)
+    return np.asarray(np.sum(x, axis=axes, dtype=np.int64, keepdims=keepdim))
 
 
 def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
+    """Mean in the compute dtype; an empty reduction gives NaN (no warning)."""
     dt = x.dtype
-    return _down(np.mean(_up(x), axis=axes, keepdims=keepdim), dt)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _down(np.mean(_up(x), axis=axes, keepdims=keepdim), dt)
 
 
 def prod(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     dt = x.dtype
-    acc = compute_dtype(dt) if dt.kind == "f" else np.int64
-    return _down(np.prod(x, axis=axes, dtype=acc, keepdims=keepdim),
-                 dt if dt.kind == "f" else np.dtype(np.int64))
+    if _is_float(dt):
+        with np.errstate(all="ignore"):
+            return _down(np.prod(x, axis=axes, dtype=compute_dtype(dt), keepdims=keepdim), dt)
+    return np.asarray(np.prod(x, axis=axes, dtype=np.int64, keepdims=keepdim))
 
 
 def amax(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
@@ -254,10 +322,41 @@ def argmin(x: np.ndarray, axis, keepdim: bool) -> np.ndarray:
     return np.asarray(np.argmin(x, axis=axis, keepdims=keepdim), dtype=np.int64)
 
 
+def _count(shape: tuple, axes) -> int:
+    return math.prod(shape) if axes is None else math.prod(shape[a] for a in axes)
+
+
 def var(x: np.ndarray, axes, correction: float, keepdim: bool) -> np.ndarray:
+    """sum((x - mean)^2) / max(N - correction, 0): NaN/inf when N <= correction (PyTorch)."""
     dt = x.dtype
+    xf = _up(x)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d = xf - np.mean(xf, axis=axes, keepdims=True)
+        s = np.sum(d * d, axis=axes, keepdims=keepdim)
+        return _down(s / xf.dtype.type(builtins.max(_count(x.shape, axes) - correction, 0)),
+                     dt)
+
+
+def norm(x: np.ndarray, p: float, axes, keepdim: bool) -> np.ndarray:
+    """Vector p-norm over ``axes``: (sum |x|^p)^(1/p); p=inf/-inf: max/min |x|; p=0: count
+    of non-zeros; p=2 as sqrt(sum x^2)."""
+    dt = x.dtype
+    a = np.abs(_up(x))
     with np.errstate(all="ignore"):
-        return _down(np.var(_up(x), axis=axes, ddof=correction, keepdims=keepdim), dt)
+        if p == 2:
+            out = np.sqrt(np.sum(a * a, axis=axes, keepdims=keepdim))
+        elif p == 1:
+            out = np.sum(a, axis=axes, keepdims=keepdim)
+        elif p == math.inf:
+            out = np.max(a, axis=axes, keepdims=keepdim, initial=0.0)
+        elif p == -math.inf:
+            out = np.min(a, axis=axes, keepdims=keepdim, initial=math.inf)
+        elif p == 0:
+            out = np.sum(a != 0, axis=axes, keepdims=keepdim, dtype=a.dtype)
+        else:
+            out = np.sum(a ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
+    return _down(out, dt)
 
 
 def logsumexp(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:

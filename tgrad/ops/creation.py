@@ -3,6 +3,8 @@ from_numpy, manual_seed. Shapes may be given as varargs or one tuple."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from tgrad import dtypes
@@ -42,29 +44,40 @@ def _finish(host: np.ndarray, device, requires_grad: bool) -> Tensor:
 
 
 def _infer_dtype(data) -> DType:
-    """dtype of nested Python data as PyTorch infers it (bool < int64 < default float)."""
-    cat = -1
+    """dtype of nested Python data as PyTorch infers it: Python bool/int/float give bool,
+    int64 and the default float; NumPy scalars and tensors keep their dtype; mixed
+    elements promote (``promote_types``)."""
+    dt = None
     stack = [data]
     while stack:
         x = stack.pop()
         if isinstance(x, (list, tuple)):
             stack.extend(x)
-        elif isinstance(x, Tensor):
-            cat = max(cat, x.dtype.category + (3 if x.dtype.is_floating_point else 0))
-        elif isinstance(x, (bool, np.bool_)):
-            cat = max(cat, 0)
-        elif isinstance(x, (int, np.integer)):
-            cat = max(cat, 1)
-        elif isinstance(x, (float, np.floating)):
-            cat = max(cat, 2)
+            continue
+        if isinstance(x, Tensor):
+            d = x.dtype
+        elif isinstance(x, np.generic):
+            d = dtypes.from_numpy_dtype(x.dtype)
+        elif isinstance(x, bool):
+            d = dtypes.bool_
+        elif isinstance(x, int):
+            d = dtypes.int64
+        elif isinstance(x, float):
+            d = dtypes.get_default_dtype()
         else:
-            raise TypeError(f"tensor(): could not infer dtype of {type(x).__name__}")
-    return (dtypes.bool_, dtypes.int64)[cat] if 0 <= cat <= 1 else dtypes.get_default_dtype()
+            raise TypeError(f"tensor(): could not infer dtype of {type(x).__name__}; pass "
+                            f"numbers, nested lists of numbers, NumPy arrays or tensors")
+        dt = d if dt is None else dtypes.promote_types(dt, d)
+    return dtypes.get_default_dtype() if dt is None else dt
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor (always a copy) from nested lists, scalars, NumPy arrays or tensors."""
     if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.clone().detach() or "
+                      "sourceTensor.clone().detach().requires_grad_(True), rather than "
+                      "tgrad.tensor(sourceTensor).", UserWarning, stacklevel=2)
         host = np.array(data.numpy(force=True), copy=True)
         dt = dtypes.as_dtype(dtype) if dtype is not None else data.dtype
     elif isinstance(data, np.ndarray):
@@ -176,11 +189,24 @@ def empty_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) 
     return empty(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
+LAST_SEED: list = [None]  # the last manual_seed value (a backend loaded later may read it)
+
+
 def manual_seed(seed: int) -> None:
-    """Seed tgrad's random generators (all backends)."""
+    """Seed tgrad's random generators: the CPU one, and every device backend that is
+    available (an unavailable device, e.g. cuda without a driver, is skipped)."""
     from tgrad import backends
-    for b in set(backends._BACKENDS.values()):
-        b.manual_seed(int(seed))
+    seed = int(seed)
+    LAST_SEED[0] = seed
+    numpy_backend.manual_seed(seed)
+    for b in list(backends._BACKENDS.values()):
+        if b is numpy_backend:
+            continue
+        try:
+            b.manual_seed(seed)
+        except RuntimeError as e:
+            if "not available" not in str(e):
+                raise
 
 
 def _random(kind: str, size, dtype, device, requires_grad) -> Tensor:
@@ -244,5 +270,3 @@ def eye(n: int, m: int | None = None, dtype=None, device=None,
     dt = _dtype_or_default(dtype)
     return _finish(np.eye(n, m, dtype=dt.np), device, requires_grad)
 
-
-_ = numpy_backend  # the CPU backend is always present

@@ -21,8 +21,8 @@ __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin",
            "relu", "tanh_backward", "sigmoid_backward",
            "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp",
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
-           "true_divide", "subtract", "multiply", "negative", "clip", "isnan", "isinf",
-           "isfinite"]
+           "floor_divide", "true_divide", "subtract", "multiply", "negative", "clip", "isnan",
+           "isinf", "isfinite"]
 
 
 def _zero(g, *_):
@@ -167,8 +167,19 @@ def _sum_to(g, shape):
     return sum_to(g, shape)
 
 
+def _pow_grad_base(g, a, b, y):
+    # d a^b / da = b a^(b-1), defined as 0 where b == 0 (also at a == 0, as PyTorch).
+    if not isinstance(b, Tensor):
+        return _zero(g) if b == 0 else g * b * pow(a, b - 1.0)
+    return g * where(eq(b, 0.0), 0.0, b * pow(a, b - 1.0))
+
+
 def _pow_grad_exponent(g, a, b, y):
     # d a^b / db = a^b log a, defined as 0 where a == 0 and b >= 0 (as PyTorch).
+    if not isinstance(a, Tensor):  # Python-scalar base (2.0 ** t)
+        if a == 0:
+            return g * where(ge(b, 0.0), 0.0, y * -math.inf)
+        return g * y * (math.log(a) if a > 0 else math.nan)
     safe = where(logical_and(eq(a, 0.0), ge(b, 0.0)), 0.0, y * log(a))
     return g * safe
 
@@ -185,13 +196,15 @@ BINARY_RULES = {
     "sub": ("", lambda g, a, b, y: g, lambda g, a, b, y: -g),
     "mul": ("ab", lambda g, a, b, y: g * b, lambda g, a, b, y: g * a),
     "div": ("ab", lambda g, a, b, y: g / b, lambda g, a, b, y: -g * a / (b * b)),
-    "pow": ("aby", lambda g, a, b, y: g * b * pow(a, b - 1.0), _pow_grad_exponent),
+    "pow": ("aby", _pow_grad_base, _pow_grad_exponent),
     "maximum": ("ab", lambda g, a, b, y: g * (gt(a, b) + _max_share(a, b)),
                 lambda g, a, b, y: g * (lt(a, b) + _max_share(a, b))),
     "minimum": ("ab", lambda g, a, b, y: g * (lt(a, b) + _max_share(a, b)),
                 lambda g, a, b, y: g * (gt(a, b) + _max_share(a, b))),
 }
-COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or")
+# Not differentiable: bool results, and floor_divide (piecewise constant; PyTorch too).
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+               "floor_divide")
 _NODE_NAMES = {"maximum": "MaximumBackward0", "minimum": "MinimumBackward0"}
 
 
@@ -214,6 +227,9 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
     def forward(ctx, a, b):
         _check_operand(name, a)
         _check_operand(name, b)
+        if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+            raise TypeError(f"{name}(): expected at least one Tensor argument, got "
+                            f"{type(a).__name__} and {type(b).__name__}")
         t = a if isinstance(a, Tensor) else b
         dev = same_device(name, a, b) if isinstance(a, Tensor) and isinstance(b, Tensor) \
             else t.device
@@ -231,17 +247,21 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
                 f"{name}: the size of tensor a {list(getattr(a, 'shape', ()))} must match the "
                 f"size of tensor b {list(getattr(b, 'shape', ()))} at non-singleton dimensions "
                 f"({e})") from None
-        if not is_cmp:
+        if is_cmp:
+            ctx.mark_non_differentiable(y)
+        else:
             ctx.a_shape = a.shape if isinstance(a, Tensor) else None
             ctx.b_shape = b.shape if isinstance(b, Tensor) else None
             if saves == "ab":
                 ctx.save_for_backward(a if isinstance(a, Tensor) else None,
                                       b if isinstance(b, Tensor) else None)
-                ctx.scalars = (a, b)
+                ctx.scalars = (None if isinstance(a, Tensor) else a,  # tensors: saved only
+                               None if isinstance(b, Tensor) else b)
             elif saves == "aby":
                 ctx.save_for_backward(a if isinstance(a, Tensor) else None,
                                       b if isinstance(b, Tensor) else None, y)
-                ctx.scalars = (a, b)
+                ctx.scalars = (None if isinstance(a, Tensor) else a,  # tensors: saved only
+                               None if isinstance(b, Tensor) else b)
         return y
 
     def backward(ctx, g):
@@ -300,6 +320,7 @@ gt = _binary_fn("gt", ("__gt__",))
 ge = _binary_fn("ge", ("__ge__",))
 logical_and = _binary_fn("logical_and", ("__and__",), ("__rand__",))
 logical_or = _binary_fn("logical_or", ("__or__",), ("__ror__",))
+floor_divide = _binary_fn("floor_divide", ("__floordiv__",), ("__rfloordiv__",))
 true_divide = div
 subtract = sub
 multiply = mul
@@ -348,7 +369,13 @@ class Where(Function):
         ctx.cond = cond
         ctx.a_shape = a.shape if isinstance(a, Tensor) else None
         ctx.b_shape = b.shape if isinstance(b, Tensor) else None
-        return wrap(be.where(cond._data, _operand(a, dt, be), _operand(b, dt, be)), dev)
+        try:
+            out = be.where(cond._data, _operand(a, dt, be), _operand(b, dt, be))
+        except ValueError:
+            raise RuntimeError(
+                f"where: condition {list(cond.shape)}, input {list(getattr(a, 'shape', ()))} "
+                f"and other {list(getattr(b, 'shape', ()))} must broadcast to one shape") from None
+        return wrap(out, dev)
 
     @staticmethod
     def backward(ctx, g):
@@ -434,7 +461,13 @@ register_op(Clamp)
 
 @tensor_method("clamp", "clip")
 def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
-    """Limit values to [min, max] (either bound may be None)."""
+    """Limit values to [min, max] (either bound may be None; numbers or tensors that
+    broadcast with ``input``; tensor bounds also receive gradient where they bind)."""
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        if min is None and max is None:
+            raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+        y = input if min is None else maximum(input, min)
+        return y if max is None else minimum(y, max)
     return Clamp.apply(input, min, max)
 
 

@@ -33,6 +33,8 @@ def normalize_key(key) -> tuple[tuple, bool]:
             basic = False
         elif isinstance(k, (list, np.ndarray)):
             arr = np.asarray(k)
+            if arr.size == 0 and arr.dtype.kind == "f":
+                arr = arr.astype(np.int64)  # [] indexes nothing (PyTorch: an empty long index)
             if arr.dtype.kind == "f":
                 raise IndexError("tensors used as indices must be long, int or bool tensors")
             out.append(arr)

@@ -8,10 +8,12 @@ through a view re-routes the base's gradient through CopySlices.
 
 from __future__ import annotations
 
-from tgrad import dtypes
+import numpy as np
+
 from tgrad.autograd.copy_slices import rebase_base, replay_view
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.hooks import move_retain_grad
 from tgrad.autograd.node import gradient_edge
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
@@ -30,12 +32,11 @@ def check_inplace(t: Tensor, op: str) -> None:
     """PyTorch's checks: no in-place on a leaf (or a view of a leaf) that requires grad."""
     if not STATE.enabled:
         return
+    if t._requires_grad and t.grad_fn is None:
+        raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
     base = t._base
-    if base is None:
-        if t._requires_grad and t._grad_fn is None:
-            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
-                               "in-place operation.")
-    elif base._requires_grad and base._grad_fn is None:
+    if base is not None and base._requires_grad and base._grad_fn is None:
         raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used "
                            "in an in-place operation.")
 
@@ -65,38 +66,54 @@ def apply_inplace(self: Tensor, op: str, fn, *args) -> Tensor:
     if not isinstance(self, Tensor):
         raise TypeError(f"{op}: expected a Tensor")
     check_inplace(self, op)
-    record = STATE.enabled and (self._requires_grad or any(
-        isinstance(a, Tensor) and a._requires_grad for a in args))
+    base = self._base
+    record = STATE.enabled and (
+        self._requires_grad or (base is not None and base._requires_grad)
+        or any(isinstance(a, Tensor) and a._requires_grad for a in args))
     if not record:
         res = fn(self, *args)
-        _check_castable(op, res, self)
+        _check_fits(op, res, self)
         _write(self, res._data)
         return self
-    view_rebase = self._base is not None and self._view_chain is not None
+    if base is not None and self._view_chain is None:
+        raise RuntimeError(
+            f"{op}: a view created in no_grad mode (or inside a custom Function's forward) is "
+            f"being modified in-place with grad mode enabled, so the gradient of its base "
+            f"cannot be tracked. Create the view and modify it both inside or both outside "
+            f"the no_grad block, or modify a clone() of the view.")
+    view_rebase = self._base is not None
     old = _snapshot(replay_view(self._view_chain, self._base) if view_rebase else self)
+    # ``x.op_(x)``: the argument is read before the write, i.e. it is the old value.
+    args = tuple(old if a is self else a for a in args)
     res = fn(old, *args)
-    _check_castable(op, res, self)
+    _check_fits(op, res, self)
     if res.dtype is not self.dtype:
         res = res.to(self.dtype)
-    if res.shape != self.shape:
-        raise RuntimeError(f"{op}: output with shape {list(self.shape)} doesn't match the "
-                           f"broadcast shape {list(res.shape)}")
     if res._grad_fn is None or any(res is a for a in args):
         res = clone(res)  # the written values need a node of their own
     _write(self, res._data)
     if view_rebase:
         rebase_base(self, gradient_edge(res))
+        if base._retains_grad:
+            move_retain_grad(base)
     else:
         self._grad_fn = res._grad_fn
         self._output_nr = res._output_nr
         self._requires_grad = True
+    if self._retains_grad:
+        move_retain_grad(self)
     return self
 
 
-def _check_castable(op: str, res: Tensor, self: Tensor) -> None:
+def _check_fits(op: str, res: Tensor, self: Tensor) -> None:
+    """The result must be castable to ``self``'s dtype (same or lower category) and have
+    ``self``'s shape (in-place ops cannot broadcast ``self``)."""
     if res.dtype.category > self.dtype.category:
         raise RuntimeError(f"{op}: result type {res.dtype.name} can't be cast to the desired "
                            f"output type {self.dtype.name}")
+    if res.shape != self.shape:
+        raise RuntimeError(f"{op}: output with shape {list(self.shape)} doesn't match the "
+                           f"broadcast shape {list(res.shape)}")
 
 
 def _binary_inplace(name: str, fn):
@@ -134,42 +151,93 @@ def clamp_(self: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     return apply_inplace(self, "clamp_", lambda x: ew.clamp(x, min, max))
 
 
-def _fill_value(x: Tensor, value):
-    from tgrad.ops.creation import full
-    if isinstance(value, Tensor):
-        if value.ndim != 0:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
-                               f"with {value.ndim} dimensions.")
-        return value.to(x.dtype).expand(x.shape)
-    return full(x.shape, value, dtype=x.dtype, device=x.device)
+class Fill(Function):
+    """y = value everywhere (x's shape and dtype);  dx = 0 (x is overwritten)."""
+
+    name = "fill"
+    node_name = "FillBackward0"
+
+    @staticmethod
+    def forward(ctx, x, value):
+        ctx.shape = x.shape
+        return wrap(backend_of(x).full(x.shape, value, x.dtype.np), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.creation import zeros_like
+        return zeros_like(g), None
+
+
+class CopyFrom(Function):
+    """y = src broadcast to x's shape and cast to x's dtype;
+    dx = 0 (x is overwritten);  dsrc = sum_to(g, src.shape) cast back to src's dtype."""
+
+    name = "copy"
+    node_name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx, x, src):
+        be = backend_of(x)
+        try:
+            arr = be.expand(be.cast(src._data, x.dtype.np), x.shape)
+        except ValueError:
+            raise RuntimeError(f"copy_: the source of shape {list(src.shape)} cannot be "
+                               f"broadcast to the destination of shape {list(x.shape)}") from None
+        ctx.src_shape, ctx.src_dtype = src.shape, src.dtype
+        return wrap(be.clone(arr), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.creation import zeros_like
+        need_x, need_src = ctx.needs_input_grad
+        gx = zeros_like(g) if need_x else None
+        gsrc = sum_to(g, ctx.src_shape).to(ctx.src_dtype) if need_src else None
+        return gx, gsrc
+
+
+register_op(Fill)
+register_op(CopyFrom)
+
+
+def _as_src(op: str, x: Tensor, src) -> Tensor:
+    """``src`` as a tensor on ``x``'s device (Python numbers and nested lists accepted)."""
+    if not isinstance(src, Tensor):
+        from tgrad.ops.creation import tensor
+        try:
+            src = tensor(src, dtype=x.dtype, device=x.device)
+        except (TypeError, ValueError):
+            raise TypeError(f"{op}: expected a Tensor or a number as the source, got "
+                            f"{type(src).__name__}") from None
+    elif src.device != x.device:
+        src = src.to(x.device)
+    return src
 
 
 @tensor_method("fill_")
 def fill_(self: Tensor, value) -> Tensor:
-    return apply_inplace(self, "fill_", _fill_value, value)
+    """Set every element to ``value`` (a number or a 0-d tensor, whose gradient is the sum)."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value.ndim} dimensions.")
+        return apply_inplace(self, "fill_", CopyFrom.apply, _as_src("fill_", self, value))
+    if not isinstance(value, (int, float, bool, np.number, np.bool_)):
+        raise TypeError(f"fill_(): argument 'value' must be a Number or a 0-d Tensor, not "
+                        f"{type(value).__name__}")
+    return apply_inplace(self, "fill_", Fill.apply, value)
 
 
 @tensor_method("zero_")
 def zero_(self: Tensor) -> Tensor:
-    return apply_inplace(self, "zero_", _fill_value, 0)
-
-
-def _copy_values(x: Tensor, src: Tensor) -> Tensor:
-    if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
-    if src.device != x.device:
-        src = src.to(x.device)
-    try:
-        return src.to(x.dtype).expand(x.shape)
-    except RuntimeError:
-        raise RuntimeError(f"copy_: the source of shape {list(src.shape)} cannot be broadcast "
-                           f"to the destination of shape {list(x.shape)}") from None
+    return apply_inplace(self, "zero_", Fill.apply, 0)
 
 
 @tensor_method("copy_")
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, cast, moved) into ``self``; the gradient flows to ``src``."""
-    return apply_inplace(self, "copy_", _copy_values, src)
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    return apply_inplace(self, "copy_", CopyFrom.apply, _as_src("copy_", self, src))
 
 
 class IndexPut(Function):
@@ -216,17 +284,17 @@ def _mask_out(like: Tensor, key) -> Tensor:
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value``: basic keys write through a view, array keys via index_put."""
     nkey, basic = normalize_key(key)
-    if isinstance(value, Tensor) and value.device != self.device:
-        value = value.to(self.device)
-    if isinstance(value, Tensor):
-        value = value.to(self.dtype)
+    if not isinstance(value, (int, float, bool, np.number, np.bool_)):
+        value = _as_src("__setitem__", self, value)
     if basic:
         view = self[key]
         if isinstance(value, Tensor):
             copy_(view, value)
         else:
-            fill_(view, value)
+            apply_inplace(view, "fill_", Fill.apply, value)
         return
+    if isinstance(value, Tensor) and value.dtype is not self.dtype:
+        value = value.to(self.dtype)
     apply_inplace(self, "index_put_", lambda x, v: IndexPut.apply(x, nkey, v), value)
 
 
@@ -236,5 +304,3 @@ def add_into(dst: Tensor, src: Tensor) -> None:
     be.copy_(dst._data, be.binary("add", dst._data, be.cast(src._data, dst._data.dtype)))
     dst._storage.version += 1
 
-
-_ = dtypes

@@ -40,7 +40,10 @@ class ToCopy(Function):
             host = get_backend(x.device).to_host(data)
             host = host.astype(dtype.np, copy=False)
             return wrap(get_backend(device).from_host(host), device)
-        return wrap(backend_of(x).cast(data, dtype.np), device)
+        be = backend_of(x)
+        if dtype is x.dtype:  # to(..., copy=True) without a change: still a new buffer
+            return wrap(be.clone(data), device)
+        return wrap(be.cast(data, dtype.np), device)
 
     @staticmethod
     def backward(ctx, g):

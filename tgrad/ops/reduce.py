@@ -6,6 +6,8 @@ Backward rules broadcast the incoming gradient back over the reduced dims
 
 from __future__ import annotations
 
+import builtins
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -15,7 +17,8 @@ from tgrad.autograd.function import Function
 from tgrad.ops._common import backend_of, normalize_dims, register_op, tensor_method, wrap
 from tgrad.tensor import Tensor
 
-__all__ = ["sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "sum_to"]
+__all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var",
+           "std", "var_mean", "std_mean", "logsumexp", "norm", "all", "any", "sum_to"]
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -73,14 +76,15 @@ class Mean(Function):
     @staticmethod
     def backward(ctx, g):
         n = _reduced_numel(ctx.shape, ctx.axes)
-        return _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim) / float(n if n > 0 else 1), None, None
+        gx = _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim) / float(n if n > 0 else 1)
+        return gx, None, None
 
 
 def _make_extreme(name: str):
     """amax/amin: ties share the gradient evenly: dx = broadcast(g) * [x == y] / count."""
 
     def forward(ctx, x, axes, keepdim):
-        if x.numel() == 0 and (axes is None or any(x.shape[a] == 0 for a in axes)):
+        if x.numel() == 0 and (axes is None or builtins.any(x.shape[a] == 0 for a in axes)):
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                                f"input.numel() == 0. Specify the reduction dim with the 'dim' "
                                f"argument." if axes is None else
@@ -108,7 +112,7 @@ Amin = _make_extreme("amin")
 
 def _make_arg(name: str):
     def forward(ctx, x, axis, keepdim):
-        if x.numel() == 0:
+        if x.numel() == 0 and (axis is None or x.shape[axis] == 0):
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                                f"input.numel() == 0." if axis is None else
                                f"{name}(): Expected reduction dim {axis} to have non-zero size.")
@@ -247,6 +251,277 @@ def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001,A002
     if dim is None:
         return amin(input)
     return values_indices(*MinDim.apply(input, _single_dim("min", dim, input.ndim), keepdim))
+
+
+# ------------------------------------------------------------------------------ prod
+class Prod(Function):
+    """y = prod_{axes} x;  dx_i = g * prod_{j != i} x_j  (j over i's reduced slice).
+
+    Without zeros in x this is g * y / x. With zeros (where y / x is 0/0) the products of
+    the others are formed explicitly: the slice, flattened to length n, is repeated n times
+    with the diagonal set to 1 and reduced with prod, O(n^2) work. Both forms are tgrad ops,
+    so second derivatives are right at zeros too (d^2 y / dx_i dx_j = prod_{k != i, j}).
+    """
+
+    name = "prod"
+    node_name = "ProdBackward1"
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim, dtype):
+        be = backend_of(x)
+        data = x._data if dtype is None else be.cast(x._data, dtype.np)
+        y = wrap(be.prod(data, axes, keepdim), x.device)
+        ctx.save_for_backward(x, y)
+        ctx.axes, ctx.keepdim = axes, keepdim
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        gx = _expand_back(g, x.shape, ctx.axes, ctx.keepdim)
+        if x.numel() == 0:
+            return gx, None, None, None
+        if not bool(any(x == 0.0)):
+            return gx * _expand_back(y, x.shape, ctx.axes, ctx.keepdim) / x, None, None, None
+        return gx * _prod_of_others(x, ctx.axes), None, None, None
+
+
+def _prod_of_others(x: Tensor, axes) -> Tensor:
+    """out_i = prod_{j != i} x_j over i's reduced slice, without division; shape of x."""
+    from tgrad.ops.creation import arange
+    from tgrad.ops.elementwise import where
+    nd = x.ndim
+    red = tuple(range(nd)) if axes is None else axes
+    kept = tuple(d for d in range(nd) if d not in red)
+    perm = kept + red
+    n = _reduced_numel(x.shape, red)
+    kept_shape = tuple(x.shape[d] for d in kept)
+    flat = x.permute(*perm).reshape(kept_shape + (n,))                  # (..., n)
+    idx = arange(n, device=x.device)
+    diag = idx.reshape(n, 1) == idx                                     # (n, n) bool
+    rows = where(diag, 1.0, flat.unsqueeze(-2).expand(kept_shape + (n, n)))
+    others = prod(rows, dim=-1)                                         # (..., n)
+    others = others.reshape(kept_shape + tuple(x.shape[d] for d in red))
+    inv = [0] * nd
+    for i, d in enumerate(perm):
+        inv[d] = i
+    return others.permute(*inv)
+
+
+register_op(Prod)
+
+
+@tensor_method("prod")
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
+    """Product over ``dim`` (all elements when None); integer and bool inputs give int64."""
+    axes = normalize_dims("prod", dim, input.ndim)
+    return Prod.apply(input, axes, keepdim, None if dtype is None else dtypes.as_dtype(dtype))
+
+
+# ------------------------------------------------------------------------------ var / std
+class Var(Function):
+    """y = sum_{axes} (x - mean)^2 / (N - correction);
+    dx = broadcast(g) * 2 (x - mean(x)) / (N - correction)."""
+
+    name = "var"
+    node_name = "VarBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, correction, keepdim, op="var"):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"{op}(): std and var only support floating point dtypes, got "
+                               f"{x.dtype}; convert with .float()")
+        ctx.save_for_backward(x)
+        ctx.axes, ctx.correction, ctx.keepdim = axes, correction, keepdim
+        return wrap(backend_of(x).var(x._data, axes, correction, keepdim), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        axes = ctx.axes
+        dof = builtins.max(_reduced_numel(x.shape, axes) - ctx.correction, 0)
+        centered = x - mean(x, axes, keepdim=True)
+        scale = 2.0 / dof if dof > 0 else math.inf
+        return (_expand_back(g, x.shape, axes, ctx.keepdim) * centered * scale,
+                None, None, None, None)
+
+
+register_op(Var)
+
+
+def _var_args(op: str, input: Tensor, dim, unbiased, keepdim, correction):  # noqa: A002
+    if isinstance(dim, bool):  # var(x, unbiased) (PyTorch's older overload)
+        dim, unbiased = None, dim
+    if correction is not None and unbiased is not None:
+        raise RuntimeError(f"{op}(): cannot pass both 'unbiased' and 'correction'; use "
+                           f"correction=1 (unbiased) or correction=0 (biased)")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    if not isinstance(correction, (int, float)) or isinstance(correction, bool):
+        raise TypeError(f"{op}(): correction must be a number, got {type(correction).__name__}")
+    return normalize_dims(op, dim, input.ndim), correction, keepdim
+
+
+@tensor_method("var")
+def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
+        correction: float | None = None) -> Tensor:
+    """Variance over ``dim`` with Bessel's ``correction`` (1 = unbiased, as PyTorch)."""
+    return Var.apply(input, *_var_args("var", input, dim, unbiased, keepdim, correction))
+
+
+@tensor_method("std")
+def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
+        correction: float | None = None) -> Tensor:
+    """Standard deviation: sqrt(var) (its gradient g (x - mean) / ((N - c) y) follows)."""
+    from tgrad.ops.elementwise import sqrt
+    return sqrt(Var.apply(input, *_var_args("std", input, dim, unbiased, keepdim, correction),
+                          "std"))
+
+
+def var_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
+             correction: float | None = None) -> tuple:
+    """(var, mean) over ``dim``."""
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def std_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
+             correction: float | None = None) -> tuple:
+    """(std, mean) over ``dim``."""
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+# ------------------------------------------------------------------------------ logsumexp
+class Logsumexp(Function):
+    """y = log sum_{axes} exp(x) (shifted by the max);  dx = broadcast(g) * exp(x - y)."""
+
+    name = "logsumexp"
+    node_name = "LogsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        be = backend_of(x)
+        data = x._data
+        if not x.dtype.is_floating_point:
+            data = be.cast(data, dtypes.get_default_dtype().np)
+        y = wrap(be.logsumexp(data, axes, keepdim), x.device)
+        ctx.save_for_backward(x, y)
+        ctx.axes, ctx.keepdim = axes, keepdim
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.elementwise import exp
+        x, y = ctx.saved_tensors
+        yb = _expand_back(y, x.shape, ctx.axes, ctx.keepdim)
+        return _expand_back(g, x.shape, ctx.axes, ctx.keepdim) * exp(x - yb), None, None
+
+
+register_op(Logsumexp)
+
+
+@tensor_method("logsumexp")
+def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:  # noqa: A002
+    """log(sum(exp(x))) over ``dim``, computed stably (the max is subtracted first)."""
+    return Logsumexp.apply(input, normalize_dims("logsumexp", dim, input.ndim), keepdim)
+
+
+# ------------------------------------------------------------------------------ norm
+def _norm_grad(g, x, y, p):
+    """Rules of the vector p-norm, g and y already broadcast to x's shape.
+
+    p=2:      g x / y              (0 where y == 0, as PyTorch)
+    p=1:      g sign(x)
+    p=+-inf:  g sign(x) [|x| == y] / count   (ties share evenly)
+    p=0:      0
+    other p:  g x |x|^(p-2) / y^(p-1)
+    """
+    from tgrad.ops.elementwise import sign, where
+    if p == 0:
+        return g * 0.0
+    if p == 1:
+        return g * sign(x)
+    safe_y = where(y == 0.0, 1.0, y)
+    if p == 2:
+        return g * x / safe_y
+    if p in (math.inf, -math.inf):
+        return g * sign(x) * (x.abs() == y)
+    return g * x * x.abs() ** (p - 2.0) / safe_y ** (p - 1.0)
+
+
+class Norm(Function):
+    """y = ||x||_p over ``axes`` (vector norm of the selected elements); rules above."""
+
+    name = "norm"
+    node_name = "NormBackward1"
+
+    @staticmethod
+    def forward(ctx, x, p, axes, keepdim):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"norm(): input dtype should be floating point, but got "
+                               f"{x.dtype}; convert with .float()")
+        y = wrap(backend_of(x).norm(x._data, p, axes, keepdim), x.device)
+        ctx.save_for_backward(x, y)
+        ctx.p, ctx.axes, ctx.keepdim = p, axes, keepdim
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        axes, keep = ctx.axes, ctx.keepdim
+        gx = _expand_back(g, x.shape, axes, keep)
+        yb = _expand_back(y, x.shape, axes, keep)
+        if ctx.p in (math.inf, -math.inf):
+            count = (x.abs() == yb).sum(dim=axes, keepdim=True)
+            gx = gx / _expand_back(count, x.shape, axes, True)
+        return _norm_grad(gx, x, yb, ctx.p), None, None, None
+
+
+register_op(Norm)
+
+
+@tensor_method("norm")
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
+    """Vector p-norm over ``dim`` (all elements when None): p = 'fro' (= 2, the default),
+    any float, inf or -inf. Matrix norms ('nuc') are not supported."""
+    if isinstance(p, str):
+        if p != "fro":
+            raise RuntimeError(f"norm(): p={p!r} is not supported; use p='fro', a number, "
+                               f"inf or -inf (nuclear norms need an SVD tgrad does not have)")
+        p = 2
+    if not isinstance(p, (int, float)) or isinstance(p, bool):
+        raise TypeError(f"norm(): p must be a number or 'fro', got {type(p).__name__}")
+    if dtype is not None:
+        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
+    return Norm.apply(input, float(p), normalize_dims("norm", dim, input.ndim), keepdim)
+
+
+# ------------------------------------------------------------------------------ all / any
+def _make_logical_reduce(name: str):
+    def forward(ctx, x, axes, keepdim):
+        return wrap(getattr(backend_of(x), name + "_")(x._data, axes, keepdim), x.device)
+
+    cls = type(name.capitalize(), (Function,), {
+        "name": name, "node_name": f"{name.capitalize()}Backward0",
+        "forward": staticmethod(forward)})
+    return register_op(cls)
+
+
+All = _make_logical_reduce("all")
+Any = _make_logical_reduce("any")
+
+
+@tensor_method("all")
+def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001,A002
+    """True where every element over ``dim`` is non-zero (a bool tensor, not differentiable)."""
+    return All.apply(input, normalize_dims("all", dim, input.ndim), keepdim)
+
+
+@tensor_method("any")
+def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001,A002
+    """True where some element over ``dim`` is non-zero (a bool tensor, not differentiable)."""
+    return Any.apply(input, normalize_dims("any", dim, input.ndim), keepdim)
 
 
 class SumTo(Function):

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad.autograd.function import Function
-from tgrad.ops._common import (backend_of, make_view, register_op, tensor_method, view_apply,
-                               wrap)
+from tgrad.ops._common import backend_of, make_view, register_op, tensor_method, view_apply, wrap
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["reshape", "view", "permute", "transpose", "expand", "broadcast_to", "squeeze",
-           "unsqueeze", "flatten", "t", "swapaxes", "movedim"]
+           "unsqueeze", "flatten", "t", "swapaxes", "movedim", "cat", "concat", "concatenate",
+           "stack", "split", "chunk", "narrow", "unbind"]
 
 
 def _infer_shape(op: str, shape: tuple, numel: int) -> tuple:
@@ -244,5 +244,170 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:  # 
     return reshape(input, shape)
 
 
-for _c in (View, ReshapeCopy, Permute, Expand):
+@tensor_method("view_as")
+def view_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    return view(input, other.shape)
+
+
+@tensor_method("reshape_as")
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    return reshape(input, other.shape)
+
+
+# ------------------------------------------------------------------ cat / stack / split
+class Cat(Function):
+    """y = concatenate(xs, dim) (a copy);  dx_i = g[..., off_i:off_i + n_i, ...] (a view).
+
+    apply(dim, *xs): the dim comes first so the tensors can be variadic.
+    """
+
+    name = "cat"
+    node_name = "CatBackward0"
+
+    @staticmethod
+    def forward(ctx, dim, *xs):
+        ctx.dim = dim
+        ctx.sizes = [x.shape[dim] for x in xs]
+        return wrap(backend_of(xs[0]).cat([x._data for x in xs], dim), xs[0].device)
+
+    @staticmethod
+    def backward(ctx, g):
+        grads = [None]
+        off = 0
+        for n, need in zip(ctx.sizes, ctx.needs_input_grad[1:]):
+            grads.append(narrow(g, ctx.dim, off, n) if need else None)
+            off += n
+        return tuple(grads)
+
+
+def _tensor_list(op: str, tensors) -> list:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' must be a tuple or list of Tensors, not "
+                        f"{type(tensors).__name__}")
+    if len(tensors) == 0:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    for i, x in enumerate(tensors):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(x).__name__}")
+    return list(tensors)
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    """Concatenate along ``dim`` (PyTorch type promotion; 1-D empty tensors are skipped,
+    as PyTorch's legacy rule)."""
+    from tgrad import dtypes
+    from tgrad.ops._common import same_device
+    xs = _tensor_list("cat", tensors)
+    same_device("cat", *xs)
+    dt = dtypes.result_type(*xs) if len(xs) > 1 else xs[0].dtype
+    full = [x for x in xs if not (x.ndim == 1 and x.shape[0] == 0)]
+    if not full:
+        return xs[0].to(dt)
+    ref = full[0]
+    if ref.ndim == 0:
+        raise RuntimeError("cat(): zero-dimensional tensor (at position 0) cannot be "
+                           "concatenated")
+    d = _wrap_dim(dim, ref.ndim, "cat")
+    for i, x in enumerate(xs):
+        if x.ndim == 1 and x.shape[0] == 0:
+            continue
+        if x.ndim != ref.ndim:
+            raise RuntimeError(f"cat(): Tensors must have same number of dimensions: got "
+                               f"{ref.ndim} and {x.ndim} (tensor number {i})")
+        for k in range(ref.ndim):
+            if k != d and x.shape[k] != ref.shape[k]:
+                raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension "
+                                   f"{d}. Expected size {ref.shape[k]} but got size "
+                                   f"{x.shape[k]} for tensor number {i} in the list.")
+    full = [x if x.dtype is dt else x.to(dt) for x in full]
+    return Cat.apply(d, *full)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    """Join equal-shaped tensors along a new dim ``dim``."""
+    xs = _tensor_list("stack", tensors)
+    for i, x in enumerate(xs):
+        if x.shape != xs[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(xs[0].shape)} at entry 0 and {list(x.shape)} at entry "
+                               f"{i}")
+    d = _wrap_dim(dim, xs[0].ndim + 1, "stack")
+    return cat([unsqueeze(x, d) for x in xs], d)
+
+
+@tensor_method("narrow")
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa: A002
+    """The view input[..., start:start + length, ...] along ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, input.ndim, "narrow")
+    size = input.shape[d]
+    if start < 0:
+        start += size
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
+                           f"size ({size}) of dimension {d} (tensor of shape "
+                           f"{list(input.shape)}).")
+    return input[(slice(None),) * d + (slice(start, start + length),)]
+
+
+@tensor_method("split")
+def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Views of consecutive pieces along ``dim``: equal pieces of ``split_size`` (the last
+    may be smaller) or pieces with the listed sizes."""
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, tensor.ndim, "split")
+    size = tensor.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != size or any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                               f"(input tensor's size at dimension {d}), but got "
+                               f"split_sizes={sizes}")
+    else:
+        n = int(split_size_or_sections)
+        if n < 0 or (n == 0 and size != 0):
+            raise RuntimeError(f"split expects split_size be non-negative, but got "
+                               f"split_size={n}" if n < 0 else
+                               f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {size}")
+        sizes = [min(n, size - o) for o in range(0, size, n)] if size else [0]
+    out = []
+    off = 0
+    for s in sizes:
+        out.append(narrow(tensor, d, off, s))
+        off += s
+    return tuple(out)
+
+
+@tensor_method("chunk")
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
+    """At most ``chunks`` views of size ceil(n / chunks) along ``dim`` (as PyTorch)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, input.ndim, "chunk")
+    size = input.shape[d]
+    step = -(-size // chunks)
+    if size == 0:
+        return split(input, 0, d) if chunks else ()
+    return split(input, step, d)
+
+
+@tensor_method("unbind")
+def unbind(input: Tensor, dim: int = 0) -> tuple:  # noqa: A002
+    """The slices along ``dim`` with that dim removed (views)."""
+    if input.ndim == 0:
+        raise IndexError("unbind: Dimension specified as 0 but tensor has no dimensions")
+    d = _wrap_dim(dim, input.ndim, "unbind")
+    return tuple(input[(slice(None),) * d + (i,)] for i in range(input.shape[d]))
+
+
+for _c in (View, ReshapeCopy, Permute, Expand, Cat):
     register_op(_c)

@@ -1,1 +1,7 @@
-"""tgrad.optim: SGD, Adam, AdamW."""
+"""tgrad.optim: Optimizer, SGD, Adam, AdamW (PyTorch's update rules)."""
+
+from tgrad.optim.adam import Adam, AdamW
+from tgrad.optim.optimizer import Optimizer
+from tgrad.optim.sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]

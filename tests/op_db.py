@@ -1,0 +1,495 @@
+"""The op table for tests/test_opinfo.py (in the spirit of PyTorch's OpInfo).
+
+How to add an op (here or in tests/op_db_nn.py, whose ``OP_DB`` list the runner also
+collects)::
+
+    from op_db import OpSpec, Sample, unary_samples
+
+    OP_DB = [OpSpec("exp", tgrad.exp, np.exp, unary_samples)]
+
+An ``OpSpec`` pairs a tgrad callable with a NumPy float64 reference of the same signature and
+a sample generator. A ``Sample`` holds the call's positional and keyword arguments:
+
+- ``np.ndarray`` arguments become tgrad tensors. Floating arrays are cast to the dtype
+  under test and require grad (they are the differentiable inputs); bool/int arrays keep
+  their dtype and never require grad (masks, class indices).
+- Everything else (ints, floats, tuples, None, strings) is passed through unchanged, to
+  both the tgrad callable and the reference.
+- ``layouts`` gives, per array argument (in order), how the tensor is built: ``"c"``
+  contiguous, ``"T"`` a transposed view (last two dims swapped, ndim >= 2) or ``"s"`` a
+  strided slice ``[..., ::2]`` of a twice-as-wide buffer. Missing entries mean ``"c"``.
+
+The runner applies ``OpSpec.domain`` to every floating array before use, so generators can
+just draw standard normals. The reference always sees float64 arrays (for float16/bfloat16
+runs: the inputs rounded to that dtype first, then widened). It returns an ndarray or a
+tuple of them (ops with several outputs, e.g. ``max(x, dim)`` -> (values, indices)); bool
+and integer outputs are compared exactly, floating ones with the dtype's tolerances.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import tgrad
+
+# PyTorch's default (rtol, atol) per dtype (torch.testing.assert_close).
+DEFAULT_TOLS = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1.3e-6, 1e-5),
+    "float16": (1e-3, 1e-5),
+    "bfloat16": (1.6e-2, 1e-5),
+}
+ALL_FLOAT = ("float64", "float32", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One call: ``op(*args, **kwargs)``; see the module docstring for the conventions."""
+
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    layouts: tuple = ()
+    desc: str = ""
+    # False where the first derivative jumps at this very point (ties in max/min), so a
+    # finite-difference second derivative is meaningless there.
+    gradgrad: bool = True
+
+    def __repr__(self) -> str:
+        shapes = [a.shape if isinstance(a, np.ndarray) else a for a in self.args]
+        return f"Sample({self.desc or shapes}, kwargs={self.kwargs}, layouts={self.layouts})"
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One op of the table.
+
+    name:            test id (unique across op_db.py and op_db_nn.py).
+    op:              the tgrad callable, ``op(*args, **kwargs)`` -> Tensor or tuple.
+    ref:             NumPy float64 reference with the same signature over ndarrays.
+    samples:         ``samples(rng) -> list[Sample]``; include 0-d, empty, sizes
+                     1/17/1023/1025, broadcasting pairs and non-contiguous layouts.
+    domain:          (lo, hi) for floating inputs (None = unbounded); the runner maps the
+                     drawn normals into it (e.g. (0, None) for log: |x| + 0.1).
+    differentiable:  run gradcheck/gradgradcheck (False: comparisons, argmax, all/any...).
+    gradgrad:        also run gradgradcheck (second derivatives through create_graph).
+    grad_max_numel:  gradcheck/gradgradcheck only samples whose array inputs have at most
+                     this many elements in total (gradcheck costs O(numel) backward passes);
+                     larger samples get one backward checked against a finite-difference
+                     directional derivative instead.
+    dtypes:          floating dtypes whose forward is checked against the reference.
+    tols:            per-dtype (rtol, atol) overrides of DEFAULT_TOLS; keep them PyTorch's.
+    nan_inf:         check that NaN/+inf/-inf placed in the first floating input propagate
+                     as the NumPy reference says.
+    """
+
+    name: str
+    op: Callable[..., Any]
+    ref: Callable[..., Any]
+    samples: Callable[[np.random.Generator], list]
+    domain: tuple = (None, None)
+    differentiable: bool = True
+    gradgrad: bool = True
+    grad_max_numel: int = 30
+    dtypes: tuple = ALL_FLOAT
+    tols: dict = field(default_factory=dict)
+    nan_inf: bool = True
+
+    def tol(self, dtype: str) -> tuple:
+        return self.tols.get(dtype, DEFAULT_TOLS[dtype])
+
+    def __repr__(self) -> str:
+        return f"OpSpec({self.name})"
+
+
+# ---------------------------------------------------------------------- sample helpers
+SIZES = (1, 17, 1023, 1025)
+
+
+def _n(rng, *shape):
+    return np.asarray(rng.standard_normal(shape))
+
+
+def unary_samples(rng: np.random.Generator) -> list:
+    """0-d, empty, 1-D sizes 1/17/1023/1025, 2-D, transposed and sliced views."""
+    s = [Sample((_n(rng),), desc="0-d"), Sample((_n(rng, 0),), desc="empty"),
+         Sample((_n(rng, 2, 0, 3),), desc="empty-3d")]
+    s += [Sample((_n(rng, n),), desc=f"n={n}") for n in SIZES]
+    s += [Sample((_n(rng, 3, 4),), desc="2d"),
+          Sample((_n(rng, 4, 3),), layouts=("T",), desc="transposed"),
+          Sample((_n(rng, 3, 5),), layouts=("s",), desc="sliced"),
+          Sample((_n(rng, 33, 31),), layouts=("T",), desc="transposed-large")]
+    return s
+
+
+def binary_samples(rng: np.random.Generator) -> list:
+    """Same shapes, broadcasting pairs, 0-d with n-d, non-contiguous operands."""
+    s = [Sample((_n(rng), _n(rng)), desc="0-d"),
+         Sample((_n(rng, 0), _n(rng, 0)), desc="empty"),
+         Sample((_n(rng, 0, 3), _n(rng, 3)), desc="empty-bcast")]
+    s += [Sample((_n(rng, n), _n(rng, n)), desc=f"n={n}") for n in SIZES]
+    s += [Sample((_n(rng, 3, 1), _n(rng, 1, 4)), desc="bcast-outer"),
+          Sample((_n(rng, 2, 3, 4), _n(rng, 4)), desc="bcast-trailing"),
+          Sample((_n(rng, 4), _n(rng, 2, 1, 4)), desc="bcast-lead"),
+          Sample((_n(rng, 3, 4), _n(rng)), desc="nd-0d"),
+          Sample((_n(rng), _n(rng, 3, 4)), desc="0d-nd"),
+          Sample((_n(rng, 3, 4), _n(rng, 3, 4)), layouts=("T", "c"), desc="T-c"),
+          Sample((_n(rng, 3, 4), _n(rng, 3, 4)), layouts=("s", "T"), desc="s-T"),
+          Sample((_n(rng, 40, 33), _n(rng, 33)), layouts=("T",), desc="T-large-bcast")]
+    return s
+
+
+def scalar_samples(value: float) -> Callable:
+    """Tensor-with-Python-scalar samples (``op(t, value)``), for reflected forms too."""
+    def gen(rng):
+        return [Sample((_n(rng), value), desc="0-d"), Sample((_n(rng, 0), value), desc="empty"),
+                Sample((_n(rng, 17), value), desc="n=17"),
+                Sample((_n(rng, 1025), value), desc="n=1025"),
+                Sample((_n(rng, 4, 3), value), layouts=("T",), desc="T")]
+    return gen
+
+
+def reduction_samples(rng: np.random.Generator, *, allow_empty: bool = True,
+                      dims: tuple = (None, 0, 1, -1, (0, 1), (0, -1))) -> list:
+    """Full and per-dim reductions, keepdim both ways, 0-d and empty where defined."""
+    s = [Sample((_n(rng),), desc="0-d"), Sample((_n(rng),), {"dim": 0}, desc="0-d dim0"),
+         Sample((_n(rng),), {"dim": -1, "keepdim": True}, desc="0-d keepdim")]
+    if allow_empty:
+        s += [Sample((_n(rng, 0),), desc="empty"),
+              Sample((_n(rng, 0, 3),), {"dim": 0}, desc="empty-dim0"),
+              Sample((_n(rng, 0, 3),), {"dim": 1}, desc="empty-dim1-nonempty")]
+    else:
+        s += [Sample((_n(rng, 0, 3),), {"dim": 1}, desc="empty-dim1-nonempty")]
+    s += [Sample((_n(rng, n),), desc=f"n={n}") for n in SIZES]
+    s += [Sample((_n(rng, 1025),), {"dim": 0, "keepdim": True}, desc="n=1025 keepdim")]
+    for d in dims:
+        for keep in (False, True):
+            s.append(Sample((_n(rng, 2, 3, 2),), {"dim": d, "keepdim": keep},
+                            desc=f"3d dim={d} keep={keep}"))
+    s += [Sample((_n(rng, 4, 3),), {"dim": 1}, layouts=("T",), desc="T dim1"),
+          Sample((_n(rng, 3, 6),), {"dim": 0}, layouts=("s",), desc="s dim0"),
+          Sample((_n(rng, 40, 33),), {"dim": 1}, layouts=("T",), desc="T-large dim1")]
+    return s
+
+
+def single_dim_samples(rng: np.random.Generator) -> list:
+    """For ops whose ``dim`` is one int (argmax, max(x, dim)...): no empty reductions."""
+    s = [Sample((_n(rng),), desc="0-d"), Sample((_n(rng),), {"dim": 0}, desc="0-d dim0")]
+    s += [Sample((_n(rng, n),), desc=f"n={n}") for n in SIZES]
+    s += [Sample((_n(rng, 1025),), {"dim": 0}, desc="n=1025 dim0"),
+          Sample((_n(rng, 0, 3),), {"dim": 1}, desc="empty other dim")]
+    for d in (0, 1, -1, 2):
+        for keep in (False, True):
+            s.append(Sample((_n(rng, 2, 3, 2),), {"dim": d, "keepdim": keep},
+                            desc=f"3d dim={d} keep={keep}"))
+    s += [Sample((_n(rng, 4, 3),), {"dim": 1}, layouts=("T",), desc="T dim1"),
+          Sample((_n(rng, 3, 6),), {"dim": 0}, layouts=("s",), desc="s dim0")]
+    return s
+
+
+def _bool_of(rng, *shape):
+    return np.asarray(rng.standard_normal(shape) > 0)
+
+
+# ---------------------------------------------------------------------- references
+def _np_erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x) if np.ndim(x) else \
+        np.float64(math.erf(float(x)))
+
+
+def _np_sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _np_round(x):
+    return np.round(x)  # half to even, as torch.round
+
+
+def _red(fn):
+    """A NumPy reduction called as ``fn(x, dim=None, keepdim=False)``."""
+    def ref(x, dim=None, keepdim=False):
+        axis = _axis(dim, x.ndim)
+        return np.asarray(fn(x, axis=axis, keepdims=keepdim))
+    return ref
+
+
+def _axis(dim, ndim):
+    if dim is None or ndim == 0:
+        return None
+    return dim
+
+
+def _np_max_dim(fn, argfn):
+    def ref(x, dim=None, keepdim=False):
+        if dim is None:
+            return np.asarray(fn(x))
+        axis = None if x.ndim == 0 else dim
+        vals = np.asarray(fn(x, axis=axis, keepdims=keepdim and x.ndim > 0))
+        idx = np.asarray(argfn(x, axis=axis, keepdims=keepdim and x.ndim > 0))
+        return vals, idx.astype(np.int64)
+    return ref
+
+
+def _np_arg(argfn):
+    def ref(x, dim=None, keepdim=False):
+        if dim is None or x.ndim == 0:
+            return np.asarray(argfn(x)).astype(np.int64)
+        return np.asarray(argfn(x, axis=dim, keepdims=keepdim)).astype(np.int64)
+    return ref
+
+
+def _np_var(std: bool):
+    def ref(x, dim=None, keepdim=False, correction=1):
+        with np.errstate(all="ignore"):
+            v = np.var(x, axis=_axis(dim, x.ndim), ddof=correction, keepdims=keepdim)
+            n = x.size if dim is None or x.ndim == 0 else \
+                int(np.prod([x.shape[d] for d in np.atleast_1d(dim)]))
+            if n - correction <= 0:  # PyTorch: nan (or inf) where NumPy warns
+                v = np.full_like(np.asarray(v), np.nan)
+            return np.sqrt(v) if std else np.asarray(v)
+    return ref
+
+
+def _np_logsumexp(x, dim=None, keepdim=False):
+    axis = _axis(dim, x.ndim)
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+        m = np.where(np.isfinite(m), m, 0.0)
+        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    if not keepdim:
+        out = out.reshape(np.sum(x, axis=axis).shape)
+    return np.asarray(out)
+
+
+def _np_norm(x, p="fro", dim=None, keepdim=False):
+    axis = _axis(dim, x.ndim)
+    a = np.abs(x)
+    with np.errstate(all="ignore"):
+        if p in ("fro", 2, 2.0):
+            return np.asarray(np.sqrt(np.sum(a * a, axis=axis, keepdims=keepdim)))
+        if p == math.inf:
+            return np.asarray(np.max(a, axis=axis, keepdims=keepdim))
+        if p == -math.inf:
+            return np.asarray(np.min(a, axis=axis, keepdims=keepdim))
+        if p == 0:
+            return np.asarray(np.sum(a != 0, axis=axis, keepdims=keepdim), dtype=np.float64)
+        return np.asarray(np.sum(a ** p, axis=axis, keepdims=keepdim) ** (1.0 / p))
+
+
+def _np_clamp(x, min=None, max=None):  # noqa: A002
+    y = x
+    if min is not None:
+        y = np.maximum(y, min)
+    if max is not None:
+        y = np.minimum(y, max)
+    return y
+
+
+# ---------------------------------------------------------------------- sample generators
+def _pow_samples(rng):
+    return [s for s in binary_samples(rng)] + [
+        Sample((_n(rng, 17), 2.5), desc="t**2.5"), Sample((_n(rng, 3, 4), 0.5), desc="t**0.5"),
+        Sample((_n(rng, 17), -1.5), desc="t**-1.5"), Sample((_n(rng), 3.0), desc="0d**3")]
+
+
+def _int_pow_samples(rng):
+    return [Sample((_n(rng, 17), 3), desc="t**3"), Sample((_n(rng, 17), 2), desc="t**2"),
+            Sample((_n(rng, 3, 4), 0), desc="t**0"), Sample((_n(rng, 0), 2), desc="empty**2"),
+            Sample((np.array([0.0, 1.5, -2.0]), 0.0), desc="zero**0"),
+            Sample((np.array([0.0, 1.5, -2.0]), 2), desc="zero**2"),
+            Sample((_n(rng, 4, 3), -2.0), layouts=("T",), desc="T**-2")]
+
+
+def _where_samples(rng):
+    return [Sample((_bool_of(rng, 17), _n(rng, 17), _n(rng, 17)), desc="n=17"),
+            Sample((_bool_of(rng, 3, 1), _n(rng, 1, 4), _n(rng, 4)), desc="bcast"),
+            Sample((_bool_of(rng), _n(rng), _n(rng)), desc="0-d"),
+            Sample((_bool_of(rng, 0), _n(rng, 0), _n(rng, 0)), desc="empty"),
+            Sample((_bool_of(rng, 1025), _n(rng, 1025), _n(rng, 1025)), desc="n=1025"),
+            Sample((_bool_of(rng, 3, 4), _n(rng, 3, 4), _n(rng, 3, 4)), layouts=("c", "T", "s"),
+                   desc="views")]
+
+
+def _clamp_samples(rng):
+    return [Sample((_n(rng, 17),), {"min": -0.5, "max": 0.5}, desc="both"),
+            Sample((_n(rng, 17),), {"min": -0.3}, desc="min"),
+            Sample((_n(rng, 3, 4),), {"max": 0.2}, desc="max"),
+            Sample((_n(rng),), {"min": -0.5, "max": 0.5}, desc="0-d"),
+            Sample((_n(rng, 0),), {"min": -0.5, "max": 0.5}, desc="empty"),
+            Sample((_n(rng, 1025),), {"min": -1.0, "max": 1.0}, desc="n=1025"),
+            Sample((_n(rng, 4, 3),), {"min": -1.0, "max": 0.0}, layouts=("T",), desc="T")]
+
+
+def _clamp_tensor_samples(rng):
+    lo, hi = -np.abs(_n(rng, 17)), np.abs(_n(rng, 17))
+    return [Sample((_n(rng, 17), lo, hi), desc="tensor bounds"),
+            Sample((_n(rng, 3, 4), _n(rng, 4) - 0.5, None), desc="tensor min, bcast"),
+            Sample((_n(rng, 3, 4), None, _n(rng, 3, 1)), desc="tensor max, bcast")]
+
+
+def _prod_samples(rng):
+    """reduction_samples plus exact zeros (one and two per slice): the special cases of
+    prod's backward."""
+    one = np.array([[0.0, 2.0, -1.5], [0.7, 0.0, 0.0]])
+    return reduction_samples(rng) + [
+        Sample((one,), {"dim": 1}, desc="zeros dim1"),
+        Sample((one,), {"dim": 0, "keepdim": True}, desc="zeros dim0"),
+        Sample((one,), desc="zeros all")]
+
+
+def _logical_samples(rng):
+    return [Sample((_bool_of(rng, 17), _bool_of(rng, 17)), desc="n=17"),
+            Sample((_bool_of(rng, 3, 1), _bool_of(rng, 4)), desc="bcast"),
+            Sample((_bool_of(rng), _bool_of(rng)), desc="0-d"),
+            Sample((_bool_of(rng, 0), _bool_of(rng, 0)), desc="empty"),
+            Sample((_n(rng, 17), _n(rng, 17)), desc="float n=17")]
+
+
+def _logical_not_samples(rng):
+    return [Sample((_bool_of(rng, 17),), desc="n=17"), Sample((_bool_of(rng),), desc="0-d"),
+            Sample((_bool_of(rng, 0),), desc="empty"), Sample((_n(rng, 3, 4),), desc="float")]
+
+
+def _compare_samples(rng):
+    s = binary_samples(rng)
+    a = np.round(_n(rng, 17))  # ties on purpose
+    return s + [Sample((a, np.round(_n(rng, 17))), desc="ties")]
+
+
+def _var_samples(rng):
+    s = reduction_samples(rng)
+    s += [Sample((_n(rng, 3, 4),), {"dim": 1, "correction": 0}, desc="correction=0"),
+          Sample((_n(rng, 3, 4),), {"dim": 0, "correction": 2, "keepdim": True},
+                 desc="correction=2"),
+          Sample((_n(rng, 1),), {"dim": 0}, desc="n=1 -> nan")]
+    return s
+
+
+def _norm_samples(rng):
+    s = []
+    for p in ("fro", 2, 1, math.inf, -math.inf, 3.0):
+        s += [Sample((_n(rng, 17),), {"p": p}, desc=f"p={p} n=17"),
+              Sample((_n(rng, 3, 4),), {"p": p, "dim": 1}, desc=f"p={p} dim1"),
+              Sample((_n(rng, 3, 4),), {"p": p, "dim": 0, "keepdim": True},
+                     desc=f"p={p} dim0 keep")]
+    s += [Sample((_n(rng),), desc="0-d"), Sample((_n(rng, 1025),), desc="n=1025"),
+          Sample((_n(rng, 3, 4, 2),), {"dim": (0, 2)}, desc="dims (0, 2)"),
+          Sample((_n(rng, 0),), desc="empty"),
+          Sample((_n(rng, 4, 3),), {"dim": -1}, layouts=("T",), desc="T")]
+    return s
+
+
+def _bool_red_samples(rng):
+    x = rng.standard_normal((3, 4, 2)) > -0.5
+    return [Sample((x,), desc="all dims"), Sample((x,), {"dim": 1}, desc="dim1"),
+            Sample((x,), {"dim": -1, "keepdim": True}, desc="dim -1 keep"),
+            Sample((np.zeros((0, 3), bool),), desc="empty"),
+            Sample((np.zeros((0, 3), bool),), {"dim": 0}, desc="empty dim0"),
+            Sample((np.ones((), bool),), desc="0-d"),
+            Sample((_n(rng, 17),), desc="float input"),
+            Sample((np.ones(1025, bool),), desc="n=1025")]
+
+
+def _ties_samples(rng):
+    """max/min with repeated extremes: the gradient is shared evenly among ties."""
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, -1.0]])
+    return [Sample((x,), desc="ties all", gradgrad=False),
+            Sample((x,), {"dim": 1}, desc="ties dim1", gradgrad=False),
+            Sample((x,), {"dim": 0, "keepdim": True}, desc="ties dim0", gradgrad=False)]
+
+
+def _fd_free(rng):
+    return []
+
+
+# ---------------------------------------------------------------------- the table
+def _u(name, ref, domain=(None, None), **kw):
+    return OpSpec(name, getattr(tgrad, name), ref, unary_samples, domain=domain, **kw)
+
+
+def _b(name, ref, samples=binary_samples, domain=(None, None), **kw):
+    return OpSpec(name, getattr(tgrad, name), ref, samples, domain=domain, **kw)
+
+
+POS = (0.0, None)
+OP_DB: list = [
+    _u("neg", np.negative),
+    _u("abs", np.abs),
+    _u("exp", np.exp),
+    _u("log", np.log, POS),
+    _u("log1p", np.log1p, (-1.0, None)),
+    _u("expm1", np.expm1),
+    _u("sqrt", np.sqrt, POS),
+    _u("rsqrt", lambda x: 1.0 / np.sqrt(x), POS),
+    _u("sin", np.sin),
+    _u("cos", np.cos),
+    _u("tanh", np.tanh),
+    _u("sigmoid", _np_sigmoid),
+    _u("erf", _np_erf),
+    _u("reciprocal", lambda x: 1.0 / x, (0.0, None)),
+    _u("square", np.square),
+    _u("sign", np.sign),
+    _u("floor", np.floor),
+    _u("ceil", np.ceil),
+    _u("round", _np_round),
+    OpSpec("clamp", tgrad.clamp, _np_clamp, _clamp_samples),
+    OpSpec("clamp_tensor", lambda x, lo, hi: tgrad.clamp(x, lo, hi), _np_clamp,
+           _clamp_tensor_samples),
+    OpSpec("pow_scalar", tgrad.pow, np.power, _int_pow_samples),
+    OpSpec("rpow", lambda x, c: c ** x, lambda x, c: np.power(c, x), scalar_samples(2.0)),
+    OpSpec("rsub", lambda x, c: c - x, lambda x, c: c - x, scalar_samples(1.0)),
+    OpSpec("rtruediv", lambda x, c: c / x, lambda x, c: c / x, scalar_samples(1.5),
+           domain=(0.0, None)),
+    OpSpec("add_scalar", lambda x, c: x + c, lambda x, c: x + c, scalar_samples(0.5)),
+    OpSpec("mul_scalar", lambda x, c: x * c, lambda x, c: x * c, scalar_samples(-3.0)),
+    _b("add", np.add),
+    _b("sub", np.subtract),
+    _b("mul", np.multiply),
+    _b("div", np.divide, domain=(0.0, None)),
+    _b("pow", np.power, _pow_samples, domain=(0.0, None)),
+    _b("maximum", np.maximum),
+    _b("minimum", np.minimum),
+    OpSpec("where", tgrad.where, np.where, _where_samples),
+    *[OpSpec(n, getattr(tgrad, n), f, _compare_samples, differentiable=False)
+      for n, f in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
+                   ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal))],
+    OpSpec("logical_and", tgrad.logical_and, np.logical_and, _logical_samples,
+           differentiable=False),
+    OpSpec("logical_or", tgrad.logical_or, np.logical_or, _logical_samples,
+           differentiable=False),
+    OpSpec("logical_not", tgrad.logical_not, np.logical_not, _logical_not_samples,
+           differentiable=False),
+    # reductions
+    OpSpec("sum", tgrad.sum, _red(np.sum), reduction_samples),
+    OpSpec("mean", tgrad.mean, _red(np.mean), reduction_samples),
+    OpSpec("prod", tgrad.prod, _red(np.prod), _prod_samples),
+    OpSpec("amax", tgrad.amax, _red(np.max),
+           lambda rng: reduction_samples(rng, allow_empty=False) + _ties_samples(rng)),
+    OpSpec("amin", tgrad.amin, _red(np.min),
+           lambda rng: reduction_samples(rng, allow_empty=False) + _ties_samples(rng)),
+    OpSpec("max", tgrad.max, _np_max_dim(np.max, np.argmax),
+           lambda rng: single_dim_samples(rng) + _ties_samples(rng)[:1]),
+    OpSpec("min", tgrad.min, _np_max_dim(np.min, np.argmin),
+           lambda rng: single_dim_samples(rng) + _ties_samples(rng)[:1]),
+    OpSpec("max_binary", tgrad.max, np.maximum, binary_samples),
+    OpSpec("min_binary", tgrad.min, np.minimum, binary_samples),
+    OpSpec("var_positional", lambda x, d, u, k: tgrad.var(x, d, u, k),
+           lambda x, d, u, k: np.var(x, axis=d, ddof=int(u), keepdims=k),
+           lambda rng: [Sample((_n(rng, 3, 4), 1, False, True), desc="biased keepdim"),
+                        Sample((_n(rng, 3, 4), (0, 1), True, False), desc="unbiased")]),
+    OpSpec("argmax", tgrad.argmax, _np_arg(np.argmax), single_dim_samples,
+           differentiable=False),
+    OpSpec("argmin", tgrad.argmin, _np_arg(np.argmin), single_dim_samples,
+           differentiable=False),
+    OpSpec("var", tgrad.var, _np_var(False), _var_samples),
+    OpSpec("std", tgrad.std, _np_var(True), _var_samples),
+    OpSpec("logsumexp", tgrad.logsumexp, _np_logsumexp,
+           lambda rng: [s for s in reduction_samples(rng) if "dim" in s.kwargs]),
+    OpSpec("norm", tgrad.norm, _np_norm, _norm_samples),
+    OpSpec("all", tgrad.all, _red(np.all), _bool_red_samples, differentiable=False),
+    OpSpec("any", tgrad.any, _red(np.any), _bool_red_samples, differentiable=False),
+]

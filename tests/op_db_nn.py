@@ -1,0 +1,536 @@
+"""OpInfo entries for shape ops / views / indexing / matmul and tgrad.nn.functional.
+
+Collected by tests/test_opinfo.py next to tests/op_db.py (same OpSpec/Sample conventions).
+References are NumPy float64; the softmax family uses max-subtraction as PyTorch's kernels
+do, so NaN/inf rows behave the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from op_db import OpSpec, Sample
+
+import tgrad
+import tgrad.nn.functional as F
+
+SIZES = (1, 17, 1023, 1025)
+
+
+def _n(rng, *shape):
+    return rng.standard_normal(shape)
+
+
+# ====================================================================== shape & views
+def _reshape_samples(rng):
+    return [Sample((_n(rng, 3, 4), (4, 3)), desc="2d"),
+            Sample((_n(rng, 3, 4), (-1,)), desc="flat -1"),
+            Sample((_n(rng), (1, 1)), desc="0-d"),
+            Sample((_n(rng, 1), ()), desc="to 0-d"),
+            Sample((_n(rng, 0, 3), (3, 0, 1)), desc="empty"),
+            Sample((_n(rng, 1025), (5, 205)), desc="n=1025"),
+            Sample((_n(rng, 4, 3), (2, -1)), layouts=("T",), desc="T (copies)"),
+            Sample((_n(rng, 3, 5), (3, 5, 1)), layouts=("s",), desc="sliced (a view)")]
+
+
+def _view_samples(rng):
+    return [s for s in _reshape_samples(rng) if "copies" not in s.desc]
+
+
+def _permute_samples(rng):
+    return [Sample((_n(rng, 2, 3, 4), (2, 0, 1)), desc="3d"),
+            Sample((_n(rng, 2, 3, 4), (-1, 0, 1)), desc="negative"),
+            Sample((_n(rng), ()), desc="0-d"),
+            Sample((_n(rng, 0, 3), (1, 0)), desc="empty"),
+            Sample((_n(rng, 1025, 1), (1, 0)), desc="n=1025"),
+            Sample((_n(rng, 4, 3), (1, 0)), layouts=("T",), desc="T")]
+
+
+def _transpose_samples(rng):
+    return [Sample((_n(rng, 2, 3, 4), 0, 2), desc="3d"),
+            Sample((_n(rng, 2, 3, 4), -1, 1), desc="negative"),
+            Sample((_n(rng), 0, -1), desc="0-d"),
+            Sample((_n(rng, 0, 3), 0, 1), desc="empty"),
+            Sample((_n(rng, 17, 3), 0, 1), layouts=("s",), desc="sliced")]
+
+
+def _matrixish(rng):
+    return [Sample((_n(rng, 3, 4),), desc="2d"), Sample((_n(rng, 5),), desc="1d"),
+            Sample((_n(rng),), desc="0-d"), Sample((_n(rng, 0, 3),), desc="empty"),
+            Sample((_n(rng, 4, 3),), layouts=("T",), desc="T"),
+            Sample((_n(rng, 17, 1025),), layouts=("s",), desc="sliced large")]
+
+
+def _expand_samples(rng):
+    return [Sample((_n(rng, 3, 1), (2, 3, 4)), desc="3,1 -> 2,3,4"),
+            Sample((_n(rng), (3, 2)), desc="0-d"),
+            Sample((_n(rng, 1, 4), (-1, 4)), desc="-1 keeps"),
+            Sample((_n(rng, 1, 3), (0, 3)), desc="to empty"),
+            Sample((_n(rng, 1), (1025,)), desc="n=1025"),
+            Sample((_n(rng, 1, 3), (4, 2, 3)), layouts=("T",), desc="T")]
+
+
+def _squeeze_samples(rng):
+    return [Sample((_n(rng, 1, 3, 1, 2),), desc="all"),
+            Sample((_n(rng, 1, 3, 1, 2), 2), desc="dim 2"),
+            Sample((_n(rng, 1, 3, 1, 2), -4), desc="dim -4"),
+            Sample((_n(rng, 1, 3, 1, 2), 1), desc="non-1 dim: no-op"),
+            Sample((_n(rng, 1, 3, 1, 2), (0, 2)), desc="tuple dims"),
+            Sample((_n(rng),), desc="0-d"), Sample((_n(rng, 0, 1),), desc="empty"),
+            Sample((_n(rng, 3, 1),), layouts=("T",), desc="T")]
+
+
+def _np_squeeze(x, dim=None):
+    if dim is None:
+        return np.squeeze(x)
+    dims = (dim,) if isinstance(dim, int) else dim
+    dims = tuple(d % max(x.ndim, 1) for d in dims if x.ndim and x.shape[d] == 1)
+    return np.squeeze(x, axis=dims) if dims else x
+
+
+def _unsqueeze_samples(rng):
+    return [Sample((_n(rng, 3, 4), 0), desc="front"), Sample((_n(rng, 3, 4), -1), desc="back"),
+            Sample((_n(rng, 3, 4), 1), desc="middle"), Sample((_n(rng), 0), desc="0-d"),
+            Sample((_n(rng, 0), 0), desc="empty"),
+            Sample((_n(rng, 4, 3), 1), layouts=("T",), desc="T")]
+
+
+def _flatten_samples(rng):
+    return [Sample((_n(rng, 2, 3, 4),), desc="all"),
+            Sample((_n(rng, 2, 3, 4), 1), desc="start 1"),
+            Sample((_n(rng, 2, 3, 4), 0, 1), desc="0..1"),
+            Sample((_n(rng),), desc="0-d"), Sample((_n(rng, 0, 3),), desc="empty"),
+            Sample((_n(rng, 4, 3),), layouts=("T",), desc="T"),
+            Sample((_n(rng, 3, 1025),), layouts=("s",), desc="sliced large")]
+
+
+def _np_flatten(x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return x.reshape(1)
+    s, e = start_dim % x.ndim, end_dim % x.ndim
+    return x.reshape(x.shape[:s] + (-1,) + x.shape[e + 1:]) if x.size else \
+        x.reshape(x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:])
+
+
+def _movedim_samples(rng):
+    return [Sample((_n(rng, 2, 3, 4), 0, 2), desc="0->2"),
+            Sample((_n(rng, 2, 3, 4), -1, 0), desc="-1->0"),
+            Sample((_n(rng, 4, 3), 0, 1), layouts=("T",), desc="T")]
+
+
+# ---------------------------------------------------------------------- indexing
+def _basic_index_samples(rng):
+    keys = [(1,), (-1,), (slice(1, None),), (slice(None, None, 2),),
+            (slice(None), slice(1, 4, 2)), (None, Ellipsis, 0), (Ellipsis, None),
+            (0, slice(None), None), (slice(5, 1),), (slice(-3, None), -2)]
+    s = [Sample((_n(rng, 4, 5), k), desc=f"key {k}") for k in keys]
+    s += [Sample((_n(rng), (None,)), desc="0-d None"),
+          Sample((_n(rng), (Ellipsis,)), desc="0-d ..."),
+          Sample((_n(rng, 0, 3), (slice(None), 1)), desc="empty"),
+          Sample((_n(rng, 1025), (slice(3, None, 7),)), desc="n=1025 step 7"),
+          Sample((_n(rng, 5, 4), (slice(None, None, 2), 1)), layouts=("T",), desc="T"),
+          Sample((_n(rng, 4, 6), (Ellipsis, slice(1, None, 2))), layouts=("s",), desc="s")]
+    return s
+
+
+def _basic_getitem(x, key):
+    return x[key]
+
+
+def _int_index_samples(rng):
+    def idx(*vals):
+        return np.array(vals, dtype=np.int64)
+    return [Sample((_n(rng, 5, 3), idx(0, 2, 2, -1)), desc="repeats"),
+            Sample((_n(rng, 5, 3), idx(4)), desc="one"),
+            Sample((_n(rng, 5, 3), np.array([[0, 1], [1, 1]])), desc="2-d index"),
+            Sample((_n(rng, 5, 3), np.zeros(0, np.int64)), desc="empty index"),
+            Sample((_n(rng, 1025), rng.integers(0, 1025, 40)), desc="n=1025"),
+            Sample((_n(rng, 3, 5), idx(1, 1, 0)), layouts=("T",), desc="T")]
+
+
+def _int_getitem(x, i):
+    return x[i]
+
+
+def _mixed_samples(rng):
+    return [Sample((_n(rng, 4, 3, 5), np.array([0, 3, 3]), np.array([4, 0, 4])),
+                   desc="separated arrays"),
+            Sample((_n(rng, 4, 3, 5), np.array([[1], [2]]), np.array([0, 1, 4])),
+                   desc="broadcast arrays"),
+            Sample((_n(rng, 3, 2, 4), np.array([2, 2]), np.array([-1, 3])), desc="small")]
+
+
+def _mixed_getitem(x, i, j):
+    return x[i, :, j]
+
+
+def _mask_samples(rng):
+    return [Sample((_n(rng, 4, 5), _n(rng, 4, 5) > 0), desc="full mask"),
+            Sample((_n(rng, 4, 5), _n(rng, 4) > 0), desc="row mask"),
+            Sample((_n(rng, 4, 5), np.zeros((4, 5), bool)), desc="none selected"),
+            Sample((_n(rng, 0, 2), np.zeros((0, 2), bool)), desc="empty"),
+            Sample((_n(rng, 1025), _n(rng, 1025) > 0), desc="n=1025"),
+            Sample((_n(rng, 5, 4), _n(rng, 5, 4) > 0), layouts=("T",), desc="T")]
+
+
+# ---------------------------------------------------------------------- cat / stack / split
+def _cat_samples(rng):
+    return [Sample((_n(rng, 2, 3), _n(rng, 4, 3)), desc="dim0"),
+            Sample((_n(rng, 2, 3), _n(rng, 2, 1), _n(rng, 2, 2)), {"dim": 1}, desc="dim1 x3"),
+            Sample((_n(rng, 2, 3), _n(rng, 2, 3)), {"dim": -1}, desc="dim -1"),
+            Sample((_n(rng, 17),), desc="single"),
+            Sample((_n(rng, 0, 3), _n(rng, 2, 3)), desc="with empty"),
+            Sample((_n(rng, 1025), _n(rng, 1023)), desc="large"),
+            Sample((_n(rng, 3, 4), _n(rng, 3, 4)), {"dim": 1}, layouts=("T", "s"),
+                   desc="T and s")]
+
+
+def _cat(*xs, dim=0):
+    return tgrad.cat(list(xs), dim)
+
+
+def _np_cat(*xs, dim=0):
+    return np.concatenate(xs, axis=dim)
+
+
+def _stack_samples(rng):
+    return [Sample((_n(rng, 2, 3), _n(rng, 2, 3)), desc="dim0"),
+            Sample((_n(rng, 2, 3), _n(rng, 2, 3), _n(rng, 2, 3)), {"dim": 2}, desc="dim2"),
+            Sample((_n(rng, 2, 3), _n(rng, 2, 3)), {"dim": -2}, desc="dim -2"),
+            Sample((_n(rng), _n(rng)), desc="0-d"),
+            Sample((_n(rng, 0), _n(rng, 0)), desc="empty"),
+            Sample((_n(rng, 1025), _n(rng, 1025)), {"dim": 1}, desc="large"),
+            Sample((_n(rng, 3, 4), _n(rng, 3, 4)), layouts=("T", "s"), desc="T and s")]
+
+
+def _stack(*xs, dim=0):
+    return tgrad.stack(list(xs), dim)
+
+
+def _np_stack(*xs, dim=0):
+    return np.stack(xs, axis=dim)
+
+
+def _split_samples(rng):
+    return [Sample((_n(rng, 7, 3), 2), desc="size 2"),
+            Sample((_n(rng, 7, 3), [3, 0, 4]), desc="sections"),
+            Sample((_n(rng, 3, 7), 3, 1), desc="dim1"),
+            Sample((_n(rng, 3, 7), 10, -1), desc="bigger than dim"),
+            Sample((_n(rng, 1025), 100), desc="n=1025"),
+            Sample((_n(rng, 4, 6), [1, 2, 3], 1), layouts=("T",), desc="T")]
+
+
+def _np_split(x, s, dim=0):
+    n = x.shape[dim]
+    if isinstance(s, int):
+        cuts = list(range(s, n, s))
+    else:
+        cuts = list(np.cumsum(s)[:-1])
+    return tuple(np.split(x, cuts, axis=dim))
+
+
+def _chunk_samples(rng):
+    return [Sample((_n(rng, 7, 3), 3), desc="7/3"), Sample((_n(rng, 6, 3), 3), desc="6/3"),
+            Sample((_n(rng, 4, 3), 3), desc="4/3 -> 2 chunks"),
+            Sample((_n(rng, 3, 5), 2, 1), desc="dim1"),
+            Sample((_n(rng, 1025), 4), desc="n=1025"),
+            Sample((_n(rng, 4, 6), 4, 1), layouts=("s",), desc="s")]
+
+
+def _np_chunk(x, chunks, dim=0):
+    n = x.shape[dim]
+    step = -(-n // chunks)
+    return tuple(np.split(x, list(range(step, n, step)), axis=dim))
+
+
+def _narrow_samples(rng):
+    return [Sample((_n(rng, 5, 3), 0, 1, 3), desc="dim0"),
+            Sample((_n(rng, 5, 3), -1, -2, 2), desc="negative"),
+            Sample((_n(rng, 5, 3), 1, 1, 0), desc="empty"),
+            Sample((_n(rng, 3, 5), 1, 2, 3), layouts=("T",), desc="T")]
+
+
+def _np_narrow(x, dim, start, length):
+    d = dim % x.ndim
+    start = start % x.shape[d] if start < 0 else start
+    return np.take(x, np.arange(start, start + length), axis=d)
+
+
+def _unbind_samples(rng):
+    return [Sample((_n(rng, 3, 2),), desc="dim0"), Sample((_n(rng, 3, 2), 1), desc="dim1"),
+            Sample((_n(rng, 2, 3), -1), layouts=("T",), desc="T")]
+
+
+def _np_unbind(x, dim=0):
+    return tuple(np.moveaxis(x, dim, 0))
+
+
+# ---------------------------------------------------------------------- matmul
+def _matmul_samples(rng):
+    return [Sample((_n(rng, 5), _n(rng, 5)), desc="1d.1d"),
+            Sample((_n(rng, 3, 4), _n(rng, 4, 2)), desc="2d"),
+            Sample((_n(rng, 4), _n(rng, 4, 2)), desc="1d.2d"),
+            Sample((_n(rng, 3, 4), _n(rng, 4)), desc="2d.1d"),
+            Sample((_n(rng, 2, 3, 4), _n(rng, 4, 2)), desc="batched.2d"),
+            Sample((_n(rng, 2, 1, 3, 4), _n(rng, 3, 4, 2)), desc="broadcast batches"),
+            Sample((_n(rng, 4), _n(rng, 2, 4, 3)), desc="1d.batched"),
+            Sample((_n(rng, 3, 0), _n(rng, 0, 2)), desc="k=0"),
+            Sample((_n(rng, 0, 3), _n(rng, 3, 2)), desc="m=0"),
+            Sample((_n(rng, 1025), _n(rng, 1025)), desc="dot 1025"),
+            Sample((_n(rng, 1023, 17), _n(rng, 17, 3)), desc="1023x17x3"),
+            Sample((_n(rng, 3, 4), _n(rng, 4, 2)), layouts=("T", "T"), desc="T.T"),
+            Sample((_n(rng, 3, 4), _n(rng, 4, 2)), layouts=("s", "c"), desc="s.c")]
+
+
+def _mm_samples(rng):
+    return [s for s in _matmul_samples(rng) if s.args[0].ndim == 2 and s.args[1].ndim == 2]
+
+
+def _bmm_samples(rng):
+    return [Sample((_n(rng, 2, 3, 4), _n(rng, 2, 4, 5)), desc="2x3x4.2x4x5"),
+            Sample((_n(rng, 1, 1, 1), _n(rng, 1, 1, 1)), desc="ones"),
+            Sample((_n(rng, 0, 3, 4), _n(rng, 0, 4, 2)), desc="empty batch"),
+            Sample((_n(rng, 2, 3, 4), _n(rng, 2, 4, 5)), layouts=("T", "c"), desc="T")]
+
+
+# ====================================================================== nn.functional
+def _np_softmax(x, dim):
+    if x.ndim == 0:
+        return np.ones_like(x) if np.isfinite(x) else np.full_like(x, np.nan)
+    with np.errstate(all="ignore"):
+        e = np.exp(x - np.max(x, axis=dim, keepdims=True, initial=-np.inf))
+        return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def _np_log_softmax(x, dim):
+    if x.ndim == 0:
+        return np.zeros_like(x) if np.isfinite(x) else np.full_like(x, np.nan)
+    with np.errstate(all="ignore"):
+        s = x - np.max(x, axis=dim, keepdims=True, initial=-np.inf)
+        return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
+
+
+def _softmax_samples(rng):
+    s = [Sample((_n(rng), 0), desc="0-d"), Sample((_n(rng, 0, 3), 1), desc="empty rows"),
+         Sample((_n(rng, 3, 0), 1), desc="rows of 0")]
+    s += [Sample((_n(rng, 2, n), -1), desc=f"rows of {n}") for n in SIZES]
+    s += [Sample((_n(rng, 3, 4), 0), desc="dim0"),
+          Sample((_n(rng, 2, 3, 4), 1), desc="3d dim1"),
+          Sample((_n(rng, 4, 3), 1), layouts=("T",), desc="T"),
+          Sample((_n(rng, 3, 5), 1), layouts=("s",), desc="sliced"),
+          Sample((_n(rng, 1025, 3), 0), layouts=("T",), desc="T large")]
+    return s
+
+
+def _class_targets(rng, shape, n_classes, ignore=0):
+    t = rng.integers(0, n_classes, shape).astype(np.int64)
+    if ignore and t.size:
+        t.reshape(-1)[:ignore] = -100
+    return t
+
+
+def _np_cross_entropy(x, t, reduction="mean", ignore_index=-100):
+    axis = 0 if x.ndim == 1 else 1
+    keep = t != ignore_index
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+        lse = np.squeeze(np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m, axis)
+        picked = np.squeeze(np.take_along_axis(x, np.expand_dims(np.where(keep, t, 0), axis),
+                                               axis=axis), axis)
+        loss = np.where(keep, lse - picked, 0.0)
+        if reduction == "none":
+            return loss
+        if reduction == "sum":
+            return np.asarray(loss.sum())
+        return np.asarray(loss.sum() / np.count_nonzero(keep))
+
+
+def _ce_samples(rng):
+    s = [Sample((_n(rng, 5), _class_targets(rng, (), 5)), desc="1-D input"),
+         Sample((_n(rng, 4, 5), _class_targets(rng, (4,), 5, ignore=1)), desc="ignore one"),
+         Sample((_n(rng, 0, 3), np.zeros(0, np.int64)), {"reduction": "sum"}, desc="empty"),
+         Sample((_n(rng, 0, 3), np.zeros(0, np.int64)), {"reduction": "none"},
+                desc="empty none"),
+         Sample((_n(rng, 2, 3, 2, 2), _class_targets(rng, (2, 2, 2), 3, ignore=2)),
+                desc="spatial"),
+         Sample((_n(rng, 3, 4), _class_targets(rng, (3,), 4)), {"ignore_index": 1},
+                desc="ignore_index=1")]
+    for red in ("mean", "sum", "none"):
+        s.append(Sample((_n(rng, 3, 4), _class_targets(rng, (3,), 4)), {"reduction": red},
+                        desc=f"reduction={red}"))
+    s += [Sample((_n(rng, 2, n), _class_targets(rng, (2,), n)), desc=f"{n} classes")
+          for n in SIZES]
+    s += [Sample((_n(rng, 4, 3), _class_targets(rng, (4,), 3)), layouts=("T",), desc="T"),
+          Sample((_n(rng, 3, 5), _class_targets(rng, (3,), 5)), {"reduction": "none"},
+                 layouts=("s",), desc="sliced")]
+    return s
+
+
+def _np_mse(x, y, reduction="mean"):
+    d = (x - y) ** 2
+    return d if reduction == "none" else np.asarray(d.sum() if reduction == "sum" else d.mean())
+
+
+def _mse_samples(rng):
+    s = [Sample((_n(rng, 3, 4), _n(rng, 3, 4)), {"reduction": r}, desc=r)
+         for r in ("mean", "sum", "none")]
+    s += [Sample((_n(rng), _n(rng)), desc="0-d"),
+          Sample((_n(rng, 0), _n(rng, 0)), {"reduction": "sum"}, desc="empty"),
+          Sample((_n(rng, 1025), _n(rng, 1025)), desc="n=1025"),
+          Sample((_n(rng, 4, 3), _n(rng, 4, 3)), layouts=("T", "s"), desc="T,s")]
+    return s
+
+
+def _np_layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    k = len(normalized_shape)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    with np.errstate(all="ignore"):
+        mean = x.mean(axis=axes, keepdims=True) if x.size else 0.0
+        var = ((x - mean) ** 2).mean(axis=axes, keepdims=True) if x.size else 0.0
+        y = (x - mean) / np.sqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def _ln(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return F.layer_norm(x, normalized_shape, weight, bias, eps)
+
+
+def _ln_samples(rng):
+    s = [Sample((_n(rng, 3, 5), (5,), _n(rng, 5), _n(rng, 5)), desc="affine"),
+         Sample((_n(rng, 3, 5), (5,)), desc="no affine"),
+         Sample((_n(rng, 3, 5), (5,), _n(rng, 5), None), desc="weight only"),
+         Sample((_n(rng, 3, 5), (5,), None, _n(rng, 5)), desc="bias only"),
+         Sample((_n(rng, 2, 3, 4), (3, 4), _n(rng, 3, 4), _n(rng, 3, 4)), desc="2 dims"),
+         Sample((_n(rng, 4), (4,), _n(rng, 4), _n(rng, 4), 1e-2), desc="1-D eps"),
+         Sample((_n(rng, 0, 4), (4,), _n(rng, 4), _n(rng, 4)), desc="empty batch")]
+    s += [Sample((_n(rng, 2, n), (n,), _n(rng, n), _n(rng, n)), desc=f"rows of {n}")
+          for n in SIZES]
+    s += [Sample((_n(rng, 4, 3), (3,), _n(rng, 3), _n(rng, 3)), layouts=("T",), desc="T"),
+          Sample((_n(rng, 3, 4), (4,), _n(rng, 4), _n(rng, 4)), layouts=("s", "s"),
+                 desc="sliced")]
+    return s
+
+
+def _np_linear(x, w, b=None):
+    y = x @ (w.T if w.ndim == 2 else w)
+    return y if b is None else y + b
+
+
+def _linear_samples(rng):
+    return [Sample((_n(rng, 3, 4), _n(rng, 2, 4), _n(rng, 2)), desc="2d"),
+            Sample((_n(rng, 4), _n(rng, 2, 4), _n(rng, 2)), desc="1-D input"),
+            Sample((_n(rng, 2, 3, 4), _n(rng, 5, 4)), desc="3-D no bias"),
+            Sample((_n(rng, 3, 4), _n(rng, 4)), desc="1-D weight"),
+            Sample((_n(rng, 0, 4), _n(rng, 2, 4), _n(rng, 2)), desc="empty batch"),
+            Sample((_n(rng, 17, 1025), _n(rng, 3, 1025), _n(rng, 3)), desc="large"),
+            Sample((_n(rng, 4, 3), _n(rng, 2, 3), _n(rng, 2)), layouts=("T", "T"), desc="T")]
+
+
+def _act_samples(extra=None):
+    def gen(rng):
+        s = [Sample((np.asarray(_n(rng) * 2),), dict(extra or {}), desc="0-d"),
+             Sample((_n(rng, 0),), dict(extra or {}), desc="empty")]
+        s += [Sample((_n(rng, n) * 3,), dict(extra or {}), desc=f"n={n}") for n in SIZES]
+        s += [Sample((_n(rng, 4, 3) * 3,), dict(extra or {}), layouts=("T",), desc="T"),
+              Sample((_n(rng, 3, 5) * 3,), dict(extra or {}), layouts=("s",), desc="s")]
+        return s
+    return gen
+
+
+def _np_phi(x):
+    return 0.5 * (1.0 + np.vectorize(math.erf, otypes=[np.float64])(x / math.sqrt(2.0)))
+
+
+def _np_gelu(x, approximate="none"):
+    with np.errstate(all="ignore"):
+        if approximate == "tanh":
+            return 0.5 * x * (1.0 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        return x * _np_phi(x)
+
+
+def _np_silu(x):
+    with np.errstate(all="ignore"):
+        return x / (1.0 + np.exp(-x))
+
+
+def _np_softplus(x, beta=1.0, threshold=20.0):
+    with np.errstate(all="ignore"):
+        return np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
+
+
+def _softplus_samples(rng):
+    s = _act_samples()(rng)
+    s += [Sample((_n(rng, 17) * 3,), {"beta": 2.0, "threshold": 1.0}, desc="beta=2 thr=1"),
+          Sample((_n(rng, 17) * 3,), {"beta": 0.5}, desc="beta=0.5")]
+    return s
+
+
+def _dropout_samples(rng):
+    return [Sample((_n(rng, 3, 4),), {"p": 0.5, "training": False}, desc="eval"),
+            Sample((_n(rng, 17),), {"p": 0.0}, desc="p=0"),
+            Sample((_n(rng, 17),), {"p": 1.0}, desc="p=1"),
+            Sample((_n(rng, 0),), {"p": 1.0}, desc="empty"),
+            Sample((_n(rng, 4, 3),), {"p": 0.3, "training": False}, layouts=("T",),
+                   desc="T eval")]
+
+
+def _np_dropout(x, p=0.5, training=True):
+    return x * 0.0 if training and p == 1.0 else x
+
+
+OP_DB: list = [
+    # views and shape ops
+    OpSpec("reshape", tgrad.reshape, np.reshape, _reshape_samples),
+    OpSpec("view", lambda x, s: x.view(s), np.reshape, _view_samples),
+    OpSpec("permute", tgrad.permute, np.transpose, _permute_samples),
+    OpSpec("transpose", tgrad.transpose, lambda x, a, b: np.swapaxes(x, a, b) if x.ndim else x,
+           _transpose_samples),
+    OpSpec("t", tgrad.t, lambda x: x.T, _matrixish),
+    OpSpec("T", lambda x: x.T, lambda x: x.T, _matrixish),
+    OpSpec("mT", lambda x: x.mT, lambda x: np.swapaxes(x, -1, -2),
+           lambda rng: [s for s in _matrixish(rng) if s.args[0].ndim >= 2]),
+    OpSpec("expand", lambda x, s: x.expand(*s),
+           lambda x, s: np.broadcast_to(x, tuple(x.shape[i - len(s) + x.ndim] if v == -1 else v
+                                                 for i, v in enumerate(s))),
+           _expand_samples),
+    OpSpec("broadcast_to", tgrad.broadcast_to, np.broadcast_to,
+           lambda rng: [s for s in _expand_samples(rng) if -1 not in s.args[1]]),
+    OpSpec("squeeze", tgrad.squeeze, _np_squeeze, _squeeze_samples),
+    OpSpec("unsqueeze", tgrad.unsqueeze, np.expand_dims, _unsqueeze_samples),
+    OpSpec("flatten", tgrad.flatten, _np_flatten, _flatten_samples),
+    OpSpec("contiguous", lambda x: x.contiguous(), lambda x: x, _matrixish),
+    OpSpec("movedim", tgrad.movedim, np.moveaxis, _movedim_samples),
+    OpSpec("getitem_basic", _basic_getitem, _basic_getitem, _basic_index_samples),
+    OpSpec("getitem_int_array", _int_getitem, _int_getitem, _int_index_samples),
+    OpSpec("getitem_mixed_arrays", _mixed_getitem, _mixed_getitem, _mixed_samples),
+    OpSpec("getitem_bool_mask", _int_getitem, _int_getitem, _mask_samples),
+    OpSpec("cat", _cat, _np_cat, _cat_samples),
+    OpSpec("stack", _stack, _np_stack, _stack_samples),
+    OpSpec("split", tgrad.split, _np_split, _split_samples),
+    OpSpec("chunk", tgrad.chunk, _np_chunk, _chunk_samples),
+    OpSpec("narrow", tgrad.narrow, _np_narrow, _narrow_samples),
+    OpSpec("unbind", tgrad.unbind, _np_unbind, _unbind_samples),
+    # matrix products
+    OpSpec("matmul", tgrad.matmul, np.matmul, _matmul_samples),
+    OpSpec("matmul_operator", lambda a, b: a @ b, np.matmul, _matmul_samples),
+    OpSpec("mm", tgrad.mm, np.matmul, _mm_samples),
+    OpSpec("bmm", tgrad.bmm, np.matmul, _bmm_samples),
+    # nn.functional
+    OpSpec("nn.softmax", F.softmax, _np_softmax, _softmax_samples),
+    OpSpec("nn.log_softmax", F.log_softmax, _np_log_softmax, _softmax_samples),
+    OpSpec("nn.cross_entropy", F.cross_entropy, _np_cross_entropy, _ce_samples),
+    OpSpec("nn.mse_loss", F.mse_loss, _np_mse, _mse_samples),
+    OpSpec("nn.layer_norm", _ln, _np_layer_norm, _ln_samples),
+    OpSpec("nn.linear", F.linear, _np_linear, _linear_samples),
+    OpSpec("nn.relu", F.relu, lambda x: np.maximum(x, 0.0), _act_samples()),
+    OpSpec("nn.gelu", F.gelu, _np_gelu, _act_samples()),
+    OpSpec("nn.gelu_tanh", F.gelu, _np_gelu, _act_samples({"approximate": "tanh"})),
+    OpSpec("nn.silu", F.silu, _np_silu, _act_samples()),
+    OpSpec("nn.softplus", F.softplus, _np_softplus, _softplus_samples),
+    OpSpec("nn.dropout", F.dropout, _np_dropout, _dropout_samples),
+]

@@ -1,0 +1,101 @@
+"""tgrad.bench / perf/bench_cpu.py: the report's schema and sanity (no timing assertions)."""
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tgrad import bench
+
+FAST = bench.TimingConfig(min_sample_s=1e-4, budget_s=0.005, min_repeat=3, max_repeat=5,
+                          warmup_s=1e-4)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(tmp_path, ops=("mul", "sum"), sizes=(64,)):
+    cfg = bench.BenchConfig(ops=ops, sizes=sizes, out=str(tmp_path), timing=FAST,
+                            progress=False, command="pytest")
+    return bench.run_bench(cfg)
+
+
+@pytest.mark.parametrize("op", ["mul", "sum", "tanh", "div", "matmul"])
+def test_numpy_reference_does_the_same_maths(op):
+    """The NumPy side of each case computes tgrad's forward output and input gradients."""
+    case = bench.make_case(op, 64, "float64")
+    y_np = case.numpy_fwd()
+    y_t = case.tgrad_fwd()
+    np.testing.assert_allclose(y_t.detach().numpy(), y_np, rtol=1e-12, atol=1e-12)
+    grads_np = case.numpy_bwd()
+    case.tgrad_fwdbwd()
+    assert len(case.leaves) == len(grads_np)
+    for t, g in zip(case.leaves, grads_np):
+        np.testing.assert_allclose(t.grad.numpy(), g, rtol=1e-12, atol=1e-12)
+
+
+def test_report_schema_and_values(tmp_path):
+    report = _run(tmp_path)
+    assert report["schema"] == bench.SCHEMA
+    assert report["device"] == "cpu" and report["dtype"] == "float32"
+    assert report["versions"]["numpy"] == np.__version__
+    assert set(report["versions"]) >= {"python", "numpy", "tgrad"}
+    assert report["command"] == "pytest" and report["date"]
+    rows = report["results"]
+    assert [(r["op"], r["size"]) for r in rows] == [("mul", 64), ("sum", 64)]
+    for r in rows:
+        for phase in ("fwd", "bwd", "fwdbwd"):
+            t, n = r[f"tgrad_{phase}_us"], r[f"numpy_{phase}_us"]
+            assert math.isfinite(t) and math.isfinite(n) and t > 0 and n > 0
+            assert r[f"overhead_{phase}_us"] == pytest.approx(t - n)
+            assert r[f"ratio_{phase}"] == pytest.approx(n / t)
+            st = r[f"stats_{phase}"]["tgrad"]
+            assert st["min_us"] <= st["median_us"] and st["repeat"] >= 3
+        assert r["overhead_us"] == r["overhead_fwdbwd_us"]
+        assert isinstance(r["meets_overhead"], bool) and r["meets_ratio"] is None
+    assert rows[0]["shapes"] == [[64], [64]] and rows[1]["shapes"] == [[64]]
+    assert rows[0]["bytes_fwd"] == 3 * 64 * 4
+
+
+def test_table_and_json_file(tmp_path):
+    report = _run(tmp_path, ops=("add",), sizes=(16,))
+    table = bench.format_table(report)
+    assert "add" in table and "overhead" in table and "numpy" in table
+    path = bench.write_json(report, str(tmp_path))
+    loaded = json.loads(path.read_text())
+    assert loaded["results"][0]["op"] == "add"
+    assert loaded["results"][0]["tgrad_fwd_us"] == report["results"][0]["tgrad_fwd_us"]
+
+
+def test_matmul_shape_and_sizes_parsing():
+    assert bench._shapes_for("matmul", 64) == [(8, 8), (8, 8)]
+    assert bench._size("1m") == 1 << 20 and bench._size("4k") == 4096
+    assert bench._size("100") == 100
+
+
+def test_bad_options_raise_clearly(tmp_path):
+    with pytest.raises(ValueError, match="unknown op 'nope'"):
+        _run(tmp_path, ops=("nope",))
+    with pytest.raises(RuntimeError, match="--device cuda"):
+        bench.run_bench(bench.BenchConfig(device="cuda", ops=("mul",), sizes=(8,),
+                                          timing=FAST, progress=False))
+    with pytest.raises(ValueError, match="floating point"):
+        bench.make_case("mul", 8, "int64")
+
+
+def test_perf_script_runs_and_writes_json(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("bench_cpu", ROOT / "perf" / "bench_cpu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert "torch" in mod.COMPARE
+    rc = mod.main(["--ops", "exp", "--sizes", "64", "--budget", "0.005", "--out", str(tmp_path),
+                   "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "overhead at 64 elements" in out
+    files = list(tmp_path.glob("bench_cpu_*.json"))
+    assert len(files) == 1
+    data = json.loads(files[0].read_text())
+    assert data["command"].startswith("python perf/bench_cpu.py --ops exp")
+    assert data["results"][0]["op"] == "exp" and "summary" in data

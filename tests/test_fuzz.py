@@ -1,0 +1,197 @@
+"""Hypothesis fuzzing: random small op graphs (random shapes, broadcasting, views).
+
+Each drawn graph is a list of instructions interpreted twice: with tgrad (float64, leaves
+requiring grad) and with NumPy float64. The forward values must agree, and every leaf's
+gradient of ``sum(w * out)`` must match central finite differences of the NumPy
+evaluation (an oracle that shares no code with tgrad's autograd).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tgrad
+
+
+def _np_erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+# name: (tgrad fn, NumPy fn). Inputs are kept in the ops' smooth domains by construction
+# (log/sqrt only ever see x^2 + 1; division by y^2 + 1).
+UNARY = {
+    "neg": (lambda x: -x, np.negative),
+    "sin": (tgrad.sin, np.sin),
+    "cos": (tgrad.cos, np.cos),
+    "tanh": (tgrad.tanh, np.tanh),
+    "sigmoid": (tgrad.sigmoid, lambda x: 1.0 / (1.0 + np.exp(-x))),
+    "erf": (tgrad.erf, _np_erf),
+    "square": (tgrad.square, np.square),
+    "exp_tanh": (lambda x: tgrad.exp(tgrad.tanh(x)), lambda x: np.exp(np.tanh(x))),
+    "log_sq1": (lambda x: tgrad.log(x * x + 1.0), lambda x: np.log(x * x + 1.0)),
+    "sqrt_sq1": (lambda x: tgrad.sqrt(tgrad.square(x) + 1), lambda x: np.sqrt(x * x + 1)),
+    "rsub": (lambda x: 1.5 - x, lambda x: 1.5 - x),
+    "pow3": (lambda x: x ** 3, lambda x: x ** 3),
+    "clamp": (lambda x: x.clamp(-0.7, 0.9), lambda x: np.clip(x, -0.7, 0.9)),
+}
+BINARY = {
+    "add": (tgrad.add, np.add),
+    "sub": (tgrad.sub, np.subtract),
+    "mul": (tgrad.mul, np.multiply),
+    "div_sq1": (lambda a, b: a / (b * b + 1.0), lambda a, b: a / (b * b + 1.0)),
+    "maximum": (tgrad.maximum, np.maximum),
+    "minimum": (tgrad.minimum, np.minimum),
+    "pow_pos": (lambda a, b: (a * a + 0.5) ** b, lambda a, b: (a * a + 0.5) ** b),
+    "where": (lambda a, b: tgrad.where(a > b, a * 2.0, b),
+              lambda a, b: np.where(a > b, a * 2.0, b)),
+}
+
+
+def _np_lse(x, axis, keepdims):
+    m = np.max(x, axis=axis, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+REDUCE = {
+    "sum": (lambda x, d, k: x.sum(d, keepdim=k), lambda x, d, k: np.sum(x, d, keepdims=k)),
+    "mean": (lambda x, d, k: x.mean(d, keepdim=k), lambda x, d, k: np.mean(x, d, keepdims=k)),
+    "amax": (lambda x, d, k: x.amax(d, keepdim=k), lambda x, d, k: np.max(x, d, keepdims=k)),
+    "prod": (lambda x, d, k: x.prod(d, keepdim=k), lambda x, d, k: np.prod(x, d, keepdims=k)),
+    "logsumexp": (lambda x, d, k: tgrad.logsumexp(x, d, keepdim=k), _np_lse),
+    "norm": (lambda x, d, k: x.norm(dim=d, keepdim=k),
+             lambda x, d, k: np.sqrt(np.sum(x * x, d, keepdims=k))),
+    "var": (lambda x, d, k: x.var(d, keepdim=k, correction=0),
+            lambda x, d, k: np.var(x, d, keepdims=k)),
+}
+VIEWS = {
+    "T": (lambda x: x.transpose(-1, -2), lambda x: np.swapaxes(x, -1, -2)),
+    "slice": (lambda x: x[..., ::2], lambda x: x[..., ::2]),
+    "unsqueeze": (lambda x: x.unsqueeze(0), lambda x: x[None]),
+    "expand": (lambda x: x.expand((2,) + tuple(x.shape)),
+               lambda x: np.broadcast_to(x, (2,) + x.shape)),
+}
+
+
+def _view_ok(kind: str, shape: tuple) -> bool:
+    if kind == "T":
+        return len(shape) >= 2
+    if kind == "slice":
+        return len(shape) >= 1 and shape[-1] >= 2
+    return len(shape) < 4
+
+
+def _view_shape(kind: str, shape: tuple) -> tuple:
+    return VIEWS[kind][1](np.empty(shape)).shape
+
+
+@st.composite
+def graphs(draw):
+    """(leaf arrays, instructions, weights for the final output)."""
+    nd = draw(st.integers(0, 3))
+    base = tuple(draw(st.lists(st.integers(1, 3), min_size=nd, max_size=nd)))
+    n_leaves = draw(st.integers(1, 3))
+    leaf_shapes = []
+    for _ in range(n_leaves):
+        # a broadcast-compatible variant of the base shape: drop leading dims, set some to 1
+        drop = draw(st.integers(0, len(base)))
+        shape = tuple(1 if draw(st.booleans()) and draw(st.booleans()) else s
+                      for s in base[drop:])
+        leaf_shapes.append(shape)
+    seed = draw(st.integers(0, 2 ** 32 - 1))
+    rng = np.random.default_rng(seed)
+    leaves = [rng.standard_normal(s) for s in leaf_shapes]
+    shapes = list(leaf_shapes)
+    prog = []
+    for _ in range(draw(st.integers(2, 8))):
+        kind = draw(st.sampled_from(["unary", "binary", "binary", "view", "reduce"]))
+        # mostly chain on the newest value, so that most instructions reach the output
+        src = len(shapes) - 1 if draw(st.integers(0, 3)) else draw(
+            st.integers(0, len(shapes) - 1))
+        s = shapes[src]
+        if kind == "unary":
+            prog.append(("unary", draw(st.sampled_from(sorted(UNARY))), src))
+            shapes.append(s)
+        elif kind == "binary":
+            other = draw(st.integers(0, len(shapes) - 1))
+            try:
+                out = np.broadcast_shapes(s, shapes[other])
+            except ValueError:
+                continue
+            if math.prod(out) > 24:
+                continue
+            prog.append(("binary", draw(st.sampled_from(sorted(BINARY))), src, other))
+            shapes.append(out)
+        elif kind == "view":
+            v = draw(st.sampled_from(sorted(VIEWS)))
+            if not _view_ok(v, s) or (v == "expand" and 2 * math.prod(s) > 24):
+                continue
+            prog.append(("view", v, src))
+            shapes.append(_view_shape(v, s))
+        else:
+            if not s or 0 in s:
+                continue
+            name = draw(st.sampled_from(sorted(REDUCE)))
+            axes = sorted(draw(st.sets(st.integers(0, len(s) - 1), min_size=1)))
+            dims = [d - len(s) if draw(st.booleans()) else d for d in axes]  # negatives too
+            keep = draw(st.booleans())
+            dim = tuple(dims) if len(dims) > 1 else dims[0]
+            prog.append(("reduce", name, src, dim, keep))
+            shapes.append(np.sum(np.empty(s), axis=dim, keepdims=keep).shape)
+    weights = rng.standard_normal(shapes[-1])
+    return leaves, prog, weights
+
+
+def _run(prog, leaves, lib: int):
+    """Interpret ``prog``; lib 0 = tgrad, 1 = NumPy. Returns the last value."""
+    vals = list(leaves)
+    for ins in prog:
+        if ins[0] == "unary":
+            vals.append(UNARY[ins[1]][lib](vals[ins[2]]))
+        elif ins[0] == "binary":
+            vals.append(BINARY[ins[1]][lib](vals[ins[2]], vals[ins[3]]))
+        elif ins[0] == "view":
+            vals.append(VIEWS[ins[1]][lib](vals[ins[2]]))
+        else:
+            _, name, src, dim, keep = ins
+            vals.append(REDUCE[name][lib](vals[src], dim, keep))
+    return vals[-1]
+
+
+def _np_loss(prog, arrays, weights) -> float:
+    return float(np.sum(weights * _run(prog, arrays, 1)))
+
+
+@settings(max_examples=100, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(graphs())
+def test_random_graph_forward_and_gradients(case):
+    leaves, prog, weights = case
+    ts = [tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True) for a in leaves]
+    out = _run(prog, ts, 0)
+    with np.errstate(all="ignore"):
+        ref = np.asarray(_run(prog, leaves, 1))
+    assert tuple(out.shape) == ref.shape, prog
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-10, atol=1e-12,
+                               err_msg=str(prog))
+    if not np.all(np.isfinite(ref)):
+        return
+    loss = (out * tgrad.tensor(weights)).sum()
+    grads = tgrad.autograd.grad(loss, ts, allow_unused=True)
+    eps = 1e-6
+    for i, (a, g) in enumerate(zip(leaves, grads)):
+        num = np.zeros(a.shape)
+        for idx in np.ndindex(a.shape):
+            plus = [x.copy() for x in leaves]
+            minus = [x.copy() for x in leaves]
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            num[idx] = (_np_loss(prog, plus, weights) - _np_loss(prog, minus, weights)) / (2 * eps)
+        got = np.zeros(a.shape) if g is None else g.numpy()
+        assert got.shape == a.shape, (prog, i)
+        np.testing.assert_allclose(got, num, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"gradient of leaf {i}, program {prog}")

@@ -1,0 +1,384 @@
+"""In-place ops: version counters shared by views, the saved-tensor check, leaf checks and
+correct gradients through in-place ops on non-leaves and views (vs NumPy and gradcheck)."""
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import gradcheck, gradgradcheck
+
+X = np.array([0.5, -1.5, 2.0, 0.25])
+M = np.array([[1.0, -2.0, 0.5], [3.0, 0.75, -1.0]])
+
+
+def leaf(arr):
+    return tgrad.tensor(arr, dtype=tgrad.float64, requires_grad=True)
+
+
+def f64(arr):
+    return tgrad.tensor(arr, dtype=tgrad.float64)
+
+
+# --------------------------------------------------------------------- version counter
+
+def test_every_inplace_op_bumps_the_shared_version():
+    base = tgrad.zeros(2, 3)
+    view = base[0]
+    other = base.transpose(0, 1)
+    ops = [lambda t: t.add_(1), lambda t: t.sub_(1), lambda t: t.mul_(2), lambda t: t.div_(2),
+           lambda t: t.zero_(), lambda t: t.fill_(3.0), lambda t: t.copy_(tgrad.ones(3)),
+           lambda t: t.clamp_(0, 1), lambda t: t.__iadd__(1), lambda t: t.__imul__(2),
+           lambda t: t.__setitem__(0, 5.0), lambda t: t.__setitem__([1, 2], 7.0)]
+    for i, op in enumerate(ops):
+        op(view)
+        assert base._version == view._version == other._version == i + 1
+    assert tgrad.zeros(2)._version == 0
+    np.testing.assert_array_equal(base.numpy()[0], [5.0, 7.0, 7.0])
+    np.testing.assert_array_equal(base.numpy()[1], [0.0, 0.0, 0.0])
+
+
+def test_out_of_place_ops_do_not_bump_version():
+    a = tgrad.ones(3)
+    _ = a * 2 + a.exp()
+    _ = a[0:2]
+    assert a._version == 0
+
+
+# ---------------------------------------------------------------- saved tensor checks
+
+def test_modified_saved_input_raises_pytorch_message():
+    a = leaf(X)
+    b = a * 1
+    c = b * b  # saves b (version 0)
+    b.add_(1)
+    with pytest.raises(RuntimeError) as e:
+        c.sum().backward()
+    msg = str(e.value)
+    assert "one of the variables needed for gradient computation has been modified by an " \
+           "inplace operation" in msg
+    assert "[tgrad.float64 [4]], which is output 0 of AddBackward0" in msg
+    assert "is at version 1; expected version 0 instead" in msg
+
+
+def test_modified_saved_output_raises():
+    a = leaf(X)
+    y = a.exp()  # saves its output
+    y.mul_(2)
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="output 0 of ExpBackward0, is at version 2; "
+                                           "expected version 0 instead"):
+        y.sum().backward()
+
+
+def test_modified_through_a_view_raises():
+    a = leaf(X)
+    b = a.tanh()  # saves b
+    b[1:3].zero_()
+    with pytest.raises(RuntimeError, match="is at version 1; expected version 0"):
+        b.sum().backward()
+
+
+def test_modifying_a_leaf_saved_by_an_op_raises_after_no_grad_update():
+    w = leaf(X)
+    y = (w * w).sum()
+    with tgrad.no_grad():
+        w.add_(1)  # allowed under no_grad (an optimizer step) but w was saved
+    with pytest.raises(RuntimeError, match="which is a leaf Variable, is at version 1; "
+                                           "expected version 0"):
+        y.backward()
+
+
+def test_unsaved_inputs_may_be_modified():
+    a = leaf(X)
+    b = a * 1
+    c = b + 2  # add saves nothing
+    b.mul_(3)
+    c.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.ones(4))
+
+
+# --------------------------------------------------------------------- leaf checks
+
+@pytest.mark.parametrize("op", [lambda t: t.add_(1), lambda t: t.mul_(2), lambda t: t.zero_(),
+                                lambda t: t.fill_(1.0), lambda t: t.copy_(tgrad.ones(4)),
+                                lambda t: t.clamp_(0, 1), lambda t: t.div_(2)])
+def test_inplace_on_leaf_requiring_grad_raises(op):
+    a = tgrad.ones(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
+                                           "in an in-place operation."):
+        op(a)
+    assert a._version == 0
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is "
+                                           "being used in an in-place operation."):
+        op(a[0:4])
+    with tgrad.no_grad():
+        op(a)  # fine under no_grad
+    assert a._version == 1
+
+
+def test_iadd_and_setitem_on_leaf_raise():
+    a = tgrad.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        a += 1
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        a[0] = 2.0
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        a[[0, 1]] = 2.0
+
+
+# ------------------------------------------------------------ gradients, no views
+
+def test_inplace_chain_on_non_leaf_matches_numpy():
+    a = leaf(X)
+    b = a * 1
+    b += a * a           # b = a + a^2
+    b.mul_(a)            # b = a^2 + a^3
+    b.sub_(1)            # b = a^2 + a^3 - 1
+    b.div_(2)            # b = (a^2 + a^3 - 1) / 2
+    b.clamp_(-1.0, 5.0)
+    assert b.grad_fn.name() == "ClampBackward1"
+    b.sum().backward()
+    raw = (X ** 2 + X ** 3 - 1) / 2
+    inside = (raw > -1.0) & (raw < 5.0)
+    np.testing.assert_allclose(a.grad.numpy(), np.where(inside, (2 * X + 3 * X ** 2) / 2, 0),
+                               rtol=1e-12)
+    np.testing.assert_allclose(b.detach().numpy(), np.clip(raw, -1, 5), rtol=1e-12)
+
+
+def test_inplace_with_alpha_and_unary():
+    a = leaf(X)
+    b = a * 2
+    b.add_(a, alpha=3)   # 5a
+    b.exp_()
+    b.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), 5 * np.exp(5 * X), rtol=1e-12)
+
+
+def test_fill_and_zero_on_non_leaf_cut_the_gradient():
+    a = leaf(X)
+    b = a * 2
+    b.fill_(3.0)
+    assert b.grad_fn.name() == "FillBackward0" and not b.is_leaf
+    (b * a).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.full(4, 3.0))  # only via the product
+    a.grad = None
+    c = a * 2
+    c.zero_()
+    (c + a).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.ones(4))
+
+
+def test_fill_with_zero_dim_tensor_gets_gradient():
+    v = tgrad.tensor(2.0, dtype=tgrad.float64, requires_grad=True)
+    b = tgrad.zeros(4, dtype=tgrad.float64)
+    b.fill_(v)
+    (b * f64(X)).sum().backward()
+    np.testing.assert_allclose(v.grad.item(), X.sum())
+    with pytest.raises(RuntimeError, match="0-dimension value tensor"):
+        b.fill_(tgrad.ones(2))
+
+
+def test_copy_routes_gradient_to_source_with_broadcast_and_cast():
+    src = tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float32, requires_grad=True)
+    dst = tgrad.zeros(2, 3, dtype=tgrad.float64)
+    dst.copy_(src)
+    assert dst.requires_grad and dst.grad_fn.name() == "CopyBackwards"
+    (dst * f64(M)).sum().backward()
+    assert src.grad.dtype is tgrad.float32
+    np.testing.assert_allclose(src.grad.numpy(), M.sum(0), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="cannot be broadcast"):
+        dst.copy_(tgrad.ones(4))
+    with pytest.raises(TypeError, match="must be Tensor"):
+        dst.copy_([1, 2, 3])
+
+
+def test_inplace_result_type_must_fit():
+    i = tgrad.tensor([1, 2])
+    with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired "
+                                           "output type int64"):
+        i.mul_(1.5)
+    f = tgrad.ones(2, dtype=tgrad.float16)
+    f.add_(tgrad.ones(2, dtype=tgrad.float64))  # same category: cast back
+    assert f.dtype is tgrad.float16 and f.tolist() == [2.0, 2.0]
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        tgrad.ones(2).add_(tgrad.ones(3, 2))
+
+
+def test_inplace_into_tensor_not_requiring_grad_from_one_that_does():
+    a = leaf(X)
+    b = tgrad.ones(4, dtype=tgrad.float64)
+    b.mul_(a)
+    assert b.requires_grad and not b.is_leaf
+    (b * b).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), 2 * X, rtol=1e-12)
+
+
+# ---------------------------------------------------------- gradients through views
+
+def test_inplace_through_view_rebases_base():
+    a = leaf(X)
+    b = a * 1
+    v = b[1:]
+    v.mul_(a[:3])          # b = [a0, a1 a0, a2 a1, a3 a2]
+    assert b.grad_fn.name() == "CopySlices"
+    assert v.grad_fn is not None and v._version == b._version == 1
+    (b * b).sum().backward()
+    x0, x1, x2, x3 = X
+    expected = np.array([2 * x0 + 2 * x1 ** 2 * x0,
+                         2 * x1 * x0 ** 2 + 2 * x2 ** 2 * x1,
+                         2 * x2 * x1 ** 2 + 2 * x3 ** 2 * x2,
+                         2 * x3 * x2 ** 2])
+    np.testing.assert_allclose(a.grad.numpy(), expected, rtol=1e-12)
+
+
+def test_view_grad_fn_regenerated_after_base_modified():
+    a = leaf(M)
+    b = a * 1
+    row = b[0]
+    col = b[:, 1]
+    col.mul_(10.0)  # modifies b, so row's grad_fn must see the new values' graph
+    assert row.tolist()[1] == M[0, 1] * 10
+    (row * row).sum().backward()
+    expected = np.zeros_like(M)
+    expected[0] = 2 * M[0]
+    expected[0, 1] = 2 * M[0, 1] * 100
+    np.testing.assert_allclose(a.grad.numpy(), expected, rtol=1e-12)
+
+
+def test_inplace_on_view_of_view_and_transpose():
+    a = leaf(M)
+    b = a * 2
+    v = b.t()[1:]          # (2, 2) view: b[:, 1:].T
+    v.mul_(v)              # squares those entries
+    b.sum().backward()
+    expected = np.full_like(M, 2.0)
+    expected[:, 1:] = 8 * M[:, 1:]  # d/da (2a)^2 = 8a
+    np.testing.assert_allclose(a.grad.numpy(), expected, rtol=1e-12)
+
+
+def test_setitem_basic_keys():
+    a = leaf(X)
+    b = a * 2
+    b[0] = 5.0
+    b[1:3] = a[2:4] * a[2:4]
+    b[-1] = tgrad.tensor(1.0, dtype=tgrad.float64)
+    np.testing.assert_allclose(b.detach().numpy(), [5.0, X[2] ** 2, X[3] ** 2, 1.0])
+    (b * f64([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [0.0, 0.0, 2 * 2 * X[2], 2 * 3 * X[3]],
+                               rtol=1e-12)
+
+
+def test_setitem_into_plain_tensor_from_grad_tensor():
+    a = leaf(X)
+    buf = tgrad.zeros(2, 4, dtype=tgrad.float64)
+    buf[1] = a.exp()
+    buf[0, ::2] = 1.0
+    assert buf.requires_grad and buf.grad_fn.name() == "CopySlices"
+    (buf * f64(np.arange(8.0).reshape(2, 4))).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.exp(X) * np.arange(4.0, 8.0), rtol=1e-12)
+
+
+def test_setitem_advanced_keys():
+    a = leaf(X)
+    b = a * 1
+    b[[0, 2]] = a[1:3] * 3
+    b[tgrad.tensor([False, True, False, False])] = 7.0
+    np.testing.assert_allclose(b.detach().numpy(), [3 * X[1], 7.0, 3 * X[2], X[3]])
+    (b * f64([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [0.0, 3.0, 9.0, 4.0])
+    z = tgrad.zeros(3)
+    z[[0, 2]] = [4.0, 5.0]
+    z[tgrad.tensor([1])] = tgrad.tensor([6.0])
+    assert z.tolist() == [4.0, 6.0, 5.0]
+
+
+def test_setitem_values_and_errors():
+    z = tgrad.zeros(2, 3, dtype=tgrad.int64)
+    z[0] = [1, 2, 3]
+    z[1, 1:] = 9
+    assert z.tolist() == [[1, 2, 3], [0, 9, 9]]
+    with pytest.raises(IndexError):
+        z[5] = 1
+    with pytest.raises(RuntimeError):
+        z[0] = [1, 2]
+
+
+def test_expanded_view_cannot_be_written():
+    e = tgrad.ones(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor "
+                                           "refers to a single memory location"):
+        e.add_(1)
+
+
+def test_inplace_on_view_created_in_no_grad_mode_raises():
+    a = leaf(X)
+    b = a * 1
+    with tgrad.no_grad():
+        v = b[0:2]
+    with pytest.raises(RuntimeError, match="view created in no_grad mode"):
+        v.mul_(2)
+    with tgrad.no_grad():
+        v.mul_(2)  # both in no_grad: allowed, not tracked
+    assert b.detach().tolist()[:2] == [2 * X[0], 2 * X[1]]
+
+
+# ---------------------------------------------------------------- gradcheck
+
+def _f_inplace_views(x, y):
+    b = x * 1
+    b[1:] *= y[:3]
+    v = b.reshape(2, 2).t()
+    v.add_(y.reshape(2, 2).exp())
+    b[0] = y[3] * x[0]
+    return b.tanh()
+
+
+def _f_inplace_ops(x):
+    b = x.sin()  # saves x, not its output (which mul_ modifies)
+    b.mul_(x)
+    b.div_(x * x + 1)
+    b.clamp_(-2.0, 2.0)
+    c = b * 1
+    c[[0, 3]] = x[1:3] * 2
+    c.sub_(x, alpha=0.5)
+    return c
+
+
+def test_gradcheck_through_inplace_and_views():
+    x = leaf(X)
+    y = leaf(np.array([0.3, -0.7, 1.1, 0.9]))
+    assert gradcheck(_f_inplace_views, (x, y))
+    assert gradgradcheck(_f_inplace_views, (x, y))
+    assert gradcheck(_f_inplace_ops, (x,))
+    assert gradgradcheck(_f_inplace_ops, (x,))
+
+
+def test_inplace_values_match_numpy():
+    x = leaf(X)
+    y = leaf(np.array([0.3, -0.7, 1.1, 0.9]))
+    out = _f_inplace_views(x, y).detach().numpy()
+    xn, yn = X.copy(), np.array([0.3, -0.7, 1.1, 0.9])
+    b = xn * 1
+    b[1:] *= yn[:3]
+    b.reshape(2, 2).T[...] += np.exp(yn.reshape(2, 2))
+    b[0] = yn[3] * xn[0]
+    np.testing.assert_allclose(out, np.tanh(b), rtol=1e-12)
+
+
+def test_retain_grad_follows_inplace_modification():
+    a = leaf(X)
+    b = a * 2
+    b.retain_grad()
+    b.mul_(3)  # b.grad is the gradient w.r.t. the new value of b
+    (b * b).sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), 2 * 6 * X, rtol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), 72 * X, rtol=1e-12)
+
+
+def test_view_that_became_a_leaf_is_checked_as_a_leaf():
+    base = tgrad.zeros(4, dtype=tgrad.float64)
+    v = base[1:3]
+    v.requires_grad_()
+    assert v.is_leaf
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        v.add_(1)

@@ -1,0 +1,450 @@
+"""tgrad.nn.functional: values vs NumPy float64, fused single ops (one graph node, backward
+primitives that are ops themselves), higher derivatives, stability, NaN/inf, errors."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad.autograd import grad, gradcheck, gradgradcheck
+
+D = tgrad.float64
+
+
+def _t(arr, requires_grad=False, dtype=D):
+    return tgrad.tensor(np.asarray(arr, dtype=np.float64), dtype=dtype,
+                        requires_grad=requires_grad)
+
+
+def _np(t):
+    return np.asarray(t.detach().numpy(), dtype=np.float64)
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_nn_exposes_functional():
+    import tgrad.nn
+    assert tgrad.nn.functional is F
+
+
+# ---------------------------------------------------------------------- single fused ops
+def _leaf_edges(y):
+    return [type(n).__name__ for n, _ in y.grad_fn.next_functions if n is not None]
+
+
+@pytest.mark.parametrize("name,fn,node", [
+    ("softmax", lambda x: F.softmax(x, -1), "SoftmaxBackward0"),
+    ("log_softmax", lambda x: F.log_softmax(x, 1), "LogSoftmaxBackward0"),
+    ("cross_entropy", lambda x: F.cross_entropy(x, tgrad.tensor([0, 2, 1])),
+     "NllLossBackward0"),
+    ("layer_norm", lambda x: F.layer_norm(x, (4,)), "NativeLayerNormBackward0"),
+    ("gelu", F.gelu, "GeluBackward0"),
+    ("silu", F.silu, "SiluBackward0"),
+    ("softplus", F.softplus, "SoftplusBackward0"),
+])
+def test_fused_ops_are_one_node(name, fn, node):
+    x = tgrad.randn(3, 4, dtype=D, requires_grad=True)
+    y = fn(x)
+    assert y.grad_fn.name() == node
+    assert _leaf_edges(y) == ["AccumulateGrad"], f"{name} must be a single op on its input"
+    # Its backward is one op too (the fused backward primitive), recorded under create_graph.
+    (gx,) = grad(y.sum(), x, create_graph=True)
+    assert gx.grad_fn is not None and "Backward" in gx.grad_fn.name()
+
+
+def test_backward_primitives_are_ops():
+    x = tgrad.randn(2, 5, dtype=D, requires_grad=True)
+    (gx,) = grad(F.softmax(x, 1)[:, 0].sum(), x, create_graph=True)
+    assert gx.grad_fn.name() == "SoftmaxBackwardDataBackward0"
+    (gx,) = grad(F.log_softmax(x, 1)[:, 0].sum(), x, create_graph=True)
+    assert gx.grad_fn.name() == "LogSoftmaxBackwardDataBackward0"
+    (gx,) = grad(F.layer_norm(x, (5,))[:, 0].sum(), x, create_graph=True)
+    assert gx.grad_fn.name() == "NativeLayerNormBackwardBackward0"
+    (gx,) = grad(F.cross_entropy(x, tgrad.tensor([1, 4])), x, create_graph=True)
+    assert gx.grad_fn.name() == "NllLossBackwardBackward0"
+    (gx,) = grad(F.gelu(x).sum(), x, create_graph=True)
+    assert gx.grad_fn.name() == "GeluBackwardBackward0"
+
+
+# ---------------------------------------------------------------------- softmax family
+@pytest.mark.parametrize("n", [1, 17, 1025])
+def test_softmax_log_softmax_rows(n):
+    a = np.random.default_rng(n).standard_normal((3, n)) * 5
+    y = F.softmax(_t(a), dim=1)
+    np.testing.assert_allclose(_np(y), _softmax(a, 1), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(_np(F.log_softmax(_t(a), -1)), np.log(_softmax(a, 1)),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_softmax_stable_for_huge_logits():
+    x = _t([[1000.0, 1001.0, 999.0], [-1e4, -1e4, -1e4]])
+    np.testing.assert_allclose(_np(F.softmax(x, 1)),
+                               [_softmax(np.array([1.0, 2.0, 0.0]), 0), [1 / 3] * 3], rtol=1e-12)
+    np.testing.assert_allclose(_np(F.log_softmax(_t([1000.0, 0.0]), 0)), [0.0, -1000.0],
+                               atol=1e-12)
+    x32 = _t([[88.0, 89.0, 100.0]], dtype=tgrad.float32)  # exp(100) overflows float32
+    assert np.all(np.isfinite(_np(F.softmax(x32, 1))))
+    np.testing.assert_allclose(_np(F.log_softmax(x32, 1)), [[-12.000006, -11.000017, -2.3e-5]],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_nan_inf_as_pytorch():
+    y = _np(F.softmax(_t([[0.0, np.nan, 1.0], [0.0, np.inf, 1.0], [-np.inf, 0.0, 1.0],
+                          [-np.inf, -np.inf, -np.inf]]), 1))
+    assert np.all(np.isnan(y[0])) and np.all(np.isnan(y[1])) and np.all(np.isnan(y[3]))
+    np.testing.assert_allclose(y[2], [0.0, *_softmax(np.array([0.0, 1.0]), 0)], rtol=1e-12)
+
+
+def test_softmax_half_computed_in_float32():
+    a = np.random.default_rng(5).standard_normal((4, 33)) * 4
+    for dt in (tgrad.float16, tgrad.bfloat16):
+        x = _t(a, dtype=dt)
+        y = F.softmax(x, 1)
+        assert y.dtype is dt
+        ref = _softmax(_np(x), 1)  # float64 on the rounded inputs
+        tol = 1e-3 if dt is tgrad.float16 else 1.6e-2
+        np.testing.assert_allclose(_np(y), ref, rtol=tol, atol=1e-5)
+
+
+def test_softmax_dim_none_warns_and_dtype_arg():
+    x = tgrad.randn(2, 3)
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
+        y = F.softmax(x)
+    np.testing.assert_allclose(_np(y).sum(1), [1.0, 1.0], rtol=1e-6)
+    assert F.softmax(x, 1, dtype=D).dtype is D
+    np.testing.assert_array_equal(_np(x.softmax(1)), _np(F.softmax(x, 1)))
+    np.testing.assert_array_equal(_np(x.log_softmax(0)), _np(F.log_softmax(x, 0)))
+
+
+def test_softmax_higher_order():
+    """Third derivatives: gradgradcheck of a function that returns first derivatives."""
+    x = tgrad.randn(2, 4, dtype=D, requires_grad=True)
+    w = tgrad.randn(2, 4, dtype=D)
+
+    def first(t):
+        return grad((F.softmax(t, 1) * w).sum(), t, create_graph=True)[0]
+    assert gradcheck(first, (x,)) and gradgradcheck(first, (x,))
+
+    def first_ls(t):
+        return grad((F.log_softmax(t, 0) * w).sum(), t, create_graph=True)[0]
+    assert gradcheck(first_ls, (x,)) and gradgradcheck(first_ls, (x,))
+
+
+def test_softmax_errors():
+    with pytest.raises(RuntimeError,
+                       match="softmax: expected a floating point input, got tgrad.int64"):
+        F.softmax(tgrad.tensor([1, 2]), 0)
+    with pytest.raises(IndexError, match="log_softmax: Dimension out of range"):
+        F.log_softmax(tgrad.zeros(2, 3), 2)
+    with pytest.raises(TypeError, match="softmax\\(\\): argument 'input' must be Tensor"):
+        F.softmax([1.0, 2.0], 0)
+
+
+# ---------------------------------------------------------------------- cross entropy
+def _ce_ref(x, t, reduction="mean", ignore_index=-100):
+    logp = np.log(_softmax(x, 1))
+    keep = t != ignore_index
+    loss = np.where(keep, -logp[np.arange(len(t)), np.where(keep, t, 0)], 0.0)
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.sum() / keep.sum()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_values_and_grad(reduction):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((6, 5)) * 3
+    t = np.array([0, 4, -100, 2, 2, -100])
+    x = _t(a, requires_grad=True)
+    loss = F.cross_entropy(x, tgrad.tensor(t), reduction=reduction)
+    np.testing.assert_allclose(_np(loss), _ce_ref(a, t, reduction), rtol=1e-12)
+    # analytic gradient: (softmax - onehot) per kept row, / kept count for mean
+    g = np.ones(6) if reduction == "none" else 1.0
+    loss.backward(tgrad.ones_like(loss) if reduction == "none" else None)
+    onehot = np.eye(5)[np.where(t >= 0, t, 0)]
+    expect = (_softmax(a, 1) - onehot) * (t >= 0)[:, None] * np.asarray(g).reshape(-1, 1)
+    if reduction == "mean":
+        expect = expect / 4
+    np.testing.assert_allclose(_np(x.grad), expect, rtol=1e-12, atol=1e-15)
+    tt = tgrad.tensor(t)
+    assert gradgradcheck(lambda z: F.cross_entropy(z, tt, reduction=reduction),
+                         (x.detach().requires_grad_(),))
+
+
+def test_cross_entropy_spatial_and_1d():
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((2, 3, 4))
+    t = rng.integers(0, 3, (2, 4))
+    got = _np(F.cross_entropy(_t(a), tgrad.tensor(t), reduction="none"))
+    ref = _ce_ref(np.moveaxis(a, 1, -1).reshape(-1, 3), t.reshape(-1), "none").reshape(2, 4)
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+    v = rng.standard_normal(5)
+    np.testing.assert_allclose(_np(F.cross_entropy(_t(v), tgrad.tensor(3))),
+                               -np.log(_softmax(v, 0))[3], rtol=1e-12)
+
+
+def test_cross_entropy_large_logits_and_all_ignored():
+    x = _t([[1000.0, 0.0], [0.0, -1000.0]], requires_grad=True)
+    loss = F.cross_entropy(x, tgrad.tensor([1, 0]), reduction="none")
+    np.testing.assert_allclose(_np(loss), [1000.0, 0.0], atol=1e-9)
+    y = _t(np.zeros((3, 4)), requires_grad=True)
+    loss = F.cross_entropy(y, tgrad.tensor([-100, -100, -100]))
+    assert math.isnan(loss.item())  # 0/0 as PyTorch
+    loss.backward()
+    np.testing.assert_array_equal(_np(y.grad), np.zeros((3, 4)))
+
+
+def test_cross_entropy_probability_targets():
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((3, 4))
+    p = _softmax(rng.standard_normal((3, 4)), 1)
+    x = _t(a, requires_grad=True)
+    loss = F.cross_entropy(x, _t(p))
+    np.testing.assert_allclose(loss.item(), -(p * np.log(_softmax(a, 1))).sum(1).mean(),
+                               rtol=1e-12)
+    assert gradcheck(lambda z: F.cross_entropy(z, _t(p)), (x,))
+
+
+def test_cross_entropy_errors():
+    x = tgrad.zeros(3, 4)
+    with pytest.raises(IndexError, match="Target 4 is out of bounds"):
+        F.cross_entropy(x, tgrad.tensor([0, 4, 1]))
+    with pytest.raises(ValueError, match=r"Expected input batch_size \(3\) to match target "
+                       r"batch_size \(2\)"):
+        F.cross_entropy(x, tgrad.tensor([0, 1]))
+    with pytest.raises(ValueError, match="bogus is not a valid value for reduction"):
+        F.cross_entropy(x, tgrad.tensor([0, 1, 2]), reduction="bogus")
+    with pytest.raises(RuntimeError, match="cross_entropy: Expected target size"):
+        F.cross_entropy(tgrad.zeros(2, 3, 4), tgrad.tensor([[0, 1, 2], [0, 1, 2]]))
+    with pytest.raises(RuntimeError, match="cross_entropy: expected a floating point input"):
+        F.cross_entropy(tgrad.tensor([[1, 2]]), tgrad.tensor([0]))
+    with pytest.raises(RuntimeError, match="cross_entropy: weight tensor should be defined "
+                       "either for all 4 classes"):
+        F.cross_entropy(x, tgrad.tensor([0, 1, 2]), weight=tgrad.ones(3))
+    with pytest.raises(RuntimeError, match="label_smoothing must be between 0.0 and 1.0"):
+        F.cross_entropy(x, tgrad.tensor([0, 1, 2]), label_smoothing=1.5)
+
+
+def _ce_weighted_ref(x, t, w, eps, reduction, ignore_index=-100):
+    """PyTorch's definition: (1 - eps) nll + eps / C * smooth, both weighted; "mean" divides
+    both by the sum of the kept rows' target weights."""
+    logp = np.log(_softmax(x, 1))
+    keep = t != ignore_index
+    ts = np.where(keep, t, 0)
+    wt = np.where(keep, w[ts], 0.0)
+    nll = -wt * logp[np.arange(len(t)), ts]
+    smooth = np.where(keep, -(logp * w).sum(1), 0.0)
+    if reduction == "none":
+        return (1 - eps) * nll + eps / x.shape[1] * smooth
+    if reduction == "sum":
+        return (1 - eps) * nll.sum() + eps / x.shape[1] * smooth.sum()
+    return ((1 - eps) * nll.sum() + eps / x.shape[1] * smooth.sum()) / wt.sum()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("eps", [0.0, 0.2])
+def test_cross_entropy_weight_and_label_smoothing(reduction, eps):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((5, 4))
+    w = rng.uniform(0.5, 2.0, 4)
+    t = np.array([3, -100, 0, 3, 1])
+    x = _t(a, requires_grad=True)
+    tt, wt = tgrad.tensor(t), _t(w)
+    loss = F.cross_entropy(x, tt, weight=wt, reduction=reduction, label_smoothing=eps)
+    np.testing.assert_allclose(_np(loss), _ce_weighted_ref(a, t, w, eps, reduction),
+                               rtol=1e-12, atol=1e-14)
+    f = lambda z: F.cross_entropy(z, tt, weight=wt, reduction=reduction,  # noqa: E731
+                                  label_smoothing=eps)
+    assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
+    # nll_loss on log-probabilities with the same weights equals the unsmoothed loss
+    if eps == 0.0:
+        np.testing.assert_allclose(
+            _np(F.nll_loss(F.log_softmax(x, 1), tt, weight=wt, reduction=reduction)),
+            _np(loss), rtol=1e-12)
+
+
+def test_cross_entropy_probability_targets_smoothing_and_weight():
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((3, 4))
+    q = _softmax(rng.standard_normal((3, 4)), 1)
+    w = rng.uniform(0.5, 2.0, 4)
+    loss = F.cross_entropy(_t(a), _t(q), weight=_t(w), label_smoothing=0.1)
+    qs = q * 0.9 + 0.1 / 4
+    np.testing.assert_allclose(loss.item(), -(qs * w * np.log(_softmax(a, 1))).sum(1).mean(),
+                               rtol=1e-12)
+
+
+def test_nll_loss_matches_cross_entropy():
+    x = tgrad.randn(4, 5, dtype=D, requires_grad=True)
+    t = tgrad.tensor([1, -100, 4, 0])
+    a = F.nll_loss(F.log_softmax(x, 1), t)
+    b = F.cross_entropy(x, t)
+    np.testing.assert_allclose(a.item(), b.item(), rtol=1e-12)
+    assert gradcheck(lambda z: F.nll_loss(z, t, reduction="sum"), (x,))
+
+
+# ---------------------------------------------------------------------- layer norm
+def _ln_ref(x, k, w=None, b=None, eps=1e-5):
+    axes = tuple(range(x.ndim - k, x.ndim))
+    y = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+@pytest.mark.parametrize("n", [1, 17, 1025])
+def test_layer_norm_rows(n):
+    rng = np.random.default_rng(n)
+    a, w, b = rng.standard_normal((3, n)) * 3 + 1, rng.standard_normal(n), rng.standard_normal(n)
+    y = F.layer_norm(_t(a), (n,), _t(w), _t(b))
+    np.testing.assert_allclose(_np(y), _ln_ref(a, 1, w, b), rtol=1e-10, atol=1e-12)
+
+
+def test_layer_norm_grads_and_third_order():
+    x = tgrad.randn(3, 2, 3, dtype=D, requires_grad=True)
+    w = tgrad.randn(2, 3, dtype=D, requires_grad=True)
+    b = tgrad.randn(2, 3, dtype=D, requires_grad=True)
+    f = lambda x_, w_, b_: F.layer_norm(x_, (2, 3), w_, b_, 1e-3)  # noqa: E731
+    assert gradcheck(f, (x, w, b)) and gradgradcheck(f, (x, w, b))
+    v = tgrad.randn(3, 2, 3, dtype=D)
+
+    def first(x_, w_):
+        return grad((F.layer_norm(x_, (3,), None, None) * v).sum() +
+                    (F.layer_norm(x_, (2, 3), w_) * v).sum(), (x_, w_), create_graph=True)
+    x2 = tgrad.randn(3, 2, 3, dtype=D, requires_grad=True)
+    assert gradgradcheck(first, (x2, w))
+
+
+def test_layer_norm_non_contiguous_and_half():
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((8, 6))
+    x = _t(a).t()[:, ::2]  # [6, 4], strided
+    np.testing.assert_allclose(_np(F.layer_norm(x, 4)), _ln_ref(a.T[:, ::2], 1), rtol=1e-10,
+                               atol=1e-12)
+    for dt, tol in ((tgrad.float16, 1e-3), (tgrad.bfloat16, 1.6e-2)):
+        xh = _t(a, dtype=dt)
+        y = F.layer_norm(xh, (6,))
+        assert y.dtype is dt
+        np.testing.assert_allclose(_np(y), _ln_ref(_np(xh), 1), rtol=tol, atol=tol)
+
+
+def test_layer_norm_empty_and_constant_rows():
+    x = tgrad.zeros(0, 4, dtype=D, requires_grad=True)
+    y = F.layer_norm(x, (4,))
+    assert y.shape == (0, 4)
+    y.sum().backward()
+    assert x.grad.shape == (0, 4)
+    c = _t(np.full((2, 3), 7.0), requires_grad=True)
+    y = F.layer_norm(c, (3,), eps=1e-5)
+    np.testing.assert_array_equal(_np(y), np.zeros((2, 3)))
+    (y * _t(np.arange(6.0).reshape(2, 3))).sum().backward()
+    assert np.all(np.isfinite(_np(c.grad)))
+
+
+def test_layer_norm_errors():
+    x = tgrad.zeros(3, 4)
+    with pytest.raises(RuntimeError, match=r"layer_norm: Given normalized_shape=\[5\], expected "
+                       r"input with shape \[\*, 5\], but got input of size \[3, 4\]"):
+        F.layer_norm(x, (5,))
+    with pytest.raises(RuntimeError, match="Expected weight to be of same shape as "
+                       "normalized_shape"):
+        F.layer_norm(x, (4,), tgrad.ones(3))
+    with pytest.raises(RuntimeError, match="layer_norm: expected a floating point input"):
+        F.layer_norm(tgrad.tensor([[1, 2]]), (2,))
+
+
+# ---------------------------------------------------------------------- activations
+def test_activation_values():
+    a = np.linspace(-6, 6, 25)
+    x = _t(a)
+    phi = 0.5 * (1 + np.vectorize(math.erf)(a / math.sqrt(2)))
+    np.testing.assert_allclose(_np(F.gelu(x)), a * phi, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(F.gelu(_t(1.0)).item(), 0.8413447460685429, rtol=1e-12)
+    tanh_ref = 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
+    np.testing.assert_allclose(_np(F.gelu(x, approximate="tanh")), tanh_ref, rtol=1e-12,
+                               atol=1e-15)
+    np.testing.assert_allclose(_np(F.silu(x)), a / (1 + np.exp(-a)), rtol=1e-12)
+    np.testing.assert_allclose(_np(F.softplus(x)), np.log1p(np.exp(a)), rtol=1e-12)
+    np.testing.assert_allclose(_np(F.softplus(x, beta=2, threshold=3)),
+                               np.where(2 * a > 3, a, np.log1p(np.exp(2 * a)) / 2), rtol=1e-12)
+    np.testing.assert_array_equal(_np(F.relu(x)), np.maximum(a, 0))
+    big = _t([100.0, -100.0])  # softplus must not overflow
+    np.testing.assert_allclose(_np(F.softplus(big)), [100.0, np.exp(-100.0)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [F.gelu, lambda x: F.gelu(x, approximate="tanh"), F.silu,
+                                F.softplus, lambda x: F.softplus(x, 0.5, 1.0)])
+def test_activation_third_order(fn):
+    x = _t(np.linspace(-2.9, 3.1, 7), requires_grad=True)  # (no point on a threshold)
+
+    def first(t):
+        return grad(fn(t).sum(), t, create_graph=True)[0]
+    assert gradcheck(first, (x,)) and gradgradcheck(first, (x,))
+
+
+def test_activation_errors_and_inplace():
+    with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+        F.gelu(tgrad.zeros(2), approximate="fast")
+    with pytest.raises(RuntimeError, match="silu: expected a floating point input"):
+        F.silu(tgrad.tensor([1, 2]))
+    x = _t([-1.0, 2.0])
+    assert F.relu(x, inplace=True) is x
+    np.testing.assert_array_equal(_np(x), [0.0, 2.0])
+
+
+# ---------------------------------------------------------------------- linear, mse
+def test_linear_and_errors():
+    rng = np.random.default_rng(10)
+    a, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4)), rng.standard_normal(5)
+    np.testing.assert_allclose(_np(F.linear(_t(a), _t(w), _t(b))), a @ w.T + b, rtol=1e-12)
+    with pytest.raises(RuntimeError, match=r"linear: mat1 and mat2 shapes cannot be multiplied "
+                       r"\(6x4 and 3x5\)"):
+        F.linear(_t(a), _t(rng.standard_normal((5, 3))))
+
+
+def test_mse_loss_values_and_warning():
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    for red, ref in (("mean", ((a - b) ** 2).mean()), ("sum", ((a - b) ** 2).sum()),
+                     ("none", (a - b) ** 2)):
+        np.testing.assert_allclose(_np(F.mse_loss(_t(a), _t(b), reduction=red)), ref,
+                                   rtol=1e-12)
+    with pytest.warns(UserWarning, match="Using a target size"):
+        F.mse_loss(_t(a), _t(b[0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        F.mse_loss(_t(a), _t(b))
+
+
+# ---------------------------------------------------------------------- dropout
+def test_dropout_mask_scale_grad_and_seed():
+    x = tgrad.ones(200_000, dtype=D, requires_grad=True)
+    tgrad.manual_seed(123)
+    y = F.dropout(x, p=0.25)
+    vals = _np(y)
+    assert set(np.unique(vals)) <= {0.0, 1.0 / 0.75}
+    kept = np.mean(vals != 0)
+    assert abs(kept - 0.75) < 0.005  # 200k Bernoulli(0.75): std 0.001
+    y.sum().backward()
+    np.testing.assert_array_equal(_np(x.grad), vals)  # d/dx = mask / (1 - p)
+    tgrad.manual_seed(123)
+    np.testing.assert_array_equal(_np(F.dropout(x, p=0.25)), vals)  # reproducible
+
+
+def test_dropout_edge_cases():
+    x = tgrad.randn(5, dtype=D, requires_grad=True)
+    assert F.dropout(x, 0.5, training=False) is x
+    assert F.dropout(x, 0.0) is x
+    z = F.dropout(x, 1.0)
+    np.testing.assert_array_equal(_np(z), np.zeros(5))
+    z.sum().backward()
+    np.testing.assert_array_equal(_np(x.grad), np.zeros(5))
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but "
+                       "got 1.5"):
+        F.dropout(x, 1.5)

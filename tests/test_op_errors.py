@@ -1,0 +1,173 @@
+"""Bad inputs to the elementwise and reduction ops raise clear errors that name the op;
+integer division follows PyTorch (``/`` true-divides to float, ``//`` floors)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+
+BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
+          "gt", "ge", "logical_and", "logical_or", "floor_divide"]
+UNARY = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
+         "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round"]
+DIM_REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "var", "std", "logsumexp", "norm",
+                  "all", "any"]
+
+
+def _x(*shape):
+    return tgrad.tensor(np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape))
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_shape_mismatch_names_op_and_shapes(name):
+    a, b = _x(2, 3), _x(2, 4)
+    with pytest.raises(RuntimeError, match=rf"^{name}: .*\[2, 3\].*\[2, 4\]"):
+        getattr(tgrad, name)(a, b)
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_rejects_non_numbers(name):
+    with pytest.raises(TypeError, match=rf"^{name}\(\)"):
+        getattr(tgrad, name)(_x(3), "1")
+    with pytest.raises(TypeError, match=rf"^{name}\(\)"):
+        getattr(tgrad, name)(1.0, 2.0)  # no tensor at all
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_rejects_non_tensor(name):
+    with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'input' must be Tensor"):
+        getattr(tgrad, name)([1.0, 2.0])
+
+
+def test_where_shape_mismatch_and_condition_dtype():
+    with pytest.raises(RuntimeError, match="where"):
+        tgrad.where(_x(2, 3) > 2, _x(2, 3), _x(4))
+    with pytest.raises(RuntimeError, match="^where: expected condition to be a bool tensor"):
+        tgrad.where(_x(3), _x(3), _x(3))
+
+
+@pytest.mark.parametrize("name", DIM_REDUCTIONS)
+@pytest.mark.parametrize("dim", [2, -3, (0, 5)])
+def test_reduction_dim_out_of_range(name, dim):
+    with pytest.raises(IndexError, match=rf"^{name}: Dimension out of range"):
+        getattr(tgrad, name)(_x(2, 3), dim=dim)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "var", "norm", "all"])
+def test_reduction_repeated_dim(name):
+    with pytest.raises(RuntimeError, match=rf"^{name}: dim \(1, -1\) appears multiple times"):
+        getattr(tgrad, name)(_x(2, 3), dim=(1, -1))
+
+
+@pytest.mark.parametrize("name", ["max", "min", "argmax", "argmin"])
+def test_single_dim_ops_reject_tuples_and_bad_dims(name):
+    with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'dim' must be int"):
+        getattr(tgrad, name)(_x(2, 3), dim=(0, 1))
+    with pytest.raises(IndexError, match=rf"^{name}: Dimension out of range"):
+        getattr(tgrad, name)(_x(2, 3), dim=2)
+
+
+@pytest.mark.parametrize("name", ["amax", "amin", "argmax", "argmin"])
+def test_empty_reductions_without_identity(name):
+    with pytest.raises(RuntimeError, match=rf"^{name}\(\): Expected reduction dim"):
+        getattr(tgrad, name)(tgrad.zeros(0, 3), dim=0)
+    with pytest.raises(RuntimeError, match=rf"^{name}\(\): Expected reduction dim"):
+        getattr(tgrad, name)(tgrad.zeros(0))
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_with_dim_on_empty(name):
+    with pytest.raises(IndexError, match=rf"^{name}\(\): Expected reduction dim 0"):
+        getattr(tgrad, name)(tgrad.zeros(0, 3), 0)
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std", "norm"])
+def test_float_only_reductions_reject_integers(name):
+    with pytest.raises(RuntimeError, match=rf"^{name}\(\).*int64"):
+        getattr(tgrad, name)(tgrad.tensor([1, 2, 3]))
+
+
+def test_var_correction_arguments():
+    with pytest.raises(RuntimeError, match="^var\\(\\): cannot pass both 'unbiased' and"):
+        tgrad.var(_x(3), unbiased=True, correction=1)
+    with pytest.raises(TypeError, match="^std\\(\\): correction must be a number"):
+        tgrad.std(_x(3), correction="1")
+
+
+def test_norm_unsupported_p():
+    with pytest.raises(RuntimeError, match="^norm\\(\\): p='nuc' is not supported"):
+        tgrad.norm(_x(2, 2), p="nuc")
+    with pytest.raises(TypeError, match="^norm\\(\\): p must be a number"):
+        tgrad.norm(_x(2, 2), p=None)
+
+
+def test_clamp_needs_a_bound():
+    with pytest.raises(RuntimeError, match="^clamp: At least one of 'min' or 'max'"):
+        tgrad.clamp(_x(3))
+
+
+def test_bool_tensors_in_arithmetic_unary():
+    with pytest.raises(RuntimeError, match="^neg: not supported for bool tensors"):
+        tgrad.neg(tgrad.tensor([True, False]))
+
+
+def test_non_float_requires_grad():
+    for t in (tgrad.tensor([1, 2]), tgrad.tensor([True])):
+        with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can "
+                                               "require gradients"):
+            t.requires_grad_(True)
+    with pytest.raises(RuntimeError, match="floating point"):
+        tgrad.tensor([1, 2], requires_grad=True)
+
+
+def test_integer_true_division_gives_float():
+    a, b = tgrad.tensor([7, -7, 1, 0]), tgrad.tensor([2, 2, 0, 0])
+    q = a / b
+    assert q.dtype is tgrad.get_default_dtype()
+    with np.errstate(all="ignore"):
+        expected = np.array([7, -7, 1, 0]) / np.array([2, 2, 0, 0])
+    np.testing.assert_array_equal(q.numpy(), expected.astype(np.float32))  # 3.5, -3.5, inf, nan
+    r = tgrad.tensor([3]) / 2
+    assert r.dtype is tgrad.float32 and r.item() == 1.5
+    assert (7 / tgrad.tensor([2])).item() == 3.5
+    assert tgrad.div(tgrad.tensor([5], dtype=tgrad.int32), 2).dtype is tgrad.float32
+
+
+def test_integer_floor_division_floors_and_keeps_dtype():
+    a = tgrad.tensor([7, -7, 6])
+    q = a // 2
+    assert q.dtype is tgrad.int64
+    np.testing.assert_array_equal(q.numpy(), np.array([7, -7, 6]) // 2)  # [3, -4, 3]
+    np.testing.assert_array_equal((7 // tgrad.tensor([2, -2])).numpy(), [3, -4])
+    f = tgrad.tensor([7.5, -7.5]) // 2
+    assert f.dtype is tgrad.float32
+    np.testing.assert_array_equal(f.numpy(), np.floor(np.array([7.5, -7.5]) / 2))
+    with pytest.raises(ZeroDivisionError, match="^floor_divide: integer division by zero"):
+        a // 0
+
+
+def test_floor_divide_and_comparisons_are_not_differentiable():
+    x = tgrad.tensor([1.5, -2.5], requires_grad=True)
+    for y in (x // 2, x > 0, tgrad.eq(x, 1.5), tgrad.logical_not(x)):
+        assert not y.requires_grad and y.grad_fn is None
+
+
+def test_integer_negative_power():
+    with pytest.raises(RuntimeError, match="^pow: integers to negative integer powers"):
+        tgrad.tensor([2, 3]) ** -1
+    assert (tgrad.tensor([2, 3]) ** -1.0).dtype is tgrad.float32
+
+
+def test_promotion_rules():
+    i, f16, f64 = tgrad.tensor([1, 2]), tgrad.tensor([1.0], dtype=tgrad.float16), \
+        tgrad.tensor([1.0], dtype=tgrad.float64)
+    assert (i + 1.5).dtype is tgrad.float32
+    assert (f16 + 1.5).dtype is tgrad.float16  # Python scalars do not widen tensors
+    assert (f16 + f64).dtype is tgrad.float64
+    assert (f16 + tgrad.tensor([1.0], dtype=tgrad.bfloat16)).dtype is tgrad.float32
+    assert (i + tgrad.tensor(2.5, dtype=tgrad.float64)).dtype is tgrad.float64  # 0-d float
+    assert (f16 + tgrad.tensor(2.5, dtype=tgrad.float64)).dtype is tgrad.float16
+    assert tgrad.tensor([True, False]).sum().dtype is tgrad.int64
+    assert tgrad.tensor([1, 2], dtype=tgrad.int32).prod().dtype is tgrad.int64

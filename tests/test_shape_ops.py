@@ -1,0 +1,270 @@
+"""Shape ops, views, indexing, cat/stack/split/chunk and matmul: storage sharing, version
+counters, gradients (vs NumPy float64 and finite differences) and error messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import gradcheck, gradgradcheck
+
+D = tgrad.float64
+
+
+def _t(arr, requires_grad=False):
+    return tgrad.tensor(np.asarray(arr, dtype=np.float64), requires_grad=requires_grad)
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+# ---------------------------------------------------------------------- views share storage
+VIEW_OPS = {
+    "view": lambda x: x.view(4, 6),
+    "reshape": lambda x: x.reshape(-1),
+    "permute": lambda x: x.permute(2, 0, 1),
+    "transpose": lambda x: x.transpose(0, 2),
+    "T": lambda x: x.T,
+    "mT": lambda x: x.mT,
+    "expand": lambda x: x[:, :1].expand(2, 5, 4),
+    "broadcast_to": lambda x: tgrad.broadcast_to(x[:1], (3, 3, 4)),
+    "squeeze": lambda x: x[:1].squeeze(0),
+    "unsqueeze": lambda x: x.unsqueeze(1),
+    "flatten": lambda x: x.flatten(1),
+    "getitem": lambda x: x[1, ::2, None, ...],
+    "narrow": lambda x: x.narrow(2, 1, 2),
+    "split": lambda x: x.split(1, dim=1)[2],
+    "chunk": lambda x: x.chunk(2, dim=2)[1],
+    "unbind": lambda x: x.unbind(1)[1],
+    "contiguous": lambda x: x.contiguous(),
+    "view_as": lambda x: x.view_as(tgrad.zeros(24)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_OPS))
+def test_views_share_storage_and_version(name):
+    x = tgrad.arange(24, dtype=D).reshape(2, 3, 4)
+    v = VIEW_OPS[name](x)
+    assert v._storage is x._storage, f"{name} must be a view"
+    before = x._version
+    x.add_(1.0)  # the view sees writes to its base and shares the version counter
+    assert v._version == x._version == before + 1
+    ref = VIEW_OPS[name](tgrad.arange(24, dtype=D).reshape(2, 3, 4)).detach().numpy() + 1.0
+    np.testing.assert_array_equal(_np(v), ref)
+    if name not in ("expand", "broadcast_to"):  # (writing to an expanded view is an error)
+        v.mul_(2.0)  # and the base sees writes through the view
+        assert x._version == before + 2
+        np.testing.assert_array_equal(_np(VIEW_OPS[name](x)), ref * 2.0)
+
+
+def test_inplace_through_expanded_view_raises():
+    x = tgrad.zeros(1, 3)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        x.expand(2, 3).add_(1.0)
+
+
+def test_reshape_of_non_viewable_copies_and_view_refuses():
+    x = tgrad.arange(12, dtype=D).reshape(3, 4).t()
+    y = x.reshape(12)
+    assert y._storage is not x._storage
+    np.testing.assert_array_equal(_np(y), np.arange(12.0).reshape(3, 4).T.reshape(12))
+    with pytest.raises(RuntimeError, match="view size is not compatible.*reshape"):
+        x.view(12)
+
+
+def test_advanced_index_copies():
+    x = tgrad.arange(6, dtype=D)
+    y = x[[0, 2]]
+    assert y._storage is not x._storage
+    y.add_(5.0)
+    np.testing.assert_array_equal(_np(x), np.arange(6.0))
+
+
+# ---------------------------------------------------------------------- indexing
+def test_repeated_indices_scatter_add():
+    x = _t(np.arange(5.0), requires_grad=True)
+    y = x[tgrad.tensor([0, 3, 0, 0, 4])]
+    (y * _t([1, 2, 3, 4, 5])).sum().backward()
+    np.testing.assert_array_equal(_np(x.grad), [1 + 3 + 4, 0, 0, 2, 5])
+
+
+def test_bool_mask_values_and_grad():
+    a = np.random.default_rng(1).standard_normal((4, 5))
+    x = _t(a, requires_grad=True)
+    m = a > 0
+    y = x[tgrad.tensor(m)]
+    np.testing.assert_array_equal(_np(y), a[m])
+    y.sum().backward()
+    np.testing.assert_array_equal(_np(x.grad), m.astype(np.float64))
+    assert gradcheck(lambda t: t[tgrad.tensor(m)] ** 2, (x,))
+
+
+def test_getitem_mixed_keys_match_numpy():
+    a = np.random.default_rng(2).standard_normal((4, 5, 6))
+    x = _t(a)
+    keys = [(Ellipsis, 1), (None, 2, slice(None, None, 3)), (slice(1, None, 2), None, -1),
+            (slice(None), [0, 4, 4], slice(2, 5)), ([1, 3], slice(None), [5, 0]),
+            (np.array([True, False, True, True]), 0), (slice(10, 20),), (-4, -5, -6)]
+    for k in keys:
+        np.testing.assert_array_equal(_np(x[k]), a[k], err_msg=str(k))
+
+
+def test_getitem_gradgradcheck_on_strided_view():
+    x = tgrad.randn(6, 5, dtype=D, requires_grad=True)
+    f = lambda t: t.t()[1:, ::2][[0, 0, 2]] * t[0, 0]  # noqa: E731
+    assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
+
+
+def test_getitem_errors_name_the_op():
+    x = tgrad.zeros(3, 4)
+    with pytest.raises(IndexError, match=r"index 3 is out of bounds for dimension 0 with size 3"):
+        x[3]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[::-1]
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int or bool"):
+        x[tgrad.tensor([0.5])]
+    with pytest.raises(IndexError, match="only integers, slices"):
+        x["a"]
+    with pytest.raises(IndexError, match=r"index: too many indices.*\[3, 4\]"):
+        x[0, 0, 0]
+
+
+def test_empty_list_index():
+    x = tgrad.zeros(3, 4)
+    assert x[[]].shape == (0, 4)
+
+
+# ---------------------------------------------------------------------- cat/stack/split/chunk
+def test_cat_values_promotion_and_grad():
+    a = _t(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    b = _t(np.ones((1, 3)), requires_grad=True)
+    y = tgrad.cat([a, b, a], 0)
+    np.testing.assert_array_equal(_np(y), np.concatenate([_np(a), _np(b), _np(a)]))
+    (y * _t(np.arange(15.0).reshape(5, 3))).sum().backward()
+    w = np.arange(15.0).reshape(5, 3)
+    np.testing.assert_array_equal(_np(a.grad), w[0:2] + w[3:5])
+    np.testing.assert_array_equal(_np(b.grad), w[2:3])
+    mixed = tgrad.cat([tgrad.tensor([1, 2]), tgrad.tensor([0.5])])
+    assert mixed.dtype is tgrad.float32
+    np.testing.assert_array_equal(mixed.numpy(), [1.0, 2.0, 0.5])
+    # legacy: 1-D empty tensors are skipped whatever the other shapes
+    np.testing.assert_array_equal(tgrad.cat([tgrad.zeros(0), tgrad.ones(2, 2)]).numpy(),
+                                  np.ones((2, 2)))
+    assert y.grad_fn.name() == "CatBackward0"
+
+
+def test_cat_stack_errors():
+    with pytest.raises(RuntimeError, match="expected a non-empty list of Tensors"):
+        tgrad.cat([])
+    with pytest.raises(RuntimeError, match=r"cat\(\): Sizes of tensors must match except in "
+                       r"dimension 0. Expected size 3 but got size 4 for tensor number 1"):
+        tgrad.cat([tgrad.zeros(2, 3), tgrad.zeros(2, 4)])
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        tgrad.cat([tgrad.zeros(2, 3), tgrad.zeros(3)])
+    with pytest.raises(RuntimeError, match="zero-dimensional tensor"):
+        tgrad.cat([tgrad.zeros(()), tgrad.zeros(())])
+    with pytest.raises(TypeError, match="must be a tuple or list of Tensors"):
+        tgrad.cat(tgrad.zeros(3))
+    with pytest.raises(IndexError, match="cat: Dimension out of range"):
+        tgrad.cat([tgrad.zeros(2)], 1)
+    with pytest.raises(RuntimeError, match=r"stack expects each tensor to be equal size, but "
+                       r"got \[2\] at entry 0 and \[3\] at entry 1"):
+        tgrad.stack([tgrad.zeros(2), tgrad.zeros(3)])
+
+
+def test_stack_gradgradcheck():
+    a = tgrad.randn(2, 3, dtype=D, requires_grad=True)
+    b = tgrad.randn(2, 3, dtype=D, requires_grad=True)
+    f = lambda x, y: tgrad.stack([x, y * x, y], 1)  # noqa: E731
+    assert f(a, b).shape == (2, 3, 3)
+    assert gradcheck(f, (a, b)) and gradgradcheck(f, (a, b))
+
+
+def test_split_chunk_semantics():
+    x = tgrad.arange(10, dtype=D)
+    assert [p.shape[0] for p in x.split(3)] == [3, 3, 3, 1]
+    assert [p.shape[0] for p in tgrad.split(x, [2, 0, 8])] == [2, 0, 8]
+    assert [p.shape[0] for p in x.chunk(4)] == [3, 3, 3, 1]
+    assert [p.shape[0] for p in x.chunk(6)] == [2, 2, 2, 2, 2]  # PyTorch: ceil-sized pieces
+    assert [p.shape[0] for p in tgrad.zeros(0).chunk(3)] == [0]
+    np.testing.assert_array_equal(_np(x.chunk(3)[2]), [8.0, 9.0])
+    with pytest.raises(RuntimeError, match=r"split_with_sizes expects split_sizes to sum "
+                       r"exactly to 10"):
+        x.split([3, 3])
+    with pytest.raises(RuntimeError, match="chunk expects `chunks` to be greater than 0"):
+        x.chunk(0)
+    with pytest.raises(RuntimeError, match="narrow.*exceeds dimension size"):
+        x.narrow(0, 8, 3)
+
+
+def test_split_grad_flows_to_all_pieces():
+    x = tgrad.randn(7, 2, dtype=D, requires_grad=True)
+    f = lambda t: tuple(p * (i + 1.0) for i, p in enumerate(t.split(3)))  # noqa: E731
+    assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
+
+
+# ---------------------------------------------------------------------- matmul
+@pytest.mark.parametrize("sa,sb", [((5,), (5,)), ((3, 5), (5,)), ((5,), (5, 2)),
+                                   ((3, 5), (5, 2)), ((2, 1, 3, 5), (4, 5, 2)),
+                                   ((5,), (2, 5, 3)), ((2, 3, 5), (5,))])
+def test_matmul_shapes_values_grads(sa, sb):
+    rng = np.random.default_rng(3)
+    a_np, b_np = rng.standard_normal(sa), rng.standard_normal(sb)
+    a, b = _t(a_np, True), _t(b_np, True)
+    y = a @ b
+    np.testing.assert_allclose(_np(y), np.matmul(a_np, b_np), rtol=1e-12, atol=1e-12)
+    assert gradcheck(tgrad.matmul, (a, b)) and gradgradcheck(tgrad.matmul, (a, b))
+
+
+def test_matmul_non_contiguous_and_empty():
+    rng = np.random.default_rng(4)
+    base = rng.standard_normal((6, 8))
+    a = _t(base, True)
+    y = a[::2, 1::2].t() @ a[1::2, ::2]  # [4, 3] @ [3, 4], both strided views
+    np.testing.assert_allclose(_np(y), base[::2, 1::2].T @ base[1::2, ::2], rtol=1e-12)
+    z = tgrad.zeros(3, 0, dtype=D, requires_grad=True) @ tgrad.zeros(0, 2, dtype=D)
+    np.testing.assert_array_equal(_np(z), np.zeros((3, 2)))
+    z.sum().backward()
+
+
+def test_mm_bmm_and_errors():
+    a, b = tgrad.randn(2, 3, 4, dtype=D), tgrad.randn(2, 4, 5, dtype=D)
+    np.testing.assert_allclose(_np(tgrad.bmm(a, b)), np.matmul(_np(a), _np(b)), rtol=1e-12)
+    np.testing.assert_allclose(_np(a[0].mm(b[0])), _np(a[0]) @ _np(b[0]), rtol=1e-12)
+    with pytest.raises(RuntimeError, match=r"matmul: shapes cannot be multiplied \(3x4 and 5x2\)"):
+        tgrad.randn(3, 4) @ tgrad.randn(5, 2)
+    with pytest.raises(RuntimeError, match="batch dimensions cannot be broadcast"):
+        tgrad.randn(2, 3, 4) @ tgrad.randn(3, 4, 5)
+    with pytest.raises(RuntimeError, match="mm: expected 2D tensors"):
+        tgrad.mm(a, b)
+    with pytest.raises(RuntimeError, match="bmm: expected 3D tensors"):
+        tgrad.bmm(a[0], b[0])
+    with pytest.raises(RuntimeError, match="bmm: batch sizes must match"):
+        tgrad.bmm(a, tgrad.randn(3, 4, 5, dtype=D))
+    with pytest.raises(RuntimeError, match="need to be at least 1D"):
+        tgrad.matmul(tgrad.zeros(()), tgrad.zeros(3))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        tgrad.zeros(2, 2) @ tgrad.zeros(2, 2, dtype=D)
+
+
+def test_integer_matmul_is_exact():
+    a = tgrad.tensor([[1, 2], [3, 4]])
+    y = a @ a
+    assert y.dtype is tgrad.int64
+    np.testing.assert_array_equal(y.numpy(), [[7, 10], [15, 22]])
+
+
+def test_view_errors():
+    x = tgrad.zeros(2, 3)
+    with pytest.raises(RuntimeError, match=r"shape '\[4, -1\]' is invalid for input of size 6"):
+        x.view(4, -1)
+    with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
+        x.reshape(-1, -1)
+    with pytest.raises(RuntimeError, match="expanded size of the tensor must match"):
+        x.expand(3, 3)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.transpose(0, 2)
+    with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions"):
+        tgrad.zeros(1, 2, 3).t()

@@ -1,0 +1,350 @@
+"""Tensor basics: dtypes, type promotion, creation functions, interop, metadata, repr."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad import dtypes
+
+# ----------------------------------------------------------------------------- dtypes
+
+ALL = [("float16", np.float16), ("bfloat16", ml_dtypes.bfloat16), ("float32", np.float32),
+       ("float64", np.float64), ("int32", np.int32), ("int64", np.int64), ("bool", np.bool_)]
+
+
+@pytest.mark.parametrize("name,np_dtype", ALL)
+def test_dtypes_exported_and_backed_by_numpy(name, np_dtype):
+    dt = getattr(tgrad, name)
+    assert isinstance(dt, tgrad.dtype)
+    assert dt.np == np.dtype(np_dtype)
+    assert repr(dt) == f"tgrad.{name}"
+    t = tgrad.zeros(2, dtype=dt)
+    assert t.dtype is dt
+    assert t.numpy().dtype == np.dtype(np_dtype)
+
+
+def test_dtype_aliases():
+    assert tgrad.float is tgrad.float32 and tgrad.double is tgrad.float64
+    assert tgrad.half is tgrad.float16 and tgrad.long is tgrad.int64
+    assert tgrad.int is tgrad.int32
+
+
+def test_default_float_dtype_and_inference():
+    assert tgrad.get_default_dtype() is tgrad.float32
+    assert tgrad.tensor([1.0, 2.0]).dtype is tgrad.float32
+    assert tgrad.tensor(2.5).dtype is tgrad.float32
+    assert tgrad.tensor([1, 2]).dtype is tgrad.int64
+    assert tgrad.tensor(3).dtype is tgrad.int64
+    assert tgrad.tensor([True, False]).dtype is tgrad.bool
+    assert tgrad.tensor([1, 2.5]).dtype is tgrad.float32  # mixed int/float -> default float
+    assert tgrad.tensor([True, 2]).dtype is tgrad.int64
+    assert tgrad.tensor([]).dtype is tgrad.float32
+    # NumPy arrays and NumPy scalars keep their dtype.
+    assert tgrad.tensor(np.ones(2)).dtype is tgrad.float64
+    assert tgrad.tensor(np.ones(2, np.int32)).dtype is tgrad.int32
+    assert tgrad.tensor(np.float64(1.0)).dtype is tgrad.float64
+    assert tgrad.zeros(2).dtype is tgrad.float32
+    assert tgrad.rand(2).dtype is tgrad.float32
+
+
+def test_set_default_dtype_round_trip():
+    try:
+        tgrad.set_default_dtype(tgrad.float64)
+        assert tgrad.tensor([1.5]).dtype is tgrad.float64
+        assert tgrad.ones(1).dtype is tgrad.float64
+        assert (tgrad.tensor([1, 2]) * 0.5).dtype is tgrad.float64
+    finally:
+        tgrad.set_default_dtype(tgrad.float32)
+    with pytest.raises(TypeError, match="floating-point"):
+        tgrad.set_default_dtype(tgrad.int64)
+
+
+def test_bad_dtype_is_a_clear_error():
+    with pytest.raises(TypeError, match="not support NumPy dtype complex128"):
+        tgrad.tensor(np.ones(2, np.complex128))
+    with pytest.raises(TypeError, match="is not a dtype"):
+        tgrad.zeros(2, dtype=object())
+
+
+# ------------------------------------------------------------------------ promotion
+
+def T(dt, shape=(2,)):  # noqa: N802
+    return tgrad.ones(*shape, dtype=dt)
+
+
+PROMOTION_CASES = [
+    # (a, b, expected) ; a/b: (dtype, shape) or Python scalar
+    ((tgrad.int64, (2,)), 2.5, tgrad.float32),      # a float scalar only changes the category
+    ((tgrad.int32, (2,)), 5, tgrad.int32),          # same-category scalar does not upcast
+    ((tgrad.float16, (2,)), 1.0, tgrad.float16),
+    ((tgrad.bfloat16, (2,)), 1.0, tgrad.bfloat16),
+    ((tgrad.float16, (2,)), (tgrad.bfloat16, (2,)), tgrad.float32),
+    ((tgrad.float16, (2,)), (tgrad.float32, (2,)), tgrad.float32),
+    ((tgrad.int32, (2,)), (tgrad.int64, (2,)), tgrad.int64),
+    ((tgrad.int64, (2,)), (tgrad.float16, (2,)), tgrad.float16),
+    ((tgrad.bool, (2,)), True, tgrad.bool),
+    ((tgrad.bool, (2,)), 2, tgrad.int64),
+    ((tgrad.bool, (2,)), 2.0, tgrad.float32),
+    ((tgrad.float32, (2,)), (tgrad.float64, ()), tgrad.float32),   # 0-d same category
+    ((tgrad.int64, (2,)), (tgrad.float64, ()), tgrad.float64),     # 0-d higher category
+    ((tgrad.int32, (2,)), (tgrad.int64, ()), tgrad.int32),
+    ((tgrad.float16, ()), (tgrad.float64, ()), tgrad.float64),     # both 0-d: promote
+    ((tgrad.int64, ()), 2.5, tgrad.float32),
+    ((tgrad.float64, ()), 2.5, tgrad.float64),
+]
+
+
+def _make(op):
+    return T(*op) if isinstance(op, tuple) else op
+
+
+@pytest.mark.parametrize("a,b,expected", PROMOTION_CASES)
+def test_type_promotion_follows_pytorch(a, b, expected):
+    x, y = _make(a), _make(b)
+    assert tgrad.result_type(x, y) is expected
+    assert (x + y).dtype is expected
+    assert (y * x).dtype is expected
+
+
+def test_promote_types_table():
+    assert tgrad.promote_types(tgrad.float16, tgrad.bfloat16) is tgrad.float32
+    assert tgrad.promote_types(tgrad.bool, tgrad.int32) is tgrad.int32
+    assert tgrad.promote_types(tgrad.int64, tgrad.float16) is tgrad.float16
+    assert tgrad.promote_types(tgrad.float32, tgrad.float64) is tgrad.float64
+
+
+def test_integer_true_division_gives_default_float():
+    r = tgrad.tensor([1, 3]) / tgrad.tensor([2, 2])
+    assert r.dtype is tgrad.float32
+    np.testing.assert_array_equal(r.numpy(), np.array([0.5, 1.5], np.float32))
+
+
+def test_promoted_values_match_numpy():
+    a = np.array([1.25, -2.5, 3.0], np.float16)
+    r = tgrad.tensor(a) * 3.0
+    assert r.dtype is tgrad.float16
+    np.testing.assert_array_equal(r.numpy(), (a.astype(np.float64) * 3.0).astype(np.float16))
+
+
+# ------------------------------------------------------------------------- creation
+
+@pytest.mark.parametrize("fn", [tgrad.zeros, tgrad.ones, tgrad.empty, tgrad.rand, tgrad.randn])
+def test_creation_shapes_varargs_tuple_list(fn):
+    assert fn(2, 3).shape == (2, 3)
+    assert fn((2, 3)).shape == (2, 3)
+    assert fn([2, 3]).shape == (2, 3)
+    assert fn(4).shape == (4,)
+    assert fn().shape == ()
+    assert fn(2, 3, dtype=tgrad.float64).dtype is tgrad.float64
+    t = fn(2, requires_grad=True)
+    assert t.requires_grad and t.is_leaf
+
+
+def test_creation_values():
+    np.testing.assert_array_equal(tgrad.zeros(2, 3).numpy(), np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(tgrad.ones(3).numpy(), np.ones(3, np.float32))
+    f = tgrad.full((2, 2), 7)
+    assert f.dtype is tgrad.int64
+    np.testing.assert_array_equal(f.numpy(), np.full((2, 2), 7))
+    assert tgrad.full((2,), 1.5).dtype is tgrad.float32
+    assert tgrad.full((2,), True).dtype is tgrad.bool
+    assert tgrad.full((2,), 3, dtype=tgrad.float64).dtype is tgrad.float64
+    np.testing.assert_array_equal(tgrad.arange(5).numpy(), np.arange(5))
+    assert tgrad.arange(5).dtype is tgrad.int64
+    np.testing.assert_allclose(tgrad.arange(0, 1, 0.25).numpy(), [0, 0.25, 0.5, 0.75])
+    assert tgrad.arange(0, 1, 0.25).dtype is tgrad.float32
+    np.testing.assert_array_equal(tgrad.arange(2, 11, 3).numpy(), [2, 5, 8])
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        tgrad.zeros(2, -1)
+
+
+def test_like_functions_keep_dtype_and_shape():
+    x = tgrad.tensor([[1, 2, 3]], dtype=tgrad.int32)
+    for fn, val in ((tgrad.zeros_like, 0), (tgrad.ones_like, 1)):
+        y = fn(x)
+        assert y.shape == (1, 3) and y.dtype is tgrad.int32
+        np.testing.assert_array_equal(y.numpy(), np.full((1, 3), val))
+    y = tgrad.full_like(x, 9)
+    np.testing.assert_array_equal(y.numpy(), np.full((1, 3), 9))
+    assert tgrad.empty_like(x).shape == (1, 3)
+    assert tgrad.zeros_like(x, dtype=tgrad.float64).dtype is tgrad.float64
+    assert tgrad.ones_like(tgrad.zeros(2), requires_grad=True).requires_grad
+
+
+def test_random_is_seeded_and_distributed():
+    tgrad.manual_seed(123)
+    a = tgrad.rand(1000).numpy()
+    tgrad.manual_seed(123)
+    b = tgrad.rand(1000).numpy()
+    np.testing.assert_array_equal(a, b)
+    assert a.min() >= 0 and a.max() < 1
+    assert abs(a.mean() - 0.5) < 0.05
+    n = tgrad.randn(20000).numpy().astype(np.float64)
+    assert abs(n.mean()) < 0.05 and abs(n.std() - 1) < 0.05
+    with pytest.raises(RuntimeError, match="floating point"):
+        tgrad.rand(2, dtype=tgrad.int64)
+
+
+def test_tensor_copies_but_from_numpy_shares():
+    a = np.zeros(3)
+    t = tgrad.tensor(a)
+    a[0] = 5
+    assert t.numpy()[0] == 0
+    s = tgrad.from_numpy(a)
+    a[1] = 7
+    assert s.numpy()[1] == 7
+    s.add_(1)
+    np.testing.assert_array_equal(a, [6, 8, 1])
+    assert s.dtype is tgrad.float64
+    with pytest.raises(TypeError, match="expected np.ndarray"):
+        tgrad.from_numpy([1, 2])
+
+
+def test_tensor_from_tensors_and_ragged_error():
+    t = tgrad.tensor([tgrad.tensor(1.5), tgrad.tensor(2.5)])
+    np.testing.assert_array_equal(t.numpy(), np.array([1.5, 2.5], np.float32))
+    with pytest.raises(ValueError, match="irregular shape"):
+        tgrad.tensor([[1, 2], [3]])
+    with pytest.raises(RuntimeError, match="floating point dtype can require gradients"):
+        tgrad.tensor([1, 2], requires_grad=True)
+
+
+# -------------------------------------------------------------------------- interop
+
+def test_numpy_refuses_tensors_that_require_grad():
+    x = tgrad.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError) as e:
+        x.numpy()
+    assert "Can't call numpy() on Tensor that requires grad" in str(e.value)
+    assert "tensor.detach().numpy()" in str(e.value)
+    np.testing.assert_array_equal(x.detach().numpy(), np.ones(2, np.float32))
+    # __array__ (np.asarray) is allowed, like NumPy interop of a detached view.
+    np.testing.assert_array_equal(np.asarray(x), np.ones(2, np.float32))
+    assert np.asarray(tgrad.ones(2), dtype=np.float64).dtype == np.float64
+
+
+def test_item_tolist_and_python_scalars():
+    assert tgrad.tensor([2.5]).item() == 2.5
+    assert isinstance(tgrad.tensor(3).item(), int)
+    assert isinstance(tgrad.tensor([1.5], dtype=tgrad.bfloat16).item(), float)
+    assert tgrad.tensor([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
+    assert tgrad.tensor(1.5).tolist() == 1.5
+    assert float(tgrad.tensor(2.0)) == 2.0 and int(tgrad.tensor(3)) == 3
+    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted"):
+        tgrad.ones(2).item()
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        bool(tgrad.ones(2))
+    assert len(tgrad.zeros(4, 2)) == 4
+    assert [r.tolist() for r in tgrad.tensor([[1, 2], [3, 4]])] == [[1, 2], [3, 4]]
+
+
+def test_metadata():
+    x = tgrad.zeros(2, 3, 4)
+    assert x.shape == (2, 3, 4) and x.size() == (2, 3, 4) and x.size(1) == 3
+    assert x.size(-1) == 4
+    assert x.ndim == 3 and x.dim() == 3 and x.numel() == 24
+    assert x.stride() == (12, 4, 1) and x.stride(0) == 12
+    assert x.is_contiguous()
+    assert x.device == tgrad.device("cpu") and str(x.device) == "cpu"
+    assert x.dtype is tgrad.float32
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.size(3)
+    y = x.transpose(0, 2)
+    assert y.shape == (4, 3, 2) and y.stride() == (1, 4, 12)
+    assert not y.is_contiguous()
+    c = y.contiguous()
+    assert c.is_contiguous() and c.stride() == (6, 2, 1)
+    np.testing.assert_array_equal(c.numpy(), y.numpy())
+    assert x.contiguous() is x
+    s = x[1]
+    assert s.storage_offset() == 12 and s.stride() == (4, 1)
+
+
+def test_conversions():
+    x = tgrad.tensor([1.5, -2.25])
+    for meth, dt in (("float", tgrad.float32), ("double", tgrad.float64),
+                     ("half", tgrad.float16), ("bfloat16", tgrad.bfloat16),
+                     ("long", tgrad.int64), ("int", tgrad.int32), ("bool", tgrad.bool)):
+        y = getattr(x, meth)()
+        assert y.dtype is dt
+        np.testing.assert_array_equal(y.numpy(), x.numpy().astype(dt.np))
+    assert x.float() is x  # no-op conversion returns self, as PyTorch
+    assert x.to(tgrad.float64).dtype is tgrad.float64
+    assert x.to("cpu") is x
+    assert x.to("cpu", tgrad.float64).dtype is tgrad.float64
+    assert x.to(dtype=tgrad.float16).dtype is tgrad.float16
+    assert x.to(tgrad.zeros(1, dtype=tgrad.int32)).dtype is tgrad.int32
+    assert x.to(tgrad.float32, copy=True) is not x
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda"):
+        x.to("tpu")
+
+
+def test_to_is_differentiable():
+    x = tgrad.tensor([1.5, -2.0], requires_grad=True)
+    y = x.double()
+    assert y.grad_fn.name() == "ToCopyBackward0"
+    (y * y).sum().backward()
+    assert x.grad.dtype is tgrad.float32
+    np.testing.assert_array_equal(x.grad.numpy(), np.array([3.0, -4.0], np.float32))
+
+
+def test_clone_is_a_copy_with_gradient():
+    x = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    c = x.clone()
+    assert c.grad_fn.name() == "CloneBackward0"
+    assert c.data_ptr() != x.data_ptr()
+    (c * 3).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_data_shares_storage_and_is_detached():
+    x = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    d = x.data
+    assert not d.requires_grad and d.is_leaf
+    d.mul_(2)  # allowed: .data is outside the graph
+    np.testing.assert_array_equal(x.detach().numpy(), [2.0, 4.0])
+    x.data = tgrad.tensor([5.0, 6.0])
+    np.testing.assert_array_equal(x.detach().numpy(), [5.0, 6.0])
+    assert x.requires_grad
+
+
+def test_repr_is_readable():
+    assert repr(tgrad.tensor([1.0, 2.5])) == "tensor([1. , 2.5])"
+    assert repr(tgrad.tensor(3.5)) == "tensor(3.5)"
+    assert repr(tgrad.tensor([1, 2])) == "tensor([1, 2])"
+    assert repr(tgrad.tensor([1, 2], dtype=tgrad.int32)) == "tensor([1, 2], dtype=tgrad.int32)"
+    assert repr(tgrad.ones(2, dtype=tgrad.float64)) == "tensor([1., 1.], dtype=tgrad.float64)"
+    assert repr(tgrad.ones(2, requires_grad=True)) == "tensor([1., 1.], requires_grad=True)"
+    assert repr(tgrad.ones(2, requires_grad=True) * 2) == \
+        "tensor([2., 2.], grad_fn=<MulBackward0>)"
+    assert repr(tgrad.zeros(0)) == "tensor([])"
+    assert repr(tgrad.zeros(0, 3)) == "tensor([], size=(0, 3))"
+    assert repr(tgrad.zeros(0, dtype=tgrad.int64)) == "tensor([], dtype=tgrad.int64)"
+    assert "\n" in repr(tgrad.zeros(2, 2))
+    big = repr(tgrad.zeros(10000))
+    assert "..." in big and len(big) < 200
+
+
+def test_default_dtype_table_is_consistent():
+    assert set(dtypes.FLOATING_DTYPES) == {tgrad.float16, tgrad.bfloat16, tgrad.float32,
+                                           tgrad.float64}
+    for d in dtypes.ALL_DTYPES:
+        assert dtypes.as_dtype(d.name) is d
+        assert dtypes.as_dtype(d.np) is d
+
+
+def test_to_copy_true_makes_a_new_buffer():
+    x = tgrad.tensor([1.0, 2.0])
+    y = x.to(tgrad.float32, copy=True)
+    assert y.data_ptr() != x.data_ptr()
+    y.add_(1)
+    assert x.tolist() == [1.0, 2.0]
+
+
+def test_tensor_from_tensor_warns_and_copies():
+    x = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.warns(UserWarning, match="clone\\(\\).detach\\(\\)"):
+        y = tgrad.tensor(x)
+    assert not y.requires_grad and y.data_ptr() != x.data_ptr()
+    assert y.tolist() == [1.0, 2.0]

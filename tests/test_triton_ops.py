@@ -1,0 +1,64 @@
+"""The op table on device "cuda" in Triton's interpreter (TRITON_INTERPRET=1, host memory)
+against the NumPy backend, forward and backward, float32 and float64 (the interpreter has
+no bfloat16). Runs tests/_triton_interp_runner.py once in a subprocess, so this process
+(and the rest of the suite) never sees TRITON_INTERPRET."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+HERE = os.path.dirname(__file__)
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import op_db  # noqa: E402
+
+try:
+    import op_db_nn
+    NAMES = [s.name for s in op_db.OP_DB] + [s.name for s in op_db_nn.OP_DB]
+except ImportError:
+    NAMES = [s.name for s in op_db.OP_DB]
+
+_cache: dict = {}
+
+
+def _results() -> dict:
+    if not _cache:
+        env = dict(os.environ, TRITON_INTERPRET="1",
+                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        p = subprocess.run([sys.executable, os.path.join(HERE, "_triton_interp_runner.py")],
+                           capture_output=True, text=True, env=env, cwd=ROOT)
+        marker = "@@RESULT@@"
+        assert p.returncode == 0 and marker in p.stdout, \
+            f"interpreter runner failed (rc={p.returncode}):\n{p.stderr[-3000:]}"
+        _cache.update(json.loads(p.stdout.split(marker, 1)[1]))
+    return _cache
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_op_on_interpreted_cuda_matches_numpy(name):
+    fails = _results()["ops"].get(name)
+    assert fails is not None, f"{name} was not run"
+    assert not fails, "\n".join(fails[:10])
+
+
+@pytest.mark.parametrize("check", ["runtime", "memory", "tensors"])
+def test_interpreted_runtime(check):
+    fails = _results()["extra"][check]
+    assert not fails, "\n".join(fails)
+
+
+def test_elementwise_and_reductions_use_kernels():
+    """Float elementwise ops, paired backward ops and non-empty float reductions never
+    take the temporary host path (only empty reductions and the listed ops do)."""
+    used = set(_results()["host_path_used"])
+    for prim in ("tanh_backward", "sigmoid_backward", "where", "copy_", "cast", "cat"):
+        assert prim not in used
+    assert not [u for u in used if u.startswith(("unary:", "binary:"))
+                and u.split(":")[1] in ("tanh", "exp", "add", "mul", "maximum")]

@@ -1,0 +1,50 @@
+"""Chrome trace export: a CPU track (pid 0) and a CUDA track (pid 1).
+
+Format: the JSON Object Format of the Trace Event spec, ``{"traceEvents": [...]}``. Ranges
+are complete events (``"ph": "X"``) with ``ts``/``dur`` in microseconds since the profile
+started; metadata events (``"ph": "M"``) name the two processes. CUDA slices are the device
+intervals of the ranges (placed on the same time axis: the device reference event was
+recorded when the profile started); without a device timer the CUDA track is empty.
+"""
+
+from __future__ import annotations
+
+import json
+
+__all__ = ["CPU_PID", "CUDA_PID", "trace_events", "export_chrome_trace"]
+
+CPU_PID, CUDA_PID = 0, 1
+CUDA_TID = 0  # tgrad's stream
+
+
+def _meta(pid: int, name: str, sort: int) -> list:
+    return [{"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}},
+            {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
+             "args": {"sort_index": sort}}]
+
+
+def trace_events(events) -> list:
+    out = _meta(CPU_PID, "CPU", 0) + _meta(CUDA_PID, "CUDA", 1)
+    out.append({"name": "thread_name", "ph": "M", "pid": CUDA_PID, "tid": CUDA_TID,
+                "args": {"name": "tgrad stream"}})
+    for e in events:
+        args = {}
+        if e.input_shapes:
+            args["Input Shapes"] = e.input_shapes
+        if e.bytes is not None:
+            args["bytes"] = e.bytes
+        if e.flops is not None:
+            args["flops"] = e.flops
+        start, end = e.cpu_interval
+        out.append({"name": e.name, "cat": e.kind, "ph": "X", "ts": start,
+                    "dur": end - start, "pid": CPU_PID, "tid": e.thread, "args": args})
+        if e.cuda_interval is not None:
+            cs, ce = e.cuda_interval
+            out.append({"name": e.name, "cat": e.kind, "ph": "X", "ts": cs, "dur": ce - cs,
+                        "pid": CUDA_PID, "tid": CUDA_TID, "args": args})
+    return out
+
+
+def export_chrome_trace(events, path: str) -> None:
+    with open(path, "w") as f:
+        json.dump({"traceEvents": trace_events(events), "displayTimeUnit": "ms"}, f)

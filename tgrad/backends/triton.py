@@ -1,0 +1,414 @@
+"""GPU primitives over DeviceArrays (tgrad/cuda/array.py): the same names and signatures as
+tgrad/backends/numpy.py, implemented as thin launches of the Triton kernels in
+tgrad/kernels/. Views are metadata only (no kernel).
+
+TEMPORARY HOST PATH: every primitive of the NumPy backend that has no Triton kernel yet is
+served by ``_host_path`` (copy to host -> NumPy backend -> copy back), through the module
+``__getattr__`` below. ``ops_without_native_kernel()`` lists them (``python -m tgrad info``
+prints it) and ``host_path_used()`` lists those actually hit in this process. Remove a name
+from that list by defining the primitive here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tgrad.backends import numpy as _np_backend
+from tgrad.cuda import runtime
+from tgrad.cuda.array import DeviceArray, contiguous_strides
+from tgrad.kernels import elementwise as ew
+from tgrad.kernels import reduction as red
+from tgrad.kernels.launch import is_half, launch_ew
+
+name = "triton"
+HALF_TYPES = _np_backend.HALF_TYPES
+compute_dtype = _np_backend.compute_dtype
+
+
+def _dev() -> int:
+    return runtime().current_device()
+
+
+# ---------------------------------------------------------------- creation and movement
+def empty(shape: tuple, dtype: np.dtype) -> DeviceArray:
+    return DeviceArray.empty(tuple(shape), dtype, _dev())
+
+
+def full(shape: tuple, value, dtype: np.dtype) -> DeviceArray:
+    out = empty(shape, dtype)
+    fill_(out, value)
+    return out
+
+
+def from_host(arr: np.ndarray) -> DeviceArray:
+    return DeviceArray.from_host(np.asarray(arr), _dev())
+
+
+def to_host(x: DeviceArray) -> np.ndarray:
+    return x.to_host()
+
+
+def _scalar(value, dtype: np.dtype) -> DeviceArray:
+    """A 0-d device array holding ``value`` cast to ``dtype``."""
+    return from_host(np.asarray(value).astype(dtype))
+
+
+def _as_device(x, dtype: np.dtype) -> DeviceArray:
+    if isinstance(x, DeviceArray):
+        return x
+    return from_host(np.asarray(x).astype(dtype))
+
+
+def copy_(dst: DeviceArray, src) -> None:
+    """Write ``src`` (broadcast to dst's shape, cast to dst's dtype) into the view dst."""
+    src = _as_device(src, dst.dtype)
+    launch_ew(ew.f_identity, dst, [expand(src, dst.shape)], upcast=False)
+
+
+def fill_(dst: DeviceArray, value) -> None:
+    copy_(dst, _scalar(value, dst.dtype))
+
+
+def clone(x: DeviceArray) -> DeviceArray:
+    out = empty(x.shape, x.dtype)
+    copy_(out, x)
+    return out
+
+
+def contiguous(x: DeviceArray) -> DeviceArray:
+    return x if x.is_contiguous() else clone(x)
+
+
+def cast(x: DeviceArray, dtype: np.dtype) -> DeviceArray:
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    out = empty(x.shape, dtype)
+    copy_(out, x)
+    return out
+
+
+def cat(xs: list, axis: int) -> DeviceArray:
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    dt = np.result_type(*[x.dtype for x in xs])
+    out = empty(tuple(shape), dt)
+    start = 0
+    for x in xs:
+        n = x.shape[axis]
+        key = (slice(None),) * axis + (slice(start, start + n),)
+        copy_(basic_index(out, key), x)
+        start += n
+    return out
+
+
+# ---------------------------------------------------------------- views (no copies)
+def reshape_view(x: DeviceArray, shape: tuple):
+    """A view of ``x`` with ``shape``, or None when the strides do not allow one."""
+    shape = tuple(shape)
+    if x.is_contiguous():
+        return x.view(shape, contiguous_strides(shape))
+    st = _view_strides(x.shape, x.estrides, shape)
+    return None if st is None else x.view(shape, st)
+
+
+def _view_strides(old: tuple, old_st: tuple, new: tuple):
+    """Strides for viewing (old, old_st) as ``new`` without a copy (PyTorch's
+    computeStride): each chunk of old dims that is contiguous in memory maps to new dims."""
+    if math.prod(old) == 0:
+        return contiguous_strides(new)
+    new_st = [0] * len(new)
+    view_d = len(new) - 1
+    tensor_numel = 1
+    view_numel = 1
+    base = old_st[-1] if old else 1  # stride of the innermost dim of the current chunk
+    for d in range(len(old) - 1, -1, -1):
+        tensor_numel *= old[d]
+        if d == 0 or (old[d - 1] != 1 and old_st[d - 1] != tensor_numel * base):
+            while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
+                new_st[view_d] = view_numel * base
+                view_numel *= new[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                base = old_st[d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_st)
+
+
+def reshape_copy(x: DeviceArray, shape: tuple) -> DeviceArray:
+    c = clone(x)
+    return c.view(tuple(shape), contiguous_strides(tuple(shape)))
+
+
+def permute(x: DeviceArray, dims: tuple) -> DeviceArray:
+    return x.view(tuple(x.shape[d] for d in dims), tuple(x.estrides[d] for d in dims))
+
+
+def expand(x: DeviceArray, shape: tuple) -> DeviceArray:
+    """Broadcast view (NumPy rules): new leading dims and size-1 dims get stride 0."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    lead = len(shape) - x.ndim
+    if lead < 0:
+        raise ValueError(f"expand: cannot broadcast shape {x.shape} to {shape}")
+    st = [0] * lead
+    for s, t, n in zip(x.shape, x.estrides, shape[lead:]):
+        if s == n:
+            st.append(t)
+        elif s == 1:
+            st.append(0)
+        else:
+            raise ValueError(f"expand: cannot broadcast shape {x.shape} to {shape}")
+    return x.view(shape, tuple(st))
+
+
+def basic_index(x: DeviceArray, key: tuple) -> DeviceArray:
+    """A view for a key of ints, slices, None and at most one Ellipsis."""
+    key = tuple(key)
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        key = key[:i] + (slice(None),) * (x.ndim - n_real) + key[i + 1:]
+    else:
+        key = key + (slice(None),) * (x.ndim - n_real)
+    shape, st, off, d = [], [], x.offset, 0
+    for k in key:
+        if k is None:
+            shape.append(1)
+            st.append(0)
+            continue
+        n, s = x.shape[d], x.estrides[d]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            m = len(range(start, stop, step))
+            shape.append(m)
+            st.append(s * step)
+            if m:
+                off += start * s
+        else:
+            i = int(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {n}")
+            off += (i % n) * s
+        d += 1
+    return x.view(tuple(shape), tuple(st), off)
+
+
+def as_strided(x: DeviceArray, shape: tuple, strides: tuple) -> DeviceArray:
+    return x.view(tuple(shape), tuple(strides))
+
+
+# ---------------------------------------------------------------- elementwise
+_PROBE = {}
+
+
+def _numpy_result_dtype(kind: str, op: str, *dts) -> np.dtype:
+    """The dtype the NumPy backend (the oracle) gives, found on 1-element arrays."""
+    key = (kind, op) + dts
+    dt = _PROBE.get(key)
+    if dt is None:
+        arrs = [np.ones(1, d) for d in dts]
+        fn = getattr(_np_backend, kind)
+        dt = np.asarray(fn(op, *arrs) if kind in ("unary", "binary") else fn(*arrs)).dtype
+        _PROBE[key] = dt
+    return dt
+
+
+def _float(dt: np.dtype) -> bool:
+    return dt.kind == "f" or dt in HALF_TYPES
+
+
+def unary(op: str, x: DeviceArray) -> DeviceArray:
+    fn = ew.UNARY.get(op)
+    if fn is None or (op in ew.FLOAT_ONLY and not _float(x.dtype)) or x.dtype.kind == "b" \
+            and op != "logical_not":
+        return _host_path("unary", op, x)
+    out = empty(x.shape, _numpy_result_dtype("unary", op, x.dtype))
+    return launch_ew(fn, out, [x], upcast=is_half(x.dtype))
+
+
+def binary(op: str, a: DeviceArray, b) -> DeviceArray:
+    bd = b.dtype if isinstance(b, DeviceArray) else np.asarray(b).dtype
+    if not isinstance(a, DeviceArray):  # reflected scalar op (c - x)
+        a = _as_device(a, np.asarray(a).dtype)
+    fn = ew.BINARY.get(op)
+    if fn is None or (op in ew.FLOAT_ONLY and not _float(a.dtype)) or \
+            (a.dtype.kind == "b" and op not in ("eq", "ne", "logical_and", "logical_or")):
+        return _host_path("binary", op, a, b)
+    b = _as_device(b, bd)
+    out_dt = _numpy_result_dtype("binary", op, a.dtype, b.dtype)
+    if b.dtype != a.dtype and op not in ("logical_and", "logical_or"):
+        work = np.result_type(a.dtype, b.dtype)
+        a, b = cast(a, work), cast(b, work)
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    out = empty(shape, out_dt)
+    return launch_ew(fn, out, [expand(a, shape), expand(b, shape)], upcast=is_half(a.dtype))
+
+
+def where(cond: DeviceArray, a, b) -> DeviceArray:
+    ad = a.dtype if isinstance(a, DeviceArray) else np.asarray(a).dtype
+    bd = b.dtype if isinstance(b, DeviceArray) else np.asarray(b).dtype
+    dt = np.result_type(ad, bd)
+    a, b = cast(_as_device(a, ad), dt), cast(_as_device(b, bd), dt)
+    shape = np.broadcast_shapes(cond.shape, a.shape, b.shape)
+    out = empty(shape, dt)
+    return launch_ew(ew.f_where, out, [expand(cond, shape), expand(a, shape),
+                                       expand(b, shape)], upcast=False)
+
+
+def tanh_backward(g: DeviceArray, y: DeviceArray) -> DeviceArray:
+    """dx = g (1 - y^2), one kernel."""
+    return _paired("tanh_backward", g, y)
+
+
+def sigmoid_backward(g: DeviceArray, y: DeviceArray) -> DeviceArray:
+    """dx = g y (1 - y), one kernel."""
+    return _paired("sigmoid_backward", g, y)
+
+
+def _paired(op: str, g: DeviceArray, y: DeviceArray) -> DeviceArray:
+    shape = np.broadcast_shapes(g.shape, y.shape)
+    out = empty(shape, g.dtype)
+    return launch_ew(ew.BINARY[op], out, [expand(g, shape), expand(cast(y, g.dtype), shape)],
+                     upcast=is_half(g.dtype))
+
+
+# ---------------------------------------------------------------- reductions
+def sum_(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
+    if not _float(x.dtype):
+        return _host_path("sum_", None, x, axes, keepdim)
+    return red.reduce("sum", x, axes, keepdim)
+
+
+def mean(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
+    if not _float(x.dtype):
+        return _host_path("mean", None, x, axes, keepdim)
+    return red.reduce("mean", x, axes, keepdim)
+
+
+def prod(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
+    if not _float(x.dtype):
+        return _host_path("prod", None, x, axes, keepdim)
+    return red.reduce("prod", x, axes, keepdim)
+
+
+def amax(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
+    return red.reduce("amax", x, axes, keepdim)
+
+
+def amin(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
+    return red.reduce("amin", x, axes, keepdim)
+
+
+def argmax(x: DeviceArray, axis, keepdim: bool) -> DeviceArray:
+    return red.reduce("argmax", x, axis, keepdim)
+
+
+def argmin(x: DeviceArray, axis, keepdim: bool) -> DeviceArray:
+    return red.reduce("argmin", x, axis, keepdim)
+
+
+def var(x: DeviceArray, axes, correction: float, keepdim: bool) -> DeviceArray:
+    if not _float(x.dtype):
+        return _host_path("var", None, x, axes, correction, keepdim)
+    return red.reduce("var", x, axes, keepdim, correction=correction)
+
+
+def logsumexp(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
+    if not _float(x.dtype):
+        return _host_path("logsumexp", None, x, axes, keepdim)
+    return red.reduce("logsumexp", x, axes, keepdim)
+
+
+def all_(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
+    return red.reduce("all", x, axes, keepdim)
+
+
+def any_(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
+    return red.reduce("any", x, axes, keepdim)
+
+
+def sum_to(x: DeviceArray, shape: tuple) -> DeviceArray:
+    """Un-broadcast: sum ``x`` down to ``shape`` (the gradient of a broadcast)."""
+    shape = tuple(shape)
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and x.shape[lead + i] != 1)
+    if not axes:
+        return x
+    r = sum_(x, axes, True)
+    return r.view(shape, contiguous_strides(shape)) if lead else r
+
+
+# ---------------------------------------------------------------- the temporary host path
+NATIVE = {n for n, v in list(globals().items()) if callable(v) and not n.startswith("_")
+          and hasattr(_np_backend, n)} | {"sum_to"}
+_USED: set = set()
+_INPLACE = {"copy_", "fill_", "index_put_"}
+
+
+def _host_tree(x):
+    if isinstance(x, DeviceArray):
+        return x.to_host()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_host_tree(v) for v in x)
+    return x
+
+
+def _device_tree(x):
+    if isinstance(x, np.ndarray):
+        return from_host(x)
+    if isinstance(x, tuple):
+        return tuple(_device_tree(v) for v in x)
+    if isinstance(x, list):
+        return [_device_tree(v) for v in x]
+    return x
+
+
+def _host_path(prim: str, op, *args, **kwargs):
+    """TEMPORARY: run primitive ``prim`` (with sub-op ``op`` for unary/binary) on the host."""
+    _USED.add(prim if op is None else f"{prim}:{op}")
+    fn = getattr(_np_backend, prim)
+    hargs = [_host_tree(a) for a in args]
+    hkw = {k: _host_tree(v) for k, v in kwargs.items()}
+    res = fn(op, *hargs, **hkw) if op is not None else fn(*hargs, **hkw)
+    if prim in _INPLACE and isinstance(args[0], DeviceArray):
+        copy_(args[0], hargs[0])
+        return res
+    return _device_tree(res)
+
+
+def __getattr__(attr: str):
+    fn = getattr(_np_backend, attr)  # AttributeError for names NumPy lacks too
+    if attr.startswith("_") or not callable(fn) or isinstance(fn, type):
+        return fn
+
+    def host_path(*args, **kwargs):
+        return _host_path(attr, None, *args, **kwargs)
+    host_path.__name__ = attr
+    host_path.__doc__ = f"TEMPORARY host path for {attr} (no Triton kernel yet)."
+    return host_path
+
+
+def ops_without_native_kernel() -> list[str]:
+    """Primitives (and unary/binary sub-ops) that run through the temporary host path."""
+    prims = {n for n, v in vars(_np_backend).items() if callable(v) and not n.startswith("_")
+             and not isinstance(v, type) and getattr(v, "__module__", "").startswith(
+                 "tgrad.backends")}
+    out = sorted(prims - NATIVE - {"compute_dtype", "manual_seed"})
+    out += [f"unary:{op}" for op in sorted(_np_backend.UNARY) if op not in ew.UNARY]
+    out += [f"binary:{op}" for op in sorted(_np_backend.BINARY) if op not in ew.BINARY]
+    return out
+
+
+def host_path_used() -> list[str]:
+    """Primitives that actually took the host path in this process."""
+    return sorted(_USED)

@@ -1,0 +1,332 @@
+# ruff: noqa: N803, N806  (Triton convention: pointers and constexprs in capitals)
+"""Elementwise kernels: ONE strided template for every arity (1, 2 or 3 inputs) whose scalar
+formula is a ``tl.constexpr`` @triton.jit function, plus the formulas, forward and paired
+backward side by side.
+
+Shape contract of ``ew_kernel``: the output O and inputs A, B, C are views of up to 8 dims
+of one logical shape (S0 innermost ... S7 outermost); each has its own element strides
+(0 on broadcast dims), so inputs are read in place, never made contiguous first. Bytes moved
+per element: sum of the input itemsizes + the output itemsize (broadcast inputs are read
+from cache). float16/bfloat16 are computed in float32 registers (UPCAST), float64 in
+float64. IDX64 switches index maths to int64 when numel or any extent passes 2^31.
+
+Only ``tl``/``tl.math`` functions are used (no libdevice) so the same formulas run in
+Triton's interpreter; expm1/log1p/tanh use Kahan-style accurate forms.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _step(rem, oo, oa, ob, oc, S, SO, SA, SB, SC):
+    i = rem % S
+    return rem // S, oo + i * SO, oa + i * SA, ob + i * SB, oc + i * SC
+
+
+@triton.jit
+def ew_kernel(O, A, B, C, N,
+              S0, S1, S2, S3, S4, S5, S6, S7,
+              O0, O1, O2, O3, O4, O5, O6, O7,
+              A0, A1, A2, A3, A4, A5, A6, A7,
+              B0, B1, B2, B3, B4, B5, B6, B7,
+              C0, C1, C2, C3, C4, C5, C6, C7,
+              FN: tl.constexpr, ARITY: tl.constexpr, NDIM: tl.constexpr,
+              UPCAST: tl.constexpr, IDX64: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if IDX64:
+        offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    else:
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    if NDIM == 1:
+        oo = offs * O0
+        oa = offs * A0
+        ob = offs * B0
+        oc = offs * C0
+    else:
+        z = offs * 0
+        rem, oo, oa, ob, oc = _step(offs, z, z, z, z, S0, O0, A0, B0, C0)
+        rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S1, O1, A1, B1, C1)
+        if NDIM > 2:
+            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S2, O2, A2, B2, C2)
+        if NDIM > 3:
+            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S3, O3, A3, B3, C3)
+        if NDIM > 4:
+            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S4, O4, A4, B4, C4)
+        if NDIM > 5:
+            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S5, O5, A5, B5, C5)
+        if NDIM > 6:
+            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S6, O6, A6, B6, C6)
+        if NDIM > 7:
+            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S7, O7, A7, B7, C7)
+    a = tl.load(A + oa, mask=mask)
+    if UPCAST:
+        a = a.to(tl.float32)
+    if ARITY == 1:
+        y = FN(a)
+    else:
+        b = tl.load(B + ob, mask=mask)
+        if UPCAST:
+            b = b.to(tl.float32)
+        if ARITY == 2:
+            y = FN(a, b)
+        else:
+            c = tl.load(C + oc, mask=mask)
+            if UPCAST:
+                c = c.to(tl.float32)
+            y = FN(a, b, c)
+    tl.store(O + oo, y.to(O.dtype.element_ty), mask=mask)
+
+
+# ------------------------------------------------------------------ helpers
+@triton.jit
+def _expm1(x):
+    # Kahan: u = e^x; (u - 1) * x / log(u) corrects the rounding of u.
+    u = tl.exp(x)
+    um1 = u - 1.0
+    r = tl.where(um1 == -1.0, -1.0, um1 * x / tl.log(u))
+    r = tl.where(u == 1.0, x, r)
+    return tl.where(x > 80.0, u, r)
+
+
+@triton.jit
+def _log1p(x):
+    u = 1.0 + x
+    r = tl.log(u) * x / (u - 1.0)
+    r = tl.where(u == 1.0, x, r)
+    return tl.where(u == float("inf"), u, r)
+
+
+# ------------------------------------------------------------------ unary forward
+@triton.jit
+def f_neg(x):
+    return -x
+
+
+@triton.jit
+def f_abs(x):
+    return tl.where(x < 0, -x, x)
+
+
+@triton.jit
+def f_exp(x):
+    return tl.exp(x)
+
+
+@triton.jit
+def f_log(x):
+    return tl.log(x)
+
+
+@triton.jit
+def f_log1p(x):
+    return _log1p(x)
+
+
+@triton.jit
+def f_expm1(x):
+    return _expm1(x)
+
+
+@triton.jit
+def f_sqrt(x):
+    return tl.sqrt(x)
+
+
+@triton.jit
+def f_rsqrt(x):
+    return 1.0 / tl.sqrt(x)
+
+
+@triton.jit
+def f_sin(x):
+    return tl.sin(x)
+
+
+@triton.jit
+def f_cos(x):
+    return tl.cos(x)
+
+
+@triton.jit
+def f_tanh(x):
+    # tanh|x| = -expm1(-2|x|) / (2 + expm1(-2|x|)), sign restored; exact near 0.
+    e = _expm1(-2.0 * tl.where(x < 0, -x, x))
+    t = -e / (2.0 + e)
+    return tl.where(x < 0, -t, tl.where(x == x, t, x))
+
+
+@triton.jit
+def f_sigmoid(x):
+    e = tl.exp(tl.where(x < 0, x, -x))
+    return tl.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+@triton.jit
+def f_erf(x):
+    return tl.erf(x)
+
+
+@triton.jit
+def f_reciprocal(x):
+    return 1.0 / x
+
+
+@triton.jit
+def f_square(x):
+    return x * x
+
+
+@triton.jit
+def f_sign(x):
+    return tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype) + x * 0
+
+
+@triton.jit
+def f_floor(x):
+    return tl.floor(x)
+
+
+@triton.jit
+def f_ceil(x):
+    return tl.ceil(x)
+
+
+@triton.jit
+def f_round(x):
+    # Round half to even: adding and subtracting 2^(mantissa bits) rounds in the FPU's
+    # round-to-nearest-even mode; |x| beyond that is already an integer.
+    if x.dtype == tl.float64:
+        big = 4503599627370496.0
+    else:
+        big = 8388608.0
+    ax = tl.where(x < 0, -x, x)
+    r = tl.where(ax < big, (ax + big) - big, ax)
+    return tl.where(x < 0, -r, r)
+
+
+@triton.jit
+def f_logical_not(x):
+    return x == 0
+
+
+@triton.jit
+def f_identity(x):
+    return x
+
+
+# ------------------------------------------------------------------ binary forward
+@triton.jit
+def f_add(a, b):
+    return a + b
+
+
+@triton.jit
+def f_sub(a, b):
+    return a - b
+
+
+@triton.jit
+def f_mul(a, b):
+    return a * b
+
+
+@triton.jit
+def f_div(a, b):
+    return a / b
+
+
+@triton.jit
+def f_pow(a, b):
+    # a^b = 2^(b log2|a|), sign (-1)^b for negative a with integral b; a^0 = 1.
+    aa = tl.where(a < 0, -a, a)
+    mag = tl.exp2(b * tl.log2(aa))
+    bint = tl.floor(b) == b
+    odd = bint & (tl.floor(b * 0.5) * 2.0 != b)
+    r = tl.where(a < 0, tl.where(bint, tl.where(odd, -mag, mag), float("nan")), mag)
+    return tl.where(b == 0, 1.0, r)
+
+
+@triton.jit
+def f_maximum(a, b):
+    # NaN propagating (NumPy maximum): a NaN in either input wins.
+    return tl.where(a != a, a, tl.where(b != b, b, tl.where(a > b, a, b)))
+
+
+@triton.jit
+def f_minimum(a, b):
+    return tl.where(a != a, a, tl.where(b != b, b, tl.where(a < b, a, b)))
+
+
+@triton.jit
+def f_eq(a, b):
+    return a == b
+
+
+@triton.jit
+def f_ne(a, b):
+    return a != b
+
+
+@triton.jit
+def f_lt(a, b):
+    return a < b
+
+
+@triton.jit
+def f_le(a, b):
+    return a <= b
+
+
+@triton.jit
+def f_gt(a, b):
+    return a > b
+
+
+@triton.jit
+def f_ge(a, b):
+    return a >= b
+
+
+@triton.jit
+def f_logical_and(a, b):
+    return (a != 0) & (b != 0)
+
+
+@triton.jit
+def f_logical_or(a, b):
+    return (a != 0) | (b != 0)
+
+
+# ------------------------------------------------------------------ paired backward
+@triton.jit
+def f_tanh_backward(g, y):
+    # y = tanh(x):  dx = g (1 - y^2)
+    return g * (1.0 - y * y)
+
+
+@triton.jit
+def f_sigmoid_backward(g, y):
+    # y = sigmoid(x):  dx = g y (1 - y)
+    return g * y * (1.0 - y)
+
+
+# ------------------------------------------------------------------ ternary
+@triton.jit
+def f_where(c, a, b):
+    return tl.where(c != 0, a, b)
+
+
+UNARY = {n: globals()["f_" + n] for n in (
+    "neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
+    "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round",
+    "logical_not")}
+# ops whose formula needs a floating input (integer inputs take the host path)
+FLOAT_ONLY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
+              "sigmoid", "erf", "reciprocal", "floor", "ceil", "round", "pow", "div"}
+BINARY = {n: globals()["f_" + n] for n in (
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+    "ge", "logical_and", "logical_or", "tanh_backward", "sigmoid_backward")}

@@ -1,0 +1,762 @@
+"""tgrad.nn.functional: activations, softmax family, losses, layer_norm, linear, dropout.
+
+softmax, log_softmax, cross_entropy and layer_norm are single ops with fused forward and
+backward primitives (``softmax_fwd``/``softmax_bwd``...); gelu, silu and softplus are single
+ops with paired backward primitives. Every backward primitive is itself an op whose own
+backward is written in differentiable tgrad ops, so create_graph / gradgradcheck work to any
+order. linear, mse_loss and dropout are compositions.
+
+Notation: ``g`` incoming gradient, ``gg`` the gradient arriving at a backward op's output,
+``y`` the forward output; sums/means are over the op's reduced dim(s), kept for broadcasting.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.ops._common import backend_of, register_op, shape_str, tensor_method, wrap
+from tgrad.ops.elementwise import exp, sigmoid, tanh, where
+from tgrad.ops.elementwise import relu as _relu_op
+from tgrad.tensor import Tensor, _wrap_dim
+
+__all__ = ["relu", "gelu", "silu", "softplus", "softmax", "log_softmax", "cross_entropy",
+           "nll_loss", "mse_loss", "layer_norm", "linear", "dropout"]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _check_tensor(op: str, x, arg: str = "input") -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
+
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
+
+def _compute(*ts):
+    """Composite ops compute float16/bfloat16 in float32 and round once at the end (as the
+    fused primitives do); returns the widened tensors and the dtype to round back to."""
+    dt = next((t.dtype for t in ts if isinstance(t, Tensor)), None)
+    if dt not in _HALF:
+        return ts, None
+    return tuple(t.float() if isinstance(t, Tensor) else t for t in ts), dt
+
+
+def _per_element(k: int):
+    """``flops`` metadata for the profiler: ~k floating point operations per element of the
+    first tensor argument (exp/erf/tanh count as one)."""
+    def flops(args, out) -> int:
+        t = next((a for a in args if isinstance(a, Tensor)), None)
+        return 0 if t is None else k * t.numel()
+    return staticmethod(flops)
+
+
+def _check_float(op: str, x: Tensor) -> None:
+    _check_tensor(op, x)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: expected a floating point input, got {x.dtype} (convert it "
+                           f"with .float())")
+
+
+# ====================================================================== softmax family
+class Softmax(Function):
+    """y = softmax(x, dim);  dx = softmax_backward(g, y, dim) = y (g - sum(g y))."""
+
+    name = "softmax"
+    node_name = "SoftmaxBackward0"
+    flops = _per_element(5)
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        y = wrap(backend_of(x).softmax_fwd(x._data, dim), x.device)
+        ctx.dim = dim
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return SoftmaxBackward.apply(g, y, ctx.dim), None
+
+
+class SoftmaxBackward(Function):
+    """out = y (g - s), s = sum(g y).
+    d/dg = y gg - y sum(gg y) = softmax_backward(gg, y);
+    d/dy = gg (g - s) - g sum(gg y)."""
+
+    name = "softmax_backward"
+    node_name = "SoftmaxBackwardDataBackward0"
+    flops = _per_element(4)
+
+    @staticmethod
+    def forward(ctx, g, y, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(g, y)
+        return wrap(backend_of(g).softmax_bwd(g._data, y._data, dim), g.device)
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, y = ctx.saved_tensors
+        d = ctx.dim
+        need_g, need_y, _ = ctx.needs_input_grad
+        dg = SoftmaxBackward.apply(gg, y, d) if need_g else None
+        dy = None
+        if need_y:
+            s = (g * y).sum(d, keepdim=True)
+            dy = gg * (g - s) - g * (gg * y).sum(d, keepdim=True)
+        return dg, dy, None
+
+
+class LogSoftmax(Function):
+    """y = x - logsumexp(x, dim);  dx = log_softmax_backward(g, y, dim) = g - exp(y) sum(g)."""
+
+    name = "log_softmax"
+    node_name = "LogSoftmaxBackward0"
+    flops = _per_element(5)
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        y = wrap(backend_of(x).log_softmax_fwd(x._data, dim), x.device)
+        ctx.dim = dim
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return LogSoftmaxBackward.apply(g, y, ctx.dim), None
+
+
+class LogSoftmaxBackward(Function):
+    """out = g - exp(y) sum(g).  d/dg = gg - sum(gg exp(y));  d/dy = -gg exp(y) sum(g)."""
+
+    name = "log_softmax_backward"
+    node_name = "LogSoftmaxBackwardDataBackward0"
+    flops = _per_element(4)
+
+    @staticmethod
+    def forward(ctx, g, y, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(g, y)
+        return wrap(backend_of(g).log_softmax_bwd(g._data, y._data, dim), g.device)
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, y = ctx.saved_tensors
+        d = ctx.dim
+        need_g, need_y, _ = ctx.needs_input_grad
+        p = exp(y)
+        dg = gg - (gg * p).sum(d, keepdim=True) if need_g else None
+        dy = -gg * p * g.sum(d, keepdim=True) if need_y else None
+        return dg, dy, None
+
+
+def _softmax_dim(op: str, x: Tensor, dim) -> int:
+    if dim is None:
+        warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the "
+                      f"call to include dim=X as an argument.", stacklevel=3)
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return _wrap_dim(int(dim), x.ndim, op)
+
+
+def _softmax_like(op: str, cls, input: Tensor, dim, dtype) -> Tensor:  # noqa: A002
+    _check_tensor(op, input)
+    if dtype is not None:
+        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
+    _check_float(op, input)
+    d = _softmax_dim(op, input, dim)
+    if input.ndim == 0:
+        return cls.apply(input.reshape(1), 0).reshape(())
+    return cls.apply(input, d)
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
+            dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim`` (max-subtracted; one fused op)."""
+    return _softmax_like("softmax", Softmax, input, dim, dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
+                dtype=None) -> Tensor:
+    """x - logsumexp(x) along ``dim`` (one fused op)."""
+    return _softmax_like("log_softmax", LogSoftmax, input, dim, dtype)
+
+
+@tensor_method("softmax")
+def _softmax_method(self: Tensor, dim: int, dtype=None) -> Tensor:
+    return softmax(self, dim, dtype=dtype)
+
+
+@tensor_method("log_softmax")
+def _log_softmax_method(self: Tensor, dim: int, dtype=None) -> Tensor:
+    return log_softmax(self, dim, dtype=dtype)
+
+
+def softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
+    """y (g - sum(g y)) along ``dim``: the fused backward of softmax, as an op."""
+    return SoftmaxBackward.apply(grad, output, _wrap_dim(dim, output.ndim, "softmax_backward"))
+
+
+def log_softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
+    """g - exp(y) sum(g) along ``dim``: the fused backward of log_softmax, as an op."""
+    return LogSoftmaxBackward.apply(grad, output,
+                                    _wrap_dim(dim, output.ndim, "log_softmax_backward"))
+
+
+# ====================================================================== cross entropy
+class CrossEntropy(Function):
+    """loss_i = rw_i (logsumexp(x_i) - x_i[t_i]) (0 where t_i == ignore_index), reduced;
+    rw_i = weight[t_i] (1 without class weights).
+    dx = cross_entropy_backward(g, x, t) = c_i (softmax(x_i) - onehot(t_i))."""
+
+    name = "cross_entropy"
+    node_name = "NllLossBackward0"
+    flops = _per_element(5)
+
+    @staticmethod
+    def forward(ctx, x, target, rw, axis, ignore_index, reduction):
+        loss, lse = backend_of(x).cross_entropy_fwd(
+            x._data, target._data, None if rw is None else rw._data, axis, ignore_index,
+            reduction)
+        ctx.lse = wrap(lse, x.device)
+        ctx.meta = (target, rw, axis, ignore_index, reduction)
+        ctx.save_for_backward(x)
+        return wrap(loss, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return (CrossEntropyBackward.apply(g, x, ctx.lse, *ctx.meta),
+                None, None, None, None, None)
+
+
+def _ce_row_weights(x: Tensor, target: Tensor, rw, ignore_index: int) -> Tensor:
+    """Per-row factors (target's shape, x's dtype): rw where kept, 0 where ignored."""
+    keep = (target != ignore_index).to(x.dtype)
+    return keep if rw is None else keep * rw.to(x.dtype)
+
+
+class CrossEntropyBackward(Function):
+    """out = c (p - onehot), p = softmax(x), c = g rw (/ sum(rw) for "mean").
+    d/dx = softmax_backward(gg c, p);
+    d/dg = sum_c(gg (p - onehot)) rw, summed (and / sum(rw)) for "sum"/"mean"."""
+
+    name = "cross_entropy_backward"
+    node_name = "NllLossBackwardBackward0"
+    flops = _per_element(5)
+
+    @staticmethod
+    def forward(ctx, g, x, lse, target, rw, axis, ignore_index, reduction):
+        ctx.meta = (target, rw, axis, ignore_index, reduction)
+        ctx.save_for_backward(g, x)
+        return wrap(backend_of(x).cross_entropy_bwd(
+            g._data, x._data, target._data, None if rw is None else rw._data, lse._data, axis,
+            ignore_index, reduction), x.device)
+
+    @staticmethod
+    def backward(ctx, gg):
+        from tgrad.ops.creation import arange
+        g, x = ctx.saved_tensors
+        t, rw, axis, ignore_index, red = ctx.meta
+        need_g, need_x = ctx.needs_input_grad[:2]
+        w = _ce_row_weights(x, t, rw, ignore_index)
+        if red == "mean":
+            total = float(w.sum().item())
+            w = w / (total if total != 0 else 1.0)
+        p = Softmax.apply(x, axis)
+        dg = dx = None
+        if need_x:
+            dx = SoftmaxBackward.apply(gg * (g * w).unsqueeze(axis), p, axis)
+        if need_g:
+            classes = arange(x.shape[axis], device=x.device).reshape(
+                tuple(-1 if i == axis else 1 for i in range(x.ndim)))
+            onehot = (classes == t.unsqueeze(axis)).to(x.dtype)
+            r = (gg * (p - onehot)).sum(axis) * w
+            dg = r if red == "none" else r.sum()
+        return dg, dx, None, None, None, None, None, None
+
+
+def _legacy_reduction(size_average, reduce, reduction: str) -> str:
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  "reduction='{}' instead.", stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_class_target(op: str, input: Tensor, target: Tensor) -> int:  # noqa: A002
+    """The class axis of ``input``; validates target's shape against input's."""
+    if input.ndim == 0:
+        raise RuntimeError(f"{op}: input must have at least 1 dimension (the classes), got a "
+                           f"0-d tensor")
+    if input.ndim == 1:
+        if target.ndim != 0:
+            raise RuntimeError(f"{op}: for a 1-D input of {input.shape[0]} classes the target "
+                               f"must be 0-D (a class index), got shape {shape_str(target.shape)}")
+        return 0
+    want = input.shape[:1] + input.shape[2:]
+    if target.shape != want:
+        if input.ndim == 2 and target.ndim == 1:
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                             f"batch_size ({target.shape[0]}).")
+        raise RuntimeError(f"{op}: Expected target size {shape_str(want)}, got "
+                           f"{shape_str(target.shape)} (input shape {shape_str(input.shape)})")
+    return 1
+
+
+def _check_targets_in_range(target: Tensor, n_classes: int, ignore_index: int) -> None:
+    import numpy as np
+    t = np.asarray(target.numpy(force=True))
+    bad = t[(t != ignore_index) & ((t < 0) | (t >= n_classes))]
+    if bad.size:
+        raise IndexError(f"Target {int(bad.flat[0])} is out of bounds (cross_entropy over "
+                         f"{n_classes} classes; valid targets are 0..{n_classes - 1} or "
+                         f"ignore_index={ignore_index}).")
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                  size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy of logits ``input`` ([C], [N, C] or [N, C, d1, ...]) against class
+    indices ``target`` ([], [N] or [N, d1, ...]) in one fused op, with optional class
+    ``weight`` [C] (not differentiated, as PyTorch) and ``label_smoothing``; or against class
+    probabilities (a float ``target`` of input's shape), composed from log_softmax."""
+    _check_float("cross_entropy", input)
+    _check_tensor("cross_entropy", target, "target")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing}")
+    axis = 0 if input.ndim == 1 else 1
+    if weight is not None:
+        _check_tensor("cross_entropy", weight, "weight")
+        n_classes = input.shape[axis] if input.ndim else 0
+        if weight.shape != (n_classes,):
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all "
+                               f"{n_classes} classes or no classes but got weight tensor of "
+                               f"shape: {shape_str(weight.shape)}")
+        weight = weight.detach().to(input.dtype)
+    if target.dtype.is_floating_point:
+        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+    if target.dtype is dtypes.bool_:
+        raise RuntimeError("cross_entropy: expected target of class indices (int64) or class "
+                           "probabilities (float), got bool")
+    if input.device != target.device:
+        raise RuntimeError(f"cross_entropy: input is on {input.device} but target is on "
+                           f"{target.device}; move them to the same device")
+    axis = _check_class_target("cross_entropy", input, target)
+    _check_targets_in_range(target, input.shape[axis], ignore_index)
+    target = target.long()
+    rw = None
+    if weight is not None:
+        rw = weight[where(target != ignore_index, target, 0)]
+    loss = CrossEntropy.apply(input, target, rw, axis, int(ignore_index), reduction)
+    if label_smoothing == 0.0:
+        return loss
+    return _smoothed(input, target, weight, rw, axis, int(ignore_index), reduction,
+                     label_smoothing, loss)
+
+
+def _smoothed(x: Tensor, t: Tensor, weight, rw, axis: int, ignore_index: int, reduction: str,
+              eps: float, nll: Tensor) -> Tensor:
+    """PyTorch's label smoothing: (1 - eps) nll + eps / C * smooth, with
+    smooth_i = -sum_c w_c log_softmax(x)_ic (0 on ignored rows), reduced like nll."""
+    logp = log_softmax(x, axis)
+    if weight is not None:
+        logp = logp * weight.reshape(tuple(-1 if i == axis else 1 for i in range(x.ndim)))
+    keep = (t != ignore_index).to(x.dtype)
+    smooth = -logp.sum(axis) * keep
+    if reduction == "mean":
+        denom = (rw * keep).sum() if rw is not None else keep.sum()
+        smooth = smooth.sum() / denom
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1.0 - eps) + smooth * (eps / x.shape[axis])
+
+
+def _cross_entropy_probs(input: Tensor, target: Tensor, weight, reduction: str,  # noqa: A002
+                         eps: float) -> Tensor:
+    """loss = -sum_c w_c q_c log_softmax(x)_c with q = (1 - eps) target + eps / C;
+    "mean" divides by the number of samples (as PyTorch, even with weights)."""
+    if target.shape != input.shape:
+        raise RuntimeError(f"cross_entropy: with class probabilities the target must have the "
+                           f"input's shape {shape_str(input.shape)}, got "
+                           f"{shape_str(target.shape)}")
+    axis = 0 if input.ndim == 1 else 1
+    if eps > 0.0:
+        target = target * (1.0 - eps) + eps / input.shape[axis]
+    logp = log_softmax(input, axis)
+    if weight is not None:
+        logp = logp * weight.reshape(tuple(-1 if i == axis else 1 for i in range(input.ndim)))
+    loss = -(target * logp).sum(axis)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    n = loss.numel()
+    return loss.sum() / float(n) if n else loss.sum() / 0.0
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+             size_average=None, ignore_index: int = -100, reduce=None,
+             reduction: str = "mean") -> Tensor:
+    """-w[t_i] input[i, t_i] (log-probabilities in), reduced ("mean" divides by the sum of
+    the kept rows' weights); a composition of a one-hot contraction."""
+    _check_float("nll_loss", input)
+    _check_tensor("nll_loss", target, "target")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    axis = _check_class_target("nll_loss", input, target)
+    _check_targets_in_range(target, input.shape[axis], ignore_index)
+    keep = target != ignore_index
+    safe = where(keep, target.long(), 0)
+    w = keep.to(input.dtype)
+    if weight is not None:
+        if weight.shape != (input.shape[axis],):
+            raise RuntimeError(f"nll_loss: weight tensor should be defined either for all "
+                               f"{input.shape[axis]} classes or no classes but got weight "
+                               f"tensor of shape: {shape_str(weight.shape)}")
+        w = w * weight.detach().to(input.dtype)[safe]
+    loss = -_take_class(input, safe, axis) * w
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def _take_class(x: Tensor, t: Tensor, axis: int) -> Tensor:
+    from tgrad.ops.creation import arange
+    classes = arange(x.shape[axis], device=x.device).reshape(
+        tuple(-1 if i == axis else 1 for i in range(x.ndim)))
+    onehot = (classes == t.unsqueeze(axis)).to(x.dtype)
+    return (x * onehot).sum(axis)
+
+
+# ====================================================================== mse, linear
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
+             reduction: str = "mean") -> Tensor:
+    """(input - target)^2, reduced (broadcasting, with PyTorch's warning when shapes
+    differ)."""
+    _check_tensor("mse_loss", input)
+    _check_tensor("mse_loss", target, "target")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
+                      f"input size ({list(input.shape)}). This will likely lead to incorrect "
+                      f"results due to broadcasting. Please ensure they have the same size.",
+                      stacklevel=2)
+    (x, t), half = _compute(input, target)
+    d = x - t
+    sq = d * d
+    if reduction != "none":
+        sq = sq.sum() if reduction == "sum" else sq.mean()
+    return sq if half is None else sq.to(half)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
+    """y = input @ weight^T + bias; weight: [out, in] (or [in]), bias: [out] (or [])."""
+    _check_tensor("linear", input)
+    _check_tensor("linear", weight, "weight")
+    if weight.ndim not in (1, 2):
+        raise RuntimeError(f"linear: weight must be 1-D or 2-D, got shape "
+                           f"{shape_str(weight.shape)}")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
+        rows = int(math.prod(input.shape[:-1])) if input.ndim else 1
+        cols = input.shape[-1] if input.ndim else 1
+        w_shape = (weight.shape[1], weight.shape[0]) if weight.ndim == 2 else (weight.shape[0],
+                                                                              1)
+        raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} "
+                           f"and {w_shape[0]}x{w_shape[1]}) (input {shape_str(input.shape)}, "
+                           f"weight {shape_str(weight.shape)})")
+    (x, w, b), half = _compute(input, weight, bias)
+    y = x.matmul(w.mT if w.ndim == 2 else w)
+    if b is not None:
+        y = y + b
+    return y if half is None else y.to(half)
+
+
+# ====================================================================== dropout
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
+            inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` (a Bernoulli mask from tgrad's generator,
+    seeded by tgrad.manual_seed) and scale the rest by 1/(1-p); identity when not
+    training or p == 0."""
+    _check_tensor("dropout", input)
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    _check_float("dropout", input)
+    from tgrad.ops.creation import rand
+    if p == 1.0:
+        scale = input.detach() * 0.0
+    else:
+        u = rand(*input.shape, dtype=dtypes.float64, device=input.device)
+        scale = ((u >= p).to(input.dtype) * (1.0 / (1.0 - p)))
+    if inplace:
+        return input.mul_(scale)
+    return input * scale
+
+
+# ====================================================================== layer norm
+class LayerNorm(Function):
+    """y = (x - mean) * rstd * w + b over the last k dims.
+    backward: (dx, dw, db) = layer_norm_backward(g, x, w, mean, rstd) (one fused op)."""
+
+    name = "layer_norm"
+    node_name = "NativeLayerNormBackward0"
+    flops = _per_element(8)
+
+    @staticmethod
+    def forward(ctx, x, w, b, k, eps):
+        be = backend_of(x)
+        y, mean, rstd = be.layer_norm_fwd(x._data, k, None if w is None else w._data,
+                                          None if b is None else b._data, eps)
+        ctx.mean, ctx.rstd = wrap(mean, x.device), wrap(rstd, x.device)
+        ctx.k, ctx.eps, ctx.has_w, ctx.has_b = k, eps, w is not None, b is not None
+        ctx.save_for_backward(x, w)
+        return wrap(y, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        _, need_w, need_b = ctx.needs_input_grad[:3]
+        dx, dw, db = LayerNormBackward.apply(g, x, w, ctx.mean, ctx.rstd, ctx.k, ctx.eps,
+                                             bool(need_w), bool(need_b))
+        return dx, dw, db, None, None
+
+
+def _ln_stats(x: Tensor, k: int, eps: float):
+    """(h, r): xhat and rstd recomputed in differentiable ops (for higher derivatives)."""
+    dims = tuple(range(x.ndim - k, x.ndim))
+    xc = x - x.mean(dims, keepdim=True)
+    r = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    return xc * r, r, dims
+
+
+class LayerNormBackward(Function):
+    """(dx, dw, db) = (r (gw - mean(gw) - h mean(gw h)), sum_batch(g h), sum_batch(g)),
+    gw = g w, h = xhat, r = rstd, N = normalized numel. Its backward, for cotangents
+    (ggx, ggw, ggb), with m = mean(gw h), P(v) = v - mean(v):
+      d/dg = w r (ggx - mean(ggx) - h mean(ggx h)) + ggw h + ggb
+      d/dw = sum_batch(g r (ggx - mean(ggx) - h mean(ggx h)))
+      d/dx = r (c - mean(c) - h mean(c h)) + s h / N,  where
+             c = -r m ggx - (r/N) sum(ggx h) gw + ggw g,
+             s = -r^2 sum(ggx P(gw)) + r^2 m sum(ggx h)
+    (from dh = r (dx - mean(dx) - h mean(h dx)) and dr = -r^2 mean(h dx))."""
+
+    name = "layer_norm_backward"
+    node_name = "NativeLayerNormBackwardBackward0"
+    flops = _per_element(12)
+
+    @staticmethod
+    def forward(ctx, g, x, w, mean, rstd, k, eps, need_w, need_b):
+        be = backend_of(g)
+        dx, dw, db = be.layer_norm_bwd(g._data, x._data, mean._data, rstd._data,
+                                       None if w is None else w._data, k, need_w, need_b)
+        ctx.k, ctx.eps = k, eps
+        ctx.save_for_backward(g, x, w)
+        return (wrap(dx, g.device), None if dw is None else wrap(dw, g.device),
+                None if db is None else wrap(db, g.device))
+
+    @staticmethod
+    def backward(ctx, ggx, ggw, ggb):
+        g, x, w = ctx.saved_tensors
+        need_g, need_x, need_w = ctx.needs_input_grad[:3]
+        k = ctx.k
+        h, r, dims = _ln_stats(x, k, ctx.eps)
+        n = float(math.prod(x.shape[x.ndim - k:]))
+        batch = tuple(range(x.ndim - k))
+        gw = g * w if w is not None else g
+        dg = dx = dw = None
+
+        def proj(v):  # r (v - mean(v) - h mean(v h)): the adjoint of g -> dx with w = 1
+            return r * (v - v.mean(dims, keepdim=True) - h * (v * h).mean(dims, keepdim=True))
+
+        u = proj(ggx) if ggx is not None else None
+        if need_g:
+            parts = []
+            if u is not None:
+                parts.append(u * w if w is not None else u)
+            if ggw is not None:
+                parts.append(ggw * h)
+            if ggb is not None:
+                parts.append(ggb.expand(g.shape))
+            if parts:
+                dg = parts[0]
+                for p in parts[1:]:
+                    dg = dg + p
+        if need_w and w is not None and u is not None:
+            dw = (u * g).sum(batch) if batch else u * g
+        if need_x:
+            c = None
+            if ggx is not None:
+                m = (gw * h).mean(dims, keepdim=True)
+                sh = (ggx * h).sum(dims, keepdim=True)
+                c = -(r * m) * ggx - (r / n) * sh * gw
+                pgw = gw - gw.mean(dims, keepdim=True)
+                s = (r * r) * (m * sh - (ggx * pgw).sum(dims, keepdim=True))
+            if ggw is not None:
+                c = ggw * g if c is None else c + ggw * g
+            if c is not None:
+                dx = r * (c - c.mean(dims, keepdim=True) - h * (c * h).mean(dims, keepdim=True))
+                if ggx is not None:
+                    dx = dx + s * h / n
+        return dg, dx, dw, None, None, None, None, None, None
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing ``normalized_shape`` dims (biased variance), then scale by
+    ``weight`` and shift by ``bias`` (one fused op)."""
+    _check_float("layer_norm", input)
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    ns = tuple(int(s) for s in normalized_shape)
+    k = len(ns)
+    if k == 0 or input.ndim < k or input.shape[input.ndim - k:] != ns:
+        raise RuntimeError(f"layer_norm: Given normalized_shape={list(ns)}, expected input "
+                           f"with shape [*, {', '.join(str(s) for s in ns)}], but got input "
+                           f"of size {shape_str(input.shape)}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is None:
+            continue
+        _check_tensor("layer_norm", p, name)
+        if p.shape != ns:
+            raise RuntimeError(f"layer_norm: Expected {name} to be of same shape as "
+                               f"normalized_shape, but got {name} of shape "
+                               f"{shape_str(p.shape)} and normalized_shape = {list(ns)}")
+        if p.dtype is not input.dtype:
+            raise RuntimeError(f"layer_norm: expected {name} to have the input's dtype "
+                               f"{input.dtype}, got {p.dtype}")
+        if p.device != input.device:
+            raise RuntimeError(f"layer_norm: expected {name} on {input.device}, got {p.device}")
+    return LayerNorm.apply(input, weight, bias, k, float(eps))
+
+
+def layer_norm_backward(grad: Tensor, input: Tensor, weight, mean: Tensor,  # noqa: A002
+                        rstd: Tensor, k: int, eps: float = 1e-5) -> tuple:
+    """The fused layer_norm backward as an op: (dx, dw, db)."""
+    return LayerNormBackward.apply(grad, input, weight, mean, rstd, k, eps,
+                                   weight is not None, True)
+
+
+# ====================================================================== activations
+def _gelu_dd(x: Tensor, approximate: str) -> Tensor:
+    """d^2 gelu / dx^2.  'none': phi(x) (2 - x^2);
+    'tanh': (1 - t^2)(u' - x t u'^2 + x u''/2), u'' = 6 sqrt(2/pi) 0.044715 x."""
+    if approximate == "tanh":
+        k0, k1 = math.sqrt(2.0 / math.pi), 0.044715
+        t = tanh((x + x * x * x * k1) * k0)
+        du = (x * x * (3.0 * k1) + 1.0) * k0
+        ddu = x * (6.0 * k0 * k1)
+        return (1.0 - t * t) * (du - x * t * du * du + x * ddu * 0.5)
+    phi = exp(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
+    return phi * (2.0 - x * x)
+
+
+def _silu_dd(x: Tensor) -> Tensor:
+    """d^2 silu / dx^2 = s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x)."""
+    s = sigmoid(x)
+    return s * (1.0 - s) * (x * (1.0 - s * 2.0) + 2.0)
+
+
+def _softplus_dd(x: Tensor, beta: float, threshold: float) -> Tensor:
+    """d^2 softplus / dx^2 = beta s (1 - s), s = sigmoid(beta x); 0 past the threshold."""
+    s = sigmoid(x * beta)
+    return where(x * beta > threshold, 0.0, s * (1.0 - s) * beta)
+
+
+# name: (node name, second derivative rule dd(x, *params), flops per element fwd, bwd)
+ACTIVATIONS = {
+    "gelu": ("GeluBackward0", _gelu_dd, 8, 12),
+    "silu": ("SiluBackward0", _silu_dd, 4, 6),
+    "softplus": ("SoftplusBackward0", _softplus_dd, 4, 5),
+}
+
+
+def _make_activation(name: str, node: str, dd, fwd_flops: int, bwd_flops: int):
+    fwd_prim, bwd_prim = name + "_fwd", name + "_bwd"
+
+    def b_forward(ctx, g, x, *params):
+        ctx.params = params
+        ctx.save_for_backward(g, x)
+        return wrap(getattr(backend_of(g), bwd_prim)(g._data, x._data, *params), g.device)
+
+    def b_backward(ctx, gg):
+        # out = g f'(x):  d/dg = gg f'(x) = f_backward(gg, x);  d/dx = gg g f''(x)
+        g, x = ctx.saved_tensors
+        need_g, need_x = ctx.needs_input_grad[:2]
+        dg = bwd_cls.apply(gg, x, *ctx.params) if need_g else None
+        dx = gg * g * dd(x, *ctx.params) if need_x else None
+        return (dg, dx) + (None,) * len(ctx.params)
+
+    bwd_cls = type(name.capitalize() + "Backward", (Function,), {
+        "name": name + "_backward", "node_name": node[:-1] + "Backward0",
+        "flops": _per_element(bwd_flops),
+        "forward": staticmethod(b_forward), "backward": staticmethod(b_backward)})
+
+    def f_forward(ctx, x, *params):
+        ctx.params = params
+        ctx.save_for_backward(x)
+        return wrap(getattr(backend_of(x), fwd_prim)(x._data, *params), x.device)
+
+    def f_backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return (bwd_cls.apply(g, x, *ctx.params),) + (None,) * len(ctx.params)
+
+    fwd_cls = type(name.capitalize(), (Function,), {
+        "name": name, "node_name": node, "flops": _per_element(fwd_flops),
+        "forward": staticmethod(f_forward), "backward": staticmethod(f_backward)})
+    return register_op(fwd_cls), register_op(bwd_cls)
+
+
+_ACT = {n: _make_activation(n, *spec) for n, spec in ACTIVATIONS.items()}
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
+    """x Phi(x) ('none', exact via erf) or its tanh approximation ('tanh')."""
+    _check_float("gelu", input)
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"gelu: approximate argument must be either none or tanh, got "
+                           f"'{approximate}'")
+    return _ACT["gelu"][0].apply(input, approximate)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x sigmoid(x)."""
+    _check_float("silu", input)
+    y = _ACT["silu"][0].apply(input)
+    return input.copy_(y) if inplace else y
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
+    """log(1 + exp(beta x)) / beta, reverting to x where beta x > threshold."""
+    _check_float("softplus", input)
+    return _ACT["softplus"][0].apply(input, float(beta), float(threshold))
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """max(x, 0)."""
+    _check_tensor("relu", input)
+    return input.relu_() if inplace else _relu_op(input)
+
+
+for _c in (Softmax, SoftmaxBackward, LogSoftmax, LogSoftmaxBackward, CrossEntropy,
+           CrossEntropyBackward, LayerNorm, LayerNormBackward):
+    register_op(_c)

@@ -1,0 +1,55 @@
+"""Linear and Identity."""
+
+from __future__ import annotations
+
+import math
+
+from tgrad.nn import functional as F
+from tgrad.nn import init
+from tgrad.nn.modules.module import Module
+from tgrad.nn.parameter import Parameter
+from tgrad.tensor import Tensor
+
+
+class Identity(Module):
+    """Returns its input unchanged (arguments are accepted and ignored)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return input
+
+
+class Linear(Module):
+    """y = x W^T + b.  x: (*, in_features) -> y: (*, out_features); W: (out, in); b: (out,).
+
+    Initialised like PyTorch: W ~ kaiming_uniform_(a=sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)),
+    b ~ U(-1/sqrt(in), 1/sqrt(in))."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device=None, dtype=None) -> None:
+        from tgrad.ops.creation import empty
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(empty(out_features, in_features, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_features
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")

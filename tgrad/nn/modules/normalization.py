@@ -1,0 +1,47 @@
+"""LayerNorm."""
+
+from __future__ import annotations
+
+from tgrad.nn import functional as F
+from tgrad.nn import init
+from tgrad.nn.modules.module import Module
+from tgrad.nn.parameter import Parameter
+from tgrad.tensor import Tensor
+
+
+class LayerNorm(Module):
+    """y = (x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape)
+    dims (biased variance). weight starts at ones, bias at zeros."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None) -> None:
+        from tgrad.ops.creation import empty
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

@@ -1,0 +1,59 @@
+"""Embedding: a lookup table; row i of ``weight`` is the vector of index i."""
+
+from __future__ import annotations
+
+from tgrad.nn import init
+from tgrad.nn.modules.module import Module
+from tgrad.nn.parameter import Parameter
+from tgrad.tensor import Tensor
+
+
+class Embedding(Module):
+    """input: integer tensor (*) -> output (*, embedding_dim).  weight ~ N(0, 1);
+    the row ``padding_idx`` starts at zeros and receives no gradient.
+    Backward: dweight[i] = sum of the output gradients at positions where input == i."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 _weight: Tensor | None = None, device=None, dtype=None) -> None:
+        from tgrad.ops.creation import empty
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(empty(num_embeddings, embedding_dim, device=device,
+                                          dtype=dtype))
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ValueError("Shape of weight does not match num_embeddings and "
+                                 "embedding_dim")
+            self.weight = Parameter(_weight)
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            from tgrad.autograd.grad_mode import no_grad
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        if input.dtype.is_floating_point:
+            raise RuntimeError(f"Embedding: expected an integer index tensor, got "
+                               f"{input.dtype}")
+        out = self.weight[input]
+        if self.padding_idx is not None:
+            from tgrad.ops.elementwise import where
+            keep = (input != self.padding_idx).unsqueeze(-1)
+            out = where(keep, out, out.detach())  # same values; no gradient to the pad row
+        return out
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s

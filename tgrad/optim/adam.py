@@ -1,0 +1,75 @@
+"""Adam and AdamW (decoupled weight decay), with amsgrad and maximize."""
+
+from __future__ import annotations
+
+from tgrad.optim import _functional
+from tgrad.optim.optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """Adam (PyTorch's update rule, see ``_functional.adam``); weight_decay is L2 added to
+    the gradient. State per parameter: step (float32 scalar tensor), exp_avg, exp_avg_sq
+    (and max_exp_avg_sq with amsgrad)."""
+
+    _decoupled = False
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
+                 maximize: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
+
+    def _init_state(self, p, amsgrad: bool) -> dict:
+        from tgrad.ops.creation import tensor, zeros_like
+        st = self.state[p]
+        if not st:
+            st["step"] = tensor(0.0, dtype="float32")
+            st["exp_avg"] = zeros_like(p)
+            st["exp_avg_sq"] = zeros_like(p)
+            if amsgrad:
+                st["max_exp_avg_sq"] = zeros_like(p)
+        return st
+
+    def step(self, closure=None):
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            amsgrad = group["amsgrad"]
+            params, grads, m, v, vmax, steps = [], [], [], [], [], []
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                st = self._init_state(p, amsgrad)
+                params.append(p)
+                grads.append(p._grad)
+                m.append(st["exp_avg"])
+                v.append(st["exp_avg_sq"])
+                vmax.append(st.get("max_exp_avg_sq"))
+                steps.append(st["step"])
+            beta1, beta2 = group["betas"]
+            _functional.adam(params, grads, m, v, vmax, steps, lr=group["lr"], beta1=beta1,
+                             beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+                             amsgrad=amsgrad, maximize=group["maximize"],
+                             decoupled_weight_decay=self._decoupled)
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: p <- p (1 - lr wd) before the Adam update."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)

@@ -1,0 +1,162 @@
+"""Optimizer: the base class (param_groups, state, zero_grad, state_dict / load_state_dict).
+
+Subclasses implement ``step`` as ONE loop per parameter group: gather the parameters that
+have a gradient and their state, then make one call to a per-group update function from
+``tgrad.optim._functional`` (the seam where a fused GPU kernel per group plugs in)."""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from typing import Any, Callable, Iterable
+
+from tgrad.autograd.grad_mode import enable_grad
+from tgrad.tensor import Tensor
+
+
+class _RequiredParameter:
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class Optimizer:
+    """Holds ``param_groups`` (a list of dicts: "params" plus hyper-parameters, defaults
+    filled from ``defaults``) and ``state`` (param -> dict of per-parameter tensors)."""
+
+    def __init__(self, params: Iterable, defaults: dict) -> None:
+        self.defaults = defaults
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict] = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {type(params).__name__}")
+        groups = list(params)
+        if len(groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group: dict) -> None:
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        params = list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
+                                f"is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = dict(param_group, params=params)
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            group.setdefault(name, default)
+        ids = [id(p) for p in params]
+        if len(set(ids)) != len(ids):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if seen & set(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized tensors (to None, or zeros in place)."""
+        from tgrad.autograd.grad_mode import no_grad
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    if p._grad.grad_fn is not None:
+                        p._grad = p._grad.detach()
+                    with no_grad():
+                        p._grad.zero_()
+
+    def step(self, closure: Callable[[], Any] | None = None):
+        raise NotImplementedError
+
+    def _eval_closure(self, closure):
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    # ------------------------------------------------------------------ state dict
+    def state_dict(self) -> dict:
+        """{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]};
+        parameters are numbered in the order of the groups. Values are references (not
+        copies), like PyTorch."""
+        index: dict[int, int] = {}
+        groups = []
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            ids = []
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            packed["params"] = ids
+            groups.append(packed)
+        state = {index[id(p)]: s for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore hyper-parameters and state; tensors are copied and cast to the dtype and
+        device of their parameter (``step`` stays as saved)."""
+        state_dict = copy.copy(state_dict)
+        groups = self.param_groups
+        saved = state_dict["param_groups"]
+        if len(groups) != len(saved):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        id_map = {}
+        for g, s in zip(groups, saved):
+            for p, i in zip(g["params"], s["params"]):
+                id_map[i] = p
+        self.state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            k = int(k)
+            if k not in id_map:
+                continue
+            p = id_map[k]
+            self.state[p] = {name: _cast_state(p, name, val) for name, val in v.items()}
+        new_groups = []
+        for g, s in zip(groups, saved):
+            ng = {k: v for k, v in s.items() if k != "params"}
+            ng["params"] = g["params"]
+            new_groups.append(ng)
+        self.param_groups = new_groups
+
+    def __repr__(self) -> str:
+        out = type(self).__name__ + " ("
+        for i, g in enumerate(self.param_groups):
+            out += f"\nParameter Group {i}"
+            for k in sorted(g):
+                if k != "params":
+                    out += f"\n    {k}: {g[k]}"
+        return out + "\n)"
+
+
+def _cast_state(p: Tensor, name: str, value):
+    if not isinstance(value, Tensor):
+        return copy.deepcopy(value)
+    if name == "step":
+        return value.detach().clone()
+    dt = p.dtype if value.dtype.is_floating_point else value.dtype
+    return value.detach().to(p.device, dt).clone()

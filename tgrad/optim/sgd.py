@@ -1,0 +1,42 @@
+"""SGD with momentum, dampening, Nesterov momentum, weight decay and maximize."""
+
+from __future__ import annotations
+
+from tgrad.optim import _functional
+from tgrad.optim.optimizer import Optimizer, required
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent (PyTorch's update rule, see ``_functional.sgd``)."""
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False):
+        if lr is not required and lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize))
+
+    def step(self, closure=None):
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            params, grads, bufs = [], [], []
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                params.append(p)
+                grads.append(p._grad)
+                bufs.append(self.state[p].get("momentum_buffer"))
+            _functional.sgd(params, grads, bufs, lr=group["lr"], momentum=group["momentum"],
+                            dampening=group["dampening"], weight_decay=group["weight_decay"],
+                            nesterov=group["nesterov"], maximize=group["maximize"])
+            if group["momentum"] != 0:
+                for p, b in zip(params, bufs):
+                    self.state[p]["momentum_buffer"] = b
+        return loss

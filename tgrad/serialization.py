@@ -1,0 +1,128 @@
+"""``tgrad.save`` / ``tgrad.load``: tensors and nested containers in one ``.npz`` file.
+
+Format: every tensor is one array entry ("t0", "t1", ...) in an uncompressed NumPy ``.npz``
+archive; the structure (dicts, lists, tuples, scalars, strings, where each tensor sits, its
+dtype and flags) is a JSON document stored as the uint8 array "__tgrad__". Loading uses
+``np.load(allow_pickle=False)`` and ``json``: a file can never run code. bfloat16 (not a
+NumPy-native dtype) is stored as its uint16 bit pattern and reinterpreted on load.
+Views are saved as contiguous copies (storage sharing between tensors is not preserved).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+from typing import Any, BinaryIO, Union
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.tensor import Tensor
+
+FORMAT = "tgrad.save/1"
+_STRUCT_KEY = "__tgrad__"
+PathOrFile = Union[str, os.PathLike, BinaryIO]
+
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def save(obj: Any, f: PathOrFile) -> None:
+    """Save ``obj`` (a tensor, or dicts / lists / tuples of tensors, Python scalars, strings
+    and None, e.g. a Module or Optimizer state_dict) to the path or binary file ``f``."""
+    arrays: dict[str, np.ndarray] = {}
+    doc = {"format": FORMAT, "root": _encode(obj, arrays, "obj")}
+    arrays[_STRUCT_KEY] = np.frombuffer(json.dumps(doc).encode("utf-8"), dtype=np.uint8)
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:  # a file object: np.savez must not append ".npz"
+            np.savez(fh, **arrays)
+    else:
+        np.savez(f, **arrays)
+
+
+def load(f: PathOrFile, map_location=None, weights_only: bool = True) -> Any:
+    """Load what ``save`` wrote. Tensors come back on the CPU, or on ``map_location`` (a
+    device or device string). ``weights_only`` is accepted for PyTorch compatibility; the
+    format never executes code either way."""
+    from tgrad.device import as_device
+    device = as_device(map_location) if map_location is not None else as_device("cpu")
+    with np.load(f, allow_pickle=False) as z:
+        if _STRUCT_KEY not in z.files:
+            raise RuntimeError(f"tgrad.load: {_describe(f)} is not a file written by tgrad.save "
+                               f"(no '{_STRUCT_KEY}' entry)")
+        doc = json.loads(bytes(z[_STRUCT_KEY]).decode("utf-8"))
+        if doc.get("format") != FORMAT:
+            raise RuntimeError(f"tgrad.load: unsupported format {doc.get('format')!r} in "
+                               f"{_describe(f)} (expected {FORMAT!r})")
+        return _decode(doc["root"], z, device)
+
+
+def _describe(f) -> str:
+    return repr(os.fspath(f)) if isinstance(f, (str, os.PathLike)) else "the given file"
+
+
+def _encode(obj: Any, arrays: dict, where: str):
+    """The JSON record of ``obj``; tensors go to ``arrays``. ``where`` names the position
+    for error messages (e.g. obj['state'][0]['exp_avg'])."""
+    if isinstance(obj, Tensor):
+        key = f"t{len(arrays)}"
+        host = np.ascontiguousarray(obj.detach().numpy())
+        if obj.dtype is dtypes.bfloat16:
+            host = host.view(np.uint16)
+        arrays[key] = host
+        from tgrad.nn.parameter import Parameter
+        return {"tensor": key, "dtype": obj.dtype.name, "requires_grad": obj.requires_grad,
+                "parameter": isinstance(obj, Parameter)}
+    if isinstance(obj, _SCALARS):
+        return obj if not isinstance(obj, float) or np.isfinite(obj) else {"float": repr(obj)}
+    if isinstance(obj, (np.integer, np.floating, np.bool_)):
+        return _encode(obj.item(), arrays, where)
+    if isinstance(obj, dtypes.DType):
+        return {"dtype_obj": obj.name}
+    if isinstance(obj, dict):
+        items = []
+        for k, v in obj.items():
+            if not isinstance(k, _SCALARS):
+                raise TypeError(f"tgrad.save: dict keys must be str, int, float, bool or None; "
+                                f"got {type(k).__name__} at {where}")
+            items.append([k, _encode(v, arrays, f"{where}[{k!r}]")])
+        return {"dict": items, "ordered": isinstance(obj, OrderedDict)}
+    if isinstance(obj, (list, tuple)):
+        kind = "list" if isinstance(obj, list) else "tuple"
+        return {kind: [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]}
+    raise TypeError(f"tgrad.save: cannot save an object of type {type(obj).__name__} at "
+                    f"{where}; supported: Tensor, dict, list, tuple, int, float, bool, str, "
+                    "None, tgrad dtypes")
+
+
+def _decode(rec: Any, z, device):
+    if not isinstance(rec, dict):
+        return rec
+    if "tensor" in rec:
+        dt = dtypes.as_dtype(rec["dtype"])
+        arr = np.array(z[rec["tensor"]])
+        arr = arr.view(dt.np) if dt is dtypes.bfloat16 else arr.astype(dt.np, copy=False)
+        from tgrad.ops.creation import from_numpy
+        t = from_numpy(arr)
+        if device.type != "cpu":
+            t = t.to(device)
+        if rec.get("parameter"):
+            from tgrad.nn.parameter import Parameter
+            return Parameter(t, requires_grad=rec["requires_grad"])
+        if rec["requires_grad"]:
+            t.requires_grad_(True)
+        return t
+    if "float" in rec:
+        return float(rec["float"])
+    if "dtype_obj" in rec:
+        return dtypes.as_dtype(rec["dtype_obj"])
+    if "dict" in rec:
+        cls = OrderedDict if rec.get("ordered") else dict
+        return cls((k, _decode(v, z, device)) for k, v in rec["dict"])
+    if "list" in rec:
+        return [_decode(v, z, device) for v in rec["list"]]
+    if "tuple" in rec:
+        return tuple(_decode(v, z, device) for v in rec["tuple"])
+    raise RuntimeError(f"tgrad.load: unknown record {sorted(rec)} in the structure document")
+
+
