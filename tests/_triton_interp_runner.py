@@ -7,6 +7,7 @@ Prints one JSON object: {"ops": {name: [failures]}, "extra": {name: [failures]},
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -78,7 +79,7 @@ def run_spec(spec) -> list:
     fails = []
     rng = np.random.default_rng(zlib.crc32(spec.name.encode()))
     samples = spec.samples(rng)
-    for dtype in ("float32", "float64"):
+    for dtype in os.environ.get("TGRAD_DTYPES", "float32,float64").split(","):
         if dtype not in spec.dtypes:
             continue
         dt = getattr(tgrad, dtype)
@@ -215,7 +216,39 @@ def extra_checks() -> dict:
         g = be.from_host(np.ones((4, 3, 5)))
         assert np.array_equal(be.to_host(be.sum_to(g, (3, 1))), np.full((3, 1), 20.0))
 
+    def interop():
+        import ctypes
+
+        from tgrad.cuda import interop as ip
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+        t = tgrad.tensor(x, device="cuda").T  # a non-contiguous view
+        cai = t.__cuda_array_interface__
+        assert cai["shape"] == (4, 3) and cai["typestr"] == "<f4" and cai["version"] == 3
+        assert cai["strides"] == (4, 16)
+        # interpreter mode: the pointer is a host address; read element [1, 2] = x[2, 1]
+        addr = cai["data"][0] + 1 * 4 + 2 * 16
+        assert ctypes.c_float.from_address(addr).value == x[2, 1]
+        n = np.from_dlpack(t)  # exported as kDLCPU in interpreter mode
+        assert np.array_equal(n, x.T) and t.__dlpack_device__() == (1, 0)
+        # the kDLCUDA path: export a capsule as CUDA memory, import it without a copy
+        u = tgrad.from_dlpack(ip.to_capsule(t._data, (ip.KDL_CUDA, 0)))
+        assert u.device == tgrad.device("cuda:0") and u.stride() == (1, 4)
+        u.add_(1)
+        assert t[1, 2].item() == x[2, 1] + 1  # shared memory
+        del u, n
+        gc.collect()  # the interpreter's frames can hold the last launch's args in cycles
+        assert not ip._LIVE  # each consumer's deleter ran when its import died
+        c = tgrad.from_dlpack(np.arange(3.0))
+        assert c.device.type == "cpu" and c.tolist() == [0.0, 1.0, 2.0]
+        try:
+            tgrad.ones(2, device="cuda", requires_grad=True).__dlpack__()
+        except RuntimeError as e:
+            assert "require gradient" in str(e)
+        else:
+            raise AssertionError("exported a tensor that requires grad")
+
     check("runtime", runtime)
+    check("interop", interop)
     check("memory", memory)
     check("tensors", tensors)
     return out

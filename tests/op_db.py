@@ -18,6 +18,10 @@ a sample generator. A ``Sample`` holds the call's positional and keyword argumen
 - ``layouts`` gives, per array argument (in order), how the tensor is built: ``"c"``
   contiguous, ``"T"`` a transposed view (last two dims swapped, ndim >= 2) or ``"s"`` a
   strided slice ``[..., ::2]`` of a twice-as-wide buffer. Missing entries mean ``"c"``.
+  The array's shape is the logical shape the op sees; gradients are checked on the
+  underlying leaf, through the view.
+- ``gradgrad=False`` on a sample skips gradgradcheck where the first derivative jumps at
+  that very point (e.g. tied maxima).
 
 The runner applies ``OpSpec.domain`` to every floating array before use, so generators can
 just draw standard normals. The reference always sees float64 arrays (for float16/bfloat16
@@ -341,6 +345,18 @@ def _prod_samples(rng):
         Sample((one,), desc="zeros all")]
 
 
+def _promotion_samples(rng):
+    """binary_samples plus integer/bool operands: int op float -> the float dtype, int op
+    int -> int64, 0-d float with an int tensor -> the 0-d float's dtype (PyTorch)."""
+    ints = np.asarray(rng.integers(1, 5, 17))
+    return binary_samples(rng) + [
+        Sample((ints, _n(rng, 17)), desc="int64 + float"),
+        Sample((_n(rng, 3, 4), np.asarray(rng.integers(1, 5, (3, 4)))), desc="float + int64"),
+        Sample((_bool_of(rng, 17), _n(rng, 17)), desc="bool + float"),
+        Sample((ints, np.asarray(rng.integers(1, 5, 17))), desc="int64 + int64"),
+        Sample((np.asarray(rng.integers(1, 5, (3, 4))), _n(rng)), desc="int64 + 0-d float")]
+
+
 def _logical_samples(rng):
     return [Sample((_bool_of(rng, 17), _bool_of(rng, 17)), desc="n=17"),
             Sample((_bool_of(rng, 3, 1), _bool_of(rng, 4)), desc="bcast"),
@@ -446,12 +462,13 @@ OP_DB: list = [
            domain=(0.0, None)),
     OpSpec("add_scalar", lambda x, c: x + c, lambda x, c: x + c, scalar_samples(0.5)),
     OpSpec("mul_scalar", lambda x, c: x * c, lambda x, c: x * c, scalar_samples(-3.0)),
-    _b("add", np.add),
-    _b("sub", np.subtract),
-    _b("mul", np.multiply),
+    _b("add", np.add, _promotion_samples),
+    _b("sub", np.subtract, lambda rng: [x for x in _promotion_samples(rng)
+                                        if "bool" not in x.desc]),
+    _b("mul", np.multiply, _promotion_samples),
     _b("div", np.divide, domain=(0.0, None)),
     _b("pow", np.power, _pow_samples, domain=(0.0, None)),
-    _b("maximum", np.maximum),
+    _b("maximum", np.maximum, _promotion_samples),
     _b("minimum", np.minimum),
     OpSpec("where", tgrad.where, np.where, _where_samples),
     *[OpSpec(n, getattr(tgrad, n), f, _compare_samples, differentiable=False)

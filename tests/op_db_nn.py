@@ -277,10 +277,22 @@ def _matmul_samples(rng):
             Sample((_n(rng, 4), _n(rng, 2, 4, 3)), desc="1d.batched"),
             Sample((_n(rng, 3, 0), _n(rng, 0, 2)), desc="k=0"),
             Sample((_n(rng, 0, 3), _n(rng, 3, 2)), desc="m=0"),
-            Sample((_n(rng, 1025), _n(rng, 1025)), desc="dot 1025"),
+            Sample((_n(rng, 1025, 17), _n(rng, 17)), desc="1025x17 . 17"),
             Sample((_n(rng, 1023, 17), _n(rng, 17, 3)), desc="1023x17x3"),
             Sample((_n(rng, 3, 4), _n(rng, 4, 2)), layouts=("T", "T"), desc="T.T"),
             Sample((_n(rng, 3, 4), _n(rng, 4, 2)), layouts=("s", "c"), desc="s.c")]
+
+
+def _long_k_samples(rng):
+    """Reductions of length 1023/1025: float32 accumulation error over K terms exceeds
+    PyTorch's default float32 (elementwise) tolerance against a float64 reference, so these
+    run in float64/float16/bfloat16 here; tests/test_shape_ops.py checks float32 against
+    the rigorous bound K * 2^-24 * sum|a||b|."""
+    return [Sample((_n(rng, 1025), _n(rng, 1025)), desc="dot 1025"),
+            Sample((_n(rng, 3, 1023), _n(rng, 1023, 2)), desc="3x1023x2"),
+            Sample((_n(rng, 2, 1025), _n(rng, 1025, 3)), layouts=("c", "T"), desc="T"),
+            Sample((_n(rng, 2, 3, 1025), _n(rng, 1025, 2)), desc="batched"),
+            Sample((_n(rng, 2, 5), _n(rng, 5, 2)), desc="small (gradcheck)")]
 
 
 def _mm_samples(rng):
@@ -427,7 +439,7 @@ def _linear_samples(rng):
             Sample((_n(rng, 2, 3, 4), _n(rng, 5, 4)), desc="3-D no bias"),
             Sample((_n(rng, 3, 4), _n(rng, 4)), desc="1-D weight"),
             Sample((_n(rng, 0, 4), _n(rng, 2, 4), _n(rng, 2)), desc="empty batch"),
-            Sample((_n(rng, 17, 1025), _n(rng, 3, 1025), _n(rng, 3)), desc="large"),
+            Sample((_n(rng, 1025, 17), _n(rng, 3, 17), _n(rng, 3)), desc="1025 rows"),
             Sample((_n(rng, 4, 3), _n(rng, 2, 3), _n(rng, 2)), layouts=("T", "T"), desc="T")]
 
 
@@ -518,6 +530,8 @@ OP_DB: list = [
     # matrix products
     OpSpec("matmul", tgrad.matmul, np.matmul, _matmul_samples),
     OpSpec("matmul_operator", lambda a, b: a @ b, np.matmul, _matmul_samples),
+    OpSpec("matmul_long_k", tgrad.matmul, np.matmul, _long_k_samples,
+           dtypes=("float64", "float16", "bfloat16")),
     OpSpec("mm", tgrad.mm, np.matmul, _mm_samples),
     OpSpec("bmm", tgrad.bmm, np.matmul, _bmm_samples),
     # nn.functional

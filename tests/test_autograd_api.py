@@ -355,8 +355,11 @@ def test_grad_fn_names_and_next_functions():
     assert b.grad_fn.name() == "MulBackward0"
     assert c.grad_fn.name() == "PowBackward0"
     assert type(c.grad_fn).__name__ == "PowBackward0"
-    (nf0, nr0), (nf1, _) = c.grad_fn.next_functions
-    assert nf0 is b.grad_fn and nr0 == 0 and nf1 is None
+    # As PyTorch: pow with a number exponent lists only its tensor input; a number operand
+    # of mul (wrapped in a tensor by PyTorch) keeps a (None, 0) slot.
+    assert c.grad_fn.next_functions == ((b.grad_fn, 0),)
+    (nf0, nr0), (nf1, _) = b.grad_fn.next_functions
+    assert nf0.variable is a and nr0 == 0 and nf1 is None
     acc = b.grad_fn.next_functions[0][0]
     assert acc.name() == "AccumulateGrad" and acc.variable is a
     assert (a + a).grad_fn.next_functions[0][0] is (a * 1).grad_fn.next_functions[0][0]

@@ -35,6 +35,18 @@ def test_numpy_reference_does_the_same_maths(op):
         np.testing.assert_allclose(t.grad.numpy(), g, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("op", ["mul", "add", "tanh", "relu"])
+def test_chain_reference_does_the_same_maths(op):
+    """CHAIN applications then one backward: NumPy's chained gradients equal tgrad's."""
+    case = bench.make_case(op, 64, "float64")
+    case.tgrad_chain()
+    gx, gb = case.numpy_chain()
+    np.testing.assert_allclose(case.leaves[0].grad.numpy(), gx, rtol=1e-10, atol=1e-12)
+    if gb is not None:
+        np.testing.assert_allclose(case.leaves[1].grad.numpy(), gb, rtol=1e-10, atol=1e-12)
+    assert bench.make_case("sum", 8).tgrad_chain is None
+
+
 def test_report_schema_and_values(tmp_path):
     report = _run(tmp_path)
     assert report["schema"] == bench.SCHEMA
@@ -53,6 +65,12 @@ def test_report_schema_and_values(tmp_path):
             st = r[f"stats_{phase}"]["tgrad"]
             assert st["min_us"] <= st["median_us"] and st["repeat"] >= 3
         assert r["overhead_us"] == r["overhead_fwdbwd_us"]
+        if r["op"] == "mul":
+            assert r["chain_overhead_per_op_us"] == pytest.approx(
+                r["tgrad_chain_per_op_us"] - r["numpy_chain_per_op_us"])
+            assert r["stats_chain"]["chain"] == bench.CHAIN
+        else:
+            assert r["chain_overhead_per_op_us"] is None
         assert isinstance(r["meets_overhead"], bool) and r["meets_ratio"] is None
     assert rows[0]["shapes"] == [[64], [64]] and rows[1]["shapes"] == [[64]]
     assert rows[0]["bytes_fwd"] == 3 * 64 * 4

@@ -368,3 +368,31 @@ def test_multiple_outputs_and_double_backward():
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.cos(X) - 3 * np.sin(X), rtol=1e-12)
     assert gradcheck(SinCos.apply, (leaf(),))
     assert gradgradcheck(SinCos.apply, (leaf(),))
+
+
+def test_save_for_backward_rejects_non_tensors_and_list_grads_accepted():
+    class SavesNumber(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, 3)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(TypeError, match="save_for_backward can only save tensors"):
+        SavesNumber.apply(leaf())
+
+    class ListGrads(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            return [g * 2, None]
+
+    x = leaf()
+    ListGrads.apply(x, tgrad.ones(3, dtype=tgrad.float64)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0))

@@ -382,3 +382,56 @@ def test_view_that_became_a_leaf_is_checked_as_a_leaf():
     assert v.is_leaf
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         v.add_(1)
+
+
+INPLACE_METHODS = {
+    # name: (args built from a second positive input y, reference on NumPy float64)
+    "add_": (lambda y: (y,), lambda x, y: x + y),
+    "sub_": (lambda y: (y,), lambda x, y: x - y),
+    "mul_": (lambda y: (y,), lambda x, y: x * y),
+    "div_": (lambda y: (y,), lambda x, y: x / y),
+    "pow_": (lambda y: (y,), lambda x, y: x ** y),
+    "clamp_": (lambda y: (0.6, 1.6), lambda x, y: np.clip(x, 0.6, 1.6)),
+    "fill_": (lambda y: (2.5,), lambda x, y: np.full_like(x, 2.5)),
+    "zero_": (lambda y: (), lambda x, y: np.zeros_like(x)),
+    "copy_": (lambda y: (y,), lambda x, y: y),
+    "neg_": (lambda y: (), lambda x, y: -x),
+    "abs_": (lambda y: (), np.abs),
+    "exp_": (lambda y: (), lambda x, y: np.exp(x)),
+    "log_": (lambda y: (), lambda x, y: np.log(x)),
+    "sqrt_": (lambda y: (), lambda x, y: np.sqrt(x)),
+    "tanh_": (lambda y: (), lambda x, y: np.tanh(x)),
+    "sigmoid_": (lambda y: (), lambda x, y: 1 / (1 + np.exp(-x))),
+    "sin_": (lambda y: (), lambda x, y: np.sin(x)),
+    "cos_": (lambda y: (), lambda x, y: np.cos(x)),
+    "reciprocal_": (lambda y: (), lambda x, y: 1 / x),
+    "floor_": (lambda y: (), lambda x, y: np.floor(x)),
+    "round_": (lambda y: (), lambda x, y: np.round(x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_METHODS))
+def test_each_inplace_method_on_non_leaf_and_view(name):
+    make_args, ref = INPLACE_METHODS[name]
+    xs = np.array([0.7, 1.3, 2.2, 0.45])
+    ys = np.array([1.1, 0.8, 1.7, 2.3])
+
+    def whole(x, y):
+        b = x * 1
+        getattr(b, name)(*make_args(y))
+        return b * x  # uses the new value of b and x itself
+
+    def through_view(x, y):
+        b = x * 1
+        getattr(b[1:3], name)(*[a[1:3] if isinstance(a, tgrad.Tensor) else a
+                                for a in make_args(y)])
+        return b
+
+    x, y = leaf(xs), leaf(ys)
+    np.testing.assert_allclose(whole(x, y).detach().numpy(), ref(xs, ys) * xs, rtol=1e-12)
+    expected = xs.copy()
+    expected[1:3] = ref(xs[1:3], ys[1:3])
+    np.testing.assert_allclose(through_view(x, y).detach().numpy(), expected, rtol=1e-12)
+    assert gradcheck(whole, (x, y))
+    assert gradcheck(through_view, (x, y))
+    assert gradgradcheck(whole, (x, y))

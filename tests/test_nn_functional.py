@@ -202,6 +202,15 @@ def test_cross_entropy_large_logits_and_all_ignored():
     np.testing.assert_array_equal(_np(y.grad), np.zeros((3, 4)))
 
 
+def test_cross_entropy_target_modified_in_place_is_detected():
+    x = tgrad.randn(3, 4, dtype=D, requires_grad=True)
+    t = tgrad.tensor([0, 1, 2])
+    loss = F.cross_entropy(x, t)
+    t.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
 def test_cross_entropy_probability_targets():
     rng = np.random.default_rng(8)
     a = rng.standard_normal((3, 4))

@@ -113,6 +113,14 @@ def test_bool_tensors_in_arithmetic_unary():
         tgrad.neg(tgrad.tensor([True, False]))
 
 
+def test_sub_with_bool_tensor():
+    m = tgrad.tensor([True, False])
+    with pytest.raises(RuntimeError, match="^sub: Subtraction, the `-` operator, with a bool"):
+        m - tgrad.tensor([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="^sub: .*use the `~` or `logical_not\\(\\)`"):
+        1 - m
+
+
 def test_non_float_requires_grad():
     for t in (tgrad.tensor([1, 2]), tgrad.tensor([True])):
         with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can "

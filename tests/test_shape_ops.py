@@ -188,7 +188,7 @@ def test_split_chunk_semantics():
     assert [p.shape[0] for p in tgrad.split(x, [2, 0, 8])] == [2, 0, 8]
     assert [p.shape[0] for p in x.chunk(4)] == [3, 3, 3, 1]
     assert [p.shape[0] for p in x.chunk(6)] == [2, 2, 2, 2, 2]  # PyTorch: ceil-sized pieces
-    assert [p.shape[0] for p in tgrad.zeros(0).chunk(3)] == [0]
+    assert [p.shape[0] for p in tgrad.zeros(0).chunk(3)] == [0, 0, 0]
     np.testing.assert_array_equal(_np(x.chunk(3)[2]), [8.0, 9.0])
     with pytest.raises(RuntimeError, match=r"split_with_sizes expects split_sizes to sum "
                        r"exactly to 10"):
@@ -247,6 +247,20 @@ def test_mm_bmm_and_errors():
         tgrad.matmul(tgrad.zeros(()), tgrad.zeros(3))
     with pytest.raises(RuntimeError, match="same dtype"):
         tgrad.zeros(2, 2) @ tgrad.zeros(2, 2, dtype=D)
+
+
+@pytest.mark.parametrize("k", [1023, 1025])
+def test_float32_matmul_long_reduction_within_rounding_bound(k):
+    """float32 accumulates in float32 (as PyTorch on the CPU): the error against float64 on
+    the same inputs stays within the standard bound gamma_K * sum|a||b|, gamma_K ~ K u."""
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((5, k)).astype(np.float32)
+    b = rng.standard_normal((k, 4)).astype(np.float32)
+    got = (tgrad.from_numpy(a) @ tgrad.from_numpy(b)).numpy().astype(np.float64)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    bound = k * 2.0 ** -24 * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    assert np.all(np.abs(got - exact) <= bound)
+    assert got.dtype == np.float64 and tgrad.from_numpy(a).dtype is tgrad.float32
 
 
 def test_integer_matmul_is_exact():

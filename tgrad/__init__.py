@@ -24,7 +24,8 @@ int = int32  # noqa: A001
 dtype = DType
 
 # nn, optim and save/load build on the core above.
-from tgrad import nn, optim  # noqa: E402
+from tgrad import cuda, nn, optim  # noqa: E402
+from tgrad.cuda.interop import from_dlpack  # noqa: E402
 from tgrad.serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"
@@ -34,7 +35,7 @@ __all__ = ["Tensor", "autograd", "Function", "no_grad", "enable_grad", "set_grad
            "set_default_device", "dtype", "bool", "int32", "int64", "float16", "bfloat16",
            "float32", "float64", "half", "float", "double", "long", "int",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type",
-           "save", "load", "nn", "optim"] + list(_ops_all)
+           "save", "load", "nn", "optim", "cuda", "from_dlpack"] + list(_ops_all)
 
 
 def is_tensor(obj) -> "builtins.bool":  # noqa: F821

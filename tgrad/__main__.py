@@ -1,4 +1,4 @@
-"""tgrad's command line: ``python -m tgrad demo`` (the main job) and ``python -m tgrad info``."""
+"""tgrad's command line: ``python -m tgrad demo`` (the main job), ``info`` and ``bench``."""
 
 from __future__ import annotations
 
@@ -23,7 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--trace", default=None,
                       help="Chrome trace path (default: tgrad_demo_trace.json in the temp dir)")
     sub.add_parser("info", help="versions, devices and backend status")
+    bench = sub.add_parser("bench", help="time ops forward+backward (cpu: vs raw NumPy)")
+    from tgrad.bench import add_arguments
+    add_arguments(bench)  # --device --ops --sizes --dtype --out --compare --budget
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        from tgrad.bench import main as bench_main
+        return bench_main(args)
     if args.command == "demo":
         from tgrad.demo import run_demo
         if args.device is not None:

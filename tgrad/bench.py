@@ -9,6 +9,14 @@ Method: ``time.perf_counter_ns`` around a loop of ``number`` calls (chosen so on
 lasts at least ``min_sample_s``), warm-up excluded, tgrad and NumPy samples interleaved (so
 a load change on the machine hits both), median of the samples.
 
+On the GPU (``--device cuda``) each op and phase is timed with CUDA events
+(``tgrad.cuda.Event``) around one call, the L2 flushed before every run (a 256 MiB buffer is
+overwritten), warm-up excluded, median of ``--reps`` runs; a device-to-device copy of the
+same number of bytes is measured in the same run, and the table reports GB/s (bytes read +
+written), % of copy bandwidth and, for matmul, TFLOP/s. A PNG plot of bandwidth against size
+per op is written when matplotlib is installed. In interpreter mode (``TRITON_INTERPRET=1``)
+the same code runs, for testing only: its numbers mean nothing.
+
 ``--compare NAME`` adds another framework's timings (e.g. torch) through an adapter that
 lives in ``perf/bench_cpu.py`` (``COMPARE[NAME]``), so tgrad itself never imports it.
 """
@@ -63,6 +71,14 @@ class Case:
     bytes_fwd: int  # bytes read + written by the forward maths
     flops_fwd: int = 0
     leaves: list = field(default_factory=list)  # tgrad inputs (their .grad after fwdbwd)
+    # CHAIN ops in a row (y = op(y[, b])) then one backward: the per-call setup of backward()
+    # is shared by CHAIN nodes, as in a real graph. None where a chain makes no sense.
+    tgrad_chain: Fn | None = None
+    numpy_chain: Fn | None = None
+
+
+CHAIN = 16
+CHAIN_OPS = ("add", "sub", "mul", "tanh", "relu", "sigmoid")
 
 
 def _np_dtype(dtype: str) -> np.dtype:
@@ -147,8 +163,10 @@ def _tgrad_op(op: str):
     return fn
 
 
-def make_case(op: str, size: int, dtype: str = "float32", seed: int = 0) -> Case:
-    """Build the closures timing ``op`` on ``size`` elements (matmul: sqrt(size) squared)."""
+def make_case(op: str, size: int, dtype: str = "float32", seed: int = 0,
+              device: str = "cpu") -> Case:
+    """Build the closures timing ``op`` on ``size`` elements (matmul: sqrt(size) squared).
+    On ``device="cuda"`` the tgrad side runs on the GPU (the NumPy side stays on the host)."""
     import tgrad
     if op not in SUPPORTED_OPS:
         raise ValueError(f"bench: unknown op '{op}'; choose from {', '.join(SUPPORTED_OPS)}")
@@ -164,15 +182,15 @@ def make_case(op: str, size: int, dtype: str = "float32", seed: int = 0) -> Case
         x = rng.uniform(0.5, 2.0, s) if positive and (op == "log" or i == 1) \
             else rng.standard_normal(s)
         arrays.append(x.astype(dt))
-    leaves = [tgrad.tensor(x, requires_grad=True) for x in arrays]
+    leaves = [tgrad.tensor(x, requires_grad=True, device=device) for x in arrays]
     # The NumPy side works on the very same buffers as tgrad (same memory, same caches).
-    raw = [t.detach().numpy() for t in leaves]
+    raw = [t.detach().numpy() for t in leaves] if device == "cpu" else arrays
     fn = _tgrad_op(op)
     ref_fwd, ref_bwd = _ref(op, up, down)
 
     y0 = fn(*leaves)
-    g_t = tgrad.tensor(rng.standard_normal(y0.shape).astype(dt))
-    g = g_t.numpy()
+    g_t = tgrad.tensor(rng.standard_normal(y0.shape).astype(dt), device=device)
+    g = g_t.cpu().numpy()
 
     def reset() -> None:
         for t in leaves:
@@ -203,10 +221,40 @@ def make_case(op: str, size: int, dtype: str = "float32", seed: int = 0) -> Case
         y = ref_fwd(*raw)
         return ref_bwd(g, *raw, y)
 
+    t_chain = n_chain = None
+    if op in CHAIN_OPS:
+        t_chain, n_chain = _chain(fn, ref_fwd, ref_bwd, leaves, raw, g_t, g, reset)
+
     nbytes = sum(x.nbytes for x in arrays) + y_np.nbytes
     flops = 2 * shapes[0][0] * shapes[0][1] * shapes[1][1] if op == "matmul" else 0
     return Case(op, [list(s) for s in shapes], t_fwd, t_bwd, t_fwdbwd, n_fwd, n_bwd, n_fwdbwd,
-                nbytes, flops, leaves)
+                nbytes, flops, leaves, t_chain, n_chain)
+
+
+def _chain(fn, ref_fwd, ref_bwd, leaves: list, raw: list, g_t, g, reset) -> tuple:
+    """tgrad and NumPy closures for CHAIN applications of ``fn`` and one backward."""
+    rest_t, rest_n = leaves[1:], raw[1:]  # binary ops: the same ``b`` every step
+
+    def t_chain() -> None:
+        reset()
+        y = leaves[0]
+        for _ in range(CHAIN):
+            y = fn(y, *rest_t)
+        y.backward(g_t)
+
+    def n_chain() -> object:
+        ys = [raw[0]]
+        for _ in range(CHAIN):
+            ys.append(ref_fwd(ys[-1], *rest_n))
+        gy, gb = g, None
+        for i in range(CHAIN - 1, -1, -1):
+            grads = ref_bwd(gy, ys[i], *rest_n, ys[i + 1])
+            gy = grads[0]
+            if rest_n:  # b's gradient sums over the chain
+                gb = grads[1] if gb is None else gb + grads[1]
+        return gy, gb
+
+    return t_chain, n_chain
 
 
 # ------------------------------------------------------------------------------ timing
@@ -271,6 +319,7 @@ class BenchConfig:
     timing: TimingConfig = field(default_factory=TimingConfig)
     progress: bool = True
     command: str = ""
+    reps: int = 50  # cuda: timed runs per measurement
 
 
 class Progress:
@@ -311,10 +360,10 @@ def _load_compare(name: str):
 
 def run_bench(cfg: BenchConfig) -> dict:
     """Run the sweep; returns the JSON-ready report (see ``SCHEMA``)."""
+    if cfg.device == "cuda":
+        return run_bench_cuda(cfg)
     if cfg.device != "cpu":
-        raise RuntimeError(f"bench --device {cfg.device}: only the cpu benchmark exists in this "
-                           f"build (the CUDA one, with CUDA events and L2 flushes, is issue 7's "
-                           f"GPU part); use --device cpu")
+        raise ValueError(f"bench --device {cfg.device}: choose cpu or cuda")
     adapters = {name: _load_compare(name) for name in cfg.compare}
     for op in cfg.ops:
         if op not in SUPPORTED_OPS:
@@ -353,6 +402,13 @@ def _measure(op: str, size: int, cfg: BenchConfig, adapters: dict) -> dict:
         row[f"overhead_{phase}_us"] = t["median_us"] - n["median_us"]
         row[f"ratio_{phase}"] = n["median_us"] / t["median_us"]
     row["overhead_us"] = row["overhead_fwdbwd_us"]
+    row["chain_overhead_per_op_us"] = None
+    if case.tgrad_chain is not None:
+        t, n = time_pair(case.tgrad_chain, case.numpy_chain, cfg.timing)
+        row["stats_chain"] = {"tgrad": t, "numpy": n, "chain": CHAIN}
+        row["tgrad_chain_per_op_us"] = t["median_us"] / CHAIN
+        row["numpy_chain_per_op_us"] = n["median_us"] / CHAIN
+        row["chain_overhead_per_op_us"] = (t["median_us"] - n["median_us"]) / CHAIN
     row["ratio"] = row["ratio_fwdbwd"]
     row["bytes_fwd"] = case.bytes_fwd
     row["tgrad_fwd_gbps"] = case.bytes_fwd / (row["tgrad_fwd_us"] * 1e3)
@@ -402,21 +458,207 @@ def _versions(compare: tuple) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------ cuda
+L2_FLUSH_BYTES = 256 << 20
+
+
+class CudaTimer:
+    """CUDA-event timing on tgrad's stream with an L2 flush before every run."""
+
+    def __init__(self, reps: int, warmup: int = 3) -> None:
+        import tgrad
+        from tgrad.cuda._runtime import runtime
+        self.tgrad, self.rt = tgrad, runtime()
+        self.reps, self.warmup = reps, warmup
+        dev = self.rt.current_device()
+        self.stream = self.rt.tgrad_stream(dev)
+        self.flush_bytes = (1 << 20) if self.rt.interpreted else L2_FLUSH_BYTES
+        self.flush_ptr = self.rt.malloc_async(self.flush_bytes, self.stream)
+
+    def flush(self) -> None:
+        self.rt.memset_d8(self.flush_ptr, 0, self.flush_bytes, self.stream)
+
+    def time_ms(self, fn: Fn) -> dict:
+        """Median (min, quartiles) milliseconds of one ``fn()`` on the device."""
+        Event = self.tgrad.cuda.Event  # noqa: N806
+        for _ in range(self.warmup):
+            fn()
+        pairs = [(Event(enable_timing=True), Event(enable_timing=True))
+                 for _ in range(self.reps)]
+        for start, end in pairs:
+            self.flush()
+            start.record()
+            fn()
+            end.record()
+        self.tgrad.cuda.synchronize()
+        ms = [a.elapsed_time(b) for a, b in pairs]
+        st = _stats([m * 1e3 for m in ms], 1)
+        return {k.replace("_us", "_ms"): (v / 1e3 if k.endswith("_us") else v)
+                for k, v in st.items()}
+
+    def wall_us(self, fn: Fn) -> float:
+        """Median wall-clock µs of one ``fn()`` between two device syncs (any stream of the
+        context: used for frameworks whose kernels run on their own streams)."""
+        sync = self.tgrad.cuda.synchronize
+        for _ in range(self.warmup):
+            fn()
+        out = []
+        for _ in range(self.reps):
+            self.flush()
+            sync()
+            t0 = time.perf_counter_ns()
+            fn()
+            sync()
+            out.append((time.perf_counter_ns() - t0) / 1e3)
+        return statistics.median(out)
+
+    def copy_gbps(self, nbytes: int) -> float:
+        """Device-to-device copy bandwidth (read + write) for ``nbytes`` copied."""
+        nbytes = max(int(nbytes), 1)
+        src = self.rt.malloc_async(nbytes, self.stream)
+        dst = self.rt.malloc_async(nbytes, self.stream)
+        try:
+            t = self.time_ms(lambda: self.rt.memcpy_dtod(dst, src, nbytes, self.stream))
+        finally:
+            self.rt.free_async(src, self.stream)
+            self.rt.free_async(dst, self.stream)
+        return 2 * nbytes / (t["median_ms"] * 1e6)
+
+    def close(self) -> None:
+        self.rt.free_async(self.flush_ptr, self.stream)
+
+
+def run_bench_cuda(cfg: BenchConfig) -> dict:
+    """The GPU sweep (module docstring); same report schema plus bandwidth columns."""
+    import tgrad
+    if not tgrad.cuda.is_available():
+        raise RuntimeError(f"bench --device cuda: tgrad.cuda is not available here "
+                           f"({tgrad.cuda.why_unavailable()})")
+    for op in cfg.ops:
+        if op not in SUPPORTED_OPS:
+            raise ValueError(f"bench: unknown op '{op}'; choose from {', '.join(SUPPORTED_OPS)}")
+    adapters = {name: _load_compare(name) for name in cfg.compare}
+    timer = CudaTimer(cfg.reps)
+    progress = Progress(len(cfg.ops) * len(cfg.sizes), cfg.progress)
+    rows = []
+    try:
+        for op in cfg.ops:
+            for size in cfg.sizes:
+                rows.append(_measure_cuda(op, size, cfg, timer, adapters))
+                progress.step(f"{op} n={size}")
+    finally:
+        timer.close()
+    props = tgrad.cuda.get_device_properties()
+    return {
+        "schema": SCHEMA, "device": "cuda", "device_name": props.name,
+        "interpreted": tgrad.cuda.is_interpreted(), "dtype": cfg.dtype,
+        "versions": _versions(cfg.compare),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": cfg.command or " ".join([Path(sys.executable).name] + sys.argv),
+        "method": {"timer": "CUDA events on tgrad's stream", "statistic": "median",
+                   "reps": cfg.reps, "warmup": "excluded (3 runs)",
+                   "l2_flush_bytes": timer.flush_bytes,
+                   "copy_reference": "cuMemcpyDtoDAsync of bytes/2, same run",
+                   "bwd_bytes_model": "read grad + every input, write every input's grad",
+                   "compare": "wall clock between device syncs, both frameworks"},
+        "results": rows,
+    }
+
+
+def _measure_cuda(op: str, size: int, cfg: BenchConfig, timer: CudaTimer,
+                  adapters: dict) -> dict:
+    case = make_case(op, size, cfg.dtype, device="cuda")
+    row: dict = {"op": op, "size": size, "shapes": case.shapes, "dtype": cfg.dtype}
+    in_bytes = sum(t.numel() * t.element_size() for t in case.leaves)
+    out_bytes = case.bytes_fwd - in_bytes
+    bytes_by_phase = {"fwd": case.bytes_fwd, "bwd": out_bytes + 2 * in_bytes}
+    bytes_by_phase["fwdbwd"] = bytes_by_phase["fwd"] + bytes_by_phase["bwd"]
+    copy = timer.copy_gbps(case.bytes_fwd // 2)
+    row["copy_gbps"] = copy
+    for phase in ("fwd", "bwd", "fwdbwd"):
+        t = timer.time_ms(getattr(case, f"tgrad_{phase}"))
+        row[f"tgrad_{phase}_us"] = t["median_ms"] * 1e3
+        row[f"stats_{phase}"] = t
+        gbps = bytes_by_phase[phase] / (t["median_ms"] * 1e6)
+        row[f"{phase}_gbps"] = gbps
+        row[f"{phase}_pct_copy"] = 100 * gbps / copy
+    if case.flops_fwd:
+        row["flops_fwd"] = case.flops_fwd
+        row["fwd_tflops"] = case.flops_fwd / (row["tgrad_fwd_us"] * 1e6)
+    for name, adapter in adapters.items():
+        fwd, fwdbwd = adapter(op, size, cfg.dtype, "cuda")
+        row[f"{name}_fwd_us"] = timer.wall_us(fwd)
+        row[f"{name}_fwdbwd_us"] = timer.wall_us(fwdbwd)
+        row["tgrad_wall_fwdbwd_us"] = timer.wall_us(case.tgrad_fwdbwd)
+        row[f"ratio_vs_{name}_fwdbwd"] = row[f"{name}_fwdbwd_us"] / row["tgrad_wall_fwdbwd_us"]
+    return row
+
+
+def format_table_cuda(report: dict) -> str:
+    from tabulate import tabulate
+    res = report["results"]
+    compare = sorted({k[len("ratio_vs_"):-len("_fwdbwd")] for r in res for k in r
+                      if k.startswith("ratio_vs_")})
+    head = ["op", "size", "fwd µs", "fwd GB/s", "fwd % copy", "bwd µs", "bwd GB/s",
+            "bwd % copy", "f+b µs", "copy GB/s", "TFLOP/s"]
+    head += [f"{c}/tgrad f+b" for c in compare]
+    body = [[r["op"], r["size"], r["tgrad_fwd_us"], r["fwd_gbps"], r["fwd_pct_copy"],
+             r["tgrad_bwd_us"], r["bwd_gbps"], r["bwd_pct_copy"], r["tgrad_fwdbwd_us"],
+             r["copy_gbps"], r.get("fwd_tflops")] + [r.get(f"ratio_vs_{c}_fwdbwd")
+                                                      for c in compare] for r in res]
+    note = " (INTERPRETER MODE: numbers are meaningless)" if report.get("interpreted") else ""
+    title = (f"tgrad bench  device=cuda ({report['device_name']}){note}  "
+             f"dtype={report['dtype']}  triton {report['versions']['triton']}\n"
+             "CUDA events, L2 flushed, median; GB/s = bytes read + written / time; "
+             "% copy = of a device-to-device copy measured in this run")
+    return title + "\n" + tabulate(body, head, floatfmt=".3g", missingval="-")
+
+
+def write_plot(report: dict, out_dir: str, stem: str = "bench") -> Path | None:
+    """PNG of forward bandwidth against size per op (None without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ops = sorted({r["op"] for r in report["results"]})
+    for op in ops:
+        rs = sorted((r for r in report["results"] if r["op"] == op), key=lambda r: r["size"])
+        ax.plot([r["size"] for r in rs], [r["fwd_gbps"] for r in rs], marker="o", label=op)
+    rs = sorted(report["results"], key=lambda r: r["size"])
+    ax.plot([r["size"] for r in rs], [r["copy_gbps"] for r in rs], "k--", label="d2d copy")
+    ax.set(xscale="log", yscale="log", xlabel="elements", ylabel="GB/s (forward)",
+           title=f"tgrad on {report['device_name']} ({report['dtype']})")
+    ax.legend(fontsize=7)
+    path = Path(out_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    file = path / f"{stem}_cuda_{report['dtype']}.png"
+    fig.savefig(file, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return file
+
+
 # ------------------------------------------------------------------------------ output
 def format_table(report: dict) -> str:
     from tabulate import tabulate
+    if report.get("device") == "cuda":
+        return format_table_cuda(report)
     compare = [k[:-len("_fwdbwd_us")] for k in (report["results"][0] if report["results"]
                                                  else {}) if k.endswith("_fwdbwd_us")
                and k not in ("tgrad_fwdbwd_us", "numpy_fwdbwd_us", "overhead_fwdbwd_us")]
     head = ["op", "size", "tgrad fwd µs", "numpy fwd µs", "tgrad bwd µs", "numpy bwd µs",
-            "tgrad f+b µs", "numpy f+b µs", "overhead µs", "ratio fwd", "ratio f+b"]
+            "tgrad f+b µs", "numpy f+b µs", "overhead µs", "ratio fwd", "ratio f+b",
+            f"chain{CHAIN} overhead µs/op"]
     head += [f"{c} f+b µs" for c in compare]
     head.append("target")
     body = []
     for r in report["results"]:
         line = [r["op"], r["size"], r["tgrad_fwd_us"], r["numpy_fwd_us"], r["tgrad_bwd_us"],
                 r["numpy_bwd_us"], r["tgrad_fwdbwd_us"], r["numpy_fwdbwd_us"],
-                r["overhead_us"], r["ratio_fwd"], r["ratio_fwdbwd"]]
+                r["overhead_us"], r["ratio_fwd"], r["ratio_fwdbwd"],
+                r["chain_overhead_per_op_us"]]
         line += [r[f"{c}_fwdbwd_us"] for c in compare]
         verdict = ""
         if r["meets_overhead"] is not None:
@@ -462,6 +704,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--compare", default="", help="e.g. torch (adapters in perf/)")
     parser.add_argument("--budget", type=float, default=TimingConfig.budget_s,
                         help="seconds of sampling per measurement")
+    parser.add_argument("--reps", type=int, default=50,
+                        help="cuda: CUDA-event timed runs per measurement (median)")
     parser.add_argument("--no-progress", action="store_true")
 
 
@@ -470,14 +714,22 @@ def config_from_args(args, command: str = "") -> BenchConfig:
     return BenchConfig(device=args.device, ops=_csv(args.ops), sizes=_csv(args.sizes, _size),
                        dtype=args.dtype, out=args.out or None, compare=_csv(args.compare),
                        timing=TimingConfig(budget_s=args.budget),
-                       progress=not args.no_progress, command=command)
+                       progress=not args.no_progress, command=command,
+                       reps=getattr(args, "reps", 50))
 
 
 def main(args) -> int:
     """``python -m tgrad bench``: prints the table and writes the JSON."""
     cfg = config_from_args(args, " ".join(["python -m tgrad"] + sys.argv[1:]))
-    report = run_bench(cfg)
+    try:
+        report = run_bench(cfg)
+    except (RuntimeError, ValueError) as e:
+        print(f"python -m tgrad bench: error: {e}", file=sys.stderr)
+        return 2
     print(format_table(report))
     if cfg.out:
         print(f"wrote {write_json(report, cfg.out)}")
+        if report["device"] == "cuda":
+            png = write_plot(report, cfg.out)
+            print(f"wrote {png}" if png else "no plot (matplotlib is not installed)")
     return 0

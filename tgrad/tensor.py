@@ -230,8 +230,7 @@ class Tensor:
 
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs=None) -> None:
-        from tgrad.autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # ------------------------------------------------------------------ interop
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -316,8 +315,7 @@ class Tensor:
     # ------------------------------------------------------------------ conversions
     def to(self, *args, **kwargs) -> Tensor:
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
-        from tgrad.ops.movement import to
-        return to(self, *args, **kwargs)
+        return _to(self, *args, **kwargs)
 
     def float(self) -> Tensor:
         return self.to(dtypes.float32)
@@ -350,6 +348,20 @@ class Tensor:
         if dtype is None:
             return f"tgrad.{self.dtype.name}"
         return self.to(dtypes.as_dtype(dtype))
+
+
+def _autograd_backward(*args, **kwargs) -> None:
+    global _autograd_backward
+    from tgrad.autograd import backward
+    _autograd_backward = backward  # bound on first use (tgrad.autograd imports this module)
+    backward(*args, **kwargs)
+
+
+def _to(*args, **kwargs) -> Tensor:
+    global _to
+    from tgrad.ops.movement import to
+    _to = to  # bound on first use (the op library imports this module)
+    return to(*args, **kwargs)
 
 
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tgrad.autograd import function as _function
 from tgrad.autograd.anomaly_mode import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -22,18 +23,17 @@ __all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_e
 
 
 def _as_tuple(x) -> tuple:
-    from tgrad.tensor import Tensor
+    if _function.Tensor is None:
+        _function._bind_tensor()
     if x is None:
         return ()
-    if isinstance(x, Tensor):
+    if isinstance(x, _function.Tensor):
         return (x,)
     return tuple(x)
 
 
 def _make_grads(outputs: tuple, grads: tuple) -> list:
     """Check user-supplied output gradients; create implicit ones for scalar outputs."""
-    from tgrad.ops.creation import ones_like
-    from tgrad.tensor import Tensor
     if len(grads) != len(outputs):
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients; pass one "
                            f"gradient (or None) per output tensor")
@@ -46,10 +46,11 @@ def _make_grads(outputs: tuple, grads: tuple) -> list:
                 if not out.dtype.is_floating_point:
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        f"outputs but got {out.dtype}")
+                from tgrad.ops.creation import ones_like
                 g = ones_like(out)
             result.append(g)
             continue
-        if not isinstance(g, Tensor):
+        if not isinstance(g, _function.Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got "
                             f"{type(g).__name__}")
         if g.shape != out.shape:

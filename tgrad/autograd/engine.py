@@ -4,8 +4,9 @@
    ops is fine) and count, for each node, how many edges point at it.
 2. When only some gradients are wanted (``autograd.grad`` / ``backward(inputs=...)``), mark
    the nodes that lie on a path to a wanted edge; the others are skipped.
-3. Run nodes from a ready heap (latest-created first, like PyTorch); a node is ready when
-   all edges into it have delivered. Gradients arriving on the same input are summed.
+3. Run nodes from a ready heap (latest-created first, like PyTorch; ``_seq`` is unique, so
+   entries never compare nodes); a node is ready when all edges into it have delivered.
+   Gradients arriving on the same input are summed.
 Saved tensors of every executed node are freed unless ``retain_graph``.
 """
 
@@ -16,30 +17,29 @@ import warnings
 
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.grad_mode import STATE
-from tgrad.autograd.hooks import run_leaf_hooks
-from tgrad.autograd.node import AccumulateGrad
+from tgrad.autograd.node import AccumulateGrad, run_leaf_hooks
 
 
 def _collect(root_nodes: list) -> dict:
-    """Number of incoming edges per reachable node."""
+    """Number of incoming edges per reachable node (a node is seen once it is a key)."""
     deps: dict = {}
-    seen = set()
     stack = []
     for n in root_nodes:
-        if n is not None and n not in seen:
-            seen.add(n)
+        if n is not None and n not in deps:
+            deps[n] = 0
             stack.append(n)
+    get = deps.get
     while stack:
         node = stack.pop()
-        for child, _ in node.next_functions:
+        for child, _ in node._edges:
             if child is None:
                 continue
-            deps[child] = deps.get(child, 0) + 1
-            if child not in seen:
-                seen.add(child)
+            d = get(child)
+            if d is None:
+                deps[child] = 1
                 stack.append(child)
-    for n in seen:
-        deps.setdefault(n, 0)
+            else:
+                deps[child] = d + 1
     return deps
 
 
@@ -51,7 +51,7 @@ def _needed(deps: dict, targets: set) -> set:
     while ready:
         n = ready.pop()
         order.append(n)
-        for child, _ in n.next_functions:
+        for child, _ in n._edges:
             if child is None:
                 continue
             remaining[child] -= 1
@@ -61,7 +61,7 @@ def _needed(deps: dict, targets: set) -> set:
     execute = set()
     for n in reversed(order):
         hit = False
-        for child, _ in n.next_functions:
+        for child, _ in n._edges:
             if child is not None and child in reaches:
                 hit = True
                 break
@@ -101,15 +101,16 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
     ready = []
     for node in {e[0] for e in root_edges if e[0] is not None}:
         if deps[node] == 0:
-            heapq.heappush(ready, (-node._seq, id(node), node))
+            heapq.heappush(ready, (-node._seq, node))
     prof = profiler_hooks.ACTIVE
     run_range = prof.range_start("autograd::engine::run_backward", "engine") if prof else None
     heappush, heappop = heapq.heappush, heapq.heappop
     prev_mode = STATE.enabled
     STATE.enabled = create_graph
+    plain = prof is None and not STATE.anomaly  # no per-node instrumentation
     try:
         while ready:
-            node = heappop(ready)[2]
+            node = heappop(ready)[1]
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * _num_outputs(node)
@@ -129,20 +130,26 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
                     if is_acc and not accumulate:
                         run = False
             if run:
-                outputs = _call_node(node, grads, prof)
-                if not retain_graph:
+                if plain and node._metadata is None and node._post_hooks is None:
+                    outputs = node.apply(grads)  # the common case
+                else:
+                    outputs = _call_node(node, grads, prof)
+                if not retain_graph and node._saved is not None:
                     node.release()
-                n_out = len(outputs)
+                edges = node._edges
+                if len(outputs) < len(edges):
+                    outputs = tuple(outputs) + (None,) * (len(edges) - len(outputs))
             else:
-                n_out = 0
-            for k, (child, nr) in enumerate(node.next_functions):
+                edges = node._edges
+                outputs = (None,) * len(edges)
+            for (child, nr), g in zip(edges, outputs):
                 if child is None:
                     continue
-                g = outputs[k] if k < n_out else None
                 if g is not None:
                     buf = buffers.get(child)
                     if buf is None:
-                        buf = buffers[child] = [None] * _num_outputs(child)
+                        meta = child._out_meta
+                        buf = buffers[child] = [None] * (len(meta) if meta else 1)
                     if nr >= len(buf):
                         buf.extend([None] * (nr + 1 - len(buf)))
                     old = buf[nr]
@@ -150,7 +157,10 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
                 d = deps[child] - 1
                 deps[child] = d
                 if d == 0:
-                    heappush(ready, (-child._seq, id(child), child))
+                    heappush(ready, (-child._seq, child))  # _seq is unique: no ties
+            # Drop this frame's references: AccumulateGrad keeps a gradient without copying
+            # it only when nothing else references it (see node._owned).
+            outputs = grads = g = old = buf = None
     finally:
         STATE.enabled = prev_mode
         if run_range is not None:
@@ -159,7 +169,7 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
 
 
 def _num_outputs(node) -> int:
-    meta = getattr(node, "_out_meta", None)
+    meta = node._out_meta
     return len(meta) if meta else 1
 
 

@@ -25,6 +25,20 @@ def _bind_tensor() -> None:
     import importlib
     Tensor = importlib.import_module("tgrad.tensor").Tensor
 
+
+def _zeros(*args, **kwargs):
+    global _zeros
+    from tgrad.ops.creation import zeros
+    _zeros = zeros  # bound on first use (the op library imports this module)
+    return zeros(*args, **kwargs)
+
+
+def _sum_to(g, shape):
+    global _sum_to
+    from tgrad.ops.reduce import sum_to
+    _sum_to = sum_to  # bound on first use
+    return sum_to(g, shape)
+
 _NOT_TENSOR = "not a tensor"  # _in_meta marker: the forward argument was not a Tensor
 
 
@@ -42,9 +56,26 @@ class BackwardCFunction(Node):
     needs_input_grad: tuple = ()
     _in_meta: tuple = ()
     _out_meta: tuple = ()
+    # True for ops whose number arguments are operands (a + 2, x * 0.5): PyTorch wraps those
+    # in tensors, so they keep a (None, 0) slot in next_functions.
+    _scalar_edges: bool = False
 
     def name(self) -> str:
         return self._node_name
+
+    @property
+    def next_functions(self) -> tuple:
+        """One ``(node, output_nr)`` per tensor argument of forward, as PyTorch lists them
+        (``_edges`` keeps one per argument for the engine and gradient validation)."""
+        edges = self._edges
+        if self._scalar_edges:
+            return edges
+        metas = self._in_meta
+        return tuple([e for e, m in zip(edges, metas) if m is not _NOT_TENSOR])
+
+    @next_functions.setter
+    def next_functions(self, edges) -> None:
+        self._edges = tuple(edges)
 
     # ---------------------------------------------------------------- ctx API
     def save_for_backward(self, *tensors) -> None:
@@ -78,12 +109,11 @@ class BackwardCFunction(Node):
             meta = self._out_meta
             for i, g in enumerate(grads):
                 if g is None and meta[i] is not None:
-                    from tgrad.ops.creation import zeros
                     shape, dtype, device = meta[i]
-                    grads[i] = zeros(shape, dtype=dtype, device=device)
+                    grads[i] = _zeros(shape, dtype=dtype, device=device)
         out = self._forward_cls.backward(self, *grads)
         if not isinstance(out, tuple):
-            out = (out,)
+            out = tuple(out) if isinstance(out, list) else (out,)
         return _validate_grads(self, out)
 
 
@@ -114,10 +144,11 @@ def _validate_grads(node: BackwardCFunction, grads: tuple) -> tuple:
             raise TypeError(f"function {node.name()} returned a {type(g).__name__} as gradient "
                             f"{i}; expected a Tensor or None")
         shape, dtype, device = meta
+        if g._data.shape == shape and g.dtype is dtype and g.device is device:
+            continue  # the common case: nothing to check further
         if g.shape != shape:
             if _expandable(shape, g.shape):
-                from tgrad.ops.reduce import sum_to
-                g = sum_to(g, shape)
+                g = _sum_to(g, shape)
             else:
                 raise RuntimeError(
                     f"Function {node.name()} returned an invalid gradient at index {i} - got "
@@ -146,7 +177,8 @@ class _FunctionMeta(type):
         super().__init__(name, bases, attrs)
         node_name = attrs.get("node_name") or f"{name}Backward"
         cls._backward_cls = type(node_name, (BackwardCFunction,),
-                                 {"_forward_cls": cls, "_node_name": node_name})
+                                 {"_forward_cls": cls, "_node_name": node_name,
+                                  "_scalar_edges": cls.scalar_edges})
 
 
 class Function(metaclass=_FunctionMeta):
@@ -156,6 +188,8 @@ class Function(metaclass=_FunctionMeta):
     # (e.g. "MulBackward0"); custom Functions get "<ClassName>Backward".
     name: str | None = None
     node_name: str | None = None
+    # Built-in binary arithmetic: number operands keep a (None, 0) slot in next_functions.
+    scalar_edges: bool = False
 
     def __init__(self, *args, **kwargs) -> None:
         raise RuntimeError(
@@ -178,25 +212,29 @@ class Function(metaclass=_FunctionMeta):
         if Tensor is None:
             _bind_tensor()
         ctx = cls._backward_cls()
-        record = False
-        if STATE.enabled:
+        state = STATE
+        enabled = state.enabled
+        if enabled:
             needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
             record = True in needs
             ctx.needs_input_grad = needs
         else:
+            record = False
             ctx.needs_input_grad = (False,) * len(args)
         prof = profiler_hooks.ACTIVE
-        if prof is not None:
-            handle = prof.op_start(cls, args)
-        prev = STATE.enabled
-        STATE.enabled = False
-        raw = None
-        try:
+        if prof is None and not enabled:  # no_grad / inside backward: nothing to restore
             raw = cls.forward(ctx, *args, **kwargs)
-        finally:
-            STATE.enabled = prev
+        else:
             if prof is not None:
-                prof.op_end(handle, raw)  # raw: the output, for the profiler's byte counts
+                handle = prof.op_start(cls, args)
+            state.enabled = False
+            raw = None
+            try:
+                raw = cls.forward(ctx, *args, **kwargs)
+            finally:
+                state.enabled = enabled
+                if prof is not None:
+                    prof.op_end(handle, raw)  # raw: the output, for the profiler's byte counts
         if not record:
             if ctx.dirty_tensors:
                 _plain_dirty(ctx)
@@ -242,7 +280,7 @@ def _wire_graph(ctx, args, outputs, is_tuple):
         else:
             edges.append(_NONE_EDGE)
             in_meta.append(_NOT_TENSOR)
-    ctx.next_functions = tuple(edges)
+    ctx._edges = tuple(edges)
     ctx._in_meta = tuple(in_meta)
     dirty = ctx.dirty_tensors
     nondiff = ctx.non_differentiable
@@ -256,7 +294,7 @@ def _wire_graph(ctx, args, outputs, is_tuple):
         if dirty and _is_in(o, dirty):
             _check_dirty(o)
             if o._base is not None and o._view_chain is not None:
-                from tgrad.autograd.copy_slices import rebase_base
+                from tgrad.autograd.copy_slices import rebase_base  # in-place on a view: rare
                 rebase_base(o, (ctx, i))
                 out_meta.append((o._data.shape, o.dtype, o.device))
                 new_outputs.append(o)
@@ -276,9 +314,13 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     ctx._out_meta = tuple(out_meta)
     if ctx.to_save:
         saved = []
-        for t in ctx.to_save:
+        for k, t in enumerate(ctx.to_save):
             if t is None:
                 saved.append(None)
+            elif not isinstance(t, Tensor):
+                raise TypeError(f"{ctx.name()}: save_for_backward can only save tensors (or "
+                                f"None), but argument {k} is of type {type(t).__name__}; store "
+                                f"other values as ctx attributes")
             else:
                 saved.append(SavedTensor(t, t._grad_fn is ctx and _is_in(t, new_outputs)))
         ctx._saved = saved

@@ -26,6 +26,21 @@ def _differentiable_outputs(outputs: tuple) -> list:
     return [o for o in outputs if getattr(o, "requires_grad", False)]
 
 
+def _element_access(t):
+    """(get(idx) -> float, put(idx, value)) on ``t``'s storage in place, any device: NumPy
+    indexing on the CPU, the backend's view + copy primitives elsewhere (e.g. cuda)."""
+    data = t._data
+    if isinstance(data, np.ndarray):
+        def put(idx, v):
+            data[idx] = v
+        return (lambda idx: data[idx].item()), put
+    from tgrad.backends import get_backend
+    be = get_backend(t.device)
+    return ((lambda idx: be.to_host(be.basic_index(data, tuple(idx))).item()),
+            (lambda idx, v: be.copy_(be.basic_index(data, tuple(idx)),
+                                     be.full((), v, data.dtype))))
+
+
 def _numerical_jacobian(func, inputs: tuple, outputs: tuple, eps: float) -> list:
     """jac[i][o]: ndarray of shape (inputs[i].numel(), outputs[o].numel())."""
     from tgrad.tensor import Tensor
@@ -35,16 +50,16 @@ def _numerical_jacobian(func, inputs: tuple, outputs: tuple, eps: float) -> list
             jac.append(None)
             continue
         cols = [np.zeros((inp.numel(), o.numel())) for o in outputs]
-        data = inp._data
+        get, put = _element_access(inp)
         for j, idx in enumerate(np.ndindex(*inp.shape)):
-            orig = data[idx].item()
-            data[idx] = orig + eps
+            orig = get(idx)
+            put(idx, orig + eps)
             plus = [np.asarray(o.numpy(force=True), np.float64).ravel().copy()
                     for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
-            data[idx] = orig - eps
+            put(idx, orig - eps)
             minus = [np.asarray(o.numpy(force=True), np.float64).ravel().copy()
                      for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
-            data[idx] = orig
+            put(idx, orig)
             for k in range(len(outputs)):
                 cols[k][j] = (plus[k] - minus[k]) / (2 * eps)
         jac.append(cols)
@@ -62,7 +77,7 @@ def _analytical_jacobian(inputs: tuple, outputs: tuple) -> list:
             continue
         for k in range(out.numel()):
             g = zeros_like(out)
-            g._data.reshape(-1)[k] = 1
+            _element_access(g)[1](np.unravel_index(k, out.shape), 1)
             grads = autograd_grad(out, diff_inputs, g, retain_graph=True, allow_unused=True)
             for ii, gi in enumerate(grads):
                 if gi is not None:

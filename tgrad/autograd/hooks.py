@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 
-from tgrad.autograd.node import RemovableHandle
+from tgrad.autograd.node import RemovableHandle, run_leaf_hooks  # noqa: F401 (re-export)
 
 
 def register_tensor_hook(t, hook) -> RemovableHandle:
@@ -46,12 +46,3 @@ def move_retain_grad(t) -> None:
                 del old._retain_grad_refs[nr]
     if t.grad_fn is not None:
         install_retain_grad(t)
-
-
-def run_leaf_hooks(t, grad):
-    if t._hooks:
-        for hook in list(t._hooks.values()):
-            new = hook(grad)
-            if new is not None:
-                grad = new
-    return grad

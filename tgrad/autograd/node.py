@@ -1,13 +1,16 @@
 """Graph nodes: the backward functions the engine runs, and saved tensors.
 
-A Node has ``next_functions``: one ``(node, output_nr)`` edge per differentiable input of the
-forward op (``(None, 0)`` where the input needs no gradient). ``apply(grads)`` takes one
-gradient per forward output and returns one per input.
+A Node has ``_edges``: one ``(node, output_nr)`` edge per forward argument (``(None, 0)``
+where the argument needs no gradient or is not a tensor); the engine walks these.
+``next_functions`` is the public, PyTorch-shaped view of them (``Function`` nodes list only
+the tensor arguments). ``apply(grads)`` takes one gradient per forward output and returns one
+per forward argument.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -50,7 +53,8 @@ class Node:
 
     Optional fields default to class attributes (None) so creating a node is cheap."""
 
-    next_functions: tuple = ()
+    _edges: tuple = ()  # one (node, output_nr) per forward argument; the engine reads this
+    _out_meta: tuple = ()  # per forward output: (shape, dtype, device) or None; () = one
     _saved = None  # list of SavedTensor; None after release
     _released = False
     _pre_hooks = None  # {output_nr: OrderedDict(id -> hook)} for tensor hooks
@@ -70,6 +74,15 @@ class Node:
 
     def name(self) -> str:
         return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple:
+        """``((node, output_nr), ...)``: where this node's gradients go (PyTorch's view)."""
+        return self._edges
+
+    @next_functions.setter
+    def next_functions(self, edges) -> None:
+        self._edges = tuple(edges)
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
@@ -102,6 +115,17 @@ class Node:
         return self.apply(list(grads))
 
 
+_Tensor = None  # tgrad.tensor.Tensor, bound on first use (tensor.py imports this package)
+
+
+def _tensor_cls():
+    global _Tensor
+    if _Tensor is None:
+        from tgrad.tensor import Tensor
+        _Tensor = Tensor
+    return _Tensor
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
@@ -115,8 +139,7 @@ class SavedTensor:
         self.version = t._storage.version
         self.is_output = is_output
         if is_output:
-            from tgrad.tensor import Tensor
-            alias = Tensor(t._data, t._storage, t.device)
+            alias = (_Tensor or _tensor_cls())(t._data, t._storage, t.device)
             self.output_nr = t._output_nr
             self.requires_grad = t._requires_grad
             self.tensor = alias
@@ -139,8 +162,7 @@ class SavedTensor:
                 "Hint: enable anomaly detection to find the operation that failed to compute "
                 "its gradient, with tgrad.autograd.set_detect_anomaly(True).")
         if self.is_output:
-            from tgrad.tensor import Tensor
-            out = Tensor(t._data, t._storage, t.device)
+            out = (_Tensor or _tensor_cls())(t._data, t._storage, t.device)
             out._grad_fn = node
             out._output_nr = self.output_nr
             out._requires_grad = self.requires_grad
@@ -154,7 +176,6 @@ class AccumulateGrad(Node):
     def __init__(self, variable) -> None:
         super().__init__()
         self.variable = variable
-        self.next_functions = ()
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -165,22 +186,98 @@ class AccumulateGrad(Node):
             return ()
         var = self.variable
         if var._hooks:
-            from tgrad.autograd.hooks import run_leaf_hooks
             grad = run_leaf_hooks(var, grad)
         with _ACCUMULATE_LOCK:
             old = var._grad
             if old is None:
                 if STATE.enabled:  # create_graph: keep the gradient's own graph
                     var._grad = grad
+                elif _owned(grad, grads[0] is grad):
+                    var._grad = grad  # a fresh result nobody else holds: keep it (as PyTorch)
                 else:
-                    # Own copy: the incoming gradient may be shared with other leaves.
-                    var._grad = grad.clone()
+                    # Own copy: the gradient may be the user's, shared with other leaves,
+                    # kept by a hook, or a view. (Not recorded: grad mode is off here.)
+                    var._grad = _plain_clone(grad)
             elif STATE.enabled:
                 var._grad = old + grad
             else:
-                from tgrad.ops.inplace import add_into
-                add_into(old, grad)
+                _add_into(old, grad)
         return ()
+
+
+def _refs_of(x) -> int:
+    return sys.getrefcount(x)
+
+
+def _calibrate_refs() -> int:
+    """References to a gradient held only by AccumulateGrad.apply's local (the same call
+    shape as ``_owned``), so the check does not depend on the interpreter's counting."""
+    def apply(grads: list) -> int:
+        grad = grads[0]
+        grads[0] = None
+        return _probe(grad, False)
+
+    def _probe(grad, in_list: bool) -> int:
+        return _refs_of(grad)
+
+    return apply([object()])
+
+
+_BASE_REFS = _calibrate_refs()
+def _calibrate_attr_refs() -> int:
+    """References counted by ``_refs_of(obj.attr)`` when one attribute holds ``obj``."""
+    class Holder:
+        __slots__ = ("x",)
+    h = Holder()
+    h.x = object()
+    return _refs_of(h.x)
+
+
+_BASE_STORAGE_REFS = _calibrate_attr_refs()
+
+
+def _plain_clone(t):
+    """A C-contiguous copy of ``t`` outside the graph (what ``t.clone()`` gives in no_grad)."""
+    return type(t)(_get_backend(t.device).clone(t._data), None, t.device)
+
+
+def _get_backend(device):
+    global _get_backend
+    from tgrad.backends import get_backend
+    _get_backend = get_backend  # bound on first use (import cycle)
+    return get_backend(device)
+
+
+def _add_into(dst, src) -> None:
+    global _add_into
+    from tgrad.ops.inplace import add_into
+    _add_into = add_into  # bound on first use (import cycle)
+    add_into(dst, src)
+
+
+def _owned(grad, in_list: bool) -> bool:
+    """True when ``grad`` and its buffer are referenced by nobody but the engine (its grads
+    list, when ``in_list``) and AccumulateGrad: a result the backward just computed, not the
+    user's gradient, a saved tensor, another leaf's gradient, one a hook kept, or a view.
+    NumPy buffers only (other backends keep the copy)."""
+    if grad._base is not None or grad.device.type != "cpu":
+        return False
+    if grad._data.base is not None:
+        return False
+    # grad._data and grad._storage.root hold the array; grad._storage holds the storage.
+    return (_refs_of(grad) <= _BASE_REFS + in_list
+            and _refs_of(grad._storage) <= _BASE_STORAGE_REFS
+            and _refs_of(grad._data) <= _BASE_STORAGE_REFS + 1)
+
+
+def run_leaf_hooks(t, grad):
+    """Run a leaf's tensor hooks on ``grad``; a hook's non-None result replaces it."""
+    if t._hooks:
+        for hook in list(t._hooks.values()):
+            new = hook(grad)
+            if new is not None:
+                grad = new
+    return grad
 
 
 def gradient_edge(t) -> tuple:

@@ -21,6 +21,6 @@ def get_backend(device: Device):
         return _BACKENDS[device.type]
     except KeyError:
         raise RuntimeError(
-            f"tgrad: no backend for device '{device}': this build of tgrad runs on the CPU "
-            f"only (the CUDA backend is not available here); use device='cpu'") from None
+            f"tgrad: no backend for device type '{device.type}'; use 'cpu' or 'cuda'") from None
 import tgrad.cuda.lazy_backend  # noqa: E402,F401  registers the "cuda" backend (lazily)
+from tgrad.backends import cuda as cuda  # noqa: E402,F401  (flags; imports no Triton)

@@ -10,13 +10,15 @@ saved for backward (log-sum-exp, mean, rstd) stay in the compute dtype.
 from __future__ import annotations
 
 import math
+import sys
 
 import ml_dtypes
 import numpy as np
 
 __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
-           "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd"]
+           "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd",
+           "dropout_fwd", "dropout_bwd"]
 
 _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
@@ -254,3 +256,39 @@ def softplus_bwd(g: np.ndarray, x: np.ndarray, beta: float, threshold: float) ->
     with np.errstate(all="ignore"):
         bx = xf * beta
         return _down(np.where(bx > threshold, gf, gf * _sigmoid(bx)), dt)
+
+
+# ------------------------------------------------------------------ dropout
+# The mask is regenerated in backward, never stored (as on the GPU, where state is the
+# Philox (seed, offset)). On the CPU the state is one 64-bit key drawn from tgrad's CPU
+# generator (tgrad.backends.numpy._rng, seeded by tgrad.manual_seed); the uniforms are
+#   u = Generator(Philox(key)).random(shape)   (float64, row-major logical order)
+# and keep_i = u_i >= p. Forward and backward rebuild the same u from the key, so the
+# backward reads no saved mask and costs one draw of shape ``x.shape`` (8 bytes/element of
+# temporary memory while it runs; nothing kept between forward and backward).
+def _keep(shape: tuple, p: float, key: int) -> np.ndarray:
+    u = np.random.Generator(np.random.Philox(key)).random(shape)
+    return u >= p
+
+
+def _dropout_apply(x: np.ndarray, p: float, key: int) -> np.ndarray:
+    """x * (m / (1 - p)): multiplicative like PyTorch, so NaN/inf stay NaN where dropped
+    (p == 1 gives x * 0)."""
+    dt = x.dtype
+    xf = _up(x)
+    scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
+    with np.errstate(invalid="ignore"):
+        return _down(xf * (_keep(x.shape, p, key) * np.asarray(scale, xf.dtype)), dt)
+
+
+def dropout_fwd(x: np.ndarray, p: float) -> tuple:
+    """(y, state): y = x / (1 - p) where u >= p else 0; state = the key of u (see above).
+    Every call draws a fresh key from tgrad's generator, so successive calls differ and a
+    tgrad.manual_seed replays them."""
+    key = int(sys.modules["tgrad.backends.numpy"]._rng.integers(0, 2**63))
+    return _dropout_apply(x, p, key), key
+
+
+def dropout_bwd(g: np.ndarray, p: float, state: int) -> np.ndarray:
+    """dx = g / (1 - p) where u >= p else 0, with the forward's u regenerated from state."""
+    return _dropout_apply(g, p, state)

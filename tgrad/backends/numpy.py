@@ -15,7 +15,57 @@ import warnings
 import ml_dtypes
 import numpy as np
 
+# ---------------------------------------------------------------- quiet floating-point errors
+# PyTorch never warns on inf/nan, so every op runs under np.errstate(all="ignore"). That
+# context manager costs microseconds per call; NumPy implements it by setting one context
+# variable, so ops set that variable directly (thread- and asyncio-safe, and the caller's
+# settings come back on exit exactly as with np.errstate). Other NumPy versions fall back to
+# np.errstate.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERR_VAR
+    from numpy._core.umath import _make_extobj
+except ImportError:  # pragma: no cover - older/newer NumPy layouts
+    _ERR_VAR = None
+
+if _ERR_VAR is not None:
+    _err_get, _err_set, _err_reset = _ERR_VAR.get, _ERR_VAR.set, _ERR_VAR.reset
+    # [(caller's extobj, the same with all errors ignored)]: one tuple, swapped atomically.
+    _QUIET_CACHE = [(None, None)]
+
+    def _quiet_enter():
+        """Ignore floating-point errors until ``_quiet_exit(token)``; returns the token."""
+        cur = _err_get()
+        pair = _QUIET_CACHE[0]
+        if pair[0] is not cur:
+            # Made while the caller's state is active: keeps their bufsize and callback.
+            pair = _QUIET_CACHE[0] = (cur, _make_extobj(all="ignore"))
+        return _err_set(pair[1])
+
+    _quiet_exit = _err_reset
+else:  # pragma: no cover
+    def _quiet_enter():
+        ctx = np.errstate(all="ignore")
+        ctx.__enter__()
+        return ctx
+
+    def _quiet_exit(token) -> None:
+        token.__exit__(None, None, None)
+
+
+class quiet:  # noqa: N801 - used like np.errstate
+    """The same as ``np.errstate(all="ignore")`` as a context manager, cheaper."""
+
+    __slots__ = ("token",)
+
+    def __enter__(self) -> None:
+        self.token = _quiet_enter()
+
+    def __exit__(self, *exc) -> None:
+        _quiet_exit(self.token)
+
+
 HALF_TYPES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_HALF_SET = frozenset(HALF_TYPES)
 _F32 = np.dtype(np.float32)
 
 name = "numpy"
@@ -134,12 +184,27 @@ def _erfc_scaled_cheb(a: float, b: float, deg: int = 20):
 _ERFC_PIECES = (_erfc_scaled_cheb(1.0, 2.5), _erfc_scaled_cheb(2.5, 6.0))
 
 
+def _clenshaw(t: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """sum_k coef[k] T_k(t) by Clenshaw's recurrence b_k = 2 t b_{k+1} - b_{k+2} + c_k,
+    in place (what numpy.polynomial.chebyshev.chebval computes, with fewer temporaries)."""
+    t2 = t + t
+    b1, b2, tmp = np.zeros_like(t), np.zeros_like(t), np.empty_like(t)
+    for c in coef[:0:-1]:
+        np.multiply(t2, b1, out=tmp)
+        tmp -= b2
+        tmp += c
+        b1, b2, tmp = tmp, b1, b2
+    np.multiply(t, b1, out=tmp)
+    tmp -= b2
+    tmp += coef[0]
+    return tmp
+
+
 def _erf(x: np.ndarray) -> np.ndarray:
-    from numpy.polynomial import chebyshev
     dt = x.dtype
     xd = np.asarray(x, np.float64)
+    out = np.array(xd, copy=True)  # NaN matches no region below and stays NaN
     ax = np.abs(xd)
-    out = np.array(np.sign(xd))  # |x| >= 6 (and +-inf); NaN stays NaN, -0.0 stays -0.0
     small = ax < 1.0
     if small.any():
         xs = xd[small]
@@ -148,17 +213,21 @@ def _erf(x: np.ndarray) -> np.ndarray:
         for c in _ERF_TAYLOR[1:]:
             p *= u
             p += c
-        p *= xs
+        p *= xs  # odd in x: -0.0 stays -0.0
         p *= _TWO_OVER_SQRT_PI
         out[small] = p
     for a, b, coef in _ERFC_PIECES:
         m = (ax >= a) & (ax < b)
         if m.any():
-            xm = ax[m]
-            t = (2.0 * xm - (a + b)) / (b - a)
-            erfc = chebyshev.chebval(t, coef)
+            xm_signed = xd[m]
+            xm = np.abs(xm_signed)
+            erfc = _clenshaw((2.0 * xm - (a + b)) / (b - a), coef)
             erfc *= np.exp(-xm * xm)
-            out[m] = np.copysign(1.0 - erfc, xd[m])
+            np.subtract(1.0, erfc, out=erfc)
+            out[m] = np.copysign(erfc, xm_signed, out=erfc)
+    tail = ax >= _ERFC_PIECES[-1][1]
+    if tail.any():
+        out[tail] = np.copysign(1.0, xd[tail])  # also +-inf
     return out.astype(dt, copy=False)
 
 
@@ -199,11 +268,15 @@ UNARY = {
 def unary(op: str, x: np.ndarray) -> np.ndarray:
     """``op`` applied elementwise; the result keeps x's dtype (bool for logical_not)."""
     fn = UNARY[op]
-    with np.errstate(all="ignore"):
-        if x.dtype in HALF_TYPES:
+    token = _quiet_enter()
+    try:
+        if x.dtype in _HALF_SET:
             out = fn(x.astype(_F32))
             return np.asarray(out) if op in _BOOL_RESULT else _down(out, x.dtype)
-        return np.asarray(fn(x))
+        out = fn(x)
+    finally:
+        _quiet_exit(token)
+    return out if type(out) is np.ndarray else np.asarray(out)
 
 
 def _pow(a, b):
@@ -250,11 +323,15 @@ _BOOL_RESULT = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "lo
 def binary(op: str, a, b) -> np.ndarray:
     """``op`` with NumPy broadcasting; a and b share one dtype (or b is a NumPy scalar)."""
     fn = BINARY[op]
-    with np.errstate(all="ignore"):
-        if a.dtype in HALF_TYPES:
+    token = _quiet_enter()
+    try:
+        if a.dtype in _HALF_SET:
             out = fn(a.astype(_F32), np.asarray(b).astype(_F32))
             return np.asarray(out) if op in _BOOL_RESULT else _down(out, a.dtype)
-        return np.asarray(fn(a, b))
+        out = fn(a, b)
+    finally:
+        _quiet_exit(token)
+    return out if type(out) is np.ndarray else np.asarray(out)
 
 
 def where(cond: np.ndarray, a, b) -> np.ndarray:
@@ -276,6 +353,15 @@ def sigmoid_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     return _down(g * y * (1 - y), dt)
 
 
+def relu_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """d relu(x) = g where y = relu(x) > 0, else 0; keeps g's dtype. Computed as g * (y > 0)
+    (NumPy's masked where/copyto are ~10x slower), so an inf/nan g gives nan where y <= 0."""
+    mask = y > 0
+    if g.dtype in _HALF_SET:
+        return g * mask.astype(g.dtype)
+    return np.multiply(g, mask)
+
+
 # ---------------------------------------------------------------- reductions
 def _is_float(dt: np.dtype) -> bool:
     return dt.kind == "f" or dt in HALF_TYPES
@@ -292,7 +378,7 @@ def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
 def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     """Mean in the compute dtype; an empty reduction gives NaN (no warning)."""
     dt = x.dtype
-    with np.errstate(all="ignore"), warnings.catch_warnings():
+    with quiet(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return _down(np.mean(_up(x), axis=axes, keepdims=keepdim), dt)
 
@@ -300,7 +386,7 @@ def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
 def prod(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     dt = x.dtype
     if _is_float(dt):
-        with np.errstate(all="ignore"):
+        with quiet():
             return _down(np.prod(x, axis=axes, dtype=compute_dtype(dt), keepdims=keepdim), dt)
     return np.asarray(np.prod(x, axis=axes, dtype=np.int64, keepdims=keepdim))
 
@@ -330,7 +416,7 @@ def var(x: np.ndarray, axes, correction: float, keepdim: bool) -> np.ndarray:
     """sum((x - mean)^2) / max(N - correction, 0): NaN/inf when N <= correction (PyTorch)."""
     dt = x.dtype
     xf = _up(x)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
+    with quiet(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         d = xf - np.mean(xf, axis=axes, keepdims=True)
         s = np.sum(d * d, axis=axes, keepdims=keepdim)
@@ -343,7 +429,7 @@ def norm(x: np.ndarray, p: float, axes, keepdim: bool) -> np.ndarray:
     of non-zeros; p=2 as sqrt(sum x^2)."""
     dt = x.dtype
     a = np.abs(_up(x))
-    with np.errstate(all="ignore"):
+    with quiet():
         if p == 2:
             out = np.sqrt(np.sum(a * a, axis=axes, keepdims=keepdim))
         elif p == 1:
@@ -362,7 +448,7 @@ def norm(x: np.ndarray, p: float, axes, keepdim: bool) -> np.ndarray:
 def logsumexp(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     dt = x.dtype
     xf = _up(x)
-    with np.errstate(all="ignore"):
+    with quiet():
         m = np.max(xf, axis=axes, keepdims=True) if xf.size else np.zeros(
             [1 if (axes is None or i in axes) else s for i, s in enumerate(xf.shape)], xf.dtype)
         m = np.where(np.isfinite(m), m, 0)
@@ -405,7 +491,8 @@ def index_add(shape: tuple, dtype: np.dtype, key, values: np.ndarray) -> np.ndar
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     dt = a.dtype
     if dt in HALF_TYPES:
-        return _down(np.matmul(a.astype(_F32), b.astype(_F32)), dt)
+        with quiet():  # NaN/inf propagate quietly, as in float32/64
+            return _down(np.matmul(a.astype(_F32), b.astype(_F32)), dt)
     return np.matmul(a, b)
 
 

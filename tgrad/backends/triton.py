@@ -336,6 +336,38 @@ def any_(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
     return red.reduce("any", x, axes, keepdim)
 
 
+def norm(x: DeviceArray, p: float, axes, keepdim: bool) -> DeviceArray:
+    """Vector p-norm, composed of elementwise and reduction kernels in the compute dtype:
+    p=2 sqrt(sum a^2), p=1 sum a, p=+-inf amax/amin a, p=0 count(a != 0), else
+    (sum a^p)^(1/p), with a = |x|."""
+    if not _float(x.dtype) or x.size == 0:
+        return _host_path("norm", None, x, p, axes, keepdim)
+    dt = x.dtype
+    a = unary("abs", cast(x, compute_dtype(dt)))
+    cd = a.dtype
+    if p == 2:
+        out = unary("sqrt", sum_(binary("mul", a, a), axes, keepdim))
+    elif p == 1:
+        out = sum_(a, axes, keepdim)
+    elif p == math.inf:
+        out = amax(a, axes, keepdim)
+    elif p == -math.inf:
+        out = amin(a, axes, keepdim)
+    elif p == 0:
+        out = sum_(cast(binary("ne", a, np.zeros((), cd)), cd), axes, keepdim)
+    else:
+        s = sum_(binary("pow", a, np.asarray(p, cd)), axes, keepdim)
+        out = binary("pow", s, np.asarray(1.0 / p, cd))
+    return cast(out, dt)
+
+
+def isnan_any(x: DeviceArray) -> bool:
+    """True when any element is NaN (x != x), one comparison and one reduction kernel."""
+    if not _float(x.dtype) or x.size == 0:
+        return False
+    return bool(any_(binary("ne", x, x), None, False).to_host())
+
+
 def sum_to(x: DeviceArray, shape: tuple) -> DeviceArray:
     """Un-broadcast: sum ``x`` down to ``shape`` (the gradient of a broadcast)."""
     shape = tuple(shape)
@@ -349,8 +381,12 @@ def sum_to(x: DeviceArray, shape: tuple) -> DeviceArray:
 
 
 # ---------------------------------------------------------------- the temporary host path
-NATIVE = {n for n, v in list(globals().items()) if callable(v) and not n.startswith("_")
-          and hasattr(_np_backend, n)} | {"sum_to"}
+def _native_names() -> set:
+    """Primitives this module (and the nn primitives star-imported at its end) define."""
+    return {n for n, v in list(globals().items()) if callable(v) and not n.startswith("_")
+            and hasattr(_np_backend, n)}
+
+
 _USED: set = set()
 _INPLACE = {"copy_", "fill_", "index_put_"}
 
@@ -403,7 +439,7 @@ def ops_without_native_kernel() -> list[str]:
     prims = {n for n, v in vars(_np_backend).items() if callable(v) and not n.startswith("_")
              and not isinstance(v, type) and getattr(v, "__module__", "").startswith(
                  "tgrad.backends")}
-    out = sorted(prims - NATIVE - {"compute_dtype", "manual_seed"})
+    out = sorted(prims - _native_names() - {"compute_dtype", "manual_seed"})
     out += [f"unary:{op}" for op in sorted(_np_backend.UNARY) if op not in ew.UNARY]
     out += [f"binary:{op}" for op in sorted(_np_backend.BINARY) if op not in ew.BINARY]
     return out
@@ -412,3 +448,4 @@ def ops_without_native_kernel() -> list[str]:
 def host_path_used() -> list[str]:
     """Primitives that actually took the host path in this process."""
     return sorted(_USED)
+from tgrad.backends._triton_nn import *  # noqa

@@ -7,10 +7,12 @@ host emulation when ``TRITON_INTERPRET=1`` (kernels run in Triton's interpreter)
 
 from __future__ import annotations
 
+from tgrad.cuda import interop as _interop
 from tgrad.cuda import memory as _memory
 from tgrad.cuda._runtime import get_runtime_or_none, runtime
 from tgrad.cuda._runtime import why_unavailable as _why
-from tgrad.cuda.runtime_api import DeviceProperties, OutOfMemoryError
+from tgrad.cuda.graphs import CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing
+from tgrad.cuda.runtime_api import CaptureError, DeviceProperties, OutOfMemoryError
 from tgrad.cuda.streams import Event, Stream, _device_index, current_stream, stream
 
 __all__ = ["is_available", "why_unavailable", "is_interpreted", "device_count",
@@ -18,7 +20,11 @@ __all__ = ["is_available", "why_unavailable", "is_interpreted", "device_count",
            "get_device_capability", "synchronize", "Stream", "Event", "current_stream",
            "stream", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
            "memory_reserved", "empty_cache", "mem_get_info", "OutOfMemoryError",
-           "DeviceProperties", "is_initialized"]
+           "DeviceProperties", "is_initialized", "ops_without_native_kernel",
+           "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
+           "CaptureError"]
+
+_interop.install()
 
 
 def is_available() -> bool:
@@ -103,3 +109,13 @@ def empty_cache() -> None:
         d = rt.current_device()
         rt.synchronize(d)
         rt.empty_cache(d)
+
+
+def ops_without_native_kernel() -> list[str] | None:
+    """Primitives of the NumPy backend that the cuda backend still runs through its
+    temporary host path (None when the Triton backend cannot be imported here)."""
+    try:
+        from tgrad.backends import triton as tb
+    except ImportError:
+        return None
+    return tb.ops_without_native_kernel()

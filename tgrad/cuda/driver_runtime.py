@@ -17,6 +17,14 @@ Design (the contract is in ``runtime_api.py``):
   ``OutOfMemoryError`` is raised.
 * Host copies synchronize the stream (as PyTorch's blocking ``copy_`` does), so a host buffer
   may be reused, or read, as soon as the call returns.
+* CUDA graphs: ``stream_begin_capture``/``stream_end_capture`` capture tgrad's stream into a
+  graph (stream-ordered allocations become graph memory nodes; the graph is instantiated with
+  AUTO_FREE_ON_LAUNCH so allocations that outlive the capture - static outputs - stay at the
+  same address on every replay). While a stream captures, host syncs (``synchronize``,
+  ``stream_synchronize``, ``event_synchronize``, ``memcpy_dtoh``) raise ``CaptureError``
+  before calling the driver; ``memcpy_htod`` copies its source into pinned memory owned by
+  the capture (the copy is replayed from it); frees of memory allocated before the capture
+  are deferred and handed to the graph, which frees them when it is reset.
 * Every failing driver call raises ``CudaDriverError`` (a ``RuntimeError``) naming the call,
   the error name and the driver's description of it.
 """
@@ -28,12 +36,14 @@ from typing import Any
 
 import numpy as np
 
-from .runtime_api import DeviceProperties, OutOfMemoryError
+from .runtime_api import CaptureError, CaptureState, DeviceProperties, OutOfMemoryError
 
 UINT64_MAX = (1 << 64) - 1
 CUDA_SUCCESS = 0
 CUDA_ERROR_OUT_OF_MEMORY = 2
 CUDA_ERROR_NOT_READY = 600
+CAPTURE_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}  # CUstreamCaptureMode
+AUTO_FREE_ON_LAUNCH = 1  # CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
 
 _bindings_lock = threading.Lock()
 _bindings: Any = None            # the cuda.bindings.driver module once imported
@@ -208,6 +218,7 @@ class DriverRuntime:
         self._streams: dict[int, int] = {}      # device -> tgrad stream handle
         self._stream_device: dict[int, int] = {}  # stream handle -> device
         self._props: dict[int, DeviceProperties] = {}
+        self._capture: dict[int, CaptureState] = {}  # capturing stream -> its state
 
     # ------------------------------------------------------------------ setup
     def _init(self) -> Any:
@@ -322,7 +333,16 @@ class DriverRuntime:
         self._init()
         return self._thread_device()
 
+    def _no_capture(self, what: str, stream: int | None = None, device: int | None = None
+                    ) -> None:
+        """Raise CaptureError when ``stream`` (or any stream of ``device``) is capturing."""
+        for s, st in self._capture.items():
+            if s == stream or (stream is None and (device is None or st.device == device)):
+                raise CaptureError(what)
+
     def synchronize(self, device: int) -> None:
+        if self._capture:
+            self._no_capture("synchronize() (a device-wide host sync)", device=device)
         pushed = self._enter(device)
         try:
             check("cuCtxSynchronize", self._cu.cuCtxSynchronize(), f"device {device}")
@@ -366,6 +386,8 @@ class DriverRuntime:
         self._stream_device.pop(stream, None)
 
     def stream_synchronize(self, stream: int) -> None:
+        if self._capture:
+            self._no_capture("Stream.synchronize() (a host sync)", stream)
         self._init()
         check("cuStreamSynchronize", self._cu.cuStreamSynchronize(self._cu.CUstream(stream)))
 
@@ -401,6 +423,8 @@ class DriverRuntime:
         check("cuEventRecord", cu.cuEventRecord(cu.CUevent(event), cu.CUstream(stream)))
 
     def event_synchronize(self, event: int) -> None:
+        if self._capture:
+            self._no_capture("Event.synchronize() (a host sync)")
         self._init()
         check("cuEventSynchronize", self._cu.cuEventSynchronize(self._cu.CUevent(event)))
 
@@ -455,7 +479,8 @@ class DriverRuntime:
         try:
             pool = self._pool(device)
             err, ptr = cu.cuMemAllocAsync(int(nbytes), cu.CUstream(stream))
-            if int(err) == CUDA_ERROR_OUT_OF_MEMORY:
+            cap = self._capture.get(stream) if self._capture else None
+            if int(err) == CUDA_ERROR_OUT_OF_MEMORY and cap is None:
                 # Free blocks stay in the pool (release threshold UINT64_MAX); hand them back
                 # to the driver once pending frees have completed, then retry once.
                 check("cuCtxSynchronize", cu.cuCtxSynchronize())
@@ -469,9 +494,19 @@ class DriverRuntime:
             check("cuMemAllocAsync", (err,), f"{int(nbytes)} bytes on device {device}")
         finally:
             self._leave(pushed)
+        if cap is not None:
+            cap.allocs.add(int(ptr))
         return int(ptr)
 
     def free_async(self, ptr: int, stream: int) -> None:
+        if self._capture:
+            cap = self._capture.get(stream)
+            if cap is not None:
+                if ptr in cap.allocs:
+                    cap.allocs.discard(ptr)   # freed inside the capture: a graph free node
+                else:
+                    cap.deferred.append(ptr)  # allocated before: the graph may still use it
+                    return
         self._init()
         cu = self._cu
         device = self._device_of_stream(stream)
@@ -526,6 +561,9 @@ class DriverRuntime:
             return
         self._init()
         cu = self._cu
+        if self._capture and stream in self._capture:
+            self._captured_htod(dst, src, nbytes, stream)
+            return
         device = self._device_of_stream(stream)
         pushed = self._enter(device)
         try:
@@ -537,6 +575,10 @@ class DriverRuntime:
             self._leave(pushed)
 
     def memcpy_dtoh(self, dst: np.ndarray, src: int, stream: int) -> None:
+        if self._capture:
+            self._no_capture("a copy from the device to the host (.item(), .numpy(), .cpu(), "
+                             "printing a cuda tensor, or an op that reads cuda data on the "
+                             "host)", stream)
         addr, nbytes = self._host(dst, "memcpy_dtoh")
         if not dst.flags.writeable:
             raise ValueError("memcpy_dtoh: destination array is read-only")
@@ -578,3 +620,116 @@ class DriverRuntime:
                 cu.CUdeviceptr(dst), int(value) & 0xFF, int(nbytes), cu.CUstream(stream)))
         finally:
             self._leave(pushed)
+
+    # ---------------------------------------------------------------- CUDA graphs
+    def _captured_htod(self, dst: int, src: np.ndarray, nbytes: int, stream: int) -> None:
+        """A host-to-device copy recorded into the graph being captured on ``stream``: the
+        source is staged in pinned memory the capture owns (replays copy from it again)."""
+        cu = self._cu
+        cap = self._capture[stream]
+        relaxed = cu.CUstreamCaptureMode(CAPTURE_MODES["relaxed"])
+        old = check("cuThreadExchangeStreamCaptureMode",
+                    cu.cuThreadExchangeStreamCaptureMode(relaxed))
+        try:
+            host = int(check("cuMemHostAlloc", cu.cuMemHostAlloc(int(nbytes), 0)))
+        finally:
+            check("cuThreadExchangeStreamCaptureMode", cu.cuThreadExchangeStreamCaptureMode(old))
+        cap.pinned.append(host)
+        import ctypes
+        ctypes.memmove(host, int(src.ctypes.data), int(nbytes))
+        device = self._device_of_stream(stream)
+        pushed = self._enter(device)
+        try:
+            check("cuMemcpyHtoDAsync", cu.cuMemcpyHtoDAsync(
+                cu.CUdeviceptr(dst), host, int(nbytes), cu.CUstream(stream)))
+        finally:
+            self._leave(pushed)
+
+    def stream_begin_capture(self, stream: int, mode: str = "global") -> None:
+        """Start capturing ``stream`` into a graph (``cuStreamBeginCapture``)."""
+        if mode not in CAPTURE_MODES:
+            raise ValueError(f"capture_error_mode must be one of {sorted(CAPTURE_MODES)}, "
+                             f"got {mode!r}")
+        self._init()
+        if stream in self._capture:
+            raise RuntimeError("stream_begin_capture: this stream is already capturing")
+        cu = self._cu
+        device = self._device_of_stream(stream)
+        pushed = self._enter(device)
+        try:
+            check("cuStreamBeginCapture", cu.cuStreamBeginCapture(
+                cu.CUstream(stream), cu.CUstreamCaptureMode(CAPTURE_MODES[mode])))
+        finally:
+            self._leave(pushed)
+        self._capture[stream] = CaptureState(device=device)
+
+    def stream_end_capture(self, stream: int) -> tuple[int, CaptureState]:
+        """Stop capturing ``stream``: (graph handle, the capture's state). The state's
+        ``deferred`` pointers and ``pinned`` buffers belong to the caller from now on
+        (``release_capture_state``). Raises CudaDriverError when the capture was
+        invalidated (the state is released first)."""
+        self._init()
+        cap = self._capture.pop(stream, None)
+        if cap is None:
+            raise RuntimeError("stream_end_capture: this stream is not capturing")
+        cu = self._cu
+        pushed = self._enter(cap.device)
+        try:
+            graph = check("cuStreamEndCapture", cu.cuStreamEndCapture(cu.CUstream(stream)))
+        except Exception:
+            self.release_capture_state(cap, stream)
+            raise
+        finally:
+            self._leave(pushed)
+        return int(graph), cap
+
+    def stream_is_capturing(self, stream: int) -> bool:
+        """True while ``stream`` captures (``cuStreamIsCapturing``: ACTIVE or INVALIDATED)."""
+        if stream in self._capture:
+            return True
+        self._init()
+        status = check("cuStreamIsCapturing", self._cu.cuStreamIsCapturing(
+            self._cu.CUstream(stream)))
+        return int(status) != 0
+
+    def release_capture_state(self, cap: CaptureState, stream: int) -> None:
+        """Free what a finished capture kept alive: deferred frees and pinned staging
+        buffers (after the stream's work, including replays, has completed)."""
+        cu = self._cu
+        pushed = self._enter(cap.device)
+        try:
+            if cap.deferred or cap.pinned:
+                check("cuStreamSynchronize", cu.cuStreamSynchronize(cu.CUstream(stream)))
+            for p in cap.deferred:
+                check("cuMemFreeAsync", cu.cuMemFreeAsync(cu.CUdeviceptr(p), cu.CUstream(stream)))
+            for h in cap.pinned:
+                check("cuMemFreeHost", cu.cuMemFreeHost(h))
+        finally:
+            self._leave(pushed)
+        cap.deferred.clear()
+        cap.pinned.clear()
+
+    def graph_instantiate(self, graph: int, device: int) -> int:
+        """An executable graph (AUTO_FREE_ON_LAUNCH: allocations left by the previous replay
+        are freed before the next, and come back at the same addresses)."""
+        cu = self._cu
+        pushed = self._enter(device)
+        try:
+            fn = getattr(cu, "cuGraphInstantiateWithFlags", None) or cu.cuGraphInstantiate
+            ex = check("cuGraphInstantiate", fn(cu.CUgraph(graph), AUTO_FREE_ON_LAUNCH))
+        finally:
+            self._leave(pushed)
+        return int(ex)
+
+    def graph_launch(self, graph_exec: int, stream: int) -> None:
+        self._init()
+        cu = self._cu
+        check("cuGraphLaunch", cu.cuGraphLaunch(cu.CUgraphExec(graph_exec), cu.CUstream(stream)))
+
+    def graph_exec_destroy(self, graph_exec: int) -> None:
+        self._init()
+        check("cuGraphExecDestroy", self._cu.cuGraphExecDestroy(self._cu.CUgraphExec(graph_exec)))
+
+    def graph_destroy(self, graph: int) -> None:
+        self._init()
+        check("cuGraphDestroy", self._cu.cuGraphDestroy(self._cu.CUgraph(graph)))

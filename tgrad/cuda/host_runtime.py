@@ -1,6 +1,9 @@
 """Interpreter-mode runtime (``TRITON_INTERPRET=1``): the ``cuda`` device emulated in host
 memory. Implements ``tgrad.cuda.runtime_api.DeviceRuntime``.
 
+CUDA graphs are not available here: ``stream_begin_capture`` raises a RuntimeError saying so
+(kernels run synchronously in the interpreter; there is nothing to record and replay).
+
 Allocations are NumPy byte buffers kept alive in a table keyed by address; kernels run in
 Triton's interpreter, which reads and writes those addresses directly. Work is synchronous,
 so streams are always idle and an event records the host clock when it is recorded.
@@ -16,7 +19,7 @@ import time
 
 import numpy as np
 
-from tgrad.cuda.runtime_api import DeviceProperties, OutOfMemoryError
+from tgrad.cuda.runtime_api import CaptureState, DeviceProperties, OutOfMemoryError
 
 # Emulated capacity; TGRAD_INTERPRET_MEMORY (bytes) overrides it (tests use a small one).
 _DEFAULT_CAPACITY = 8 << 30
@@ -161,3 +164,33 @@ class HostRuntime:
     def memset_d8(self, dst: int, value: int, nbytes: int, stream: int) -> None:
         if nbytes:
             ctypes.memset(dst, value, nbytes)
+
+    # ---------------------------------------------------------------- CUDA graphs
+    GRAPHS_UNAVAILABLE = (
+        "CUDA graphs are not available in interpreter mode (TRITON_INTERPRET=1): kernels run "
+        "synchronously in Triton's interpreter on the host, so there is no GPU work to record "
+        "and replay. Run the step eagerly (without tgrad.cuda.graph), or use a real GPU.")
+
+    def stream_begin_capture(self, stream: int, mode: str = "global") -> None:
+        raise RuntimeError(self.GRAPHS_UNAVAILABLE)
+
+    def stream_end_capture(self, stream: int) -> tuple[int, CaptureState]:
+        raise RuntimeError(self.GRAPHS_UNAVAILABLE)
+
+    def stream_is_capturing(self, stream: int) -> bool:
+        return False
+
+    def release_capture_state(self, cap: CaptureState, stream: int) -> None:
+        pass
+
+    def graph_instantiate(self, graph: int, device: int) -> int:
+        raise RuntimeError(self.GRAPHS_UNAVAILABLE)
+
+    def graph_launch(self, graph_exec: int, stream: int) -> None:
+        raise RuntimeError(self.GRAPHS_UNAVAILABLE)
+
+    def graph_exec_destroy(self, graph_exec: int) -> None:
+        raise RuntimeError(self.GRAPHS_UNAVAILABLE)
+
+    def graph_destroy(self, graph: int) -> None:
+        raise RuntimeError(self.GRAPHS_UNAVAILABLE)

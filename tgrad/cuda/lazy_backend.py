@@ -13,9 +13,7 @@ class _LazyTritonBackend:
 
     def _load(self):
         if get_runtime_or_none() is None:
-            raise RuntimeError(
-                f"tgrad: device 'cuda' is not available: {why_unavailable()}. Use "
-                f"device='cpu', or set TRITON_INTERPRET=1 to emulate cuda on the host")
+            raise RuntimeError(f"tgrad: device 'cuda' is not available: {why_unavailable()}")
         from tgrad.backends import triton as mod
         register_backend("cuda", mod)
         return mod

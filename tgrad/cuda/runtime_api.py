@@ -29,12 +29,16 @@ Rules every implementation follows:
 * Host copies: ``memcpy_htod`` returns once the host buffer may be reused;
   ``memcpy_dtoh`` returns once ``dst`` holds the data (it synchronizes the stream).
   Host buffers are C-contiguous NumPy arrays.
+* CUDA graphs: ``stream_begin_capture``/``stream_end_capture`` (cuStreamBeginCapture /
+  cuStreamEndCapture), ``graph_instantiate``/``graph_launch``/``graph_exec_destroy``/
+  ``graph_destroy``, ``stream_is_capturing``. While a stream captures, host syncs and
+  device-to-host copies raise ``CaptureError`` (defined here). Interpreter mode has no graphs.
 * Other errors raise ``RuntimeError`` whose message names the driver call and its error name.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -42,6 +46,30 @@ import numpy as np
 
 class OutOfMemoryError(RuntimeError):
     """CUDA out of memory (``tgrad.cuda.OutOfMemoryError``; torch.cuda.OutOfMemoryError)."""
+
+
+class CaptureError(RuntimeError):
+    """An operation that cannot be captured into a CUDA graph was issued while a stream
+    was capturing (a host sync, a device-to-host copy)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"CUDA error: operation not permitted when stream is capturing: {what} cannot be "
+            "recorded into a CUDA graph. Do it outside the tgrad.cuda.graph(...) block (for "
+            "example read the loss with .item() after g.replay()), or keep the value on the "
+            "device.")
+
+
+@dataclass
+class CaptureState:
+    """What a runtime tracks while a stream captures: pointers allocated during the capture
+    (``allocs``), frees of older memory postponed until the graph is reset (``deferred``)
+    and pinned host buffers that captured host-to-device copies read (``pinned``)."""
+
+    device: int
+    allocs: set = field(default_factory=set)
+    deferred: list = field(default_factory=list)
+    pinned: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -123,3 +151,14 @@ class DeviceRuntime(Protocol):
     def memcpy_dtoh(self, dst: np.ndarray, src: int, stream: int) -> None: ...
     def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: int) -> None: ...
     def memset_d8(self, dst: int, value: int, nbytes: int, stream: int) -> None: ...
+
+    # ---------------------------------------------------------------- CUDA graphs
+    # (the interpreter runtime raises RuntimeError from stream_begin_capture)
+    def stream_begin_capture(self, stream: int, mode: str = "global") -> None: ...
+    def stream_end_capture(self, stream: int) -> tuple[int, CaptureState]: ...
+    def stream_is_capturing(self, stream: int) -> bool: ...
+    def release_capture_state(self, cap: CaptureState, stream: int) -> None: ...
+    def graph_instantiate(self, graph: int, device: int) -> int: ...
+    def graph_launch(self, graph_exec: int, stream: int) -> None: ...
+    def graph_exec_destroy(self, graph_exec: int) -> None: ...
+    def graph_destroy(self, graph: int) -> None: ...

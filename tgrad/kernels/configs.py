@@ -30,19 +30,117 @@ class RedConfig:
 RED_ROW = RedConfig(block_m=4, block_k=512, num_warps=4)
 RED_ROW_SHORT = RedConfig(block_m=32, block_k=64, num_warps=4)
 # Columns (M contiguous, K strided): wide M tiles so loads coalesce along M.
-RED_COL = RedConfig(block_m=256, block_k=16, num_warps=4)
-RED_INTERP = RedConfig(block_m=16, block_k=64, num_warps=4)
+RED_COL = RedConfig(block_m=64, block_k=32, num_warps=4)
+RED_INTERP = RedConfig(block_m=32, block_k=1024, num_warps=4)
 
 
-def ew_config(contiguous: bool, interpreted: bool) -> EwConfig:
+def ew_config(contiguous: bool, interpreted: bool, numel: int = 1 << 30) -> EwConfig:
     if interpreted:
-        return EW_INTERP
+        # the interpreter's cost is per op, not per element: one program, just big enough
+        return EwConfig(block=min(EW_INTERP.block, max(16, 1 << (numel - 1).bit_length())),
+                        num_warps=EW_INTERP.num_warps)
     return EW_CONTIG if contiguous else EW_STRIDED
 
 
 def red_config(k: int, m_contiguous: bool, interpreted: bool) -> RedConfig:
     if interpreted:
-        return RED_INTERP
+        bk = min(RED_INTERP.block_k, max(16, 1 << (k - 1).bit_length()))
+        return RedConfig(RED_INTERP.block_m, bk, RED_INTERP.num_warps)
     if m_contiguous:
         return RED_COL
     return RED_ROW if k >= 512 else RED_ROW_SHORT
+
+
+# ------------------------------------------------------------------ nn kernels (issue 5)
+@dataclass(frozen=True)
+class RowConfig:
+    """Row kernels (softmax family, cross_entropy, layer_norm): BLOCK_M rows per program,
+    BLOCK_N columns per tile; ``one_pass`` when a whole row fits in one tile (registers),
+    else the kernel loops over column tiles (online max/sum, or two passes)."""
+    one_pass: bool
+    block_m: int
+    block_n: int
+    num_warps: int
+
+
+# Compiled: a row of up to 32 KiB (8192 fp32, 4096 fp64) stays in registers at 16 warps
+# (16 values per thread per live tile); float64 rows (2 registers a value) and kernels
+# that keep more tiles live (layer_norm backward: g, x, xhat, w and the dw/db partial sums)
+# stop at half that. Longer rows stream
+# 4 KiB column tiles. Short rows pack BLOCK_M rows into a tile of at most ROW_TILE_BYTES.
+ROW_ONE_PASS_BYTES = 32768
+ROW_TILE_BYTES = 16384
+ROW_ONLINE_TILE_BYTES = 4096
+# Interpreter: small limits so tests at small sizes take both paths.
+ROW_INTERP_ONE_PASS_MAX = 64
+ROW_INTERP_TILE = 512
+ROW_INTERP_ONLINE_BLOCK_N = 32
+# layer_norm backward: dw/db partial sums, at most this many partial rows (stage 1 programs)
+LN_MAX_PARTIALS = 528     # 4 x 132 SMs
+LN_INTERP_MAX_PARTIALS = 4
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def row_config(n: int, f64: bool, interpreted: bool, heavy: bool = False) -> RowConfig:
+    """``heavy``: the kernel keeps about twice as many row tiles live (layer_norm bwd)."""
+    bn = _pow2(max(n, 1))
+    if interpreted:
+        if bn <= ROW_INTERP_ONE_PASS_MAX:
+            return RowConfig(True, max(1, min(64, ROW_INTERP_TILE // bn)), bn, 4)
+        return RowConfig(False, 4, ROW_INTERP_ONLINE_BLOCK_N, 4)
+    item = 8 if f64 else 4
+    if bn * item <= ROW_ONE_PASS_BYTES // (2 if heavy or f64 else 1):
+        bm = max(1, min(16, ROW_TILE_BYTES // (bn * item)))
+        tile_bytes = bm * bn * item
+        warps = 4 if tile_bytes <= 8192 else (8 if tile_bytes <= 16384 else 16)
+        return RowConfig(True, bm, bn, warps)
+    return RowConfig(False, 1, ROW_ONLINE_TILE_BYTES // item, 8)
+
+
+@dataclass(frozen=True)
+class MatmulConfig:
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int
+    num_warps: int
+    num_stages: int
+
+
+# Autotune candidates for tl.dot matmuls (16-bit inputs, tensor cores on sm_90); fp32/fp64
+# use smaller K tiles (twice the bytes per element).
+MATMUL_CONFIGS_16 = [
+    MatmulConfig(128, 256, 64, 8, 8, 3),
+    MatmulConfig(128, 128, 64, 8, 4, 4),
+    MatmulConfig(64, 128, 64, 8, 4, 4),
+    MatmulConfig(128, 64, 32, 8, 4, 4),
+]
+MATMUL_CONFIGS_32 = [
+    MatmulConfig(128, 128, 32, 8, 8, 3),
+    MatmulConfig(64, 128, 32, 8, 4, 4),
+    MatmulConfig(64, 64, 32, 8, 4, 3),
+]
+MATMUL_CONFIGS_64 = [MatmulConfig(64, 64, 16, 8, 4, 2), MatmulConfig(32, 32, 16, 8, 4, 2)]
+MATMUL_INTERP = MatmulConfig(32, 32, 16, 4, 4, 1)
+# Compiled launches autotune over the list above; if autotuning itself fails (e.g. a Triton
+# without a working benchmarker), the first config of the list is used.
+MATMUL_AUTOTUNE = True
+
+# Flat 1-D kernels (activations, dropout, random, optimizer, gather/scatter).
+FLAT_BLOCK = 1024
+FLAT_WARPS = 4
+FLAT_INTERP_BLOCK = 4096
+OPTIM_BLOCK = 2048         # elements per program of a fused optimizer launch
+OPTIM_INTERP_BLOCK = 256
+SCATTER_BLOCK = 256        # segments per program of the deterministic scatter-add
+
+
+def flat_block(interpreted: bool) -> int:
+    return FLAT_INTERP_BLOCK if interpreted else FLAT_BLOCK
+
+
+def optim_block(interpreted: bool) -> int:
+    return OPTIM_INTERP_BLOCK if interpreted else OPTIM_BLOCK

@@ -19,14 +19,13 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+# Only N and the innermost strides (O0, A0, B0, C0: 1 means contiguous, which lets loads
+# vectorize) are specialized on their values; the other sizes/strides are plain runtime
+# ints, so new shapes do not trigger new compilations.
+_NO_SPEC = [f"{p}{i}" for p in "SOABC" for i in range(8) if not (p != "S" and i == 0)]
 
-@triton.jit
-def _step(rem, oo, oa, ob, oc, S, SO, SA, SB, SC):
-    i = rem % S
-    return rem // S, oo + i * SO, oa + i * SA, ob + i * SB, oc + i * SC
 
-
-@triton.jit
+@triton.jit(do_not_specialize=_NO_SPEC)
 def ew_kernel(O, A, B, C, N,
               S0, S1, S2, S3, S4, S5, S6, S7,
               O0, O1, O2, O3, O4, O5, O6, O7,
@@ -47,21 +46,67 @@ def ew_kernel(O, A, B, C, N,
         ob = offs * B0
         oc = offs * C0
     else:
-        z = offs * 0
-        rem, oo, oa, ob, oc = _step(offs, z, z, z, z, S0, O0, A0, B0, C0)
-        rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S1, O1, A1, B1, C1)
+        # unravel the flat index, innermost dim first (inlined: a helper call costs a
+        # re-patch of tl per call in the interpreter)
+        rem = offs
+        oo = offs * 0
+        oa = oo
+        ob = oo
+        oc = oo
+        i = rem % S0
+        rem = rem // S0
+        oo += i * O0
+        oa += i * A0
+        ob += i * B0
+        oc += i * C0
+        i = rem % S1
+        rem = rem // S1
+        oo += i * O1
+        oa += i * A1
+        ob += i * B1
+        oc += i * C1
         if NDIM > 2:
-            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S2, O2, A2, B2, C2)
+            i = rem % S2
+            rem = rem // S2
+            oo += i * O2
+            oa += i * A2
+            ob += i * B2
+            oc += i * C2
         if NDIM > 3:
-            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S3, O3, A3, B3, C3)
+            i = rem % S3
+            rem = rem // S3
+            oo += i * O3
+            oa += i * A3
+            ob += i * B3
+            oc += i * C3
         if NDIM > 4:
-            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S4, O4, A4, B4, C4)
+            i = rem % S4
+            rem = rem // S4
+            oo += i * O4
+            oa += i * A4
+            ob += i * B4
+            oc += i * C4
         if NDIM > 5:
-            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S5, O5, A5, B5, C5)
+            i = rem % S5
+            rem = rem // S5
+            oo += i * O5
+            oa += i * A5
+            ob += i * B5
+            oc += i * C5
         if NDIM > 6:
-            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S6, O6, A6, B6, C6)
+            i = rem % S6
+            rem = rem // S6
+            oo += i * O6
+            oa += i * A6
+            ob += i * B6
+            oc += i * C6
         if NDIM > 7:
-            rem, oo, oa, ob, oc = _step(rem, oo, oa, ob, oc, S7, O7, A7, B7, C7)
+            i = rem % S7
+            rem = rem // S7
+            oo += i * O7
+            oa += i * A7
+            ob += i * B7
+            oc += i * C7
     a = tl.load(A + oa, mask=mask)
     if UPCAST:
         a = a.to(tl.float32)

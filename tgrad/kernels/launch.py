@@ -1,10 +1,46 @@
 """Thin launch wrappers: check, allocate, compute grid, launch. Strides, broadcasting and
 dtype promotion are decided above (tgrad/backends/triton.py); these only collapse dims and
-pick a configuration from tgrad/kernels/configs.py."""
+pick a configuration from tgrad/kernels/configs.py.
+
+Fast launch path (``launch(kernel, grid, *args, **kwargs)``)
+------------------------------------------------------------
+``kernel[grid](...)`` runs Triton's binder on every call (argument binding, specialization,
+cache-key hashing, option parsing). ``launch`` does that work once per *specialization*:
+the first call goes through ``kernel[grid]`` (which compiles or loads the kernel and returns
+its ``CompiledKernel``); the ``CompiledKernel`` is cached under a key computed here, and
+later calls with the same key call Triton's compiled launcher directly::
+
+    compiled.run(grid_x, grid_y, grid_z, stream, compiled.function, compiled.packed_metadata,
+                 launch_metadata, launch_enter_hook, launch_exit_hook, *all_args)
+
+which is the exact call ``JITFunction.run`` makes in Triton 3.6 and 3.9 (``all_args`` are
+the bound arguments in parameter order, constexprs included; the launcher skips them).
+Pointer arguments are passed as ints (their ``data_ptr()``): both versions' C launchers take
+an int as the address as is, skipping the ``data_ptr()`` call and the
+``cuPointerGetAttribute`` check they make for objects.
+
+The key is at least as fine as Triton's own specialization, so a cached kernel is only
+reused where Triton would pick the same one:
+
+* constexpr parameters: the value itself;
+* pointer arguments (anything with ``data_ptr()``): (dtype, 16-byte aligned?);
+* ints: (== 1?, divisible by 16?, i32/i64/u64 range) - only the range for parameters in
+  ``do_not_specialize``; bools and floats: their type;
+* launch options (``num_warps``, ``num_stages``, ...): their values; plus the device.
+
+Interpreter mode (``TRITON_INTERPRET=1``), kernels that are not plain ``JITFunction``s
+(autotuners, heuristics), kernels with pre-run hooks, Triton debug mode and
+``TGRAD_FAST_LAUNCH=0`` take the normal ``kernel[grid](...)`` path.
+"""
 
 from __future__ import annotations
 
+import inspect
 import math
+import os
+from itertools import repeat
+from operator import attrgetter, eq, itemgetter, methodcaller, mod
+from typing import Any
 
 import numpy as np
 
@@ -78,19 +114,65 @@ def launch_ew(fn, out: DeviceArray, inputs: list[DeviceArray], upcast: bool) -> 
     st = [list(reversed(s)) + [0] * pad for s in sts]
     while len(st) < 4:
         st.append([0] * MAX_DIMS)
-    ptrs = [karg(out)] + [karg(a) for a in inputs]
+    interp = is_interpreted()
+    ptrs = [KernelArg.of(out)] + [KernelArg.of(a) for a in inputs] if interp else [out, *inputs]
     while len(ptrs) < 4:
         ptrs.append(ptrs[1])
     contiguous = ndim == 1 and all(s[0] in (0, 1) for s in sts)
-    cfg = configs.ew_config(contiguous, is_interpreted())
-    ensure_driver()
+    cfg = configs.ew_config(contiguous, interp, n)
     grid = (triton_cdiv(n, cfg.block),)
+    idx64 = needs_int64(shape, sts)
+    if not idx64 and _ew_fast(fn, arity, ndim, upcast, cfg, grid[0], ptrs, n, sizes, st):
+        return out
     with np.errstate(all="ignore"):  # the interpreter evaluates masked-off lanes too
-        ew_kernel[grid](*ptrs, n, *sizes, *st[0], *st[1], *st[2], *st[3],
-                        FN=fn, ARITY=arity, NDIM=ndim, UPCAST=upcast,
-                        IDX64=needs_int64(shape, sts), BLOCK=cfg.block,
-                        num_warps=cfg.num_warps)
+        compiled = launch(ew_kernel, grid, *ptrs, n, *sizes, *st[0], *st[1], *st[2], *st[3],
+                          FN=fn, ARITY=arity, NDIM=ndim, UPCAST=upcast, IDX64=idx64,
+                          BLOCK=cfg.block, num_warps=cfg.num_warps)
+    if (not idx64 and compiled is not None and hasattr(compiled, "packed_metadata")
+            and fast_path_enabled()):
+        _ew_cache[_ew_key(fn, arity, ndim, upcast, cfg, ptrs, n, st)] = compiled
     return out
+
+
+# The elementwise kernel's own fast path: launch_ew knows which arguments are constexprs
+# (FN, ARITY, NDIM, UPCAST, IDX64, BLOCK), which ints Triton specializes (N and the innermost
+# strides O0/A0/B0/C0: value mod 16 and == 1) and that, without IDX64, every other size and
+# stride is an i32 runtime int (do_not_specialize), so its key needs no per-argument scan.
+_ew_cache: dict = {}
+
+
+def _ew_key(fn, arity, ndim, upcast, cfg, ptrs, n, st, addrs=None) -> tuple:
+    addrs = addrs or [p.data_ptr() for p in ptrs]
+    return (_hot["rt"].current_device() if _hot else 0, fn, arity, ndim, upcast,
+            cfg.block, cfg.num_warps, n % 16, n == 1,
+            st[0][0] % 16, st[1][0] % 16, st[2][0] % 16, st[3][0] % 16,
+            st[0][0] == 1, st[1][0] == 1, st[2][0] == 1, st[3][0] == 1,
+            ptrs[0].dtype, ptrs[1].dtype, ptrs[2].dtype, ptrs[3].dtype,
+            addrs[0] % 16, addrs[1] % 16, addrs[2] % 16, addrs[3] % 16)
+
+
+def _ew_fast(fn, arity, ndim, upcast, cfg, grid0, ptrs, n, sizes, st) -> bool:
+    """Launch through a cached CompiledKernel; False when there is none yet."""
+    if not _ew_cache or not _hot:
+        return False
+    addrs = [p.data_ptr() for p in ptrs]
+    compiled = _ew_cache.get(_ew_key(fn, arity, ndim, upcast, cfg, ptrs, n, st, addrs))
+    if compiled is None:
+        return False
+    hot = _hot
+    knobs = hot["knobs"]
+    if getattr(knobs, "debug", False):
+        return False
+    device = hot["rt"].current_device()
+    stream = hot["stream"](device)
+    enter = knobs.launch_enter_hook
+    args = (*addrs, n, *sizes, *st[0], *st[1], *st[2], *st[3], fn, arity, ndim, upcast, False,
+            cfg.block)
+    meta = compiled.launch_metadata((grid0,), stream, *args) if enter is not None else None
+    compiled.run(grid0, 1, 1, stream, compiled.function, compiled.packed_metadata, meta,
+                 enter, knobs.launch_exit_hook, *args)
+    stats["fast"] += 1
+    return True
 
 
 def triton_cdiv(a: int, b: int) -> int:
@@ -99,3 +181,256 @@ def triton_cdiv(a: int, b: int) -> int:
 
 def is_half(dt: np.dtype) -> bool:
     return dt in _HALF
+
+
+# ------------------------------------------------------------------------ fast launch path
+_I32_LO, _I32_HI, _I64_HI = -(2**31), 2**31, 2**63
+CONSTEXPR, NO_SPEC, SPEC = 0, 1, 2  # how a parameter enters the key
+
+#: counters for tests and benchmarks: compiled-kernel cache hits/misses, fallbacks
+stats = {"fast": 0, "first": 0, "fallback": 0}
+
+
+def int_key(v: int, specialize: bool = True) -> int:
+    """The part of Triton's specialization an int argument decides: its type (i32, i64,
+    u64) and, when specialized, ``v == 1`` (becomes a constant) and ``v % 16 == 0``."""
+    rng = 0 if _I32_LO <= v < _I32_HI else (1 if v < _I64_HI else 2)
+    if not specialize:
+        return rng
+    return rng * 4 + (3 if v == 1 else (1 if v % 16 == 0 else 0))
+
+
+def arg_key(a: Any, kind: int = SPEC) -> Any:
+    """Key of one argument (see the module docstring)."""
+    if kind == CONSTEXPR:
+        return a
+    t = type(a)
+    if t is int:
+        return int_key(a, kind == SPEC)
+    if t is bool or t is float or a is None:
+        return t
+    ptr = getattr(a, "data_ptr", None)
+    if ptr is not None:
+        return (a.dtype, ptr() % 16 == 0 if kind == SPEC else None)
+    if isinstance(a, (int, np.integer)):
+        return int_key(int(a), kind == SPEC)
+    if isinstance(a, (float, np.floating)):
+        return float
+    return (t, a)  # tuples, strings, ...: by value (conservative)
+
+
+def _getter(idx: list):
+    """itemgetter that always returns a tuple."""
+    if not idx:
+        return lambda full: ()
+    if len(idx) == 1:
+        i = idx[0]
+        return lambda full: (full[i],)
+    return itemgetter(*idx)
+
+
+class KernelInfo:
+    """What ``launch`` precomputes per ``JITFunction``: parameter names, kinds and defaults,
+    binding plans, and the cache of ``CompiledKernel``s by key.
+
+    Hot-path costs are kept at C speed where possible: binding uses a plan per (number of
+    positional args, keyword names); the key uses a plan per tuple of argument types, then
+    ``map`` over ints (``v % 16``, ``v == 1``, min/max for the i32 range) and over pointers
+    (``dtype``, ``data_ptr() % 16``)."""
+
+    __slots__ = ("kernel", "names", "kinds", "defaults", "index", "cache", "_const",
+                 "_bind_plans", "_type_plans", "_ptr_plans")
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        params = list(kernel.params)
+        sig = inspect.signature(kernel.fn).parameters
+        self.names = [p.name for p in params]
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.kinds = [CONSTEXPR if p.is_constexpr else (NO_SPEC if p.do_not_specialize
+                                                        else SPEC) for p in params]
+        self.defaults = [sig[n].default for n in self.names]
+        self.cache: dict = {}
+        self._const = _getter([i for i, k in enumerate(self.kinds) if k == CONSTEXPR])
+        self._bind_plans: dict = {}
+        self._type_plans: dict = {}
+        self._ptr_plans: dict = {}
+
+    def _bind_plan(self, n: int, kw: tuple) -> tuple:
+        """(names taken from kwargs or defaults after the positionals, option names)."""
+        names = self.names
+        if n > len(names):
+            raise TypeError(f"{self.kernel.__name__}() takes {len(names)} arguments "
+                            f"but {n} were given")
+        opts = []
+        for k in kw:
+            i = self.index.get(k)
+            if i is None:
+                opts.append(k)
+            elif i < n:
+                raise TypeError(f"{self.kernel.__name__}() got multiple values for "
+                                f"argument '{k}'")
+        tail = []
+        for i in range(n, len(names)):
+            if names[i] not in kw and self.defaults[i] is inspect.Parameter.empty:
+                raise TypeError(f"{self.kernel.__name__}() missing argument '{names[i]}'")
+            tail.append((names[i], self.defaults[i]))
+        plan = (tuple(tail), tuple(opts))
+        self._bind_plans[(n, kw)] = plan
+        return plan
+
+    def bind(self, args: tuple, kwargs: dict) -> tuple[list, tuple]:
+        """(all arguments in parameter order, launch options) - what Triton's binder
+        returns, without its specialization work. Raises TypeError like a Python call."""
+        kw = tuple(kwargs)
+        plan = self._bind_plans.get((len(args), kw)) or self._bind_plan(len(args), kw)
+        tail, opt_names = plan
+        full = [*args, *[kwargs.get(name, d) for name, d in tail]]
+        return full, tuple([(k, kwargs[k]) for k in opt_names]) if opt_names else ()
+
+    def _type_plan(self, types: tuple) -> tuple:
+        """Getters splitting the arguments by (kind, type) for one tuple of argument types."""
+        kinds = self.kinds
+
+        def idx(kind: int, pred) -> list:
+            return [i for i, (k, t) in enumerate(zip(kinds, types)) if k == kind and pred(t)]
+
+        is_int = lambda t: t is int  # noqa: E731
+        is_ptr = lambda t: t is not int and hasattr(t, "data_ptr")  # noqa: E731
+        plan = (_getter(idx(SPEC, is_int)), _getter(idx(SPEC, is_ptr)),
+                _getter(idx(SPEC, lambda t: not is_int(t) and not is_ptr(t))),
+                _getter(idx(NO_SPEC, is_int)),
+                _getter(idx(NO_SPEC, lambda t: not is_int(t))))
+        self._type_plans[types] = plan
+        return plan
+
+    def key(self, device: int, full: list, opts: tuple) -> tuple:
+        """The types of all arguments; constexpr values; for specialized ints ``v % 16`` and
+        ``v == 1``, for pointers dtype and ``data_ptr() % 16`` (finer than Triton's key,
+        never coarser); ``do_not_specialize`` ints only by range (True: all i32)."""
+        types = tuple(map(type, full))
+        gi, gp, go, gn, gno = self._type_plans.get(types) or self._type_plan(types)
+        ints, ptrs, nv = gi(full), gp(full), gn(full)
+        if ints and (min(ints) < _I32_LO or max(ints) >= _I32_HI):
+            ik: Any = tuple([int_key(v) for v in ints])
+        else:
+            ik = (tuple(map(mod, ints, _R16)), tuple(map(eq, ints, _R1)))
+        nk: Any = (not nv or (min(nv) >= _I32_LO and max(nv) < _I32_HI)
+                   or tuple([int_key(v, False) for v in nv]))
+        pk = (tuple(map(_DTYPE, ptrs)), tuple(map(mod, map(_DATA_PTR, ptrs), _R16)))
+        other = go(full) + gno(full)
+        ok = tuple([arg_key(a) for a in go(full)] + [arg_key(a, NO_SPEC) for a in gno(full)]
+                   ) if other else ()
+        return (device, opts, types, self._const(full), ik, pk, ok, nk)
+
+    def addresses(self, full: list) -> None:
+        """Replace every pointer argument in ``full`` by its address (an int): Triton's
+        launcher then skips its per-pointer ``data_ptr()`` call and driver check."""
+        types = tuple(map(type, full))
+        idx = self._ptr_plans.get(types)
+        if idx is None:
+            idx = self._ptr_plans[types] = [
+                i for i, t in enumerate(types)
+                if t is not int and hasattr(t, "data_ptr") and self.kinds[i] != CONSTEXPR]
+        for i in idx:
+            full[i] = full[i].data_ptr()
+
+
+_R16, _R1 = repeat(16), repeat(1)
+_DTYPE, _DATA_PTR = attrgetter("dtype"), methodcaller("data_ptr")
+
+
+_infos: dict[int, KernelInfo | None] = {}
+
+
+def kernel_info(kernel: Any) -> KernelInfo | None:
+    """The fast-path info of ``kernel``, or None when it must use ``kernel[grid](...)``."""
+    kid = id(kernel)
+    if kid in _infos:
+        info = _infos[kid]
+        if info is None or info.kernel is kernel:
+            return info
+    info = None
+    try:
+        from triton.runtime.jit import JITFunction
+        if (isinstance(kernel, JITFunction) and not getattr(kernel, "pre_run_hooks", None)
+                and not getattr(kernel, "debug", False)):
+            info = KernelInfo(kernel)
+    except Exception:  # noqa: BLE001 - unknown Triton layout: keep the normal path
+        info = None
+    _infos[kid] = info
+    return info
+
+
+_fast_state: list = []
+
+
+def fast_path_enabled() -> bool:
+    """False in interpreter mode or with TGRAD_FAST_LAUNCH=0 (read once; see
+    ``clear_launch_cache``)."""
+    if not _fast_state:
+        _fast_state.append(os.environ.get("TGRAD_FAST_LAUNCH", "1") not in ("0", "")
+                           and not is_interpreted())
+    return _fast_state[0]
+
+
+_hot: dict = {}  # runtime, current_stream_handle, triton.knobs.runtime (bound on first use)
+
+
+def _bind_hot() -> dict:
+    if not _hot:
+        from triton import knobs
+
+        from tgrad.cuda._runtime import runtime
+        from tgrad.cuda.streams import current_stream_handle
+        _hot.update(rt=runtime(), stream=current_stream_handle, knobs=knobs.runtime)
+    return _hot
+
+
+def launch(kernel: Any, grid: tuple, *args: Any, **kwargs: Any) -> Any:
+    """``kernel[grid](*args, **kwargs)`` through the fast path (module docstring).
+    ``grid`` is a tuple of 1 to 3 ints. Returns the ``CompiledKernel`` (None in the
+    interpreter)."""
+    if not _driver_ready:
+        ensure_driver()
+    if not fast_path_enabled():
+        stats["fallback"] += 1
+        return kernel[grid](*args, **kwargs)
+    info = kernel_info(kernel)
+    hot = _hot or _bind_hot()
+    knobs = hot["knobs"]
+    if info is None or getattr(knobs, "debug", False):
+        stats["fallback"] += 1
+        return kernel[grid](*args, **kwargs)
+    full, opts = info.bind(args, kwargs)
+    device = hot["rt"].current_device()
+    stream = hot["stream"](device)
+    key = info.key(device, full, opts)
+    try:
+        compiled = info.cache.get(key)
+    except TypeError:  # an unhashable constexpr value: no caching for this call
+        stats["fallback"] += 1
+        return kernel[grid](*args, **kwargs)
+    if compiled is None:
+        compiled = kernel[grid](*args, **kwargs)
+        if compiled is not None and hasattr(compiled, "packed_metadata"):
+            info.cache[key] = compiled
+        stats["first"] += 1
+        return compiled
+    g = len(grid)
+    enter, leave = knobs.launch_enter_hook, knobs.launch_exit_hook
+    meta = compiled.launch_metadata(grid, stream, *full) if enter is not None else None
+    info.addresses(full)
+    compiled.run(grid[0], grid[1] if g > 1 else 1, grid[2] if g > 2 else 1, stream,
+                 compiled.function, compiled.packed_metadata, meta, enter, leave, *full)
+    stats["fast"] += 1
+    return compiled
+
+
+def clear_launch_cache() -> None:
+    """Forget every cached ``CompiledKernel`` (the next launch of each goes through
+    ``kernel[grid]`` again) and re-read TGRAD_FAST_LAUNCH."""
+    _infos.clear()
+    _ew_cache.clear()
+    _fast_state.clear()
+    _hot.clear()

@@ -23,23 +23,15 @@ import triton.language as tl
 from tgrad.cuda import is_interpreted
 from tgrad.cuda.array import DeviceArray, contiguous_strides
 from tgrad.kernels import configs
-from tgrad.kernels.launch import _I32, ensure_driver, karg, triton_cdiv
+from tgrad.kernels.launch import _I32, karg, launch, triton_cdiv
 
 OPS = {"sum": 0, "mean": 1, "prod": 2, "amax": 3, "amin": 4, "argmax": 5, "argmin": 6,
        "var": 7, "logsumexp": 8, "all": 9, "any": 10}
 
 
 @triton.jit
-def _acc_type(x, ACC64: tl.constexpr):
-    if ACC64:
-        return x.to(tl.float64)
-    else:
-        return x.to(tl.float32)
-
-
-@triton.jit
 def red_kernel(X, Y, M, K, SM, SK, correction,
-               OP: tl.constexpr, ACC64: tl.constexpr, IDX64: tl.constexpr,
+               OP: tl.constexpr, ACC: tl.constexpr, IDX64: tl.constexpr,
                BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     pid = tl.program_id(0)
     if IDX64:
@@ -48,9 +40,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
         rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
     base = rows[:, None] * SM
-    zero = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
-    if ACC64:
-        zero = zero.to(tl.float64)
+    zero = tl.zeros([BLOCK_M, BLOCK_K], dtype=ACC)
     lanes = tl.arange(0, BLOCK_K)
     if OP == 0 or OP == 1 or OP == 7:
         # sum / mean / var (first pass: the mean)
@@ -58,7 +48,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
         for k0 in range(0, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
-            x = _acc_type(tl.load(X + base + cols[None, :] * SK, mask=m, other=0), ACC64)
+            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
             acc += tl.where(m, x, 0.0)
         res = tl.sum(acc, axis=1)
         if OP == 1 or OP == 7:
@@ -70,7 +60,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
             for k0 in range(0, K, BLOCK_K):
                 cols = k0 + lanes
                 m = rmask[:, None] & (cols < K)[None, :]
-                x = _acc_type(tl.load(X + base + cols[None, :] * SK, mask=m, other=0), ACC64)
+                x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
                 d = tl.where(m, x - mu, 0.0)
                 acc += d * d
             res = tl.sum(acc, axis=1) / (K - correction)
@@ -80,7 +70,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
         for k0 in range(0, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
-            x = _acc_type(tl.load(X + base + cols[None, :] * SK, mask=m, other=1), ACC64)
+            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=1).to(ACC)
             acc *= tl.where(m, x, 1.0)
         res = tl.reduce(acc, 1, _mul_combine)
         tl.store(Y + rows, res.to(Y.dtype.element_ty), mask=rmask)
@@ -91,7 +81,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
         for k0 in range(0, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
-            x = _acc_type(tl.load(X + base + cols[None, :] * SK, mask=m, other=0), ACC64)
+            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
             isnan = m & (x != x)
             nan = nan | isnan.to(tl.int32)
             if OP == 3:
@@ -112,7 +102,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
         for k0 in range(0, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
-            x = _acc_type(tl.load(X + base + cols[None, :] * SK, mask=m, other=0), ACC64)
+            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
             xnan = m & (x != x)
             if OP == 5:
                 better = m & (x > best)
@@ -138,7 +128,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
         for k0 in range(0, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
-            x = _acc_type(tl.load(X + base + cols[None, :] * SK, mask=m, other=0), ACC64)
+            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
             acc = tl.where(m & (x > acc), x, acc)
         mx = tl.max(acc, axis=1)
         mx = tl.where((mx == float("inf")) | (mx == -float("inf")), 0.0, mx)
@@ -146,7 +136,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
         for k0 in range(0, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
-            x = _acc_type(tl.load(X + base + cols[None, :] * SK, mask=m, other=0), ACC64)
+            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
             acc += tl.where(m, tl.exp(x - mx[:, None]), 0.0)
         res = tl.log(tl.sum(acc, axis=1)) + mx
         tl.store(Y + rows, res.to(Y.dtype.element_ty), mask=rmask)
@@ -208,10 +198,10 @@ def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0
     m_contig = sm == 1 and sk != 1 and m > 1
     cfg = configs.red_config(k, m_contig, is_interpreted())
     idx64 = (m - 1) * abs(sm) + (k - 1) * abs(sk) > _I32 or m * k > _I32
-    ensure_driver()
     with np.errstate(all="ignore"):  # the interpreter evaluates masked-off lanes too
-        red_kernel[(triton_cdiv(m, cfg.block_m),)](
-            karg(v2), karg(out), m, k, sm, sk, float(correction),
-            OP=OPS[kind], ACC64=x.dtype == np.float64, IDX64=idx64,
-            BLOCK_M=cfg.block_m, BLOCK_K=cfg.block_k, num_warps=cfg.num_warps)
+        launch(red_kernel, (triton_cdiv(m, cfg.block_m),),
+               karg(v2), karg(out), m, k, sm, sk, float(correction),
+               OP=OPS[kind], ACC=tl.float64 if x.dtype == np.float64 else tl.float32,
+               IDX64=idx64,
+               BLOCK_M=cfg.block_m, BLOCK_K=cfg.block_k, num_warps=cfg.num_warps)
     return out.view(out_shape, contiguous_strides(out_shape))

@@ -4,7 +4,8 @@ softmax, log_softmax, cross_entropy and layer_norm are single ops with fused for
 backward primitives (``softmax_fwd``/``softmax_bwd``...); gelu, silu and softplus are single
 ops with paired backward primitives. Every backward primitive is itself an op whose own
 backward is written in differentiable tgrad ops, so create_graph / gradgradcheck work to any
-order. linear, mse_loss and dropout are compositions.
+order. linear and mse_loss are compositions; dropout is one op whose backward regenerates
+its mask from the backend's random state (nothing stored).
 
 Notation: ``g`` incoming gradient, ``gg`` the gradient arriving at a backward op's output,
 ``y`` the forward output; sums/means are over the op's reduced dim(s), kept for broadcasting.
@@ -222,14 +223,14 @@ class CrossEntropy(Function):
             x._data, target._data, None if rw is None else rw._data, axis, ignore_index,
             reduction)
         ctx.lse = wrap(lse, x.device)
-        ctx.meta = (target, rw, axis, ignore_index, reduction)
-        ctx.save_for_backward(x)
+        ctx.meta = (axis, ignore_index, reduction)
+        ctx.save_for_backward(x, target, rw)  # (version-checked, as PyTorch's saved target)
         return wrap(loss, x.device)
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return (CrossEntropyBackward.apply(g, x, ctx.lse, *ctx.meta),
+        x, target, rw = ctx.saved_tensors
+        return (CrossEntropyBackward.apply(g, x, ctx.lse, target, rw, *ctx.meta),
                 None, None, None, None, None)
 
 
@@ -250,8 +251,8 @@ class CrossEntropyBackward(Function):
 
     @staticmethod
     def forward(ctx, g, x, lse, target, rw, axis, ignore_index, reduction):
-        ctx.meta = (target, rw, axis, ignore_index, reduction)
-        ctx.save_for_backward(g, x)
+        ctx.meta = (axis, ignore_index, reduction)
+        ctx.save_for_backward(g, x, target, rw)
         return wrap(backend_of(x).cross_entropy_bwd(
             g._data, x._data, target._data, None if rw is None else rw._data, lse._data, axis,
             ignore_index, reduction), x.device)
@@ -259,8 +260,8 @@ class CrossEntropyBackward(Function):
     @staticmethod
     def backward(ctx, gg):
         from tgrad.ops.creation import arange
-        g, x = ctx.saved_tensors
-        t, rw, axis, ignore_index, red = ctx.meta
+        g, x, t, rw = ctx.saved_tensors
+        axis, ignore_index, red = ctx.meta
         need_g, need_x = ctx.needs_input_grad[:2]
         w = _ce_row_weights(x, t, rw, ignore_index)
         if red == "mean":
@@ -491,26 +492,60 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 # ====================================================================== dropout
+class Dropout(Function):
+    """y = x m / (1 - p), m_i = [u_i >= p] with u_i uniform from tgrad's generator.
+    The mask is never stored: the backend returns a small ``state`` from which it
+    regenerates m (GPU: the Philox (seed, offset); CPU: a 64-bit Philox key, see
+    tgrad/backends/_numpy_nn.py). backward: dx = dropout_backward(g, p, state) = g m / (1-p).
+    Shapes: x, y, g, dx all the same shape; p a float in [0, 1]."""
+
+    name = "dropout"
+    node_name = "NativeDropoutBackward0"
+    flops = _per_element(1)
+
+    @staticmethod
+    def forward(ctx, x, p):
+        y, state = backend_of(x).dropout_fwd(x._data, p)
+        ctx.p, ctx.state = p, state
+        return wrap(y, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return DropoutBackward.apply(g, ctx.p, ctx.state), None
+
+
+class DropoutBackward(Function):
+    """out = g m / (1 - p) (the forward's mask m, regenerated from ``state``).
+    Linear in g, so d/dg applied to gg is the same op: dropout_backward(gg, p, state)."""
+
+    name = "dropout_backward"
+    node_name = "NativeDropoutBackwardBackward0"
+    flops = _per_element(1)
+
+    @staticmethod
+    def forward(ctx, g, p, state):
+        ctx.p, ctx.state = p, state
+        return wrap(backend_of(g).dropout_bwd(g._data, p, state), g.device)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return DropoutBackward.apply(gg, ctx.p, ctx.state), None, None
+
+
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
             inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p`` (a Bernoulli mask from tgrad's generator,
     seeded by tgrad.manual_seed) and scale the rest by 1/(1-p); identity when not
-    training or p == 0."""
+    training or p == 0. One op (``dropout``, node ``NativeDropoutBackward0``) whose
+    backward regenerates the mask instead of saving it."""
     _check_tensor("dropout", input)
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
     _check_float("dropout", input)
-    from tgrad.ops.creation import rand
-    if p == 1.0:
-        scale = input.detach() * 0.0
-    else:
-        u = rand(*input.shape, dtype=dtypes.float64, device=input.device)
-        scale = ((u >= p).to(input.dtype) * (1.0 / (1.0 - p)))
-    if inplace:
-        return input.mul_(scale)
-    return input * scale
+    y = Dropout.apply(input, float(p))
+    return input.copy_(y) if inplace else y
 
 
 # ====================================================================== layer norm
@@ -758,5 +793,5 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 
 for _c in (Softmax, SoftmaxBackward, LogSoftmax, LogSoftmaxBackward, CrossEntropy,
-           CrossEntropyBackward, LayerNorm, LayerNormBackward):
+           CrossEntropyBackward, LayerNorm, LayerNormBackward, Dropout, DropoutBackward):
     register_op(_c)

@@ -13,12 +13,13 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
+from tgrad.ops import reduce as _reduce
 from tgrad.ops._common import backend_of, register_op, same_device, tensor_method, wrap
 from tgrad.tensor import Tensor
 
 __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
            "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round",
-           "relu", "tanh_backward", "sigmoid_backward",
+           "relu", "tanh_backward", "sigmoid_backward", "relu_backward",
            "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp",
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
            "floor_divide", "true_divide", "subtract", "multiply", "negative", "clip", "isnan",
@@ -126,8 +127,10 @@ tensor_method("__abs__")(abs)
 
 # ------------------------------------------------------------------- paired backward ops
 # The backward of tanh and sigmoid is one primitive (one kernel on the GPU); each is itself
-# differentiable.  tanh_backward(g, y) = g (1 - y^2);  sigmoid_backward(g, y) = g y (1 - y).
+# differentiable.  tanh_backward(g, y) = g (1 - y^2);  sigmoid_backward(g, y) = g y (1 - y);
+# relu_backward(g, y) = g * (y > 0) (piecewise constant in y: no gradient for y).
 PAIRED_RULES = {
+    "relu_backward": lambda gg, g, y: (relu_backward(gg, y), None),
     # name: rule(gg, g, y) -> (d/dg, d/dy)
     "tanh_backward": lambda gg, g, y: (tanh_backward(gg, y), gg * g * y * -2.0),
     "sigmoid_backward": lambda gg, g, y: (sigmoid_backward(gg, y),
@@ -135,10 +138,19 @@ PAIRED_RULES = {
 }
 
 
+def _relu_backward_composite(be, g, y):
+    """relu_backward from binary primitives, for a backend without a native one."""
+    mask = be.cast(be.binary("gt", y, y.dtype.type(0)), g.dtype)
+    return be.binary("mul", g, mask)
+
+
 def _make_paired(name: str, rule):
     def forward(ctx, g, y):
         ctx.save_for_backward(g, y)
-        return wrap(getattr(backend_of(g), name)(g._data, y._data), g.device)
+        be = backend_of(g)
+        if name == "relu_backward" and not _has_native(be, name):
+            return wrap(_relu_backward_composite(be, g._data, y._data), g.device)
+        return wrap(getattr(be, name)(g._data, y._data), g.device)
 
     def backward(ctx, gg):
         g, y = ctx.saved_tensors
@@ -153,6 +165,16 @@ def _make_paired(name: str, rule):
 _PAIRED = {n: _make_paired(n, r) for n, r in PAIRED_RULES.items()}
 
 
+def _has_native(be, prim: str) -> bool:
+    """True when backend ``be`` defines ``prim`` itself (the GPU backend serves missing
+    primitives through a slow host path, which a composite of native ones beats)."""
+    return prim in getattr(be, "__dict__", {})
+
+
+def relu_backward(grad: Tensor, output: Tensor) -> Tensor:
+    return _PAIRED["relu_backward"].apply(grad, output)
+
+
 def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
     return _PAIRED["tanh_backward"].apply(grad, output)
 
@@ -163,8 +185,9 @@ def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
 
 # ------------------------------------------------------------------------------ binary
 def _sum_to(g, shape):
-    from tgrad.ops.reduce import sum_to
-    return sum_to(g, shape)
+    if shape is None or g._data.shape == shape:  # nothing to un-broadcast
+        return g
+    return _reduce.sum_to(g, shape)
 
 
 def _pow_grad_base(g, a, b, y):
@@ -221,27 +244,48 @@ def _check_operand(name: str, x) -> None:
                         f"Tensor or a Python number")
 
 
+def _prepare(name: str, is_logical: bool, a, b) -> tuple:
+    """Check the operands and promote them: (device, backend, array a, array b)."""
+    _check_operand(name, a)
+    _check_operand(name, b)
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        raise TypeError(f"{name}(): expected at least one Tensor argument, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    if name == "sub" and (getattr(a, "dtype", None) is dtypes.bool_
+                          or getattr(b, "dtype", None) is dtypes.bool_):
+        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+    t = a if isinstance(a, Tensor) else b
+    dev = same_device(name, a, b) if isinstance(a, Tensor) and isinstance(b, Tensor) \
+        else t.device
+    be = backend_of(t)
+    if is_logical:
+        dt = dtypes.bool_
+    else:
+        dt = dtypes.result_type(a, b)
+        if name == "div" and not dt.is_floating_point:
+            dt = dtypes.get_default_dtype()  # true division of integers
+    return dev, be, _operand(a, dt, be), _operand(b, dt, be)
+
+
 def _make_binary(name: str, saves: str, rule_a, rule_b):
     is_cmp = rule_a is None
+    is_logical = name.startswith("logical")
 
     def forward(ctx, a, b):
-        _check_operand(name, a)
-        _check_operand(name, b)
-        if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
-            raise TypeError(f"{name}(): expected at least one Tensor argument, got "
-                            f"{type(a).__name__} and {type(b).__name__}")
-        t = a if isinstance(a, Tensor) else b
-        dev = same_device(name, a, b) if isinstance(a, Tensor) and isinstance(b, Tensor) \
-            else t.device
-        be = backend_of(t)
-        if name.startswith("logical"):
-            dt = dtypes.bool_
+        if (type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype
+                and (a.device is b.device or a.device == b.device)
+                and a.dtype.is_floating_point and not is_logical):
+            # Fast path (the common case): two float tensors of one dtype on one device,
+            # so no promotion, casts or operand checks.
+            dev = a.device
+            be = backend_of(a)
+            xa, xb = a._data, b._data
         else:
-            dt = dtypes.result_type(a, b)
-            if name == "div" and not dt.is_floating_point:
-                dt = dtypes.get_default_dtype()  # true division of integers
+            dev, be, xa, xb = _prepare(name, is_logical, a, b)
         try:
-            y = wrap(be.binary(name, _operand(a, dt, be), _operand(b, dt, be)), dev)
+            y = wrap(be.binary(name, xa, xb), dev)
         except ValueError as e:
             raise RuntimeError(
                 f"{name}: the size of tensor a {list(getattr(a, 'shape', ()))} must match the "
@@ -249,7 +293,7 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
                 f"({e})") from None
         if is_cmp:
             ctx.mark_non_differentiable(y)
-        else:
+        elif True in ctx.needs_input_grad:  # recording: keep what backward needs
             ctx.a_shape = a.shape if isinstance(a, Tensor) else None
             ctx.b_shape = b.shape if isinstance(b, Tensor) else None
             if saves == "ab":
@@ -279,7 +323,7 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
 
     node = _NODE_NAMES.get(name, _node(name))
     cls = type(name.capitalize(), (Function,), {
-        "name": name, "node_name": node,
+        "name": name, "node_name": node, "scalar_edges": name != "pow",
         "forward": staticmethod(forward), "backward": staticmethod(backward)})
     return register_op(cls)
 
@@ -412,7 +456,7 @@ class Relu(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return g * gt(y, 0.0)
+        return relu_backward(g, y)
 
 
 register_op(Relu)

@@ -80,6 +80,25 @@ class BasicIndex(Function):
         return IndexAdd.apply(g, ctx.key, ctx.shape), None
 
 
+class Select(BasicIndex):
+    """x[i] (an integer last): PyTorch records SelectBackward0; slices keep SliceBackward0."""
+
+    node_name = "SelectBackward0"
+
+
+_FULL = slice(None)
+
+
+def _basic_cls(key: tuple):
+    """PyTorch applies a key item by item (full slices and ``...`` are no-ops), so the node
+    is named after the last effective item: an integer selects, anything else slices."""
+    for k in reversed(key):
+        if k is Ellipsis or (type(k) is slice and k == _FULL):
+            continue
+        return Select if isinstance(k, (int, np.integer)) else BasicIndex
+    return BasicIndex
+
+
 class AdvancedIndex(Function):
     """y = x[key] (a copy);  dx = zeros with g scatter-added at key."""
 
@@ -116,7 +135,7 @@ class IndexAdd(Function):
         return gg[ctx.key], None, None
 
 
-for _c in (BasicIndex, AdvancedIndex, IndexAdd):
+for _c in (BasicIndex, AdvancedIndex, IndexAdd):  # Select shares BasicIndex's op name
     register_op(_c)
 
 
@@ -124,7 +143,7 @@ for _c in (BasicIndex, AdvancedIndex, IndexAdd):
 def getitem(self: Tensor, key) -> Tensor:
     key, basic = normalize_key(key)
     if basic:
-        return view_apply(BasicIndex, self, key)
+        return view_apply(_basic_cls(key), self, key)
     return AdvancedIndex.apply(self, key)
 
 

@@ -51,9 +51,21 @@ def _write(t: Tensor, src_data) -> None:
     t._storage.version += 1
 
 
-def _snapshot(t: Tensor) -> Tensor:
-    """A copy of ``t``'s values carrying ``t``'s autograd identity (grad_fn, output_nr)."""
-    snap = Tensor(backend_of(t).clone(t._data), None, t.device)
+# In-place ops whose out-of-place op does not save its first input for backward: they read
+# the old values through an alias instead of a copy (the write happens after the result is
+# computed). Any other op gets a copy, so that what it saves is not overwritten.
+_SELF_NOT_SAVED = frozenset({"add_", "sub_", "fill_", "zero_", "copy_", "index_put_", "neg_",
+                             "exp_", "tanh_", "sigmoid_", "sqrt_", "reciprocal_", "floor_",
+                             "ceil_", "round_"})
+
+
+def _snapshot(t: Tensor, copy: bool = True) -> Tensor:
+    """``t``'s values (a copy, or an alias when ``copy`` is False) carrying ``t``'s autograd
+    identity (grad_fn, output_nr)."""
+    if copy:
+        snap = Tensor(backend_of(t).clone(t._data), None, t.device)
+    else:
+        snap = Tensor(t._data, t._storage, t.device)
     gf = t.grad_fn
     snap._grad_fn = gf
     snap._output_nr = t._output_nr
@@ -82,7 +94,8 @@ def apply_inplace(self: Tensor, op: str, fn, *args) -> Tensor:
             f"cannot be tracked. Create the view and modify it both inside or both outside "
             f"the no_grad block, or modify a clone() of the view.")
     view_rebase = self._base is not None
-    old = _snapshot(replay_view(self._view_chain, self._base) if view_rebase else self)
+    old = _snapshot(replay_view(self._view_chain, self._base) if view_rebase else self,
+                    copy=op not in _SELF_NOT_SAVED)
     # ``x.op_(x)``: the argument is read before the write, i.e. it is the old value.
     args = tuple(old if a is self else a for a in args)
     res = fn(old, *args)

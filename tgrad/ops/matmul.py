@@ -7,9 +7,14 @@ For y = a @ b (a: [..., n, k], b: [..., k, m]):
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops._common import backend_of, register_op, same_device, tensor_method, wrap
+from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor
 
 __all__ = ["matmul", "mm", "bmm"]
@@ -20,13 +25,19 @@ class MatMul(Function):
     node_name = "MmBackward0"
 
     @staticmethod
+    def flops(args: tuple, out) -> int:
+        """Profiler metadata: a [..., M, K] @ b [..., K, N] costs 2*M*N*K per batch."""
+        a, b = args[0], args[1]
+        batch = math.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+        return 2 * batch * a.shape[-2] * b.shape[-1] * a.shape[-1]
+
+    @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
         return wrap(backend_of(a).matmul(a._data, b._data), a.device)
 
     @staticmethod
     def backward(ctx, g):
-        from tgrad.ops.reduce import sum_to
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
         ga = sum_to(matmul(g, b.mT), a.shape) if need_a else None
@@ -34,7 +45,41 @@ class MatMul(Function):
         return ga, gb
 
 
+def _as_shape(be, arr, shape: tuple):
+    """``arr`` reshaped with backend primitives (a view when the strides allow)."""
+    v = be.reshape_view(arr, shape)
+    return v if v is not None else be.reshape_copy(arr, shape)
+
+
+class Dot(MatMul):
+    """1-D @ 1-D (run as [1, K] @ [K, 1]): PyTorch's node is DotBackward0.
+    y = sum_k a_k b_k;  da = g b,  db = g a (g a scalar)."""
+
+    name = "dot"
+    node_name = "DotBackward0"
+
+    @staticmethod
+    def flops(args: tuple, out) -> int:
+        """Profiler metadata: a [K] . b [K] costs 2*K."""
+        return 2 * args[0].shape[0]
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        be = backend_of(a)
+        k = a.shape[0]
+        y = be.matmul(_as_shape(be, a._data, (1, k)), _as_shape(be, b._data, (k, 1)))
+        return wrap(_as_shape(be, y, ()), a.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return (g * b if need_a else None), (g * a if need_b else None)
+
+
 register_op(MatMul)
+register_op(Dot)
 
 
 def _check(op: str, a: Tensor, b: Tensor) -> None:
@@ -66,7 +111,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     _check("matmul", input, other)
     a, b = input, other
     if a.ndim == 1 and b.ndim == 1:
-        return MatMul.apply(a.unsqueeze(0), b.unsqueeze(1)).reshape(())
+        return Dot.apply(a, b)
     if a.ndim == 1:
         return MatMul.apply(a.unsqueeze(0), b).squeeze(-2)
     if b.ndim == 1:

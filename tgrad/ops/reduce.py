@@ -1,4 +1,5 @@
-"""Reductions over ``dim`` (int, tuple, negative or None) with ``keepdim``.
+"""Reductions over ``dim`` (int, tuple, negative or None) with ``keepdim``: sum mean prod
+amax amin max min argmax argmin var std logsumexp norm all any.
 
 Backward rules broadcast the incoming gradient back over the reduced dims
 (``_expand_back``); ``sum_to`` is the un-broadcasting reduction binary ops use.
@@ -31,6 +32,8 @@ def _kept_shape(shape: tuple, axes) -> tuple:
 
 def _expand_back(g: Tensor, x_shape: tuple, axes, keepdim: bool) -> Tensor:
     """Broadcast a reduced gradient back to ``x_shape``."""
+    if axes is None and g.ndim == 0:
+        return g.expand(x_shape)  # a full reduction: a 0-d gradient expands as it is
     if not keepdim:
         g = g.reshape(_kept_shape(x_shape, axes))
     return g.expand(x_shape)
@@ -38,8 +41,8 @@ def _expand_back(g: Tensor, x_shape: tuple, axes, keepdim: bool) -> Tensor:
 
 def _reduced_numel(shape: tuple, axes) -> int:
     if axes is None:
-        return int(np.prod(shape, dtype=np.int64))
-    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+        return math.prod(shape)
+    return math.prod([shape[a] for a in axes])
 
 
 class Sum(Function):
@@ -59,6 +62,12 @@ class Sum(Function):
         return _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim), None, None, None
 
 
+class SumAll(Sum):
+    """sum() over every dim: PyTorch's node name is SumBackward0 (SumBackward1 with dims)."""
+
+    node_name = "SumBackward0"
+
+
 class Mean(Function):
     """y = sum_{axes} x / N;  dx = broadcast(g) / N."""
 
@@ -75,9 +84,10 @@ class Mean(Function):
 
     @staticmethod
     def backward(ctx, g):
+        # Divide the reduced gradient first (N times fewer elements), then broadcast.
         n = _reduced_numel(ctx.shape, ctx.axes)
-        gx = _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim) / float(n if n > 0 else 1)
-        return gx, None, None
+        return _expand_back(g / float(n if n > 0 else 1), ctx.shape, ctx.axes,
+                            ctx.keepdim), None, None
 
 
 def _make_extreme(name: str):
@@ -179,7 +189,13 @@ class MinDim(MaxDim):
         return MinDim._run(ctx, x, axis, keepdim)
 
 
-for _c in (Sum, Mean, MaxDim, MinDim):
+class MeanAll(Mean):
+    """mean() over every dim: MeanBackward0 (MeanBackward1 with dims), as PyTorch."""
+
+    node_name = "MeanBackward0"
+
+
+for _c in (Sum, Mean, MaxDim, MinDim):  # SumAll/MeanAll share the ops' names
     register_op(_c)
 
 
@@ -189,12 +205,16 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     axes = normalize_dims("sum", dim, input.ndim)
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
-    return Sum.apply(input, axes, keepdim, dtype)
+    return (SumAll if dim is None else Sum).apply(input, axes, keepdim, dtype)
 
 
 @tensor_method("mean")
-def mean(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A002
-    return Mean.apply(input, normalize_dims("mean", dim, input.ndim), keepdim)
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
+    """Mean over ``dim`` (all dims when None); ``dtype`` casts the input first."""
+    if dtype is not None:
+        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
+    return (MeanAll if dim is None else Mean).apply(
+        input, normalize_dims("mean", dim, input.ndim), keepdim)
 
 
 @tensor_method("amax")
@@ -327,9 +347,9 @@ class Var(Function):
     node_name = "VarBackward0"
 
     @staticmethod
-    def forward(ctx, x, axes, correction, keepdim, op="var"):
+    def forward(ctx, x, axes, correction, keepdim):
         if not x.dtype.is_floating_point:
-            raise RuntimeError(f"{op}(): std and var only support floating point dtypes, got "
+            raise RuntimeError(f"var(): std and var only support floating point dtypes, got "
                                f"{x.dtype}; convert with .float()")
         ctx.save_for_backward(x)
         ctx.axes, ctx.correction, ctx.keepdim = axes, correction, keepdim
@@ -342,8 +362,7 @@ class Var(Function):
         dof = builtins.max(_reduced_numel(x.shape, axes) - ctx.correction, 0)
         centered = x - mean(x, axes, keepdim=True)
         scale = 2.0 / dof if dof > 0 else math.inf
-        return (_expand_back(g, x.shape, axes, ctx.keepdim) * centered * scale,
-                None, None, None, None)
+        return _expand_back(g, x.shape, axes, ctx.keepdim) * centered * scale, None, None, None
 
 
 register_op(Var)
@@ -369,13 +388,41 @@ def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = F
     return Var.apply(input, *_var_args("var", input, dim, unbiased, keepdim, correction))
 
 
+class Std(Function):
+    """y = sqrt(var_{axes}(x, correction));  dx = broadcast(g / y) * (x - mean(x)) / (N - c)."""
+
+    name = "std"
+    node_name = "StdBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, correction, keepdim):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"std(): std and var only support floating point dtypes, got "
+                               f"{x.dtype}; convert with .float()")
+        be = backend_of(x)
+        y = wrap(be.unary("sqrt", be.var(x._data, axes, correction, keepdim)), x.device)
+        ctx.save_for_backward(x, y)
+        ctx.axes, ctx.correction, ctx.keepdim = axes, correction, keepdim
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        axes = ctx.axes
+        dof = builtins.max(_reduced_numel(x.shape, axes) - ctx.correction, 0)
+        centered = x - mean(x, axes, keepdim=True)
+        gy = _expand_back(g / y, x.shape, axes, ctx.keepdim)
+        return gy * centered * (1.0 / dof if dof > 0 else math.inf), None, None, None
+
+
+register_op(Std)
+
+
 @tensor_method("std")
 def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
         correction: float | None = None) -> Tensor:
-    """Standard deviation: sqrt(var) (its gradient g (x - mean) / ((N - c) y) follows)."""
-    from tgrad.ops.elementwise import sqrt
-    return sqrt(Var.apply(input, *_var_args("std", input, dim, unbiased, keepdim, correction),
-                          "std"))
+    """Standard deviation over ``dim``: sqrt of ``var`` with the same arguments."""
+    return Std.apply(input, *_var_args("std", input, dim, unbiased, keepdim, correction))
 
 
 def var_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002

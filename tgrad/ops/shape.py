@@ -6,10 +6,22 @@ expand -> sum_to, reshape -> reshape back, basic indexing -> scatter into zeros.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.ops._common import backend_of, make_view, register_op, tensor_method, view_apply, wrap
+from tgrad.ops._common import (
+    backend_of,
+    make_view,
+    register_op,
+    same_device,
+    tensor_method,
+    view_apply,
+    wrap,
+)
+from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["reshape", "view", "permute", "transpose", "expand", "broadcast_to", "squeeze",
@@ -20,18 +32,18 @@ __all__ = ["reshape", "view", "permute", "transpose", "expand", "broadcast_to", 
 def _infer_shape(op: str, shape: tuple, numel: int) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    shape = tuple(int(s) for s in shape)
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError(f"{op}: only one dimension can be inferred")
-    if any(s < -1 for s in shape):
-        raise RuntimeError(f"{op}: invalid shape dimension {min(shape)}")
-    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
-    if neg:
+    shape = tuple(map(int, shape))
+    if shape and min(shape) < 0:
+        neg = [i for i, s in enumerate(shape) if s == -1]
+        if len(neg) > 1:
+            raise RuntimeError(f"{op}: only one dimension can be inferred")
+        if any(s < -1 for s in shape):
+            raise RuntimeError(f"{op}: invalid shape dimension {min(shape)}")
+        known = math.prod(s for s in shape if s != -1)
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-        shape = shape[:neg[0]] + (numel // known,) + shape[neg[0] + 1:]
-    elif known != numel:
+        return shape[:neg[0]] + (numel // known,) + shape[neg[0] + 1:]
+    if math.prod(shape) != numel:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
 
@@ -184,7 +196,6 @@ class Expand(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from tgrad.ops.reduce import sum_to
         return sum_to(g, ctx.shape), None
 
 
@@ -296,8 +307,6 @@ def _tensor_list(op: str, tensors) -> list:
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along ``dim`` (PyTorch type promotion; 1-D empty tensors are skipped,
     as PyTorch's legacy rule)."""
-    from tgrad import dtypes
-    from tgrad.ops._common import same_device
     xs = _tensor_list("cat", tensors)
     same_device("cat", *xs)
     dt = dtypes.result_type(*xs) if len(xs) > 1 else xs[0].dtype
@@ -394,10 +403,9 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = _wrap_dim(dim, input.ndim, "chunk")
     size = input.shape[d]
-    step = -(-size // chunks)
-    if size == 0:
-        return split(input, 0, d) if chunks else ()
-    return split(input, step, d)
+    if size == 0:  # PyTorch: ``chunks`` empty pieces
+        return split(input, [0] * chunks, d)
+    return split(input, -(-size // chunks), d)
 
 
 @tensor_method("unbind")

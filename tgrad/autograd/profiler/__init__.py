@@ -18,7 +18,7 @@ from tgrad.autograd.profiler.device import (
                                             unregister_device_timer,
 )
 from tgrad.autograd.profiler.events import EventList, FunctionEvent, FunctionEventAvg
-from tgrad.autograd.profiler.metadata import BUILTIN_FLOPS, default_bytes, matmul_flops
+from tgrad.autograd.profiler.metadata import default_bytes
 from tgrad.autograd.profiler.nvtx import emit_nvtx
 from tgrad.autograd.profiler.pairs import OpPair, OpSummary, PairList, Summary
 from tgrad.autograd.profiler.profile import profile, record_function
@@ -26,4 +26,4 @@ from tgrad.autograd.profiler.profile import profile, record_function
 __all__ = ["profile", "record_function", "emit_nvtx", "EventList", "FunctionEvent",
            "FunctionEventAvg", "OpPair", "PairList", "OpSummary", "Summary", "DeviceTimer",
            "register_device_timer", "unregister_device_timer", "peak_bandwidth_gbps",
-           "BUILTIN_FLOPS", "default_bytes", "matmul_flops"]
+           "default_bytes"]

@@ -14,8 +14,10 @@ and resolves all events once, when the profile ends: one ``synchronize()``, then
         def peak_gbps(self) -> float | None: ...      # optional: measured copy bandwidth
 
 and registers a factory with ``register_device_timer("cuda", factory)``; the factory returns
-a timer, or None when no device is present. Without one, ``use_cuda=True`` warns once per
-process and the profile records CPU times only.
+a timer, or None when no device is present. tgrad's own CUDA timer lives in
+tgrad/cuda/profiler_timer.py and is imported (registering itself) the first time a profile
+asks for ``use_cuda=True`` while ``tgrad.cuda.is_available()``. Without one,
+``use_cuda=True`` warns once per process and the profile records CPU times only.
 """
 
 from __future__ import annotations
@@ -62,14 +64,26 @@ def unregister_device_timer(device_type: str) -> None:
 def make_timer(device_type: str = "cuda") -> DeviceTimer | None:
     """The timer for ``device_type``, or None after warning once per process."""
     factory = _FACTORIES.get(device_type)
-    if factory is None and device_type == "cuda" and importlib.util.find_spec("tgrad.cuda"):
-        importlib.import_module("tgrad.cuda")  # the CUDA package registers its timer
+    if factory is None and device_type == "cuda" and _cuda_available():
+        # tgrad.cuda's timer (CUDA events on tgrad's stream) registers itself on import;
+        # imported only now, so profiling without use_cuda never touches the CUDA runtime.
+        importlib.import_module("tgrad.cuda.profiler_timer")
         factory = _FACTORIES.get(device_type)
     timer = factory() if factory is not None else None
     if timer is None and not _STATE["warned_no_cuda"]:
         _STATE["warned_no_cuda"] = True
         warnings.warn(NO_CUDA_WARNING, UserWarning, stacklevel=3)
     return timer
+
+
+def _cuda_available() -> bool:
+    """tgrad.cuda is present and has a runtime (a GPU, or TRITON_INTERPRET=1)."""
+    if importlib.util.find_spec("tgrad.cuda") is None:
+        return False
+    try:
+        return bool(importlib.import_module("tgrad.cuda").is_available())
+    except Exception:  # noqa: BLE001 - a broken CUDA install means "no device timer"
+        return False
 
 
 def peak_bandwidth_gbps(timer: DeviceTimer | None = None) -> float:

@@ -9,19 +9,16 @@ An op (a ``Function`` subclass) may define either as a staticmethod:
 returned (None if the call raised). Without ``bytes_accessed`` the default counts the
 ``nbytes`` of every tensor argument (read) and every tensor output (written); an output
 that is a new view of an input's storage counts 0 (a view moves no data). Without
-``flops`` the count is unknown (None) unless ``BUILTIN_FLOPS`` knows the op by name.
+``flops`` the count is unknown (None).
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any, Callable
-
-import numpy as np
+from typing import Any
 
 from tgrad.tensor import Tensor
 
-__all__ = ["default_bytes", "matmul_flops", "BUILTIN_FLOPS", "op_hooks"]
+__all__ = ["default_bytes", "op_hooks"]
 
 
 def default_bytes(args: tuple, out: Any) -> int:
@@ -54,21 +51,8 @@ def _written(o: Tensor, args: tuple) -> int:
     return o._data.nbytes
 
 
-def matmul_flops(args: tuple, out: Any) -> int:
-    """a: [..., M, K] @ b: [..., K, N] -> 2*M*N*K multiply-adds per broadcast batch."""
-    a, b = args[0], args[1]
-    m, k = a.shape[-2], a.shape[-1]
-    n = b.shape[-1]
-    batch = math.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
-    return 2 * batch * m * n * k
-
-
-# Fallback for built-in ops that do not (yet) carry a ``flops`` staticmethod themselves.
-BUILTIN_FLOPS: dict[str, Callable[[tuple, Any], int]] = {"matmul": matmul_flops}
-
-
 def op_hooks(cls: type, name: str) -> tuple:
     """(bytes_fn, flops_fn) for an op class, looked up once per class per profile."""
     nb = getattr(cls, "bytes_accessed", None) or default_bytes
-    fl = getattr(cls, "flops", None) or BUILTIN_FLOPS.get(name)
+    fl = getattr(cls, "flops", None)
     return nb, fl

@@ -1,0 +1,106 @@
+"""Real-GPU tests (marked ``gpu``; skipped cleanly without a CUDA driver or in interpreter
+mode). perf/gpu_check.sh runs them with ``pytest -m gpu``; the op table is sharded over
+processes with TGRAD_GPU_SHARD=i/n so kernel compilation uses several CPU cores.
+
+- the whole op table on cuda against the NumPy float64 reference, float16/bfloat16 included
+  (tests/test_opinfo.py's forward and large-sample backward checks, default device cuda);
+- one numel > 2^31 case per kernel family (elementwise, reduction) with int64 indexing;
+- memory returns to its start after 1000 forward/backward iterations.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import tgrad
+
+
+def _real_gpu() -> bool:
+    return tgrad.cuda.is_available() and not tgrad.cuda.is_interpreted()
+
+
+_WHY = tgrad.cuda.why_unavailable() or "the cuda device is emulated by the Triton interpreter"
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not _real_gpu(), reason=f"needs a real CUDA GPU ({_WHY})")]
+
+_SHARD = os.environ.get("TGRAD_GPU_SHARD", "0/1")
+_I, _N = (int(v) for v in _SHARD.split("/"))
+
+
+def _mine(k: int) -> bool:
+    return k % _N == _I
+
+
+if _real_gpu():
+    import test_opinfo as oi
+    SPECS = [s for k, s in enumerate(oi.SPECS) if _mine(k)]
+    DIFF = [s for s in SPECS if s.differentiable]
+else:
+    SPECS, DIFF = [], []
+
+
+@pytest.fixture
+def on_cuda():
+    prev = tgrad.get_default_device()
+    tgrad.set_default_device("cuda")
+    yield
+    tgrad.set_default_device(prev)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_op_table_forward_on_gpu(spec, dtype, on_cuda):
+    oi.test_forward(spec, dtype)
+
+
+@pytest.mark.parametrize("spec", DIFF, ids=lambda s: s.name)
+def test_op_table_backward_on_gpu(spec, on_cuda):
+    oi.test_backward_large_and_empty(spec)
+
+
+@pytest.mark.skipif(_I != 0, reason="runs in shard 0")
+def test_elementwise_and_reduction_past_2_31_elements():
+    n = 2**31 + 1000
+    x = tgrad.full((n,), 1.0, dtype=tgrad.float16, device="cuda")
+    x[n - 3] = 3.0
+    y = x * 2.0                                        # elementwise, int64 offsets
+    tail = y[n - 5:].numpy()
+    assert tail.tolist() == [2.0, 2.0, 6.0, 2.0, 2.0]
+    assert y.amax().item() == 6.0                      # full reduction over > 2^31
+    assert y.argmax().item() == n - 3                  # an index past 2^31
+    del x, y
+    z = tgrad.ones(2, 2**30 + 8, dtype=tgrad.float16, device="cuda")
+    s = z.float().sum(dim=1)  # row reduction, each row past 2^30
+    assert s.numpy().tolist() == [float(2**30 + 8)] * 2
+
+
+@pytest.mark.skipif(_I != 0, reason="runs in shard 0")
+def test_memory_returns_to_start_after_1000_iterations():
+    w = tgrad.randn(256, 64, device="cuda", requires_grad=True)
+    x = tgrad.randn(64, 256, device="cuda")
+    for _ in range(3):  # warm-up: compile every kernel once
+        ((w.tanh() * 2).sum() + (w - x.T).sigmoid().mean()).backward()
+    w.grad = None
+    tgrad.cuda.synchronize()
+    start = tgrad.cuda.memory_allocated()
+    for _ in range(1000):
+        loss = (w.tanh() * 2).sum() + (w - x.T).sigmoid().mean()
+        loss.backward()
+        w.grad = None
+    tgrad.cuda.synchronize()
+    assert tgrad.cuda.memory_allocated() == start
+
+
+@pytest.mark.skipif(_I != 0, reason="runs in shard 0")
+def test_events_time_gpu_work():
+    a = tgrad.randn(4096, 4096, device="cuda")
+    e0, e1 = tgrad.cuda.Event(enable_timing=True), tgrad.cuda.Event(enable_timing=True)
+    e0.record()
+    b = a.tanh()
+    e1.record()
+    e1.synchronize()
+    assert e1.query() and e0.elapsed_time(e1) > 0.0
+    assert np.allclose(b.numpy(), np.tanh(a.numpy()), rtol=1e-5, atol=1e-6)

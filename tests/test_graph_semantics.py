@@ -1,0 +1,231 @@
+"""Graph details a PyTorch user can observe: node names, next_functions, gradient buffers
+that must not alias (AccumulateGrad keeps a fresh gradient without copying it only when
+nothing else references it), and NumPy's error state around ops."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import Function
+from tgrad.backends import numpy as np_backend
+
+X = np.array([0.5, -1.25, 2.0, 3.5])
+W = np.array([1.5, 2.0, -0.75, 0.25])
+
+
+def leaves():
+    return (tgrad.tensor(X, dtype=tgrad.float64, requires_grad=True),
+            tgrad.tensor(W, dtype=tgrad.float64, requires_grad=True))
+
+
+def shares_memory(a, b) -> bool:
+    return np.shares_memory(a.detach().numpy(), b.detach().numpy())
+
+
+# ---------------------------------------------------------------- node names (PyTorch's)
+def test_reduction_node_names_full_and_dim():
+    x = tgrad.tensor(np.ones((2, 3)), requires_grad=True)
+    assert x.sum().grad_fn.name() == "SumBackward0"
+    assert x.sum(0).grad_fn.name() == "SumBackward1"
+    assert x.mean().grad_fn.name() == "MeanBackward0"
+    assert x.mean(dim=1, keepdim=True).grad_fn.name() == "MeanBackward1"
+
+
+def test_dot_and_index_node_names_and_values():
+    x, w = leaves()
+    y = x @ w
+    assert y.grad_fn.name() == "DotBackward0" and y.shape == ()
+    np.testing.assert_allclose(y.item(), X @ W, rtol=1e-14)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), W, rtol=1e-14)
+    np.testing.assert_allclose(w.grad.numpy(), X, rtol=1e-14)
+    assert tgrad.autograd.gradcheck(lambda a, b: a @ b, leaves())
+    assert tgrad.autograd.gradgradcheck(lambda a, b: a @ b, leaves())
+    m = tgrad.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    assert m[0].grad_fn.name() == "SelectBackward0"
+    assert m[..., 1].grad_fn.name() == "SelectBackward0"
+    assert m[1, :].grad_fn.name() == "SelectBackward0"
+    assert m[0:2].grad_fn.name() == "SliceBackward0"
+    assert m[1, 1:3].grad_fn.name() == "SliceBackward0"
+    m[2].sum().backward()
+    expect = np.zeros((3, 4))
+    expect[2] = 1.0
+    np.testing.assert_array_equal(m.grad.numpy(), expect)
+
+
+def test_next_functions_list_tensor_inputs_only():
+    x, w = leaves()
+    y = x * w
+    s = y.sum()
+    assert s.grad_fn.next_functions == ((y.grad_fn, 0),)
+    (ax, _), (aw, _) = y.grad_fn.next_functions
+    assert ax.variable is x and aw.variable is w
+    # A number operand of a binary op keeps a (None, 0) slot, as in PyTorch (a + 2).
+    nf = (x + 2).grad_fn.next_functions
+    assert len(nf) == 2 and nf[0][0].variable is x and nf[1] == (None, 0)
+    assert x.clamp(0.0, 1.0).grad_fn.next_functions[0][0].variable is x
+    assert len(x.clamp(0.0, 1.0).grad_fn.next_functions) == 1
+
+
+def test_custom_function_next_functions_skip_non_tensor_args():
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, k, t, note):
+            ctx.k = k
+            return t * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g * ctx.k, None
+
+    x, _ = leaves()
+    y = Scale.apply(3.0, x, "note")
+    nf = y.grad_fn.next_functions
+    assert len(nf) == 1 and nf[0][0].variable is x
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(4, 3.0))
+
+
+# ---------------------------------------------------------------- gradients never aliased
+def test_fresh_gradient_is_kept_and_values_are_right():
+    x, w = leaves()
+    (x * w).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), W, rtol=1e-14)
+    np.testing.assert_allclose(w.grad.numpy(), X, rtol=1e-14)
+    assert not shares_memory(x.grad, w.grad)
+    (x * w).sum().backward()  # accumulates in place into the kept buffer
+    np.testing.assert_allclose(x.grad.numpy(), 2 * W, rtol=1e-14)
+
+
+def test_user_gradient_is_not_aliased():
+    x, _ = leaves()
+    g = tgrad.tensor(np.array([1.0, 2.0, 3.0, 4.0]), dtype=tgrad.float64)
+    (x * 1.0).backward(g)
+    assert x.grad is not g and not shares_memory(x.grad, g)
+    x2, _ = leaves()
+    x2.backward(g)  # the root is the leaf itself
+    assert not shares_memory(x2.grad, g)
+    x2.grad.add_(1.0)
+    np.testing.assert_array_equal(g.numpy(), [1.0, 2.0, 3.0, 4.0])
+
+
+def test_shared_gradient_of_add_reaches_two_leaves_as_copies():
+    x, w = leaves()
+    c = tgrad.tensor(np.array([2.0, 3.0, 4.0, 5.0]), dtype=tgrad.float64)
+    ((x + w) * c).sum().backward()  # AddBackward0 passes one fresh tensor to both leaves
+    np.testing.assert_allclose(x.grad.numpy(), c.numpy())
+    np.testing.assert_allclose(w.grad.numpy(), c.numpy())
+    assert not shares_memory(x.grad, w.grad)
+    x.grad.mul_(10.0)
+    np.testing.assert_allclose(w.grad.numpy(), c.numpy())
+
+
+def test_gradient_kept_by_a_hook_is_not_aliased():
+    x, w = leaves()
+    seen = []
+    x.register_hook(lambda g: seen.append(g))
+    (x * w).sum().backward()
+    assert not shares_memory(x.grad, seen[0])
+    x.grad.zero_()
+    np.testing.assert_allclose(seen[0].numpy(), W)
+    # A hook returning a tensor it also keeps.
+    x2, _ = leaves()
+    kept = []
+
+    def double(g):
+        kept.append(g * 2.0)
+        return kept[-1]
+    x2.register_hook(double)
+    (x2 * w).sum().backward()
+    assert not shares_memory(x2.grad, kept[0])
+    np.testing.assert_allclose(x2.grad.numpy(), 2 * W)
+
+
+def test_retained_gradient_is_not_aliased():
+    x, w = leaves()
+    y = x * 1.0
+    y.retain_grad()
+    (y * w).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), W)
+    np.testing.assert_allclose(x.grad.numpy(), W)
+    assert not shares_memory(x.grad, y.grad)
+    x.grad.zero_()
+    np.testing.assert_allclose(y.grad.numpy(), W)
+
+
+def test_gradient_returned_by_custom_backward_from_ctx_is_copied():
+    class KeepsGrad(Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.const = tgrad.tensor(np.array([7.0, 8.0, 9.0, 10.0]), dtype=tgrad.float64)
+            return t * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return ctx.const
+
+    x, _ = leaves()
+    y = KeepsGrad.apply(x)
+    y.sum().backward(retain_graph=True)
+    assert not shares_memory(x.grad, y.grad_fn.const)
+    x.grad.zero_()
+    np.testing.assert_array_equal(y.grad_fn.const.numpy(), [7.0, 8.0, 9.0, 10.0])
+
+
+def test_expanded_gradient_is_materialized():
+    x = tgrad.tensor(np.ones((2, 3)), requires_grad=True)
+    x.mean().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((2, 3), 1 / 6))
+    x.grad.add_(1.0)  # a broadcast view would be read-only
+    np.testing.assert_allclose(x.grad.numpy(), np.full((2, 3), 1 + 1 / 6))
+
+
+# ---------------------------------------------------------------- NumPy error state
+def test_ops_are_quiet_and_leave_numpy_error_state_alone():
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = tgrad.tensor([1.0, 0.0, -1.0])
+        y = (x / 0.0).log()
+    assert np.isnan(y.numpy()[1]) and np.isnan(y.numpy()[2])
+    assert np.geterr() == before
+    old = np.seterr(all="raise")
+    try:
+        assert np.isinf((x / 0.0).numpy()[0])  # tgrad never raises/warns on inf/nan
+        with pytest.raises(FloatingPointError):
+            np.array([1.0]) / 0.0  # and the user's setting still holds outside ops
+    finally:
+        np.seterr(**old)
+    with np_backend.quiet():
+        assert np.geterr()["divide"] == "ignore"
+    assert np.geterr() == before
+
+
+def test_fresh_gradient_is_not_copied():
+    x, w = leaves()
+    y = x * w
+    ids = []
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: ids.append(id(grad_inputs[0])))
+    y.sum().backward()
+    assert ids == [id(x.grad)]  # the tensor MulBackward0 returned (alive as x.grad): no copy
+
+
+def test_relu_backward_primitive_and_its_composite_agree():
+    from tgrad.ops import elementwise as ew
+    rng = np.random.default_rng(3)
+    import ml_dtypes
+    for dt in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64):
+        g = rng.standard_normal(50).astype(dt)
+        y = np.maximum(rng.standard_normal(50), 0).astype(dt)
+        ref = np.where(y.astype(np.float64) > 0, g.astype(np.float64), 0.0).astype(dt)
+        got = np_backend.relu_backward(g, y)
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_array_equal(ew._relu_backward_composite(np_backend, g, y), ref)
+    x = tgrad.tensor(np.array([-1.5, 0.25, 2.0, -0.5]), dtype=tgrad.float64, requires_grad=True)
+    assert tgrad.autograd.gradcheck(lambda t: t.relu(), (x,))
+    assert tgrad.autograd.gradgradcheck(lambda t: t.relu() * t, (x,))

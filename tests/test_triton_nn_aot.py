@@ -1,0 +1,171 @@
+"""Ahead-of-time compilation of the nn kernels (tgrad/kernels/{softmax,cross_entropy,
+layer_norm,activations,dropout,matmul,indexing,optim}.py) for the H200 (sm_90), no GPU
+needed: every family compiles with the configs the wrappers pick (tgrad/kernels/configs.py),
+and ``ptxas -v`` reports no register spills for softmax / log_softmax / cross_entropy /
+layer_norm at the row sizes of the interpreter tests and the GPU benchmark sizes."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+triton = pytest.importorskip("triton")
+if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    pytest.skip("AOT compilation needs the compiler, not the interpreter",
+                allow_module_level=True)
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_triton_aot import _compile, _ew_sig, _spills  # noqa: E402
+
+from tgrad.kernels import activations as ka  # noqa: E402
+from tgrad.kernels import configs  # noqa: E402
+from tgrad.kernels import cross_entropy as kce  # noqa: E402
+from tgrad.kernels import dropout as kd  # noqa: E402
+from tgrad.kernels import elementwise as ew  # noqa: E402
+from tgrad.kernels import indexing as kix  # noqa: E402
+from tgrad.kernels import layer_norm as kln  # noqa: E402
+from tgrad.kernels import matmul as kmm  # noqa: E402
+from tgrad.kernels import optim as kopt  # noqa: E402
+from tgrad.kernels import softmax as ksm  # noqa: E402
+
+DT = {"float32": "fp32", "float64": "fp64", "float16": "fp16", "bfloat16": "bf16"}
+# Row lengths: the interpreter tests' (37, 150 -> online there) and the benchmark's.
+ROW_NS = [37, 150, 1000, 2048, 4096, 8192, 50000]
+
+
+def _ints(*names):
+    return {n: "i32" for n in names}
+
+
+def _row_cases():
+    for n in ROW_NS:
+        for dt in ("float32", "float64", "bfloat16"):
+            if dt == "float64" and n in (1000, 8192):
+                continue
+            if dt == "bfloat16" and n not in (2048, 50000):
+                continue
+            yield n, dt
+
+
+ROW_CASES = list(_row_cases())
+_ID = [f"{n}-{d}" for n, d in ROW_CASES]
+
+
+def _cfg(n, dt, heavy=False):
+    return configs.row_config(n, dt == "float64", False, heavy)
+
+
+def _row_cx(cfg, dt, **kw):
+    return dict(kw, ACC64=dt == "float64", ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m,
+                BLOCK_N=cfg.block_n)
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("n,dt", ROW_CASES, ids=_ID)
+def test_softmax_no_spills(n, dt, log):
+    cfg, t = _cfg(n, dt), DT[dt]
+    fw = dict(X=f"*{t}", Y=f"*{t}", **_ints("M", "N", "M0", "SX1", "SX0", "SXN", "SY1",
+                                             "SY0", "SYN"))
+    k = _compile(ksm.softmax_fwd_kernel, fw, _row_cx(cfg, dt, LOG=log), cfg.num_warps)
+    assert _spills(k.asm["ptx"]) == (0, 0)
+    bw = dict(G=f"*{t}", Y=f"*{t}", DX=f"*{t}",
+              **_ints("M", "N", "M0", "SG1", "SG0", "SGN", "SY1", "SY0", "SYN", "SD1", "SD0",
+                      "SDN"))
+    k = _compile(ksm.softmax_bwd_kernel, bw, _row_cx(cfg, dt, LOG=log), cfg.num_warps)
+    assert _spills(k.asm["ptx"]) == (0, 0)
+
+
+@pytest.mark.parametrize("n,dt", ROW_CASES, ids=_ID)
+def test_cross_entropy_no_spills(n, dt):
+    cfg, t = _cfg(n, dt), DT[dt]
+    acc = "fp64" if dt == "float64" else "fp32"
+    fw = dict(X=f"*{t}", T="*i64", RW=f"*{acc}", LOSS=f"*{acc}", LSE=f"*{acc}",
+              WOUT=f"*{acc}", **_ints("M", "N", "M0", "SX1", "SX0", "SXN", "ignore_index"))
+    k = _compile(kce.ce_fwd_kernel, fw, _row_cx(cfg, dt, HAS_W=True), cfg.num_warps)
+    assert _spills(k.asm["ptx"]) == (0, 0)
+    bw = dict(G=f"*{acc}", X=f"*{t}", T="*i64", RW=f"*{acc}", LSE=f"*{acc}", TOTAL=f"*{acc}",
+              DX=f"*{t}", **_ints("M", "N", "M0", "SX1", "SX0", "SXN", "SD1", "SD0", "SDN",
+                                  "ignore_index"))
+    cx = dict(G_PER_ROW=False, MEAN=True, HAS_W=False, ACC64=dt == "float64",
+              BLOCK_M=cfg.block_m, BLOCK_N=min(cfg.block_n, 4096))
+    k = _compile(kce.ce_bwd_kernel, bw, cx, cfg.num_warps)
+    assert _spills(k.asm["ptx"]) == (0, 0)
+
+
+@pytest.mark.parametrize("n,dt", ROW_CASES, ids=_ID)
+def test_layer_norm_no_spills(n, dt):
+    cfg, t = _cfg(n, dt), DT[dt]
+    acc = "fp64" if dt == "float64" else "fp32"
+    fw = dict(X=f"*{t}", W=f"*{t}", B=f"*{t}", Y=f"*{t}", MEAN=f"*{acc}", RSTD=f"*{acc}",
+              **_ints("M", "N", "M0", "SX1", "SX0", "SXN", "SY1", "SY0", "SYN"), eps="fp32")
+    k = _compile(kln.ln_fwd_kernel, fw, _row_cx(cfg, dt, HAS_W=True, HAS_B=True),
+                 cfg.num_warps)
+    assert _spills(k.asm["ptx"]) == (0, 0)
+    cfg = _cfg(n, dt, heavy=True)
+    bw = dict(G=f"*{t}", X=f"*{t}", W=f"*{t}", MEAN=f"*{acc}", RSTD=f"*{acc}", DX=f"*{t}",
+              DWP=f"*{acc}", DBP=f"*{acc}",
+              **_ints("M", "N", "M0", "SG1", "SG0", "SGN", "SX1", "SX0", "SXN", "SD1", "SD0",
+                      "SDN", "n_blocks", "n_progs"))
+    k = _compile(kln.ln_bwd_kernel, bw,
+                 _row_cx(cfg, dt, HAS_W=True, NEED_W=True, NEED_B=True), cfg.num_warps)
+    assert _spills(k.asm["ptx"]) == (0, 0)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64"])
+def test_matmul_compiles(dt):
+    t = DT[dt]
+    cfgs = {"float64": configs.MATMUL_CONFIGS_64, "float32": configs.MATMUL_CONFIGS_32}.get(
+        dt, configs.MATMUL_CONFIGS_16)
+    sig = dict(A=f"*{t}", B=f"*{t}", C=f"*{t}",
+               **_ints("M", "N", "K", "NB0", "SA1", "SA0", "SAM", "SAK", "SB1", "SB0", "SBK",
+                       "SBN", "SC1", "SC0", "SCM", "SCN"))
+    for c in cfgs[:2]:
+        for prec in (("ieee", "tf32") if dt == "float32" else ("tf32" if dt != "float64"
+                                                               else "ieee",)):
+            k = _compile(kmm.matmul_kernel, sig, dict(
+                PRECISION=prec, ACC64=dt == "float64", BLOCK_M=c.block_m, BLOCK_N=c.block_n,
+                BLOCK_K=c.block_k, GROUP_M=c.group_m), c.num_warps)
+            assert "cubin" in k.asm
+            if dt in ("float16", "bfloat16") or prec == "tf32":
+                assert "mma" in k.asm["ptx"]  # tensor cores (wgmma / mma.sync)
+
+
+def test_flat_kernels_compile():
+    blk = configs.FLAT_BLOCK
+    w = configs.FLAT_WARPS
+    for fn in (ka.f_gelu, ka.f_gelu_tanh, ka.f_silu):
+        k = _compile(ew.ew_kernel, _ew_sig("fp32", "fp32", "i32"),
+                     {"FN": fn, "ARITY": 1, "NDIM": 1, "UPCAST": False, "IDX64": False,
+                      "BLOCK": blk}, w)
+        assert _spills(k.asm["ptx"]) == (0, 0)
+    cases = [
+        (ka.softplus_kernel, dict(O="*fp32", G="*fp32", X="*fp32", N="i32", SO="i32",
+                                  SG="i32", SX="i32", beta="fp32", threshold="fp32"),
+         dict(BWD=True, UPCAST=False, BLOCK=blk)),
+        (kd.rand_kernel, dict(O="*fp32", N="i32", seed="i32", offset="i64"),
+         dict(NORMAL=True, BLOCK=blk)),
+        (kd.dropout_kernel, dict(O="*bf16", X="*bf16", N="i32", p="fp32", scale="fp32",
+                                 seed="i32", offset="i64"), dict(UPCAST=True, BLOCK=blk)),
+        (kix.gather_kernel, dict(OUT="*fp32", X="*fp32", OFF="*i64", N="i32"),
+         dict(BLOCK=blk)),
+        (kix.scatter_add_kernel, dict(OUT="*fp32", V="*fp32", PERM="*i64", START="*i64",
+                                      LEN="*i64", TARGET="*i64", NSEG="i32", MAXLEN="i32"),
+         dict(ACC64=False, BLOCK=configs.SCATTER_BLOCK)),
+        (kix.put_kernel, dict(DST="*fp32", V="*fp32", OFF="*i64", VIDX="*i64", N="i32"),
+         dict(BLOCK=blk)),
+        (kopt.sgd_kernel, dict(P="*fp32", G="*fp32", B="*fp32", OFFS="*i64", FIRST="*i64",
+                               BT="*i64", BS="*i64", lr="fp32", momentum="fp32",
+                               dampening="fp32", wd="fp32"),
+         dict(HAS_WD=True, HAS_MOM=True, NESTEROV=True, MAXIMIZE=False, ACC64=False,
+              BLOCK=configs.OPTIM_BLOCK)),
+        (kopt.adam_kernel, dict(P="*fp32", G="*fp32", M="*fp32", V="*fp32", VM="*fp32",
+                                OFFS="*i64", SCAL="*fp64", BT="*i64", BS="*i64", lr="fp32",
+                                beta1="fp32", beta2="fp32", eps="fp32", wd="fp32"),
+         dict(HAS_WD=True, DECOUPLED=True, AMSGRAD=True, MAXIMIZE=False, ACC64=False,
+              BLOCK=configs.OPTIM_BLOCK)),
+    ]
+    for fn, sig, cx in cases:
+        k = _compile(fn, sig, cx, w)
+        assert _spills(k.asm["ptx"]) == (0, 0), fn.__name__

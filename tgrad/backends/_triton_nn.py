@@ -1,0 +1,666 @@
+"""GPU implementations of the nn primitives (the names and signatures of
+tgrad/backends/_numpy_nn.py, plus matmul, gather, index_add, index_put_, manual_seed, rand,
+randn of tgrad/backends/numpy.py): thin launch wrappers over tgrad/kernels/{softmax,
+cross_entropy,layer_norm,activations,dropout,matmul,indexing,optim}.py.
+
+Imported at the end of tgrad/backends/triton.py (``from ... import *``), so these replace
+the temporary host path there. Wrappers: check, allocate, describe rows/strides, launch.
+Row kernels read any strided layout in place when the leading dims collapse to at most two
+(always true for contiguous and transposed tensors); otherwise the input is copied once.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from tgrad.cuda import is_interpreted
+from tgrad.cuda.array import DeviceArray, contiguous_strides
+from tgrad.kernels import configs
+from tgrad.kernels import softmax as ksm
+from tgrad.kernels.launch import collapse, ensure_driver, is_half, launch
+from tgrad.kernels.matmul import FLAGS as MATMUL_FLAGS  # noqa: F401  .allow_tf32 = False
+
+__all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
+           "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
+           "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd",
+           "manual_seed", "rand", "randn", "dropout_fwd", "dropout_bwd", "matmul",
+           "gather", "index_add", "index_put_"]
+
+
+def _tb():
+    """tgrad.backends.triton (imported lazily: it imports this module at its end)."""
+    return sys.modules["tgrad.backends.triton"]
+
+
+def _empty(shape, dtype) -> DeviceArray:
+    return _tb().empty(tuple(shape), np.dtype(dtype))
+
+
+def _compute_dtype(dt: np.dtype) -> np.dtype:
+    return np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+
+
+def _acc64(dt: np.dtype) -> bool:
+    return np.dtype(dt) == np.float64
+
+
+# ---------------------------------------------------------------- row description
+def _rows(full: list, n_red: int, per_row: list = ()):
+    """Describe the rows of ``full`` arrays (the last ``n_red`` dims reduced, same shape)
+    and ``per_row`` arrays (shape = the leading dims). Returns (M, N, M0, strides) with
+    strides[i] = (S1, S0, SN) per array (full first), or None when the leading dims do not
+    collapse to two or the reduced dims to one in every array."""
+    shape = full[0].shape
+    lead, red = shape[:len(shape) - n_red], shape[len(shape) - n_red:]
+    n = math.prod(red)
+    m = math.prod(lead)
+    if n_red > 1:
+        rshape, rst = collapse(red, [a.estrides[len(lead):] for a in full])
+        if len(rshape) != 1:
+            return None
+        sn = [s[0] for s in rst]
+    else:
+        sn = [a.estrides[-1] if n_red else 0 for a in full]
+    lst = [a.estrides[:len(lead)] for a in full] + [a.estrides for a in per_row]
+    lshape, lst = collapse(lead, lst) if lead else ((1,), [(0,) for _ in lst])
+    if len(lshape) > 2:
+        return None
+    m0 = lshape[-1]
+    out = []
+    for i, st in enumerate(lst):
+        s1 = st[0] if len(st) == 2 else 0
+        out.append((s1, st[-1], sn[i] if i < len(full) else 0))
+    return m, n, m0, out
+
+
+def _last(x: DeviceArray, axis: int) -> DeviceArray:
+    """View with ``axis`` moved last."""
+    dims = tuple(d for d in range(x.ndim) if d != axis) + (axis,)
+    return _tb().permute(x, dims)
+
+
+def _row_cfg(n: int, dt: np.dtype, heavy: bool = False) -> configs.RowConfig:
+    return configs.row_config(n, _acc64(dt), is_interpreted(), heavy)
+
+
+def _contig(x: DeviceArray) -> DeviceArray:
+    return x if x.is_contiguous() else _tb().clone(x)
+
+
+# ---------------------------------------------------------------- softmax family
+# Shapes: x, y, g all [..., n, ...] with the softmax taken over ``axis``.
+def _softmax(x: DeviceArray, axis: int, log: bool) -> DeviceArray:
+    axis %= max(x.ndim, 1)
+    y = _empty(x.shape, x.dtype)
+    if x.size == 0:
+        return y
+    if x.ndim == 0:
+        return _tb().fill_(y, 0.0 if log else 1.0) or y
+    xv, yv = _last(x, axis), _last(y, axis)
+    rows = _rows([xv, yv], 1)
+    if rows is None:
+        xv = _last(_tb().clone(x), axis)
+        rows = _rows([xv, yv], 1)
+    with np.errstate(all="ignore"):
+        ksm.launch_fwd(xv, yv, rows, _row_cfg(rows[1], x.dtype), log, _acc64(x.dtype))
+    return y
+
+
+def _softmax_bwd(g: DeviceArray, y: DeviceArray, axis: int, log: bool) -> DeviceArray:
+    axis %= max(g.ndim, 1)
+    if y.dtype != g.dtype:
+        y = _tb().cast(y, g.dtype)
+    dx = _empty(g.shape, g.dtype)
+    if g.size == 0:
+        return dx
+    if g.ndim == 0:
+        return _tb().fill_(dx, 0.0) or dx
+    gv, yv, dv = _last(g, axis), _last(y, axis), _last(dx, axis)
+    rows = _rows([gv, yv, dv], 1)
+    if rows is None:
+        gv, yv = _last(_tb().clone(g), axis), _last(_tb().clone(y), axis)
+        rows = _rows([gv, yv, dv], 1)
+    with np.errstate(all="ignore"):
+        ksm.launch_bwd(gv, yv, dv, rows, _row_cfg(rows[1], g.dtype), log, _acc64(g.dtype))
+    return dx
+
+
+def softmax_fwd(x: DeviceArray, axis: int) -> DeviceArray:
+    """y = exp(x - m) / sum(exp(x - m)), m the row max (stable)."""
+    return _softmax(x, axis, False)
+
+
+def softmax_bwd(g: DeviceArray, y: DeviceArray, axis: int) -> DeviceArray:
+    """dx = y * (g - sum(g * y))."""
+    return _softmax_bwd(g, y, axis, False)
+
+
+def log_softmax_fwd(x: DeviceArray, axis: int) -> DeviceArray:
+    """y = (x - m) - log(sum(exp(x - m)))."""
+    return _softmax(x, axis, True)
+
+
+def log_softmax_bwd(g: DeviceArray, y: DeviceArray, axis: int) -> DeviceArray:
+    """dx = g - exp(y) * sum(g)."""
+    return _softmax_bwd(g, y, axis, True)
+
+
+# ---------------------------------------------------------------- cross entropy
+# x: logits [C] or [N, C, d1...] with classes on ``axis`` (0 or 1); t: int64 targets of x's
+# shape without the class axis; rw: optional per-row weights of t's shape.
+def _ce_rows(x: DeviceArray, axis: int):
+    xv = _last(x, axis)
+    rows = _rows([xv], 1)
+    if rows is None:
+        xv = _last(_tb().clone(x), axis)
+        rows = _rows([xv], 1)
+    return xv, rows
+
+
+def cross_entropy_fwd(x: DeviceArray, t: DeviceArray, rw, axis: int, ignore_index: int,
+                      reduction: str) -> tuple:
+    """(loss, lse): loss_i = rw_i (lse_i - x[i, t_i]) (0 where ignored), reduced ("mean":
+    / sum(rw) over kept rows); lse per row in the compute dtype, saved for backward."""
+    tb = _tb()
+    cdt = _compute_dtype(x.dtype)
+    if t.size == 0:  # no rows: PyTorch's empty / 0 / nan (0 / 0) results
+        lse = _empty(t.shape, cdt)
+        if reduction == "none":
+            return _empty(t.shape, x.dtype), lse
+        return tb.full((), 0.0 if reduction == "sum" else float("nan"), x.dtype), lse
+    if x.size == 0:  # rows without classes (every target must be ignore_index)
+        return tb._host_path("cross_entropy_fwd", None, x, t, rw, axis, ignore_index,
+                             reduction)
+    from tgrad.kernels import cross_entropy as kce
+    t = _contig(tb.cast(t, np.int64))
+    rwc = _contig(tb.cast(rw, cdt)) if rw is not None else None
+    xv, (m, n, m0, (sx,)) = _ce_rows(x, axis)
+    loss, lse, w = (_empty(t.shape, cdt) for _ in range(3))
+    cfg = _row_cfg(n, x.dtype)
+    from tgrad.kernels.launch import karg, triton_cdiv
+    with np.errstate(all="ignore"):
+        launch(kce.ce_fwd_kernel, (triton_cdiv(m, cfg.block_m),),
+               karg(xv), karg(t), karg(rwc if rwc is not None else t), karg(loss), karg(lse),
+               karg(w), m, n, m0, *sx, int(ignore_index), HAS_W=rwc is not None,
+               ACC64=_acc64(x.dtype), ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m,
+               BLOCK_N=cfg.block_n, num_warps=cfg.num_warps)
+    if reduction == "sum":
+        loss = tb.sum_(loss, None, False)
+    elif reduction == "mean":
+        loss = tb.binary("div", tb.sum_(loss, None, False), tb.sum_(w, None, False))
+    return tb.cast(loss, x.dtype), lse
+
+
+def cross_entropy_bwd(g: DeviceArray, x: DeviceArray, t: DeviceArray, rw, lse: DeviceArray,
+                      axis: int, ignore_index: int, reduction: str) -> DeviceArray:
+    """dx = c_i (softmax(x)_i - onehot(t_i)), c_i = g_i rw_i ("none"), g rw_i ("sum"),
+    g rw_i / sum(rw) ("mean"; / 1 when that sum is 0); 0 on ignored rows."""
+    tb = _tb()
+    cdt = _compute_dtype(x.dtype)
+    dx = _empty(x.shape, x.dtype)
+    if x.size == 0:
+        return dx
+    from tgrad.kernels import cross_entropy as kce
+    from tgrad.kernels.launch import karg, triton_cdiv
+    t = _contig(tb.cast(t, np.int64))
+    rwc = _contig(tb.cast(rw, cdt)) if rw is not None else None
+    g = _contig(tb.cast(g, cdt))
+    lse = _contig(tb.cast(lse, cdt))
+    xv, (m, n, m0, (sx,)) = _ce_rows(x, axis)
+    dv = _last(dx, axis)
+    _, _, _, (sd,) = _rows([dv], 1)
+    total = g
+    with np.errstate(all="ignore"):
+        if reduction == "mean":
+            w = _empty(t.shape, cdt)
+            blk = configs.flat_block(is_interpreted())
+            launch(kce.ce_weights_kernel, (triton_cdiv(m, blk),),
+                   karg(t), karg(rwc if rwc is not None else t), karg(w), m, n,
+                   int(ignore_index), HAS_W=rwc is not None, ACC64=_acc64(x.dtype), BLOCK=blk,
+                   num_warps=configs.FLAT_WARPS)
+            total = tb.sum_(w, None, False)
+        cfg = _row_cfg(n, x.dtype)
+        bn = cfg.block_n if not cfg.one_pass else min(cfg.block_n, 4096)
+        launch(kce.ce_bwd_kernel, (triton_cdiv(m, cfg.block_m),),
+               karg(g), karg(xv), karg(t), karg(rwc if rwc is not None else t), karg(lse),
+               karg(total), karg(dv), m, n, m0, *sx, *sd, int(ignore_index),
+               G_PER_ROW=reduction == "none", MEAN=reduction == "mean", HAS_W=rwc is not None,
+               ACC64=_acc64(x.dtype), BLOCK_M=cfg.block_m, BLOCK_N=bn,
+               num_warps=cfg.num_warps)
+    return dx
+
+
+# ---------------------------------------------------------------- layer norm
+# x: [..., *normalized] with the statistics over the last ``k`` dims; w, b: normalized shape.
+def _ln_rows(arrs: list, k: int):
+    rows = _rows(arrs, k)
+    if rows is None:
+        arrs = [a if a.is_contiguous() else _tb().clone(a) for a in arrs]
+        rows = _rows(arrs, k)
+    return arrs, rows
+
+
+def layer_norm_fwd(x: DeviceArray, k: int, w, b, eps: float) -> tuple:
+    """(y, mean, rstd): y = (x - mean) rstd w + b, rstd = 1/sqrt(var + eps) (biased var);
+    mean and rstd keep dims ([..., 1, ..., 1]) in the compute dtype."""
+    tb = _tb()
+    stat_shape = x.shape[:x.ndim - k] + (1,) * k
+    if x.size == 0:  # as the NumPy backend: empty y, statistics 0
+        cdt = _compute_dtype(x.dtype)
+        return _empty(x.shape, x.dtype), tb.full(stat_shape, 0.0, cdt), \
+            tb.full(stat_shape, 0.0, cdt)
+    from tgrad.kernels import layer_norm as kln
+    from tgrad.kernels.launch import karg, triton_cdiv
+    cdt = _compute_dtype(x.dtype)
+    y = _empty(x.shape, x.dtype)
+    mean, rstd = _empty(stat_shape, cdt), _empty(stat_shape, cdt)
+    (xv, yv), (m, n, m0, (sx, sy)) = _ln_rows([x, y], k)
+    wc = _contig(w) if w is not None else None
+    bc = _contig(b) if b is not None else None
+    cfg = _row_cfg(n, x.dtype)
+    with np.errstate(all="ignore"):
+        launch(kln.ln_fwd_kernel, (triton_cdiv(m, cfg.block_m),),
+               karg(xv), karg(wc if wc is not None else xv), karg(bc if bc is not None else xv),
+               karg(yv), karg(mean), karg(rstd), m, n, m0, *sx, *sy, float(eps),
+               HAS_W=wc is not None, HAS_B=bc is not None, ACC64=_acc64(x.dtype),
+               ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+               num_warps=cfg.num_warps)
+    return y, mean, rstd
+
+
+def layer_norm_bwd(g: DeviceArray, x: DeviceArray, mean: DeviceArray, rstd: DeviceArray, w,
+                   k: int, need_w: bool, need_b: bool) -> tuple:
+    """(dx, dw, db): gw = g w, dx = rstd (gw - mean(gw) - xhat mean(gw xhat)),
+    dw = sum_batch(g xhat), db = sum_batch(g) (deterministic two-stage sums)."""
+    tb = _tb()
+    nshape = x.shape[x.ndim - k:]
+    pdt = w.dtype if w is not None else x.dtype
+    if x.size == 0:  # empty dx; dw, db are sums over no rows (0) or empty
+        return (_empty(x.shape, x.dtype), tb.full(nshape, 0.0, pdt) if need_w else None,
+                tb.full(nshape, 0.0, pdt) if need_b else None)
+    from tgrad.kernels import layer_norm as kln
+    from tgrad.kernels.launch import karg, triton_cdiv
+    cdt = _compute_dtype(x.dtype)
+    if g.dtype != x.dtype:
+        g = tb.cast(g, x.dtype)
+    dx = _empty(x.shape, x.dtype)
+    (gv, xv, dv), (m, n, m0, (sg, sx, sd)) = _ln_rows([g, x, dx], k)
+    mean, rstd = _contig(tb.cast(mean, cdt)), _contig(tb.cast(rstd, cdt))
+    wc = _contig(w) if w is not None else None
+    cfg = _row_cfg(n, x.dtype, heavy=True)
+    n_blocks = triton_cdiv(m, cfg.block_m)
+    cap = configs.LN_INTERP_MAX_PARTIALS if is_interpreted() else configs.LN_MAX_PARTIALS
+    n_progs = min(n_blocks, cap)
+    dwp = _empty((n_progs, n), cdt) if need_w else None
+    dbp = _empty((n_progs, n), cdt) if need_b else None
+    if not cfg.one_pass:
+        for p in (dwp, dbp):
+            if p is not None:
+                tb.fill_(p, 0.0)
+    with np.errstate(all="ignore"):
+        launch(kln.ln_bwd_kernel, (n_progs,),
+               karg(gv), karg(xv), karg(wc if wc is not None else xv), karg(mean), karg(rstd),
+               karg(dv), karg(dwp if need_w else mean), karg(dbp if need_b else mean),
+               m, n, m0, *sg, *sx, *sd, n_blocks, n_progs,
+               HAS_W=wc is not None, NEED_W=bool(need_w), NEED_B=bool(need_b),
+               ACC64=_acc64(x.dtype), ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m,
+               BLOCK_N=cfg.block_n, num_warps=cfg.num_warps)
+    dw = db = None
+    if need_w:
+        dw = tb.cast(tb.sum_(dwp, (0,), False), pdt).view(nshape, contiguous_strides(nshape))
+    if need_b:
+        db = tb.cast(tb.sum_(dbp, (0,), False), pdt).view(nshape, contiguous_strides(nshape))
+    return dx, dw, db
+
+
+# ---------------------------------------------------------------- activations
+def _ew(fn, out_dtype, inputs: list) -> DeviceArray:
+    from tgrad.kernels.launch import launch_ew
+    tb = _tb()
+    shape = np.broadcast_shapes(*[a.shape for a in inputs])
+    inputs = [tb.expand(tb.cast(a, inputs[0].dtype), shape) for a in inputs]
+    out = _empty(shape, out_dtype)
+    with np.errstate(all="ignore"):
+        return launch_ew(fn, out, inputs, upcast=is_half(inputs[0].dtype))
+
+
+def gelu_fwd(x: DeviceArray, approximate: str) -> DeviceArray:
+    """'none': x Phi(x);  'tanh': 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    from tgrad.kernels import activations as ka
+    return _ew(ka.FORWARD[approximate], x.dtype, [x])
+
+
+def gelu_bwd(g: DeviceArray, x: DeviceArray, approximate: str) -> DeviceArray:
+    """g (Phi + x phi), or the tanh form's derivative (tgrad/kernels/activations.py)."""
+    from tgrad.kernels import activations as ka
+    return _ew(ka.BACKWARD[approximate], g.dtype, [g, x])
+
+
+def silu_fwd(x: DeviceArray) -> DeviceArray:
+    """y = x sigmoid(x)."""
+    from tgrad.kernels import activations as ka
+    return _ew(ka.f_silu, x.dtype, [x])
+
+
+def silu_bwd(g: DeviceArray, x: DeviceArray) -> DeviceArray:
+    """dx = g s (1 + x (1 - s)), s = sigmoid(x)."""
+    from tgrad.kernels import activations as ka
+    return _ew(ka.f_silu_backward, g.dtype, [g, x])
+
+
+def _flat(arrs: list):
+    """(n, [stride]) when every array (same shape) is one collapsed strided run, else the
+    arrays made contiguous."""
+    shape, sts = collapse(arrs[0].shape, [a.estrides for a in arrs])
+    if len(shape) == 1:
+        return arrs, shape[0], [s[0] for s in sts]
+    arrs = [_contig(a) for a in arrs]
+    return arrs, arrs[0].size, [1] * len(arrs)
+
+
+def _softplus(g, x: DeviceArray, beta: float, threshold: float, bwd: bool) -> DeviceArray:
+    from tgrad.kernels import activations as ka
+    from tgrad.kernels.launch import karg, triton_cdiv
+    dt = g.dtype if bwd else x.dtype
+    if bwd:
+        shape = np.broadcast_shapes(g.shape, x.shape)
+        g, x = _tb().expand(g, shape), _tb().expand(_tb().cast(x, dt), shape)
+    out = _empty(x.shape, dt)
+    if out.size == 0:
+        return out
+    arrs, n, st = _flat([out, x] + ([g] if bwd else []))
+    blk = configs.flat_block(is_interpreted())
+    with np.errstate(all="ignore"):
+        launch(ka.softplus_kernel, (triton_cdiv(n, blk),),
+               karg(arrs[0]), karg(arrs[-1]), karg(arrs[1]), n, st[0], st[-1], st[1],
+               float(beta), float(threshold), BWD=bwd, UPCAST=is_half(dt), BLOCK=blk,
+               num_warps=configs.FLAT_WARPS)
+    return out
+
+
+def softplus_fwd(x: DeviceArray, beta: float, threshold: float) -> DeviceArray:
+    """y = log1p(exp(beta x)) / beta, or x where beta x > threshold."""
+    return _softplus(None, x, beta, threshold, False)
+
+
+def softplus_bwd(g: DeviceArray, x: DeviceArray, beta: float, threshold: float):
+    """dx = g sigmoid(beta x), or g where beta x > threshold."""
+    return _softplus(g, x, beta, threshold, True)
+
+
+# ---------------------------------------------------------------- random, dropout
+# Philox state: (seed, offset); every launch draws counters offset .. offset + numel - 1.
+_PHILOX = {"seed": None, "offset": 0}
+
+
+def manual_seed(seed: int) -> None:
+    _PHILOX["seed"] = int(seed) & 0x7FFFFFFF
+    _PHILOX["offset"] = 0
+
+
+def philox_next(n: int) -> tuple[int, int]:
+    """(seed, offset) for a launch of ``n`` draws; advances the offset."""
+    if _PHILOX["seed"] is None:
+        from tgrad.ops.creation import LAST_SEED
+        manual_seed(LAST_SEED[0] if LAST_SEED[0] is not None
+                    else int.from_bytes(__import__("os").urandom(4), "little"))
+    seed, off = _PHILOX["seed"], _PHILOX["offset"]
+    _PHILOX["offset"] = off + ((n + 3) // 4) * 4
+    return seed, off
+
+
+def _random(shape: tuple, dtype, normal: bool) -> DeviceArray:
+    from tgrad.kernels import dropout as kd
+    from tgrad.kernels.launch import karg, triton_cdiv
+    out = _empty(shape, dtype)
+    n = out.size
+    if n == 0:
+        return out
+    seed, off = philox_next(n)
+    blk = configs.flat_block(is_interpreted())
+    launch(kd.rand_kernel, (triton_cdiv(n, blk),), karg(out), n, seed, off, NORMAL=normal,
+           BLOCK=blk, num_warps=configs.FLAT_WARPS)
+    return out
+
+
+def rand(shape: tuple, dtype: np.dtype) -> DeviceArray:
+    """Uniform [0, 1) from Philox (float32 resolution)."""
+    return _random(tuple(shape), dtype, False)
+
+
+def randn(shape: tuple, dtype: np.dtype) -> DeviceArray:
+    """Standard normal from Philox (Box-Muller in tl.randn)."""
+    return _random(tuple(shape), dtype, True)
+
+
+def _dropout(x: DeviceArray, p: float, seed: int, offset: int) -> DeviceArray:
+    from tgrad.kernels import dropout as kd
+    from tgrad.kernels.launch import karg, triton_cdiv
+    x = _contig(x)  # the mask is indexed by the logical (row-major) element index
+    out = _empty(x.shape, x.dtype)
+    n = out.size
+    if n == 0:
+        return out
+    scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
+    blk = configs.flat_block(is_interpreted())
+    launch(kd.dropout_kernel, (triton_cdiv(n, blk),), karg(out), karg(x), n, float(p), scale,
+           seed, offset, UPCAST=is_half(x.dtype), BLOCK=blk, num_warps=configs.FLAT_WARPS)
+    return out
+
+
+def dropout_fwd(x: DeviceArray, p: float) -> tuple:
+    """(y, state): y = x * (1 / (1 - p) where u >= p else 0), u_i ~ Philox(seed, offset + i)
+    (multiplied in, so a dropped NaN/inf gives NaN, as PyTorch);
+    state = (seed, offset), from which the backward regenerates the mask (none stored)."""
+    seed, off = philox_next(x.size)
+    return _dropout(x, p, seed, off), (seed, off)
+
+
+def dropout_bwd(g: DeviceArray, p: float, state: tuple) -> DeviceArray:
+    """dx = g / (1 - p) where u >= p else 0 (the forward's mask, regenerated from state)."""
+    return _dropout(g, p, *state)
+
+
+# ---------------------------------------------------------------- matmul
+def _mm_cfgs(dt: np.dtype) -> tuple:
+    if dt == np.float64:
+        return tuple(configs.MATMUL_CONFIGS_64)
+    if dt == np.float32:
+        return tuple(configs.MATMUL_CONFIGS_32)
+    return tuple(configs.MATMUL_CONFIGS_16)
+
+
+_MM_STATE: dict = {}
+_GRID_Y_MAX = 65535
+
+
+def _launch_mm(a: DeviceArray, b: DeviceArray, c: DeviceArray) -> None:
+    """c[...] = a @ b for 2-D+ views whose batch dims already equal c's (stride 0 where
+    broadcast)."""
+    from tgrad.kernels import matmul as kmm
+    from tgrad.kernels.launch import karg, triton_cdiv
+    bshape = c.shape[:-2]
+    m, n = c.shape[-2:]
+    k = a.shape[-1]
+    if bshape:
+        bs, bst = collapse(bshape, [a.estrides[:-2], b.estrides[:-2], c.estrides[:-2]])
+    else:
+        bs, bst = (1,), [(0,), (0,), (0,)]
+    nbatch = math.prod(bshape)
+    if len(bs) > 2 or nbatch > _GRID_Y_MAX:
+        # rare: batch dims that do not collapse to two, or more batches than the grid's
+        # y extent: launch per chunk of the outermost batch dim
+        step = 1 if len(bs) > 2 else max(1, _GRID_Y_MAX // (nbatch // bshape[0]))
+        for i in range(0, bshape[0], step):
+            key = (slice(i, i + step),) if step > 1 else (i,)
+            _launch_mm(*(_tb().basic_index(t, key) for t in (a, b, c)))
+        return
+    nb0 = bs[-1]
+    nb = math.prod(bs)
+    st = [(s[0] if len(s) == 2 else 0, s[-1]) for s in bst]
+    dt = a.dtype
+    prec = "tf32" if (dt != np.float32 or kmm.FLAGS.allow_tf32) else "ieee"
+    args = (karg(a), karg(b), karg(c), m, n, k, nb0, *st[0], *a.estrides[-2:], *st[1],
+            *b.estrides[-2:], *st[2], *c.estrides[-2:])
+    if is_interpreted():
+        cfg = configs.MATMUL_INTERP
+        grid = (triton_cdiv(m, cfg.block_m) * triton_cdiv(n, cfg.block_n), nb)
+        launch(kmm.matmul_kernel, grid, *args, PRECISION=prec, ACC64=dt == np.float64,
+               BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
+               GROUP_M=cfg.group_m, num_warps=cfg.num_warps)
+    else:
+        cfgs = _mm_cfgs(dt)
+        if configs.MATMUL_AUTOTUNE and not _MM_STATE.get("tune_failed"):
+            ensure_driver()  # the autotuner takes kernel[grid](...), not launch()
+
+            def grid(meta):
+                return (triton_cdiv(m, meta["BLOCK_M"]) * triton_cdiv(n, meta["BLOCK_N"]), nb)
+            try:
+                kmm.tuned_kernel(cfgs)[grid](*args, PRECISION=prec, ACC64=dt == np.float64)
+                return
+            except Exception as e:  # noqa: BLE001 - fall back to a fixed config, loudly once
+                import warnings
+                warnings.warn(f"matmul autotuning failed ({type(e).__name__}: {e}); using "
+                              f"the first config of tgrad.kernels.configs", stacklevel=3)
+                _MM_STATE["tune_failed"] = True
+        cfg = cfgs[0]
+        grid = (triton_cdiv(m, cfg.block_m) * triton_cdiv(n, cfg.block_n), nb)
+        launch(kmm.matmul_kernel, grid, *args, PRECISION=prec, ACC64=dt == np.float64,
+               BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
+               GROUP_M=cfg.group_m, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+
+
+def matmul(a: DeviceArray, b: DeviceArray) -> DeviceArray:
+    """NumPy matmul semantics (1-D operands promoted and squeezed, batch dims broadcast);
+    a and b share a float dtype (integers go through float64 and back)."""
+    tb = _tb()
+    a1, b1 = a.ndim == 1, b.ndim == 1
+    av = tb.reshape_view(a, (1, a.shape[0])) if a1 else a
+    bv = tb.reshape_view(b, (b.shape[0], 1)) if b1 else b
+    if av.shape[-1] != bv.shape[-2]:
+        raise ValueError(f"matmul: shapes {a.shape} and {b.shape} cannot be multiplied")
+    bshape = np.broadcast_shapes(av.shape[:-2], bv.shape[:-2])
+    out_dt = np.result_type(a.dtype, b.dtype)
+    work = out_dt if (out_dt.kind == "f" or is_half(out_dt)) else np.dtype(np.float64)
+    av, bv = tb.cast(av, work), tb.cast(bv, work)
+    m, n = av.shape[-2], bv.shape[-1]
+    c = _empty(tuple(bshape) + (m, n), work)
+    if c.size:
+        if av.shape[-1] == 0:
+            tb.fill_(c, 0)
+        else:
+            _launch_mm(tb.expand(av, tuple(bshape) + av.shape[-2:]),
+                       tb.expand(bv, tuple(bshape) + bv.shape[-2:]), c)
+    c = tb.cast(c, out_dt)
+    shape = c.shape[:-2] + (() if a1 else (m,)) + (() if b1 else (n,))
+    return c.view(shape, contiguous_strides(shape)) if shape != c.shape else c
+
+
+# ---------------------------------------------------------------- indexing
+def _key_offsets(shape: tuple, estrides: tuple, offset: int, key) -> np.ndarray:
+    """int64 element offsets of ``view[key]`` (NumPy advanced-indexing rules, the same
+    IndexError for bad keys): the key applied to each dim's broadcast stride grid."""
+    total = np.asarray(np.broadcast_to(np.int64(offset), shape)[key], dtype=np.int64)
+    for d, (n, st) in enumerate(zip(shape, estrides)):
+        ar = [1] * len(shape)
+        ar[d] = n
+        grid = np.broadcast_to((np.arange(n, dtype=np.int64) * st).reshape(ar), shape)
+        total = total + np.asarray(grid[key], dtype=np.int64)
+    return total
+
+
+def _dev_i64(a: np.ndarray) -> DeviceArray:
+    return _tb().from_host(np.ascontiguousarray(a, dtype=np.int64))
+
+
+def gather(x: DeviceArray, key) -> DeviceArray:
+    """Advanced indexing (integer arrays / boolean masks mixed with basic indices)."""
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    offs = _key_offsets(x.shape, x.estrides, 0, key)
+    out = _empty(offs.shape, x.dtype)
+    n = out.size
+    if n:
+        blk = configs.flat_block(is_interpreted())
+        launch(kix.gather_kernel, (triton_cdiv(n, blk),), karg(out), karg(x),
+               karg(_dev_i64(offs)), n, BLOCK=blk, num_warps=configs.FLAT_WARPS)
+    return out
+
+
+def index_add(shape: tuple, dtype: np.dtype, key, values: DeviceArray) -> DeviceArray:
+    """zeros(shape) with ``values`` scatter-added at ``key`` (repeated indices add up;
+    deterministic segmented sums, see tgrad/kernels/indexing.py)."""
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    tb = _tb()
+    shape = tuple(shape)
+    offs = _key_offsets(shape, contiguous_strides(shape), 0, key).reshape(-1)
+    out = _empty(shape, dtype)
+    tb.fill_(out, 0)
+    if offs.size == 0:
+        return out
+    vals = _contig(tb.expand(values, _result_shape(shape, key)))
+    order = np.argsort(offs, kind="stable")
+    srt = offs[order]
+    starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
+    lens = np.diff(np.r_[starts, srt.size])
+    nseg = starts.size
+    blk = configs.SCATTER_BLOCK
+    with np.errstate(all="ignore"):
+        launch(kix.scatter_add_kernel, (triton_cdiv(nseg, blk),),
+               karg(out), karg(vals), karg(_dev_i64(order)), karg(_dev_i64(starts)),
+               karg(_dev_i64(lens)), karg(_dev_i64(srt[starts])), nseg, int(lens.max()),
+               ACC64=_acc64(np.dtype(dtype)), BLOCK=blk, num_warps=configs.FLAT_WARPS)
+    return out
+
+
+def _result_shape(shape: tuple, key) -> tuple:
+    """Shape of ``zeros(shape)[key]`` without allocating ``shape``."""
+    return np.broadcast_to(np.zeros((), np.int8), shape)[key].shape
+
+
+def index_put_(dst: DeviceArray, key, values) -> None:
+    """dst[key] = values (broadcast); repeated indices: the last write wins (NumPy)."""
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    tb = _tb()
+    offs = _key_offsets(dst.shape, dst.estrides, 0, key)
+    if offs.size == 0:
+        return None
+    if not isinstance(values, DeviceArray):
+        values = tb.from_host(np.asarray(values).astype(dst.dtype))
+    try:
+        np.broadcast_shapes(values.shape, offs.shape)
+    except ValueError:
+        raise ValueError(f"shape mismatch: value array of shape {values.shape} could not be "
+                         f"broadcast to indexing result of shape {offs.shape}") from None
+    vals = _contig(tb.cast(tb.expand(values, offs.shape), dst.dtype))
+    flat = offs.reshape(-1)
+    _, first_rev = np.unique(flat[::-1], return_index=True)
+    keep = np.sort(flat.size - 1 - first_rev)  # last occurrence of each offset
+    n = keep.size
+    blk = configs.flat_block(is_interpreted())
+    launch(kix.put_kernel, (triton_cdiv(n, blk),), karg(dst), karg(vals),
+           karg(_dev_i64(flat[keep])), karg(_dev_i64(keep)), n, BLOCK=blk,
+           num_warps=configs.FLAT_WARPS)
+    return None
+
+
+def _register_optim() -> None:
+    from tgrad.kernels import optim as kopt
+    kopt.register()
+
+
+def _mark_native() -> None:
+    """Tell tgrad.backends.triton these primitives are native (its NATIVE set feeds
+    ``ops_without_native_kernel()`` / ``python -m tgrad info``)."""
+    tb = sys.modules.get("tgrad.backends.triton")
+    if tb is not None and hasattr(tb, "NATIVE"):
+        tb.NATIVE.update(__all__)
+
+
+_register_optim()
+_mark_native()
