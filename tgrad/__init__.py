@@ -1,17 +1,37 @@
 """tgrad: a torch-free autograd framework with PyTorch's torch.autograd API.
 
-Ops run on NumPy on the CPU; the API (Tensor, backward/grad, no_grad, Function, hooks,
-gradcheck, profiler) follows PyTorch's names and semantics.
+Ops run on NumPy on the CPU and as Triton kernels on ``cuda`` (a real GPU, or Triton's
+interpreter with TRITON_INTERPRET=1); the API (Tensor, backward/grad, no_grad, Function,
+hooks, gradcheck, profiler) follows PyTorch's names and semantics.
 """
 
+import builtins as _builtins
+
 from tgrad import autograd
-from tgrad.autograd import (Function, enable_grad, is_grad_enabled, no_grad,
-                            set_detect_anomaly, set_grad_enabled)
-from tgrad.device import Device as device
+from tgrad.autograd import (
+    Function,
+    enable_grad,
+    is_grad_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
+from tgrad.device import Device as device  # noqa: N813  (PyTorch's name)
 from tgrad.device import get_default_device, set_default_device
-from tgrad.dtypes import (DType, bfloat16, float16, float32, float64, get_default_dtype, int32,
-                          int64, promote_types, result_type, set_default_dtype)
-from tgrad.dtypes import bool_ as bool  # noqa: A001
+from tgrad.dtypes import (
+    DType,
+    bfloat16,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int32,
+    int64,
+    promote_types,
+    result_type,
+    set_default_dtype,
+)
+from tgrad.dtypes import bool_ as bool  # noqa: A001,A004
 from tgrad.ops import *  # noqa: F401,F403
 from tgrad.ops import __all__ as _ops_all
 from tgrad.tensor import Tensor
@@ -35,8 +55,9 @@ __all__ = ["Tensor", "autograd", "Function", "no_grad", "enable_grad", "set_grad
            "set_default_device", "dtype", "bool", "int32", "int64", "float16", "bfloat16",
            "float32", "float64", "half", "float", "double", "long", "int",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type",
-           "save", "load", "nn", "optim", "cuda", "from_dlpack"] + list(_ops_all)
+           "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor"] + list(_ops_all)
 
 
-def is_tensor(obj) -> "builtins.bool":  # noqa: F821
+def is_tensor(obj: object) -> _builtins.bool:
+    """True if ``obj`` is a tgrad Tensor."""
     return isinstance(obj, Tensor)
