@@ -178,6 +178,20 @@ _V_NONE_IN = ("The vector v can only be None if the input to the user-provided f
               "single Tensor with a single element.")
 
 
+def _vector_product_result(outputs: tuple, is_outputs_tuple: bool, ys: tuple, xs: tuple, v,
+                           refs: tuple, is_res_tuple: bool, strict: bool, create_graph: bool,
+                           stage: str):
+    """Shared tail of vjp/jvp/vhp/hvp: res = d(ys)/d(xs) contracted with ``v`` (zeros filled
+    in against ``refs``), then (func(inputs), res) detached unless ``create_graph``."""
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(ys, xs, v, create_graph=create_graph)
+        res = _fill_in_zeros(grad_res, refs, strict, create_graph, stage)
+    outputs = _grad_postprocess(outputs, create_graph)
+    res = _grad_postprocess(res, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(res, is_res_tuple))
+
+
 # ---------------------------------------------------------------------- API
 def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """(func(inputs), v^T J): the vector-Jacobian product of ``func`` at ``inputs``."""
@@ -189,13 +203,8 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
                                               "vjp")
         _check_requires_grad(outputs, "outputs", strict=strict)
         v = _prepare_v(v, outputs, is_outputs_tuple, create_graph, "vjp", _V_NONE_OUT)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(res, is_inputs_tuple))
+    return _vector_product_result(outputs, is_outputs_tuple, outputs, inputs, v, inputs,
+                                  is_inputs_tuple, strict, create_graph, "back")
 
 
 def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
@@ -213,13 +222,8 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
         grad_outputs = tuple(zeros_like(out).requires_grad_(True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(res, is_outputs_tuple))
+    return _vector_product_result(outputs, is_outputs_tuple, grad_inputs, grad_outputs, v, outputs,
+                                  is_outputs_tuple, strict, create_graph, "back_trick")
 
 
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
@@ -337,13 +341,8 @@ def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
         is_outputs_tuple, outputs = _scalar_output(func, inputs, strict, "vhp")
         jac = _autograd_grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(res, is_inputs_tuple))
+    return _vector_product_result(outputs, is_outputs_tuple, jac, inputs, v, inputs,
+                                  is_inputs_tuple, strict, create_graph, "double_back")
 
 
 def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
@@ -359,10 +358,5 @@ def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
         grad_jac = tuple(zeros_like(inp).requires_grad_(True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(res, is_inputs_tuple))
+    return _vector_product_result(outputs, is_outputs_tuple, double_back, grad_jac, v, inputs,
+                                  is_inputs_tuple, strict, create_graph, "double_back_trick")

@@ -287,6 +287,14 @@ class DriverRuntime:
         dev = self._stream_device.get(stream)
         return self._thread_device() if dev is None else dev
 
+    def _on_stream_device(self, stream: int, call: str, fn: Any, *args: Any) -> Any:
+        """check(call, fn(*args)) with the context of ``stream``'s device current."""
+        pushed = self._enter(self._device_of_stream(stream))
+        try:
+            return check(call, fn(*args))
+        finally:
+            self._leave(pushed)
+
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
         self._init()
@@ -391,13 +399,17 @@ class DriverRuntime:
         self._init()
         check("cuStreamSynchronize", self._cu.cuStreamSynchronize(self._cu.CUstream(stream)))
 
-    def stream_query(self, stream: int) -> bool:
-        self._init()
-        err = self._cu.cuStreamQuery(self._cu.CUstream(stream))[0]
+    def _query(self, call: str, ret: Any) -> bool:
+        """``ret`` of cuStreamQuery / cuEventQuery: False while NOT_READY, else checked."""
+        err = ret[0]
         if int(err) == CUDA_ERROR_NOT_READY:
             return False
-        check("cuStreamQuery", (err,))
+        check(call, (err,))
         return True
+
+    def stream_query(self, stream: int) -> bool:
+        self._init()
+        return self._query("cuStreamQuery", self._cu.cuStreamQuery(self._cu.CUstream(stream)))
 
     def stream_wait_event(self, stream: int, event: int) -> None:
         self._init()
@@ -430,11 +442,7 @@ class DriverRuntime:
 
     def event_query(self, event: int) -> bool:
         self._init()
-        err = self._cu.cuEventQuery(self._cu.CUevent(event))[0]
-        if int(err) == CUDA_ERROR_NOT_READY:
-            return False
-        check("cuEventQuery", (err,))
-        return True
+        return self._query("cuEventQuery", self._cu.cuEventQuery(self._cu.CUevent(event)))
 
     def event_elapsed_ms(self, start: int, end: int) -> float:
         self._init()
@@ -509,12 +517,8 @@ class DriverRuntime:
                     return
         self._init()
         cu = self._cu
-        device = self._device_of_stream(stream)
-        pushed = self._enter(device)
-        try:
-            check("cuMemFreeAsync", cu.cuMemFreeAsync(cu.CUdeviceptr(ptr), cu.CUstream(stream)))
-        finally:
-            self._leave(pushed)
+        self._on_stream_device(stream, "cuMemFreeAsync", cu.cuMemFreeAsync,
+                               cu.CUdeviceptr(ptr), cu.CUstream(stream))
 
     def mem_reserved(self, device: int) -> int:
         cu = self._cu
@@ -600,26 +604,18 @@ class DriverRuntime:
             return
         self._init()
         cu = self._cu
-        device = self._device_of_stream(stream)
-        pushed = self._enter(device)
-        try:
-            check("cuMemcpyDtoDAsync", cu.cuMemcpyDtoDAsync(
-                cu.CUdeviceptr(dst), cu.CUdeviceptr(src), int(nbytes), cu.CUstream(stream)))
-        finally:
-            self._leave(pushed)
+        self._on_stream_device(stream, "cuMemcpyDtoDAsync", cu.cuMemcpyDtoDAsync,
+                               cu.CUdeviceptr(dst), cu.CUdeviceptr(src), int(nbytes),
+                               cu.CUstream(stream))
 
     def memset_d8(self, dst: int, value: int, nbytes: int, stream: int) -> None:
         if int(nbytes) == 0:
             return
         self._init()
         cu = self._cu
-        device = self._device_of_stream(stream)
-        pushed = self._enter(device)
-        try:
-            check("cuMemsetD8Async", cu.cuMemsetD8Async(
-                cu.CUdeviceptr(dst), int(value) & 0xFF, int(nbytes), cu.CUstream(stream)))
-        finally:
-            self._leave(pushed)
+        self._on_stream_device(stream, "cuMemsetD8Async", cu.cuMemsetD8Async,
+                               cu.CUdeviceptr(dst), int(value) & 0xFF, int(nbytes),
+                               cu.CUstream(stream))
 
     # ---------------------------------------------------------------- CUDA graphs
     def _captured_htod(self, dst: int, src: np.ndarray, nbytes: int, stream: int) -> None:
@@ -637,13 +633,8 @@ class DriverRuntime:
         cap.pinned.append(host)
         import ctypes
         ctypes.memmove(host, int(src.ctypes.data), int(nbytes))
-        device = self._device_of_stream(stream)
-        pushed = self._enter(device)
-        try:
-            check("cuMemcpyHtoDAsync", cu.cuMemcpyHtoDAsync(
-                cu.CUdeviceptr(dst), host, int(nbytes), cu.CUstream(stream)))
-        finally:
-            self._leave(pushed)
+        self._on_stream_device(stream, "cuMemcpyHtoDAsync", cu.cuMemcpyHtoDAsync,
+                               cu.CUdeviceptr(dst), host, int(nbytes), cu.CUstream(stream))
 
     def stream_begin_capture(self, stream: int, mode: str = "global") -> None:
         """Start capturing ``stream`` into a graph (``cuStreamBeginCapture``)."""

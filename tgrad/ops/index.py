@@ -60,6 +60,17 @@ def _index_error(x: Tensor, e: Exception) -> IndexError:
     return IndexError(f"index: {msg} (tensor of shape {list(x.shape)})")
 
 
+def _index_fwd(ctx, x: Tensor, key, prim: str):
+    """backend.<prim>(x, key) (basic_index or gather), IndexErrors reworded by
+    ``_index_error``; x's shape and the key are kept for IndexAdd in backward."""
+    try:
+        arr = getattr(backend_of(x), prim)(x._data, key)
+    except IndexError as e:
+        raise _index_error(x, e) from None
+    ctx.shape, ctx.key = x.shape, key
+    return arr
+
+
 class BasicIndex(Function):
     """y = x[key] (a view);  dx = zeros with g written at key."""
 
@@ -68,12 +79,7 @@ class BasicIndex(Function):
 
     @staticmethod
     def forward(ctx, x, key):
-        try:
-            arr = backend_of(x).basic_index(x._data, key)
-        except IndexError as e:
-            raise _index_error(x, e) from None
-        ctx.shape, ctx.key = x.shape, key
-        return make_view(x, arr)
+        return make_view(x, _index_fwd(ctx, x, key, "basic_index"))
 
     @staticmethod
     def backward(ctx, g):
@@ -107,12 +113,7 @@ class AdvancedIndex(Function):
 
     @staticmethod
     def forward(ctx, x, key):
-        try:
-            arr = backend_of(x).gather(x._data, key)
-        except IndexError as e:
-            raise _index_error(x, e) from None
-        ctx.shape, ctx.key = x.shape, key
-        return wrap(arr, x.device)
+        return wrap(_index_fwd(ctx, x, key, "gather"), x.device)
 
     @staticmethod
     def backward(ctx, g):

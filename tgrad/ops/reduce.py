@@ -251,26 +251,28 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A
     return Argmin.apply(input, axis if input.ndim else None, keepdim and axis is not None)
 
 
+def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
+    """max/min: a Tensor ``dim`` is the other operand of maximum/minimum; None reduces all
+    dims (amax/amin); an int gives (values, indices) along it."""
+    if isinstance(dim, Tensor):
+        from tgrad.ops.elementwise import maximum, minimum
+        return (maximum if op == "max" else minimum)(input, dim)
+    if dim is None:
+        return (amax if op == "max" else amin)(input)
+    cls = MaxDim if op == "max" else MinDim
+    return values_indices(*cls.apply(input, _single_dim(op, dim, input.ndim), keepdim))
+
+
 @tensor_method("max")
 def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001,A002
     """``max(x)``: the maximum; ``max(x, dim)``: (values, indices); ``max(x, other)``:
     elementwise maximum."""
-    if isinstance(dim, Tensor):
-        from tgrad.ops.elementwise import maximum
-        return maximum(input, dim)
-    if dim is None:
-        return amax(input)
-    return values_indices(*MaxDim.apply(input, _single_dim("max", dim, input.ndim), keepdim))
+    return _max_min("max", input, dim, keepdim)
 
 
 @tensor_method("min")
 def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001,A002
-    if isinstance(dim, Tensor):
-        from tgrad.ops.elementwise import minimum
-        return minimum(input, dim)
-    if dim is None:
-        return amin(input)
-    return values_indices(*MinDim.apply(input, _single_dim("min", dim, input.ndim), keepdim))
+    return _max_min("min", input, dim, keepdim)
 
 
 # ------------------------------------------------------------------------------ prod
@@ -339,6 +341,18 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 
 
 # ------------------------------------------------------------------------------ var / std
+def _check_var_dtype(op: str, x: Tensor) -> None:
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{op}(): std and var only support floating point dtypes, got "
+                           f"{x.dtype}; convert with .float()")
+
+
+def _var_grad_terms(x: Tensor, axes, correction, k: float) -> tuple:
+    """(x - mean(x), k / (N - correction)) for var/std's backward (inf when N <= correction)."""
+    dof = builtins.max(_reduced_numel(x.shape, axes) - correction, 0)
+    return x - mean(x, axes, keepdim=True), (k / dof if dof > 0 else math.inf)
+
+
 class Var(Function):
     """y = sum_{axes} (x - mean)^2 / (N - correction);
     dx = broadcast(g) * 2 (x - mean(x)) / (N - correction)."""
@@ -348,9 +362,7 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
-        if not x.dtype.is_floating_point:
-            raise RuntimeError(f"var(): std and var only support floating point dtypes, got "
-                               f"{x.dtype}; convert with .float()")
+        _check_var_dtype("var", x)
         ctx.save_for_backward(x)
         ctx.axes, ctx.correction, ctx.keepdim = axes, correction, keepdim
         return wrap(backend_of(x).var(x._data, axes, correction, keepdim), x.device)
@@ -358,11 +370,8 @@ class Var(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        axes = ctx.axes
-        dof = builtins.max(_reduced_numel(x.shape, axes) - ctx.correction, 0)
-        centered = x - mean(x, axes, keepdim=True)
-        scale = 2.0 / dof if dof > 0 else math.inf
-        return _expand_back(g, x.shape, axes, ctx.keepdim) * centered * scale, None, None, None
+        centered, scale = _var_grad_terms(x, ctx.axes, ctx.correction, 2.0)
+        return _expand_back(g, x.shape, ctx.axes, ctx.keepdim) * centered * scale, None, None, None
 
 
 register_op(Var)
@@ -396,9 +405,7 @@ class Std(Function):
 
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
-        if not x.dtype.is_floating_point:
-            raise RuntimeError(f"std(): std and var only support floating point dtypes, got "
-                               f"{x.dtype}; convert with .float()")
+        _check_var_dtype("std", x)
         be = backend_of(x)
         y = wrap(be.unary("sqrt", be.var(x._data, axes, correction, keepdim)), x.device)
         ctx.save_for_backward(x, y)
@@ -408,11 +415,9 @@ class Std(Function):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        axes = ctx.axes
-        dof = builtins.max(_reduced_numel(x.shape, axes) - ctx.correction, 0)
-        centered = x - mean(x, axes, keepdim=True)
-        gy = _expand_back(g / y, x.shape, axes, ctx.keepdim)
-        return gy * centered * (1.0 / dof if dof > 0 else math.inf), None, None, None
+        centered, scale = _var_grad_terms(x, ctx.axes, ctx.correction, 1.0)
+        gy = _expand_back(g / y, x.shape, ctx.axes, ctx.keepdim)
+        return gy * centered * scale, None, None, None
 
 
 register_op(Std)
