@@ -79,5 +79,6 @@ sys.exit(1 if r.get("error") else 0)
 PY
 echo "gpu_check: total $(( $(date +%s) - start ))s, rc=$rc"
 # One archive of everything above: the device tool returns at most 8 files from $OUT.
-tar czf "$OUT/../gpu_check_results.tgz" -C "$OUT" . && mv "$OUT/../gpu_check_results.tgz" "$OUT/"
+tmp=$(mktemp -d) && tar czf "$tmp/gpu_check_results.tgz" -C "$OUT" . \
+  && mv "$tmp/gpu_check_results.tgz" "$OUT/" && rmdir "$tmp"
 exit $rc
