@@ -72,14 +72,11 @@ def timeit(fn, number: int, repeat: int, sync=None) -> dict:
 
 
 # ------------------------------------------------------------------------------ cases
-def tgrad_cases(device: str, numel: int) -> dict:
-    rng = np.random.default_rng(0)
-    mk = lambda: tgrad.tensor(rng.standard_normal(numel).astype(np.float32),  # noqa: E731
-                              device=device, requires_grad=True)
+def _autograd_cases(mk, ones_like, no_grad) -> dict:
+    """The timed closures, written once for any framework with PyTorch's autograd API:
+    ``mk()`` makes a leaf requiring grad."""
     a, b = mk(), mk()
-    if numel == 1:
-        a, b = a.reshape(()).detach().requires_grad_(), b.reshape(()).detach().requires_grad_()
-    g = tgrad.ones_like(a)
+    g = ones_like(a)
 
     def fwd():
         return a * b
@@ -91,7 +88,7 @@ def tgrad_cases(device: str, numel: int) -> dict:
 
     x0 = mk()
     ws = [mk() for _ in range(CHAIN)]
-    gx = tgrad.ones_like(x0)
+    gx = ones_like(x0)
 
     def chain():
         x = x0
@@ -107,12 +104,22 @@ def tgrad_cases(device: str, numel: int) -> dict:
         chain().backward(gx)
 
     def nograd_formula():
-        with tgrad.no_grad():
+        with no_grad():
             for w in ws:
                 gx * w
                 gx * x0
     return {"fwd": fwd, "fwdbwd": fwdbwd, "chain_fwd": chain, "chain_fwdbwd": chain_bwd,
             "nograd_formula": nograd_formula}
+
+
+def tgrad_cases(device: str, numel: int) -> dict:
+    rng = np.random.default_rng(0)
+    shape = () if numel == 1 else (numel,)
+
+    def mk():
+        data = rng.standard_normal(numel).astype(np.float32).reshape(shape)
+        return tgrad.tensor(data, device=device, requires_grad=True)
+    return _autograd_cases(mk, tgrad.ones_like, tgrad.no_grad)
 
 
 def torch_cases(device: str, numel: int) -> dict:
@@ -120,40 +127,7 @@ def torch_cases(device: str, numel: int) -> dict:
     dev = "cuda" if device == "cuda" else "cpu"
     shape = () if numel == 1 else (numel,)
     mk = lambda: torch.randn(shape, device=dev, requires_grad=True)  # noqa: E731
-    a, b = mk(), mk()
-    g = torch.ones_like(a)
-
-    def fwd():
-        return a * b
-
-    def fwdbwd():
-        a.grad = None
-        b.grad = None
-        (a * b).backward(g)
-
-    x0 = mk()
-    ws = [mk() for _ in range(CHAIN)]
-    gx = torch.ones_like(x0)
-
-    def chain():
-        x = x0
-        for w in ws:
-            x = x * w
-        return x
-
-    def chain_bwd():
-        x0.grad = None
-        for w in ws:
-            w.grad = None
-        chain().backward(gx)
-
-    def nograd_formula():
-        with torch.no_grad():
-            for w in ws:
-                gx * w
-                gx * x0
-    return {"fwd": fwd, "fwdbwd": fwdbwd, "chain_fwd": chain, "chain_fwdbwd": chain_bwd,
-            "nograd_formula": nograd_formula}
+    return _autograd_cases(mk, torch.ones_like, torch.no_grad)
 
 
 def numpy_cases(numel: int) -> dict:
