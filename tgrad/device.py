@@ -4,18 +4,22 @@ from __future__ import annotations
 
 
 class Device:
-    """A device as PyTorch names it: ``device(type='cuda', index=0)``."""
+    """A device as PyTorch names it: ``device(type='cuda', index=0)``.
+
+    Devices are interned: ``Device("cuda", 0) is as_device("cuda:0")``, so the per-op
+    device checks are identity tests."""
 
     __slots__ = ("type", "index")
+    _interned: dict = {}
 
-    def __init__(self, type: str, index: int | None = None) -> None:  # noqa: A002
+    def __new__(cls, type: str, index: int | None = None) -> Device:  # noqa: A002
         kind = type
         if isinstance(kind, Device):
-            kind, index = kind.type, kind.index
-        elif not isinstance(kind, str):
+            return kind
+        if not isinstance(kind, str):
             raise TypeError(f"device(): expected a string like 'cpu' or 'cuda:0', got "
                             f"{kind.__class__.__name__}")
-        elif ":" in kind:
+        if ":" in kind:
             kind, _, idx = kind.partition(":")
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{kind}:{idx}'")
@@ -27,8 +31,17 @@ class Device:
             index = 0
         if kind == "cpu":
             index = None
-        self.type = kind
-        self.index = index
+        key = (kind, index)
+        dev = cls._interned.get(key)
+        if dev is None:
+            dev = object.__new__(cls)
+            dev.type = kind
+            dev.index = index
+            cls._interned[key] = dev
+        return dev
+
+    def __reduce__(self):
+        return (Device, (self.type, self.index))
 
     def __str__(self) -> str:
         return self.type if self.index is None else f"{self.type}:{self.index}"
@@ -59,7 +72,9 @@ def as_device(dev) -> Device:
     """Parse a device given as Device, string or int (an int means that CUDA device)."""
     if dev is None:
         return _default_device
-    d = _cache.get(dev) if isinstance(dev, (str, Device)) else None
+    if type(dev) is Device:
+        return dev
+    d = _cache.get(dev) if isinstance(dev, str) else None
     if d is not None:
         return d
     if isinstance(dev, int):

@@ -38,36 +38,43 @@ def _make_grads(outputs: tuple, grads: tuple) -> list:
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients; pass one "
                            f"gradient (or None) per output tensor")
     result = []
-    for i, (out, g) in enumerate(zip(outputs, grads)):
-        if g is None:
-            if out._requires_grad:
-                if out.numel() != 1:
-                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if not out.dtype.is_floating_point:
-                    raise RuntimeError("grad can be implicitly created only for real scalar "
-                                       f"outputs but got {out.dtype}")
-                from tgrad.ops.creation import ones_like
-                g = ones_like(out)
-            result.append(g)
-            continue
-        if not isinstance(g, _function.Tensor):
-            raise TypeError(f"gradients can be either Tensors or None, but got "
-                            f"{type(g).__name__}")
-        if g.shape != out.shape:
-            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                               f"{tuple(g.shape)} and output[{i}] has a shape of "
-                               f"{tuple(out.shape)}.")
-        if g.device != out.device:
-            raise RuntimeError(f"Mismatch in device: grad_output[{i}] is on {g.device} and "
-                               f"output[{i}] is on {out.device}.")
-        if g.dtype.is_floating_point != out.dtype.is_floating_point:
-            raise RuntimeError(f"Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} "
-                               f"and output[{i}] has a dtype of {out.dtype}; pass a floating "
-                               f"point gradient for a floating point output.")
-        if g.dtype is not out.dtype:
-            g = g.to(out.dtype)  # as PyTorch: the gradient takes the output's dtype
+    for i, out in enumerate(outputs):
+        g = grads[i]
+        if (type(g) is not _function.Tensor or g._data.shape != out._data.shape
+                or g.device is not out.device or g.dtype is not out.dtype):
+            g = _checked_grad_output(i, out, g)  # the rare cases: implicit, cast or error
         result.append(g)
     return result
+
+
+def _checked_grad_output(i: int, out, g):
+    if g is None:
+        if out._requires_grad:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not out.dtype.is_floating_point:
+                raise RuntimeError("grad can be implicitly created only for real scalar "
+                                   f"outputs but got {out.dtype}")
+            from tgrad.ops.creation import ones_like
+            g = ones_like(out)
+        return g
+    if not isinstance(g, _function.Tensor):
+        raise TypeError(f"gradients can be either Tensors or None, but got "
+                        f"{type(g).__name__}")
+    if g.shape != out.shape:
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                           f"{tuple(g.shape)} and output[{i}] has a shape of "
+                           f"{tuple(out.shape)}.")
+    if g.device != out.device:
+        raise RuntimeError(f"Mismatch in device: grad_output[{i}] is on {g.device} and "
+                           f"output[{i}] is on {out.device}.")
+    if g.dtype.is_floating_point != out.dtype.is_floating_point:
+        raise RuntimeError(f"Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} "
+                           f"and output[{i}] has a dtype of {out.dtype}; pass a floating "
+                           f"point gradient for a floating point output.")
+    if g.dtype is not out.dtype:
+        g = g.to(out.dtype)  # as PyTorch: the gradient takes the output's dtype
+    return g
 
 
 def _root_edges(outputs: tuple) -> list:

@@ -25,21 +25,20 @@ def _collect(root_nodes: list) -> dict:
     deps: dict = {}
     stack = []
     for n in root_nodes:
-        if n is not None and n not in deps:
+        if n not in deps:
             deps[n] = 0
             stack.append(n)
     get = deps.get
+    push = stack.append
     while stack:
-        node = stack.pop()
-        for child, _ in node._edges:
-            if child is None:
-                continue
-            d = get(child)
-            if d is None:
-                deps[child] = 1
-                stack.append(child)
-            else:
-                deps[child] = d + 1
+        for child, _ in stack.pop()._edges:
+            if child is not None:
+                d = get(child)
+                if d is None:
+                    deps[child] = 1
+                    push(child)
+                else:
+                    deps[child] = d + 1
     return deps
 
 
@@ -80,12 +79,12 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
     order; None if nothing arrived). With ``accumulate`` False, AccumulateGrad nodes do not
     run (``autograd.grad``).
     """
-    deps = _collect([e[0] for e in root_edges])
+    roots = [e[0] for e in root_edges if e[0] is not None]
+    deps = _collect(roots)
     buffers: dict = {}
     for (node, nr), g in zip(root_edges, root_grads):
-        if node is None:
-            continue
-        _add_to_buffer(buffers, node, nr, g)
+        if node is not None:
+            _add_to_buffer(buffers, node, nr, g)
 
     capture = None
     execute = None
@@ -98,27 +97,25 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
             execute |= {n for n in capture if isinstance(n, AccumulateGrad)}
     captured = [None] * len(capture_edges) if capture_edges is not None else None
 
-    ready = []
-    for node in {e[0] for e in root_edges if e[0] is not None}:
-        if deps[node] == 0:
-            heapq.heappush(ready, (-node._seq, node))
+    ready = [(-n._seq, n) for n in set(roots) if deps[n] == 0]  # _seq is unique: no ties
+    heapq.heapify(ready)
     prof = profiler_hooks.ACTIVE
     run_range = prof.range_start("autograd::engine::run_backward", "engine") if prof else None
     heappush, heappop = heapq.heappush, heapq.heappop
+    pop_buffer, get_buffer = buffers.pop, buffers.get
     prev_mode = STATE.enabled
     STATE.enabled = create_graph
     plain = prof is None and not STATE.anomaly  # no per-node instrumentation
     try:
         while ready:
             node = heappop(ready)[1]
-            grads = buffers.pop(node, None)
+            grads = pop_buffer(node, None)
             if grads is None:
                 grads = [None] * _num_outputs(node)
             if node._pre_hooks is not None or node._retain_grad_refs is not None:
                 grads = _run_tensor_prehooks(node, grads)
-            if execute is None:
-                run = True
-            else:
+            run = True
+            if execute is not None:
                 run = node in execute
                 if node in capture:
                     is_acc = isinstance(node, AccumulateGrad)
@@ -129,6 +126,7 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
                         captured[i] = g
                     if is_acc and not accumulate:
                         run = False
+            edges = node._edges
             if run:
                 if plain and node._metadata is None and node._post_hooks is None:
                     outputs = node.apply(grads)  # the common case
@@ -136,31 +134,33 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
                     outputs = _call_node(node, grads, prof)
                 if not retain_graph and node._saved is not None:
                     node.release()
-                edges = node._edges
                 if len(outputs) < len(edges):
                     outputs = tuple(outputs) + (None,) * (len(edges) - len(outputs))
             else:
-                edges = node._edges
                 outputs = (None,) * len(edges)
+            grads = None
             for (child, nr), g in zip(edges, outputs):
                 if child is None:
                     continue
                 if g is not None:
-                    buf = buffers.get(child)
+                    buf = get_buffer(child)
                     if buf is None:
                         meta = child._out_meta
-                        buf = buffers[child] = [None] * (len(meta) if meta else 1)
-                    if nr >= len(buf):
-                        buf.extend([None] * (nr + 1 - len(buf)))
-                    old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                        if nr == 0 and len(meta) <= 1:
+                            buffers[child] = [g]  # the common case: a single output
+                        else:
+                            _add_to_buffer(buffers, child, nr, g)
+                    elif nr < len(buf) and buf[nr] is None:
+                        buf[nr] = g
+                    else:
+                        _add_to_buffer(buffers, child, nr, g)
                 d = deps[child] - 1
                 deps[child] = d
                 if d == 0:
-                    heappush(ready, (-child._seq, child))  # _seq is unique: no ties
+                    heappush(ready, (-child._seq, child))
             # Drop this frame's references: AccumulateGrad keeps a gradient without copying
             # it only when nothing else references it (see node._owned).
-            outputs = grads = g = old = buf = None
+            outputs = g = buf = None
     finally:
         STATE.enabled = prev_mode
         if run_range is not None:

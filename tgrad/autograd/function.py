@@ -15,8 +15,11 @@ from typing import Any
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.node import FREED_MESSAGE, Node, SavedTensor, grad_accumulator
+from tgrad.autograd.node import _seq as _node_seq
 
 _NONE_EDGE = (None, 0)
+_new_node = object.__new__
+_FALSES = tuple((False,) * n for n in range(9))  # needs_input_grad when grad mode is off
 Tensor = None  # tgrad.tensor.Tensor, bound on first use (tensor.py imports this package)
 
 
@@ -89,7 +92,7 @@ class BackwardCFunction(Node):
             if self._released:
                 raise RuntimeError(FREED_MESSAGE)
             return tuple(self.to_save)
-        return tuple(None if s is None else s.unpack(self) for s in saved)
+        return tuple([None if s is None else s.unpack(self) for s in saved])
 
     def mark_dirty(self, *tensors) -> None:
         """Declare inputs that ``forward`` modified in place (they must be returned)."""
@@ -106,13 +109,14 @@ class BackwardCFunction(Node):
     # ---------------------------------------------------------------- engine API
     def apply(self, grads: list) -> tuple:
         if self.materialize_grads:
-            meta = self._out_meta
             for i, g in enumerate(grads):
-                if g is None and meta[i] is not None:
-                    shape, dtype, device = meta[i]
-                    grads[i] = _zeros(shape, dtype=dtype, device=device)
+                if g is None:
+                    meta = self._out_meta[i]
+                    if meta is not None:
+                        shape, dtype, device = meta
+                        grads[i] = _zeros(shape, dtype=dtype, device=device)
         out = self._forward_cls.backward(self, *grads)
-        if not isinstance(out, tuple):
+        if type(out) is not tuple:
             out = tuple(out) if isinstance(out, list) else (out,)
         return _validate_grads(self, out)
 
@@ -128,39 +132,48 @@ def _validate_grads(node: BackwardCFunction, grads: tuple) -> tuple:
         else:
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                f"gradients (expected {n}, got {len(grads)})")
-    result = list(grads)
+    result = None  # a list only once some gradient is replaced
     for i, g in enumerate(grads):
         if g is None:
             continue
         meta = metas[i]
-        if meta is None:  # a tensor input that needs no gradient: drop it
-            result[i] = None
-            continue
-        if meta is _NOT_TENSOR:
-            raise RuntimeError(
-                f"function {node.name()} returned a gradient different than None at position "
-                f"{i + 1}, but the corresponding forward input was not a Tensor")
-        if not isinstance(g, Tensor):
-            raise TypeError(f"function {node.name()} returned a {type(g).__name__} as gradient "
-                            f"{i}; expected a Tensor or None")
-        shape, dtype, device = meta
-        if g._data.shape == shape and g.dtype is dtype and g.device is device:
+        if type(g) is Tensor and meta is not None and meta is not _NOT_TENSOR \
+                and g._data.shape == meta[0] and g.dtype is meta[1] and g.device is meta[2]:
             continue  # the common case: nothing to check further
-        if g.shape != shape:
-            if _expandable(shape, g.shape):
-                g = _sum_to(g, shape)
-            else:
-                raise RuntimeError(
-                    f"Function {node.name()} returned an invalid gradient at index {i} - got "
-                    f"{list(g.shape)} but expected shape compatible with {list(shape)}")
-        if g.dtype is not dtype:
-            g = g.to(dtype)
-        if g.device != device:
+        new = _checked_grad(node, i, g, meta)
+        if new is not g:
+            if result is None:
+                result = list(grads)
+            result[i] = new
+    return grads if result is None else tuple(result)
+
+
+def _checked_grad(node: BackwardCFunction, i: int, g, meta):
+    """Gradient ``i`` made to fit its input's (shape, dtype, device), or a clear error."""
+    if meta is None:  # a tensor input that needs no gradient: drop it
+        return None
+    if meta is _NOT_TENSOR:
+        raise RuntimeError(
+            f"function {node.name()} returned a gradient different than None at position "
+            f"{i + 1}, but the corresponding forward input was not a Tensor")
+    if not isinstance(g, Tensor):
+        raise TypeError(f"function {node.name()} returned a {type(g).__name__} as gradient "
+                        f"{i}; expected a Tensor or None")
+    shape, dtype, device = meta
+    if g.shape != shape:
+        if _expandable(shape, g.shape):
+            g = _sum_to(g, shape)
+        else:
             raise RuntimeError(
-                f"Function {node.name()} returned an invalid gradient at index {i} - expected "
-                f"device {device} but got {g.device}")
-        result[i] = g
-    return tuple(result)
+                f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                f"{list(g.shape)} but expected shape compatible with {list(shape)}")
+    if g.dtype is not dtype:
+        g = g.to(dtype)
+    if g.device is not device:
+        raise RuntimeError(
+            f"Function {node.name()} returned an invalid gradient at index {i} - expected "
+            f"device {device} but got {g.device}")
+    return g
 
 
 def _expandable(shape: tuple, to: tuple) -> bool:
@@ -211,31 +224,39 @@ class Function(metaclass=_FunctionMeta):
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if Tensor is None:
             _bind_tensor()
-        ctx = cls._backward_cls()
+        # The node doubles as ctx. It is made without __init__ (hot path); it gets its
+        # sequence number only if it is wired into the graph (_wire_graph).
+        ctx = _new_node(cls._backward_cls)
         state = STATE
-        enabled = state.enabled
-        if enabled:
-            needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
-            record = True in needs
-            ctx.needs_input_grad = needs
-        else:
-            record = False
-            ctx.needs_input_grad = (False,) * len(args)
         prof = profiler_hooks.ACTIVE
-        if prof is None and not enabled:  # no_grad / inside backward: nothing to restore
-            raw = cls.forward(ctx, *args, **kwargs)
-        else:
-            if prof is not None:
-                handle = prof.op_start(cls, args)
-            state.enabled = False
-            raw = None
-            try:
+        if not state.enabled:  # no_grad, or inside a backward without create_graph
+            n = len(args)
+            ctx.needs_input_grad = _FALSES[n] if n < len(_FALSES) else (False,) * n
+            if prof is None:
                 raw = cls.forward(ctx, *args, **kwargs)
-            finally:
-                state.enabled = enabled
-                if prof is not None:
-                    prof.op_end(handle, raw)  # raw: the output, for the profiler's byte counts
-        if not record:
+            else:
+                handle = prof.op_start(cls, args)
+                raw = None
+                try:
+                    raw = cls.forward(ctx, *args, **kwargs)
+                finally:
+                    prof.op_end(handle, raw)
+            if ctx.dirty_tensors:
+                _plain_dirty(ctx)
+            return raw
+        needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+        ctx.needs_input_grad = needs
+        if prof is not None:
+            handle = prof.op_start(cls, args)
+        state.enabled = False  # ops inside forward are not recorded
+        raw = None
+        try:
+            raw = cls.forward(ctx, *args, **kwargs)
+        finally:
+            state.enabled = True
+            if prof is not None:
+                prof.op_end(handle, raw)  # raw: the output, for the profiler's byte counts
+        if True not in needs:
             if ctx.dirty_tensors:
                 _plain_dirty(ctx)
             return raw
@@ -280,6 +301,7 @@ def _wire_graph(ctx, args, outputs, is_tuple):
         else:
             edges.append(_NONE_EDGE)
             in_meta.append(_NOT_TENSOR)
+    ctx._seq = next(_node_seq)
     ctx._edges = tuple(edges)
     ctx._in_meta = tuple(in_meta)
     dirty = ctx.dirty_tensors

@@ -378,8 +378,9 @@ def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
 def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     """Mean in the compute dtype; an empty reduction gives NaN (no warning)."""
     dt = x.dtype
-    with quiet(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    if _count(x.shape, axes) == 0:  # NumPy would warn "Mean of empty slice"
+        return np.full(np.sum(x, axis=axes, keepdims=keepdim).shape, np.nan, dt)
+    with quiet():
         return _down(np.mean(_up(x), axis=axes, keepdims=keepdim), dt)
 
 
