@@ -247,6 +247,36 @@ def extra_checks() -> dict:
         else:
             raise AssertionError("exported a tensor that requires grad")
 
+    def grad_formulas():
+        # every fused gradient formula and paired backward primitive: one kernel vs NumPy,
+        # with broadcasting, a number operand and special values
+        from tgrad.backends import numpy as nb
+        rng = np.random.default_rng(7)
+        special = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5])
+        dts = [np.dtype(d) for d in os.environ.get("TGRAD_DTYPES", "float32,float64").split(",")]
+        for dt in dts:
+            g = np.concatenate([rng.standard_normal(9), special]).astype(dt).reshape(17, 1)
+            x = np.concatenate([rng.uniform(0.2, 3.0, 9), special]).astype(dt)
+            row = rng.uniform(0.5, 2.0, (1, 17)).astype(dt)
+            cases = [(n, (x.reshape(17, 1),)) for n in nb.GRAD_FORMULAS
+                     if n not in ("div_b", "max_share")]
+            cases += [("div_b", (x.reshape(17, 1) / row, row)), ("div_b", (x[:, None], 2.0)),
+                      ("max_share", (x[:, None], row)), ("max_share", (x[:, None], 1.0))]
+            for n, saved in cases:
+                want = nb.grad_formula(n, g, *saved)
+                got = be.to_host(be.grad_formula(n, be.from_host(g), *[
+                    be.from_host(s) if isinstance(s, np.ndarray) else s for s in saved]))
+                assert got.dtype == want.dtype and got.shape == want.shape, (n, dt)
+                np.testing.assert_allclose(got, want, rtol=1e-5 if dt == np.float32 else 1e-12,
+                                           atol=0, equal_nan=True, err_msg=f"{n} {dt}")
+            y = np.concatenate([rng.standard_normal(9), special]).astype(dt)
+            for n in ("relu_backward", "tanh_backward", "sigmoid_backward"):
+                want = getattr(nb, n)(g[:, 0], y)
+                got = be.to_host(getattr(be, n)(be.from_host(g[:, 0]), be.from_host(y)))
+                np.testing.assert_allclose(got, want, rtol=1e-5 if dt == np.float32 else 1e-12,
+                                           atol=0, equal_nan=True, err_msg=f"{n} {dt}")
+
+    check("grad_formulas", grad_formulas)
     check("runtime", runtime)
     check("interop", interop)
     check("memory", memory)

@@ -88,6 +88,24 @@ def test_elementwise_compiles_without_spills(case):
     assert _spills(k.asm["ptx"]) == (0, 0)
 
 
+GRAD_ARITY = {"div_b": 3, "max_share": 3}
+
+
+@pytest.mark.parametrize("dt", [("fp32", False), ("fp64", False), ("bf16", True)],
+                         ids=lambda d: d[0])
+@pytest.mark.parametrize("name", sorted(ew.GRAD_FORMULAS) + ["relu_backward"])
+def test_fused_gradient_formulas_compile_without_spills(name, dt):
+    """Every fused gradient formula (one kernel per elementwise backward) and relu_backward,
+    contiguous (the common gradient layout) and 3-d strided."""
+    fn = ew.GRAD_FORMULAS.get(name) or getattr(ew, "f_" + name)
+    dtype, upcast = dt
+    for ndim, cfg in ((1, configs.EW_CONTIG), (3, configs.EW_STRIDED)):
+        k = _compile(ew.ew_kernel, _ew_sig(dtype, dtype, "i32"),
+                     {"FN": fn, "ARITY": GRAD_ARITY.get(name, 2), "NDIM": ndim,
+                      "UPCAST": upcast, "IDX64": False, "BLOCK": cfg.block}, cfg.num_warps)
+        assert _spills(k.asm["ptx"]) == (0, 0)
+
+
 @pytest.mark.parametrize("kind", list(red.OPS))
 @pytest.mark.parametrize("cfg", [configs.RED_ROW, configs.RED_COL], ids=["row", "col"])
 def test_reduction_compiles_without_spills(kind, cfg):

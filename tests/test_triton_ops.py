@@ -60,7 +60,7 @@ def test_op_on_interpreted_cuda_matches_numpy(name):
     assert not fails, "\n".join(fails[:10])
 
 
-@pytest.mark.parametrize("check", ["runtime", "memory", "tensors", "interop"])
+@pytest.mark.parametrize("check", ["runtime", "memory", "tensors", "interop", "grad_formulas"])
 def test_interpreted_runtime(check):
     fails = _results()["extra"][check]
     assert not fails, "\n".join(fails)
@@ -70,7 +70,8 @@ def test_elementwise_and_reductions_use_kernels():
     """Float elementwise ops, paired backward ops and non-empty float reductions never
     take the temporary host path (only empty reductions and the listed ops do)."""
     used = set(_results()["host_path_used"])
-    for prim in ("tanh_backward", "sigmoid_backward", "where", "copy_", "cast", "cat"):
+    for prim in ("tanh_backward", "sigmoid_backward", "relu_backward", "grad_formula", "where",
+                 "copy_", "cast", "cat"):
         assert prim not in used
     assert not [u for u in used if u.startswith(("unary:", "binary:"))
                 and u.split(":")[1] in ("tanh", "exp", "add", "mul", "maximum")]

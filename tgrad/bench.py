@@ -117,8 +117,7 @@ def _ref(op: str, up, down):
                 lambda g, a, b, y: (down(up(g) * up(b)), down(up(g) * up(a))))
     if op == "div":
         return (lambda a, b: down(up(a) / up(b)),
-                lambda g, a, b, y: (down(up(g) / up(b)),
-                                    down(-up(g) * up(a) / (up(b) * up(b)))))
+                lambda g, a, b, y: (down(up(g) / up(b)), down(-up(g) * up(y) / up(b))))
     if op == "maximum":
         def bwd_max(g, a, b, y):
             share = (a == b) * 0.5

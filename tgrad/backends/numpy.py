@@ -357,9 +357,112 @@ def relu_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """d relu(x) = g where y = relu(x) > 0, else 0; keeps g's dtype. Computed as g * (y > 0)
     (NumPy's masked where/copyto are ~10x slower), so an inf/nan g gives nan where y <= 0."""
     mask = y > 0
-    if g.dtype in _HALF_SET:
-        return g * mask.astype(g.dtype)
-    return np.multiply(g, mask)
+    with quiet():
+        if g.dtype in _HALF_SET:
+            return g * mask.astype(g.dtype)
+        return np.multiply(g, mask)
+
+
+# Fused gradient formulas: each is the backward of one elementwise op in one pass (one
+# kernel on the GPU), used when no graph is recorded. Inputs arrive in the compute dtype;
+# the result reuses its first temporary (``out=``), so no formula allocates twice.
+# Notation: g incoming gradient, x input, y output, a/b binary inputs, p/q compared inputs.
+def _g_abs(g, x):  # d|x| = sign(x)
+    t = np.sign(x)
+    return np.multiply(g, t, out=t)
+
+
+def _g_log1p(g, x):  # 1 / (1 + x)
+    t = np.add(x, 1)
+    return np.divide(g, t, out=t)
+
+
+def _g_expm1(g, y):  # e^x = y + 1
+    t = np.add(y, 1)
+    return np.multiply(g, t, out=t)
+
+
+def _g_sqrt(g, y):  # 1 / (2 sqrt(x)) = 1 / (2 y)
+    t = np.multiply(y, 2)
+    return np.divide(g, t, out=t)
+
+
+def _g_rsqrt(g, y):  # -x^(-3/2) / 2 = -y^3 / 2
+    t = np.multiply(y, y)
+    np.multiply(t, y, out=t)
+    np.multiply(g, t, out=t)
+    return np.multiply(t, -0.5, out=t)
+
+
+def _g_sin(g, x):  # cos(x)
+    t = np.cos(x)
+    return np.multiply(g, t, out=t)
+
+
+def _g_cos(g, x):  # -sin(x)
+    t = np.sin(x)
+    np.multiply(g, t, out=t)
+    return np.negative(t, out=t)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _g_erf(g, x):  # 2/sqrt(pi) e^(-x^2)
+    t = np.square(x)
+    np.negative(t, out=t)
+    np.exp(t, out=t)
+    np.multiply(g, t, out=t)
+    return np.multiply(t, _TWO_OVER_SQRT_PI, out=t)
+
+
+def _g_reciprocal(g, y):  # -1/x^2 = -y^2
+    t = np.multiply(y, y)
+    np.multiply(g, t, out=t)
+    return np.negative(t, out=t)
+
+
+def _g_square(g, x):  # 2 x
+    t = np.multiply(g, x)
+    return np.multiply(t, 2, out=t)
+
+
+def _g_div_b(g, y, b):  # d(a/b)/db = -a/b^2 = -y/b
+    t = np.multiply(g, y)
+    np.negative(t, out=t)
+    return np.divide(t, b, out=t)
+
+
+def _g_max_share(g, p, q):  # maximum's gradient share of p: 1 where p > q, 1/2 on ties
+    share = np.equal(p, q).astype(g.dtype)
+    np.multiply(share, 0.5, out=share)
+    np.add(share, np.greater(p, q), out=share)
+    return np.multiply(g, share)
+
+
+GRAD_FORMULAS = {
+    "abs": _g_abs, "log1p": _g_log1p, "expm1": _g_expm1, "sqrt": _g_sqrt, "rsqrt": _g_rsqrt,
+    "sin": _g_sin, "cos": _g_cos, "erf": _g_erf, "reciprocal": _g_reciprocal,
+    "square": _g_square, "div_b": _g_div_b, "max_share": _g_max_share,
+}
+
+
+def grad_formula(name: str, g: np.ndarray, *saved) -> np.ndarray:
+    """The fused gradient formula ``name`` (GRAD_FORMULAS) of ``g`` and the saved arrays or
+    numbers, computed in g's compute dtype (float32 for halves) and returned in g's dtype
+    and the broadcast shape."""
+    dt = g.dtype
+    if g.ndim == 0:  # ufuncs return scalars for 0-d inputs: compute on 1 element
+        return grad_formula(name, g.reshape(1), *[np.reshape(s, 1) for s in saved]).reshape(())
+    cd = compute_dtype(dt)
+    args = [np.asarray(s, cd) if not isinstance(s, np.ndarray) else s.astype(cd, copy=False)
+            for s in saved]
+    token = _quiet_enter()
+    try:
+        out = GRAD_FORMULAS[name](g.astype(cd, copy=False), *args)
+    finally:
+        _quiet_exit(token)
+    return _down(out, dt)
 
 
 # ---------------------------------------------------------------- reductions
@@ -371,7 +474,8 @@ def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     """Sum accumulated in float32 for halves; bool and integers sum to int64 (PyTorch)."""
     dt = x.dtype
     if _is_float(dt):
-        return _down(np.sum(x, axis=axes, dtype=compute_dtype(dt), keepdims=keepdim), dt)
+        with quiet():  # inf + -inf: NaN without a warning, as PyTorch
+            return _down(np.sum(x, axis=axes, dtype=compute_dtype(dt), keepdims=keepdim), dt)
     return np.asarray(np.sum(x, axis=axes, dtype=np.int64, keepdims=keepdim))
 
 

@@ -274,11 +274,27 @@ def sigmoid_backward(g: DeviceArray, y: DeviceArray) -> DeviceArray:
     return _paired("sigmoid_backward", g, y)
 
 
+def relu_backward(g: DeviceArray, y: DeviceArray) -> DeviceArray:
+    """dx = g [y > 0], one kernel."""
+    return _paired("relu_backward", g, y)
+
+
 def _paired(op: str, g: DeviceArray, y: DeviceArray) -> DeviceArray:
-    shape = np.broadcast_shapes(g.shape, y.shape)
+    return _fused_launch(ew.BINARY[op], g, [y])
+
+
+def grad_formula(name: str, g: DeviceArray, *saved) -> DeviceArray:
+    """The fused gradient formula ``name`` (kernels/elementwise.py GRAD_FORMULAS): one
+    kernel over g and the saved arrays or numbers, in g's dtype and the broadcast shape."""
+    return _fused_launch(ew.GRAD_FORMULAS[name], g, saved)
+
+
+def _fused_launch(fn, g: DeviceArray, saved) -> DeviceArray:
+    """out = fn(g, *saved) in one launch; saved arrays/numbers are cast to g's dtype."""
+    ins = [g] + [cast(_as_device(s, g.dtype), g.dtype) for s in saved]
+    shape = np.broadcast_shapes(*[a.shape for a in ins])
     out = empty(shape, g.dtype)
-    return launch_ew(ew.BINARY[op], out, [expand(g, shape), expand(cast(y, g.dtype), shape)],
-                     upcast=is_half(g.dtype))
+    return launch_ew(fn, out, [expand(a, shape) for a in ins], upcast=is_half(g.dtype))
 
 
 # ---------------------------------------------------------------- reductions

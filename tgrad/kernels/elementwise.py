@@ -227,7 +227,9 @@ def f_square(x):
 
 @triton.jit
 def f_sign(x):
-    return tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype) + x * 0
+    # NaN stays NaN (NumPy); +-inf give +-1
+    s = tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
+    return tl.where(x != x, x, s)
 
 
 @triton.jit
@@ -359,6 +361,84 @@ def f_sigmoid_backward(g, y):
     return g * y * (1.0 - y)
 
 
+@triton.jit
+def f_relu_backward(g, y):
+    # y = relu(x):  dx = g [y > 0]  (as g * mask: an inf/nan g gives nan where y <= 0)
+    return g * (y > 0).to(g.dtype)
+
+
+# ------------------------------------------------------------------ fused gradient formulas
+# One kernel per elementwise backward (tgrad/backends/numpy.py GRAD_FORMULAS is the same
+# table on the CPU): g incoming gradient, x input, y output, a/b binary inputs.
+@triton.jit
+def g_abs(g, x):
+    return g * f_sign(x)  # d|x| = sign(x)
+
+
+@triton.jit
+def g_log1p(g, x):
+    return g / (x + 1.0)
+
+
+@triton.jit
+def g_expm1(g, y):
+    return g * (y + 1.0)  # e^x = y + 1
+
+
+@triton.jit
+def g_sqrt(g, y):
+    return g / (y * 2.0)  # 1 / (2 sqrt(x))
+
+
+@triton.jit
+def g_rsqrt(g, y):
+    return g * (y * y * y) * -0.5  # -x^(-3/2) / 2
+
+
+@triton.jit
+def g_sin(g, x):
+    return g * tl.cos(x)
+
+
+@triton.jit
+def g_cos(g, x):
+    return -g * tl.sin(x)
+
+
+@triton.jit
+def g_erf(g, x):
+    # 2/sqrt(pi) e^(-x^2); the constant as an fp32 pair (Python floats become fp32
+    # constants in Triton), exact to ~2^-48 in float64.
+    e = g * tl.exp(-(x * x))
+    return e * 1.128379225730896 + e * -5.8635382771399236e-08
+
+
+@triton.jit
+def g_reciprocal(g, y):
+    return -g * (y * y)  # -1/x^2
+
+
+@triton.jit
+def g_square(g, x):
+    return g * x * 2.0
+
+
+@triton.jit
+def g_div_b(g, y, b):
+    return -g * y / b  # d(a/b)/db = -a/b^2 = -y/b
+
+
+@triton.jit
+def g_max_share(g, p, q):
+    # maximum's gradient share of p: 1 where p > q, 1/2 on ties (NaN compares false)
+    return g * ((p > q).to(g.dtype) + (p == q).to(g.dtype) * 0.5)
+
+
+GRAD_FORMULAS = {n: globals()["g_" + n] for n in (
+    "abs", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "erf", "reciprocal", "square",
+    "div_b", "max_share")}
+
+
 # ------------------------------------------------------------------ ternary
 @triton.jit
 def f_where(c, a, b):
@@ -374,4 +454,5 @@ FLOAT_ONLY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "ta
               "sigmoid", "erf", "reciprocal", "floor", "ceil", "round", "pow", "div"}
 BINARY = {n: globals()["f_" + n] for n in (
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
-    "ge", "logical_and", "logical_or", "tanh_backward", "sigmoid_backward")}
+    "ge", "logical_and", "logical_or", "tanh_backward", "sigmoid_backward",
+    "relu_backward")}

@@ -1,7 +1,8 @@
 """Elementwise ops: one table row per op (forward primitive + derivative rule).
 
 Rules are written in differentiable tgrad ops, so ``create_graph=True`` works for every op.
-Binary gradients are reduced back to each input's shape with ``sum_to`` (un-broadcasting).
+Binary rules return gradients in the broadcast shape; the engine's gradient validation
+reduces them to each input's shape with ``sum_to`` (un-broadcasting), as PyTorch's does.
 Notation in the rules: ``g`` incoming gradient, ``x``/``a``/``b`` inputs, ``y`` the output.
 """
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.ops import reduce as _reduce
+from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import backend_of, register_op, same_device, tensor_method, wrap
 from tgrad.tensor import Tensor
 
@@ -31,24 +32,51 @@ def _zero(g, *_):
     return zeros_like(g)
 
 
+# ------------------------------------------------------------------------------ fused rules
+def grad_formula(name: str, g: Tensor, *saved) -> Tensor:
+    """Backend primitive ``grad_formula``: the backward formula ``name`` of an elementwise op
+    in one pass (one kernel on the GPU); not recorded (it runs only without create_graph)."""
+    be = backend_of(g)
+    return wrap(be.grad_formula(name, g._data, *[s._data if isinstance(s, Tensor) else s
+                                                 for s in saved]), g.device)
+
+
+def _fused(formula: str, composite, select):
+    """A rule that runs as the single primitive ``formula`` on ``select(*saved)`` when no
+    graph is recorded, and as ``composite`` (differentiable tgrad ops, the primitive's test
+    oracle) under create_graph=True, so higher-order gradients keep working."""
+    def rule(g, *saved):
+        if STATE.enabled:
+            return composite(g, *saved)
+        return grad_formula(formula, g, *select(*saved))
+    return rule
+
+
+def _unary_fused(formula: str, composite):
+    # unary rules take (g, x, y) with only the saved one of x, y set
+    return _fused(formula, composite, lambda x, y: (y if x is None else x,))
+
+
 # ------------------------------------------------------------------------------ unary
 # name: (saves "x" / "y" / "", float-only (ints promote to the default float), rule(g, x, y))
+# Rules of more than one op are fused (_unary_fused): one primitive in a plain backward.
 UNARY_RULES = {
     "neg":        ("",  False, lambda g, x, y: -g),
-    "abs":        ("x", False, lambda g, x, y: g * sign(x)),
+    "abs":        ("x", False, _unary_fused("abs", lambda g, x, y: g * sign(x))),
     "exp":        ("y", True,  lambda g, x, y: g * y),
     "log":        ("x", True,  lambda g, x, y: g / x),
-    "log1p":      ("x", True,  lambda g, x, y: g / (x + 1.0)),
-    "expm1":      ("y", True,  lambda g, x, y: g * (y + 1.0)),
-    "sqrt":       ("y", True,  lambda g, x, y: g / (y * 2.0)),
-    "rsqrt":      ("y", True,  lambda g, x, y: g * (y * y * y) * -0.5),
-    "sin":        ("x", True,  lambda g, x, y: g * cos(x)),
-    "cos":        ("x", True,  lambda g, x, y: -g * sin(x)),
+    "log1p":      ("x", True,  _unary_fused("log1p", lambda g, x, y: g / (x + 1.0))),
+    "expm1":      ("y", True,  _unary_fused("expm1", lambda g, x, y: g * (y + 1.0))),
+    "sqrt":       ("y", True,  _unary_fused("sqrt", lambda g, x, y: g / (y * 2.0))),
+    "rsqrt":      ("y", True,  _unary_fused("rsqrt", lambda g, x, y: g * (y * y * y) * -0.5)),
+    "sin":        ("x", True,  _unary_fused("sin", lambda g, x, y: g * cos(x))),
+    "cos":        ("x", True,  _unary_fused("cos", lambda g, x, y: -g * sin(x))),
     "tanh":       ("y", True,  lambda g, x, y: tanh_backward(g, y)),
     "sigmoid":    ("y", True,  lambda g, x, y: sigmoid_backward(g, y)),
-    "erf":        ("x", True,  lambda g, x, y: g * exp(-square(x)) * (2.0 / math.sqrt(math.pi))),
-    "reciprocal": ("y", True,  lambda g, x, y: -g * (y * y)),
-    "square":     ("x", False, lambda g, x, y: g * x * 2.0),
+    "erf":        ("x", True,  _unary_fused("erf", lambda g, x, y: g * exp(-square(x))
+                                            * (2.0 / math.sqrt(math.pi)))),
+    "reciprocal": ("y", True,  _unary_fused("reciprocal", lambda g, x, y: -g * (y * y))),
+    "square":     ("x", False, _unary_fused("square", lambda g, x, y: g * x * 2.0)),
     "sign":       ("",  False, _zero),
     "floor":      ("",  False, _zero),
     "ceil":       ("",  False, _zero),
@@ -138,19 +166,10 @@ PAIRED_RULES = {
 }
 
 
-def _relu_backward_composite(be, g, y):
-    """relu_backward from binary primitives, for a backend without a native one."""
-    mask = be.cast(be.binary("gt", y, y.dtype.type(0)), g.dtype)
-    return be.binary("mul", g, mask)
-
-
 def _make_paired(name: str, rule):
     def forward(ctx, g, y):
         ctx.save_for_backward(g, y)
-        be = backend_of(g)
-        if name == "relu_backward" and not _has_native(be, name):
-            return wrap(_relu_backward_composite(be, g._data, y._data), g.device)
-        return wrap(getattr(be, name)(g._data, y._data), g.device)
+        return wrap(getattr(backend_of(g), name)(g._data, y._data), g.device)
 
     def backward(ctx, gg):
         g, y = ctx.saved_tensors
@@ -163,12 +182,6 @@ def _make_paired(name: str, rule):
 
 
 _PAIRED = {n: _make_paired(n, r) for n, r in PAIRED_RULES.items()}
-
-
-def _has_native(be, prim: str) -> bool:
-    """True when backend ``be`` defines ``prim`` itself (the GPU backend serves missing
-    primitives through a slow host path, which a composite of native ones beats)."""
-    return prim in getattr(be, "__dict__", {})
 
 
 def relu_backward(grad: Tensor, output: Tensor) -> Tensor:
@@ -184,12 +197,6 @@ def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ binary
-def _sum_to(g, shape):
-    if shape is None or g._data.shape == shape:  # nothing to un-broadcast
-        return g
-    return _reduce.sum_to(g, shape)
-
-
 def _pow_grad_base(g, a, b, y):
     # d a^b / da = b a^(b-1), defined as 0 where b == 0 (also at a == 0, as PyTorch).
     if not isinstance(b, Tensor):
@@ -212,18 +219,30 @@ def _max_share(a, b):
     return (eq(a, b) * 0.5 + 0.0)
 
 
+def _winner_rule(pick):
+    """maximum/minimum gradient of one input: g * ([p > q] + [p == q] / 2) with
+    (p, q) = pick(a, b): (a, b) for maximum's a, (b, a) for its b, and the reverse for
+    minimum (a < b is b > a). Fused: max_share(g, p, q)."""
+    return _fused("max_share", lambda g, a, b, y: _winner_share(g, *pick(a, b)),
+                  lambda a, b, y: pick(a, b))
+
+
+def _winner_share(g, p, q):
+    return g * (gt(p, q) + _max_share(p, q))
+
+
 # name: (saves "ab" / "aby" / "", rule for grad_a, rule for grad_b), rules (g, a, b, y);
 # a rule only runs when that input needs a gradient.
 BINARY_RULES = {
     "add": ("", lambda g, a, b, y: g, lambda g, a, b, y: g),
     "sub": ("", lambda g, a, b, y: g, lambda g, a, b, y: -g),
     "mul": ("ab", lambda g, a, b, y: g * b, lambda g, a, b, y: g * a),
-    "div": ("ab", lambda g, a, b, y: g / b, lambda g, a, b, y: -g * a / (b * b)),
+    # d(a/b)/db = -a / b^2 = -y / b
+    "div": ("aby", lambda g, a, b, y: g / b,
+            _fused("div_b", lambda g, a, b, y: -g * y / b, lambda a, b, y: (y, b))),
     "pow": ("aby", _pow_grad_base, _pow_grad_exponent),
-    "maximum": ("ab", lambda g, a, b, y: g * (gt(a, b) + _max_share(a, b)),
-                lambda g, a, b, y: g * (lt(a, b) + _max_share(a, b))),
-    "minimum": ("ab", lambda g, a, b, y: g * (lt(a, b) + _max_share(a, b)),
-                lambda g, a, b, y: g * (gt(a, b) + _max_share(a, b))),
+    "maximum": ("ab", _winner_rule(lambda a, b: (a, b)), _winner_rule(lambda a, b: (b, a))),
+    "minimum": ("ab", _winner_rule(lambda a, b: (b, a)), _winner_rule(lambda a, b: (a, b))),
 }
 # Not differentiable: bool results, and floor_divide (piecewise constant; PyTorch too).
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
@@ -293,33 +312,32 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
                 f"({e})") from None
         if is_cmp:
             ctx.mark_non_differentiable(y)
-        elif True in ctx.needs_input_grad:  # recording: keep what backward needs
-            ctx.a_shape = a.shape if isinstance(a, Tensor) else None
-            ctx.b_shape = b.shape if isinstance(b, Tensor) else None
-            if saves == "ab":
-                ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                                      b if isinstance(b, Tensor) else None)
-                ctx.scalars = (None if isinstance(a, Tensor) else a,  # tensors: saved only
-                               None if isinstance(b, Tensor) else b)
-            elif saves == "aby":
-                ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                                      b if isinstance(b, Tensor) else None, y)
-                ctx.scalars = (None if isinstance(a, Tensor) else a,  # tensors: saved only
-                               None if isinstance(b, Tensor) else b)
+        elif saves and True in ctx.needs_input_grad:  # recording: keep what backward needs
+            ta = a if isinstance(a, Tensor) else None
+            tb = b if isinstance(b, Tensor) else None
+            if ta is None or tb is None:
+                ctx.scalars = (a, b)  # number operands (tensors are read from saved_tensors)
+            if saves == "aby":
+                ctx.save_for_backward(ta, tb, y)
+            else:
+                ctx.save_for_backward(ta, tb)
         return y
 
     def backward(ctx, g):
+        # Gradients come back in the broadcast shape; the engine's gradient validation
+        # sums them to each input's shape (PyTorch's validate_outputs does the same).
         a = b = y = None
         if saves:
             saved = ctx.saved_tensors
-            a = saved[0] if saved[0] is not None else ctx.scalars[0]
-            b = saved[1] if saved[1] is not None else ctx.scalars[1]
+            a, b = saved[0], saved[1]
+            if a is None or b is None:
+                a = ctx.scalars[0] if a is None else a
+                b = ctx.scalars[1] if b is None else b
             if saves == "aby":
                 y = saved[2]
         need_a, need_b = ctx.needs_input_grad
-        ga = _sum_to(rule_a(g, a, b, y), ctx.a_shape) if need_a else None
-        gb = _sum_to(rule_b(g, a, b, y), ctx.b_shape) if need_b else None
-        return ga, gb
+        return (rule_a(g, a, b, y) if need_a else None,
+                rule_b(g, a, b, y) if need_b else None)
 
     node = _NODE_NAMES.get(name, _node(name))
     cls = type(name.capitalize(), (Function,), {
@@ -411,8 +429,6 @@ class Where(Function):
         dt = dtypes.result_type(*(x for x in (a, b)))
         be = backend_of(t)
         ctx.cond = cond
-        ctx.a_shape = a.shape if isinstance(a, Tensor) else None
-        ctx.b_shape = b.shape if isinstance(b, Tensor) else None
         try:
             out = be.where(cond._data, _operand(a, dt, be), _operand(b, dt, be))
         except ValueError:
@@ -424,8 +440,9 @@ class Where(Function):
     @staticmethod
     def backward(ctx, g):
         _, need_a, need_b = ctx.needs_input_grad
-        ga = _sum_to(where(ctx.cond, g, 0.0), ctx.a_shape) if need_a else None
-        gb = _sum_to(where(ctx.cond, 0.0, g), ctx.b_shape) if need_b else None
+        # Broadcast-shaped gradients: the engine sums them to each input's shape.
+        ga = where(ctx.cond, g, 0.0) if need_a else None
+        gb = where(ctx.cond, 0.0, g) if need_b else None
         return None, ga, gb
 
 

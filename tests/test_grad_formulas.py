@@ -1,0 +1,101 @@
+"""Fused gradient formulas (one primitive per elementwise backward, one kernel on the GPU)
+against their oracle: the same rule written in differentiable tgrad ops, which is what runs
+under create_graph=True. Both paths are also checked against finite differences by the op
+table (gradcheck runs the fused path, gradgradcheck the composite one)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.backends import numpy as np_backend
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5, 1e-300, 3.0]
+UNARY_FUSED = ["abs", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "erf", "reciprocal",
+               "square"]
+
+
+def _grads(f, inputs, g, create_graph):
+    out = f(*inputs)
+    grads = tgrad.autograd.grad(out, inputs, g, create_graph=create_graph, allow_unused=True)
+    return [None if x is None else x.detach().numpy() for x in grads]
+
+
+def _compare(f, arrays, g, dtype, rtol):
+    """Fused (plain backward) vs composite (create_graph) gradients, same dtype and the same
+    rounding steps. (Halves: the fused formula computes in float32 and rounds once; see the
+    last test.)"""
+    inputs = [tgrad.tensor(a, dtype=dtype, requires_grad=True) for a in arrays]
+    g_t = tgrad.tensor(g, dtype=dtype)
+    fused = _grads(f, inputs, g_t, create_graph=False)
+    composite = _grads(f, inputs, g_t, create_graph=True)
+    for a, b in zip(fused, composite):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=0, equal_nan=True)
+
+
+RTOL = {"float64": 1e-14, "float32": 1e-6}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", UNARY_FUSED)
+def test_unary_fused_rule_matches_composite(name, dtype):
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(0.1, 3.0, 23), SPECIAL]).reshape(3, 11)
+    g = np.concatenate([rng.standard_normal(30), [np.inf, np.nan, 0.0]]).reshape(3, 11)
+    _compare(getattr(tgrad, name), [x], g, getattr(tgrad, dtype), RTOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", ["div", "maximum", "minimum"])
+def test_binary_fused_rule_matches_composite(name, dtype):
+    rng = np.random.default_rng(1)
+    a = np.concatenate([rng.uniform(0.5, 2.0, 7), SPECIAL]).reshape(17, 1)
+    b = np.concatenate([rng.uniform(0.5, 2.0, 4), [0.5, 1.0, np.nan]]).reshape(1, 7)
+    a[3, 0] = b[0, 1]  # a tie
+    g = rng.standard_normal((17, 7))
+    _compare(getattr(tgrad, name), [a, b], g, getattr(tgrad, dtype), RTOL[dtype])
+
+
+@pytest.mark.parametrize("name", ["div", "maximum", "minimum"])
+def test_binary_fused_rule_with_number_operand(name):
+    x = tgrad.tensor([0.5, 1.0, 2.0, -3.0], dtype=tgrad.float64, requires_grad=True)
+    fn = getattr(tgrad, name)
+    for f in (lambda t: fn(t, 1.0), lambda t: fn(1.0, t) if name == "div" else fn(t, 2.0)):
+        fused = tgrad.autograd.grad(f(x).sum(), x)[0].numpy()
+        composite = tgrad.autograd.grad(f(x).sum(), x, create_graph=True)[0].detach().numpy()
+        np.testing.assert_allclose(fused, composite, rtol=1e-15)
+
+
+def test_fused_rule_on_0d_tensors():
+    x = tgrad.tensor(0.7, dtype=tgrad.float64, requires_grad=True)
+    y = tgrad.tensor(1.3, dtype=tgrad.float64, requires_grad=True)
+    for f in (tgrad.sqrt, tgrad.erf, tgrad.abs, lambda t: t / y, lambda t: tgrad.maximum(t, y)):
+        g = tgrad.autograd.grad(f(x), x)[0]
+        assert g.shape == ()
+        gg = tgrad.autograd.grad(f(x), x, create_graph=True)[0]
+        assert abs(g.item() - gg.item()) <= 1e-15 * abs(gg.item())
+
+
+def test_maximum_ties_share_the_gradient_evenly():
+    a = tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float64, requires_grad=True)
+    b = tgrad.tensor([1.0, 5.0, 0.0], dtype=tgrad.float64, requires_grad=True)
+    tgrad.maximum(a, b).sum().backward()
+    assert a.grad.tolist() == [0.5, 0.0, 1.0] and b.grad.tolist() == [0.5, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("name", sorted(np_backend.GRAD_FORMULAS))
+def test_numpy_formula_keeps_dtype_and_halves_compute_in_float32(name):
+    import ml_dtypes
+    rng = np.random.default_rng(2)
+    n_saved = 2 if name in ("div_b", "max_share") else 1
+    for dt in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64):
+        g = rng.uniform(0.5, 2.0, 9).astype(dt)
+        saved = [rng.uniform(0.5, 2.0, 9).astype(dt) for _ in range(n_saved)]
+        got = np_backend.grad_formula(name, g, *saved)
+        assert got.dtype == np.dtype(dt) and got.shape == (9,)
+        ref = np_backend.GRAD_FORMULAS[name](g.astype(np.float64),
+                                             *[s.astype(np.float64) for s in saved])
+        np.testing.assert_allclose(got.astype(np.float64), ref,
+                                   rtol=1e-2 if np.dtype(dt).itemsize == 2 else 1e-6)
