@@ -276,7 +276,32 @@ def extra_checks() -> dict:
                 np.testing.assert_allclose(got, want, rtol=1e-5 if dt == np.float32 else 1e-12,
                                            atol=0, equal_nan=True, err_msg=f"{n} {dt}")
 
+    def floor_divide():
+        # NumPy's floor division on floats (specials, signs, exact near integers) and ints
+        vals = np.array([7.5, -7.5, 1.0, -1.0, 0.0, -0.0, 0.3, 1e300, np.inf, -np.inf, np.nan])
+        a = np.repeat(vals, vals.size)
+        b = np.tile(np.concatenate([vals[:-4], [0.1, -0.1, 3.0, 0.0]]), vals.size)[:a.size]
+        for dt in (np.float32, np.float64):
+            with np.errstate(all="ignore"):  # 1e300 is inf in float32; x // 0
+                a_dt, b_dt = a.astype(dt), b.astype(dt)
+                want = np.floor_divide(a_dt, b_dt)
+            ta, tb = tgrad.tensor(a_dt, device="cuda"), tgrad.tensor(b_dt, device="cuda")
+            np.testing.assert_array_equal((ta // tb).numpy(), want)
+            np.testing.assert_array_equal(np.signbit((ta // tb).numpy()), np.signbit(want))
+        ia = np.array([7, -7, 7, -7, 0, 5, -5, 9], np.int64)
+        ib = np.array([2, 2, -2, -2, 3, 5, 3, -4], np.int64)
+        got = (tgrad.tensor(ia, device="cuda") // tgrad.tensor(ib, device="cuda")).numpy()
+        np.testing.assert_array_equal(got, ia // ib)
+        assert (tgrad.tensor(ia, device="cuda") // 3).tolist() == (ia // 3).tolist()
+        try:
+            tgrad.tensor(ia, device="cuda") // tgrad.tensor(ib * 0, device="cuda")
+        except ZeroDivisionError as e:
+            assert "floor_divide: integer division by zero" in str(e)
+        else:
+            raise AssertionError("no ZeroDivisionError")
+
     check("grad_formulas", grad_formulas)
+    check("floor_divide", floor_divide)
     check("runtime", runtime)
     check("interop", interop)
     check("memory", memory)

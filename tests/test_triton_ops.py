@@ -60,7 +60,8 @@ def test_op_on_interpreted_cuda_matches_numpy(name):
     assert not fails, "\n".join(fails[:10])
 
 
-@pytest.mark.parametrize("check", ["runtime", "memory", "tensors", "interop", "grad_formulas"])
+@pytest.mark.parametrize("check", ["runtime", "memory", "tensors", "interop", "grad_formulas",
+                                   "floor_divide"])
 def test_interpreted_runtime(check):
     fails = _results()["extra"][check]
     assert not fails, "\n".join(fails)

@@ -62,7 +62,8 @@ def info_lines() -> list[str]:
     lines.append(f"cuda: {'available' if works else 'not available'} -- {why}")
     lines.append(f"GPU backend: {'works' if works else 'does not work'}")
     lines.append(f"ops registered: {len(OPS)}")
-    lines.append("ops without a native Triton kernel: " + ", ".join(ops_without_native_kernel()))
+    lines.append("ops without a native Triton kernel: "
+                 + (", ".join(ops_without_native_kernel()) or "none"))
     return lines
 
 

@@ -289,19 +289,12 @@ def _div(a, b):
     return np.true_divide(a, b)
 
 
-def _floor_divide(a, b):
-    """Python/PyTorch floor division; integer division by zero raises (NumPy returns 0)."""
-    if a.dtype.kind in "iub" and np.any(np.asarray(b) == 0):
-        raise ZeroDivisionError("floor_divide: integer division by zero")
-    return np.floor_divide(a, b)
-
-
 BINARY = {
     "add": np.add,
     "sub": np.subtract,
     "mul": np.multiply,
     "div": _div,
-    "floor_divide": _floor_divide,
+    "floor_divide": np.floor_divide,  # integer division by zero is checked by the op
     "pow": _pow,
     "maximum": np.maximum,
     "minimum": np.minimum,

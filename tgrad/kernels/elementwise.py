@@ -287,6 +287,26 @@ def f_div(a, b):
 
 
 @triton.jit
+def f_floor_divide(a, b):
+    if a.dtype.is_floating():
+        # NumPy's npy_divmod, exact: % is C's fmod on floats; the quotient of a - fmod(a, b)
+        # is snapped to the nearest integer; b == 0 gives a / b (inf/nan).
+        mod = a % b
+        div = (a - mod) / b
+        div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
+        fl = tl.floor(div)
+        fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
+        q = a / b
+        fl = tl.where(div == 0, q * 0.0, fl)  # a zero quotient takes the sign of a / b
+        return tl.where(b == 0, q, fl)
+    else:
+        # // and % truncate toward zero on integers: step down when the signs differ
+        q = a // b
+        r = a % b
+        return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+
+
+@triton.jit
 def f_pow(a, b):
     # a^b = 2^(b log2|a|), sign (-1)^b for negative a with integral b; a^0 = 1.
     aa = tl.where(a < 0, -a, a)
@@ -453,6 +473,7 @@ UNARY = {n: globals()["f_" + n] for n in (
 FLOAT_ONLY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
               "sigmoid", "erf", "reciprocal", "floor", "ceil", "round", "pow", "div"}
 BINARY = {n: globals()["f_" + n] for n in (
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+    "add", "sub", "mul", "div", "floor_divide", "pow", "maximum", "minimum", "eq", "ne", "lt",
+    "le", "gt",
     "ge", "logical_and", "logical_or", "tanh_backward", "sigmoid_backward",
     "relu_backward")}

@@ -288,14 +288,31 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     return dev, be, _operand(a, dt, be), _operand(b, dt, be)
 
 
+def _nonzero_int_divisor(be, a, b) -> None:
+    """Integer floor division by zero raises, as in Python and PyTorch (NumPy gives 0 and a
+    GPU kernel something undefined). On the GPU the check is a device-to-host sync."""
+    if a.dtype.kind not in "iub":
+        return
+    if isinstance(b, np.generic):  # a number operand
+        zero = b == 0
+    else:
+        zero = be.to_host(be.any_(be.binary("eq", b, b.dtype.type(0)), None, False))
+    if bool(zero):
+        raise ZeroDivisionError("floor_divide: integer division by zero")
+
+
+# Checks of the promoted operands (backend arrays) before an op runs.
+_OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor}
+
+
 def _make_binary(name: str, saves: str, rule_a, rule_b):
     is_cmp = rule_a is None
     is_logical = name.startswith("logical")
+    check = _OPERAND_CHECKS.get(name)
 
     def forward(ctx, a, b):
         if (type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype
-                and (a.device is b.device or a.device == b.device)
-                and a.dtype.is_floating_point and not is_logical):
+                and a.device is b.device and a.dtype.is_floating_point and not is_logical):
             # Fast path (the common case): two float tensors of one dtype on one device,
             # so no promotion, casts or operand checks.
             dev = a.device
@@ -303,6 +320,8 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
             xa, xb = a._data, b._data
         else:
             dev, be, xa, xb = _prepare(name, is_logical, a, b)
+            if check is not None:
+                check(be, xa, xb)
         try:
             y = wrap(be.binary(name, xa, xb), dev)
         except ValueError as e:
