@@ -320,7 +320,7 @@ def layer_norm_bwd(g: DeviceArray, x: DeviceArray, mean: DeviceArray, rstd: Devi
 def _ew(fn, out_dtype, inputs: list) -> DeviceArray:
     from tgrad.kernels.launch import launch_ew
     tb = _tb()
-    shape = np.broadcast_shapes(*[a.shape for a in inputs])
+    shape = _tb().broadcast_shape(*[a.shape for a in inputs])
     inputs = [tb.expand(tb.cast(a, inputs[0].dtype), shape) for a in inputs]
     out = _empty(shape, out_dtype)
     with np.errstate(all="ignore"):
@@ -366,7 +366,7 @@ def _softplus(g, x: DeviceArray, beta: float, threshold: float, bwd: bool) -> De
     from tgrad.kernels.launch import karg, triton_cdiv
     dt = g.dtype if bwd else x.dtype
     if bwd:
-        shape = np.broadcast_shapes(g.shape, x.shape)
+        shape = _tb().broadcast_shape(g.shape, x.shape)
         g, x = _tb().expand(g, shape), _tb().expand(_tb().cast(x, dt), shape)
     out = _empty(x.shape, dt)
     if out.size == 0:

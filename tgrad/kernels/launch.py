@@ -97,82 +97,92 @@ def needs_int64(shape: tuple, strides: list[tuple]) -> bool:
     return any(sum((n - 1) * abs(s) for n, s in zip(shape, st)) > _I32 for st in strides)
 
 
+class _EwPlan:
+    """What ``launch_ew`` works out once per (formula, dtypes, shape, strides): the grid,
+    the kernel's non-pointer arguments (collapsed sizes and strides, constexprs) and, once
+    launched, the ``CompiledKernel`` per (device, pointer alignments). A plan fixes every
+    int argument, so it is never coarser than Triton's own specialization."""
+
+    __slots__ = ("grid", "ints", "constexprs", "num_warps", "compiled")
+
+    def __init__(self, fn, out: DeviceArray, inputs: list, upcast: bool) -> None:
+        n = out.size
+        shape, sts = collapse(out.shape, [out.estrides] + [a.estrides for a in inputs])
+        if len(shape) > MAX_DIMS:
+            raise RuntimeError(f"elementwise kernel: {len(shape)} non-mergeable dims after "
+                               f"collapsing (at most {MAX_DIMS} are supported); shape "
+                               f"{out.shape}")
+        ndim = len(shape)
+        pad = MAX_DIMS - ndim
+        sizes = list(reversed(shape)) + [1] * pad
+        st = [list(reversed(s)) + [0] * pad for s in sts]
+        while len(st) < 4:
+            st.append([0] * MAX_DIMS)
+        contiguous = ndim == 1 and all(s[0] in (0, 1) for s in sts)
+        cfg = configs.ew_config(contiguous, is_interpreted(), n)
+        self.grid = (triton_cdiv(n, cfg.block),)
+        self.ints = (n, *sizes, *st[0], *st[1], *st[2], *st[3])
+        self.constexprs = {"FN": fn, "ARITY": len(inputs), "NDIM": ndim, "UPCAST": upcast,
+                           "IDX64": needs_int64(shape, sts), "BLOCK": cfg.block}
+        self.num_warps = cfg.num_warps
+        self.compiled: dict = {}
+
+
+_ew_plans: dict = {}
+_MAX_EW_PLANS = 4096  # distinct (formula, dtypes, shape, strides) kept; then start afresh
+_EW_META = attrgetter("estrides", "dtype")
+
+
 def launch_ew(fn, out: DeviceArray, inputs: list[DeviceArray], upcast: bool) -> DeviceArray:
     """out[...] = fn(*inputs) elementwise; every input already has out's shape (broadcast
-    dims carry stride 0)."""
-    n = out.size
-    if n == 0:
+    dims carry stride 0). Repeated shapes skip all shape work (``_EwPlan``); a launch whose
+    plan and pointer alignments were seen before goes straight to the compiled launcher."""
+    if out.size == 0:
         return out
-    arity = len(inputs)
-    shape, sts = collapse(out.shape, [out.estrides] + [a.estrides for a in inputs])
-    if len(shape) > MAX_DIMS:
-        raise RuntimeError(f"elementwise kernel: {len(shape)} non-mergeable dims after "
-                           f"collapsing (at most {MAX_DIMS} are supported); shape {out.shape}")
-    ndim = len(shape)
-    pad = MAX_DIMS - ndim
-    sizes = list(reversed(shape)) + [1] * pad
-    st = [list(reversed(s)) + [0] * pad for s in sts]
-    while len(st) < 4:
-        st.append([0] * MAX_DIMS)
-    interp = is_interpreted()
-    ptrs = [KernelArg.of(out)] + [KernelArg.of(a) for a in inputs] if interp else [out, *inputs]
+    key = (fn, upcast, out.shape, out.estrides, out.dtype, *map(_EW_META, inputs))
+    plan = _ew_plans.get(key)
+    if plan is None:
+        if len(_ew_plans) >= _MAX_EW_PLANS:
+            _ew_plans.clear()
+        plan = _ew_plans[key] = _EwPlan(fn, out, inputs, upcast)
+    if plan.compiled and _hot:
+        addrs = [out.data_ptr(), *map(_DATA_PTR, inputs)]
+        while len(addrs) < 4:
+            addrs.append(addrs[1])
+        hot = _hot
+        knobs = hot["knobs"]
+        device = hot["rt"].current_device()
+        compiled = plan.compiled.get((device, addrs[0] % 16, addrs[1] % 16, addrs[2] % 16,
+                                      addrs[3] % 16))
+        if compiled is not None and not getattr(knobs, "debug", False):
+            stream = hot["stream"](device)
+            enter = knobs.launch_enter_hook
+            c = plan.constexprs
+            # every argument in parameter order, as JITFunction.run passes them
+            args = (*addrs, *plan.ints, fn, c["ARITY"], c["NDIM"], upcast, c["IDX64"],
+                    c["BLOCK"])
+            meta = compiled.launch_metadata(plan.grid, stream, *args) if enter else None
+            compiled.run(plan.grid[0], 1, 1, stream, compiled.function,
+                         compiled.packed_metadata, meta, enter, knobs.launch_exit_hook, *args)
+            stats["fast"] += 1
+            return out
+    # First launch of this specialization (or the interpreter / fast path off).
+    ptrs = [out, *inputs]
     while len(ptrs) < 4:
         ptrs.append(ptrs[1])
-    contiguous = ndim == 1 and all(s[0] in (0, 1) for s in sts)
-    cfg = configs.ew_config(contiguous, interp, n)
-    grid = (triton_cdiv(n, cfg.block),)
-    idx64 = needs_int64(shape, sts)
-    if not idx64 and _ew_fast(fn, arity, ndim, upcast, cfg, grid[0], ptrs, n, sizes, st):
+    if is_interpreted():
+        ptrs = [KernelArg.of(p) for p in ptrs]
+        with np.errstate(all="ignore"):  # the interpreter evaluates masked-off lanes too
+            launch(ew_kernel, plan.grid, *ptrs, *plan.ints, **plan.constexprs,
+                   num_warps=plan.num_warps)
         return out
-    with np.errstate(all="ignore"):  # the interpreter evaluates masked-off lanes too
-        compiled = launch(ew_kernel, grid, *ptrs, n, *sizes, *st[0], *st[1], *st[2], *st[3],
-                          FN=fn, ARITY=arity, NDIM=ndim, UPCAST=upcast, IDX64=idx64,
-                          BLOCK=cfg.block, num_warps=cfg.num_warps)
-    if (not idx64 and compiled is not None and hasattr(compiled, "packed_metadata")
-            and fast_path_enabled()):
-        _ew_cache[_ew_key(fn, arity, ndim, upcast, cfg, ptrs, n, st)] = compiled
+    compiled = launch(ew_kernel, plan.grid, *ptrs, *plan.ints, **plan.constexprs,
+                      num_warps=plan.num_warps)
+    if compiled is not None and hasattr(compiled, "packed_metadata") and fast_path_enabled():
+        addrs = [p.data_ptr() for p in ptrs]
+        device = (_hot or _bind_hot())["rt"].current_device()
+        plan.compiled[(device, *[a % 16 for a in addrs])] = compiled
     return out
-
-
-# The elementwise kernel's own fast path: launch_ew knows which arguments are constexprs
-# (FN, ARITY, NDIM, UPCAST, IDX64, BLOCK), which ints Triton specializes (N and the innermost
-# strides O0/A0/B0/C0: value mod 16 and == 1) and that, without IDX64, every other size and
-# stride is an i32 runtime int (do_not_specialize), so its key needs no per-argument scan.
-_ew_cache: dict = {}
-
-
-def _ew_key(fn, arity, ndim, upcast, cfg, ptrs, n, st, addrs=None) -> tuple:
-    addrs = addrs or [p.data_ptr() for p in ptrs]
-    return (_hot["rt"].current_device() if _hot else 0, fn, arity, ndim, upcast,
-            cfg.block, cfg.num_warps, n % 16, n == 1,
-            st[0][0] % 16, st[1][0] % 16, st[2][0] % 16, st[3][0] % 16,
-            st[0][0] == 1, st[1][0] == 1, st[2][0] == 1, st[3][0] == 1,
-            ptrs[0].dtype, ptrs[1].dtype, ptrs[2].dtype, ptrs[3].dtype,
-            addrs[0] % 16, addrs[1] % 16, addrs[2] % 16, addrs[3] % 16)
-
-
-def _ew_fast(fn, arity, ndim, upcast, cfg, grid0, ptrs, n, sizes, st) -> bool:
-    """Launch through a cached CompiledKernel; False when there is none yet."""
-    if not _ew_cache or not _hot:
-        return False
-    addrs = [p.data_ptr() for p in ptrs]
-    compiled = _ew_cache.get(_ew_key(fn, arity, ndim, upcast, cfg, ptrs, n, st, addrs))
-    if compiled is None:
-        return False
-    hot = _hot
-    knobs = hot["knobs"]
-    if getattr(knobs, "debug", False):
-        return False
-    device = hot["rt"].current_device()
-    stream = hot["stream"](device)
-    enter = knobs.launch_enter_hook
-    args = (*addrs, n, *sizes, *st[0], *st[1], *st[2], *st[3], fn, arity, ndim, upcast, False,
-            cfg.block)
-    meta = compiled.launch_metadata((grid0,), stream, *args) if enter is not None else None
-    compiled.run(grid0, 1, 1, stream, compiled.function, compiled.packed_metadata, meta,
-                 enter, knobs.launch_exit_hook, *args)
-    stats["fast"] += 1
-    return True
 
 
 def triton_cdiv(a: int, b: int) -> int:
@@ -431,6 +441,6 @@ def clear_launch_cache() -> None:
     """Forget every cached ``CompiledKernel`` (the next launch of each goes through
     ``kernel[grid]`` again) and re-read TGRAD_FAST_LAUNCH."""
     _infos.clear()
-    _ew_cache.clear()
+    _ew_plans.clear()
     _fast_state.clear()
     _hot.clear()
