@@ -300,7 +300,41 @@ def extra_checks() -> dict:
         else:
             raise AssertionError("no ZeroDivisionError")
 
+    def split_reductions():
+        # full and few-row reductions run in two stages (partials per chunk, then rows):
+        # same results as NumPy, NaN included, and really two launches
+        from tgrad.kernels import reduction as red
+        stages = []
+        orig = red._launch
+
+        def counting(kind, x, y, m, k, sm, sk, kc, ns, *rest):
+            stages.append(ns)
+            return orig(kind, x, y, m, k, sm, sk, kc, ns, *rest)
+        red._launch = counting
+        try:
+            rng = np.random.default_rng(5)
+            for shape, dim in [((5000,), None), ((3, 3000), 1), ((3000, 2), 0)]:
+                x = rng.standard_normal(shape)
+                x.flat[1234] = np.nan
+                for dt in (np.float32, np.float64):
+                    t, c = tgrad.tensor(x.astype(dt), device="cuda"), tgrad.tensor(x.astype(dt))
+                    for op in ("sum", "mean", "amax", "amin"):
+                        del stages[:]
+                        got = getattr(t, op)(dim=dim).numpy()
+                        np.testing.assert_allclose(got, getattr(c, op)(dim=dim).numpy(),
+                                                   rtol=1e-5, equal_nan=True, err_msg=op)
+                        assert len(stages) == 2 and stages[0] > 1, (op, shape, stages)
+                    p = tgrad.tensor(1 + x.astype(dt) * 1e-3, device="cuda")
+                    np.testing.assert_allclose(p.prod(dim=dim).numpy(),
+                                               (1 + c * 1e-3).prod(dim=dim).numpy(),
+                                               rtol=1e-5, equal_nan=True)
+                    assert (t > -10).all(dim=dim).tolist() == (c > -10).all(dim=dim).tolist()
+                    assert (t > 3).any(dim=dim).tolist() == (c > 3).any(dim=dim).tolist()
+        finally:
+            red._launch = orig
+
     check("grad_formulas", grad_formulas)
+    check("split_reductions", split_reductions)
     check("floor_divide", floor_divide)
     check("runtime", runtime)
     check("interop", interop)

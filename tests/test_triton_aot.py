@@ -111,7 +111,8 @@ def test_fused_gradient_formulas_compile_without_spills(name, dt):
 def test_reduction_compiles_without_spills(kind, cfg):
     sig = {"X": "*fp32", "Y": "*i64" if kind.startswith("arg") else
            ("*i1" if kind in ("all", "any") else "*fp32"),
-           "M": "i32", "K": "i32", "SM": "i32", "SK": "i32", "correction": "fp32"}
+           "M": "i32", "K": "i32", "SM": "i32", "SK": "i32", "correction": "fp32",
+           "KC": "i32", "NS": "i32", "D": "i32"}
     k = _compile(red.red_kernel, sig, {"OP": red.OPS[kind], "ACC": triton.language.float32,
                                        "IDX64": False, "BLOCK_M": cfg.block_m,
                                        "BLOCK_K": cfg.block_k},

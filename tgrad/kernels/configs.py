@@ -42,6 +42,24 @@ def ew_config(contiguous: bool, interpreted: bool, numel: int = 1 << 30) -> EwCo
     return EW_CONTIG if contiguous else EW_STRIDED
 
 
+# Two-stage reductions: when the output rows give too few programs to fill the GPU (a full
+# reduction has one row), the reduced dim is cut into chunks, one program per (row block,
+# chunk), and a second launch reduces the partial results (fixed order: deterministic).
+RED_SPLIT_PROGRAMS = 1024  # aim for this many programs (132 SMs x ~8)
+RED_SPLIT_MIN_CHUNK = 16384  # elements per chunk at least: smaller is not worth a launch
+RED_SPLIT_INTERP_CHUNK = 256  # interpreter: small, so the tests' sizes take both stages
+
+
+def red_split(m_programs: int, k: int, block_k: int, interpreted: bool) -> int:
+    """Chunk length of the reduced dim for the first stage (``k``: no split)."""
+    min_chunk = RED_SPLIT_INTERP_CHUNK if interpreted else RED_SPLIT_MIN_CHUNK
+    chunks = min(k // min_chunk, max(1, RED_SPLIT_PROGRAMS // max(m_programs, 1)))
+    if chunks < 2:
+        return k
+    chunk = -(-k // chunks)
+    return -(-chunk // block_k) * block_k  # whole loop steps per chunk
+
+
 def red_config(k: int, m_contiguous: bool, interpreted: bool) -> RedConfig:
     if interpreted:
         bk = min(RED_INTERP.block_k, max(16, 1 << (k - 1).bit_length()))

@@ -4,10 +4,14 @@ X[m * SM + k * SK]. Kept dims are permuted to the front and reduced dims to the 
 this kernel (a copy only when the reduced or the kept dims cannot be merged into one
 stride each).
 
-Each program owns BLOCK_M rows and walks K in BLOCK_K steps, accumulating a
-[BLOCK_M, BLOCK_K] tile in float32 (float64 for float64 inputs) and reducing the tile once
-at the end: a fixed order, so results are deterministic (no atomics). Bytes moved: M*K
-input elements read once (twice for var and logsumexp), M outputs written.
+Each program owns BLOCK_M rows and walks its chunk of K (all of K, or KC elements when the
+reduction is split) in BLOCK_K steps, accumulating a [BLOCK_M, BLOCK_K] tile in float32
+(float64 for float64 inputs) and reducing the tile once at the end: a fixed order, so
+results are deterministic (no atomics). Y[m * NS + chunk] receives the result (NS chunks
+per row). Split reductions (few rows, long K: a full reduction) run twice: the partial
+results of every chunk, in the accumulator dtype, then the same kernel over them
+(sum -> sum, mean -> sum / D, prod, amax, amin, all, any). Bytes moved: M*K input elements
+read once (twice for var and logsumexp), M outputs written.
 NaN handling follows NumPy: sum/prod/mean/var/logsumexp propagate through arithmetic;
 amax/amin/argmax/argmin make NaN win explicitly (the hardware max ignores NaN).
 """
@@ -30,55 +34,63 @@ OPS = {"sum": 0, "mean": 1, "prod": 2, "amax": 3, "amin": 4, "argmax": 5, "argmi
 
 
 @triton.jit
-def red_kernel(X, Y, M, K, SM, SK, correction,
+def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
                OP: tl.constexpr, ACC: tl.constexpr, IDX64: tl.constexpr,
                BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Shape contract: X is (M, K) with element strides (SM, SK); this program reduces rows
+    # [pid * BLOCK_M, +BLOCK_M) over k in [chunk * KC, min(K, (chunk + 1) * KC)) and writes
+    # Y[row * NS + chunk]. D is mean's divisor (the whole K when the partials are reduced).
     pid = tl.program_id(0)
+    chunk = tl.program_id(1)
     if IDX64:
         rows = pid.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M).to(tl.int64)
     else:
         rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
+    k_lo = chunk * KC
+    K = tl.minimum(K, k_lo + KC)  # this chunk's end
     base = rows[:, None] * SM
     zero = tl.zeros([BLOCK_M, BLOCK_K], dtype=ACC)
     lanes = tl.arange(0, BLOCK_K)
     if OP == 0 or OP == 1 or OP == 7:
         # sum / mean / var (first pass: the mean)
         acc = zero
-        for k0 in range(0, K, BLOCK_K):
+        for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
             acc += tl.where(m, x, 0.0)
         res = tl.sum(acc, axis=1)
-        if OP == 1 or OP == 7:
+        if OP == 1:
+            res = res / D
+        if OP == 7:
             res = res / K
         if OP == 7:
             # var = sum (x - mean)^2 / (K - correction), a second pass (exact, two-pass)
             mu = res[:, None]
             acc = zero
-            for k0 in range(0, K, BLOCK_K):
+            for k0 in range(k_lo, K, BLOCK_K):
                 cols = k0 + lanes
                 m = rmask[:, None] & (cols < K)[None, :]
                 x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
                 d = tl.where(m, x - mu, 0.0)
                 acc += d * d
             res = tl.sum(acc, axis=1) / (K - correction)
-        tl.store(Y + rows, res.to(Y.dtype.element_ty), mask=rmask)
+        tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 2:
         acc = zero + 1.0
-        for k0 in range(0, K, BLOCK_K):
+        for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=1).to(ACC)
             acc *= tl.where(m, x, 1.0)
         res = tl.reduce(acc, 1, _mul_combine)
-        tl.store(Y + rows, res.to(Y.dtype.element_ty), mask=rmask)
+        tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 3 or OP == 4:
         # amax / amin: NaN wins; track NaNs apart from the hardware max/min.
         acc = zero + (-float("inf") if OP == 3 else float("inf"))
         nan = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int32)
-        for k0 in range(0, K, BLOCK_K):
+        for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
@@ -93,13 +105,13 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
         else:
             res = tl.min(acc, axis=1)
         res = tl.where(tl.max(nan, axis=1) > 0, float("nan"), res)
-        tl.store(Y + rows, res.to(Y.dtype.element_ty), mask=rmask)
+        tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 5 or OP == 6:
         # argmax / argmin: first index of the extreme value; NaN counts as the extreme.
         best = zero + (-float("inf") if OP == 5 else float("inf"))
         bidx = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int64) + K
         bnan = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int32)
-        for k0 in range(0, K, BLOCK_K):
+        for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
@@ -121,11 +133,11 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
             ext = tl.min(tl.where(bidx < K, best, float("inf")), axis=1)
         hit = tl.where(row_nan[:, None] > 0, bnan > 0, (best == ext[:, None]) & (bidx < K))
         res = tl.min(tl.where(hit, bidx, K), axis=1)
-        tl.store(Y + rows, res.to(Y.dtype.element_ty), mask=rmask)
+        tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 8:
         # logsumexp: m = max (0 when infinite), then log(sum exp(x - m)) + m
         acc = zero - float("inf")
-        for k0 in range(0, K, BLOCK_K):
+        for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
@@ -133,17 +145,17 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
         mx = tl.max(acc, axis=1)
         mx = tl.where((mx == float("inf")) | (mx == -float("inf")), 0.0, mx)
         acc = zero
-        for k0 in range(0, K, BLOCK_K):
+        for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
             acc += tl.where(m, tl.exp(x - mx[:, None]), 0.0)
         res = tl.log(tl.sum(acc, axis=1)) + mx
-        tl.store(Y + rows, res.to(Y.dtype.element_ty), mask=rmask)
+        tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     else:
         # all / any over x != 0
         acc = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int32) + (1 if OP == 9 else 0)
-        for k0 in range(0, K, BLOCK_K):
+        for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0)
@@ -156,7 +168,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction,
             res = tl.min(acc, axis=1)
         else:
             res = tl.max(acc, axis=1)
-        tl.store(Y + rows, (res != 0).to(Y.dtype.element_ty), mask=rmask)
+        tl.store(Y + rows * NS + chunk, (res != 0).to(Y.dtype.element_ty), mask=rmask)
 
 
 @triton.jit
@@ -194,14 +206,37 @@ def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0
     if v2 is None:
         v2 = be.reshape_view(be.clone(v), (m, k))
     sm, sk = v2.estrides
-    out = DeviceArray.empty((m,), _out_dtype(kind, x.dtype), x.device)
-    m_contig = sm == 1 and sk != 1 and m > 1
-    cfg = configs.red_config(k, m_contig, is_interpreted())
-    idx64 = (m - 1) * abs(sm) + (k - 1) * abs(sk) > _I32 or m * k > _I32
-    with np.errstate(all="ignore"):  # the interpreter evaluates masked-off lanes too
-        launch(red_kernel, (triton_cdiv(m, cfg.block_m),),
-               karg(v2), karg(out), m, k, sm, sk, float(correction),
-               OP=OPS[kind], ACC=tl.float64 if x.dtype == np.float64 else tl.float32,
-               IDX64=idx64,
-               BLOCK_M=cfg.block_m, BLOCK_K=cfg.block_k, num_warps=cfg.num_warps)
+    out_dt = _out_dtype(kind, x.dtype)
+    acc = tl.float64 if x.dtype == np.float64 else tl.float32
+    interp = is_interpreted()
+    cfg = configs.red_config(k, sm == 1 and sk != 1 and m > 1, interp)
+    count = k  # mean's divisor
+    kc = configs.red_split(triton_cdiv(m, cfg.block_m), k, cfg.block_k, interp) \
+        if kind in SPLITTABLE else k
+    if kc < k:  # two stages: partials per (row, chunk) in the accumulator dtype, then rows
+        ns = triton_cdiv(k, kc)
+        part_dt = out_dt if kind in ("all", "any") else np.dtype(
+            np.float64 if acc == tl.float64 else np.float32)
+        parts = DeviceArray.empty((m, ns), part_dt, x.device)
+        _launch("sum" if kind == "mean" else kind, v2, parts, m, k, sm, sk, kc, ns, count,
+                correction, acc, cfg)
+        v2, k, sm, sk = parts, ns, ns, 1
+        cfg = configs.red_config(k, False, interp)
+    out = DeviceArray.empty((m,), out_dt, x.device)
+    _launch(kind, v2, out, m, k, sm, sk, k, 1, count, correction, acc, cfg)
     return out.view(out_shape, contiguous_strides(out_shape))
+
+
+# Reductions whose partial results over chunks combine with the same reduction.
+SPLITTABLE = frozenset(("sum", "mean", "prod", "amax", "amin", "all", "any"))
+
+
+def _launch(kind: str, x: DeviceArray, y: DeviceArray, m: int, k: int, sm: int, sk: int,
+            kc: int, ns: int, count: int, correction: float, acc, cfg) -> None:
+    """One red_kernel launch: rows of x (m, k) strided (sm, sk), chunks of kc, into y."""
+    idx64 = (m - 1) * abs(sm) + (k - 1) * abs(sk) > _I32 or m * k > _I32 or m * ns > _I32
+    with np.errstate(all="ignore"):  # the interpreter evaluates masked-off lanes too
+        launch(red_kernel, (triton_cdiv(m, cfg.block_m), ns),
+               karg(x), karg(y), m, k, sm, sk, float(correction), kc, ns, count,
+               OP=OPS[kind], ACC=acc, IDX64=idx64,
+               BLOCK_M=cfg.block_m, BLOCK_K=cfg.block_k, num_warps=cfg.num_warps)
