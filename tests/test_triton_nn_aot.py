@@ -99,7 +99,7 @@ def test_layer_norm_no_spills(n, dt):
     cfg, t = _cfg(n, dt), DT[dt]
     acc = "fp64" if dt == "float64" else "fp32"
     fw = dict(X=f"*{t}", W=f"*{t}", B=f"*{t}", Y=f"*{t}", MEAN=f"*{acc}", RSTD=f"*{acc}",
-              **_ints("M", "N", "M0", "SX1", "SX0", "SXN", "SY1", "SY0", "SYN"), eps="fp32")
+              **_ints("M", "N", "M0", "SX1", "SX0", "SXN", "SY1", "SY0", "SYN"), eps="fp64")
     k = _compile(kln.ln_fwd_kernel, fw, _row_cx(cfg, dt, HAS_W=True, HAS_B=True),
                  cfg.num_warps)
     assert _spills(k.asm["ptx"]) == (0, 0)
@@ -142,11 +142,11 @@ def test_flat_kernels_compile():
         assert _spills(k.asm["ptx"]) == (0, 0)
     cases = [
         (ka.softplus_kernel, dict(O="*fp32", G="*fp32", X="*fp32", N="i32", SO="i32",
-                                  SG="i32", SX="i32", beta="fp32", threshold="fp32"),
+                                  SG="i32", SX="i32", beta="fp64", threshold="fp64"),
          dict(BWD=True, UPCAST=False, BLOCK=blk)),
         (kd.rand_kernel, dict(O="*fp32", N="i32", seed="i32", offset="i64"),
          dict(NORMAL=True, BLOCK=blk)),
-        (kd.dropout_kernel, dict(O="*bf16", X="*bf16", N="i32", p="fp32", scale="fp32",
+        (kd.dropout_kernel, dict(O="*bf16", X="*bf16", N="i32", p="fp64", scale="fp64",
                                  seed="i32", offset="i64"), dict(UPCAST=True, BLOCK=blk)),
         (kix.gather_kernel, dict(OUT="*fp32", X="*fp32", OFF="*i64", N="i32"),
          dict(BLOCK=blk)),
@@ -156,16 +156,31 @@ def test_flat_kernels_compile():
         (kix.put_kernel, dict(DST="*fp32", V="*fp32", OFF="*i64", VIDX="*i64", N="i32"),
          dict(BLOCK=blk)),
         (kopt.sgd_kernel, dict(P="*fp32", G="*fp32", B="*fp32", OFFS="*i64", FIRST="*i64",
-                               BT="*i64", BS="*i64", lr="fp32", momentum="fp32",
-                               dampening="fp32", wd="fp32"),
+                               BT="*i64", BS="*i64", lr="fp64", momentum="fp64",
+                               dampening="fp64", wd="fp64"),
          dict(HAS_WD=True, HAS_MOM=True, NESTEROV=True, MAXIMIZE=False, ACC64=False,
               BLOCK=configs.OPTIM_BLOCK)),
         (kopt.adam_kernel, dict(P="*fp32", G="*fp32", M="*fp32", V="*fp32", VM="*fp32",
-                                OFFS="*i64", SCAL="*fp64", BT="*i64", BS="*i64", lr="fp32",
-                                beta1="fp32", beta2="fp32", eps="fp32", wd="fp32"),
+                                OFFS="*i64", SCAL="*fp64", BT="*i64", BS="*i64", lr="fp64",
+                                beta1="fp64", beta2="fp64", eps="fp64", wd="fp64"),
          dict(HAS_WD=True, DECOUPLED=True, AMSGRAD=True, MAXIMIZE=False, ACC64=False,
               BLOCK=configs.OPTIM_BLOCK)),
     ]
     for fn, sig, cx in cases:
         k = _compile(fn, sig, cx, w)
         assert _spills(k.asm["ptx"]) == (0, 0), fn.__name__
+
+
+# Python floats passed to a kernel become fp32 arguments unless the parameter is declared
+# tl.float64: these are, so float64 tensors get their full precision on the GPU (fp32
+# kernels cast them down inside). The interpreter keeps Python floats exact either way.
+FLOAT64_ARGS = [(kd.dropout_kernel, ("p", "scale")), (ka.softplus_kernel, ("beta", "threshold")),
+                (kln.ln_fwd_kernel, ("eps",)),
+                (kopt.sgd_kernel, ("lr", "momentum", "dampening", "wd")),
+                (kopt.adam_kernel, ("lr", "beta1", "beta2", "eps", "wd"))]
+
+
+@pytest.mark.parametrize("kernel,names", FLOAT64_ARGS, ids=lambda k: getattr(k, "__name__", ""))
+def test_float_arguments_are_declared_float64(kernel, names):
+    params = {p.name: p for p in kernel.params}
+    assert [params[n].annotation_type for n in names] == ["fp64"] * len(names)

@@ -59,8 +59,8 @@ def f_silu_backward(g, x):
 
 
 @triton.jit
-def softplus_kernel(O, G, X, N, SO, SG, SX, beta, threshold, BWD: tl.constexpr,
-                    UPCAST: tl.constexpr, BLOCK: tl.constexpr):
+def softplus_kernel(O, G, X, N, SO, SG, SX, beta: tl.float64, threshold: tl.float64,
+                    BWD: tl.constexpr, UPCAST: tl.constexpr, BLOCK: tl.constexpr):
     """O = softplus(X) (BWD=False) or O = softplus'(X) * G, over one collapsed dim of N
     elements with element strides SO, SG, SX."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
@@ -68,6 +68,9 @@ def softplus_kernel(O, G, X, N, SO, SG, SX, beta, threshold, BWD: tl.constexpr,
     x = tl.load(X + offs * SX, mask=mask, other=0.0)
     if UPCAST:
         x = x.to(tl.float32)
+    if X.dtype.element_ty != tl.float64:  # beta, threshold: float64 arguments
+        beta = tl.cast(beta, tl.float32)
+        threshold = tl.cast(threshold, tl.float32)
     bx = x * beta
     if BWD:
         g = tl.load(G + offs * SG, mask=mask, other=0.0)

@@ -30,8 +30,8 @@ def rand_kernel(O, N, seed, offset, NORMAL: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def dropout_kernel(O, X, N, p, scale, seed, offset, UPCAST: tl.constexpr,
-                   BLOCK: tl.constexpr):
+def dropout_kernel(O, X, N, p: tl.float64, scale: tl.float64, seed, offset,
+                   UPCAST: tl.constexpr, BLOCK: tl.constexpr):
     """O = X * (scale where rand >= p else 0) (forward with X = x, backward with X = g);
     multiplicative, so dropped NaN/inf give NaN."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
@@ -42,6 +42,7 @@ def dropout_kernel(O, X, N, p, scale, seed, offset, UPCAST: tl.constexpr,
     u = tl.rand(seed, offset + offs)
     # kept: x * scale; dropped: x * 0 (NaN for NaN/inf, as the product x * mask). Not
     # x * where(keep, scale, 0): that would round scale to the fp32 block's dtype.
+    # scale is a float64 argument: x * scale rounds once, to O's dtype (as x / (1 - p))
     y = tl.where(u >= p, x * scale, x * 0.0)
     tl.store(O + offs, y.to(O.dtype.element_ty), mask=mask)
 

@@ -25,9 +25,12 @@ from tgrad.kernels.softmax import acc_full, load_acc, row_offsets
 
 
 @triton.jit
-def ln_fwd_kernel(X, W, B, Y, MEAN, RSTD, M, N, M0, SX1, SX0, SXN, SY1, SY0, SYN, eps,
+def ln_fwd_kernel(X, W, B, Y, MEAN, RSTD, M, N, M0, SX1, SX0, SXN, SY1, SY0, SYN,
+                  eps: tl.float64,
                   HAS_W: tl.constexpr, HAS_B: tl.constexpr, ACC64: tl.constexpr,
                   ONE_PASS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    if not ACC64:  # eps: a float64 argument
+        eps = tl.cast(eps, tl.float32)
     pid = tl.program_id(0)
     rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M

@@ -35,9 +35,15 @@ def _load(ptr, mask, ACC64: tl.constexpr):
 
 
 @triton.jit
-def sgd_kernel(P, G, B, OFFS, FIRST, BT, BS, lr, momentum, dampening, wd,
+def sgd_kernel(P, G, B, OFFS, FIRST, BT, BS, lr: tl.float64, momentum: tl.float64,
+               dampening: tl.float64, wd: tl.float64,
                HAS_WD: tl.constexpr, HAS_MOM: tl.constexpr, NESTEROV: tl.constexpr,
                MAXIMIZE: tl.constexpr, ACC64: tl.constexpr, BLOCK: tl.constexpr):
+    if not ACC64:  # float64 arguments; fp32 maths for fp32 params
+        lr = tl.cast(lr, tl.float32)
+        momentum = tl.cast(momentum, tl.float32)
+        dampening = tl.cast(dampening, tl.float32)
+        wd = tl.cast(wd, tl.float32)
     # OFFS: [T, 4] int64 rows (p offset, g offset, buf offset, numel)
     pid = tl.program_id(0)
     j = tl.load(BT + pid)
@@ -65,9 +71,16 @@ def sgd_kernel(P, G, B, OFFS, FIRST, BT, BS, lr, momentum, dampening, wd,
 
 
 @triton.jit
-def adam_kernel(P, G, M, V, VM, OFFS, SCAL, BT, BS, lr, beta1, beta2, eps, wd,
+def adam_kernel(P, G, M, V, VM, OFFS, SCAL, BT, BS, lr: tl.float64, beta1: tl.float64,
+                beta2: tl.float64, eps: tl.float64, wd: tl.float64,
                 HAS_WD: tl.constexpr, DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr,
                 MAXIMIZE: tl.constexpr, ACC64: tl.constexpr, BLOCK: tl.constexpr):
+    if not ACC64:  # float64 arguments; fp32 maths for fp32 params
+        lr = tl.cast(lr, tl.float32)
+        beta1 = tl.cast(beta1, tl.float32)
+        beta2 = tl.cast(beta2, tl.float32)
+        eps = tl.cast(eps, tl.float32)
+        wd = tl.cast(wd, tl.float32)
     # OFFS: [T, 6] int64 rows (p, g, m, v, vmax offsets, numel);
     # SCAL: [T, 2] float64 rows (lr / bc1, sqrt(bc2)) for each tensor's own step.
     pid = tl.program_id(0)
