@@ -258,10 +258,12 @@ def extra_checks() -> dict:
             g = np.concatenate([rng.standard_normal(9), special]).astype(dt).reshape(17, 1)
             x = np.concatenate([rng.uniform(0.2, 3.0, 9), special]).astype(dt)
             row = rng.uniform(0.5, 2.0, (1, 17)).astype(dt)
-            cases = [(n, (x.reshape(17, 1),)) for n in nb.GRAD_FORMULAS
-                     if n not in ("div_b", "max_share")]
+            binary = ("div_b", "max_share", "logsumexp", "centered", "prod")
+            cases = [(n, (x.reshape(17, 1),)) for n in nb.GRAD_FORMULAS if n not in binary]
             cases += [("div_b", (x.reshape(17, 1) / row, row)), ("div_b", (x[:, None], 2.0)),
-                      ("max_share", (x[:, None], row)), ("max_share", (x[:, None], 1.0))]
+                      ("max_share", (x[:, None], row)), ("max_share", (x[:, None], 1.0)),
+                      ("logsumexp", (x[:, None], row)), ("centered", (x[:, None], row)),
+                      ("prod", (row, x[:, None]))]
             for n, saved in cases:
                 want = nb.grad_formula(n, g, *saved)
                 got = be.to_host(be.grad_formula(n, be.from_host(g), *[

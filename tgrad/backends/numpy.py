@@ -433,7 +433,25 @@ def _g_max_share(g, p, q):  # maximum's gradient share of p: 1 where p > q, 1/2 
     return np.multiply(g, share)
 
 
+# Reductions' backward, with the reduced values broadcast back (g, y, mean: stride-0 views).
+def _g_logsumexp(g, x, y):  # d logsumexp = softmax = e^(x - y)
+    t = np.subtract(x, y)
+    np.exp(t, out=t)
+    return np.multiply(g, t, out=t)
+
+
+def _g_centered(g, x, m):  # var/std: g * (x - mean), the constant factor folded into g
+    t = np.subtract(x, m)
+    return np.multiply(g, t, out=t)
+
+
+def _g_prod(g, y, x):  # d prod = prod / x (no zero in x)
+    t = np.multiply(g, y)
+    return np.divide(t, x, out=t)
+
+
 GRAD_FORMULAS = {
+    "logsumexp": _g_logsumexp, "centered": _g_centered, "prod": _g_prod,
     "abs": _g_abs, "log1p": _g_log1p, "expm1": _g_expm1, "sqrt": _g_sqrt, "rsqrt": _g_rsqrt,
     "sin": _g_sin, "cos": _g_cos, "erf": _g_erf, "reciprocal": _g_reciprocal,
     "square": _g_square, "div_b": _g_div_b, "max_share": _g_max_share,

@@ -454,7 +454,24 @@ def g_max_share(g, p, q):
     return g * ((p > q).to(g.dtype) + (p == q).to(g.dtype) * 0.5)
 
 
+# Reductions' backward, with the reduced values broadcast back (stride-0 inputs).
+@triton.jit
+def g_logsumexp(g, x, y):
+    return g * tl.exp(x - y)  # softmax
+
+
+@triton.jit
+def g_centered(g, x, m):
+    return g * (x - m)  # var/std, the constant factor folded into g
+
+
+@triton.jit
+def g_prod(g, y, x):
+    return g * y / x  # prod / x, no zero in x
+
+
 GRAD_FORMULAS = {n: globals()["g_" + n] for n in (
+    "logsumexp", "centered", "prod",
     "abs", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "erf", "reciprocal", "square",
     "div_b", "max_share")}
 

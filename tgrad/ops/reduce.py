@@ -16,6 +16,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops._common import backend_of, normalize_dims, register_op, tensor_method, wrap
+from tgrad.ops.elementwise import _fused
 from tgrad.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var",
@@ -37,6 +38,14 @@ def _expand_back(g: Tensor, x_shape: tuple, axes, keepdim: bool) -> Tensor:
     if not keepdim:
         g = g.reshape(_kept_shape(x_shape, axes))
     return g.expand(x_shape)
+
+
+# Elementwise tails of reduction backwards, over the gradient and the reduced values broadcast
+# back (stride-0 views): one fused primitive (one kernel) in a plain backward, the composite
+# under create_graph (see elementwise._fused).
+_LOGSUMEXP_GRAD = _fused("logsumexp", lambda g, x, y: g * (x - y).exp(), lambda x, y: (x, y))
+_CENTERED_GRAD = _fused("centered", lambda g, x, m: g * (x - m), lambda x, m: (x, m))
+_PROD_GRAD = _fused("prod", lambda g, y, x: g * y / x, lambda y, x: (y, x))
 
 
 def _reduced_numel(shape: tuple, axes) -> int:
@@ -304,7 +313,8 @@ class Prod(Function):
         if x.numel() == 0:
             return gx, None, None, None
         if not bool(any(x == 0.0)):
-            return gx * _expand_back(y, x.shape, ctx.axes, ctx.keepdim) / x, None, None, None
+            return (_PROD_GRAD(gx, _expand_back(y, x.shape, ctx.axes, ctx.keepdim), x),
+                    None, None, None)
         return gx * _prod_of_others(x, ctx.axes), None, None, None
 
 
@@ -347,10 +357,13 @@ def _check_var_dtype(op: str, x: Tensor) -> None:
                            f"{x.dtype}; convert with .float()")
 
 
-def _var_grad_terms(x: Tensor, axes, correction, k: float) -> tuple:
-    """(x - mean(x), k / (N - correction)) for var/std's backward (inf when N <= correction)."""
+def _var_grad(g: Tensor, x: Tensor, axes, correction, keepdim: bool) -> Tensor:
+    """broadcast(g * 2 / (N - correction)) * (x - mean(x)): var's backward (std's with
+    g / (2 y) for g); the factor is applied on the reduced gradient (N times fewer elements),
+    inf when N <= correction."""
     dof = builtins.max(_reduced_numel(x.shape, axes) - correction, 0)
-    return x - mean(x, axes, keepdim=True), (k / dof if dof > 0 else math.inf)
+    gs = _expand_back(g * (2.0 / dof if dof > 0 else math.inf), x.shape, axes, keepdim)
+    return _CENTERED_GRAD(gs, x, mean(x, axes, keepdim=True).expand(x.shape))
 
 
 class Var(Function):
@@ -370,8 +383,7 @@ class Var(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        centered, scale = _var_grad_terms(x, ctx.axes, ctx.correction, 2.0)
-        return _expand_back(g, x.shape, ctx.axes, ctx.keepdim) * centered * scale, None, None, None
+        return _var_grad(g, x, ctx.axes, ctx.correction, ctx.keepdim), None, None, None
 
 
 register_op(Var)
@@ -415,9 +427,8 @@ class Std(Function):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        centered, scale = _var_grad_terms(x, ctx.axes, ctx.correction, 1.0)
-        gy = _expand_back(g / y, x.shape, ctx.axes, ctx.keepdim)
-        return gy * centered * scale, None, None, None
+        # d std = d var / (2 std)
+        return _var_grad(g / (y * 2.0), x, ctx.axes, ctx.correction, ctx.keepdim), None, None, None
 
 
 register_op(Std)
@@ -464,10 +475,9 @@ class Logsumexp(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from tgrad.ops.elementwise import exp
         x, y = ctx.saved_tensors
         yb = _expand_back(y, x.shape, ctx.axes, ctx.keepdim)
-        return _expand_back(g, x.shape, ctx.axes, ctx.keepdim) * exp(x - yb), None, None
+        return _LOGSUMEXP_GRAD(_expand_back(g, x.shape, ctx.axes, ctx.keepdim), x, yb), None, None
 
 
 register_op(Logsumexp)
