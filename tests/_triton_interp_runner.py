@@ -258,12 +258,15 @@ def extra_checks() -> dict:
             g = np.concatenate([rng.standard_normal(9), special]).astype(dt).reshape(17, 1)
             x = np.concatenate([rng.uniform(0.2, 3.0, 9), special]).astype(dt)
             row = rng.uniform(0.5, 2.0, (1, 17)).astype(dt)
-            binary = ("div_b", "max_share", "logsumexp", "centered", "prod")
+            binary = ("div_b", "max_share", "logsumexp", "centered", "prod", "pow_base",
+                      "pow_exponent", "eq_mask")
             cases = [(n, (x.reshape(17, 1),)) for n in nb.GRAD_FORMULAS if n not in binary]
             cases += [("div_b", (x.reshape(17, 1) / row, row)), ("div_b", (x[:, None], 2.0)),
                       ("max_share", (x[:, None], row)), ("max_share", (x[:, None], 1.0)),
                       ("logsumexp", (x[:, None], row)), ("centered", (x[:, None], row)),
-                      ("prod", (row, x[:, None]))]
+                      ("prod", (row, x[:, None])), ("pow_base", (x[:, None], row * 3 - 2)),
+                      ("pow_base", (x[:, None], 0.0)), ("pow_exponent", (x[:, None], row)),
+                      ("pow_exponent", (2.0, row)), ("eq_mask", (x[:, None], x[::-1, None]))]
             for n, saved in cases:
                 want = nb.grad_formula(n, g, *saved)
                 got = be.to_host(be.grad_formula(n, be.from_host(g), *[
@@ -335,7 +338,27 @@ def extra_checks() -> dict:
         finally:
             red._launch = orig
 
+    def pow_specials():
+        # IEEE pow on every pair of special values (NumPy's np.power), e.g. (-inf) ** 2.5 = inf
+        vals = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 2.5, -2.5, 3.0, -3.0, np.inf,
+                         -np.inf, np.nan])
+        a, b = np.repeat(vals, vals.size), np.tile(vals, vals.size)
+        for dt in (np.float32, np.float64):
+            with np.errstate(all="ignore"):
+                want = np.power(a.astype(dt), b.astype(dt))
+            got = (tgrad.tensor(a.astype(dt), device="cuda")
+                   ** tgrad.tensor(b.astype(dt), device="cuda")).numpy()
+            # specials exactly (inf, nan, signed zeros, exact ones); finite values within a
+            # few ulps (2^(b log2 a) is not correctly rounded: 2.5 ** 1 is 1 ulp off in fp32)
+            exact = ~np.isfinite(want) | (want == 0) | (np.abs(want) == 1)
+            bad = exact & ~((got == want) & (np.signbit(got) == np.signbit(want))
+                            | (np.isnan(got) & np.isnan(want)))
+            assert not bad.any(), list(zip(a[bad], b[bad], got[bad], want[bad]))[:5]
+            np.testing.assert_allclose(got[~exact], want[~exact],
+                                       rtol=1e-6 if dt == np.float32 else 1e-14)
+
     check("grad_formulas", grad_formulas)
+    check("pow_specials", pow_specials)
     check("split_reductions", split_reductions)
     check("floor_divide", floor_divide)
     check("runtime", runtime)

@@ -29,10 +29,15 @@ def _compare(f, arrays, g, dtype, rtol):
     rounding steps. (Halves: the fused formula computes in float32 and rounds once; see the
     last test.)"""
     inputs = [tgrad.tensor(a, dtype=dtype, requires_grad=True) for a in arrays]
+    if g is None:  # a random gradient of the output's shape
+        g = np.random.default_rng(9).standard_normal(f(*inputs).shape)
     g_t = tgrad.tensor(g, dtype=dtype)
     fused = _grads(f, inputs, g_t, create_graph=False)
     composite = _grads(f, inputs, g_t, create_graph=True)
     for a, b in zip(fused, composite):
+        assert (a is None) == (b is None)
+        if a is None:  # an input the function does not use
+            continue
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=rtol, atol=0, equal_nan=True)
 
@@ -124,3 +129,49 @@ def test_var_with_too_few_elements_gives_nan_gradient_like_composite():
     fused = tgrad.autograd.grad(x.var(dim=1).sum(), x)[0].numpy()
     composite = tgrad.autograd.grad(x.var(dim=1).sum(), x, create_graph=True)[0].detach().numpy()
     assert np.isnan(fused).all() and np.isnan(composite).all()
+
+
+POW_CASES = {
+    "tensor ** tensor": lambda a, b: a ** b,
+    "tensor ** 2": lambda a, b: a ** 2.0,
+    "tensor ** 0.5": lambda a, b: a ** 0.5,
+    "2 ** tensor": lambda a, b: 2.0 ** b,
+    "0 ** tensor": lambda a, b: 0.0 ** b,
+    "-2 ** tensor": lambda a, b: (-2.0) ** b,
+}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case", list(POW_CASES))
+def test_pow_fused_rules_match_composite(case, dtype):
+    a = np.array([[0.0], [0.5], [1.0], [2.0], [-1.5], [3.0]])
+    b = np.array([[0.0, 1.0, 2.0, -1.0, 0.5, 3.0]])
+    _compare(POW_CASES[case], [a, b], None, getattr(tgrad, dtype), RTOL[dtype])
+
+
+CLAMP_CASES = {"min": dict(min=-0.5), "max": dict(max=0.5), "both": dict(min=-0.5, max=0.5),
+               "min > max": dict(min=0.5, max=-0.5), "inf bounds": dict(min=-np.inf, max=np.inf)}
+
+
+@pytest.mark.parametrize("case", list(CLAMP_CASES))
+def test_clamp_fused_rule_matches_composite_and_pytorch_mask(case):
+    kw = CLAMP_CASES[case]
+    x = np.array([-1.0, -0.5, 0.0, 0.25, 0.5, 1.0, np.nan, np.inf, -np.inf])
+    g = np.arange(1.0, 10.0)
+    _compare(lambda t: t.clamp(**kw), [x], g, tgrad.float64, 0.0)
+    xt = tgrad.tensor(x, requires_grad=True)
+    xt.clamp(**kw).backward(tgrad.tensor(g))
+    lo, hi = kw.get("min", -np.inf), kw.get("max", np.inf)
+    mask = (x >= lo) & (x <= hi)  # PyTorch's clamp backward mask
+    np.testing.assert_array_equal(xt.grad.numpy(), np.where(mask, g, 0.0))
+
+
+@pytest.mark.parametrize("name", ["amax", "amin"])
+def test_extreme_fused_rule_shares_ties_like_composite(name):
+    x = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0], [np.nan, 1.0, 5.0, 1.0]])
+    g = np.array([1.0, 2.0, 3.0])
+    _compare(lambda t: getattr(tgrad, name)(t, dim=1), [x], g, tgrad.float64, 0.0)
+    xt = tgrad.tensor(x[:2], requires_grad=True)
+    getattr(tgrad, name)(xt, dim=1).backward(tgrad.tensor(g[:2]))
+    ref = {"amax": [[0, 0.5, 0.5, 0], [0.25] * 4], "amin": [[0, 0, 0, 1], [0.25] * 4]}[name]
+    np.testing.assert_array_equal(xt.grad.numpy(), np.array(ref) * g[:2, None])

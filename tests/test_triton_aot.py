@@ -101,7 +101,9 @@ def test_fused_gradient_formulas_compile_without_spills(name, dt):
     contiguous (the common gradient layout) and 3-d strided."""
     fn = ew.GRAD_FORMULAS.get(name) or getattr(ew, "f_" + name)
     dtype, upcast = dt
-    for ndim, cfg in ((1, configs.EW_CONTIG), (3, configs.EW_STRIDED)):
+    itemsize = {"fp32": 4, "fp64": 8, "bf16": 2}[dtype]
+    for ndim, cfg in ((1, configs.ew_config(True, False, 1 << 20, itemsize)),
+                      (3, configs.ew_config(False, False, 1 << 20, itemsize))):
         k = _compile(ew.ew_kernel, _ew_sig(dtype, dtype, "i32"),
                      {"FN": fn, "ARITY": _arity(fn), "NDIM": ndim,
                       "UPCAST": upcast, "IDX64": False, "BLOCK": cfg.block}, cfg.num_warps)

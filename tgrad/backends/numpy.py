@@ -450,7 +450,30 @@ def _g_prod(g, y, x):  # d prod = prod / x (no zero in x)
     return np.divide(t, x, out=t)
 
 
+def _g_pow_base(g, a, b):  # d a^b/da = b a^(b-1), 0 where b == 0
+    t = np.power(a, b - 1)
+    np.multiply(t, b, out=t)
+    zero = b == 0
+    if zero.any():
+        t = np.where(zero, 0, t)  # not t * mask: 0 * inf would be nan
+    return np.multiply(g, t)
+
+
+def _g_pow_exponent(g, a, b):  # d a^b/db = a^b log a, 0 where a == 0 and b >= 0
+    t = np.power(a, b)
+    np.multiply(t, np.log(a), out=t)
+    zero = (a == 0) & (b >= 0)
+    if zero.any():
+        t = np.where(zero, 0, t)
+    return np.multiply(g, t)
+
+
+def _g_eq_mask(g, x, y):  # clamp, amax/amin: g where x == y
+    return np.multiply(g, np.equal(x, y))
+
+
 GRAD_FORMULAS = {
+    "pow_base": _g_pow_base, "pow_exponent": _g_pow_exponent, "eq_mask": _g_eq_mask,
     "logsumexp": _g_logsumexp, "centered": _g_centered, "prod": _g_prod,
     "abs": _g_abs, "log1p": _g_log1p, "expm1": _g_expm1, "sqrt": _g_sqrt, "rsqrt": _g_rsqrt,
     "sin": _g_sin, "cos": _g_cos, "erf": _g_erf, "reciprocal": _g_reciprocal,

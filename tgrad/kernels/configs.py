@@ -14,6 +14,9 @@ class EwConfig:
 # Elementwise (any arity): contiguous inputs stream 4 KiB..8 KiB per program; strided ones
 # spend registers on index maths, so use a smaller block.
 EW_CONTIG = EwConfig(block=2048, num_warps=8)
+# float64 (8-byte outputs): the same 16 KiB per program in half the elements, which keeps
+# the heaviest float64 formulas (pow's exponent gradient: exp2, two logs) free of spills.
+EW_CONTIG_8B = EwConfig(block=1024, num_warps=8)
 EW_STRIDED = EwConfig(block=1024, num_warps=4)
 # Interpreter mode: one program interprets a whole block with NumPy; bigger is faster.
 EW_INTERP = EwConfig(block=4096, num_warps=4)
@@ -34,12 +37,15 @@ RED_COL = RedConfig(block_m=64, block_k=32, num_warps=4)
 RED_INTERP = RedConfig(block_m=32, block_k=1024, num_warps=4)
 
 
-def ew_config(contiguous: bool, interpreted: bool, numel: int = 1 << 30) -> EwConfig:
+def ew_config(contiguous: bool, interpreted: bool, numel: int = 1 << 30,
+              itemsize: int = 4) -> EwConfig:
     if interpreted:
         # the interpreter's cost is per op, not per element: one program, just big enough
         return EwConfig(block=min(EW_INTERP.block, max(16, 1 << (numel - 1).bit_length())),
                         num_warps=EW_INTERP.num_warps)
-    return EW_CONTIG if contiguous else EW_STRIDED
+    if contiguous:
+        return EW_CONTIG_8B if itemsize >= 8 else EW_CONTIG
+    return EW_STRIDED
 
 
 # Two-stage reductions: when the output rows give too few programs to fill the GPU (a full

@@ -308,13 +308,19 @@ def f_floor_divide(a, b):
 
 @triton.jit
 def f_pow(a, b):
-    # a^b = 2^(b log2|a|), sign (-1)^b for negative a with integral b; a^0 = 1.
+    # IEEE pow (NumPy's np.power): |a|^b = 2^(b log2|a|); a negative base (-0 included)
+    # takes the sign (-1)^b for an integral b and is NaN for a fractional b, unless it is -0
+    # or -inf; a^0 = 1 and 1^b = 1 for every b (NaN too); (-1)^(+-inf) = 1.
     aa = tl.where(a < 0, -a, a)
     mag = tl.exp2(b * tl.log2(aa))
+    neg = (a < 0) | ((a == 0) & (1.0 / a < 0))
     bint = tl.floor(b) == b
     odd = bint & (tl.floor(b * 0.5) * 2.0 != b)
-    r = tl.where(a < 0, tl.where(bint, tl.where(odd, -mag, mag), float("nan")), mag)
-    return tl.where(b == 0, 1.0, r)
+    frac = tl.where((a == 0) | (a == -float("inf")), mag, float("nan"))
+    r = tl.where(neg, tl.where(bint, tl.where(odd, -mag, mag), frac), mag)
+    inf = float("inf")
+    one = (b == 0) | (a == 1) | ((a == -1) & ((b == inf) | (b == -inf)))
+    return tl.where(one, 1.0, r)
 
 
 @triton.jit
@@ -470,8 +476,24 @@ def g_prod(g, y, x):
     return g * y / x  # prod / x, no zero in x
 
 
+@triton.jit
+def g_pow_base(g, a, b):
+    return g * tl.where(b == 0, 0.0, b * f_pow(a, b - 1.0))  # b a^(b-1), 0 where b == 0
+
+
+@triton.jit
+def g_pow_exponent(g, a, b):
+    # a^b log a, 0 where a == 0 and b >= 0
+    return g * tl.where((a == 0) & (b >= 0), 0.0, f_pow(a, b) * tl.log(a))
+
+
+@triton.jit
+def g_eq_mask(g, x, y):
+    return g * (x == y).to(g.dtype)  # clamp, amax/amin: g where x == y
+
+
 GRAD_FORMULAS = {n: globals()["g_" + n] for n in (
-    "logsumexp", "centered", "prod",
+    "pow_base", "pow_exponent", "eq_mask", "logsumexp", "centered", "prod",
     "abs", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "erf", "reciprocal", "square",
     "div_b", "max_share")}
 

@@ -119,7 +119,7 @@ class _EwPlan:
         while len(st) < 4:
             st.append([0] * MAX_DIMS)
         contiguous = ndim == 1 and all(s[0] in (0, 1) for s in sts)
-        cfg = configs.ew_config(contiguous, is_interpreted(), n)
+        cfg = configs.ew_config(contiguous, is_interpreted(), n, out.dtype.itemsize)
         self.grid = (triton_cdiv(n, cfg.block),)
         self.ints = (n, *sizes, *st[0], *st[1], *st[2], *st[3])
         self.constexprs = {"FN": fn, "ARITY": len(inputs), "NDIM": ndim, "UPCAST": upcast,

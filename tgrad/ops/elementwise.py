@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import backend_of, register_op, same_device, tensor_method, wrap
@@ -35,10 +36,30 @@ def _zero(g, *_):
 # ------------------------------------------------------------------------------ fused rules
 def grad_formula(name: str, g: Tensor, *saved) -> Tensor:
     """Backend primitive ``grad_formula``: the backward formula ``name`` of an elementwise op
-    in one pass (one kernel on the GPU); not recorded (it runs only without create_graph)."""
-    be = backend_of(g)
-    return wrap(be.grad_formula(name, g._data, *[s._data if isinstance(s, Tensor) else s
-                                                 for s in saved]), g.device)
+    in one pass (one kernel on the GPU). Not recorded in the graph (it runs only without
+    create_graph); the profiler lists it as the op ``<name>_backward``."""
+    arrays = [s._data if isinstance(s, Tensor) else s for s in saved]
+    prof = profiler_hooks.ACTIVE
+    if prof is None:
+        return wrap(backend_of(g).grad_formula(name, g._data, *arrays), g.device)
+    handle = prof.op_start(_formula_op(name), (g, *saved))
+    out = None
+    try:
+        out = wrap(backend_of(g).grad_formula(name, g._data, *arrays), g.device)
+    finally:
+        prof.op_end(handle, out)
+    return out
+
+
+_FORMULA_OPS: dict = {}
+
+
+def _formula_op(name: str) -> type:
+    """What the profiler records for a fused formula: a class with the op's ``name``."""
+    op = _FORMULA_OPS.get(name)
+    if op is None:
+        op = _FORMULA_OPS[name] = type(f"{name}_backward", (), {"name": f"{name}_backward"})
+    return op
 
 
 def _fused(formula: str, composite, select):
@@ -197,21 +218,31 @@ def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ binary
-def _pow_grad_base(g, a, b, y):
-    # d a^b / da = b a^(b-1), defined as 0 where b == 0 (also at a == 0, as PyTorch).
+def _pow_base_composite(g, a, b, y):
     if not isinstance(b, Tensor):
-        return _zero(g) if b == 0 else g * b * pow(a, b - 1.0)
+        return g * b * pow(a, b - 1.0)
     return g * where(eq(b, 0.0), 0.0, b * pow(a, b - 1.0))
 
 
-def _pow_grad_exponent(g, a, b, y):
-    # d a^b / db = a^b log a, defined as 0 where a == 0 and b >= 0 (as PyTorch).
+def _pow_exponent_composite(g, a, b, y):
     if not isinstance(a, Tensor):  # Python-scalar base (2.0 ** t)
         if a == 0:
             return g * where(ge(b, 0.0), 0.0, y * -math.inf)
         return g * y * (math.log(a) if a > 0 else math.nan)
-    safe = where(logical_and(eq(a, 0.0), ge(b, 0.0)), 0.0, y * log(a))
-    return g * safe
+    return g * where(logical_and(eq(a, 0.0), ge(b, 0.0)), 0.0, y * log(a))
+
+
+# d a^b / da = b a^(b-1), defined as 0 where b == 0 (also at a == 0, as PyTorch);
+# d a^b / db = a^b log a, defined as 0 where a == 0 and b >= 0 (as PyTorch). Fused, each
+# recomputes a^b (or a^(b-1)) in its kernel rather than reading a fourth operand.
+_POW_BASE = _fused("pow_base", _pow_base_composite, lambda a, b, y: (a, b))
+_POW_EXPONENT = _fused("pow_exponent", _pow_exponent_composite, lambda a, b, y: (a, b))
+
+
+def _pow_grad_base(g, a, b, y):
+    if not isinstance(b, Tensor) and b == 0:
+        return _zero(g)
+    return _POW_BASE(g, a, b, y)
 
 
 def _max_share(a, b):
@@ -240,7 +271,7 @@ BINARY_RULES = {
     # d(a/b)/db = -a / b^2 = -y / b
     "div": ("aby", lambda g, a, b, y: g / b,
             _fused("div_b", lambda g, a, b, y: -g * y / b, lambda a, b, y: (y, b))),
-    "pow": ("aby", _pow_grad_base, _pow_grad_exponent),
+    "pow": ("aby", _pow_grad_base, _POW_EXPONENT),
     "maximum": ("ab", _winner_rule(lambda a, b: (a, b)), _winner_rule(lambda a, b: (b, a))),
     "minimum": ("ab", _winner_rule(lambda a, b: (b, a)), _winner_rule(lambda a, b: (a, b))),
 }
@@ -503,8 +534,13 @@ def relu(input: Tensor) -> Tensor:  # noqa: A002
     return Relu.apply(input)
 
 
+# g where x == y: clamp's and amax/amin's gradient mask, one kernel when fused
+_EQ_MASK = _fused("eq_mask", lambda g, x, y: g * eq(x, y), lambda x, y: (x, y))
+
+
 class Clamp(Function):
-    """y = min(max(x, lo), hi);  dx = g where lo <= x <= hi (bounds are constants)."""
+    """y = min(max(x, lo), hi);  dx = g where lo <= x <= hi, i.e. where y == x (bounds are
+    constants)."""
 
     name = "clamp"
     node_name = "ClampBackward1"
@@ -520,20 +556,18 @@ class Clamp(Function):
             y = be.binary("maximum", y, dt.np.type(lo))
         if hi is not None:
             y = be.binary("minimum", y, dt.np.type(hi))
-        ctx.save_for_backward(x)
+        out = wrap(y, x.device)
+        ctx.save_for_backward(x, out)
         ctx.lo, ctx.hi = lo, hi
-        return wrap(y, x.device)
+        return out
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        mask = None
-        if ctx.lo is not None:
-            mask = ge(x, ctx.lo)
-        if ctx.hi is not None:
-            hi = le(x, ctx.hi)
-            mask = hi if mask is None else logical_and(mask, hi)
-        return g * mask, None, None
+        x, y = ctx.saved_tensors
+        if ctx.lo is not None and ctx.hi is not None and ctx.lo > ctx.hi:
+            return _zero(g), None, None  # every output is hi: no gradient (as PyTorch)
+        # x passes through unchanged exactly where lo <= x <= hi (a NaN x: nowhere)
+        return _EQ_MASK(g, x, y), None, None
 
 
 register_op(Clamp)

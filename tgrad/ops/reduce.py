@@ -16,7 +16,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops._common import backend_of, normalize_dims, register_op, tensor_method, wrap
-from tgrad.ops.elementwise import _fused
+from tgrad.ops.elementwise import _EQ_MASK, _fused
 from tgrad.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var",
@@ -115,9 +115,10 @@ def _make_extreme(name: str):
 
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        mask = (x == _expand_back(y, x.shape, ctx.axes, ctx.keepdim)).to(g.dtype)
-        count = mask.sum(dim=ctx.axes, keepdim=True)
-        return _expand_back(g, x.shape, ctx.axes, ctx.keepdim) * mask / count, None, None
+        yb = _expand_back(y, x.shape, ctx.axes, ctx.keepdim)
+        count = (x == yb).to(g.dtype).sum(dim=ctx.axes, keepdim=True)
+        share = (g.reshape(count.shape) / count).expand(x.shape)  # g / count, reduced size
+        return _EQ_MASK(share, x, yb), None, None
 
     cls = type(name.capitalize(), (Function,), {
         "name": name, "node_name": f"{name.capitalize()}Backward0",
