@@ -357,7 +357,48 @@ def extra_checks() -> dict:
             np.testing.assert_allclose(got[~exact], want[~exact],
                                        rtol=1e-6 if dt == np.float32 else 1e-14)
 
+    def int_reductions():
+        # integer and bool reductions run natively with exact int64 accumulation (values past
+        # 2^24 and 2^53, where a float accumulator would round), split path included
+        rng = np.random.default_rng(11)
+        big = rng.integers(-2**40, 2**40, 5000)
+        cases = [big, big.astype(np.int32) // 7, rng.integers(0, 2, 3000).astype(bool),
+                 (big % 5 + 1).reshape(50, 100)]
+        for x in cases:
+            t, c = tgrad.tensor(x, device="cuda"), tgrad.tensor(x)
+            for op, kw in [("sum", {}), ("sum", {"dim": 0}), ("amax", {}), ("amin", {}),
+                           ("argmax", {}), ("argmin", {})]:
+                got, want = getattr(t, op)(**kw).numpy(), getattr(c, op)(**kw).numpy()
+                assert got.dtype == want.dtype and np.array_equal(got, want), (op, x.dtype)
+            if x.ndim == 2:
+                small = x[:, :3]  # products that fit in int64
+                assert np.array_equal(tgrad.tensor(small, device="cuda").prod(dim=1).numpy(),
+                                      small.prod(axis=1))
+        acc = (tgrad.tensor(np.arange(10), device="cuda") > 5).sum()  # an accuracy count
+        assert acc.item() == 4 and acc.dtype is tgrad.int64
+
+    def empty_reductions():
+        # reducing nothing gives the reduction's identity on the GPU too, with no host path
+        from tgrad.backends import triton as tb
+        before = set(tb.host_path_used())
+        for shape, dim in [((0,), None), ((0, 3), 0), ((0, 3), 1), ((2, 0), 1), ((2, 0), 0),
+                           ((2, 0, 3), (0, 2))]:
+            for dt in (np.float32, np.int64, np.bool_):
+                x = np.zeros(shape, dt)
+                t, c = tgrad.tensor(x, device="cuda"), tgrad.tensor(x)
+                for op in ("sum", "prod", "mean", "var", "all", "any", "logsumexp"):
+                    if op in ("mean", "var", "logsumexp") and dt is not np.float32 \
+                            or op == "logsumexp" and dim is None:
+                        continue
+                    kw = {} if dim is None else {"dim": dim}
+                    a, b = getattr(t, op)(**kw).numpy(), getattr(c, op)(**kw).numpy()
+                    assert a.shape == b.shape and a.dtype == b.dtype, (shape, dim, dt, op)
+                    assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (op, a, b)
+        assert set(tb.host_path_used()) == before
+
     check("grad_formulas", grad_formulas)
+    check("empty_reductions", empty_reductions)
+    check("int_reductions", int_reductions)
     check("pow_specials", pow_specials)
     check("split_reductions", split_reductions)
     check("floor_divide", floor_divide)

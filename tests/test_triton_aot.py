@@ -122,3 +122,19 @@ def test_reduction_compiles_without_spills(kind, cfg):
                                        "BLOCK_K": cfg.block_k},
                  cfg.num_warps)
     assert _spills(k.asm["ptx"]) == (0, 0)
+
+
+@pytest.mark.parametrize("kind", ["sum", "prod", "amax", "amin", "argmax", "argmin"])
+@pytest.mark.parametrize("x_dtype", ["i64", "i1"])
+def test_integer_reductions_compile_with_int64_accumulation(kind, x_dtype):
+    """Integer and bool inputs accumulate exactly in int64 (integer sentinels, no NaN
+    logic), row and column configs, without spills."""
+    out = {"argmax": "*i64", "argmin": "*i64"}.get(kind, "*i64" if kind in ("sum", "prod")
+                                                   else f"*{x_dtype}")
+    sig = {"X": f"*{x_dtype}", "Y": out, "M": "i32", "K": "i32", "SM": "i32", "SK": "i32",
+           "correction": "fp32", "KC": "i32", "NS": "i32", "D": "i32"}
+    for cfg in (configs.RED_ROW, configs.RED_COL):
+        k = _compile(red.red_kernel, sig, {"OP": red.OPS[kind], "ACC": triton.language.int64,
+                                           "IDX64": False, "BLOCK_M": cfg.block_m,
+                                           "BLOCK_K": cfg.block_k}, cfg.num_warps)
+        assert _spills(k.asm["ptx"]) == (0, 0)

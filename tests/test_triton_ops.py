@@ -61,18 +61,19 @@ def test_op_on_interpreted_cuda_matches_numpy(name):
 
 
 @pytest.mark.parametrize("check", ["runtime", "memory", "tensors", "interop", "grad_formulas",
-                                   "floor_divide", "split_reductions", "pow_specials"])
+                                   "floor_divide", "split_reductions", "pow_specials",
+                                   "int_reductions", "empty_reductions"])
 def test_interpreted_runtime(check):
     fails = _results()["extra"][check]
     assert not fails, "\n".join(fails)
 
 
 def test_elementwise_and_reductions_use_kernels():
-    """Float elementwise ops, paired backward ops and non-empty float reductions never
-    take the temporary host path (only empty reductions and the listed ops do)."""
+    """Float elementwise ops, paired backward ops, fused gradient formulas and reductions
+    (empty, integer and bool ones too) never take the temporary host path."""
     used = set(_results()["host_path_used"])
     for prim in ("tanh_backward", "sigmoid_backward", "relu_backward", "grad_formula", "where",
-                 "copy_", "cast", "cat"):
+                 "copy_", "cast", "cat", "sum_", "prod", "mean", "amax", "all_", "any_"):
         assert prim not in used
     assert not [u for u in used if u.startswith(("unary:", "binary:"))
                 and u.split(":")[1] in ("tanh", "exp", "add", "mul", "maximum")]

@@ -308,9 +308,7 @@ def _fused_launch(fn, g: DeviceArray, saved) -> DeviceArray:
 
 # ---------------------------------------------------------------- reductions
 def sum_(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
-    if not _float(x.dtype):
-        return _host_path("sum_", None, x, axes, keepdim)
-    return red.reduce("sum", x, axes, keepdim)
+    return red.reduce("sum", x, axes, keepdim)  # ints and bools: exact, to int64
 
 
 def mean(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
@@ -320,9 +318,7 @@ def mean(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
 
 
 def prod(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:
-    if not _float(x.dtype):
-        return _host_path("prod", None, x, axes, keepdim)
-    return red.reduce("prod", x, axes, keepdim)
+    return red.reduce("prod", x, axes, keepdim)  # ints and bools: exact, to int64
 
 
 def amax(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:

@@ -47,6 +47,12 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
     else:
         rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
+    if ACC == tl.int64:  # integer and bool inputs: exact int64 accumulation, int sentinels
+        LOWEST = -9223372036854775807 - 1
+        HIGHEST = 9223372036854775807
+    else:
+        LOWEST = -float("inf")
+        HIGHEST = float("inf")
     k_lo = chunk * KC
     K = tl.minimum(K, k_lo + KC)  # this chunk's end
     base = rows[:, None] * SM
@@ -59,7 +65,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
-            acc += tl.where(m, x, 0.0)
+            acc += tl.where(m, x, 0)
         res = tl.sum(acc, axis=1)
         if OP == 1:
             res = res / D
@@ -78,17 +84,17 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
             res = tl.sum(acc, axis=1) / (K - correction)
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 2:
-        acc = zero + 1.0
+        acc = zero + 1
         for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=1).to(ACC)
-            acc *= tl.where(m, x, 1.0)
+            acc *= tl.where(m, x, 1)
         res = tl.reduce(acc, 1, _mul_combine)
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 3 or OP == 4:
         # amax / amin: NaN wins; track NaNs apart from the hardware max/min.
-        acc = zero + (-float("inf") if OP == 3 else float("inf"))
+        acc = zero + (LOWEST if OP == 3 else HIGHEST)
         nan = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int32)
         for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
@@ -104,11 +110,12 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
             res = tl.max(acc, axis=1)
         else:
             res = tl.min(acc, axis=1)
-        res = tl.where(tl.max(nan, axis=1) > 0, float("nan"), res)
+        if ACC != tl.int64:
+            res = tl.where(tl.max(nan, axis=1) > 0, float("nan"), res)
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 5 or OP == 6:
         # argmax / argmin: first index of the extreme value; NaN counts as the extreme.
-        best = zero + (-float("inf") if OP == 5 else float("inf"))
+        best = zero + (LOWEST if OP == 5 else HIGHEST)
         bidx = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int64) + K
         bnan = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int32)
         for k0 in range(k_lo, K, BLOCK_K):
@@ -128,9 +135,9 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
             bnan = bnan | (take & xnan).to(tl.int32)
         row_nan = tl.max(bnan, axis=1)
         if OP == 5:
-            ext = tl.max(tl.where(bidx < K, best, -float("inf")), axis=1)
+            ext = tl.max(tl.where(bidx < K, best, LOWEST), axis=1)
         else:
-            ext = tl.min(tl.where(bidx < K, best, float("inf")), axis=1)
+            ext = tl.min(tl.where(bidx < K, best, HIGHEST), axis=1)
         hit = tl.where(row_nan[:, None] > 0, bnan > 0, (best == ext[:, None]) & (bidx < K))
         res = tl.min(tl.where(hit, bidx, K), axis=1)
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
@@ -179,6 +186,8 @@ def _mul_combine(a, b):
 def _out_dtype(kind: str, dt: np.dtype) -> np.dtype:
     if kind in ("argmax", "argmin"):
         return np.dtype(np.int64)
+    if kind in ("sum", "prod") and dt.kind in "iub":  # integers and bools sum to int64
+        return np.dtype(np.int64)
     if kind in ("all", "any"):
         return np.dtype(np.bool_)
     return dt
@@ -187,10 +196,6 @@ def _out_dtype(kind: str, dt: np.dtype) -> np.dtype:
 def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0.0):
     """Reduce ``x`` over ``axes`` (None: all; an int for arg-reductions) with ``kind``."""
     from tgrad.backends import triton as be
-    if x.size == 0 or x.dtype.kind == "c":
-        prim = {"sum": "sum_", "all": "all_", "any": "any_"}.get(kind, kind)
-        extra = (correction, keepdim) if kind == "var" else (keepdim,)
-        return be._host_path(prim, None, x, axes, *extra)
     if axes is None:
         axes = tuple(range(x.ndim))
     elif isinstance(axes, int):
@@ -199,15 +204,21 @@ def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0
     kept = tuple(d for d in range(x.ndim) if d not in axes)
     out_shape = tuple(1 if d in axes else x.shape[d] for d in range(x.ndim)) if keepdim \
         else tuple(x.shape[d] for d in kept)
+    out_dt = _out_dtype(kind, x.dtype)
     m = math.prod(x.shape[d] for d in kept)
     k = math.prod(x.shape[d] for d in axes)
+    if k == 0 or m == 0:  # nothing to reduce: the reduction's identity (NumPy's results)
+        if m and kind not in _EMPTY:
+            raise RuntimeError(f"{kind}(): cannot reduce over a dimension of size 0 (no "
+                               f"identity); input shape {list(x.shape)}, dims {list(axes)}")
+        return be.full(out_shape, _EMPTY.get(kind, 0), out_dt)
     v = be.permute(x, kept + axes)
     v2 = be.reshape_view(v, (m, k))
     if v2 is None:
         v2 = be.reshape_view(be.clone(v), (m, k))
     sm, sk = v2.estrides
-    out_dt = _out_dtype(kind, x.dtype)
-    acc = tl.float64 if x.dtype == np.float64 else tl.float32
+    integer = x.dtype.kind in "iub"
+    acc = tl.int64 if integer else tl.float64 if x.dtype == np.float64 else tl.float32
     interp = is_interpreted()
     cfg = configs.red_config(k, sm == 1 and sk != 1 and m > 1, interp)
     count = k  # mean's divisor
@@ -216,7 +227,7 @@ def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0
     if kc < k:  # two stages: partials per (row, chunk) in the accumulator dtype, then rows
         ns = triton_cdiv(k, kc)
         part_dt = out_dt if kind in ("all", "any") else np.dtype(
-            np.float64 if acc == tl.float64 else np.float32)
+            np.int64 if integer else np.float64 if acc == tl.float64 else np.float32)
         parts = DeviceArray.empty((m, ns), part_dt, x.device)
         _launch("sum" if kind == "mean" else kind, v2, parts, m, k, sm, sk, kc, ns, count,
                 correction, acc, cfg)
@@ -226,6 +237,10 @@ def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0
     _launch(kind, v2, out, m, k, sm, sk, k, 1, count, correction, acc, cfg)
     return out.view(out_shape, contiguous_strides(out_shape))
 
+
+# The result of reducing nothing (the ops reject empty amax/amin/argmax/argmin themselves).
+_EMPTY = {"sum": 0, "prod": 1, "mean": float("nan"), "var": float("nan"),
+          "logsumexp": -float("inf"), "all": True, "any": False}
 
 # Reductions whose partial results over chunks combine with the same reduction.
 SPLITTABLE = frozenset(("sum", "mean", "prod", "amax", "amin", "all", "any"))
