@@ -394,9 +394,46 @@ def extra_checks() -> dict:
                     a, b = getattr(t, op)(**kw).numpy(), getattr(c, op)(**kw).numpy()
                     assert a.shape == b.shape and a.dtype == b.dtype, (shape, dim, dt, op)
                     assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (op, a, b)
+                if dt is np.float32:
+                    for p in (2, 1, 0, 3, -1, np.inf, -np.inf):
+                        a, b = t.norm(p, **kw).numpy(), c.norm(p, **kw).numpy()
+                        assert a.shape == b.shape and np.array_equal(a, b), ("norm", p, a, b)
+        assert set(tb.host_path_used()) == before
+
+    def int_bool_elementwise():
+        # integer floor/ceil/round (the identity), pow (square and multiply, wrapping like
+        # NumPy), bool + * max min (logic), sign/abs of bools: kernels, same as the CPU
+        from tgrad.backends import triton as tb
+        before = set(tb.host_path_used())
+        rng = np.random.default_rng(12)
+        i64 = rng.integers(-50, 50, 40)
+        e = rng.integers(0, 9, 40)
+        b1, b2 = rng.integers(0, 2, 40).astype(bool), rng.integers(0, 2, 40).astype(bool)
+
+        def same(f, *xs):
+            c = f(*[tgrad.tensor(x) for x in xs]).numpy()
+            g = f(*[tgrad.tensor(x, device="cuda") for x in xs]).numpy()
+            assert c.dtype == g.dtype and np.array_equal(c, g), (c[:5], g[:5], c.dtype)
+        for x in (i64, i64.astype(np.int32)):
+            for f in (tgrad.floor, tgrad.ceil, tgrad.round, tgrad.sign, lambda t: t ** 3):
+                same(f, x)
+            same(lambda t, u: t ** u, x, e.astype(x.dtype))
+            same(lambda u: 3 ** u, e.astype(x.dtype))
+        same(lambda t: t ** 40, i64)  # wraps around
+        for f in (tgrad.add, tgrad.mul, tgrad.maximum, tgrad.minimum):
+            same(f, b1, b2)
+        same(tgrad.sign, b1)
+        same(tgrad.abs, b1)
+        try:
+            tgrad.tensor(i64, device="cuda") ** tgrad.tensor(-e - 1, device="cuda")
+        except RuntimeError as err:
+            assert "integers to negative integer powers" in str(err)
+        else:
+            raise AssertionError("no error for a negative integer power")
         assert set(tb.host_path_used()) == before
 
     check("grad_formulas", grad_formulas)
+    check("int_bool_elementwise", int_bool_elementwise)
     check("empty_reductions", empty_reductions)
     check("int_reductions", int_reductions)
     check("pow_specials", pow_specials)

@@ -179,3 +179,17 @@ def test_promotion_rules():
     assert (f16 + tgrad.tensor(2.5, dtype=tgrad.float64)).dtype is tgrad.float16
     assert tgrad.tensor([True, False]).sum().dtype is tgrad.int64
     assert tgrad.tensor([1, 2], dtype=tgrad.int32).prod().dtype is tgrad.int64
+
+
+def test_bool_pow_and_floor_divide_raise_like_pytorch():
+    b = tgrad.tensor([True, False])
+    for f in (lambda: b ** b, lambda: b // b, lambda: tgrad.pow(b, True)):
+        with pytest.raises(RuntimeError, match="not implemented for bool tensors"):
+            f()
+    assert (b + b).tolist() == [True, False] and (b * b).dtype is tgrad.bool
+
+
+def test_sign_and_abs_of_bool_keep_the_values():
+    b = tgrad.tensor([True, False])
+    assert tgrad.sign(b).tolist() == [True, False] and tgrad.sign(b).dtype is tgrad.bool
+    assert tgrad.abs(b).tolist() == [True, False]

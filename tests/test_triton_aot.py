@@ -75,6 +75,11 @@ EW_CASES = [  # (formula, arity, ndim, in dtype, out dtype, upcast, idx64, confi
     ("sigmoid_backward", 2, 1, "bf16", "bf16", True, True, configs.EW_CONTIG),
     ("where", 3, 2, "fp32", "fp32", False, False, configs.EW_STRIDED),
     ("identity", 1, 4, "fp32", "fp16", False, False, configs.EW_STRIDED),
+    ("pow", 2, 1, "i64", "i64", False, False, configs.EW_CONTIG_8B),  # square and multiply
+    ("pow", 2, 2, "i32", "i32", False, False, configs.EW_STRIDED),
+    ("floor", 1, 1, "i32", "i32", False, False, configs.EW_CONTIG),
+    ("add", 2, 1, "i1", "i1", False, False, configs.EW_CONTIG),  # bool +: or
+    ("maximum", 2, 1, "i1", "i1", False, False, configs.EW_CONTIG),
 ]
 
 

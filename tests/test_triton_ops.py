@@ -62,7 +62,8 @@ def test_op_on_interpreted_cuda_matches_numpy(name):
 
 @pytest.mark.parametrize("check", ["runtime", "memory", "tensors", "interop", "grad_formulas",
                                    "floor_divide", "split_reductions", "pow_specials",
-                                   "int_reductions", "empty_reductions"])
+                                   "int_reductions", "empty_reductions",
+                                   "int_bool_elementwise"])
 def test_interpreted_runtime(check):
     fails = _results()["extra"][check]
     assert not fails, "\n".join(fails)

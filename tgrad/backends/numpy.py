@@ -257,7 +257,7 @@ UNARY = {
     "erf": _erf,
     "reciprocal": lambda x: 1.0 / x,
     "square": np.square,
-    "sign": np.sign,
+    "sign": lambda x: x.copy() if x.dtype == np.bool_ else np.sign(x),  # bool: itself
     "floor": np.floor,
     "ceil": np.ceil,
     "round": _round_half_even,
@@ -279,12 +279,6 @@ def unary(op: str, x: np.ndarray) -> np.ndarray:
     return out if type(out) is np.ndarray else np.asarray(out)
 
 
-def _pow(a, b):
-    if a.dtype.kind in "iu" and b.dtype.kind in "iu" and np.any(b < 0):
-        raise RuntimeError("pow: integers to negative integer powers are not allowed")
-    return np.power(a, b)
-
-
 def _div(a, b):
     return np.true_divide(a, b)
 
@@ -295,7 +289,7 @@ BINARY = {
     "mul": np.multiply,
     "div": _div,
     "floor_divide": np.floor_divide,  # integer division by zero is checked by the op
-    "pow": _pow,
+    "pow": np.power,  # integers to negative powers are rejected by the op
     "maximum": np.maximum,
     "minimum": np.minimum,
     "eq": np.equal,

@@ -238,7 +238,7 @@ def _float(dt: np.dtype) -> bool:
 def unary(op: str, x: DeviceArray) -> DeviceArray:
     fn = ew.UNARY.get(op)
     if fn is None or (op in ew.FLOAT_ONLY and not _float(x.dtype)) or x.dtype.kind == "b" \
-            and op != "logical_not":
+            and op not in ("logical_not", "abs", "sign"):
         return _host_path("unary", op, x)
     out = empty(x.shape, _numpy_result_dtype("unary", op, x.dtype))
     return launch_ew(fn, out, [x], upcast=is_half(x.dtype))
@@ -249,13 +249,14 @@ def binary(op: str, a: DeviceArray, b) -> DeviceArray:
     if not isinstance(a, DeviceArray):  # reflected scalar op (c - x)
         a = _as_device(a, np.asarray(a).dtype)
     fn = ew.BINARY.get(op)
-    if fn is None or (op in ew.FLOAT_ONLY and not _float(a.dtype)) or \
-            (a.dtype.kind == "b" and op not in ("eq", "ne", "logical_and", "logical_or")):
+    if fn is None or (op in ew.FLOAT_ONLY and not _float(a.dtype)):
         return _host_path("binary", op, a, b)
     b = _as_device(b, bd)
     out_dt = _numpy_result_dtype("binary", op, a.dtype, b.dtype)
-    if b.dtype != a.dtype and op not in ("logical_and", "logical_or"):
-        work = np.result_type(a.dtype, b.dtype)
+    if op not in ("logical_and", "logical_or"):
+        # arithmetic in its result dtype (NumPy: bool ** bool is int8), comparisons in the
+        # operands' common dtype; the formulas treat bools as logic (+ is or, max is or)
+        work = out_dt if out_dt.kind != "b" else np.result_type(a.dtype, b.dtype)
         a, b = cast(a, work), cast(b, work)
     shape = broadcast_shape(a.shape, b.shape)
     out = empty(shape, out_dt)
@@ -361,9 +362,14 @@ def norm(x: DeviceArray, p: float, axes, keepdim: bool) -> DeviceArray:
     """Vector p-norm, composed of elementwise and reduction kernels in the compute dtype:
     p=2 sqrt(sum a^2), p=1 sum a, p=+-inf amax/amin a, p=0 count(a != 0), else
     (sum a^p)^(1/p), with a = |x|."""
-    if not _float(x.dtype) or x.size == 0:
+    if not _float(x.dtype):
         return _host_path("norm", None, x, p, axes, keepdim)
     dt = x.dtype
+    if x.size == 0:  # the norm of nothing: 0, or inf for p < 0 (NumPy's, PyTorch's)
+        out = sum_(x, axes, keepdim)
+        if p < 0:
+            fill_(out, math.inf)
+        return out
     a = unary("abs", cast(x, compute_dtype(dt)))
     cd = a.dtype
     if p == 2:

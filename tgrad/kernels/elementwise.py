@@ -234,25 +234,37 @@ def f_sign(x):
 
 @triton.jit
 def f_floor(x):
-    return tl.floor(x)
+    if x.dtype.is_floating():
+        r = tl.floor(x)
+    else:
+        r = x  # integers are their own floor, ceil and round (NumPy, PyTorch)
+    return r
 
 
 @triton.jit
 def f_ceil(x):
-    return tl.ceil(x)
+    if x.dtype.is_floating():
+        r = tl.ceil(x)
+    else:
+        r = x
+    return r
 
 
 @triton.jit
 def f_round(x):
     # Round half to even: adding and subtracting 2^(mantissa bits) rounds in the FPU's
     # round-to-nearest-even mode; |x| beyond that is already an integer.
-    if x.dtype == tl.float64:
-        big = 4503599627370496.0
+    if x.dtype.is_floating():
+        if x.dtype == tl.float64:
+            big = 4503599627370496.0
+        else:
+            big = 8388608.0
+        ax = tl.where(x < 0, -x, x)
+        r = tl.where(ax < big, (ax + big) - big, ax)
+        r = tl.where(x < 0, -r, r)
     else:
-        big = 8388608.0
-    ax = tl.where(x < 0, -x, x)
-    r = tl.where(ax < big, (ax + big) - big, ax)
-    return tl.where(x < 0, -r, r)
+        r = x
+    return r
 
 
 @triton.jit
@@ -268,7 +280,11 @@ def f_identity(x):
 # ------------------------------------------------------------------ binary forward
 @triton.jit
 def f_add(a, b):
-    return a + b
+    if a.dtype == tl.int1:
+        r = a | b  # bool + bool is logical or (NumPy, PyTorch)
+    else:
+        r = a + b
+    return r
 
 
 @triton.jit
@@ -308,6 +324,29 @@ def f_floor_divide(a, b):
 
 @triton.jit
 def f_pow(a, b):
+    if a.dtype.is_floating():
+        r = _fpow(a, b)
+    else:
+        r = _ipow(a, b)
+    return r
+
+
+@triton.jit
+def _ipow(a, b):
+    # integer a^b for b >= 0 (the op rejects negative exponents), square and multiply over
+    # b's bits (at most 64), wrapping on overflow as NumPy does
+    r = a * 0 + 1
+    base = a
+    e = b
+    for _ in tl.static_range(64):
+        r = tl.where((e & 1) != 0, r * base, r)
+        base = base * base
+        e = e >> 1
+    return r
+
+
+@triton.jit
+def _fpow(a, b):
     # IEEE pow (NumPy's np.power): |a|^b = 2^(b log2|a|); a negative base (-0 included)
     # takes the sign (-1)^b for an integral b and is NaN for a fractional b, unless it is -0
     # or -inf; a^0 = 1 and 1^b = 1 for every b (NaN too); (-1)^(+-inf) = 1.
@@ -325,13 +364,21 @@ def f_pow(a, b):
 
 @triton.jit
 def f_maximum(a, b):
-    # NaN propagating (NumPy maximum): a NaN in either input wins.
-    return tl.where(a != a, a, tl.where(b != b, b, tl.where(a > b, a, b)))
+    # NaN propagating (NumPy maximum): a NaN in either input wins; bools: or.
+    if a.dtype == tl.int1:
+        r = a | b
+    else:
+        r = tl.where(a != a, a, tl.where(b != b, b, tl.where(a > b, a, b)))
+    return r
 
 
 @triton.jit
 def f_minimum(a, b):
-    return tl.where(a != a, a, tl.where(b != b, b, tl.where(a < b, a, b)))
+    if a.dtype == tl.int1:
+        r = a & b
+    else:
+        r = tl.where(a != a, a, tl.where(b != b, b, tl.where(a < b, a, b)))
+    return r
 
 
 @triton.jit
@@ -510,7 +557,7 @@ UNARY = {n: globals()["f_" + n] for n in (
     "logical_not")}
 # ops whose formula needs a floating input (integer inputs take the host path)
 FLOAT_ONLY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
-              "sigmoid", "erf", "reciprocal", "floor", "ceil", "round", "pow", "div"}
+              "sigmoid", "erf", "reciprocal", "div"}
 BINARY = {n: globals()["f_" + n] for n in (
     "add", "sub", "mul", "div", "floor_divide", "pow", "maximum", "minimum", "eq", "ne", "lt",
     "le", "gt",

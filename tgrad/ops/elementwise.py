@@ -316,6 +316,9 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
         dt = dtypes.result_type(a, b)
         if name == "div" and not dt.is_floating_point:
             dt = dtypes.get_default_dtype()  # true division of integers
+        elif dt is dtypes.bool_ and name in ("pow", "floor_divide"):
+            raise RuntimeError(f"{name}: not implemented for bool tensors (as PyTorch); "
+                               f"convert with .int() or .float() first")
     return dev, be, _operand(a, dt, be), _operand(b, dt, be)
 
 
@@ -332,8 +335,21 @@ def _nonzero_int_divisor(be, a, b) -> None:
         raise ZeroDivisionError("floor_divide: integer division by zero")
 
 
+def _nonnegative_int_exponent(be, a, b) -> None:
+    """Integers to negative integer powers raise, as in PyTorch (NumPy raises too; a GPU
+    kernel would not). On the GPU the check is a device-to-host sync."""
+    if a.dtype.kind not in "iub" or b.dtype.kind not in "iu":
+        return
+    if isinstance(b, np.generic):
+        negative = b < 0
+    else:
+        negative = be.to_host(be.any_(be.binary("lt", b, b.dtype.type(0)), None, False))
+    if bool(negative):
+        raise RuntimeError("pow: integers to negative integer powers are not allowed")
+
+
 # Checks of the promoted operands (backend arrays) before an op runs.
-_OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor}
+_OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "pow": _nonnegative_int_exponent}
 
 
 def _make_binary(name: str, saves: str, rule_a, rule_b):
