@@ -420,6 +420,16 @@ def extra_checks() -> dict:
             same(lambda t, u: t ** u, x, e.astype(x.dtype))
             same(lambda u: 3 ** u, e.astype(x.dtype))
         same(lambda t: t ** 40, i64)  # wraps around
+        for d in (7, -7):  # Python's % (the divisor's sign) and C's fmod (the dividend's)
+            same(lambda t, d=d: t % d, i64)
+            same(lambda t, d=d: tgrad.fmod(t, d), i64)
+        same(lambda t, u: t % u, i64, np.where(e == 0, -3, e))
+        try:
+            tgrad.tensor(i64, device="cuda") % tgrad.tensor(e * 0, device="cuda")
+        except ZeroDivisionError as err:
+            assert "remainder: integer division by zero" in str(err)
+        else:
+            raise AssertionError("no ZeroDivisionError")
         for f in (tgrad.add, tgrad.mul, tgrad.maximum, tgrad.minimum):
             same(f, b1, b2)
         same(tgrad.sign, b1)

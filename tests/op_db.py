@@ -300,6 +300,19 @@ def _pow_samples(rng):
         Sample((_n(rng, 17), -1.5), desc="t**-1.5"), Sample((_n(rng), 3.0), desc="0d**3")]
 
 
+def _mod_samples(rng):
+    """binary_samples with divisors kept away from 0 (|b| >= 0.5, both signs) and a
+    number divisor; the remainder jumps where a / b is an integer, which random values
+    avoid by far more than the finite-difference step."""
+    out = []
+    for s in binary_samples(rng):
+        a, b = s.args
+        b = np.asarray(np.where(b < 0, -1.0, 1.0) * (0.5 + np.abs(b)))  # 0-d stays an array
+        out.append(Sample((np.asarray(a * 3.0), b), s.kwargs, s.layouts, s.desc))
+    return out + [Sample((_n(rng, 17) * 3.0, 1.25), desc="t % 1.25"),
+                  Sample((_n(rng, 17) * 3.0, -0.75), desc="t % -0.75")]
+
+
 def _int_pow_samples(rng):
     return [Sample((_n(rng, 17), 3), desc="t**3"), Sample((_n(rng, 17), 2), desc="t**2"),
             Sample((_n(rng, 3, 4), 0), desc="t**0"), Sample((_n(rng, 0), 2), desc="empty**2"),
@@ -470,6 +483,8 @@ OP_DB: list = [
     _b("pow", np.power, _pow_samples, domain=(0.0, None)),
     _b("maximum", np.maximum, _promotion_samples),
     _b("minimum", np.minimum),
+    _b("remainder", np.remainder, _mod_samples),
+    _b("fmod", np.fmod, _mod_samples),
     OpSpec("where", tgrad.where, np.where, _where_samples),
     *[OpSpec(n, getattr(tgrad, n), f, _compare_samples, differentiable=False)
       for n, f in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),

@@ -9,7 +9,7 @@ import pytest
 import tgrad
 
 BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
-          "gt", "ge", "logical_and", "logical_or", "floor_divide"]
+          "gt", "ge", "logical_and", "logical_or", "floor_divide", "remainder", "fmod"]
 UNARY = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
          "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round"]
 DIM_REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "var", "std", "logsumexp", "norm",
@@ -193,3 +193,15 @@ def test_sign_and_abs_of_bool_keep_the_values():
     b = tgrad.tensor([True, False])
     assert tgrad.sign(b).tolist() == [True, False] and tgrad.sign(b).dtype is tgrad.bool
     assert tgrad.abs(b).tolist() == [True, False]
+
+
+def test_remainder_and_fmod_follow_python_and_c_signs():
+    a = tgrad.tensor([7, -7, 7, -7])
+    b = tgrad.tensor([3, 3, -3, -3])
+    assert (a % b).tolist() == [1, 2, -2, -1]  # Python's %: the divisor's sign
+    assert tgrad.fmod(a, b).tolist() == [1, -1, 1, -1]  # C's fmod: the dividend's sign
+    assert (-7.5 % tgrad.tensor([2.0])).tolist() == [0.5]
+    with pytest.raises(ZeroDivisionError, match="^remainder: integer division by zero"):
+        a % 0
+    with pytest.raises(ZeroDivisionError, match="^fmod: integer division by zero"):
+        tgrad.fmod(a, tgrad.tensor([1, 0, 1, 1]))

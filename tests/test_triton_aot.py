@@ -80,6 +80,10 @@ EW_CASES = [  # (formula, arity, ndim, in dtype, out dtype, upcast, idx64, confi
     ("floor", 1, 1, "i32", "i32", False, False, configs.EW_CONTIG),
     ("add", 2, 1, "i1", "i1", False, False, configs.EW_CONTIG),  # bool +: or
     ("maximum", 2, 1, "i1", "i1", False, False, configs.EW_CONTIG),
+    ("remainder", 2, 1, "fp32", "fp32", False, False, configs.EW_CONTIG),
+    ("remainder", 2, 1, "i64", "i64", False, False, configs.EW_CONTIG_8B),
+    ("fmod", 2, 2, "fp64", "fp64", False, False, configs.EW_STRIDED),
+    ("floor_divide", 2, 1, "fp32", "fp32", False, False, configs.EW_CONTIG),
 ]
 
 

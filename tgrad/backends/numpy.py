@@ -289,6 +289,8 @@ BINARY = {
     "mul": np.multiply,
     "div": _div,
     "floor_divide": np.floor_divide,  # integer division by zero is checked by the op
+    "remainder": np.remainder,
+    "fmod": np.fmod,
     "pow": np.power,  # integers to negative powers are rejected by the op
     "maximum": np.maximum,
     "minimum": np.minimum,

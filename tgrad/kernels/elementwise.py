@@ -323,6 +323,22 @@ def f_floor_divide(a, b):
 
 
 @triton.jit
+def f_remainder(a, b):
+    # Python's / NumPy's a mod b: the sign of b. % is C's fmod (floats and ints alike): move
+    # a nonzero result with the wrong sign by b; a zero takes b's sign (NumPy).
+    r = a % b
+    r = tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+    if a.dtype.is_floating():
+        r = tl.where(r == 0, tl.where(b < 0, -0.0, 0.0), r)
+    return r
+
+
+@triton.jit
+def f_fmod(a, b):
+    return a % b  # C's fmod: the sign of a
+
+
+@triton.jit
 def f_pow(a, b):
     if a.dtype.is_floating():
         r = _fpow(a, b)
@@ -559,7 +575,8 @@ UNARY = {n: globals()["f_" + n] for n in (
 FLOAT_ONLY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
               "sigmoid", "erf", "reciprocal", "div"}
 BINARY = {n: globals()["f_" + n] for n in (
-    "add", "sub", "mul", "div", "floor_divide", "pow", "maximum", "minimum", "eq", "ne", "lt",
+    "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "maximum",
+    "minimum", "eq", "ne", "lt",
     "le", "gt",
     "ge", "logical_and", "logical_or", "tanh_backward", "sigmoid_backward",
     "relu_backward")}

@@ -24,8 +24,8 @@ __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin",
            "relu", "tanh_backward", "sigmoid_backward", "relu_backward",
            "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp",
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
-           "floor_divide", "true_divide", "subtract", "multiply", "negative", "clip", "isnan",
-           "isinf", "isfinite"]
+           "floor_divide", "remainder", "fmod", "true_divide", "subtract", "multiply",
+           "negative", "clip", "isnan", "isinf", "isfinite"]
 
 
 def _zero(g, *_):
@@ -245,6 +245,12 @@ def _pow_grad_base(g, a, b, y):
     return _POW_BASE(g, a, b, y)
 
 
+def _trunc_div(a, b):
+    """a / b rounded toward zero (fmod's quotient), not differentiable."""
+    q = floor_divide(a, b)
+    return where(logical_and(ne(q * b, a), lt(q, 0.0)), q + 1.0, q)
+
+
 def _max_share(a, b):
     """Gradient share of ``a`` in maximum/minimum: 1 where it wins, 1/2 on ties."""
     return (eq(a, b) * 0.5 + 0.0)
@@ -272,6 +278,10 @@ BINARY_RULES = {
     "div": ("aby", lambda g, a, b, y: g / b,
             _fused("div_b", lambda g, a, b, y: -g * y / b, lambda a, b, y: (y, b))),
     "pow": ("aby", _pow_grad_base, _POW_EXPONENT),
+    # a mod b = a - q b with q = floor(a / b) (remainder) or trunc(a / b) (fmod), piecewise
+    # constant: d/da = 1, d/db = -q (as PyTorch)
+    "remainder": ("ab", lambda g, a, b, y: g, lambda g, a, b, y: -g * floor_divide(a, b)),
+    "fmod": ("ab", lambda g, a, b, y: g, lambda g, a, b, y: -g * _trunc_div(a, b)),
     "maximum": ("ab", _winner_rule(lambda a, b: (a, b)), _winner_rule(lambda a, b: (b, a))),
     "minimum": ("ab", _winner_rule(lambda a, b: (b, a)), _winner_rule(lambda a, b: (a, b))),
 }
@@ -322,7 +332,7 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     return dev, be, _operand(a, dt, be), _operand(b, dt, be)
 
 
-def _nonzero_int_divisor(be, a, b) -> None:
+def _nonzero_int_divisor(name: str, be, a, b) -> None:
     """Integer floor division by zero raises, as in Python and PyTorch (NumPy gives 0 and a
     GPU kernel something undefined). On the GPU the check is a device-to-host sync."""
     if a.dtype.kind not in "iub":
@@ -332,10 +342,10 @@ def _nonzero_int_divisor(be, a, b) -> None:
     else:
         zero = be.to_host(be.any_(be.binary("eq", b, b.dtype.type(0)), None, False))
     if bool(zero):
-        raise ZeroDivisionError("floor_divide: integer division by zero")
+        raise ZeroDivisionError(f"{name}: integer division by zero")
 
 
-def _nonnegative_int_exponent(be, a, b) -> None:
+def _nonnegative_int_exponent(name: str, be, a, b) -> None:
     """Integers to negative integer powers raise, as in PyTorch (NumPy raises too; a GPU
     kernel would not). On the GPU the check is a device-to-host sync."""
     if a.dtype.kind not in "iub" or b.dtype.kind not in "iu":
@@ -349,7 +359,8 @@ def _nonnegative_int_exponent(be, a, b) -> None:
 
 
 # Checks of the promoted operands (backend arrays) before an op runs.
-_OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "pow": _nonnegative_int_exponent}
+_OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "remainder": _nonzero_int_divisor,
+                   "fmod": _nonzero_int_divisor, "pow": _nonnegative_int_exponent}
 
 
 def _make_binary(name: str, saves: str, rule_a, rule_b):
@@ -368,7 +379,7 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
         else:
             dev, be, xa, xb = _prepare(name, is_logical, a, b)
             if check is not None:
-                check(be, xa, xb)
+                check(name, be, xa, xb)
         try:
             y = wrap(be.binary(name, xa, xb), dev)
         except ValueError as e:
@@ -449,6 +460,8 @@ ge = _binary_fn("ge", ("__ge__",))
 logical_and = _binary_fn("logical_and", ("__and__",), ("__rand__",))
 logical_or = _binary_fn("logical_or", ("__or__",), ("__ror__",))
 floor_divide = _binary_fn("floor_divide", ("__floordiv__",), ("__rfloordiv__",))
+remainder = _binary_fn("remainder", ("__mod__",), ("__rmod__",))
+fmod = _binary_fn("fmod")
 true_divide = div
 subtract = sub
 multiply = mul
