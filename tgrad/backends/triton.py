@@ -2,11 +2,12 @@
 tgrad/backends/numpy.py, implemented as thin launches of the Triton kernels in
 tgrad/kernels/. Views are metadata only (no kernel).
 
-TEMPORARY HOST PATH: every primitive of the NumPy backend that has no Triton kernel yet is
-served by ``_host_path`` (copy to host -> NumPy backend -> copy back), through the module
-``__getattr__`` below. ``ops_without_native_kernel()`` lists them (``python -m tgrad info``
-prints it) and ``host_path_used()`` lists those actually hit in this process. Remove a name
-from that list by defining the primitive here.
+TEMPORARY HOST PATH: ``_host_path`` (copy to host -> NumPy backend -> copy back) serves
+any primitive of the NumPy backend not defined here (through the module ``__getattr__``
+below; there are none today: ``ops_without_native_kernel()``, printed by
+``python -m tgrad info``, is empty) and the corners the kernels do not cover (cross_entropy
+over zero classes, and dtypes the ops never pass, such as an integer ``mean``).
+``host_path_used()`` lists the host paths actually hit in this process.
 """
 
 from __future__ import annotations

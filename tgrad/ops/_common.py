@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tgrad.autograd.grad_mode import STATE
-from tgrad.backends import get_backend
+from tgrad.backends import _BACKENDS, get_backend
 from tgrad.tensor import Tensor, _wrap_dim
 
 # name -> Function subclass of every built-in op (the profiler and `tgrad info` read it).
@@ -25,7 +25,10 @@ def tensor_method(*names: str):
 
 
 def backend_of(t: Tensor):
-    return get_backend(t.device)
+    try:
+        return _BACKENDS[t.device.type]  # the hot path: one dict lookup
+    except KeyError:
+        return get_backend(t.device)  # raises the clear error
 
 
 def wrap(arr, device) -> Tensor:
