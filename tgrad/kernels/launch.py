@@ -170,14 +170,10 @@ def launch_ew(fn, out: DeviceArray, inputs: list[DeviceArray], upcast: bool) -> 
     ptrs = [out, *inputs]
     while len(ptrs) < 4:
         ptrs.append(ptrs[1])
-    if is_interpreted():
-        ptrs = [KernelArg.of(p) for p in ptrs]
-        with np.errstate(all="ignore"):  # the interpreter evaluates masked-off lanes too
-            launch(ew_kernel, plan.grid, *ptrs, *plan.ints, **plan.constexprs,
-                   num_warps=plan.num_warps)
-        return out
-    compiled = launch(ew_kernel, plan.grid, *ptrs, *plan.ints, **plan.constexprs,
-                      num_warps=plan.num_warps)
+    args = [KernelArg.of(p) for p in ptrs] if is_interpreted() else ptrs
+    with np.errstate(all="ignore"):  # the interpreter evaluates masked-off lanes too
+        compiled = launch(ew_kernel, plan.grid, *args, *plan.ints, **plan.constexprs,
+                          num_warps=plan.num_warps)
     if compiled is not None and hasattr(compiled, "packed_metadata") and fast_path_enabled():
         addrs = [p.data_ptr() for p in ptrs]
         device = (_hot or _bind_hot())["rt"].current_device()

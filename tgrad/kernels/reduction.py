@@ -70,10 +70,8 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         if OP == 1:
             res = res / D
         if OP == 7:
-            res = res / K
-        if OP == 7:
             # var = sum (x - mean)^2 / (K - correction), a second pass (exact, two-pass)
-            mu = res[:, None]
+            mu = (res / K)[:, None]
             acc = zero
             for k0 in range(k_lo, K, BLOCK_K):
                 cols = k0 + lanes
