@@ -5,7 +5,8 @@ processes with TGRAD_GPU_SHARD=i/n so kernel compilation uses several CPU cores.
 - the whole op table on cuda against the NumPy float64 reference, float16/bfloat16 included
   (tests/test_opinfo.py's forward and large-sample backward checks, default device cuda);
 - one numel > 2^31 case per kernel family (elementwise, reduction) with int64 indexing;
-- memory returns to its start after 1000 forward/backward iterations.
+- memory returns to its start after 1000 forward/backward iterations;
+- the kernel checks of tests/device_checks.py (CI runs them in the interpreter).
 """
 
 from __future__ import annotations
@@ -104,3 +105,18 @@ def test_events_time_gpu_work():
     e1.synchronize()
     assert e1.query() and e0.elapsed_time(e1) > 0.0
     assert np.allclose(b.numpy(), np.tanh(a.numpy()), rtol=1e-5, atol=1e-6)
+
+
+if _real_gpu():
+    import device_checks
+    DEVICE_CHECKS = [n for k, n in enumerate(device_checks.CHECKS) if _mine(k)]
+else:
+    DEVICE_CHECKS = []
+
+
+@pytest.mark.parametrize("name", DEVICE_CHECKS)
+def test_device_check_on_gpu(name):
+    """The interpreter's kernel checks (fused gradient formulas, floor_divide, split /
+    integer / empty reductions, pow on special values, integer and bool elementwise),
+    compiled: the GPU's NaN, integer and float-argument handling can differ."""
+    device_checks.CHECKS[name]()

@@ -1,0 +1,224 @@
+"""Checks of the GPU backend's kernels against the NumPy backend, on device "cuda": run by
+tests/_triton_interp_runner.py in Triton's interpreter (CI) and by tests/test_cuda_gpu.py on
+a real GPU (perf/gpu_check.sh), where compiled code can differ from the interpreter (NaN and
+integer semantics, float arguments, int64 sentinels).
+
+Each ``check_<name>()`` raises AssertionError on a mismatch."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+import tgrad
+
+
+def check_grad_formulas() -> None:
+    # every fused gradient formula and paired backward primitive: one kernel vs NumPy,
+    # with broadcasting, a number operand and special values
+    from tgrad.backends import numpy as nb
+    from tgrad.backends import triton as be
+    rng = np.random.default_rng(7)
+    special = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5])
+    dts = [np.dtype(d) for d in os.environ.get("TGRAD_DTYPES", "float32,float64").split(",")]
+    for dt in dts:
+        g = np.concatenate([rng.standard_normal(9), special]).astype(dt).reshape(17, 1)
+        x = np.concatenate([rng.uniform(0.2, 3.0, 9), special]).astype(dt)
+        row = rng.uniform(0.5, 2.0, (1, 17)).astype(dt)
+        binary = ("div_b", "max_share", "logsumexp", "centered", "prod", "pow_base",
+                  "pow_exponent", "eq_mask")
+        cases = [(n, (x.reshape(17, 1),)) for n in nb.GRAD_FORMULAS if n not in binary]
+        cases += [("div_b", (x.reshape(17, 1) / row, row)), ("div_b", (x[:, None], 2.0)),
+                  ("max_share", (x[:, None], row)), ("max_share", (x[:, None], 1.0)),
+                  ("logsumexp", (x[:, None], row)), ("centered", (x[:, None], row)),
+                  ("prod", (row, x[:, None])), ("pow_base", (x[:, None], row * 3 - 2)),
+                  ("pow_base", (x[:, None], 0.0)), ("pow_exponent", (x[:, None], row)),
+                  ("pow_exponent", (2.0, row)), ("eq_mask", (x[:, None], x[::-1, None]))]
+        for n, saved in cases:
+            want = nb.grad_formula(n, g, *saved)
+            got = be.to_host(be.grad_formula(n, be.from_host(g), *[
+                be.from_host(s) if isinstance(s, np.ndarray) else s for s in saved]))
+            assert got.dtype == want.dtype and got.shape == want.shape, (n, dt)
+            np.testing.assert_allclose(got, want, rtol=1e-5 if dt == np.float32 else 1e-12,
+                                       atol=0, equal_nan=True, err_msg=f"{n} {dt}")
+        y = np.concatenate([rng.standard_normal(9), special]).astype(dt)
+        for n in ("relu_backward", "tanh_backward", "sigmoid_backward"):
+            want = getattr(nb, n)(g[:, 0], y)
+            got = be.to_host(getattr(be, n)(be.from_host(g[:, 0]), be.from_host(y)))
+            np.testing.assert_allclose(got, want, rtol=1e-5 if dt == np.float32 else 1e-12,
+                                       atol=0, equal_nan=True, err_msg=f"{n} {dt}")
+
+def check_floor_divide() -> None:
+    # NumPy's floor division on floats (specials, signs, exact near integers) and ints
+    vals = np.array([7.5, -7.5, 1.0, -1.0, 0.0, -0.0, 0.3, 1e300, np.inf, -np.inf, np.nan])
+    a = np.repeat(vals, vals.size)
+    b = np.tile(np.concatenate([vals[:-4], [0.1, -0.1, 3.0, 0.0]]), vals.size)[:a.size]
+    for dt in (np.float32, np.float64):
+        with np.errstate(all="ignore"):  # 1e300 is inf in float32; x // 0
+            a_dt, b_dt = a.astype(dt), b.astype(dt)
+            want = np.floor_divide(a_dt, b_dt)
+        ta, tb = tgrad.tensor(a_dt, device="cuda"), tgrad.tensor(b_dt, device="cuda")
+        np.testing.assert_array_equal((ta // tb).numpy(), want)
+        np.testing.assert_array_equal(np.signbit((ta // tb).numpy()), np.signbit(want))
+    ia = np.array([7, -7, 7, -7, 0, 5, -5, 9], np.int64)
+    ib = np.array([2, 2, -2, -2, 3, 5, 3, -4], np.int64)
+    got = (tgrad.tensor(ia, device="cuda") // tgrad.tensor(ib, device="cuda")).numpy()
+    np.testing.assert_array_equal(got, ia // ib)
+    assert (tgrad.tensor(ia, device="cuda") // 3).tolist() == (ia // 3).tolist()
+    try:
+        tgrad.tensor(ia, device="cuda") // tgrad.tensor(ib * 0, device="cuda")
+    except ZeroDivisionError as e:
+        assert "floor_divide: integer division by zero" in str(e)
+    else:
+        raise AssertionError("no ZeroDivisionError")
+
+def check_split_reductions() -> None:
+    # full and few-row reductions run in two stages (partials per chunk, then rows):
+    # same results as NumPy, NaN included, and really two launches
+    from tgrad.kernels import reduction as red
+    stages = []
+    orig = red._launch
+
+    def counting(kind, x, y, m, k, sm, sk, kc, ns, *rest):
+        stages.append(ns)
+        return orig(kind, x, y, m, k, sm, sk, kc, ns, *rest)
+    red._launch = counting
+    try:
+        rng = np.random.default_rng(5)
+        # long enough to split: chunks of 16384 elements compiled, 1024 in the interpreter
+        n = 3000 if tgrad.cuda.is_interpreted() else 40000
+        for shape, dim in [((n + 2000,), None), ((3, n), 1), ((n, 2), 0)]:
+            x = rng.standard_normal(shape)
+            x.flat[1234] = np.nan
+            for dt in (np.float32, np.float64):
+                t, c = tgrad.tensor(x.astype(dt), device="cuda"), tgrad.tensor(x.astype(dt))
+                # other summation orders than NumPy's: error bound eps * sum |x| (per count
+                # for mean)
+                eps = 1e-6 if dt == np.float32 else 1e-14
+                bound = np.max(np.nansum(np.abs(x), axis=dim)) * eps
+                count = x.size if dim is None else x.shape[dim]
+                for op in ("sum", "mean", "amax", "amin"):
+                    del stages[:]
+                    got = getattr(t, op)(dim=dim).numpy()
+                    np.testing.assert_allclose(got, getattr(c, op)(dim=dim).numpy(), rtol=eps,
+                                               atol=bound / count if op == "mean" else bound,
+                                               equal_nan=True, err_msg=op)
+                    assert len(stages) == 2 and stages[0] > 1, (op, shape, stages)
+                p = tgrad.tensor(1 + x.astype(dt) * 1e-3, device="cuda")
+                np.testing.assert_allclose(p.prod(dim=dim).numpy(),
+                                           (1 + c * 1e-3).prod(dim=dim).numpy(),
+                                           rtol=1e-5, equal_nan=True)
+                assert (t > -10).all(dim=dim).tolist() == (c > -10).all(dim=dim).tolist()
+                assert (t > 3).any(dim=dim).tolist() == (c > 3).any(dim=dim).tolist()
+    finally:
+        red._launch = orig
+
+def check_pow_specials() -> None:
+    # IEEE pow on every pair of special values (NumPy's np.power), e.g. (-inf) ** 2.5 = inf
+    vals = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 2.5, -2.5, 3.0, -3.0, np.inf,
+                     -np.inf, np.nan])
+    a, b = np.repeat(vals, vals.size), np.tile(vals, vals.size)
+    for dt in (np.float32, np.float64):
+        with np.errstate(all="ignore"):
+            want = np.power(a.astype(dt), b.astype(dt))
+        got = (tgrad.tensor(a.astype(dt), device="cuda")
+               ** tgrad.tensor(b.astype(dt), device="cuda")).numpy()
+        # specials exactly (inf, nan, signed zeros, exact ones); finite values within a
+        # few ulps (2^(b log2 a) is not correctly rounded: 2.5 ** 1 is 1 ulp off in fp32)
+        exact = ~np.isfinite(want) | (want == 0) | (np.abs(want) == 1)
+        bad = exact & ~((got == want) & (np.signbit(got) == np.signbit(want))
+                        | (np.isnan(got) & np.isnan(want)))
+        assert not bad.any(), list(zip(a[bad], b[bad], got[bad], want[bad]))[:5]
+        tol = (1.3e-6, 1e-5) if dt == np.float32 else (1e-7, 1e-7)  # PyTorch's defaults
+        np.testing.assert_allclose(got[~exact], want[~exact], rtol=tol[0], atol=tol[1])
+
+def check_int_reductions() -> None:
+    # integer and bool reductions run natively with exact int64 accumulation (values past
+    # 2^24 and 2^53, where a float accumulator would round), split path included
+    rng = np.random.default_rng(11)
+    big = rng.integers(-2**40, 2**40, 5000)
+    cases = [big, big.astype(np.int32) // 7, rng.integers(0, 2, 3000).astype(bool),
+             (big % 5 + 1).reshape(50, 100)]
+    for x in cases:
+        t, c = tgrad.tensor(x, device="cuda"), tgrad.tensor(x)
+        for op, kw in [("sum", {}), ("sum", {"dim": 0}), ("amax", {}), ("amin", {}),
+                       ("argmax", {}), ("argmin", {})]:
+            got, want = getattr(t, op)(**kw).numpy(), getattr(c, op)(**kw).numpy()
+            assert got.dtype == want.dtype and np.array_equal(got, want), (op, x.dtype)
+        if x.ndim == 2:
+            small = x[:, :3]  # products that fit in int64
+            assert np.array_equal(tgrad.tensor(small, device="cuda").prod(dim=1).numpy(),
+                                  small.prod(axis=1))
+    acc = (tgrad.tensor(np.arange(10), device="cuda") > 5).sum()  # an accuracy count
+    assert acc.item() == 4 and acc.dtype is tgrad.int64
+
+def check_empty_reductions() -> None:
+    # reducing nothing gives the reduction's identity on the GPU too, with no host path
+    from tgrad.backends import triton as tb
+    before = set(tb.host_path_used())
+    for shape, dim in [((0,), None), ((0, 3), 0), ((0, 3), 1), ((2, 0), 1), ((2, 0), 0),
+                       ((2, 0, 3), (0, 2))]:
+        for dt in (np.float32, np.int64, np.bool_):
+            x = np.zeros(shape, dt)
+            t, c = tgrad.tensor(x, device="cuda"), tgrad.tensor(x)
+            for op in ("sum", "prod", "mean", "var", "all", "any", "logsumexp"):
+                if op in ("mean", "var", "logsumexp") and dt is not np.float32 \
+                        or op == "logsumexp" and dim is None:
+                    continue
+                kw = {} if dim is None else {"dim": dim}
+                a, b = getattr(t, op)(**kw).numpy(), getattr(c, op)(**kw).numpy()
+                assert a.shape == b.shape and a.dtype == b.dtype, (shape, dim, dt, op)
+                assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (op, a, b)
+            if dt is np.float32:
+                for p in (2, 1, 0, 3, -1, np.inf, -np.inf):
+                    a, b = t.norm(p, **kw).numpy(), c.norm(p, **kw).numpy()
+                    assert a.shape == b.shape and np.array_equal(a, b), ("norm", p, a, b)
+    assert set(tb.host_path_used()) == before
+
+def check_int_bool_elementwise() -> None:
+    # integer floor/ceil/round (the identity), pow (square and multiply, wrapping like
+    # NumPy), bool + * max min (logic), sign/abs of bools: kernels, same as the CPU
+    from tgrad.backends import triton as tb
+    before = set(tb.host_path_used())
+    rng = np.random.default_rng(12)
+    i64 = rng.integers(-50, 50, 40)
+    e = rng.integers(0, 9, 40)
+    b1, b2 = rng.integers(0, 2, 40).astype(bool), rng.integers(0, 2, 40).astype(bool)
+
+    def same(f, *xs):
+        c = f(*[tgrad.tensor(x) for x in xs]).numpy()
+        g = f(*[tgrad.tensor(x, device="cuda") for x in xs]).numpy()
+        assert c.dtype == g.dtype and np.array_equal(c, g), (c[:5], g[:5], c.dtype)
+    for x in (i64, i64.astype(np.int32)):
+        for f in (tgrad.floor, tgrad.ceil, tgrad.round, tgrad.sign, lambda t: t ** 3):
+            same(f, x)
+        same(lambda t, u: t ** u, x, e.astype(x.dtype))
+        same(lambda u: 3 ** u, e.astype(x.dtype))
+    same(lambda t: t ** 40, i64)  # wraps around
+    for d in (7, -7):  # Python's % (the divisor's sign) and C's fmod (the dividend's)
+        same(lambda t, d=d: t % d, i64)
+        same(lambda t, d=d: tgrad.fmod(t, d), i64)
+    same(lambda t, u: t % u, i64, np.where(e == 0, -3, e))
+    try:
+        tgrad.tensor(i64, device="cuda") % tgrad.tensor(e * 0, device="cuda")
+    except ZeroDivisionError as err:
+        assert "remainder: integer division by zero" in str(err)
+    else:
+        raise AssertionError("no ZeroDivisionError")
+    for f in (tgrad.add, tgrad.mul, tgrad.maximum, tgrad.minimum):
+        same(f, b1, b2)
+    same(tgrad.sign, b1)
+    same(tgrad.abs, b1)
+    try:
+        tgrad.tensor(i64, device="cuda") ** tgrad.tensor(-e - 1, device="cuda")
+    except RuntimeError as err:
+        assert "integers to negative integer powers" in str(err)
+    else:
+        raise AssertionError("no error for a negative integer power")
+    assert set(tb.host_path_used()) == before
+
+
+CHECKS = {n: globals()["check_" + n] for n in (
+    "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "int_reductions",
+    "empty_reductions", "int_bool_elementwise")}
