@@ -62,14 +62,15 @@ def _formula_op(name: str) -> type:
     return op
 
 
-def _fused(formula: str, composite, select):
-    """A rule that runs as the single primitive ``formula`` on ``select(*saved)`` when no
-    graph is recorded, and as ``composite`` (differentiable tgrad ops, the primitive's test
-    oracle) under create_graph=True, so higher-order gradients keep working."""
+def _fused(formula: str, composite, select=None):
+    """A rule that runs as the single primitive ``formula`` on ``select(*saved)`` (default:
+    the saved values as they are) when no graph is recorded, and as ``composite``
+    (differentiable tgrad ops, the primitive's test oracle) under create_graph=True, so
+    higher-order gradients keep working."""
     def rule(g, *saved):
         if STATE.enabled:
             return composite(g, *saved)
-        return grad_formula(formula, g, *select(*saved))
+        return grad_formula(formula, g, *(saved if select is None else select(*saved)))
     return rule
 
 
@@ -564,7 +565,7 @@ def relu(input: Tensor) -> Tensor:  # noqa: A002
 
 
 # g where x == y: clamp's and amax/amin's gradient mask, one kernel when fused
-_EQ_MASK = _fused("eq_mask", lambda g, x, y: g * eq(x, y), lambda x, y: (x, y))
+_EQ_MASK = _fused("eq_mask", lambda g, x, y: g * eq(x, y))
 
 
 class Clamp(Function):

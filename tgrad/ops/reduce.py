@@ -2,7 +2,8 @@
 amax amin max min argmax argmin var std logsumexp norm all any.
 
 Backward rules broadcast the incoming gradient back over the reduced dims
-(``_expand_back``); ``sum_to`` is the un-broadcasting reduction binary ops use.
+(``_expand_back``); ``sum_to`` is the un-broadcasting reduction the engine's gradient
+validation applies to broadcast-shaped gradients.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ def _expand_back(g: Tensor, x_shape: tuple, axes, keepdim: bool) -> Tensor:
 # Elementwise tails of reduction backwards, over the gradient and the reduced values broadcast
 # back (stride-0 views): one fused primitive (one kernel) in a plain backward, the composite
 # under create_graph (see elementwise._fused).
-_LOGSUMEXP_GRAD = _fused("logsumexp", lambda g, x, y: g * (x - y).exp(), lambda x, y: (x, y))
-_CENTERED_GRAD = _fused("centered", lambda g, x, m: g * (x - m), lambda x, m: (x, m))
-_PROD_GRAD = _fused("prod", lambda g, y, x: g * y / x, lambda y, x: (y, x))
+_LOGSUMEXP_GRAD = _fused("logsumexp", lambda g, x, y: g * (x - y).exp())
+_CENTERED_GRAD = _fused("centered", lambda g, x, m: g * (x - m))
+_PROD_GRAD = _fused("prod", lambda g, y, x: g * y / x)
 
 
 def _reduced_numel(shape: tuple, axes) -> int:
