@@ -403,6 +403,23 @@ def bench_nn(b: Bench, dtype: str) -> None:
           nbytes=3 * full + 3 * k * s + 2 * m * cs, shape=shape, dtype=dtype)
 
 
+def bench_indexing(b: Bench) -> None:
+    """x[idx] with a device index tensor (an embedding lookup: whole rows) and x[:, idx]
+    (one element per index): gather_nd computes the offsets on the device. No target in the
+    issues; recorded against the copy bandwidth."""
+    be = b.be
+    m, k = b.sz.rows, b.sz.cols
+    f32 = np.dtype(np.float32)
+    x = _randn(be, (m, k), f32, 11)
+    rows = be.from_host(np.random.default_rng(12).integers(0, m, m).astype(np.int64))
+    cols = be.from_host(np.random.default_rng(13).integers(0, k, k).astype(np.int64))
+    b.run("gather rows x[idx] (device idx)", "indexing", lambda: be.gather(x, (rows,)),
+          nbytes=2 * m * k * 4 + m * 8, shape=(m, k))
+    b.run("gather cols x[:, idx] (device idx)", "indexing",
+          lambda: be.gather(x, (slice(None), cols)), nbytes=2 * m * k * 4 + k * 8,
+          shape=(m, k))
+
+
 def matmul_reference(b: Bench) -> None:
     """torch.matmul measured in a subprocess on the same GPU (when torch with CUDA is
     importable), else the published dense bf16 rate of the device."""
@@ -469,7 +486,7 @@ def main(argv=None) -> int:
     steps = [("copy", bench_copy), ("elementwise", bench_elementwise),
              ("reductions", bench_reductions), ("matmul reference", matmul_reference),
              ("matmul", bench_matmul), ("nn float32", lambda b: bench_nn(b, "float32")),
-             ("nn bfloat16", lambda b: bench_nn(b, "bfloat16"))]
+             ("nn bfloat16", lambda b: bench_nn(b, "bfloat16")), ("indexing", bench_indexing)]
     for label, step in steps:
         print(f"== {label}", flush=True)
         try:

@@ -219,6 +219,97 @@ def check_int_bool_elementwise() -> None:
     assert set(tb.host_path_used()) == before
 
 
+def check_indexing_nd() -> None:
+    """The device paths of advanced indexing against NumPy: gather (gather_nd_kernel: the
+    offsets computed on the GPU), index_add and index_put_ (the host handles index tuples
+    only) for
+    every NumPy placement rule (adjacent arrays keep their place, separated ones go first,
+    ints count as arrays, None between arrays separates them, ... between them may expand to
+    nothing), masks, broadcasting, negative indices, device index arrays of int64 / int32 /
+    uint8 (stacked, broadcast or read as they are), sliced and transposed sources; the host
+    offset paths must not run. index_add is deterministic and sums in the host-offset
+    kernel's order (bit-identical to it); index_put_ keeps the last of repeated indices.
+    Out-of-range indices raise NumPy's IndexError."""
+    from tgrad.backends import _triton_index as tix
+    from tgrad.backends import numpy as nb
+    from tgrad.backends import triton as tb
+    rng = np.random.default_rng(11)
+
+    def _h(a):
+        return tb.from_host(np.ascontiguousarray(a))
+
+    def _same(got, ref, what):
+        got = tb.to_host(got)
+        assert got.shape == ref.shape and got.dtype == ref.dtype and np.array_equal(got, ref), \
+            f"{what}: got {got.shape} {got.dtype}, want {ref.shape} {ref.dtype}"
+
+    x = rng.standard_normal((6, 7, 5)).astype(np.float32)
+    i2 = np.array([[0, -1, 3], [5, 5, 2]])
+    j3 = np.array([4, 0, -5])
+    keys = [(i2,), (slice(None), i2), (Ellipsis, j3), (i2, j3), (i2, slice(1, 6, 2), j3),
+            (slice(None), j3, None, j3), (0, slice(None), j3), (slice(None), 0, j3),
+            (None, i2, j3), (j3, Ellipsis, j3), (slice(4, None), j3, 1),
+            (x[:, :, 0] > 0,), (slice(None), x[0] > 0),
+            (slice(None), np.arange(7) % 3 != 1, np.array([1, 1, 0, -2, 4])),
+            (np.zeros(0, np.int64),), (i2, np.array([[1], [2]]), 3),
+            (np.array(3), slice(None), j3)]
+    y = rng.standard_normal((3, 4)).astype(np.float32)
+    big = rng.standard_normal((301, 37)).astype(np.float32)  # many programs
+    cases = [(x, k) for k in keys] + [(y, (np.array([2, 0]), Ellipsis, np.array([3, -4]))),
+                                      (big, (rng.integers(-301, 301, 2000),)),
+                                      (big, (slice(None), rng.integers(0, 37, (9, 40))))]
+    host_paths = ("_gather_offsets", "_index_add_offsets", "_index_put_offsets")
+    real = {n: getattr(tix, n) for n in host_paths}
+
+    def no_host_offsets(*args):
+        raise AssertionError("took a host offset path")
+    for n in host_paths:
+        setattr(tix, n, no_host_offsets)
+    try:
+        for src, key in cases:
+            ref = src[key]
+            for dev_idx in (False, True):
+                k = tuple(_h(a) if dev_idx and isinstance(a, np.ndarray) and a.ndim and
+                          a.dtype != np.bool_ else a for a in key)
+                _same(tix.gather(_h(src), k), ref, f"gather_nd {key} {dev_idx}")
+                v = rng.standard_normal(ref.shape).astype(np.float32)
+                got = tix.index_add(src.shape, src.dtype, k, _h(v))
+                want = nb.index_add(src.shape, np.dtype(np.float64), key, v.astype(np.float64))
+                assert np.allclose(tb.to_host(got), want, rtol=1e-6, atol=1e-6), \
+                    f"index_add {key} {dev_idx}"
+                _same(tix.index_add(src.shape, src.dtype, k, _h(v)), tb.to_host(got),
+                      f"index_add {key} not deterministic")
+                _same(real["_index_add_offsets"](tb.full(src.shape, 0, src.dtype), key, _h(v)),
+                      tb.to_host(got), f"index_add {key}: not the host kernel's sums")
+                for val in (v, 2.5, v[-1:] if v.ndim else v):
+                    d = src.copy()
+                    d[key] = val
+                    dd = _h(src)
+                    tix.index_put_(dd, k, _h(val) if isinstance(val, np.ndarray) else val)
+                    _same(dd, d, f"index_put_ {key} {dev_idx}")
+        for dt in (np.int32, np.uint8):  # device index arrays of other integer dtypes
+            idx = np.array([[1, 0], [4, 4]], dt)
+            _same(tix.gather(_h(x), (slice(None), _h(idx))), x[:, idx],
+                  f"gather_nd {dt.__name__} index")
+        xt = tb.permute(_h(np.ascontiguousarray(x.transpose(2, 1, 0))), (2, 1, 0))
+        _same(tix.gather(xt, (_h(i2), slice(None, None, 3))), x[i2, ::3],
+              "gather_nd transposed source")
+        xs = tb.basic_index(_h(x), (slice(1, None), slice(None, None, 2)))
+        _same(tix.gather(xs, (_h(np.array([0, 4, -1])), Ellipsis, _h(j3))),
+              x[1:, ::2][[0, 4, -1], ..., j3], "gather_nd sliced source")
+    finally:
+        for n in host_paths:
+            setattr(tix, n, real[n])
+    for bad in (np.array([0, 6]), np.array([-7])):
+        for k in ((_h(bad),), (bad,)):
+            try:
+                tix.gather(_h(x), k)
+            except IndexError as e:
+                assert "index %d is out of bounds for axis 0 with size 6" % bad[-1] in str(e), e
+            else:
+                raise AssertionError(f"no IndexError for {bad}")
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "int_reductions",
-    "empty_reductions", "int_bool_elementwise")}
+    "empty_reductions", "int_bool_elementwise", "indexing_nd")}

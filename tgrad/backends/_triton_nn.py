@@ -1,7 +1,8 @@
 """GPU implementations of the nn primitives (the names and signatures of
 tgrad/backends/_numpy_nn.py, plus matmul, gather, index_add, index_put_, manual_seed, rand,
 randn of tgrad/backends/numpy.py): thin launch wrappers over tgrad/kernels/{softmax,
-cross_entropy,layer_norm,activations,dropout,matmul,indexing,optim}.py.
+cross_entropy,layer_norm,activations,dropout,matmul,optim}.py; the indexing ones
+(tgrad/kernels/indexing.py) live in tgrad/backends/_triton_index.py and are re-exported.
 
 Imported at the end of tgrad/backends/triton.py (``from ... import *``), so these replace
 the temporary host path there. Wrappers: check, allocate, describe rows/strides, launch.
@@ -16,6 +17,7 @@ import sys
 
 import numpy as np
 
+from tgrad.backends._triton_index import gather, index_add, index_put_  # noqa: F401
 from tgrad.cuda import is_interpreted
 from tgrad.cuda.array import DeviceArray, contiguous_strides
 from tgrad.kernels import configs
@@ -557,96 +559,6 @@ def matmul(a: DeviceArray, b: DeviceArray) -> DeviceArray:
     c = tb.cast(c, out_dt)
     shape = c.shape[:-2] + (() if a1 else (m,)) + (() if b1 else (n,))
     return c.view(shape, contiguous_strides(shape)) if shape != c.shape else c
-
-
-# ---------------------------------------------------------------- indexing
-def _key_offsets(shape: tuple, estrides: tuple, offset: int, key) -> np.ndarray:
-    """int64 element offsets of ``view[key]`` (NumPy advanced-indexing rules, the same
-    IndexError for bad keys): the key applied to each dim's broadcast stride grid."""
-    total = np.asarray(np.broadcast_to(np.int64(offset), shape)[key], dtype=np.int64)
-    for d, (n, st) in enumerate(zip(shape, estrides)):
-        ar = [1] * len(shape)
-        ar[d] = n
-        grid = np.broadcast_to((np.arange(n, dtype=np.int64) * st).reshape(ar), shape)
-        total = total + np.asarray(grid[key], dtype=np.int64)
-    return total
-
-
-def _dev_i64(a: np.ndarray) -> DeviceArray:
-    return _tb().from_host(np.ascontiguousarray(a, dtype=np.int64))
-
-
-def gather(x: DeviceArray, key) -> DeviceArray:
-    """Advanced indexing (integer arrays / boolean masks mixed with basic indices)."""
-    from tgrad.kernels import indexing as kix
-    from tgrad.kernels.launch import karg, triton_cdiv
-    offs = _key_offsets(x.shape, x.estrides, 0, key)
-    out = _empty(offs.shape, x.dtype)
-    n = out.size
-    if n:
-        blk = configs.flat_block(is_interpreted())
-        launch(kix.gather_kernel, (triton_cdiv(n, blk),), karg(out), karg(x),
-               karg(_dev_i64(offs)), n, BLOCK=blk, num_warps=configs.FLAT_WARPS)
-    return out
-
-
-def index_add(shape: tuple, dtype: np.dtype, key, values: DeviceArray) -> DeviceArray:
-    """zeros(shape) with ``values`` scatter-added at ``key`` (repeated indices add up;
-    deterministic segmented sums, see tgrad/kernels/indexing.py)."""
-    from tgrad.kernels import indexing as kix
-    from tgrad.kernels.launch import karg, triton_cdiv
-    tb = _tb()
-    shape = tuple(shape)
-    offs = _key_offsets(shape, contiguous_strides(shape), 0, key).reshape(-1)
-    out = _empty(shape, dtype)
-    tb.fill_(out, 0)
-    if offs.size == 0:
-        return out
-    vals = _contig(tb.expand(values, _result_shape(shape, key)))
-    order = np.argsort(offs, kind="stable")
-    srt = offs[order]
-    starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
-    lens = np.diff(np.r_[starts, srt.size])
-    nseg = starts.size
-    blk = configs.SCATTER_BLOCK
-    with np.errstate(all="ignore"):
-        launch(kix.scatter_add_kernel, (triton_cdiv(nseg, blk),),
-               karg(out), karg(vals), karg(_dev_i64(order)), karg(_dev_i64(starts)),
-               karg(_dev_i64(lens)), karg(_dev_i64(srt[starts])), nseg, int(lens.max()),
-               ACC64=_acc64(np.dtype(dtype)), BLOCK=blk, num_warps=configs.FLAT_WARPS)
-    return out
-
-
-def _result_shape(shape: tuple, key) -> tuple:
-    """Shape of ``zeros(shape)[key]`` without allocating ``shape``."""
-    return np.broadcast_to(np.zeros((), np.int8), shape)[key].shape
-
-
-def index_put_(dst: DeviceArray, key, values) -> None:
-    """dst[key] = values (broadcast); repeated indices: the last write wins (NumPy)."""
-    from tgrad.kernels import indexing as kix
-    from tgrad.kernels.launch import karg, triton_cdiv
-    tb = _tb()
-    offs = _key_offsets(dst.shape, dst.estrides, 0, key)
-    if offs.size == 0:
-        return None
-    if not isinstance(values, DeviceArray):
-        values = tb.from_host(np.asarray(values).astype(dst.dtype))
-    try:
-        np.broadcast_shapes(values.shape, offs.shape)
-    except ValueError:
-        raise ValueError(f"shape mismatch: value array of shape {values.shape} could not be "
-                         f"broadcast to indexing result of shape {offs.shape}") from None
-    vals = _contig(tb.cast(tb.expand(values, offs.shape), dst.dtype))
-    flat = offs.reshape(-1)
-    _, first_rev = np.unique(flat[::-1], return_index=True)
-    keep = np.sort(flat.size - 1 - first_rev)  # last occurrence of each offset
-    n = keep.size
-    blk = configs.flat_block(is_interpreted())
-    launch(kix.put_kernel, (triton_cdiv(n, blk),), karg(dst), karg(vals),
-           karg(_dev_i64(flat[keep])), karg(_dev_i64(keep)), n, BLOCK=blk,
-           num_warps=configs.FLAT_WARPS)
-    return None
 
 
 def _register_optim() -> None:

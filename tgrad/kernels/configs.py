@@ -160,10 +160,16 @@ FLAT_INTERP_BLOCK = 4096
 OPTIM_BLOCK = 2048         # elements per program of a fused optimizer launch
 OPTIM_INTERP_BLOCK = 256
 SCATTER_BLOCK = 256        # segments per program of the deterministic scatter-add
+GATHER_ND_BLOCK = 512      # gather_nd: int64 offset maths of 8 dims + 4 index arrays
+                           # spills at 1024 elements per 4 warps, not at 512 (ptxas -v)
 
 
 def flat_block(interpreted: bool) -> int:
     return FLAT_INTERP_BLOCK if interpreted else FLAT_BLOCK
+
+
+def gather_nd_block(interpreted: bool) -> int:
+    return FLAT_INTERP_BLOCK if interpreted else GATHER_ND_BLOCK
 
 
 def optim_block(interpreted: bool) -> int:

@@ -1,18 +1,37 @@
 # ruff: noqa: N803, N806  (Triton convention: pointers and constexprs in capitals)
 """Advanced indexing on the GPU: gather, deterministic scatter-add, and put.
 
-Keys (integer arrays, boolean masks, mixed with ints / slices / None) live on the host
-(tgrad.ops.index normalises them to NumPy), so the wrapper turns a key into int64 element
-offsets OFF (the key applied to the view's stride grid: strides and slicing steps are read
-in place) and the kernels move data:
-  gather:       out[i] = X[OFF[i]]                          bytes = N (2 itemsize + 8)
-  scatter-add:  out[t_s] = sum_{j < len_s} V[PERM[start_s + j]]   (out zero elsewhere)
-  put:          DST[OFF[i]] = V[VIDX[i]]
-Determinism of scatter-add (repeated indices add up): no atomics. The host sorts the target
-offsets (stable argsort: the index arrays are already host arrays), giving segments of equal
-targets; one lane sums one segment in index order (a segmented reduction), so the result is
-bit-identical run to run. ``put`` keeps the last write of repeated indices (NumPy's rule)
-by deduplicating on the host.
+gather_nd (the forward of x[key]) computes every offset on the device. Shape contract: the
+result has NDIM <= 8 dims (S0 innermost); each result dim r walks the sliced source view
+with element stride XS_r (0 on the dims of the broadcast index shape B) and the index
+buffer IDX (NIDX <= 4 int arrays, each broadcast to B, stacked as [NIDX, NB] contiguous, or
+one contiguous array of shape B) with stride IS_r (0 on sliced and None dims). Index k
+selects along a source dim of size N_k and stride K_k; negatives wrap once (NumPy):
+  out[i] = X[sum_r c_r XS_r + sum_k wrap(IDX[k NB + sum_r c_r IS_r]) K_k]
+  bytes = N (2 itemsize + NIDX * 8) at most (index reads repeat from cache over sliced dims)
+With CHECK, an index outside [-N_k, N_k) is not read; it sets ERR[0] = 1, and the wrapper
+raises NumPy's IndexError (found again on the host, the error path only).
+
+scatter_add_nd and put_nd (the backward of x[key], and x[key] = v) split the result into
+its index part b (the NB positions of B) and its slice part s (NS positions, the sliced
+dims of the target collapsed to two: NS0 inner of stride ST0, outer stride ST1), with the
+values V as a contiguous [NB, NS] array. Two index positions collide exactly when they
+name the same index tuple, so the host works on NB index tuples only, never on NB * NS
+offsets: it sorts the tuples' target offsets (stable argsort) into segments of equal
+targets (scatter-add) or keeps the last position of each (put, NumPy's rule), and a lane
+handles one (segment, s) pair:
+  scatter-add:  OUT[T_seg + off(s)] = sum_{j < LEN_seg} V[PERM[START_seg + j] NS + s]
+  put:          DST[T_u + off(s)] = V[KEEP_u NS + s]
+Determinism of scatter-add (repeated indices add up): no atomics; each sum runs over its
+segment in index order, so the result is bit-identical run to run (and to the host-offset
+kernel below, which sums in the same order).
+
+The other kernels take int64 element offsets OFF computed on the host (the key applied to
+the view's stride grid: strides and slicing steps are read in place), for the keys the
+kernels above do not take:
+  gather:       out[i] = X[OFF[i]]                               bytes = N (2 itemsize + 8)
+  scatter-add:  out[t_s] = sum_{j < len_s} V[PERM[start_s + j]]   (segments of equal OFF)
+  put:          DST[OFF[i]] = V[VIDX[i]]                          (the last of equal OFF)
 """
 
 from __future__ import annotations
@@ -27,6 +46,86 @@ def gather_kernel(OUT, X, OFF, N, BLOCK: tl.constexpr):
     mask = i < N
     off = tl.load(OFF + i, mask=mask, other=0)
     tl.store(OUT + i, tl.load(X + off, mask=mask), mask=mask)
+
+
+_ND_NO_SPEC = ["N", "NB"] + [f"{p}{i}" for p in ("S", "XS", "IS") for i in range(8)] + \
+    [f"{p}{k}" for p in "NK" for k in range(4)]
+
+
+@triton.jit(do_not_specialize=_ND_NO_SPEC)
+def gather_nd_kernel(OUT, X, IDX, ERR, N, NB,
+                     S0, S1, S2, S3, S4, S5, S6, S7,
+                     XS0, XS1, XS2, XS3, XS4, XS5, XS6, XS7,
+                     IS0, IS1, IS2, IS3, IS4, IS5, IS6, IS7,
+                     N0, N1, N2, N3, K0, K1, K2, K3,
+                     NDIM: tl.constexpr, NIDX: tl.constexpr, CHECK: tl.constexpr,
+                     BLOCK: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    mask = i < N
+    # unravel the flat result index, innermost dim first (inlined, as in ew_kernel)
+    c = i % S0
+    rem = i // S0
+    ox = c * XS0
+    oi = c * IS0
+    if NDIM > 1:
+        c = rem % S1
+        rem = rem // S1
+        ox += c * XS1
+        oi += c * IS1
+    if NDIM > 2:
+        c = rem % S2
+        rem = rem // S2
+        ox += c * XS2
+        oi += c * IS2
+    if NDIM > 3:
+        c = rem % S3
+        rem = rem // S3
+        ox += c * XS3
+        oi += c * IS3
+    if NDIM > 4:
+        c = rem % S4
+        rem = rem // S4
+        ox += c * XS4
+        oi += c * IS4
+    if NDIM > 5:
+        c = rem % S5
+        rem = rem // S5
+        ox += c * XS5
+        oi += c * IS5
+    if NDIM > 6:
+        c = rem % S6
+        rem = rem // S6
+        ox += c * XS6
+        oi += c * IS6
+    if NDIM > 7:
+        c = rem % S7
+        ox += c * XS7
+        oi += c * IS7
+    bad = i < 0  # all False
+    v = tl.load(IDX + oi, mask=mask, other=0).to(tl.int64)
+    v = tl.where(v < 0, v + N0, v)
+    bad = bad | (v < 0) | (v >= N0)
+    ox += v * K0
+    if NIDX > 1:
+        v = tl.load(IDX + NB + oi, mask=mask, other=0).to(tl.int64)
+        v = tl.where(v < 0, v + N1, v)
+        bad = bad | (v < 0) | (v >= N1)
+        ox += v * K1
+    if NIDX > 2:
+        v = tl.load(IDX + 2 * NB + oi, mask=mask, other=0).to(tl.int64)
+        v = tl.where(v < 0, v + N2, v)
+        bad = bad | (v < 0) | (v >= N2)
+        ox += v * K2
+    if NIDX > 3:
+        v = tl.load(IDX + 3 * NB + oi, mask=mask, other=0).to(tl.int64)
+        v = tl.where(v < 0, v + N3, v)
+        bad = bad | (v < 0) | (v >= N3)
+        ox += v * K3
+    if CHECK:
+        bad = bad & mask
+        tl.store(ERR + i * 0, tl.full([BLOCK], 1, tl.int32), mask=bad)
+        mask = mask & (bad == 0)
+    tl.store(OUT + i, tl.load(X + ox, mask=mask), mask=mask)
 
 
 @triton.jit
@@ -53,6 +152,54 @@ def scatter_add_kernel(OUT, V, PERM, START, LEN, TARGET, NSEG, MAXLEN,
 
 
 @triton.jit
+def _slice_offset(s, NS0, ST1, ST0):
+    """Element offset of slice position s in a target whose sliced dims collapse to two
+    (NS0 inner positions of stride ST0, outer stride ST1)."""
+    return (s // NS0) * ST1 + (s % NS0) * ST0
+
+
+@triton.jit
+def scatter_add_nd_kernel(OUT, V, PERM, START, LEN, TARGET, NSEG, NS, MAXLEN, NS0, ST1, ST0,
+                          ACC64: tl.constexpr, BLOCK: tl.constexpr):
+    # item = segment * NS + s:  OUT[TARGET_seg + off(s)] = sum_{j < LEN_seg} V[PERM_j NS + s]
+    # (V: [NB, NS] contiguous; a segment: the index positions b, in order, naming one target)
+    item = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    mask = item < NSEG * NS
+    seg = item // NS
+    s = item % NS
+    start = tl.load(START + seg, mask=mask, other=0)
+    n = tl.load(LEN + seg, mask=mask, other=0)
+    if ACC64:
+        acc = tl.zeros([BLOCK], tl.float64)
+    else:
+        acc = tl.zeros([BLOCK], tl.float32)
+    for j in range(0, MAXLEN):
+        m = mask & (j < n)
+        b = tl.load(PERM + start + j, mask=m, other=0)
+        v = tl.load(V + b * NS + s, mask=m, other=0.0)
+        if ACC64:
+            acc += v.to(tl.float64)
+        else:
+            acc += v.to(tl.float32)
+    t = tl.load(TARGET + seg, mask=mask, other=0) + _slice_offset(s, NS0, ST1, ST0)
+    tl.store(OUT + t, acc.to(OUT.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def put_nd_kernel(DST, V, KEEP, TARGET, NU, NS, NS0, ST1, ST0, BLOCK: tl.constexpr):
+    # item = u * NS + s:  DST[TARGET_u + off(s)] = V[KEEP_u NS + s]  (KEEP_u: the last index
+    # position naming target u; V: [NB, NS] contiguous)
+    item = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    mask = item < NU * NS
+    u = item // NS
+    s = item % NS
+    b = tl.load(KEEP + u, mask=mask, other=0)
+    v = tl.load(V + b * NS + s, mask=mask)
+    t = tl.load(TARGET + u, mask=mask, other=0) + _slice_offset(s, NS0, ST1, ST0)
+    tl.store(DST + t, v.to(DST.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def put_kernel(DST, V, OFF, VIDX, N, BLOCK: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = i < N
@@ -62,4 +209,5 @@ def put_kernel(DST, V, OFF, VIDX, N, BLOCK: tl.constexpr):
     tl.store(DST + off, v.to(DST.dtype.element_ty), mask=mask)
 
 
-__all__ = ["gather_kernel", "scatter_add_kernel", "put_kernel", "triton"]
+__all__ = ["gather_nd_kernel", "scatter_add_nd_kernel", "put_nd_kernel", "gather_kernel",
+           "scatter_add_kernel", "put_kernel", "triton"]

@@ -8,14 +8,20 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
+from tgrad.cuda.array import DeviceArray
 from tgrad.ops._common import backend_of, make_view, register_op, tensor_method, view_apply, wrap
 from tgrad.tensor import Tensor
 
 __all__ = ["index_select_key"]
 
 
-def normalize_key(key) -> tuple[tuple, bool]:
-    """The key as a tuple of backend-ready items, and whether it is basic (a view)."""
+def normalize_key(key, device=None) -> tuple[tuple, bool]:
+    """The key as a tuple of backend-ready items, and whether it is basic (a view).
+
+    Index tensors become NumPy arrays, except integer index tensors of one or more dims on
+    ``device`` (the indexed tensor's) when that is a GPU: their device arrays are kept, so
+    the gather reads them on the device (no copy to the host). Backend arrays already in
+    ``key`` (a key normalized before, e.g. reused by a backward) are kept as they are."""
     if not isinstance(key, tuple):
         key = (key,)
     out = []
@@ -25,6 +31,11 @@ def normalize_key(key) -> tuple[tuple, bool]:
             if k.dtype.is_floating_point:
                 raise IndexError(f"tensors used as indices must be long, int or bool tensors "
                                  f"(got {k.dtype})")
+            if (k.ndim and k.device is device and device.type != "cpu"
+                    and k.dtype is not dtypes.bool_):
+                out.append(k._data)
+                basic = False
+                continue
             arr = np.asarray(k.numpy(force=True))
             if arr.ndim == 0 and k.dtype is not dtypes.bool_:
                 out.append(int(arr))
@@ -43,6 +54,9 @@ def normalize_key(key) -> tuple[tuple, bool]:
             if k.step is not None and k.step <= 0:
                 raise ValueError("step must be greater than zero")
             out.append(k)
+        elif isinstance(k, DeviceArray):
+            out.append(k)
+            basic = False
         elif k is None or k is Ellipsis or isinstance(k, (int, np.integer)):
             if isinstance(k, bool):
                 out.append(np.asarray(k))
@@ -142,7 +156,7 @@ for _c in (BasicIndex, AdvancedIndex, IndexAdd):  # Select shares BasicIndex's o
 
 @tensor_method("__getitem__")
 def getitem(self: Tensor, key) -> Tensor:
-    key, basic = normalize_key(key)
+    key, basic = normalize_key(key, self.device)
     if basic:
         return view_apply(_basic_cls(key), self, key)
     return AdvancedIndex.apply(self, key)

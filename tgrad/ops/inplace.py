@@ -296,7 +296,7 @@ def _mask_out(like: Tensor, key) -> Tensor:
 @tensor_method("__setitem__")
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value``: basic keys write through a view, array keys via index_put."""
-    nkey, basic = normalize_key(key)
+    nkey, basic = normalize_key(key, self.device)
     if not isinstance(value, (int, float, bool, np.number, np.bool_)):
         value = _as_src("__setitem__", self, value)
     if basic:

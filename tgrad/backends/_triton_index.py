@@ -1,0 +1,404 @@
+"""GPU advanced indexing: gather (the forward of ``x[key]``), index_add (its backward, the
+deterministic scatter-add) and index_put_ (``x[key] = v``): launch wrappers over
+tgrad/kernels/indexing.py, re-exported by tgrad/backends/_triton_nn.py.
+
+A key is a tuple of ints, slices, None, Ellipsis, NumPy integer arrays / boolean masks and
+device integer arrays (integer index tensors on the GPU stay there, see
+tgrad.ops.index.normalize_key). ``gather`` plans the common keys on the host from shapes
+alone (``_plan``: slices become a strided view, every index array one operand of the
+gather_nd kernel, which computes the offsets on the device). The rest (0-d boolean keys,
+more than 4 index arrays or 8 result dims) and the two writers take int64 offsets computed
+on the host from the key (``_key_offsets``): index_add needs them sorted for its
+deterministic segments and index_put_ deduplicated (last write wins), which the host does.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import NamedTuple
+
+import numpy as np
+
+from tgrad.cuda import is_interpreted
+from tgrad.cuda.array import DeviceArray, contiguous_strides
+from tgrad.kernels import configs
+from tgrad.kernels.launch import collapse, launch
+
+__all__ = ["gather", "index_add", "index_put_"]
+
+MAX_INDEX_ARRAYS = 4  # gather_nd_kernel's N0..N3 / K0..K3
+MAX_RESULT_DIMS = 8  # gather_nd_kernel's S0..S7
+
+
+def _tb():
+    """tgrad.backends.triton (imported lazily: it imports this module's importer at its end)."""
+    return sys.modules["tgrad.backends.triton"]
+
+
+def _contig(x: DeviceArray) -> DeviceArray:
+    return x if x.is_contiguous() else _tb().clone(x)
+
+
+def _host_key(key) -> tuple:
+    """The key with device index arrays copied to the host (for the host-offset paths)."""
+    return tuple(k.to_host() if isinstance(k, DeviceArray) else k for k in key)
+
+
+# ---------------------------------------------------------------- host offsets
+def _key_offsets(shape: tuple, estrides: tuple, offset: int, key) -> np.ndarray:
+    """int64 element offsets of ``view[key]`` (NumPy advanced-indexing rules, the same
+    IndexError for bad keys): the key applied to each dim's broadcast stride grid."""
+    key = _host_key(key)
+    total = np.asarray(np.broadcast_to(np.int64(offset), shape)[key], dtype=np.int64)
+    for d, (n, st) in enumerate(zip(shape, estrides)):
+        ar = [1] * len(shape)
+        ar[d] = n
+        grid = np.broadcast_to((np.arange(n, dtype=np.int64) * st).reshape(ar), shape)
+        total = total + np.asarray(grid[key], dtype=np.int64)
+    return total
+
+
+def _dev_i64(a: np.ndarray) -> DeviceArray:
+    return _tb().from_host(np.ascontiguousarray(a, dtype=np.int64))
+
+
+def _result_shape(shape: tuple, key) -> tuple:
+    """Shape of ``zeros(shape)[key]`` without allocating ``shape``."""
+    return np.broadcast_to(np.zeros((), np.int8), shape)[_host_key(key)].shape
+
+
+# ---------------------------------------------------------------- gather_nd plan
+class _Plan(NamedTuple):
+    """How gather_nd_kernel reads ``x[key]``. Result dims outermost first."""
+
+    view: DeviceArray  # x with the key's slices applied (indexed dims kept whole)
+    shape: tuple  # result shape
+    x_strides: tuple  # per result dim: element stride in ``view`` (0 on index dims)
+    arrays: list  # index arrays (host int64 or device int), each broadcastable to ``bshape``
+    bshape: tuple  # broadcast shape B of the index arrays
+    dims: list  # per index array: (size, element stride) of the view dim it selects
+    b_first: int  # position of B's first dim in the result
+
+
+def _items(x: DeviceArray, key) -> list | None:
+    """The key as items None, a slice, or ("index", array): one per source dim (plus the
+    Nones), Ellipsis expanded, masks turned into their nonzero() arrays and ints into 0-d
+    index arrays (NumPy treats an int next to an array as an advanced index). None when the
+    key needs the host path (also for keys NumPy rejects: the host path raises its error)."""
+    items: list = []
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, slice):
+            items.append(k)
+        elif isinstance(k, DeviceArray):
+            if k.dtype.kind not in "iu":
+                return None
+            items.append(("index", k))
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            items.append(("index", np.asarray(k, np.int64)))
+        elif isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim:
+            items.append(("mask", k))
+        elif isinstance(k, np.ndarray) and k.dtype.kind in "iu":
+            items.append(("index", k.astype(np.int64, copy=False)))
+        else:
+            return None
+    used = sum(_dims_used(k) for k in items)
+    if items.count(Ellipsis) > 1 or used > x.ndim:
+        return None
+    fill = [slice(None)] * (x.ndim - used)
+    if Ellipsis in items:
+        i = items.index(Ellipsis)
+        items[i:i + 1] = fill
+    else:
+        items += fill
+    out, d = [], 0
+    for k in items:
+        if type(k) is tuple and k[0] == "mask":
+            m = k[1]
+            if m.shape != x.shape[d:d + m.ndim]:
+                return None
+            out += [("index", a) for a in np.nonzero(m)]
+            d += m.ndim
+        else:
+            out.append(k)
+            d += k is not None
+    return out
+
+
+def _dims_used(item) -> int:
+    """Source dims an item of ``_items`` consumes (a mask: its ndim; None, ...: none)."""
+    if type(item) is tuple:
+        return item[1].ndim if item[0] == "mask" else 1
+    return int(isinstance(item, slice))
+
+
+def _plan(x: DeviceArray, key) -> _Plan | None:
+    items = _items(x, key)
+    if items is None:
+        return None
+    adv = [i for i, k in enumerate(items) if type(k) is tuple]
+    if not adv or len(adv) > MAX_INDEX_ARRAYS:
+        return None
+    try:
+        bshape = np.broadcast_shapes(*[items[i][1].shape for i in adv])
+    except ValueError:
+        return None
+    view = _tb().basic_index(x, tuple(slice(None) if type(k) is tuple else k
+                                      for k in items if k is not None))
+    # Result dims: B's dims where the first index array stands when the arrays are adjacent
+    # in the key, else first (NumPy's rule); slices and None keep their place otherwise.
+    adjacent = adv == list(range(adv[0], adv[-1] + 1))
+    b_first = sum(1 for k in items[:adv[0]] if type(k) is not tuple) if adjacent else 0
+    shape, x_strides, arrays, dims, d = [], [], [], [], 0
+    for k in items:
+        if k is None:
+            shape.append(1)
+            x_strides.append(0)
+            continue
+        n, st = view.shape[d], view.estrides[d]
+        d += 1
+        if type(k) is tuple:
+            arrays.append(k[1])
+            dims.append((n, st))
+        else:
+            shape.append(n)
+            x_strides.append(st)
+    shape[b_first:b_first] = bshape
+    x_strides[b_first:b_first] = [0] * len(bshape)
+    return _Plan(view, tuple(shape), tuple(x_strides), arrays, tuple(bshape), dims, b_first)
+
+
+def _host_bounds_ok(arrays: list, dims: list) -> bool:
+    """Host index arrays are checked here (their bad values need no kernel to find)."""
+    return all(isinstance(a, DeviceArray) or a.size == 0 or
+               (int(a.min()) >= -n and int(a.max()) < n) for a, (n, _) in zip(arrays, dims))
+
+
+def _index_buffer(p: _Plan) -> DeviceArray:
+    """The index arrays as gather_nd's IDX: one contiguous integer device array of shape B
+    read as it is, or every array cast to int64 and broadcast into a [K, *B] stack."""
+    tb = _tb()
+    if len(p.arrays) == 1:
+        a = p.arrays[0]
+        if isinstance(a, DeviceArray) and a.shape == p.bshape and a.is_contiguous():
+            return a
+    if not any(isinstance(a, DeviceArray) for a in p.arrays):
+        return tb.from_host(np.stack([np.broadcast_to(a, p.bshape) for a in p.arrays]))
+    stack = tb.empty((len(p.arrays),) + p.bshape, np.dtype(np.int64))
+    for k, a in enumerate(p.arrays):
+        if not isinstance(a, DeviceArray):
+            a = tb.from_host(a)
+        tb.copy_(tb.basic_index(stack, (k,)), tb.expand(a, p.bshape))
+    return stack
+
+
+def _gather_nd(p: _Plan) -> DeviceArray | None:
+    """Launch gather_nd_kernel for plan ``p``; None when the result has too many dims."""
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    tb = _tb()
+    nb = math.prod(p.bshape)
+    b_strides = contiguous_strides(p.bshape)
+    idx_strides = [0] * p.b_first + list(b_strides) + \
+        [0] * (len(p.shape) - p.b_first - len(p.bshape))
+    shape, (xs, is_) = collapse(p.shape, [p.x_strides, tuple(idx_strides)])
+    if len(shape) > MAX_RESULT_DIMS:
+        return None
+    out = tb.empty(p.shape, p.view.dtype)
+    n = out.size
+    if n == 0:
+        return out
+    check = any(isinstance(a, DeviceArray) for a in p.arrays)
+    err = tb.full((1,), 0, np.dtype(np.int32)) if check else out
+    idx = _index_buffer(p)
+    pad = MAX_RESULT_DIMS - len(shape)
+    sizes = list(reversed(shape)) + [1] * pad  # S0 innermost
+    xs = list(reversed(xs)) + [0] * pad
+    is_ = list(reversed(is_)) + [0] * pad
+    kpad = MAX_INDEX_ARRAYS - len(p.dims)
+    ns = [d[0] for d in p.dims] + [1] * kpad
+    ks = [d[1] for d in p.dims] + [0] * kpad
+    blk = configs.gather_nd_block(is_interpreted())
+    launch(kix.gather_nd_kernel, (triton_cdiv(n, blk),), karg(out), karg(p.view), karg(idx),
+           karg(err), n, nb, *sizes, *xs, *is_, *ns, *ks, NDIM=len(shape),
+           NIDX=len(p.arrays), CHECK=check, BLOCK=blk, num_warps=configs.FLAT_WARPS)
+    if check and int(err.to_host()[0]):
+        return None  # an index out of range: the host path raises NumPy's IndexError
+    return out
+
+
+# ---------------------------------------------------------------- primitives
+def gather(x: DeviceArray, key) -> DeviceArray:
+    """Advanced indexing (integer arrays / boolean masks mixed with basic indices)."""
+    p = _plan(x, key)
+    if p is not None and _host_bounds_ok(p.arrays, p.dims):
+        out = _gather_nd(p)
+        if out is not None:
+            return out
+    return _gather_offsets(x, key)
+
+
+def _gather_offsets(x: DeviceArray, key) -> DeviceArray:
+    """gather by host offsets: every key NumPy takes, and NumPy's IndexError otherwise."""
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    offs = _key_offsets(x.shape, x.estrides, 0, key)
+    out = _tb().empty(offs.shape, x.dtype)
+    n = out.size
+    if n:
+        blk = configs.flat_block(is_interpreted())
+        launch(kix.gather_kernel, (triton_cdiv(n, blk),), karg(out), karg(x),
+               karg(_dev_i64(offs)), n, BLOCK=blk, num_warps=configs.FLAT_WARPS)
+    return out
+
+
+class _Split(NamedTuple):
+    """``x[key]`` split into its index part (NB tuples) and its slice part (NS positions;
+    the target's sliced dims collapse to two: NS0 inner positions of stride ST0, outer
+    stride ST1), as scatter_add_nd_kernel and put_nd_kernel take it."""
+
+    plan: _Plan
+    targets: np.ndarray  # int64, shape B: the element offset in plan.view of each tuple
+    ns: int
+    slice_dims: tuple  # (NS0, ST1, ST0)
+
+
+def _split(x: DeviceArray, key) -> _Split | None:
+    """None when the key needs the host offsets (as ``_plan``, or more than two sliced
+    dims after merging, or an index out of range: the host path raises NumPy's error)."""
+    p = _plan(x, key)
+    if p is None:
+        return None
+    arrays = [a.to_host() if isinstance(a, DeviceArray) else a for a in p.arrays]
+    if not _host_bounds_ok(arrays, p.dims):
+        return None
+    b_end = p.b_first + len(p.bshape)
+    s_shape = p.shape[:p.b_first] + p.shape[b_end:]
+    dims, (st,) = collapse(s_shape, [p.x_strides[:p.b_first] + p.x_strides[b_end:]])
+    if len(dims) > 2:
+        return None
+    slice_dims = (dims[0], 0, st[0]) if len(dims) == 1 else (dims[1], st[0], st[1])
+    targets = np.zeros(p.bshape, np.int64)
+    for a, (n, stride) in zip(arrays, p.dims):
+        targets = targets + np.where(a < 0, a + n, a).astype(np.int64) * stride
+    return _Split(p, targets, math.prod(s_shape), slice_dims)
+
+
+def _index_major(p: _Plan, values: DeviceArray) -> DeviceArray:
+    """``values`` broadcast to the result shape, as a contiguous [NB, NS] array (B's dims
+    moved first; no copy when they are first already and ``values`` is contiguous)."""
+    tb = _tb()
+    v = tb.expand(values, p.shape)
+    b_dims = list(range(p.b_first, p.b_first + len(p.bshape)))
+    rest = [d for d in range(len(p.shape)) if d not in b_dims]
+    if b_dims and b_dims[0] != 0:
+        v = tb.permute(v, tuple(b_dims + rest))
+    return _contig(v)
+
+
+def _check_values(values: DeviceArray, shape: tuple) -> None:
+    try:
+        np.broadcast_shapes(values.shape, shape)
+    except ValueError:
+        raise ValueError(f"shape mismatch: value array of shape {values.shape} could not be "
+                         f"broadcast to indexing result of shape {shape}") from None
+
+
+def index_add(shape: tuple, dtype: np.dtype, key, values: DeviceArray) -> DeviceArray:
+    """zeros(shape) with ``values`` scatter-added at ``key`` (repeated indices add up;
+    deterministic segmented sums, see tgrad/kernels/indexing.py)."""
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    tb = _tb()
+    out = tb.empty(tuple(shape), np.dtype(dtype))
+    tb.fill_(out, 0)
+    sp = _split(out, key)
+    if sp is None:
+        return _index_add_offsets(out, key, values)
+    flat = sp.targets.reshape(-1)
+    if flat.size == 0 or sp.ns == 0:
+        return out
+    vals = _index_major(sp.plan, values)
+    order = np.argsort(flat, kind="stable")
+    srt = flat[order]
+    starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
+    lens = np.diff(np.r_[starts, srt.size])
+    nseg = starts.size
+    blk = configs.flat_block(is_interpreted())
+    with np.errstate(all="ignore"):  # the interpreter's float sums of inf and nan
+        launch(kix.scatter_add_nd_kernel, (triton_cdiv(nseg * sp.ns, blk),),
+               karg(sp.plan.view), karg(vals), karg(_dev_i64(order)), karg(_dev_i64(starts)),
+               karg(_dev_i64(lens)), karg(_dev_i64(srt[starts])), nseg, sp.ns,
+               int(lens.max()), *sp.slice_dims, ACC64=np.dtype(dtype) == np.float64,
+               BLOCK=blk, num_warps=configs.FLAT_WARPS)
+    return out
+
+
+def index_put_(dst: DeviceArray, key, values) -> None:
+    """dst[key] = values (broadcast); repeated indices: the last write wins (NumPy)."""
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    tb = _tb()
+    if not isinstance(values, DeviceArray):
+        values = tb.from_host(np.asarray(values).astype(dst.dtype))
+    # a contiguous dst: distinct index tuples name distinct elements
+    sp = _split(dst, key) if dst.is_contiguous() else None
+    if sp is None:
+        return _index_put_offsets(dst, key, values)
+    flat = sp.targets.reshape(-1)
+    if flat.size == 0 or sp.ns == 0:
+        return None
+    _check_values(values, sp.plan.shape)
+    vals = _index_major(sp.plan, tb.cast(values, dst.dtype))
+    _, first_rev = np.unique(flat[::-1], return_index=True)
+    keep = np.sort(flat.size - 1 - first_rev)  # the last position naming each target
+    n = keep.size * sp.ns
+    blk = configs.flat_block(is_interpreted())
+    launch(kix.put_nd_kernel, (triton_cdiv(n, blk),), karg(sp.plan.view), karg(vals),
+           karg(_dev_i64(keep)), karg(_dev_i64(flat[keep])), keep.size, sp.ns,
+           *sp.slice_dims, BLOCK=blk, num_warps=configs.FLAT_WARPS)
+    return None
+
+
+# ---------------------------------------------------------------- host-offset paths
+def _index_add_offsets(out: DeviceArray, key, values: DeviceArray) -> DeviceArray:
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    tb = _tb()
+    shape = out.shape
+    offs = _key_offsets(shape, contiguous_strides(shape), 0, key).reshape(-1)
+    if offs.size == 0:
+        return out
+    vals = _contig(tb.expand(values, _result_shape(shape, key)))
+    order = np.argsort(offs, kind="stable")
+    srt = offs[order]
+    starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
+    lens = np.diff(np.r_[starts, srt.size])
+    nseg = starts.size
+    blk = configs.SCATTER_BLOCK
+    with np.errstate(all="ignore"):  # the interpreter's float sums of inf and nan
+        launch(kix.scatter_add_kernel, (triton_cdiv(nseg, blk),),
+               karg(out), karg(vals), karg(_dev_i64(order)), karg(_dev_i64(starts)),
+               karg(_dev_i64(lens)), karg(_dev_i64(srt[starts])), nseg, int(lens.max()),
+               ACC64=out.dtype == np.float64, BLOCK=blk, num_warps=configs.FLAT_WARPS)
+    return out
+
+
+def _index_put_offsets(dst: DeviceArray, key, values: DeviceArray) -> None:
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    tb = _tb()
+    offs = _key_offsets(dst.shape, dst.estrides, 0, key)
+    if offs.size == 0:
+        return None
+    _check_values(values, offs.shape)
+    vals = _contig(tb.cast(tb.expand(values, offs.shape), dst.dtype))
+    flat = offs.reshape(-1)
+    _, first_rev = np.unique(flat[::-1], return_index=True)
+    keep = np.sort(flat.size - 1 - first_rev)  # last occurrence of each offset
+    n = keep.size
+    blk = configs.flat_block(is_interpreted())
+    launch(kix.put_kernel, (triton_cdiv(n, blk),), karg(dst), karg(vals),
+           karg(_dev_i64(flat[keep])), karg(_dev_i64(keep)), n, BLOCK=blk,
+           num_warps=configs.FLAT_WARPS)
+    return None
