@@ -297,6 +297,19 @@ def check_indexing_nd() -> None:
         xs = tb.basic_index(_h(x), (slice(1, None), slice(None, None, 2)))
         _same(tix.gather(xs, (_h(np.array([0, 4, -1])), Ellipsis, _h(j3))),
               x[1:, ::2][[0, 4, -1], ..., j3], "gather_nd sliced source")
+        # through tgrad: a cuda index tensor stays on the device (normalize_key keeps its
+        # device array), forward and backward on the device paths
+        xt = tgrad.tensor(x.astype(np.float64), device="cuda", requires_grad=True)
+        it = tgrad.tensor(i2, device="cuda")
+        from tgrad.ops.index import normalize_key
+        assert isinstance(normalize_key((it, 1), xt.device)[0][0], type(xt._data))
+        y = xt[it, 1:]
+        _same(y._data, x.astype(np.float64)[i2, 1:], "tgrad x[idx, 1:]")
+        gy = rng.standard_normal(y.shape)
+        y.backward(tgrad.tensor(gy, device="cuda"))
+        want = np.zeros(x.shape)
+        np.add.at(want, (i2, slice(1, None)), gy)
+        assert np.allclose(xt.grad.numpy(), want, rtol=1e-12, atol=1e-12), "tgrad x[idx] grad"
     finally:
         for n in host_paths:
             setattr(tix, n, real[n])
