@@ -127,6 +127,30 @@ def test_promoted_values_match_numpy():
     np.testing.assert_array_equal(r.numpy(), (a.astype(np.float64) * 3.0).astype(np.float16))
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow", "maximum", "minimum"])
+def test_float_tensor_with_python_float_both_sides(op, dt):
+    # a float tensor and a Python float: the tensor's dtype, the number rounded to it (as
+    # PyTorch's CPU kernels do), values against NumPy float64, and gradients for both sides
+    a = np.array([0.5, 1.25, 3.0, 7.5], dt)
+    s = 1.7
+    fn = getattr(tgrad, op)
+    ref = getattr(np, {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+                       "pow": "power", "maximum": "maximum", "minimum": "minimum"}[op])
+    s_rounded = np.float64(np.dtype(dt).type(s))
+    rtol = 1e-6 if dt == "float32" else 1e-15
+    for left in (True, False):
+        x = tgrad.tensor(a, requires_grad=True)
+        y = fn(x, s) if left else fn(s, x)
+        want = ref(a.astype(np.float64), s_rounded) if left else ref(s_rounded,
+                                                                      a.astype(np.float64))
+        assert y.dtype is getattr(tgrad, dt)
+        np.testing.assert_allclose(y.detach().numpy(), want, rtol=rtol)
+        if dt == "float64":
+            assert tgrad.autograd.gradcheck(lambda t, left=left: fn(t, s) if left else fn(s, t),
+                                            (x,))
+
+
 # ------------------------------------------------------------------------- creation
 
 @pytest.mark.parametrize("fn", [tgrad.zeros, tgrad.ones, tgrad.empty, tgrad.rand, tgrad.randn])

@@ -377,6 +377,14 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
             dev = a.device
             be = backend_of(a)
             xa, xb = a._data, b._data
+        elif type(b) is float and type(a) is Tensor and a.dtype.is_floating_point \
+                and not is_logical:
+            # A float tensor and a Python float (x * 0.5, g / n): the tensor's dtype (a
+            # number does not promote within its category) and no operand checks apply.
+            dev, be, xa, xb = a.device, backend_of(a), a._data, a.dtype.np.type(b)
+        elif type(a) is float and type(b) is Tensor and b.dtype.is_floating_point \
+                and not is_logical:  # the reflected form (1.0 - x, 2.0 ** x)
+            dev, be, xa, xb = b.device, backend_of(b), b.dtype.np.type(a), b._data
         else:
             dev, be, xa, xb = _prepare(name, is_logical, a, b)
             if check is not None:
