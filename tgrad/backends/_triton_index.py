@@ -304,6 +304,21 @@ def _check_values(values: DeviceArray, shape: tuple) -> None:
                          f"broadcast to indexing result of shape {shape}") from None
 
 
+def _segments(targets: np.ndarray) -> tuple:
+    """Positions grouped by equal target, each group in position order (stable sort):
+    (order, segment starts in order, segment lengths, each segment's target)."""
+    order = np.argsort(targets, kind="stable")
+    srt = targets[order]
+    starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
+    return order, starts, np.diff(np.r_[starts, srt.size]), srt[starts]
+
+
+def _last_positions(targets: np.ndarray) -> np.ndarray:
+    """The last position naming each distinct target (NumPy's last-write-wins), ascending."""
+    _, first_rev = np.unique(targets[::-1], return_index=True)
+    return np.sort(targets.size - 1 - first_rev)
+
+
 def index_add(shape: tuple, dtype: np.dtype, key, values: DeviceArray) -> DeviceArray:
     """zeros(shape) with ``values`` scatter-added at ``key`` (repeated indices add up;
     deterministic segmented sums, see tgrad/kernels/indexing.py)."""
@@ -319,16 +334,13 @@ def index_add(shape: tuple, dtype: np.dtype, key, values: DeviceArray) -> Device
     if flat.size == 0 or sp.ns == 0:
         return out
     vals = _index_major(sp.plan, values)
-    order = np.argsort(flat, kind="stable")
-    srt = flat[order]
-    starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
-    lens = np.diff(np.r_[starts, srt.size])
+    order, starts, lens, targets = _segments(flat)
     nseg = starts.size
     blk = configs.flat_block(is_interpreted())
     with np.errstate(all="ignore"):  # the interpreter's float sums of inf and nan
         launch(kix.scatter_add_nd_kernel, (triton_cdiv(nseg * sp.ns, blk),),
                karg(sp.plan.view), karg(vals), karg(_dev_i64(order)), karg(_dev_i64(starts)),
-               karg(_dev_i64(lens)), karg(_dev_i64(srt[starts])), nseg, sp.ns,
+               karg(_dev_i64(lens)), karg(_dev_i64(targets)), nseg, sp.ns,
                int(lens.max()), *sp.slice_dims, ACC64=np.dtype(dtype) == np.float64,
                BLOCK=blk, num_warps=configs.FLAT_WARPS)
     return out
@@ -350,8 +362,7 @@ def index_put_(dst: DeviceArray, key, values) -> None:
         return None
     _check_values(values, sp.plan.shape)
     vals = _index_major(sp.plan, tb.cast(values, dst.dtype))
-    _, first_rev = np.unique(flat[::-1], return_index=True)
-    keep = np.sort(flat.size - 1 - first_rev)  # the last position naming each target
+    keep = _last_positions(flat)
     n = keep.size * sp.ns
     blk = configs.flat_block(is_interpreted())
     launch(kix.put_nd_kernel, (triton_cdiv(n, blk),), karg(sp.plan.view), karg(vals),
@@ -370,16 +381,13 @@ def _index_add_offsets(out: DeviceArray, key, values: DeviceArray) -> DeviceArra
     if offs.size == 0:
         return out
     vals = _contig(tb.expand(values, _result_shape(shape, key)))
-    order = np.argsort(offs, kind="stable")
-    srt = offs[order]
-    starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
-    lens = np.diff(np.r_[starts, srt.size])
+    order, starts, lens, targets = _segments(offs)
     nseg = starts.size
     blk = configs.SCATTER_BLOCK
     with np.errstate(all="ignore"):  # the interpreter's float sums of inf and nan
         launch(kix.scatter_add_kernel, (triton_cdiv(nseg, blk),),
                karg(out), karg(vals), karg(_dev_i64(order)), karg(_dev_i64(starts)),
-               karg(_dev_i64(lens)), karg(_dev_i64(srt[starts])), nseg, int(lens.max()),
+               karg(_dev_i64(lens)), karg(_dev_i64(targets)), nseg, int(lens.max()),
                ACC64=out.dtype == np.float64, BLOCK=blk, num_warps=configs.FLAT_WARPS)
     return out
 
@@ -394,8 +402,7 @@ def _index_put_offsets(dst: DeviceArray, key, values: DeviceArray) -> None:
     _check_values(values, offs.shape)
     vals = _contig(tb.cast(tb.expand(values, offs.shape), dst.dtype))
     flat = offs.reshape(-1)
-    _, first_rev = np.unique(flat[::-1], return_index=True)
-    keep = np.sort(flat.size - 1 - first_rev)  # last occurrence of each offset
+    keep = _last_positions(flat)
     n = keep.size
     blk = configs.flat_block(is_interpreted())
     launch(kix.put_kernel, (triton_cdiv(n, blk),), karg(dst), karg(vals),
