@@ -283,34 +283,3 @@ def test_view_errors():
     with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions"):
         tgrad.zeros(1, 2, 3).t()
 
-
-EXPAND_CASES = [((), (5,)), ((1,), (4,)), ((3,), (2, 3)), ((2, 1), (2, 5)), ((1, 3), (4, 2, 3)),
-                ((0,), (3, 0)), ((1, 0), (2, 0)), ((2, 3), (2, 3)), ((), ()), ((1, 1), (0, 1)),
-                ((1, 1), (3, 1)), ((17, 1), (2, 17, 1025))]
-
-
-@pytest.mark.parametrize("src,shape", EXPAND_CASES)
-@pytest.mark.parametrize("layout", ["contiguous", "sliced"])
-def test_numpy_backend_expand_is_broadcast_to(src, shape, layout):
-    # the backend builds stride-0 views of contiguous arrays itself: the same read-only view
-    # np.broadcast_to gives (same elements, same strides where a dim has more than one)
-    from tgrad.backends import numpy as nb
-    rng = np.random.default_rng(0)
-    base = rng.standard_normal(src if layout == "contiguous" else src + (2,))
-    x = base if layout == "contiguous" else base[..., 0]
-    got, want = nb.expand(x, shape), np.broadcast_to(x, shape)
-    assert got.shape == want.shape and np.array_equal(got, want)
-    assert not got.flags.writeable and np.shares_memory(got, x) or got.size == 0
-    assert [s for s, n in zip(got.strides, shape) if n > 1] == \
-        [s for s, n in zip(want.strides, shape) if n > 1]
-    x[...] = 7.0  # a view, not a copy
-    assert np.all(got == 7.0)
-
-
-@pytest.mark.parametrize("src,shape", [((2,), (3,)), ((2, 3), (3,)), ((2,), (2, 3))])
-def test_numpy_backend_expand_rejects_what_broadcast_to_rejects(src, shape):
-    from tgrad.backends import numpy as nb
-    with pytest.raises(ValueError):
-        nb.expand(np.zeros(src), shape)
-    with pytest.raises(RuntimeError, match="expanded size|number of sizes"):
-        tgrad.zeros(*src).expand(*shape)

@@ -518,19 +518,36 @@ def _is_float(dt: np.dtype) -> bool:
 def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     """Sum accumulated in float32 for halves; bool and integers sum to int64 (PyTorch)."""
     dt = x.dtype
-    if _is_float(dt):
-        with quiet():  # inf + -inf: NaN without a warning, as PyTorch
-            return _down(np.sum(x, axis=axes, dtype=compute_dtype(dt), keepdims=keepdim), dt)
-    return np.asarray(np.sum(x, axis=axes, dtype=np.int64, keepdims=keepdim))
+    if _is_float(dt):  # np.add.reduce is what np.sum runs, minus its Python wrapper
+        token = _quiet_enter()  # inf + -inf: NaN without a warning, as PyTorch
+        try:  # (the cast down to a half may overflow to inf: no warning either)
+            return _down(np.add.reduce(x, axis=axes, dtype=compute_dtype(dt),
+                                       keepdims=keepdim), dt)
+        finally:
+            _quiet_exit(token)
+    return np.asarray(np.add.reduce(x, axis=axes, dtype=np.int64, keepdims=keepdim))
 
 
 def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
-    """Mean in the compute dtype; an empty reduction gives NaN (no warning)."""
+    """Mean in the compute dtype; an empty reduction gives NaN (no warning).
+
+    np.mean's own steps (numpy/_core/_methods.py) without its Python wrapper, so results
+    are bit-identical to it: a pairwise sum in the compute dtype, then the division by the
+    count in float64, cast back."""
     dt = x.dtype
-    if _count(x.shape, axes) == 0:  # NumPy would warn "Mean of empty slice"
+    n = _count(x.shape, axes)
+    if n == 0:  # NumPy would warn "Mean of empty slice"
         return np.full(np.sum(x, axis=axes, keepdims=keepdim).shape, np.nan, dt)
-    with quiet():
-        return _down(np.mean(_up(x), axis=axes, keepdims=keepdim), dt)
+    token = _quiet_enter()
+    try:
+        total = np.add.reduce(_up(x), axis=axes, keepdims=keepdim)
+        if isinstance(total, np.ndarray):  # an intp divisor selects NumPy's float64 loop
+            out = np.true_divide(total, np.intp(n), out=total, casting="unsafe")
+        else:  # a scalar: Python floats are float64 and faster than NumPy scalar maths
+            out = total.dtype.type(float(total) / n)
+        return _down(out, dt)
+    finally:
+        _quiet_exit(token)
 
 
 def prod(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:

@@ -1,0 +1,78 @@
+"""The NumPy backend's shortcuts around NumPy's Python wrappers give exactly what the
+wrapped NumPy functions give: ``expand`` (np.broadcast_to), ``sum_`` (np.sum) and ``mean``
+(np.mean), bit for bit, over dtypes, axes, keepdim, odd sizes and special values."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.backends import numpy as nb
+
+EXPAND_CASES = [((), (5,)), ((1,), (4,)), ((3,), (2, 3)), ((2, 1), (2, 5)), ((1, 3), (4, 2, 3)),
+                ((0,), (3, 0)), ((1, 0), (2, 0)), ((2, 3), (2, 3)), ((), ()), ((1, 1), (0, 1)),
+                ((1, 1), (3, 1)), ((17, 1), (2, 17, 1025))]
+
+
+@pytest.mark.parametrize("src,shape", EXPAND_CASES)
+@pytest.mark.parametrize("layout", ["contiguous", "sliced"])
+def test_numpy_backend_expand_is_broadcast_to(src, shape, layout):
+    # the backend builds stride-0 views of contiguous arrays itself: the same read-only view
+    # np.broadcast_to gives (same elements, same strides where a dim has more than one)
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal(src if layout == "contiguous" else src + (2,))
+    x = base if layout == "contiguous" else base[..., 0]
+    got, want = nb.expand(x, shape), np.broadcast_to(x, shape)
+    assert got.shape == want.shape and np.array_equal(got, want)
+    assert not got.flags.writeable and np.shares_memory(got, x) or got.size == 0
+    assert [s for s, n in zip(got.strides, shape) if n > 1] == \
+        [s for s, n in zip(want.strides, shape) if n > 1]
+    x[...] = 7.0  # a view, not a copy
+    assert np.all(got == 7.0)
+
+
+@pytest.mark.parametrize("src,shape", [((2,), (3,)), ((2, 3), (3,)), ((2,), (2, 3))])
+def test_numpy_backend_expand_rejects_what_broadcast_to_rejects(src, shape):
+    with pytest.raises(ValueError):
+        nb.expand(np.zeros(src), shape)
+    with pytest.raises(RuntimeError, match="expanded size|number of sizes"):
+        tgrad.zeros(*src).expand(*shape)
+
+
+
+REDUCE_CASES = [((64,), None, False), ((17, 1025), (1,), False), ((17, 1025), (0,), True),
+                ((3, 4, 5), (0, 2), False), ((1023,), None, True), ((), None, False),
+                ((1,), (0,), False), ((2, 0, 3), (0,), False)]
+DTYPES = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+
+
+@pytest.mark.parametrize("shape,axes,keepdim", REDUCE_CASES)
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_sum_and_mean_are_bit_identical_to_numpy(shape, axes, keepdim, dt):
+    rng = np.random.default_rng(3)
+    for scale in (1e-3, 1.0, 1e4):
+        x = (rng.standard_normal(shape) * scale).astype(dt)
+        if x.size > 3:
+            x.reshape(-1)[:3] = [np.inf, np.nan, -np.inf] if scale == 1.0 else x.reshape(-1)[:3]
+        cd = np.float32 if np.dtype(dt).itemsize == 2 else dt  # halves accumulate in float32
+        with np.errstate(all="ignore"):
+            want_sum = np.asarray(np.sum(x, axis=axes, dtype=cd, keepdims=keepdim)).astype(dt)
+            want_mean = np.asarray(np.mean(x.astype(cd), axis=axes, keepdims=keepdim)).astype(dt)
+        for got, want in ((nb.sum_(x, axes, keepdim), want_sum),
+                          (nb.mean(x, axes, keepdim), want_mean)):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_integer_sum_is_int64_and_reductions_do_not_warn():
+    assert nb.sum_(np.array([1, 2, 3], np.int32), None, False).dtype == np.int64
+    assert nb.sum_(np.array([True, True]), None, False) == 2
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(nb.sum_(np.array([np.inf, -np.inf], np.float32), None, False))
+        assert np.isinf(nb.sum_(np.array([6e4, 6e4], np.float16), None, False))
+        assert np.isnan(nb.mean(np.array([np.inf, -np.inf]), None, False))
+        assert np.isnan(nb.mean(np.zeros((0,), np.float32), None, False))
