@@ -72,7 +72,7 @@ def _result_shape(shape: tuple, key) -> tuple:
 class _Plan(NamedTuple):
     """How gather_nd_kernel reads ``x[key]``. Result dims outermost first."""
 
-    view: DeviceArray  # x with the key's slices applied (indexed dims kept whole)
+    view: DeviceArray  # x with the key's slices and Nones applied (indexed dims kept whole)
     shape: tuple  # result shape
     x_strides: tuple  # per result dim: element stride in ``view`` (0 on index dims)
     arrays: list  # index arrays (host int64 or device int), each broadcastable to ``bshape``
@@ -143,20 +143,14 @@ def _plan(x: DeviceArray, key) -> _Plan | None:
         bshape = np.broadcast_shapes(*[items[i][1].shape for i in adv])
     except ValueError:
         return None
-    view = _tb().basic_index(x, tuple(slice(None) if type(k) is tuple else k
-                                      for k in items if k is not None))
+    # One view dim per item: the slices applied, None a size-1 dim, indexed dims kept whole.
+    view = _tb().basic_index(x, tuple(slice(None) if type(k) is tuple else k for k in items))
     # Result dims: B's dims where the first index array stands when the arrays are adjacent
     # in the key, else first (NumPy's rule); slices and None keep their place otherwise.
     adjacent = adv == list(range(adv[0], adv[-1] + 1))
     b_first = sum(1 for k in items[:adv[0]] if type(k) is not tuple) if adjacent else 0
-    shape, x_strides, arrays, dims, d = [], [], [], [], 0
-    for k in items:
-        if k is None:
-            shape.append(1)
-            x_strides.append(0)
-            continue
-        n, st = view.shape[d], view.estrides[d]
-        d += 1
+    shape, x_strides, arrays, dims = [], [], [], []
+    for k, n, st in zip(items, view.shape, view.estrides):
         if type(k) is tuple:
             arrays.append(k[1])
             dims.append((n, st))
