@@ -117,3 +117,20 @@ def test_perf_script_runs_and_writes_json(tmp_path, capsys):
     data = json.loads(files[0].read_text())
     assert data["command"].startswith("python perf/bench_cpu.py --ops exp")
     assert data["results"][0]["op"] == "exp" and "summary" in data
+
+
+def test_bench_index_host_runs_and_reports_every_case(tmp_path):
+    """perf/bench_index_host.py (stubbed launches: host work only) runs and writes its JSON;
+    in a subprocess, since it replaces the indexing module's launcher."""
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, str(ROOT / "perf" / "bench_index_host.py"),
+                        "--repeat", "1", "--out", str(tmp_path)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rep = json.loads((tmp_path / "bench_index_host.json").read_text())
+    assert rep["schema"] == "tgrad-bench-index-host/1"
+    assert [r["case"] for r in rep["results"]] == [
+        "W[idx] gather", "W[idx] index_add (backward)", "W[idx] = v index_put_",
+        "X[:, idx] gather", "X[:, idx] index_add (backward)"]
+    assert all(r["device_path_ms"] > 0 and r["host_offsets_ms"] > 0 for r in rep["results"])
