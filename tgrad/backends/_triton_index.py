@@ -6,10 +6,11 @@ A key is a tuple of ints, slices, None, Ellipsis, NumPy integer arrays / boolean
 device integer arrays (integer index tensors on the GPU stay there, see
 tgrad.ops.index.normalize_key). ``gather`` plans the common keys on the host from shapes
 alone (``_plan``: slices become a strided view, every index array one operand of the
-gather_nd kernel, which computes the offsets on the device). The rest (0-d boolean keys,
-more than 4 index arrays or 8 result dims) and the two writers take int64 offsets computed
-on the host from the key (``_key_offsets``): index_add needs them sorted for its
-deterministic segments and index_put_ deduplicated (last write wins), which the host does.
+gather_nd kernel, which computes the offsets on the device). The writers split the result
+into index tuples and slice positions (``_split``): the host sorts (index_add: deterministic
+segments) or deduplicates (index_put_: the last write wins) one target per index tuple.
+The rest (0-d boolean keys, more than 4 index arrays, 8 result dims, or 2 sliced dims for
+the writers) take int64 element offsets computed on the host (``_key_offsets``).
 """
 
 from __future__ import annotations
@@ -36,21 +37,17 @@ def _tb():
     return sys.modules["tgrad.backends.triton"]
 
 
-def _contig(x: DeviceArray) -> DeviceArray:
-    return x if x.is_contiguous() else _tb().clone(x)
-
-
 def _host_key(key) -> tuple:
     """The key with device index arrays copied to the host (for the host-offset paths)."""
     return tuple(k.to_host() if isinstance(k, DeviceArray) else k for k in key)
 
 
 # ---------------------------------------------------------------- host offsets
-def _key_offsets(shape: tuple, estrides: tuple, offset: int, key) -> np.ndarray:
+def _key_offsets(shape: tuple, estrides: tuple, key) -> np.ndarray:
     """int64 element offsets of ``view[key]`` (NumPy advanced-indexing rules, the same
     IndexError for bad keys): the key applied to each dim's broadcast stride grid."""
     key = _host_key(key)
-    total = np.asarray(np.broadcast_to(np.int64(offset), shape)[key], dtype=np.int64)
+    total = np.asarray(np.broadcast_to(np.int64(0), shape)[key], dtype=np.int64)
     for d, (n, st) in enumerate(zip(shape, estrides)):
         ar = [1] * len(shape)
         ar[d] = n
@@ -236,7 +233,7 @@ def _gather_offsets(x: DeviceArray, key) -> DeviceArray:
     """gather by host offsets: every key NumPy takes, and NumPy's IndexError otherwise."""
     from tgrad.kernels import indexing as kix
     from tgrad.kernels.launch import karg, triton_cdiv
-    offs = _key_offsets(x.shape, x.estrides, 0, key)
+    offs = _key_offsets(x.shape, x.estrides, key)
     out = _tb().empty(offs.shape, x.dtype)
     n = out.size
     if n:
@@ -287,7 +284,7 @@ def _index_major(p: _Plan, values: DeviceArray) -> DeviceArray:
     rest = [d for d in range(len(p.shape)) if d not in b_dims]
     if b_dims and b_dims[0] != 0:
         v = tb.permute(v, tuple(b_dims + rest))
-    return _contig(v)
+    return tb.contiguous(v)
 
 
 def _check_values(values: DeviceArray, shape: tuple) -> None:
@@ -371,10 +368,10 @@ def _index_add_offsets(out: DeviceArray, key, values: DeviceArray) -> DeviceArra
     from tgrad.kernels.launch import karg, triton_cdiv
     tb = _tb()
     shape = out.shape
-    offs = _key_offsets(shape, contiguous_strides(shape), 0, key).reshape(-1)
+    offs = _key_offsets(shape, contiguous_strides(shape), key).reshape(-1)
     if offs.size == 0:
         return out
-    vals = _contig(tb.expand(values, _result_shape(shape, key)))
+    vals = tb.contiguous(tb.expand(values, _result_shape(shape, key)))
     order, starts, lens, targets = _segments(offs)
     nseg = starts.size
     blk = configs.SCATTER_BLOCK
@@ -390,11 +387,11 @@ def _index_put_offsets(dst: DeviceArray, key, values: DeviceArray) -> None:
     from tgrad.kernels import indexing as kix
     from tgrad.kernels.launch import karg, triton_cdiv
     tb = _tb()
-    offs = _key_offsets(dst.shape, dst.estrides, 0, key)
+    offs = _key_offsets(dst.shape, dst.estrides, key)
     if offs.size == 0:
         return None
     _check_values(values, offs.shape)
-    vals = _contig(tb.cast(tb.expand(values, offs.shape), dst.dtype))
+    vals = tb.contiguous(tb.cast(tb.expand(values, offs.shape), dst.dtype))
     flat = offs.reshape(-1)
     keep = _last_positions(flat)
     n = keep.size
