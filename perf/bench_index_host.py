@@ -60,7 +60,7 @@ def _install_stubs() -> None:
     stub = _StubBackend()
     tix._tb = lambda: stub
     tix.launch = lambda *a, **k: None
-    for name in ("fill_", "copy_", "clone", "cast"):
+    for name in ("fill_", "copy_", "clone", "contiguous", "cast"):
         setattr(_StubBackend, name, staticmethod(lambda x, *a: x))
 
 
