@@ -19,10 +19,13 @@ assert os.environ.get("TRITON_INTERPRET") == "1"
 sys.path.insert(0, os.path.dirname(__file__))
 
 import device_checks  # noqa: E402
+import kernel_specs  # noqa: E402
 import numpy as np  # noqa: E402
 import op_db  # noqa: E402
 
 import tgrad  # noqa: E402
+
+kernel_specs.record_if_asked()  # for tests/test_triton_aot_specs.py
 
 try:
     import op_db_nn

@@ -41,7 +41,8 @@ def _compile(fn, sig: dict, cx: dict, num_warps: int):
                           options={"num_warps": num_warps})
 
 
-def _spills(ptx: str) -> tuple[int, int]:
+def _ptxas_stats(ptx: str) -> tuple[int, int, int]:
+    """(spill store bytes, spill load bytes, registers of the entry function)."""
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
     try:
@@ -52,8 +53,13 @@ def _spills(ptx: str) -> tuple[int, int]:
     assert r.returncode == 0, r.stderr
     st = sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", r.stderr))
     ld = sum(int(x) for x in re.findall(r"(\d+) bytes spill loads", r.stderr))
-    assert "Used" in r.stderr, r.stderr
-    return st, ld
+    regs = re.search(r"Used (\d+) registers", r.stderr)
+    assert regs, r.stderr
+    return st, ld, int(regs.group(1))
+
+
+def _spills(ptx: str) -> tuple[int, int]:
+    return _ptxas_stats(ptx)[:2]
 
 
 def _ew_sig(dt_out: str, dt_in: str, idx: str) -> dict:
@@ -116,7 +122,19 @@ def test_fused_gradient_formulas_compile_without_spills(name, dt):
         k = _compile(ew.ew_kernel, _ew_sig(dtype, dtype, "i32"),
                      {"FN": fn, "ARITY": _arity(fn), "NDIM": ndim,
                       "UPCAST": upcast, "IDX64": False, "BLOCK": cfg.block}, cfg.num_warps)
-        assert _spills(k.asm["ptx"]) == (0, 0)
+        stores, loads, regs = _ptxas_stats(k.asm["ptx"])
+        if name in TRIG_FORMULAS and triton.__version__.startswith("3.6."):
+            assert stores <= 8 and loads <= 8 and regs <= 128, (stores, loads, regs)
+        else:
+            assert (stores, loads) == (0, 0)
+
+
+# sin and cos call libdevice, whose Payne-Hanek range reduction (|x| >= 105615 in float32)
+# keeps a small array in local memory. Under Triton 3.6 ptxas also parks one or two values
+# beside that array (4-8 bytes of "spill" with 32-40 registers in use, far below the cap of
+# 255: not register pressure); Triton 3.9 does not. The bound above is that artefact and no
+# more: at most 8 bytes, at most half the register cap.
+TRIG_FORMULAS = ("sin", "cos")
 
 
 @pytest.mark.parametrize("kind", list(red.OPS))

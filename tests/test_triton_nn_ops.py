@@ -355,6 +355,9 @@ def check_native(rng):
 
 def main() -> None:
     assert os.environ.get("TRITON_INTERPRET") == "1"
+    sys.path.insert(0, HERE)
+    import kernel_specs
+    kernel_specs.record_if_asked()  # for tests/test_triton_aot_specs.py
     out = {}
     for name in CHECKS:
         rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -376,8 +379,11 @@ def _results() -> dict:
         pytest.importorskip("triton")
         env = dict(os.environ, TRITON_INTERPRET="1",
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        sys.path.insert(0, HERE)
+        import kernel_specs
         p = subprocess.run([sys.executable, os.path.abspath(__file__)], capture_output=True,
-                           text=True, env=env, cwd=ROOT)
+                           text=True, env=kernel_specs.recording_env(env, "nn_kernels"),
+                           cwd=ROOT)
         marker = "@@RESULT@@"
         assert p.returncode == 0 and marker in p.stdout, \
             f"interpreter runner failed (rc={p.returncode}):\n{p.stderr[-3000:]}"

@@ -18,6 +18,7 @@ HERE = os.path.dirname(__file__)
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import device_checks  # noqa: E402
+import kernel_specs  # noqa: E402
 import op_db  # noqa: E402
 
 try:
@@ -37,7 +38,8 @@ def _results() -> dict:
         procs = [subprocess.Popen(
             [sys.executable, os.path.join(HERE, "_triton_interp_runner.py")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-            env=dict(env, TGRAD_DTYPES=dt)) for dt in ("float32", "float64")]
+            env=kernel_specs.recording_env(dict(env, TGRAD_DTYPES=dt), "op_table_" + dt))
+            for dt in ("float32", "float64")]
         outs = [p.communicate() for p in procs]
         marker = "@@RESULT@@"
         merged: dict = {"ops": {}, "extra": {}, "host_path_used": []}

@@ -56,14 +56,16 @@ def matmul_kernel(A, B, C, M, N, K, NB0,
     rk = tl.arange(0, BLOCK_K).to(tl.int64)
     a_ptr = A + b1 * SA1 + b0 * SA0 + rm[:, None] * SAM + rk[None, :] * SAK
     b_ptr = B + b1 * SB1 + b0 * SB0 + rk[:, None] * SBK + rn[None, :] * SBN
+    # tl.dot's out_dtype must match the accumulator's (Triton 3.6 asserts it; 3.9 infers it)
     if ACC64:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float64)
+        ACC_DT: tl.constexpr = tl.float64
     else:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        ACC_DT: tl.constexpr = tl.float32
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_DT)
     for k in range(0, K, BLOCK_K):
         a = tl.load(a_ptr, mask=(rm[:, None] < M) & (rk[None, :] < K - k), other=0.0)
         b = tl.load(b_ptr, mask=(rk[:, None] < K - k) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC_DT)
         a_ptr += BLOCK_K * SAK
         b_ptr += BLOCK_K * SBK
     c_ptr = C + b1 * SC1 + b0 * SC0 + rm[:, None] * SCM + rn[None, :] * SCN

@@ -1,0 +1,168 @@
+"""Every Triton kernel specialization the interpreter tests launch, recorded and compiled
+ahead of time for sm_90.
+
+``record(path)`` wraps Triton's interpreter so that each launch notes its kernel, the Triton
+type of every runtime argument (``*fp32``, ``i32``, ``fp64``...), its constexpr values and
+``num_warps``; the distinct ones are written to ``path`` as JSON at exit. The interpreter
+runners (tests/_triton_interp_runner.py, tests/test_triton_nn_ops.py) call it when pytest
+sets ``TGRAD_RECORD_SPECS``. ``compile_spec(spec)`` compiles one of them with whatever Triton
+is installed, for the H200 (no GPU needed), so tests/test_triton_aot_specs.py can check that
+every kernel variant the tests exercise also compiles for the real machine, with Triton 3.9
+(CI) and with the GPU machine's Triton 3.6 (``TGRAD_TRITON36``, see .ci/run).
+
+Block sizes are the interpreter's (tgrad/kernels/configs.py picks bigger blocks there);
+the compiled configs' register use is checked by tests/test_triton_aot.py and
+tests/test_triton_nn_aot.py. What this adds is every constexpr branch, dtype and index width
+the op table reaches.
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import importlib
+import inspect
+import json
+import os
+import sys
+import tempfile
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+ENV = "TGRAD_RECORD_SPECS"
+_SPEC_DIR: list[str] = []   # one folder per pytest session, made on first use
+
+
+def recording_env(env: dict, name: str) -> dict:
+    """``env`` for an interpreter runner subprocess that records into this session's folder
+    under ``name``."""
+    if not _SPEC_DIR:
+        _SPEC_DIR.append(tempfile.mkdtemp(prefix="tgrad-kernel-specs-"))
+    return dict(env, **{ENV: os.path.join(_SPEC_DIR[0], name + ".json")})
+
+
+def recorded() -> list[dict]:
+    """The distinct specializations every runner of this session recorded."""
+    files = glob.glob(os.path.join(_SPEC_DIR[0], "*.json")) if _SPEC_DIR else []
+    seen = {json.dumps(s, sort_keys=True): s for f in files for s in json.load(open(f))}
+    return [seen[k] for k in sorted(seen)]
+
+
+def record_if_asked() -> None:
+    """Called by the interpreter runners: record when pytest asked for it."""
+    if os.environ.get(ENV):
+        record(os.environ[ENV])
+
+
+def _encode(value):
+    """A constexpr value as JSON: jitted functions by module and name, Triton dtypes by
+    name, plain Python values as they are."""
+    fn = getattr(value, "fn", None)
+    if fn is not None and callable(fn):
+        return {"jit": f"{fn.__module__}:{fn.__name__}"}
+    if type(value).__module__.startswith("triton.language") and hasattr(value, "name"):
+        return {"tl_dtype": value.name}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"cannot record constexpr value {value!r} ({type(value).__name__})")
+
+
+def _decode(value):
+    if isinstance(value, dict) and "jit" in value:
+        module, name = value["jit"].split(":")
+        return getattr(importlib.import_module(module), name)
+    if isinstance(value, dict) and "tl_dtype" in value:
+        import triton.language as tl
+        return tl.dtype(value["tl_dtype"])
+    return value
+
+
+def _annotation(p: inspect.Parameter) -> str:
+    a = p.annotation
+    return "" if a is inspect.Parameter.empty else (a if isinstance(a, str) else repr(a))
+
+
+def spec_of(fn, args: tuple, kwargs: dict, no_specialize=()) -> dict:
+    """The specialization of one launch of the jitted Python function ``fn``, as Triton's
+    binder makes it on a GPU: an int argument equal to 1 becomes the constexpr 1 unless its
+    parameter is in ``no_specialize`` (the kernel's ``do_not_specialize``). Divisibility
+    hints are left out."""
+    from triton.backends.compiler import BaseBackend
+    from triton.runtime.jit import native_specialize_impl
+    sig = inspect.signature(fn)
+    opts = {k: kwargs[k] for k in LAUNCH_OPTIONS if k in kwargs}
+    bound = sig.bind(*args, **{k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS})
+    bound.apply_defaults()
+    types, constexprs = {}, {}
+    for i, (name, p) in enumerate(sig.parameters.items()):
+        ann, value = _annotation(p), bound.arguments[name]
+        if "constexpr" in ann:
+            constexprs[name] = _encode(value)
+        elif "float64" in ann:   # e.g. ``eps: tl.float64``: the annotation fixes the type
+            types[name] = "fp64"
+        else:
+            specialize = name not in no_specialize and i not in no_specialize
+            ty = native_specialize_impl(BaseBackend, value, False, specialize, True)[0]
+            if ty == "constexpr":
+                constexprs[name] = value
+            else:
+                types[name] = ty
+    return {"kernel": f"{fn.__module__}:{fn.__name__}", "signature": types,
+            "constexprs": constexprs, "num_warps": opts.get("num_warps", 4)}
+
+
+def record(path: str) -> None:
+    """Record every interpreted launch from now on; write the distinct ones at exit."""
+    from triton.runtime.interpreter import InterpretedFunction
+    seen: dict[str, dict] = {}
+    run = InterpretedFunction.run
+
+    def recording_run(self, *args, grid, warmup, **kwargs):
+        spec = spec_of(self.fn, args, kwargs, self.kwargs.get("do_not_specialize") or ())
+        seen.setdefault(json.dumps(spec, sort_keys=True), spec)
+        return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    InterpretedFunction.run = recording_run
+    atexit.register(lambda: json.dump(sorted(seen.values(), key=lambda s: json.dumps(
+        s, sort_keys=True)), open(path, "w"), indent=0))
+
+
+def compile_spec(spec: dict, target=None):
+    """Compile a recorded specialization for ``target`` (default: sm_90, the H200)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    module, name = spec["kernel"].split(":")
+    kernel = getattr(importlib.import_module(module), name)
+    constexprs = {k: _decode(v) for k, v in spec["constexprs"].items()}
+    signature = dict(spec["signature"], **{k: "constexpr" for k in constexprs})
+    return triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs),
+                          target=target or GPUTarget("cuda", 90, 32),
+                          options={"num_warps": spec["num_warps"]})
+
+
+def _compile_or_error(spec: dict) -> str | None:
+    try:
+        compile_spec(spec)
+    except Exception as e:  # noqa: BLE001 - reported per specialization
+        return (f"{spec['kernel']} signature={spec['signature']} "
+                f"constexprs={spec['constexprs']} num_warps={spec['num_warps']}: "
+                f"{type(e).__name__}: {str(e)[-1500:]}")
+    return None
+
+
+def main(path: str) -> None:
+    """``python tests/kernel_specs.py SPECS.json``: compile every specialization in the file
+    (all cores) and print the Triton version and the failures as JSON after a marker."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    import triton
+    specs = json.load(open(path))
+    with ProcessPoolExecutor(os.cpu_count() or 1) as pool:
+        errors = [e for e in pool.map(_compile_or_error, specs, chunksize=8) if e]
+    print("@@RESULT@@" + json.dumps({"triton": triton.__version__, "compiled": len(specs),
+                                     "errors": errors}))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main(sys.argv[1])

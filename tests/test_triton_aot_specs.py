@@ -1,0 +1,85 @@
+"""Ahead-of-time compilation for the H200 (sm_90) of every kernel specialization the
+interpreter tests launch, and the GPU machine's Triton version.
+
+The GPU machine runs Triton 3.6 (CI and development use 3.9 for its interpreter). Where
+``TGRAD_TRITON36`` names a folder holding Triton 3.6 (``pip install --no-deps --target DIR
+triton==3.6.0``; .ci/run makes one), the compiles below run in a subprocess with that Triton
+first on the path, and so do the register-spill checks of tests/test_triton_aot.py and
+tests/test_triton_nn_aot.py. Without it they use the installed Triton, and the 3.6 spill
+run is skipped with that reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("triton")
+if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    pytest.skip("AOT compilation needs the compiler, not the interpreter",
+                allow_module_level=True)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import kernel_specs  # noqa: E402
+import test_triton_nn_ops  # noqa: E402
+import test_triton_ops  # noqa: E402
+
+TRITON36 = os.environ.get("TGRAD_TRITON36", "")
+MARKER = "@@RESULT@@"
+
+
+def _env(triton_dir: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    path = [p for p in (triton_dir, ROOT, HERE, env.get("PYTHONPATH", "")) if p]
+    return dict(env, PYTHONPATH=os.pathsep.join(path))
+
+
+def _triton_version(triton_dir: str) -> str:
+    p = subprocess.run([sys.executable, "-c", "import triton; print(triton.__version__)"],
+                       capture_output=True, text=True, env=_env(triton_dir))
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout.strip()
+
+
+def test_triton36_folder_holds_triton_36():
+    if not TRITON36:
+        pytest.skip("TGRAD_TRITON36 is not set: no Triton 3.6 to check against")
+    assert _triton_version(TRITON36).startswith("3.6."), TRITON36
+
+
+def test_every_recorded_specialization_compiles_for_sm90(tmp_path):
+    test_triton_ops._results()       # the interpreter runs that record (cached per session)
+    test_triton_nn_ops._results()
+    specs = kernel_specs.recorded()
+    kernels = {s["kernel"].split(":")[1] for s in specs}
+    # every family the runners exercise was seen (the recorder works)
+    for k in ("ew_kernel", "red_kernel", "gather_nd_kernel", "scatter_add_nd_kernel",
+              "put_nd_kernel", "softmax_fwd_kernel", "softmax_bwd_kernel", "ce_fwd_kernel",
+              "ce_bwd_kernel", "ln_fwd_kernel", "ln_bwd_kernel", "matmul_kernel",
+              "dropout_kernel", "sgd_kernel", "adam_kernel"):
+        assert k in kernels, f"{k} was never launched by the interpreter runners"
+    path = tmp_path / "specs.json"
+    path.write_text(json.dumps(specs))
+    p = subprocess.run([sys.executable, os.path.join(HERE, "kernel_specs.py"), str(path)],
+                       capture_output=True, text=True, env=_env(TRITON36), cwd=ROOT)
+    assert p.returncode == 0 and MARKER in p.stdout, p.stderr[-3000:]
+    r = json.loads(p.stdout.split(MARKER, 1)[1])
+    if TRITON36:
+        assert r["triton"].startswith("3.6."), r["triton"]
+    assert r["compiled"] == len(specs)
+    assert not r["errors"], f"{len(r['errors'])} of {len(specs)} specializations failed " \
+        f"with Triton {r['triton']}:\n" + "\n".join(r["errors"][:5])
+
+
+def test_spill_checks_pass_with_triton36():
+    if not TRITON36:
+        pytest.skip("TGRAD_TRITON36 is not set: no Triton 3.6 to check against")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "tests/test_triton_aot.py", "tests/test_triton_nn_aot.py"],
+                       capture_output=True, text=True, env=_env(TRITON36), cwd=ROOT)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
