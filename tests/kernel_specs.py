@@ -41,9 +41,12 @@ def recording_env(env: dict, name: str) -> dict:
 
 
 def recorded() -> list[dict]:
-    """The distinct specializations every runner of this session recorded."""
-    files = glob.glob(os.path.join(_SPEC_DIR[0], "*.json")) if _SPEC_DIR else []
-    seen = {json.dumps(s, sort_keys=True): s for f in files for s in json.load(open(f))}
+    """One specialization per variant, over every runner of this session."""
+    files = sorted(glob.glob(os.path.join(_SPEC_DIR[0], "*.json"))) if _SPEC_DIR else []
+    seen: dict[str, dict] = {}
+    for f in files:
+        for spec in json.load(open(f)):
+            seen.setdefault(spec["variant"], spec)
     return [seen[k] for k in sorted(seen)]
 
 
@@ -83,47 +86,57 @@ def _annotation(p: inspect.Parameter) -> str:
 
 def spec_of(fn, args: tuple, kwargs: dict, no_specialize=()) -> dict:
     """The specialization of one launch of the jitted Python function ``fn``, as Triton's
-    binder makes it on a GPU: an int argument equal to 1 becomes the constexpr 1 unless its
-    parameter is in ``no_specialize`` (the kernel's ``do_not_specialize``). Divisibility
-    hints are left out."""
+    binder makes it on a GPU: an int argument equal to 1 becomes the constexpr 1, and
+    pointers aligned to 16 bytes and ints divisible by 16 are listed in ``divisible`` (the
+    ``tt.divisibility`` hint that lets loads vectorize), unless the parameter is in
+    ``no_specialize`` (the kernel's ``do_not_specialize``). ``variant`` names what the
+    kernel's code branches on: its declared constexprs, the argument types before those
+    value specializations, and ``num_warps``."""
     from triton.backends.compiler import BaseBackend
     from triton.runtime.jit import native_specialize_impl
     sig = inspect.signature(fn)
     opts = {k: kwargs[k] for k in LAUNCH_OPTIONS if k in kwargs}
     bound = sig.bind(*args, **{k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS})
     bound.apply_defaults()
-    types, constexprs = {}, {}
+    types, constexprs, divisible = {}, {}, []
+    declared, plain = {}, {}
     for i, (name, p) in enumerate(sig.parameters.items()):
         ann, value = _annotation(p), bound.arguments[name]
         if "constexpr" in ann:
-            constexprs[name] = _encode(value)
+            constexprs[name] = declared[name] = _encode(value)
         elif "float64" in ann:   # e.g. ``eps: tl.float64``: the annotation fixes the type
-            types[name] = "fp64"
+            types[name] = plain[name] = "fp64"
         else:
+            plain[name] = native_specialize_impl(BaseBackend, value, False, False, True)[0]
             specialize = name not in no_specialize and i not in no_specialize
-            ty = native_specialize_impl(BaseBackend, value, False, specialize, True)[0]
+            ty, key = native_specialize_impl(BaseBackend, value, False, specialize, True)
             if ty == "constexpr":
                 constexprs[name] = value
             else:
                 types[name] = ty
-    return {"kernel": f"{fn.__module__}:{fn.__name__}", "signature": types,
-            "constexprs": constexprs, "num_warps": opts.get("num_warps", 4)}
+                if isinstance(key, str) and "D" in key:
+                    divisible.append(name)
+    kernel, num_warps = f"{fn.__module__}:{fn.__name__}", opts.get("num_warps", 4)
+    return {"kernel": kernel, "signature": types, "constexprs": constexprs,
+            "divisible": divisible, "num_warps": num_warps,
+            "variant": json.dumps([kernel, declared, plain, num_warps], sort_keys=True)}
 
 
 def record(path: str) -> None:
-    """Record every interpreted launch from now on; write the distinct ones at exit."""
+    """Record every interpreted launch from now on; at exit, write the first launch of each
+    variant (stride-1 constants and divisibility vary with shapes; compiling every
+    combination would take ten times as long and exercise no other branch)."""
     from triton.runtime.interpreter import InterpretedFunction
     seen: dict[str, dict] = {}
     run = InterpretedFunction.run
 
     def recording_run(self, *args, grid, warmup, **kwargs):
         spec = spec_of(self.fn, args, kwargs, self.kwargs.get("do_not_specialize") or ())
-        seen.setdefault(json.dumps(spec, sort_keys=True), spec)
+        seen.setdefault(spec["variant"], spec)
         return run(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     InterpretedFunction.run = recording_run
-    atexit.register(lambda: json.dump(sorted(seen.values(), key=lambda s: json.dumps(
-        s, sort_keys=True)), open(path, "w"), indent=0))
+    atexit.register(lambda: json.dump([seen[k] for k in sorted(seen)], open(path, "w")))
 
 
 def compile_spec(spec: dict, target=None):
@@ -135,7 +148,9 @@ def compile_spec(spec: dict, target=None):
     kernel = getattr(importlib.import_module(module), name)
     constexprs = {k: _decode(v) for k, v in spec["constexprs"].items()}
     signature = dict(spec["signature"], **{k: "constexpr" for k in constexprs})
-    return triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs),
+    attrs = {(kernel.arg_names.index(n),): [["tt.divisibility", 16]] for n in spec["divisible"]}
+    return triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs,
+                                    attrs=attrs),
                           target=target or GPUTarget("cuda", 90, 32),
                           options={"num_warps": spec["num_warps"]})
 

@@ -53,8 +53,8 @@ ROW_CASES = list(_row_cases())
 _ID = [f"{n}-{d}" for n, d in ROW_CASES]
 
 
-def _cfg(n, dt, heavy=False):
-    return configs.row_config(n, dt == "float64", False, heavy)
+def _cfg(n, dt, heavy=False, strided=False):
+    return configs.row_config(n, dt == "float64", False, heavy, strided)
 
 
 def _row_cx(cfg, dt, **kw):
@@ -103,14 +103,20 @@ def test_layer_norm_no_spills(n, dt):
     k = _compile(kln.ln_fwd_kernel, fw, _row_cx(cfg, dt, HAS_W=True, HAS_B=True),
                  cfg.num_warps)
     assert _spills(k.asm["ptx"]) == (0, 0)
-    cfg = _cfg(n, dt, heavy=True)
-    bw = dict(G=f"*{t}", X=f"*{t}", W=f"*{t}", MEAN=f"*{acc}", RSTD=f"*{acc}", DX=f"*{t}",
-              DWP=f"*{acc}", DBP=f"*{acc}",
-              **_ints("M", "N", "M0", "SG1", "SG0", "SGN", "SX1", "SX0", "SXN", "SD1", "SD0",
-                      "SDN", "n_blocks", "n_progs"))
-    k = _compile(kln.ln_bwd_kernel, bw,
-                 _row_cx(cfg, dt, HAS_W=True, NEED_W=True, NEED_B=True), cfg.num_warps)
-    assert _spills(k.asm["ptx"]) == (0, 0)
+    # Backward on unit-stride rows (Triton specializes the stride-1 arguments into
+    # constants, as it does on the GPU) and on strided rows (the wrapper then budgets
+    # registers like float64).
+    for strided in (False, True):
+        cfg = _cfg(n, dt, heavy=True, strided=strided)
+        row_strides = ("SGN", "SXN", "SDN")
+        bw = dict(G=f"*{t}", X=f"*{t}", W=f"*{t}", MEAN=f"*{acc}", RSTD=f"*{acc}",
+                  DX=f"*{t}", DWP=f"*{acc}", DBP=f"*{acc}",
+                  **_ints("M", "N", "M0", "SG1", "SG0", "SX1", "SX0", "SD1", "SD0",
+                          "n_blocks", "n_progs", *(row_strides if strided else ())))
+        cx = _row_cx(cfg, dt, HAS_W=True, NEED_W=True, NEED_B=True,
+                     **({} if strided else dict.fromkeys(row_strides, 1)))
+        k = _compile(kln.ln_bwd_kernel, bw, cx, cfg.num_warps)
+        assert _spills(k.asm["ptx"]) == (0, 0), f"strided={strided}: {cfg}"
 
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64"])

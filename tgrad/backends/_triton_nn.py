@@ -84,8 +84,9 @@ def _last(x: DeviceArray, axis: int) -> DeviceArray:
     return _tb().permute(x, dims)
 
 
-def _row_cfg(n: int, dt: np.dtype, heavy: bool = False) -> configs.RowConfig:
-    return configs.row_config(n, _acc64(dt), is_interpreted(), heavy)
+def _row_cfg(n: int, dt: np.dtype, heavy: bool = False,
+             strided: bool = False) -> configs.RowConfig:
+    return configs.row_config(n, _acc64(dt), is_interpreted(), heavy, strided)
 
 
 def _contig(x: DeviceArray) -> DeviceArray:
@@ -292,7 +293,7 @@ def layer_norm_bwd(g: DeviceArray, x: DeviceArray, mean: DeviceArray, rstd: Devi
     (gv, xv, dv), (m, n, m0, (sg, sx, sd)) = _ln_rows([g, x, dx], k)
     mean, rstd = _contig(tb.cast(mean, cdt)), _contig(tb.cast(rstd, cdt))
     wc = _contig(w) if w is not None else None
-    cfg = _row_cfg(n, x.dtype, heavy=True)
+    cfg = _row_cfg(n, x.dtype, heavy=True, strided=not sg[2] == sx[2] == sd[2] == 1)
     n_blocks = triton_cdiv(m, cfg.block_m)
     cap = configs.LN_INTERP_MAX_PARTIALS if is_interpreted() else configs.LN_MAX_PARTIALS
     n_progs = min(n_blocks, cap)

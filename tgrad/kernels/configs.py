@@ -108,17 +108,20 @@ def _pow2(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def row_config(n: int, f64: bool, interpreted: bool, heavy: bool = False) -> RowConfig:
-    """``heavy``: the kernel keeps about twice as many row tiles live (layer_norm bwd), so a
-    float32 row is budgeted like a float64 one (at most 8 values a thread: 16 spilled under
-    Triton 3.6's register allocator, and 16 warps cap a thread at 128 registers)."""
+def row_config(n: int, f64: bool, interpreted: bool, heavy: bool = False,
+               strided: bool = False) -> RowConfig:
+    """``heavy``: the kernel keeps about twice as many row tiles live (layer_norm bwd).
+    ``strided``: some operand's rows are not unit-stride, so every element carries its own
+    64-bit address; a heavy kernel on such rows is budgeted like float64 (at most 8 values a
+    thread: 16 spilled under Triton 3.6, while unit-stride rows, which Triton specializes,
+    do not spill at 16)."""
     bn = _pow2(max(n, 1))
     if interpreted:
         if bn <= ROW_INTERP_ONE_PASS_MAX:
             return RowConfig(True, max(1, min(64, ROW_INTERP_TILE // bn)), bn, 4)
         return RowConfig(False, 4, ROW_INTERP_ONLINE_BLOCK_N, 4)
-    item = 8 if f64 or heavy else 4
-    if bn * item <= ROW_ONE_PASS_BYTES // (2 if item == 8 else 1):
+    item = 8 if f64 or (heavy and strided) else 4
+    if bn * item <= ROW_ONE_PASS_BYTES // (2 if heavy or item == 8 else 1):
         bm = max(1, min(16, ROW_TILE_BYTES // (bn * item)))
         tile_bytes = bm * bn * item
         warps = 4 if tile_bytes <= 8192 else (8 if tile_bytes <= 16384 else 16)
