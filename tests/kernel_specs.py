@@ -3,12 +3,12 @@ ahead of time for sm_90.
 
 ``record(path)`` wraps Triton's interpreter so that each launch notes its kernel, the Triton
 type of every runtime argument (``*fp32``, ``i32``, ``fp64``...), its constexpr values and
-``num_warps``; the distinct ones are written to ``path`` as JSON at exit. The interpreter
-runners (tests/_triton_interp_runner.py, tests/test_triton_nn_ops.py) call it when pytest
-sets ``TGRAD_RECORD_SPECS``. ``compile_spec(spec)`` compiles one of them with whatever Triton
-is installed, for the H200 (no GPU needed), so tests/test_triton_aot_specs.py can check that
-every kernel variant the tests exercise also compiles for the real machine, with Triton 3.9
-(CI) and with the GPU machine's Triton 3.6 (``TGRAD_TRITON36``, see .ci/run).
+``num_warps``; one launch per variant (``spec_of``) is written to ``path`` as JSON at exit.
+The interpreter runners (tests/_triton_interp_runner.py, tests/test_triton_nn_ops.py) call
+it when pytest sets ``TGRAD_RECORD_SPECS``. ``compile_spec(spec)`` compiles one of them for
+the H200 (no GPU needed), so tests/test_triton_aot_specs.py can check that every kernel
+variant the tests exercise also compiles for the real machine: with the installed Triton, or
+with the GPU machine's Triton 3.6 where ``TGRAD_TRITON36`` names one (CI's .ci/run does).
 
 Block sizes are the interpreter's (tgrad/kernels/configs.py picks bigger blocks there);
 the compiled configs' register use is checked by tests/test_triton_aot.py and
