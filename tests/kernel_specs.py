@@ -29,6 +29,18 @@ import tempfile
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 ENV = "TGRAD_RECORD_SPECS"
+# A folder holding the GPU machine's Triton 3.6 (.ci/run makes one), or "".
+TRITON36 = os.environ.get("TGRAD_TRITON36", "")
+NO_TRITON36 = "TGRAD_TRITON36 is not set: no Triton 3.6 to check against"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def subprocess_env(triton_dir: str, **extra: str) -> dict:
+    """This environment for a compiling subprocess: no interpreter, ``triton_dir`` (when
+    given) first on the path, then the repository and tests/; ``extra`` set on top."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    path = [triton_dir, ROOT, os.path.join(ROOT, "tests"), env.get("PYTHONPATH", "")]
+    return dict(env, PYTHONPATH=os.pathsep.join(p for p in path if p), **extra)
 _SPEC_DIR: list[str] = []   # one folder per pytest session, made on first use
 
 
@@ -179,5 +191,5 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, ROOT)
     main(sys.argv[1])

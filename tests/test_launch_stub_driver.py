@@ -22,7 +22,10 @@ triton = pytest.importorskip("triton")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TRITON36 = os.environ.get("TGRAD_TRITON36", "")
+sys.path.insert(0, HERE)
+import kernel_specs  # noqa: E402
+
+TRITON36 = kernel_specs.TRITON36
 FUNCTION_HANDLE = 0xF00D   # what the stub's cuModuleGetFunction hands out
 MARKER = "@@RESULT@@"
 
@@ -49,15 +52,13 @@ def _build_stub(out_dir, triton_dir: str) -> str:
 @pytest.mark.parametrize("which", ["installed", "3.6"])
 def test_launches_reach_the_driver_through_tritons_launcher(tmp_path, which):
     if which == "3.6" and not TRITON36:
-        pytest.skip("TGRAD_TRITON36 is not set: no Triton 3.6 to check against")
+        pytest.skip(kernel_specs.NO_TRITON36)
     triton_dir = TRITON36 if which == "3.6" else ""
     stub_dir = _build_stub(tmp_path, triton_dir)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(TRITON_LIBCUDA_PATH=stub_dir, TRITON_CACHE_DIR=str(tmp_path / "cache"),
-               LD_LIBRARY_PATH=os.pathsep.join(
-                   p for p in (stub_dir, env.get("LD_LIBRARY_PATH", "")) if p),
-               PYTHONPATH=os.pathsep.join(
-                   p for p in (triton_dir, ROOT, env.get("PYTHONPATH", "")) if p))
+    env = kernel_specs.subprocess_env(
+        triton_dir, TRITON_LIBCUDA_PATH=stub_dir, TRITON_CACHE_DIR=str(tmp_path / "cache"),
+        LD_LIBRARY_PATH=os.pathsep.join(
+            p for p in (stub_dir, os.environ.get("LD_LIBRARY_PATH", "")) if p))
     p = subprocess.run([sys.executable, os.path.join(HERE, "_stub_launch_runner.py")],
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert p.returncode == 0 and MARKER in p.stdout, p.stderr[-3000:]

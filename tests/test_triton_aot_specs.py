@@ -29,14 +29,9 @@ import kernel_specs  # noqa: E402
 import test_triton_nn_ops  # noqa: E402
 import test_triton_ops  # noqa: E402
 
-TRITON36 = os.environ.get("TGRAD_TRITON36", "")
+TRITON36 = kernel_specs.TRITON36
 MARKER = "@@RESULT@@"
-
-
-def _env(triton_dir: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    path = [p for p in (triton_dir, ROOT, HERE, env.get("PYTHONPATH", "")) if p]
-    return dict(env, PYTHONPATH=os.pathsep.join(path))
+_env = kernel_specs.subprocess_env
 
 
 def _triton_version(triton_dir: str) -> str:
@@ -48,7 +43,7 @@ def _triton_version(triton_dir: str) -> str:
 
 def test_triton36_folder_holds_triton_36():
     if not TRITON36:
-        pytest.skip("TGRAD_TRITON36 is not set: no Triton 3.6 to check against")
+        pytest.skip(kernel_specs.NO_TRITON36)
     assert _triton_version(TRITON36).startswith("3.6."), TRITON36
 
 
@@ -78,7 +73,7 @@ def test_every_recorded_specialization_compiles_for_sm90(tmp_path):
 
 def test_spill_checks_pass_with_triton36():
     if not TRITON36:
-        pytest.skip("TGRAD_TRITON36 is not set: no Triton 3.6 to check against")
+        pytest.skip(kernel_specs.NO_TRITON36)
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "tests/test_triton_aot.py", "tests/test_triton_nn_aot.py"],
                        capture_output=True, text=True, env=_env(TRITON36), cwd=ROOT)

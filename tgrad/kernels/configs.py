@@ -121,7 +121,7 @@ def row_config(n: int, f64: bool, interpreted: bool, heavy: bool = False,
             return RowConfig(True, max(1, min(64, ROW_INTERP_TILE // bn)), bn, 4)
         return RowConfig(False, 4, ROW_INTERP_ONLINE_BLOCK_N, 4)
     item = 8 if f64 or (heavy and strided) else 4
-    if bn * item <= ROW_ONE_PASS_BYTES // (2 if heavy or item == 8 else 1):
+    if bn * item <= ROW_ONE_PASS_BYTES // (2 if heavy or f64 else 1):
         bm = max(1, min(16, ROW_TILE_BYTES // (bn * item)))
         tile_bytes = bm * bn * item
         warps = 4 if tile_bytes <= 8192 else (8 if tile_bytes <= 16384 else 16)
