@@ -206,8 +206,17 @@ def check_int_bool_elementwise() -> None:
         assert "remainder: integer division by zero" in str(err)
     else:
         raise AssertionError("no ZeroDivisionError")
-    for f in (tgrad.add, tgrad.mul, tgrad.maximum, tgrad.minimum):
+    for f in (tgrad.add, tgrad.mul, tgrad.maximum, tgrad.minimum, tgrad.bitwise_and,
+              tgrad.bitwise_or, tgrad.bitwise_xor):
         same(f, b1, b2)
+    big = rng.integers(-2**40, 2**40, 40)  # bitwise ops: bool, int32, int64 and mixed
+    for f in (tgrad.bitwise_and, tgrad.bitwise_or, tgrad.bitwise_xor):
+        same(f, big, big[::-1])
+        same(f, big.astype(np.int32), big[::-1].astype(np.int32))
+        same(f, b1, big.astype(np.int32))
+        same(lambda t, f=f: f(t, 6), big)
+    for x in (big, big.astype(np.int32), b1):
+        same(tgrad.bitwise_not, x)
     same(tgrad.sign, b1)
     same(tgrad.abs, b1)
     try:

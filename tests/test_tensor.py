@@ -372,3 +372,14 @@ def test_tensor_from_tensor_warns_and_copies():
         y = tgrad.tensor(x)
     assert not y.requires_grad and y.data_ptr() != x.data_ptr()
     assert y.tolist() == [1.0, 2.0]
+
+
+def test_comparing_with_none_follows_python():
+    """``t == None`` is False and ``t != None`` True (PyTorch); tgrad.eq still rejects it."""
+    t = tgrad.tensor([1.0, 2.0])
+    assert (t == None) is False  # noqa: E711
+    assert (t != None) is True  # noqa: E711
+    assert (t == 1.0).tolist() == [True, False] and (t != t).tolist() == [False, False]
+    assert {t: 1}[t] == 1  # tensors stay hashable by identity
+    with pytest.raises(TypeError, match=r"^eq\(\): unsupported operand type NoneType"):
+        tgrad.eq(t, None)

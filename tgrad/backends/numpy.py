@@ -277,6 +277,7 @@ UNARY = {
     "ceil": np.ceil,
     "round": _round_half_even,
     "logical_not": np.logical_not,
+    "bitwise_not": np.invert,  # bool: logical not; integers: two's complement
 }
 
 
@@ -317,6 +318,9 @@ BINARY = {
     "ge": np.greater_equal,
     "logical_and": np.logical_and,
     "logical_or": np.logical_or,
+    "bitwise_and": np.bitwise_and,  # bool or integer operands (the op checks)
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
 }
 
 

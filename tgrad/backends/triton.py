@@ -239,7 +239,7 @@ def _float(dt: np.dtype) -> bool:
 def unary(op: str, x: DeviceArray) -> DeviceArray:
     fn = ew.UNARY.get(op)
     if fn is None or (op in ew.FLOAT_ONLY and not _float(x.dtype)) or x.dtype.kind == "b" \
-            and op not in ("logical_not", "abs", "sign"):
+            and op not in ("logical_not", "bitwise_not", "abs", "sign"):
         return _host_path("unary", op, x)
     out = empty(x.shape, _numpy_result_dtype("unary", op, x.dtype))
     return launch_ew(fn, out, [x], upcast=is_half(x.dtype))

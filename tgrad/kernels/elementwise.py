@@ -273,6 +273,15 @@ def f_logical_not(x):
 
 
 @triton.jit
+def f_bitwise_not(x):
+    if x.dtype == tl.int1:
+        r = x == 0  # bool: logical not
+    else:
+        r = ~x
+    return r
+
+
+@triton.jit
 def f_identity(x):
     return x
 
@@ -437,6 +446,21 @@ def f_logical_or(a, b):
     return (a != 0) | (b != 0)
 
 
+@triton.jit
+def f_bitwise_and(a, b):
+    return a & b
+
+
+@triton.jit
+def f_bitwise_or(a, b):
+    return a | b
+
+
+@triton.jit
+def f_bitwise_xor(a, b):
+    return a ^ b
+
+
 # ------------------------------------------------------------------ paired backward
 @triton.jit
 def f_tanh_backward(g, y):
@@ -570,7 +594,7 @@ def f_where(c, a, b):
 UNARY = {n: globals()["f_" + n] for n in (
     "neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
     "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round",
-    "logical_not")}
+    "logical_not", "bitwise_not")}
 # ops whose formula needs a floating input (integer inputs take the host path)
 FLOAT_ONLY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
               "sigmoid", "erf", "reciprocal", "div"}
@@ -578,5 +602,5 @@ BINARY = {n: globals()["f_" + n] for n in (
     "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "maximum",
     "minimum", "eq", "ne", "lt",
     "le", "gt",
-    "ge", "logical_and", "logical_or", "tanh_backward", "sigmoid_backward",
-    "relu_backward")}
+    "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "tanh_backward", "sigmoid_backward", "relu_backward")}

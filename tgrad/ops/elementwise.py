@@ -24,6 +24,7 @@ __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin",
            "relu", "tanh_backward", "sigmoid_backward", "relu_backward",
            "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp",
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
            "floor_divide", "remainder", "fmod", "true_divide", "subtract", "multiply",
            "negative", "clip", "isnan", "isinf", "isfinite"]
 
@@ -286,9 +287,11 @@ BINARY_RULES = {
     "maximum": ("ab", _winner_rule(lambda a, b: (a, b)), _winner_rule(lambda a, b: (b, a))),
     "minimum": ("ab", _winner_rule(lambda a, b: (b, a)), _winner_rule(lambda a, b: (a, b))),
 }
-# Not differentiable: bool results, and floor_divide (piecewise constant; PyTorch too).
+# Not differentiable: bool results, floor_divide (piecewise constant; PyTorch too) and the
+# bitwise ops (bool and integer tensors only).
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-               "floor_divide")
+               "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor")
+_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
 _NODE_NAMES = {"maximum": "MaximumBackward0", "minimum": "MinimumBackward0"}
 
 
@@ -303,6 +306,10 @@ def _check_operand(name: str, x) -> None:
     if not isinstance(x, (Tensor, int, float, bool, np.number, np.bool_)):
         raise TypeError(f"{name}(): unsupported operand type {type(x).__name__}; expected a "
                         f"Tensor or a Python number")
+
+
+def _dtype_name(x) -> str:
+    return x.dtype.name if isinstance(x, Tensor) else type(x).__name__
 
 
 def _prepare(name: str, is_logical: bool, a, b) -> tuple:
@@ -330,6 +337,10 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
         elif dt is dtypes.bool_ and name in ("pow", "floor_divide"):
             raise RuntimeError(f"{name}: not implemented for bool tensors (as PyTorch); "
                                f"convert with .int() or .float() first")
+        elif dt.is_floating_point and name in _BITWISE:
+            raise RuntimeError(f"{name}: not implemented for {dt.name} (operands "
+                               f"{_dtype_name(a)} and {_dtype_name(b)}); bitwise ops take bool "
+                               f"or integer tensors, as in PyTorch")
     return dev, be, _operand(a, dt, be), _operand(b, dt, be)
 
 
@@ -367,23 +378,24 @@ _OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "remainder": _nonzero_i
 def _make_binary(name: str, saves: str, rule_a, rule_b):
     is_cmp = rule_a is None
     is_logical = name.startswith("logical")
+    plain_float = not (is_logical or name in _BITWISE)  # float operands take a fast path
     check = _OPERAND_CHECKS.get(name)
 
     def forward(ctx, a, b):
         if (type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype
-                and a.device is b.device and a.dtype.is_floating_point and not is_logical):
+                and a.device is b.device and a.dtype.is_floating_point and plain_float):
             # Fast path (the common case): two float tensors of one dtype on one device,
             # so no promotion, casts or operand checks.
             dev = a.device
             be = backend_of(a)
             xa, xb = a._data, b._data
         elif type(b) is float and type(a) is Tensor and a.dtype.is_floating_point \
-                and not is_logical:
+                and plain_float:
             # A float tensor and a Python float (x * 0.5, g / n): the tensor's dtype (a
             # number does not promote within its category) and no operand checks apply.
             dev, be, xa, xb = a.device, backend_of(a), a._data, a.dtype.np.type(b)
         elif type(a) is float and type(b) is Tensor and b.dtype.is_floating_point \
-                and not is_logical:  # the reflected form (1.0 - x, 2.0 ** x)
+                and plain_float:  # the reflected form (1.0 - x, 2.0 ** x)
             dev, be, xa, xb = b.device, backend_of(b), b.dtype.np.type(a), b._data
         else:
             dev, be, xa, xb = _prepare(name, is_logical, a, b)
@@ -453,21 +465,58 @@ def _binary_fn(name: str, methods=(), reflected=()):
     return fn
 
 
-add = _binary_fn("add", ("__add__",), ("__radd__",))
-sub = _binary_fn("sub", ("__sub__",), ("__rsub__",))
+def _with_alpha(fn):
+    """PyTorch's ``add``/``sub`` signature: ``fn(input, other * alpha)``."""
+    def op(input, other, *, alpha=1) -> Tensor:  # noqa: A002
+        if alpha != 1:
+            if isinstance(alpha, float) and not any(
+                    isinstance(t, Tensor) and t.dtype.is_floating_point for t in (input, other)):
+                raise RuntimeError(f"{fn.__name__}: for integral input tensors, argument alpha "
+                                   f"must not be a floating point number (got {alpha})")
+            other = other * alpha
+        return fn(input, other)
+    op.__name__ = fn.__name__
+    op.__doc__ = f"{fn.__doc__[:-1]}; ``other`` is scaled by ``alpha`` first."
+    tensor_method(fn.__name__)(op)
+    return op
+
+
+# the operators keep the plain two-argument function (the hot path)
+add = _with_alpha(_binary_fn("add", ("__add__",), ("__radd__",)))
+sub = _with_alpha(_binary_fn("sub", ("__sub__",), ("__rsub__",)))
 mul = _binary_fn("mul", ("__mul__",), ("__rmul__",))
 div = _binary_fn("div", ("__truediv__",), ("__rtruediv__",))
 pow = _binary_fn("pow", ("__pow__",), ("__rpow__",))  # noqa: A001
 maximum = _binary_fn("maximum")
 minimum = _binary_fn("minimum")
-eq = _binary_fn("eq", ("__eq__",))
-ne = _binary_fn("ne", ("__ne__",))
+eq = _binary_fn("eq")
+ne = _binary_fn("ne")
+
+
+def _comparison_operator(fn):
+    """``t == None`` is False and ``t != None`` True (Python's fallback, as in PyTorch):
+    operands that are not tensors or numbers give NotImplemented instead of an error."""
+    numbers = (Tensor, int, float, bool, np.number, np.bool_)
+
+    def operator(self, other):
+        if not isinstance(other, numbers):
+            return NotImplemented
+        return fn(self, other)
+    return operator
+
+
+tensor_method("__eq__")(_comparison_operator(eq))
+tensor_method("__ne__")(_comparison_operator(ne))
 lt = _binary_fn("lt", ("__lt__",))
 le = _binary_fn("le", ("__le__",))
 gt = _binary_fn("gt", ("__gt__",))
 ge = _binary_fn("ge", ("__ge__",))
-logical_and = _binary_fn("logical_and", ("__and__",), ("__rand__",))
-logical_or = _binary_fn("logical_or", ("__or__",), ("__ror__",))
+logical_and = _binary_fn("logical_and")
+logical_or = _binary_fn("logical_or")
+# &, |, ^ are bitwise, as in PyTorch: on bool tensors the same as the logical ops
+bitwise_and = _binary_fn("bitwise_and", ("__and__",), ("__rand__",))
+bitwise_or = _binary_fn("bitwise_or", ("__or__",), ("__ror__",))
+bitwise_xor = _binary_fn("bitwise_xor", ("__xor__",), ("__rxor__",))
 floor_divide = _binary_fn("floor_divide", ("__floordiv__",), ("__rfloordiv__",))
 remainder = _binary_fn("remainder", ("__mod__",), ("__rmod__",))
 fmod = _binary_fn("fmod")
@@ -477,10 +526,6 @@ multiply = mul
 tensor_method("true_divide", "divide")(div)
 tensor_method("subtract")(sub)
 tensor_method("multiply")(mul)
-
-
-def _add_alpha(input, other, alpha=1):  # noqa: A002
-    return add(input, other if alpha == 1 else other * alpha)
 
 
 class LogicalNot(Function):
@@ -495,9 +540,32 @@ class LogicalNot(Function):
 register_op(LogicalNot)
 
 
-@tensor_method("logical_not", "__invert__")
+@tensor_method("logical_not")
 def logical_not(input: Tensor) -> Tensor:  # noqa: A002
     return LogicalNot.apply(input)
+
+
+class BitwiseNot(Function):
+    """~x: logical not of a bool tensor, two's-complement not of an integer one."""
+
+    name = "bitwise_not"
+    node_name = "BitwiseNotBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        if x.dtype.is_floating_point:
+            raise RuntimeError(f"bitwise_not: not implemented for {x.dtype.name}; the ~ "
+                               f"operator takes bool or integer tensors, as in PyTorch")
+        return wrap(backend_of(x).unary("bitwise_not", x._data), x.device)
+
+
+register_op(BitwiseNot)
+
+
+@tensor_method("bitwise_not", "__invert__")
+def bitwise_not(input: Tensor) -> Tensor:  # noqa: A002
+    """Elementwise ~ of a bool or integer tensor (not differentiable)."""
+    return BitwiseNot.apply(input)
 
 
 # ------------------------------------------------------------------------------ where

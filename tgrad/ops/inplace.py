@@ -143,7 +143,10 @@ def _binary_inplace(name: str, fn):
 
 for _name, _fn, _dunder in (("add_", ew.add, "__iadd__"), ("sub_", ew.sub, "__isub__"),
                             ("mul_", ew.mul, "__imul__"), ("div_", ew.div, "__itruediv__"),
-                            ("pow_", ew.pow, "__ipow__")):
+                            ("pow_", ew.pow, "__ipow__"),
+                            ("bitwise_and_", ew.bitwise_and, "__iand__"),
+                            ("bitwise_or_", ew.bitwise_or, "__ior__"),
+                            ("bitwise_xor_", ew.bitwise_xor, "__ixor__")):
     tensor_method(_name, _dunder)(_binary_inplace(_name, _fn))
 
 

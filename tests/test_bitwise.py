@@ -1,0 +1,140 @@
+"""Bitwise ops (&, |, ^, ~ and bitwise_*), and add/sub's ``alpha``, as in PyTorch.
+
+References are NumPy on the operands promoted as PyTorch promotes them (bool & bool is bool,
+bool & int is int64, int32 & int64 is int64); floating operands raise. Before these ops
+existed, ``&``/``|``/``~`` on integer tensors silently returned logical (bool) results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import gradcheck, gradgradcheck
+
+RNG = np.random.default_rng(7)
+BINARY = {"bitwise_and": (np.bitwise_and, lambda a, b: a & b),
+          "bitwise_or": (np.bitwise_or, lambda a, b: a | b),
+          "bitwise_xor": (np.bitwise_xor, lambda a, b: a ^ b)}
+
+
+def _ints(*shape, dtype=np.int64):
+    return RNG.integers(-2**40, 2**40, shape).astype(dtype)
+
+
+def _bools(*shape):
+    return RNG.integers(0, 2, shape).astype(bool)
+
+
+def _pairs():
+    """(a, b, want dtype): bool, int32, int64, mixed, broadcast, 0-d, empty, strided."""
+    big = _ints(6, 8)
+    return [
+        (_bools(17), _bools(17), np.bool_),
+        (_ints(1025), _ints(1025), np.int64),
+        (_ints(17, dtype=np.int32), _ints(17, dtype=np.int32), np.int32),
+        (_ints(17, dtype=np.int32), _ints(17), np.int64),
+        (_bools(17), _ints(17, dtype=np.int32), np.int32),
+        (_ints(3, 1), _ints(4), np.int64),
+        (_ints(), _ints(), np.int64),
+        (_ints(0), _ints(0), np.int64),
+        (big.T, big[::2].repeat(2, 0).T, np.int64),  # non-contiguous views
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_bitwise_matches_numpy(name):
+    ref, operator = BINARY[name]
+    for a, b, dt in _pairs():
+        want = ref(a.astype(dt), b.astype(dt))
+        ta, tb = tgrad.tensor(a), tgrad.tensor(b)
+        if a.ndim == 2 and a.strides[0] < a.strides[1]:  # keep the transposed layout
+            ta, tb = tgrad.tensor(a.T).T, tgrad.tensor(np.ascontiguousarray(b.T)).T[:, :]
+            assert not ta.is_contiguous()
+        for out in (getattr(tgrad, name)(ta, tb), operator(ta, tb), getattr(ta, name)(tb)):
+            got = out.numpy()
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert np.array_equal(got, want), (name, a, b)
+            assert not out.requires_grad and out.grad_fn is None
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_bitwise_with_python_numbers(name):
+    ref, operator = BINARY[name]
+    x = _ints(17)
+    t = tgrad.tensor(x)
+    for n in (5, -3, True):
+        assert np.array_equal(operator(t, n).numpy(), ref(x, np.int64(n)))
+        assert np.array_equal(operator(n, t).numpy(), ref(np.int64(n), x))  # reflected
+    m = _bools(17)
+    out = operator(tgrad.tensor(m), True)  # bool & bool number stays bool
+    assert out.dtype is tgrad.bool and np.array_equal(out.numpy(), ref(m, True))
+    out = operator(tgrad.tensor(m), 3)  # bool & int -> int64 (PyTorch)
+    assert out.dtype is tgrad.int64 and np.array_equal(out.numpy(), ref(m.astype(np.int64), 3))
+
+
+def test_invert_is_bitwise_not():
+    x = _ints(1025)
+    for arr in (x, x.astype(np.int32), _bools(17), _ints(), _ints(0), _ints(6, 8)[:, ::3]):
+        t = tgrad.tensor(arr)
+        for out in (~t, tgrad.bitwise_not(t), t.bitwise_not()):
+            got = out.numpy()
+            assert got.dtype == arr.dtype and np.array_equal(got, np.invert(arr))
+    assert np.array_equal((~tgrad.tensor(np.array([0, 5, -1]))).numpy(), [-1, -6, 0])
+    # logical_not stays logical (a bool result) on integers
+    assert tgrad.logical_not(tgrad.tensor([0, 5])).tolist() == [True, False]
+
+
+@pytest.mark.parametrize("name", [*sorted(BINARY), "bitwise_not"])
+def test_bitwise_rejects_floating_tensors(name):
+    f = tgrad.tensor([1.5, 2.0])
+    args = (f,) if name == "bitwise_not" else (f, tgrad.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match=f"^{name}: not implemented for float32.*bool or "
+                                           "integer tensors"):
+        getattr(tgrad, name)(*args)
+    if name != "bitwise_not":
+        with pytest.raises(RuntimeError, match=f"^{name}: not implemented for float32 "
+                                               r"\(operands int64 and float\)"):
+            getattr(tgrad, name)(tgrad.tensor([1, 2]), 1.5)
+
+
+def test_inplace_bitwise_writes_through_views():
+    x = tgrad.tensor(np.array([12, 10, 7]))
+    v = x[1:]
+    v &= tgrad.tensor(np.array([6, 3]))
+    assert x.tolist() == [12, 2, 3]
+    v |= 8
+    assert x.tolist() == [12, 10, 11]
+    x ^= tgrad.tensor(np.array([1, 1, 1]))
+    assert x.tolist() == [13, 11, 10]
+    assert x.bitwise_and_(6) is x and x.tolist() == [4, 2, 2]
+    m = tgrad.tensor([True, False])
+    with pytest.raises(RuntimeError, match="bitwise_and_: result type int64 can't be cast to "
+                                           "the desired output type bool"):
+        m &= tgrad.tensor([1, 2])
+
+
+def test_add_sub_alpha_values_and_gradients():
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal(4)
+    ta = tgrad.tensor(a, requires_grad=True)
+    tb = tgrad.tensor(b, requires_grad=True)
+    assert np.allclose(tgrad.add(ta, tb, alpha=2.5).detach().numpy(), a + 2.5 * b,
+                       rtol=1e-15, atol=0)
+    assert np.allclose(ta.sub(tb, alpha=-3).detach().numpy(), a + 3 * b, rtol=1e-15, atol=0)
+    assert np.allclose(tgrad.add(ta, 2, alpha=3).detach().numpy(), a + 6, rtol=1e-15, atol=0)
+    assert tgrad.add(tgrad.tensor([1, 2]), tgrad.tensor([3, 4]), alpha=2).tolist() == [7, 10]
+    g = RNG.standard_normal((3, 4))
+    tgrad.sub(ta, tb, alpha=0.5).backward(tgrad.tensor(g))
+    assert np.allclose(ta.grad.numpy(), g, rtol=1e-15, atol=0)
+    assert np.allclose(tb.grad.numpy(), -0.5 * g.sum(0), rtol=1e-14, atol=1e-15)
+    for fn in (lambda x, y: tgrad.add(x, y, alpha=-1.5), lambda x, y: x.sub(y, alpha=2.0)):
+        assert gradcheck(fn, (ta.detach().requires_grad_(), tb.detach().requires_grad_()))
+        assert gradgradcheck(fn, (ta.detach().requires_grad_(), tb.detach().requires_grad_()))
+
+
+def test_alpha_must_be_integral_for_integer_tensors():
+    with pytest.raises(RuntimeError, match="^add: for integral input tensors, argument alpha "
+                                           r"must not be a floating point number \(got 0.5\)"):
+        tgrad.add(tgrad.tensor([1, 2]), tgrad.tensor([1, 1]), alpha=0.5)
+    with pytest.raises(TypeError):
+        tgrad.sub(tgrad.tensor([1.0]), 1, 2)  # alpha is keyword-only, as in PyTorch
