@@ -605,8 +605,11 @@ def test_root_gradient_takes_the_output_dtype():
     x = tgrad.ones(2, requires_grad=True)  # float32 leaf as the root
     x.backward(tgrad.tensor([1.5, 2.5], dtype=tgrad.float64))
     assert x.grad.dtype is tgrad.float32 and x.grad.tolist() == [1.5, 2.5]
-    with pytest.raises(RuntimeError, match="Mismatch in dtype"):
-        (x * 2).backward(tgrad.tensor([1, 2]))
+    x.grad = None
+    (x * 2).backward(tgrad.tensor([1, 2]))  # an integer gradient is cast too (PyTorch)
+    assert x.grad.dtype is tgrad.float32 and x.grad.tolist() == [2.0, 4.0]
+    (g,) = tgrad.autograd.grad(x * 2, x, tgrad.tensor([True, False]))
+    assert g.dtype is tgrad.float32 and g.tolist() == [2.0, 0.0]
 
 
 def test_one_grad_mode_instance_entered_twice():

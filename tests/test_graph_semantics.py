@@ -219,8 +219,11 @@ def test_relu_backward_primitive_matches_its_definition():
     import ml_dtypes
     for dt in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64):
         g = rng.standard_normal(50).astype(dt)
-        y = np.maximum(rng.standard_normal(50), 0).astype(dt)
-        ref = np.where(y.astype(np.float64) > 0, g.astype(np.float64), 0.0).astype(dt)
+        x = rng.standard_normal(50)
+        x[[3, 17]] = np.nan  # relu(NaN) is NaN, and PyTorch passes g through there
+        y = np.maximum(x, 0).astype(dt)
+        # PyTorch's threshold_backward: 0 where y <= 0, else g
+        ref = np.where(y.astype(np.float64) <= 0, 0.0, g.astype(np.float64)).astype(dt)
         got = np_backend.relu_backward(g, y)
         assert got.dtype == dt
         np.testing.assert_array_equal(got, ref)

@@ -111,6 +111,51 @@ def test_getitem_mixed_keys_match_numpy():
         np.testing.assert_array_equal(_np(x[k]), a[k], err_msg=str(k))
 
 
+def test_integers_in_advanced_keys_select_first_as_pytorch():
+    """PyTorch applies integers as selects before the index arrays, so the arrays' dims stay
+    in place; NumPy (which counts integers as index arrays) would move them to the front:
+    for a (2, 3, 4) tensor, x[1, :, [0, 2]] is (3, 2) in PyTorch and (2, 3) in NumPy."""
+    a = np.random.default_rng(5).standard_normal((2, 3, 4))
+    m = np.array([True, False, True, True])
+    cases = [((1, slice(None), [0, 2]), a[1][:, [0, 2]], (3, 2)),
+             ((1, Ellipsis, [0, 2]), a[1][..., [0, 2]], (3, 2)),
+             ((None, [0, 1], Ellipsis, 1), a[:, :, 1][None][:, [0, 1]], (1, 2, 3)),
+             ((0, slice(None), m), a[0][:, m], (3, 3)),
+             ((1, None, slice(None), [0, 2]), a[1][None][:, :, [0, 2]], (1, 3, 2)),
+             ((slice(None), 1, [0, 3]), a[:, 1][:, [0, 3]], (2, 2)),
+             (([1, 0], 1, [0, 2]), a[:, 1][[1, 0], [0, 2]], (2,))]
+    w = np.random.default_rng(6).standard_normal
+    for key, want, shape in cases:
+        assert want.shape == shape  # the reference is PyTorch's documented order
+        tkey = tuple(tgrad.tensor(k) if isinstance(k, np.ndarray) else k for k in key)
+        for k in (key, tkey):
+            x = _t(a, requires_grad=True)
+            y = x[k]
+            np.testing.assert_array_equal(_np(y), want, err_msg=str(key))
+            g = w(shape)
+            (y * _t(g)).sum().backward()
+            ref = np.zeros(a.size)  # the gradient lands where the values came from
+            np.add.at(ref, _flat_positions(a.shape, key), g.ravel())
+            np.testing.assert_array_equal(_np(x.grad), ref.reshape(a.shape), err_msg=str(key))
+        z = tgrad.tensor(a.copy())
+        z[key] = tgrad.tensor(np.arange(want.size, dtype=np.float64).reshape(shape))
+        ref = a.copy()
+        ref.reshape(-1)[_flat_positions(a.shape, key)] = np.arange(want.size)
+        np.testing.assert_array_equal(z.numpy(), ref, err_msg=str(key))
+    x = tgrad.randn(2, 3, 4, dtype=D, requires_grad=True)
+    assert gradcheck(lambda t: t[1, :, [0, 2, 2]] * 2.0, (x,))
+
+
+def _flat_positions(shape: tuple, key: tuple) -> np.ndarray:
+    """Flat positions of x[key] in PyTorch's order: integers select first (see above)."""
+    flat = np.arange(int(np.prod(shape))).reshape(shape)
+    first = tuple(k if isinstance(k, int) or k is None or k is Ellipsis
+                  or isinstance(k, slice) else slice(None) for k in key)
+    rest = tuple(k for k in key if not isinstance(k, int))
+    rest = tuple(slice(None) if k is None else k for k in rest)
+    return flat[first][rest].ravel()
+
+
 def test_getitem_gradgradcheck_on_strided_view():
     x = tgrad.randn(6, 5, dtype=D, requires_grad=True)
     f = lambda t: t.t()[1:, ::2][[0, 0, 2]] * t[0, 0]  # noqa: E731

@@ -189,8 +189,10 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        """A tensor sharing storage with this one but outside the autograd graph."""
-        return self.detach()
+        """A tensor sharing memory with this one but outside the autograd graph and, unlike
+        ``detach()``, with a version counter of its own (PyTorch): in-place changes through
+        ``.data`` are invisible to autograd's "modified by an inplace operation" check."""
+        return Tensor(self._data, Storage(self._storage.root), self.device)
 
     @data.setter
     def data(self, other: Tensor) -> None:
@@ -221,6 +223,30 @@ class Tensor:
         self._retains_grad = True
         from tgrad.autograd.hooks import install_retain_grad
         install_retain_grad(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """True for a non-leaf on which ``retain_grad()`` was called."""
+        return self._retains_grad
+
+    _post_accumulate_hooks = None  # set per tensor (its __dict__) by the method below
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after a backward has accumulated into this leaf's ``.grad``
+        (e.g. to step an optimizer per parameter); it must return None."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self._grad_fn is not None or self._base is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if self._post_accumulate_hooks is None:
+            from collections import OrderedDict
+            self._post_accumulate_hooks = OrderedDict()
+        from tgrad.autograd.node import RemovableHandle
+        handle = RemovableHandle(self._post_accumulate_hooks)
+        self._post_accumulate_hooks[handle.id] = hook
+        return handle
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` when the gradient of this tensor is computed; a non-None

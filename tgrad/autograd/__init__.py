@@ -68,12 +68,9 @@ def _checked_grad_output(i: int, out, g):
     if g.device != out.device:
         raise RuntimeError(f"Mismatch in device: grad_output[{i}] is on {g.device} and "
                            f"output[{i}] is on {out.device}.")
-    if g.dtype.is_floating_point != out.dtype.is_floating_point:
-        raise RuntimeError(f"Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} "
-                           f"and output[{i}] has a dtype of {out.dtype}; pass a floating "
-                           f"point gradient for a floating point output.")
     if g.dtype is not out.dtype:
-        g = g.to(out.dtype)  # as PyTorch: the gradient takes the output's dtype
+        g = g.to(out.dtype)  # as PyTorch: the gradient takes the output's dtype (even an
+        # integer or bool gradient of a floating output)
     return g
 
 
@@ -121,7 +118,7 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
-         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool = False,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
          materialize_grads: bool = False) -> tuple:
     """Return the gradients of ``outputs`` with respect to ``inputs`` (nothing is
     accumulated into ``.grad``)."""
@@ -133,7 +130,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
                       "True). To accumulate gradient for other parts of the graph, please use "
                       "torch.autograd.backward.", stacklevel=2)
     if materialize_grads:
+        if allow_unused is False:
+            raise ValueError("Expected allow_unused to be True or not passed when "
+                             "materialize_grads=True, but got: allow_unused=False.")
         allow_unused = True
+    allow_unused = bool(allow_unused)
     grads = (_as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs))
     if retain_graph is None:
         retain_graph = create_graph

@@ -219,7 +219,7 @@ def _call_node(node, grads: list, prof) -> tuple:
         for hook in list(node_pre.values()):
             new = hook(tuple(grads))
             if new is not None:
-                grads = list(new)
+                grads = list(_hook_result(hook, new, grads))
     if prof is not None:
         handle = prof.node_start(node)
     try:
@@ -234,8 +234,22 @@ def _call_node(node, grads: list, prof) -> tuple:
         for hook in list(node._post_hooks.values()):
             new = hook(outputs, tuple(grads))
             if new is not None:
-                outputs = tuple(new)
+                outputs = _hook_result(hook, new, outputs)
     return outputs
+
+
+def _hook_result(hook, new, old) -> tuple:
+    """A node hook's replacement gradients, checked as PyTorch checks them: one value per
+    gradient, and no value where the node produced None (nothing would receive it)."""
+    new = tuple(new)
+    if len(new) != len(old):
+        name = getattr(hook, "__name__", repr(hook))
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got "
+                           f"{len(new)}, but expected {len(old)})")
+    for n, o in zip(new, old):
+        if o is None and n is not None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+    return new
 
 
 def _call_with_anomaly(node, grads: list) -> tuple:

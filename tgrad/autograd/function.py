@@ -188,6 +188,18 @@ def _expandable(shape: tuple, to: tuple) -> bool:
 class _FunctionMeta(type):
     def __init__(cls, name, bases, attrs) -> None:
         super().__init__(name, bases, attrs)
+        # PyTorch's two styles: forward(ctx, *args), or forward(*args) plus
+        # setup_context(ctx, inputs, output) (when a class defines setup_context)
+        if not getattr(cls.setup_context, "base_setup_context", False):
+            forward, setup = cls.forward, cls.setup_context
+
+            def run_forward(ctx, *args, **kwargs):
+                output = forward(*args, **kwargs)
+                setup(ctx, args, output)
+                return output
+            cls._run_forward = staticmethod(run_forward)
+        else:
+            cls._run_forward = staticmethod(cls.forward)
         node_name = attrs.get("node_name") or f"{name}Backward"
         cls._backward_cls = type(node_name, (BackwardCFunction,),
                                  {"_forward_cls": cls, "_node_name": node_name,
@@ -220,6 +232,14 @@ class Function(metaclass=_FunctionMeta):
         raise NotImplementedError("You must implement the backward function for custom "
                                   "autograd.Function.")
 
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+        """Define it (with ``forward(*args)`` taking no ctx) to save what backward needs
+        from ``inputs`` (the args of apply) and ``output``; PyTorch's second style."""
+        raise NotImplementedError("setup_context is not overridden")
+
+    setup_context.__func__.base_setup_context = True  # "not overridden" (_FunctionMeta)
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if Tensor is None:
@@ -233,12 +253,12 @@ class Function(metaclass=_FunctionMeta):
             n = len(args)
             ctx.needs_input_grad = _FALSES[n] if n < len(_FALSES) else (False,) * n
             if prof is None:
-                raw = cls.forward(ctx, *args, **kwargs)
+                raw = cls._run_forward(ctx, *args, **kwargs)
             else:
                 handle = prof.op_start(cls, args)
                 raw = None
                 try:
-                    raw = cls.forward(ctx, *args, **kwargs)
+                    raw = cls._run_forward(ctx, *args, **kwargs)
                 finally:
                     prof.op_end(handle, raw)
             if ctx.dirty_tensors:
@@ -251,7 +271,7 @@ class Function(metaclass=_FunctionMeta):
         state.enabled = False  # ops inside forward are not recorded
         raw = None
         try:
-            raw = cls.forward(ctx, *args, **kwargs)
+            raw = cls._run_forward(ctx, *args, **kwargs)
         finally:
             state.enabled = True
             if prof is not None:
@@ -360,3 +380,48 @@ def _check_dirty(t) -> None:
     if base is not None and base._grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
+
+
+class _DelayedError(Function):
+    """Outputs of a @once_differentiable backward under create_graph: differentiating them
+    again raises (their values are right; their graph was not recorded)."""
+
+    node_name = "Error"  # PyTorch's name for this node
+
+    @staticmethod
+    def forward(ctx, *tensors):
+        return tensors if len(tensors) > 1 else tensors[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
+
+
+def once_differentiable(fn):
+    """Decorator for a custom Function's ``backward`` that is written with non-differentiable
+    code: it runs without recording, and a double backward through it raises instead of
+    silently giving zero (PyTorch's ``torch.autograd.function.once_differentiable``)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        prev = STATE.enabled
+        STATE.enabled = False
+        try:
+            outputs = fn(ctx, *args)
+        finally:
+            STATE.enabled = prev
+        if not prev or not any(isinstance(a, Tensor) and a._requires_grad for a in args):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        marked = [o.detach().requires_grad_() if isinstance(o, Tensor) else o for o in outs]
+        tensors = [o for o in marked if isinstance(o, Tensor)]
+        if not tensors:
+            return outputs
+        wrapped = _DelayedError.apply(*tensors)
+        wrapped = iter(wrapped if isinstance(wrapped, tuple) else (wrapped,))
+        result = tuple(next(wrapped) if isinstance(o, Tensor) else o for o in marked)
+        return result[0] if single else result
+    return wrapper

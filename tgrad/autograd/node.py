@@ -202,6 +202,10 @@ class AccumulateGrad(Node):
                 var._grad = old + grad
             else:
                 _add_into(old, grad)
+        if var._post_accumulate_hooks:
+            for hook in list(var._post_accumulate_hooks.values()):
+                if hook(var) is not None:
+                    raise RuntimeError("post accumulate grad hooks should return None")
         return ()
 
 

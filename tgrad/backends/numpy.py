@@ -362,9 +362,11 @@ def sigmoid_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def relu_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """d relu(x) = g where y = relu(x) > 0, else 0; keeps g's dtype. Computed as g * (y > 0)
-    (NumPy's masked where/copyto are ~10x slower), so an inf/nan g gives nan where y <= 0."""
-    mask = y > 0
+    """d relu(x) = g where y = relu(x) is not <= 0, else 0; keeps g's dtype. y is >= 0 or
+    NaN, so that is y != 0 (a NaN x passes g through, as PyTorch's threshold_backward).
+    Computed as g * mask (NumPy's masked where/copyto are ~10x slower), so an inf/nan g
+    gives nan where y == 0."""
+    mask = y != 0
     with quiet():
         if g.dtype in _HALF_SET:
             return g * mask.astype(g.dtype)
@@ -441,10 +443,13 @@ def _g_div_b(g, y, b):  # d(a/b)/db = -a/b^2 = -y/b
     return np.divide(t, b, out=t)
 
 
-def _g_max_share(g, p, q):  # maximum's gradient share of p: 1 where p > q, 1/2 on ties
+def _g_max_share(g, p, q):
+    """maximum's gradient share of p: 1 - [p < q] - [p == q] / 2 (PyTorch's rule: 1 where p
+    wins, 1/2 on ties, and 1 for both where a NaN makes every comparison false)."""
     share = np.equal(p, q).astype(g.dtype)
-    np.multiply(share, 0.5, out=share)
-    np.add(share, np.greater(p, q), out=share)
+    np.multiply(share, -0.5, out=share)
+    np.add(share, 1.0, out=share)
+    np.subtract(share, np.less(p, q), out=share)
     return np.multiply(g, share)
 
 

@@ -476,8 +476,9 @@ def f_sigmoid_backward(g, y):
 
 @triton.jit
 def f_relu_backward(g, y):
-    # y = relu(x):  dx = g [y > 0]  (as g * mask: an inf/nan g gives nan where y <= 0)
-    return g * (y > 0).to(g.dtype)
+    # y = relu(x) (>= 0 or NaN):  dx = g [y != 0], PyTorch's "not y <= 0", so a NaN x
+    # passes g through (as g * mask: an inf/nan g gives nan where y == 0)
+    return g * (y != 0).to(g.dtype)
 
 
 # ------------------------------------------------------------------ fused gradient formulas
@@ -543,8 +544,9 @@ def g_div_b(g, y, b):
 
 @triton.jit
 def g_max_share(g, p, q):
-    # maximum's gradient share of p: 1 where p > q, 1/2 on ties (NaN compares false)
-    return g * ((p > q).to(g.dtype) + (p == q).to(g.dtype) * 0.5)
+    # maximum's gradient share of p: 1 - [p < q] - [p == q] / 2 (PyTorch's rule: 1 where p
+    # wins, 1/2 on ties, and 1 for both where a NaN makes every comparison false)
+    return g * (1.0 - (p < q).to(g.dtype) - (p == q).to(g.dtype) * 0.5)
 
 
 # Reductions' backward, with the reduced values broadcast back (stride-0 inputs).

@@ -18,9 +18,11 @@ import warnings
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops._common import backend_of, register_op, shape_str, tensor_method, wrap
 from tgrad.ops.elementwise import exp, sigmoid, tanh, where
 from tgrad.ops.elementwise import relu as _relu_op
+from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["relu", "gelu", "silu", "softplus", "softmax", "log_softmax", "cross_entropy",
@@ -332,8 +334,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits ``input`` ([C], [N, C] or [N, C, d1, ...]) against class
     indices ``target`` ([], [N] or [N, d1, ...]) in one fused op, with optional class
-    ``weight`` [C] (not differentiated, as PyTorch) and ``label_smoothing``; or against class
-    probabilities (a float ``target`` of input's shape), composed from log_softmax."""
+    ``weight`` [C] (not differentiable there, as PyTorch) and ``label_smoothing``; or against
+    class probabilities (a float ``target`` of input's shape), composed from log_softmax
+    (``weight`` is differentiated then)."""
     _check_float("cross_entropy", input)
     _check_tensor("cross_entropy", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -349,9 +352,16 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
             raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all "
                                f"{n_classes} classes or no classes but got weight tensor of "
                                f"shape: {shape_str(weight.shape)}")
-        weight = weight.detach().to(input.dtype)
+        weight = weight.to(input.dtype)
     if target.dtype.is_floating_point:
+        if ignore_index != -100:
+            raise RuntimeError("cross_entropy: ignore_index is not supported for floating point "
+                               "target (class probabilities); leave it at -100")
+        # composed from tgrad ops: the weight is differentiated too (as PyTorch)
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+    if weight is not None and weight.requires_grad and is_grad_enabled():
+        raise RuntimeError("cross_entropy: the derivative for 'weight' is not implemented with "
+                           "class-index targets (as PyTorch); pass weight.detach()")
     if target.dtype is dtypes.bool_:
         raise RuntimeError("cross_entropy: expected target of class indices (int64) or class "
                            "probabilities (float), got bool")
@@ -378,8 +388,11 @@ def _smoothed(x: Tensor, t: Tensor, weight, rw, axis: int, ignore_index: int, re
     logp = log_softmax(x, axis)
     if weight is not None:
         logp = logp * weight.reshape(tuple(-1 if i == axis else 1 for i in range(x.ndim)))
-    keep = (t != ignore_index).to(x.dtype)
-    smooth = -logp.sum(axis) * keep
+    kept = t != ignore_index
+    keep = kept.to(x.dtype)
+    # where, not * keep: an ignored row gets no gradient even when the mean over no rows
+    # makes it inf (0 * inf would be NaN; PyTorch masks there too)
+    smooth = where(kept, -logp.sum(axis), 0.0)
     if reduction == "mean":
         denom = (rw * keep).sum() if rw is not None else keep.sum()
         smooth = smooth.sum() / denom
@@ -776,8 +789,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
 def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """x sigmoid(x)."""
     _check_float("silu", input)
-    y = _ACT["silu"][0].apply(input)
-    return input.copy_(y) if inplace else y
+    if inplace:  # out of place on a snapshot, then written back (the op saves its input)
+        return apply_inplace(input, "silu_", _ACT["silu"][0].apply)
+    return _ACT["silu"][0].apply(input)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002

@@ -25,7 +25,7 @@ __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin",
            "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp",
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-           "floor_divide", "remainder", "fmod", "true_divide", "subtract", "multiply",
+           "floor_divide", "remainder", "fmod", "true_divide", "divide", "subtract", "multiply",
            "negative", "clip", "isnan", "isinf", "isfinite"]
 
 
@@ -170,7 +170,23 @@ square = _unary_fn("square")
 sign = _unary_fn("sign")
 floor = _unary_fn("floor")
 ceil = _unary_fn("ceil")
-round = _unary_fn("round")  # noqa: A001
+_round_half_even = _unary_fn("round")
+
+
+@tensor_method("round")
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001,A002
+    """Round half to even, to ``decimals`` decimal places (PyTorch: round(x * 10^d) / 10^d,
+    and round(x / 10^-d) * 10^-d for negative d); zero gradient."""
+    if decimals == 0:
+        return _round_half_even(input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"round: decimals is only supported for floating point tensors, "
+                           f"got {input.dtype}")
+    if decimals > 0:
+        scale = 10.0 ** decimals
+        return _round_half_even(input * scale) / scale
+    scale = 10.0 ** -decimals
+    return _round_half_even(input / scale) * scale
 negative = neg
 tensor_method("negative", "__neg__")(neg)
 tensor_method("__abs__")(abs)
@@ -179,7 +195,8 @@ tensor_method("__abs__")(abs)
 # ------------------------------------------------------------------- paired backward ops
 # The backward of tanh and sigmoid is one primitive (one kernel on the GPU); each is itself
 # differentiable.  tanh_backward(g, y) = g (1 - y^2);  sigmoid_backward(g, y) = g y (1 - y);
-# relu_backward(g, y) = g * (y > 0) (piecewise constant in y: no gradient for y).
+# relu_backward(g, y) = g * [y != 0] (y = relu(x) is >= 0 or NaN; piecewise constant in y: no
+# gradient for y).
 PAIRED_RULES = {
     "relu_backward": lambda gg, g, y: (relu_backward(gg, y), None),
     # name: rule(gg, g, y) -> (d/dg, d/dy)
@@ -259,15 +276,16 @@ def _max_share(a, b):
 
 
 def _winner_rule(pick):
-    """maximum/minimum gradient of one input: g * ([p > q] + [p == q] / 2) with
+    """maximum/minimum gradient of one input: g * (1 - [p < q] - [p == q] / 2) with
     (p, q) = pick(a, b): (a, b) for maximum's a, (b, a) for its b, and the reverse for
-    minimum (a < b is b > a). Fused: max_share(g, p, q)."""
+    minimum (a < b is b > a). Where a NaN operand makes every comparison false, both inputs
+    get the whole gradient, as PyTorch's rule gives. Fused: max_share(g, p, q)."""
     return _fused("max_share", lambda g, a, b, y: _winner_share(g, *pick(a, b)),
                   lambda a, b, y: pick(a, b))
 
 
 def _winner_share(g, p, q):
-    return g * (gt(p, q) + _max_share(p, q))
+    return g * (1.0 - (lt(p, q) + _max_share(p, q)))
 
 
 # name: (saves "ab" / "aby" / "", rule for grad_a, rule for grad_b), rules (g, a, b, y);
@@ -520,10 +538,31 @@ bitwise_xor = _binary_fn("bitwise_xor", ("__xor__",), ("__rxor__",))
 floor_divide = _binary_fn("floor_divide", ("__floordiv__",), ("__rfloordiv__",))
 remainder = _binary_fn("remainder", ("__mod__",), ("__rmod__",))
 fmod = _binary_fn("fmod")
-true_divide = div
+def _with_rounding_mode(true_div):
+    """PyTorch's ``div(input, other, *, rounding_mode=None)``: "floor" is floor_divide;
+    "trunc" rounds toward zero (integers: C division; floats: the true quotient
+    truncated). Both are piecewise constant: zero gradient, as PyTorch's."""
+    def div(input, other, *, rounding_mode=None) -> Tensor:  # noqa: A002
+        if rounding_mode is None:
+            return true_div(input, other)
+        if rounding_mode == "floor":
+            return floor_divide(input, other)
+        if rounding_mode != "trunc":
+            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
+                             f"'floor' but found '{rounding_mode}'")
+        if dtypes.result_type(input, other).is_floating_point:
+            q = true_div(input, other)
+            return where(lt(q, 0.0), ceil(q), floor(q))
+        q = floor_divide(input, other)  # (checks division by zero) moved toward zero:
+        return where(logical_and(ne(q * other, input), lt(q, 0)), q + 1, q)
+    div.__doc__ = f"{true_div.__doc__[:-1]}; ``rounding_mode`` None, 'trunc' or 'floor'."
+    return tensor_method("div", "true_divide", "divide")(div)
+
+
+div = _with_rounding_mode(div)  # the / operator keeps the plain two-argument function
+true_divide = divide = div
 subtract = sub
 multiply = mul
-tensor_method("true_divide", "divide")(div)
 tensor_method("subtract")(sub)
 tensor_method("multiply")(mul)
 
@@ -679,6 +718,47 @@ class Clamp(Function):
 register_op(Clamp)
 
 
+class ClampTensor(Function):
+    """clamp with a tensor bound (either bound may be None, a number or a tensor that
+    broadcasts): y = min(max(x, lo), hi), promoted as maximum/minimum promote. PyTorch's
+    rule, which never splits the gradient at ties (maximum/minimum share it there):
+    dx = g where lo <= x <= hi;  dlo = g where x < lo and lo < hi;
+    dhi = g where x > hi or hi < lo (with lo > hi every output is hi)."""
+
+    name = "clamp_tensor"
+    node_name = "ClampBackward0"
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        y = x if lo is None else maximum(x, lo)
+        y = y if hi is None else minimum(y, hi)
+        ctx.save_for_backward(x, *(b if isinstance(b, Tensor) else None for b in (lo, hi)))
+        ctx.bounds = (lo, hi)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, tlo, thi = ctx.saved_tensors
+        lo = ctx.bounds[0] if tlo is None else tlo
+        hi = ctx.bounds[1] if thi is None else thi
+        _, need_lo, need_hi = ctx.needs_input_grad
+        glo = ghi = None
+        if lo is None:
+            gx = where(le(x, hi), g, 0.0)
+            ghi = where(gt(x, hi), g, 0.0) if need_hi else None
+        elif hi is None:
+            gx = where(ge(x, lo), g, 0.0)
+            glo = where(lt(x, lo), g, 0.0) if need_lo else None
+        else:
+            gx = where(logical_and(ge(x, lo), le(x, hi)), g, 0.0)
+            glo = where(logical_and(lt(x, lo), lt(lo, hi)), g, 0.0) if need_lo else None
+            ghi = where(logical_or(gt(x, hi), lt(hi, lo)), g, 0.0) if need_hi else None
+        return gx, glo, ghi
+
+
+register_op(ClampTensor)
+
+
 @tensor_method("clamp", "clip")
 def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """Limit values to [min, max] (either bound may be None; numbers or tensors that
@@ -686,8 +766,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if min is None and max is None:
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-        y = input if min is None else maximum(input, min)
-        return y if max is None else minimum(y, max)
+        return ClampTensor.apply(input, min, max)
     return Clamp.apply(input, min, max)
 
 

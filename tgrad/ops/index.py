@@ -154,11 +154,40 @@ for _c in (BasicIndex, AdvancedIndex, IndexAdd):  # Select shares BasicIndex's o
     register_op(_c)
 
 
+def split_selects(key: tuple) -> tuple | None:
+    """PyTorch applies the integers of an advanced key as selects first, then the index
+    arrays: ``x[1, :, [0, 2]]`` of a (2, 3, 4) tensor is (3, 2). NumPy counts integers as
+    index arrays, which can move the indexed dims to the front ((2, 3) there). For a
+    normalized advanced key holding integers this returns (the basic key of the integers,
+    slices, None and Ellipsis, with full slices for the arrays' dims; the key of the arrays
+    for the result, with full slices elsewhere), else None."""
+    if not any(isinstance(k, (int, np.integer)) for k in key):
+        return None
+    first, rest = [], []
+    for k in key:
+        if isinstance(k, (int, np.integer)):
+            first.append(k)
+        elif k is None or isinstance(k, slice):
+            first.append(k)
+            rest.append(_FULL)  # the dim it left (or made) in the first result
+        elif k is Ellipsis:
+            first.append(k)
+            rest.append(k)
+        else:  # an index array (a bool mask spans one dim per mask dim)
+            first.extend([_FULL] * (k.ndim if k.dtype.kind == "b" else 1))
+            rest.append(k)
+    return tuple(first), tuple(rest)
+
+
 @tensor_method("__getitem__")
 def getitem(self: Tensor, key) -> Tensor:
     key, basic = normalize_key(key, self.device)
     if basic:
         return view_apply(_basic_cls(key), self, key)
+    split = split_selects(key)
+    if split is not None:
+        self = view_apply(_basic_cls(split[0]), self, split[0])
+        key = split[1]
     return AdvancedIndex.apply(self, key)
 
 

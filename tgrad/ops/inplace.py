@@ -17,7 +17,7 @@ from tgrad.autograd.hooks import move_retain_grad
 from tgrad.autograd.node import gradient_edge
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
-from tgrad.ops.index import normalize_key
+from tgrad.ops.index import normalize_key, split_selects
 from tgrad.ops.movement import clone
 from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor
@@ -308,6 +308,10 @@ def setitem(self: Tensor, key, value) -> None:
             copy_(view, value)
         else:
             apply_inplace(view, "fill_", Fill.apply, value)
+        return
+    split = split_selects(nkey)
+    if split is not None:  # integers select first, as in PyTorch (see split_selects)
+        setitem(self[split[0]], split[1], value)
         return
     if isinstance(value, Tensor) and value.dtype is not self.dtype:
         value = value.to(self.dtype)

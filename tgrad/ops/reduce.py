@@ -17,13 +17,21 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops._common import backend_of, normalize_dims, register_op, tensor_method, wrap
-from tgrad.ops.elementwise import _EQ_MASK, _fused
+from tgrad.ops.elementwise import _EQ_MASK, _fused, where
 from tgrad.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var",
            "std", "var_mean", "std_mean", "logsumexp", "norm", "all", "any", "sum_to"]
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def _reduce_dims(op: str, dim, ndim: int) -> tuple | None:
+    """normalize_dims for sum, mean, var, std, logsumexp and norm: an empty ``dim`` (``()``
+    or ``[]``) reduces every dim there, as in PyTorch (all/any keep it as no reduction)."""
+    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+        dim = None
+    return normalize_dims(op, dim, ndim)
 
 
 def _kept_shape(shape: tuple, axes) -> tuple:
@@ -63,9 +71,13 @@ class Sum(Function):
 
     @staticmethod
     def forward(ctx, x, axes, keepdim, dtype):
-        data = x._data if dtype is None else backend_of(x).cast(x._data, dtype.np)
+        be = backend_of(x)
+        data = x._data if dtype is None else be.cast(x._data, dtype.np)
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        return wrap(backend_of(x).sum_(data, axes, keepdim), x.device)
+        out = be.sum_(data, axes, keepdim)  # integers and bools sum to int64...
+        if dtype is not None:  # ...unless a dtype is asked for (int32 wraps, as PyTorch's)
+            out = be.cast(out, dtype.np)
+        return wrap(out, x.device)
 
     @staticmethod
     def backward(ctx, g):
@@ -100,8 +112,12 @@ class Mean(Function):
                             ctx.keepdim), None, None
 
 
-def _make_extreme(name: str):
-    """amax/amin: ties share the gradient evenly: dx = broadcast(g) * [x == y] / count."""
+def _make_extreme(name: str, prim: str | None = None, node_name: str | None = None,
+                  nan_share: bool = False):
+    """amax/amin: ties share the gradient evenly: dx = broadcast(g) * [x == y] / count.
+    ``nan_share`` (max()/min() of the whole tensor, PyTorch's evenly_distribute_backward):
+    when the result is NaN, the NaN elements share it instead (x == NaN is never true)."""
+    prim = prim or name
 
     def forward(ctx, x, axes, keepdim):
         if x.numel() == 0 and (axes is None or builtins.any(x.shape[a] == 0 for a in axes)):
@@ -109,7 +125,7 @@ def _make_extreme(name: str):
                                f"input.numel() == 0. Specify the reduction dim with the 'dim' "
                                f"argument." if axes is None else
                                f"{name}(): Expected reduction dim {axes} to have non-zero size.")
-        y = wrap(getattr(backend_of(x), name)(x._data, axes, keepdim), x.device)
+        y = wrap(getattr(backend_of(x), prim)(x._data, axes, keepdim), x.device)
         ctx.save_for_backward(x, y)
         ctx.axes, ctx.keepdim = axes, keepdim
         return y
@@ -117,18 +133,24 @@ def _make_extreme(name: str):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         yb = _expand_back(y, x.shape, ctx.axes, ctx.keepdim)
+        if nan_share:  # [x == y or both NaN]: no host sync to ask whether y is NaN
+            mask = ((x == yb) | (x.isnan() & yb.isnan())).to(g.dtype)
+            count = mask.sum(dim=ctx.axes, keepdim=True)
+            return (g.reshape(count.shape) / count).expand(x.shape) * mask, None, None
         count = (x == yb).to(g.dtype).sum(dim=ctx.axes, keepdim=True)
         share = (g.reshape(count.shape) / count).expand(x.shape)  # g / count, reduced size
         return _EQ_MASK(share, x, yb), None, None
 
     cls = type(name.capitalize(), (Function,), {
-        "name": name, "node_name": f"{name.capitalize()}Backward0",
+        "name": name, "node_name": node_name or f"{name.capitalize()}Backward0",
         "forward": staticmethod(forward), "backward": staticmethod(backward)})
     return register_op(cls)
 
 
 Amax = _make_extreme("amax")
 Amin = _make_extreme("amin")
+MaxAll = _make_extreme("max", "amax", "MaxBackward1", nan_share=True)
+MinAll = _make_extreme("min", "amin", "MinBackward1", nan_share=True)
 
 
 def _make_arg(name: str):
@@ -213,7 +235,7 @@ for _c in (Sum, Mean, MaxDim, MinDim):  # SumAll/MeanAll share the ops' names
 @tensor_method("sum")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001,A002
     """Sum over ``dim`` (all dims when None); integer and bool inputs sum to int64."""
-    axes = normalize_dims("sum", dim, input.ndim)
+    axes = _reduce_dims("sum", dim, input.ndim)
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
     return (SumAll if dim is None else Sum).apply(input, axes, keepdim, dtype)
@@ -225,7 +247,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     if dtype is not None:
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
     return (MeanAll if dim is None else Mean).apply(
-        input, normalize_dims("mean", dim, input.ndim), keepdim)
+        input, _reduce_dims("mean", dim, input.ndim), keepdim)
 
 
 @tensor_method("amax")
@@ -249,17 +271,23 @@ def _single_dim(op: str, dim, ndim: int):
     return normalize_dims(op, int(dim), ndim)[0] if ndim else 0
 
 
+def _arg_extreme(cls, input: Tensor, dim, keepdim: bool) -> Tensor:  # noqa: A002
+    axis = _single_dim(cls.name, dim, input.ndim)
+    out = cls.apply(input, axis if input.ndim else None, keepdim and axis is not None)
+    if keepdim and axis is None and input.ndim:  # the flat index, with every dim kept
+        out = out.reshape((1,) * input.ndim)
+    return out
+
+
 @tensor_method("argmax")
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A002
     """Index of the maximum (of the flattened tensor when ``dim`` is None)."""
-    axis = _single_dim("argmax", dim, input.ndim)
-    return Argmax.apply(input, axis if input.ndim else None, keepdim and axis is not None)
+    return _arg_extreme(Argmax, input, dim, keepdim)
 
 
 @tensor_method("argmin")
 def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A002
-    axis = _single_dim("argmin", dim, input.ndim)
-    return Argmin.apply(input, axis if input.ndim else None, keepdim and axis is not None)
+    return _arg_extreme(Argmin, input, dim, keepdim)
 
 
 def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
@@ -269,7 +297,7 @@ def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
         from tgrad.ops.elementwise import maximum, minimum
         return (maximum if op == "max" else minimum)(input, dim)
     if dim is None:
-        return (amax if op == "max" else amin)(input)
+        return (MaxAll if op == "max" else MinAll).apply(input, None, False)
     cls = MaxDim if op == "max" else MinDim
     return values_indices(*cls.apply(input, _single_dim(op, dim, input.ndim), keepdim))
 
@@ -401,7 +429,7 @@ def _var_args(op: str, input: Tensor, dim, unbiased, keepdim, correction):  # no
         correction = 1 if unbiased is None or unbiased else 0
     if not isinstance(correction, (int, float)) or isinstance(correction, bool):
         raise TypeError(f"{op}(): correction must be a number, got {type(correction).__name__}")
-    return normalize_dims(op, dim, input.ndim), correction, keepdim
+    return _reduce_dims(op, dim, input.ndim), correction, keepdim
 
 
 @tensor_method("var")
@@ -429,8 +457,10 @@ class Std(Function):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        # d std = d var / (2 std)
-        return _var_grad(g / (y * 2.0), x, ctx.axes, ctx.correction, ctx.keepdim), None, None, None
+        # d std = d var / (2 std), and 0 where std is 0 (a constant slice: PyTorch's choice of
+        # subgradient, instead of 0/0)
+        gv = where(y == 0.0, 0.0, g / (y * 2.0))
+        return _var_grad(gv, x, ctx.axes, ctx.correction, ctx.keepdim), None, None, None
 
 
 register_op(Std)
@@ -488,7 +518,7 @@ register_op(Logsumexp)
 @tensor_method("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:  # noqa: A002
     """log(sum(exp(x))) over ``dim``, computed stably (the max is subtracted first)."""
-    return Logsumexp.apply(input, normalize_dims("logsumexp", dim, input.ndim), keepdim)
+    return Logsumexp.apply(input, _reduce_dims("logsumexp", dim, input.ndim), keepdim)
 
 
 # ------------------------------------------------------------------------------ norm
@@ -558,7 +588,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
         raise TypeError(f"norm(): p must be a number or 'fro', got {type(p).__name__}")
     if dtype is not None:
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
-    return Norm.apply(input, float(p), normalize_dims("norm", dim, input.ndim), keepdim)
+    return Norm.apply(input, float(p), _reduce_dims("norm", dim, input.ndim), keepdim)
 
 
 # ------------------------------------------------------------------------------ all / any

@@ -1,0 +1,365 @@
+"""Behaviour that a differential run against PyTorch 2.13 (CPU) found different, now as
+PyTorch documents it. References are NumPy float64 or finite differences (gradcheck); the
+comments give PyTorch's rule (tools/autograd/derivatives.yaml and its helpers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import gradcheck, gradgradcheck
+
+F = tgrad.nn.functional
+NAN = float("nan")
+RNG = np.random.default_rng(11)
+
+
+def _leaf(values) -> tgrad.Tensor:
+    return tgrad.tensor(np.asarray(values, dtype=np.float64), requires_grad=True)
+
+
+def _grad_of(fn, values) -> np.ndarray:
+    x = _leaf(values)
+    fn(x).sum().backward()
+    return x.grad.numpy()
+
+
+# ------------------------------------------------------------------ reductions
+def test_std_gradient_is_zero_where_std_is_zero():
+    # std_backward: grad / (2 std), masked to 0 where std == 0 (not 0/0)
+    assert np.array_equal(_grad_of(lambda t: t.std(), np.ones(4)), np.zeros(4))
+    rows = np.array([[1.0, 1.0, 1.0], [2.0, 3.0, 7.0]])
+    g = _grad_of(lambda t: t.std(1), rows)
+    r = rows[1]
+    ref = (r - r.mean()) / (2 * r.std(ddof=1)) * 2 / (len(r) - 1)
+    assert np.array_equal(g[0], np.zeros(3)) and np.allclose(g[1], ref, rtol=1e-14, atol=0)
+    assert np.array_equal(_grad_of(lambda t: t.std(correction=0), [5.0]), [0.0])
+    assert np.isnan(_grad_of(lambda t: t.std(), [5.0])).all()  # N - 1 = 0: std is NaN
+    x = _leaf(RNG.standard_normal((3, 4)))
+    assert gradcheck(lambda t: t.std(1), (x,)) and gradgradcheck(lambda t: t.std(1), (x,))
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "var", "std", "logsumexp", "norm"])
+def test_empty_dim_reduces_every_dim(op):
+    a = RNG.standard_normal((2, 3))
+    x = tgrad.tensor(a)
+    ref = {"sum": a.sum(), "mean": a.mean(), "var": a.var(ddof=1), "std": a.std(ddof=1),
+           "logsumexp": np.log(np.exp(a).sum()), "norm": np.sqrt((a * a).sum())}[op]
+    for dim in ((), []):
+        kw = {"keepdim": True} if op == "logsumexp" else {}
+        out = getattr(x, op)(dim=dim, **kw)
+        assert out.shape == ((1, 1) if kw else ())
+        assert np.allclose(out.numpy(), ref, rtol=1e-14, atol=0)
+
+
+def test_all_any_with_empty_dim_reduce_nothing():
+    m = np.array([[True, False, True]])
+    for op in ("all", "any"):
+        out = getattr(tgrad.tensor(m), op)(dim=())
+        assert out.shape == (1, 3) and np.array_equal(out.numpy(), m)
+
+
+def test_argmax_keepdim_without_dim_keeps_every_dim():
+    a = np.array([[1.0, 5.0], [7.0, 2.0]])
+    x = tgrad.tensor(a)
+    assert x.argmax(keepdim=True).shape == (1, 1) and x.argmax(keepdim=True).item() == 2
+    assert tgrad.argmin(x, keepdim=True).tolist() == [[0]]
+    assert x.argmax().shape == () and x.argmax(1, keepdim=True).shape == (2, 1)
+    assert tgrad.tensor(3.0).argmax(keepdim=True).shape == ()
+
+
+def test_sum_honours_an_integer_dtype():
+    x = tgrad.tensor(np.array([2**31 - 1, 1], dtype=np.int32))
+    out = x.sum(dtype=tgrad.int32)
+    assert out.dtype is tgrad.int32 and out.item() == -(2**31)  # wraps, as int32 does
+    assert x.sum().dtype is tgrad.int64 and x.sum().item() == 2**31
+
+
+def test_max_min_of_everything_send_the_gradient_to_the_nans():
+    # evenly_distribute_backward: mask = isnan(x) if the result is NaN, else x == result
+    assert np.array_equal(_grad_of(lambda t: t.max(), [1.0, NAN, 3.0]), [0.0, 1.0, 0.0])
+    assert np.array_equal(_grad_of(lambda t: t.min(), [1.0, NAN, NAN]), [0.0, 0.5, 0.5])
+    assert np.array_equal(_grad_of(lambda t: t.max(), [3.0, 1.0, 3.0]), [0.5, 0.0, 0.5])
+    x = _leaf([1.0, NAN])
+    y = x.max()
+    assert y.grad_fn.name() == "MaxBackward1" and x.min().grad_fn.name() == "MinBackward1"
+    x = _leaf(RNG.standard_normal(5))
+    assert gradcheck(lambda t: t.max(), (x,)) and gradgradcheck(lambda t: t.min() * t, (x,))
+    with pytest.raises(RuntimeError, match=r"^max\(\): Expected reduction dim to be specified"):
+        tgrad.tensor([]).max()
+
+
+# ------------------------------------------------------------------ elementwise
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_minimum_pass_the_gradient_to_both_at_nan(op):
+    # maximum: a gets where(a == b, g/2, g) masked to 0 where a < b (b: where a > b); a NaN
+    # makes every comparison false, so both get g
+    a, b = _leaf([NAN, 1.0, 2.0, 3.0, NAN]), _leaf([1.0, NAN, 2.0, 1.0, NAN])
+    getattr(tgrad, op)(a, b).sum().backward()
+    win = [1.0, 0.0] if op == "maximum" else [0.0, 1.0]  # at 3 vs 1
+    assert np.array_equal(a.grad.numpy(), [1.0, 1.0, 0.5, win[0], 1.0])
+    assert np.array_equal(b.grad.numpy(), [1.0, 1.0, 0.5, win[1], 1.0])
+    ga, = tgrad.autograd.grad(getattr(tgrad, op)(a, b).sum(), a, create_graph=True)
+    assert np.array_equal(ga.detach().numpy(), a.grad.numpy())  # the composite rule agrees
+
+
+def test_clamp_with_tensor_bounds_never_splits_the_gradient():
+    # clamp_backward: dx = g where lo <= x <= hi; dlo = g where x < lo (and lo < hi);
+    # dhi = g where x > hi or hi < lo
+    x = _leaf([0.0, 1.0, NAN, -2.0, 3.0, 0.5])
+    lo = _leaf([0.0, 0.0, 0.0, 0.0, 0.0, 0.7])
+    hi = _leaf([1.0, 1.0, 1.0, 1.0, 1.0, 0.6])  # last: lo > hi, every output is hi
+    y = tgrad.clamp(x, lo, hi)
+    assert y.grad_fn.name() == "ClampBackward0"
+    assert np.array_equal(y.detach().numpy(), [0.0, 1.0, NAN, 0.0, 1.0, 0.6], equal_nan=True)
+    y.sum().backward()
+    assert np.array_equal(x.grad.numpy(), [1, 1, 0, 0, 0, 0])
+    assert np.array_equal(lo.grad.numpy(), [0, 0, 0, 1, 0, 0])
+    assert np.array_equal(hi.grad.numpy(), [0, 0, 0, 0, 1, 1])
+    x = _leaf([0.0, 2.0])
+    bound = _leaf([1.0])
+    tgrad.clamp(x, min=bound).sum().backward()  # one bound, broadcast
+    assert x.grad.tolist() == [0.0, 1.0] and bound.grad.tolist() == [1.0]
+    xs = _leaf(RNG.uniform(-2, 2, 7))
+    los, his = _leaf(RNG.uniform(-3, -0.5, 7) * [1, 1, 1, 0, 0, 0, 1]), _leaf(np.full(7, 0.9))
+    f = lambda t, u, v: tgrad.clamp(t, u, v) * t  # noqa: E731
+    assert gradcheck(f, (xs, los, his)) and gradgradcheck(f, (xs, los, his))
+
+
+def test_relu_passes_the_gradient_through_nan():
+    # threshold_backward: 0 where relu(x) <= 0, else g (NaN <= 0 is false)
+    assert np.array_equal(_grad_of(F.relu, [NAN, 1.0, -1.0, 0.0]), [1.0, 1.0, 0.0, 0.0])
+    assert np.array_equal(_grad_of(lambda t: t.relu(), [NAN]), [1.0])
+
+
+# ------------------------------------------------------------------ nn.functional
+def test_silu_inplace_on_a_non_leaf_matches_out_of_place():
+    a = RNG.standard_normal(6)
+    x1, x2 = _leaf(a), _leaf(a)
+    b = x1 * 1.0
+    r = F.silu(b, inplace=True)
+    assert r is b and r.grad_fn.name() == "SiluBackward0"
+    (r * r).sum().backward()
+    (F.silu(x2 * 1.0) ** 2).sum().backward()
+    assert np.allclose(x1.grad.numpy(), x2.grad.numpy(), rtol=1e-15, atol=0)
+    with pytest.raises(RuntimeError, match="^silu_: a leaf Variable that requires grad"):
+        F.silu(_leaf([1.0]), inplace=True)
+
+
+def test_cross_entropy_differentiates_weight_with_probability_targets():
+    x = _leaf(RNG.standard_normal((4, 3)))
+    q = tgrad.tensor(RNG.dirichlet(np.ones(3), 4))
+    w = _leaf(RNG.uniform(0.5, 2.0, 3))
+    for red in ("mean", "sum", "none"):
+        f = lambda a, b, red=red: F.cross_entropy(a, q, weight=b, reduction=red)  # noqa: E731
+        assert gradcheck(f, (x, w)) and gradgradcheck(f, (x, w))
+    loss = F.cross_entropy(x, q, weight=w, label_smoothing=0.1)
+    (gw,) = tgrad.autograd.grad(loss, w)
+    logp = x.detach().numpy() - np.log(np.exp(x.detach().numpy()).sum(1, keepdims=True))
+    qs = q.numpy() * 0.9 + 0.1 / 3
+    assert np.allclose(gw.numpy(), -(qs * logp).sum(0) / 4, rtol=1e-13, atol=0)
+
+
+def test_cross_entropy_weight_and_ignore_index_errors():
+    x = _leaf(RNG.standard_normal((2, 3)))
+    q = tgrad.tensor(np.full((2, 3), 1 / 3))
+    with pytest.raises(RuntimeError, match="^cross_entropy: ignore_index is not supported for "
+                                           "floating point target"):
+        F.cross_entropy(x, q, ignore_index=1)
+    w = _leaf([1.0, 2.0, 3.0])
+    t = tgrad.tensor([0, 2])
+    with pytest.raises(RuntimeError, match="^cross_entropy: the derivative for 'weight' is not "
+                                           "implemented with class-index targets"):
+        F.cross_entropy(x, t, weight=w)
+    with tgrad.no_grad():
+        assert np.isfinite(F.cross_entropy(x, t, weight=w).item())
+    F.cross_entropy(x, t, weight=w.detach()).backward()  # the way round it
+    assert x.grad is not None
+
+
+def test_cross_entropy_all_ignored_with_label_smoothing_has_zero_gradient():
+    # the mean over no rows is NaN (as PyTorch) but the ignored rows get no gradient
+    x = _leaf(np.zeros((2, 3)))
+    loss = F.cross_entropy(x, tgrad.tensor([-100, -100]), label_smoothing=0.2)
+    assert np.isnan(loss.item())
+    loss.backward()
+    assert np.array_equal(x.grad.numpy(), np.zeros((2, 3)))
+
+
+# ------------------------------------------------------------------ tensors
+def test_data_has_its_own_version_counter():
+    # .data shares memory but not the version counter (unlike detach())
+    x = _leaf([1.0, 2.0])
+    z = (x * 1.0).exp()
+    d = z.data
+    d.add_(1.0)
+    assert z._version == 0 and d._version == 1
+    z.sum().backward()  # no "modified by an inplace operation" error
+    assert np.allclose(x.grad.numpy(), np.exp([1.0, 2.0]) + 1, rtol=1e-15, atol=0)
+    y = tgrad.tensor([1.0, 2.0, 3.0])
+    y.data[1:].mul_(10.0)
+    assert y.tolist() == [1.0, 20.0, 30.0] and y._version == 0
+    z2 = (x * 1.0).exp()
+    z2.detach().add_(1.0)  # detach() shares the counter, so this one is caught
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z2.sum().backward()
+
+
+def test_div_rounding_modes():
+    a = np.concatenate([RNG.uniform(-20, 20, 40), [1.0, -1.0, 0.0, 7.5, -7.5, NAN]])
+    b = np.concatenate([RNG.uniform(-5, 5, 40), [0.1, 0.0, 0.0, 2.0, 2.0, 1.0]])
+    ta, tb = tgrad.tensor(a), tgrad.tensor(b)
+    with np.errstate(all="ignore"):
+        trunc, floor = np.trunc(a / b), np.floor_divide(a, b)
+    assert np.array_equal(tgrad.div(ta, tb, rounding_mode="trunc").numpy(), trunc,
+                          equal_nan=True)
+    assert np.array_equal(ta.div(tb, rounding_mode="floor").numpy(), floor, equal_nan=True)
+    assert tgrad.div(tgrad.tensor(1.0), 0.1, rounding_mode="trunc").item() == 10.0  # 1/0.1
+    assert tgrad.div(tgrad.tensor(1.0), 0.1, rounding_mode="floor").item() == 9.0  # 1 // 0.1
+    i, j = RNG.integers(-50, 50, 60), RNG.integers(1, 9, 60) * RNG.choice([-1, 1], 60)
+    ti, tj = tgrad.tensor(i), tgrad.tensor(j)
+    want = np.sign(i) * np.sign(j) * (np.abs(i) // np.abs(j))  # C division
+    got = tgrad.div(ti, tj, rounding_mode="trunc")
+    assert got.dtype is tgrad.int64 and np.array_equal(got.numpy(), want)
+    assert np.array_equal(tgrad.div(ti, tj, rounding_mode="floor").numpy(), i // j)
+    assert np.allclose(tgrad.divide(ti, tj).numpy(), i / j, rtol=1e-6)  # true division
+    x = _leaf([1.0, -2.5])
+    tgrad.div(x, 3.0, rounding_mode="trunc").sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0]  # piecewise constant
+    with pytest.raises(ValueError, match="^div expected rounding_mode to be one of None"):
+        tgrad.div(ta, tb, rounding_mode="round")
+    with pytest.raises(ZeroDivisionError, match="^floor_divide: integer division by zero"):
+        tgrad.div(ti, tgrad.tensor(0), rounding_mode="trunc")
+
+
+def test_round_decimals_matches_numpy():
+    a = np.concatenate([RNG.uniform(-1e4, 1e4, 50), [1.2345, 2.5, 0.125, -1250.0, 1350.0]])
+    x = tgrad.tensor(a)
+    for d in (-3, -2, -1, 1, 2, 3):
+        want = np.round(a, d)  # NumPy scales, rounds half to even and scales back too
+        assert np.array_equal(tgrad.round(x, decimals=d).numpy(), want), d
+        assert np.array_equal(x.round(decimals=d).numpy(), want), d
+    assert np.array_equal(tgrad.round(tgrad.tensor([0.5, 1.5, 2.5])).numpy(), [0.0, 2.0, 2.0])
+    x = _leaf([1.26, -3.14159])
+    tgrad.round(x, decimals=1).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0]
+    with pytest.raises(RuntimeError, match="^round: decimals is only supported for floating"):
+        tgrad.round(tgrad.tensor([15, 25]), decimals=-1)
+
+
+# ------------------------------------------------------------------ autograd API
+def test_node_hook_results_are_checked():
+    x = _leaf([1.0, 2.0])
+    y = x * 3.0  # MulBackward0: one gradient per argument, None for the number
+    y.grad_fn.register_hook(lambda gi, go: (gi[0], gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match=r"^hook '<lambda>' has returned an incorrect number "
+                                           r"of values \(got 3, but expected 2\)"):
+        y.sum().backward()
+    y = x * 3.0
+    y.grad_fn.register_hook(lambda gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match="^can't replace a None gradient with a non-None"):
+        y.sum().backward()
+    y = x * 3.0
+    y.grad_fn.register_prehook(lambda go: (go[0], go[0]))
+    with pytest.raises(RuntimeError, match=r"incorrect number of values \(got 2, but expected "
+                                           r"1\)"):
+        y.sum().backward()
+    x.grad = None
+    w = _leaf([5.0, 7.0])
+    y = x * w
+    y.grad_fn.register_hook(lambda gi, go: (None, gi[1] * 2.0))  # dropping one is allowed
+    y.sum().backward()
+    assert x.grad is None and w.grad.tolist() == [2.0, 4.0]
+
+
+def test_grad_materialize_grads_needs_allow_unused():
+    x, unused = _leaf([1.0]), _leaf([2.0])
+    with pytest.raises(ValueError, match="^Expected allow_unused to be True or not passed when "
+                                         "materialize_grads=True"):
+        tgrad.autograd.grad((x * 2).sum(), (x, unused), allow_unused=False,
+                            materialize_grads=True)
+    gx, gu = tgrad.autograd.grad((x * 2).sum(), (x, unused), materialize_grads=True)
+    assert gx.tolist() == [2.0] and gu.tolist() == [0.0]
+
+
+def test_retains_grad_and_post_accumulate_grad_hooks():
+    x = _leaf([1.0, 2.0])
+    y = x * 2.0
+    assert not x.retains_grad and not y.retains_grad
+    y.retain_grad()
+    assert y.retains_grad
+    seen = []
+    handle = x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    (x * 2.0).sum().backward()
+    (x * 3.0).sum().backward()
+    assert seen == [[2.0, 2.0], [5.0, 5.0]]  # after each accumulation, with the tensor
+    tgrad.autograd.grad((x * 2.0).sum(), x)  # grad() accumulates nothing: no call
+    handle.remove()
+    (x * 3.0).sum().backward()
+    assert len(seen) == 2
+    with pytest.raises(RuntimeError, match="^post accumulate grad hooks cannot be registered "
+                                           "on non-leaf tensors"):
+        y.register_post_accumulate_grad_hook(lambda t: None)
+    x.register_post_accumulate_grad_hook(lambda t: 1)
+    with pytest.raises(RuntimeError, match="^post accumulate grad hooks should return None"):
+        (x * 2.0).sum().backward()
+
+
+class _CubeSetupContext(tgrad.autograd.Function):
+    """PyTorch's second style: forward without ctx, then setup_context."""
+
+    @staticmethod
+    def forward(x, k):
+        return x ** 3 * k
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, k = inputs
+        ctx.save_for_backward(x, output)
+        ctx.k = k
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return g * 3.0 * x ** 2 * ctx.k, None
+
+
+def test_function_with_setup_context():
+    a = RNG.standard_normal(5)
+    x = _leaf(a)
+    y = _CubeSetupContext.apply(x, 2.0)
+    assert np.allclose(y.detach().numpy(), 2 * a ** 3, rtol=1e-15, atol=0)
+    assert y.grad_fn.name() == "_CubeSetupContextBackward"
+    y.sum().backward()
+    assert np.allclose(x.grad.numpy(), 6 * a ** 2, rtol=1e-15, atol=0)
+    f = lambda t: _CubeSetupContext.apply(t, -1.5)  # noqa: E731
+    assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
+    with tgrad.no_grad():
+        assert np.allclose(f(x).numpy(), -1.5 * a ** 3, rtol=1e-15, atol=0)
+
+
+class _SquareOnce(tgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    @tgrad.autograd.function.once_differentiable
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2.0 * x
+
+
+def test_once_differentiable_runs_once_and_refuses_twice():
+    x = _leaf([1.0, 2.0])
+    _SquareOnce.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, 4.0]
+    assert gradcheck(_SquareOnce.apply, (x,))
+    y = _SquareOnce.apply(x)
+    (g,) = tgrad.autograd.grad((y * y).sum(), x, create_graph=True)  # the incoming grad has
+    assert g.tolist() == [4.0, 32.0] and g.grad_fn.name() == "Error"  # a graph: marked
+    with pytest.raises(RuntimeError, match="^trying to differentiate twice a function that was "
+                                           "marked with @once_differentiable"):
+        g.sum().backward()
