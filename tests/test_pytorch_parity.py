@@ -363,3 +363,19 @@ def test_once_differentiable_runs_once_and_refuses_twice():
     with pytest.raises(RuntimeError, match="^trying to differentiate twice a function that was "
                                            "marked with @once_differentiable"):
         g.sum().backward()
+
+
+@pytest.mark.parametrize("p", [0.5, 1.5, 3.0, -1.0])
+def test_norm_gradient_at_zero_elements(p):
+    # norm_backward: sign(x) |x|^(p-1) / y^(p-1), 0 at x == 0 (p < 1: PyTorch's subgradient;
+    # p > 1: the limit) and 0 where y == 0; elsewhere the analytic derivative
+    a = np.array([0.0, 1.0, -2.0, 0.5])
+    g = _grad_of(lambda t: t.norm(p=p), a)
+    nz = a != 0
+    y = (np.abs(a[nz]) ** p).sum() ** (1 / p) if p > 0 else 0.0
+    want = np.zeros(4)
+    if p > 0:
+        want[nz] = np.sign(a[nz]) * np.abs(a[nz]) ** (p - 1) / y ** (p - 1)
+    assert np.allclose(g, want, rtol=1e-13, atol=0), (g, want)
+    x = _leaf([0.3, -1.0, 2.0])
+    assert gradcheck(lambda t: t.norm(p=p), (x,)) and gradgradcheck(lambda t: t.norm(p=p), (x,))

@@ -529,7 +529,9 @@ def _norm_grad(g, x, y, p):
     p=1:      g sign(x)
     p=+-inf:  g sign(x) [|x| == y] / count   (ties share evenly)
     p=0:      0
-    other p:  g x |x|^(p-2) / y^(p-1)
+    other p:  g sign(x) |x|^(p-1) / y^(p-1)   (0 where x == 0: for p < 1 PyTorch's
+              choice of subgradient; for p > 1 the limit, which x |x|^(p-2) would make 0/0;
+              and 0 where y == 0, as PyTorch)
     """
     from tgrad.ops.elementwise import sign, where
     if p == 0:
@@ -541,7 +543,10 @@ def _norm_grad(g, x, y, p):
         return g * x / safe_y
     if p in (math.inf, -math.inf):
         return g * sign(x) * (x.abs() == y)
-    return g * x * x.abs() ** (p - 2.0) / safe_y ** (p - 1.0)
+    t = sign(x) * x.abs() ** (p - 1.0)
+    if p < 1:  # y^(1-p) is 0 where y is (a zero element makes a p < 0 norm 0)
+        return g * where(x == 0.0, 0.0, t) * y ** (1.0 - p)
+    return g * t / safe_y ** (p - 1.0)
 
 
 class Norm(Function):
