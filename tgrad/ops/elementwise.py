@@ -485,6 +485,8 @@ def _binary_fn(name: str, methods=(), reflected=()):
 
 def _with_alpha(fn):
     """PyTorch's ``add``/``sub`` signature: ``fn(input, other * alpha)``."""
+    apply = _BINARY[fn.__name__].apply  # called directly: one Python call less
+
     def op(input, other, *, alpha=1) -> Tensor:  # noqa: A002
         if alpha != 1:
             if isinstance(alpha, float) and not any(
@@ -492,7 +494,7 @@ def _with_alpha(fn):
                 raise RuntimeError(f"{fn.__name__}: for integral input tensors, argument alpha "
                                    f"must not be a floating point number (got {alpha})")
             other = other * alpha
-        return fn(input, other)
+        return apply(input, other)
     op.__name__ = fn.__name__
     op.__doc__ = f"{fn.__doc__[:-1]}; ``other`` is scaled by ``alpha`` first."
     tensor_method(fn.__name__)(op)
@@ -542,9 +544,11 @@ def _with_rounding_mode(true_div):
     """PyTorch's ``div(input, other, *, rounding_mode=None)``: "floor" is floor_divide;
     "trunc" rounds toward zero (integers: C division; floats: the true quotient
     truncated). Both are piecewise constant: zero gradient, as PyTorch's."""
+    apply = _BINARY["div"].apply
+
     def div(input, other, *, rounding_mode=None) -> Tensor:  # noqa: A002
         if rounding_mode is None:
-            return true_div(input, other)
+            return apply(input, other)
         if rounding_mode == "floor":
             return floor_divide(input, other)
         if rounding_mode != "trunc":
