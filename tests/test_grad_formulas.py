@@ -65,6 +65,16 @@ def test_binary_fused_rule_matches_composite(name, dtype):
     _compare(getattr(tgrad, name), [a, b], g, getattr(tgrad, dtype), RTOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("bounds", [(-0.5, None), (None, 0.7), (-0.5, 0.7), (0.7, -0.5)])
+def test_clamp_fused_masks_match_composite(bounds, dtype):
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.uniform(-1.0, 1.0, 20), [-0.5, 0.7], SPECIAL])
+    g = np.resize([1.5, -2.0, np.inf, np.nan, 0.25], x.shape)  # inf/NaN at masked places too
+    lo, hi = bounds
+    _compare(lambda t: tgrad.clamp(t, lo, hi), [x], g, getattr(tgrad, dtype), RTOL[dtype])
+
+
 @pytest.mark.parametrize("name", ["div", "maximum", "minimum"])
 def test_binary_fused_rule_with_number_operand(name):
     x = tgrad.tensor([0.5, 1.0, 2.0, -3.0], dtype=tgrad.float64, requires_grad=True)

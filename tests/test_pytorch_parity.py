@@ -379,3 +379,52 @@ def test_norm_gradient_at_zero_elements(p):
     assert np.allclose(g, want, rtol=1e-13, atol=0), (g, want)
     x = _leaf([0.3, -1.0, 2.0])
     assert gradcheck(lambda t: t.norm(p=p), (x,)) and gradgradcheck(lambda t: t.norm(p=p), (x,))
+
+
+MASKED_CASES = {  # a gradient of inf (d sqrt at 0) meets each op's closed mask
+    "relu": lambda x: F.relu(x),
+    "relu_": lambda x: F.relu(x * 1.0, inplace=True),
+    "clamp_min": lambda x: x.clamp(min=0.0),
+    "clamp_": lambda x: (x * 1.0).clamp_(min=0.0),
+    "clamp_tensor": lambda x: tgrad.clamp(x, tgrad.zeros(2, dtype=tgrad.float64)),
+    "maximum": lambda x: tgrad.maximum(x, tgrad.zeros(2, dtype=tgrad.float64)),
+    "setitem": lambda x: _written(x, lambda y: y.__setitem__(0, 0.0)),
+    "setitem_mask": lambda x: _written(x, lambda y: y.__setitem__(
+        tgrad.tensor([True, False]), 0.0)),
+    "zero_view": lambda x: _written(x, lambda y: y[:1].zero_()),
+    "fill_view": lambda x: _written(x, lambda y: y[:1].fill_(0.0)),
+}
+
+
+def _written(x, write):
+    y = x * 1.0
+    write(y)
+    return y
+
+
+@pytest.mark.parametrize("name", sorted(MASKED_CASES))
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_nan_or_inf_gradient_does_not_leak_through_a_closed_mask(name, dtype):
+    # PyTorch's rules use where/masked_fill/zero_ there, so x[0] (where the op outputs a
+    # constant 0, whose sqrt has an infinite derivative) gets exactly 0, not 0 * inf = NaN
+    x = tgrad.tensor([-1.0, 4.0], dtype=getattr(tgrad, dtype), requires_grad=True)
+    MASKED_CASES[name](x).sqrt().sum().backward()
+    assert x.grad.tolist() == [0.0, 0.25], x.grad.tolist()
+
+
+def test_max_dim_gradient_goes_only_to_the_index():
+    x = _leaf([[-1.0, 4.0], [0.0, -3.0]])
+    x.max(1)[0].sqrt().sum().backward()  # row 1's max is 0: an infinite gradient there
+    assert x.grad.tolist() == [[0.0, 0.25], [np.inf, 0.0]]
+
+
+def test_masked_product_primitive():
+    from tgrad.backends.numpy import _masked_product
+    g = np.array([np.nan, np.inf, -np.inf, 2.0, np.nan, 3.0])
+    f = np.array([0.0, 0.0, 0.0, 0.5, 1.0, 1.0])
+    with np.errstate(all="ignore"):
+        want = np.where(f == 0, 0.0, g * f)
+    np.testing.assert_array_equal(_masked_product(g, f), want)  # the unmasked NaN stays
+    np.testing.assert_array_equal(_masked_product(g[3:4], f[3:4] != 0), [2.0])
+    assert _masked_product(np.float64(np.nan), np.bool_(False)) == 0.0
+    assert _masked_product(np.zeros(0), np.zeros(0, bool)).shape == (0,)

@@ -2,7 +2,7 @@
 
 After ``view op= value`` the base ``B`` holds ``B_old`` outside the view's region and the
 op's result ``R`` inside it. So for an incoming gradient ``g`` of the new base:
-    dB_old = g * mask      (mask is 1 outside the region, 0 inside)
+    dB_old = g outside the region, exactly 0 inside (where, so a NaN g stays out)
     dR     = view(g)       (the same view ops replayed on g)
 The view's own grad_fn is then regenerated lazily from the base (see Tensor.grad_fn).
 """
@@ -33,18 +33,20 @@ class CopySlices(Node):
         return "CopySlices"
 
     def apply(self, grads: list) -> tuple:
+        from tgrad import bool as bool_
         from tgrad.ops.creation import ones, zeros
+        from tgrad.ops.elementwise import where
         g = grads[0]
         if g is None:
             g = zeros(self.shape, dtype=self.dtype, device=self.device)
-        mask = ones(self.shape, dtype=self.dtype, device=self.device)
+        outside = ones(self.shape, dtype=bool_, device=self.device)
         prev = STATE.enabled
         STATE.enabled = False
         try:
-            replay_view(self.chain, mask).fill_(0)
+            replay_view(self.chain, outside).fill_(False)
         finally:
             STATE.enabled = prev
-        return (g * mask, replay_view(self.chain, g))
+        return (where(outside, g, 0.0), replay_view(self.chain, g))
 
 
 def rebase_base(view, result_edge: tuple) -> None:

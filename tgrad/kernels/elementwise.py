@@ -476,9 +476,9 @@ def f_sigmoid_backward(g, y):
 
 @triton.jit
 def f_relu_backward(g, y):
-    # y = relu(x) (>= 0 or NaN):  dx = g [y != 0], PyTorch's "not y <= 0", so a NaN x
-    # passes g through (as g * mask: an inf/nan g gives nan where y == 0)
-    return g * (y != 0).to(g.dtype)
+    # y = relu(x) (>= 0 or NaN):  dx = g where y != 0 (PyTorch's "not y <= 0": a NaN x
+    # passes g through), else exactly 0 (a NaN or inf g too)
+    return tl.where(y != 0, g, 0.0)
 
 
 # ------------------------------------------------------------------ fused gradient formulas
@@ -545,8 +545,9 @@ def g_div_b(g, y, b):
 @triton.jit
 def g_max_share(g, p, q):
     # maximum's gradient share of p: 1 - [p < q] - [p == q] / 2 (PyTorch's rule: 1 where p
-    # wins, 1/2 on ties, and 1 for both where a NaN makes every comparison false)
-    return g * (1.0 - (p < q).to(g.dtype) - (p == q).to(g.dtype) * 0.5)
+    # wins, 1/2 on ties, 1 for both where a NaN makes every comparison false, and exactly 0,
+    # whatever g is, where p loses)
+    return tl.where(p < q, 0.0, g * (1.0 - (p == q).to(g.dtype) * 0.5))
 
 
 # Reductions' backward, with the reduced values broadcast back (stride-0 inputs).
@@ -578,13 +579,23 @@ def g_pow_exponent(g, a, b):
 
 @triton.jit
 def g_eq_mask(g, x, y):
-    return g * (x == y).to(g.dtype)  # clamp, amax/amin: g where x == y
+    return tl.where(x == y, g, 0.0)  # amax/amin: g where x == y, else exactly 0
+
+
+@triton.jit
+def g_ge_mask(g, x, lo):
+    return tl.where(x >= lo, g, 0.0)  # clamp(min=lo): g where x >= lo, else exactly 0
+
+
+@triton.jit
+def g_le_mask(g, x, hi):
+    return tl.where(x <= hi, g, 0.0)  # clamp(max=hi): g where x <= hi, else exactly 0
 
 
 GRAD_FORMULAS = {n: globals()["g_" + n] for n in (
     "pow_base", "pow_exponent", "eq_mask", "logsumexp", "centered", "prod",
     "abs", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "erf", "reciprocal", "square",
-    "div_b", "max_share")}
+    "div_b", "max_share", "ge_mask", "le_mask")}
 
 
 # ------------------------------------------------------------------ ternary

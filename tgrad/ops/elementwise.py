@@ -285,26 +285,42 @@ def _winner_rule(pick):
 
 
 def _winner_share(g, p, q):
-    return g * (1.0 - (lt(p, q) + _max_share(p, q)))
+    return where(lt(p, q), 0.0, g * (1.0 - _max_share(p, q)))
 
 
-# name: (saves "ab" / "aby" / "", rule for grad_a, rule for grad_b), rules (g, a, b, y);
-# a rule only runs when that input needs a gradient.
+# name: ((what the a rule reads, what the b rule reads) out of "a", "b", "y", rule for
+# grad_a, rule for grad_b), rules (g, a, b, y). A rule only runs when its input needs a
+# gradient, and only what the running rules read is saved (as PyTorch: x * c with c not
+# requiring grad saves c alone, so x may be modified in place before the backward).
 BINARY_RULES = {
-    "add": ("", lambda g, a, b, y: g, lambda g, a, b, y: g),
-    "sub": ("", lambda g, a, b, y: g, lambda g, a, b, y: -g),
-    "mul": ("ab", lambda g, a, b, y: g * b, lambda g, a, b, y: g * a),
+    "add": (("", ""), lambda g, a, b, y: g, lambda g, a, b, y: g),
+    "sub": (("", ""), lambda g, a, b, y: g, lambda g, a, b, y: -g),
+    "mul": (("b", "a"), lambda g, a, b, y: g * b, lambda g, a, b, y: g * a),
     # d(a/b)/db = -a / b^2 = -y / b
-    "div": ("aby", lambda g, a, b, y: g / b,
+    "div": (("b", "by"), lambda g, a, b, y: g / b,
             _fused("div_b", lambda g, a, b, y: -g * y / b, lambda a, b, y: (y, b))),
-    "pow": ("aby", _pow_grad_base, _POW_EXPONENT),
+    "pow": (("ab", "aby"), _pow_grad_base, _POW_EXPONENT),
     # a mod b = a - q b with q = floor(a / b) (remainder) or trunc(a / b) (fmod), piecewise
     # constant: d/da = 1, d/db = -q (as PyTorch)
-    "remainder": ("ab", lambda g, a, b, y: g, lambda g, a, b, y: -g * floor_divide(a, b)),
-    "fmod": ("ab", lambda g, a, b, y: g, lambda g, a, b, y: -g * _trunc_div(a, b)),
-    "maximum": ("ab", _winner_rule(lambda a, b: (a, b)), _winner_rule(lambda a, b: (b, a))),
-    "minimum": ("ab", _winner_rule(lambda a, b: (b, a)), _winner_rule(lambda a, b: (a, b))),
+    "remainder": (("", "ab"), lambda g, a, b, y: g,
+                  lambda g, a, b, y: -g * floor_divide(a, b)),
+    "fmod": (("", "ab"), lambda g, a, b, y: g, lambda g, a, b, y: -g * _trunc_div(a, b)),
+    "maximum": (("ab", "ab"), _winner_rule(lambda a, b: (a, b)),
+                _winner_rule(lambda a, b: (b, a))),
+    "minimum": (("ab", "ab"), _winner_rule(lambda a, b: (b, a)),
+                _winner_rule(lambda a, b: (a, b))),
 }
+
+
+def _save_plan(reads: tuple) -> dict:
+    """needs_input_grad -> (save a, save b, save y) for a binary op whose rules read
+    ``reads`` (see BINARY_RULES)."""
+    plan = {}
+    for need_a in (False, True):
+        for need_b in (False, True):
+            keys = (reads[0] if need_a else "") + (reads[1] if need_b else "")
+            plan[need_a, need_b] = ("a" in keys, "b" in keys, "y" in keys)
+    return plan
 # Not differentiable: bool results, floor_divide (piecewise constant; PyTorch too) and the
 # bitwise ops (bool and integer tensors only).
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
@@ -393,8 +409,10 @@ _OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "remainder": _nonzero_i
                    "fmod": _nonzero_int_divisor, "pow": _nonnegative_int_exponent}
 
 
-def _make_binary(name: str, saves: str, rule_a, rule_b):
+def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     is_cmp = rule_a is None
+    plan = _save_plan(reads)
+    saves = any(reads)
     is_logical = name.startswith("logical")
     plain_float = not (is_logical or name in _BITWISE)  # float operands take a fast path
     check = _OPERAND_CHECKS.get(name)
@@ -428,15 +446,14 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
                 f"({e})") from None
         if is_cmp:
             ctx.mark_non_differentiable(y)
-        elif saves and True in ctx.needs_input_grad:  # recording: keep what backward needs
+        elif saves and True in ctx.needs_input_grad:  # recording: keep what backward reads
+            save_a, save_b, save_y = plan[ctx.needs_input_grad]
             ta = a if isinstance(a, Tensor) else None
             tb = b if isinstance(b, Tensor) else None
-            if ta is None or tb is None:
-                ctx.scalars = (a, b)  # number operands (tensors are read from saved_tensors)
-            if saves == "aby":
-                ctx.save_for_backward(ta, tb, y)
-            else:
-                ctx.save_for_backward(ta, tb)
+            if ta is None or tb is None:  # a number operand (tensors go to saved_tensors)
+                ctx.scalars = (a if ta is None else None, b if tb is None else None)
+            ctx.save_for_backward(ta if save_a else None, tb if save_b else None,
+                                  y if save_y else None)
         return y
 
     def backward(ctx, g):
@@ -444,13 +461,11 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
         # sums them to each input's shape (PyTorch's validate_outputs does the same).
         a = b = y = None
         if saves:
-            saved = ctx.saved_tensors
-            a, b = saved[0], saved[1]
-            if a is None or b is None:
-                a = ctx.scalars[0] if a is None else a
-                b = ctx.scalars[1] if b is None else b
-            if saves == "aby":
-                y = saved[2]
+            a, b, y = ctx.saved_tensors  # None where not saved (not read; see _save_plan)
+            scalars = getattr(ctx, "scalars", None)
+            if scalars is not None:
+                a = scalars[0] if scalars[0] is not None else a
+                b = scalars[1] if scalars[1] is not None else b
         need_a, need_b = ctx.needs_input_grad
         return (rule_a(g, a, b, y) if need_a else None,
                 rule_b(g, a, b, y) if need_b else None)
@@ -463,7 +478,7 @@ def _make_binary(name: str, saves: str, rule_a, rule_b):
 
 
 _BINARY = {n: _make_binary(n, *spec) for n, spec in BINARY_RULES.items()}
-_BINARY.update({n: _make_binary(n, "", None, None) for n in COMPARISONS})
+_BINARY.update({n: _make_binary(n, ("", ""), None, None) for n in COMPARISONS})
 
 
 def _binary_fn(name: str, methods=(), reflected=()):
@@ -684,12 +699,18 @@ def relu(input: Tensor) -> Tensor:  # noqa: A002
 
 
 # g where x == y: clamp's and amax/amin's gradient mask, one kernel when fused
-_EQ_MASK = _fused("eq_mask", lambda g, x, y: g * eq(x, y))
+_EQ_MASK = _fused("eq_mask", lambda g, x, y: where(eq(x, y), g, 0.0))
+
+
+# clamp's gradient: g where lo <= x (ge_mask) and where x <= hi (le_mask), else exactly 0
+_GE_MASK = _fused("ge_mask", lambda g, x, lo: where(ge(x, lo), g, 0.0))
+_LE_MASK = _fused("le_mask", lambda g, x, hi: where(le(x, hi), g, 0.0))
 
 
 class Clamp(Function):
-    """y = min(max(x, lo), hi);  dx = g where lo <= x <= hi, i.e. where y == x (bounds are
-    constants)."""
+    """y = min(max(x, lo), hi);  dx = g where lo <= x <= hi, else exactly 0 (bounds are
+    numbers; a missing one is +-inf). Only x is saved, as PyTorch's, so y may be modified
+    in place before the backward."""
 
     name = "clamp"
     node_name = "ClampBackward1"
@@ -705,18 +726,20 @@ class Clamp(Function):
             y = be.binary("maximum", y, dt.np.type(lo))
         if hi is not None:
             y = be.binary("minimum", y, dt.np.type(hi))
-        out = wrap(y, x.device)
-        ctx.save_for_backward(x, out)
+        ctx.save_for_backward(x)
         ctx.lo, ctx.hi = lo, hi
-        return out
+        return wrap(y, x.device)
 
     @staticmethod
     def backward(ctx, g):
-        x, y = ctx.saved_tensors
-        if ctx.lo is not None and ctx.hi is not None and ctx.lo > ctx.hi:
-            return _zero(g), None, None  # every output is hi: no gradient (as PyTorch)
-        # x passes through unchanged exactly where lo <= x <= hi (a NaN x: nowhere)
-        return _EQ_MASK(g, x, y), None, None
+        (x,) = ctx.saved_tensors
+        # x passes through where lo <= x <= hi (nowhere when lo > hi: every output is hi;
+        # nowhere for a NaN x)
+        if ctx.lo is not None:
+            g = _GE_MASK(g, x, float(ctx.lo))
+        if ctx.hi is not None:
+            g = _LE_MASK(g, x, float(ctx.hi))
+        return g, None, None
 
 
 register_op(Clamp)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tgrad import dtypes
 from tgrad.autograd.copy_slices import rebase_base, replay_view
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
@@ -279,8 +280,8 @@ class IndexPut(Function):
     def backward(ctx, g):
         need_x, _, need_v = ctx.needs_input_grad
         gx = gv = None
-        if need_x:
-            gx = g * _mask_out(g, ctx.key)
+        if need_x:  # g outside the written positions, exactly 0 inside (even a NaN g)
+            gx = ew.where(_outside(g, ctx.key), g, 0.0)
         if need_v:
             gv = sum_to(g[ctx.key], ctx.v_shape)
         return gx, None, gv
@@ -289,10 +290,11 @@ class IndexPut(Function):
 register_op(IndexPut)
 
 
-def _mask_out(like: Tensor, key) -> Tensor:
+def _outside(like: Tensor, key) -> Tensor:
+    """A bool tensor of ``like``'s shape: False at the positions ``key`` writes."""
     from tgrad.ops.creation import ones
-    m = ones(like.shape, dtype=like.dtype, device=like.device)
-    backend_of(m).index_put_(m._data, key, 0)
+    m = ones(like.shape, dtype=dtypes.bool_, device=like.device)
+    backend_of(m).index_put_(m._data, key, False)
     return m
 
 

@@ -33,16 +33,25 @@ class MatMul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        _save_other_operands(ctx, a, b)
         return wrap(backend_of(a).matmul(a._data, b._data), a.device)
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        ga = sum_to(matmul(g, b.mT), a.shape) if need_a else None
-        gb = sum_to(matmul(a.mT, g), b.shape) if need_b else None
+        a_shape, b_shape = ctx.shapes
+        ga = sum_to(matmul(g, b.mT), a_shape) if need_a else None
+        gb = sum_to(matmul(a.mT, g), b_shape) if need_b else None
         return ga, gb
+
+
+def _save_other_operands(ctx, a: Tensor, b: Tensor) -> None:
+    """Each gradient reads only the other operand (da = g b^T, db = a^T g), so only those
+    are saved (as PyTorch: a @ w with w not requiring grad keeps w alone)."""
+    need_a, need_b = ctx.needs_input_grad
+    ctx.save_for_backward(a if need_b else None, b if need_a else None)
+    ctx.shapes = (a.shape, b.shape)
 
 
 def _as_shape(be, arr, shape: tuple):
@@ -65,7 +74,7 @@ class Dot(MatMul):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        _save_other_operands(ctx, a, b)
         be = backend_of(a)
         k = a.shape[0]
         y = be.matmul(_as_shape(be, a._data, (1, k)), _as_shape(be, b._data, (k, 1)))

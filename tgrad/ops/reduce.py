@@ -208,8 +208,9 @@ class MaxDim(Function):
         idx_full = _expand_back(idx, shape, axes, ctx.keepdim)
         pos = arange(shape[axis], device=g.device).reshape(
             tuple(-1 if i == axis else 1 for i in range(len(shape))))
-        mask = (pos == idx_full).to(g.dtype)
-        return _expand_back(g, shape, axes, ctx.keepdim) * mask, None, None
+        # where, not * mask: a NaN or inf g stays out of the other positions (PyTorch
+        # scatters g into zeros)
+        return where(pos == idx_full, _expand_back(g, shape, axes, ctx.keepdim), 0.0), None, None
 
 
 class MinDim(MaxDim):
