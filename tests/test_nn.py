@@ -83,8 +83,8 @@ def test_load_state_dict_copies_in_place_and_checks_keys():
     del sd["head.weight"]
     sd["extra"] = tgrad.ones(1)
     with pytest.raises(RuntimeError, match=r'(?s)Error\(s\) in loading state_dict for Net.*'
-                                           r'Unexpected key\(s\) in state_dict: "extra".*'
-                                           r'Missing key\(s\) in state_dict: "head.weight"'):
+                                           r'Missing key\(s\) in state_dict: "head.weight".*'
+                                           r'Unexpected key\(s\) in state_dict: "extra"'):
         dst.load_state_dict(sd)
     res = dst.load_state_dict(sd, strict=False)
     assert res.missing_keys == ["head.weight"] and res.unexpected_keys == ["extra"]
@@ -160,7 +160,7 @@ def test_repr_matches_pytorch_layout():
         "  (1): GELU(approximate='none')\n"
         "  (2): Dropout(p=0.1, inplace=False)\n"
         "  (3): Sequential(\n"
-        "    (norm): LayerNorm((8,), eps=1e-05, elementwise_affine=True)\n"
+        "    (norm): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)\n"
         "    (act): ReLU()\n"
         "  )\n"
         ")")

@@ -183,7 +183,8 @@ def test_promotion_rules():
 
 def test_bool_pow_and_floor_divide_raise_like_pytorch():
     b = tgrad.tensor([True, False])
-    for f in (lambda: b ** b, lambda: b // b, lambda: tgrad.pow(b, True)):
+    for f in (lambda: b ** b, lambda: b // b, lambda: tgrad.pow(b, True), lambda: b % b,
+              lambda: tgrad.fmod(b, True)):
         with pytest.raises(RuntimeError, match="not implemented for bool tensors"):
             f()
     assert (b + b).tolist() == [True, False] and (b * b).dtype is tgrad.bool

@@ -470,3 +470,33 @@ def test_a_saved_operand_still_guards_the_gradient():
     z.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.sum().backward()
+
+
+def test_cat_keeps_legacy_empty_inputs_in_the_graph():
+    e = tgrad.zeros(0, dtype=tgrad.float64, requires_grad=True)
+    c = _leaf([1.0, 2.0])
+    y = tgrad.cat([c, e])
+    assert y.requires_grad and y.shape == (2,)
+    (y * 2.0).sum().backward()
+    assert c.grad.tolist() == [2.0, 2.0] and e.grad.shape == (0,)
+    z = tgrad.cat([e, e])
+    assert z is not e and z.requires_grad and not z.is_leaf and z.shape == (0,)
+    m = tgrad.cat([tgrad.ones(2, 3), tgrad.zeros(0), tgrad.ones(1, 3)])
+    assert m.shape == (3, 3)
+
+
+def test_setitem_drops_leading_size_one_dims_of_the_value():
+    x = tgrad.zeros(2, 4)
+    x[0] = tgrad.ones(1, 4)
+    x[...] = x + tgrad.ones(1, 1, 2, 4)
+    assert x.tolist() == [[2.0] * 4, [1.0] * 4]
+    x = tgrad.zeros(3, 4)
+    x[tgrad.tensor([True, False, True]), 2] = tgrad.tensor([[0.5]])
+    assert x[:, 2].tolist() == [0.5, 0.0, 0.5]
+    w = _leaf([[1.0, 2.0]])
+    y = tgrad.zeros(3, 2, dtype=tgrad.float64)
+    y[1] = w * 2.0
+    y.sum().backward()
+    assert w.grad.tolist() == [[2.0, 2.0]]
+    with pytest.raises(RuntimeError):
+        tgrad.zeros(2, 4)[0] = tgrad.ones(2, 4)  # a real size mismatch still raises

@@ -368,7 +368,7 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
         dt = dtypes.result_type(a, b)
         if name == "div" and not dt.is_floating_point:
             dt = dtypes.get_default_dtype()  # true division of integers
-        elif dt is dtypes.bool_ and name in ("pow", "floor_divide"):
+        elif dt is dtypes.bool_ and name in ("pow", "floor_divide", "remainder", "fmod"):
             raise RuntimeError(f"{name}: not implemented for bool tensors (as PyTorch); "
                                f"convert with .int() or .float() first")
         elif dt.is_floating_point and name in _BITWISE:

@@ -304,6 +304,11 @@ def setitem(self: Tensor, key, value) -> None:
     nkey, basic = normalize_key(key, self.device)
     if not isinstance(value, (int, float, bool, np.number, np.bool_)):
         value = _as_src("__setitem__", self, value)
+        lead = 0  # leading size-1 dims of the value are dropped first, as PyTorch does
+        while lead < value.ndim and value.shape[lead] == 1:
+            lead += 1
+        if lead:
+            value = value.reshape(value.shape[lead:])
     if basic:
         view = self[key]
         if isinstance(value, Tensor):

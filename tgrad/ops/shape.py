@@ -277,18 +277,29 @@ class Cat(Function):
 
     @staticmethod
     def forward(ctx, dim, *xs):
+        # legacy 1-D empty inputs are skipped (size None) but stay inputs of the node
         ctx.dim = dim
-        ctx.sizes = [x.shape[dim] for x in xs]
-        return wrap(backend_of(xs[0]).cat([x._data for x in xs], dim), xs[0].device)
+        ctx.sizes = [None if _legacy_empty(x) else x.shape[dim] for x in xs]
+        arrays = [x._data for x, n in zip(xs, ctx.sizes) if n is not None]
+        return wrap(backend_of(xs[0]).cat(arrays or [x._data for x in xs], dim),
+                    xs[0].device)
 
     @staticmethod
     def backward(ctx, g):
+        from tgrad.ops.creation import zeros
         grads = [None]
         off = 0
         for n, need in zip(ctx.sizes, ctx.needs_input_grad[1:]):
+            if n is None:  # a skipped empty input: an empty gradient (as PyTorch)
+                grads.append(zeros(0, dtype=g.dtype, device=g.device) if need else None)
+                continue
             grads.append(narrow(g, ctx.dim, off, n) if need else None)
             off += n
         return tuple(grads)
+
+
+def _legacy_empty(x: Tensor) -> bool:
+    return x.ndim == 1 and x.shape[0] == 0
 
 
 def _tensor_list(op: str, tensors) -> list:
@@ -310,16 +321,14 @@ def cat(tensors, dim: int = 0) -> Tensor:
     xs = _tensor_list("cat", tensors)
     same_device("cat", *xs)
     dt = dtypes.result_type(*xs) if len(xs) > 1 else xs[0].dtype
-    full = [x for x in xs if not (x.ndim == 1 and x.shape[0] == 0)]
-    if not full:
-        return xs[0].to(dt)
-    ref = full[0]
+    full = [x for x in xs if not _legacy_empty(x)]
+    ref = full[0] if full else xs[0]
     if ref.ndim == 0:
         raise RuntimeError("cat(): zero-dimensional tensor (at position 0) cannot be "
                            "concatenated")
-    d = _wrap_dim(dim, ref.ndim, "cat")
+    d = _wrap_dim(dim, ref.ndim, "cat") if full else 0
     for i, x in enumerate(xs):
-        if x.ndim == 1 and x.shape[0] == 0:
+        if _legacy_empty(x):
             continue
         if x.ndim != ref.ndim:
             raise RuntimeError(f"cat(): Tensors must have same number of dimensions: got "
@@ -329,8 +338,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
                 raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension "
                                    f"{d}. Expected size {ref.shape[k]} but got size "
                                    f"{x.shape[k]} for tensor number {i} in the list.")
-    full = [x if x.dtype is dt else x.to(dt) for x in full]
-    return Cat.apply(d, *full)
+    return Cat.apply(d, *[x if x.dtype is dt else x.to(dt) for x in xs])
 
 
 concat = concatenate = cat

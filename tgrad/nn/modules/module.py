@@ -355,13 +355,13 @@ class Module:
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
-        if strict:
-            if unexpected:
-                errors.append("Unexpected key(s) in state_dict: " +
-                              ", ".join(f'"{k}"' for k in unexpected) + ". ")
+        if strict:  # missing keys are listed first, as PyTorch lists them
             if missing:
                 errors.append("Missing key(s) in state_dict: " +
                               ", ".join(f'"{k}"' for k in missing) + ". ")
+            if unexpected:
+                errors.append("Unexpected key(s) in state_dict: " +
+                              ", ".join(f'"{k}"' for k in unexpected) + ". ")
         todo = []
         for key, dst in own.items():
             if key not in state_dict:
