@@ -433,6 +433,7 @@ def test_masked_product_primitive():
 SAVED_CASES = {  # (forward on a non-leaf a, then a or y is modified in place before backward)
     "mul_constant": lambda a, c: (a * c, a),
     "div_number": lambda a, c: (a / 2.0, None),
+    "div_tensor": lambda a, c: (a / (c * 1.0).requires_grad_(), None),
     "pow_number": lambda a, c: (a ** 2, None),
     "clamp": lambda a, c: (a.clamp(min=0.3), None),
     "matmul_constant": lambda a, c: (a.reshape(2, 2) @ c.reshape(2, 2), a),
@@ -466,10 +467,17 @@ def test_a_saved_operand_still_guards_the_gradient():
     a.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
-    z = x / w  # d/dw reads the output: y is saved when w needs a gradient
-    z.add_(1.0)
+    v = w * 1.0
+    z = x / v  # both gradients read the divisor v: it is saved
+    v.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.sum().backward()
+    z = x / w  # the output is not saved (as PyTorch): modifying it is fine
+    z.mul_(2.0)
+    x.grad = w.grad = None
+    z.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), -2 * np.array([1.0, 2.0]) / np.array([9.0, 16.0]),
+                               rtol=1e-15)
 
 
 def test_cat_keeps_legacy_empty_inputs_in_the_graph():

@@ -9,6 +9,7 @@ attribute you set on it.
 
 from __future__ import annotations
 
+import functools
 import traceback
 from typing import Any
 
@@ -402,7 +403,6 @@ def once_differentiable(fn):
     """Decorator for a custom Function's ``backward`` that is written with non-differentiable
     code: it runs without recording, and a double backward through it raises instead of
     silently giving zero (PyTorch's ``torch.autograd.function.once_differentiable``)."""
-    import functools
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):

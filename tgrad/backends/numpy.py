@@ -445,10 +445,10 @@ def _g_square(g, x):  # 2 x
     return np.multiply(t, 2, out=t)
 
 
-def _g_div_b(g, y, b):  # d(a/b)/db = -a/b^2 = -y/b
-    t = np.multiply(g, y)
-    np.negative(t, out=t)
-    return np.divide(t, b, out=t)
+def _g_div_b(q, a, b):  # d(a/b)/db = -a/b^2: -(q a) / b with q = g / b
+    t = np.multiply(q, a)
+    np.divide(t, b, out=t)
+    return np.negative(t, out=t)
 
 
 def _g_max_share(g, p, q):

@@ -538,8 +538,8 @@ def g_square(g, x):
 
 
 @triton.jit
-def g_div_b(g, y, b):
-    return -g * y / b  # d(a/b)/db = -a/b^2 = -y/b
+def g_div_b(q, a, b):
+    return -(q * a) / b  # d(a/b)/db = -a/b^2, with q = g / b
 
 
 @triton.jit

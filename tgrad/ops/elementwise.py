@@ -296,9 +296,10 @@ BINARY_RULES = {
     "add": (("", ""), lambda g, a, b, y: g, lambda g, a, b, y: g),
     "sub": (("", ""), lambda g, a, b, y: g, lambda g, a, b, y: -g),
     "mul": (("b", "a"), lambda g, a, b, y: g * b, lambda g, a, b, y: g * a),
-    # d(a/b)/db = -a / b^2 = -y / b
-    "div": (("b", "by"), lambda g, a, b, y: g / b,
-            _fused("div_b", lambda g, a, b, y: -g * y / b, lambda a, b, y: (y, b))),
+    # d(a/b)/da = 1 / b;  d(a/b)/db = -a / b^2 = -(g / b) a / b, from a and b, not the
+    # output (as PyTorch: y = a / b may be modified in place before the backward). The two
+    # share g / b: see _div_grads.
+    "div": (("b", "ab"), None, None),
     "pow": (("ab", "aby"), _pow_grad_base, _POW_EXPONENT),
     # a mod b = a - q b with q = floor(a / b) (remainder) or trunc(a / b) (fmod), piecewise
     # constant: d/da = 1, d/db = -q (as PyTorch)
@@ -312,6 +313,19 @@ BINARY_RULES = {
 }
 
 
+# -(q a) / b with q = g / b: div's gradient of b (fused: one kernel)
+_DIV_B = _fused("div_b", lambda q, a, b: -(q * a) / b)
+
+
+def _div_grads(g, a, b, y, need_a: bool, need_b: bool) -> tuple:
+    """div's two gradients computing g / b once (4 passes over memory on the CPU for both)."""
+    q = g / b
+    return (q if need_a else None), (_DIV_B(q, a, b) if need_b else None)
+
+
+_JOINT_RULES = {"div": _div_grads}  # binary ops whose two gradients share work
+
+
 def _save_plan(reads: tuple) -> dict:
     """needs_input_grad -> (save a, save b, save y) for a binary op whose rules read
     ``reads`` (see BINARY_RULES)."""
@@ -321,6 +335,8 @@ def _save_plan(reads: tuple) -> dict:
             keys = (reads[0] if need_a else "") + (reads[1] if need_b else "")
             plan[need_a, need_b] = ("a" in keys, "b" in keys, "y" in keys)
     return plan
+
+
 # Not differentiable: bool results, floor_divide (piecewise constant; PyTorch too) and the
 # bitwise ops (bool and integer tensors only).
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
@@ -410,7 +426,8 @@ _OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "remainder": _nonzero_i
 
 
 def _make_binary(name: str, reads: tuple, rule_a, rule_b):
-    is_cmp = rule_a is None
+    joint = _JOINT_RULES.get(name)
+    is_cmp = rule_a is None and joint is None
     plan = _save_plan(reads)
     saves = any(reads)
     is_logical = name.startswith("logical")
@@ -467,6 +484,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 a = scalars[0] if scalars[0] is not None else a
                 b = scalars[1] if scalars[1] is not None else b
         need_a, need_b = ctx.needs_input_grad
+        if joint is not None:
+            return joint(g, a, b, y, need_a, need_b)
         return (rule_a(g, a, b, y) if need_a else None,
                 rule_b(g, a, b, y) if need_b else None)
 
@@ -555,6 +574,8 @@ bitwise_xor = _binary_fn("bitwise_xor", ("__xor__",), ("__rxor__",))
 floor_divide = _binary_fn("floor_divide", ("__floordiv__",), ("__rfloordiv__",))
 remainder = _binary_fn("remainder", ("__mod__",), ("__rmod__",))
 fmod = _binary_fn("fmod")
+
+
 def _with_rounding_mode(true_div):
     """PyTorch's ``div(input, other, *, rounding_mode=None)``: "floor" is floor_divide;
     "trunc" rounds toward zero (integers: C division; floats: the true quotient
@@ -698,7 +719,7 @@ def relu(input: Tensor) -> Tensor:  # noqa: A002
     return Relu.apply(input)
 
 
-# g where x == y: clamp's and amax/amin's gradient mask, one kernel when fused
+# g where x == y, else exactly 0: amax/amin's gradient mask, one kernel when fused
 _EQ_MASK = _fused("eq_mask", lambda g, x, y: where(eq(x, y), g, 0.0))
 
 
@@ -709,8 +730,8 @@ _LE_MASK = _fused("le_mask", lambda g, x, hi: where(le(x, hi), g, 0.0))
 
 class Clamp(Function):
     """y = min(max(x, lo), hi);  dx = g where lo <= x <= hi, else exactly 0 (bounds are
-    numbers; a missing one is +-inf). Only x is saved, as PyTorch's, so y may be modified
-    in place before the backward."""
+    numbers or None). Only x is saved, as PyTorch's, so y may be modified in place before
+    the backward."""
 
     name = "clamp"
     node_name = "ClampBackward1"
