@@ -25,7 +25,9 @@ def render(report: dict, source: str) -> str:
         "",
         f"- date: {report['date']}",
         f"- machine: 2-core CI VM ({report['device_name']})",
-        f"- numpy {v['numpy']}, python {v['python']}, dtype {report['dtype']}",
+        f"- numpy {v['numpy']}, python {v['python']}, dtype {report['dtype']}"
+        + (f"; PyTorch {v['torch']} eager (CPU) timed in the same run" if v.get("torch")
+           else ""),
         f"- command: `{report['command']}`",
         "",
         "```",
