@@ -383,3 +383,20 @@ def test_comparing_with_none_follows_python():
     assert {t: 1}[t] == 1  # tensors stay hashable by identity
     with pytest.raises(TypeError, match=r"^eq\(\): unsupported operand type NoneType"):
         tgrad.eq(t, None)
+
+
+def test_new_factory_methods_take_this_tensors_dtype_and_device():
+    x = tgrad.tensor([1.0, 2.0], dtype=tgrad.float64)
+    for t, shape, value in ((x.new_zeros(3), (3,), 0.0), (x.new_zeros((2, 3)), (2, 3), 0.0),
+                            (x.new_ones(2, 2), (2, 2), 1.0), (x.new_full((2,), 7), (2,), 7.0)):
+        assert t.dtype is tgrad.float64 and t.shape == shape
+        assert np.array_equal(t.numpy(), np.full(shape, value))
+    assert x.new_ones(2, dtype=tgrad.int32).dtype is tgrad.int32
+    assert x.new_empty(2, 1).shape == (2, 1) and x.new_empty(2).dtype is tgrad.float64
+    t = x.new_tensor([3, 4])  # this tensor's dtype, not the data's
+    assert t.dtype is tgrad.float64 and t.tolist() == [3.0, 4.0]
+    z = x.new_zeros(2, requires_grad=True)
+    assert z.requires_grad and z.is_leaf
+    c = x.new_tensor(x)  # a copy, not a view
+    c.add_(1.0)
+    assert x.tolist() == [1.0, 2.0]

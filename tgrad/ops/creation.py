@@ -270,3 +270,37 @@ def eye(n: int, m: int | None = None, dtype=None, device=None,
     dt = _dtype_or_default(dtype)
     return _finish(np.eye(n, m, dtype=dt.np), device, requires_grad)
 
+
+
+# Tensor.new_*: a new tensor with this one's dtype and device unless given (PyTorch's
+# factory methods; the data is not shared and nothing is recorded)
+def _new_factory(make):
+    def method(self: Tensor, *size, dtype=None, device=None,
+               requires_grad: bool = False) -> Tensor:
+        dt, dev = _like(self, dtype, device)
+        return make(_shape(size), dtype=dt, device=dev, requires_grad=requires_grad)
+    method.__name__ = "new_" + make.__name__
+    return method
+
+
+Tensor.new_zeros = _new_factory(zeros)
+Tensor.new_ones = _new_factory(ones)
+Tensor.new_empty = _new_factory(empty)
+
+
+def _new_full(self: Tensor, size, fill_value, *, dtype=None, device=None,
+              requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(self, dtype, device)
+    return full(_shape((size,)), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def _new_tensor(self: Tensor, data, *, dtype=None, device=None,
+                requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(self, dtype, device)
+    if isinstance(data, Tensor):
+        data = data.detach().cpu().numpy()
+    return tensor(data, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+Tensor.new_full = _new_full
+Tensor.new_tensor = _new_tensor
