@@ -508,3 +508,44 @@ def test_setitem_drops_leading_size_one_dims_of_the_value():
     assert w.grad.tolist() == [[2.0, 2.0]]
     with pytest.raises(RuntimeError):
         tgrad.zeros(2, 4)[0] = tgrad.ones(2, 4)  # a real size mismatch still raises
+
+
+# ------------------------------------------------------------------ half precision
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_matmul_gradient_over_broadcast_batch_is_rounded_once(dtype):
+    # the weight gradient of a batched (8, 4, 6) @ (6, 5) sums 8 products: in float32, then
+    # one rounding (PyTorch folds the batch into one matmul), not one rounding per batch
+    rng = np.random.default_rng(3)
+    a64, b64, g64 = (rng.standard_normal(s) for s in ((8, 4, 6), (6, 5), (8, 4, 5)))
+    dt = getattr(tgrad, dtype)
+    a = tgrad.tensor(a64).to(dt).requires_grad_()
+    b = tgrad.tensor(b64).to(dt).requires_grad_()
+    g = tgrad.tensor(g64).to(dt)
+    (a @ b).backward(g)
+    ah, gh, bh = (t.detach().double().numpy() for t in (a, g, b))
+    ref_b = np.einsum("bmk,bmn->kn", ah, gh)  # float64 maths on the rounded inputs
+    once_b = tgrad.tensor(ref_b).to(dt).double().numpy()  # one rounding of the exact sum
+    assert b.grad.dtype is dt and np.array_equal(b.grad.double().numpy(), once_b)
+    assert a.grad.dtype is dt  # no reduction for a: its own rounding
+    np.testing.assert_allclose(a.grad.double().numpy(), np.einsum("bmn,kn->bmk", gh, bh),
+                               rtol=1e-2, atol=1e-2)
+    x = tgrad.tensor([[[3.0]], [[-3.0]]], dtype=tgrad.float16, requires_grad=True)
+    w = tgrad.tensor([[1.0]], dtype=tgrad.float16, requires_grad=True)
+    (x @ w).backward(tgrad.tensor([[[1.0009765625]], [[1.0]]], dtype=tgrad.float16))
+    assert w.grad.item() == 0.0029296875  # 3 * 0.0009765625 exactly (per-batch gave 0.0039)
+
+
+def test_add_alpha_scales_in_the_compute_dtype():
+    # other * alpha is not rounded (or overflowed) in other's half dtype first
+    x = tgrad.zeros(2, dtype=tgrad.float32)
+    y = tgrad.tensor([1.0009765625, 30000.0], dtype=tgrad.float16)
+    assert tgrad.add(x, y, alpha=3).tolist() == [3.0029296875, 90000.0]
+    a = tgrad.tensor([1.59375], dtype=tgrad.float16)
+    b = tgrad.tensor([0.53173828125], dtype=tgrad.float16)
+    out = tgrad.sub(a, b, alpha=3)  # 1.59375 - 1.59521484375, exact in float16
+    assert out.dtype is tgrad.float16 and out.item() == -0.00146484375
+    p = tgrad.tensor([1.0, 2.0], dtype=tgrad.float16, requires_grad=True)
+    q = tgrad.tensor([3.0, 4.0], dtype=tgrad.float32, requires_grad=True)
+    tgrad.add(p, q, alpha=2).sum().backward()
+    assert p.grad.dtype is tgrad.float16 and p.grad.tolist() == [1.0, 1.0]
+    assert q.grad.dtype is tgrad.float32 and q.grad.tolist() == [2.0, 2.0]

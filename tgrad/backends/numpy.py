@@ -112,7 +112,15 @@ def clone(x: np.ndarray) -> np.ndarray:
 
 
 def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    return x if x.dtype == dtype else x.astype(dtype)
+    if x.dtype == dtype:
+        return x
+    if np.dtype(dtype).itemsize < x.dtype.itemsize:  # may overflow to inf: no warning (PyTorch)
+        token = _quiet_enter()
+        try:
+            return x.astype(dtype)
+        finally:
+            _quiet_exit(token)
+    return x.astype(dtype)
 
 
 def copy_(dst: np.ndarray, src) -> None:

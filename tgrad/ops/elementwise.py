@@ -522,13 +522,19 @@ def _with_alpha(fn):
     apply = _BINARY[fn.__name__].apply  # called directly: one Python call less
 
     def op(input, other, *, alpha=1) -> Tensor:  # noqa: A002
-        if alpha != 1:
-            if isinstance(alpha, float) and not any(
-                    isinstance(t, Tensor) and t.dtype.is_floating_point for t in (input, other)):
-                raise RuntimeError(f"{fn.__name__}: for integral input tensors, argument alpha "
-                                   f"must not be a floating point number (got {alpha})")
-            other = other * alpha
-        return apply(input, other)
+        if alpha == 1:
+            return apply(input, other)
+        dt = dtypes.result_type(input, other)
+        if isinstance(alpha, float) and not dt.is_floating_point:
+            raise RuntimeError(f"{fn.__name__}: for integral input tensors, argument alpha "
+                               f"must not be a floating point number (got {alpha})")
+        # other * alpha in the result's compute dtype (float32 for halves), rounded once at
+        # the end, as PyTorch computes input + alpha * other
+        cd = dtypes.float32 if dt.is_floating_point and dt.itemsize == 2 else dt
+        x, y = (t.to(cd) if isinstance(t, Tensor) and t.dtype is not cd else t
+                for t in (input, other))
+        out = apply(x, y * alpha)
+        return out if out.dtype is dt else out.to(dt)
     op.__name__ = fn.__name__
     op.__doc__ = f"{fn.__doc__[:-1]}; ``other`` is scaled by ``alpha`` first."
     tensor_method(fn.__name__)(op)

@@ -41,9 +41,20 @@ class MatMul(Function):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
         a_shape, b_shape = ctx.shapes
-        ga = sum_to(matmul(g, b.mT), a_shape) if need_a else None
-        gb = sum_to(matmul(a.mT, g), b_shape) if need_b else None
+        ga = _summed_product(g, b.mT, a_shape) if need_a else None
+        gb = _summed_product(a.mT, g, b_shape) if need_b else None
         return ga, gb
+
+
+def _summed_product(x: Tensor, y: Tensor, shape: tuple) -> Tensor:
+    """x @ y summed to ``shape``, an operand's shape that was broadcast over batch dims.
+    float16/bfloat16 products are summed in float32 and rounded once (as PyTorch's one
+    folded matmul is), not rounded per batch first."""
+    dt = x.dtype
+    if dt.itemsize == 2 and dt.is_floating_point and tuple(shape[:-2]) != tuple(
+            np.broadcast_shapes(x.shape[:-2], y.shape[:-2])):
+        return sum_to(matmul(x.float(), y.float()), shape).to(dt)
+    return sum_to(matmul(x, y), shape)
 
 
 def _save_other_operands(ctx, a: Tensor, b: Tensor) -> None:
