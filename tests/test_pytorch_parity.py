@@ -549,3 +549,12 @@ def test_add_alpha_scales_in_the_compute_dtype():
     tgrad.add(p, q, alpha=2).sum().backward()
     assert p.grad.dtype is tgrad.float16 and p.grad.tolist() == [1.0, 1.0]
     assert q.grad.dtype is tgrad.float32 and q.grad.tolist() == [2.0, 2.0]
+
+
+def test_clamp_backward_uses_the_bounds_the_forward_used():
+    # 1.7 is 1.703125 in bfloat16: x == that bound is inside [lo, hi] for the backward too
+    x = tgrad.tensor([1.7, 0.05, 2.0], dtype=tgrad.bfloat16, requires_grad=True)
+    y = x.clamp(0.1, 1.7)
+    assert y.float().tolist() == [1.703125, 0.10009765625, 1.703125]
+    y.sum().backward()
+    assert x.grad.float().tolist() == [1.0, 0.0, 0.0]

@@ -748,11 +748,13 @@ class Clamp(Function):
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
         be = backend_of(x)
         dt = dtypes.result_type(x, *(v for v in (lo, hi) if v is not None))
+        # the bounds in the result dtype (1.7 is 1.703125 in bfloat16), the same for backward
+        lo, hi = (None if v is None else dt.np.type(v) for v in (lo, hi))
         y = be.cast(x._data, dt.np)
         if lo is not None:
-            y = be.binary("maximum", y, dt.np.type(lo))
+            y = be.binary("maximum", y, lo)
         if hi is not None:
-            y = be.binary("minimum", y, dt.np.type(hi))
+            y = be.binary("minimum", y, hi)
         ctx.save_for_backward(x)
         ctx.lo, ctx.hi = lo, hi
         return wrap(y, x.device)
