@@ -334,6 +334,20 @@ def check_indexing_nd() -> None:
                 raise AssertionError(f"no IndexError for {bad}")
 
 
+def check_half_number_operands() -> None:
+    # a Python float of a float16 mul/div stays float32 in the kernel (PyTorch: x * 70000.0
+    # is 63008 for x = 0.9, not inf); the others round it to float16: same as the CPU
+    from tgrad.backends import triton as tb
+    before = set(tb.host_path_used())
+    x = np.array([0.1, 0.9, 60000.0, -3.3, 1e-3], np.float16)
+    for f in (lambda t: t * 70000.0, lambda t: t / 1e5, lambda t: 0.1 * t, lambda t: t * 0.1,
+              lambda t: t - 0.1, lambda t: t + 1e-4, lambda t: 3.0 / t):
+        c = f(tgrad.tensor(x)).numpy()
+        g = f(tgrad.tensor(x, device="cuda")).numpy()
+        assert c.dtype == g.dtype == np.float16 and np.array_equal(c, g, equal_nan=True), (c, g)
+    assert set(tb.host_path_used()) == before
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "int_reductions",
-    "empty_reductions", "int_bool_elementwise", "indexing_nd")}
+    "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands")}

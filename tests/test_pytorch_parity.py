@@ -558,3 +558,24 @@ def test_clamp_backward_uses_the_bounds_the_forward_used():
     assert y.float().tolist() == [1.703125, 0.10009765625, 1.703125]
     y.sum().backward()
     assert x.grad.float().tolist() == [1.0, 0.0, 0.0]
+
+
+def test_half_mul_div_keep_a_python_float_in_float32():
+    # PyTorch's mul/div use the number in float32 (opmath) for float16/bfloat16 tensors;
+    # add/sub round it to the tensor's dtype first
+    x = tgrad.tensor([0.1, 0.9, 60000.0], dtype=tgrad.float16, requires_grad=True)
+    x32 = x.detach().float().numpy()
+    y = x * 70000.0
+    assert y.dtype is tgrad.float16
+    np.testing.assert_array_equal(y.detach().numpy(), (x32 * np.float32(70000)).astype(np.float16))
+    assert y.tolist()[1] == 63008.0  # not inf (70000 rounded to float16 first)
+    np.testing.assert_array_equal((70000.0 * x).detach().numpy(), y.detach().numpy())
+    np.testing.assert_array_equal((x / 1e5).detach().numpy(),
+                                  (x32 / np.float32(1e5)).astype(np.float16))
+    assert (x - 0.1).tolist()[0] == 0.0  # sub: 0.1 rounded to float16, as PyTorch
+    (x / 1e5).sum().backward()
+    assert x.grad.dtype is tgrad.float16
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, np.float16(np.float32(1) / 1e5)))
+    b = tgrad.tensor([0.1, 0.9], dtype=tgrad.bfloat16)
+    assert (b * 3.3).dtype is tgrad.bfloat16
+    assert (b * 3.3).float().tolist() == [0.330078125, 2.96875]

@@ -246,7 +246,8 @@ def unary(op: str, x: DeviceArray) -> DeviceArray:
 
 
 def binary(op: str, a: DeviceArray, b) -> DeviceArray:
-    bd = b.dtype if isinstance(b, DeviceArray) else np.asarray(b).dtype
+    number = not isinstance(b, DeviceArray)
+    bd = b.dtype if not number else np.asarray(b).dtype
     if not isinstance(a, DeviceArray):  # reflected scalar op (c - x)
         a = _as_device(a, np.asarray(a).dtype)
     fn = ew.BINARY.get(op)
@@ -258,7 +259,10 @@ def binary(op: str, a: DeviceArray, b) -> DeviceArray:
         # arithmetic in its result dtype (NumPy: bool ** bool is int8), comparisons in the
         # operands' common dtype; the formulas treat bools as logic (+ is or, max is or)
         work = out_dt if out_dt.kind != "b" else np.result_type(a.dtype, b.dtype)
-        a, b = cast(a, work), cast(b, work)
+        a = cast(a, work)
+        if not (number and bd == np.float32 and is_half(work)):
+            b = cast(b, work)  # (a float32 number of a half mul/div stays float32: the
+            # kernel computes in float32 anyway, PyTorch's rounding)
     shape = broadcast_shape(a.shape, b.shape)
     out = empty(shape, out_dt)
     return launch_ew(fn, out, [expand(a, shape), expand(b, shape)], upcast=is_half(a.dtype))

@@ -425,6 +425,9 @@ _OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "remainder": _nonzero_i
                    "fmod": _nonzero_int_divisor, "pow": _nonnegative_int_exponent}
 
 
+_F32 = np.float32
+
+
 def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     joint = _JOINT_RULES.get(name)
     is_cmp = rule_a is None and joint is None
@@ -432,6 +435,9 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     saves = any(reads)
     is_logical = name.startswith("logical")
     plain_float = not (is_logical or name in _BITWISE)  # float operands take a fast path
+    # PyTorch's mul and div keep a Python float operand of a float16/bfloat16 tensor in
+    # float32 (x * 70000.0 is 63008 for x = 0.9, not inf); the others round it first
+    f32_number = name in ("mul", "div")
     check = _OPERAND_CHECKS.get(name)
 
     def forward(ctx, a, b):
@@ -446,10 +452,14 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 and plain_float:
             # A float tensor and a Python float (x * 0.5, g / n): the tensor's dtype (a
             # number does not promote within its category) and no operand checks apply.
-            dev, be, xa, xb = a.device, backend_of(a), a._data, a.dtype.np.type(b)
+            dev, be, xa = a.device, backend_of(a), a._data
+            xb = _F32(b) if f32_number and a.dtype.itemsize == 2 else a.dtype.np.type(b)
         elif type(a) is float and type(b) is Tensor and b.dtype.is_floating_point \
                 and plain_float:  # the reflected form (1.0 - x, 2.0 ** x)
-            dev, be, xa, xb = b.device, backend_of(b), b.dtype.np.type(a), b._data
+            if name == "mul" and b.dtype.itemsize == 2:  # the float32 number goes second
+                dev, be, xa, xb = b.device, backend_of(b), b._data, _F32(a)
+            else:
+                dev, be, xa, xb = b.device, backend_of(b), b.dtype.np.type(a), b._data
         else:
             dev, be, xa, xb = _prepare(name, is_logical, a, b)
             if check is not None:
