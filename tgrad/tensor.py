@@ -234,19 +234,8 @@ class Tensor:
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(tensor)`` after a backward has accumulated into this leaf's ``.grad``
         (e.g. to step an optimizer per parameter); it must return None."""
-        if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
-                               "gradient")
-        if self._grad_fn is not None or self._base is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
-                               "tensors")
-        if self._post_accumulate_hooks is None:
-            from collections import OrderedDict
-            self._post_accumulate_hooks = OrderedDict()
-        from tgrad.autograd.node import RemovableHandle
-        handle = RemovableHandle(self._post_accumulate_hooks)
-        self._post_accumulate_hooks[handle.id] = hook
-        return handle
+        from tgrad.autograd.hooks import register_post_accumulate_hook
+        return register_hook_checked(self, hook, register_post_accumulate_hook)
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` when the gradient of this tensor is computed; a non-None

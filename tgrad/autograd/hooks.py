@@ -28,6 +28,17 @@ def register_tensor_hook(t, hook) -> RemovableHandle:
     return handle
 
 
+def register_post_accumulate_hook(t, hook) -> RemovableHandle:
+    if t._grad_fn is not None or t._base is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                           "tensors")
+    if t._post_accumulate_hooks is None:
+        t._post_accumulate_hooks = OrderedDict()
+    handle = RemovableHandle(t._post_accumulate_hooks)
+    t._post_accumulate_hooks[handle.id] = hook
+    return handle
+
+
 def install_retain_grad(t) -> None:
     gf = t.grad_fn
     if gf._retain_grad_refs is None:

@@ -271,7 +271,6 @@ def eye(n: int, m: int | None = None, dtype=None, device=None,
     return _finish(np.eye(n, m, dtype=dt.np), device, requires_grad)
 
 
-
 # Tensor.new_*: a new tensor with this one's dtype and device unless given (PyTorch's
 # factory methods; the data is not shared and nothing is recorded)
 def _new_factory(make):

@@ -489,7 +489,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
         a = b = y = None
         if saves:
             a, b, y = ctx.saved_tensors  # None where not saved (not read; see _save_plan)
-            scalars = getattr(ctx, "scalars", None)
+            scalars = ctx.scalars
             if scalars is not None:
                 a = scalars[0] if scalars[0] is not None else a
                 b = scalars[1] if scalars[1] is not None else b
@@ -503,6 +503,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     cls = type(name.capitalize(), (Function,), {
         "name": name, "node_name": node, "scalar_edges": name != "pow",
         "forward": staticmethod(forward), "backward": staticmethod(backward)})
+    cls._backward_cls.scalars = None  # forward sets (number or None, number or None)
     return register_op(cls)
 
 
