@@ -412,6 +412,13 @@ def test_a_nan_or_inf_gradient_does_not_leak_through_a_closed_mask(name, dtype):
     assert x.grad.tolist() == [0.0, 0.25], x.grad.tolist()
 
 
+def test_max_of_everything_keeps_an_inf_gradient_off_the_other_elements():
+    # evenly_distribute_backward masks: the non-maximal elements get exactly 0
+    x = _leaf([-1.0, 4.0, 2.0])
+    (x.max() - 4.0).sqrt().backward()  # d sqrt at 0 is inf
+    assert x.grad.tolist() == [0.0, np.inf, 0.0]
+
+
 def test_max_dim_gradient_goes_only_to_the_index():
     x = _leaf([[-1.0, 4.0], [0.0, -3.0]])
     x.max(1)[0].sqrt().sum().backward()  # row 1's max is 0: an infinite gradient there

@@ -133,12 +133,13 @@ def _make_extreme(name: str, prim: str | None = None, node_name: str | None = No
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         yb = _expand_back(y, x.shape, ctx.axes, ctx.keepdim)
+        hit = x == yb
         if nan_share:  # [x == y or both NaN]: no host sync to ask whether y is NaN
-            mask = ((x == yb) | (x.isnan() & yb.isnan())).to(g.dtype)
-            count = mask.sum(dim=ctx.axes, keepdim=True)
-            return (g.reshape(count.shape) / count).expand(x.shape) * mask, None, None
-        count = (x == yb).to(g.dtype).sum(dim=ctx.axes, keepdim=True)
+            hit = hit | (x.isnan() & yb.isnan())
+        count = hit.to(g.dtype).sum(dim=ctx.axes, keepdim=True)
         share = (g.reshape(count.shape) / count).expand(x.shape)  # g / count, reduced size
+        if nan_share:
+            return where(hit, share, 0.0), None, None
         return _EQ_MASK(share, x, yb), None, None
 
     cls = type(name.capitalize(), (Function,), {
