@@ -435,6 +435,113 @@ def _fd_free(rng):
     return []
 
 
+def _masked_fill_samples(rng):
+    """A number or a 0-d tensor (which gets a gradient) as the value; the mask broadcasts."""
+    return [Sample((_n(rng, 17), _bool_of(rng, 17), -2.5), desc="number"),
+            Sample((_n(rng, 3, 4), _bool_of(rng, 4), _n(rng)), desc="0-d tensor value, bcast"),
+            Sample((_n(rng, 4), _bool_of(rng, 3, 4), 1.0), desc="mask widens the result"),
+            Sample((_n(rng), _bool_of(rng), _n(rng)), desc="0-d"),
+            Sample((_n(rng, 0, 3), _bool_of(rng, 0, 3), 1.0), desc="empty"),
+            Sample((_n(rng, 1025), _bool_of(rng, 1025), _n(rng)), desc="n=1025"),
+            Sample((_n(rng, 4, 3), _bool_of(rng, 4, 3), 0.5), layouts=("T", "s"), desc="views")]
+
+
+def _triangle_samples(rng):
+    return [Sample((_n(rng, 4, 5),), desc="4x5"),
+            Sample((_n(rng, 5, 4), 1), desc="diagonal=1"),
+            Sample((_n(rng, 4, 4), -2), desc="diagonal=-2"),
+            Sample((_n(rng, 3, 4), 9), desc="diagonal past the end"),
+            Sample((_n(rng, 2, 3, 4), -1), desc="batched"),
+            Sample((_n(rng, 1, 1),), desc="1x1"),
+            Sample((_n(rng, 0, 3),), desc="empty"),
+            Sample((_n(rng, 33, 31),), layouts=("T",), desc="transposed"),
+            Sample((_n(rng, 3, 5),), layouts=("s",), desc="sliced")]
+
+
+def _int_index(rng, high, *shape):
+    return np.asarray(rng.integers(0, high, shape), dtype=np.int64)
+
+
+def _index_select_samples(rng):
+    return [Sample((_n(rng, 3, 4), 1, _int_index(rng, 4, 5)), desc="dim1, repeats"),
+            Sample((_n(rng, 17), 0, _int_index(rng, 17, 17)), desc="n=17"),
+            Sample((_n(rng, 2, 3, 4), -2, _int_index(rng, 3, 2)), desc="dim -2"),
+            Sample((_n(rng, 3, 4), 0, np.zeros(0, np.int64)), desc="empty index"),
+            Sample((_n(rng, 0, 4), 1, _int_index(rng, 4, 3)), desc="empty input"),
+            Sample((_n(rng), 0, np.zeros((), np.int64)), desc="0-d"),
+            Sample((_n(rng, 1025, 2), 0, _int_index(rng, 1025, 1023)), desc="n=1025"),
+            Sample((_n(rng, 4, 3), 1, _int_index(rng, 3, 5)), layouts=("T",), desc="T")]
+
+
+def _gather_samples(rng):
+    return [Sample((_n(rng, 3, 4), 1, _int_index(rng, 4, 3, 2)), desc="dim1"),
+            Sample((_n(rng, 3, 4), 0, _int_index(rng, 3, 5, 4)), desc="dim0, index longer"),
+            Sample((_n(rng, 3, 4), 1, _int_index(rng, 4, 2, 6)), desc="index narrower"),
+            Sample((_n(rng, 2, 3, 4), -1, _int_index(rng, 4, 2, 3, 4)), desc="3d dim -1"),
+            Sample((_n(rng, 17), 0, _int_index(rng, 17, 17)), desc="n=17"),
+            Sample((_n(rng), 0, np.zeros((), np.int64)), desc="0-d"),
+            Sample((_n(rng, 3, 4), 1, np.zeros((0, 2), np.int64)), desc="empty index"),
+            Sample((_n(rng, 1025), 0, _int_index(rng, 1025, 1023)), desc="n=1025"),
+            Sample((_n(rng, 4, 3), 0, _int_index(rng, 4, 4, 3)), layouts=("T", "T"),
+                   desc="T input and index")]
+
+
+def _np_gather(x, dim, index):
+    if x.ndim == 0:
+        return x.copy()
+    # take_along_axis needs the other dims equal: cut x down to index's extents there.
+    cut = tuple(slice(None) if k == dim % x.ndim else slice(0, n)
+                for k, n in enumerate(index.shape))
+    return np.take_along_axis(x[cut], index, axis=dim)
+
+
+def _np_index_select(x, dim, index):
+    return x.copy() if x.ndim == 0 else np.take(x, index.reshape(-1), axis=dim)
+
+
+def _isclose_samples(rng):
+    a = _n(rng, 4, 5)
+    b = a + rng.choice([0.0, 1e-9, 1e-6, 1e-3], a.shape) * rng.choice([-1, 1], a.shape)
+    special = np.array([np.inf, -np.inf, np.nan, 1.0, np.inf, 0.0])
+    other = np.array([np.inf, np.inf, np.nan, np.inf, np.nan, 1e-9])
+    return [Sample((a, b), desc="near"), Sample((a, b), {"rtol": 1e-3, "atol": 0.0}, desc="rtol"),
+            Sample((a, b[0]), desc="bcast"), Sample((special, other), desc="inf/nan"),
+            Sample((special, other), {"equal_nan": True}, desc="equal_nan"),
+            Sample((a, b), {"rtol": 0.0, "atol": 0.0}, desc="exact"),
+            Sample((_n(rng, 0), _n(rng, 0)), desc="empty")]
+
+
+def _einsum_samples(rng):
+    """Products, contractions, traces/diagonals, ``...`` broadcasting, implicit output."""
+    eqs = [("ij,jk->ik", (3, 4), (4, 5)), ("bij,bjk->bik", (2, 3, 4), (2, 4, 2)),
+           ("ii->i", (3, 3)), ("ii", (4, 4)), ("i,i->", (17,), (17,)), ("i,j->ij", (3,), (4,)),
+           ("...ij,...jk->...ik", (2, 1, 3, 4), (5, 4, 2)), ("ijk->kj", (2, 3, 4)),
+           ("ij,jk,kl->il", (2, 3), (3, 4), (4, 2)), ("ij,jk", (2, 3), (3, 4)),
+           (",i->i", (), (3,)), ("iji->j", (3, 2, 3)), ("ij,kj->ik", (0, 3), (2, 3)),
+           ("bhqd,bhkd->bhqk", (1, 2, 3, 4), (1, 2, 5, 4)), ("i->", (1025,))]
+    s = [Sample((eq, *(_n(rng, *sh) for sh in shapes)), desc=eq) for eq, *shapes in eqs]
+    return s + [Sample(("ij,jk->ik", _n(rng, 4, 3), _n(rng, 3, 5)), layouts=("T", "s"),
+                       desc="views")]
+
+
+def _repeat_samples(rng):
+    return [Sample((_n(rng, 2, 3), (2, 1, 2)), desc="3 reps for 2 dims"),
+            Sample((_n(rng, 17), (3,)), desc="n=17"),
+            Sample((_n(rng), (2, 3)), desc="0-d"),
+            Sample((_n(rng, 3, 2), (0, 2)), desc="zero reps"),
+            Sample((_n(rng, 0, 2), (2, 2)), desc="empty"),
+            Sample((_n(rng, 4, 3), (2, 1)), layouts=("T",), desc="T")]
+
+
+def _flip_samples(rng):
+    return [Sample((_n(rng, 3, 4), (0,)), desc="dim0"),
+            Sample((_n(rng, 2, 3, 4), (0, -1)), desc="two dims"),
+            Sample((_n(rng, 1025), (0,)), desc="n=1025"),
+            Sample((_n(rng), ()), desc="0-d"),
+            Sample((_n(rng, 0, 3), (1,)), desc="empty"),
+            Sample((_n(rng, 4, 3), (1,)), layouts=("T",), desc="T")]
+
+
 # ---------------------------------------------------------------------- the table
 def _u(name, ref, domain=(None, None), **kw):
     return OpSpec(name, getattr(tgrad, name), ref, unary_samples, domain=domain, **kw)
@@ -524,4 +631,18 @@ OP_DB: list = [
     OpSpec("norm", tgrad.norm, _np_norm, _norm_samples),
     OpSpec("all", tgrad.all, _red(np.all), _bool_red_samples, differentiable=False),
     OpSpec("any", tgrad.any, _red(np.any), _bool_red_samples, differentiable=False),
+    # composites (tgrad/ops/composite.py)
+    OpSpec("masked_fill", tgrad.masked_fill, lambda x, m, v: np.where(m, v, x),
+           _masked_fill_samples),
+    OpSpec("tril", tgrad.tril, np.tril, _triangle_samples),
+    OpSpec("triu", tgrad.triu, np.triu, _triangle_samples),
+    OpSpec("index_select", tgrad.index_select, _np_index_select, _index_select_samples),
+    OpSpec("gather", tgrad.gather, _np_gather, _gather_samples),
+    OpSpec("isclose", tgrad.isclose, np.isclose, _isclose_samples, differentiable=False,
+           nan_inf=False),
+    OpSpec("logical_xor", tgrad.logical_xor, np.logical_xor, _logical_samples,
+           differentiable=False),
+    OpSpec("einsum", tgrad.einsum, np.einsum, _einsum_samples),
+    OpSpec("repeat", lambda x, r: x.repeat(r), lambda x, r: np.tile(x, r), _repeat_samples),
+    OpSpec("flip", tgrad.flip, lambda x, d: np.flip(x, d) if x.ndim else x, _flip_samples),
 ]

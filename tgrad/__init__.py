@@ -55,9 +55,24 @@ __all__ = ["Tensor", "autograd", "Function", "no_grad", "enable_grad", "set_grad
            "set_default_device", "dtype", "bool", "int32", "int64", "float16", "bfloat16",
            "float32", "float64", "half", "float", "double", "long", "int",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type",
-           "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor"] + list(_ops_all)
+           "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor", "softmax",
+           "log_softmax", "dropout"] + list(_ops_all)
 
 
 def is_tensor(obj: object) -> _builtins.bool:
     """True if ``obj`` is a tgrad Tensor."""
     return isinstance(obj, Tensor)
+
+
+# torch.softmax / torch.log_softmax / torch.dropout: nn.functional's ops under PyTorch's
+# top-level signatures (dtype third, and dropout's ``train`` positional).
+def softmax(input: Tensor, dim: _builtins.int, dtype=None) -> Tensor:  # noqa: A002
+    return nn.functional.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: _builtins.int, dtype=None) -> Tensor:  # noqa: A002
+    return nn.functional.log_softmax(input, dim, dtype=dtype)
+
+
+def dropout(input: Tensor, p: _builtins.float, train: _builtins.bool) -> Tensor:  # noqa: A002
+    return nn.functional.dropout(input, p, training=train)

@@ -1,8 +1,8 @@
 """tgrad.nn: functional ops (``tgrad.nn.functional``), Module, Parameter and layers."""
 
-from tgrad.nn import functional, init
+from tgrad.nn import functional, init, utils
 from tgrad.nn.modules import *  # noqa: F401,F403
 from tgrad.nn.modules import __all__ as _modules_all
 from tgrad.nn.parameter import Parameter
 
-__all__ = ["functional", "init", "Parameter"] + list(_modules_all)
+__all__ = ["functional", "init", "utils", "Parameter"] + list(_modules_all)

@@ -3,13 +3,26 @@
 Importing this package attaches the ops to Tensor as methods and operators.
 """
 
-from tgrad.ops import creation, elementwise, index, inplace, matmul, movement, reduce, shape
+from tgrad.ops import (
+    composite,
+    creation,
+    einsum,
+    elementwise,
+    index,
+    inplace,
+    matmul,
+    movement,
+    reduce,
+    shape,
+)
 from tgrad.ops._common import OPS
 
-__all__ = [n for m in (creation, elementwise, matmul, movement, reduce, shape)
+__all__ = [n for m in (composite, creation, einsum, elementwise, matmul, movement, reduce, shape)
            for n in m.__all__]
 
+from tgrad.ops.composite import *  # noqa: E402,F401,F403
 from tgrad.ops.creation import *  # noqa: E402,F401,F403
+from tgrad.ops.einsum import *  # noqa: E402,F401,F403
 from tgrad.ops.elementwise import *  # noqa: E402,F401,F403
 from tgrad.ops.matmul import *  # noqa: E402,F401,F403
 from tgrad.ops.movement import *  # noqa: E402,F401,F403

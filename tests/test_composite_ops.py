@@ -1,0 +1,271 @@
+"""The composite ops of tgrad/ops/composite.py beyond the op table (tests/op_db.py checks
+their values and gradients): dtypes, in-place forms, PyTorch's errors and other names.
+Expected values are NumPy's or PyTorch's documented ones, written out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+
+
+def _t(values, **kw):
+    return tgrad.tensor(np.asarray(values, dtype=np.float64), **kw)
+
+
+# ------------------------------------------------------------------------------ masked_fill
+def test_masked_fill_keeps_int_and_bool_dtypes_casting_the_value():
+    mask = tgrad.tensor([True, False, True])
+    ints = tgrad.zeros(3, dtype=tgrad.int64).masked_fill(mask, 1.7)
+    assert ints.dtype is tgrad.int64 and ints.tolist() == [1, 0, 1]
+    flags = tgrad.zeros(3, dtype=tgrad.bool).masked_fill(mask, 2)
+    assert flags.dtype is tgrad.bool and flags.tolist() == [True, False, True]
+    halves = tgrad.zeros(3, dtype=tgrad.float16).masked_fill(mask, 1e5)
+    assert halves.dtype is tgrad.float16 and halves.tolist() == [math.inf, 0.0, math.inf]
+
+
+def test_masked_fill_value_tensor_gets_the_masked_gradient_sum():
+    x = _t([1.0, 2.0, 3.0], requires_grad=True)
+    v = _t(5.0, requires_grad=True)
+    y = x.to(tgrad.float32).masked_fill(tgrad.tensor([True, False, True]), v)
+    assert y.dtype is tgrad.float32  # the value is cast to the input's dtype
+    (y * _t([1.0, 10.0, 100.0]).float()).sum().backward()
+    assert v.grad.dtype is tgrad.float64 and v.grad.item() == 101.0
+    assert x.grad.tolist() == [0.0, 10.0, 0.0]
+
+
+def test_masked_fill_gradient_is_exactly_zero_under_the_mask():
+    x = _t([-1.0, 4.0], requires_grad=True)
+    # sqrt of the filled -1 has an infinite/NaN slope; it must not leak into x.grad
+    x.masked_fill(tgrad.tensor([True, False]), 0.0).sqrt().sum().backward()
+    assert x.grad.tolist() == [0.0, 0.25]
+
+
+def test_masked_fill_inplace_records_and_checks_shapes():
+    a = _t([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 1.0
+    out = b.masked_fill_(tgrad.tensor([False, True, False]), -1.0)
+    assert out is b and b.tolist() == [1.0, -1.0, 3.0]
+    b.sum().backward()
+    assert a.grad.tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(RuntimeError, match=r"masked_fill_: output with shape \[3\] doesn't "
+                                           r"match the broadcast shape \[2, 3\]"):
+        tgrad.zeros(3).masked_fill_(tgrad.ones(2, 3, dtype=tgrad.bool), 1.0)
+
+
+def test_masked_fill_errors():
+    x = tgrad.zeros(3)
+    with pytest.raises(RuntimeError, match="masked_fill only supports boolean masks, but got "
+                                           "mask with dtype int64"):
+        x.masked_fill(tgrad.tensor([1, 0, 1]), 1.0)
+    with pytest.raises(RuntimeError, match=r"only supports a 0-dimensional value tensor, but "
+                                           r"got tensor with 1 dimension\(s\)"):
+        x.masked_fill(tgrad.tensor([True, False, True]), tgrad.ones(2))
+
+
+# ------------------------------------------------------------------------------ tril/triu
+def test_tril_triu_inplace_and_dtypes():
+    x = tgrad.tensor(np.arange(1, 10).reshape(3, 3))
+    assert x.tril(-1).tolist() == [[0, 0, 0], [4, 0, 0], [7, 8, 0]]
+    assert x.triu(1).dtype is tgrad.int64
+    b = tgrad.ones(2, 2, dtype=tgrad.bool).tril()
+    assert b.dtype is tgrad.bool and b.tolist() == [[True, False], [True, True]]
+    y = tgrad.ones(2, 3)
+    assert y.triu_() is y and y.tolist() == [[1, 1, 1], [0, 1, 1]]
+    assert tgrad.ones(2, 2).tril_(-5).tolist() == [[0, 0], [0, 0]]
+
+
+def test_tril_needs_two_dims():
+    with pytest.raises(RuntimeError, match="tril: input tensor must have at least 2 dimensions"):
+        tgrad.tril(tgrad.ones(3))
+
+
+def test_tril_gradient_ignores_nan_above_the_diagonal():
+    x = _t([[1.0, np.nan], [2.0, 3.0]], requires_grad=True)
+    y = x.tril()
+    assert np.array_equal(y.detach().numpy(), [[1.0, 0.0], [2.0, 3.0]])
+    (y * _t([[1.0, np.inf], [1.0, 1.0]])).sum().backward()
+    assert x.grad.tolist() == [[1.0, 0.0], [1.0, 1.0]]
+
+
+# ------------------------------------------------------------------------------ gathering
+def test_gather_backward_adds_repeated_indices():
+    x = _t(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    idx = tgrad.tensor([[0, 0, 2], [1, 1, 1]])
+    y = tgrad.gather(x, 1, idx)
+    assert y.tolist() == [[0.0, 0.0, 2.0], [4.0, 4.0, 4.0]]
+    y.backward(_t([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    assert x.grad.tolist() == [[3.0, 0.0, 3.0], [0.0, 15.0, 0.0]]
+    assert tgrad.gather(x, 1, idx.to(tgrad.int32)).tolist() == y.tolist()
+
+
+def test_index_select_backward_adds_repeated_indices():
+    x = _t(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    y = x.index_select(1, tgrad.tensor([2, 0, 2]))
+    assert y.tolist() == [[2.0, 0.0, 2.0], [5.0, 3.0, 5.0]]
+    y.sum().backward()
+    assert x.grad.tolist() == [[1.0, 0.0, 2.0], [1.0, 0.0, 2.0]]
+
+
+@pytest.mark.parametrize("call, err, msg", [
+    (lambda x: tgrad.gather(x, 1, tgrad.tensor([[0.0]])), RuntimeError,
+     r"gather\(\): Expected dtype int32/int64 for index, got float32"),
+    (lambda x: tgrad.gather(x, 1, tgrad.tensor([0, 1])), RuntimeError,
+     r"gather\(\): Index tensor must have the same number of dimensions as input tensor"),
+    (lambda x: tgrad.gather(x, 1, tgrad.tensor([[4]])), IndexError,
+     r"gather\(\): index 4 is out of bounds for dimension 1 with size 4"),
+    (lambda x: tgrad.gather(x, 1, tgrad.tensor([[-1]])), IndexError,
+     r"gather\(\): index -1 is out of bounds for dimension 1 with size 4"),
+    (lambda x: tgrad.gather(x, 2, tgrad.tensor([[0]])), IndexError,
+     r"gather: Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)"),
+    (lambda x: tgrad.gather(x, 1, tgrad.zeros(4, 1, dtype=tgrad.int64)), RuntimeError,
+     r"Size does not match at dimension 0 expected index \[4, 1\] to be no larger than self "
+     r"\[3, 4\] apart from dimension 1"),
+    (lambda x: x.index_select(1, tgrad.tensor([[0, 1]])), IndexError,
+     r"index_select\(\): Index is supposed to be a vector"),
+    (lambda x: x.index_select(1, tgrad.tensor([0.0])), RuntimeError,
+     r"index_select\(\): Expected dtype int32/int64 for index"),
+    (lambda x: x.index_select(1, tgrad.tensor([-1])), IndexError,
+     r"index_select\(\): index -1 is out of bounds for dimension 1 with size 4"),
+    (lambda x: tgrad.index_select(tgrad.tensor(5.0), 0, tgrad.tensor([0, 0])), RuntimeError,
+     r"index_select\(\): Index to scalar can have only 1 value, got 2 value\(s\)"),
+    (lambda x: x.select(1, 4), IndexError,
+     r"select\(\): index 4 out of range for tensor of size \[3, 4\] at dimension 1"),
+    (lambda x: x.sum_to_size(3, 3), RuntimeError,
+     r"size \{\[3, 3\]\} is not expandable to size \{\[3, 4\]\}"),
+])
+def test_gathering_errors_match_pytorch(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call(tgrad.zeros(3, 4))
+
+
+def test_select_sum_to_size_type_as():
+    x = tgrad.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    assert x.select(1, -1).tolist() == [3.0, 7.0, 11.0]
+    assert tgrad.select(x, 0, 1)._base is x  # a view, as x[1]
+    s = x.sum_to_size(1, 4)
+    assert s.shape == (1, 4) and s.tolist() == [[12.0, 15.0, 18.0, 21.0]]
+    assert x.sum_to_size((4,)).tolist() == [12.0, 15.0, 18.0, 21.0]
+    s.sum().backward()
+    assert x.grad.tolist() == np.ones((3, 4)).tolist()
+    assert x.type_as(tgrad.zeros(1, dtype=tgrad.float64)).dtype is tgrad.float64
+    assert tgrad.numel(x) == 12
+
+
+# ------------------------------------------------------------------------------ comparisons
+def test_isclose_allclose_equal():
+    a = _t([1.0, 2.0, np.nan, np.inf])
+    b = _t([1.0 + 1e-9, 2.1, np.nan, np.inf])
+    assert tgrad.isclose(a, b).tolist() == [True, False, False, True]
+    assert a.isclose(b, equal_nan=True).tolist() == [True, False, True, True]
+    assert tgrad.isclose(tgrad.tensor([True, False]), tgrad.tensor([True, True])).tolist() == \
+        [True, False]
+    ints = tgrad.isclose(tgrad.tensor([1, 2, 100]), tgrad.tensor([1, 3, 101]), rtol=0.01, atol=0)
+    assert ints.tolist() == [True, False, True]
+    assert tgrad.allclose(a[:2], _t([1.0, 2.0])) and not tgrad.allclose(a, b)
+    assert tgrad.allclose(a, b, atol=0.2, equal_nan=True)
+    assert tgrad.equal(_t([1.0, 2.0]), _t([1.0, 2.0]))
+    assert not tgrad.equal(_t([1.0, np.nan]), _t([1.0, np.nan]))
+    assert not tgrad.equal(tgrad.ones(2, 1), tgrad.ones(2))  # shapes differ: no broadcasting
+    with pytest.raises(RuntimeError, match=r"isclose\(\): float64 did not match int64"):
+        tgrad.isclose(_t([1.0]), tgrad.tensor([1]))
+    with pytest.raises(RuntimeError, match="rtol must be greater than or equal to zero, but "
+                                           "got -1"):
+        tgrad.isclose(a, b, rtol=-1)
+
+
+def test_logical_xor_truth_values():
+    out = tgrad.logical_xor(_t([0.0, np.nan, 2.0]), tgrad.tensor([1, 0, 3]))
+    assert out.dtype is tgrad.bool and out.tolist() == [True, True, False]
+
+
+# ------------------------------------------------------------------------------ other names
+def test_pytorch_alias_names():
+    x = _t([[-1.0, 2.0], [3.0, -4.0]])
+    y = _t([[0.0, 2.0], [5.0, -5.0]])
+    assert tgrad.absolute(x).tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert x.absolute().tolist() == tgrad.abs(x).tolist()
+    for name, ref in (("greater", np.greater), ("greater_equal", np.greater_equal),
+                      ("less", np.less), ("less_equal", np.less_equal),
+                      ("not_equal", np.not_equal)):
+        want = ref(x.numpy(), y.numpy()).tolist()
+        assert getattr(tgrad, name)(x, y).tolist() == want
+        assert getattr(x, name)(y).tolist() == want
+    assert tgrad.swapdims(x, 0, 1).tolist() == x.numpy().T.tolist()
+    assert x.swapdims(0, 1)._base is x
+
+
+def test_top_level_softmax_log_softmax_dropout():
+    x = _t([[1.0, 2.0, 3.0]])
+    e = np.exp([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(tgrad.softmax(x, 1).numpy(), [e / e.sum()], rtol=1e-12)
+    np.testing.assert_allclose(tgrad.log_softmax(x, -1, tgrad.float32).numpy(),
+                               [np.log(e / e.sum())], rtol=1e-6)
+    assert tgrad.log_softmax(x, -1, tgrad.float32).dtype is tgrad.float32
+    assert tgrad.dropout(x, 0.5, False) is x  # not training: the identity, as PyTorch
+    tgrad.manual_seed(0)
+    kept = tgrad.dropout(tgrad.ones(1000), 0.25, True).numpy()
+    assert set(np.unique(kept).tolist()) <= {0.0, float(np.float32(1.0 / 0.75))}
+    assert 0 < (kept == 0).sum() < 1000
+
+
+# ------------------------------------------------------------------------------ copies, einsum
+def test_repeat_tile_flip():
+    x = tgrad.tensor([[1, 2], [3, 4]])
+    assert x.repeat(1, 2).tolist() == [[1, 2, 1, 2], [3, 4, 3, 4]]
+    assert x.repeat((2, 1, 1)).shape == (2, 2, 2)
+    assert tgrad.tile(x, (2,)).tolist() == [[1, 2, 1, 2], [3, 4, 3, 4]]  # dims padded with 1s
+    assert x.tile(2, 1).tolist() == [[1, 2], [3, 4], [1, 2], [3, 4]]
+    assert x.flip(0, 1).tolist() == [[4, 3], [2, 1]] == tgrad.flip(x, (0, 1)).tolist()
+    assert x.flip(-1).tolist() == [[2, 1], [4, 3]]
+    with pytest.raises(RuntimeError, match=r"repeat: Number of dimensions of repeat dims \(1\) "
+                                           r"can not be smaller than number of dimensions of "
+                                           r"tensor \(2\)"):
+        x.repeat(2)
+    with pytest.raises(RuntimeError, match=r"flip: dims \[0, -2\] has a dim appearing more than "
+                                           r"once"):
+        x.flip(0, -2)
+
+
+def test_repeat_and_flip_gradients_sum_the_copies():
+    x = _t([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.repeat(2, 2)  # (2, 6): four copies of x
+    y.backward(_t(np.arange(12.0).reshape(2, 6)))
+    # copy k of x[i] sits at columns i and i + 3 of both rows
+    assert x.grad.tolist() == [0 + 3 + 6 + 9, 1 + 4 + 7 + 10, 2 + 5 + 8 + 11]
+    z = _t([1.0, 2.0, 3.0], requires_grad=True)
+    z.flip(0).backward(_t([10.0, 20.0, 30.0]))
+    assert z.grad.tolist() == [30.0, 20.0, 10.0]
+
+
+def test_einsum_size_one_labels_broadcast():
+    a = _t(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    b = _t([[10.0, 20.0, 30.0]], requires_grad=True)  # label i has size 1 here: broadcast
+    y = tgrad.einsum("ij,ij->ij", a, b)
+    assert y.tolist() == [[0.0, 20.0, 60.0], [30.0, 80.0, 150.0]]
+    y.sum().backward()
+    assert b.grad.tolist() == [[3.0, 5.0, 7.0]]  # summed over the broadcast rows
+    assert tgrad.einsum("i,i->", [_t([1.0, 2.0]), _t([3.0, 4.0])]).item() == 11.0  # a list
+
+
+@pytest.mark.parametrize("eq, shapes, err, msg", [
+    ("ij,jk->ik", [(2, 3)], ValueError, r"einsum\(\): fewer operands were provided"),
+    ("ij->ij", [(2, 3), (3,)], ValueError, r"einsum\(\): more operands were provided"),
+    ("ij->i", [(2, 3, 4)], ValueError, r"the number of subscripts in the equation \(2\) does "
+                                       r"not match the number of dimensions \(3\) for operand "
+                                       r"0 and no ellipsis was given"),
+    ("i1->i", [(2, 3)], ValueError, r"invalid subscript given at index 1"),
+    ("ij->k", [(2, 3)], ValueError, r"output subscript k does not appear in the equation"),
+    ("ij->ii", [(2, 3)], ValueError, r"output subscript i appears more than once"),
+    ("ij,jk->ik", [(2, 3), (4, 5)], RuntimeError, r"subscript j has size 4 for operand 1 which "
+                                                  r"does not broadcast with previously seen "
+                                                  r"size 3"),
+    ("ii->i", [(2, 3)], RuntimeError, r"subscript i is repeated for an operand but the sizes "
+                                      r"don't match, 3 != 2"),
+])
+def test_einsum_errors(eq, shapes, err, msg):
+    with pytest.raises(err, match=msg):
+        tgrad.einsum(eq, *[tgrad.zeros(*s) for s in shapes])

@@ -1,0 +1,58 @@
+"""tgrad.nn.utils gradient clipping against hand-computed values (PyTorch's formulas:
+scale = min(1, max_norm / (total + 1e-6)), total = the norm of all gradient elements)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.nn.utils import clip_grad_norm_, clip_grad_value_
+
+
+def _params(*grads):
+    ps = []
+    for g in grads:
+        p = tgrad.zeros(np.shape(g), dtype=tgrad.float64, requires_grad=True)
+        p.grad = None if g is None else tgrad.tensor(np.asarray(g, dtype=np.float64))
+        ps.append(p)
+    return ps
+
+
+def test_clip_grad_norm_scales_every_gradient():
+    a, b, c = _params([3.0, 0.0], [[4.0]], None)  # total 2-norm 5; c has no gradient
+    total = clip_grad_norm_([a, b, c], max_norm=1.0)
+    assert total.item() == 5.0
+    scale = 1.0 / (5.0 + 1e-6)
+    np.testing.assert_allclose(a.grad.numpy(), [3.0 * scale, 0.0], rtol=1e-15)
+    np.testing.assert_allclose(b.grad.numpy(), [[4.0 * scale]], rtol=1e-15)
+    assert c.grad is None
+
+
+@pytest.mark.parametrize("norm_type, total",
+                         [(1.0, 7.0), (math.inf, 4.0), (3, (27 + 64) ** (1 / 3))])
+def test_clip_grad_norm_types(norm_type, total):
+    a, b = _params([3.0, 0.0], [[-4.0]])
+    got = clip_grad_norm_((p for p in (a, b)), 100.0, norm_type=norm_type)  # a generator
+    assert got.item() == pytest.approx(total, rel=1e-15)
+    assert a.grad.tolist() == [3.0, 0.0] and b.grad.tolist() == [[-4.0]]  # below max: kept
+
+
+def test_clip_grad_norm_single_tensor_no_grads_and_nonfinite():
+    (a,) = _params([0.3, 0.4])
+    assert clip_grad_norm_(a, 1.0).item() == pytest.approx(0.5, rel=1e-15)
+    assert clip_grad_norm_(_params(None), 1.0).item() == 0.0
+    (b,) = _params([np.inf, 1.0])
+    with pytest.raises(RuntimeError, match=r"The total norm of order 2.0 for gradients from "
+                                           r"`parameters` is non-finite"):
+        clip_grad_norm_(b, 1.0, error_if_nonfinite=True)
+    assert math.isinf(clip_grad_norm_(b, 1.0).item())  # scaled by 1/inf, as PyTorch
+    assert b.grad.tolist()[1] == 0.0
+
+
+def test_clip_grad_value_clamps_in_place():
+    a, b = _params([-3.0, 0.5, 2.0], None)
+    assert clip_grad_value_([a, b], 1.0) is None
+    assert a.grad.tolist() == [-1.0, 0.5, 1.0] and b.grad is None

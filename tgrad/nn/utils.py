@@ -1,0 +1,65 @@
+"""tgrad.nn.utils: gradient clipping, as ``torch.nn.utils`` (clip_grad_norm_,
+clip_grad_value_). Both work in place on ``p.grad`` under no_grad; parameters without a
+gradient are skipped."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from tgrad.autograd.grad_mode import no_grad
+from tgrad.ops.creation import tensor
+from tgrad.ops.elementwise import isfinite
+from tgrad.ops.reduce import norm
+from tgrad.ops.shape import stack
+from tgrad.tensor import Tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+
+
+def _grads(parameters) -> list:
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
+                    norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                    foreach=None) -> Tensor:
+    """Scale the gradients so that their total ``norm_type``-norm (the norm of the vector of
+    every gradient element) is at most ``max_norm``; returns the total norm before clipping.
+
+    The scale is min(1, max_norm / (total + 1e-6)), applied to every gradient (as PyTorch,
+    so a norm already below ``max_norm`` leaves the gradients unchanged)."""
+    grads = _grads(parameters)
+    norm_type = float(norm_type)
+    if not grads:
+        return tensor(0.0)
+    with no_grad():
+        if norm_type == math.inf:
+            if any(g.numel() == 0 for g in grads):
+                raise RuntimeError("clip_grad_norm_: cannot compute the infinity norm of an "
+                                   "empty gradient, because max has no identity")
+            norms = [g.detach().abs().amax().to(grads[0].dtype) for g in grads]
+            total = stack(norms).amax()
+        else:
+            norms = [norm(g.detach(), norm_type) for g in grads]
+            total = norm(stack([n.to(grads[0].dtype) for n in norms]), norm_type)
+        if error_if_nonfinite and not bool(isfinite(total)):
+            raise RuntimeError(
+                f"The total norm of order {norm_type} for gradients from `parameters` is "
+                f"non-finite, so it cannot be clipped. To disable this error and scale the "
+                f"gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+        scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(scale.to(g.dtype))
+    return total
+
+
+def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float,
+                     foreach=None) -> None:
+    """Clamp every gradient element into [-clip_value, clip_value] in place."""
+    clip_value = float(clip_value)
+    with no_grad():
+        for g in _grads(parameters):
+            g.clamp_(-clip_value, clip_value)

@@ -1,0 +1,172 @@
+"""``einsum``: Einstein summation, composed of tgrad ops (no primitive, no kernel of its own).
+
+How an equation runs (each step differentiable, so gradients and double backward come
+from the parts):
+1. Parse: ``...`` stands for the broadcast dims of each operand (aligned from the right);
+   without ``->`` the output is the ``...`` dims then the labels seen once, sorted.
+2. Per operand: a label repeated within it takes the diagonal (advanced indexing with one
+   arange per label); labels no other operand and not the output has are summed at once.
+3. Operands contract left to right: labels both sides share and something later needs are
+   batch dims, shared labels nothing later needs are contracted; each step is one batched
+   ``matmul`` of (batch, left, contracted) @ (batch, contracted, right), size-1 dims
+   expanded to the label's size first (they broadcast, as in PyTorch).
+4. Labels left over that the output lacks are summed; the rest are permuted to its order.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tgrad.ops.creation import arange
+from tgrad.ops.index import getitem
+from tgrad.ops.matmul import matmul
+from tgrad.tensor import Tensor
+
+__all__ = ["einsum"]
+
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _parse(equation: str, operands: tuple) -> tuple[list, list]:
+    """(labels per operand, output labels); ``...`` becomes one private label per dim."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        word = "more" if len(operands) > len(terms) else "fewer"
+        raise ValueError(f"einsum(): {word} operands were provided than specified in the "
+                         f"equation ({len(operands)} operands, {len(terms)} in '{equation}')")
+    n_ell = 0
+    for k, (term, t) in enumerate(zip(terms, operands)):
+        plain = term.replace("...", "")
+        for c in plain:
+            if c not in _LETTERS:
+                raise ValueError(f"einsum(): invalid subscript given at index "
+                                 f"{eq.index(c)} in the equation string, subscripts must be "
+                                 f"in [a-zA-Z]")
+        if "..." in term:
+            if term.count("...") > 1:
+                raise ValueError(f"einsum(): found more than one '...' in operand {k}")
+            n_ell = max(n_ell, t.ndim - len(plain))
+            if t.ndim < len(plain):
+                raise ValueError(f"einsum(): the number of subscripts in the equation "
+                                 f"({len(plain)}) is more than the number of dimensions "
+                                 f"({t.ndim}) for operand {k}")
+        elif len(plain) != t.ndim:
+            raise ValueError(f"einsum(): the number of subscripts in the equation "
+                             f"({len(plain)}) does not match the number of dimensions "
+                             f"({t.ndim}) for operand {k} and no ellipsis was given")
+    ell = [chr(0x2460 + i) for i in range(n_ell)]  # private labels, never letters
+    labels = []
+    for term, t in zip(terms, operands):
+        head, _, tail = term.partition("...")
+        mid = ell[n_ell - (t.ndim - len(head) - len(tail)):] if "..." in term else []
+        labels.append(list(head) + mid + list(tail))
+    if arrow:
+        head, dots, tail = rhs.partition("...")
+        out = list(head) + (ell if dots else []) + list(tail)
+        seen = set()
+        for c in out:
+            if c in _LETTERS and not any(c in ls for ls in labels):
+                raise ValueError(f"einsum(): output subscript {c} does not appear in the "
+                                 f"equation for any input operand")
+            if c in seen:
+                raise ValueError(f"einsum(): output subscript {c} appears more than once in "
+                                 f"the output")
+            if c not in _LETTERS and c not in ell:
+                raise ValueError(f"einsum(): invalid subscript '{c}' in the output")
+            seen.add(c)
+    else:
+        counts: dict = {}
+        for ls in labels:
+            for c in ls:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + sorted(c for c, n in counts.items() if n == 1 and c in _LETTERS)
+    return labels, out
+
+
+def _sizes(labels: list, operands: tuple) -> dict:
+    """The size of each label; 1 broadcasts against any size."""
+    size: dict = {}
+    for k, (ls, t) in enumerate(zip(labels, operands)):
+        for c, n in zip(ls, t.shape):
+            m = size.get(c, 1)
+            if n != 1 and m != 1 and n != m:
+                name = c if c in _LETTERS else "..."
+                raise RuntimeError(f"einsum(): subscript {name} has size {n} for operand {k} "
+                                   f"which does not broadcast with previously seen size {m}")
+            size[c] = m if n == 1 else n
+    return size
+
+
+def _diagonal(t: Tensor, ls: list) -> tuple[Tensor, list]:
+    """Labels repeated within one operand: keep the diagonal (t[i, j, i] -> labels i, j)."""
+    uniq = list(dict.fromkeys(ls))
+    if len(uniq) == len(ls):
+        return t, ls
+    n = {}
+    for c, s in zip(ls, t.shape):
+        if n.setdefault(c, s) != s:
+            raise RuntimeError(f"einsum(): subscript {c} is repeated for an operand but the "
+                               f"sizes don't match, {s} != {n[c]}")
+    key = []
+    for c in ls:
+        shape = [1] * len(uniq)
+        shape[uniq.index(c)] = n[c]
+        key.append(arange(n[c], device=t.device).reshape(shape))
+    return getitem(t, tuple(key)), uniq
+
+
+def _sum_labels(t: Tensor, ls: list, drop: set) -> tuple[Tensor, list]:
+    dims = tuple(i for i, c in enumerate(ls) if c in drop)
+    if not dims:
+        return t, ls
+    return t.sum(dims), [c for c in ls if c not in drop]
+
+
+def _arranged(t: Tensor, ls: list, order: list, size: dict) -> Tensor:
+    """``t`` with its dims in ``order`` and size-1 dims expanded to their label's size."""
+    t = t.permute([ls.index(c) for c in order])
+    target = tuple(size[c] for c in order)
+    return t if t.shape == target else t.expand(target)
+
+
+def _contract(a: Tensor, la: list, b: Tensor, lb: list, needed: set, size: dict):
+    """One pairwise step: a batched matmul over the shared labels nothing later needs."""
+    batch = [c for c in la if c in lb and c in needed]
+    summed = [c for c in la if c in lb and c not in needed]
+    left = [c for c in la if c not in lb]
+    right = [c for c in lb if c not in la]
+    prod = lambda cs: math.prod(size[c] for c in cs)  # noqa: E731
+    nb, nl, nc, nr = prod(batch), prod(left), prod(summed), prod(right)
+    a3 = _arranged(a, la, batch + left + summed, size).reshape(nb, nl, nc)
+    b3 = _arranged(b, lb, batch + summed + right, size).reshape(nb, nc, nr)
+    out = matmul(a3, b3).reshape([size[c] for c in batch + left + right])
+    return out, batch + left + right
+
+
+def einsum(equation: str, *operands) -> Tensor:
+    """Sum of products of ``operands`` over the subscripts ``equation`` names, as
+    ``torch.einsum`` (e.g. ``"bij,bjk->bik"``, ``"ii->i"``, ``"...ij,...jk"``)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise ValueError("einsum(): must provide at least one operand")
+    for k, t in enumerate(operands):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"einsum(): operand {k} must be a Tensor, not {type(t).__name__}")
+    labels, out = _parse(equation, operands)
+    terms = [_diagonal(t, ls) for t, ls in zip(operands, labels)]
+    size = _sizes([ls for _, ls in terms], [t for t, _ in terms])
+    # Sum at once the labels of one operand that nothing else (output or operand) has.
+    keep = set(out)
+    for k, (t, ls) in enumerate(terms):
+        others = keep.union(*(set(terms[j][1]) for j in range(len(terms)) if j != k))
+        terms[k] = _sum_labels(t, ls, set(ls) - others)
+    cur, lc = terms[0]
+    for k in range(1, len(terms)):
+        t, ls = terms[k]
+        needed = keep.union(*(set(terms[j][1]) for j in range(k + 1, len(terms))))
+        cur, lc = _contract(cur, lc, t, ls, needed, size)
+    cur, lc = _sum_labels(cur, lc, set(lc) - keep)
+    return _arranged(cur, lc, out, size)
