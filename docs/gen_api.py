@@ -23,6 +23,7 @@ MODULES = [
     ("tgrad.nn", "Module, Parameter and layers"),
     ("tgrad.nn.functional", "functional ops"),
     ("tgrad.nn.init", "parameter initialisation"),
+    ("tgrad.nn.utils", "gradient clipping"),
     ("tgrad.optim", "optimizers"),
 ]
 SUBMODULES = {m for m, _ in MODULES}
