@@ -15,7 +15,7 @@ from tgrad.backends import numpy as np_backend
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5, 1e-300, 3.0]
 UNARY_FUSED = ["abs", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "erf", "reciprocal",
-               "square"]
+               "square", "log2", "log10", "exp2", "sinh", "cosh", "tan"]
 
 
 def _grads(f, inputs, g, create_graph):

@@ -11,7 +11,8 @@ import tgrad
 BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
           "gt", "ge", "logical_and", "logical_or", "floor_divide", "remainder", "fmod"]
 UNARY = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
-         "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round"]
+         "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round", "trunc",
+         "log2", "log10", "exp2", "sinh", "cosh", "tan"]
 DIM_REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "var", "std", "logsumexp", "norm",
                   "all", "any"]
 

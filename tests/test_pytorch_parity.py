@@ -586,3 +586,13 @@ def test_half_mul_div_keep_a_python_float_in_float32():
     b = tgrad.tensor([0.1, 0.9], dtype=tgrad.bfloat16)
     assert (b * 3.3).dtype is tgrad.bfloat16
     assert (b * 3.3).float().tolist() == [0.330078125, 2.96875]
+
+
+def test_nll_loss_picks_the_target_entry_even_next_to_minus_inf():
+    # log-probabilities of -inf in other classes (log_softmax of extreme logits) stay out
+    # of the loss and its gradient; a one-hot product gave NaN (0 * -inf)
+    x = tgrad.tensor([[0.0, -np.inf], [-np.inf, -0.5]], requires_grad=True)
+    loss = tgrad.nn.functional.nll_loss(x, tgrad.tensor([0, 1]))
+    assert loss.item() == 0.25
+    loss.backward()
+    assert x.grad.tolist() == [[-0.5, 0.0], [0.0, -0.5]]

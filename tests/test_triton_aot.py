@@ -90,6 +90,11 @@ EW_CASES = [  # (formula, arity, ndim, in dtype, out dtype, upcast, idx64, confi
     ("remainder", 2, 1, "i64", "i64", False, False, configs.EW_CONTIG_8B),
     ("fmod", 2, 2, "fp64", "fp64", False, False, configs.EW_STRIDED),
     ("floor_divide", 2, 1, "fp32", "fp32", False, False, configs.EW_CONTIG),
+    ("sinh", 1, 3, "fp64", "fp64", False, False, configs.EW_STRIDED),
+    ("cosh", 1, 1, "fp32", "fp32", False, False, configs.EW_CONTIG),
+    ("log10", 1, 1, "fp64", "fp64", False, False, configs.EW_CONTIG_8B),
+    ("exp2", 1, 2, "bf16", "bf16", True, False, configs.EW_STRIDED),
+    ("trunc", 1, 1, "fp32", "fp32", False, False, configs.EW_CONTIG),
 ]
 
 

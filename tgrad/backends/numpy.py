@@ -284,6 +284,13 @@ UNARY = {
     "floor": np.floor,
     "ceil": np.ceil,
     "round": _round_half_even,
+    "trunc": np.trunc,
+    "log2": np.log2,
+    "log10": np.log10,
+    "exp2": np.exp2,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tan": np.tan,
     "logical_not": np.logical_not,
     "bitwise_not": np.invert,  # bool: logical not; integers: two's complement
 }
@@ -517,13 +524,48 @@ def _g_le_mask(g, x, hi):  # clamp(max=hi): g where x <= hi, else exactly 0
     return _masked_product(g, np.less_equal(x, hi))
 
 
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _g_log2(g, x):  # 1 / (x ln 2)
+    t = np.multiply(x, _LN2)
+    return np.divide(g, t, out=t)
+
+
+def _g_log10(g, x):  # 1 / (x ln 10)
+    t = np.multiply(x, _LN10)
+    return np.divide(g, t, out=t)
+
+
+def _g_exp2(g, y):  # 2^x ln 2 = y ln 2
+    t = np.multiply(g, y)
+    return np.multiply(t, _LN2, out=t)
+
+
+def _g_sinh(g, x):  # cosh(x)
+    t = np.cosh(x)
+    return np.multiply(g, t, out=t)
+
+
+def _g_cosh(g, x):  # sinh(x)
+    t = np.sinh(x)
+    return np.multiply(g, t, out=t)
+
+
+def _g_tan(g, y):  # 1 / cos^2 = 1 + tan^2
+    t = np.multiply(y, y)
+    np.add(t, 1, out=t)
+    return np.multiply(g, t, out=t)
+
+
 GRAD_FORMULAS = {
     "pow_base": _g_pow_base, "pow_exponent": _g_pow_exponent, "eq_mask": _g_eq_mask,
     "logsumexp": _g_logsumexp, "centered": _g_centered, "prod": _g_prod,
     "abs": _g_abs, "log1p": _g_log1p, "expm1": _g_expm1, "sqrt": _g_sqrt, "rsqrt": _g_rsqrt,
     "sin": _g_sin, "cos": _g_cos, "erf": _g_erf, "reciprocal": _g_reciprocal,
     "square": _g_square, "div_b": _g_div_b, "max_share": _g_max_share,
-    "ge_mask": _g_ge_mask, "le_mask": _g_le_mask,
+    "ge_mask": _g_ge_mask, "le_mask": _g_le_mask, "log2": _g_log2, "log10": _g_log10,
+    "exp2": _g_exp2, "sinh": _g_sinh, "cosh": _g_cosh, "tan": _g_tan,
 }
 
 

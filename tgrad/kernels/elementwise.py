@@ -268,6 +268,61 @@ def f_round(x):
 
 
 @triton.jit
+def f_trunc(x):
+    if x.dtype.is_floating():
+        r = tl.where(x < 0, tl.ceil(x), tl.floor(x))
+    else:
+        r = x
+    return r
+
+
+@triton.jit
+def f_log2(x):
+    return tl.log2(x)
+
+
+# Irrational constants c are written as an fp32 pair hi + lo (hi rounded toward zero, so
+# lo > 0 and an infinite operand stays infinite): Python floats become fp32 constants in
+# Triton, and the pair keeps float64 formulas exact to ~2^-48 (as g_erf's).
+@triton.jit
+def f_log10(x):
+    t = tl.log2(x)
+    return t * 0.3010299801826477 + t * 1.5481333548450493e-08  # log2(x) log10(2)
+
+
+@triton.jit
+def f_exp2(x):
+    return tl.exp2(x)
+
+
+@triton.jit
+def _sinh_abs(ax):
+    # sinh|x| = h (h + 2) / (2 (h + 1)) with h = expm1|x| (no cancellation near 0); past
+    # |x| = 20, e^|x| / 2 as (e^(|x|/2) / 2) e^(|x|/2), finite up to the dtype's limit.
+    h = _expm1(ax)
+    e = tl.exp(ax * 0.5)
+    return tl.where(ax > 20.0, (e * 0.5) * e, h * (h + 2.0) / (2.0 * (h + 1.0)))
+
+
+@triton.jit
+def f_sinh(x):
+    s = _sinh_abs(tl.where(x < 0, -x, x))
+    return tl.where(x < 0, -s, tl.where(x == 0, x, s))  # odd; -0 stays -0
+
+
+@triton.jit
+def f_cosh(x):
+    # (e^|x| + e^-|x|) / 2 with e^|x| as (e^(|x|/2))^2, finite up to the dtype's limit
+    e = tl.exp(tl.where(x < 0, -x, x) * 0.5)
+    return (e * 0.5) * e + 0.5 / (e * e)
+
+
+@triton.jit
+def f_tan(x):
+    return tl.sin(x) / tl.cos(x)
+
+
+@triton.jit
 def f_logical_not(x):
     return x == 0
 
@@ -538,6 +593,37 @@ def g_square(g, x):
 
 
 @triton.jit
+def g_log2(g, x):
+    return g / (x * 0.6931471228599548 + x * 5.769998878690785e-08)  # 1 / (x ln 2)
+
+
+@triton.jit
+def g_log10(g, x):
+    return g / (x * 2.3025848865509033 + x * 2.064431470216732e-07)  # 1 / (x ln 10)
+
+
+@triton.jit
+def g_exp2(g, y):
+    t = g * y
+    return t * 0.6931471228599548 + t * 5.769998878690785e-08  # g 2^x ln 2
+
+
+@triton.jit
+def g_sinh(g, x):
+    return g * f_cosh(x)
+
+
+@triton.jit
+def g_cosh(g, x):
+    return g * f_sinh(x)
+
+
+@triton.jit
+def g_tan(g, y):
+    return g * (1.0 + y * y)  # 1 / cos^2 = 1 + tan^2
+
+
+@triton.jit
 def g_div_b(q, a, b):
     return -(q * a) / b  # d(a/b)/db = -a/b^2, with q = g / b
 
@@ -595,7 +681,8 @@ def g_le_mask(g, x, hi):
 GRAD_FORMULAS = {n: globals()["g_" + n] for n in (
     "pow_base", "pow_exponent", "eq_mask", "logsumexp", "centered", "prod",
     "abs", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "erf", "reciprocal", "square",
-    "div_b", "max_share", "ge_mask", "le_mask")}
+    "div_b", "max_share", "ge_mask", "le_mask", "log2", "log10", "exp2", "sinh", "cosh",
+    "tan")}
 
 
 # ------------------------------------------------------------------ ternary
@@ -606,11 +693,12 @@ def f_where(c, a, b):
 
 UNARY = {n: globals()["f_" + n] for n in (
     "neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
-    "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round",
-    "logical_not", "bitwise_not")}
+    "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round", "trunc",
+    "log2", "log10", "exp2", "sinh", "cosh", "tan", "logical_not", "bitwise_not")}
 # ops whose formula needs a floating input (integer inputs take the host path)
 FLOAT_ONLY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
-              "sigmoid", "erf", "reciprocal", "div"}
+              "sigmoid", "erf", "reciprocal", "div", "log2", "log10", "exp2", "sinh", "cosh",
+              "tan"}
 BINARY = {n: globals()["f_" + n] for n in (
     "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "maximum",
     "minimum", "eq", "ne", "lt",

@@ -428,7 +428,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
              size_average=None, ignore_index: int = -100, reduce=None,
              reduction: str = "mean") -> Tensor:
     """-w[t_i] input[i, t_i] (log-probabilities in), reduced ("mean" divides by the sum of
-    the kept rows' weights); a composition of a one-hot contraction."""
+    the kept rows' weights); composed of a gather of the target classes."""
     _check_float("nll_loss", input)
     _check_tensor("nll_loss", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -453,11 +453,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
 
 
 def _take_class(x: Tensor, t: Tensor, axis: int) -> Tensor:
-    from tgrad.ops.creation import arange
-    classes = arange(x.shape[axis], device=x.device).reshape(
-        tuple(-1 if i == axis else 1 for i in range(x.ndim)))
-    onehot = (classes == t.unsqueeze(axis)).to(x.dtype)
-    return (x * onehot).sum(axis)
+    """x[i, t_i] along ``axis`` (a gather: a -inf log-probability of another class stays
+    out of the result and its gradient, where a one-hot product would make NaN)."""
+    from tgrad.ops.composite import gather
+    return gather(x, axis, t.unsqueeze(axis)).squeeze(axis)
 
 
 # ====================================================================== mse, linear

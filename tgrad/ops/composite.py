@@ -1,6 +1,7 @@
 """Ops built from other ops, with no primitive (and so no kernel) of their own: each runs on
 every backend wherever its parts do, and differentiates through them.
 
+- ``frac`` = x - trunc(x);
 - masking: ``masked_fill``/``masked_fill_`` and ``tril``/``triu`` (and their in-place forms)
   are ``where`` over a bool mask, so their gradients are exact zeros where the mask closes;
 - gathering: ``index_select`` and ``gather`` are advanced indexing (the gradient
@@ -32,7 +33,7 @@ from tgrad.tensor import Tensor, _wrap_dim
 __all__ = ["masked_fill", "tril", "triu", "index_select", "gather", "select", "isclose",
            "allclose", "equal", "logical_xor", "absolute", "greater", "greater_equal", "less",
            "less_equal", "not_equal", "swapdims", "numel",
-           "tile", "flip"]
+           "tile", "flip", "frac"]
 
 
 # ------------------------------------------------------------------------------ masking
@@ -103,6 +104,18 @@ tensor_method("tril_")(lambda self, diagonal=0: apply_inplace(
     self, "tril_", lambda x: _triangle("tril_", x, diagonal, True)))
 tensor_method("triu_")(lambda self, diagonal=0: apply_inplace(
     self, "triu_", lambda x: _triangle("triu_", x, diagonal, False)))
+
+
+@tensor_method("frac")
+def frac(input: Tensor) -> Tensor:  # noqa: A002
+    """x - trunc(x) (the sign of x kept);  dx = g."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"frac: not implemented for {input.dtype.name} tensors; it takes "
+                           f"floating point tensors, as in PyTorch")
+    return input - ew.trunc(input)
+
+
+tensor_method("frac_")(lambda self: apply_inplace(self, "frac_", frac))
 
 
 # ------------------------------------------------------------------------------ gathering

@@ -21,6 +21,7 @@ from tgrad.tensor import Tensor
 
 __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
            "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round",
+           "trunc", "log2", "log10", "exp2", "sinh", "cosh", "tan",
            "relu", "tanh_backward", "sigmoid_backward", "relu_backward",
            "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp",
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
@@ -81,6 +82,7 @@ def _unary_fused(formula: str, composite):
 
 
 # ------------------------------------------------------------------------------ unary
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
 # name: (saves "x" / "y" / "", float-only (ints promote to the default float), rule(g, x, y))
 # Rules of more than one op are fused (_unary_fused): one primitive in a plain backward.
 UNARY_RULES = {
@@ -104,6 +106,13 @@ UNARY_RULES = {
     "floor":      ("",  False, _zero),
     "ceil":       ("",  False, _zero),
     "round":      ("",  False, _zero),
+    "trunc":      ("",  False, _zero),
+    "log2":       ("x", True,  _unary_fused("log2", lambda g, x, y: g / (x * _LN2))),
+    "log10":      ("x", True,  _unary_fused("log10", lambda g, x, y: g / (x * _LN10))),
+    "exp2":       ("y", True,  _unary_fused("exp2", lambda g, x, y: g * y * _LN2)),
+    "sinh":       ("x", True,  _unary_fused("sinh", lambda g, x, y: g * cosh(x))),
+    "cosh":       ("x", True,  _unary_fused("cosh", lambda g, x, y: g * sinh(x))),
+    "tan":        ("y", True,  _unary_fused("tan", lambda g, x, y: g * (y * y + 1.0))),
 }
 
 # Node names follow PyTorch's (TanhBackward0, ...); "neg" is NegBackward0, etc.
@@ -171,6 +180,13 @@ sign = _unary_fn("sign")
 floor = _unary_fn("floor")
 ceil = _unary_fn("ceil")
 _round_half_even = _unary_fn("round")
+trunc = _unary_fn("trunc")
+log2 = _unary_fn("log2")
+log10 = _unary_fn("log10")
+exp2 = _unary_fn("exp2")
+sinh = _unary_fn("sinh")
+cosh = _unary_fn("cosh")
+tan = _unary_fn("tan")
 
 
 @tensor_method("round")

@@ -57,7 +57,8 @@ def _write(t: Tensor, src_data) -> None:
 # computed). Any other op gets a copy, so that what it saves is not overwritten.
 _SELF_NOT_SAVED = frozenset({"add_", "sub_", "fill_", "zero_", "copy_", "index_put_", "neg_",
                              "exp_", "tanh_", "sigmoid_", "sqrt_", "reciprocal_", "floor_",
-                             "ceil_", "round_"})
+                             "ceil_", "round_", "expm1_", "rsqrt_", "sign_", "trunc_", "exp2_",
+                             "tan_"})
 
 
 def _snapshot(t: Tensor, copy: bool = True) -> Tensor:
@@ -159,7 +160,8 @@ def _unary_inplace(name: str, fn):
 
 
 for _name in ("neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "sin", "cos",
-              "floor", "ceil", "round", "reciprocal"):
+              "floor", "ceil", "round", "reciprocal", "log1p", "expm1", "rsqrt", "erf",
+              "square", "sign", "trunc", "log2", "log10", "exp2", "sinh", "cosh", "tan"):
     tensor_method(_name + "_")(_unary_inplace(_name + "_", getattr(ew, _name)))
 
 
