@@ -495,6 +495,165 @@ def _np_dropout(x, p=0.5, training=True):
     return x * 0.0 if training and p == 1.0 else x
 
 
+
+# ---------------------------------------------------------------- composites (nn/_composite.py)
+def _np_elu(x, alpha=1.0):
+    with np.errstate(over="ignore"):
+        return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0)))
+
+
+_SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+
+
+def _loss_samples(extra=None):
+    def gen(rng):
+        kw = dict(extra or {})
+        s = [Sample((_n(rng, 3, 4) * 2, _n(rng, 3, 4)), dict(kw, reduction=r), desc=r)
+             for r in ("mean", "sum", "none")]
+        return s + [Sample((_n(rng), _n(rng)), kw, desc="0-d"),
+                    Sample((_n(rng, 0), _n(rng, 0)), dict(kw, reduction="sum"), desc="empty"),
+                    Sample((_n(rng, 1025) * 2, _n(rng, 1025)), kw, desc="n=1025"),
+                    Sample((_n(rng, 4, 3), _n(rng, 4, 3)), kw, layouts=("T", "s"), desc="T,s")]
+    return gen
+
+
+def _np_reduce(loss, reduction="mean"):
+    return loss if reduction == "none" else np.asarray(loss.sum() if reduction == "sum"
+                                                      else loss.mean())
+
+
+def _np_smooth_l1(x, t, reduction="mean", beta=1.0):
+    d = np.abs(x - t)
+    return _np_reduce(np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+
+
+def _np_huber(x, t, reduction="mean", delta=1.0):
+    d = np.abs(x - t)
+    return _np_reduce(np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
+
+
+def _np_bce(x, t, weight=None, reduction="mean"):
+    with np.errstate(divide="ignore"):
+        loss = -(t * np.maximum(np.log(x), -100) + (1 - t) * np.maximum(np.log1p(-x), -100))
+    return _np_reduce(loss if weight is None else loss * weight, reduction)
+
+
+def _bce_samples(rng):
+    return [Sample((_n(rng, 3, 4), _n(rng, 3, 4)), {"reduction": r}, desc=r)
+            for r in ("mean", "sum", "none")] + [
+        Sample((_n(rng, 3, 4), _n(rng, 3, 4), _n(rng, 4)), desc="weight"),
+        Sample((_n(rng), _n(rng)), desc="0-d"),
+        Sample((_n(rng, 1025), _n(rng, 1025)), desc="n=1025"),
+        Sample((_n(rng, 4, 3), _n(rng, 4, 3)), layouts=("T", "s"), desc="T,s")]
+
+
+def _np_sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def _bce_logits(x, z, weight=None, pos_weight=None, reduction="mean"):
+    return F.binary_cross_entropy_with_logits(x, tgrad.sigmoid(z), weight,
+                                              reduction=reduction, pos_weight=pos_weight)
+
+
+def _np_bce_logits(x, z, weight=None, pos_weight=None, reduction="mean"):
+    t = _np_sigmoid(z)
+    lw = 1.0 if pos_weight is None else 1.0 + (pos_weight - 1.0) * t
+    loss = (1 - t) * x + lw * np.logaddexp(0.0, -x)
+    return _np_reduce(loss if weight is None else loss * weight, reduction)
+
+
+def _bce_logits_samples(rng):
+    return [Sample((_n(rng, 3, 4) * 3, _n(rng, 3, 4)), {"reduction": r}, desc=r)
+            for r in ("mean", "sum", "none")] + [
+        Sample((_n(rng, 3, 4) * 3, _n(rng, 3, 4), _n(rng, 4), np.abs(_n(rng, 4)) + 0.5),
+               desc="weight, pos_weight"),
+        Sample((_n(rng), _n(rng)), desc="0-d"),
+        Sample((_n(rng, 1025), _n(rng, 1025)), desc="n=1025"),
+        Sample((_n(rng, 4, 3), _n(rng, 4, 3)), layouts=("T", "s"), desc="T,s")]
+
+
+def _kl(x, z, reduction="mean", log_target=False):
+    t = F.softmax(z, -1)
+    return F.kl_div(x, t.log() if log_target else t, reduction=reduction, log_target=log_target)
+
+
+def _np_kl(x, z, reduction="mean", log_target=False):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    t = e / e.sum(-1, keepdims=True)
+    loss = t * (np.log(t) - x)
+    if reduction == "batchmean":
+        return np.asarray(loss.sum() / (x.shape[0] if x.ndim else 1))
+    return _np_reduce(loss, reduction)
+
+
+def _kl_samples(rng):
+    return [Sample((_n(rng, 3, 4), _n(rng, 3, 4)), {"reduction": r}, desc=r)
+            for r in ("mean", "sum", "none", "batchmean")] + [
+        Sample((_n(rng, 2, 5), _n(rng, 2, 5)), {"log_target": True}, desc="log_target"),
+        Sample((_n(rng, 4, 3), _n(rng, 4, 3)), layouts=("T", "s"), desc="T,s")]
+
+
+def _np_cosine(x1, x2, dim=1, eps=1e-8):
+    n1 = np.maximum(np.sqrt((x1 * x1).sum(dim, keepdims=True)), eps)
+    n2 = np.maximum(np.sqrt((x2 * x2).sum(dim, keepdims=True)), eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _cosine_samples(rng):
+    return [Sample((_n(rng, 3, 4), _n(rng, 3, 4)), desc="dim1"),
+            Sample((_n(rng, 3, 4), _n(rng, 4)), {"dim": -1}, desc="bcast"),
+            Sample((_n(rng, 2, 3, 4), _n(rng, 2, 3, 4)), {"dim": 0}, desc="dim0"),
+            Sample((_n(rng, 1025, 2), _n(rng, 1025, 2)), {"dim": 0}, desc="n=1025"),
+            Sample((_n(rng, 4, 3), _n(rng, 4, 3)), layouts=("T", "s"), desc="T,s")]
+
+
+def _np_normalize(x, p=2.0, dim=1, eps=1e-12):
+    return x / np.maximum((np.abs(x) ** p).sum(dim, keepdims=True) ** (1.0 / p), eps)
+
+
+def _normalize_samples(rng):
+    return [Sample((_n(rng, 3, 4),), desc="dim1"),
+            Sample((_n(rng, 3, 4),), {"p": 1.0, "dim": 0}, desc="p=1 dim0"),
+            Sample((_n(rng, 17),), {"dim": 0}, desc="n=17"),
+            Sample((_n(rng, 0, 4),), desc="empty"),
+            Sample((_n(rng, 4, 3),), {"dim": -1}, layouts=("T",), desc="T")]
+
+
+def _np_pad(x, pad, value=0.0):
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        x = np.take(x, range(max(-left, 0), x.shape[d] - max(-right, 0)), axis=d)
+        widths = [(0, 0)] * x.ndim
+        widths[d] = (max(left, 0), max(right, 0))
+        x = np.pad(x, widths, constant_values=value)
+    return x
+
+
+def _pad(x, pad, value=0.0):
+    return F.pad(x, pad, value=value)
+
+
+def _pad_samples(rng):
+    return [Sample((_n(rng, 3, 4), (1, 2)), desc="last dim"),
+            Sample((_n(rng, 2, 3, 4), (1, 0, 2, 1), 1.5), desc="two dims, value"),
+            Sample((_n(rng, 3, 4), (-1, 1, 1, -2)), desc="crop and pad"),
+            Sample((_n(rng, 17), (0, 0)), desc="nothing"),
+            Sample((_n(rng, 0, 3), (1, 1)), desc="empty"),
+            Sample((_n(rng, 4, 3), (2, 2)), layouts=("T",), desc="T")]
+
+
+def _np_embedding(idx, w, padding_idx=None):
+    return w[idx]
+
+
+def _embedding_samples(rng):
+    return [Sample((rng.integers(0, 5, (3, 4)), _n(rng, 5, 3)), desc="2-D indices"),
+            Sample((np.asarray(2), _n(rng, 5, 3)), desc="0-d index"),
+            Sample((np.zeros(0, np.int64), _n(rng, 5, 3)), desc="empty"),
+            Sample((rng.integers(0, 3, (4,)), _n(rng, 4, 3)), layouts=("c", "T"), desc="T")]
+
 OP_DB: list = [
     # views and shape ops
     OpSpec("reshape", tgrad.reshape, np.reshape, _reshape_samples),
@@ -547,4 +706,35 @@ OP_DB: list = [
     OpSpec("nn.silu", F.silu, _np_silu, _act_samples()),
     OpSpec("nn.softplus", F.softplus, _np_softplus, _softplus_samples),
     OpSpec("nn.dropout", F.dropout, _np_dropout, _dropout_samples),
+    # nn.functional composites
+    OpSpec("nn.leaky_relu", F.leaky_relu, lambda x, s=0.01: np.where(x > 0, x, s * x),
+           _act_samples()),
+    OpSpec("nn.leaky_relu_slope", F.leaky_relu, lambda x, s: np.where(x > 0, x, s * x),
+           lambda rng: [Sample((_n(rng, 17) * 3, 0.2), desc="slope 0.2")]),
+    OpSpec("nn.elu", F.elu, _np_elu, _act_samples()),
+    OpSpec("nn.elu_alpha", F.elu, _np_elu, _act_samples({"alpha": 0.5})),
+    OpSpec("nn.selu", F.selu, lambda x: _SELU[1] * _np_elu(x, _SELU[0]), _act_samples()),
+    OpSpec("nn.logsigmoid", F.logsigmoid, lambda x: -np.logaddexp(0.0, -x), _act_samples()),
+    OpSpec("nn.hardtanh", F.hardtanh, lambda x: np.clip(x, -1.0, 1.0), _act_samples()),
+    OpSpec("nn.relu6", F.relu6, lambda x: np.clip(x, 0.0, 6.0), _act_samples()),
+    OpSpec("nn.mish", F.mish, lambda x: x * np.tanh(np.logaddexp(0.0, x)), _act_samples()),
+    OpSpec("nn.glu", F.glu, lambda x, dim=-1: np.split(x, 2, dim)[0] * _np_sigmoid(
+        np.split(x, 2, dim)[1]), lambda rng: [Sample((_n(rng, 3, 4),), desc="last"),
+                                             Sample((_n(rng, 4, 3),), {"dim": 0}, desc="dim0"),
+                                             Sample((_n(rng, 3, 2),), layouts=("T",), desc="T")]),
+    OpSpec("nn.softmin", F.softmin, lambda x, dim: _np_softmax(-x, dim), _softmax_samples),
+    OpSpec("nn.l1_loss", F.l1_loss, lambda x, t, reduction="mean": _np_reduce(
+        np.abs(x - t), reduction), _loss_samples()),
+    OpSpec("nn.smooth_l1_loss", F.smooth_l1_loss, _np_smooth_l1, _loss_samples()),
+    OpSpec("nn.smooth_l1_loss_beta", F.smooth_l1_loss, _np_smooth_l1,
+           _loss_samples({"beta": 0.5})),
+    OpSpec("nn.huber_loss", F.huber_loss, _np_huber, _loss_samples({"delta": 0.7})),
+    OpSpec("nn.binary_cross_entropy", F.binary_cross_entropy, _np_bce, _bce_samples,
+           domain=(0.0, 1.0), nan_inf=False),  # NaN/inf inputs raise (out of [0, 1])
+    OpSpec("nn.bce_with_logits", _bce_logits, _np_bce_logits, _bce_logits_samples),
+    OpSpec("nn.kl_div", _kl, _np_kl, _kl_samples),
+    OpSpec("nn.cosine_similarity", F.cosine_similarity, _np_cosine, _cosine_samples),
+    OpSpec("nn.normalize", F.normalize, _np_normalize, _normalize_samples),
+    OpSpec("nn.pad", _pad, _np_pad, _pad_samples),
+    OpSpec("nn.embedding", F.embedding, _np_embedding, _embedding_samples),
 ]

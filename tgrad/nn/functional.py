@@ -26,7 +26,7 @@ from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["relu", "gelu", "silu", "softplus", "softmax", "log_softmax", "cross_entropy",
-           "nll_loss", "mse_loss", "layer_norm", "linear", "dropout"]
+           "nll_loss", "mse_loss", "layer_norm", "linear", "dropout"]  # + _composite's below
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -808,3 +808,10 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 for _c in (Softmax, SoftmaxBackward, LogSoftmax, LogSoftmaxBackward, CrossEntropy,
            CrossEntropyBackward, LayerNorm, LayerNormBackward, Dropout, DropoutBackward):
     register_op(_c)
+
+
+# Ops composed of the ones above and of tgrad ops (leaky_relu, losses, one_hot, pad...).
+from tgrad.nn import _composite  # noqa: E402
+from tgrad.nn._composite import *  # noqa: E402,F401,F403
+
+__all__ += _composite.__all__

@@ -42,15 +42,8 @@ class Embedding(Module):
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        if input.dtype.is_floating_point:
-            raise RuntimeError(f"Embedding: expected an integer index tensor, got "
-                               f"{input.dtype}")
-        out = self.weight[input]
-        if self.padding_idx is not None:
-            from tgrad.ops.elementwise import where
-            keep = (input != self.padding_idx).unsqueeze(-1)
-            out = where(keep, out, out.detach())  # same values; no gradient to the pad row
-        return out
+        from tgrad.nn.functional import embedding
+        return embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"

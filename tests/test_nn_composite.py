@@ -1,0 +1,190 @@
+"""nn.functional composites (tgrad/nn/_composite.py) and their modules: edge values and
+gradients PyTorch's dedicated backwards give (written out by hand here), errors, and the
+module wrappers. Values and gradients in general are in the op table (tests/op_db_nn.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn as nn
+import tgrad.nn.functional as F
+
+
+def _t(values, **kw):
+    return tgrad.tensor(np.asarray(values, dtype=np.float64), **kw)
+
+
+def _grad(fn, values, *args, **kw):
+    x = _t(values, requires_grad=True)
+    fn(x, *args, **kw).sum().backward()
+    return x.grad.tolist()
+
+
+def test_activation_gradients_at_edges():
+    # no NaN from the branch a where does not take: elu at 1000 has gradient 1
+    assert _grad(F.elu, [1000.0, 0.0, -1.0]) == [1.0, 1.0, math.exp(-1.0)]
+    assert _grad(F.leaky_relu, [2.0, 0.0, -2.0], 0.2) == [1.0, 0.2, 0.2]  # the slope at 0
+    # hardtanh/relu6 pass the gradient strictly inside the bounds (PyTorch's backward)
+    assert _grad(F.hardtanh, [-1.0, 0.5, 1.0, 3.0]) == [0.0, 1.0, 0.0, 0.0]
+    assert _grad(F.relu6, [0.0, 3.0, 6.0]) == [0.0, 1.0, 0.0]
+    assert _grad(F.logsigmoid, [0.0]) == [0.5]
+
+
+def test_smooth_l1_and_huber_at_infinity():
+    # the quadratic branch, not taken there, must not make inf * 0 = NaN (beta = delta = 1)
+    for fn in (F.smooth_l1_loss, F.huber_loss):
+        x = _t([np.inf, -np.inf, 0.25], requires_grad=True)
+        fn(x, _t([0.0, 0.0, 0.0]), reduction="sum").backward()
+        assert x.grad.tolist() == [1.0, -1.0, 0.25]
+
+
+def test_binary_cross_entropy_clamps_like_pytorch():
+    x = _t([0.0, 1.0, 0.25], requires_grad=True)
+    t = _t([0.5, 0.5, 1.0], requires_grad=True)
+    loss = F.binary_cross_entropy(x, t, reduction="none")
+    # log(0) is clamped at -100: 0.5 * 100 each; -log(0.25) for the third
+    np.testing.assert_allclose(loss.detach().numpy(), [50.0, 50.0, math.log(4.0)], rtol=1e-15)
+    loss.sum().backward()
+    eps = float(np.float32(1e-12))  # x (1 - x) is floored at float32's 1e-12
+    np.testing.assert_allclose(x.grad.numpy(), [-0.5 / eps, 0.5 / eps, -0.75 / 0.1875],
+                               rtol=1e-15)
+    assert t.grad.tolist()[:2] == [math.inf, -math.inf]  # log(1 - x) - log(x), unclamped
+    with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+        F.binary_cross_entropy(_t([1.5]), _t([1.0]))
+    with pytest.raises(ValueError, match=r"target size \(\[2\]\) that is different to the input "
+                                         r"size \(\[1\]\)"):
+        F.binary_cross_entropy(_t([0.5]), _t([1.0, 0.0]))
+
+
+def test_bce_with_logits_matches_the_probability_form_and_is_stable():
+    x = _t([-3.0, 0.0, 2.0, 800.0, -800.0], requires_grad=True)
+    t = _t([0.0, 1.0, 0.3, 1.0, 0.0])
+    loss = F.binary_cross_entropy_with_logits(x, t, reduction="none")
+    p = 1.0 / (1.0 + np.exp(-x.detach().numpy()[:3]))
+    ref = -(t.numpy()[:3] * np.log(p) + (1 - t.numpy()[:3]) * np.log1p(-p))
+    np.testing.assert_allclose(loss.detach().numpy()[:3], ref, rtol=1e-14)
+    assert loss.tolist()[3:] == [0.0, 0.0]  # confident and right: no overflow
+    loss.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy()[:3], p - t.numpy()[:3], rtol=1e-14)
+    pw = _t([2.0])
+    y = F.binary_cross_entropy_with_logits(_t([0.0]), _t([1.0]), pos_weight=pw)
+    assert y.item() == pytest.approx(2.0 * math.log(2.0), rel=1e-15)
+
+
+def test_kl_div_zero_targets_and_batchmean():
+    x = _t([[math.log(0.5), math.log(0.5)], [math.log(0.25), math.log(0.75)]],
+           requires_grad=True)
+    t = _t([[1.0, 0.0], [0.25, 0.75]])
+    loss = F.kl_div(x, t, reduction="batchmean")
+    want = (1.0 * (0.0 - math.log(0.5)) + 0.0) / 2  # 0 log 0 = 0; the second row matches
+    assert loss.item() == pytest.approx(want, rel=1e-15)
+    loss.backward()
+    assert x.grad.tolist() == [[-0.5, 0.0], [-0.125, -0.375]]  # -t / batch
+    with pytest.raises(ValueError, match="bogus is not a valid value for reduction"):
+        F.kl_div(x, t, reduction="bogus")
+
+
+def test_cosine_similarity_with_a_zero_vector_is_zero_with_finite_gradient():
+    a = _t([[3.0, 4.0], [1.0, 0.0]], requires_grad=True)
+    b = _t([[0.0, 0.0], [2.0, 0.0]])
+    cos = F.cosine_similarity(a, b)
+    assert cos.tolist() == [0.0, 1.0]
+    cos.sum().backward()
+    assert np.isfinite(a.grad.numpy()).all()
+
+
+def test_normalize_one_hot_pad_embedding():
+    assert F.normalize(_t([[3.0, 4.0]])).tolist() == [[0.6, 0.8]]
+    assert F.normalize(_t([[0.0, 0.0]])).tolist() == [[0.0, 0.0]]  # eps keeps it finite
+    oh = F.one_hot(tgrad.tensor([2, 0]))
+    assert oh.dtype is tgrad.int64 and oh.tolist() == [[0, 0, 1], [1, 0, 0]]
+    assert F.one_hot(tgrad.tensor([1]), 4).tolist() == [[0, 1, 0, 0]]
+    with pytest.raises(RuntimeError, match="Class values must be non-negative"):
+        F.one_hot(tgrad.tensor([-1]))
+    with pytest.raises(RuntimeError, match="Class values must be smaller than num_classes"):
+        F.one_hot(tgrad.tensor([3]), 3)
+    x = _t([[1.0, 2.0]], requires_grad=True)
+    y = F.pad(x, (1, 0, 0, 1), value=9.0)
+    assert y.tolist() == [[9.0, 1.0, 2.0], [9.0, 9.0, 9.0]]
+    y.sum().backward()
+    assert x.grad.tolist() == [[1.0, 1.0]]
+    with pytest.raises(NotImplementedError, match="pad: mode 'reflect' is not supported"):
+        F.pad(x, (1, 1), mode="reflect")
+    w = _t(np.arange(6.0).reshape(3, 2), requires_grad=True)
+    out = F.embedding(tgrad.tensor([[0, 2], [2, 1]]), w, padding_idx=2)
+    assert out.tolist() == [[[0.0, 1.0], [4.0, 5.0]], [[4.0, 5.0], [2.0, 3.0]]]
+    out.sum().backward()
+    assert w.grad.tolist() == [[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]  # the pad row: none
+
+
+@pytest.mark.parametrize("call, err, msg", [
+    (lambda: F.glu(_t([1.0, 2.0, 3.0])), RuntimeError,
+     "Halving dimension must be even, but dimension 0 is size 3"),
+    (lambda: F.smooth_l1_loss(_t([1.0]), _t([0.0]), beta=-1.0), RuntimeError,
+     "smooth_l1_loss does not support negative values for beta"),
+    (lambda: F.huber_loss(_t([1.0]), _t([0.0]), delta=0.0), RuntimeError,
+     "huber_loss does not support non-positive values for delta"),
+    (lambda: F.l1_loss(_t([1.0]), _t([0.0]), reduction="avg"), ValueError,
+     "avg is not a valid value for reduction"),
+    (lambda: F.hardtanh(_t([1.0]), 2.0, 1.0), ValueError,
+     "max_val cannot be less than min_val"),
+    (lambda: F.one_hot(_t([1.0])), RuntimeError,
+     "one_hot is only applicable to index tensor"),
+])
+def test_composite_errors(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()
+
+
+def test_modules_call_their_functions():
+    rng = np.random.default_rng(0)
+    x = _t(rng.standard_normal((3, 4)))
+    t = _t(rng.random((3, 4)))
+    pairs = [
+        (nn.LeakyReLU(0.2), F.leaky_relu(x, 0.2)), (nn.ELU(0.5), F.elu(x, 0.5)),
+        (nn.SELU(), F.selu(x)), (nn.Softplus(2.0, 5.0), F.softplus(x, 2.0, 5.0)),
+        (nn.Hardtanh(-0.5, 0.5), F.hardtanh(x, -0.5, 0.5)), (nn.ReLU6(), F.relu6(x)),
+        (nn.LogSigmoid(), F.logsigmoid(x)), (nn.Mish(), F.mish(x)), (nn.GLU(), F.glu(x)),
+        (nn.Softmin(1), F.softmin(x, 1)),
+    ]
+    for module, want in pairs:
+        np.testing.assert_array_equal(module(x).numpy(), want.numpy(), err_msg=repr(module))
+    losses = [
+        (nn.L1Loss(reduction="sum"), F.l1_loss(x, t, reduction="sum")),
+        (nn.SmoothL1Loss(beta=0.5), F.smooth_l1_loss(x, t, beta=0.5)),
+        (nn.HuberLoss(delta=0.3), F.huber_loss(x, t, delta=0.3)),
+        (nn.BCEWithLogitsLoss(pos_weight=_t([2.0])),
+         F.binary_cross_entropy_with_logits(x, t, pos_weight=_t([2.0]))),
+        (nn.BCELoss(), F.binary_cross_entropy(x.sigmoid(), t)),
+        (nn.KLDivLoss(reduction="batchmean"), F.kl_div(x, t, reduction="batchmean")),
+    ]
+    for module, want in losses:
+        args = (x.sigmoid(), t) if isinstance(module, nn.BCELoss) else (x, t)
+        np.testing.assert_array_equal(module(*args).numpy(), want.numpy(), err_msg=repr(module))
+    logp = F.log_softmax(x, 1)
+    nll = nn.NLLLoss(weight=_t([1.0, 2.0, 0.5, 1.0]), ignore_index=1)
+    target = tgrad.tensor([0, 1, 3])
+    np.testing.assert_array_equal(
+        nll(logp, target).numpy(),
+        F.nll_loss(logp, target, _t([1.0, 2.0, 0.5, 1.0]), ignore_index=1).numpy())
+    assert "weight" in nll.state_dict()
+
+
+def test_flatten_unflatten_moduledict():
+    x = tgrad.zeros(2, 3, 4)
+    assert nn.Flatten()(x).shape == (2, 12)
+    assert nn.Flatten(0, 1)(x).shape == (6, 4)
+    assert nn.Unflatten(-1, (2, -1))(x).shape == (2, 3, 2, 2)
+    d = nn.ModuleDict({"enc": nn.Linear(2, 3)})
+    d.update([("dec", nn.Linear(3, 2))])
+    d["act"] = nn.ReLU()
+    assert list(d.keys()) == ["enc", "dec", "act"] and "dec" in d and len(d) == 3
+    assert sorted(d.state_dict()) == ["dec.bias", "dec.weight", "enc.bias", "enc.weight"]
+    assert len(list(d.parameters())) == 4
+    del d["act"]
+    assert list(d) == ["enc", "dec"]
+    assert isinstance(d.pop("enc"), nn.Linear) and list(d.keys()) == ["dec"]

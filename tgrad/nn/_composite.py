@@ -1,0 +1,389 @@
+"""nn.functional ops composed of other tgrad ops (no primitive or kernel of their own),
+re-exported by tgrad.nn.functional. Gradients come from the parts, so these are written
+to keep them exact where PyTorch has a dedicated backward:
+
+- a branch a ``where`` does not select must not hold inf/NaN, or its zero gradient times
+  that inf becomes NaN (elu takes expm1 of min(x, 0); kl_div takes log of a target with
+  its zeros replaced by 1);
+- hardtanh/relu6 pass the gradient strictly inside (lo, hi), as PyTorch's backward does
+  (clamp passes it at the bounds too);
+- binary_cross_entropy is one Function with PyTorch's backward (the composite of a clamped
+  log gives 0/0 at x = 0 or 1), written in tgrad ops so it differentiates again.
+
+float16/bfloat16 losses compute in float32 and round once, as the fused ops do.
+"""
+
+from __future__ import annotations
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.nn.functional import (
+    _check_float,
+    _check_reduction,
+    _check_tensor,
+    _compute,
+    _legacy_reduction,
+    softmax,
+    softplus,
+)
+from tgrad.ops.creation import arange, full
+from tgrad.ops.elementwise import clamp, expm1, log, log1p, sigmoid, where
+from tgrad.ops.inplace import apply_inplace
+from tgrad.tensor import Tensor, _wrap_dim
+
+__all__ = ["leaky_relu", "elu", "selu", "logsigmoid", "hardtanh", "relu6", "glu", "softmin",
+           "mish", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity", "normalize",
+           "one_hot", "embedding", "pad"]
+
+
+# ====================================================================== activations
+def _rounded_once(fn):
+    """``fn`` computed in float32 for float16/bfloat16 inputs and rounded once (as PyTorch's
+    fused activations), so a chain of ops does not round at every step."""
+    def run(x: Tensor) -> Tensor:
+        (x,), half = _compute(x)
+        y = fn(x)
+        return y if half is None else y.to(half)
+    return run
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01,  # noqa: A002
+               inplace: bool = False) -> Tensor:
+    """x where x > 0, else negative_slope x;  dx = g or negative_slope g (at 0: the slope)."""
+    _check_float("leaky_relu", input)
+    fn = lambda x: where(x > 0, x, x * negative_slope)  # noqa: E731
+    return apply_inplace(input, "leaky_relu_", fn) if inplace else fn(input)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x where x > 0, else alpha (e^x - 1);  dx = g or alpha e^x g."""
+    _check_float("elu", input)
+    # expm1 of x where x <= 0 (or NaN), of 0 elsewhere: no inf in the branch not taken
+    fn = _rounded_once(lambda x: where(x > 0, x, expm1(where(x > 0, 0.0, x)) * alpha))
+    return apply_inplace(input, "elu_", fn) if inplace else fn(input)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """scale * elu(x, alpha) with the self-normalising constants."""
+    _check_float("selu", input)
+    fn = _rounded_once(lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE)
+    return apply_inplace(input, "selu_", fn) if inplace else fn(input)
+
+
+def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """log(sigmoid(x)) = -softplus(-x) (stable for large |x|);  dx = g sigmoid(-x)."""
+    return -softplus(-input)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
+             inplace: bool = False) -> Tensor:
+    """clamp(x, min_val, max_val);  dx = g strictly inside (min_val, max_val), else 0."""
+    _check_tensor("hardtanh", input)
+    if max_val < min_val:
+        raise ValueError("max_val cannot be less than min_val")
+
+    def fn(x):
+        y = clamp(x, min_val, max_val)
+        return where((x > min_val) & (x < max_val), y, y.detach())
+    return apply_inplace(input, "hardtanh_", fn) if inplace else fn(input)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """min(max(x, 0), 6) (hardtanh(x, 0, 6))."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
+    """a * sigmoid(b) with a, b the two halves of ``input`` along ``dim``."""
+    _check_float("glu", input)
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _wrap_dim(dim, input.ndim, "glu")
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                           f"{input.shape[d]}")
+
+    def gated(x: Tensor) -> Tensor:
+        a, b = x.chunk(2, d)
+        return a * sigmoid(b)
+    return _rounded_once(gated)(input)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
+            dtype=None) -> Tensor:
+    """softmax(-x) along ``dim``."""
+    return softmax(-input, dim, dtype=dtype)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x tanh(softplus(x))."""
+    _check_float("mish", input)
+    fn = _rounded_once(lambda x: x * softplus(x).tanh())
+    return apply_inplace(input, "mish_", fn) if inplace else fn(input)
+
+
+# ====================================================================== losses
+def _reduce(loss: Tensor, reduction: str, half) -> Tensor:
+    if reduction == "mean":
+        loss = loss.mean()
+    elif reduction == "sum":
+        loss = loss.sum()
+    return loss if half is None else loss.to(half)
+
+
+def _pair(op: str, input: Tensor, target: Tensor, size_average, reduce,  # noqa: A002
+          reduction: str) -> tuple:
+    """Checked (input, target) in compute dtype, the half dtype to round to, reduction."""
+    _check_float(op, input)
+    _check_tensor(op, target, "target")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        import warnings
+        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
+                      f"input size ({list(input.shape)}). This will likely lead to incorrect "
+                      f"results due to broadcasting. Please ensure they have the same size.",
+                      stacklevel=3)
+    (x, t), half = _compute(input, target)
+    return x, t, half, reduction
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
+            reduction: str = "mean") -> Tensor:
+    """|input - target|, reduced;  dx = g sign(x - t) (0 where equal)."""
+    x, t, half, reduction = _pair("l1_loss", input, target, size_average, reduce, reduction)
+    return _reduce((x - t).abs(), reduction, half)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    x, t, half, reduction = _pair("smooth_l1_loss", input, target, size_average, reduce,
+                                  reduction)
+    d = x - t
+    ad = d.abs()
+    if beta == 0.0:
+        return _reduce(ad, reduction, half)
+    dq = clamp(d, -beta, beta)  # the quadratic branch stays finite where it is not taken
+    return _reduce(where(ad < beta, dq * dq * (0.5 / beta), ad - 0.5 * beta), reduction, half)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
+               delta: float = 1.0, weight: Tensor | None = None) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target)."""
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    x, t, half, reduction = _pair("huber_loss", input, target, None, None, reduction)
+    d = x - t
+    ad = d.abs()
+    dq = clamp(d, -delta, delta)  # the quadratic branch stays finite where it is not taken
+    loss = where(ad < delta, dq * dq * 0.5, (ad - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, half)
+
+
+_LOG_FLOOR = -100.0  # PyTorch clamps BCE's logs at -100
+_BCE_EPS = 9.999999960041972e-13  # floor of x (1 - x) in its gradient: float32 1e-12 (PyTorch)
+
+
+class BinaryCrossEntropy(Function):
+    """l = -(t log x + (1 - t) log(1 - x)), logs clamped at -100;
+    dl/dx = (x - t) / max(x (1 - x), 1e-12);  dl/dt = log(1 - x) - log(x) (unclamped).
+    Forward and backward are tgrad ops, so the backward differentiates again."""
+
+    name = "binary_cross_entropy"
+    node_name = "BinaryCrossEntropyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, t):
+        ctx.save_for_backward(x, t)
+        return -(t * _clamped_log(x) + (1.0 - t) * _clamped_log(1.0 - x))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        need_x, need_t = ctx.needs_input_grad
+        gx = g * (x - t) / clamp(x * (1.0 - x), min=_BCE_EPS) if need_x else None
+        gt = g * (log1p(-x) - log(x)) if need_t else None
+        return gx, gt
+
+
+def _clamped_log(x: Tensor) -> Tensor:
+    return clamp(log(x), min=_LOG_FLOOR)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """-w (t log x + (1 - t) log(1 - x)) of probabilities ``input`` in [0, 1], reduced."""
+    _check_float("binary_cross_entropy", input)
+    _check_tensor("binary_cross_entropy", target, "target")
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the "
+                         f"input size ({list(input.shape)}) is deprecated. Please ensure they "
+                         f"have the same size.")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if input.numel():
+        lo, hi = float(input.detach().amin()), float(input.detach().amax())
+        if not (0.0 <= lo and hi <= 1.0):  # NaN fails too
+            raise RuntimeError(f"binary_cross_entropy: all elements of input should be between "
+                               f"0 and 1 (got values in [{lo}, {hi}])")
+    (x, t), half = _compute(input, target.to(input.dtype))
+    loss = BinaryCrossEntropy.apply(x, t)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, half)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
+                                     weight: Tensor | None = None, size_average=None,
+                                     reduce=None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """(1 - t) x + (1 + (pos_weight - 1) t) softplus(-x): BCE of sigmoid(x), stable for
+    any x (softplus(-x) = -log sigmoid(x));  dx = g (sigmoid(x) (1 + (pw - 1) t) - pw t)."""
+    _check_float("binary_cross_entropy_with_logits", input)
+    _check_tensor("binary_cross_entropy_with_logits", target, "target")
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
+                         f"({list(input.shape)})")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    (x, t), half = _compute(input, target.to(input.dtype))
+    sp = softplus(-x)
+    if pos_weight is not None:
+        sp = sp * ((pos_weight - 1.0) * t + 1.0)
+    loss = (1.0 - t) * x + sp
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, half)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """Pointwise KL divergence t (log t - x) of log-probabilities ``input`` (0 where t == 0;
+    with ``log_target``: e^t (t - x)); reduction "batchmean" divides the sum by the batch
+    size (the mathematically right KL), "mean" by the number of elements."""
+    _check_float("kl_div", input)
+    _check_tensor("kl_div", target, "target")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    (x, t), half = _compute(input, target)
+    if log_target:
+        loss = t.exp() * (t - x)
+    else:  # xlogy(t, t): log of t with its zeros replaced by 1, so 0 log 0 = 0 (no NaN grad)
+        loss = t * log(where(t > 0, t, 1.0)) - t * x
+    if reduction == "batchmean":
+        n = input.shape[0] if input.ndim else 1
+        loss = loss.sum() / float(n)
+        return loss if half is None else loss.to(half)
+    return _reduce(loss, reduction, half)
+
+
+# ====================================================================== vectors
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum((x1 / max(|x1|, eps)) (x2 / max(|x2|, eps))) along ``dim`` (inputs broadcast),
+    as PyTorch: each input is divided by its own norm first (the result stays in [-1, 1]),
+    and the clamp at eps is not differentiated (the gradient is the unclamped norm's)."""
+    _check_float("cosine_similarity", x1)
+    _check_float("cosine_similarity", x2)
+    (a, b), half = _compute(x1, x2)
+    cos = ((a / _norm_at_least(a, dim, eps)) * (b / _norm_at_least(b, dim, eps))).sum(dim)
+    return cos if half is None else cos.to(half)
+
+
+def _norm_at_least(x: Tensor, dim: int, eps: float) -> Tensor:
+    n = x.norm(2, dim, keepdim=True)
+    return n + (clamp(n, min=eps) - n).detach()
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  # noqa: A002
+              out=None) -> Tensor:
+    """input / max(||input||_p, eps) along ``dim``."""
+    _check_float("normalize", input)
+    if out is not None:
+        raise RuntimeError("normalize: out= is not supported; assign the result instead")
+    return input / clamp(input.norm(p, dim, keepdim=True), min=eps)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 tensor of shape (*tensor.shape, num_classes) with a 1 at each class index
+    (num_classes = -1: one more than the largest index)."""
+    _check_tensor("one_hot", tensor, "tensor")
+    if tensor.dtype.is_floating_point or tensor.dtype is dtypes.bool_:
+        raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, "
+                           f"got {tensor.dtype.name}")
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        lo = hi = 0
+    else:
+        lo, hi = int(tensor.min()), int(tensor.max())
+    if lo < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = hi + 1
+    elif hi >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).long()
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # noqa: A002
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows ``weight[input]`` (shape (*input.shape, embedding_dim)); the ``padding_idx`` row
+    gets no gradient.  dweight[i] = sum of the output gradients where input == i."""
+    _check_tensor("embedding", input)
+    if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
+        raise RuntimeError(f"embedding: expected an integer index tensor (Long or Int), got "
+                           f"{input.dtype.name}")
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+                                  "supported in tgrad")
+    if padding_idx is not None:
+        if not -weight.shape[0] <= padding_idx < weight.shape[0]:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= weight.shape[0]
+    out = weight[input]
+    if padding_idx is not None:
+        keep = (input != padding_idx).unsqueeze(-1)
+        out = where(keep, out, out.detach())  # same values; no gradient to the pad row
+    return out
+
+
+def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
+        value: float | None = None) -> Tensor:
+    """Pad (or, with negative sizes, crop) the last len(pad) // 2 dims: ``pad`` is
+    (left, right) of the last dim, then of the one before, ...; constant mode only.
+    dx = the gradient of the copied region."""
+    _check_tensor("pad", input)
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode '{mode}' is not supported in tgrad (only "
+                                  f"'constant')")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length must be divisible by 2 and at most twice the "
+                           f"number of dims of the input ({input.ndim}), got {len(pad)}")
+    shape, src, dst = list(input.shape), [slice(None)] * input.ndim, [slice(None)] * input.ndim
+    for i in range(len(pad) // 2):
+        d = input.ndim - 1 - i
+        left, right = int(pad[2 * i]), int(pad[2 * i + 1])
+        n = shape[d] + left + right
+        if n < 0:
+            raise RuntimeError(f"pad: the padded size of dim {d} would be {n} (input size "
+                               f"{shape[d]}, pads {left}, {right})")
+        src[d] = slice(max(-left, 0), shape[d] - max(-right, 0))
+        dst[d] = slice(max(left, 0), n - max(right, 0))
+        shape[d] = n
+    out = full(shape, 0 if value is None else value, dtype=input.dtype, device=input.device)
+    out[tuple(dst)] = input[tuple(src)]
+    return out
+

@@ -1,0 +1,35 @@
+"""Flatten and Unflatten: reshape modules (views where the layout allows)."""
+
+from __future__ import annotations
+
+from tgrad.nn.modules.module import Module
+from tgrad.tensor import Tensor, _wrap_dim
+
+
+class Flatten(Module):
+    """Merge dims ``start_dim``..``end_dim`` into one (default: all but the batch dim)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dim ``dim`` into ``unflattened_size`` (one entry may be -1)."""
+
+    def __init__(self, dim: int, unflattened_size) -> None:
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        d = _wrap_dim(self.dim, input.ndim, "Unflatten")
+        return input.reshape(input.shape[:d] + self.unflattened_size + input.shape[d + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
