@@ -25,6 +25,7 @@ MODULES = [
     ("tgrad.nn.init", "parameter initialisation"),
     ("tgrad.nn.utils", "gradient clipping"),
     ("tgrad.optim", "optimizers"),
+    ("tgrad.optim.lr_scheduler", "learning-rate schedules"),
 ]
 SUBMODULES = {m for m, _ in MODULES}
 

@@ -1,7 +1,8 @@
-"""tgrad.optim: Optimizer, SGD, Adam, AdamW (PyTorch's update rules)."""
+"""tgrad.optim: Optimizer, SGD, Adam, AdamW (PyTorch's update rules) and lr_scheduler."""
 
+from tgrad.optim import lr_scheduler
 from tgrad.optim.adam import Adam, AdamW
 from tgrad.optim.optimizer import Optimizer
 from tgrad.optim.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
