@@ -542,6 +542,152 @@ def _flip_samples(rng):
             Sample((_n(rng, 4, 3), (1,)), layouts=("T",), desc="T")]
 
 
+def _cumsum_samples(rng):
+    s = [Sample((_n(rng), 0), desc="0-d"), Sample((_n(rng, 0), 0), desc="empty"),
+         Sample((_n(rng, 0, 3), 1), desc="empty other dim")]
+    s += [Sample((_n(rng, n), 0), desc=f"n={n}") for n in SIZES]
+    s += [Sample((_n(rng, 3, 4), d), desc=f"2d dim={d}") for d in (0, 1, -1)]
+    s += [Sample((_n(rng, 2, 5, 3), 1), desc="3d middle dim"),
+          Sample((np.asarray(rng.integers(-5, 5, (3, 17))), 1), desc="int64"),
+          Sample((_bool_of(rng, 17), 0), desc="bool"),
+          Sample((_n(rng, 4, 3), 0), layouts=("T",), desc="T dim0"),
+          Sample((_n(rng, 3, 5), 1), layouts=("s",), desc="s dim1"),
+          Sample((_n(rng, 40, 33), 0), layouts=("T",), desc="T-large")]
+    return s
+
+
+def _np_cumsum(x, dim, dtype=None):
+    if x.ndim == 0:
+        return x.copy()
+    out = np.cumsum(x, axis=dim)
+    return out.astype(np.int64) if out.dtype.kind in "iub" else out
+
+
+def _products_samples(kind):
+    def gen(rng):
+        if kind == "dot":
+            return [Sample((_n(rng, n), _n(rng, n)), desc=f"n={n}") for n in (1, 17, 1025)] + [
+                Sample((_n(rng, 0), _n(rng, 0)), desc="empty"),
+                Sample((_n(rng, 5), _n(rng, 5)), layouts=("s", "s"), desc="sliced")]
+        if kind == "mv":
+            return [Sample((_n(rng, 3, 4), _n(rng, 4)), desc="3x4"),
+                    Sample((_n(rng, 4, 3), _n(rng, 3)), layouts=("T",), desc="T"),
+                    Sample((_n(rng, 0, 2), _n(rng, 2)), desc="empty")]
+        if kind == "outer":
+            return [Sample((_n(rng, 3), _n(rng, 4)), desc="3x4"),
+                    Sample((_n(rng, 17), _n(rng, 1)), desc="17x1"),
+                    Sample((_n(rng, 0), _n(rng, 2)), desc="empty")]
+        if kind == "addmm":
+            return [Sample((_n(rng, 2, 2), _n(rng, 2, 3), _n(rng, 3, 2)), desc="small"),
+                    Sample((_n(rng, 3, 4), _n(rng, 3, 5), _n(rng, 5, 4)), desc="plain"),
+                    Sample((_n(rng, 4), _n(rng, 3, 5), _n(rng, 5, 4)), {"beta": 0.5, "alpha": 2.0},
+                           desc="bcast input, beta, alpha"),
+                    Sample((_n(rng, 3, 4), _n(rng, 3, 5), _n(rng, 5, 4)), {"beta": 0.0},
+                           desc="beta 0"),
+                    Sample((_n(rng, 3, 4), _n(rng, 3, 5), _n(rng, 5, 4)), layouts=("c", "T"),
+                           desc="T")]
+        if kind == "baddbmm":
+            return [Sample((_n(rng, 1, 2, 2), _n(rng, 1, 2, 2), _n(rng, 1, 2, 2)), desc="small"),
+                    Sample((_n(rng, 2, 3, 4), _n(rng, 2, 3, 5), _n(rng, 2, 5, 4)), desc="plain"),
+                    Sample((_n(rng, 3, 4), _n(rng, 2, 3, 5), _n(rng, 2, 5, 4)),
+                           {"beta": 2.0, "alpha": -1.0}, desc="bcast, beta, alpha")]
+        if kind == "diag":
+            return [Sample((_n(rng, 4),), desc="vector"),
+                    Sample((_n(rng, 3), 1), desc="vector k=1"),
+                    Sample((_n(rng, 3, 5),), desc="matrix"),
+                    Sample((_n(rng, 3, 5), -1), desc="matrix k=-1"),
+                    Sample((_n(rng, 3, 5), 2), desc="matrix k=2"),
+                    Sample((_n(rng, 4, 3),), layouts=("T",), desc="T")]
+        return [Sample((_n(rng, 3, 5),), desc="3x5"), Sample((_n(rng, 4, 4),), layouts=("T",),
+                                                            desc="T")]
+    return gen
+
+
+def _np_addmm(inp, a, b, beta=1, alpha=1):
+    return alpha * (a @ b) + (0 if beta == 0 else beta * inp)
+
+
+def _np_diag(x, k=0):
+    return np.diag(x, k)
+
+
+def _roll_samples(rng):
+    return [Sample((_n(rng, 17), 3, 0), desc="n=17"), Sample((_n(rng, 3, 4), -1, 1), desc="neg"),
+            Sample((_n(rng, 3, 4), (1, 5), (0, 1)), desc="two dims"),
+            Sample((_n(rng, 3, 4), 5), desc="flat"), Sample((_n(rng, 0, 3), 1, 1), desc="empty"),
+            Sample((_n(rng, 4, 3), 2, 0), layouts=("T",), desc="T")]
+
+
+def _np_roll(x, shifts, dims=None):
+    return np.roll(x, shifts, dims)
+
+
+def _lerp_samples(rng):
+    return [Sample((_n(rng, 17), _n(rng, 17), 0.3), desc="w 0.3"),
+            Sample((_n(rng, 17), _n(rng, 17), 0.8), desc="w 0.8"),
+            Sample((_n(rng, 3, 4), _n(rng, 4), _n(rng, 3, 1)), desc="tensor weight, bcast"),
+            Sample((_n(rng, 4, 3), _n(rng, 4, 3), 0.5), layouts=("T", "s"), desc="views")]
+
+
+def _np_lerp(a, b, w):
+    # PyTorch's formula (documented as start + weight * (end - start)): from ``end`` back
+    # where |weight| >= 0.5, which keeps lerp(start, end, 1) == end and decides inf inputs
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+
+
+def _addc_samples(rng):
+    return [Sample((_n(rng, 3, 4), _n(rng, 3, 4), np.abs(_n(rng, 3, 4)) + 0.5), desc="plain"),
+            Sample((_n(rng, 4), _n(rng, 3, 1), np.abs(_n(rng, 4)) + 0.5), {"value": -0.5},
+                   desc="bcast value"),
+            Sample((_n(rng, 4, 3), _n(rng, 4, 3), np.abs(_n(rng, 4, 3)) + 0.5),
+                   layouts=("T", "s", "c"), desc="views")]
+
+
+def _scatter_add_samples(rng):
+    return [Sample((_n(rng, 3, 4), 1, _int_index(rng, 4, 3, 6), _n(rng, 3, 6)), desc="repeats"),
+            Sample((_n(rng, 4, 3), 0, _int_index(rng, 4, 2, 3), _n(rng, 3, 3)),
+                   desc="src larger"),
+            Sample((_n(rng, 17), 0, _int_index(rng, 17, 17), _n(rng, 17)), desc="n=17")]
+
+
+def _np_scatter_add(x, dim, index, src):
+    out = x.copy()
+    idx = list(np.indices(index.shape))
+    idx[dim] = index
+    np.add.at(out, tuple(idx), src[tuple(slice(0, n) for n in index.shape)])
+    return out
+
+
+def _index_add_samples(rng):
+    return [Sample((_n(rng, 3, 4), 1, _int_index(rng, 4, 6), _n(rng, 3, 6)), desc="repeats"),
+            Sample((_n(rng, 5, 2), 0, _int_index(rng, 5, 3), _n(rng, 3, 2)), {"alpha": 2.0},
+                   desc="alpha")]
+
+
+def _np_index_add(x, dim, index, src, alpha=1):
+    out = x.copy()
+    key = (slice(None),) * dim + (index,)
+    np.add.at(out, key, alpha * src)
+    return out
+
+
+def _take_along_samples(rng):
+    return [Sample((_n(rng, 3, 4), _int_index(rng, 4, 3, 2), 1), desc="dim1"),
+            Sample((_n(rng, 3, 4), _int_index(rng, 3, 5, 1), 0), desc="bcast index"),
+            Sample((_n(rng, 3, 4), _int_index(rng, 12, 5)), desc="flat")]
+
+
+def _np_take_along(x, idx, dim=None):
+    if dim is None:
+        return np.take_along_axis(x.reshape(-1), idx.reshape(-1), 0)
+    shape = list(np.broadcast_shapes(x.shape[:dim] + (1,) + x.shape[dim + 1:],
+                                     idx.shape[:dim] + (1,) + idx.shape[dim + 1:]))
+    xs, ish = list(shape), list(shape)
+    xs[dim], ish[dim] = x.shape[dim], idx.shape[dim]
+    return np.take_along_axis(np.broadcast_to(x, xs), np.broadcast_to(idx, ish), dim)
+
+
 # ---------------------------------------------------------------------- the table
 def _u(name, ref, domain=(None, None), **kw):
     return OpSpec(name, getattr(tgrad, name), ref, unary_samples, domain=domain, **kw)
@@ -637,6 +783,7 @@ OP_DB: list = [
     OpSpec("logsumexp", tgrad.logsumexp, _np_logsumexp,
            lambda rng: [s for s in reduction_samples(rng) if "dim" in s.kwargs]),
     OpSpec("norm", tgrad.norm, _np_norm, _norm_samples),
+    OpSpec("cumsum", tgrad.cumsum, _np_cumsum, _cumsum_samples),
     OpSpec("all", tgrad.all, _red(np.all), _bool_red_samples, differentiable=False),
     OpSpec("any", tgrad.any, _red(np.any), _bool_red_samples, differentiable=False),
     # composites (tgrad/ops/composite.py)
@@ -651,6 +798,20 @@ OP_DB: list = [
     OpSpec("logical_xor", tgrad.logical_xor, np.logical_xor, _logical_samples,
            differentiable=False),
     OpSpec("einsum", tgrad.einsum, np.einsum, _einsum_samples),
+    OpSpec("dot", tgrad.dot, np.dot, _products_samples("dot")),
+    OpSpec("mv", tgrad.mv, np.matmul, _products_samples("mv")),
+    OpSpec("outer", tgrad.outer, np.outer, _products_samples("outer")),
+    OpSpec("addmm", tgrad.addmm, _np_addmm, _products_samples("addmm")),
+    OpSpec("baddbmm", tgrad.baddbmm, _np_addmm, _products_samples("baddbmm")),
+    OpSpec("diag", tgrad.diag, _np_diag, _products_samples("diag")),
+    OpSpec("trace", tgrad.trace, np.trace, _products_samples("trace")),
+    OpSpec("roll", tgrad.roll, _np_roll, _roll_samples),
+    OpSpec("lerp", tgrad.lerp, _np_lerp, _lerp_samples),
+    OpSpec("addcmul", tgrad.addcmul, lambda x, a, b, value=1: x + value * a * b, _addc_samples),
+    OpSpec("addcdiv", tgrad.addcdiv, lambda x, a, b, value=1: x + value * a / b, _addc_samples),
+    OpSpec("scatter_add", tgrad.scatter_add, _np_scatter_add, _scatter_add_samples),
+    OpSpec("index_add", tgrad.index_add, _np_index_add, _index_add_samples),
+    OpSpec("take_along_dim", tgrad.take_along_dim, _np_take_along, _take_along_samples),
     OpSpec("repeat", lambda x, r: x.repeat(r), lambda x, r: np.tile(x, r), _repeat_samples),
     OpSpec("flip", tgrad.flip, lambda x, d: np.flip(x, d) if x.ndim else x, _flip_samples),
 ]

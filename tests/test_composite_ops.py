@@ -269,3 +269,98 @@ def test_einsum_size_one_labels_broadcast():
 def test_einsum_errors(eq, shapes, err, msg):
     with pytest.raises(err, match=msg):
         tgrad.einsum(eq, *[tgrad.zeros(*s) for s in shapes])
+
+
+# ------------------------------------------------------------------------------ products
+def test_product_shape_errors():
+    with pytest.raises(RuntimeError, match="dot: expected 1D and 1D tensors, but got 2D and 1D"):
+        tgrad.dot(tgrad.ones(2, 2), tgrad.ones(2))
+    with pytest.raises(RuntimeError, match=r"dot: inconsistent tensor size, expected tensor "
+                                           r"\[2\] and src \[3\]"):
+        tgrad.dot(tgrad.ones(2), tgrad.ones(3))
+    with pytest.raises(RuntimeError, match="mv: expected 2D and 1D tensors, but got 1D and 1D"):
+        tgrad.mv(tgrad.ones(2), tgrad.ones(2))
+    with pytest.raises(RuntimeError, match="trace: expected a matrix, but got tensor with dim 1"):
+        tgrad.trace(tgrad.ones(3))
+
+
+def test_addmm_with_beta_zero_ignores_nan_in_input():
+    inp = _t([[np.nan, np.inf], [1.0, 2.0]])
+    a = _t([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    out = tgrad.addmm(inp, a, _t(np.eye(2)), beta=0, alpha=2.0)
+    assert out.tolist() == [[2.0, 4.0], [6.0, 8.0]]  # PyTorch: input ignored when beta == 0
+    y = tgrad.addmm(_t([1.0, 1.0]), a, _t(np.eye(2)), beta=0.5)
+    assert y.tolist() == [[1.5, 2.5], [3.5, 4.5]]
+
+
+def test_diag_both_ways_and_trace():
+    v = _t([1.0, 2.0], requires_grad=True)
+    m = tgrad.diag(v, 1)
+    assert m.tolist() == [[0.0, 1.0, 0.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0]]
+    m.sum().backward()
+    assert v.grad.tolist() == [1.0, 1.0]
+    x = _t(np.arange(12.0).reshape(3, 4))
+    assert tgrad.diag(x).tolist() == [0.0, 5.0, 10.0]
+    assert tgrad.diag(x, -1).tolist() == [4.0, 9.0]
+    assert tgrad.diag(x, 5).tolist() == []
+    assert tgrad.trace(x).item() == 15.0
+
+
+# ------------------------------------------------------------------------------ scatter, select
+def test_scatter_writes_and_routes_gradients():
+    x = _t(np.zeros((2, 3)), requires_grad=True)
+    src = _t([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    idx = tgrad.tensor([[2, 0], [1, 2]])
+    y = tgrad.scatter(x, 1, idx, src)
+    assert y.tolist() == [[2.0, 0.0, 1.0], [0.0, 3.0, 4.0]]
+    y.backward(_t([[10.0, 20.0, 30.0], [40.0, 50.0, 60.0]]))
+    assert x.grad.tolist() == [[0.0, 20.0, 0.0], [40.0, 0.0, 0.0]]  # written-over: no grad
+    assert src.grad.tolist() == [[30.0, 10.0], [50.0, 60.0]]
+    assert x.scatter(1, idx, value=7.0).tolist() == [[7.0, 0.0, 7.0], [0.0, 7.0, 7.0]]
+    z = tgrad.scatter_add(_t(np.ones(3)), 0, tgrad.tensor([0, 0, 2]), _t([1.0, 2.0, 3.0]))
+    assert z.tolist() == [4.0, 1.0, 4.0]
+    w = tgrad.index_add(_t(np.zeros((3, 2))), 0, tgrad.tensor([2, 2]), _t(np.ones((2, 2))),
+                        alpha=0.5)
+    assert w.tolist() == [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]
+
+
+def test_nonzero_masked_select_count_nonzero():
+    x = tgrad.tensor([[0, 3], [5, 0]])
+    assert tgrad.nonzero(x).tolist() == [[0, 1], [1, 0]]
+    assert [t.tolist() for t in x.nonzero(as_tuple=True)] == [[0, 1], [1, 0]]
+    assert tgrad.argwhere(x).dtype is tgrad.int64
+    assert tgrad.masked_select(x, tgrad.tensor([True, False])).tolist() == [0, 5]  # broadcast
+    assert tgrad.count_nonzero(x).item() == 2
+    assert x.count_nonzero(0).tolist() == [1, 1]
+
+
+def test_roll_lerp_addc_stack_meshgrid():
+    x = tgrad.tensor([[1, 2, 3], [4, 5, 6]])
+    assert x.roll(1, 1).tolist() == [[3, 1, 2], [6, 4, 5]]
+    assert tgrad.roll(x, -1).tolist() == [[2, 3, 4], [5, 6, 1]]  # flattened, shape kept
+    assert tgrad.lerp(_t([0.0, 10.0]), _t([10.0, 20.0]), 1.0).tolist() == [10.0, 20.0]
+    assert tgrad.addcmul(_t([1.0]), _t([2.0]), _t([3.0]), value=0.5).tolist() == [4.0]
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer "
+                                           "supported"):
+        tgrad.addcdiv(_t([1.0]), tgrad.tensor([2]), tgrad.tensor([3]))
+    assert tgrad.hstack([tgrad.tensor([1, 2]), tgrad.tensor([3])]).tolist() == [1, 2, 3]
+    assert tgrad.vstack([tgrad.tensor([1, 2]), tgrad.tensor([3, 4])]).shape == (2, 2)
+    gx, gy = tgrad.meshgrid(tgrad.tensor([1, 2, 3]), tgrad.tensor([7, 8]), indexing="xy")
+    assert gx.tolist() == [[1, 2, 3], [1, 2, 3]] and gy.tolist() == [[7, 7, 7], [8, 8, 8]]
+    with pytest.warns(UserWarning, match="it will be required to pass the indexing argument"):
+        ii, _ = tgrad.meshgrid(tgrad.tensor([1, 2]), tgrad.tensor([3]))
+    assert ii.tolist() == [[1], [2]]
+    assert tgrad.clamp_min(_t([-1.0, 2.0]), 0.5).tolist() == [0.5, 2.0]
+
+
+def test_randint_randperm_follow_manual_seed():
+    tgrad.manual_seed(3)
+    a = tgrad.randint(2, 5, (2000,))
+    assert a.dtype is tgrad.int64 and set(np.unique(a.numpy()).tolist()) == {2, 3, 4}
+    tgrad.manual_seed(3)
+    assert tgrad.randint(2, 5, (2000,)).tolist() == a.tolist()
+    p = tgrad.randperm(50)
+    assert sorted(p.tolist()) == list(range(50)) and p.tolist() != list(range(50))
+    assert tgrad.randint(4, (3,)).shape == (3,)  # randint(high, size)
+    with pytest.raises(RuntimeError, match="expects 'from' to be less than 'to'"):
+        tgrad.randint(5, 5, (1,))

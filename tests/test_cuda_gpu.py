@@ -72,7 +72,9 @@ def test_elementwise_and_reduction_past_2_31_elements():
     assert tail.tolist() == [2.0, 2.0, 6.0, 2.0, 2.0]
     assert y.amax().item() == 6.0                      # full reduction over > 2^31
     assert y.argmax().item() == n - 3                  # an index past 2^31
-    del x, y
+    c = (y > 4.0).cumsum(0)                            # a scan past 2^31 (int64 out)
+    assert c[n - 5:].numpy().tolist() == [0, 0, 1, 1, 1]
+    del x, y, c
     z = tgrad.ones(2, 2**30 + 8, dtype=tgrad.float16, device="cuda")
     s = z.float().sum(dim=1)  # row reduction, each row past 2^30
     assert s.numpy().tolist() == [float(2**30 + 8)] * 2

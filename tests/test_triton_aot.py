@@ -20,7 +20,10 @@ if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from tgrad.kernels import configs  # noqa: E402
+from tgrad.kernels import (
+    configs,  # noqa: E402
+    scan,  # noqa: E402
+)
 from tgrad.kernels import elementwise as ew  # noqa: E402
 from tgrad.kernels import reduction as red  # noqa: E402
 
@@ -169,4 +172,21 @@ def test_integer_reductions_compile_with_int64_accumulation(kind, x_dtype):
         k = _compile(red.red_kernel, sig, {"OP": red.OPS[kind], "ACC": triton.language.int64,
                                            "IDX64": False, "BLOCK_M": cfg.block_m,
                                            "BLOCK_K": cfg.block_k}, cfg.num_warps)
+        assert _spills(k.asm["ptx"]) == (0, 0)
+
+
+@pytest.mark.parametrize("dt", [("fp32", "fp32", "float32"), ("fp64", "fp64", "float64"),
+                                ("bf16", "bf16", "float32"), ("i64", "i64", "int64"),
+                                ("i1", "i64", "int64")], ids=lambda d: d[0])
+@pytest.mark.parametrize("cfg", [configs.SCAN_ROW, configs.SCAN_COL], ids=["row", "col"])
+def test_cumsum_compiles_without_spills(dt, cfg):
+    """The scan kernel, both directions, every accumulator, row and column configs."""
+    x_dt, y_dt, acc = dt
+    sig = {"X": f"*{x_dt}", "Y": f"*{y_dt}", "L": "i32", "K": "i32", "INNER": "i32",
+           "SXO": "i32", "SXK": "i32", "SXI": "i32"}
+    for reverse in (False, True):
+        k = _compile(scan.cumsum_kernel, sig, {"REVERSE": reverse,
+                                               "ACC": getattr(triton.language, acc),
+                                               "IDX64": False, "BLOCK_L": cfg.block_m,
+                                               "BLOCK_K": cfg.block_k}, cfg.num_warps)
         assert _spills(k.asm["ptx"]) == (0, 0)

@@ -731,6 +731,16 @@ def index_add(shape: tuple, dtype: np.dtype, key, values: np.ndarray) -> np.ndar
     return _down(out, dtype)
 
 
+def cumsum(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
+    """Cumulative sum along ``axis`` (from the end when ``reverse``); integers and bools
+    give int64, float16/bfloat16 accumulate in float32."""
+    dt = np.dtype(np.int64) if x.dtype.kind in "iub" else x.dtype
+    cd = compute_dtype(dt)
+    a = np.flip(x, axis) if reverse else x
+    out = np.cumsum(a, axis=axis, dtype=cd)
+    return _down(np.ascontiguousarray(np.flip(out, axis) if reverse else out), dt)
+
+
 # ---------------------------------------------------------------- matmul
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     dt = a.dtype

@@ -412,6 +412,11 @@ def sum_to(x: DeviceArray, shape: tuple) -> DeviceArray:
     return r.view(shape, contiguous_strides(shape)) if lead else r
 
 
+def cumsum(x: DeviceArray, axis: int, reverse: bool) -> DeviceArray:
+    from tgrad.kernels import scan
+    return scan.cumsum(x, axis, reverse)
+
+
 # ---------------------------------------------------------------- the temporary host path
 def _native_names() -> set:
     """Primitives this module (and the nn primitives star-imported at its end) define."""

@@ -75,6 +75,23 @@ def red_config(k: int, m_contiguous: bool, interpreted: bool) -> RedConfig:
     return RED_ROW if k >= 512 else RED_ROW_SHORT
 
 
+# Scans (cumsum) over lines of K elements: lines along the contiguous last dim get long K
+# tiles; lines that are contiguous among themselves (a scan over an outer dim) get wide
+# line tiles, so loads coalesce either way. Each program carries its lines' running sums.
+SCAN_ROW = RedConfig(block_m=4, block_k=256, num_warps=4)
+SCAN_COL = RedConfig(block_m=64, block_k=16, num_warps=4)
+SCAN_INTERP = RedConfig(block_m=32, block_k=256, num_warps=4)
+
+
+def scan_config(k: int, lines_contiguous: bool, interpreted: bool) -> RedConfig:
+    """block_m: lines per program; block_k: elements per step along the scanned dim."""
+    if interpreted:
+        return RedConfig(SCAN_INTERP.block_m, min(SCAN_INTERP.block_k,
+                                                  max(16, 1 << (k - 1).bit_length())),
+                         SCAN_INTERP.num_warps)
+    return SCAN_COL if lines_contiguous else SCAN_ROW
+
+
 # ------------------------------------------------------------------ nn kernels (issue 5)
 @dataclass(frozen=True)
 class RowConfig:

@@ -19,7 +19,14 @@ import warnings
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import is_grad_enabled
-from tgrad.ops._common import backend_of, register_op, shape_str, tensor_method, wrap
+from tgrad.ops._common import (
+    backend_of,
+    register_op,
+    shape_str,
+    tensor_method,
+    widen_halves,
+    wrap,
+)
 from tgrad.ops.elementwise import exp, sigmoid, tanh, where
 from tgrad.ops.elementwise import relu as _relu_op
 from tgrad.ops.inplace import apply_inplace
@@ -36,16 +43,7 @@ def _check_tensor(op: str, x, arg: str = "input") -> None:
         raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
 
 
-_HALF = (dtypes.float16, dtypes.bfloat16)
-
-
-def _compute(*ts):
-    """Composite ops compute float16/bfloat16 in float32 and round once at the end (as the
-    fused primitives do); returns the widened tensors and the dtype to round back to."""
-    dt = next((t.dtype for t in ts if isinstance(t, Tensor)), None)
-    if dt not in _HALF:
-        return ts, None
-    return tuple(t.float() if isinstance(t, Tensor) else t for t in ts), dt
+_compute = widen_halves  # composites compute halves in float32 and round once
 
 
 def _per_element(k: int):
@@ -455,7 +453,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
 def _take_class(x: Tensor, t: Tensor, axis: int) -> Tensor:
     """x[i, t_i] along ``axis`` (a gather: a -inf log-probability of another class stays
     out of the result and its gradient, where a one-hot product would make NaN)."""
-    from tgrad.ops.composite import gather
+    from tgrad.ops.gathering import gather
     return gather(x, axis, t.unsqueeze(axis)).squeeze(axis)
 
 

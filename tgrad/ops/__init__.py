@@ -8,25 +8,32 @@ from tgrad.ops import (
     creation,
     einsum,
     elementwise,
+    gathering,
     index,
     inplace,
     matmul,
     movement,
+    products,
     reduce,
+    scan,
     shape,
 )
 from tgrad.ops._common import OPS
 
-__all__ = [n for m in (composite, creation, einsum, elementwise, matmul, movement, reduce, shape)
+__all__ = [n for m in (composite, creation, einsum, elementwise, gathering, matmul, movement,
+                       products, reduce, scan, shape)
            for n in m.__all__]
 
 from tgrad.ops.composite import *  # noqa: E402,F401,F403
 from tgrad.ops.creation import *  # noqa: E402,F401,F403
 from tgrad.ops.einsum import *  # noqa: E402,F401,F403
 from tgrad.ops.elementwise import *  # noqa: E402,F401,F403
+from tgrad.ops.gathering import *  # noqa: E402,F401,F403
 from tgrad.ops.matmul import *  # noqa: E402,F401,F403
 from tgrad.ops.movement import *  # noqa: E402,F401,F403
+from tgrad.ops.products import *  # noqa: E402,F401,F403
 from tgrad.ops.reduce import *  # noqa: E402,F401,F403
+from tgrad.ops.scan import *  # noqa: E402,F401,F403
 from tgrad.ops.shape import *  # noqa: E402,F401,F403
 
 _ = (index, inplace, OPS)

@@ -86,3 +86,26 @@ def check_float(op: str, t: Tensor) -> None:
 
 def shape_str(shape) -> str:
     return str(list(shape))
+
+
+_HALVES = frozenset(("float16", "bfloat16"))
+
+
+def widen_halves(*ts) -> tuple:
+    """(ts with float tensors widened to float32, half dtype to round the result to) when
+    the tensors' promoted dtype is float16/bfloat16, else (ts, None): composite ops compute
+    halves in float32 and round once at the end, as fused kernels do."""
+    from tgrad import dtypes
+    tensors = [t for t in ts if isinstance(t, Tensor)]
+    if not tensors:
+        return ts, None
+    rt = dtypes.result_type(*tensors)
+    if rt.name not in _HALVES:
+        return ts, None
+    return tuple(t.float() if isinstance(t, Tensor) and t.dtype.is_floating_point else t
+                 for t in ts), rt
+
+
+def rounded_to(t: Tensor, half) -> Tensor:
+    """``t`` rounded to ``half`` (widen_halves' second result; None: unchanged)."""
+    return t if half is None else t.to(half)

@@ -4,12 +4,18 @@ every backend wherever its parts do, and differentiates through them.
 - ``frac`` = x - trunc(x);
 - masking: ``masked_fill``/``masked_fill_`` and ``tril``/``triu`` (and their in-place forms)
   are ``where`` over a bool mask, so their gradients are exact zeros where the mask closes;
-- gathering: ``index_select`` and ``gather`` are advanced indexing (the gradient
-  scatter-adds, repeated indices add up); their arguments are checked as PyTorch checks them;
+  ``masked_select`` is boolean-mask indexing;
 - copies: ``repeat``/``tile`` (expand, then one copying reshape; the gradient sums the
-  copies back), ``flip`` (index_select with reversed positions);
-- comparisons: ``isclose``, ``allclose``, ``equal``, ``logical_xor`` (not differentiable);
-- PyTorch's other names for ops tgrad has (``absolute``, ``greater``, ``swapdims``...).
+  copies back), ``flip`` (index_select with reversed positions), ``roll`` (cat of slices);
+- arithmetic: ``lerp`` (PyTorch's two-sided formula), ``addcmul``, ``addcdiv``, float16/
+  bfloat16 computed in float32 and rounded once (``widen_halves``);
+- stacking: ``hstack``, ``vstack``, ``atleast_1d/2d``, ``meshgrid`` (expanded views);
+- comparisons: ``isclose``, ``allclose``, ``equal``, ``logical_xor``, ``count_nonzero``
+  (not differentiable);
+- PyTorch's other names for ops tgrad has (``absolute``, ``greater``, ``swapdims``,
+  ``clamp_min``...).
+
+Gathering and scattering (index_select, gather, scatter...) are in gathering.py.
 
 Their nodes carry the parts' names (``WhereBackward0``, ``IndexBackward0``), not PyTorch's
 ``MaskedFillBackward0``/``GatherBackward0``.
@@ -22,18 +28,21 @@ import math
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import same_device, tensor_method
+from tgrad.ops._common import rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange
+from tgrad.ops.gathering import index_select
 from tgrad.ops.index import getitem
 from tgrad.ops.inplace import apply_inplace
 from tgrad.ops.reduce import sum_to
-from tgrad.ops.shape import transpose
+from tgrad.ops.shape import cat, narrow, transpose
 from tgrad.tensor import Tensor, _wrap_dim
 
-__all__ = ["masked_fill", "tril", "triu", "index_select", "gather", "select", "isclose",
+__all__ = ["masked_fill", "tril", "triu", "isclose",
            "allclose", "equal", "logical_xor", "absolute", "greater", "greater_equal", "less",
            "less_equal", "not_equal", "swapdims", "numel",
-           "tile", "flip", "frac"]
+           "tile", "flip", "frac", "roll", "lerp", "addcmul", "addcdiv", "clamp_min",
+           "clamp_max", "hstack", "vstack", "atleast_1d", "atleast_2d", "meshgrid",
+           "masked_select", "count_nonzero"]
 
 
 # ------------------------------------------------------------------------------ masking
@@ -118,78 +127,6 @@ def frac(input: Tensor) -> Tensor:  # noqa: A002
 tensor_method("frac_")(lambda self: apply_inplace(self, "frac_", frac))
 
 
-# ------------------------------------------------------------------------------ gathering
-def _check_index(op: str, input: Tensor, index, dim: int, size: int) -> None:  # noqa: A002
-    """An int32/int64 tensor on input's device with every value in [0, size)."""
-    if not isinstance(index, Tensor) or index.dtype not in (dtypes.int64, dtypes.int32):
-        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
-        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {got}")
-    same_device(op, input, index)
-    if index.numel():
-        lo, hi = int(index.min()), int(index.max())  # on a GPU: one synchronizing read each
-        bad = lo if lo < 0 else hi if hi >= size else None
-        if bad is not None:
-            raise IndexError(f"{op}(): index {bad} is out of bounds for dimension {dim} with "
-                             f"size {size}")
-
-
-@tensor_method("index_select")
-def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
-    """The entries ``index`` (a vector, or one 0-d index) of ``input`` along ``dim``:
-    y.shape = input.shape with dim -> len(index);  dx scatter-adds g (repeats add up)."""
-    d = _wrap_dim(dim, input.ndim, "index_select")
-    if isinstance(index, Tensor) and index.ndim > 1:
-        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
-                         f"{list(index.shape)}")
-    _check_index("index_select", input, index, d, input.shape[d] if input.ndim else 1)
-    if input.ndim == 0:
-        if index.numel() != 1:
-            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
-                               f"{index.numel()} value(s)")
-        return input.clone()
-    return getitem(input, (slice(None),) * d + (index.reshape(-1),))
-
-
-@tensor_method("gather")
-def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
-    """out[i][j][k] = input[i][index[i][j][k]][k] for dim = 1 (likewise for any dim);
-    out.shape = index.shape, index.size(d) <= input.size(d) for d != dim;
-    dx = zeros with g scatter-added at the gathered positions (PyTorch's scatter_add)."""
-    d = _wrap_dim(dim, input.ndim, "gather")
-    if isinstance(index, Tensor) and max(index.ndim, 1) != max(input.ndim, 1):
-        raise RuntimeError(f"gather(): Index tensor must have the same number of dimensions "
-                           f"as input tensor ({index.ndim} and {input.ndim})")
-    _check_index("gather", input, index, d, input.shape[d] if input.ndim else 1)
-    if input.ndim == 0:
-        return gather(input.reshape(1), 0, index.reshape(1)).reshape(index.shape)
-    for k, (n_idx, n_in) in enumerate(zip(index.shape, input.shape)):
-        if k != d and n_idx > n_in:
-            raise RuntimeError(f"Size does not match at dimension {k} expected index "
-                               f"{list(index.shape)} to be no larger than self "
-                               f"{list(input.shape)} apart from dimension {d}")
-    # One index array per dim, broadcast to index.shape: aranges along the other dims.
-    key = []
-    for k, n in enumerate(index.shape):
-        if k == d:
-            key.append(index if index.dtype is dtypes.int64 else index.to(dtypes.int64))
-        else:
-            shape = [1] * index.ndim
-            shape[k] = n
-            key.append(arange(n, device=input.device).reshape(shape))
-    return getitem(input, tuple(key))
-
-
-@tensor_method("select")
-def select(input: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
-    """input[..., index, ...] at ``dim`` (a view without that dim)."""
-    d = _wrap_dim(dim, input.ndim, "select")
-    n = input.shape[d] if input.ndim else 0
-    if not -n <= index < n:
-        raise IndexError(f"select(): index {index} out of range for tensor of size "
-                         f"{list(input.shape)} at dimension {dim}")
-    return getitem(input, (slice(None),) * d + (index,))
-
-
 @tensor_method("sum_to_size")
 def sum_to_size(self: Tensor, *size) -> Tensor:
     """``self`` summed over dims so that it has ``size`` (which must expand to self.shape)."""
@@ -253,6 +190,158 @@ def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
 
 tensor_method("flip")(lambda self, *dims: flip(
     self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims))
+
+
+@tensor_method("roll")
+def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
+    """A copy with the elements shifted by ``shifts`` along ``dims`` (wrapping around);
+    without dims, over the flattened tensor (shape kept)."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"roll: shifts {list(shifts)} need dims when there is more "
+                               f"than one")
+        return roll(input.flatten(), shifts, 0).reshape(input.shape)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims: {len(dims)}")
+    out = input
+    for shift, dim in zip(shifts, dims):
+        d = _wrap_dim(dim, input.ndim, "roll")
+        n = input.shape[d] if input.ndim else 1
+        k = shift % n if n else 0
+        if k:  # the last k elements move to the front
+            out = cat([narrow(out, d, n - k, k), narrow(out, d, 0, n - k)], d)
+    return out if out is not input else input.clone()
+
+
+@tensor_method("lerp")
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
+    """input + weight (end - input), as PyTorch evaluates it: from ``end`` back when
+    |weight| >= 0.5 (exact at weight 1);  d input = 1 - w, d end = w, d w = end - input."""
+    (input, end, weight), half = widen_halves(input, end, weight)  # noqa: A001
+    diff = end - input
+    if isinstance(weight, Tensor):
+        out = ew.where(ew.lt(weight.abs(), 0.5), input + weight * diff,
+                       end - diff * (1.0 - weight))
+    else:
+        out = input + diff * weight if abs(weight) < 0.5 else end - diff * (1.0 - weight)
+    return rounded_to(out, half)
+
+
+@tensor_method("addcmul")
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
+    """input + value * tensor1 * tensor2 (broadcast)."""
+    (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
+    prod = tensor1 * tensor2
+    return rounded_to(input + (prod if value == 1 else prod * value), half)
+
+
+@tensor_method("addcdiv")
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
+    """input + value * tensor1 / tensor2 (broadcast; integer division is refused)."""
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
+                           "future release addcdiv will perform a true division of tensor1 "
+                           "and tensor2. Use true_divide or floor_divide instead.")
+    (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
+    q = tensor1 / tensor2
+    return rounded_to(input + (q if value == 1 else q * value), half)
+
+
+def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
+    """clamp(input, min=min)."""
+    return ew.clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
+    """clamp(input, max=max)."""
+    return ew.clamp(input, max=max)
+
+
+tensor_method("clamp_min")(clamp_min)
+tensor_method("clamp_max")(clamp_max)
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least 1 dim (0-d: shape (1,)); one tensor in, one out."""
+    out = [t.reshape(1) if t.ndim == 0 else t for t in _tensor_args(tensors)]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least 2 dims (0-d: (1, 1); 1-D (n,): (1, n))."""
+    out = [t.reshape(1, -1) if t.ndim < 2 else t for t in _tensor_args(tensors)]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _tensor_args(tensors) -> list:
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return list(tensors[0])
+    return list(tensors)
+
+
+def hstack(tensors) -> Tensor:
+    """cat along dim 1 (dim 0 for 1-D tensors)."""
+    ts = [atleast_1d(t) for t in tensors]
+    return cat(ts, 0 if ts and ts[0].ndim == 1 else 1)
+
+
+def vstack(tensors) -> Tensor:
+    """cat along dim 0 of the tensors made at least 2-D."""
+    return cat([atleast_2d(t) for t in tensors], 0)
+
+
+def meshgrid(*tensors, indexing: str | None = None) -> tuple:
+    """Coordinate grids of 1-D (or 0-d) tensors, as expanded views: 'ij' (PyTorch's
+    default: grid k varies along dim k) or 'xy' (the first two dims of every grid swapped,
+    NumPy's default)."""
+    ts = _tensor_args(tensors)
+    if indexing is None:
+        import warnings
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
+                      "the indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", "
+                           f"but received: {indexing}")
+    for t in ts:
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+                               f"but got: {t.ndim}D")
+    ts = [t.reshape(-1) for t in ts]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.shape[0] for t in ts)
+    grids = [t.reshape([-1 if i == k else 1 for i in range(len(ts))]).expand(shape)
+             for k, t in enumerate(ts)]
+    if swap:  # 'xy' is 'ij' of the first two inputs swapped, outputs swapped back
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
+    """The elements of input (broadcast with mask) where mask holds, as a 1-D tensor."""
+    _check_mask("masked_select", mask)
+    shape = tuple(_broadcast_shape(input.shape, mask.shape))
+    return getitem(input.expand(shape), mask.expand(shape))
+
+
+tensor_method("masked_select")(masked_select)
+
+
+def _broadcast_shape(a: tuple, b: tuple) -> list:
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return [x if y == 1 else y for x, y in zip(a, b)]
+
+
+@tensor_method("count_nonzero")
+def count_nonzero(input: Tensor, dim=None) -> Tensor:  # noqa: A002
+    """The number of nonzero elements (over ``dim``), int64."""
+    return ew.ne(input, 0).sum(dim)
 
 
 # ------------------------------------------------------------------------------ comparisons

@@ -15,7 +15,7 @@ from tgrad.tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "rand", "randn", "rand_like", "randn_like", "arange",
-           "linspace", "eye", "from_numpy", "manual_seed"]
+           "linspace", "eye", "from_numpy", "manual_seed", "randint", "randperm"]
 
 
 def _shape(size: tuple) -> tuple:
@@ -239,6 +239,38 @@ def rand_like(x: Tensor, dtype=None, device=None) -> Tensor:
 def randn_like(x: Tensor, dtype=None, device=None) -> Tensor:
     dt, dev = _like(x, dtype, device)
     return randn(x.shape, dtype=dt, device=dev)
+
+
+def randint(low, high=None, size=None, *, dtype=None, device=None,
+            requires_grad: bool = False) -> Tensor:
+    """Integers drawn uniformly from [low, high) (``randint(high, size)`` means low = 0);
+    int64 unless ``dtype`` says otherwise. floor(low + u (high - low)) of float64 uniforms
+    u in [0, 1), on the device's generator."""
+    if size is None:
+        low, high, size = 0, low, high
+    if size is None:
+        raise TypeError("randint() missing 1 required positional argument: 'size'")
+    low, high = int(low), int(high)
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    u = rand(size, dtype=dtypes.float64, device=device)
+    out = (u * float(high - low) + float(low)).floor().to(dtypes.as_dtype(dtype or "int64"))
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def randperm(n: int, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0..n-1 (int64), drawn by the CPU generator that
+    manual_seed seeds, then copied to ``device``."""
+    if n < 0:
+        raise RuntimeError(f"randperm: n must be non-negative, got {n}")
+    perm = numpy_backend._rng.permutation(int(n))  # the generator manual_seed seeds
+    out = tensor(perm, dtype=dtypes.as_dtype(dtype or "int64"), device=device)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
 
 
 def arange(start, end=None, step=1, dtype=None, device=None,

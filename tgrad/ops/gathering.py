@@ -1,0 +1,198 @@
+"""Gathering and scattering along a dim, composed of advanced indexing (no primitive of
+their own): ``index_select``, ``gather``, ``take_along_dim`` read through an integer key
+(the gradient scatter-adds, repeated indices add up); ``scatter_add``/``index_add`` add
+through ``IndexAdd`` and ``scatter`` writes through an indexed assignment (its gradient
+skips the written positions); ``select`` is a view; ``nonzero``/``argwhere`` read the
+tensor on the host (the count decides the shape). Index tensors are checked as PyTorch
+checks them (dtype, device, range), which on a GPU costs one synchronizing read of their
+min and max.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.ops._common import rounded_to, same_device, tensor_method, widen_halves
+from tgrad.ops.creation import arange, tensor
+from tgrad.ops.index import IndexAdd, getitem, normalize_key
+from tgrad.tensor import Tensor, _wrap_dim
+
+__all__ = ["index_select", "gather", "select", "take_along_dim", "scatter_add", "scatter",
+           "index_add", "nonzero", "argwhere"]
+
+
+def _check_index(op: str, input: Tensor, index, dim: int, size: int) -> None:  # noqa: A002
+    """An int32/int64 tensor on input's device with every value in [0, size)."""
+    if not isinstance(index, Tensor) or index.dtype not in (dtypes.int64, dtypes.int32):
+        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {got}")
+    same_device(op, input, index)
+    if index.numel():
+        lo, hi = int(index.min()), int(index.max())  # on a GPU: one synchronizing read each
+        bad = lo if lo < 0 else hi if hi >= size else None
+        if bad is not None:
+            raise IndexError(f"{op}(): index {bad} is out of bounds for dimension {dim} with "
+                             f"size {size}")
+
+
+@tensor_method("index_select")
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
+    """The entries ``index`` (a vector, or one 0-d index) of ``input`` along ``dim``:
+    y.shape = input.shape with dim -> len(index);  dx scatter-adds g (repeats add up)."""
+    d = _wrap_dim(dim, input.ndim, "index_select")
+    if isinstance(index, Tensor) and index.ndim > 1:
+        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
+                         f"{list(index.shape)}")
+    _check_index("index_select", input, index, d, input.shape[d] if input.ndim else 1)
+    if input.ndim == 0:
+        if index.numel() != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                               f"{index.numel()} value(s)")
+        return input.clone()
+    return getitem(input, (slice(None),) * d + (index.reshape(-1),))
+
+
+@tensor_method("gather")
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
+    """out[i][j][k] = input[i][index[i][j][k]][k] for dim = 1 (likewise for any dim);
+    out.shape = index.shape, index.size(d) <= input.size(d) for d != dim;
+    dx = zeros with g scatter-added at the gathered positions (PyTorch's scatter_add)."""
+    d = _wrap_dim(dim, input.ndim, "gather")
+    if isinstance(index, Tensor) and max(index.ndim, 1) != max(input.ndim, 1):
+        raise RuntimeError(f"gather(): Index tensor must have the same number of dimensions "
+                           f"as input tensor ({index.ndim} and {input.ndim})")
+    _check_index("gather", input, index, d, input.shape[d] if input.ndim else 1)
+    if input.ndim == 0:
+        return gather(input.reshape(1), 0, index.reshape(1)).reshape(index.shape)
+    for k, (n_idx, n_in) in enumerate(zip(index.shape, input.shape)):
+        if k != d and n_idx > n_in:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index "
+                               f"{list(index.shape)} to be no larger than self "
+                               f"{list(input.shape)} apart from dimension {d}")
+    # One index array per dim, broadcast to index.shape: aranges along the other dims.
+    key = []
+    for k, n in enumerate(index.shape):
+        if k == d:
+            key.append(index if index.dtype is dtypes.int64 else index.to(dtypes.int64))
+        else:
+            shape = [1] * index.ndim
+            shape[k] = n
+            key.append(arange(n, device=input.device).reshape(shape))
+    return getitem(input, tuple(key))
+
+
+@tensor_method("select")
+def select(input: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
+    """input[..., index, ...] at ``dim`` (a view without that dim)."""
+    d = _wrap_dim(dim, input.ndim, "select")
+    n = input.shape[d] if input.ndim else 0
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {dim}")
+    return getitem(input, (slice(None),) * d + (index,))
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:  # noqa: A002
+    """gather along ``dim`` with input and indices broadcast against each other except along
+    ``dim`` (dim None: over the flattened input)."""
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    d = _wrap_dim(dim, input.ndim, "take_along_dim")
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
+                           f"number of dimensions, but got {input.ndim} dimensions for input, "
+                           f"and {indices.ndim} dimensions for indices")
+    shape_in, shape_ix = list(input.shape), list(indices.shape)
+    for k in range(input.ndim):
+        if k != d:
+            m = shape_in[k] if shape_ix[k] == 1 else shape_ix[k]
+            shape_in[k] = shape_ix[k] = m
+    return gather(input.expand(shape_in), d, indices.expand(shape_ix))
+
+
+tensor_method("take_along_dim")(take_along_dim)
+
+
+def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:  # noqa: A002
+    """(key, src restricted to index's shape) for writing src[j] at index's positions along
+    ``dim`` (the same aranges-plus-index key as gather)."""
+    d = _wrap_dim(dim, input.ndim, op)
+    if max(index.ndim, 1) != max(input.ndim, 1):
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
+                           f"self tensor")
+    _check_index(op, input, index, d, input.shape[d] if input.ndim else 1)
+    key = []
+    for k, n in enumerate(index.shape):
+        if k == d:
+            key.append(index if index.dtype is dtypes.int64 else index.to(dtypes.int64))
+        else:
+            shape = [1] * index.ndim
+            shape[k] = n
+            key.append(arange(n, device=input.device).reshape(shape))
+    if isinstance(src, Tensor):
+        src = getitem(src, tuple(slice(0, n) for n in index.shape))
+    return tuple(key), src
+
+
+@tensor_method("scatter_add")
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
+    """A copy of input with src[i][j] added at [i][index[i][j]] (dim = 1; repeats add up);
+    d input = g, d src = g gathered at index."""
+    key, part = _scatter_key("scatter_add", input, dim, index, src)
+    nkey, _ = normalize_key(key, input.device)
+    (x, part), half = widen_halves(input, part.to(input.dtype))
+    return rounded_to(x + IndexAdd.apply(part, nkey, x.shape), half)
+
+
+@tensor_method("scatter")
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # noqa: A002
+            reduce=None) -> Tensor:
+    """A copy of input with src[i][j] (or ``value``) written at [i][index[i][j]] (dim = 1);
+    d input = g where nothing was written, d src = g gathered at index."""
+    if reduce is not None:
+        raise NotImplementedError("scatter: reduce= is not supported in tgrad; use "
+                                  "scatter_add for reduce='add'")
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
+    key, part = _scatter_key("scatter", input, dim, index, src)
+    out = input.clone()
+    out[key] = part
+    return out
+
+
+@tensor_method("index_add")
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa: A002
+              alpha=1) -> Tensor:
+    """A copy of input with alpha * source's slices added at ``index`` along ``dim``."""
+    d = _wrap_dim(dim, input.ndim, "index_add")
+    if index.ndim > 1:
+        raise IndexError("index_add_(): Index is supposed to be a vector")
+    _check_index("index_add", input, index, d, input.shape[d] if input.ndim else 1)
+    nkey, _ = normalize_key((slice(None),) * d + (index.reshape(-1),), input.device)
+    (x, src), half = widen_halves(input, source.to(input.dtype))
+    src = src if alpha == 1 else src * alpha
+    return rounded_to(x + IndexAdd.apply(src, nkey, x.shape), half)
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False):  # noqa: A002
+    """Indices of the nonzero elements: an int64 (count, ndim) tensor, or one 1-D tensor
+    per dim with ``as_tuple`` (read on the host: the count decides the shape)."""
+    idx = np.argwhere(np.asarray(input.detach().numpy(force=True)) != 0).astype(np.int64)
+    if as_tuple:
+        return tuple(tensor(np.ascontiguousarray(idx[:, k]), device=input.device)
+                     for k in range(max(input.ndim, 1)))
+    return tensor(idx.reshape(-1, input.ndim), device=input.device)
+
+
+tensor_method("nonzero")(nonzero)
+
+
+def argwhere(input: Tensor) -> Tensor:  # noqa: A002
+    """nonzero(input) as one (count, ndim) tensor."""
+    return nonzero(input)
+
+
+tensor_method("argwhere")(argwhere)

@@ -1,0 +1,135 @@
+"""Products built on matmul (no primitive of their own): dot, mv, outer, the
+``beta * input + alpha * product`` family (addmm, addmv, baddbmm, addbmm), and the diagonal
+ops diag and trace. Gradients come from matmul's and the elementwise ops' rules."""
+
+from __future__ import annotations
+
+from tgrad.ops._common import rounded_to, tensor_method, widen_halves
+from tgrad.ops.creation import arange, zeros
+from tgrad.ops.index import getitem
+from tgrad.ops.matmul import matmul
+from tgrad.tensor import Tensor
+
+__all__ = ["dot", "vdot", "mv", "outer", "ger", "addmm", "addmv", "baddbmm", "addbmm", "diag",
+           "trace"]
+
+
+def _dims(op: str, want: tuple, *tensors: Tensor) -> None:
+    """Each tensor has the number of dims ``want`` says (PyTorch's messages)."""
+    got = tuple(t.ndim for t in tensors)
+    if got != want:
+        raise RuntimeError(f"{op}: expected {'D and '.join(map(str, want))}D tensors, but got "
+                           f"{'D and '.join(map(str, got))}D tensors")
+
+
+@tensor_method("dot")
+def dot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """sum(input * other) of two 1-D tensors of the same size and dtype."""
+    _dims("dot", (1, 1), input, other)
+    if input.shape != other.shape:
+        raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
+                           f"and src [{other.shape[0]}] to have the same number of elements, "
+                           f"but got {input.shape[0]} and {other.shape[0]} elements "
+                           f"respectively")
+    return matmul(input, other)
+
+
+vdot = dot  # real tensors: no conjugation
+tensor_method("vdot")(dot)
+
+
+@tensor_method("mv")
+def mv(input: Tensor, vec: Tensor) -> Tensor:  # noqa: A002
+    """Matrix (n, m) times vector (m,) -> (n,)."""
+    _dims("mv", (2, 1), input, vec)
+    return matmul(input, vec)
+
+
+@tensor_method("outer", "ger")
+def outer(input: Tensor, vec2: Tensor) -> Tensor:  # noqa: A002
+    """out[i, j] = input[i] * vec2[j] of two 1-D tensors."""
+    _dims("outer", (1, 1), input, vec2)
+    return input.unsqueeze(1) * vec2
+
+
+ger = outer
+
+
+def _scaled_sum(input: Tensor, a: Tensor, b: Tensor, beta, alpha, batch_sum: bool = False):  # noqa: A002
+    """beta * input + alpha * (a @ b) (summed over the batch with ``batch_sum``), halves in
+    float32 and rounded once; beta == 0 ignores input (its NaN/inf too), as PyTorch
+    documents."""
+    (input, a, b), half = widen_halves(input, a, b)  # noqa: A001
+    product = matmul(a, b)
+    if batch_sum:
+        product = product.sum(0)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:  # only input's shape matters (it broadcasts)
+        shape = _broadcast(input.shape, product.shape)
+        out = product if product.shape == shape else product.expand(shape).contiguous()
+    else:
+        out = (input if beta == 1 else input * beta) + product
+    return rounded_to(out, half)
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple:
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return tuple(max(x, y) if 1 in (x, y) else x for x, y in zip(a, b))
+
+
+@tensor_method("addmm")
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """beta * input + alpha * (mat1 @ mat2), input broadcast to (n, p)."""
+    _dims("addmm", (2, 2), mat1, mat2)
+    return _scaled_sum(input, mat1, mat2, beta, alpha)
+
+
+@tensor_method("addmv")
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """beta * input + alpha * (mat @ vec)."""
+    _dims("addmv", (2, 1), mat, vec)
+    return _scaled_sum(input, mat, vec, beta, alpha)
+
+
+@tensor_method("baddbmm")
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
+            alpha=1) -> Tensor:
+    """beta * input + alpha * (batch1 @ batch2) for (b, n, m) @ (b, m, p)."""
+    _dims("baddbmm", (3, 3), batch1, batch2)
+    return _scaled_sum(input, batch1, batch2, beta, alpha)
+
+
+@tensor_method("addbmm")
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
+           alpha=1) -> Tensor:
+    """beta * input + alpha * sum_b batch1[b] @ batch2[b]."""
+    _dims("addbmm", (3, 3), batch1, batch2)
+    return _scaled_sum(input, batch1, batch2, beta, alpha, batch_sum=True)
+
+
+@tensor_method("diag")
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    """1-D input: a square matrix with input on its ``diagonal``-th diagonal; 2-D input: that
+    diagonal as a 1-D tensor (a copy)."""
+    if input.ndim == 1:
+        n = input.shape[0] + abs(diagonal)
+        out = zeros(n, n, dtype=input.dtype, device=input.device)
+        rows = arange(input.shape[0], device=input.device) + max(-diagonal, 0)
+        out[rows, rows + diagonal] = input
+        return out
+    if input.ndim != 2:
+        raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got {input.ndim}-D")
+    n, m = input.shape
+    length = max(0, min(n + min(diagonal, 0), m - max(diagonal, 0)))
+    rows = arange(length, device=input.device) + max(-diagonal, 0)
+    return getitem(input, (rows, rows + diagonal))
+
+
+@tensor_method("trace")
+def trace(input: Tensor) -> Tensor:  # noqa: A002
+    """Sum of the main diagonal of a 2-D tensor."""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return diag(input).sum()
