@@ -88,19 +88,16 @@ def shape_str(shape) -> str:
     return str(list(shape))
 
 
-_HALVES = frozenset(("float16", "bfloat16"))
-
-
 def widen_halves(*ts) -> tuple:
     """(ts with float tensors widened to float32, half dtype to round the result to) when
     the tensors' promoted dtype is float16/bfloat16, else (ts, None): composite ops compute
     halves in float32 and round once at the end, as fused kernels do."""
     from tgrad import dtypes
-    tensors = [t for t in ts if isinstance(t, Tensor)]
-    if not tensors:
-        return ts, None
-    rt = dtypes.result_type(*tensors)
-    if rt.name not in _HALVES:
+    if not any(isinstance(t, Tensor) and t.dtype in (dtypes.float16, dtypes.bfloat16)
+               for t in ts):
+        return ts, None  # the common case, decided without promoting
+    rt = dtypes.result_type(*[t for t in ts if isinstance(t, Tensor)])
+    if rt not in (dtypes.float16, dtypes.bfloat16):
         return ts, None
     return tuple(t.float() if isinstance(t, Tensor) and t.dtype.is_floating_point else t
                  for t in ts), rt
