@@ -37,6 +37,10 @@ UNARY = {
     "rsub": (lambda x: 1.5 - x, lambda x: 1.5 - x),
     "pow3": (lambda x: x ** 3, lambda x: x ** 3),
     "clamp": (lambda x: x.clamp(-0.7, 0.9), lambda x: np.clip(x, -0.7, 0.9)),
+    "sinh": (tgrad.sinh, np.sinh),
+    "log2_sq1": (lambda x: tgrad.log2(x * x + 1.0), lambda x: np.log2(x * x + 1.0)),
+    "cumsum_last": (lambda x: x.cumsum(-1) if x.ndim else x,
+                    lambda x: np.cumsum(x, -1) if x.ndim else x),
 }
 BINARY = {
     "add": (tgrad.add, np.add),
@@ -48,6 +52,7 @@ BINARY = {
     "pow_pos": (lambda a, b: (a * a + 0.5) ** b, lambda a, b: (a * a + 0.5) ** b),
     "where": (lambda a, b: tgrad.where(a > b, a * 2.0, b),
               lambda a, b: np.where(a > b, a * 2.0, b)),
+    "lerp": (lambda a, b: tgrad.lerp(a, b, 0.3), lambda a, b: a + 0.3 * (b - a)),
 }
 
 
