@@ -364,3 +364,46 @@ def test_randint_randperm_follow_manual_seed():
     assert tgrad.randint(4, (3,)).shape == (3,)  # randint(high, size)
     with pytest.raises(RuntimeError, match="expects 'from' to be less than 'to'"):
         tgrad.randint(5, 5, (1,))
+
+
+# ------------------------------------------------------------------------------ review fixes
+def test_addmm_broadcasts_input_to_the_product_only():
+    assert tgrad.addmm(tgrad.ones(1, 4), tgrad.ones(0, 3), tgrad.ones(3, 4), beta=0).shape == \
+        (0, 4)
+    with pytest.raises(RuntimeError, match=r"addmm: the input of shape \[2, 3, 4\] can't be "
+                                           r"expanded to the product's shape \[3, 4\]"):
+        tgrad.addmm(tgrad.ones(2, 3, 4), tgrad.ones(3, 5), tgrad.ones(5, 4))
+    inp = _t([[np.nan, 1.0]], requires_grad=True)
+    tgrad.addmm(inp, _t(np.ones((2, 2))), _t(np.ones((2, 2))), beta=0).sum().backward()
+    assert inp.grad.tolist() == [[0.0, 0.0]]  # in the graph with a zero gradient (PyTorch)
+
+
+@pytest.mark.parametrize("call, msg", [
+    (lambda: tgrad.zeros(2, 3).scatter(1, tgrad.tensor([[0, 1, 2], [0, 1, 2]]),
+                                       tgrad.ones(1, 3)),
+     r"scatter\(\): Expected index \[2, 3\] to be no larger than src \[1, 3\] at dimension 0"),
+    (lambda: tgrad.zeros(2, 3).scatter_add(1, tgrad.tensor([[0, 1], [1, 2]]), tgrad.ones(2, 1)),
+     r"scatter_add\(\): Expected index \[2, 2\] to be no larger than src \[2, 1\]"),
+    (lambda: tgrad.zeros(3, 2).index_add(0, tgrad.tensor([0, 2]), tgrad.ones(2, 1)),
+     r"index_add\(\): source of shape \[2, 1\] and dtype float32 must have shape \[2, 2\]"),
+    (lambda: tgrad.zeros(2, 3).scatter(1, tgrad.tensor([[0], [1]]),
+                                       tgrad.ones(2, 1, dtype=tgrad.float64)),
+     r"scatter\(\): Expected self.dtype to be equal to src.dtype"),
+    (lambda: tgrad.zeros(2, 3).scatter(1, tgrad.tensor([[0], [1], [0]]), tgrad.ones(3, 1)),
+     r"Size does not match at dimension 0 expected index \[3, 1\] to be no larger than self"),
+    (lambda: tgrad.lerp(tgrad.ones(2), tgrad.ones(2, dtype=tgrad.float64), 0.5),
+     r"lerp: expected dtype float32 for `end` but got dtype float64"),
+])
+def test_scatter_family_and_lerp_check_their_arguments(call, msg):
+    with pytest.raises(RuntimeError, match=msg):
+        call()
+
+
+def test_nonzero_of_0d_randint_size_keyword_addcmul_int_value():
+    assert tgrad.nonzero(tgrad.tensor(5.0)).shape == (1, 0)
+    assert tgrad.nonzero(tgrad.tensor(0.0)).shape == (0, 0)
+    assert [t.tolist() for t in tgrad.nonzero(tgrad.tensor(5.0), as_tuple=True)] == [[0]]
+    assert tgrad.randint(10, size=(3,)).shape == (3,)
+    out = tgrad.addcmul(tgrad.tensor([1, 2]), tgrad.tensor([1, 2]), tgrad.tensor([1, 2]),
+                        value=0.5)
+    assert out.dtype is tgrad.int64 and out.tolist() == [1, 2]  # value truncated to int 0

@@ -188,3 +188,21 @@ def test_flatten_unflatten_moduledict():
     del d["act"]
     assert list(d) == ["enc", "dec"]
     assert isinstance(d.pop("enc"), nn.Linear) and list(d.keys()) == ["dec"]
+
+
+def test_logsigmoid_and_bce_with_logits_exact_in_float64_far_out():
+    # log sigmoid(-21) = -21 - log1p(e^-21): the 7.6e-10 term must survive in float64
+    want = -21.0 - math.log1p(math.exp(-21.0))
+    x = _t([-21.0], requires_grad=True)
+    y = F.logsigmoid(x)
+    assert y.item() == pytest.approx(want, rel=1e-15) and y.item() != -21.0
+    y.backward()
+    assert x.grad.item() == pytest.approx(1.0 / (1.0 + math.exp(-21.0)), rel=1e-15)
+    loss = F.binary_cross_entropy_with_logits(_t([-25.0]), _t([1.0]))
+    assert loss.item() == pytest.approx(25.0 + math.log1p(math.exp(-25.0)), rel=1e-15)
+
+
+def test_kl_div_negative_target_is_nan_and_cosine_broadcasts_before_dim():
+    assert math.isnan(F.kl_div(_t([-1.0]), _t([-0.5]), reduction="sum").item())
+    cos = F.cosine_similarity(_t([1.0, 2.0, 3.0]), _t(np.ones((2, 3))), dim=1)
+    np.testing.assert_allclose(cos.numpy(), [6.0 / math.sqrt(14.0 * 3.0)] * 2, rtol=1e-15)

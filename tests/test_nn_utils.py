@@ -56,3 +56,16 @@ def test_clip_grad_value_clamps_in_place():
     a, b = _params([-3.0, 0.5, 2.0], None)
     assert clip_grad_value_([a, b], 1.0) is None
     assert a.grad.tolist() == [-1.0, 0.5, 1.0] and b.grad is None
+
+
+def test_clip_grad_norm_with_mixed_dtypes_uses_the_widest():
+    # a float16 gradient first must not make the total norm overflow to inf in float16
+    a = tgrad.zeros(2, dtype=tgrad.float16, requires_grad=True)
+    b = tgrad.zeros(2, requires_grad=True)
+    a.grad = tgrad.ones(2, dtype=tgrad.float16)
+    b.grad = tgrad.full((2,), 1e5)
+    total = clip_grad_norm_([a, b], 1.0)
+    assert total.dtype is tgrad.float32
+    assert total.item() == pytest.approx(math.sqrt(2 + 2e10), rel=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), [1e5 / total.item()] * 2, rtol=1e-6)
+    assert a.grad.dtype is tgrad.float16

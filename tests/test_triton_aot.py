@@ -184,9 +184,9 @@ def test_cumsum_compiles_without_spills(dt, cfg):
     x_dt, y_dt, acc = dt
     sig = {"X": f"*{x_dt}", "Y": f"*{y_dt}", "L": "i32", "K": "i32", "INNER": "i32",
            "SXO": "i32", "SXK": "i32", "SXI": "i32"}
-    for reverse in (False, True):
-        k = _compile(scan.cumsum_kernel, sig, {"REVERSE": reverse,
-                                               "ACC": getattr(triton.language, acc),
-                                               "IDX64": False, "BLOCK_L": cfg.block_m,
-                                               "BLOCK_K": cfg.block_k}, cfg.num_warps)
+    for reverse, idx64 in ((False, False), (True, False), (True, True)):
+        k = _compile(scan.cumsum_kernel, dict(sig, SXK="i64") if idx64 else sig,
+                     {"REVERSE": reverse, "ACC": getattr(triton.language, acc),
+                      "IDX64": idx64, "BLOCK_L": cfg.block_m, "BLOCK_K": cfg.block_k},
+                     cfg.num_warps)
         assert _spills(k.asm["ptx"]) == (0, 0)

@@ -5,7 +5,8 @@ as L = O * INNER independent lines of K elements; Y is written contiguous (O, K,
 Each program owns BLOCK_L lines and walks K in BLOCK_K steps: one ``tl.cumsum`` over the
 tile plus the running sum carried from the previous steps, in float32 (float64 for float64,
 int64 for integers and bools). REVERSE scans from the end (the backward of cumsum), by
-reading the positions K-1-k. Bytes moved: every element read once and written once.
+reading the positions K-1-k. Bytes moved: every element read once and written once (plus
+one copy first when the input's dims cannot be viewed as (O, K, INNER)).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def cumsum_kernel(X, Y, L, K, INNER, SXO, SXK, SXI, REVERSE: tl.constexpr,
     lanes = tl.arange(0, BLOCK_K)
     for k0 in range(0, K, BLOCK_K):
         pos = k0 + lanes
+        if IDX64:
+            pos = pos.to(tl.int64)  # pos * SXK and pos * INNER may pass 2^31
         m = lmask[:, None] & (pos < K)[None, :]
         if REVERSE:
             pos = K - 1 - pos

@@ -15,6 +15,10 @@ float16/bfloat16 losses compute in float32 and round once, as the fused ops do.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.nn.functional import (
@@ -76,8 +80,9 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 
 def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
-    """log(sigmoid(x)) = -softplus(-x) (stable for large |x|);  dx = g sigmoid(-x)."""
-    return -softplus(-input)
+    """log(sigmoid(x)) = -softplus(-x), never switched to the linear form (softplus' stable
+    max + log1p form keeps float64 exact for any x);  dx = g sigmoid(-x)."""
+    return -softplus(-input, 1.0, math.inf)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
@@ -257,7 +262,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     (x, t), half = _compute(input, target.to(input.dtype))
-    sp = softplus(-x)
+    sp = softplus(-x, 1.0, math.inf)  # -log sigmoid(x), exact for any x (no linear switch)
     if pos_weight is not None:
         sp = sp * ((pos_weight - 1.0) * t + 1.0)
     loss = (1.0 - t) * x + sp
@@ -280,7 +285,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noq
     if log_target:
         loss = t.exp() * (t - x)
     else:  # xlogy(t, t): log of t with its zeros replaced by 1, so 0 log 0 = 0 (no NaN grad)
-        loss = t * log(where(t > 0, t, 1.0)) - t * x
+        loss = t * log(where(t == 0, 1.0, t)) - t * x  # t < 0: NaN, as PyTorch
     if reduction == "batchmean":
         n = input.shape[0] if input.ndim else 1
         loss = loss.sum() / float(n)
@@ -296,6 +301,8 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     _check_float("cosine_similarity", x1)
     _check_float("cosine_similarity", x2)
     (a, b), half = _compute(x1, x2)
+    shape = tuple(np.broadcast_shapes(a.shape, b.shape))  # dim counts in the broadcast shape
+    a, b = a.expand(shape), b.expand(shape)
     cos = ((a / _norm_at_least(a, dim, eps)) * (b / _norm_at_least(b, dim, eps))).sum(dim)
     return cos if half is None else cos.to(half)
 
@@ -318,7 +325,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 tensor of shape (*tensor.shape, num_classes) with a 1 at each class index
     (num_classes = -1: one more than the largest index)."""
     _check_tensor("one_hot", tensor, "tensor")
-    if tensor.dtype.is_floating_point or tensor.dtype is dtypes.bool_:
+    if tensor.dtype is not dtypes.int64:
         raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, "
                            f"got {tensor.dtype.name}")
     if tensor.numel() == 0:

@@ -8,6 +8,7 @@ import math
 from typing import Iterable
 
 from tgrad.autograd.grad_mode import no_grad
+from tgrad.dtypes import result_type
 from tgrad.ops.creation import tensor
 from tgrad.ops.elementwise import isfinite
 from tgrad.ops.reduce import norm
@@ -40,11 +41,12 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
             if any(g.numel() == 0 for g in grads):
                 raise RuntimeError("clip_grad_norm_: cannot compute the infinity norm of an "
                                    "empty gradient, because max has no identity")
-            norms = [g.detach().abs().amax().to(grads[0].dtype) for g in grads]
-            total = stack(norms).amax()
+            norms = [g.detach().abs().amax() for g in grads]
         else:
             norms = [norm(g.detach(), norm_type) for g in grads]
-            total = norm(stack([n.to(grads[0].dtype) for n in norms]), norm_type)
+        dt = result_type(*norms)  # mixed dtypes: the widest (a float16 norm may be inf)
+        norms = stack([n.to(dt) for n in norms])
+        total = norms.amax() if norm_type == math.inf else norm(norms, norm_type)
         if error_if_nonfinite and not bool(isfinite(total)):
             raise RuntimeError(
                 f"The total norm of order {norm_type} for gradients from `parameters` is "

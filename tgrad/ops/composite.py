@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
@@ -220,6 +222,10 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     """input + weight (end - input), as PyTorch evaluates it: from ``end`` back when
     |weight| >= 0.5 (exact at weight 1);  d input = 1 - w, d end = w, d w = end - input."""
+    for name, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t.dtype is not input.dtype:
+            raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
+                               f"dtype {t.dtype.name}")
     (input, end, weight), half = widen_halves(input, end, weight)  # noqa: A001
     diff = end - input
     if isinstance(weight, Tensor):
@@ -233,9 +239,17 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
 @tensor_method("addcmul")
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 * tensor2 (broadcast)."""
+    value = _scalar_like(value, input, tensor1, tensor2)
     (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
     prod = tensor1 * tensor2
     return rounded_to(input + (prod if value == 1 else prod * value), half)
+
+
+def _scalar_like(value, *tensors):
+    """``value`` cast as PyTorch casts it for integer operands (truncated to an int)."""
+    if dtypes.result_type(*tensors).is_floating_point:
+        return value
+    return int(value)
 
 
 @tensor_method("addcdiv")
@@ -325,17 +339,15 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
     """The elements of input (broadcast with mask) where mask holds, as a 1-D tensor."""
     _check_mask("masked_select", mask)
-    shape = tuple(_broadcast_shape(input.shape, mask.shape))
+    try:
+        shape = tuple(np.broadcast_shapes(input.shape, mask.shape))
+    except ValueError:
+        raise RuntimeError(f"masked_select: the shape of the mask {list(mask.shape)} must "
+                           f"broadcast with the input's {list(input.shape)}") from None
     return getitem(input.expand(shape), mask.expand(shape))
 
 
 tensor_method("masked_select")(masked_select)
-
-
-def _broadcast_shape(a: tuple, b: tuple) -> list:
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    return [x if y == 1 else y for x, y in zip(a, b)]
 
 
 @tensor_method("count_nonzero")

@@ -246,8 +246,10 @@ def randint(low, high=None, size=None, *, dtype=None, device=None,
     """Integers drawn uniformly from [low, high) (``randint(high, size)`` means low = 0);
     int64 unless ``dtype`` says otherwise. floor(low + u (high - low)) of float64 uniforms
     u in [0, 1), on the device's generator."""
-    if size is None:
-        low, high, size = 0, low, high
+    if size is None and high is not None and not isinstance(high, (int, float)):
+        low, high, size = 0, low, high  # randint(high, size)
+    elif high is None:
+        low, high = 0, low  # randint(high, size=size)
     if size is None:
         raise TypeError("randint() missing 1 required positional argument: 'size'")
     low, high = int(low), int(high)

@@ -36,6 +36,34 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int) -> None:  #
                              f"size {size}")
 
 
+def _along_key(index: Tensor, dim: int, device) -> tuple:
+    """The advanced-indexing key that reads (or writes) position index[j] along ``dim`` for
+    every j of index's shape: index (as int64) at ``dim``, an arange broadcast along each
+    other dim."""
+    key = []
+    for k, n in enumerate(index.shape):
+        if k == dim:
+            key.append(index if index.dtype is dtypes.int64 else index.to(dtypes.int64))
+        else:
+            shape = [1] * index.ndim
+            shape[k] = n
+            key.append(arange(n, device=device).reshape(shape))
+    return tuple(key)
+
+
+def _check_sizes(op: str, index: Tensor, dim: int, input: Tensor, src=None) -> None:  # noqa: A002
+    """index.size(d) <= input.size(d) for d != dim, and <= src.size(d) for every d (PyTorch's
+    gather/scatter contract)."""
+    for k, n in enumerate(index.shape):
+        if k != dim and n > input.shape[k]:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index "
+                               f"{list(index.shape)} to be no larger than self "
+                               f"{list(input.shape)} apart from dimension {dim}")
+        if isinstance(src, Tensor) and n > src.shape[k]:
+            raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be no larger "
+                               f"than src {list(src.shape)} at dimension {k}")
+
+
 @tensor_method("index_select")
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
     """The entries ``index`` (a vector, or one 0-d index) of ``input`` along ``dim``:
@@ -65,21 +93,9 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
     _check_index("gather", input, index, d, input.shape[d] if input.ndim else 1)
     if input.ndim == 0:
         return gather(input.reshape(1), 0, index.reshape(1)).reshape(index.shape)
-    for k, (n_idx, n_in) in enumerate(zip(index.shape, input.shape)):
-        if k != d and n_idx > n_in:
-            raise RuntimeError(f"Size does not match at dimension {k} expected index "
-                               f"{list(index.shape)} to be no larger than self "
-                               f"{list(input.shape)} apart from dimension {d}")
-    # One index array per dim, broadcast to index.shape: aranges along the other dims.
-    key = []
-    for k, n in enumerate(index.shape):
-        if k == d:
-            key.append(index if index.dtype is dtypes.int64 else index.to(dtypes.int64))
-        else:
-            shape = [1] * index.ndim
-            shape[k] = n
-            key.append(arange(n, device=input.device).reshape(shape))
-    return getitem(input, tuple(key))
+    _check_sizes("gather", index, d, input)
+    key = _along_key(index, d, input.device)
+    return getitem(input, key)
 
 
 @tensor_method("select")
@@ -116,23 +132,20 @@ tensor_method("take_along_dim")(take_along_dim)
 
 def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:  # noqa: A002
     """(key, src restricted to index's shape) for writing src[j] at index's positions along
-    ``dim`` (the same aranges-plus-index key as gather)."""
+    ``dim``, after PyTorch's checks (dims, sizes, range, src dtype)."""
     d = _wrap_dim(dim, input.ndim, op)
-    if max(index.ndim, 1) != max(input.ndim, 1):
+    if max(index.ndim, 1) != max(input.ndim, 1) or (
+            isinstance(src, Tensor) and max(src.ndim, 1) != max(input.ndim, 1)):
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
                            f"self tensor")
+    if isinstance(src, Tensor) and src.dtype is not input.dtype:
+        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype (got "
+                           f"{input.dtype.name} and {src.dtype.name})")
     _check_index(op, input, index, d, input.shape[d] if input.ndim else 1)
-    key = []
-    for k, n in enumerate(index.shape):
-        if k == d:
-            key.append(index if index.dtype is dtypes.int64 else index.to(dtypes.int64))
-        else:
-            shape = [1] * index.ndim
-            shape[k] = n
-            key.append(arange(n, device=input.device).reshape(shape))
+    _check_sizes(op, index, d, input, src)
     if isinstance(src, Tensor):
         src = getitem(src, tuple(slice(0, n) for n in index.shape))
-    return tuple(key), src
+    return _along_key(index, d, input.device), src
 
 
 @tensor_method("scatter_add")
@@ -141,7 +154,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: 
     d input = g, d src = g gathered at index."""
     key, part = _scatter_key("scatter_add", input, dim, index, src)
     nkey, _ = normalize_key(key, input.device)
-    (x, part), half = widen_halves(input, part.to(input.dtype))
+    (x, part), half = widen_halves(input, part)
     return rounded_to(x + IndexAdd.apply(part, nkey, x.shape), half)
 
 
@@ -171,8 +184,13 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
     if index.ndim > 1:
         raise IndexError("index_add_(): Index is supposed to be a vector")
     _check_index("index_add", input, index, d, input.shape[d] if input.ndim else 1)
+    want = input.shape[:d] + (index.numel(),) + input.shape[d + 1:]
+    if source.shape != want or source.dtype is not input.dtype:
+        raise RuntimeError(f"index_add(): source of shape {list(source.shape)} and dtype "
+                           f"{source.dtype.name} must have shape {list(want)} and dtype "
+                           f"{input.dtype.name}")
     nkey, _ = normalize_key((slice(None),) * d + (index.reshape(-1),), input.device)
-    (x, src), half = widen_halves(input, source.to(input.dtype))
+    (x, src), half = widen_halves(input, source)
     src = src if alpha == 1 else src * alpha
     return rounded_to(x + IndexAdd.apply(src, nkey, x.shape), half)
 
@@ -180,11 +198,12 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
 def nonzero(input: Tensor, *, as_tuple: bool = False):  # noqa: A002
     """Indices of the nonzero elements: an int64 (count, ndim) tensor, or one 1-D tensor
     per dim with ``as_tuple`` (read on the host: the count decides the shape)."""
-    idx = np.argwhere(np.asarray(input.detach().numpy(force=True)) != 0).astype(np.int64)
-    if as_tuple:
+    values = np.asarray(input.detach().numpy(force=True))
+    idx = np.argwhere(values.reshape(values.shape or (1,)) != 0).astype(np.int64)
+    if as_tuple:  # a 0-d input counts as 1-D: one index tensor
         return tuple(tensor(np.ascontiguousarray(idx[:, k]), device=input.device)
-                     for k in range(max(input.ndim, 1)))
-    return tensor(idx.reshape(-1, input.ndim), device=input.device)
+                     for k in range(idx.shape[1]))
+    return tensor(idx[:, :input.ndim].reshape(len(idx), input.ndim), device=input.device)
 
 
 tensor_method("nonzero")(nonzero)

@@ -4,6 +4,10 @@ ops diag and trace. Gradients come from matmul's and the elementwise ops' rules.
 
 from __future__ import annotations
 
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.ops import elementwise as ew
 from tgrad.ops._common import rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange, zeros
 from tgrad.ops.index import getitem
@@ -55,42 +59,45 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:  # noqa: A002
 ger = outer
 
 
-def _scaled_sum(input: Tensor, a: Tensor, b: Tensor, beta, alpha, batch_sum: bool = False):  # noqa: A002
-    """beta * input + alpha * (a @ b) (summed over the batch with ``batch_sum``), halves in
-    float32 and rounded once; beta == 0 ignores input (its NaN/inf too), as PyTorch
-    documents."""
+def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # noqa: A002
+                batch_sum: bool = False) -> Tensor:
+    """beta * input + alpha * (a @ b) (summed over the batch with ``batch_sum``), input
+    broadcast to the product's shape (never the other way), halves in float32 and rounded
+    once; beta == 0 ignores input's values (its NaN/inf too) but keeps it in the graph
+    (a zero gradient), as PyTorch."""
     (input, a, b), half = widen_halves(input, a, b)  # noqa: A001
     product = matmul(a, b)
     if batch_sum:
         product = product.sum(0)
+    try:
+        fits = np.broadcast_shapes(input.shape, product.shape) == product.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RuntimeError(f"{op}: the input of shape {list(input.shape)} can't be expanded "
+                           f"to the product's shape {list(product.shape)}")
     if alpha != 1:
         product = product * alpha
-    if beta == 0:  # only input's shape matters (it broadcasts)
-        shape = _broadcast(input.shape, product.shape)
-        out = product if product.shape == shape else product.expand(shape).contiguous()
+    if beta == 0:
+        never = zeros(input.shape, dtype=dtypes.bool_, device=input.device)
+        out = ew.where(never, input, 0) + product
     else:
         out = (input if beta == 1 else input * beta) + product
     return rounded_to(out, half)
-
-
-def _broadcast(a: tuple, b: tuple) -> tuple:
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    return tuple(max(x, y) if 1 in (x, y) else x for x, y in zip(a, b))
 
 
 @tensor_method("addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2), input broadcast to (n, p)."""
     _dims("addmm", (2, 2), mat1, mat2)
-    return _scaled_sum(input, mat1, mat2, beta, alpha)
+    return _scaled_sum("addmm", input, mat1, mat2, beta, alpha)
 
 
 @tensor_method("addmv")
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat @ vec)."""
     _dims("addmv", (2, 1), mat, vec)
-    return _scaled_sum(input, mat, vec, beta, alpha)
+    return _scaled_sum("addmv", input, mat, vec, beta, alpha)
 
 
 @tensor_method("baddbmm")
@@ -98,7 +105,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A
             alpha=1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2) for (b, n, m) @ (b, m, p)."""
     _dims("baddbmm", (3, 3), batch1, batch2)
-    return _scaled_sum(input, batch1, batch2, beta, alpha)
+    return _scaled_sum("baddbmm", input, batch1, batch2, beta, alpha)
 
 
 @tensor_method("addbmm")
@@ -106,7 +113,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A0
            alpha=1) -> Tensor:
     """beta * input + alpha * sum_b batch1[b] @ batch2[b]."""
     _dims("addbmm", (3, 3), batch1, batch2)
-    return _scaled_sum(input, batch1, batch2, beta, alpha, batch_sum=True)
+    return _scaled_sum("addbmm", input, batch1, batch2, beta, alpha, batch_sum=True)
 
 
 @tensor_method("diag")
