@@ -4,7 +4,7 @@ processes with TGRAD_GPU_SHARD=i/n so kernel compilation uses several CPU cores.
 
 - the whole op table on cuda against the NumPy float64 reference, float16/bfloat16 included
   (tests/test_opinfo.py's forward and large-sample backward checks, default device cuda);
-- one numel > 2^31 case per kernel family (elementwise, reduction) with int64 indexing;
+- one numel > 2^31 case per kernel family (elementwise, reduction, scan) with int64 indexing;
 - memory returns to its start after 1000 forward/backward iterations;
 - the kernel checks of tests/device_checks.py (CI runs them in the interpreter).
 """
