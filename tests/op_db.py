@@ -688,6 +688,36 @@ def _np_take_along(x, idx, dim=None):
     return np.take_along_axis(np.broadcast_to(x, xs), np.broadcast_to(idx, ish), dim)
 
 
+def _nan_red_samples(rng):
+    x = _n(rng, 3, 4)
+    x[0, 1] = np.nan  # one NaN: skipped by the sums (the op table's NaN check adds more)
+    return [Sample((x,), desc="all"), Sample((x,), {"dim": 1}, desc="dim1"),
+            Sample((x,), {"dim": 0, "keepdim": True}, desc="dim0 keep"),
+            Sample((_n(rng, 17),), desc="n=17"), Sample((_n(rng, 4, 3),), {"dim": 1},
+                                                       layouts=("T",), desc="T")]
+
+
+def _np_nanmean(x, dim=None, keepdim=False):
+    with np.errstate(all="ignore"):
+        return np.asarray(np.nanmean(x, axis=dim, keepdims=keepdim))
+
+
+def _diff_samples(rng):
+    return [Sample((_n(rng, 17),), desc="n=17"), Sample((_n(rng, 3, 5), 2, 1), desc="n=2 dim1"),
+            Sample((_n(rng, 4, 3), 1, 0), desc="dim0"),
+            Sample((_n(rng, 4, 3),), layouts=("T",), desc="T")]
+
+
+def _ri_samples(rng):
+    return [Sample((_n(rng, 3, 2), 2, 0), desc="dim0"), Sample((_n(rng, 3, 2), 3, 1),
+                                                               desc="dim1"),
+            Sample((_n(rng, 2, 3), 2), desc="flat"), Sample((_n(rng, 4), 0, 0), desc="zero")]
+
+
+def _np_ri(x, r, dim=None):
+    return np.repeat(x, r, axis=dim)
+
+
 # ---------------------------------------------------------------------- the table
 def _u(name, ref, domain=(None, None), **kw):
     return OpSpec(name, getattr(tgrad, name), ref, unary_samples, domain=domain, **kw)
@@ -812,6 +842,23 @@ OP_DB: list = [
     OpSpec("scatter_add", tgrad.scatter_add, _np_scatter_add, _scatter_add_samples),
     OpSpec("index_add", tgrad.index_add, _np_index_add, _index_add_samples),
     OpSpec("take_along_dim", tgrad.take_along_dim, _np_take_along, _take_along_samples),
+    OpSpec("nansum", tgrad.nansum, _red(np.nansum), _nan_red_samples),
+    OpSpec("nanmean", tgrad.nanmean, _np_nanmean, _nan_red_samples),
+    OpSpec("nan_to_num", lambda x: tgrad.nan_to_num(x, 0.5, 7.0, -7.0),
+           lambda x: np.nan_to_num(x, nan=0.5, posinf=7.0, neginf=-7.0), unary_samples),
+    OpSpec("xlogy", tgrad.xlogy, lambda x, y: x * np.log(y), binary_samples,
+           domain=(0.0, None)),
+    OpSpec("logit", tgrad.logit, lambda x: np.log(x / (1 - x)), unary_samples,
+           domain=(0.0, 1.0)),
+    OpSpec("diff", tgrad.diff, lambda x, n=1, dim=-1: np.diff(x, n, dim), _diff_samples),
+    OpSpec("repeat_interleave", tgrad.repeat_interleave, _np_ri, _ri_samples),
+    OpSpec("take", tgrad.take, lambda x, i: np.take(x, i),
+           lambda rng: [Sample((_n(rng, 3, 4), _int_index(rng, 12, 2, 3)), desc="2-D index"),
+                        Sample((_n(rng, 17), _int_index(rng, 17, 5)), desc="n=17")]),
+    OpSpec("inner", tgrad.inner, np.inner,
+           lambda rng: [Sample((_n(rng, 2, 3), _n(rng, 4, 3)), desc="2d"),
+                        Sample((_n(rng, 3), _n(rng, 3)), desc="1d"),
+                        Sample((_n(rng, 2, 2, 3), _n(rng, 3)), desc="3d-1d")]),
     OpSpec("repeat", lambda x, r: x.repeat(r), lambda x, r: np.tile(x, r), _repeat_samples),
     OpSpec("flip", tgrad.flip, lambda x, d: np.flip(x, d) if x.ndim else x, _flip_samples),
 ]

@@ -8,6 +8,7 @@ from tgrad.ops import (
     creation,
     einsum,
     elementwise,
+    extras,
     gathering,
     index,
     inplace,
@@ -20,14 +21,15 @@ from tgrad.ops import (
 )
 from tgrad.ops._common import OPS
 
-__all__ = [n for m in (composite, creation, einsum, elementwise, gathering, matmul, movement,
-                       products, reduce, scan, shape)
+__all__ = [n for m in (composite, creation, einsum, elementwise, extras, gathering, matmul,
+                       movement, products, reduce, scan, shape)
            for n in m.__all__]
 
 from tgrad.ops.composite import *  # noqa: E402,F401,F403
 from tgrad.ops.creation import *  # noqa: E402,F401,F403
 from tgrad.ops.einsum import *  # noqa: E402,F401,F403
 from tgrad.ops.elementwise import *  # noqa: E402,F401,F403
+from tgrad.ops.extras import *  # noqa: E402,F401,F403
 from tgrad.ops.gathering import *  # noqa: E402,F401,F403
 from tgrad.ops.matmul import *  # noqa: E402,F401,F403
 from tgrad.ops.movement import *  # noqa: E402,F401,F403

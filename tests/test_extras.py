@@ -1,0 +1,101 @@
+"""tgrad/ops/extras.py beyond the op table: in-place forms, index_put with accumulate,
+PyTorch's edge values and errors (written out by hand)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+
+
+def _t(values, **kw):
+    return tgrad.tensor(np.asarray(values, dtype=np.float64), **kw)
+
+
+def test_nan_aware_sums_and_nan_to_num():
+    x = _t([[1.0, np.nan], [np.nan, np.nan]], requires_grad=True)
+    assert tgrad.nansum(x).item() == 1.0
+    m = tgrad.nanmean(x, 1)
+    assert m.tolist()[0] == 1.0 and math.isnan(m.tolist()[1])  # no value: NaN
+    tgrad.nansum(x).backward()
+    assert x.grad.tolist() == [[1.0, 0.0], [0.0, 0.0]]  # NaN elements get no gradient
+    y = tgrad.nan_to_num(tgrad.tensor([np.nan, np.inf, -np.inf, 2.0]))
+    big = float(np.finfo(np.float32).max)
+    assert y.tolist() == [0.0, big, -big, 2.0]
+
+
+def test_xlogy_and_logit_edges():
+    assert tgrad.xlogy(_t([0.0, 0.0, 2.0]), _t([0.0, np.inf, np.e])).tolist() == [0.0, 0.0, 2.0]
+    assert math.isnan(tgrad.xlogy(_t([0.0]), _t([np.nan])).item())  # NaN y wins, as PyTorch
+    x = _t([0.0], requires_grad=True)
+    tgrad.xlogy(x, _t([4.0])).backward()
+    assert x.grad.item() == pytest.approx(math.log(4.0))  # dx = log y even at x = 0
+    assert tgrad.logit(_t([0.0, 0.5]), eps=0.25).tolist() == pytest.approx(
+        [math.log(1 / 3), 0.0])
+
+
+def test_shape_helpers():
+    x = tgrad.tensor([[1, 2, 3], [4, 5, 6]])
+    assert tgrad.diff(x).tolist() == [[1, 1], [1, 1]]
+    assert tgrad.diff(x, dim=0, prepend=tgrad.tensor([[0, 0, 0]])).tolist() == \
+        [[1, 2, 3], [3, 3, 3]]
+    assert x.repeat_interleave(2, 0).tolist() == [[1, 2, 3], [1, 2, 3], [4, 5, 6], [4, 5, 6]]
+    assert x.repeat_interleave(tgrad.tensor([0, 2, 1]), 1).tolist() == [[2, 2, 3], [5, 5, 6]]
+    assert tgrad.take(x, tgrad.tensor([[0, -1]])).tolist() == [[1, 6]]
+    assert tgrad.inner(_t([1.0, 2.0]), _t([[3.0, 4.0], [5.0, 6.0]])).tolist() == [11.0, 17.0]
+    assert x.unflatten(1, (3, 1)).shape == (2, 3, 1)
+    assert tgrad.fliplr(x).tolist() == [[3, 2, 1], [6, 5, 4]]
+    assert tgrad.flipud(x).tolist() == [[4, 5, 6], [1, 2, 3]]
+
+
+@pytest.mark.parametrize("call, err, msg", [
+    (lambda: tgrad.take(tgrad.ones(2, 2), tgrad.tensor([4])), IndexError,
+     r"take\(\): index 4 out of range for tensor of size \[2, 2\]"),
+    (lambda: tgrad.ones(3).repeat_interleave(tgrad.tensor([1, 2])), RuntimeError,
+     r"repeats must have the same size as input along dim"),
+    (lambda: tgrad.ones(3).repeat_interleave(-1), RuntimeError, "repeats can not be negative"),
+    (lambda: tgrad.diff(tgrad.tensor(1.0)), RuntimeError,
+     "diff expects input to be at least one-dimensional"),
+    (lambda: tgrad.fliplr(tgrad.ones(3)), RuntimeError, "Input must be >= 2-d"),
+    (lambda: tgrad.inner(tgrad.ones(2), tgrad.ones(3)), RuntimeError,
+     r"inner\(\) the last dimension must match"),
+    (lambda: tgrad.ones(2, 3).index_copy(1, tgrad.tensor([0]), tgrad.ones(2, 2)), RuntimeError,
+     r"index_copy\(\): source of shape \[2, 2\] must have shape \[2, 1\]"),
+])
+def test_extras_errors(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()
+
+
+def test_indexed_writes_and_inplace_forms():
+    x = _t(np.zeros((2, 3)), requires_grad=True)
+    y = x.index_fill(1, tgrad.tensor([0, 2]), -1.0)
+    assert y.tolist() == [[-1.0, 0.0, -1.0], [-1.0, 0.0, -1.0]]
+    y.sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]]
+    z = tgrad.zeros(3).index_put((tgrad.tensor([0, 0, 2]),), _t([1.0, 2.0, 3.0]).float(),
+                                 accumulate=True)
+    assert z.tolist() == [3.0, 0.0, 3.0]  # repeated indices add up
+    w = tgrad.zeros(3)
+    assert w.index_put_((tgrad.tensor([1]),), tgrad.tensor([5.0])) is w
+    assert w.tolist() == [0.0, 5.0, 0.0]
+    a = tgrad.ones(2, 3)
+    a.index_add_(1, tgrad.tensor([0, 0]), tgrad.ones(2, 2))
+    assert a.tolist() == [[3.0, 1.0, 1.0], [3.0, 1.0, 1.0]]
+    b = tgrad.zeros(2, 2)
+    b.scatter_(1, tgrad.tensor([[1], [0]]), tgrad.tensor([[7.0], [8.0]]))
+    assert b.tolist() == [[0.0, 7.0], [8.0, 0.0]]
+    c = tgrad.tensor([0.0, 10.0])
+    assert c.lerp_(tgrad.tensor([10.0, 20.0]), 0.5) is c and c.tolist() == [5.0, 15.0]
+    assert tgrad.tensor([1.0]).addcmul_(tgrad.tensor([2.0]), tgrad.tensor([3.0])).tolist() == \
+        [7.0]
+    assert tgrad.tensor([-1.0, 2.0]).clamp_min_(0.0).tolist() == [0.0, 2.0]
+    # in-place through autograd: the graph records the composite
+    leaf = _t([1.0, 2.0], requires_grad=True)
+    h = leaf * 1.0
+    h.addcmul_(leaf, leaf, value=0.5)  # h = leaf + 0.5 leaf^2
+    h.sum().backward()
+    assert leaf.grad.tolist() == [2.0, 3.0]
