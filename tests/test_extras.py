@@ -63,7 +63,7 @@ def test_shape_helpers():
     (lambda: tgrad.inner(tgrad.ones(2), tgrad.ones(3)), RuntimeError,
      r"inner\(\) the last dimension must match"),
     (lambda: tgrad.ones(2, 3).index_copy(1, tgrad.tensor([0]), tgrad.ones(2, 2)), RuntimeError,
-     r"index_copy\(\): source of shape \[2, 2\] must have shape \[2, 1\]"),
+     r"index_copy\(\): source of shape \[2, 2\] and dtype float32 must have shape \[2, 1\]"),
 ])
 def test_extras_errors(call, err, msg):
     with pytest.raises(err, match=msg):
@@ -99,3 +99,33 @@ def test_indexed_writes_and_inplace_forms():
     h.addcmul_(leaf, leaf, value=0.5)  # h = leaf + 0.5 leaf^2
     h.sum().backward()
     assert leaf.grad.tolist() == [2.0, 3.0]
+
+
+def test_second_review_edges():
+    assert tgrad.xlogy(_t([0.0, 0.0]), _t([-1.0, -np.inf])).tolist() == [0.0, 0.0]
+    assert tgrad.xlogy(tgrad.tensor([1.0, 2.0]), tgrad.tensor(3.0, dtype=tgrad.float64)).dtype \
+        is tgrad.float32  # a 0-d other does not promote
+    assert tgrad.xlogy(2.0, tgrad.tensor([1.0])).tolist() == [0.0]
+    x = _t([0.0, 1.0], requires_grad=True)
+    tgrad.logit(x).sum().backward()
+    assert x.grad.tolist() == [math.inf, math.inf]  # 1 / (x (1 - x)), not NaN
+    v = _t(3.0, requires_grad=True)
+    (tgrad.index_fill(_t(np.ones((2, 4))), 1, tgrad.tensor([0, 2, 0]), v) ** 2).sum().backward()
+    assert v.grad.item() == 24.0  # each filled position counted once
+    assert _t([[1.0, 2.0]]).index_fill(1, tgrad.tensor([-1]), 0.0).tolist() == [[1.0, 0.0]]
+    assert tgrad.lerp(tgrad.tensor([1.0]), tgrad.tensor([3.0]), _t(0.5)).tolist() == [2.0]
+    assert tgrad.tensor(5.0).index_add(0, tgrad.tensor([0]), tgrad.tensor(2.0)).item() == 7.0
+    assert tgrad.scatter(tgrad.tensor(1.0), 0, tgrad.tensor([0]), tgrad.tensor(5.0)).item() == 5.0
+    assert tgrad.tensor(5.0).index_fill(0, tgrad.tensor([0]), 2.0).item() == 2.0
+    assert tgrad.inner(tgrad.zeros(2, 0), tgrad.zeros(3, 0)).tolist() == [[0.0] * 3] * 2
+    assert tgrad.repeat_interleave(tgrad.tensor([1, 2, 0])).tolist() == [0, 1, 1]
+    assert tgrad.randint(high=5, size=(3,)).shape == (3,)
+    with pytest.raises(RuntimeError, match="don't multiply up to the size of dim 1"):
+        tgrad.zeros(0, 6).unflatten(1, (4, 5))
+    with pytest.raises(RuntimeError, match=r"take\(\): Expected a long tensor for index"):
+        tgrad.take(tgrad.ones(2), tgrad.tensor([True, False]))
+    with pytest.raises(TypeError, match="must be tuple of Tensors"):
+        tgrad.zeros(3, 2).index_put(tgrad.tensor([[0, 1]]), tgrad.tensor(1.0))
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination "
+                                           "dtypes match"):
+        tgrad.zeros(3).index_put((tgrad.tensor([0]),), _t([1.0]))

@@ -223,7 +223,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     """input + weight (end - input), as PyTorch evaluates it: from ``end`` back when
     |weight| >= 0.5 (exact at weight 1);  d input = 1 - w, d end = w, d w = end - input."""
     for name, t in (("end", end), ("weight", weight)):
-        if isinstance(t, Tensor) and t.dtype is not input.dtype:
+        if isinstance(t, Tensor) and t.dtype is not input.dtype and (name == "end" or t.ndim):
             raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
                                f"dtype {t.dtype.name}")
     (input, end, weight), half = widen_halves(input, end, weight)  # noqa: A001

@@ -241,7 +241,7 @@ def randn_like(x: Tensor, dtype=None, device=None) -> Tensor:
     return randn(x.shape, dtype=dt, device=dev)
 
 
-def randint(low, high=None, size=None, *, dtype=None, device=None,
+def randint(low=0, high=None, size=None, *, dtype=None, device=None,
             requires_grad: bool = False) -> Tensor:
     """Integers drawn uniformly from [low, high) (``randint(high, size)`` means low = 0);
     int64 unless ``dtype`` says otherwise. floor(low + u (high - low)) of float64 uniforms

@@ -8,6 +8,8 @@ be NaN), as in composite.py.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tgrad import dtypes
@@ -15,14 +17,15 @@ from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
 from tgrad.ops._common import rounded_to, tensor_method, widen_halves
-from tgrad.ops.creation import tensor
+from tgrad.ops.creation import arange, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.ops.inplace import apply_inplace
 from tgrad.ops.shape import cat, narrow
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["nansum", "nanmean", "nan_to_num", "xlogy", "logit", "diff", "repeat_interleave",
-           "take", "inner", "fliplr", "flipud", "index_fill", "index_copy", "index_put"]
+           "take", "inner", "unflatten", "fliplr", "flipud", "index_fill", "index_copy",
+           "index_put"]
 
 
 # ------------------------------------------------------------------------------ NaN-aware
@@ -35,11 +38,11 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
 @tensor_method("nanmean")
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """mean over the non-NaN elements (NaN where there are none)."""
-    if dtype is not None:
-        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
                            f"{input.dtype.name}")
+    if dtype is not None:
+        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
     kept = ew.logical_not(ew.isnan(input))
     return nansum(input, dim, keepdim) / kept.sum(dim, keepdim).to(input.dtype)
 
@@ -63,24 +66,37 @@ tensor_method("nan_to_num_")(lambda self, nan=0.0, posinf=None, neginf=None: app
 
 
 @tensor_method("xlogy")
-def xlogy(input: Tensor, other) -> Tensor:  # noqa: A002
-    """x log(y), 0 where x == 0 (unless y is NaN, as PyTorch);  dx = log y, dy = x / y.
-    Only where log y is infinite (y = 0 or inf) does x == 0 need the ``where``; there its
-    log is taken of 1 instead, so the branch not taken stays finite."""
-    y = other if isinstance(other, Tensor) else tensor(float(other), dtype=input.dtype
-                                                        if input.dtype.is_floating_point
-                                                        else None, device=input.device)
-    zero = ew.logical_and(ew.eq(input, 0), ew.logical_or(ew.eq(y, 0), ew.eq(y, np.inf)))
-    return ew.where(zero, 0.0, input * ew.log(ew.where(zero, 1.0, y)))
+def xlogy(input, other) -> Tensor:  # noqa: A002
+    """x log(y), 0 where x == 0 unless y is NaN (PyTorch's rule), in the promoted dtype;
+    dx = log y (0 where x == 0 and y <= 0), dy = x / y. Where x == 0 and log y is not
+    finite, the log is taken of 1 instead, so the branch not taken stays finite."""
+    x, y = _tensors_in_result_dtype(input, other)
+    # x == 0 with a finite positive y gives 0 (and dx = log y) by itself; only where log y
+    # is not finite does the 0 need a where, with log's argument replaced by 1
+    unsafe = ew.logical_and(ew.eq(x, 0), ew.logical_or(ew.le(y, 0), ew.eq(y, np.inf)))
+    return ew.where(unsafe, 0.0, x * ew.log(ew.where(unsafe, 1.0, y)))
+
+
+def _tensors_in_result_dtype(a, b) -> tuple:
+    """a and b as tensors of their promoted floating dtype (numbers become 0-d tensors)."""
+    t = a if isinstance(a, Tensor) else b
+    dt = dtypes.result_type(a, b)
+    if not dt.is_floating_point:
+        dt = dtypes.get_default_dtype()
+    return tuple(v.to(dt) if isinstance(v, Tensor) else tensor(float(v), dtype=dt,
+                                                                device=t.device)
+                 for v in (a, b))
 
 
 @tensor_method("logit")
 def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
-    """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when ``eps`` is given."""
+    """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when ``eps`` is given;
+    dx = 1 / (x (1 - x))."""
     (x,), half = widen_halves(input)
     if eps is not None:
         x = ew.clamp(x, eps, 1.0 - eps)
-    return rounded_to(ew.log(x / (1.0 - x)), half)
+    # log x - log1p(-x): its gradient 1/x + 1/(1 - x) is inf (not NaN) at 0 and 1
+    return rounded_to(ew.log(x) - ew.log1p(-x), half)
 
 
 # ------------------------------------------------------------------------------ shapes, copies
@@ -91,6 +107,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     d = _wrap_dim(dim, input.ndim, "diff")
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     (x,), half = widen_halves(x)  # halves: n subtractions in float32, one rounding
@@ -104,11 +122,16 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
 
 
 @tensor_method("repeat_interleave")
-def repeat_interleave(input: Tensor, repeats, dim: int | None = None, *,  # noqa: A002
+def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  # noqa: A002
                       output_size: int | None = None) -> Tensor:
     """Each element (slice along ``dim``; flattened when dim is None) repeated ``repeats``
-    times (an int, or a tensor of one count per element); the gradient sums the copies."""
-    x = input.reshape(-1) if dim is None else input
+    times (an int, or a tensor of one count per element); the gradient sums the copies.
+    With one tensor argument: arange(len) with element i repeated input[i] times."""
+    if repeats is None:
+        return repeat_interleave(arange(input.numel(), device=input.device), input, 0)
+    if isinstance(repeats, Tensor) and repeats.ndim > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    x = input.reshape(-1) if dim is None or input.ndim == 0 else input
     d = 0 if dim is None else _wrap_dim(dim, x.ndim, "repeat_interleave")
     if isinstance(repeats, Tensor):
         counts = np.asarray(repeats.numpy(force=True)).reshape(-1)
@@ -134,6 +157,9 @@ def repeat_interleave(input: Tensor, repeats, dim: int | None = None, *,  # noqa
 @tensor_method("take")
 def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
     """input.flatten()[index] (shape of index; negative indices count from the end)."""
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {got}")
     n = input.numel()
     if index.numel():
         lo, hi = int(index.min()), int(index.max())
@@ -153,7 +179,8 @@ def inner(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
                            f"got shapes {list(input.shape)} and {list(other.shape)}")
     k = input.shape[-1]
-    out = input.reshape(-1, k) @ other.reshape(-1, k).T
+    rows_a, rows_b = math.prod(input.shape[:-1]), math.prod(other.shape[:-1])
+    out = input.reshape(rows_a, k) @ other.reshape(rows_b, k).T
     return out.reshape(input.shape[:-1] + other.shape[:-1])
 
 
@@ -161,7 +188,15 @@ def inner(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:  # noqa: A002
     """Split dim ``dim`` into ``sizes`` (one entry may be -1)."""
     d = _wrap_dim(dim, input.ndim, "unflatten")
-    return input.reshape(input.shape[:d] + tuple(sizes) + input.shape[d + 1:])
+    sizes = tuple(int(v) for v in sizes)
+    known = math.prod(v for v in sizes if v != -1)
+    if input.ndim == 0 or not sizes or sizes.count(-1) > 1 or (
+            -1 not in sizes and known != input.shape[d]) or (
+            -1 in sizes and (known == 0 or input.shape[d] % known)):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({input.shape[d] if input.ndim else 0}) in the "
+                           f"input tensor")
+    return input.reshape(input.shape[:d] + sizes + input.shape[d + 1:])
 
 
 @tensor_method("fliplr")
@@ -181,34 +216,54 @@ def flipud(input: Tensor) -> Tensor:  # noqa: A002
 
 
 # ------------------------------------------------------------------------------ indexed writes
-def _dim_key(input: Tensor, dim: int, index: Tensor, op: str) -> tuple:  # noqa: A002
+def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
+             negatives: bool = False) -> tuple:
+    """The key writing the slices at ``index`` along ``dim`` (of input viewed at least 1-D);
+    int64 indices in range ([-n, n) where ``negatives``), repeats removed, as PyTorch."""
     d = _wrap_dim(dim, input.ndim, op)
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector")
-    ga._check_index(op, input, index, d, input.shape[d] if input.ndim else 1)
-    return (slice(None),) * d + (index.reshape(-1),)
+    n = input.shape[d] if input.ndim else 1
+    idx = np.asarray(index.numpy(force=True)).reshape(-1)
+    if idx.size and (idx.min() < (-n if negatives else 0) or idx.max() >= n):
+        bad = idx[(idx < (-n if negatives else 0)) | (idx >= n)][0]
+        raise IndexError(f"{op}(): index {int(bad)} is out of bounds for dimension {d} with "
+                         f"size {n}")
+    return (slice(None),) * d + (tensor(idx % n if n else idx, device=input.device),)
 
 
 @tensor_method("index_fill")
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa: A002
-    """A copy with the slices at ``index`` along ``dim`` set to ``value``."""
-    out = input.clone()
-    out[_dim_key(input, dim, index, "index_fill")] = value
-    return out
+    """A copy with the slices at ``index`` along ``dim`` set to ``value`` (a number or a
+    0-d tensor, whose gradient sums the filled positions once each)."""
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.ndim} dimension(s).")
+    x = input.reshape(1) if input.ndim == 0 else input
+    key = _dim_key(x, dim, index, "index_fill", negatives=True)
+    unique = tensor(np.unique(key[-1].numpy(force=True)), device=x.device)
+    out = x.clone()
+    out[key[:-1] + (unique,)] = value
+    return out.reshape(input.shape)
 
 
 @tensor_method("index_copy")
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:  # noqa: A002
     """A copy with source's slices written at ``index`` along ``dim``."""
-    key = _dim_key(input, dim, index, "index_copy")
+    x = input.reshape(1) if input.ndim == 0 else input
+    src = source.reshape(1) if source.ndim == 0 else source
+    key = _dim_key(x, dim, index, "index_copy")
     d = len(key) - 1
-    want = input.shape[:d] + (index.numel(),) + input.shape[d + 1:]
-    if source.shape != want:
-        raise RuntimeError(f"index_copy(): source of shape {list(source.shape)} must have "
-                           f"shape {list(want)}")
-    out = input.clone()
-    out[key] = source
-    return out
+    want = x.shape[:d] + (index.numel(),) + x.shape[d + 1:]
+    if src.shape != want or src.dtype is not x.dtype:
+        raise RuntimeError(f"index_copy(): source of shape {list(source.shape)} and dtype "
+                           f"{source.dtype.name} must have shape {list(want)} and dtype "
+                           f"{input.dtype.name}")
+    out = x.clone()
+    out[key] = src
+    return out.reshape(input.shape)
 
 
 @tensor_method("index_put")
@@ -221,6 +276,13 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
 @tensor_method("index_put_")
 def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     """self[indices] = values (or += with ``accumulate``, repeated indices adding up)."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put_(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    if isinstance(values, Tensor) and values.dtype is not self.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{self.dtype.name} for the destination and {values.dtype.name} "
+                           f"for the source.")
     key = tuple(indices)
     if accumulate:
         nkey, _ = normalize_key(key, self.device)

@@ -152,6 +152,9 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
     """A copy of input with src[i][j] added at [i][index[i][j]] (dim = 1; repeats add up);
     d input = g, d src = g gathered at index."""
+    if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
+        return scatter_add(input.reshape(1), dim, index.reshape(-1),
+                           src.reshape(-1)).reshape(())
     key, part = _scatter_key("scatter_add", input, dim, index, src)
     nkey, _ = normalize_key(key, input.device)
     (x, part), half = widen_halves(input, part)
@@ -170,6 +173,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # 
         src = value
     if src is None:
         raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
+    if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
+        flat = src.reshape(-1) if isinstance(src, Tensor) else src
+        return scatter(input.reshape(1), dim, index.reshape(-1), flat).reshape(())
     key, part = _scatter_key("scatter", input, dim, index, src)
     out = input.clone()
     out[key] = part
@@ -180,6 +186,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa: A002
               alpha=1) -> Tensor:
     """A copy of input with alpha * source's slices added at ``index`` along ``dim``."""
+    if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
+        return index_add(input.reshape(1), dim, index.reshape(-1), source.reshape(-1),
+                         alpha=alpha).reshape(())
     d = _wrap_dim(dim, input.ndim, "index_add")
     if index.ndim > 1:
         raise IndexError("index_add_(): Index is supposed to be a vector")
