@@ -27,6 +27,8 @@ from tgrad.nn.functional import (
     _check_tensor,
     _compute,
     _legacy_reduction,
+    _reduced,
+    _warn_if_shapes_differ,
     softmax,
     softplus,
 )
@@ -133,14 +135,6 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 
 # ====================================================================== losses
-def _reduce(loss: Tensor, reduction: str, half) -> Tensor:
-    if reduction == "mean":
-        loss = loss.mean()
-    elif reduction == "sum":
-        loss = loss.sum()
-    return loss if half is None else loss.to(half)
-
-
 def _pair(op: str, input: Tensor, target: Tensor, size_average, reduce,  # noqa: A002
           reduction: str) -> tuple:
     """Checked (input, target) in compute dtype, the half dtype to round to, reduction."""
@@ -148,12 +142,7 @@ def _pair(op: str, input: Tensor, target: Tensor, size_average, reduce,  # noqa:
     _check_tensor(op, target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if target.shape != input.shape:
-        import warnings
-        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
-                      f"input size ({list(input.shape)}). This will likely lead to incorrect "
-                      f"results due to broadcasting. Please ensure they have the same size.",
-                      stacklevel=3)
+    _warn_if_shapes_differ(input, target, stacklevel=3)
     (x, t), half = _compute(input, target)
     return x, t, half, reduction
 
@@ -162,7 +151,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # no
             reduction: str = "mean") -> Tensor:
     """|input - target|, reduced;  dx = g sign(x - t) (0 where equal)."""
     x, t, half, reduction = _pair("l1_loss", input, target, size_average, reduce, reduction)
-    return _reduce((x - t).abs(), reduction, half)
+    return _reduced((x - t).abs(), reduction, half)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
@@ -175,9 +164,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     d = x - t
     ad = d.abs()
     if beta == 0.0:
-        return _reduce(ad, reduction, half)
+        return _reduced(ad, reduction, half)
     dq = clamp(d, -beta, beta)  # the quadratic branch stays finite where it is not taken
-    return _reduce(where(ad < beta, dq * dq * (0.5 / beta), ad - 0.5 * beta), reduction, half)
+    return _reduced(where(ad < beta, dq * dq * (0.5 / beta), ad - 0.5 * beta), reduction, half)
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
@@ -192,7 +181,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
     loss = where(ad < delta, dq * dq * 0.5, (ad - 0.5 * delta) * delta)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction, half)
+    return _reduced(loss, reduction, half)
 
 
 _LOG_FLOOR = -100.0  # PyTorch clamps BCE's logs at -100
@@ -245,7 +234,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     loss = BinaryCrossEntropy.apply(x, t)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction, half)
+    return _reduced(loss, reduction, half)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
@@ -268,7 +257,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     loss = (1.0 - t) * x + sp
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction, half)
+    return _reduced(loss, reduction, half)
 
 
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
@@ -290,7 +279,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noq
         n = input.shape[0] if input.ndim else 1
         loss = loss.sum() / float(n)
         return loss if half is None else loss.to(half)
-    return _reduce(loss, reduction, half)
+    return _reduced(loss, reduction, half)
 
 
 # ====================================================================== vectors

@@ -466,17 +466,28 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # n
     _check_tensor("mse_loss", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    _warn_if_shapes_differ(input, target, stacklevel=2)
+    (x, t), half = _compute(input, target)
+    d = x - t
+    return _reduced(d * d, reduction, half)
+
+
+def _warn_if_shapes_differ(input: Tensor, target: Tensor, stacklevel: int) -> None:  # noqa: A002
+    """PyTorch's warning for elementwise losses whose target broadcasts against input."""
     if target.shape != input.shape:
         warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
                       f"input size ({list(input.shape)}). This will likely lead to incorrect "
                       f"results due to broadcasting. Please ensure they have the same size.",
-                      stacklevel=2)
-    (x, t), half = _compute(input, target)
-    d = x - t
-    sq = d * d
-    if reduction != "none":
-        sq = sq.sum() if reduction == "sum" else sq.mean()
-    return sq if half is None else sq.to(half)
+                      stacklevel=stacklevel + 1)
+
+
+def _reduced(loss: Tensor, reduction: str, half) -> Tensor:
+    """An elementwise loss reduced ('mean' / 'sum' / 'none'), rounded to ``half``."""
+    if reduction == "mean":
+        loss = loss.mean()
+    elif reduction == "sum":
+        loss = loss.sum()
+    return loss if half is None else loss.to(half)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002

@@ -34,7 +34,7 @@ from tgrad.ops._common import rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange
 from tgrad.ops.gathering import index_select
 from tgrad.ops.index import getitem
-from tgrad.ops.inplace import apply_inplace
+from tgrad.ops.inplace import apply_inplace, inplace_method
 from tgrad.ops.reduce import sum_to
 from tgrad.ops.shape import cat, narrow, transpose
 from tgrad.tensor import Tensor, _wrap_dim
@@ -111,10 +111,8 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     return _triangle("triu", input, diagonal, False)
 
 
-tensor_method("tril_")(lambda self, diagonal=0: apply_inplace(
-    self, "tril_", lambda x: _triangle("tril_", x, diagonal, True)))
-tensor_method("triu_")(lambda self, diagonal=0: apply_inplace(
-    self, "triu_", lambda x: _triangle("triu_", x, diagonal, False)))
+inplace_method("tril_", lambda x, diagonal=0: _triangle("tril_", x, diagonal, True))
+inplace_method("triu_", lambda x, diagonal=0: _triangle("triu_", x, diagonal, False))
 
 
 @tensor_method("frac")
@@ -126,7 +124,7 @@ def frac(input: Tensor) -> Tensor:  # noqa: A002
     return input - ew.trunc(input)
 
 
-tensor_method("frac_")(lambda self: apply_inplace(self, "frac_", frac))
+inplace_method("frac_", frac)
 
 
 @tensor_method("sum_to_size")

@@ -19,7 +19,7 @@ from tgrad.ops import gathering as ga
 from tgrad.ops._common import rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
-from tgrad.ops.inplace import apply_inplace
+from tgrad.ops.inplace import apply_inplace, inplace_method
 from tgrad.ops.shape import cat, narrow
 from tgrad.tensor import Tensor, _wrap_dim
 
@@ -61,8 +61,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
     return ew.where(ew.eq(x, np.inf), hi, ew.where(ew.eq(x, -np.inf), lo, x))
 
 
-tensor_method("nan_to_num_")(lambda self, nan=0.0, posinf=None, neginf=None: apply_inplace(
-    self, "nan_to_num_", lambda x: nan_to_num(x, nan, posinf, neginf)))
+inplace_method("nan_to_num_", nan_to_num)
 
 
 @tensor_method("xlogy")
@@ -296,18 +295,10 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
 
 
 # ------------------------------------------------------------------------------ in-place forms
-def _inplace(name: str, fn):
-    def method(self, *args, **kwargs):
-        return apply_inplace(self, name, lambda x, *a: fn(x, *a, **kwargs), *args)
-    method.__name__ = name
-    return tensor_method(name)(method)
-
-
 for _name, _fn in (("index_add_", ga.index_add), ("scatter_", ga.scatter),
                    ("scatter_add_", ga.scatter_add), ("lerp_", cp.lerp),
                    ("addcmul_", cp.addcmul), ("addcdiv_", cp.addcdiv),
                    ("clamp_min_", cp.clamp_min), ("clamp_max_", cp.clamp_max),
                    ("index_fill_", index_fill), ("index_copy_", index_copy),
                    ("xlogy_", xlogy), ("logit_", logit)):
-    _inplace(_name, _fn)
-
+    inplace_method(_name, _fn)

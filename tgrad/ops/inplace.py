@@ -152,17 +152,20 @@ for _name, _fn, _dunder in (("add_", ew.add, "__iadd__"), ("sub_", ew.sub, "__is
     tensor_method(_name, _dunder)(_binary_inplace(_name, _fn))
 
 
-def _unary_inplace(name: str, fn):
-    def method(self) -> Tensor:
-        return apply_inplace(self, name, fn)
+def inplace_method(name: str, fn):
+    """The in-place method ``name`` of out-of-place ``fn(x, *args, **kwargs)``: the result
+    is written into self (apply_inplace records it)."""
+    def method(self, *args, **kwargs) -> Tensor:
+        f = (lambda x, *a: fn(x, *a, **kwargs)) if kwargs else fn
+        return apply_inplace(self, name, f, *args)
     method.__name__ = name
-    return method
+    return tensor_method(name)(method)
 
 
 for _name in ("neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "sin", "cos",
               "floor", "ceil", "round", "reciprocal", "log1p", "expm1", "rsqrt", "erf",
               "square", "sign", "trunc", "log2", "log10", "exp2", "sinh", "cosh", "tan"):
-    tensor_method(_name + "_")(_unary_inplace(_name + "_", getattr(ew, _name)))
+    inplace_method(_name + "_", getattr(ew, _name))
 
 
 @tensor_method("clamp_", "clip_")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
-from tgrad.ops.inplace import apply_inplace
+from tgrad.ops.inplace import inplace_method
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["cumsum"]
@@ -47,5 +47,4 @@ def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
     return Cumsum.apply(input, d, False)
 
 
-tensor_method("cumsum_")(lambda self, dim, *, dtype=None: apply_inplace(
-    self, "cumsum_", lambda x: cumsum(x, dim, dtype=dtype)))
+inplace_method("cumsum_", cumsum)
