@@ -738,3 +738,387 @@ OP_DB: list = [
     OpSpec("nn.pad", _pad, _np_pad, _pad_samples),
     OpSpec("nn.embedding", F.embedding, _np_embedding, _embedding_samples),
 ]
+
+
+# ====================================================================== conv, pooling, norms
+def _np_windows(x, kernel, stride, dilation):
+    """(N, C, oh, ow, kh, kw) windows of an already padded (N, C, Hp, Wp) array (NumPy's
+    sliding_window_view, independent of tgrad's gather indices)."""
+    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    v = np.lib.stride_tricks.sliding_window_view(x, span, axis=(2, 3))
+    return v[:, :, ::stride[0], ::stride[1], ::dilation[0], ::dilation[1]]
+
+
+def _pair2(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def _np_conv2d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    unbatched = x.ndim == 3
+    x = x[None] if unbatched else x
+    stride, dilation = _pair2(stride), _pair2(dilation)
+    kernel = w.shape[2:]
+    if padding == "same":
+        tot = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        pads = [(t // 2, t - t // 2) for t in tot]
+    else:
+        pads = [(p, p) for p in _pair2(0 if padding == "valid" else padding)]
+    x = np.pad(x, [(0, 0), (0, 0)] + pads)
+    win = _np_windows(x, kernel, stride, dilation)  # (N, C, oh, ow, kh, kw)
+    n, c = win.shape[:2]
+    win = win.reshape((n, groups, c // groups) + win.shape[2:])
+    wg = w.reshape((groups, w.shape[0] // groups) + w.shape[1:])
+    y = np.einsum("ngcyxhw,gochw->ngoyx", win, wg).reshape((n, w.shape[0]) + win.shape[3:5])
+    if b is not None:
+        y = y + b[:, None, None]
+    return y[0] if unbatched else y
+
+
+def _np_conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    pad = padding if isinstance(padding, str) else (0, padding)
+    y = _np_conv2d(x[..., None, :], w[:, :, None, :], b, (1, stride), pad, (1, dilation),
+                   groups)
+    return y[..., 0, :]
+
+
+def _conv2d_samples(rng):
+    return [Sample((_n(rng, 1, 2, 4, 4), _n(rng, 3, 2, 2, 2), _n(rng, 3)), desc="basic"),
+            Sample((_n(rng, 2, 2, 5, 4), _n(rng, 2, 2, 3, 2)), {"stride": (2, 1),
+                   "padding": 1, "dilation": (1, 2)}, desc="stride pad dilation"),
+            Sample((_n(rng, 1, 4, 3, 3), _n(rng, 2, 2, 2, 2), _n(rng, 2)), {"groups": 2},
+                   desc="groups"),
+            Sample((_n(rng, 2, 3, 3), _n(rng, 2, 2, 3, 1)), {"padding": "same"},
+                   desc="unbatched same"),
+            Sample((_n(rng, 0, 2, 4, 4), _n(rng, 3, 2, 2, 2)), desc="empty batch"),
+            Sample((_n(rng, 1, 1, 17, 1), _n(rng, 1, 1, 17, 1)), desc="kernel = input 17"),
+            Sample((_n(rng, 1, 2, 4, 5), _n(rng, 2, 2, 2, 2)), layouts=("T", "s"),
+                   desc="T input, sliced weight")]
+
+
+def _conv1d_samples(rng):
+    return [Sample((_n(rng, 2, 2, 6), _n(rng, 3, 2, 3), _n(rng, 3)), desc="basic"),
+            Sample((_n(rng, 1, 4, 7), _n(rng, 2, 2, 2)), {"stride": 2, "padding": 1,
+                   "dilation": 2, "groups": 2}, desc="all args"),
+            Sample((_n(rng, 2, 1025), _n(rng, 1, 2, 3)), {"padding": "same"},
+                   desc="unbatched 1025 same"),
+            Sample((_n(rng, 1, 2, 5), _n(rng, 2, 2, 2)), layouts=("s",), desc="sliced")]
+
+
+def _np_max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                   return_indices=False):
+    """Max over windows with -inf padding; indices: the first maximum's h * W + w."""
+    unbatched = x.ndim == 3
+    x = x[None] if unbatched else x
+    k, d, p = _pair2(kernel_size), _pair2(dilation), _pair2(padding)
+    s = k if stride is None else _pair2(stride)
+    h, w = x.shape[2:]
+    outs, extra = [], []
+    for size, kk, ss, dd, pp in zip((h, w), k, s, d, p):
+        num = size + 2 * pp - dd * (kk - 1) - 1
+        o = (-(-num // ss) if ceil_mode else num // ss) + 1
+        if ceil_mode and (o - 1) * ss >= size + pp:
+            o -= 1
+        outs.append(o)
+        extra.append(max(0, (o - 1) * ss + dd * (kk - 1) + 1 - (size + 2 * pp)))
+    xp = np.pad(x, [(0, 0), (0, 0), (p[0], p[0] + extra[0]), (p[1], p[1] + extra[1])],
+                constant_values=-np.inf)
+    win = _np_windows(xp, k, s, d)[:, :, :outs[0], :outs[1]]
+    flat = win.reshape(win.shape[:4] + (-1,))
+    y = flat.max(-1)
+    if not return_indices:
+        return y[0] if unbatched else y
+    a = flat.argmax(-1)  # NaN: NumPy's argmax takes the first NaN
+    ky, kx = a // k[1], a % k[1]
+    oy = np.arange(outs[0])[:, None] * s[0]
+    ox = np.arange(outs[1])[None, :] * s[1]
+    idx = (oy + ky * d[0] - p[0]) * w + ox + kx * d[1] - p[1]
+    return (y[0], idx[0]) if unbatched else (y, idx)
+
+
+def _np_max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                   return_indices=False):
+    r = _np_max_pool2d(x[..., None, :], (1, kernel_size),
+                       None if stride is None else (1, stride), (0, padding), (1, dilation),
+                       ceil_mode, return_indices)
+    return tuple(t[..., 0, :] for t in r) if return_indices else r[..., 0, :]
+
+
+def _max_pool2d_samples(rng):
+    return [Sample((_n(rng, 1, 2, 4, 4), 2), desc="2x2"),
+            Sample((_n(rng, 2, 1, 5, 5), 3), {"stride": 2, "padding": 1, "ceil_mode": True},
+                   desc="ceil pad"),
+            Sample((_n(rng, 1, 2, 5, 6), (2, 3)), {"stride": (1, 2), "dilation": (2, 1)},
+                   desc="dilation"),
+            Sample((_n(rng, 2, 3, 3), 2), {"return_indices": True}, desc="indices"),
+            Sample((_n(rng, 1, 1, 17, 1), (17, 1)), desc="17x1"),
+            Sample((_n(rng, 1, 2, 4, 5), 2), layouts=("T",), desc="T")]
+
+
+def _max_pool1d_samples(rng):
+    return [Sample((_n(rng, 2, 2, 7), 3), {"stride": 2, "padding": 1, "ceil_mode": True,
+                   "return_indices": True}, desc="ceil pad indices"),
+            Sample((_n(rng, 1, 1025), 2), desc="1025"),
+            Sample((_n(rng, 1, 2, 6), 2), {"dilation": 2}, layouts=("s",), desc="sliced")]
+
+
+def _np_avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
+                   count_include_pad=True, divisor_override=None):
+    """Loops over output positions with PyTorch's window clipping and divisor rules."""
+    unbatched = x.ndim == 3
+    x = x[None] if unbatched else x
+    k, p = _pair2(kernel_size), _pair2(padding)
+    s = k if stride is None else _pair2(stride)
+    h, w = x.shape[2:]
+    outs = []
+    for size, kk, ss, pp in zip((h, w), k, s, p):
+        num = size + 2 * pp - kk
+        o = (-(-num // ss) if ceil_mode else num // ss) + 1
+        if ceil_mode and (o - 1) * ss >= size + pp:
+            o -= 1
+        outs.append(o)
+    y = np.zeros(x.shape[:2] + tuple(outs))
+    for i in range(outs[0]):
+        for j in range(outs[1]):
+            h0, w0 = i * s[0] - p[0], j * s[1] - p[1]
+            h1, w1 = min(h0 + k[0], h + p[0]), min(w0 + k[1], w + p[1])
+            pool = (h1 - h0) * (w1 - w0)
+            h0, w0, h1, w1 = max(h0, 0), max(w0, 0), min(h1, h), min(w1, w)
+            div = divisor_override or (pool if count_include_pad else (h1 - h0) * (w1 - w0))
+            y[:, :, i, j] = x[:, :, h0:h1, w0:w1].sum(axis=(2, 3)) / div
+    return y[0] if unbatched else y
+
+
+def _np_avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
+                   count_include_pad=True):
+    return _np_avg_pool2d(x[..., None, :], (1, kernel_size),
+                          None if stride is None else (1, stride), (0, padding), ceil_mode,
+                          count_include_pad)[..., 0, :]
+
+
+def _avg_pool2d_samples(rng):
+    return [Sample((_n(rng, 1, 2, 4, 4), 2), desc="2x2"),
+            Sample((_n(rng, 2, 1, 5, 5), 3), {"stride": 2, "padding": 1, "ceil_mode": True},
+                   desc="ceil pad"),
+            Sample((_n(rng, 1, 1, 5, 5), 3), {"stride": 2, "padding": 1,
+                   "count_include_pad": False, "ceil_mode": True}, desc="exclude pad"),
+            Sample((_n(rng, 2, 4, 4), (2, 3)), {"stride": 1, "divisor_override": 5},
+                   desc="divisor"),
+            Sample((_n(rng, 1, 1, 1, 17), (1, 17)), desc="1x17"),
+            Sample((_n(rng, 1, 2, 4, 5), 2), layouts=("T",), desc="T")]
+
+
+def _avg_pool1d_samples(rng):
+    return [Sample((_n(rng, 2, 2, 7), 3), {"stride": 2, "padding": 1, "ceil_mode": True,
+                   "count_include_pad": False}, desc="ceil exclude pad"),
+            Sample((_n(rng, 1, 1025), 4), desc="1025")]
+
+
+def _np_adaptive_avg_pool(x, output_size, spatial=2):
+    sizes = x.shape[x.ndim - spatial:]
+    outs = (output_size,) * spatial if isinstance(output_size, int) else output_size
+    outs = tuple(s if o is None else o for o, s in zip(outs, sizes))
+    y = x
+    for i, (size, o) in enumerate(zip(sizes, outs)):
+        ax = x.ndim - spatial + i
+        parts = [np.take(y, range(j * size // o, -(-(j + 1) * size // o)), axis=ax)
+                 .mean(axis=ax, keepdims=True) for j in range(o)]
+        y = np.concatenate(parts, axis=ax) if parts else np.take(y, [], axis=ax)
+    return y
+
+
+def _adaptive2d_samples(rng):
+    return [Sample((_n(rng, 1, 2, 5, 7), (3, 4)), desc="5x7 -> 3x4"),
+            Sample((_n(rng, 2, 3, 3), 1), desc="global, unbatched"),
+            Sample((_n(rng, 1, 1, 3, 4), (5, None)), desc="upsample, None"),
+            Sample((_n(rng, 1, 2, 4, 3), 2), layouts=("T",), desc="T")]
+
+
+def _np_batch_norm_train(x, weight=None, bias=None, eps=1e-5):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    with np.errstate(all="ignore"):
+        mean = x.mean(axis=axes, keepdims=True)
+        y = (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+    y = y if weight is None else y * weight.reshape(shape)
+    return y if bias is None else y + bias.reshape(shape)
+
+
+def _bn_train(x, weight=None, bias=None, eps=1e-5):
+    return F.batch_norm(x, None, None, weight, bias, training=True, eps=eps)
+
+
+def _np_batch_norm_eval(x, mean, var, weight=None, bias=None, eps=1e-5):
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    with np.errstate(all="ignore"):
+        y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    y = y if weight is None else y * weight.reshape(shape)
+    return y if bias is None else y + bias.reshape(shape)
+
+
+def _bn_eval(x, mean, var, weight=None, bias=None, eps=1e-5):
+    return F.batch_norm(x, mean, var, weight, bias, training=False, eps=eps)
+
+
+def _bn_samples(rng):
+    return [Sample((_n(rng, 4, 3), _n(rng, 3), _n(rng, 3)), desc="2d affine"),
+            Sample((_n(rng, 2, 3, 5),), desc="3d plain"),
+            Sample((_n(rng, 2, 2, 3, 3), _n(rng, 2), None, 1e-3), desc="4d weight eps"),
+            Sample((_n(rng, 1025, 1), _n(rng, 1), _n(rng, 1)), desc="1025 rows"),
+            Sample((_n(rng, 3, 4), _n(rng, 4), _n(rng, 4)), layouts=("T",), desc="T")]
+
+
+def _bn_eval_samples(rng):
+    def var(*shape):
+        return np.abs(_n(rng, *shape)) + 0.5
+    return [Sample((_n(rng, 4, 3), _n(rng, 3), var(3), _n(rng, 3), _n(rng, 3)),
+                   desc="2d affine"),
+            Sample((_n(rng, 2, 3, 5), _n(rng, 3), var(3)), desc="3d plain"),
+            Sample((_n(rng, 0, 2), _n(rng, 2), var(2)), desc="empty"),
+            Sample((_n(rng, 3, 4), _n(rng, 4), var(4)), layouts=("T",), desc="T")]
+
+
+def _np_group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
+    n, c = x.shape[:2]
+    g = x.reshape(n, num_groups, -1)
+    with np.errstate(all="ignore"):
+        mean = g.mean(-1, keepdims=True)
+        y = ((g - mean) / np.sqrt(((g - mean) ** 2).mean(-1, keepdims=True) + eps))
+    y = y.reshape(x.shape)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    y = y if weight is None else y * weight.reshape(shape)
+    return y if bias is None else y + bias.reshape(shape)
+
+
+def _gn_samples(rng):
+    return [Sample((_n(rng, 2, 4, 3), 2, _n(rng, 4), _n(rng, 4)), desc="affine"),
+            Sample((_n(rng, 1, 6, 2, 2), 3), desc="4d plain"),
+            Sample((_n(rng, 3, 2), 1, _n(rng, 2), None, 1e-3), desc="2d one group eps"),
+            Sample((_n(rng, 1, 1, 1025), 1), desc="1025"),
+            Sample((_n(rng, 2, 2, 3), 2), layouts=("s",), desc="sliced")]
+
+
+def _np_instance_norm(x, eps=1e-5):
+    axes = tuple(range(2, x.ndim))
+    with np.errstate(all="ignore"):
+        mean = x.mean(axis=axes, keepdims=True)
+        return (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+
+
+def _in_samples(rng):
+    return [Sample((_n(rng, 2, 3, 4),), desc="3d"),
+            Sample((_n(rng, 1, 2, 3, 3), 1e-3), desc="4d eps"),
+            Sample((_n(rng, 2, 3, 2),), layouts=("T",), desc="T")]
+
+
+def _np_rms_norm(x, normalized_shape, weight=None, eps=1e-6):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    with np.errstate(all="ignore"):
+        y = x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
+    return y if weight is None else y * weight
+
+
+def _rms_samples(rng):
+    # eps given: its default is the input dtype's epsilon (tests/test_nn_conv.py)
+    return [Sample((_n(rng, 3, 5), (5,), _n(rng, 5), 1e-6), desc="weight"),
+            Sample((_n(rng, 2, 3, 4), (3, 4), None, 0.1), desc="2 dims eps"),
+            Sample((_n(rng, 0, 4), (4,), None, 1e-6), desc="empty"),
+            Sample((_n(rng, 2, 1025), (1025,), None, 1e-6), desc="rows of 1025"),
+            Sample((_n(rng, 4, 3), (3,), _n(rng, 3), 1e-6), layouts=("T",), desc="T")]
+
+
+CONV_NORM_SPECS = [
+    OpSpec("nn.conv2d", F.conv2d, _np_conv2d, _conv2d_samples),
+    OpSpec("nn.conv1d", F.conv1d, _np_conv1d, _conv1d_samples),
+    OpSpec("nn.max_pool2d", F.max_pool2d, _np_max_pool2d, _max_pool2d_samples),
+    OpSpec("nn.max_pool1d", F.max_pool1d, _np_max_pool1d, _max_pool1d_samples),
+    OpSpec("nn.avg_pool2d", F.avg_pool2d, _np_avg_pool2d, _avg_pool2d_samples),
+    OpSpec("nn.avg_pool1d", F.avg_pool1d, _np_avg_pool1d, _avg_pool1d_samples),
+    OpSpec("nn.adaptive_avg_pool2d", F.adaptive_avg_pool2d, _np_adaptive_avg_pool,
+           _adaptive2d_samples),
+    OpSpec("nn.batch_norm_train", _bn_train, _np_batch_norm_train, _bn_samples),
+    OpSpec("nn.batch_norm_eval", _bn_eval, _np_batch_norm_eval, _bn_eval_samples),
+    OpSpec("nn.group_norm", F.group_norm, _np_group_norm, _gn_samples),
+    OpSpec("nn.instance_norm", lambda x, eps=1e-5: F.instance_norm(x, eps=eps),
+           _np_instance_norm, _in_samples),
+    OpSpec("nn.rms_norm", F.rms_norm, _np_rms_norm, _rms_samples),
+]
+
+def _np_sdpa(q, k, v, attn_mask=None, is_causal=False, scale=None):
+    """softmax(q k^T scale + mask) v, rows with nothing to attend to giving 0."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    with np.errstate(all="ignore"):
+        scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+        if is_causal:
+            attn_mask = np.tril(np.ones(scores.shape[-2:], dtype=bool))
+        if attn_mask is not None:
+            scores = (np.where(attn_mask, scores, -np.inf) if attn_mask.dtype == bool
+                      else scores + attn_mask)
+        empty = np.all(scores == -np.inf, axis=-1, keepdims=True)
+        w = np.where(empty, 0.0, _np_softmax(np.where(empty, 0.0, scores), -1))
+        return np.matmul(w, v)
+
+
+def _sdpa(q, k, v, attn_mask=None, is_causal=False, scale=None):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask, is_causal=is_causal, scale=scale)
+
+
+def _sdpa_samples(rng):
+    mask = rng.random((3, 4)) > 0.4
+    mask[0] = False  # a row with nothing to attend to
+    return [Sample((_n(rng, 2, 3, 4), _n(rng, 2, 4, 4), _n(rng, 2, 4, 2)), desc="batched"),
+            Sample((_n(rng, 3, 4), _n(rng, 4, 4), _n(rng, 4, 2), mask), desc="bool mask"),
+            Sample((_n(rng, 3, 2), _n(rng, 4, 2), _n(rng, 4, 3), _n(rng, 3, 4)),
+                   desc="float mask"),
+            Sample((_n(rng, 1, 3, 2), _n(rng, 1, 3, 2), _n(rng, 1, 3, 2)),
+                   {"is_causal": True, "scale": 0.7}, desc="causal scale"),
+            Sample((_n(rng, 0, 3, 2), _n(rng, 0, 4, 2), _n(rng, 0, 4, 2)), desc="empty"),
+            Sample((_n(rng, 1, 17, 4), _n(rng, 1, 17, 4), _n(rng, 1, 17, 4)), desc="17"),
+            Sample((_n(rng, 3, 4), _n(rng, 4, 4), _n(rng, 4, 2)), layouts=("T", "s"),
+                   desc="T, sliced")]
+
+
+CONV_NORM_SPECS.append(OpSpec("nn.scaled_dot_product_attention", _sdpa, _np_sdpa,
+                              _sdpa_samples))
+
+OP_DB += CONV_NORM_SPECS
+
+
+def _np_softshrink(x, lambd=0.5):
+    return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, x * 0.0))
+
+
+def _np_hardshrink(x, lambd=0.5):
+    return np.where((x < -lambd) | (x > lambd) | np.isnan(x), x, 0.0)
+
+
+def _np_prelu(x, w):
+    w = w.reshape(()) if w.size == 1 else w.reshape((w.size,) + (1,) * (x.ndim - 2))
+    return np.where(x > 0, x, w * x)
+
+
+def _prelu_samples(rng):
+    return [Sample((_n(rng, 4, 3), _n(rng, 3)), desc="per channel"),
+            Sample((_n(rng, 2, 3, 5), _n(rng, 1)), desc="one weight"),
+            Sample((_n(rng, 17), _n(rng, 1)), desc="1-d"),
+            Sample((_n(rng, 0, 2), _n(rng, 2)), desc="empty"),
+            Sample((_n(rng, 2, 3, 4), _n(rng, 3)), layouts=("T",), desc="T")]
+
+
+ACTIVATION_SPECS = [
+    OpSpec("nn.hardswish", F.hardswish, lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+           _act_samples()),
+    OpSpec("nn.hardsigmoid", F.hardsigmoid, lambda x: np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+           _act_samples()),
+    OpSpec("nn.softsign", F.softsign, lambda x: x / (1.0 + np.abs(x)), _act_samples()),
+    OpSpec("nn.tanhshrink", F.tanhshrink, lambda x: x - np.tanh(x), _act_samples()),
+    OpSpec("nn.softshrink", F.softshrink, _np_softshrink, _act_samples({"lambd": 1.0})),
+    OpSpec("nn.hardshrink", F.hardshrink, _np_hardshrink, _act_samples()),
+    OpSpec("nn.celu", F.celu, lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(
+        np.minimum(x, 0.0) / alpha)), _act_samples({"alpha": 0.7})),
+    OpSpec("nn.threshold", F.threshold, lambda x, t, v: np.where(x <= t, v, x),
+           lambda rng: [Sample((_n(rng, 17) * 3, 0.5, -2.0), desc="17"),
+                        Sample((_n(rng, 4, 3), -0.1, 7.0), layouts=("T",), desc="T"),
+                        Sample((_n(rng, 0), 0.0, 1.0), desc="empty")]),
+    OpSpec("nn.prelu", F.prelu, _np_prelu, _prelu_samples),
+]
+OP_DB += ACTIVATION_SPECS

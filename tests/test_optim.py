@@ -250,3 +250,88 @@ def test_fused_seam_is_used_for_registered_device_type(monkeypatch):
     (a.sum() + b.sum()).backward()
     opt.step()
     assert calls == [2]  # one call per group with all of its parameters
+
+
+# ----------------------------------------------------------------- RMSprop, Adagrad
+def ref_rmsprop(lr, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False,
+                maximize=False, steps=STEPS):
+    ws = _init()
+    sq = [np.zeros_like(w) for w in ws]
+    ga = [np.zeros_like(w) for w in ws]
+    buf = [np.zeros_like(w) for w in ws]
+    for t in range(steps):
+        gs = _loss_grad(ws, t)
+        if maximize:
+            gs = [-g for g in gs]
+        for i in range(len(ws)):
+            g = -gs[i] if maximize else gs[i]
+            if weight_decay:
+                g = g + weight_decay * ws[i]
+            sq[i] = alpha * sq[i] + (1 - alpha) * g * g
+            if centered:
+                ga[i] = alpha * ga[i] + (1 - alpha) * g
+                avg = np.sqrt(sq[i] - ga[i] ** 2) + eps
+            else:
+                avg = np.sqrt(sq[i]) + eps
+            if momentum > 0:
+                buf[i] = momentum * buf[i] + g / avg
+                ws[i] = ws[i] - lr * buf[i]
+            else:
+                ws[i] = ws[i] - lr * g / avg
+    return ws
+
+
+def ref_adagrad(lr, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=1e-10,
+                maximize=False, steps=STEPS):
+    ws = _init()
+    sums = [np.full_like(w, initial_accumulator_value) for w in ws]
+    for t in range(1, steps + 1):
+        gs = _loss_grad(ws, t - 1)
+        if maximize:
+            gs = [-g for g in gs]
+        for i in range(len(ws)):
+            g = -gs[i] if maximize else gs[i]
+            if weight_decay:
+                g = g + weight_decay * ws[i]
+            clr = lr / (1 + (t - 1) * lr_decay)
+            sums[i] = sums[i] + g * g
+            ws[i] = ws[i] - clr * g / (np.sqrt(sums[i]) + eps)
+    return ws
+
+
+@pytest.mark.parametrize("kw", [
+    dict(lr=0.01),
+    dict(lr=0.01, momentum=0.9, weight_decay=0.1),
+    dict(lr=0.01, centered=True, alpha=0.9),
+    dict(lr=0.01, centered=True, momentum=0.5, maximize=True),
+])
+def test_rmsprop_matches_reference(kw):
+    got, opt = _run_tgrad(lambda ps: optim.RMSprop(ps, **kw), maximize=kw.get("maximize", False))
+    _close(got, ref_rmsprop(**kw))
+    st = opt.state[opt.param_groups[0]["params"][0]]
+    assert st["step"].item() == STEPS
+    assert ("momentum_buffer" in st) == (kw.get("momentum", 0) > 0)
+    assert ("grad_avg" in st) == kw.get("centered", False)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(lr=0.1),
+    dict(lr=0.1, lr_decay=0.2, weight_decay=0.05, initial_accumulator_value=0.3),
+    dict(lr=0.1, eps=1e-3, maximize=True),
+])
+def test_adagrad_matches_reference(kw):
+    got, opt = _run_tgrad(lambda ps: optim.Adagrad(ps, **kw), maximize=kw.get("maximize", False))
+    _close(got, ref_adagrad(**kw))
+    assert opt.state[opt.param_groups[0]["params"][0]]["step"].item() == STEPS
+
+
+@pytest.mark.parametrize("make, msg", [
+    (lambda p: optim.RMSprop(p, lr=-1), "Invalid learning rate: -1"),
+    (lambda p: optim.RMSprop(p, alpha=-0.5), "Invalid alpha value: -0.5"),
+    (lambda p: optim.Adagrad(p, lr_decay=-1), "Invalid lr_decay value: -1"),
+    (lambda p: optim.Adagrad(p, initial_accumulator_value=-1),
+     "Invalid initial_accumulator_value value: -1"),
+])
+def test_rmsprop_adagrad_bad_arguments(make, msg):
+    with pytest.raises(ValueError, match=msg):
+        make([tgrad.ones(2, requires_grad=True)])

@@ -824,3 +824,22 @@ from tgrad.nn import _composite  # noqa: E402
 from tgrad.nn._composite import *  # noqa: E402,F401,F403
 
 __all__ += _composite.__all__
+
+# Convolution, pooling and the batch/group/instance/RMS norms, composed of tgrad ops.
+from tgrad.nn import _conv, _norm  # noqa: E402
+from tgrad.nn._conv import *  # noqa: E402,F401,F403
+from tgrad.nn._norm import *  # noqa: E402,F401,F403
+
+__all__ += _conv.__all__ + _norm.__all__
+
+# Attention (matmuls and the fused softmax).
+from tgrad.nn import _attention  # noqa: E402
+from tgrad.nn._attention import *  # noqa: E402,F401,F403
+
+__all__ += _attention.__all__
+
+# More activations (hardswish, softshrink, prelu...), composed of tgrad ops.
+from tgrad.nn import _activations  # noqa: E402
+from tgrad.nn._activations import *  # noqa: E402,F401,F403
+
+__all__ += _activations.__all__

@@ -88,3 +88,49 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
             else:
                 denom = v.sqrt() / bc2_sqrt + eps
             p.add_(m / denom, alpha=-(lr / bc1))
+
+
+def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
+            grad_avgs: list, momentum_buffers: list, *, lr: float, alpha: float, eps: float,
+            weight_decay: float, momentum: float, centered: bool, maximize: bool) -> None:
+    """g <- -g if maximize;  g <- g + wd p;  s <- alpha s + (1 - alpha) g^2;
+    centered: a <- alpha a + (1 - alpha) g,  d = sqrt(s - a^2) + eps;  else d = sqrt(s) + eps;
+    momentum: b <- mu b + g / d,  p <- p - lr b;  else p <- p - lr g / d."""
+    with no_grad():
+        for i, p in enumerate(params):
+            g = -grads[i] if maximize else grads[i]
+            if weight_decay != 0:
+                g = g + p * weight_decay
+            s = square_avgs[i]
+            s.mul_(alpha).addcmul_(g, g, value=1 - alpha)
+            if centered:
+                a = grad_avgs[i]
+                a.lerp_(g, 1 - alpha)
+                denom = s.addcmul(a, a, value=-1).sqrt() + eps
+            else:
+                denom = s.sqrt() + eps
+            if momentum > 0:
+                buf = momentum_buffers[i]
+                buf.mul_(momentum).addcdiv_(g, denom)
+                p.add_(buf, alpha=-lr)
+            else:
+                p.addcdiv_(g, denom, value=-lr)
+
+
+def adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],
+            state_steps: list[Tensor], *, lr: float, lr_decay: float, weight_decay: float,
+            eps: float, maximize: bool) -> None:
+    """t <- t + 1;  g <- -g if maximize;  g <- g + wd p;  lr_t = lr / (1 + (t - 1) lr_decay);
+    s <- s + g^2;  p <- p - lr_t g / (sqrt(s) + eps)."""
+    with no_grad():
+        for i, p in enumerate(params):
+            g = -grads[i] if maximize else grads[i]
+            step_t = state_steps[i]
+            step_t.add_(1)
+            step = step_t.item()
+            if weight_decay != 0:
+                g = g + p * weight_decay
+            clr = lr / (1 + (step - 1) * lr_decay)
+            s = state_sums[i]
+            s.addcmul_(g, g, value=1)
+            p.addcdiv_(g, s.sqrt() + eps, value=-clr)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer
+from tgrad.optim.optimizer import Optimizer, check_implementation_flags
 
 
 class Adam(Optimizer):
@@ -15,7 +15,10 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        check_implementation_flags(type(self).__name__, foreach, fused, capturable,
+                                   differentiable)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -71,5 +74,8 @@ class AdamW(Adam):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused)

@@ -160,3 +160,14 @@ def _cast_state(p: Tensor, name: str, value):
         return value.detach().clone()
     dt = p.dtype if value.dtype.is_floating_point else value.dtype
     return value.detach().to(p.device, dt).clone()
+
+
+def check_implementation_flags(name: str, foreach=None, fused=None, capturable: bool = False,
+                               differentiable: bool = False) -> None:
+    """PyTorch's implementation switches, accepted for compatibility: tgrad's step is one
+    multi-tensor kernel per group on the GPU (NumPy on the CPU) whatever ``foreach``,
+    ``fused`` and ``capturable`` say. ``differentiable=True`` (autograd through the step)
+    is not supported."""
+    if differentiable:
+        raise NotImplementedError(f"{name}: differentiable=True is not supported in tgrad (the "
+                                  f"update is not recorded by autograd)")

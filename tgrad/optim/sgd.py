@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, required
+from tgrad.optim.optimizer import Optimizer, check_implementation_flags, required
 
 
 class SGD(Optimizer):
     """Stochastic gradient descent (PyTorch's update rule, see ``_functional.sgd``)."""
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False):
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False,
+                 fused: bool | None = None):
+        check_implementation_flags("SGD", foreach, fused, False, differentiable)
         if lr is not required and lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:

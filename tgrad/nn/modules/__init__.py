@@ -1,15 +1,20 @@
 """The layers of tgrad.nn, one family per file."""
 
 from tgrad.nn.modules.activation import (
+    CELU,
     ELU,
     GELU,
     GLU,
     SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
     Hardtanh,
     LeakyReLU,
     LogSigmoid,
     LogSoftmax,
     Mish,
+    PReLU,
     ReLU,
     ReLU6,
     Sigmoid,
@@ -17,9 +22,16 @@ from tgrad.nn.modules.activation import (
     Softmax,
     Softmin,
     Softplus,
+    Softshrink,
+    Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
 )
+from tgrad.nn.modules.attention import MultiheadAttention
+from tgrad.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d
 from tgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
+from tgrad.nn.modules.conv import Conv1d, Conv2d
 from tgrad.nn.modules.dropout import Dropout
 from tgrad.nn.modules.flatten import Flatten, Unflatten
 from tgrad.nn.modules.linear import Identity, Linear
@@ -35,7 +47,15 @@ from tgrad.nn.modules.loss import (
     SmoothL1Loss,
 )
 from tgrad.nn.modules.module import Module
-from tgrad.nn.modules.normalization import LayerNorm
+from tgrad.nn.modules.normalization import GroupNorm, LayerNorm, RMSNorm
+from tgrad.nn.modules.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from tgrad.nn.modules.sparse import Embedding
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Flatten",
@@ -43,4 +63,8 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identi
            "Softmin", "LeakyReLU", "ELU", "SELU", "Softplus", "Hardtanh", "ReLU6",
            "LogSigmoid", "Mish", "GLU", "LayerNorm", "Dropout", "Embedding",
            "CrossEntropyLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
-           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss"]
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "Conv1d", "Conv2d", "MaxPool1d",
+           "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+           "BatchNorm1d", "BatchNorm2d", "InstanceNorm1d", "InstanceNorm2d", "GroupNorm",
+           "RMSNorm", "MultiheadAttention", "Hardswish", "Hardsigmoid", "Softsign",
+           "Tanhshrink", "Softshrink", "Hardshrink", "CELU", "Threshold", "PReLU"]

@@ -180,3 +180,112 @@ class GLU(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Hardswish(Module):
+    """x relu6(x + 3) / 6."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.hardswish(input, self.inplace)
+
+
+class Hardsigmoid(Module):
+    """relu6(x + 3) / 6."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.hardsigmoid(input, self.inplace)
+
+
+class Softsign(Module):
+    """x / (1 + |x|)."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x)."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.tanhshrink(input)
+
+
+class Softshrink(Module):
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class Hardshrink(Softshrink):
+    """x outside [-lambd, lambd], else 0."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.hardshrink(input, self.lambd)
+
+
+class CELU(Module):
+    """x for x > 0, else alpha (exp(x / alpha) - 1)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Threshold(Module):
+    """value where x <= threshold, else x."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}" + (
+            ", inplace=True" if self.inplace else "")
+
+
+class PReLU(Module):
+    """x for x > 0, else a x, with a learned ``a`` (one, or one per channel; starts at
+    ``init``)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None,
+                 dtype=None) -> None:
+        from tgrad.nn.parameter import Parameter
+        from tgrad.ops.creation import full
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(full((num_parameters,), init, device=device, dtype=dtype))
+
+    def reset_parameters(self) -> None:
+        from tgrad.nn import init as nn_init
+        nn_init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"

@@ -57,7 +57,12 @@ class Module:
             res = hook(self, args)
             if res is not None:
                 args = res if isinstance(res, tuple) else (res,)
-        out = self.forward(*args, **kwargs)
+        bw, bw_pre = self.__dict__.get("_backward_hooks"), self.__dict__.get("_backward_pre_hooks")
+        if bw or bw_pre:
+            from tgrad.nn.modules._backward_hooks import run_with_backward_hooks
+            out = run_with_backward_hooks(self, args, kwargs, bw or {}, bw_pre or {})
+        else:
+            out = self.forward(*args, **kwargs)
         for hook in list(self._forward_hooks.values()):
             res = hook(self, args, out)
             if res is not None:
@@ -75,6 +80,25 @@ class Module:
         key = next(_hook_ids)
         self._forward_pre_hooks[key] = hook
         return _RemovableHandle(self._forward_pre_hooks, key)
+
+    def register_full_backward_hook(self, hook: Callable) -> _RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` once the gradients of the module's
+        tensor inputs are computed (None for inputs without one); a non-None result replaces
+        grad_input."""
+        return self._add_backward_hook("_backward_hooks", hook)
+
+    def register_full_backward_pre_hook(self, hook: Callable) -> _RemovableHandle:
+        """``hook(module, grad_output)`` when the gradients of the module's outputs arrive;
+        a non-None result replaces grad_output."""
+        return self._add_backward_hook("_backward_pre_hooks", hook)
+
+    def _add_backward_hook(self, table: str, hook: Callable) -> _RemovableHandle:
+        hooks = self.__dict__.get(table)
+        if hooks is None:
+            hooks = self.__dict__[table] = OrderedDict()
+        key = next(_hook_ids)
+        hooks[key] = hook
+        return _RemovableHandle(hooks, key)
 
     # ------------------------------------------------------------------ registration
     def _check_ready(self, what: str) -> None:

@@ -1,4 +1,4 @@
-"""LayerNorm."""
+"""LayerNorm, GroupNorm and RMSNorm."""
 
 from __future__ import annotations
 
@@ -45,3 +45,65 @@ class LayerNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class GroupNorm(Module):
+    """Normalise (N, C, *) over groups of C / num_groups channels (and the spatial dims);
+    per-channel weight (ones) and bias (zeros) when ``affine``."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None) -> None:
+        from tgrad.ops.creation import empty
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
+                                                                     eps, affine)
+        if affine:
+            self.weight = Parameter(empty(num_channels, device=device, dtype=dtype))
+            self.bias = Parameter(empty(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    """y = x / sqrt(mean(x^2) + eps) * weight over the trailing ``normalized_shape`` dims;
+    weight starts at ones; eps None is the input dtype's epsilon."""
+
+    def __init__(self, normalized_shape, eps: float | None = None,
+                 elementwise_affine: bool = True, device=None, dtype=None) -> None:
+        from tgrad.ops.creation import empty
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

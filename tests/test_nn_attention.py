@@ -1,0 +1,158 @@
+"""nn.MultiheadAttention against a NumPy float64 evaluation of PyTorch's formulas, its
+parameters and initialisation, masks, and errors. scaled_dot_product_attention's values and
+gradients are in the op table (tests/op_db_nn.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn as nn
+import tgrad.nn.functional as F
+
+
+def _np_mha(m: nn.MultiheadAttention, q, k, v, kpm=None, attn_mask=None):
+    """(L, N, E) inputs -> (out (L, N, E), head-averaged weights (N, L, S)); bool masks:
+    True = may not attend."""
+    e, h = m.embed_dim, m.num_heads
+    hd = e // h
+    w = m.in_proj_weight.detach().numpy()
+    b = m.in_proj_bias.detach().numpy()
+    proj = [x @ w[i * e:(i + 1) * e].T + b[i * e:(i + 1) * e] for i, x in enumerate((q, k, v))]
+    tgt, n = q.shape[:2]
+    qh, kh, vh = (p.reshape(p.shape[0], n, h, hd).transpose(1, 2, 0, 3) for p in proj)
+    scores = qh @ kh.transpose(0, 1, 3, 2) / math.sqrt(hd)  # (N, H, L, S)
+    if attn_mask is not None:
+        scores = np.where(attn_mask, -np.inf, scores)
+    if kpm is not None:
+        scores = np.where(kpm[:, None, None, :], -np.inf, scores)
+    with np.errstate(all="ignore"):
+        ex = np.exp(scores - scores.max(-1, keepdims=True))
+        weights = ex / ex.sum(-1, keepdims=True)
+    out = (weights @ vh).transpose(2, 0, 1, 3).reshape(tgt, n, e)
+    out = out @ m.out_proj.weight.detach().numpy().T + m.out_proj.bias.detach().numpy()
+    return out, weights.mean(1)
+
+
+def _module(**kw) -> nn.MultiheadAttention:
+    tgrad.manual_seed(0)
+    m = nn.MultiheadAttention(8, 2, dtype=tgrad.float64, **kw)
+    with tgrad.no_grad():  # non-zero biases, so that they are checked too
+        m.in_proj_bias.copy_(tgrad.tensor(np.linspace(-1, 1, 24)))
+        m.out_proj.bias.copy_(tgrad.tensor(np.linspace(1, -1, 8)))
+    return m
+
+
+def test_forward_matches_numpy_with_masks():
+    rng = np.random.default_rng(0)
+    m = _module()
+    q, k, v = rng.standard_normal((4, 2, 8)), rng.standard_normal((5, 2, 8)), \
+        rng.standard_normal((5, 2, 8))
+    kpm = np.array([[False, False, True, False, True], [False] * 5])
+    am = np.triu(np.ones((4, 5), dtype=bool), 1)
+    out, w = m(tgrad.tensor(q), tgrad.tensor(k), tgrad.tensor(v),
+               key_padding_mask=tgrad.tensor(kpm), attn_mask=tgrad.tensor(am))
+    ref_out, ref_w = _np_mha(m, q, k, v, kpm, am)
+    np.testing.assert_allclose(out.detach().numpy(), ref_out, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(w.detach().numpy(), ref_w, rtol=1e-12, atol=1e-12)
+    # need_weights=False takes scaled_dot_product_attention: same output, no weights
+    out2, w2 = m(tgrad.tensor(q), tgrad.tensor(k), tgrad.tensor(v), need_weights=False,
+                 key_padding_mask=tgrad.tensor(kpm), attn_mask=tgrad.tensor(am))
+    assert w2 is None
+    np.testing.assert_allclose(out2.detach().numpy(), ref_out, rtol=1e-12, atol=1e-12)
+
+
+def test_batch_first_unbatched_and_per_head_weights():
+    rng = np.random.default_rng(1)
+    m = _module(batch_first=True)
+    x = rng.standard_normal((2, 3, 8))  # (N, L, E)
+    out, w = m(tgrad.tensor(x), tgrad.tensor(x), tgrad.tensor(x), average_attn_weights=False)
+    ref_out, _ = _np_mha(m, x.transpose(1, 0, 2), x.transpose(1, 0, 2), x.transpose(1, 0, 2))
+    np.testing.assert_allclose(out.detach().numpy(), ref_out.transpose(1, 0, 2), rtol=1e-12)
+    assert w.shape == (2, 2, 3, 3)
+    np.testing.assert_allclose(w.detach().numpy().sum(-1), np.ones((2, 2, 3)), rtol=1e-12)
+    out1, w1 = m(tgrad.tensor(x[0]), tgrad.tensor(x[0]), tgrad.tensor(x[0]))
+    assert out1.shape == (3, 8) and w1.shape == (3, 3)
+    np.testing.assert_allclose(out1.detach().numpy(), ref_out[:, 0], rtol=1e-12)
+
+
+def test_gradients_against_finite_differences():
+    m = nn.MultiheadAttention(4, 2, dtype=tgrad.float64)
+    rng = np.random.default_rng(2)
+    q = tgrad.tensor(rng.standard_normal((3, 1, 4)), requires_grad=True)
+    kv = tgrad.tensor(rng.standard_normal((2, 1, 4)), requires_grad=True)
+    assert tgrad.autograd.gradcheck(lambda a, b: m(a, b, b)[0], (q, kv))
+    assert tgrad.autograd.gradcheck(lambda a, b: m(a, b, b, need_weights=False)[0], (q, kv))
+
+
+def test_parameters_and_initialisation():
+    m = nn.MultiheadAttention(8, 2)
+    assert [(n, p.shape) for n, p in m.named_parameters()] == [
+        ("in_proj_weight", (24, 8)), ("in_proj_bias", (24,)), ("out_proj.weight", (8, 8)),
+        ("out_proj.bias", (8,))]
+    bound = math.sqrt(6.0 / (24 + 8))  # xavier_uniform_ on (3E, E)
+    w = m.in_proj_weight.detach().numpy()
+    assert 0 < np.abs(w).max() <= bound
+    assert not m.in_proj_bias.detach().numpy().any() and not m.out_proj.bias.detach().numpy().any()
+    m2 = nn.MultiheadAttention(8, 2, kdim=3, vdim=5, bias=False)
+    assert [(n, p.shape) for n, p in m2.named_parameters()] == [
+        ("q_proj_weight", (8, 8)), ("k_proj_weight", (8, 3)), ("v_proj_weight", (8, 5)),
+        ("out_proj.weight", (8, 8))]
+
+
+def test_a_row_with_nothing_to_attend_to():
+    # PyTorch: NaN on its need_weights path (a plain softmax), 0 through
+    # scaled_dot_product_attention (a safe softmax)
+    m = _module()
+    x = tgrad.tensor(np.random.default_rng(3).standard_normal((2, 1, 8)))
+    kpm = tgrad.tensor(np.array([[True, True]]))
+    out, w = m(x, x, x, key_padding_mask=kpm)
+    assert np.isnan(out.detach().numpy()).all() and np.isnan(w.detach().numpy()).all()
+    out, _ = m(x, x, x, key_padding_mask=kpm, need_weights=False)
+    np.testing.assert_allclose(out.detach().numpy()[0, 0], m.out_proj.bias.detach().numpy())
+
+
+def test_sdpa_dropout_and_gqa():
+    rng = np.random.default_rng(4)
+    q = tgrad.tensor(rng.standard_normal((1, 4, 3, 2)))
+    k = tgrad.tensor(rng.standard_normal((1, 2, 5, 2)))
+    v = tgrad.tensor(rng.standard_normal((1, 2, 5, 2)))
+    y = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    ref = F.scaled_dot_product_attention(q, k.repeat_interleave(2, dim=1),
+                                         v.repeat_interleave(2, dim=1))
+    np.testing.assert_allclose(y.numpy(), ref.numpy(), rtol=1e-15)
+    # dropout_p = 1 drops every weight
+    assert not F.scaled_dot_product_attention(q, k, v, dropout_p=1.0,
+                                              enable_gqa=True).numpy().any()
+
+
+@pytest.mark.parametrize("fn, exc, text", [
+    (lambda: nn.MultiheadAttention(8, 3), AssertionError,
+     "embed_dim must be divisible by num_heads"),
+    (lambda: nn.MultiheadAttention(8, 2, add_bias_kv=True), NotImplementedError,
+     "add_bias_kv"),
+    (lambda: nn.MultiheadAttention(8, 2)(tgrad.ones(3, 1, 8), tgrad.ones(3, 1, 8),
+                                         tgrad.ones(3, 1, 8), is_causal=True),
+     RuntimeError, "Need attn_mask if specifying the is_causal hint"),
+    (lambda: nn.MultiheadAttention(8, 2)(tgrad.ones(3, 1, 7), tgrad.ones(3, 1, 7),
+                                         tgrad.ones(3, 1, 7)),
+     AssertionError, "was expecting embedding dimension of 8, but got 7"),
+    (lambda: nn.MultiheadAttention(8, 2)(tgrad.ones(3, 1, 8), tgrad.ones(3, 1, 8),
+                                         tgrad.ones(3, 1, 8), attn_mask=tgrad.ones(2, 3)),
+     RuntimeError, "The shape of the 2D attn_mask is [2, 3], but should be [3, 3]."),
+    (lambda: F.scaled_dot_product_attention(tgrad.ones(2, 3), tgrad.ones(2, 3),
+                                            tgrad.ones(2, 3), tgrad.ones(2, 2),
+                                            is_causal=True),
+     RuntimeError, "Explicit attn_mask should not be set when is_causal=True"),
+    (lambda: F.scaled_dot_product_attention(tgrad.ones(2, 3, dtype=tgrad.float64),
+                                            tgrad.ones(2, 3), tgrad.ones(2, 3)),
+     RuntimeError, "Expected query, key, and value to have the same dtype, but got "
+                   "query.dtype: float64 key.dtype: float32 and value.dtype: float32 instead."),
+])
+def test_errors(fn, exc, text):
+    with pytest.raises(exc) as info:
+        fn()
+    assert text in str(info.value)

@@ -1,0 +1,87 @@
+"""Module full backward hooks: arguments (PyTorch's shapes and None entries), replacement
+of grad_input / grad_output, modules whose inputs need no gradient, and removal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad import nn
+
+
+class Pair(nn.Module):
+    def forward(self, a, b):
+        return a * b, a + b
+
+
+def _t(values, **kw):
+    return tgrad.tensor(np.asarray(values, dtype=np.float64), **kw)
+
+
+def test_hook_arguments_for_a_linear_layer():
+    m = nn.Linear(3, 2).double()
+    seen = []
+    m.register_full_backward_pre_hook(lambda mod, go: seen.append(("pre", mod, go)))
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append(("post", mod, gi, go)))
+    x = _t(np.ones((4, 3)), requires_grad=True)
+    g = _t(np.arange(8.0).reshape(4, 2))
+    m(x).backward(g)
+    (pre, mod, go), (post, mod2, gi, go2) = seen
+    assert pre == "pre" and post == "post" and mod is m and mod2 is m
+    assert go[0].tolist() == g.tolist() and go2[0].tolist() == g.tolist()
+    np.testing.assert_allclose(gi[0].numpy(), g.numpy() @ m.weight.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), gi[0].numpy())
+
+
+def test_grad_input_replacement_and_none_entries():
+    b = _t([3.0, 3.0])  # needs no gradient: its grad_input entry is None
+    m = Pair()
+    calls = []
+
+    def hook(mod, gi, go):
+        calls.append((gi, go))
+        return gi[0] * 10, None
+    m.register_full_backward_hook(hook)
+    a = _t([1.0, 1.0], requires_grad=True)
+    o1, o2 = m(a, b)
+    (o1 * 2).sum().backward()  # o2 unused: its grad_output entry is None
+    gi, go = calls[0]
+    assert gi[0].tolist() == [6.0, 6.0] and gi[1] is None
+    assert go[0].tolist() == [2.0, 2.0] and go[1] is None
+    assert a.grad.tolist() == [60.0, 60.0]
+
+
+def test_pre_hook_replaces_grad_output():
+    m = nn.Linear(2, 2).double()
+    with tgrad.no_grad():
+        m.weight.copy_(tgrad.eye(2, dtype=tgrad.float64))
+        m.bias.zero_()
+    m.register_full_backward_pre_hook(lambda mod, go: (go[0] * 3,))
+    x = _t([[1.0, 2.0]], requires_grad=True)
+    m(x).sum().backward()
+    assert x.grad.tolist() == [[3.0, 3.0]]
+    assert m.weight.grad.tolist() == [[3.0, 6.0], [3.0, 6.0]]
+
+
+def test_hook_fires_with_none_inputs_when_no_input_requires_grad():
+    m = nn.Linear(2, 1).double()
+    seen = []
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append((gi, go)))
+    with pytest.warns(UserWarning, match="no inputs require gradients"):
+        m(_t([[1.0, 2.0]])).sum().backward()
+    assert seen[0][0] == (None,) and seen[0][1][0].tolist() == [[1.0]]
+    assert m.weight.grad.tolist() == [[1.0, 2.0]]
+
+
+def test_removed_hooks_do_not_run_and_bad_returns_raise():
+    m = nn.Linear(2, 2).double()
+    calls = []
+    h = m.register_full_backward_hook(lambda mod, gi, go: calls.append(1))
+    h.remove()
+    x = _t([[1.0, 2.0]], requires_grad=True)
+    m(x).sum().backward()
+    assert calls == []
+    m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match="returned an invalid number of grad_input"):
+        m(x).sum().backward()

@@ -1,0 +1,250 @@
+"""Convolution, pooling and the batch/group/instance/RMS norms (tgrad/nn/_conv.py,
+tgrad/nn/_norm.py) and their modules: running statistics, defaults, errors with PyTorch's
+texts, and a small CNN training end to end. Values and gradients in general are in the op
+table (tests/op_db_nn.py: NumPy float64 references, gradcheck and gradgradcheck)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn as nn
+import tgrad.nn.functional as F
+
+
+def _t(values, **kw):
+    return tgrad.tensor(np.asarray(values, dtype=np.float64), **kw)
+
+
+def _raises(fn, exc, text):
+    with pytest.raises(exc) as info:
+        fn()
+    assert text in str(info.value), str(info.value)
+
+
+def test_batch_norm_updates_running_statistics():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3, 5))
+    mean0, var0 = rng.standard_normal(3), rng.uniform(0.5, 2.0, 3)
+    rm, rv = _t(mean0), _t(var0)
+    F.batch_norm(_t(x), rm, rv, training=True, momentum=0.3)
+    # r = (1 - m) r + m s, with the batch's unbiased variance (PyTorch)
+    np.testing.assert_allclose(rm.numpy(), 0.7 * mean0 + 0.3 * x.mean(axis=(0, 2)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(rv.numpy(), 0.7 * var0 + 0.3 * x.var(axis=(0, 2), ddof=1),
+                               rtol=1e-12)
+    # eval mode normalises with them and leaves them alone
+    y = F.batch_norm(_t(x), rm, rv, training=False, eps=1e-3)
+    ref = (x - rm.numpy()[:, None]) / np.sqrt(rv.numpy()[:, None] + 1e-3)
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12)
+
+
+def test_batchnorm_module_train_eval_and_state():
+    rng = np.random.default_rng(1)
+    bn = nn.BatchNorm2d(2, momentum=None, dtype=tgrad.float64)
+    assert sorted(bn.state_dict()) == ["bias", "num_batches_tracked", "running_mean",
+                                       "running_var", "weight"]
+    xs = [rng.standard_normal((3, 2, 2, 2)) for _ in range(2)]
+    for x in xs:
+        bn(_t(x))
+    assert bn.num_batches_tracked.item() == 2
+    # momentum None: the cumulative average of the batches' statistics
+    np.testing.assert_allclose(bn.running_mean.numpy(),
+                               np.mean([x.mean(axis=(0, 2, 3)) for x in xs], axis=0),
+                               rtol=1e-12)
+    np.testing.assert_allclose(bn.running_var.numpy(),
+                               np.mean([x.var(axis=(0, 2, 3), ddof=1) for x in xs], axis=0),
+                               rtol=1e-12)
+    bn.eval()
+    x = rng.standard_normal((1, 2, 3, 3))
+    y = bn(_t(x)).detach().numpy()
+    ref = (x - bn.running_mean.numpy()[:, None, None]) / np.sqrt(
+        bn.running_var.numpy()[:, None, None] + 1e-5)
+    np.testing.assert_allclose(y, ref, rtol=1e-12)
+    assert bn.num_batches_tracked.item() == 2
+    _raises(lambda: bn(_t(x[0])), ValueError, "expected 4D input (got 3D input)")
+    _raises(lambda: nn.BatchNorm1d(2)(_t(x)), ValueError, "expected 2D or 3D input")
+
+
+def test_batch_norm_without_running_stats_uses_the_batch_in_eval():
+    bn = nn.BatchNorm1d(2, affine=False, track_running_stats=False, dtype=tgrad.float64).eval()
+    x = np.random.default_rng(2).standard_normal((5, 2))
+    ref = (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5)
+    np.testing.assert_allclose(bn(_t(x)).numpy(), ref, rtol=1e-12)
+    assert bn.running_mean is None and list(bn.state_dict()) == []
+
+
+def test_instance_norm_module_and_running_stats():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 4))
+    m = nn.InstanceNorm1d(3, track_running_stats=True, momentum=0.5, dtype=tgrad.float64)
+    y = m(_t(x)).numpy()
+    ref = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y, ref, rtol=1e-12)
+    # PyTorch averages the per-instance statistics over the batch
+    np.testing.assert_allclose(m.running_mean.numpy(), 0.5 * x.mean(-1).mean(0), rtol=1e-12)
+    np.testing.assert_allclose(m.running_var.numpy(),
+                               0.5 + 0.5 * x.var(-1, ddof=1).mean(0), rtol=1e-12)
+    np.testing.assert_allclose(nn.InstanceNorm1d(3)(_t(x[0])).numpy(), ref[0], rtol=1e-12)
+
+
+def test_rms_norm_default_eps_is_the_dtype_epsilon():
+    x = np.array([[1e-4, -2e-4, 3e-4]], dtype=np.float32)
+    y = F.rms_norm(tgrad.tensor(x), (3,)).numpy()
+    x64 = x.astype(np.float64)
+    eps = float(np.finfo(np.float32).eps)
+    ref = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + eps)
+    np.testing.assert_allclose(y, ref, rtol=1e-5)
+    m = nn.RMSNorm(3, dtype=tgrad.float64)
+    np.testing.assert_allclose(m(_t(x64)).detach().numpy(),
+                               x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True)
+                                             + np.finfo(np.float64).eps), rtol=1e-12)
+
+
+def test_group_norm_module():
+    rng = np.random.default_rng(4)
+    gn = nn.GroupNorm(2, 4, dtype=tgrad.float64)
+    with tgrad.no_grad():
+        gn.weight.copy_(_t([1.0, 2.0, 3.0, 4.0]))
+        gn.bias.copy_(_t([0.0, -1.0, 1.0, 0.5]))
+    x = rng.standard_normal((2, 4, 3))
+    g = x.reshape(2, 2, 6)
+    xhat = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
+    ref = xhat.reshape(2, 4, 3) * np.array([1, 2, 3, 4.0])[:, None] \
+        + np.array([0, -1, 1, 0.5])[:, None]
+    np.testing.assert_allclose(gn(_t(x)).detach().numpy(), ref, rtol=1e-12)
+    _raises(lambda: nn.GroupNorm(3, 4), ValueError, "divisible by num_groups")
+
+
+def test_conv_modules_match_the_functional_form_and_init_bounds():
+    tgrad.manual_seed(0)
+    conv = nn.Conv2d(4, 6, (3, 2), stride=2, padding=1, groups=2, dtype=tgrad.float64)
+    assert conv.weight.shape == (6, 2, 3, 2) and conv.bias.shape == (6,)
+    bound = 1 / math.sqrt(2 * 3 * 2)  # fan_in = in / groups * kernel
+    w, b = conv.weight.detach().numpy(), conv.bias.detach().numpy()
+    assert np.abs(w).max() <= bound and np.abs(b).max() <= bound and np.abs(w).max() > 0
+    x = _t(np.random.default_rng(5).standard_normal((2, 4, 5, 5)))
+    np.testing.assert_array_equal(
+        conv(x).detach().numpy(),
+        F.conv2d(x, conv.weight, conv.bias, 2, 1, 1, 2).detach().numpy())
+    c1 = nn.Conv1d(3, 2, 3, padding="same", bias=False, dtype=tgrad.float64)
+    assert c1.bias is None and c1(_t(np.ones((1, 3, 7)))).shape == (1, 2, 7)
+    _raises(lambda: nn.Conv2d(3, 4, 3, groups=2), ValueError,
+            "in_channels must be divisible by groups")
+    _raises(lambda: nn.Conv2d(2, 4, 3, padding="same", stride=2), ValueError,
+            "padding='same' is not supported for strided convolutions")
+    _raises(lambda: nn.Conv2d(2, 4, 3, padding_mode="reflect"), NotImplementedError,
+            "padding_mode 'reflect'")
+
+
+def test_pooling_modules():
+    x = _t(np.arange(16.0).reshape(1, 1, 4, 4))
+    y, idx = nn.MaxPool2d(2, return_indices=True)(x)
+    assert y.tolist() == [[[[5.0, 7.0], [13.0, 15.0]]]]
+    assert idx.tolist() == [[[[5, 7], [13, 15]]]] and idx.dtype is tgrad.int64
+    assert nn.AvgPool2d(2)(x).tolist() == [[[[2.5, 4.5], [10.5, 12.5]]]]
+    assert nn.AdaptiveAvgPool2d(1)(x).tolist() == [[[[7.5]]]]
+    assert nn.AdaptiveAvgPool1d(2)(_t([[1.0, 2.0, 3.0]])).tolist() == [[1.5, 2.5]]
+    assert nn.MaxPool1d(2)(_t([[1.0, 3.0, 2.0, 0.0]])).tolist() == [[3.0, 2.0]]
+    assert nn.AvgPool1d(3, 1, 1, count_include_pad=False)(_t([[3.0, 6.0]])).tolist() == \
+        [[4.5, 4.5]]
+
+
+def test_max_pool_gradient_goes_to_the_first_maximum():
+    x = _t([[[[1.0, 3.0], [3.0, 2.0]]]], requires_grad=True)
+    F.max_pool2d(x, 2).sum().backward()
+    assert x.grad.tolist() == [[[[0.0, 1.0], [0.0, 0.0]]]]
+
+
+CONV_ERRORS = [
+    (lambda: F.conv2d(_t(np.ones((2, 3))), _t(np.ones((4, 3, 3, 3)))), RuntimeError,
+     "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [2, 3]"),
+    (lambda: F.conv2d(_t(np.ones((2, 4, 5, 5))), _t(np.ones((4, 3, 3, 3)))), RuntimeError,
+     "Given groups=1, weight of size [4, 3, 3, 3], expected input[2, 4, 5, 5] to have 3 "
+     "channels, but got 4 channels instead"),
+    (lambda: F.conv2d(_t(np.ones((2, 4, 5, 5))), _t(np.ones((3, 2, 3, 3))), groups=2),
+     RuntimeError, "Given groups=2, expected weight to be divisible by 2 at dimension 0"),
+    (lambda: F.conv2d(_t(np.ones((2, 3, 2, 2))), _t(np.ones((4, 3, 3, 3)))), RuntimeError,
+     "Calculated padded input size per channel: (2 x 2). Kernel size: (3 x 3). Kernel size "
+     "can't be greater than actual input size"),
+    (lambda: F.conv2d(_t(np.ones((1, 3, 5, 5))), _t(np.ones((4, 3, 3, 3))), stride=0),
+     RuntimeError, "non-positive stride is not supported"),
+    (lambda: F.conv2d(_t(np.ones((1, 3, 5, 5))), _t(np.ones((4, 3, 3, 3))), padding=-1),
+     RuntimeError, "negative padding is not supported"),
+    (lambda: F.conv2d(_t(np.ones((1, 3, 5, 5))), _t(np.ones((4, 3, 3, 3))), _t(np.ones(3))),
+     RuntimeError, "expected bias to be 1-dimensional with 4 elements, but got bias of size "
+     "[3] instead"),
+    (lambda: F.conv2d(_t(np.ones((1, 3, 5, 5))), _t(np.ones((4, 3, 3, 3))), padding="same",
+                      stride=2), RuntimeError,
+     "padding='same' is not supported for strided convolutions"),
+    (lambda: F.conv2d(_t(np.ones((1, 3, 5, 5))), _t(np.ones((4, 3, 3, 3))), padding="foo"),
+     RuntimeError, "Invalid padding string: 'foo'"),
+    (lambda: F.conv2d(_t(np.ones((1, 3, 5, 5))),
+                      tgrad.ones(4, 3, 3, 3, dtype=tgrad.float32)), RuntimeError,
+     "expected input and weight to have the same dtype"),
+    (lambda: F.conv1d(_t(np.ones((1, 3, 5))), _t(np.ones((4, 3, 3, 3)))), RuntimeError,
+     "conv1d: expected weight to be 3-dimensional"),
+    (lambda: F.max_pool2d(_t(np.ones((2, 3, 5, 5))), 3, padding=2), RuntimeError,
+     "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and "
+     "dilation=1"),
+    (lambda: F.max_pool2d(_t(np.ones((3, 2, 2))), 3), RuntimeError,
+     "Given input size: (3x2x2). Calculated output size: (3x0x0). Output size is too small"),
+    (lambda: F.avg_pool2d(_t(np.ones((3, 2, 2))), 3), RuntimeError, "Output size is too small"),
+    (lambda: F.max_pool2d(_t(np.ones(3)), 1), RuntimeError,
+     "non-empty 3D or 4D (batch mode) tensor expected for input"),
+    (lambda: F.max_pool2d(_t(np.ones((1, 1, 4, 4))), 2, stride=0), RuntimeError,
+     "stride should not be zero"),
+    (lambda: F.max_pool2d(_t(np.ones((1, 1, 4, 4))), (2, 2, 2)), RuntimeError,
+     "max_pool2d: kernel_size must either be a single int, or a tuple of 2 ints"),
+    (lambda: F.adaptive_avg_pool2d(_t(np.ones(3)), 2), RuntimeError,
+     "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [3]"),
+    (lambda: F.adaptive_avg_pool2d(_t(np.ones((2, 3, 0, 4))), 2), RuntimeError,
+     "Expected input to have non-zero size for non-batch dimensions"),
+    (lambda: F.batch_norm(_t(np.ones((1, 3))), _t(np.zeros(3)), _t(np.ones(3)),
+                          training=True), ValueError,
+     "Expected more than 1 value per channel when training, got input size [1, 3]"),
+    (lambda: F.batch_norm(_t(np.ones((4, 3))), _t(np.zeros(2)), _t(np.ones(3)),
+                          training=True), RuntimeError,
+     "running_mean should contain 3 elements not 2"),
+    (lambda: F.batch_norm(_t(np.ones((4, 3))), None, None), RuntimeError,
+     "running_mean must be defined in evaluation mode"),
+    (lambda: F.group_norm(_t(np.ones((4, 6, 2))), 4), RuntimeError,
+     "Expected number of channels in input to be divisible by num_groups, but got input of "
+     "shape [4, 6, 2] and num_groups=4"),
+    (lambda: F.rms_norm(_t(np.ones((4, 3))), (2,)), RuntimeError,
+     "Given normalized_shape=[2], expected input with shape [*2], but got input of size[4, 3]"),
+    (lambda: F.conv2d(np.ones((1, 3, 5, 5)), _t(np.ones((4, 3, 3, 3)))), TypeError,
+     "conv2d(): argument 'input' must be Tensor, not ndarray"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CONV_ERRORS)))
+def test_errors_follow_pytorch(case):
+    fn, exc, text = CONV_ERRORS[case]
+    _raises(fn, exc, text)
+
+
+def test_small_cnn_trains():
+    """Conv2d -> BatchNorm2d -> ReLU -> MaxPool2d -> Flatten -> Linear learns to tell two
+    fixed patterns apart: the loss falls by more than half in a few SGD steps."""
+    tgrad.manual_seed(0)
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((2, 1, 6, 6))
+    x = np.concatenate([a + 0.1 * rng.standard_normal((8, 1, 6, 6)),
+                        b + 0.1 * rng.standard_normal((8, 1, 6, 6))]).astype(np.float32)
+    y = np.array([0] * 8 + [1] * 8)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(36, 2))
+    opt = tgrad.optim.SGD(model.parameters(), lr=0.1)
+    xs, ys = tgrad.tensor(x), tgrad.tensor(y)
+    losses = []
+    for _ in range(15):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(xs), ys)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0], losses

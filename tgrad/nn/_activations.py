@@ -1,0 +1,121 @@
+"""More activations composed of tgrad ops, re-exported by tgrad.nn.functional:
+hardswish, hardsigmoid, softsign, tanhshrink, softshrink, hardshrink, celu, threshold,
+prelu. Written so values and gradients match PyTorch's dedicated kernels at the kinks
+(the derivative PyTorch's backward gives there is noted per op) and no branch a ``where``
+does not take holds an inf whose zero gradient would become NaN.
+"""
+
+from __future__ import annotations
+
+from tgrad.autograd.function import Function
+from tgrad.nn._composite import _check_float, _rounded_once, relu6
+from tgrad.ops.elementwise import clamp, expm1, tanh, where
+from tgrad.ops.inplace import apply_inplace
+from tgrad.tensor import Tensor
+
+__all__ = ["hardswish", "hardsigmoid", "softsign", "tanhshrink", "softshrink", "hardshrink",
+           "celu", "threshold", "prelu"]
+
+
+class Hardswish(Function):
+    """y = x relu6(x + 3) / 6 (NaN at -inf, as PyTorch's kernel);
+    dx = 0 for x <= -3, g for x >= 3, g (x / 3 + 1/2) between (NaN for NaN), PyTorch's
+    hardswish_backward. Both are tgrad ops, so the backward differentiates again."""
+
+    name = "hardswish"
+    node_name = "HardswishBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * clamp(x + 3.0, 0.0, 6.0) / 6.0
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return where(x <= -3.0, 0.0, where(x >= 3.0, g, g * (x / 3.0 + 0.5)))
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x relu6(x + 3) / 6 (see Hardswish for the gradient)."""
+    _check_float("hardswish", input)
+    fn = _rounded_once(Hardswish.apply)
+    return apply_inplace(input, "hardswish_", fn) if inplace else fn(input)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """relu6(x + 3) / 6;  dx = g / 6 strictly inside (-3, 3), else 0."""
+    _check_float("hardsigmoid", input)
+    fn = _rounded_once(lambda x: relu6(x + 3.0) / 6.0)
+    return apply_inplace(input, "hardsigmoid_", fn) if inplace else fn(input)
+
+
+def softsign(input: Tensor) -> Tensor:  # noqa: A002
+    """x / (1 + |x|) (PyTorch's composite, NaN at +-inf included)."""
+    _check_float("softsign", input)
+    return _rounded_once(lambda x: x / (x.abs() + 1.0))(input)
+
+
+def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
+    """x - tanh(x)."""
+    _check_float("tanhshrink", input)
+    return _rounded_once(lambda x: x - tanh(x))(input)
+
+
+def _check_lambd(op: str, lambd: float) -> None:
+    if lambd < 0:
+        raise RuntimeError(f"{op}: lambda must be greater or equal to 0, but found to be "
+                           f"{lambd}.")
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """x - l for x > l, x + l for x < -l, else 0 (x * 0, so NaN stays NaN);
+    dx = g outside [-l, l], else 0."""
+    _check_float("softshrink", input)
+    _check_lambd("softshrink", lambd)
+    return where(input > lambd, input - lambd,
+                 where(input < -lambd, input + lambd, input * 0.0))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """x outside [-l, l], NaN for NaN, else 0;  dx = g outside [-l, l], else 0 (NaN too)."""
+    _check_float("hardshrink", input)
+    keep = (input < -lambd) | (input > lambd)
+    return where(keep, input, where(input == input, 0.0, input).detach())
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x for x > 0, else alpha (e^(x / alpha) - 1);  dx = g or e^(x / alpha) g (1 at 0)."""
+    _check_float("celu", input)
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")  # PyTorch's text for celu(alpha=0)
+    # expm1 of x / alpha where x <= 0 (or NaN), of 0 elsewhere: no inf in the branch not taken
+    fn = _rounded_once(lambda x: where(x > 0, x, expm1(where(x > 0, 0.0, x) * (1.0 / alpha))
+                                       * alpha))
+    return apply_inplace(input, "celu_", fn) if inplace else fn(input)
+
+
+def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
+              inplace: bool = False) -> Tensor:
+    """value where x <= threshold, else x (NaN passes);  dx = g where x > threshold or NaN."""
+    _check_float("threshold", input)
+    fn = lambda x: where(x <= threshold, value, x)  # noqa: E731
+    return apply_inplace(input, "threshold_", fn) if inplace else fn(input)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
+    """x for x > 0, else w x, with w of one element or one per channel (dim 1);
+    dx = g or w g (w at 0), dw = sum of g x over x <= 0."""
+    _check_float("prelu", input)
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"prelu(): argument 'weight' must be Tensor, not "
+                        f"{type(weight).__name__}")
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    n = weight.numel()
+    if weight.ndim > 1 or n not in (1, channels):
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                           f"parameter numbers = {n} and channel size = {channels}.")
+    if input.ndim == 0:
+        raise RuntimeError("prelu: Not allow zero-dim input tensor.")
+    w = weight.reshape(()) if n == 1 else weight.reshape((n,) + (1,) * (input.ndim - 2))
+    return where(input > 0, input, w * input)

@@ -1,0 +1,453 @@
+"""Convolution and pooling as compositions of tgrad ops (no kernel of their own), re-exported
+by tgrad.nn.functional.
+
+Shapes (PyTorch's): conv2d input (N, C, H, W) or unbatched (C, H, W), weight
+(O, C / groups, kh, kw), bias (O,) -> (N, O, oh, ow) with
+oh = (H + 2 ph - dh (kh - 1) - 1) // sh + 1 (ow likewise). The 1-d forms run as 2-d ones
+with H = 1.
+
+How: the padded input is flattened to (N, C, Hp Wp) and its windows are gathered with one
+``index_select`` into columns (N, C, kh kw, oh ow) ("im2col"); a convolution is then one
+batched matmul of the weight (groups, O / groups, C / groups kh kw) with those columns, and
+a pooling a max or mean over the kh kw axis. Gradients come from the parts: the gather's
+backward scatter-adds the columns' gradient into the overlapping windows (deterministic
+kernels on the GPU), max's backward routes each window's gradient to the index it returned
+(the first maximum, as PyTorch's max_pool2d), so double backward works too. Memory is that
+of im2col: N C kh kw oh ow elements for the columns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.nn.functional import _check_tensor
+from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops.creation import tensor as _tensor
+from tgrad.tensor import Tensor
+
+__all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "unfold"]
+
+
+def _tuple(op: str, what: str, value, n: int) -> tuple:
+    """``value`` as n ints (an int repeats; a sequence must have 1 or n entries)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),) * n
+    vals = tuple(int(v) for v in value)
+    if len(vals) == 1:
+        return vals * n
+    if len(vals) != n:
+        raise RuntimeError(f"{op}: {what} must either be a single int, or a tuple of {n} ints "
+                           f"(got {list(vals)})")
+    return vals
+
+
+def _window_index(size: tuple, kernel: tuple, stride: tuple, dilation: tuple,
+                  out: tuple) -> np.ndarray:
+    """Flat positions (into a (Hp, Wp) plane) of every window element: shape
+    (kh kw, oh ow), entry [ky kw + kx, oy ow + ox] = (oy sh + ky dh) Wp + ox sw + kx dw."""
+    wp = size[1]
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out
+    rows = (np.arange(kh)[:, None, None, None] * dh + np.arange(oh)[None, None, :, None] * sh)
+    cols = (np.arange(kw)[None, :, None, None] * dw + np.arange(ow)[None, None, None, :] * sw)
+    return (rows * wp + cols).reshape(kh * kw, oh * ow)
+
+
+def _columns(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple,
+             out: tuple) -> Tensor:
+    """im2col of a padded (N, C, Hp, Wp) input: (N, C, kh kw, oh ow)."""
+    n, c, hp, wp = x.shape
+    idx = _window_index((hp, wp), kernel, stride, dilation, out)
+    flat = x.reshape(n, c, hp * wp)
+    index = _tensor(idx.reshape(-1), dtype=dtypes.int64, device=x.device)
+    return flat.index_select(2, index).reshape(n, c, idx.shape[0], idx.shape[1])
+
+
+def _pad_hw(x: Tensor, pad: tuple, value: float) -> Tensor:
+    """(N, C, H, W) padded by (ph, pw) on both sides with ``value``."""
+    from tgrad.nn._composite import pad as _pad
+    ph, pw = pad
+    if ph == 0 and pw == 0:
+        return x
+    return _pad(x, (pw, pw, ph, ph), value=value)
+
+
+def _batched(op: str, x: Tensor, spatial: int) -> tuple:
+    """(x with a batch dim, whether one was added) for an input of spatial + 1 or
+    spatial + 2 dims."""
+    if x.ndim == spatial + 2:
+        return x, False
+    if x.ndim == spatial + 1:
+        return x.unsqueeze(0), True
+    raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) input "
+                       f"to {op}, but got input of size: {list(x.shape)}")
+
+
+# ---------------------------------------------------------------------------- convolution
+def _same_padding(kernel: tuple, dilation: tuple) -> tuple:
+    """'same': total padding d (k - 1) per dim, left = total // 2, right = the rest."""
+    return tuple((d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                 for k, d in zip(kernel, dilation))
+
+
+def _conv(op: str, input: Tensor, weight: Tensor, bias, stride, padding, dilation,  # noqa: A002
+          groups: int, spatial: int) -> Tensor:
+    _check_tensor(op, input, "input")
+    _check_tensor(op, weight, "weight")
+    if weight.ndim != spatial + 2:
+        raise RuntimeError(f"{op}: expected weight to be {spatial + 2}-dimensional (out "
+                           f"channels, in channels / groups, kernel...), but got weight of "
+                           f"size {list(weight.shape)}")
+    x, added = _batched(op, input, spatial)
+    stride = _tuple(op, "stride", stride, spatial)
+    dilation = _tuple(op, "dilation", dilation, spatial)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+    groups = int(groups)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    kernel = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0),) * spatial
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = _same_padding(kernel, dilation)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pads = tuple((p, p) for p in _tuple(op, "padding", padding, spatial))
+        if any(p < 0 for p, _ in pads):
+            raise RuntimeError("negative padding is not supported")
+    out_ch, in_per_group = weight.shape[0], weight.shape[1]
+    c = x.shape[1]
+    if out_ch % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"[{list(weight.shape)}] instead")
+    if c != in_per_group * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have {in_per_group * groups} "
+                           f"channels, but got {c} channels instead")
+    if bias is not None:
+        _check_tensor(op, bias, "bias")
+        if bias.shape != (out_ch,):
+            raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                               f"1-dimensional with {out_ch} elements, but got bias of size "
+                               f"{list(bias.shape)} instead")
+    for t, name in ((weight, "weight"), (bias, "bias")):
+        if t is not None and (t.dtype is not x.dtype or t.device != x.device):
+            raise RuntimeError(f"{op}: expected input and {name} to have the same dtype and "
+                               f"device, but got input {x.dtype.name} on {x.device} and "
+                               f"{name} {t.dtype.name} on {t.device}")
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
+    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if any(p < s for p, s in zip(padded, span)):
+        raise RuntimeError(f"Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, span))}). Kernel size can't be greater "
+                           f"than actual input size")
+    out = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
+    if spatial == 1:  # run as 2-d with H = 1
+        x, weight = x.unsqueeze(2), weight.unsqueeze(2)
+        kernel, stride, dilation = (1,) + kernel, (1,) + stride, (1,) + dilation
+        pads, out = ((0, 0),) + pads, (1,) + out
+    from tgrad.nn._composite import pad as _pad
+    flat_pads = tuple(p for lo_hi in reversed(pads) for p in lo_hi)
+    if any(flat_pads):
+        x = _pad(x, flat_pads)
+    (x, weight, bias), half = widen_halves(x, weight, bias)  # halves: float32, rounded once
+    y = _conv2d_core(x, weight, groups, kernel, stride, dilation, out)
+    if bias is not None:
+        y = y + bias.reshape(out_ch, 1, 1)
+    if spatial == 1:
+        y = y.squeeze(2)
+    return rounded_to(y.squeeze(0) if added else y, half)
+
+
+def _conv2d_core(x: Tensor, weight: Tensor, groups: int, kernel: tuple, stride: tuple,
+                 dilation: tuple, out: tuple) -> Tensor:
+    """Padded x (N, C, Hp, Wp), weight (O, C/g, kh, kw) -> (N, O, oh, ow):
+    y[n, g, o, l] = sum_{c, k} w[g, o, c k] cols[n, g, c k, l]."""
+    n, c = x.shape[0], x.shape[1]
+    out_ch = weight.shape[0]
+    k = kernel[0] * kernel[1]
+    cols = _columns(x, kernel, stride, dilation, out)  # (N, C, k, L)
+    cols = cols.reshape(n, groups, (c // groups) * k, out[0] * out[1])
+    w = weight.reshape(groups, out_ch // groups, (c // groups) * k)
+    return (w @ cols).reshape(n, out_ch, out[0], out[1])
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,  # noqa: A002
+           padding=0, dilation=1, groups: int = 1) -> Tensor:
+    """2-d cross-correlation (PyTorch's conv2d): input (N, C, H, W) or (C, H, W), weight
+    (O, C / groups, kh, kw) -> (N, O, oh, ow); ``padding`` an int, a pair, 'valid' or 'same'."""
+    return _conv("conv2d", input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,  # noqa: A002
+           padding=0, dilation=1, groups: int = 1) -> Tensor:
+    """1-d cross-correlation: input (N, C, L) or (C, L), weight (O, C / groups, k) ->
+    (N, O, out)."""
+    return _conv("conv1d", input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
+    """Sliding blocks of a (N, C, H, W) or (C, H, W) input as columns
+    (N, C kh kw, L), L = oh ow (PyTorch's im2col; zero padding)."""
+    _check_tensor("unfold", input, "input")
+    x, added = _batched("unfold", input, 2)
+    kernel = _tuple("unfold", "kernel_size", kernel_size, 2)
+    dilation = _tuple("unfold", "dilation", dilation, 2)
+    pad = _tuple("unfold", "padding", padding, 2)
+    stride = _tuple("unfold", "stride", stride, 2)
+    if any(v <= 0 for v in kernel + dilation + stride) or any(p < 0 for p in pad):
+        raise RuntimeError(f"unfold: kernel_size, dilation and stride must be positive and "
+                           f"padding non-negative, got kernel_size={list(kernel)}, "
+                           f"dilation={list(dilation)}, padding={list(pad)}, "
+                           f"stride={list(stride)}")
+    x = _pad_hw(x, pad, 0.0)
+    out = _pool_out("unfold", x.shape, kernel, stride, dilation, (0, 0), False, pad)
+    cols = _columns(x, kernel, stride, dilation, out)
+    n, c = cols.shape[0], cols.shape[1]
+    y = cols.reshape(n, c * cols.shape[2], cols.shape[3])
+    return y.squeeze(0) if added else y
+
+
+# ---------------------------------------------------------------------------- pooling
+def _pool_args(op: str, kernel_size, stride, padding, dilation, spatial: int) -> tuple:
+    kernel = _tuple(op, "kernel_size", kernel_size, spatial)
+    stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else _tuple(op, "stride", stride, spatial)
+    pad = _tuple(op, "padding", padding, spatial)
+    dilation = _tuple(op, "dilation", dilation, spatial)
+    if any(s == 0 for s in stride):
+        raise RuntimeError("stride should not be zero")
+    if any(k <= 0 for k in kernel) or any(s < 0 for s in stride):
+        raise RuntimeError(f"{op}: kernel_size and stride must be positive, got kernel_size="
+                           f"{list(kernel)}, stride={list(stride)}")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"{op}: dilation must be greater than zero, but got "
+                           f"{list(dilation)}")
+    for p, k, d in zip(pad, kernel, dilation):
+        if p < 0 or p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
+    return kernel, stride, pad, dilation
+
+
+def _pool_out(op: str, shape: tuple, kernel: tuple, stride: tuple, dilation: tuple,
+              pad: tuple, ceil_mode: bool, shown_pad: tuple | None = None) -> tuple:
+    """Output size per spatial dim (PyTorch's pooling_output_shape): floor or ceil of
+    (size + 2 p - d (k - 1) - 1) / s + 1, less one when ceil mode's last window would start
+    in the right padding. ``shape`` is (N, C, *sizes) before padding (the pad is added
+    here), or, for unfold, already padded (pad 0)."""
+    out = []
+    for size, k, s, d, p in zip(shape[2:], kernel, stride, dilation, pad):
+        num = size + 2 * p - d * (k - 1) - 1
+        o = (-(-num // s) if ceil_mode else num // s) + 1
+        if ceil_mode and (o - 1) * s >= size + p:
+            o -= 1
+        out.append(o)
+    if any(o <= 0 for o in out):
+        sizes = "x".join(map(str, shape[1:]))
+        outs = "x".join(map(str, (shape[1],) + tuple(max(o, 0) for o in out)))
+        raise RuntimeError(f"Given input size: ({sizes}). Calculated output size: ({outs}). "
+                           f"Output size is too small")
+    return tuple(out)
+
+
+def _pool_input(op: str, input: Tensor, spatial: int) -> tuple:  # noqa: A002
+    _check_tensor(op, input, "input")
+    if input.ndim not in (spatial + 1, spatial + 2) or (
+            input.ndim == spatial + 2 and 0 in input.shape[1:]) or (
+            input.ndim == spatial + 1 and 0 in input.shape):
+        raise RuntimeError(f"{op}: non-empty {spatial + 1}D or {spatial + 2}D (batch mode) "
+                           f"tensor expected for input, got size {list(input.shape)}")
+    x, added = _batched(op, input, spatial)
+    if spatial == 1:
+        x = x.unsqueeze(2)
+    return x, added
+
+
+def _pool_result(y: Tensor, added: bool, spatial: int) -> Tensor:
+    if spatial == 1:
+        y = y.squeeze(2)
+    return y.squeeze(0) if added else y
+
+
+def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  # noqa: A002
+              ceil_mode: bool, return_indices: bool, spatial: int):
+    x, added = _pool_input(op, input, spatial)
+    kernel, stride, pad, dilation = _pool_args(op, kernel_size, stride, padding, dilation,
+                                               spatial)
+    if spatial == 1:
+        kernel, stride, pad, dilation = ((1,) + kernel, (1,) + stride, (0,) + pad,
+                                         (1,) + dilation)
+    out = _pool_out(op, x.shape, kernel, stride, dilation, pad, ceil_mode)
+    n, c, h, w = x.shape
+    # Ceil mode's last windows may reach past the padding: pad the right/bottom further
+    # with -inf (never selected: every window starts inside the input or its left pad).
+    extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
+             for o, s, d, k, size, p in zip(out, stride, dilation, kernel, (h, w), pad)]
+    from tgrad.nn._composite import pad as _pad
+    low = float("-inf") if x.dtype.is_floating_point else _int_min(x.dtype)
+    flat_pads = (pad[1], pad[1] + extra[1], pad[0], pad[0] + extra[0])
+    xp = _pad(x, flat_pads, value=low) if any(flat_pads) else x
+    cols = _columns(xp, kernel, stride, dilation, out)  # (N, C, k, L)
+    values, arg = cols.max(dim=2)
+    y = values.reshape(n, c, out[0], out[1])
+    y = _pool_result(y, added, spatial)
+    if not return_indices:
+        return y
+    # The window element arg -> its flat position in the unpadded (H, W) input:
+    # indices[nc, l] = position[arg[nc, l], l] (a gather along the window axis).
+    idx = _window_index(xp.shape[2:], kernel, stride, dilation, out)  # (k, L)
+    wp = xp.shape[3]
+    position = (idx // wp - pad[0]) * w + idx % wp - pad[1]
+    position = _tensor(position, dtype=dtypes.int64, device=x.device)
+    indices = position.gather(0, arg.reshape(n * c, out[0] * out[1]))
+    return y, _pool_result(indices.reshape(n, c, out[0], out[1]), added, spatial)
+
+
+def _int_min(dt) -> int:
+    return int(np.iinfo(dt.np).min) if dt is not dtypes.bool_ else 0
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Max over kh x kw windows of (N, C, H, W) or (C, H, W) (implicit -inf padding); with
+    ``return_indices`` also the flat H W position of each maximum (the first one)."""
+    return _max_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, 2)
+
+
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Max over windows of k along the last dim of (N, C, L) or (C, L)."""
+    return _max_pool("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, 1)
+
+
+def _avg_pool(op: str, input: Tensor, kernel_size, stride, padding, ceil_mode: bool,  # noqa: A002
+              count_include_pad: bool, divisor_override, spatial: int) -> Tensor:
+    x, added = _pool_input(op, input, spatial)
+    kernel, stride, pad, _ = _pool_args(op, kernel_size, stride, padding, 1, spatial)
+    if spatial == 1:
+        kernel, stride, pad = (1,) + kernel, (1,) + stride, (0,) + pad
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise RuntimeError("divisor must be not zero")
+    out = _pool_out(op, x.shape, kernel, stride, (1, 1), pad, ceil_mode)
+    n, c, h, w = x.shape
+    extra = [max(0, (o - 1) * s + k - (size + 2 * p))
+             for o, s, k, size, p in zip(out, stride, kernel, (h, w), pad)]
+    from tgrad.nn._composite import pad as _pad
+    flat_pads = (pad[1], pad[1] + extra[1], pad[0], pad[0] + extra[0])
+    xp = _pad(x, flat_pads) if any(flat_pads) else x
+    (xp,), half = widen_halves(xp)  # halves: float32 sums and divisions, rounded once
+    total = _columns(xp, kernel, stride, (1, 1), out).sum(dim=2)  # (N, C, L)
+    if divisor_override is not None:
+        divisor = np.full(out, float(divisor_override))
+    else:
+        divisor = np.outer(*(_avg_counts(o, s, k, size, p, count_include_pad)
+                             for o, s, k, size, p in zip(out, stride, kernel, (h, w), pad)))
+    div = _tensor(divisor.reshape(-1), dtype=total.dtype, device=x.device) \
+        if total.dtype.is_floating_point else None
+    if div is None:
+        raise RuntimeError(f"{op}: not implemented for {x.dtype.name} inputs; convert with "
+                           f".float() first (as PyTorch's CPU kernel for integer avg_pool "
+                           f"rounds)")
+    y = (total / div).reshape(n, c, out[0], out[1])
+    return rounded_to(_pool_result(y, added, spatial), half)
+
+
+def _avg_counts(o: int, s: int, k: int, size: int, p: int, include_pad: bool) -> np.ndarray:
+    """Divisor per output position along one dim (PyTorch's avg_pool): the window clipped
+    to [-p, size + p) when padding counts, else to the input [0, size)."""
+    start = np.arange(o) * s - p
+    end = np.minimum(start + k, size + p)
+    if include_pad:
+        return (end - start).astype(np.float64)
+    return (np.minimum(end, size) - np.maximum(start, 0)).astype(np.float64)
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over kh x kw windows of (N, C, H, W) or (C, H, W) (zero padding; the divisor
+    counts the padding unless ``count_include_pad`` is False)."""
+    return _avg_pool("avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override, 2)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """Mean over windows of k along the last dim of (N, C, L) or (C, L)."""
+    return _avg_pool("avg_pool1d", input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None, 1)
+
+
+def _adaptive_windows(size: int, out: int) -> tuple:
+    """PyTorch's adaptive windows along one dim: window i is [floor(i size / out),
+    ceil((i + 1) size / out)). Returns (index (out, longest), lengths (out,)); the index
+    pads short windows with ``size``, the position of an appended zero."""
+    lo = np.arange(out) * size // out
+    hi = -(-(np.arange(1, out + 1) * size) // out)
+    longest = int((hi - lo).max()) if out else 0
+    j = np.arange(longest)
+    index = np.where(lo[:, None] + j < hi[:, None], lo[:, None] + j, size)
+    return index, (hi - lo).astype(np.float64)
+
+
+def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor:  # noqa: A002
+    _check_tensor(op, input, "input")
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"{op}(): Expected {spatial + 1}D or {spatial + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    for d in range(input.ndim - spatial, input.ndim):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {d} being empty")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: not implemented for {input.dtype.name}; convert with "
+                           f".float() first")
+    sizes = input.shape[input.ndim - spatial:]
+    outs = (output_size,) * spatial if output_size is None or isinstance(output_size, int) \
+        else tuple(output_size)
+    if len(outs) != spatial:
+        raise RuntimeError(f"{op}: output_size must be an int or a tuple of {spatial} "
+                           f"(got {output_size})")
+    outs = tuple(s if o is None else int(o) for o, s in zip(outs, sizes))
+    if any(o < 0 for o in outs):
+        raise RuntimeError(f"{op}: output_size must be non-negative, got {list(outs)}")
+    (y,), half = widen_halves(input)  # halves: float32, rounded once
+    from tgrad.nn._composite import pad as _pad
+    # One spatial dim at a time (a rectangle's mean is the mean of its rows' means): gather
+    # each window from the dim with a zero appended (short windows read the zero, so a NaN
+    # or inf reaches only the windows holding it), sum, divide by the window's length.
+    for i, (size, o) in enumerate(zip(sizes, outs)):
+        index, lengths = _adaptive_windows(size, o)
+        dim = input.ndim - spatial + i
+        z = _pad(y.movedim(dim, -1), (0, 1))
+        flat = _tensor(index.reshape(-1), dtype=dtypes.int64, device=input.device)
+        windows = z.index_select(-1, flat).reshape(z.shape[:-1] + index.shape)
+        mean = windows.sum(-1) / _tensor(lengths, dtype=y.dtype, device=input.device)
+        y = mean.movedim(-1, dim)
+    return rounded_to(y, half)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
+    """Mean over PyTorch's adaptive windows so the output's last two dims are
+    ``output_size`` (an int, a pair, None keeps a size)."""
+    return _adaptive_avg("adaptive_avg_pool2d", input, output_size, 2)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002
+    """Mean over adaptive windows of the last dim of (N, C, L) or (C, L)."""
+    return _adaptive_avg("adaptive_avg_pool1d", input, output_size, 1)
+

@@ -1,0 +1,199 @@
+"""batch_norm, group_norm, instance_norm and rms_norm as compositions of tgrad ops,
+re-exported by tgrad.nn.functional.
+
+Shapes (PyTorch's): input (N, C, *) with channels on dim 1; weight and bias (C,).
+Normalising with batch or group statistics reuses the fused ``layer_norm`` op (one kernel
+each way on the GPU, biased variance, its own exact backward): the values to normalise
+together are laid out as the rows of a layer_norm, and the per-channel affine follows as
+one broadcast multiply-add. Running statistics are updated in place outside the graph with
+the unbiased variance, as PyTorch does.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+
+from tgrad import dtypes
+from tgrad.autograd.grad_mode import no_grad
+from tgrad.nn.functional import _check_tensor
+from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.tensor import Tensor
+
+__all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
+
+
+def _layer_norm(x: Tensor, k: int, eps: float) -> Tensor:
+    from tgrad.nn.functional import layer_norm
+    return layer_norm(x, x.shape[x.ndim - k:], None, None, eps)
+
+
+def _widened(x: Tensor) -> Tensor:
+    """float16/bfloat16 inputs are normalised in float32 and rounded once at the end."""
+    return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+
+
+def _affine(y: Tensor, weight, bias) -> Tensor:
+    """y * weight + bias with (C,) parameters broadcast along dim 1 of y (N, C, *), in y's
+    dtype (float32 for a widened half input: the caller rounds once)."""
+    shape = (y.shape[1],) + (1,) * (y.ndim - 2)
+    if weight is not None:
+        y = y * weight.to(y.dtype).reshape(shape)
+    if bias is not None:
+        y = y + bias.to(y.dtype).reshape(shape)
+    return y
+
+
+def _check_params(op: str, x: Tensor, c: int, **params) -> None:
+    for name, p in params.items():
+        if p is None:
+            continue
+        _check_tensor(op, p, name)
+        if p.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {p.numel()}")
+        if p.device != x.device:
+            raise RuntimeError(f"{op}: expected {name} on {x.device} (the input's device), "
+                               f"got {p.device}")
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of (N, C, *) over N and the spatial dims: with the batch's
+    statistics when ``training`` (updating ``running_mean``/``running_var`` in place:
+    r = (1 - momentum) r + momentum s, s the batch mean / unbiased variance), else with the
+    running ones; then y * weight + bias."""
+    _check_tensor("batch_norm", input, "input")
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected 2D or more input (N, C, *), got input of size "
+                         f"{list(input.shape)}")
+    c = input.shape[1]
+    _check_params("batch_norm", input, c, running_mean=running_mean, running_var=running_var,
+                  weight=weight, bias=bias)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"batch_norm: expected a floating point input, got "
+                           f"{input.dtype.name}")
+    if training:
+        count = input.numel() // max(c, 1)
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got "
+                             f"input size {list(input.shape)}")
+        # Rows = channels: (C, N * spatial), normalised by the fused layer_norm.
+        x = _widened(input)
+        rows = x.movedim(1, 0).reshape(c, -1)
+        y = _layer_norm(rows, 1, eps).reshape((c, input.shape[0]) + tuple(input.shape[2:]))
+        y = y.movedim(0, 1)
+        if running_mean is not None or running_var is not None:
+            _update_running(rows, running_mean, running_var, momentum)
+        return _affine(y, weight, bias).to(input.dtype)
+    if running_mean is None or running_var is None:
+        raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be "
+                           f"defined in evaluation mode")
+    # y = (x - mean) / sqrt(var + eps) * weight + bias, in float32 for a float16/bfloat16
+    # input (rounded once), in the input's dtype otherwise
+    shape = (c,) + (1,) * (input.ndim - 2)
+    x = _widened(input)
+    mean, var = running_mean.to(x.dtype), running_var.to(x.dtype)
+    y = (x - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
+    return _affine(y, weight, bias).to(input.dtype)
+
+
+def _update_running(rows: Tensor, running_mean, running_var, momentum) -> None:
+    """Running statistics from rows (C, count), outside the graph; momentum None is
+    PyTorch's cumulative average (the caller passes 1 / num_batches_tracked)."""
+    m = 0.0 if momentum is None else float(momentum)
+    with no_grad():
+        x = rows.detach()
+        if running_mean is not None:
+            mean = x.mean(1)
+            running_mean.mul_(1.0 - m).add_(mean.to(running_mean.dtype) * m)
+        if running_var is not None:
+            var = x.var(1, correction=1)
+            running_var.mul_(1.0 - m).add_(var.to(running_var.dtype) * m)
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise (N, C, *) over each group of C / num_groups channels and the spatial dims
+    (biased variance), then y * weight + bias per channel."""
+    _check_tensor("group_norm", input, "input")
+    if input.ndim < 2:
+        raise RuntimeError(f"group_norm: Expected at least 2 dimensions for input tensor but "
+                           f"received {input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    g = int(num_groups)
+    if g <= 0 or c % g:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    _check_params("group_norm", input, c, weight=weight, bias=bias)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"group_norm: expected a floating point input, got "
+                           f"{input.dtype.name}")
+    y = _layer_norm(_widened(input).reshape(n, g, -1), 1, eps).reshape(input.shape)
+    return _affine(y, weight, bias).to(input.dtype)
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A002
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each (sample, channel) of (N, C, *) over its spatial dims; with
+    ``use_input_stats`` False, by the running statistics (batch_norm in eval mode)."""
+    _check_tensor("instance_norm", input, "input")
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected 3D or more input (N, C, *), got input of "
+                         f"size {list(input.shape)}")
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    n, c = input.shape[0], input.shape[1]
+    _check_params("instance_norm", input, c, running_mean=running_mean,
+                  running_var=running_var, weight=weight, bias=bias)
+    spatial = input.numel() // max(n * c, 1)
+    if spatial <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{list(input.shape)}")
+    rows = _widened(input).reshape(n * c, -1)
+    y = _layer_norm(rows, 1, eps).reshape(input.shape)
+    if running_mean is not None or running_var is not None:
+        # PyTorch averages the per-instance statistics over the batch.
+        x = rows.detach().reshape(n, c, -1).movedim(1, 0)
+        with no_grad():
+            m = 0.0 if momentum is None else float(momentum)
+            if running_mean is not None:
+                running_mean.mul_(1.0 - m).add_(x.mean(2).mean(1).to(running_mean.dtype) * m)
+            if running_var is not None:
+                var = x.var(2, correction=1).mean(1)
+                running_var.mul_(1.0 - m).add_(var.to(running_var.dtype) * m)
+    return _affine(y, weight, bias).to(input.dtype)
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002
+             eps: float | None = None) -> Tensor:
+    """y = x / sqrt(mean(x^2 over the trailing normalized_shape dims) + eps) * weight;
+    ``eps`` None is the dtype's machine epsilon (PyTorch's default)."""
+    _check_tensor("rms_norm", input, "input")
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    ns = tuple(int(s) for s in normalized_shape)
+    k = len(ns)
+    if input.ndim < k or input.shape[input.ndim - k:] != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*{', '.join(str(s) for s in ns)}], but got input of size"
+                           f"{list(input.shape)}")
+    if weight is not None:
+        _check_tensor("rms_norm", weight, "weight")
+        if weight.shape != ns:
+            raise RuntimeError(f"rms_norm: Expected weight to be of same shape as "
+                               f"normalized_shape, but got weight of shape "
+                               f"{list(weight.shape)} and normalized_shape = {list(ns)}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"rms_norm: expected a floating point input, got "
+                           f"{input.dtype.name}")
+    if eps is None:
+        eps = float(ml_dtypes.finfo(input.dtype.np).eps)
+    (x, w), half = widen_halves(input, weight)
+    dims = tuple(range(x.ndim - k, x.ndim))
+    y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt() if k else x * (x * x + eps).rsqrt()
+    if w is not None:
+        y = y * w
+    return rounded_to(y, half)

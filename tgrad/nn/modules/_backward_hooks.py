@@ -1,0 +1,100 @@
+"""Module full backward hooks (PyTorch's ``register_full_backward_hook`` /
+``register_full_backward_pre_hook``).
+
+The module's tensor inputs that require grad and its tensor outputs pass through identity
+nodes whose backward calls the hooks: the outputs' node runs the pre-hooks on
+``grad_output`` (one entry per output tensor, None where an output got no gradient), the
+inputs' node runs the hooks on ``(grad_input, grad_output)`` once the gradients of all
+inputs are known. A hook's non-None result replaces the gradients it was given.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import STATE
+from tgrad.tensor import Tensor
+
+
+class BackwardHookFunction(Function):
+    """Identity over tensors; backward returns ``callback(grads)``."""
+
+    name = "backward_hook"
+    node_name = "BackwardHookFunctionBackward"
+
+    @staticmethod
+    def forward(ctx, callback, *tensors):
+        ctx.callback = callback
+        ctx.set_materialize_grads(False)
+        return tensors
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) + tuple(ctx.callback(grads))
+
+
+def _replaced(hook, new, old: tuple, what: str) -> tuple:
+    new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
+    if len(new) != len(old):
+        name = getattr(hook, "__name__", repr(hook))
+        raise RuntimeError(f"Backward hook '{name}' returned an invalid number of {what} "
+                           f"(expected {len(old)}, got {len(new)})")
+    return new
+
+
+def _is_grad_tensor(a) -> bool:
+    return isinstance(a, Tensor) and a.requires_grad
+
+
+def run_with_backward_hooks(module, args: tuple, kwargs: dict, hooks: dict, pre_hooks: dict):
+    """``module.forward(*args, **kwargs)`` with the identity nodes that call its backward
+    hooks. Returns forward's output (tensors in it replaced by their hooked aliases)."""
+    state = {"grad_output": None}
+    tensor_args = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    wanted = [i for i in tensor_args if _is_grad_tensor(args[i])]
+
+    def on_inputs(grads: tuple) -> tuple:
+        by_pos = dict(zip(wanted, grads))
+        grad_input = tuple(by_pos.get(i) for i in tensor_args)
+        for hook in list(hooks.values()):
+            res = hook(module, grad_input, state["grad_output"])
+            if res is not None:
+                grad_input = _replaced(hook, res, grad_input, "grad_input")
+        new = dict(zip(tensor_args, grad_input))
+        return tuple(new[i] for i in wanted)
+
+    if wanted and hooks and STATE.enabled:
+        wrapped = BackwardHookFunction.apply(on_inputs, *[args[i] for i in wanted])
+        args = list(args)
+        for i, t in zip(wanted, wrapped):
+            args[i] = t
+        args = tuple(args)
+    out = module.forward(*args, **kwargs)
+    if not STATE.enabled:
+        return out
+    outs = out if isinstance(out, tuple) else (out,)
+    out_pos = [i for i, o in enumerate(outs) if _is_grad_tensor(o)]
+    if not out_pos:
+        return out
+
+    def on_outputs(grads: tuple) -> tuple:
+        grad_output = tuple(grads)
+        for hook in list(pre_hooks.values()):
+            res = hook(module, grad_output)
+            if res is not None:
+                grad_output = _replaced(hook, res, grad_output, "grad_output")
+        state["grad_output"] = grad_output
+        if not wanted and hooks:  # nothing upstream will call them: call them now
+            warnings.warn("Full backward hook is firing when gradients are computed with "
+                          "respect to module outputs since no inputs require gradients.",
+                          UserWarning, stacklevel=2)
+            for hook in list(hooks.values()):
+                hook(module, tuple(None for _ in tensor_args), grad_output)
+        return grad_output
+
+    wrapped = BackwardHookFunction.apply(on_outputs, *[outs[i] for i in out_pos])
+    new = list(outs)
+    for i, t in zip(out_pos, wrapped):
+        new[i] = t
+    return tuple(new) if isinstance(out, tuple) else new[0]

@@ -1,0 +1,136 @@
+"""BatchNorm1d/2d and InstanceNorm1d/2d (running statistics as buffers)."""
+
+from __future__ import annotations
+
+from tgrad import dtypes
+from tgrad.nn import functional as F
+from tgrad.nn import init
+from tgrad.nn.modules.module import Module
+from tgrad.nn.parameter import Parameter
+from tgrad.tensor import Tensor
+
+
+class _NormBase(Module):
+    """weight (ones) and bias (zeros) of num_features when ``affine``; buffers running_mean
+    (zeros), running_var (ones) and num_batches_tracked (int64 0) when
+    ``track_running_stats``."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None) -> None:
+        from tgrad.ops.creation import empty, ones, tensor, zeros
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, device=device,
+                                                       dtype=dtype))
+            self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked",
+                                 tensor(0, dtype=dtypes.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
+        raise NotImplementedError
+
+    def _factor(self) -> float:
+        """The running statistics' momentum for this step (PyTorch's
+        exponential_average_factor): ``momentum``, or 1 / batches seen when it is None."""
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                return 1.0 / float(self.num_batches_tracked.item())
+        return 0.0 if self.momentum is None else self.momentum
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        self._check_input_dim(input)
+        factor = self._factor()
+        # batch statistics in training, or when no running statistics are kept
+        use_batch = self.training or self.running_mean is None
+        return F.batch_norm(input,
+                            self.running_mean if not self.training or self.track_running_stats
+                            else None,
+                            self.running_var if not self.training or self.track_running_stats
+                            else None,
+                            self.weight, self.bias, use_batch, factor, self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of (N, C) or (N, C, L) over N (and L), per channel."""
+
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
+        if input.ndim not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of (N, C, H, W) over N, H, W, per channel."""
+
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
+        if input.ndim != 4:
+            raise ValueError(f"expected 4D input (got {input.ndim}D input)")
+
+
+class _InstanceNorm(_NormBase):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        self._check_input_dim(input)
+        unbatched = input.ndim == self._spatial + 1
+        x = input.unsqueeze(0) if unbatched else input
+        momentum = 0.0 if self.momentum is None else self.momentum  # (no batch counting)
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats, momentum, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of (N, C, L) or (C, L) over L."""
+
+    _spatial = 1
+
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
+        if input.ndim not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of (N, C, H, W) or (C, H, W) over H, W."""
+
+    _spatial = 2
+
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
+        if input.ndim not in (3, 4):
+            raise ValueError(f"expected 3D or 4D input (got {input.ndim}D input)")

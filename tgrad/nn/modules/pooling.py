@@ -1,0 +1,97 @@
+"""Max, average and adaptive average pooling (1-d and 2-d)."""
+
+from __future__ import annotations
+
+from tgrad.nn import functional as F
+from tgrad.nn.modules.module import Module
+from tgrad.tensor import Tensor
+
+
+class _MaxPoolNd(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}, dilation={self.dilation}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class MaxPool2d(_MaxPoolNd):
+    """Max over windows of (N, C, H, W) or (C, H, W); see F.max_pool2d."""
+
+    def forward(self, input: Tensor):  # noqa: A002
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
+class MaxPool1d(_MaxPoolNd):
+    """Max over windows of (N, C, L) or (C, L); see F.max_pool1d."""
+
+    def forward(self, input: Tensor):  # noqa: A002
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
+class AvgPool2d(Module):
+    """Mean over windows of (N, C, H, W) or (C, H, W); see F.avg_pool2d."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding,
+                            self.ceil_mode, self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(Module):
+    """Mean over windows of (N, C, L) or (C, L); see F.avg_pool1d."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding,
+                            self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """Mean over adaptive windows to an (oh, ow) output; see F.adaptive_avg_pool2d."""
+
+    def __init__(self, output_size) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """Mean over adaptive windows of the last dim; see F.adaptive_avg_pool1d."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.adaptive_avg_pool1d(input, self.output_size)

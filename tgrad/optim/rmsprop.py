@@ -1,0 +1,90 @@
+"""RMSprop and Adagrad (PyTorch's update rules, see ``_functional.rmsprop/adagrad``).
+
+They run as in-place tgrad ops per parameter on either device (no fused kernel yet)."""
+
+from __future__ import annotations
+
+from tgrad.optim import _functional
+from tgrad.optim.optimizer import Optimizer, check_implementation_flags
+
+
+class RMSprop(Optimizer):
+    """Divides each step by a running root mean square of the gradients."""
+
+    def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False,
+                 capturable: bool = False, foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        check_implementation_flags("RMSprop", foreach, None, capturable, differentiable)
+        for name, value in (("learning rate", lr), ("epsilon value", eps),
+                            ("momentum value", momentum), ("weight_decay value", weight_decay),
+                            ("alpha value", alpha)):
+            if not 0.0 <= value:
+                raise ValueError(f"Invalid {name}: {value}")
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=centered,
+                                      maximize=maximize))
+
+    def step(self, closure=None):
+        from tgrad.ops.creation import tensor, zeros_like
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            params, grads, sq, ga, bufs = [], [], [], [], []
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                st = self.state[p]
+                if not st:
+                    st["step"] = tensor(0.0, dtype="float32")
+                    st["square_avg"] = zeros_like(p)
+                    if group["momentum"] > 0:
+                        st["momentum_buffer"] = zeros_like(p)
+                    if group["centered"]:
+                        st["grad_avg"] = zeros_like(p)
+                st["step"].add_(1)
+                params.append(p)
+                grads.append(p._grad)
+                sq.append(st["square_avg"])
+                ga.append(st.get("grad_avg"))
+                bufs.append(st.get("momentum_buffer"))
+            _functional.rmsprop(params, grads, sq, ga, bufs, lr=group["lr"],
+                                alpha=group["alpha"], eps=group["eps"],
+                                weight_decay=group["weight_decay"], momentum=group["momentum"],
+                                centered=group["centered"], maximize=group["maximize"])
+        return loss
+
+
+class Adagrad(Optimizer):
+    """Divides each step by the root of the sum of all past squared gradients."""
+
+    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10,
+                 foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        from tgrad.ops.creation import full_like, tensor
+        check_implementation_flags("Adagrad", foreach, fused, False, differentiable)
+        for name, value in (("learning rate", lr), ("lr_decay value", lr_decay),
+                            ("weight_decay value", weight_decay),
+                            ("initial_accumulator_value value", initial_accumulator_value),
+                            ("epsilon value", eps)):
+            if not 0.0 <= value:
+                raise ValueError(f"Invalid {name}: {value}")
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value,
+                                      eps=eps, maximize=maximize))
+        for group in self.param_groups:  # PyTorch creates the state up front
+            for p in group["params"]:
+                st = self.state[p]
+                st["step"] = tensor(0.0, dtype="float32")
+                st["sum"] = full_like(p, group["initial_accumulator_value"])
+
+    def step(self, closure=None):
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p._grad is not None]
+            _functional.adagrad(params, [p._grad for p in params],
+                                [self.state[p]["sum"] for p in params],
+                                [self.state[p]["step"] for p in params], lr=group["lr"],
+                                lr_decay=group["lr_decay"], weight_decay=group["weight_decay"],
+                                eps=group["eps"], maximize=group["maximize"])
+        return loss
