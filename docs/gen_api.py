@@ -26,6 +26,7 @@ MODULES = [
     ("tgrad.nn.utils", "gradient clipping"),
     ("tgrad.optim", "optimizers"),
     ("tgrad.optim.lr_scheduler", "learning-rate schedules"),
+    ("tgrad.utils.checkpoint", "activation checkpointing"),
 ]
 SUBMODULES = {m for m, _ in MODULES}
 

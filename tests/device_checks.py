@@ -27,7 +27,7 @@ def check_grad_formulas() -> None:
         x = np.concatenate([rng.uniform(0.2, 3.0, 9), special]).astype(dt)
         row = rng.uniform(0.5, 2.0, (1, 17)).astype(dt)
         binary = ("div_b", "max_share", "logsumexp", "centered", "prod", "pow_base",
-                  "pow_exponent", "eq_mask", "ge_mask", "le_mask")
+                  "pow_exponent", "eq_mask", "ge_mask", "le_mask", "atan2_a", "atan2_b")
         cases = [(n, (x.reshape(17, 1),)) for n in nb.GRAD_FORMULAS if n not in binary]
         cases += [("div_b", (x.reshape(17, 1) / row, row)), ("div_b", (x[:, None], 2.0)),
                   ("max_share", (x[:, None], row)), ("max_share", (x[:, None], 1.0)),
@@ -36,7 +36,10 @@ def check_grad_formulas() -> None:
                   ("pow_base", (x[:, None], 0.0)), ("pow_exponent", (x[:, None], row)),
                   ("pow_exponent", (2.0, row)), ("eq_mask", (x[:, None], x[::-1, None])),
                   ("ge_mask", (x[:, None], 0.5)), ("le_mask", (x[:, None], row)),
-                  ("ge_mask", (x[:, None], -np.inf))]
+                  ("ge_mask", (x[:, None], -np.inf)), ("atan2_a", (x[:, None], row - 1)),
+                  ("atan2_b", (x[:, None], row - 1)), ("atan2_a", (x[:, None], x[::-1, None])),
+                  ("atan2_b", (x[:, None], x[::-1, None])), ("atan2_b", (x[:, None], 0.0)),
+                  ("atan2_a", (0.0, x[:, None]))]
         for n, saved in cases:
             want = nb.grad_formula(n, g, *saved)
             got = be.to_host(be.grad_formula(n, be.from_host(g), *[
@@ -134,6 +137,50 @@ def check_pow_specials() -> None:
         assert not bad.any(), list(zip(a[bad], b[bad], got[bad], want[bad]))[:5]
         tol = (1.3e-6, 1e-5) if dt == np.float32 else (1e-7, 1e-7)  # PyTorch's defaults
         np.testing.assert_allclose(got[~exact], want[~exact], rtol=tol[0], atol=tol[1])
+
+def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """|got - want| in units of the last place of want (want's dtype); 0 where both are
+    NaN or equal with the same sign, inf where a zero's sign or a NaN differs."""
+    with np.errstate(all="ignore"):
+        err = np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want))
+    same = ((got == want) & (np.signbit(got) == np.signbit(want))) | (np.isnan(got)
+                                                                      & np.isnan(want))
+    return np.where(same, 0.0, np.where(np.isnan(err) | (got == want), np.inf, err))
+
+
+def check_inverse_trig() -> None:
+    # atan, asin, acos, atan2 (tl-only formulas: Cephes' atan) against NumPy, values from
+    # subnormal to huge, +-1 and its neighbours, every pair of specials for atan2 (signed
+    # zeros, +-pi, +-pi/4, +-3pi/4 as numpy.arctan2): a few ulp, specials exact
+    rng = np.random.default_rng(11)
+    n = 2000 if tgrad.cuda.is_interpreted() else 200000
+    sign = rng.choice([-1.0, 1.0], n)
+    x = np.concatenate([
+        rng.standard_normal(n), rng.uniform(-1, 1, n), sign * np.exp(rng.uniform(-745, 709, n)),
+        sign * (1.0 - np.exp(rng.uniform(-37, 0, n))),  # +-(1 - tiny)
+        [0.0, -0.0, 1.0, -1.0, 0.66, 2.414213562373095, 0.5, 5e-324, 1e308, np.inf, -np.inf,
+         np.nan, np.nextafter(1.0, 0.0), np.nextafter(-1.0, 0.0), np.nextafter(1.0, 2.0)]])
+    special = np.array([0.0, -0.0, 1.0, -1.0, 1e-300, 1e300, np.inf, -np.inf, np.nan])
+    ya = np.concatenate([np.repeat(special, special.size), x])
+    xa = np.concatenate([np.tile(special, special.size), rng.permutation(x)])
+    cases = [(tgrad.atan, np.arctan, (x,)), (tgrad.asin, np.arcsin, (x,)),
+             (tgrad.acos, np.arccos, (x,)), (tgrad.atan2, np.arctan2, (ya, xa))]
+    for dt, bound in ((np.float64, 4), (np.float32, 8)):
+        for f, ref, args in cases:
+            with np.errstate(all="ignore"):
+                ins = [a.astype(dt) for a in args]
+                want = ref(*[a.astype(np.float64) for a in ins]).astype(dt)
+            got = f(*[tgrad.tensor(a, device="cuda") for a in ins]).numpy()
+            assert got.dtype == dt
+            err = _ulps(got, want)
+            worst = int(np.argmax(err))
+            assert err[worst] <= bound, (f.__name__, dt, [a[worst] for a in ins],
+                                         got[worst], want[worst], err[worst])
+            exact = ~np.isfinite(want) | (want == 0)
+            if f is tgrad.atan2:  # the pairs of specials: multiples of pi/4 exactly
+                exact[:special.size ** 2] = True
+            assert (err[exact] == 0).all(), (f.__name__, dt, got[exact][err[exact] > 0])
+
 
 def check_int_reductions() -> None:
     # integer and bool reductions run natively with exact int64 accumulation (values past
@@ -348,6 +395,37 @@ def check_half_number_operands() -> None:
     assert set(tb.host_path_used()) == before
 
 
+def check_argsort() -> None:
+    # the sort kernels (tile sort + merge passes) vs np.argsort(kind="stable"): NaN, +-inf,
+    # -0.0/+0.0 and ties, both directions, lines that take merge passes in the interpreter and
+    # compiled (2 tiles of 1024), lines strided in memory, int64 offsets forced on
+    from tgrad.backends import numpy as nb
+    from tgrad.backends import triton as tb
+    from tgrad.kernels import sort as ks
+    rng = np.random.default_rng(3)
+    special = [np.nan, np.inf, -np.inf, -0.0, 0.0, np.nan, 1.0, -0.0]
+    dts = [np.dtype(d) for d in os.environ.get("TGRAD_DTYPES", "float32,float64").split(",")]
+    cases = []
+    for dt in dts:
+        a = rng.integers(-50, 50, (2, 1500)).astype(dt)
+        a[:, rng.integers(0, 1500, 40)] = rng.choice(special, (2, 40))
+        cases += [(a, 1, False), (a[:, :70].T, 0, False), (a, 1, True)]
+    i64 = np.iinfo(np.int64)
+    cases += [(rng.integers(-3, 3, (3, 300)).astype(np.int32), 1, False),
+              (np.array([i64.max, i64.min, 0, i64.min, -1, i64.max] * 3), 0, False)]
+    saved = ks._I32
+    try:
+        for a, axis, idx64 in cases:
+            ks._I32 = 10 if idx64 else saved
+            for desc in (False, True):
+                got = tb.argsort(tb.from_host(np.ascontiguousarray(a)), axis, desc).to_host()
+                assert np.array_equal(got, nb.argsort(a, axis, desc)), (a.dtype, a.shape, desc)
+    finally:
+        ks._I32 = saved
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
-    "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "int_reductions",
-    "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands")}
+    "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
+    "int_reductions",
+    "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
+    "argsort")}

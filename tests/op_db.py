@@ -370,6 +370,15 @@ def _promotion_samples(rng):
         Sample((np.asarray(rng.integers(1, 5, (3, 4))), _n(rng)), desc="int64 + 0-d float")]
 
 
+def _atan2_samples(rng):
+    """_promotion_samples (integers and bools promote to the default float, as PyTorch) plus
+    every pair of signed zeros, infinities, +-1 and NaN (forward only: the reference has a
+    NaN, so gradcheck skips it)."""
+    special = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan])
+    return _promotion_samples(rng) + [
+        Sample((special.reshape(7, 1), special.reshape(1, 7)), desc="specials")]
+
+
 def _logical_samples(rng):
     return [Sample((_bool_of(rng, 17), _bool_of(rng, 17)), desc="n=17"),
             Sample((_bool_of(rng, 3, 1), _bool_of(rng, 4)), desc="bcast"),
@@ -561,6 +570,187 @@ def _np_cumsum(x, dim, dtype=None):
         return x.copy()
     out = np.cumsum(x, axis=dim)
     return out.astype(np.int64) if out.dtype.kind in "iub" else out
+
+
+# ---- sorting (tgrad/ops/sorting.py): references built on np.lexsort, independent of the
+# backends' np.argsort: the order is (NaN last, value, position), descending (NaN first,
+# -value, position), so ties keep their order both ways and -0.0 == +0.0.
+def _np_order(x, axis, descending=False):
+    xm = np.moveaxis(x, axis, -1)
+    pos = np.broadcast_to(np.arange(xm.shape[-1]), xm.shape)
+    nan = np.isnan(xm) if xm.dtype.kind == "f" else np.zeros(xm.shape, bool)
+    v = np.where(nan, 0, xm).astype(np.float64 if xm.dtype.kind == "f" else np.int64)
+    down = -v if v.dtype.kind == "f" else ~v  # ~v = -v - 1: no overflow at the int64 min
+    keys = (pos, down, ~nan) if descending else (pos, v, nan)  # lexsort: the last key first
+    return np.moveaxis(np.lexsort(keys, axis=-1), -1, axis).astype(np.int64)
+
+
+def _np_sort(x, dim=-1, descending=False, stable=False):
+    if x.ndim == 0:
+        return x.copy(), np.asarray(0, np.int64)
+    o = _np_order(x, dim, descending)
+    return np.take_along_axis(x, o, dim), o
+
+
+def _np_argsort(x, dim=-1, descending=False, stable=False):
+    return _np_sort(x, dim, descending)[1]
+
+
+def _np_topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    if x.ndim == 0:
+        return x.copy(), np.asarray(0, np.int64)
+    o = np.take(_np_order(x, dim, largest), np.arange(k), axis=dim)
+    return np.take_along_axis(x, o, dim), o
+
+
+def _np_kthvalue(x, k, dim=-1, keepdim=False):
+    if x.ndim == 0:
+        return x.copy(), np.asarray(0, np.int64)
+    o = np.take(_np_order(x, dim), [k - 1], axis=dim)
+    v = np.take_along_axis(x, o, dim)
+    return (v, o) if keepdim else (v.squeeze(dim), o.squeeze(dim))
+
+
+def _np_line_median(line, ignore_nan):
+    """Index of the lower median of a 1-D line: the first NaN if any (median), of the
+    non-NaN values (nanmedian; 0 when all are NaN)."""
+    nan = np.isnan(line) if line.dtype.kind == "f" else np.zeros(line.shape, bool)
+    if nan.any() and not ignore_nan:
+        return int(np.flatnonzero(nan)[0])
+    ok = np.flatnonzero(~nan)
+    if ok.size == 0:
+        return 0
+    return int(ok[np.argsort(line[ok], kind="stable")][(ok.size - 1) // 2])
+
+
+def _np_median(ignore_nan):
+    def ref(x, dim=None, keepdim=False):
+        if dim is None:
+            flat = x.reshape(-1)
+            if flat.size == 0:
+                return np.asarray(np.nan)
+            return np.asarray(flat[_np_line_median(flat, ignore_nan)])
+        if x.ndim == 0:
+            return x.copy(), np.asarray(0, np.int64)
+        xm = np.moveaxis(x, dim, -1)
+        lines = xm.reshape(-1, xm.shape[-1])
+        idx = np.array([_np_line_median(r, ignore_nan) for r in lines], np.int64)
+        idx = idx.reshape(xm.shape[:-1] + (1,))
+        v = np.moveaxis(np.take_along_axis(xm, idx, -1), -1, dim)
+        idx = np.moveaxis(idx, -1, dim)
+        return (v, idx) if keepdim else (v.squeeze(dim), idx.squeeze(dim))
+    return ref
+
+
+def _ties_of(rng, *shape):
+    """Integer-valued floats in [-3, 3): many ties, -0.0 beside +0.0."""
+    x = rng.integers(-3, 3, shape).astype(np.float64)
+    return np.where((x == 0) & (rng.random(shape) < 0.5), -0.0, x)
+
+
+def _sort_samples(rng):
+    s = [Sample((_n(rng),), desc="0-d"),
+         Sample((_n(rng), 0, True), {"stable": True}, desc="0-d dim0 desc"),
+         Sample((_n(rng, 0),), desc="empty"),
+         Sample((_n(rng, 2, 0, 3), 1), desc="empty dim"),
+         Sample((_n(rng, 0, 3), 1), desc="empty other dim")]
+    s += [Sample((_n(rng, n),), desc=f"n={n}") for n in SIZES]
+    s += [Sample((_n(rng, 1025),), {"descending": True}, desc="n=1025 desc"),
+          Sample((_n(rng, 3, 4), 0), desc="2d dim=0"),
+          Sample((_n(rng, 3, 4), -1, True), desc="2d desc"),
+          Sample((_n(rng, 2, 5, 3),), {"dim": 1, "descending": True, "stable": True},
+                 desc="3d middle dim"),
+          Sample((_n(rng, 3, 200), 1), desc="3 lines of 200 (merge passes)"),
+          Sample((_n(rng, 130, 3), 0, True), desc="strided lines of 130, desc"),
+          Sample((_n(rng, 4, 3), 0), layouts=("T",), desc="T dim0"),
+          Sample((_n(rng, 3, 5), 1), layouts=("s",), desc="s dim1"),
+          Sample((_n(rng, 40, 33), 0), layouts=("T",), desc="T-large"),
+          Sample((np.asarray(rng.integers(-5, 5, (3, 17))), 1, True), desc="int64 desc"),
+          Sample((np.asarray(rng.integers(-5, 5, 150)),), desc="int64 n=150"),
+          Sample((_bool_of(rng, 70),), desc="bool"),
+          Sample((_bool_of(rng, 4, 9), 1, True), desc="bool desc")]
+    return s
+
+
+def _argsort_samples(rng):
+    i64, i32 = np.iinfo(np.int64), np.iinfo(np.int32)
+    ext = [i64.max, i64.min, 0, i64.min, -1, i64.max]  # the keys next to the padding's
+    return [x for x in _sort_samples(rng) if x.desc.startswith(
+        ("0-d", "empty", "n=1025", "2d", "s dim", "int", "bool"))] + [
+        Sample((np.array(ext, np.int64),), desc="int64 extremes"),
+        Sample((np.array(ext, np.int64), 0, True), desc="int64 extremes desc"),
+        Sample((np.array([i32.max, i32.min, 0, i32.min, i32.max], np.int32), 0, True),
+               desc="int32 extremes desc"),
+        Sample((np.asarray(rng.integers(-5, 5, (3, 90)), np.int32), 1), desc="int32")]
+
+
+def _topk_samples(rng):
+    s = [Sample((_n(rng), 1), desc="0-d"), Sample((_n(rng), 0, 0), desc="0-d k=0"),
+         Sample((_n(rng, 0), 0), desc="empty"), Sample((_n(rng, 3, 0), 0), desc="k=0 of 0"),
+         Sample((_n(rng, 17), 5), desc="n=17"), Sample((_n(rng, 17), 17), desc="k=n"),
+         Sample((_n(rng, 1025), 3, 0, False), desc="n=1025 smallest"),
+         Sample((_n(rng, 4, 6), 2, 0), desc="dim0"),
+         Sample((_n(rng, 2, 5, 3), 2, 1, True, False), desc="3d unsorted"),
+         Sample((_n(rng, 3, 70), 4), desc="lines of 70"),
+         Sample((_n(rng, 5, 4), 2, 1), layouts=("T",), desc="T"),
+         Sample((np.asarray(rng.integers(-9, 9, (3, 17))), 4), desc="int64")]
+    return s
+
+
+def _kthvalue_samples(rng):
+    return [Sample((_n(rng), 1), desc="0-d"), Sample((_n(rng), 1, 0, True), desc="0-d keep"),
+            Sample((_n(rng, 17), 9), desc="n=17"), Sample((_n(rng, 17), 1), desc="k=1"),
+            Sample((_n(rng, 17), 17), desc="k=n"),
+            Sample((_n(rng, 1025), 700), desc="n=1025"),
+            Sample((_n(rng, 4, 6), 2, 0, True), desc="dim0 keepdim"),
+            Sample((_n(rng, 2, 0), 1, 0), desc="empty other dim"),
+            Sample((_n(rng, 3, 5), 3, 1), layouts=("s",), desc="s"),
+            Sample((np.asarray(rng.integers(-9, 9, (3, 17))), 4, 1), desc="int64")]
+
+
+def _median_samples(rng):
+    nan_rows = _n(rng, 3, 6)
+    nan_rows[0, [1, 4]] = np.nan
+    nan_rows[1, :] = np.nan
+    return [Sample((_n(rng),), desc="0-d"), Sample((_n(rng), 0), desc="0-d dim0"),
+            Sample((_n(rng, 0),), desc="empty"), Sample((_n(rng, 2, 0), 0), desc="empty dim"),
+            Sample((_n(rng, 17),), desc="n=17"), Sample((_n(rng, 16),), desc="n=16 (lower)"),
+            Sample((_n(rng, 1025),), desc="n=1025"), Sample((_n(rng, 1024), 0), desc="1024"),
+            Sample((_n(rng, 4, 6), 1), desc="even lines"),
+            Sample((_n(rng, 5, 3), 0, True), desc="dim0 keepdim"),
+            Sample((_n(rng, 2, 3, 5), -2), layouts=("T",), desc="T"),
+            Sample((nan_rows, 1), desc="NaN rows", gradgrad=False),
+            Sample((nan_rows,), desc="NaN all"),
+            Sample((np.asarray(rng.integers(-9, 9, (3, 17))), 1), desc="int64"),
+            Sample((np.asarray(rng.integers(-9, 9, 8)),), desc="int64 all")]
+
+
+def _sort_family(x, dim):
+    """Every sorting op on one input (the tie samples: values and indices, no gradients,
+    since ties are kinks)."""
+    return (*tgrad.sort(x, dim), *tgrad.sort(x, dim, True), tgrad.argsort(x, dim, True),
+            *tgrad.topk(x, 2, dim), *tgrad.topk(x, 3, dim, largest=False),
+            *tgrad.kthvalue(x, 2, dim), *tgrad.median(x, dim), *tgrad.nanmedian(x, dim),
+            tgrad.median(x), tgrad.nanmedian(x), tgrad.msort(x))
+
+
+def _np_sort_family(x, dim):
+    return (*_np_sort(x, dim), *_np_sort(x, dim, True), _np_argsort(x, dim, True),
+            *_np_topk(x, 2, dim), *_np_topk(x, 3, dim, False), *_np_kthvalue(x, 2, dim),
+            *_np_median(False)(x, dim), *_np_median(True)(x, dim), _np_median(False)(x),
+            _np_median(True)(x), _np_sort(x, 0)[0])
+
+
+def _sort_ties_samples(rng):
+    nans = _ties_of(rng, 3, 10)
+    nans[0, [2, 5, 7]] = np.nan
+    nans[1, [0, 9]] = np.nan
+    return [Sample((_ties_of(rng, 4, 9), 1), desc="ties"),
+            Sample((_ties_of(rng, 9, 4), 0), desc="ties dim0"),
+            Sample((_ties_of(rng, 130), 0), desc="ties n=130 (merge passes)"),
+            Sample((_ties_of(rng, 5, 8), 1), layouts=("T",), desc="ties T"),
+            Sample((nans, 1), desc="ties and NaNs"),
+            Sample((np.asarray(rng.integers(-3, 3, (5, 8))), 1), desc="int64 ties")]
 
 
 def _products_samples(kind):
@@ -755,6 +945,9 @@ OP_DB: list = [
     _u("sinh", np.sinh),
     _u("cosh", np.cosh),
     _u("tan", np.tan, (-1.4, 1.4)),
+    _u("atan", np.arctan),
+    _u("asin", np.arcsin, (-1.0, 1.0)),
+    _u("acos", np.arccos, (-1.0, 1.0)),
     _u("frac", lambda x: x - np.trunc(x)),
     OpSpec("clamp", tgrad.clamp, _np_clamp, _clamp_samples),
     OpSpec("clamp_tensor", lambda x, lo, hi: tgrad.clamp(x, lo, hi), _np_clamp,
@@ -772,6 +965,7 @@ OP_DB: list = [
     _b("mul", np.multiply, _promotion_samples),
     _b("div", np.divide, domain=(0.0, None)),
     _b("pow", np.power, _pow_samples, domain=(0.0, None)),
+    _b("atan2", np.arctan2, _atan2_samples),
     _b("maximum", np.maximum, _promotion_samples),
     _b("minimum", np.minimum),
     _b("remainder", np.remainder, _mod_samples),
@@ -814,6 +1008,16 @@ OP_DB: list = [
            lambda rng: [s for s in reduction_samples(rng) if "dim" in s.kwargs]),
     OpSpec("norm", tgrad.norm, _np_norm, _norm_samples),
     OpSpec("cumsum", tgrad.cumsum, _np_cumsum, _cumsum_samples),
+    OpSpec("sort", tgrad.sort, _np_sort, _sort_samples),
+    OpSpec("argsort", tgrad.argsort, _np_argsort, _argsort_samples, differentiable=False),
+    OpSpec("msort", tgrad.msort, lambda x: _np_sort(x, 0)[0],
+           lambda rng: [Sample((_n(rng, 5, 3),), desc="2d"), Sample((_n(rng),), desc="0-d")]),
+    OpSpec("topk", tgrad.topk, _np_topk, _topk_samples),
+    OpSpec("kthvalue", tgrad.kthvalue, _np_kthvalue, _kthvalue_samples),
+    OpSpec("median", tgrad.median, _np_median(False), _median_samples),
+    OpSpec("nanmedian", tgrad.nanmedian, _np_median(True), _median_samples),
+    OpSpec("sort_family_ties", _sort_family, _np_sort_family, _sort_ties_samples,
+           differentiable=False),
     OpSpec("all", tgrad.all, _red(np.all), _bool_red_samples, differentiable=False),
     OpSpec("any", tgrad.any, _red(np.any), _bool_red_samples, differentiable=False),
     # composites (tgrad/ops/composite.py)

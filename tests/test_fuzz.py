@@ -39,6 +39,8 @@ UNARY = {
     "clamp": (lambda x: x.clamp(-0.7, 0.9), lambda x: np.clip(x, -0.7, 0.9)),
     "sinh": (tgrad.sinh, np.sinh),
     "log2_sq1": (lambda x: tgrad.log2(x * x + 1.0), lambda x: np.log2(x * x + 1.0)),
+    "atan": (tgrad.atan, np.arctan),
+    "asin_tanh": (lambda x: tgrad.asin(tgrad.tanh(x) * 0.9), lambda x: np.arcsin(np.tanh(x) * 0.9)),
     "cumsum_last": (lambda x: x.cumsum(-1) if x.ndim else x,
                     lambda x: np.cumsum(x, -1) if x.ndim else x),
 }
@@ -53,6 +55,9 @@ BINARY = {
     "where": (lambda a, b: tgrad.where(a > b, a * 2.0, b),
               lambda a, b: np.where(a > b, a * 2.0, b)),
     "lerp": (lambda a, b: tgrad.lerp(a, b, 0.3), lambda a, b: a + 0.3 * (b - a)),
+    # b^2 + 1 > 0: away from atan2's branch cut (b < 0, a = 0) and the origin
+    "atan2_sq1": (lambda a, b: tgrad.atan2(a, b * b + 1.0),
+                  lambda a, b: np.arctan2(a, b * b + 1.0)),
 }
 
 

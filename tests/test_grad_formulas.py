@@ -15,7 +15,7 @@ from tgrad.backends import numpy as np_backend
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5, 1e-300, 3.0]
 UNARY_FUSED = ["abs", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "erf", "reciprocal",
-               "square", "log2", "log10", "exp2", "sinh", "cosh", "tan"]
+               "square", "log2", "log10", "exp2", "sinh", "cosh", "tan", "atan", "asin", "acos"]
 
 
 def _grads(f, inputs, g, create_graph):
@@ -55,7 +55,7 @@ def test_unary_fused_rule_matches_composite(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("name", ["div", "maximum", "minimum"])
+@pytest.mark.parametrize("name", ["div", "maximum", "minimum", "atan2"])
 def test_binary_fused_rule_matches_composite(name, dtype):
     rng = np.random.default_rng(1)
     a = np.concatenate([rng.uniform(0.5, 2.0, 7), SPECIAL]).reshape(17, 1)
@@ -75,7 +75,7 @@ def test_clamp_fused_masks_match_composite(bounds, dtype):
     _compare(lambda t: tgrad.clamp(t, lo, hi), [x], g, getattr(tgrad, dtype), RTOL[dtype])
 
 
-@pytest.mark.parametrize("name", ["div", "maximum", "minimum"])
+@pytest.mark.parametrize("name", ["div", "maximum", "minimum", "atan2"])
 def test_binary_fused_rule_with_number_operand(name):
     x = tgrad.tensor([0.5, 1.0, 2.0, -3.0], dtype=tgrad.float64, requires_grad=True)
     fn = getattr(tgrad, name)
@@ -93,6 +93,36 @@ def test_fused_rule_on_0d_tensors():
         assert g.shape == ()
         gg = tgrad.autograd.grad(f(x), x, create_graph=True)[0]
         assert abs(g.item() - gg.item()) <= 1e-15 * abs(gg.item())
+
+
+# atan2's gradient where a^2 + b^2 is 0 (the origin, or squares that underflow) is 0, as
+# PyTorch masks it; where a^2 + b^2 is subnormal its reciprocal overflows (PyTorch 2.13's
+# values, signed zeros included). Rows: a, b, d/da, d/db.
+ATAN2_GRADS = [(0.0, 0.0, 0.0, -0.0), (0.0, -0.0, -0.0, -0.0), (-0.0, 0.0, 0.0, 0.0),
+               (-0.0, -0.0, -0.0, 0.0), (1e-200, 1e-200, 0.0, -0.0), (1e-160, 0.0, np.nan, -np.inf),
+               (1e-150, 0.0, 0.0, -1e150), (0.0, 1e-160, np.inf, np.nan), (1.0, 0.0, 0.0, -1.0),
+               (np.inf, 1.0, 0.0, np.nan), (np.inf, np.inf, np.nan, np.nan),
+               (1e200, 0.0, 0.0, -0.0), (3.0, -4.0, -0.16, -0.12)]
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_atan2_gradient_at_the_origin_and_underflow_as_pytorch(fused):
+    a_v, b_v, ga_v, gb_v = (np.array(c) for c in zip(*ATAN2_GRADS))
+    a = tgrad.tensor(a_v, dtype=tgrad.float64, requires_grad=True)
+    b = tgrad.tensor(b_v, dtype=tgrad.float64, requires_grad=True)
+    ga, gb = (t.detach().numpy() for t in tgrad.autograd.grad(
+        tgrad.atan2(a, b).sum(), (a, b), create_graph=not fused))
+    for got, want in ((ga, ga_v), (gb, gb_v)):
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)  # (NaN where NaN)
+        np.testing.assert_array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))
+
+
+@pytest.mark.parametrize("name", ["asin", "acos"])
+def test_asin_acos_gradient_is_infinite_at_one_and_nan_outside(name):
+    x = tgrad.tensor([1.0, -1.0, 1.5, -np.inf, 0.0], dtype=tgrad.float64, requires_grad=True)
+    g = tgrad.autograd.grad(getattr(tgrad, name)(x).sum(), x)[0].numpy()
+    sign = 1.0 if name == "asin" else -1.0
+    np.testing.assert_array_equal(g, [sign * np.inf, sign * np.inf, np.nan, np.nan, sign])
 
 
 def test_maximum_ties_share_the_gradient_evenly():

@@ -9,10 +9,10 @@ import pytest
 import tgrad
 
 BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
-          "gt", "ge", "logical_and", "logical_or", "floor_divide", "remainder", "fmod"]
+          "gt", "ge", "logical_and", "logical_or", "floor_divide", "remainder", "fmod", "atan2"]
 UNARY = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
          "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round", "trunc",
-         "log2", "log10", "exp2", "sinh", "cosh", "tan"]
+         "log2", "log10", "exp2", "sinh", "cosh", "tan", "atan", "asin", "acos"]
 DIM_REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "var", "std", "logsumexp", "norm",
                   "all", "any"]
 
@@ -124,8 +124,8 @@ def test_sub_with_bool_tensor():
 
 def test_non_float_requires_grad():
     for t in (tgrad.tensor([1, 2]), tgrad.tensor([True])):
-        with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can "
-                                               "require gradients"):
+        with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex "
+                                               "dtype can require gradients"):
             t.requires_grad_(True)
     with pytest.raises(RuntimeError, match="floating point"):
         tgrad.tensor([1, 2], requires_grad=True)
@@ -142,6 +142,38 @@ def test_integer_true_division_gives_float():
     assert r.dtype is tgrad.float32 and r.item() == 1.5
     assert (7 / tgrad.tensor([2])).item() == 3.5
     assert tgrad.div(tgrad.tensor([5], dtype=tgrad.int32), 2).dtype is tgrad.float32
+
+
+@pytest.mark.parametrize("name", ["atan", "asin", "acos", "arctan", "arcsin", "arccos"])
+def test_inverse_trig_of_integers_and_bools_gives_default_float(name):
+    # PyTorch promotes integer and bool inputs to the default float dtype
+    for x in (tgrad.tensor([0, 1, -1]), tgrad.tensor([0, 1], dtype=tgrad.int32),
+              tgrad.tensor([False, True])):
+        y = getattr(tgrad, name)(x)
+        assert y.dtype is tgrad.get_default_dtype()
+        ref = getattr(np, name if name.startswith("arc") else "arc" + name[1:])
+        np.testing.assert_allclose(y.numpy(), ref(x.numpy().astype(np.float64)), rtol=1e-7)
+    with pytest.raises(RuntimeError, match=rf"^{name}_: result type float32 can't be cast "
+                                           r"to the desired output type int64"):
+        getattr(tgrad.tensor([0, 1]), name + "_")()
+
+
+def test_atan2_promotes_like_pytorch():
+    i, f64 = tgrad.tensor([1, -2]), tgrad.tensor([3.0, 4.0], dtype=tgrad.float64)
+    assert tgrad.atan2(i, tgrad.tensor([3, 4])).dtype is tgrad.float32  # ints: default float
+    assert tgrad.atan2(tgrad.tensor([True]), i).dtype is tgrad.float32
+    assert tgrad.atan2(i, f64).dtype is tgrad.float64
+    assert tgrad.atan2(i, tgrad.tensor(3.0, dtype=tgrad.float64)).dtype is tgrad.float64
+    half = tgrad.tensor([1.0], dtype=tgrad.float16)
+    assert tgrad.atan2(half, tgrad.tensor(3.0, dtype=tgrad.float64)).dtype is tgrad.float16
+    assert tgrad.arctan2(half, tgrad.tensor([3.0])).dtype is tgrad.float32
+    np.testing.assert_allclose(i.atan2(tgrad.tensor([3, 4])).numpy(),
+                               np.arctan2([1.0, -2.0], [3.0, 4.0]), rtol=1e-7)
+    with pytest.raises(RuntimeError, match=r"^atan2_: result type float32 can't be cast"):
+        i.atan2_(tgrad.tensor([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match=r"^arctan2_: output with shape \[2\] doesn't match "
+                                           r"the broadcast shape \[1, 2\]"):
+        tgrad.tensor([1.0, 2.0]).arctan2_(tgrad.tensor([[1.0, 2.0]]))
 
 
 def test_integer_floor_division_floors_and_keeps_dtype():

@@ -23,6 +23,7 @@ from triton.compiler import ASTSource  # noqa: E402
 from tgrad.kernels import (
     configs,  # noqa: E402
     scan,  # noqa: E402
+    sort,  # noqa: E402
 )
 from tgrad.kernels import elementwise as ew  # noqa: E402
 from tgrad.kernels import reduction as red  # noqa: E402
@@ -98,6 +99,12 @@ EW_CASES = [  # (formula, arity, ndim, in dtype, out dtype, upcast, idx64, confi
     ("log10", 1, 1, "fp64", "fp64", False, False, configs.EW_CONTIG_8B),
     ("exp2", 1, 2, "bf16", "bf16", True, False, configs.EW_STRIDED),
     ("trunc", 1, 1, "fp32", "fp32", False, False, configs.EW_CONTIG),
+    ("atan", 1, 1, "fp64", "fp64", False, False, configs.EW_CONTIG_8B),
+    ("asin", 1, 1, "fp32", "fp32", False, False, configs.EW_CONTIG),
+    ("acos", 1, 2, "bf16", "bf16", True, False, configs.EW_STRIDED),
+    ("acos", 1, 1, "fp64", "fp64", False, False, configs.EW_CONTIG_8B),
+    ("atan2", 2, 3, "fp64", "fp64", False, False, configs.EW_STRIDED),
+    ("atan2", 2, 1, "fp16", "fp16", True, True, configs.EW_CONTIG),
 ]
 
 
@@ -190,3 +197,38 @@ def test_cumsum_compiles_without_spills(dt, cfg):
                       "IDX64": idx64, "BLOCK_L": cfg.block_m, "BLOCK_K": cfg.block_k},
                      cfg.num_warps)
         assert _spills(k.asm["ptx"]) == (0, 0)
+
+
+SORT_TILE_CASES = [  # (x dtype, key64, float keys, segment length, idx64)
+    ("fp32", False, True, configs.SORT_TILE, False),     # one 1024-element line per program
+    ("fp64", True, True, configs.SORT_TILE, True),       # 64-bit keys, int64 offsets
+    ("i1", False, False, configs.SORT_BLOCKS[0], False),  # 64 lines of 16 per program
+]
+
+
+@pytest.mark.parametrize("case", SORT_TILE_CASES, ids=lambda c: f"{c[0]}-{c[3]}")
+def test_sort_tile_kernel_compiles_without_spills(case):
+    """The bitonic tile sort at the compiled tile (the slowest kernel to compile: ~10 s)."""
+    x_dt, key64, flt, block, idx64 = case
+    cfg = configs.sort_config(block, False)
+    it = "i64" if idx64 else "i32"
+    sig = {"X": f"*{x_dt}", "KEYS": "*i64" if key64 else "*i32", "IDX": "*i64"}
+    sig.update({a: it for a in ("L", "K", "INNER", "SXO", "SXK", "SXI", "NT", "DO", "DK", "DI",
+                                "FLIP", "STORE_KEYS")})
+    k = _compile(sort.sort_tile_kernel, sig,
+                 {"FLOAT": flt, "KEY64": key64, "IDX64": idx64, "ROWS": cfg.rows,
+                  "BLOCK": cfg.block, "N_DIMS": (cfg.rows * cfg.block).bit_length() - 1,
+                  "LOG_K": cfg.block.bit_length() - 1}, cfg.num_warps)
+    assert _spills(k.asm["ptx"]) == (0, 0)
+
+
+@pytest.mark.parametrize("key64", [False, True], ids=["i32-keys", "i64-keys"])
+@pytest.mark.parametrize("idx64", [False, True], ids=["i32", "i64"])
+def test_sort_merge_kernel_compiles_without_spills(key64, idx64):
+    it, kd = ("i64" if idx64 else "i32"), ("*i64" if key64 else "*i32")
+    sig = {"KIN": kd, "IIN": "*i64", "KOUT": kd, "IOUT": "*i64"}
+    sig.update({a: it for a in ("K", "INNER", "W", "STEPS", "NC", "DO", "DK", "DI",
+                                "STORE_KEYS")})
+    k = _compile(sort.merge_kernel, sig, {"IDX64": idx64, "BLOCK": configs.SORT_MERGE_BLOCK},
+                 configs.SORT_MERGE_WARPS)
+    assert _spills(k.asm["ptx"]) == (0, 0)

@@ -56,7 +56,8 @@ def test_every_recorded_specialization_compiles_for_sm90(tmp_path):
     for k in ("ew_kernel", "red_kernel", "gather_nd_kernel", "scatter_add_nd_kernel",
               "put_nd_kernel", "softmax_fwd_kernel", "softmax_bwd_kernel", "ce_fwd_kernel",
               "ce_bwd_kernel", "ln_fwd_kernel", "ln_bwd_kernel", "matmul_kernel",
-              "dropout_kernel", "sgd_kernel", "adam_kernel", "cumsum_kernel"):
+              "dropout_kernel", "sgd_kernel", "adam_kernel", "cumsum_kernel",
+              "sort_tile_kernel", "merge_kernel"):
         assert k in kernels, f"{k} was never launched by the interpreter runners"
     path = tmp_path / "specs.json"
     path.write_text(json.dumps(specs))

@@ -11,7 +11,9 @@ from tgrad import autograd
 from tgrad.autograd import (
     Function,
     enable_grad,
+    inference_mode,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_detect_anomaly,
     set_grad_enabled,
@@ -51,7 +53,8 @@ from tgrad.serialization import load, save  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = ["Tensor", "autograd", "Function", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "set_detect_anomaly", "device", "get_default_device",
+           "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
+           "set_detect_anomaly", "device", "get_default_device",
            "set_default_device", "dtype", "bool", "int32", "int64", "float16", "bfloat16",
            "float32", "float64", "half", "float", "double", "long", "int",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type",

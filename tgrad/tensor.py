@@ -142,7 +142,8 @@ class Tensor:
                 "use var_no_grad = var.detach().")
         if requires_grad and not (self.dtype.is_floating_point):
             raise RuntimeError(
-                f"only Tensors of floating point dtype can require gradients (got {self.dtype})")
+                f"Only Tensors of floating point and complex dtype can require gradients (got "
+                f"{self.dtype})")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -177,11 +178,15 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got "
                                 f"{type(value).__name__}")
             if value.shape != self.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: "
-                                   f"{list(value.shape)} vs {list(self.shape)}")
+                raise RuntimeError(f"attempting to assign a gradient of size "
+                                   f"'{list(value.shape)}' to a tensor of size "
+                                   f"'{list(self.shape)}'. Please ensure that the gradient "
+                                   f"and the tensor are the same size")
             if value.dtype is not self.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: "
-                                   f"{value.dtype} vs {self.dtype}")
+                raise RuntimeError(f"attempting to assign a gradient with dtype "
+                                   f"'{value.dtype.name}' to a tensor with dtype "
+                                   f"'{self.dtype.name}'. The gradient must match the "
+                                   f"tensor's dtype")
             if value.device != self.device:
                 raise RuntimeError(f"assigned grad has data located on a different device: "
                                    f"{value.device} vs {self.device}")
@@ -198,8 +203,11 @@ class Tensor:
     def data(self, other: Tensor) -> None:
         if not isinstance(other, Tensor):
             raise TypeError("data must be set to a Tensor")
+        # PyTorch's set_data: this tensor now shows other's memory but keeps its own version
+        # counter (shared with its views), so ``w.data -= lr * g`` neither bumps w's version
+        # nor hands w the temporary's counter.
         self._data = other._data
-        self._storage = other._storage
+        self._storage.root = other._storage.root
         self.dtype = other.dtype
         self.device = other.device
 
@@ -411,3 +419,6 @@ def _refresh_view_grad_fn(view: Tensor) -> None:
     view._grad_fn = t._grad_fn
     view._output_nr = t._output_nr
     view._requires_grad = True
+    if view._retains_grad:  # .grad follows the view's new node (as PyTorch's)
+        from tgrad.autograd.hooks import move_retain_grad
+        move_retain_grad(view)

@@ -11,13 +11,21 @@ from tgrad.autograd.anomaly_mode import (
 )
 from tgrad.autograd.engine import run_backward
 from tgrad.autograd.function import Function
-from tgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from tgrad.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from tgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from tgrad.autograd.node import AccumulateGrad, gradient_edge
 from tgrad.autograd.variable import Variable
 
 __all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "detect_anomaly",
+           "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "Variable", "gradcheck", "gradgradcheck",
            "GradcheckError", "functional", "profiler"]
 
@@ -100,7 +108,7 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     if inputs is not None:
         ins = _as_tuple(inputs)
         if not ins:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         for t in ins:
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
@@ -119,9 +127,14 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
          create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
-         materialize_grads: bool = False) -> tuple:
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """Return the gradients of ``outputs`` with respect to ``inputs`` (nothing is
-    accumulated into ``.grad``)."""
+    accumulated into ``.grad``). With ``is_grads_batched`` the first dim of every
+    grad_output indexes a batch of vector-Jacobian products, computed one after the other
+    (PyTorch vectorises them with vmap) and stacked along a new first dim."""
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
     if not only_inputs:
@@ -148,22 +161,60 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     result = run_backward(edges, root_grads, retain_graph, create_graph, capture,
                           accumulate=False)
     out = []
-    for t, g in zip(ins, result):
+    for i, (t, g) in enumerate(zip(ins, result)):
         if g is None:
             if materialize_grads:
                 from tgrad.ops.creation import zeros_like
                 g = zeros_like(t)
             elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been "
-                                   "used in the graph. Set allow_unused=True if this is the "
-                                   "desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not "
+                                   "have been used in the graph. Set allow_unused=True if this "
+                                   "is the desired behavior.")
         out.append(g)
     return tuple(out)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads) -> tuple:
+    outs = _as_tuple(outputs)
+    gos = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
+    sizes = set()
+    for i, (out, go) in enumerate(zip(outs, gos)):
+        if go is None or tuple(go.shape[1:]) != tuple(out.shape):
+            shown = None if go is None else tuple(go.shape[1:])
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each "
+                "grad_output as the batch dimension. The sizes of the remaining dimensions are "
+                "expected to match the shape of corresponding output, but a mismatch was "
+                f"detected: grad_output[{i}] has a shape of {shown} and output[{i}] has a "
+                f"shape of {tuple(out.shape)}.")
+        sizes.add(go.shape[0])
+    if len(sizes) != 1:
+        raise RuntimeError(f"is_grads_batched: every grad_output needs the same batch size, "
+                           f"got {sorted(sizes)}")
+    from tgrad.ops.creation import zeros
+    from tgrad.ops.shape import stack
+    n = sizes.pop()
+    keep = create_graph if retain_graph is None else retain_graph
+    rows = [grad(outs, inputs, tuple(go[b] for go in gos),
+                 retain_graph=True if b < n - 1 else keep, create_graph=create_graph,
+                 allow_unused=allow_unused, materialize_grads=materialize_grads)
+            for b in range(n)]
+    ins = _as_tuple(inputs)
+    result = []
+    for k, t in enumerate(ins):
+        col = [r[k] for r in rows]
+        if any(g is None for g in col):
+            result.append(None)
+        else:
+            result.append(stack(col) if col else zeros((0,) + tuple(t.shape), dtype=t.dtype,
+                                                       device=t.device))
+    return tuple(result)
 
 
 def __getattr__(name: str):
     # Submodules loaded lazily (they import the op library).
     import importlib
-    if name in ("functional", "profiler", "forward_ad"):
+    if name in ("functional", "profiler"):
         return importlib.import_module(f"tgrad.autograd.{name}")
     raise AttributeError(f"module 'tgrad.autograd' has no attribute '{name}'")

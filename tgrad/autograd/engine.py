@@ -17,7 +17,7 @@ import warnings
 
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.grad_mode import STATE
-from tgrad.autograd.node import AccumulateGrad, run_leaf_hooks
+from tgrad.autograd.node import AccumulateGrad, checked_hook_value, run_leaf_hooks
 
 
 def _collect(root_nodes: list) -> dict:
@@ -112,11 +112,11 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
             grads = pop_buffer(node, None)
             if grads is None:
                 grads = [None] * _num_outputs(node)
-            if node._pre_hooks is not None or node._retain_grad_refs is not None:
+            run = execute is None or node in execute
+            if (node._pre_hooks is not None or node._retain_grad_refs is not None) and (
+                    run or node in capture):  # not on branches the wanted grads skip
                 grads = _run_tensor_prehooks(node, grads)
-            run = True
             if execute is not None:
-                run = node in execute
                 if node in capture:
                     is_acc = isinstance(node, AccumulateGrad)
                     for nr, i in capture[node]:
@@ -194,7 +194,7 @@ def _run_tensor_prehooks(node, grads: list) -> list:
             for hook in list(table.values()):
                 new = hook(g)
                 if new is not None:
-                    g = new
+                    g = checked_hook_value(hook, new, g)
             grads[nr] = g
     refs = node._retain_grad_refs
     if refs:
@@ -204,7 +204,7 @@ def _run_tensor_prehooks(node, grads: list) -> list:
             if t is None or g is None:
                 continue
             if t._grad is None:
-                t._grad = g if STATE.enabled else g.detach().clone()
+                t._grad = g.clone() if STATE.enabled else g.detach().clone()
             else:
                 t._grad = t._grad + g
     return grads
@@ -249,6 +249,8 @@ def _hook_result(hook, new, old) -> tuple:
     for n, o in zip(new, old):
         if o is None and n is not None:
             raise RuntimeError("can't replace a None gradient with a non-None value")
+        if n is not None:
+            checked_hook_value(hook, n, o)
     return new
 
 

@@ -263,7 +263,7 @@ class Function(metaclass=_FunctionMeta):
                 finally:
                     prof.op_end(handle, raw)
             if ctx.dirty_tensors:
-                _plain_dirty(ctx)
+                _plain_dirty(ctx, raw)
             return raw
         needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
         ctx.needs_input_grad = needs
@@ -279,14 +279,24 @@ class Function(metaclass=_FunctionMeta):
                 prof.op_end(handle, raw)  # raw: the output, for the profiler's byte counts
         if True not in needs:
             if ctx.dirty_tensors:
-                _plain_dirty(ctx)
+                _plain_dirty(ctx, raw)
             return raw
         if type(raw) is tuple:
             return _wire_graph(ctx, args, raw, True)
         return _wire_graph(ctx, args, (raw,), False)
 
 
-def _plain_dirty(ctx) -> None:
+def _check_dirty_returned(dirty, raw) -> None:
+    outs = raw if type(raw) is tuple else (raw,)
+    for t in dirty:
+        if not _is_in(t, outs):
+            raise RuntimeError("Some elements marked as dirty during the forward method were "
+                               "not returned as output. The inputs that are modified inplace "
+                               "must all be outputs of the Function.")
+
+
+def _plain_dirty(ctx, raw) -> None:
+    _check_dirty_returned(ctx.dirty_tensors, raw)
     for t in ctx.dirty_tensors:
         if STATE.enabled and t._requires_grad and t._grad_fn is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
@@ -326,6 +336,8 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     ctx._edges = tuple(edges)
     ctx._in_meta = tuple(in_meta)
     dirty = ctx.dirty_tensors
+    if dirty:
+        _check_dirty_returned(dirty, outputs)
     nondiff = ctx.non_differentiable
     out_meta = []
     new_outputs = []

@@ -1,4 +1,5 @@
-"""Grad modes: no_grad, enable_grad, set_grad_enabled, is_grad_enabled (thread-local).
+"""Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled
+(thread-local).
 
 Each works as a context manager and as a decorator (with or without parentheses for the
 first two), as in PyTorch. ``set_grad_enabled(mode)`` takes effect when called, so it also
@@ -15,6 +16,7 @@ from typing import Any, Callable
 
 class _GradState(threading.local):
     enabled = True
+    inference = False
     anomaly = False
     anomaly_check_nan = True
 
@@ -134,3 +136,30 @@ class set_grad_enabled(_DecoratorContextManager):
 
     def clone(self):
         return type(self)(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """PyTorch's ``inference_mode(mode=True)``: with ``mode`` True, like ``no_grad`` (no
+    graph is recorded) and ``is_inference_mode_enabled()`` is True; ``mode`` False leaves
+    the grad mode as it is. tgrad has no separate inference tensors: results are ordinary
+    tensors with ``requires_grad=False``."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+
+    def __enter__(self) -> None:
+        self.__dict__.setdefault("_prev", []).append((STATE.enabled, STATE.inference))
+        if self.mode:
+            STATE.enabled = False
+        STATE.inference = self.mode
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.enabled, STATE.inference = self._prev.pop()
+
+    def clone(self):
+        return type(self)(self.mode)
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()`` in this thread."""
+    return STATE.inference

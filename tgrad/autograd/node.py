@@ -15,7 +15,10 @@ import threading
 import weakref
 from collections import OrderedDict
 
+import numpy as np
+
 from tgrad.autograd.grad_mode import STATE
+from tgrad.device import CPU
 
 _seq = itertools.count()
 _ACCUMULATE_LOCK = threading.Lock()
@@ -190,8 +193,8 @@ class AccumulateGrad(Node):
         with _ACCUMULATE_LOCK:
             old = var._grad
             if old is None:
-                if STATE.enabled:  # create_graph: keep the gradient's own graph
-                    var._grad = grad
+                if STATE.enabled:  # create_graph: a recorded copy (PyTorch's clone), so
+                    var._grad = grad.clone()  # .grad never aliases a tensor of the graph
                 elif _owned(grad, grads[0] is grad):
                     var._grad = grad  # a fresh result nobody else holds: keep it (as PyTorch)
                 else:
@@ -238,10 +241,13 @@ def _calibrate_attr_refs() -> int:
 
 
 _BASE_STORAGE_REFS = _calibrate_attr_refs()
+_np_array = np.array
 
 
 def _plain_clone(t):
     """A C-contiguous copy of ``t`` outside the graph (what ``t.clone()`` gives in no_grad)."""
+    if t.device is CPU:  # the NumPy backend's clone, without the backend lookup
+        return type(t)(_np_array(t._data, copy=True, order="C"), None, CPU)
     return type(t)(_get_backend(t.device).clone(t._data), None, t.device)
 
 
@@ -280,8 +286,25 @@ def run_leaf_hooks(t, grad):
         for hook in list(t._hooks.values()):
             new = hook(grad)
             if new is not None:
-                grad = new
+                grad = checked_hook_value(hook, new, grad)
     return grad
+
+
+def checked_hook_value(hook, new, old):
+    """A hook's replacement gradient, checked as PyTorch checks it: a tensor of the
+    replaced one's shape, dtype and device."""
+    name = getattr(hook, "__name__", repr(hook))
+    if not isinstance(new, _Tensor or _tensor_cls()):
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+    if new.shape != old.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if new.dtype is not old.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.dtype} got "
+                           f"{new.dtype})")
+    if new.device != old.device:
+        raise RuntimeError(f"hook '{name}' has changed the device of value (was {old.device} "
+                           f"got {new.device})")
+    return new
 
 
 def gradient_edge(t) -> tuple:

@@ -28,8 +28,8 @@ from tgrad.kernels.matmul import FLAGS as MATMUL_FLAGS  # noqa: F401  .allow_tf3
 __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
            "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd",
-           "manual_seed", "rand", "randn", "dropout_fwd", "dropout_bwd", "matmul",
-           "gather", "index_add", "index_put_"]
+           "manual_seed", "get_rng_state", "set_rng_state", "rand", "randn", "dropout_fwd",
+           "dropout_bwd", "matmul", "gather", "index_add", "index_put_"]
 
 
 def _tb():
@@ -402,6 +402,15 @@ _PHILOX = {"seed": None, "offset": 0}
 def manual_seed(seed: int) -> None:
     _PHILOX["seed"] = int(seed) & 0x7FFFFFFF
     _PHILOX["offset"] = 0
+
+
+def get_rng_state() -> dict:
+    """The device generator's Philox (seed, offset)."""
+    return dict(_PHILOX)
+
+
+def set_rng_state(state: dict) -> None:
+    _PHILOX.update(state)
 
 
 def philox_next(n: int) -> tuple[int, int]:

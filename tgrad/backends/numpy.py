@@ -291,6 +291,9 @@ UNARY = {
     "sinh": np.sinh,
     "cosh": np.cosh,
     "tan": np.tan,
+    "atan": np.arctan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
     "logical_not": np.logical_not,
     "bitwise_not": np.invert,  # bool: logical not; integers: two's complement
 }
@@ -323,6 +326,7 @@ BINARY = {
     "remainder": np.remainder,
     "fmod": np.fmod,
     "pow": np.power,  # integers to negative powers are rejected by the op
+    "atan2": np.arctan2,  # float operands (the op promotes integers)
     "maximum": np.maximum,
     "minimum": np.minimum,
     "eq": np.equal,
@@ -381,19 +385,34 @@ def _masked_product(g: np.ndarray, factor: np.ndarray) -> np.ndarray:
     where/masked_fill in backward rules, which never let a NaN gradient through a closed
     mask). np.where is ~10x slower than a product on random masks, and the two differ only
     where the product is NaN; one max-reduction (a NaN propagates, ~1/6 of the product's
-    time) finds that rare case, which is then fixed in place."""
-    out = np.asarray(np.multiply(g, factor))
+    time) finds that rare case, which is then fixed in place. A large bool mask is cast to
+    g's dtype first (NumPy's mixed bool * float loop is ~25% slower than cast plus product)
+    and the product is written into that fresh buffer when it has the result's shape."""
+    factor = np.asarray(factor)
+    if factor.dtype == np.bool_ and factor.size >= _CAST_MASK_SIZE:
+        closed = np.logical_not  # where the mask is closed (used only in the rare NaN case)
+        cast = factor.astype(g.dtype)
+        out = np.multiply(g, cast, out=cast if cast.shape == g.shape else None)
+    else:
+        closed = np.logical_not if factor.dtype == np.bool_ else _is_zero
+        out = np.asarray(np.multiply(g, factor))
     if out.size and np.isnan(out.max()):
-        out[np.broadcast_to(np.asarray(factor) == 0, out.shape)] = 0
+        out[np.broadcast_to(closed(factor), out.shape)] = 0
     return out
+
+
+_CAST_MASK_SIZE = 1 << 14  # below this the cast's call costs more than the mixed loop loses
+
+
+def _is_zero(x: np.ndarray) -> np.ndarray:
+    return x == 0
 
 
 def relu_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """d relu(x) = g where y = relu(x) is not <= 0, else 0 (PyTorch's threshold_backward);
     keeps g's dtype. y is >= 0 or NaN, so that is y != 0 (a NaN x passes g through)."""
-    mask = y != 0
     with quiet():
-        return _masked_product(g, mask.astype(g.dtype) if g.dtype in _HALF_SET else mask)
+        return _masked_product(g, np.not_equal(y, 0))
 
 
 # Fused gradient formulas: each is the backward of one elementwise op in one pass (one
@@ -558,6 +577,52 @@ def _g_tan(g, y):  # 1 / cos^2 = 1 + tan^2
     return np.multiply(g, t, out=t)
 
 
+def _g_atan(g, x):  # 1 / (1 + x^2)
+    t = np.multiply(x, x)
+    np.add(t, 1, out=t)
+    return np.divide(g, t, out=t)
+
+
+def _sqrt_one_minus_square(x):  # sqrt(1 - x^2) as sqrt((1 - x)(1 + x)): NaN for |x| > 1
+    t = np.subtract(1, x)
+    np.multiply(t, np.add(x, 1), out=t)
+    return np.sqrt(t, out=t)
+
+
+def _g_asin(g, x):  # 1 / sqrt(1 - x^2): inf at x = +-1
+    t = _sqrt_one_minus_square(x)
+    return np.divide(g, t, out=t)
+
+
+def _g_acos(g, x):  # -1 / sqrt(1 - x^2)
+    t = _sqrt_one_minus_square(x)
+    np.divide(g, t, out=t)
+    return np.negative(t, out=t)
+
+
+def _atan2_recip(a, b):  # 1 / (a^2 + b^2), 0 where a^2 + b^2 == 0 (PyTorch's mask)
+    d = np.asarray(np.add(np.multiply(a, a), np.multiply(b, b)))
+    zero = d == 0
+    np.divide(1, d, out=d)
+    if zero.any():
+        d[zero] = 0
+    return d
+
+
+def _times_atan2_recip(t, a, b):  # t * _atan2_recip(a, b), into an operand of its shape
+    r = _atan2_recip(a, b)
+    shape = np.broadcast_shapes(t.shape, r.shape)
+    return np.multiply(t, r, out=t if t.shape == shape else r if r.shape == shape else None)
+
+
+def _g_atan2_a(g, a, b):  # d atan2(a, b)/da = b / (a^2 + b^2), PyTorch's order (g b) r
+    return _times_atan2_recip(np.asarray(np.multiply(g, b)), a, b)
+
+
+def _g_atan2_b(g, a, b):  # d atan2(a, b)/db = -a / (a^2 + b^2): (g (-a)) r
+    return _times_atan2_recip(np.asarray(np.multiply(g, np.negative(a))), a, b)
+
+
 GRAD_FORMULAS = {
     "pow_base": _g_pow_base, "pow_exponent": _g_pow_exponent, "eq_mask": _g_eq_mask,
     "logsumexp": _g_logsumexp, "centered": _g_centered, "prod": _g_prod,
@@ -566,6 +631,8 @@ GRAD_FORMULAS = {
     "square": _g_square, "div_b": _g_div_b, "max_share": _g_max_share,
     "ge_mask": _g_ge_mask, "le_mask": _g_le_mask, "log2": _g_log2, "log10": _g_log10,
     "exp2": _g_exp2, "sinh": _g_sinh, "cosh": _g_cosh, "tan": _g_tan,
+    "atan": _g_atan, "asin": _g_asin, "acos": _g_acos, "atan2_a": _g_atan2_a,
+    "atan2_b": _g_atan2_b,
 }
 
 
@@ -741,6 +808,18 @@ def cumsum(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
     return _down(np.ascontiguousarray(np.flip(out, axis) if reverse else out), dt)
 
 
+def argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """Stable order of ``x`` along ``axis`` (int64): ties keep their original order in both
+    directions, NaN sorts after +inf (last ascending, first descending), -0.0 == +0.0.
+    Descending is the ascending order of the reversed line, reversed back: ties then come
+    out in ascending position, NaNs first."""
+    a = x.astype(np.float32) if x.dtype in HALF_TYPES else x
+    if not descending:
+        return np.argsort(a, axis=axis, kind="stable").astype(np.int64)
+    rev = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
+    return np.ascontiguousarray(a.shape[axis] - 1 - np.flip(rev, axis)).astype(np.int64)
+
+
 # ---------------------------------------------------------------- matmul
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     dt = a.dtype
@@ -757,6 +836,15 @@ _rng = np.random.default_rng()
 def manual_seed(seed: int) -> None:
     global _rng
     _rng = np.random.default_rng(seed)
+
+
+def get_rng_state() -> dict:
+    """The CPU generator's state (NumPy's bit-generator state, a dict)."""
+    return _rng.bit_generator.state
+
+
+def set_rng_state(state: dict) -> None:
+    _rng.bit_generator.state = state
 
 
 def rand(shape: tuple, dtype: np.dtype) -> np.ndarray:

@@ -417,6 +417,11 @@ def cumsum(x: DeviceArray, axis: int, reverse: bool) -> DeviceArray:
     return scan.cumsum(x, axis, reverse)
 
 
+def argsort(x: DeviceArray, axis: int, descending: bool) -> DeviceArray:
+    from tgrad.kernels import sort
+    return sort.argsort(x, axis, descending)
+
+
 # ---------------------------------------------------------------- the temporary host path
 def _native_names() -> set:
     """Primitives this module (and the nn primitives star-imported at its end) define."""

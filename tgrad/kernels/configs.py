@@ -92,6 +92,43 @@ def scan_config(k: int, lines_contiguous: bool, interpreted: bool) -> RedConfig:
     return SCAN_COL if lines_contiguous else SCAN_ROW
 
 
+# Sorts (argsort, tgrad/kernels/sort.py): stage 1 sorts tiles of SORT_TILE elements in
+# registers (bitonic over (key, position) pairs: 8 bytes each for 32-bit keys, 12 for 64-bit
+# ones), as SORT_TILE / block segments of the first block of SORT_BLOCKS that holds a line
+# (whole short lines) or of SORT_TILE (tiles of long ones). Longer lines then merge runs
+# pairwise, SORT_MERGE_BLOCK elements per program, log2(K / SORT_TILE) launches. Every
+# block is a kernel of its own, and bitonic networks are slow to compile (Triton 3.9:
+# about 10 s at 1024 elements, twice that at 2048, as for tl.sort; 1-5 s for the short
+# blocks), hence one tile size and four blocks (at most 4x padding for short lines).
+@dataclass(frozen=True)
+class SortConfig:
+    block: int         # elements of a line per tile segment (a power of two >= 2)
+    rows: int          # segments per program (rows * block: a power of two)
+    num_warps: int
+    merge_block: int   # elements per merge program
+    merge_warps: int
+
+
+SORT_TILE = 1024
+SORT_BLOCKS = (16, 64, 256, SORT_TILE)
+SORT_WARPS = 8
+SORT_MERGE_BLOCK = 1024
+SORT_MERGE_WARPS = 8   # 58-92 registers; 4 warps (8 positions a thread): 104-180
+# Interpreter: one configuration (one compiled variant per dtype for the AOT checks) with
+# small segments, so the tests' sizes (1023, 1025) take the merge passes, and long merge
+# blocks (its cost is per op, not per element).
+SORT_INTERP = SortConfig(block=64, rows=16, num_warps=4, merge_block=2048, merge_warps=4)
+
+
+def sort_config(k: int, interpreted: bool) -> SortConfig:
+    """``k``: the length of the lines to sort."""
+    if interpreted:
+        return SORT_INTERP
+    block = next((b for b in SORT_BLOCKS if b >= k), SORT_TILE)
+    return SortConfig(block, SORT_TILE // block, SORT_WARPS, SORT_MERGE_BLOCK,
+                      SORT_MERGE_WARPS)
+
+
 # ------------------------------------------------------------------ nn kernels (issue 5)
 @dataclass(frozen=True)
 class RowConfig:

@@ -322,6 +322,59 @@ def f_tan(x):
     return tl.sin(x) / tl.cos(x)
 
 
+# Inverse trigonometric functions. Triton has no atan/asin/acos (without libdevice), so
+# atan is Cephes' (range reduction, then its rational P/Q for |u| <= 0.66, peak relative
+# error ~2.6e-18), and the others go through atan2. Float literals in arithmetic with a
+# float64 tensor are float64 constants (checked in the PTX of Triton 3.6 and 3.9 and in the
+# interpreter), but Triton 3.6 rounds the literal of a comparison, or a where() between two
+# literals, to fp32: so the branch points are fp32-exact and the multiples of pi/4 are
+# k * (pi/4) with an exact k. Measured against NumPy float64 in the interpreter: atan and
+# atan2 <= 1 ulp, asin and acos <= 2 ulp (float64 and float32).
+@triton.jit
+def _atan_parts(t):
+    # atan(t) = k pi/4 + r for t >= 0 (or NaN): k = 2 and u = -1/t past ~tan(3pi/8), k = 1
+    # and u = (t - 1)/(t + 1) past ~0.66 (Cephes' branch points rounded to fp32-exact
+    # 2.4140625 and 0.66015625: |u| < 0.4143 either way), else k = 0 and u = t;
+    # r = u + u z P(z)/Q(z) with z = u^2
+    big = t > 2.4140625
+    mid = (t > 0.66015625) & (t <= 2.4140625)
+    u = tl.where(big, -1.0 / t, tl.where(mid, (t - 1.0) / (t + 1.0), t))
+    k = tl.where(big, 2.0, tl.where(mid, 1.0, 0.0)).to(t.dtype)
+    z = u * u
+    p = (((-8.750608600031904122785e-1 * z - 1.615753718733365076637e1) * z
+          - 7.500855792314704667340e1) * z - 1.228866684490136173410e2) * z \
+        - 6.485021904942025371773e1
+    q = ((((z + 2.485846490142306297962e1) * z + 1.650270098316988542046e2) * z
+          + 4.328810604912902668951e2) * z + 4.853903996359136964868e2) * z \
+        + 1.945506571482613964425e2
+    return k, u + u * (z * p / q)
+
+
+@triton.jit
+def _quarter_pis(k, r):
+    # k pi/4 + r with pi/4 as a float64 pair (hi + lo, Cephes' MOREBITS / 2): one rounding
+    return k * 0.7853981633974483 + (k * 3.061616997868383e-17 + r)
+
+
+@triton.jit
+def f_atan(x):
+    k, r = _atan_parts(tl.abs(x))
+    a = _quarter_pis(k, r)
+    return tl.where(x < 0, -a, tl.where(x == 0, x, a))  # odd; -0 stays -0, NaN stays NaN
+
+
+@triton.jit
+def f_asin(x):
+    # asin x = atan2(x, sqrt(1 - x^2)); (1 - x)(1 + x) keeps 1 - x^2 exact-ish near +-1,
+    # and is negative (NaN result) for |x| > 1
+    return f_atan2(x, tl.sqrt((1.0 - x) * (1.0 + x)))
+
+
+@triton.jit
+def f_acos(x):
+    return f_atan2(tl.sqrt((1.0 - x) * (1.0 + x)), x)  # acos x = atan2(sqrt(1 - x^2), x)
+
+
 @triton.jit
 def f_logical_not(x):
     return x == 0
@@ -440,6 +493,22 @@ def _fpow(a, b):
     inf = float("inf")
     one = (b == 0) | (a == 1) | ((a == -1) & ((b == inf) | (b == -inf)))
     return tl.where(one, 1.0, r)
+
+
+@triton.jit
+def f_atan2(a, b):
+    # atan2(a, b) as NumPy's (C99): atan(|a| / |b|) = k pi/4 + r, reflected to pi - that
+    # where b's sign bit is set (-0 included), then a's sign. |a| = |b| = inf reads as 1
+    # (pi/4, 3pi/4) and |a| = |b| = 0 as 0 (0, pi); a NaN operand gives NaN.
+    aa = tl.abs(a)
+    ab = tl.abs(b)
+    t = tl.where((aa == float("inf")) & (ab == float("inf")), 1.0,
+                 tl.where((aa == 0) & (ab == 0), 0.0, aa / ab))
+    k, r = _atan_parts(t)
+    b_neg = (b < 0) | ((b == 0) & (1.0 / b < 0))
+    res = _quarter_pis(tl.where(b_neg, 4.0 - k, k), tl.where(b_neg, -r, r))
+    a_neg = (a < 0) | ((a == 0) & (1.0 / a < 0))
+    return tl.where(a_neg, -res, res)
 
 
 @triton.jit
@@ -624,6 +693,38 @@ def g_tan(g, y):
 
 
 @triton.jit
+def g_atan(g, x):
+    return g / (1.0 + x * x)  # 1 / (1 + x^2)
+
+
+@triton.jit
+def g_asin(g, x):
+    return g / tl.sqrt((1.0 - x) * (1.0 + x))  # 1 / sqrt(1 - x^2): inf at +-1, NaN past
+
+
+@triton.jit
+def g_acos(g, x):
+    return -g / tl.sqrt((1.0 - x) * (1.0 + x))  # -1 / sqrt(1 - x^2)
+
+
+@triton.jit
+def _atan2_recip(a, b):
+    # 1 / (a^2 + b^2), and 0 where a^2 + b^2 == 0 (PyTorch's mask: zero gradient there)
+    d = a * a + b * b
+    return tl.where(d == 0, 0.0, 1.0 / d)
+
+
+@triton.jit
+def g_atan2_a(g, a, b):
+    return g * b * _atan2_recip(a, b)  # d atan2(a, b)/da = b / (a^2 + b^2)
+
+
+@triton.jit
+def g_atan2_b(g, a, b):
+    return g * -a * _atan2_recip(a, b)  # d atan2(a, b)/db = -a / (a^2 + b^2)
+
+
+@triton.jit
 def g_div_b(q, a, b):
     return -(q * a) / b  # d(a/b)/db = -a/b^2, with q = g / b
 
@@ -682,7 +783,7 @@ GRAD_FORMULAS = {n: globals()["g_" + n] for n in (
     "pow_base", "pow_exponent", "eq_mask", "logsumexp", "centered", "prod",
     "abs", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "erf", "reciprocal", "square",
     "div_b", "max_share", "ge_mask", "le_mask", "log2", "log10", "exp2", "sinh", "cosh",
-    "tan")}
+    "tan", "atan", "asin", "acos", "atan2_a", "atan2_b")}
 
 
 # ------------------------------------------------------------------ ternary
@@ -694,14 +795,15 @@ def f_where(c, a, b):
 UNARY = {n: globals()["f_" + n] for n in (
     "neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
     "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round", "trunc",
-    "log2", "log10", "exp2", "sinh", "cosh", "tan", "logical_not", "bitwise_not")}
+    "log2", "log10", "exp2", "sinh", "cosh", "tan", "atan", "asin", "acos", "logical_not",
+    "bitwise_not")}
 # ops whose formula needs a floating input (integer inputs take the host path)
 FLOAT_ONLY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
               "sigmoid", "erf", "reciprocal", "div", "log2", "log10", "exp2", "sinh", "cosh",
-              "tan"}
+              "tan", "atan", "asin", "acos", "atan2"}
 BINARY = {n: globals()["f_" + n] for n in (
-    "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "maximum",
-    "minimum", "eq", "ne", "lt",
+    "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "atan2",
+    "maximum", "minimum", "eq", "ne", "lt",
     "le", "gt",
     "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor",
     "tanh_backward", "sigmoid_backward", "relu_backward")}

@@ -18,11 +18,12 @@ from tgrad.ops import (
     reduce,
     scan,
     shape,
+    sorting,
 )
 from tgrad.ops._common import OPS
 
 __all__ = [n for m in (composite, creation, einsum, elementwise, extras, gathering, matmul,
-                       movement, products, reduce, scan, shape)
+                       movement, products, reduce, scan, shape, sorting)
            for n in m.__all__]
 
 from tgrad.ops.composite import *  # noqa: E402,F401,F403
@@ -37,5 +38,6 @@ from tgrad.ops.products import *  # noqa: E402,F401,F403
 from tgrad.ops.reduce import *  # noqa: E402,F401,F403
 from tgrad.ops.scan import *  # noqa: E402,F401,F403
 from tgrad.ops.shape import *  # noqa: E402,F401,F403
+from tgrad.ops.sorting import *  # noqa: E402,F401,F403
 
 _ = (index, inplace, OPS)

@@ -15,7 +15,8 @@ from tgrad.tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "rand", "randn", "rand_like", "randn_like", "arange",
-           "linspace", "eye", "from_numpy", "manual_seed", "randint", "randperm"]
+           "linspace", "eye", "from_numpy", "manual_seed", "get_rng_state", "set_rng_state",
+           "randint", "randperm"]
 
 
 def _shape(size: tuple) -> tuple:
@@ -207,6 +208,21 @@ def manual_seed(seed: int) -> None:
         except RuntimeError as e:
             if "not available" not in str(e):
                 raise
+
+
+def get_rng_state(device=None) -> dict:
+    """The state of tgrad's generator for ``device`` (default: the CPU one) as an opaque
+    value for ``set_rng_state`` (PyTorch returns a ByteTensor; tgrad a dict)."""
+    from tgrad.backends import get_backend
+    from tgrad.device import as_device
+    return get_backend(as_device(device or "cpu")).get_rng_state()
+
+
+def set_rng_state(state: dict, device=None) -> None:
+    """Restore a state from ``get_rng_state`` (the same device)."""
+    from tgrad.backends import get_backend
+    from tgrad.device import as_device
+    get_backend(as_device(device or "cpu")).set_rng_state(state)
 
 
 def _random(kind: str, size, dtype, device, requires_grad) -> Tensor:

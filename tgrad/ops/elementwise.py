@@ -21,7 +21,8 @@ from tgrad.tensor import Tensor
 
 __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
            "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round",
-           "trunc", "log2", "log10", "exp2", "sinh", "cosh", "tan",
+           "trunc", "log2", "log10", "exp2", "sinh", "cosh", "tan", "atan", "asin", "acos",
+           "arctan", "arcsin", "arccos", "atan2", "arctan2",
            "relu", "tanh_backward", "sigmoid_backward", "relu_backward",
            "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp",
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
@@ -83,6 +84,13 @@ def _unary_fused(formula: str, composite):
 
 # ------------------------------------------------------------------------------ unary
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _sqrt_1mx2(x):
+    """sqrt(1 - x^2) as sqrt((1 - x)(1 + x)) (accurate near +-1; NaN for |x| > 1)."""
+    return sqrt((1.0 - x) * (x + 1.0))
+
+
 # name: (saves "x" / "y" / "", float-only (ints promote to the default float), rule(g, x, y))
 # Rules of more than one op are fused (_unary_fused): one primitive in a plain backward.
 UNARY_RULES = {
@@ -113,6 +121,10 @@ UNARY_RULES = {
     "sinh":       ("x", True,  _unary_fused("sinh", lambda g, x, y: g * cosh(x))),
     "cosh":       ("x", True,  _unary_fused("cosh", lambda g, x, y: g * sinh(x))),
     "tan":        ("y", True,  _unary_fused("tan", lambda g, x, y: g * (y * y + 1.0))),
+    # atan' = 1 / (1 + x^2);  asin' = 1 / sqrt(1 - x^2) = -acos' (inf at +-1, NaN past them)
+    "atan":       ("x", True,  _unary_fused("atan", lambda g, x, y: g / (x * x + 1.0))),
+    "asin":       ("x", True,  _unary_fused("asin", lambda g, x, y: g / _sqrt_1mx2(x))),
+    "acos":       ("x", True,  _unary_fused("acos", lambda g, x, y: -g / _sqrt_1mx2(x))),
 }
 
 # Node names follow PyTorch's (TanhBackward0, ...); "neg" is NegBackward0, etc.
@@ -187,6 +199,13 @@ exp2 = _unary_fn("exp2")
 sinh = _unary_fn("sinh")
 cosh = _unary_fn("cosh")
 tan = _unary_fn("tan")
+atan = _unary_fn("atan")
+asin = _unary_fn("asin")
+acos = _unary_fn("acos")
+arctan, arcsin, arccos = atan, asin, acos  # NumPy's names, as PyTorch has them
+tensor_method("arctan")(atan)
+tensor_method("arcsin")(asin)
+tensor_method("arccos")(acos)
 
 
 @tensor_method("round")
@@ -304,6 +323,22 @@ def _winner_share(g, p, q):
     return where(lt(p, q), 0.0, g * (1.0 - _max_share(p, q)))
 
 
+def _atan2_recip(a, b):
+    """1 / (a^2 + b^2), and 0 where a^2 + b^2 == 0 (PyTorch's mask: atan2's gradient is 0
+    at the origin, and where the squares underflow)."""
+    d = a * a + b * b
+    return where(eq(d, 0.0), 0.0, reciprocal(d))
+
+
+# d atan2(a, b)/da = b / (a^2 + b^2);  d atan2(a, b)/db = -a / (a^2 + b^2) (PyTorch's
+# order: (g b) r and (g (-a)) r = -(g a) r with r = _atan2_recip; a may be a bool or
+# integer tensor, which has no negation). Fused: each one kernel.
+_ATAN2_A = _fused("atan2_a", lambda g, a, b, y: g * b * _atan2_recip(a, b),
+                  lambda a, b, y: (a, b))
+_ATAN2_B = _fused("atan2_b", lambda g, a, b, y: -(g * a) * _atan2_recip(a, b),
+                  lambda a, b, y: (a, b))
+
+
 # name: ((what the a rule reads, what the b rule reads) out of "a", "b", "y", rule for
 # grad_a, rule for grad_b), rules (g, a, b, y). A rule only runs when its input needs a
 # gradient, and only what the running rules read is saved (as PyTorch: x * c with c not
@@ -322,6 +357,7 @@ BINARY_RULES = {
     "remainder": (("", "ab"), lambda g, a, b, y: g,
                   lambda g, a, b, y: -g * floor_divide(a, b)),
     "fmod": (("", "ab"), lambda g, a, b, y: g, lambda g, a, b, y: -g * _trunc_div(a, b)),
+    "atan2": (("ab", "ab"), _ATAN2_A, _ATAN2_B),
     "maximum": (("ab", "ab"), _winner_rule(lambda a, b: (a, b)),
                 _winner_rule(lambda a, b: (b, a))),
     "minimum": (("ab", "ab"), _winner_rule(lambda a, b: (b, a)),
@@ -398,8 +434,8 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
         dt = dtypes.bool_
     else:
         dt = dtypes.result_type(a, b)
-        if name == "div" and not dt.is_floating_point:
-            dt = dtypes.get_default_dtype()  # true division of integers
+        if name in ("div", "atan2") and not dt.is_floating_point:
+            dt = dtypes.get_default_dtype()  # true division / atan2 of integers (and bools)
         elif dt is dtypes.bool_ and name in ("pow", "floor_divide", "remainder", "fmod"):
             raise RuntimeError(f"{name}: not implemented for bool tensors (as PyTorch); "
                                f"convert with .int() or .float() first")
@@ -574,6 +610,9 @@ sub = _with_alpha(_binary_fn("sub", ("__sub__",), ("__rsub__",)))
 mul = _binary_fn("mul", ("__mul__",), ("__rmul__",))
 div = _binary_fn("div", ("__truediv__",), ("__rtruediv__",))
 pow = _binary_fn("pow", ("__pow__",), ("__rpow__",))  # noqa: A001
+atan2 = _binary_fn("atan2")
+arctan2 = atan2
+tensor_method("arctan2")(atan2)
 maximum = _binary_fn("maximum")
 minimum = _binary_fn("minimum")
 eq = _binary_fn("eq")
@@ -696,7 +735,7 @@ class Where(Function):
         dev = same_device("where", cond, a, b)
         dt = dtypes.result_type(*(x for x in (a, b)))
         be = backend_of(t)
-        ctx.cond = cond
+        ctx.save_for_backward(cond)  # versioned: changing the mask later raises in backward
         try:
             out = be.where(cond._data, _operand(a, dt, be), _operand(b, dt, be))
         except ValueError:
@@ -708,9 +747,10 @@ class Where(Function):
     @staticmethod
     def backward(ctx, g):
         _, need_a, need_b = ctx.needs_input_grad
+        (cond,) = ctx.saved_tensors
         # Broadcast-shaped gradients: the engine sums them to each input's shape.
-        ga = where(ctx.cond, g, 0.0) if need_a else None
-        gb = where(ctx.cond, 0.0, g) if need_b else None
+        ga = where(cond, g, 0.0) if need_a else None
+        gb = where(cond, 0.0, g) if need_b else None
         return None, ga, gb
 
 

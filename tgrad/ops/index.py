@@ -19,9 +19,12 @@ def normalize_key(key, device=None) -> tuple[tuple, bool]:
     """The key as a tuple of backend-ready items, and whether it is basic (a view).
 
     Index tensors become NumPy arrays, except integer index tensors of one or more dims on
-    ``device`` (the indexed tensor's) when that is a GPU: their device arrays are kept, so
-    the gather reads them on the device (no copy to the host). Backend arrays already in
-    ``key`` (a key normalized before, e.g. reused by a backward) are kept as they are."""
+    ``device`` (the indexed tensor's) when that is a GPU: their device arrays are copied on
+    the device, so the gather reads them there (no copy to the host). Index tensors and
+    arrays are always copied, so changing one in place later cannot change what a backward
+    scatters to (PyTorch raises there; tgrad keeps the indices the forward used). Backend
+    arrays already in ``key`` (a key normalized before, e.g. reused by a backward) are kept
+    as they are."""
     if not isinstance(key, tuple):
         key = (key,)
     out = []
@@ -33,17 +36,17 @@ def normalize_key(key, device=None) -> tuple[tuple, bool]:
                                  f"(got {k.dtype})")
             if (k.ndim and k.device is device and device.type != "cpu"
                     and k.dtype is not dtypes.bool_):
-                out.append(k._data)
+                out.append(backend_of(k).clone(k._data))
                 basic = False
                 continue
             arr = np.asarray(k.numpy(force=True))
             if arr.ndim == 0 and k.dtype is not dtypes.bool_:
                 out.append(int(arr))
                 continue
-            out.append(arr if arr.dtype == np.bool_ else arr.astype(np.int64))
+            out.append(arr.copy() if arr.dtype == np.bool_ else arr.astype(np.int64))
             basic = False
         elif isinstance(k, (list, np.ndarray)):
-            arr = np.asarray(k)
+            arr = np.array(k)
             if arr.size == 0 and arr.dtype.kind == "f":
                 arr = arr.astype(np.int64)  # [] indexes nothing (PyTorch: an empty long index)
             if arr.dtype.kind == "f":

@@ -164,8 +164,11 @@ def inplace_method(name: str, fn):
 
 for _name in ("neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "sin", "cos",
               "floor", "ceil", "round", "reciprocal", "log1p", "expm1", "rsqrt", "erf",
-              "square", "sign", "trunc", "log2", "log10", "exp2", "sinh", "cosh", "tan"):
+              "square", "sign", "trunc", "log2", "log10", "exp2", "sinh", "cosh", "tan",
+              "atan", "asin", "acos", "atan2"):
     inplace_method(_name + "_", getattr(ew, _name))
+for _name in ("atan", "asin", "acos", "atan2"):  # NumPy's names, as PyTorch has them
+    inplace_method("arc" + _name[1:] + "_", getattr(ew, _name))
 
 
 @tensor_method("clamp_", "clip_")

@@ -1,0 +1,254 @@
+"""Sorting along one dim: ``sort``, ``argsort``, ``msort``, ``topk``, ``kthvalue``,
+``median``, ``nanmedian``.
+
+One primitive, ``Argsort``: the stable order of a tensor along one dim (int64 positions of
+its shape, not differentiable): np.argsort(kind="stable") on the CPU, a bitonic tile sort
+plus pairwise merges on the GPU (tgrad/kernels/sort.py). Everything else is composition:
+values = the input at those positions along the dim (advanced indexing, so d values / d x
+scatter-adds the gradient to the positions the values came from: at ties to the returned
+index, as PyTorch; double backward is a gather again); ``topk`` narrows the order to its
+first k, ``kthvalue``/``median`` pick one position per line.
+
+Order: ascending or descending, ties always in their original order (tgrad's sort is always
+stable, which satisfies ``stable=False`` too, deterministically); NaN sorts after +inf (last
+ascending, first descending); -0.0 and +0.0 are equal. ``median``/``kthvalue``/``topk``
+indices at ties are therefore the first tied position in that order, where PyTorch's CPU
+selection may return another of the tied positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
+from tgrad.ops.creation import full
+from tgrad.ops.elementwise import where
+from tgrad.ops.gathering import _along_key
+from tgrad.ops.index import getitem
+from tgrad.ops.reduce import values_indices
+from tgrad.tensor import Tensor, _wrap_dim
+
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian"]
+
+
+class Argsort(Function):
+    """The stable order of x along ``dim`` (int64, x's shape; ``descending`` reverses the
+    order of the values, not of ties). Not differentiable."""
+
+    name = "argsort"
+    node_name = "ArgsortBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, descending):
+        return wrap(backend_of(x).argsort(x._data, dim, descending), x.device)
+
+
+register_op(Argsort)
+
+
+def _int_arg(op: str, name: str, pos: int, v) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be int, not "
+                        f"{type(v).__name__}")
+    return int(v)
+
+
+def _bool_arg(op: str, name: str, v, allow_none: bool = False) -> bool:
+    if not (isinstance(v, (bool, np.bool_)) or (allow_none and v is None)):
+        raise TypeError(f"{op}(): argument '{name}' must be bool, not {type(v).__name__}")
+    return bool(v)
+
+
+def _line_input(op: str, input: Tensor, dim, dim_pos: int = 2) -> tuple:  # noqa: A002
+    """(input as >= 1-d, dim wrapped): a 0-d input is one line of one element (dim 0 or -1).
+    ``dim_pos``: dim's position in the op's signature (for the error message)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    d = _wrap_dim(_int_arg(op, "dim", dim_pos, dim), input.ndim, op)
+    return (input.reshape(1) if input.ndim == 0 else input), d
+
+
+def _no_bool(op: str, input: Tensor) -> None:  # noqa: A002
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError(f"{op}(): \"{op}\" not implemented for 'Bool' (as in PyTorch); "
+                           f"convert the tensor first, e.g. input.int()")
+
+
+def _nonempty_dim(op: str, input: Tensor, d: int) -> None:  # noqa: A002
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _take(x: Tensor, idx: Tensor, d: int) -> Tensor:
+    """x's values at positions ``idx`` along ``d``: idx (int64) has x's shape except along
+    ``d``, every value in [0, x.shape[d]) by construction. take_along_dim without its range
+    check (two synchronizing reads of min and max on a GPU), through an (O, K, INNER) view
+    of x whose size-1 outer/inner dims are dropped, so at most 3 index arrays reach the
+    gather kernel. The gradient scatter-adds g into x's shape at those positions."""
+    o, k, n = math.prod(x.shape[:d]), x.shape[d], math.prod(x.shape[d + 1:])
+    keep = (o != 1, True, n != 1)
+    xv = x.reshape([s for s, kp in zip((o, k, n), keep) if kp])
+    iv = idx.reshape([s for s, kp in zip((o, idx.shape[d], n), keep) if kp])
+    return getitem(xv, _along_key(iv, int(keep[0]), x.device)).reshape(idx.shape)
+
+
+@tensor_method("sort")
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A002
+         stable: bool | None = False) -> values_indices:
+    """(values, indices) of ``input`` sorted along ``dim``; always stable (ties keep their
+    order, ``stable`` is accepted as in PyTorch); NaN sorts as larger than +inf."""
+    x, d = _line_input("sort", input, dim)
+    desc = _bool_arg("sort", "descending", descending)
+    _bool_arg("sort", "stable", stable, allow_none=True)
+    idx = Argsort.apply(x, d, desc)
+    vals = _take(x, idx, d)
+    if input.ndim == 0:
+        return values_indices(vals.reshape(()), idx.reshape(()))
+    return values_indices(vals, idx)
+
+
+@tensor_method("argsort")
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A002
+            stable: bool = False) -> Tensor:
+    """The indices that sort ``input`` along ``dim`` (int64; always stable)."""
+    x, d = _line_input("argsort", input, dim)
+    _bool_arg("argsort", "stable", stable)
+    idx = Argsort.apply(x, d, _bool_arg("argsort", "descending", descending))
+    return idx.reshape(()) if input.ndim == 0 else idx
+
+
+@tensor_method("msort")
+def msort(input: Tensor) -> Tensor:  # noqa: A002
+    """``sort(input, dim=0).values``."""
+    return sort(input, 0).values
+
+
+@tensor_method("topk")
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A002
+         sorted: bool = True) -> values_indices:  # noqa: A002
+    """The ``k`` largest (``largest=False``: smallest) entries along ``dim`` and their
+    indices, always in sorted order (ties: the earlier position first; NaN is the
+    largest)."""
+    x, d = _line_input("topk", input, dim, 3)
+    k = _int_arg("topk", "k", 2, k)
+    _no_bool("topk", input)
+    if not 0 <= k <= x.shape[d]:
+        raise RuntimeError(f"selected index k out of range (topk(): k = {k} for dimension {d} "
+                           f"of size {x.shape[d]}; use 0 <= k <= size)")
+    if input.ndim == 0:  # PyTorch returns the element itself for k = 0 and k = 1
+        k = 1
+    idx = Argsort.apply(x, d, _bool_arg("topk", "largest", largest)).narrow(d, 0, k)
+    vals = _take(x, idx, d)
+    if input.ndim == 0:
+        return values_indices(vals.reshape(()), idx.reshape(()))
+    return values_indices(vals, idx)
+
+
+def _pick(x: Tensor, d: int, pos, keepdim: bool, ndim: int) -> values_indices:
+    """(values, indices) at sorted position ``pos`` (an int, or an int64 tensor of x's shape
+    with size 1 along ``d``) of each line of x along ``d``."""
+    order = Argsort.apply(x, d, False)
+    idx = order.narrow(d, pos, 1) if isinstance(pos, int) else _take(order, pos, d)
+    vals = _take(x, idx, d)
+    if ndim == 0:
+        return values_indices(vals.reshape(()), idx.reshape(()))
+    if not keepdim:
+        vals, idx = vals.squeeze(d), idx.squeeze(d)
+    return values_indices(vals, idx)
+
+
+def _median_pos(x: Tensor, d: int, ignore_nan: bool):
+    """The sorted position of each line's lower median along ``d`` (NaNs sort last): without
+    NaN (n-1)//2; with NaN, median: the first NaN (position c, the count of non-NaN values,
+    as PyTorch returns the first NaN's index); nanmedian: (c-1)//2 of the non-NaN values,
+    or 0 (a NaN) when there are none."""
+    n = x.shape[d]
+    if not x.dtype.is_floating_point:
+        return (n - 1) // 2
+    c = (~x.isnan()).sum(d, keepdim=True)
+    if ignore_nan:
+        return where(c > 0, (c - 1) // 2, 0)
+    return where(c < n, c, (n - 1) // 2)
+
+
+class MedianAll(Function):
+    """y = the lower median of all elements (``ignore_nan``: of the non-NaN ones);
+    dx = g shared evenly by the elements equal to y, or by the NaNs when y is NaN
+    (PyTorch's evenly_distribute_backward)."""
+
+    name = "median"
+    node_name = "MedianBackward0"
+
+    @staticmethod
+    def forward(ctx, x, ignore_nan):
+        op = "nanmedian" if ignore_nan else "median"
+        if x.numel() == 0:
+            if not x.dtype.is_floating_point:
+                raise RuntimeError(f"{op}(): an empty {x.dtype.name} tensor has no median "
+                                   f"(PyTorch returns an unspecified value); give a "
+                                   f"floating point tensor to get NaN")
+            y = full((), float("nan"), dtype=x.dtype, device=x.device)
+        else:
+            flat = x.reshape(-1)
+            y = _pick(flat, 0, _median_pos(flat, 0, ignore_nan), False, 0).values.clone()
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        hit = (x == y) | (x.isnan() & y.isnan())
+        share = g / hit.sum().to(g.dtype)
+        return where(hit, share.expand(x.shape), 0.0), None
+
+
+register_op(MedianAll)
+
+
+def _median(op: str, input: Tensor, dim, keepdim: bool,  # noqa: A002
+            ignore_nan: bool) -> Tensor | values_indices:
+    if dim is None:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        _no_bool(op, input)
+        return MedianAll.apply(input, ignore_nan)
+    x, d = _line_input(op, input, dim)
+    _no_bool(op, input)
+    _nonempty_dim(op, input, d)
+    return _pick(x, d, _median_pos(x, d, ignore_nan), keepdim, input.ndim)
+
+
+@tensor_method("median")
+def median(input: Tensor, dim: int | None = None,  # noqa: A002
+           keepdim: bool = False) -> Tensor | values_indices:
+    """``median(x)``: the lower median of all elements (NaN if any is NaN); ``median(x,
+    dim)``: (values, indices) of each line's lower median (NaN and the first NaN's index
+    where the line has one)."""
+    return _median("median", input, dim, keepdim, False)
+
+
+@tensor_method("nanmedian")
+def nanmedian(input: Tensor, dim: int | None = None,  # noqa: A002
+              keepdim: bool = False) -> Tensor | values_indices:
+    """``median`` ignoring NaNs (NaN only where every value is NaN)."""
+    return _median("nanmedian", input, dim, keepdim, True)
+
+
+@tensor_method("kthvalue")
+def kthvalue(input: Tensor, k: int, dim: int = -1,  # noqa: A002
+             keepdim: bool = False) -> values_indices:
+    """(values, indices) of the k-th smallest entry (1-based) of each line along ``dim``."""
+    x, d = _line_input("kthvalue", input, dim, 3)
+    k = _int_arg("kthvalue", "k", 2, k)
+    _no_bool("kthvalue", input)
+    _nonempty_dim("kthvalue", input, d)
+    if not 1 <= k <= x.shape[d]:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} "
+                           f"(k = {k}, size {x.shape[d]}; use 1 <= k <= size)")
+    return _pick(x, d, k - 1, keepdim, input.ndim)
