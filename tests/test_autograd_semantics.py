@@ -151,6 +151,10 @@ def test_data_assignment_keeps_the_version_counter():
     with tgrad.no_grad():
         w2.mul_(2)
     assert w2._version == v._version == 1  # still one counter
+    w3 = tgrad.arange(6.0)
+    v3 = w3[2:]
+    w3.data = tgrad.zeros(3)  # other memory: the old view keeps its own
+    assert v3.storage_offset() == 2 and w3.tolist() == [0.0] * 3
 
 
 # ----------------------------------------------------------- custom Function
@@ -181,6 +185,8 @@ def test_inference_mode():
     with tgrad.inference_mode():
         assert tgrad.is_inference_mode_enabled() and not (x * 2).requires_grad
     with tgrad.inference_mode(False):
+        assert (x * 2).requires_grad
+    with tgrad.no_grad(), tgrad.inference_mode(False):  # mode False records again
         assert (x * 2).requires_grad
 
     @tgrad.inference_mode

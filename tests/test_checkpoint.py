@@ -73,3 +73,14 @@ def test_rng_state_round_trip():
     first = tgrad.rand(4).tolist()
     tgrad.set_rng_state(state)
     assert tgrad.rand(4).tolist() == first
+
+
+def test_autograd_grad_writes_no_grad_and_dict_outputs_raise():
+    w = tgrad.tensor(np.array([0.5, -1.0]), requires_grad=True)
+    x = tgrad.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    y = checkpoint(lambda a: (a * w).exp(), x, use_reentrant=False)
+    (gx,) = tgrad.autograd.grad(y.sum(), x)
+    np.testing.assert_allclose(gx.numpy(), np.array([0.5, -1.0]) * np.exp([0.5, -2.0]))
+    assert w.grad is None and x.grad is None
+    with pytest.raises(TypeError, match="must return a Tensor or a tuple"):
+        checkpoint(lambda a: {"k": a * w}, x)

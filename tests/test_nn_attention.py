@@ -156,3 +156,14 @@ def test_errors(fn, exc, text):
     with pytest.raises(exc) as info:
         fn()
     assert text in str(info.value)
+
+
+def test_need_weights_returns_the_weights_after_dropout():
+    tgrad.manual_seed(0)
+    m = nn.MultiheadAttention(8, 2, dropout=0.5, dtype=tgrad.float64)
+    x = tgrad.tensor(np.random.default_rng(5).standard_normal((6, 1, 8)))
+    _, w = m(x, x, x, average_attn_weights=False)
+    w = w.detach().numpy()
+    assert (w == 0).any() and not np.allclose(w.sum(-1), 1.0)
+    _, w_eval = m.eval()(x, x, x)
+    np.testing.assert_allclose(w_eval.detach().numpy().sum(-1), 1.0, rtol=1e-12)

@@ -85,3 +85,19 @@ def test_removed_hooks_do_not_run_and_bad_returns_raise():
     m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
     with pytest.raises(RuntimeError, match="returned an invalid number of grad_input"):
         m(x).sum().backward()
+
+
+def test_entries_for_numbers_and_outputs_without_gradient():
+    class Scale(nn.Module):
+        def forward(self, x, factor):
+            return x * factor, 3
+
+    m = Scale()
+    seen = []
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append((gi, go)))
+    x = _t([1.0, 2.0], requires_grad=True)
+    y, _ = m(x, 2.0)
+    y.sum().backward()
+    gi, go = seen[0]
+    assert len(gi) == 2 and gi[1] is None and gi[0].tolist() == [2.0, 2.0]
+    assert len(go) == 2 and go[1] is None and go[0].tolist() == [1.0, 1.0]

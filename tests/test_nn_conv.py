@@ -248,3 +248,31 @@ def test_small_cnn_trains():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_max_pool_window_of_only_minus_inf_picks_its_first_input_element():
+    # PyTorch starts each window at its first element inside the input: a window whose
+    # input values are all -inf returns (and routes the gradient to) that element, never
+    # the padding
+    x = _t([[[-np.inf, -np.inf, 1.0]]], requires_grad=True)
+    y, idx = F.max_pool1d(x, 2, 1, padding=1, return_indices=True)
+    assert idx.tolist() == [[[0, 0, 2, 2]]]
+    y[..., 0].sum().backward()
+    assert x.grad.tolist() == [[[1.0, 0.0, 0.0]]]
+    _raises(lambda: F.max_pool2d(_t(np.ones((1, 1, 2, 2))), 2, 1, padding=2, dilation=3),
+            RuntimeError, "pad should be smaller than or equal to half of kernel size")
+
+
+def test_rms_norm_half_default_eps_is_float32s():
+    y = F.rms_norm(tgrad.full((2, 4), 1e-2, dtype=tgrad.bfloat16), (4,)).float().numpy()
+    np.testing.assert_allclose(y, np.full((2, 4), 1e-2 / math.sqrt(1e-4 + 2.0 ** -23)),
+                               rtol=1e-2)
+
+
+def test_norms_of_an_empty_batch():
+    x = _t(np.ones((0, 3, 4)))
+    rm, rv = _t(np.zeros(3)), _t(np.ones(3))
+    assert F.batch_norm(x, rm, rv, training=True).shape == (0, 3, 4)
+    assert rm.tolist() == [0.0] * 3 and rv.tolist() == [1.0] * 3  # untouched
+    assert F.group_norm(x, 3).shape == (0, 3, 4)
+    assert F.instance_norm(x).shape == (0, 3, 4)

@@ -204,10 +204,15 @@ class Tensor:
         if not isinstance(other, Tensor):
             raise TypeError("data must be set to a Tensor")
         # PyTorch's set_data: this tensor now shows other's memory but keeps its own version
-        # counter (shared with its views), so ``w.data -= lr * g`` neither bumps w's version
-        # nor hands w the temporary's counter.
+        # counter (shared with its views while the memory is the same), so
+        # ``w.data -= lr * g`` neither bumps w's version nor hands w the temporary's counter.
         self._data = other._data
-        self._storage.root = other._storage.root
+        if other._storage.root is not self._storage.root:
+            # other memory: a storage of its own (views made before keep the old one and
+            # its root), carrying on this tensor's version
+            storage = Storage(other._storage.root)
+            storage.version = self._storage.version
+            self._storage = storage
         self.dtype = other.dtype
         self.device = other.device
 

@@ -103,8 +103,8 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
     run_range = prof.range_start("autograd::engine::run_backward", "engine") if prof else None
     heappush, heappop = heapq.heappush, heapq.heappop
     pop_buffer, get_buffer = buffers.pop, buffers.get
-    prev_mode = STATE.enabled
-    STATE.enabled = create_graph
+    prev_mode, prev_accumulating = STATE.enabled, STATE.accumulating
+    STATE.enabled, STATE.accumulating = create_graph, accumulate
     plain = prof is None and not STATE.anomaly  # no per-node instrumentation
     try:
         while ready:
@@ -162,7 +162,7 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
             # it only when nothing else references it (see node._owned).
             outputs = g = buf = None
     finally:
-        STATE.enabled = prev_mode
+        STATE.enabled, STATE.accumulating = prev_mode, prev_accumulating
         if run_range is not None:
             prof.range_end(run_range)
     return captured

@@ -17,6 +17,7 @@ from typing import Any, Callable
 class _GradState(threading.local):
     enabled = True
     inference = False
+    accumulating = True  # False while autograd.grad runs (it writes no .grad)
     anomaly = False
     anomaly_check_nan = True
 
@@ -140,8 +141,8 @@ class set_grad_enabled(_DecoratorContextManager):
 
 class inference_mode(_DecoratorContextManager):
     """PyTorch's ``inference_mode(mode=True)``: with ``mode`` True, like ``no_grad`` (no
-    graph is recorded) and ``is_inference_mode_enabled()`` is True; ``mode`` False leaves
-    the grad mode as it is. tgrad has no separate inference tensors: results are ordinary
+    graph is recorded) and ``is_inference_mode_enabled()`` is True; with ``mode`` False,
+    like ``enable_grad``. tgrad has no separate inference tensors: results are ordinary
     tensors with ``requires_grad=False``."""
 
     def __init__(self, mode: bool = True) -> None:
@@ -149,8 +150,7 @@ class inference_mode(_DecoratorContextManager):
 
     def __enter__(self) -> None:
         self.__dict__.setdefault("_prev", []).append((STATE.enabled, STATE.inference))
-        if self.mode:
-            STATE.enabled = False
+        STATE.enabled = not self.mode  # inference_mode(False) records again, as PyTorch's
         STATE.inference = self.mode
 
     def __exit__(self, *exc: Any) -> None:

@@ -24,6 +24,7 @@ from tgrad import dtypes
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import tensor as _tensor
+from tgrad.ops.elementwise import where
 from tgrad.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
@@ -237,6 +238,9 @@ def _pool_args(op: str, kernel_size, stride, padding, dilation, spatial: int) ->
         if p < 0 or p > (d * (k - 1) + 1) // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                                f"pad={p}, kernel_size={k} and dilation={d}")
+        if p > k // 2:
+            raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, "
+                               f"but got pad={p} and kernel_size={k}")
     return kernel, stride, pad, dilation
 
 
@@ -299,17 +303,27 @@ def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  #
     flat_pads = (pad[1], pad[1] + extra[1], pad[0], pad[0] + extra[0])
     xp = _pad(x, flat_pads, value=low) if any(flat_pads) else x
     cols = _columns(xp, kernel, stride, dilation, out)  # (N, C, k, L)
-    values, arg = cols.max(dim=2)
-    y = values.reshape(n, c, out[0], out[1])
+    _, arg = cols.max(dim=2)  # (N, C, L): the first maximum of each window
+    # A window whose input values are all -inf (or the integer minimum) ties with its
+    # padding: PyTorch then takes the window's first element inside the input, so the
+    # first maximum is replaced by it where it fell on padding.
+    idx = _window_index(xp.shape[2:], kernel, stride, dilation, out)  # (k, L)
+    wp = xp.shape[3]
+    rows, cols_in_row = idx // wp - pad[0], idx % wp - pad[1]
+    padding = (rows < 0) | (rows >= h) | (cols_in_row < 0) | (cols_in_row >= w)
+    if padding.any():
+        first_inside = np.argmin(padding, axis=0)  # (L,)
+        on_pad = _tensor(padding, device=x.device).gather(0, arg.reshape(n * c, -1))
+        fallback = _tensor(first_inside, dtype=dtypes.int64, device=x.device)
+        arg = where(on_pad, fallback, arg.reshape(n * c, -1)).reshape(arg.shape)
+    # values through the chosen index, so the gradient goes there too
+    y = cols.gather(2, arg.unsqueeze(2)).squeeze(2).reshape(n, c, out[0], out[1])
     y = _pool_result(y, added, spatial)
     if not return_indices:
         return y
     # The window element arg -> its flat position in the unpadded (H, W) input:
     # indices[nc, l] = position[arg[nc, l], l] (a gather along the window axis).
-    idx = _window_index(xp.shape[2:], kernel, stride, dilation, out)  # (k, L)
-    wp = xp.shape[3]
-    position = (idx // wp - pad[0]) * w + idx % wp - pad[1]
-    position = _tensor(position, dtype=dtypes.int64, device=x.device)
+    position = _tensor(rows * w + cols_in_row, dtype=dtypes.int64, device=x.device)
     indices = position.gather(0, arg.reshape(n * c, out[0] * out[1]))
     return y, _pool_result(indices.reshape(n, c, out[0], out[1]), added, spatial)
 

@@ -11,6 +11,8 @@ the unbiased variance, as PyTorch does.
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 
 from tgrad import dtypes
@@ -74,7 +76,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                            f"{input.dtype.name}")
     if training:
         count = input.numel() // max(c, 1)
-        if count <= 1:
+        if count == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got "
                              f"input size {list(input.shape)}")
         # Rows = channels: (C, N * spatial), normalised by the fused layer_norm.
@@ -82,7 +84,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         rows = x.movedim(1, 0).reshape(c, -1)
         y = _layer_norm(rows, 1, eps).reshape((c, input.shape[0]) + tuple(input.shape[2:]))
         y = y.movedim(0, 1)
-        if running_mean is not None or running_var is not None:
+        if (running_mean is not None or running_var is not None) and count:
             _update_running(rows, running_mean, running_var, momentum)
         return _affine(y, weight, bias).to(input.dtype)
     if running_mean is None or running_var is None:
@@ -129,7 +131,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"group_norm: expected a floating point input, got "
                            f"{input.dtype.name}")
-    y = _layer_norm(_widened(input).reshape(n, g, -1), 1, eps).reshape(input.shape)
+    per_group = (c // g) * math.prod(input.shape[2:])
+    y = _layer_norm(_widened(input).reshape(n, g, per_group), 1, eps).reshape(input.shape)
     return _affine(y, weight, bias).to(input.dtype)
 
 
@@ -148,15 +151,15 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
     n, c = input.shape[0], input.shape[1]
     _check_params("instance_norm", input, c, running_mean=running_mean,
                   running_var=running_var, weight=weight, bias=bias)
-    spatial = input.numel() // max(n * c, 1)
-    if spatial <= 1:
+    spatial = math.prod(input.shape[2:])
+    if spatial == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"{list(input.shape)}")
-    rows = _widened(input).reshape(n * c, -1)
+    rows = _widened(input).reshape(n * c, spatial)
     y = _layer_norm(rows, 1, eps).reshape(input.shape)
-    if running_mean is not None or running_var is not None:
+    if (running_mean is not None or running_var is not None) and n * spatial:
         # PyTorch averages the per-instance statistics over the batch.
-        x = rows.detach().reshape(n, c, -1).movedim(1, 0)
+        x = rows.detach().reshape(n, c, spatial).movedim(1, 0)
         with no_grad():
             m = 0.0 if momentum is None else float(momentum)
             if running_mean is not None:
@@ -170,7 +173,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002
              eps: float | None = None) -> Tensor:
     """y = x / sqrt(mean(x^2 over the trailing normalized_shape dims) + eps) * weight;
-    ``eps`` None is the dtype's machine epsilon (PyTorch's default)."""
+    ``eps`` None is the machine epsilon of the compute dtype (float32 for float16/bfloat16
+    inputs), PyTorch's default."""
     _check_tensor("rms_norm", input, "input")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
@@ -189,8 +193,8 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"rms_norm: expected a floating point input, got "
                            f"{input.dtype.name}")
-    if eps is None:
-        eps = float(ml_dtypes.finfo(input.dtype.np).eps)
+    if eps is None:  # the compute dtype's epsilon: float32's for float16/bfloat16 (PyTorch)
+        eps = float(ml_dtypes.finfo(_widened(input).dtype.np).eps)
     (x, w), half = widen_halves(input, weight)
     dims = tuple(range(x.ndim - k, x.ndim))
     y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt() if k else x * (x * x + eps).rsqrt()

@@ -8,8 +8,11 @@ recomputed graph: parameters used inside ``fn`` get their ``.grad`` from it and 
 gradients flow on. Memory: only ``fn``'s inputs and outputs are kept between forward and
 backward. Both ``use_reentrant`` settings take this one path (a graph node is recorded even
 when no input requires grad, so parameters inside ``fn`` still get gradients, as with
-PyTorch's non-reentrant variant); differentiating a checkpoint's backward again
-(create_graph=True) is not supported.
+PyTorch's non-reentrant variant). Under ``autograd.grad`` only ``fn``'s inputs get
+gradients (tensors used inside ``fn`` that are not its inputs get none, and no ``.grad`` is
+written), as with PyTorch's reentrant variant. Not supported (they raise): differentiating
+a checkpoint's backward again (create_graph=True), and outputs other than a Tensor or a
+tuple.
 """
 
 from __future__ import annotations
@@ -50,7 +53,11 @@ class CheckpointFunction(Function):
         ctx.other_args = [None if isinstance(a, Tensor) else a for a in args]
         ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)])
         with no_grad():
-            return fn(*args)
+            out = fn(*args)
+        if not isinstance(out, (Tensor, tuple)):
+            raise TypeError(f"checkpoint: the function must return a Tensor or a tuple (of "
+                            f"tensors and other values), got {type(out).__name__}")
+        return out
 
     @staticmethod
     def backward(ctx, *grads):
@@ -78,10 +85,19 @@ class CheckpointFunction(Function):
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
         pairs = [(o, g) for o, g in zip(outs, grads)
                  if isinstance(o, Tensor) and o.requires_grad and g is not None]
-        if pairs:
+        wanted = [d for d in inputs if d.requires_grad]
+        if not pairs:
+            return (None, None, None) + (None,) * len(args)
+        if STATE.accumulating:  # .backward(): tensors used inside fn get their .grad too
             autograd_backward([o for o, _ in pairs], [g for _, g in pairs])
+            found = {id(d): d.grad for d in wanted}
+        else:  # autograd.grad: only the inputs' gradients, no .grad written anywhere
+            from tgrad.autograd import grad as autograd_grad
+            got = autograd_grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
+                                allow_unused=True) if wanted else ()
+            found = {id(d): g for d, g in zip(wanted, got)}
         return (None, None, None) + tuple(
-            d.grad if isinstance(d, Tensor) else None for d in args)
+            found.get(id(d)) if isinstance(d, Tensor) else None for d in args)
 
 
 def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None,

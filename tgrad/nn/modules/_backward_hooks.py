@@ -3,9 +3,11 @@
 
 The module's tensor inputs that require grad and its tensor outputs pass through identity
 nodes whose backward calls the hooks: the outputs' node runs the pre-hooks on
-``grad_output`` (one entry per output tensor, None where an output got no gradient), the
-inputs' node runs the hooks on ``(grad_input, grad_output)`` once the gradients of all
-inputs are known. A hook's non-None result replaces the gradients it was given.
+``grad_output`` (one entry per output, None where an output got no gradient or is not a
+tensor), the inputs' node runs the hooks on ``(grad_input, grad_output)`` once the
+gradients of all inputs are known (one entry per positional argument, None for numbers and
+tensors that need no gradient; PyTorch gives zeros for the latter). A hook's non-None
+result replaces the gradients it was given.
 """
 
 from __future__ import annotations
@@ -51,18 +53,17 @@ def run_with_backward_hooks(module, args: tuple, kwargs: dict, hooks: dict, pre_
     """``module.forward(*args, **kwargs)`` with the identity nodes that call its backward
     hooks. Returns forward's output (tensors in it replaced by their hooked aliases)."""
     state = {"grad_output": None}
-    tensor_args = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-    wanted = [i for i in tensor_args if _is_grad_tensor(args[i])]
+    wanted = [i for i, a in enumerate(args) if _is_grad_tensor(a)]
 
     def on_inputs(grads: tuple) -> tuple:
+        # one entry per positional argument: None for numbers and tensors without gradient
         by_pos = dict(zip(wanted, grads))
-        grad_input = tuple(by_pos.get(i) for i in tensor_args)
+        grad_input = tuple(by_pos.get(i) for i in range(len(args)))
         for hook in list(hooks.values()):
             res = hook(module, grad_input, state["grad_output"])
             if res is not None:
                 grad_input = _replaced(hook, res, grad_input, "grad_input")
-        new = dict(zip(tensor_args, grad_input))
-        return tuple(new[i] for i in wanted)
+        return tuple(grad_input[i] for i in wanted)
 
     if wanted and hooks and STATE.enabled:
         wrapped = BackwardHookFunction.apply(on_inputs, *[args[i] for i in wanted])
@@ -79,7 +80,9 @@ def run_with_backward_hooks(module, args: tuple, kwargs: dict, hooks: dict, pre_
         return out
 
     def on_outputs(grads: tuple) -> tuple:
-        grad_output = tuple(grads)
+        # one entry per output: None for outputs without gradient
+        by_pos = dict(zip(out_pos, grads))
+        grad_output = tuple(by_pos.get(i) for i in range(len(outs)))
         for hook in list(pre_hooks.values()):
             res = hook(module, grad_output)
             if res is not None:
@@ -90,8 +93,8 @@ def run_with_backward_hooks(module, args: tuple, kwargs: dict, hooks: dict, pre_
                           "respect to module outputs since no inputs require gradients.",
                           UserWarning, stacklevel=2)
             for hook in list(hooks.values()):
-                hook(module, tuple(None for _ in tensor_args), grad_output)
-        return grad_output
+                hook(module, (None,) * len(args), grad_output)
+        return tuple(grad_output[i] for i in out_pos)
 
     wrapped = BackwardHookFunction.apply(on_outputs, *[outs[i] for i in out_pos])
     new = list(outs)

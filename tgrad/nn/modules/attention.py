@@ -139,7 +139,9 @@ class MultiheadAttention(Module):
             if mask is not None:
                 scores = scores + mask
             weights = F.softmax(scores, dim=-1)
-            attn = (F.dropout(weights, p) if p > 0 else weights) @ v
+            if p > 0:
+                weights = F.dropout(weights, p)  # returned after dropout, as PyTorch's
+            attn = weights @ v
         else:
             weights = None
             attn = scaled_dot_product_attention(q, k, v, mask, p)

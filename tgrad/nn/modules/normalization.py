@@ -81,7 +81,7 @@ class GroupNorm(Module):
 
 class RMSNorm(Module):
     """y = x / sqrt(mean(x^2) + eps) * weight over the trailing ``normalized_shape`` dims;
-    weight starts at ones; eps None is the input dtype's epsilon."""
+    weight starts at ones; eps None is the compute dtype's epsilon."""
 
     def __init__(self, normalized_shape, eps: float | None = None,
                  elementwise_affine: bool = True, device=None, dtype=None) -> None:
