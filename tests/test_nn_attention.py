@@ -147,6 +147,10 @@ def test_sdpa_dropout_and_gqa():
                                             tgrad.ones(2, 3), tgrad.ones(2, 2),
                                             is_causal=True),
      RuntimeError, "Explicit attn_mask should not be set when is_causal=True"),
+    (lambda: F.scaled_dot_product_attention(tgrad.ones(2, 3), tgrad.ones(2, 3),
+                                            tgrad.ones(2, 3), tgrad.ones(2, 2, dtype=tgrad.int64)),
+     RuntimeError, "Expected attn_mask dtype to be bool or float or to match query dtype, but "
+                   "got attn_mask.dtype: int64 and query.dtype: float32 instead."),
     (lambda: F.scaled_dot_product_attention(tgrad.ones(2, 3, dtype=tgrad.float64),
                                             tgrad.ones(2, 3), tgrad.ones(2, 3)),
      RuntimeError, "Expected query, key, and value to have the same dtype, but got "

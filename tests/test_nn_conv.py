@@ -216,6 +216,11 @@ CONV_ERRORS = [
      "shape [4, 6, 2] and num_groups=4"),
     (lambda: F.rms_norm(_t(np.ones((4, 3))), (2,)), RuntimeError,
      "Given normalized_shape=[2], expected input with shape [*2], but got input of size[4, 3]"),
+    (lambda: F.conv2d(_t(np.ones((1, 3, 5, 5))), _t(np.ones((0, 3, 3, 3)))), RuntimeError,
+     "Given groups=1, expected weight to be at least 1 at dimension 0, but got weight of "
+     "size [0, 3, 3, 3] instead"),
+    (lambda: F.rms_norm(_t(np.ones((3, 4))), ()), RuntimeError,
+     "Expected normalized_shape to be at least 1-dimensional"),
     (lambda: F.conv2d(np.ones((1, 3, 5, 5)), _t(np.ones((4, 3, 3, 3)))), TypeError,
      "conv2d(): argument 'input' must be Tensor, not ndarray"),
 ]

@@ -90,8 +90,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                             f"{type(attn_mask).__name__}")
         if attn_mask.dtype is dtypes.bool_:
             scores = scores.masked_fill(attn_mask.logical_not(), _NEG_INF)
-        else:
+        elif attn_mask.dtype is query.dtype:
             scores = scores + attn_mask.to(scores.dtype)
+        else:
+            raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                               f"dtype, but got attn_mask.dtype: {attn_mask.dtype.name} and "
+                               f"query.dtype: {query.dtype.name} instead.")
     weights = safe_softmax(scores)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)

@@ -126,6 +126,9 @@ def _conv(op: str, input: Tensor, weight: Tensor, bias, stride, padding, dilatio
             raise RuntimeError("negative padding is not supported")
     out_ch, in_per_group = weight.shape[0], weight.shape[1]
     c = x.shape[1]
+    if out_ch == 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
     if out_ch % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
                            f"{groups} at dimension 0, but got weight of size "

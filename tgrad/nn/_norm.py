@@ -180,6 +180,9 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
         normalized_shape = (normalized_shape,)
     ns = tuple(int(s) for s in normalized_shape)
     k = len(ns)
+    if k == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
     if input.ndim < k or input.shape[input.ndim - k:] != ns:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*{', '.join(str(s) for s in ns)}], but got input of size"
@@ -197,7 +200,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
         eps = float(ml_dtypes.finfo(_widened(input).dtype.np).eps)
     (x, w), half = widen_halves(input, weight)
     dims = tuple(range(x.ndim - k, x.ndim))
-    y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt() if k else x * (x * x + eps).rsqrt()
+    y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
     if w is not None:
         y = y * w
     return rounded_to(y, half)
