@@ -115,6 +115,12 @@ def reshape_view(x: DeviceArray, shape: tuple):
     return None if st is None else x.view(shape, st)
 
 
+def reshape_view_or_copy(x: DeviceArray, shape: tuple) -> DeviceArray:
+    """A view of ``x`` with ``shape``, or of a contiguous copy when strides forbid a view."""
+    v = reshape_view(x, shape)
+    return v if v is not None else reshape_view(clone(x), shape)
+
+
 def _view_strides(old: tuple, old_st: tuple, new: tuple):
     """Strides for viewing (old, old_st) as ``new`` without a copy (PyTorch's
     computeStride): each chunk of old dims that is contiguous in memory maps to new dims."""

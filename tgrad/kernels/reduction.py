@@ -211,9 +211,7 @@ def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0
                                f"identity); input shape {list(x.shape)}, dims {list(axes)}")
         return be.full(out_shape, _EMPTY.get(kind, 0), out_dt)
     v = be.permute(x, kept + axes)
-    v2 = be.reshape_view(v, (m, k))
-    if v2 is None:
-        v2 = be.reshape_view(be.clone(v), (m, k))
+    v2 = be.reshape_view_or_copy(v, (m, k))
     sm, sk = v2.estrides
     integer = x.dtype.kind in "iub"
     acc = tl.int64 if integer else tl.float64 if x.dtype == np.float64 else tl.float32

@@ -65,9 +65,7 @@ def cumsum(x: DeviceArray, axis: int, reverse: bool) -> DeviceArray:
     outer, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1:])
     if out.size == 0:
         return out
-    v = be.reshape_view(x, (outer, k, inner))
-    if v is None:
-        v = be.reshape_view(be.clone(x), (outer, k, inner))
+    v = be.reshape_view_or_copy(x, (outer, k, inner))
     sxo, sxk, sxi = v.estrides
     acc = tl.int64 if x.dtype.kind in "iub" else tl.float64 if x.dtype == np.float64 \
         else tl.float32

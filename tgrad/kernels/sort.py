@@ -175,9 +175,7 @@ def argsort(x: DeviceArray, axis: int, descending: bool) -> DeviceArray:
     outer, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1:])
     if out.size == 0:
         return out
-    v = be.reshape_view(x, (outer, k, inner))
-    if v is None:
-        v = be.reshape_view(be.clone(x), (outer, k, inner))
+    v = be.reshape_view_or_copy(x, (outer, k, inner))
     sxo, sxk, sxi = v.estrides
     n_lines = outer * inner
     key64 = x.dtype.itemsize == 8

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.nn._composite import pad as _pad
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import tensor as _tensor
@@ -67,7 +68,6 @@ def _columns(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple,
 
 def _pad_hw(x: Tensor, pad: tuple, value: float) -> Tensor:
     """(N, C, H, W) padded by (ph, pw) on both sides with ``value``."""
-    from tgrad.nn._composite import pad as _pad
     ph, pw = pad
     if ph == 0 and pw == 0:
         return x
@@ -160,7 +160,6 @@ def _conv(op: str, input: Tensor, weight: Tensor, bias, stride, padding, dilatio
         x, weight = x.unsqueeze(2), weight.unsqueeze(2)
         kernel, stride, dilation = (1,) + kernel, (1,) + stride, (1,) + dilation
         pads, out = ((0, 0),) + pads, (1,) + out
-    from tgrad.nn._composite import pad as _pad
     flat_pads = tuple(p for lo_hi in reversed(pads) for p in lo_hi)
     if any(flat_pads):
         x = _pad(x, flat_pads)
@@ -301,7 +300,6 @@ def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  #
     # with -inf (never selected: every window starts inside the input or its left pad).
     extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
              for o, s, d, k, size, p in zip(out, stride, dilation, kernel, (h, w), pad)]
-    from tgrad.nn._composite import pad as _pad
     low = float("-inf") if x.dtype.is_floating_point else _int_min(x.dtype)
     flat_pads = (pad[1], pad[1] + extra[1], pad[0], pad[0] + extra[0])
     xp = _pad(x, flat_pads, value=low) if any(flat_pads) else x
@@ -362,7 +360,6 @@ def _avg_pool(op: str, input: Tensor, kernel_size, stride, padding, ceil_mode: b
     n, c, h, w = x.shape
     extra = [max(0, (o - 1) * s + k - (size + 2 * p))
              for o, s, k, size, p in zip(out, stride, kernel, (h, w), pad)]
-    from tgrad.nn._composite import pad as _pad
     flat_pads = (pad[1], pad[1] + extra[1], pad[0], pad[0] + extra[0])
     xp = _pad(x, flat_pads) if any(flat_pads) else x
     (xp,), half = widen_halves(xp)  # halves: float32 sums and divisions, rounded once
@@ -443,7 +440,6 @@ def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor: 
     if any(o < 0 for o in outs):
         raise RuntimeError(f"{op}: output_size must be non-negative, got {list(outs)}")
     (y,), half = widen_halves(input)  # halves: float32, rounded once
-    from tgrad.nn._composite import pad as _pad
     # One spatial dim at a time (a rectangle's mean is the mean of its rows' means): gather
     # each window from the dim with a zero appended (short windows read the zero, so a NaN
     # or inf reaches only the windows holding it), sum, divide by the window's length.

@@ -99,18 +99,25 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return _affine(y, weight, bias).to(input.dtype)
 
 
-def _update_running(rows: Tensor, running_mean, running_var, momentum) -> None:
-    """Running statistics from rows (C, count), outside the graph; momentum None is
-    PyTorch's cumulative average (the caller passes 1 / num_batches_tracked)."""
+def _update_running(x: Tensor, running_mean, running_var, momentum) -> None:
+    """Blend into the running statistics, in place and outside the graph, the statistics
+    of x (C, *, count): the mean and unbiased variance over the last dim, averaged over the
+    middle dims (instance norm's per-instance statistics); r = (1 - m) r + m s. Momentum
+    None is PyTorch's cumulative average (the caller passes 1 / num_batches_tracked)."""
     m = 0.0 if momentum is None else float(momentum)
+    middle = tuple(range(1, x.ndim - 1))
     with no_grad():
-        x = rows.detach()
-        if running_mean is not None:
-            mean = x.mean(1)
-            running_mean.mul_(1.0 - m).add_(mean.to(running_mean.dtype) * m)
-        if running_var is not None:
-            var = x.var(1, correction=1)
-            running_var.mul_(1.0 - m).add_(var.to(running_var.dtype) * m)
+        x = x.detach()
+        for running, stat in ((running_mean, Tensor.mean), (running_var, _unbiased_var)):
+            if running is not None:
+                s = stat(x, -1)
+                if middle:
+                    s = s.mean(middle)
+                running.mul_(1.0 - m).add_(s.to(running.dtype) * m)
+
+
+def _unbiased_var(x: Tensor, dim: int) -> Tensor:
+    return x.var(dim, correction=1)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
@@ -159,14 +166,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
     y = _layer_norm(rows, 1, eps).reshape(input.shape)
     if (running_mean is not None or running_var is not None) and n * spatial:
         # PyTorch averages the per-instance statistics over the batch.
-        x = rows.detach().reshape(n, c, spatial).movedim(1, 0)
-        with no_grad():
-            m = 0.0 if momentum is None else float(momentum)
-            if running_mean is not None:
-                running_mean.mul_(1.0 - m).add_(x.mean(2).mean(1).to(running_mean.dtype) * m)
-            if running_var is not None:
-                var = x.var(2, correction=1).mean(1)
-                running_var.mul_(1.0 - m).add_(var.to(running_var.dtype) * m)
+        _update_running(rows.reshape(n, c, spatial).movedim(1, 0), running_mean, running_var,
+                        momentum)
     return _affine(y, weight, bias).to(input.dtype)
 
 

@@ -48,6 +48,16 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
+def _layer_default_(weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's default for Linear and ConvNd: weight ~ kaiming_uniform_(a=sqrt(5)),
+    bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (zeros when fan_in is 0)."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in = _calculate_fan_in_and_fan_out(weight)[0]
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)
+
+
 def _fan(tensor: Tensor, mode: str) -> int:
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
