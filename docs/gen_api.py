@@ -27,6 +27,7 @@ MODULES = [
     ("tgrad.optim", "optimizers"),
     ("tgrad.optim.lr_scheduler", "learning-rate schedules"),
     ("tgrad.utils.checkpoint", "activation checkpointing"),
+    ("tgrad.utils.data", "datasets, samplers, DataLoader, collate functions"),
 ]
 SUBMODULES = {m for m, _ in MODULES}
 

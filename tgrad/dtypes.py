@@ -9,6 +9,8 @@ is of a higher category.
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 
@@ -88,8 +90,8 @@ def as_dtype(dtype) -> DType:
     """Accept a DType, its name, a NumPy dtype or Python's float/int/bool."""
     if isinstance(dtype, DType):
         return dtype
-    if dtype is float:
-        return _default_float
+    if dtype is float:  # Python's float is a double, as in PyTorch (not the default dtype)
+        return float64
     if dtype is int:
         return int64
     if dtype is bool:
@@ -102,6 +104,27 @@ def as_dtype(dtype) -> DType:
         raise TypeError(f"tgrad: {dtype!r} is not a dtype; use one of "
                         f"{', '.join('tgrad.' + x.name for x in ALL_DTYPES)}") from None
     return from_numpy_dtype(np_dtype)
+
+
+def check_value_fits(op: str, value, dt: DType) -> None:
+    """PyTorch's overflow check of a Python number going into a tensor of dtype ``dt``: an
+    integer dtype takes finite values in its range; a float dtype any value that does not
+    round to an infinity (inf and NaN themselves are fine)."""
+    if dt is bool_ or isinstance(value, (bool, np.bool_)):
+        return
+    if dt.is_floating_point:
+        if math.isfinite(float(value)) and math.isinf(float(np.asarray(value).astype(dt.np))):
+            raise RuntimeError(f"{op}: value {value} cannot be converted to type {dt.name} "
+                               f"without overflow")
+        return
+    info = np.iinfo(dt.np)
+    if isinstance(value, (float, np.floating)):
+        ok = math.isfinite(value) and info.min <= math.trunc(value) <= info.max
+    else:
+        ok = info.min <= int(value) <= info.max
+    if not ok:
+        raise RuntimeError(f"{op}: value {value} cannot be converted to type {dt.name} without "
+                           f"overflow")
 
 
 def promote_types(a: DType, b: DType) -> DType:

@@ -66,7 +66,7 @@ def _encode(obj: Any, arrays: dict, where: str):
     for error messages (e.g. obj['state'][0]['exp_avg'])."""
     if isinstance(obj, Tensor):
         key = f"t{len(arrays)}"
-        host = np.ascontiguousarray(obj.detach().numpy())
+        host = np.array(obj.detach().numpy(), order="C")  # (keeps 0-d: ascontiguousarray is 1-d)
         if obj.dtype is dtypes.bfloat16:
             host = host.view(np.uint16)
         arrays[key] = host

@@ -9,6 +9,7 @@ counter that in-place ops bump and saved tensors check.
 
 from __future__ import annotations
 
+import operator
 import warnings
 from typing import Any
 
@@ -65,6 +66,9 @@ class Tensor:
     def size(self, dim: int | None = None):
         if dim is None:
             return self._data.shape
+        if self.ndim == 0:
+            raise IndexError(f"size(): dimension specified as {dim} but tensor has no "
+                             f"dimensions")
         return self._data.shape[_wrap_dim(dim, self.ndim, "size")]
 
     @property
@@ -86,6 +90,9 @@ class Tensor:
     def stride(self, dim: int | None = None):
         item = self.dtype.itemsize
         st = tuple(s // item for s in self._data.strides)
+        if dim is not None and self.ndim == 0:
+            raise IndexError(f"stride(): dimension specified as {dim} but tensor has no "
+                             f"dimensions")
         return st if dim is None else st[_wrap_dim(dim, self.ndim, "stride")]
 
     def storage_offset(self) -> int:
@@ -128,6 +135,9 @@ class Tensor:
     # ------------------------------------------------------------------ autograd fields
     @property
     def requires_grad(self) -> bool:
+        if (not self._requires_grad and self._base is not None
+                and self._grad_fn_version != self._storage.version):
+            _refresh_view_grad_fn(self)  # its base was made to require grad in place
         return self._requires_grad
 
     @requires_grad.setter
@@ -316,6 +326,19 @@ class Tensor:
     def __hash__(self) -> int:
         return id(self)
 
+    def __format__(self, format_spec: str) -> str:
+        """A 0-d tensor formats as its number (f"{loss:.4f}"), as in PyTorch."""
+        if self.ndim == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
+    def __contains__(self, element) -> bool:
+        """``element in t``: whether any element equals it (PyTorch's rule)."""
+        if not isinstance(element, (Tensor, int, float, bool, np.number, np.bool_)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
+                               f"passed in a {type(element).__name__}.")
+        return bool((self == element).any().item())
+
     def __repr__(self) -> str:
         arr = np.asarray(self.numpy(force=True))
         if arr.dtype in (np.dtype("float16"),) or arr.dtype.name == "bfloat16":
@@ -394,10 +417,22 @@ def _to(*args, **kwargs) -> Tensor:
 
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:
     n = max(ndim, 1)
+    if type(dim) is not int:
+        dim = _int_arg(op, "dim", dim)
     if not -n <= dim < n:
         raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
                          f"[{-n}, {n - 1}], but got {dim})")
     return dim % n
+
+
+def _int_arg(op: str, name: str, value) -> int:
+    """``value`` as a Python int (ints, NumPy integers, 0-d integer tensors), or PyTorch's
+    TypeError naming the op and the argument."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{name}' must be int, not "
+                        f"{type(value).__name__}") from None
 
 
 def register_hook_checked(t: Tensor, hook, register):

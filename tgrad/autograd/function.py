@@ -265,7 +265,9 @@ class Function(metaclass=_FunctionMeta):
             if ctx.dirty_tensors:
                 _plain_dirty(ctx, raw)
             return raw
-        needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+        needs = tuple([isinstance(a, Tensor) and (
+            a._requires_grad or (a._base is not None and _stale_view_requires_grad(a)))
+            for a in args])
         ctx.needs_input_grad = needs
         if prof is not None:
             handle = prof.op_start(cls, args)
@@ -284,6 +286,15 @@ class Function(metaclass=_FunctionMeta):
         if type(raw) is tuple:
             return _wire_graph(ctx, args, raw, True)
         return _wire_graph(ctx, args, (raw,), False)
+
+
+def _stale_view_requires_grad(view) -> bool:
+    """A view that did not require grad does once its base was made to by an in-place op
+    through another view (``buf[0].copy_(x)`` with x requiring grad): its grad_fn is then
+    regenerated, as reading ``.grad_fn`` does."""
+    if view._grad_fn_version != view._storage.version:
+        view.grad_fn  # noqa: B018 - the property refreshes a stale view
+    return view._requires_grad
 
 
 def _check_dirty_returned(dirty, raw) -> None:
@@ -320,11 +331,16 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     for a in args:
         if isinstance(a, Tensor):
             if a._requires_grad:
-                gf = a.grad_fn if a._base is not None else a._grad_fn
-                if gf is None:
-                    edges.append((grad_accumulator(a), 0))
-                else:
-                    edges.append((gf, a._output_nr))
+                if a._base is not None:  # a view: grad_fn may need rebasing (a property)
+                    gf = a.grad_fn
+                    edges.append((gf, a._output_nr) if gf is not None
+                                 else (grad_accumulator(a), 0))
+                elif a._grad_fn is not None:
+                    edges.append((a._grad_fn, a._output_nr))
+                else:  # a leaf: its accumulator, alive while a graph uses it (a weakref)
+                    ref = a._grad_accumulator
+                    acc = ref() if ref is not None else None
+                    edges.append((acc if acc is not None else grad_accumulator(a), 0))
                 in_meta.append((a._data.shape, a.dtype, a.device))
             else:
                 edges.append(_NONE_EDGE)
@@ -341,10 +357,12 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     nondiff = ctx.non_differentiable
     out_meta = []
     new_outputs = []
-    for i, o in enumerate(outputs):
+    i = 0
+    for o in outputs:
         if not isinstance(o, Tensor):
             out_meta.append(None)
             new_outputs.append(o)
+            i += 1
             continue
         if dirty and _is_in(o, dirty):
             _check_dirty(o)
@@ -353,29 +371,34 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 rebase_base(o, (ctx, i))
                 out_meta.append((o._data.shape, o.dtype, o.device))
                 new_outputs.append(o)
+                i += 1
                 continue
-        elif _is_in(o, args):
-            o = Tensor(o._data, o._storage, o.device)  # returned input: a fresh alias
-        meta = (o._data.shape, o.dtype, o.device)
-        out_meta.append(meta)
+        else:
+            for x in args:
+                if x is o:  # a returned input: a fresh alias
+                    o = Tensor(o._data, o._storage, o.device)
+                    break
+        dt = o.dtype
+        out_meta.append((o._data.shape, dt, o.device))
         new_outputs.append(o)
-        if (nondiff and _is_in(o, nondiff)) or not o.dtype.is_floating_point:
-            continue
-        o._grad_fn = ctx
-        o._output_nr = i
-        o._requires_grad = True
-        if o._base is not None:
-            o._grad_fn_version = o._storage.version
+        if dt.is_floating_point and not (nondiff and _is_in(o, nondiff)):
+            o._grad_fn = ctx
+            o._output_nr = i
+            o._requires_grad = True
+            if o._base is not None:
+                o._grad_fn_version = o._storage.version
+        i += 1
     ctx._out_meta = tuple(out_meta)
-    if ctx.to_save:
+    to_save = ctx.to_save
+    if to_save:
         saved = []
-        for k, t in enumerate(ctx.to_save):
+        for t in to_save:
             if t is None:
                 saved.append(None)
             elif not isinstance(t, Tensor):
                 raise TypeError(f"{ctx.name()}: save_for_backward can only save tensors (or "
-                                f"None), but argument {k} is of type {type(t).__name__}; store "
-                                f"other values as ctx attributes")
+                                f"None), but argument {len(saved)} is of type "
+                                f"{type(t).__name__}; store other values as ctx attributes")
             else:
                 saved.append(SavedTensor(t, t._grad_fn is ctx and _is_in(t, new_outputs)))
         ctx._saved = saved

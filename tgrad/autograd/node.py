@@ -177,7 +177,7 @@ class AccumulateGrad(Node):
     """Sink node of a leaf tensor: sums incoming gradients into ``variable.grad``."""
 
     def __init__(self, variable) -> None:
-        super().__init__()
+        self._seq = next(_seq)  # Node.__init__, inlined (one is made per leaf per graph)
         self.variable = variable
 
     def name(self) -> str:

@@ -439,8 +439,15 @@ def _random(shape: tuple, dtype, normal: bool) -> DeviceArray:
 
 
 def rand(shape: tuple, dtype: np.dtype) -> DeviceArray:
-    """Uniform [0, 1) from Philox (float32 resolution)."""
-    return _random(tuple(shape), dtype, False)
+    """Uniform [0, 1) from Philox (float32 resolution). float16/bfloat16: the float32 draw
+    floored to multiples of 2^-11 / 2^-8 first (exact), so rounding can never give 1.0."""
+    if not is_half(np.dtype(dtype)):
+        return _random(tuple(shape), dtype, False)
+    tb = _tb()
+    scale = np.float32(2 ** (11 if np.dtype(dtype).name == "float16" else 8))
+    u = _random(tuple(shape), np.dtype(np.float32), False)
+    u = tb.binary("div", tb.unary("floor", tb.binary("mul", u, scale)), scale)
+    return tb.cast(u, np.dtype(dtype))
 
 
 def randn(shape: tuple, dtype: np.dtype) -> DeviceArray:

@@ -848,7 +848,16 @@ def set_rng_state(state: dict) -> None:
 
 
 def rand(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    return _down(_rng.random(shape, dtype=np.float64), dtype)
+    """Uniform on [0, 1): multiples of 2^-d, d = the dtype's significand bits (PyTorch's
+    grid), so rounding to float16/bfloat16/float32 can never give 1.0."""
+    u = _rng.random(shape, dtype=np.float64)
+    scale = float(2 ** _SIGNIFICAND_BITS.get(np.dtype(dtype).name, 53))
+    if scale < 2.0 ** 53:
+        u = np.floor(u * scale) / scale
+    return _down(u, dtype)
+
+
+_SIGNIFICAND_BITS = {"float16": 11, "bfloat16": 8, "float32": 24}
 
 
 def randn(shape: tuple, dtype: np.dtype) -> np.ndarray:

@@ -214,6 +214,18 @@ def _clamped_log(x: Tensor) -> Tensor:
     return clamp(log(x), min=_LOG_FLOOR)
 
 
+def _check_loss_weight(op: str, weight: Tensor, input: Tensor) -> None:  # noqa: A002
+    """``weight`` must broadcast to input's shape without enlarging it (PyTorch's in-place
+    multiply of the loss by the weight)."""
+    try:
+        ok = np.broadcast_shapes(weight.shape, input.shape) == input.shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"{op}: weight of shape {list(weight.shape)} doesn't match the "
+                           f"broadcast shape of input {list(input.shape)}")
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """-w (t log x + (1 - t) log(1 - x)) of probabilities ``input`` in [0, 1], reduced."""
@@ -233,6 +245,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     (x, t), half = _compute(input, target.to(input.dtype))
     loss = BinaryCrossEntropy.apply(x, t)
     if weight is not None:
+        _check_loss_weight("binary_cross_entropy", weight, input)
         loss = loss * weight
     return _reduced(loss, reduction, half)
 
@@ -256,6 +269,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
         sp = sp * ((pos_weight - 1.0) * t + 1.0)
     loss = (1.0 - t) * x + sp
     if weight is not None:
+        _check_loss_weight("binary_cross_entropy_with_logits", weight, input)
         loss = loss * weight
     return _reduced(loss, reduction, half)
 
@@ -345,6 +359,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
                                   "supported in tgrad")
+    if input.numel() and int(input.min()) < 0:  # weight[input] would count from the end
+        raise IndexError(f"embedding: index out of range in self (index {int(input.min())} "
+                         f"of a weight with {weight.shape[0]} rows)")
     if padding_idx is not None:
         if not -weight.shape[0] <= padding_idx < weight.shape[0]:
             raise AssertionError("Padding_idx must be within num_embeddings")
@@ -373,9 +390,9 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
         d = input.ndim - 1 - i
         left, right = int(pad[2 * i]), int(pad[2 * i + 1])
         n = shape[d] + left + right
-        if n < 0:
-            raise RuntimeError(f"pad: the padded size of dim {d} would be {n} (input size "
-                               f"{shape[d]}, pads {left}, {right})")
+        if n < 0 or -left > shape[d] or -right > shape[d]:  # crops past the other end
+            raise RuntimeError(f"pad: narrow(): length must be non-negative: dim {d} of size "
+                               f"{shape[d]} cannot be cropped by pads ({left}, {right})")
         src[d] = slice(max(-left, 0), shape[d] - max(-right, 0))
         dst[d] = slice(max(left, 0), n - max(right, 0))
         shape[d] = n

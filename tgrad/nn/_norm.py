@@ -139,6 +139,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
         raise RuntimeError(f"group_norm: expected a floating point input, got "
                            f"{input.dtype.name}")
     per_group = (c // g) * math.prod(input.shape[2:])
+    if n * per_group == 1:  # PyTorch's _verify_batch_size: one value normalises to 0
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {list(input.shape)}")
     y = _layer_norm(_widened(input).reshape(n, g, per_group), 1, eps).reshape(input.shape)
     return _affine(y, weight, bias).to(input.dtype)
 

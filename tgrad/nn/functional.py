@@ -442,7 +442,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
                                f"{input.shape[axis]} classes or no classes but got weight "
                                f"tensor of shape: {shape_str(weight.shape)}")
         w = w * weight.detach().to(input.dtype)[safe]
-    loss = -_take_class(input, safe, axis) * w
+    # where, not only * w: ignored rows get exactly 0 (and no gradient, even when every row
+    # is ignored and the mean's 1 / sum(w) is inf)
+    loss = where(keep, -_take_class(input, safe, axis) * w, 0.0)
     if reduction == "none":
         return loss
     if reduction == "sum":
@@ -843,3 +845,16 @@ from tgrad.nn import _activations  # noqa: E402
 from tgrad.nn._activations import *  # noqa: E402,F401,F403
 
 __all__ += _activations.__all__
+
+# Transposed convolution, fold and interpolate, composed of tgrad ops.
+from tgrad.nn import _conv_transpose, _interpolate  # noqa: E402
+from tgrad.nn._conv_transpose import *  # noqa: E402,F401,F403
+from tgrad.nn._interpolate import *  # noqa: E402,F401,F403
+
+__all__ += _conv_transpose.__all__ + _interpolate.__all__
+
+# Channel-wise dropout (dropout1d/2d/3d): dropout's mask on ones, times the input.
+from tgrad.nn import _dropout  # noqa: E402
+from tgrad.nn._dropout import *  # noqa: E402,F401,F403
+
+__all__ += _dropout.__all__

@@ -7,12 +7,14 @@ fan_in / fan_out of a weight of shape (out, in, *kernel) are in*k and out*k, k =
 from __future__ import annotations
 
 import math
+import warnings
 
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
-           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "trunc_normal_", "orthogonal_"]
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -148,3 +150,108 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return normal_(tensor, 0.0, std)
+
+
+def _erfinv(y: Tensor) -> Tensor:
+    """erf^-1(y) for float64 y in [-1, 1] (+-inf at +-1), with tgrad ops on y's device:
+    Giles' single-precision approximation ("Approximating the erfinv function", GPU Gems
+    Pro 2012), then, for |y| < 0.9966, two Newton steps x -= (erf(x) - y) / (2/sqrt(pi)
+    exp(-x^2)), which bring it to float64 precision. In the tails erf(x) rounds to +-1, so
+    the few elements there are refined on the host through erfc (``_refine_tail``)."""
+    from tgrad.ops.elementwise import erf, exp, log, sqrt, where
+    inner = y.abs() < 1.0
+    ys = where(inner, y, 0.0)  # keep +-1 out of log(0) (and its infs out of Newton)
+    w = -log((1.0 - ys) * (1.0 + ys))
+    wc = where(w < 5.0, w, 0.0) - 2.5
+    p_c = 2.81022636e-08
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+              -0.00417768164, 0.246640727, 1.50140941):
+        p_c = c + p_c * wc
+    wt = sqrt(where(w < 5.0, 5.0, w)) - 3.0
+    p_t = -0.000200214257
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+              0.00943887047, 1.00167406, 2.83297682):
+        p_t = c + p_t * wt
+    central = w < 5.0
+    x = where(central, p_c, p_t) * ys
+    for _ in range(2):  # only where erf's rounding / erf'(x) stays tiny (|x| < 2.1)
+        x = where(central, x - (erf(x) - ys) / (exp(-(x * x)) * (2.0 / math.sqrt(math.pi))),
+                  x)
+    x = where(inner, x, y * math.inf)
+    tail = inner & ~central
+    if tail.any().item():
+        x = _refine_tail(x, y, tail)
+    return x
+
+
+def _refine_tail(x: Tensor, y: Tensor, tail: Tensor) -> Tensor:
+    """Newton steps on log erfc(|x|) = log(1 - |y|) for the (rare) tail elements, on the
+    host with math.erfc: 1 - |y| is exact there, and erfc keeps its relative precision
+    where erf rounds to 1."""
+    import numpy as np
+
+    from tgrad.ops.creation import tensor as as_tensor
+    xs, ys, mask = x.cpu().numpy().copy(), y.cpu().numpy(), tail.cpu().numpy()
+    for i in zip(*np.nonzero(mask)):
+        t, v = 1.0 - abs(float(ys[i])), abs(float(xs[i]))
+        for _ in range(50):
+            e = math.erfc(v)
+            step = (math.log(e) - math.log(t)) * e / (-2.0 / math.sqrt(math.pi)
+                                                       * math.exp(-v * v))
+            v -= step
+            if abs(step) <= 1e-15 * v:
+                break
+        xs[i] = math.copysign(v, float(ys[i]))
+    return as_tensor(xs, dtype="float64", device=x.device)
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0) -> Tensor:
+    """Fill with samples of N(mean, std^2) truncated to [a, b] (a and b are values, not
+    numbers of std), by PyTorch's inverse-CDF method: u ~ U(2 Phi_l - 1, 2 Phi_u - 1),
+    x = clamp(mean + std sqrt(2) erfinv(u), a, b), Phi_l, Phi_u the standard normal CDF at
+    (a - mean) / std and (b - mean) / std. One float64 uniform per element from tgrad's
+    generator (``tgrad.manual_seed`` replays it)."""
+    from tgrad.ops.creation import rand
+    from tgrad.ops.elementwise import clamp
+    _check_float("trunc_normal_", tensor)
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
+
+    def cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+    lo, hi = 2 * cdf((a - mean) / std) - 1, 2 * cdf((b - mean) / std) - 1
+    with no_grad():
+        u = rand(tensor.shape, dtype="float64", device=tensor.device) * (hi - lo) + lo
+        x = clamp(_erfinv(u) * (std * math.sqrt(2.0)) + mean, a, b)
+    return _fill_from(tensor, x)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix times ``gain``: the tensor is viewed as
+    (rows, cols) = (shape[0], numel / shape[0]); its rows (rows <= cols) or columns are
+    orthonormal. As PyTorch: Q of the QR decomposition of a standard normal matrix (from
+    tgrad's generator, float64), its columns' signs fixed by sign(diag(R)). The QR runs on
+    the host in NumPy float64; the result is copied to the tensor's device and dtype."""
+    import numpy as np
+
+    from tgrad.ops.creation import randn
+    from tgrad.ops.creation import tensor as as_tensor
+    _check_float("orthogonal_", tensor)
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = randn((rows, cols), dtype="float64", device=tensor.device).cpu().numpy()
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    q = as_tensor(np.ascontiguousarray(q * gain).reshape(tuple(tensor.shape)),
+                  dtype="float64", device=tensor.device)
+    return _fill_from(tensor, q)

@@ -13,9 +13,11 @@ from tgrad.ops import (
     index,
     inplace,
     matmul,
+    more,
     movement,
     products,
     reduce,
+    sampling,
     scan,
     shape,
     sorting,
@@ -23,7 +25,7 @@ from tgrad.ops import (
 from tgrad.ops._common import OPS
 
 __all__ = [n for m in (composite, creation, einsum, elementwise, extras, gathering, matmul,
-                       movement, products, reduce, scan, shape, sorting)
+                       more, movement, products, reduce, sampling, scan, shape, sorting)
            for n in m.__all__]
 
 from tgrad.ops.composite import *  # noqa: E402,F401,F403
@@ -33,9 +35,11 @@ from tgrad.ops.elementwise import *  # noqa: E402,F401,F403
 from tgrad.ops.extras import *  # noqa: E402,F401,F403
 from tgrad.ops.gathering import *  # noqa: E402,F401,F403
 from tgrad.ops.matmul import *  # noqa: E402,F401,F403
+from tgrad.ops.more import *  # noqa: E402,F401,F403
 from tgrad.ops.movement import *  # noqa: E402,F401,F403
 from tgrad.ops.products import *  # noqa: E402,F401,F403
 from tgrad.ops.reduce import *  # noqa: E402,F401,F403
+from tgrad.ops.sampling import *  # noqa: E402,F401,F403
 from tgrad.ops.scan import *  # noqa: E402,F401,F403
 from tgrad.ops.shape import *  # noqa: E402,F401,F403
 from tgrad.ops.sorting import *  # noqa: E402,F401,F403

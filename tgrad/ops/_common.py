@@ -69,8 +69,8 @@ def normalize_dims(op: str, dim, ndim: int) -> tuple | None:
     """``dim`` (None, int or sequence, negatives allowed) as a sorted tuple, or None for all."""
     if dim is None:
         return None
-    if isinstance(dim, int):
-        dim = (dim,)
+    if not isinstance(dim, (tuple, list)):
+        dim = (dim,)  # an int (or NumPy integer, or 0-d integer tensor)
     out = tuple(sorted({_wrap_dim(d, ndim, op) for d in dim}))
     if len(out) != len(tuple(dim)):
         raise RuntimeError(f"{op}: dim {tuple(dim)} appears multiple times in the list of dims")

@@ -160,8 +160,15 @@ def repeat(input: Tensor, *sizes) -> Tensor:  # noqa: A002
     # (s0, s1, ...) -> (1, s0, 1, s1, ...) -> expand to (r0, s0, r1, s1, ...) -> (r0 s0, ...)
     spread = [n for s in shape for n in (1, s)]
     wide = [n for r, s in zip(sizes, shape) for n in (r, s)]
-    out = input.reshape(spread).expand(wide)
-    return out.reshape([r * s for r, s in zip(sizes, shape)])
+    out = input.reshape(spread).expand(wide).reshape([r * s for r, s in zip(sizes, shape)])
+    return own_copy(out, input)
+
+
+def own_copy(out: Tensor, input: Tensor) -> Tensor:  # noqa: A002
+    """``out`` as a tensor of its own: repeat/tile/repeat_interleave always return new memory
+    in PyTorch, but their reshape of an expand is a view of ``input`` when nothing repeats
+    (or only size-1 dims do)."""
+    return out.clone() if out._storage is input._storage else out
 
 
 def tile(input: Tensor, dims) -> Tensor:  # noqa: A002

@@ -3,6 +3,7 @@ from_numpy, manual_seed. Shapes may be given as varargs or one tuple."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -85,24 +86,33 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
         host = np.array(data, copy=True)
     else:
-        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
-            data = [x.tolist() if isinstance(x, Tensor) else x for x in data]
         dt = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+            data = [x.tolist() if isinstance(x, Tensor) else x for x in data]  # (exact)
         try:
             host = np.array(data, dtype=np.float64 if dt.is_floating_point else None)
         except ValueError as e:
             raise ValueError(f"tensor(): data has an irregular shape ({e})") from None
+        except OverflowError:  # a Python int beyond 64 bits
+            raise RuntimeError(f"tensor(): value cannot be converted to type {dt.name} "
+                               f"without overflow") from None
         if host.dtype == object:
             raise TypeError("tensor(): data must be numbers or nested lists of numbers")
+        if host.size and not dt.is_floating_point and dt is not dtypes.bool_:
+            for v in (host.min(), host.max()):  # ints out of range, NaN/inf: PyTorch raises
+                dtypes.check_value_fits("tensor()", v.item(), dt)
     host = np.array(host, dtype=dt.np, order="C")
     return _finish(host, device, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Like ``tensor`` but shares memory with a matching tensor or NumPy array."""
-    if isinstance(data, Tensor) and (dtype is None or dtypes.as_dtype(dtype) is data.dtype) \
-            and (device is None or as_device(device) == data.device):
-        return data
+    if isinstance(data, Tensor):  # the same tensor, or a recorded cast/copy (as PyTorch)
+        if (dtype is None or dtypes.as_dtype(dtype) is data.dtype) \
+                and (device is None or as_device(device) == data.device):
+            return data
+        return data.to(device=data.device if device is None else device,
+                       dtype=data.dtype if dtype is None else dtypes.as_dtype(dtype))
     if isinstance(data, np.ndarray) and (dtype is None or dtypes.as_dtype(dtype).np ==
                                          data.dtype) and as_device(device).type == "cpu":
         return from_numpy(data)
@@ -136,7 +146,11 @@ def full(*size, fill_value=None, dtype=None, device=None, requires_grad: bool = 
     shape = _shape(tuple(size))
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
+    if not isinstance(fill_value, (int, float, bool, np.number, np.bool_)):
+        raise TypeError(f"full(): argument 'fill_value' must be a Number, not "
+                        f"{type(fill_value).__name__}")
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(fill_value)
+    dtypes.check_value_fits("full()", fill_value, dt)
     dev = as_device(device)
     arr = get_backend(dev).full(shape, fill_value, dt.np)
     t = Tensor(arr, None, dev)
@@ -272,8 +286,13 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None,
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
+    out_dt = dtypes.as_dtype(dtype or "int64")
+    if out_dt.is_floating_point or out_dt is dtypes.bool_:
+        raise RuntimeError(f"randint: dtype must be an integer dtype, got {out_dt.name}")
+    for v in (low, high - 1):
+        dtypes.check_value_fits("randint", v, out_dt)
     u = rand(size, dtype=dtypes.float64, device=device)
-    out = (u * float(high - low) + float(low)).floor().to(dtypes.as_dtype(dtype or "int64"))
+    out = (u * float(high - low) + float(low)).floor().to(out_dt)
     if requires_grad:
         out.requires_grad_(True)
     return out
@@ -296,8 +315,15 @@ def arange(start, end=None, step=1, dtype=None, device=None,
     """Values from start (default 0) to end (exclusive) by step; int64 for integer args."""
     if end is None:
         start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise RuntimeError(f"arange: unsupported range: {start} -> {end} (step {step}); the "
+                           f"bounds and step must be finite")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"(start {start}, end {end}, step {step})")
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dt = dtypes.int64 if is_int else dtypes.get_default_dtype()
@@ -312,12 +338,16 @@ def arange(start, end=None, step=1, dtype=None, device=None,
 def linspace(start: float, end: float, steps: int, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     dt = _dtype_or_default(dtype)
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     return _finish(np.linspace(start, end, steps).astype(dt.np), device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     dt = _dtype_or_default(dtype)
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"eye: n and m must be >= 0, got n={n}, m={m}")
     return _finish(np.eye(n, m, dtype=dt.np), device, requires_grad)
 
 

@@ -397,11 +397,15 @@ _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
 _NODE_NAMES = {"maximum": "MaximumBackward0", "minimum": "MinimumBackward0"}
 
 
-def _operand(x, dt, backend):
+def _operand(x, dt, backend, name: str = ""):
     """Backend array (or NumPy scalar) of ``x`` in dtype ``dt``."""
     if isinstance(x, Tensor):
         return backend.cast(x._data, dt.np)
-    return dt.np.type(x)
+    try:
+        return dt.np.type(x)
+    except OverflowError:  # a Python int outside an integer dtype's range
+        raise RuntimeError(f"{name}: value {x} cannot be converted to type {dt.name} without "
+                           f"overflow; use a tensor of a wider dtype (e.g. .long())") from None
 
 
 def _check_operand(name: str, x) -> None:
@@ -443,7 +447,7 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
             raise RuntimeError(f"{name}: not implemented for {dt.name} (operands "
                                f"{_dtype_name(a)} and {_dtype_name(b)}); bitwise ops take bool "
                                f"or integer tensors, as in PyTorch")
-    return dev, be, _operand(a, dt, be), _operand(b, dt, be)
+    return dev, be, _operand(a, dt, be, name), _operand(b, dt, be, name)
 
 
 def _nonzero_int_divisor(name: str, be, a, b) -> None:
@@ -460,8 +464,10 @@ def _nonzero_int_divisor(name: str, be, a, b) -> None:
 
 
 def _nonnegative_int_exponent(name: str, be, a, b) -> None:
-    """Integers to negative integer powers raise, as in PyTorch (NumPy raises too; a GPU
-    kernel would not). On the GPU the check is a device-to-host sync."""
+    """Integers to negative integer powers raise. PyTorch raises for a number exponent
+    (x ** -1) but computes 0, 1 or -1 for a tensor of exponents; tgrad raises for both (a
+    documented difference: NumPy raises too). On the GPU the check is a device-to-host
+    sync."""
     if a.dtype.kind not in "iub" or b.dtype.kind not in "iu":
         return
     if isinstance(b, np.generic):
@@ -493,6 +499,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     check = _OPERAND_CHECKS.get(name)
 
     def forward(ctx, a, b):
+        narrow_to = None  # a dtype to round the result to (a number over a half tensor)
         if (type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype
                 and a.device is b.device and a.dtype.is_floating_point and plain_float):
             # Fast path (the common case): two float tensors of one dtype on one device,
@@ -510,6 +517,12 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 and plain_float:  # the reflected form (1.0 - x, 2.0 ** x)
             if name == "mul" and b.dtype.itemsize == 2:  # the float32 number goes second
                 dev, be, xa, xb = b.device, backend_of(b), b._data, _F32(a)
+            elif name == "div" and b.dtype.itemsize == 2:
+                # c / x of a half x: the float32 number over x widened, rounded once (70000
+                # / x is finite for x = 3 where float16(70000) would be inf)
+                dev, be = b.device, backend_of(b)
+                xa, xb = _F32(a), be.cast(b._data, _F32)
+                narrow_to = b.dtype.np
             else:
                 dev, be, xa, xb = b.device, backend_of(b), b.dtype.np.type(a), b._data
         else:
@@ -517,7 +530,10 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             if check is not None:
                 check(name, be, xa, xb)
         try:
-            y = wrap(be.binary(name, xa, xb), dev)
+            out = be.binary(name, xa, xb)
+            if narrow_to is not None:
+                out = be.cast(out, narrow_to)
+            y = wrap(out, dev)
         except ValueError as e:
             raise RuntimeError(
                 f"{name}: the size of tensor a {list(getattr(a, 'shape', ()))} must match the "
@@ -609,7 +625,16 @@ add = _with_alpha(_binary_fn("add", ("__add__",), ("__radd__",)))
 sub = _with_alpha(_binary_fn("sub", ("__sub__",), ("__rsub__",)))
 mul = _binary_fn("mul", ("__mul__",), ("__rmul__",))
 div = _binary_fn("div", ("__truediv__",), ("__rtruediv__",))
-pow = _binary_fn("pow", ("__pow__",), ("__rpow__",))  # noqa: A001
+_binary_fn("pow", ("__pow__",), ("__rpow__",))  # the ** operators: the plain function
+
+
+def pow(input, exponent) -> Tensor:  # noqa: A001,A002
+    """``input ** exponent`` elementwise (PyTorch's argument names: pow(x, exponent=2))."""
+    return _POW_APPLY(input, exponent)
+
+
+_POW_APPLY = _BINARY["pow"].apply
+tensor_method("pow")(pow)
 atan2 = _binary_fn("atan2")
 arctan2 = atan2
 tensor_method("arctan2")(atan2)
@@ -626,6 +651,9 @@ def _comparison_operator(fn):
 
     def operator(self, other):
         if not isinstance(other, numbers):
+            if isinstance(other, np.ndarray):  # compared elementwise, as PyTorch does
+                from tgrad.ops.creation import as_tensor
+                return fn(self, as_tensor(other, device=self.device))
             return NotImplemented
         return fn(self, other)
     return operator
@@ -648,6 +676,30 @@ remainder = _binary_fn("remainder", ("__mod__",), ("__rmod__",))
 fmod = _binary_fn("fmod")
 
 
+class _RoundedDiv(Function):
+    """div(a, b, rounding_mode='trunc'|'floor') of floats: piecewise constant, so the
+    gradients are exact zeros of a's and b's shapes (PyTorch's DivBackward2), even where
+    b is 0 or an input is not finite. Its parts are registered ops (no kernel of its own)."""
+
+    name = "div"
+    node_name = "DivBackward2"
+
+    @staticmethod
+    def forward(ctx, a, b, mode):
+        ctx.shapes = tuple(t.shape if isinstance(t, Tensor) else None for t in (a, b))
+        if mode == "floor":
+            return floor_divide(a, b)
+        q = _BINARY["div"].apply(a, b)
+        return where(lt(q, 0.0), ceil(q), floor(q))
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.creation import zeros
+        need = ctx.needs_input_grad
+        return tuple(zeros(s, dtype=g.dtype, device=g.device) if n else None
+                     for s, n in zip(ctx.shapes, need[:2])) + (None,)
+
+
 def _with_rounding_mode(true_div):
     """PyTorch's ``div(input, other, *, rounding_mode=None)``: "floor" is floor_divide;
     "trunc" rounds toward zero (integers: C division; floats: the true quotient
@@ -657,14 +709,13 @@ def _with_rounding_mode(true_div):
     def div(input, other, *, rounding_mode=None) -> Tensor:  # noqa: A002
         if rounding_mode is None:
             return apply(input, other)
-        if rounding_mode == "floor":
-            return floor_divide(input, other)
-        if rounding_mode != "trunc":
+        if rounding_mode not in ("trunc", "floor"):
             raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
                              f"'floor' but found '{rounding_mode}'")
         if dtypes.result_type(input, other).is_floating_point:
-            q = true_div(input, other)
-            return where(lt(q, 0.0), ceil(q), floor(q))
+            return _RoundedDiv.apply(input, other, rounding_mode)
+        if rounding_mode == "floor":
+            return floor_divide(input, other)
         q = floor_divide(input, other)  # (checks division by zero) moved toward zero:
         return where(logical_and(ne(q * other, input), lt(q, 0)), q + 1, q)
     div.__doc__ = f"{true_div.__doc__[:-1]}; ``rounding_mode`` None, 'trunc' or 'floor'."
@@ -737,7 +788,7 @@ class Where(Function):
         be = backend_of(t)
         ctx.save_for_backward(cond)  # versioned: changing the mask later raises in backward
         try:
-            out = be.where(cond._data, _operand(a, dt, be), _operand(b, dt, be))
+            out = be.where(cond._data, _operand(a, dt, be, "where"), _operand(b, dt, be, "where"))
         except ValueError:
             raise RuntimeError(
                 f"where: condition {list(cond.shape)}, input {list(getattr(a, 'shape', ()))} "
@@ -816,7 +867,7 @@ class Clamp(Function):
         be = backend_of(x)
         dt = dtypes.result_type(x, *(v for v in (lo, hi) if v is not None))
         # the bounds in the result dtype (1.7 is 1.703125 in bfloat16), the same for backward
-        lo, hi = (None if v is None else dt.np.type(v) for v in (lo, hi))
+        lo, hi = (None if v is None else _operand(v, dt, be, "clamp") for v in (lo, hi))
         y = be.cast(x._data, dt.np)
         if lo is not None:
             y = be.binary("maximum", y, lo)
@@ -886,6 +937,9 @@ register_op(ClampTensor)
 def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """Limit values to [min, max] (either bound may be None; numbers or tensors that
     broadcast with ``input``; tensor bounds also receive gradient where they bind)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"clamp(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if min is None and max is None:
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")

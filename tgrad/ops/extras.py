@@ -42,7 +42,11 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
                            f"{input.dtype.name}")
     if dtype is not None:
-        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
+        dt = dtypes.as_dtype(dtype)
+        if not dt.is_floating_point:
+            raise RuntimeError(f"nanmean(): could not infer output dtype. Optional dtype must "
+                               f"be either a floating point or complex dtype. Got: {dt.name}")
+        input = input.to(dt)  # noqa: A001
     kept = ew.logical_not(ew.isnan(input))
     return nansum(input, dim, keepdim) / kept.sum(dim, keepdim).to(input.dtype)
 
@@ -133,6 +137,9 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
     x = input.reshape(-1) if dim is None or input.ndim == 0 else input
     d = 0 if dim is None else _wrap_dim(dim, x.ndim, "repeat_interleave")
     if isinstance(repeats, Tensor):
+        if repeats.dtype.is_floating_point or repeats.dtype is dtypes.bool_:
+            raise RuntimeError(f"repeat_interleave(): repeats must be an integer tensor, got "
+                               f"{repeats.dtype.name}")
         counts = np.asarray(repeats.numpy(force=True)).reshape(-1)
         if counts.size == 1:
             repeats = int(counts[0])
@@ -145,12 +152,15 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
                 raise RuntimeError("repeats can not be negative")
             idx = np.repeat(np.arange(counts.size), counts)
             return ga.index_select(x, d, tensor(idx, device=x.device))
+    if not isinstance(repeats, (int, np.integer)) or isinstance(repeats, bool):
+        raise TypeError(f"repeat_interleave(): argument 'repeats' must be an int or an integer "
+                        f"Tensor, not {type(repeats).__name__}")
     if repeats < 0:
         raise RuntimeError("repeats can not be negative")
     shape = list(x.shape)
     wide = shape[:d + 1] + [repeats] + shape[d + 1:]
     out = x.unsqueeze(d + 1).expand(wide)
-    return out.reshape(shape[:d] + [shape[d] * repeats] + shape[d + 1:])
+    return cp.own_copy(out.reshape(shape[:d] + [shape[d] * repeats] + shape[d + 1:]), input)
 
 
 @tensor_method("take")

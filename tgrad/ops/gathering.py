@@ -39,7 +39,9 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int) -> None:  #
 def _along_key(index: Tensor, dim: int, device) -> tuple:
     """The advanced-indexing key that reads (or writes) position index[j] along ``dim`` for
     every j of index's shape: index (as int64) at ``dim``, an arange broadcast along each
-    other dim."""
+    other dim. A 0-d index (of a 1-D input) is the key itself: one element, a 0-d result."""
+    if index.ndim == 0:
+        return (index if index.dtype is dtypes.int64 else index.to(dtypes.int64),)
     key = []
     for k, n in enumerate(index.shape):
         if k == dim:
@@ -144,7 +146,8 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
     _check_index(op, input, index, d, input.shape[d] if input.ndim else 1)
     _check_sizes(op, index, d, input, src)
     if isinstance(src, Tensor):
-        src = getitem(src, tuple(slice(0, n) for n in index.shape))
+        src = (getitem(src, tuple(slice(0, n) for n in index.shape)) if index.ndim
+               else src.reshape(-1)[0])  # a 0-d index writes src's first element
     return _along_key(index, d, input.device), src
 
 

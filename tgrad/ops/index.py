@@ -4,6 +4,8 @@ repeated indices add up."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from tgrad import dtypes
@@ -15,7 +17,37 @@ from tgrad.tensor import Tensor
 __all__ = ["index_select_key"]
 
 
-def normalize_key(key, device=None) -> tuple[tuple, bool]:
+def _sequence_as_tuple(key) -> bool:
+    """PyTorch's (and old NumPy's) rule: a list of fewer than 32 items holding a tensor, a
+    sequence, a slice, None or ``...`` is read as a tuple of indices (x[[rows, cols]] is
+    x[rows, cols]), with PyTorch 2.x's deprecation warning."""
+    if type(key) is not list or len(key) >= 32:
+        return False
+    for k in key:
+        if isinstance(k, (Tensor, list, tuple, np.ndarray, slice)) or k is None or k is Ellipsis:
+            warnings.warn("Using a non-tuple sequence for multidimensional indexing is "
+                          "deprecated; use x[tuple(seq)] instead of x[seq] (PyTorch will read "
+                          "it as one tensor index, x[tensor(seq)], in a later version)",
+                          UserWarning, stacklevel=4)
+            return True
+    return False
+
+
+def _drop_empty_ellipsis(key: tuple, ndim: int) -> tuple:
+    """``key`` without an Ellipsis that stands for no dims: PyTorch expands ``...`` into
+    slices, so an empty one does not separate two index arrays (x[:, [0, 1], ..., [0, 1]] of
+    a 3-d x keeps the indexed dims in place), where NumPy would move them to the front."""
+    used = 0
+    for k in key:
+        if k is None or k is Ellipsis:
+            continue
+        used += k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1
+    if used != ndim:
+        return key
+    return tuple(k for k in key if k is not Ellipsis)
+
+
+def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, bool]:
     """The key as a tuple of backend-ready items, and whether it is basic (a view).
 
     Index tensors become NumPy arrays, except integer index tensors of one or more dims on
@@ -26,7 +58,7 @@ def normalize_key(key, device=None) -> tuple[tuple, bool]:
     arrays already in ``key`` (a key normalized before, e.g. reused by a backward) are kept
     as they are."""
     if not isinstance(key, tuple):
-        key = (key,)
+        key = tuple(key) if _sequence_as_tuple(key) else (key,)
     out = []
     basic = True
     for k in key:
@@ -69,6 +101,8 @@ def normalize_key(key, device=None) -> tuple[tuple, bool]:
         else:
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"byte Variables are valid indices (got {type(k).__name__})")
+    if not basic and ndim is not None and any(k is Ellipsis for k in out):
+        return _drop_empty_ellipsis(tuple(out), ndim), basic
     return tuple(out), basic
 
 
@@ -184,7 +218,7 @@ def split_selects(key: tuple) -> tuple | None:
 
 @tensor_method("__getitem__")
 def getitem(self: Tensor, key) -> Tensor:
-    key, basic = normalize_key(key, self.device)
+    key, basic = normalize_key(key, self.device, self.ndim)
     if basic:
         return view_apply(_basic_cls(key), self, key)
     split = split_selects(key)

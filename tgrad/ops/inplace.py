@@ -131,25 +131,32 @@ def _check_fits(op: str, res: Tensor, self: Tensor) -> None:
                            f"broadcast shape {list(res.shape)}")
 
 
-def _binary_inplace(name: str, fn):
+def _binary_inplace(name: str, fn, keywords: tuple = ()):
+    """The in-place form of binary ``fn`` (``alpha`` scales other; ``keywords`` are passed
+    on, e.g. div_'s rounding_mode)."""
     def method(self, other, **kw) -> Tensor:
         alpha = kw.pop("alpha", 1)
+        passed = {k: kw.pop(k) for k in keywords if k in kw}
         if kw:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kw)}")
         if alpha != 1:
             other = other * alpha
-        return apply_inplace(self, name, fn, other)
+        f = (lambda x, y: fn(x, y, **passed)) if passed else fn
+        return apply_inplace(self, name, f, other)
     method.__name__ = name
     return method
 
 
 for _name, _fn, _dunder in (("add_", ew.add, "__iadd__"), ("sub_", ew.sub, "__isub__"),
-                            ("mul_", ew.mul, "__imul__"), ("div_", ew.div, "__itruediv__"),
-                            ("pow_", ew.pow, "__ipow__"),
+                            ("mul_", ew.mul, "__imul__"), ("pow_", ew.pow, "__ipow__"),
+                            ("floor_divide_", ew.floor_divide, "__ifloordiv__"),
+                            ("remainder_", ew.remainder, "__imod__"),
                             ("bitwise_and_", ew.bitwise_and, "__iand__"),
                             ("bitwise_or_", ew.bitwise_or, "__ior__"),
                             ("bitwise_xor_", ew.bitwise_xor, "__ixor__")):
     tensor_method(_name, _dunder)(_binary_inplace(_name, _fn))
+tensor_method("div_", "__itruediv__")(_binary_inplace("div_", ew.div, ("rounding_mode",)))
+tensor_method("fmod_")(_binary_inplace("fmod_", ew.fmod))
 
 
 def inplace_method(name: str, fn):
@@ -249,6 +256,7 @@ def fill_(self: Tensor, value) -> Tensor:
     if not isinstance(value, (int, float, bool, np.number, np.bool_)):
         raise TypeError(f"fill_(): argument 'value' must be a Number or a 0-d Tensor, not "
                         f"{type(value).__name__}")
+    dtypes.check_value_fits("fill_", value, self.dtype)
     return apply_inplace(self, "fill_", Fill.apply, value)
 
 
@@ -278,8 +286,12 @@ class IndexPut(Function):
         vals = v._data if isinstance(v, Tensor) else v
         try:
             be.index_put_(out, key, vals)
-        except (IndexError, ValueError) as e:
-            raise type(e)(f"index_put_: {e}") from None
+        except IndexError as e:
+            raise IndexError(f"index_put_: {e}") from None
+        except ValueError as e:  # PyTorch: a RuntimeError naming both shapes
+            raise RuntimeError(f"index_put_: shape mismatch: value tensor of shape "
+                               f"{list(np.shape(vals))} cannot be broadcast to the indexed "
+                               f"positions of tensor of shape {list(x.shape)} ({e})") from None
         ctx.key = key
         ctx.v_shape = v.shape if isinstance(v, Tensor) else None
         return wrap(out, x.device)
@@ -309,7 +321,7 @@ def _outside(like: Tensor, key) -> Tensor:
 @tensor_method("__setitem__")
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value``: basic keys write through a view, array keys via index_put."""
-    nkey, basic = normalize_key(key, self.device)
+    nkey, basic = normalize_key(key, self.device, self.ndim)
     if not isinstance(value, (int, float, bool, np.number, np.bool_)):
         value = _as_src("__setitem__", self, value)
         lead = 0  # leading size-1 dims of the value are dropped first, as PyTorch does
@@ -318,7 +330,7 @@ def setitem(self: Tensor, key, value) -> None:
         if lead:
             value = value.reshape(value.shape[lead:])
     if basic:
-        view = self[key]
+        view = self[nkey]
         if isinstance(value, Tensor):
             copy_(view, value)
         else:

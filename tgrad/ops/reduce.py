@@ -18,7 +18,7 @@ from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops._common import backend_of, normalize_dims, register_op, tensor_method, wrap
 from tgrad.ops.elementwise import _EQ_MASK, _fused, where
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var",
            "std", "var_mean", "std_mean", "logsumexp", "norm", "all", "any", "sum_to"]
@@ -27,11 +27,18 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 def _reduce_dims(op: str, dim, ndim: int) -> tuple | None:
-    """normalize_dims for sum, mean, var, std, logsumexp and norm: an empty ``dim`` (``()``
-    or ``[]``) reduces every dim there, as in PyTorch (all/any keep it as no reduction)."""
-    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+    """normalize_dims for sum, mean, var, std, logsumexp, norm, amax and amin: an empty
+    ``dim`` (``()`` or ``[]``) reduces every dim there, as in PyTorch (all/any keep it as no
+    reduction)."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
         dim = None
     return normalize_dims(op, dim, ndim)
+
+
+def _need_tensor(op: str, input) -> None:  # noqa: A002
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
 
 
 def _kept_shape(shape: tuple, axes) -> tuple:
@@ -140,7 +147,9 @@ def _make_extreme(name: str, prim: str | None = None, node_name: str | None = No
         share = (g.reshape(count.shape) / count).expand(x.shape)  # g / count, reduced size
         if nan_share:
             return where(hit, share, 0.0), None, None
-        return _EQ_MASK(share, x, yb), None, None
+        # A NaN result (no x equals it, count 0): NaN over its whole slice, as PyTorch's
+        # g / count * [x == y] gives, rather than a gradient that silently vanishes.
+        return where(yb.isnan(), float("nan"), _EQ_MASK(share, x, yb)), None, None
 
     cls = type(name.capitalize(), (Function,), {
         "name": name, "node_name": node_name or f"{name.capitalize()}Backward0",
@@ -237,6 +246,7 @@ for _c in (Sum, Mean, MaxDim, MinDim):  # SumAll/MeanAll share the ops' names
 @tensor_method("sum")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001,A002
     """Sum over ``dim`` (all dims when None); integer and bool inputs sum to int64."""
+    _need_tensor("sum", input)
     axes = _reduce_dims("sum", dim, input.ndim)
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
@@ -246,6 +256,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
 @tensor_method("mean")
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """Mean over ``dim`` (all dims when None); ``dtype`` casts the input first."""
+    _need_tensor("mean", input)
     if dtype is not None:
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
     return (MeanAll if dim is None else Mean).apply(
@@ -255,14 +266,14 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 @tensor_method("amax")
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002
     """Maximum over ``dim`` (all dims for ``()``/None); NaN propagates; ties share grad."""
-    return Amax.apply(input, normalize_dims("amax", dim if dim != () else None, input.ndim),
-                      keepdim)
+    _need_tensor("amax", input)
+    return Amax.apply(input, _reduce_dims("amax", dim, input.ndim), keepdim)
 
 
 @tensor_method("amin")
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002
-    return Amin.apply(input, normalize_dims("amin", dim if dim != () else None, input.ndim),
-                      keepdim)
+    _need_tensor("amin", input)
+    return Amin.apply(input, _reduce_dims("amin", dim, input.ndim), keepdim)
 
 
 def _single_dim(op: str, dim, ndim: int):
@@ -270,10 +281,12 @@ def _single_dim(op: str, dim, ndim: int):
         return None
     if not isinstance(dim, (int, np.integer)):
         raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
-    return normalize_dims(op, int(dim), ndim)[0] if ndim else 0
+    d = _wrap_dim(int(dim), ndim, op)  # a 0-d tensor takes dims -1 and 0
+    return d if ndim else 0
 
 
 def _arg_extreme(cls, input: Tensor, dim, keepdim: bool) -> Tensor:  # noqa: A002
+    _need_tensor(cls.name, input)
     axis = _single_dim(cls.name, dim, input.ndim)
     out = cls.apply(input, axis if input.ndim else None, keepdim and axis is not None)
     if keepdim and axis is None and input.ndim:  # the flat index, with every dim kept
@@ -295,10 +308,15 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A
 def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
     """max/min: a Tensor ``dim`` is the other operand of maximum/minimum; None reduces all
     dims (amax/amin); an int gives (values, indices) along it."""
+    _need_tensor(op, input)
     if isinstance(dim, Tensor):
         from tgrad.ops.elementwise import maximum, minimum
         return (maximum if op == "max" else minimum)(input, dim)
     if dim is None:
+        if keepdim:
+            raise TypeError(f"{op}(): keepdim=True needs a dim (PyTorch's {op}() has no "
+                            f"keepdim without dim); use amax/amin(input, keepdim=True)"
+                            .replace("amax/amin", "amax" if op == "max" else "amin"))
         return (MaxAll if op == "max" else MinAll).apply(input, None, False)
     cls = MaxDim if op == "max" else MinDim
     return values_indices(*cls.apply(input, _single_dim(op, dim, input.ndim), keepdim))
@@ -378,8 +396,11 @@ register_op(Prod)
 @tensor_method("prod")
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """Product over ``dim`` (all elements when None); integer and bool inputs give int64."""
+    _need_tensor("prod", input)
     axes = normalize_dims("prod", dim, input.ndim)
-    return Prod.apply(input, axes, keepdim, None if dtype is None else dtypes.as_dtype(dtype))
+    dt = None if dtype is None else dtypes.as_dtype(dtype)
+    out = Prod.apply(input, axes, keepdim, dt)
+    return out if dt is None or out.dtype is dt else out.to(dt)  # e.g. int32: not int64
 
 
 # ------------------------------------------------------------------------------ var / std
@@ -422,6 +443,7 @@ register_op(Var)
 
 
 def _var_args(op: str, input: Tensor, dim, unbiased, keepdim, correction):  # noqa: A002
+    _need_tensor(op, input)
     if isinstance(dim, bool):  # var(x, unbiased) (PyTorch's older overload)
         dim, unbiased = None, dim
     if correction is not None and unbiased is not None:
@@ -477,16 +499,18 @@ def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = F
 
 def var_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
              correction: float | None = None) -> tuple:
-    """(var, mean) over ``dim``."""
-    return (var(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, dim, keepdim))
+    """(var, mean) over ``dim`` (``var_mean(x, unbiased)``, a bool second, as in var)."""
+    axes, correction, keepdim = _var_args("var_mean", input, dim, unbiased, keepdim,
+                                          correction)
+    return Var.apply(input, axes, correction, keepdim), mean(input, axes, keepdim)
 
 
 def std_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
              correction: float | None = None) -> tuple:
-    """(std, mean) over ``dim``."""
-    return (std(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, dim, keepdim))
+    """(std, mean) over ``dim`` (``std_mean(x, unbiased)``, a bool second, as in std)."""
+    axes, correction, keepdim = _var_args("std_mean", input, dim, unbiased, keepdim,
+                                          correction)
+    return Std.apply(input, axes, correction, keepdim), mean(input, axes, keepdim)
 
 
 # ------------------------------------------------------------------------------ logsumexp
@@ -520,6 +544,7 @@ register_op(Logsumexp)
 @tensor_method("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:  # noqa: A002
     """log(sum(exp(x))) over ``dim``, computed stably (the max is subtracted first)."""
+    _need_tensor("logsumexp", input)
     return Logsumexp.apply(input, _reduce_dims("logsumexp", dim, input.ndim), keepdim)
 
 
@@ -586,6 +611,7 @@ register_op(Norm)
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """Vector p-norm over ``dim`` (all elements when None): p = 'fro' (= 2, the default),
     any float, inf or -inf. Matrix norms ('nuc') are not supported."""
+    _need_tensor("norm", input)
     if isinstance(p, str):
         if p != "fro":
             raise RuntimeError(f"norm(): p={p!r} is not supported; use p='fro', a number, "
@@ -616,12 +642,14 @@ Any = _make_logical_reduce("any")
 @tensor_method("all")
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001,A002
     """True where every element over ``dim`` is non-zero (a bool tensor, not differentiable)."""
+    _need_tensor("all", input)
     return All.apply(input, normalize_dims("all", dim, input.ndim), keepdim)
 
 
 @tensor_method("any")
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001,A002
     """True where some element over ``dim`` is non-zero (a bool tensor, not differentiable)."""
+    _need_tensor("any", input)
     return Any.apply(input, normalize_dims("any", dim, input.ndim), keepdim)
 
 

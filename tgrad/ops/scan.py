@@ -40,11 +40,14 @@ def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
         raise TypeError(f"cumsum(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
     d = _wrap_dim(dim, input.ndim, "cumsum")
-    if dtype is not None:
-        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
+    dt = None if dtype is None else dtypes.as_dtype(dtype)
+    if dt is not None:
+        input = input.to(dt)  # noqa: A001
     if input.ndim == 0:
-        return Cumsum.apply(input.reshape(1), 0, False).reshape(())
-    return Cumsum.apply(input, d, False)
+        out = Cumsum.apply(input.reshape(1), 0, False).reshape(())
+    else:
+        out = Cumsum.apply(input, d, False)
+    return out if dt is None or out.dtype is dt else out.to(dt)  # integers: not int64
 
 
 inplace_method("cumsum_", cumsum)

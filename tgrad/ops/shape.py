@@ -12,6 +12,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import (
     backend_of,
     make_view,
@@ -22,17 +23,17 @@ from tgrad.ops._common import (
     wrap,
 )
 from tgrad.ops.reduce import sum_to
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["reshape", "view", "permute", "transpose", "expand", "broadcast_to", "squeeze",
-           "unsqueeze", "flatten", "t", "swapaxes", "movedim", "cat", "concat", "concatenate",
-           "stack", "split", "chunk", "narrow", "unbind"]
+           "unsqueeze", "flatten", "t", "swapaxes", "movedim", "moveaxis", "cat", "concat",
+           "concatenate", "stack", "split", "chunk", "narrow", "unbind"]
 
 
 def _infer_shape(op: str, shape: tuple, numel: int) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    shape = tuple(map(int, shape))
+    shape = tuple([_int_arg(op, "shape", s) for s in shape])
     if shape and min(shape) < 0:
         neg = [i for i, s in enumerate(shape) if s == -1]
         if len(neg) > 1:
@@ -137,7 +138,9 @@ def permute(input: Tensor, *dims) -> Tensor:  # noqa: A002
 @tensor_method("transpose", "swapaxes")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:  # noqa: A002
     """Swap two dims (a view)."""
-    if input.ndim == 0:
+    if input.ndim == 0:  # dims -1 and 0 name the one dim a 0-d tensor is treated as having
+        _wrap_dim(dim0, 0, "transpose")
+        _wrap_dim(dim1, 0, "transpose")
         return view_apply(Permute, input, ())
     d0 = _wrap_dim(dim0, input.ndim, "transpose")
     d1 = _wrap_dim(dim1, input.ndim, "transpose")
@@ -167,13 +170,32 @@ def _mT(self: Tensor) -> Tensor:  # noqa: N802
 Tensor.mT = property(_mT)
 
 
-@tensor_method("movedim")
-def movedim(input: Tensor, source: int, destination: int) -> Tensor:  # noqa: A002
-    src = _wrap_dim(source, input.ndim, "movedim")
-    dst = _wrap_dim(destination, input.ndim, "movedim")
-    order = [d for d in range(input.ndim) if d != src]
-    order.insert(dst, src)
+@tensor_method("movedim", "moveaxis")
+def movedim(input: Tensor, source, destination) -> Tensor:  # noqa: A002
+    """Move dim(s) ``source`` (an int or a sequence) to position(s) ``destination``; the
+    other dims keep their order (a view)."""
+    srcs = tuple(source) if isinstance(source, (tuple, list)) else (source,)
+    dsts = tuple(destination) if isinstance(destination, (tuple, list)) else (destination,)
+    if len(srcs) != len(dsts):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(srcs)} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({list(dsts)} dims)")
+    n = input.ndim
+    srcs = [_wrap_dim(d, n, "movedim") for d in srcs]
+    dsts = [_wrap_dim(d, n, "movedim") for d in dsts]
+    if len(set(srcs)) != len(srcs):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(srcs)})")
+    if len(set(dsts)) != len(dsts):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dsts)})")
+    order = [None] * max(n, 1)
+    for s, d in zip(srcs, dsts):
+        order[d] = s
+    rest = iter(d for d in range(n) if d not in srcs)
+    order = [next(rest) if o is None else o for o in order][:n]
     return permute(input, *order)
+
+
+moveaxis = movedim
 
 
 class Expand(Function):
@@ -210,8 +232,8 @@ def expand(input: Tensor, *sizes) -> Tensor:  # noqa: A002
                            f"or equal to the number of dimensions in the tensor ({input.ndim})")
     shape = tuple(input.shape[i - lead] if s == -1 and i >= lead else int(s)
                   for i, s in enumerate(sizes))
-    if shape == input.shape:
-        return input
+    if shape == input.shape and not STATE.enabled:
+        return input  # nothing to record (e.g. a backward): no new view needed
     return view_apply(Expand, input, shape)
 
 
@@ -229,8 +251,13 @@ def squeeze(input: Tensor, dim=None) -> Tensor:  # noqa: A002
     if dim is None:
         shape = tuple(s for s in input.shape if s != 1)
     else:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        dims = {_wrap_dim(d, input.ndim, "squeeze") for d in dims}
+        dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+        wrapped = [_wrap_dim(d, input.ndim, "squeeze") for d in dims]
+        dims = set(wrapped)
+        if len(dims) != len(wrapped):
+            dup = next(d for d in wrapped if wrapped.count(d) > 1)
+            raise RuntimeError(f"squeeze: dim {dup} appears multiple times in the list of dims "
+                               f"{list(dims)}")
         shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
     return view_apply(View, input, shape)
 
@@ -381,13 +408,14 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     d = _wrap_dim(dim, tensor.ndim, "split")
     size = tensor.shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = [int(s) for s in split_size_or_sections]
+        sizes = [_int_arg("split", "split_size_or_sections", s)
+                 for s in split_size_or_sections]
         if sum(sizes) != size or any(s < 0 for s in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={sizes}")
     else:
-        n = int(split_size_or_sections)
+        n = _int_arg("split", "split_size_or_sections", split_size_or_sections)
         if n < 0 or (n == 0 and size != 0):
             raise RuntimeError(f"split expects split_size be non-negative, but got "
                                f"split_size={n}" if n < 0 else

@@ -154,6 +154,9 @@ class Optimizer:
 
 
 def _cast_state(p: Tensor, name: str, value):
+    if name == "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        from tgrad.ops.creation import tensor  # older checkpoints keep the count as a number
+        return tensor(float(value), dtype="float32")
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
     if name == "step":

@@ -61,7 +61,6 @@ class Adagrad(Optimizer):
                  initial_accumulator_value: float = 0, eps: float = 1e-10,
                  foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, fused: bool | None = None) -> None:
-        from tgrad.ops.creation import full_like, tensor
         check_implementation_flags("Adagrad", foreach, fused, False, differentiable)
         for name, value in (("learning rate", lr), ("lr_decay value", lr_decay),
                             ("weight_decay value", weight_decay),
@@ -73,10 +72,18 @@ class Adagrad(Optimizer):
                                       initial_accumulator_value=initial_accumulator_value,
                                       eps=eps, maximize=maximize))
         for group in self.param_groups:  # PyTorch creates the state up front
-            for p in group["params"]:
-                st = self.state[p]
-                st["step"] = tensor(0.0, dtype="float32")
-                st["sum"] = full_like(p, group["initial_accumulator_value"])
+            self._init_state(group)
+
+    def _init_state(self, group: dict) -> None:
+        from tgrad.ops.creation import full_like, tensor
+        for p in group["params"]:
+            st = self.state[p]
+            st["step"] = tensor(0.0, dtype="float32")
+            st["sum"] = full_like(p, group["initial_accumulator_value"])
+
+    def add_param_group(self, param_group: dict) -> None:
+        super().add_param_group(param_group)
+        self._init_state(self.param_groups[-1])
 
     def step(self, closure=None):
         loss = self._eval_closure(closure)

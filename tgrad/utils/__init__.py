@@ -1,5 +1,6 @@
-"""tgrad.utils: ``checkpoint`` (activation checkpointing), as torch.utils."""
+"""tgrad.utils: ``checkpoint`` (activation checkpointing) and ``data`` (datasets,
+samplers, DataLoader), as torch.utils."""
 
-from tgrad.utils import checkpoint
+from tgrad.utils import checkpoint, data
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "data"]

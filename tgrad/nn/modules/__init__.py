@@ -30,9 +30,15 @@ from tgrad.nn.modules.activation import (
 )
 from tgrad.nn.modules.attention import MultiheadAttention
 from tgrad.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d
-from tgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
-from tgrad.nn.modules.conv import Conv1d, Conv2d
-from tgrad.nn.modules.dropout import Dropout
+from tgrad.nn.modules.container import (
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
+from tgrad.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from tgrad.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from tgrad.nn.modules.flatten import Flatten, Unflatten
 from tgrad.nn.modules.linear import Identity, Linear
 from tgrad.nn.modules.loss import (
@@ -56,7 +62,18 @@ from tgrad.nn.modules.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from tgrad.nn.modules.rnn import (
+    GRU,
+    LSTM,
+    RNN,
+    GRUCell,
+    LSTMCell,
+    RNNBase,
+    RNNCell,
+    RNNCellBase,
+)
 from tgrad.nn.modules.sparse import Embedding
+from tgrad.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Flatten",
            "Unflatten", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
@@ -67,4 +84,8 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identi
            "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "BatchNorm1d", "BatchNorm2d", "InstanceNorm1d", "InstanceNorm2d", "GroupNorm",
            "RMSNorm", "MultiheadAttention", "Hardswish", "Hardsigmoid", "Softsign",
-           "Tanhshrink", "Softshrink", "Hardshrink", "CELU", "Threshold", "PReLU"]
+           "Tanhshrink", "Softshrink", "Hardshrink", "CELU", "Threshold", "PReLU",
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+           "ConvTranspose1d", "ConvTranspose2d", "Upsample", "UpsamplingNearest2d",
+           "UpsamplingBilinear2d"]
+__all__ += ["ParameterList", "ParameterDict", "Dropout1d", "Dropout2d", "Dropout3d"]

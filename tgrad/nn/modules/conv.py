@@ -1,4 +1,4 @@
-"""Conv1d and Conv2d (zero padding; PyTorch's initialisation)."""
+"""Conv1d, Conv2d, ConvTranspose1d and ConvTranspose2d (zero padding; PyTorch's initialisation)."""
 
 from __future__ import annotations
 
@@ -91,3 +91,111 @@ class Conv1d(_ConvNd):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
                         self.dilation, self.groups)
+
+
+class _ConvTransposeNd(Module):
+    """weight (in_channels, out_channels / groups, *kernel_size), bias (out_channels,); both
+    ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with PyTorch's fan_in of that layout,
+    out_channels / groups * prod(kernel) (kaiming_uniform_(a=sqrt(5)), as PyTorch)."""
+
+    _spatial = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1,
+                 padding=0, output_padding=0, groups: int = 1, bias: bool = True,
+                 dilation=1, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        from tgrad.ops.creation import empty
+        super().__init__()
+        n = self._spatial
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups:
+            raise ValueError("out_channels must be divisible by groups")
+        if isinstance(padding, str):
+            raise ValueError(f"{type(self).__name__}: padding must be an int or a tuple of "
+                             f"ints (no '{padding}' for transposed convolutions)")
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f'{type(self).__name__}')
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride, n)
+        self.padding = _ntuple(padding, n)
+        self.output_padding = _ntuple(output_padding, n)
+        self.dilation = _ntuple(dilation, n)
+        self.groups, self.padding_mode = groups, padding_mode
+        self.weight = Parameter(empty((in_channels, out_channels // groups) + self.kernel_size,
+                                      device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init._layer_default_(self.weight, self.bias)
+
+    def _output_padding(self, input: Tensor, output_size) -> tuple:  # noqa: A002
+        """output_padding, or the one that makes the output ``output_size`` (the spatial
+        sizes, optionally preceded by the batch and channel sizes), as PyTorch."""
+        if output_size is None:
+            return self.output_padding
+        n = self._spatial
+        non_spatial = 2 if input.ndim == n + 2 else 1
+        output_size = list(output_size)
+        if len(output_size) == non_spatial + n:
+            output_size = output_size[non_spatial:]
+        if len(output_size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size must "
+                             f"have {n} or {non_spatial + n} elements (got {len(output_size)})")
+        sizes = input.shape[input.ndim - n:]
+        min_sizes = [(i - 1) * s - 2 * p + d * (k - 1) + 1 for i, s, p, d, k in zip(
+            sizes, self.stride, self.padding, self.dilation, self.kernel_size)]
+        max_sizes = [m + s - 1 for m, s in zip(min_sizes, self.stride)]
+        for size, lo, hi in zip(output_size, min_sizes, max_sizes):
+            if size < lo or size > hi:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes "
+                                 f"range from {min_sizes} to {max_sizes} (for an input of "
+                                 f"{list(sizes)})")
+        return tuple(o - m for o, m in zip(output_size, min_sizes))
+
+    def extra_repr(self) -> str:
+        n = self._spatial
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * n:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * n:
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * n:
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """(N, C_in, H, W) or (C_in, H, W) -> (N, C_out, H_out, W_out); see
+    F.conv_transpose2d. ``forward(input, output_size)`` picks the output_padding that gives
+    ``output_size``."""
+
+    _spatial = 2
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:  # noqa: A002
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """(N, C_in, L) or (C_in, L) -> (N, C_out, L_out); see F.conv_transpose1d."""
+
+    _spatial = 1
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:  # noqa: A002
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)

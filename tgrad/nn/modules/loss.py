@@ -7,35 +7,36 @@ from tgrad.nn.modules.module import Module
 from tgrad.tensor import Tensor
 
 
-class CrossEntropyLoss(Module):
-    """Softmax cross-entropy of logits (N, C) against class indices (N,)."""
-
-    def __init__(self, reduction: str = "mean", **kwargs) -> None:
-        super().__init__()
-        self.reduction = reduction
-        self.kwargs = kwargs
-
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
-        return F.cross_entropy(input, target, reduction=self.reduction, **self.kwargs)
-
-
-class MSELoss(Module):
-    """Mean (or sum) of squared differences."""
-
-    def __init__(self, reduction: str = "mean") -> None:
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
-        return F.mse_loss(input, target, reduction=self.reduction)
-
-
 class _Loss(Module):
     """reduction is 'none' | 'mean' | 'sum' (size_average/reduce: PyTorch's legacy form)."""
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = F._legacy_reduction(size_average, reduce, reduction)
+
+
+class CrossEntropyLoss(_Loss):
+    """Softmax cross-entropy of logits (N, C, ...) against class indices or probabilities;
+    PyTorch's signature (``weight`` is a buffer: in state_dict, moved by ``.to``)."""
+
+    def __init__(self, weight: Tensor | None = None, size_average=None,
+                 ignore_index: int = -100, reduce=None, reduction: str = "mean",
+                 label_smoothing: float = 0.0) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class MSELoss(_Loss):
+    """Mean (or sum) of squared differences."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):

@@ -376,7 +376,7 @@ class Module:
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
+        missing = [k for k in own if k not in state_dict and not self._legacy_optional(k)]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
         if strict:  # missing keys are listed first, as PyTorch lists them
@@ -410,6 +410,13 @@ class Module:
                 else:
                     dst.copy_(src)
         return _IncompatibleKeys(missing, unexpected)
+
+    def _legacy_optional(self, key: str) -> bool:
+        """Keys older state_dicts may lack: a norm layer's ``num_batches_tracked`` (PyTorch
+        keeps the module's own value, as its _NormBase does for pre-1.0 checkpoints)."""
+        modname, _, name = key.rpartition(".")
+        return (name == "num_batches_tracked"
+                and hasattr(self.get_submodule(modname), "track_running_stats"))
 
     def _assign(self, key: str, dst: Tensor, src: Tensor) -> None:
         modname, _, name = key.rpartition(".")

@@ -14,7 +14,8 @@ class Embedding(Module):
     Backward: dweight[i] = sum of the output gradients at positions where input == i."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 _weight: Tensor | None = None, device=None, dtype=None) -> None:
+                 _weight: Tensor | None = None, _freeze: bool = False, device=None,
+                 dtype=None) -> None:
         from tgrad.ops.creation import empty
         super().__init__()
         self.num_embeddings = num_embeddings
@@ -26,13 +27,33 @@ class Embedding(Module):
         self.padding_idx = padding_idx
         if _weight is None:
             self.weight = Parameter(empty(num_embeddings, embedding_dim, device=device,
-                                          dtype=dtype))
+                                          dtype=dtype), requires_grad=not _freeze)
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
                 raise ValueError("Shape of weight does not match num_embeddings and "
                                  "embedding_dim")
-            self.weight = Parameter(_weight)
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        padding_idx: int | None = None, max_norm: float | None = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Embedding:
+        """An Embedding whose weight is ``embeddings`` (num_embeddings, embedding_dim),
+        sharing its storage as PyTorch does; ``freeze`` (default) makes it require no
+        gradient. The ``padding_idx`` row keeps its pretrained values (it only gets no
+        gradient). max_norm, scale_grad_by_freq and sparse are not supported."""
+        if not isinstance(embeddings, Tensor):
+            raise TypeError(f"Embedding.from_pretrained: embeddings must be a Tensor, got "
+                            f"{type(embeddings).__name__}")
+        if embeddings.ndim != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding.from_pretrained: max_norm, scale_grad_by_freq "
+                                      "and sparse are not supported by tgrad")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings, _freeze=freeze)
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)

@@ -1,0 +1,734 @@
+"""tgrad/ops/more.py against NumPy float64 references (written here or NumPy's own
+functions), with odd sizes, empty tensors, broadcasting, non-contiguous inputs, NaN/inf,
+PyTorch's errors, and gradcheck/gradgradcheck in float64 for the differentiable ops."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import gradcheck, gradgradcheck
+
+NAN, INF = math.nan, math.inf
+RNG = np.random.default_rng(1234)
+
+
+def _t(values, **kw) -> tgrad.Tensor:
+    a = np.asarray(values)
+    return tgrad.tensor(a.astype(np.float64) if a.dtype.kind == "f" else a, **kw)
+
+
+def _np(t: tgrad.Tensor) -> np.ndarray:
+    return np.asarray(t.detach().numpy())
+
+
+def _same(got: tgrad.Tensor, want, rtol: float = 1e-12, atol: float = 1e-300) -> None:
+    want = np.asarray(want)
+    g = _np(got)
+    assert g.shape == want.shape, (g.shape, want.shape)
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(g, want)
+    else:
+        np.testing.assert_allclose(g, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _randn(*shape) -> np.ndarray:
+    return RNG.standard_normal(shape)
+
+
+def _leaf(a) -> tgrad.Tensor:
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), requires_grad=True)
+
+
+def _checks(fn, *inputs) -> None:
+    assert gradcheck(fn, inputs)
+    assert gradgradcheck(fn, inputs)
+
+
+# ------------------------------------------------------------------------------ diagonal
+X345 = np.arange(60.0).reshape(3, 4, 5)
+LAYOUTS = {  # name -> (tgrad view of X345's data, the same view in NumPy)
+    "contiguous": (lambda t: t, lambda a: a),
+    "transposed": (lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
+    "step": (lambda t: t[:, ::2], lambda a: a[:, ::2]),
+    "narrowed": (lambda t: t[:, :, 1:4], lambda a: a[:, :, 1:4]),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("offset", [-4, -1, 0, 2, 7])
+@pytest.mark.parametrize("dims", [(0, 1), (1, 0), (-1, -2), (0, 2), (2, 1)])
+def test_diagonal_values(layout, offset, dims):
+    tview, nview = LAYOUTS[layout]
+    got = tgrad.diagonal(tview(_t(X345)), offset, *dims)
+    _same(got, np.diagonal(nview(X345), offset, *dims))
+
+
+# every layout and pair of dims: diagonal is always a view (as_strided), as in PyTorch
+VIEWS = [("contiguous", (0, 1)), ("contiguous", (2, 1)), ("contiguous", (-1, -2)),
+         ("transposed", (0, 2)), ("transposed", (1, 2)), ("step", (0, 1)),
+         ("narrowed", (0, 1)), ("contiguous", (0, 2)), ("transposed", (0, 1)),
+         ("step", (1, 2)), ("narrowed", (1, 2))]
+
+
+@pytest.mark.parametrize("layout, dims", VIEWS)
+def test_diagonal_is_a_view(layout, dims):
+    base = _t(X345)
+    x = LAYOUTS[layout][0](base)
+    d = x.diagonal(1, *dims)
+    d.fill_(-1.0)  # writes into the base
+    # the flat positions of the diagonal's elements in X345 (whose values are 0..59)
+    idx = np.diagonal(LAYOUTS[layout][1](X345), 1, *dims).astype(np.int64)
+    ref = X345.copy()
+    ref.reshape(-1)[idx.reshape(-1)] = -1.0
+    assert d._base is base
+    _same(base, ref)
+    assert (_np(d) == -1.0).all()
+
+
+def test_diagonal_gradients_and_in_place_through_the_view():
+    x = _t(np.random.default_rng(3).standard_normal((3, 4, 5)), requires_grad=True)
+    assert tgrad.autograd.gradcheck(lambda t: t.diagonal(1, 0, 2), (x,))
+    assert tgrad.autograd.gradgradcheck(lambda t: t.diagonal(-1, 2, 1) ** 2, (x,))
+    y = x.clone()
+    y.diagonal(0, 0, 2).mul_(3.0)  # in place through the view: the base's gradient follows
+    y.sum().backward()
+    ref = np.ones((3, 4, 5))
+    for i in range(3):
+        ref[i, :, i] = 3.0
+    np.testing.assert_array_equal(x.grad.numpy(), ref)
+
+
+def test_diagonal_view_of_one_element_and_of_empty_planes():
+    base = _t(X345)
+    d = base[:, :, 1:4].diagonal(-2, 0, 2)  # one element: always a view
+    assert d.shape == (4, 1) and d._base is base
+    assert base.diagonal(9).shape == (5, 0)
+    assert tgrad.zeros(0, 3).diagonal(1).shape == (0,)
+
+
+def test_diagonal_writes_through_the_view_in_autograd():
+    w = _leaf(_randn(2, 3, 3))
+    y = w * 1.0
+    y.diagonal(0, 1, 2).mul_(3.0)
+    (y * y.detach()).sum().backward()
+    want = np.where(np.eye(3, dtype=bool), 9.0, 1.0) * _np(w)
+    _same(w.grad, want * np.ones((2, 1, 1)), rtol=1e-12)
+
+
+def test_diagonal_gradients():
+    a = _leaf(_randn(3, 4, 5))
+    _checks(lambda t: t.diagonal(1, 0, 2), a)  # a copy
+    _checks(lambda t: t.diagonal(-1, 2, 1), a)  # a view
+    _checks(lambda t: t.transpose(0, 1).diagonal(), a)
+
+
+@pytest.mark.parametrize("offset", [-2, 0, 1])
+@pytest.mark.parametrize("dims", [(-2, -1), (0, 2), (2, 0), (1, 0)])
+def test_diag_embed(offset, dims):
+    v = _randn(2, 3)
+    got = tgrad.diag_embed(_t(v), offset, *dims)
+    n, m = 3, 3 + abs(offset)
+    ref = np.zeros((2, m, m))
+    i = np.arange(n)
+    ref[:, i + max(-offset, 0), i + max(offset, 0)] = v
+    _same(got, np.moveaxis(ref, [-2, -1], list(dims)))
+    # diag_embed then diagonal is the identity
+    _same(tgrad.diagonal(got, offset, *dims), v)
+
+
+def test_diag_embed_edges_and_gradients():
+    assert tgrad.diag_embed(tgrad.ones(4, 0), 2).shape == (4, 2, 2)
+    assert tgrad.diag_embed(tgrad.ones(0, 3)).shape == (0, 3, 3)
+    _same(tgrad.ones(2, dtype=tgrad.int64).diag_embed(), np.eye(2, dtype=np.int64))
+    _checks(lambda t: tgrad.diag_embed(t, 1, 0, 2), _leaf(_randn(2, 3)))
+
+
+# ------------------------------------------------------------------------------ splits, stacks
+def _same_pieces(got, want) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
+@pytest.mark.parametrize("ios", [1, 3, 7, 9, [2, 5], [-2, 5], [5, 2, 9], [], [0]])
+def test_tensor_split_matches_array_split(ios):
+    a = _randn(7, 3)
+    _same_pieces(tgrad.tensor_split(_t(a), ios), np.array_split(a, ios))
+    _same_pieces(_t(a.T).tensor_split(ios, dim=-1), np.array_split(a.T, ios, axis=-1))
+
+
+def test_tensor_split_tensor_arguments_and_views():
+    a = _t(np.arange(7.0))
+    _same_pieces(tgrad.tensor_split(a, tgrad.tensor(3)), np.array_split(np.arange(7.0), 3))
+    _same_pieces(tgrad.tensor_split(a, tgrad.tensor([1, 4])),
+                 np.array_split(np.arange(7.0), [1, 4]))
+    assert all(p._base is a for p in tgrad.tensor_split(a, 3))
+    _same_pieces(tgrad.tensor_split(tgrad.ones(0, 2), 2), [np.ones((0, 2))] * 2)
+    _checks(lambda t: tgrad.tensor_split(t, [1, 3], dim=1), _leaf(_randn(2, 5)))
+
+
+def test_hsplit_vsplit_dsplit():
+    x = _randn(4, 6, 2)
+    _same_pieces(tgrad.hsplit(_t(x), 3), np.hsplit(x, 3))
+    _same_pieces(tgrad.hsplit(_t(x[0, :, 0]), [1, 4]), np.hsplit(x[0, :, 0], [1, 4]))
+    _same_pieces(_t(x).vsplit([3]), np.vsplit(x, [3]))
+    _same_pieces(_t(x).dsplit(2), np.dsplit(x, 2))
+
+
+@pytest.mark.parametrize("call, err, msg", [
+    (lambda: tgrad.tensor_split(tgrad.tensor(1.0), 2), RuntimeError,
+     "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"),
+    (lambda: tgrad.tensor_split(tgrad.ones(3), 0), RuntimeError,
+     "number of sections must be larger than 0, got 0"),
+    (lambda: tgrad.tensor_split(tgrad.ones(3), tgrad.tensor(2.0)), RuntimeError,
+     "to have dtype of long, but got float32"),
+    (lambda: tgrad.tensor_split(tgrad.ones(3), tgrad.tensor([[1]])), RuntimeError,
+     "zero-dimensional or one-dimensional tensor, but got a tensor with 2 dims"),
+    (lambda: tgrad.hsplit(tgrad.ones(2, 7), 3), RuntimeError,
+     "torch.hsplit attempted to split along dimension 1, but the size of the dimension 7 "
+     "is not divisible by the split_size 3!"),
+    (lambda: tgrad.hsplit(tgrad.tensor(1.0), 1), RuntimeError,
+     "torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with 0"),
+    (lambda: tgrad.vsplit(tgrad.ones(4), 2), RuntimeError,
+     "torch.vsplit requires a tensor with at least 2 dimension"),
+    (lambda: tgrad.dsplit(tgrad.ones(2, 4), 2), RuntimeError,
+     "torch.dsplit requires a tensor with at least 3 dimension"),
+])
+def test_split_errors(call, err, msg):
+    with pytest.raises(err, match=msg.replace("(", r"\(").replace(")", r"\)")
+                       .replace("[", r"\[").replace("]", r"\]")):
+        call()
+
+
+def test_stacks():
+    a, b, m = _randn(5), _randn(5), _randn(5, 2)
+    _same(tgrad.dstack([_t(a), _t(b)]), np.dstack([a, b]))
+    _same(tgrad.dstack([_t(m), _t(2 * m).t().t()]), np.dstack([m, 2 * m]))
+    _same(tgrad.column_stack([_t(a), _t(m), _t(b)]), np.column_stack([a, m, b]))
+    _same(tgrad.column_stack([_t(np.float64(2.0)), _t(np.ones((1, 2)))]),
+          np.column_stack([np.float64(2.0), np.ones((1, 2))]))
+    _same(tgrad.row_stack([_t(a), _t(m.T)]), np.vstack([a, m.T]))
+    for x in (np.float64(3.0), a, m, _randn(2, 3, 4), _randn(2, 1, 3, 1)):
+        _same(tgrad.atleast_3d(_t(x)), np.atleast_3d(x))
+    p, q = tgrad.atleast_3d([_t(a), _t(np.float64(1.0))])
+    assert p.shape == (1, 5, 1) and q.shape == (1, 1, 1)
+    for fn in (tgrad.dstack, tgrad.column_stack):
+        with pytest.raises(RuntimeError, match="expects a non-empty TensorList"):
+            fn([])
+    _checks(lambda s, t: tgrad.column_stack([s, t]), _leaf(a), _leaf(m))
+    _checks(lambda s, t: tgrad.dstack([s, t]), _leaf(m), _leaf(m))
+
+
+@pytest.mark.parametrize("k", [-3, -1, 0, 1, 2, 3, 6])
+@pytest.mark.parametrize("dims", [(0, 1), (1, 0), (2, 0), (-1, 1)])
+def test_rot90(k, dims):
+    x = _randn(2, 3, 5)
+    xt = _t(x)
+    got = tgrad.rot90(xt, k, dims)
+    _same(got, np.rot90(x, k, dims))
+    assert got._storage is not xt._storage  # a copy, as PyTorch's (k = 0 included)
+
+
+def test_rot90_non_contiguous_gradients_and_errors():
+    x = _randn(4, 6)
+    _same(_t(x)[:, ::2].rot90(1, [1, 0]), np.rot90(x[:, ::2], 1, (1, 0)))
+    _checks(lambda t: tgrad.rot90(t, 3, (1, 2)), _leaf(_randn(2, 3, 4)))
+    for dims, err, msg in [((0,), RuntimeError, "expected total rotation dims == 2, but got "
+                                                 "dims = 1"),
+                           ((0, -2), RuntimeError, "expected rotation dims to be different, "
+                                                   "but got dim0 = 0 and dim1 = -2"),
+                           ((0, 3), IndexError, "Dimension out of range")]:
+        with pytest.raises(err, match=msg):
+            tgrad.rot90(tgrad.ones(2, 3), 1, dims)
+    with pytest.raises(RuntimeError, match="expected total dims >= 2, but got total dims = 1"):
+        tgrad.rot90(tgrad.ones(3))
+
+
+@pytest.mark.parametrize("row, col, offset", [(3, 4, 0), (4, 3, -1), (3, 3, 2), (0, 3, 0),
+                                              (3, 0, 0), (5, 2, -7), (2, 5, 9), (1, 1, 0)])
+def test_tril_triu_indices(row, col, offset):
+    got = tgrad.tril_indices(row, col, offset)
+    assert got.dtype is tgrad.int64
+    _same(got, np.stack(np.tril_indices(row, offset, col)).reshape(2, -1))
+    _same(tgrad.triu_indices(row, col, offset, dtype=tgrad.int32),
+          np.stack(np.triu_indices(row, offset, col)).reshape(2, -1).astype(np.int32))
+
+
+def test_tril_indices_errors():
+    with pytest.raises(RuntimeError, match="row must be non-negative, got-1"):
+        tgrad.tril_indices(-1, 3)
+    with pytest.raises(RuntimeError, match="col must be non-negative, got-2"):
+        tgrad.triu_indices(3, -2)
+    with pytest.raises(NotImplementedError, match="not implemented for 'float32'"):
+        tgrad.tril_indices(3, 3, dtype=tgrad.float32)
+
+
+# ------------------------------------------------------------------------------ products
+@pytest.mark.parametrize("sa, sb", [((2, 3), (4, 1)), ((3,), (2, 2)), ((), (3,)), ((), ()),
+                                    ((2, 1, 3), (3, 2)), ((0, 2), (3, 1))])
+def test_kron(sa, sb):
+    a, b = _randn(*sa), _randn(*sb)
+    _same(tgrad.kron(_t(a), _t(b)), np.kron(a, b))
+
+
+def test_kron_dtypes_non_contiguous_and_gradients():
+    a = np.arange(6).reshape(2, 3)
+    _same(_t(a).kron(_t(a.T)), np.kron(a, a.T))  # int64 stays int64
+    assert tgrad.kron(_t(a), tgrad.ones(2)).dtype is tgrad.float32
+    m = _randn(4, 6)
+    _same(tgrad.kron(_t(m)[::2, 1::2], _t(m).t()), np.kron(m[::2, 1::2], m.T))
+    _checks(tgrad.kron, _leaf(_randn(2, 3)), _leaf(_randn(3, 1)))
+
+
+def _tensordot_ref(a, b, da, db):
+    """np.tensordot, with PyTorch's broadcasting of a size-1 contracted dim."""
+    for i, j in zip(da, db):
+        if a.shape[i] == 1 and b.shape[j] != 1:
+            b = b.sum(j, keepdims=True)
+        elif b.shape[j] == 1 and a.shape[i] != 1:
+            a = a.sum(i, keepdims=True)
+    return np.tensordot(a, b, (list(da), list(db)))
+
+
+@pytest.mark.parametrize("sa, sb, dims", [
+    ((3, 4, 5), (4, 5, 2), 2), ((3, 4), (4, 2), 1), ((2, 3), (3, 4), 0), ((2, 3), (2, 3), 2),
+    ((3, 4, 5), (5, 3, 2), ([0, 2], [1, 0])), ((3, 1, 5), (4, 2), ([1], [0])),
+    ((3, 4), (1, 2), ([1], [0])), ((0, 3), (3, 2), 1), ((2, 0), (0, 3), 1),
+])
+def test_tensordot(sa, sb, dims):
+    a, b = _randn(*sa), _randn(*sb)
+    if isinstance(dims, int):
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = dims
+    _same(tgrad.tensordot(_t(a), _t(b), dims), _tensordot_ref(a, b, da, db), rtol=1e-10)
+
+
+def test_tensordot_tensor_dims_non_contiguous_gradients_and_errors():
+    a, b = _randn(4, 3), _randn(3, 4)
+    _same(tgrad.tensordot(_t(a), _t(b), tgrad.tensor([[0, 1], [1, 0]])),
+          np.tensordot(a, b, ([0, 1], [1, 0])))
+    _same(tgrad.tensordot(_t(a).t(), _t(b).t()[:, ::2], tgrad.tensor(1)),
+          np.tensordot(a.T, b.T[:, ::2], 1))
+    _checks(lambda s, t: tgrad.tensordot(s, t, ([0, 2], [2, 0])), _leaf(_randn(2, 3, 4)),
+            _leaf(_randn(4, 1, 2)))
+    for call, msg in [
+        (lambda: tgrad.tensordot(tgrad.ones(2, 3), tgrad.ones(3, 4), -1),
+         "tensordot expects dims >= 0, but got dims=-1"),
+        (lambda: tgrad.tensordot(tgrad.ones(2, 3), tgrad.ones(3, 4), 3),
+         "tensordot expects dims < ndim_a or ndim_b, but got dims=3"),
+        (lambda: tgrad.tensordot(tgrad.ones(2, 3), tgrad.ones(4, 4), 1),
+         "contracted dimensions need to match, but first has size 3 in dim -1 and second has "
+         "size 4 in dim 0"),
+        (lambda: tgrad.tensordot(tgrad.ones(2, 3), tgrad.ones(3, 4), ([1], [0, 1])),
+         "both dimension lists should have same length"),
+        (lambda: tgrad.tensordot(tgrad.ones(2, 3), tgrad.ones(3, 2), ([0, 0], [1, 1])),
+         "dim 0 appears multiple times in the list of dims"),
+        (lambda: tgrad.tensordot(tgrad.ones(2), tgrad.ones(2, dtype=tgrad.float64), 1),
+         "both inputs should have same dtype"),
+    ]:
+        with pytest.raises(RuntimeError, match=msg):
+            call()
+
+
+@pytest.mark.parametrize("shape, dim", [((3, 5), None), ((3, 5), 1), ((3, 5), -2),
+                                        ((1, 7, 1), 1), ((), None), ((), 0), ((4, 0), 0)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_aminmax(shape, dim, keepdim):
+    x = _randn(*shape)
+    r = tgrad.aminmax(_t(x), dim=dim, keepdim=keepdim)
+    axis = None if dim is None else dim
+    _same(r.min, np.min(x, axis=axis, keepdims=keepdim))
+    _same(r.max, np.max(x, axis=axis, keepdims=keepdim))
+    assert type(r).__name__ == "aminmax" and r[0] is r.min and r[1] is r.max
+
+
+def test_aminmax_nan_ints_gradients_and_errors():
+    r = _t([[1.0, NAN, 3.0], [2.0, -1.0, 0.5]]).aminmax(dim=1)
+    _same(r.min, [NAN, -1.0])
+    _same(r.max, [NAN, 2.0])
+    r = tgrad.aminmax(_t(np.array([[3, 1], [0, 9]])))
+    _same(r.min, np.int64(0))
+    _same(r.max, np.int64(9))
+    _checks(lambda t: tgrad.aminmax(t, dim=0), _leaf(_randn(3, 4)))
+    with pytest.raises(RuntimeError, match="cannot compute aminmax over an empty dimension"):
+        tgrad.aminmax(tgrad.ones(0))
+    with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
+        tgrad.aminmax(tgrad.ones(3, 0), dim=1)
+
+
+# ------------------------------------------------------------------------------ maths
+EDGE_A = np.array([-INF, INF, -INF, NAN, 1.0, 3.0, -2.0, 1e300, -1e300, 0.0, 1e-300, -0.0])
+EDGE_B = np.array([-INF, INF, INF, 1.0, NAN, 3.0, 5.0, 1e300, 4.0, -0.0, 3e-300, 0.0])
+BINARY = {
+    "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2, "hypot": np.hypot,
+    "copysign": np.copysign, "fmax": np.fmax, "fmin": np.fmin, "float_power": np.float_power,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_maths_edges(name):
+    fn, ref = getattr(tgrad, name), BINARY[name]
+    with np.errstate(all="ignore"):
+        _same(fn(_t(EDGE_A), _t(EDGE_B)), ref(EDGE_A, EDGE_B), rtol=1e-14)
+        _same(fn(_t(EDGE_B), _t(EDGE_A)), ref(EDGE_B, EDGE_A), rtol=1e-14)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_maths_broadcast_and_non_contiguous(name):
+    fn, ref = getattr(tgrad, name), BINARY[name]
+    a, b = _randn(3, 1, 5) * 4, _randn(4, 1) * 4
+    if name == "float_power":
+        a = np.abs(a)
+    _same(fn(_t(a), _t(b)), ref(a, b), rtol=1e-13)
+    m = _randn(6, 6) * 3
+    with np.errstate(invalid="ignore"):  # float_power of negative bases: NaN in both
+        want = ref(m[::2], m.T[1:4])
+    _same(getattr(_t(m)[::2], name)(_t(m).t()[1:4]), want, rtol=1e-13)
+    e = np.zeros((0, 6))
+    _same(fn(_t(e), _t(m[:1])), ref(e, m[:1]))
+
+
+def test_binary_maths_dtypes():
+    f32 = tgrad.ones(2)
+    for name in ("logaddexp", "logaddexp2", "hypot"):
+        fn = getattr(tgrad, name)
+        assert fn(f32, f32.double()).dtype is tgrad.float64
+        assert fn(f32, tgrad.ones(2, dtype=tgrad.int64)).dtype is tgrad.float32
+        h = fn(f32.half(), f32.half())
+        assert h.dtype is tgrad.float16
+        _same(h.float(), ref_f32 := BINARY[name](np.ones(2), np.ones(2)), rtol=1e-3)
+        assert ref_f32 is not None
+        with pytest.raises(NotImplementedError, match=f"\"{name}\" not implemented for int64"):
+            fn(tgrad.ones(2, dtype=tgrad.int64), tgrad.ones(2, dtype=tgrad.int64))
+        with pytest.raises(TypeError, match=rf"{name}\(\): argument 'other' \(position 2\) "
+                                            r"must be Tensor, not float"):
+            fn(f32, 2.0)
+    ints = tgrad.tensor([1, -2, 3])
+    _same(tgrad.copysign(ints, tgrad.tensor([-1, 2, -0])), np.copysign([1, -2, 3], [-1, 2, 0]))
+    assert tgrad.copysign(ints, ints).dtype is tgrad.float32
+    _same(tgrad.copysign(_t([1.0, -2.0]), -0.0), [-1.0, -2.0])
+    _same(tgrad.copysign(_t([1.0, -2.0]), 3), [1.0, 2.0])
+    _same(tgrad.fmax(ints, _t([2.0, NAN, 0.0])), np.fmax([1, -2, 3], [2.0, NAN, 0.0]))
+    _same(tgrad.fmin(ints, tgrad.tensor([0, 0, 4])), np.fmin([1, -2, 3], [0, 0, 4]))
+    assert tgrad.float_power(ints, 2).dtype is tgrad.float64
+    _same(tgrad.float_power(2, ints), np.float_power(2, [1, -2, 3]))
+    _same(f32.float_power(0.5), np.ones(2))
+
+
+def test_signbit():
+    x = np.array([-0.0, 0.0, -1.0, 1.0, INF, -INF, NAN, -1e-310, 1e-310])
+    _same(tgrad.signbit(_t(x)), np.signbit(x))
+    _same(_t(x).float().signbit(), np.signbit(x.astype(np.float32)))
+    _same(tgrad.signbit(tgrad.tensor([-3, 0, 2])), np.array([True, False, False]))
+    _same(tgrad.signbit(tgrad.tensor([True, False])), np.array([False, False]))
+
+
+def test_logaddexp_is_stable_and_its_gradient_is_the_sigmoid():
+    a, b = _t([1000.0, -1000.0, 0.0]), _t([999.0, -1001.0, -800.0])
+    _same(tgrad.logaddexp(a, b), np.logaddexp(_np(a), _np(b)), rtol=1e-15)
+    _same(tgrad.logaddexp2(a, b), np.logaddexp2(_np(a), _np(b)), rtol=1e-15)
+    x, y = _leaf([-3.0, 0.5, 2.0, 7.0, 1.0]), _leaf([1.0, 0.5, -4.0, 7.0, 30.0])
+    tgrad.logaddexp(x, y).sum().backward()
+    d = _np(x) - _np(y)
+    _same(x.grad, 1 / (1 + np.exp(-d)), rtol=1e-12)  # ties (0.5 and 7.0) give 1/2
+    _same(y.grad, 1 / (1 + np.exp(d)), rtol=1e-12)
+    z = _leaf([-INF, INF, 2.0])
+    tgrad.logaddexp(z, _t([-INF, INF, INF])).sum().backward()
+    assert not np.isnan(_np(z.grad)).any()
+
+
+def test_hypot_does_not_overflow_or_underflow():
+    a, b = np.array([3e300, 3e-300, 1e308, 0.0]), np.array([4e300, 4e-300, 1e308, 0.0])
+    _same(tgrad.hypot(_t(a), _t(b)), np.hypot(a, b), rtol=1e-15)
+    x = _leaf([0.0, 3.0])
+    tgrad.hypot(x, _t([0.0, -4.0])).sum().backward()
+    _same(x.grad, [0.0, 0.6], rtol=1e-15)  # 0 at the origin (PyTorch: NaN)
+
+
+def test_fmax_fmin_gradient_goes_to_the_chosen_operand():
+    a, b = _leaf([1.0, NAN, 2.0, 5.0, NAN]), _leaf([3.0, 1.0, NAN, 5.0, NAN])
+    (tgrad.fmax(a, b) * 1.0).sum().backward()
+    _same(a.grad, [0.0, 0.0, 1.0, 1.0, 1.0])  # ties (and NaN, NaN) to input, as PyTorch
+    _same(b.grad, [1.0, 1.0, 0.0, 0.0, 0.0])
+    a.grad = b.grad = None
+    tgrad.fmin(a, b).sum().backward()
+    _same(a.grad, [1.0, 0.0, 1.0, 1.0, 1.0])
+    _same(b.grad, [0.0, 1.0, 0.0, 0.0, 0.0])
+
+
+def test_binary_maths_gradients():
+    a, b = _leaf(_randn(3, 4)), _leaf(_randn(4))
+    for fn in (tgrad.logaddexp, tgrad.logaddexp2, tgrad.hypot, tgrad.fmax, tgrad.fmin):
+        _checks(fn, a, b)
+    _checks(lambda t: tgrad.copysign(t, _t([1.0, -1.0, -0.0, 0.0])), a)
+    _checks(lambda s, t: tgrad.float_power(s.abs() + 0.5, t), a, b)
+    _checks(lambda s: tgrad.float_power(s, 3), a)
+    g = tgrad.ones(4, dtype=tgrad.float64)
+    x = _leaf([2.0, -3.0, 0.0, 1.5])
+    tgrad.copysign(x, _t([-1.0, -1.0, -1.0, 1.0])).backward(g)
+    _same(x.grad, [-1.0, 1.0, 0.0, 1.0])  # 0 at input 0, as PyTorch
+
+
+# ------------------------------------------------------------------------------ scans
+def _logcumsumexp_ref(x, axis):
+    with np.errstate(invalid="ignore"):  # NaN inputs
+        return np.logaddexp.accumulate(x, axis=axis)
+
+
+def _cum_extreme_ref(x, axis, larger):
+    """PyTorch's loop: take x_k when x_k is NaN, or (the running value is not NaN and)
+    x_k >= (<=) the running value."""
+    x = np.moveaxis(np.asarray(x), axis, -1)
+    vals, idx = np.empty_like(x), np.zeros(x.shape, dtype=np.int64)
+    for pos in np.ndindex(*x.shape[:-1]):
+        line, best, at = x[pos], None, 0
+        for k, v in enumerate(line):
+            if best is None or np.isnan(v) or (not np.isnan(best) and
+                                               (v >= best if larger else v <= best)):
+                best, at = v, k
+            vals[pos + (k,)], idx[pos + (k,)] = best, at
+    return np.moveaxis(vals, -1, axis), np.moveaxis(idx, -1, axis)
+
+
+@pytest.mark.parametrize("shape, dim", [((7,), 0), ((3, 9), 1), ((3, 9), 0), ((2, 5, 1), 2),
+                                        ((1,), 0), ((), 0), ((0, 3), 1), ((4, 0), 1)])
+def test_logcumsumexp(shape, dim):
+    x = _randn(*shape) * 50
+    _same(tgrad.logcumsumexp(_t(x), dim), _logcumsumexp_ref(x, dim) if x.ndim else x,
+          rtol=1e-13)
+
+
+def test_logcumsumexp_edges_non_contiguous_and_gradients():
+    x = np.array([-1000.0, 0.0, -INF, 1000.0, INF, 3.0, NAN, 1.0])
+    _same(tgrad.logcumsumexp(_t(x), 0), _logcumsumexp_ref(x, 0), rtol=1e-15)
+    _same(tgrad.logcumsumexp(_t([-INF, -INF, 2.0]), 0), [-INF, -INF, 2.0])
+    m = _randn(5, 8)
+    _same(_t(m).t()[::2].logcumsumexp(-1), _logcumsumexp_ref(m.T[::2], -1), rtol=1e-13)
+    assert tgrad.logcumsumexp(tgrad.ones(3).half(), 0).dtype is tgrad.float16
+    _checks(lambda t: tgrad.logcumsumexp(t, 1), _leaf(_randn(2, 7)))
+    with pytest.raises(NotImplementedError, match="\"logcumsumexp\" not implemented"):
+        tgrad.logcumsumexp(tgrad.tensor([1, 2]), 0)
+
+
+CUM_CASES = [np.array([1.0, 1.0, NAN, 2.0, NAN, 3.0]), np.array([3.0, 1.0, 0.0, 2.0, 0.0]),
+             np.array([-INF, -INF, 2.0, INF, INF]), RNG.integers(0, 3, (4, 11)).astype(float),
+             np.array([2.0])]
+
+
+@pytest.mark.parametrize("case", range(len(CUM_CASES)))
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_cummax_cummin(name, case):
+    x = CUM_CASES[case]
+    for d in range(x.ndim):
+        r = getattr(tgrad, name)(_t(x), d)
+        v, i = _cum_extreme_ref(x, d, name == "cummax")
+        _same(r.values, v)
+        _same(r.indices, i)
+
+
+def test_cummax_ints_bools_odd_shapes_and_gradients():
+    x = RNG.integers(-5, 5, (3, 13))
+    for name, larger in (("cummax", True), ("cummin", False)):
+        v, i = getattr(_t(x), name)(1)
+        rv, ri = _cum_extreme_ref(x, 1, larger)
+        _same(v, rv)
+        _same(i, ri)
+        v, i = getattr(tgrad, name)(_t(x > 0), 1)
+        rv, ri = _cum_extreme_ref((x > 0).astype(np.int64), 1, larger)
+        _same(v, rv.astype(bool))
+        _same(i, ri)
+    v, i = tgrad.cummax(_t(np.float64(3.0)), 0)
+    assert v.shape == i.shape == () and v.item() == 3.0 and i.item() == 0
+    v, i = tgrad.cummin(tgrad.ones(0, 4), 1)
+    assert v.shape == i.shape == (0, 4) and i.dtype is tgrad.int64
+    m = _randn(6, 5)
+    v, i = tgrad.cummax(_t(m).t()[:, ::2], 1)
+    rv, ri = _cum_extreme_ref(m.T[:, ::2], 1, True)
+    _same(v, rv)
+    _same(i, ri)
+    # the gradient goes to the index of the running extreme (PyTorch's scatter-add)
+    x = _leaf([1.0, 3.0, 2.0, 3.0, 0.0])
+    tgrad.cummax(x, 0).values.sum().backward()
+    _same(x.grad, [1.0, 2.0, 0.0, 2.0, 0.0])
+    _checks(lambda t: tgrad.cummax(t, 1).values, _leaf(_randn(3, 6)))
+    _checks(lambda t: tgrad.cummin(t, 0).values, _leaf(_randn(5, 2)))
+
+
+def test_scans_are_not_quadratic():
+    x = tgrad.randn(2, 4097, dtype=tgrad.float64)  # log2 steps of O(n) each
+    ref = np.maximum.accumulate(_np(x), axis=1)
+    _same(tgrad.cummax(x, 1).values, ref)
+    _same(tgrad.logcumsumexp(x, 1), _logcumsumexp_ref(_np(x), 1), rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------ searching
+def _searchsorted_ref(seq, values, right):
+    side = "right" if right else "left"
+    if seq.ndim == 1:
+        out = np.searchsorted(seq, values, side=side)
+    else:
+        rows = seq.reshape(-1, seq.shape[-1])
+        vals = values.reshape(len(rows), values.shape[-1])
+        out = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(rows, vals)])
+        out = out.reshape(values.shape)
+    return np.asarray(out, dtype=np.int64)
+
+
+@pytest.mark.parametrize("right", [False, True])
+@pytest.mark.parametrize("seq_shape, val_shape", [((7,), (3, 4)), ((3, 7), (3, 5)),
+                                                  ((2, 1, 5), (2, 1, 3)), ((1,), (9,)),
+                                                  ((0,), (4,)), ((5,), (0, 2)), ((5,), ()),
+                                                  ((2, 4), (2, 0))])
+def test_searchsorted(seq_shape, val_shape, right):
+    seq = np.sort(RNG.integers(0, 6, seq_shape).astype(float), axis=-1)
+    vals = RNG.integers(-1, 8, val_shape).astype(float)
+    got = tgrad.searchsorted(_t(seq), _t(vals), right=right)
+    _same(got, _searchsorted_ref(seq, vals, right))
+    side = "right" if right else "left"
+    _same(tgrad.searchsorted(_t(seq), _t(vals), side=side, out_int32=True),
+          _searchsorted_ref(seq, vals, right).astype(np.int32))
+
+
+def test_searchsorted_nan_inf_mixed_dtypes_sorter_and_scalars():
+    seq = np.array([-INF, 1.0, 2.0, 2.0, INF])
+    vals = np.array([NAN, -INF, INF, 2.0, 0.5])
+    for right in (False, True):
+        _same(tgrad.searchsorted(_t(seq), _t(vals), right=right),
+              _searchsorted_ref(seq, vals, right))  # NaN: len(seq), as NumPy and PyTorch
+    ints = np.array([1, 3, 3, 8])
+    _same(tgrad.searchsorted(_t(ints), _t([2.5, 3.0])), np.searchsorted(ints, [2.5, 3.0]))
+    _same(tgrad.searchsorted(_t(seq), _t(np.array([2, 9]))), np.searchsorted(seq, [2, 9]))
+    unsorted = np.array([3.0, 1.0, 2.0, 0.0])
+    order = np.argsort(unsorted)
+    _same(tgrad.searchsorted(_t(unsorted), _t([1.5, 3.0]), sorter=tgrad.tensor(order)),
+          np.searchsorted(unsorted, [1.5, 3.0], sorter=order))
+    got = tgrad.searchsorted(_t(seq), 2.0, right=True)
+    assert got.shape == () and got.item() == 4
+    m = np.sort(_randn(4, 6), axis=0)
+    v = _randn(3, 6)
+    _same(tgrad.searchsorted(_t(m).t(), _t(v).t()), _searchsorted_ref(m.T, v.T, False))
+
+
+@pytest.mark.parametrize("call, msg", [
+    (lambda: tgrad.searchsorted(tgrad.ones(2, 3), tgrad.ones(3, 3)),
+     r"first N-1 dimensions of boundaries tensor and input value tensor must match, but we "
+     r"got boundaries tensor \[2, 3\] and input value tensor \[3, 3\]"),
+    (lambda: tgrad.searchsorted(tgrad.tensor(1.0), tgrad.ones(2)),
+     "boundaries tensor should have positive dimension, but got 0 dimension"),
+    (lambda: tgrad.searchsorted(tgrad.ones(3), tgrad.ones(2), side="left", right=True),
+     "side and right can't be set to opposites, got side of left while right was True"),
+    (lambda: tgrad.searchsorted(tgrad.ones(3), tgrad.ones(2), side="middle"),
+     "side can only be 'left' or 'right' but got middle"),
+    (lambda: tgrad.bucketize(tgrad.ones(2), tgrad.ones(2, 2)),
+     r"boundaries tensor must be 1 dimension, but got dim\(2\)"),
+])
+def test_searchsorted_errors(call, msg):
+    with pytest.raises(RuntimeError, match=msg):
+        call()
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize(right):
+    bounds = np.array([0.0, 1.0, 1.0, 2.5, 4.0])
+    x = np.array([[-1.0, 0.0, 1.0, 1.5], [2.5, 3.0, 4.0, 9.0]])
+    got = tgrad.bucketize(_t(x), _t(bounds), right=right)
+    # NumPy's digitize: right=False there is PyTorch's right=True and vice versa
+    _same(got, np.digitize(x, bounds, right=not right).astype(np.int64))
+    assert tgrad.bucketize(1.0, _t(bounds), out_int32=True).dtype is tgrad.int32
+
+
+def test_bincount():
+    x = RNG.integers(0, 9, 31)
+    _same(tgrad.bincount(_t(x)), np.bincount(x))
+    _same(tgrad.bincount(_t(x), minlength=15), np.bincount(x, minlength=15))
+    _same(_t(x.astype(np.int32))[::2].bincount(), np.bincount(x[::2]))
+    w = _randn(31)
+    _same(tgrad.bincount(_t(x), _t(w)), np.bincount(x, w), rtol=1e-13)
+    w32 = tgrad.tensor(w.astype(np.float32))
+    assert tgrad.bincount(_t(x), w32).dtype is tgrad.float32
+    assert tgrad.bincount(_t(x), tgrad.tensor(np.ones(31, dtype=np.int64))).dtype is \
+        tgrad.float64
+    _same(tgrad.bincount(tgrad.tensor(np.zeros(0, dtype=np.int64))), np.zeros(0, np.int64))
+    _same(tgrad.bincount(tgrad.tensor(np.zeros(0, dtype=np.int64)), minlength=3),
+          np.zeros(3, np.int64))
+    ww = _leaf(w)  # the weights' gradient flows through index_add
+    assert gradcheck(lambda t: tgrad.bincount(_t(x), t), (ww,))
+
+
+@pytest.mark.parametrize("call, err, msg", [
+    (lambda: tgrad.bincount(tgrad.tensor([0, -3])), RuntimeError,
+     "bincount only supports 1-d non-negative integral inputs."),
+    (lambda: tgrad.bincount(tgrad.tensor([[0, 3]])), RuntimeError,
+     "bincount only supports 1-d non-negative integral inputs."),
+    (lambda: tgrad.bincount(tgrad.tensor([0.0, 3.0])), NotImplementedError,
+     "\"bincount\" not implemented for float32"),
+    (lambda: tgrad.bincount(tgrad.tensor([0, 3]), minlength=-1), RuntimeError,
+     "minlength should be >= 0"),
+    (lambda: tgrad.bincount(tgrad.tensor([0, 3]), tgrad.ones(3)), RuntimeError,
+     "weights should be 1-d and have the same length as input"),
+])
+def test_bincount_errors(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()
+
+
+def _check_unique(x, got, flags):
+    vals, inv, counts = np.unique(x, return_inverse=True, return_counts=True, equal_nan=False)
+    want = [vals] + ([inv.reshape(x.shape)] if flags[0] else []) + \
+        ([counts] if flags[1] else [])
+    got = list(got) if isinstance(got, tuple) else [got]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
+@pytest.mark.parametrize("flags", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("case", ["float", "nan", "int", "bool", "empty", "scalar"])
+def test_unique(case, flags):
+    x = {"float": RNG.integers(0, 5, (3, 7)).astype(float) - 0.5,
+         "nan": np.array([3.0, 1.0, NAN, 1.0, NAN, -INF, 2.0, INF, -0.0, 0.0]),
+         "int": RNG.integers(-3, 3, (2, 3, 5)),
+         "bool": np.array([True, False, True]),
+         "empty": np.zeros((0, 3)),
+         "scalar": np.float64(2.5)}[case]
+    got = tgrad.unique(_t(x), return_inverse=flags[0], return_counts=flags[1])
+    _check_unique(x, got, flags)
+    _check_unique(x, _t(x).unique(False, *flags), flags)  # sorted=False: sorted too
+
+
+def test_unique_non_contiguous_not_differentiable_and_dim():
+    m = RNG.integers(0, 4, (5, 6)).astype(float)
+    _check_unique(m.T[::2], tgrad.unique(_t(m).t()[::2], return_inverse=True), (True, False))
+    y = tgrad.unique(_leaf(m))
+    assert not y.requires_grad
+    with pytest.raises(NotImplementedError, match="only dim=None"):
+        tgrad.unique(_t(m), dim=0)
+    with pytest.raises(NotImplementedError, match="only dim=None"):
+        tgrad.unique_consecutive(_t(m), dim=1)
+
+
+def _unique_consecutive_ref(x):
+    flat = np.asarray(x).reshape(-1)
+    first = np.ones(flat.size, dtype=bool)
+    first[1:] = flat[1:] != flat[:-1]
+    run = np.cumsum(first) - 1
+    return flat[first], run.reshape(np.shape(x)), np.bincount(run, minlength=first.sum())
+
+
+@pytest.mark.parametrize("x", [np.array([1, 1, 2, 2, 3, 1, 1, 2]),
+                               np.array([[1.0, 1.0], [NAN, NAN]]),
+                               np.array([0.0, -0.0, INF, INF, 2.0]), np.zeros(0), np.float64(1),
+                               RNG.integers(0, 2, (3, 5))])
+def test_unique_consecutive(x):
+    vals, inv, counts = _unique_consecutive_ref(x)
+    got = tgrad.unique_consecutive(_t(x), return_inverse=True, return_counts=True)
+    _same(got[0], vals)
+    _same(got[1], inv)
+    _same(got[2], counts)
+    _same(_t(x).unique_consecutive(), vals)
+    _same(tgrad.unique_consecutive(_t(x), return_counts=True)[1], counts)

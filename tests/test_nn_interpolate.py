@@ -1,0 +1,598 @@
+"""interpolate / Upsample (tgrad/nn/_interpolate.py) and conv_transpose1d/2d, fold,
+ConvTranspose1d/2d (tgrad/nn/_conv_transpose.py): values against NumPy float64 loop
+references written here (PyTorch's index and weight formulas), the adjoint identities
+(conv_transpose is conv's gradient with respect to its input, fold is unfold's transpose),
+gradcheck / gradgradcheck, modules and errors."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn as nn
+import tgrad.nn.functional as F
+from tgrad.autograd import gradcheck, gradgradcheck
+
+RNG = np.random.default_rng(0)
+
+
+def _t(a, **kw):
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), **kw)
+
+
+def _raises(fn, exc, text):
+    with pytest.raises(exc) as info:
+        fn()
+    assert text in str(info.value), str(info.value)
+
+
+# ============================================================================ references
+def _step(in_size, out_size, scale, t):
+    """PyTorch's source step: 1 / scale_factor when one was given (and not recomputed),
+    else in / out, in the arithmetic type t."""
+    return t(1.0 / scale) if scale is not None else t(in_size) / t(out_size)
+
+
+def _nearest_src(dst, in_size, out_size, scale, exact, four_d, t):
+    """One source index, following PyTorch's CPU kernels element by element."""
+    if four_d:  # upsample_nearest2d: nearest_idx / nearest_exact_idx, float32 step
+        if not exact and out_size == in_size:
+            return dst
+        if not exact and out_size == 2 * in_size:
+            return dst // 2
+        step = _step(in_size, out_size, scale, np.float32)
+        real = np.float32((dst + 0.5) * float(step)) if exact else np.float32(dst) * step
+    else:  # 1-d / 3-d: the step in the input's precision; (dst + 0.5) step - 0.5 fused
+        step = _step(in_size, out_size, scale, t)
+        if exact:
+            r = t(float(Fraction(float(step)) * Fraction(2 * dst + 1, 2) - Fraction(1, 2)))
+            real = np.float32(max(float(r), 0.0) + 0.5)
+        else:
+            real = np.float32(step * t(dst))
+    return min(int(math.floor(real)), in_size - 1)
+
+
+def _linear_taps(dst, in_size, out_size, scale, align):
+    """(i0, i1, w0, w1) of one output position (float64 maths)."""
+    if out_size == in_size:
+        return dst, dst, 1.0, 0.0
+    if align:
+        real = (in_size - 1) / (out_size - 1) * dst if out_size > 1 else 0.0
+    else:
+        step = 1.0 / scale if scale is not None else in_size / out_size
+        real = max(step * (dst + 0.5) - 0.5, 0.0)
+    i0 = min(int(math.floor(real)), in_size - 1)
+    w1 = min(max(real - i0, 0.0), 1.0)
+    return i0, i0 + (i0 < in_size - 1), 1.0 - w1, w1
+
+
+def ref_interpolate(x, out, mode, scales=None, align=False):
+    """Loops over every output element of (N, C, *spatial) x."""
+    n, c, sizes = x.shape[0], x.shape[1], x.shape[2:]
+    scales = scales or [None] * len(sizes)
+    y = np.zeros((n, c) + tuple(out), dtype=np.float64)
+    t = np.float64 if x.dtype == np.float64 else np.float32
+    for pos in np.ndindex(*out):
+        if mode in ("nearest", "nearest-exact"):
+            src = tuple(_nearest_src(d, i, o, s, mode == "nearest-exact", len(sizes) == 2, t)
+                        for d, i, o, s in zip(pos, sizes, out, scales))
+            y[(slice(None), slice(None)) + pos] = x[(slice(None), slice(None)) + src]
+            continue
+        taps = [_linear_taps(d, i, o, s, align) for d, i, o, s in zip(pos, sizes, out, scales)]
+        acc = np.zeros((n, c))
+        for corner in np.ndindex(*(2,) * len(sizes)):
+            idx = tuple(tp[k] for tp, k in zip(taps, corner))
+            weight = np.prod([tp[2 + k] for tp, k in zip(taps, corner)])
+            acc += weight * x[(slice(None), slice(None)) + idx]
+        y[(slice(None), slice(None)) + pos] = acc
+    return y
+
+
+def ref_area(x, out):
+    """Adaptive average windows [floor(i in / out), ceil((i + 1) in / out)) per dim."""
+    sizes = x.shape[2:]
+    y = np.zeros(x.shape[:2] + tuple(out))
+    for pos in np.ndindex(*out):
+        win = tuple(slice(i * s // o, -(-(i + 1) * s // o)) for i, s, o in zip(pos, sizes, out))
+        y[(slice(None), slice(None)) + pos] = x[(slice(None), slice(None)) + win].mean(
+            axis=tuple(range(2, x.ndim)))
+    return y
+
+
+def ref_conv_transpose(x, w, b, stride, padding, output_padding, groups, dilation):
+    """Scatter: every input pixel adds x * w over its window of the full output; then the
+    padding is cropped. x (N, C_in, *s), w (C_in, C_out / groups, *k)."""
+    n, cin = x.shape[:2]
+    sizes, kernel = x.shape[2:], w.shape[2:]
+    cout_g = w.shape[1]
+    out = [(i - 1) * s - 2 * p + d * (k - 1) + o + 1 for i, s, p, d, k, o in
+           zip(sizes, stride, padding, dilation, kernel, output_padding)]
+    full = [max((i - 1) * s + d * (k - 1) + 1, p + o) for i, s, d, k, p, o in
+            zip(sizes, stride, dilation, kernel, padding, out)]
+    y = np.zeros((n, cout_g * groups) + tuple(full))
+    for ci in range(cin):
+        g = ci // (cin // groups)
+        for co in range(cout_g):
+            for ipos in np.ndindex(*sizes):
+                for kpos in np.ndindex(*kernel):
+                    opos = tuple(i * s + k * d for i, s, k, d in zip(ipos, stride, kpos, dilation))
+                    y[(slice(None), g * cout_g + co) + opos] += \
+                        x[(slice(None), ci) + ipos] * w[(ci, co) + kpos]
+    y = y[(slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(padding, out))]
+    if b is not None:
+        y = y + b.reshape((-1,) + (1,) * len(sizes))
+    return y
+
+
+def ref_fold(cols, size, kernel, dilation, padding, stride):
+    n, ck, _ = cols.shape
+    c = ck // (kernel[0] * kernel[1])
+    hp, wp = size[0] + 2 * padding[0], size[1] + 2 * padding[1]
+    bh = (hp - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+    bw = (wp - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+    y = np.zeros((n, c, hp, wp))
+    cols = cols.reshape(n, c, kernel[0], kernel[1], bh, bw)
+    for ky, kx, by, bx in np.ndindex(kernel[0], kernel[1], bh, bw):
+        y[:, :, by * stride[0] + ky * dilation[0], bx * stride[1] + kx * dilation[1]] += \
+            cols[:, :, ky, kx, by, bx]
+    return y[:, :, padding[0]:padding[0] + size[0], padding[1]:padding[1] + size[1]]
+
+
+# ============================================================================ interpolate
+NEAREST_CASES = [
+    # shape, size, scale_factor
+    ((2, 3, 7), 12, None),
+    ((1, 2, 9), 4, None),            # downsampling, odd sizes
+    ((2, 1, 5), None, 2.1),          # non-integer factor (step 1 / 2.1, not 5 / 10)
+    ((1, 2, 8), None, 0.37),
+    ((2, 2, 5, 7), (9, 3), None),
+    ((1, 3, 4, 5), None, (2.1, 1 / 3)),
+    ((2, 2, 5, 3), None, 1.1),       # 4-D: out == in copies whatever the factor
+    ((1, 2, 7, 6), None, (0.6, 1.7)),
+    ((1, 2, 3, 4, 5), (5, 2, 7), None),
+    ((1, 1, 3, 5, 4), None, (1.5, 0.7, 2.1)),
+]
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("shape,size,scale", NEAREST_CASES)
+def test_nearest_modes_match_reference(mode, shape, size, scale):
+    x = RNG.standard_normal(shape)
+    y = F.interpolate(_t(x), size=size, scale_factor=scale, mode=mode)
+    nd = len(shape) - 2
+    if size is not None:
+        out, scales = (size,) * nd if isinstance(size, int) else size, None
+    else:
+        scales = [scale] * nd if not isinstance(scale, tuple) else list(scale)
+        out = [int(i * s) for i, s in zip(shape[2:], scales)]
+    ref = ref_interpolate(x, out, mode, scales)
+    assert y.shape == ref.shape and y.dtype is tgrad.float64
+    np.testing.assert_array_equal(y.numpy(), ref)  # nearest copies values exactly
+
+
+def test_nearest_float32_follows_float32_index_maths():
+    x = RNG.standard_normal((2, 3, 11)).astype(np.float32)
+    for size in (3, 7, 17, 29):
+        y = F.interpolate(tgrad.tensor(x), size=size)
+        assert y.dtype is tgrad.float32
+        np.testing.assert_array_equal(y.numpy(), ref_interpolate(x, [size], "nearest"))
+
+
+LINEAR_CASES = [
+    ((2, 3, 7), "linear", 12, None),
+    ((1, 2, 9), "linear", 4, None),
+    ((2, 1, 5), "linear", None, 2.1),
+    ((1, 2, 1), "linear", 4, None),            # a single input sample
+    ((2, 2, 8), "linear", 1, None),            # a single output sample
+    ((1, 2, 6), "linear", None, 1.1),          # out == in (6): PyTorch copies
+    ((2, 2, 5, 7), "bilinear", (9, 3), None),
+    ((1, 3, 4, 5), "bilinear", None, (2.5, 0.45)),
+    ((1, 1, 3, 3), "bilinear", None, 2),
+    ((1, 2, 3, 4, 5), "trilinear", (5, 2, 7), None),
+]
+
+
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("shape,mode,size,scale", LINEAR_CASES)
+def test_linear_modes_match_reference(align, shape, mode, size, scale):
+    x = RNG.standard_normal(shape)
+    y = F.interpolate(_t(x), size=size, scale_factor=scale, mode=mode, align_corners=align)
+    nd = len(shape) - 2
+    if size is not None:
+        out, scales = (size,) * nd if isinstance(size, int) else size, None
+    else:
+        scales = [scale] * nd if not isinstance(scale, tuple) else list(scale)
+        out = [int(i * s) for i, s in zip(shape[2:], scales)]
+    ref = ref_interpolate(x, out, mode, scales, align)
+    assert y.shape == ref.shape
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_align_corners_keeps_the_corners():
+    x = RNG.standard_normal((1, 2, 4, 5))
+    y = F.interpolate(_t(x), size=(7, 9), mode="bilinear", align_corners=True).numpy()
+    np.testing.assert_allclose(y[..., [0, -1], :][..., [0, -1]], x[..., [0, -1], :][..., [0, -1]],
+                               rtol=1e-12)
+    # the default (align_corners=False) gives the half-pixel result instead
+    z = F.interpolate(_t(x), size=(7, 9), mode="bilinear").numpy()
+    np.testing.assert_allclose(z, ref_interpolate(x, (7, 9), "bilinear"), rtol=1e-12,
+                               atol=1e-12)
+    assert not np.allclose(y, z)
+
+
+def test_scale_factor_is_the_step_unless_recomputed():
+    x = RNG.standard_normal((1, 2, 5))
+    # 5 * 1.7 -> 8 outputs: the kernels step by 1 / 1.7 ...
+    y = F.interpolate(_t(x), scale_factor=1.7, mode="linear").numpy()
+    np.testing.assert_allclose(y, ref_interpolate(x, [8], "linear", [1.7]), rtol=1e-12)
+    # ... and by 5 / 8 once recompute_scale_factor forgets the factor (= size=8)
+    z = F.interpolate(_t(x), scale_factor=1.7, mode="linear", recompute_scale_factor=True)
+    np.testing.assert_allclose(z.numpy(), ref_interpolate(x, [8], "linear"), rtol=1e-12)
+    np.testing.assert_allclose(z.numpy(), F.interpolate(_t(x), size=8, mode="linear").numpy(),
+                               rtol=0, atol=0)
+    assert not np.allclose(y, z.numpy())
+    w = F.interpolate(_t(x), scale_factor=1.7, recompute_scale_factor=False, mode="nearest")
+    np.testing.assert_array_equal(w.numpy(), ref_interpolate(x, [8], "nearest", [1.7]))
+
+
+def test_area_mode_is_adaptive_average():
+    x = RNG.standard_normal((2, 3, 7, 5))
+    y = F.interpolate(_t(x), size=(3, 4), mode="area")
+    np.testing.assert_allclose(y.numpy(), ref_area(x, (3, 4)), rtol=1e-12)
+    x1 = RNG.standard_normal((1, 2, 9))
+    y1 = F.interpolate(_t(x1), scale_factor=0.5, mode="area")  # out = floor(4.5) = 4
+    np.testing.assert_allclose(y1.numpy(), ref_area(x1, (4,)), rtol=1e-12)
+
+
+def test_empty_batch_and_half_precision():
+    y = F.interpolate(tgrad.zeros(0, 2, 5), size=7, mode="linear")
+    assert y.shape == (0, 2, 7)
+    assert F.interpolate(tgrad.zeros(0, 2, 3, 3), scale_factor=2).shape == (0, 2, 6, 6)
+    x = RNG.standard_normal((1, 2, 5, 6))
+    for dt in (tgrad.float16, tgrad.bfloat16):
+        y = F.interpolate(_t(x).to(dt), size=(7, 4), mode="bilinear")
+        assert y.dtype is dt
+        np.testing.assert_allclose(y.float().numpy(), ref_interpolate(x, (7, 4), "bilinear"),
+                                   atol=4e-2)
+
+
+def test_result_is_a_new_tensor():
+    x = _t(RNG.standard_normal((1, 1, 4)))
+    y = F.interpolate(x, size=4)
+    y.add_(1.0)
+    assert not np.allclose(x.numpy(), y.numpy())
+
+
+@pytest.mark.parametrize("mode,shape,kw", [
+    ("nearest", (1, 2, 3), dict(size=5)),
+    ("nearest-exact", (1, 1, 3, 2), dict(scale_factor=(1.5, 2.5))),
+    ("linear", (2, 1, 4), dict(size=3)),
+    ("linear", (1, 2, 3), dict(scale_factor=2.5, align_corners=True)),
+    ("bilinear", (1, 1, 3, 2), dict(size=(2, 5))),
+    ("bilinear", (1, 1, 2, 3), dict(scale_factor=1.5, align_corners=True)),
+    ("trilinear", (1, 1, 2, 2, 3), dict(size=(3, 1, 4))),
+])
+def test_interpolate_gradcheck(mode, shape, kw):
+    x = _t(RNG.standard_normal(shape), requires_grad=True)
+    fn = lambda a: F.interpolate(a, mode=mode, **kw)  # noqa: E731
+    assert gradcheck(fn, (x,))
+    assert gradgradcheck(fn, (x,))
+
+
+def test_interpolate_gradient_matches_reference_adjoint():
+    # interpolation is linear: the gradient is the transposed sampling matrix applied to g
+    x = RNG.standard_normal((1, 1, 5))
+    basis = np.eye(5).reshape(5, 1, 5)
+    a = ref_interpolate(basis, [8], "linear", [1.7])[:, 0, :].T  # (8, 5)
+    xt = _t(x, requires_grad=True)
+    g = RNG.standard_normal((1, 1, 8))
+    F.interpolate(xt, scale_factor=1.7, mode="linear").backward(_t(g))
+    np.testing.assert_allclose(xt.grad.numpy()[0, 0], a.T @ g[0, 0], rtol=1e-12)
+
+
+def test_interpolate_errors():
+    x = _t(RNG.standard_normal((2, 3, 5)))
+    _raises(lambda: F.interpolate(x, size=3, scale_factor=2), ValueError,
+            "only one of size or scale_factor should be defined")
+    _raises(lambda: F.interpolate(x), ValueError, "either size or scale_factor should be defined")
+    _raises(lambda: F.interpolate(x, size=3, align_corners=True), ValueError,
+            "align_corners option can only be set with the interpolating modes")
+    _raises(lambda: F.interpolate(x, size=(2, 2)), ValueError,
+            "Input and output must have the same number of spatial dimensions")
+    _raises(lambda: F.interpolate(x, scale_factor=(2, 2)), ValueError,
+            "Input and scale_factor must have the same number of spatial dimensions")
+    _raises(lambda: F.interpolate(x, size=(2.0,)), TypeError, "expected size to be one of int")
+    _raises(lambda: F.interpolate(x, size=3, recompute_scale_factor=True), ValueError,
+            "recompute_scale_factor is not meaningful with an explicit size.")
+    _raises(lambda: F.interpolate(x, size=0), RuntimeError,
+            "Input and output sizes should be greater than 0, but got input (W: 5) and output "
+            "(W: 0)")
+    _raises(lambda: F.interpolate(_t(np.zeros((1, 1, 5, 5))), scale_factor=0.1,
+                                  mode="bilinear"), RuntimeError,
+            "input (H: 5, W: 5) output (H: 0, W: 0)")
+    _raises(lambda: F.interpolate(tgrad.zeros(2, 0, 5), size=7), RuntimeError,
+            "Non-empty 3D data tensor expected but got a tensor with sizes [2, 0, 5]")
+    _raises(lambda: F.interpolate(_t(np.zeros((1, 1, 4, 4))), size=3, mode="linear"),
+            NotImplementedError, "Got 4D input, but linear mode needs 3D input")
+    _raises(lambda: F.interpolate(x, size=3, mode="bilinear"), NotImplementedError,
+            "Got 3D input, but bilinear mode needs 4D input")
+    _raises(lambda: F.interpolate(_t(np.zeros((3, 5))), size=3), NotImplementedError,
+            "Only 3D, 4D and 5D input Tensors supported (got 2D)")
+    _raises(lambda: F.interpolate(x, size=3, mode="bogus"), NotImplementedError, "(got bogus)")
+    _raises(lambda: F.interpolate(_t(np.zeros((1, 1, 4, 4))), size=3, mode="bicubic"),
+            NotImplementedError, "'bicubic' is not supported in tgrad")
+    _raises(lambda: F.interpolate(x, size=3, mode="linear", antialias=True), ValueError,
+            "Anti-alias option is restricted")
+    _raises(lambda: F.interpolate(tgrad.arange(10).reshape(1, 2, 5), size=7),
+            NotImplementedError, "not implemented for int64")
+    _raises(lambda: F.interpolate([1.0], size=3), TypeError, "must be Tensor")
+
+
+def test_upsample_aliases_warn_and_agree():
+    x = _t(RNG.standard_normal((1, 2, 3, 4)))
+    with pytest.warns(UserWarning, match="upsample` is deprecated"):
+        y = F.upsample(x, scale_factor=2, mode="bilinear")
+    np.testing.assert_array_equal(
+        y.numpy(), F.interpolate(x, scale_factor=2, mode="bilinear").numpy())
+    with pytest.warns(UserWarning, match="upsample_nearest` is deprecated"):
+        y = F.upsample_nearest(x, size=(5, 7))
+    np.testing.assert_array_equal(y.numpy(), F.interpolate(x, size=(5, 7)).numpy())
+    with pytest.warns(UserWarning, match="upsample_bilinear` is deprecated"):
+        y = F.upsample_bilinear(x, size=(5, 7))
+    np.testing.assert_allclose(
+        y.numpy(), ref_interpolate(x.numpy(), (5, 7), "bilinear", align=True), rtol=1e-12)
+
+
+def test_upsample_modules():
+    x = RNG.standard_normal((1, 2, 3, 5))
+    m = nn.Upsample(scale_factor=2, mode="bilinear")
+    assert list(m.parameters()) == [] and m.scale_factor == 2.0
+    assert repr(m) == "Upsample(scale_factor=2.0, mode='bilinear')"
+    np.testing.assert_allclose(m(_t(x)).numpy(),
+                               ref_interpolate(x, (6, 10), "bilinear", [2.0, 2.0]), rtol=1e-12)
+    m = nn.Upsample(size=(4, 7), mode="nearest-exact")
+    assert repr(m) == "Upsample(size=(4, 7), mode='nearest-exact')"
+    np.testing.assert_array_equal(m(_t(x)).numpy(), ref_interpolate(x, (4, 7), "nearest-exact"))
+    m = nn.Upsample(scale_factor=(1.5, 0.6), recompute_scale_factor=True)
+    np.testing.assert_array_equal(m(_t(x)).numpy(), ref_interpolate(x, (4, 3), "nearest"))
+    m = nn.UpsamplingNearest2d(scale_factor=(2, 3))
+    assert m.mode == "nearest" and m.scale_factor == (2.0, 3.0)
+    np.testing.assert_array_equal(m(_t(x)).numpy(),
+                                  ref_interpolate(x, (6, 15), "nearest", [2.0, 3.0]))
+    m = nn.UpsamplingBilinear2d(size=(4, 9))
+    assert m.align_corners is True
+    np.testing.assert_allclose(m(_t(x)).numpy(),
+                               ref_interpolate(x, (4, 9), "bilinear", align=True), rtol=1e-12)
+
+
+# ============================================================================ conv_transpose
+CT_CASES = [
+    # spatial sizes, c_in, c_out, kernel, stride, padding, output_padding, groups, dilation
+    ((5,), 2, 3, (3,), (2,), (1,), (1,), 1, (1,)),
+    ((4,), 4, 2, (2,), (3,), (0,), (2,), 2, (2,)),
+    ((1,), 1, 1, (1,), (1,), (0,), (0,), 1, (1,)),
+    ((3, 4), 2, 3, (3, 2), (1, 1), (0, 0), (0, 0), 1, (1, 1)),
+    ((4, 3), 2, 3, (3, 3), (2, 3), (1, 2), (1, 2), 1, (1, 2)),
+    ((3, 5), 4, 6, (2, 3), (2, 1), (0, 1), (1, 0), 2, (2, 1)),
+    ((2, 3), 3, 3, (3, 1), (1, 2), (2, 0), (0, 1), 3, (2, 1)),  # depthwise, op > p
+]
+
+
+@pytest.mark.parametrize("batch", [2, 1, None])
+@pytest.mark.parametrize("case", CT_CASES)
+def test_conv_transpose_matches_scatter_reference(batch, case):
+    sizes, cin, cout, k, s, p, op, g, d = case
+    x = RNG.standard_normal((batch or 1, cin) + sizes)
+    w = RNG.standard_normal((cin, cout // g) + k)
+    b = RNG.standard_normal(cout)
+    fn = F.conv_transpose1d if len(sizes) == 1 else F.conv_transpose2d
+    xin = _t(x) if batch is not None else _t(x[0])  # None: unbatched input
+    y = fn(xin, _t(w), _t(b), s, p, op, g, d)
+    ref = ref_conv_transpose(x, w, b, s, p, op, g, d)
+    ref = ref if batch is not None else ref[0]
+    assert y.shape == ref.shape
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12, atol=1e-12)
+    if all(v == 1 for v in s + d) and not any(p + op):
+        # keywords and defaults: stride 1, no padding
+        y0 = fn(xin, _t(w), groups=g)
+        np.testing.assert_allclose(y0.numpy(), ref - b.reshape((-1,) + (1,) * len(sizes)),
+                                   rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", CT_CASES)
+def test_conv_transpose_is_the_input_gradient_of_conv(case):
+    sizes, cin, cout, k, s, p, op, g, d = case
+    w = RNG.standard_normal((cin, cout // g) + k)  # conv's weight (O=cin, C/g=cout/g, k)
+    gy = RNG.standard_normal((2, cin) + sizes)
+    fn, conv = (F.conv_transpose1d, F.conv1d) if len(sizes) == 1 else \
+        (F.conv_transpose2d, F.conv2d)
+    y = fn(_t(gy), _t(w), None, s, p, op, g, d)
+    # conv of an input of y's shape gives gy's shape back; its input gradient for the
+    # incoming gradient gy is conv_transpose(gy)
+    x = _t(RNG.standard_normal(y.shape), requires_grad=True)
+    out = conv(x, _t(w), None, s, p, d, g)
+    assert out.shape == gy.shape
+    out.backward(_t(gy))
+    np.testing.assert_allclose(x.grad.numpy(), y.numpy(), rtol=1e-11, atol=1e-12)
+    # the adjoint identity <conv(x), gy> = <x, conv_transpose(gy)>
+    np.testing.assert_allclose(np.sum(out.detach().numpy() * gy),
+                               np.sum(x.detach().numpy() * y.numpy()), rtol=1e-10)
+
+
+def test_conv_transpose_empty_batch_and_half():
+    w = _t(RNG.standard_normal((4, 3, 3, 2)))
+    y = F.conv_transpose2d(tgrad.zeros(0, 4, 5, 6, dtype=tgrad.float64), w, stride=2)
+    assert y.shape == (0, 3, 11, 12)
+    x = RNG.standard_normal((1, 4, 3, 3))
+    wn = w.numpy()
+    y = F.conv_transpose2d(_t(x).half(), w.half(), stride=2, padding=1)
+    assert y.dtype is tgrad.float16
+    ref = ref_conv_transpose(x, wn, None, (2, 2), (1, 1), (0, 0), 1, (1, 1))
+    np.testing.assert_allclose(y.float().numpy(), ref, atol=5e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("spatial", [1, 2])
+def test_conv_transpose_gradcheck(spatial):
+    sizes, k = ((3,), (2,)) if spatial == 1 else ((2, 3), (2, 2))
+    x = _t(RNG.standard_normal((1, 4) + sizes), requires_grad=True)
+    w = _t(RNG.standard_normal((4, 1) + k), requires_grad=True)
+    b = _t(RNG.standard_normal(2), requires_grad=True)
+    fn = F.conv_transpose1d if spatial == 1 else F.conv_transpose2d
+    f = lambda a, c, e: fn(a, c, e, stride=2, padding=1, output_padding=1,  # noqa: E731
+                           groups=2, dilation=1)
+    assert gradcheck(f, (x, w, b))
+    assert gradgradcheck(f, (x, w, b))
+
+
+def test_conv_transpose_errors():
+    x, w = _t(np.zeros((2, 4, 5, 6))), _t(np.zeros((4, 3, 3, 2)))
+    _raises(lambda: F.conv_transpose2d(x, w, output_padding=1), RuntimeError,
+            "output padding must be smaller than either stride or dilation, but got "
+            "output_padding_height: 1 output_padding_width: 1 stride_height: 1 stride_width: 1 "
+            "dilation_height: 1 dilation_width: 1")
+    _raises(lambda: F.conv_transpose2d(x, w, groups=3), RuntimeError,
+            "Given groups=3, expected weight to be divisible by 3 at dimension 0")
+    _raises(lambda: F.conv_transpose2d(x, _t(np.zeros((3, 3, 3, 2)))), RuntimeError,
+            "Given transposed=1, weight of size [3, 3, 3, 2], expected input[2, 4, 5, 6] to "
+            "have 3 channels, but got 4 channels instead")
+    _raises(lambda: F.conv_transpose2d(x, w, _t(np.zeros(4))), RuntimeError,
+            "expected bias to be 1-dimensional with 3 elements, but got bias of size [4]")
+    _raises(lambda: F.conv_transpose2d(x, w, padding=4), RuntimeError,
+            "Given input size per channel: (5 x 6). Calculated output size per channel: "
+            "(-1 x -1). Output size is too small")
+    _raises(lambda: F.conv_transpose1d(_t(np.zeros((1, 4, 2))), _t(np.zeros((4, 1, 1))),
+                                       padding=1), RuntimeError,
+            "Calculated output size per channel: (1 x 0)")
+    _raises(lambda: F.conv_transpose2d(x, w, padding=-1), RuntimeError,
+            "negative padding is not supported")
+    _raises(lambda: F.conv_transpose2d(x, w, stride=0), RuntimeError,
+            "non-positive stride is not supported")
+    _raises(lambda: F.conv_transpose2d(x[0, 0], w), RuntimeError,
+            "Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input "
+            "of size: [5, 6]")
+    _raises(lambda: F.conv_transpose2d(x, w.float()), RuntimeError,
+            "expected input and weight to have the same dtype")
+    _raises(lambda: F.conv_transpose2d(x, w, stride=(2, 1, 1)), RuntimeError,
+            "stride must either be a single int, or a tuple of 2 ints")
+
+
+# ============================================================================ fold
+@pytest.mark.parametrize("size,kernel,dilation,padding,stride", [
+    ((5, 6), (2, 2), (1, 1), (0, 0), (1, 1)),
+    ((5, 7), (3, 2), (2, 1), (1, 2), (2, 3)),
+    ((4, 4), (2, 2), (1, 1), (0, 0), (2, 2)),   # non-overlapping: fold inverts unfold
+    ((3, 5), (1, 3), (1, 2), (2, 0), (1, 1)),
+])
+def test_fold_matches_reference_and_is_unfolds_adjoint(size, kernel, dilation, padding,
+                                                       stride):
+    x = RNG.standard_normal((2, 3) + size)
+    cols = F.unfold(_t(x), kernel, dilation, padding, stride)
+    c = RNG.standard_normal(cols.shape)
+    y = F.fold(_t(c), size, kernel, dilation, padding, stride)
+    np.testing.assert_allclose(y.numpy(), ref_fold(c, size, kernel, dilation, padding, stride),
+                               rtol=1e-12, atol=1e-12)
+    # <unfold(x), c> = <x, fold(c)>
+    np.testing.assert_allclose(np.sum(cols.numpy() * c), np.sum(x * y.numpy()), rtol=1e-10)
+    # unbatched input, and batch 1
+    np.testing.assert_allclose(F.fold(_t(c[0]), size, kernel, dilation, padding, stride)
+                               .numpy(), y.numpy()[0], rtol=1e-12)
+    if kernel == stride and not any(padding) and dilation == (1, 1):
+        np.testing.assert_allclose(F.fold(cols, size, kernel, dilation, padding, stride)
+                                   .numpy(), x, rtol=1e-12)
+
+
+def test_fold_gradcheck_and_empty_batch():
+    c = _t(RNG.standard_normal((1, 2 * 4, 6)), requires_grad=True)
+    f = lambda a: F.fold(a, (3, 4), 2, stride=1, padding=0)  # noqa: E731
+    assert gradcheck(f, (c,))
+    assert gradgradcheck(f, (c,))
+    assert F.fold(tgrad.zeros(0, 12, 20), (5, 6), 2).shape == (0, 3, 5, 6)
+
+
+def test_fold_errors():
+    c = _t(np.zeros((2, 12, 20)))
+    _raises(lambda: F.fold(c, (5, 6), (2, 3)), RuntimeError,
+            "Given output_size=(5, 6), kernel_size=(2, 3), dilation=(1, 1), padding=(0, 0), "
+            "stride=(1, 1), expected size of input's dimension 2 to match the calculated "
+            "number of sliding blocks 4 * 4 = 16, but got input.size(2)=20.")
+    _raises(lambda: F.fold(c, (5, 6), (5, 5)), RuntimeError,
+            "Expected size of input's dimension 1 to be divisible by the product of "
+            "kernel_size, but got input.size(1)=12 and kernel_size=(5, 5).")
+    _raises(lambda: F.fold(c, (5, 6), 2, stride=0), RuntimeError,
+            "stride should be greater than zero")
+    _raises(lambda: F.fold(c, (5, 6), 2, padding=-1), RuntimeError,
+            "padding should be non-negative")
+    _raises(lambda: F.fold(c, (5, 6, 7), 2), RuntimeError,
+            "It is expected output_size equals to 2, but got size 3")
+    _raises(lambda: F.fold(_t(np.zeros((2, 12, 0))), (5, 6), 2), RuntimeError,
+            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size")
+
+
+# ============================================================================ modules
+def test_conv_transpose_modules():
+    m = nn.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, output_padding=1, groups=2,
+                           bias=False, dilation=2)
+    assert m.weight.shape == (4, 3, 3, 2) and m.bias is None
+    assert repr(m) == ("ConvTranspose2d(4, 6, kernel_size=(3, 2), stride=(2, 2), "
+                       "padding=(1, 1), dilation=(2, 2), output_padding=(1, 1), groups=2, "
+                       "bias=False)")
+    x = RNG.standard_normal((2, 4, 3, 4))
+    y = m(_t(x).float())
+    ref = ref_conv_transpose(x, m.weight.detach().numpy().astype(np.float64), None, (2, 2),
+                             (1, 1), (1, 1), 2, (2, 2))
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-4, atol=1e-4)
+    # PyTorch's init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = out/groups * prod(kernel)
+    m = nn.ConvTranspose2d(8, 16, 3, groups=2, dtype=tgrad.float64)
+    bound = 1 / math.sqrt(8 * 9)
+    w, b = m.weight.detach().numpy(), m.bias.detach().numpy()
+    assert w.shape == (8, 8, 3, 3) and b.shape == (16,)
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.8 * bound
+    assert np.abs(b).max() <= bound
+    m1 = nn.ConvTranspose1d(4, 6, 3, dtype=tgrad.float64)
+    assert repr(m1) == "ConvTranspose1d(4, 6, kernel_size=(3,), stride=(1,))"
+    x1 = RNG.standard_normal((4, 5))  # unbatched
+    np.testing.assert_allclose(
+        m1(_t(x1)).detach().numpy(),
+        ref_conv_transpose(x1[None], m1.weight.detach().numpy(), m1.bias.detach().numpy(),
+                           (1,), (0,), (0,), 1, (1,))[0], rtol=1e-12, atol=1e-12)
+    _raises(lambda: nn.ConvTranspose2d(4, 6, 3, padding_mode="reflect"), ValueError,
+            'Only "zeros" padding mode is supported for ConvTranspose2d')
+    _raises(lambda: nn.ConvTranspose2d(4, 6, 3, groups=4), ValueError,
+            "out_channels must be divisible by groups")
+
+
+def test_conv_transpose_output_size():
+    m = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, groups=2, dtype=tgrad.float64)
+    x = _t(RNG.standard_normal((2, 4, 5, 6)))
+    assert m(x).shape == (2, 6, 9, 11)
+    y = m(x, output_size=(10, 12))
+    assert y.shape == (2, 6, 10, 12)
+    np.testing.assert_allclose(
+        y.detach().numpy(),
+        F.conv_transpose2d(x, m.weight, m.bias, 2, 1, (1, 1), 2).detach().numpy(), rtol=0)
+    assert m(x, output_size=[2, 6, 9, 12]).shape == (2, 6, 9, 12)
+    _raises(lambda: m(x, output_size=(11, 12)), ValueError,
+            "requested an output size of [11, 12], but valid sizes range from [9, 11] to "
+            "[10, 12]")
+    _raises(lambda: m(x, output_size=(8,)), ValueError,
+            "ConvTranspose2D: for 4D input, output_size must have 2 or 4 elements (got 1)")
+    m1 = nn.ConvTranspose1d(2, 2, 2, stride=3, dtype=tgrad.float64)
+    assert m1(_t(np.zeros((1, 2, 4))), output_size=[13]).shape == (1, 2, 13)
+
+
+def test_upsampling_decoder_trains():
+    # a tiny decoder: gradients reach every parameter through interpolate and conv_transpose
+    tgrad.manual_seed(0)
+    model = nn.Sequential(nn.ConvTranspose2d(3, 4, 2, stride=2), nn.ReLU(),
+                          nn.Upsample(scale_factor=1.5, mode="bilinear"),
+                          nn.Conv2d(4, 1, 3, padding=1))
+    x = tgrad.randn(2, 3, 3, 3)
+    loss = model(x).square().mean()
+    loss.backward()
+    assert model(x).shape == (2, 1, 9, 9)
+    for p in model.parameters():
+        assert p.grad is not None and np.isfinite(p.grad.numpy()).all()

@@ -1,0 +1,409 @@
+"""Regression tests for differences from PyTorch found by differential audits (2026-12-03):
+each asserts PyTorch's documented behaviour against a NumPy float64 reference."""
+
+from __future__ import annotations
+
+import io
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad import nn
+
+
+def _f64(a, **kw):
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), **kw)
+
+
+# ------------------------------------------------------------------------------ indexing
+def test_gather_and_scatter_take_a_0d_index_as_one_position():
+    x = _f64([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = x.gather(0, tgrad.tensor(2))
+    assert y.shape == () and y.item() == 3.0
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 1.0, 0.0])
+    base = x.detach()
+    np.testing.assert_array_equal(base.scatter(0, tgrad.tensor(2), 9.0).numpy(), [1, 2, 9, 4])
+    np.testing.assert_array_equal(
+        base.scatter_add(0, tgrad.tensor(2), _f64(9.0)).numpy(), [1, 2, 12, 4])
+    # a 1-d src with a 0-d index writes src's first element
+    np.testing.assert_array_equal(
+        base.scatter(0, tgrad.tensor(1), _f64([5.0, 6.0])).numpy(), [1, 5, 3, 4])
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: x.repeat(1, 1), lambda x: x.tile((1,)), lambda x: x.repeat(1, 3),
+    lambda x: x.repeat_interleave(1), lambda x: x.repeat_interleave(1, dim=0)])
+def test_repeat_tile_and_repeat_interleave_always_return_new_memory(make):
+    data = np.array([[1.0], [2.0]])
+    x = _f64(data)
+    y = make(x)
+    y.fill_(99.0)  # writes only the copy (a stride-0 view would refuse; a view would leak)
+    np.testing.assert_array_equal(x.numpy(), data)
+    leaf = _f64(data, requires_grad=True)
+    z = make(leaf)
+    z.mul_(2.0)  # an in-place op on the result of a leaf: allowed (it is not a view)
+    z.sum().backward()
+    assert leaf.grad.numpy().sum() == 2.0 * z.numel()
+
+
+def test_an_ellipsis_of_no_dims_does_not_separate_index_arrays():
+    a = np.arange(120.0).reshape(4, 5, 6)
+    x = _f64(a)
+    got = x[:, [0, 1], ..., [2, 3]]
+    np.testing.assert_array_equal(got.numpy(), a[:, [0, 1], [2, 3]])  # dims kept in place
+    assert got.shape == (4, 2)
+    # an Ellipsis that covers dims still separates them: the indexed dim goes first
+    np.testing.assert_array_equal(x[[0, 1], ..., [2, 3]].numpy(), a[[0, 1], ..., [2, 3]])
+    y = tgrad.zeros(3, 3, 3, dtype=tgrad.float64)
+    y[:, tgrad.tensor([0, 1, 2]), ..., tgrad.tensor([0, 0, 0])] = _f64(np.arange(9.0).reshape(3, 3))
+    ref = np.zeros((3, 3, 3))
+    ref[:, [0, 1, 2], [0, 0, 0]] = np.arange(9.0).reshape(3, 3)
+    np.testing.assert_array_equal(y.numpy(), ref)
+    g = _f64(a, requires_grad=True)
+    g[:, [0, 1], ..., [2, 3]].sum().backward()
+    ref_g = np.zeros_like(a)
+    ref_g[:, [0, 1], [2, 3]] = 1.0
+    np.testing.assert_array_equal(g.grad.numpy(), ref_g)
+
+
+def test_a_list_of_sequences_is_a_tuple_of_indices_with_a_warning():
+    a = np.arange(20.0).reshape(4, 5)
+    x = _f64(a)
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        got = x[[tgrad.tensor([0, 1]), tgrad.tensor([2, 3])]]
+    np.testing.assert_array_equal(got.numpy(), a[[0, 1], [2, 3]])
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        np.testing.assert_array_equal(x[[0, slice(None)]].numpy(), a[0, :])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a flat list of ints is one index array, no warning
+        np.testing.assert_array_equal(x[[0, 1]].numpy(), a[[0, 1]])
+
+
+def test_setitem_shape_mismatch_is_a_runtime_error():
+    x = tgrad.zeros(5)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        x[[0, 1]] = tgrad.ones(3)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        x[x > -1] = tgrad.ones(3)
+
+
+# ------------------------------------------------------------------------------ shapes
+@pytest.mark.parametrize("src,dst", [((0, 1), (2, 0)), (0, -1), ([2, 0], [0, 1]), (1, 1)])
+def test_movedim_takes_ints_and_sequences(src, dst):
+    a = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(tgrad.movedim(_f64(a), src, dst).numpy(),
+                                  np.moveaxis(a, src, dst))
+    np.testing.assert_array_equal(_f64(a).moveaxis(src, dst).numpy(), np.moveaxis(a, src, dst))
+
+
+def test_shape_arguments_must_be_ints():
+    x = tgrad.zeros(2, 3, 4)
+    with pytest.raises(TypeError, match=r"reshape\(\): argument 'shape' must be int, not str"):
+        x.reshape("a")
+    with pytest.raises(TypeError, match=r"reshape\(\).*not float"):
+        x.reshape(2.0, 12)
+    with pytest.raises(TypeError, match=r"squeeze\(\): argument 'dim' must be int"):
+        x.squeeze("a")
+    with pytest.raises(TypeError, match=r"split\(\).*not float"):
+        x.split(1.5)
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        tgrad.zeros(1, 2).squeeze((0, 0))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        tgrad.tensor(1.0).transpose(0, 2)
+    with pytest.raises(RuntimeError, match="same number of dims"):
+        x.movedim((0, 1), 2)
+    assert tgrad.tensor(1.0).transpose(0, -1).shape == ()
+    assert x.reshape(np.int64(24)).shape == (24,)
+    assert x.sum(np.int64(1)).shape == (2, 4)
+
+
+# ------------------------------------------------------------------------------ reductions
+def test_var_mean_and_std_mean_take_unbiased_positionally():
+    a = np.array([[1.0, 2.0, 3.0], [4.0, 6.0, 9.0]])
+    v, m = tgrad.var_mean(_f64(a), False)
+    assert v.item() == pytest.approx(a.var()) and m.item() == pytest.approx(a.mean())
+    s, m = tgrad.std_mean(_f64(a), True)
+    assert s.item() == pytest.approx(a.std(ddof=1)) and m.shape == ()
+    v, m = tgrad.var_mean(_f64(a), 1, correction=0, keepdim=True)
+    np.testing.assert_allclose(v.numpy(), a.var(1, keepdims=True))
+    np.testing.assert_allclose(m.numpy(), a.mean(1, keepdims=True))
+
+
+def test_amax_amin_with_an_empty_dim_list_reduce_everything():
+    a = np.array([[1.0, 5.0], [3.0, 2.0]])
+    assert tgrad.amax(_f64(a), dim=[]).item() == 5.0
+    assert tgrad.amin(_f64(a), []).item() == 1.0
+
+
+def test_amax_gradient_is_nan_over_a_slice_whose_maximum_is_nan():
+    x = _f64([[1.0, np.nan, 3.0], [1.0, 2.0, 3.0]], requires_grad=True)
+    x.amax(1).sum().backward()
+    assert np.isnan(x.grad.numpy()[0]).all()  # not silently 0 (PyTorch: g / 0 * [x == y])
+    np.testing.assert_array_equal(x.grad.numpy()[1], [0.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tgrad.sum(2.0), lambda: tgrad.mean([1.0]), lambda: tgrad.amax(np.float64(1.0)),
+    lambda: tgrad.var(np.ones(3)), lambda: tgrad.logsumexp(1.0, 0),
+    lambda: tgrad.clamp(1.0, 0, 0.5), lambda: tgrad.argmax([1.0])])
+def test_reductions_of_non_tensors_raise_type_errors_naming_the_op(call):
+    with pytest.raises(TypeError, match=r"\(\): argument 'input' \(position 1\) must be Tensor"):
+        call()
+
+
+def test_max_min_argument_checks():
+    x = tgrad.ones(2, 3)
+    with pytest.raises(TypeError, match="keepdim"):
+        x.max(keepdim=True)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        tgrad.tensor(1.5).max(5)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        tgrad.tensor(1.5).argmax(3)
+    assert tgrad.tensor(1.5).max(-1).values.item() == 1.5
+
+
+def test_integer_dtype_arguments_of_prod_cumsum_and_nanmean():
+    assert tgrad.prod(tgrad.tensor([2, 3]), dtype=tgrad.int32).dtype is tgrad.int32
+    c = tgrad.cumsum(tgrad.tensor([2, 3]), 0, dtype=tgrad.int32)
+    assert c.dtype is tgrad.int32 and c.tolist() == [2, 5]
+    with pytest.raises(RuntimeError, match="nanmean"):
+        tgrad.nanmean(tgrad.tensor([0.5]), dtype=tgrad.int64)
+
+
+# ------------------------------------------------------------------------------ elementwise
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_rounded_division_has_zero_gradients(mode):
+    a, b = np.array([1.0, -7.0, 3.0]), np.array([0.0, 2.0, 0.5])
+    x, y = _f64(a, requires_grad=True), _f64(b, requires_grad=True)
+    with np.errstate(divide="ignore"):
+        q = a / b
+    ref = np.trunc(q) if mode == "trunc" else np.floor(q)
+    out = tgrad.div(x, y, rounding_mode=mode)
+    np.testing.assert_array_equal(out.numpy(force=True), ref)
+    assert out.grad_fn is not None
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [0.0, 0.0, 0.0])
+
+
+def test_python_ints_outside_an_integer_dtype_raise_a_clear_error():
+    t = tgrad.tensor([1, 2], dtype=tgrad.int32)
+    for call, op in ((lambda: t == 2**40, "eq"), (lambda: t + 2**31, "add"),
+                     (lambda: tgrad.clamp(t, max=2**40), "clamp"),
+                     (lambda: tgrad.where(t > 1, t, 2**40), "where")):
+        with pytest.raises(RuntimeError, match=f"{op}: value .* without overflow"):
+            call()
+
+
+def test_a_number_over_a_half_tensor_is_computed_in_float32():
+    h = np.array([3.0, 8.0], dtype=np.float16)
+    out = 70000.0 / tgrad.tensor(h)
+    assert out.dtype is tgrad.float16
+    np.testing.assert_array_equal(out.numpy(), (np.float32(70000.0) / h.astype(np.float32))
+                                  .astype(np.float16))
+
+
+def test_pow_takes_the_exponent_keyword():
+    a = np.array([2.0, 3.0])
+    np.testing.assert_array_equal(tgrad.pow(_f64(a), exponent=2).numpy(), a**2)
+    np.testing.assert_array_equal(_f64(a).pow(exponent=3).numpy(), a**3)
+
+
+# ------------------------------------------------------------------------------ nn, optim, io
+def test_save_and_load_keep_0d_tensors_and_batchnorm_state_round_trips():
+    buf = io.BytesIO()
+    tgrad.save({"a": tgrad.tensor(3), "b": tgrad.ones(2, 3)[:, 1]}, buf)
+    buf.seek(0)
+    back = tgrad.load(buf)
+    assert back["a"].shape == () and back["a"].item() == 3
+    assert back["b"].tolist() == [1.0, 1.0]
+    m = nn.BatchNorm1d(3)
+    m(tgrad.randn(4, 3))
+    buf = io.BytesIO()
+    tgrad.save(m.state_dict(), buf)
+    buf.seek(0)
+    m2 = nn.BatchNorm1d(3)
+    m2.load_state_dict(tgrad.load(buf))
+    assert m2.num_batches_tracked.item() == 1
+    np.testing.assert_array_equal(m2.running_mean.numpy(), m.running_mean.numpy())
+
+
+def test_nll_loss_with_every_target_ignored_has_zero_gradient():
+    x = _f64([[0.1, -0.2, 0.3], [0.5, 0.1, -1.0]], requires_grad=True)
+    loss = F.nll_loss(x, tgrad.tensor([1, 1]), ignore_index=1)
+    assert math.isnan(loss.item())  # 0 / 0, as PyTorch
+    loss.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 3)))
+    x.grad = None
+    loss = F.nll_loss(x, tgrad.tensor([1, 0]), ignore_index=1)
+    assert loss.item() == pytest.approx(-0.5)
+    loss.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 0, 0], [-1, 0, 0]])
+
+
+def test_embedding_rejects_negative_indices_and_pad_rejects_overcropping():
+    with pytest.raises(IndexError, match="embedding: index out of range"):
+        F.embedding(tgrad.tensor([-1]), tgrad.arange(6.0).reshape(3, 2))
+    for pads in ((-5, 4), (-4, 3)):
+        with pytest.raises(RuntimeError, match="pad: narrow"):
+            F.pad(tgrad.arange(3.0), pads)
+    np.testing.assert_array_equal(F.pad(tgrad.arange(3.0), (-3, 1)).numpy(), [0.0])
+
+
+def test_cross_entropy_loss_has_pytorchs_signature_and_a_weight_buffer():
+    w = _f64([1.0, 2.0, 3.0])
+    logits, target = _f64([[1.0, 2.0, 3.0], [0.5, 0.0, -1.0]]), tgrad.tensor([0, 2])
+    z = logits.numpy()
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    ref = -(w.numpy()[[0, 2]] * logp[[0, 1], [0, 2]]).sum() / w.numpy()[[0, 2]].sum()
+    crit = nn.CrossEntropyLoss(w)
+    assert crit(logits, target).item() == pytest.approx(ref)
+    assert list(crit.state_dict()) == ["weight"]
+    smooth = nn.CrossEntropyLoss(label_smoothing=0.1, reduction="sum")(logits, target).item()
+    ref_s = -(0.9 * logp[[0, 1], [0, 2]] + 0.1 / 3 * logp.sum(1)).sum()
+    assert smooth == pytest.approx(ref_s)
+    with pytest.warns(UserWarning):
+        assert nn.MSELoss(size_average=False)(tgrad.ones(2), tgrad.zeros(2)).item() == 2.0
+
+
+def test_adagrad_add_param_group_and_optimizer_steps_loaded_as_numbers():
+    p = nn.Parameter(tgrad.ones(2))
+    opt = tgrad.optim.Adagrad([p], lr=0.1)
+    q = nn.Parameter(tgrad.ones(2))
+    opt.add_param_group({"params": [q]})
+    q.grad = tgrad.ones(2)
+    opt.step()
+    np.testing.assert_allclose(q.detach().numpy(), [0.9, 0.9], rtol=1e-6)  # 1 - 0.1 * 1 / 1
+    p = nn.Parameter(_f64([1.0, 1.0]))
+    opt = tgrad.optim.Adam([p], lr=0.1)
+    p.grad = tgrad.ones_like(p)
+    opt.step()
+    sd = opt.state_dict()
+    sd["state"][0]["step"] = 1  # an older checkpoint's plain number
+    opt2 = tgrad.optim.Adam([p], lr=0.1)
+    opt2.load_state_dict(sd)
+    p.grad = tgrad.ones_like(p)
+    opt2.step()
+    np.testing.assert_allclose(p.detach().numpy(), [0.8, 0.8], rtol=1e-6)
+    assert opt2.state[p]["step"].item() == 2.0
+
+
+def test_group_norm_of_one_value_per_group_and_bce_weight_that_would_broadcast_up():
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.group_norm(tgrad.ones(1, 4), 4)
+    x, t = tgrad.full((2,), 0.5), tgrad.ones(2)
+    with pytest.raises(RuntimeError, match="weight of shape"):
+        F.binary_cross_entropy(x, t, weight=tgrad.ones(3, 2))
+    with pytest.raises(RuntimeError, match="weight of shape"):
+        F.binary_cross_entropy_with_logits(x, t, weight=tgrad.ones(3, 2))
+    out = F.binary_cross_entropy(x, t, weight=tgrad.full((1,), 2.0), reduction="none")
+    np.testing.assert_allclose(out.numpy(), 2.0 * np.log(2.0) * np.ones(2), rtol=1e-6)
+
+
+def test_batchnorm_loads_a_legacy_state_dict_without_num_batches_tracked():
+    m = nn.Sequential(nn.BatchNorm1d(3))
+    sd = m.state_dict()
+    del sd["0.num_batches_tracked"]
+    result = m.load_state_dict(sd)
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    del sd["0.running_mean"]
+    with pytest.raises(RuntimeError, match='Missing key.*"0.running_mean"'):
+        m.load_state_dict(sd)
+
+
+def test_expand_to_the_same_shape_is_a_new_view_when_recording():
+    x = tgrad.ones(2, 3, requires_grad=True)
+    y = x.expand(2, 3)
+    assert y is not x and y._base is x and y.grad_fn is not None
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 3)))
+
+
+# ------------------------------------------------------------------------------ tensor API
+def test_a_view_requires_grad_once_its_base_is_written_in_place():
+    x = _f64([1.0, 2.0, 3.0], requires_grad=True)
+    w = tgrad.ones(3, dtype=tgrad.float64, requires_grad=True)
+    buf = tgrad.zeros(2, 3, dtype=tgrad.float64)
+    row, other = buf[0], buf[1]
+    row.copy_(x * 2.0)  # buf (and so every view of it) now depends on x
+    assert row.requires_grad and other.requires_grad
+    (row * w).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 4.0, 6.0])
+
+
+def test_floor_divide_and_remainder_assignment_are_in_place():
+    x = tgrad.tensor([5, 7, 9])
+    v = x[1:]
+    v //= 2
+    assert x.tolist() == [5, 3, 4]
+    y = tgrad.tensor([5.0, -7.0])
+    alias = y
+    alias %= 3.0
+    np.testing.assert_array_equal(y.numpy(), np.remainder([5.0, -7.0], 3.0))
+    np.testing.assert_array_equal(tgrad.tensor([5.0, -7.0]).fmod_(3.0).numpy(),
+                                  np.fmod([5.0, -7.0], 3.0))
+    np.testing.assert_array_equal(
+        tgrad.tensor([5.0, -7.0]).div_(2.0, rounding_mode="floor").numpy(), [2.0, -4.0])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_rand_never_returns_one(dtype):
+    tgrad.manual_seed(0)
+    u = tgrad.rand(200_000, dtype=getattr(tgrad, dtype)).float().numpy()
+    assert u.min() >= 0.0 and u.max() < 1.0
+    assert abs(u.mean() - 0.5) < 0.01  # uniform: mean 1/2 (std of the mean ~6.5e-4)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tgrad.tensor(2**63), lambda: tgrad.tensor([2**40], dtype=tgrad.int32),
+    lambda: tgrad.tensor(float("nan"), dtype=tgrad.int64),
+    lambda: tgrad.full((2,), float("inf"), dtype=tgrad.int64),
+    lambda: tgrad.tensor([1, 2]).fill_(float("nan")),
+    lambda: tgrad.randint(0, 2**40, (3,), dtype=tgrad.int32),
+    lambda: tgrad.full((2,), 1e300)])
+def test_creation_values_that_do_not_fit_the_dtype_raise(call):
+    with pytest.raises(RuntimeError, match="cannot be converted to type .* without overflow"):
+        call()
+
+
+def test_tensor_of_a_list_of_tensors_keeps_their_dtype():
+    t = tgrad.tensor([tgrad.tensor(1.1, dtype=tgrad.float64)])
+    assert t.dtype is tgrad.float64 and t.item() == 1.1
+    pair = [tgrad.tensor(1, dtype=tgrad.int32), tgrad.tensor(2, dtype=tgrad.int32)]
+    assert tgrad.tensor(pair).dtype is tgrad.int32
+
+
+def test_as_tensor_with_another_dtype_records_the_cast_and_float_means_float64():
+    x = _f64([1.0, 2.0]).float().requires_grad_()
+    y = tgrad.as_tensor(x, dtype=tgrad.float64)
+    assert y.dtype is tgrad.float64 and y.grad_fn is not None
+    (y * 3.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+    assert tgrad.zeros(2, dtype=float).dtype is tgrad.float64
+    assert tgrad.ones(2).to(float).dtype is tgrad.float64
+
+
+def test_numpy_comparisons_membership_and_format():
+    t = tgrad.tensor([1, 2])
+    assert (t == np.array([1, 2])).tolist() == [True, True]
+    assert (t != np.array([1, 3])).tolist() == [False, True]
+    assert 3 in tgrad.tensor([[1, 2], [3, 4]]) and 5 not in tgrad.tensor(3)
+    assert f"{tgrad.tensor(3.14159):.4f}" == "3.1416"
+    assert f"{tgrad.tensor(7)}" == "7"
+
+
+def test_arange_with_tensor_arguments_and_creation_errors():
+    assert tgrad.arange(tgrad.tensor(5)).dtype is tgrad.int64
+    assert tgrad.arange(tgrad.tensor(1), tgrad.tensor(7), tgrad.tensor(2)).tolist() == [1, 3, 5]
+    for call in (lambda: tgrad.eye(-1), lambda: tgrad.linspace(0, 1, -1),
+                 lambda: tgrad.arange(0, float("inf")), lambda: tgrad.arange(0, 5, -1)):
+        with pytest.raises(RuntimeError):
+            call()
+    with pytest.raises(IndexError, match="no dimensions"):
+        tgrad.zeros(()).size(0)

@@ -1,0 +1,127 @@
+"""tgrad/ops/sampling.py: in-place random fills, normal, bernoulli and multinomial. Moments
+are checked against the distributions' closed forms with tolerances of about 6 standard
+errors (seeded, so the draws are fixed); supports and errors exactly."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+
+N = 200_000
+
+
+def _fresh(dtype=tgrad.float64, n=N):
+    tgrad.manual_seed(1234)
+    return tgrad.empty(n, dtype=dtype)
+
+
+def _moments(t):
+    x = t.double().numpy()
+    return x.mean(), x.std()
+
+
+def test_uniform_normal_and_log_normal_moments():
+    x = _fresh()
+    m, s = _moments(x.uniform_(-2.0, 3.0))
+    assert abs(m - 0.5) < 6 * 5 / math.sqrt(12 * N) and abs(s - 5 / math.sqrt(12)) < 0.01
+    assert x.min().item() >= -2.0 and x.max().item() < 3.0
+    m, s = _moments(x.normal_(1.0, 2.0))
+    assert abs(m - 1.0) < 6 * 2 / math.sqrt(N) and abs(s - 2.0) < 0.02
+    m, _ = _moments(x.log_normal_(0.0, 0.5))
+    assert abs(m - math.exp(0.125)) < 0.01  # E = exp(mu + sigma^2 / 2)
+
+
+def test_exponential_geometric_cauchy_and_random_():
+    x = _fresh()
+    m, s = _moments(x.exponential_(2.0))
+    assert abs(m - 0.5) < 6 * 0.5 / math.sqrt(N) and x.min().item() >= 0.0
+    m, _ = _moments(x.geometric_(0.25))  # support 1, 2, ...; mean 1 / p
+    assert abs(m - 4.0) < 0.05 and x.min().item() == 1.0
+    assert np.array_equal(np.unique(x.numpy()), np.unique(np.round(x.numpy())))
+    med = np.median(x.cauchy_(3.0, 2.0).numpy())
+    assert abs(med - 3.0) < 0.05  # the median is the location
+    vals = x.random_(2, 7).numpy()
+    assert set(np.unique(vals)) == {2.0, 3.0, 4.0, 5.0, 6.0}
+    counts = np.bincount(vals.astype(np.int64))[2:]
+    assert np.abs(counts / N - 0.2).max() < 0.01
+    i = tgrad.empty(1000, dtype=tgrad.int64).random_(5)
+    assert i.min().item() >= 0 and i.max().item() <= 4
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_fills_stay_in_range(dtype):
+    x = _fresh(getattr(tgrad, dtype))
+    assert x.uniform_().max().item() < 1.0
+    assert not x.exponential_().isinf().any().item()
+
+
+def test_bernoulli_forms():
+    x = _fresh()
+    assert abs(x.bernoulli_(0.3).mean().item() - 0.3) < 6 * math.sqrt(0.21 / N)
+    assert set(np.unique(x.numpy())) == {0.0, 1.0}
+    p = tgrad.tensor([0.0, 1.0, 0.5], dtype=tgrad.float64).expand(N // 3, 3)
+    draws = tgrad.bernoulli(p).numpy()
+    assert draws[:, 0].max() == 0.0 and draws[:, 1].min() == 1.0
+    assert abs(draws[:, 2].mean() - 0.5) < 6 * 0.5 / math.sqrt(N // 3)
+    with pytest.raises(RuntimeError, match="probabilities in"):
+        tgrad.bernoulli(tgrad.tensor([1.5]))
+    with pytest.raises(RuntimeError, match=r"p to be in \[0, 1\]"):
+        x.bernoulli_(2.0)
+
+
+def test_normal_overloads():
+    tgrad.manual_seed(0)
+    mean = tgrad.tensor([0.0, 10.0], dtype=tgrad.float64).expand(N // 2, 2)
+    out = tgrad.normal(mean, 2.0).numpy()
+    assert out.shape == (N // 2, 2)
+    assert np.abs(out.mean(0) - [0.0, 10.0]).max() < 6 * 2 / math.sqrt(N // 2)
+    assert tgrad.normal(tgrad.zeros(2, 1), tgrad.ones(3)).shape == (2, 3)
+    s = tgrad.normal(2.0, 3.0, size=(N,)).numpy()
+    assert abs(s.mean() - 2.0) < 6 * 3 / math.sqrt(N) and abs(s.std() - 3.0) < 0.03
+    with pytest.raises(RuntimeError, match="std >= 0"):
+        tgrad.normal(tgrad.zeros(2), -tgrad.ones(2))
+
+
+def test_multinomial_with_and_without_replacement():
+    tgrad.manual_seed(0)
+    w = tgrad.tensor([0.1, 0.0, 0.6, 0.3], dtype=tgrad.float64)
+    s = tgrad.multinomial(w, N, replacement=True).numpy()
+    freq = np.bincount(s, minlength=4) / N
+    assert freq[1] == 0.0 and np.abs(freq - [0.1, 0.0, 0.6, 0.3]).max() < 0.01
+    rows = tgrad.multinomial(w.expand(3000, 4), 3)  # without replacement: distinct
+    r = rows.numpy()
+    assert r.shape == (3000, 3) and all(len(set(row)) == 3 for row in r)
+    assert 1 not in r  # a zero weight is never drawn
+    first = np.bincount(r[:, 0], minlength=4) / 3000  # the first draw follows w
+    assert np.abs(first - [0.1, 0.0, 0.6, 0.3]).max() < 0.04
+    with pytest.raises(RuntimeError, match="not enough"):
+        tgrad.multinomial(w, 4)
+    with pytest.raises(RuntimeError, match="element < 0"):
+        tgrad.multinomial(tgrad.tensor([0.5, -0.1]), 1)
+
+
+def test_in_place_fills_follow_autograd_rules():
+    p = tgrad.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        p.uniform_()
+    with tgrad.no_grad():
+        p.normal_()
+    assert p.requires_grad
+    x = tgrad.ones(3, requires_grad=True)
+    y = x * 2.0
+    y.uniform_()  # the filled values do not depend on the old ones: zero gradient
+    (y * 1.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 0.0])
+    with pytest.raises(RuntimeError, match="floating point"):
+        tgrad.zeros(2, dtype=tgrad.int64).uniform_()
+
+
+def test_seeded_fills_are_reproducible():
+    tgrad.manual_seed(7)
+    a = tgrad.empty(5).normal_().tolist()
+    tgrad.manual_seed(7)
+    assert tgrad.empty(5).normal_().tolist() == a

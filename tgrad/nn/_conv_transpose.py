@@ -1,0 +1,219 @@
+"""Transposed convolution and fold (col2im) as compositions of tgrad ops (no kernel of their
+own), re-exported by tgrad.nn.functional.
+
+Shapes (PyTorch's): conv_transpose2d input (N, C_in, H, W) or unbatched (C_in, H, W),
+weight (C_in, C_out / groups, kh, kw), bias (C_out,) -> (N, C_out, oh, ow) with
+oh = (H - 1) sh - 2 ph + dh (kh - 1) + oph + 1 (ow likewise). The 1-d form runs as the 2-d
+one with H = 1. fold: input (N, C kh kw, L) or (C kh kw, L) -> (N, C, H, W), the adjoint
+(transpose) of unfold: every column entry is added at the position unfold read it from.
+
+How: conv_transpose is the adjoint of conv2d with respect to its input. Each input pixel
+(n, ci, iy, ix) spreads its value times the weight over a kh x kw window of the output at
+(iy sh + ky dh, ix sw + kx dw). One batched matmul of the weight (groups, C_out / groups
+kh kw, C_in / groups) with the input (N, groups, C_in / groups, H W) gives those windows as
+columns (N, C_out, kh kw, H W); one ``index_add`` ("col2im", the adjoint of the
+``index_select`` that conv2d's im2col uses) sums them into an (N, C_out, Hf, Wf) plane, and
+the padding is cropped off both sides. Gradients come from the parts (index_add's backward
+is a gather, the matmul's a matmul), so double backward works too. Memory is that of the
+columns: N C_out kh kw H W elements.
+"""
+
+from __future__ import annotations
+
+from tgrad import dtypes
+from tgrad.nn._conv import _batched, _tuple, _window_index
+from tgrad.nn.functional import _check_tensor
+from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops.creation import tensor as _tensor
+from tgrad.ops.creation import zeros
+from tgrad.tensor import Tensor
+
+__all__ = ["conv_transpose1d", "conv_transpose2d", "fold"]
+
+
+def _col2im(cols: Tensor, size: tuple, kernel: tuple, stride: tuple, dilation: tuple,
+            blocks: tuple) -> Tensor:
+    """The adjoint of _conv._columns: cols (N, C, kh kw, bh bw) summed into a zero
+    (N, C, *size) plane, entry [n, c, ky kw + kx, by bw + bx] added at
+    (by sh + ky dh, bx sw + kx dw)."""
+    n, c = cols.shape[0], cols.shape[1]
+    idx = _window_index(size, kernel, stride, dilation, blocks)  # (kh kw, bh bw)
+    index = _tensor(idx.reshape(-1), dtype=dtypes.int64, device=cols.device)
+    base = zeros((n, c, size[0] * size[1]), dtype=cols.dtype, device=cols.device)
+    return base.index_add(2, index, cols.reshape(n, c, idx.size)).reshape(n, c, *size)
+
+
+def _crop(y: Tensor, pad: tuple, out: tuple) -> Tensor:
+    """y (N, C, Hf, Wf)[:, :, ph:ph + oh, pw:pw + ow] (no-op dims skipped)."""
+    for d, (p, o) in enumerate(zip(pad, out), start=2):
+        if p != 0 or o != y.shape[d]:
+            y = y.narrow(d, p, o)
+    return y
+
+
+# ---------------------------------------------------------------------------- fold
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0,  # noqa: A002
+         stride=1) -> Tensor:
+    """Sums sliding-block columns (N, C kh kw, L) or (C kh kw, L) into (N, C, H, W) (or
+    (C, H, W)), ``output_size`` = (H, W): PyTorch's col2im, the adjoint of unfold with the
+    same arguments (overlapping entries add up; fold(unfold(x)) = x times the number of
+    blocks covering each pixel)."""
+    _check_tensor("fold", input, "input")
+    if input.ndim not in (2, 3) or 0 in input.shape[input.ndim - 2:]:
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
+    if not isinstance(output_size, int) and len(tuple(output_size)) != 2:
+        raise RuntimeError(f"It is expected output_size equals to 2, but got size "
+                           f"{len(tuple(output_size))}")
+    size = _tuple("fold", "output_size", output_size, 2)
+    kernel = _tuple("fold", "kernel_size", kernel_size, 2)
+    dilation = _tuple("fold", "dilation", dilation, 2)
+    pad = _tuple("fold", "padding", padding, 2)
+    stride = _tuple("fold", "stride", stride, 2)
+    for what, vals in (("kernel", kernel), ("stride", stride), ("dilation", dilation)):
+        if any(v <= 0 for v in vals):
+            raise RuntimeError(f"{what} should be greater than zero, but got "
+                               f"{what}_height: {vals[0]} {what}_width: {vals[1]}")
+    if any(p < 0 for p in pad):
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {pad[0]} "
+                           f"pad_width: {pad[1]}")
+    if any(s <= 0 for s in size):
+        raise RuntimeError(f"fold: output_size must be positive, got {list(size)}")
+    x = input.unsqueeze(0) if input.ndim == 2 else input
+    k = kernel[0] * kernel[1]
+    if x.shape[1] % k:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the "
+                           f"product of kernel_size, but got input.size(1)={x.shape[1]} and "
+                           f"kernel_size={kernel}.")
+    padded = tuple(s + 2 * p for s, p in zip(size, pad))
+    blocks = tuple((p - d * (kk - 1) - 1) // s + 1
+                   for p, kk, s, d in zip(padded, kernel, stride, dilation))
+    args = (f"output_size={size}, kernel_size={kernel}, dilation={dilation}, "
+            f"padding={pad}, stride={stride}")
+    if any(b < 1 for b in blocks):
+        raise RuntimeError(f"Given {args}, calculated shape of the array of sliding blocks as "
+                           f"({blocks[0]}, {blocks[1]}), but its components must be at least "
+                           f"one.")
+    if x.shape[2] != blocks[0] * blocks[1]:
+        raise RuntimeError(f"Given {args}, expected size of input's dimension 2 to match the "
+                           f"calculated number of sliding blocks {blocks[0]} * {blocks[1]} = "
+                           f"{blocks[0] * blocks[1]}, but got input.size(2)={x.shape[2]}.")
+    n, c = x.shape[0], x.shape[1] // k
+    (x,), half = widen_halves(x)  # halves: float32 sums, rounded once
+    y = _col2im(x.reshape(n, c, k, x.shape[2]), padded, kernel, stride, dilation, blocks)
+    y = _crop(y, pad, size)
+    return rounded_to(y.squeeze(0) if input.ndim == 2 else y, half)
+
+
+# ---------------------------------------------------------------------------- conv_transpose
+def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, padding,  # noqa: A002
+                    output_padding, groups: int, dilation, spatial: int) -> Tensor:
+    _check_tensor(op, input, "input")
+    _check_tensor(op, weight, "weight")
+    x, added = _batched(op, input, spatial)
+    if weight.ndim != spatial + 2:
+        raise RuntimeError(f"{op}: expected weight to be {spatial + 2}-dimensional (in "
+                           f"channels, out channels / groups, kernel...), but got weight of "
+                           f"size {list(weight.shape)}")
+    stride = _tuple(op, "stride", stride, spatial)
+    padding = _tuple(op, "padding", padding, spatial)
+    output_padding = _tuple(op, "output_padding", output_padding, spatial)
+    dilation = _tuple(op, "dilation", dilation, spatial)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
+        names = ("height", "width") if spatial == 2 else ("width",)
+        parts = [f"{what}_{name}: {v}" for what, vals in (
+            ("output_padding", output_padding), ("stride", stride), ("dilation", dilation))
+            for name, v in zip(names, vals)]
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, "
+                           f"but got {' '.join(parts)}")
+    groups = int(groups)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    in_ch, out_per_group = weight.shape[0], weight.shape[1]
+    if in_ch < groups or in_ch % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"[{list(weight.shape)}] instead")
+    if x.shape[1] != in_ch:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {in_ch} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    if 0 in weight.shape[1:]:
+        raise RuntimeError(f"{op}: non-empty weight expected, but got weight of size "
+                           f"{list(weight.shape)}")
+    if 0 in x.shape[2:]:
+        raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got "
+                           f"input shape: {list(x.shape)}")
+    out_ch = out_per_group * groups
+    if bias is not None:
+        _check_tensor(op, bias, "bias")
+        if bias.shape != (out_ch,):
+            raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, "
+                               f"expected bias to be 1-dimensional with {out_ch} elements, but "
+                               f"got bias of size {list(bias.shape)} instead")
+    for t, name in ((weight, "weight"), (bias, "bias")):
+        if t is not None and (t.dtype is not x.dtype or t.device != x.device):
+            raise RuntimeError(f"{op}: expected input and {name} to have the same dtype and "
+                               f"device, but got input {x.dtype.name} on {x.device} and "
+                               f"{name} {t.dtype.name} on {t.device}")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: not implemented for {x.dtype.name} inputs (floating point "
+                           f"only, as PyTorch's CPU kernel)")
+    kernel, sizes = tuple(weight.shape[2:]), tuple(x.shape[2:])
+    out = tuple((i - 1) * s - 2 * p + d * (k - 1) + o + 1 for i, s, p, d, k, o in zip(
+        sizes, stride, padding, dilation, kernel, output_padding))
+    if any(o <= 0 for o in out):
+        lead = (1,) * (2 - spatial)  # PyTorch runs 1-d as 2-d and reports it so
+        raise RuntimeError(f"Given input size per channel: "
+                           f"({' x '.join(map(str, lead + sizes))}). Calculated output size "
+                           f"per channel: ({' x '.join(map(str, lead + out))}). Output size "
+                           f"is too small")
+    if spatial == 1:  # run as 2-d with H = 1
+        x, weight = x.unsqueeze(2), weight.unsqueeze(2)
+        kernel, stride, dilation, sizes = (1,) + kernel, (1,) + stride, (1,) + dilation, \
+            (1,) + sizes
+        padding, out = (0,) + padding, (1,) + out
+    (x, weight, bias), half = widen_halves(x, weight, bias)  # halves: float32, rounded once
+    n, k, length = x.shape[0], kernel[0] * kernel[1], sizes[0] * sizes[1]
+    # cols[n, g, co k, l] = sum_ci w[g, ci, co k] x[n, g, ci, l]
+    w = weight.reshape(groups, in_ch // groups, out_per_group * k).transpose(1, 2)
+    cols = (w @ x.reshape(n, groups, in_ch // groups, length)).reshape(n, out_ch, k, length)
+    # the uncropped plane; output_padding may reach past the last window (zeros there)
+    full = tuple(max((i - 1) * s + d * (kk - 1) + 1, p + o) for i, s, d, kk, p, o in zip(
+        sizes, stride, dilation, kernel, padding, out))
+    y = _crop(_col2im(cols, full, kernel, stride, dilation, sizes), padding, out)
+    if bias is not None:
+        y = y + bias.reshape(out_ch, 1, 1)
+    if spatial == 1:
+        y = y.squeeze(2)
+    return rounded_to(y.squeeze(0) if added else y, half)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
+                     stride=1, padding=0, output_padding=0, groups: int = 1,
+                     dilation=1) -> Tensor:
+    """2-d transposed convolution (the gradient of conv2d with respect to its input):
+    input (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out / groups, kh, kw) ->
+    (N, C_out, oh, ow), oh = (H - 1) sh - 2 ph + dh (kh - 1) + oph + 1: ``padding`` crops ph
+    rows (pw columns) off each side of the full output, ``output_padding`` (smaller than
+    stride or dilation) adds rows/columns at the bottom/right."""
+    return _conv_transpose("conv_transpose2d", input, weight, bias, stride, padding,
+                           output_padding, groups, dilation, 2)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
+                     stride=1, padding=0, output_padding=0, groups: int = 1,
+                     dilation=1) -> Tensor:
+    """1-d transposed convolution: input (N, C_in, L) or (C_in, L), weight
+    (C_in, C_out / groups, k) -> (N, C_out, (L - 1) s - 2 p + d (k - 1) + op + 1)."""
+    return _conv_transpose("conv_transpose1d", input, weight, bias, stride, padding,
+                           output_padding, groups, dilation, 1)

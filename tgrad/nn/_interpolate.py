@@ -1,0 +1,285 @@
+"""interpolate (resizing) as a composition of tgrad ops, re-exported by tgrad.nn.functional.
+
+Shapes (PyTorch's): input (N, C, *spatial) with 1, 2 or 3 spatial dims (3-D, 4-D or 5-D
+input; no unbatched form) -> (N, C, *out). ``size`` gives out directly; ``scale_factor``
+gives out_i = floor(in_i * scale_i), and the kernels then use 1 / scale_i as the source step
+(not in_i / out_i) unless ``recompute_scale_factor=True``, which forgets the factor once out
+is known. Modes: 'nearest' (src = floor(dst * step)), 'nearest-exact'
+(src = floor((dst + 0.5) * step), clamped), 'linear' / 'bilinear' / 'trilinear' (separable,
+two taps per dim; ``align_corners`` maps the corner pixel centres onto each other,
+step = (in - 1) / (out - 1), else src = (dst + 0.5) step - 0.5 clamped at 0), 'area'
+(adaptive average pooling, 3-D and 4-D input).
+
+How: the source indices and weights depend only on the sizes, so they are computed on the
+host with PyTorch's CPU formulas (float32 arithmetic for float32/float16/bfloat16 inputs,
+float64 for float64, as its kernels; 4-D nearest inputs follow its nearest_idx quirks, see
+_nearest_plan; cached), then each resized spatial dim is one
+``index_select`` (nearest) or two index_selects and a weighted sum (linear). Gradients come
+from the parts (index_select's backward is a deterministic scatter-add), so double backward
+works too.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from fractions import Fraction
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.nn._conv import adaptive_avg_pool1d, adaptive_avg_pool2d
+from tgrad.nn.functional import _check_tensor
+from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops.creation import tensor as _tensor
+from tgrad.tensor import Tensor
+
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
+
+_LINEAR_NDIM = {"linear": 3, "bilinear": 4, "trilinear": 5}
+
+
+# ---------------------------------------------------------------------------- index maths
+def _step(in_size: int, out_size: int, scale, t) -> np.floating:
+    """PyTorch's compute_scales_value in dtype t: 1 / scale when a positive scale factor was
+    given, else in / out."""
+    if scale is not None and scale > 0:
+        return t(1.0 / scale)
+    return t(in_size) / t(out_size)
+
+
+def _half_pixel(step, out_size: int, t) -> np.ndarray:
+    """step (dst + 0.5) - 0.5 for dst in range(out_size), rounded once to t (PyTorch's
+    kernels compute it as a fused multiply-add)."""
+    dst = np.arange(out_size)
+    if t is np.float32:  # exact in float64 (24-bit operands), then one rounding
+        return (np.float64(step) * (dst + 0.5) - 0.5).astype(np.float32)
+    s = Fraction(float(step))
+    return np.array([float(s * Fraction(2 * d + 1, 2) - Fraction(1, 2))
+                     for d in dst.tolist()], dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=256)
+def _nearest_plan(in_size: int, out_size: int, scale, exact: bool, double: bool,
+                  four_d: bool) -> np.ndarray:
+    """Source index (out_size,) of PyTorch's CPU nearest / nearest-exact kernels. Those of
+    3-D and 5-D inputs compute the step in the input's precision (float32 for halves); those
+    of 4-D inputs (nearest_idx / nearest_exact_idx) always in float32, and 'nearest' there
+    copies when out == in and takes dst // 2 when out == 2 in, whatever the scale factor."""
+    dst = np.arange(out_size)
+    if four_d:
+        if not exact and out_size == in_size:
+            src = dst
+        elif not exact and out_size == 2 * in_size:
+            src = dst >> 1
+        else:
+            step = _step(in_size, out_size, scale, np.float32)
+            real = (dst + 0.5) * np.float64(step) if exact else dst.astype(np.float32) * step
+            src = np.floor(real.astype(np.float32)).astype(np.int64)
+    else:
+        t = np.float64 if double else np.float32
+        step = _step(in_size, out_size, scale, t)
+        if exact:
+            real = np.maximum(_half_pixel(step, out_size, t), t(0))
+            src = np.floor((real.astype(np.float64) + 0.5).astype(np.float32))
+        else:
+            src = np.floor((step * dst.astype(t)).astype(np.float32))
+    index = np.minimum(src.astype(np.int64), in_size - 1)
+    index.flags.writeable = False
+    return index
+
+
+@functools.lru_cache(maxsize=256)
+def _linear_plan(in_size: int, out_size: int, scale, align_corners: bool,
+                 double: bool) -> tuple:
+    """(index0, index1, weight0, weight1), each (out_size,), of PyTorch's CPU linear
+    kernels: out[j] = weight0[j] in[index0[j]] + weight1[j] in[index1[j]]."""
+    t = np.float64 if double else np.float32
+    dst = np.arange(out_size)
+    if out_size == in_size:  # PyTorch copies (whatever the scale factor)
+        plan = (dst, dst, np.ones(out_size, t), np.zeros(out_size, t))
+    else:
+        if align_corners:
+            step = t(in_size - 1) / t(out_size - 1) if out_size > 1 else t(0)
+            real = step * dst.astype(t)
+        else:
+            real = np.maximum(_half_pixel(_step(in_size, out_size, scale, t), out_size, t),
+                              t(0))
+        i0 = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), in_size - 1)
+        w1 = np.clip(real - i0.astype(t), t(0), t(1)).astype(t)
+        plan = (i0, i0 + (i0 < in_size - 1), (t(1) - w1).astype(t), w1)
+    for a in plan:
+        a.flags.writeable = False
+    return plan
+
+
+# ---------------------------------------------------------------------------- resampling
+def _out_sizes(x: Tensor, output_size, scale_factors) -> list:
+    if output_size is not None:
+        return [int(s) for s in output_size]
+    # PyTorch's compute_output_size: int64(in * scale) in double precision (truncation)
+    return [int(i * float(s)) for i, s in zip(x.shape[2:], scale_factors)]
+
+
+def _check_sizes(x: Tensor, out: list) -> None:
+    sizes = x.shape[2:]
+    if any(s <= 0 for s in sizes) or any(o <= 0 for o in out):
+        names = ("D", "H", "W")[3 - len(sizes):]
+        ins = ", ".join(f"{n}: {s}" for n, s in zip(names, sizes))
+        outs = ", ".join(f"{n}: {o}" for n, o in zip(names, out))
+        sep = " and" if len(sizes) == 1 else ""
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({ins}){sep} output ({outs})")
+    if x.shape[1] == 0:
+        raise RuntimeError(f"Non-empty {x.ndim}D data tensor expected but got a tensor with "
+                           f"sizes {list(x.shape)}")
+
+
+def _resample(x: Tensor, output_size, scale_factors, mode: str, align_corners) -> Tensor:
+    """x (N, C, *spatial) resized one spatial dim at a time (see the module docstring)."""
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not implemented for "
+                                  f"{x.dtype.name} inputs (floating point only, as PyTorch's "
+                                  f"CPU kernels); convert with .float() first")
+    out = _out_sizes(x, output_size, scale_factors)
+    _check_sizes(x, out)
+    double = x.dtype is dtypes.float64
+    nearest = mode in ("nearest", "nearest-exact")
+    (y,), half = ((x,), None) if nearest else widen_halves(x)  # linear: halves in float32
+    changed = False
+    for i, o in enumerate(out):
+        axis, size = 2 + i, x.shape[2 + i]
+        scale = None if scale_factors is None else float(scale_factors[i])
+        if nearest:
+            index = _nearest_plan(size, o, scale, mode == "nearest-exact", double,
+                                  x.ndim == 4)
+            if o == size and np.array_equal(index, np.arange(o)):
+                continue  # the identity
+            y = y.index_select(axis, _tensor(index, dtype=dtypes.int64, device=x.device))
+        else:
+            if o == size:
+                continue  # PyTorch copies
+            i0, i1, w0, w1 = _linear_plan(size, o, scale, bool(align_corners), double)
+            shape = (o,) + (1,) * (x.ndim - 1 - axis)
+            a = y.index_select(axis, _tensor(i0, dtype=dtypes.int64, device=x.device))
+            b = y.index_select(axis, _tensor(i1, dtype=dtypes.int64, device=x.device))
+            y = a * _tensor(w0.reshape(shape), dtype=y.dtype, device=x.device) + \
+                b * _tensor(w1.reshape(shape), dtype=y.dtype, device=x.device)
+        changed = True
+    if not changed:
+        y = y.clone()  # a new tensor, as PyTorch's
+    return rounded_to(y, half)
+
+
+# ---------------------------------------------------------------------------- public API
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",  # noqa: A002
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
+    """Resize (N, C, L), (N, C, H, W) or (N, C, D, H, W) to ``size`` or by ``scale_factor``
+    (a number or one per spatial dim) with PyTorch's index and weight formulas. ``mode``:
+    'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D), 'trilinear' (5-D) or
+    'area' (3-D/4-D); ``align_corners`` only for the linear modes (default False).
+    'bicubic' and ``antialias=True`` are not supported."""
+    _check_tensor("interpolate", input, "input")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.ndim - 2  # number of spatial dims
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        scale_factors = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    f"Input and output must have the same number of spatial dimensions, but "
+                    f"got input with spatial dimensions of {list(input.shape[2:])} and output "
+                    f"size of {size}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                    f"format and output size in (o1, o2, ...,oK) format.")
+            if not all(_is_int(s) for s in size):
+                raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, "
+                                f"int] or Tuple[int, int, int], but got size with types "
+                                f"{[type(s) for s in size]}")
+            output_size = list(size)
+        else:
+            if not _is_int(size):
+                raise TypeError(f"interpolate(): expected size to be an int or a tuple of "
+                                f"ints, but got {type(size).__name__}")
+            output_size = [size] * dim
+    elif scale_factor is not None:
+        output_size = None
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    f"Input and scale_factor must have the same number of spatial dimensions, "
+                    f"but got input with spatial dimensions of {list(input.shape[2:])} and "
+                    f"scale_factor of shape {scale_factor}. Please provide input tensor in "
+                    f"(N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) "
+                    f"format.")
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor)] * dim
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True  # area always works from an explicit size
+    if recompute_scale_factor:
+        output_size = [int(input.shape[i + 2] * scale_factors[i]) for i in range(dim)]
+        scale_factors = None
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported in tgrad")
+    if input.ndim in (3, 4, 5):
+        if mode in ("nearest", "nearest-exact"):
+            return _resample(input, output_size, scale_factors, mode, None)
+        if mode == "area":
+            if input.ndim == 5:
+                raise NotImplementedError("interpolate: mode 'area' of a 5-D input "
+                                          "(adaptive_avg_pool3d) is not supported in tgrad")
+            pool = adaptive_avg_pool1d if input.ndim == 3 else adaptive_avg_pool2d
+            return pool(input, output_size)
+        if _LINEAR_NDIM.get(mode) == input.ndim:
+            return _resample(input, output_size, scale_factors, mode, align_corners)
+        if mode in _LINEAR_NDIM:
+            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                      f"{_LINEAR_NDIM[mode]}D input")
+        if mode in ("bicubic", "lanczos") and input.ndim == 4:
+            raise NotImplementedError(f"interpolate: mode '{mode}' is not supported in tgrad")
+    raise NotImplementedError(
+        f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
+        f"modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+        f"nearest-exact (got {mode})")
+
+
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",  # noqa: A002
+             align_corners: bool | None = None) -> Tensor:
+    """Deprecated alias of interpolate (warns, as PyTorch's)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:  # noqa: A002
+    """Deprecated: interpolate(input, size, scale_factor, mode='nearest') (warns)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:  # noqa: A002
+    """Deprecated: interpolate(input, size, scale_factor, mode='bilinear',
+    align_corners=True) (warns)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

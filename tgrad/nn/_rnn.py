@@ -1,0 +1,196 @@
+"""Recurrent cells and layers as compositions of tgrad ops (F.linear's matmuls, sigmoid, tanh,
+relu and elementwise arithmetic), with PyTorch's formulas and gate orders; nn.RNN, nn.LSTM,
+nn.GRU and their cells (tgrad/nn/modules/rnn.py) build on them.
+
+Shapes: x (N, H_in), h (N, H_out), c (N, H); w_ih (G H, H_in), w_hh (G H, H_out), b_ih and
+b_hh (G H,), w_hr (H_out, H); H_out = proj_size for an LSTM with projections, else H;
+G = 1 (RNN), 4 (LSTM), 3 (GRU). gi = x w_ih^T + b_ih, gh = h w_hh^T + b_hh.
+
+rnn_tanh_cell / rnn_relu_cell: h' = tanh(gi + gh) / relu(gi + gh)
+lstm_cell: [i, f, g, o] = gi + gh (chunks of H), c' = sigmoid(f) c + sigmoid(i) tanh(g),
+    h' = sigmoid(o) tanh(c') (then h' w_hr^T with a projection)
+gru_cell: [r_i, z_i, n_i] = gi, [r_h, z_h, n_h] = gh, r = sigmoid(r_i + r_h),
+    z = sigmoid(z_i + z_h), n = tanh(n_i + r n_h), h' = (1 - z) n + z h (as n + z (h - n))
+
+rnn(): the multi-layer, optionally bidirectional, sequence. Each (layer, direction) projects
+the whole sequence with one matmul (gi of every step), then steps through time with the
+recurrent matmul (the reverse direction from the last step to the first); layer l > 0
+reads the previous layer's output (both directions concatenated), after dropout in
+training. The steps' gi come out of one ``_Steps`` node, whose backward stacks their
+gradients: L selects would each scatter into a zero (L, N, G H) tensor (quadratic in L).
+"""
+
+from __future__ import annotations
+
+from tgrad.autograd.function import Function
+from tgrad.nn.functional import dropout as _dropout
+from tgrad.nn.functional import linear
+from tgrad.ops.creation import zeros
+from tgrad.ops.shape import cat, stack
+from tgrad.tensor import Tensor
+
+__all__ = ["rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell", "rnn"]
+
+MODES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}  # mode -> gates G
+
+
+# ---------------------------------------------------------------- one step (gi precomputed)
+def _rnn_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
+    pre = gi + linear(h, w_hh, b_hh)
+    return pre.relu() if relu else pre.tanh()
+
+
+def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
+               w_hr: Tensor | None) -> tuple[Tensor, Tensor]:
+    i, f, g, o = (gi + linear(h, w_hh, b_hh)).chunk(4, 1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h = o.sigmoid() * c.tanh()
+    return (h if w_hr is None else linear(h, w_hr)), c
+
+
+def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    r_i, z_i, n_i = gi.chunk(3, 1)
+    r_h, z_h, n_h = linear(h, w_hh, b_hh).chunk(3, 1)
+    r, z = (r_i + r_h).sigmoid(), (z_i + z_h).sigmoid()
+    n = (n_i + r * n_h).tanh()
+    return n + z * (h - n)
+
+
+# ---------------------------------------------------------------- the cells (PyTorch's
+# torch.rnn_tanh_cell & co.): input (N, H_in), hx (N, H_out) -> (N, H_out)
+def _check_cell(op: str, input: Tensor, hxs: tuple, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+                sizes: tuple) -> None:
+    """PyTorch's checks (and texts) of the cells' input and hidden state(s) against the
+    weights; ``sizes``: the expected last dim of each hidden tensor."""
+    for name, t in (("input", input), ("hx", hxs[0]), ("weight_ih", w_ih),
+                    ("weight_hh", w_hh)) + tuple(("cx", c) for c in hxs[1:]):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if input.ndim != 2 or any(h.ndim != 2 for h in hxs):
+        raise RuntimeError(f"{op}: expected 2-D input (N, H_in) and hidden state(s) (N, H), "
+                           f"got input {list(input.shape)} and hidden "
+                           f"{[list(h.shape) for h in hxs]}")
+    if input.shape[1] != w_ih.shape[1]:
+        raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected "
+                           f"{w_ih.shape[1]}")
+    for k, (h, size) in enumerate(zip(hxs, sizes)):
+        if h.shape[0] != input.shape[0]:
+            raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{k} "
+                               f"batch size {h.shape[0]}")
+        if h.shape[1] != size:
+            raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {h.shape[1]}, "
+                               f"expected {size}")
+    dts = [input.dtype, w_ih.dtype, w_hh.dtype] + [h.dtype for h in hxs]
+    if any(d is not dts[0] for d in dts):
+        raise RuntimeError(f"{op}: expected input, hidden state and weights of one dtype, got "
+                           f"input {input.dtype.name}, hidden "
+                           f"{[h.dtype.name for h in hxs]}, weight_ih {w_ih.dtype.name} and "
+                           f"weight_hh {w_hh.dtype.name}")
+
+
+def _simple_cell(op: str, relu: bool, input, hx, w_ih, w_hh, b_ih, b_hh) -> Tensor:  # noqa: A002
+    _check_cell(op, input, (hx,), w_ih, w_hh, (w_hh.shape[1],))
+    return _rnn_step(linear(input, w_ih, b_ih), hx, w_hh, b_hh, relu)
+
+
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """h' = tanh(x w_ih^T + b_ih + h w_hh^T + b_hh); x (N, H_in), hx (N, H) -> (N, H)."""
+    return _simple_cell("rnn_tanh_cell", False, input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """h' = relu(x w_ih^T + b_ih + h w_hh^T + b_hh); x (N, H_in), hx (N, H) -> (N, H)."""
+    return _simple_cell("rnn_relu_cell", True, input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def lstm_cell(input: Tensor, hx: tuple, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+              b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """(h', c') of one LSTM step (gates i, f, g, o); x (N, H_in), hx = (h (N, H), c (N, H))."""
+    if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+        raise TypeError(f"lstm_cell(): hx must be a tuple (h, c) of two tensors, got "
+                        f"{type(hx).__name__}" + (f" of length {len(hx)}"
+                                                  if isinstance(hx, (tuple, list)) else ""))
+    h, c = hx
+    size = w_hh.shape[0] // 4
+    _check_cell("lstm_cell", input, (h, c), w_ih, w_hh, (w_hh.shape[1], size))
+    return _lstm_step(linear(input, w_ih, b_ih), h, c, w_hh, b_hh, None)
+
+
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+             b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """h' of one GRU step (gates r, z, n; n = tanh(W_in x + b_in + r (W_hn h + b_hn)))."""
+    _check_cell("gru_cell", input, (hx,), w_ih, w_hh, (w_hh.shape[1],))
+    return _gru_step(linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+# ---------------------------------------------------------------- sequences
+class _Steps(Function):
+    """x (L, *) -> the L tensors x[t] (*) as copies; backward: the stack of their gradients
+    (zeros for an unused one). One node, so backward costs O(L), not O(L^2)."""
+
+    name = "rnn_steps"
+    node_name = "UnbindBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.shape, ctx.dtype, ctx.device = tuple(x.shape[1:]), x.dtype, x.device
+        return tuple(x[t].clone() for t in range(x.shape[0]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return stack([zeros(ctx.shape, dtype=ctx.dtype, device=ctx.device) if g is None else g
+                      for g in grads])
+
+
+def _steps(x: Tensor) -> tuple:
+    out = _Steps.apply(x)
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _direction(mode: str, gis: tuple, h: Tensor, c: Tensor | None, w_hh: Tensor,
+               b_hh: Tensor | None, w_hr: Tensor | None, reverse: bool) -> tuple:
+    """One layer in one direction over the steps' gi: (outputs (L, N, H_out), h_n, c_n)."""
+    outs = [None] * len(gis)
+    for t in (reversed(range(len(gis))) if reverse else range(len(gis))):
+        if mode == "LSTM":
+            h, c = _lstm_step(gis[t], h, c, w_hh, b_hh, w_hr)
+        elif mode == "GRU":
+            h = _gru_step(gis[t], h, w_hh, b_hh)
+        else:
+            h = _rnn_step(gis[t], h, w_hh, b_hh, mode == "RNN_RELU")
+        outs[t] = h
+    return stack(outs), h, c
+
+
+def rnn(mode: str, input: Tensor, hx: tuple, weights: list, num_layers: int,  # noqa: A002
+        dropout: float, train: bool, bidirectional: bool) -> tuple:
+    """A multi-layer RNN/LSTM/GRU over a time-major sequence (see the module docstring).
+
+    mode: "RNN_TANH", "RNN_RELU", "LSTM" or "GRU"; input (L, N, H_in), L >= 1;
+    hx: (h_0,) or, for the LSTM, (h_0, c_0), with h_0 (D num_layers, N, H_out) and c_0
+    (D num_layers, N, H), D = 2 if bidirectional else 1; weights: per (layer, direction),
+    layer-major, a tuple (w_ih, w_hh, b_ih, b_hh, w_hr) with None for absent ones.
+    Returns (output (L, N, D H_out), (h_n,) or (h_n, c_n)) shaped like hx."""
+    if mode not in MODES:
+        raise ValueError(f"Unrecognized RNN mode: {mode}")
+    d = 2 if bidirectional else 1
+    lstm = mode == "LSTM"
+    h_n, c_n = [], []
+    x = input
+    for layer in range(num_layers):
+        outs = []
+        for direction in range(d):
+            k = layer * d + direction
+            w_ih, w_hh, b_ih, b_hh, w_hr = weights[k]
+            gis = _steps(linear(x, w_ih, b_ih))
+            out, h, c = _direction(mode, gis, hx[0][k], hx[1][k] if lstm else None, w_hh,
+                                   b_hh, w_hr, direction == 1)
+            outs.append(out)
+            h_n.append(h)
+            c_n.append(c)
+        x = outs[0] if d == 1 else cat(outs, -1)
+        if dropout > 0 and train and layer < num_layers - 1:
+            x = _dropout(x, dropout, True)
+    return x, ((stack(h_n), stack(c_n)) if lstm else (stack(h_n),))
