@@ -1,4 +1,5 @@
-"""tgrad/ops/more.py against NumPy float64 references (written here or NumPy's own
+"""tgrad/ops/layout.py, logmath.py and searching.py
+against NumPy float64 references (written here or NumPy's own
 functions), with odd sizes, empty tensors, broadcasting, non-contiguous inputs, NaN/inf,
 PyTorch's errors, and gradcheck/gradgradcheck in float64 for the differentiable ops."""
 

@@ -125,3 +125,15 @@ def test_seeded_fills_are_reproducible():
     a = tgrad.empty(5).normal_().tolist()
     tgrad.manual_seed(7)
     assert tgrad.empty(5).normal_().tolist() == a
+
+
+def test_sampling_argument_edges():
+    with pytest.raises(RuntimeError, match="from=0 >= to=0"):
+        tgrad.zeros(3).random_(0)  # random_(to=0), as PyTorch reads it
+    assert tgrad.multinomial(tgrad.ones(0, 4), 2).shape == (0, 2)
+    with pytest.raises(RuntimeError, match="std >= 0"):
+        tgrad.normal(tgrad.zeros(3), -1.0)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        tgrad.full((1,), 10**400, dtype=tgrad.float32)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        tgrad.tensor([2**64])

@@ -113,7 +113,12 @@ def check_value_fits(op: str, value, dt: DType) -> None:
     if dt is bool_ or isinstance(value, (bool, np.bool_)):
         return
     if dt.is_floating_point:
-        if math.isfinite(float(value)) and math.isinf(float(np.asarray(value).astype(dt.np))):
+        try:
+            overflows = (math.isfinite(float(value))
+                         and math.isinf(float(np.asarray(value).astype(dt.np))))
+        except OverflowError:  # a Python int beyond a double
+            overflows = True
+        if overflows:
             raise RuntimeError(f"{op}: value {value} cannot be converted to type {dt.name} "
                                f"without overflow")
         return

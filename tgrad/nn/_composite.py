@@ -359,9 +359,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
                                   "supported in tgrad")
-    if input.numel() and int(input.min()) < 0:  # weight[input] would count from the end
-        raise IndexError(f"embedding: index out of range in self (index {int(input.min())} "
-                         f"of a weight with {weight.shape[0]} rows)")
+    # a negative index is out of range (weight[input] alone would count from the end)
+    if input.device.type == "cpu":
+        if input.numel() and int(input.min()) < 0:
+            raise IndexError(f"embedding: index out of range in self (index "
+                             f"{int(input.min())} of a weight with {weight.shape[0]} rows)")
+    else:  # no extra host sync: negatives become row n, which the gather's check rejects
+        input = where(input < 0, weight.shape[0], input)  # noqa: A001
     if padding_idx is not None:
         if not -weight.shape[0] <= padding_idx < weight.shape[0]:
             raise AssertionError("Padding_idx must be within num_embeddings")

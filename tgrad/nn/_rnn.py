@@ -25,6 +25,7 @@ from __future__ import annotations
 from tgrad.autograd.function import Function
 from tgrad.nn.functional import dropout as _dropout
 from tgrad.nn.functional import linear
+from tgrad.ops._common import require_tensor
 from tgrad.ops.creation import zeros
 from tgrad.ops.shape import cat, stack
 from tgrad.tensor import Tensor
@@ -64,8 +65,7 @@ def _check_cell(op: str, input: Tensor, hxs: tuple, w_ih: Tensor, w_hh: Tensor, 
     weights; ``sizes``: the expected last dim of each hidden tensor."""
     for name, t in (("input", input), ("hx", hxs[0]), ("weight_ih", w_ih),
                     ("weight_hh", w_hh)) + tuple(("cx", c) for c in hxs[1:]):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+        require_tensor(op, t, name, None)
     if input.ndim != 2 or any(h.ndim != 2 for h in hxs):
         raise RuntimeError(f"{op}: expected 2-D input (N, H_in) and hidden state(s) (N, H), "
                            f"got input {list(input.shape)} and hidden "

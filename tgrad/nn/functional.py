@@ -22,6 +22,7 @@ from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops._common import (
     backend_of,
     register_op,
+    require_tensor,
     shape_str,
     tensor_method,
     widen_halves,
@@ -39,8 +40,7 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 
 def _check_tensor(op: str, x, arg: str = "input") -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
+    require_tensor(op, x, arg, None)
 
 
 _compute = widen_halves  # composites compute halves in float32 and round once

@@ -15,6 +15,14 @@ def register_op(cls):
     return cls
 
 
+def require_tensor(op: str, value, name: str = "input", position: int | None = 1) -> None:
+    """PyTorch's TypeError when an argument that must be a Tensor is not one."""
+    if not isinstance(value, Tensor):
+        where = f" (position {position})" if position else ""
+        raise TypeError(f"{op}(): argument '{name}'{where} must be Tensor, not "
+                        f"{type(value).__name__}")
+
+
 def tensor_method(*names: str):
     """Attach the decorated function to Tensor under ``names``."""
     def deco(fn):

@@ -97,6 +97,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             raise RuntimeError(f"tensor(): value cannot be converted to type {dt.name} "
                                f"without overflow") from None
         if host.dtype == object:
+            if all(isinstance(v, int) for v in host.reshape(-1)):  # ints beyond 64 bits
+                raise RuntimeError(f"tensor(): value cannot be converted to type {dt.name} "
+                                   f"without overflow")
             raise TypeError("tensor(): data must be numbers or nested lists of numbers")
         if host.size and not dt.is_floating_point and dt is not dtypes.bool_:
             for v in (host.min(), host.max()):  # ints out of range, NaN/inf: PyTorch raises

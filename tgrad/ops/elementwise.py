@@ -16,7 +16,14 @@ from tgrad import dtypes
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
-from tgrad.ops._common import backend_of, register_op, same_device, tensor_method, wrap
+from tgrad.ops._common import (
+    backend_of,
+    register_op,
+    require_tensor,
+    same_device,
+    tensor_method,
+    wrap,
+)
 from tgrad.tensor import Tensor
 
 __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
@@ -937,9 +944,7 @@ register_op(ClampTensor)
 def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """Limit values to [min, max] (either bound may be None; numbers or tensors that
     broadcast with ``input``; tensor bounds also receive gradient where they bind)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"clamp(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    require_tensor("clamp", input)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if min is None and max is None:
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")

@@ -16,7 +16,14 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.ops._common import backend_of, normalize_dims, register_op, tensor_method, wrap
+from tgrad.ops._common import (
+    backend_of,
+    normalize_dims,
+    register_op,
+    require_tensor,
+    tensor_method,
+    wrap,
+)
 from tgrad.ops.elementwise import _EQ_MASK, _fused, where
 from tgrad.tensor import Tensor, _wrap_dim
 
@@ -35,10 +42,6 @@ def _reduce_dims(op: str, dim, ndim: int) -> tuple | None:
     return normalize_dims(op, dim, ndim)
 
 
-def _need_tensor(op: str, input) -> None:  # noqa: A002
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
 
 
 def _kept_shape(shape: tuple, axes) -> tuple:
@@ -246,7 +249,7 @@ for _c in (Sum, Mean, MaxDim, MinDim):  # SumAll/MeanAll share the ops' names
 @tensor_method("sum")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001,A002
     """Sum over ``dim`` (all dims when None); integer and bool inputs sum to int64."""
-    _need_tensor("sum", input)
+    require_tensor("sum", input)
     axes = _reduce_dims("sum", dim, input.ndim)
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
@@ -256,7 +259,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
 @tensor_method("mean")
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """Mean over ``dim`` (all dims when None); ``dtype`` casts the input first."""
-    _need_tensor("mean", input)
+    require_tensor("mean", input)
     if dtype is not None:
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
     return (MeanAll if dim is None else Mean).apply(
@@ -266,13 +269,13 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 @tensor_method("amax")
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002
     """Maximum over ``dim`` (all dims for ``()``/None); NaN propagates; ties share grad."""
-    _need_tensor("amax", input)
+    require_tensor("amax", input)
     return Amax.apply(input, _reduce_dims("amax", dim, input.ndim), keepdim)
 
 
 @tensor_method("amin")
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002
-    _need_tensor("amin", input)
+    require_tensor("amin", input)
     return Amin.apply(input, _reduce_dims("amin", dim, input.ndim), keepdim)
 
 
@@ -286,7 +289,7 @@ def _single_dim(op: str, dim, ndim: int):
 
 
 def _arg_extreme(cls, input: Tensor, dim, keepdim: bool) -> Tensor:  # noqa: A002
-    _need_tensor(cls.name, input)
+    require_tensor(cls.name, input)
     axis = _single_dim(cls.name, dim, input.ndim)
     out = cls.apply(input, axis if input.ndim else None, keepdim and axis is not None)
     if keepdim and axis is None and input.ndim:  # the flat index, with every dim kept
@@ -308,7 +311,7 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A
 def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
     """max/min: a Tensor ``dim`` is the other operand of maximum/minimum; None reduces all
     dims (amax/amin); an int gives (values, indices) along it."""
-    _need_tensor(op, input)
+    require_tensor(op, input)
     if isinstance(dim, Tensor):
         from tgrad.ops.elementwise import maximum, minimum
         return (maximum if op == "max" else minimum)(input, dim)
@@ -396,7 +399,7 @@ register_op(Prod)
 @tensor_method("prod")
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """Product over ``dim`` (all elements when None); integer and bool inputs give int64."""
-    _need_tensor("prod", input)
+    require_tensor("prod", input)
     axes = normalize_dims("prod", dim, input.ndim)
     dt = None if dtype is None else dtypes.as_dtype(dtype)
     out = Prod.apply(input, axes, keepdim, dt)
@@ -443,7 +446,7 @@ register_op(Var)
 
 
 def _var_args(op: str, input: Tensor, dim, unbiased, keepdim, correction):  # noqa: A002
-    _need_tensor(op, input)
+    require_tensor(op, input)
     if isinstance(dim, bool):  # var(x, unbiased) (PyTorch's older overload)
         dim, unbiased = None, dim
     if correction is not None and unbiased is not None:
@@ -544,7 +547,7 @@ register_op(Logsumexp)
 @tensor_method("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:  # noqa: A002
     """log(sum(exp(x))) over ``dim``, computed stably (the max is subtracted first)."""
-    _need_tensor("logsumexp", input)
+    require_tensor("logsumexp", input)
     return Logsumexp.apply(input, _reduce_dims("logsumexp", dim, input.ndim), keepdim)
 
 
@@ -611,7 +614,7 @@ register_op(Norm)
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """Vector p-norm over ``dim`` (all elements when None): p = 'fro' (= 2, the default),
     any float, inf or -inf. Matrix norms ('nuc') are not supported."""
-    _need_tensor("norm", input)
+    require_tensor("norm", input)
     if isinstance(p, str):
         if p != "fro":
             raise RuntimeError(f"norm(): p={p!r} is not supported; use p='fro', a number, "
@@ -642,14 +645,14 @@ Any = _make_logical_reduce("any")
 @tensor_method("all")
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001,A002
     """True where every element over ``dim`` is non-zero (a bool tensor, not differentiable)."""
-    _need_tensor("all", input)
+    require_tensor("all", input)
     return All.apply(input, normalize_dims("all", dim, input.ndim), keepdim)
 
 
 @tensor_method("any")
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001,A002
     """True where some element over ``dim`` is non-zero (a bool tensor, not differentiable)."""
-    _need_tensor("any", input)
+    require_tensor("any", input)
     return Any.apply(input, normalize_dims("any", dim, input.ndim), keepdim)
 
 

@@ -127,10 +127,13 @@ _FLOAT_DIGITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
 
 
 @tensor_method("random_")
-def random_(self: Tensor, from_: int = 0, to: int | None = None) -> Tensor:
-    """Integers uniform on [from, to); ``random_(to)`` means [0, to); with no bounds,
-    [0, 2^digits] for floats or [0, max] for integer dtypes (PyTorch's ranges)."""
-    if to is None and from_ != 0:
+def random_(self: Tensor, from_: int | None = None, to: int | None = None) -> Tensor:
+    """Integers uniform on [from, to); ``random_(to)`` means [0, to) (so random_(0) raises);
+    with no bounds, [0, 2^digits] for floats or [0, max] for integer dtypes (PyTorch's
+    ranges)."""
+    if from_ is None:
+        from_ = 0
+    elif to is None:
         from_, to = 0, from_
     if to is None:
         if self.dtype.is_floating_point:
@@ -182,7 +185,8 @@ def bernoulli(input: Tensor, p: float | None = None) -> Tensor:  # noqa: A002
 def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Normal samples: tensor ``mean`` and/or ``std`` (broadcast; the result takes their
-    shape), or two numbers and ``size``. Not differentiable (as PyTorch's)."""
+    shape), or two numbers and ``size``. The result does not require grad (PyTorch records
+    a node whose gradients to mean and std are zeros: a documented difference)."""
     tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
     if not tensors:
         if size is None:
@@ -195,6 +199,8 @@ def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None,
             raise TypeError("normal(): size= is only for number mean and std")
         if isinstance(std, Tensor) and std.numel() and float(std.detach().amin()) < 0:
             raise RuntimeError("normal expects all elements of std >= 0.0")
+        if not isinstance(std, Tensor) and std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         with no_grad():
             m = mean.detach() if isinstance(mean, Tensor) else mean
             s = std.detach() if isinstance(std, Tensor) else std
@@ -208,7 +214,7 @@ def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None,
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> Tensor:  # noqa: A002
     """``num_samples`` category indices per row of non-negative weights ``input`` (1-d or
     2-d), int64."""
-    from tgrad.ops.more import searchsorted
+    from tgrad.ops.searching import searchsorted
     from tgrad.ops.sorting import topk
     if input.ndim not in (1, 2):
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {input.ndim}")
@@ -221,11 +227,13 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> T
                            "without replacement")
     w = input.detach().to(dtypes.float64)
     rows = w.reshape(1, n) if w.ndim == 1 else w
+    if rows.shape[0] == 0:  # an empty batch: no draws
+        return full((0, num_samples), 0, dtype=dtypes.int64, device=input.device)
     if rows.numel() and (float(rows.amin()) < 0 or not bool(rows.isfinite().all())):
         raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or "
                            "element < 0")
     positive = (rows > 0).sum(-1)
-    if rows.shape[0] and int(positive.amin()) == 0:
+    if int(positive.amin()) == 0:
         raise RuntimeError("multinomial: invalid multinomial distribution (sum of "
                            "probabilities <= 0)")
     if not replacement and int(positive.amin()) < num_samples:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
+from tgrad.ops._common import backend_of, register_op, require_tensor, tensor_method, wrap
 from tgrad.ops.inplace import inplace_method
 from tgrad.tensor import Tensor, _wrap_dim
 
@@ -36,9 +36,7 @@ register_op(Cumsum)
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
     """Cumulative sum along ``dim``; integer and bool inputs give int64 (``dtype`` casts
     the input first, as PyTorch)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"cumsum(): argument 'input' must be Tensor, not "
-                        f"{type(input).__name__}")
+    require_tensor("cumsum", input)
     d = _wrap_dim(dim, input.ndim, "cumsum")
     dt = None if dtype is None else dtypes.as_dtype(dtype)
     if dt is not None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
+from tgrad.ops._common import backend_of, register_op, require_tensor, tensor_method, wrap
 from tgrad.ops.creation import full
 from tgrad.ops.elementwise import where
 from tgrad.ops.gathering import _along_key
@@ -66,9 +66,7 @@ def _bool_arg(op: str, name: str, v, allow_none: bool = False) -> bool:
 def _line_input(op: str, input: Tensor, dim, dim_pos: int = 2) -> tuple:  # noqa: A002
     """(input as >= 1-d, dim wrapped): a 0-d input is one line of one element (dim 0 or -1).
     ``dim_pos``: dim's position in the op's signature (for the error message)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    require_tensor(op, input)
     d = _wrap_dim(_int_arg(op, "dim", dim_pos, dim), input.ndim, op)
     return (input.reshape(1) if input.ndim == 0 else input), d
 
@@ -213,9 +211,7 @@ register_op(MedianAll)
 def _median(op: str, input: Tensor, dim, keepdim: bool,  # noqa: A002
             ignore_nan: bool) -> Tensor | values_indices:
     if dim is None:
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                            f"{type(input).__name__}")
+        require_tensor(op, input)
         _no_bool(op, input)
         return MedianAll.apply(input, ignore_nan)
     x, d = _line_input(op, input, dim)

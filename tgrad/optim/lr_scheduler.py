@@ -95,19 +95,23 @@ class LRScheduler:
         return [group["lr"] for group in self.optimizer.param_groups]
 
 
+def _lambdas(optimizer: Optimizer, lr_lambda) -> list:
+    """One function per parameter group (a list of them, or one shared)."""
+    if isinstance(lr_lambda, (list, tuple)):
+        if len(lr_lambda) != len(optimizer.param_groups):
+            raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
+                             f"{len(lr_lambda)}")
+        return list(lr_lambda)
+    return [lr_lambda] * len(optimizer.param_groups)
+
+
 class LambdaLR(LRScheduler):
     """lr = initial_lr * lr_lambda(epoch) (one function, or one per parameter group)."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable | list,
                  last_epoch: int = -1) -> None:
         self.optimizer = optimizer
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
@@ -250,13 +254,7 @@ class MultiplicativeLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable | list,
                  last_epoch: int = -1) -> None:
         self.optimizer = optimizer
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")

@@ -324,8 +324,9 @@ class ParameterDict(Module):
         self._keys[key] = None  # after setattr, so a rejected name leaves no key behind
 
     def __delitem__(self, key: str) -> None:
+        attr = self._key_to_attr(key)  # (checks the key's type first, as PyTorch)
         del self._keys[key]
-        delattr(self, self._key_to_attr(key))
+        delattr(self, attr)
 
     def __len__(self) -> int:
         return len(self._keys)

@@ -25,6 +25,14 @@ def _no_proj_size(cls: str, kwargs: dict) -> None:
         raise TypeError(f"{cls}.__init__() got an unexpected keyword argument '{k}'")
 
 
+
+def _uniform_by_hidden_size(module: Module) -> None:
+    """PyTorch's init of every recurrent weight and bias: U(-1/sqrt(H), 1/sqrt(H)), in
+    registration order (one seed gives one model). H = 0 (a cell may have it): U(0, 0)."""
+    stdv = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0.0
+    for weight in module.parameters():
+        init.uniform_(weight, -stdv, stdv)
+
 class RNNBase(Module):
     """The multi-layer recurrent layers (mode "RNN_TANH", "RNN_RELU", "LSTM" or "GRU").
 
@@ -100,9 +108,7 @@ class RNNBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        _uniform_by_hidden_size(self)
 
     def flatten_parameters(self) -> None:
         """A no-op (PyTorch's packs the weights for cuDNN)."""
@@ -321,9 +327,7 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        _uniform_by_hidden_size(self)
 
     def extra_repr(self) -> str:
         s = "{input_size}, {hidden_size}"

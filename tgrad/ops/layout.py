@@ -1,0 +1,373 @@
+"""PyTorch's diagonal, split, stack and product ops beyond the core set, composed of
+existing tgrad ops (no kernel of their own: they run and differentiate wherever their parts
+do; ``diagonal`` is a view op of its own).
+
+Views and shapes:
+
+- ``diagonal(x, offset, dim1, dim2)``: the elements x[..., i + r0, ..., i + c0, ...]
+  (r0 = max(-offset, 0), c0 = max(offset, 0)) as the last dim, always a **view** (as in
+  PyTorch): the backend's as_strided from element (r0, c0) with stride s1 + s2 along the
+  diagonal, the other dims keeping theirs;  d x = zeros with g written on that diagonal.
+- ``diag_embed(x, offset, dim1, dim2)``: zeros with x's last dim written on a diagonal of
+  the new dims (an indexed write; d x = that diagonal of g).
+- ``tensor_split``/``hsplit``/``vsplit``/``dsplit``: views (narrow / slices);
+  ``dstack``/``column_stack``/``row_stack``: cat of ``atleast_3d``/(n, 1)-shaped/
+  ``atleast_2d`` inputs; ``atleast_3d``: views.
+- ``rot90(x, k, dims)``: flip one dim then transpose (k = 1, 3), flip both (k = 2), as
+  PyTorch.
+- ``tril_indices``/``triu_indices(row, col, offset)``: (2, N) row-major coordinates.
+- ``kron(a, b)``: a reshaped to (a0, 1, a1, 1, ...) times b as (1, b0, 1, b1, ...),
+  merged to (a0 b0, a1 b1, ...).
+- ``tensordot(a, b, dims)``: permute the contracted dims together, one matmul of
+  (free_a, K) @ (K, free_b); a size-1 contracted dim against size n sums the other operand
+  over it first (as PyTorch).
+- ``aminmax(x, dim, keepdim)``: (amin, amax) as the named tuple (min, max).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.ops import composite as cp
+from tgrad.ops._common import (
+    backend_of,
+    make_view,
+    register_op,
+    tensor_method,
+    view_apply,
+)
+from tgrad.ops.creation import arange, tensor, zeros
+from tgrad.ops.index import getitem
+from tgrad.ops.reduce import amax, amin
+from tgrad.ops.shape import cat, narrow, permute, transpose
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
+
+__all__ = ["diagonal", "diag_embed", "tensor_split", "hsplit", "vsplit", "dsplit",
+           "dstack", "column_stack", "row_stack", "atleast_3d", "rot90", "tril_indices",
+           "triu_indices", "kron", "tensordot", "aminmax"]
+
+aminmax_result = namedtuple("aminmax", ["min", "max"])
+
+
+# ------------------------------------------------------------------------------ diagonals
+class Diagonal(Function):
+    """y = the ``offset``-th diagonal of x's (d1, d2) planes as the last dim: a view of x's
+    storage (as_strided; the other dims keep their strides, the diagonal has s1 + s2);
+    dx = zeros of x's shape with g written on that diagonal."""
+
+    name = "diagonal"
+    node_name = "DiagonalBackward0"
+
+    @staticmethod
+    def forward(ctx, x, offset, d1, d2):
+        r0, c0 = max(-offset, 0), max(offset, 0)
+        length = max(0, min(x.shape[d1] - r0, x.shape[d2] - c0))
+        rest = [k for k in range(x.ndim) if k not in (d1, d2)]
+        be = backend_of(x)
+        start = x._data
+        if length:  # the first element of the diagonal (strides unchanged)
+            key = [slice(None)] * x.ndim
+            key[d1], key[d2] = slice(r0, None), slice(c0, None)
+            start = be.basic_index(x._data, tuple(key))
+        st = x.stride()
+        arr = be.as_strided(start, tuple(x.shape[k] for k in rest) + (length,),
+                            tuple(st[k] for k in rest) + (st[d1] + st[d2],))
+        ctx.shape, ctx.args = x.shape, (offset, d1, d2)
+        return make_view(x, arr)
+
+    @staticmethod
+    def backward(ctx, g):
+        offset, d1, d2 = ctx.args
+        nd = len(ctx.shape)
+        rest = [k for k in range(nd) if k not in (d1, d2)]
+        order = rest + [d1, d2]  # g's dims: rest..., diagonal
+        out = zeros(tuple(ctx.shape[k] for k in order), dtype=g.dtype, device=g.device)
+        i = arange(g.shape[-1], device=g.device)
+        out[..., i + max(-offset, 0), i + max(offset, 0)] = g
+        return permute(out, np.argsort(order).tolist()), None, None, None
+
+
+register_op(Diagonal)
+
+
+@tensor_method("diagonal")
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
+    """The ``offset``-th diagonal of the (dim1, dim2) planes, as the last dim (a view):
+    out[..., i] = input[..., i + max(-offset, 0) (dim1), ..., i + max(offset, 0) (dim2)]."""
+    offset = _int_arg("diagonal", "offset", offset)
+    d1 = _wrap_dim(dim1, input.ndim, "diagonal")
+    d2 = _wrap_dim(dim2, input.ndim, "diagonal")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return view_apply(Diagonal, input, offset, d1, d2)
+
+
+@tensor_method("diag_embed")
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:  # noqa: A002
+    """A tensor of one more dim, zero but for input's last dim written on the ``offset``-th
+    diagonal of its (dim1, dim2) planes (of size n + |offset|); the other dims are input's
+    leading ones, in order."""
+    offset = _int_arg("diag_embed", "offset", offset)
+    if input.ndim == 0:
+        raise RuntimeError("diag_embed: input must be at least 1-dimensional (its last dim "
+                           "goes on the diagonal)")
+    nd = input.ndim + 1
+    d1 = _wrap_dim(dim1, nd, "diag_embed")
+    d2 = _wrap_dim(dim2, nd, "diag_embed")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = input.shape[-1]
+    m = n + abs(offset)
+    out = zeros(input.shape[:-1] + (m, m), dtype=input.dtype, device=input.device)
+    i = arange(n, device=input.device)
+    out[..., i + max(-offset, 0), i + max(offset, 0)] = input
+    order = [None] * nd
+    order[d1], order[d2] = nd - 2, nd - 1
+    rest = iter(range(nd - 2))
+    return permute(out, [next(rest) if o is None else o for o in order])
+
+
+# ------------------------------------------------------------------------------ splits, stacks
+@tensor_method("tensor_split")
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A002
+    """Views along ``dim``: ``sections`` (an int) nearly equal pieces (the first size % n one
+    longer), or the pieces between the listed ``indices`` (Python slice rules: negative
+    from the end, clamped, decreasing ones empty). A tensor argument: 0-d int64 = sections,
+    1-D int64 = indices."""
+    if input.ndim == 0:
+        raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a "
+                           f"tensor with {input.ndim} dims")
+    d = _wrap_dim(dim, input.ndim, "tensor_split")
+    ios = indices_or_sections
+    if isinstance(ios, Tensor):
+        if ios.dtype is not dtypes.int64:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have "
+                               f"dtype of long, but got {ios.dtype.name}")
+        if ios.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                               f"zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {ios.ndim} dims")
+        ios = int(ios.item()) if ios.ndim == 0 else [int(v) for v in ios.tolist()]
+    key = (slice(None),) * d
+    if isinstance(ios, (list, tuple)):
+        bounds = [None] + [_int_arg("tensor_split", "indices", v) for v in ios] + [None]
+        return tuple(getitem(input, key + (slice(lo, hi),))
+                     for lo, hi in zip(bounds[:-1], bounds[1:]))
+    sections = _int_arg("tensor_split", "sections", ios)
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+    q, r = divmod(input.shape[d], sections)
+    out, start = [], 0
+    for k in range(sections):
+        size = q + (k < r)
+        out.append(narrow(input, d, start, size))
+        start += size
+    return tuple(out)
+
+
+def _split_dim(op: str, input: Tensor, indices_or_sections, need: int, dim: int) -> tuple:  # noqa: A002
+    """hsplit/vsplit/dsplit: tensor_split along ``dim`` of an input of >= ``need`` dims; an
+    int must divide the dim's size."""
+    if input.ndim < need:
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {need} dimension, but "
+                           f"got a tensor with {input.ndim} dimensions!")
+    if not isinstance(indices_or_sections, (list, tuple, Tensor)):
+        n = _int_arg(op, "sections", indices_or_sections)
+        size = input.shape[dim]
+        if n == 0 or size % n:
+            raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {size} is not divisible by the "
+                               f"split_size {n}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+@tensor_method("hsplit")
+def hsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
+    """tensor_split along dim 1 (dim 0 of a 1-D tensor); an int must divide that dim."""
+    dim = 1 if input.ndim > 1 else 0
+    return _split_dim("hsplit", input, indices_or_sections, 1, dim)
+
+
+@tensor_method("vsplit")
+def vsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
+    """tensor_split along dim 0 of a tensor of >= 2 dims."""
+    return _split_dim("vsplit", input, indices_or_sections, 2, 0)
+
+
+@tensor_method("dsplit")
+def dsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
+    """tensor_split along dim 2 of a tensor of >= 3 dims."""
+    return _split_dim("dsplit", input, indices_or_sections, 3, 2)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least 3 dims (views): 0-d -> (1, 1, 1), (n,) -> (1, n, 1),
+    (m, n) -> (m, n, 1); one tensor in, one out."""
+    out = []
+    for t in cp._tensor_args(tensors):
+        if t.ndim == 0:
+            t = t.reshape(1, 1, 1)
+        elif t.ndim == 1:
+            t = t.reshape(1, -1, 1)
+        elif t.ndim == 2:
+            t = t.unsqueeze(-1)
+        out.append(t)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _nonempty(op: str, tensors) -> list:
+    if isinstance(tensors, (list, tuple)) and not tensors:
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
+    return list(tensors)
+
+
+def dstack(tensors) -> Tensor:
+    """cat along dim 2 of the tensors made at least 3-D."""
+    return cat([atleast_3d(t) for t in _nonempty("dstack", tensors)], 2)
+
+
+def column_stack(tensors) -> Tensor:
+    """cat along dim 1, 0-d and 1-D tensors taken as columns (n, 1)."""
+    return cat([t.reshape(t.numel(), 1) if t.ndim <= 1 else t
+                for t in _nonempty("column_stack", tensors)], 1)
+
+
+row_stack = cp.vstack
+
+
+@tensor_method("rot90")
+def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:  # noqa: A002
+    """A copy rotated by k * 90 degrees in the plane ``dims``, from dims[0] towards dims[1]:
+    k = 1: flip(dims[1]) then transpose; 2: flip both; 3: flip(dims[0]) then transpose."""
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    a, b = (_wrap_dim(d, input.ndim, "rot90") for d in dims)
+    if a == b:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
+                           f"and dim1 = {dims[1]}")
+    k = _int_arg("rot90", "k", k) % 4
+    if k == 1:
+        return transpose(cp.flip(input, (b,)), a, b)
+    if k == 2:
+        return cp.flip(input, (a, b))
+    if k == 3:
+        return transpose(cp.flip(input, (a,)), a, b)
+    return input.clone()
+
+
+def _triangle_indices(op: str, row: int, col: int, offset: int, dtype, device,
+                      lower: bool) -> Tensor:
+    row, col = _int_arg(op, "row", row), _int_arg(op, "col", col)
+    offset = _int_arg(op, "offset", offset)
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+    dt = dtypes.as_dtype(dtype)
+    if dt not in (dtypes.int64, dtypes.int32):
+        raise NotImplementedError(f"\"{op}\" not implemented for '{dt.name}' (int64 or int32 "
+                                  f"indices only, as in PyTorch)")
+    # coordinates of a shape, not tensor data: computed on the host, as arange's are
+    r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
+    return tensor(np.stack([r, c]).reshape(2, -1), dtype=dt, device=device)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=dtypes.int64,
+                 device=None) -> Tensor:
+    """The (2, N) coordinates (row-major) of the lower triangle of a (row, col) matrix: the
+    elements with col - row <= offset."""
+    return _triangle_indices("tril_indices", row, col, offset, dtype, device, True)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=dtypes.int64,
+                 device=None) -> Tensor:
+    """The (2, N) coordinates (row-major) of the upper triangle: col - row >= offset."""
+    return _triangle_indices("triu_indices", row, col, offset, dtype, device, False)
+
+
+# ------------------------------------------------------------------------------ products
+@tensor_method("kron")
+def kron(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """Kronecker product: out[i * q + j] = input[i] other[j] per dim (shapes padded with
+    leading 1s to the same number of dims); out.shape[d] = p_d q_d."""
+    nd = max(input.ndim, other.ndim)
+    if nd == 0:
+        return input * other
+    s = (1,) * (nd - input.ndim) + input.shape
+    t = (1,) * (nd - other.ndim) + other.shape
+    a = input.reshape([n for p in s for n in (p, 1)])
+    b = other.reshape([n for q in t for n in (1, q)])
+    return (a * b).reshape([p * q for p, q in zip(s, t)])
+
+
+def _tensordot_dims(a: Tensor, b: Tensor, dims) -> tuple[list, list]:
+    if isinstance(dims, Tensor):
+        dims = dims.tolist() if dims.numel() > 1 else int(dims.item())
+    if isinstance(dims, (list, tuple)):
+        if len(dims) != 2:
+            raise RuntimeError(f"tensordot expects dims to be an int or a pair of dim lists, "
+                               f"got {dims}")
+        da, db = ([v] if isinstance(v, int) else list(v) for v in dims)
+        if len(da) != len(db):
+            raise RuntimeError("both dimension lists should have same length")
+        return da, db
+    n = _int_arg("tensordot", "dims", dims)
+    if n < 0:
+        raise RuntimeError(f"tensordot expects dims >= 0, but got dims={n}")
+    if n > a.ndim or n > b.ndim:
+        raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={n}")
+    return list(range(-n, 0)), list(range(n))
+
+
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
+    """Sum over the paired dims: dims = n (a's last n with b's first n) or (dims_a, dims_b);
+    out.shape = a's other dims + b's other dims. A contracted dim of size 1 against size n
+    sums the other operand over that dim (PyTorch broadcasts it)."""
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"both inputs should have same dtype (tensordot got {a.dtype.name} "
+                           f"and {b.dtype.name})")
+    da, db = _tensordot_dims(a, b, dims)
+    wa = [_wrap_dim(d, a.ndim, "tensordot") for d in da]
+    wb = [_wrap_dim(d, b.ndim, "tensordot") for d in db]
+    for w in (wa, wb):
+        if len(set(w)) != len(w):
+            dup = next(d for d in w if w.count(d) > 1)
+            raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
+    for i, j, gi, gj in zip(wa, wb, da, db):
+        p, q = a.shape[i], b.shape[j]
+        if p != q and p != 1 and q != 1:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {p} "
+                               f"in dim {gi} and second has size {q} in dim {gj}")
+        if p == 1 and q != 1:
+            b = b.sum(j, keepdim=True)
+        elif q == 1 and p != 1:
+            a = a.sum(i, keepdim=True)
+    free_a = [d for d in range(a.ndim) if d not in wa]
+    free_b = [d for d in range(b.ndim) if d not in wb]
+    k = math.prod(a.shape[d] for d in wa)
+    x = permute(a, free_a + wa).reshape(math.prod(a.shape[d] for d in free_a), k)
+    y = permute(b, wb + free_b).reshape(k, math.prod(b.shape[d] for d in free_b))
+    return (x @ y).reshape([a.shape[d] for d in free_a] + [b.shape[d] for d in free_b])
+
+
+@tensor_method("aminmax")
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):  # noqa: A002
+    """(min, max) of all elements or along ``dim``: amin and amax (NaN propagates; the
+    gradient is shared evenly by tied extremes, as amin/amax)."""
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
+                               "the operation has no identity.")
+        return aminmax_result(amin(input, (), keepdim), amax(input, (), keepdim))
+    d = _wrap_dim(dim, input.ndim, "aminmax")
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+    return aminmax_result(amin(input, d, keepdim), amax(input, d, keepdim))

@@ -1,0 +1,224 @@
+"""PyTorch's log-space, sign and NaN-aware maths and their scans, composed of existing
+tgrad ops (no kernel of their own: they run and differentiate wherever their parts do).
+
+Maths (float16/bfloat16 computed in float32, rounded once):
+
+- ``logaddexp(a, b)`` = max(a, b) + log1p(exp(-|a - b|)), with a - b taken as 0 where
+  a == b (so equal infinities give +-inf, not NaN);  da = sigmoid(a - b) (1/2 on ties,
+  through maximum's tie share).  ``logaddexp2`` = max + log1p(2^-|a - b|) / ln 2.
+- ``hypot(a, b)`` = m sqrt(1 + (n / m)^2), m = max(|a|, |b|), n = min(|a|, |b|): no
+  overflow for large values; inf where either is infinite (even with a NaN, as C's hypot);
+  da = a / hypot (0 at a = b = 0 and at infinities, where PyTorch's a / hypot is NaN).
+- ``copysign(a, b)`` = |a| with the sign of b (-0.0 counts as negative); da = sign of the
+  result times sign(a) (0 at a = 0, as PyTorch); no gradient to b.
+- ``signbit(x)``: x < 0, or x is -0.0 (atan2(x, -1) < 0). A NaN's sign bit is not
+  visible to tgrad's ops: signbit(NaN) is False whatever its sign (PyTorch reads the bit).
+- ``fmax``/``fmin``: where(a >= b or b is NaN, a, b) (<= for fmin): NaN only where both
+  are; the gradient goes to the chosen operand (to a on ties, as PyTorch).
+- ``float_power(a, b)`` = pow in float64.
+- ``logcumsumexp(x, dim)``: a Hillis-Steele scan of logaddexp (log2(n) steps of
+  y[k:] = logaddexp(y[k:], y[:-k])), stable without a global shift; O(n log n) work.
+- ``cummax``/``cummin(x, dim)``: the indices by the same scan over (value, index) pairs
+  (the later pair wins when its value is >= (<=) or NaN, unless the earlier is NaN: the last
+  index of the running extreme, NaN sticking, as PyTorch); values = x at the indices, so
+  d x scatter-adds g to them (PyTorch's rule).
+"""
+
+from __future__ import annotations
+
+import math
+
+from tgrad import dtypes
+from tgrad.autograd.grad_mode import no_grad
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import (
+    require_tensor,
+    rounded_to,
+    same_device,
+    tensor_method,
+    widen_halves,
+)
+from tgrad.ops.creation import arange, zeros
+from tgrad.ops.reduce import values_indices
+from tgrad.ops.shape import cat, narrow
+from tgrad.ops.sorting import _take
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
+
+__all__ = ["logaddexp", "logaddexp2", "hypot", "copysign", "signbit", "fmax", "fmin",
+           "float_power", "logcumsumexp", "cummax", "cummin"]
+
+# ------------------------------------------------------------------------------ maths
+def _tensor_pair(op: str, input, other) -> None:  # noqa: A002
+    require_tensor(op, input)
+    require_tensor(op, other, "other", 2)
+
+
+def _float_pair(op: str, input, other) -> tuple:  # noqa: A002
+    """input and other in their promoted dtype, which must be floating (PyTorch has no
+    integer kernel for these ops)."""
+    _tensor_pair(op, input, other)
+    dt = dtypes.result_type(input, other)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"{op}\" not implemented for {dt.name} tensors (as in "
+                                  f"PyTorch); it takes floating point tensors")
+    return input.to(dt), other.to(dt)
+
+
+def _logaddexp(a: Tensor, b: Tensor, base2: bool = False) -> Tensor:
+    """max(a, b) + log(1 + e^-|a - b|) (base 2: + log2(1 + 2^-|a - b|)), a - b read as 0
+    where a == b: equal infinities stay infinite, and the tie's gradient 1/2 each comes from
+    maximum (the where keeps the NaN of inf - inf out of the backward)."""
+    d = ew.where(ew.eq(a, b), 0.0, a - b)
+    t = -ew.abs(d)
+    tail = ew.log1p(ew.exp2(t)) * (1.0 / math.log(2.0)) if base2 else ew.log1p(ew.exp(t))
+    return ew.maximum(a, b) + tail
+
+
+@tensor_method("logaddexp")
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """log(e^a + e^b), stable;  da = sigmoid(a - b), db = sigmoid(b - a)."""
+    (a, b), half = widen_halves(*_float_pair("logaddexp", input, other))
+    return rounded_to(_logaddexp(a, b), half)
+
+
+@tensor_method("logaddexp2")
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """log2(2^a + 2^b), stable;  da = 2^a / (2^a + 2^b)."""
+    (a, b), half = widen_halves(*_float_pair("logaddexp2", input, other))
+    return rounded_to(_logaddexp(a, b, base2=True), half)
+
+
+@tensor_method("hypot")
+def hypot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """sqrt(a^2 + b^2) without overflow or underflow: m sqrt(1 + (n/m)^2) with
+    m = max(|a|, |b|), n = min(|a|, |b|); inf where either is infinite;  da = a / hypot."""
+    (a, b), half = widen_halves(*_float_pair("hypot", input, other))
+    inf = ew.logical_or(ew.isinf(a), ew.isinf(b))
+    x = ew.abs(ew.where(inf, 0.0, a))  # infinities replaced: the branch not taken stays finite
+    y = ew.abs(ew.where(inf, 0.0, b))
+    m, n = ew.maximum(x, y), ew.minimum(x, y)
+    r = n / ew.where(ew.eq(m, 0.0), 1.0, m)
+    out = ew.where(inf, math.inf, m * ew.sqrt(r * r + 1.0))
+    return rounded_to(out, half)
+
+
+@tensor_method("signbit")
+def signbit(input: Tensor) -> Tensor:  # noqa: A002
+    """True where the sign is negative, -0.0 and -inf included (bool); False for NaN."""
+    with no_grad():
+        x = input.detach()
+        if x.dtype is dtypes.bool_:
+            return ew.ne(x, x)
+        if not x.dtype.is_floating_point:
+            return ew.lt(x, 0)
+        # atan2(x, -1) is -pi for -0.0 and pi for +0.0, negative exactly for negative x
+        return ew.lt(ew.atan2(x, -1.0), 0.0)
+
+
+@tensor_method("copysign")
+def copysign(input: Tensor, other) -> Tensor:  # noqa: A002
+    """|input| with the sign of ``other`` (a tensor or a number; -0.0 is negative), in the
+    promoted floating dtype;  d input = g sign(out) sign(input) (0 at input = 0)."""
+    require_tensor("copysign", input)
+    dt = dtypes.result_type(input, other)
+    if not dt.is_floating_point:
+        dt = dtypes.get_default_dtype()
+    mag = ew.abs(input.to(dt))
+    if isinstance(other, Tensor):
+        same_device("copysign", input, other)
+        return ew.where(signbit(other), -mag, mag)
+    return -mag if math.copysign(1.0, float(other)) < 0 else mag
+
+
+@tensor_method("fmax")
+def fmax(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """maximum ignoring NaN (NaN only where both are);  the gradient goes to the chosen
+    operand, to input on ties."""
+    _tensor_pair("fmax", input, other)
+    return ew.where(ew.logical_or(ew.ge(input, other), ew.isnan(other)), input, other)
+
+
+@tensor_method("fmin")
+def fmin(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """minimum ignoring NaN (NaN only where both are);  the gradient goes to the chosen
+    operand, to input on ties."""
+    _tensor_pair("fmin", input, other)
+    return ew.where(ew.logical_or(ew.le(input, other), ew.isnan(other)), input, other)
+
+
+@tensor_method("float_power")
+def float_power(input, exponent) -> Tensor:  # noqa: A002
+    """input ** exponent computed in float64 (either may be a number)."""
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError("float_power(): expected input or exponent to be a Tensor")
+    base, exp = (v.to(dtypes.float64) if isinstance(v, Tensor) else float(v)
+                 for v in (input, exponent))
+    return ew.pow(base, exp)
+
+
+# ------------------------------------------------------------------------------ scans
+def _scan_input(op: str, input: Tensor, dim) -> tuple:  # noqa: A002
+    """(input as >= 1-D, the wrapped dim)."""
+    require_tensor(op, input)
+    d = _wrap_dim(_int_arg(op, "dim", dim), input.ndim, op)
+    return (input.reshape(1) if input.ndim == 0 else input), d
+
+
+@tensor_method("logcumsumexp")
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
+    """out_k = log sum_{j <= k} exp(x_j) along ``dim``, stable (no global shift:
+    [-1000, 0] gives [-1000, log(1 + e^-1000)]);  dx_j = sum_{k >= j} g_k e^(x_j - out_k)."""
+    x, d = _scan_input("logcumsumexp", input, dim)
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f"\"logcumsumexp\" not implemented for {x.dtype.name} "
+                                  f"tensors (as in PyTorch); it takes floating point tensors")
+    n, k = x.shape[d], 1
+    if n <= 1:
+        return input.clone()
+    (y,), half = widen_halves(x)
+    while k < n:  # after the step with span k, y_j covers (j - 2k, j]
+        head = narrow(y, d, 0, k)
+        y = cat([head, _logaddexp(narrow(y, d, k, n - k), narrow(y, d, 0, n - k))], d)
+        k *= 2
+    return rounded_to(y, half)
+
+
+def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  # noqa: A002
+    x, d = _scan_input(op, input, dim)
+    n = x.shape[d]
+    if x.numel() == 0:
+        return values_indices(input.clone(), zeros(input.shape, dtype=dtypes.int64,
+                                                  device=input.device))
+    with no_grad():
+        v = x.detach()
+        shape = [1] * x.ndim
+        shape[d] = n
+        i = arange(n, device=x.device).reshape(shape).expand(x.shape)
+        floating = v.dtype.is_floating_point
+        k = 1
+        while k < n:  # Hillis-Steele: combine (earlier, later) summaries k apart
+            lv, rv = narrow(v, d, 0, n - k), narrow(v, d, k, n - k)
+            later = ew.ge(rv, lv) if larger else ew.le(rv, lv)
+            if floating:  # a later NaN wins; an earlier NaN sticks
+                later = ew.logical_or(ew.isnan(rv),
+                                      ew.logical_and(ew.logical_not(ew.isnan(lv)), later))
+            v = cat([narrow(v, d, 0, k), ew.where(later, rv, lv)], d)
+            i = cat([narrow(i, d, 0, k), ew.where(later, narrow(i, d, k, n - k),
+                                                  narrow(i, d, 0, n - k))], d)
+            k *= 2
+        i = i.clone() if n == 1 else i  # (else the scan's cat made it)
+    values = _take(x, i, d)  # d x = g scatter-added to the indices (PyTorch's rule)
+    return values_indices(values.reshape(input.shape), i.reshape(input.shape))
+
+
+@tensor_method("cummax")
+def cummax(input: Tensor, dim: int) -> values_indices:  # noqa: A002
+    """(values, indices) of the running maximum along ``dim``: the last index of the
+    maximum so far; from a NaN on, NaN and the latest NaN's index."""
+    return _cum_extreme("cummax", input, dim, True)
+
+
+@tensor_method("cummin")
+def cummin(input: Tensor, dim: int) -> values_indices:  # noqa: A002
+    """(values, indices) of the running minimum along ``dim`` (cummax's rules)."""
+    return _cum_extreme("cummin", input, dim, False)

@@ -1,0 +1,188 @@
+"""PyTorch's searching and counting ops, composed of existing tgrad ops (no kernel of
+their own: they run wherever their parts do).
+
+Searching and counting (not differentiable; ``bincount`` with weights is, through
+index_add):
+
+- ``searchsorted(seq, values)``/``bucketize(values, boundaries)``: one stable argsort of
+  values and sequence concatenated per row (values first for side='left', after for
+  'right', so ties land on the right side), a cumsum of "is a sequence element" flags, read
+  back at each value's position (a second argsort inverts the order). A NaN value gives
+  len(seq), as PyTorch; NaNs in the sequence sort last (PyTorch's binary search gives
+  undefined positions there).
+- ``bincount``: index_add of the weights (or ones) into zeros(max(input) + 1, minlength).
+- ``unique`` (dim=None; always sorted, which ``sorted=False`` allows) and
+  ``unique_consecutive``: sort, flag the first element of each run of equal values (NaNs
+  are all distinct, as PyTorch), cumsum of the flags = the inverse, index_add = counts.
+
+One-argument ``where(condition)`` is not here: ``where`` lives in elementwise.py.
+"""
+
+from __future__ import annotations
+
+from tgrad import dtypes
+from tgrad.autograd.grad_mode import no_grad
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import (
+    same_device,
+    tensor_method,
+)
+from tgrad.ops.creation import ones, tensor, zeros
+from tgrad.ops.gathering import index_add, take_along_dim
+from tgrad.ops.index import getitem
+from tgrad.ops.scan import cumsum
+from tgrad.ops.shape import cat, narrow
+from tgrad.ops.sorting import _take, argsort, sort
+from tgrad.tensor import Tensor, _int_arg
+
+__all__ = ["searchsorted", "bucketize", "bincount", "unique", "unique_consecutive"]
+
+# ------------------------------------------------------------------------------ searching
+def _side(op: str, right: bool, side) -> bool:
+    if side is None:
+        return bool(right)
+    if side not in ("left", "right"):
+        raise RuntimeError(f"torch.{op}(): side can only be 'left' or 'right' but got {side}")
+    if right and side == "left":
+        raise RuntimeError(f"torch.{op}(): side and right can't be set to opposites, got side "
+                           f"of left while right was True")
+    return side == "right"
+
+
+def searchsorted(sorted_sequence: Tensor, values, *, out_int32: bool = False,
+                 right: bool = False, side: str | None = None,
+                 sorter: Tensor | None = None) -> Tensor:
+    """For each value, the index where inserting it keeps the last dim of
+    ``sorted_sequence`` sorted: the count of elements < value (side='left') or <= value
+    ('right'). A 1-D sequence serves values of any shape; else its leading dims must equal
+    values' leading dims. ``sorter``: the argsort of an unsorted sequence. int64 (int32
+    with out_int32); not differentiable."""
+    seq = sorted_sequence
+    right = _side("searchsorted", right, side)
+    if seq.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
+    if not isinstance(values, Tensor):
+        values = tensor(values, device=seq.device)
+    same_device("searchsorted", seq, values)
+    if seq.ndim > 1 and seq.shape[:-1] != values.shape[:-1]:
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or "
+                           f"the first N-1 dimensions of boundaries tensor and input value "
+                           f"tensor must match, but we got boundaries tensor "
+                           f"{list(seq.shape)} and input value tensor {list(values.shape)}")
+    with no_grad():
+        seq, v = seq.detach(), values.detach()
+        if sorter is not None:
+            if sorter.shape != seq.shape or sorter.dtype is not dtypes.int64:
+                raise RuntimeError(f"torch.searchsorted(): sorter must be an int64 tensor of "
+                                   f"the boundaries' shape {list(seq.shape)}, got "
+                                   f"{sorter.dtype.name} {list(sorter.shape)}")
+            seq = take_along_dim(seq, sorter, -1)
+        dt = dtypes.result_type(seq, v)
+        n = seq.shape[-1]
+        rows = seq.reshape(1, n) if seq.ndim == 1 else seq
+        vals = v.reshape(1, -1) if seq.ndim == 1 else v
+        rows, vals = rows.to(dt), vals.to(dt)
+        m = vals.shape[-1]
+        # stable order of values and sequence together: values first (side='left') put a
+        # value before the elements equal to it, after ('right') behind them
+        merged = cat([rows, vals], -1) if right else cat([vals, rows], -1)
+        order = argsort(merged, -1)
+        is_seq = ew.lt(order, n) if right else ew.ge(order, m)
+        before = cumsum(is_seq, -1)  # int64; at a value's position: the elements before it
+        where_now = argsort(order, -1)  # the position each merged entry was sorted to
+        at = narrow(where_now, -1, n, m) if right else narrow(where_now, -1, 0, m)
+        out = _take(before, at, before.ndim - 1) if m else at
+        if dt.is_floating_point:  # PyTorch's binary search puts NaN values past the end
+            out = ew.where(ew.isnan(vals), n, out)
+        out = out.reshape(v.shape)
+        return out.to(dtypes.int32) if out_int32 else out
+
+
+def bucketize(input, boundaries: Tensor, *, out_int32: bool = False,  # noqa: A002
+              right: bool = False) -> Tensor:
+    """The bucket of each input value among the 1-D ``boundaries``: right=False:
+    boundaries[i-1] < x <= boundaries[i]; right=True: boundaries[i-1] <= x < boundaries[i]
+    (searchsorted(boundaries, input, right=right))."""
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got "
+                           f"dim({boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+@tensor_method("bincount")
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:  # noqa: A002
+    """out[k] = the number of times k occurs in the 1-D non-negative integer ``input`` (the
+    sum of ``weights`` there), of length max(max(input) + 1, minlength). Counts are int64;
+    float32 weights give float32, other weights float64 (as PyTorch)."""
+    if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
+        raise NotImplementedError(f"\"bincount\" not implemented for {input.dtype.name} "
+                                  f"tensors; it counts non-negative integers")
+    minlength = _int_arg("bincount", "minlength", minlength)
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if input.ndim != 1 or (input.numel() and int(input.min()) < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights.ndim != 1 or weights.shape != input.shape):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    size = max(int(input.max()) + 1 if input.numel() else 0, minlength)
+    if weights is None:
+        src = ones(input.shape, dtype=dtypes.int64, device=input.device)
+    else:
+        src = weights.to(dtypes.float32 if weights.dtype is dtypes.float32 else dtypes.float64)
+    return index_add(zeros(size, dtype=src.dtype, device=input.device), 0, input, src)
+
+
+def _runs(flat: Tensor, return_inverse: bool, return_counts: bool, order, shape):
+    """unique's tail: ``flat`` is 1-D with equal values adjacent; ``order`` maps its
+    positions back to the input's (None: the identity). Returns unique's result."""
+    n = flat.numel()
+    if n == 0:
+        vals, inv = flat, zeros(shape, dtype=dtypes.int64, device=flat.device)
+        counts = zeros(0, dtype=dtypes.int64, device=flat.device)
+    else:
+        first = cat([ones(1, dtype=dtypes.bool_, device=flat.device),
+                     ew.ne(narrow(flat, 0, 1, n - 1), narrow(flat, 0, 0, n - 1))])
+        run = cumsum(first, 0) - 1  # the run (unique value) each position belongs to
+        vals = getitem(flat, first)
+        if order is None:
+            inv = run
+        else:
+            inv = zeros(n, dtype=dtypes.int64, device=flat.device)
+            inv[order] = run
+        inv = inv.reshape(shape)
+        counts = index_add(zeros(vals.numel(), dtype=dtypes.int64, device=flat.device), 0,
+                           run, ones(n, dtype=dtypes.int64, device=flat.device))
+    out = (vals,) + ((inv,) if return_inverse else ()) + ((counts,) if return_counts else ())
+    return out[0] if len(out) == 1 else out
+
+
+def _check_dim_none(op: str, dim) -> None:
+    if dim is not None:
+        raise NotImplementedError(f"{op}(dim={dim}): only dim=None (the flattened tensor) is "
+                                  f"supported by tgrad")
+
+
+@tensor_method("unique")
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim: int | None = None):
+    """The distinct values of the flattened input, sorted (also for sorted=False); with
+    return_inverse, each element's position among them (input's shape); with
+    return_counts, how often each occurs. NaNs are all distinct (NaN != NaN), as
+    PyTorch. Not differentiable."""
+    _check_dim_none("unique", dim)
+    with no_grad():
+        flat = input.detach().reshape(-1)
+        vals, order = sort(flat) if flat.numel() else (flat, None)
+        return _runs(vals, return_inverse, return_counts, order, input.shape)
+
+
+@tensor_method("unique_consecutive")
+def unique_consecutive(input: Tensor, return_inverse: bool = False,  # noqa: A002
+                       return_counts: bool = False, dim: int | None = None):
+    """The first element of every run of equal consecutive values of the flattened input
+    (with the run index of each element, and the run lengths). Not differentiable."""
+    _check_dim_none("unique_consecutive", dim)
+    with no_grad():
+        return _runs(input.detach().reshape(-1), return_inverse, return_counts, None,
+                     input.shape)
