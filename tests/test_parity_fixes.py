@@ -407,3 +407,13 @@ def test_arange_with_tensor_arguments_and_creation_errors():
             call()
     with pytest.raises(IndexError, match="no dimensions"):
         tgrad.zeros(()).size(0)
+
+
+def test_tensor_from_ranges_and_arrays_reversed_and_bool_index():
+    assert tgrad.tensor(range(3)).tolist() == [0, 1, 2]
+    t = tgrad.tensor([np.array([1.0, 2.0]), np.array([3.0, 4.0])])
+    assert t.dtype is tgrad.float64 and t.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert reversed(tgrad.tensor([1, 2, 3])).tolist() == [3, 2, 1]
+    assert [10, 20][tgrad.tensor(True)] == 20
+    with pytest.raises(TypeError, match="integer tensors"):
+        [10, 20][tgrad.tensor(1.0)]

@@ -305,6 +305,10 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
+    def __reversed__(self) -> Tensor:
+        """The tensor flipped along dim 0 (a 0-d tensor is itself), as in PyTorch."""
+        return self if self.ndim == 0 else self.flip(0)
+
     def __bool__(self) -> bool:
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is "
@@ -318,7 +322,7 @@ class Tensor:
         return int(self.item())
 
     def __index__(self) -> int:
-        if self.dtype.category != 1 or self._data.size != 1:
+        if self.dtype.category > 1 or self._data.size != 1:  # bool or integer, one element
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
         return int(self.item())

@@ -58,7 +58,7 @@ def _infer_dtype(data) -> DType:
             continue
         if isinstance(x, Tensor):
             d = x.dtype
-        elif isinstance(x, np.generic):
+        elif isinstance(x, (np.generic, np.ndarray)):
             d = dtypes.from_numpy_dtype(x.dtype)
         elif isinstance(x, bool):
             d = dtypes.bool_
@@ -86,6 +86,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
         host = np.array(data, copy=True)
     else:
+        if isinstance(data, range):
+            data = list(data)
         dt = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
         if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
             data = [x.tolist() if isinstance(x, Tensor) else x for x in data]  # (exact)

@@ -1,0 +1,131 @@
+"""Real-GPU checks (marked ``gpu``) of the composite ops and layers added after the op
+table's GPU run was written: each runs on cuda and on the CPU (the NumPy backend, the
+oracle) in float64 and compares values and gradients. perf/gpu_check.sh runs them with
+``pytest -m gpu``; they skip without a real GPU. ``python tests/test_gpu_composites.py``
+runs the same checks on whatever cuda device tgrad has (the Triton interpreter with
+TRITON_INTERPRET=1), which is how they were validated before a GPU was available."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad import nn
+
+
+def _real_gpu() -> bool:
+    return tgrad.cuda.is_available() and not tgrad.cuda.is_interpreted()
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
+    not _real_gpu(), reason="needs a real CUDA GPU")]
+
+
+def _both(fn, *arrays, grad: bool = True):
+    """fn on the CPU and on cuda over float64 copies of ``arrays``: (outputs, grads) of
+    each, the gradients those of sum(out * w) for a fixed random w."""
+    results = []
+    for dev in ("cpu", "cuda"):
+        xs = [tgrad.tensor(a, device=dev, requires_grad=grad) for a in arrays]
+        out = fn(*xs)
+        grads = None
+        if grad:
+            w = np.random.default_rng(0).standard_normal(out.shape)
+            (out * tgrad.tensor(w, device=dev)).sum().backward()
+            grads = [x.grad.cpu().numpy() for x in xs]
+        results.append((out.detach().cpu().numpy(), grads))
+    return results
+
+
+def _close(fn, *arrays, grad: bool = True) -> None:
+    (o_cpu, g_cpu), (o_gpu, g_gpu) = _both(fn, *arrays, grad=grad)
+    np.testing.assert_allclose(o_gpu, o_cpu, rtol=1e-10, atol=1e-12)
+    for a, b in zip(g_gpu or [], g_cpu or []):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+RNG = np.random.default_rng(1)
+
+
+def test_diagonal_is_a_writable_view_on_gpu():
+    a = RNG.standard_normal((3, 4, 5))
+    _close(lambda x: x.diagonal(1, 0, 2), a)
+    x = tgrad.tensor(a, device="cuda")
+    x[:, 1:3].diagonal().fill_(7.0)
+    ref = a.copy()
+    i = np.arange(2)  # the diagonal of x[:, 1:3]'s (3, 2) planes: x[i, 1 + i, :]
+    ref[i, 1 + i, :] = 7.0
+    np.testing.assert_array_equal(x.cpu().numpy(), ref)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear"])
+def test_interpolate_on_gpu(mode):
+    a = RNG.standard_normal((2, 3, 5, 7))
+    _close(lambda x: F.interpolate(x, scale_factor=1.7, mode=mode), a)
+
+
+def test_conv_transpose2d_and_fold_on_gpu():
+    x, w = RNG.standard_normal((2, 4, 5, 6)), RNG.standard_normal((4, 3, 3, 2))
+    _close(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1), x, w)
+    cols = RNG.standard_normal((2, 3 * 2 * 2, 12))
+    _close(lambda c: F.fold(c, (4, 5), (2, 2)), cols)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_layers_on_gpu(kind):
+    tgrad.manual_seed(0)
+    layer = getattr(nn, kind)(3, 4, num_layers=2, bidirectional=True).double()
+    params = {k: v.detach().numpy().copy() for k, v in layer.state_dict().items()}
+    x = RNG.standard_normal((5, 2, 3))
+
+    def run(inp):
+        m = getattr(nn, kind)(3, 4, num_layers=2, bidirectional=True).double()
+        m.load_state_dict({k: tgrad.tensor(v) for k, v in params.items()})
+        return m.to(inp.device)(inp)[0]
+    _close(run, x)
+
+
+def test_logmath_scans_and_searching_on_gpu():
+    a, b = RNG.standard_normal((4, 9)), RNG.standard_normal((4, 9))
+    _close(lambda x, y: tgrad.logaddexp(x, y) + tgrad.hypot(x, y), a, b)
+    _close(lambda x: tgrad.logcumsumexp(x, 1) + tgrad.cummax(x, 1).values, a)
+    seq = np.sort(RNG.standard_normal(20))
+    vals = RNG.standard_normal(7)
+    (o_cpu, _), (o_gpu, _) = _both(lambda s, v: tgrad.searchsorted(s, v), seq, vals,
+                                   grad=False)
+    np.testing.assert_array_equal(o_gpu, o_cpu)
+    u = tgrad.unique(tgrad.tensor([3, 1, 3, 2, 1], device="cuda"))
+    assert u.cpu().tolist() == [1, 2, 3]
+
+
+def test_sampling_on_gpu():
+    tgrad.manual_seed(0)
+    for dt in (tgrad.float16, tgrad.bfloat16):
+        u = tgrad.rand(200_000, dtype=dt, device="cuda").float().cpu().numpy()
+        assert u.min() >= 0.0 and u.max() < 1.0 and abs(u.mean() - 0.5) < 0.01
+    w = tgrad.tensor([0.1, 0.0, 0.6, 0.3], dtype=tgrad.float64, device="cuda")
+    s = tgrad.multinomial(w, 100_000, replacement=True).cpu().numpy()
+    freq = np.bincount(s, minlength=4) / s.size
+    assert freq[1] == 0.0 and np.abs(freq - [0.1, 0.0, 0.6, 0.3]).max() < 0.01
+    x = tgrad.empty(100_000, device="cuda").normal_(1.0, 2.0).cpu().numpy()
+    assert abs(x.mean() - 1.0) < 0.05 and abs(x.std() - 2.0) < 0.05
+
+
+def test_embedding_rejects_negative_indices_on_gpu():
+    weight = tgrad.arange(6.0).reshape(3, 2).to("cuda")
+    out = F.embedding(tgrad.tensor([0, 2], device="cuda"), weight)
+    assert out.cpu().tolist() == [[0.0, 1.0], [4.0, 5.0]]
+    with pytest.raises(IndexError):
+        F.embedding(tgrad.tensor([-1], device="cuda"), weight)
+
+
+if __name__ == "__main__":  # the same checks on the current cuda device (e.g. interpreted)
+    for name, fn in sorted(globals().items()):
+        if name.startswith("test_") and callable(fn):
+            params = {"test_interpolate_on_gpu": [("nearest",), ("bilinear",)],
+                      "test_recurrent_layers_on_gpu": [("LSTM",), ("GRU",)]}.get(name, [()])
+            for args in params:
+                fn(*args)
+                print("ok", name, *args)
