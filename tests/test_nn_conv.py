@@ -281,3 +281,17 @@ def test_norms_of_an_empty_batch():
     assert rm.tolist() == [0.0] * 3 and rv.tolist() == [1.0] * 3  # untouched
     assert F.group_norm(x, 3).shape == (0, 3, 4)
     assert F.instance_norm(x).shape == (0, 3, 4)
+
+
+def test_window_tables_are_device_constants_made_once():
+    from tgrad.ops import creation
+    x, w = tgrad.randn(1, 2, 6, 7), tgrad.randn(3, 2, 3, 3)
+    F.conv2d(x, w, padding=1)
+    before = dict(creation._CONSTANTS)
+    F.conv2d(x, w, padding=1)  # same geometry: the same index tensor, no new copy
+    assert creation._CONSTANTS == before
+    arr = np.arange(4)
+    arr.flags.writeable = False
+    a = creation.device_constant(arr, tgrad.int64, "cpu")
+    assert creation.device_constant(arr, tgrad.int64, "cpu") is a
+    assert a.tolist() == [0, 1, 2, 3]

@@ -18,12 +18,15 @@ of im2col: N C kh kw oh ow elements for the columns.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from tgrad import dtypes
 from tgrad.nn._composite import pad as _pad
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops.creation import device_constant
 from tgrad.ops.creation import tensor as _tensor
 from tgrad.ops.elementwise import where
 from tgrad.tensor import Tensor
@@ -45,6 +48,7 @@ def _tuple(op: str, what: str, value, n: int) -> tuple:
     return vals
 
 
+@functools.lru_cache(maxsize=256)
 def _window_index(size: tuple, kernel: tuple, stride: tuple, dilation: tuple,
                   out: tuple) -> np.ndarray:
     """Flat positions (into a (Hp, Wp) plane) of every window element: shape
@@ -53,7 +57,9 @@ def _window_index(size: tuple, kernel: tuple, stride: tuple, dilation: tuple,
     (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out
     rows = (np.arange(kh)[:, None, None, None] * dh + np.arange(oh)[None, None, :, None] * sh)
     cols = (np.arange(kw)[None, :, None, None] * dw + np.arange(ow)[None, None, None, :] * sw)
-    return (rows * wp + cols).reshape(kh * kw, oh * ow)
+    idx = (rows * wp + cols).reshape(kh * kw, oh * ow)
+    idx.flags.writeable = False  # cached (and shared as a device constant)
+    return idx
 
 
 def _columns(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple,
@@ -62,7 +68,7 @@ def _columns(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple,
     n, c, hp, wp = x.shape
     idx = _window_index((hp, wp), kernel, stride, dilation, out)
     flat = x.reshape(n, c, hp * wp)
-    index = _tensor(idx.reshape(-1), dtype=dtypes.int64, device=x.device)
+    index = device_constant(idx, dtypes.int64, x.device).reshape(-1)
     return flat.index_select(2, index).reshape(n, c, idx.shape[0], idx.shape[1])
 
 

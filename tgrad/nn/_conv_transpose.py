@@ -24,8 +24,7 @@ from tgrad import dtypes
 from tgrad.nn._conv import _batched, _tuple, _window_index
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
-from tgrad.ops.creation import tensor as _tensor
-from tgrad.ops.creation import zeros
+from tgrad.ops.creation import device_constant, zeros
 from tgrad.tensor import Tensor
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "fold"]
@@ -38,7 +37,7 @@ def _col2im(cols: Tensor, size: tuple, kernel: tuple, stride: tuple, dilation: t
     (by sh + ky dh, bx sw + kx dw)."""
     n, c = cols.shape[0], cols.shape[1]
     idx = _window_index(size, kernel, stride, dilation, blocks)  # (kh kw, bh bw)
-    index = _tensor(idx.reshape(-1), dtype=dtypes.int64, device=cols.device)
+    index = device_constant(idx, dtypes.int64, cols.device).reshape(-1)
     base = zeros((n, c, size[0] * size[1]), dtype=cols.dtype, device=cols.device)
     return base.index_add(2, index, cols.reshape(n, c, idx.size)).reshape(n, c, *size)
 

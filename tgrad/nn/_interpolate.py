@@ -31,7 +31,7 @@ from tgrad import dtypes
 from tgrad.nn._conv import adaptive_avg_pool1d, adaptive_avg_pool2d
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
-from tgrad.ops.creation import tensor as _tensor
+from tgrad.ops.creation import device_constant
 from tgrad.tensor import Tensor
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
@@ -155,16 +155,16 @@ def _resample(x: Tensor, output_size, scale_factors, mode: str, align_corners) -
                                   x.ndim == 4)
             if o == size and np.array_equal(index, np.arange(o)):
                 continue  # the identity
-            y = y.index_select(axis, _tensor(index, dtype=dtypes.int64, device=x.device))
+            y = y.index_select(axis, device_constant(index, dtypes.int64, x.device))
         else:
             if o == size:
                 continue  # PyTorch copies
             i0, i1, w0, w1 = _linear_plan(size, o, scale, bool(align_corners), double)
             shape = (o,) + (1,) * (x.ndim - 1 - axis)
-            a = y.index_select(axis, _tensor(i0, dtype=dtypes.int64, device=x.device))
-            b = y.index_select(axis, _tensor(i1, dtype=dtypes.int64, device=x.device))
-            y = a * _tensor(w0.reshape(shape), dtype=y.dtype, device=x.device) + \
-                b * _tensor(w1.reshape(shape), dtype=y.dtype, device=x.device)
+            a = y.index_select(axis, device_constant(i0, dtypes.int64, x.device))
+            b = y.index_select(axis, device_constant(i1, dtypes.int64, x.device))
+            y = a * device_constant(w0, y.dtype, x.device).reshape(shape) + \
+                b * device_constant(w1, y.dtype, x.device).reshape(shape)
         changed = True
     if not changed:
         y = y.clone()  # a new tensor, as PyTorch's

@@ -110,6 +110,28 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     return _finish(host, device, requires_grad)
 
 
+_CONSTANTS: dict = {}  # (id(array), dtype, device) -> (array, tensor); see device_constant
+_MAX_CONSTANTS = 512
+
+
+def device_constant(array: np.ndarray, dtype, device) -> Tensor:
+    """``array`` (a cached, read-only NumPy constant: an index plan, a window table) as a
+    tensor on ``device``, made once and reused, so a layer's forward does not copy it from
+    the host on every call. The array is kept alive with the tensor, so its id stays its
+    key. Internal: the tensor is shared, never to be written."""
+    dt = dtypes.as_dtype(dtype)
+    dev = as_device(device)
+    key = (id(array), dt, dev)
+    hit = _CONSTANTS.get(key)
+    if hit is not None and hit[0] is array:
+        return hit[1]
+    if len(_CONSTANTS) >= _MAX_CONSTANTS:
+        _CONSTANTS.clear()
+    t = tensor(array, dtype=dt, device=dev)
+    _CONSTANTS[key] = (array, t)
+    return t
+
+
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Like ``tensor`` but shares memory with a matching tensor or NumPy array."""
     if isinstance(data, Tensor):  # the same tensor, or a recorded cast/copy (as PyTorch)
