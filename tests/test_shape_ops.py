@@ -328,3 +328,36 @@ def test_view_errors():
     with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions"):
         tgrad.zeros(1, 2, 3).t()
 
+
+
+def test_split_chunk_unbind_are_one_node_whose_backward_concatenates():
+    a = np.random.default_rng(0).standard_normal((4, 6))
+    x = tgrad.tensor(a, requires_grad=True)
+    pieces = x.split([1, 2, 3], 1)
+    assert all(p.grad_fn is pieces[0].grad_fn for p in pieces)
+    assert pieces[0].grad_fn.name() == "SplitBackward0"
+    (pieces[2] * 3.0).sum().backward()  # the other pieces get no gradient: zeros there
+    ref = np.zeros_like(a)
+    ref[:, 3:] = 3.0
+    np.testing.assert_array_equal(x.grad.numpy(), ref)
+    rows = x.unbind(0)
+    assert rows[0].grad_fn.name() == "UnbindBackward0" and rows[1]._base is x
+    assert tgrad.autograd.gradcheck(lambda t: t.chunk(3, 1)[1] * t.unbind(1)[0][:, None],
+                                    (x,))
+    assert tgrad.autograd.gradgradcheck(lambda t: t.unbind(0)[2] ** 2, (x,))
+    y = x.detach().clone().requires_grad_()
+    z = y * 1.0
+    z.chunk(2, 0)[1].mul_(5.0)  # in place through one piece rebases z
+    z.sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), np.r_[np.ones((2, 6)), 5 * np.ones((2, 6))])
+
+
+def test_unbind_backward_when_few_pieces_get_a_gradient():
+    a = np.random.default_rng(1).standard_normal((9, 3))
+    x = tgrad.tensor(a, requires_grad=True)
+    rows = x.unbind(0)
+    (rows[2] * rows[7]).sum().backward()  # 2 of 9 pieces: written into one zero tensor
+    ref = np.zeros_like(a)
+    ref[2], ref[7] = a[7], a[2]
+    np.testing.assert_array_equal(x.grad.numpy(), ref)
+    assert tgrad.autograd.gradgradcheck(lambda t: t.unbind(0)[4] ** 3, (x,))

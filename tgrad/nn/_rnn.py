@@ -16,17 +16,16 @@ rnn(): the multi-layer, optionally bidirectional, sequence. Each (layer, directi
 the whole sequence with one matmul (gi of every step), then steps through time with the
 recurrent matmul (the reverse direction from the last step to the first); layer l > 0
 reads the previous layer's output (both directions concatenated), after dropout in
-training. The steps' gi come out of one ``_Steps`` node, whose backward stacks their
-gradients: L selects would each scatter into a zero (L, N, G H) tensor (quadratic in L).
+training. The steps' gi are views from one ``unbind`` node, whose backward stacks their
+gradients (L separate selects would each scatter into a zero (L, N, G H) tensor,
+quadratic in L).
 """
 
 from __future__ import annotations
 
-from tgrad.autograd.function import Function
 from tgrad.nn.functional import dropout as _dropout
 from tgrad.nn.functional import linear
 from tgrad.ops._common import require_tensor
-from tgrad.ops.creation import zeros
 from tgrad.ops.shape import cat, stack
 from tgrad.tensor import Tensor
 
@@ -126,27 +125,10 @@ def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A00
 
 
 # ---------------------------------------------------------------- sequences
-class _Steps(Function):
-    """x (L, *) -> the L tensors x[t] (*) as copies; backward: the stack of their gradients
-    (zeros for an unused one). One node, so backward costs O(L), not O(L^2)."""
-
-    name = "rnn_steps"
-    node_name = "UnbindBackward0"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.shape, ctx.dtype, ctx.device = tuple(x.shape[1:]), x.dtype, x.device
-        return tuple(x[t].clone() for t in range(x.shape[0]))
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return stack([zeros(ctx.shape, dtype=ctx.dtype, device=ctx.device) if g is None else g
-                      for g in grads])
-
-
 def _steps(x: Tensor) -> tuple:
-    out = _Steps.apply(x)
-    return out if isinstance(out, tuple) else (out,)
+    """x (L, *) -> the L views x[t] (*): one unbind node, whose backward stacks their
+    gradients (O(L), not one full-size scatter per step)."""
+    return x.unbind(0)
 
 
 def _direction(mode: str, gis: tuple, h: Tensor, c: Tensor | None, w_hh: Tensor,

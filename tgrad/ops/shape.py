@@ -422,12 +422,11 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
                                f"split_size can only be 0 if dimension size is 0, but got "
                                f"dimension size of {size}")
         sizes = [min(n, size - o) for o in range(0, size, n)] if size else [0]
-    out = []
-    off = 0
+    keys, off = [], 0
     for s in sizes:
-        out.append(narrow(tensor, d, off, s))
+        keys.append((slice(None),) * d + (slice(off, off + s),))
         off += s
-    return tuple(out)
+    return _pieces(SplitViews, tensor, d, tuple(keys))
 
 
 @tensor_method("chunk")
@@ -450,8 +449,85 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:  # noqa: A002
     if input.ndim == 0:
         raise IndexError("unbind: Dimension specified as 0 but tensor has no dimensions")
     d = _wrap_dim(dim, input.ndim, "unbind")
-    return tuple(input[(slice(None),) * d + (i,)] for i in range(input.shape[d]))
+    keys = tuple((slice(None),) * d + (i,) for i in range(input.shape[d]))
+    return _pieces(UnbindViews, input, d, keys)
 
 
-for _c in (View, ReshapeCopy, Permute, Expand, Cat):
+class SplitViews(Function):
+    """The pieces x[key_i] along one dim as views of x (split, chunk), one node for all:
+    dx = cat of their gradients along the dim (zeros for a piece that got none), as
+    PyTorch's SplitBackward0 (not one full-size scatter per piece)."""
+
+    name = "split"
+    node_name = "SplitBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, keys):
+        ctx.dim, ctx.keys, ctx.shape = dim, keys, x.shape
+        be = backend_of(x)
+        return tuple(make_view(x, be.basic_index(x._data, key)) for key in keys)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return _joined(ctx, grads, cat), None, None
+
+
+class UnbindViews(SplitViews):
+    """x's slices along one dim, that dim removed (unbind): dx = their gradients stacked."""
+
+    name = "unbind"
+    node_name = "UnbindBackward0"
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return _joined(ctx, grads, stack), None, None
+
+
+for _c in (SplitViews, UnbindViews):
+    _c._backward_cls.materialize_grads = False  # a piece without gradient arrives as None
+
+
+def _joined(ctx, grads: tuple, join) -> Tensor | None:
+    """The pieces' gradients joined along the dim (cat or stack), zeros for a piece that
+    got none; when most got none (iterating over a few rows of an unbind), they are written
+    into one zero tensor instead of joining many zero pieces."""
+    from tgrad.ops.creation import zeros
+    given = sum(g is not None for g in grads)
+    if given == 0:  # no piece got a gradient: none for the input either
+        return None
+    g0 = next(g for g in grads if g is not None)
+    if given * 4 < len(grads):
+        out = zeros(ctx.shape, dtype=g0.dtype, device=g0.device)
+        for key, g in zip(ctx.keys, grads):
+            if g is not None:
+                out[key] = g
+        return out
+    parts = []
+    for key, g in zip(ctx.keys, grads):
+        if g is None:  # the piece's shape: the base's with the key applied
+            shape = list(ctx.shape)
+            k = key[ctx.dim]
+            if isinstance(k, slice):
+                shape[ctx.dim] = k.stop - k.start
+            else:
+                del shape[ctx.dim]
+            g = zeros(tuple(shape), dtype=g0.dtype, device=g0.device)
+        parts.append(g)
+    return join(parts, ctx.dim)
+
+
+def _pieces(cls, x: Tensor, dim: int, keys: tuple) -> tuple:
+    """Run the multi-output view op; each piece replays as its own basic index (in-place
+    ops through one piece rebase the base like any view's)."""
+    from tgrad.ops.index import _basic_cls
+    out = cls.apply(x, dim, keys)
+    out = out if isinstance(out, tuple) else (out,)
+    if STATE.enabled and (x._base is None or x._view_chain is not None):
+        chain = x._view_chain or ()
+        for piece, key in zip(out, keys):
+            piece._view_chain = chain + ((_basic_cls(key).apply, (key,)),)
+    return out
+
+
+for _c in (View, ReshapeCopy, Permute, Expand, Cat, SplitViews, UnbindViews):
     register_op(_c)
