@@ -158,17 +158,21 @@ NEAREST_CASES = [
 ]
 
 
+def _out_and_scales(shape: tuple, size, scale) -> tuple:
+    """(output sizes, scale factors or None) of a case, as interpolate derives them."""
+    nd = len(shape) - 2
+    if size is not None:
+        return ((size,) * nd if isinstance(size, int) else size), None
+    scales = [scale] * nd if not isinstance(scale, tuple) else list(scale)
+    return [int(i * s) for i, s in zip(shape[2:], scales)], scales
+
+
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
 @pytest.mark.parametrize("shape,size,scale", NEAREST_CASES)
 def test_nearest_modes_match_reference(mode, shape, size, scale):
     x = RNG.standard_normal(shape)
     y = F.interpolate(_t(x), size=size, scale_factor=scale, mode=mode)
-    nd = len(shape) - 2
-    if size is not None:
-        out, scales = (size,) * nd if isinstance(size, int) else size, None
-    else:
-        scales = [scale] * nd if not isinstance(scale, tuple) else list(scale)
-        out = [int(i * s) for i, s in zip(shape[2:], scales)]
+    out, scales = _out_and_scales(shape, size, scale)
     ref = ref_interpolate(x, out, mode, scales)
     assert y.shape == ref.shape and y.dtype is tgrad.float64
     np.testing.assert_array_equal(y.numpy(), ref)  # nearest copies values exactly
@@ -201,12 +205,7 @@ LINEAR_CASES = [
 def test_linear_modes_match_reference(align, shape, mode, size, scale):
     x = RNG.standard_normal(shape)
     y = F.interpolate(_t(x), size=size, scale_factor=scale, mode=mode, align_corners=align)
-    nd = len(shape) - 2
-    if size is not None:
-        out, scales = (size,) * nd if isinstance(size, int) else size, None
-    else:
-        scales = [scale] * nd if not isinstance(scale, tuple) else list(scale)
-        out = [int(i * s) for i, s in zip(shape[2:], scales)]
+    out, scales = _out_and_scales(shape, size, scale)
     ref = ref_interpolate(x, out, mode, scales, align)
     assert y.shape == ref.shape
     np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12, atol=1e-12)

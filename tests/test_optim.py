@@ -18,6 +18,15 @@ def _loss_grad(ws: list[np.ndarray], step: int) -> list[np.ndarray]:
             for k, w in enumerate(ws)]
 
 
+def _grads_stepped(ws: list[np.ndarray], step: int, maximize: bool) -> list[np.ndarray]:
+    """The gradients an optimizer steps with: with ``maximize`` the tgrad run maximises
+    -loss, whose gradient is -g, and maximize flips it back to g; so g either way."""
+    gs = _loss_grad(ws, step)
+    if maximize:
+        gs = [-g for g in gs]  # the gradient of -loss
+    return [-g for g in gs] if maximize else gs  # maximize's flip
+
+
 def _tgrad_loss(params: list, step: int):
     total = 0
     for k, p in enumerate(params):
@@ -49,11 +58,9 @@ def ref_sgd(lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
     ws = _init()
     bufs = [None] * len(ws)
     for t in range(steps):
-        gs = _loss_grad(ws, t)
-        if maximize:  # the tgrad run maximises -loss, whose gradient is -g
-            gs = [-g for g in gs]
+        gs = _grads_stepped(ws, t, maximize)
         for i in range(len(ws)):
-            g = -gs[i] if maximize else gs[i]
+            g = gs[i]
             if weight_decay:
                 g = g + weight_decay * ws[i]
             if momentum:
@@ -71,11 +78,9 @@ def ref_adam(lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
     v = [np.zeros_like(w) for w in ws]
     vmax = [np.zeros_like(w) for w in ws]
     for t in range(1, steps + 1):
-        gs = _loss_grad(ws, t - 1)
-        if maximize:
-            gs = [-g for g in gs]
+        gs = _grads_stepped(ws, t - 1, maximize)
         for i in range(len(ws)):
-            g = -gs[i] if maximize else gs[i]
+            g = gs[i]
             if weight_decay:
                 if decoupled:
                     ws[i] = ws[i] * (1 - lr * weight_decay)
@@ -260,11 +265,9 @@ def ref_rmsprop(lr, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, center
     ga = [np.zeros_like(w) for w in ws]
     buf = [np.zeros_like(w) for w in ws]
     for t in range(steps):
-        gs = _loss_grad(ws, t)
-        if maximize:
-            gs = [-g for g in gs]
+        gs = _grads_stepped(ws, t, maximize)
         for i in range(len(ws)):
-            g = -gs[i] if maximize else gs[i]
+            g = gs[i]
             if weight_decay:
                 g = g + weight_decay * ws[i]
             sq[i] = alpha * sq[i] + (1 - alpha) * g * g
@@ -286,11 +289,9 @@ def ref_adagrad(lr, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.
     ws = _init()
     sums = [np.full_like(w, initial_accumulator_value) for w in ws]
     for t in range(1, steps + 1):
-        gs = _loss_grad(ws, t - 1)
-        if maximize:
-            gs = [-g for g in gs]
+        gs = _grads_stepped(ws, t - 1, maximize)
         for i in range(len(ws)):
-            g = -gs[i] if maximize else gs[i]
+            g = gs[i]
             if weight_decay:
                 g = g + weight_decay * ws[i]
             clr = lr / (1 + (t - 1) * lr_decay)

@@ -162,7 +162,7 @@ def _checked_grad(node: BackwardCFunction, i: int, g, meta):
                         f"{i}; expected a Tensor or None")
     shape, dtype, device = meta
     if g.shape != shape:
-        if _expandable(shape, g.shape):
+        if expandable(shape, g.shape):
             g = _sum_to(g, shape)
         else:
             raise RuntimeError(
@@ -177,7 +177,8 @@ def _checked_grad(node: BackwardCFunction, i: int, g, meta):
     return g
 
 
-def _expandable(shape: tuple, to: tuple) -> bool:
+def expandable(shape: tuple, to: tuple) -> bool:
+    """Whether ``shape`` broadcasts to ``to`` without enlarging it."""
     if len(shape) > len(to):
         return False
     for s, t in zip(reversed(shape), reversed(to)):

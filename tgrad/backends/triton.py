@@ -121,6 +121,14 @@ def reshape_view_or_copy(x: DeviceArray, shape: tuple) -> DeviceArray:
     return v if v is not None else reshape_view(clone(x), shape)
 
 
+def line_view(x: DeviceArray, axis: int) -> tuple:
+    """(x as (outer, k, inner), (outer, k, inner)): the lines along ``axis`` that scan and
+    sort kernels walk, one per (outer, inner) pair (a view, or of a contiguous copy)."""
+    k = x.shape[axis]
+    outer, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1:])
+    return reshape_view_or_copy(x, (outer, k, inner)), (outer, k, inner)
+
+
 def _view_strides(old: tuple, old_st: tuple, new: tuple):
     """Strides for viewing (old, old_st) as ``new`` without a copy (PyTorch's
     computeStride): each chunk of old dims that is contiguous in memory maps to new dims."""

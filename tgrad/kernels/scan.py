@@ -11,8 +11,6 @@ one copy first when the input's dims cannot be viewed as (O, K, INNER)).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import triton
 import triton.language as tl
@@ -61,11 +59,9 @@ def cumsum(x: DeviceArray, axis: int, reverse: bool) -> DeviceArray:
     from tgrad.backends import triton as be
     out_dt = np.dtype(np.int64) if x.dtype.kind in "iub" else x.dtype
     out = DeviceArray.empty(x.shape, out_dt, x.device)
-    k = x.shape[axis]
-    outer, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1:])
     if out.size == 0:
         return out
-    v = be.reshape_view_or_copy(x, (outer, k, inner))
+    v, (outer, k, inner) = be.line_view(x, axis)
     sxo, sxk, sxi = v.estrides
     acc = tl.int64 if x.dtype.kind in "iub" else tl.float64 if x.dtype == np.float64 \
         else tl.float32

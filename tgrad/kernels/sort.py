@@ -34,8 +34,6 @@ key loads of the binary search, mostly cached), the last one writing 8.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import triton
 import triton.language as tl
@@ -171,11 +169,9 @@ def argsort(x: DeviceArray, axis: int, descending: bool) -> DeviceArray:
     """Stable order of ``x`` (ndim >= 1) along ``axis`` as int64 (see the module doc)."""
     from tgrad.backends import triton as be
     out = DeviceArray.empty(x.shape, np.dtype(np.int64), x.device)
-    k = x.shape[axis]
-    outer, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1:])
     if out.size == 0:
         return out
-    v = be.reshape_view_or_copy(x, (outer, k, inner))
+    v, (outer, k, inner) = be.line_view(x, axis)
     sxo, sxk, sxi = v.estrides
     n_lines = outer * inner
     key64 = x.dtype.itemsize == 8

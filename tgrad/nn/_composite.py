@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from tgrad import dtypes
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, expandable
 from tgrad.nn.functional import (
     _check_float,
     _check_reduction,
@@ -217,11 +217,7 @@ def _clamped_log(x: Tensor) -> Tensor:
 def _check_loss_weight(op: str, weight: Tensor, input: Tensor) -> None:  # noqa: A002
     """``weight`` must broadcast to input's shape without enlarging it (PyTorch's in-place
     multiply of the loss by the weight)."""
-    try:
-        ok = np.broadcast_shapes(weight.shape, input.shape) == input.shape
-    except ValueError:
-        ok = False
-    if not ok:
+    if not expandable(weight.shape, input.shape):
         raise RuntimeError(f"{op}: weight of shape {list(weight.shape)} doesn't match the "
                            f"broadcast shape of input {list(input.shape)}")
 

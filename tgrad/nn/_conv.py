@@ -72,6 +72,16 @@ def _columns(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple,
     return flat.index_select(2, index).reshape(n, c, idx.shape[0], idx.shape[1])
 
 
+def _check_like_input(op: str, x: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+    """weight and bias must have the input's dtype and device (convolutions, transposed or
+    not)."""
+    for t, name in ((weight, "weight"), (bias, "bias")):
+        if t is not None and (t.dtype is not x.dtype or t.device != x.device):
+            raise RuntimeError(f"{op}: expected input and {name} to have the same dtype and "
+                               f"device, but got input {x.dtype.name} on {x.device} and "
+                               f"{name} {t.dtype.name} on {t.device}")
+
+
 def _pad_hw(x: Tensor, pad: tuple, value: float) -> Tensor:
     """(N, C, H, W) padded by (ph, pw) on both sides with ``value``."""
     ph, pw = pad
@@ -149,11 +159,7 @@ def _conv(op: str, input: Tensor, weight: Tensor, bias, stride, padding, dilatio
             raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
                                f"1-dimensional with {out_ch} elements, but got bias of size "
                                f"{list(bias.shape)} instead")
-    for t, name in ((weight, "weight"), (bias, "bias")):
-        if t is not None and (t.dtype is not x.dtype or t.device != x.device):
-            raise RuntimeError(f"{op}: expected input and {name} to have the same dtype and "
-                               f"device, but got input {x.dtype.name} on {x.device} and "
-                               f"{name} {t.dtype.name} on {t.device}")
+    _check_like_input(op, x, weight, bias)
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
     span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
     if any(p < s for p, s in zip(padded, span)):

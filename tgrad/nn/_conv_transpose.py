@@ -21,7 +21,7 @@ columns: N C_out kh kw H W elements.
 from __future__ import annotations
 
 from tgrad import dtypes
-from tgrad.nn._conv import _batched, _tuple, _window_index
+from tgrad.nn._conv import _batched, _check_like_input, _tuple, _window_index
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import device_constant, zeros
@@ -159,11 +159,7 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
             raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, "
                                f"expected bias to be 1-dimensional with {out_ch} elements, but "
                                f"got bias of size {list(bias.shape)} instead")
-    for t, name in ((weight, "weight"), (bias, "bias")):
-        if t is not None and (t.dtype is not x.dtype or t.device != x.device):
-            raise RuntimeError(f"{op}: expected input and {name} to have the same dtype and "
-                               f"device, but got input {x.dtype.name} on {x.device} and "
-                               f"{name} {t.dtype.name} on {t.device}")
+    _check_like_input(op, x, weight, bias)
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"{op}: not implemented for {x.dtype.name} inputs (floating point "
                            f"only, as PyTorch's CPU kernel)")

@@ -4,9 +4,8 @@ ops diag and trace. Gradients come from matmul's and the elementwise ops' rules.
 
 from __future__ import annotations
 
-import numpy as np
-
 from tgrad import dtypes
+from tgrad.autograd.function import expandable
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange, zeros
@@ -69,11 +68,7 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
     product = matmul(a, b)
     if batch_sum:
         product = product.sum(0)
-    try:
-        fits = np.broadcast_shapes(input.shape, product.shape) == product.shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not expandable(input.shape, product.shape):
         raise RuntimeError(f"{op}: the input of shape {list(input.shape)} can't be expanded "
                            f"to the product's shape {list(product.shape)}")
     if alpha != 1:

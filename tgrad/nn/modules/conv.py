@@ -13,6 +13,56 @@ def _ntuple(value, n: int) -> tuple:
     return (value,) * n if isinstance(value, int) else tuple(value)
 
 
+def _check_groups(in_channels: int, out_channels: int, groups: int) -> None:
+    if groups <= 0:
+        raise ValueError("groups must be a positive integer")
+    if in_channels % groups:
+        raise ValueError("in_channels must be divisible by groups")
+    if out_channels % groups:
+        raise ValueError("out_channels must be divisible by groups")
+
+
+def _setup(conv: Module, in_channels: int, out_channels: int, kernel_size, stride, padding,
+           dilation, groups: int, bias: bool, padding_mode: str, weight_lead: tuple, device,
+           dtype) -> None:
+    """What a convolution and a transposed one share (after _check_groups and their own
+    padding checks): the size attributes as n-tuples, weight ``weight_lead + kernel_size``
+    and bias (out_channels,), both initialised by reset_parameters."""
+    from tgrad.ops.creation import empty
+    n = conv._spatial
+    conv.in_channels, conv.out_channels = in_channels, out_channels
+    conv.kernel_size = _ntuple(kernel_size, n)
+    conv.stride = _ntuple(stride, n)
+    conv.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
+    conv.dilation = _ntuple(dilation, n)
+    conv.groups, conv.padding_mode = groups, padding_mode
+    conv.weight = Parameter(empty(weight_lead + conv.kernel_size, device=device, dtype=dtype))
+    if bias:
+        conv.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
+    else:
+        conv.register_parameter("bias", None)
+    conv.reset_parameters()
+
+
+def _extra_repr(conv: Module) -> str:
+    """PyTorch's repr of a (transposed) convolution: defaults left out."""
+    n = conv._spatial
+    s = (f"{conv.in_channels}, {conv.out_channels}, kernel_size={conv.kernel_size}, "
+         f"stride={conv.stride}")
+    if conv.padding != (0,) * n:
+        s += f", padding={conv.padding!r}" if isinstance(conv.padding, str) \
+            else f", padding={conv.padding}"
+    if conv.dilation != (1,) * n:
+        s += f", dilation={conv.dilation}"
+    if getattr(conv, "output_padding", (0,) * n) != (0,) * n:
+        s += f", output_padding={conv.output_padding}"
+    if conv.groups != 1:
+        s += f", groups={conv.groups}"
+    if conv.bias is None:
+        s += ", bias=False"
+    return s
+
+
 class _ConvNd(Module):
     """weight (out_channels, in_channels / groups, *kernel_size), bias (out_channels,);
     both ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels / groups * prod(kernel)
@@ -23,15 +73,9 @@ class _ConvNd(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1,
                  padding=0, dilation=1, groups: int = 1, bias: bool = True,
                  padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        from tgrad.ops.creation import empty
         super().__init__()
+        _check_groups(in_channels, out_channels, groups)
         n = self._spatial
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups:
-            raise ValueError("out_channels must be divisible by groups")
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string '{padding}', should be one of "
@@ -41,36 +85,14 @@ class _ConvNd(Module):
         if padding_mode != "zeros":
             raise NotImplementedError(f"{type(self).__name__}: padding_mode '{padding_mode}' "
                                       f"is not supported in tgrad (only 'zeros')")
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = _ntuple(kernel_size, n)
-        self.stride = _ntuple(stride, n)
-        self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
-        self.dilation = _ntuple(dilation, n)
-        self.groups, self.padding_mode = groups, padding_mode
-        self.weight = Parameter(empty((out_channels, in_channels // groups) + self.kernel_size,
-                                      device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _setup(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
+               groups, bias, padding_mode, (out_channels, in_channels // groups), device,
+               dtype)
 
     def reset_parameters(self) -> None:
         init._layer_default_(self.weight, self.bias)
 
-    def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0,) * self._spatial:
-            s += f", padding={self.padding!r}" if isinstance(self.padding, str) \
-                else f", padding={self.padding}"
-        if self.dilation != (1,) * self._spatial:
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+    extra_repr = _extra_repr
 
 
 class Conv2d(_ConvNd):
@@ -103,35 +125,19 @@ class _ConvTransposeNd(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1,
                  padding=0, output_padding=0, groups: int = 1, bias: bool = True,
                  dilation=1, padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        from tgrad.ops.creation import empty
         super().__init__()
+        _check_groups(in_channels, out_channels, groups)
         n = self._spatial
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups:
-            raise ValueError("out_channels must be divisible by groups")
         if isinstance(padding, str):
             raise ValueError(f"{type(self).__name__}: padding must be an int or a tuple of "
                              f"ints (no '{padding}' for transposed convolutions)")
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for '
                              f'{type(self).__name__}')
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = _ntuple(kernel_size, n)
-        self.stride = _ntuple(stride, n)
-        self.padding = _ntuple(padding, n)
         self.output_padding = _ntuple(output_padding, n)
-        self.dilation = _ntuple(dilation, n)
-        self.groups, self.padding_mode = groups, padding_mode
-        self.weight = Parameter(empty((in_channels, out_channels // groups) + self.kernel_size,
-                                      device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _setup(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
+               groups, bias, padding_mode, (in_channels, out_channels // groups), device,
+               dtype)
 
     def reset_parameters(self) -> None:
         init._layer_default_(self.weight, self.bias)
@@ -160,21 +166,7 @@ class _ConvTransposeNd(Module):
                                  f"{list(sizes)})")
         return tuple(o - m for o, m in zip(output_size, min_sizes))
 
-    def extra_repr(self) -> str:
-        n = self._spatial
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0,) * n:
-            s += f", padding={self.padding}"
-        if self.dilation != (1,) * n:
-            s += f", dilation={self.dilation}"
-        if self.output_padding != (0,) * n:
-            s += f", output_padding={self.output_padding}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+    extra_repr = _extra_repr
 
 
 class ConvTranspose2d(_ConvTransposeNd):
