@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -19,15 +20,20 @@ MODULES = [
     ("tgrad", "tensors, dtypes, devices, creation and math functions, save/load"),
     ("tgrad.autograd", "backward / grad, grad modes, Function, gradcheck, anomaly detection"),
     ("tgrad.autograd.functional", "higher-level derivatives"),
+    ("tgrad.autograd.graph", "saved-tensor hooks and graph edges"),
     ("tgrad.autograd.profiler", "the profiler"),
     ("tgrad.nn", "Module, Parameter and layers"),
     ("tgrad.nn.functional", "functional ops"),
     ("tgrad.nn.init", "parameter initialisation"),
     ("tgrad.nn.utils", "gradient clipping"),
+    ("tgrad.nn.utils.rnn", "padding variable-length sequences"),
     ("tgrad.optim", "optimizers"),
     ("tgrad.optim.lr_scheduler", "learning-rate schedules"),
     ("tgrad.utils.checkpoint", "activation checkpointing"),
     ("tgrad.utils.data", "datasets, samplers, DataLoader, collate functions"),
+    ("tgrad.distributions", "probability distributions"),
+    ("tgrad.special", "special functions"),
+    ("tgrad.testing", "testing helpers"),
 ]
 SUBMODULES = {m for m, _ in MODULES}
 
@@ -37,7 +43,8 @@ def _signature(obj) -> str:
         sig = str(inspect.signature(obj))
     except (TypeError, ValueError):
         return "(...)"
-    return sig.replace("'", "")
+    # a function default prints with its address (<function relu at 0x...>): keep the name
+    return re.sub(r"<function ([\w.]+) at 0x[0-9a-f]+>", r"\1", sig.replace("'", ""))
 
 
 def _doc(obj) -> str:

@@ -27,7 +27,7 @@ def check_grad_formulas() -> None:
         x = np.concatenate([rng.uniform(0.2, 3.0, 9), special]).astype(dt)
         row = rng.uniform(0.5, 2.0, (1, 17)).astype(dt)
         binary = ("div_b", "max_share", "logsumexp", "centered", "prod", "pow_base",
-                  "pow_exponent", "eq_mask", "ge_mask", "le_mask", "atan2_a", "atan2_b")
+                  "pow_exponent", "eq_mask", "gt_mask", "lt_mask", "atan2_a", "atan2_b")
         cases = [(n, (x.reshape(17, 1),)) for n in nb.GRAD_FORMULAS if n not in binary]
         cases += [("div_b", (x.reshape(17, 1) / row, row)), ("div_b", (x[:, None], 2.0)),
                   ("max_share", (x[:, None], row)), ("max_share", (x[:, None], 1.0)),
@@ -35,8 +35,8 @@ def check_grad_formulas() -> None:
                   ("prod", (row, x[:, None])), ("pow_base", (x[:, None], row * 3 - 2)),
                   ("pow_base", (x[:, None], 0.0)), ("pow_exponent", (x[:, None], row)),
                   ("pow_exponent", (2.0, row)), ("eq_mask", (x[:, None], x[::-1, None])),
-                  ("ge_mask", (x[:, None], 0.5)), ("le_mask", (x[:, None], row)),
-                  ("ge_mask", (x[:, None], -np.inf)), ("atan2_a", (x[:, None], row - 1)),
+                  ("gt_mask", (x[:, None], 0.5)), ("lt_mask", (x[:, None], row)),
+                  ("gt_mask", (x[:, None], -np.inf)), ("atan2_a", (x[:, None], row - 1)),
                   ("atan2_b", (x[:, None], row - 1)), ("atan2_a", (x[:, None], x[::-1, None])),
                   ("atan2_b", (x[:, None], x[::-1, None])), ("atan2_b", (x[:, None], 0.0)),
                   ("atan2_a", (0.0, x[:, None]))]

@@ -129,3 +129,32 @@ def test_second_review_edges():
     with pytest.raises(RuntimeError, match="Index put requires the source and destination "
                                            "dtypes match"):
         tgrad.zeros(3).index_put((tgrad.tensor([0]),), _t([1.0]))
+
+
+def test_nanmean_logit_gradients_outside_their_domain_match_pytorch():
+    # PyTorch 2.14: nansum's backward is g * (x is not NaN), so an all-NaN slice of nanmean
+    # (g / 0 = inf) gives NaN there; the other slice is 1 / (its non-NaN count)
+    x = _t([[np.nan, np.nan], [np.nan, 1.0], [2.0, 4.0]], requires_grad=True)
+    tgrad.nanmean(x, 1).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[np.nan, np.nan], [0.0, 1.0], [0.5, 0.5]])
+    # logit: NaN gradient outside [0, 1]; with eps, 0 outside [eps, 1 - eps], the bounds in
+    x = _t([-0.5, 0.0, 0.1, 0.5, 0.9, 1.0, 1.5, np.nan], requires_grad=True)
+    tgrad.logit(x).sum().backward()
+    xv = x.detach().numpy()
+    with np.errstate(divide="ignore"):
+        expected = np.where((xv < 0) | (xv > 1), np.nan, 1 / (xv * (1 - xv)))
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    x.grad = None
+    tgrad.logit(x, eps=0.1).sum().backward()
+    inside = (xv >= 0.1) & (xv <= 0.9)
+    expected = np.where(inside | np.isnan(xv), 1 / (xv * (1 - xv)), 0.0)
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-15)
+    # eps rounded to the input's dtype first: float16 0.1 is at the (rounded) bound, inside
+    h = tgrad.tensor([0.1], dtype=tgrad.float16, requires_grad=True)
+    tgrad.logit(h, eps=0.1).backward()
+    h32 = np.float32(np.float16(0.1))
+    assert h.grad.item() == float(np.float16(1 / (h32 * (1 - h32))))
+    assert tgrad.autograd.gradgradcheck(lambda t: tgrad.logit(t, eps=0.2), _t(
+        [0.3, 0.5, 0.7], requires_grad=True))
+    assert tgrad.autograd.gradgradcheck(lambda t: tgrad.nanmean(t, 0), _t(
+        [[0.3, np.nan], [0.7, 0.2]], requires_grad=True))

@@ -121,6 +121,48 @@ def test_embedding_rejects_negative_indices_on_gpu():
         F.embedding(tgrad.tensor([-1], device="cuda"), weight)
 
 
+def test_save_on_cpu_parks_saved_gpu_tensors_on_the_host():
+    from tgrad.autograd.graph import save_on_cpu, saved_tensors_hooks
+
+    packed_devices = []
+
+    def spy(hooks):
+        return saved_tensors_hooks(
+            lambda t: packed_devices.append(hooks.pack_hook(t)[1].device) or
+            hooks.pack_hook(t), hooks.unpack_hook)
+
+    x = tgrad.tensor(RNG.standard_normal((3, 4)), device="cuda", requires_grad=True)
+    with spy(save_on_cpu()):
+        y = (x.exp() * x).sum()
+    y.backward()
+    assert packed_devices and all(d.type == "cpu" for d in packed_devices)
+    assert x.grad.device.type == "cuda"
+    xv = x.detach().cpu().numpy()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.exp(xv) * (xv + 1), rtol=1e-12)
+
+
+def test_special_functions_on_gpu():
+    x = np.concatenate([RNG.uniform(0.05, 12.0, 40), -RNG.uniform(0.1, 6.0, 12) - 0.05])
+    x = x[np.abs(x - np.round(x)) > 0.05]
+    _close(tgrad.lgamma, x)
+    _close(tgrad.digamma, x)
+    _close(lambda t: tgrad.polygamma(2, t), x)
+    _close(lambda t: tgrad.mvlgamma(t.abs() + 2.0, 3), x)
+    _close(tgrad.sinc, x)
+    _close(tgrad.erfinv, np.concatenate([RNG.uniform(-0.99, 0.99, 30), [0.9995, -0.99999]]))
+    _close(tgrad.special.entr, np.abs(x))
+    z = np.concatenate([RNG.uniform(-8.0, 8.0, 30), [-30.0, 30.0]])
+    for fn in (tgrad.erfc, tgrad.special.erfcx, tgrad.special.ndtr, tgrad.special.log_ndtr):
+        _close(fn, z)
+    _close(tgrad.special.ndtri, np.concatenate([RNG.uniform(0.01, 0.99, 20), [1e-30, 0.5]]))
+    specials = [0.0, -1.0, np.inf, -np.inf, np.nan]
+    _close(tgrad.lgamma, specials, grad=False)
+    _close(tgrad.digamma, specials, grad=False)
+    _close(lambda t: tgrad.polygamma(3, t), specials, grad=False)
+    _close(tgrad.erfinv, [1.0, -1.0, 2.0, np.nan], grad=False)
+    _close(tgrad.special.ndtri, [0.0, 1.0, 2.0, np.nan], grad=False)
+    _close(tgrad.special.log_ndtr, specials, grad=False)
+
 if __name__ == "__main__":  # the same checks on the current cuda device (e.g. interpreted)
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

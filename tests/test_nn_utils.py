@@ -1,5 +1,6 @@
-"""tgrad.nn.utils gradient clipping against hand-computed values (PyTorch's formulas:
-scale = min(1, max_norm / (total + 1e-6)), total = the norm of all gradient elements)."""
+"""tgrad.nn.utils: gradient clipping against hand-computed values (PyTorch's formulas:
+scale = min(1, max_norm / (total + 1e-6)), total = the norm of all gradient elements), the
+total norm, and parameters_to_vector / vector_to_parameters."""
 
 from __future__ import annotations
 
@@ -69,3 +70,41 @@ def test_clip_grad_norm_with_mixed_dtypes_uses_the_widest():
     assert total.item() == pytest.approx(math.sqrt(2 + 2e10), rel=1e-6)
     np.testing.assert_allclose(b.grad.numpy(), [1e5 / total.item()] * 2, rtol=1e-6)
     assert a.grad.dtype is tgrad.float16
+
+
+def test_get_total_norm_and_clip_grads_with_norm():
+    from tgrad.nn.utils import clip_grads_with_norm_, get_total_norm
+    a, b = np.array([3.0, 4.0, -1.0]), np.array([[12.0, 0.5]])
+    ts = [tgrad.tensor(a), tgrad.tensor(b)]
+    for p in (1.0, 2.0, 3.5, math.inf):
+        ref = np.linalg.norm(np.concatenate([a, b.ravel()]), ord=p)
+        np.testing.assert_allclose(get_total_norm(ts, p).item(), ref, rtol=1e-14)
+    assert get_total_norm([]).item() == 0.0
+    assert get_total_norm([tgrad.tensor([3.0, 4.0])], "inf").item() == 4.0
+    with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
+        get_total_norm([tgrad.tensor([np.inf])], error_if_nonfinite=True)
+    params = [tgrad.nn.Parameter(tgrad.ones(2)), tgrad.nn.Parameter(tgrad.ones(1))]
+    params[0].grad = tgrad.tensor([3.0, 4.0])
+    clip_grads_with_norm_(params, 1.0, tgrad.tensor(5.0))  # the second has no grad
+    np.testing.assert_allclose(params[0].grad.numpy(), np.array([3.0, 4.0]) / (5 + 1e-6),
+                               rtol=1e-6)
+    assert params[1].grad is None
+
+
+def test_parameters_to_vector_and_back():
+    from tgrad.nn.utils import parameters_to_vector, vector_to_parameters
+    w = tgrad.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    b = tgrad.tensor([7.0, 8.0], requires_grad=True)
+    vec = parameters_to_vector([w, b])
+    assert vec.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 8.0]
+    (vec * tgrad.arange(8.0)).sum().backward()  # differentiable, like cat
+    assert w.grad.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]] and b.grad.tolist() == [6.0, 7.0]
+    new = tgrad.arange(10.0, 18.0)
+    vector_to_parameters(new, [w, b])
+    assert w.tolist() == [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0]] and b.tolist() == [16.0, 17.0]
+    new[0] = -1.0  # the parameters now show the vector's memory, as in PyTorch
+    assert w[0, 0].item() == -1.0 and w.requires_grad
+    with pytest.raises(TypeError, match="expected torch.Tensor, but got: list"):
+        vector_to_parameters([1.0], [w])
+    with pytest.raises(RuntimeError, match="shape '\\[2\\]' is invalid for input of size 1"):
+        vector_to_parameters(tgrad.arange(7.0), [w, b])

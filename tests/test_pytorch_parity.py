@@ -104,19 +104,27 @@ def test_maximum_minimum_pass_the_gradient_to_both_at_nan(op):
     assert np.array_equal(ga.detach().numpy(), a.grad.numpy())  # the composite rule agrees
 
 
-def test_clamp_with_tensor_bounds_never_splits_the_gradient():
-    # clamp_backward: dx = g where lo <= x <= hi; dlo = g where x < lo (and lo < hi);
-    # dhi = g where x > hi or hi < lo
-    x = _leaf([0.0, 1.0, NAN, -2.0, 3.0, 0.5])
-    lo = _leaf([0.0, 0.0, 0.0, 0.0, 0.0, 0.7])
-    hi = _leaf([1.0, 1.0, 1.0, 1.0, 1.0, 0.6])  # last: lo > hi, every output is hi
+def test_clamp_with_tensor_bounds_splits_ties_evenly():
+    # PyTorch 2.14's minimum-norm subgradients: where x equals a bound (lo < hi) x and that
+    # bound share g; lo == hi == x gives x all of it; lo > hi gives hi all of it; a NaN x is
+    # its own output and keeps g. (Values from torch 2.14 for these inputs.)
+    x = _leaf([0.0, 1.0, NAN, -2.0, 3.0, 0.5, 0.65, 0.3])
+    lo = _leaf([0.0, 0.0, 0.0, 0.0, 0.0, 0.7, 0.65, 0.3])
+    hi = _leaf([1.0, 1.0, 1.0, 1.0, 1.0, 0.6, 0.65, 0.9])  # [5]: lo > hi, output is hi
     y = tgrad.clamp(x, lo, hi)
     assert y.grad_fn.name() == "ClampBackward0"
-    assert np.array_equal(y.detach().numpy(), [0.0, 1.0, NAN, 0.0, 1.0, 0.6], equal_nan=True)
+    assert np.array_equal(y.detach().numpy(), [0.0, 1.0, NAN, 0.0, 1.0, 0.6, 0.65, 0.3],
+                          equal_nan=True)
     y.sum().backward()
-    assert np.array_equal(x.grad.numpy(), [1, 1, 0, 0, 0, 0])
-    assert np.array_equal(lo.grad.numpy(), [0, 0, 0, 1, 0, 0])
-    assert np.array_equal(hi.grad.numpy(), [0, 0, 0, 0, 1, 1])
+    assert x.grad.tolist() == [0.5, 0.5, 1.0, 0.0, 0.0, 0.0, 1.0, 0.5]
+    assert lo.grad.tolist() == [0.5, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.5]
+    assert hi.grad.tolist() == [0.0, 0.5, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]
+    x, bound = _leaf([1.0, 0.0, 2.0]), _leaf([1.0])
+    tgrad.clamp(x, min=bound).sum().backward()  # one tensor bound: ties split as well
+    assert x.grad.tolist() == [0.5, 0.0, 1.0] and bound.grad.tolist() == [1.5]
+    x, bound = _leaf([1.0, 0.0, 2.0]), _leaf([1.0])
+    tgrad.clamp(x, max=bound).sum().backward()
+    assert x.grad.tolist() == [0.5, 1.0, 0.0] and bound.grad.tolist() == [1.5]
     x = _leaf([0.0, 2.0])
     bound = _leaf([1.0])
     tgrad.clamp(x, min=bound).sum().backward()  # one bound, broadcast
@@ -559,12 +567,13 @@ def test_add_alpha_scales_in_the_compute_dtype():
 
 
 def test_clamp_backward_uses_the_bounds_the_forward_used():
-    # 1.7 is 1.703125 in bfloat16: x == that bound is inside [lo, hi] for the backward too
-    x = tgrad.tensor([1.7, 0.05, 2.0], dtype=tgrad.bfloat16, requires_grad=True)
+    # 0.1 is 0.10009765625 in bfloat16: x == that bound is at the bound for the backward too
+    # (gradient 0, PyTorch 2.14), not above an unrounded 0.1 (gradient 1)
+    x = tgrad.tensor([1.7, 0.1, 0.05, 2.0, 1.0], dtype=tgrad.bfloat16, requires_grad=True)
     y = x.clamp(0.1, 1.7)
-    assert y.float().tolist() == [1.703125, 0.10009765625, 1.703125]
+    assert y.float().tolist() == [1.703125, 0.10009765625, 0.10009765625, 1.703125, 1.0]
     y.sum().backward()
-    assert x.grad.float().tolist() == [1.0, 0.0, 0.0]
+    assert x.grad.float().tolist() == [0.0, 0.0, 0.0, 0.0, 1.0]
 
 
 def test_half_mul_div_keep_a_python_float_in_float32():

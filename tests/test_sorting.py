@@ -213,3 +213,39 @@ def test_argsort_past_2_31_elements_on_gpu():
     last = np.concatenate([expect[expect != 5], [5]])  # the NaN sorts last
     np.testing.assert_array_equal(tail[1], last)
     del x, idx
+
+
+def _np_mode(line: np.ndarray) -> tuple:
+    """The most frequent value (the smallest at ties) and its last index: PyTorch's mode."""
+    values, counts = np.unique(line, return_counts=True)
+    best = values[np.argmax(counts)]
+    return best, int(np.flatnonzero(line == best)[-1])
+
+
+@pytest.mark.parametrize("n", [1, 17, 33])
+def test_mode_matches_a_numpy_reference(n):
+    x = np.random.default_rng(n).integers(0, 5, (4, n)).astype(np.float64)
+    for t, lines, dim in ((tgrad.tensor(x), x, 1), (tgrad.tensor(x.T.copy()).t(), x, 1),
+                          (tgrad.tensor(x.T), x, 0)):
+        values, indices = tgrad.mode(t, dim)
+        ref = [_np_mode(line) for line in lines]
+        assert values.tolist() == [v for v, _ in ref]
+        assert indices.tolist() == [i for _, i in ref]
+    values, indices = tgrad.tensor(x).mode(1, keepdim=True)
+    assert values.shape == indices.shape == (4, 1)
+    ints = tgrad.tensor([[3, 1, 3, 1, 2]])
+    assert tgrad.mode(ints).values.tolist() == [1] and tgrad.mode(ints).indices.tolist() == [3]
+    assert tgrad.mode(tgrad.tensor([True, False])).values.item() is False
+
+
+def test_mode_gradient_edges_and_errors():
+    x = tgrad.tensor([1.0, 2.0, 2.0, 3.0], dtype=tgrad.float64, requires_grad=True)
+    tgrad.mode(x).values.backward()
+    assert x.grad.tolist() == [0.0, 0.0, 1.0, 0.0]  # the last 2
+    values, indices = tgrad.mode(tgrad.tensor(5.0))
+    assert values.shape == () and values.item() == 5.0 and indices.item() == 0
+    empty = tgrad.zeros(0, 3)
+    assert tgrad.mode(empty, 1).values.shape == (0,)
+    with pytest.raises(IndexError, match="mode\\(\\): Expected reduction dim 0 to have "
+                                         "non-zero size."):
+        tgrad.mode(empty, 0)

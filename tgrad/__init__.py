@@ -34,6 +34,7 @@ from tgrad.dtypes import (
     set_default_dtype,
 )
 from tgrad.dtypes import bool_ as bool  # noqa: A001,A004
+from tgrad.generator import Generator, default_generator, initial_seed, seed
 from tgrad.ops import *  # noqa: F401,F403
 from tgrad.ops import __all__ as _ops_all
 from tgrad.tensor import Tensor
@@ -52,14 +53,15 @@ from tgrad.serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["Tensor", "autograd", "Function", "no_grad", "enable_grad", "set_grad_enabled",
+__all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "autograd",
+           "Function", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
            "set_detect_anomaly", "device", "get_default_device",
            "set_default_device", "dtype", "bool", "int32", "int64", "float16", "bfloat16",
            "float32", "float64", "half", "float", "double", "long", "int",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type",
            "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor", "softmax",
-           "log_softmax", "dropout"] + list(_ops_all)
+           "log_softmax", "dropout", "cosine_similarity"] + list(_ops_all)
 
 
 def is_tensor(obj: object) -> _builtins.bool:
@@ -79,3 +81,16 @@ def log_softmax(input: Tensor, dim: _builtins.int, dtype=None) -> Tensor:  # noq
 
 def dropout(input: Tensor, p: _builtins.float, train: _builtins.bool) -> Tensor:  # noqa: A002
     return nn.functional.dropout(input, p, training=train)
+
+
+# torch.cosine_similarity: nn.functional's (x1 . x2 / (max(||x1||, eps) max(||x2||, eps))).
+cosine_similarity = nn.functional.cosine_similarity
+
+
+def __getattr__(name: str) -> object:
+    # tgrad.distributions, tgrad.special and tgrad.testing are imported on first use (as
+    # torch.distributions is reachable).
+    if name in ("distributions", "special", "testing"):
+        import importlib
+        return importlib.import_module("tgrad." + name)
+    raise AttributeError(f"module 'tgrad' has no attribute {name!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tgrad.autograd import function as _function
+from tgrad.autograd import graph
 from tgrad.autograd.anomaly_mode import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -27,7 +28,7 @@ __all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_e
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "detect_anomaly",
            "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "Variable", "gradcheck", "gradgradcheck",
-           "GradcheckError", "functional", "profiler"]
+           "GradcheckError", "functional", "graph", "profiler"]
 
 
 def _as_tuple(x) -> tuple:

@@ -13,11 +13,14 @@ Saved tensors of every executed node are freed unless ``retain_graph``.
 from __future__ import annotations
 
 import heapq
+import itertools
 import warnings
 
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.node import AccumulateGrad, checked_hook_value, run_leaf_hooks
+
+_task_ids = itertools.count()
 
 
 def _collect(root_nodes: list) -> dict:
@@ -103,8 +106,9 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
     run_range = prof.range_start("autograd::engine::run_backward", "engine") if prof else None
     heappush, heappop = heapq.heappush, heapq.heappop
     pop_buffer, get_buffer = buffers.pop, buffers.get
-    prev_mode, prev_accumulating = STATE.enabled, STATE.accumulating
+    prev_mode, prev_accumulating, prev_task = STATE.enabled, STATE.accumulating, STATE.graph_task
     STATE.enabled, STATE.accumulating = create_graph, accumulate
+    STATE.graph_task = (next(_task_ids), deps, execute, capture)  # see will_execute
     plain = prof is None and not STATE.anomaly  # no per-node instrumentation
     try:
         while ready:
@@ -163,9 +167,27 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
             outputs = g = buf = None
     finally:
         STATE.enabled, STATE.accumulating = prev_mode, prev_accumulating
+        STATE.graph_task = prev_task
         if run_range is not None:
             prof.range_end(run_range)
     return captured
+
+
+def current_graph_task_id() -> int:
+    """A number identifying the backward running in this thread, -1 outside any."""
+    task = STATE.graph_task
+    return -1 if task is None else task[0]
+
+
+def will_execute(node) -> bool:
+    """Whether the backward running in this thread runs ``node`` (or captures the gradient
+    arriving at it): it is reachable from the roots and, when only some gradients are
+    wanted, on a path to one of them. False outside a backward."""
+    task = STATE.graph_task
+    if task is None:
+        return False
+    _, deps, execute, capture = task
+    return node in deps and (execute is None or node in execute or node in capture)
 
 
 def _num_outputs(node) -> int:

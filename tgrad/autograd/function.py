@@ -15,7 +15,13 @@ from typing import Any
 
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.grad_mode import STATE
-from tgrad.autograd.node import FREED_MESSAGE, Node, SavedTensor, grad_accumulator
+from tgrad.autograd.node import (
+    FREED_MESSAGE,
+    HookedSavedTensor,
+    Node,
+    SavedTensor,
+    grad_accumulator,
+)
 from tgrad.autograd.node import _seq as _node_seq
 
 _NONE_EDGE = (None, 0)
@@ -392,6 +398,7 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     ctx._out_meta = tuple(out_meta)
     to_save = ctx.to_save
     if to_save:
+        hooks = STATE.saved_tensors_hooks  # the innermost saved_tensors_hooks pair, or None
         saved = []
         for t in to_save:
             if t is None:
@@ -401,7 +408,9 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                                 f"None), but argument {len(saved)} is of type "
                                 f"{type(t).__name__}; store other values as ctx attributes")
             else:
-                saved.append(SavedTensor(t, t._grad_fn is ctx and _is_in(t, new_outputs)))
+                is_output = t._grad_fn is ctx and _is_in(t, new_outputs)
+                saved.append(SavedTensor(t, is_output) if hooks is None
+                             else HookedSavedTensor(t, is_output, hooks))
         ctx._saved = saved
         ctx.to_save = ()
     if STATE.anomaly:

@@ -20,6 +20,9 @@ class _GradState(threading.local):
     accumulating = True  # False while autograd.grad runs (it writes no .grad)
     anomaly = False
     anomaly_check_nan = True
+    saved_tensors_hooks = None  # innermost (pack_hook, unpack_hook) pair (autograd.graph)
+    saved_tensors_hooks_disabled = None  # error message while hooks are disabled
+    graph_task = None  # (id, deps, execute, capture) of the running backward (engine.py)
 
 
 STATE = _GradState()

@@ -173,6 +173,61 @@ class SavedTensor:
         return t
 
 
+class HookedSavedTensor:
+    """A tensor saved for backward through a ``saved_tensors_hooks`` pair (graph.py).
+
+    ``pack_hook(tensor)`` runs once, when the node is recorded, with grad mode off; whatever
+    it returns is kept. ``unpack_hook(packed)`` runs on every read of ``saved_tensors`` and
+    must return a Tensor: a fresh alias of it gets the saved tensor's autograd identity back
+    (its grad_fn and output_nr, or the leaf's AccumulateGrad), so double backward works
+    through it. As in PyTorch there is no version check: the hooks own the value.
+    """
+
+    __slots__ = ("packed", "unpack_hook", "is_output", "output_nr", "requires_grad",
+                 "grad_fn", "accumulator")
+
+    def __init__(self, t, is_output: bool, hooks: tuple) -> None:
+        pack_hook, self.unpack_hook = hooks
+        self.is_output = is_output
+        self.output_nr = t._output_nr
+        self.requires_grad = t._requires_grad
+        # The producer of a saved input (an output's producer is the node itself, re-attached
+        # on unpack so that no reference cycle is made), or a leaf's gradient sink.
+        self.grad_fn = None if is_output else (t.grad_fn if t._base is not None
+                                               else t._grad_fn)
+        self.accumulator = (grad_accumulator(t) if self.grad_fn is None and not is_output
+                            and t._requires_grad else None)
+        version = t._storage.version
+        enabled = STATE.enabled
+        STATE.enabled = False  # PyTorch runs pack hooks with grad mode off
+        try:
+            self.packed = pack_hook(t)
+        finally:
+            STATE.enabled = enabled
+        if t._storage.version != version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided "
+                "as input to pack hook cannot be modified by in-place operations as this can "
+                "lead to unexpected side-effects. Please open an issue if you need to perform "
+                "in-place operations on the input to a pack hook.")
+
+    def unpack(self, node: Node):
+        tensor_cls = _Tensor or _tensor_cls()
+        t = self.unpack_hook(self.packed)
+        if not isinstance(t, tensor_cls):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(t).__name__}")
+        out = tensor_cls(t._data, t._storage, t.device)
+        if self.is_output:
+            out._grad_fn, out._output_nr = node, self.output_nr
+        elif self.grad_fn is not None:
+            out._grad_fn, out._output_nr = self.grad_fn, self.output_nr
+        elif self.accumulator is not None:
+            out._grad_accumulator = weakref.ref(self.accumulator)
+        out._requires_grad = self.requires_grad
+        return out
+
+
 class AccumulateGrad(Node):
     """Sink node of a leaf tensor: sums incoming gradients into ``variable.grad``."""
 

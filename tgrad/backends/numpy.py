@@ -535,12 +535,12 @@ def _g_eq_mask(g, x, y):  # amax/amin: g where x == y, else exactly 0
     return _masked_product(g, np.equal(x, y))
 
 
-def _g_ge_mask(g, x, lo):  # clamp(min=lo): g where x >= lo, else exactly 0
-    return _masked_product(g, np.greater_equal(x, lo))
+def _g_gt_mask(g, x, lo):  # clamp(min=lo): g where x > lo, else exactly 0
+    return _masked_product(g, np.greater(x, lo))
 
 
-def _g_le_mask(g, x, hi):  # clamp(max=hi): g where x <= hi, else exactly 0
-    return _masked_product(g, np.less_equal(x, hi))
+def _g_lt_mask(g, x, hi):  # clamp(max=hi): g where x < hi, else exactly 0
+    return _masked_product(g, np.less(x, hi))
 
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -629,7 +629,7 @@ GRAD_FORMULAS = {
     "abs": _g_abs, "log1p": _g_log1p, "expm1": _g_expm1, "sqrt": _g_sqrt, "rsqrt": _g_rsqrt,
     "sin": _g_sin, "cos": _g_cos, "erf": _g_erf, "reciprocal": _g_reciprocal,
     "square": _g_square, "div_b": _g_div_b, "max_share": _g_max_share,
-    "ge_mask": _g_ge_mask, "le_mask": _g_le_mask, "log2": _g_log2, "log10": _g_log10,
+    "gt_mask": _g_gt_mask, "lt_mask": _g_lt_mask, "log2": _g_log2, "log10": _g_log10,
     "exp2": _g_exp2, "sinh": _g_sinh, "cosh": _g_cosh, "tan": _g_tan,
     "atan": _g_atan, "asin": _g_asin, "acos": _g_acos, "atan2_a": _g_atan2_a,
     "atan2_b": _g_atan2_b,
@@ -830,12 +830,24 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- random
-_rng = np.random.default_rng()
+_initial_seed = int.from_bytes(__import__("os").urandom(8), "little") >> 1  # initial_seed()
+_rng = np.random.default_rng(_initial_seed)
 
 
 def manual_seed(seed: int) -> None:
+    """Reseed the CPU generator (seed in [0, 2^64); tgrad.manual_seed wraps negatives)."""
+    global _rng, _initial_seed
+    _initial_seed = int(seed) % 2 ** 64
+    _rng = np.random.default_rng(_initial_seed)
+
+
+def _swap_generator(rng: np.random.Generator) -> np.random.Generator:
+    """Make ``rng`` the CPU generator; returns the previous one (tgrad.generator swaps a
+    Generator's stream in for a draw and back). Not a primitive: the GPU backend swaps its
+    Philox state through get/set_rng_state."""
     global _rng
-    _rng = np.random.default_rng(seed)
+    previous, _rng = _rng, rng
+    return previous
 
 
 def get_rng_state() -> dict:

@@ -770,19 +770,19 @@ def g_eq_mask(g, x, y):
 
 
 @triton.jit
-def g_ge_mask(g, x, lo):
-    return tl.where(x >= lo, g, 0.0)  # clamp(min=lo): g where x >= lo, else exactly 0
+def g_gt_mask(g, x, lo):
+    return tl.where(x > lo, g, 0.0)  # clamp(min=lo): g where x > lo, else exactly 0
 
 
 @triton.jit
-def g_le_mask(g, x, hi):
-    return tl.where(x <= hi, g, 0.0)  # clamp(max=hi): g where x <= hi, else exactly 0
+def g_lt_mask(g, x, hi):
+    return tl.where(x < hi, g, 0.0)  # clamp(max=hi): g where x < hi, else exactly 0
 
 
 GRAD_FORMULAS = {n: globals()["g_" + n] for n in (
     "pow_base", "pow_exponent", "eq_mask", "logsumexp", "centered", "prod",
     "abs", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "erf", "reciprocal", "square",
-    "div_b", "max_share", "ge_mask", "le_mask", "log2", "log10", "exp2", "sinh", "cosh",
+    "div_b", "max_share", "gt_mask", "lt_mask", "log2", "log10", "exp2", "sinh", "cosh",
     "tan", "atan", "asin", "acos", "atan2_a", "atan2_b")}
 
 

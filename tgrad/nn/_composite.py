@@ -376,15 +376,27 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
 def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
         value: float | None = None) -> Tensor:
     """Pad (or, with negative sizes, crop) the last len(pad) // 2 dims: ``pad`` is
-    (left, right) of the last dim, then of the one before, ...; constant mode only.
-    dx = the gradient of the copied region."""
+    (left, right) of the last dim, then of the one before, ...; ``mode`` 'constant' (fill
+    with ``value``), or 'reflect' / 'replicate' / 'circular' (tgrad/nn/_pad.py: len(pad) 2,
+    4 or 6 on an input with one or two more dims, as PyTorch).
+    dx = the gradient of the copied region (summed over the copies of a border)."""
+    from tgrad.nn._pad import MODES, pad_nonconstant
     _check_tensor("pad", input)
+    if mode != "constant" and mode not in MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    pad = list(pad)
+    for i, p in enumerate(pad):
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but "
+                            f"found element of type {type(p).__name__} at pos {i}")
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the "
+                           f"input dimension but got padding length {len(pad)} and input of "
+                           f"dimension {input.ndim}")
     if mode != "constant":
-        raise NotImplementedError(f"pad: mode '{mode}' is not supported in tgrad (only "
-                                  f"'constant')")
-    if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise RuntimeError(f"Padding length must be divisible by 2 and at most twice the "
-                           f"number of dims of the input ({input.ndim}), got {len(pad)}")
+        return pad_nonconstant(input, [int(p) for p in pad], mode, value)
     shape, src, dst = list(input.shape), [slice(None)] * input.ndim, [slice(None)] * input.ndim
     for i in range(len(pad) // 2):
         d = input.ndim - 1 - i

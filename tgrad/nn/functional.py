@@ -858,3 +858,15 @@ from tgrad.nn import _dropout  # noqa: E402
 from tgrad.nn._dropout import *  # noqa: E402,F401,F403
 
 __all__ += _dropout.__all__
+
+# Distances between vectors (tgrad/ops/distances.py), under their nn.functional names.
+from tgrad.ops.distances import pairwise_distance, pdist  # noqa: E402
+
+__all__ += ["pairwise_distance", "pdist"]
+
+# More losses, pixel/channel shuffles, gumbel_softmax and in-place activations, composed.
+from tgrad.nn import _losses_extra, _shuffle  # noqa: E402
+from tgrad.nn._losses_extra import *  # noqa: E402,F401,F403
+from tgrad.nn._shuffle import *  # noqa: E402,F401,F403
+
+__all__ += _losses_extra.__all__ + _shuffle.__all__

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any, Callable
 
 from tgrad.autograd.grad_mode import no_grad
+from tgrad.ops.erfs import _erfinv  # erf^-1 composite (tests import it from here)
 from tgrad.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "trunc_normal_", "orthogonal_"]
+           "trunc_normal_", "orthogonal_", "dirac_", "sparse_"]
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -110,11 +112,10 @@ def ones_(tensor: Tensor) -> Tensor:
 
 
 def eye_(tensor: Tensor) -> Tensor:
-    """Fill a 2-D tensor with the identity."""
+    """Fill a 2-D tensor with the identity (ones at [i, i], i < min(rows, cols))."""
     from tgrad.ops.creation import eye
     if tensor.ndim != 2:
-        raise ValueError(f"Only tensors with 2 dimensions are supported (got shape "
-                         f"{list(tensor.shape)})")
+        raise ValueError("Only tensors with 2 dimensions are supported")
     return _fill_from(tensor, eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
 
 
@@ -150,59 +151,6 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return normal_(tensor, 0.0, std)
-
-
-def _erfinv(y: Tensor) -> Tensor:
-    """erf^-1(y) for float64 y in [-1, 1] (+-inf at +-1), with tgrad ops on y's device:
-    Giles' single-precision approximation ("Approximating the erfinv function", GPU Gems
-    Pro 2012), then, for |y| < 0.9966, two Newton steps x -= (erf(x) - y) / (2/sqrt(pi)
-    exp(-x^2)), which bring it to float64 precision. In the tails erf(x) rounds to +-1, so
-    the few elements there are refined on the host through erfc (``_refine_tail``)."""
-    from tgrad.ops.elementwise import erf, exp, log, sqrt, where
-    inner = y.abs() < 1.0
-    ys = where(inner, y, 0.0)  # keep +-1 out of log(0) (and its infs out of Newton)
-    w = -log((1.0 - ys) * (1.0 + ys))
-    wc = where(w < 5.0, w, 0.0) - 2.5
-    p_c = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-              -0.00417768164, 0.246640727, 1.50140941):
-        p_c = c + p_c * wc
-    wt = sqrt(where(w < 5.0, 5.0, w)) - 3.0
-    p_t = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-              0.00943887047, 1.00167406, 2.83297682):
-        p_t = c + p_t * wt
-    central = w < 5.0
-    x = where(central, p_c, p_t) * ys
-    for _ in range(2):  # only where erf's rounding / erf'(x) stays tiny (|x| < 2.1)
-        x = where(central, x - (erf(x) - ys) / (exp(-(x * x)) * (2.0 / math.sqrt(math.pi))),
-                  x)
-    x = where(inner, x, y * math.inf)
-    tail = inner & ~central
-    if tail.any().item():
-        x = _refine_tail(x, y, tail)
-    return x
-
-
-def _refine_tail(x: Tensor, y: Tensor, tail: Tensor) -> Tensor:
-    """Newton steps on log erfc(|x|) = log(1 - |y|) for the (rare) tail elements, on the
-    host with math.erfc: 1 - |y| is exact there, and erfc keeps its relative precision
-    where erf rounds to 1."""
-    import numpy as np
-
-    from tgrad.ops.creation import tensor as as_tensor
-    xs, ys, mask = x.cpu().numpy().copy(), y.cpu().numpy(), tail.cpu().numpy()
-    for i in zip(*np.nonzero(mask)):
-        t, v = 1.0 - abs(float(ys[i])), abs(float(xs[i]))
-        for _ in range(50):
-            e = math.erfc(v)
-            step = (math.log(e) - math.log(t)) * e / (-2.0 / math.sqrt(math.pi)
-                                                       * math.exp(-v * v))
-            v -= step
-            if abs(step) <= 1e-15 * v:
-                break
-        xs[i] = math.copysign(v, float(ys[i]))
-    return as_tensor(xs, dtype="float64", device=x.device)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
@@ -255,3 +203,79 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     q = as_tensor(np.ascontiguousarray(q * gain).reshape(tuple(tensor.shape)),
                   dtype="float64", device=tensor.device)
     return _fill_from(tensor, q)
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3-, 4- or 5-D convolution weight (out, in, *kernel) with the Dirac delta, so
+    the convolution is the identity on as many channels as possible: zeros except
+    w[g * (out / groups) + d, d, k_1 // 2, ...] = 1 for each group g and
+    d < min(out / groups, in)."""
+    import numpy as np
+
+    from tgrad.ops.creation import tensor as as_tensor
+    _check_float("dirac_", tensor)
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    shape = tuple(tensor.shape)
+    if shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = shape[0] // groups
+    centre = tuple(k // 2 for k in shape[2:])
+    delta = np.zeros(shape)
+    for g in range(groups):
+        for d in range(min(out_per_group, shape[1])):
+            delta[(g * out_per_group + d, d) + centre] = 1.0
+    return _fill_from(tensor, as_tensor(delta, dtype=tensor.dtype, device=tensor.device))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01) -> Tensor:
+    """Fill a 2-D tensor (rows, cols) as a sparse matrix (Martens 2010, as PyTorch):
+    N(0, std^2) samples, then in each column ceil(sparsity * rows) entries, the first ones
+    of a random permutation of the rows, set to zero. Draws (tgrad's generator, so
+    ``tgrad.manual_seed`` replays them): one float64 normal per element on the tensor's
+    device, then one ``randperm(rows)`` per column on the CPU, as PyTorch."""
+    import numpy as np
+
+    from tgrad.ops.creation import randn, randperm, zeros_like
+    from tgrad.ops.creation import tensor as as_tensor
+    from tgrad.ops.elementwise import where
+    _check_float("sparse_", tensor)
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    values = randn((rows, cols), dtype="float64", device=tensor.device) * std
+    keep = np.ones((rows, cols), dtype=bool)
+    for col in range(cols):
+        keep[randperm(rows).numpy()[:num_zeros], col] = False
+    keep_t = as_tensor(keep, device=tensor.device)
+    return _fill_from(tensor, where(keep_t, values, zeros_like(values)))
+
+
+def _make_deprecate(meth: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__doc__ = (f"{old_name}(...): deprecated alias of ``{new_name}`` (warns "
+                               f"FutureWarning), as PyTorch.")
+    deprecated_init.__name__ = old_name
+    return deprecated_init
+
+
+# PyTorch's deprecated non-underscore names (not in __all__)
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)

@@ -4,49 +4,68 @@ Importing this package attaches the ops to Tensor as methods and operators.
 """
 
 from tgrad.ops import (
+    aliases,
     composite,
     creation,
+    distances,
     einsum,
     elementwise,
+    erfs,
     extras,
     gathering,
+    hyperbolic,
     index,
     inplace,
     layout,
     logmath,
+    mathcomposites,
     matmul,
     movement,
+    pointwise_extras,
     products,
+    quantiles,
     reduce,
     sampling,
     scan,
     searching,
     shape,
     sorting,
+    special,
+    statistics,
 )
 from tgrad.ops._common import OPS
 
-__all__ = [n for m in (composite, creation, einsum, elementwise, extras, gathering, layout,
-                       logmath, matmul, movement, products, reduce, sampling, scan,
-                       searching, shape, sorting)
+__all__ = [n for m in (aliases, composite, creation, distances, einsum, elementwise, erfs, extras,
+                       gathering, hyperbolic, layout, logmath, mathcomposites, matmul,
+                       movement, pointwise_extras, products, quantiles, reduce, sampling, scan,
+                       searching, shape, sorting, special, statistics)
            for n in m.__all__]
 
+from tgrad.ops.aliases import *  # noqa: E402,F401,F403
 from tgrad.ops.composite import *  # noqa: E402,F401,F403
 from tgrad.ops.creation import *  # noqa: E402,F401,F403
+from tgrad.ops.distances import *  # noqa: E402,F401,F403
 from tgrad.ops.einsum import *  # noqa: E402,F401,F403
 from tgrad.ops.elementwise import *  # noqa: E402,F401,F403
+from tgrad.ops.erfs import *  # noqa: E402,F401,F403
 from tgrad.ops.extras import *  # noqa: E402,F401,F403
 from tgrad.ops.gathering import *  # noqa: E402,F401,F403
+from tgrad.ops.hyperbolic import *  # noqa: E402,F401,F403
 from tgrad.ops.layout import *  # noqa: E402,F401,F403
 from tgrad.ops.logmath import *  # noqa: E402,F401,F403
+from tgrad.ops.mathcomposites import *  # noqa: E402,F401,F403
 from tgrad.ops.matmul import *  # noqa: E402,F401,F403
 from tgrad.ops.movement import *  # noqa: E402,F401,F403
+from tgrad.ops.pointwise_extras import *  # noqa: E402,F401,F403
 from tgrad.ops.products import *  # noqa: E402,F401,F403
+from tgrad.ops.quantiles import *  # noqa: E402,F401,F403
 from tgrad.ops.reduce import *  # noqa: E402,F401,F403
 from tgrad.ops.sampling import *  # noqa: E402,F401,F403
 from tgrad.ops.scan import *  # noqa: E402,F401,F403
 from tgrad.ops.searching import *  # noqa: E402,F401,F403
 from tgrad.ops.shape import *  # noqa: E402,F401,F403
 from tgrad.ops.sorting import *  # noqa: E402,F401,F403
+from tgrad.ops.special import *  # noqa: E402,F401,F403
+from tgrad.ops.statistics import *  # noqa: E402,F401,F403
 
 _ = (index, inplace, OPS)

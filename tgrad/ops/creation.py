@@ -234,11 +234,13 @@ def empty_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) 
 LAST_SEED: list = [None]  # the last manual_seed value (a backend loaded later may read it)
 
 
-def manual_seed(seed: int) -> None:
+def manual_seed(seed: int):
     """Seed tgrad's random generators: the CPU one, and every device backend that is
-    available (an unavailable device, e.g. cuda without a driver, is skipped)."""
+    available (an unavailable device, e.g. cuda without a driver, is skipped). Returns
+    ``tgrad.default_generator``, as PyTorch does."""
     from tgrad import backends
-    seed = int(seed)
+    from tgrad.generator import normalize_seed
+    seed = normalize_seed(seed)
     LAST_SEED[0] = seed
     numpy_backend.manual_seed(seed)
     for b in list(backends._BACKENDS.values()):
@@ -249,6 +251,8 @@ def manual_seed(seed: int) -> None:
         except RuntimeError as e:
             if "not available" not in str(e):
                 raise
+    from tgrad.generator import default_generator
+    return default_generator
 
 
 def get_rng_state(device=None) -> dict:
@@ -266,26 +270,28 @@ def set_rng_state(state: dict, device=None) -> None:
     get_backend(as_device(device or "cpu")).set_rng_state(state)
 
 
-def _random(kind: str, size, dtype, device, requires_grad) -> Tensor:
+def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Tensor:
+    from tgrad.generator import drawing_from
     dt = _dtype_or_default(dtype)
     if not dt.is_floating_point:
         raise RuntimeError(f"{kind}: expected a floating point dtype, got {dt}")
     dev = as_device(device)
-    arr = getattr(get_backend(dev), kind)(_shape(size), dt.np)
+    with drawing_from(generator, dev, kind):
+        arr = getattr(get_backend(dev), kind)(_shape(size), dt.np)
     t = Tensor(arr, None, dev)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def rand(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples on [0, 1)."""
-    return _random("rand", size, dtype, device, requires_grad)
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples on [0, 1) (from ``generator``, a tgrad.Generator, if given)."""
+    return _random("rand", size, dtype, device, requires_grad, generator)
 
 
-def randn(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples."""
-    return _random("randn", size, dtype, device, requires_grad)
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples (from ``generator``, a tgrad.Generator, if given)."""
+    return _random("randn", size, dtype, device, requires_grad, generator)
 
 
 def rand_like(x: Tensor, dtype=None, device=None) -> Tensor:
@@ -298,7 +304,7 @@ def randn_like(x: Tensor, dtype=None, device=None) -> Tensor:
     return randn(x.shape, dtype=dt, device=dev)
 
 
-def randint(low=0, high=None, size=None, *, dtype=None, device=None,
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad: bool = False) -> Tensor:
     """Integers drawn uniformly from [low, high) (``randint(high, size)`` means low = 0);
     int64 unless ``dtype`` says otherwise. floor(low + u (high - low)) of float64 uniforms
@@ -318,19 +324,23 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None,
         raise RuntimeError(f"randint: dtype must be an integer dtype, got {out_dt.name}")
     for v in (low, high - 1):
         dtypes.check_value_fits("randint", v, out_dt)
-    u = rand(size, dtype=dtypes.float64, device=device)
+    u = rand(size, generator=generator, dtype=dtypes.float64, device=device)
     out = (u * float(high - low) + float(low)).floor().to(out_dt)
     if requires_grad:
         out.requires_grad_(True)
     return out
 
 
-def randperm(n: int, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A random permutation of 0..n-1 (int64), drawn by the CPU generator that
-    manual_seed seeds, then copied to ``device``."""
+def randperm(n: int, *, generator=None, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0..n-1 (int64), drawn on the host by the CPU generator that
+    manual_seed seeds (or by ``generator``, which must then be a CPU tgrad.Generator),
+    then copied to ``device``."""
+    from tgrad.generator import drawing_from
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
-    perm = numpy_backend._rng.permutation(int(n))  # the generator manual_seed seeds
+    with drawing_from(generator, "cpu", "randperm"):
+        perm = numpy_backend._rng.permutation(int(n))
     out = tensor(perm, dtype=dtypes.as_dtype(dtype or "int64"), device=device)
     if requires_grad:
         out.requires_grad_(True)

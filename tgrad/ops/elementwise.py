@@ -854,15 +854,16 @@ def relu(input: Tensor) -> Tensor:  # noqa: A002
 _EQ_MASK = _fused("eq_mask", lambda g, x, y: where(eq(x, y), g, 0.0))
 
 
-# clamp's gradient: g where lo <= x (ge_mask) and where x <= hi (le_mask), else exactly 0
-_GE_MASK = _fused("ge_mask", lambda g, x, lo: where(ge(x, lo), g, 0.0))
-_LE_MASK = _fused("le_mask", lambda g, x, hi: where(le(x, hi), g, 0.0))
+# clamp's gradient: g where lo < x (gt_mask) and where x < hi (lt_mask), else exactly 0
+_GT_MASK = _fused("gt_mask", lambda g, x, lo: where(gt(x, lo), g, 0.0))
+_LT_MASK = _fused("lt_mask", lambda g, x, hi: where(lt(x, hi), g, 0.0))
 
 
 class Clamp(Function):
-    """y = min(max(x, lo), hi);  dx = g where lo <= x <= hi, else exactly 0 (bounds are
-    numbers or None). Only x is saved, as PyTorch's, so y may be modified in place before
-    the backward."""
+    """y = min(max(x, lo), hi);  dx = g where lo < x < hi, else exactly 0 (bounds are
+    numbers or None). At a bound: the minimum-norm subgradient, 0, as current PyTorch
+    (checked with 2.14), relu and hardtanh. Only x is saved, as PyTorch's, so y may be
+    modified in place before the backward."""
 
     name = "clamp"
     node_name = "ClampBackward1"
@@ -887,12 +888,12 @@ class Clamp(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        # x passes through where lo <= x <= hi (nowhere when lo > hi: every output is hi;
+        # x passes through where lo < x < hi (nowhere when lo >= hi: every output is hi;
         # nowhere for a NaN x)
         if ctx.lo is not None:
-            g = _GE_MASK(g, x, float(ctx.lo))
+            g = _GT_MASK(g, x, float(ctx.lo))
         if ctx.hi is not None:
-            g = _LE_MASK(g, x, float(ctx.hi))
+            g = _LT_MASK(g, x, float(ctx.hi))
         return g, None, None
 
 
@@ -901,10 +902,15 @@ register_op(Clamp)
 
 class ClampTensor(Function):
     """clamp with a tensor bound (either bound may be None, a number or a tensor that
-    broadcasts): y = min(max(x, lo), hi), promoted as maximum/minimum promote. PyTorch's
-    rule, which never splits the gradient at ties (maximum/minimum share it there):
-    dx = g where lo <= x <= hi;  dlo = g where x < lo and lo < hi;
-    dhi = g where x > hi or hi < lo (with lo > hi every output is hi)."""
+    broadcasts): y = min(max(x, lo), hi), promoted as maximum/minimum promote.
+
+    Gradients, current PyTorch's minimum-norm subgradients (checked with 2.14):
+    - lo < hi: dx = g where lo < x < hi; dlo = g where x < lo; dhi = g where x > hi; where
+      x equals a tensor bound the two share g evenly (g/2 each, as maximum/minimum do);
+      where x equals a number bound, x gets 0 (as in ``Clamp``);
+    - lo == hi: dx = g where x == lo, dlo = g where x < lo, dhi = g where x > hi;
+    - lo > hi: every output is hi, so dhi = g and dx = dlo = 0.
+    A NaN x is its own output and gets g (PyTorch too); the bounds get none from it."""
 
     name = "clamp_tensor"
     node_name = "ClampBackward0"
@@ -923,17 +929,33 @@ class ClampTensor(Function):
         lo = ctx.bounds[0] if tlo is None else tlo
         hi = ctx.bounds[1] if thi is None else thi
         _, need_lo, need_hi = ctx.needs_input_grad
+        half = g * 0.5
+        nan_x = ne(x, x)
         glo = ghi = None
         if lo is None:
-            gx = where(le(x, hi), g, 0.0)
-            ghi = where(gt(x, hi), g, 0.0) if need_hi else None
-        elif hi is None:
-            gx = where(ge(x, lo), g, 0.0)
-            glo = where(lt(x, lo), g, 0.0) if need_lo else None
-        else:
-            gx = where(logical_and(ge(x, lo), le(x, hi)), g, 0.0)
-            glo = where(logical_and(lt(x, lo), lt(lo, hi)), g, 0.0) if need_lo else None
-            ghi = where(logical_or(gt(x, hi), lt(hi, lo)), g, 0.0) if need_hi else None
+            at_hi = eq(x, hi)
+            gx = where(logical_or(lt(x, hi), nan_x), g,
+                       where(at_hi, half, 0.0) if thi is not None else 0.0)
+            ghi = where(gt(x, hi), g, where(at_hi, half, 0.0)) if need_hi else None
+            return gx, None, ghi
+        if hi is None:
+            at_lo = eq(x, lo)
+            gx = where(logical_or(gt(x, lo), nan_x), g,
+                       where(at_lo, half, 0.0) if tlo is not None else 0.0)
+            glo = where(lt(x, lo), g, where(at_lo, half, 0.0)) if need_lo else None
+            return gx, glo, None
+        ordered = lt(lo, hi)
+        at_lo = logical_and(eq(x, lo), ordered)
+        at_hi = logical_and(eq(x, hi), ordered)
+        passes = logical_or(logical_or(logical_and(gt(x, lo), lt(x, hi)), nan_x),
+                            logical_and(eq(x, lo), eq(lo, hi)))
+        tie = where(at_lo, half if tlo is not None else 0.0,
+                    where(at_hi, half if thi is not None else 0.0, 0.0))
+        gx = where(passes, g, tie)
+        if need_lo:
+            glo = where(logical_and(lt(x, lo), le(lo, hi)), g, where(at_lo, half, 0.0))
+        if need_hi:
+            ghi = where(logical_or(gt(x, hi), lt(hi, lo)), g, where(at_hi, half, 0.0))
         return gx, glo, ghi
 
 

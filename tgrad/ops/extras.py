@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.autograd.function import Function
 from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
@@ -29,15 +30,37 @@ __all__ = ["nansum", "nanmean", "nan_to_num", "xlogy", "logit", "diff", "repeat_
 
 
 # ------------------------------------------------------------------------------ NaN-aware
+class NanToZero(Function):
+    """y = 0 where x is NaN, else x;  dx = g * (x is not NaN): a product, as PyTorch's
+    nansum backward, so an infinite g (nanmean of an all-NaN slice divides by 0) gives NaN
+    at the NaN positions, where a ``where`` would give 0."""
+
+    node_name = "NansumBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        kept = ew.logical_not(ew.isnan(x))
+        ctx.save_for_backward(kept)
+        return ew.where(kept, x, 0.0)
+
+    @staticmethod
+    def backward(ctx, g):
+        (kept,) = ctx.saved_tensors
+        return g * kept.to(g.dtype)
+
+
 @tensor_method("nansum")
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
-    """sum treating NaN as 0;  dx = g where x is not NaN, else 0."""
-    return ew.where(ew.isnan(input), 0, input).sum(dim, keepdim, dtype=dtype)
+    """sum treating NaN as 0;  dx = g * (x is not NaN)."""
+    if not input.dtype.is_floating_point:
+        return input.sum(dim, keepdim, dtype=dtype)
+    return NanToZero.apply(input).sum(dim, keepdim, dtype=dtype)
 
 
 @tensor_method("nanmean")
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
-    """mean over the non-NaN elements (NaN where there are none)."""
+    """mean over the non-NaN elements (NaN where there are none, and a NaN gradient there,
+    as PyTorch)."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
                            f"{input.dtype.name}")
@@ -91,15 +114,40 @@ def _tensors_in_result_dtype(a, b) -> tuple:
                  for v in (a, b))
 
 
+class Logit(Function):
+    """y = log(x / (1 - x)) (as log x - log1p(-x)), x first clamped to [eps, 1 - eps] when
+    ``eps`` is given.  dx = g / (x (1 - x)) (inf at 0 and 1), PyTorch's rule outside the
+    domain: 0 outside [eps, 1 - eps] (the bounds included in the domain), NaN outside
+    [0, 1] without eps."""
+
+    node_name = "LogitBackward0"
+
+    @staticmethod
+    def forward(ctx, x, eps):
+        ctx.save_for_backward(x)
+        ctx.eps = eps
+        xc = x if eps is None else ew.clamp(x, eps, 1.0 - eps)
+        return ew.log(xc) - ew.log1p(-xc)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        lo, hi, outside = (0.0, 1.0, math.nan) if ctx.eps is None else (
+            ctx.eps, 1.0 - ctx.eps, 0.0)
+        out = ew.logical_or(ew.lt(x, lo), ew.gt(x, hi))
+        safe = ew.where(out, 0.5, x)  # keeps the branch not taken finite
+        return ew.where(out, outside, g / (safe * (1.0 - safe))), None
+
+
 @tensor_method("logit")
 def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when ``eps`` is given;
-    dx = 1 / (x (1 - x))."""
+    dx = 1 / (x (1 - x)) (see ``Logit``). ``eps`` is rounded to the input's dtype first, as
+    PyTorch does (0.1 is 0.0999755859375 in float16)."""
+    if eps is not None and input.dtype.is_floating_point:
+        eps = float(np.asarray(eps).astype(input.dtype.np))
     (x,), half = widen_halves(input)
-    if eps is not None:
-        x = ew.clamp(x, eps, 1.0 - eps)
-    # log x - log1p(-x): its gradient 1/x + 1/(1 - x) is inf (not NaN) at 0 and 1
-    return rounded_to(ew.log(x) - ew.log1p(-x), half)
+    return rounded_to(Logit.apply(x, eps), half)
 
 
 # ------------------------------------------------------------------------------ shapes, copies

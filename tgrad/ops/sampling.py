@@ -27,6 +27,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
+from tgrad.generator import drawing_from
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import tensor_method
 from tgrad.ops.creation import full, rand, rand_like, randn
@@ -41,12 +42,13 @@ def _float_only(op: str, t: Tensor) -> None:
         raise RuntimeError(f"{op}: expected a floating point tensor, got {t.dtype.name}")
 
 
-def _fill(self: Tensor, op: str, sample) -> Tensor:
-    """Write ``sample(x)`` (a tensor of self's shape, not recorded) into self in place. When
-    recorded, the new values are where(True, sample, old): the old values get an exact zero
-    gradient (PyTorch's rule for these fills), not none."""
+def _fill(self: Tensor, op: str, sample, generator=None) -> Tensor:
+    """Write ``sample(x)`` (a tensor of self's shape, not recorded, drawn from ``generator``
+    when given) into self in place. When recorded, the new values are where(True, sample,
+    old): the old values get an exact zero gradient (PyTorch's rule for these fills), not
+    none."""
     def fn(x):
-        with no_grad():
+        with no_grad(), drawing_from(generator, x.device, op):
             s = sample(x).to(self.dtype)
         if not x.requires_grad:
             return s
@@ -73,53 +75,56 @@ def _z(x: Tensor) -> Tensor:
 
 
 @tensor_method("uniform_")
-def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0) -> Tensor:
+def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=None) -> Tensor:
     _float_only("uniform_", self)
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_} > to={to}")
-    return _fill(self, "uniform_", lambda x: _u(x) * (to - from_) + from_)
+    return _fill(self, "uniform_", lambda x: _u(x) * (to - from_) + from_, generator)
 
 
 @tensor_method("normal_")
-def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     _float_only("normal_", self)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _fill(self, "normal_", lambda x: _z(x) * std + mean)
+    return _fill(self, "normal_", lambda x: _z(x) * std + mean, generator)
 
 
 @tensor_method("log_normal_")
-def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0) -> Tensor:
+def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
+                generator=None) -> Tensor:
     _float_only("log_normal_", self)
     if std <= 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    return _fill(self, "log_normal_", lambda x: (_z(x) * std + mean).exp())
+    return _fill(self, "log_normal_", lambda x: (_z(x) * std + mean).exp(), generator)
 
 
 @tensor_method("exponential_")
-def exponential_(self: Tensor, lambd: float = 1.0) -> Tensor:
+def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     _float_only("exponential_", self)
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    return _fill(self, "exponential_", lambda x: -ew.log1p(-_u(x)) / lambd)
+    return _fill(self, "exponential_", lambda x: -ew.log1p(-_u(x)) / lambd, generator)
 
 
 @tensor_method("cauchy_")
-def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0) -> Tensor:
+def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *,
+            generator=None) -> Tensor:
     _float_only("cauchy_", self)
     if sigma <= 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     return _fill(self, "cauchy_",
-                 lambda x: ew.tan((_u(x) - 0.5) * math.pi) * sigma + median)
+                 lambda x: ew.tan((_u(x) - 0.5) * math.pi) * sigma + median, generator)
 
 
 @tensor_method("geometric_")
-def geometric_(self: Tensor, p: float) -> Tensor:
+def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     return _fill(self, "geometric_",
-                 lambda x: ew.clamp(ew.ceil(ew.log1p(-_u(x)) / math.log1p(-p)), 1.0))
+                 lambda x: ew.clamp(ew.ceil(ew.log1p(-_u(x)) / math.log1p(-p)), 1.0),
+                 generator)
 
 
 # random_() with no bounds: [0, 2^digits] for floats (every integer there is exact)
@@ -127,7 +132,8 @@ _FLOAT_DIGITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
 
 
 @tensor_method("random_")
-def random_(self: Tensor, from_: int | None = None, to: int | None = None) -> Tensor:
+def random_(self: Tensor, from_: int | None = None, to: int | None = None, *,
+            generator=None) -> Tensor:
     """Integers uniform on [from, to); ``random_(to)`` means [0, to) (so random_(0) raises);
     with no bounds, [0, 2^digits] for floats or [0, max] for integer dtypes (PyTorch's
     ranges)."""
@@ -145,11 +151,11 @@ def random_(self: Tensor, from_: int | None = None, to: int | None = None) -> Te
                            f"from={from_} >= to={to}")
     span = float(to - from_)
     return _fill(self, "random_", lambda x: ew.floor(
-        rand(x.shape, dtype=dtypes.float64, device=x.device) * span + float(from_)))
+        rand(x.shape, dtype=dtypes.float64, device=x.device) * span + float(from_)), generator)
 
 
 @tensor_method("bernoulli_")
-def bernoulli_(self: Tensor, p=0.5) -> Tensor:
+def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
     """Self filled with 1 with probability p (a number or a tensor broadcast to self), else
     0."""
     if isinstance(p, Tensor):
@@ -158,7 +164,7 @@ def bernoulli_(self: Tensor, p=0.5) -> Tensor:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
     return _fill(self, "bernoulli_", lambda x: ew.lt(
         rand(x.shape, dtype=dtypes.float64, device=x.device),
-        p.detach().to(dtypes.float64) if isinstance(p, Tensor) else float(p)))
+        p.detach().to(dtypes.float64) if isinstance(p, Tensor) else float(p)), generator)
 
 
 def _check_probabilities(op: str, p: Tensor) -> None:
@@ -171,18 +177,18 @@ def _check_probabilities(op: str, p: Tensor) -> None:
 
 
 @tensor_method("bernoulli")
-def bernoulli(input: Tensor, p: float | None = None) -> Tensor:  # noqa: A002
+def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tensor:  # noqa: A002
     """1 with probability input[i] (or ``p``), else 0, in input's dtype (not
     differentiable)."""
     if p is not None:
-        return input.detach().clone().bernoulli_(p)
+        return input.detach().clone().bernoulli_(p, generator=generator)
     _check_probabilities("bernoulli", input)
-    with no_grad():
+    with no_grad(), drawing_from(generator, input.device, "bernoulli"):
         return ew.lt(rand_like(input, dtype=dtypes.float64), input.to(dtypes.float64)) \
             .to(input.dtype)
 
 
-def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None,
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Normal samples: tensor ``mean`` and/or ``std`` (broadcast; the result takes their
     shape), or two numbers and ``size``. The result does not require grad (PyTorch records
@@ -193,7 +199,7 @@ def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None,
             raise TypeError("normal(): with number mean and std, pass size=")
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-        out = randn(size, dtype=dtype, device=device) * std + mean
+        out = randn(size, generator=generator, dtype=dtype, device=device) * std + mean
     else:
         if size is not None:
             raise TypeError("normal(): size= is only for number mean and std")
@@ -206,12 +212,13 @@ def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None,
             s = std.detach() if isinstance(std, Tensor) else std
             ref = tensors[0]
             shape = np.broadcast_shapes(*(t.shape for t in tensors))
-            out = randn(shape, dtype=ref.dtype, device=ref.device) * s + m
+            out = randn(shape, generator=generator, dtype=ref.dtype, device=ref.device) * s + m
     out = out.detach()
     return out.requires_grad_(True) if requires_grad else out
 
 
-def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> Tensor:  # noqa: A002
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  # noqa: A002
+                generator=None) -> Tensor:
     """``num_samples`` category indices per row of non-negative weights ``input`` (1-d or
     2-d), int64."""
     from tgrad.ops.searching import searchsorted
@@ -239,7 +246,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> T
     if not replacement and int(positive.amin()) < num_samples:
         raise RuntimeError("multinomial: invalid multinomial distribution (with replacement="
                            "False, not enough non-negative category to sample)")
-    with no_grad():
+    with no_grad(), drawing_from(generator, input.device, "multinomial"):
         if replacement:
             cdf = rows.cumsum(-1)
             cdf = cdf / cdf[:, -1:]

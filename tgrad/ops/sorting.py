@@ -1,5 +1,5 @@
 """Sorting along one dim: ``sort``, ``argsort``, ``msort``, ``topk``, ``kthvalue``,
-``median``, ``nanmedian``.
+``median``, ``nanmedian``, ``mode``.
 
 One primitive, ``Argsort``: the stable order of a tensor along one dim (int64 positions of
 its shape, not differentiable): np.argsort(kind="stable") on the CPU, a bitonic tile sort
@@ -32,7 +32,7 @@ from tgrad.ops.index import getitem
 from tgrad.ops.reduce import values_indices
 from tgrad.tensor import Tensor, _wrap_dim
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian"]
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode"]
 
 
 class Argsort(Function):
@@ -248,3 +248,34 @@ def kthvalue(input: Tensor, k: int, dim: int = -1,  # noqa: A002
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} "
                            f"(k = {k}, size {x.shape[d]}; use 1 <= k <= size)")
     return _pick(x, d, k - 1, keepdim, input.ndim)
+
+
+def _mode_pos(x: Tensor, d: int) -> Tensor:
+    """The sorted position (int64, size 1 along ``d``) of the last element of each line's
+    most frequent value, the smallest such value at ties: equal neighbours in the sorted
+    line form runs, run_id = cumsum(run starts) - 1, counts = scatter_add of ones by
+    run_id, best = the first run with the largest count, pos = #(run_id <= best) - 1. (Each
+    NaN is a run of its own.)"""
+    from tgrad.ops.gathering import scatter_add
+    from tgrad.ops.shape import cat
+    n = x.shape[d]
+    s = _take(x, Argsort.apply(x, d, False), d)
+    starts = cat([full(s.narrow(d, 0, 1).shape, True, dtype=dtypes.bool_, device=x.device),
+                  s.narrow(d, 1, n - 1) != s.narrow(d, 0, n - 1)], d)
+    run_id = starts.long().cumsum(d) - 1
+    ones = full(run_id.shape, 1.0, dtype=dtypes.float64, device=x.device)
+    counts = scatter_add(ones * 0.0, d, run_id, ones)
+    best = counts.argmax(d, keepdim=True)
+    return (run_id <= best).long().sum(d, keepdim=True) - 1
+
+
+@tensor_method("mode")
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:  # noqa: A002
+    """(values, indices) of each line's most frequent value along ``dim`` (the smallest at
+    ties) and the index of its last occurrence, as PyTorch; the gradient goes to that
+    element."""
+    x, d = _line_input("mode", input, dim)
+    _nonempty_dim("mode", input, d)
+    if x.numel() == 0:
+        return _pick(x, d, 0, keepdim, input.ndim)
+    return _pick(x, d, _mode_pos(x.detach(), d), keepdim, input.ndim)

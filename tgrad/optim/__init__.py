@@ -1,10 +1,18 @@
-"""tgrad.optim: Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad (PyTorch's update rules) and
-lr_scheduler."""
+"""tgrad.optim: Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, RAdam, Adamax, Adadelta,
+Rprop, ASGD, LBFGS (PyTorch's update rules) and lr_scheduler."""
 
 from tgrad.optim import lr_scheduler
+from tgrad.optim.adadelta import Adadelta
 from tgrad.optim.adam import Adam, AdamW
+from tgrad.optim.adamax import Adamax
+from tgrad.optim.asgd import ASGD
+from tgrad.optim.lbfgs import LBFGS
+from tgrad.optim.nadam import NAdam
 from tgrad.optim.optimizer import Optimizer
+from tgrad.optim.radam import RAdam
 from tgrad.optim.rmsprop import Adagrad, RMSprop
+from tgrad.optim.rprop import Rprop
 from tgrad.optim.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam",
+           "Adamax", "Adadelta", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]

@@ -73,6 +73,13 @@ from tgrad.nn.modules.rnn import (
     RNNCellBase,
 )
 from tgrad.nn.modules.sparse import Embedding
+from tgrad.nn.modules.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from tgrad.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Flatten",
@@ -89,3 +96,15 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identi
            "ConvTranspose1d", "ConvTranspose2d", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d"]
 __all__ += ["ParameterList", "ParameterDict", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+            "TransformerDecoderLayer"]
+
+# More losses, distances, shuffles and padding layers.
+from tgrad.nn.modules import distance, loss_extra, padding, pixelshuffle  # noqa: E402
+from tgrad.nn.modules.distance import *  # noqa: E402,F401,F403
+from tgrad.nn.modules.loss_extra import *  # noqa: E402,F401,F403
+from tgrad.nn.modules.padding import *  # noqa: E402,F401,F403
+from tgrad.nn.modules.pixelshuffle import *  # noqa: E402,F401,F403
+
+__all__ += (distance.__all__ + loss_extra.__all__ + padding.__all__
+            + pixelshuffle.__all__)

@@ -1,6 +1,7 @@
 """RNN, LSTM, GRU and their cells: PyTorch's arguments, parameters (names, shapes, order),
 initialisation, shape checks and outputs; the maths is in tgrad/nn/_rnn.py. PackedSequence
-inputs are not supported (tgrad has no nn.utils.rnn)."""
+inputs are not supported: pad variable-length batches (tgrad.nn.utils.rnn.pad_sequence) and
+pass the padded tensor."""
 
 from __future__ import annotations
 

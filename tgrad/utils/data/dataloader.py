@@ -16,8 +16,8 @@ Deliberate differences from PyTorch:
   ``persistent_workers`` / ``multiprocessing_context`` / ``in_order`` have no effect.
 - ``pin_memory`` / ``pin_memory_device`` are accepted and ignored (tgrad has no pinned
   host memory; batches stay where ``collate_fn`` made them).
-- ``generator`` is None (tgrad's global generator, seeded by ``tgrad.manual_seed``) or a
-  ``numpy.random.Generator`` (tgrad has no ``tgrad.Generator``).
+- ``generator`` is None (tgrad's global generator, seeded by ``tgrad.manual_seed``), a CPU
+  ``tgrad.Generator`` or a ``numpy.random.Generator``.
 """
 
 from __future__ import annotations

@@ -156,7 +156,8 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float],
     from one random permutation of its indices. ``lengths`` are ints summing to
     ``len(dataset)``, or fractions summing to 1: ``floor(len * frac)`` each, then the
     remainder dealt out one by one from the first split. ``generator``: None (tgrad's
-    global generator, seeded by ``tgrad.manual_seed``) or a ``numpy.random.Generator``."""
+    global generator, seeded by ``tgrad.manual_seed``), a CPU ``tgrad.Generator`` or a
+    ``numpy.random.Generator``."""
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         subset_lengths: list[int] = []
         for i, frac in enumerate(lengths):

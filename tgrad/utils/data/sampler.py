@@ -4,8 +4,8 @@
 sampler's keys into lists of ``batch_size``. Random samplers take PyTorch's
 ``generator=``: ``None`` draws from tgrad's global CPU generator (the one
 ``tgrad.manual_seed`` seeds), so shuffling is reproducible under ``tgrad.manual_seed(s)``;
-tgrad has no ``tgrad.Generator``, so an explicit generator is a ``numpy.random.Generator``
-(e.g. ``numpy.random.default_rng(42)``, PyTorch's ``torch.Generator().manual_seed(42)``).
+an explicit generator is a CPU ``tgrad.Generator`` (``tgrad.Generator().manual_seed(42)``,
+drawn from and advanced as PyTorch's) or a ``numpy.random.Generator``.
 Indices are drawn on the host with NumPy: they are Python ints, not tensor data.
 """
 
@@ -33,9 +33,14 @@ def _rng(generator: Any, op: str) -> np.random.Generator:
         return np.random.default_rng(seed)
     if isinstance(generator, np.random.Generator):
         return generator
-    raise TypeError(f"{op}: generator must be None or a numpy.random.Generator (tgrad has no "
-                    f"tgrad.Generator; use numpy.random.default_rng(seed)), got "
-                    f"{type(generator).__name__}")
+    from tgrad.generator import Generator
+    if isinstance(generator, Generator):
+        if generator.device.type != "cpu":
+            raise RuntimeError(f"{op}: expected a 'cpu' device type for generator but found "
+                               f"'{generator.device.type}'")
+        return generator._np
+    raise TypeError(f"{op}: generator must be None, a tgrad.Generator or a "
+                    f"numpy.random.Generator, got {type(generator).__name__}")
 
 
 def _randperm(n: int, generator: Any, op: str) -> list[int]:

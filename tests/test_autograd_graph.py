@@ -1,0 +1,376 @@
+"""tgrad.autograd.graph: saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks,
+register_multi_grad_hook, get_gradient_edge and increment_version, against PyTorch's
+documented behaviour (checked with torch 2.14) and NumPy float64 / finite-difference
+references."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import gradcheck, gradgradcheck
+from tgrad.autograd.graph import (
+    GradientEdge,
+    disable_saved_tensors_hooks,
+    get_gradient_edge,
+    increment_version,
+    save_on_cpu,
+    saved_tensors_hooks,
+)
+
+RNG = np.random.default_rng(7)
+
+
+def _leaf(*shape):
+    return tgrad.tensor(RNG.standard_normal(shape), dtype=tgrad.float64, requires_grad=True)
+
+
+def _to_numpy(t):
+    """A pack hook that really moves the value out of the graph: a NumPy copy."""
+    return t.detach().numpy().copy()
+
+
+def _from_numpy(a):
+    return tgrad.tensor(a)
+
+
+def test_identity_hooks_see_each_saved_tensor_and_keep_gradients():
+    x = _leaf(17)
+    packed, unpacked = [], []
+
+    def pack(t):
+        packed.append(t)
+        return t
+
+    def unpack(t):
+        unpacked.append(t)
+        return t
+
+    with saved_tensors_hooks(pack, unpack):
+        y = (x * x).sin()  # mul saves x twice; sin saves its input
+    assert len(packed) == 3 and packed[0] is x and packed[1] is x
+    assert packed[2].grad_fn is y.grad_fn.next_functions[0][0]  # sin's input: mul's output
+    assert unpacked == []
+    y.sum().backward()
+    assert len(unpacked) == 3
+    xv = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(xv * xv) * 2 * xv, rtol=1e-13)
+
+
+def test_saved_output_is_packed_with_its_grad_fn():
+    x = _leaf(5)
+    seen = []
+    with saved_tensors_hooks(lambda t: seen.append(t) or t, lambda t: t):
+        y = x.exp()  # exp saves its output
+    assert seen[0] is y and seen[0].grad_fn is y.grad_fn
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(x.detach().numpy()), rtol=1e-14)
+
+
+def test_nothing_is_packed_where_nothing_is_recorded():
+    calls = []
+    hooks = saved_tensors_hooks(lambda t: calls.append(t) or t, lambda t: t)
+    x = _leaf(4)
+    with hooks:
+        with tgrad.no_grad():
+            x.sin()
+        tgrad.randn(4).sin()  # no input requires grad
+    assert calls == []
+    w = tgrad.randn(4, dtype=tgrad.float64)
+    with hooks:
+        x * w  # w does not require grad but x's gradient needs it: packed (PyTorch too)
+    assert any(t is w for t in calls)
+
+
+def test_pack_runs_with_grad_mode_off_and_unpack_in_the_backward_mode():
+    modes = {"pack": [], "unpack": []}
+
+    def pack(t):
+        modes["pack"].append(tgrad.is_grad_enabled())
+        return t
+
+    def unpack(t):
+        modes["unpack"].append(tgrad.is_grad_enabled())
+        return t
+
+    x = _leaf(3)
+    with saved_tensors_hooks(pack, unpack):
+        y = x.sin()
+    tgrad.autograd.grad(y.sum(), x, retain_graph=True)
+    tgrad.autograd.grad(y.sum(), x, create_graph=True)
+    assert modes == {"pack": [False], "unpack": [False, True]}
+
+
+def test_innermost_pair_packs_and_the_packing_pair_unpacks():
+    log = []
+
+    def pair(tag):
+        return saved_tensors_hooks(lambda t: (tag, t), lambda p: log.append(p[0]) or p[1])
+
+    x = _leaf(3)
+    with pair("outer"):
+        with pair("inner"):
+            y = x.sin()
+        z = x.cos()
+    with pair("other"):  # active at backward time, not at pack time: not used
+        (y + z).sum().backward()
+    assert sorted(log) == ["inner", "outer"]
+    xv = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(xv) - np.sin(xv), rtol=1e-14)
+
+
+def test_unpack_runs_on_every_read():
+    count = [0]
+
+    def unpack(t):
+        count[0] += 1
+        return t
+
+    x = _leaf(3)
+    with saved_tensors_hooks(lambda t: t, unpack):
+        y = x.sin()
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    assert count[0] == 2
+
+    class Twice(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            ctx.saved_tensors  # noqa: B018 - read twice on purpose
+            (a,) = ctx.saved_tensors
+            return g * 2
+
+    count[0] = 0
+    with saved_tensors_hooks(lambda t: t, unpack):
+        out = Twice.apply(_leaf(2))
+    out.sum().backward()
+    assert count[0] == 2
+
+
+def test_values_moved_out_of_the_graph_keep_first_and_second_derivatives():
+    """Packing to a NumPy copy and unpacking to a fresh tensor: the unpacked tensors get
+    their autograd identity back (a node's own output, a non-leaf input, a leaf), so
+    gradcheck and gradgradcheck hold against finite differences."""
+
+    def f(x, w):
+        with saved_tensors_hooks(_to_numpy, _from_numpy):
+            h = (x @ w).sigmoid()  # matmul saves the leaves, sigmoid its output
+            return (h * h.tanh()).sum(dim=1)  # mul saves a non-leaf and tanh's output
+
+    x, w = _leaf(3, 4), _leaf(4, 5)
+    assert gradcheck(f, (x, w))
+    assert gradgradcheck(f, (x, w))
+
+
+def test_double_backward_accumulates_into_the_original_leaf():
+    x = _leaf(6)
+    with saved_tensors_hooks(_to_numpy, _from_numpy):
+        y = (x * x * x).sum()
+    (g,) = tgrad.autograd.grad(y, x, create_graph=True)
+    g.sum().backward()
+    xv = x.detach().numpy()
+    np.testing.assert_allclose(g.detach().numpy(), 3 * xv * xv, rtol=1e-14)
+    np.testing.assert_allclose(x.grad.numpy(), 6 * xv, rtol=1e-14)
+
+
+def test_hooks_active_during_a_create_graph_backward_pack_its_saves():
+    x = _leaf(4)
+    y = x.sin().sum()
+    calls = []
+    with saved_tensors_hooks(lambda t: calls.append(t) or t, lambda t: t):
+        (g,) = tgrad.autograd.grad(y, x, create_graph=True)  # g = cos(x) * 1: records cos
+    assert calls
+    g.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), -np.sin(x.detach().numpy()), rtol=1e-14)
+
+
+def test_no_version_check_with_hooks_as_in_pytorch():
+    x = _leaf(5)
+    h = x * 1.0
+    with saved_tensors_hooks(lambda t: t, lambda t: t):
+        y = (h * h).sum()
+    with tgrad.no_grad():
+        h.mul_(10)  # the hooks own the saved value: the backward sees the new one
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 10 * x.detach().numpy(), rtol=1e-14)
+    h2 = x * 1.0
+    y2 = (h2 * h2).sum()
+    with tgrad.no_grad():
+        h2.mul_(10)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y2.backward()
+
+
+def test_pack_hook_modifying_its_input_raises():
+    def pack(t):
+        t.add_(1)
+        return t
+
+    x = _leaf(3) * 1.0
+    with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input "
+                                           "in place"):
+        with saved_tensors_hooks(pack, lambda t: t):
+            x.sin()
+
+
+def test_unpack_hook_must_return_a_tensor():
+    x = _leaf(3)
+    with saved_tensors_hooks(lambda t: t, lambda t: 3):
+        y = x.sin()
+    with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a "
+                                        "Tensor but got result of type int"):
+        y.sum().backward()
+
+
+def test_freed_saved_tensors_raise_pytorch_message():
+    x = _leaf(3)
+    with saved_tensors_hooks(lambda t: t, lambda t: t):
+        y = x.sin()
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="Specify retain_graph=True"):
+        y.sum().backward()
+
+
+def test_pack_hook_errors_propagate_and_state_is_restored():
+    def pack(t):
+        raise ValueError("pack failed")
+
+    with pytest.raises(ValueError, match="pack failed"):
+        with saved_tensors_hooks(pack, lambda t: t):
+            _leaf(2).sin()
+    assert tgrad.is_grad_enabled()
+    calls = []
+    x = _leaf(2)
+    with saved_tensors_hooks(lambda t: calls.append(t) or t, lambda t: t):
+        pass
+    x.sin()  # hooks are gone after the block
+    assert calls == []
+
+
+def test_disable_saved_tensors_hooks():
+    with disable_saved_tensors_hooks("no hooks here"):
+        with pytest.raises(RuntimeError, match="^no hooks here$"):
+            with saved_tensors_hooks(lambda t: t, lambda t: t):
+                pass
+        with pytest.raises(RuntimeError, match="^no hooks here$"):
+            with save_on_cpu():
+                pass
+        with disable_saved_tensors_hooks("inner"):
+            pass
+        with pytest.raises(RuntimeError, match="^no hooks here$"):  # outer message back
+            with saved_tensors_hooks(lambda t: t, lambda t: t):
+                pass
+    with saved_tensors_hooks(lambda t: t, lambda t: t):  # allowed again
+        with pytest.raises(RuntimeError, match="^hooks are active$"):
+            with disable_saved_tensors_hooks("hooks are active"):
+                pass
+
+    @disable_saved_tensors_hooks("decorated")
+    def uses_hooks():
+        with saved_tensors_hooks(lambda t: t, lambda t: t):
+            pass
+
+    with pytest.raises(RuntimeError, match="^decorated$"):
+        uses_hooks()
+
+
+def test_hooks_are_thread_local():
+    calls = []
+    x = _leaf(3)
+
+    def other_thread():
+        x.sin()
+
+    with saved_tensors_hooks(lambda t: calls.append(t) or t, lambda t: t):
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+    assert calls == []
+
+
+def test_save_on_cpu_on_cpu_tensors():
+    x = _leaf(2, 3)
+    with save_on_cpu(pin_memory=True):
+        y = (x.exp() * x).sum()
+    y.backward()
+    xv = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(xv) * (xv + 1), rtol=1e-14)
+
+    def f(a):
+        with save_on_cpu():
+            return (a * a).tanh()
+
+    assert gradgradcheck(f, (_leaf(4),))
+
+
+def test_get_gradient_edge_and_increment_version():
+    x = _leaf(3)
+    y = x * 2
+    edge = get_gradient_edge(y)
+    assert isinstance(edge, GradientEdge) and edge == (y.grad_fn, 0)
+    leaf_edge = get_gradient_edge(x)
+    assert leaf_edge.node.name() == "AccumulateGrad" and leaf_edge.output_nr == 0
+    assert leaf_edge.node is y.grad_fn.next_functions[0][0]
+    with pytest.raises(RuntimeError, match="does not require gradients"):
+        get_gradient_edge(tgrad.randn(2))
+    h = x * 1.0
+    z = (h * h).sum()
+    before = h._version
+    increment_version(h)
+    assert h._version == before + 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+
+
+def test_multi_grad_hook_all_mode_waits_for_the_gradients_this_backward_computes():
+    from tgrad.autograd.graph import register_multi_grad_hook
+
+    a, b = _leaf(2, 3), _leaf(2, 3)
+    c, d = a * b, a * b
+    calls = []
+    handle = register_multi_grad_hook((a, b, c, d), calls.append)
+    c.sum().backward(retain_graph=True)  # d is not in this graph: None, not waited for
+    av, bv = a.detach().numpy(), b.detach().numpy()
+    (ga, gb, gc, gd), = calls
+    np.testing.assert_allclose(ga.numpy(), bv, rtol=1e-15)
+    np.testing.assert_allclose(gb.numpy(), av, rtol=1e-15)
+    np.testing.assert_allclose(gc.numpy(), np.ones((2, 3)))
+    assert gd is None
+    calls.clear()
+    c.sum().backward(inputs=(a,), retain_graph=True)  # b's gradient is not asked for
+    assert [g is not None for g in calls[0]] == [True, False, True, False]
+    calls.clear()
+    tgrad.autograd.grad((c + d).sum(), b, retain_graph=True)
+    assert [g is not None for g in calls[0]] == [False, True, True, True]
+    np.testing.assert_allclose(calls[0][1].numpy(), 2 * av, rtol=1e-15)
+    calls.clear()
+    handle.remove()
+    c.sum().backward(retain_graph=True)
+    assert calls == []
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        register_multi_grad_hook((a, tgrad.ones(2)), calls.append)
+    with pytest.raises(ValueError, match="Expects mode to be one of"):
+        register_multi_grad_hook((a,), calls.append, mode="some")
+
+
+def test_multi_grad_hook_any_mode_runs_once_per_backward():
+    from tgrad.autograd.graph import register_multi_grad_hook
+
+    a, b = _leaf(3), _leaf(3)
+    y = a * 2.0 + b * 3.0
+    seen = []
+    register_multi_grad_hook((a, b, tgrad.ones(3)), seen.append, mode="any")
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    assert len(seen) == 2
+    for g in seen:  # whichever came first: a's gradient (2) or b's (3)
+        assert g.shape == (3,)
+        assert np.allclose(g.numpy(), 2.0) or np.allclose(g.numpy(), 3.0)

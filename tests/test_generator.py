@@ -1,0 +1,121 @@
+"""tgrad.Generator (PyTorch's torch.Generator): draws equal NumPy's PCG64 stream for the same
+seed (the independent reference), generators are independent of each other and of the
+global stream, state round trips, PyTorch's seed range and error texts (torch 2.14)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.utils.data import RandomSampler, SubsetRandomSampler, random_split
+
+
+def _gen(seed: int) -> tgrad.Generator:
+    return tgrad.Generator().manual_seed(seed)
+
+
+def test_draws_equal_numpy_pcg64_for_the_same_seed():
+    np.testing.assert_array_equal(
+        tgrad.rand(3, 4, dtype=tgrad.float64, generator=_gen(7)).numpy(),
+        np.random.default_rng(7).random((3, 4)))
+    np.testing.assert_array_equal(
+        tgrad.randn(5, dtype=tgrad.float64, generator=_gen(7)).numpy(),
+        np.random.default_rng(7).standard_normal(5))
+    assert tgrad.randperm(9, generator=_gen(3)).tolist() == \
+        np.random.default_rng(3).permutation(9).tolist()
+    u = np.random.default_rng(5).random(6)
+    assert tgrad.randint(2, 9, (6,), generator=_gen(5)).tolist() == \
+        np.floor(u * 7 + 2).astype(int).tolist()
+    np.testing.assert_array_equal(
+        tgrad.normal(2.0, 3.0, (4,), generator=_gen(1), dtype=tgrad.float64).numpy(),
+        np.random.default_rng(1).standard_normal(4) * 3.0 + 2.0)
+
+
+def test_a_generator_matches_manual_seed_and_leaves_the_global_stream_alone():
+    tgrad.manual_seed(11)
+    expected = tgrad.rand(6, dtype=tgrad.float64).numpy()
+    tgrad.manual_seed(11)
+    g = _gen(11)
+    first = tgrad.rand(3, dtype=tgrad.float64, generator=g).numpy()
+    rest = tgrad.rand(3, dtype=tgrad.float64, generator=g).numpy()
+    np.testing.assert_array_equal(np.concatenate([first, rest]), expected)  # g advanced
+    np.testing.assert_array_equal(tgrad.rand(6, dtype=tgrad.float64).numpy(), expected)
+
+
+def test_every_sampler_takes_a_generator():
+    def draws(seed: int) -> list:
+        g = _gen(seed)
+        x = tgrad.empty(5, dtype=tgrad.float64)
+        out = [x.uniform_(-1, 2, generator=g).tolist(), x.normal_(1, 2, generator=g).tolist(),
+               x.log_normal_(generator=g).tolist(), x.exponential_(3, generator=g).tolist(),
+               x.cauchy_(generator=g).tolist(), x.geometric_(0.3, generator=g).tolist(),
+               x.random_(0, 10, generator=g).tolist(), x.bernoulli_(0.4, generator=g).tolist(),
+               tgrad.bernoulli(tgrad.full((5,), 0.5), generator=g).tolist(),
+               tgrad.multinomial(tgrad.tensor([0.1, 0.6, 0.3]), 4, True,
+                                 generator=g).tolist(),
+               tgrad.multinomial(tgrad.tensor([0.1, 0.6, 0.3]), 2, generator=g).tolist()]
+        return out
+
+    tgrad.manual_seed(0)
+    first = draws(21)
+    tgrad.manual_seed(1)  # the global stream does not matter
+    assert draws(21) == first
+    assert draws(22) != first
+    rng = np.random.default_rng(21)  # uniform_ reads the float64 uniforms directly
+    np.testing.assert_allclose(first[0], rng.random(5) * 3 - 1, rtol=1e-15)
+
+
+def test_state_round_trip_seed_and_initial_seed():
+    g = tgrad.Generator()
+    assert g.initial_seed() == 67280421310721  # PyTorch's default seed
+    assert g.device == tgrad.device("cpu")
+    state = g.get_state()
+    a = tgrad.rand(4, generator=g)
+    g.set_state(state)
+    assert tgrad.rand(4, generator=g).tolist() == a.tolist()
+    s = g.seed()
+    assert isinstance(s, int) and g.initial_seed() == s
+    assert tgrad.manual_seed(-1) is tgrad.default_generator
+    assert tgrad.initial_seed() == 2 ** 64 - 1  # negative seeds wrap modulo 2^64
+    assert _gen(-1).initial_seed() == 2 ** 64 - 1
+    s = tgrad.seed()
+    assert tgrad.initial_seed() == s
+    with pytest.raises(RuntimeError, match="Overflow when unpacking long"):
+        tgrad.manual_seed(2 ** 64)
+    with pytest.raises(TypeError, match="manual_seed expected an int seed, got float"):
+        tgrad.Generator().manual_seed(1.5)
+
+
+def test_default_generator_is_the_global_stream():
+    tgrad.manual_seed(4)
+    a = tgrad.rand(3, generator=tgrad.default_generator)
+    tgrad.manual_seed(4)
+    assert tgrad.rand(3).tolist() == a.tolist()
+    tgrad.default_generator.manual_seed(9)
+    assert tgrad.initial_seed() == 9
+
+
+def test_errors_follow_pytorch():
+    with pytest.raises(RuntimeError, match="Expected a 'cpu' device type for generator but "
+                                           "found 'cuda'"):
+        tgrad.rand(2, generator=tgrad.Generator("cuda"))
+    with pytest.raises(TypeError, match="argument 'generator' must be tgrad.Generator, not "
+                                        "int"):
+        tgrad.randn(2, generator=3)
+
+
+def test_data_samplers_take_a_tgrad_generator():
+    order = list(RandomSampler(range(10), generator=_gen(3)))
+    assert order == np.random.default_rng(3).permutation(10).tolist()
+    g = _gen(3)
+    first, second = list(RandomSampler(range(10), generator=g)), \
+        list(RandomSampler(range(10), generator=g))
+    assert first == order and second != first  # the sampler advances the generator
+    assert list(SubsetRandomSampler([5, 6, 7], generator=_gen(2))) == \
+        [[5, 6, 7][i] for i in np.random.default_rng(2).permutation(3)]
+    parts = random_split(range(6), [4, 2], generator=_gen(8))
+    perm = np.random.default_rng(8).permutation(6).tolist()
+    assert list(parts[0].indices) == perm[:4] and list(parts[1].indices) == perm[4:]
+    with pytest.raises(RuntimeError, match="expected a 'cpu' device type for generator"):
+        list(RandomSampler(range(3), generator=tgrad.Generator("cuda")))

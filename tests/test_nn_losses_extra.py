@@ -1,0 +1,529 @@
+"""The losses of tgrad/nn/_losses_extra.py and their modules: forward values against
+independent NumPy float64 references written here (per reduction), gradcheck and
+gradgradcheck in float64 away from the hinges, odd sizes, broadcasting, non-contiguous
+inputs, empty batches, PyTorch's error texts (checked against PyTorch 2.14) and reprs."""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn as nn
+import tgrad.nn.functional as F
+from tgrad.autograd import gradcheck, gradgradcheck
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+def _t(a, **kw) -> tgrad.Tensor:
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), **kw)
+
+
+def _nc(a) -> tgrad.Tensor:
+    """A non-contiguous float64 tensor (a transposed view) holding the values of ``a``."""
+    a = np.asarray(a, dtype=np.float64)
+    t = tgrad.tensor(np.ascontiguousarray(np.swapaxes(a, 0, -1))).transpose(0, -1)
+    assert not t.is_contiguous() or a.ndim < 2 or 1 in a.shape
+    return t
+
+
+def _long(a) -> tgrad.Tensor:
+    return tgrad.tensor(np.asarray(a, dtype=np.int64))
+
+
+def _red(loss: np.ndarray, reduction: str):
+    if reduction == "mean":
+        return loss.mean() if loss.size else np.nan
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _close(got: tgrad.Tensor, want) -> None:
+    want = np.asarray(want, dtype=np.float64)
+    assert tuple(got.shape) == want.shape
+    np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-12, atol=1e-14)
+
+
+def _logsig(x):
+    return -np.logaddexp(0.0, -x)
+
+
+def _signs(rng, shape):
+    return np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+
+
+# ---------------------------------------------------------------- NumPy references
+def ref_margin_ranking(a, b, y, margin):
+    return np.maximum(0.0, -y * (a - b) + margin)
+
+
+def ref_hinge_embedding(x, y, margin):
+    return np.where(y != 1, np.maximum(0.0, margin - x), 0.0) + np.where(y != -1, x, 0.0)
+
+
+def ref_soft_margin(x, y):
+    return np.log1p(np.exp(-y * x))
+
+
+def ref_multilabel_soft_margin(x, y, w=None):
+    loss = -(y * _logsig(x) + (1 - y) * _logsig(-x))
+    if w is not None:
+        loss = loss * w
+    return loss.mean(-1)
+
+
+def ref_cosine_embedding(a, b, y, margin):
+    dot = (a * b).sum(-1)
+    cos = dot / np.sqrt(((a * a).sum(-1) + 1e-12) * ((b * b).sum(-1) + 1e-12))
+    return np.where(y == 1, 1 - cos, 0.0) + np.where(y == -1, np.maximum(0.0, cos - margin),
+                                                      0.0)
+
+
+def ref_multi_margin(x, t, p, margin, w=None):
+    x2 = np.atleast_2d(x)
+    t1 = np.atleast_1d(t)
+    n, c = x2.shape
+    out = np.zeros(n)
+    for i in range(n):
+        for j in range(c):
+            if j != t1[i]:
+                z = max(0.0, margin - x2[i, t1[i]] + x2[i, j]) ** p
+                out[i] += z * (1.0 if w is None else w[t1[i]])
+        out[i] /= c
+    return out if x.ndim == 2 else out[0]
+
+
+def ref_multilabel_margin(x, t):
+    x2, t2 = np.atleast_2d(x), np.atleast_2d(t)
+    n, c = x2.shape
+    out = np.zeros(n)
+    for i in range(n):
+        labels = []
+        for v in t2[i]:
+            if v == -1:
+                break
+            labels.append(v)
+        for j in labels:
+            for k in range(c):
+                if k not in labels:
+                    out[i] += max(0.0, 1.0 - (x2[i, j] - x2[i, k]))
+        out[i] /= c
+    return out if x.ndim == 2 else out[0]
+
+
+def ref_pdist(a, b, p, eps):
+    return (np.abs(a - b + eps) ** p).sum(-1) ** (1.0 / p)
+
+
+def ref_triplet(a, pos, neg, margin, p, eps, swap):
+    dp, dn = ref_pdist(a, pos, p, eps), ref_pdist(a, neg, p, eps)
+    if swap:
+        dn = np.minimum(dn, ref_pdist(pos, neg, p, eps))
+    return np.maximum(0.0, margin + dp - dn)
+
+
+def ref_poisson(x, t, log_input, full, eps):
+    loss = np.exp(x) - t * x if log_input else x - t * np.log(x + eps)
+    if full:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            st = t * np.log(t) - t + 0.5 * np.log(2 * np.pi * t)
+        loss = loss + np.where(t > 1, st, 0.0)
+    return loss
+
+
+def ref_gaussian(x, t, v, full, eps):
+    v = np.maximum(v, eps)
+    loss = 0.5 * (np.log(v) + (x - t) ** 2 / v)
+    return loss + 0.5 * np.log(2 * np.pi) if full else loss
+
+
+# ---------------------------------------------------------------- forward vs references
+def _data(rng, n=17, c=5):
+    return {
+        "x": rng.standard_normal((n, c)), "x2": rng.standard_normal((n, c)),
+        "x3": rng.standard_normal((n, c)), "sign": _signs(rng, (n, c)),
+        "sign_n": _signs(rng, (n,)), "prob": rng.random((n, c)),
+        "cls": rng.integers(0, c, n), "rate": rng.random((n, c)) * 4,
+        "var": rng.random((n, c)) + 0.1,
+    }
+
+
+def _cases(d):
+    """(name, tgrad call(reduction, make), reference(reduction)); ``make`` builds inputs."""
+    ml_target = np.full(d["x"].shape, -1, np.int64)
+    for i in range(d["x"].shape[0]):
+        k = i % d["x"].shape[1]
+        ml_target[i, :k] = (np.arange(k) * 2 + i) % d["x"].shape[1]
+    ml_target[0, :2] = 3  # a repeated label counts twice (PyTorch's loop)
+    return [
+        ("margin_ranking", lambda r, m: F.margin_ranking_loss(
+            m(d["x"]), m(d["x2"]), m(d["sign"]), margin=0.3, reduction=r),
+         lambda r: _red(ref_margin_ranking(d["x"], d["x2"], d["sign"], 0.3), r)),
+        ("hinge_embedding", lambda r, m: F.hinge_embedding_loss(
+            m(d["x"]), m(d["sign"]), margin=0.7, reduction=r),
+         lambda r: _red(ref_hinge_embedding(d["x"], d["sign"], 0.7), r)),
+        ("soft_margin", lambda r, m: F.soft_margin_loss(m(d["x"]), m(d["sign"]), reduction=r),
+         lambda r: _red(ref_soft_margin(d["x"], d["sign"]), r)),
+        ("multilabel_soft_margin", lambda r, m: F.multilabel_soft_margin_loss(
+            m(d["x"]), m(d["prob"]), weight=_t(np.arange(1.0, 6.0)), reduction=r),
+         lambda r: _red(ref_multilabel_soft_margin(d["x"], d["prob"], np.arange(1.0, 6.0)),
+                        r)),
+        ("cosine_embedding", lambda r, m: F.cosine_embedding_loss(
+            m(d["x"]), m(d["x2"]), _t(d["sign_n"]), margin=0.1, reduction=r),
+         lambda r: _red(ref_cosine_embedding(d["x"], d["x2"], d["sign_n"], 0.1), r)),
+        ("multi_margin_p1", lambda r, m: F.multi_margin_loss(
+            m(d["x"]), _long(d["cls"]), margin=0.8, reduction=r),
+         lambda r: _red(ref_multi_margin(d["x"], d["cls"], 1, 0.8), r)),
+        ("multi_margin_p2_w", lambda r, m: F.multi_margin_loss(
+            m(d["x"]), _long(d["cls"]), p=2, weight=_t(np.arange(1.0, 6.0)), reduction=r),
+         lambda r: _red(ref_multi_margin(d["x"], d["cls"], 2, 1.0, np.arange(1.0, 6.0)), r)),
+        ("multilabel_margin", lambda r, m: F.multilabel_margin_loss(
+            m(d["x"]), _long(ml_target), reduction=r),
+         lambda r: _red(ref_multilabel_margin(d["x"], ml_target), r)),
+        ("triplet", lambda r, m: F.triplet_margin_loss(
+            m(d["x"]), m(d["x2"]), m(d["x3"]), margin=1.5, reduction=r),
+         lambda r: _red(ref_triplet(d["x"], d["x2"], d["x3"], 1.5, 2, 1e-6, False), r)),
+        ("triplet_p1_swap", lambda r, m: F.triplet_margin_loss(
+            m(d["x"]), m(d["x2"]), m(d["x3"]), p=1, eps=1e-3, swap=True, reduction=r),
+         lambda r: _red(ref_triplet(d["x"], d["x2"], d["x3"], 1.0, 1, 1e-3, True), r)),
+        ("triplet_distance", lambda r, m: F.triplet_margin_with_distance_loss(
+            m(d["x"]), m(d["x2"]), m(d["x3"]), margin=2.0, swap=True, reduction=r,
+            distance_function=lambda u, v: ((u - v) ** 2).sum(-1)),
+         lambda r: _red(np.maximum(0.0, 2.0 + ((d["x"] - d["x2"]) ** 2).sum(-1) - np.minimum(
+             ((d["x"] - d["x3"]) ** 2).sum(-1), ((d["x2"] - d["x3"]) ** 2).sum(-1))), r)),
+        ("poisson_log", lambda r, m: F.poisson_nll_loss(m(d["x"]), m(d["rate"]), reduction=r),
+         lambda r: _red(ref_poisson(d["x"], d["rate"], True, False, 1e-8), r)),
+        ("poisson_full", lambda r, m: F.poisson_nll_loss(
+            m(d["var"]), m(d["rate"]), log_input=False, full=True, eps=1e-3, reduction=r),
+         lambda r: _red(ref_poisson(d["var"], d["rate"], False, True, 1e-3), r)),
+        ("gaussian", lambda r, m: F.gaussian_nll_loss(
+            m(d["x"]), m(d["x2"]), m(d["var"]), reduction=r),
+         lambda r: _red(ref_gaussian(d["x"], d["x2"], d["var"], False, 1e-6), r)),
+        ("gaussian_full_eps", lambda r, m: F.gaussian_nll_loss(
+            m(d["x"]), m(d["x2"]), m(d["var"]), full=True, eps=0.5, reduction=r),
+         lambda r: _red(ref_gaussian(d["x"], d["x2"], d["var"], True, 0.5), r)),
+    ]
+
+
+@pytest.mark.parametrize("n", [1, 17])
+@pytest.mark.parametrize("make", [_t, _nc], ids=["contiguous", "strided"])
+def test_forward_matches_numpy_reference(n, make):
+    d = _data(np.random.default_rng(n), n=n)
+    for name, call, ref in _cases(d):
+        for r in REDUCTIONS:
+            got = call(r, make)
+            want = ref(r)
+            assert got.dtype is tgrad.float64, name
+            try:
+                _close(got, want)
+            except AssertionError as e:
+                raise AssertionError(f"{name} reduction={r}: {e}") from None
+
+
+def _gradcase(name):
+    rng = np.random.default_rng(3)
+    x, x2, x3 = (rng.standard_normal((3, 4)) for _ in range(3))
+    sign, sign_n = _signs(rng, (3, 4)), _signs(rng, (3,))
+    cls = np.array([0, 3, 1])
+    rate = rng.random((3, 4)) * 3
+    table = {
+        "margin_ranking": ([x, x2], lambda a, b: F.margin_ranking_loss(a, b, _t(sign),
+                                                                        margin=0.3)),
+        "hinge_embedding": ([x], lambda a: F.hinge_embedding_loss(a, _t(sign), margin=0.7,
+                                                                 reduction="sum")),
+        "soft_margin": ([x], lambda a: F.soft_margin_loss(a, _t(sign), reduction="none")),
+        "multilabel_soft_margin": ([x, rng.random((3, 4))],
+                                   lambda a, y: F.multilabel_soft_margin_loss(a, y)),
+        "cosine_embedding": ([x, x2], lambda a, b: F.cosine_embedding_loss(
+            a, b, _t(sign_n), margin=-0.9, reduction="none")),
+        "multi_margin_p1": ([x], lambda a: F.multi_margin_loss(a, _long(cls), margin=0.8)),
+        "multi_margin_p2": ([x], lambda a: F.multi_margin_loss(
+            a, _long(cls), p=2, weight=_t([1.0, 2.0, 0.5, 3.0]), reduction="none")),
+        "multilabel_margin": ([x], lambda a: F.multilabel_margin_loss(
+            a, _long([[0, 2, -1, 1], [3, -1, 0, 0], [1, 0, 2, 3]]), reduction="sum")),
+        "triplet": ([x, x2, x3], lambda a, p, q: F.triplet_margin_loss(a, p, q, margin=3.0,
+                                                                       swap=True)),
+        "triplet_distance": ([x, x2, x3], lambda a, p, q: F.triplet_margin_with_distance_loss(
+            a, p, q, margin=3.0, reduction="none")),
+        "poisson": ([x, rng.random((3, 4)) * 3], lambda a, t: F.poisson_nll_loss(
+            a, t, full=True)),
+        "poisson_linear": ([rng.random((3, 4)) + 0.5], lambda a: F.poisson_nll_loss(
+            a, _t(rate), log_input=False, reduction="sum")),
+        "gaussian": ([x, x2, rng.random((3, 4)) + 0.2], lambda a, t, v: F.gaussian_nll_loss(
+            a, t, v, full=True)),
+        "gaussian_homoscedastic": ([x, x2, rng.random(3) + 0.2],
+                                   lambda a, t, v: F.gaussian_nll_loss(a, t, v,
+                                                                       reduction="none")),
+    }
+    arrays, fn = table[name]
+    return [_t(a, requires_grad=True) for a in arrays], fn
+
+
+@pytest.mark.parametrize("name", ["margin_ranking", "hinge_embedding", "soft_margin",
+                                  "multilabel_soft_margin", "cosine_embedding",
+                                  "multi_margin_p1", "multi_margin_p2", "multilabel_margin",
+                                  "triplet", "triplet_distance", "poisson", "poisson_linear",
+                                  "gaussian", "gaussian_homoscedastic"])
+def test_gradcheck_and_gradgradcheck(name):
+    inputs, fn = _gradcase(name)
+    assert gradcheck(fn, inputs)
+    assert gradgradcheck(fn, inputs)
+
+
+# ---------------------------------------------------------------- broadcasting, shapes
+def test_broadcasting_where_pytorch_broadcasts():
+    rng = np.random.default_rng(5)
+    a, b, y = rng.standard_normal((3, 1)), rng.standard_normal((1, 4)), _signs(rng, (3, 4))
+    _close(F.margin_ranking_loss(_t(a), _t(b), _t(y), reduction="none"),
+           ref_margin_ranking(a, b, y, 0.0))
+    x, s = rng.standard_normal((3, 1)), _signs(rng, (4,))
+    _close(F.hinge_embedding_loss(_t(x), _t(s), reduction="none"), ref_hinge_embedding(x, s, 1.0))
+    x2 = rng.standard_normal((3, 4))
+    _close(F.soft_margin_loss(_t(x2), _t(s), reduction="none"), ref_soft_margin(x2, s))
+    p = rng.random(4)
+    _close(F.multilabel_soft_margin_loss(_t(x2), _t(p), reduction="none"),
+           ref_multilabel_soft_margin(x2, p))
+    u, v, yn = rng.standard_normal((2, 3)), rng.standard_normal((1, 3)), np.array([1.0, -1.0])
+    _close(F.cosine_embedding_loss(_t(u), _t(v), _t(yn), reduction="none"),
+           ref_cosine_embedding(u, v, yn, 0.0))
+    a3, pos = rng.standard_normal((2, 3)), rng.standard_normal((1, 3))
+    _close(F.triplet_margin_loss(_t(a3), _t(pos), _t(u), margin=2.0, reduction="none"),
+           ref_triplet(a3, pos, u, 2.0, 2, 1e-6, False))
+    rate = rng.random((3, 4)) * 3
+    _close(F.poisson_nll_loss(_t(x), _t(rate), full=True, reduction="none"),
+           ref_poisson(x, rate, True, True, 1e-8))
+    # gaussian: target broadcasts; var (N, 1) or (1, C) (one mismatched dim of size 1)
+    for var in (rng.random((3, 1)) + 0.1, rng.random((1, 4)) + 0.1):
+        _close(F.gaussian_nll_loss(_t(x2), _t(x2[:1] * 0.5), _t(var), reduction="none"),
+               ref_gaussian(x2, x2[:1] * 0.5, var, False, 1e-6))
+    _close(F.gaussian_nll_loss(_t(x2), _t(x2 * 0.5), 0.25, reduction="none"),
+           ref_gaussian(x2, x2 * 0.5, 0.25, False, 1e-6))
+    big = np.array([np.inf, 1.0])  # a float var is var everywhere, even next to an inf
+    _close(F.gaussian_nll_loss(_t(big), _t([0.0, 0.0]), 2.0, reduction="none"),
+           ref_gaussian(big, np.zeros(2), 2.0, False, 1e-6))
+
+
+def test_unbatched_and_single_sample_shapes():
+    x = np.array([0.3, -0.2, 0.9])
+    assert F.multi_margin_loss(_t(x), _long(1), reduction="none").shape == ()
+    _close(F.multi_margin_loss(_t(x), _long([1])), ref_multi_margin(x, np.array(1), 1, 1.0))
+    _close(F.multi_margin_loss(_t(1.5), _long(0), reduction="none"), 0.0)
+    _close(F.multilabel_margin_loss(_t(x), _long([2, -1, 0]), reduction="none"),
+           ref_multilabel_margin(x, np.array([2, -1, 0])))
+    _close(F.multilabel_soft_margin_loss(_t(x), _t([1.0, 0.0, 1.0]), reduction="none"),
+           ref_multilabel_soft_margin(x, np.array([1.0, 0.0, 1.0])))
+    _close(F.cosine_embedding_loss(_t(x), _t(x[::-1].copy()), _t(-1.0), reduction="none"),
+           ref_cosine_embedding(x, x[::-1], -1.0, 0.0))
+    _close(F.triplet_margin_loss(_t(x), _t(x * 2), _t(-x), reduction="none"),
+           ref_triplet(x, x * 2, -x, 1.0, 2, 1e-6, False))
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: F.margin_ranking_loss(_t(np.zeros(0)), _t(np.zeros(0)), _t(np.zeros(0)),
+                                    reduction=r),
+    lambda r: F.hinge_embedding_loss(_t(np.zeros(0)), _t(np.zeros(0)), reduction=r),
+    lambda r: F.soft_margin_loss(_t(np.zeros(0)), _t(np.zeros(0)), reduction=r),
+    lambda r: F.multilabel_soft_margin_loss(_t(np.zeros((0, 3))), _t(np.zeros((0, 3))),
+                                            reduction=r),
+    lambda r: F.cosine_embedding_loss(_t(np.zeros((0, 3))), _t(np.zeros((0, 3))),
+                                      _t(np.zeros(0)), reduction=r),
+    lambda r: F.multi_margin_loss(_t(np.zeros((0, 3))), _long(np.zeros(0)), reduction=r),
+    lambda r: F.multilabel_margin_loss(_t(np.zeros((0, 3))), _long(np.zeros((0, 3))),
+                                       reduction=r),
+    lambda r: F.triplet_margin_loss(*(_t(np.zeros((0, 3))),) * 3, reduction=r),
+    lambda r: F.poisson_nll_loss(_t(np.zeros(0)), _t(np.zeros(0)), reduction=r),
+    lambda r: F.gaussian_nll_loss(_t(np.zeros((0, 3))), _t(np.zeros((0, 3))),
+                                  _t(np.ones((0, 3))), reduction=r),
+])
+def test_empty_batch(call):
+    assert math.isnan(call("mean").item())  # PyTorch: nan (multi/multilabel margin: garbage)
+    assert call("sum").item() == 0.0
+    assert call("none").numel() == 0
+
+
+# ---------------------------------------------------------------- special values
+def test_poisson_full_stirling_only_above_one_and_gaussian_var_clamp_gradient():
+    t = _t([0.0, 0.5, 1.0, 3.0], requires_grad=True)
+    x = _t([0.1, 0.2, -0.3, 0.4])
+    loss = F.poisson_nll_loss(x, t, full=True, reduction="none")
+    _close(loss, ref_poisson(x.numpy(), t.detach().numpy(), True, True, 1e-8))
+    loss.sum().backward()
+    tn = 3.0
+    want = -x.numpy().copy()
+    want[3] += math.log(tn) + 0.5 / tn  # d/dt (t log t - t + 0.5 log(2 pi t))
+    np.testing.assert_allclose(t.grad.numpy(), want, rtol=1e-14)  # finite at t = 0
+    # var below eps is clamped without differentiating the clamp (identity gradient)
+    v = _t([1e-9, 2.0], requires_grad=True)
+    F.gaussian_nll_loss(_t([1.0, 1.0]), _t([0.0, 0.0]), v, reduction="sum").backward()
+    vc = np.array([1e-6, 2.0])
+    np.testing.assert_allclose(v.grad.numpy(), 0.5 * (1 / vc - 1 / vc ** 2), rtol=1e-14)
+
+
+def test_soft_margin_is_stable_for_large_margins():
+    x = _t([800.0, -800.0], requires_grad=True)
+    loss = F.soft_margin_loss(x, _t([-1.0, -1.0]), reduction="none")
+    assert loss.tolist() == [800.0, 0.0]
+    loss.sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0]
+
+
+def test_legacy_size_average_and_reduce():
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal(5), _signs(rng, (5,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _close(F.soft_margin_loss(_t(x), _t(y), size_average=False), ref_soft_margin(x, y).sum())
+        _close(F.margin_ranking_loss(_t(x), _t(x[::-1].copy()), _t(y), reduce=False),
+               ref_margin_ranking(x, x[::-1], y, 0.0))
+        m = nn.HingeEmbeddingLoss(size_average=False)
+    assert m.reduction == "sum"
+
+
+# ---------------------------------------------------------------- errors (PyTorch's texts)
+def _z(*shape):
+    return _t(np.zeros(shape))
+
+
+@pytest.mark.parametrize("call, err, msg", [
+    (lambda: F.margin_ranking_loss(_z(3), _z(3, 1), _z(3)), RuntimeError,
+     "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+     "input1: tgrad.Size([3]), input2: tgrad.Size([3, 1]), target: tgrad.Size([3]) "),
+    (lambda: F.margin_ranking_loss(_z(2), _z(2), _z(2), reduction="bad"), ValueError,
+     "bad is not a valid value for reduction"),
+    (lambda: F.soft_margin_loss(_z(3, 1), _z(4)), RuntimeError,
+     "output with shape [3, 1] doesn't match the broadcast shape [3, 4]"),
+    (lambda: F.multilabel_soft_margin_loss(_z(2, 3), _z(2, 3), reduction="bad"), ValueError,
+     "bad is not valid"),
+    (lambda: F.cosine_embedding_loss(_z(2, 3), _z(2, 3), _z(2, 1)), RuntimeError,
+     "0D or 1D target tensor expected, multi-target not supported"),
+    (lambda: F.cosine_embedding_loss(_z(2, 3, 4), _z(2, 3, 4), _z(2)), RuntimeError,
+     "1D target tensor expects 2D input tensors, but found inputs with sizes [2, 3, 4] and "
+     "[2, 3, 4]."),
+    (lambda: F.cosine_embedding_loss(_z(2, 3), _z(2, 3), _t(1.0)), RuntimeError,
+     "0D target tensor expects 1D input tensors, but found inputs with sizes [2, 3] and "
+     "[2, 3]."),
+    (lambda: F.cosine_embedding_loss(_z(2, 3), _z(2, 3), _z(3)), RuntimeError,
+     "The size of tensor a (3) must match the size of tensor b (2) at non-singleton "
+     "dimension 0"),
+    (lambda: F.multi_margin_loss(_z(2, 3), _long([0, 1]), p=3), ValueError,
+     "only p == 1 and p == 2 supported"),
+    (lambda: F.multi_margin_loss(_z(2, 3), _long([0, 1]), p=3, reduction="bad"), ValueError,
+     "bad is not a valid value for reduction"),
+    (lambda: F.multi_margin_loss(_z(2, 3), _long([0, 1]), weight=_z(3, 1)), ValueError,
+     "weight must be one-dimensional"),
+    (lambda: F.multi_margin_loss(_z(2, 3), _long([0, 1]), weight=_z(4)), RuntimeError,
+     "inconsistent weight size, expected 3 but got [4]"),
+    (lambda: F.multi_margin_loss(_z(2, 3, 4), _long([0, 1])), RuntimeError,
+     "Expected non-empty vector or matrix with optional 0-dim batch size, but got: [2, 3, 4]"),
+    (lambda: F.multi_margin_loss(_z(2, 0), _long([0, 1])), RuntimeError,
+     "Expected non-empty vector or matrix with optional 0-dim batch size, but got: [2, 0]"),
+    (lambda: F.multi_margin_loss(_z(2, 3), _long([0, 1, 2])), RuntimeError,
+     "multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+     "samples (batch size). Expected target size [2], but got [3]. Input has shape [2, 3]."),
+    (lambda: F.multi_margin_loss(_z(3), _long([1, 0])), RuntimeError,
+     "multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+     "samples (batch size). Expected target size [1], but got [2]. Input has shape [3]."),
+    (lambda: F.multi_margin_loss(_z(2, 3), _long([0, 3])), RuntimeError,
+     "target out of range"),
+    (lambda: F.multi_margin_loss(_z(2, 3), _long([0, -1])), RuntimeError,
+     "target out of range"),
+    (lambda: F.multi_margin_loss(_z(2, 3), _z(2)), RuntimeError,
+     "expected scalar type Long but found Double"),
+    (lambda: F.multi_margin_loss(_z(2, 3), _long([0, 1]), weight=_t(np.ones(3),
+                                                                     requires_grad=True)),
+     RuntimeError, "The function 'multi_margin_loss' is not differentiable with respect to "
+                   "argument 'weight'. This input cannot have requires_grad True."),
+    (lambda: F.multilabel_margin_loss(_z(2, 3), _long([0, 1])), RuntimeError,
+     "inconsistent target size: [2] for input of size: [2, 3]"),
+    (lambda: F.multilabel_margin_loss(_z(2, 3), _long([[3, -1, 0], [0, 1, 2]])),
+     RuntimeError, "argument #2 'target' is out of range"),
+    (lambda: F.multilabel_margin_loss(_z(1, 3), _long([[2, -1, 7]])), RuntimeError,
+     "argument #2 'target' is out of range"),
+    (lambda: F.multilabel_margin_loss(_z(2, 3, 4), _long(np.zeros((2, 3, 4)))), RuntimeError,
+     "Expected non-empty vector or matrix with optional 0-dim batch size, but got: [2, 3, 4]"),
+    (lambda: F.triplet_margin_loss(_z(2, 3), _z(3), _z(2, 3)), RuntimeError,
+     "The anchor, positive, and negative tensors are expected to have the same number of "
+     "dimensions, but got: anchor 2D, positive 1D, and negative 2D inputs"),
+    (lambda: F.triplet_margin_loss(_z(2, 3), _z(2, 3), _z(2, 3), margin=0), ValueError,
+     "margin must be greater than 0, got 0"),
+    (lambda: F.triplet_margin_with_distance_loss(_z(2, 3), _z(2, 3), _z(2, 3), margin=-1.5),
+     ValueError, "margin must be greater than 0, got -1.5"),
+    (lambda: F.triplet_margin_with_distance_loss(_z(2, 3), _z(2, 3), _z(2, 3),
+                                                 reduction="bad"),
+     ValueError, "bad is not a valid value for reduction"),
+    (lambda: F.poisson_nll_loss(_z(2), _z(2), reduction="bad"), ValueError,
+     "bad is not a valid value for reduction"),
+    (lambda: F.gaussian_nll_loss(_z(2, 3), _z(2, 3), _t(np.ones((2, 4)))), ValueError,
+     "var is of incorrect size"),
+    (lambda: F.gaussian_nll_loss(_z(2, 3), _z(2, 3), _t(np.ones(3))), ValueError,
+     "var is of incorrect size"),
+    (lambda: F.gaussian_nll_loss(_z(2, 3), _z(2, 3), _t(np.ones((1, 1)))), ValueError,
+     "var is of incorrect size"),
+    (lambda: F.gaussian_nll_loss(_z(2, 3), _z(2, 3), _t(-np.ones((2, 3)))), ValueError,
+     "var has negative entry/entries"),
+    (lambda: F.gaussian_nll_loss(_z(2, 3), _z(2, 3), -0.5), ValueError,
+     "var has negative entry/entries"),
+    (lambda: F.gaussian_nll_loss(_z(2, 3), _z(2, 3), _t(np.ones((2, 3))), reduction="bad"),
+     ValueError, "bad is not valid"),
+    (lambda: nn.TripletMarginLoss(margin=0), ValueError,
+     "TripletMarginLoss: expected margin to be greater than 0, got 0 instead"),
+    (lambda: nn.TripletMarginWithDistanceLoss(margin=0), ValueError,
+     "TripletMarginWithDistanceLoss: expected margin to be greater than 0, got 0 instead"),
+    (lambda: nn.MultiMarginLoss(p=3), ValueError, "only p == 1 and p == 2 supported"),
+    (lambda: nn.MultiMarginLoss(weight=_z(2, 2)), ValueError,
+     "MultiMarginLoss: expected weight to be None or 1D tensor, got 2D instead"),
+])
+def test_errors(call, err, msg):
+    with pytest.raises(err, match=re.escape(msg)):
+        call()
+
+
+# ---------------------------------------------------------------- modules
+def test_modules_call_their_functions_and_repr():
+    rng = np.random.default_rng(4)
+    x, x2, x3 = (_t(rng.standard_normal((4, 3))) for _ in range(3))
+    s, sn = _t(_signs(rng, (4, 3))), _t(_signs(rng, (4,)))
+    cls, w = _long([0, 2, 1, 1]), _t([1.0, 0.5, 2.0])
+    ml = _long([[0, -1, 1], [2, 1, -1], [1, 1, 1], [-1, 0, 0]])
+    rate, var = _t(rng.random((4, 3)) * 3), _t(rng.random((4, 3)) + 0.1)
+    pairs = [
+        (nn.MarginRankingLoss(margin=0.5, reduction="sum"), (x, x2, s),
+         F.margin_ranking_loss(x, x2, s, 0.5, reduction="sum"), "MarginRankingLoss()"),
+        (nn.HingeEmbeddingLoss(margin=2.0), (x, s), F.hinge_embedding_loss(x, s, 2.0),
+         "HingeEmbeddingLoss()"),
+        (nn.CosineEmbeddingLoss(margin=0.2, reduction="none"), (x, x2, sn),
+         F.cosine_embedding_loss(x, x2, sn, 0.2, reduction="none"), "CosineEmbeddingLoss()"),
+        (nn.SoftMarginLoss(), (x, s), F.soft_margin_loss(x, s), "SoftMarginLoss()"),
+        (nn.MultiLabelSoftMarginLoss(weight=w), (x, rate / 3),
+         F.multilabel_soft_margin_loss(x, rate / 3, w), "MultiLabelSoftMarginLoss()"),
+        (nn.MultiMarginLoss(p=2, margin=0.5, weight=w), (x, cls),
+         F.multi_margin_loss(x, cls, 2, 0.5, w), "MultiMarginLoss()"),
+        (nn.MultiLabelMarginLoss(reduction="none"), (x, ml),
+         F.multilabel_margin_loss(x, ml, reduction="none"), "MultiLabelMarginLoss()"),
+        (nn.TripletMarginLoss(margin=0.5, p=1.0, eps=0.0, swap=True), (x, x2, x3),
+         F.triplet_margin_loss(x, x2, x3, 0.5, 1.0, 0.0, True), "TripletMarginLoss()"),
+        (nn.TripletMarginWithDistanceLoss(swap=True), (x, x2, x3),
+         F.triplet_margin_with_distance_loss(x, x2, x3, swap=True),
+         "TripletMarginWithDistanceLoss(\n  (distance_function): PairwiseDistance()\n)"),
+        (nn.PoissonNLLLoss(log_input=False, full=True, eps=0.1), (var, rate),
+         F.poisson_nll_loss(var, rate, False, True, eps=0.1), "PoissonNLLLoss()"),
+        (nn.GaussianNLLLoss(full=True, eps=0.2), (x, x2, var),
+         F.gaussian_nll_loss(x, x2, var, True, 0.2), "GaussianNLLLoss()"),
+    ]
+    for module, args, want, text in pairs:
+        np.testing.assert_array_equal(module(*args).numpy(), want.numpy(), err_msg=text)
+        assert repr(module) == text
+    assert list(nn.MultiMarginLoss(weight=w).state_dict()) == ["weight"]
+    assert list(nn.MultiLabelSoftMarginLoss(weight=w).state_dict()) == ["weight"]
+    assert list(nn.MultiMarginLoss().state_dict()) == []
+    m = nn.TripletMarginLoss()
+    assert (m.margin, m.p, m.eps, m.swap, m.reduction) == (1.0, 2.0, 1e-6, False, "mean")
+    custom = nn.TripletMarginWithDistanceLoss(distance_function=nn.CosineSimilarity(dim=1))
+    assert repr(custom) == ("TripletMarginWithDistanceLoss(\n  (distance_function): "
+                            "CosineSimilarity()\n)")
+    p = nn.PoissonNLLLoss()
+    assert (p.log_input, p.full, p.eps) == (True, False, 1e-8)

@@ -1,0 +1,404 @@
+"""F.pad's reflect / replicate / circular modes and the padding modules, pixel_shuffle,
+pixel_unshuffle, channel_shuffle, gumbel_softmax, the in-place activations and the
+CosineSimilarity / PairwiseDistance / Softmax2d modules: values against independent NumPy
+references (np.pad, explicit loops), gradcheck / gradgradcheck in float64, PyTorch's error
+texts (checked against PyTorch 2.14) and reprs."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn as nn
+import tgrad.nn.functional as F
+from tgrad.autograd import gradcheck, gradgradcheck
+
+NP_MODE = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _t(a, **kw) -> tgrad.Tensor:
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), **kw)
+
+
+def _nc(a) -> tgrad.Tensor:
+    a = np.asarray(a, dtype=np.float64)
+    t = tgrad.tensor(np.ascontiguousarray(np.swapaxes(a, 0, -1))).transpose(0, -1)
+    assert not t.is_contiguous()
+    return t
+
+
+def ref_pad(a: np.ndarray, pad, mode: str) -> np.ndarray:
+    """PyTorch's pad by np.pad: positive pads by NumPy's mode; negative pads crop (for
+    circular before wrapping, for reflect / replicate after)."""
+    k = len(pad) // 2
+    pairs = [(0, 0)] * (a.ndim - k) + [(pad[2 * i], pad[2 * i + 1]) for i in range(k)][::-1]
+    crop = tuple(slice(max(-lo, 0), a.shape[d] - max(-hi, 0)) for d, (lo, hi)
+                 in enumerate(pairs))
+    pos = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    if mode == "circular":
+        return np.pad(a[crop], pos, mode="wrap")
+    out = np.pad(a, pos, mode=NP_MODE[mode])
+    crop = tuple(slice(max(-lo, 0), out.shape[d] - max(-hi, 0)) for d, (lo, hi)
+                 in enumerate(pairs))
+    return out[crop]
+
+
+# ---------------------------------------------------------------- F.pad modes
+SHAPES_PADS = [
+    ((2, 17), (3, 16)), ((1, 3, 17), (2, 1)), ((3, 5, 4), (1, 2, 3, 0)),
+    ((2, 1, 4, 5), (0, 4, 3, 1)), ((2, 3, 4, 5), (1, 1, 2, 2, 2, 0)),
+    ((1, 2, 2, 3, 4), (2, 1, 1, 0, 1, 1)), ((2, 5), (-1, 2)), ((1, 2, 5), (-1, -1)),
+    ((1, 3, 4), (2, -1, -1, 1)),
+]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape, pad", SHAPES_PADS)
+def test_pad_modes_match_numpy(mode, shape, pad):
+    a = np.random.default_rng(0).standard_normal(shape)
+    for make in (_t, _nc):
+        got = F.pad(make(a), pad, mode=mode)
+        want = ref_pad(a, pad, mode)
+        assert got.shape == want.shape and got.dtype is tgrad.float64
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_pad_modes_pytorch_values_and_dtypes():
+    x = tgrad.arange(3.0).reshape(1, 1, 3)
+    # values printed by PyTorch 2.14 for crops combined with pads
+    assert F.pad(x, (-1, 2), mode="reflect").tolist() == [[[1.0, 2.0, 1.0, 0.0]]]
+    assert F.pad(x, (-1, 2), mode="circular").tolist() == [[[1.0, 2.0, 1.0, 2.0]]]
+    assert F.pad(x, (2, -1), mode="circular").tolist() == [[[0.0, 1.0, 0.0, 1.0]]]
+    assert F.pad(x, (-2, 3), mode="replicate").tolist() == [[[2.0, 2.0, 2.0, 2.0]]]
+    assert F.pad(x, (-3, 1), mode="reflect").tolist() == [[[1.0]]]
+    assert F.pad(x, (-4, 1), mode="circular").shape == (1, 1, 0)
+    assert F.pad(_a(1, 2, 3), (-2, -1, 0, 0), mode="reflect").shape == (1, 2, 0)
+    xi = tgrad.tensor(np.arange(6).reshape(1, 2, 3))
+    y = F.pad(xi, (1, 1), mode="reflect")
+    assert y.dtype is tgrad.int64 and y.tolist() == [[[1, 0, 1, 2, 1], [4, 3, 4, 5, 4]]]
+    assert F.pad(x, (1, 1), "replicate", 0.0).tolist() == [[[0.0, 0.0, 1.0, 2.0, 2.0]]]
+    for pad in ((-1, 0), (0, 0)):  # a crop (or nothing) is a new tensor, not a view
+        y = F.pad(x, pad, mode="circular")
+        y.zero_()
+        assert x.tolist() == [[[0.0, 1.0, 2.0]]]
+    # empty batches pad; circular also pads empty channels
+    for mode in ("reflect", "replicate", "circular"):
+        assert F.pad(tgrad.zeros(0, 2, 3), (1, 1), mode=mode).shape == (0, 2, 5)
+        assert F.pad(tgrad.zeros(0, 2, 3, 3), (1, 1, 1, 1), mode=mode).shape == (0, 2, 5, 5)
+    assert F.pad(tgrad.zeros(1, 0, 3), (1, 1), mode="circular").shape == (1, 0, 5)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes_gradients(mode):
+    rng = np.random.default_rng(1)
+    x1 = _t(rng.standard_normal((2, 4)), requires_grad=True)
+    x2 = _t(rng.standard_normal((1, 3, 4)), requires_grad=True)
+    x3 = _t(rng.standard_normal((1, 2, 3, 3)), requires_grad=True)
+    for x, pad in ((x1, (3, 2)), (x2, (2, -1, 1, 2)), (x3, (1, 2, 2, 1, 1, 1))):
+        fn = lambda z, pad=pad: F.pad(z, pad, mode=mode)  # noqa: E731
+        assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
+    # every output position sends its gradient to the input element it copied
+    a = rng.standard_normal((1, 2, 5))
+    w = rng.standard_normal((1, 2, 9))
+    x = _t(a, requires_grad=True)
+    (F.pad(x, (2, 2), mode=mode) * _t(w)).sum().backward()
+    idx = ref_pad(np.arange(5.0).reshape(1, 1, 5), (2, 2), mode)[0, 0].astype(int)
+    want = np.zeros((1, 2, 5))
+    for o, i in enumerate(idx):
+        want[..., i] += w[..., o]
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-15, atol=1e-15)
+
+
+_NOT_SUPPORTED = ("Supported combinations for non-constant padding:\n"
+                  "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                  "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                  "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+
+
+def _a(*shape):
+    return tgrad.arange(float(math.prod(shape))).reshape(*shape)
+
+
+@pytest.mark.parametrize("call, err, msg", [
+    (lambda: F.pad(_a(3), (1, 1), mode="reflect"), NotImplementedError,
+     "Padding size 2 is not supported for 1D input tensor.\n" + _NOT_SUPPORTED),
+    (lambda: F.pad(_a(1, 1, 2, 3), (1, 1), mode="replicate"), NotImplementedError,
+     "Padding size 2 is not supported for 4D input tensor.\n" + _NOT_SUPPORTED),
+    (lambda: F.pad(_a(2, 2, 3), (1, 1, 1, 1, 1, 1), mode="circular"), NotImplementedError,
+     "Padding size 6 is not supported for 3D input tensor.\n" + _NOT_SUPPORTED),
+    (lambda: F.pad(_a(1, 2, 3), (1, 1), mode="bogus"), NotImplementedError,
+     "Unrecognised padding mode bogus"),
+    (lambda: F.pad(_a(1, 2, 3), (1, 1), mode="reflect", value=1.0), RuntimeError,
+     "Padding mode \"reflect\" doesn't take in value argument"),
+    (lambda: F.pad(_a(1, 2, 3), (1,), mode="circular"), RuntimeError,
+     "Padding length must be divisible by 2"),
+    (lambda: F.pad(_a(2), (1, 1, 1, 1)), RuntimeError,
+     "Padding length should be less than or equal to two times the input dimension but got "
+     "padding length 4 and input of dimension 1"),
+    (lambda: F.pad(_a(1, 1, 2), (1.5, 1)), TypeError,
+     "pad(): argument 'pad' (position 2) must be tuple of ints, but found element of type "
+     "float at pos 0"),
+    (lambda: F.pad(_a(1, 2, 3), (3, 0), mode="reflect"), RuntimeError,
+     "Argument #4: Padding size should be less than the corresponding input dimension, but "
+     "got: padding (3, 0) at dimension 2 of input [1, 2, 3]"),
+    (lambda: F.pad(_a(1, 2, 3), (0, 0, 0, 2), mode="reflect"), RuntimeError,
+     "Argument #6: Padding size should be less than the corresponding input dimension, but "
+     "got: padding (0, 2) at dimension 1 of input [1, 2, 3]"),
+    (lambda: F.pad(_a(1, 2, 2, 3), (0, 0, 0, 0, 0, 2), mode="reflect"), RuntimeError,
+     "Argument #8: Padding size should be less than the corresponding input dimension, but "
+     "got: padding (0, 2) at dimension 1 of input [1, 2, 2, 3]"),
+    (lambda: F.pad(_a(1, 2, 3), (-2, -1), mode="reflect"), RuntimeError,
+     "input (W: 3) is too small. Calculated output W: 0"),
+    (lambda: F.pad(_a(1, 2, 3), (-2, -1), mode="replicate"), RuntimeError,
+     "input (W: 3) is too small. Calculated output W: 0"),
+    (lambda: F.pad(_a(1, 2, 3), (-2, -1, 0, 0), mode="replicate"), RuntimeError,
+     "Calculated output H: 2 W: 0 must be >= 1 in every dimension (input H: 2, W: 3)"),
+    (lambda: F.pad(_a(1, 2, 2, 3), (0, 0, 0, 0, -1, -1), mode="replicate"), RuntimeError,
+     "Calculated output D: 0 H: 2 W: 3 must be >= 1 in every dimension (input D: 2, H: 2, "
+     "W: 3)"),
+    (lambda: F.pad(_a(1, 2, 3), (0, 4), mode="circular"), RuntimeError,
+     "Padding value causes wrapping around more than once."),
+    (lambda: F.pad(_a(1, 1, 3), (-2, 2), mode="circular"), RuntimeError,
+     "Padding value causes wrapping around more than once."),  # PyTorch: overlap error
+    (lambda: F.pad(_a(0, 3), (1, 1), mode="reflect"), RuntimeError,
+     "Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and other non-zero "
+     "dimensions for input, but got: [0, 3]"),
+    (lambda: F.pad(_a(2, 0, 3, 3), (1, 1, 1, 1), mode="replicate"), RuntimeError,
+     "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+     "dimensions for input, but got: [2, 0, 3, 3]"),
+    (lambda: nn.CircularPad1d(1)(_a(3)), ValueError, "expected 2D or 3D input (got 1D input)"),
+    (lambda: nn.CircularPad2d(1)(_a(3, 3)), ValueError,
+     "expected 3D or 4D input (got 2D input)"),
+    (lambda: nn.CircularPad3d(1)(_a(3, 3, 3)), ValueError,
+     "expected 4D or 5D input (got 3D input)"),
+    (lambda: nn.ZeroPad2d(1)(_a(3)), RuntimeError,
+     "Padding length should be less than or equal to two times the input dimension but got "
+     "padding length 4 and input of dimension 1"),
+])
+def test_pad_errors(call, err, msg):
+    with pytest.raises(err, match=re.escape(msg)):
+        call()
+
+
+def test_padding_modules():
+    a = np.random.default_rng(2).standard_normal((2, 3, 4, 5, 6))
+    x = _t(a)
+    cases = [
+        (nn.ZeroPad1d(2), "ZeroPad1d((2, 2))", np.pad(a, [(0, 0)] * 4 + [(2, 2)])),
+        (nn.ZeroPad2d((1, 2, 3, 4)), "ZeroPad2d((1, 2, 3, 4))",
+         np.pad(a, [(0, 0)] * 3 + [(3, 4), (1, 2)])),
+        (nn.ZeroPad3d(1), "ZeroPad3d((1, 1, 1, 1, 1, 1))",
+         np.pad(a, [(0, 0)] * 2 + [(1, 1)] * 3)),
+        (nn.ConstantPad1d((2, 0), 3.5), "ConstantPad1d(padding=(2, 0), value=3.5)",
+         np.pad(a, [(0, 0)] * 4 + [(2, 0)], constant_values=3.5)),
+        (nn.ConstantPad2d(1, -1), "ConstantPad2d(padding=(1, 1, 1, 1), value=-1)",
+         np.pad(a, [(0, 0)] * 3 + [(1, 1)] * 2, constant_values=-1)),
+        (nn.ConstantPad3d([1, 0, 0, 1, 2, 0], 2.0),
+         "ConstantPad3d(padding=(1, 0, 0, 1, 2, 0), value=2.0)",
+         np.pad(a, [(0, 0)] * 2 + [(2, 0), (0, 1), (1, 0)], constant_values=2.0)),
+    ]
+    for m, text, want in cases:
+        assert repr(m) == text
+        np.testing.assert_array_equal(m(x).numpy(), want)
+    b = a[0]  # (3, 4, 5, 6): a batch of 3-D inputs, or one 4-D one
+    for kind, mode in (("Reflection", "reflect"), ("Replication", "replicate"),
+                       ("Circular", "circular")):
+        for k, pad, inp in ((1, (2, 1), b[0]), (2, (1, 2, 3, 0), b[0]),
+                            (3, (1, 1, 2, 0, 0, 2), b)):
+            m = getattr(nn, f"{kind}Pad{k}d")(pad)
+            assert repr(m) == f"{kind}Pad{k}d({pad})"
+            np.testing.assert_array_equal(m(_t(inp)).numpy(), ref_pad(inp, pad, mode))
+        assert getattr(nn, f"{kind}Pad2d")(1).padding == (1, 1, 1, 1)
+
+
+# ---------------------------------------------------------------- shuffles
+def ref_pixel_shuffle(a, r):
+    *lead, c, h, w = a.shape
+    out = np.zeros((*lead, c // (r * r), h * r, w * r))
+    for ch in range(c // (r * r)):
+        for i in range(r):
+            for j in range(r):
+                out[..., ch, i::r, j::r] = a[..., ch * r * r + i * r + j, :, :]
+    return out
+
+
+def ref_channel_shuffle(a, g):
+    c = a.shape[1]
+    out = np.empty_like(a)
+    for k in range(c):  # out channel j * g + gi is in channel gi * (c / g) + j
+        j, gi = divmod(k, g)
+        out[:, k] = a[:, gi * (c // g) + j]
+    return out
+
+
+@pytest.mark.parametrize("shape, r", [((1, 4, 3, 5), 2), ((2, 18, 1, 17), 3),
+                                      ((3, 4, 2, 2), 1), ((4, 2, 3), 2), ((2, 3, 8, 2, 3), 2),
+                                      ((0, 4, 2, 3), 2)])
+def test_pixel_shuffle_and_unshuffle(shape, r):
+    a = np.random.default_rng(3).standard_normal(shape)
+    for make in (_t, _nc) if shape[0] > 1 else (_t,):
+        y = F.pixel_shuffle(make(a), r)
+        want = ref_pixel_shuffle(a, r)
+        assert y.shape == want.shape
+        np.testing.assert_array_equal(y.numpy(), want)
+        np.testing.assert_array_equal(F.pixel_unshuffle(_t(want), r).numpy(), a)
+    m, u = nn.PixelShuffle(r), nn.PixelUnshuffle(r)
+    assert repr(m) == f"PixelShuffle(upscale_factor={r})"
+    assert repr(u) == f"PixelUnshuffle(downscale_factor={r})"
+    np.testing.assert_array_equal(u(m(_t(a))).numpy(), a)
+
+
+def test_shuffle_gradients():
+    rng = np.random.default_rng(4)
+    x = _t(rng.standard_normal((1, 8, 2, 4)), requires_grad=True)
+    for fn in (lambda z: F.pixel_shuffle(z, 2), lambda z: F.pixel_unshuffle(z, 2),
+               lambda z: F.channel_shuffle(z, 4), lambda z: F.native_channel_shuffle(z, 2)):
+        assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("shape, g", [((2, 6, 3), 3), ((1, 4, 1), 2), ((3, 17, 2, 2), 17),
+                                      ((2, 12, 1, 1, 2), 4), ((0, 4, 1), 2), ((1, 0, 1), 2)])
+def test_channel_shuffle(shape, g):
+    a = np.random.default_rng(5).standard_normal(shape)
+    got = F.channel_shuffle(_t(a), g)
+    want = ref_channel_shuffle(a, g)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(nn.ChannelShuffle(g)(_t(a)).numpy(), want)
+    if shape[0] > 1:
+        np.testing.assert_array_equal(F.native_channel_shuffle(_nc(a), g).numpy(), want)
+    assert repr(nn.ChannelShuffle(g)) == f"ChannelShuffle(groups={g})"
+
+
+@pytest.mark.parametrize("call, err, msg", [
+    (lambda: F.pixel_shuffle(_a(4, 2), 2), RuntimeError,
+     "pixel_shuffle expects input to have at least 3 dimensions, but got input with 2 "
+     "dimension(s)"),
+    (lambda: F.pixel_shuffle(_a(1, 5, 2, 2), 2), RuntimeError,
+     "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+     "upscale_factor, but input.size(-3)=5 is not divisible by 4"),
+    (lambda: F.pixel_shuffle(_a(1, 4, 2, 2), 0), RuntimeError,
+     "pixel_shuffle expects a positive upscale_factor, but got 0"),
+    (lambda: F.pixel_shuffle(_a(1, 4, 2, 3), 2.0), TypeError,
+     "pixel_shuffle(): argument 'upscale_factor' (position 2) must be int, not float"),
+    (lambda: F.pixel_unshuffle(_a(4, 2), 2), RuntimeError,
+     "pixel_unshuffle expects input to have at least 3 dimensions, but got input with 2 "
+     "dimension(s)"),
+    (lambda: F.pixel_unshuffle(_a(1, 1, 3, 4), 2), RuntimeError,
+     "pixel_unshuffle expects height to be divisible by downscale_factor, but "
+     "input.size(-2)=3 is not divisible by 2"),
+    (lambda: F.pixel_unshuffle(_a(1, 1, 4, 3), 2), RuntimeError,
+     "pixel_unshuffle expects width to be divisible by downscale_factor, but "
+     "input.size(-1)=3 is not divisible by 2"),
+    (lambda: F.pixel_unshuffle(_a(1, 1, 4, 4), -1), RuntimeError,
+     "pixel_unshuffle expects a positive downscale_factor, but got -1"),
+    (lambda: F.channel_shuffle(_a(2, 4), 2), RuntimeError,
+     "channel_shuffle expects input with > 2 dims, but got input with sizes [2, 4]"),
+    (lambda: F.channel_shuffle(_a(1, 5, 2), 2), RuntimeError,
+     "Number of channels must be divisible by groups. Got 5 channels and 2 groups."),
+    (lambda: F.native_channel_shuffle(_a(1, 4, 2), 0), RuntimeError,
+     "Number of groups to divide channels in must be positive. Value of groups:0"),
+    (lambda: nn.Softmax2d()(_a(2, 3)), ValueError,
+     "Softmax2d: expected input to be 3D or 4D, got 2D instead"),
+])
+def test_shuffle_errors(call, err, msg):
+    with pytest.raises(err, match=re.escape(msg)):
+        call()
+
+
+# ---------------------------------------------------------------- gumbel_softmax
+def _np_softmax(z, axis):
+    e = np.exp(z - z.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+def test_gumbel_softmax_uses_tgrads_generator():
+    logits = _t(np.random.default_rng(6).standard_normal((3, 5)))
+    tgrad.manual_seed(7)
+    e = tgrad.empty_like(logits).exponential_().numpy()  # the draw gumbel_softmax makes
+    tgrad.manual_seed(7)
+    y = F.gumbel_softmax(logits, tau=0.5, dim=0)
+    want = _np_softmax((logits.numpy() - np.log(e)) / 0.5, 0)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-13)
+    tgrad.manual_seed(7)
+    np.testing.assert_array_equal(F.gumbel_softmax(logits, tau=0.5, dim=0).numpy(), y.numpy())
+
+
+def test_gumbel_softmax_hard_is_straight_through_and_samples_the_softmax():
+    rng = np.random.default_rng(8)
+    lg = rng.standard_normal((4, 3))
+    w = _t(rng.standard_normal((4, 3)))
+    x = _t(lg, requires_grad=True)
+    tgrad.manual_seed(3)
+    y = F.gumbel_softmax(x, tau=2.0, hard=True)
+    yn = y.detach().numpy()
+    assert set(np.unique(yn)) <= {0.0, 1.0} and (yn.sum(1) == 1).all()
+    (y * w).sum().backward()
+    g_hard = x.grad.numpy().copy()
+    x.grad = None
+    tgrad.manual_seed(3)
+    soft = F.gumbel_softmax(x, tau=2.0)
+    assert (soft.detach().numpy().argmax(1) == yn.argmax(1)).all()
+    (soft * w).sum().backward()
+    np.testing.assert_allclose(g_hard, x.grad.numpy(), rtol=1e-13, atol=1e-15)
+    # the hard samples follow softmax(logits): frequencies over 20000 draws
+    logits = _t(np.log([0.2, 0.5, 0.3]))
+    draws = F.gumbel_softmax(logits.expand(20000, 3), hard=True).numpy()
+    np.testing.assert_allclose(draws.mean(0), [0.2, 0.5, 0.3], atol=0.015)
+    with pytest.warns(UserWarning, match="`eps` parameter is deprecated and has no effect."):
+        F.gumbel_softmax(logits, eps=1e-5)
+
+
+# ---------------------------------------------------------------- in-place activations
+def test_inplace_activations():
+    a = np.array([-2.5, -0.5, 0.25, 1.5, 3.0])
+    sa, ss = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    cases = [  # (fn, args, value, derivative)
+        (F.relu_, (), np.maximum(a, 0.0), (a > 0) * 1.0),
+        (F.elu_, (0.5,), np.where(a > 0, a, 0.5 * np.expm1(a)),
+         np.where(a > 0, 1.0, 0.5 * np.exp(a))),
+        (F.selu_, (), ss * np.where(a > 0, a, sa * np.expm1(a)),
+         ss * np.where(a > 0, 1.0, sa * np.exp(a))),
+        (F.celu_, (2.0,), np.where(a > 0, a, 2.0 * np.expm1(a / 2.0)),
+         np.where(a > 0, 1.0, np.exp(a / 2.0))),
+        (F.leaky_relu_, (0.1,), np.where(a > 0, a, 0.1 * a), np.where(a > 0, 1.0, 0.1)),
+        (F.hardtanh_, (-1.0, 2.0), np.clip(a, -1.0, 2.0), ((a > -1) & (a < 2)) * 1.0),
+        (F.threshold_, (0.3, -7.0), np.where(a <= 0.3, -7.0, a), (a > 0.3) * 1.0),
+    ]
+    for fn, args, want, deriv in cases:
+        x = _t(a)
+        out = fn(x, *args)
+        assert out is x, fn.__name__
+        np.testing.assert_allclose(x.numpy(), want, rtol=1e-15, err_msg=fn.__name__)
+        leaf = _t(a, requires_grad=True)
+        y = leaf * 1.0
+        assert fn(y, *args) is y
+        y.sum().backward()  # through the in-place op on a non-leaf
+        np.testing.assert_allclose(leaf.grad.numpy(), deriv, rtol=1e-15, err_msg=fn.__name__)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        F.relu_(_t(a, requires_grad=True))
+
+
+# ---------------------------------------------------------------- distance modules
+def test_cosine_similarity_pairwise_distance_softmax2d_modules():
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((1, 3))
+    cs = nn.CosineSimilarity(dim=1, eps=1e-8)
+    assert repr(cs) == "CosineSimilarity()" and (cs.dim, cs.eps) == (1, 1e-8)
+    want = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    np.testing.assert_allclose(cs(_t(a), _t(b)).numpy(), want, rtol=1e-14)
+    pd = nn.PairwiseDistance(p=1.0, eps=1e-3, keepdim=True)
+    assert repr(pd) == "PairwiseDistance()" and (pd.norm, pd.eps, pd.keepdim) == (1.0, 1e-3,
+                                                                                 True)
+    np.testing.assert_allclose(pd(_t(a), _t(b)).numpy(),
+                               np.abs(a - b + 1e-3).sum(1, keepdims=True), rtol=1e-14)
+    assert nn.PairwiseDistance()(_t(a), _t(b)).shape == (4,)
+    sm = nn.Softmax2d()
+    assert repr(sm) == "Softmax2d()"
+    for shape in ((2, 3, 4, 5), (3, 1, 17)):
+        c = rng.standard_normal(shape)
+        np.testing.assert_allclose(sm(_t(c)).numpy(), _np_softmax(c, -3), rtol=1e-14)

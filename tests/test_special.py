@@ -1,0 +1,375 @@
+"""Special functions (tgrad.ops.special, tgrad.ops.erfs, tgrad.special) against independent
+float64 references: math.lgamma, closed forms, and a direct-sum + Euler-Maclaurin reference
+for digamma / polygamma written here; math.erf / math.erfc, decimal exponentials and the
+Mills-ratio continued fraction for the error-function family."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import gradcheck, gradgradcheck
+
+F64 = tgrad.float64
+EULER = 0.5772156649015329
+ZETA3 = 1.2020569031595942
+RNG = np.random.default_rng(0)
+POS = np.concatenate([RNG.uniform(1e-6, 1e-3, 40), RNG.uniform(0.0, 3.0, 300),
+                      RNG.uniform(0.5, 10.0, 300), RNG.uniform(10, 1e3, 60),
+                      [1e-300, 0.5, 1.0, 2.0, 2.5, 8.0, 1e5, 1e10, 1e100]])
+NEG = -RNG.uniform(0.0, 30.0, 400)
+NEG = NEG[np.abs(NEG - np.round(NEG)) > 1e-3]
+_B = [Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30), Fraction(5, 66),
+      Fraction(-691, 2730)]
+
+
+def _ref_terms(n: int, x: float) -> list:
+    """The terms whose exact sum is psi^(n)(x) / ((-1)^(n+1) n!) for n >= 1 (Hurwitz zeta
+    sum_k (x + k)^-(n+1)), or psi(x) for n = 0: the sum up to x + k >= 60, then the
+    Euler-Maclaurin tail (6 Bernoulli terms)."""
+    s, m = n + 1, max(0, math.ceil(60 - x))
+    z = x + m
+    if n == 0:
+        return ([-1 / (x + k) for k in range(m)] + [math.log(z), -0.5 / z]
+                + [-float(b / (2 * j)) * z ** (-2 * j) for j, b in enumerate(_B, 1)])
+    return ([(x + k) ** -s for k in range(m)] + [z ** (1 - s) / (s - 1), z ** -s / 2]
+            + [float(b / math.factorial(2 * j)) * math.prod(range(s, s + 2 * j - 1))
+               * z ** (-s - 2 * j + 1) for j, b in enumerate(_B, 1)])
+
+
+def ref_polygamma(n: int, xs) -> tuple:
+    """(psi^(n)(x), sum of the terms' magnitudes: the scale of the rounding errors)."""
+    f = 1.0 if n == 0 else (-1) ** (n + 1) * math.factorial(n)
+    terms = [_ref_terms(n, float(x)) for x in xs]
+    return (np.array([f * math.fsum(t) for t in terms]),
+            np.array([abs(f) * math.fsum(abs(v) for v in t) for t in terms]))
+
+
+def _run(fn, x, *args):
+    """fn(float64 tensor of x, *args) as an array."""
+    return fn(tgrad.tensor(np.asarray(x), dtype=F64), *args).numpy()
+
+
+def _poly(n: int, x) -> np.ndarray:
+    return tgrad.polygamma(n, tgrad.tensor(np.asarray(x), dtype=F64)).numpy()
+
+
+# ------------------------------------------------------------------------------ lgamma
+def test_lgamma_vs_math_lgamma():
+    ref = np.vectorize(math.lgamma)(POS)
+    ours = _run(tgrad.lgamma, POS)
+    # math.lgamma is accurate to ~1e-15 absolute (not relative) below 3, where its value is
+    # small; the near-root test below checks the relative accuracy there
+    far = np.abs(ref) > 0.5
+    np.testing.assert_allclose(ours[far], ref[far], rtol=1e-14)
+    np.testing.assert_allclose(ours, ref, rtol=1e-14, atol=1.5e-15)
+    ref_n = np.vectorize(math.lgamma)(NEG)  # absolute ~1e-15 near the negative roots
+    np.testing.assert_allclose(_run(tgrad.lgamma, NEG), ref_n, rtol=1e-14, atol=2e-15)
+
+
+def test_lgamma_closed_forms_and_near_roots():
+    n = np.arange(1, 171)
+    np.testing.assert_allclose(_run(tgrad.lgamma, n.astype(float)),
+                               [math.log(math.factorial(k - 1)) for k in n], rtol=1e-15)
+    half = _run(tgrad.lgamma, [0.5, -0.5, -1.5])
+    np.testing.assert_allclose(half, [0.5 * math.log(math.pi), math.log(2 * math.sqrt(math.pi)),
+                                      math.log(4 / 3 * math.sqrt(math.pi))], rtol=1e-15)
+    e = np.array([1e-3, -1e-3, 3e-5, -7e-7, 1e-9, -1e-12])
+    e = (1 + e) - 1  # exact: the offsets of the float64 inputs 1 + e (and 2 + e below)
+    z2, z4, z5 = math.pi ** 2 / 6, math.pi ** 4 / 90, 1.0369277551433699
+    near1 = -EULER * e + z2 * e ** 2 / 2 - ZETA3 * e ** 3 / 3 + z4 * e ** 4 / 4 - z5 * e ** 5 / 5
+    np.testing.assert_allclose(_run(tgrad.lgamma, 1 + e), near1, rtol=1e-14)
+    e = (2 + e) - 2
+    near2 = ((1 - EULER) * e + (z2 - 1) * e ** 2 / 2 - (ZETA3 - 1) * e ** 3 / 3
+             + (z4 - 1) * e ** 4 / 4 - (z5 - 1) * e ** 5 / 5)
+    np.testing.assert_allclose(_run(tgrad.lgamma, 2 + e), near2, rtol=1e-14)
+    tiny = np.array([1e-300, 5e-324, 1e-20])
+    np.testing.assert_allclose(_run(tgrad.lgamma, tiny), -np.log(tiny), rtol=1e-15)
+
+
+def test_lgamma_special_values():
+    x = [0.0, -0.0, -1.0, -2.0, -1e300, math.inf, -math.inf, math.nan]
+    np.testing.assert_array_equal(_run(tgrad.lgamma, x), [math.inf] * 7 + [math.nan])
+
+
+# ------------------------------------------------------------------------------ psi^(n)
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5])
+def test_polygamma_vs_series_reference(n):
+    for xs in (POS[(POS > 1e-5) & (POS < 1e3)], NEG):
+        ref, scale = ref_polygamma(n, xs)
+        ours = _poly(n, xs) if n else _run(tgrad.digamma, xs)
+        # relative 1e-14, or the reference's own rounding where its terms cancel
+        assert np.all(np.abs(ours - ref) <= 1e-14 * np.abs(ref) + 2e-15 * scale), n
+
+
+def test_digamma_polygamma_closed_forms():
+    ln2 = math.log(2.0)
+    cases = [(0, 1.0, -EULER), (0, 0.5, -EULER - 2 * ln2), (0, -0.5, -EULER - 2 * ln2 + 2),
+             (1, 1.0, math.pi ** 2 / 6), (1, 0.5, math.pi ** 2 / 2),
+             (1, -0.5, math.pi ** 2 / 2 + 4), (2, 1.0, -2 * ZETA3),
+             (3, 1.0, math.pi ** 4 / 15), (2, 0.5, -14 * ZETA3)]
+    for n, x, v in cases:
+        np.testing.assert_allclose(_poly(n, [x]), [v], rtol=2e-15, atol=1e-16)
+    k = np.arange(1, 60)
+    harmonic = [math.fsum(1 / j for j in range(1, m)) - EULER for m in k]
+    np.testing.assert_allclose(_run(tgrad.digamma, k.astype(float)), harmonic, rtol=2e-15,
+                               atol=1e-16)
+    big = np.array([1e5, 1e10, 1e100])
+    np.testing.assert_allclose(_run(tgrad.digamma, big),
+                               np.log(big) - 0.5 / big - 1 / (12 * big ** 2), rtol=1e-15)
+    for n in (1, 2, 4):
+        lead = (-1) ** (n + 1) * math.factorial(n - 1) / big ** n * (1 + n / (2 * big))
+        np.testing.assert_allclose(_poly(n, big), lead, rtol=1e-9)
+
+
+def test_digamma_polygamma_special_values():
+    x = [0.0, -0.0, -1.0, -2.0, math.inf, -math.inf, math.nan]
+    nan, inf = math.nan, math.inf
+    np.testing.assert_array_equal(_run(tgrad.digamma, x), [-inf, inf, nan, nan, inf, nan, nan])
+    np.testing.assert_array_equal(_poly(1, x), [inf] * 4 + [0.0, nan, nan])
+    np.testing.assert_array_equal(_poly(2, x), [-inf] * 4 + [0.0, nan, nan])
+    np.testing.assert_array_equal(_poly(3, x), [inf] * 4 + [0.0, nan, nan])
+    assert _run(tgrad.digamma, [5e-324])[0] == -inf
+
+
+# ------------------------------------------------------------------------------ erfinv
+def test_erfinv_inverts_erf():
+    y = np.concatenate([RNG.uniform(-1, 1, 400), [0.5, -0.25, 1e-300, 0.99, -0.9999]])
+    x = _run(tgrad.erfinv, y)
+    np.testing.assert_allclose(np.vectorize(math.erf)(x), y, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(_run(tgrad.erfinv, [0.5, 0.0]), [0.4769362762044699, 0.0],
+                               rtol=1e-15)
+    t = 1 - (1 - 10.0 ** -np.arange(3, 17))  # tails: erfc(x) = 1 - y (exact)
+    np.testing.assert_allclose(np.vectorize(math.erfc)(_run(tgrad.erfinv, 1 - t)), t,
+                               rtol=1e-12)
+    np.testing.assert_array_equal(_run(tgrad.erfinv, [1.0, -1.0, 1.5, -2.0, math.nan, -0.0]),
+                                  [math.inf, -math.inf, math.nan, math.nan, math.nan, -0.0])
+    assert np.signbit(_run(tgrad.erfinv, [-0.0])[0])
+
+
+def _upper_tail(x: float) -> float:
+    """Q(x) = 1 - Phi(x) for x >= 3: phi(x) (exp in 40-digit decimals, so x^2 is exact) times
+    the Mills ratio by its continued fraction 1 / (x + 1 / (x + 2 / (x + 3 / ...)))."""
+    with localcontext() as ctx:
+        ctx.prec = 40
+        phi = (-(Decimal(x) ** 2) / 2).exp() / (2 * Decimal(math.pi)).sqrt()
+    return float(phi) * _mills(x)
+
+
+def _mills(x: float) -> float:
+    r = x
+    for k in range(400, 0, -1):
+        r = x + k / r
+    return 1 / r
+
+
+def test_erfc_erfcx():
+    x = np.concatenate([RNG.uniform(-6, 6, 300), RNG.uniform(4, 26.5, 100), [0.0, 0.5, 2.0, 4.0]])
+    np.testing.assert_allclose(_run(tgrad.erfc, x), np.vectorize(math.erfc)(x), rtol=2e-15)
+    with localcontext() as ctx:
+        ctx.prec = 40
+        ref = [float(Decimal(math.erfc(v)) * (Decimal(v) ** 2).exp()) for v in x]
+    np.testing.assert_allclose(_run(tgrad.special.erfcx, x), ref, rtol=2e-15)
+    big = np.array([1e3, 1e8, 1e200])
+    np.testing.assert_allclose(_run(tgrad.special.erfcx, big), 1 / (big * math.sqrt(math.pi))
+                               * (1 - 0.5 / big ** 2 + 0.75 / big ** 4), rtol=1e-15)
+    inf, nan = math.inf, math.nan
+    np.testing.assert_array_equal(_run(tgrad.erfc, [inf, -inf, nan, 30.0, -30.0]),
+                                  [0.0, 2.0, nan, 0.0, 2.0])
+    np.testing.assert_array_equal(_run(tgrad.special.erfcx, [inf, -inf, nan, -30.0]),
+                                  [0.0, inf, nan, inf])
+
+
+def test_ndtr_log_ndtr():
+    x = np.concatenate([RNG.uniform(-5, 5, 300), [0.0, -1.0, 1.0]])
+    mid = np.vectorize(lambda v: math.erfc(-v / math.sqrt(2)) / 2)(x)
+    np.testing.assert_allclose(_run(tgrad.special.ndtr, x), mid, rtol=4e-15)
+    log_mid = np.where(x < 0, np.log(mid), np.log1p(-np.vectorize(
+        lambda v: math.erfc(v / math.sqrt(2)) / 2)(x)))  # log1p(-Phi(-x)) where Phi ~ 1
+    np.testing.assert_allclose(_run(tgrad.special.log_ndtr, x), log_mid, rtol=4e-15)
+    tail = np.concatenate([RNG.uniform(5, 37, 100), [8.25, 20.0, 37.5]])
+    q = np.vectorize(_upper_tail)(tail)  # Phi(-t) = Q(t)
+    np.testing.assert_allclose(_run(tgrad.special.ndtr, -tail), q, rtol=2e-15)
+    np.testing.assert_allclose(_run(tgrad.special.log_ndtr, tail), np.log1p(-q), rtol=2e-15)
+    far = np.array([40.0, 1e3, 1e150])
+    log_q = -far ** 2 / 2 - 0.5 * math.log(2 * math.pi) + np.log(np.vectorize(_mills)(far))
+    np.testing.assert_allclose(_run(tgrad.special.log_ndtr, -far), log_q, rtol=1e-15)
+    inf, nan = math.inf, math.nan
+    np.testing.assert_array_equal(_run(tgrad.special.ndtr, [inf, -inf, nan]), [1.0, 0.0, nan])
+    np.testing.assert_array_equal(_run(tgrad.special.log_ndtr, [inf, -inf, nan]),
+                                  [0.0, -inf, nan])
+
+
+def test_ndtri():
+    p = np.array([0.975, 0.5, 0.1, 1e-10])
+    np.testing.assert_allclose(
+        _run(tgrad.special.ndtri, p),
+        [1.959963984540054, 0.0, -1.2815515655446004, -6.361340902404056], rtol=2e-15)
+    u = RNG.uniform(0, 1, 300)
+    x = _run(tgrad.special.ndtri, u)
+    back = np.vectorize(lambda v: math.erfc(-v / math.sqrt(2)) / 2)(x)
+    assert np.all(np.abs(back - u) <= 4e-15 * (1 + x * x) * u)  # Phi's own conditioning
+    np.testing.assert_allclose(_run(tgrad.special.ndtri, 1 - u), -x, rtol=1e-15, atol=1e-16)
+    tiny = 10.0 ** -np.arange(5, 320, 15)
+    x = _run(tgrad.special.ndtri, tiny)
+    assert np.all(np.abs(np.vectorize(_upper_tail)(-x) - tiny) <= 4e-16 * (1 + x * x) * tiny)
+    inf, nan = math.inf, math.nan
+    np.testing.assert_array_equal(_run(tgrad.special.ndtri, [0.0, 1.0, -0.1, 1.1, nan]),
+                                  [-inf, inf, nan, nan, nan])
+
+
+# ------------------------------------------------------------------------------ mvlgamma
+def test_mvlgamma():
+    x = RNG.uniform(2.0, 9.0, 50)
+    for p in (1, 2, 5):
+        ref = [sum(math.lgamma(v - i / 2) for i in range(p)) + p * (p - 1) / 4
+               * math.log(math.pi) for v in x]
+        np.testing.assert_allclose(_run(tgrad.mvlgamma, x, p), ref, rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(tgrad.special.multigammaln(tgrad.tensor(x), p).numpy(),
+                                   ref, rtol=1e-14, atol=1e-15)
+    # x <= (p - 1)/2: no error (PyTorch 2.14): a pole of lgamma gives inf
+    low = tgrad.mvlgamma(tgrad.tensor([0.5, 1.0, 2.5], dtype=F64), 3)
+    assert low.tolist()[:2] == [math.inf, math.inf]
+    np.testing.assert_allclose(low.tolist()[2], sum(math.lgamma(2.5 - i / 2) for i in range(3))
+                               + 1.5 * math.log(math.pi), rtol=1e-14)
+    with pytest.raises(RuntimeError, match="p has to be greater than or equal to 1"):
+        tgrad.mvlgamma(tgrad.tensor([3.0]), 0)
+
+
+# ------------------------------------------------------------------------------ autograd
+FUNCS = {"lgamma": tgrad.lgamma, "digamma": tgrad.digamma,
+         "polygamma1": lambda t: tgrad.polygamma(1, t),
+         "polygamma3": lambda t: t.polygamma(3), "mvlgamma": lambda t: t.abs().mvlgamma(3) * 1,
+         "sinc": tgrad.sinc, "entr": tgrad.special.entr}
+
+
+@pytest.mark.parametrize("name", list(FUNCS))
+def test_gradcheck_and_gradgradcheck(name):
+    x = np.array([0.3, 1.7, 2.6, 12.5] + ([] if name in ("entr", "mvlgamma") else [-2.4, -0.6]))
+    t = tgrad.tensor(x + (1.5 if name == "mvlgamma" else 0.0), dtype=F64, requires_grad=True)
+    assert gradcheck(FUNCS[name], (t,))
+    assert gradgradcheck(FUNCS[name], (t,))
+
+
+ERF_FUNCS = {"erfc": tgrad.erfc, "erfcx": tgrad.special.erfcx, "ndtr": tgrad.special.ndtr,
+             "log_ndtr": tgrad.special.log_ndtr}
+
+
+@pytest.mark.parametrize("name", list(ERF_FUNCS))
+def test_erf_family_gradcheck(name):
+    x = tgrad.tensor([-6.0, -1.5, -0.3, 0.2, 0.8, 3.0, 7.0], dtype=F64, requires_grad=True)
+    assert gradcheck(ERF_FUNCS[name], (x,)) and gradgradcheck(ERF_FUNCS[name], (x,))
+
+
+def test_erfinv_ndtri_and_xlog1py_gradients():
+    y = tgrad.tensor([0.3, -0.7, 0.95, 0.0, 0.9995], dtype=F64, requires_grad=True)
+    assert gradcheck(tgrad.erfinv, (y,)) and gradgradcheck(tgrad.erfinv, (y,))
+    p = tgrad.tensor([0.003, 0.2, 0.5, 0.9, 0.999], dtype=F64, requires_grad=True)
+    assert gradcheck(tgrad.special.ndtri, (p,)) and gradgradcheck(tgrad.special.ndtri, (p,))
+    (g,) = tgrad.autograd.grad(tgrad.erfinv(y).sum(), y)
+    x = tgrad.erfinv(y).detach().numpy()
+    np.testing.assert_allclose(g.numpy(), math.sqrt(math.pi) / 2 * np.exp(x * x), rtol=1e-14)
+    a = tgrad.tensor([0.5, 2.0, -1.0], dtype=F64, requires_grad=True)
+    b = tgrad.tensor([0.2, 3.0, -0.5], dtype=F64, requires_grad=True)
+    assert gradcheck(tgrad.special.xlog1py, (a, b)) and gradgradcheck(tgrad.special.xlog1py,
+                                                                      (a, b))
+
+
+def test_backward_rules():
+    x = tgrad.tensor([0.7, 3.2, -1.3], dtype=F64, requires_grad=True)
+    (g,) = tgrad.autograd.grad(tgrad.lgamma(x).sum(), x)
+    np.testing.assert_array_equal(g.numpy(), tgrad.digamma(x.detach()).numpy())
+    (g,) = tgrad.autograd.grad(tgrad.polygamma(2, x).sum(), x)
+    np.testing.assert_array_equal(g.numpy(), tgrad.polygamma(3, x.detach()).numpy())
+    assert tgrad.lgamma(x).grad_fn.name() == "LgammaBackward0"
+
+
+# ------------------------------------------------------------------------------ dtypes, shapes
+TOLS = {tgrad.float32: (1.3e-6, 1e-5), tgrad.float16: (1e-3, 1e-5),
+        tgrad.bfloat16: (1.6e-2, 1e-5)}
+LOW = {"lgamma": (tgrad.lgamma, np.concatenate([POS[POS < 1e3], NEG])),
+       "digamma": (tgrad.digamma, np.concatenate([POS[(POS > 1e-3) & (POS < 1e3)], NEG])),
+       "polygamma2": (lambda t: tgrad.polygamma(2, t), np.concatenate([POS[POS > 0.05], NEG])),
+       "erfinv": (tgrad.erfinv, RNG.uniform(-0.999, 0.999, 200)),
+       "erfc": (tgrad.erfc, RNG.uniform(-3, 9, 200)),
+       "log_ndtr": (tgrad.special.log_ndtr, RNG.uniform(-30, 6, 200)),
+       "ndtri": (tgrad.special.ndtri, RNG.uniform(0.001, 0.999, 200)),
+       "sinc": (tgrad.sinc, RNG.uniform(-9, 9, 200))}
+
+
+@pytest.mark.parametrize("dt", list(TOLS))
+@pytest.mark.parametrize("name", list(LOW))
+def test_low_precision_forward(name, dt):
+    fn, x = LOW[name]
+    t = tgrad.tensor(x).to(dt)
+    x_low = t.double()  # the rounded inputs, so the float64 result is the reference
+    ref = fn(x_low).numpy()
+    out = fn(t)
+    assert out.dtype is dt
+    ok = np.abs(ref) < np.finfo(np.float16).max if dt is tgrad.float16 else np.isfinite(ref)
+    rtol, atol = TOLS[dt]
+    np.testing.assert_allclose(out.double().numpy()[ok], ref[ok], rtol=rtol, atol=atol)
+
+
+def test_integer_inputs_promote_and_errors():
+    for fn in (tgrad.lgamma, tgrad.digamma, tgrad.erfinv, lambda t: tgrad.polygamma(1, t),
+               tgrad.erfc, tgrad.special.ndtr):
+        out = fn(tgrad.tensor([1, 2]))
+        assert out.dtype is tgrad.float32
+    assert tgrad.lgamma(tgrad.tensor([True])).numpy().tolist() == [0.0]
+    with pytest.raises(RuntimeError, match=r"polygamma\(n, x\) does not support negative n"):
+        tgrad.polygamma(-1, tgrad.tensor([1.0]))
+    with pytest.raises(TypeError):
+        tgrad.lgamma(1.5)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (17,), (1023,), (3, 0, 2)])
+def test_shapes(shape):
+    x = tgrad.tensor(RNG.uniform(0.1, 5.0, shape), dtype=F64)
+    for fn in (tgrad.lgamma, tgrad.digamma, tgrad.erfinv, tgrad.sinc, tgrad.erfc,
+               tgrad.special.ndtri):
+        y = fn(x * 0.19 if fn is tgrad.erfinv else x)
+        assert y.shape == x.shape
+
+
+def test_non_contiguous_and_inplace():
+    base = tgrad.tensor(RNG.uniform(0.1, 5.0, (6, 8)), dtype=F64)
+    view = base.t()[::2]
+    for fn in (tgrad.lgamma, tgrad.digamma, lambda t: tgrad.polygamma(2, t)):
+        np.testing.assert_array_equal(fn(view).numpy(), fn(view.contiguous()).numpy())
+    for name in ("lgamma", "digamma"):
+        x = base.clone()
+        getattr(x, name + "_")()
+        np.testing.assert_array_equal(x.numpy(), getattr(tgrad, name)(base).numpy())
+    for name in ("erfinv", "erfc"):
+        y = base.clone() * 0.1
+        ref = getattr(tgrad, name)(y).numpy()
+        getattr(y, name + "_")()
+        np.testing.assert_array_equal(y.numpy(), ref)
+
+
+def test_special_namespace():
+    s = tgrad.special
+    assert s.gammaln is tgrad.lgamma and s.psi is tgrad.digamma and s.expit is tgrad.sigmoid
+    x = tgrad.tensor([-2.0, 0.0, 0.5, 1.0, 3.7], dtype=F64)
+    np.testing.assert_allclose(s.sinc(x).numpy(), np.sinc(x.numpy()), rtol=1e-15, atol=1e-16)
+    np.testing.assert_array_equal(
+        s.entr(tgrad.tensor([0.0, -1.0, 0.5, math.inf, math.nan])).numpy(),
+        np.array([0.0, -math.inf, -0.5 * math.log(0.5), -math.inf, math.nan], np.float32))
+    np.testing.assert_array_equal(
+        s.xlog1py(tgrad.tensor([0.0, 0.0, 0.0, 2.0, 3.0]),
+                  tgrad.tensor([-1.0, -2.0, math.nan, -1.0, 1.0])).numpy(),
+        np.array([0.0, 0.0, math.nan, -math.inf, 3 * math.log(2.0)], np.float32))
+    np.testing.assert_allclose(s.log_softmax(x, 0).numpy(),
+                               x.numpy() - np.log(np.exp(x.numpy()).sum()), rtol=1e-14)
+    np.testing.assert_allclose(s.softmax(x, 0, dtype=F64).exp().numpy(),
+                               np.exp(np.exp(x.numpy()) / np.exp(x.numpy()).sum()), rtol=1e-14)
+    for name in ("erf", "erfc", "erfcx", "erfinv", "ndtr", "ndtri", "log_ndtr", "logit",
+                 "xlogy", "expm1", "exp2", "log1p", "logsumexp", "round", "polygamma",
+                 "digamma", "multigammaln"):
+        assert callable(getattr(s, name))

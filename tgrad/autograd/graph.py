@@ -1,0 +1,208 @@
+"""``tgrad.autograd.graph``: hooks on saved tensors and access to graph edges (PyTorch's
+``torch.autograd.graph``).
+
+- ``saved_tensors_hooks(pack_hook, unpack_hook)``: while active, every tensor an op saves for
+  backward goes through ``pack_hook(tensor) -> packed`` when the op is recorded (grad mode off
+  while it runs), and ``unpack_hook(packed) -> Tensor`` on every read of it. The innermost
+  pair wins; the pair active when a tensor was packed is the one that unpacks it. Nothing is
+  packed where nothing is recorded (``no_grad``, inputs that need no gradient everywhere).
+- ``save_on_cpu(pin_memory=False, device_type="cuda")``: the pair that parks saved GPU
+  tensors in host memory and copies them back for backward.
+- ``disable_saved_tensors_hooks(error_message)``: registering hooks inside raises
+  ``RuntimeError(error_message)``.
+- ``register_multi_grad_hook(tensors, fn, mode="all"|"any")``: one hook over several
+  tensors' gradients per backward.
+- ``Node``, ``GradientEdge``, ``get_gradient_edge(tensor)``, ``increment_version(tensor)``.
+
+Not here yet: ``allow_mutation_on_saved_tensors`` and the ``_raw_saved_*`` attributes of
+nodes. The index arrays that indexing keeps for its backward
+as node attributes (not through ``save_for_backward``) are not packed.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable, NamedTuple, Sequence
+
+from tgrad.autograd.engine import current_graph_task_id, will_execute
+from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.node import Node, gradient_edge
+
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Node",
+           "GradientEdge", "get_gradient_edge", "increment_version",
+           "register_multi_grad_hook"]
+
+
+class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
+    """Context manager: pack/unpack hooks for the tensors saved for backward inside it.
+
+    ``pack_hook(tensor) -> Any`` gets the tensor itself (an op's own output with its
+    grad_fn) and must not modify it in place; ``unpack_hook(packed) -> Tensor`` must return a
+    tensor of the saved tensor's value. A pack hook that returns its input keeps the tensor
+    (and, for an op's output, its node) alive in a reference cycle, freed by the garbage
+    collector rather than at once.
+    """
+
+    def __init__(self, pack_hook: Callable[[Any], Any],
+                 unpack_hook: Callable[[Any], Any]) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+        self._outer: list = []
+
+    def __enter__(self) -> saved_tensors_hooks:
+        if STATE.saved_tensors_hooks_disabled is not None:
+            raise RuntimeError(STATE.saved_tensors_hooks_disabled)
+        self._outer.append(STATE.saved_tensors_hooks)
+        STATE.saved_tensors_hooks = (self.pack_hook, self.unpack_hook)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.saved_tensors_hooks = self._outer.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
+    """Saved tensors live in host memory between forward and backward: a GPU tensor is
+    copied to the CPU when packed and back to its device when unpacked (a CPU tensor is kept
+    as it is, so, as in PyTorch, an in-place change to it after the forward is seen by the
+    backward). ``pin_memory`` is accepted and ignored (tgrad has no pinned host memory);
+    ``device_type`` is accepted for PyTorch's signature."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack_to_cpu(tensor):
+            return tensor.device, tensor.detach().cpu()
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+        self.pin_memory = pin_memory
+        self.device_type = device_type
+
+
+class disable_saved_tensors_hooks:  # noqa: N801 - PyTorch's name
+    """Context manager and decorator: inside it, entering ``saved_tensors_hooks`` (or
+    ``save_on_cpu``) raises ``RuntimeError(error_message)``; entering it while such hooks
+    are active raises the same error."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+        self._outer: list = []
+
+    def __enter__(self) -> disable_saved_tensors_hooks:
+        if STATE.saved_tensors_hooks is not None:
+            raise RuntimeError(self.error_message)
+        self._outer.append(STATE.saved_tensors_hooks_disabled)
+        STATE.saved_tensors_hooks_disabled = self.error_message
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.saved_tensors_hooks_disabled = self._outer.pop()
+
+    def __call__(self, func: Callable) -> Callable:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any):
+            with self:
+                return func(*args, **kwargs)
+
+        return wrapper
+
+
+class GradientEdge(NamedTuple):
+    """Where a tensor's gradient goes: ``node`` (its grad_fn, or a leaf's AccumulateGrad)
+    and which of that node's outputs it is."""
+
+    node: Node
+    output_nr: int
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The ``GradientEdge`` of a tensor that requires grad: its grad_fn and output_nr, or a
+    leaf's AccumulateGrad and 0."""
+    node, output_nr = gradient_edge(tensor)
+    if node is None:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    return GradientEdge(node, output_nr)
+
+
+def increment_version(tensor) -> None:
+    """Bump ``tensor``'s version counter (shared by its views), as an in-place op would:
+    for code that changes a tensor's memory behind autograd's back, so saved-tensor checks
+    still catch it."""
+    tensor._storage.version += 1
+
+
+class _MultiHandle:
+    """The handle of a multi-grad hook: ``remove()`` removes its per-tensor hooks."""
+
+    def __init__(self, handles: tuple) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self) -> _MultiHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "all"):
+    """One hook over the gradients of several tensors, per backward call.
+
+    ``mode="all"``: ``fn(grads)`` runs once the gradients of all of ``tensors`` that this
+    backward computes have been computed; ``grads`` has one entry per tensor, None for a
+    tensor the backward does not reach (not in the graph, or not on a path to the
+    ``inputs`` asked for). ``mode="any"``: ``fn(grad)`` runs with the first of those
+    gradients computed. ``fn`` must not modify its arguments; its return value is ignored.
+    Returns a handle with ``remove()``.
+    """
+    modes = ("all", "any")
+    if mode not in modes:
+        raise ValueError(f"Expects mode to be one of {modes} but got {mode}")
+    lock = threading.Lock()
+    if mode == "any":
+        fired: set = set()
+
+        def first_only(grad) -> None:
+            task = current_graph_task_id()
+            with lock:
+                if task in fired:
+                    return
+                fired.add(task)
+            fn(grad)
+
+        return _MultiHandle(tuple(t.register_hook(first_only) for t in tensors
+                                  if t.requires_grad))
+
+    for t in tensors:
+        if not t.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient (register_multi_grad_hook)")
+    # Held strongly: a leaf's AccumulateGrad made here is the one its graphs will use.
+    nodes = [gradient_edge(t)[0] for t in tensors]
+    pending: dict = {}  # graph task id -> [gradients so far, how many still to come]
+
+    def hook_for(index: int) -> Callable:
+        def collect(grad) -> None:
+            task = current_graph_task_id()
+            with lock:
+                state = pending.get(task)
+                if state is None:
+                    state = pending[task] = [[None] * len(nodes),
+                                             sum(map(will_execute, nodes))]
+                state[0][index] = grad
+                state[1] -= 1
+                done = state[1] == 0
+                if done:
+                    del pending[task]
+            if done:
+                fn(state[0])
+
+        return collect
+
+    return _MultiHandle(tuple(t.register_hook(hook_for(i)) for i, t in enumerate(tensors)))

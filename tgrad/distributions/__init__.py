@@ -1,0 +1,24 @@
+"""Probability distributions with PyTorch's ``torch.distributions`` API: ``Normal``,
+``Uniform``, ``Bernoulli``, ``Categorical``, ``Exponential``, ``Laplace``, the
+``Distribution`` base class, ``constraints`` and ``kl_divergence`` / ``register_kl``.
+
+Shapes: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape + event_shape``;
+``log_prob``, ``entropy`` and ``kl_divergence`` have the batch shape. ``rsample`` is
+differentiable with respect to the parameters (the reparameterisation trick) for the
+continuous families; every density, moment and KL is a composition of differentiable tgrad
+ops, so higher derivatives work. Sampling uses tgrad's generator (``tgrad.manual_seed``).
+See docs/distributions.md for what is missing compared with torch.distributions.
+"""
+
+from tgrad.distributions import constraints
+from tgrad.distributions.bernoulli import Bernoulli
+from tgrad.distributions.categorical import Categorical
+from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.exponential import Exponential
+from tgrad.distributions.kl import kl_divergence, register_kl
+from tgrad.distributions.laplace import Laplace
+from tgrad.distributions.normal import Normal
+from tgrad.distributions.uniform import Uniform
+
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Laplace", "Normal",
+           "Uniform", "constraints", "kl_divergence", "register_kl"]

@@ -1,0 +1,96 @@
+"""Bernoulli(probs=None, logits=None): one coin flip, 1 with probability p."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from tgrad.distributions import constraints
+from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.utils import (
+    broadcast_all,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+)
+from tgrad.nn import functional as F
+from tgrad.ops import elementwise as ew
+from tgrad.ops.sampling import bernoulli
+from tgrad.tensor import Tensor
+
+__all__ = ["Bernoulli"]
+
+
+class Bernoulli(Distribution):
+    """The Bernoulli distribution given by ``probs`` p in [0, 1] or ``logits``
+    l = log(p / (1 - p)) (exactly one; a tensor or a float, whose shape is
+    ``batch_shape``). The other parameterisation is computed on first access (p =
+    sigmoid(l); l from p clamped to [eps, 1 - eps]).
+
+    log p(x) = x l - softplus(l) = -BCEWithLogits(l, x), x in {0, 1};
+    H = BCEWithLogits(l, p) = -p log p - (1 - p) log(1 - p); mean p; variance p (1 - p).
+    Samples are 0./1. in the parameter's dtype; there is no rsample.
+    """
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
+    has_enumerate_support = True
+
+    def __init__(self, probs: Tensor | float | None = None,
+                 logits: Tensor | float | None = None,
+                 validate_args: bool | None = None) -> None:
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            (self.probs,) = broadcast_all(probs)
+        else:
+            (self.logits,) = broadcast_all(logits)
+        self._param = self.probs if probs is not None else self.logits
+        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+
+    def _expand_extra(self, new: Distribution) -> None:
+        new._param = new.__dict__["probs" if "probs" in self.__dict__ else "logits"]
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        """The log-odds log(p / (1 - p))."""
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        """The probability of 1."""
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self) -> tuple[int, ...]:
+        """The shape of the parameter given (probs or logits)."""
+        return tuple(self._param.shape)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.probs
+
+    @property
+    def mode(self) -> Tensor:
+        """1 where p > 1/2, 0 where p < 1/2, NaN at p = 1/2."""
+        p = self.probs.detach()
+        return ew.where(p == 0.5, math.nan, (p >= 0.5).to(p.dtype))
+
+    @property
+    def variance(self) -> Tensor:
+        return self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        shape = self._extended_shape(sample_shape)
+        p = self.probs.detach()
+        return bernoulli(p.expand(*shape) if tuple(p.shape) != shape else p)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        return -F.binary_cross_entropy_with_logits(logits, value.to(logits.dtype),
+                                                   reduction="none")
+
+    def entropy(self) -> Tensor:
+        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")

@@ -1,0 +1,173 @@
+"""Constraints: the sets a distribution's parameters and values must lie in (PyTorch's
+``torch.distributions.constraints``, the subset tgrad's distributions use).
+
+``constraint.check(value)`` returns a bool tensor: of value's shape for an elementwise
+constraint (``event_dim == 0``), with the last ``event_dim`` dims reduced away otherwise
+(``simplex`` and ``real_vector`` have ``event_dim == 1``). The reprs are PyTorch's, since
+they appear in the validation errors (``GreaterThan(lower_bound=0.0)``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tgrad.tensor import Tensor
+
+__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
+           "greater_than_eq", "independent", "integer_interval", "interval", "is_dependent",
+           "nonnegative", "positive", "real", "real_vector", "simplex", "unit_interval"]
+
+
+class Constraint:
+    """A region over which a variable is valid. ``is_discrete``: whether the region is a
+    countable set; ``event_dim``: how many rightmost dims form one event."""
+
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value: Tensor) -> Tensor:
+        """A bool tensor: whether each event of ``value`` satisfies the constraint."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.__class__.__name__[1:] + "()"
+
+
+class _Dependent(Constraint):
+    """A placeholder for a constraint that depends on other parameters (Uniform's low and
+    high): it cannot be checked on its own."""
+
+    def __init__(self, *, is_discrete: bool = False, event_dim: int = 0) -> None:
+        self.is_discrete = is_discrete
+        self.event_dim = event_dim
+
+    def __call__(self, *, is_discrete: bool = False, event_dim: int = 0) -> _Dependent:
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, value: Tensor) -> Tensor:
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint: Any) -> bool:
+    """True for ``dependent`` constraints (those validation skips)."""
+    return isinstance(constraint, _Dependent)
+
+
+class dependent_property(property, _Dependent):  # noqa: N801  (PyTorch's name)
+    """A property whose value is a constraint built from the instance's parameters (e.g.
+    Uniform's ``support``); on the class it is a ``dependent`` constraint."""
+
+    def __init__(self, fn=None, *, is_discrete: bool = False, event_dim: int = 0) -> None:
+        property.__init__(self, fn)
+        self.is_discrete = is_discrete
+        self.event_dim = event_dim
+
+    def __call__(self, fn):
+        return dependent_property(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
+
+
+class _Real(Constraint):
+    """The extended real line: anything but NaN."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return value == value
+
+
+class _Boolean(Constraint):
+    """{0, 1}."""
+
+    is_discrete = True
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value == 0) | (value == 1)
+
+
+class _GreaterThan(Constraint):
+    """(lower_bound, inf]."""
+
+    def __init__(self, lower_bound: float) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return value > self.lower_bound
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _GreaterThanEq(_GreaterThan):
+    """[lower_bound, inf]."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return value >= self.lower_bound
+
+
+class _Interval(Constraint):
+    """[lower_bound, upper_bound] (bounds may be tensors, broadcast against the value)."""
+
+    def __init__(self, lower_bound, upper_bound) -> None:
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= self.lower_bound) & (value <= self.upper_bound)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
+                f"upper_bound={self.upper_bound})")
+
+
+class _IntegerInterval(_Interval):
+    """The integers in [lower_bound, upper_bound]."""
+
+    is_discrete = True
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (value >= self.lower_bound) & (value <= self.upper_bound)
+
+
+class _Simplex(Constraint):
+    """Vectors (the last dim) of non-negative entries summing to 1 (within 1e-6)."""
+
+    event_dim = 1
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+class _IndependentConstraint(Constraint):
+    """``base_constraint`` on every element of the last ``reinterpreted_batch_ndims`` dims
+    at once: the check is reduced over those dims with all()."""
+
+    def __init__(self, base_constraint: Constraint, reinterpreted_batch_ndims: int) -> None:
+        self.base_constraint = base_constraint
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+        self.is_discrete = base_constraint.is_discrete
+        self.event_dim = base_constraint.event_dim + reinterpreted_batch_ndims
+
+    def check(self, value: Tensor) -> Tensor:
+        result = self.base_constraint.check(value)
+        n = self.reinterpreted_batch_ndims
+        if result.dim() < n:
+            raise ValueError(f"Expected value.dim() >= {n} but got {result.dim()}")
+        result = result.reshape(tuple(result.shape[:result.dim() - n]) + (-1,))
+        return result.all(-1)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__[1:]}({self.base_constraint!r}, "
+                f"{self.reinterpreted_batch_ndims})")
+
+
+dependent = _Dependent()
+independent = _IndependentConstraint
+boolean = _Boolean()
+real = _Real()
+real_vector = _IndependentConstraint(real, 1)
+positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+greater_than = _GreaterThan
+greater_than_eq = _GreaterThanEq
+unit_interval = _Interval(0.0, 1.0)
+interval = _Interval
+integer_interval = _IntegerInterval
+simplex = _Simplex()

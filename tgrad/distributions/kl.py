@@ -1,0 +1,133 @@
+"""kl_divergence(p, q) and register_kl (PyTorch's ``torch.distributions.kl``).
+
+KL(p || q) = E_p[log p(x) - log q(x)], of shape batch_shape (p's and q's broadcast). Rules
+are looked up by the pair of types: among the registered pairs (P, Q) with p an instance of
+P and q of Q, the most specific one (closest in p's MRO, then in q's) wins, so a subclass
+uses its base's rule until it registers its own.
+
+Closed forms registered here:
+
+- Normal || Normal: log(s2 / s1) + (s1^2 + (m1 - m2)^2) / (2 s2^2) - 1/2;
+- Bernoulli || Bernoulli: p (softplus(-l_q) - softplus(-l_p)) + (1 - p) (softplus(l_q) -
+  softplus(l_p)) (l: logits), with p log(p/q) = inf where q = 0 < p and 0 where p = 0;
+- Categorical || Categorical: sum_k p_k (log p_k - log q_k), same conventions at zeros;
+- Exponential || Exponential: log(r1 / r2) + r2 / r1 - 1;
+- Laplace || Laplace: log(b2 / b1) + |m1 - m2| / b2 + (b1 / b2) e^(-|m1 - m2| / b1) - 1;
+- Uniform || Uniform: log((h2 - l2) / (h1 - l1)) if [l1, h1] lies in [l2, h2], else inf;
+- Uniform || Normal: -log(h - l) + log(sqrt(2 pi) s) + ((h - l)^2 / 12 + ((h + l) / 2 -
+  m)^2) / (2 s^2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from tgrad.distributions.bernoulli import Bernoulli
+from tgrad.distributions.categorical import Categorical
+from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.exponential import Exponential
+from tgrad.distributions.laplace import Laplace
+from tgrad.distributions.normal import Normal
+from tgrad.distributions.uniform import Uniform
+from tgrad.nn import functional as F
+from tgrad.ops import elementwise as ew
+from tgrad.tensor import Tensor
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL_REGISTRY: dict[tuple[type, type], Callable] = {}
+_KL_MEMOIZE: dict[tuple[type, type], Callable | None] = {}
+
+
+def register_kl(type_p: type, type_q: type) -> Callable[[Callable], Callable]:
+    """Decorator registering ``fn(p, q) -> Tensor`` as KL(p || q) for instances of
+    ``type_p`` and ``type_q`` (Distribution subclasses)."""
+    if not isinstance(type_p, type) or not issubclass(type_p, Distribution):
+        raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
+    if not isinstance(type_q, type) or not issubclass(type_q, Distribution):
+        raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
+
+    def decorator(fun: Callable) -> Callable:
+        _KL_REGISTRY[type_p, type_q] = fun
+        _KL_MEMOIZE.clear()  # a new rule may be more specific than a memoised one
+        return fun
+
+    return decorator
+
+
+def _dispatch_kl(type_p: type, type_q: type) -> Callable | None:
+    matches = [(type_p.__mro__.index(p), type_q.__mro__.index(q), p, q)
+               for p, q in _KL_REGISTRY if issubclass(type_p, p) and issubclass(type_q, q)]
+    if not matches:
+        return None
+    *_, p, q = min(matches, key=lambda m: (m[0], m[1]))
+    return _KL_REGISTRY[p, q]
+
+
+def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
+    """KL(p || q) = E_p[log p(x) - log q(x)], batched over the distributions' broadcast
+    batch_shape. Raises NotImplementedError for a pair of types with no registered rule."""
+    key = (type(p), type(q))
+    if key not in _KL_MEMOIZE:
+        _KL_MEMOIZE[key] = _dispatch_kl(*key)
+    fun = _KL_MEMOIZE[key]
+    if fun is None:
+        raise NotImplementedError(f"No KL(p || q) is implemented for p type "
+                                  f"{p.__class__.__name__} and q type "
+                                  f"{q.__class__.__name__}")
+    return fun(p, q)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p: Normal, q: Normal) -> Tensor:
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - ew.log(var_ratio))
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
+    t1 = p.probs * (F.softplus(-q.logits) - F.softplus(-p.logits))
+    t1 = ew.where(p.probs == 0, 0.0, ew.where(q.probs == 0, math.inf, t1))
+    t2 = (1 - p.probs) * (F.softplus(q.logits) - F.softplus(p.logits))
+    t2 = ew.where(p.probs == 1, 0.0, ew.where(q.probs == 1, math.inf, t2))
+    return t1 + t2
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p: Categorical, q: Categorical) -> Tensor:
+    t = p.probs * (p.logits - q.logits)
+    t = ew.where(p.probs == 0, 0.0, ew.where(q.probs == 0, math.inf, t))
+    return t.sum(-1)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p: Exponential, q: Exponential) -> Tensor:
+    rate_ratio = q.rate / p.rate
+    return -ew.log(rate_ratio) + rate_ratio - 1
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p: Laplace, q: Laplace) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = ew.abs(p.loc - q.loc)
+    t1 = -ew.log(scale_ratio)
+    t2 = loc_abs_diff / q.scale
+    t3 = scale_ratio * ew.exp(-loc_abs_diff / p.scale)
+    return t1 + t2 + t3 - 1
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p: Uniform, q: Uniform) -> Tensor:
+    result = ew.log((q.high - q.low) / (p.high - p.low))
+    return ew.where((q.low > p.low) | (q.high < p.high), math.inf, result)
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p: Uniform, q: Normal) -> Tensor:
+    common_term = p.high - p.low
+    t1 = ew.log(math.sqrt(math.pi * 2) * q.scale / common_term)
+    t2 = common_term.pow(2) / 12
+    t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
+    return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)

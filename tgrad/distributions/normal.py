@@ -1,0 +1,71 @@
+"""Normal(loc, scale): the Gaussian N(loc, scale^2)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from tgrad.distributions import constraints
+from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.utils import broadcast_all
+from tgrad.ops import elementwise as ew
+from tgrad.ops.creation import randn
+from tgrad.tensor import Tensor
+
+__all__ = ["Normal"]
+
+
+class Normal(Distribution):
+    """The normal distribution with mean ``loc`` and standard deviation ``scale`` > 0
+    (tensors or floats, broadcast together; their shape is ``batch_shape``).
+
+    log p(x) = -(x - loc)^2 / (2 scale^2) - log(scale) - log(sqrt(2 pi));
+    H = 1/2 + log(2 pi) / 2 + log(scale); cdf(x) = (1 + erf((x - loc) / (scale sqrt 2))) / 2;
+    rsample = loc + scale z with z ~ N(0, 1) drawn by ``tgrad.randn``.
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc: Tensor | float, scale: Tensor | float,
+                 validate_args: bool | None = None) -> None:
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc
+
+    @property
+    def stddev(self) -> Tensor:
+        return self.scale
+
+    @property
+    def variance(self) -> Tensor:
+        return self.stddev.pow(2)
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        shape = self._extended_shape(sample_shape)
+        eps = randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        var = self.scale ** 2
+        return (-((value - self.loc) ** 2) / (2 * var) - ew.log(self.scale)
+                - math.log(math.sqrt(2 * math.pi)))
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return 0.5 * (1 + ew.erf((value - self.loc) * self.scale.reciprocal()
+                                 / math.sqrt(2)))
+
+    def entropy(self) -> Tensor:
+        return 0.5 + 0.5 * math.log(2 * math.pi) + ew.log(self.scale)

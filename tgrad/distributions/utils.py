@@ -1,0 +1,72 @@
+"""Helpers shared by the distributions (PyTorch's ``torch.distributions.utils``)."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.autograd.grad_mode import enable_grad
+from tgrad.nn import functional as F
+from tgrad.ops import elementwise as ew
+from tgrad.ops.creation import tensor
+from tgrad.tensor import Tensor
+
+__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
+           "probs_to_logits"]
+
+
+def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
+    """The values broadcast to one shape (views, so gradients flow back to the originals).
+    Python numbers become 0-d tensors of the first tensor argument's dtype and device, or of
+    the default dtype when all are numbers; tensors keep their own dtypes."""
+    if not all(isinstance(v, (Tensor, numbers.Number)) for v in values):
+        raise ValueError("Input arguments must all be instances of numbers.Number, "
+                         "torch.Tensor or objects implementing __torch_function__.")
+    ref = next((v for v in values if isinstance(v, Tensor)), None)
+    dtype = ref.dtype if ref is not None else dtypes.get_default_dtype()
+    device = ref.device if ref is not None else None
+    ts = [v if isinstance(v, Tensor) else tensor(v, dtype=dtype, device=device)
+          for v in values]
+    shape = np.broadcast_shapes(*(t.shape for t in ts))
+    return tuple(t if tuple(t.shape) == shape else t.expand(*shape) for t in ts)
+
+
+def clamp_probs(probs: Tensor) -> Tensor:
+    """probs clamped to [eps, 1 - eps] (eps: the dtype's machine epsilon), so their logs and
+    log1p(-p) are finite."""
+    eps = float(np.finfo(probs.dtype.np).eps)
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
+    """log p (categorical), or the log-odds log p - log(1 - p) (binary), of the clamped
+    probabilities."""
+    p = clamp_probs(probs)
+    return ew.log(p) - ew.log1p(-p) if is_binary else ew.log(p)
+
+
+def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
+    """sigmoid(logits) (binary), else softmax over the last dim."""
+    return ew.sigmoid(logits) if is_binary else F.softmax(logits, dim=-1)
+
+
+class lazy_property:  # noqa: N801  (PyTorch's name)
+    """A property computed once on first access (with grad enabled, so it stays
+    differentiable when first read under no_grad), then stored in the instance's
+    ``__dict__``: the other parameterisation of Bernoulli and Categorical."""
+
+    def __init__(self, wrapped) -> None:
+        self.wrapped = wrapped
+        self.__doc__ = wrapped.__doc__
+        self.__name__ = wrapped.__name__
+
+    def __get__(self, instance: Any, obj_type: Any = None) -> Any:
+        if instance is None:
+            return self
+        with enable_grad():
+            value = self.wrapped(instance)
+        instance.__dict__[self.wrapped.__name__] = value
+        return value

@@ -1,0 +1,168 @@
+"""``tgrad.Generator``: an independent random number generator, PyTorch's ``torch.Generator``.
+
+A CPU generator is a NumPy PCG64 generator (the one ``tgrad.manual_seed`` reseeds for the
+global stream, so ``Generator().manual_seed(s)`` draws what ``tgrad.manual_seed(s)`` would);
+a cuda generator is a Philox (seed, offset) pair like the device's global one. Sampling
+functions take ``generator=``: for the duration of the draw the backend's global state is
+swapped for the generator's (``drawing_from``), so every sampler honours it without a
+generator argument on each primitive, and the global stream is left untouched. (Like the
+global generator, a Generator is not meant to be drawn from by two threads at once.)
+
+``tgrad.default_generator`` is the global CPU generator; ``tgrad.seed()`` reseeds every
+device nondeterministically, ``tgrad.initial_seed()`` is the CPU generator's seed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Iterator
+
+import numpy as np
+
+from tgrad.device import as_device
+
+__all__ = ["Generator", "default_generator", "seed", "initial_seed"]
+
+DEFAULT_SEED = 67280421310721  # PyTorch's default seed of a new Generator
+_SEED_MIN, _SEED_MAX = -0x8000_0000_0000_0000, 0xFFFF_FFFF_FFFF_FFFF
+
+
+def normalize_seed(seed: Any) -> int:
+    """``seed`` as PyTorch reads it: an int in [-2^63, 2^64), negatives taken modulo 2^64."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"manual_seed expected an int seed, got {type(seed).__name__}")
+    seed = int(seed)
+    if not _SEED_MIN <= seed <= _SEED_MAX:
+        raise RuntimeError(f"Overflow when unpacking long long (seed {seed} is outside "
+                           f"[{_SEED_MIN}, {_SEED_MAX}])")
+    return seed % 2 ** 64
+
+
+def _random_seed() -> int:
+    return int.from_bytes(os.urandom(8), "little") >> 1
+
+
+class Generator:
+    """An independent random stream for ``device`` ('cpu' or 'cuda'), seeded with PyTorch's
+    default seed until ``manual_seed`` or ``seed`` is called."""
+
+    def __init__(self, device: Any = "cpu") -> None:
+        self.device = as_device(device)
+        if self.device.type not in ("cpu", "cuda"):
+            raise RuntimeError(f"Generator: unsupported device {self.device}")
+        self._reset(DEFAULT_SEED)
+
+    def _reset(self, seed: int) -> None:
+        self._initial = seed
+        if self.device.type == "cpu":
+            self._np = np.random.default_rng(seed)
+        else:
+            self._philox = {"seed": seed & 0x7FFFFFFF, "offset": 0}
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Reseed (PyTorch's seed range and wrap-around of negatives); returns self."""
+        self._reset(normalize_seed(seed))
+        return self
+
+    def seed(self) -> int:
+        """Reseed from the operating system's entropy; returns the new seed."""
+        s = _random_seed()
+        self._reset(s)
+        return s
+
+    def initial_seed(self) -> int:
+        """The seed of the last ``manual_seed`` / ``seed`` (PyTorch's default seed before)."""
+        return self._initial
+
+    def get_state(self) -> dict:
+        """The generator's state, for ``set_state`` (PyTorch returns a ByteTensor; tgrad the
+        backend's state as a dict)."""
+        if self.device.type == "cpu":
+            return self._np.bit_generator.state
+        return dict(self._philox)
+
+    def set_state(self, new_state: dict) -> Generator:
+        """Restore a state from ``get_state`` of a generator of the same device type."""
+        if self.device.type == "cpu":
+            self._np.bit_generator.state = new_state
+        else:
+            self._philox = dict(new_state)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<tgrad.Generator object at {id(self):#x} (device={self.device})>"
+
+
+class _DefaultGenerator(Generator):
+    """The global CPU generator (its state is the NumPy backend's, which manual_seed
+    reseeds)."""
+
+    def __init__(self) -> None:
+        self.device = as_device("cpu")
+
+    @property
+    def _np(self) -> np.random.Generator:
+        from tgrad.backends import numpy as numpy_backend
+        return numpy_backend._rng
+
+    def _reset(self, seed: int) -> None:
+        from tgrad.backends import numpy as numpy_backend
+        numpy_backend.manual_seed(seed)
+
+    def initial_seed(self) -> int:
+        from tgrad.backends import numpy as numpy_backend
+        return numpy_backend._initial_seed
+
+
+default_generator = _DefaultGenerator()
+
+
+def seed() -> int:
+    """Seed every device's global generator from the operating system's entropy (as
+    ``tgrad.manual_seed`` would); returns the seed."""
+    from tgrad.ops.creation import manual_seed
+    s = _random_seed()
+    manual_seed(s)
+    return s
+
+
+def initial_seed() -> int:
+    """The seed of the global CPU generator."""
+    return default_generator.initial_seed()
+
+
+@contextlib.contextmanager
+def drawing_from(generator: Generator | None, device: Any, op: str) -> Iterator[None]:
+    """Within the block, draws on ``device`` come from ``generator`` (None: the global
+    stream). The generator's device type must match, as in PyTorch."""
+    if generator is None:
+        yield
+        return
+    if not isinstance(generator, Generator):
+        raise TypeError(f"{op}(): argument 'generator' must be tgrad.Generator, not "
+                        f"{type(generator).__name__}")
+    dev = as_device(device)
+    if generator.device.type != dev.type:
+        raise RuntimeError(f"Expected a '{dev.type}' device type for generator but found "
+                           f"'{generator.device.type}'")
+    if isinstance(generator, _DefaultGenerator):
+        yield
+        return
+    from tgrad.backends import get_backend
+    from tgrad.backends import numpy as numpy_backend
+    if dev.type == "cpu":
+        previous = numpy_backend._swap_generator(generator._np)
+        try:
+            yield
+        finally:
+            numpy_backend._swap_generator(previous)
+        return
+    backend = get_backend(dev)
+    saved = backend.get_rng_state()
+    backend.set_rng_state(generator._philox)
+    try:
+        yield
+    finally:
+        generator._philox = backend.get_rng_state()
+        backend.set_rng_state(saved)

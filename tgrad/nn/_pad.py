@@ -1,0 +1,109 @@
+"""F.pad's 'reflect', 'replicate' and 'circular' modes (called by tgrad/nn/_composite.py's
+``pad``), with PyTorch's semantics and error texts. Each padded dim is one ``index_select``
+of the input with source indices computed on the host, so the gradient scatter-adds back
+onto the input positions that were copied (reflected and replicated borders receive the
+sum of their copies), and double backward works.
+
+Supported as PyTorch: len(pad) = 2 for 2-D/3-D input, 4 for 3-D/4-D, 6 for 4-D/5-D.
+Per padded dim of size n with pads (l, r) (negative pads crop):
+- reflect:   out[o] = in[reflect(o - l)], reflect(i) = |i| for i < 0, 2 (n - 1) - i past
+  the end; needs l < n and r < n;
+- replicate: out[o] = in[clip(o - l, 0, n - 1)];
+- circular:  negative pads crop first, then out[o] = in[(o - l) mod m] on the cropped size
+  m; needs l <= n and r <= n ("wrapping around more than once"), and the positive pads
+  <= m (where PyTorch raises a memory-overlap error or returns undefined values).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.ops.creation import tensor
+from tgrad.ops.gathering import index_select
+from tgrad.tensor import Tensor
+
+MODES = ("reflect", "replicate", "circular")
+_DIMS = ("D", "H", "W")
+
+
+def _unsupported(k: int, ndim: int) -> NotImplementedError:
+    return NotImplementedError(
+        f"Padding size {2 * k} is not supported for {ndim}D input tensor.\n"
+        "Supported combinations for non-constant padding:\n"
+        "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+        "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+        "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+
+
+def _check_sizes(mode: str, x: Tensor, pads: list, k: int) -> None:
+    shape = list(x.shape)
+    batched = x.ndim == k + 2
+    if mode != "circular" and any(s == 0 for s in shape[1 if batched else 0:]):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                           f"batch size and other non-zero dimensions for input, but got: "
+                           f"{shape}")
+    for i, (lo, hi) in enumerate(pads):
+        d = x.ndim - 1 - i
+        if mode == "reflect" and (lo >= shape[d] or hi >= shape[d]):
+            raise RuntimeError(f"Argument #{4 + 2 * i}: Padding size should be less than the "
+                               f"corresponding input dimension, but got: padding ({lo}, {hi}) "
+                               f"at dimension {d} of input {shape}")
+        if mode == "circular" and (lo > shape[d] or hi > shape[d]):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+    if mode == "circular":
+        return
+    ins = shape[x.ndim - k:]
+    outs = [ins[j] + sum(pads[k - 1 - j]) for j in range(k)]
+    if k == 1 and outs[0] < 1:
+        raise RuntimeError(f"input (W: {ins[0]}) is too small. Calculated output W: {outs[0]}")
+    if mode == "replicate" and k > 1 and min(outs) < 1:
+        names = _DIMS[3 - k:]
+        raise RuntimeError(
+            "Calculated output " + " ".join(f"{n}: {o}" for n, o in zip(names, outs))
+            + " must be >= 1 in every dimension (input "
+            + ", ".join(f"{n}: {s}" for n, s in zip(names, ins)) + ")")
+
+
+def pad_nonconstant(input: Tensor, pad: list, mode: str,  # noqa: A002
+                    value: float | None) -> Tensor:
+    """``input`` padded in ``mode`` (see the module docstring); ``pad`` already checked to
+    be ints of even length at most 2 input.ndim."""
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    k = len(pad) // 2
+    if k not in (1, 2, 3) or input.ndim not in (k + 1, k + 2):
+        raise _unsupported(k, input.ndim)
+    pads = [(pad[2 * i], pad[2 * i + 1]) for i in range(k)]  # last dim first
+    _check_sizes(mode, input, pads, k)
+    x, copied = input, False
+    for i, (lo, hi) in enumerate(pads):
+        d = x.ndim - 1 - i
+        n = x.shape[d]
+        if mode == "circular" and n + lo + hi <= 0:  # cropped away: empty, as PyTorch
+            x = x.narrow(d, 0, 0)
+            continue
+        if mode == "circular":  # crop first, then wrap on what is left
+            start, stop = max(-lo, 0), n - max(-hi, 0)
+            if start or stop != n:
+                x = x.narrow(d, start, max(stop - start, 0))
+            lo, hi, n = max(lo, 0), max(hi, 0), max(stop - start, 0)
+            if lo > n or hi > n:  # PyTorch: a memory-overlap error or undefined values
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+        out = n + lo + hi
+        if out <= 0:
+            idx = np.zeros(0, np.int64)
+        elif mode == "circular":
+            idx = (np.arange(out) - lo) % n
+        else:
+            idx = np.arange(out) - lo
+            if mode == "reflect":
+                idx = np.abs(idx)
+                idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
+            else:
+                idx = np.clip(idx, 0, n - 1)
+        if out == n and lo == 0:
+            continue  # nothing to pad in this dim
+        x = index_select(x, d, tensor(idx, dtype=dtypes.int64, device=x.device))
+        copied = True
+    return x if copied else x.clone()  # a new tensor, never a view of the input

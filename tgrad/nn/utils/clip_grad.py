@@ -1,0 +1,91 @@
+"""tgrad.nn.utils.clip_grad: gradient clipping, as ``torch.nn.utils``: ``get_total_norm``
+(the norm of a list of tensors), ``clip_grads_with_norm_`` (scale by a given total norm),
+``clip_grad_norm_`` (the two together) and ``clip_grad_value_``. Clipping works in place
+on ``p.grad`` under no_grad; parameters without a gradient are skipped."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from tgrad.autograd.grad_mode import no_grad
+from tgrad.dtypes import result_type
+from tgrad.ops.creation import tensor
+from tgrad.ops.elementwise import isfinite
+from tgrad.ops.reduce import norm
+from tgrad.ops.shape import stack
+from tgrad.tensor import Tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+
+
+def _grads(parameters) -> list:
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """The ``norm_type``-norm of the vector of every element of ``tensors`` (the norm of
+    their norms), in the widest of their dtypes; 0 for no tensors."""
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = [t for t in tensors if t is not None]
+    norm_type = float(norm_type)
+    if not tensors:
+        return tensor(0.0)
+    with no_grad():
+        if norm_type == math.inf:
+            if any(t.numel() == 0 for t in tensors):
+                raise RuntimeError("clip_grad_norm_: cannot compute the infinity norm of an "
+                                   "empty gradient, because max has no identity")
+            norms = [t.detach().abs().amax() for t in tensors]
+        else:
+            norms = [norm(t.detach(), norm_type) for t in tensors]
+        dt = result_type(*norms)  # mixed dtypes: the widest (a float16 norm may be inf)
+        norms = stack([n.to(dt) for n in norms])
+        total = norms.amax() if norm_type == math.inf else norm(norms, norm_type)
+    if error_if_nonfinite and not bool(isfinite(total)):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is "
+            f"non-finite, so it cannot be clipped. To disable this error and scale the "
+            f"gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
+                          total_norm: Tensor, foreach=None) -> None:
+    """Scale every gradient by min(1, max_norm / (total_norm + 1e-6)) in place."""
+    grads = _grads(parameters)
+    if not grads:
+        return
+    with no_grad():
+        scale = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(scale.to(device=g.device, dtype=g.dtype))
+
+
+def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
+                    norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                    foreach=None) -> Tensor:
+    """Scale the gradients so that their total ``norm_type``-norm (the norm of the vector of
+    every gradient element) is at most ``max_norm``; returns the total norm before clipping.
+
+    The scale is min(1, max_norm / (total + 1e-6)), applied to every gradient (as PyTorch,
+    so a norm already below ``max_norm`` leaves the gradients unchanged)."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    parameters = list(parameters)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
+    clip_grads_with_norm_(parameters, max_norm, total)
+    return total
+
+
+def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float,
+                     foreach=None) -> None:
+    """Clamp every gradient element into [-clip_value, clip_value] in place."""
+    clip_value = float(clip_value)
+    with no_grad():
+        for g in _grads(parameters):
+            g.clamp_(-clip_value, clip_value)

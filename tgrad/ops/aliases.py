@@ -1,0 +1,239 @@
+"""PyTorch's other names and trivial forms of ops tgrad has, so code written for PyTorch
+runs unchanged:
+
+- in-place comparisons and logical ops (``eq_``, ``lt_``, ``logical_and_`` ...): the bool
+  result written into self as 1/0 of self's dtype; gradient 0 for every input (PyTorch's);
+- in-place arithmetic names (``multiply_``, ``divide_``, ``subtract_``, ``true_divide_``,
+  ``negative_``, ``fix``/``fix_``, ``hypot_``, ``copysign_``...);
+- the complex-number API on real tensors (tgrad has no complex dtypes): ``conj``,
+  ``resolve_conj``, ``resolve_neg``, ``conj_physical`` and ``real`` return the tensor;
+  ``is_conj``/``is_neg``/``is_complex`` are False, ``isreal`` all True; ``imag`` raises
+  PyTorch's error; ``mH``/``H``/``adjoint`` are transposes;
+- metadata: ``ndimension``, ``nbytes``, ``itemsize``, ``is_cpu``, ``get_device``,
+  ``is_signed``, ``is_same_size``;
+- ``positive``, ``sgn`` (= sign for real numbers), ``ravel``, ``split_with_sizes``,
+  ``is_nonzero``.
+"""
+
+from __future__ import annotations
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops.inplace import apply_inplace, inplace_method
+from tgrad.ops.logmath import copysign, hypot
+from tgrad.ops.shape import split
+from tgrad.tensor import Tensor
+
+__all__ = ["positive", "sgn", "ravel", "fix", "conj", "conj_physical", "resolve_conj",
+           "resolve_neg", "is_conj", "is_neg", "is_complex", "isreal", "real", "imag",
+           "adjoint", "is_nonzero", "is_same_size", "is_signed"]
+
+
+# --------------------------------------------------------------- in-place comparisons
+class CompareInto(Function):
+    """y = compare(x, other) as x's dtype (1 where true, else 0);  dx = 0, dother = 0 (a
+    comparison has no gradient; PyTorch's in-place comparisons give zeros)."""
+
+    node_name = "CompareBackward0"
+
+    @staticmethod
+    def forward(ctx, x, other, compare):
+        ctx.other_like = other if isinstance(other, Tensor) else None
+        return compare(x, other).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.creation import zeros_like
+        other = ctx.other_like
+        return zeros_like(g), None if other is None else zeros_like(other), None
+
+
+def _inplace_compare(name: str, compare) -> None:
+    def method(self: Tensor, other) -> Tensor:
+        return apply_inplace(self, name, lambda x, o: CompareInto.apply(x, o, compare), other)
+
+    method.__name__ = name
+    tensor_method(name)(method)
+
+
+for _name, _compare in (("eq_", ew.eq), ("ne_", ew.ne), ("lt_", ew.lt), ("le_", ew.le),
+                        ("gt_", ew.gt), ("ge_", ew.ge), ("not_equal_", ew.ne),
+                        ("less_", ew.lt), ("less_equal_", ew.le), ("greater_", ew.gt),
+                        ("greater_equal_", ew.ge), ("logical_and_", ew.logical_and),
+                        ("logical_or_", ew.logical_or)):
+    _inplace_compare(_name, _compare)
+
+
+def _logical_xor(a, b):
+    return ew.ne(ew.ne(a, 0), ew.ne(b, 0) if isinstance(b, Tensor) else bool(b))
+
+
+_inplace_compare("logical_xor_", _logical_xor)
+tensor_method("logical_not_")(lambda self: apply_inplace(
+    self, "logical_not_", lambda x: CompareInto.apply(x, 0, ew.eq)))
+
+
+# ------------------------------------------------------------------ arithmetic names
+def _method(name: str):
+    return getattr(Tensor, name)
+
+
+for _alias, _target in (("multiply_", "mul_"), ("divide_", "div_"), ("subtract_", "sub_"),
+                        ("true_divide_", "div_"), ("negative_", "neg_"), ("fix_", "trunc_")):
+    tensor_method(_alias)(_method(_target))
+inplace_method("hypot_", hypot)
+inplace_method("copysign_", copysign)
+
+
+@tensor_method("fix")
+def fix(input: Tensor) -> Tensor:  # noqa: A002
+    """PyTorch's other name of ``trunc`` (round towards zero)."""
+    return ew.trunc(input)
+
+
+@tensor_method("positive")
+def positive(input: Tensor) -> Tensor:  # noqa: A002
+    """``input`` itself (unary plus); bool tensors raise, as in PyTorch."""
+    require_tensor("positive", input)
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@tensor_method("sgn")
+def sgn(input: Tensor) -> Tensor:  # noqa: A002
+    """sign(x) (for complex numbers PyTorch's sgn is x / |x|; tgrad's tensors are real)."""
+    return ew.sign(input)
+
+
+inplace_method("sgn_", sgn)
+
+
+@tensor_method("ravel")
+def ravel(input: Tensor) -> Tensor:  # noqa: A002
+    """The elements as a 1-D tensor: a view when the layout allows, else a copy."""
+    return input.reshape(-1)
+
+
+@tensor_method("split_with_sizes")
+def split_with_sizes(self: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """``split`` with a list of sizes (views along ``dim``)."""
+    return split(self, list(split_sizes), dim)
+
+
+# ------------------------------------------------------- complex API on real tensors
+def _self(name: str):
+    def same(input: Tensor) -> Tensor:  # noqa: A002
+        return input
+
+    same.__name__ = name
+    same.__doc__ = f"``input`` itself: tgrad's tensors are real, so {name} has nothing to do."
+    return tensor_method(name)(same)
+
+
+conj = _self("conj")
+conj_physical = _self("conj_physical")
+resolve_conj = _self("resolve_conj")
+resolve_neg = _self("resolve_neg")
+tensor_method("conj_physical_")(lambda self: self)
+
+
+@tensor_method("is_conj")
+def is_conj(input: Tensor) -> bool:  # noqa: A002
+    """False: tgrad never builds lazily conjugated tensors."""
+    return False
+
+
+@tensor_method("is_neg")
+def is_neg(input: Tensor) -> bool:  # noqa: A002
+    """False: tgrad never builds lazily negated tensors."""
+    return False
+
+
+@tensor_method("is_complex")
+def is_complex(input: Tensor) -> bool:  # noqa: A002
+    """False: tgrad has no complex dtypes."""
+    return False
+
+
+@tensor_method("isreal")
+def isreal(input: Tensor) -> Tensor:  # noqa: A002
+    """All True (bool, input's shape): every element of a real tensor is real."""
+    from tgrad.ops.creation import ones_like
+    return ones_like(input, dtype=dtypes.bool_)
+
+
+def real(input: Tensor) -> Tensor:  # noqa: A002
+    """``input`` itself (the real part of a real tensor)."""
+    return input
+
+
+def imag(input: Tensor) -> Tensor:  # noqa: A002
+    """Raises PyTorch's error: real tensors have no imaginary part."""
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+Tensor.real = property(real)
+Tensor.imag = property(imag)
+
+
+@tensor_method("adjoint")
+def adjoint(input: Tensor) -> Tensor:  # noqa: A002
+    """The conjugate transpose of the last two dims (a transpose, for real tensors)."""
+    if input.ndim < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
+                           f"matrices. Got {input.ndim}-D tensor.")
+    return input.transpose(-2, -1)
+
+
+def _matrix_h(self: Tensor) -> Tensor:
+    if self.ndim != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{self.ndim}-D tensor."
+                           + (" For batches of matrices, consider using tensor.mH"
+                              if self.ndim > 2 else ""))
+    return self.transpose(0, 1)
+
+
+def _batched_h(self: Tensor) -> Tensor:
+    if self.ndim < 2:
+        raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {self.ndim}-D tensor.")
+    return self.transpose(-2, -1)
+
+
+Tensor.mH = property(_batched_h)
+Tensor.H = property(_matrix_h)
+
+
+# ------------------------------------------------------------------------- metadata
+@tensor_method("is_nonzero")
+def is_nonzero(input: Tensor) -> bool:  # noqa: A002
+    """Whether the single element of ``input`` is nonzero (PyTorch's errors otherwise)."""
+    if input.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+@tensor_method("is_same_size")
+def is_same_size(input: Tensor, other: Tensor) -> bool:  # noqa: A002
+    """Whether the two tensors have the same shape."""
+    return tuple(input.shape) == tuple(other.shape)
+
+
+@tensor_method("is_signed")
+def is_signed(input: Tensor) -> bool:  # noqa: A002
+    """Whether the dtype holds negative values (every dtype but bool)."""
+    return input.dtype is not dtypes.bool_
+
+
+tensor_method("ndimension")(lambda self: self.ndim)
+Tensor.itemsize = property(lambda self: self.element_size())
+Tensor.nbytes = property(lambda self: self.element_size() * self.numel())
+Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
+tensor_method("get_device")(lambda self: -1 if self.device.type == "cpu" else
+                            self.device.index or 0)

@@ -1,0 +1,177 @@
+"""Distances between vectors, composed of existing tgrad ops (no kernel of their own: they
+run wherever their parts do, and differentiate through them):
+
+- ``cdist(x1, x2, p)``: ||x1[..., i, :] - x2[..., j, :]||_p for every pair of rows, batch
+  dims broadcast: one broadcast difference (..., P, R, M), then the vector ``norm`` over the
+  last dim, whose rules give PyTorch's gradients (0 where a distance is 0; p = 0: 0;
+  p = 1: sign(diff); 0 < p < 1: 0 where a difference is 0). PyTorch computes p = 2 for
+  more than 25 rows as |a|^2 + |b|^2 - 2 a.b by a matmul (faster, less exact);
+  tgrad always takes the difference, so ``compute_mode`` is accepted and ignored.
+  Deliberate difference: at p = inf, ties for the largest |difference| share the
+  gradient evenly (``norm``'s rule); PyTorch's cdist gives each the full gradient.
+- ``pairwise_distance(x1, x2, p, eps)``: ||x1 - x2 + eps||_p over the last dim of the
+  broadcast shape (PyTorch's formula, eps added to every difference).
+- ``pdist(input, p)``: the cdist of the rows of a 2-D input with themselves, upper
+  triangle (i < j) in row-major order, as one index_select of each row pair.
+
+- ``dist(input, other, p)``: ||input - other||_p over all elements of the broadcast
+  difference (a 0-d tensor; ``norm``'s gradient rules);
+- ``renorm(input, p, dim, maxnorm)``: each slice along ``dim`` whose p-norm exceeds
+  ``maxnorm`` scaled by maxnorm / (norm + 1e-7) (PyTorch's formula), differentiated through
+  the norm.
+
+``cosine_similarity`` is nn.functional's (tgrad/nn/_composite.py); tgrad.cosine_similarity
+names the same function.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import (
+    require_tensor,
+    rounded_to,
+    same_device,
+    tensor_method,
+    widen_halves,
+)
+from tgrad.ops.gathering import index_select
+from tgrad.ops.inplace import inplace_method
+from tgrad.ops.layout import triu_indices
+from tgrad.ops.reduce import norm
+from tgrad.tensor import Tensor, _wrap_dim
+
+__all__ = ["cdist", "pairwise_distance", "pdist", "dist", "renorm"]
+
+_COMPUTE_MODES = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                  "donot_use_mm_for_euclid_dist")
+
+
+def broadcast_or_raise(op: str, a: tuple, b: tuple) -> tuple:
+    """np.broadcast_shapes(a, b), or PyTorch's infer_size message prefixed by ``op``."""
+    for i in range(1, min(len(a), len(b)) + 1):
+        if a[-i] != b[-i] and a[-i] != 1 and b[-i] != 1:
+            raise RuntimeError(f"{op}: The size of tensor a ({a[-i]}) must match the size of "
+                               f"tensor b ({b[-i]}) at non-singleton dimension "
+                               f"{max(len(a), len(b)) - i}")
+    return tuple(np.broadcast_shapes(a, b))
+
+
+def _p_arg(op: str, p) -> float:
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"{op}(): argument 'p' must be float, not {type(p).__name__}")
+    if p < 0 or math.isnan(p):
+        raise RuntimeError(f"{op} only supports non-negative p values")
+    return float(p)
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str | None = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
+    """The p-norm distance between each row of ``x1`` and each row of ``x2``.
+
+    Shapes: x1 (B..., P, M), x2 (B..., R, M) -> (B..., P, R), the batch dims broadcast;
+    out[..., i, j] = (sum_k |x1[..., i, k] - x2[..., j, k]|^p)^(1/p) (p = 0: the count of
+    nonzero differences; p = inf: the largest |difference|). Floating point inputs of one
+    dtype; p >= 0. Empty P or R give an empty result, M = 0 zeros."""
+    require_tensor("cdist", x1, "x1")
+    require_tensor("cdist", x2, "x2", 2)
+    for name, t in (("X1", x1), ("X2", x2)):
+        if t.ndim < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: "
+                               f"{t.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    for name, t in (("X1", x1), ("X2", x2)):
+        if not t.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{t.dtype.name}")
+    if x1.dtype is not x2.dtype:
+        raise RuntimeError(f"cdist: expected scalar type {x1.dtype.name} but found "
+                           f"{x2.dtype.name} (X1 and X2 must have the same dtype)")
+    p = _p_arg("cdist", p)
+    if compute_mode not in _COMPUTE_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    same_device("cdist", x1, x2)
+    broadcast_or_raise("cdist", x1.shape[:-2], x2.shape[:-2])
+    (a, b), half = widen_halves(x1, x2)
+    diff = a.unsqueeze(-2) - b.unsqueeze(-3)  # (B..., P, R, M)
+    return rounded_to(norm(diff, p, -1), half)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """||x1 - x2 + eps||_p over the last dim of the broadcast shape (PyTorch's formula).
+
+    Shapes: x1 and x2 broadcast to (..., D) -> (...) ((..., 1) with ``keepdim``); two 0-d
+    inputs give a 0-d result. Integer inputs are promoted by the addition of eps."""
+    require_tensor("pairwise_distance", x1, "x1")
+    require_tensor("pairwise_distance", x2, "x2", 2)
+    broadcast_or_raise("pairwise_distance", x1.shape, x2.shape)
+    same_device("pairwise_distance", x1, x2)
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"pairwise_distance(): argument 'p' must be float, not "
+                        f"{type(p).__name__}")
+    (a, b), half = widen_halves(x1, x2)
+    dim = max(x1.ndim, x2.ndim) - 1
+    return rounded_to(norm(a - b + eps, float(p), dim, keepdim), half)
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
+    """The p-norm distance between every pair of rows of a 2-D (N, M) input: a 1-D tensor of
+    N (N - 1) / 2 distances ||input[i] - input[j]||_p for i < j, in row-major order (the
+    upper triangle of cdist(input, input) without its diagonal)."""
+    require_tensor("pdist", input)
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"pdist only supports floating-point dtypes, got: "
+                           f"{input.dtype.name}")
+    p = _p_arg("pdist", p)
+    n = input.shape[0]
+    (x,), half = widen_halves(input)
+    pairs = triu_indices(n, n, 1, device=input.device)  # (2, N (N - 1) / 2)
+    diff = index_select(x, 0, pairs[0]) - index_select(x, 0, pairs[1])
+    return rounded_to(norm(diff, p, -1), half)
+
+
+@tensor_method("dist")
+def dist(input: Tensor, other: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
+    """||input - other||_p over every element of the broadcast difference (a 0-d tensor)."""
+    require_tensor("dist", input)
+    require_tensor("dist", other, "other", 2)
+    broadcast_or_raise("dist", input.shape, other.shape)
+    same_device("dist", input, other)
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"dist(): argument 'p' must be Number, not {type(p).__name__}")
+    return norm(input - other, float(p))
+
+
+@tensor_method("renorm")
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:  # noqa: A002
+    """Each slice input.select(dim, i) whose p-norm exceeds ``maxnorm`` is scaled to it:
+    y = x * where(norm > maxnorm, maxnorm / (norm + 1e-7), 1), norm taken over all dims but
+    ``dim`` (shape of input); the gradient goes through the norm as well."""
+    require_tensor("renorm", input)
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
+                           f"dimensions")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"renorm: expected a floating point tensor as input, got "
+                           f"{input.dtype.name}")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    d = _wrap_dim(dim, input.ndim, "renorm")
+    (x,), half = widen_halves(input)
+    others = tuple(i for i in range(x.ndim) if i != d)
+    norms = norm(x, float(p), others, keepdim=True)
+    factor = ew.where(ew.gt(norms, maxnorm), maxnorm / (norms + 1e-7), 1.0)
+    return rounded_to(x * factor, half)
+
+
+inplace_method("renorm_", renorm)

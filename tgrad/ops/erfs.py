@@ -1,0 +1,271 @@
+"""The error-function family: erfc, erfcx, ndtr, log_ndtr, ndtri and erfinv (shape-preserving
+elementwise ops, composites of tgrad's elementwise ops, so they run on every backend).
+
+Maths: erfcx(x) = exp(x^2) erfc(x) is the core, for x >= 0 as Taylor polynomials about 1 and
+3 on [0, 2] and [2, 4] (33 and 26 terms, their coefficients computed once, at import, in
+80-digit decimals from erfcx' = 2x erfcx - 2/sqrt(pi)) and beyond 4 as the continued fraction
+erfcx(x) = 1/sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))) (40 levels);
+erfcx(-x) = 2 exp(x^2) - erfcx(x). Then erfc(x) = exp(-x^2) erfcx(x) for x >= 1/2 (exp(-x^2)
+as exp(-h^2) exp(-(x - h)(x + h)), h = x rounded to 1/16, so that x^2's rounding does not
+cost relative precision), 1 - erf(x) below; ndtr(x) = exp(-x^2/2) erfcx(-x/sqrt 2) / 2 below
+-1 (reflected above 1, (1 + erf(x/sqrt 2)) / 2 between) and log_ndtr by PyTorch's split on
+top of them; erfinv's tails (|y| >= 1/2) and ndtri (p < 1/4 or > 3/4) solve erfc(v) = s by
+Newton steps on log erfc from Giles' approximation or the asymptote. Relative errors ~1e-15
+in float64 (see docs/design.md).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, localcontext
+
+from tgrad.autograd.function import Function
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import rounded_to, tensor_method
+from tgrad.ops.inplace import inplace_method
+from tgrad.ops.special import _float_input, _horner
+from tgrad.tensor import Tensor
+
+__all__ = ["erfc", "erfinv"]
+
+_SQRT_PI = math.sqrt(math.pi)
+_R2 = 1 / math.sqrt(2.0)
+_PI_50 = "3.14159265358979323846264338327950288419716939937510582097494"
+
+
+def _erfcx_taylor(c: float, terms: int) -> list:
+    """Taylor coefficients a_n of erfcx about c, in 80-digit decimals: a_0 = erfcx(c) =
+    sum_n (-c)^n / Gamma(n/2 + 1), then erfcx' = 2 x erfcx - 2/sqrt(pi) gives a_1 = 2c a_0 -
+    2/sqrt(pi) and (n + 1) a_(n+1) = 2c a_n + 2 a_(n-1)."""
+    with localcontext() as ctx:
+        ctx.prec = 80
+        cd, a0, power, n = Decimal(c), Decimal(0), Decimal(1), 0
+        two_over_sqrt_pi = 2 / Decimal(_PI_50).sqrt()
+        inv_gamma = [Decimal(1), two_over_sqrt_pi]  # 1/Gamma(1), 1/Gamma(3/2)
+        while n < 12 or abs(power * inv_gamma[n % 2]) > Decimal(10) ** -60:
+            a0 += power * inv_gamma[n % 2]
+            inv_gamma[n % 2] /= Decimal(n + 2) / 2  # 1/Gamma(n/2 + 1) -> 1/Gamma(n/2 + 2)
+            power *= -cd
+            n += 1
+        a = [a0, 2 * cd * a0 - two_over_sqrt_pi]
+        for n in range(1, terms - 1):
+            a.append((2 * cd * a[n] + 2 * a[n - 1]) / (n + 1))
+        return [float(v) for v in a]
+
+
+# (lo, hi, centre, coefficients): |x - centre| <= 1, to ~2 ulp
+_ERFCX_PIECES = ((0.0, 2.0, 1.0, _erfcx_taylor(1.0, 33)), (2.0, 4.0, 3.0, _erfcx_taylor(3.0, 26)))
+
+
+def _erfcx_pos(x: Tensor) -> Tensor:
+    """erfcx(x) for x >= 0 (+inf included; other elements, NaN too, give garbage)."""
+    out = None
+    for lo, hi, centre, coef in _ERFCX_PIECES:
+        val = _horner(coef, ew.clamp(x, lo, hi) - centre)
+        out = val if out is None else ew.where(ew.lt(x, lo), out, val)
+    xc = ew.where(ew.ge(x, 4.0), x, 4.0)
+    f = xc
+    for k in range(40, 0, -1):
+        f = xc + (k / 2) / f
+    return ew.where(ew.ge(x, 4.0), 1.0 / (f * _SQRT_PI), out)
+
+
+def _exp_sq(x: Tensor, factor: float) -> Tensor:
+    """exp(factor * x^2) without x^2's rounding error: x = h + (x - h), h = x to 1/16, h^2
+    exact. |x| is first clamped where the result is 0 or inf already."""
+    bound = math.sqrt(790.0 / abs(factor))
+    x = ew.clamp(x, -bound, bound)
+    h = ew.trunc(x * 16.0) / 16.0
+    return ew.exp(h * h * factor) * ew.exp((x - h) * (x + h) * factor)
+
+
+def _erfcx(x: Tensor) -> Tensor:
+    pos = _erfcx_pos(ew.abs(x))
+    out = ew.where(ew.lt(x, 0.0), _exp_sq(x, 1.0) * 2.0 - pos, pos)
+    return ew.where(ew.isnan(x), x, out)
+
+
+def _erfc(x: Tensor) -> Tensor:
+    big = ew.ge(x, 0.5)
+    xb = ew.where(big, x, 0.5)
+    out = ew.where(big, _exp_sq(xb, -1.0) * _erfcx_pos(xb), 1.0 - ew.erf(x))
+    return ew.where(ew.isnan(x), x, out)
+
+
+def _ndtr_lower(x: Tensor) -> Tensor:
+    """Phi(x) = exp(-x^2/2) erfcx(-x / sqrt 2) / 2 for x <= -1 (others: garbage)."""
+    x = ew.where(ew.le(x, -1.0), x, -1.0)
+    return _exp_sq(x, -0.5) * _erfcx_pos(x * -_R2) * 0.5
+
+
+def _ndtr(x: Tensor) -> Tensor:
+    """(1 + erf(x / sqrt 2)) / 2 for |x| <= 1, ``_ndtr_lower`` (reflected, 1 - it, for
+    x > 1) beyond: relative precision in the lower tail, down to the underflow."""
+    mid = 0.5 + 0.5 * ew.erf(x * _R2)
+    out = ew.where(ew.lt(x, -1.0), _ndtr_lower(x),
+                   ew.where(ew.gt(x, 1.0), 1.0 - _ndtr_lower(-x), mid))
+    return ew.where(ew.isnan(x), x, out)
+
+
+def _log_ndtr(x: Tensor) -> Tensor:
+    """PyTorch's split: log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 for x < -1, else
+    log1p(-Phi(-x))."""
+    low = ew.lt(x, -1.0)
+    xl = ew.where(low, x, -1.0)
+    upper = ew.where(ew.gt(x, 1.0), _ndtr_lower(-x), 0.5 - 0.5 * ew.erf(x * _R2))
+    out = ew.where(low, ew.log(_erfcx_pos(xl * -_R2) * 0.5) - xl * xl * 0.5,
+                   ew.log1p(-upper))
+    return ew.where(ew.isnan(x), x, out)
+
+
+def _giles(w: Tensor, y: Tensor) -> Tensor:
+    """Giles' single-precision erfinv(y) given w = -log((1 - y)(1 + y)) ("Approximating the
+    erfinv function", GPU Gems Pro 2012)."""
+    central = ew.lt(w, 5.0)
+    p_c = _horner([1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087,
+                   -4.39150654e-06, -3.5233877e-06, 3.43273939e-07, 2.81022636e-08],
+                  ew.where(central, w, 0.0) - 2.5)
+    p_t = _horner([2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773,
+                   -0.00367342844, 0.00134934322, 0.000100950558, -0.000200214257],
+                  ew.sqrt(ew.where(central, 5.0, w)) - 3.0)
+    return ew.where(central, p_c, p_t) * y
+
+
+def _erfinv_central(y: Tensor) -> Tensor:
+    """erf^-1(y) for |y| <= 1/2: Giles, then two Newton steps
+    x -= (erf(x) - y) / (2/sqrt(pi) exp(-x^2)) (erf keeps its precision there)."""
+    x = _giles(-ew.log((1.0 - y) * (1.0 + y)), y)
+    for _ in range(2):
+        x = x - (ew.erf(x) - y) / (ew.exp(-(x * x)) * (2.0 / _SQRT_PI))
+    return x
+
+
+def _erfcinv(s: Tensor) -> Tensor:
+    """v > 0 with erfc(v) = s, for 0 < s <= 1/2: four Newton steps on the concave log erfc,
+    v += (log erfcx(v) - v^2 - log s) sqrt(pi)/2 erfcx(v) (monotone after the first), from
+    Giles' erfinv(1 - s) where its fit holds (w = -log(s (2 - s)) < 16), else from the
+    asymptote v^2 = L - log(pi L) / 2, L = -log s."""
+    log_s = ew.log(s)
+    w = -ew.log(s * (2.0 - s))
+    fit = ew.lt(w, 16.0)
+    big_l = ew.where(fit, 20.0, -log_s)
+    v = ew.where(fit, _giles(ew.where(fit, w, 0.0), 1.0 - s),
+                 ew.sqrt(big_l - 0.5 * ew.log(big_l * math.pi)))
+    for _ in range(4):
+        e = _erfcx_pos(v)
+        v = v + (ew.log(e) - v * v - log_s) * e * (_SQRT_PI / 2)
+    return v
+
+
+def _ndtri(p: Tensor) -> Tensor:
+    """Phi^-1(p) = sqrt(2) erfinv(2p - 1): with q = min(p, 1 - p) (exact), 2q - 1 is exact
+    for q >= 1/4 (erfinv's central branch); below, x = -sqrt(2) erfcinv(2q) (2q exact).
+    ndtri(1 - q) = -ndtri(q); -inf at 0, inf at 1, NaN outside [0, 1]."""
+    upper = ew.gt(p, 0.5)
+    ok = ew.logical_and(ew.gt(p, 0.0), ew.lt(p, 1.0))
+    q = ew.where(ok, ew.where(upper, 1.0 - p, p), 0.25)
+    mid = ew.ge(q, 0.25)
+    x = ew.where(mid, _erfinv_central(ew.where(mid, q * 2.0 - 1.0, 0.0)),
+                 -_erfcinv(ew.where(mid, 0.25, q * 2.0))) * math.sqrt(2.0)
+    x = ew.where(upper, -x, x)
+    edge = ew.where(ew.eq(p, 0.0), -math.inf, ew.where(ew.eq(p, 1.0), math.inf, math.nan))
+    return ew.where(ok, x, edge)
+
+
+def _erfinv(y: Tensor) -> Tensor:
+    """erf^-1(y) elementwise (+-inf at +-1, NaN outside [-1, 1]): ``_erfinv_central`` for
+    |y| < 1/2, else sign(y) erfcinv(1 - |y|) (1 - |y| exact; erf(x) there is too flat, and
+    rounds to +-1 in the tails, for Newton steps on it)."""
+    inner = ew.lt(ew.abs(y), 1.0)
+    ys = ew.where(inner, y, 0.0)  # keep +-1 out of log(0) (and its infs out of Newton)
+    central = ew.lt(ew.abs(ys), 0.5)
+    v = _erfcinv(ew.where(central, 0.25, 1.0 - ew.abs(ys)))
+    x = ew.where(central, _erfinv_central(ew.where(central, ys, 0.0)),
+                 ew.where(ew.lt(ys, 0.0), -v, v))
+    return ew.where(inner, x, ew.where(ew.eq(ew.abs(y), 1.0), y * math.inf, math.nan))
+
+
+# ------------------------------------------------------------------------------ Functions
+def _unary(name: str, forward, backward, doc: str) -> type:
+    """A Function y = forward(x), dx = backward(g, x, y) (x and y saved: the rules written
+    with differentiable ops, so higher-order gradients work)."""
+    def fwd(ctx, x):
+        y = forward(x)
+        ctx.save_for_backward(x, y)
+        return y
+
+    def bwd(ctx, g):
+        x, y = ctx.saved_tensors
+        return backward(g, x, y)
+
+    return type(name, (Function,), {"__doc__": doc, "node_name": name + "Backward0",
+                                    "forward": staticmethod(fwd),
+                                    "backward": staticmethod(bwd)})
+
+
+def _log_ndtr_grad(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    """phi(x) / Phi(x): sqrt(2/pi) / erfcx(-x/sqrt 2) for x < 0 (no underflow), else
+    phi(x) / ndtr(x)."""
+    neg = ew.lt(x, 0.0)
+    xn, xp = ew.where(neg, x, -1.0), ew.where(neg, 1.0, x)
+    left = math.sqrt(2 / math.pi) / Erfcx.apply(xn * -_R2)
+    right = (_exp_sq(xp, -0.5) * (1 / math.sqrt(2 * math.pi))
+             / Ndtr.apply(xp))
+    return g * ew.where(neg, left, right)
+
+
+Erfc = _unary("Erfc", _erfc, lambda g, x, y: g * _exp_sq(x, -1.0) * (-2 / _SQRT_PI),
+              "y = erfc(x) = 1 - erf(x);  dx = -g 2/sqrt(pi) exp(-x^2).")
+Erfcx = _unary("Erfcx", _erfcx, lambda g, x, y: g * (x * y * 2.0 - 2 / _SQRT_PI),
+               "y = exp(x^2) erfc(x);  dx = g (2 x y - 2/sqrt(pi)).")
+Ndtr = _unary("Ndtr", _ndtr, lambda g, x, y: g * _exp_sq(x, -0.5)
+              * (1 / math.sqrt(2 * math.pi)), "y = Phi(x);  dx = g phi(x).")
+LogNdtr = _unary("LogNdtr", _log_ndtr, _log_ndtr_grad,
+                 "y = log Phi(x);  dx = g phi(x) / Phi(x).")
+Ndtri = _unary("Ndtri", _ndtri, lambda g, x, y: g * _exp_sq(y, 0.5)
+               * math.sqrt(2 * math.pi), "x = Phi^-1(p);  dp = g sqrt(2 pi) exp(x^2 / 2).")
+Erfinv = _unary("Erfinv", _erfinv, lambda g, x, y: g * _exp_sq(y, 1.0) * (_SQRT_PI / 2),
+                "x = erf^-1(y);  dy = g sqrt(pi)/2 exp(x^2).")
+
+
+def _apply(cls, op: str, input: Tensor) -> Tensor:  # noqa: A002
+    x, half = _float_input(op, input)
+    return rounded_to(cls.apply(x), half)
+
+
+@tensor_method("erfc")
+def erfc(input: Tensor) -> Tensor:  # noqa: A002
+    """1 - erf(x) elementwise (any shape), relative to ~1e-15 also where it is tiny (2 at
+    -inf, 0 from x ~ 27.3 in float64)."""
+    return _apply(Erfc, "erfc", input)
+
+
+def erfcx(input: Tensor) -> Tensor:  # noqa: A002
+    """The scaled complementary error function exp(x^2) erfc(x) elementwise (any shape)."""
+    return _apply(Erfcx, "erfcx", input)
+
+
+def ndtr(input: Tensor) -> Tensor:  # noqa: A002
+    """The standard normal CDF Phi(x) = (1 + erf(x / sqrt 2)) / 2 elementwise (any shape)."""
+    return _apply(Ndtr, "ndtr", input)
+
+
+def log_ndtr(input: Tensor) -> Tensor:  # noqa: A002
+    """log Phi(x) elementwise (any shape), finite far into the lower tail (~ -x^2 / 2)."""
+    return _apply(LogNdtr, "log_ndtr", input)
+
+
+def ndtri(input: Tensor) -> Tensor:  # noqa: A002
+    """Phi^-1(p) elementwise (any shape): -inf at 0, inf at 1, NaN outside [0, 1]."""
+    return _apply(Ndtri, "ndtri", input)
+
+
+@tensor_method("erfinv")
+def erfinv(input: Tensor) -> Tensor:  # noqa: A002
+    """The inverse error function elementwise (any shape): +-inf at +-1, NaN outside
+    [-1, 1]. dy = sqrt(pi)/2 exp(erfinv(y)^2)."""
+    return _apply(Erfinv, "erfinv", input)
+
+
+inplace_method("erfc_", erfc)
+inplace_method("erfinv_", erfinv)

@@ -1,0 +1,122 @@
+"""Inverse hyperbolic functions, composed of elementwise primitives (no kernel of their own;
+they run wherever log1p/sqrt/where do), each a Function with its own backward:
+
+- ``asinh(x)`` = sign(x) log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x| (exact for tiny x);
+  log(a) + log 2 once a > 2^28 (where a^2 would lose the 1, and overflow later);
+  d/dx = 1 / sqrt(x^2 + 1);
+- ``acosh(x)`` = log1p(t + sqrt(t (x + 1))), t = x - 1 (exact near 1); log(x) + log 2 once
+  x > 2^28; NaN below 1;  d/dx = 1 / sqrt(x^2 - 1) (inf at 1);
+- ``atanh(x)`` = sign(x) log1p(2a / (1 - a)) / 2, a = |x|; +-inf at +-1, NaN beyond;
+  d/dx = 1 / (1 - x^2).
+
+The sign is applied with copysign, so -0.0 maps to -0.0 as in NumPy. Integer inputs are
+computed in the default float dtype; float16/bfloat16 in float32, rounded once. PyTorch's
+``arcsinh``/``arccosh``/``arctanh`` name the same functions.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import require_tensor, rounded_to, tensor_method, widen_halves
+from tgrad.ops.inplace import inplace_method
+from tgrad.ops.logmath import copysign
+from tgrad.tensor import Tensor
+
+__all__ = ["asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh"]
+
+_LARGE = 2.0 ** 28  # beyond it x^2 + 1 == x^2 in float64: use log(2x)
+_LOG2 = math.log(2.0)
+
+
+def _large_log(a: Tensor, large: Tensor) -> Tensor:
+    """log(a) + log 2 where ``large``; a finite placeholder elsewhere."""
+    return ew.log(ew.where(large, a, 1.0)) + _LOG2
+
+
+class Asinh(Function):
+    node_name = "AsinhBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        a = ew.abs(x)
+        large = ew.gt(a, _LARGE)
+        small = ew.where(large, 0.0, a)  # keeps a^2 finite in the branch not taken
+        near = ew.log1p(small + small * small / (1.0 + ew.sqrt(1.0 + small * small)))
+        return copysign(ew.where(large, _large_log(a, large), near), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ew.rsqrt(x * x + 1.0)
+
+
+class Acosh(Function):
+    node_name = "AcoshBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        large = ew.gt(x, _LARGE)
+        small = ew.where(large, 1.0, x)
+        t = small - 1.0
+        near = ew.log1p(t + ew.sqrt(t * (small + 1.0)))  # NaN below 1 (sqrt of a negative)
+        return ew.where(large, _large_log(x, large), near)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ew.rsqrt(x * x - 1.0)
+
+
+class Atanh(Function):
+    node_name = "AtanhBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        a = ew.abs(x)
+        return copysign(ew.log1p(2.0 * a / (1.0 - a)) * 0.5, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g / (1.0 - x * x)
+
+
+def _apply(cls, name: str, input: Tensor) -> Tensor:  # noqa: A002
+    require_tensor(name, input)
+    x = input
+    if not x.dtype.is_floating_point:
+        x = x.to(dtypes.get_default_dtype())
+    (x,), half = widen_halves(x)
+    return rounded_to(cls.apply(x), half)
+
+
+@tensor_method("asinh", "arcsinh")
+def asinh(input: Tensor) -> Tensor:  # noqa: A002
+    """Inverse hyperbolic sine, elementwise;  d/dx = 1 / sqrt(x^2 + 1)."""
+    return _apply(Asinh, "asinh", input)
+
+
+@tensor_method("acosh", "arccosh")
+def acosh(input: Tensor) -> Tensor:  # noqa: A002
+    """Inverse hyperbolic cosine, elementwise (NaN below 1);  d/dx = 1 / sqrt(x^2 - 1)."""
+    return _apply(Acosh, "acosh", input)
+
+
+@tensor_method("atanh", "arctanh")
+def atanh(input: Tensor) -> Tensor:  # noqa: A002
+    """Inverse hyperbolic tangent, elementwise (+-inf at +-1, NaN beyond);
+    d/dx = 1 / (1 - x^2)."""
+    return _apply(Atanh, "atanh", input)
+
+
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+for _name, _fn in (("asinh", asinh), ("acosh", acosh), ("atanh", atanh)):
+    inplace_method(_name + "_", _fn)
+    inplace_method("arc" + _name[1:] + "_", _fn)

@@ -1,0 +1,131 @@
+"""Small pointwise composites and broadcasting helpers PyTorch code reaches for:
+
+- ``deg2rad`` / ``rad2deg``: x * (pi / 180) and x * (180 / pi) (integers computed in the
+  default float dtype);
+- ``ldexp(input, other)`` = input * 2^other, differentiable in both (d/d other =
+  input 2^other log 2);
+- ``heaviside(input, values)``: 0 where x < 0, ``values`` where x == 0, 1 where x > 0, and
+  NaN where x is NaN (NumPy's rule; PyTorch gives 0 there); not differentiable;
+- ``isposinf`` / ``isneginf``: bool masks;
+- ``broadcast_shapes(*shapes)`` and ``broadcast_tensors(*tensors)`` (expanded views);
+- ``diagflat(input, offset)``: the flattened input on a diagonal of a square matrix.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops.inplace import inplace_method
+from tgrad.ops.products import diag
+from tgrad.tensor import Tensor
+
+__all__ = ["deg2rad", "rad2deg", "ldexp", "heaviside", "isposinf", "isneginf",
+           "broadcast_shapes", "broadcast_tensors", "diagflat"]
+
+
+def _as_float(op: str, input: Tensor) -> Tensor:  # noqa: A002
+    require_tensor(op, input)
+    if input.dtype.is_floating_point:
+        return input
+    return input.to(dtypes.get_default_dtype())
+
+
+@tensor_method("deg2rad")
+def deg2rad(input: Tensor) -> Tensor:  # noqa: A002
+    """Degrees to radians: x * (pi / 180)."""
+    return _as_float("deg2rad", input) * (math.pi / 180.0)
+
+
+@tensor_method("rad2deg")
+def rad2deg(input: Tensor) -> Tensor:  # noqa: A002
+    """Radians to degrees: x * (180 / pi)."""
+    return _as_float("rad2deg", input) * (180.0 / math.pi)
+
+
+@tensor_method("ldexp")
+def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """input * 2^other (broadcast; an integer input gives the default float dtype)."""
+    x = _as_float("ldexp", input)
+    return x * ew.pow(2.0, other.to(x.dtype) if isinstance(other, Tensor) else other)
+
+
+@tensor_method("heaviside")
+def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
+    """The Heaviside step: 0 for x < 0, ``values`` for x == 0, 1 for x > 0, NaN for NaN
+    (broadcast; input and values of one dtype, as PyTorch requires)."""
+    require_tensor("heaviside", input)
+    require_tensor("heaviside", values, "values", 2)
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different "
+                           "dtypes.")
+    x = input.detach()
+    step = ew.where(ew.eq(x, 0), values.detach(), ew.gt(x, 0).to(x.dtype))
+    return ew.where(ew.ne(x, x), x, step) if x.dtype.is_floating_point else step
+
+
+@tensor_method("isposinf")
+def isposinf(input: Tensor) -> Tensor:  # noqa: A002
+    """True where x is +inf."""
+    require_tensor("isposinf", input)
+    return ew.eq(input.detach(), math.inf)
+
+
+@tensor_method("isneginf")
+def isneginf(input: Tensor) -> Tensor:  # noqa: A002
+    """True where x is -inf."""
+    require_tensor("isneginf", input)
+    return ew.eq(input.detach(), -math.inf)
+
+
+for _name, _fn in (("deg2rad_", deg2rad), ("rad2deg_", rad2deg), ("ldexp_", ldexp),
+                   ("heaviside_", heaviside)):
+    inplace_method(_name, _fn)
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape the given shapes (tuples or ints) broadcast to, by PyTorch's rules."""
+    dims = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    if any(d < 0 for shape in dims for d in shape):
+        raise ValueError("Attempting to broadcast a dimension with negative length!")
+    out: list = []
+    for index, shape in enumerate(dims):
+        for i in range(1, len(shape) + 1):
+            size = shape[-i]
+            if i > len(out):
+                out.insert(0, size)
+            elif out[-i] == 1:
+                out[-i] = size
+            elif size not in (1, out[-i]):
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {size} at {-i}! "
+                    f"Mismatching argument at index {index} had {shape}; but expected shape "
+                    f"should be broadcastable to {out}")
+    return tuple(out)
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple:
+    """The tensors expanded (as views) to their common broadcast shape."""
+    for i, t in enumerate(tensors):
+        require_tensor("broadcast_tensors", t, "tensors", i + 1)
+    shape = ()
+    for t in tensors:
+        for i in range(1, min(len(shape), t.ndim) + 1):
+            a, b = shape[-i], t.shape[-i]
+            if a != b and a != 1 and b != 1:
+                raise RuntimeError(f"The size of tensor a ({a}) must match the size of "
+                                   f"tensor b ({b}) at non-singleton dimension "
+                                   f"{max(len(shape), t.ndim) - i}")
+        shape = tuple(np.broadcast_shapes(shape, t.shape))
+    return tuple(t.expand(shape) for t in tensors)
+
+
+@tensor_method("diagflat")
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:  # noqa: A002
+    """A square matrix with the flattened input on diagonal ``offset`` (zeros elsewhere)."""
+    require_tensor("diagflat", input)
+    return diag(input.reshape(-1), offset)
