@@ -3,9 +3,10 @@
 ``assert_close(actual, expected)`` compares tensors, Python numbers (and NumPy scalars),
 NumPy arrays (with each other: converted by ``tgrad.as_tensor``), ``None`` and booleans,
 recursing through sequences and mappings, with PyTorch's rules, default tolerances and
-error messages. Tensor values are compared on the host (a ``cuda`` tensor is copied) and
-without recording a graph. ``make_tensor`` draws a random tensor of a shape, dtype and
-device from tgrad's generator (``tgrad.manual_seed`` makes it reproducible).
+error messages. Tensor values are compared by ``tgrad.isclose`` on their device (copied
+to the host only to describe a mismatch) and without recording a graph. ``make_tensor``
+draws a random tensor of a shape, dtype and device from tgrad's generator
+(``tgrad.manual_seed`` makes it reproducible).
 """
 
 from __future__ import annotations
@@ -169,33 +170,18 @@ def _host(t: Tensor) -> np.ndarray:
     return np.asarray(t.detach().cpu().numpy())
 
 
-def _isclose(a: np.ndarray, e: np.ndarray, rtol: float, atol: float,
-             equal_nan: bool) -> np.ndarray:
-    """torch.isclose's rule: equal, or both NaN (equal_nan), or a finite |a - e| at most
-    atol + |rtol e|, computed in the inputs' dtype (bool in the default float dtype; the
-    allowed error of integers in the default float dtype, as PyTorch's scalar rtol makes
-    it)."""
-    close = a == e
-    floating = a.dtype.kind == "f" or a.dtype == ml_dtypes.bfloat16
-    if equal_nan and floating:
-        close |= np.isnan(a) & np.isnan(e)
-    if rtol == 0 and atol == 0:
-        return close
-    if floating:
-        with np.errstate(all="ignore"):  # inf - inf: NaN, not close
-            allowed = atol + np.abs(rtol * e)
-            actual = np.abs(a - e)
-        close |= np.isfinite(actual) & (actual <= allowed)
-        return close
-    default = dtypes.get_default_dtype().np
-    with np.errstate(all="ignore"):  # integer wrap-around as in PyTorch
-        if a.dtype == np.bool_:
-            a, e = a.astype(default), e.astype(default)
-            actual = np.abs(a - e)
-        else:
-            actual = np.abs(a - e).astype(default)
-    allowed = (atol + np.abs(rtol * e.astype(default))).astype(default)
-    return close | (actual <= allowed)
+def _matches(a: Tensor, e: Tensor, dt: dtypes.DType, rtol: float, atol: float,
+             equal_nan: bool) -> Tensor:
+    """tgrad.isclose of a and e in the comparison dtype ``dt``, on their device (the host
+    when they differ): a bool tensor, nothing copied to the host. A floating ``dt`` takes
+    the tolerances rounded to it, as NumPy's arithmetic with Python floats does (so a half
+    dtype's boundary cases stay as before)."""
+    from tgrad.ops.composite import isclose
+    if a.device != e.device:
+        a, e = a.cpu(), e.cpu()
+    if dt.is_floating_point:
+        rtol, atol = (float(np.asarray(tol).astype(dt.np)) for tol in (rtol, atol))
+    return isclose(a.detach().to(dt), e.detach().to(dt), rtol, atol, equal_nan)
 
 
 def _max_at(x: np.ndarray) -> tuple:
@@ -266,10 +252,11 @@ class _TensorLikePair:
         if self.check_dtype:
             self._attribute("dtype", a.dtype, e.dtype)
         dt = dtypes.promote_types(a.dtype, e.dtype)
-        a_np, e_np = (_host(t).astype(dt.np, copy=False) for t in (a, e))
-        matches = _isclose(a_np, e_np, self.rtol, self.atol, self.equal_nan)
-        if matches.all():
+        matches = _matches(a, e, dt, self.rtol, self.atol, self.equal_nan)
+        if bool(matches.all()):  # the one read of the device on success
             return
+        a_np, e_np = (_host(t).astype(dt.np, copy=False) for t in (a, e))
+        matches = _host(matches)
         if a_np.shape == ():
             self._fail(_scalar_mismatch_msg(a_np.item() if dt.category < 2 else float(a_np),
                                             e_np.item() if dt.category < 2 else float(e_np),
@@ -358,10 +345,6 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
             raise error.to_error(msg) from None
 
 
-def _finfo(dt: dtypes.DType):
-    return ml_dtypes.finfo(dt.np) if dt is dtypes.bfloat16 else np.finfo(dt.np)
-
-
 def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
                 low: float | None = None, high: float | None = None,
                 requires_grad: bool = False, noncontiguous: bool = False,
@@ -418,7 +401,7 @@ def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
         lo, hi = bounds(int(info.min), int(info.max) + (dt is not dtypes.int64), -9, 10)
         result = randint(lo, hi, shape, dtype=dt, device=device)
     else:
-        info = _finfo(dt)
+        info = ml_dtypes.finfo(dt.np)  # NumPy's finfo, bfloat16's too
         lo, hi = bounds(float(info.min), float(info.max), -9, 9)
         result = empty(shape, dtype=dt, device=device)
         if hi - lo >= float(info.max):  # the span overflows: draw half of it, then double

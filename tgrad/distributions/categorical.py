@@ -10,7 +10,12 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.distributions import constraints
 from tgrad.distributions.distribution import Distribution
-from tgrad.distributions.utils import lazy_property, logits_to_probs, probs_to_logits
+from tgrad.distributions.utils import (
+    _finfo,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+)
 from tgrad.ops.creation import full
 from tgrad.ops.sampling import multinomial
 from tgrad.tensor import Tensor
@@ -104,6 +109,6 @@ class Categorical(Distribution):
         return log_pmf.gather(-1, value).squeeze(-1)
 
     def entropy(self) -> Tensor:
-        min_real = float(np.finfo(self.logits.dtype.np).min)
+        min_real = float(_finfo(self.logits.dtype).min)
         logits = self.logits.clamp(min=min_real)
         return -(logits * self.probs).sum(-1)

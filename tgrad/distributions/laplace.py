@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from tgrad.distributions import constraints
 from tgrad.distributions.distribution import Distribution
-from tgrad.distributions.utils import broadcast_all
+from tgrad.distributions.utils import _finfo, broadcast_all
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import empty
 from tgrad.tensor import Tensor
@@ -53,7 +51,7 @@ class Laplace(Distribution):
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        eps = float(np.finfo(self.loc.dtype.np).eps)
+        eps = float(_finfo(self.loc.dtype).eps)
         u = empty(shape, dtype=self.loc.dtype, device=self.loc.device).uniform_(eps - 1, 1)
         return self.loc - self.scale * ew.sign(u) * ew.log1p(-ew.abs(u))
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-import numpy as np
+import ml_dtypes
 
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import enable_grad
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import tensor
+from tgrad.ops.extras import logit
+from tgrad.ops.pointwise_extras import broadcast_tensors
 from tgrad.tensor import Tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
@@ -19,7 +21,8 @@ __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
 
 
 def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
-    """The values broadcast to one shape (views, so gradients flow back to the originals).
+    """The values broadcast to one shape (``broadcast_tensors``' views, so gradients flow
+    back to the originals).
     Python numbers become 0-d tensors of the first tensor argument's dtype and device, or of
     the default dtype when all are numbers; tensors keep their own dtypes."""
     if not all(isinstance(v, (Tensor, numbers.Number)) for v in values):
@@ -30,22 +33,26 @@ def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
     device = ref.device if ref is not None else None
     ts = [v if isinstance(v, Tensor) else tensor(v, dtype=dtype, device=device)
           for v in values]
-    shape = np.broadcast_shapes(*(t.shape for t in ts))
-    return tuple(t if tuple(t.shape) == shape else t.expand(*shape) for t in ts)
+    return broadcast_tensors(*ts)
+
+
+def _finfo(dtype: dtypes.DType):
+    """NumPy's finfo of a floating tgrad dtype (bfloat16's from ml_dtypes)."""
+    return ml_dtypes.finfo(dtype.np)
 
 
 def clamp_probs(probs: Tensor) -> Tensor:
     """probs clamped to [eps, 1 - eps] (eps: the dtype's machine epsilon), so their logs and
     log1p(-p) are finite."""
-    eps = float(np.finfo(probs.dtype.np).eps)
+    eps = float(_finfo(probs.dtype).eps)
     return probs.clamp(min=eps, max=1 - eps)
 
 
 def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
-    """log p (categorical), or the log-odds log p - log(1 - p) (binary), of the clamped
-    probabilities."""
+    """log p (categorical), or the log-odds logit(p) = log p - log(1 - p) (binary), of the
+    clamped probabilities."""
     p = clamp_probs(probs)
-    return ew.log(p) - ew.log1p(-p) if is_binary else ew.log(p)
+    return logit(p) if is_binary else ew.log(p)
 
 
 def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:

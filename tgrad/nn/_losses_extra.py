@@ -15,8 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
-
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.nn._composite import logsigmoid
 from tgrad.nn.functional import (
@@ -28,11 +26,13 @@ from tgrad.nn.functional import (
     _reduced,
     softplus,
 )
-from tgrad.ops.creation import arange, tensor
+from tgrad.ops._common import broadcast_or_raise
+from tgrad.ops.creation import arange
 from tgrad.ops.creation import full as _full
-from tgrad.ops.distances import broadcast_or_raise, pairwise_distance
+from tgrad.ops.distances import pairwise_distance
 from tgrad.ops.elementwise import clamp, log, minimum, where
 from tgrad.ops.gathering import gather
+from tgrad.ops.scan import cumsum
 from tgrad.tensor import Tensor
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
@@ -102,13 +102,13 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     _check_float("multilabel_soft_margin_loss", input)
     _check_tensor("multilabel_soft_margin_loss", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
     (x, y), half = _compute(input, target.to(input.dtype))
     loss = -(y * logsigmoid(x) + (1.0 - y) * logsigmoid(-x))
     if weight is not None:
         loss = loss * weight
     loss = loss.sum(input.ndim - 1) / input.shape[-1]
-    if reduction not in ("none", "mean", "sum"):
-        raise ValueError(reduction + " is not valid")
     return _reduced(loss, reduction, half)
 
 
@@ -189,7 +189,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
                                "respect to argument 'weight'. This input cannot have "
                                "requires_grad True.")
     t = target.reshape(n)
-    if n and (int(t.min()) < 0 or int(t.max()) >= c):
+    if bool(((t < 0) | (t >= c)).any()):  # one synchronizing read on a GPU
         raise RuntimeError("target out of range")
     (x,), half = _compute(input.reshape(n, c))
     xy = gather(x, 1, t.unsqueeze(1))
@@ -221,16 +221,15 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None,  # 
                            f"{list(input.shape)}")
     n = input.shape[0] if input.ndim == 2 else 1
     c = input.shape[-1] if input.ndim else 1
-    tt = np.asarray(target.numpy(force=True)).reshape(n, c)
-    if ((tt < -1) | (tt >= c)).any():
+    t = target.detach().reshape(n, c)
+    if bool(((t < -1) | (t >= c)).any()):  # one synchronizing read on a GPU
         raise RuntimeError("argument #2 'target' is out of range")
-    count = np.zeros((n, c), np.int64)  # how often each class is a target of sample i
-    for i in range(n):
-        stop = np.flatnonzero(tt[i] == -1)
-        for j in tt[i, :stop[0] if stop.size else c]:
-            count[i, j] += 1
     (x,), half = _compute(input.reshape(n, c))
-    cnt = tensor(count, dtype=x.dtype, device=x.device)
+    # cnt[i, k]: how often class k is a target of sample i before its first -1 (on the
+    # device: a one-hot compare, (N, C, C) as the pairs below, with no index-bounds reads)
+    live = cumsum(t == -1, 1) == 0
+    hit = (t.unsqueeze(2) == arange(c, device=t.device)) & live.unsqueeze(2)
+    cnt = hit.to(x.dtype).sum(1)
     other = (cnt == 0).to(x.dtype)
     # pairs (target j, non-target k): (N, C_j, C_k)
     h = clamp(1.0 - x.unsqueeze(2) + x.unsqueeze(1), min=0.0)
@@ -274,8 +273,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
                                       swap: bool = False, reduction: str = "mean") -> Tensor:
     """max(0, margin + d(a, pos) - d(a, neg)) for any ``distance_function`` d (default
     pairwise_distance), ``swap`` as triplet_margin_loss; reduced."""
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _check_reduction(reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     _triplet_dims(anchor, positive, negative)

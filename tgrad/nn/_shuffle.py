@@ -15,6 +15,7 @@ from tgrad.nn._activations import threshold as _threshold
 from tgrad.nn._composite import elu, hardtanh, leaky_relu, selu
 from tgrad.nn.functional import _check_float, _check_tensor, relu, softmax
 from tgrad.ops.creation import empty_like, zeros_like
+from tgrad.ops.sorting import _int_arg
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
@@ -23,9 +24,7 @@ __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channe
 
 
 def _factor(op: str, name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{op}(): argument '{name}' (position 2) must be int, not "
-                        f"{type(value).__name__}")
+    value = _int_arg(op, name, 2, value)
     if value <= 0:
         raise RuntimeError(f"{op} expects a positive {name}, but got {value}")
     return value
@@ -79,9 +78,7 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
     if input.ndim <= 2:
         raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
                            f"sizes {list(input.shape)}")
-    if isinstance(groups, bool) or not isinstance(groups, int):
-        raise TypeError(f"channel_shuffle(): argument 'groups' (position 2) must be int, not "
-                        f"{type(groups).__name__}")
+    groups = _int_arg("channel_shuffle", "groups", 2, groups)
     if groups <= 0:
         raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
                            f"groups:{groups}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from tgrad.autograd.grad_mode import STATE
 from tgrad.backends import _BACKENDS, get_backend
 from tgrad.tensor import Tensor, _wrap_dim
@@ -114,3 +116,39 @@ def widen_halves(*ts) -> tuple:
 def rounded_to(t: Tensor, half) -> Tensor:
     """``t`` rounded to ``half`` (widen_halves' second result; None: unchanged)."""
     return t if half is None else t.to(half)
+
+
+def float_input(op: str, x) -> tuple:
+    """(x as a floating tensor, the half dtype to round the result to or None): an integer
+    or bool x in the default float dtype (as PyTorch promotes for float ops), a
+    float16/bfloat16 x widened to float32 (``widen_halves``)."""
+    from tgrad import dtypes
+    require_tensor(op, x)
+    if not x.dtype.is_floating_point:
+        x = x.to(dtypes.get_default_dtype())
+    (x,), half = widen_halves(x)
+    return x, half
+
+
+def apply_float_unary(cls, op: str, input: Tensor, *args) -> Tensor:  # noqa: A002
+    """``cls.apply(x, *args)`` on ``float_input``'s x, rounded back to a half input's dtype:
+    the wrapper of an elementwise Function composed of float ops."""
+    x, half = float_input(op, input)
+    return rounded_to(cls.apply(x, *args), half)
+
+
+def broadcast_or_raise(op: str | None, *shapes) -> tuple:
+    """The broadcast of ``shapes``, or PyTorch's "The size of tensor a (m) must match the
+    size of tensor b (n) at non-singleton dimension d" (prefixed by ``op`` when given)."""
+    out: tuple = ()
+    for shape in shapes:
+        shape = tuple(shape)
+        n = max(len(out), len(shape))
+        for i in range(1, min(len(out), len(shape)) + 1):
+            a, b = out[-i], shape[-i]
+            if a != b and a != 1 and b != 1:
+                prefix = f"{op}: " if op else ""
+                raise RuntimeError(f"{prefix}The size of tensor a ({a}) must match the size of "
+                                   f"tensor b ({b}) at non-singleton dimension {n - i}")
+        out = tuple(np.broadcast_shapes(out, shape))
+    return out

@@ -21,6 +21,7 @@ from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops.composite import logical_xor
 from tgrad.ops.inplace import apply_inplace, inplace_method
 from tgrad.ops.logmath import copysign, hypot
 from tgrad.ops.shape import split
@@ -66,11 +67,7 @@ for _name, _compare in (("eq_", ew.eq), ("ne_", ew.ne), ("lt_", ew.lt), ("le_", 
     _inplace_compare(_name, _compare)
 
 
-def _logical_xor(a, b):
-    return ew.ne(ew.ne(a, 0), ew.ne(b, 0) if isinstance(b, Tensor) else bool(b))
-
-
-_inplace_compare("logical_xor_", _logical_xor)
+_inplace_compare("logical_xor_", logical_xor)
 tensor_method("logical_not_")(lambda self: apply_inplace(
     self, "logical_not_", lambda x: CompareInto.apply(x, 0, ew.eq)))
 
@@ -228,7 +225,7 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:  # noqa: A002
 @tensor_method("is_signed")
 def is_signed(input: Tensor) -> bool:  # noqa: A002
     """Whether the dtype holds negative values (every dtype but bool)."""
-    return input.dtype is not dtypes.bool_
+    return input.dtype.is_signed
 
 
 tensor_method("ndimension")(lambda self: self.ndim)

@@ -406,8 +406,9 @@ def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
 
 @tensor_method("logical_xor")
 def logical_xor(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
-    """Elementwise xor of the truth values (nonzero, NaN included, is true); bool."""
-    return ew.ne(ew.ne(input, 0), ew.ne(other, 0))
+    """Elementwise xor of the truth values (nonzero, NaN included, is true); bool. ``other``
+    may be a number."""
+    return ew.ne(ew.ne(input, 0), ew.ne(other, 0) if isinstance(other, Tensor) else bool(other))
 
 
 # ------------------------------------------------------------------------------ other names

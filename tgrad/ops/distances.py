@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
+    broadcast_or_raise,
     require_tensor,
     rounded_to,
     same_device,
@@ -50,20 +49,12 @@ _COMPUTE_MODES = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_eucli
                   "donot_use_mm_for_euclid_dist")
 
 
-def broadcast_or_raise(op: str, a: tuple, b: tuple) -> tuple:
-    """np.broadcast_shapes(a, b), or PyTorch's infer_size message prefixed by ``op``."""
-    for i in range(1, min(len(a), len(b)) + 1):
-        if a[-i] != b[-i] and a[-i] != 1 and b[-i] != 1:
-            raise RuntimeError(f"{op}: The size of tensor a ({a[-i]}) must match the size of "
-                               f"tensor b ({b[-i]}) at non-singleton dimension "
-                               f"{max(len(a), len(b)) - i}")
-    return tuple(np.broadcast_shapes(a, b))
-
-
-def _p_arg(op: str, p) -> float:
+def _p_arg(op: str, p, nonnegative: bool = True, kind: str = "float") -> float:
+    """p as a float (PyTorch's TypeError naming ``kind`` for a non-number; with
+    ``nonnegative``, its RuntimeError for p < 0 or NaN)."""
     if isinstance(p, bool) or not isinstance(p, (int, float)):
-        raise TypeError(f"{op}(): argument 'p' must be float, not {type(p).__name__}")
-    if p < 0 or math.isnan(p):
+        raise TypeError(f"{op}(): argument 'p' must be {kind}, not {type(p).__name__}")
+    if nonnegative and (p < 0 or math.isnan(p)):
         raise RuntimeError(f"{op} only supports non-negative p values")
     return float(p)
 
@@ -112,9 +103,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     require_tensor("pairwise_distance", x2, "x2", 2)
     broadcast_or_raise("pairwise_distance", x1.shape, x2.shape)
     same_device("pairwise_distance", x1, x2)
-    if isinstance(p, bool) or not isinstance(p, (int, float)):
-        raise TypeError(f"pairwise_distance(): argument 'p' must be float, not "
-                        f"{type(p).__name__}")
+    p = _p_arg("pairwise_distance", p, nonnegative=False)
     (a, b), half = widen_halves(x1, x2)
     dim = max(x1.ndim, x2.ndim) - 1
     return rounded_to(norm(a - b + eps, float(p), dim, keepdim), half)
@@ -145,9 +134,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     require_tensor("dist", other, "other", 2)
     broadcast_or_raise("dist", input.shape, other.shape)
     same_device("dist", input, other)
-    if isinstance(p, bool) or not isinstance(p, (int, float)):
-        raise TypeError(f"dist(): argument 'p' must be Number, not {type(p).__name__}")
-    return norm(input - other, float(p))
+    return norm(input - other, _p_arg("dist", p, nonnegative=False, kind="Number"))
 
 
 @tensor_method("renorm")

@@ -21,9 +21,9 @@ from decimal import Decimal, localcontext
 
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import rounded_to, tensor_method
+from tgrad.ops._common import apply_float_unary, tensor_method
 from tgrad.ops.inplace import inplace_method
-from tgrad.ops.special import _float_input, _horner
+from tgrad.ops.special import _horner
 from tgrad.tensor import Tensor
 
 __all__ = ["erfc", "erfinv"]
@@ -228,43 +228,38 @@ Erfinv = _unary("Erfinv", _erfinv, lambda g, x, y: g * _exp_sq(y, 1.0) * (_SQRT_
                 "x = erf^-1(y);  dy = g sqrt(pi)/2 exp(x^2).")
 
 
-def _apply(cls, op: str, input: Tensor) -> Tensor:  # noqa: A002
-    x, half = _float_input(op, input)
-    return rounded_to(cls.apply(x), half)
-
-
 @tensor_method("erfc")
 def erfc(input: Tensor) -> Tensor:  # noqa: A002
     """1 - erf(x) elementwise (any shape), relative to ~1e-15 also where it is tiny (2 at
     -inf, 0 from x ~ 27.3 in float64)."""
-    return _apply(Erfc, "erfc", input)
+    return apply_float_unary(Erfc, "erfc", input)
 
 
 def erfcx(input: Tensor) -> Tensor:  # noqa: A002
     """The scaled complementary error function exp(x^2) erfc(x) elementwise (any shape)."""
-    return _apply(Erfcx, "erfcx", input)
+    return apply_float_unary(Erfcx, "erfcx", input)
 
 
 def ndtr(input: Tensor) -> Tensor:  # noqa: A002
     """The standard normal CDF Phi(x) = (1 + erf(x / sqrt 2)) / 2 elementwise (any shape)."""
-    return _apply(Ndtr, "ndtr", input)
+    return apply_float_unary(Ndtr, "ndtr", input)
 
 
 def log_ndtr(input: Tensor) -> Tensor:  # noqa: A002
     """log Phi(x) elementwise (any shape), finite far into the lower tail (~ -x^2 / 2)."""
-    return _apply(LogNdtr, "log_ndtr", input)
+    return apply_float_unary(LogNdtr, "log_ndtr", input)
 
 
 def ndtri(input: Tensor) -> Tensor:  # noqa: A002
     """Phi^-1(p) elementwise (any shape): -inf at 0, inf at 1, NaN outside [0, 1]."""
-    return _apply(Ndtri, "ndtri", input)
+    return apply_float_unary(Ndtri, "ndtri", input)
 
 
 @tensor_method("erfinv")
 def erfinv(input: Tensor) -> Tensor:  # noqa: A002
     """The inverse error function elementwise (any shape): +-inf at +-1, NaN outside
     [-1, 1]. dy = sqrt(pi)/2 exp(erfinv(y)^2)."""
-    return _apply(Erfinv, "erfinv", input)
+    return apply_float_unary(Erfinv, "erfinv", input)
 
 
 inplace_method("erfc_", erfc)

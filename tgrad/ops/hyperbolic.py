@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import math
 
-from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor, rounded_to, tensor_method, widen_halves
+from tgrad.ops._common import apply_float_unary, tensor_method
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.logmath import copysign
 from tgrad.tensor import Tensor
@@ -88,32 +87,23 @@ class Atanh(Function):
         return g / (1.0 - x * x)
 
 
-def _apply(cls, name: str, input: Tensor) -> Tensor:  # noqa: A002
-    require_tensor(name, input)
-    x = input
-    if not x.dtype.is_floating_point:
-        x = x.to(dtypes.get_default_dtype())
-    (x,), half = widen_halves(x)
-    return rounded_to(cls.apply(x), half)
-
-
 @tensor_method("asinh", "arcsinh")
 def asinh(input: Tensor) -> Tensor:  # noqa: A002
     """Inverse hyperbolic sine, elementwise;  d/dx = 1 / sqrt(x^2 + 1)."""
-    return _apply(Asinh, "asinh", input)
+    return apply_float_unary(Asinh, "asinh", input)
 
 
 @tensor_method("acosh", "arccosh")
 def acosh(input: Tensor) -> Tensor:  # noqa: A002
     """Inverse hyperbolic cosine, elementwise (NaN below 1);  d/dx = 1 / sqrt(x^2 - 1)."""
-    return _apply(Acosh, "acosh", input)
+    return apply_float_unary(Acosh, "acosh", input)
 
 
 @tensor_method("atanh", "arctanh")
 def atanh(input: Tensor) -> Tensor:  # noqa: A002
     """Inverse hyperbolic tangent, elementwise (+-inf at +-1, NaN beyond);
     d/dx = 1 / (1 - x^2)."""
-    return _apply(Atanh, "atanh", input)
+    return apply_float_unary(Atanh, "atanh", input)
 
 
 arcsinh, arccosh, arctanh = asinh, acosh, atanh

@@ -10,10 +10,6 @@ their own; gradients come from the parts):
   computation, done on the host) gathered from the 1-D input by advanced indexing;
 - ``addr(input, vec1, vec2)``: beta input + alpha outer(vec1, vec2) (addmm's rules: beta = 0
   ignores the input's values, NaN included);
-- ``cumprod(input, dim)``: a Hillis-Steele scan of products (log2(n) steps, each one
-  multiplication of shifted slices): only products, no division, so autograd through it
-  gives the exact gradient when the input holds zeros (PyTorch's dedicated rule) and exact
-  higher derivatives;
 - ``chain_matmul(*matrices)``: the matrices multiplied in the order of fewest scalar
   multiplications (the classic O(k^3) matrix-chain dynamic programme).
 """
@@ -27,24 +23,20 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.ops._common import (
+    broadcast_or_raise,
     require_tensor,
-    rounded_to,
     same_device,
     tensor_method,
-    widen_halves,
 )
 from tgrad.ops.composite import meshgrid
 from tgrad.ops.creation import empty, tensor, zeros
-from tgrad.ops.distances import broadcast_or_raise
 from tgrad.ops.index import getitem
-from tgrad.ops.inplace import inplace_method
 from tgrad.ops.matmul import matmul
 from tgrad.ops.products import _scaled_sum
 from tgrad.ops.shape import cat, narrow, stack
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
-__all__ = ["cross", "block_diag", "cartesian_prod", "combinations", "addr", "chain_matmul",
-           "cumprod"]
+__all__ = ["cross", "block_diag", "cartesian_prod", "combinations", "addr", "chain_matmul"]
 
 
 def _tensor_list(tensors) -> list:
@@ -235,31 +227,3 @@ def chain_matmul(*matrices: Tensor) -> Tensor:
         return matmul(product(i, s), product(s + 1, j))
 
     return product(0, len(ms) - 1)
-
-
-# ------------------------------------------------------------------------------ cumprod
-@tensor_method("cumprod")
-def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
-    """Cumulative product along ``dim``: y_k = prod_{j <= k} x_j (shape kept); integer and
-    bool inputs give int64 (``dtype`` casts the input first, as PyTorch).
-
-    Computed as a scan of products (after the step of span s, y_j covers (j - 2s, j]), so
-    dx_j = sum_{k >= j} g_k prod_{i <= k, i != j} x_i exactly, zeros in x included."""
-    require_tensor("cumprod", input)
-    d = _wrap_dim(_int_arg("cumprod", "dim", dim), input.ndim, "cumprod")
-    if dtype is not None:
-        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
-    elif not input.dtype.is_floating_point:
-        input = input.to(dtypes.int64)  # noqa: A001
-    (y,), half = widen_halves(input.reshape(1) if input.ndim == 0 else input)
-    n, span = y.shape[d], 1
-    if n <= 1:
-        y = y.clone()
-    while span < n:
-        y = cat([narrow(y, d, 0, span),
-                 narrow(y, d, span, n - span) * narrow(y, d, 0, n - span)], d)
-        span *= 2
-    return rounded_to(y, half).reshape(input.shape)
-
-
-inplace_method("cumprod_", cumprod)

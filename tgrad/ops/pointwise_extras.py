@@ -17,9 +17,8 @@ import math
 
 import numpy as np
 
-from tgrad import dtypes
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops._common import broadcast_or_raise, float_input, require_tensor, tensor_method
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.products import diag
 from tgrad.tensor import Tensor
@@ -29,10 +28,9 @@ __all__ = ["deg2rad", "rad2deg", "ldexp", "heaviside", "isposinf", "isneginf",
 
 
 def _as_float(op: str, input: Tensor) -> Tensor:  # noqa: A002
+    """input, an integer one in the default float dtype (halves stay: one multiply)."""
     require_tensor(op, input)
-    if input.dtype.is_floating_point:
-        return input
-    return input.to(dtypes.get_default_dtype())
+    return input if input.dtype.is_floating_point else float_input(op, input)[0]
 
 
 @tensor_method("deg2rad")
@@ -112,15 +110,7 @@ def broadcast_tensors(*tensors: Tensor) -> tuple:
     """The tensors expanded (as views) to their common broadcast shape."""
     for i, t in enumerate(tensors):
         require_tensor("broadcast_tensors", t, "tensors", i + 1)
-    shape = ()
-    for t in tensors:
-        for i in range(1, min(len(shape), t.ndim) + 1):
-            a, b = shape[-i], t.shape[-i]
-            if a != b and a != 1 and b != 1:
-                raise RuntimeError(f"The size of tensor a ({a}) must match the size of "
-                                   f"tensor b ({b}) at non-singleton dimension "
-                                   f"{max(len(shape), t.ndim) - i}")
-        shape = tuple(np.broadcast_shapes(shape, t.shape))
+    shape = broadcast_or_raise(None, *(t.shape for t in tensors))
     return tuple(t.expand(shape) for t in tensors)
 
 

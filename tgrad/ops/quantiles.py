@@ -18,6 +18,8 @@ leading dim of len(q) when q is a 1-D tensor.
 
 from __future__ import annotations
 
+import numpy as np
+
 from tgrad import dtypes
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, tensor_method
@@ -33,7 +35,8 @@ _MODES = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _q_tensor(op: str, input: Tensor, q) -> Tensor:  # noqa: A002
-    """q as a 1-D tensor of input's dtype and device, checked to lie in [0, 1]."""
+    """q as a 1-D tensor of input's dtype and device, checked to lie in [0, 1] (on the host:
+    a tensor q is read back once, as PyTorch does; a number needs no read)."""
     if isinstance(q, Tensor):
         if q.ndim > 1:
             raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
@@ -43,16 +46,18 @@ def _q_tensor(op: str, input: Tensor, q) -> Tensor:  # noqa: A002
             raise RuntimeError(f"{op}() q tensor must be on the same device as the input "
                                f"tensor, but found {q.device} and {input.device}")
         qt = q.detach().reshape(-1)
+        values = qt.cpu().numpy()
     elif isinstance(q, (int, float)) and not isinstance(q, bool):
-        qt = tensor([float(q)], dtype=input.dtype, device=input.device)
+        values = np.array([float(q)])
+        qt = None
     else:
         raise TypeError(f"{op}(): argument 'q' must be a float or a Tensor, not "
                         f"{type(q).__name__}")
-    values = qt.cpu().numpy()
-    if ((values < 0) | (values > 1)).any() or (values != values).any():
-        bad = values[~((values >= 0) & (values <= 1))][0]
-        raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {float(bad):g}")
-    return qt
+    outside = ~((values >= 0) & (values <= 1))  # NaN is outside too
+    if outside.any():
+        raise RuntimeError(f"{op}() q must be in the range [0, 1] but got "
+                           f"{float(values[outside][0]):g}")
+    return qt if qt is not None else tensor(values, dtype=input.dtype, device=input.device)
 
 
 def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,  # noqa: A002

@@ -1,15 +1,27 @@
 """Cumulative ops along one dim: ``cumsum`` (a primitive: one Triton scan kernel on the GPU,
-np.cumsum on the CPU)."""
+np.cumsum on the CPU) and ``cumprod`` (a Hillis-Steele scan of products: log2(n) steps,
+each one multiplication of shifted slices; only products, no division, so autograd through
+it gives the exact gradient when the input holds zeros (PyTorch's dedicated rule) and exact
+higher derivatives)."""
 
 from __future__ import annotations
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.ops._common import backend_of, register_op, require_tensor, tensor_method, wrap
+from tgrad.ops._common import (
+    backend_of,
+    register_op,
+    require_tensor,
+    rounded_to,
+    tensor_method,
+    widen_halves,
+    wrap,
+)
 from tgrad.ops.inplace import inplace_method
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.ops.shape import cat, narrow
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
-__all__ = ["cumsum"]
+__all__ = ["cumsum", "cumprod"]
 
 
 class Cumsum(Function):
@@ -49,3 +61,30 @@ def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
 
 
 inplace_method("cumsum_", cumsum)
+
+
+@tensor_method("cumprod")
+def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
+    """Cumulative product along ``dim``: y_k = prod_{j <= k} x_j (shape kept); integer and
+    bool inputs give int64 (``dtype`` casts the input first, as PyTorch).
+
+    Computed as a scan of products (after the step of span s, y_j covers (j - 2s, j]), so
+    dx_j = sum_{k >= j} g_k prod_{i <= k, i != j} x_i exactly, zeros in x included."""
+    require_tensor("cumprod", input)
+    d = _wrap_dim(_int_arg("cumprod", "dim", dim), input.ndim, "cumprod")
+    if dtype is not None:
+        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
+    elif not input.dtype.is_floating_point:
+        input = input.to(dtypes.int64)  # noqa: A001
+    (y,), half = widen_halves(input.reshape(1) if input.ndim == 0 else input)
+    n, span = y.shape[d], 1
+    if n <= 1:
+        y = y.clone()
+    while span < n:
+        y = cat([narrow(y, d, 0, span),
+                 narrow(y, d, span, n - span) * narrow(y, d, 0, n - span)], d)
+        span *= 2
+    return rounded_to(y, half).reshape(input.shape)
+
+
+inplace_method("cumprod_", cumprod)

@@ -26,10 +26,15 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor, rounded_to, tensor_method, widen_halves
+from tgrad.ops._common import (
+    apply_float_unary,
+    float_input,
+    rounded_to,
+    tensor_method,
+)
+from tgrad.ops.extras import _tensors_in_result_dtype
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.logmath import signbit
 from tgrad.tensor import Tensor
@@ -68,15 +73,6 @@ def _horner(coefs, t: Tensor) -> Tensor:
     for c in reversed(coefs[:-1]):
         acc = acc * t + c
     return acc
-
-
-def _float_input(op: str, x) -> tuple:
-    """(x as a float tensor, widened to float32 when half; the half dtype or None)."""
-    require_tensor(op, x)
-    if not x.dtype.is_floating_point:
-        x = x.to(dtypes.get_default_dtype())
-    (x,), half = widen_halves(x)
-    return x, half
 
 
 def _reduced(x: Tensor) -> Tensor:
@@ -215,16 +211,14 @@ def lgamma(input: Tensor) -> Tensor:  # noqa: A002
     """log |Gamma(x)| elementwise (any shape); +inf at 0, -1, -2, ... and at +-inf, as
     PyTorch. float64 relative error ~1e-15 (absolute ~1e-15 near the roots of the negative
     branch). dx = digamma(x)."""
-    x, half = _float_input("lgamma", input)
-    return rounded_to(Lgamma.apply(x), half)
+    return apply_float_unary(Lgamma, "lgamma", input)
 
 
 @tensor_method("digamma")
 def digamma(input: Tensor) -> Tensor:  # noqa: A002
     """psi(x) = d/dx lgamma(x) elementwise (any shape); PyTorch's values at the poles: -inf at
     +0, +inf at -0, NaN at negative integers and -inf; +inf at +inf. dx = polygamma(1, x)."""
-    x, half = _float_input("digamma", input)
-    return rounded_to(Polygamma.apply(x, 0), half)
+    return apply_float_unary(Polygamma, "digamma", input, 0)
 
 
 def polygamma(n: int, input: Tensor) -> Tensor:  # noqa: A002
@@ -235,8 +229,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:  # noqa: A002
         raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
-    x, half = _float_input("polygamma", input)
-    return rounded_to(Polygamma.apply(x, int(n)), half)
+    return apply_float_unary(Polygamma, "polygamma", input, int(n))
 
 
 tensor_method("polygamma")(lambda self, n: polygamma(n, self))
@@ -250,7 +243,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:  # noqa: A002
     PyTorch 2.14, which no longer raises; no host sync to check)."""
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    x, half = _float_input("mvlgamma", input)
+    x, half = float_input("mvlgamma", input)
     out = Lgamma.apply(x)
     for i in range(1, p):
         out = out + Lgamma.apply(x - i / 2)
@@ -286,5 +279,40 @@ class Sinc(Function):
 @tensor_method("sinc")
 def sinc(input: Tensor) -> Tensor:  # noqa: A002
     """The normalised sinc sin(pi x) / (pi x) elementwise (any shape), 1 at 0."""
-    x, half = _float_input("sinc", input)
-    return rounded_to(Sinc.apply(x), half)
+    return apply_float_unary(Sinc, "sinc", input)
+
+
+# ------------------------------------------------------------ torch.special only (not at tgrad.)
+def xlog1py(input, other) -> Tensor:  # noqa: A002
+    """x log1p(y) (broadcast, in the promoted float dtype), 0 where x == 0 unless y is NaN
+    (PyTorch's rule); dx = log1p(y), dy = x / (1 + y). Where x == 0 and log1p(y) is not
+    finite (y <= -1 or y = inf) the log1p is taken of 0 instead, so the branch not taken
+    stays finite (its gradients are then 0, where PyTorch's are NaN / inf)."""
+    x, y = _tensors_in_result_dtype(input, other)
+    unsafe = ew.logical_and(ew.eq(x, 0), ew.logical_or(ew.le(y, -1), ew.eq(y, math.inf)))
+    return ew.where(unsafe, 0.0, x * ew.log1p(ew.where(unsafe, 0.0, y)))
+
+
+class Entr(Function):
+    """y = -x log x for x > 0, 0 at 0, -inf for x < 0 (NaN stays NaN);
+    dx = -g (1 + log x) (+inf at 0, NaN for x < 0, as PyTorch)."""
+
+    node_name = "SpecialEntrBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        pos = ew.gt(x, 0.0)
+        val = -x * ew.log(ew.where(pos, x, 1.0))
+        return ew.where(pos, val, ew.where(ew.eq(x, 0.0), 0.0, ew.where(
+            ew.lt(x, 0.0), -math.inf, x)))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return -g * (1.0 + ew.log(x))
+
+
+def entr(input: Tensor) -> Tensor:  # noqa: A002
+    """The elementwise entropy -x log x (any shape; see ``Entr``)."""
+    return apply_float_unary(Entr, "entr", input)

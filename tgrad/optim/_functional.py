@@ -134,3 +134,192 @@ def adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],
             s = state_sums[i]
             s.addcmul_(g, g, value=1)
             p.addcdiv_(g, s.sqrt() + eps, value=-clr)
+
+
+def adamax(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+           exp_infs: list[Tensor], state_steps: list[Tensor], *, lr: float, beta1: float,
+           beta2: float, eps: float, weight_decay: float, maximize: bool) -> None:
+    """t <- t + 1;  g <- -g if maximize;  g <- g + wd p;
+    m <- b1 m + (1 - b1) g;   u <- max(b2 u, |g| + eps);
+    p <- p - lr / (1 - b1^t) m / u."""
+    fused = _fused("adamax", params)
+    if fused is not None:
+        return fused(params, grads, exp_avgs, exp_infs, state_steps, lr=lr, beta1=beta1,
+                     beta2=beta2, eps=eps, weight_decay=weight_decay, maximize=maximize)
+    with no_grad():
+        for i, p in enumerate(params):
+            g = -grads[i] if maximize else grads[i]
+            m, u, step_t = exp_avgs[i], exp_infs[i], state_steps[i]
+            step_t.add_(1)
+            step = step_t.item()
+            if weight_decay != 0:
+                g = g + p * weight_decay
+            m.lerp_(g, 1 - beta1)
+            u.copy_((u * beta2).maximum(g.abs() + eps))
+            p.addcdiv_(m, u, value=-lr / (1 - beta1 ** step))
+
+
+def nadam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+          exp_avg_sqs: list[Tensor], mu_products: list[Tensor], state_steps: list[Tensor], *,
+          lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
+          momentum_decay: float, decoupled_weight_decay: bool, maximize: bool) -> None:
+    """t <- t + 1;  g <- -g if maximize;
+    NAdam: g <- g + wd p            NAdamW (decoupled): p <- p (1 - lr wd)
+    mu_t = b1 (1 - 0.96^(t psi) / 2);   mu_{t+1} = b1 (1 - 0.96^((t+1) psi) / 2);
+    P_t = mu_1 ... mu_t  (state 'mu_product');
+    m <- b1 m + (1 - b1) g;   v <- b2 v + (1 - b2) g^2;   d = sqrt(v / (1 - b2^t)) + eps;
+    p <- p - lr (1 - mu_t) / (1 - P_t) g / d - lr mu_{t+1} / (1 - P_t mu_{t+1}) m / d."""
+    fused = _fused("nadam", params)
+    if fused is not None:
+        return fused(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, lr=lr,
+                     beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                     momentum_decay=momentum_decay,
+                     decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)
+    with no_grad():
+        for i, p in enumerate(params):
+            g = -grads[i] if maximize else grads[i]
+            m, v, mu_product, step_t = exp_avgs[i], exp_avg_sqs[i], mu_products[i], state_steps[i]
+            step_t.add_(1)
+            step = step_t.item()
+            bias_correction2 = 1 - beta2 ** step
+            if weight_decay != 0:
+                if decoupled_weight_decay:
+                    p.mul_(1 - lr * weight_decay)
+                else:
+                    g = g + p * weight_decay
+            mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
+            mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+            mu_product.mul_(mu)
+            prod = mu_product.item()
+            m.lerp_(g, 1 - beta1)
+            v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            denom = (v / bias_correction2).sqrt() + eps
+            p.addcdiv_(g, denom, value=-lr * (1.0 - mu) / (1.0 - prod))
+            p.addcdiv_(m, denom, value=-lr * mu_next / (1.0 - prod * mu_next))
+
+
+def radam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+          exp_avg_sqs: list[Tensor], state_steps: list[Tensor], *, lr: float, beta1: float,
+          beta2: float, eps: float, weight_decay: float, decoupled_weight_decay: bool,
+          maximize: bool) -> None:
+    """t <- t + 1;  g <- -g if maximize;
+    RAdam: g <- g + wd p            decoupled: p <- p (1 - lr wd)
+    m <- b1 m + (1 - b1) g;   v <- b2 v + (1 - b2) g^2;   m_hat = m / (1 - b1^t);
+    rho_inf = 2 / (1 - b2) - 1;   rho_t = rho_inf - 2 t b2^t / (1 - b2^t);
+    rho_t > 5:  l = sqrt(1 - b2^t) / (sqrt(v) + eps),
+                r = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t)),
+                p <- p - lr m_hat r l;
+    else:       p <- p - lr m_hat."""
+    fused = _fused("radam", params)
+    if fused is not None:
+        return fused(params, grads, exp_avgs, exp_avg_sqs, state_steps, lr=lr, beta1=beta1,
+                     beta2=beta2, eps=eps, weight_decay=weight_decay,
+                     decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)
+    with no_grad():
+        for i, p in enumerate(params):
+            g = -grads[i] if maximize else grads[i]
+            m, v, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
+            step_t.add_(1)
+            step = step_t.item()
+            if weight_decay != 0:
+                if decoupled_weight_decay:
+                    p.mul_(1 - lr * weight_decay)
+                else:
+                    g = g + p * weight_decay
+            m.lerp_(g, 1 - beta1)
+            v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            rho_inf = 2 / (1 - beta2) - 1
+            rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+            if rho_t > 5.0:
+                rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
+                                 / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                p.addcdiv_(m, v.sqrt() + eps,
+                           value=-lr * rect * math.sqrt(bias_correction2) / bias_correction1)
+            else:
+                p.add_(m, alpha=-lr / bias_correction1)
+
+
+def adadelta(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
+             acc_deltas: list[Tensor], state_steps: list[Tensor], *, lr: float, rho: float,
+             eps: float, weight_decay: float, maximize: bool) -> None:
+    """t <- t + 1;  g <- -g if maximize;  g <- g + wd p;
+    v <- rho v + (1 - rho) g^2;   dx = sqrt(u + eps) / sqrt(v + eps) g;
+    u <- rho u + (1 - rho) dx^2;   p <- p - lr dx."""
+    fused = _fused("adadelta", params)
+    if fused is not None:
+        return fused(params, grads, square_avgs, acc_deltas, state_steps, lr=lr, rho=rho,
+                     eps=eps, weight_decay=weight_decay, maximize=maximize)
+    with no_grad():
+        for i, p in enumerate(params):
+            g = -grads[i] if maximize else grads[i]
+            v, u = square_avgs[i], acc_deltas[i]
+            state_steps[i].add_(1)
+            if weight_decay != 0:
+                g = g + p * weight_decay
+            v.mul_(rho).addcmul_(g, g, value=1 - rho)
+            delta = (u + eps).sqrt() / (v + eps).sqrt() * g
+            u.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+            p.add_(delta, alpha=-lr)
+
+
+def rprop(params: list[Tensor], grads: list[Tensor], prevs: list[Tensor],
+          step_sizes: list[Tensor], state_steps: list[Tensor], *, step_size_min: float,
+          step_size_max: float, etaminus: float, etaplus: float, maximize: bool) -> None:
+    """Elementwise:  t <- t + 1;  g <- -g if maximize;
+    g_prev g > 0:  eta <- min(eta eta_plus, step_max);
+    g_prev g < 0:  eta <- max(eta eta_minus, step_min),  g <- 0;
+    else:          eta unchanged;
+    p <- p - eta sign(g);   g_prev <- g."""
+    fused = _fused("rprop", params)
+    if fused is not None:
+        return fused(params, grads, prevs, step_sizes, state_steps, step_size_min=step_size_min,
+                     step_size_max=step_size_max, etaminus=etaminus, etaplus=etaplus,
+                     maximize=maximize)
+    from tgrad.ops.creation import tensor
+    from tgrad.ops.elementwise import where
+    with no_grad():
+        for i, p in enumerate(params):
+            g = -grads[i] if maximize else grads[i]
+            prev, step_size = prevs[i], step_sizes[i]
+            state_steps[i].add_(1)
+            sign = (g * prev).sign()
+            # The 0-d "1" in g's dtype keeps the factor in g's dtype (where over two Python
+            # scalars alone would give the default float dtype).
+            one = tensor(1.0, dtype=g.dtype, device=g.device)
+            step_size.mul_(where(sign > 0, etaplus, where(sign < 0, etaminus, one)))
+            step_size.clamp_(step_size_min, step_size_max)
+            g = where(sign < 0, 0.0, g)
+            p.addcmul_(g.sign(), step_size, value=-1)
+            prev.copy_(g)
+
+
+def asgd(params: list[Tensor], grads: list[Tensor], axs: list[Tensor], mus: list[Tensor],
+         etas: list[Tensor], state_steps: list[Tensor], *, lr: float, lambd: float,
+         alpha: float, t0: float, weight_decay: float, maximize: bool) -> None:
+    """t <- t + 1;  g <- -g if maximize;  g <- g + wd p;
+    p <- p (1 - lambd eta) - eta g;   ax <- ax + mu (p - ax)  (ax <- p while mu == 1);
+    eta <- lr / (1 + lambd lr t)^alpha;   mu <- 1 / max(1, t - t0)."""
+    fused = _fused("asgd", params)
+    if fused is not None:
+        return fused(params, grads, axs, mus, etas, state_steps, lr=lr, lambd=lambd,
+                     alpha=alpha, t0=t0, weight_decay=weight_decay, maximize=maximize)
+    with no_grad():
+        for i, p in enumerate(params):
+            g = -grads[i] if maximize else grads[i]
+            ax, mu, eta, step_t = axs[i], mus[i], etas[i], state_steps[i]
+            step_t.add_(1)
+            if weight_decay != 0:
+                g = g + p * weight_decay
+            eta_value = eta.item()
+            p.mul_(1 - lambd * eta_value)
+            p.add_(g, alpha=-eta_value)
+            mu_value = mu.item()
+            if mu_value != 1:
+                ax.add_((p - ax) * mu_value)
+            else:
+                ax.copy_(p)
+            step = step_t.item()
+            eta.fill_(lr / ((1 + lambd * lr * step) ** alpha))
+            mu.fill_(1 / max(1, step - t0))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, check_implementation_flags
+from tgrad.optim.optimizer import Optimizer, check_adam_args, check_implementation_flags
 
 
 class Adam(Optimizer):
@@ -19,50 +19,30 @@ class Adam(Optimizer):
                  differentiable: bool = False, fused: bool | None = None) -> None:
         check_implementation_flags(type(self).__name__, foreach, fused, capturable,
                                    differentiable)
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_adam_args(lr, eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
 
-    def _init_state(self, p, amsgrad: bool) -> dict:
+    @staticmethod
+    def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
-        st = self.state[p]
-        if not st:
-            st["step"] = tensor(0.0, dtype="float32")
-            st["exp_avg"] = zeros_like(p)
-            st["exp_avg_sq"] = zeros_like(p)
-            if amsgrad:
-                st["max_exp_avg_sq"] = zeros_like(p)
+        st = {"step": tensor(0.0, dtype="float32"), "exp_avg": zeros_like(p),
+              "exp_avg_sq": zeros_like(p)}
+        if group["amsgrad"]:
+            st["max_exp_avg_sq"] = zeros_like(p)
         return st
 
     def step(self, closure=None):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
-            amsgrad = group["amsgrad"]
-            params, grads, m, v, vmax, steps = [], [], [], [], [], []
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                st = self._init_state(p, amsgrad)
-                params.append(p)
-                grads.append(p._grad)
-                m.append(st["exp_avg"])
-                v.append(st["exp_avg_sq"])
-                vmax.append(st.get("max_exp_avg_sq"))
-                steps.append(st["step"])
+            params, grads, m, v, steps = self._collect(group, self._init_state, "exp_avg",
+                                                       "exp_avg_sq", "step")
+            vmax = [self.state[p].get("max_exp_avg_sq") for p in params]
             beta1, beta2 = group["betas"]
             _functional.adam(params, grads, m, v, vmax, steps, lr=group["lr"], beta1=beta1,
                              beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
-                             amsgrad=amsgrad, maximize=group["maximize"],
+                             amsgrad=group["amsgrad"], maximize=group["maximize"],
                              decoupled_weight_decay=self._decoupled)
         return loss
 

@@ -1,8 +1,9 @@
 """Optimizer: the base class (param_groups, state, zero_grad, state_dict / load_state_dict).
 
 Subclasses implement ``step`` as ONE loop per parameter group: gather the parameters that
-have a gradient and their state, then make one call to a per-group update function from
-``tgrad.optim._functional`` (the seam where a fused GPU kernel per group plugs in)."""
+have a gradient and their state (``Optimizer._collect``), then make one call to a per-group
+update function from ``tgrad.optim._functional`` (the seam where a fused GPU kernel per group
+plugs in)."""
 
 from __future__ import annotations
 
@@ -90,6 +91,23 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None):
         raise NotImplementedError
 
+    def _collect(self, group: dict, init_state: Callable[[Tensor, dict], dict] | None = None,
+                 *names: str) -> tuple[list, ...]:
+        """Gather one group for ``step``: ``(params, grads, *entries)``, the parameters that
+        have a gradient, their gradients and, for each state name in ``names``, the list of
+        those parameters' state entries. A parameter with an empty state first gets
+        ``init_state(p, group)``."""
+        params, grads = [], []
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            st = self.state[p]
+            if not st and init_state is not None:
+                st.update(init_state(p, group))
+            params.append(p)
+            grads.append(p._grad)
+        return (params, grads, *([self.state[p][n] for p in params] for n in names))
+
     def _eval_closure(self, closure):
         if closure is None:
             return None
@@ -174,3 +192,18 @@ def check_implementation_flags(name: str, foreach=None, fused=None, capturable: 
     if differentiable:
         raise NotImplementedError(f"{name}: differentiable=True is not supported in tgrad (the "
                                   f"update is not recorded by autograd)")
+
+
+def check_adam_args(lr: float, eps: float, betas: tuple[float, float],
+                    weight_decay: float) -> None:
+    """The argument checks of the Adam family (Adam, AdamW, Adamax, NAdam, RAdam)."""
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")

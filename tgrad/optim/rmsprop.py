@@ -25,28 +25,25 @@ class RMSprop(Optimizer):
                                       momentum=momentum, centered=centered,
                                       maximize=maximize))
 
-    def step(self, closure=None):
+    @staticmethod
+    def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
+        st = {"step": tensor(0.0, dtype="float32"), "square_avg": zeros_like(p)}
+        if group["momentum"] > 0:
+            st["momentum_buffer"] = zeros_like(p)
+        if group["centered"]:
+            st["grad_avg"] = zeros_like(p)
+        return st
+
+    def step(self, closure=None):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
-            params, grads, sq, ga, bufs = [], [], [], [], []
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                st = self.state[p]
-                if not st:
-                    st["step"] = tensor(0.0, dtype="float32")
-                    st["square_avg"] = zeros_like(p)
-                    if group["momentum"] > 0:
-                        st["momentum_buffer"] = zeros_like(p)
-                    if group["centered"]:
-                        st["grad_avg"] = zeros_like(p)
-                st["step"].add_(1)
-                params.append(p)
-                grads.append(p._grad)
-                sq.append(st["square_avg"])
-                ga.append(st.get("grad_avg"))
-                bufs.append(st.get("momentum_buffer"))
+            params, grads, sq, steps = self._collect(group, self._init_state, "square_avg",
+                                                     "step")
+            for step_t in steps:
+                step_t.add_(1)
+            ga = [self.state[p].get("grad_avg") for p in params]
+            bufs = [self.state[p].get("momentum_buffer") for p in params]
             _functional.rmsprop(params, grads, sq, ga, bufs, lr=group["lr"],
                                 alpha=group["alpha"], eps=group["eps"],
                                 weight_decay=group["weight_decay"], momentum=group["momentum"],
@@ -88,10 +85,8 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
-            params = [p for p in group["params"] if p._grad is not None]
-            _functional.adagrad(params, [p._grad for p in params],
-                                [self.state[p]["sum"] for p in params],
-                                [self.state[p]["step"] for p in params], lr=group["lr"],
+            params, grads, sums, steps = self._collect(group, None, "sum", "step")
+            _functional.adagrad(params, grads, sums, steps, lr=group["lr"],
                                 lr_decay=group["lr_decay"], weight_decay=group["weight_decay"],
                                 eps=group["eps"], maximize=group["maximize"])
         return loss

@@ -29,13 +29,8 @@ class SGD(Optimizer):
     def step(self, closure=None):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
-            params, grads, bufs = [], [], []
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                params.append(p)
-                grads.append(p._grad)
-                bufs.append(self.state[p].get("momentum_buffer"))
+            params, grads = self._collect(group)
+            bufs = [self.state[p].get("momentum_buffer") for p in params]
             _functional.sgd(params, grads, bufs, lr=group["lr"], momentum=group["momentum"],
                             dampening=group["dampening"], weight_decay=group["weight_decay"],
                             nesterov=group["nesterov"], maximize=group["maximize"])

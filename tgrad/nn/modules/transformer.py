@@ -48,11 +48,6 @@ def _get_activation_fn(activation: str) -> Callable[[Tensor], Tensor]:
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
-def _canonical_mask(mask: Tensor | None, name: str, dtype) -> Tensor | None:
-    """PyTorch's _canonical_mask: a bool mask becomes 0 / -inf in ``dtype``; float passes."""
-    return _float_mask(mask, dtype, name)
-
-
 def _hint(is_causal: bool | None) -> bool:
     """The is_causal hint passed to the layers. tgrad always applies the given mask (the hint
     never replaces it), so PyTorch's detection of a causal mask when the hint is None would
@@ -91,9 +86,9 @@ class TransformerEncoderLayer(Module):
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
         """src (S, N, E) / (N, S, E) / (S, E) -> the same shape."""
-        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
-                                               src.dtype)
-        src_mask = _canonical_mask(src_mask, "src_mask", src.dtype)
+        src_key_padding_mask = _float_mask(src_key_padding_mask, src.dtype,
+                                           "src_key_padding_mask")
+        src_mask = _float_mask(src_mask, src.dtype, "src_mask")
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -196,9 +191,9 @@ class TransformerEncoder(Module):
                 is_causal: bool | None = None) -> Tensor:
         """src (S, N, E) / (N, S, E) / (S, E); mask (S, S) or (N nhead, S, S);
         src_key_padding_mask (N, S) or (S,) -> src's shape."""
-        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
-                                               src.dtype)
-        mask = _canonical_mask(mask, "mask", src.dtype)
+        src_key_padding_mask = _float_mask(src_key_padding_mask, src.dtype,
+                                           "src_key_padding_mask")
+        mask = _float_mask(mask, src.dtype, "mask")
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=_hint(is_causal),

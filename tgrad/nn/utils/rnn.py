@@ -18,6 +18,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.ops._common import broadcast_or_raise
 from tgrad.ops.creation import full, tensor
 from tgrad.ops.shape import cat, stack
 from tgrad.tensor import Tensor
@@ -31,19 +32,10 @@ def _fit(seq: Tensor, target: tuple) -> Tensor:
     aligned from the right), with its error messages."""
     if tuple(seq.shape) == target:
         return seq
-    src = tuple(seq.shape)
-    n = max(len(src), len(target))
-    a_shape = (1,) * (n - len(target)) + target
-    b_shape = (1,) * (n - len(src)) + src
-    out = []
-    for dim, (a, b) in enumerate(zip(a_shape, b_shape)):
-        if a != b and a != 1 and b != 1:
-            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b "
-                               f"({b}) at non-singleton dimension {dim}")
-        out.append(max(a, b))
-    if tuple(out) != target:
+    out = broadcast_or_raise(None, target, seq.shape)
+    if out != target:
         raise RuntimeError(f"output with shape {list(target)} doesn't match the broadcast "
-                           f"shape {out}")
+                           f"shape {list(out)}")
     return seq.expand(target)
 
 
