@@ -119,3 +119,28 @@ def test_data_samplers_take_a_tgrad_generator():
     assert list(parts[0].indices) == perm[:4] and list(parts[1].indices) == perm[4:]
     with pytest.raises(RuntimeError, match="expected a 'cpu' device type for generator"):
         list(RandomSampler(range(3), generator=tgrad.Generator("cuda")))
+
+
+def test_nn_init_takes_a_generator():
+    from tgrad.nn import init
+
+    for fill in (lambda w, g: init.uniform_(w, -1.0, 2.0, generator=g),
+                 lambda w, g: init.normal_(w, 0.5, 2.0, generator=g),
+                 lambda w, g: init.xavier_uniform_(w, generator=g),
+                 lambda w, g: init.xavier_normal_(w, generator=g),
+                 lambda w, g: init.kaiming_uniform_(w, generator=g),
+                 lambda w, g: init.kaiming_normal_(w, generator=g),
+                 lambda w, g: init.trunc_normal_(w, generator=g),
+                 lambda w, g: init.orthogonal_(w, generator=g),
+                 lambda w, g: init.sparse_(w, 0.5, generator=g)):
+        tgrad.manual_seed(0)  # sparse_'s row permutations come from the global stream
+        a = fill(tgrad.empty(4, 6, dtype=tgrad.float64), _gen(13))
+        tgrad.manual_seed(0)
+        b = fill(tgrad.empty(4, 6, dtype=tgrad.float64), _gen(13))
+        assert a.tolist() == b.tolist()
+    w = init.uniform_(tgrad.empty(5, dtype=tgrad.float64), -1.0, 2.0, generator=_gen(13))
+    np.testing.assert_allclose(w.numpy(), np.random.default_rng(13).random(5) * 3 - 1,
+                               rtol=1e-15)
+    w = init.normal_(tgrad.empty(5, dtype=tgrad.float64), 0.5, 2.0, generator=_gen(13))
+    np.testing.assert_allclose(w.numpy(), np.random.default_rng(13).standard_normal(5) * 2
+                               + 0.5, rtol=1e-15)

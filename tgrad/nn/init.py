@@ -1,6 +1,7 @@
 """Parameter initialisation (``tgrad.nn.init``), PyTorch's formulas.
 
-Every function fills its tensor in place without recording a graph and returns it.
+Every function fills its tensor in place without recording a graph and returns it. The
+random ones take PyTorch's ``generator=`` (a tgrad.Generator of the tensor's device type).
 fan_in / fan_out of a weight of shape (out, in, *kernel) are in*k and out*k, k = prod(kernel).
 """
 
@@ -11,6 +12,7 @@ import warnings
 from typing import Any, Callable
 
 from tgrad.autograd.grad_mode import no_grad
+from tgrad.generator import Generator
 from tgrad.ops.erfs import _erfinv  # erf^-1 composite (tests import it from here)
 from tgrad.tensor import Tensor
 
@@ -80,19 +82,21 @@ def _check_float(fn: str, tensor: Tensor) -> None:
         raise TypeError(f"nn.init.{fn}: expected a Tensor, got {type(tensor).__name__}")
 
 
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    """Fill with samples of U(a, b)."""
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
+             generator: Generator | None = None) -> Tensor:
+    """Fill with samples of U(a, b) (drawn from ``generator`` when given)."""
     from tgrad.ops.creation import rand
     _check_float("uniform_", tensor)
-    u = rand(tensor.shape, dtype="float64", device=tensor.device)
+    u = rand(tensor.shape, generator=generator, dtype="float64", device=tensor.device)
     return _fill_from(tensor, u * (b - a) + a)
 
 
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    """Fill with samples of N(mean, std^2)."""
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
+            generator: Generator | None = None) -> Tensor:
+    """Fill with samples of N(mean, std^2) (drawn from ``generator`` when given)."""
     from tgrad.ops.creation import randn
     _check_float("normal_", tensor)
-    n = randn(tensor.shape, dtype="float64", device=tensor.device)
+    n = randn(tensor.shape, generator=generator, dtype="float64", device=tensor.device)
     return _fill_from(tensor, n * std + mean)
 
 
@@ -119,42 +123,46 @@ def eye_(tensor: Tensor) -> Tensor:
     return _fill_from(tensor, eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
 
 
-def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
+                    generator: Generator | None = None) -> Tensor:
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
-    return uniform_(tensor, -a, a)
+    return uniform_(tensor, -a, a, generator)
 
 
-def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_normal_(tensor: Tensor, gain: float = 1.0,
+                   generator: Generator | None = None) -> Tensor:
     """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    return normal_(tensor, 0.0, std)
+    return normal_(tensor, 0.0, std, generator)
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu") -> Tensor:
+                     nonlinearity: str = "leaky_relu",
+                     generator: Generator | None = None) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan)."""
     fan = _fan(tensor, mode)
     if fan == 0:
         return tensor
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu") -> Tensor:
+                    nonlinearity: str = "leaky_relu",
+                    generator: Generator | None = None) -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan)."""
     fan = _fan(tensor, mode)
     if fan == 0:
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    return normal_(tensor, 0.0, std)
+    return normal_(tensor, 0.0, std, generator)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
-                  b: float = 2.0) -> Tensor:
+                  b: float = 2.0, generator: Generator | None = None) -> Tensor:
     """Fill with samples of N(mean, std^2) truncated to [a, b] (a and b are values, not
     numbers of std), by PyTorch's inverse-CDF method: u ~ U(2 Phi_l - 1, 2 Phi_u - 1),
     x = clamp(mean + std sqrt(2) erfinv(u), a, b), Phi_l, Phi_u the standard normal CDF at
@@ -171,12 +179,14 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
     lo, hi = 2 * cdf((a - mean) / std) - 1, 2 * cdf((b - mean) / std) - 1
     with no_grad():
-        u = rand(tensor.shape, dtype="float64", device=tensor.device) * (hi - lo) + lo
+        u = rand(tensor.shape, generator=generator, dtype="float64",
+                 device=tensor.device) * (hi - lo) + lo
         x = clamp(_erfinv(u) * (std * math.sqrt(2.0)) + mean, a, b)
     return _fill_from(tensor, x)
 
 
-def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def orthogonal_(tensor: Tensor, gain: float = 1.0,
+                generator: Generator | None = None) -> Tensor:
     """Fill with a (semi-)orthogonal matrix times ``gain``: the tensor is viewed as
     (rows, cols) = (shape[0], numel / shape[0]); its rows (rows <= cols) or columns are
     orthonormal. As PyTorch: Q of the QR decomposition of a standard normal matrix (from
@@ -193,7 +203,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = randn((rows, cols), dtype="float64", device=tensor.device).cpu().numpy()
+    flat = randn((rows, cols), generator=generator, dtype="float64",
+                 device=tensor.device).cpu().numpy()
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -228,12 +239,14 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     return _fill_from(tensor, as_tensor(delta, dtype=tensor.dtype, device=tensor.device))
 
 
-def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01) -> Tensor:
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
+            generator: Generator | None = None) -> Tensor:
     """Fill a 2-D tensor (rows, cols) as a sparse matrix (Martens 2010, as PyTorch):
     N(0, std^2) samples, then in each column ceil(sparsity * rows) entries, the first ones
     of a random permutation of the rows, set to zero. Draws (tgrad's generator, so
     ``tgrad.manual_seed`` replays them): one float64 normal per element on the tensor's
-    device, then one ``randperm(rows)`` per column on the CPU, as PyTorch."""
+    device (from ``generator`` when given), then one ``randperm(rows)`` per column on the
+    CPU from the global generator, as PyTorch."""
     import numpy as np
 
     from tgrad.ops.creation import randn, randperm, zeros_like
@@ -244,7 +257,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01) -> Tensor:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
-    values = randn((rows, cols), dtype="float64", device=tensor.device) * std
+    values = randn((rows, cols), generator=generator, dtype="float64",
+                   device=tensor.device) * std
     keep = np.ones((rows, cols), dtype=bool)
     for col in range(cols):
         keep[randperm(rows).numpy()[:num_zeros], col] = False
