@@ -554,3 +554,180 @@ def test_reachable_as_attribute_of_tgrad():
     assert out == "tgrad.distributions.normal False"
     with pytest.raises(AttributeError, match="module 'tgrad' has no attribute 'nope'"):
         tgrad.nope  # noqa: B018
+
+
+# ---- MultivariateNormal ---------------------------------------------------------------------
+# References in NumPy float64: log p = -(n log 2 pi + d^T S^-1 d + log det S) / 2,
+# H = (n (1 + log 2 pi) + log det S) / 2, KL = (tr(Sq^-1 Sp) + dm^T Sq^-1 dm - n
+# + log det Sq - log det Sp) / 2.
+
+from tgrad.distributions import MultivariateNormal  # noqa: E402
+
+_MRNG = np.random.default_rng(11)
+
+
+def _spd(n, batch=()):
+    m = _MRNG.standard_normal(batch + (n, n))
+    return m @ np.swapaxes(m, -1, -2) + n * np.eye(n)
+
+
+def _mvn_ref_log_prob(loc, cov, x):
+    d = x - loc
+    n = loc.shape[-1]
+    maha = np.einsum("...i,...i->...", d, np.linalg.solve(cov, d[..., None])[..., 0])
+    return -0.5 * (n * np.log(2 * np.pi) + maha + np.linalg.slogdet(cov)[1])
+
+
+def _mvn_ref_kl(mp, sp, mq, sq):
+    n = mp.shape[-1]
+    dm = mq - mp
+    tr = np.trace(np.linalg.solve(sq, sp), axis1=-2, axis2=-1)
+    maha = np.einsum("...i,...i->...", dm, np.linalg.solve(sq, dm[..., None])[..., 0])
+    return 0.5 * (tr + maha - n + np.linalg.slogdet(sq)[1] - np.linalg.slogdet(sp)[1])
+
+
+@pytest.mark.parametrize("param", ["covariance_matrix", "precision_matrix", "scale_tril"])
+@pytest.mark.parametrize("n,batch", [(1, ()), (3, (2,)), (17, ())])
+def test_mvn_values_match_numpy(param, n, batch):
+    loc, cov = _MRNG.standard_normal(batch + (n,)), _spd(n, batch)
+    arg = {"covariance_matrix": cov, "precision_matrix": np.linalg.inv(cov),
+           "scale_tril": np.linalg.cholesky(cov)}[param]
+    d = MultivariateNormal(_t(loc), **{param: _t(arg)})
+    assert d.batch_shape == batch and d.event_shape == (n,)
+    x = _MRNG.standard_normal((4,) + batch + (n,))
+    np.testing.assert_allclose(_np(d.log_prob(_t(x))), _mvn_ref_log_prob(loc, cov, x),
+                               rtol=1e-12, atol=1e-12)
+    ent = 0.5 * (n * (1 + np.log(2 * np.pi)) + np.linalg.slogdet(cov)[1])
+    np.testing.assert_allclose(_np(d.entropy()), ent, rtol=1e-12)
+    assert d.entropy().shape == batch
+    np.testing.assert_allclose(_np(d.mean), loc)
+    np.testing.assert_allclose(_np(d.mode), loc)
+    np.testing.assert_allclose(_np(d.variance), np.diagonal(cov, 0, -2, -1), rtol=1e-12)
+    np.testing.assert_allclose(_np(d.covariance_matrix), cov, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_np(d.precision_matrix), np.linalg.inv(cov), rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(_np(d.scale_tril), np.linalg.cholesky(cov), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_mvn_broadcasting_expand_and_sample_shapes():
+    loc, cov = _MRNG.standard_normal((4, 1, 3)), _spd(3, (2,))
+    d = MultivariateNormal(_t(loc), _t(cov))
+    assert d.batch_shape == (4, 2) and d.event_shape == (3,)
+    assert d.sample((5,)).shape == (5, 4, 2, 3) and d.rsample().shape == (4, 2, 3)
+    x = _MRNG.standard_normal((2, 3))  # broadcast against the batch
+    np.testing.assert_allclose(_np(d.log_prob(_t(x))),
+                               _mvn_ref_log_prob(loc, cov, x), rtol=1e-12)
+    e = MultivariateNormal(_t(loc[0, 0]), _t(cov[0])).expand((5, 2))
+    assert e.batch_shape == (5, 2) and e.log_prob(_t(x)).shape == (5, 2)
+    assert e.sample((3,)).shape == (3, 5, 2, 3)
+    d32 = MultivariateNormal(tgrad.tensor(loc.astype(np.float32)),
+                             tgrad.tensor(cov.astype(np.float32)))
+    np.testing.assert_allclose(d32.log_prob(tgrad.tensor(x.astype(np.float32))).numpy(),
+                               _mvn_ref_log_prob(loc, cov, x.astype(np.float32)),
+                               rtol=1.3e-6, atol=1e-5)
+
+
+def test_mvn_rsample_is_loc_plus_scale_tril_times_standard_normal_and_moments():
+    loc, cov = np.array([1.0, -2.0, 0.5]), _spd(3)
+    d = MultivariateNormal(_t(loc), _t(cov))
+    tgrad.manual_seed(3)
+    z = tgrad.randn((2, 3), dtype=F64)
+    tgrad.manual_seed(3)
+    np.testing.assert_allclose(_np(d.rsample((2,))),
+                               loc + _np(z) @ np.linalg.cholesky(cov).T, rtol=1e-12)
+    tgrad.manual_seed(4)
+    x = _np(d.sample((N,)))
+    se = np.sqrt(np.diagonal(cov) / N)
+    assert np.all(np.abs(x.mean(0) - loc) < 5 * se)
+    assert np.abs(np.cov(x.T) - cov).max() < 5 * np.sqrt(2 * np.diagonal(cov).max() ** 2 / N)
+
+
+def test_mvn_gradients():
+    loc = _t(_MRNG.standard_normal((2, 3)), requires_grad=True)
+    cov = _t(_spd(3, (2,)), requires_grad=True)
+    x = _t(_MRNG.standard_normal((2, 3)), requires_grad=True)
+
+    def sym(c):
+        return (c + c.mT) / 2
+
+    def log_prob(m, c, v):
+        return MultivariateNormal(m, sym(c)).log_prob(v)
+
+    def entropy(c):
+        return MultivariateNormal(tgrad.zeros(3, dtype=F64), sym(c)).entropy()
+
+    def log_prob_precision(m, c, v):
+        return MultivariateNormal(m, precision_matrix=sym(c)).log_prob(v)
+
+    def log_prob_tril(m, c, v):
+        return MultivariateNormal(m, scale_tril=c.tril()).log_prob(v)
+
+    tril = _t(np.linalg.cholesky(cov.detach().numpy()), requires_grad=True)
+    for f, args in [(log_prob, (loc, cov, x)), (entropy, (cov,)),
+                    (log_prob_precision, (loc, cov, x)), (log_prob_tril, (loc, tril, x))]:
+        assert gradcheck(f, args)
+        assert gradgradcheck(f, args)
+
+    def rsample(m, c):
+        tgrad.manual_seed(9)
+        return MultivariateNormal(m, scale_tril=c.tril()).rsample((2,))
+
+    assert gradcheck(rsample, (loc, tril))
+    assert gradgradcheck(rsample, (loc, tril))
+
+
+def test_mvn_kl_matches_numpy_and_gradients():
+    mp, sp = _MRNG.standard_normal((2, 3)), _spd(3, (2,))
+    mq, sq = _MRNG.standard_normal(3), _spd(3)
+    kl = kl_divergence(MultivariateNormal(_t(mp), _t(sp)), MultivariateNormal(_t(mq), _t(sq)))
+    assert kl.shape == (2,)
+    np.testing.assert_allclose(_np(kl), _mvn_ref_kl(mp, sp, mq, sq), rtol=1e-12, atol=1e-14)
+    same = MultivariateNormal(_t(mq), _t(sq))
+    assert abs(_np(kl_divergence(same, same))) < 1e-14
+
+    def f(a, b, c, e):
+        return kl_divergence(MultivariateNormal(a, (b + b.mT) / 2),
+                             MultivariateNormal(c, scale_tril=e.tril()))
+
+    args = (_t(mp, requires_grad=True), _t(sp, requires_grad=True),
+            _t(mq, requires_grad=True), _t(np.linalg.cholesky(sq), requires_grad=True))
+    assert gradcheck(f, args)
+    assert gradgradcheck(f, args)
+
+
+def test_mvn_errors_have_pytorch_messages():
+    z2, eye2 = _t([0.0, 0.0]), _t(np.eye(2))
+    with pytest.raises(ValueError, match=r"^Exactly one of covariance_matrix or "
+                       r"precision_matrix or scale_tril may be specified\.$"):
+        MultivariateNormal(z2)
+    with pytest.raises(ValueError, match=r"^Exactly one of covariance_matrix"):
+        MultivariateNormal(z2, eye2, scale_tril=eye2)
+    with pytest.raises(ValueError, match=r"^loc must be at least one-dimensional\.$"):
+        MultivariateNormal(_t(0.0), eye2)
+    for kw in ("covariance_matrix", "precision_matrix"):
+        with pytest.raises(ValueError, match=f"^{kw} must be at least two-dimensional, with "
+                           f"optional leading batch dimensions$"):
+            MultivariateNormal(z2, **{kw: z2})
+    with pytest.raises(ValueError, match=r"^scale_tril matrix must be at least "
+                       r"two-dimensional, with optional leading batch dimensions$"):
+        MultivariateNormal(z2, scale_tril=z2)
+    for bad in ([[1.0, 2.0], [2.0, 1.0]], [[1.0, 2.0], [0.0, 1.0]]):
+        with pytest.raises(ValueError) as e:
+            MultivariateNormal(z2, _t(bad))
+        assert str(e.value).startswith(
+            "Expected parameter covariance_matrix (Tensor of shape (2, 2)) of distribution "
+            "MultivariateNormal(loc: (2,), covariance_matrix: (2, 2)) to satisfy the "
+            "constraint PositiveDefinite(), but found invalid values:\n")
+    for bad in ([[1.0, 2.0], [0.0, 1.0]], [[-1.0, 0.0], [0.0, 1.0]]):
+        with pytest.raises(ValueError, match=r"to satisfy the constraint LowerCholesky\(\)"):
+            MultivariateNormal(z2, scale_tril=_t(bad))
+    with pytest.raises(ValueError, match=r"^KL-divergence between two Multivariate Normals "
+                       r"with {26}different event shapes cannot be computed$"):
+        kl_divergence(MultivariateNormal(z2, eye2),
+                      MultivariateNormal(_t([0.0, 0.0, 0.0]), _t(np.eye(3))))
+    with pytest.raises(ValueError, match=r"^The right-most size of value must match "
+                       r"event_shape: \(3,\) vs \(2,\)\.$"):
+        MultivariateNormal(z2, eye2).log_prob(_t([0.0, 0.0, 0.0]))
+    with pytest.raises(RuntimeError, match="not positive-definite"):
+        MultivariateNormal(z2, _t([[1.0, 2.0], [2.0, 1.0]]), validate_args=False)

@@ -93,6 +93,24 @@ def test_cuda_generator():
         tgrad.rand(2, device="cuda", generator=tgrad.Generator())
 
 
+def test_linalg_and_multivariate_normal_on_gpu():
+    m = RNG.standard_normal((2, 4, 4))
+    spd = m @ np.swapaxes(m, -1, -2) + 4 * np.eye(4)
+    b = RNG.standard_normal((2, 4, 3))
+    _close(lambda a: tgrad.linalg.cholesky((a + a.mT) / 2), spd)
+    _close(lambda a, y: tgrad.linalg.solve_triangular(a.tril(), y, upper=False), spd, b)
+    _close(lambda a, y: tgrad.linalg.solve_triangular(a.triu(), y.mT, upper=True,
+                                                      left=False), spd, b)
+    _close(lambda a, y: tgrad.cholesky_solve(y, a.tril()), np.linalg.cholesky(spd), b)
+    _close(lambda a: tgrad.linalg.matrix_norm(a, 1), m)
+    _close(lambda a: tgrad.linalg.vector_norm(a, 3, dim=-1), m)
+    mvn = tgrad.distributions.MultivariateNormal
+    _close(lambda loc, a, x: mvn(loc, (a + a.mT) / 2).log_prob(x), b[..., 0], spd,
+           b[..., 1])
+    with pytest.raises(RuntimeError, match="leading minor of order 1"):
+        tgrad.linalg.cholesky(-tgrad.eye(2, dtype=tgrad.float64, device="cuda"))
+
+
 if __name__ == "__main__":  # the same checks on the current cuda device (e.g. interpreted)
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

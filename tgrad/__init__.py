@@ -90,7 +90,10 @@ cosine_similarity = nn.functional.cosine_similarity
 def __getattr__(name: str) -> object:
     # tgrad.distributions, tgrad.special and tgrad.testing are imported on first use (as
     # torch.distributions is reachable).
-    if name in ("distributions", "special", "testing"):
+    if name in ("distributions", "linalg", "special", "testing"):
         import importlib
         return importlib.import_module("tgrad." + name)
+    if name == "cholesky_solve":  # torch.cholesky_solve(B, L, upper=False)
+        from tgrad.linalg import cholesky_solve
+        return cholesky_solve
     raise AttributeError(f"module 'tgrad' has no attribute {name!r}")

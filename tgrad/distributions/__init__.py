@@ -1,6 +1,7 @@
 """Probability distributions with PyTorch's ``torch.distributions`` API: ``Normal``,
-``Uniform``, ``Bernoulli``, ``Categorical``, ``Exponential``, ``Laplace``, the
-``Distribution`` base class, ``constraints`` and ``kl_divergence`` / ``register_kl``.
+``Uniform``, ``Bernoulli``, ``Categorical``, ``Exponential``, ``Laplace``,
+``MultivariateNormal``, the ``Distribution`` base class, ``constraints`` and
+``kl_divergence`` / ``register_kl``.
 
 Shapes: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape + event_shape``;
 ``log_prob``, ``entropy`` and ``kl_divergence`` have the batch shape. ``rsample`` is
@@ -17,8 +18,10 @@ from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exponential import Exponential
 from tgrad.distributions.kl import kl_divergence, register_kl
 from tgrad.distributions.laplace import Laplace
+from tgrad.distributions.multivariate_normal import MultivariateNormal
 from tgrad.distributions.normal import Normal
 from tgrad.distributions.uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Laplace", "Normal",
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Laplace",
+           "MultivariateNormal", "Normal",
            "Uniform", "constraints", "kl_divergence", "register_kl"]

@@ -15,7 +15,8 @@ from tgrad.tensor import Tensor
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "independent", "integer_interval", "interval", "is_dependent",
-           "nonnegative", "positive", "real", "real_vector", "simplex", "unit_interval"]
+           "lower_cholesky", "lower_triangular", "nonnegative", "positive_definite",
+           "positive", "real", "real_vector", "simplex", "unit_interval"]
 
 
 class Constraint:
@@ -158,6 +159,43 @@ class _IndependentConstraint(Constraint):
                 f"{self.reinterpreted_batch_ndims})")
 
 
+class _LowerTriangular(Constraint):
+    """Lower-triangular square matrices (the last two dims)."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+
+
+class _LowerCholesky(Constraint):
+    """Lower-triangular square matrices with a positive diagonal."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        lower = (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+        return lower & (value.diagonal(0, -2, -1) > 0).all(-1)
+
+
+class _PositiveDefinite(Constraint):
+    """Symmetric positive-definite square matrices: symmetric within atol 1e-6, and a
+    Cholesky factorisation that completes (``linalg.cholesky_ex``'s info == 0)."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        from tgrad.linalg import cholesky_ex
+        from tgrad.ops.composite import isclose
+        if value.shape[-1] != value.shape[-2]:  # not square: no matrix qualifies
+            return value.new_zeros(tuple(value.shape[:-2])).bool()
+        sym = isclose(value, value.mT, atol=1e-6).reshape(tuple(value.shape[:-2]) + (-1,))
+        sym = sym.all(-1)
+        if not bool(sym.all()):
+            return sym
+        return cholesky_ex(value.detach()).info == 0
+
+
 dependent = _Dependent()
 independent = _IndependentConstraint
 boolean = _Boolean()
@@ -171,3 +209,6 @@ unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 integer_interval = _IntegerInterval
 simplex = _Simplex()
+lower_triangular = _LowerTriangular()
+lower_cholesky = _LowerCholesky()
+positive_definite = _PositiveDefinite()

@@ -14,6 +14,8 @@ Closed forms registered here:
 - Exponential || Exponential: log(r1 / r2) + r2 / r1 - 1;
 - Laplace || Laplace: log(b2 / b1) + |m1 - m2| / b2 + (b1 / b2) e^(-|m1 - m2| / b1) - 1;
 - Uniform || Uniform: log((h2 - l2) / (h1 - l1)) if [l1, h1] lies in [l2, h2], else inf;
+- MultivariateNormal || MultivariateNormal: sum log diag(L_q) - sum log diag(L_p) +
+  (|L_q^{-1} L_p|_F^2 + |L_q^{-1}(m_q - m_p)|^2 - n) / 2;
 - Uniform || Normal: -log(h - l) + log(sqrt(2 pi) s) + ((h - l)^2 / 12 + ((h + l) / 2 -
   m)^2) / (2 s^2).
 """
@@ -23,13 +25,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exponential import Exponential
 from tgrad.distributions.laplace import Laplace
+from tgrad.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from tgrad.distributions.normal import Normal
 from tgrad.distributions.uniform import Uniform
+from tgrad.linalg import solve_triangular
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
 from tgrad.tensor import Tensor
@@ -131,3 +137,20 @@ def _kl_uniform_normal(p: Uniform, q: Normal) -> Tensor:
     t2 = common_term.pow(2) / 12
     t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
     return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with"
+                         "                          different event shapes cannot be "
+                         "computed")
+    lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = (ew.log(lq.diagonal(0, -2, -1)).sum(-1)
+                  - ew.log(lp.diagonal(0, -2, -1)).sum(-1))
+    batch = tuple(np.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2])))
+    n = p.event_shape[0]
+    term2 = solve_triangular(lq.expand(*batch, n, n), lp.expand(*batch, n, n),
+                             upper=False).pow(2).sum((-2, -1))
+    term3 = _batch_mahalanobis(lq, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)

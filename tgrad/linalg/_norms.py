@@ -1,0 +1,173 @@
+# ruff: noqa: N803, N806  (PyTorch's argument names and matrix notation: A, B, L, X)
+"""Norms and PyTorch's other ``torch.linalg`` names that are compositions of existing ops:
+vector_norm, matrix_norm, norm, cross, multi_dot, diagonal, matmul, vecdot.
+
+Matrix norms needing singular values (ord = 'nuc', 2, -2) raise NotImplementedError:
+tgrad has no SVD.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tgrad import dtypes
+from tgrad.ops import elementwise as ew
+from tgrad.ops import mathcomposites as mc
+from tgrad.ops._common import require_tensor
+from tgrad.ops.matmul import matmul as _matmul
+from tgrad.ops.reduce import norm as _vnorm
+from tgrad.tensor import Tensor, _wrap_dim
+
+__all__ = ["vector_norm", "matrix_norm", "norm", "cross", "multi_dot", "diagonal", "matmul",
+           "vecdot"]
+
+_SVD_ORDS = ("nuc", 2, -2)
+
+
+def _float_check(op: str, x: Tensor, dtype) -> Tensor:
+    if dtype is not None:
+        x = x.to(dtypes.as_dtype(dtype))
+    if not x.dtype.is_floating_point:
+        name = {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(x.dtype.name,
+                                                                    x.dtype.name)
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
+                           f"Got {name}")
+    return x
+
+
+def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  # noqa: A002
+                dtype=None) -> Tensor:
+    """The vector ord-norm of ``x`` over ``dim`` (all elements when None): ord any number,
+    inf (max |x|), -inf (min |x|), 0 (the count of non-zeros)."""
+    require_tensor("linalg.vector_norm", x)
+    if isinstance(ord, str) or isinstance(ord, bool) or not isinstance(ord, (int, float)):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not "
+                        f"{type(ord).__name__}")
+    x = _float_check("linalg.vector_norm", x, dtype)
+    if ord in (math.inf, -math.inf) and x.numel() == 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
+                           f"tensor because the operation does not have an identity")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if ord == 0:
+        dims = tuple(range(x.ndim)) if dim is None else dim
+        return (x != 0).to(x.dtype).sum(dims, keepdim)
+    return _vnorm(x, float(ord), dim, keepdim)
+
+
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: A002
+                dtype=None) -> Tensor:
+    """The matrix norm over the two dims ``dim``: 'fro' (sqrt of the sum of squares),
+    1 / -1 (max / min column sum of |A|), inf / -inf (max / min row sum). 'nuc', 2 and -2
+    need singular values: NotImplementedError (tgrad has no SVD)."""
+    op = "linalg.matrix_norm"
+    require_tensor(op, A)
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    A = _float_check(op, A, dtype)
+    dim = tuple(dim) if isinstance(dim, (tuple, list)) else dim
+    if not isinstance(dim, tuple) or len(dim) != 2:
+        raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = (_wrap_dim(d, A.ndim, op) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"{op}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if ord in _SVD_ORDS:
+        raise NotImplementedError(f"{op}: ord={ord!r} needs the singular values, and tgrad "
+                                  f"has no SVD (linalg.svd is not implemented)")
+    if ord == "fro":
+        return _vnorm(A, 2.0, (d0, d1), keepdim)
+    if ord not in (1, -1, math.inf, -math.inf) or isinstance(ord, bool):
+        raise RuntimeError(f"{op}: Order {ord} not supported.")
+    # 1: max over columns (d1) of sums over rows (d0); inf: max over rows of column sums
+    summed, reduced = (d0, d1) if ord in (1, -1) else (d1, d0)
+    s = ew.abs(A).sum(summed, keepdim=True)
+    out = s.amax(reduced, keepdim=True) if ord > 0 else s.amin(reduced, keepdim=True)
+    return out if keepdim else out.squeeze((d0, d1))
+
+
+def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *,  # noqa: A002
+         dtype=None) -> Tensor:
+    """torch.linalg.norm: a matrix norm when ``ord`` is a string or ``dim`` a 2-tuple (or
+    dim is None, ord given and A 2-D), else a vector norm (ord=None: 2, over everything
+    when dim is None)."""
+    op = "linalg.norm"
+    require_tensor(op, A)
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None:
+        dim = tuple(dim)
+        if len(dim) == 2:
+            return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
+        return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype)
+    if A.ndim not in (1, 2):
+        raise RuntimeError(f"{op}: If dim is not specified but ord is, the input must be 1D "
+                           f"or 2D. Got {A.ndim}D.")
+    if A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    return vector_norm(A, ord, None, keepdim, dtype=dtype)
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:  # noqa: A002
+    """The cross product of 3-vectors along ``dim`` (default -1): ``tgrad.cross``."""
+    return mc.cross(input, other, dim=dim)
+
+
+def multi_dot(tensors) -> Tensor:
+    """The product of a list of matrices (the first may be 1-D, a row vector, and the last
+    1-D, a column vector, squeezed from the result), bracketed for the fewest scalar
+    multiplications (``chain_matmul``'s order)."""
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    for t in ts:
+        require_tensor("multi_dot", t, "tensors", None)
+    if ts[0].ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got "
+                           f"{ts[0].ndim}D")
+    if ts[-1].ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got "
+                           f"{ts[-1].ndim}D")
+    for i, t in enumerate(ts[1:-1], 1):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    first_1d, last_1d = ts[0].ndim == 1, ts[-1].ndim == 1
+    ms = ([ts[0].unsqueeze(0)] if first_1d else [ts[0]]) + ts[1:-1] + (
+        [ts[-1].unsqueeze(1)] if last_1d else [ts[-1]])
+    for i in range(1, len(ms)):
+        if ms[i - 1].shape[1] != ms[i].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes "
+                               f"{list(ts[i - 1].shape)} and {list(ts[i].shape)} cannot be "
+                               f"multiplied")
+    split = mc._chain_order([ms[0].shape[0]] + [m.shape[1] for m in ms])
+
+    def product(i: int, j: int) -> Tensor:
+        if i == j:
+            return ms[i]
+        s = split[i][j]
+        return _matmul(product(i, s), product(s + 1, j))
+
+    out = product(0, len(ms) - 1)
+    if last_1d:
+        out = out.squeeze(-1)
+    if first_1d:
+        out = out.squeeze(0)
+    return out
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """``tgrad.diagonal`` with the last two dims as default (a view)."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """``tgrad.matmul``."""
+    return _matmul(input, other)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """sum(x * y) along ``dim`` (real tensors: no conjugation), other dims broadcast."""
+    require_tensor("linalg.vecdot", x)
+    require_tensor("linalg.vecdot", y, "y", 2)
+    return (x * y).sum(dim)

@@ -1,0 +1,231 @@
+# ruff: noqa: N803, N806  (PyTorch's argument names and matrix notation: A, B, L, X)
+"""Cholesky factorisation and triangular solves as compositions of tgrad ops.
+
+Forwards are loops of vector ops (one column or one row per step): O(n) steps of a few
+launches each on a GPU, fine for the small and moderate n of research code (covariances,
+kernels of a few hundred points), not for large dense factorisations. Backwards are
+PyTorch's formulas written with ``solve_triangular``, ``matmul`` and ``tril``, so they are
+differentiable again (double backward works).
+
+    cholesky:          gA = L^{-H} Phi(L^H gL) L^{-1}   (Murray 2016; Phi: tril with the
+                       diagonal halved, taken as PyTorch does, 0.5 (X + tril(X, -1)^H))
+    solve_triangular:  X = A^{-1} B (left) or B A^{-1} (right);
+                       gB = A^{-H} gX (left) or gX A^{-H} (right),
+                       gA = -gB X^H (left) or -X^H gB (right), projected on A's triangle
+                       (strict triangle when unitriangular).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import require_tensor
+from tgrad.ops.composite import tril, triu
+from tgrad.ops.creation import zeros
+from tgrad.ops.matmul import matmul
+from tgrad.tensor import Tensor
+
+__all__ = ["cholesky", "cholesky_ex", "solve_triangular", "cholesky_solve"]
+
+
+def _check_square(op: str, A: Tensor, name: str = "A") -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: {name} must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _check_float(op: str, A: Tensor) -> None:
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
+                           f"{_torch_dtype_name(A.dtype)}")
+
+
+def _torch_dtype_name(dt) -> str:
+    return {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(dt.name, dt.name)
+
+
+# --------------------------------------------------------------------------------- cholesky
+class Cholesky(Function):
+    """L (lower) with A = L L^H, reading A's lower triangle (Cholesky-Crout, column by
+    column: L[j:, j] = (A[j:, j] - L[j:, :j] L[j, :j]^H) / sqrt(that at j)). A column whose
+    pivot is not > 0 gets NaN (cholesky_ex reports it in ``info``)."""
+
+    node_name = "LinalgCholeskyExBackward0"
+
+    @staticmethod
+    def forward(ctx, A):
+        n = A.shape[-1]
+        L = zeros(A.shape, dtype=A.dtype, device=A.device)
+        for j in range(n):
+            col = A[..., j:, j]
+            if j > 0:
+                col = col - matmul(L[..., j:, :j], L[..., j, :j].unsqueeze(-1)).squeeze(-1)
+            d = col[..., 0]
+            piv = ew.sqrt(ew.where(d > 0, d, math.nan))  # NaN, not a warning, when not PD
+            L[..., j:, j] = col / piv.unsqueeze(-1)
+        ctx.save_for_backward(L)
+        return L
+
+    @staticmethod
+    def backward(ctx, gL):
+        (L,) = ctx.saved_tensors
+        gA = tril(matmul(L.mH, gL))
+        gA = 0.5 * (gA + tril(gA, -1).mH)
+        gA = solve_triangular(L.mH, gA, upper=True, left=True)
+        return solve_triangular(L, gA, upper=False, left=False)
+
+
+class CholeskyEx(NamedTuple):
+    L: Tensor
+    info: Tensor
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> CholeskyEx:
+    """(L, info): the Cholesky factor and, per matrix, 0 or the order k of the first
+    leading minor that is not positive-definite (int32, batch shape); never raises for a
+    non-positive-definite input unless ``check_errors`` (then as ``cholesky``)."""
+    op = "linalg.cholesky_ex" if not check_errors else "linalg.cholesky"
+    require_tensor(op, A, "A")
+    _check_square(op, A)
+    _check_float(op, A)
+    L = Cholesky.apply(A.mT if upper else A)
+    d = L.detach().diagonal(dim1=-2, dim2=-1)
+    bad = ew.logical_not(d > 0)
+    if A.shape[-1] == 0:
+        info = zeros(A.shape[:-2], dtype=dtypes.int32, device=A.device)
+    else:
+        first = bad.to(dtypes.int32).argmax(-1).to(dtypes.int32) + 1
+        info = ew.where(bad.any(-1), first, 0).to(dtypes.int32)
+    if check_errors:
+        _raise_not_pd("linalg.cholesky", info)
+    return CholeskyEx(L.mT if upper else L, info)
+
+
+def _raise_not_pd(op: str, info: Tensor) -> None:
+    """One host read of ``info``: PyTorch's error for the first failing matrix."""
+    flat = info.reshape(-1).tolist()
+    for b, k in enumerate(flat):
+        if k:
+            where = f"(Batch element {b}): " if info.ndim > 0 else ""
+            raise RuntimeError(f"{op}: {where}The factorization could not be completed "
+                               f"because the input is not positive-definite (the leading "
+                               f"minor of order {k} is not positive-definite).")
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """The Cholesky factor L (lower; upper=True: U = L^H) of Hermitian positive-definite
+    matrices A = L L^H, batched over leading dims; reads A's lower triangle (upper: its
+    upper one). Raises PyTorch's error for a non-positive-definite input, which costs one
+    synchronizing host read of the per-matrix status (``cholesky_ex`` returns it instead).
+    The forward is n steps of vector ops (O(n) launches)."""
+    return cholesky_ex(A, upper=upper, check_errors=True).L
+
+
+# ------------------------------------------------------------------------- solve_triangular
+class SolveTriangular(Function):
+    """X with A X = B (left) or X A = B (right), A triangular (the other triangle is not
+    read); A and B already have the same batch shape. Forward: substitution, one row
+    (left) or column (right) of X per step."""
+
+    node_name = "LinalgSolveTriangularBackward0"
+
+    @staticmethod
+    def forward(ctx, A, B, upper, left, unitriangular):
+        if not left:  # X A = B  <=>  A^T X^T = B^T
+            X = _substitute(A.mT, B.mT, not upper, unitriangular).mT
+        else:
+            X = _substitute(A, B, upper, unitriangular)
+        ctx.flags = (upper, left, unitriangular)
+        need_a, need_b = ctx.needs_input_grad[:2]
+        ctx.save_for_backward(A, X if need_a else None)
+        return X
+
+    @staticmethod
+    def backward(ctx, gX):
+        A, X = ctx.saved_tensors
+        upper, left, unit = ctx.flags
+        need_a, need_b = ctx.needs_input_grad[:2]
+        gB = solve_triangular(A.mH, gX, upper=not upper, left=left, unitriangular=unit)
+        gA = None
+        if need_a:
+            gA = -matmul(gB, X.mH) if left else -matmul(X.mH, gB)
+            k = 1 if unit else 0
+            gA = triu(gA, k) if upper else tril(gA, -k)
+        return gA, (gB if need_b else None), None, None, None
+
+
+def _substitute(A: Tensor, B: Tensor, upper: bool, unit: bool) -> Tensor:
+    """A X = B by forward (lower) or back (upper) substitution, one row of X per step."""
+    n = A.shape[-1]
+    X = zeros(B.shape, dtype=B.dtype, device=B.device)
+    for i in (range(n - 1, -1, -1) if upper else range(n)):
+        r = B[..., i, :]
+        if upper and i < n - 1:
+            r = r - matmul(A[..., i:i + 1, i + 1:], X[..., i + 1:, :]).squeeze(-2)
+        elif not upper and i > 0:
+            r = r - matmul(A[..., i:i + 1, :i], X[..., :i, :]).squeeze(-2)
+        if not unit:
+            r = r / A[..., i, i].unsqueeze(-1)
+        X[..., i, :] = r
+    return X
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False) -> Tensor:
+    """X with A X = B (left=True) or X A = B (left=False) for triangular A (upper or lower
+    triangle; unitriangular: the diagonal is taken as ones and not read), batch dims
+    broadcast. n substitution steps of vector ops (O(n) launches)."""
+    op = "linalg.solve_triangular"
+    require_tensor(op, A, "A")
+    require_tensor(op, B, "B", 2)
+    _check_square(op, A)
+    if B.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {eq} "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    dt = dtypes.result_type(A, B)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
+                           f"{_torch_dtype_name(dt)}")
+    A, B = A.to(dt), B.to(dt)
+    batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    if tuple(A.shape[:-2]) != batch:
+        A = A.expand(*batch, n, n)
+    if tuple(B.shape[:-2]) != batch:
+        B = B.expand(*batch, *B.shape[-2:])
+    return SolveTriangular.apply(A, B, bool(upper), bool(left), bool(unitriangular))
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """X with A X = B for A = L L^H (upper: A = U^H U) given the Cholesky factor: two
+    triangular solves (differentiable in B and L)."""
+    require_tensor("cholesky_solve", B)
+    require_tensor("cholesky_solve", L, "input2", 2)
+    if B.ndim < 2 or L.ndim < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {B.ndim} "
+                           f"dimensions instead" if B.ndim < 2 else
+                           f"u should have at least 2 dimensions, but has {L.ndim} "
+                           f"dimensions instead")
+    if L.shape[-1] != L.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are "
+                           f"{L.shape[-2]} by {L.shape[-1]} matrices")
+    if B.shape[-2] != L.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
+                           f"{L.shape[-2]} by {L.shape[-1]} but each b matrix is "
+                           f"{B.shape[-2]} by {B.shape[-1]}")
+    if upper:
+        Y = solve_triangular(L.mH, B, upper=False)
+        return solve_triangular(L, Y, upper=True)
+    Y = solve_triangular(L, B, upper=False)
+    return solve_triangular(L.mH, Y, upper=True)
