@@ -36,19 +36,23 @@ SHARDS=16  # the H200 machine has 16 cores; JIT compilation is the bulk of the t
 pids=()
 for i in $(seq 0 $((SHARDS - 1))); do
   if [ "$i" -eq 0 ]; then files="tests"; else files="tests/test_cuda_gpu.py"; fi
-  TGRAD_GPU_SHARD="$i/$SHARDS" timeout $(( DEADLINE_S - 110 )) python -m pytest -m gpu -q -p no:cacheprovider \
-      $files > "$OUT/.pytest_gpu_$i.txt" 2>&1 &
+  # the > 2^31-element tests run alone afterwards: next to 15 other processes' memory pools
+  # they ran out of memory (and made the op table's launches fail) on the first H200 run
+  TGRAD_GPU_SHARD="$i/$SHARDS" timeout $(( DEADLINE_S - 150 )) python -m pytest -m gpu -q -p no:cacheprovider \
+      -rfE -k "not past_2_31" $files > "$OUT/.pytest_gpu_$i.txt" 2>&1 &
   pids+=($!)
 done
 rc=0
 for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || { r=$?; [ "$r" -ne 5 ] && rc=1; }  # 5: nothing collected
 done
-for i in $(seq 0 $((SHARDS - 1))); do
-  echo "---- shard $i/$SHARDS"; tail -n 40 "$OUT/.pytest_gpu_$i.txt"
+timeout 90 python -m pytest -m gpu -q -p no:cacheprovider -rfE -k "past_2_31" tests \
+    > "$OUT/.pytest_gpu_big.txt" 2>&1 || { r=$?; [ "$r" -ne 5 ] && rc=1; }
+for i in $(seq 0 $((SHARDS - 1))) big; do
+  echo "---- shard $i/$SHARDS"; tail -n 80 "$OUT/.pytest_gpu_$i.txt"
 done > "$OUT/pytest_gpu.txt"
 rm -f "$OUT"/.pytest_gpu_*.txt
-grep -hE "passed|failed|error" "$OUT/pytest_gpu.txt" | tail -n $SHARDS
+grep -hE "passed|failed|error" "$OUT/pytest_gpu.txt" | tail -n $(( SHARDS + 1 ))
 echo "pytest -m gpu: $([ $rc -eq 0 ] && echo PASSED || echo FAILED) ($(( $(date +%s) - start ))s)"
 
 echo "== benchmark"

@@ -457,7 +457,7 @@ def test_make_tensor_noncontiguous_exclude_zero_requires_grad():
         tgrad.manual_seed(1)
         nz = make_tensor(300, dtype=dt, device="cpu", low=-1e-3, high=1e-3, exclude_zero=True)
         p, n = plain.numpy(), nz.numpy()
-        tiny = np.finfo(dt.np).tiny
+        tiny = ml_dtypes.finfo(dt.np).tiny
         np.testing.assert_array_equal(n, np.where(p == 0, tiny, p))
     tgrad.manual_seed(0)
     nz = make_tensor(4, 4, dtype=tgrad.float32, device="cpu", low=0, high=1e-30,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 
 from tgrad import dtypes
@@ -81,7 +82,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
     -inf -> ``neginf`` (its lowest);  dx = g where x is finite, else 0."""
     if not input.dtype.is_floating_point:
         return input.clone()
-    info = np.finfo(input.dtype.np)
+    info = ml_dtypes.finfo(input.dtype.np)  # bfloat16 too (np.finfo may not know it)
     hi = float(info.max) if posinf is None else posinf
     lo = float(info.min) if neginf is None else neginf
     x = ew.where(ew.isnan(input), nan, input)

@@ -136,11 +136,12 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
         return MatMul.apply(a.unsqueeze(0), b).squeeze(-2)
     if b.ndim == 1:
         return MatMul.apply(a, b.unsqueeze(1)).squeeze(-1)
-    try:
-        return MatMul.apply(a, b)
+    try:  # checked here, so that another ValueError (e.g. a launch's) is not reported as this
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         raise RuntimeError(f"matmul: batch dimensions cannot be broadcast "
                            f"({list(a.shape)} and {list(b.shape)})") from None
+    return MatMul.apply(a, b)
 
 
 tensor_method("__rmatmul__")(lambda self, other: matmul(other, self))
