@@ -5,49 +5,29 @@ float64 for the differentiable ops."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
 import numpy as np
 import pytest
+from float64_checks import checks as _checks
+from float64_checks import leaf as _leaf
+from float64_checks import same
+from float64_checks import t as _t
+from float64_checks import to_numpy as _np
 
 import tgrad
-from tgrad.autograd import gradcheck, gradgradcheck
 
 RNG = np.random.default_rng(2024)
 INF = math.inf
 
 
-def _t(values, **kw) -> tgrad.Tensor:
-    a = np.asarray(values)
-    return tgrad.tensor(a.astype(np.float64) if a.dtype.kind == "f" else a, **kw)
-
-
-def _np(t: tgrad.Tensor) -> np.ndarray:
-    return np.asarray(t.detach().numpy())
-
-
-def _same(got: tgrad.Tensor, want, rtol: float = 1e-12, atol: float = 1e-12) -> None:
-    want = np.asarray(want)
-    g = _np(got)
-    assert g.shape == want.shape, (g.shape, want.shape)
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(g, want)
-    else:
-        np.testing.assert_allclose(g, want, rtol=rtol, atol=atol, equal_nan=True)
+_same = functools.partial(same, atol=1e-12)  # this file's default atol
 
 
 def _randn(*shape) -> np.ndarray:
     return RNG.standard_normal(shape)
-
-
-def _leaf(a) -> tgrad.Tensor:
-    return tgrad.tensor(np.asarray(a, dtype=np.float64), requires_grad=True)
-
-
-def _checks(fn, *inputs) -> None:
-    assert gradcheck(fn, inputs)
-    assert gradgradcheck(fn, inputs)
 
 
 # ------------------------------------------------------------------------------ references

@@ -5,14 +5,11 @@ gives them for the same inputs)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
+from interpreted import run_json
 
 import tgrad
 from tgrad.autograd import gradcheck, gradgradcheck
@@ -370,11 +367,7 @@ CUDA_SCRIPT = textwrap.dedent(r"""
 
 
 def test_interpreted_cuda():
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    proc = subprocess.run([sys.executable, "-c", CUDA_SCRIPT], capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res = run_json(CUDA_SCRIPT)
     assert res["device"] == "cuda:0"
     assert res["p"] == [[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]],
                         [[-1.0, -1.0], [-1.0, -1.0], [0.0, 1.0]]]

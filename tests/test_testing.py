@@ -6,16 +6,13 @@ against NumPy's own |a - e| <= atol + rtol |e|."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from collections import OrderedDict
 
 import ml_dtypes
 import numpy as np
 import pytest
+from interpreted import run_json
 
 import tgrad
 from tgrad import nn
@@ -532,11 +529,7 @@ CUDA_SCRIPT = textwrap.dedent(r"""
 
 
 def test_interpreted_cuda():
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    proc = subprocess.run([sys.executable, "-c", CUDA_SCRIPT], capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res = run_json(CUDA_SCRIPT)
     assert res["values"] == (
         "Tensor-likes are not close!\n\nMismatched elements: 1 / 3 (33.3%)\n"
         "Greatest absolute difference: 0.5 at index (1,) (up to 1e-05 allowed)\n"

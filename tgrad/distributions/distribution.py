@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.distributions import constraints
-from tgrad.distributions.utils import lazy_property
+from tgrad.distributions.utils import broadcast_all, lazy_property
 from tgrad.ops import elementwise as ew
 from tgrad.tensor import Tensor
 
@@ -186,3 +186,28 @@ class Distribution:
             f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
             for p in names)
         return f"{self.__class__.__name__}({args})"
+
+
+class _LocScale(Distribution):
+    """The shared part of the real location-scale families (Normal, Laplace): ``loc`` and
+    ``scale`` > 0 (tensors or floats, broadcast together; their shape is ``batch_shape``),
+    support the reals, reparameterised sampling; mean and mode are ``loc``. A subclass
+    names ``mean = _LocScale.mean`` and ``mode = _LocScale.mode`` in its own body so that
+    docs/api.md (which lists each class's own members) still shows them."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc: Tensor | float, scale: Tensor | float,
+                 validate_args: bool | None = None) -> None:
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc

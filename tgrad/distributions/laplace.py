@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tgrad.distributions import constraints
-from tgrad.distributions.distribution import Distribution
-from tgrad.distributions.utils import _finfo, broadcast_all
+from tgrad.distributions.distribution import _LocScale
+from tgrad.distributions.utils import _finfo
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import empty
 from tgrad.tensor import Tensor
@@ -14,7 +13,7 @@ from tgrad.tensor import Tensor
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(_LocScale):
     """The Laplace distribution with location ``loc`` and ``scale`` b > 0 (tensors or
     floats, broadcast together).
 
@@ -24,22 +23,8 @@ class Laplace(Distribution):
     rsample = loc - b sign(u) log(1 - |u|) with u ~ U[eps - 1, 1).
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc: Tensor | float, scale: Tensor | float,
-                 validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
+    mean = _LocScale.mean
+    mode = _LocScale.mode
 
     @property
     def variance(self) -> Tensor:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from tgrad.distributions import constraints
-from tgrad.distributions.distribution import Distribution
-from tgrad.distributions.utils import broadcast_all
+from tgrad.distributions.distribution import _LocScale
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import randn
 from tgrad.tensor import Tensor
@@ -15,7 +13,7 @@ from tgrad.tensor import Tensor
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(_LocScale):
     """The normal distribution with mean ``loc`` and standard deviation ``scale`` > 0
     (tensors or floats, broadcast together; their shape is ``batch_shape``).
 
@@ -24,22 +22,8 @@ class Normal(Distribution):
     rsample = loc + scale z with z ~ N(0, 1) drawn by ``tgrad.randn``.
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc: Tensor | float, scale: Tensor | float,
-                 validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
+    mean = _LocScale.mean
+    mode = _LocScale.mode
 
     @property
     def stddev(self) -> Tensor:

@@ -1,5 +1,5 @@
 """More loss modules over tgrad.nn.functional (PyTorch's signatures and attributes; the
-class weights are buffers)."""
+class weights are buffers, through _WeightedLoss)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from tgrad.nn import functional as F
 from tgrad.nn.modules.distance import PairwiseDistance
-from tgrad.nn.modules.loss import _Loss
+from tgrad.nn.modules.loss import _Loss, _WeightedLoss
 from tgrad.tensor import Tensor
 
 __all__ = ["MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "SoftMarginLoss",
@@ -62,25 +62,24 @@ class SoftMarginLoss(_Loss):
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
-class MultiLabelSoftMarginLoss(_Loss):
+class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Per-class logistic loss averaged over the classes (last dim)."""
 
     def __init__(self, weight: Tensor | None = None, size_average=None, reduce=None,
                  reduction: str = "mean") -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", weight)
+        super().__init__(weight, size_average, reduce, reduction)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)
 
 
-class MultiMarginLoss(_Loss):
+class MultiMarginLoss(_WeightedLoss):
     """Multi-class hinge loss (p = 1 or 2) of input (N, C) against class indices (N,)."""
 
     def __init__(self, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
                  size_average=None, reduce=None, reduction: str = "mean") -> None:
-        super().__init__(size_average, reduce, reduction)
+        super().__init__(weight, size_average, reduce, reduction)
         if p != 1 and p != 2:
             raise ValueError("only p == 1 and p == 2 supported")
         if weight is not None and weight.ndim != 1:
@@ -88,7 +87,6 @@ class MultiMarginLoss(_Loss):
                              f"{weight.ndim}D instead")
         self.p = p
         self.margin = margin
-        self.register_buffer("weight", weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,

@@ -1,0 +1,18 @@
+"""Run a script on the ``cuda`` device emulated by Triton's interpreter (TRITON_INTERPRET=1,
+a fresh process, since the mode is read at import) and read the JSON object it prints
+last."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def run_json(script: str, timeout: float = 600) -> dict:
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
