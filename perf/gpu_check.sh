@@ -43,6 +43,13 @@ timeout 40 python perf/bench_graph.py --compare torch --out "$OUT" || rc=1
 timeout 45 python -m tgrad bench --device cuda --ops add,mul,exp,tanh,sum,matmul --sizes 1m,16m --reps 30 --no-progress --out "$OUT" || rc=1
 
 echo "== pytest -m gpu (op table sharded over 16 processes, one per CPU core)"
+# GPU memory in use, once a second, while the tests run (the first H200 run's module loads
+# failed with out of memory; this shows whether the device was really full)
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader,nounits -l 1 \
+      > "$OUT/gpu_memory_during_tests.csv" 2>&1 &
+  smi_pid=$!
+fi
 SHARDS=16  # the H200 machine has 16 cores; JIT compilation is the bulk of the time
 left=$(( DEADLINE_S - ($(date +%s) - start) ))
 [ "$left" -lt 120 ] && left=120
@@ -61,6 +68,9 @@ for i in "${!pids[@]}"; do
 done
 timeout 60 python -m pytest -m gpu -q -p no:cacheprovider -rfE -k "past_2_31" tests \
     > "$OUT/.pytest_gpu_big.txt" 2>&1 || { r=$?; [ "$r" -ne 5 ] && prc=1; }
+[ -n "${smi_pid:-}" ] && kill "$smi_pid" 2>/dev/null
+[ -s "$OUT/gpu_memory_during_tests.csv" ] && sort -t, -k1 -n "$OUT/gpu_memory_during_tests.csv" \
+    | tail -n 1 | awk -F, '{print "peak GPU memory in use during the tests: " $1 " of " $2 " MiB"}'
 for i in $(seq 0 $((SHARDS - 1))) big; do
   echo "---- shard $i/$SHARDS"; tail -n 80 "$OUT/.pytest_gpu_$i.txt"
 done > "$OUT/pytest_gpu.txt"
@@ -78,7 +88,10 @@ print(f"bench: {r.get('n_meeting_target')}/{r.get('n_scored')} meet target, "
 sys.exit(1 if r.get("error") else 0)
 PY
 echo "gpu_check: total $(( $(date +%s) - start ))s, rc=$rc"
-# One archive of everything above: the device tool returns at most 8 files from $OUT.
+# One archive of everything above: the device tool returns at most 8 files from $OUT, so
+# only the archive and the two summaries stay beside it.
 tmp=$(mktemp -d) && tar czf "$tmp/gpu_check_results.tgz" -C "$OUT" . \
+  && find "$OUT" -mindepth 1 -maxdepth 1 ! -name bench_gpu.md ! -name pytest_gpu.txt \
+       -exec rm -rf {} + \
   && mv "$tmp/gpu_check_results.tgz" "$OUT/" && rmdir "$tmp"
 exit $rc

@@ -156,6 +156,8 @@ def compile_spec(spec: dict, target=None):
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+
+    from tgrad.kernels.configs import COMPILE_OPTIONS
     module, name = spec["kernel"].split(":")
     kernel = getattr(importlib.import_module(module), name)
     constexprs = {k: _decode(v) for k, v in spec["constexprs"].items()}
@@ -164,7 +166,7 @@ def compile_spec(spec: dict, target=None):
     return triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs,
                                     attrs=attrs),
                           target=target or GPUTarget("cuda", 90, 32),
-                          options={"num_warps": spec["num_warps"]})
+                          options={"num_warps": spec["num_warps"], **COMPILE_OPTIONS})
 
 
 def _compile_or_error(spec: dict) -> str | None:

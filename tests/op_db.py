@@ -756,7 +756,9 @@ def _sort_ties_samples(rng):
 def _products_samples(kind):
     def gen(rng):
         if kind == "dot":
-            return [Sample((_n(rng, n), _n(rng, n)), desc=f"n={n}") for n in (1, 17, 1025)] + [
+            # n=1025 is in matmul_long_k (float32's K-term accumulation error passes
+            # PyTorch's elementwise tolerance; test_cuda_gpu/test_shape_ops bound it)
+            return [Sample((_n(rng, n), _n(rng, n)), desc=f"n={n}") for n in (1, 17, 65)] + [
                 Sample((_n(rng, 0), _n(rng, 0)), desc="empty"),
                 Sample((_n(rng, 5), _n(rng, 5)), layouts=("s", "s"), desc="sliced")]
         if kind == "mv":

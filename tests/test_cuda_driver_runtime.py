@@ -701,6 +701,8 @@ def test_gpu_pool_reuse_empty_cache_and_oom():
     total = rt.get_device_properties(0).total_memory
     with pytest.raises(OutOfMemoryError, match="Tried to allocate"):
         rt.malloc_async(total, s)  # the context itself already holds some memory
+    # the failed allocation left nothing in the pool (other processes need that memory)
+    assert rt.mem_reserved(0) <= base
     free, tot = rt.mem_get_info(0)
     assert tot == total and 0 < free <= total
 

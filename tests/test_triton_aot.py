@@ -42,7 +42,7 @@ def _ptxas() -> str:
 def _compile(fn, sig: dict, cx: dict, num_warps: int):
     sig = dict(sig, **{k: "constexpr" for k in cx})
     return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=cx), target=TARGET,
-                          options={"num_warps": num_warps})
+                          options={"num_warps": num_warps, **configs.COMPILE_OPTIONS})
 
 
 def _ptxas_stats(ptx: str) -> tuple[int, int, int]:

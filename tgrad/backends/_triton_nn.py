@@ -493,6 +493,7 @@ def _mm_cfgs(dt: np.dtype) -> tuple:
 
 
 _MM_STATE: dict = {}
+_MM_BEST: dict = {}  # (m, n, k, batches, precision, dtype) -> the autotuner's Config
 _GRID_Y_MAX = 65535
 
 
@@ -500,7 +501,7 @@ def _launch_mm(a: DeviceArray, b: DeviceArray, c: DeviceArray) -> None:
     """c[...] = a @ b for 2-D+ views whose batch dims already equal c's (stride 0 where
     broadcast)."""
     from tgrad.kernels import matmul as kmm
-    from tgrad.kernels.launch import karg, triton_cdiv
+    from tgrad.kernels.launch import compile_options, karg, triton_cdiv
     bshape = c.shape[:-2]
     m, n = c.shape[-2:]
     k = a.shape[-1]
@@ -533,18 +534,37 @@ def _launch_mm(a: DeviceArray, b: DeviceArray, c: DeviceArray) -> None:
     else:
         cfgs = _mm_cfgs(dt)
         if configs.MATMUL_AUTOTUNE and not _MM_STATE.get("tune_failed"):
-            ensure_driver()  # the autotuner takes kernel[grid](...), not launch()
+            # Autotune once per problem (Triton's autotuner benchmarks every config), then
+            # launch its best config through launch()'s fast path: no autotuner or binder
+            # work per call, and pointers go to the launcher as addresses, so a matmul can
+            # be captured in a CUDA graph once its shape was seen eagerly.
+            tkey = (m, n, k, nb, prec, dt)
+            best = _MM_BEST.get(tkey)
+            if best is None:
+                ensure_driver()  # the autotuner takes kernel[grid](...), not launch()
 
-            def grid(meta):
-                return (triton_cdiv(m, meta["BLOCK_M"]) * triton_cdiv(n, meta["BLOCK_N"]), nb)
-            try:
-                kmm.tuned_kernel(cfgs)[grid](*args, PRECISION=prec, ACC64=dt == np.float64)
+                def grid(meta):
+                    return (triton_cdiv(m, meta["BLOCK_M"]) * triton_cdiv(n, meta["BLOCK_N"]),
+                            nb)
+                tuned = kmm.tuned_kernel(cfgs)
+                try:
+                    tuned[grid](*args, PRECISION=prec, ACC64=dt == np.float64,
+                                **compile_options())
+                    _MM_BEST[tkey] = tuned.best_config
+                    return
+                except Exception as e:  # noqa: BLE001 - fall back to a fixed config, loudly
+                    import warnings
+                    warnings.warn(f"matmul autotuning failed ({type(e).__name__}: {e}); "
+                                  f"using the first config of tgrad.kernels.configs",
+                                  stacklevel=3)
+                    _MM_STATE["tune_failed"] = True
+            else:
+                kw = best.kwargs
+                grid = (triton_cdiv(m, kw["BLOCK_M"]) * triton_cdiv(n, kw["BLOCK_N"]), nb)
+                launch(kmm.matmul_kernel, grid, *args, PRECISION=prec,
+                       ACC64=dt == np.float64, **kw, num_warps=best.num_warps,
+                       num_stages=best.num_stages)
                 return
-            except Exception as e:  # noqa: BLE001 - fall back to a fixed config, loudly once
-                import warnings
-                warnings.warn(f"matmul autotuning failed ({type(e).__name__}: {e}); using "
-                              f"the first config of tgrad.kernels.configs", stacklevel=3)
-                _MM_STATE["tune_failed"] = True
         cfg = cfgs[0]
         grid = (triton_cdiv(m, cfg.block_m) * triton_cdiv(n, cfg.block_n), nb)
         launch(kmm.matmul_kernel, grid, *args, PRECISION=prec, ACC64=dt == np.float64,

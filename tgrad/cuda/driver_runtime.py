@@ -495,6 +495,12 @@ class DriverRuntime:
                 check("cuMemPoolTrimTo", cu.cuMemPoolTrimTo(pool, 0))
                 err, ptr = cu.cuMemAllocAsync(int(nbytes), cu.CUstream(stream))
             if int(err) == CUDA_ERROR_OUT_OF_MEMORY:
+                if cap is None:
+                    # a failed allocation can leave the pool grown by what it mapped before
+                    # failing (on the H200 that held the GPU's memory and made other
+                    # processes' module loads fail with out of memory): hand it back
+                    check("cuCtxSynchronize", cu.cuCtxSynchronize())
+                    check("cuMemPoolTrimTo", cu.cuMemPoolTrimTo(pool, 0))
                 raise OutOfMemoryError(
                     f"CUDA out of memory. Tried to allocate {_fmt_bytes(int(nbytes))} on "
                     f"device {device} (cuMemAllocAsync returned CUDA_ERROR_OUT_OF_MEMORY "

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Compiler options of every compiled launch (not the interpreter's). Triton flushes
+# subnormals to zero inside libdevice by default (enable_reflect_ftz=True), which made
+# ceil/log/rsqrt/erf... of a subnormal differ from NumPy on the first H200 run; tgrad keeps
+# IEEE subnormals, as PyTorch's CUDA kernels do.
+COMPILE_OPTIONS = {"enable_reflect_ftz": False}
+
 
 @dataclass(frozen=True)
 class EwConfig:
@@ -52,13 +58,19 @@ def ew_config(contiguous: bool, interpreted: bool, numel: int = 1 << 30,
 # reduction has one row), the reduced dim is cut into chunks, one program per (row block,
 # chunk), and a second launch reduces the partial results (fixed order: deterministic).
 RED_SPLIT_PROGRAMS = 1024  # aim for this many programs (132 SMs x ~8)
-RED_SPLIT_MIN_CHUNK = 16384  # elements per chunk at least: smaller is not worth a launch
+RED_SPLIT_MIN_ELEMENTS = 16384  # elements per program at least: fewer is not worth a launch
 RED_SPLIT_INTERP_CHUNK = 256  # interpreter: small, so the tests' sizes take both stages
 
 
-def red_split(m_programs: int, k: int, block_k: int, interpreted: bool) -> int:
-    """Chunk length of the reduced dim for the first stage (``k``: no split)."""
-    min_chunk = RED_SPLIT_INTERP_CHUNK if interpreted else RED_SPLIT_MIN_CHUNK
+def red_split(m_programs: int, k: int, block_m: int, block_k: int, interpreted: bool) -> int:
+    """Chunk length of the reduced dim for the first stage (``k``: no split). A program
+    reads block_m rows of a chunk, so wide row blocks (column reductions: 64 rows) split
+    into shorter chunks: an 8192 x 4096 column sum had 64 programs unsplit (13% of copy
+    bandwidth on the H200), and gets 16 chunks of 512."""
+    if interpreted:
+        min_chunk = RED_SPLIT_INTERP_CHUNK
+    else:
+        min_chunk = max(block_k, -(-RED_SPLIT_MIN_ELEMENTS // block_m))
     chunks = min(k // min_chunk, max(1, RED_SPLIT_PROGRAMS // max(m_programs, 1)))
     if chunks < 2:
         return k

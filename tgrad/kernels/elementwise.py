@@ -10,14 +10,28 @@ per element: sum of the input itemsizes + the output itemsize (broadcast inputs 
 from cache). float16/bfloat16 are computed in float32 registers (UPCAST), float64 in
 float64. IDX64 switches index maths to int64 when numel or any extent passes 2^31.
 
-Only ``tl``/``tl.math`` functions are used (no libdevice) so the same formulas run in
-Triton's interpreter; expm1/log1p/tanh use Kahan-style accurate forms.
+Only ``tl``/``tl.math`` functions are used so the same formulas run in Triton's
+interpreter; expm1/log1p/tanh use Kahan-style accurate forms. Two exceptions, behind the
+``COMPILED`` constexpr (compiled code calls libdevice, the interpreter NumPy): C's fmod (LLVM
+lowers ``%`` on floats to a - b trunc(a / b), inexact for large quotients and wrong for
+signed zeros and infinite b) and pow's |a|^b (2^(b log2|a|) in fp32 is ~2e-5 off for large
+results).
+
+Signed zeros: Triton's unary minus is ``0 - x``, which maps +0 to +0 in compiled code, so
+formulas negate with ``_neg`` (``x * -1``) and read signs with ``_signbit`` (the sign bit).
 """
 
 from __future__ import annotations
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
+
+from tgrad.cuda import is_interpreted
+
+# True when kernels are compiled for a GPU, False under TRITON_INTERPRET=1 (the interpreter
+# cannot call libdevice). A module-level constexpr: Triton folds the branches it guards.
+COMPILED = tl.constexpr(not is_interpreted())
 
 # Only N and the innermost strides (O0, A0, B0, C0: 1 means contiguous, which lets loads
 # vectorize) are specialized on their values; the other sizes/strides are plain runtime
@@ -145,15 +159,59 @@ def _log1p(x):
     return tl.where(u == float("inf"), u, r)
 
 
+@triton.jit
+def _neg(x):
+    # IEEE negation (the sign bit flips, so -(+0) = -0); Triton's -x is 0 - x
+    if x.dtype.is_floating():
+        r = x * -1.0
+    else:
+        r = -x
+    return r
+
+
+@triton.jit
+def _signbit(x):
+    # x's sign bit (True for -0.0 and negative NaNs too); halves are computed in fp32
+    if x.dtype == tl.float64:
+        r = x.to(tl.int64, bitcast=True) < 0
+    else:
+        r = x.to(tl.float32).to(tl.int32, bitcast=True) < 0
+    return r
+
+
+@triton.jit
+def _fmod(a, b):
+    # C's fmod (the sign of a), exact; integers: % (truncating)
+    if a.dtype.is_floating():
+        if COMPILED:
+            r = libdevice.fmod(a, b)
+        else:
+            r = a % b  # NumPy's fmod
+    else:
+        r = a % b
+    return r
+
+
+@triton.jit
+def _sqrt_rn(x):
+    # correctly rounded square root: tl.sqrt is sqrt.approx in fp32 (exact in fp64, where
+    # tl.sqrt_rn is not defined)
+    if x.dtype == tl.float64:
+        r = tl.sqrt(x)
+    else:
+        r = tl.sqrt_rn(x)
+    return r
+
+
 # ------------------------------------------------------------------ unary forward
 @triton.jit
 def f_neg(x):
-    return -x
+    return _neg(x)
 
 
 @triton.jit
 def f_abs(x):
-    return tl.where(x < 0, -x, x)
+    return tl.abs(x)  # clears the sign bit: abs(-0.0) = +0.0 (NumPy)
 
 
 @triton.jit
@@ -178,12 +236,12 @@ def f_expm1(x):
 
 @triton.jit
 def f_sqrt(x):
-    return tl.sqrt(x)
+    return _sqrt_rn(x)
 
 
 @triton.jit
 def f_rsqrt(x):
-    return 1.0 / tl.sqrt(x)
+    return 1.0 / _sqrt_rn(x)
 
 
 @triton.jit
@@ -200,8 +258,8 @@ def f_cos(x):
 def f_tanh(x):
     # tanh|x| = -expm1(-2|x|) / (2 + expm1(-2|x|)), sign restored; exact near 0.
     e = _expm1(-2.0 * tl.where(x < 0, -x, x))
-    t = -e / (2.0 + e)
-    return tl.where(x < 0, -t, tl.where(x == x, t, x))
+    t = e / (-2.0 - e)
+    return tl.where(x < 0, _neg(t), tl.where(x == x, t, x))
 
 
 @triton.jit
@@ -261,7 +319,7 @@ def f_round(x):
             big = 8388608.0
         ax = tl.where(x < 0, -x, x)
         r = tl.where(ax < big, (ax + big) - big, ax)
-        r = tl.where(x < 0, -r, r)
+        r = tl.where(x < 0, _neg(r), r)
     else:
         r = x
     return r
@@ -307,7 +365,7 @@ def _sinh_abs(ax):
 @triton.jit
 def f_sinh(x):
     s = _sinh_abs(tl.where(x < 0, -x, x))
-    return tl.where(x < 0, -s, tl.where(x == 0, x, s))  # odd; -0 stays -0
+    return tl.where(x < 0, _neg(s), tl.where(x == 0, x, s))  # odd; -0 stays -0
 
 
 @triton.jit
@@ -360,7 +418,7 @@ def _quarter_pis(k, r):
 def f_atan(x):
     k, r = _atan_parts(tl.abs(x))
     a = _quarter_pis(k, r)
-    return tl.where(x < 0, -a, tl.where(x == 0, x, a))  # odd; -0 stays -0, NaN stays NaN
+    return tl.where(x < 0, _neg(a), tl.where(x == 0, x, a))  # odd; -0 stays -0, NaN too
 
 
 @triton.jit
@@ -424,7 +482,7 @@ def f_floor_divide(a, b):
     if a.dtype.is_floating():
         # NumPy's npy_divmod, exact: % is C's fmod on floats; the quotient of a - fmod(a, b)
         # is snapped to the nearest integer; b == 0 gives a / b (inf/nan).
-        mod = a % b
+        mod = _fmod(a, b)
         div = (a - mod) / b
         div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
         fl = tl.floor(div)
@@ -443,7 +501,7 @@ def f_floor_divide(a, b):
 def f_remainder(a, b):
     # Python's / NumPy's a mod b: the sign of b. % is C's fmod (floats and ints alike): move
     # a nonzero result with the wrong sign by b; a zero takes b's sign (NumPy).
-    r = a % b
+    r = _fmod(a, b)
     r = tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
     if a.dtype.is_floating():
         r = tl.where(r == 0, tl.where(b < 0, -0.0, 0.0), r)
@@ -452,7 +510,7 @@ def f_remainder(a, b):
 
 @triton.jit
 def f_fmod(a, b):
-    return a % b  # C's fmod: the sign of a
+    return _fmod(a, b)  # C's fmod: the sign of a
 
 
 @triton.jit
@@ -483,13 +541,16 @@ def _fpow(a, b):
     # IEEE pow (NumPy's np.power): |a|^b = 2^(b log2|a|); a negative base (-0 included)
     # takes the sign (-1)^b for an integral b and is NaN for a fractional b, unless it is -0
     # or -inf; a^0 = 1 and 1^b = 1 for every b (NaN too); (-1)^(+-inf) = 1.
-    aa = tl.where(a < 0, -a, a)
-    mag = tl.exp2(b * tl.log2(aa))
-    neg = (a < 0) | ((a == 0) & (1.0 / a < 0))
+    aa = tl.abs(a)
+    if COMPILED:
+        mag = libdevice.pow(aa, b)  # a few ulp (2^(b log2|a|) is not, at large results)
+    else:
+        mag = tl.exp2(b * tl.log2(aa))
+    neg = _signbit(a) & (a == a)
     bint = tl.floor(b) == b
     odd = bint & (tl.floor(b * 0.5) * 2.0 != b)
     frac = tl.where((a == 0) | (a == -float("inf")), mag, float("nan"))
-    r = tl.where(neg, tl.where(bint, tl.where(odd, -mag, mag), frac), mag)
+    r = tl.where(neg, tl.where(bint, tl.where(odd, _neg(mag), mag), frac), mag)
     inf = float("inf")
     one = (b == 0) | (a == 1) | ((a == -1) & ((b == inf) | (b == -inf)))
     return tl.where(one, 1.0, r)
@@ -505,10 +566,10 @@ def f_atan2(a, b):
     t = tl.where((aa == float("inf")) & (ab == float("inf")), 1.0,
                  tl.where((aa == 0) & (ab == 0), 0.0, aa / ab))
     k, r = _atan_parts(t)
-    b_neg = (b < 0) | ((b == 0) & (1.0 / b < 0))
-    res = _quarter_pis(tl.where(b_neg, 4.0 - k, k), tl.where(b_neg, -r, r))
-    a_neg = (a < 0) | ((a == 0) & (1.0 / a < 0))
-    return tl.where(a_neg, -res, res)
+    b_neg = _signbit(b) & (b == b)
+    res = _quarter_pis(tl.where(b_neg, 4.0 - k, k), tl.where(b_neg, _neg(r), r))
+    a_neg = _signbit(a) & (a == a)
+    return tl.where(a_neg, _neg(res), res)
 
 
 @triton.jit
@@ -640,7 +701,7 @@ def g_sin(g, x):
 
 @triton.jit
 def g_cos(g, x):
-    return -g * tl.sin(x)
+    return _neg(g) * tl.sin(x)
 
 
 @triton.jit
@@ -653,7 +714,7 @@ def g_erf(g, x):
 
 @triton.jit
 def g_reciprocal(g, y):
-    return -g * (y * y)  # -1/x^2
+    return _neg(g) * (y * y)  # -1/x^2
 
 
 @triton.jit
@@ -704,7 +765,7 @@ def g_asin(g, x):
 
 @triton.jit
 def g_acos(g, x):
-    return -g / tl.sqrt((1.0 - x) * (1.0 + x))  # -1 / sqrt(1 - x^2)
+    return _neg(g) / tl.sqrt((1.0 - x) * (1.0 + x))  # -1 / sqrt(1 - x^2)
 
 
 @triton.jit
@@ -721,12 +782,12 @@ def g_atan2_a(g, a, b):
 
 @triton.jit
 def g_atan2_b(g, a, b):
-    return g * -a * _atan2_recip(a, b)  # d atan2(a, b)/db = -a / (a^2 + b^2)
+    return g * _neg(a) * _atan2_recip(a, b)  # d atan2(a, b)/db = -a / (a^2 + b^2)
 
 
 @triton.jit
 def g_div_b(q, a, b):
-    return -(q * a) / b  # d(a/b)/db = -a/b^2, with q = g / b
+    return _neg(q * a) / b  # d(a/b)/db = -a/b^2, with q = g / b
 
 
 @triton.jit

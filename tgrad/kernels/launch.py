@@ -401,13 +401,13 @@ def launch(kernel: Any, grid: tuple, *args: Any, **kwargs: Any) -> Any:
         ensure_driver()
     if not fast_path_enabled():
         stats["fallback"] += 1
-        return kernel[grid](*args, **kwargs)
+        return _slow_launch(kernel, grid, args, kwargs)
     info = kernel_info(kernel)
     hot = _hot or _bind_hot()
     knobs = hot["knobs"]
     if info is None or getattr(knobs, "debug", False):
         stats["fallback"] += 1
-        return kernel[grid](*args, **kwargs)
+        return _slow_launch(kernel, grid, args, kwargs)
     full, opts = info.bind(args, kwargs)
     device = hot["rt"].current_device()
     stream = hot["stream"](device)
@@ -416,9 +416,9 @@ def launch(kernel: Any, grid: tuple, *args: Any, **kwargs: Any) -> Any:
         compiled = info.cache.get(key)
     except TypeError:  # an unhashable constexpr value: no caching for this call
         stats["fallback"] += 1
-        return kernel[grid](*args, **kwargs)
+        return _slow_launch(kernel, grid, args, kwargs)
     if compiled is None:
-        compiled = kernel[grid](*args, **kwargs)
+        compiled = _slow_launch(kernel, grid, args, kwargs)
         if compiled is not None and hasattr(compiled, "packed_metadata"):
             info.cache[key] = compiled
         stats["first"] += 1
@@ -431,6 +431,17 @@ def launch(kernel: Any, grid: tuple, *args: Any, **kwargs: Any) -> Any:
                  compiled.function, compiled.packed_metadata, meta, enter, leave, *full)
     stats["fast"] += 1
     return compiled
+
+
+def compile_options() -> dict:
+    """configs.COMPILE_OPTIONS on a GPU; none in the interpreter (nothing is compiled)."""
+    return {} if is_interpreted() else configs.COMPILE_OPTIONS
+
+
+def _slow_launch(kernel: Any, grid: tuple, args: tuple, kwargs: dict) -> Any:
+    """``kernel[grid](...)`` with tgrad's compiler options (binder, specialization, and the
+    compilation on a cache miss)."""
+    return kernel[grid](*args, **kwargs, **compile_options())
 
 
 def clear_launch_cache() -> None:

@@ -53,7 +53,10 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
     else:
         LOWEST = -float("inf")
         HIGHEST = float("inf")
-    k_lo = chunk * KC
+    if IDX64:
+        k_lo = chunk.to(tl.int64) * KC  # the last chunks of a > 2^31 reduction start past it
+    else:
+        k_lo = chunk * KC
     K = tl.minimum(K, k_lo + KC)  # this chunk's end
     base = rows[:, None] * SM
     zero = tl.zeros([BLOCK_M, BLOCK_K], dtype=ACC)
@@ -218,7 +221,8 @@ def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0
     interp = is_interpreted()
     cfg = configs.red_config(k, sm == 1 and sk != 1 and m > 1, interp)
     count = k  # mean's divisor
-    kc = configs.red_split(triton_cdiv(m, cfg.block_m), k, cfg.block_k, interp) \
+    kc = configs.red_split(triton_cdiv(m, cfg.block_m), k, cfg.block_m, cfg.block_k,
+                           interp) \
         if kind in SPLITTABLE else k
     if kc < k:  # two stages: partials per (row, chunk) in the accumulator dtype, then rows
         ns = triton_cdiv(k, kc)
