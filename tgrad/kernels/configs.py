@@ -191,6 +191,11 @@ def row_config(n: int, f64: bool, interpreted: bool, heavy: bool = False,
         bm = max(1, min(16, ROW_TILE_BYTES // (bn * item)))
         tile_bytes = bm * bn * item
         warps = 4 if tile_bytes <= 8192 else (8 if tile_bytes <= 16384 else 16)
+        if f64 and bm > 1 and tile_bytes > 8192:
+            # float64: half the rows at the same warps (4 values a thread, not 8). At 8
+            # rows of 256, Triton 3.6 spilled 4 bytes in cross_entropy's forward once
+            # libdevice kept subnormals (48 registers: not register pressure)
+            bm //= 2
         return RowConfig(True, bm, bn, warps)
     return RowConfig(False, 1, ROW_ONLINE_TILE_BYTES // item, 8)
 
