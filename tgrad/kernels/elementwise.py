@@ -538,7 +538,8 @@ def _ipow(a, b):
 
 @triton.jit
 def _fpow(a, b):
-    # IEEE pow (NumPy's np.power): |a|^b = 2^(b log2|a|); a negative base (-0 included)
+    # IEEE pow (NumPy's np.power): |a|^b (libdevice's pow when compiled, 2^(b log2|a|) in
+    # the interpreter); a negative base (-0 included)
     # takes the sign (-1)^b for an integral b and is NaN for a fractional b, unless it is -0
     # or -inf; a^0 = 1 and 1^b = 1 for every b (NaN too); (-1)^(+-inf) = 1.
     aa = tl.abs(a)
