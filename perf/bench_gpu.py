@@ -98,7 +98,9 @@ class Bench:
         self.rows: list[dict] = []
         self.copy_gbs: float | None = None
         self.mm_ref: dict = {"kind": None, "tflops": None, "detail": None}
-        self.flush_buf = be.empty((sz.flush_bytes,), np.dtype(np.uint8))
+        from tgrad.bench import CudaTimer
+        self.timer = CudaTimer(sz.reps)
+        self.timer.flush_bytes = min(self.timer.flush_bytes, sz.flush_bytes)
         props = tgrad.cuda.get_device_properties(self.dev)
         self.info = {"device": props.name, "sm": f"{props.major}{props.minor}",
                      "interpreted": tgrad.cuda.is_interpreted(), "smoke": smoke,
@@ -107,17 +109,18 @@ class Bench:
                      "matmul_n": sz.mm, "l2_flush_bytes": sz.flush_bytes}
 
     # ------------------------------------------------------------------ timing
-    def flush(self) -> None:
-        self.rt.memset_d8(self.flush_buf.data_ptr(), 0, self.flush_buf.nbytes, self.stream())
-
     def timed(self, fn, flush: bool = True) -> float:
-        """Median milliseconds of ``fn()`` over reps runs (two warm-up runs first)."""
+        """Median milliseconds of ``fn()`` over reps runs (two warm-up runs first). With
+        ``flush``, enough L2 flushes are queued before the start event to keep the GPU busy
+        while the host enqueues ``fn()`` (tgrad.bench.CudaTimer.flushes_to_cover): the
+        event pair then times the GPU work, not the host's Python."""
         fn()
         fn()  # compile / autotune + warm-up
+        flushes = self.timer.flushes_to_cover(fn) if flush else 0
         times = []
         for _ in range(self.sz.reps):
-            if flush:
-                self.flush()
+            for _ in range(flushes):
+                self.timer.flush()
             e0 = tgrad.cuda.Event(enable_timing=True)
             e1 = tgrad.cuda.Event(enable_timing=True)
             e0.record()
