@@ -188,6 +188,28 @@ def check_inverse_trig() -> None:
             assert (err[exact] == 0).all(), (f.__name__, dt, got[exact][err[exact] > 0])
 
 
+def check_tanh() -> None:
+    # tanh: float32's Cephes form (polynomial below |x| = 0.625, 1 - 2/(e^2|x| + 1) above)
+    # and float64's expm1 form against NumPy float64: a few ulp, signed zeros, +-1 at +-inf,
+    # NaN; values from subnormal to past saturation, both sides of the 0.625 switch
+    rng = np.random.default_rng(12)
+    n = 4000 if tgrad.cuda.is_interpreted() else 400000
+    sign = rng.choice([-1.0, 1.0], n)
+    x = np.concatenate([rng.uniform(-10, 10, n), rng.uniform(-1, 1, n),
+                        sign * np.exp(rng.uniform(-745, 4, n)),
+                        [0.0, -0.0, 0.625, -0.625, np.nextafter(0.625, 0), 5e-324, 1e-45,
+                         9.0, 20.0, 400.0, np.inf, -np.inf, np.nan]])
+    for dt, bound in ((np.float64, 4), (np.float32, 4)):
+        xs = x.astype(dt)
+        want = np.tanh(xs.astype(np.float64)).astype(dt)
+        got = tgrad.tanh(tgrad.tensor(xs, device="cuda")).numpy()
+        err = _ulps(got, want)
+        worst = int(np.argmax(err))
+        assert err[worst] <= bound, (dt, xs[worst], got[worst], want[worst], err[worst])
+        exact = ~np.isfinite(want) | (want == 0) | (np.abs(want) == 1)
+        assert (err[exact] == 0).all(), (dt, xs[exact][err[exact] > 0])
+
+
 def check_int_reductions() -> None:
     # integer and bool reductions run natively with exact int64 accumulation (values past
     # 2^24 and 2^53, where a float accumulator would round), split path included
@@ -432,6 +454,6 @@ def check_argsort() -> None:
 
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
-    "int_reductions",
+    "tanh", "int_reductions",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
     "argsort")}
