@@ -210,6 +210,36 @@ def check_tanh() -> None:
         assert (err[exact] == 0).all(), (dt, xs[exact][err[exact] > 0])
 
 
+def check_inner_blocks() -> None:
+    # strided elementwise launches whose innermost extent is a multiple of the block
+    # (configs.ew_inner_block) unravel only each block's start: broadcasting, sliced and
+    # permuted operands, three inputs, against NumPy exactly; an odd extent keeps the
+    # per-element path
+    from tgrad.kernels import launch as L
+    rng = np.random.default_rng(13)
+    f32 = np.float32
+    a = rng.standard_normal((64, 512)).astype(f32)
+    row = rng.standard_normal((1, 512)).astype(f32)
+    col = rng.standard_normal((64, 1)).astype(f32)
+    big = rng.standard_normal((3, 8, 256)).astype(f32)
+    perm = rng.standard_normal((256, 6, 4)).astype(f32)
+    odd = rng.standard_normal((5, 257)).astype(f32)
+    t = lambda v: tgrad.tensor(v, device="cuda")  # noqa: E731
+    L._ew_plans.clear()
+    np.testing.assert_array_equal((t(a) * t(row)).numpy(), a * row)
+    np.testing.assert_array_equal((t(big)[:, ::2, :] + t(big[0, 0])).numpy(),
+                                  big[:, ::2, :] + big[0, 0])
+    np.testing.assert_array_equal(t(perm).permute(1, 2, 0).exp().numpy(),
+                                  np.exp(perm.transpose(1, 2, 0)))
+    np.testing.assert_array_equal(tgrad.where(t(row) > 0, t(a), t(col)).numpy(),
+                                  np.where(row > 0, a, col))
+    inner = [p.constexprs["INNER"] for p in L._ew_plans.values()]
+    assert sum(inner) >= 4, inner
+    L._ew_plans.clear()
+    np.testing.assert_array_equal((t(odd) * t(odd[:1])).numpy(), odd * odd[:1])
+    assert [p.constexprs["INNER"] for p in L._ew_plans.values()] == [False]
+
+
 def check_int_reductions() -> None:
     # integer and bool reductions run natively with exact int64 accumulation (values past
     # 2^24 and 2^53, where a float accumulator would round), split path included
@@ -454,6 +484,6 @@ def check_argsort() -> None:
 
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
-    "tanh", "int_reductions",
+    "tanh", "inner_blocks", "int_reductions",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
     "argsort")}

@@ -40,6 +40,10 @@ def _ptxas() -> str:
 
 
 def _compile(fn, sig: dict, cx: dict, num_warps: int):
+    # constexpr parameters left out take their defaults, as a launch binds them
+    params = inspect.signature(fn.fn).parameters
+    cx = dict({n: p.default for n, p in params.items()
+               if p.default is not inspect.Parameter.empty and n not in sig}, **cx)
     sig = dict(sig, **{k: "constexpr" for k in cx})
     return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=cx), target=TARGET,
                           options={"num_warps": num_warps, **configs.COMPILE_OPTIONS})

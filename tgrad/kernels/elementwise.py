@@ -47,7 +47,8 @@ def ew_kernel(O, A, B, C, N,
               B0, B1, B2, B3, B4, B5, B6, B7,
               C0, C1, C2, C3, C4, C5, C6, C7,
               FN: tl.constexpr, ARITY: tl.constexpr, NDIM: tl.constexpr,
-              UPCAST: tl.constexpr, IDX64: tl.constexpr, BLOCK: tl.constexpr):
+              UPCAST: tl.constexpr, IDX64: tl.constexpr, BLOCK: tl.constexpr,
+              INNER: tl.constexpr = False):
     pid = tl.program_id(0)
     if IDX64:
         offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
@@ -62,17 +63,22 @@ def ew_kernel(O, A, B, C, N,
     else:
         # unravel the flat index, innermost dim first (inlined: a helper call costs a
         # re-patch of tl per call in the interpreter)
-        rem = offs
-        oo = offs * 0
-        oa = oo
-        ob = oo
-        oc = oo
-        i = rem % S0
-        rem = rem // S0
-        oo += i * O0
-        oa += i * A0
-        ob += i * B0
-        oc += i * C0
+        if INNER:
+            # S0 % BLOCK == 0: the block lies inside one run of the innermost dim, so only
+            # its start is unravelled (scalar div/mod per program, none per element)
+            if IDX64:
+                start = pid.to(tl.int64) * BLOCK
+            else:
+                start = pid * BLOCK
+            i = tl.multiple_of(start % S0, BLOCK) + tl.arange(0, BLOCK)  # aligned: loads
+            rem = start // S0                                           # can vectorize
+        else:
+            i = offs % S0
+            rem = offs // S0
+        oo = i * O0
+        oa = i * A0
+        ob = i * B0
+        oc = i * C0
         i = rem % S1
         rem = rem // S1
         oo += i * O1

@@ -119,11 +119,17 @@ class _EwPlan:
         while len(st) < 4:
             st.append([0] * MAX_DIMS)
         contiguous = ndim == 1 and all(s[0] in (0, 1) for s in sts)
-        cfg = configs.ew_config(contiguous, is_interpreted(), n, out.dtype.itemsize)
-        self.grid = (triton_cdiv(n, cfg.block),)
+        interp = is_interpreted()
+        cfg = configs.ew_config(contiguous, interp, n, out.dtype.itemsize)
+        block, inner = cfg.block, False
+        if ndim > 1:  # a block inside one run of the innermost dim: no per-element div/mod
+            block = configs.ew_inner_block(shape[-1], cfg.block, interp)
+            inner = block > 0
+            block = block or cfg.block
+        self.grid = (triton_cdiv(n, block),)
         self.ints = (n, *sizes, *st[0], *st[1], *st[2], *st[3])
         self.constexprs = {"FN": fn, "ARITY": len(inputs), "NDIM": ndim, "UPCAST": upcast,
-                           "IDX64": needs_int64(shape, sts), "BLOCK": cfg.block}
+                           "IDX64": needs_int64(shape, sts), "BLOCK": block, "INNER": inner}
         self.num_warps = cfg.num_warps
         self.compiled: dict = {}
 
@@ -160,7 +166,7 @@ def launch_ew(fn, out: DeviceArray, inputs: list[DeviceArray], upcast: bool) -> 
             c = plan.constexprs
             # every argument in parameter order, as JITFunction.run passes them
             args = (*addrs, *plan.ints, fn, c["ARITY"], c["NDIM"], upcast, c["IDX64"],
-                    c["BLOCK"])
+                    c["BLOCK"], c["INNER"])
             meta = compiled.launch_metadata(plan.grid, stream, *args) if enter else None
             compiled.run(plan.grid[0], 1, 1, stream, compiled.function,
                          compiled.packed_metadata, meta, enter, knobs.launch_exit_hook, *args)
