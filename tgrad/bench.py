@@ -473,8 +473,7 @@ class CudaTimer:
         self.stream = self.rt.tgrad_stream(dev)
         self.flush_bytes = (1 << 20) if self.rt.interpreted else L2_FLUSH_BYTES
         self.flush_ptr = self.rt.malloc_async(self.flush_bytes, self.stream)
-
-        self._flush_ms: float | None = None
+        self._flush_ms: float | None = None  # one flush's device time (flushes_to_cover)
 
     def flush(self) -> None:
         self.rt.memset_d8(self.flush_ptr, 0, self.flush_bytes, self.stream)
