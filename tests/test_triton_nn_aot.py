@@ -17,7 +17,7 @@ if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
                 allow_module_level=True)
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_triton_aot import _compile, _ew_sig, _spills  # noqa: E402
+from test_triton_aot import TARGET, _compile, _ew_sig, _spills  # noqa: E402
 
 from tgrad.kernels import activations as ka  # noqa: E402
 from tgrad.kernels import configs  # noqa: E402
@@ -117,6 +117,29 @@ def test_layer_norm_no_spills(n, dt):
                      **({} if strided else dict.fromkeys(row_strides, 1)))
         k = _compile(kln.ln_bwd_kernel, bw, cx, cfg.num_warps)
         assert _spills(k.asm["ptx"]) == (0, 0), f"strided={strided}: {cfg}"
+
+
+@pytest.mark.parametrize("cfg", configs.MATMUL_CONFIGS_16, ids=str)
+def test_bf16_matmul_configs_pipeline_on_tensor_cores(cfg):
+    """Every 16-bit autotune candidate, specialized as a 4096^3 launch is (16-aligned
+    pointers, sizes and strides; unit inner strides), fits the H200's 227 KiB of shared
+    memory with its stages and compiles to wgmma fed by cp.async (software pipelined)."""
+    from triton.compiler import ASTSource
+    names = kmm.matmul_kernel.arg_names
+    sig = {n: "i32" for n in names}
+    sig.update(A="*bf16", B="*bf16", C="*bf16")
+    cx = dict(PRECISION="tf32", ACC64=False, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+              BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m, SAK=1, SBN=1, SCN=1)
+    sig.update({k: "constexpr" for k in cx})
+    aligned = [n for n in names if sig[n] != "constexpr" and n != "NB0"]
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+    k = triton.compile(ASTSource(fn=kmm.matmul_kernel, signature=sig, constexprs=cx,
+                                 attrs=attrs), target=TARGET,
+                       options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages,
+                                **configs.COMPILE_OPTIONS})
+    ptx = k.asm["ptx"]
+    assert k.metadata.shared <= 227 * 1024, k.metadata.shared
+    assert "wgmma.mma_async" in ptx and "cp.async" in ptx
 
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64"])
