@@ -311,3 +311,34 @@ def test_elementwise_fast_path_passes_the_binders_arguments(fast, monkeypatch):
                  (out, arr((3, 5), (2, 6)))]:
         L.launch_ew(f_exp, o, [x, b], False)
     assert len(k.slow_calls) == 4
+
+
+def test_kernel_load_out_of_memory_empties_the_pool_and_retries(monkeypatch):
+    # Triton loads a new kernel's module on its first launch; when that fails with out of
+    # memory (tgrad's pool keeping freed blocks), the pool is emptied and the load retried
+    # once. Other errors, and a second out of memory, propagate.
+    import tgrad.cuda
+    emptied = []
+    monkeypatch.setattr(tgrad.cuda, "empty_cache", lambda: emptied.append(True))
+
+    class Loader:
+        def __init__(self, errors):
+            self.errors, self.calls = list(errors), 0
+
+        def __getitem__(self, grid):
+            def run(*a, **kw):
+                self.calls += 1
+                if self.errors:
+                    raise self.errors.pop(0)
+                return "compiled"
+            return run
+    oom = RuntimeError("Triton Error [CUDA]: out of memory")
+    k = Loader([oom])
+    assert L._slow_launch(k, (1,), (), {}) == "compiled"
+    assert k.calls == 2 and emptied == [True]
+    with pytest.raises(RuntimeError, match="out of memory"):
+        L._slow_launch(Loader([oom, RuntimeError("Triton Error [CUDA]: out of memory")]),
+                       (1,), (), {})
+    with pytest.raises(RuntimeError, match="invalid argument"):
+        L._slow_launch(Loader([RuntimeError("invalid argument")]), (1,), (), {})
+    assert len(emptied) == 2

@@ -446,8 +446,18 @@ def compile_options() -> dict:
 
 def _slow_launch(kernel: Any, grid: tuple, args: tuple, kwargs: dict) -> Any:
     """``kernel[grid](...)`` with tgrad's compiler options (binder, specialization, and the
-    compilation on a cache miss)."""
-    return kernel[grid](*args, **kwargs, **compile_options())
+    compilation on a cache miss). Loading a new kernel needs device memory, which tgrad's
+    pool may be holding (its release threshold keeps freed blocks): when the load fails with
+    out of memory, the pool's unused memory goes back to the driver and the load is tried
+    once more."""
+    try:
+        return kernel[grid](*args, **kwargs, **compile_options())
+    except RuntimeError as e:
+        if "out of memory" not in str(e):
+            raise
+        import tgrad.cuda
+        tgrad.cuda.empty_cache()
+        return kernel[grid](*args, **kwargs, **compile_options())
 
 
 def clear_launch_cache() -> None:
