@@ -485,22 +485,20 @@ class DriverRuntime:
         device = self._device_of_stream(stream)
         pushed = self._enter(device)
         try:
-            pool = self._pool(device)
+            self._pool(device)
             err, ptr = cu.cuMemAllocAsync(int(nbytes), cu.CUstream(stream))
             cap = self._capture.get(stream) if self._capture else None
             if int(err) == CUDA_ERROR_OUT_OF_MEMORY and cap is None:
                 # Free blocks stay in the pool (release threshold UINT64_MAX); hand them back
                 # to the driver once pending frees have completed, then retry once.
-                check("cuCtxSynchronize", cu.cuCtxSynchronize())
-                check("cuMemPoolTrimTo", cu.cuMemPoolTrimTo(pool, 0))
+                self.empty_cache(device)
                 err, ptr = cu.cuMemAllocAsync(int(nbytes), cu.CUstream(stream))
             if int(err) == CUDA_ERROR_OUT_OF_MEMORY:
                 if cap is None:
                     # a failed allocation can leave the pool grown by what it mapped before
                     # failing (on the H200 that held the GPU's memory and made other
                     # processes' module loads fail with out of memory): hand it back
-                    check("cuCtxSynchronize", cu.cuCtxSynchronize())
-                    check("cuMemPoolTrimTo", cu.cuMemPoolTrimTo(pool, 0))
+                    self.empty_cache(device)
                 raise OutOfMemoryError(
                     f"CUDA out of memory. Tried to allocate {_fmt_bytes(int(nbytes))} on "
                     f"device {device} (cuMemAllocAsync returned CUDA_ERROR_OUT_OF_MEMORY "

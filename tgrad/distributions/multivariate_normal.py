@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tgrad.distributions import constraints
-from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.distribution import Distribution, _LocScale
 from tgrad.distributions.utils import lazy_property
 from tgrad.linalg import cholesky, solve_triangular
 from tgrad.ops import elementwise as ew
@@ -120,13 +120,8 @@ class MultivariateNormal(Distribution):
         return matmul(L_inv.mT, L_inv).expand(*self._batch_shape, *self._event_shape,
                                               *self._event_shape)
 
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
+    mean = _LocScale.mean  # self.loc, as for Normal and Laplace
+    mode = _LocScale.mode
 
     @property
     def variance(self) -> Tensor:

@@ -24,6 +24,17 @@ def _fused(name: str, params: list[Tensor]):
     return FUSED.get((name, params[0].device.type))
 
 
+def _weight_decay(p: Tensor, g: Tensor, lr: float, weight_decay: float,
+                  decoupled: bool) -> Tensor:
+    """L2 weight decay (returns g + wd p) or decoupled (p <- p (1 - lr wd), returns g)."""
+    if weight_decay != 0:
+        if decoupled:
+            p.mul_(1 - lr * weight_decay)
+        else:
+            g = g + p * weight_decay
+    return g
+
+
 def sgd(params: list[Tensor], grads: list[Tensor], momentum_buffers: list, *, lr: float,
         momentum: float, dampening: float, weight_decay: float, nesterov: bool,
         maximize: bool) -> None:
@@ -72,11 +83,7 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
             m, v, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
             step_t.add_(1)
             step = step_t.item()
-            if weight_decay != 0:
-                if decoupled_weight_decay:
-                    p.mul_(1 - lr * weight_decay)
-                else:
-                    g = g + p * weight_decay
+            g = _weight_decay(p, g, lr, weight_decay, decoupled_weight_decay)
             m.mul_(beta1).add_(g, alpha=1 - beta1)
             v.mul_(beta2).add_(g * g, alpha=1 - beta2)
             bc1 = 1 - beta1 ** step
@@ -182,11 +189,7 @@ def nadam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
             step_t.add_(1)
             step = step_t.item()
             bias_correction2 = 1 - beta2 ** step
-            if weight_decay != 0:
-                if decoupled_weight_decay:
-                    p.mul_(1 - lr * weight_decay)
-                else:
-                    g = g + p * weight_decay
+            g = _weight_decay(p, g, lr, weight_decay, decoupled_weight_decay)
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
             mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
             mu_product.mul_(mu)
@@ -221,11 +224,7 @@ def radam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
             m, v, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
             step_t.add_(1)
             step = step_t.item()
-            if weight_decay != 0:
-                if decoupled_weight_decay:
-                    p.mul_(1 - lr * weight_decay)
-                else:
-                    g = g + p * weight_decay
+            g = _weight_decay(p, g, lr, weight_decay, decoupled_weight_decay)
             m.lerp_(g, 1 - beta1)
             v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
             bias_correction1 = 1 - beta1 ** step
