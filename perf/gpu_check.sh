@@ -59,14 +59,14 @@ for i in $(seq 0 $((SHARDS - 1))); do
   if [ "$i" -eq 0 ]; then files="tests"; else files="tests/test_cuda_gpu.py"; fi
   # the > 2^31-element tests run alone afterwards: next to 15 other processes' memory pools
   # they ran out of memory (and made the op table's launches fail) on the first H200 run
-  TGRAD_GPU_SHARD="$i/$SHARDS" timeout $(( left - 70 )) python -m pytest -m gpu -q -p no:cacheprovider \
+  TGRAD_GPU_SHARD="$i/$SHARDS" timeout $(( left - 70 )) python -m pytest -o addopts= -m gpu -q -p no:cacheprovider \
       -rfE -k "not past_2_31" $files > "$OUT/.pytest_gpu_$i.txt" 2>&1 &
   pids+=($!)
 done
 for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || { r=$?; [ "$r" -ne 5 ] && prc=1; }  # 5: nothing collected
 done
-timeout 60 python -m pytest -m gpu -q -p no:cacheprovider -rfE -k "past_2_31" tests \
+timeout 60 python -m pytest -o addopts= -m gpu -q -p no:cacheprovider -rfE -k "past_2_31" tests \
     > "$OUT/.pytest_gpu_big.txt" 2>&1 || { r=$?; [ "$r" -ne 5 ] && prc=1; }
 [ -n "${smi_pid:-}" ] && kill "$smi_pid" 2>/dev/null
 [ -s "$OUT/gpu_memory_during_tests.csv" ] && sort -t, -k1 -n "$OUT/gpu_memory_during_tests.csv" \
