@@ -125,6 +125,36 @@ def check_split_reductions() -> None:
     finally:
         red._launch = orig
 
+def check_one_read_var_logsumexp() -> None:
+    # var (per-tile Chan merge) and logsumexp (online shift) read each element once: rows
+    # over many tiles against NumPy float64. var: data far from zero (mean 1e4, std 1: a
+    # sum-of-squares formula would lose every digit in float32); logsumexp: rows whose max
+    # grows tile after tile (a rescale each time), falls, is +inf late in the row, -inf
+    # throughout, very negative, or NaN
+    rng = np.random.default_rng(14)
+    k = 5000 if tgrad.cuda.is_interpreted() else 20000
+    noise = rng.standard_normal((3, k))
+    up = np.linspace(-60.0, 60.0, k)
+    rows = np.stack([1e4 + noise[0], up, up[::-1], noise[1] - 1e4, noise[2], noise[2],
+                     np.full(k, -np.inf)])
+    rows[4, -3] = np.inf
+    rows[5, k // 2] = np.nan
+    for dt, rtol in ((np.float32, 1e-5), (np.float64, 1e-12)):
+        x = rows.astype(dt)
+        t = tgrad.tensor(x, device="cuda")
+        x64 = x.astype(np.float64)
+        with np.errstate(all="ignore"):
+            want_var = np.var(x64, axis=1, ddof=1)
+            mx = np.max(x64, axis=1, keepdims=True)
+            sh = np.where(np.isfinite(mx), mx, 0.0)
+            want_lse = np.log(np.sum(np.exp(x64 - sh), axis=1)) + sh[:, 0]
+        np.testing.assert_allclose(t[:4].var(dim=1).numpy(), want_var[:4], rtol=rtol)
+        got = t.var(dim=1).numpy()
+        assert np.isnan(got[4:]).all(), got  # inf - inf and NaN rows
+        np.testing.assert_allclose(t.logsumexp(dim=1).numpy(), want_lse, rtol=rtol,
+                                   equal_nan=True)
+
+
 def check_pow_specials() -> None:
     # IEEE pow on every pair of special values (NumPy's np.power), e.g. (-inf) ** 2.5 = inf
     vals = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 2.5, -2.5, 3.0, -3.0, np.inf,
@@ -487,6 +517,6 @@ def check_argsort() -> None:
 
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
-    "tanh", "inner_blocks", "int_reductions",
+    "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
     "argsort")}

@@ -11,7 +11,7 @@ results are deterministic (no atomics). Y[m * NS + chunk] receives the result (N
 per row). Split reductions (few rows, long K: a full reduction) run twice: the partial
 results of every chunk, in the accumulator dtype, then the same kernel over them
 (sum -> sum, mean -> sum / D, prod, amax, amin, all, any). Bytes moved: M*K input elements
-read once (twice for var and logsumexp), M outputs written.
+read once (var and logsumexp too: merged per tile), M outputs written.
 NaN handling follows NumPy: sum/prod/mean/var/logsumexp propagate through arithmetic;
 amax/amin/argmax/argmin make NaN win explicitly (the hardware max ignores NaN).
 """
@@ -61,8 +61,8 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
     base = rows[:, None] * SM
     zero = tl.zeros([BLOCK_M, BLOCK_K], dtype=ACC)
     lanes = tl.arange(0, BLOCK_K)
-    if OP == 0 or OP == 1 or OP == 7:
-        # sum / mean / var (first pass: the mean)
+    if OP == 0 or OP == 1:
+        # sum / mean
         acc = zero
         for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
@@ -72,17 +72,38 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         res = tl.sum(acc, axis=1)
         if OP == 1:
             res = res / D
-        if OP == 7:
-            # var = sum (x - mean)^2 / (K - correction), a second pass (exact, two-pass)
-            mu = (res / K)[:, None]
-            acc = zero
-            for k0 in range(k_lo, K, BLOCK_K):
-                cols = k0 + lanes
-                m = rmask[:, None] & (cols < K)[None, :]
-                x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
-                d = tl.where(m, x - mu, 0.0)
-                acc += d * d
-            res = tl.sum(acc, axis=1) / (K - correction)
+        tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
+    elif OP == 7:
+        # var in one read (Chan et al.'s pairwise update): each tile's mean and sum of
+        # squared deviations M2 come from the tile in registers (two passes over registers),
+        # then merge into the running (n, mean, M2):
+        #   delta = mean_t - mean;  mean += delta n_t / (n + n_t)
+        #   M2 += M2_t + delta^2 n n_t / (n + n_t)
+        # var = M2 / (K - correction). The first tile is taken as is (n = 0: no delta term,
+        # which would be inf * 0 for a huge delta). The data are shifted by the row's first
+        # element (var is shift-invariant): means then stay near zero, where their rounding
+        # is small against the spread (rows of 1e4 + N(0, 1) in float32 were 2e-5 off
+        # unshifted; an inf or NaN shift makes the row NaN, as it should).
+        shift = tl.load(X + base + k_lo * SK, mask=rmask[:, None], other=0).to(ACC)
+        n = tl.zeros([BLOCK_M], dtype=ACC)
+        mean = tl.zeros([BLOCK_M], dtype=ACC)
+        m2 = tl.zeros([BLOCK_M], dtype=ACC)
+        for k0 in range(k_lo, K, BLOCK_K):
+            cols = k0 + lanes
+            cmask = cols < K
+            m = rmask[:, None] & cmask[None, :]
+            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC) - shift
+            nt = tl.sum(cmask.to(ACC), axis=0)
+            mean_t = tl.sum(tl.where(m, x, 0), axis=1) / nt
+            d = tl.where(m, x - mean_t[:, None], 0.0)
+            m2_t = tl.sum(d * d, axis=1)
+            total = n + nt
+            delta = mean_t - mean
+            first = n == 0
+            mean = tl.where(first, mean_t, mean + delta * (nt / total))
+            m2 = tl.where(first, m2_t, m2 + m2_t + delta * delta * (n * nt / total))
+            n = total
+        res = m2 / (K - correction)
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 2:
         acc = zero + 1
@@ -143,22 +164,22 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         res = tl.min(tl.where(hit, bidx, K), axis=1)
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 8:
-        # logsumexp: m = max (0 when infinite), then log(sum exp(x - m)) + m
-        acc = zero - float("inf")
+        # logsumexp in one read (the online form): a running shift c (the max so far, 0
+        # while it is infinite) and s = sum exp(x - c); a tile whose max raises c rescales
+        # s by exp(c_old - c) first. Result log(s) + c. NaN propagates through s.
+        c = tl.zeros([BLOCK_M], dtype=ACC)
+        s = tl.zeros([BLOCK_M], dtype=ACC)
+        mx = tl.zeros([BLOCK_M], dtype=ACC) - float("inf")
         for k0 in range(k_lo, K, BLOCK_K):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
-            acc = tl.where(m & (x > acc), x, acc)
-        mx = tl.max(acc, axis=1)
-        mx = tl.where((mx == float("inf")) | (mx == -float("inf")), 0.0, mx)
-        acc = zero
-        for k0 in range(k_lo, K, BLOCK_K):
-            cols = k0 + lanes
-            m = rmask[:, None] & (cols < K)[None, :]
-            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
-            acc += tl.where(m, tl.exp(x - mx[:, None]), 0.0)
-        res = tl.log(tl.sum(acc, axis=1)) + mx
+            mx = tl.maximum(mx, tl.max(tl.where(m, x, -float("inf")), axis=1))
+            c_new = tl.where((mx == float("inf")) | (mx == -float("inf")), 0.0, mx)
+            s = tl.where(s > 0, s * tl.exp(c - c_new), s)
+            c = c_new
+            s += tl.sum(tl.where(m, tl.exp(x - c[:, None]), 0.0), axis=1)
+        res = tl.log(s) + c
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     else:
         # all / any over x != 0

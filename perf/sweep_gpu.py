@@ -1,0 +1,201 @@
+"""Launch-config sweep on the GPU for the kernels under their bandwidth targets in the
+latest bench_gpu run: row and column reductions, the row kernels (cross_entropy,
+log_softmax, softmax, layer_norm) and bfloat16 elementwise. Each candidate is patched into
+``tgrad.kernels.configs`` for the time of its measurements and timed exactly as
+perf/bench_gpu.py times (its ``Bench``: CUDA events, L2 flushed, median of ``--reps``).
+The first candidate of every group is the config in use, so each table row compares with
+it directly. Configs that fail to compile or launch are recorded as errors.
+
+Usage: PYTHONPATH=. python perf/sweep_gpu.py --out OUTDIR [--reps 30] [--budget-s 200]
+       TRITON_INTERPRET=1 PYTHONPATH=. python perf/sweep_gpu.py --out OUTDIR --smoke
+Writes OUTDIR/bench_gpu.json (every timing, ``Bench``'s format) and OUTDIR/sweep_gpu.md
+(per op: each candidate's % of copy bandwidth, the best marked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+
+import numpy as np
+
+import tgrad
+from tgrad.kernels import configs
+from tgrad.kernels import launch as kernel_launch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_gpu as bg  # noqa: E402
+
+RC, EC, RowC = configs.RedConfig, configs.EwConfig, configs.RowConfig
+
+# (block_m, block_k, num_warps) for rows contiguous in K; the first is configs.RED_ROW
+ROW_RED = [configs.RED_ROW, RC(4, 512, 8), RC(2, 1024, 4), RC(4, 1024, 8), RC(2, 2048, 8),
+           RC(1, 4096, 8), RC(2, 4096, 16), RC(8, 512, 8), RC(1, 2048, 4), RC(4, 2048, 16)]
+# column reductions: (config, RED_SPLIT_PROGRAMS, RED_SPLIT_MIN_ELEMENTS)
+COL_RED = [(configs.RED_COL, configs.RED_SPLIT_PROGRAMS, configs.RED_SPLIT_MIN_ELEMENTS),
+           (RC(128, 32, 4), 1024, 16384), (RC(64, 64, 8), 1024, 16384),
+           (RC(256, 16, 8), 1024, 16384), (RC(64, 32, 4), 2048, 8192),
+           (RC(128, 32, 8), 2048, 8192), (RC(64, 32, 4), 528, 32768),
+           (RC(32, 64, 4), 1024, 16384)]
+# row kernels at n = 4096: (block_m, num_warps); None: configs.row_config's own choice
+ROW_KERNEL = [None, (1, 4), (1, 8), (1, 16), (2, 8), (2, 16), (4, 16)]
+# bfloat16 contiguous elementwise: (block, num_warps); None: configs.ew_config's choice
+EW_16 = [None, (2048, 4), (2048, 8), (4096, 8), (1024, 8), (4096, 4)]
+
+
+@contextlib.contextmanager
+def patched(**attrs):
+    """Set configs' attributes (functions or constants) for the block, then restore."""
+    old = {k: getattr(configs, k) for k in attrs}
+    for k, v in attrs.items():
+        setattr(configs, k, v)
+    kernel_launch._ew_plans.clear()  # cached plans hold the elementwise block
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(configs, k, v)
+        kernel_launch._ew_plans.clear()
+
+
+def _label(cfg) -> str:
+    return "current" if cfg is None else "/".join(str(v) for v in (
+        cfg if isinstance(cfg, tuple) else (cfg.block_m, cfg.block_k, cfg.num_warps)))
+
+
+def sweep(b: bg.Bench) -> list:
+    """Runs every group; returns (group, op, label, row) tuples."""
+    be, m, k = b.be, b.sz.rows, b.sz.cols
+    f32, bf16 = np.dtype(np.float32), np.dtype("bfloat16")
+    x2 = bg._randn(be, (m, k), f32, 3)
+    nb = m * k * 4
+    out = []
+
+    def run(group, op, label, fn, nbytes, family, dtype="float32"):
+        row = b.run(f"{op} [{group} {label}]", family, fn, nbytes=nbytes, shape=(m, k),
+                    dtype=dtype)
+        out.append((group, op, label, row))
+
+    red_ops = [("sum rows", lambda: be.sum_(x2, (1,), False)),
+               ("amax rows", lambda: be.amax(x2, (1,), False)),
+               ("logsumexp rows", lambda: be.logsumexp(x2, (1,), False)),
+               ("var rows", lambda: be.var(x2, (1,), 1.0, False))]
+    orig_red = configs.red_config
+    for cfg in ROW_RED:
+        def red_cfg(kk, m_contig, interp, cfg=cfg):
+            return cfg if not m_contig and not interp and kk == k else orig_red(kk, m_contig,
+                                                                               interp)
+        with patched(red_config=red_cfg):
+            for op, fn in red_ops:
+                run("row red", op, _label(cfg if cfg is not configs.RED_ROW else None), fn,
+                    nb + m * 4, "reduction")
+
+    col_ops = [("sum cols", lambda: be.sum_(x2, (0,), False)),
+               ("sum_to", lambda: be.sum_to(x2, (1, k)))]
+    for cfg, progs, min_el in COL_RED:
+        def col_cfg(kk, m_contig, interp, cfg=cfg):
+            return cfg if m_contig and not interp else orig_red(kk, m_contig, interp)
+        label = _label(cfg) + f" split {progs}/{min_el}"
+        with patched(red_config=col_cfg, RED_SPLIT_PROGRAMS=progs,
+                     RED_SPLIT_MIN_ELEMENTS=min_el):
+            for op, fn in col_ops:
+                run("col red", op, label, fn, nb + k * 4, "reduction")
+
+    orig_row = configs.row_config
+    for dtype in ("bfloat16", "float32"):
+        ops = _row_kernel_ops(be, np.dtype(dtype), m, k)
+        for cand in ROW_KERNEL:
+            def row_cfg(n, f64, interp, heavy=False, strided=False, cand=cand):
+                if cand is None or interp or f64 or n != k:
+                    return orig_row(n, f64, interp, heavy, strided)
+                return RowC(True, cand[0], configs._pow2(n), cand[1])
+            with patched(row_config=row_cfg):
+                for op, fn, nbytes, family in ops:
+                    run(f"row {dtype}", op, _label(cand), fn, nbytes, family, dtype)
+
+    n = b.sz.numel
+    xh = be.cast(bg._randn(be, (n,), f32, 1), bf16)
+    gh = be.cast(bg._randn(be, (n,), f32, 2), bf16)
+    orig_ew = configs.ew_config
+    for cand in EW_16:
+        def ew_cfg(contiguous, interp, numel=1 << 30, itemsize=4, cand=cand):
+            if cand is None or interp or not contiguous or itemsize != 2:
+                return orig_ew(contiguous, interp, numel, itemsize)
+            return EC(*cand)
+        with patched(ew_config=ew_cfg):
+            for op, fn, nbytes in (("tanh fwd", lambda: be.unary("tanh", xh), n * 4),
+                                   ("tanh_backward", lambda: be.tanh_backward(gh, xh), n * 6)):
+                row = b.run(f"{op} [ew bf16 {_label(cand)}]", "elementwise", fn,
+                            nbytes=nbytes, shape=(n,), dtype="bfloat16")
+                out.append(("ew bf16", op, _label(cand), row))
+    return out
+
+
+def _row_kernel_ops(be, dt: np.dtype, m: int, k: int) -> list:
+    """(op, fn, bytes moved, family) of the row kernels timed at (m, k) in dtype dt."""
+    s = dt.itemsize
+    full = m * k * s
+    x, g = bg._randn(be, (m, k), dt, 6), bg._randn(be, (m, k), dt, 7)
+    t = be.from_host(np.random.default_rng(8).integers(0, k, m).astype(np.int64))
+    w, bias = bg._randn(be, (k,), dt, 9), bg._randn(be, (k,), dt, 10)
+    _, mean, rstd = be.layer_norm_fwd(x, 1, w, bias, 1e-5)
+    ops = [("cross_entropy fwd", lambda: be.cross_entropy_fwd(x, t, None, 1, -100, "none"),
+            full + m * (8 + s + 4), "nn"),
+           ("layer_norm bwd", lambda: be.layer_norm_bwd(g, x, mean, rstd, w, 1, True, True),
+            3 * full + 3 * k * s + 8 * m, "nn_bwd")]
+    if s == 2:
+        ops += [("log_softmax fwd", lambda: be.log_softmax_fwd(x, 1), 2 * full, "nn"),
+                ("softmax fwd", lambda: be.softmax_fwd(x, 1), 2 * full, "nn"),
+                ("layer_norm fwd", lambda: be.layer_norm_fwd(x, 1, w, bias, 1e-5),
+                 2 * full + 2 * k * s + 8 * m, "nn")]
+    return ops
+
+
+def markdown(b: bg.Bench, results: list) -> str:
+    rep = b.report()
+    lines = [f"# Config sweep: {rep['device']} (sm_{rep['sm']}), triton {rep['triton']}", "",
+             f"Each candidate timed like bench_gpu (median of {rep['reps']}, L2 flushed); % of "
+             f"a device-to-device copy ({b.copy_gbs} GB/s). Labels: reductions "
+             "block_m/block_k/warps (+ split programs/min elements), row kernels "
+             "block_m/warps, elementwise block/warps; 'current' is the config in use.", "",
+             "| group | op | config | ms | % of copy | best |", "|---|---|---|---|---|---|"]
+    best: dict = {}
+    for group, op, label, row in results:
+        if row["fraction"] is not None and row["fraction"] > best.get((group, op), (0,))[0]:
+            best[(group, op)] = (row["fraction"], label)
+    for group, op, label, row in results:
+        frac = "" if row["fraction"] is None else f"{row['fraction']:.0%}"
+        mark = "best" if best.get((group, op), (0, None))[1] == label else ""
+        ms = row["error"][:80].replace("|", "/") if row["error"] else bg._fmt(row["ms"])
+        lines.append(f"| {group} | {op} | {label} | {ms} | {frac} | {mark} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--budget-s", type=float, default=0.0)
+    ap.add_argument("--smoke", action="store_true")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    if not tgrad.cuda.is_available() or (tgrad.cuda.is_interpreted() and not args.smoke):
+        print("sweep_gpu: needs a real GPU (or --smoke in the interpreter)")
+        return 2
+    b = bg.Bench(args.out, bg.sizes_for(args.smoke, args.reps, None), args.budget_s,
+                 args.smoke)
+    bg.bench_copy(b)
+    results = sweep(b)
+    b.write()
+    md = markdown(b, results)
+    with open(os.path.join(args.out, "sweep_gpu.md"), "w") as f:
+        f.write(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
