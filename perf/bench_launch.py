@@ -24,6 +24,9 @@ disabled while timing, median reported (min in the JSON). On cuda the loop is fo
 one synchronize, so the number is host throughput (what the Python thread spends per op;
 the GPU runs asynchronously). ``--compare torch`` times PyTorch eager in the same run
 (perf/ imports torch; tgrad never does). Writes ``OUT/bench_launch.json``.
+``--profile N``: afterwards, tgrad's fwd and chain_fwdbwd cases run N times under cProfile;
+the functions with the most own time go to ``OUT/launch_profile_<device>.txt`` (where the
+host microseconds of a tiny op go).
 """
 
 from __future__ import annotations
@@ -221,6 +224,33 @@ def targets(rows: list) -> list[str]:
     return lines
 
 
+def profile(device: str, number: int, out: Path) -> Path:
+    """cProfile of tgrad's fwd (``number`` calls) and chain_fwdbwd (``number // CHAIN``):
+    the 40 functions with the most own time, then the 25 with the most cumulative time."""
+    import cProfile
+    import io
+    import pstats
+    cases = tgrad_cases(device, 1)
+    text = io.StringIO()
+    for name, n in (("fwd", number), ("chain_fwdbwd", max(number // CHAIN, 20))):
+        fn = cases[name]
+        fn()
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(n):
+            fn()
+        if device == "cuda":
+            tgrad.cuda.synchronize()
+        prof.disable()
+        text.write(f"===== {name} x {n} ({device})\n")
+        st = pstats.Stats(prof, stream=text).strip_dirs()
+        st.sort_stats("tottime").print_stats(40)
+        st.sort_stats("cumulative").print_stats(25)
+    path = out / f"launch_profile_{device}.txt"
+    path.write_text(text.getvalue())
+    return path
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", default="all", choices=("all", "cpu", "cuda"))
@@ -228,6 +258,8 @@ def main(argv=None) -> int:
     p.add_argument("--number", type=int, default=2000)
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--out", default=str(ROOT / "perf" / "out"))
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="also write a cProfile of N tiny ops per device")
     a = p.parse_args(argv)
     compare = [c for c in a.compare.split(",") if c]
     devices = ["cpu", "cuda"] if a.device == "all" else [a.device]
@@ -254,6 +286,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_launch.json").write_text(json.dumps(report, indent=1))
     print(f"wrote {out / 'bench_launch.json'}")
+    for d in devices if a.profile else ():
+        print(f"wrote {profile(d, a.profile, out)}")
     return 0
 
 
