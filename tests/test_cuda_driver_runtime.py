@@ -506,11 +506,44 @@ def test_out_of_memory_trims_the_pool_then_raises():
     rt.free_async(rt.malloc_async(600_000, s), s)  # 600 kB cached in the pool
     p = rt.malloc_async(700_000, s)                # fits only after a trim
     assert "cuMemPoolTrimTo:0" in fake.calls
-    assert rt.mem_reserved(0) == 700_000
+    assert rt.mem_reserved(0) == 700_416  # a small block: 700_000 rounded up to 512
     with pytest.raises(OutOfMemoryError, match=r"Tried to allocate 683\.59 KiB on device 0"):
         rt.malloc_async(700_000, s)
     assert isinstance(OutOfMemoryError("x"), RuntimeError)
     rt.free_async(p, s)
+
+
+def test_small_blocks_are_reused_without_driver_calls(monkeypatch):
+    # blocks up to SMALL_BLOCK_MAX freed on a tgrad stream go to a Python free list per
+    # (stream, size rounded to 512) and come back without cuMemAllocAsync/cuMemFreeAsync;
+    # user streams, large blocks and blocks past the cap go to the driver; empty_cache
+    # hands the list back to the pool
+    rt, fake = make_rt(capacity=8 << 20)
+    s = rt.tgrad_stream(0)
+    p = rt.malloc_async(1000, s)
+    assert fake.calls.count("cuMemAllocAsync:1024") == 1
+    rt.free_async(p, s)
+    n_calls = len(fake.calls)
+    assert rt.malloc_async(1010, s) == p        # same 1024-byte class, no driver call
+    rt.free_async(p, s)
+    assert len(fake.calls) == n_calls and p in fake._mem  # still allocated: on the list
+    q = rt.malloc_async(2000, s)                 # another class: a driver allocation
+    assert q != p and "cuMemAllocAsync:2048" in fake.calls
+    big = rt.malloc_async(dr.SMALL_BLOCK_MAX + 1, s)
+    rt.free_async(big, s)
+    assert big not in fake._mem                  # large: freed by the driver at once
+    user = rt.stream_create(0)
+    u = rt.malloc_async(1000, user)              # user streams never use the lists
+    assert u != p and "cuMemAllocAsync:1000" in fake.calls
+    rt.free_async(u, user)
+    assert u not in fake._mem
+    monkeypatch.setattr(dr, "SMALL_CACHE_BYTES", 1024)  # the list is full (p is on it)
+    rt.free_async(q, s)
+    assert q not in fake._mem
+    rt.empty_cache(0)
+    assert p not in fake._mem and rt.mem_reserved(0) == 0
+    assert not rt._small_free and not rt._small_size and rt._small_cached == 0
+    rt.stream_destroy(user)
 
 
 def test_streams_and_events():

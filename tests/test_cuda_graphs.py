@@ -191,9 +191,19 @@ def test_frees_during_capture(fake):
     rt.free_async(old, s)                       # allocated before: kept until reset()
     g.capture_end()
     assert tmp not in drv._mem and old in drv._mem
+    assert tmp not in rt._small_size            # capture allocations skip the free lists
     g.replay()
     g.reset()
-    assert old not in drv._mem
+    assert old not in drv._mem and old not in rt._small_size
+    # a small block freed outside a capture waits on its list; a capture never takes it
+    kept = rt.malloc_async(32, s)
+    rt.free_async(kept, s)
+    g2 = tgrad.cuda.CUDAGraph()
+    g2.capture_begin()
+    fresh = rt.malloc_async(32, s)
+    g2.capture_end()
+    assert fresh != kept and kept in drv._mem
+    g2.reset()
 
 
 def test_api_errors(fake):

@@ -179,6 +179,31 @@ def test_launch_hooks_get_launch_metadata(fast):
     assert call[6] == {"grid": (2,), "stream": 77} and call[7] is HookKnobs.launch_enter_hook
 
 
+def test_empty_hook_chains_reach_the_launcher_as_none(fast):
+    # Triton >= 3.5 keeps HookChain objects in knobs.runtime even with no hook in them: the
+    # launcher then gets None (no launch metadata built, no Python call per launch); a chain
+    # with a hook is passed as is, with the metadata
+    from triton.knobs import HookChain
+    k = RecordingJIT(_toy)
+    args = (Ptr(0), Ptr(0), 3, 3, 1.0)
+
+    class ChainKnobs(Knobs):
+        launch_enter_hook = HookChain()
+        launch_exit_hook = HookChain(reversed=True)
+    L._hot["knobs"] = ChainKnobs
+    L.launch(k, (1,), *args, BLOCK=8)
+    L.launch(k, (2,), *args, BLOCK=8)
+    assert k.compiled[0].calls[0][6:9] == (None, None, None)
+    seen = []
+    ChainKnobs.launch_exit_hook.add(seen.append)
+    try:
+        L.launch(k, (3,), *args, BLOCK=8)
+    finally:
+        ChainKnobs.launch_exit_hook.remove(seen.append)
+    assert k.compiled[0].calls[1][6:9] == (None, None, ChainKnobs.launch_exit_hook)
+    assert L.launch_hooks(ChainKnobs) == (None, None)
+
+
 def test_fallbacks(fast, monkeypatch):
     k = RecordingJIT(_toy)
     # Triton debug mode: always the binder path

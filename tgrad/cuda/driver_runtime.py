@@ -14,7 +14,11 @@ Design (the contract is in ``runtime_api.py``):
   release threshold is raised to UINT64_MAX at first use so freed blocks stay in the pool and
   are reused by later allocations (the driver's pool is the caching allocator). On out of
   memory the pool is trimmed after a device synchronize and the allocation retried once, then
-  ``OutOfMemoryError`` is raised.
+  ``OutOfMemoryError`` is raised. Small blocks (at most ``SMALL_BLOCK_MAX`` bytes, rounded
+  up to ``SMALL_BLOCK_ROUND``) freed on a tgrad stream outside any capture are kept on a
+  Python free list per (stream, size) and handed out again without a driver call, as the
+  pool would (reuse in the freeing stream's order); ``empty_cache`` and out of memory give
+  them back to the pool first.
 * Host copies synchronize the stream (as PyTorch's blocking ``copy_`` does), so a host buffer
   may be reused, or read, as soon as the call returns.
 * CUDA graphs: ``stream_begin_capture``/``stream_end_capture`` capture tgrad's stream into a
@@ -44,6 +48,12 @@ CUDA_ERROR_OUT_OF_MEMORY = 2
 CUDA_ERROR_NOT_READY = 600
 CAPTURE_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}  # CUstreamCaptureMode
 AUTO_FREE_ON_LAUNCH = 1  # CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
+# The small-block free lists (module docstring): a cuMemAllocAsync + cuMemFreeAsync pair
+# through cuda-bindings cost about 15 us of host time per tiny op on the H200 machine
+# (perf/bench_launch.py --profile); a list pop and append cost well under 1 us.
+SMALL_BLOCK_MAX = 1 << 20       # bytes; larger blocks always go to the driver's pool
+SMALL_BLOCK_ROUND = 512         # sizes rounded up to this, so close sizes share a list
+SMALL_CACHE_BYTES = 256 << 20   # at most this much kept on the lists (per process)
 
 _bindings_lock = threading.Lock()
 _bindings: Any = None            # the cuda.bindings.driver module once imported
@@ -219,6 +229,10 @@ class DriverRuntime:
         self._stream_device: dict[int, int] = {}  # stream handle -> device
         self._props: dict[int, DeviceProperties] = {}
         self._capture: dict[int, CaptureState] = {}  # capturing stream -> its state
+        self._tgrad_streams: set[int] = set()   # the values of _streams
+        self._small_free: dict[tuple[int, int], list[int]] = {}  # (stream, size) -> ptrs
+        self._small_size: dict[int, int] = {}   # small block ptr -> its rounded size
+        self._small_cached = 0                  # bytes on the free lists
 
     # ------------------------------------------------------------------ setup
     def _init(self) -> Any:
@@ -367,6 +381,7 @@ class DriverRuntime:
             if s is None:
                 s = self.stream_create(device)
                 self._streams[device] = s
+                self._tgrad_streams.add(s)
         return s
 
     def stream_create(self, device: int, priority: int = 0) -> int:
@@ -478,8 +493,17 @@ class DriverRuntime:
         return pool
 
     def malloc_async(self, nbytes: int, stream: int) -> int:
-        if int(nbytes) < 1:
+        want = int(nbytes)
+        if want < 1:
             raise ValueError(f"malloc_async: nbytes must be >= 1, got {nbytes}")
+        small = (want <= SMALL_BLOCK_MAX and not self._capture
+                 and stream in self._tgrad_streams)
+        if small:
+            nbytes = -(-want // SMALL_BLOCK_ROUND) * SMALL_BLOCK_ROUND
+            blocks = self._small_free.get((stream, nbytes))
+            if blocks:
+                self._small_cached -= nbytes
+                return blocks.pop()
         self._init()
         cu = self._cu
         device = self._device_of_stream(stream)
@@ -500,15 +524,18 @@ class DriverRuntime:
                     # processes' module loads fail with out of memory): hand it back
                     self.empty_cache(device)
                 raise OutOfMemoryError(
-                    f"CUDA out of memory. Tried to allocate {_fmt_bytes(int(nbytes))} on "
+                    f"CUDA out of memory. Tried to allocate {_fmt_bytes(want)} on "
                     f"device {device} (cuMemAllocAsync returned CUDA_ERROR_OUT_OF_MEMORY "
                     "after trimming the memory pool)")
             check("cuMemAllocAsync", (err,), f"{int(nbytes)} bytes on device {device}")
         finally:
             self._leave(pushed)
+        ptr = int(ptr)
         if cap is not None:
-            cap.allocs.add(int(ptr))
-        return int(ptr)
+            cap.allocs.add(ptr)
+        elif small:
+            self._small_size[ptr] = nbytes
+        return ptr
 
     def free_async(self, ptr: int, stream: int) -> None:
         if self._capture:
@@ -519,6 +546,14 @@ class DriverRuntime:
                 else:
                     cap.deferred.append(ptr)  # allocated before: the graph may still use it
                     return
+        size = self._small_size.get(ptr)
+        if size is not None:
+            if (not self._capture and stream in self._tgrad_streams
+                    and self._small_cached + size <= SMALL_CACHE_BYTES):
+                self._small_free.setdefault((stream, size), []).append(ptr)
+                self._small_cached += size
+                return
+            del self._small_size[ptr]
         self._init()
         cu = self._cu
         self._on_stream_device(stream, "cuMemFreeAsync", cu.cuMemFreeAsync,
@@ -547,6 +582,13 @@ class DriverRuntime:
     def empty_cache(self, device: int) -> None:
         pushed = self._enter(device)
         try:
+            for key in [k for k in self._small_free if self._device_of_stream(k[0]) == device]:
+                blocks = self._small_free.pop(key)
+                self._small_cached -= key[1] * len(blocks)
+                for p in blocks:
+                    del self._small_size[p]
+                    check("cuMemFreeAsync", self._cu.cuMemFreeAsync(self._cu.CUdeviceptr(p),
+                                                                     self._cu.CUstream(key[0])))
             check("cuCtxSynchronize", self._cu.cuCtxSynchronize(), f"device {device}")
             check("cuMemPoolTrimTo", self._cu.cuMemPoolTrimTo(self._pool(device), 0))
         finally:
@@ -696,6 +738,7 @@ class DriverRuntime:
             if cap.deferred or cap.pinned:
                 check("cuStreamSynchronize", cu.cuStreamSynchronize(cu.CUstream(stream)))
             for p in cap.deferred:
+                self._small_size.pop(p, None)
                 check("cuMemFreeAsync", cu.cuMemFreeAsync(cu.CUdeviceptr(p), cu.CUstream(stream)))
             for h in cap.pinned:
                 check("cuMemFreeHost", cu.cuMemFreeHost(h))

@@ -14,7 +14,10 @@ later calls with the same key call Triton's compiled launcher directly::
                  launch_metadata, launch_enter_hook, launch_exit_hook, *all_args)
 
 which is the exact call ``JITFunction.run`` makes in Triton 3.6 and 3.9 (``all_args`` are
-the bound arguments in parameter order, constexprs included; the launcher skips them).
+the bound arguments in parameter order, constexprs included; the launcher skips them),
+except that hook chains with no hooks in them (Triton's default: ``knobs.runtime``'s
+``HookChain``s are never None) are passed as None, so no launch metadata is built and the
+launcher calls no Python hooks (about 3 us a launch on the H200 machine's host).
 Pointer arguments are passed as ints (their ``data_ptr()``): both versions' C launchers take
 an int as the address as is, skipping the ``data_ptr()`` call and the
 ``cuPointerGetAttribute`` check they make for objects.
@@ -145,9 +148,11 @@ def launch_ew(fn, out: DeviceArray, inputs: list[DeviceArray], upcast: bool) -> 
     plan and pointer alignments were seen before goes straight to the compiled launcher."""
     if out.size == 0:
         return out
-    key = (fn, upcast, out.shape, out.estrides, out.dtype, *map(_EW_META, inputs))
+    # id(fn), not fn: hashing a JITFunction computes its cache key (about 1 us a launch);
+    # the plan's own FN must be fn (a formula freed and another made at its address)
+    key = (id(fn), upcast, out.shape, out.estrides, out.dtype, *map(_EW_META, inputs))
     plan = _ew_plans.get(key)
-    if plan is None:
+    if plan is None or plan.constexprs["FN"] is not fn:
         if len(_ew_plans) >= _MAX_EW_PLANS:
             _ew_plans.clear()
         plan = _ew_plans[key] = _EwPlan(fn, out, inputs, upcast)
@@ -162,14 +167,14 @@ def launch_ew(fn, out: DeviceArray, inputs: list[DeviceArray], upcast: bool) -> 
                                       addrs[3] % 16))
         if compiled is not None and not getattr(knobs, "debug", False):
             stream = hot["stream"](device)
-            enter = knobs.launch_enter_hook
+            enter, leave = launch_hooks(knobs)
             c = plan.constexprs
             # every argument in parameter order, as JITFunction.run passes them
             args = (*addrs, *plan.ints, fn, c["ARITY"], c["NDIM"], upcast, c["IDX64"],
                     c["BLOCK"], c["INNER"])
             meta = compiled.launch_metadata(plan.grid, stream, *args) if enter else None
             compiled.run(plan.grid[0], 1, 1, stream, compiled.function,
-                         compiled.packed_metadata, meta, enter, knobs.launch_exit_hook, *args)
+                         compiled.packed_metadata, meta, enter, leave, *args)
             stats["fast"] += 1
             return out
     # First launch of this specialization (or the interpreter / fast path off).
@@ -399,6 +404,17 @@ def _bind_hot() -> dict:
     return _hot
 
 
+def launch_hooks(knobs: Any) -> tuple:
+    """Triton's (launch_enter_hook, launch_exit_hook), each None when unset or an empty
+    ``HookChain`` (Triton >= 3.5 always holds chains; the launcher only skips None)."""
+    enter, leave = knobs.launch_enter_hook, knobs.launch_exit_hook
+    if enter is not None and not getattr(enter, "calls", True):
+        enter = None
+    if leave is not None and not getattr(leave, "calls", True):
+        leave = None
+    return enter, leave
+
+
 def launch(kernel: Any, grid: tuple, *args: Any, **kwargs: Any) -> Any:
     """``kernel[grid](*args, **kwargs)`` through the fast path (module docstring).
     ``grid`` is a tuple of 1 to 3 ints. Returns the ``CompiledKernel`` (None in the
@@ -430,7 +446,7 @@ def launch(kernel: Any, grid: tuple, *args: Any, **kwargs: Any) -> Any:
         stats["first"] += 1
         return compiled
     g = len(grid)
-    enter, leave = knobs.launch_enter_hook, knobs.launch_exit_hook
+    enter, leave = launch_hooks(knobs)
     meta = compiled.launch_metadata(grid, stream, *full) if enter is not None else None
     info.addresses(full)
     compiled.run(grid[0], grid[1] if g > 1 else 1, grid[2] if g > 2 else 1, stream,
