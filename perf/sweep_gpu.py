@@ -31,16 +31,16 @@ import bench_gpu as bg  # noqa: E402
 RC, EC, RowC = configs.RedConfig, configs.EwConfig, configs.RowConfig
 
 # (block_m, block_k, num_warps) for rows contiguous in K; the first is configs.RED_ROW
-ROW_RED = [configs.RED_ROW, RC(4, 1024, 8), RC(2, 2048, 8), RC(1, 4096, 8), RC(2, 4096, 16),
-           RC(8, 512, 8), RC(4, 2048, 16)]
+ROW_RED = [None, RC(1, 4096, 8), RC(1, 4096, 4), RC(1, 4096, 16), RC(2, 2048, 4),
+           RC(1, 2048, 4), RC(4, 1024, 4), RC(8, 512, 8), RC(16, 256, 8), RC(8, 512, 4)]
 # column reductions: (config, RED_SPLIT_PROGRAMS, RED_SPLIT_MIN_ELEMENTS)
 COL_RED = [(configs.RED_COL, configs.RED_SPLIT_PROGRAMS, configs.RED_SPLIT_MIN_ELEMENTS),
-           (RC(128, 32, 4), 1024, 16384), (RC(64, 64, 8), 1024, 16384),
-           (RC(64, 32, 4), 2048, 8192), (RC(128, 32, 8), 2048, 8192)]
+           (RC(32, 32, 4), 1024, 16384), (RC(64, 16, 4), 1024, 16384),
+           (RC(32, 64, 4), 1024, 16384), (RC(64, 32, 4), 1024, 32768)]
 # row kernels at n = 4096: (block_m, num_warps); None: configs.row_config's own choice
-ROW_KERNEL = [None, (1, 4), (2, 8), (2, 16), (4, 16)]
+ROW_KERNEL = [None, (1, 4), (1, 2), (2, 4), (1, 8), (4, 8)]
 # bfloat16 contiguous elementwise: (block, num_warps); None: configs.ew_config's choice
-EW_16 = [None, (2048, 4), (4096, 8), (4096, 4)]
+EW_16 = [None, (2048, 4), (2048, 2), (8192, 8)]
 
 
 @contextlib.contextmanager
@@ -98,21 +98,22 @@ def sweep(b: bg.Bench) -> list:
                ("var rows", lambda: be.var(x2, (1,), 1.0, False))]
     orig_red = configs.red_config
     for cfg in ROW_RED:
-        def red_cfg(kk, m_contig, interp, cfg=cfg):
-            return cfg if not m_contig and not interp and kk == k else orig_red(kk, m_contig,
-                                                                               interp)
+        def red_cfg(kk, m_contig, interp, kind="", cfg=cfg):
+            if cfg is None or m_contig or interp or kk != k:
+                return orig_red(kk, m_contig, interp, kind)
+            return cfg
         with patched(red_config=red_cfg):
             for op, fn in red_ops:
-                run("row red", op, _label(cfg if cfg is not configs.RED_ROW else None), fn,
-                    nb + m * 4, "reduction")
+                run("row red", op, _label(cfg), fn, nb + m * 4, "reduction")
 
     orig_row = configs.row_config
     for dtype in ("bfloat16", "float32"):
         ops = _row_kernel_ops(be, np.dtype(dtype), m, k)
         for cand in ROW_KERNEL:
-            def row_cfg(n, f64, interp, heavy=False, strided=False, cand=cand):
+            def row_cfg(n, f64, interp, heavy=False, strided=False, half_rows=False,
+                        cand=cand):
                 if cand is None or interp or f64 or n != k:
-                    return orig_row(n, f64, interp, heavy, strided)
+                    return orig_row(n, f64, interp, heavy, strided, half_rows)
                 return RowC(True, cand[0], configs._pow2(n), cand[1])
             with patched(row_config=row_cfg):
                 for op, fn, nbytes, family in ops:
@@ -121,8 +122,8 @@ def sweep(b: bg.Bench) -> list:
     col_ops = [("sum cols", lambda: be.sum_(x2, (0,), False)),
                ("sum_to", lambda: be.sum_to(x2, (1, k)))]
     for cfg, progs, min_el in COL_RED:
-        def col_cfg(kk, m_contig, interp, cfg=cfg):
-            return cfg if m_contig and not interp else orig_red(kk, m_contig, interp)
+        def col_cfg(kk, m_contig, interp, kind="", cfg=cfg):
+            return cfg if m_contig and not interp else orig_red(kk, m_contig, interp, kind)
         label = _label(cfg) + f" split {progs}/{min_el}"
         with patched(red_config=col_cfg, RED_SPLIT_PROGRAMS=progs,
                      RED_SPLIT_MIN_ELEMENTS=min_el):

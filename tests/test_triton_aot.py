@@ -157,7 +157,9 @@ TRIG_FORMULAS = ("sin", "cos")
 
 
 @pytest.mark.parametrize("kind", list(red.OPS))
-@pytest.mark.parametrize("cfg", [configs.RED_ROW, configs.RED_COL], ids=["row", "col"])
+@pytest.mark.parametrize("cfg", [configs.RED_ROW, configs.RED_COL, configs.RED_ROW_LONG_SUM,
+                                 configs.RED_ROW_LONG_MINMAX],
+                         ids=["row", "col", "row_long_sum", "row_long_minmax"])
 def test_reduction_compiles_without_spills(kind, cfg):
     sig = {"X": "*fp32", "Y": "*i64" if kind.startswith("arg") else
            ("*i1" if kind in ("all", "any") else "*fp32"),

@@ -23,6 +23,11 @@ EW_CONTIG = EwConfig(block=2048, num_warps=8)
 # float64 (8-byte outputs): the same 16 KiB per program in half the elements, which keeps
 # the heaviest float64 formulas (pow's exponent gradient: exp2, two logs) free of spills.
 EW_CONTIG_8B = EwConfig(block=1024, num_warps=8)
+# 16-bit (and 8-bit) contiguous data: the same 2048 elements in 4 warps, so each thread
+# loads 32 bytes of every operand, not 16 (H200, perf/results/h200_20261204_run4/sweep:
+# bf16 tanh forward at 16M elements 77% -> 83-84% of copy bandwidth in two sweeps, its
+# backward 95% either way)
+EW_CONTIG_16 = EwConfig(block=2048, num_warps=4)
 EW_STRIDED = EwConfig(block=1024, num_warps=4)
 # Interpreter mode: one program interprets a whole block with NumPy; bigger is faster.
 EW_INTERP = EwConfig(block=4096, num_warps=4)
@@ -35,8 +40,18 @@ class RedConfig:
     num_warps: int
 
 
-# Rows contiguous in K (row reductions): few rows per program, long K tiles.
+# Rows contiguous in K (row reductions): few rows per program, long K tiles. Rows of at
+# least RED_LONG_K elements: one row per program in 2048-wide steps for sums (sum, mean,
+# var, logsumexp), eight rows in 512-wide steps for amax/amin. H200, 8192 x 4096 float32,
+# two sweeps (perf/results/h200_20261204_run4/sweep*): sum 67% -> 80% of copy bandwidth,
+# logsumexp 69-70% -> 80%, var 67% -> 79%, amax 72-73% -> 75-76%; (1, 4096, 8) read the
+# same for sums but amax fell to 65%, and every 16-warp tile was slower.
 RED_ROW = RedConfig(block_m=4, block_k=512, num_warps=4)
+RED_LONG_K = 2048
+RED_ROW_LONG_SUM = RedConfig(block_m=1, block_k=2048, num_warps=4)
+RED_ROW_LONG_MINMAX = RedConfig(block_m=8, block_k=512, num_warps=8)
+RED_LONG_SUM_KINDS = frozenset(("sum", "mean", "var", "logsumexp"))
+RED_LONG_MINMAX_KINDS = frozenset(("amax", "amin"))
 RED_ROW_SHORT = RedConfig(block_m=32, block_k=64, num_warps=4)
 # Columns (M contiguous, K strided): wide M tiles so loads coalesce along M.
 RED_COL = RedConfig(block_m=64, block_k=32, num_warps=4)
@@ -50,7 +65,7 @@ def ew_config(contiguous: bool, interpreted: bool, numel: int = 1 << 30,
         return EwConfig(block=min(EW_INTERP.block, max(16, 1 << (numel - 1).bit_length())),
                         num_warps=EW_INTERP.num_warps)
     if contiguous:
-        return EW_CONTIG_8B if itemsize >= 8 else EW_CONTIG
+        return EW_CONTIG_8B if itemsize >= 8 else EW_CONTIG if itemsize == 4 else EW_CONTIG_16
     return EW_STRIDED
 
 
@@ -99,12 +114,20 @@ def red_split(m_programs: int, k: int, block_m: int, block_k: int, interpreted: 
     return -(-chunk // block_k) * block_k  # whole loop steps per chunk
 
 
-def red_config(k: int, m_contiguous: bool, interpreted: bool) -> RedConfig:
+def red_config(k: int, m_contiguous: bool, interpreted: bool, kind: str = "") -> RedConfig:
+    """``kind``: the reduction (reduction.OPS); rows of at least RED_LONG_K elements get a
+    config per kind where one was measured better (prod, all, any and the arg-reductions
+    keep RED_ROW: not measured)."""
     if interpreted:
         bk = min(RED_INTERP.block_k, max(16, 1 << (k - 1).bit_length()))
         return RedConfig(RED_INTERP.block_m, bk, RED_INTERP.num_warps)
     if m_contiguous:
         return RED_COL
+    if k >= RED_LONG_K:
+        if kind in RED_LONG_SUM_KINDS:
+            return RED_ROW_LONG_SUM
+        if kind in RED_LONG_MINMAX_KINDS:
+            return RED_ROW_LONG_MINMAX
     return RED_ROW if k >= 512 else RED_ROW_SHORT
 
 
@@ -186,6 +209,19 @@ ROW_ONLINE_TILE_BYTES = 4096
 ROW_INTERP_ONE_PASS_MAX = 64
 ROW_INTERP_TILE = 512
 ROW_INTERP_ONLINE_BLOCK_N = 32
+# Measured on the H200 at 8192 x 4096 (perf/results/h200_20261204_run4/sweep_round*):
+# - heavy kernels whose tile is one row of ROW_TILE_BYTES (layer_norm backward on float32
+#   or 16-bit unit-stride rows of 2049..4096; not float64 or strided rows, whose 64-bit
+#   values or addresses spill then): 4 rows in 16 warps (32 values a thread per tile, 128
+#   registers, no spill under Triton 3.6) instead of 1 row in 8. Round 1: float32 67% ->
+#   71% of copy bandwidth, bfloat16 46% -> 46%; round 2 had 4 rows in 8 warps at 71% and
+#   2 rows in 4 warps at 71% (the latter spills 288 bytes).
+# - 16-bit forward rows of one ROW_TILE_BYTES tile (half_rows; rows of 2049..4096): 4
+#   warps instead of 8. bfloat16 cross_entropy forward 42-43% -> 49-50%, log_softmax
+#   forward 76-77% -> 82-83%, layer_norm forward 81-82% -> 82-84% (both rounds). Backward
+#   kernels were not measured so and keep theirs.
+ROW_HEAVY_ONE_ROW = (4, 16)   # (block_m, num_warps)
+ROW_HALF_WARPS_DIV = 2
 # layer_norm backward: dw/db partial sums, at most this many partial rows (stage 1 programs)
 LN_MAX_PARTIALS = 528     # 4 x 132 SMs
 LN_INTERP_MAX_PARTIALS = 4
@@ -196,12 +232,14 @@ def _pow2(n: int) -> int:
 
 
 def row_config(n: int, f64: bool, interpreted: bool, heavy: bool = False,
-               strided: bool = False) -> RowConfig:
+               strided: bool = False, half_rows: bool = False) -> RowConfig:
     """``heavy``: the kernel keeps about twice as many row tiles live (layer_norm bwd).
     ``strided``: some operand's rows are not unit-stride, so every element carries its own
     64-bit address; a heavy kernel on such rows is budgeted like float64 (at most 8 values a
     thread: 16 spilled under Triton 3.6, while unit-stride rows, which Triton specializes,
-    do not spill at 16)."""
+    do not spill at 16). ``half_rows``: a forward kernel streaming 16-bit rows (log_softmax,
+    cross_entropy and layer_norm forward: those measured); a one-row tile then runs in half
+    the warps, so each thread loads 32 bytes, not 16 (ROW_HALF_WARPS_DIV)."""
     bn = _pow2(max(n, 1))
     if interpreted:
         if bn <= ROW_INTERP_ONE_PASS_MAX:
@@ -217,6 +255,10 @@ def row_config(n: int, f64: bool, interpreted: bool, heavy: bool = False,
             # rows of 256, Triton 3.6 spilled 4 bytes in cross_entropy's forward once
             # libdevice kept subnormals (48 registers: not register pressure)
             bm //= 2
+        elif heavy and item == 4 and bm == 1 and tile_bytes == ROW_TILE_BYTES:
+            bm, warps = ROW_HEAVY_ONE_ROW
+        elif half_rows and item == 4 and bm == 1 and tile_bytes == ROW_TILE_BYTES:
+            warps = max(4, warps // ROW_HALF_WARPS_DIV)
         return RowConfig(True, bm, bn, warps)
     return RowConfig(False, 1, ROW_ONLINE_TILE_BYTES // item, 8)
 
