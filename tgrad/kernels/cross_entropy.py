@@ -42,6 +42,10 @@ def ce_fwd_kernel(X, T, RW, LOSS, LSE, WOUT, M, N, M0, SX1, SX0, SXN, ignore_ind
     rmask = rows < M
     xo1 = row_offsets(rows, M0, SX1, SX0)
     xo = xo1[:, None]
+    # the target's logit first: its two dependent loads (t, then x[t]) then overlap the
+    # row's load instead of following the row's reductions
+    t, keep, w = _row_weight(T, RW, rows, rmask, N, ignore_index, HAS_W, ACC64)
+    picked = load_acc(X + xo1 + tl.where(keep, t, 0).to(tl.int64) * SXN, keep, 0.0, ACC64)
     if ONE_PASS:
         cols = tl.arange(0, BLOCK_N).to(tl.int64)
         mask = rmask[:, None] & (cols < N)[None, :]
@@ -51,8 +55,6 @@ def ce_fwd_kernel(X, T, RW, LOSS, LSE, WOUT, M, N, M0, SX1, SX0, SXN, ignore_ind
     else:
         m, s = online_max_sum(X, xo, rmask, N, SXN, ACC64, BLOCK_M, BLOCK_N)
     lse = m + tl.log(s)
-    t, keep, w = _row_weight(T, RW, rows, rmask, N, ignore_index, HAS_W, ACC64)
-    picked = load_acc(X + xo1 + tl.where(keep, t, 0).to(tl.int64) * SXN, keep, 0.0, ACC64)
     loss = tl.where(keep, w * (lse - picked), 0.0)
     tl.store(LOSS + rows, loss.to(LOSS.dtype.element_ty), mask=rmask)
     tl.store(LSE + rows, lse.to(LSE.dtype.element_ty), mask=rmask)
