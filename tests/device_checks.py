@@ -155,6 +155,81 @@ def check_one_read_var_logsumexp() -> None:
                                    equal_nan=True)
 
 
+def check_gradient_buffers() -> None:
+    # AccumulateGrad keeps a gradient the backward just computed without copying it (as
+    # PyTorch steals it) and copies one that anything else may hold: the user's gradient,
+    # one passed to two leaves (add), one a hook kept, a retained one, a broadcast view.
+    # Never aliased: each leaf's .grad has a buffer of its own.
+    from tgrad.autograd import node
+    clones = []
+    orig = node._plain_clone
+
+    def counting(t):
+        clones.append(t)
+        return orig(t)
+    node._plain_clone = counting
+    try:
+        rng = np.random.default_rng(15)
+        xv, wv, cv = (rng.standard_normal(5) for _ in range(3))
+
+        def leaf(v):
+            return tgrad.tensor(v, device="cuda", requires_grad=True)
+
+        def buf(t):
+            return t._data.buffer
+        # the ownership test itself, on a fresh result and on ones something else holds
+        import gc
+        t = tgrad.tensor(xv, device="cuda") * 2.0
+        gc.collect()  # (the interpreter leaves reference cycles to each launch's buffers)
+        assert node._owned(t, False)
+        held = t._data.view(t.shape, t._data.estrides)  # another array on the buffer
+        assert not node._owned(t, False)
+        del held
+        alias = t.detach()  # another tensor on the same array
+        assert not node._owned(t, False)
+        del alias
+        assert node._owned(t, False) and not node._owned(t[1:], False)
+        x, w = leaf(xv), leaf(wv)
+        (x * w).sum().backward()
+        if not tgrad.cuda.is_interpreted():  # (interpreter launches keep buffers until gc)
+            assert not clones, "fresh gradients were copied"
+        del clones[:]
+        np.testing.assert_allclose(x.grad.numpy(), wv, rtol=1e-15)
+        assert buf(x.grad) is not buf(w.grad)
+        (x * w).sum().backward()  # accumulates into the kept buffers
+        np.testing.assert_allclose(x.grad.numpy(), 2 * wv, rtol=1e-15)
+        x, w, c = leaf(xv), leaf(wv), tgrad.tensor(cv, device="cuda")
+        ((x + w) * c).sum().backward()  # one tensor for both leaves: copied for one
+        assert len(clones) >= 1 and buf(x.grad) is not buf(w.grad)
+        x.grad.mul_(10.0)
+        np.testing.assert_allclose(w.grad.numpy(), cv, rtol=1e-15)
+        g = tgrad.tensor(cv, device="cuda")
+        x = leaf(xv)
+        (x * 1.0).backward(g)
+        x2 = leaf(xv)
+        x2.backward(g)
+        assert buf(x.grad) is not buf(g) and buf(x2.grad) is not buf(g)
+        x2.grad.add_(1.0)
+        np.testing.assert_array_equal(g.numpy(), cv)
+        x, seen = leaf(xv), []
+        x.register_hook(seen.append)
+        (x * w.detach()).sum().backward()
+        assert buf(x.grad) is not buf(seen[0])
+        x = leaf(xv)
+        y = x * 1.0
+        y.retain_grad()
+        (y * c).sum().backward()
+        assert buf(x.grad) is not buf(y.grad)
+        x.grad.zero_()
+        np.testing.assert_allclose(y.grad.numpy(), cv, rtol=1e-15)
+        m = tgrad.tensor(np.ones((2, 3)), device="cuda", requires_grad=True)
+        m.mean().backward()
+        m.grad.add_(1.0)  # materialized, not the broadcast view
+        np.testing.assert_allclose(m.grad.numpy(), np.full((2, 3), 1 + 1 / 6), rtol=1e-15)
+    finally:
+        node._plain_clone = orig
+
+
 def check_pow_specials() -> None:
     # IEEE pow on every pair of special values (NumPy's np.power), e.g. (-inf) ** 2.5 = inf
     vals = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 2.5, -2.5, 3.0, -3.0, np.inf,
@@ -517,6 +592,6 @@ def check_argsort() -> None:
 
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
-    "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp",
+    "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
     "argsort")}

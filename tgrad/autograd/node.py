@@ -324,15 +324,31 @@ def _owned(grad, in_list: bool) -> bool:
     """True when ``grad`` and its buffer are referenced by nobody but the engine (its grads
     list, when ``in_list``) and AccumulateGrad: a result the backward just computed, not the
     user's gradient, a saved tensor, another leaf's gradient, one a hook kept, or a view.
-    NumPy buffers only (other backends keep the copy)."""
-    if grad._base is not None or grad.device.type != "cpu":
+    NumPy arrays that own their memory; device arrays that cover a buffer tgrad allocated,
+    which no other array holds."""
+    if grad._base is not None:
         return False
-    if grad._data.base is not None:
+    if grad.device.type == "cpu":
+        if grad._data.base is not None:
+            return False
+    elif not _whole_private_buffer(grad._data):
         return False
     # grad._data and grad._storage.root hold the array; grad._storage holds the storage.
+    # (No local names for them here: each would count as one more reference.)
     return (_refs_of(grad) <= _BASE_REFS + in_list
             and _refs_of(grad._storage) <= _BASE_STORAGE_REFS
             and _refs_of(grad._data) <= _BASE_STORAGE_REFS + 1)
+
+
+def _whole_private_buffer(data) -> bool:
+    """``data`` (a DeviceArray) starts at its buffer's start and spans all of it, tgrad
+    allocated the buffer (no external owner) and no other array holds it."""
+    buf = getattr(data, "buffer", None)
+    if (buf is None or buf.owner is not None or data.offset
+            or data.size * data.dtype.itemsize != buf.nbytes):
+        return False
+    del buf
+    return _refs_of(data.buffer) <= _BASE_STORAGE_REFS
 
 
 def run_leaf_hooks(t, grad):
