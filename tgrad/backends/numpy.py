@@ -383,25 +383,34 @@ def sigmoid_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _masked_product(g: np.ndarray, factor: np.ndarray) -> np.ndarray:
     """g * factor, exactly 0 where factor is 0 even where g is NaN or inf (PyTorch's
     where/masked_fill in backward rules, which never let a NaN gradient through a closed
-    mask). np.where is ~10x slower than a product on random masks, and the two differ only
-    where the product is NaN; one max-reduction (a NaN propagates, ~1/6 of the product's
-    time) finds that rare case, which is then fixed in place. A large bool mask is cast to
-    g's dtype first (NumPy's mixed bool * float loop is ~25% slower than cast plus product)
-    and the product is written into that fresh buffer when it has the result's shape."""
+    mask). A bool mask multiplies g's bits as integers (bits * 1 = g, bits * 0 = +0.0:
+    where(mask, g, 0) in one pass, no NaN check; 570 us against NumPy's g * mask 643 us
+    at 1M float32 on the 2-core box, where np.where takes 4.5 ms). Other factors: the
+    product, then one max-reduction (a NaN propagates) finds the rare NaN case, which is
+    fixed in place."""
     factor = np.asarray(factor)
-    if factor.dtype == np.bool_ and factor.size >= _CAST_MASK_SIZE:
+    if factor.dtype == np.bool_:
+        bits = _BITS.get(g.dtype)
+        if bits is not None and isinstance(g, np.ndarray):
+            # (written through a view of a fresh g-dtype array, so the result owns its
+            # memory: AccumulateGrad keeps such a gradient without copying it)
+            shape = g.shape if factor.shape == g.shape else np.broadcast_shapes(g.shape,
+                                                                               factor.shape)
+            out = np.empty(shape, g.dtype)
+            np.multiply(g.view(bits), factor, out=out.view(bits))
+            return out
         closed = np.logical_not  # where the mask is closed (used only in the rare NaN case)
-        cast = factor.astype(g.dtype)
-        out = np.multiply(g, cast, out=cast if cast.shape == g.shape else None)
     else:
-        closed = np.logical_not if factor.dtype == np.bool_ else _is_zero
-        out = np.asarray(np.multiply(g, factor))
+        closed = _is_zero
+    out = np.asarray(np.multiply(g, factor))
     if out.size and np.isnan(out.max()):
         out[np.broadcast_to(closed(factor), out.shape)] = 0
     return out
 
 
-_CAST_MASK_SIZE = 1 << 14  # below this the cast's call costs more than the mixed loop loses
+# float dtype -> the unsigned integer of its width (g's bits for the bool-mask product)
+_BITS = {np.dtype(t): np.dtype(f"u{np.dtype(t).itemsize}")
+         for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16)}
 
 
 def _is_zero(x: np.ndarray) -> np.ndarray:
