@@ -5,7 +5,8 @@
 # Runs from the source tree (PYTHONPATH=., no installs) in about 7 minutes on an H200: the
 # benchmarks first with fixed budgets (~4 min at most; bench_gpu's JSON is rewritten after
 # every benchmark, so even a killed run leaves results), then the pytest shards until the
-# global deadline (DEADLINE_S, default 420), then the > 2^31-element tests alone.
+# global deadline (DEADLINE_S, default 420), then the > 2^31-element tests alone, then the
+# launch-config sweep (perf/sweep_gpu.py) in whatever time is left before SWEEP_END_S.
 # Usage: perf/gpu_check.sh OUTDIR
 set -u
 OUT="${1:?usage: perf/gpu_check.sh OUTDIR}"
@@ -38,7 +39,8 @@ rc=0
 timeout 95 python perf/bench_gpu.py --out "$OUT" --budget-s 60 || rc=1
 
 echo "== issue 7: launch overhead, CUDA graphs, op sweep"
-timeout 50 python perf/bench_launch.py --device cuda --compare torch --number 500 --out "$OUT" || rc=1
+timeout 60 python perf/bench_launch.py --device cuda --compare torch --number 500 --profile 2000 \
+    --out "$OUT" || rc=1
 timeout 40 python perf/bench_graph.py --compare torch --out "$OUT" || rc=1
 timeout 45 python -m tgrad bench --device cuda --ops add,mul,exp,tanh,sum,matmul --sizes 1m,16m --reps 30 --no-progress --out "$OUT" || rc=1
 
@@ -87,6 +89,15 @@ print(f"bench: {r.get('n_meeting_target')}/{r.get('n_scored')} meet target, "
       f"matmul reference: {(r.get('matmul_reference') or {}).get('kind')}")
 sys.exit(1 if r.get("error") else 0)
 PY
+# Launch-config sweep (perf/sweep_gpu.py: candidates for the kernels under target), last
+# and only with the time left before SWEEP_END_S (the device tool allows 600 s a call)
+left=$(( ${SWEEP_END_S:-560} - ($(date +%s) - start) ))
+if [ "$left" -ge 60 ]; then
+  echo "== launch-config sweep (${left}s left)"
+  timeout $(( left - 10 )) python perf/sweep_gpu.py --out "$OUT/sweep" --reps 30 \
+      --budget-s $(( left - 40 )) > "$OUT/sweep_log.txt" 2>&1 || rc=1
+  grep -c "^| " "$OUT/sweep/sweep_gpu.md" 2>/dev/null | sed 's/^/sweep rows: /'
+fi
 echo "gpu_check: total $(( $(date +%s) - start ))s, rc=$rc"
 # One archive of everything above: the device tool returns at most 8 files from $OUT, so
 # only the archive and the two summaries stay beside it.

@@ -1,6 +1,6 @@
 """Launch-config sweep on the GPU for the kernels under their bandwidth targets in the
 latest bench_gpu run: row and column reductions, the row kernels (cross_entropy,
-log_softmax, softmax, layer_norm) and bfloat16 elementwise. Each candidate is patched into
+log_softmax, layer_norm) and bfloat16 elementwise. Each candidate is patched into
 ``tgrad.kernels.configs`` for the time of its measurements and timed exactly as
 perf/bench_gpu.py times (its ``Bench``: CUDA events, L2 flushed, median of ``--reps``).
 The first candidate of every group is the config in use, so each table row compares with
@@ -30,17 +30,19 @@ import bench_gpu as bg  # noqa: E402
 
 RC, EC, RowC = configs.RedConfig, configs.EwConfig, configs.RowConfig
 
-# (block_m, block_k, num_warps) for rows contiguous in K; the first is configs.RED_ROW
-ROW_RED = [None, RC(1, 4096, 8), RC(1, 4096, 4), RC(1, 4096, 16), RC(2, 2048, 4),
-           RC(1, 2048, 4), RC(4, 1024, 4), RC(8, 512, 8), RC(16, 256, 8), RC(8, 512, 4)]
+# Candidates (the third round's: around the configs the first two rounds chose, see
+# perf/results/h200_20261204_run4). None: the config tgrad picks itself.
+# Row reductions (block_m, block_k, num_warps), rows contiguous in K
+ROW_RED = [None, RC(1, 4096, 4), RC(2, 2048, 4), RC(1, 1024, 4), configs.RED_ROW,
+           RC(8, 512, 8), RC(16, 512, 8)]
 # column reductions: (config, RED_SPLIT_PROGRAMS, RED_SPLIT_MIN_ELEMENTS)
 COL_RED = [(configs.RED_COL, configs.RED_SPLIT_PROGRAMS, configs.RED_SPLIT_MIN_ELEMENTS),
-           (RC(32, 32, 4), 1024, 16384), (RC(64, 16, 4), 1024, 16384),
-           (RC(32, 64, 4), 1024, 16384), (RC(64, 32, 4), 1024, 32768)]
-# row kernels at n = 4096: (block_m, num_warps); None: configs.row_config's own choice
-ROW_KERNEL = [None, (1, 4), (1, 2), (2, 4), (1, 8), (4, 8)]
-# bfloat16 contiguous elementwise: (block, num_warps); None: configs.ew_config's choice
-EW_16 = [None, (2048, 4), (2048, 2), (8192, 8)]
+           (RC(64, 32, 4), 2048, 8192), (RC(128, 16, 4), 1024, 16384),
+           (RC(64, 64, 4), 1024, 16384), (RC(32, 32, 2), 1024, 16384)]
+# row kernels at n = 4096: (block_m, num_warps)
+ROW_KERNEL = [None, (1, 4), (1, 2), (2, 4), (4, 8), (4, 16)]
+# bfloat16 contiguous elementwise: (block, num_warps)
+EW_16 = [None, (2048, 2), (4096, 4), (1024, 4)]
 
 
 @contextlib.contextmanager
