@@ -1,0 +1,148 @@
+"""Host time of tiny cuda ops end to end, without a GPU (issue 7): tgrad's driver runtime
+over the tests' fake cuda-bindings (tests/test_cuda_driver_runtime.py: FakeCudaDriver, in
+Python) and Triton's real C launcher built against the stand-in libcuda.so.1 of
+tests/cuda_stub/libcuda_stub.c (cuLaunchKernelEx records and returns). Everything tgrad does
+per op runs: autograd recording, the backend's dtype/broadcast work, allocation from the
+small-block lists, the fast launch path and Triton's launcher; what is missing is the real
+driver's own time (launches, and the fake's Python stands in for cuda-bindings' calls).
+
+    python perf/bench_launch_stub.py [--out DIR] [--number 2000]
+
+Cases (1-element float32 tensors requiring grad, as perf/bench_launch.py):
+fwd (``a * b``), nograd (the same under no_grad), chain_fwd and chain_fwdbwd (32 nodes
+``x = x * w``, per node), engine = chain backward per node minus two no-grad multiplies.
+Needs a C compiler (the stand-in libcuda is built into a temporary folder); the timing runs
+in a subprocess whose libcuda.so.1 is the stand-in. Writes DIR/bench_launch_stub.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAIN = 32
+MARKER = "@@RESULT@@"
+
+
+def build_stub(out_dir: str) -> str:
+    """Compile the stand-in libcuda.so.1 against Triton's cuda.h; returns its folder."""
+    import triton
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise SystemExit("bench_launch_stub: no C compiler (cc/gcc) to build the stand-in")
+    include = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "include")
+    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-I", include,
+                    "-o", os.path.join(out_dir, "libcuda.so.1"),
+                    str(ROOT / "tests" / "cuda_stub" / "libcuda_stub.c")], check=True)
+    return out_dir
+
+
+def measure(number: int, repeat: int) -> dict:
+    """Runs inside the subprocess (libcuda.so.1 is the stand-in)."""
+    import gc
+    import statistics
+    import timeit
+
+    import numpy as np
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_cuda_driver_runtime as fake_driver
+
+    from tgrad.cuda import _runtime, driver_runtime
+    rt = driver_runtime.DriverRuntime(bindings=fake_driver.FakeCudaDriver(
+        n_devices=1, capacity=1 << 30))
+    _runtime._state.update(rt=rt, why=None, done=True)
+    import tgrad
+
+    def leaf():
+        return tgrad.tensor(np.float32(1.0), device="cuda", requires_grad=True)
+    a, b, x = leaf(), leaf(), leaf()
+    ws = [leaf() for _ in range(CHAIN)]
+    gx = tgrad.ones_like(x)
+
+    def fwd():
+        return a * b
+
+    def nograd():
+        with tgrad.no_grad():
+            return a * b
+
+    def chain():
+        y = x
+        for w in ws:
+            y = y * w
+        return y
+
+    def chain_bwd():
+        x.grad = None
+        for w in ws:
+            w.grad = None
+        chain().backward(gx)
+
+    out = {}
+    for name, fn, n, per in (("fwd", fwd, number, 1), ("nograd", nograd, number, 1),
+                             ("chain_fwd", chain, max(number // CHAIN, 20), CHAIN),
+                             ("chain_fwdbwd", chain_bwd, max(number // CHAIN, 20), CHAIN)):
+        for _ in range(3):
+            fn()
+        gc.disable()
+        try:
+            r = [t / n / per * 1e6 for t in timeit.repeat(fn, number=n, repeat=repeat)]
+        finally:
+            gc.enable()
+        out[name] = {"median_us": statistics.median(r), "min_us": min(r)}
+    bwd = out["chain_fwdbwd"]["median_us"] - out["chain_fwd"]["median_us"]
+    out["bwd_per_node"] = {"median_us": bwd}
+    out["engine_per_node"] = {"median_us": bwd - 2 * out["nograd"]["median_us"]}
+    from tgrad.kernels import launch
+    out["launch_stats"] = dict(launch.stats)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "perf" / "out"))
+    ap.add_argument("--number", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        print(MARKER + json.dumps(measure(a.number, a.repeat)))
+        return 0
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, LD_LIBRARY_PATH=build_stub(d) + os.pathsep
+                   + os.environ.get("LD_LIBRARY_PATH", ""),
+                   PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env.pop("TRITON_INTERPRET", None)
+        p = subprocess.run([sys.executable, __file__, "--child", "--number", str(a.number),
+                            "--repeat", str(a.repeat)], capture_output=True, text=True,
+                           env=env)
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith(MARKER)), None)
+    if p.returncode != 0 or line is None:
+        print(p.stdout[-3000:] + p.stderr[-3000:], file=sys.stderr)
+        return 1
+    res = json.loads(line[len(MARKER):])
+    for k in ("fwd", "nograd", "chain_fwd", "bwd_per_node", "engine_per_node"):
+        print(f"{k:16s} {res[k]['median_us']:8.2f} us")
+    import triton
+    report = {"schema": "tgrad-bench-launch-stub/1", "date": datetime.datetime.now(
+        datetime.timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
+        "python": platform.python_version(), "triton": triton.__version__,
+        "machine": platform.processor() or platform.machine(), "results": res}
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_launch_stub.json").write_text(json.dumps(report, indent=1))
+    print(f"wrote {out / 'bench_launch_stub.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
