@@ -41,6 +41,8 @@ COL_RED = [(configs.RED_COL, configs.RED_SPLIT_PROGRAMS, configs.RED_SPLIT_MIN_E
            (RC(64, 64, 4), 1024, 16384), (RC(32, 32, 2), 1024, 16384)]
 # row kernels at n = 4096: (block_m, num_warps)
 ROW_KERNEL = [None, (1, 4), (1, 2), (2, 4), (4, 8), (4, 16)]
+# layer_norm backward: how many programs (partial dw/db rows) stage 1 runs
+LN_PARTIALS = [None, 264, 1056, 2112]
 # bfloat16 contiguous elementwise: (block, num_warps)
 EW_16 = [None, (2048, 2), (4096, 4), (1024, 4)]
 
@@ -120,6 +122,15 @@ def sweep(b: bg.Bench) -> list:
             with patched(row_config=row_cfg):
                 for op, fn, nbytes, family in ops:
                     run(f"row {dtype}", op, _label(cand), fn, nbytes, family, dtype)
+
+    for parts in LN_PARTIALS:
+        for dtype in ("bfloat16", "float32"):
+            ln_bwd = [o for o in _row_kernel_ops(be, np.dtype(dtype), m, k)
+                      if o[0] == "layer_norm bwd"]
+            with patched(**({} if parts is None else {"LN_MAX_PARTIALS": parts})):
+                for op, fn, nbytes, family in ln_bwd:
+                    run(f"ln partials {dtype}", op, "current" if parts is None else str(parts),
+                        fn, nbytes, family, dtype)
 
     col_ops = [("sum cols", lambda: be.sum_(x2, (0,), False)),
                ("sum_to", lambda: be.sum_to(x2, (1, k)))]

@@ -25,7 +25,8 @@ SCRIPT = textwrap.dedent(r"""
     after = (configs.red_config, configs.row_config, configs.ew_config,
              configs.RED_SPLIT_PROGRAMS)
     n = (4 * len(sweep_gpu.ROW_RED) + 2 * len(sweep_gpu.COL_RED)
-         + 6 * len(sweep_gpu.ROW_KERNEL) + 2 * len(sweep_gpu.EW_16))
+         + 6 * len(sweep_gpu.ROW_KERNEL) + 2 * len(sweep_gpu.EW_16)
+         + 2 * len(sweep_gpu.LN_PARTIALS))
     print("RESULT" + json.dumps({"rc": rc, "restored": before == after, "n": n}))
 """)
 
