@@ -502,8 +502,13 @@ class DriverRuntime:
             nbytes = -(-want // SMALL_BLOCK_ROUND) * SMALL_BLOCK_ROUND
             blocks = self._small_free.get((stream, nbytes))
             if blocks:
-                self._small_cached -= nbytes
-                return blocks.pop()
+                try:
+                    ptr = blocks.pop()  # (another thread may have emptied the list)
+                except IndexError:
+                    pass
+                else:
+                    self._small_cached -= nbytes
+                    return ptr
         self._init()
         cu = self._cu
         device = self._device_of_stream(stream)

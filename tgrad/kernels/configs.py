@@ -24,9 +24,9 @@ EW_CONTIG = EwConfig(block=2048, num_warps=8)
 # the heaviest float64 formulas (pow's exponent gradient: exp2, two logs) free of spills.
 EW_CONTIG_8B = EwConfig(block=1024, num_warps=8)
 # 16-bit (and 8-bit) contiguous data: the same 2048 elements in 4 warps, so each thread
-# loads 32 bytes of every operand, not 16 (H200, perf/results/h200_20261204_run4/sweep:
-# bf16 tanh forward at 16M elements 77% -> 83-84% of copy bandwidth in two sweeps, its
-# backward 95% either way)
+# loads 32 bytes of every operand, not 16 (H200, perf/results/h200_20261204_run4/
+# sweep_round*: bf16 tanh forward at 16M elements 77% -> 83-84% of copy bandwidth in two
+# sweeps, its backward 95% either way)
 EW_CONTIG_16 = EwConfig(block=2048, num_warps=4)
 EW_STRIDED = EwConfig(block=1024, num_warps=4)
 # Interpreter mode: one program interprets a whole block with NumPy; bigger is faster.
@@ -43,8 +43,8 @@ class RedConfig:
 # Rows contiguous in K (row reductions): few rows per program, long K tiles. Rows of at
 # least RED_LONG_K elements: one row per program in 2048-wide steps for sums (sum, mean,
 # var, logsumexp), eight rows in 512-wide steps for amax/amin. H200, 8192 x 4096 float32,
-# two sweeps (perf/results/h200_20261204_run4/sweep*): sum 67% -> 80% of copy bandwidth,
-# logsumexp 69-70% -> 80%, var 67% -> 79%, amax 72-73% -> 75-76%; (1, 4096, 8) read the
+# two sweeps (perf/results/h200_20261204_run4/sweep_round*): sum 67% -> 80% of copy
+# bandwidth, logsumexp 69-70% -> 80%, var 67% -> 79%, amax 72-73% -> 75-76%; (1, 4096, 8) read the
 # same for sums but amax fell to 65%, and every 16-warp tile was slower.
 RED_ROW = RedConfig(block_m=4, block_k=512, num_warps=4)
 RED_LONG_K = 2048
