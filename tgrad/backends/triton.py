@@ -260,6 +260,13 @@ def unary(op: str, x: DeviceArray) -> DeviceArray:
 
 
 def binary(op: str, a: DeviceArray, b) -> DeviceArray:
+    if (type(b) is DeviceArray and type(a) is DeviceArray and a.dtype is b.dtype
+            and a.shape == b.shape and a.dtype.kind == "f" and a.dtype.itemsize >= 4):
+        # the common case (two float32/float64 arrays of one shape): no cast, no broadcast
+        fn = ew.BINARY.get(op)
+        if fn is not None:
+            out = empty(a.shape, _numpy_result_dtype("binary", op, a.dtype, a.dtype))
+            return launch_ew(fn, out, [a, b], upcast=False)
     number = not isinstance(b, DeviceArray)
     bd = b.dtype if not number else np.asarray(b).dtype
     if not isinstance(a, DeviceArray):  # reflected scalar op (c - x)
