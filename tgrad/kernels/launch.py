@@ -106,7 +106,7 @@ class _EwPlan:
     launched, the ``CompiledKernel`` per (device, pointer alignments). A plan fixes every
     int argument, so it is never coarser than Triton's own specialization."""
 
-    __slots__ = ("grid", "ints", "constexprs", "num_warps", "compiled")
+    __slots__ = ("grid", "ints", "constexprs", "num_warps", "compiled", "tail")
 
     def __init__(self, fn, out: DeviceArray, inputs: list, upcast: bool) -> None:
         n = out.size
@@ -135,6 +135,10 @@ class _EwPlan:
                            "IDX64": needs_int64(shape, sts), "BLOCK": block, "INNER": inner}
         self.num_warps = cfg.num_warps
         self.compiled: dict = {}
+        # every argument after the 4 pointers, in parameter order (JITFunction.run's)
+        c = self.constexprs
+        self.tail = (*self.ints, fn, c["ARITY"], c["NDIM"], upcast, c["IDX64"], c["BLOCK"],
+                     c["INNER"])
 
 
 _ew_plans: dict = {}
@@ -168,10 +172,7 @@ def launch_ew(fn, out: DeviceArray, inputs: list[DeviceArray], upcast: bool) -> 
         if compiled is not None and not getattr(knobs, "debug", False):
             stream = hot["stream"](device)
             enter, leave = launch_hooks(knobs)
-            c = plan.constexprs
-            # every argument in parameter order, as JITFunction.run passes them
-            args = (*addrs, *plan.ints, fn, c["ARITY"], c["NDIM"], upcast, c["IDX64"],
-                    c["BLOCK"], c["INNER"])
+            args = (*addrs, *plan.tail)  # every argument, as JITFunction.run passes them
             meta = compiled.launch_metadata(plan.grid, stream, *args) if enter else None
             compiled.run(plan.grid[0], 1, 1, stream, compiled.function,
                          compiled.packed_metadata, meta, enter, leave, *args)
