@@ -103,7 +103,8 @@ def mem_get_info(device=None) -> tuple[int, int]:
 
 
 def empty_cache() -> None:
-    """Return the pool's unused memory to the driver (live tensors are untouched)."""
+    """Return unused memory to the driver: tgrad's small-block free lists go back to the
+    pool, then the pool is trimmed (live tensors are untouched)."""
     rt = get_runtime_or_none()
     if rt is not None:
         d = rt.current_device()
