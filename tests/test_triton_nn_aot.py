@@ -147,6 +147,32 @@ def test_bf16_matmul_configs_pipeline_on_tensor_cores(cfg):
     assert "wgmma.mma_async" in ptx and "cp.async" in ptx
 
 
+@pytest.mark.parametrize("dt", ["float32", "bfloat16"])
+@pytest.mark.parametrize("bm,warps", [(1, 8), (4, 16)])
+def test_layer_norm_backward_pipelines_its_row_loop(dt, bm, warps):
+    """STAGES=2 (perf/sweep_gpu.py's candidates; configs keep 1 until measured): specialized
+    as a launch on 16-aligned rows of 4096 is, the loop over row blocks fetches the next
+    block by cp.async into shared memory, within the H200's 227 KiB, and nothing spills."""
+    from triton.compiler import ASTSource
+    t, acc = DT[dt], "fp32"
+    names = kln.ln_bwd_kernel.arg_names
+    sig = dict(G=f"*{t}", X=f"*{t}", W=f"*{t}", MEAN=f"*{acc}", RSTD=f"*{acc}", DX=f"*{t}",
+               DWP=f"*{acc}", DBP=f"*{acc}", **_ints("M", "N", "M0", "SG1", "SG0", "SX1", "SX0",
+                                                      "SD1", "SD0", "n_blocks", "n_progs"))
+    cfg = configs.RowConfig(True, bm, 4096, warps, 2)
+    cx = _row_cx(cfg, dt, HAS_W=True, NEED_W=True, NEED_B=True, SGN=1, SXN=1, SDN=1,
+                 STAGES=cfg.stages)
+    sig.update({k: "constexpr" for k in cx})
+    aligned = [n for n in names if sig[n] != "constexpr" and n not in ("n_blocks", "n_progs")]
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+    k = triton.compile(ASTSource(fn=kln.ln_bwd_kernel, signature=sig, constexprs=cx,
+                                 attrs=attrs), target=TARGET,
+                       options={"num_warps": warps, **configs.COMPILE_OPTIONS})
+    assert k.metadata.shared <= 227 * 1024, k.metadata.shared
+    assert "cp.async" in k.asm["ptx"]
+    assert _spills(k.asm["ptx"]) == (0, 0)
+
+
 @pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64"])
 def test_matmul_compiles(dt):
     t = DT[dt]

@@ -315,7 +315,7 @@ def layer_norm_bwd(g: DeviceArray, x: DeviceArray, mean: DeviceArray, rstd: Devi
                m, n, m0, *sg, *sx, *sd, n_blocks, n_progs,
                HAS_W=wc is not None, NEED_W=bool(need_w), NEED_B=bool(need_b),
                ACC64=_acc64(x.dtype), ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m,
-               BLOCK_N=cfg.block_n, num_warps=cfg.num_warps)
+               BLOCK_N=cfg.block_n, STAGES=cfg.stages, num_warps=cfg.num_warps)
     dw = db = None
     if need_w:
         dw = tb.cast(tb.sum_(dwp, (0,), False), pdt).view(nshape, contiguous_strides(nshape))

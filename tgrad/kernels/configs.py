@@ -190,11 +190,15 @@ def sort_config(k: int, interpreted: bool) -> SortConfig:
 class RowConfig:
     """Row kernels (softmax family, cross_entropy, layer_norm): BLOCK_M rows per program,
     BLOCK_N columns per tile; ``one_pass`` when a whole row fits in one tile (registers),
-    else the kernel loops over column tiles (online max/sum, or two passes)."""
+    else the kernel loops over column tiles (online max/sum, or two passes). ``stages``:
+    software-pipelining depth of a loop over row blocks (layer_norm backward's one-pass
+    loop; 1: none, 2: the next block's loads go to shared memory by cp.async while this
+    one computes). Not measured on a GPU yet, hence 1 (perf/sweep_gpu.py tries 2)."""
     one_pass: bool
     block_m: int
     block_n: int
     num_warps: int
+    stages: int = 1
 
 
 # Compiled: a row of up to 32 KiB (8192 fp32, 4096 fp64) stays in registers at 16 warps

@@ -14,6 +14,9 @@ Backward:  xhat = (x - mean) rstd,  gw = g w,
     p, p + P, ... into partial row p of DWP/DBP [P, N] (fixed order); stage 2 sums the P
     partial rows with the column-reduction kernel (tgrad/kernels/reduction.py).
   bytes = M N (2 in + out itemsize) + 2 P N 4-byte partials.
+  STAGES (one-pass rows): Triton's software pipelining of the loop over row blocks (2: the
+  next block's g and x are fetched by cp.async into shared memory while this block
+  computes; 1: none, the same code as a plain range).
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ def ln_bwd_kernel(G, X, W, MEAN, RSTD, DX, DWP, DBP, M, N, M0, SG1, SG0, SGN, SX
                   SD1, SD0, SDN, n_blocks, n_progs,
                   HAS_W: tl.constexpr, NEED_W: tl.constexpr, NEED_B: tl.constexpr,
                   ACC64: tl.constexpr, ONE_PASS: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr = 1):
     pid = tl.program_id(0)
     cols0 = tl.arange(0, BLOCK_N).to(tl.int64)
     part = pid.to(tl.int64) * N  # this program's partial row of DWP / DBP
@@ -95,7 +98,7 @@ def ln_bwd_kernel(G, X, W, MEAN, RSTD, DX, DWP, DBP, M, N, M0, SG1, SG0, SGN, SX
             w = load_acc(W + cols0, cmask, 0.0, ACC64)
         dw = acc_full(BLOCK_N, 0.0, ACC64)  # this program's partial sums over its rows
         db = acc_full(BLOCK_N, 0.0, ACC64)
-        for rb in range(pid, n_blocks, n_progs):
+        for rb in tl.range(pid, n_blocks, n_progs, num_stages=STAGES):
             rows = rb * BLOCK_M + tl.arange(0, BLOCK_M)
             rmask = rows < M
             mask = rmask[:, None] & cmask[None, :]
