@@ -33,12 +33,12 @@ RC, EC, RowC = configs.RedConfig, configs.EwConfig, configs.RowConfig
 # Candidates (the third round's: around the configs the first two rounds chose, see
 # perf/results/h200_20261204_run4). None: the config tgrad picks itself.
 # Row reductions (block_m, block_k, num_warps), rows contiguous in K
-ROW_RED = [None, RC(1, 4096, 4), RC(2, 2048, 4), RC(1, 1024, 4), configs.RED_ROW,
-           RC(8, 512, 8), RC(16, 512, 8)]
+ROW_RED = [None, RC(1, 2048, 4, 2), RC(1, 2048, 4, 3), RC(1, 1024, 4, 3), RC(8, 512, 8, 2),
+           RC(1, 4096, 4), RC(2, 2048, 4), RC(16, 512, 8)]
 # column reductions: (config, RED_SPLIT_PROGRAMS, RED_SPLIT_MIN_ELEMENTS)
 COL_RED = [(configs.RED_COL, configs.RED_SPLIT_PROGRAMS, configs.RED_SPLIT_MIN_ELEMENTS),
-           (RC(64, 32, 4), 2048, 8192), (RC(128, 16, 4), 1024, 16384),
-           (RC(64, 64, 4), 1024, 16384), (RC(32, 32, 2), 1024, 16384)]
+           (RC(64, 32, 4, 2), 1024, 16384), (RC(64, 32, 4, 3), 1024, 16384),
+           (RC(64, 32, 4), 2048, 8192), (RC(128, 16, 4), 1024, 16384)]
 # row kernels at n = 4096: (block_m, num_warps)
 ROW_KERNEL = [None, (1, 4), (1, 2), (2, 4), (4, 8), (4, 16)]
 # layer_norm backward: how many programs (partial dw/db rows) stage 1 runs
@@ -65,8 +65,11 @@ def patched(**attrs):
 
 
 def _label(cfg) -> str:
-    return "current" if cfg is None else "/".join(str(v) for v in (
-        cfg if isinstance(cfg, tuple) else (cfg.block_m, cfg.block_k, cfg.num_warps)))
+    if cfg is None:
+        return "current"
+    vals = cfg if isinstance(cfg, tuple) else (cfg.block_m, cfg.block_k, cfg.num_warps) + (
+        (f"s{cfg.stages}",) if cfg.stages > 1 else ())
+    return "/".join(str(v) for v in vals)
 
 
 def sweep(b: bg.Bench) -> list:

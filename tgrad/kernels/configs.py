@@ -38,6 +38,10 @@ class RedConfig:
     block_m: int   # output rows per program
     block_k: int   # reduced elements per loop step
     num_warps: int
+    # software pipelining of the loop over K steps (2, 3: the next steps' loads go to shared
+    # memory by cp.async while this one reduces; 1: none). Not measured on a GPU yet, hence
+    # 1 everywhere; perf/sweep_gpu.py tries 2 and 3.
+    stages: int = 1
 
 
 # Rows contiguous in K (row reductions): few rows per program, long K tiles. Rows of at

@@ -5,8 +5,9 @@ this kernel (a copy only when the reduced or the kept dims cannot be merged into
 stride each).
 
 Each program owns BLOCK_M rows and walks its chunk of K (all of K, or KC elements when the
-reduction is split) in BLOCK_K steps, accumulating a [BLOCK_M, BLOCK_K] tile in float32
-(float64 for float64 inputs) and reducing the tile once at the end: a fixed order, so
+reduction is split) in BLOCK_K steps (software-pipelined STAGES deep when STAGES > 1),
+accumulating a [BLOCK_M, BLOCK_K] tile in float32 (float64 for float64 inputs) and
+reducing the tile once at the end (var and logsumexp merge per tile): a fixed order, so
 results are deterministic (no atomics). Y[m * NS + chunk] receives the result (NS chunks
 per row). Split reductions (few rows, long K: a full reduction) run twice: the partial
 results of every chunk, in the accumulator dtype, then the same kernel over them
@@ -36,7 +37,7 @@ OPS = {"sum": 0, "mean": 1, "prod": 2, "amax": 3, "amin": 4, "argmax": 5, "argmi
 @triton.jit
 def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
                OP: tl.constexpr, ACC: tl.constexpr, IDX64: tl.constexpr,
-               BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+               BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr = 1):
     # Shape contract: X is (M, K) with element strides (SM, SK); this program reduces rows
     # [pid * BLOCK_M, +BLOCK_M) over k in [chunk * KC, min(K, (chunk + 1) * KC)) and writes
     # Y[row * NS + chunk]. D is mean's divisor (the whole K when the partials are reduced).
@@ -64,7 +65,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
     if OP == 0 or OP == 1:
         # sum / mean
         acc = zero
-        for k0 in range(k_lo, K, BLOCK_K):
+        for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
@@ -88,7 +89,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         n = tl.zeros([BLOCK_M], dtype=ACC)
         mean = tl.zeros([BLOCK_M], dtype=ACC)
         m2 = tl.zeros([BLOCK_M], dtype=ACC)
-        for k0 in range(k_lo, K, BLOCK_K):
+        for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             cmask = cols < K
             m = rmask[:, None] & cmask[None, :]
@@ -107,7 +108,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 2:
         acc = zero + 1
-        for k0 in range(k_lo, K, BLOCK_K):
+        for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=1).to(ACC)
@@ -118,7 +119,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         # amax / amin: NaN wins; track NaNs apart from the hardware max/min.
         acc = zero + (LOWEST if OP == 3 else HIGHEST)
         nan = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int32)
-        for k0 in range(k_lo, K, BLOCK_K):
+        for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
@@ -140,7 +141,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         best = zero + (LOWEST if OP == 5 else HIGHEST)
         bidx = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int64) + K
         bnan = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int32)
-        for k0 in range(k_lo, K, BLOCK_K):
+        for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
@@ -170,7 +171,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         c = tl.zeros([BLOCK_M], dtype=ACC)
         s = tl.zeros([BLOCK_M], dtype=ACC)
         mx = tl.zeros([BLOCK_M], dtype=ACC) - float("inf")
-        for k0 in range(k_lo, K, BLOCK_K):
+        for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
@@ -184,7 +185,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
     else:
         # all / any over x != 0
         acc = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int32) + (1 if OP == 9 else 0)
-        for k0 in range(k_lo, K, BLOCK_K):
+        for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0)
@@ -275,4 +276,5 @@ def _launch(kind: str, x: DeviceArray, y: DeviceArray, m: int, k: int, sm: int, 
         launch(red_kernel, (triton_cdiv(m, cfg.block_m), ns),
                karg(x), karg(y), m, k, sm, sk, float(correction), kc, ns, count,
                OP=OPS[kind], ACC=acc, IDX64=idx64,
-               BLOCK_M=cfg.block_m, BLOCK_K=cfg.block_k, num_warps=cfg.num_warps)
+               BLOCK_M=cfg.block_m, BLOCK_K=cfg.block_k, STAGES=cfg.stages,
+               num_warps=cfg.num_warps)
