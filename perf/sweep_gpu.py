@@ -45,6 +45,8 @@ ROW_KERNEL = [None, (1, 4), (1, 2), (2, 4), (4, 8), (4, 16)]
 LN_PARTIALS = [None, 264, 1056, 2112]
 # layer_norm backward with its row-block loop software-pipelined: (block_m, warps, stages)
 LN_STAGES = [None, (1, 8, 2), (2, 8, 2), (4, 8, 2), (4, 16, 2)]
+# cross_entropy forward as persistent pipelined programs: (block_m, warps, stages)
+CE_STAGES = [None, (1, 4, 2), (1, 4, 3), (2, 4, 2), (1, 8, 2)]
 # bfloat16 contiguous elementwise: (block, num_warps)
 EW_16 = [None, (2048, 2), (4096, 4), (1024, 4)]
 
@@ -148,6 +150,17 @@ def sweep(b: bg.Bench) -> list:
                 for op, fn, nbytes, family in _row_kernel_ops(be, np.dtype(dtype), m, k):
                     if op == "layer_norm bwd":
                         run(f"ln stages {dtype}", op, _label(cand), fn, nbytes, family, dtype)
+
+    for cand in CE_STAGES:
+        def ce_cfg(n, f64, interp, heavy=False, strided=False, half_rows=False, cand=cand):
+            if cand is None or heavy or interp or f64 or n != k:
+                return orig_row(n, f64, interp, heavy, strided, half_rows)
+            return RowC(True, cand[0], configs._pow2(n), cand[1], cand[2])
+        with patched(row_config=ce_cfg):
+            for dtype in ("bfloat16", "float32"):
+                for op, fn, nbytes, family in _row_kernel_ops(be, np.dtype(dtype), m, k):
+                    if op == "cross_entropy fwd":
+                        run(f"ce stages {dtype}", op, _label(cand), fn, nbytes, family, dtype)
 
     col_ops = [("sum cols", lambda: be.sum_(x2, (0,), False)),
                ("sum_to", lambda: be.sum_to(x2, (1, k)))]

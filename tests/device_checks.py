@@ -230,6 +230,59 @@ def check_gradient_buffers() -> None:
         node._plain_clone = orig
 
 
+def check_pipelined_variants() -> None:
+    # the software-pipelined variants perf/sweep_gpu.py measures (configs keep stages=1
+    # until a GPU shows them faster): reductions over K in 2 and 3 stages, cross_entropy's
+    # forward as persistent programs over row blocks, layer_norm's backward loop in 2
+    # stages; against the NumPy backend, several row blocks/steps per program
+    import tgrad.nn.functional as F
+    from tgrad.kernels import configs
+    red_orig, row_orig = configs.red_config, configs.row_config
+    rng = np.random.default_rng(16)
+    interp = tgrad.cuda.is_interpreted()
+    m, k = (50, 3000) if interp else (3000, 6000)
+    try:
+        for stages in (2, 3):
+            def red(kk, m_contig, i, kind="", s=stages):
+                c = red_orig(kk, m_contig, i, kind)
+                return configs.RedConfig(c.block_m, c.block_k, c.num_warps, s)
+            configs.red_config = red
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            x[1, 7] = np.nan
+            t, c = tgrad.tensor(x, device="cuda"), tgrad.tensor(x)
+            for op, kw in (("sum", {"dim": 1}), ("sum", {"dim": 0}), ("amax", {"dim": 1}),
+                           ("var", {"dim": 1}), ("logsumexp", {"dim": 1}), ("sum", {})):
+                got, want = getattr(t, op)(**kw).numpy(), getattr(c, op)(**kw).numpy()
+                np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-3, equal_nan=True,
+                                           err_msg=f"{op} {kw} stages={stages}")
+        configs.red_config = red_orig
+
+        def row(n, f64, i, heavy=False, strided=False, half_rows=False):
+            c = row_orig(n, f64, i, heavy, strided, half_rows)
+            return configs.RowConfig(c.one_pass, c.block_m, c.block_n, c.num_warps, 2)
+        configs.row_config = row
+        for n in (37, 130):
+            for dt in (np.float32, np.float64):
+                xv = rng.standard_normal((m, n)).astype(dt)
+                tv = rng.integers(0, n, m)
+                tv[3] = -100
+                wv, bv, gv = (rng.standard_normal(s).astype(dt) for s in (n, n, (m, n)))
+                res = []
+                for dev in ("cpu", "cuda"):
+                    xt, wt, bt = (tgrad.tensor(v, device=dev, requires_grad=True)
+                                  for v in (xv, wv, bv))
+                    loss = F.cross_entropy(xt, tgrad.tensor(tv, device=dev), reduction="none")
+                    y = F.layer_norm(xt, (n,), wt, bt)
+                    (y * tgrad.tensor(gv, device=dev)).sum().backward()
+                    res.append([loss.detach().cpu().numpy()]
+                               + [v.grad.cpu().numpy() for v in (xt, wt, bt)])
+                tol = 1e-4 if dt == np.float32 else 1e-10
+                for a, b in zip(res[1], res[0]):
+                    np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    finally:
+        configs.red_config, configs.row_config = red_orig, row_orig
+
+
 def check_pow_specials() -> None:
     # IEEE pow on every pair of special values (NumPy's np.power), e.g. (-inf) ** 2.5 = inf
     vals = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 2.5, -2.5, 3.0, -3.0, np.inf,
@@ -593,5 +646,6 @@ def check_argsort() -> None:
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
+    "pipelined_variants",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
     "argsort")}

@@ -26,7 +26,8 @@ SCRIPT = textwrap.dedent(r"""
              configs.RED_SPLIT_PROGRAMS)
     n = (4 * len(sweep_gpu.ROW_RED) + 2 * len(sweep_gpu.COL_RED)
          + 6 * len(sweep_gpu.ROW_KERNEL) + 2 * len(sweep_gpu.EW_16)
-         + 2 * len(sweep_gpu.LN_PARTIALS) + 2 * len(sweep_gpu.LN_STAGES))
+         + 2 * len(sweep_gpu.LN_PARTIALS) + 2 * len(sweep_gpu.LN_STAGES)
+         + 2 * len(sweep_gpu.CE_STAGES))
     print("RESULT" + json.dumps({"rc": rc, "restored": before == after, "n": n}))
 """)
 

@@ -173,6 +173,28 @@ def test_layer_norm_backward_pipelines_its_row_loop(dt, bm, warps):
     assert _spills(k.asm["ptx"]) == (0, 0)
 
 
+@pytest.mark.parametrize("dt", ["float32", "bfloat16"])
+@pytest.mark.parametrize("bm,warps", [(1, 4), (2, 8)])
+def test_cross_entropy_forward_persistent_pipelines(dt, bm, warps):
+    """STAGES=2 (sweep candidates; configs keep 1): the persistent programs' loop over row
+    blocks fetches ahead by cp.async, without spills."""
+    from triton.compiler import ASTSource
+    t, acc = DT[dt], "fp32"
+    names = kce.ce_fwd_kernel.arg_names
+    sig = dict(X=f"*{t}", T="*i64", RW=f"*{acc}", LOSS=f"*{acc}", LSE=f"*{acc}",
+               WOUT=f"*{acc}", **_ints("M", "N", "M0", "SX1", "SX0", "ignore_index"))
+    cfg = configs.RowConfig(True, bm, 4096, warps, 2)
+    cx = _row_cx(cfg, dt, HAS_W=False, SXN=1, STAGES=cfg.stages)
+    sig.update({k: "constexpr" for k in cx})
+    aligned = [n for n in names if sig[n] != "constexpr" and n != "ignore_index"]
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+    k = triton.compile(ASTSource(fn=kce.ce_fwd_kernel, signature=sig, constexprs=cx,
+                                 attrs=attrs), target=TARGET,
+                       options={"num_warps": warps, **configs.COMPILE_OPTIONS})
+    assert "cp.async" in k.asm["ptx"]
+    assert _spills(k.asm["ptx"]) == (0, 0)
+
+
 @pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64"])
 def test_matmul_compiles(dt):
     t = DT[dt]

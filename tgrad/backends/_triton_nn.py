@@ -190,11 +190,14 @@ def cross_entropy_fwd(x: DeviceArray, t: DeviceArray, rw, axis: int, ignore_inde
     cfg = _row_cfg(n, x.dtype, forward=True)
     from tgrad.kernels.launch import karg, triton_cdiv
     with np.errstate(all="ignore"):
-        launch(kce.ce_fwd_kernel, (triton_cdiv(m, cfg.block_m),),
+        blocks = triton_cdiv(m, cfg.block_m)  # (stages > 1: persistent programs)
+        progs = blocks if cfg.stages == 1 else min(blocks, configs.row_persistent_programs(
+            is_interpreted()))
+        launch(kce.ce_fwd_kernel, (progs,),
                karg(xv), karg(t), karg(rwc if rwc is not None else t), karg(loss), karg(lse),
                karg(w), m, n, m0, *sx, int(ignore_index), HAS_W=rwc is not None,
                ACC64=_acc64(x.dtype), ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m,
-               BLOCK_N=cfg.block_n, num_warps=cfg.num_warps)
+               BLOCK_N=cfg.block_n, STAGES=cfg.stages, num_warps=cfg.num_warps)
     if reduction == "sum":
         loss = tb.sum_(loss, None, False)
     elif reduction == "mean":

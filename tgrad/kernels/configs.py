@@ -196,8 +196,9 @@ class RowConfig:
     BLOCK_N columns per tile; ``one_pass`` when a whole row fits in one tile (registers),
     else the kernel loops over column tiles (online max/sum, or two passes). ``stages``:
     software-pipelining depth of a loop over row blocks (layer_norm backward's one-pass
-    loop; 1: none, 2: the next block's loads go to shared memory by cp.async while this
-    one computes). Not measured on a GPU yet, hence 1 (perf/sweep_gpu.py tries 2)."""
+    loop, and cross_entropy's forward, which then runs persistent programs; 1: none, 2:
+    the next block's loads go to shared memory by cp.async while this one computes). Not
+    measured on a GPU yet, hence 1 (perf/sweep_gpu.py tries 2 and 3)."""
     one_pass: bool
     block_m: int
     block_n: int
@@ -230,6 +231,17 @@ ROW_INTERP_ONLINE_BLOCK_N = 32
 #   kernels were not measured so and keep theirs.
 ROW_HEAVY_ONE_ROW = (4, 16)   # (block_m, num_warps)
 ROW_HALF_WARPS_DIV = 2
+# Row kernels run as persistent programs (cross_entropy's forward with stages > 1): this many
+# programs at most (8 per SM of an H200); the interpreter: few, so a test walks several
+# row blocks per program.
+ROW_PERSISTENT_PROGRAMS = 1056
+ROW_PERSISTENT_PROGRAMS_INTERP = 3
+
+
+def row_persistent_programs(interpreted: bool) -> int:
+    return ROW_PERSISTENT_PROGRAMS_INTERP if interpreted else ROW_PERSISTENT_PROGRAMS
+
+
 # layer_norm backward: dw/db partial sums, at most this many partial rows (stage 1 programs)
 LN_MAX_PARTIALS = 528     # 4 x 132 SMs
 LN_INTERP_MAX_PARTIALS = 4

@@ -36,9 +36,27 @@ def _row_weight(T, RW, rows, rmask, N, ignore_index, HAS_W: tl.constexpr, ACC64:
 @triton.jit
 def ce_fwd_kernel(X, T, RW, LOSS, LSE, WOUT, M, N, M0, SX1, SX0, SXN, ignore_index,
                   HAS_W: tl.constexpr, ACC64: tl.constexpr, ONE_PASS: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr = 1):
+    # STAGES 1: program p does row block p (grid = row blocks). STAGES > 1: persistent
+    # programs walk the row blocks p, p + P, ... (P = grid size) in a loop Triton
+    # software-pipelines STAGES deep (the next block's loads by cp.async while this one
+    # reduces: a one-row block is latency-bound otherwise).
     pid = tl.program_id(0)
-    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    if STAGES == 1:
+        _ce_fwd_rows(pid, X, T, RW, LOSS, LSE, WOUT, M, N, M0, SX1, SX0, SXN, ignore_index,
+                     HAS_W, ACC64, ONE_PASS, BLOCK_M, BLOCK_N)
+    else:
+        for rb in tl.range(pid, tl.cdiv(M, BLOCK_M), tl.num_programs(0), num_stages=STAGES):
+            _ce_fwd_rows(rb, X, T, RW, LOSS, LSE, WOUT, M, N, M0, SX1, SX0, SXN,
+                         ignore_index, HAS_W, ACC64, ONE_PASS, BLOCK_M, BLOCK_N)
+
+
+@triton.jit
+def _ce_fwd_rows(rb, X, T, RW, LOSS, LSE, WOUT, M, N, M0, SX1, SX0, SXN, ignore_index,
+                 HAS_W: tl.constexpr, ACC64: tl.constexpr, ONE_PASS: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Row block rb: lse, loss and w of rows [rb * BLOCK_M, +BLOCK_M)."""
+    rows = rb * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
     xo1 = row_offsets(rows, M0, SX1, SX0)
     xo = xo1[:, None]
