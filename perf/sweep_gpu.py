@@ -75,8 +75,8 @@ def _label(cfg) -> str:
 
 
 def sweep(b: bg.Bench) -> list:
-    """Runs every group, cheapest and furthest under target first (``--budget-s`` skips
-    the tail); returns (group, op, label, row) tuples."""
+    """Runs every group, the ones with untried variants first (``--budget-s`` skips the
+    tail); returns (group, op, label, row) tuples."""
     be, m, k, n = b.be, b.sz.rows, b.sz.cols, b.sz.numel
     f32, bf16 = np.dtype(np.float32), np.dtype("bfloat16")
     out = []
@@ -85,21 +85,6 @@ def sweep(b: bg.Bench) -> list:
         row = b.run(f"{op} [{group} {label}]", family, fn, nbytes=nbytes, shape=shape,
                     dtype=dtype)
         out.append((group, op, label, row))
-
-    xh = be.cast(bg._randn(be, (n,), f32, 1), bf16)
-    gh = be.cast(bg._randn(be, (n,), f32, 2), bf16)
-    orig_ew = configs.ew_config
-    for cand in EW_16:
-        def ew_cfg(contiguous, interp, numel=1 << 30, itemsize=4, cand=cand):
-            if cand is None or interp or not contiguous or itemsize != 2:
-                return orig_ew(contiguous, interp, numel, itemsize)
-            return EC(*cand)
-        with patched(ew_config=ew_cfg):
-            run("ew bf16", "tanh fwd", _label(cand), lambda: be.unary("tanh", xh), n * 4,
-                "elementwise", "bfloat16", (n,))
-            run("ew bf16", "tanh_backward", _label(cand), lambda: be.tanh_backward(gh, xh),
-                n * 6, "elementwise_bwd", "bfloat16", (n,))
-
 
     x2 = bg._randn(be, (m, k), f32, 3)
     nb = m * k * 4
@@ -118,6 +103,44 @@ def sweep(b: bg.Bench) -> list:
                 run("row red", op, _label(cfg), fn, nb + m * 4, "reduction")
 
     orig_row = configs.row_config
+    for cand in CE_STAGES:
+        def ce_cfg(n, f64, interp, heavy=False, strided=False, half_rows=False, cand=cand):
+            if cand is None or heavy or interp or f64 or n != k:
+                return orig_row(n, f64, interp, heavy, strided, half_rows)
+            return RowC(True, cand[0], configs._pow2(n), cand[1], cand[2])
+        with patched(row_config=ce_cfg):
+            for dtype in ("bfloat16", "float32"):
+                for op, fn, nbytes, family in _row_kernel_ops(be, np.dtype(dtype), m, k):
+                    if op == "cross_entropy fwd":
+                        run(f"ce stages {dtype}", op, _label(cand), fn, nbytes, family, dtype)
+
+    for cand in LN_STAGES:
+        def heavy_cfg(n, f64, interp, heavy=False, strided=False, half_rows=False,
+                      cand=cand):
+            if cand is None or not heavy or interp or f64 or strided or n != k:
+                return orig_row(n, f64, interp, heavy, strided, half_rows)
+            return RowC(True, cand[0], configs._pow2(n), cand[1], cand[2])
+        with patched(row_config=heavy_cfg):
+            for dtype in ("bfloat16", "float32"):
+                for op, fn, nbytes, family in _row_kernel_ops(be, np.dtype(dtype), m, k):
+                    if op == "layer_norm bwd":
+                        run(f"ln stages {dtype}", op, _label(cand), fn, nbytes, family, dtype)
+
+    xh = be.cast(bg._randn(be, (n,), f32, 1), bf16)
+    gh = be.cast(bg._randn(be, (n,), f32, 2), bf16)
+    orig_ew = configs.ew_config
+    for cand in EW_16:
+        def ew_cfg(contiguous, interp, numel=1 << 30, itemsize=4, cand=cand):
+            if cand is None or interp or not contiguous or itemsize != 2:
+                return orig_ew(contiguous, interp, numel, itemsize)
+            return EC(*cand)
+        with patched(ew_config=ew_cfg):
+            run("ew bf16", "tanh fwd", _label(cand), lambda: be.unary("tanh", xh), n * 4,
+                "elementwise", "bfloat16", (n,))
+            run("ew bf16", "tanh_backward", _label(cand), lambda: be.tanh_backward(gh, xh),
+                n * 6, "elementwise_bwd", "bfloat16", (n,))
+
+
     for dtype in ("bfloat16", "float32"):
         ops = _row_kernel_ops(be, np.dtype(dtype), m, k)
         for cand in ROW_KERNEL:
@@ -138,29 +161,6 @@ def sweep(b: bg.Bench) -> list:
                 for op, fn, nbytes, family in ln_bwd:
                     run(f"ln partials {dtype}", op, "current" if parts is None else str(parts),
                         fn, nbytes, family, dtype)
-
-    for cand in LN_STAGES:
-        def heavy_cfg(n, f64, interp, heavy=False, strided=False, half_rows=False,
-                      cand=cand):
-            if cand is None or not heavy or interp or f64 or strided or n != k:
-                return orig_row(n, f64, interp, heavy, strided, half_rows)
-            return RowC(True, cand[0], configs._pow2(n), cand[1], cand[2])
-        with patched(row_config=heavy_cfg):
-            for dtype in ("bfloat16", "float32"):
-                for op, fn, nbytes, family in _row_kernel_ops(be, np.dtype(dtype), m, k):
-                    if op == "layer_norm bwd":
-                        run(f"ln stages {dtype}", op, _label(cand), fn, nbytes, family, dtype)
-
-    for cand in CE_STAGES:
-        def ce_cfg(n, f64, interp, heavy=False, strided=False, half_rows=False, cand=cand):
-            if cand is None or heavy or interp or f64 or n != k:
-                return orig_row(n, f64, interp, heavy, strided, half_rows)
-            return RowC(True, cand[0], configs._pow2(n), cand[1], cand[2])
-        with patched(row_config=ce_cfg):
-            for dtype in ("bfloat16", "float32"):
-                for op, fn, nbytes, family in _row_kernel_ops(be, np.dtype(dtype), m, k):
-                    if op == "cross_entropy fwd":
-                        run(f"ce stages {dtype}", op, _label(cand), fn, nbytes, family, dtype)
 
     col_ops = [("sum cols", lambda: be.sum_(x2, (0,), False)),
                ("sum_to", lambda: be.sum_to(x2, (1, k)))]
