@@ -94,9 +94,9 @@ def sweep(b: bg.Bench) -> list:
                ("var rows", lambda: be.var(x2, (1,), 1.0, False))]
     orig_red = configs.red_config
     for cfg in ROW_RED:
-        def red_cfg(kk, m_contig, interp, kind="", cfg=cfg):
+        def red_cfg(kk, m_contig, interp, kind="", rows=1 << 30, cfg=cfg):
             if cfg is None or m_contig or interp or kk != k:
-                return orig_red(kk, m_contig, interp, kind)
+                return orig_red(kk, m_contig, interp, kind, rows)
             return cfg
         with patched(red_config=red_cfg):
             for op, fn in red_ops:
@@ -165,8 +165,9 @@ def sweep(b: bg.Bench) -> list:
     col_ops = [("sum cols", lambda: be.sum_(x2, (0,), False)),
                ("sum_to", lambda: be.sum_to(x2, (1, k)))]
     for cfg, progs, min_el in COL_RED:
-        def col_cfg(kk, m_contig, interp, kind="", cfg=cfg):
-            return cfg if m_contig and not interp else orig_red(kk, m_contig, interp, kind)
+        def col_cfg(kk, m_contig, interp, kind="", rows=1 << 30, cfg=cfg):
+            return cfg if m_contig and not interp else orig_red(kk, m_contig, interp, kind,
+                                                                rows)
         label = _label(cfg) + f" split {progs}/{min_el}"
         with patched(red_config=col_cfg, RED_SPLIT_PROGRAMS=progs,
                      RED_SPLIT_MIN_ELEMENTS=min_el):

@@ -243,8 +243,8 @@ def check_pipelined_variants() -> None:
     m, k = (50, 3000) if interp else (3000, 6000)
     try:
         for stages in (2, 3):
-            def red(kk, m_contig, i, kind="", s=stages):
-                c = red_orig(kk, m_contig, i, kind)
+            def red(kk, m_contig, i, kind="", rows=1 << 30, s=stages):
+                c = red_orig(kk, m_contig, i, kind, rows)
                 return configs.RedConfig(c.block_m, c.block_k, c.num_warps, s)
             configs.red_config = red
             x = rng.standard_normal((m, k)).astype(np.float32)

@@ -41,6 +41,10 @@ def test_row_reductions_of_long_rows_take_the_config_measured_for_their_kind():
         assert configs.red_config(2047, False, False, kind) == configs.RED_ROW
     for kind in ("amax", "amin"):
         assert configs.red_config(1 << 20, False, False, kind) == configs.RED_ROW_LONG_MINMAX
+        assert configs.red_config(4096, False, False, kind, rows=8192) == \
+            configs.RED_ROW_LONG_MINMAX
+        # a full reduction (one row) keeps RED_ROW: 7 of the 8 tile rows would idle
+        assert configs.red_config(1 << 20, False, False, kind, rows=1) == configs.RED_ROW
     for kind in ("prod", "argmax", "argmin", "all", "any", ""):
         assert configs.red_config(4096, False, False, kind) == configs.RED_ROW
     assert configs.red_config(4096, True, False, "sum") == configs.RED_COL

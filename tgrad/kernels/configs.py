@@ -56,6 +56,7 @@ RED_ROW_LONG_SUM = RedConfig(block_m=1, block_k=2048, num_warps=4)
 RED_ROW_LONG_MINMAX = RedConfig(block_m=8, block_k=512, num_warps=8)
 RED_LONG_SUM_KINDS = frozenset(("sum", "mean", "var", "logsumexp"))
 RED_LONG_MINMAX_KINDS = frozenset(("amax", "amin"))
+RED_MINMAX_MIN_ROWS = 1024
 RED_ROW_SHORT = RedConfig(block_m=32, block_k=64, num_warps=4)
 # Columns (M contiguous, K strided): wide M tiles so loads coalesce along M.
 RED_COL = RedConfig(block_m=64, block_k=32, num_warps=4)
@@ -118,10 +119,13 @@ def red_split(m_programs: int, k: int, block_m: int, block_k: int, interpreted: 
     return -(-chunk // block_k) * block_k  # whole loop steps per chunk
 
 
-def red_config(k: int, m_contiguous: bool, interpreted: bool, kind: str = "") -> RedConfig:
+def red_config(k: int, m_contiguous: bool, interpreted: bool, kind: str = "",
+               rows: int = 1 << 30) -> RedConfig:
     """``kind``: the reduction (reduction.OPS); rows of at least RED_LONG_K elements get a
     config per kind where one was measured better (prod, all, any and the arg-reductions
-    keep RED_ROW: not measured)."""
+    keep RED_ROW: not measured). ``rows``: how many output rows; amax/amin take their
+    8-row tile only with at least RED_MINMAX_MIN_ROWS of them (a full reduction's one row
+    would leave 7 of 8 tile rows idle)."""
     if interpreted:
         bk = min(RED_INTERP.block_k, max(16, 1 << (k - 1).bit_length()))
         return RedConfig(RED_INTERP.block_m, bk, RED_INTERP.num_warps)
@@ -130,7 +134,7 @@ def red_config(k: int, m_contiguous: bool, interpreted: bool, kind: str = "") ->
     if k >= RED_LONG_K:
         if kind in RED_LONG_SUM_KINDS:
             return RED_ROW_LONG_SUM
-        if kind in RED_LONG_MINMAX_KINDS:
+        if kind in RED_LONG_MINMAX_KINDS and rows >= RED_MINMAX_MIN_ROWS:
             return RED_ROW_LONG_MINMAX
     return RED_ROW if k >= 512 else RED_ROW_SHORT
 

@@ -241,7 +241,7 @@ def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0
     integer = x.dtype.kind in "iub"
     acc = tl.int64 if integer else tl.float64 if x.dtype == np.float64 else tl.float32
     interp = is_interpreted()
-    cfg = configs.red_config(k, sm == 1 and sk != 1 and m > 1, interp, kind)
+    cfg = configs.red_config(k, sm == 1 and sk != 1 and m > 1, interp, kind, m)
     count = k  # mean's divisor
     kc = configs.red_split(triton_cdiv(m, cfg.block_m), k, cfg.block_m, cfg.block_k,
                            interp) \
@@ -254,7 +254,7 @@ def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0
         _launch("sum" if kind == "mean" else kind, v2, parts, m, k, sm, sk, kc, ns, count,
                 correction, acc, cfg)
         v2, k, sm, sk = parts, ns, ns, 1
-        cfg = configs.red_config(k, False, interp, kind)
+        cfg = configs.red_config(k, False, interp, kind, m)
     out = DeviceArray.empty((m,), out_dt, x.device)
     _launch(kind, v2, out, m, k, sm, sk, k, 1, count, correction, acc, cfg)
     return out.view(out_shape, contiguous_strides(out_shape))
