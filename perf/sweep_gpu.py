@@ -102,29 +102,29 @@ def sweep(b: bg.Bench) -> list:
             for op, fn in red_ops:
                 run("row red", op, _label(cfg), fn, nb + m * 4, "reduction")
 
+    # row kernels: the candidates' RowConfig for rows of k, else the config in use
+    row_ops = {dt: _row_kernel_ops(be, np.dtype(dt), m, k) for dt in ("bfloat16", "float32")}
     orig_row = configs.row_config
-    for cand in CE_STAGES:
-        def ce_cfg(n, f64, interp, heavy=False, strided=False, half_rows=False, cand=cand):
-            if cand is None or heavy or interp or f64 or n != k:
-                return orig_row(n, f64, interp, heavy, strided, half_rows)
-            return RowC(True, cand[0], configs._pow2(n), cand[1], cand[2])
-        with patched(row_config=ce_cfg):
-            for dtype in ("bfloat16", "float32"):
-                for op, fn, nbytes, family in _row_kernel_ops(be, np.dtype(dtype), m, k):
-                    if op == "cross_entropy fwd":
-                        run(f"ce stages {dtype}", op, _label(cand), fn, nbytes, family, dtype)
 
-    for cand in LN_STAGES:
-        def heavy_cfg(n, f64, interp, heavy=False, strided=False, half_rows=False,
-                      cand=cand):
-            if cand is None or not heavy or interp or f64 or strided or n != k:
-                return orig_row(n, f64, interp, heavy, strided, half_rows)
-            return RowC(True, cand[0], configs._pow2(n), cand[1], cand[2])
-        with patched(row_config=heavy_cfg):
-            for dtype in ("bfloat16", "float32"):
-                for op, fn, nbytes, family in _row_kernel_ops(be, np.dtype(dtype), m, k):
-                    if op == "layer_norm bwd":
-                        run(f"ln stages {dtype}", op, _label(cand), fn, nbytes, family, dtype)
+    def row_group(group, cands, choose, only=None):
+        """choose(cand, heavy, strided) -> a RowConfig, or None for the one in use."""
+        for cand in cands:
+            def cfg(rn, f64, interp, heavy=False, strided=False, half_rows=False, cand=cand):
+                c = None if cand is None or interp or f64 or rn != k else choose(cand, heavy,
+                                                                               strided)
+                return c or orig_row(rn, f64, interp, heavy, strided, half_rows)
+            with patched(row_config=cfg):
+                for dtype, ops in row_ops.items():
+                    for op, fn, nbytes, family in ops:
+                        if only is None or op == only:
+                            run(f"{group} {dtype}", op, _label(cand), fn, nbytes, family,
+                                dtype)
+
+    bn = configs._pow2(k)
+    row_group("ce stages", CE_STAGES, lambda c, heavy, strided: None if heavy else RowC(
+        True, c[0], bn, c[1], c[2]), only="cross_entropy fwd")
+    row_group("ln stages", LN_STAGES, lambda c, heavy, strided: RowC(
+        True, c[0], bn, c[1], c[2]) if heavy and not strided else None, only="layer_norm bwd")
 
     xh = be.cast(bg._randn(be, (n,), f32, 1), bf16)
     gh = be.cast(bg._randn(be, (n,), f32, 2), bf16)
@@ -140,27 +140,16 @@ def sweep(b: bg.Bench) -> list:
             run("ew bf16", "tanh_backward", _label(cand), lambda: be.tanh_backward(gh, xh),
                 n * 6, "elementwise_bwd", "bfloat16", (n,))
 
-
-    for dtype in ("bfloat16", "float32"):
-        ops = _row_kernel_ops(be, np.dtype(dtype), m, k)
-        for cand in ROW_KERNEL:
-            def row_cfg(n, f64, interp, heavy=False, strided=False, half_rows=False,
-                        cand=cand):
-                if cand is None or interp or f64 or n != k:
-                    return orig_row(n, f64, interp, heavy, strided, half_rows)
-                return RowC(True, cand[0], configs._pow2(n), cand[1])
-            with patched(row_config=row_cfg):
-                for op, fn, nbytes, family in ops:
-                    run(f"row {dtype}", op, _label(cand), fn, nbytes, family, dtype)
+    row_group("row", ROW_KERNEL, lambda c, heavy, strided: RowC(True, c[0], bn, c[1]))
 
     for parts in LN_PARTIALS:
-        for dtype in ("bfloat16", "float32"):
-            ln_bwd = [o for o in _row_kernel_ops(be, np.dtype(dtype), m, k)
-                      if o[0] == "layer_norm bwd"]
-            with patched(**({} if parts is None else {"LN_MAX_PARTIALS": parts})):
-                for op, fn, nbytes, family in ln_bwd:
-                    run(f"ln partials {dtype}", op, "current" if parts is None else str(parts),
-                        fn, nbytes, family, dtype)
+        with patched(**({} if parts is None else {"LN_MAX_PARTIALS": parts})):
+            for dtype, ops in row_ops.items():
+                for op, fn, nbytes, family in ops:
+                    if op == "layer_norm bwd":
+                        run(f"ln partials {dtype}", op,
+                            "current" if parts is None else str(parts), fn, nbytes, family,
+                            dtype)
 
     col_ops = [("sum cols", lambda: be.sum_(x2, (0,), False)),
                ("sum_to", lambda: be.sum_to(x2, (1, k)))]
@@ -174,6 +163,7 @@ def sweep(b: bg.Bench) -> list:
             for op, fn in col_ops:
                 run("col red", op, label, fn, nb + k * 4, "reduction")
     return out
+
 
 def _row_kernel_ops(be, dt: np.dtype, m: int, k: int) -> list:
     """(op, fn, bytes moved, family) of the row kernels timed at (m, k) in dtype dt."""
