@@ -8,9 +8,10 @@ driver's own time (launches, and the fake's Python stands in for cuda-bindings' 
 
     python perf/bench_launch_stub.py [--out DIR] [--number 2000]
 
-Cases (1-element float32 tensors requiring grad, as perf/bench_launch.py):
-fwd (``a * b``), nograd (the same under no_grad), chain_fwd and chain_fwdbwd (32 nodes
-``x = x * w``, per node), engine = chain backward per node minus two no-grad multiplies.
+Cases: perf/bench_launch.py's (1-element float32 tensors requiring grad: fwd ``a * b``,
+fwdbwd, the 32-node chain's forward and backward per node, engine = chain backward per node
+minus its formula's two multiplies under no_grad), plus nograd (one ``a * b`` under
+no_grad).
 Needs a C compiler (the stand-in libcuda is built into a temporary folder); the timing runs
 in a subprocess whose libcuda.so.1 is the stand-in. Writes DIR/bench_launch_stub.json.
 """
@@ -29,7 +30,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAIN = 32
+sys.path.insert(0, str(ROOT / "perf"))
+from bench_launch import CHAIN  # noqa: E402
+
 MARKER = "@@RESULT@@"
 
 
@@ -47,11 +50,8 @@ def build_stub(out_dir: str) -> str:
 
 
 def measure(number: int, repeat: int) -> dict:
-    """Runs inside the subprocess (libcuda.so.1 is the stand-in)."""
-    import gc
-    import statistics
-    import timeit
-
+    """Runs inside the subprocess (libcuda.so.1 is the stand-in): perf/bench_launch.py's
+    cases and arithmetic on device cuda, plus ``nograd`` (one ``a * b`` under no_grad)."""
     import numpy as np
     sys.path.insert(0, str(ROOT / "tests"))
     import test_cuda_driver_runtime as fake_driver
@@ -60,48 +60,17 @@ def measure(number: int, repeat: int) -> dict:
     rt = driver_runtime.DriverRuntime(bindings=fake_driver.FakeCudaDriver(
         n_devices=1, capacity=1 << 30))
     _runtime._state.update(rt=rt, why=None, done=True)
+    import bench_launch
+
     import tgrad
-
-    def leaf():
-        return tgrad.tensor(np.float32(1.0), device="cuda", requires_grad=True)
-    a, b, x = leaf(), leaf(), leaf()
-    ws = [leaf() for _ in range(CHAIN)]
-    gx = tgrad.ones_like(x)
-
-    def fwd():
-        return a * b
+    a, b = (tgrad.tensor(np.float32(1.0), device="cuda") for _ in range(2))
 
     def nograd():
         with tgrad.no_grad():
             return a * b
 
-    def chain():
-        y = x
-        for w in ws:
-            y = y * w
-        return y
-
-    def chain_bwd():
-        x.grad = None
-        for w in ws:
-            w.grad = None
-        chain().backward(gx)
-
-    out = {}
-    for name, fn, n, per in (("fwd", fwd, number, 1), ("nograd", nograd, number, 1),
-                             ("chain_fwd", chain, max(number // CHAIN, 20), CHAIN),
-                             ("chain_fwdbwd", chain_bwd, max(number // CHAIN, 20), CHAIN)):
-        for _ in range(3):
-            fn()
-        gc.disable()
-        try:
-            r = [t / n / per * 1e6 for t in timeit.repeat(fn, number=n, repeat=repeat)]
-        finally:
-            gc.enable()
-        out[name] = {"median_us": statistics.median(r), "min_us": min(r)}
-    bwd = out["chain_fwdbwd"]["median_us"] - out["chain_fwd"]["median_us"]
-    out["bwd_per_node"] = {"median_us": bwd}
-    out["engine_per_node"] = {"median_us": bwd - 2 * out["nograd"]["median_us"]}
+    cases = dict(bench_launch.tgrad_cases("cuda", 1), nograd=nograd)
+    out = bench_launch.measure(cases, number, repeat, None)
     from tgrad.kernels import launch
     out["launch_stats"] = dict(launch.stats)
     return out
@@ -130,8 +99,9 @@ def main(argv=None) -> int:
         print(p.stdout[-3000:] + p.stderr[-3000:], file=sys.stderr)
         return 1
     res = json.loads(line[len(MARKER):])
-    for k in ("fwd", "nograd", "chain_fwd", "bwd_per_node", "engine_per_node"):
-        print(f"{k:16s} {res[k]['median_us']:8.2f} us")
+    res["chain_fwd_per_node"] = {"median_us": res["chain_fwd"]["median_us"] / CHAIN}
+    for k in ("fwd", "nograd", "chain_fwd_per_node", "bwd_per_node", "engine_per_node"):
+        print(f"{k:18s} {res[k]['median_us']:8.2f} us")
     import triton
     report = {"schema": "tgrad-bench-launch-stub/1", "date": datetime.datetime.now(
         datetime.timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),

@@ -7,39 +7,36 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(__file__))
+from interpreted import run_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = textwrap.dedent(r"""
     import json, os, sys
-    sys.path.insert(0, os.path.join(sys.argv[1], "perf"))
+    root, out = {root!r}, {out!r}
+    sys.path.insert(0, os.path.join(root, "perf"))
     import sweep_gpu
     from tgrad.kernels import configs
     before = (configs.red_config, configs.row_config, configs.ew_config,
               configs.RED_SPLIT_PROGRAMS)
-    rc = sweep_gpu.main(["--out", sys.argv[2], "--smoke", "--reps", "2"])
+    rc = sweep_gpu.main(["--out", out, "--smoke", "--reps", "2"])
     after = (configs.red_config, configs.row_config, configs.ew_config,
              configs.RED_SPLIT_PROGRAMS)
     n = (4 * len(sweep_gpu.ROW_RED) + 2 * len(sweep_gpu.COL_RED)
          + 6 * len(sweep_gpu.ROW_KERNEL) + 2 * len(sweep_gpu.EW_16)
          + 2 * len(sweep_gpu.LN_PARTIALS) + 2 * len(sweep_gpu.LN_STAGES)
          + 2 * len(sweep_gpu.CE_STAGES))
-    print("RESULT" + json.dumps({"rc": rc, "restored": before == after, "n": n}))
+    print(json.dumps({{"rc": rc, "restored": before == after, "n": n}}))
 """)
 
 
 def test_sweep_gpu_smoke(tmp_path):
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(ROOT), str(tmp_path)],
-                          capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    res = json.loads(next(ln for ln in proc.stdout.splitlines()
-                          if ln.startswith("RESULT"))[len("RESULT"):])
+    res = run_json(SCRIPT.format(root=str(ROOT), out=str(tmp_path)))
     assert res["rc"] == 0 and res["restored"]
     rep = json.loads((tmp_path / "bench_gpu.json").read_text())
     assert rep["n_errors"] == 0, [r for r in rep["results"] if r["error"]]

@@ -39,13 +39,17 @@ def _ptxas() -> str:
     pytest.skip("no ptxas inside triton's package")
 
 
-def _compile(fn, sig: dict, cx: dict, num_warps: int):
-    # constexpr parameters left out take their defaults, as a launch binds them
+def _compile(fn, sig: dict, cx: dict, num_warps: int, aligned=()):
+    # constexpr parameters left out take their defaults, as a launch binds them; ``aligned``:
+    # parameters specialized as 16-divisible (pointers, sizes, strides), as a GPU launch on
+    # aligned data specializes them (loads then vectorize and pipeline)
     params = inspect.signature(fn.fn).parameters
     cx = dict({n: p.default for n, p in params.items()
                if p.default is not inspect.Parameter.empty and n not in sig}, **cx)
     sig = dict(sig, **{k: "constexpr" for k in cx})
-    return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=cx), target=TARGET,
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+    return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=cx, attrs=attrs),
+                          target=TARGET,
                           options={"num_warps": num_warps, **configs.COMPILE_OPTIONS})
 
 
@@ -190,13 +194,8 @@ def test_reduction_pipelines_its_k_loop(kind, stages, cfg):
         cx["SM"] = 1
     else:
         sig["SM"] = "i32"
-    names = red.red_kernel.arg_names
-    aligned = ["X", "Y", "K", "KC"] + ([] if col else ["SM"])
-    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
-    full = dict(sig, **{k: "constexpr" for k in cx})
-    k = triton.compile(ASTSource(fn=red.red_kernel, signature=full, constexprs=cx,
-                                 attrs=attrs), target=TARGET,
-                       options={"num_warps": cfg.num_warps, **configs.COMPILE_OPTIONS})
+    k = _compile(red.red_kernel, sig, cx, cfg.num_warps,
+                 aligned=["X", "Y", "K", "KC"] + ([] if col else ["SM"]))
     assert "cp.async" in k.asm["ptx"]
     assert _spills(k.asm["ptx"]) == (0, 0)
 

@@ -153,21 +153,15 @@ def test_layer_norm_backward_pipelines_its_row_loop(dt, bm, warps):
     """STAGES=2 (perf/sweep_gpu.py's candidates; configs keep 1 until measured): specialized
     as a launch on 16-aligned rows of 4096 is, the loop over row blocks fetches the next
     block by cp.async into shared memory, within the H200's 227 KiB, and nothing spills."""
-    from triton.compiler import ASTSource
     t, acc = DT[dt], "fp32"
-    names = kln.ln_bwd_kernel.arg_names
     sig = dict(G=f"*{t}", X=f"*{t}", W=f"*{t}", MEAN=f"*{acc}", RSTD=f"*{acc}", DX=f"*{t}",
                DWP=f"*{acc}", DBP=f"*{acc}", **_ints("M", "N", "M0", "SG1", "SG0", "SX1", "SX0",
                                                       "SD1", "SD0", "n_blocks", "n_progs"))
     cfg = configs.RowConfig(True, bm, 4096, warps, 2)
     cx = _row_cx(cfg, dt, HAS_W=True, NEED_W=True, NEED_B=True, SGN=1, SXN=1, SDN=1,
                  STAGES=cfg.stages)
-    sig.update({k: "constexpr" for k in cx})
-    aligned = [n for n in names if sig[n] != "constexpr" and n not in ("n_blocks", "n_progs")]
-    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
-    k = triton.compile(ASTSource(fn=kln.ln_bwd_kernel, signature=sig, constexprs=cx,
-                                 attrs=attrs), target=TARGET,
-                       options={"num_warps": warps, **configs.COMPILE_OPTIONS})
+    k = _compile(kln.ln_bwd_kernel, sig, cx, warps,
+                 aligned=[n for n in sig if n not in ("n_blocks", "n_progs")])
     assert k.metadata.shared <= 227 * 1024, k.metadata.shared
     assert "cp.async" in k.asm["ptx"]
     assert _spills(k.asm["ptx"]) == (0, 0)
@@ -178,19 +172,13 @@ def test_layer_norm_backward_pipelines_its_row_loop(dt, bm, warps):
 def test_cross_entropy_forward_persistent_pipelines(dt, bm, warps):
     """STAGES=2 (sweep candidates; configs keep 1): the persistent programs' loop over row
     blocks fetches ahead by cp.async, without spills."""
-    from triton.compiler import ASTSource
     t, acc = DT[dt], "fp32"
-    names = kce.ce_fwd_kernel.arg_names
     sig = dict(X=f"*{t}", T="*i64", RW=f"*{acc}", LOSS=f"*{acc}", LSE=f"*{acc}",
                WOUT=f"*{acc}", **_ints("M", "N", "M0", "SX1", "SX0", "ignore_index"))
     cfg = configs.RowConfig(True, bm, 4096, warps, 2)
     cx = _row_cx(cfg, dt, HAS_W=False, SXN=1, STAGES=cfg.stages)
-    sig.update({k: "constexpr" for k in cx})
-    aligned = [n for n in names if sig[n] != "constexpr" and n != "ignore_index"]
-    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
-    k = triton.compile(ASTSource(fn=kce.ce_fwd_kernel, signature=sig, constexprs=cx,
-                                 attrs=attrs), target=TARGET,
-                       options={"num_warps": warps, **configs.COMPILE_OPTIONS})
+    k = _compile(kce.ce_fwd_kernel, sig, cx, warps,
+                 aligned=[n for n in sig if n != "ignore_index"])
     assert "cp.async" in k.asm["ptx"]
     assert _spills(k.asm["ptx"]) == (0, 0)
 
