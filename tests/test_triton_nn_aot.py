@@ -85,7 +85,8 @@ def test_softmax_no_spills(n, dt, log):
 def test_cross_entropy_no_spills(n, dt):
     cfg, t = _cfg(n, dt, forward=True), DT[dt]
     acc = "fp64" if dt == "float64" else "fp32"
-    fw = dict(X=f"*{t}", T="*i64", RW=f"*{acc}", LOSS=f"*{acc}", LSE=f"*{acc}",
+    # LOSS in x's dtype: reduction "none" (the benchmark's); the others store float32
+    fw = dict(X=f"*{t}", T="*i64", RW=f"*{acc}", LOSS=f"*{t}", LSE=f"*{acc}",
               WOUT=f"*{acc}", **_ints("M", "N", "M0", "SX1", "SX0", "SXN", "ignore_index"))
     k = _compile(kce.ce_fwd_kernel, fw, _row_cx(cfg, dt, HAS_W=True), cfg.num_warps)
     assert _spills(k.asm["ptx"]) == (0, 0)
@@ -122,6 +123,12 @@ def test_layer_norm_no_spills(n, dt):
                      **({} if strided else dict.fromkeys(row_strides, 1)))
         k = _compile(kln.ln_bwd_kernel, bw, cx, cfg.num_warps)
         assert _spills(k.asm["ptx"]) == (0, 0), f"strided={strided}: {cfg}"
+    # stage 2: both partial sums, stored in the parameters' dtype
+    bp, bn = configs.ln_dwdb_config(False)
+    sig = dict(DWP=f"*{acc}", DBP=f"*{acc}", DW=f"*{t}", DB=f"*{t}", **_ints("P", "N"))
+    k = _compile(kln.ln_dwdb_kernel, sig, dict(NEED_W=True, NEED_B=True,
+                 ACC64=dt == "float64", BLOCK_P=bp, BLOCK_N=bn), configs.LN_DWDB_WARPS)
+    assert _spills(k.asm["ptx"]) == (0, 0)
 
 
 @pytest.mark.parametrize("cfg", configs.MATMUL_CONFIGS_16, ids=str)
@@ -269,3 +276,24 @@ FLOAT64_ARGS = [(kd.dropout_kernel, ("p", "scale")), (ka.softplus_kernel, ("beta
 def test_float_arguments_are_declared_float64(kernel, names):
     params = {p.name: p for p in kernel.params}
     assert [params[n].annotation_type for n in names] == ["fp64"] * len(names)
+
+
+def test_sums_of_exponentials_take_one_mufu_and_no_select_per_element(tmp_path):
+    """perf/sass_counts.py's machine code of the forward row kernels at rows of 4096:
+    cross_entropy and log_softmax spend exactly one MUFU per element (its ex2; plus the
+    row's one lg2) and no per-element compare or select (Triton's exp adds a subnormal range
+    check and tgrad's old -inf select added two more)."""
+    import json
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "perf"))
+    import sass_counts
+    if not os.path.exists(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia",
+                                       "bin", "nvdisasm")):
+        pytest.skip("no nvdisasm inside triton's package")
+    assert sass_counts.main(["--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "sass_counts.json").read_text())["rows"]
+    assert {(r["kernel"], r["dtype"]) for r in rows} >= {
+        ("cross_entropy fwd", "bfloat16"), ("log_softmax fwd", "float32")}
+    for r in rows:
+        if r["kernel"] != "softmax fwd":
+            assert r["mufu"] == r["elements_per_thread"] + 1, r
+            assert r["fsetp_fsel"] < r["elements_per_thread"], r

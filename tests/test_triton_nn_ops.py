@@ -80,6 +80,23 @@ def check_softmax(rng):
                 dx = getattr(nn, name + "_bwd")(_t(g, lay), _t(y_ref, lay), axis)
                 _close(dx, getattr(nb, name + "_bwd")(g, y_ref, axis), dt,
                        f"{name} bwd {shape} axis={axis} {lay} {dt.__name__}")
+    # special rows through the one-pass float32 forms (exponents by FMA, 2^x): -inf
+    # logits, a row of -inf, +inf, NaN, logits near 1e4, underflowing (subnormal) terms
+    inf, nan = np.inf, np.nan
+    for dt in (np.float32, np.float64):
+        x = np.array([[0.5, -inf, 2.0, -1.0], [-inf, -inf, -inf, -inf], [1.0, inf, 0.0, 2.0],
+                      [nan, 1.0, 2.0, 3.0], [1e4, 1e4 - 3.0, 1e4 + 1.5, 1e4 - 0.25],
+                      [-90.0, -200.0, -88.0, 0.0], [1e-30, 0.0, -1e-30, 2e-30]], dt)
+        for name in ("softmax", "log_softmax"):
+            y = getattr(nn, name + "_fwd")(_h(x), 1)
+            _close(y, getattr(nb, name + "_fwd")(x, 1), dt, f"{name} special rows {dt}")
+            exact = getattr(nb, name + "_fwd")(x.astype(np.float64), 1)
+            got = y.to_host().astype(np.float64)
+            assert np.array_equal(np.isnan(got), np.isnan(exact)), (name, got, exact)
+            fin = np.isfinite(exact)
+            # float32: within 2 ulps of the float64 maths on the same inputs (atol: the
+            # subnormal softmax values e^-88.., which float32 keeps with fewer digits)
+            assert np.allclose(got[fin], exact[fin], rtol=2.4e-7, atol=1e-44), (name, got)
 
 
 def check_cross_entropy(rng):
@@ -107,6 +124,30 @@ def check_cross_entropy(rng):
                                               red)
                     _close(dx, nb.cross_entropy_bwd(g, x, t, rw, lse_ref, axis, -100, red),
                            dt, what + " dx")
+    # special rows (the float32 forward sums 2^(x log2 e - m log2 e) with subnormal terms
+    # flushed): -inf logits, a row of -inf, +inf, NaN, logits near 1e4, a tiny spread
+    inf, nan = np.inf, np.nan
+    for dt in (np.float32, np.float64):
+        x = np.array([[0.5, -inf, 2.0, -1.0], [-inf, -inf, -inf, -inf],
+                      [1.0, inf, 0.0, 2.0], [nan, 1.0, 2.0, 3.0],
+                      [1e4, 1e4 - 3.0, 1e4 + 1.5, 1e4 - 0.25], [-90.0, -200.0, -88.0, 0.0],
+                      [1e-30, 0.0, -1e-30, 2e-30]], dt)
+        t = np.array([0, 2, 3, 1, 2, 1, 3])
+        loss, lse = nn.cross_entropy_fwd(_h(x), _h(t), None, 1, -100, "none")
+        loss_ref, lse_ref = nb.cross_entropy_fwd(x, t, None, 1, -100, "none")
+        _close(loss, loss_ref, dt, f"cross_entropy special rows loss {dt.__name__}")
+        # lse is internal (saved for backward): the row of -inf keeps -inf (log of an empty
+        # sum) where NumPy's inf - inf gives NaN; its loss is NaN on both
+        keep = np.arange(len(t)) != 1
+        _close(lse.to_host()[keep], lse_ref[keep], dt, f"cross_entropy special lse {dt.__name__}")
+        assert np.isneginf(lse.to_host()[1]) and np.isnan(loss.to_host()[1])
+        # float32 against float64 maths on the same inputs: logits near 1e4 lose nothing to
+        # lse's rounding (the loss is (m - x[t]) + log(sum(exp(x - m)))), at 2 float32 ulps
+        exact = nb.cross_entropy_fwd(x.astype(np.float64), t, None, 1, -100, "none")[0]
+        got = loss.to_host().astype(np.float64)
+        fin = np.isfinite(exact)
+        assert np.array_equal(np.isnan(got), np.isnan(exact)), (got, exact)
+        assert np.allclose(got[fin], exact[fin], rtol=2.4e-7, atol=0), (got, exact)
     # no rows at all: empty / 0 / nan like PyTorch
     x = np.zeros((0, 5), np.float32)
     t = np.zeros((0,), np.int64)
@@ -146,6 +187,10 @@ def check_layer_norm(rng):
                 again = nn.layer_norm_bwd(_t(g, lay), _t(x, lay), mu, rs, hw, k, True, True)
                 assert np.array_equal(again[1].to_host(), res[1].to_host()), \
                     what + " dw not bit-identical run to run"
+                only_b = nn.layer_norm_bwd(_t(g, lay), _t(x, lay), mu, rs, hw, k, False, True)
+                assert only_b[1] is None, what
+                _close(only_b[2], nb.layer_norm_bwd(g, x, mu_ref, rs_ref, ww, k, False,
+                                                    True)[2], dt, f"{what} db alone")
 
 
 def check_activations(rng):
@@ -326,9 +371,10 @@ def check_float16(rng):
         _close(getattr(nn, name + "_bwd")(_h(g), _h(y), 1), getattr(nb, name + "_bwd")(g, y, 1),
                dt, name + " bwd fp16")
     t = rng.integers(0, 100, 6)
-    loss, lse = nn.cross_entropy_fwd(_h(x), _h(t), None, 1, -100, "mean")
-    loss_ref, lse_ref = nb.cross_entropy_fwd(x, t, None, 1, -100, "mean")
-    _close(loss, loss_ref, dt, "cross_entropy fp16")
+    for red in ("none", "mean"):  # "none": the kernel stores float16 losses itself
+        loss, lse = nn.cross_entropy_fwd(_h(x), _h(t), None, 1, -100, red)
+        loss_ref, lse_ref = nb.cross_entropy_fwd(x, t, None, 1, -100, red)
+        _close(loss, loss_ref, dt, f"cross_entropy fp16 {red}")
     _close(lse, lse_ref, np.float32, "cross_entropy lse fp16")
     w = rng.standard_normal(100).astype(dt)
     y, mu, rs = nn.layer_norm_fwd(_h(x), 1, _h(w), _h(w), 1e-5)

@@ -94,7 +94,8 @@ def _row_weights(t: np.ndarray, rw, ignore_index: int, dt: np.dtype) -> np.ndarr
 
 def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index: int,
                       reduction: str) -> tuple:
-    """(loss, lse): loss_i = rw_i (lse_i - x[i, t_i]) (0 where ignored), reduced by
+    """(loss, lse): loss_i = rw_i (lse_i - x[i, t_i]) (0 where ignored; computed as
+    (m_i - x[i, t_i]) + log(sum(exp(x_i - m_i))) with the row max m_i), reduced by
     ``reduction`` ("mean" divides by sum(rw) over kept rows: 0/0 = nan when all are
     ignored, as PyTorch); lse: the log-sum-exp per row (compute dtype), saved for backward."""
     dt = x.dtype
@@ -103,10 +104,13 @@ def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index:
     w = _row_weights(t, rw, ignore_index, xf.dtype)
     with np.errstate(all="ignore"):
         m = _max_keep(xf, axis)
-        lse = np.squeeze(np.log(np.sum(np.exp(xf - m), axis=axis, keepdims=True)) + m, axis)
+        log_s = np.squeeze(np.log(np.sum(np.exp(xf - m), axis=axis, keepdims=True)), axis)
+        m = np.squeeze(m, axis)
+        lse = log_s + m
         idx = np.expand_dims(np.where(keep, t, 0), axis)
         picked = np.squeeze(np.take_along_axis(xf, idx, axis=axis), axis)
-        loss = np.where(keep, w * (lse - picked), 0).astype(xf.dtype)
+        # (m - picked) + log_s, not lse - picked: exact when the target's logit is the max
+        loss = np.where(keep, w * ((m - picked) + log_s), 0).astype(xf.dtype)
         if reduction == "sum":
             loss = np.sum(loss, dtype=xf.dtype)
         elif reduction == "mean":

@@ -186,7 +186,9 @@ def cross_entropy_fwd(x: DeviceArray, t: DeviceArray, rw, axis: int, ignore_inde
     t = _contig(tb.cast(t, np.int64))
     rwc = _contig(tb.cast(rw, cdt)) if rw is not None else None
     xv, (m, n, m0, (sx,)) = _ce_rows(x, axis)
-    loss, lse, w = (_empty(t.shape, cdt) for _ in range(3))
+    # "none": the kernel writes the loss in x's dtype (no cast launch after it)
+    loss = _empty(t.shape, x.dtype if reduction == "none" else cdt)
+    lse, w = _empty(t.shape, cdt), _empty(t.shape, cdt)
     cfg = _row_cfg(n, x.dtype, forward=True)
     from tgrad.kernels.launch import karg, triton_cdiv
     with np.errstate(all="ignore"):
@@ -319,11 +321,15 @@ def layer_norm_bwd(g: DeviceArray, x: DeviceArray, mean: DeviceArray, rstd: Devi
                HAS_W=wc is not None, NEED_W=bool(need_w), NEED_B=bool(need_b),
                ACC64=_acc64(x.dtype), ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m,
                BLOCK_N=cfg.block_n, STAGES=cfg.stages, num_warps=cfg.num_warps)
-    dw = db = None
-    if need_w:
-        dw = tb.cast(tb.sum_(dwp, (0,), False), pdt).view(nshape, contiguous_strides(nshape))
-    if need_b:
-        db = tb.cast(tb.sum_(dbp, (0,), False), pdt).view(nshape, contiguous_strides(nshape))
+    dw = _empty(nshape, pdt) if need_w else None
+    db = _empty(nshape, pdt) if need_b else None
+    if need_w or need_b:  # stage 2: both sums and their casts in one launch
+        bp, bn = configs.ln_dwdb_config(is_interpreted())
+        launch(kln.ln_dwdb_kernel, (triton_cdiv(n, bn),),
+               karg(dwp if need_w else dbp), karg(dbp if need_b else dwp),
+               karg(dw if need_w else db), karg(db if need_b else dw), n_progs, n,
+               NEED_W=bool(need_w), NEED_B=bool(need_b), ACC64=_acc64(x.dtype),
+               BLOCK_P=bp, BLOCK_N=bn, num_warps=configs.LN_DWDB_WARPS)
     return dx, dw, db
 
 

@@ -249,6 +249,17 @@ def row_persistent_programs(interpreted: bool) -> int:
 # layer_norm backward: dw/db partial sums, at most this many partial rows (stage 1 programs)
 LN_MAX_PARTIALS = 528     # 4 x 132 SMs
 LN_INTERP_MAX_PARTIALS = 4
+# ... and its stage 2 (ln_dwdb_kernel): BLOCK_P partial rows x BLOCK_N columns a step, one
+# program per BLOCK_N columns (128-byte float32 row pieces; 128 programs at N = 4096). Not
+# measured on a GPU yet: it replaced two column sums and two casts (4-6 launches).
+LN_DWDB = (64, 32)
+LN_DWDB_INTERP = (2, 64)  # several steps over the 4 interpreter partials
+LN_DWDB_WARPS = 4
+
+
+def ln_dwdb_config(interpreted: bool) -> tuple[int, int]:
+    """(BLOCK_P, BLOCK_N) of layer_norm backward's stage 2."""
+    return LN_DWDB_INTERP if interpreted else LN_DWDB
 
 
 def _pow2(n: int) -> int:

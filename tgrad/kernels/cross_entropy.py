@@ -5,7 +5,9 @@ the per-row arrays (targets T, row weights RW, LOSS, LSE, W) are contiguous over
 
 Forward, per row i (never materialises the probabilities):
     lse_i = m_i + log(sum_c e^(x_ic - m_i))              (one pass, or online over tiles)
-    loss_i = w_i (lse_i - x_i[t_i]),  w_i = rw_i (1 without class weights), 0 if ignored
+    loss_i = w_i ((m_i - x_i[t_i]) + log(sum_c e^(x_ic - m_i))),  w_i = rw_i (1 without
+      class weights), 0 if ignored (PyTorch's log_softmax + nll order: m_i - x_i[t_i] is
+      exact when they are close, so logits near 1e4 lose no digits to lse's rounding)
   bytes = M N itemsize (+ 8 M targets + 3 M 4-byte outputs); FLOPs ~ 3 M N.
   "sum"/"mean" then reduce loss (and w) with the deterministic reduction kernel.
 Backward: dx_ic = c_i (e^(x_ic - lse_i) - [c == t_i]),
@@ -18,7 +20,13 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from tgrad.kernels.softmax import NEG_INF, load_acc, online_max_sum, row_offsets
+from tgrad.kernels.softmax import (
+    NEG_INF,
+    load_acc,
+    online_max_sum,
+    row_max_logsum,
+    row_offsets,
+)
 
 
 @triton.jit
@@ -67,13 +75,13 @@ def _ce_fwd_rows(rb, X, T, RW, LOSS, LSE, WOUT, M, N, M0, SX1, SX0, SXN, ignore_
     if ONE_PASS:
         cols = tl.arange(0, BLOCK_N).to(tl.int64)
         mask = rmask[:, None] & (cols < N)[None, :]
-        x = load_acc(X + xo + cols[None, :] * SXN, mask, NEG_INF, ACC64)
-        m = tl.max(x, 1)
-        s = tl.sum(tl.where(x == NEG_INF, 0.0, tl.exp(x - m[:, None])), 1)
+        m, log_s = row_max_logsum(
+            load_acc(X + xo + cols[None, :] * SXN, mask, NEG_INF, ACC64), ACC64)
     else:
         m, s = online_max_sum(X, xo, rmask, N, SXN, ACC64, BLOCK_M, BLOCK_N)
-    lse = m + tl.log(s)
-    loss = tl.where(keep, w * (lse - picked), 0.0)
+        log_s = tl.log(s)
+    lse = m + log_s
+    loss = tl.where(keep, w * ((m - picked) + log_s), 0.0)  # m - x[t]: exact when close
     tl.store(LOSS + rows, loss.to(LOSS.dtype.element_ty), mask=rmask)
     tl.store(LSE + rows, lse.to(LSE.dtype.element_ty), mask=rmask)
     tl.store(WOUT + rows, w.to(WOUT.dtype.element_ty), mask=rmask)

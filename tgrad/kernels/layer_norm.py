@@ -11,9 +11,10 @@ Forward, per row:  mean = sum(x)/N,  var = sum((x - mean)^2)/N  (two-pass, not E
 Backward:  xhat = (x - mean) rstd,  gw = g w,
     dx = rstd (gw - mean(gw) - xhat mean(gw xhat))                        (stage 0, per row)
     dw = sum_rows(g xhat),  db = sum_rows(g): stage 1: program p of P sums the row blocks
-    p, p + P, ... into partial row p of DWP/DBP [P, N] (fixed order); stage 2 sums the P
-    partial rows with the column-reduction kernel (tgrad/kernels/reduction.py).
-  bytes = M N (2 in + out itemsize) + 2 P N 4-byte partials.
+    p, p + P, ... into partial row p of DWP/DBP [P, N] (fixed order); stage 2
+    (ln_dwdb_kernel, one launch for both) sums the P partial rows in order and stores dw, db
+    in the parameters' dtype.
+  bytes = M N (2 in + out itemsize) + 4 P N 4-byte partials (written, then read).
   STAGES (one-pass rows): Triton's software pipelining of the loop over row blocks (2: the
   next block's g and x are fetched by cp.async into shared memory while this block
   computes; 1: none, the same code as a plain range).
@@ -172,4 +173,29 @@ def ln_bwd_kernel(G, X, W, MEAN, RSTD, DX, DWP, DBP, M, N, M0, SG1, SG0, SGN, SX
                     tl.store(DBP + part + cols, p + tl.sum(g, 0), mask=cmask)
 
 
-__all__ = ["ln_fwd_kernel", "ln_bwd_kernel", "triton"]
+@triton.jit
+def ln_dwdb_kernel(DWP, DBP, DW, DB, P, N, NEED_W: tl.constexpr, NEED_B: tl.constexpr,
+                   ACC64: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Stage 2: DW[j] = sum_p DWP[p, j], DB[j] = sum_p DBP[p, j] (partials [P, N]
+    contiguous, in the compute dtype; p in a fixed order), stored in DW's / DB's dtype.
+    One program per BLOCK_N columns."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cmask = cols < N
+    parts0 = tl.arange(0, BLOCK_P)
+    dw = acc_full(BLOCK_N, 0.0, ACC64)
+    db = acc_full(BLOCK_N, 0.0, ACC64)
+    for p0 in range(0, P, BLOCK_P):
+        parts = p0 + parts0
+        mask = (parts < P)[:, None] & cmask[None, :]
+        offs = parts.to(tl.int64)[:, None] * N + cols[None, :]
+        if NEED_W:
+            dw += tl.sum(tl.load(DWP + offs, mask=mask, other=0.0), 0)
+        if NEED_B:
+            db += tl.sum(tl.load(DBP + offs, mask=mask, other=0.0), 0)
+    if NEED_W:
+        tl.store(DW + cols, dw.to(DW.dtype.element_ty), mask=cmask)
+    if NEED_B:
+        tl.store(DB + cols, db.to(DB.dtype.element_ty), mask=cmask)
+
+
+__all__ = ["ln_fwd_kernel", "ln_bwd_kernel", "ln_dwdb_kernel", "triton"]

@@ -24,6 +24,11 @@ import triton
 import triton.language as tl
 
 NEG_INF = tl.constexpr(float("-inf"))
+LOG2E = tl.constexpr(1.4426950408889634)
+LN2 = tl.constexpr(0.6931471805599453)
+# Compiled kernels take 2^x from one ex2.approx.ftz instruction (exp2_ftz); the interpreter
+# has no inline PTX, and decides at decoration time, as this does.
+EXP2_FTZ = tl.constexpr(not triton.knobs.runtime.interpret)
 
 
 @triton.jit
@@ -42,6 +47,41 @@ def load_acc(ptr, mask, other, ACC64: tl.constexpr):
     else:
         r = v.to(tl.float32)
     return r
+
+
+@triton.jit
+def exp2_ftz(x):
+    """2^x of float32 x, a result below 2^-126 flushed to +0: one MUFU.EX2. Triton's exp and
+    exp2 keep subnormal results (a compare and two multiplies more per element); for a sum
+    of exponentials whose largest term is 1 the flushed terms are below its rounding."""
+    if EXP2_FTZ:
+        y = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x],
+                                      dtype=tl.float32, is_pure=True, pack=1)
+    else:
+        y = tl.math.exp2(x)
+    return y
+
+
+@triton.jit
+def row_max_logsum(x, ACC64: tl.constexpr):
+    """(m, log_s) per row of a [BLOCK_M, BLOCK_N] tile in the compute dtype with -inf in
+    masked lanes: m = max(x), log_s = log(sum(exp(x - m))), so logsumexp = m + log_s (a row
+    of -inf: m = log_s = -inf; a +inf or NaN: NaN).
+    float32, one FMA and one ex2 per element: with ms = fl(m log2 e) (m = 0 for a row of
+    -inf) and d = m log2 e - ms (exact, by an FMA), every exponent x log2 e - ms is
+    (x - m) log2 e + d, so
+        log_s = (log2(sum 2^fma(x, log2 e, -ms)) - d) ln 2
+    loses nothing to ms's rounding (logits near 1e4 keep float32's accuracy of x - m).
+    float64: the direct formula."""
+    m = tl.max(x, 1)
+    if ACC64:
+        log_s = tl.log(tl.sum(tl.where(x == NEG_INF, 0.0, tl.exp(x - m[:, None])), 1))
+    else:
+        m0 = tl.where(m == NEG_INF, 0.0, m)
+        ms = m0 * LOG2E
+        d = tl.fma(m0, LOG2E, -ms)
+        log_s = (tl.log2(tl.sum(exp2_ftz(tl.fma(x, LOG2E, -ms[:, None])), 1)) - d) * LN2
+    return m, log_s
 
 
 @triton.jit
@@ -87,14 +127,18 @@ def softmax_fwd_kernel(X, Y, M, N, M0, SX1, SX0, SXN, SY1, SY0, SYN,
     if ONE_PASS:
         mask = rmask[:, None] & (cols0 < N)[None, :]
         x = load_acc(X + xo + cols0[None, :] * SXN, mask, NEG_INF, ACC64)
-        m = tl.max(x, 1)
-        z = x - m[:, None]
-        e = tl.where(x == NEG_INF, 0.0, tl.exp(z))
-        s = tl.sum(e, 1)
-        if LOG:
-            y = z - tl.log(s)[:, None]
-        else:
-            y = e / s[:, None]
+        if LOG:  # only the sum of exponentials: row_max_logsum's one FMA + ex2 each
+            m, log_s = row_max_logsum(x, ACC64)
+            y = (x - m[:, None]) - log_s[:, None]
+        elif ACC64:
+            m = tl.max(x, 1)
+            e = tl.where(x == NEG_INF, 0.0, tl.exp(x - m[:, None]))
+            y = e / tl.sum(e, 1)[:, None]
+        else:  # e = 2^((x - m) log2 e + d) (row_max_logsum): the common 2^d cancels in e / s
+            m = tl.max(x, 1)
+            ms = tl.where(m == NEG_INF, 0.0, m) * LOG2E
+            e = tl.math.exp2(tl.fma(x, LOG2E, -ms[:, None]))  # keeps subnormal results
+            y = e * (1.0 / tl.sum(e, 1))[:, None]
         tl.store(Y + yo + cols0[None, :] * SYN, y.to(Y.dtype.element_ty), mask=mask)
     else:
         m, s = online_max_sum(X, xo, rmask, N, SXN, ACC64, BLOCK_M, BLOCK_N)
