@@ -1,15 +1,16 @@
-"""SASS instruction counts of the row kernels' forward at the benchmark's rows (4096), as
+"""SASS instruction counts of the row kernels at the benchmark's rows (4096), as
 the wrappers launch them on the H200 (sm_90; configs of tgrad/kernels/configs.py, aligned
 unit-stride rows): no GPU needed, Triton compiles ahead of time and nvdisasm (inside
 Triton's package) lists the machine code. A proxy for the issue rate of kernels that
 bandwidth alone does not explain (bf16 cross_entropy forward ran at 50% of copy bandwidth
 on the H200 in about the time float32's twice-as-many bytes took).
 
-    python perf/sass_counts.py [--out DIR]     # prints a table, writes DIR/sass_counts.json
+    python perf/sass_counts.py [--out DIR] [--rows-2d]   # a table; DIR/sass_counts.json
 
-Columns: SASS instructions of the kernel (straight-line code: one row per program, so the
-count is per row), per element of the row each thread handles, MUFU (ex2/lg2) and the
-float compare/select instructions (FSETP, FSEL) among them.
+Columns: SASS instructions of the kernel (the forward kernels are straight-line code, one
+row per program, so this is the count per row and thread), per element a thread holds,
+MUFU and the float compare/select instructions (FSETP, FSEL) among them, and the longest
+loop's body (layer_norm backward: the cost per block of rows); the JSON adds MUFU.EX2.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def _compile(fn, sig: dict, constexprs: dict, num_warps: int):
                           options={"num_warps": num_warps, **configs.COMPILE_OPTIONS})
 
 
-def _sass_ops(cubin: bytes) -> collections.Counter:
+def _sass(cubin: bytes) -> tuple[collections.Counter, int]:
+    """(opcode counts with MUFU.EX2 counted apart as well, instructions in the kernel's
+    longest loop: from a label to the backward branch to it; 0 without a loop)."""
     import triton
     nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin",
                             "nvdisasm")
@@ -64,64 +67,103 @@ def _sass_ops(cubin: bytes) -> collections.Counter:
     finally:
         os.unlink(f.name)
     ops = collections.Counter()
+    labels: dict = {}
+    loop = n = 0
     for line in text.splitlines():
-        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
-        if m:
-            ops[m.group(1)] += 1
-    return ops
+        lab = re.match(r"\s*(\.L_x_\d+):", line)
+        if lab:
+            labels[lab.group(1)] = n
+            continue
+        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.EX2)?(.*)",
+                     line)
+        if not m:
+            continue
+        ops[m.group(1)] += 1
+        if m.group(2):
+            ops["MUFU.EX2"] += 1
+        target = re.search(r"(\.L_x_\d+)", m.group(3)) if m.group(1) == "BRA" else None
+        if target and target.group(1) in labels and labels[target.group(1)] < n:  # a loop
+            loop = max(loop, n + 1 - labels[target.group(1)])
+        n += 1
+    return ops, loop
 
 
-def cases():
-    """(name, dtype, kernel, signature, constexprs, num_warps, elements a thread holds)."""
+def _m0(sig: dict, cx: dict, rows_2d: bool) -> tuple[dict, dict]:
+    return (dict(sig, M0="i32"), cx) if rows_2d else (sig, dict(cx, M0=1))
+
+
+def cases(rows_2d: bool = False):
+    """(name, dtype, kernel, signature, constexprs, num_warps, elements a thread holds).
+    ``rows_2d``: M0 a runtime argument, as two-level rows launch (the row index then divides
+    by it); else one-dim rows, M0 = 1, which Triton specializes into a constant."""
     from tgrad.kernels import configs
     from tgrad.kernels import cross_entropy as kce
+    from tgrad.kernels import layer_norm as kln
     from tgrad.kernels import softmax as ksm
     for dt, t in (("bfloat16", "bf16"), ("float32", "fp32")):
         for op in ("cross_entropy", "log_softmax", "softmax"):
             # the forward wrappers ask for half_rows (log_softmax, cross_entropy forward)
             cfg = configs.row_config(N, False, False, half_rows=op != "softmax"
                                      and dt == "bfloat16")
+            # rows of one dim: M0 = 1 and unit column strides, specialized as a launch does
             cx = dict(SXN=1, ACC64=False, ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m,
                       BLOCK_N=cfg.block_n)
             if op == "cross_entropy":
                 sig = dict(X=f"*{t}", T="*i64", RW="*fp32", LOSS=f"*{t}", LSE="*fp32",
-                           WOUT="*fp32", M="i32", N="i32", M0="i32", SX1="i32", SX0="i32",
+                           WOUT="*fp32", M="i32", N="i32", SX1="i32", SX0="i32",
                            ignore_index="i32")
                 cx = dict(cx, HAS_W=False)
                 kern = kce.ce_fwd_kernel
             else:
-                sig = dict(X=f"*{t}", Y=f"*{t}", M="i32", N="i32", M0="i32", SX1="i32",
-                           SX0="i32", SY1="i32", SY0="i32")
+                sig = dict(X=f"*{t}", Y=f"*{t}", M="i32", N="i32", SX1="i32", SX0="i32",
+                           SY1="i32", SY0="i32")
                 cx = dict(cx, SYN=1, LOG=op == "log_softmax")
                 kern = ksm.softmax_fwd_kernel
             per_thread = cfg.block_m * cfg.block_n // (32 * cfg.num_warps)
+            sig, cx = _m0(sig, cx, rows_2d)
             yield f"{op} fwd", dt, kern, sig, cx, cfg.num_warps, per_thread
+        # layer_norm backward: persistent programs loop over blocks of block_m rows (the
+        # loop body is the per-block cost)
+        cfg = configs.row_config(N, False, False, heavy=True)
+        sig = dict(G=f"*{t}", X=f"*{t}", W=f"*{t}", MEAN="*fp32", RSTD="*fp32", DX=f"*{t}",
+                   DWP="*fp32", DBP="*fp32", M="i32", N="i32", SG1="i32", SG0="i32",
+                   SX1="i32", SX0="i32", SD1="i32", SD0="i32", n_blocks="i32", n_progs="i32")
+        cx = dict(SGN=1, SXN=1, SDN=1, HAS_W=True, NEED_W=True, NEED_B=True, ACC64=False,
+                  ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n)
+        sig, cx = _m0(sig, cx, rows_2d)
+        yield ("layer_norm bwd", dt, kln.ln_bwd_kernel, sig, cx, cfg.num_warps,
+               cfg.block_m * cfg.block_n // (32 * cfg.num_warps))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "perf" / "out"))
+    ap.add_argument("--rows-2d", action="store_true",
+                    help="M0 as a runtime argument (two-level rows; every launch before "
+                         "one-dim rows passed M0 = 1)")
     a = ap.parse_args(argv)
     import triton
     rows = []
-    for name, dt, kern, sig, cx, warps, per_thread in cases():
-        ops = _sass_ops(_compile(kern, sig, cx, warps).asm["cubin"])
-        total = sum(ops.values())
+    for name, dt, kern, sig, cx, warps, per_thread in cases(a.rows_2d):
+        ops, loop = _sass(_compile(kern, sig, cx, warps).asm["cubin"])
+        total = sum(ops.values()) - ops["MUFU.EX2"]
         rows.append({"kernel": name, "dtype": dt, "n": N, "num_warps": warps,
                      "elements_per_thread": per_thread, "sass": total,
                      "sass_per_element": round(total / per_thread, 2), "mufu": ops["MUFU"],
-                     "fsetp_fsel": ops["FSETP"] + ops["FSEL"],
+                     "ex2": ops.pop("MUFU.EX2", 0),
+                     "fsetp_fsel": ops["FSETP"] + ops["FSEL"], "loop_body": loop,
                      "top": dict(ops.most_common(8))})
-    print(f"SASS of the row kernels' forward at rows of {N} (sm_90, triton {triton.__version__})")
+    print(f"SASS of the row kernels at rows of {N} (sm_90, triton {triton.__version__})")
     print(f"{'kernel':18s} {'dtype':9s} {'warps':>5s} {'el/thr':>6s} {'SASS':>5s} "
-          f"{'/el':>6s} {'MUFU':>5s} {'FSETP+FSEL':>10s}")
+          f"{'/el':>6s} {'MUFU':>5s} {'FSETP+FSEL':>10s} {'loop':>5s}")
     for r in rows:
         print(f"{r['kernel']:18s} {r['dtype']:9s} {r['num_warps']:5d} "
               f"{r['elements_per_thread']:6d} {r['sass']:5d} {r['sass_per_element']:6.2f} "
-              f"{r['mufu']:5d} {r['fsetp_fsel']:10d}")
+              f"{r['mufu']:5d} {r['fsetp_fsel']:10d} {r['loop_body']:5d}")
     report = {"schema": "tgrad-sass-counts/1", "date": datetime.datetime.now(
         datetime.timezone.utc).isoformat(timespec="seconds"), "triton": triton.__version__,
-        "command": " ".join(sys.argv), "target": "sm_90", "rows": rows}
+        "command": " ".join(sys.argv), "target": "sm_90", "rows_2d": a.rows_2d,
+        "rows": rows}
     if a.out:
         out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)

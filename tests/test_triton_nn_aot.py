@@ -279,10 +279,10 @@ def test_float_arguments_are_declared_float64(kernel, names):
 
 
 def test_sums_of_exponentials_take_one_mufu_and_no_select_per_element(tmp_path):
-    """perf/sass_counts.py's machine code of the forward row kernels at rows of 4096:
-    cross_entropy and log_softmax spend exactly one MUFU per element (its ex2; plus the
-    row's one lg2) and no per-element compare or select (Triton's exp adds a subnormal range
-    check and tgrad's old -inf select added two more)."""
+    """perf/sass_counts.py's machine code of the row kernels at rows of 4096:
+    cross_entropy and log_softmax spend exactly one MUFU.EX2 per element and no
+    per-element compare or select (Triton's exp adds a subnormal range check and tgrad's old
+    -inf select added two more); one-dim rows (M0 = 1) divide no row index."""
     import json
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "perf"))
     import sass_counts
@@ -294,6 +294,9 @@ def test_sums_of_exponentials_take_one_mufu_and_no_select_per_element(tmp_path):
     assert {(r["kernel"], r["dtype"]) for r in rows} >= {
         ("cross_entropy fwd", "bfloat16"), ("log_softmax fwd", "float32")}
     for r in rows:
-        if r["kernel"] != "softmax fwd":
-            assert r["mufu"] == r["elements_per_thread"] + 1, r
+        if r["kernel"] in ("cross_entropy fwd", "log_softmax fwd"):
+            assert r["ex2"] == r["mufu"] == r["elements_per_thread"], r
             assert r["fsetp_fsel"] < r["elements_per_thread"], r
+    # the same specializations (one-dim rows: M0 = 1) spill nothing
+    for name, dt, *compile_args, _ in sass_counts.cases():
+        assert _spills(sass_counts._compile(*compile_args).asm["ptx"]) == (0, 0), (name, dt)

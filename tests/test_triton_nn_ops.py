@@ -37,7 +37,8 @@ def _h(a):
 
 def _t(x, lay):
     """A device view of host array ``x`` in layout ``lay``: "c" contiguous, "T" a
-    transposed view of a contiguous buffer, "s" every other column of a wider buffer."""
+    transposed view of a contiguous buffer, "s" every other column of a wider buffer, "p"
+    the first columns of a wider buffer."""
     from tgrad.backends import triton as tb
     if lay == "T":
         base = _h(np.swapaxes(x, -1, -2))
@@ -46,6 +47,10 @@ def _t(x, lay):
         wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
         wide[..., ::2] = x
         return tb.basic_index(_h(wide), (Ellipsis, slice(None, None, 2)))
+    if lay == "p":
+        wide = np.zeros(x.shape[:-1] + (x.shape[-1] + 2,), x.dtype)
+        wide[..., :x.shape[-1]] = x
+        return tb.basic_index(_h(wide), (Ellipsis, slice(0, x.shape[-1])))
     return _h(x)
 
 
@@ -104,7 +109,8 @@ def check_cross_entropy(rng):
     from tgrad.backends import numpy as nb
     for dt in (np.float32, np.float64):
         for shape, axis, lay in [((6, 37), 1, "c"), ((5, 150), 1, "c"), ((4, 70), 1, "T"),
-                                 ((3, 11, 4), 1, "c"), ((23,), 0, "c"), ((5, 9), 1, "s")]:
+                                 ((3, 11, 4), 1, "c"), ((23,), 0, "c"), ((5, 9), 1, "s"),
+                                 ((3, 1, 4), 1, "p")]:  # x's rows 2-level, dx's one dim
             x = (rng.standard_normal(shape) * 3).astype(dt)
             tshape = shape[:axis] + shape[axis + 1:]
             t = rng.integers(0, shape[axis], tshape)

@@ -54,7 +54,8 @@ def _rows(full: list, n_red: int, per_row: list = ()):
     """Describe the rows of ``full`` arrays (the last ``n_red`` dims reduced, same shape)
     and ``per_row`` arrays (shape = the leading dims). Returns (M, N, M0, strides) with
     strides[i] = (S1, S0, SN) per array (full first), or None when the leading dims do not
-    collapse to two or the reduced dims to one in every array."""
+    collapse to two or the reduced dims to one in every array. Row r starts at
+    (r // M0) S1 + (r % M0) S0; M0 = 1 when the leading dims collapse to one."""
     shape = full[0].shape
     lead, red = shape[:len(shape) - n_red], shape[len(shape) - n_red:]
     n = math.prod(red)
@@ -70,12 +71,16 @@ def _rows(full: list, n_red: int, per_row: list = ()):
     lshape, lst = collapse(lead, lst) if lead else ((1,), [(0,) for _ in lst])
     if len(lshape) > 2:
         return None
-    m0 = lshape[-1]
     out = []
+    if len(lshape) == 1:
+        # one row dim: r -> r * S1 with M0 = 1, which Triton specializes into a constant,
+        # so the kernels' r // M0 and r % M0 (64-bit divisions) fold away
+        for i, st in enumerate(lst):
+            out.append((st[0], 0, sn[i] if i < len(full) else 0))
+        return m, n, 1, out
     for i, st in enumerate(lst):
-        s1 = st[0] if len(st) == 2 else 0
-        out.append((s1, st[-1], sn[i] if i < len(full) else 0))
-    return m, n, m0, out
+        out.append((st[0], st[1], sn[i] if i < len(full) else 0))
+    return m, n, lshape[1], out
 
 
 def _last(x: DeviceArray, axis: int) -> DeviceArray:
@@ -222,9 +227,14 @@ def cross_entropy_bwd(g: DeviceArray, x: DeviceArray, t: DeviceArray, rw, lse: D
     rwc = _contig(tb.cast(rw, cdt)) if rw is not None else None
     g = _contig(tb.cast(g, cdt))
     lse = _contig(tb.cast(lse, cdt))
-    xv, (m, n, m0, (sx,)) = _ce_rows(x, axis)
-    dv = _last(dx, axis)
-    _, _, _, (sd,) = _rows([dv], 1)
+    # x and dx collapsed together: one M0 for both (a sliced x and the contiguous dx can
+    # collapse differently apart)
+    xv, dv = _last(x, axis), _last(dx, axis)
+    rows = _rows([xv, dv], 1)
+    if rows is None:
+        xv = _last(tb.clone(x), axis)
+        rows = _rows([xv, dv], 1)
+    m, n, m0, (sx, sd) = rows
     total = g
     with np.errstate(all="ignore"):
         if reduction == "mean":
