@@ -1,4 +1,5 @@
-"""SASS instruction counts of the row kernels at the benchmark's rows (4096), as
+"""SASS instruction counts of the row kernels at the benchmark's rows (4096) and of the
+reduction kernel on its 8192 x 4096 matrix, as
 the wrappers launch them on the H200 (sm_90; configs of tgrad/kernels/configs.py, aligned
 unit-stride rows): no GPU needed, Triton compiles ahead of time and nvdisasm (inside
 Triton's package) lists the machine code. A proxy for the issue rate of kernels that
@@ -44,9 +45,10 @@ def _compile(fn, sig: dict, constexprs: dict, num_warps: int):
     constexprs = dict({n: p.default for n, p in params.items()
                        if p.default is not inspect.Parameter.empty and n not in sig},
                       **constexprs)
-    # 16-divisible, as a launch on aligned rows specializes them (not ignore_index: -100)
-    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in sig
-             if n != "ignore_index"}
+    # 16-divisible, as a launch on aligned rows specializes them (not ignore_index: -100,
+    # nor floats)
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items()
+             if n != "ignore_index" and not t.startswith("fp")}
     sig = dict(sig, **{k: "constexpr" for k in constexprs})
     return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
                           target=GPUTarget("cuda", 90, 32),
@@ -133,6 +135,20 @@ def cases(rows_2d: bool = False):
         sig, cx = _m0(sig, cx, rows_2d)
         yield ("layer_norm bwd", dt, kln.ln_bwd_kernel, sig, cx, cfg.num_warps,
                cfg.block_m * cfg.block_n // (32 * cfg.num_warps))
+    # reductions of an 8192 x 4096 float32 matrix (bench_gpu's), rows and columns: loops
+    # over K steps of block_k (the loop body is the cost per step)
+    import triton.language as tl
+
+    from tgrad.kernels import reduction as red
+    for kind, cols in (("sum", False), ("amax", False), ("logsumexp", False), ("var", False),
+                       ("sum", True)):
+        cfg = configs.red_config(2 * N if cols else N, cols, False, kind, N if cols else 2 * N)
+        sig = dict(X="*fp32", Y="*fp32", M="i32", K="i32", correction="fp64", KC="i32",
+                   NS="i32", D="i32", **{"SK" if cols else "SM": "i32"})
+        cx = dict(OP=red.OPS[kind], ACC=tl.float32, IDX64=False, BLOCK_M=cfg.block_m,
+                  BLOCK_K=cfg.block_k, **{"SM" if cols else "SK": 1})
+        yield (f"{kind} {'cols' if cols else 'rows'}", "float32", red.red_kernel, sig, cx,
+               cfg.num_warps, cfg.block_m * cfg.block_k // (32 * cfg.num_warps))
 
 
 def main(argv=None) -> int:

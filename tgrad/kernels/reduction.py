@@ -14,7 +14,11 @@ results of every chunk, in the accumulator dtype, then the same kernel over them
 (sum -> sum, mean -> sum / D, prod, amax, amin, all, any). Bytes moved: M*K input elements
 read once (var and logsumexp too: merged per tile), M outputs written.
 NaN handling follows NumPy: sum/prod/mean/var/logsumexp propagate through arithmetic;
-amax/amin/argmax/argmin make NaN win explicitly (the hardware max ignores NaN).
+float amax/amin use max.NaN/min.NaN (tl.PropagateNan.ALL; the plain hardware max ignores
+NaN); argmax/argmin make NaN win explicitly.
+Masked lanes (past K, past M) load the reduction's identity (0 for sums, 1 for prod,
+-inf/+inf for float amax/amin and logsumexp, the shift for var), so the loop selects
+nothing per element (perf/results/sass_counts/).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from tgrad.cuda import is_interpreted
 from tgrad.cuda.array import DeviceArray, contiguous_strides
 from tgrad.kernels import configs
 from tgrad.kernels.launch import _I32, karg, launch, triton_cdiv
+from tgrad.kernels.softmax import LN2, LOG2E, exp2_ftz
 
 OPS = {"sum": 0, "mean": 1, "prod": 2, "amax": 3, "amin": 4, "argmax": 5, "argmin": 6,
        "var": 7, "logsumexp": 8, "all": 9, "any": 10}
@@ -68,8 +73,7 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
-            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
-            acc += tl.where(m, x, 0)
+            acc += tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
         res = tl.sum(acc, axis=1)
         if OP == 1:
             res = res / D
@@ -91,11 +95,11 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         m2 = tl.zeros([BLOCK_M], dtype=ACC)
         for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
-            cmask = cols < K
-            m = rmask[:, None] & cmask[None, :]
-            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC) - shift
-            nt = tl.sum(cmask.to(ACC), axis=0)
-            mean_t = tl.sum(tl.where(m, x, 0), axis=1) / nt
+            m = rmask[:, None] & (cols < K)[None, :]
+            # masked lanes load the shift itself: x = 0 there, nothing to add
+            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=shift).to(ACC) - shift
+            nt = tl.minimum(K - k0, BLOCK_K).to(ACC)  # this tile's valid columns
+            mean_t = tl.sum(x, axis=1) / nt
             d = tl.where(m, x - mean_t[:, None], 0.0)
             m2_t = tl.sum(d * d, axis=1)
             total = n + nt
@@ -111,20 +115,35 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
-            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=1).to(ACC)
-            acc *= tl.where(m, x, 1)
+            acc *= tl.load(X + base + cols[None, :] * SK, mask=m, other=1).to(ACC)
         res = tl.reduce(acc, 1, _mul_combine)
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
-    elif OP == 3 or OP == 4:
-        # amax / amin: NaN wins; track NaNs apart from the hardware max/min.
+    elif (OP == 3 or OP == 4) and ACC != tl.int64:
+        # float amax / amin: NaN wins, as max.NaN / min.NaN do (one instruction an element;
+        # masked lanes load -inf / +inf, which never win)
         acc = zero + (LOWEST if OP == 3 else HIGHEST)
-        nan = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.int32)
+        for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
+            cols = k0 + lanes
+            m = rmask[:, None] & (cols < K)[None, :]
+            x = tl.load(X + base + cols[None, :] * SK, mask=m,
+                        other=LOWEST if OP == 3 else HIGHEST).to(ACC)
+            if OP == 3:
+                acc = tl.maximum(acc, x, propagate_nan=tl.PropagateNan.ALL)
+            else:
+                acc = tl.minimum(acc, x, propagate_nan=tl.PropagateNan.ALL)
+        if OP == 3:
+            res = tl.reduce(acc, 1, _max_nan_combine)
+        else:
+            res = tl.reduce(acc, 1, _min_nan_combine)
+        tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
+    elif OP == 3 or OP == 4:
+        # integer / bool amax / amin (int64 accumulators: the identity may not fit the
+        # input's dtype, so masked lanes are excluded by a select)
+        acc = zero + (LOWEST if OP == 3 else HIGHEST)
         for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
             x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
-            isnan = m & (x != x)
-            nan = nan | isnan.to(tl.int32)
             if OP == 3:
                 acc = tl.where(m & (x > acc), x, acc)
             else:
@@ -133,8 +152,6 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
             res = tl.max(acc, axis=1)
         else:
             res = tl.min(acc, axis=1)
-        if ACC != tl.int64:
-            res = tl.where(tl.max(nan, axis=1) > 0, float("nan"), res)
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     elif OP == 5 or OP == 6:
         # argmax / argmin: first index of the extreme value; NaN counts as the extreme.
@@ -168,19 +185,34 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
         # logsumexp in one read (the online form): a running shift c (the max so far, 0
         # while it is infinite) and s = sum exp(x - c); a tile whose max raises c rescales
         # s by exp(c_old - c) first. Result log(s) + c. NaN propagates through s.
+        # float32 works in base 2 as row_max_logsum (tgrad/kernels/softmax.py) does: with
+        # cs = fl(c log2 e), s = sum 2^fma(x, log2 e, -cs) (one FMA and one ex2.ftz an
+        # element), rescaled by 2^(cs_old - cs) when c moves; with d = c log2 e - cs
+        # (exact), the result is c + (log2(s) - d) ln 2.
         c = tl.zeros([BLOCK_M], dtype=ACC)
+        cs = tl.zeros([BLOCK_M], dtype=ACC)
         s = tl.zeros([BLOCK_M], dtype=ACC)
         mx = tl.zeros([BLOCK_M], dtype=ACC) - float("inf")
         for k0 in tl.range(k_lo, K, BLOCK_K, num_stages=STAGES):
             cols = k0 + lanes
             m = rmask[:, None] & (cols < K)[None, :]
-            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=0).to(ACC)
-            mx = tl.maximum(mx, tl.max(tl.where(m, x, -float("inf")), axis=1))
+            # masked lanes load -inf: never the max, e^(-inf - c) = 0 (c is finite)
+            x = tl.load(X + base + cols[None, :] * SK, mask=m, other=-float("inf")).to(ACC)
+            mx = tl.maximum(mx, tl.max(x, axis=1))
             c_new = tl.where((mx == float("inf")) | (mx == -float("inf")), 0.0, mx)
-            s = tl.where(s > 0, s * tl.exp(c - c_new), s)
+            if ACC == tl.float64:
+                s = tl.where(s > 0, s * tl.exp(c - c_new), s)
+                s += tl.sum(tl.exp(x - c_new[:, None]), axis=1)
+            else:
+                cs_new = c_new * LOG2E
+                s = tl.where(s > 0, s * tl.math.exp2(cs - cs_new), s)
+                s += tl.sum(exp2_ftz(tl.fma(x, LOG2E, -cs_new[:, None])), axis=1)
+                cs = cs_new
             c = c_new
-            s += tl.sum(tl.where(m, tl.exp(x - c[:, None]), 0.0), axis=1)
-        res = tl.log(s) + c
+        if ACC == tl.float64:
+            res = tl.log(s) + c
+        else:
+            res = c + (tl.log2(s) - tl.fma(c, LOG2E, -cs)) * LN2
         tl.store(Y + rows * NS + chunk, res.to(Y.dtype.element_ty), mask=rmask)
     else:
         # all / any over x != 0
@@ -204,6 +236,16 @@ def red_kernel(X, Y, M, K, SM, SK, correction, KC, NS, D,
 @triton.jit
 def _mul_combine(a, b):
     return a * b
+
+
+@triton.jit
+def _max_nan_combine(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _min_nan_combine(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 def _out_dtype(kind: str, dt: np.dtype) -> np.dtype:
