@@ -135,6 +135,17 @@ def cases(rows_2d: bool = False):
         sig, cx = _m0(sig, cx, rows_2d)
         yield ("layer_norm bwd", dt, kln.ln_bwd_kernel, sig, cx, cfg.num_warps,
                cfg.block_m * cfg.block_n // (32 * cfg.num_warps))
+    # contiguous elementwise tanh (bench_gpu's bfloat16 miss): one block per program
+    from tgrad.kernels import elementwise as ew
+    for dt, t in (("bfloat16", "bf16"), ("float32", "fp32")):
+        cfg = configs.ew_config(True, False, 1 << 25, 2 if t == "bf16" else 4)
+        # unit strides for O and A (specialized to 1), none for B and C, one dim
+        cx = {f"{p}{i}": int(i == 0 and p in "OA") for p in "OABC" for i in range(8)}
+        cx.update({f"S{i}": 1 for i in range(8)}, FN=ew.f_tanh, ARITY=1, NDIM=1,
+                  UPCAST=t == "bf16", IDX64=False, BLOCK=cfg.block)
+        sig = dict(O=f"*{t}", A=f"*{t}", B=f"*{t}", C=f"*{t}", N="i32")
+        yield ("tanh fwd", dt, ew.ew_kernel, sig, cx, cfg.num_warps,
+               cfg.block // (32 * cfg.num_warps))
     # reductions of an 8192 x 4096 float32 matrix (bench_gpu's), rows and columns: loops
     # over K steps of block_k (the loop body is the cost per step)
     import triton.language as tl

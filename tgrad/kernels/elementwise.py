@@ -28,6 +28,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from tgrad.cuda import is_interpreted
+from tgrad.kernels.softmax import LOG2E, exp2_ftz
 
 # True when kernels are compiled for a GPU, False under TRITON_INTERPRET=1 (the interpreter
 # cannot call libdevice). A module-level constexpr: Triton folds the branches it guards.
@@ -176,6 +177,14 @@ def _neg(x):
 
 
 @triton.jit
+def _copysign32(mag, s):
+    # float32 mag's magnitude with s's sign bit: (mag & 0x7fffffff) | (s & 0x80000000)
+    m = mag.to(tl.int32, bitcast=True) & 0x7FFFFFFF
+    b = s.to(tl.int32, bitcast=True) & -2147483648
+    return (m | b).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _signbit(x):
     # x's sign bit (True for -0.0 and negative NaNs too); halves are computed in fp32
     if x.dtype == tl.float64:
@@ -268,20 +277,24 @@ def f_tanh(x):
     # <= 2 ulp (tests/device_checks.py: check_tanh); the former -expm1(-2|x|) /
     # (2 + expm1(-2|x|)) was 5 ulp off in float64 and cost an exp, a log and two divisions.
     ax = tl.abs(x)
-    big = 1.0 - 2.0 / (tl.exp(2.0 * ax) + 1.0)
     z = x * x
     if x.dtype == tl.float64:
+        big = 1.0 - 2.0 / (tl.exp(2.0 * ax) + 1.0)
         p = (-9.64399179425052238628e-1 * z - 9.92877231001918586564e1) * z \
             - 1.61468768441708447952e3
         q = ((z + 1.12811678491632931402e2) * z + 2.23548839060100448583e3) * z \
             + 4.84406305325125486048e3
-        small = x + x * (z * p / q)
+        small = tl.where(x == 0, x, x + x * (z * p / q))  # -0 stays -0
+        r = tl.where(ax < 0.625, small, tl.where(x < 0, _neg(big), big))  # NaN: big's
     else:
+        # e^(2|x|) = 2^(|x| 2 log2 e) >= 1 is never subnormal: ex2.ftz is exact here, and
+        # big >= 0 (or NaN) takes x's sign by its bits (one logic op, not a select)
+        big = 1.0 - 2.0 / (exp2_ftz(ax * (2.0 * LOG2E)) + 1.0)
         p = ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z
               + 1.33314422036e-1) * z - 3.33332819422e-1) * z
-        small = x + x * p
-    small = tl.where(x == 0, x, small)  # -0 stays -0
-    return tl.where(ax < 0.625, small, tl.where(x < 0, _neg(big), big))  # NaN: big is NaN
+        small = tl.where(x == 0, x, x + x * p)  # -0 stays -0
+        r = tl.where(ax < 0.625, small, _copysign32(big, x))
+    return r
 
 
 @triton.jit
