@@ -131,7 +131,8 @@ def cases(rows_2d: bool = False):
                    DWP="*fp32", DBP="*fp32", M="i32", N="i32", SG1="i32", SG0="i32",
                    SX1="i32", SX0="i32", SD1="i32", SD0="i32", n_blocks="i32", n_progs="i32")
         cx = dict(SGN=1, SXN=1, SDN=1, HAS_W=True, NEED_W=True, NEED_B=True, ACC64=False,
-                  ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n)
+                  ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+                  EVEN=True)  # 8192 rows of 4096: no lane masked
         sig, cx = _m0(sig, cx, rows_2d)
         yield ("layer_norm bwd", dt, kln.ln_bwd_kernel, sig, cx, cfg.num_warps,
                cfg.block_m * cfg.block_n // (32 * cfg.num_warps))

@@ -168,8 +168,10 @@ def check_layer_norm(rng):
     from tgrad.backends import numpy as nb
     for dt in (np.float32, np.float64):
         # 37 rows of 33 -> > 4 partial rows (the interpreter's stage-1 cap); 150: online.
+        # (32, 32): the backward's EVEN path (whole row blocks of 16, N = the block's 32)
         for shape, k, lay in [((37, 33), 1, "c"), ((6, 150), 1, "c"), ((3, 4, 5), 2, "c"),
-                              ((9, 70), 1, "T"), ((5, 13), 1, "s")]:
+                              ((9, 70), 1, "T"), ((5, 13), 1, "s"), ((32, 32), 1, "c"),
+                              ((32, 32), 1, "T")]:
             x = (rng.standard_normal(shape) * 2 + 1).astype(dt)
             g = rng.standard_normal(shape).astype(dt)
             ns = shape[len(shape) - k:]

@@ -330,7 +330,9 @@ def layer_norm_bwd(g: DeviceArray, x: DeviceArray, mean: DeviceArray, rstd: Devi
                m, n, m0, *sg, *sx, *sd, n_blocks, n_progs,
                HAS_W=wc is not None, NEED_W=bool(need_w), NEED_B=bool(need_b),
                ACC64=_acc64(x.dtype), ONE_PASS=cfg.one_pass, BLOCK_M=cfg.block_m,
-               BLOCK_N=cfg.block_n, STAGES=cfg.stages, num_warps=cfg.num_warps)
+               BLOCK_N=cfg.block_n, STAGES=cfg.stages,
+               EVEN=cfg.one_pass and n == cfg.block_n and m % cfg.block_m == 0,
+               num_warps=cfg.num_warps)
     dw = _empty(nshape, pdt) if need_w else None
     db = _empty(nshape, pdt) if need_b else None
     if need_w or need_b:  # stage 2: both sums and their casts in one launch

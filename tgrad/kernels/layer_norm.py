@@ -89,7 +89,9 @@ def ln_bwd_kernel(G, X, W, MEAN, RSTD, DX, DWP, DBP, M, N, M0, SG1, SG0, SGN, SX
                   SD1, SD0, SDN, n_blocks, n_progs,
                   HAS_W: tl.constexpr, NEED_W: tl.constexpr, NEED_B: tl.constexpr,
                   ACC64: tl.constexpr, ONE_PASS: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr = 1):
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr = 1,
+                  EVEN: tl.constexpr = False):
+    # EVEN (one-pass only): N == BLOCK_N and BLOCK_M divides M, so no lane is masked
     pid = tl.program_id(0)
     cols0 = tl.arange(0, BLOCK_N).to(tl.int64)
     part = pid.to(tl.int64) * N  # this program's partial row of DWP / DBP
@@ -106,11 +108,22 @@ def ln_bwd_kernel(G, X, W, MEAN, RSTD, DX, DWP, DBP, M, N, M0, SG1, SG0, SGN, SX
             go = row_offsets(rows, M0, SG1, SG0)[:, None]
             xo = row_offsets(rows, M0, SX1, SX0)[:, None]
             do = row_offsets(rows, M0, SD1, SD0)[:, None]
-            g = load_acc(G + go + cols0[None, :] * SGN, mask, 0.0, ACC64)
-            x = load_acc(X + xo + cols0[None, :] * SXN, mask, 0.0, ACC64)
-            mean = load_acc(MEAN + rows, rmask, 0.0, ACC64)
-            rstd = load_acc(RSTD + rows, rmask, 0.0, ACC64)
-            xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+            if EVEN:  # every row block full, N == BLOCK_N: no masks, no selects
+                g = tl.load(G + go + cols0[None, :] * SGN)
+                x = tl.load(X + xo + cols0[None, :] * SXN)
+                mean = tl.load(MEAN + rows)
+                rstd = tl.load(RSTD + rows)
+                if ACC64:
+                    g, x = g.to(tl.float64), x.to(tl.float64)
+                else:
+                    g, x = g.to(tl.float32), x.to(tl.float32)
+                xhat = (x - mean[:, None]) * rstd[:, None]
+            else:
+                g = load_acc(G + go + cols0[None, :] * SGN, mask, 0.0, ACC64)
+                x = load_acc(X + xo + cols0[None, :] * SXN, mask, 0.0, ACC64)
+                mean = load_acc(MEAN + rows, rmask, 0.0, ACC64)
+                rstd = load_acc(RSTD + rows, rmask, 0.0, ACC64)
+                xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
             if HAS_W:
                 gw = g * w[None, :]
             else:
@@ -118,7 +131,10 @@ def ln_bwd_kernel(G, X, W, MEAN, RSTD, DX, DWP, DBP, M, N, M0, SG1, SG0, SGN, SX
             c1 = tl.sum(gw * xhat, 1) / N
             c2 = tl.sum(gw, 1) / N
             dx = rstd[:, None] * (gw - c2[:, None] - xhat * c1[:, None])
-            tl.store(DX + do + cols0[None, :] * SDN, dx.to(DX.dtype.element_ty), mask=mask)
+            if EVEN:
+                tl.store(DX + do + cols0[None, :] * SDN, dx.to(DX.dtype.element_ty))
+            else:
+                tl.store(DX + do + cols0[None, :] * SDN, dx.to(DX.dtype.element_ty), mask=mask)
             if NEED_W:
                 dw += tl.sum(g * xhat, 0)
             if NEED_B:
