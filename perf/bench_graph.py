@@ -18,8 +18,6 @@ against eager (same weights, same batches) before timing.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import platform
 import statistics
 import sys
@@ -30,6 +28,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "perf"))
+import _report  # noqa: E402
 
 import tgrad  # noqa: E402
 
@@ -178,17 +178,13 @@ def main(argv=None) -> int:
             summary.append(f"graph vs PyTorch eager: {r:.2f}x faster (target > 1): "
                            f"{'MET' if r > 1 else 'NOT MET'}")
     print("\n".join(summary))
-    report = {"schema": "tgrad-bench-graph/1", "date": datetime.datetime.now(
-        datetime.timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
-        "python": platform.python_version(), "numpy": np.__version__, "device": a.device,
+    report = {**_report.header("tgrad-bench-graph/1"), "python": platform.python_version(),
+        "numpy": np.__version__, "device": a.device,
         "device_name": tgrad.cuda.get_device_name() if gpu else platform.processor(),
         "model": {"layers": LAYERS, "width": WIDTH, "batch": BATCH},
         "method": "perf_counter over --steps steps + one sync, median of --repeat",
         "results": res, "targets": summary}
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_graph.json").write_text(json.dumps(report, indent=1))
-    print(f"wrote {out / 'bench_graph.json'}")
+    _report.save(report, a.out, "bench_graph.json")
     return 0
 
 

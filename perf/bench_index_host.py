@@ -15,8 +15,6 @@ copies) comes on top; perf/bench_gpu.py measures the gathers on a GPU.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import statistics
 import sys
 import timeit
@@ -27,7 +25,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
+sys.path.insert(0, str(ROOT / "perf"))
+import _report  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 from tgrad.backends import _triton_index as tix  # noqa: E402
@@ -97,16 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     print(tabulate([[r["case"], f"{r['device_path_ms']:.3f}", f"{r['host_offsets_ms']:.1f}",
                      f"{r['host_offsets_ms'] / r['device_path_ms']:.0f}x"] for r in rows],
                    headers=["case", "device path host ms", "host offsets ms", "ratio"]))
-    report = {"schema": "tgrad-bench-index-host/1", "date": datetime.datetime.now(
-        datetime.timezone.utc).isoformat(timespec="seconds"), "python": sys.version.split()[0],
-        "numpy": np.__version__, "command": " ".join(["python", "perf/bench_index_host.py"]
-                                                   + (argv if argv is not None else sys.argv[1:])),
-        "results": rows}
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "bench_index_host.json"
-    path.write_text(json.dumps(report, indent=1))
-    print(f"wrote {path}")
+    command = " ".join(["python", "perf/bench_index_host.py"]
+                       + (argv if argv is not None else sys.argv[1:]))
+    report = dict(_report.header("tgrad-bench-index-host/1", command),
+                  python=sys.version.split()[0], numpy=np.__version__, results=rows)
+    _report.save(report, args.out, "bench_index_host.json")
     return 0
 
 

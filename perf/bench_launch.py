@@ -32,9 +32,7 @@ host microseconds of a tiny op go).
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
-import json
 import platform
 import statistics
 import sys
@@ -45,6 +43,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "perf"))
+import _report  # noqa: E402
 
 import tgrad  # noqa: E402
 
@@ -276,16 +276,12 @@ def main(argv=None) -> int:
     print(table(rows))
     summary = targets(rows)
     print("\n".join(summary))
-    report = {"schema": "tgrad-bench-launch/1", "date": datetime.datetime.now(
-        datetime.timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
-        "python": platform.python_version(), "numpy": np.__version__,
+    report = {**_report.header("tgrad-bench-launch/1"), "python": platform.python_version(),
+        "numpy": np.__version__,
         "device_name": tgrad.cuda.get_device_name() if gpu else platform.processor(),
         "method": "perf_counter_ns loops, GC off, median of repeats; cuda: one sync per loop",
         "rows": rows, "targets": summary}
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_launch.json").write_text(json.dumps(report, indent=1))
-    print(f"wrote {out / 'bench_launch.json'}")
+    out = _report.save(report, a.out, "bench_launch.json").parent
     for d in devices if a.profile else ():
         print(f"wrote {profile(d, a.profile, out)}")
     return 0

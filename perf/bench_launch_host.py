@@ -12,8 +12,6 @@ driver's cuLaunchKernel) comes on top.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import statistics
 import sys
 import timeit
@@ -24,7 +22,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
+sys.path.insert(0, str(ROOT / "perf"))
+import _report  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 import tgrad.kernels.launch as L  # noqa: E402
@@ -87,16 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     assert L.stats["fast"] >= args.number * args.repeat * len(CASES)
     print(tabulate([[r["case"], f"{r['median_us']:.2f}", f"{r['min_us']:.2f}"] for r in rows],
                    headers=["case", "launch_ew µs (median)", "min µs"]))
-    report = {"schema": "tgrad-bench-launch-host/1", "date": datetime.datetime.now(
-        datetime.timezone.utc).isoformat(timespec="seconds"), "python": sys.version.split()[0],
-        "numpy": np.__version__, "command": " ".join(["python", "perf/bench_launch_host.py"]
-                                                   + (argv if argv is not None else sys.argv[1:])),
-        "results": rows}
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "bench_launch_host.json"
-    path.write_text(json.dumps(report, indent=1))
-    print(f"wrote {path}")
+    command = " ".join(["python", "perf/bench_launch_host.py"]
+                       + (argv if argv is not None else sys.argv[1:]))
+    report = dict(_report.header("tgrad-bench-launch-host/1", command),
+                  python=sys.version.split()[0], numpy=np.__version__, results=rows)
+    _report.save(report, args.out, "bench_launch_host.json")
     return 0
 
 

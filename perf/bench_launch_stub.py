@@ -19,7 +19,6 @@ in a subprocess whose libcuda.so.1 is the stand-in. Writes DIR/bench_launch_stub
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -31,6 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "perf"))
+import _report  # noqa: E402
 from bench_launch import CHAIN  # noqa: E402
 
 MARKER = "@@RESULT@@"
@@ -103,14 +103,10 @@ def main(argv=None) -> int:
     for k in ("fwd", "nograd", "chain_fwd_per_node", "bwd_per_node", "engine_per_node"):
         print(f"{k:18s} {res[k]['median_us']:8.2f} us")
     import triton
-    report = {"schema": "tgrad-bench-launch-stub/1", "date": datetime.datetime.now(
-        datetime.timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
-        "python": platform.python_version(), "triton": triton.__version__,
-        "machine": platform.processor() or platform.machine(), "results": res}
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_launch_stub.json").write_text(json.dumps(report, indent=1))
-    print(f"wrote {out / 'bench_launch_stub.json'}")
+    report = dict(_report.header("tgrad-bench-launch-stub/1"),
+                  python=platform.python_version(), triton=triton.__version__,
+                  machine=platform.processor() or platform.machine(), results=res)
+    _report.save(report, a.out, "bench_launch_stub.json")
     return 0
 
 

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
-import datetime
 import inspect
-import json
 import os
 import re
 import subprocess
@@ -30,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "perf"))
+import _report  # noqa: E402
 
 N = 4096
 
@@ -188,15 +188,10 @@ def main(argv=None) -> int:
         print(f"{r['kernel']:18s} {r['dtype']:9s} {r['num_warps']:5d} "
               f"{r['elements_per_thread']:6d} {r['sass']:5d} {r['sass_per_element']:6.2f} "
               f"{r['mufu']:5d} {r['fsetp_fsel']:10d} {r['loop_body']:5d}")
-    report = {"schema": "tgrad-sass-counts/1", "date": datetime.datetime.now(
-        datetime.timezone.utc).isoformat(timespec="seconds"), "triton": triton.__version__,
-        "command": " ".join(sys.argv), "target": "sm_90", "rows_2d": a.rows_2d,
-        "rows": rows}
+    report = dict(_report.header("tgrad-sass-counts/1"), triton=triton.__version__,
+                  target="sm_90", rows_2d=a.rows_2d, rows=rows)
     if a.out:
-        out = Path(a.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "sass_counts.json").write_text(json.dumps(report, indent=1))
-        print(f"wrote {out / 'sass_counts.json'}")
+        _report.save(report, a.out, "sass_counts.json")
     return 0
 
 
