@@ -34,25 +34,32 @@ import _report  # noqa: E402
 N = 4096
 
 
-def _compile(fn, sig: dict, constexprs: dict, num_warps: int):
+def compile_sm90(fn, sig: dict, constexprs: dict, num_warps: int, aligned=()):
+    """``fn`` compiled ahead of time for the H200 (sm_90) with tgrad's compile options.
+    Constexpr parameters left out take their defaults, as a launch binds them; ``aligned``:
+    parameters specialized as 16-divisible (pointers, sizes, strides), as a launch on
+    aligned data specializes them. (tests/test_triton_aot.py compiles through this too.)"""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     from tgrad.kernels import configs
-    # constexpr parameters left out take their defaults, as a launch binds them
     params = inspect.signature(fn.fn).parameters
     constexprs = dict({n: p.default for n, p in params.items()
                        if p.default is not inspect.Parameter.empty and n not in sig},
                       **constexprs)
-    # 16-divisible, as a launch on aligned rows specializes them (not ignore_index: -100,
-    # nor floats)
-    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items()
-             if n != "ignore_index" and not t.startswith("fp")}
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
     sig = dict(sig, **{k: "constexpr" for k in constexprs})
     return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=constexprs, attrs=attrs),
                           target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": num_warps, **configs.COMPILE_OPTIONS})
+
+
+def _compile(fn, sig: dict, constexprs: dict, num_warps: int):
+    """As a launch on aligned rows: every argument 16-divisible but ignore_index (-100) and
+    floats."""
+    return compile_sm90(fn, sig, constexprs, num_warps, aligned=[
+        n for n, t in sig.items() if n != "ignore_index" and not t.startswith("fp")])
 
 
 def _sass(cubin: bytes) -> tuple[collections.Counter, int]:

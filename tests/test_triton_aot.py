@@ -8,6 +8,7 @@ import inspect
 import os
 import re
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -18,7 +19,6 @@ if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
                 allow_module_level=True)
 
 from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.compiler import ASTSource  # noqa: E402
 
 from tgrad.kernels import (
     configs,  # noqa: E402
@@ -29,6 +29,9 @@ from tgrad.kernels import elementwise as ew  # noqa: E402
 from tgrad.kernels import reduction as red  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "perf"))
+import sass_counts  # noqa: E402  (its compile_sm90: the one AOT compile helper)
 
 
 def _ptxas() -> str:
@@ -40,17 +43,7 @@ def _ptxas() -> str:
 
 
 def _compile(fn, sig: dict, cx: dict, num_warps: int, aligned=()):
-    # constexpr parameters left out take their defaults, as a launch binds them; ``aligned``:
-    # parameters specialized as 16-divisible (pointers, sizes, strides), as a GPU launch on
-    # aligned data specializes them (loads then vectorize and pipeline)
-    params = inspect.signature(fn.fn).parameters
-    cx = dict({n: p.default for n, p in params.items()
-               if p.default is not inspect.Parameter.empty and n not in sig}, **cx)
-    sig = dict(sig, **{k: "constexpr" for k in cx})
-    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
-    return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=cx, attrs=attrs),
-                          target=TARGET,
-                          options={"num_warps": num_warps, **configs.COMPILE_OPTIONS})
+    return sass_counts.compile_sm90(fn, sig, cx, num_warps, aligned)
 
 
 def _ptxas_stats(ptx: str) -> tuple[int, int, int]:
