@@ -164,13 +164,15 @@ def log_softmax_bwd(g: DeviceArray, y: DeviceArray, axis: int) -> DeviceArray:
 # ---------------------------------------------------------------- cross entropy
 # x: logits [C] or [N, C, d1...] with classes on ``axis`` (0 or 1); t: int64 targets of x's
 # shape without the class axis; rw: optional per-row weights of t's shape.
-def _ce_rows(x: DeviceArray, axis: int):
-    xv = _last(x, axis)
-    rows = _rows([xv], 1)
+def _ce_rows(x: DeviceArray, axis: int, *others: DeviceArray):
+    """Views of x and ``others`` (x's shape) with the classes last, and their rows
+    collapsed together (one M0 for all); x is cloned when its rows do not collapse."""
+    views = [_last(a, axis) for a in (x, *others)]
+    rows = _rows(views, 1)
     if rows is None:
-        xv = _last(_tb().clone(x), axis)
-        rows = _rows([xv], 1)
-    return xv, rows
+        views[0] = _last(_tb().clone(x), axis)
+        rows = _rows(views, 1)
+    return views, rows
 
 
 def cross_entropy_fwd(x: DeviceArray, t: DeviceArray, rw, axis: int, ignore_index: int,
@@ -190,7 +192,7 @@ def cross_entropy_fwd(x: DeviceArray, t: DeviceArray, rw, axis: int, ignore_inde
     from tgrad.kernels import cross_entropy as kce
     t = _contig(tb.cast(t, np.int64))
     rwc = _contig(tb.cast(rw, cdt)) if rw is not None else None
-    xv, (m, n, m0, (sx,)) = _ce_rows(x, axis)
+    (xv,), (m, n, m0, (sx,)) = _ce_rows(x, axis)
     # "none": the kernel writes the loss in x's dtype (no cast launch after it)
     loss = _empty(t.shape, x.dtype if reduction == "none" else cdt)
     lse, w = _empty(t.shape, cdt), _empty(t.shape, cdt)
@@ -227,14 +229,9 @@ def cross_entropy_bwd(g: DeviceArray, x: DeviceArray, t: DeviceArray, rw, lse: D
     rwc = _contig(tb.cast(rw, cdt)) if rw is not None else None
     g = _contig(tb.cast(g, cdt))
     lse = _contig(tb.cast(lse, cdt))
-    # x and dx collapsed together: one M0 for both (a sliced x and the contiguous dx can
-    # collapse differently apart)
-    xv, dv = _last(x, axis), _last(dx, axis)
-    rows = _rows([xv, dv], 1)
-    if rows is None:
-        xv = _last(tb.clone(x), axis)
-        rows = _rows([xv, dv], 1)
-    m, n, m0, (sx, sd) = rows
+    # x and dx collapsed together (a sliced x and the contiguous dx can collapse
+    # differently apart)
+    (xv, dv), (m, n, m0, (sx, sd)) = _ce_rows(x, axis, dx)
     total = g
     with np.errstate(all="ignore"):
         if reduction == "mean":
