@@ -6,7 +6,7 @@ per op runs: autograd recording, the backend's dtype/broadcast work, allocation 
 small-block lists, the fast launch path and Triton's launcher; what is missing is the real
 driver's own time (launches, and the fake's Python stands in for cuda-bindings' calls).
 
-    python perf/bench_launch_stub.py [--out DIR] [--number 2000]
+    python perf/bench_launch_stub.py [--out DIR] [--number 2000] [--profile N]
 
 Cases: perf/bench_launch.py's (1-element float32 tensors requiring grad: fwd ``a * b``,
 fwdbwd, the 32-node chain's forward and backward per node, engine = chain backward per node
@@ -49,7 +49,7 @@ def build_stub(out_dir: str) -> str:
     return out_dir
 
 
-def measure(number: int, repeat: int) -> dict:
+def measure(number: int, repeat: int, profile_n: int = 0, out: str = "") -> dict:
     """Runs inside the subprocess (libcuda.so.1 is the stand-in): perf/bench_launch.py's
     cases and arithmetic on device cuda, plus ``nograd`` (one ``a * b`` under no_grad)."""
     import numpy as np
@@ -70,10 +70,13 @@ def measure(number: int, repeat: int) -> dict:
             return a * b
 
     cases = dict(bench_launch.tgrad_cases("cuda", 1), nograd=nograd)
-    out = bench_launch.measure(cases, number, repeat, None)
+    res = bench_launch.measure(cases, number, repeat, None)
     from tgrad.kernels import launch
-    out["launch_stats"] = dict(launch.stats)
-    return out
+    res["launch_stats"] = dict(launch.stats)
+    if profile_n:
+        os.makedirs(out, exist_ok=True)
+        res["profile"] = str(bench_launch.profile("cuda", profile_n, Path(out)))
+    return res
 
 
 def main(argv=None) -> int:
@@ -81,10 +84,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "perf" / "out"))
     ap.add_argument("--number", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="also write a cProfile of N tiny ops (perf/bench_launch.py's) to OUT")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        print(MARKER + json.dumps(measure(a.number, a.repeat)))
+        print(MARKER + json.dumps(measure(a.number, a.repeat, a.profile, a.out)))
         return 0
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, LD_LIBRARY_PATH=build_stub(d) + os.pathsep
@@ -92,8 +97,8 @@ def main(argv=None) -> int:
                    PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         env.pop("TRITON_INTERPRET", None)
         p = subprocess.run([sys.executable, __file__, "--child", "--number", str(a.number),
-                            "--repeat", str(a.repeat)], capture_output=True, text=True,
-                           env=env)
+                            "--repeat", str(a.repeat), "--profile", str(a.profile),
+                            "--out", a.out], capture_output=True, text=True, env=env)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith(MARKER)), None)
     if p.returncode != 0 or line is None:
         print(p.stdout[-3000:] + p.stderr[-3000:], file=sys.stderr)

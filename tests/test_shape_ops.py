@@ -330,6 +330,25 @@ def test_view_errors():
 
 
 
+def test_expand_without_recording_is_the_same_view():
+    """Under no_grad (and in a backward) expand skips the Function machinery: the result is
+    still a view of the base (shared storage and version counter), -1 keeps a dim, sizes
+    may be NumPy ints, and a bad size raises PyTorch's error."""
+    x = tgrad.tensor(np.arange(3.0).reshape(3, 1), requires_grad=True)
+    with tgrad.no_grad():
+        y = x.expand(2, -1, np.int64(4))
+        with pytest.raises(RuntimeError, match="expanded size of the tensor must match"):
+            x.expand(2, 2)
+        assert x.expand(3, 1) is x
+    assert y.shape == (2, 3, 4) and not y.requires_grad and y.grad_fn is None
+    assert y._base is x and y._storage is x._storage
+    np.testing.assert_array_equal(y.numpy(), np.broadcast_to(np.arange(3.0)[:, None], (2, 3, 4)))
+    with tgrad.no_grad():
+        x.mul_(2.0)
+    assert y._version == x._version == 1
+    np.testing.assert_array_equal(y.numpy()[1, :, 3], [0.0, 2.0, 4.0])
+
+
 def test_split_chunk_unbind_are_one_node_whose_backward_concatenates():
     a = np.random.default_rng(0).standard_normal((4, 6))
     x = tgrad.tensor(a, requires_grad=True)

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import (
@@ -198,6 +199,18 @@ def movedim(input: Tensor, source, destination) -> Tensor:  # noqa: A002
 moveaxis = movedim
 
 
+def _expanded_view(x: Tensor, shape: tuple) -> Tensor:
+    """A stride-0 view of ``x`` broadcast to ``shape``, or PyTorch's error."""
+    try:
+        arr = backend_of(x).expand(x._data, shape)
+    except ValueError:
+        raise RuntimeError(
+            f"The expanded size of the tensor must match the existing size at non-singleton "
+            f"dimensions. Target sizes: {list(shape)}. Tensor sizes: {list(x.shape)}"
+        ) from None
+    return make_view(x, arr)
+
+
 class Expand(Function):
     """y = x broadcast to ``shape`` (a view, stride 0);  dx = sum_to(g, x.shape)."""
 
@@ -207,14 +220,7 @@ class Expand(Function):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.shape = x.shape
-        try:
-            arr = backend_of(x).expand(x._data, shape)
-        except ValueError:
-            raise RuntimeError(
-                f"The expanded size of the tensor must match the existing size at non-singleton "
-                f"dimensions. Target sizes: {list(shape)}. Tensor sizes: {list(x.shape)}"
-            ) from None
-        return make_view(x, arr)
+        return _expanded_view(x, shape)
 
     @staticmethod
     def backward(ctx, g):
@@ -230,10 +236,15 @@ def expand(input: Tensor, *sizes) -> Tensor:  # noqa: A002
     if lead < 0:
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
                            f"or equal to the number of dimensions in the tensor ({input.ndim})")
-    shape = tuple(input.shape[i - lead] if s == -1 and i >= lead else int(s)
-                  for i, s in enumerate(sizes))
-    if shape == input.shape and not STATE.enabled:
-        return input  # nothing to record (e.g. a backward): no new view needed
+    if -1 in sizes:
+        shape = tuple(input.shape[i - lead] if s == -1 and i >= lead else int(s)
+                      for i, s in enumerate(sizes))
+    else:
+        shape = tuple(map(int, sizes))
+    if not STATE.enabled and profiler_hooks.ACTIVE is None:
+        # Nothing to record (a backward's broadcast, or no_grad): the view without the
+        # Function machinery, which is most of its cost on small tensors
+        return input if shape == input.shape else _expanded_view(input, shape)
     return view_apply(Expand, input, shape)
 
 
