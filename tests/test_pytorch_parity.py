@@ -597,6 +597,43 @@ def test_half_mul_div_keep_a_python_float_in_float32():
     assert (b * 3.3).float().tolist() == [0.330078125, 2.96875]
 
 
+_NUMBER_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2",
+               "remainder", "fmod", "eq", "ne", "lt", "le", "gt", "ge")
+
+
+@pytest.mark.parametrize("dtype", [tgrad.float16, tgrad.bfloat16, tgrad.float32,
+                                   tgrad.float64])
+def test_a_python_int_operand_acts_as_the_equal_float(dtype):
+    # PyTorch converts a number operand of a float tensor the same way whether it is an int
+    # or a float (x_half * 70000 is 63008 for x = 0.9, like x_half * 70000.0); results and
+    # gradients of int and float numbers agree, in both operand orders
+    vals = np.array([0.1, 0.9, 3.0, -2.5, 60000.0 if dtype is tgrad.float16 else 1e5])
+    for k in (70000, 3, -2, 0, 1, 2**40):
+        for op in _NUMBER_OPS:
+            fn = getattr(tgrad, op)
+            for swap in (False, True):
+                outs, grads = [], []
+                for num in (k, float(k)):
+                    x = tgrad.tensor(vals, dtype=dtype, requires_grad=True)
+                    with np.errstate(all="ignore"):
+                        y = fn(num, x) if swap else fn(x, num)
+                        if y.dtype.is_floating_point:
+                            y.float().sum().backward()
+                    outs.append(y.detach().float().numpy() if y.dtype.is_floating_point
+                                else y.numpy())
+                    grads.append(None if x.grad is None else x.grad.float().numpy())
+                assert y.dtype is (dtype if y.dtype.is_floating_point else tgrad.bool)
+                np.testing.assert_array_equal(outs[0], outs[1], err_msg=f"{op} {k} {swap}")
+                np.testing.assert_array_equal(grads[0], grads[1], err_msg=f"{op} {k} {swap}")
+    x = tgrad.tensor([0.1, 0.9], dtype=dtype)
+    xn = x.numpy()
+    cd = np.float32 if dtype.itemsize == 2 else dtype.np.type  # halves: the number in float32
+    for y, ref in ((x * 70000, xn.astype(cd) * cd(70000)), (x / 100000, xn.astype(cd) / cd(1e5))):
+        np.testing.assert_array_equal(y.float().numpy(), ref.astype(dtype.np).astype(np.float32))
+    with pytest.raises(RuntimeError, match=f"mul: value {10**400} cannot be converted"):
+        x * 10**400
+
+
 def test_nll_loss_picks_the_target_entry_even_next_to_minus_inf():
     # log-probabilities of -inf in other classes (log_softmax of extreme logits) stay out
     # of the loss and its gradient; a one-hot product gave NaN (0 * -inf)

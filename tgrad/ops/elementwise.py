@@ -491,6 +491,10 @@ _OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "remainder": _nonzero_i
 
 
 _F32 = np.float32
+# Python ints below this in magnitude convert to any float dtype without OverflowError (they
+# may round, or become inf in float16, like a float of that value); larger ones take the
+# checked path (_operand's error)
+_FAST_INT = 2**62
 
 
 def _make_binary(name: str, reads: tuple, rule_a, rule_b):
@@ -514,14 +518,16 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             dev = a.device
             be = backend_of(a)
             xa, xb = a._data, b._data
-        elif type(b) is float and type(a) is Tensor and a.dtype.is_floating_point \
-                and plain_float:
-            # A float tensor and a Python float (x * 0.5, g / n): the tensor's dtype (a
-            # number does not promote within its category) and no operand checks apply.
+        elif (type(b) is float or (type(b) is int and -_FAST_INT < b < _FAST_INT)) \
+                and type(a) is Tensor and a.dtype.is_floating_point and plain_float:
+            # A float tensor and a Python number (x * 0.5, g / n, x + 1, x ** 2): the
+            # tensor's dtype (a number does not promote a float tensor) and no operand
+            # checks apply. Python ints take the same rules as floats, as in PyTorch.
             dev, be, xa = a.device, backend_of(a), a._data
             xb = _F32(b) if f32_number and a.dtype.itemsize == 2 else a.dtype.np.type(b)
-        elif type(a) is float and type(b) is Tensor and b.dtype.is_floating_point \
-                and plain_float:  # the reflected form (1.0 - x, 2.0 ** x)
+        elif (type(a) is float or (type(a) is int and -_FAST_INT < a < _FAST_INT)) \
+                and type(b) is Tensor and b.dtype.is_floating_point \
+                and plain_float:  # the reflected form (1.0 - x, 2 ** x)
             if name == "mul" and b.dtype.itemsize == 2:  # the float32 number goes second
                 dev, be, xa, xb = b.device, backend_of(b), b._data, _F32(a)
             elif name == "div" and b.dtype.itemsize == 2:
