@@ -620,6 +620,42 @@ def check_half_number_operands() -> None:
     assert set(tb.host_path_used()) == before
 
 
+def check_bfloat16_casts() -> None:
+    # bfloat16 stores round to nearest even, and float64/float16/int/bool convert by value,
+    # bit for bit as the NumPy backend (ml_dtypes) does; the interpreter gets this from
+    # tgrad.kernels.interpreter_bf16 (Triton's truncates, and converts float64 as integers)
+    import ml_dtypes
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    rng = np.random.default_rng(11)
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -3e-39, 3.39e38, 3.4e38, 2.5,
+               7006.8, -0.3, 1.0 + 2.0**-8, 1.0 + 3 * 2.0**-8]
+    f64 = np.concatenate([special, rng.standard_normal(300) * 10.0 ** rng.integers(-8, 8, 300)])
+    for src in (np.float64, np.float32, np.float16, np.int32, np.bool_):
+        with np.errstate(over="ignore"):  # the float16 sources: inf past 65504
+            a = f64.astype(src) if src not in (np.int32, np.bool_) else \
+                np.nan_to_num(f64, posinf=0, neginf=0).clip(-2e9, 2e9).astype(src)
+        got = tgrad.tensor(a, device="cuda").to(tgrad.bfloat16).cpu().numpy()
+        want = tgrad.tensor(a).to(tgrad.bfloat16).numpy()
+        assert got.dtype == bf16 and np.array_equal(got.view(np.uint16), want.view(np.uint16)), \
+            (np.dtype(src).name, a[got.view(np.uint16) != want.view(np.uint16)][:5])
+    b = f64.astype(bf16)
+    finite = b[np.isfinite(b.astype(np.float32))]
+    for dst in ("float64", "float32", "float16", "int32", "bool"):
+        x = finite if dst == "int32" else b
+        x = x[np.abs(x.astype(np.float64)) < 2e9] if dst == "int32" else x
+        got = tgrad.tensor(x, device="cuda").to(getattr(tgrad, dst)).cpu().numpy()
+        want = tgrad.tensor(x).to(getattr(tgrad, dst)).numpy()
+        assert np.array_equal(got, want, equal_nan=True), (dst, got[:5], want[:5])
+    # float32 maths rounded once to bfloat16: products, sums, quotients, number operands
+    y = (rng.standard_normal(300) * 3).astype(bf16)
+    for f in (lambda p, q: p * q, lambda p, q: p + q, lambda p, q: p / q,
+              lambda p, q: p * 70000, lambda p, q: p * 70000.0, lambda p, q: 1 - q):
+        got = f(tgrad.tensor(b, device="cuda"), tgrad.tensor(y[:1], device="cuda")).cpu()
+        want = f(tgrad.tensor(b), tgrad.tensor(y[:1]))
+        assert np.array_equal(got.numpy().view(np.uint16), want.numpy().view(np.uint16)) \
+            or np.array_equal(got.numpy(), want.numpy(), equal_nan=True), f
+
+
 def check_argsort() -> None:
     # the sort kernels (tile sort + merge passes) vs np.argsort(kind="stable"): NaN, +-inf,
     # -0.0/+0.0 and ties, both directions, lines that take merge passes in the interpreter and
@@ -654,4 +690,4 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
-    "argsort")}
+    "bfloat16_casts", "argsort")}

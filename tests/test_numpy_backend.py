@@ -76,3 +76,18 @@ def test_integer_sum_is_int64_and_reductions_do_not_warn():
         assert np.isinf(nb.sum_(np.array([6e4, 6e4], np.float16), None, False))
         assert np.isnan(nb.mean(np.array([np.inf, -np.inf]), None, False))
         assert np.isnan(nb.mean(np.zeros((0,), np.float32), None, False))
+
+
+def test_casts_that_overflow_or_meet_nan_do_not_warn():
+    # PyTorch converts silently: a bfloat16 past float16's range is inf, NaN to an integer
+    # is whatever the conversion gives (no RuntimeWarning from NumPy)
+    import warnings
+
+    import ml_dtypes
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h = nb.cast(np.array([1e5, -7e4, 2.0], ml_dtypes.bfloat16), np.dtype(np.float16))
+        assert h.dtype == np.float16 and h.tolist() == [np.inf, -np.inf, 2.0]
+        assert nb.cast(np.array([3e38]), np.dtype(np.float32)) == np.float32(3e38)
+        assert np.isinf(nb.cast(np.array([1e39]), np.dtype(np.float32))).all()
+        assert nb.cast(np.array([np.nan, 2.5], np.float32), np.dtype(np.int64))[1] == 2

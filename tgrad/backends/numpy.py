@@ -114,13 +114,11 @@ def clone(x: np.ndarray) -> np.ndarray:
 def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if x.dtype == dtype:
         return x
-    if np.dtype(dtype).itemsize < x.dtype.itemsize:  # may overflow to inf: no warning (PyTorch)
-        token = _quiet_enter()
-        try:
-            return x.astype(dtype)
-        finally:
-            _quiet_exit(token)
-    return x.astype(dtype)
+    token = _quiet_enter()  # overflow to inf (bfloat16 to float16 too), NaN to an integer:
+    try:  # no warning, as PyTorch
+        return x.astype(dtype)
+    finally:
+        _quiet_exit(token)
 
 
 def copy_(dst: np.ndarray, src) -> None:

@@ -41,6 +41,11 @@ class HostRuntime:
         self._streams.add(self._tgrad_stream)
         self._local = threading.local()
         self._lock = threading.Lock()
+        try:  # bfloat16 conversions that round as the GPU's (see the module)
+            from tgrad.kernels import interpreter_bf16
+            interpreter_bf16.install()
+        except ImportError:  # no Triton: nothing runs kernels here anyway
+            pass
 
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
