@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent('''
     from tgrad.kernels.launch import karg
 
     @triton.jit
-    def bf16_ops(X, Y, F64, NEG, FMA, DIV, LT, NE0, MAX, CLAMP, CAST, BACK, N,
+    def bf16_ops(X, Y, F64, NEG, FMA, DIV, LT, NE0, MAX, CLAMP, CAST, BACK, SUM, N,
                  BLOCK: tl.constexpr):
         i = tl.arange(0, BLOCK)
         m = i < N
@@ -43,6 +43,7 @@ SCRIPT = textwrap.dedent('''
         f = tl.load(F64 + i, mask=m)
         tl.store(CAST + i, f.to(tl.bfloat16), mask=m)  # float64 -> bfloat16
         tl.store(BACK + i, x.to(tl.float64), mask=m)   # bfloat16 -> float64
+        tl.store(SUM + i, tl.sum(tl.load(Y + i, mask=m, other=0.0), axis=0), mask=i == 0)
 
     @triton.jit
     def bf16_dot(A, B, C, D: tl.constexpr):
@@ -61,10 +62,12 @@ SCRIPT = textwrap.dedent('''
     outs = {k: tgrad.empty(n, dtype=d, device="cuda") for k, d in (
         ("neg", tgrad.bfloat16), ("fma", tgrad.bfloat16), ("div", tgrad.bfloat16),
         ("lt", tgrad.int32), ("ne0", tgrad.int32), ("max", tgrad.bfloat16),
-        ("clamp", tgrad.bfloat16), ("cast", tgrad.bfloat16), ("back", tgrad.float64))}
+        ("clamp", tgrad.bfloat16), ("cast", tgrad.bfloat16), ("back", tgrad.float64),
+        ("sum", tgrad.bfloat16))}
     bf16_ops[(1,)](*(karg(t._data) for t in (dev(x), dev(y), dev(f64), *outs.values())), n,
                    BLOCK=64)
     got = {k: v.cpu().numpy() for k, v in outs.items()}
+    got["sum"] = got["sum"][:1]
     a, b = (rng.standard_normal((16, 16)).astype(bf16) for _ in range(2))
     c = tgrad.empty(16, 16, device="cuda")
     bf16_dot[(1,)](karg(dev(a)._data), karg(dev(b)._data), karg(c._data), D=16)
@@ -77,7 +80,9 @@ SCRIPT = textwrap.dedent('''
                 "ne0": (xf != 0).astype(np.int32), "max": r(np.maximum(xf, yf)),
                 "clamp": r(np.clip(xf, -1.0, 1.0)), "cast": f64.astype(bf16),
                 "back": x.astype(np.float64),
-                "dot": np.matmul(a.astype(np.float32), b.astype(np.float32))}
+                "dot": np.matmul(a.astype(np.float32), b.astype(np.float32)),
+                # the 64 lanes (zeros past n) summed in float32, rounded once
+                "sum": r([np.sum(np.pad(yf, (0, 64 - n)))])}
     # maximum and clamp without propagate_nan: Triton 3.6's interpreter gives NaN for a NaN
     # operand, 3.9's and the GPU the other one (not a bfloat16 matter): compared off NaNs
     keep = {k: ~np.isnan(xf) & ~np.isnan(yf) if k in ("max", "clamp") else Ellipsis

@@ -366,8 +366,9 @@ def check_optim(rng):
 
 
 def check_float16(rng):
-    """float16 (the interpreter has no bfloat16): computed in float32 registers, rounded once,
-    statistics (mean, rstd, lse) kept in float32, as the NumPy backend."""
+    """float16 (bfloat16: the op table's bfloat16 run, tests/test_triton_ops.py): computed in
+    float32 registers, rounded once, statistics (mean, rstd, lse) kept in float32, as the
+    NumPy backend."""
     from tgrad.backends import _triton_nn as nn
     from tgrad.backends import numpy as nb
     dt = np.float16

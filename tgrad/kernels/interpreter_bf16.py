@@ -1,25 +1,28 @@
-"""bfloat16 conversions in Triton's interpreter, made to round as the GPU does.
+"""bfloat16 in Triton's interpreter, computed on values as the GPU does.
 
-Triton's interpreter (3.6 to 3.9) stores bfloat16 as its uint16 bits and converts:
-- float32 -> bfloat16 by dropping the low 16 bits (truncation toward zero; the GPU's
+Triton's interpreter (3.6 to 3.9) keeps bfloat16 as its bits in uint16 arrays, and:
+- converts float32 to bfloat16 by dropping the low 16 bits (truncation; the GPU's
   ``cvt.rn`` rounds to nearest even), so a stored bfloat16 result could be 1 ulp off;
-- any other type to or from bfloat16 (float64, float16, integers) with ``astype`` on the
-  bits, as if they were integers: float64 2.5 became the bfloat16 with bits 2 (about 1e-40).
+- converts float64, float16 and integers to and from bfloat16 with ``astype`` on the bits,
+  as if they were integers (float64 2.5 became the bfloat16 with bits 2, about 1e-40);
+- computes arithmetic, comparisons, math functions, clamps, ``tl.dot`` and ``tl.sum`` of
+  bfloat16 operands on those integers: -x, x + y, x < y, clamps, matmuls and sums gave
+  garbage, and -0.0 != 0.
 
-- arithmetic, comparisons, math functions, clamps and ``tl.dot`` of bfloat16 operands on
-  those bits as integers: -x, x + y, x < y, clamp and bfloat16 matmuls gave garbage, and
-  -0.0 != 0.
-
-``install()`` (called once when the interpreter-mode runtime starts) replaces:
-- ``InterpreterBuilder.cast_impl``, and ``create_fp_to_fp`` in its round-to-nearest-even
-  and default modes, for conversions that involve bfloat16, by ml_dtypes' conversion of the
-  values (round to nearest even, NaN and inf kept);
-- ``binary_op``, ``unary_op``, clamps (``ternary_op`` with ``np.clip``) and ``create_dot``
-  with a bfloat16 operand: computed on the values in float32 (a dot accumulates in its
-  accumulator's dtype, float32 in tgrad), a float result rounded once to bfloat16
-  (what the GPU's bfloat16 instructions give, but for a double rounding of sums whose
-  exact value needs more than float32's 24 bits; comparisons give bools).
-Everything else runs Triton's code unchanged (selects move bits, which is right as it is).
+``install()`` (called once when the interpreter-mode runtime starts) replaces, for
+operands or results in bfloat16 only:
+- ``InterpreterBuilder.cast_impl``, and ``create_fp_to_fp`` in its round-to-nearest-even and
+  default modes, by ml_dtypes' conversion of the values (round to nearest even, NaN and inf
+  kept);
+- ``binary_op``, ``unary_op``, clamps (``ternary_op`` with ``np.clip``), ``create_dot`` and
+  ``ReduceOps.sum``: computed on the values in float32 and a float result rounded once to
+  bfloat16 (comparisons give bools; a dot accumulates in its accumulator's dtype). That is
+  what the GPU's bfloat16 instructions give, but for sums: the GPU adds bfloat16 in a tree
+  of rounded steps, so a sum (and, rarely, an addition whose exact value needs more than
+  float32's 24 bits) can differ from it in the last bits.
+Everything else runs Triton's code unchanged: selects move bits, which is right as it is,
+and ``tl.max``/``tl.min`` promote bfloat16 to float32 themselves. Scans over bfloat16 values
+are not covered (tgrad's kernels scan in float32).
 """
 
 from __future__ import annotations
@@ -120,6 +123,17 @@ def install() -> None:
         return rounded(np.matmul(*args, dtype=np.float32) + acc.astype(np.float32),
                        d.dtype.scalar)
 
+    reduce_ops = interpreter.ReduceOps
+    triton_sum = reduce_ops.sum
+
+    def reduce_sum(self, tensor):
+        vals = bf16_values(tensor.handle)
+        if vals is None:
+            return triton_sum(self, tensor)
+        out = np.sum(vals.astype(np.float32), axis=self.axis, keepdims=self.keep_dims)
+        return self.to_tensor(np.asarray(out).astype(_BF16).view(np.uint16), tensor.dtype)
+
+    reduce_ops.sum = reduce_sum
     builder.cast_impl = cast_impl
     builder.create_fp_to_fp = create_fp_to_fp
     builder.binary_op, builder.unary_op, builder.ternary_op = binary_op, unary_op, ternary_op
