@@ -1,7 +1,7 @@
 """The op table on device "cuda" in Triton's interpreter (TRITON_INTERPRET=1, host memory)
-against the NumPy backend, forward and backward, float32, float64 and bfloat16 (whose
-conversions and arithmetic tgrad/kernels/interpreter_bf16.py makes the interpreter do as the
-GPU does). Runs tests/_triton_interp_runner.py once per dtype in subprocesses (the kernel
+against the NumPy backend, forward and backward, float32, float64, float16 and bfloat16
+(whose conversions and arithmetic tgrad/kernels/interpreter_bf16.py makes the interpreter do
+as the GPU does). Runs tests/_triton_interp_runner.py once per dtype in subprocesses (the kernel
 checks of tests/device_checks.py in the float32 and float64 ones), so this process (and the
 rest of the suite) never sees TRITON_INTERPRET."""
 
@@ -30,6 +30,7 @@ except ImportError:
     NAMES = [s.name for s in op_db.OP_DB]
 
 _cache: dict = {}
+FULL_CHECKS = ("float32", "float64")
 
 
 def _results() -> dict:
@@ -37,14 +38,14 @@ def _results() -> dict:
         env = dict(os.environ, TRITON_INTERPRET="1",
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         # one process per dtype, side by side (the interpreter is slow); the kernel checks
-        # (device_checks, about 85 s) run in the float32 and float64 ones
+        # (device_checks, about 85 s) run in the FULL_CHECKS ones
         procs = [subprocess.Popen(
             [sys.executable, os.path.join(HERE, "_triton_interp_runner.py")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
             env=kernel_specs.recording_env(
-                dict(env, TGRAD_DTYPES=dt, TGRAD_EXTRA_CHECKS=str(int(dt != "bfloat16"))),
+                dict(env, TGRAD_DTYPES=dt, TGRAD_EXTRA_CHECKS=str(int(dt in FULL_CHECKS))),
                 "op_table_" + dt))
-            for dt in ("float32", "float64", "bfloat16")]
+            for dt in ("float32", "float64", "float16", "bfloat16")]
         outs = [p.communicate() for p in procs]
         marker = "@@RESULT@@"
         merged: dict = {"ops": {}, "extra": {}, "host_path_used": []}
