@@ -248,6 +248,8 @@ def _directional_fd(b: Built, leaves, us, vs, eps: float, scale: float) -> tuple
     return big, abs(big - small) <= 1e-5 * scale + 1e-5 * abs(big)
 
 
+# NaN and inf propagate silently, as in PyTorch: a NumPy RuntimeWarning from tgrad fails it
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 @pytest.mark.parametrize(("spec", "dtype"),
                          _with_dtypes([s for s in SPECS if s.nan_inf], ("float64", "float16")))
 def test_nan_inf_propagate(spec, dtype):

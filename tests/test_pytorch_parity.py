@@ -642,3 +642,22 @@ def test_nll_loss_picks_the_target_entry_even_next_to_minus_inf():
     assert loss.item() == 0.25
     loss.backward()
     assert x.grad.tolist() == [[-0.5, 0.0], [0.0, -0.5]]
+
+
+def test_numbers_past_a_float_dtype_become_inf_without_a_warning():
+    # PyTorch converts silently where it does not raise: a number operand past the tensor's
+    # float range is inf (x_half > 70000 compares with inf), and so is a tensor() value;
+    # full() raises its overflow error, with no NumPy warning on the way
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = tgrad.tensor([1.0, 70000.0], dtype=tgrad.float16)
+        assert x.tolist() == [1.0, np.inf]
+        assert (x > 70000).tolist() == [False, False]
+        assert (x + 70000.0).tolist() == [np.inf, np.inf]
+        d = (x - 1e300).tolist()  # 1 - inf, inf - inf
+        assert d[0] == -np.inf and np.isnan(d[1])
+        assert (tgrad.tensor([2.0]) * 1e300).tolist() == [np.inf]
+        assert (1e300 * tgrad.tensor([2.0], dtype=tgrad.bfloat16)).float().tolist() == [np.inf]
+        with pytest.raises(RuntimeError, match="full\\(\\): value 1e\\+39 cannot be converted"):
+            tgrad.full((2,), 1e39, dtype=tgrad.float16)

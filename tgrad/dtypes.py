@@ -114,8 +114,9 @@ def check_value_fits(op: str, value, dt: DType) -> None:
         return
     if dt.is_floating_point:
         try:
-            overflows = (math.isfinite(float(value))
-                         and math.isinf(float(np.asarray(value).astype(dt.np))))
+            with np.errstate(over="ignore"):  # the overflow is what is looked for
+                overflows = (math.isfinite(float(value))
+                             and math.isinf(float(np.asarray(value).astype(dt.np))))
         except OverflowError:  # a Python int beyond a double
             overflows = True
         if overflows:

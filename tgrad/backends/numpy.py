@@ -400,7 +400,11 @@ def _masked_product(g: np.ndarray, factor: np.ndarray) -> np.ndarray:
         closed = np.logical_not  # where the mask is closed (used only in the rare NaN case)
     else:
         closed = _is_zero
-    out = np.asarray(np.multiply(g, factor))
+    token = _quiet_enter()  # inf * 0 is fixed below: no warning for it
+    try:
+        out = np.asarray(np.multiply(g, factor))
+    finally:
+        _quiet_exit(token)
     if out.size and np.isnan(out.max()):
         out[np.broadcast_to(closed(factor), out.shape)] = 0
     return out
@@ -829,11 +833,16 @@ def argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
 
 # ---------------------------------------------------------------- matmul
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """NaN and inf propagate without NumPy's "invalid value encountered" (PyTorch's
+    silence); float16/bfloat16 multiply in float32 and round once."""
     dt = a.dtype
-    if dt in HALF_TYPES:
-        with quiet():  # NaN/inf propagate quietly, as in float32/64
+    token = _quiet_enter()
+    try:
+        if dt in HALF_TYPES:
             return _down(np.matmul(a.astype(_F32), b.astype(_F32)), dt)
-    return np.matmul(a, b)
+        return np.matmul(a, b)
+    finally:
+        _quiet_exit(token)
 
 
 # ---------------------------------------------------------------- random

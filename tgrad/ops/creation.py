@@ -106,7 +106,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         if host.size and not dt.is_floating_point and dt is not dtypes.bool_:
             for v in (host.min(), host.max()):  # ints out of range, NaN/inf: PyTorch raises
                 dtypes.check_value_fits("tensor()", v.item(), dt)
-    host = np.array(host, dtype=dt.np, order="C")
+    with np.errstate(over="ignore"):  # past a float dtype's range: inf, silently (PyTorch)
+        host = np.array(host, dtype=dt.np, order="C")
     return _finish(host, device, requires_grad)
 
 

@@ -409,7 +409,7 @@ def _operand(x, dt, backend, name: str = ""):
     if isinstance(x, Tensor):
         return backend.cast(x._data, dt.np)
     try:
-        return dt.np.type(x)
+        return _number_as(dt.np.type, x)
     except OverflowError:  # a Python int outside an integer dtype's range
         raise RuntimeError(f"{name}: value {x} cannot be converted to type {dt.name} without "
                            f"overflow; use a tensor of a wider dtype (e.g. .long())") from None
@@ -491,6 +491,16 @@ _OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "remainder": _nonzero_i
 
 
 _F32 = np.float32
+
+
+def _number_as(to, x):
+    """The Python number ``x`` as the NumPy scalar type ``to``. Past a float dtype's range it
+    becomes inf without NumPy's overflow warning (PyTorch converts silently: x_half > 70000
+    compares with inf); an int outside an integer dtype raises OverflowError as NumPy does."""
+    if -65504.0 <= x <= 65504.0:  # every float dtype holds these (the common case)
+        return to(x)
+    with np.errstate(over="ignore"):
+        return to(x)
 # Python ints below this in magnitude convert to any float dtype without OverflowError (they
 # may round, or become inf in float16, like a float of that value); larger ones take the
 # checked path (_operand's error)
@@ -524,20 +534,20 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             # tensor's dtype (a number does not promote a float tensor) and no operand
             # checks apply. Python ints take the same rules as floats, as in PyTorch.
             dev, be, xa = a.device, backend_of(a), a._data
-            xb = _F32(b) if f32_number and a.dtype.itemsize == 2 else a.dtype.np.type(b)
+            xb = _number_as(_F32 if f32_number and a.dtype.itemsize == 2 else a.dtype.np.type, b)
         elif (type(a) is float or (type(a) is int and -_FAST_INT < a < _FAST_INT)) \
                 and type(b) is Tensor and b.dtype.is_floating_point \
                 and plain_float:  # the reflected form (1.0 - x, 2 ** x)
             if name == "mul" and b.dtype.itemsize == 2:  # the float32 number goes second
-                dev, be, xa, xb = b.device, backend_of(b), b._data, _F32(a)
+                dev, be, xa, xb = b.device, backend_of(b), b._data, _number_as(_F32, a)
             elif name == "div" and b.dtype.itemsize == 2:
                 # c / x of a half x: the float32 number over x widened, rounded once (70000
                 # / x is finite for x = 3 where float16(70000) would be inf)
                 dev, be = b.device, backend_of(b)
-                xa, xb = _F32(a), be.cast(b._data, _F32)
+                xa, xb = _number_as(_F32, a), be.cast(b._data, _F32)
                 narrow_to = b.dtype.np
             else:
-                dev, be, xa, xb = b.device, backend_of(b), b.dtype.np.type(a), b._data
+                dev, be, xa, xb = b.device, backend_of(b), _number_as(b.dtype.np.type, a), b._data
         else:
             dev, be, xa, xb = _prepare(name, is_logical, a, b)
             if check is not None:
