@@ -153,8 +153,8 @@ def test_inverse_trig_of_integers_and_bools_gives_default_float(name):
         assert y.dtype is tgrad.get_default_dtype()
         ref = getattr(np, name if name.startswith("arc") else "arc" + name[1:])
         np.testing.assert_allclose(y.numpy(), ref(x.numpy().astype(np.float64)), rtol=1e-7)
-    with pytest.raises(RuntimeError, match=rf"^{name}_: result type float32 can't be cast "
-                                           r"to the desired output type int64"):
+    with pytest.raises(RuntimeError, match=rf"^{name}_: result type Float can't be cast "
+                                           r"to the desired output type Long"):
         getattr(tgrad.tensor([0, 1]), name + "_")()
 
 
@@ -169,7 +169,7 @@ def test_atan2_promotes_like_pytorch():
     assert tgrad.arctan2(half, tgrad.tensor([3.0])).dtype is tgrad.float32
     np.testing.assert_allclose(i.atan2(tgrad.tensor([3, 4])).numpy(),
                                np.arctan2([1.0, -2.0], [3.0, 4.0]), rtol=1e-7)
-    with pytest.raises(RuntimeError, match=r"^atan2_: result type float32 can't be cast"):
+    with pytest.raises(RuntimeError, match=r"^atan2_: result type Float can't be cast"):
         i.atan2_(tgrad.tensor([1.0, 2.0]))
     with pytest.raises(RuntimeError, match=r"^arctan2_: output with shape \[2\] doesn't match "
                                            r"the broadcast shape \[1, 2\]"):
@@ -187,6 +187,12 @@ def test_integer_floor_division_floors_and_keeps_dtype():
     np.testing.assert_array_equal(f.numpy(), np.floor(np.array([7.5, -7.5]) / 2))
     with pytest.raises(ZeroDivisionError, match="^floor_divide: integer division by zero"):
         a // 0
+    # PyTorch raises RuntimeError("ZeroDivisionError"): the error is a RuntimeError too
+    with pytest.raises(RuntimeError, match="^remainder: integer division by zero"):
+        a % tgrad.tensor([1, 0, 1])
+    # nothing to divide, nothing to raise (PyTorch checks each element)
+    empty = tgrad.tensor([], dtype=tgrad.int64)
+    assert (empty // 0).shape == (0,) and (empty % tgrad.tensor([0])).shape == (0,)
 
 
 def test_floor_divide_and_comparisons_are_not_differentiable():
@@ -239,3 +245,20 @@ def test_remainder_and_fmod_follow_python_and_c_signs():
         a % 0
     with pytest.raises(ZeroDivisionError, match="^fmod: integer division by zero"):
         tgrad.fmod(a, tgrad.tensor([1, 0, 1, 1]))
+
+
+def test_index_add_keeps_an_integer_dtype_and_rejects_a_float_alpha():
+    z = tgrad.zeros(3, dtype=tgrad.int64)
+    idx, src = tgrad.tensor([0, 0]), tgrad.tensor([1, 2])
+    out = z.index_add(0, idx, src, alpha=3)
+    assert out.dtype is tgrad.int64 and out.tolist() == [9, 0, 0]
+    with pytest.raises(RuntimeError, match="index_add\\(\\): for integral input tensors, "
+                                           "argument alpha must not be a floating point"):
+        z.index_add(0, idx, src, alpha=1.5)
+
+
+def test_unary_plus_is_positive():
+    x = tgrad.tensor([1, -2])
+    assert (+x) is x and tgrad.positive(x) is x
+    with pytest.raises(NotImplementedError, match="The `\\+` operator, on a bool tensor"):
+        +tgrad.tensor([True])

@@ -661,3 +661,13 @@ def test_numbers_past_a_float_dtype_become_inf_without_a_warning():
         assert (1e300 * tgrad.tensor([2.0], dtype=tgrad.bfloat16)).float().tolist() == [np.inf]
         with pytest.raises(RuntimeError, match="full\\(\\): value 1e\\+39 cannot be converted"):
             tgrad.full((2,), 1e39, dtype=tgrad.float16)
+
+
+def test_where_with_the_condition_alone_is_nonzero_as_tuple():
+    c = tgrad.tensor([[True, False], [False, True]])
+    got = tgrad.where(c)
+    assert isinstance(got, tuple) and len(got) == 2
+    assert [g.tolist() for g in got] == [[0, 1], [0, 1]] and got[0].dtype is tgrad.int64
+    assert [g.tolist() for g in tgrad.where(tgrad.tensor([0.0, 2.0, -1.0]))] == [[1, 2]]
+    with pytest.raises(TypeError, match="condition alone or with both input and other"):
+        tgrad.where(c, tgrad.ones(2, 2))

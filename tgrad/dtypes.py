@@ -55,6 +55,11 @@ _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64,
                  "int": int32})
 
+# PyTorch's ScalarType names, which its error texts use ("result type Float can't be cast
+# to the desired output type Long")
+SCALAR_TYPE_NAMES = {bool_: "Bool", int32: "Int", int64: "Long", float16: "Half",
+                     bfloat16: "BFloat16", float32: "Float", float64: "Double"}
+
 _default_float = float32
 
 

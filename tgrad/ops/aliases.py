@@ -90,7 +90,7 @@ def fix(input: Tensor) -> Tensor:  # noqa: A002
     return ew.trunc(input)
 
 
-@tensor_method("positive")
+@tensor_method("positive", "__pos__")
 def positive(input: Tensor) -> Tensor:  # noqa: A002
     """``input`` itself (unary plus); bool tensors raise, as in PyTorch."""
     require_tensor("positive", input)

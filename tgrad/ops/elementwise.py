@@ -457,17 +457,23 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     return dev, be, _operand(a, dt, be, name), _operand(b, dt, be, name)
 
 
+class IntegerDivisionByZeroError(RuntimeError, ZeroDivisionError):
+    """PyTorch raises RuntimeError("ZeroDivisionError") for an integer division by zero;
+    this is both, so ``except RuntimeError`` and ``except ZeroDivisionError`` catch it."""
+
+
 def _nonzero_int_divisor(name: str, be, a, b) -> None:
     """Integer floor division by zero raises, as in Python and PyTorch (NumPy gives 0 and a
-    GPU kernel something undefined). On the GPU the check is a device-to-host sync."""
-    if a.dtype.kind not in "iub":
+    GPU kernel something undefined), unless there is nothing to divide (an empty result, as
+    PyTorch checks each element). On the GPU the check is a device-to-host sync."""
+    if a.dtype.kind not in "iub" or a.size == 0:
         return
     if isinstance(b, np.generic):  # a number operand
         zero = b == 0
     else:
         zero = be.to_host(be.any_(be.binary("eq", b, b.dtype.type(0)), None, False))
     if bool(zero):
-        raise ZeroDivisionError(f"{name}: integer division by zero")
+        raise IntegerDivisionByZeroError(f"{name}: integer division by zero")
 
 
 def _nonnegative_int_exponent(name: str, be, a, b) -> None:
@@ -831,8 +837,15 @@ class Where(Function):
 register_op(Where)
 
 
-def where(condition: Tensor, input, other) -> Tensor:  # noqa: A002
-    """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast)."""
+def where(condition: Tensor, input=None, other=None) -> Tensor | tuple:  # noqa: A002
+    """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast).
+    ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)``, as in PyTorch."""
+    if input is None and other is None:
+        from tgrad.ops.gathering import nonzero
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() takes the condition alone or with both input and other "
+                        "(where(condition, input, other))")
     return Where.apply(condition, input, other)
 
 

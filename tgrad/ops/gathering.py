@@ -201,6 +201,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
         raise RuntimeError(f"index_add(): source of shape {list(source.shape)} and dtype "
                            f"{source.dtype.name} must have shape {list(want)} and dtype "
                            f"{input.dtype.name}")
+    if isinstance(alpha, float) and not input.dtype.is_floating_point:
+        raise RuntimeError(f"index_add(): for integral input tensors, argument alpha must not "
+                           f"be a floating point number (got {alpha})")
     nkey, _ = normalize_key((slice(None),) * d + (index.reshape(-1),), input.device)
     (x, src), half = widen_halves(input, source)
     src = src if alpha == 1 else src * alpha

@@ -124,8 +124,9 @@ def _check_fits(op: str, res: Tensor, self: Tensor) -> None:
     """The result must be castable to ``self``'s dtype (same or lower category) and have
     ``self``'s shape (in-place ops cannot broadcast ``self``)."""
     if res.dtype.category > self.dtype.category:
-        raise RuntimeError(f"{op}: result type {res.dtype.name} can't be cast to the desired "
-                           f"output type {self.dtype.name}")
+        names = dtypes.SCALAR_TYPE_NAMES  # PyTorch's text
+        raise RuntimeError(f"{op}: result type {names[res.dtype]} can't be cast to the desired "
+                           f"output type {names[self.dtype]}")
     if res.shape != self.shape:
         raise RuntimeError(f"{op}: output with shape {list(self.shape)} doesn't match the "
                            f"broadcast shape {list(res.shape)}")
