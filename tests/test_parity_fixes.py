@@ -200,12 +200,25 @@ def test_python_ints_outside_an_integer_dtype_raise_a_clear_error():
             call()
 
 
-def test_a_number_over_a_half_tensor_is_computed_in_float32():
-    h = np.array([3.0, 8.0], dtype=np.float16)
-    out = 70000.0 / tgrad.tensor(h)
-    assert out.dtype is tgrad.float16
-    np.testing.assert_array_equal(out.numpy(), (np.float32(70000.0) / h.astype(np.float32))
-                                  .astype(np.float16))
+def test_a_number_over_a_tensor_is_the_reciprocal_times_the_number():
+    # PyTorch's Tensor.__rtruediv__ is self.reciprocal() * other: for halves the reciprocal
+    # is rounded to the half dtype first, then multiplied with the number in float32
+    h = np.array([3.0, 8.0, 1e-5], dtype=np.float16)
+    for c in (70000.0, 10, 1e-3):
+        out = c / tgrad.tensor(h)
+        assert out.dtype is tgrad.float16
+        with np.errstate(over="ignore"):
+            recip = (np.float32(1) / h.astype(np.float32)).astype(np.float16)
+            want = (recip.astype(np.float32) * np.float32(c)).astype(np.float16)
+        np.testing.assert_array_equal(out.numpy(), want)
+    assert (10 / tgrad.tensor([3.0], dtype=tgrad.float16)).item() == 3.33203125
+    assert (1e-3 / tgrad.tensor([1e-5], dtype=tgrad.float16)).item() == np.inf
+    x = tgrad.tensor([2.0, -4.0], dtype=tgrad.float64, requires_grad=True)
+    y = 3 / x
+    assert type(y.grad_fn).__name__ == "MulBackward0"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), -3 / np.array([2.0, -4.0]) ** 2, rtol=1e-15)
+    assert (2 / tgrad.tensor([4])).dtype is tgrad.float32
 
 
 def test_pow_takes_the_exponent_keyword():

@@ -671,3 +671,19 @@ def test_where_with_the_condition_alone_is_nonzero_as_tuple():
     assert [g.tolist() for g in tgrad.where(tgrad.tensor([0.0, 2.0, -1.0]))] == [[1, 2]]
     with pytest.raises(TypeError, match="condition alone or with both input and other"):
         tgrad.where(c, tgrad.ones(2, 2))
+
+
+def test_half_floor_and_trunc_division_by_a_number_run_in_float32():
+    # ATen's div_floor / div_trunc kernels read a number divisor as float32 (opmath) for
+    # halves and round the truncated float32 quotient once
+    for dt in (tgrad.float16, tgrad.bfloat16):
+        x = tgrad.tensor([1.0], dtype=dt)
+        assert (x // 0.1).item() == 9.0  # 1 / float32(0.1) = 9.99999985
+        assert tgrad.div(x, 0.1, rounding_mode="floor").item() == 9.0
+    h = tgrad.tensor([2047.0, -2047.0], dtype=tgrad.float16)
+    assert tgrad.div(h, 1.0002, rounding_mode="trunc").tolist() == [2046.0, -2046.0]
+    assert tgrad.div(h, 1.0002, rounding_mode="floor").tolist() == [2046.0, -2047.0]
+    v = np.array([7.5, -7.5, 3.0, -0.5])
+    for mode, fn in (("trunc", np.trunc), ("floor", np.floor)):
+        got = tgrad.div(tgrad.tensor(v, dtype=tgrad.bfloat16), 2, rounding_mode=mode)
+        assert got.dtype is tgrad.bfloat16 and got.float().tolist() == fn(v / 2).tolist()

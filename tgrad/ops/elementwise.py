@@ -522,7 +522,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     plain_float = not (is_logical or name in _BITWISE)  # float operands take a fast path
     # PyTorch's mul and div keep a Python float operand of a float16/bfloat16 tensor in
     # float32 (x * 70000.0 is 63008 for x = 0.9, not inf); the others round it first
-    f32_number = name in ("mul", "div")
+    f32_number = name in ("mul", "div", "floor_divide")
     check = _OPERAND_CHECKS.get(name)
 
     def forward(ctx, a, b):
@@ -653,7 +653,15 @@ def _with_alpha(fn):
 add = _with_alpha(_binary_fn("add", ("__add__",), ("__radd__",)))
 sub = _with_alpha(_binary_fn("sub", ("__sub__",), ("__rsub__",)))
 mul = _binary_fn("mul", ("__mul__",), ("__rmul__",))
-div = _binary_fn("div", ("__truediv__",), ("__rtruediv__",))
+div = _binary_fn("div", ("__truediv__",))
+
+
+@tensor_method("__rtruediv__")
+def _rtruediv(self: Tensor, other) -> Tensor:
+    """``other / self`` is ``self.reciprocal() * other``: PyTorch's own definition (its
+    grad_fn is MulBackward0, and a half tensor's reciprocal is rounded before the product:
+    10 / float16(3) is 3.332, 1e-3 / float16(1e-5) is inf)."""
+    return mul(reciprocal(self), other)
 _binary_fn("pow", ("__pow__",), ("__rpow__",))  # the ** operators: the plain function
 
 
@@ -718,8 +726,12 @@ class _RoundedDiv(Function):
         ctx.shapes = tuple(t.shape if isinstance(t, Tensor) else None for t in (a, b))
         if mode == "floor":
             return floor_divide(a, b)
+        dt = dtypes.result_type(a, b)
+        if dt.itemsize == 2:  # halves: the quotient truncated in float32, rounded once
+            a, b = (t.to(dtypes.float32) if isinstance(t, Tensor) else t for t in (a, b))
         q = _BINARY["div"].apply(a, b)
-        return where(lt(q, 0.0), ceil(q), floor(q))
+        q = where(lt(q, 0.0), ceil(q), floor(q))
+        return q if q.dtype is dt else q.to(dt)
 
     @staticmethod
     def backward(ctx, g):
