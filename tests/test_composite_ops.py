@@ -23,8 +23,13 @@ def test_masked_fill_keeps_int_and_bool_dtypes_casting_the_value():
     assert ints.dtype is tgrad.int64 and ints.tolist() == [1, 0, 1]
     flags = tgrad.zeros(3, dtype=tgrad.bool).masked_fill(mask, 2)
     assert flags.dtype is tgrad.bool and flags.tolist() == [True, False, True]
-    halves = tgrad.zeros(3, dtype=tgrad.float16).masked_fill(mask, 1e5)
-    assert halves.dtype is tgrad.float16 and halves.tolist() == [math.inf, 0.0, math.inf]
+    halves = tgrad.zeros(3, dtype=tgrad.float16).masked_fill(mask, -math.inf)
+    assert halves.dtype is tgrad.float16 and halves.tolist() == [-math.inf, 0.0, -math.inf]
+    # a number past the dtype's range raises (PyTorch's checked conversion: the well-known
+    # masked_fill(mask, -1e9) error of float16 attention code)
+    with pytest.raises(RuntimeError, match="masked_fill: value -1000000000.0 cannot be "
+                                           "converted to type float16 without overflow"):
+        tgrad.zeros(3, dtype=tgrad.float16).masked_fill(mask, -1e9)
 
 
 def test_masked_fill_value_tensor_gets_the_masked_gradient_sum():

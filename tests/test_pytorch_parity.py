@@ -687,3 +687,21 @@ def test_half_floor_and_trunc_division_by_a_number_run_in_float32():
     for mode, fn in (("trunc", np.trunc), ("floor", np.floor)):
         got = tgrad.div(tgrad.tensor(v, dtype=tgrad.bfloat16), 2, rounding_mode=mode)
         assert got.dtype is tgrad.bfloat16 and got.float().tolist() == fn(v / 2).tolist()
+
+
+def test_number_arguments_past_the_dtype_raise_where_pytorch_converts_them_checked():
+    # clamp bounds, masked_fill values and item assignment go through Scalar.to<T>(),
+    # a checked conversion: past the dtype's range they raise instead of becoming inf
+    h = tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float16)
+    msg = "cannot be converted to type float16 without overflow"
+    for call, op in ((lambda: h.clamp(max=1e5), "clamp"), (lambda: h.clamp_min(-1e9), "clamp"),
+                     (lambda: h.masked_fill(h > 1, 7e4), "masked_fill"),
+                     (lambda: h.__setitem__(0, 1e5), "__setitem__")):
+        with pytest.raises(RuntimeError, match=f"^{op}: value .* {msg}"):
+            call()
+    with pytest.raises(RuntimeError, match="value 1099511627776 cannot be converted to type "
+                                           "int32 without overflow"):
+        tgrad.tensor([1, 2], dtype=tgrad.int32)[0] = 2**40
+    # infinities and in-range values are fine; an int tensor clamped by a float is float
+    assert h.clamp(-np.inf, 2.5).tolist() == [1.0, 2.0, 2.5]
+    assert tgrad.tensor([1, 5]).clamp(max=2.5).tolist() == [1.0, 2.5]

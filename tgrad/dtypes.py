@@ -118,6 +118,8 @@ def check_value_fits(op: str, value, dt: DType) -> None:
     if dt is bool_ or isinstance(value, (bool, np.bool_)):
         return
     if dt.is_floating_point:
+        if -65504.0 <= value <= 65504.0:  # fits every float dtype (the common case)
+            return
         try:
             with np.errstate(over="ignore"):  # the overflow is what is looked for
                 overflows = (math.isfinite(float(value))

@@ -815,7 +815,11 @@ def cumsum(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
     dt = np.dtype(np.int64) if x.dtype.kind in "iub" else x.dtype
     cd = compute_dtype(dt)
     a = np.flip(x, axis) if reverse else x
-    out = np.cumsum(a, axis=axis, dtype=cd)
+    token = _quiet_enter()  # inf + -inf: NaN without a warning, as PyTorch
+    try:
+        out = np.cumsum(a, axis=axis, dtype=cd)
+    finally:
+        _quiet_exit(token)
     return _down(np.ascontiguousarray(np.flip(out, axis) if reverse else out), dt)
 
 

@@ -59,6 +59,7 @@ def _fill_value(op: str, input: Tensor, value):  # noqa: A002
         if value.dtype is not input.dtype or value.device != input.device:
             value = value.to(device=input.device, dtype=input.dtype)
         return value
+    dtypes.check_value_fits(op, value, input.dtype)  # masked_fill(-1e9) of a half raises
     if input.dtype is dtypes.bool_:
         return bool(value)
     if not input.dtype.is_floating_point:

@@ -915,6 +915,9 @@ class Clamp(Function):
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
         be = backend_of(x)
         dt = dtypes.result_type(x, *(v for v in (lo, hi) if v is not None))
+        for v in (lo, hi):  # a bound past the dtype's range raises, as PyTorch's clamp
+            if v is not None:
+                dtypes.check_value_fits("clamp", v, dt)
         # the bounds in the result dtype (1.7 is 1.703125 in bfloat16), the same for backward
         lo, hi = (None if v is None else _operand(v, dt, be, "clamp") for v in (lo, hi))
         y = be.cast(x._data, dt.np)

@@ -323,7 +323,9 @@ def _outside(like: Tensor, key) -> Tensor:
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value``: basic keys write through a view, array keys via index_put."""
     nkey, basic = normalize_key(key, self.device, self.ndim)
-    if not isinstance(value, (int, float, bool, np.number, np.bool_)):
+    if isinstance(value, (int, float, bool, np.number, np.bool_)):
+        dtypes.check_value_fits("__setitem__", value, self.dtype)  # as PyTorch's fill_
+    else:
         value = _as_src("__setitem__", self, value)
         lead = 0  # leading size-1 dims of the value are dropped first, as PyTorch does
         while lead < value.ndim and value.shape[lead] == 1:
