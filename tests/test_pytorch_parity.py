@@ -705,3 +705,28 @@ def test_number_arguments_past_the_dtype_raise_where_pytorch_converts_them_check
     # infinities and in-range values are fine; an int tensor clamped by a float is float
     assert h.clamp(-np.inf, 2.5).tolist() == [1.0, 2.0, 2.5]
     assert tgrad.tensor([1, 5]).clamp(max=2.5).tolist() == [1.0, 2.5]
+
+
+@pytest.mark.parametrize("dt", [tgrad.float16, tgrad.bfloat16])
+def test_layer_norm_of_a_half_input_takes_float32_weight_and_bias(dt):
+    # PyTorch's mixed-type layer_norm: the half input normalized in float32 with the float32
+    # parameters, the output in the input's dtype, the parameters' gradients in float32
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal((4, 7))
+    wv, bv = rng.standard_normal(7), rng.standard_normal(7)
+    x = tgrad.tensor(xv, dtype=dt, requires_grad=True)
+    w = tgrad.tensor(wv, dtype=tgrad.float32, requires_grad=True)
+    b = tgrad.tensor(bv, dtype=tgrad.float32, requires_grad=True)
+    y = tgrad.nn.functional.layer_norm(x, (7,), w, b)
+    assert y.dtype is dt
+    xh = x.detach().float().numpy().astype(np.float64)
+    mu, var = xh.mean(-1, keepdims=True), xh.var(-1, keepdims=True)
+    xhat = (xh - mu) / np.sqrt(var + 1e-5)
+    ref = xhat * w.detach().numpy() + b.detach().numpy()
+    ulp = 2.0 ** -(10 if dt is tgrad.float16 else 7)
+    np.testing.assert_allclose(y.detach().float().numpy(), ref, rtol=ulp, atol=ulp)
+    y.float().sum().backward()
+    assert x.grad.dtype is dt and w.grad.dtype is b.grad.dtype is tgrad.float32
+    np.testing.assert_allclose(w.grad.numpy(), xhat.sum(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), np.full(7, 4.0))
+    assert tgrad.nn.LayerNorm(7)(x).dtype is dt

@@ -691,6 +691,11 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  #
         raise RuntimeError(f"layer_norm: Given normalized_shape={list(ns)}, expected input "
                            f"with shape [*, {', '.join(str(s) for s in ns)}], but got input "
                            f"of size {shape_str(input.shape)}")
+    params = [p for p in (weight, bias) if p is not None]
+    # PyTorch's mixed type: a float16/bfloat16 input with float32 weight and bias is
+    # normalized in float32 with the float32 parameters and rounded once to its dtype
+    mixed = (input.dtype.itemsize == 2 and input.dtype.is_floating_point and params
+             and all(p.dtype is dtypes.float32 for p in params if isinstance(p, Tensor)))
     for name, p in (("weight", weight), ("bias", bias)):
         if p is None:
             continue
@@ -699,11 +704,15 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  #
             raise RuntimeError(f"layer_norm: Expected {name} to be of same shape as "
                                f"normalized_shape, but got {name} of shape "
                                f"{shape_str(p.shape)} and normalized_shape = {list(ns)}")
-        if p.dtype is not input.dtype:
+        if p.dtype is not input.dtype and not mixed:
             raise RuntimeError(f"layer_norm: expected {name} to have the input's dtype "
-                               f"{input.dtype}, got {p.dtype}")
+                               f"{input.dtype} (or float32 for a float16/bfloat16 input), "
+                               f"got {p.dtype}")
         if p.device != input.device:
             raise RuntimeError(f"layer_norm: expected {name} on {input.device}, got {p.device}")
+    if mixed:
+        y = LayerNorm.apply(input.to(dtypes.float32), weight, bias, k, float(eps))
+        return y.to(input.dtype)
     return LayerNorm.apply(input, weight, bias, k, float(eps))
 
 
