@@ -657,6 +657,29 @@ def check_bfloat16_casts() -> None:
             or np.array_equal(got.numpy(), want.numpy(), equal_nan=True), f
 
 
+def check_cpu_scalar_operands() -> None:
+    # a 0-d CPU tensor joins an op on cuda as a scalar (PyTorch's CPU-scalar rule), and its
+    # gradient comes back to the CPU; a CPU tensor with dims still raises the device error
+    x = tgrad.tensor([1.0, -2.0, 3.0], device="cuda", requires_grad=True)
+    s = tgrad.tensor(2.5, requires_grad=True)
+    y = (x * s + tgrad.add(x, s, alpha=2) - s / x).sum() + tgrad.where(x > s, x, s).sum()
+    y.backward()
+    xv, sv = np.array([1.0, -2.0, 3.0], np.float32), np.float32(2.5)
+    want = (xv * sv + xv + 2 * sv - sv / xv).sum() + np.where(xv > sv, xv, sv).sum()
+    assert np.isclose(y.item(), want, rtol=1e-6), (y.item(), want)
+    assert s.grad.device.type == "cpu" and x.grad.device.type == "cuda"
+    g_s = (xv + 2 - 1 / xv).sum() + (xv <= sv).sum()
+    assert np.isclose(s.grad.item(), g_s, rtol=1e-6), (s.grad.item(), g_s)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), sv + 1 + sv / xv**2 + (xv > sv),
+                               rtol=1e-6)
+    try:
+        x + tgrad.tensor([1.0])
+    except RuntimeError as e:
+        assert "expected all tensors to be on the same device" in str(e), e
+    else:
+        raise AssertionError("no device error for a 1-element CPU tensor")
+
+
 def check_argsort() -> None:
     # the sort kernels (tile sort + merge passes) vs np.argsort(kind="stable"): NaN, +-inf,
     # -0.0/+0.0 and ties, both directions, lines that take merge passes in the interpreter and
@@ -691,4 +714,4 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
-    "bfloat16_casts", "argsort")}
+    "bfloat16_casts", "cpu_scalar_operands", "argsort")}

@@ -608,10 +608,24 @@ _BINARY = {n: _make_binary(n, *spec) for n, spec in BINARY_RULES.items()}
 _BINARY.update({n: _make_binary(n, ("", ""), None, None) for n in COMPARISONS})
 
 
+def _cpu_scalars_moved(a, b) -> tuple:
+    """PyTorch lets a 0-d CPU tensor take part in an op on another device as a scalar
+    (``cuda_x * torch.tensor(0.5)``): it is moved there (a recorded copy, so its gradient
+    comes back to the CPU). Other device mixes are left for the op's own error."""
+    if type(a) is Tensor and type(b) is Tensor and a.device is not b.device:
+        if b.ndim == 0 and b.device.type == "cpu":
+            b = b.to(a.device)
+        elif a.ndim == 0 and a.device.type == "cpu":
+            a = a.to(b.device)
+    return a, b
+
+
 def _binary_fn(name: str, methods=(), reflected=()):
     cls = _BINARY[name]
 
     def fn(input, other) -> Tensor:  # noqa: A002
+        if type(other) is Tensor and type(input) is Tensor and other.device is not input.device:
+            input, other = _cpu_scalars_moved(input, other)  # noqa: A001
         return cls.apply(input, other)
 
     def rfn(self, other) -> Tensor:
@@ -630,6 +644,8 @@ def _with_alpha(fn):
     apply = _BINARY[fn.__name__].apply  # called directly: one Python call less
 
     def op(input, other, *, alpha=1) -> Tensor:  # noqa: A002
+        if type(other) is Tensor and type(input) is Tensor and other.device is not input.device:
+            input, other = _cpu_scalars_moved(input, other)  # noqa: A001
         if alpha == 1:
             return apply(input, other)
         dt = dtypes.result_type(input, other)
@@ -858,6 +874,10 @@ def where(condition: Tensor, input=None, other=None) -> Tensor | tuple:  # noqa:
     if input is None or other is None:
         raise TypeError("where() takes the condition alone or with both input and other "
                         "(where(condition, input, other))")
+    dev = condition.device if isinstance(condition, Tensor) else None
+    if dev is not None:  # 0-d CPU tensors join a cuda condition as scalars (PyTorch)
+        _, input = _cpu_scalars_moved(condition, input)  # noqa: A001
+        _, other = _cpu_scalars_moved(condition, other)
     return Where.apply(condition, input, other)
 
 
