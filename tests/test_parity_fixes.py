@@ -430,3 +430,18 @@ def test_tensor_from_ranges_and_arrays_reversed_and_bool_index():
     assert [10, 20][tgrad.tensor(True)] == 20
     with pytest.raises(TypeError, match="integer tensors"):
         [10, 20][tgrad.tensor(1.0)]
+
+
+def test_randint_fills_a_float_dtype_with_integers():
+    # torch.randint(5, (n,), dtype=torch.float32) is allowed: the integers as floats
+    tgrad.manual_seed(4)
+    a = tgrad.randint(-3, 5, (200,), dtype=tgrad.float32)
+    v = a.numpy()
+    assert a.dtype is tgrad.float32 and np.array_equal(v, np.floor(v))
+    assert v.min() >= -3 and v.max() <= 4 and len(np.unique(v)) == 8
+    tgrad.manual_seed(4)  # the same draws as the int64 tensor
+    assert np.array_equal(tgrad.randint(-3, 5, (200,)).numpy(), v.astype(np.int64))
+    assert tgrad.randint(3, (2,), dtype=tgrad.float16, requires_grad=True).requires_grad
+    with pytest.raises(RuntimeError, match="randint: value 99999 cannot be converted to type "
+                                           "float16 without overflow"):
+        tgrad.randint(0, 100000, (2,), dtype=tgrad.float16)

@@ -308,8 +308,9 @@ def randn_like(x: Tensor, dtype=None, device=None) -> Tensor:
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad: bool = False) -> Tensor:
     """Integers drawn uniformly from [low, high) (``randint(high, size)`` means low = 0);
-    int64 unless ``dtype`` says otherwise. floor(low + u (high - low)) of float64 uniforms
-    u in [0, 1), on the device's generator."""
+    int64 unless ``dtype`` says otherwise (a float dtype holds the integers, as PyTorch's).
+    floor(low + u (high - low)) of float64 uniforms u in [0, 1), on the device's
+    generator."""
     if size is None and high is not None and not isinstance(high, (int, float)):
         low, high, size = 0, low, high  # randint(high, size)
     elif high is None:
@@ -321,8 +322,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
     out_dt = dtypes.as_dtype(dtype or "int64")
-    if out_dt.is_floating_point or out_dt is dtypes.bool_:
-        raise RuntimeError(f"randint: dtype must be an integer dtype, got {out_dt.name}")
+    if out_dt is dtypes.bool_:
+        raise RuntimeError("randint: dtype must be an integer or floating dtype, got bool")
     for v in (low, high - 1):
         dtypes.check_value_fits("randint", v, out_dt)
     u = rand(size, generator=generator, dtype=dtypes.float64, device=device)
