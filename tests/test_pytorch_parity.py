@@ -730,3 +730,10 @@ def test_layer_norm_of_a_half_input_takes_float32_weight_and_bias(dt):
     np.testing.assert_allclose(w.grad.numpy(), xhat.sum(0), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(b.grad.numpy(), np.full(7, 4.0))
     assert tgrad.nn.LayerNorm(7)(x).dtype is dt
+
+
+def test_square_of_bools_is_int64():
+    # PyTorch's square is pow(input, 2): bools give int64
+    got = tgrad.square(tgrad.tensor([True, False]))
+    assert got.dtype is tgrad.int64 and got.tolist() == [1, 0]
+    assert tgrad.tensor([True]).square().tolist() == [1]

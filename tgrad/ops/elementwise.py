@@ -194,7 +194,15 @@ tanh = _unary_fn("tanh")
 sigmoid = _unary_fn("sigmoid")
 erf = _unary_fn("erf")
 reciprocal = _unary_fn("reciprocal")
-square = _unary_fn("square")
+_square = _unary_fn("square")
+
+
+@tensor_method("square")
+def square(input: Tensor) -> Tensor:  # noqa: A002
+    """input * input; bools square to int64 (PyTorch's square is pow(input, 2))."""
+    if isinstance(input, Tensor) and input.dtype is dtypes.bool_:
+        return input ** 2
+    return _square(input)
 sign = _unary_fn("sign")
 floor = _unary_fn("floor")
 ceil = _unary_fn("ceil")
