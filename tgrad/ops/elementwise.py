@@ -515,6 +515,8 @@ def _number_as(to, x):
         return to(x)
     with np.errstate(over="ignore"):
         return to(x)
+
+
 # Python ints below this in magnitude convert to any float dtype without OverflowError (they
 # may round, or become inf in float16, like a float of that value); larger ones take the
 # checked path (_operand's error)
@@ -528,8 +530,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     saves = any(reads)
     is_logical = name.startswith("logical")
     plain_float = not (is_logical or name in _BITWISE)  # float operands take a fast path
-    # PyTorch's mul and div keep a Python float operand of a float16/bfloat16 tensor in
-    # float32 (x * 70000.0 is 63008 for x = 0.9, not inf); the others round it first
+    # PyTorch's mul, div and floor_divide keep a Python number operand of a float16/bfloat16
+    # tensor in float32 (x * 70000 is 63008 for x = 0.9, not inf); the others round it first
     f32_number = name in ("mul", "div", "floor_divide")
     check = _OPERAND_CHECKS.get(name)
 
@@ -555,8 +557,9 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             if name == "mul" and b.dtype.itemsize == 2:  # the float32 number goes second
                 dev, be, xa, xb = b.device, backend_of(b), b._data, _number_as(_F32, a)
             elif name == "div" and b.dtype.itemsize == 2:
-                # c / x of a half x: the float32 number over x widened, rounded once (70000
-                # / x is finite for x = 3 where float16(70000) would be inf)
+                # div(c, x) of a half x (PyTorch rejects a number first; the operator c / x
+                # is __rtruediv__, x.reciprocal() * c): the float32 number over x widened,
+                # rounded once
                 dev, be = b.device, backend_of(b)
                 xa, xb = _number_as(_F32, a), be.cast(b._data, _F32)
                 narrow_to = b.dtype.np
