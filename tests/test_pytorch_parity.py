@@ -737,3 +737,27 @@ def test_square_of_bools_is_int64():
     got = tgrad.square(tgrad.tensor([True, False]))
     assert got.dtype is tgrad.int64 and got.tolist() == [1, 0]
     assert tgrad.tensor([True]).square().tolist() == [1]
+
+
+def test_finfo_and_iinfo_give_pytorchs_limits():
+    f = tgrad.finfo(tgrad.float16)
+    assert (f.bits, f.eps, f.max, f.min) == (16, 2.0**-10, 65504.0, -65504.0)
+    assert f.tiny == f.smallest_normal == 2.0**-14 and f.resolution == 0.001
+    b = tgrad.finfo(tgrad.bfloat16)
+    assert (b.bits, b.eps, b.resolution, b.dtype) == (16, 2.0**-7, 0.01, "bfloat16")
+    assert b.max == (2 - 2.0**-7) * 2.0**127 and b.min == -b.max
+    for dt, npdt in ((tgrad.float32, np.float32), (tgrad.float64, np.float64)):
+        ref = np.finfo(npdt)
+        got = tgrad.finfo(dt)
+        assert (got.eps, got.max, got.tiny) == (float(ref.eps), float(ref.max), float(ref.tiny))
+    assert tgrad.finfo().dtype == "float32"  # the default dtype
+    i = tgrad.iinfo(tgrad.int32)
+    assert (i.bits, i.min, i.max, i.dtype) == (32, -2**31, 2**31 - 1, "int32")
+    assert tgrad.iinfo(tgrad.int64).max == 2**63 - 1
+    with pytest.raises(TypeError, match="finfo\\(\\) requires a floating point input type"):
+        tgrad.finfo(tgrad.int64)
+    with pytest.raises(TypeError, match="iinfo\\(\\) requires an integer input type"):
+        tgrad.iinfo(tgrad.float32)
+    # the mask value float16 attention code uses where -1e9 would raise
+    h = tgrad.zeros(2, dtype=tgrad.float16)
+    assert h.masked_fill(tgrad.tensor([True, False]), f.min).tolist() == [-65504.0, 0.0]

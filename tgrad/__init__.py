@@ -23,10 +23,12 @@ from tgrad.device import get_default_device, set_default_device
 from tgrad.dtypes import (
     DType,
     bfloat16,
+    finfo,
     float16,
     float32,
     float64,
     get_default_dtype,
+    iinfo,
     int32,
     int64,
     promote_types,
@@ -59,7 +61,8 @@ __all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "
            "set_detect_anomaly", "device", "get_default_device",
            "set_default_device", "dtype", "bool", "int32", "int64", "float16", "bfloat16",
            "float32", "float64", "half", "float", "double", "long", "int",
-           "get_default_dtype", "set_default_dtype", "promote_types", "result_type",
+           "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "finfo",
+           "iinfo",
            "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor", "softmax",
            "log_softmax", "dropout", "cosine_similarity"] + list(_ops_all)
 

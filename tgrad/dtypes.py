@@ -199,3 +199,46 @@ def result_type(*operands) -> DType:
     if result is None:
         raise TypeError("result_type needs at least one tensor or scalar")
     return result
+
+
+class finfo:  # noqa: N801 - PyTorch's name
+    """Machine limits of a floating dtype (the default dtype when None), as
+    ``torch.finfo``: ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (= ``smallest_normal``)
+    and ``resolution`` as Python floats, ``dtype`` as its name. ``finfo(tgrad.float16).min``
+    is the mask value float16 code uses where -1e9 would not fit."""
+
+    def __init__(self, dtype=None) -> None:
+        dt = get_default_dtype() if dtype is None else as_dtype(dtype)
+        if not dt.is_floating_point:
+            raise TypeError(f"finfo() requires a floating point input type. Use iinfo to "
+                            f"handle '{dt!r}'")
+        info = ml_dtypes.finfo(dt.np)
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)  # PyTorch's: 10^-(decimal digits)
+        self.dtype = dt.name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, "
+                f"eps={self.eps}, smallest_normal={self.smallest_normal}, tiny={self.tiny}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801 - PyTorch's name
+    """Limits of an integer dtype, as ``torch.iinfo``: ``bits``, ``min``, ``max`` (ints) and
+    ``dtype`` (its name)."""
+
+    def __init__(self, dtype) -> None:
+        dt = as_dtype(dtype)
+        if dt.is_floating_point or dt is bool_:
+            raise TypeError(f"iinfo() requires an integer input type. Use finfo to handle "
+                            f"'{dt!r}'")
+        info = np.iinfo(dt.np)
+        self.bits, self.min, self.max, self.dtype = int(info.bits), int(info.min), \
+            int(info.max), dt.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
