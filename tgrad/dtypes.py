@@ -55,6 +55,10 @@ _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64,
                  "int": int32})
 
+# The largest float16: every float dtype holds the numbers up to it in magnitude (the fast
+# path of the number-conversion checks)
+FLOAT16_MAX = 65504.0
+
 # PyTorch's ScalarType names, which its error texts use ("result type Float can't be cast
 # to the desired output type Long")
 SCALAR_TYPE_NAMES = {bool_: "Bool", int32: "Int", int64: "Long", float16: "Half",
@@ -118,7 +122,7 @@ def check_value_fits(op: str, value, dt: DType) -> None:
     if dt is bool_ or isinstance(value, (bool, np.bool_)):
         return
     if dt.is_floating_point:
-        if -65504.0 <= value <= 65504.0:  # fits every float dtype (the common case)
+        if -FLOAT16_MAX <= value <= FLOAT16_MAX:  # fits every float dtype (the common case)
             return
         try:
             with np.errstate(over="ignore"):  # the overflow is what is looked for

@@ -400,11 +400,8 @@ def _masked_product(g: np.ndarray, factor: np.ndarray) -> np.ndarray:
         closed = np.logical_not  # where the mask is closed (used only in the rare NaN case)
     else:
         closed = _is_zero
-    token = _quiet_enter()  # inf * 0 is fixed below: no warning for it
-    try:
+    with quiet():  # inf * 0 is fixed below: no warning for it
         out = np.asarray(np.multiply(g, factor))
-    finally:
-        _quiet_exit(token)
     if out.size and np.isnan(out.max()):
         out[np.broadcast_to(closed(factor), out.shape)] = 0
     return out
@@ -815,11 +812,8 @@ def cumsum(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
     dt = np.dtype(np.int64) if x.dtype.kind in "iub" else x.dtype
     cd = compute_dtype(dt)
     a = np.flip(x, axis) if reverse else x
-    token = _quiet_enter()  # inf + -inf: NaN without a warning, as PyTorch
-    try:
+    with quiet():  # inf + -inf: NaN without a warning, as PyTorch
         out = np.cumsum(a, axis=axis, dtype=cd)
-    finally:
-        _quiet_exit(token)
     return _down(np.ascontiguousarray(np.flip(out, axis) if reverse else out), dt)
 
 
@@ -840,13 +834,10 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """NaN and inf propagate without NumPy's "invalid value encountered" (PyTorch's
     silence); float16/bfloat16 multiply in float32 and round once."""
     dt = a.dtype
-    token = _quiet_enter()
-    try:
+    with quiet():
         if dt in HALF_TYPES:
             return _down(np.matmul(a.astype(_F32), b.astype(_F32)), dt)
         return np.matmul(a, b)
-    finally:
-        _quiet_exit(token)
 
 
 # ---------------------------------------------------------------- random

@@ -25,7 +25,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from tgrad.kernels.softmax import acc_full, load_acc, row_offsets
+from tgrad.kernels.softmax import acc_full, load_acc, row_offsets, to_acc
 
 
 @triton.jit
@@ -109,14 +109,10 @@ def ln_bwd_kernel(G, X, W, MEAN, RSTD, DX, DWP, DBP, M, N, M0, SG1, SG0, SGN, SX
             xo = row_offsets(rows, M0, SX1, SX0)[:, None]
             do = row_offsets(rows, M0, SD1, SD0)[:, None]
             if EVEN:  # every row block full, N == BLOCK_N: no masks, no selects
-                g = tl.load(G + go + cols0[None, :] * SGN)
-                x = tl.load(X + xo + cols0[None, :] * SXN)
+                g = to_acc(tl.load(G + go + cols0[None, :] * SGN), ACC64)
+                x = to_acc(tl.load(X + xo + cols0[None, :] * SXN), ACC64)
                 mean = tl.load(MEAN + rows)
                 rstd = tl.load(RSTD + rows)
-                if ACC64:
-                    g, x = g.to(tl.float64), x.to(tl.float64)
-                else:
-                    g, x = g.to(tl.float32), x.to(tl.float32)
                 xhat = (x - mean[:, None]) * rstd[:, None]
             else:
                 g = load_acc(G + go + cols0[None, :] * SGN, mask, 0.0, ACC64)

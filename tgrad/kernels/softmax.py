@@ -39,14 +39,19 @@ def row_offsets(rows, M0, S1, S0):
 
 
 @triton.jit
-def load_acc(ptr, mask, other, ACC64: tl.constexpr):
-    """Load and widen to the compute dtype (float64 for float64, else float32)."""
-    v = tl.load(ptr, mask=mask, other=other)
+def to_acc(v, ACC64: tl.constexpr):
+    """``v`` widened to the compute dtype (float64 for float64, else float32)."""
     if ACC64:
         r = v.to(tl.float64)
     else:
         r = v.to(tl.float32)
     return r
+
+
+@triton.jit
+def load_acc(ptr, mask, other, ACC64: tl.constexpr):
+    """Load and widen to the compute dtype (float64 for float64, else float32)."""
+    return to_acc(tl.load(ptr, mask=mask, other=other), ACC64)
 
 
 @triton.jit

@@ -505,13 +505,14 @@ _OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "remainder": _nonzero_i
 
 
 _F32 = np.float32
+_FLOAT16_MAX = dtypes.FLOAT16_MAX
 
 
 def _number_as(to, x):
     """The Python number ``x`` as the NumPy scalar type ``to``. Past a float dtype's range it
     becomes inf without NumPy's overflow warning (PyTorch converts silently: x_half > 70000
     compares with inf); an int outside an integer dtype raises OverflowError as NumPy does."""
-    if -65504.0 <= x <= 65504.0:  # every float dtype holds these (the common case)
+    if -_FLOAT16_MAX <= x <= _FLOAT16_MAX:  # every float dtype holds these (the common case)
         return to(x)
     with np.errstate(over="ignore"):
         return to(x)
