@@ -491,6 +491,13 @@ def check_int_bool_elementwise() -> None:
         same(lambda t, f=f: f(t, 6), big)
     for x in (big, big.astype(np.int32), b1):
         same(tgrad.bitwise_not, x)
+    counts = np.array([0, 1, 5, 31, 32, 33, 63, 64, 65, -1, -64, 200] * 4)[:40]
+    for f in (tgrad.bitwise_left_shift, tgrad.bitwise_right_shift):  # counts past the width
+        same(f, big, counts)
+        same(f, big.astype(np.int32), counts.astype(np.int32))
+        same(f, big.astype(np.int32), counts)
+        same(lambda t, f=f: f(t, 33), big.astype(np.int32))
+        same(lambda t, f=f: f(3, t), counts)
     same(tgrad.sign, b1)
     same(tgrad.abs, b1)
     try:
@@ -709,9 +716,46 @@ def check_argsort() -> None:
         ks._I32 = saved
 
 
+def check_linalg_lu() -> None:
+    # solve / inv / det / slogdet / logdet (LU with partial pivoting: argmax, row gathers,
+    # in-place updates of views, triangular solves) on cuda against the CPU: values,
+    # gradients, the singular status, float32 and float64
+    from tgrad import linalg as LA
+    rng = np.random.default_rng(21)
+    a = rng.standard_normal((2, 5, 5)) + 3 * np.eye(5)
+    a[0, 0, 0] = 0.0  # a zero leading pivot: needs the row exchange
+    b = rng.standard_normal((2, 5, 3))
+    sing = np.array([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 1.0]]])
+    fns = (lambda x, y: LA.solve(x, y), lambda x, y: LA.solve(x, y[..., 0]),
+           lambda x, y: LA.inv(x) @ y, lambda x, y: LA.det(x), lambda x, y: tgrad.logdet(x),
+           lambda x, y: LA.slogdet(x).logabsdet * LA.slogdet(x).sign)
+    for dt in (np.float32, np.float64):
+        for f in fns if dt is np.float64 else fns[:1]:
+            out = []
+            for dev in ("cpu", "cuda"):
+                x = tgrad.tensor(a.astype(dt), device=dev, requires_grad=True)
+                y = tgrad.tensor(b.astype(dt), device=dev, requires_grad=True)
+                r = f(x, y)
+                r.sum().backward() if not r.isnan().any().item() else None
+                out.append((r.detach().cpu().numpy(),
+                            None if x.grad is None else x.grad.cpu().numpy(),
+                            None if y.grad is None else y.grad.cpu().numpy()))
+            tol = 1e-4 if dt is np.float32 else 1e-11
+            for c, g in zip(out[0], out[1]):
+                assert (c is None) == (g is None)
+                if c is not None:
+                    np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
+        info = LA.solve_ex(tgrad.tensor(sing.astype(dt), device="cuda"),
+                           tgrad.tensor(np.ones((2, 2), dt), device="cuda")).info
+        assert info.device.type == "cuda" and info.cpu().tolist() == [2, 1]
+        sg = LA.slogdet(tgrad.tensor(sing.astype(dt), device="cuda"))
+        assert sg.sign.cpu().tolist() == [0.0, 0.0]
+        assert np.isneginf(sg.logabsdet.cpu().numpy()).all()
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
-    "bfloat16_casts", "cpu_scalar_operands", "argsort")}
+    "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu")}

@@ -138,3 +138,96 @@ def test_alpha_must_be_integral_for_integer_tensors():
         tgrad.add(tgrad.tensor([1, 2]), tgrad.tensor([1, 1]), alpha=0.5)
     with pytest.raises(TypeError):
         tgrad.sub(tgrad.tensor([1.0]), 1, 2)  # alpha is keyword-only, as in PyTorch
+
+
+# ------------------------------------------------------------------------------ shifts
+SHIFTS = {"bitwise_left_shift": lambda a, b: a << b, "bitwise_right_shift": lambda a, b: a >> b}
+
+
+def _shift_ref(name: str, a: np.ndarray, b: np.ndarray, dt) -> np.ndarray:
+    """PyTorch's shifts, element by element in Python ints: a count outside [0, width)
+    gives 0 (left) or the sign (right: a >> (width - 1)); left shifts wrap to the dtype."""
+    bits = np.dtype(dt).itemsize * 8
+    a, b = np.broadcast_arrays(a.astype(dt), b.astype(dt))
+    out = []
+    for x, s in zip(a.ravel().tolist(), b.ravel().tolist()):
+        if name == "bitwise_left_shift":
+            v = (x << s) if 0 <= s < bits else 0
+            v &= (1 << bits) - 1
+            out.append(v - (1 << bits) if v >= 1 << (bits - 1) else v)
+        else:
+            out.append(x >> s if 0 <= s < bits else x >> (bits - 1))
+    return np.array(out, dtype=dt).reshape(a.shape)
+
+
+def _shift_pairs():
+    """(a, b, result dtype): counts inside and outside [0, width), mixed widths, broadcast,
+    0-d, empty, a bool shifted by an int, non-contiguous."""
+    counts = np.array([0, 1, 5, 31, 32, 33, 62, 63, 64, 65, -1, -64, 200, 7, 3, 12, 40])
+    big = _ints(17)
+    return [
+        (big, counts, np.int64),
+        (_ints(17, dtype=np.int32), counts.astype(np.int32), np.int32),
+        (_ints(17, dtype=np.int32), counts, np.int64),
+        (_bools(17), counts, np.int64),
+        (_ints(3, 1), RNG.integers(-3, 70, 4), np.int64),
+        (_ints(), np.array(3), np.int64),
+        (_ints(0), _ints(0), np.int64),
+        (_ints(6, 8).T, RNG.integers(0, 64, (8, 6)), np.int64),  # transposed, non-contiguous
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(SHIFTS))
+def test_shifts_match_pytorch(name):
+    operator = SHIFTS[name]
+    for a, b, dt in _shift_pairs():
+        want = _shift_ref(name, a, b, dt)
+        ta, tb = tgrad.tensor(a), tgrad.tensor(b)
+        if a.ndim == 2 and a.strides[0] < a.strides[1]:  # keep the transposed layout
+            ta = tgrad.tensor(np.ascontiguousarray(a.T)).T
+            assert not ta.is_contiguous()
+        for out in (getattr(tgrad, name)(ta, tb), operator(ta, tb), getattr(ta, name)(tb)):
+            got = out.numpy()
+            assert got.dtype == want.dtype and got.shape == want.shape, (name, a.shape, b.shape)
+            assert np.array_equal(got, want), (name, a, b)
+            assert out.grad_fn is None
+
+
+@pytest.mark.parametrize("name", sorted(SHIFTS))
+def test_shifts_with_python_numbers(name):
+    operator = SHIFTS[name]
+    x = _ints(17, dtype=np.int32)
+    t = tgrad.tensor(x)
+    for n in (0, 3, 31, 32, 100, -2):
+        out = operator(t, n)  # an int number keeps the tensor's dtype (int32)
+        assert out.dtype is tgrad.int32
+        assert np.array_equal(out.numpy(), _shift_ref(name, x, np.array(n), np.int32))
+    s = RNG.integers(-2, 40, 17).astype(np.int32)
+    out = operator(5, tgrad.tensor(s))  # reflected: 5 << t
+    assert out.dtype is tgrad.int32
+    assert np.array_equal(out.numpy(), _shift_ref(name, np.array(5), s, np.int32))
+
+
+@pytest.mark.parametrize("name", sorted(SHIFTS))
+def test_shifts_reject_float_and_bool(name):
+    for a, b, what in ((tgrad.tensor([1.5]), tgrad.tensor([1]), "float32"),
+                       (tgrad.tensor([4]), 1.0, "float32"),
+                       (tgrad.tensor([True]), tgrad.tensor([False]), "bool")):
+        with pytest.raises(RuntimeError, match=f"^{name}: not implemented for {what}.*"
+                                               "integer tensors"):
+            getattr(tgrad, name)(a, b)
+
+
+def test_inplace_shifts_write_through_views():
+    x = tgrad.tensor(np.array([1, 3, -16]))
+    v = x[1:]
+    v <<= 2
+    assert x.tolist() == [1, 12, -64]
+    x >>= tgrad.tensor(np.array([0, 1, 3]))
+    assert x.tolist() == [1, 6, -8]
+    assert x.bitwise_left_shift_(64) is x and x.tolist() == [0, 0, 0]
+    y = tgrad.tensor(np.array([-5, 5]))
+    assert y.bitwise_right_shift_(99).tolist() == [-1, 0]
+    i = tgrad.tensor(np.array([1, -2], dtype=np.int32))
+    i <<= tgrad.tensor(np.array([31, 30]))  # an int64 count: the result is cast back (PyTorch)
+    assert i.dtype is tgrad.int32 and i.tolist() == [-2**31, -2**31]

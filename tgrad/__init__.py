@@ -90,6 +90,9 @@ def dropout(input: Tensor, p: _builtins.float, train: _builtins.bool) -> Tensor:
 cosine_similarity = nn.functional.cosine_similarity
 
 
+_LINALG_ALIASES = ("inverse", "det", "logdet", "slogdet", "matrix_power")
+
+
 def __getattr__(name: str) -> object:
     # tgrad.distributions, tgrad.special and tgrad.testing are imported on first use (as
     # torch.distributions is reachable).
@@ -99,4 +102,7 @@ def __getattr__(name: str) -> object:
     if name == "cholesky_solve":  # torch.cholesky_solve(B, L, upper=False)
         from tgrad.linalg import cholesky_solve
         return cholesky_solve
+    if name in _LINALG_ALIASES:  # torch.inverse, torch.det, torch.logdet, torch.slogdet
+        from tgrad.linalg import _lu
+        return getattr(_lu, name)
     raise AttributeError(f"module 'tgrad' has no attribute {name!r}")

@@ -338,6 +338,8 @@ BINARY = {
     "bitwise_and": np.bitwise_and,  # bool or integer operands (the op checks)
     "bitwise_or": np.bitwise_or,
     "bitwise_xor": np.bitwise_xor,
+    "bitwise_left_shift": np.left_shift,  # integer operands; NumPy's out-of-range counts
+    "bitwise_right_shift": np.right_shift,  # are PyTorch's (0, or the sign for >>)
 }
 
 

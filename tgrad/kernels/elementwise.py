@@ -682,6 +682,21 @@ def f_bitwise_xor(a, b):
     return a ^ b
 
 
+@triton.jit
+def f_bitwise_left_shift(a, b):
+    # integers of one dtype; a count outside [0, width) gives 0 (PyTorch, NumPy), where
+    # the hardware shift would be undefined, so such counts are never shifted by
+    ok = (b >= 0) & (b < a.dtype.primitive_bitwidth)
+    return tl.where(ok, a << tl.where(ok, b, 0), 0)
+
+
+@triton.jit
+def f_bitwise_right_shift(a, b):
+    # arithmetic for signed a; a count outside [0, width) gives a >> (width - 1): the sign
+    ok = (b >= 0) & (b < a.dtype.primitive_bitwidth)
+    return a >> tl.where(ok, b, a.dtype.primitive_bitwidth - 1)
+
+
 # ------------------------------------------------------------------ paired backward
 @triton.jit
 def f_tanh_backward(g, y):
@@ -903,4 +918,5 @@ BINARY = {n: globals()["f_" + n] for n in (
     "maximum", "minimum", "eq", "ne", "lt",
     "le", "gt",
     "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_left_shift", "bitwise_right_shift",
     "tanh_backward", "sigmoid_backward", "relu_backward")}

@@ -49,7 +49,7 @@ def _check_float(op: str, A: Tensor) -> None:
 
 
 def _torch_dtype_name(dt) -> str:
-    return {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(dt.name, dt.name)
+    return dtypes.SCALAR_TYPE_NAMES.get(dt, dt.name)
 
 
 # --------------------------------------------------------------------------------- cholesky

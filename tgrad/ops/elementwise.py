@@ -34,6 +34,7 @@ __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin",
            "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp",
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+           "bitwise_left_shift", "bitwise_right_shift",
            "floor_divide", "remainder", "fmod", "true_divide", "divide", "subtract", "multiply",
            "negative", "clip", "isnan", "isinf", "isfinite"]
 
@@ -405,10 +406,11 @@ def _save_plan(reads: tuple) -> dict:
 
 
 # Not differentiable: bool results, floor_divide (piecewise constant; PyTorch too) and the
-# bitwise ops (bool and integer tensors only).
+# bitwise ops (bool and integer tensors only; the shifts integer tensors only).
+_SHIFTS = ("bitwise_left_shift", "bitwise_right_shift")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-               "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor")
-_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
+               "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", *_SHIFTS)
+_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", *_SHIFTS)
 _NODE_NAMES = {"maximum": "MaximumBackward0", "minimum": "MinimumBackward0"}
 
 
@@ -458,6 +460,10 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
         elif dt is dtypes.bool_ and name in ("pow", "floor_divide", "remainder", "fmod"):
             raise RuntimeError(f"{name}: not implemented for bool tensors (as PyTorch); "
                                f"convert with .int() or .float() first")
+        elif name in _SHIFTS and (dt.is_floating_point or dt is dtypes.bool_):
+            raise RuntimeError(f"{name}: not implemented for {dt.name} (operands "
+                               f"{_dtype_name(a)} and {_dtype_name(b)}); shifts take integer "
+                               f"tensors, as in PyTorch")
         elif dt.is_floating_point and name in _BITWISE:
             raise RuntimeError(f"{name}: not implemented for {dt.name} (operands "
                                f"{_dtype_name(a)} and {_dtype_name(b)}); bitwise ops take bool "
@@ -736,6 +742,10 @@ logical_or = _binary_fn("logical_or")
 bitwise_and = _binary_fn("bitwise_and", ("__and__",), ("__rand__",))
 bitwise_or = _binary_fn("bitwise_or", ("__or__",), ("__ror__",))
 bitwise_xor = _binary_fn("bitwise_xor", ("__xor__",), ("__rxor__",))
+# a << b, a >> b as PyTorch (and NumPy) define them for any count: a count outside
+# [0, width) gives 0 (left) or the sign, a >> (width - 1) (right); left shifts wrap
+bitwise_left_shift = _binary_fn("bitwise_left_shift", ("__lshift__",), ("__rlshift__",))
+bitwise_right_shift = _binary_fn("bitwise_right_shift", ("__rshift__",), ("__rrshift__",))
 floor_divide = _binary_fn("floor_divide", ("__floordiv__",), ("__rfloordiv__",))
 remainder = _binary_fn("remainder", ("__mod__",), ("__rmod__",))
 fmod = _binary_fn("fmod")

@@ -162,3 +162,18 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
         raise RuntimeError(f"bmm: batch sizes must match, got {input.shape[0]} and "
                            f"{mat2.shape[0]}")
     return matmul(input, mat2)
+
+
+def _linalg_method(name: str):
+    """Tensor.<name>: the function of tgrad.linalg (imported on first use, as the
+    tgrad.linalg module is)."""
+    def method(self, *args, **kwargs):
+        from tgrad.linalg import _lu
+        return getattr(_lu, name)(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"``tgrad.{name}(self)``: LU-based, see tgrad.linalg."
+    return method
+
+
+for _name in ("inverse", "det", "logdet", "slogdet", "matrix_power"):
+    tensor_method(_name)(_linalg_method(_name))

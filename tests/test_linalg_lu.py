@@ -1,0 +1,247 @@
+"""tgrad.linalg's LU-based ops: solve / solve_ex, inv / inv_ex, det, slogdet, and
+tgrad.inverse / det / logdet / slogdet with the Tensor methods. Values against NumPy
+float64 (np.linalg.solve, inv, det, slogdet) to 1e-12, float32 within PyTorch's default
+tolerances; gradcheck and gradgradcheck in float64 (every argument, vector and left=False
+forms, batches); matrices that need row pivoting, singular ones (info, PyTorch's errors),
+n = 0, 1, 17, broadcast batch dims, non-contiguous inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad import linalg as LA
+from tgrad.autograd import gradcheck, gradgradcheck
+
+F64 = tgrad.float64
+RNG = np.random.default_rng(11)
+
+
+def _t(a, **kw):
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), dtype=F64, **kw)
+
+
+def _mat(n, batch=()):
+    """Random matrices, conditioned well enough for 1e-12 comparisons."""
+    return RNG.standard_normal(batch + (n, n)) + 2 * np.sqrt(n) * np.eye(n) * \
+        RNG.choice([-1, 1], batch + (1, 1))
+
+
+# A zero leading pivot and a tiny one: wrong without row exchanges
+PIVOTING = [np.array([[0.0, 2.0, 1.0], [1.0, 1.0, 0.0], [3.0, 0.0, 1.0]]),
+            np.array([[1e-20, 1.0], [1.0, 1.0]])]
+
+
+# ---- solve -------------------------------------------------------------------------------
+@pytest.mark.parametrize("n,batch", [(1, ()), (4, ()), (3, (2, 2)), (17, ())])
+def test_solve_matches_numpy(n, batch):
+    a, b = _mat(n, batch), RNG.standard_normal(batch + (n, 3))
+    np.testing.assert_allclose(LA.solve(_t(a), _t(b)).numpy(), np.linalg.solve(a, b),
+                               rtol=1e-12, atol=1e-12)
+    x = LA.solve(_t(a), _t(b), left=False if n == 3 else True) if n == 3 else None
+    if x is not None:  # X A = B with B (.., 3, n): X = B A^{-1}
+        bt = RNG.standard_normal(batch + (5, n))
+        np.testing.assert_allclose(LA.solve(_t(a), _t(bt), left=False).numpy(),
+                                   bt @ np.linalg.inv(a), rtol=1e-12, atol=1e-12)
+    res = LA.solve_ex(_t(a), _t(b))
+    assert res.info.dtype is tgrad.int32 and res.info.shape == batch
+    assert not res.info.numpy().any()
+
+
+def test_solve_pivots_vectors_broadcasts_and_views():
+    for a in PIVOTING:
+        b = RNG.standard_normal(a.shape[0])
+        np.testing.assert_allclose(LA.solve(_t(a), _t(b)).numpy(), np.linalg.solve(a, b),
+                                   rtol=1e-12, atol=1e-12)
+    a = _mat(4, (2, 1))
+    b = RNG.standard_normal((3, 4, 2))
+    out = LA.solve(_t(a), _t(b))  # batch dims broadcast: (2, 1) with (3,)
+    assert out.shape == (2, 3, 4, 2)
+    np.testing.assert_allclose(out.numpy(), np.linalg.solve(a, b), rtol=1e-12, atol=1e-12)
+    a2 = _mat(4, (3,))
+    v = RNG.standard_normal((3, 4))  # A's shape minus the last dim: a batch of vectors
+    out = LA.solve(_t(a2), _t(v))
+    assert out.shape == (3, 4)
+    np.testing.assert_allclose(out.numpy(), np.linalg.solve(a2, v[..., None])[..., 0],
+                               rtol=1e-12, atol=1e-12)
+    at, bt = _t(_mat(5)).mT, _t(RNG.standard_normal((2, 5))).mT
+    assert not at.is_contiguous() and not bt.is_contiguous()
+    np.testing.assert_allclose(LA.solve(at, bt).numpy(),
+                               np.linalg.solve(at.numpy(), bt.numpy()), rtol=1e-12, atol=1e-12)
+    empty = LA.solve(_t(np.zeros((0, 0))), _t(np.zeros((0, 2))))
+    assert empty.shape == (0, 2)
+    assert LA.solve(_t(np.zeros((0, 3, 3))), _t(np.zeros((0, 3, 1)))).shape == (0, 3, 1)
+
+
+def test_solve_float32_within_pytorch_tolerance():
+    a, b = _mat(6, (2,)), RNG.standard_normal((2, 6, 3))
+    out = LA.solve(tgrad.tensor(a.astype(np.float32)), tgrad.tensor(b.astype(np.float32)))
+    assert out.dtype is tgrad.float32
+    np.testing.assert_allclose(out.numpy(), np.linalg.solve(a.astype(np.float32).astype(
+        np.float64), b.astype(np.float32).astype(np.float64)), rtol=1.3e-6, atol=1e-5)
+    mixed = LA.solve(tgrad.tensor(a.astype(np.float32)), _t(b))  # promoted to float64
+    assert mixed.dtype is F64
+
+
+def test_solve_gradcheck_and_gradgradcheck():
+    a = _t(_mat(3, (2,)), requires_grad=True)
+    b = _t(RNG.standard_normal((2, 3, 2)), requires_grad=True)
+    v = _t(RNG.standard_normal(3), requires_grad=True)
+    bl = _t(RNG.standard_normal((4, 3)), requires_grad=True)
+    for fn, args in ((LA.solve, (a, b)), (LA.solve, (a, v)),
+                     (lambda x, y: LA.solve(x, y, left=False), (a[0], bl)),
+                     (LA.solve, (_t(PIVOTING[0], requires_grad=True), b[0]))):
+        assert gradcheck(fn, args)
+        assert gradgradcheck(fn, args)
+    assert gradcheck(LA.solve, (_t(_mat(17), requires_grad=True),
+                                _t(RNG.standard_normal(17), requires_grad=True)))
+
+
+def test_solve_singular_and_errors():
+    s = [[1.0, 2.0], [2.0, 4.0]]
+    with pytest.raises(RuntimeError, match=r"^torch\.linalg\.solve: The solver failed because "
+                                           r"the input matrix is singular\.$"):
+        LA.solve(_t(s), _t([1.0, 1.0]))
+    with pytest.raises(RuntimeError, match=r"^torch\.linalg\.solve: \(Batch element 1\): The "
+                                           r"solver failed because the input matrix is "
+                                           r"singular\.$"):
+        LA.solve(_t([np.eye(2), s]), _t(np.ones((2, 2, 1))))
+    assert LA.solve_ex(_t([np.eye(2), s, np.zeros((2, 2))]),
+                       _t(np.ones((3, 2)))).info.tolist() == [0, 2, 1]
+    with pytest.raises(RuntimeError, match=r"^linalg\.solve: Incompatible shapes of A and B "
+                                           r"for the equation AX = B \(3x3 and 4x2\)$"):
+        LA.solve(_t(np.eye(3)), _t(np.ones((4, 2))))
+    with pytest.raises(RuntimeError, match=r"^linalg\.solve: A must be batches of square "
+                                           r"matrices, but they are 2 by 3 matrices$"):
+        LA.solve(_t(np.ones((2, 3))), _t(np.ones((2, 1))))
+    with pytest.raises(RuntimeError, match=r"^linalg\.solve: Expected a floating point or "
+                                           r"complex tensor as input\. Got Long$"):
+        LA.solve(tgrad.ones(2, 2, dtype=tgrad.int64), tgrad.ones(2, 1, dtype=tgrad.int64))
+    with pytest.raises(RuntimeError, match=r"^linalg\.solve: Low precision dtypes not "
+                                           r"supported\. Got Half"):
+        LA.solve(tgrad.eye(2, dtype=tgrad.float16), tgrad.ones(2, 1, dtype=tgrad.float16))
+    with pytest.raises(RuntimeError, match=r"Vector broadcasting of the left hand side is not "
+                                           r"supported for left=False"):
+        LA.solve(_t(np.eye(2)), _t([1.0, 2.0]), left=False)
+    with pytest.raises(TypeError, match=r"linalg\.solve\(\): argument 'B' \(position 2\) must "
+                                        r"be Tensor, not list"):
+        LA.solve(_t(np.eye(2)), [1.0, 2.0])
+
+
+# ---- inv ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("n,batch", [(0, ()), (1, ()), (4, (3,)), (17, ())])
+def test_inv_matches_numpy(n, batch):
+    a = _mat(n, batch)
+    want = np.linalg.inv(a) if n else np.zeros(batch + (0, 0))
+    for out in (LA.inv(_t(a)), tgrad.inverse(_t(a)), _t(a).inverse(), LA.inv_ex(_t(a))[0]):
+        assert out.shape == a.shape
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-12)
+    for a in PIVOTING:
+        np.testing.assert_allclose(LA.inv(_t(a)).numpy(), np.linalg.inv(a), rtol=1e-12,
+                                   atol=1e-12)
+
+
+def test_inv_gradcheck_gradgradcheck_and_errors():
+    a = _t(_mat(3, (2,)), requires_grad=True)
+    assert gradcheck(LA.inv, (a,)) and gradgradcheck(LA.inv, (a,))
+    assert gradcheck(LA.inv, (_t(_mat(1), requires_grad=True),))
+    x = _t(_mat(4), requires_grad=True)
+    g = RNG.standard_normal((4, 4))
+    LA.inv(x).backward(_t(g))
+    ai = np.linalg.inv(x.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), -ai.T @ g @ ai.T, rtol=1e-12, atol=1e-12)
+    with pytest.raises(RuntimeError, match=r"^linalg\.inv: \(Batch element 0\): The diagonal "
+                                           r"element 2 is zero, the inversion could not be "
+                                           r"completed because the input matrix is "
+                                           r"singular\.$"):
+        LA.inv(_t([[[1.0, 2.0], [2.0, 4.0]]]))
+    assert LA.inv_ex(_t([[0.0, 0.0], [0.0, 1.0]])).info.item() == 1
+    with pytest.raises(RuntimeError, match=r"^linalg\.inv: The input tensor A must have at "
+                                           r"least 2 dimensions\.$"):
+        LA.inv(_t([1.0, 2.0]))
+
+
+# ---- det, slogdet, logdet ----------------------------------------------------------------
+def _det_cases():
+    yield _mat(1)
+    yield _mat(4, (3,))
+    yield _mat(17)
+    yield from PIVOTING
+    yield np.array([[1.0, 2.0], [2.0, 4.0]])  # singular
+    yield np.zeros((3, 3))
+    yield np.zeros((2, 0, 0))  # det of a 0 x 0 matrix is 1
+
+
+def test_det_slogdet_logdet_match_numpy():
+    for a in _det_cases():
+        want = np.linalg.det(a) if a.shape[-1] else np.ones(a.shape[:-2])
+        for out in (LA.det(_t(a)), tgrad.det(_t(a)), _t(a).det()):
+            assert out.shape == a.shape[:-2]
+            np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-12)
+        sign, logabs = np.linalg.slogdet(a) if a.shape[-1] else (want, 0 * want)
+        for res in (LA.slogdet(_t(a)), tgrad.slogdet(_t(a)), _t(a).slogdet()):
+            np.testing.assert_array_equal(res.sign.numpy(), sign)
+            np.testing.assert_allclose(res.logabsdet.numpy(), logabs, rtol=1e-12, atol=1e-12)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            want_log = np.log(want)  # NaN for det < 0, -inf for det == 0
+        for out in (tgrad.logdet(_t(a)), _t(a).logdet()):
+            np.testing.assert_allclose(out.numpy(), want_log, rtol=1e-12, atol=1e-12)
+    a32 = _mat(5, (2,)).astype(np.float32)
+    np.testing.assert_allclose(LA.det(tgrad.tensor(a32)).numpy(),
+                               np.linalg.det(a32.astype(np.float64)), rtol=1.3e-6, atol=1e-5)
+
+
+def test_det_slogdet_logdet_gradients():
+    a = _t(_mat(3, (2,)), requires_grad=True)
+    spd = _mat(3) @ _mat(3).T + np.eye(3)
+    for fn, x in ((LA.det, a), (lambda m: LA.slogdet(m).logabsdet, a),
+                  (tgrad.logdet, _t(spd, requires_grad=True)),
+                  (LA.det, _t(PIVOTING[0], requires_grad=True))):
+        assert gradcheck(fn, (x,))
+        assert gradgradcheck(fn, (x,))
+    x = _t(_mat(4), requires_grad=True)
+    LA.det(x).backward()
+    xn = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), np.linalg.det(xn) * np.linalg.inv(xn).T,
+                               rtol=1e-12, atol=1e-12)
+    sign, logabs = LA.slogdet(x)
+    assert not sign.requires_grad and logabs.requires_grad
+
+
+def test_det_errors():
+    with pytest.raises(RuntimeError, match=r"^linalg\.det: A must be batches of square "
+                                           r"matrices, but they are 2 by 3 matrices$"):
+        LA.det(_t(np.ones((2, 3))))
+    with pytest.raises(RuntimeError, match=r"^linalg\.slogdet: Expected a floating point or "
+                                           r"complex tensor as input\. Got Long$"):
+        LA.slogdet(tgrad.ones(2, 2, dtype=tgrad.int64))
+    with pytest.raises(RuntimeError, match=r"^logdet: Low precision dtypes not supported\. "
+                                           r"Got BFloat16"):
+        tgrad.logdet(tgrad.eye(2, dtype=tgrad.bfloat16))
+
+
+# ---- matrix_power ------------------------------------------------------------------------
+def test_matrix_power_matches_numpy_and_gradients():
+    a = _mat(3, (2,)) / 3
+    for n in (0, 1, 2, 5, 8, -1, -3):
+        want = np.linalg.matrix_power(a, n)
+        for out in (LA.matrix_power(_t(a), n), tgrad.matrix_power(_t(a), n),
+                    _t(a).matrix_power(n)):
+            assert out.shape == a.shape
+            np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-12)
+    ints = np.array([[1, 2], [3, 4]])
+    out = LA.matrix_power(tgrad.tensor(ints), 3)
+    assert out.dtype is tgrad.int64 and out.tolist() == np.linalg.matrix_power(ints, 3).tolist()
+    x = _t(a, requires_grad=True)
+    for n in (0, 3, -2):
+        assert gradcheck(lambda m, n=n: LA.matrix_power(m, n), (x,))
+        assert gradgradcheck(lambda m, n=n: LA.matrix_power(m, n), (x,))
+    with pytest.raises(RuntimeError, match=r"^linalg\.matrix_power: Expected a floating point "
+                                           r"or complex tensor as input\. Got Long$"):
+        LA.matrix_power(tgrad.tensor(ints), -1)
+    with pytest.raises(TypeError, match=r"argument 'n' must be int, not float"):
+        LA.matrix_power(_t(a), 1.5)
+    with pytest.raises(RuntimeError, match=r"^linalg\.matrix_power: A must be batches of "
+                                           r"square matrices, but they are 2 by 3 matrices$"):
+        LA.matrix_power(_t(np.ones((2, 3))), 2)

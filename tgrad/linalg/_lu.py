@@ -1,0 +1,345 @@
+# ruff: noqa: N803, N806  (PyTorch's argument names and matrix notation: A, B, X, LU)
+"""LU factorisation with partial pivoting and what is built on it: ``solve``, ``inv``,
+``det``, ``slogdet`` (with ``_ex`` forms returning LAPACK's ``info``), and the
+``torch.inverse`` / ``det`` / ``logdet`` / ``slogdet`` aliases. Compositions of tgrad ops,
+batched over leading dims; the factorisation is n steps of vector ops (O(n) launches on a
+GPU), like cholesky's.
+
+    P A = L U          L unit lower, U upper, packed in one matrix LU as LAPACK's getrf;
+                       row k swapped with the row of the largest |entry| at or below it in
+                       column k. A zero pivot (a singular matrix) skips that column's
+                       elimination, as getrf does: U gets the zero, info says where.
+    solve  X = A^{-1} B:  gB = A^{-H} gX,  gA = -gB X^H
+    inv    X = A^{-1}  :  solve(A, I) (so gA = -A^{-H} gX A^{-H})
+    det    d = sign(P) prod diag(U):   gA = g d A^{-H}
+    slogdet (s, l = log|d|):           gA = g_l A^{-H}   (s is not differentiable)
+
+The backward rules call ``solve`` itself, so they are differentiable again (double
+backward works). Without create_graph, solve's backward reuses the forward's LU instead.
+At an exactly singular A, det's and slogdet's gradients are inf/NaN (PyTorch switches to
+an SVD-based formula there; tgrad has no SVD).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from tgrad.linalg._triangular import _check_square, _torch_dtype_name, solve_triangular
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import require_tensor
+from tgrad.ops.creation import arange, eye, ones, zeros
+from tgrad.ops.gathering import take_along_dim
+from tgrad.ops.reduce import prod
+from tgrad.tensor import Tensor
+
+__all__ = ["solve", "solve_ex", "inv", "inv_ex", "det", "slogdet", "inverse", "logdet",
+           "matrix_power"]
+
+
+class _Factors(NamedTuple):
+    LU: Tensor  # (..., n, n): L below the diagonal (unit diagonal implied), U on and above
+    perm: Tensor  # (..., n) int64: row i of P A is row perm[i] of A
+    sign: Tensor  # (...,) of A's dtype: sign(P), +-1
+    info: Tensor  # (...,) int32: 0, or the 1-based index of the first zero pivot
+
+
+def _check_dtype(op: str, dt) -> None:
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
+                           f"{_torch_dtype_name(dt)}")
+    if dt.itemsize < 4:
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
+                           f"{_torch_dtype_name(dt)}; convert with "
+                           f".float() or .double()")
+
+
+def _lu(A: Tensor) -> _Factors:
+    """getrf on a batch of square matrices (no graph is recorded)."""
+    n = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    dev = A.device
+    with no_grad():
+        LU = A.detach().contiguous().clone()
+        rows = arange(n, device=dev)
+        perm = rows.expand(*batch, n)
+        sign = ones(batch, dtype=A.dtype, device=dev)
+        for k in range(n):
+            # pivot: the largest |entry| of column k at or below the diagonal
+            p = LU[..., k:, k].abs().argmax(-1) + k  # (...,)
+            if k < n - 1:  # swap rows k and p (a gather of whole rows, per matrix)
+                pk = p.unsqueeze(-1)
+                r = ew.where(rows == k, pk, ew.where(rows == pk, k, rows))  # (..., n)
+                LU = take_along_dim(LU, r.unsqueeze(-1).expand(*batch, n, n), -2)
+                perm = take_along_dim(perm, r, -1)
+                sign = ew.where(p != k, -sign, sign)
+                piv = LU[..., k, k]
+                nonzero = piv != 0
+                col = LU[..., k + 1:, k]
+                # l = column / pivot (left as it is, all zeros, when the pivot is 0)
+                lcol = ew.where(nonzero.unsqueeze(-1),
+                                col / ew.where(nonzero, piv, 1).unsqueeze(-1), col)
+                LU[..., k + 1:, k] = lcol
+                LU[..., k + 1:, k + 1:] -= lcol.unsqueeze(-1) * LU[..., k:k + 1, k + 1:]
+        if n == 0:
+            return _Factors(LU, perm, sign, zeros(batch, dtype=dtypes.int32, device=dev))
+        zero = LU.diagonal(dim1=-2, dim2=-1) == 0
+        first = zero.to(dtypes.int32).argmax(-1).to(dtypes.int32) + 1
+        info = ew.where(zero.any(-1), first, 0).to(dtypes.int32)
+    return _Factors(LU, perm, sign, info)
+
+
+def _lu_solve(f: _Factors, B: Tensor, adjoint: bool = False) -> Tensor:
+    """A X = B (adjoint: A^H X = B) from A's factors; B (..., n, k) of A's batch shape."""
+    n, k = B.shape[-2], B.shape[-1]
+    batch = tuple(B.shape[:-2])
+    with no_grad():
+        if not adjoint:  # L U X = P B
+            PB = take_along_dim(B, f.perm.unsqueeze(-1).expand(*batch, n, k), -2)
+            Y = solve_triangular(f.LU, PB, upper=False, unitriangular=True)
+            return solve_triangular(f.LU, Y, upper=True)
+        # A^H = U^H L^H P:  U^H W = B,  L^H V = W,  X = P^T V (row perm[i] of X is V's row i)
+        W = solve_triangular(f.LU.mH, B, upper=False)
+        V = solve_triangular(f.LU.mH, W, upper=True, unitriangular=True)
+        inverse_perm = f.perm.argsort(-1)
+        return take_along_dim(V, inverse_perm.unsqueeze(-1).expand(*batch, n, k), -2)
+
+
+# ------------------------------------------------------------------------------------ solve
+class LinalgSolve(Function):
+    """X = A^{-1} B for A (..., n, n) and B (..., n, k) of one batch shape."""
+
+    node_name = "LinalgSolveExBackward0"
+
+    @staticmethod
+    def forward(ctx, A, B):
+        f = _lu(A)
+        X = _lu_solve(f, B)
+        ctx.factors = f
+        ctx.save_for_backward(A, X)
+        return X, f.info
+
+    @staticmethod
+    def backward(ctx, gX, _ginfo):
+        A, X = ctx.saved_tensors
+        if is_grad_enabled():  # create_graph: a differentiable solve (double backward)
+            gB = _solve(A.mH, gX)
+        else:
+            gB = _lu_solve(ctx.factors, gX, adjoint=True)
+        need_a, need_b = ctx.needs_input_grad
+        gA = -(gB @ X.mH) if need_a else None
+        return gA, (gB if need_b else None)
+
+
+def _solve(A: Tensor, B: Tensor) -> Tensor:
+    X, info = LinalgSolve.apply(A, B)
+    return X
+
+
+class SolveEx(NamedTuple):
+    result: Tensor
+    info: Tensor
+
+
+def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
+    """Checked, promoted and broadcast (A, B as matrices, vector_case)."""
+    require_tensor(op, A, "A")
+    require_tensor(op, B, "B", 2)
+    _check_square(op, A)
+    dt = dtypes.result_type(A, B)
+    _check_dtype(op, dt)
+    if A.device is not B.device:
+        raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
+                           f"at least two devices, {A.device} and {B.device}!")
+    # PyTorch: B is a batch of vectors when it is 1-D or has A's shape without the last dim
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        B = B.unsqueeze(-1)
+        if not left:
+            raise RuntimeError(f"{op}: Vector broadcasting of the left hand side is not "
+                               f"supported for left=False. In this case linalg.solve is "
+                               f"equivalent to B / A.squeeze(-1)")
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {eq} "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    A, B = A.to(dt), B.to(dt)
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        A, B = A.mT, B.mT
+    batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    if tuple(A.shape[:-2]) != batch:
+        A = A.expand(*batch, n, n)
+    if tuple(B.shape[:-2]) != batch:
+        B = B.expand(*batch, *B.shape[-2:])
+    return A, B, vector
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> SolveEx:
+    """(X, info): X with A X = B (left=False: X A = B) and, per matrix, 0 or the 1-based
+    index of the first zero pivot of A's LU factorisation (int32, batch shape). A singular
+    A gives inf/NaN in X instead of an error, unless ``check_errors``."""
+    op = "linalg.solve_ex" if not check_errors else "linalg.solve"
+    A, B, vector = _solve_operands(op, A, B, left)
+    X, info = LinalgSolve.apply(A, B)
+    if check_errors:
+        _raise_singular("torch.linalg.solve", info, "The solver failed because the input "
+                        "matrix is singular.")
+    if not left:
+        X = X.mT
+    return SolveEx(X.squeeze(-1) if vector else X, info)
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """X with A X = B (left=False: X A = B) for square A, batch dims broadcast; B is a
+    vector (batch) when it is 1-D or has A's shape minus the last dim. LU with partial
+    pivoting, n steps of vector ops; raises PyTorch's error for a singular A (one
+    synchronizing host read of the per-matrix status; ``solve_ex`` returns it instead)."""
+    return solve_ex(A, B, left=left, check_errors=True).result
+
+
+def _raise_singular(op: str, info: Tensor, what: str) -> None:
+    """One host read of ``info``: PyTorch's error for the first singular matrix."""
+    for b, k in enumerate(info.reshape(-1).tolist()):
+        if k:
+            where = f": (Batch element {b})" if info.ndim > 0 else ""
+            raise RuntimeError(f"{op}{where}: {what.format(k=k)}")
+
+
+# -------------------------------------------------------------------------------------- inv
+class InvEx(NamedTuple):
+    inverse: Tensor
+    info: Tensor
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvEx:
+    """(A^{-1}, info) as ``solve_ex(A, I)``: a singular A gives inf/NaN, not an error,
+    unless ``check_errors``."""
+    op = "linalg.inv_ex" if not check_errors else "linalg.inv"
+    require_tensor(op, A, "A")
+    _check_square(op, A)
+    _check_dtype(op, A.dtype)
+    n = A.shape[-1]
+    eye_b = eye(n, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], n, n)
+    X, info = LinalgSolve.apply(A, eye_b)
+    if check_errors:
+        _raise_singular("linalg.inv", info, "The diagonal element {k} is zero, the inversion "
+                        "could not be completed because the input matrix is singular.")
+    return InvEx(X, info)
+
+
+def inv(A: Tensor) -> Tensor:
+    """The inverse of square matrices (batched); raises PyTorch's error for a singular one
+    (one synchronizing host read; ``inv_ex`` returns the status instead)."""
+    return inv_ex(A, check_errors=True).inverse
+
+
+def inverse(input: Tensor) -> Tensor:  # noqa: A002
+    """``torch.inverse``: ``linalg.inv``."""
+    return inv(input)
+
+
+# ------------------------------------------------------------------------------ det, slogdet
+def _square_float(op: str, A: Tensor) -> None:
+    require_tensor(op, A, "A")
+    _check_square(op, A)
+    _check_dtype(op, A.dtype)
+
+
+def _inv_h(A: Tensor) -> Tensor:
+    """A^{-H}, differentiable (for the backward rules below)."""
+    n = A.shape[-1]
+    return _solve(A.mH, eye(n, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], n, n))
+
+
+class LinalgDet(Function):
+    node_name = "LinalgDetBackward0"
+
+    @staticmethod
+    def forward(ctx, A):
+        f = _lu(A)
+        with no_grad():
+            d = f.sign * prod(f.LU.diagonal(dim1=-2, dim2=-1), -1)
+        ctx.save_for_backward(A, d)
+        return d
+
+    @staticmethod
+    def backward(ctx, g):
+        A, d = ctx.saved_tensors
+        return (g * d).unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
+
+
+def det(A: Tensor) -> Tensor:
+    """Determinants of square matrices (batched), from the LU factorisation. The gradient
+    is g det(A) A^{-H}: inf/NaN at an exactly singular A (PyTorch's is finite there)."""
+    _square_float("linalg.det", A)
+    return LinalgDet.apply(A)
+
+
+class LinalgSlogdet(Function):
+    node_name = "LinalgSlogdetBackward0"
+
+    @staticmethod
+    def forward(ctx, A):
+        f = _lu(A)
+        with no_grad():
+            diag = f.LU.diagonal(dim1=-2, dim2=-1)
+            sign = f.sign * prod(ew.sign(diag), -1)
+            logabs = diag.abs().log().sum(-1)
+        ctx.mark_non_differentiable(sign)
+        ctx.save_for_backward(A)
+        return sign, logabs
+
+    @staticmethod
+    def backward(ctx, _gsign, glogabs):
+        (A,) = ctx.saved_tensors
+        return glogabs.unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
+
+
+class Slogdet(NamedTuple):
+    sign: Tensor
+    logabsdet: Tensor
+
+
+def slogdet(A: Tensor) -> Slogdet:
+    """(sign, log|det|) of square matrices (batched): sign 0 and -inf for a singular one.
+    Only ``logabsdet`` is differentiable (gradient g A^{-H})."""
+    _square_float("linalg.slogdet", A)
+    sign, logabs = LinalgSlogdet.apply(A)
+    return Slogdet(sign, logabs)
+
+
+def logdet(input: Tensor) -> Tensor:  # noqa: A002
+    """log det(A): NaN where det < 0, -inf where det = 0 (PyTorch's ``torch.logdet``)."""
+    _square_float("logdet", input)
+    sign, logabs = LinalgSlogdet.apply(input)
+    return ew.where(sign < 0, float("nan"), logabs)
+
+
+# ----------------------------------------------------------------------------- matrix_power
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """A^n for square matrices (batched) by repeated squaring (about 2 log2 |n| matmuls);
+    n = 0 gives identities, n < 0 powers of ``inv(A)`` (floating A only)."""
+    op = "linalg.matrix_power"
+    require_tensor(op, A, "A")
+    _check_square(op, A)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{op}(): argument 'n' must be int, not {type(n).__name__}")
+    m = A.shape[-1]
+    if n == 0:
+        return eye(m, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, m).clone()
+    if n < 0:
+        _check_dtype(op, A.dtype)
+        A, n = inv(A), -n
+    result = None
+    while True:  # binary powering: result = A^(bits of n seen so far)
+        if n & 1:
+            result = A if result is None else result @ A
+        n >>= 1
+        if not n:
+            return result
+        A = A @ A
