@@ -257,6 +257,27 @@ def _np_narrow(x, dim, start, length):
     return np.take(x, np.arange(start, start + length), axis=d)
 
 
+def _unfold_samples(rng):
+    return [Sample((_n(rng, 5, 3), 0, 2, 1), desc="overlapping"),
+            Sample((_n(rng, 4, 7), -1, 3, 2), desc="negative dim, step 2"),
+            Sample((_n(rng, 17), 0, 4, 5), desc="gaps between windows"),
+            Sample((_n(rng, 2, 6, 3), 1, 6, 1), desc="one whole window"),
+            Sample((_n(rng, 4, 3), 1, 0, 1), desc="empty windows"),
+            Sample((_n(rng, 0, 5), 1, 2, 2), desc="empty"),
+            Sample((np.asarray(_n(rng)), 0, 1, 1), desc="0-d"),
+            Sample((_n(rng, 6, 5), 0, 3, 1), layouts=("T",), desc="T")]
+
+
+def _np_unfold(x, dim, size, step):
+    """Windows by explicit indices (np.take), not strides."""
+    if x.ndim == 0:
+        return x.reshape(1)[:size]
+    d = dim % x.ndim
+    n = (x.shape[d] - size) // step + 1
+    idx = np.arange(n)[:, None] * step + np.arange(size)  # (n, size)
+    return np.moveaxis(np.take(x, idx, axis=d), d + 1, -1)
+
+
 def _unbind_samples(rng):
     return [Sample((_n(rng, 3, 2),), desc="dim0"), Sample((_n(rng, 3, 2), 1), desc="dim1"),
             Sample((_n(rng, 2, 3), -1), layouts=("T",), desc="T")]
@@ -686,6 +707,7 @@ OP_DB: list = [
     OpSpec("chunk", tgrad.chunk, _np_chunk, _chunk_samples),
     OpSpec("narrow", tgrad.narrow, _np_narrow, _narrow_samples),
     OpSpec("unbind", tgrad.unbind, _np_unbind, _unbind_samples),
+    OpSpec("unfold", lambda x, d, n, s: x.unfold(d, n, s), _np_unfold, _unfold_samples),
     # matrix products
     OpSpec("matmul", tgrad.matmul, np.matmul, _matmul_samples),
     OpSpec("matmul_operator", lambda a, b: a @ b, np.matmul, _matmul_samples),

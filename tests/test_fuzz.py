@@ -205,3 +205,74 @@ def test_random_graph_forward_and_gradients(case):
         assert got.shape == a.shape, (prog, i)
         np.testing.assert_allclose(got, num, rtol=1e-5, atol=1e-6,
                                    err_msg=f"gradient of leaf {i}, program {prog}")
+
+
+# ------------------------------------------------------------ the same graphs on cuda
+# The drawn graphs run on the cuda device emulated by Triton's interpreter (every op through
+# its kernels, views read in place) and on the CPU backend: values and every leaf gradient
+# must agree to float64 rounding. The CPU side is the oracle (checked against NumPy and
+# finite differences above). A fresh process, since interpreter mode is read at import; its
+# kernel specializations are recorded for tests/test_triton_aot_specs.py's sm_90 compiles.
+CUDA_EXAMPLES = 200
+
+_CUDA_SCRIPT = f"""
+import json, sys
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+sys.path.insert(0, {__file__.rsplit('/', 1)[0]!r})
+import kernel_specs
+kernel_specs.record_if_asked()
+import tgrad
+import test_fuzz as tf
+
+seen = []
+
+@settings(max_examples={CUDA_EXAMPLES}, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(tf.graphs())
+def check(case):
+    leaves, prog, weights = case
+    results = []
+    for dev in ("cpu", "cuda"):
+        ts = [tgrad.tensor(a, dtype=tgrad.float64, device=dev, requires_grad=True)
+              for a in leaves]
+        out = tf._run(prog, ts, 0)
+        loss = (out * tgrad.tensor(weights, device=dev)).sum()
+        grads = tgrad.autograd.grad(loss, ts, allow_unused=True)
+        results.append((out.detach().cpu().numpy(),
+                        [None if g is None else g.cpu().numpy() for g in grads]))
+    (o_cpu, g_cpu), (o_gpu, g_gpu) = results
+    assert o_gpu.shape == o_cpu.shape, prog
+    np.testing.assert_allclose(o_gpu, o_cpu, rtol=1e-12, atol=1e-12, err_msg=str(prog))
+    for i, (a, b) in enumerate(zip(g_gpu, g_cpu)):
+        assert (a is None) == (b is None), (prog, i)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12,
+                                       err_msg=f"gradient of leaf {{i}}, program {{prog}}")
+    seen.append(len(prog))
+
+with np.errstate(all="ignore"):  # the interpreter evaluates masked-off lanes too
+    check()
+print(json.dumps({{"examples": len(seen), "instructions": sum(seen)}}))
+"""
+
+
+def test_random_graphs_on_interpreted_cuda_match_cpu():
+    import pytest
+    pytest.importorskip("triton")
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import kernel_specs
+    from interpreted import run_json
+    old = os.environ.get(kernel_specs.ENV)
+    os.environ[kernel_specs.ENV] = kernel_specs.recording_env({}, "fuzz_cuda")[
+        kernel_specs.ENV]
+    try:
+        res = run_json(_CUDA_SCRIPT, timeout=900)
+    finally:
+        if old is None:
+            os.environ.pop(kernel_specs.ENV)
+        else:
+            os.environ[kernel_specs.ENV] = old
+    assert res["examples"] >= CUDA_EXAMPLES // 2 and res["instructions"] > 0, res

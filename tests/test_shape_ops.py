@@ -380,3 +380,23 @@ def test_unbind_backward_when_few_pieces_get_a_gradient():
     ref[2], ref[7] = a[7], a[2]
     np.testing.assert_array_equal(x.grad.numpy(), ref)
     assert tgrad.autograd.gradgradcheck(lambda t: t.unbind(0)[4] ** 3, (x,))
+
+
+def test_unfold_is_a_view_with_pytorch_errors():
+    base = np.arange(12.0).reshape(3, 4)
+    x = tgrad.tensor(base.copy())
+    w = x.unfold(1, 2, 1)  # (3, 3, 2): overlapping windows share elements
+    assert w.shape == (3, 3, 2) and w._base is x
+    np.testing.assert_array_equal(w.numpy()[1, 2], base[1, 2:4])
+    x[1, 3] = -1.0  # the view sees writes to its base
+    assert w[1, 2, 1].item() == -1.0
+    leaf = tgrad.tensor(base, requires_grad=True)
+    leaf.unfold(1, 3, 1).sum().backward()  # element k of a row lies in min(k+1, 3, 4-k) windows
+    np.testing.assert_array_equal(leaf.grad.numpy(), np.tile([1.0, 2.0, 2.0, 1.0], (3, 1)))
+    for args, msg in (((1, 5, 1), "maximum size for tensor at dimension 1 is 4 but size is 5"),
+                      ((1, 2, 0), "step is 0 but must be > 0"),
+                      ((0, -1, 1), "size is -1 but must be >= 0")):
+        with pytest.raises(RuntimeError, match=f"^unfold: {msg}$"):
+            x.unfold(*args)
+    with pytest.raises(IndexError):
+        x.unfold(2, 1, 1)

@@ -8,6 +8,10 @@ Views and shapes:
   (r0 = max(-offset, 0), c0 = max(offset, 0)) as the last dim, always a **view** (as in
   PyTorch): the backend's as_strided from element (r0, c0) with stride s1 + s2 along the
   diagonal, the other dims keeping theirs;  d x = zeros with g written on that diagonal.
+- ``x.unfold(dim, size, step)``: the windows x[..., i step : i step + size, ...] along dim
+  (n = (x.shape[dim] - size) // step + 1 of them) as that dim, each window's elements as a
+  new last dim; a **view** (as_strided: dim's stride times step, the new dim dim's stride);
+  d x = zeros with g's windows index_added back at i step + j (overlaps add up).
 - ``diag_embed(x, offset, dim1, dim2)``: zeros with x's last dim written on a diagonal of
   the new dims (an indexed write; d x = that diagonal of g).
 - ``tensor_split``/``hsplit``/``vsplit``/``dsplit``: views (narrow / slices);
@@ -49,7 +53,7 @@ from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["diagonal", "diag_embed", "tensor_split", "hsplit", "vsplit", "dsplit",
            "dstack", "column_stack", "row_stack", "atleast_3d", "rot90", "tril_indices",
-           "triu_indices", "kron", "tensordot", "aminmax"]
+           "triu_indices", "kron", "tensordot", "aminmax", "unfold"]
 
 aminmax_result = namedtuple("aminmax", ["min", "max"])
 
@@ -105,6 +109,58 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return view_apply(Diagonal, input, offset, d1, d2)
+
+
+class Unfold(Function):
+    """y[..., i, ..., j] = x[..., i step + j, ...] (i along ``dim``, j the new last dim): a
+    view of x's storage; dx = zeros with g's windows added back (index_add along dim)."""
+
+    name = "unfold"
+    node_name = "UnfoldBackward0"
+
+    @staticmethod
+    def forward(ctx, x, d, size, step):
+        n = (x.shape[d] - size) // step + 1
+        st = x.stride()
+        arr = backend_of(x).as_strided(
+            x._data, x.shape[:d] + (n,) + x.shape[d + 1:] + (size,),
+            st[:d] + (st[d] * step,) + st[d + 1:] + (st[d],))
+        ctx.shape, ctx.args = x.shape, (d, size, step)
+        return make_view(x, arr)
+
+    @staticmethod
+    def backward(ctx, g):
+        d, size, step = ctx.args
+        n = g.shape[d]
+        # g (..., n, ..., size) -> (..., n * size, ...) with window i's element j at i*size+j
+        src = g.movedim(-1, d + 1).flatten(d, d + 1)
+        pos = (arange(n, device=g.device) * step).unsqueeze(-1) + arange(size, device=g.device)
+        out = zeros(ctx.shape, dtype=g.dtype, device=g.device)
+        return out.index_add(d, pos.reshape(-1), src), None, None, None
+
+
+register_op(Unfold)
+
+
+@tensor_method("unfold")
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:  # noqa: A002
+    """Tensor.unfold: all windows of ``size`` elements, ``step`` apart, along ``dimension``,
+    as a view: that dim becomes the window index ((len - size) // step + 1 windows) and a new
+    last dim holds each window. A 0-d input gives shape (size,), size 0 or 1 (PyTorch)."""
+    size = _int_arg("unfold", "size", size)
+    step = _int_arg("unfold", "step", step)
+    d = _wrap_dim(dimension, max(input.ndim, 1), "unfold")
+    length = input.shape[d] if input.ndim else 1
+    if size < 0:
+        raise RuntimeError(f"unfold: size is {size} but must be >= 0")
+    if size > length:
+        raise RuntimeError(f"unfold: maximum size for tensor at dimension {d} is {length} but "
+                           f"size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"unfold: step is {step} but must be > 0")
+    if input.ndim == 0:
+        return input.unsqueeze(0)[:size]  # PyTorch: shape (size,)
+    return view_apply(Unfold, input, d, size, step)
 
 
 @tensor_method("diag_embed")
