@@ -753,9 +753,34 @@ def check_linalg_lu() -> None:
         assert np.isneginf(sg.logabsdet.cpu().numpy()).all()
 
 
+def check_int_scatter() -> None:
+    # scatter-adds and scatter reductions of integers accumulate in the integer dtype on the
+    # device (they went through float32 once: 2**40 + 1 lost its low bits), in both kernels
+    # (index tuples; host offsets, which a 5-d target's five index arrays take), against
+    # the CPU
+    rng = np.random.default_rng(5)
+    for dt in (np.int64, np.int32):
+        hi = 2**45 if dt is np.int64 else 2**20
+        for shape, ishape in (((4, 6), (5, 6)), ((3, 2, 1, 2, 2), (4, 2, 1, 2, 2))):
+            x = rng.integers(-hi, hi, shape).astype(dt)
+            src = rng.integers(-hi, hi, ishape).astype(dt)
+            idx = rng.integers(0, shape[0], ishape)
+            for r in ("sum", "prod", "mean", "amax", "amin"):
+                for incl in (True, False):
+                    got, want = (tgrad.tensor(x, device=d).scatter_reduce(
+                        0, tgrad.tensor(idx, device=d), tgrad.tensor(src, device=d), r,
+                        include_self=incl).cpu().numpy() for d in ("cuda", "cpu"))
+                    assert got.dtype == want.dtype and np.array_equal(got, want), \
+                        (dt, shape, r, incl)
+            got, want = (tgrad.tensor(x, device=d).index_add(
+                0, tgrad.tensor(idx[:, 0, ...].reshape(-1)[:ishape[0]], device=d),
+                tgrad.tensor(src, device=d)).cpu().numpy() for d in ("cuda", "cpu"))
+            assert np.array_equal(got, want), (dt, shape, "index_add")
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
-    "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu")}
+    "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter")}

@@ -851,6 +851,55 @@ def _np_scatter_add(x, dim, index, src):
     return out
 
 
+def _scatter_reduce_samples(reduce):
+    def samples(rng):
+        out = []
+        for incl in (True, False):
+            kw = {"include_self": incl}
+            out += [Sample((_n(rng, 3, 4), 1, _int_index(rng, 4, 3, 6), _n(rng, 3, 6), reduce),
+                           kw, desc=f"repeats incl={incl}"),
+                    Sample((_n(rng, 4, 3), -2, _int_index(rng, 4, 2, 3), _n(rng, 3, 3), reduce),
+                           kw, layouts=("T",), desc=f"src larger, T incl={incl}")]
+        out += [Sample((_n(rng, 17), 0, _int_index(rng, 5, 17), _n(rng, 17), reduce),
+                       desc="n=17 onto 5"),
+                Sample((_n(rng, 3, 2), 0, np.zeros((0, 2), np.int64), _n(rng, 1, 2), reduce),
+                       desc="empty index")]
+        return out
+    return samples
+
+
+def _np_scatter_reduce(x, dim, index, src, reduce, include_self=True):
+    """Element by element: each target's values (and x's own, with include_self) folded
+    with the reduction; targets that receive nothing keep x."""
+    d = dim % x.ndim
+    groups: dict = {}
+    for j in np.ndindex(index.shape):
+        t = list(j)
+        t[d] = int(index[j])
+        groups.setdefault(tuple(t), []).append(src[j])
+    out = x.copy()
+    for t, vals in groups.items():
+        v = np.array(vals + ([x[t]] if include_self else []))
+        out[t] = {"sum": np.sum, "prod": np.prod, "amax": np.max, "amin": np.min,
+                  "mean": np.mean}[reduce](v)
+    return out
+
+
+def _index_reduce_samples(reduce):
+    def samples(rng):
+        return [Sample((_n(rng, 3, 4), 1, _int_index(rng, 4, 6), _n(rng, 3, 6), reduce),
+                       desc="repeats"),
+                Sample((_n(rng, 5, 2), 0, _int_index(rng, 5, 3), _n(rng, 3, 2), reduce),
+                       {"include_self": False}, desc="exclusive")]
+    return samples
+
+
+def _np_index_reduce(x, dim, index, src, reduce, include_self=True):
+    full = np.broadcast_to(index.reshape([-1 if k == dim else 1 for k in range(src.ndim)]),
+                           src.shape)
+    return _np_scatter_reduce(x, dim, full, src, reduce, include_self)
+
+
 def _index_add_samples(rng):
     return [Sample((_n(rng, 3, 4), 1, _int_index(rng, 4, 6), _n(rng, 3, 6)), desc="repeats"),
             Sample((_n(rng, 5, 2), 0, _int_index(rng, 5, 3), _n(rng, 3, 2)), {"alpha": 2.0},
@@ -1047,6 +1096,10 @@ OP_DB: list = [
     OpSpec("addcdiv", tgrad.addcdiv, lambda x, a, b, value=1: x + value * a / b, _addc_samples),
     OpSpec("scatter_add", tgrad.scatter_add, _np_scatter_add, _scatter_add_samples),
     OpSpec("index_add", tgrad.index_add, _np_index_add, _index_add_samples),
+    *[OpSpec(f"scatter_reduce_{r}", tgrad.scatter_reduce, _np_scatter_reduce,
+             _scatter_reduce_samples(r)) for r in ("sum", "prod", "mean", "amax", "amin")],
+    *[OpSpec(f"index_reduce_{r}", tgrad.index_reduce, _np_index_reduce,
+             _index_reduce_samples(r)) for r in ("prod", "mean", "amax", "amin")],
     OpSpec("take_along_dim", tgrad.take_along_dim, _np_take_along, _take_along_samples),
     OpSpec("nansum", tgrad.nansum, _red(np.nansum), _nan_red_samples),
     OpSpec("nanmean", tgrad.nanmean, _np_nanmean, _nan_red_samples),

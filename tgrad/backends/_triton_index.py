@@ -26,7 +26,7 @@ from tgrad.cuda.array import DeviceArray, contiguous_strides
 from tgrad.kernels import configs
 from tgrad.kernels.launch import collapse, launch
 
-__all__ = ["gather", "index_add", "index_put_"]
+__all__ = ["gather", "index_add", "index_reduce", "index_put_"]
 
 MAX_INDEX_ARRAYS = 4  # gather_nd_kernel's N0..N3 / K0..K3
 MAX_RESULT_DIMS = 8  # gather_nd_kernel's S0..S7
@@ -313,14 +313,45 @@ def _last_positions(targets: np.ndarray) -> np.ndarray:
 def index_add(shape: tuple, dtype: np.dtype, key, values: DeviceArray) -> DeviceArray:
     """zeros(shape) with ``values`` scatter-added at ``key`` (repeated indices add up;
     deterministic segmented sums, see tgrad/kernels/indexing.py)."""
+    return _scatter_reduce(shape, np.dtype(dtype), key, values, "sum")
+
+
+def index_reduce(shape: tuple, dtype: np.dtype, key, values: DeviceArray,
+                 reduce: str) -> DeviceArray:
+    """The reduction's identity (prod 1, amax -inf, amin +inf; an integer dtype's lowest
+    and highest) in ``shape``, with ``values`` folded in at ``key`` (deterministic, in index
+    order; amax/amin propagate NaN)."""
+    return _scatter_reduce(shape, np.dtype(dtype), key, values, reduce)
+
+
+_REDUCE = {"sum": 0, "prod": 1, "amax": 2, "amin": 3}
+
+
+def _identity(reduce: str, dtype: np.dtype):
+    if reduce in ("sum", "prod"):
+        return 0 if reduce == "sum" else 1
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return int(info.min if reduce == "amax" else info.max)
+    return float("-inf") if reduce == "amax" else float("inf")
+
+
+def _acc_kind(dtype: np.dtype) -> int:
+    """The kernels' ACC: 0 float32 (float32, halves), 1 float64, 2 the dtype (integers)."""
+    return 1 if dtype == np.float64 else (2 if dtype.kind in "iub" else 0)
+
+
+def _scatter_reduce(shape: tuple, dtype: np.dtype, key, values: DeviceArray,
+                    reduce: str) -> DeviceArray:
     from tgrad.kernels import indexing as kix
     from tgrad.kernels.launch import karg, triton_cdiv
     tb = _tb()
-    out = tb.empty(tuple(shape), np.dtype(dtype))
-    tb.fill_(out, 0)
+    out = tb.empty(tuple(shape), dtype)
+    init = _identity(reduce, dtype)
+    tb.fill_(out, init)
     sp = _split(out, key)
     if sp is None:
-        return _index_add_offsets(out, key, values)
+        return _scatter_offsets(out, key, values, reduce, init)
     flat = sp.targets.reshape(-1)
     if flat.size == 0 or sp.ns == 0:
         return out
@@ -332,8 +363,8 @@ def index_add(shape: tuple, dtype: np.dtype, key, values: DeviceArray) -> Device
         launch(kix.scatter_add_nd_kernel, (triton_cdiv(nseg * sp.ns, blk),),
                karg(sp.plan.view), karg(vals), karg(_dev_i64(order)), karg(_dev_i64(starts)),
                karg(_dev_i64(lens)), karg(_dev_i64(targets)), nseg, sp.ns,
-               int(lens.max()), *sp.slice_dims, ACC64=np.dtype(dtype) == np.float64,
-               BLOCK=blk, num_warps=configs.FLAT_WARPS)
+               int(lens.max()), *sp.slice_dims, REDUCE=_REDUCE[reduce],
+               ACC=_acc_kind(dtype), INIT=init, BLOCK=blk, num_warps=configs.FLAT_WARPS)
     return out
 
 
@@ -363,7 +394,8 @@ def index_put_(dst: DeviceArray, key, values) -> None:
 
 
 # ---------------------------------------------------------------- host-offset paths
-def _index_add_offsets(out: DeviceArray, key, values: DeviceArray) -> DeviceArray:
+def _scatter_offsets(out: DeviceArray, key, values: DeviceArray, reduce: str,
+                     init) -> DeviceArray:
     from tgrad.kernels import indexing as kix
     from tgrad.kernels.launch import karg, triton_cdiv
     tb = _tb()
@@ -379,7 +411,8 @@ def _index_add_offsets(out: DeviceArray, key, values: DeviceArray) -> DeviceArra
         launch(kix.scatter_add_kernel, (triton_cdiv(nseg, blk),),
                karg(out), karg(vals), karg(_dev_i64(order)), karg(_dev_i64(starts)),
                karg(_dev_i64(lens)), karg(_dev_i64(targets)), nseg, int(lens.max()),
-               ACC64=out.dtype == np.float64, BLOCK=blk, num_warps=configs.FLAT_WARPS)
+               REDUCE=_REDUCE[reduce], ACC=_acc_kind(out.dtype), INIT=init, BLOCK=blk,
+               num_warps=configs.FLAT_WARPS)
     return out
 
 

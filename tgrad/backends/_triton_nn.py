@@ -1,8 +1,9 @@
 """GPU implementations of the nn primitives (the names and signatures of
-tgrad/backends/_numpy_nn.py, plus matmul, gather, index_add, index_put_, manual_seed, rand,
-randn of tgrad/backends/numpy.py): thin launch wrappers over tgrad/kernels/{softmax,
-cross_entropy,layer_norm,activations,dropout,matmul,optim}.py; the indexing ones
-(tgrad/kernels/indexing.py) live in tgrad/backends/_triton_index.py and are re-exported.
+tgrad/backends/_numpy_nn.py, plus matmul, gather, index_add, index_reduce, index_put_,
+manual_seed, rand, randn of tgrad/backends/numpy.py): thin launch wrappers over
+tgrad/kernels/{softmax,cross_entropy,layer_norm,activations,dropout,matmul,optim}.py; the
+indexing ones (tgrad/kernels/indexing.py) live in tgrad/backends/_triton_index.py and are
+re-exported.
 
 Imported at the end of tgrad/backends/triton.py (``from ... import *``), so these replace
 the temporary host path there. Wrappers: check, allocate, describe rows/strides, launch.
@@ -17,7 +18,12 @@ import sys
 
 import numpy as np
 
-from tgrad.backends._triton_index import gather, index_add, index_put_  # noqa: F401
+from tgrad.backends._triton_index import (  # noqa: F401
+    gather,
+    index_add,
+    index_put_,
+    index_reduce,
+)
 from tgrad.cuda import is_interpreted
 from tgrad.cuda.array import DeviceArray, contiguous_strides
 from tgrad.kernels import configs
@@ -29,7 +35,7 @@ __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
            "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd",
            "manual_seed", "get_rng_state", "set_rng_state", "rand", "randn", "dropout_fwd",
-           "dropout_bwd", "matmul", "gather", "index_add", "index_put_"]
+           "dropout_bwd", "matmul", "gather", "index_add", "index_reduce", "index_put_"]
 
 
 def _tb():

@@ -808,6 +808,28 @@ def index_add(shape: tuple, dtype: np.dtype, key, values: np.ndarray) -> np.ndar
     return _down(out, dtype)
 
 
+_UFUNC_AT = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+
+
+def index_reduce(shape: tuple, dtype: np.dtype, key, values: np.ndarray,
+                 reduce: str) -> np.ndarray:
+    """The identity of ``reduce`` (prod 1, amax -inf, amin +inf; an integer dtype's lowest
+    and highest) in ``shape``, with ``values`` folded in at ``key`` (repeated indices fold
+    together; amax/amin propagate NaN). Halves are folded in float32 (products round once)."""
+    dt = np.dtype(dtype)
+    cd = compute_dtype(dt)
+    if reduce == "prod":
+        init = 1
+    elif dt.kind in "iu":
+        init = np.iinfo(dt).min if reduce == "amax" else np.iinfo(dt).max
+    else:
+        init = -np.inf if reduce == "amax" else np.inf
+    out = np.full(shape, init, cd)
+    with quiet():  # inf * 0: NaN without a warning, as PyTorch
+        _UFUNC_AT[reduce].at(out, key, np.asarray(values).astype(cd, copy=False))
+    return _down(out, dt)
+
+
 def cumsum(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
     """Cumulative sum along ``axis`` (from the end when ``reverse``); integers and bools
     give int64, float16/bfloat16 accumulate in float32."""

@@ -21,6 +21,7 @@ offsets: it sorts the tuples' target offsets (stable argsort) into segments of e
 targets (scatter-add) or keeps the last position of each (put, NumPy's rule), and a lane
 handles one (segment, s) pair:
   scatter-add:  OUT[T_seg + off(s)] = sum_{j < LEN_seg} V[PERM[START_seg + j] NS + s]
+                (or their product, max or min: scatter_reduce / index_reduce)
   put:          DST[T_u + off(s)] = V[KEEP_u NS + s]
 Determinism of scatter-add (repeated indices add up): no atomics; each sum runs over its
 segment in index order, so the result is bit-identical run to run (and to the host-offset
@@ -128,25 +129,52 @@ def gather_nd_kernel(OUT, X, IDX, ERR, N, NB,
     tl.store(OUT + i, tl.load(X + ox, mask=mask), mask=mask)
 
 
+# scatter reductions (REDUCE): 0 sum, 1 prod, 2 amax, 3 amin; amax/amin propagate NaN.
+# Accumulator (ACC): 0 float32 (float32 and halves), 1 float64, 2 the output's own dtype
+# (integers: exact, wrapping like the host). INIT is the reduction's identity (0, 1, -inf or
+# the dtype's lowest, +inf or its highest), which a target with no values keeps.
+SUM, PROD, AMAX, AMIN = 0, 1, 2, 3
+
+
 @triton.jit
-def scatter_add_kernel(OUT, V, PERM, START, LEN, TARGET, NSEG, MAXLEN,
-                       ACC64: tl.constexpr, BLOCK: tl.constexpr):
+def _acc_zeros(OUT, ACC: tl.constexpr, INIT: tl.constexpr, BLOCK: tl.constexpr):
+    if ACC == 1:
+        acc = tl.full([BLOCK], INIT, tl.float64)
+    elif ACC == 2:
+        acc = tl.full([BLOCK], INIT, OUT.dtype.element_ty)
+    else:
+        acc = tl.full([BLOCK], INIT, tl.float32)
+    return acc
+
+
+@triton.jit
+def _combine(acc, v, m, REDUCE: tl.constexpr):
+    """acc (op) v where m, acc elsewhere; v already in acc's dtype."""
+    if REDUCE == 0:
+        r = acc + v
+    elif REDUCE == 1:
+        r = acc * v
+    elif REDUCE == 2:
+        r = tl.where((v > acc) | (v != v), v, acc)  # a NaN, once in, stays (v > NaN: False)
+    else:
+        r = tl.where((v < acc) | (v != v), v, acc)
+    return tl.where(m, r, acc)
+
+
+@triton.jit
+def scatter_add_kernel(OUT, V, PERM, START, LEN, TARGET, NSEG, MAXLEN, REDUCE: tl.constexpr,
+                       ACC: tl.constexpr, INIT: tl.constexpr, BLOCK: tl.constexpr):
+    # OUT[TARGET_s] = INIT (op) V[PERM[START_s + j]] over j < LEN_s, in index order
     s = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     smask = s < NSEG
     start = tl.load(START + s, mask=smask, other=0)
     n = tl.load(LEN + s, mask=smask, other=0)
-    if ACC64:
-        acc = tl.zeros([BLOCK], tl.float64)
-    else:
-        acc = tl.zeros([BLOCK], tl.float32)
+    acc = _acc_zeros(OUT, ACC, INIT, BLOCK)
     for j in range(0, MAXLEN):
         m = smask & (j < n)
         p = tl.load(PERM + start + j, mask=m, other=0)
-        v = tl.load(V + p, mask=m, other=0.0)
-        if ACC64:
-            acc += v.to(tl.float64)
-        else:
-            acc += v.to(tl.float32)
+        v = tl.load(V + p, mask=m, other=0)
+        acc = _combine(acc, v.to(acc.dtype), m, REDUCE)
     t = tl.load(TARGET + s, mask=smask, other=0)
     tl.store(OUT + t, acc.to(OUT.dtype.element_ty), mask=smask)
 
@@ -160,27 +188,23 @@ def _slice_offset(s, NS0, ST1, ST0):
 
 @triton.jit
 def scatter_add_nd_kernel(OUT, V, PERM, START, LEN, TARGET, NSEG, NS, MAXLEN, NS0, ST1, ST0,
-                          ACC64: tl.constexpr, BLOCK: tl.constexpr):
-    # item = segment * NS + s:  OUT[TARGET_seg + off(s)] = sum_{j < LEN_seg} V[PERM_j NS + s]
-    # (V: [NB, NS] contiguous; a segment: the index positions b, in order, naming one target)
+                          REDUCE: tl.constexpr, ACC: tl.constexpr, INIT: tl.constexpr,
+                          BLOCK: tl.constexpr):
+    # item = segment * NS + s:  OUT[TARGET_seg + off(s)] = INIT (op) V[PERM_j NS + s] over
+    # j < LEN_seg, in index order (V: [NB, NS] contiguous; a segment: the index positions b,
+    # in order, naming one target)
     item = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = item < NSEG * NS
     seg = item // NS
     s = item % NS
     start = tl.load(START + seg, mask=mask, other=0)
     n = tl.load(LEN + seg, mask=mask, other=0)
-    if ACC64:
-        acc = tl.zeros([BLOCK], tl.float64)
-    else:
-        acc = tl.zeros([BLOCK], tl.float32)
+    acc = _acc_zeros(OUT, ACC, INIT, BLOCK)
     for j in range(0, MAXLEN):
         m = mask & (j < n)
         b = tl.load(PERM + start + j, mask=m, other=0)
-        v = tl.load(V + b * NS + s, mask=m, other=0.0)
-        if ACC64:
-            acc += v.to(tl.float64)
-        else:
-            acc += v.to(tl.float32)
+        v = tl.load(V + b * NS + s, mask=m, other=0)
+        acc = _combine(acc, v.to(acc.dtype), m, REDUCE)
     t = tl.load(TARGET + seg, mask=mask, other=0) + _slice_offset(s, NS0, ST1, ST0)
     tl.store(OUT + t, acc.to(OUT.dtype.element_ty), mask=mask)
 

@@ -27,6 +27,7 @@ from tgrad.ops import (
     reduce,
     sampling,
     scan,
+    scatter_reduce,
     searching,
     shape,
     sorting,
@@ -38,7 +39,7 @@ from tgrad.ops._common import OPS
 __all__ = [n for m in (aliases, composite, creation, distances, einsum, elementwise, erfs, extras,
                        gathering, hyperbolic, layout, logmath, mathcomposites, matmul,
                        movement, pointwise_extras, products, quantiles, reduce, sampling, scan,
-                       searching, shape, sorting, special, statistics)
+                       scatter_reduce, searching, shape, sorting, special, statistics)
            for n in m.__all__]
 
 from tgrad.ops.aliases import *  # noqa: E402,F401,F403
@@ -62,6 +63,7 @@ from tgrad.ops.quantiles import *  # noqa: E402,F401,F403
 from tgrad.ops.reduce import *  # noqa: E402,F401,F403
 from tgrad.ops.sampling import *  # noqa: E402,F401,F403
 from tgrad.ops.scan import *  # noqa: E402,F401,F403
+from tgrad.ops.scatter_reduce import *  # noqa: E402,F401,F403
 from tgrad.ops.searching import *  # noqa: E402,F401,F403
 from tgrad.ops.shape import *  # noqa: E402,F401,F403
 from tgrad.ops.sorting import *  # noqa: E402,F401,F403

@@ -18,6 +18,7 @@ from tgrad.autograd.function import Function
 from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
+from tgrad.ops import scatter_reduce as sr
 from tgrad.ops._common import rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
@@ -359,5 +360,6 @@ for _name, _fn in (("index_add_", ga.index_add), ("scatter_", ga.scatter),
                    ("addcmul_", cp.addcmul), ("addcdiv_", cp.addcdiv),
                    ("clamp_min_", cp.clamp_min), ("clamp_max_", cp.clamp_max),
                    ("index_fill_", index_fill), ("index_copy_", index_copy),
-                   ("xlogy_", xlogy), ("logit_", logit)):
+                   ("xlogy_", xlogy), ("logit_", logit),
+                   ("scatter_reduce_", sr.scatter_reduce), ("index_reduce_", sr.index_reduce)):
     inplace_method(_name, _fn)

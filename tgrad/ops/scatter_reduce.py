@@ -1,0 +1,192 @@
+"""``scatter_reduce`` and ``index_reduce``: a copy of input with src's values folded into
+the positions an index names along a dim, by sum, prod, mean, amax or amin; with
+``include_self`` the input's own value takes part, without it a position that receives
+values forgets it (positions that receive none keep it either way).
+
+Shape contract (as ``scatter_add``): index has input's number of dims, index.size(d) <=
+input.size(d) for d != dim and <= src.size(d) for every d; the value src[j] goes to
+position j with index[j] along dim. ``index_reduce(dim, index, source)`` is the same with
+the 1-D index broadcast over source's shape.
+
+Forward: sums and counts through IndexAdd (the deterministic segmented scatter-add),
+products, maxima and minima through the ``index_reduce`` primitive (the same kernels, in
+index order; amax/amin propagate NaN), then one elementwise step with the input.
+
+Backward, for a target t with contributors c (src values sent to t, and input[t] when it
+takes part), g = the output gradient:
+
+    sum:        d c = g[t]
+    mean:       d c = g[t] / N_t    (N_t = number of contributors)
+    amax/amin:  d c = g[t] / K_t if c equals the result, else 0  (K_t = contributors equal
+                to it: ties share evenly, as PyTorch's amax does)
+    prod:       d c = g[t] * prod(other contributors): with Z_t zero contributors and P_t
+                the product of the non-zero ones, P_t / c (Z_t = 0), P_t for the zero c
+                (Z_t = 1), else 0
+and d input[t] = g[t] where input[t] does not take part but is kept (nothing scattered).
+These are tgrad ops (prod's P_t is a scatter_reduce itself), so double backward works.
+Deliberate difference: with include_self=False, PyTorch's amax/amin backward still counts an
+excluded input equal to the result among the ties (so a unique maximum gets a fraction of
+the gradient, a known PyTorch bug); tgrad counts only the values that took part.
+"""
+
+from __future__ import annotations
+
+from tgrad import dtypes
+from tgrad.autograd.function import Function
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import (
+    backend_of,
+    register_op,
+    rounded_to,
+    tensor_method,
+    widen_halves,
+    wrap,
+)
+from tgrad.ops.creation import ones, ones_like
+from tgrad.ops.gathering import _scatter_key
+from tgrad.ops.index import IndexAdd, normalize_key
+from tgrad.tensor import Tensor, _wrap_dim
+
+__all__ = ["scatter_reduce", "index_reduce"]
+
+REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+class ScatterReduce(Function):
+    """y = x with src folded in at ``key`` (a normalized advanced-indexing key naming, for
+    every element of src, its target in x); see the module docstring for the maths."""
+
+    name = "scatter_reduce"
+    node_name = "ScatterReduceBackward0"
+
+    @staticmethod
+    def forward(ctx, x, src, key, reduce, include_self):
+        shape = x.shape
+        count = IndexAdd.apply(ones_like(src), key, shape)  # values sent to each target
+        hit = count > 0
+        if reduce in ("sum", "mean"):
+            total = IndexAdd.apply(src, key, shape)
+            if include_self:
+                total = x + total
+            if reduce == "mean":
+                n = count + 1 if include_self else count
+                n = ew.where(n == 0, 1, n)
+                total = total / n if x.dtype.is_floating_point else ew.floor_divide(total, n)
+        else:
+            total = wrap(backend_of(x).index_reduce(shape, x.dtype.np, key, src._data, reduce),
+                         x.device)
+            if include_self:
+                combine = {"prod": ew.mul, "amax": ew.maximum, "amin": ew.minimum}[reduce]
+                total = combine(x, total)
+        y = ew.where(hit, total, x)
+        ctx.key, ctx.reduce, ctx.include_self, ctx.count = key, reduce, include_self, count
+        ctx.save_for_backward(x, src, y if reduce in ("amax", "amin") else None)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, src, y = ctx.saved_tensors
+        key, reduce, incl, count = ctx.key, ctx.reduce, ctx.include_self, ctx.count
+        shape = x.shape
+        hit = count > 0
+        if reduce == "sum":
+            gx, gsrc = g, g[key]
+        elif reduce == "mean":
+            n = (count + 1 if incl else count).to(g.dtype)
+            gx = g / ew.where(n == 0, 1, n)
+            gsrc = gx[key]
+        elif reduce in ("amax", "amin"):
+            x_is = x == y if incl else (x == y) & ew.logical_not(hit)
+            src_is = src == y[key]
+            k = x_is.to(g.dtype) + IndexAdd.apply(src_is.to(g.dtype), key, shape)
+            share = g / ew.where(k == 0, 1, k)
+            gx, gsrc = x_is * share, src_is * share[key]
+        else:
+            gx, gsrc = _prod_grads(g, x, src, key, incl)
+        if not incl:  # an input value that a scattered value replaced gets nothing
+            gx = ew.where(hit, 0, gx)
+        return gx, gsrc, None, None, None
+
+
+def _prod_grads(g: Tensor, x: Tensor, src: Tensor, key, incl: bool) -> tuple:
+    """(d x, d src) of the scattered product: each contributor's product of the others."""
+    shape = x.shape
+    src_zero = src == 0
+    src_safe = ew.where(src_zero, 1, src)
+    zeros_at = IndexAdd.apply(src_zero.to(g.dtype), key, shape)
+    # the non-zero srcs' product per target (1 where none), differentiable in src
+    product = ScatterReduce.apply(ones(shape, dtype=g.dtype, device=g.device), src_safe, key,
+                                  "prod", False)
+    x_zero = x_safe = None
+    if incl:
+        x_zero = x == 0
+        x_safe = ew.where(x_zero, 1, x)
+        zeros_at = zeros_at + x_zero.to(g.dtype)
+        product = product * x_safe
+
+    def others(zero, safe, z, p):  # product of the other contributors of a value
+        return ew.where(zero, ew.where(z == 1, p, 0), ew.where(z == 0, p / safe, 0))
+
+    gsrc = g[key] * others(src_zero, src_safe, zeros_at[key], product[key])
+    gx = g * others(x_zero, x_safe, zeros_at, product) if incl else g
+    return gx, gsrc
+
+
+register_op(ScatterReduce)
+
+
+@tensor_method("scatter_reduce")
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,  # noqa: A002
+                   include_self: bool = True) -> Tensor:
+    """A copy of input with src[j] folded in at position index[j] along ``dim`` by
+    ``reduce`` (sum, prod, mean, amax, amin); ``include_self``: input's value takes part."""
+    if reduce not in REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_reduce(): argument 'src' (position 4) must be Tensor, not "
+                        f"{type(src).__name__}")
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("scatter_reduce(): not implemented for bool tensors; convert with "
+                           ".int() or .float() first")
+    if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
+        return scatter_reduce(input.reshape(1), dim, index.reshape(-1), src.reshape(-1),
+                              reduce, include_self=include_self).reshape(())
+    key, part = _scatter_key("scatter_reduce", input, dim, index, src)
+    nkey, _ = normalize_key(key, input.device)
+    (x, part), half = widen_halves(input, part)
+    return rounded_to(ScatterReduce.apply(x, part, nkey, reduce, bool(include_self)), half)
+
+
+@tensor_method("index_reduce")
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,  # noqa: A002
+                 include_self: bool = True) -> Tensor:
+    """A copy of input with source's slices folded in at ``index`` (a vector) along ``dim``
+    by ``reduce`` (prod, mean, amax, amin); ``include_self``: input's value takes part."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    if not isinstance(index, Tensor) or index.ndim > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if not isinstance(source, Tensor):
+        raise TypeError(f"index_reduce(): argument 'source' (position 3) must be Tensor, not "
+                        f"{type(source).__name__}")
+    d = _wrap_dim(dim, max(input.ndim, 1), "index_reduce")
+    n = source.shape[d] if source.ndim else 1
+    if index.numel() != n:
+        raise IndexError(f"index_reduce_(): Index should have dimension 1 or 0 (got "
+                         f"{index.ndim}) and the same number of elements as source's dim "
+                         f"{d} ({index.numel()} and {n})")
+    for k in range(source.ndim):
+        if k != d and source.shape[k] != input.shape[k]:
+            raise RuntimeError(f"index_reduce_(): Source/destination tensor must have same "
+                               f"slice shapes. Destination slice shape: {list(input.shape)} "
+                               f"at dimension {d} and source slice shape: "
+                               f"{list(source.shape)} at dimension {d}.")
+    if source.ndim == 0:
+        return scatter_reduce(input, d, index.reshape(()), source, reduce,
+                              include_self=include_self)
+    along = [1] * source.ndim
+    along[d] = n
+    full_index = index.reshape(along).expand(tuple(source.shape))
+    return scatter_reduce(input, d, full_index, source, reduce, include_self=include_self)
