@@ -900,6 +900,63 @@ def _np_index_reduce(x, dim, index, src, reduce, include_self=True):
     return _np_scatter_reduce(x, dim, full, src, reduce, include_self)
 
 
+def _slice_scatter_samples(rng):
+    return [Sample((_n(rng, 4, 6), _n(rng, 4, 3), 1, 0, 6, 2), desc="every other column"),
+            Sample((_n(rng, 5, 3), _n(rng, 2, 3)), {"start": -3, "end": -1}, desc="negatives"),
+            Sample((_n(rng, 17), _n(rng, 17)), desc="whole n=17"),
+            Sample((_n(rng, 3, 4), _n(rng, 0, 4), 0, 2, 2), desc="empty slice"),
+            Sample((_n(rng, 4, 3), _n(rng, 4, 2), -1, 1), layouts=("T", "s"), desc="views")]
+
+
+def _np_slice_scatter(x, src, dim=0, start=None, end=None, step=1):
+    out = x.copy()
+    out[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)] = src
+    return out
+
+
+def _select_scatter_samples(rng):
+    return [Sample((_n(rng, 4, 3), _n(rng, 3), 0, 2), desc="row"),
+            Sample((_n(rng, 2, 5, 3), _n(rng, 2, 3), 1, -1), desc="middle dim, -1"),
+            Sample((_n(rng, 3, 4), _n(rng, 3), 1, 0), layouts=("T",), desc="T")]
+
+
+def _np_select_scatter(x, src, dim, index):
+    out = x.copy()
+    out[(slice(None),) * (dim % x.ndim) + (index,)] = src
+    return out
+
+
+def _diagonal_scatter_samples(rng):
+    return [Sample((_n(rng, 4, 4), _n(rng, 4)), desc="main"),
+            Sample((_n(rng, 3, 5), _n(rng, 3), 2), desc="offset 2"),
+            Sample((_n(rng, 4, 3), _n(rng, 2), -2), desc="offset -2"),
+            Sample((_n(rng, 2, 3, 3), _n(rng, 2, 3), 0, 1, 2), desc="batched dims 1, 2"),
+            Sample((_n(rng, 3, 3), _n(rng, 3)), layouts=("T",), desc="T")]
+
+
+def _np_diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
+    out = np.moveaxis(x.copy(), (dim1, dim2), (-2, -1))
+    i = np.arange(src.shape[-1])
+    out[..., i + max(-offset, 0), i + max(offset, 0)] = src
+    return np.moveaxis(out, (-2, -1), (dim1, dim2))
+
+
+def _masked_scatter_samples(rng):
+    return [Sample((_n(rng, 3, 4), _bool_of(rng, 3, 4), _n(rng, 12)), desc="same shape"),
+            Sample((_n(rng, 3, 4), _bool_of(rng, 4), _n(rng, 2, 9)), desc="broadcast mask"),
+            Sample((_n(rng, 17), _bool_of(rng, 17), _n(rng, 20)), desc="longer source"),
+            Sample((_n(rng, 0, 3), _bool_of(rng, 0, 3), _n(rng, 2)), desc="empty"),
+            Sample((_n(rng, 4, 3), _bool_of(rng, 4, 3), _n(rng, 3, 4)), layouts=("T", "c", "T"),
+                   desc="views")]
+
+
+def _np_masked_scatter(x, mask, src):
+    out = x.copy()
+    m = np.broadcast_to(mask, x.shape)
+    out[m] = src.ravel()[:int(m.sum())]
+    return out
+
+
 def _index_add_samples(rng):
     return [Sample((_n(rng, 3, 4), 1, _int_index(rng, 4, 6), _n(rng, 3, 6)), desc="repeats"),
             Sample((_n(rng, 5, 2), 0, _int_index(rng, 5, 3), _n(rng, 3, 2)), {"alpha": 2.0},
@@ -1096,6 +1153,11 @@ OP_DB: list = [
     OpSpec("addcdiv", tgrad.addcdiv, lambda x, a, b, value=1: x + value * a / b, _addc_samples),
     OpSpec("scatter_add", tgrad.scatter_add, _np_scatter_add, _scatter_add_samples),
     OpSpec("index_add", tgrad.index_add, _np_index_add, _index_add_samples),
+    OpSpec("slice_scatter", tgrad.slice_scatter, _np_slice_scatter, _slice_scatter_samples),
+    OpSpec("select_scatter", tgrad.select_scatter, _np_select_scatter, _select_scatter_samples),
+    OpSpec("diagonal_scatter", tgrad.diagonal_scatter, _np_diagonal_scatter,
+           _diagonal_scatter_samples),
+    OpSpec("masked_scatter", tgrad.masked_scatter, _np_masked_scatter, _masked_scatter_samples),
     *[OpSpec(f"scatter_reduce_{r}", tgrad.scatter_reduce, _np_scatter_reduce,
              _scatter_reduce_samples(r)) for r in ("sum", "prod", "mean", "amax", "amin")],
     *[OpSpec(f"index_reduce_{r}", tgrad.index_reduce, _np_index_reduce,

@@ -28,6 +28,7 @@ from tgrad.ops import (
     sampling,
     scan,
     scatter_reduce,
+    scatters,
     searching,
     shape,
     sorting,
@@ -39,7 +40,7 @@ from tgrad.ops._common import OPS
 __all__ = [n for m in (aliases, composite, creation, distances, einsum, elementwise, erfs, extras,
                        gathering, hyperbolic, layout, logmath, mathcomposites, matmul,
                        movement, pointwise_extras, products, quantiles, reduce, sampling, scan,
-                       scatter_reduce, searching, shape, sorting, special, statistics)
+                       scatter_reduce, scatters, searching, shape, sorting, special, statistics)
            for n in m.__all__]
 
 from tgrad.ops.aliases import *  # noqa: E402,F401,F403
@@ -64,6 +65,7 @@ from tgrad.ops.reduce import *  # noqa: E402,F401,F403
 from tgrad.ops.sampling import *  # noqa: E402,F401,F403
 from tgrad.ops.scan import *  # noqa: E402,F401,F403
 from tgrad.ops.scatter_reduce import *  # noqa: E402,F401,F403
+from tgrad.ops.scatters import *  # noqa: E402,F401,F403
 from tgrad.ops.searching import *  # noqa: E402,F401,F403
 from tgrad.ops.shape import *  # noqa: E402,F401,F403
 from tgrad.ops.sorting import *  # noqa: E402,F401,F403

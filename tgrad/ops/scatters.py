@@ -1,0 +1,98 @@
+"""The out-of-place writes into a view: ``slice_scatter``, ``select_scatter``,
+``diagonal_scatter`` (a copy of input with src written over the slice / select / diagonal
+view) and ``masked_scatter`` (source's first elements, in order, written where mask holds).
+Compositions: a clone and an indexed (or view) write, so d input = g outside the written
+part and d src = g read from it (the write's own rule).
+
+Shape contract: src has exactly the shape of the view it replaces (PyTorch's check);
+masked_scatter's mask broadcasts to input's shape and source holds at least as many
+elements as mask has True values (counting them costs one host read on a GPU).
+"""
+
+from __future__ import annotations
+
+from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops.composite import _check_mask
+from tgrad.ops.layout import diagonal
+from tgrad.tensor import Tensor, _wrap_dim
+
+__all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "masked_scatter"]
+
+
+def _write(op: str, input: Tensor, src: Tensor, view_of) -> Tensor:  # noqa: A002
+    """A copy of input with ``view_of(copy)`` replaced by src (checked like PyTorch)."""
+    require_tensor(op, input)
+    require_tensor(op, src, "src", 2)
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"{op}(): expected src to have the same dtype as input, got "
+                           f"{src.dtype.name} and {input.dtype.name}")
+    out = input.clone()
+    view = view_of(out)
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"{op}(): expected src to have a size equal to the slice of self. "
+                           f"src size = {list(src.shape)}, slice size = {list(view.shape)}")
+    view.copy_(src)
+    return out
+
+
+@tensor_method("slice_scatter")
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,  # noqa: A002
+                  end: int | None = None, step: int = 1) -> Tensor:
+    """input with input[..., start:end:step, ...] (along ``dim``) replaced by src."""
+    d = _wrap_dim(dim, input.ndim, "slice_scatter")
+    if step <= 0:
+        raise RuntimeError(f"slice_scatter(): slice step must be positive, got {step}")
+    key = (slice(None),) * d + (slice(start, end, step),)
+    return _write("slice_scatter", input, src, lambda t: t[key])
+
+
+@tensor_method("select_scatter")
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
+    """input with input.select(dim, index) replaced by src (input's shape without dim)."""
+    d = _wrap_dim(dim, input.ndim, "select_scatter")
+    n = input.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {dim}")
+    return _write("select_scatter", input, src, lambda t: t.select(d, index))
+
+
+@tensor_method("diagonal_scatter")
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,  # noqa: A002
+                     dim2: int = 1) -> Tensor:
+    """input with input.diagonal(offset, dim1, dim2) replaced by src."""
+    return _write("diagonal_scatter", input, src, lambda t: diagonal(t, offset, dim1, dim2))
+
+
+@tensor_method("masked_scatter")
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # noqa: A002
+    """input with the positions where mask (broadcast to input) holds taken, in row-major
+    order, by source's first elements (source read flat);  d source = g at those positions
+    (zeros for source's unused tail), d input = g elsewhere."""
+    _check_mask("masked_scatter", mask)
+    require_tensor("masked_scatter", source, "source", 3)
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got {input.dtype.name} and {source.dtype.name}")
+    try:
+        mask = mask.expand(input.shape)
+    except RuntimeError:
+        raise RuntimeError(f"masked_scatter: the shape of the mask {list(mask.shape)} must "
+                           f"broadcast to the input's {list(input.shape)}") from None
+    count = int(mask.sum())  # on a GPU: one synchronizing read
+    if count > source.numel():
+        raise RuntimeError(f"masked_scatter: expected source to have at least {count} "
+                           f"elements (the number of True values in mask), got "
+                           f"{source.numel()}")
+    out = input.clone()
+    out[mask] = source.reshape(-1)[:count]
+    return out
+
+
+@tensor_method("masked_scatter_")
+def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """In place (the only in-place form PyTorch has of these): masked_scatter written into
+    self, recorded as one in-place op."""
+    from tgrad.ops.inplace import apply_inplace
+    return apply_inplace(self, "masked_scatter_", lambda x, s: masked_scatter(x, mask, s),
+                         source)
