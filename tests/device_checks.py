@@ -498,6 +498,14 @@ def check_int_bool_elementwise() -> None:
         same(f, big.astype(np.int32), counts)
         same(lambda t, f=f: f(t, 33), big.astype(np.int32))
         same(lambda t, f=f: f(3, t), counts)
+    fib = [1, 1]  # gcd's slowest pairs: consecutive Fibonacci numbers (a fixed step count)
+    while fib[-1] < 2**62:
+        fib.append(fib[-1] + fib[-2])
+    a = np.concatenate([big, [fib[-1], fib[-2], 0, 0, -12]])
+    b = np.concatenate([big[::-1] % 10**6, [fib[-2], fib[-3], 0, 7, 18]])
+    for f in (tgrad.gcd, tgrad.lcm):
+        same(f, a if f is tgrad.gcd else a % 10**5, b)
+        same(f, (a % 2**30).astype(np.int32), (b % 2**30).astype(np.int32))
     same(tgrad.sign, b1)
     same(tgrad.abs, b1)
     try:

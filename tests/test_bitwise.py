@@ -231,3 +231,35 @@ def test_inplace_shifts_write_through_views():
     i = tgrad.tensor(np.array([1, -2], dtype=np.int32))
     i <<= tgrad.tensor(np.array([31, 30]))  # an int64 count: the result is cast back (PyTorch)
     assert i.dtype is tgrad.int32 and i.tolist() == [-2**31, -2**31]
+
+
+# ------------------------------------------------------------------------------ gcd, lcm
+def test_gcd_lcm_match_python():
+    import math
+    rng = np.random.default_rng(3)
+    a = rng.integers(-10**6, 10**6, 200)
+    b = rng.integers(-10**6, 10**6, 200)
+    a[:5], b[3:8] = 0, 0
+    fib = [1, 1]
+    while fib[-1] < 2**62:
+        fib.append(fib[-1] + fib[-2])
+    big_a, big_b = np.array([fib[-1], 2**62, -(2**61)]), np.array([fib[-2], 6, 2**40])
+    for x, y in ((a, b), (big_a, big_b), (a.astype(np.int32), b.astype(np.int32))):
+        g = tgrad.gcd(tgrad.tensor(x), tgrad.tensor(y))
+        assert g.dtype == tgrad.tensor(x).dtype
+        assert g.tolist() == [math.gcd(int(p), int(q)) for p, q in zip(x, y)]
+    s, t = a % 5000 - 2500, b % 5000 - 2500
+    want = [abs(int(p) * int(q)) // math.gcd(int(p), int(q)) if p and q else 0
+            for p, q in zip(s, t)]
+    assert tgrad.lcm(tgrad.tensor(s), tgrad.tensor(t)).tolist() == want
+    x = tgrad.tensor(np.array([12, 18]))
+    assert x.gcd(8).tolist() == [4, 2] and x.lcm(tgrad.tensor(8)).tolist() == [24, 72]
+    assert x.gcd_(tgrad.tensor(np.array([8, 8]))) is x and x.tolist() == [4, 2]
+    bcast = tgrad.gcd(tgrad.tensor(np.array([[6], [10]])), tgrad.tensor(np.array([4, 15])))
+    assert bcast.tolist() == [[2, 3], [2, 5]]
+    for name in ("gcd", "lcm"):
+        with pytest.raises(RuntimeError, match=f"^{name}: not implemented for float32.*integer "
+                                               "tensors"):
+            getattr(tgrad, name)(tgrad.tensor([1.0]), tgrad.tensor([2.0]))
+        with pytest.raises(RuntimeError, match=f"^{name}: not implemented for bool"):
+            getattr(tgrad, name)(tgrad.tensor([True]), tgrad.tensor([False]))

@@ -315,6 +315,14 @@ def _div(a, b):
     return np.true_divide(a, b)
 
 
+def _lcm(a, b):
+    """PyTorch's lcm: |a / gcd(a, b) * b| in the integer dtype (a product past its range
+    wraps before the absolute value; NumPy's lcm wraps after it)."""
+    g = np.gcd(a, b)
+    with np.errstate(over="ignore"):
+        return np.abs((a // np.where(g == 0, 1, g)) * b)
+
+
 BINARY = {
     "add": np.add,
     "sub": np.subtract,
@@ -340,6 +348,8 @@ BINARY = {
     "bitwise_xor": np.bitwise_xor,
     "bitwise_left_shift": np.left_shift,  # integer operands; NumPy's out-of-range counts
     "bitwise_right_shift": np.right_shift,  # are PyTorch's (0, or the sign for >>)
+    "gcd": np.gcd,  # integer operands
+    "lcm": _lcm,
 }
 
 

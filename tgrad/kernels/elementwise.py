@@ -697,6 +697,29 @@ def f_bitwise_right_shift(a, b):
     return a >> tl.where(ok, b, a.dtype.primitive_bitwidth - 1)
 
 
+@triton.jit
+def f_gcd(a, b):
+    # Euclid on |a| and |b| for a fixed number of steps: 1.5 x the width covers the slowest
+    # pair, consecutive Fibonacci numbers (91 steps below 2^63); gcd(0, 0) = 0
+    x = tl.where(a < 0, -a, a)
+    y = tl.where(b < 0, -b, b)
+    for _ in range(a.dtype.primitive_bitwidth * 3 // 2):
+        nonzero = y != 0
+        r = x % tl.where(nonzero, y, 1)
+        x_next = tl.where(nonzero, y, x)
+        y = tl.where(nonzero, r, 0)
+        x = x_next
+    return x
+
+
+@triton.jit
+def f_lcm(a, b):
+    # |a / gcd(a, b) * b| (the division is exact); 0 when a or b is 0
+    g = f_gcd(a, b)
+    q = (a // tl.where(g == 0, 1, g)) * b
+    return tl.where(q < 0, -q, q)
+
+
 # ------------------------------------------------------------------ paired backward
 @triton.jit
 def f_tanh_backward(g, y):
@@ -918,5 +941,5 @@ BINARY = {n: globals()["f_" + n] for n in (
     "maximum", "minimum", "eq", "ne", "lt",
     "le", "gt",
     "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "bitwise_left_shift", "bitwise_right_shift",
+    "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm",
     "tanh_backward", "sigmoid_backward", "relu_backward")}

@@ -34,7 +34,7 @@ __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin",
            "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp",
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-           "bitwise_left_shift", "bitwise_right_shift",
+           "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm",
            "floor_divide", "remainder", "fmod", "true_divide", "divide", "subtract", "multiply",
            "negative", "clip", "isnan", "isinf", "isfinite"]
 
@@ -405,12 +405,12 @@ def _save_plan(reads: tuple) -> dict:
     return plan
 
 
-# Not differentiable: bool results, floor_divide (piecewise constant; PyTorch too) and the
-# bitwise ops (bool and integer tensors only; the shifts integer tensors only).
-_SHIFTS = ("bitwise_left_shift", "bitwise_right_shift")
+# Not differentiable: bool results, floor_divide (piecewise constant; PyTorch too), the
+# bitwise ops (bool and integer tensors only) and the integer-only ops (shifts, gcd, lcm).
+_INT_ONLY = ("bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-               "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", *_SHIFTS)
-_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", *_SHIFTS)
+               "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", *_INT_ONLY)
+_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", *_INT_ONLY)
 _NODE_NAMES = {"maximum": "MaximumBackward0", "minimum": "MinimumBackward0"}
 
 
@@ -460,9 +460,9 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
         elif dt is dtypes.bool_ and name in ("pow", "floor_divide", "remainder", "fmod"):
             raise RuntimeError(f"{name}: not implemented for bool tensors (as PyTorch); "
                                f"convert with .int() or .float() first")
-        elif name in _SHIFTS and (dt.is_floating_point or dt is dtypes.bool_):
+        elif name in _INT_ONLY and (dt.is_floating_point or dt is dtypes.bool_):
             raise RuntimeError(f"{name}: not implemented for {dt.name} (operands "
-                               f"{_dtype_name(a)} and {_dtype_name(b)}); shifts take integer "
+                               f"{_dtype_name(a)} and {_dtype_name(b)}); it takes integer "
                                f"tensors, as in PyTorch")
         elif dt.is_floating_point and name in _BITWISE:
             raise RuntimeError(f"{name}: not implemented for {dt.name} (operands "
@@ -746,6 +746,9 @@ bitwise_xor = _binary_fn("bitwise_xor", ("__xor__",), ("__rxor__",))
 # [0, width) gives 0 (left) or the sign, a >> (width - 1) (right); left shifts wrap
 bitwise_left_shift = _binary_fn("bitwise_left_shift", ("__lshift__",), ("__rlshift__",))
 bitwise_right_shift = _binary_fn("bitwise_right_shift", ("__rshift__",), ("__rrshift__",))
+# gcd(a, b) of |a| and |b| (gcd(0, 0) = 0); lcm(a, b) = |a / gcd(a, b) * b| (0 if a or b is)
+gcd = _binary_fn("gcd", ("gcd",))
+lcm = _binary_fn("lcm", ("lcm",))
 floor_divide = _binary_fn("floor_divide", ("__floordiv__",), ("__rfloordiv__",))
 remainder = _binary_fn("remainder", ("__mod__",), ("__rmod__",))
 fmod = _binary_fn("fmod")

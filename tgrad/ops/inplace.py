@@ -156,8 +156,9 @@ for _name, _fn, _dunder in (("add_", ew.add, "__iadd__"), ("sub_", ew.sub, "__is
                             ("bitwise_or_", ew.bitwise_or, "__ior__"),
                             ("bitwise_xor_", ew.bitwise_xor, "__ixor__"),
                             ("bitwise_left_shift_", ew.bitwise_left_shift, "__ilshift__"),
-                            ("bitwise_right_shift_", ew.bitwise_right_shift, "__irshift__")):
-    tensor_method(_name, _dunder)(_binary_inplace(_name, _fn))
+                            ("bitwise_right_shift_", ew.bitwise_right_shift, "__irshift__"),
+                            ("gcd_", ew.gcd, None), ("lcm_", ew.lcm, None)):
+    tensor_method(_name, *([_dunder] if _dunder else []))(_binary_inplace(_name, _fn))
 tensor_method("div_", "__itruediv__")(_binary_inplace("div_", ew.div, ("rounding_mode",)))
 tensor_method("fmod_")(_binary_inplace("fmod_", ew.fmod))
 
