@@ -725,9 +725,9 @@ def check_argsort() -> None:
 
 
 def check_linalg_lu() -> None:
-    # solve / inv / det / slogdet / logdet (LU with partial pivoting: argmax, row gathers,
-    # in-place updates of views, triangular solves) on cuda against the CPU: values,
-    # gradients, the singular status, float32 and float64
+    # solve / inv / det / slogdet / logdet / lu_solve / lu (LU with partial pivoting: argmax,
+    # row gathers, in-place updates of views, triangular solves; a rectangular lu too) on
+    # cuda against the CPU: values, gradients, the singular status, float32 and float64
     from tgrad import linalg as LA
     rng = np.random.default_rng(21)
     a = rng.standard_normal((2, 5, 5)) + 3 * np.eye(5)
@@ -736,7 +736,9 @@ def check_linalg_lu() -> None:
     sing = np.array([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 1.0]]])
     fns = (lambda x, y: LA.solve(x, y), lambda x, y: LA.solve(x, y[..., 0]),
            lambda x, y: LA.inv(x) @ y, lambda x, y: LA.det(x), lambda x, y: tgrad.logdet(x),
-           lambda x, y: LA.slogdet(x).logabsdet * LA.slogdet(x).sign)
+           lambda x, y: LA.slogdet(x).logabsdet * LA.slogdet(x).sign,
+           lambda x, y: LA.lu_solve(*LA.lu_factor(x), y, adjoint=True),
+           lambda x, y: LA.lu(x).U + LA.lu(x[..., :3].detach()).L.sum())
     for dt in (np.float32, np.float64):
         for f in fns if dt is np.float64 else fns[:1]:
             out = []

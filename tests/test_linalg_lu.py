@@ -1,3 +1,4 @@
+# ruff: noqa: N806  (matrix notation: LU, P, L, U)
 """tgrad.linalg's LU-based ops: solve / solve_ex, inv / inv_ex, det, slogdet, and
 tgrad.inverse / det / logdet / slogdet with the Tensor methods. Values against NumPy
 float64 (np.linalg.solve, inv, det, slogdet) to 1e-12, float32 within PyTorch's default
@@ -245,3 +246,85 @@ def test_matrix_power_matches_numpy_and_gradients():
     with pytest.raises(RuntimeError, match=r"^linalg\.matrix_power: A must be batches of "
                                            r"square matrices, but they are 2 by 3 matrices$"):
         LA.matrix_power(_t(np.ones((2, 3))), 2)
+
+
+# ---- lu_factor / lu / lu_solve -----------------------------------------------------------
+def _np_getrf(a):
+    """LAPACK's getrf in plain NumPy loops (one matrix): packed LU, 1-based pivots."""
+    lu = a.astype(np.float64).copy()
+    m, n = lu.shape
+    piv = []
+    for k in range(min(m, n)):
+        p = k + int(np.argmax(np.abs(lu[k:, k])))
+        piv.append(p + 1)
+        lu[[k, p]] = lu[[p, k]]
+        if lu[k, k] != 0:
+            lu[k + 1:, k] /= lu[k, k]
+            lu[k + 1:, k + 1:] -= np.outer(lu[k + 1:, k], lu[k, k + 1:])
+    return lu, np.array(piv, dtype=np.int32)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 5, 5), (6, 3), (3, 6), (1, 1), (17, 17)])
+def test_lu_factor_and_lu_match_getrf(shape):
+    a = RNG.standard_normal(shape)
+    LU, piv = LA.lu_factor(_t(a)) if shape[-1] == shape[-2] else LA.lu_factor_ex(_t(a))[:2]
+    flat = a.reshape(-1, *shape[-2:])
+    for i, m in enumerate(flat):
+        want_lu, want_piv = _np_getrf(m)
+        np.testing.assert_allclose(LU.numpy().reshape(flat.shape[0], *LU.shape[-2:])[i],
+                                   want_lu, rtol=1e-12, atol=1e-12)
+        assert piv.numpy().reshape(flat.shape[0], -1)[i].tolist() == want_piv.tolist()
+    assert piv.dtype is tgrad.int32
+    P, L, U = LA.lu(_t(a))
+    k = min(shape[-2:])
+    assert P.shape == shape[:-2] + (shape[-2], shape[-2]) and L.shape[-1] == U.shape[-2] == k
+    np.testing.assert_allclose((P @ L @ U).numpy(), a, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(np.triu(L.numpy()[..., :k, :], 1), 0)
+    np.testing.assert_array_equal(np.diagonal(L.numpy(), axis1=-2, axis2=-1), 1)
+    np.testing.assert_array_equal(np.tril(U.numpy(), -1), 0)
+    p = P.numpy()
+    assert set(np.unique(p)) <= {0.0, 1.0} and (p.sum(-1) == 1).all() and (p.sum(-2) == 1).all()
+
+
+def test_lu_solve_forms_and_gradients():
+    a, b = _mat(4, (2,)), RNG.standard_normal((2, 4, 3))
+    LU, piv = LA.lu_factor(_t(a))
+    for kw, want in (({}, np.linalg.solve(a, b)),
+                     ({"adjoint": True}, np.linalg.solve(np.swapaxes(a, -1, -2), b))):
+        np.testing.assert_allclose(LA.lu_solve(LU, piv, _t(b), **kw).numpy(), want,
+                                   rtol=1e-12, atol=1e-12)
+    bt = RNG.standard_normal((2, 3, 4))
+    np.testing.assert_allclose(LA.lu_solve(LU, piv, _t(bt), left=False).numpy(),
+                               bt @ np.linalg.inv(a), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(  # batch dims broadcast: one factorisation, 3 right sides
+        LA.lu_solve(LU[0], piv[0], _t(RNG.standard_normal((3, 4, 2)))).shape, (3, 4, 2))
+    x = _t(a[0], requires_grad=True)
+    y = _t(b[0], requires_grad=True)
+    for fn, args in ((lambda m: LA.lu_factor(m).LU, (x,)), (lambda m: LA.lu(m).L, (x,)),
+                     (lambda m: LA.lu(m).U, (x,)),
+                     (lambda m, r: LA.lu_solve(*LA.lu_factor(m), r), (x, y)),
+                     (lambda m, r: LA.lu_solve(*LA.lu_factor(m), r, adjoint=True,
+                                               left=False), (x, y.mT))):
+        assert gradcheck(fn, args)
+        assert gradgradcheck(fn, args)
+
+
+def test_lu_errors():
+    with pytest.raises(RuntimeError, match=r"^torch\.linalg\.lu_factor: The factorization "
+                                           r"could not be completed because the input is not "
+                                           r"invertible\.$"):
+        LA.lu_factor(_t([[1.0, 2.0], [2.0, 4.0]]))
+    assert LA.lu_factor_ex(_t([[1.0, 2.0], [2.0, 4.0]])).info.item() == 2
+    with pytest.raises(RuntimeError, match="LU without pivoting is not implemented"):
+        LA.lu_factor(_t(np.eye(2)), pivot=False)
+    with pytest.raises(RuntimeError, match=r"Expected tensor with 2 or more dimensions"):
+        LA.lu(_t([1.0, 2.0]))
+    LU, piv = LA.lu_factor(_t(np.eye(3)))
+    with pytest.raises(RuntimeError, match=r"Incompatible shapes of A and B for the equation "
+                                           r"AX = B \(3x3 and 2x1\)"):
+        LA.lu_solve(LU, piv, _t(np.ones((2, 1))))
+    with pytest.raises(RuntimeError, match="Expected pivots to be int32"):
+        LA.lu_solve(LU, piv.long(), _t(np.ones((3, 1))))
+    r = _t(RNG.standard_normal((3, 2)), requires_grad=True)
+    with pytest.raises(NotImplementedError, match=r"backward of a 3 x 2 \(non-square\)"):
+        LA.lu_factor_ex(r).LU.sum().backward()

@@ -3,15 +3,15 @@
 (``vector_norm``, ``matrix_norm``, ``norm``) and ``cross``, ``multi_dot``, ``diagonal``,
 ``matmul``, ``vecdot``. Everything is a composition of tgrad ops, batched over leading
 dims and differentiable to any order; the factorisations and the solves are loops of n
-vector steps (O(n) launches on a GPU). LU with partial pivoting gives ``solve`` /
-``solve_ex``, ``inv`` / ``inv_ex``, ``det``, ``slogdet`` and ``matrix_power`` (also
-``tgrad.inverse``, ``tgrad.det``, ``tgrad.logdet``, ``tgrad.slogdet``,
-``tgrad.matrix_power`` and the Tensor methods). Missing:
-everything built on QR, SVD or eigen decompositions (lstsq, qr, svd, eigh, pinv,
-matrix_rank, matrix_exp, the 'nuc' / 2 / -2 matrix norms, cond) and the LU factors
-themselves (lu, lu_factor, lu_solve)."""
+vector steps (O(n) launches on a GPU). LU with partial pivoting gives ``lu_factor`` /
+``lu_factor_ex``, ``lu``, ``lu_solve``, ``solve`` / ``solve_ex``, ``inv`` / ``inv_ex``,
+``det``, ``slogdet`` and ``matrix_power`` (also ``tgrad.inverse``, ``tgrad.det``,
+``tgrad.logdet``, ``tgrad.slogdet``, ``tgrad.matrix_power`` and the Tensor methods).
+Missing: everything built on QR, SVD or eigen decompositions (lstsq, qr, svd, eigh, pinv,
+matrix_rank, matrix_exp, the 'nuc' / 2 / -2 matrix norms, cond)."""
 
 from tgrad.linalg._lu import det, inv, inv_ex, matrix_power, slogdet, solve, solve_ex
+from tgrad.linalg._lu_factor import lu, lu_factor, lu_factor_ex, lu_solve
 from tgrad.linalg._norms import (
     cross,
     diagonal,
@@ -25,5 +25,6 @@ from tgrad.linalg._norms import (
 from tgrad.linalg._triangular import cholesky, cholesky_ex, cholesky_solve, solve_triangular
 
 __all__ = ["cholesky", "cholesky_ex", "cholesky_solve", "cross", "det", "diagonal", "inv",
-           "inv_ex", "matmul", "matrix_norm", "matrix_power", "multi_dot", "norm", "slogdet",
-           "solve", "solve_ex", "solve_triangular", "vecdot", "vector_norm"]
+           "inv_ex", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_norm",
+           "matrix_power", "multi_dot", "norm", "slogdet", "solve", "solve_ex",
+           "solve_triangular", "vecdot", "vector_norm"]

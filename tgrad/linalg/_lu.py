@@ -35,6 +35,7 @@ from tgrad.ops._common import require_tensor
 from tgrad.ops.creation import arange, eye, ones, zeros
 from tgrad.ops.gathering import take_along_dim
 from tgrad.ops.reduce import prod
+from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
 
 __all__ = ["solve", "solve_ex", "inv", "inv_ex", "det", "slogdet", "inverse", "logdet",
@@ -42,10 +43,11 @@ __all__ = ["solve", "solve_ex", "inv", "inv_ex", "det", "slogdet", "inverse", "l
 
 
 class _Factors(NamedTuple):
-    LU: Tensor  # (..., n, n): L below the diagonal (unit diagonal implied), U on and above
-    perm: Tensor  # (..., n) int64: row i of P A is row perm[i] of A
+    LU: Tensor  # (..., m, n): L below the diagonal (unit diagonal implied), U on and above
+    perm: Tensor  # (..., m) int64: row i of P A is row perm[i] of A
     sign: Tensor  # (...,) of A's dtype: sign(P), +-1
     info: Tensor  # (...,) int32: 0, or the 1-based index of the first zero pivot
+    pivots: Tensor  # (..., min(m, n)) int32: LAPACK's, row k was swapped with pivots[k] - 1
 
 
 def _check_dtype(op: str, dt) -> None:
@@ -59,22 +61,24 @@ def _check_dtype(op: str, dt) -> None:
 
 
 def _lu(A: Tensor) -> _Factors:
-    """getrf on a batch of square matrices (no graph is recorded)."""
-    n = A.shape[-1]
+    """getrf on a batch of m x n matrices (no graph is recorded)."""
+    m, n = A.shape[-2], A.shape[-1]
     batch = tuple(A.shape[:-2])
     dev = A.device
     with no_grad():
         LU = A.detach().contiguous().clone()
-        rows = arange(n, device=dev)
-        perm = rows.expand(*batch, n)
+        rows = arange(m, device=dev)
+        perm = rows.expand(*batch, m)
         sign = ones(batch, dtype=A.dtype, device=dev)
-        for k in range(n):
+        pivots = []
+        for k in range(min(m, n)):
             # pivot: the largest |entry| of column k at or below the diagonal
             p = LU[..., k:, k].abs().argmax(-1) + k  # (...,)
-            if k < n - 1:  # swap rows k and p (a gather of whole rows, per matrix)
+            pivots.append(p)
+            if k < m - 1:  # swap rows k and p (a gather of whole rows, per matrix)
                 pk = p.unsqueeze(-1)
-                r = ew.where(rows == k, pk, ew.where(rows == pk, k, rows))  # (..., n)
-                LU = take_along_dim(LU, r.unsqueeze(-1).expand(*batch, n, n), -2)
+                r = ew.where(rows == k, pk, ew.where(rows == pk, k, rows))  # (..., m)
+                LU = take_along_dim(LU, r.unsqueeze(-1).expand(*batch, m, n), -2)
                 perm = take_along_dim(perm, r, -1)
                 sign = ew.where(p != k, -sign, sign)
                 piv = LU[..., k, k]
@@ -85,12 +89,15 @@ def _lu(A: Tensor) -> _Factors:
                                 col / ew.where(nonzero, piv, 1).unsqueeze(-1), col)
                 LU[..., k + 1:, k] = lcol
                 LU[..., k + 1:, k + 1:] -= lcol.unsqueeze(-1) * LU[..., k:k + 1, k + 1:]
-        if n == 0:
-            return _Factors(LU, perm, sign, zeros(batch, dtype=dtypes.int32, device=dev))
-        zero = LU.diagonal(dim1=-2, dim2=-1) == 0
-        first = zero.to(dtypes.int32).argmax(-1).to(dtypes.int32) + 1
-        info = ew.where(zero.any(-1), first, 0).to(dtypes.int32)
-    return _Factors(LU, perm, sign, info)
+        lapack = (stack(pivots, -1) + 1).to(dtypes.int32) if pivots else \
+            zeros(batch + (0,), dtype=dtypes.int32, device=dev)
+        if not pivots:
+            info = zeros(batch, dtype=dtypes.int32, device=dev)
+        else:
+            zero = LU.diagonal(dim1=-2, dim2=-1) == 0
+            first = zero.to(dtypes.int32).argmax(-1).to(dtypes.int32) + 1
+            info = ew.where(zero.any(-1), first, 0).to(dtypes.int32)
+    return _Factors(LU, perm, sign, info, lapack)
 
 
 def _lu_solve(f: _Factors, B: Tensor, adjoint: bool = False) -> Tensor:
