@@ -675,6 +675,44 @@ def _embedding_samples(rng):
             Sample((np.zeros(0, np.int64), _n(rng, 5, 3)), desc="empty"),
             Sample((rng.integers(0, 3, (4,)), _n(rng, 4, 3)), layouts=("c", "T"), desc="T")]
 
+def _bag_samples(mode):
+    def samples(rng):
+        out = [Sample((rng.integers(0, 6, 9), _n(rng, 6, 3), np.array([0, 4, 4, 7])),
+                      {"mode": mode}, desc="offsets, an empty bag"),
+               Sample((rng.integers(0, 5, (3, 4)), _n(rng, 5, 2)), {"mode": mode},
+                      desc="2-D input"),
+               Sample((np.array([0, 2, 0, 0, 3]), _n(rng, 4, 3), np.array([0, 2, 3, 5])),
+                      {"mode": mode, "padding_idx": 0, "include_last_offset": True},
+                      desc="padding, last offset"),
+               Sample((rng.integers(0, 6, (2, 3)), _n(rng, 6, 4)), {"mode": mode},
+                      layouts=("c", "T"), desc="T weight")]
+        if mode == "sum":
+            out.append(Sample((rng.integers(0, 6, 7), _n(rng, 6, 3), np.array([0, 3]),
+                               _n(rng, 7)), {"mode": "sum"}, desc="per_sample_weights"))
+        return out
+    return samples
+
+
+def _np_embedding_bag(idx, w, offsets=None, psw=None, mode="mean", padding_idx=None,
+                      include_last_offset=False):
+    """Bag by bag with Python slices."""
+    if idx.ndim == 2:
+        bags = [list(r) for r in idx]
+        weights = [list(r) for r in psw] if psw is not None else None
+    else:
+        ends = list(offsets[1:]) + ([] if include_last_offset else [len(idx)])
+        starts = list(offsets[:-1] if include_last_offset else offsets)
+        bags = [list(idx[a:b]) for a, b in zip(starts, ends)]
+        weights = [list(psw[a:b]) for a, b in zip(starts, ends)] if psw is not None else None
+    out = np.zeros((len(bags), w.shape[1]))
+    for b, bag in enumerate(bags):
+        rows = [w[i] * (weights[b][j] if weights else 1.0) for j, i in enumerate(bag)
+                if i != padding_idx]
+        if rows:
+            out[b] = {"sum": np.sum, "mean": np.mean, "max": np.max}[mode](rows, axis=0)
+    return out
+
+
 OP_DB: list = [
     # views and shape ops
     OpSpec("reshape", tgrad.reshape, np.reshape, _reshape_samples),
@@ -708,6 +746,10 @@ OP_DB: list = [
     OpSpec("narrow", tgrad.narrow, _np_narrow, _narrow_samples),
     OpSpec("unbind", tgrad.unbind, _np_unbind, _unbind_samples),
     OpSpec("unfold", lambda x, d, n, s: x.unfold(d, n, s), _np_unfold, _unfold_samples),
+    *[OpSpec(f"nn.embedding_bag_{m}",
+             lambda i, w, off=None, psw=None, **kw: F.embedding_bag(i, w, off,
+                                                                   per_sample_weights=psw, **kw),
+             _np_embedding_bag, _bag_samples(m)) for m in ("sum", "mean", "max")],
     # matrix products
     OpSpec("matmul", tgrad.matmul, np.matmul, _matmul_samples),
     OpSpec("matmul_operator", lambda a, b: a @ b, np.matmul, _matmul_samples),

@@ -814,7 +814,8 @@ def index_put_(dst: np.ndarray, key, values) -> None:
 def index_add(shape: tuple, dtype: np.dtype, key, values: np.ndarray) -> np.ndarray:
     """zeros(shape) with ``values`` scatter-added at ``key`` (repeated indices add up)."""
     out = np.zeros(shape, compute_dtype(dtype))
-    np.add.at(out, key, _up(values))
+    with quiet():  # inf + -inf: NaN without a warning, as PyTorch
+        np.add.at(out, key, _up(values))
     return _down(out, dtype)
 
 

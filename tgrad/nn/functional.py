@@ -879,3 +879,9 @@ from tgrad.nn._losses_extra import *  # noqa: E402,F401,F403
 from tgrad.nn._shuffle import *  # noqa: E402,F401,F403
 
 __all__ += _losses_extra.__all__ + _shuffle.__all__
+
+# Bags of embedding rows (sum, mean, max), composed of a gather and scatter reductions.
+from tgrad.nn import _embedding_bag  # noqa: E402
+from tgrad.nn._embedding_bag import *  # noqa: E402,F401,F403
+
+__all__ += _embedding_bag.__all__

@@ -72,7 +72,7 @@ from tgrad.nn.modules.rnn import (
     RNNCell,
     RNNCellBase,
 )
-from tgrad.nn.modules.sparse import Embedding
+from tgrad.nn.modules.sparse import Embedding, EmbeddingBag
 from tgrad.nn.modules.transformer import (
     Transformer,
     TransformerDecoder,
@@ -85,7 +85,7 @@ from tgrad.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, Upsampli
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Flatten",
            "Unflatten", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
            "Softmin", "LeakyReLU", "ELU", "SELU", "Softplus", "Hardtanh", "ReLU6",
-           "LogSigmoid", "Mish", "GLU", "LayerNorm", "Dropout", "Embedding",
+           "LogSigmoid", "Mish", "GLU", "LayerNorm", "Dropout", "Embedding", "EmbeddingBag",
            "CrossEntropyLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "Conv1d", "Conv2d", "MaxPool1d",
            "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",

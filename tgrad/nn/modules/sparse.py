@@ -71,3 +71,71 @@ class Embedding(Module):
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
         return s
+
+
+class EmbeddingBag(Module):
+    """input (B, N) or (n,) with offsets (B,) -> (B, embedding_dim): the sum, mean or max
+    of each bag's embedding rows (``tgrad.nn.functional.embedding_bag``). weight ~ N(0, 1);
+    the row ``padding_idx`` starts at zeros and is left out of the bags."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight: Tensor | None = None,
+                 include_last_offset: bool = False, padding_idx: int | None = None,
+                 device=None, dtype=None) -> None:
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("EmbeddingBag: max_norm, scale_grad_by_freq and sparse "
+                                      "are not supported in tgrad")
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.mode, self.include_last_offset = mode, include_last_offset
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        if _weight is None:
+            from tgrad.ops.creation import empty
+            self.weight = Parameter(empty(num_embeddings, embedding_dim, device=device,
+                                          dtype=dtype))
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise AssertionError("Shape of weight does not match num_embeddings and "
+                                     "embedding_dim")
+            self.weight = Parameter(_weight)
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, mode: str = "mean",
+                        include_last_offset: bool = False,
+                        padding_idx: int | None = None) -> EmbeddingBag:
+        """An EmbeddingBag whose weight is ``embeddings`` (sharing its storage);
+        ``freeze`` (default) makes it require no gradient."""
+        if embeddings.ndim != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, mode=mode, _weight=embeddings,
+                  include_last_offset=include_last_offset, padding_idx=padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            from tgrad.autograd.grad_mode import no_grad
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input: Tensor, offsets: Tensor | None = None,  # noqa: A002
+                per_sample_weights: Tensor | None = None) -> Tensor:
+        from tgrad.nn.functional import embedding_bag
+        return embedding_bag(input, self.weight, offsets, mode=self.mode,
+                             per_sample_weights=per_sample_weights,
+                             include_last_offset=self.include_last_offset,
+                             padding_idx=self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}, mode='{self.mode}'"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s

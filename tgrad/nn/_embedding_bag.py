@@ -1,0 +1,135 @@
+"""``embedding_bag``: per bag of indices, the sum, mean or max of their embedding rows,
+without materialising the (bags, bag size, dim) tensor of ``embedding`` followed by a
+reduction.
+
+Shape contract: input (B, N) is B bags of N indices (offsets None), or input (n,) with
+offsets (B,) (bag b = input[offsets[b]:offsets[b + 1]], the last bag runs to the end;
+with include_last_offset, offsets has B + 1 entries and the last is the end); weight
+(num_embeddings, D); result (B, D). per_sample_weights (input's shape, mode 'sum' only)
+scales each row. Entries equal to padding_idx are left out of their bag (and of mean's
+count); an empty bag gives zeros.
+
+Composition: rows = weight[input] (its backward scatter-adds into weight), the bag id of
+every entry (from the offsets: a scatter-add of ones at each bag start, then a cumsum),
+and index_add (sum, mean) or scatter_reduce amax (max) into (B, D). Gradients are those of
+the parts: max gives a bag's gradient to its maximal entries, shared evenly among ties
+(PyTorch's kernel gives it to one of them). float16/bfloat16 weights are gathered, scaled
+and reduced in float32 and rounded once.
+"""
+
+from __future__ import annotations
+
+from tgrad import dtypes
+from tgrad.ops import elementwise as ew
+from tgrad.ops.creation import arange, ones, zeros
+from tgrad.tensor import Tensor
+
+__all__ = ["embedding_bag"]
+
+MODES = ("sum", "mean", "max")
+
+
+def _bag_ids(input: Tensor, offsets, include_last_offset: bool) -> tuple:  # noqa: A002
+    """(flat indices (n,), bag id of each (n,) int64, number of bags B)."""
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found "
+                             f"offsets of type {type(offsets).__name__}")
+        b, n = input.shape
+        return input.reshape(-1), arange(b, device=input.device).repeat_interleave(n), b
+    if input.ndim != 1:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if not isinstance(offsets, Tensor) or offsets.ndim != 1:
+        raise ValueError("offsets has to be a 1D Tensor")
+    if offsets.dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError(f"embedding_bag: offsets must be int64 or int32, got "
+                           f"{offsets.dtype.name}")
+    starts = offsets[:-1] if include_last_offset else offsets
+    bags = starts.shape[0]
+    n = input.shape[0]
+    if bags and offsets.numel():
+        first, last = int(offsets[0]), int(offsets.max())  # on a GPU: synchronizing reads
+        if first != 0:
+            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                               f"mini-batch has to start from position 0. However, got "
+                               f"{first}")
+        if last > n:
+            raise RuntimeError(f"offsets[-1] can not be greater than input's length ({n}), "
+                               f"but got offsets[-1] of {last}")
+    if bags == 0:
+        return input, zeros(n, dtype=dtypes.int64, device=input.device), 0
+    # bag id of entry i = (number of bag starts <= i) - 1: ones added at each start, cumsum
+    starts_at = zeros(n + 1, dtype=dtypes.int64, device=input.device).index_add(
+        0, starts.to(dtypes.int64), ones(bags, dtype=dtypes.int64, device=input.device))
+    seg = starts_at[:n].cumsum(0) - 1
+    return input, seg, bags
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sums, means or maxima of bags of embedding rows (see the module docstring)."""
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError("embedding_bag(): input and weight must be Tensors")
+    if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
+        raise RuntimeError(f"embedding_bag: expected an integer index tensor (Long or Int), "
+                           f"got {input.dtype.name}")
+    if mode not in MODES:
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse are "
+                                  "not supported in tgrad")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                      f"per_sample_weights is only supported for mode='sum' "
+                                      f"(got mode='{mode}'). Please open a feature request on "
+                                      f"GitHub.")
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape})"
+                             f" is not None, then it must have the same shape as the input "
+                             f"({input.shape})")
+    rows_n = weight.shape[0]
+    if padding_idx is not None:
+        if not -rows_n <= padding_idx < rows_n:
+            raise AssertionError("padding_idx must be within num_embeddings")
+        padding_idx %= rows_n
+    idx, seg, bags = _bag_ids(input, offsets, include_last_offset)
+    dim = weight.shape[1]
+    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= rows_n):
+        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
+        raise IndexError(f"embedding_bag: index {bad} out of range for a weight with "
+                         f"{rows_n} rows")
+    half = weight.dtype if weight.dtype in (dtypes.float16, dtypes.bfloat16) else None
+    rows = weight[idx]  # (n, D); halves are summed and scaled in float32, rounded once
+    if half is not None:
+        rows = rows.to(dtypes.float32)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1).to(rows.dtype)
+    keep = None if padding_idx is None else (idx != padding_idx)
+    out = zeros(bags, dim, dtype=rows.dtype, device=weight.device)
+    if mode == "max":
+        if keep is not None:
+            rows = ew.where(keep.unsqueeze(-1), rows, float("-inf"))
+        target = seg.unsqueeze(-1).expand(idx.shape[0], dim)
+        out = out.scatter_reduce(0, target, rows, "amax", include_self=False)
+        if keep is not None:  # a bag of nothing but padding is empty: zeros
+            counts = zeros(bags, dtype=dtypes.int64, device=weight.device).index_add(
+                0, seg, keep.to(dtypes.int64))
+            out = ew.where((counts > 0).unsqueeze(-1), out, 0.0)
+        return out if half is None else out.to(half)
+    if keep is not None:
+        rows = ew.where(keep.unsqueeze(-1), rows, 0.0)
+    out = out.index_add(0, seg, rows)
+    if mode == "mean":
+        counted = ones(idx.shape[0], dtype=rows.dtype, device=weight.device) if keep is None \
+            else keep.to(rows.dtype)
+        counts = zeros(bags, dtype=rows.dtype, device=weight.device).index_add(0, seg, counted)
+        out = out / counts.clamp(min=1).unsqueeze(-1)
+    return out if half is None else out.to(half)
