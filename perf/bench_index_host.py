@@ -78,14 +78,14 @@ def main(argv: list[str] | None = None) -> int:
         ("W[idx] gather", lambda: tix.gather(w, (idx,)),
          lambda: tix._gather_offsets(w, (idx,))),
         ("W[idx] index_add (backward)", lambda: tix.index_add(w.shape, w.dtype, (idx,), g_w),
-         lambda: tix._index_add_offsets(w, (idx,), g_w)),
+         lambda: tix._scatter_offsets(w, (idx,), g_w, "sum", 0)),
         ("W[idx] = v index_put_", lambda: tix.index_put_(w, (idx,), g_w),
          lambda: tix._index_put_offsets(w, (idx,), g_w)),
         ("X[:, idx] gather", lambda: tix.gather(x, (slice(None), cols)),
          lambda: tix._gather_offsets(x, (slice(None), cols))),
         ("X[:, idx] index_add (backward)",
          lambda: tix.index_add(x.shape, x.dtype, (slice(None), cols), g_x),
-         lambda: tix._index_add_offsets(x, (slice(None), cols), g_x)),
+         lambda: tix._scatter_offsets(x, (slice(None), cols), g_x, "sum", 0)),
     ]
     rows = []
     for name, new, old in cases:

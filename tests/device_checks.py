@@ -556,7 +556,7 @@ def check_indexing_nd() -> None:
     cases = [(x, k) for k in keys] + [(y, (np.array([2, 0]), Ellipsis, np.array([3, -4]))),
                                       (big, (rng.integers(-301, 301, 2000),)),
                                       (big, (slice(None), rng.integers(0, 37, (9, 40))))]
-    host_paths = ("_gather_offsets", "_index_add_offsets", "_index_put_offsets")
+    host_paths = ("_gather_offsets", "_scatter_offsets", "_index_put_offsets")
     real = {n: getattr(tix, n) for n in host_paths}
 
     def no_host_offsets(*args):
@@ -577,7 +577,8 @@ def check_indexing_nd() -> None:
                     f"index_add {key} {dev_idx}"
                 _same(tix.index_add(src.shape, src.dtype, k, _h(v)), tb.to_host(got),
                       f"index_add {key} not deterministic")
-                _same(real["_index_add_offsets"](tb.full(src.shape, 0, src.dtype), key, _h(v)),
+                _same(real["_scatter_offsets"](tb.full(src.shape, 0, src.dtype), key, _h(v),
+                                               "sum", 0),
                       tb.to_host(got), f"index_add {key}: not the host kernel's sums")
                 for val in (v, 2.5, v[-1:] if v.ndim else v):
                     d = src.copy()

@@ -713,6 +713,20 @@ def _np_embedding_bag(idx, w, offsets=None, psw=None, mode="mean", padding_idx=N
     return out
 
 
+def _bilinear_samples(rng):
+    return [Sample((_n(rng, 4, 3), _n(rng, 4, 2), _n(rng, 5, 3, 2), _n(rng, 5)), desc="bias"),
+            Sample((_n(rng, 2, 3, 3), _n(rng, 2, 3, 4), _n(rng, 2, 3, 4)), desc="batch dims"),
+            Sample((_n(rng, 3), _n(rng, 1), _n(rng, 1, 3, 1)), desc="1-D"),
+            Sample((_n(rng, 0, 3), _n(rng, 0, 2), _n(rng, 2, 3, 2)), desc="empty batch"),
+            Sample((_n(rng, 4, 3), _n(rng, 4, 2), _n(rng, 2, 3, 2)), layouts=("T", "c", "s"),
+                   desc="views")]
+
+
+def _np_bilinear(x1, x2, w, b=None):
+    y = np.einsum("...i,oij,...j->...o", x1, w, x2)
+    return y if b is None else y + b
+
+
 OP_DB: list = [
     # views and shape ops
     OpSpec("reshape", tgrad.reshape, np.reshape, _reshape_samples),
@@ -764,6 +778,7 @@ OP_DB: list = [
     OpSpec("nn.mse_loss", F.mse_loss, _np_mse, _mse_samples),
     OpSpec("nn.layer_norm", _ln, _np_layer_norm, _ln_samples),
     OpSpec("nn.linear", F.linear, _np_linear, _linear_samples),
+    OpSpec("nn.bilinear", F.bilinear, _np_bilinear, _bilinear_samples),
     OpSpec("nn.relu", F.relu, lambda x: np.maximum(x, 0.0), _act_samples()),
     OpSpec("nn.gelu", F.gelu, _np_gelu, _act_samples()),
     OpSpec("nn.gelu_tanh", F.gelu, _np_gelu, _act_samples({"approximate": "tanh"})),

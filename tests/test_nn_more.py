@@ -406,3 +406,22 @@ def test_orthogonal_edge_cases():
     with pytest.raises(ValueError, match="Only tensors with 2 or more dimensions are "
                                          "supported"):
         init.orthogonal_(tgrad.empty(3))
+
+
+def test_bilinear_module_and_errors():
+    import tgrad.nn.functional as F
+    m = tgrad.nn.Bilinear(3, 2, 4)
+    assert m.weight.shape == (4, 3, 2) and m.bias.shape == (4,)
+    bound = 1 / np.sqrt(3)
+    assert float(m.weight.abs().max()) <= bound and float(m.bias.abs().max()) <= bound
+    x1, x2 = tgrad.randn(5, 3), tgrad.randn(5, 2)
+    want = np.einsum("ni,oij,nj->no", x1.numpy(), m.weight.detach().numpy(), x2.numpy()) \
+        + m.bias.detach().numpy()
+    np.testing.assert_allclose(m(x1, x2).detach().numpy(), want, rtol=1e-5, atol=1e-6)
+    assert repr(m) == "Bilinear(in1_features=3, in2_features=2, out_features=4, bias=True)"
+    with pytest.raises(RuntimeError, match=r"bilinear\(\): input batch dimensions do not "
+                                           r"match: got \[5\] and \[4\]"):
+        m(x1, tgrad.randn(4, 2))
+    with pytest.raises(RuntimeError, match=r"input1 size does not match weight size: got 2 "
+                                           r"but expected 3"):
+        F.bilinear(x2, x2, m.weight)

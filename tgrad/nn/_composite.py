@@ -32,6 +32,7 @@ from tgrad.nn.functional import (
     softmax,
     softplus,
 )
+from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import arange, full
 from tgrad.ops.elementwise import clamp, expm1, log, log1p, sigmoid, where
 from tgrad.ops.inplace import apply_inplace
@@ -40,7 +41,7 @@ from tgrad.tensor import Tensor, _wrap_dim
 __all__ = ["leaky_relu", "elu", "selu", "logsigmoid", "hardtanh", "relu6", "glu", "softmin",
            "mish", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity", "normalize",
-           "one_hot", "embedding", "pad"]
+           "one_hot", "embedding", "pad", "bilinear"]
 
 
 # ====================================================================== activations
@@ -412,3 +413,35 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
     out[tuple(dst)] = input[tuple(src)]
     return out
 
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
+    """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]:
+    input1 (..., in1) and input2 (..., in2) of one batch shape, weight (out, in1, in2),
+    bias (out,). One matmul of input1 with weight laid out (in1, out * in2), then a product
+    with input2 summed over in2 (float16/bfloat16 in float32, rounded once); the gradients are
+    those of these two steps."""
+    for name, t in (("input1", input1), ("input2", input2), ("weight", weight)):
+        _check_tensor("bilinear", t, name)
+    if input1.ndim == 0 or input2.ndim == 0 or weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): expected inputs with a feature dim and a 3-D weight, "
+                           f"got input1 {list(input1.shape)}, input2 {list(input2.shape)}, "
+                           f"weight {list(weight.shape)}")
+    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    out, in1, in2 = weight.shape
+    if input1.shape[-1] != in1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {in1}")
+    if input2.shape[-1] != in2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {in2}")
+    if bias is not None and tuple(bias.shape) != (out,):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{list(bias.shape)} but expected [{out}]")
+    (x1, x2, w, b), half = widen_halves(input1, input2, weight, bias)  # halves: float32
+    mixed = x1 @ w.permute(1, 0, 2).reshape(in1, out * in2)  # (..., out * in2)
+    y = (mixed.reshape(*x1.shape[:-1], out, in2) * x2.unsqueeze(-2)).sum(-1)
+    return rounded_to(y if b is None else y + b, half)

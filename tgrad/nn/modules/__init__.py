@@ -40,7 +40,7 @@ from tgrad.nn.modules.container import (
 from tgrad.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from tgrad.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from tgrad.nn.modules.flatten import Flatten, Unflatten
-from tgrad.nn.modules.linear import Identity, Linear
+from tgrad.nn.modules.linear import Bilinear, Identity, Linear
 from tgrad.nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -82,7 +82,8 @@ from tgrad.nn.modules.transformer import (
 )
 from tgrad.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Flatten",
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Bilinear", "Identity",
+           "Flatten",
            "Unflatten", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
            "Softmin", "LeakyReLU", "ELU", "SELU", "Softplus", "Hardtanh", "ReLU6",
            "LogSigmoid", "Mish", "GLU", "LayerNorm", "Dropout", "Embedding", "EmbeddingBag",
