@@ -100,20 +100,27 @@ def _lu(A: Tensor) -> _Factors:
     return _Factors(LU, perm, sign, info, lapack)
 
 
-def _lu_solve(f: _Factors, B: Tensor, adjoint: bool = False) -> Tensor:
-    """A X = B (adjoint: A^H X = B) from A's factors; B (..., n, k) of A's batch shape."""
-    n, k = B.shape[-2], B.shape[-1]
-    batch = tuple(B.shape[:-2])
-    with no_grad():
-        if not adjoint:  # L U X = P B
-            PB = take_along_dim(B, f.perm.unsqueeze(-1).expand(*batch, n, k), -2)
-            Y = solve_triangular(f.LU, PB, upper=False, unitriangular=True)
-            return solve_triangular(f.LU, Y, upper=True)
-        # A^H = U^H L^H P:  U^H W = B,  L^H V = W,  X = P^T V (row perm[i] of X is V's row i)
-        W = solve_triangular(f.LU.mH, B, upper=False)
-        V = solve_triangular(f.LU.mH, W, upper=True, unitriangular=True)
-        inverse_perm = f.perm.argsort(-1)
-        return take_along_dim(V, inverse_perm.unsqueeze(-1).expand(*batch, n, k), -2)
+def lu_substitute(LU: Tensor, perm: Tensor, B: Tensor, adjoint: bool = False) -> Tensor:
+    """A X = B (adjoint: A^H X = B) from A's packed factors P^T A = L U (row i of P^T A is
+    row perm[i] of A) by two triangular solves reading one triangle of LU each; batch dims
+    broadcast. Differentiable in LU and B when grad mode is on."""
+    if not adjoint:  # L U X = P^T B
+        Y = solve_triangular(LU, _rows(B, perm), upper=False, unitriangular=True)
+        return solve_triangular(LU, Y, upper=True)
+    # A^H = U^H L^H P^T:  U^H W = B,  L^H V = W,  X = P V
+    W = solve_triangular(LU.mH, B, upper=False)
+    V = solve_triangular(LU.mH, W, upper=True, unitriangular=True)
+    return _rows(V, perm.argsort(-1))
+
+
+def _rows(X: Tensor, order: Tensor) -> Tensor:
+    """Row i of the result is row order[i] of X (batch dims broadcast)."""
+    idx = order.unsqueeze(-1)
+    while idx.ndim < X.ndim:
+        idx = idx.unsqueeze(0)
+    while X.ndim < idx.ndim:
+        X = X.unsqueeze(0)
+    return take_along_dim(X, idx, -2)
 
 
 # ------------------------------------------------------------------------------------ solve
@@ -125,7 +132,7 @@ class LinalgSolve(Function):
     @staticmethod
     def forward(ctx, A, B):
         f = _lu(A)
-        X = _lu_solve(f, B)
+        X = lu_substitute(f.LU, f.perm, B)
         ctx.factors = f
         ctx.save_for_backward(A, X)
         return X, f.info
@@ -136,7 +143,7 @@ class LinalgSolve(Function):
         if is_grad_enabled():  # create_graph: a differentiable solve (double backward)
             gB = _solve(A.mH, gX)
         else:
-            gB = _lu_solve(ctx.factors, gX, adjoint=True)
+            gB = lu_substitute(ctx.factors.LU, ctx.factors.perm, gX, adjoint=True)
         need_a, need_b = ctx.needs_input_grad
         gA = -(gB @ X.mH) if need_a else None
         return gA, (gB if need_b else None)
@@ -269,8 +276,7 @@ class LinalgDet(Function):
     @staticmethod
     def forward(ctx, A):
         f = _lu(A)
-        with no_grad():
-            d = f.sign * prod(f.LU.diagonal(dim1=-2, dim2=-1), -1)
+        d = f.sign * prod(f.LU.diagonal(dim1=-2, dim2=-1), -1)
         ctx.save_for_backward(A, d)
         return d
 
@@ -293,10 +299,9 @@ class LinalgSlogdet(Function):
     @staticmethod
     def forward(ctx, A):
         f = _lu(A)
-        with no_grad():
-            diag = f.LU.diagonal(dim1=-2, dim2=-1)
-            sign = f.sign * prod(ew.sign(diag), -1)
-            logabs = diag.abs().log().sum(-1)
+        diag = f.LU.diagonal(dim1=-2, dim2=-1)
+        sign = f.sign * prod(ew.sign(diag), -1)
+        logabs = diag.abs().log().sum(-1)
         ctx.mark_non_differentiable(sign)
         ctx.save_for_backward(A)
         return sign, logabs

@@ -7,8 +7,9 @@ batched over leading dims, from tgrad/linalg/_lu.py's getrf.
         gA = P L^{-H} (tril(L^H gL, -1) + triu(gU U^H)) U^{-H}
     with gL = tril(gLU, -1), gU = triu(gLU); written with solve_triangular, so it is
     differentiable again. Rectangular factors have no backward here (a clear error).
-    ``lu`` and ``lu_solve`` are compositions (unpacking with tril/triu, the permutation as
-    a gather, triangular solves), differentiable through ``lu_factor``.
+    ``lu`` (unpacking with tril/triu) and ``lu_solve`` (the permutation as a gather, two
+    triangular solves reading one triangle of LU each) are compositions, differentiable
+    through ``lu_factor``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import NamedTuple
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.linalg._lu import _check_dtype, _lu, _raise_singular
+from tgrad.linalg._lu import _check_dtype, _lu, _raise_singular, lu_substitute
 from tgrad.linalg._triangular import solve_triangular
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
@@ -157,22 +158,4 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
     dt = dtypes.result_type(LU, B)
     _check_dtype(op, dt)
     LU, B = LU.to(dt), B.to(dt)
-    L, U = _unpack(LU)
-    perm = _perm_from_pivots(pivots, n)
-    if not adjoint:  # A = P L U:  L U X = P^T B (row i of P^T B is row perm[i] of B)
-        Y = solve_triangular(L, _rows(B, perm), upper=False, unitriangular=True)
-        return solve_triangular(U, Y, upper=True)
-    # A^H = U^H L^H P^T:  U^H W = B, L^H V = W, X = P V
-    W = solve_triangular(U.mH, B, upper=False)
-    V = solve_triangular(L.mH, W, upper=True, unitriangular=True)
-    return _rows(V, perm.argsort(-1))
-
-
-def _rows(X: Tensor, order: Tensor) -> Tensor:
-    """Row i of the result is row order[i] of X (batch dims broadcast)."""
-    idx = order.unsqueeze(-1)
-    while idx.ndim < X.ndim:
-        idx = idx.unsqueeze(0)
-    while X.ndim < idx.ndim:
-        X = X.unsqueeze(0)
-    return take_along_dim(X, idx, -2)
+    return lu_substitute(LU, _perm_from_pivots(pivots, n), B, adjoint)
