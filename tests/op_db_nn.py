@@ -1005,6 +1005,41 @@ def _np_adaptive_avg_pool(x, output_size, spatial=2):
     return y
 
 
+def _np_adaptive_max_pool(x, output_size, return_indices=False, spatial=2):
+    """Window by window: the first maximum (NaN first) and its flat position."""
+    sizes = x.shape[x.ndim - spatial:]
+    outs = (output_size,) * spatial if isinstance(output_size, int) else output_size
+    outs = tuple(s if o is None else o for o, s in zip(outs, sizes))
+    lead = x.shape[:x.ndim - spatial]
+    y = np.zeros(lead + outs)
+    idx = np.zeros(lead + outs, np.int64)
+    windows = [[(j * n // o, -(-(j + 1) * n // o)) for j in range(o)] for n, o in zip(sizes,
+                                                                                      outs)]
+    for cell in np.ndindex(*outs):
+        box = tuple(slice(*windows[d][c]) for d, c in enumerate(cell))
+        flat_pos = np.arange(int(np.prod(sizes))).reshape(sizes)[box].ravel()
+        vals = x[(Ellipsis,) + box].reshape(lead + (-1,))
+        nan = np.isnan(vals)
+        k = np.where(nan.any(-1), nan.argmax(-1), np.argmax(np.where(nan, -np.inf, vals), -1))
+        y[(Ellipsis,) + cell] = np.take_along_axis(vals, k[..., None], -1)[..., 0]
+        idx[(Ellipsis,) + cell] = flat_pos[k]
+    return (y, idx) if return_indices else y
+
+
+def _adaptive_max_samples(rng):
+    return [Sample((_n(rng, 1, 2, 5, 7), (3, 4)), desc="5x7 -> 3x4"),
+            Sample((_n(rng, 2, 3, 3), 1), {"return_indices": True}, desc="global, indices"),
+            Sample((_n(rng, 1, 1, 3, 4), (5, None)), {"return_indices": True},
+                   desc="upsample, None"),
+            Sample((_n(rng, 1, 2, 4, 3), 2), layouts=("T",), desc="T")]
+
+
+def _adaptive_max1d_samples(rng):
+    return [Sample((_n(rng, 2, 3, 7), 3), {"return_indices": True}, desc="7 -> 3"),
+            Sample((_n(rng, 2, 17), 5), desc="17 -> 5, unbatched"),
+            Sample((_n(rng, 1, 2, 5), 3), desc="small, overlapping windows")]
+
+
 def _adaptive2d_samples(rng):
     return [Sample((_n(rng, 1, 2, 5, 7), (3, 4)), desc="5x7 -> 3x4"),
             Sample((_n(rng, 2, 3, 3), 1), desc="global, unbatched"),
@@ -1114,6 +1149,11 @@ CONV_NORM_SPECS = [
     OpSpec("nn.avg_pool1d", F.avg_pool1d, _np_avg_pool1d, _avg_pool1d_samples),
     OpSpec("nn.adaptive_avg_pool2d", F.adaptive_avg_pool2d, _np_adaptive_avg_pool,
            _adaptive2d_samples),
+    OpSpec("nn.adaptive_max_pool2d", F.adaptive_max_pool2d, _np_adaptive_max_pool,
+           _adaptive_max_samples),
+    OpSpec("nn.adaptive_max_pool1d", F.adaptive_max_pool1d,
+           lambda x, o, return_indices=False: _np_adaptive_max_pool(x, o, return_indices, 1),
+           _adaptive_max1d_samples),
     OpSpec("nn.batch_norm_train", _bn_train, _np_batch_norm_train, _bn_samples),
     OpSpec("nn.batch_norm_eval", _bn_eval, _np_batch_norm_eval, _bn_eval_samples),
     OpSpec("nn.group_norm", F.group_norm, _np_group_norm, _gn_samples),

@@ -425,3 +425,17 @@ def test_bilinear_module_and_errors():
     with pytest.raises(RuntimeError, match=r"input1 size does not match weight size: got 2 "
                                            r"but expected 3"):
         F.bilinear(x2, x2, m.weight)
+
+
+def test_adaptive_max_pool_modules():
+    x = tgrad.tensor(np.arange(35.0).reshape(1, 1, 5, 7), requires_grad=True)
+    y, idx = tgrad.nn.AdaptiveMaxPool2d((2, 3), return_indices=True)(x)
+    assert y.tolist() == [[[[16.0, 18.0, 20.0], [30.0, 32.0, 34.0]]]]
+    assert idx.tolist() == [[[[16, 18, 20], [30, 32, 34]]]]
+    y.sum().backward()
+    assert x.grad.sum().item() == 6.0 and x.grad[0, 0, 2, 2].item() == 1.0
+    m = tgrad.nn.AdaptiveMaxPool1d(3)
+    assert m(tgrad.tensor([[3.0, 1, 4, 1, 5, 9, 2]])).tolist() == [[4.0, 5.0, 9.0]]
+    assert repr(m) == "AdaptiveMaxPool1d(output_size=3)"
+    with pytest.raises(RuntimeError, match=r"adaptive_max_pool2d\(\): Expected 3D or 4D tensor"):
+        tgrad.nn.functional.adaptive_max_pool2d(tgrad.ones(3), 2)

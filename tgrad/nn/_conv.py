@@ -32,7 +32,8 @@ from tgrad.ops.elementwise import where
 from tgrad.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "unfold"]
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d", "unfold"]
 
 
 def _tuple(op: str, what: str, value, n: int) -> tuple:
@@ -429,7 +430,8 @@ def _adaptive_windows(size: int, out: int) -> tuple:
     return index, (hi - lo).astype(np.float64)
 
 
-def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor:  # noqa: A002
+def _adaptive_args(op: str, input: Tensor, output_size, spatial: int) -> tuple:  # noqa: A002
+    """(spatial sizes, output sizes) after PyTorch's checks of an adaptive pooling."""
     _check_tensor(op, input, "input")
     if input.ndim not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"{op}(): Expected {spatial + 1}D or {spatial + 2}D tensor, but got "
@@ -451,6 +453,11 @@ def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor: 
     outs = tuple(s if o is None else int(o) for o, s in zip(outs, sizes))
     if any(o < 0 for o in outs):
         raise RuntimeError(f"{op}: output_size must be non-negative, got {list(outs)}")
+    return sizes, outs
+
+
+def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor:  # noqa: A002
+    sizes, outs = _adaptive_args(op, input, output_size, spatial)
     (y,), half = widen_halves(input)  # halves: float32, rounded once
     # One spatial dim at a time (a rectangle's mean is the mean of its rows' means): gather
     # each window from the dim with a zero appended (short windows read the zero, so a NaN
@@ -475,4 +482,45 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002
     """Mean over adaptive windows of the last dim of (N, C, L) or (C, L)."""
     return _adaptive_avg("adaptive_avg_pool1d", input, output_size, 1)
+
+
+def _adaptive_max(op: str, input: Tensor, output_size, return_indices: bool,  # noqa: A002
+                  spatial: int):
+    """Max over PyTorch's adaptive windows: every window of the (oh, ow) grid gathered as
+    its kh * kw candidates (short windows padded with -inf, never chosen over a real
+    element: windows are never empty), the first maximum taken (a NaN wins), the value
+    read through that index so the gradient goes to it alone, as PyTorch's kernel."""
+    sizes, outs = _adaptive_args(op, input, output_size, spatial)
+    x = input.unsqueeze(-2) if spatial == 1 else input  # 1-d: a height of 1
+    sizes, outs = ((1,) + tuple(sizes), (1,) + outs) if spatial == 1 else (sizes, outs)
+    (hi, hl), (wi, wl) = (_adaptive_windows(n, o) for n, o in zip(sizes, outs))
+    lead = x.shape[:-2]
+    z = _pad(x, (0, 1, 0, 1), value=float("-inf"))  # index h (or w) reads the -inf
+    dev = input.device
+    g = z.index_select(-2, _tensor(hi.reshape(-1), dtype=dtypes.int64, device=dev))
+    g = g.index_select(-1, _tensor(wi.reshape(-1), dtype=dtypes.int64, device=dev))
+    g = g.reshape(*lead, outs[0], hi.shape[1], outs[1], wi.shape[1]).movedim(-3, -2)
+    g = g.reshape(*lead, outs[0], outs[1], hi.shape[1] * wi.shape[1])
+    _, arg = g.max(-1)
+    y = g.gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+    if spatial == 1:
+        y = y.squeeze(-2)
+    if not return_indices:
+        return y
+    # candidate (i, j) of window (r, c) sits at flat position hi[r, i] * W + wi[c, j]
+    pos = hi[:, None, :, None] * sizes[1] + wi[None, :, None, :]  # (oh, ow, kh, kw)
+    pos = _tensor(pos.reshape(outs[0], outs[1], -1), dtype=dtypes.int64, device=dev)
+    idx = pos.expand(*lead, *pos.shape).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+    return y, (idx.squeeze(-2) if spatial == 1 else idx)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """Max over PyTorch's adaptive windows so the output's last two dims are
+    ``output_size``; with ``return_indices`` also each maximum's flat H W position."""
+    return _adaptive_max("adaptive_max_pool2d", input, output_size, return_indices, 2)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """Max over adaptive windows of the last dim of (N, C, L) or (C, L)."""
+    return _adaptive_max("adaptive_max_pool1d", input, output_size, return_indices, 1)
 

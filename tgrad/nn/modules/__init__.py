@@ -57,6 +57,8 @@ from tgrad.nn.modules.normalization import GroupNorm, LayerNorm, RMSNorm
 from tgrad.nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
     MaxPool1d,
@@ -90,6 +92,7 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Biline
            "CrossEntropyLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "Conv1d", "Conv2d", "MaxPool1d",
            "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
            "BatchNorm1d", "BatchNorm2d", "InstanceNorm1d", "InstanceNorm2d", "GroupNorm",
            "RMSNorm", "MultiheadAttention", "Hardswish", "Hardsigmoid", "Softsign",
            "Tanhshrink", "Softshrink", "Hardshrink", "CELU", "Threshold", "PReLU",

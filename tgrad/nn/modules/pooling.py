@@ -95,3 +95,24 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveMaxPool2d(Module):
+    """Max over adaptive windows to an (oh, ow) output; see F.adaptive_max_pool2d."""
+
+    def __init__(self, output_size, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input: Tensor):  # noqa: A002
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Max over adaptive windows of the last dim; see F.adaptive_max_pool1d."""
+
+    def forward(self, input: Tensor):  # noqa: A002
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
