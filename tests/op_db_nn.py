@@ -1040,6 +1040,49 @@ def _adaptive_max1d_samples(rng):
             Sample((_n(rng, 1, 2, 5), 3), desc="small, overlapping windows")]
 
 
+def _np_lp_pool(x, p, k, stride=None, ceil_mode=False, spatial=2):
+    """Window sums of x^p by explicit loops (no ceil_mode in the samples), then ^(1/p) (NaN
+    for a negative sum, as PyTorch's sign(s) relu(|s|) = s gives)."""
+    ks = (k,) * spatial if isinstance(k, int) else tuple(k)
+    st = ks if stride is None else ((stride,) * spatial if isinstance(stride, int) else stride)
+    sizes = x.shape[x.ndim - spatial:]
+    outs = tuple((n - kk) // ss + 1 for n, kk, ss in zip(sizes, ks, st))
+    y = np.zeros(x.shape[:x.ndim - spatial] + outs)
+    for cell in np.ndindex(*outs):
+        box = tuple(slice(c * ss, c * ss + kk) for c, ss, kk in zip(cell, st, ks))
+        y[(Ellipsis,) + cell] = (x[(Ellipsis,) + box] ** p).reshape(
+            x.shape[:x.ndim - spatial] + (-1,)).sum(-1)
+    return np.power(y, 1.0 / p)
+
+
+def _lp_pool2d_samples(rng):
+    return [Sample((_n(rng, 1, 2, 4, 5), 2, 2), desc="p=2, 2x2"),
+            Sample((np.abs(_n(rng, 2, 5, 4)) + 0.1, 3.0, (2, 3)), {"stride": 1},
+                   desc="p=3, unbatched"),
+            Sample((_n(rng, 1, 1, 4, 4), 2, 2), layouts=("T",), desc="T")]
+
+
+def _lp_pool1d_samples(rng):
+    return [Sample((_n(rng, 2, 3, 7), 2, 3), {"stride": 2}, desc="p=2"),
+            Sample((np.abs(_n(rng, 1, 5)) + 0.1, 1.5, 2), desc="p=1.5")]
+
+
+def _np_lrn(x, size, alpha=1e-4, beta=0.75, k=1.0):
+    c = x.shape[1]
+    div = np.zeros_like(x)
+    for ch in range(c):
+        lo, hi = ch - size // 2, ch + (size - 1) // 2
+        div[:, ch] = (x[:, max(lo, 0):min(hi, c - 1) + 1] ** 2).sum(1) / size
+    return x / (k + alpha * div) ** beta
+
+
+def _lrn_samples(rng):
+    return [Sample((_n(rng, 2, 5, 3), 3), desc="size 3"),
+            Sample((_n(rng, 1, 4, 2, 3), 2, 0.5, 0.6, 2.0), desc="size 2, 4-d"),
+            Sample((_n(rng, 1, 6, 17), 5, 0.1), desc="size 5, L=17"),
+            Sample((_n(rng, 2, 3, 4), 3, 0.2), layouts=("T",), desc="T")]
+
+
 def _adaptive2d_samples(rng):
     return [Sample((_n(rng, 1, 2, 5, 7), (3, 4)), desc="5x7 -> 3x4"),
             Sample((_n(rng, 2, 3, 3), 1), desc="global, unbatched"),
@@ -1154,6 +1197,15 @@ CONV_NORM_SPECS = [
     OpSpec("nn.adaptive_max_pool1d", F.adaptive_max_pool1d,
            lambda x, o, return_indices=False: _np_adaptive_max_pool(x, o, return_indices, 1),
            _adaptive_max1d_samples),
+    OpSpec("nn.lp_pool2d", F.lp_pool2d, _np_lp_pool, _lp_pool2d_samples),
+    OpSpec("nn.lp_pool1d", F.lp_pool1d,
+           lambda x, p, k, stride=None: _np_lp_pool(x, p, k, stride, spatial=1),
+           _lp_pool1d_samples),
+    OpSpec("nn.local_response_norm", F.local_response_norm, _np_lrn, _lrn_samples),
+    OpSpec("nn.rrelu_eval", F.rrelu, lambda x, lo=1 / 8, hi=1 / 3: np.where(
+        x >= 0, x, x * (lo + hi) / 2), lambda rng: [
+            Sample((_n(rng, 17),), desc="default"), Sample((_n(rng, 4, 3), 0.1, 0.3),
+                                                         layouts=("T",), desc="T")]),
     OpSpec("nn.batch_norm_train", _bn_train, _np_batch_norm_train, _bn_samples),
     OpSpec("nn.batch_norm_eval", _bn_eval, _np_batch_norm_eval, _bn_eval_samples),
     OpSpec("nn.group_norm", F.group_norm, _np_group_norm, _gn_samples),

@@ -885,3 +885,9 @@ from tgrad.nn import _embedding_bag  # noqa: E402
 from tgrad.nn._embedding_bag import *  # noqa: E402,F401,F403
 
 __all__ += _embedding_bag.__all__
+
+# lp_pool, local_response_norm, rrelu and the alpha dropouts, composed of tgrad ops.
+from tgrad.nn import _layers_extra  # noqa: E402
+from tgrad.nn._layers_extra import *  # noqa: E402,F401,F403
+
+__all__ += _layers_extra.__all__

@@ -17,6 +17,7 @@ from tgrad.nn.modules.activation import (
     PReLU,
     ReLU,
     ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
@@ -38,7 +39,14 @@ from tgrad.nn.modules.container import (
     Sequential,
 )
 from tgrad.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
-from tgrad.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from tgrad.nn.modules.dropout import (
+    AlphaDropout,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
 from tgrad.nn.modules.flatten import Flatten, Unflatten
 from tgrad.nn.modules.linear import Bilinear, Identity, Linear
 from tgrad.nn.modules.loss import (
@@ -53,7 +61,7 @@ from tgrad.nn.modules.loss import (
     SmoothL1Loss,
 )
 from tgrad.nn.modules.module import Module
-from tgrad.nn.modules.normalization import GroupNorm, LayerNorm, RMSNorm
+from tgrad.nn.modules.normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from tgrad.nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -61,6 +69,8 @@ from tgrad.nn.modules.pooling import (
     AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
+    LPPool1d,
+    LPPool2d,
     MaxPool1d,
     MaxPool2d,
 )
@@ -100,6 +110,8 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Biline
            "ConvTranspose1d", "ConvTranspose2d", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d"]
 __all__ += ["ParameterList", "ParameterDict", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ += ["RReLU", "AlphaDropout", "FeatureAlphaDropout", "LocalResponseNorm", "LPPool1d",
+            "LPPool2d"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
 

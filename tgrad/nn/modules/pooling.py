@@ -116,3 +116,29 @@ class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
 
     def forward(self, input: Tensor):  # noqa: A002
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class LPPool2d(Module):
+    """Power-average pooling (sum of x^p over kh x kw windows)^(1/p) (F.lp_pool2d)."""
+
+    def __init__(self, norm_type: float, kernel_size, stride=None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.lp_pool2d(input, self.norm_type, self.kernel_size, self.stride,
+                           self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(LPPool2d):
+    """Power-average pooling over windows of the last dim (F.lp_pool1d)."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.lp_pool1d(input, self.norm_type, self.kernel_size, self.stride,
+                           self.ceil_mode)

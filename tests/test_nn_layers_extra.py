@@ -1,0 +1,74 @@
+"""rrelu in training and the alpha dropouts (random: checked by their structure and
+moments; the deterministic layers lp_pool, local_response_norm and rrelu's evaluation form
+are in the op table, tests/op_db_nn.py), and the modules' wiring."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad.autograd import gradcheck
+
+ALPHA = 1.7580993408473766  # SELU's alpha * scale
+
+
+def test_rrelu_training_slopes_and_gradient():
+    tgrad.manual_seed(3)
+    x = tgrad.tensor(np.concatenate([-np.ones(20000), np.ones(10)]), requires_grad=True)
+    y = F.rrelu(x, 0.1, 0.3, training=True)
+    slopes = -y.detach().numpy()[:20000]
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.3
+    assert abs(slopes.mean() - 0.2) < 3e-3 and abs(slopes.std() - 0.2 / math.sqrt(12)) < 3e-3
+    np.testing.assert_array_equal(y.detach().numpy()[20000:], 1.0)
+    y.sum().backward()  # dx = the slope used
+    np.testing.assert_allclose(x.grad.numpy()[:20000], slopes, rtol=1e-15)
+    tgrad.manual_seed(3)
+    again = F.rrelu(x.detach(), 0.1, 0.3, training=True)  # one generator, reproducible
+    np.testing.assert_array_equal(again.numpy(), y.detach().numpy())
+    m = tgrad.nn.RReLU(0.1, 0.3)
+    assert m.eval()(tgrad.tensor([-2.0])).item() == pytest.approx(-0.4)
+
+
+@pytest.mark.parametrize("feature", [False, True])
+def test_alpha_dropout_values_moments_and_gradient(feature):
+    tgrad.manual_seed(1)
+    p = 0.2
+    fn = F.feature_alpha_dropout if feature else F.alpha_dropout
+    shape = (4, 5000, 2) if feature else (40000,)
+    x = tgrad.randn(*shape, dtype=tgrad.float64, requires_grad=True)
+    y = fn(x, p, training=True)
+    a = 1 / math.sqrt((ALPHA ** 2 * p + 1) * (1 - p))
+    xv, yv = x.detach().numpy(), y.detach().numpy()
+    kept = np.isclose(yv, a * xv + a * ALPHA * p, rtol=0, atol=1e-12)
+    dropped = np.isclose(yv, -a * ALPHA * (1 - p), rtol=0, atol=1e-12)
+    assert (kept | dropped).all() and abs(dropped.mean() - p) < 0.01
+    if feature:  # whole channels: the same decision along the last dim
+        assert (dropped[..., 0] == dropped[..., 1]).all()
+    assert abs(yv.mean()) < 0.02 and abs(yv.std() - 1) < 0.02  # SELU's moments kept
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, a, 0.0), rtol=1e-15)
+    assert fn(x, p, training=False) is x
+    assert not fn(x.detach(), 1.0, training=True).numpy().any()
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
+        fn(x, 1.5, training=True)
+    mod = (tgrad.nn.FeatureAlphaDropout if feature else tgrad.nn.AlphaDropout)(p)
+    assert mod.eval()(x) is x
+
+
+def test_lp_pool_and_lrn_modules():
+    x = tgrad.tensor(np.abs(np.random.default_rng(0).standard_normal((1, 4, 4, 4))) + 0.1,
+                     requires_grad=True)
+    out = tgrad.nn.LPPool2d(2, 2)(x)
+    want = np.sqrt((x.detach().numpy() ** 2).reshape(1, 4, 2, 2, 2, 2).sum((3, 5)))
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-6)
+    assert tgrad.nn.LPPool1d(2, 2)(x[0]).shape == (4, 4, 2)
+    lrn = tgrad.nn.LocalResponseNorm(3, alpha=0.5)
+    assert lrn(x).shape == x.shape
+    assert gradcheck(lambda t: F.local_response_norm(t, 3, 0.5), (x.double(),))
+    with pytest.raises(ValueError, match=r"Expected 3D or higher dimensionality input \(got 2 "
+                                         r"dimensions\)"):
+        lrn(tgrad.ones(2, 3))

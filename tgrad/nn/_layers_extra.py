@@ -1,0 +1,125 @@
+"""More nn.functional layers, composed of tgrad ops (so their gradients, double backward and
+GPU paths are those of their parts), with PyTorch's formulas and signatures:
+
+- ``lp_pool1d/2d``: (sum over the window of x^p)^(1/p), as PyTorch computes it: the window
+  mean of x^p (avg_pool), times the window size, its negative values clamped to 0, to 1/p.
+- ``local_response_norm(x, size, alpha, beta, k)``: x / (k + alpha * mean of x^2 over the
+  ``size`` channels around each one (zero padded: size // 2 before, (size - 1) // 2
+  after))^beta; the channel windows are ``Tensor.unfold`` views.
+- ``rrelu(x, lower, upper, training)``: x for x >= 0, a x below, with a ~ U(lower, upper)
+  drawn per element in training (tgrad's generator) and (lower + upper) / 2 otherwise;
+  dx = g * slope.
+- ``alpha_dropout`` / ``feature_alpha_dropout``: SELU-preserving dropout. With keep mask m
+  ~ Bernoulli(1 - p) (per element, or per channel for the feature form), alpha = 1.7580993..
+  and a = ((alpha^2 p + 1)(1 - p))^(-1/2): y = a m x + a alpha (m - 1 + p), i.e. kept:
+  a x + a alpha p; dropped: -a alpha (1 - p); dx = g a m. p = 1 gives zeros, as PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tgrad.nn.functional import _check_float, _check_tensor, dropout
+from tgrad.ops import elementwise as ew
+from tgrad.tensor import Tensor
+
+__all__ = ["lp_pool1d", "lp_pool2d", "local_response_norm", "rrelu", "alpha_dropout",
+           "feature_alpha_dropout"]
+
+_SELU_ALPHA_SCALE = 1.7580993408473766  # selu's alpha * scale: its negative saturation
+
+
+def _lp_pool(op: str, input: Tensor, norm_type: float, kernel_size, stride,  # noqa: A002
+             ceil_mode: bool, spatial: int) -> Tensor:
+    from tgrad.nn import functional as F
+    _check_float(op, input)
+    pool = F.avg_pool2d if spatial == 2 else F.avg_pool1d
+    window = math.prod(kernel_size) if isinstance(kernel_size, (tuple, list)) \
+        else kernel_size ** spatial
+    out = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (ew.sign(out) * ew.relu(out.abs())).mul(window).pow(1.0 / norm_type)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over kh x kw windows: (sum of x^p)^(1/p) (p = inf: max)."""
+    return _lp_pool("lp_pool2d", input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over windows of the last dim: (sum of x^p)^(1/p)."""
+    return _lp_pool("lp_pool1d", input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4,  # noqa: A002
+                        beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """x / (k + alpha * mean over ``size`` neighbouring channels of x^2)^beta, for input
+    (N, C, *) with at least one spatial dim."""
+    from tgrad.nn.functional import pad
+    _check_tensor("local_response_norm", input)
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
+                         f"dimensions)")
+    if input.numel() == 0:
+        return input
+    _check_float("local_response_norm", input)
+    sq = (input * input).movedim(1, -1)  # channels last: pad, then one window per channel
+    sq = pad(sq, (size // 2, (size - 1) // 2))
+    mean = sq.unfold(-1, size, 1).mean(-1).movedim(-1, 1)
+    return input / (mean * alpha + k).pow(beta)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+          training: bool = False, inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: slopes ~ U(lower, upper) per element in training, their mean
+    (lower + upper) / 2 in evaluation."""
+    from tgrad.nn.functional import leaky_relu
+    _check_float("rrelu", input)
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    from tgrad.ops.creation import empty
+    slope = empty(input.shape, dtype=input.dtype, device=input.device).uniform_(lower, upper)
+    noise = ew.where(input >= 0, 1.0, slope)
+    return input.mul_(noise) if inplace else input * noise
+
+
+def _alpha_dropout(op: str, input: Tensor, p: float, training: bool,  # noqa: A002
+                   inplace: bool, feature: bool) -> Tensor:
+    _check_tensor(op, input)
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    _check_float(op, input)
+    if p == 1.0:
+        return input.mul_(0.0) if inplace else input * 0.0
+    from tgrad.ops.creation import ones
+    if feature:
+        if input.ndim < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    else:
+        shape = tuple(input.shape)
+    keep = (dropout(ones(shape, dtype=input.dtype, device=input.device), p, True) > 0) \
+        .to(input.dtype)
+    alpha = _SELU_ALPHA_SCALE
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    b = (keep - 1) * (alpha * a) + alpha * a * p
+    noise = keep * a
+    if inplace:
+        return input.mul_(noise).add_(b)
+    return input * noise + b
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa: A002
+                  inplace: bool = False) -> Tensor:
+    """Dropout that keeps SELU's zero mean and unit variance (drops to its saturation
+    value, then an affine map); the identity when not training."""
+    return _alpha_dropout("alpha_dropout", input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa: A002
+                          inplace: bool = False) -> Tensor:
+    """alpha_dropout of whole channels ((N, C) mask, broadcast over the other dims)."""
+    return _alpha_dropout("feature_alpha_dropout", input, p, training, inplace, True)
