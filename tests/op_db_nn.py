@@ -1083,6 +1083,73 @@ def _lrn_samples(rng):
             Sample((_n(rng, 2, 3, 4), 3, 0.2), layouts=("T",), desc="T")]
 
 
+def _np_grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False):
+    """PyTorch's grid_sampler_2d, pixel by pixel in Python floats."""
+    n, c, h, w = x.shape
+    out = np.zeros((n, c) + grid.shape[1:3])
+
+    def unnorm(v, size):
+        return (v + 1) / 2 * (size - 1) if align_corners else ((v + 1) * size - 1) / 2
+
+    def reflect(v, lo2, hi2):
+        if lo2 == hi2:
+            return 0.0
+        lo, span = lo2 / 2, (hi2 - lo2) / 2
+        d = abs(v - lo)
+        extra, flips = math.fmod(d, span), math.floor(d / span)
+        return extra + lo if flips % 2 == 0 else span - extra + lo
+
+    def source(v, size):
+        v = unnorm(v, size)
+        if padding_mode == "reflection":
+            v = reflect(v, 0, 2 * (size - 1)) if align_corners else reflect(v, -1, 2 * size - 1)
+        if padding_mode in ("border", "reflection"):
+            v = min(max(v, 0), size - 1)
+        return v
+
+    def pix(b, xi, yi):
+        return x[b, :, yi, xi] if 0 <= xi < w and 0 <= yi < h else np.zeros(c)
+
+    for b, i, j in np.ndindex(n, *grid.shape[1:3]):
+        ix, iy = source(grid[b, i, j, 0], w), source(grid[b, i, j, 1], h)
+        if mode == "nearest":
+            out[b, :, i, j] = pix(b, int(np.rint(ix)), int(np.rint(iy)))
+            continue
+        x0, y0 = math.floor(ix), math.floor(iy)
+        fx, fy = ix - x0, iy - y0
+        out[b, :, i, j] = (pix(b, x0, y0) * (1 - fx) * (1 - fy) + pix(b, x0 + 1, y0) * fx
+                           * (1 - fy) + pix(b, x0, y0 + 1) * (1 - fx) * fy
+                           + pix(b, x0 + 1, y0 + 1) * fx * fy)
+    return out
+
+
+def _grid_samples(mode, padding_mode, align_corners):
+    kw = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
+
+    def samples(rng):
+        return [Sample((_n(rng, 1, 2, 3, 4), rng.uniform(-1.3, 1.3, (1, 2, 3, 2))), kw,
+                       desc="3x4 image, out-of-range points"),
+                Sample((_n(rng, 2, 1, 5, 2), rng.uniform(-1, 1, (2, 1, 17, 2))), kw,
+                       desc="17 points"),
+                Sample((_n(rng, 1, 2, 4, 3), rng.uniform(-1, 1, (1, 2, 2, 2))), kw,
+                       layouts=("T", "c"), desc="T input"),
+                Sample((_n(rng, 1, 1, 2, 3), rng.uniform(-1.2, 1.2, (1, 2, 2, 2))), kw,
+                       desc="small (gradcheck)")]
+    return samples
+
+
+def _np_affine_grid(theta, size, align_corners=False):
+    n, _, h, w = size
+
+    def base(k):
+        if align_corners:
+            return np.linspace(-1, 1, k) if k > 1 else np.zeros(k)
+        return (np.arange(k) * 2 + 1) / k - 1
+    xs, ys = np.meshgrid(base(w), base(h))
+    pts = np.stack([xs, ys, np.ones_like(xs)], -1)  # (H, W, 3)
+    return np.einsum("hwk,nik->nhwi", pts, theta)
+
+
 def _adaptive2d_samples(rng):
     return [Sample((_n(rng, 1, 2, 5, 7), (3, 4)), desc="5x7 -> 3x4"),
             Sample((_n(rng, 2, 3, 3), 1), desc="global, unbatched"),
@@ -1206,6 +1273,14 @@ CONV_NORM_SPECS = [
         x >= 0, x, x * (lo + hi) / 2), lambda rng: [
             Sample((_n(rng, 17),), desc="default"), Sample((_n(rng, 4, 3), 0.1, 0.3),
                                                          layouts=("T",), desc="T")]),
+    *[OpSpec(f"nn.grid_sample_{m}_{p}_{'ac' if a else 'noac'}", F.grid_sample,
+             _np_grid_sample, _grid_samples(m, p, a))
+      for m, p, a in (("bilinear", "zeros", False), ("bilinear", "border", True),
+                      ("bilinear", "reflection", False), ("bilinear", "reflection", True),
+                      ("nearest", "zeros", True))],
+    OpSpec("nn.affine_grid", F.affine_grid, _np_affine_grid, lambda rng: [
+        Sample((_n(rng, 2, 2, 3), (2, 3, 4, 5)), desc="4x5"),
+        Sample((_n(rng, 1, 2, 3), (1, 1, 1, 3)), {"align_corners": True}, desc="1x3, ac")]),
     OpSpec("nn.batch_norm_train", _bn_train, _np_batch_norm_train, _bn_samples),
     OpSpec("nn.batch_norm_eval", _bn_eval, _np_batch_norm_eval, _bn_eval_samples),
     OpSpec("nn.group_norm", F.group_norm, _np_group_norm, _gn_samples),

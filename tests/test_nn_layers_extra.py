@@ -72,3 +72,29 @@ def test_lp_pool_and_lrn_modules():
     with pytest.raises(ValueError, match=r"Expected 3D or higher dimensionality input \(got 2 "
                                          r"dimensions\)"):
         lrn(tgrad.ones(2, 3))
+
+
+def test_grid_sample_identity_and_errors():
+    x = tgrad.randn(2, 3, 4, 5, dtype=tgrad.float64)
+    eye = tgrad.tensor(np.tile([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], (2, 1, 1)))
+    for ac in (False, True):  # the identity map samples every pixel centre exactly
+        y = F.grid_sample(x, F.affine_grid(eye, (2, 3, 4, 5), ac), align_corners=ac)
+        np.testing.assert_allclose(y.numpy(), x.numpy(), rtol=0, atol=1e-15)
+    flip = tgrad.tensor(np.tile([[-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], (2, 1, 1)))
+    y = F.grid_sample(x, F.affine_grid(flip, (2, 3, 4, 5), True), align_corners=True)
+    np.testing.assert_allclose(y.numpy(), x.numpy()[..., ::-1], rtol=0, atol=1e-15)
+    g = tgrad.zeros(2, 1, 1, 2, dtype=tgrad.float64)
+    with pytest.raises(ValueError, match="expected mode to be 'bilinear', 'nearest' or "
+                                         "'bicubic', but got: 'cubic'"):
+        F.grid_sample(x, g, mode="cubic")
+    with pytest.raises(ValueError, match="expected padding_mode"):
+        F.grid_sample(x, g, padding_mode="wrap")
+    with pytest.raises(RuntimeError, match="expected grid and input to have same batch size"):
+        F.grid_sample(x, g[:1])
+    with pytest.raises(RuntimeError, match="expected input and grid to have same dtype"):
+        F.grid_sample(x, g.float())
+    with pytest.raises(ValueError, match=r"Expected a batch of 2D affine matrices of shape "
+                                         r"Nx2x3 for size \[2, 3, 4, 5\]"):
+        F.affine_grid(eye[:1], (2, 3, 4, 5))
+    with pytest.raises(NotImplementedError, match="volumetric"):
+        F.grid_sample(x.unsqueeze(2), g.unsqueeze(1))

@@ -891,3 +891,9 @@ from tgrad.nn import _layers_extra  # noqa: E402
 from tgrad.nn._layers_extra import *  # noqa: E402,F401,F403
 
 __all__ += _layers_extra.__all__
+
+# affine_grid / grid_sample (spatial transformers), composed of gathers and weights.
+from tgrad.nn import _grid_sample  # noqa: E402
+from tgrad.nn._grid_sample import *  # noqa: E402,F401,F403
+
+__all__ += _grid_sample.__all__
