@@ -874,6 +874,45 @@ def _conv2d_samples(rng):
                    desc="T input, sliced weight")]
 
 
+def _np_conv3d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    """Output voxel by voxel: the window's elements times the kernel, summed."""
+    unbatched = x.ndim == 4
+    x = x[None] if unbatched else x
+    st, dl = (stride,) * 3 if isinstance(stride, int) else stride, \
+        (dilation,) * 3 if isinstance(dilation, int) else dilation
+    k = w.shape[2:]
+    if padding == "same":
+        pads = [(d * (kk - 1) // 2, d * (kk - 1) - d * (kk - 1) // 2) for kk, d in zip(k, dl)]
+    else:
+        pads = [(p, p) for p in ((padding,) * 3 if isinstance(padding, int) else padding)]
+    x = np.pad(x, [(0, 0), (0, 0)] + pads)
+    out = [(x.shape[2 + i] - dl[i] * (k[i] - 1) - 1) // st[i] + 1 for i in range(3)]
+    n, c = x.shape[:2]
+    cg, og = c // groups, w.shape[0] // groups
+    y = np.zeros((n, w.shape[0], *out))
+    for o in range(w.shape[0]):
+        g = o // og
+        for a, bb, cc in np.ndindex(*out):
+            patch = x[:, g * cg:(g + 1) * cg,
+                      a * st[0]:a * st[0] + dl[0] * (k[0] - 1) + 1:dl[0],
+                      bb * st[1]:bb * st[1] + dl[1] * (k[1] - 1) + 1:dl[1],
+                      cc * st[2]:cc * st[2] + dl[2] * (k[2] - 1) + 1:dl[2]]
+            y[:, o, a, bb, cc] = (patch * w[o]).reshape(n, -1).sum(-1)
+    if b is not None:
+        y = y + b.reshape(1, -1, 1, 1, 1)
+    return y[0] if unbatched else y
+
+
+def _conv3d_samples(rng):
+    return [Sample((_n(rng, 1, 2, 3, 3, 3), _n(rng, 2, 2, 2, 2, 2), _n(rng, 2)), desc="basic"),
+            Sample((_n(rng, 2, 4, 4, 5, 3), _n(rng, 2, 2, 2, 3, 1)), {"stride": (1, 2, 1),
+                   "padding": 1, "dilation": (2, 1, 1), "groups": 2}, desc="all args"),
+            Sample((_n(rng, 2, 3, 3, 2), _n(rng, 1, 2, 3, 1, 2)), {"padding": "same"},
+                   desc="unbatched same"),
+            Sample((_n(rng, 1, 1, 2, 2, 3), _n(rng, 1, 1, 1, 2, 2)), layouts=("T", "c"),
+                   desc="T")]
+
+
 def _conv1d_samples(rng):
     return [Sample((_n(rng, 2, 2, 6), _n(rng, 3, 2, 3), _n(rng, 3)), desc="basic"),
             Sample((_n(rng, 1, 4, 7), _n(rng, 2, 2, 2)), {"stride": 2, "padding": 1,
@@ -1253,6 +1292,7 @@ def _rms_samples(rng):
 CONV_NORM_SPECS = [
     OpSpec("nn.conv2d", F.conv2d, _np_conv2d, _conv2d_samples),
     OpSpec("nn.conv1d", F.conv1d, _np_conv1d, _conv1d_samples),
+    OpSpec("nn.conv3d", F.conv3d, _np_conv3d, _conv3d_samples),
     OpSpec("nn.max_pool2d", F.max_pool2d, _np_max_pool2d, _max_pool2d_samples),
     OpSpec("nn.max_pool1d", F.max_pool1d, _np_max_pool1d, _max_pool1d_samples),
     OpSpec("nn.avg_pool2d", F.avg_pool2d, _np_avg_pool2d, _avg_pool2d_samples),

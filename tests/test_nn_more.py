@@ -439,3 +439,18 @@ def test_adaptive_max_pool_modules():
     assert repr(m) == "AdaptiveMaxPool1d(output_size=3)"
     with pytest.raises(RuntimeError, match=r"adaptive_max_pool2d\(\): Expected 3D or 4D tensor"):
         tgrad.nn.functional.adaptive_max_pool2d(tgrad.ones(3), 2)
+
+
+def test_conv3d_module():
+    m = tgrad.nn.Conv3d(2, 4, (2, 3, 1), stride=(1, 2, 1), padding=1, bias=True)
+    assert m.weight.shape == (4, 2, 2, 3, 1)
+    bound = 1 / np.sqrt(2 * 2 * 3 * 1)
+    assert float(m.weight.abs().max()) <= bound and float(m.bias.abs().max()) <= bound
+    x = tgrad.randn(3, 2, 4, 5, 6)
+    y = m(x)
+    assert y.shape == (3, 4, 5, 3, 8)
+    want = tgrad.nn.functional.conv3d(x, m.weight, m.bias, (1, 2, 1), 1)
+    np.testing.assert_array_equal(y.detach().numpy(), want.detach().numpy())
+    with pytest.raises(RuntimeError, match=r"Expected 4D \(unbatched\) or 5D \(batched\) input "
+                                           r"to conv3d"):
+        m(tgrad.randn(2, 4, 5))

@@ -19,6 +19,7 @@ of im2col: N C kh kw oh ow elements for the columns.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from tgrad.ops.creation import tensor as _tensor
 from tgrad.ops.elementwise import where
 from tgrad.tensor import Tensor
 
-__all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+__all__ = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "unfold"]
 
@@ -52,23 +53,30 @@ def _tuple(op: str, what: str, value, n: int) -> tuple:
 @functools.lru_cache(maxsize=256)
 def _window_index(size: tuple, kernel: tuple, stride: tuple, dilation: tuple,
                   out: tuple) -> np.ndarray:
-    """Flat positions (into a (Hp, Wp) plane) of every window element: shape
-    (kh kw, oh ow), entry [ky kw + kx, oy ow + ox] = (oy sh + ky dh) Wp + ox sw + kx dw."""
-    wp = size[1]
-    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out
-    rows = (np.arange(kh)[:, None, None, None] * dh + np.arange(oh)[None, None, :, None] * sh)
-    cols = (np.arange(kw)[None, :, None, None] * dw + np.arange(ow)[None, None, None, :] * sw)
-    idx = (rows * wp + cols).reshape(kh * kw, oh * ow)
+    """Flat positions (into a row-major (Hp, Wp) plane, or a (Dp, Hp, Wp) volume) of every
+    window element: shape (prod kernel, prod out); in 2-d, entry [ky kw + kx, oy ow + ox] =
+    (oy sh + ky dh) Wp + ox sw + kx dw, and likewise per dim in 3-d."""
+    nd = len(size)
+    place = np.cumprod((1,) + tuple(size[:0:-1]))[::-1]  # element stride of each dim
+    idx = np.zeros((1,) * (2 * nd), np.int64)
+    for i, (k, st, d, o) in enumerate(zip(kernel, stride, dilation, out)):
+        shape_k = [1] * (2 * nd)
+        shape_k[i] = k
+        shape_o = [1] * (2 * nd)
+        shape_o[nd + i] = o
+        coord = (np.arange(k) * d).reshape(shape_k) + (np.arange(o) * st).reshape(shape_o)
+        idx = idx + coord * int(place[i])
+    idx = idx.reshape(int(np.prod(kernel)), int(np.prod(out)))
     idx.flags.writeable = False  # cached (and shared as a device constant)
     return idx
 
 
 def _columns(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple,
              out: tuple) -> Tensor:
-    """im2col of a padded (N, C, Hp, Wp) input: (N, C, kh kw, oh ow)."""
-    n, c, hp, wp = x.shape
-    idx = _window_index((hp, wp), kernel, stride, dilation, out)
-    flat = x.reshape(n, c, hp * wp)
+    """im2col of a padded (N, C, *spatial) input: (N, C, prod kernel, prod out)."""
+    n, c = x.shape[:2]
+    idx = _window_index(tuple(x.shape[2:]), kernel, stride, dilation, out)
+    flat = x.reshape(n, c, math.prod(x.shape[2:]))
     index = device_constant(idx, dtypes.int64, x.device).reshape(-1)
     return flat.index_select(2, index).reshape(n, c, idx.shape[0], idx.shape[1])
 
@@ -177,25 +185,25 @@ def _conv(op: str, input: Tensor, weight: Tensor, bias, stride, padding, dilatio
     if any(flat_pads):
         x = _pad(x, flat_pads)
     (x, weight, bias), half = widen_halves(x, weight, bias)  # halves: float32, rounded once
-    y = _conv2d_core(x, weight, groups, kernel, stride, dilation, out)
+    y = _conv_core(x, weight, groups, kernel, stride, dilation, out)
     if bias is not None:
-        y = y + bias.reshape(out_ch, 1, 1)
+        y = y + bias.reshape((out_ch,) + (1,) * len(out))
     if spatial == 1:
         y = y.squeeze(2)
     return rounded_to(y.squeeze(0) if added else y, half)
 
 
-def _conv2d_core(x: Tensor, weight: Tensor, groups: int, kernel: tuple, stride: tuple,
-                 dilation: tuple, out: tuple) -> Tensor:
-    """Padded x (N, C, Hp, Wp), weight (O, C/g, kh, kw) -> (N, O, oh, ow):
-    y[n, g, o, l] = sum_{c, k} w[g, o, c k] cols[n, g, c k, l]."""
+def _conv_core(x: Tensor, weight: Tensor, groups: int, kernel: tuple, stride: tuple,
+               dilation: tuple, out: tuple) -> Tensor:
+    """Padded x (N, C, *spatial), weight (O, C/g, *kernel) -> (N, O, *out):
+    y[n, g, o, l] = sum_{c, k} w[g, o, c k] cols[n, g, c k, l] (k, l flat window/output)."""
     n, c = x.shape[0], x.shape[1]
     out_ch = weight.shape[0]
-    k = kernel[0] * kernel[1]
+    k = math.prod(kernel)
     cols = _columns(x, kernel, stride, dilation, out)  # (N, C, k, L)
-    cols = cols.reshape(n, groups, (c // groups) * k, out[0] * out[1])
+    cols = cols.reshape(n, groups, (c // groups) * k, math.prod(out))
     w = weight.reshape(groups, out_ch // groups, (c // groups) * k)
-    return (w @ cols).reshape(n, out_ch, out[0], out[1])
+    return (w @ cols).reshape(n, out_ch, *out)
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,  # noqa: A002
@@ -203,6 +211,14 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     """2-d cross-correlation (PyTorch's conv2d): input (N, C, H, W) or (C, H, W), weight
     (O, C / groups, kh, kw) -> (N, O, oh, ow); ``padding`` an int, a pair, 'valid' or 'same'."""
     return _conv("conv2d", input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,  # noqa: A002
+           padding=0, dilation=1, groups: int = 1) -> Tensor:
+    """3-d cross-correlation: input (N, C, D, H, W) or (C, D, H, W), weight
+    (O, C / groups, kd, kh, kw) -> (N, O, od, oh, ow); ``padding`` an int, a triple, 'valid'
+    or 'same'."""
+    return _conv("conv3d", input, weight, bias, stride, padding, dilation, groups, 3)
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,  # noqa: A002

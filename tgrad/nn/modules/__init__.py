@@ -38,7 +38,7 @@ from tgrad.nn.modules.container import (
     ParameterList,
     Sequential,
 )
-from tgrad.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from tgrad.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from tgrad.nn.modules.dropout import (
     AlphaDropout,
     Dropout,
@@ -110,8 +110,8 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Biline
            "ConvTranspose1d", "ConvTranspose2d", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d"]
 __all__ += ["ParameterList", "ParameterDict", "Dropout1d", "Dropout2d", "Dropout3d"]
-__all__ += ["RReLU", "AlphaDropout", "FeatureAlphaDropout", "LocalResponseNorm", "LPPool1d",
-            "LPPool2d"]
+__all__ += ["Conv3d", "RReLU", "AlphaDropout", "FeatureAlphaDropout", "LocalResponseNorm",
+            "LPPool1d", "LPPool2d"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
 

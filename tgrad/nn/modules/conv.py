@@ -115,6 +115,17 @@ class Conv1d(_ConvNd):
                         self.dilation, self.groups)
 
 
+class Conv3d(_ConvNd):
+    """(N, C_in, D, H, W) or (C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out); see
+    F.conv3d."""
+
+    _spatial = 3
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+
 class _ConvTransposeNd(Module):
     """weight (in_channels, out_channels / groups, *kernel_size), bias (out_channels,); both
     ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with PyTorch's fan_in of that layout,
