@@ -913,6 +913,51 @@ def _conv3d_samples(rng):
                    desc="T")]
 
 
+def _np_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, kind="max",
+               count_include_pad=True, return_indices=False):
+    """Window by window (dilation 1): max (first maximum, -inf padding, its flat D H W
+    position) or mean (zero padding; divisor with or without the padding)."""
+    unbatched = x.ndim == 4
+    x = x[None] if unbatched else x
+    k = (kernel_size,) * 3 if isinstance(kernel_size, int) else tuple(kernel_size)
+    st = k if stride is None else ((stride,) * 3 if isinstance(stride, int) else stride)
+    pd = (padding,) * 3 if isinstance(padding, int) else tuple(padding)
+    sizes = x.shape[2:]
+    outs = []
+    for n_, kk, ss, pp in zip(sizes, k, st, pd):
+        num = n_ + 2 * pp - kk
+        o = (-(-num // ss) if ceil_mode else num // ss) + 1
+        if ceil_mode and (o - 1) * ss >= n_ + pp:
+            o -= 1
+        outs.append(o)
+    y = np.zeros(x.shape[:2] + tuple(outs))
+    idx = np.zeros(x.shape[:2] + tuple(outs), np.int64)
+    for cell in np.ndindex(*outs):
+        lo = [c * ss - pp for c, ss, pp in zip(cell, st, pd)]
+        hi_pad = [min(a + kk, n_ + pp) for a, kk, n_, pp in zip(lo, k, sizes, pd)]
+        box = tuple(slice(max(a, 0), min(a + kk, n_)) for a, kk, n_ in zip(lo, k, sizes))
+        win = x[(Ellipsis,) + box].reshape(x.shape[:2] + (-1,))
+        if kind == "max":
+            j = np.argmax(win, -1)
+            y[(Ellipsis,) + cell] = np.take_along_axis(win, j[..., None], -1)[..., 0]
+            pos = np.arange(int(np.prod(sizes))).reshape(sizes)[box].ravel()
+            idx[(Ellipsis,) + cell] = pos[j]
+        else:
+            count = (np.prod([b - a for a, b in zip(lo, hi_pad)]) if count_include_pad
+                     else win.shape[-1])
+            y[(Ellipsis,) + cell] = win.sum(-1) / count
+    if unbatched:
+        y, idx = y[0], idx[0]
+    return (y, idx) if return_indices else y
+
+
+def _pool3d_samples(rng):
+    return [Sample((_n(rng, 1, 2, 4, 4, 4), 2), desc="2x2x2"),
+            Sample((_n(rng, 2, 3, 5, 4), (3, 2, 2)), {"stride": (2, 1, 2), "padding": (1, 1, 0),
+                   "ceil_mode": True}, desc="unbatched, pad, ceil"),
+            Sample((_n(rng, 1, 1, 3, 2, 2), (2, 2, 2)), {"stride": 1}, desc="small (gradcheck)")]
+
+
 def _conv1d_samples(rng):
     return [Sample((_n(rng, 2, 2, 6), _n(rng, 3, 2, 3), _n(rng, 3)), desc="basic"),
             Sample((_n(rng, 1, 4, 7), _n(rng, 2, 2, 2)), {"stride": 2, "padding": 1,
@@ -1294,6 +1339,17 @@ CONV_NORM_SPECS = [
     OpSpec("nn.conv1d", F.conv1d, _np_conv1d, _conv1d_samples),
     OpSpec("nn.conv3d", F.conv3d, _np_conv3d, _conv3d_samples),
     OpSpec("nn.max_pool2d", F.max_pool2d, _np_max_pool2d, _max_pool2d_samples),
+    OpSpec("nn.max_pool3d", F.max_pool3d,
+           lambda x, k, stride=None, padding=0, ceil_mode=False, return_indices=False:
+           _np_pool3d(x, k, stride, padding, ceil_mode, "max", return_indices=return_indices),
+           lambda rng: _pool3d_samples(rng) + [
+               Sample((_n(rng, 1, 2, 3, 3, 4), 2), {"return_indices": True}, desc="indices")]),
+    OpSpec("nn.avg_pool3d", F.avg_pool3d,
+           lambda x, k, stride=None, padding=0, ceil_mode=False, count_include_pad=True:
+           _np_pool3d(x, k, stride, padding, ceil_mode, "avg", count_include_pad),
+           lambda rng: _pool3d_samples(rng) + [
+               Sample((_n(rng, 1, 1, 3, 3, 3), 3), {"stride": 2, "padding": 1,
+                      "count_include_pad": False}, desc="exclude pad")]),
     OpSpec("nn.max_pool1d", F.max_pool1d, _np_max_pool1d, _max_pool1d_samples),
     OpSpec("nn.avg_pool2d", F.avg_pool2d, _np_avg_pool2d, _avg_pool2d_samples),
     OpSpec("nn.avg_pool1d", F.avg_pool1d, _np_avg_pool1d, _avg_pool1d_samples),

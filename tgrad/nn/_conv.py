@@ -32,7 +32,8 @@ from tgrad.ops.creation import tensor as _tensor
 from tgrad.ops.elementwise import where
 from tgrad.tensor import Tensor
 
-__all__ = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+__all__ = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+           "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "unfold"]
 
@@ -324,38 +325,42 @@ def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  #
         kernel, stride, pad, dilation = ((1,) + kernel, (1,) + stride, (0,) + pad,
                                          (1,) + dilation)
     out = _pool_out(op, x.shape, kernel, stride, dilation, pad, ceil_mode)
-    n, c, h, w = x.shape
+    n, c = x.shape[:2]
+    sizes = tuple(x.shape[2:])
     # Ceil mode's last windows may reach past the padding: pad the right/bottom further
     # with -inf (never selected: every window starts inside the input or its left pad).
     extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
-             for o, s, d, k, size, p in zip(out, stride, dilation, kernel, (h, w), pad)]
+             for o, s, d, k, size, p in zip(out, stride, dilation, kernel, sizes, pad)]
     low = float("-inf") if x.dtype.is_floating_point else _int_min(x.dtype)
-    flat_pads = (pad[1], pad[1] + extra[1], pad[0], pad[0] + extra[0])
+    flat_pads = tuple(v for i in reversed(range(len(sizes))) for v in (pad[i], pad[i] + extra[i]))
     xp = _pad(x, flat_pads, value=low) if any(flat_pads) else x
     cols = _columns(xp, kernel, stride, dilation, out)  # (N, C, k, L)
     _, arg = cols.max(dim=2)  # (N, C, L): the first maximum of each window
     # A window whose input values are all -inf (or the integer minimum) ties with its
     # padding: PyTorch then takes the window's first element inside the input, so the
     # first maximum is replaced by it where it fell on padding.
-    idx = _window_index(xp.shape[2:], kernel, stride, dilation, out)  # (k, L)
-    wp = xp.shape[3]
-    rows, cols_in_row = idx // wp - pad[0], idx % wp - pad[1]
-    padding = (rows < 0) | (rows >= h) | (cols_in_row < 0) | (cols_in_row >= w)
+    idx = _window_index(tuple(xp.shape[2:]), kernel, stride, dilation, out)  # (k, L)
+    coords = [c_ - p for c_, p in zip(np.unravel_index(idx, xp.shape[2:]), pad)]  # unpadded
+    padding = np.zeros(idx.shape, bool)
+    for coord, size in zip(coords, sizes):
+        padding |= (coord < 0) | (coord >= size)
     if padding.any():
         first_inside = np.argmin(padding, axis=0)  # (L,)
         on_pad = _tensor(padding, device=x.device).gather(0, arg.reshape(n * c, -1))
         fallback = _tensor(first_inside, dtype=dtypes.int64, device=x.device)
         arg = where(on_pad, fallback, arg.reshape(n * c, -1)).reshape(arg.shape)
     # values through the chosen index, so the gradient goes there too
-    y = cols.gather(2, arg.unsqueeze(2)).squeeze(2).reshape(n, c, out[0], out[1])
+    y = cols.gather(2, arg.unsqueeze(2)).squeeze(2).reshape(n, c, *out)
     y = _pool_result(y, added, spatial)
     if not return_indices:
         return y
-    # The window element arg -> its flat position in the unpadded (H, W) input:
+    # The window element arg -> its flat position in the unpadded input (row-major):
     # indices[nc, l] = position[arg[nc, l], l] (a gather along the window axis).
-    position = _tensor(rows * w + cols_in_row, dtype=dtypes.int64, device=x.device)
-    indices = position.gather(0, arg.reshape(n * c, out[0] * out[1]))
-    return y, _pool_result(indices.reshape(n, c, out[0], out[1]), added, spatial)
+    flat_position = np.ravel_multi_index(tuple(np.clip(cd, 0, sz - 1) for cd, sz in
+                                               zip(coords, sizes)), sizes)
+    position = _tensor(flat_position, dtype=dtypes.int64, device=x.device)
+    indices = position.gather(0, arg.reshape(n * c, math.prod(out)))
+    return y, _pool_result(indices.reshape(n, c, *out), added, spatial)
 
 
 def _int_min(dt) -> int:
@@ -368,6 +373,14 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  
     ``return_indices`` also the flat H W position of each maximum (the first one)."""
     return _max_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices, 2)
+
+
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Max over kd x kh x kw windows of (N, C, D, H, W) or (C, D, H, W) (implicit -inf
+    padding); with ``return_indices`` also the flat D H W position of each maximum."""
+    return _max_pool("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, 3)
 
 
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
@@ -385,26 +398,29 @@ def _avg_pool(op: str, input: Tensor, kernel_size, stride, padding, ceil_mode: b
         kernel, stride, pad = (1,) + kernel, (1,) + stride, (0,) + pad
     if divisor_override is not None and int(divisor_override) == 0:
         raise RuntimeError("divisor must be not zero")
-    out = _pool_out(op, x.shape, kernel, stride, (1, 1), pad, ceil_mode)
-    n, c, h, w = x.shape
+    ones = (1,) * len(kernel)
+    out = _pool_out(op, x.shape, kernel, stride, ones, pad, ceil_mode)
+    n, c = x.shape[:2]
+    sizes = tuple(x.shape[2:])
     extra = [max(0, (o - 1) * s + k - (size + 2 * p))
-             for o, s, k, size, p in zip(out, stride, kernel, (h, w), pad)]
-    flat_pads = (pad[1], pad[1] + extra[1], pad[0], pad[0] + extra[0])
+             for o, s, k, size, p in zip(out, stride, kernel, sizes, pad)]
+    flat_pads = tuple(v for i in reversed(range(len(sizes))) for v in (pad[i], pad[i] + extra[i]))
     xp = _pad(x, flat_pads) if any(flat_pads) else x
     (xp,), half = widen_halves(xp)  # halves: float32 sums and divisions, rounded once
-    total = _columns(xp, kernel, stride, (1, 1), out).sum(dim=2)  # (N, C, L)
+    total = _columns(xp, kernel, stride, ones, out).sum(dim=2)  # (N, C, L)
     if divisor_override is not None:
         divisor = np.full(out, float(divisor_override))
     else:
-        divisor = np.outer(*(_avg_counts(o, s, k, size, p, count_include_pad)
-                             for o, s, k, size, p in zip(out, stride, kernel, (h, w), pad)))
+        divisor = functools.reduce(np.multiply.outer, (
+            _avg_counts(o, s, k, size, p, count_include_pad)
+            for o, s, k, size, p in zip(out, stride, kernel, sizes, pad)))
     div = _tensor(divisor.reshape(-1), dtype=total.dtype, device=x.device) \
         if total.dtype.is_floating_point else None
     if div is None:
         raise RuntimeError(f"{op}: not implemented for {x.dtype.name} inputs; convert with "
                            f".float() first (as PyTorch's CPU kernel for integer avg_pool "
                            f"rounds)")
-    y = (total / div).reshape(n, c, out[0], out[1])
+    y = (total / div).reshape(n, c, *out)
     return rounded_to(_pool_result(y, added, spatial), half)
 
 
@@ -425,6 +441,15 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
     counts the padding unless ``count_include_pad`` is False)."""
     return _avg_pool("avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override, 2)
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over kd x kh x kw windows of (N, C, D, H, W) or (C, D, H, W) (zero padding; the
+    divisor counts the padding unless ``count_include_pad`` is False)."""
+    return _avg_pool("avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override, 3)
 
 
 def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002

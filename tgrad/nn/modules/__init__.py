@@ -69,10 +69,12 @@ from tgrad.nn.modules.pooling import (
     AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     LPPool1d,
     LPPool2d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
 )
 from tgrad.nn.modules.rnn import (
     GRU,
@@ -110,8 +112,8 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Biline
            "ConvTranspose1d", "ConvTranspose2d", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d"]
 __all__ += ["ParameterList", "ParameterDict", "Dropout1d", "Dropout2d", "Dropout3d"]
-__all__ += ["Conv3d", "RReLU", "AlphaDropout", "FeatureAlphaDropout", "LocalResponseNorm",
-            "LPPool1d", "LPPool2d"]
+__all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "RReLU", "AlphaDropout", "FeatureAlphaDropout",
+            "LocalResponseNorm", "LPPool1d", "LPPool2d"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
 

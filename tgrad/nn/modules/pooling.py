@@ -38,6 +38,14 @@ class MaxPool1d(_MaxPoolNd):
                             self.ceil_mode, self.return_indices)
 
 
+class MaxPool3d(_MaxPoolNd):
+    """Max over windows of (N, C, D, H, W) or (C, D, H, W); see F.max_pool3d."""
+
+    def forward(self, input: Tensor):  # noqa: A002
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
 class AvgPool2d(Module):
     """Mean over windows of (N, C, H, W) or (C, H, W); see F.avg_pool2d."""
 
@@ -55,6 +63,14 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over windows of (N, C, D, H, W) or (C, D, H, W); see F.avg_pool3d."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding,
+                            self.ceil_mode, self.count_include_pad, self.divisor_override)
 
 
 class AvgPool1d(Module):
