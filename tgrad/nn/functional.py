@@ -897,3 +897,9 @@ from tgrad.nn import _grid_sample  # noqa: E402
 from tgrad.nn._grid_sample import *  # noqa: E402,F401,F403
 
 __all__ += _grid_sample.__all__
+
+# ctc_loss: the CTC forward recursion in log space, composed of tgrad ops.
+from tgrad.nn import _ctc  # noqa: E402
+from tgrad.nn._ctc import *  # noqa: E402,F401,F403
+
+__all__ += _ctc.__all__

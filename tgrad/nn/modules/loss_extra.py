@@ -13,7 +13,7 @@ from tgrad.tensor import Tensor
 __all__ = ["MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "SoftMarginLoss",
            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
            "TripletMarginLoss", "TripletMarginWithDistanceLoss", "PoissonNLLLoss",
-           "GaussianNLLLoss"]
+           "GaussianNLLLoss", "CTCLoss"]
 
 
 class MarginRankingLoss(_Loss):
@@ -160,3 +160,18 @@ class GaussianNLLLoss(_Loss):
     def forward(self, input: Tensor, target: Tensor, var: Tensor | float) -> Tensor:  # noqa: A002
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
                                    reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss (F.ctc_loss): forward(log_probs (T, N, C),
+    targets, input_lengths, target_lengths)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(None, None, reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths,
+                target_lengths) -> Tensor:
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)

@@ -1,0 +1,162 @@
+"""F.ctc_loss against an independent NumPy float64 forward algorithm (loops over time and
+extended labels, logaddexp of Python floats) and against brute force over every alignment
+on tiny cases; gradcheck and gradgradcheck; batching with padded and 1-D targets, varied
+input and target lengths, reductions, repeated labels, impossible targets (inf, or 0 with
+zero_infinity), unbatched input, and the interpreted cuda device."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad.autograd import gradcheck, gradgradcheck
+
+RNG = np.random.default_rng(9)
+
+
+def _log_softmax(x, axis=-1):
+    m = x.max(axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis, keepdims=True))
+
+
+def _np_ctc_one(lp, target, blank=0):
+    """-log p(target | lp) for one sample: lp (T, C) log-probabilities."""
+    ext = [blank]
+    for lab in target:
+        ext += [lab, blank]
+    alpha = [-math.inf] * len(ext)
+    if len(lp) == 0:
+        return 0.0 if not target else math.inf
+    alpha[0] = lp[0][ext[0]]
+    if len(ext) > 1:
+        alpha[1] = lp[0][ext[1]]
+
+    def lae(*xs):
+        m = max(xs)
+        return m if m == -math.inf else m + math.log(sum(math.exp(x - m) for x in xs))
+    for t in range(1, len(lp)):
+        new = []
+        for s in range(len(ext)):
+            terms = [alpha[s]] + ([alpha[s - 1]] if s >= 1 else [])
+            if s >= 2 and ext[s] != blank and ext[s] != ext[s - 2]:
+                terms.append(alpha[s - 2])
+            new.append(lae(*terms) + lp[t][ext[s]])
+        alpha = new
+    ends = [alpha[-1]] + ([alpha[-2]] if len(ext) > 1 else [])
+    return -lae(*ends)
+
+
+def _brute_force(lp, target, blank=0):
+    """-log of the sum over every length-T path that collapses to target."""
+    t_len, c = lp.shape
+    total = 0.0
+    for path in itertools.product(range(c), repeat=t_len):
+        collapsed = [k for i, k in enumerate(path) if k != blank and (i == 0 or path[i - 1] != k)]
+        if collapsed == list(target):
+            total += math.exp(sum(lp[t][k] for t, k in enumerate(path)))
+    return -math.log(total)
+
+
+def test_forward_matches_brute_force_and_reference():
+    for target in ([1], [1, 1], [1, 2], [2, 1, 2], []):
+        lp = _log_softmax(RNG.standard_normal((4, 3)))
+        got = F.ctc_loss(tgrad.tensor(lp), tgrad.tensor(target, dtype=tgrad.int64), [4],
+                         [len(target)], reduction="sum").item()
+        assert got == pytest.approx(_brute_force(lp, target), rel=1e-12)
+        assert got == pytest.approx(_np_ctc_one(lp, target), rel=1e-12)
+
+
+def _batch():
+    t, n, c = 9, 4, 5
+    lp = _log_softmax(RNG.standard_normal((t, n, c)))
+    in_len = [9, 7, 9, 5]
+    tg_len = [3, 2, 0, 4]
+    targets = RNG.integers(1, c, (n, 4))
+    targets[0, :3] = [2, 2, 3]  # a repeated label needs a blank between
+    return lp, targets, in_len, tg_len
+
+
+def test_batched_reductions_and_target_layouts():
+    lp, targets, in_len, tg_len = _batch()
+    want = np.array([_np_ctc_one(lp[:ti, i], list(targets[i, :li]))
+                     for i, (ti, li) in enumerate(zip(in_len, tg_len))])
+    x = tgrad.tensor(lp)
+    none = F.ctc_loss(x, tgrad.tensor(targets), tgrad.tensor(in_len), tgrad.tensor(tg_len),
+                      reduction="none")
+    np.testing.assert_allclose(none.numpy(), want, rtol=1e-12)
+    flat = np.concatenate([targets[i, :li] for i, li in enumerate(tg_len)])
+    mean = F.ctc_loss(x, tgrad.tensor(flat), tuple(in_len), tuple(tg_len))
+    assert mean.item() == pytest.approx(np.mean(want / np.maximum(tg_len, 1)), rel=1e-12)
+    total = F.ctc_loss(x, tgrad.tensor(targets), in_len, tg_len, reduction="sum")
+    assert total.item() == pytest.approx(want.sum(), rel=1e-12)
+    one = F.ctc_loss(tgrad.tensor(lp[:, 1]), tgrad.tensor(targets[1, :2]), [7], [2],
+                     reduction="none")  # unbatched (T, C)
+    assert one.shape == () and one.item() == pytest.approx(want[1], rel=1e-12)
+
+
+def test_impossible_targets_and_zero_infinity():
+    lp = _log_softmax(RNG.standard_normal((3, 2, 4)))
+    targets = tgrad.tensor([[1, 1, 2], [1, 2, 3]])  # 1 1 2 needs 4 frames; 1 2 3 needs 3
+    x = tgrad.tensor(lp, requires_grad=True)
+    loss = F.ctc_loss(x, targets, [3, 3], [3, 3], reduction="none")
+    assert math.isinf(loss[0].item()) and math.isfinite(loss[1].item())
+    z = F.ctc_loss(x, targets, [3, 3], [3, 3], reduction="sum", zero_infinity=True)
+    z.backward()
+    assert z.item() == pytest.approx(loss[1].item(), rel=1e-12)
+    assert np.isfinite(x.grad.numpy()).all() and not x.grad.numpy()[:, 0].any()
+
+
+def test_gradcheck_and_gradgradcheck():
+    lp, targets, in_len, tg_len = _batch()
+    logits = tgrad.tensor(RNG.standard_normal((5, 2, 4)), requires_grad=True)
+
+    def fn(z):
+        return F.ctc_loss(F.log_softmax(z, -1), tgrad.tensor([[1, 2], [3, 3]]), [5, 4], [2, 2])
+    assert gradcheck(fn, (logits,))
+    assert gradgradcheck(fn, (logits,))
+
+
+def test_errors():
+    x = tgrad.tensor(_log_softmax(RNG.standard_normal((3, 1, 4))))
+    with pytest.raises(RuntimeError, match="Expected input_lengths to have value at most 3"):
+        F.ctc_loss(x, tgrad.tensor([[1]]), [4], [1])
+    with pytest.raises(ValueError, match="is not a valid value for reduction"):
+        F.ctc_loss(x, tgrad.tensor([[1]]), [3], [1], reduction="avg")
+    with pytest.raises(RuntimeError, match="blank must be in label range"):
+        F.ctc_loss(x, tgrad.tensor([[1]]), [3], [1], blank=4)
+
+
+def test_on_interpreted_cuda():
+    pytest.importorskip("triton")
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from interpreted import run_json
+    res = run_json("""
+import json, numpy as np, tgrad, tgrad.nn.functional as F
+rng = np.random.default_rng(1)
+z = rng.standard_normal((6, 3, 5))
+out = {}
+for dev in ("cpu", "cuda"):
+    x = tgrad.tensor(z, device=dev, requires_grad=True)
+    t = tgrad.tensor([[1, 2, 2], [3, 0, 0], [4, 1, 0]], device=dev)
+    loss = F.ctc_loss(F.log_softmax(x, -1), t, [6, 5, 6], [3, 1, 2])
+    loss.backward()
+    out[dev] = [loss.item(), x.grad.cpu().numpy().ravel().tolist()]
+print(json.dumps(out))
+""")
+    assert res["cuda"][0] == pytest.approx(res["cpu"][0], rel=1e-12)
+    np.testing.assert_allclose(res["cuda"][1], res["cpu"][1], rtol=1e-10, atol=1e-12)
+
+
+def test_module():
+    lp, targets, in_len, tg_len = _batch()
+    m = tgrad.nn.CTCLoss(reduction="sum", zero_infinity=True)
+    got = m(tgrad.tensor(lp), tgrad.tensor(targets), in_len, tg_len)
+    want = F.ctc_loss(tgrad.tensor(lp), tgrad.tensor(targets), in_len, tg_len, reduction="sum")
+    assert got.item() == pytest.approx(want.item(), rel=1e-15)
