@@ -5,7 +5,7 @@
 batched over leading dims; the factorisation is n steps of vector ops (O(n) launches on a
 GPU), like cholesky's.
 
-    P A = L U          L unit lower, U upper, packed in one matrix LU as LAPACK's getrf;
+    A = P L U          L unit lower, U upper, packed in one matrix LU as LAPACK's getrf;
                        row k swapped with the row of the largest |entry| at or below it in
                        column k. A zero pivot (a singular matrix) skips that column's
                        elimination, as getrf does: U gets the zero, info says where.
@@ -44,7 +44,7 @@ __all__ = ["solve", "solve_ex", "inv", "inv_ex", "det", "slogdet", "inverse", "l
 
 class _Factors(NamedTuple):
     LU: Tensor  # (..., m, n): L below the diagonal (unit diagonal implied), U on and above
-    perm: Tensor  # (..., m) int64: row i of P A is row perm[i] of A
+    perm: Tensor  # (..., m) int64: row i of P^T A = L U is row perm[i] of A (A = P L U)
     sign: Tensor  # (...,) of A's dtype: sign(P), +-1
     info: Tensor  # (...,) int32: 0, or the 1-based index of the first zero pivot
     pivots: Tensor  # (..., min(m, n)) int32: LAPACK's, row k was swapped with pivots[k] - 1
