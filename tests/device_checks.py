@@ -787,6 +787,15 @@ def check_int_scatter() -> None:
                 0, tgrad.tensor(idx[:, 0, ...].reshape(-1)[:ishape[0]], device=d),
                 tgrad.tensor(src, device=d)).cpu().numpy() for d in ("cuda", "cpu"))
             assert np.array_equal(got, want), (dt, shape, "index_add")
+    idx = np.array([0, 0, 2, 3, 3, 3])  # bools: a repeated True stays True ("any")
+    vals = np.array([True, True, False, True, False, True])
+    got, want = [], []
+    for d, out in (("cuda", got), ("cpu", want)):
+        b = tgrad.zeros(4, dtype=tgrad.bool, device=d)
+        b.index_put_((tgrad.tensor(idx, device=d),), tgrad.tensor(vals, device=d),
+                     accumulate=True)
+        out.extend(b.cpu().tolist())
+    assert got == want == [True, False, False, True], (got, want)
 
 
 CHECKS = {n: globals()["check_" + n] for n in (

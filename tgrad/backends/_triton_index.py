@@ -337,8 +337,9 @@ def _identity(reduce: str, dtype: np.dtype):
 
 
 def _acc_kind(dtype: np.dtype) -> int:
-    """The kernels' ACC: 0 float32 (float32, halves), 1 float64, 2 the dtype (integers)."""
-    return 1 if dtype == np.float64 else (2 if dtype.kind in "iub" else 0)
+    """The kernels' ACC: 1 float64; 2 the dtype itself (integers: exact, wrapping); 0
+    float32 (float32, halves, and bools, whose sums are stored as "any": NumPy's add.at)."""
+    return 1 if dtype == np.float64 else (2 if dtype.kind in "iu" else 0)
 
 
 def _scatter_reduce(shape: tuple, dtype: np.dtype, key, values: DeviceArray,
