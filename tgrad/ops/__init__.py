@@ -31,6 +31,7 @@ from tgrad.ops import (
     scatters,
     searching,
     shape,
+    small_extras,
     sorting,
     special,
     statistics,
@@ -40,7 +41,8 @@ from tgrad.ops._common import OPS
 __all__ = [n for m in (aliases, composite, creation, distances, einsum, elementwise, erfs, extras,
                        gathering, hyperbolic, layout, logmath, mathcomposites, matmul,
                        movement, pointwise_extras, products, quantiles, reduce, sampling, scan,
-                       scatter_reduce, scatters, searching, shape, sorting, special, statistics)
+                       scatter_reduce, scatters, searching, shape, small_extras, sorting,
+                       special, statistics)
            for n in m.__all__]
 
 from tgrad.ops.aliases import *  # noqa: E402,F401,F403
@@ -68,6 +70,7 @@ from tgrad.ops.scatter_reduce import *  # noqa: E402,F401,F403
 from tgrad.ops.scatters import *  # noqa: E402,F401,F403
 from tgrad.ops.searching import *  # noqa: E402,F401,F403
 from tgrad.ops.shape import *  # noqa: E402,F401,F403
+from tgrad.ops.small_extras import *  # noqa: E402,F401,F403
 from tgrad.ops.sorting import *  # noqa: E402,F401,F403
 from tgrad.ops.special import *  # noqa: E402,F401,F403
 from tgrad.ops.statistics import *  # noqa: E402,F401,F403

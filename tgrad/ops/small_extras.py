@@ -1,0 +1,107 @@
+"""Small PyTorch functions built from tgrad ops, with PyTorch's signatures:
+
+- ``logspace(start, end, steps, base)``: base ** linspace(start, end, steps), computed in
+  float64 on the host and cast (like ``linspace``);
+- ``randint_like(input, low, high)``: ``randint`` with input's shape, dtype and device;
+- ``narrow_copy``: ``narrow`` then ``clone`` (new memory);
+- ``is_floating_point(input)`` as a function (it is a Tensor method too);
+- ``unravel_index(indices, shape)``: the coordinates of flat row-major indices, a tuple of
+  int64 tensors of indices' shape (floor division and remainder, on indices' device);
+- ``vander(x, N, increasing)``: columns x^(N-1), ..., x, 1 (or increasing powers) as a
+  cumulative product of x, as PyTorch builds it (its gradient is cumprod's, exact at 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops.creation import _dtype_or_default, _finish, ones, randint
+from tgrad.ops.shape import cat, narrow
+from tgrad.tensor import Tensor
+
+__all__ = ["logspace", "randint_like", "narrow_copy", "is_floating_point", "unravel_index",
+           "vander"]
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype=None,
+             device=None, requires_grad: bool = False) -> Tensor:
+    """``steps`` values from base^start to base^end, evenly spaced in the exponent."""
+    dt = _dtype_or_default(dtype)
+    if steps < 0:
+        raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
+    with np.errstate(over="ignore"):
+        values = np.power(float(base), np.linspace(start, end, steps))
+    if dt.is_floating_point:
+        host = values.astype(dt.np)
+    else:
+        host = np.trunc(values).astype(dt.np)
+    return _finish(host, device, requires_grad)
+
+
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,  # noqa: A002
+                 dtype=None, device=None, requires_grad: bool = False,
+                 generator=None) -> Tensor:
+    """Integers uniform in [low, high) in input's shape (``randint_like(x, high)`` means
+    low = 0), with input's dtype and device unless given."""
+    require_tensor("randint_like", input)
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), generator=generator,
+                   dtype=dtype or input.dtype, device=device or input.device,
+                   requires_grad=requires_grad)
+
+
+@tensor_method("narrow_copy")
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa: A002
+    """``narrow`` as new memory (a copy, not a view)."""
+    return narrow(input, dim, start, length).clone()
+
+
+def is_floating_point(input: Tensor) -> bool:  # noqa: A002
+    """True for float16, bfloat16, float32 and float64 tensors."""
+    require_tensor("is_floating_point", input)
+    return input.dtype.is_floating_point
+
+
+def unravel_index(indices: Tensor, shape) -> tuple:
+    """The row-major coordinates in ``shape`` of flat ``indices`` (negative ones count from
+    the end, as PyTorch), one int64 tensor per dim."""
+    require_tensor("unravel_index", indices, "indices")
+    if indices.dtype.is_floating_point or indices.dtype is dtypes.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype.name}")
+    shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got "
+                         f"{tuple(shape)}")
+    total = int(np.prod(shape))
+    idx = indices.to(dtypes.int64)
+    if idx.numel():
+        lo, hi = int(idx.min()), int(idx.max())  # on a GPU: synchronizing reads
+        if lo < -total or hi >= total:
+            raise ValueError(f"'indices' must be in range [{-total}, {total - 1}] for shape "
+                             f"{tuple(shape)}")
+    idx = idx % max(total, 1)
+    coords = []
+    for size in reversed(shape):
+        coords.append(idx % size if size else idx * 0)
+        idx = idx // size if size else idx
+    return tuple(reversed(coords))
+
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:  # noqa: N803
+    """The Vandermonde matrix of a 1-D x: column j is x^(N-1-j) (increasing: x^j), N
+    columns (default len(x))."""
+    require_tensor("vander", x, "x")
+    if x.ndim != 1:
+        raise RuntimeError(f"x must be a one-dimensional tensor, got {x.ndim} dimensions")
+    n = x.shape[0] if N is None else int(N)
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dt = x.dtype if x.dtype is not dtypes.bool_ else dtypes.int64
+    first = ones(x.shape[0], 1, dtype=dt, device=x.device)
+    if n == 0:
+        return first[:, :0]
+    powers = cat([first, x.to(dt).unsqueeze(1).expand(x.shape[0], n - 1)], 1).cumprod(1)
+    return powers if increasing else powers.flip(1)
