@@ -958,6 +958,42 @@ def _pool3d_samples(rng):
             Sample((_n(rng, 1, 1, 3, 2, 2), (2, 2, 2)), {"stride": 1}, desc="small (gradcheck)")]
 
 
+def _np_max_unpool(x, idx, kernel_size, stride=None, padding=0, output_size=None,
+                   spatial=2):
+    """Value by value: out[n, c].flat[idx[n, c, ...]] = x[n, c, ...]."""
+    unbatched = x.ndim == spatial + 1
+    x, idx = (x[None], idx[None]) if unbatched else (x, idx)
+    k = (kernel_size,) * spatial if isinstance(kernel_size, int) else tuple(kernel_size)
+    st = k if stride is None else ((stride,) * spatial if isinstance(stride, int) else stride)
+    pd = (padding,) * spatial if isinstance(padding, int) else tuple(padding)
+    out = tuple(output_size)[-spatial:] if output_size is not None else tuple(
+        (n - 1) * s - 2 * p + kk for n, s, p, kk in zip(x.shape[2:], st, pd, k))
+    y = np.zeros(x.shape[:2] + (int(np.prod(out)),))
+    for n, c in np.ndindex(*x.shape[:2]):
+        y[n, c, idx[n, c].ravel()] = x[n, c].ravel()
+    y = y.reshape(x.shape[:2] + out)
+    return y[0] if unbatched else y
+
+
+def _unpool_samples(spatial):
+    def samples(rng):
+        def case(shape, out_plane, **kw):
+            n_in = int(np.prod(shape[-spatial:]))
+            lead = shape[:-spatial]
+            idx = np.stack([rng.choice(out_plane, n_in, replace=False)
+                            for _ in range(int(np.prod(lead)))]).reshape(shape)
+            return _n(rng, *shape), idx
+        k = 2
+        shape = (1, 2) + (3,) * spatial
+        x, i = case(shape, 6 ** spatial)
+        xs, isml = case((1, 1) + (2,) * spatial, 4 ** spatial)
+        xo, io = case((2,) + (2,) * spatial, 5 ** spatial)
+        return [Sample((x, i, k), desc="k=2"),
+                Sample((xs, isml, k), desc="small (gradcheck)"),
+                Sample((xo, io, k), {"output_size": (5,) * spatial}, desc="unbatched, size")]
+    return samples
+
+
 def _conv1d_samples(rng):
     return [Sample((_n(rng, 2, 2, 6), _n(rng, 3, 2, 3), _n(rng, 3)), desc="basic"),
             Sample((_n(rng, 1, 4, 7), _n(rng, 2, 2, 2)), {"stride": 2, "padding": 1,
@@ -1339,6 +1375,10 @@ CONV_NORM_SPECS = [
     OpSpec("nn.conv1d", F.conv1d, _np_conv1d, _conv1d_samples),
     OpSpec("nn.conv3d", F.conv3d, _np_conv3d, _conv3d_samples),
     OpSpec("nn.max_pool2d", F.max_pool2d, _np_max_pool2d, _max_pool2d_samples),
+    *[OpSpec(f"nn.max_unpool{d}d", getattr(F, f"max_unpool{d}d"),
+             lambda x, i, k, stride=None, padding=0, output_size=None, d=d: _np_max_unpool(
+                 x, i, k, stride, padding, output_size, d), _unpool_samples(d))
+      for d in (1, 2, 3)],
     OpSpec("nn.max_pool3d", F.max_pool3d,
            lambda x, k, stride=None, padding=0, ceil_mode=False, return_indices=False:
            _np_pool3d(x, k, stride, padding, ceil_mode, "max", return_indices=return_indices),
@@ -1360,6 +1400,15 @@ CONV_NORM_SPECS = [
     OpSpec("nn.adaptive_max_pool1d", F.adaptive_max_pool1d,
            lambda x, o, return_indices=False: _np_adaptive_max_pool(x, o, return_indices, 1),
            _adaptive_max1d_samples),
+    OpSpec("nn.adaptive_max_pool3d", F.adaptive_max_pool3d,
+           lambda x, o, return_indices=False: _np_adaptive_max_pool(x, o, return_indices, 3),
+           lambda rng: [Sample((_n(rng, 1, 2, 3, 5, 4), (2, 3, 2)), {"return_indices": True},
+                               desc="3x5x4 -> 2x3x2"),
+                        Sample((_n(rng, 1, 2, 2, 3), (1, 2, None)), desc="unbatched, None")]),
+    OpSpec("nn.adaptive_avg_pool3d", F.adaptive_avg_pool3d,
+           lambda x, o: _np_adaptive_avg_pool(x, o, 3),
+           lambda rng: [Sample((_n(rng, 1, 2, 3, 5, 4), (2, 3, 2)), desc="3x5x4 -> 2x3x2"),
+                        Sample((_n(rng, 1, 2, 2, 3), 2), desc="unbatched, upsample")]),
     OpSpec("nn.lp_pool2d", F.lp_pool2d, _np_lp_pool, _lp_pool2d_samples),
     OpSpec("nn.lp_pool1d", F.lp_pool1d,
            lambda x, p, k, stride=None: _np_lp_pool(x, p, k, stride, spatial=1),

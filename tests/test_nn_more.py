@@ -454,3 +454,30 @@ def test_conv3d_module():
     with pytest.raises(RuntimeError, match=r"Expected 4D \(unbatched\) or 5D \(batched\) input "
                                            r"to conv3d"):
         m(tgrad.randn(2, 4, 5))
+
+
+def test_max_unpool_round_trip_modules_and_errors():
+    F = tgrad.nn.functional
+    x = tgrad.tensor(np.arange(1.0, 17.0).reshape(1, 1, 4, 4))
+    pool = tgrad.nn.MaxPool2d(2, stride=2, return_indices=True)
+    unpool = tgrad.nn.MaxUnpool2d(2, stride=2)
+    y, idx = pool(x)
+    assert unpool(y, idx).tolist() == [[[[0.0, 0.0, 0.0, 0.0], [0.0, 6.0, 0.0, 8.0],
+                                         [0.0, 0.0, 0.0, 0.0], [0.0, 14.0, 0.0, 16.0]]]]
+    assert unpool(y, idx, output_size=x.shape).shape == (1, 1, 4, 4)
+    assert unpool(y, idx, output_size=(5, 5)).shape == (1, 1, 5, 5)
+    z = tgrad.rand(1, 2, 4, 6, 6) + 0.1  # positive: the unpooled zeros never win a window
+    p, j = F.max_pool3d(z, 2, return_indices=True)
+    np.testing.assert_array_equal(F.max_pool3d(tgrad.nn.MaxUnpool3d(2)(p, j), 2).numpy(),
+                                  p.numpy())
+    with pytest.raises(RuntimeError, match=r"max_unpool2d: Found an invalid max index: 20 "
+                                           r"\(output volumes are of size 4x4\)"):
+        F.max_unpool2d(y, idx * 0 + 20, 2)
+    with pytest.raises(ValueError, match="invalid output_size"):
+        F.max_unpool2d(y, idx, 2, output_size=(7, 7))
+    with pytest.raises(RuntimeError, match="elements in indices should be type int64"):
+        F.max_unpool2d(y, idx.int(), 2)
+    a3 = tgrad.nn.AdaptiveMaxPool3d((1, 2, 2), return_indices=True)
+    v, w = a3(tgrad.tensor(np.arange(24.0).reshape(1, 2, 3, 4)))
+    assert v.tolist() == [[[[17.0, 19.0], [21.0, 23.0]]]] and w.tolist() == [[[[17, 19],
+                                                                              [21, 23]]]]

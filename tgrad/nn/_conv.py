@@ -34,8 +34,9 @@ from tgrad.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
            "avg_pool2d", "avg_pool3d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "unfold"]
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+           "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d",
+           "max_unpool2d", "max_unpool3d", "unfold"]
 
 
 def _tuple(op: str, what: str, value, n: int) -> tuple:
@@ -527,32 +528,48 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002
 
 def _adaptive_max(op: str, input: Tensor, output_size, return_indices: bool,  # noqa: A002
                   spatial: int):
-    """Max over PyTorch's adaptive windows: every window of the (oh, ow) grid gathered as
-    its kh * kw candidates (short windows padded with -inf, never chosen over a real
+    """Max over PyTorch's adaptive windows: every window of the output grid gathered as its
+    candidates (dim by dim; short windows padded with -inf, never chosen over a real
     element: windows are never empty), the first maximum taken (a NaN wins), the value
     read through that index so the gradient goes to it alone, as PyTorch's kernel."""
     sizes, outs = _adaptive_args(op, input, output_size, spatial)
-    x = input.unsqueeze(-2) if spatial == 1 else input  # 1-d: a height of 1
-    sizes, outs = ((1,) + tuple(sizes), (1,) + outs) if spatial == 1 else (sizes, outs)
-    (hi, hl), (wi, wl) = (_adaptive_windows(n, o) for n, o in zip(sizes, outs))
-    lead = x.shape[:-2]
-    z = _pad(x, (0, 1, 0, 1), value=float("-inf"))  # index h (or w) reads the -inf
-    dev = input.device
-    g = z.index_select(-2, _tensor(hi.reshape(-1), dtype=dtypes.int64, device=dev))
-    g = g.index_select(-1, _tensor(wi.reshape(-1), dtype=dtypes.int64, device=dev))
-    g = g.reshape(*lead, outs[0], hi.shape[1], outs[1], wi.shape[1]).movedim(-3, -2)
-    g = g.reshape(*lead, outs[0], outs[1], hi.shape[1] * wi.shape[1])
+    windows = [_adaptive_windows(n, o)[0] for n, o in zip(sizes, outs)]  # (o_i, k_i) each
+    lead = input.shape[:input.ndim - spatial]
+    nl = len(lead)
+    g = _pad(input, (0, 1) * spatial, value=float("-inf"))  # index size_i reads the -inf
+    for i, idx in enumerate(windows):  # dim nl + 2 i becomes (o_i, k_i)
+        d = nl + 2 * i
+        g = g.index_select(d, _tensor(idx.reshape(-1), dtype=dtypes.int64,
+                                      device=input.device))
+        g = g.reshape(*g.shape[:d], *idx.shape, *g.shape[d + 1:])
+    # (lead, o_1, k_1, ..., o_n, k_n) -> (lead, o_1, ..., o_n, k_1 ... k_n)
+    order = list(range(nl)) + [nl + 2 * i for i in range(spatial)] + \
+        [nl + 2 * i + 1 for i in range(spatial)]
+    g = g.permute(*order).reshape(*lead, *outs, -1)
     _, arg = g.max(-1)
     y = g.gather(-1, arg.unsqueeze(-1)).squeeze(-1)
-    if spatial == 1:
-        y = y.squeeze(-2)
     if not return_indices:
         return y
-    # candidate (i, j) of window (r, c) sits at flat position hi[r, i] * W + wi[c, j]
-    pos = hi[:, None, :, None] * sizes[1] + wi[None, :, None, :]  # (oh, ow, kh, kw)
-    pos = _tensor(pos.reshape(outs[0], outs[1], -1), dtype=dtypes.int64, device=dev)
-    idx = pos.expand(*lead, *pos.shape).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
-    return y, (idx.squeeze(-2) if spatial == 1 else idx)
+    # candidate k of window w sits at the flat position sum_i windows_i[w_i, k_i] place_i
+    place = np.cumprod((1,) + tuple(sizes[:0:-1]))[::-1]
+    pos = np.zeros((1,) * (2 * spatial), np.int64)
+    for i, idx in enumerate(windows):
+        shape = [1] * (2 * spatial)
+        shape[i], shape[spatial + i] = idx.shape
+        pos = pos + idx.reshape(shape) * int(place[i])
+    pos = _tensor(pos.reshape(*outs, -1), dtype=dtypes.int64, device=input.device)
+    return y, pos.expand(*lead, *pos.shape).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """Max over adaptive windows so the output's last three dims are ``output_size``; with
+    ``return_indices`` also each maximum's flat D H W position."""
+    return _adaptive_max("adaptive_max_pool3d", input, output_size, return_indices, 3)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:  # noqa: A002
+    """Mean over adaptive windows so the output's last three dims are ``output_size``."""
+    return _adaptive_avg("adaptive_avg_pool3d", input, output_size, 3)
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
@@ -565,3 +582,66 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     """Max over adaptive windows of the last dim of (N, C, L) or (C, L)."""
     return _adaptive_max("adaptive_max_pool1d", input, output_size, return_indices, 1)
 
+
+def _max_unpool(op: str, input: Tensor, indices: Tensor, kernel_size, stride, padding,  # noqa: A002
+                output_size, spatial: int) -> Tensor:
+    """The inverse of max pooling: zeros of the unpooled size with each input value written
+    at its index (a flat position in its (N, C) plane, as max_pool's return_indices give);
+    d input = g read at the indices."""
+    _check_tensor(op, input)
+    _check_tensor(op, indices, "indices")
+    if indices.dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}: elements in indices should be type int64 but got: "
+                           f"{indices.dtype.name}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"{op}: Expected shape of indices to be same as that of the input "
+                           f"tensor ({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    x, added = _batched(op, input, spatial)
+    idx = indices.unsqueeze(0) if added else indices
+    kernel = _tuple(op, "kernel_size", kernel_size, spatial)
+    stride = kernel if stride is None else _tuple(op, "stride", stride, spatial)
+    pad = _tuple(op, "padding", padding, spatial)
+    default = tuple((n - 1) * s - 2 * p + k
+                    for n, s, p, k in zip(x.shape[2:], stride, pad, kernel))
+    if output_size is None:
+        out = default
+    else:
+        out = tuple(int(o) for o in output_size)[-spatial:]
+        for o, d, s in zip(out, default, stride):
+            if not d - s < o < d + s:
+                raise ValueError(f"invalid output_size {list(output_size)} (dim must be "
+                                 f"between {d - s} and {d + s})")
+    n, c = x.shape[:2]
+    plane = math.prod(out)
+    flat_idx = idx.reshape(n, c, -1)
+    if flat_idx.numel():
+        lo, hi = int(flat_idx.min()), int(flat_idx.max())  # on a GPU: synchronizing reads
+        if lo < 0 or hi >= plane:
+            raise RuntimeError(f"{op}: Found an invalid max index: {lo if lo < 0 else hi} "
+                               f"(output volumes are of size {'x'.join(map(str, out))})")
+    zeros = x.new_zeros((n, c, plane))
+    y = zeros.scatter(2, flat_idx, x.reshape(n, c, -1)).reshape(n, c, *out)
+    return y.squeeze(0) if added else y
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
+                 output_size=None) -> Tensor:
+    """Undo max_pool2d: (N, C, H, W) values at their ``indices`` in a zero
+    (N, C, (H - 1) s - 2 p + k, ...) output (or ``output_size``)."""
+    return _max_unpool("max_unpool2d", input, indices, kernel_size, stride, padding,
+                       output_size, 2)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
+                 output_size=None) -> Tensor:
+    """Undo max_pool1d (see max_unpool2d)."""
+    return _max_unpool("max_unpool1d", input, indices, kernel_size, stride, padding,
+                       output_size, 1)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
+                 output_size=None) -> Tensor:
+    """Undo max_pool3d (see max_unpool2d)."""
+    return _max_unpool("max_unpool3d", input, indices, kernel_size, stride, padding,
+                       output_size, 3)

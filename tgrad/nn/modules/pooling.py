@@ -158,3 +158,49 @@ class LPPool1d(LPPool2d):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.lp_pool1d(input, self.norm_type, self.kernel_size, self.stride,
                            self.ceil_mode)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    """Mean over adaptive windows to an (od, oh, ow) output; see F.adaptive_avg_pool3d."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    """Max over adaptive windows to an (od, oh, ow) output; see F.adaptive_max_pool3d."""
+
+    def forward(self, input: Tensor):  # noqa: A002
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class MaxUnpool2d(Module):
+    """Undo MaxPool2d from its indices (F.max_unpool2d); forward(input, indices,
+    output_size=None)."""
+
+    _fn = "max_unpool2d"
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:  # noqa: A002
+        return getattr(F, self._fn)(input, indices, self.kernel_size, self.stride,
+                                    self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(MaxUnpool2d):
+    """Undo MaxPool1d from its indices (F.max_unpool1d)."""
+
+    _fn = "max_unpool1d"
+
+
+class MaxUnpool3d(MaxUnpool2d):
+    """Undo MaxPool3d from its indices (F.max_unpool3d)."""
+
+    _fn = "max_unpool3d"
