@@ -457,7 +457,7 @@ def test_conv3d_module():
 
 
 def test_max_unpool_round_trip_modules_and_errors():
-    F = tgrad.nn.functional
+    F = tgrad.nn.functional  # noqa: N806
     x = tgrad.tensor(np.arange(1.0, 17.0).reshape(1, 1, 4, 4))
     pool = tgrad.nn.MaxPool2d(2, stride=2, return_indices=True)
     unpool = tgrad.nn.MaxUnpool2d(2, stride=2)
