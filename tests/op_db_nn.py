@@ -994,6 +994,44 @@ def _unpool_samples(spatial):
     return samples
 
 
+def _np_conv_transpose3d(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1,
+                         dilation=1):
+    """Each input voxel times the kernel, added into the full output, then cropped."""
+    unbatched = x.ndim == 4
+    x = x[None] if unbatched else x
+
+    def t3(v):
+        return (v,) * 3 if isinstance(v, int) else tuple(v)
+    st, pd, op, dl = t3(stride), t3(padding), t3(output_padding), t3(dilation)
+    cin, cog = w.shape[0], w.shape[1]
+    k = w.shape[2:]
+    out = [(x.shape[2 + i] - 1) * st[i] - 2 * pd[i] + dl[i] * (k[i] - 1) + op[i] + 1
+           for i in range(3)]
+    full = np.zeros((x.shape[0], cog * groups) + tuple(o + 2 * p for o, p in zip(out, pd)))
+    cg = cin // groups
+    for ci in range(cin):
+        g = ci // cg
+        for i in np.ndindex(*x.shape[2:]):
+            for kk in np.ndindex(*k):
+                pos = tuple(i[a] * st[a] + kk[a] * dl[a] for a in range(3))
+                if all(p < full.shape[2 + a] for a, p in enumerate(pos)):
+                    full[(slice(None), slice(g * cog, (g + 1) * cog)) + pos] += \
+                        x[(slice(None), ci) + i][:, None] * w[(ci, slice(None)) + kk]
+    y = full[(slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(pd, out))]
+    if b is not None:
+        y = y + b.reshape(1, -1, 1, 1, 1)
+    return y[0] if unbatched else y
+
+
+def _conv_t3d_samples(rng):
+    return [Sample((_n(rng, 1, 2, 2, 2, 3), _n(rng, 2, 3, 2, 2, 1), _n(rng, 3)), desc="basic"),
+            Sample((_n(rng, 1, 4, 2, 3, 2), _n(rng, 4, 1, 2, 1, 2)),
+                   {"stride": (2, 1, 2), "padding": (1, 0, 0), "output_padding": (1, 0, 1),
+                    "groups": 2, "dilation": (1, 2, 1)}, desc="all args"),
+            Sample((_n(rng, 1, 2, 1, 2), _n(rng, 1, 2, 1, 2, 2)), {"stride": 2},
+                   desc="unbatched (gradcheck)")]
+
+
 def _conv1d_samples(rng):
     return [Sample((_n(rng, 2, 2, 6), _n(rng, 3, 2, 3), _n(rng, 3)), desc="basic"),
             Sample((_n(rng, 1, 4, 7), _n(rng, 2, 2, 2)), {"stride": 2, "padding": 1,
@@ -1374,6 +1412,8 @@ CONV_NORM_SPECS = [
     OpSpec("nn.conv2d", F.conv2d, _np_conv2d, _conv2d_samples),
     OpSpec("nn.conv1d", F.conv1d, _np_conv1d, _conv1d_samples),
     OpSpec("nn.conv3d", F.conv3d, _np_conv3d, _conv3d_samples),
+    OpSpec("nn.conv_transpose3d", F.conv_transpose3d, _np_conv_transpose3d,
+           _conv_t3d_samples),
     OpSpec("nn.max_pool2d", F.max_pool2d, _np_max_pool2d, _max_pool2d_samples),
     *[OpSpec(f"nn.max_unpool{d}d", getattr(F, f"max_unpool{d}d"),
              lambda x, i, k, stride=None, padding=0, output_size=None, d=d: _np_max_unpool(

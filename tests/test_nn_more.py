@@ -481,3 +481,17 @@ def test_max_unpool_round_trip_modules_and_errors():
     v, w = a3(tgrad.tensor(np.arange(24.0).reshape(1, 2, 3, 4)))
     assert v.tolist() == [[[[17.0, 19.0], [21.0, 23.0]]]] and w.tolist() == [[[[17, 19],
                                                                               [21, 23]]]]
+
+
+def test_conv_transpose3d_module_is_conv3d_adjoint():
+    rng = np.random.default_rng(2)
+    m = tgrad.nn.ConvTranspose3d(4, 6, (2, 3, 2), stride=(2, 1, 2), padding=(1, 1, 0),
+                                 groups=2, bias=False).double()
+    g = tgrad.tensor(rng.standard_normal((2, 4, 3, 4, 2)))
+    x = tgrad.tensor(rng.standard_normal((2, 6, 5, 4, 4)))
+    y = m(g, output_size=(5, 4, 4))  # output_padding picked to reach the size
+    assert y.shape == x.shape
+    conv = tgrad.nn.functional.conv3d(x, m.weight.detach(), stride=(2, 1, 2),
+                                      padding=(1, 1, 0), groups=2)
+    assert conv.shape == g.shape  # <conv3d(x), g> = <x, conv_transpose3d(g)>
+    assert (conv * g).sum().item() == pytest.approx((x * y.detach()).sum().item(), rel=1e-12)

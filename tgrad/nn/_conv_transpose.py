@@ -4,8 +4,9 @@ own), re-exported by tgrad.nn.functional.
 Shapes (PyTorch's): conv_transpose2d input (N, C_in, H, W) or unbatched (C_in, H, W),
 weight (C_in, C_out / groups, kh, kw), bias (C_out,) -> (N, C_out, oh, ow) with
 oh = (H - 1) sh - 2 ph + dh (kh - 1) + oph + 1 (ow likewise). The 1-d form runs as the 2-d
-one with H = 1. fold: input (N, C kh kw, L) or (C kh kw, L) -> (N, C, H, W), the adjoint
-(transpose) of unfold: every column entry is added at the position unfold read it from.
+one with H = 1; the 3-d one adds a depth dim to every step. fold: input (N, C kh kw, L) or
+(C kh kw, L) -> (N, C, H, W), the adjoint (transpose) of unfold: every column entry is
+added at the position unfold read it from.
 
 How: conv_transpose is the adjoint of conv2d with respect to its input. Each input pixel
 (n, ci, iy, ix) spreads its value times the weight over a kh x kw window of the output at
@@ -20,6 +21,8 @@ columns: N C_out kh kw H W elements.
 
 from __future__ import annotations
 
+import math
+
 from tgrad import dtypes
 from tgrad.nn._conv import _batched, _check_like_input, _tuple, _window_index
 from tgrad.nn.functional import _check_tensor
@@ -27,7 +30,7 @@ from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import device_constant, zeros
 from tgrad.tensor import Tensor
 
-__all__ = ["conv_transpose1d", "conv_transpose2d", "fold"]
+__all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "fold"]
 
 
 def _col2im(cols: Tensor, size: tuple, kernel: tuple, stride: tuple, dilation: tuple,
@@ -38,7 +41,7 @@ def _col2im(cols: Tensor, size: tuple, kernel: tuple, stride: tuple, dilation: t
     n, c = cols.shape[0], cols.shape[1]
     idx = _window_index(size, kernel, stride, dilation, blocks)  # (kh kw, bh bw)
     index = device_constant(idx, dtypes.int64, cols.device).reshape(-1)
-    base = zeros((n, c, size[0] * size[1]), dtype=cols.dtype, device=cols.device)
+    base = zeros((n, c, math.prod(size)), dtype=cols.dtype, device=cols.device)
     return base.index_add(2, index, cols.reshape(n, c, idx.size)).reshape(n, c, *size)
 
 
@@ -128,7 +131,7 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
     if any(p < 0 for p in output_padding):
         raise RuntimeError("negative output_padding is not supported")
     if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
-        names = ("height", "width") if spatial == 2 else ("width",)
+        names = ("depth", "height", "width")[3 - spatial:]
         parts = [f"{what}_{name}: {v}" for what, vals in (
             ("output_padding", output_padding), ("stride", stride), ("dilation", dilation))
             for name, v in zip(names, vals)]
@@ -167,7 +170,7 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
     out = tuple((i - 1) * s - 2 * p + d * (k - 1) + o + 1 for i, s, p, d, k, o in zip(
         sizes, stride, padding, dilation, kernel, output_padding))
     if any(o <= 0 for o in out):
-        lead = (1,) * (2 - spatial)  # PyTorch runs 1-d as 2-d and reports it so
+        lead = (1,) * max(0, 2 - spatial)  # PyTorch runs 1-d as 2-d and reports it so
         raise RuntimeError(f"Given input size per channel: "
                            f"({' x '.join(map(str, lead + sizes))}). Calculated output size "
                            f"per channel: ({' x '.join(map(str, lead + out))}). Output size "
@@ -178,7 +181,7 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
             (1,) + sizes
         padding, out = (0,) + padding, (1,) + out
     (x, weight, bias), half = widen_halves(x, weight, bias)  # halves: float32, rounded once
-    n, k, length = x.shape[0], kernel[0] * kernel[1], sizes[0] * sizes[1]
+    n, k, length = x.shape[0], math.prod(kernel), math.prod(sizes)
     # cols[n, g, co k, l] = sum_ci w[g, ci, co k] x[n, g, ci, l]
     w = weight.reshape(groups, in_ch // groups, out_per_group * k).transpose(1, 2)
     cols = (w @ x.reshape(n, groups, in_ch // groups, length)).reshape(n, out_ch, k, length)
@@ -187,7 +190,7 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
         sizes, stride, dilation, kernel, padding, out))
     y = _crop(_col2im(cols, full, kernel, stride, dilation, sizes), padding, out)
     if bias is not None:
-        y = y + bias.reshape(out_ch, 1, 1)
+        y = y + bias.reshape((out_ch,) + (1,) * len(out))
     if spatial == 1:
         y = y.squeeze(2)
     return rounded_to(y.squeeze(0) if added else y, half)
@@ -203,6 +206,15 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     stride or dilation) adds rows/columns at the bottom/right."""
     return _conv_transpose("conv_transpose2d", input, weight, bias, stride, padding,
                            output_padding, groups, dilation, 2)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
+                     stride=1, padding=0, output_padding=0, groups: int = 1,
+                     dilation=1) -> Tensor:
+    """3-d transposed convolution: input (N, C_in, D, H, W) or (C_in, D, H, W), weight
+    (C_in, C_out / groups, kd, kh, kw) -> (N, C_out, od, oh, ow), each size as in 2-d."""
+    return _conv_transpose("conv_transpose3d", input, weight, bias, stride, padding,
+                           output_padding, groups, dilation, 3)
 
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002

@@ -38,7 +38,14 @@ from tgrad.nn.modules.container import (
     ParameterList,
     Sequential,
 )
-from tgrad.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from tgrad.nn.modules.conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
 from tgrad.nn.modules.dropout import (
     AlphaDropout,
     Dropout,
@@ -119,7 +126,7 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Biline
 __all__ += ["ParameterList", "ParameterDict", "Dropout1d", "Dropout2d", "Dropout3d"]
 __all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d",
             "RReLU", "AlphaDropout", "FeatureAlphaDropout", "LocalResponseNorm", "LPPool1d",
-            "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+            "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "ConvTranspose3d"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
 

@@ -202,3 +202,16 @@ class ConvTranspose1d(_ConvTransposeNd):
         return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """(N, C_in, D, H, W) or (C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out); see
+    F.conv_transpose3d. ``forward(input, output_size)`` picks the output_padding that gives
+    ``output_size``."""
+
+    _spatial = 3
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:  # noqa: A002
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
