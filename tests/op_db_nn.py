@@ -913,6 +913,14 @@ def _conv3d_samples(rng):
                    desc="T")]
 
 
+def _np_pool_size(size, k, s, p, ceil_mode, d=1):
+    """PyTorch's pooling output size along one dim (ceil mode drops a last window that
+    would start in the right padding)."""
+    num = size + 2 * p - d * (k - 1) - 1
+    o = (-(-num // s) if ceil_mode else num // s) + 1
+    return o - 1 if ceil_mode and (o - 1) * s >= size + p else o
+
+
 def _np_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, kind="max",
                count_include_pad=True, return_indices=False):
     """Window by window (dilation 1): max (first maximum, -inf padding, its flat D H W
@@ -923,13 +931,7 @@ def _np_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, kind="ma
     st = k if stride is None else ((stride,) * 3 if isinstance(stride, int) else stride)
     pd = (padding,) * 3 if isinstance(padding, int) else tuple(padding)
     sizes = x.shape[2:]
-    outs = []
-    for n_, kk, ss, pp in zip(sizes, k, st, pd):
-        num = n_ + 2 * pp - kk
-        o = (-(-num // ss) if ceil_mode else num // ss) + 1
-        if ceil_mode and (o - 1) * ss >= n_ + pp:
-            o -= 1
-        outs.append(o)
+    outs = [_np_pool_size(n_, kk, ss, pp, ceil_mode) for n_, kk, ss, pp in zip(sizes, k, st, pd)]
     y = np.zeros(x.shape[:2] + tuple(outs))
     idx = np.zeros(x.shape[:2] + tuple(outs), np.int64)
     for cell in np.ndindex(*outs):
@@ -1051,10 +1053,7 @@ def _np_max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     h, w = x.shape[2:]
     outs, extra = [], []
     for size, kk, ss, dd, pp in zip((h, w), k, s, d, p):
-        num = size + 2 * pp - dd * (kk - 1) - 1
-        o = (-(-num // ss) if ceil_mode else num // ss) + 1
-        if ceil_mode and (o - 1) * ss >= size + pp:
-            o -= 1
+        o = _np_pool_size(size, kk, ss, pp, ceil_mode, dd)
         outs.append(o)
         extra.append(max(0, (o - 1) * ss + dd * (kk - 1) + 1 - (size + 2 * pp)))
     xp = np.pad(x, [(0, 0), (0, 0), (p[0], p[0] + extra[0]), (p[1], p[1] + extra[1])],
@@ -1108,11 +1107,7 @@ def _np_avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
     h, w = x.shape[2:]
     outs = []
     for size, kk, ss, pp in zip((h, w), k, s, p):
-        num = size + 2 * pp - kk
-        o = (-(-num // ss) if ceil_mode else num // ss) + 1
-        if ceil_mode and (o - 1) * ss >= size + pp:
-            o -= 1
-        outs.append(o)
+        outs.append(_np_pool_size(size, kk, ss, pp, ceil_mode))
     y = np.zeros(x.shape[:2] + tuple(outs))
     for i in range(outs[0]):
         for j in range(outs[1]):

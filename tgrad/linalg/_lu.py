@@ -76,8 +76,7 @@ def _lu(A: Tensor) -> _Factors:
             p = LU[..., k:, k].abs().argmax(-1) + k  # (...,)
             pivots.append(p)
             if k < m - 1:  # swap rows k and p (a gather of whole rows, per matrix)
-                pk = p.unsqueeze(-1)
-                r = ew.where(rows == k, pk, ew.where(rows == pk, k, rows))  # (..., m)
+                r = swap_order(rows, k, p.unsqueeze(-1))  # (..., m)
                 LU = take_along_dim(LU, r.unsqueeze(-1).expand(*batch, m, n), -2)
                 perm = take_along_dim(perm, r, -1)
                 sign = ew.where(p != k, -sign, sign)
@@ -98,6 +97,11 @@ def _lu(A: Tensor) -> _Factors:
             first = zero.to(dtypes.int32).argmax(-1).to(dtypes.int32) + 1
             info = ew.where(zero.any(-1), first, 0).to(dtypes.int32)
     return _Factors(LU, perm, sign, info, lapack)
+
+
+def swap_order(rows: Tensor, k: int, pk: Tensor) -> Tensor:
+    """The row order 0..m-1 (``rows``) with rows k and pk (..., 1) exchanged, per matrix."""
+    return ew.where(rows == k, pk, ew.where(rows == pk, k, rows))
 
 
 def lu_substitute(LU: Tensor, perm: Tensor, B: Tensor, adjoint: bool = False) -> Tensor:

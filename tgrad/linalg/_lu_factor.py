@@ -18,9 +18,8 @@ from typing import NamedTuple
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.linalg._lu import _check_dtype, _lu, _raise_singular, lu_substitute
+from tgrad.linalg._lu import _check_dtype, _lu, _raise_singular, lu_substitute, swap_order
 from tgrad.linalg._triangular import solve_triangular
-from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
 from tgrad.ops.composite import tril, triu
 from tgrad.ops.creation import arange, eye
@@ -62,9 +61,7 @@ def _perm_from_pivots(pivots: Tensor, m: int) -> Tensor:
     perm = rows.expand(*pivots.shape[:-1], m)
     piv = pivots.to(dtypes.int64) - 1
     for k in range(pivots.shape[-1]):
-        pk = piv[..., k:k + 1]
-        r = ew.where(rows == k, pk, ew.where(rows == pk, k, rows))
-        perm = take_along_dim(perm, r, -1)
+        perm = take_along_dim(perm, swap_order(rows, k, piv[..., k:k + 1]), -1)
     return perm
 
 

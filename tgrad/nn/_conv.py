@@ -52,6 +52,11 @@ def _tuple(op: str, what: str, value, n: int) -> tuple:
     return vals
 
 
+def _row_major_strides(sizes: tuple) -> np.ndarray:
+    """The element stride of each dim of a contiguous array of ``sizes``."""
+    return np.cumprod((1,) + tuple(sizes[:0:-1]))[::-1]
+
+
 @functools.lru_cache(maxsize=256)
 def _window_index(size: tuple, kernel: tuple, stride: tuple, dilation: tuple,
                   out: tuple) -> np.ndarray:
@@ -59,7 +64,7 @@ def _window_index(size: tuple, kernel: tuple, stride: tuple, dilation: tuple,
     window element: shape (prod kernel, prod out); in 2-d, entry [ky kw + kx, oy ow + ox] =
     (oy sh + ky dh) Wp + ox sw + kx dw, and likewise per dim in 3-d."""
     nd = len(size)
-    place = np.cumprod((1,) + tuple(size[:0:-1]))[::-1]  # element stride of each dim
+    place = _row_major_strides(size)
     idx = np.zeros((1,) * (2 * nd), np.int64)
     for i, (k, st, d, o) in enumerate(zip(kernel, stride, dilation, out)):
         shape_k = [1] * (2 * nd)
@@ -551,7 +556,7 @@ def _adaptive_max(op: str, input: Tensor, output_size, return_indices: bool,  # 
     if not return_indices:
         return y
     # candidate k of window w sits at the flat position sum_i windows_i[w_i, k_i] place_i
-    place = np.cumprod((1,) + tuple(sizes[:0:-1]))[::-1]
+    place = _row_major_strides(sizes)
     pos = np.zeros((1,) * (2 * spatial), np.int64)
     for i, idx in enumerate(windows):
         shape = [1] * (2 * spatial)

@@ -26,12 +26,16 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,  # 
         return input
     _check_float(op, input)
     from tgrad.ops.creation import ones
-    lead = 2 if batched else 1
-    if input.ndim < lead:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
+    shape = _channel_shape(input, 2 if batched else 1)
     mask = dropout(ones(shape, dtype=input.dtype, device=input.device), p, True)
     return input.mul_(mask) if inplace else input * mask
+
+
+def _channel_shape(input: Tensor, lead: int) -> tuple:  # noqa: A002
+    """The shape of a per-channel mask: input's ``lead`` leading dims, then 1s."""
+    if input.ndim < lead:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
 
 
 def _check_p(p: float) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+from tgrad.nn._dropout import _channel_shape, _check_p
 from tgrad.nn.functional import _check_float, _check_tensor, dropout
 from tgrad.ops import elementwise as ew
 from tgrad.tensor import Tensor
@@ -87,20 +88,14 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa
 def _alpha_dropout(op: str, input: Tensor, p: float, training: bool,  # noqa: A002
                    inplace: bool, feature: bool) -> Tensor:
     _check_tensor(op, input)
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_p(p)
     if not training or p == 0.0 or input.numel() == 0:
         return input
     _check_float(op, input)
     if p == 1.0:
         return input.mul_(0.0) if inplace else input * 0.0
     from tgrad.ops.creation import ones
-    if feature:
-        if input.ndim < 2:
-            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-        shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    else:
-        shape = tuple(input.shape)
+    shape = _channel_shape(input, 2) if feature else tuple(input.shape)
     keep = (dropout(ones(shape, dtype=input.dtype, device=input.device), p, True) > 0) \
         .to(input.dtype)
     alpha = _SELU_ALPHA_SCALE

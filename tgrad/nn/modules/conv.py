@@ -92,6 +92,11 @@ class _ConvNd(Module):
     def reset_parameters(self) -> None:
         init._layer_default_(self.weight, self.bias)
 
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        conv = getattr(F, f"conv{self._spatial}d")  # F.conv1d / conv2d / conv3d
+        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                    self.groups)
+
     extra_repr = _extra_repr
 
 
@@ -100,19 +105,11 @@ class Conv2d(_ConvNd):
 
     _spatial = 2
 
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
-
 
 class Conv1d(_ConvNd):
     """(N, C_in, L) or (C_in, L) -> (N, C_out, L_out); see F.conv1d."""
 
     _spatial = 1
-
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
 
 
 class Conv3d(_ConvNd):
@@ -120,10 +117,6 @@ class Conv3d(_ConvNd):
     F.conv3d."""
 
     _spatial = 3
-
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
 
 
 class _ConvTransposeNd(Module):
@@ -177,6 +170,11 @@ class _ConvTransposeNd(Module):
                                  f"{list(sizes)})")
         return tuple(o - m for o, m in zip(output_size, min_sizes))
 
+    def forward(self, input: Tensor, output_size=None) -> Tensor:  # noqa: A002
+        conv_t = getattr(F, f"conv_transpose{self._spatial}d")  # F.conv_transpose1d/2d/3d
+        return conv_t(input, self.weight, self.bias, self.stride, self.padding,
+                      self._output_padding(input, output_size), self.groups, self.dilation)
+
     extra_repr = _extra_repr
 
 
@@ -187,21 +185,11 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     _spatial = 2
 
-    def forward(self, input: Tensor, output_size=None) -> Tensor:  # noqa: A002
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups,
-                                  self.dilation)
-
 
 class ConvTranspose1d(_ConvTransposeNd):
     """(N, C_in, L) or (C_in, L) -> (N, C_out, L_out); see F.conv_transpose1d."""
 
     _spatial = 1
-
-    def forward(self, input: Tensor, output_size=None) -> Tensor:  # noqa: A002
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups,
-                                  self.dilation)
 
 
 class ConvTranspose3d(_ConvTransposeNd):
@@ -210,8 +198,3 @@ class ConvTranspose3d(_ConvTransposeNd):
     ``output_size``."""
 
     _spatial = 3
-
-    def forward(self, input: Tensor, output_size=None) -> Tensor:  # noqa: A002
-        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups,
-                                  self.dilation)

@@ -11,6 +11,18 @@ from tgrad.nn.parameter import Parameter
 from tgrad.tensor import Tensor
 
 
+def _weight_and_bias(module: Module, weight_shape: tuple, bias: bool, device, dtype) -> None:
+    """module.weight of ``weight_shape`` and module.bias of weight_shape[0] (or a None bias
+    registered), then the module's reset_parameters."""
+    from tgrad.ops.creation import empty
+    module.weight = Parameter(empty(*weight_shape, device=device, dtype=dtype))
+    if bias:
+        module.bias = Parameter(empty(weight_shape[0], device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
 class Identity(Module):
     """Returns its input unchanged (arguments are accepted and ignored)."""
 
@@ -29,16 +41,10 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device=None, dtype=None) -> None:
-        from tgrad.ops.creation import empty
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty(out_features, in_features, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_features, in_features), bias, device, dtype)
 
     def reset_parameters(self) -> None:
         init._layer_default_(self.weight, self.bias)
@@ -58,17 +64,10 @@ class Bilinear(Module):
 
     def __init__(self, in1_features: int, in2_features: int, out_features: int,
                  bias: bool = True, device=None, dtype=None) -> None:
-        from tgrad.ops.creation import empty
         super().__init__()
         self.in1_features, self.in2_features = in1_features, in2_features
         self.out_features = out_features
-        self.weight = Parameter(empty(out_features, in1_features, in2_features, device=device,
-                                      dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_features, in1_features, in2_features), bias, device, dtype)
 
     def reset_parameters(self) -> None:
         bound = 1 / math.sqrt(self.weight.shape[1])

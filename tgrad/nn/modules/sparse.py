@@ -8,6 +8,29 @@ from tgrad.nn.parameter import Parameter
 from tgrad.tensor import Tensor
 
 
+def _setup_table(module: Module, num_embeddings: int, embedding_dim: int, padding_idx,
+                 weight, trainable: bool, device, dtype, pad_name: str, shape_error) -> None:
+    """The (num_embeddings, embedding_dim) table of Embedding and EmbeddingBag: padding_idx
+    checked and made non-negative, the weight given (its storage shared) or drawn by the
+    module's reset_parameters. pad_name and shape_error keep each module's PyTorch texts."""
+    module.num_embeddings, module.embedding_dim = num_embeddings, embedding_dim
+    if padding_idx is not None:
+        if not -num_embeddings <= padding_idx < num_embeddings:
+            raise AssertionError(f"{pad_name} must be within num_embeddings")
+        padding_idx %= num_embeddings
+    module.padding_idx = padding_idx
+    if weight is None:
+        from tgrad.ops.creation import empty
+        module.weight = Parameter(empty(num_embeddings, embedding_dim, device=device,
+                                        dtype=dtype), requires_grad=trainable)
+        module.reset_parameters()
+    else:
+        if tuple(weight.shape) != (num_embeddings, embedding_dim):
+            raise shape_error("Shape of weight does not match num_embeddings and "
+                              "embedding_dim")
+        module.weight = Parameter(weight, requires_grad=trainable)
+
+
 class Embedding(Module):
     """input: integer tensor (*) -> output (*, embedding_dim).  weight ~ N(0, 1);
     the row ``padding_idx`` starts at zeros and receives no gradient.
@@ -16,24 +39,9 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  _weight: Tensor | None = None, _freeze: bool = False, device=None,
                  dtype=None) -> None:
-        from tgrad.ops.creation import empty
         super().__init__()
-        self.num_embeddings = num_embeddings
-        self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise AssertionError("Padding_idx must be within num_embeddings")
-            padding_idx %= num_embeddings
-        self.padding_idx = padding_idx
-        if _weight is None:
-            self.weight = Parameter(empty(num_embeddings, embedding_dim, device=device,
-                                          dtype=dtype), requires_grad=not _freeze)
-            self.reset_parameters()
-        else:
-            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError("Shape of weight does not match num_embeddings and "
-                                 "embedding_dim")
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
+        _setup_table(self, num_embeddings, embedding_dim, padding_idx, _weight, not _freeze,
+                     device, dtype, "Padding_idx", ValueError)
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
@@ -87,23 +95,9 @@ class EmbeddingBag(Module):
             raise NotImplementedError("EmbeddingBag: max_norm, scale_grad_by_freq and sparse "
                                       "are not supported in tgrad")
         super().__init__()
-        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.mode, self.include_last_offset = mode, include_last_offset
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise AssertionError("padding_idx must be within num_embeddings")
-            padding_idx %= num_embeddings
-        self.padding_idx = padding_idx
-        if _weight is None:
-            from tgrad.ops.creation import empty
-            self.weight = Parameter(empty(num_embeddings, embedding_dim, device=device,
-                                          dtype=dtype))
-            self.reset_parameters()
-        else:
-            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise AssertionError("Shape of weight does not match num_embeddings and "
-                                     "embedding_dim")
-            self.weight = Parameter(_weight)
+        _setup_table(self, num_embeddings, embedding_dim, padding_idx, _weight, True, device,
+                     dtype, "padding_idx", AssertionError)
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, mode: str = "mean",
@@ -119,12 +113,7 @@ class EmbeddingBag(Module):
         bag.weight.requires_grad = not freeze
         return bag
 
-    def reset_parameters(self) -> None:
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            from tgrad.autograd.grad_mode import no_grad
-            with no_grad():
-                self.weight[self.padding_idx].fill_(0)
+    reset_parameters = Embedding.reset_parameters
 
     def forward(self, input: Tensor, offsets: Tensor | None = None,  # noqa: A002
                 per_sample_weights: Tensor | None = None) -> Tensor:
