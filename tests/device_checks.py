@@ -798,9 +798,49 @@ def check_int_scatter() -> None:
     assert got == want == [True, False, False, True], (got, want)
 
 
+def check_linalg_decompositions() -> None:
+    # qr (Householder), eigh and svd (parallel Jacobi: index_select rotations, argsort,
+    # one host read per sweep), pinv, lstsq ('gels', cuda's driver) and matrix_exp on cuda
+    # against the CPU: values and gradients, float32 and float64; singular vectors compared
+    # through gauge-free functions (U diag(S) Vh, V diag(L) V^T, sign-fixed columns)
+    from tgrad import linalg as LA
+    rng = np.random.default_rng(22)
+    a = rng.standard_normal((2, 4, 3))
+    sq = rng.standard_normal((2, 3, 3))
+
+    def eigh_fixed(x, s):
+        vals, vecs = LA.eigh(s + s.mT)
+        return vecs * tgrad.sign(vecs[..., :1, :]) * vals.unsqueeze(-2)
+
+    def svd_fixed(x, s):
+        u, sv, _ = LA.svd(x, full_matrices=False)
+        return u * tgrad.sign(u[..., :1, :]) * sv.unsqueeze(-2)
+    fns = (lambda x, s: LA.qr(x).Q * LA.qr(x).R.diagonal(dim1=-2, dim2=-1).unsqueeze(-2),
+           lambda x, s: LA.eigh(s + s.mT).eigenvalues, eigh_fixed, svd_fixed,
+           lambda x, s: LA.pinv(x),
+           lambda x, s: LA.lstsq(x, (x[..., :1] + 1.0).exp(), driver="gels").solution,
+           lambda x, s: LA.matrix_exp(s))
+    for dt in (np.float32, np.float64):
+        for f in fns if dt is np.float64 else fns[:4]:
+            out = []
+            for dev in ("cpu", "cuda"):
+                x = tgrad.tensor(a.astype(dt), device=dev, requires_grad=True)
+                s = tgrad.tensor(sq.astype(dt), device=dev, requires_grad=True)
+                r = f(x, s)
+                (r * r).sum().backward()
+                out.append((r.detach().cpu().numpy(),
+                            None if x.grad is None else x.grad.cpu().numpy(),
+                            None if s.grad is None else s.grad.cpu().numpy()))
+            tol = 2e-4 if dt is np.float32 else 1e-10
+            for c, g in zip(out[0], out[1]):
+                assert (c is None) == (g is None)
+                if c is not None:
+                    np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
-    "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter")}
+    "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
+    "linalg_decompositions")}

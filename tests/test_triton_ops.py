@@ -38,12 +38,14 @@ def _results() -> dict:
         env = dict(os.environ, TRITON_INTERPRET="1",
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         # one process per dtype, side by side (the interpreter is slow); the kernel checks
-        # (device_checks, about 85 s) run in the FULL_CHECKS ones
+        # (device_checks) are shared out between the FULL_CHECKS ones
         procs = [subprocess.Popen(
             [sys.executable, os.path.join(HERE, "_triton_interp_runner.py")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
             env=kernel_specs.recording_env(
-                dict(env, TGRAD_DTYPES=dt, TGRAD_EXTRA_CHECKS=str(int(dt in FULL_CHECKS))),
+                dict(env, TGRAD_DTYPES=dt, TGRAD_EXTRA_CHECKS=str(int(dt in FULL_CHECKS)),
+                     TGRAD_CHECK_SHARE=f"{FULL_CHECKS.index(dt) if dt in FULL_CHECKS else 0}"
+                                       f"/{len(FULL_CHECKS)}"),
                 "op_table_" + dt))
             for dt in ("float32", "float64", "float16", "bfloat16")]
         outs = [p.communicate() for p in procs]

@@ -91,6 +91,8 @@ cosine_similarity = nn.functional.cosine_similarity
 
 
 _LINALG_ALIASES = ("inverse", "det", "logdet", "slogdet", "matrix_power")
+_LEGACY_LINALG = ("qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_inverse", "lu",
+                  "lu_solve", "lu_unpack", "triangular_solve")
 
 
 def __getattr__(name: str) -> object:
@@ -105,4 +107,7 @@ def __getattr__(name: str) -> object:
     if name in _LINALG_ALIASES:  # torch.inverse, torch.det, torch.logdet, torch.slogdet
         from tgrad.linalg import _lu
         return getattr(_lu, name)
+    if name in _LEGACY_LINALG:  # torch.qr, torch.svd, torch.pinverse, torch.lu, ...
+        from tgrad.linalg import _legacy
+        return getattr(_legacy, name)
     raise AttributeError(f"module 'tgrad' has no attribute {name!r}")

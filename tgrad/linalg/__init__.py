@@ -7,9 +7,13 @@ vector steps (O(n) launches on a GPU). LU with partial pivoting gives ``lu_facto
 ``lu_factor_ex``, ``lu``, ``lu_solve``, ``solve`` / ``solve_ex``, ``inv`` / ``inv_ex``,
 ``det``, ``slogdet`` and ``matrix_power`` (also ``tgrad.inverse``, ``tgrad.det``,
 ``tgrad.logdet``, ``tgrad.slogdet``, ``tgrad.matrix_power`` and the Tensor methods).
-Missing: everything built on QR, SVD or eigen decompositions (lstsq, qr, svd, eigh, pinv,
-matrix_rank, matrix_exp, the 'nuc' / 2 / -2 matrix norms, cond)."""
+Householder QR gives ``qr``; parallel Jacobi rotations give ``eigh`` / ``eigvalsh`` and
+``svd`` / ``svdvals``, and on those ``pinv``, ``matrix_rank``, ``cond``, ``lstsq``, the
+'nuc' / 2 / -2 matrix norms; also ``matrix_exp``, ``tensorinv``, ``tensorsolve``,
+``vander``. Missing: the general (non-symmetric, complex-valued) ``eig`` / ``eigvals``,
+``householder_product`` and ``ldl_factor``."""
 
+from tgrad.linalg._jacobi import eigh, eigvalsh, svd, svdvals
 from tgrad.linalg._lu import det, inv, inv_ex, matrix_power, slogdet, solve, solve_ex
 from tgrad.linalg._lu_factor import lu, lu_factor, lu_factor_ex, lu_solve
 from tgrad.linalg._norms import (
@@ -22,9 +26,22 @@ from tgrad.linalg._norms import (
     vecdot,
     vector_norm,
 )
+from tgrad.linalg._qr import qr
+from tgrad.linalg._spectral import (
+    cond,
+    lstsq,
+    matrix_exp,
+    matrix_rank,
+    pinv,
+    tensorinv,
+    tensorsolve,
+    vander,
+)
 from tgrad.linalg._triangular import cholesky, cholesky_ex, cholesky_solve, solve_triangular
 
-__all__ = ["cholesky", "cholesky_ex", "cholesky_solve", "cross", "det", "diagonal", "inv",
-           "inv_ex", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_norm",
-           "matrix_power", "multi_dot", "norm", "slogdet", "solve", "solve_ex",
-           "solve_triangular", "vecdot", "vector_norm"]
+__all__ = ["cholesky", "cholesky_ex", "cholesky_solve", "cond", "cross", "det", "diagonal",
+           "eigh", "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex",
+           "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
+           "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
+           "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander",
+           "vecdot", "vector_norm"]

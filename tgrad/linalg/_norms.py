@@ -2,8 +2,8 @@
 """Norms and PyTorch's other ``torch.linalg`` names that are compositions of existing ops:
 vector_norm, matrix_norm, norm, cross, multi_dot, diagonal, matmul, vecdot.
 
-Matrix norms needing singular values (ord = 'nuc', 2, -2) raise NotImplementedError:
-tgrad has no SVD.
+Matrix norms of the singular values (ord = 'nuc': their sum, 2: the largest, -2: the
+smallest) take them from ``svdvals`` (tgrad/linalg/_jacobi.py).
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: A002
                 dtype=None) -> Tensor:
     """The matrix norm over the two dims ``dim``: 'fro' (sqrt of the sum of squares),
-    1 / -1 (max / min column sum of |A|), inf / -inf (max / min row sum). 'nuc', 2 and -2
-    need singular values: NotImplementedError (tgrad has no SVD)."""
+    1 / -1 (max / min column sum of |A|), inf / -inf (max / min row sum), 'nuc' / 2 / -2
+    (sum / largest / smallest singular value)."""
     op = "linalg.matrix_norm"
     require_tensor(op, A)
     if A.ndim < 2:
@@ -71,9 +71,12 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  #
     d0, d1 = (_wrap_dim(d, A.ndim, op) for d in dim)
     if d0 == d1:
         raise RuntimeError(f"{op}: dims must be different. Got ({dim[0]}, {dim[1]})")
-    if ord in _SVD_ORDS:
-        raise NotImplementedError(f"{op}: ord={ord!r} needs the singular values, and tgrad "
-                                  f"has no SVD (linalg.svd is not implemented)")
+    if ord in _SVD_ORDS and not isinstance(ord, bool):
+        from tgrad.linalg._jacobi import svdvals
+        S = svdvals(A.movedim((d0, d1), (-2, -1)))
+        out = S.sum(-1) if ord == "nuc" else (S.amax(-1) if ord == 2 else S.amin(-1))
+        return out.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), (d0, d1)) if keepdim \
+            else out
     if ord == "fro":
         return _vnorm(A, 2.0, (d0, d1), keepdim)
     if ord not in (1, -1, math.inf, -math.inf) or isinstance(ord, bool):

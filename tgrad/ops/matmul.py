@@ -164,16 +164,21 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     return matmul(input, mat2)
 
 
-def _linalg_method(name: str):
-    """Tensor.<name>: the function of tgrad.linalg (imported on first use, as the
-    tgrad.linalg module is)."""
+def _linalg_method(name: str, module: str):
+    """Tensor.<name>: the function ``name`` of tgrad/linalg/<module>.py (imported on first
+    use, as the tgrad.linalg module is)."""
     def method(self, *args, **kwargs):
-        from tgrad.linalg import _lu
-        return getattr(_lu, name)(self, *args, **kwargs)
+        import importlib
+        return getattr(importlib.import_module("tgrad.linalg." + module), name)(
+            self, *args, **kwargs)
     method.__name__ = name
-    method.__doc__ = f"``tgrad.{name}(self)``: LU-based, see tgrad.linalg."
+    method.__doc__ = f"``tgrad.{name}(self, ...)``, see tgrad.linalg."
     return method
 
 
 for _name in ("inverse", "det", "logdet", "slogdet", "matrix_power"):
-    tensor_method(_name)(_linalg_method(_name))
+    tensor_method(_name)(_linalg_method(_name, "_lu"))
+for _name in ("qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_inverse", "lu",
+              "triangular_solve"):
+    tensor_method(_name)(_linalg_method(_name, "_legacy"))
+tensor_method("cholesky_solve")(_linalg_method("cholesky_solve", "_triangular"))

@@ -1,0 +1,275 @@
+# ruff: noqa: N803, N806  (PyTorch's argument names and matrix notation: A, B, X, U, S, V)
+"""What ``torch.linalg`` builds on QR, SVD and eigh, as compositions of tgrad ops (so
+differentiable to any order through them): ``pinv``, ``matrix_rank``, ``cond``, ``lstsq``,
+and ``matrix_exp``, ``tensorinv``, ``tensorsolve``, ``vander``.
+
+    pinv         V diag(1/S_i where S_i > max(atol, rtol S_1), else 0) U^H
+                 (hermitian: the eigendecomposition, |L| for S); rtol defaults to
+                 max(m, n) eps, or to 0 when only a positive atol is given.
+    matrix_rank  the number of S_i above that same threshold.
+    lstsq        'gels' (A of full rank, QR: X = R^{-1} Q^H B, or Q R^{-H} B for m < n, the
+                 minimum-norm solution) and the rank-revealing 'gelsy' / 'gelsd' / 'gelss'
+                 (SVD: X = pinv(A, rtol=rcond) B).
+    matrix_exp   scaling and squaring: exp(A) = T(A / 2^s)^(2^s), T the degree-18 Taylor
+                 polynomial (Horner), s per matrix such that ||A / 2^s||_1 <= 1/2 (the
+                 remainder is below 1e-20 relative).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.autograd.grad_mode import no_grad
+from tgrad.linalg._jacobi import eigh, svd, svdvals
+from tgrad.linalg._lu import inv, inv_ex, solve
+from tgrad.linalg._qr import check_linalg_dtype, qr
+from tgrad.linalg._triangular import solve_triangular
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import require_tensor
+from tgrad.ops.creation import eye, ones, zeros
+from tgrad.ops.shape import cat
+from tgrad.tensor import Tensor
+
+__all__ = ["pinv", "matrix_rank", "cond", "lstsq", "matrix_exp", "tensorinv", "tensorsolve",
+           "vander"]
+
+
+def _matrix_checks(op: str, A: Tensor) -> None:
+    require_tensor(op, A, "A")
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    check_linalg_dtype(op, A.dtype)
+
+
+def _threshold(S: Tensor, atol, rtol, m: int, n: int) -> Tensor:
+    """max(atol, rtol * S_max) per matrix, (..., 1), with PyTorch's defaults (a tensor atol
+    or rtol has the batch shape)."""
+    if rtol is None:
+        default = max(m, n) * dtypes.finfo(S.dtype).eps
+        if isinstance(atol, Tensor):
+            rtol = ew.where(atol > 0, 0.0, default)
+        else:
+            rtol = 0.0 if atol is not None and atol > 0 else default
+
+    def col(t):
+        return t.unsqueeze(-1) if isinstance(t, Tensor) else t
+    smax = S.amax(-1, keepdim=True) if S.shape[-1] else zeros(
+        S.shape[:-1] + (1,), dtype=S.dtype, device=S.device)
+    tol = smax * col(rtol)
+    return tol if atol is None else ew.where(tol > col(atol), tol, col(atol))
+
+
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse (n, m) of A (..., m, n), from its SVD (hermitian:
+    its eigendecomposition, reading the lower triangle); singular values at or below
+    max(atol, rtol * largest) count as zero."""
+    op = "linalg.pinv"
+    _matrix_checks(op, A)
+    m, n = A.shape[-2], A.shape[-1]
+    if hermitian:
+        L, V = eigh(A)
+        S = L.abs()
+        tol = _threshold(S, atol, rtol, m, n)
+        inv_l = ew.where(S > tol, 1.0 / ew.where(S > tol, L, 1.0), 0.0)
+        return (V * inv_l.unsqueeze(-2)) @ V.mH
+    U, S, Vh = svd(A, full_matrices=False)
+    tol = _threshold(S, atol, rtol, m, n)
+    inv_s = ew.where(S > tol, 1.0 / ew.where(S > tol, S, 1.0), 0.0)
+    return (Vh.mH * inv_s.unsqueeze(-2)) @ U.mH
+
+
+def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The number of singular values (hermitian: |eigenvalues|) above max(atol, rtol *
+    largest), int64 per matrix."""
+    op = "linalg.matrix_rank"
+    _matrix_checks(op, A)
+    m, n = A.shape[-2], A.shape[-1]
+    with no_grad():
+        S = eigh(A).eigenvalues.abs() if hermitian else svdvals(A)
+        return (S > _threshold(S, atol, rtol, m, n)).sum(-1)
+
+
+def cond(A: Tensor, p=None) -> Tensor:
+    """The condition number in the norm ``p``: None / 2 (S_max / S_min), -2 (S_min /
+    S_max), or 'fro', 'nuc', 1, -1, inf, -inf (norm(A) norm(A^{-1}), square A only; inf
+    for a singular A)."""
+    op = "linalg.cond"
+    _matrix_checks(op, A)
+    from tgrad.linalg._norms import matrix_norm
+    if p is None or (p in (2, -2) and not isinstance(p, bool)):
+        S = svdvals(A)
+        big, small = S.amax(-1), S.amin(-1)
+        return big / small if p != -2 else small / big
+    if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf) or isinstance(p, bool):
+        raise RuntimeError(f"{op} got an invalid norm type: {p}")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    inverse, info = inv_ex(A)  # a singular A: inf, as PyTorch
+    return ew.where(info > 0, math.inf, matrix_norm(A, p) * matrix_norm(inverse, p))
+
+
+# ----------------------------------------------------------------------------------- lstsq
+class LstsqResult(NamedTuple):
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor
+
+
+_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
+          ) -> LstsqResult:
+    """X minimising ||A X - B||_F, batched (batch dims broadcast; B may be a batch of
+    vectors (..., m)). ``driver``: 'gels' (QR, A of full rank; the default and the only
+    one on cuda, as in PyTorch) or 'gelsy' (the CPU default) / 'gelsd' / 'gelss' (SVD with
+    the effective rank: singular values at or below rcond * largest, default max(m, n) eps,
+    count as zero). Returns (solution, residuals: the squared residual norm per column when
+    m > n and every A has full rank, else empty; rank: 'gelsy'/'gelsd'/'gelss', else empty;
+    singular_values: 'gelsd'/'gelss', else empty)."""
+    op = "torch.linalg.lstsq"
+    require_tensor(op, A, "A")
+    require_tensor(op, B, "B", 2)
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got "
+                           f"input's dtype {A.dtype} and other's dtype {B.dtype}")
+    if A.device is not B.device:
+        raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
+                           f"at least two devices, {A.device} and {B.device}!")
+    check_linalg_dtype(op, A.dtype)
+    cuda = A.device.type == "cuda"
+    if driver is None:
+        driver = "gels" if cuda else "gelsy"
+    if driver not in _DRIVERS:
+        raise RuntimeError(f"{op}: parameter `driver` should be one of "
+                           f"(gels, gelsy, gelsd, gelss)")
+    if cuda and driver != "gels":
+        raise RuntimeError(f"{op}: `driver` other than `gels` is not supported on CUDA")
+    m, n = A.shape[-2], A.shape[-1]
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        B = B.unsqueeze(-1)
+    if B.shape[-2] != m:
+        raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2) "
+                           f"(got A {list(A.shape)} and B {list(B.shape)})")
+    batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    A = A.expand(*batch, m, n)
+    B = B.expand(*batch, m, B.shape[-1])
+    empty = zeros((0,), dtype=A.dtype, device=A.device)
+    rank = zeros((0,), dtype=dtypes.int64, device=A.device)
+    full_rank = True
+    if driver == "gels":
+        if m >= n:
+            Q, R = qr(A)
+            X = solve_triangular(R, Q.mH @ B, upper=True)
+        else:  # the minimum-norm solution: A^H = Q R, X = Q R^{-H} B
+            Q, R = qr(A.mH)
+            X = Q @ solve_triangular(R.mH, B, upper=False)
+        S = empty
+    else:
+        U, S, Vh = svd(A, full_matrices=False)
+        r = max(m, n) * dtypes.finfo(A.dtype).eps if rcond is None or rcond < 0 else rcond
+        keep = S > S.amax(-1, keepdim=True) * r if S.shape[-1] else S > 0
+        inv_s = ew.where(keep, 1.0 / ew.where(keep, S, 1.0), 0.0)
+        X = (Vh.mH * inv_s.unsqueeze(-2)) @ (U.mH @ B)
+        rank = keep.sum(-1)
+        full_rank = bool((rank == min(m, n)).all())
+        if driver == "gelsy":
+            S = empty
+    residuals = empty
+    if m > n and full_rank:
+        residuals = (A @ X - B).square().sum(-2)
+    if vector:
+        X = X.squeeze(-1)
+    return LstsqResult(X, residuals, rank, S)
+
+
+# ------------------------------------------------------------------------------ matrix_exp
+_TAYLOR_DEGREE = 18
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """exp(A) of square matrices, batched: scaling and squaring with a Taylor polynomial
+    (module docstring); differentiable through its matmuls."""
+    op = "linalg.matrix_exp"
+    require_tensor(op, A, "A")
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: Expected a tensor with 2 or more dimensions of shape "
+                           f"(*, n, n), but got {list(A.shape)}")
+    check_linalg_dtype(op, A.dtype)
+    n = A.shape[-1]
+    if n == 0:
+        return A.clone()
+    with no_grad():  # the number of squarings per matrix (a piecewise constant choice)
+        norm1 = A.detach().abs().sum(-2).amax(-1)  # (...,)
+        steps = ew.ceil(ew.log2(ew.where(norm1 > 0.5, norm1, 0.5) / 0.5))
+        steps = ew.where(ew.isfinite(steps), steps, 0.0)
+        most = int(steps.amax().item()) if steps.numel() else 0
+    scaled = A / ew.pow(2.0, steps).unsqueeze(-1).unsqueeze(-1)
+    identity = eye(n, dtype=A.dtype, device=A.device)
+    X = identity + scaled / _TAYLOR_DEGREE
+    for k in range(_TAYLOR_DEGREE - 1, 0, -1):  # Horner: I + M/k (I + M/(k+1) (...))
+        X = identity + (scaled @ X) / k
+    for i in range(most):
+        squared = X @ X
+        X = ew.where((steps > i).unsqueeze(-1).unsqueeze(-1), squared, X)
+    return X
+
+
+# -------------------------------------------------------------------- tensorinv / tensorsolve
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
+    """The inverse of A read as a matrix (prod(shape[:ind]) x prod(shape[ind:])), shaped
+    shape[ind:] + shape[:ind], so that tensordot(tensorinv(A), A, ind) is the identity."""
+    op = "linalg.tensorinv"
+    require_tensor(op, A, "A")
+    if ind <= 0:
+        raise RuntimeError(f"{op}: Expected a strictly positive integer for 'ind', but got "
+                           f"{ind}")
+    rows, cols = A.shape[:ind], A.shape[ind:]
+    if math.prod(rows) != math.prod(cols):
+        raise RuntimeError(f"{op}: Expected self to satisfy the requirement "
+                           f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
+                           f"{math.prod(cols)} != {math.prod(rows)}")
+    return inv(A.reshape(math.prod(rows), math.prod(cols))).reshape(tuple(cols) + tuple(rows))
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
+    """X with tensordot(A, X, X.ndim) = B: A's dims are first B's shape, then X's (``dims``
+    of A are moved to the end first)."""
+    op = "linalg.tensorsolve"
+    require_tensor(op, A, "A")
+    require_tensor(op, B, "B", 2)
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
+    rest = tuple(A.shape[B.ndim:])
+    if tuple(A.shape[:B.ndim]) != tuple(B.shape) or math.prod(rest) != B.numel():
+        raise RuntimeError(f"{op}: Expected self to satisfy the requirement "
+                           f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
+                           f"but got {math.prod(rest)} != {B.numel()}")
+    return solve(A.reshape(B.numel(), math.prod(rest)), B.reshape(-1)).reshape(rest)
+
+
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:
+    """The Vandermonde matrix (..., n, N) of x (..., n) (a 0-d x is one element): column j
+    is x^j (increasing powers, unlike tgrad.vander), N > 1 columns (default n)."""
+    op = "linalg.vander"
+    require_tensor(op, x, "x")
+    if x.dtype is dtypes.bool_:
+        raise RuntimeError(f"{op} supports floating point, complex, and integer tensors, but "
+                           f"got Bool")
+    if x.ndim == 0:
+        x = x.unsqueeze(-1)
+    n = x.shape[-1] if N is None else int(N)
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
+    return cat([ones(tuple(x.shape) + (1,), dtype=x.dtype, device=x.device), powers], -1)
