@@ -132,8 +132,23 @@ def test_sdpa_dropout_and_gqa():
 @pytest.mark.parametrize("fn, exc, text", [
     (lambda: nn.MultiheadAttention(8, 3), AssertionError,
      "embed_dim must be divisible by num_heads"),
-    (lambda: nn.MultiheadAttention(8, 2, add_bias_kv=True), NotImplementedError,
-     "add_bias_kv"),
+    (lambda: F.multi_head_attention_forward(
+        tgrad.ones(3, 1, 8), tgrad.ones(3, 1, 8), tgrad.ones(3, 1, 8), 8, 2,
+        tgrad.ones(24, 8), None, tgrad.ones(1, 1, 8), tgrad.ones(1, 1, 8), False, 0.0,
+        tgrad.ones(8, 8), None, static_k=tgrad.ones(2, 3, 4)),
+     AssertionError, "bias cannot be added to static key."),
+    (lambda: F.multi_head_attention_forward(
+        tgrad.ones(3, 1, 8), tgrad.ones(3, 1, 8), tgrad.ones(3, 1, 8), 8, 2,
+        tgrad.ones(24, 8), None, None, None, False, 0.0, tgrad.ones(8, 8), None,
+        static_k=tgrad.ones(3, 3, 4)),
+     AssertionError, "expecting static_k.size(0) of 2, but got 3"),
+    (lambda: nn.MultiheadAttention(8, 2)(tgrad.ones(3, 1, 8), tgrad.ones(3, 8),
+                                         tgrad.ones(3, 8)),
+     AssertionError, "For batched (3-D) `query`, expected `key` and `value` to be 3-D but "
+                     "found 2-D and 2-D tensors respectively"),
+    (lambda: nn.MultiheadAttention(8, 2)(tgrad.ones(1, 3, 1, 8), tgrad.ones(3, 8),
+                                         tgrad.ones(3, 8)),
+     AssertionError, "query should be unbatched 2D or batched 3D tensor but received 4-D"),
     (lambda: nn.MultiheadAttention(8, 2)(tgrad.ones(3, 1, 8), tgrad.ones(3, 1, 8),
                                          tgrad.ones(3, 1, 8), is_causal=True),
      RuntimeError, "Need attn_mask if specifying the is_causal hint"),
@@ -171,3 +186,89 @@ def test_need_weights_returns_the_weights_after_dropout():
     assert (w == 0).any() and not np.allclose(w.sum(-1), 1.0)
     _, w_eval = m.eval()(x, x, x)
     np.testing.assert_allclose(w_eval.detach().numpy().sum(-1), 1.0, rtol=1e-12)
+
+
+def _np_attention(q, k, v, scale_dim, mask=None):
+    """softmax(q k^T / sqrt(d) + mask) v over the last two dims, and the weights."""
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(scale_dim)
+    if mask is not None:
+        scores = scores + mask
+    ex = np.exp(scores - scores.max(-1, keepdims=True))
+    w = ex / ex.sum(-1, keepdims=True)
+    return w @ v, w
+
+
+def test_functional_bias_kv_zero_attn_static_and_separate_weights():
+    """F.multi_head_attention_forward against NumPy: add_bias_kv's extra key/value row,
+    add_zero_attn's zero row (masks padded so both may be attended), separate q/k/v
+    projection weights of other widths, static_k / static_v, a float attn_mask."""
+    rng = np.random.default_rng(7)
+    tgt, src, n, e, h = 3, 4, 2, 6, 3
+    hd = e // h
+    q, k, v = rng.standard_normal((tgt, n, e)), rng.standard_normal((src, n, 5)), \
+        rng.standard_normal((src, n, 7))
+    wq, wk, wv = rng.standard_normal((e, e)), rng.standard_normal((e, 5)), \
+        rng.standard_normal((e, 7))
+    bias, bk, bv = rng.standard_normal(3 * e), rng.standard_normal((1, 1, e)), \
+        rng.standard_normal((1, 1, e))
+    wo, bo = rng.standard_normal((e, e)), rng.standard_normal(e)
+    am = rng.standard_normal((tgt, src))
+    kpm = np.zeros((n, src), dtype=bool)
+    kpm[0, 1] = True
+    t = tgrad.tensor
+    out, w = F.multi_head_attention_forward(
+        t(q), t(k), t(v), e, h, None, t(bias), t(bk), t(bv), True, 0.0, t(wo), t(bo),
+        key_padding_mask=t(kpm), attn_mask=t(am), use_separate_proj_weight=True,
+        q_proj_weight=t(wq), k_proj_weight=t(wk), v_proj_weight=t(wv),
+        average_attn_weights=False)
+    pq = q @ wq.T + bias[:e]
+    pk = np.concatenate([k @ wk.T + bias[e:2 * e], np.broadcast_to(bk, (1, n, e))])
+    pv = np.concatenate([v @ wv.T + bias[2 * e:], np.broadcast_to(bv, (1, n, e))])
+    heads = lambda x: x.reshape(x.shape[0], n, h, hd).transpose(1, 2, 0, 3)  # noqa: E731
+    qh, kh, vh = heads(pq), heads(pk), heads(pv)  # (N, H, ., hd)
+    kh = np.concatenate([kh, np.zeros((n, h, 1, hd))], 2)  # add_zero_attn
+    vh = np.concatenate([vh, np.zeros((n, h, 1, hd))], 2)
+    mask = np.concatenate([am, np.zeros((tgt, 2))], 1)[None, None]  # (1, 1, L, S + 2)
+    pad = np.concatenate([np.where(kpm, -np.inf, 0.0), np.zeros((n, 2))], 1)
+    mask = mask + pad[:, None, None, :]
+    attn, ref_w = _np_attention(qh, kh, vh, hd, mask)
+    ref = attn.transpose(2, 0, 1, 3).reshape(tgt, n, e) @ wo.T + bo
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(w.numpy(), ref_w, rtol=1e-12, atol=1e-12)
+    out2, none = F.multi_head_attention_forward(  # the scaled_dot_product_attention path
+        t(q), t(k), t(v), e, h, None, t(bias), t(bk), t(bv), True, 0.0, t(wo), t(bo),
+        key_padding_mask=t(kpm), attn_mask=t(am), use_separate_proj_weight=True,
+        q_proj_weight=t(wq), k_proj_weight=t(wk), v_proj_weight=t(wv), need_weights=False)
+    assert none is None
+    np.testing.assert_allclose(out2.numpy(), ref, rtol=1e-12, atol=1e-12)
+    # static_k / static_v: given per (batch, head) keys and values replace the projections
+    sk, sv = rng.standard_normal((n * h, 5, hd)), rng.standard_normal((n * h, 5, hd))
+    w_in = rng.standard_normal((3 * e, e))
+    out3, _ = F.multi_head_attention_forward(
+        t(q), t(q), t(q), e, h, t(w_in), None, None, None, False, 0.0, t(wo), None,
+        static_k=t(sk), static_v=t(sv))
+    qh = (q @ w_in[:e].T).reshape(tgt, n * h, hd).transpose(1, 0, 2)
+    attn, _ = _np_attention(qh, sk, sv, hd)
+    ref3 = attn.transpose(1, 0, 2).reshape(tgt, n, e) @ wo.T
+    np.testing.assert_allclose(out3.numpy(), ref3, rtol=1e-12, atol=1e-12)
+
+
+def test_module_add_bias_kv_and_zero_attn():
+    tgrad.manual_seed(3)
+    m = nn.MultiheadAttention(4, 2, add_bias_kv=True, add_zero_attn=True, dtype=tgrad.float64)
+    names = [name for name, _ in m.named_parameters()]
+    assert names == ["in_proj_weight", "in_proj_bias", "bias_k", "bias_v", "out_proj.weight",
+                     "out_proj.bias"]
+    assert m.bias_k.shape == (1, 1, 4) and m.bias_k.detach().numpy().any()
+    assert nn.MultiheadAttention(4, 2).bias_k is None
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 2, 4))
+    out, w = m(tgrad.tensor(x), tgrad.tensor(x), tgrad.tensor(x))
+    assert out.shape == (3, 2, 4) and w.shape == (2, 3, 5)  # 3 keys + bias_k + zero
+    ref, _ = F.multi_head_attention_forward(
+        tgrad.tensor(x), tgrad.tensor(x), tgrad.tensor(x), 4, 2, m.in_proj_weight,
+        m.in_proj_bias, m.bias_k, m.bias_v, True, 0.0, m.out_proj.weight, m.out_proj.bias)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-15)
+    q = tgrad.tensor(rng.standard_normal((2, 1, 4)), requires_grad=True)
+    assert tgrad.autograd.gradcheck(lambda a: m(a, a, a)[0], (q,))
+    assert tgrad.autograd.gradcheck(lambda a: m(a, a, a, need_weights=False)[0], (q,))

@@ -843,11 +843,12 @@ from tgrad.nn._norm import *  # noqa: E402,F401,F403
 
 __all__ += _conv.__all__ + _norm.__all__
 
-# Attention (matmuls and the fused softmax).
-from tgrad.nn import _attention  # noqa: E402
+# Attention (matmuls and the fused softmax), and multi-head attention over it.
+from tgrad.nn import _attention, _mha  # noqa: E402
 from tgrad.nn._attention import *  # noqa: E402,F401,F403
+from tgrad.nn._mha import *  # noqa: E402,F401,F403
 
-__all__ += _attention.__all__
+__all__ += _attention.__all__ + _mha.__all__
 
 # More activations (hardswish, softshrink, prelu...), composed of tgrad ops.
 from tgrad.nn import _activations  # noqa: E402

@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 from tgrad.nn import functional as F
 from tgrad.nn import init
-from tgrad.nn.modules.attention import MultiheadAttention, _float_mask
+from tgrad.nn._mha import _float_mask
+from tgrad.nn.modules.attention import MultiheadAttention
 from tgrad.nn.modules.container import ModuleList
 from tgrad.nn.modules.dropout import Dropout
 from tgrad.nn.modules.linear import Linear
