@@ -1,10 +1,11 @@
 """tgrad.nn.utils, as ``torch.nn.utils``: gradient clipping (``clip_grad_norm_``,
 ``clip_grad_value_``, ``get_total_norm``, ``clip_grads_with_norm_``, from ``clip_grad``),
-``parameters_to_vector`` / ``vector_to_parameters`` and the ``rnn`` submodule (``pad_sequence``,
+``parameters_to_vector`` / ``vector_to_parameters``, the ``rnn`` submodule (``pad_sequence``,
 ``unpad_sequence``, ``PackedSequence``, ``pack_padded_sequence``,
-``pad_packed_sequence``, ``pack_sequence``)."""
+``pad_packed_sequence``, ``pack_sequence``), ``parametrize`` (``register_parametrization``...)
+and ``parametrizations`` (``weight_norm``, ``spectral_norm``)."""
 
-from tgrad.nn.utils import rnn
+from tgrad.nn.utils import parametrizations, parametrize, rnn
 from tgrad.nn.utils.clip_grad import (
     clip_grad_norm_,
     clip_grad_value_,
@@ -14,4 +15,5 @@ from tgrad.nn.utils.clip_grad import (
 from tgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-           "parameters_to_vector", "vector_to_parameters", "rnn"]
+           "parameters_to_vector", "vector_to_parameters", "rnn", "parametrize",
+           "parametrizations"]

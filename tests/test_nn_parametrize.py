@@ -1,0 +1,216 @@
+"""tgrad.nn.utils.parametrize and parametrizations (weight_norm, spectral_norm), against
+NumPy float64 evaluations of PyTorch's definitions: values, gradients through the originals
+(gradcheck), state-dict keys, assignment through right_inverse, caching, removal, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn as nn
+from tgrad.autograd import gradcheck
+from tgrad.nn.utils import parametrizations as PS
+from tgrad.nn.utils import parametrize as P
+
+F64 = tgrad.float64
+
+
+class Symmetric(nn.Module):
+    calls = 0
+
+    def forward(self, x):
+        Symmetric.calls += 1
+        return x.triu() + x.triu(1).mT
+
+    def right_inverse(self, a):
+        return a.triu()
+
+
+class Scale(nn.Module):
+    def forward(self, x):
+        return 2.0 * x
+
+
+class SplitSum(nn.Module):  # two originals: right_inverse returns a tuple
+    def forward(self, a, b):
+        return a + b
+
+    def right_inverse(self, x):
+        return x * 0.25, x * 0.75
+
+
+def _linear(n=3, m=3):
+    tgrad.manual_seed(0)
+    return nn.Linear(n, m, dtype=F64)
+
+
+def test_register_chain_assign_and_state_dict():
+    lin = _linear()
+    w0 = lin.weight.detach().numpy().copy()
+    P.register_parametrization(lin, "weight", Symmetric())
+    assert type(lin).__name__ == "ParametrizedLinear" and isinstance(lin, nn.Linear)
+    assert P.is_parametrized(lin) and P.is_parametrized(lin, "weight")
+    assert not P.is_parametrized(lin, "bias")
+    assert P.type_before_parametrizations(lin) is nn.Linear
+    want = np.triu(w0) + np.triu(w0, 1).T
+    np.testing.assert_allclose(lin.weight.detach().numpy(), want, rtol=0, atol=0)
+    assert sorted(lin.state_dict()) == ["bias", "parametrizations.weight.original"]
+    P.register_parametrization(lin, "weight", Scale())  # applied after Symmetric
+    np.testing.assert_allclose(lin.weight.detach().numpy(), 2 * want, rtol=0, atol=0)
+    x = np.random.default_rng(0).standard_normal((2, 3))
+    y = lin(tgrad.tensor(x))
+    np.testing.assert_allclose(y.detach().numpy(), x @ (2 * want).T + lin.bias.detach().numpy(),
+                               rtol=1e-12)
+    y.sum().backward()  # the gradient reaches the original through both parametrizations
+    g_w = np.ones((2, 3)).T @ x  # dL/dW for L = sum(x W^T)
+    g_sym = 2 * g_w
+    want_g = np.triu(g_sym) + np.tril(g_sym, -1).T  # W = triu(X) + triu(X, 1)^T
+    np.testing.assert_allclose(lin.parametrizations.weight.original.grad.numpy(), want_g,
+                               rtol=1e-12)
+    lin2 = _linear()
+    P.register_parametrization(lin2, "weight", Symmetric())
+    target = np.arange(9.0).reshape(3, 3)
+    target = target + target.T
+    lin2.weight = tgrad.tensor(target)  # right_inverse stores triu(target)
+    np.testing.assert_allclose(lin2.parametrizations.weight.original.detach().numpy(),
+                               np.triu(target))
+    np.testing.assert_allclose(lin2.weight.detach().numpy(), target)
+
+
+def test_tuple_originals_cached_and_remove():
+    lin = _linear()
+    w0 = lin.weight.detach().numpy().copy()
+    P.register_parametrization(lin, "weight", SplitSum())
+    pl = lin.parametrizations.weight
+    np.testing.assert_allclose(pl.original0.detach().numpy(), 0.25 * w0)
+    np.testing.assert_allclose(lin.weight.detach().numpy(), w0, rtol=1e-15)
+    assert isinstance(pl.original1, nn.Parameter)
+    with pytest.raises(ValueError, match="leave_parametrized=False"):
+        P.remove_parametrizations(lin, "weight", leave_parametrized=False)
+    P.remove_parametrizations(lin, "weight")
+    assert type(lin) is nn.Linear and isinstance(lin.weight, nn.Parameter)
+    np.testing.assert_allclose(lin.weight.detach().numpy(), w0, rtol=1e-15)
+    assert sorted(lin.state_dict()) == ["bias", "weight"]
+
+    lin = _linear()
+    P.register_parametrization(lin, "weight", Symmetric())
+    Symmetric.calls = 0
+    with P.cached():
+        a, b = lin.weight, lin.weight
+    assert a is b and Symmetric.calls == 1
+    lin.weight  # noqa: B018 - outside the block: computed again
+    assert Symmetric.calls == 2
+    original = lin.parametrizations.weight.original
+    P.remove_parametrizations(lin, "weight", leave_parametrized=False)
+    assert lin.weight is original  # the unconstrained original comes back
+
+
+def test_parametrize_errors():
+    lin = _linear()
+    with pytest.raises(ValueError, match="does not have a parameter, a buffer, or a "
+                                         "parametrized element with name 'nope'"):
+        P.register_parametrization(lin, "nope", Scale())
+
+    class Flatten(nn.Module):
+        def forward(self, x):
+            return x.reshape(-1)
+    with pytest.raises(ValueError, match="may not change the shape of the tensor"):
+        P.register_parametrization(lin, "weight", Flatten())
+    P.register_parametrization(lin, "weight", Flatten(), unsafe=True)
+    assert lin.weight.shape == (9,)
+    lin = _linear()
+    P.register_parametrization(lin, "weight", Scale())
+    with pytest.raises(RuntimeError, match="parametrization Scale does not implement "
+                                           "right_inverse"):
+        lin.weight = tgrad.zeros(3, 3, dtype=F64)
+    with pytest.raises(ValueError, match="does not have a parametrization on bias"):
+        P.remove_parametrizations(lin, "bias")
+
+
+# ---------------------------------------------------------------------------- weight_norm
+@pytest.mark.parametrize("dim", [0, 1, None, -1])
+def test_weight_norm(dim):
+    tgrad.manual_seed(1)
+    conv = nn.Conv1d(2, 3, 2, dtype=F64)  # weight (3, 2, 2)
+    w0 = conv.weight.detach().numpy().copy()
+    PS.weight_norm(conv, dim=dim)
+    g = conv.parametrizations.weight.original0.detach().numpy()
+    axes = None if dim in (None, -1) else tuple(d for d in range(3) if d != dim)
+    np.testing.assert_allclose(g, np.sqrt((w0 ** 2).sum(axis=axes, keepdims=axes is not None)),
+                               rtol=1e-14)
+    np.testing.assert_allclose(conv.weight.detach().numpy(), w0, rtol=1e-14)
+    with tgrad.no_grad():  # a new magnitude: weight = g v / ||v||
+        conv.parametrizations.weight.original0.mul_(2.0)
+    np.testing.assert_allclose(conv.weight.detach().numpy(), 2 * w0, rtol=1e-14)
+    x = tgrad.tensor(np.random.default_rng(2).standard_normal((1, 2, 4)))
+    pl = conv.parametrizations.weight
+    g0 = pl.original0.detach().clone().requires_grad_()
+    v0 = pl.original1.detach().clone().requires_grad_()
+    assert gradcheck(lambda g, v: pl[0](g, v), (g0, v0))
+    conv(x).sum().backward()
+    assert pl.original0.grad is not None and pl.original1.grad is not None
+
+
+def test_weight_norm_gradient_against_finite_differences():
+    tgrad.manual_seed(3)
+    lin = nn.Linear(3, 2, dtype=F64)
+    PS.weight_norm(lin)
+    x = tgrad.tensor(np.random.default_rng(3).standard_normal((4, 3)))
+    pl = lin.parametrizations.weight
+    g0 = pl.original0.detach().clone().requires_grad_()
+    v0 = pl.original1.detach().clone().requires_grad_()
+    assert gradcheck(lambda g, v: pl[0](g, v), (g0, v0))  # the parametrization's module
+    y = lin(x).sum()
+    y.backward()
+    g, v = pl.original0.detach().numpy(), pl.original1.detach().numpy()
+    n = np.linalg.norm(v, axis=1, keepdims=True)
+    dw = np.ones((4, 2)).T @ x.numpy()  # dL/dW
+    np.testing.assert_allclose(pl.original0.grad.numpy(), (dw * v / n).sum(1, keepdims=True),
+                               rtol=1e-12)
+    want_v = g / n * dw - g * v * (dw * v).sum(1, keepdims=True) / n ** 3
+    np.testing.assert_allclose(pl.original1.grad.numpy(), want_v, rtol=1e-12)
+
+
+# -------------------------------------------------------------------------- spectral_norm
+def test_spectral_norm_power_iteration_and_modes():
+    tgrad.manual_seed(4)
+    lin = nn.Linear(5, 4, dtype=F64)
+    w0 = lin.weight.detach().numpy().copy()
+    PS.spectral_norm(lin)
+    sn = lin.parametrizations.weight[0]
+    u, v = sn._u.numpy(), sn._v.numpy()
+    assert u.shape == (4,) and v.shape == (5,)
+    np.testing.assert_allclose(np.linalg.norm(u), 1.0, rtol=1e-12)
+    for _ in range(30):  # training mode: each access runs one more power iteration
+        w = lin.weight
+    sigma = np.linalg.svd(w0, compute_uv=False)[0]
+    np.testing.assert_allclose(w.detach().numpy(), w0 / sigma, rtol=1e-8)
+    u, v = sn._u.numpy(), sn._v.numpy()
+    np.testing.assert_allclose(lin.weight.detach().numpy(),
+                               w0 / (u @ w0 @ v), rtol=1e-12)  # this access: W / u^T W v
+    lin.eval()
+    u_before = sn._u.numpy().copy()
+    lin.weight  # noqa: B018 - eval: no iteration
+    np.testing.assert_allclose(sn._u.numpy(), u_before, rtol=0, atol=0)
+    assert sorted(lin.state_dict()) == ["bias", "parametrizations.weight.0._u",
+                                        "parametrizations.weight.0._v",
+                                        "parametrizations.weight.original"]
+    x = tgrad.tensor(np.random.default_rng(5).standard_normal((2, 5)), requires_grad=True)
+    assert gradcheck(lambda a: lin(a), (x,))  # eval mode: a fixed u, v
+
+
+def test_spectral_norm_conv_transpose_vector_and_errors():
+    tgrad.manual_seed(6)
+    ct = nn.ConvTranspose2d(3, 2, 2, dtype=F64)  # weight (3, 2, 2, 2): dim 1 by default
+    PS.spectral_norm(ct)
+    sn = ct.parametrizations.weight[0]
+    assert sn.dim == 1 and sn._u.shape == (2,) and sn._v.shape == (12,)
+    emb = nn.Module()
+    emb.register_parameter("w", nn.Parameter(tgrad.tensor([3.0, 4.0], dtype=F64)))
+    PS.spectral_norm(emb, "w")
+    np.testing.assert_allclose(emb.w.detach().numpy(), [0.6, 0.8], rtol=1e-15)
+    with pytest.raises(ValueError, match="n_power_iterations=0"):
+        PS.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        PS.spectral_norm(nn.Linear(2, 2), dim=2)

@@ -1,0 +1,234 @@
+"""``tgrad.nn.utils.parametrize``, as PyTorch's: a module's parameter or buffer recomputed
+from unconstrained originals on every access.
+
+``register_parametrization(module, "weight", P)`` moves ``module.weight`` to
+``module.parametrizations.weight.original`` (or ``original0``, ``original1``... when
+``P.right_inverse`` returns a tuple), turns ``module.weight`` into a property returning
+``P(original)`` (several parametrizations chain, first registered applied first), and swaps
+the module's class for a subclass ``Parametrized<Class>`` holding that property (one per
+module). Assigning ``module.weight = X`` stores ``right_inverse(X)`` in the originals.
+``cached()`` computes each parametrized tensor once inside its block;
+``remove_parametrizations`` puts a plain parameter back (the current value, or the
+original). State-dict keys are PyTorch's (``parametrizations.weight.original``).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from tgrad.autograd.grad_mode import no_grad
+from tgrad.nn.modules.container import ModuleDict, ModuleList
+from tgrad.nn.modules.module import Module
+from tgrad.nn.parameter import Parameter
+from tgrad.tensor import Tensor
+
+__all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized",
+           "cached", "ParametrizationList", "type_before_parametrizations"]
+
+_cache_depth = 0
+_cache: dict = {}
+
+
+@contextmanager
+def cached() -> Iterator[None]:
+    """Inside this block each parametrized tensor is computed once (on first access) and
+    reused, e.g. for a weight read at every step of a recurrent loop."""
+    global _cache_depth
+    _cache_depth += 1
+    try:
+        yield
+    finally:
+        _cache_depth -= 1
+        if not _cache_depth:
+            _cache.clear()
+
+
+def _register_original(module: Module, name: str, value: Tensor) -> None:
+    if isinstance(value, Parameter):
+        module.register_parameter(name, value)
+    else:
+        module.register_buffer(name, value)
+
+
+def _check_like(what: str, new, original: Tensor, unsafe: bool) -> None:
+    if unsafe:
+        return
+    if not isinstance(new, Tensor):
+        raise ValueError(f"{what} must return a tensor. Got {type(new).__name__}.")
+    if new.dtype is not original.dtype:
+        raise ValueError(f"Registering a parametrization may not change the dtype of the "
+                         f"tensor, unless `unsafe` flag is enabled.\n"
+                         f"unparametrized dtype: {original.dtype}\n"
+                         f"parametrized dtype: {new.dtype}")
+    if tuple(new.shape) != tuple(original.shape):
+        raise ValueError(f"Registering a parametrization may not change the shape of the "
+                         f"tensor, unless `unsafe` flag is enabled.\n"
+                         f"unparametrized shape: {tuple(original.shape)}\n"
+                         f"parametrized shape: {tuple(new.shape)}")
+
+
+class ParametrizationList(ModuleList):
+    """The parametrizations of one tensor and its originals: ``original`` (a tensor), or
+    ``original0``, ``original1``... (right_inverse returned a tuple). ``forward()`` gives
+    the parametrized tensor; ``right_inverse(value)`` stores the originals of ``value``."""
+
+    def __init__(self, modules, original: Tensor, unsafe: bool = False) -> None:
+        super().__init__(modules)
+        self.unsafe = unsafe
+        with no_grad():
+            new = original
+            for m in reversed(list(self)):
+                if hasattr(m, "right_inverse"):
+                    new = m.right_inverse(new)
+        self.is_tensor = isinstance(new, Tensor)
+        if self.is_tensor:
+            _check_like("right_inverse", new, original, unsafe)
+            with no_grad():
+                if new is not original:
+                    original.data = new.detach().clone()  # the same Parameter object
+            _register_original(self, "original", original)
+            self.ntensors = 1
+        else:
+            if not isinstance(new, (tuple, list)):
+                raise ValueError(f"'right_inverse' must return a Tensor or a Sequence of "
+                                 f"tensors (list, tuple...). Got {type(new).__name__}")
+            self.ntensors = len(new)
+            for i, t in enumerate(new):
+                if not isinstance(t, Tensor):
+                    raise ValueError(f"'right_inverse' must return a Tensor or a Sequence "
+                                     f"of tensors. Got element {i} of type "
+                                     f"{type(t).__name__}")
+                t = t.detach().clone()
+                if isinstance(original, Parameter):
+                    t = Parameter(t, original.requires_grad)
+                _register_original(self, f"original{i}", t)
+        if not unsafe:
+            _check_like("A parametrization", self(), original, unsafe)
+
+    def right_inverse(self, value: Tensor) -> None:
+        with no_grad():
+            for m in reversed(list(self)):
+                if not hasattr(m, "right_inverse"):
+                    raise RuntimeError(f"parametrization {type(m).__name__} does not "
+                                       f"implement right_inverse.")
+                value = m.right_inverse(value)
+            if self.is_tensor:
+                if not isinstance(value, Tensor):
+                    raise ValueError(f"`right_inverse` should return a tensor. Got "
+                                     f"{type(value).__name__}")
+                if value.dtype is not self.original.dtype:
+                    raise ValueError(f"The tensor returned by `right_inverse` has dtype "
+                                     f"{value.dtype} while `original` has dtype "
+                                     f"{self.original.dtype}")
+                self.original.data = value.detach().clone()
+            else:
+                if len(value) != self.ntensors:
+                    raise ValueError(f"'right_inverse' must return a sequence of tensors of "
+                                     f"length {self.ntensors}. Got a sequence of length "
+                                     f"{len(value)}")
+                for i, t in enumerate(value):
+                    getattr(self, f"original{i}").data = t.detach().clone()
+
+    def forward(self) -> Tensor:
+        mods = list(self)
+        if self.is_tensor:
+            x = mods[0](self.original)
+        else:
+            x = mods[0](*(getattr(self, f"original{i}") for i in range(self.ntensors)))
+        for m in mods[1:]:
+            x = m(x)
+        return x
+
+
+def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:
+    """Whether ``module`` has a parametrization (on ``tensor_name`` when given)."""
+    p = module.__dict__.get("_modules", {}).get("parametrizations")
+    if not isinstance(p, ModuleDict):
+        return False
+    return len(p) > 0 if tensor_name is None else tensor_name in p
+
+
+def type_before_parametrizations(module: Module) -> type:
+    """The module's class before register_parametrization swapped it."""
+    return module.__class__.__bases__[0] if is_parametrized(module) else type(module)
+
+
+def _parametrized_value(module: Module, name: str) -> Tensor:
+    plist = module.parametrizations[name]
+    if not _cache_depth:
+        return plist()
+    key = (id(module), name)
+    value = _cache.get(key)
+    if value is None:
+        value = _cache[key] = plist()
+    return value
+
+
+def _inject_property(module: Module, name: str) -> None:
+    def get(self):
+        return _parametrized_value(self, name)
+
+    def put(self, value):
+        self.parametrizations[name].right_inverse(value)
+    setattr(module.__class__, name, property(get, put))
+
+
+def register_parametrization(module: Module, tensor_name: str, parametrization: Module, *,
+                             unsafe: bool = False) -> Module:
+    """Parametrize ``module.<tensor_name>`` (a parameter, buffer or already parametrized
+    tensor) by the module ``parametrization``: see the module docstring. ``unsafe`` skips
+    the checks that the parametrized tensor keeps its shape and dtype."""
+    parametrization.train(module.training)
+    if is_parametrized(module, tensor_name):
+        if not unsafe:
+            current = getattr(module, tensor_name)
+            _check_like("A parametrization", parametrization(current), current, unsafe)
+        module.parametrizations[tensor_name].append(parametrization)
+        module.parametrizations[tensor_name].unsafe |= unsafe
+        return module
+    if tensor_name not in module._parameters and tensor_name not in module._buffers:
+        raise ValueError(f"Module '{module}' does not have a parameter, a buffer, or a "
+                         f"parametrized element with name '{tensor_name}'")
+    original = getattr(module, tensor_name)
+    plist = ParametrizationList([parametrization], original, unsafe=unsafe)
+    delattr(module, tensor_name)
+    if not is_parametrized(module):
+        cls = module.__class__
+        module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), {})
+        module.parametrizations = ModuleDict()
+    _inject_property(module, tensor_name)
+    module.parametrizations[tensor_name] = plist
+    return module
+
+
+def remove_parametrizations(module: Module, tensor_name: str,
+                            leave_parametrized: bool = True) -> Module:
+    """Undo the parametrizations of ``tensor_name``: it becomes a plain parameter (or
+    buffer) holding its current parametrized value (``leave_parametrized``) or its
+    original; the module gets its own class back when nothing is parametrized."""
+    if not is_parametrized(module, tensor_name):
+        raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
+    plist = module.parametrizations[tensor_name]
+    if plist.is_tensor:
+        original = plist.original
+        if leave_parametrized:
+            with no_grad():
+                value = getattr(module, tensor_name)
+            original.data = value.detach().clone()
+    else:
+        if not leave_parametrized:
+            raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a "
+                             "tensor that is parametrized in terms of a sequence of tensors.")
+        with no_grad():
+            value = getattr(module, tensor_name).detach().clone()
+        wants_grad = plist.original0.requires_grad
+        original = Parameter(value, wants_grad) if isinstance(plist.original0, Parameter) \
+            else value
+    delattr(module.__class__, tensor_name)
+    del module.parametrizations[tensor_name]
+    _register_original(module, tensor_name, original)
+    if not is_parametrized(module):
+        delattr(module, "parametrizations")
+        module.__class__ = module.__class__.__bases__[0]
+    return module
