@@ -471,3 +471,38 @@ def test_top_level_names_and_methods():
     Xl, _ = tgrad.triangular_solve(_t(b), _t(up.T), upper=False, unitriangular=True)
     unit = np.tril(up.T, -1) + np.eye(3)
     np.testing.assert_allclose(Xl.numpy(), np.linalg.solve(unit, b), **TOL)
+
+
+# ------------------------------------------------------- geqrf, householder_product, ormqr
+@pytest.mark.parametrize("shape", [(5, 3), (3, 3), (3, 5), (1, 1), (6, 1)])
+def test_geqrf_householder_product_ormqr_match_lapack(shape):
+    a = RNG.standard_normal(shape)
+    h, tau = np.linalg.qr(a, mode="raw")  # LAPACK's geqrf (h transposed)
+    A, T = tgrad.geqrf(_t(a))
+    np.testing.assert_allclose(A.numpy(), h.T, **TOL)
+    np.testing.assert_allclose(T.numpy(), tau, **TOL)
+    if shape[0] >= shape[1]:
+        np.testing.assert_allclose(LA.householder_product(A, T).numpy(), np.linalg.qr(a)[0],
+                                   **TOL)
+        np.testing.assert_allclose(A.orgqr(T).numpy(), np.linalg.qr(a)[0], **TOL)
+        q = np.linalg.qr(a, mode="complete")[0]
+        c = RNG.standard_normal((shape[0], 2))
+        np.testing.assert_allclose(tgrad.ormqr(A, T, _t(c)).numpy(), q @ c, **TOL)
+        np.testing.assert_allclose(tgrad.ormqr(A, T, _t(c), transpose=True).numpy(), q.T @ c,
+                                   **TOL)
+        np.testing.assert_allclose(tgrad.ormqr(A, T, _t(c.T), left=False).numpy(), c.T @ q,
+                                   **TOL)
+
+
+def test_householder_product_gradcheck_and_errors():
+    a, tau = _leaf((4, 3)), _leaf((2,))
+    assert gradcheck(LA.householder_product, (a, tau))
+    assert gradgradcheck(LA.householder_product, (a, tau))
+    A, T = tgrad.geqrf(_leaf((3, 3)))
+    with pytest.raises(NotImplementedError, match="derivative for 'geqrf' is not implemented"):
+        A.sum().backward()
+    with pytest.raises(RuntimeError, match=r"input.shape\[-2\] must be greater than or equal"):
+        LA.householder_product(_t(np.ones((2, 3))), _t(np.ones(2)))
+    with pytest.raises(RuntimeError, match=r"input.shape\[-1\] must be greater than or equal "
+                                           r"to tau.shape\[-1\]"):
+        LA.householder_product(_t(np.ones((3, 2))), _t(np.ones(3)))

@@ -214,3 +214,68 @@ def test_spectral_norm_conv_transpose_vector_and_errors():
         PS.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
     with pytest.raises(IndexError, match="Dimension out of range"):
         PS.spectral_norm(nn.Linear(2, 2), dim=2)
+
+
+# ----------------------------------------------------------------------------- orthogonal
+def _orthonormal_error(w: np.ndarray) -> float:
+    n, k = w.shape[-2:]
+    g = np.swapaxes(w, -1, -2) @ w if n >= k else w @ np.swapaxes(w, -1, -2)
+    return float(np.abs(g - np.eye(min(n, k))).max())
+
+
+@pytest.mark.parametrize("shape,orthogonal_map", [
+    ((4, 4), None), ((5, 3), None), ((3, 5), None), ((4, 4), "cayley"), ((5, 3), "cayley"),
+    ((3, 5), "matrix_exp"), ((4, 4), "householder")])
+def test_orthogonal_with_trivialization(shape, orthogonal_map):
+    tgrad.manual_seed(7)
+    lin = nn.Linear(shape[1], shape[0], dtype=F64)
+    w0 = lin.weight.detach().numpy().copy()
+    PS.orthogonal(lin, orthogonal_map=orthogonal_map)
+    w = lin.weight.detach().numpy()
+    assert _orthonormal_error(w) < 1e-14
+    if shape[0] >= shape[1]:  # starts at w0's Q (R's diagonal made positive)
+        q, r = np.linalg.qr(w0)
+        np.testing.assert_allclose(w[:, :shape[1]], q * np.sign(np.diag(r)), atol=1e-14)
+    base = lin.parametrizations.weight[0].base
+    assert base is not None and sorted(lin.state_dict())[1:] == [
+        "parametrizations.weight.0.base", "parametrizations.weight.original"]
+    pl = lin.parametrizations.weight
+    noise = np.random.default_rng(8).standard_normal(shape)
+    noise = np.tril(noise, -1) if shape[0] >= shape[1] else np.triu(noise, 1)
+    # (below the diagonal: householder reads the diagonal as fixed signs, +-1)
+    x = pl.original.detach().clone() + 0.1 * tgrad.tensor(noise)
+    assert _orthonormal_error(pl[0](x).detach().numpy()) < 1e-13  # stays orthogonal
+    diag = pl.original.detach().clone()  # -I: the fixed signs
+    strict = (lambda a: a.tril(-1)) if shape[0] >= shape[1] else (lambda a: a.triu(1))
+    assert gradcheck(lambda a: pl[0](diag + strict(a)), ((x - diag).requires_grad_(),))
+    target = np.linalg.qr(np.random.default_rng(9).standard_normal((max(shape), min(shape))))[0]
+    target = target if shape[0] >= shape[1] else target.T
+    lin.weight = tgrad.tensor(target)  # an orthogonal value: kept as the new base
+    np.testing.assert_allclose(lin.weight.detach().numpy(), target, atol=1e-14)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+def test_orthogonal_householder_without_trivialization(shape):
+    tgrad.manual_seed(10)
+    lin = nn.Linear(shape[1], shape[0], dtype=F64)
+    PS.orthogonal(lin, orthogonal_map="householder", use_trivialization=False)
+    assert "base" not in lin.parametrizations.weight[0]._buffers
+    assert _orthonormal_error(lin.weight.detach().numpy()) < 1e-14
+    target = np.linalg.qr(np.random.default_rng(11).standard_normal((max(shape), min(shape))))[0]
+    target = target if shape[0] >= shape[1] else target.T
+    lin.weight = tgrad.tensor(target)  # geqrf's reflectors reproduce it
+    np.testing.assert_allclose(lin.weight.detach().numpy(), target, atol=1e-14)
+    lin(tgrad.ones(2, shape[1], dtype=F64)).sum().backward()
+    assert lin.parametrizations.weight.original.grad.shape == shape
+
+
+def test_orthogonal_errors_and_matrix_exp_without_trivialization():
+    lin = nn.Linear(3, 3, dtype=F64)
+    PS.orthogonal(lin, orthogonal_map="matrix_exp", use_trivialization=False)
+    assert _orthonormal_error(lin.weight.detach().numpy()) < 1e-14
+    with pytest.raises(NotImplementedError, match="use_trivialization=False"):
+        lin.weight = tgrad.eye(3, dtype=F64)
+    with pytest.raises(ValueError, match='orthogonal_map has to be one of "matrix_exp"'):
+        PS.orthogonal(nn.Linear(2, 2), orthogonal_map="qr")
+    with pytest.raises(ValueError, match="Expected a matrix or batch of matrices"):
+        PS.orthogonal(nn.Linear(2, 2), name="bias")

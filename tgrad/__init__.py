@@ -92,7 +92,7 @@ cosine_similarity = nn.functional.cosine_similarity
 
 _LINALG_ALIASES = ("inverse", "det", "logdet", "slogdet", "matrix_power")
 _LEGACY_LINALG = ("qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_inverse", "lu",
-                  "lu_solve", "lu_unpack", "triangular_solve")
+                  "lu_solve", "lu_unpack", "triangular_solve", "geqrf", "orgqr", "ormqr")
 
 
 def __getattr__(name: str) -> object:

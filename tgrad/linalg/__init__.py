@@ -10,8 +10,8 @@ vector steps (O(n) launches on a GPU). LU with partial pivoting gives ``lu_facto
 Householder QR gives ``qr``; parallel Jacobi rotations give ``eigh`` / ``eigvalsh`` and
 ``svd`` / ``svdvals``, and on those ``pinv``, ``matrix_rank``, ``cond``, ``lstsq``, the
 'nuc' / 2 / -2 matrix norms; also ``matrix_exp``, ``tensorinv``, ``tensorsolve``,
-``vander``. Missing: the general (non-symmetric, complex-valued) ``eig`` / ``eigvals``,
-``householder_product`` and ``ldl_factor``."""
+``vander``, ``householder_product``. Missing: the general (non-symmetric, complex-valued)
+``eig`` / ``eigvals`` and ``ldl_factor``."""
 
 from tgrad.linalg._jacobi import eigh, eigvalsh, svd, svdvals
 from tgrad.linalg._lu import det, inv, inv_ex, matrix_power, slogdet, solve, solve_ex
@@ -26,7 +26,7 @@ from tgrad.linalg._norms import (
     vecdot,
     vector_norm,
 )
-from tgrad.linalg._qr import qr
+from tgrad.linalg._qr import householder_product, qr
 from tgrad.linalg._spectral import (
     cond,
     lstsq,
@@ -39,9 +39,9 @@ from tgrad.linalg._spectral import (
 )
 from tgrad.linalg._triangular import cholesky, cholesky_ex, cholesky_solve, solve_triangular
 
-__all__ = ["cholesky", "cholesky_ex", "cholesky_solve", "cond", "cross", "det", "diagonal",
-           "eigh", "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex",
-           "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
-           "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
-           "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander",
-           "vecdot", "vector_norm"]
+__all__ = ["cholesky", "cholesky_ex", "cholesky_solve", "cond", "cross", "det", "diagonal", "eigh",
+           "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor",
+           "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
+           "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot",
+           "vector_norm"]

@@ -1,8 +1,9 @@
 # ruff: noqa: N803, N806  (PyTorch's argument names and matrix notation: A, L, U, P, LU)
 """PyTorch's older top-level linear algebra names, over tgrad.linalg: ``tgrad.qr``,
 ``svd`` (V, not Vh), ``pinverse``, ``matrix_exp``, ``cholesky``, ``cholesky_inverse``,
-``lu`` (the packed factors), ``lu_solve`` (B first), ``lu_unpack`` and ``triangular_solve``
-(A X = B with ``transpose``, returning (solution, a copy of A)); also Tensor methods."""
+``lu`` (the packed factors), ``lu_solve`` (B first), ``lu_unpack``, ``triangular_solve``
+(A X = B with ``transpose``, returning (solution, a copy of A)), ``geqrf``, ``orgqr``
+(householder_product) and ``ormqr``; also Tensor methods."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from tgrad.linalg._jacobi import svd as _svd
 from tgrad.linalg._jacobi import svdvals
 from tgrad.linalg._lu_factor import _perm_from_pivots, _perm_matrix, _unpack, lu_factor_ex
 from tgrad.linalg._lu_factor import lu_solve as _lu_solve
-from tgrad.linalg._qr import QRResult
+from tgrad.linalg._qr import QRResult, geqrf, ormqr
+from tgrad.linalg._qr import householder_product as orgqr
 from tgrad.linalg._qr import qr as _qr
 from tgrad.linalg._spectral import matrix_exp, pinv
 from tgrad.linalg._triangular import cholesky as _cholesky
@@ -22,7 +24,7 @@ from tgrad.ops.creation import eye, zeros
 from tgrad.tensor import Tensor
 
 __all__ = ["qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_inverse", "lu",
-           "lu_solve", "lu_unpack", "triangular_solve"]
+           "lu_solve", "lu_unpack", "triangular_solve", "geqrf", "orgqr", "ormqr"]
 
 
 class SVDResult(NamedTuple):  # torch.svd: V, not Vh

@@ -33,9 +33,9 @@ from tgrad.linalg._triangular import _torch_dtype_name, solve_triangular
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
 from tgrad.ops.composite import tril, triu
-from tgrad.ops.creation import eye, tensor, zeros
+from tgrad.ops.creation import eye, ones, tensor, zeros
 from tgrad.ops.logmath import copysign, hypot
-from tgrad.ops.shape import cat
+from tgrad.ops.shape import cat, stack
 from tgrad.tensor import Tensor
 
 __all__ = ["qr", "householder_qr"]
@@ -69,14 +69,14 @@ def check_linalg_dtype(op: str, dt) -> None:
                            f"{_torch_dtype_name(dt)}; convert with .float() or .double()")
 
 
-def householder_qr(A: Tensor, complete: bool, want_q: bool = True) -> tuple:
-    """(Q, R) of A (..., m, n) without recording a graph: Q (..., m, m if complete else k),
-    R (..., m if complete else k, n) upper triangular. ``want_q=False`` gives Q None."""
+def _reflections(A: Tensor) -> tuple:
+    """Householder's steps on A (..., m, n) without recording a graph: (R (..., m, n), A's R
+    on and above the diagonal, other values below it; per column j < min(m, n) the
+    reflector (w (..., m - j), scale (...,) = 2 / w^T w, or 0 where no reflection))."""
     m, n = A.shape[-2], A.shape[-1]
-    k = min(m, n)
     R = A.detach().contiguous().clone()
-    reflectors = []  # (w (..., m-j), 2 / w^T w or 0 (..., 1)) per column j
-    for j in range(k):
+    reflectors = []
+    for j in range(min(m, n)):
         x = R[..., j:, j]
         alpha = x[..., 0]
         below = vector_norm(x[..., 1:], dim=-1)  # 0 for the last row
@@ -85,24 +85,47 @@ def householder_qr(A: Tensor, complete: bool, want_q: bool = True) -> tuple:
         w[..., 0] = alpha - beta
         reflect = below > 0
         scale = ew.where(reflect, 2.0 / ew.where(reflect, (w * w).sum(-1), 1.0), 0.0)
-        w_scaled = (w * scale.unsqueeze(-1)).unsqueeze(-1)  # (..., m-j, 1)
-        sub = R[..., j:, j + 1:]
         if n > j + 1:  # the trailing columns: sub -= (2 w / w^T w) (w^T sub)
-            R[..., j:, j + 1:] = sub - w_scaled * (w.unsqueeze(-2) @ sub)
-        R[..., j, j] = ew.where(reflect, beta, alpha)  # (below it: zeros, left to triu)
-        reflectors.append((w, w_scaled))
-    rows = m if complete else k
+            sub = R[..., j:, j + 1:]
+            R[..., j:, j + 1:] = sub - (w * scale.unsqueeze(-1)).unsqueeze(-1) * (
+                w.unsqueeze(-2) @ sub)
+        R[..., j, j] = ew.where(reflect, beta, alpha)
+        reflectors.append((w, scale))
+    return R, reflectors
+
+
+def householder_qr(A: Tensor, complete: bool) -> tuple:
+    """(Q, R) of A (..., m, n) without recording a graph: Q (..., m, m if complete else k),
+    R (..., m if complete else k, n) upper triangular."""
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    R, reflectors = _reflections(A)
+    rows = cols = m if complete else k
     R = triu(R[..., :rows, :])
-    if not want_q:
-        return None, R
-    cols = m if complete else k
     batch = tuple(A.shape[:-2])
     Q = eye(m, cols, dtype=A.dtype, device=A.device).expand(*batch, m, cols).contiguous()
     for j in range(k - 1, -1, -1):  # Q = H_j Q; H_{j+1..} left columns < j as e_i
-        w, w_scaled = reflectors[j]
+        w, scale = reflectors[j]
         sub = Q[..., j:, j:]
-        Q[..., j:, j:] = sub - w_scaled * (w.unsqueeze(-2) @ sub)
+        Q[..., j:, j:] = sub - (w * scale.unsqueeze(-1)).unsqueeze(-1) * (w.unsqueeze(-2) @ sub)
     return Q, R
+
+
+def geqrf_packed(A: Tensor) -> tuple:
+    """LAPACK's geqrf of A (..., m, n) without a graph: (a, tau) with R on and above a's
+    diagonal, below it the reflectors v_j (v_j[0] = 1 implied), H_j = I - tau_j v_j v_j^T."""
+    R, reflectors = _reflections(A)
+    taus = []
+    for j, (w, scale) in enumerate(reflectors):
+        w0 = w[..., 0]
+        taus.append(scale * w0 * w0)  # 2 w w^T / w^T w = tau v v^T with v = w / w0
+        if w.shape[-1] > 1:
+            reflect = (scale > 0).unsqueeze(-1)
+            R[..., j + 1:, j] = ew.where(reflect, w[..., 1:] / ew.where(
+                reflect, w0.unsqueeze(-1), 1.0), 0.0)
+    batch = tuple(A.shape[:-2])
+    tau = stack(taus, -1) if taus else zeros(batch + (0,), dtype=A.dtype, device=A.device)
+    return R, tau
 
 
 def _copyltu(M: Tensor) -> Tensor:
@@ -164,3 +187,79 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     check_linalg_dtype(op, A.dtype)
     Q, R = LinalgQR.apply(A, mode)
     return QRResult(Q, R)
+
+
+# ------------------------------------------------------- reflectors: geqrf and their product
+class Geqrf(Function):
+    node_name = "GeqrfBackward0"
+
+    @staticmethod
+    def forward(ctx, A):
+        return geqrf_packed(A)
+
+    @staticmethod
+    def backward(ctx, ga, gtau):
+        raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
+
+
+def geqrf(input: Tensor) -> tuple:  # noqa: A002
+    """``torch.geqrf``: LAPACK's packed QR (a, tau) (see geqrf_packed); no derivative, as
+    in PyTorch."""
+    require_tensor("geqrf", input)
+    if input.ndim < 2:
+        raise RuntimeError(f"geqrf: input must have at least 2 dimensions. Got "
+                           f"{input.ndim}")
+    check_linalg_dtype("geqrf", input.dtype)
+    a, tau = Geqrf.apply(input)
+    return a, tau
+
+
+def householder_product(A: Tensor, tau: Tensor) -> Tensor:
+    """The first n columns of H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_i^H, v_i the
+    i-th column of A (..., m, n) below the diagonal with a 1 on it (LAPACK's orgqr; k =
+    tau's last dim). A composition of tgrad ops: differentiable in A and tau."""
+    op = "torch.linalg.householder_product"
+    require_tensor(op, A, "input")
+    require_tensor(op, tau, "tau", 2)
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:
+        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
+                           f"input.shape[-1]")
+    k = tau.shape[-1] if tau.ndim else 0
+    if n < k:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to "
+                           f"tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
+    if tau.dtype is not A.dtype:
+        raise RuntimeError(f"{op}: tau dtype {tau.dtype} does not match input dtype "
+                           f"{A.dtype}")
+    check_linalg_dtype(op, A.dtype)
+    batch = tuple(A.shape[:-2])
+    Q = eye(m, n, dtype=A.dtype, device=A.device).expand(*batch, m, n)
+    one = ones(batch + (1,), dtype=A.dtype, device=A.device)
+    for i in range(k - 1, -1, -1):
+        v = cat([one, A[..., i + 1:, i]], -1).unsqueeze(-1)  # (..., m - i, 1)
+        sub = Q[..., i:, :]
+        sub = sub - tau[..., i:i + 1].unsqueeze(-1) * v * (v.mT @ sub)
+        Q = cat([Q[..., :i, :], sub], -2) if i else sub
+    return Q
+
+
+def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,  # noqa: A002
+          transpose: bool = False) -> Tensor:
+    """``torch.ormqr``: Q C (left) or C Q, with Q^T for ``transpose``, Q the m x m product
+    of geqrf's reflectors (input (..., m, n), tau (..., k))."""
+    require_tensor("ormqr", other, "other", 3)
+    m, n = input.shape[-2], input.shape[-1]
+    if m > n:  # reflectors beyond n are identities: pad to a square product
+        batch = tuple(input.shape[:-2])
+        input = cat([input, zeros(batch + (m, m - n), dtype=input.dtype,  # noqa: A001
+                                  device=input.device)], -1)
+    Q = householder_product(input, tau)
+    if transpose:
+        Q = Q.mT
+    return Q @ other if left else other @ Q

@@ -179,6 +179,6 @@ def _linalg_method(name: str, module: str):
 for _name in ("inverse", "det", "logdet", "slogdet", "matrix_power"):
     tensor_method(_name)(_linalg_method(_name, "_lu"))
 for _name in ("qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_inverse", "lu",
-              "triangular_solve"):
+              "triangular_solve", "geqrf", "orgqr", "ormqr"):
     tensor_method(_name)(_linalg_method(_name, "_legacy"))
 tensor_method("cholesky_solve")(_linalg_method("cholesky_solve", "_triangular"))

@@ -1,5 +1,17 @@
-"""``tgrad.nn.utils.parametrizations``, as PyTorch's: ``weight_norm`` and ``spectral_norm``
-registered through ``parametrize``.
+# ruff: noqa: N803, N806  (matrix notation: A, Q, X)
+"""``tgrad.nn.utils.parametrizations``, as PyTorch's: ``orthogonal``, ``weight_norm`` and
+``spectral_norm``, registered through ``parametrize``.
+
+    orthogonal:     weight (n x k, or its transpose when n < k) with orthonormal columns:
+                    'matrix_exp' / 'cayley' map the skew-symmetric A = X - X^T of the
+                    lower triangle of X (padded to n x n) to exp(A) / (I - A/2)^{-1}
+                    (I + A/2) and keep k columns; 'householder' is the product of the
+                    reflectors below X's diagonal (tau = 2 / (1 + |v|^2)), columns signed
+                    by int(X's diagonal). Default: 'matrix_exp' for square weights, else
+                    'householder'. With ``use_trivialization`` (the default) the result is
+                    multiplied on the left by a buffer ``base`` (the initial orthogonal
+                    matrix: the weight itself when orthogonal, else the Q of its QR with
+                    a positive diagonal), so the original starts at -I (a zero skew part).
 
     weight_norm:    weight = g v / ||v||, the norm over every dim but ``dim`` (all dims
                     for dim=None or -1, as PyTorch reads -1); originals original0 = g
@@ -14,13 +26,128 @@ registered through ``parametrize``.
 
 from __future__ import annotations
 
+from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.nn import functional as F
 from tgrad.nn.modules.module import Module
 from tgrad.nn.utils import parametrize
+from tgrad.ops import elementwise as ew
+from tgrad.ops.creation import eye, zeros
+from tgrad.ops.shape import cat
 from tgrad.tensor import Tensor
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["orthogonal", "weight_norm", "spectral_norm"]
+
+_MAPS = ("matrix_exp", "cayley", "householder")
+
+
+def _make_orthogonal(A: Tensor) -> Tensor:
+    """The Q of A's QR with R's diagonal made positive (columns of Q signed)."""
+    from tgrad.linalg import qr
+    Q, R = qr(A)
+    d = R.diagonal(dim1=-2, dim2=-1)
+    return Q * ew.where(d < 0, -1.0, 1.0).unsqueeze(-2)
+
+
+def _is_orthogonal(Q: Tensor) -> bool:
+    n, k = Q.shape[-2], Q.shape[-1]
+    eps = 10 * n * dtypes.finfo(Q.dtype).eps
+    eye_k = eye(k, dtype=Q.dtype, device=Q.device)
+    return bool(((Q.mT @ Q - eye_k).abs() <= eps).all())
+
+
+class _Orthogonal(Module):
+    def __init__(self, weight: Tensor, orthogonal_map: str, use_trivialization: bool) -> None:
+        super().__init__()
+        self.shape = tuple(weight.shape)
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, X: Tensor) -> Tensor:
+        n, k = X.shape[-2], X.shape[-1]
+        transposed = n < k
+        if transposed:
+            X = X.mT
+            n, k = k, n
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
+            X = X.tril()
+            if n != k:
+                X = cat([X, zeros(X.shape[:-2] + (n, n - k), dtype=X.dtype,
+                                  device=X.device)], -1)
+            A = X - X.mT
+            if self.orthogonal_map == "matrix_exp":
+                from tgrad.linalg import matrix_exp
+                Q = matrix_exp(A)
+            else:
+                from tgrad.linalg import solve
+                Id = eye(n, dtype=A.dtype, device=A.device)
+                Q = solve(Id - 0.5 * A, Id + 0.5 * A)
+            if n != k:
+                Q = Q[..., :k]
+        else:
+            from tgrad.linalg import householder_product
+            A = X.tril(-1)
+            tau = 2.0 / (1.0 + (A * A).sum(-2))
+            Q = householder_product(A, tau)
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).to(dtypes.int32).to(Q.dtype).unsqueeze(-2)
+        if getattr(self, "base", None) is not None:
+            Q = self.base @ Q
+        return Q.mT if transposed else Q
+
+    def right_inverse(self, Q: Tensor) -> Tensor:
+        with no_grad():
+            if tuple(Q.shape) != self.shape:
+                raise ValueError(f"Expected a matrix or batch of matrices of shape "
+                                 f"{self.shape}. Got a tensor of shape {tuple(Q.shape)}.")
+            Q_init = Q
+            n, k = Q.shape[-2], Q.shape[-1]
+            transposed = n < k
+            if transposed:
+                Q = Q.mT
+                n, k = k, n
+            if "base" not in self._buffers:  # no trivialization: invert the map itself
+                if self.orthogonal_map != "householder":
+                    raise NotImplementedError(
+                        "It is not possible to assign to the matrix exponential or the "
+                        "Cayley parametrizations when use_trivialization=False.")
+                from tgrad.linalg._qr import geqrf
+                A, tau = geqrf(Q)
+                d = A.diagonal(dim1=-2, dim2=-1)
+                sign = ew.where(d < 0, -1.0, ew.where(d > 0, 1.0, 0.0))
+                sign = ew.where(tau == 0, -sign, sign)  # LAPACK's "no reflection"
+                A.diagonal(dim1=-2, dim2=-1).copy_(sign)
+                return A.mT if transposed else A
+            if n == k:
+                Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
+            else:  # complete to an n x n orthogonal matrix
+                extra = Q.new_empty(tuple(Q.shape[:-2]) + (n, n - k)).normal_(0, 1)
+                Q = _make_orthogonal(cat([Q, extra], -1))
+            self.base = Q
+            neg_id = zeros(Q_init.shape, dtype=Q_init.dtype, device=Q_init.device)
+            neg_id.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
+            return neg_id
+
+
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Module:
+    """Constrain ``module.<name>`` (a matrix or batch of matrices) to orthonormal columns
+    (rows when it is wide) through ``orthogonal_map`` (module docstring)."""
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of "
+                         f"{weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] \
+            else "householder"
+    if orthogonal_map not in _MAPS:
+        raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", '
+                         f'"householder". Got: {orthogonal_map}')
+    parametrize.register_parametrization(
+        module, name, _Orthogonal(weight, orthogonal_map, use_trivialization), unsafe=True)
+    return module
 
 
 def _norm_except_dim(v: Tensor, dim: int | None) -> Tensor:

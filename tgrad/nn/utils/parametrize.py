@@ -80,7 +80,10 @@ class ParametrizationList(ModuleList):
             new = original
             for m in reversed(list(self)):
                 if hasattr(m, "right_inverse"):
-                    new = m.right_inverse(new)
+                    try:
+                        new = m.right_inverse(new)
+                    except NotImplementedError:  # taken as the identity here (PyTorch)
+                        pass
         self.is_tensor = isinstance(new, Tensor)
         if self.is_tensor:
             _check_like("right_inverse", new, original, unsafe)
