@@ -376,3 +376,56 @@ def test_composite_schedulers_check_their_children():
     with pytest.raises(ValueError, match="Constant multiplicative factor expected to be "
                                          "between 0 and 1."):
         S.ConstantLR(opt, factor=1.5)
+
+
+# ------------------------------------------------------------------------------- CyclicLR
+def _cyclic_height(step: int, up: int, down: int) -> float:
+    """Where ``step`` sits in its cycle: 0 at base_lr, 1 at max_lr (linear both ways)."""
+    pos = step % (up + down)
+    return pos / up if pos <= up else 1 - (pos - up) / down
+
+
+@pytest.mark.parametrize("mode", ["triangular", "triangular2", "exp_range"])
+def test_cyclic_lr_modes_and_momentum(mode):
+    up, down, gamma = 2, 3, 0.9
+    opt = _opt()
+    sched = S.CyclicLR(opt, base_lr=[0.01, 0.02], max_lr=0.1, step_size_up=up,
+                       step_size_down=down, mode=mode, gamma=gamma, base_momentum=0.8,
+                       max_momentum=0.95)
+    for step in range(13):
+        if step:
+            sched.step()
+        cycle = step // (up + down) + 1
+        scale = {"triangular": 1.0, "triangular2": 0.5 ** (cycle - 1),
+                 "exp_range": gamma ** step}[mode]
+        h = _cyclic_height(step, up, down) * scale
+        want = [0.01 + (0.1 - 0.01) * h, 0.02 + (0.1 - 0.02) * h]
+        assert sched.get_last_lr() == pytest.approx(want, rel=1e-12, abs=1e-15)
+        assert [g["lr"] for g in opt.param_groups] == pytest.approx(want, rel=1e-12, abs=1e-15)
+        for g in opt.param_groups:
+            assert g["momentum"] == pytest.approx(0.95 - 0.15 * h, rel=1e-12)
+    assert opt.param_groups[0]["max_momentum"] == 0.95
+
+
+def test_cyclic_lr_adam_betas_custom_scale_state_dict_and_errors():
+    opt = _opt(kind="adam")
+    sched = S.CyclicLR(opt, 0.001, 0.01, step_size_up=4, scale_fn=lambda x: 0.5,
+                       scale_mode="iterations")
+    for _ in range(3):
+        sched.step()
+    assert sched.get_last_lr()[0] == pytest.approx(0.001 + 0.009 * 0.75 * 0.5, rel=1e-12)
+    assert opt.param_groups[0]["betas"] == pytest.approx((0.9 - 0.1 * 0.75 * 0.5, 0.99))
+    state = sched.state_dict()
+    assert state["_scale_fn_custom"] is None and state["last_epoch"] == 3
+    again = S.CyclicLR(_opt(kind="adam"), 0.001, 0.01, step_size_up=4,
+                       scale_fn=lambda x: 0.5, scale_mode="iterations")
+    again.load_state_dict(state)
+    again.step()
+    sched.step()
+    assert again.get_last_lr() == pytest.approx(sched.get_last_lr(), rel=1e-15)
+    with pytest.raises(ValueError, match="mode is invalid and scale_fn is None"):
+        S.CyclicLR(_opt(), 0.01, 0.1, mode="sine")
+    with pytest.raises(ValueError, match="optimizer must support momentum or beta1"):
+        S.CyclicLR(_opt(kind="adagrad"), 0.01, 0.1)
+    plain = S.CyclicLR(_opt(kind="adagrad"), 0.01, 0.1, cycle_momentum=False)
+    assert plain.get_last_lr() == [0.01, 0.01]

@@ -1,7 +1,7 @@
 """tgrad.optim: Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, RAdam, Adamax, Adadelta,
-Rprop, ASGD, LBFGS (PyTorch's update rules) and lr_scheduler."""
+Rprop, ASGD, LBFGS (PyTorch's update rules), lr_scheduler and swa_utils."""
 
-from tgrad.optim import lr_scheduler
+from tgrad.optim import lr_scheduler, swa_utils
 from tgrad.optim.adadelta import Adadelta
 from tgrad.optim.adam import Adam, AdamW
 from tgrad.optim.adamax import Adamax
@@ -15,4 +15,4 @@ from tgrad.optim.rprop import Rprop
 from tgrad.optim.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam",
-           "Adamax", "Adadelta", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
+           "Adamax", "Adadelta", "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]

@@ -21,7 +21,7 @@ from tgrad.optim.optimizer import Optimizer
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
            "CosineAnnealingLR", "LinearLR", "MultiplicativeLR", "ConstantLR", "PolynomialLR",
            "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau",
-           "CosineAnnealingWarmRestarts", "OneCycleLR"]
+           "CosineAnnealingWarmRestarts", "OneCycleLR", "CyclicLR"]
 
 
 class LRScheduler:
@@ -681,3 +681,98 @@ def _phase(end_step: float, start_lr: str, end_lr: str, start_momentum: str,
            end_momentum: str) -> dict:
     return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr,
             "start_momentum": start_momentum, "end_momentum": end_momentum}
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate policy, per batch: each cycle of step_size_up +
+    step_size_down steps takes lr from base_lr up to max_lr and back, the amplitude scaled
+    per cycle ('triangular': 1, 'triangular2': halved each cycle) or per step
+    ('exp_range': gamma ** step), or by ``scale_fn(x)`` with ``scale_mode`` 'cycle' or
+    'iterations'. With ``cycle_momentum`` the momentum (SGD's ``momentum``, Adam's beta1)
+    goes the opposite way between max_momentum and base_momentum."""
+
+    def __init__(self, optimizer: Optimizer, base_lr: float | list, max_lr: float | list,
+                 step_size_up: int = 2000, step_size_down: int | None = None,
+                 mode: str = "triangular", gamma: float = 1.0, scale_fn=None,
+                 scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum: float | list = 0.8, max_momentum: float | list = 0.9,
+                 last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode if scale_fn is not None else (
+            "iterations" if mode == "exp_range" else "cycle")
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for top, bottom, group in zip(self.max_momentums, self.base_momentums,
+                                              optimizer.param_groups):
+                    self._set_momentum(group, top)
+                    group["max_momentum"], group["base_momentum"] = top, bottom
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def scale_fn(self, x: float) -> float:
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def _set_momentum(self, group: dict, value: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def get_lr(self) -> list:
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle  # position in the cycle, [0, 1)
+        if x <= self.step_ratio:
+            height = x / self.step_ratio
+        else:
+            height = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [lo + (hi - lo) * height * scale for lo, hi in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, lo, hi in zip(self.optimizer.param_groups, self.base_momentums,
+                                     self.max_momentums):
+                self._set_momentum(group, hi - (hi - lo) * height * scale)
+        return lrs
+
+    def state_dict(self) -> dict:
+        """As the base class, without a custom ``scale_fn`` that is a plain function or
+        lambda (PyTorch saves the ``__dict__`` of a callable object instead)."""
+        state = super().state_dict()
+        fn = state.get("_scale_fn_custom")
+        if fn is not None:
+            state["_scale_fn_custom"] = None if isinstance(fn, types.FunctionType) \
+                else dict(fn.__dict__)
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        custom = state.pop("_scale_fn_custom", None)
+        super().load_state_dict(state)
+        if isinstance(custom, dict) and self._scale_fn_custom is not None:
+            self._scale_fn_custom.__dict__.update(custom)

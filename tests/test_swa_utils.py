@@ -1,0 +1,108 @@
+"""tgrad.optim.swa_utils (AveragedModel, SWALR, update_bn, the averaging functions) and
+lr_scheduler's CyclicLR neighbours: values against the definitions of PyTorch's
+documentation, computed here with NumPy float64."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn as nn
+from tgrad.optim import swa_utils as swa
+
+F64 = tgrad.float64
+
+
+def _model(seed):
+    tgrad.manual_seed(seed)
+    return nn.Sequential(nn.Linear(3, 4, dtype=F64), nn.BatchNorm1d(4, dtype=F64))
+
+
+def _params(m):
+    return [p.detach().numpy().copy() for p in m.parameters()]
+
+
+def test_swa_running_mean_and_buffers_follow_the_model():
+    models = [_model(s) for s in range(4)]
+    avg = swa.AveragedModel(models[0])
+    assert avg.n_averaged.item() == 0 and avg.n_averaged.dtype is tgrad.int64
+    for m in models:
+        with tgrad.no_grad():
+            m[1].running_mean.add_(float(len(m[1].running_mean)))  # a buffer that differs
+        avg.update_parameters(m)
+    assert avg.n_averaged.item() == 4
+    want = [np.mean(ps, axis=0) for ps in zip(*[_params(m) for m in models])]
+    for got, w in zip(_params(avg.module), want):
+        np.testing.assert_allclose(got, w, rtol=1e-14)
+    np.testing.assert_allclose(avg.module[1].running_mean.numpy(),
+                               models[-1][1].running_mean.numpy())  # copied, not averaged
+    x = tgrad.tensor(np.random.default_rng(0).standard_normal((5, 3)))
+    avg.eval()
+    np.testing.assert_allclose(avg(x).detach().numpy(), avg.module(x).detach().numpy())
+    assert all(p is not q for p, q in zip(avg.parameters(), models[0].parameters()))
+
+
+def test_ema_functions_and_use_buffers():
+    models = [_model(s) for s in range(3)]
+    decay = 0.9
+    for avg in (swa.AveragedModel(models[0], avg_fn=swa.get_ema_avg_fn(decay)),
+                swa.AveragedModel(models[0], multi_avg_fn=swa.get_ema_multi_avg_fn(decay),
+                                  use_buffers=True)):
+        for m in models:
+            avg.update_parameters(m)
+        want = _params(models[0])
+        for m in models[1:]:
+            want = [decay * w + (1 - decay) * p for w, p in zip(want, _params(m))]
+        for got, w in zip(_params(avg.module), want):
+            np.testing.assert_allclose(got, w, rtol=1e-14)
+    # use_buffers: the running statistics are averaged too (EMA here)
+    rm = [m[1].running_var.numpy() for m in models]
+    np.testing.assert_allclose(avg.module[1].running_var.numpy(), rm[0], rtol=1e-14)
+    swa_fn = swa.get_swa_avg_fn()
+    a, p = tgrad.tensor([1.0, 3.0]), tgrad.tensor([3.0, 7.0])
+    np.testing.assert_allclose(swa_fn(a, p, tgrad.tensor(1)).numpy(), [2.0, 5.0])
+    with pytest.raises(AssertionError, match="Only one of avg_fn and multi_avg_fn"):
+        swa.AveragedModel(models[0], avg_fn=swa_fn, multi_avg_fn=swa.get_swa_multi_avg_fn())
+
+
+def test_update_bn_recomputes_the_statistics():
+    tgrad.manual_seed(1)
+    model = nn.Sequential(nn.Linear(2, 3, dtype=F64), nn.BatchNorm1d(3, dtype=F64))
+    rng = np.random.default_rng(2)
+    batches = [rng.standard_normal((4, 2)) * 3 + 1 for _ in range(3)]
+    loader = [(tgrad.tensor(b), tgrad.zeros(4)) for b in batches]  # (input, target) pairs
+    model.eval()
+    swa.update_bn(loader, model)
+    assert not model.training and model[1].momentum == 0.1
+    w, b = model[0].weight.detach().numpy(), model[0].bias.detach().numpy()
+    hs = [x @ w.T + b for x in batches]
+    np.testing.assert_allclose(model[1].running_mean.numpy(),
+                               np.mean([h.mean(0) for h in hs], axis=0), rtol=1e-12)
+    np.testing.assert_allclose(model[1].running_var.numpy(),  # unbiased, averaged per batch
+                               np.mean([h.var(0, ddof=1) for h in hs], axis=0), rtol=1e-12)
+    assert model[1].num_batches_tracked.item() == 3
+    swa.update_bn(loader, nn.Linear(2, 2))  # no BatchNorm: nothing to do
+
+
+@pytest.mark.parametrize("strategy", ["cos", "linear"])
+def test_swalr_anneals_to_swa_lr(strategy):
+    p = tgrad.zeros(1, requires_grad=True)
+    opt = tgrad.optim.SGD([p], lr=1.0)
+    sched = swa.SWALR(opt, swa_lr=0.1, anneal_epochs=4, anneal_strategy=strategy)
+    alpha = (lambda t: (1 - math.cos(math.pi * t)) / 2) if strategy == "cos" else \
+        (lambda t: t)
+    lrs = [opt.param_groups[0]["lr"]]
+    for _ in range(6):
+        opt.step()
+        sched.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    want = [0.1 * alpha(min(1.0, s / 4)) + 1.0 * (1 - alpha(min(1.0, s / 4)))
+            for s in range(7)]
+    assert lrs == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="anneal_strategy must by one of 'cos' or 'linear'"):
+        swa.SWALR(opt, 0.1, anneal_strategy="exp")
+    with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0"):
+        swa.SWALR(opt, 0.1, anneal_epochs=-1)
