@@ -22,6 +22,7 @@ MODULES = [
     ("tgrad.autograd.functional", "higher-level derivatives"),
     ("tgrad.autograd.graph", "saved-tensor hooks and graph edges"),
     ("tgrad.autograd.profiler", "the profiler"),
+    ("tgrad.func", "function transforms (grad, vjp, jacrev, hessian, vmap, functional_call)"),
     ("tgrad.nn", "Module, Parameter and layers"),
     ("tgrad.nn.functional", "functional ops"),
     ("tgrad.nn.init", "parameter initialisation"),

@@ -1,0 +1,165 @@
+"""tgrad.func (torch.func's transforms over tape autograd): grad, grad_and_value, vjp,
+jacrev, jacfwd, hessian, vmap and functional_call, against NumPy float64 closed forms and
+finite differences; composition (vmap(grad), jacrev(jacrev)), pytrees, has_aux,
+randomness modes and PyTorch's errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn as nn
+from tgrad import func as FT
+
+F64 = tgrad.float64
+RNG = np.random.default_rng(12)
+
+
+def _t(a, **kw):
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), **kw)
+
+
+def _fd_grad(f, x: np.ndarray, eps=1e-6) -> np.ndarray:
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
+    return g
+
+
+def test_grad_argnums_aux_and_value():
+    x, y = RNG.standard_normal(3), RNG.standard_normal(3)
+
+    def f(a, b):
+        return (a.sin() * b).sum() + (a * a).sum()
+    gx = FT.grad(f)(_t(x), _t(y))
+    np.testing.assert_allclose(gx.numpy(), np.cos(x) * y + 2 * x, rtol=1e-13)
+    assert not gx.requires_grad  # the outermost level keeps no graph
+    gx2, gy2 = FT.grad(f, argnums=(0, 1))(_t(x), _t(y))
+    np.testing.assert_allclose(gy2.numpy(), np.sin(x), rtol=1e-13)
+    (g, (value, aux)) = FT.grad_and_value(lambda a: ((a ** 3).sum(), a.mean()),
+                                          has_aux=True)(_t(x))
+    np.testing.assert_allclose(g.numpy(), 3 * x ** 2, rtol=1e-13)
+    assert value.item() == pytest.approx((x ** 3).sum()) and aux.item() == pytest.approx(
+        x.mean())
+    g_dict = FT.grad(lambda p: (p["w"] * p["b"]).sum())({"w": _t(x), "b": _t(y)})
+    np.testing.assert_allclose(g_dict["w"].numpy(), y)
+    np.testing.assert_allclose(g_dict["b"].numpy(), x)
+    unused = FT.grad(lambda a, b: (a * 2).sum(), argnums=1)(_t(x), _t(y))
+    assert not unused.numpy().any()  # an input the output does not depend on: zeros
+
+
+def test_higher_order_compositions():
+    x = RNG.standard_normal(3)
+
+    def f(a):
+        return (a.exp() * a).sum()
+    d2 = FT.grad(lambda a: FT.grad(f)(a).sum())(_t(x))  # sum of the Hessian's rows
+    np.testing.assert_allclose(d2.numpy(), (2 + x) * np.exp(x), rtol=1e-12)
+    h = FT.hessian(f)(_t(x))
+    np.testing.assert_allclose(h.numpy(), np.diag((2 + x) * np.exp(x)), rtol=1e-12)
+    w = RNG.standard_normal((3, 3))
+    h2 = FT.jacrev(FT.jacrev(lambda a: (a @ _t(w) @ a).reshape(())))(_t(x))
+    np.testing.assert_allclose(h2.numpy(), w + w.T, rtol=1e-12)
+
+
+def test_jacrev_jacfwd_vjp():
+    x = RNG.standard_normal(4)
+    a = RNG.standard_normal((3, 4))
+
+    def f(v):
+        return (_t(a) @ v).tanh()
+    want = (1 - np.tanh(a @ x) ** 2)[:, None] * a
+    np.testing.assert_allclose(FT.jacrev(f)(_t(x)).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(FT.jacfwd(f)(_t(x)).numpy(), want, rtol=1e-12)
+    jx, jy = FT.jacrev(lambda u, v: u * v, argnums=(0, 1))(_t(x), _t(2 * x))
+    np.testing.assert_allclose(jx.numpy(), np.diag(2 * x))
+    out, fn = FT.vjp(f, _t(x))
+    cot = RNG.standard_normal(3)
+    (gx,) = fn(_t(cot))
+    np.testing.assert_allclose(out.numpy(), np.tanh(a @ x), rtol=1e-13)
+    np.testing.assert_allclose(gx.numpy(), cot @ want, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        fn(_t(np.ones(2)))
+
+
+def test_vmap_per_sample_gradients_and_dims():
+    w = RNG.standard_normal(3)
+    xs, ys = RNG.standard_normal((5, 3)), RNG.standard_normal(5)
+
+    def loss(weights, x, y):
+        return ((weights * x).sum() - y) ** 2
+    per_sample = FT.vmap(FT.grad(loss), in_dims=(None, 0, 0))(_t(w), _t(xs), _t(ys))
+    want = 2 * ((xs @ w) - ys)[:, None] * xs
+    np.testing.assert_allclose(per_sample.numpy(), want, rtol=1e-12)
+    m = RNG.standard_normal((3, 4, 2))
+    out = FT.vmap(lambda t: t.sum(0), in_dims=2, out_dims=1)(_t(m))
+    np.testing.assert_allclose(out.numpy(), m.sum(0), rtol=1e-14)  # (4, 2): batch at dim 1
+    pair = FT.vmap(lambda t: (t * 2, t.sum()))(_t(m))
+    np.testing.assert_allclose(pair[0].numpy(), 2 * m)
+    np.testing.assert_allclose(pair[1].numpy(), m.reshape(3, -1).sum(1), rtol=1e-14)
+    # gradients flow through the stacked results
+    x = _t(m, requires_grad=True)
+    FT.vmap(lambda t: (t ** 2).sum())(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * m)
+    with pytest.raises(ValueError, match="same size in the mapped dimension"):
+        FT.vmap(lambda a, b: a + b)(_t(np.ones(2)), _t(np.ones(3)))
+    with pytest.raises(ValueError, match="at least one input must be mapped"):
+        FT.vmap(lambda a: a, in_dims=None)(_t(np.ones(2)))
+
+
+def test_vmap_randomness_modes():
+    x = _t(np.zeros((4, 3)))
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        FT.vmap(lambda t: t + tgrad.rand(3, dtype=F64))(x)
+    tgrad.manual_seed(0)
+    diff = FT.vmap(lambda t: t + tgrad.rand(3, dtype=F64), randomness="different")(x).numpy()
+    assert len({tuple(r) for r in diff}) == 4
+    tgrad.manual_seed(0)
+    same = FT.vmap(lambda t: t + tgrad.rand(3, dtype=F64), randomness="same")(x).numpy()
+    assert np.all(same == same[0])
+    np.testing.assert_allclose(same[0], diff[0])  # both start from the same state
+
+
+def test_functional_call():
+    tgrad.manual_seed(2)
+    lin = nn.Linear(3, 2, dtype=F64)
+    w, b = RNG.standard_normal((2, 3)), RNG.standard_normal(2)
+    x = RNG.standard_normal((4, 3))
+    tw = _t(w, requires_grad=True)
+    out = FT.functional_call(lin, {"weight": tw, "bias": _t(b)}, (_t(x),))
+    np.testing.assert_allclose(out.detach().numpy(), x @ w.T + b, rtol=1e-13)
+    assert lin.weight is not tw and isinstance(lin.weight, nn.Parameter)  # restored
+    out.sum().backward()
+    np.testing.assert_allclose(tw.grad.numpy(), np.ones((4, 2)).T @ x, rtol=1e-13)
+    partial = FT.functional_call(lin, ({"bias": _t(b)},), _t(x))
+    np.testing.assert_allclose(partial.detach().numpy(),
+                               x @ lin.weight.detach().numpy().T + b, rtol=1e-13)
+    # a gradient with respect to parameters given as a dict, through grad
+    params = {k: v.detach() for k, v in lin.named_parameters()}
+    g = FT.grad(lambda p: FT.functional_call(lin, p, (_t(x),)).sum())(params)
+    np.testing.assert_allclose(g["bias"].numpy(), [4.0, 4.0])
+    with pytest.raises(RuntimeError, match="Missing key\\(s\\): 'bias'"):
+        FT.functional_call(lin, {"weight": tw}, (_t(x),), strict=True)
+    with pytest.raises(ValueError, match="appeared in multiple dictionaries"):
+        FT.functional_call(lin, ({"bias": _t(b)}, {"bias": _t(b)}), (_t(x),))
+    shared = nn.Linear(2, 2, bias=False, dtype=F64)
+    net = nn.Sequential(shared, shared)  # one Parameter under two names
+    new = _t(np.eye(2) * 3)
+    y = FT.functional_call(net, {"0.weight": new}, (_t(np.ones((1, 2))),))
+    np.testing.assert_allclose(y.numpy(), [[9.0, 9.0]])  # both uses replaced
+
+
+def test_errors():
+    with pytest.raises(RuntimeError, match="Expected f\\(\\*args\\) to return a scalar Tensor, "
+                                           "got tensor with 1 dims"):
+        FT.grad(lambda a: a * 2)(_t(np.ones(2)))
+    with pytest.raises(RuntimeError, match="only 1 positional inputs"):
+        FT.grad(lambda a: a.sum(), argnums=1)(_t(np.ones(2)))
+    with pytest.raises(RuntimeError, match="should be a tuple: \\(output, aux\\)"):
+        FT.grad(lambda a: a.sum(), has_aux=True)(_t(np.ones(2)))
+    with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
+        FT.vmap(lambda a: a, randomness="any")
+    assert tgrad.func is FT
