@@ -279,3 +279,55 @@ def test_orthogonal_errors_and_matrix_exp_without_trivialization():
         PS.orthogonal(nn.Linear(2, 2), orthogonal_map="qr")
     with pytest.raises(ValueError, match="Expected a matrix or batch of matrices"):
         PS.orthogonal(nn.Linear(2, 2), name="bias")
+
+
+# ------------------------------------------------- the older hook-based weight/spectral norm
+def test_hook_weight_norm_and_removal():
+    from tgrad.nn.utils import remove_weight_norm, weight_norm
+    tgrad.manual_seed(12)
+    lin = nn.Linear(3, 2, dtype=F64)
+    w0 = lin.weight.detach().numpy().copy()
+    weight_norm(lin)
+    assert sorted(n for n, _ in lin.named_parameters()) == ["bias", "weight_g", "weight_v"]
+    np.testing.assert_allclose(lin.weight_g.detach().numpy(),
+                               np.linalg.norm(w0, axis=1, keepdims=True), rtol=1e-14)
+    with tgrad.no_grad():
+        lin.weight_g.mul_(3.0)
+    x = np.random.default_rng(13).standard_normal((4, 3))
+    y = lin(tgrad.tensor(x))  # the pre-hook recomputes weight = g v / ||v||
+    np.testing.assert_allclose(y.detach().numpy(), x @ (3 * w0).T + lin.bias.detach().numpy(),
+                               rtol=1e-12)
+    y.sum().backward()
+    assert lin.weight_g.grad is not None and lin.weight_v.grad is not None
+    with pytest.raises(RuntimeError, match="Cannot register two weight_norm hooks"):
+        weight_norm(lin)
+    remove_weight_norm(lin)
+    assert sorted(n for n, _ in lin.named_parameters()) == ["bias", "weight"]
+    np.testing.assert_allclose(lin.weight.detach().numpy(), 3 * w0, rtol=1e-14)
+    with pytest.raises(ValueError, match="weight_norm of 'weight' not found"):
+        remove_weight_norm(lin)
+
+
+def test_hook_spectral_norm_and_removal():
+    from tgrad.nn.utils import remove_spectral_norm, spectral_norm
+    tgrad.manual_seed(14)
+    lin = nn.Linear(5, 3, dtype=F64)
+    w0 = lin.weight.detach().numpy().copy()
+    spectral_norm(lin)
+    assert sorted(lin.state_dict()) == ["bias", "weight_orig", "weight_u", "weight_v"]
+    x = tgrad.tensor(np.random.default_rng(15).standard_normal((2, 5)))
+    for _ in range(30):
+        lin(x)  # training mode: one power iteration per call
+    u, v = lin.weight_u.numpy(), lin.weight_v.numpy()
+    np.testing.assert_allclose(lin.weight.detach().numpy(), w0 / (u @ w0 @ v), rtol=1e-12)
+    np.testing.assert_allclose(lin.weight.detach().numpy(),
+                               w0 / np.linalg.svd(w0, compute_uv=False)[0], rtol=1e-8)
+    lin.eval()
+    lin(x)
+    np.testing.assert_allclose(lin.weight_u.numpy(), u, rtol=0, atol=0)  # eval: no step
+    out = lin(x)
+    out.sum().backward()
+    assert lin.weight_orig.grad is not None
+    remove_spectral_norm(lin)
+    assert sorted(lin.state_dict()) == ["bias", "weight"]
+    np.testing.assert_allclose(lin.weight.detach().numpy(), w0 / (u @ w0 @ v), rtol=1e-12)

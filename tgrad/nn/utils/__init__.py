@@ -3,7 +3,8 @@
 ``parameters_to_vector`` / ``vector_to_parameters``, the ``rnn`` submodule (``pad_sequence``,
 ``unpad_sequence``, ``PackedSequence``, ``pack_padded_sequence``,
 ``pad_packed_sequence``, ``pack_sequence``), ``parametrize`` (``register_parametrization``...)
-and ``parametrizations`` (``weight_norm``, ``spectral_norm``)."""
+``parametrizations`` (``orthogonal``, ``weight_norm``, ``spectral_norm``) and the older
+hook-based ``weight_norm`` / ``spectral_norm`` with their ``remove_`` functions."""
 
 from tgrad.nn.utils import parametrizations, parametrize, rnn
 from tgrad.nn.utils.clip_grad import (
@@ -13,7 +14,14 @@ from tgrad.nn.utils.clip_grad import (
     get_total_norm,
 )
 from tgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from tgrad.nn.utils.norm_hooks import (
+    remove_spectral_norm,
+    remove_weight_norm,
+    spectral_norm,
+    weight_norm,
+)
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters", "rnn", "parametrize",
-           "parametrizations"]
+           "parametrizations", "weight_norm", "remove_weight_norm", "spectral_norm",
+           "remove_spectral_norm"]
