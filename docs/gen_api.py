@@ -33,6 +33,7 @@ MODULES = [
     ("tgrad.optim", "optimizers"),
     ("tgrad.optim.lr_scheduler", "learning-rate schedules"),
     ("tgrad.optim.swa_utils", "weight averaging (SWA, EMA)"),
+    ("tgrad.amp", "automatic mixed precision (autocast, GradScaler)"),
     ("tgrad.utils.checkpoint", "activation checkpointing"),
     ("tgrad.utils.data", "datasets, samplers, DataLoader, collate functions"),
     ("tgrad.distributions", "probability distributions"),

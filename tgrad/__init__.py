@@ -98,9 +98,12 @@ _LEGACY_LINALG = ("qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_i
 def __getattr__(name: str) -> object:
     # tgrad.distributions, tgrad.special and tgrad.testing are imported on first use (as
     # torch.distributions is reachable).
-    if name in ("distributions", "func", "linalg", "special", "testing"):
+    if name in ("amp", "distributions", "func", "linalg", "special", "testing"):
         import importlib
         return importlib.import_module("tgrad." + name)
+    if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype"):  # torch.autocast
+        from tgrad import amp
+        return getattr(amp, name)
     if name == "cholesky_solve":  # torch.cholesky_solve(B, L, upper=False)
         from tgrad.linalg import cholesky_solve
         return cholesky_solve

@@ -223,6 +223,9 @@ class Function(metaclass=_FunctionMeta):
     node_name: str | None = None
     # Built-in binary arithmetic: number operands keep a (None, 0) slot in next_functions.
     scalar_edges: bool = False
+    # tgrad.amp's cast policy inside an autocast region: "lower", "fp32", "promote" or None
+    # (set for the built-in ops by tgrad/amp/autocast_mode.py's table)
+    autocast: str | None = None
 
     def __init__(self, *args, **kwargs) -> None:
         raise RuntimeError(
@@ -256,6 +259,9 @@ class Function(metaclass=_FunctionMeta):
         # sequence number only if it is wired into the graph (_wire_graph).
         ctx = _new_node(cls._backward_cls)
         state = STATE
+        if state.autocast is not None and cls.autocast is not None:  # tgrad.amp's casts
+            from tgrad.amp._policy import cast_args
+            args, kwargs = cast_args(cls.autocast, args, kwargs)
         prof = profiler_hooks.ACTIVE
         if not state.enabled:  # no_grad, or inside a backward without create_graph
             n = len(args)

@@ -23,6 +23,7 @@ class _GradState(threading.local):
     saved_tensors_hooks = None  # innermost (pack_hook, unpack_hook) pair (autograd.graph)
     saved_tensors_hooks_disabled = None  # error message while hooks are disabled
     graph_task = None  # (id, deps, execute, capture) of the running backward (engine.py)
+    autocast = None  # {device type: lower-precision dtype} inside tgrad.autocast (amp)
 
 
 STATE = _GradState()

@@ -1,0 +1,210 @@
+"""``tgrad.autocast`` / ``tgrad.amp.autocast``: PyTorch's automatic mixed precision region.
+
+Inside ``with tgrad.autocast("cuda"):`` (dtype float16 by default; "cpu": bfloat16) the ops
+of the three lists below cast their floating arguments on that device type first
+(tgrad/amp/_policy.py): matrix products and convolutions run in the lower precision,
+numerically sensitive ops (exp, log, pow, sums, softmax, norms, the losses) in float32, and
+ops mixing dtypes on the widest one. Everything else runs in its inputs' dtypes. The
+registered ops get their policy on the Function class; composite functions (F.linear, the
+convolutions, the losses...) are wrapped in their namespaces when tgrad.amp is imported
+(``COMPOSITES``). Backward
+ops run in the dtypes the forward chose (each cast is recorded like any ``.to``). PyTorch's
+op lists; float64 is never cast; F.binary_cross_entropy raises inside a region (PyTorch's
+"unsafe to autocast" error). Regions nest; ``enabled=False`` turns a region off inside
+another. ``cache_enabled`` is accepted (tgrad casts again at every use).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from tgrad import dtypes
+from tgrad.autograd.grad_mode import STATE
+
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "custom_fwd",
+           "custom_bwd", "LOWER_OPS", "FP32_OPS", "PROMOTE_OPS", "COMPOSITES"]
+
+# Registered ops (tgrad/ops/_common.OPS names) by policy; their Function.apply casts.
+LOWER_OPS = ("matmul",)
+FP32_OPS = ("acos", "asin", "cosh", "sinh", "tan", "exp", "exp2", "expm1", "log", "log10",
+            "log1p", "log2", "pow", "reciprocal", "rsqrt", "sum", "prod", "cumsum", "norm",
+            "softmax", "log_softmax", "cross_entropy", "layer_norm", "softplus",
+            "logsumexp")
+PROMOTE_OPS = ("atan2", "dot", "index_put", "cat")
+
+# Composite functions by policy: (namespace, names); the names are wrapped in place (the
+# Tensor method of the same name too, for the tgrad namespace).
+_F = "tgrad.nn.functional"
+COMPOSITES = {
+    "lower": ((_F, ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                    "conv_transpose2d", "conv_transpose3d", "prelu",
+                    "scaled_dot_product_attention")),
+              ("tgrad", ("mm", "bmm", "mv", "addmm", "addbmm", "baddbmm", "addmv", "addr",
+                         "chain_matmul"))),
+    "fp32": ((_F, ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+                   "nll_loss", "binary_cross_entropy_with_logits", "poisson_nll_loss",
+                   "gaussian_nll_loss", "cosine_embedding_loss", "hinge_embedding_loss",
+                   "margin_ranking_loss", "multilabel_margin_loss", "multi_margin_loss",
+                   "soft_margin_loss", "triplet_margin_loss", "multilabel_soft_margin_loss",
+                   "group_norm", "normalize", "cosine_similarity", "pdist", "softmin")),
+             ("tgrad", ("cdist", "dist", "cumprod", "erfinv", "renorm"))),
+    "promote": ((_F, ("bilinear", "grid_sample")),
+                ("tgrad", ("addcdiv", "addcmul", "cross", "tensordot", "scatter_add",
+                           "stack"))),
+}
+
+_DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16"}
+
+
+def _unsafe_bce(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if STATE.autocast is not None:
+            raise RuntimeError(
+                "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to "
+                "autocast.\nMany models use a sigmoid layer right before the binary cross "
+                "entropy layer.\nIn this case, combine the two layers using "
+                "torch.nn.functional.binary_cross_entropy_with_logits\nor "
+                "torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and "
+                "BCEWithLogits are\nsafe to autocast.")
+        return fn(*args, **kwargs)
+    wrapper.__autocast__ = "error"
+    return wrapper
+
+
+def _install() -> None:
+    import importlib
+
+    from tgrad.amp._policy import autocast_policy
+    from tgrad.ops._common import OPS
+    from tgrad.tensor import Tensor
+    for names, kind in ((LOWER_OPS, "lower"), (FP32_OPS, "fp32"), (PROMOTE_OPS, "promote")):
+        for n in names:
+            if n in OPS:
+                OPS[n].autocast = kind
+    for kind, groups in COMPOSITES.items():
+        for module_name, names in groups:
+            module = importlib.import_module(module_name)
+            for n in names:
+                fn = getattr(module, n, None)
+                if fn is None or getattr(fn, "__autocast__", None):
+                    continue
+                wrapped = autocast_policy(kind)(fn)
+                wrapped.__autocast__ = kind
+                setattr(module, n, wrapped)
+                if module_name == "tgrad" and getattr(Tensor, n, None) is not None:
+                    method = getattr(Tensor, n)
+                    if not getattr(method, "__autocast__", None):
+                        m = autocast_policy(kind)(method)
+                        m.__autocast__ = kind
+                        setattr(Tensor, n, m)
+    functional = importlib.import_module(_F)
+    if not getattr(functional.binary_cross_entropy, "__autocast__", None):
+        functional.binary_cross_entropy = _unsafe_bce(functional.binary_cross_entropy)
+
+
+_install()
+
+
+class autocast:  # noqa: N801 - PyTorch's name
+    """A context manager (and decorator) for an autocast region on ``device_type``
+    ('cuda' or 'cpu') with ``dtype`` (float16 or bfloat16)."""
+
+    def __init__(self, device_type: str, dtype: Any = None, enabled: bool = True,
+                 cache_enabled: bool | None = None) -> None:
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: "
+                             f"`{type(device_type)}`")
+        if device_type not in _DEFAULT_DTYPE:
+            raise RuntimeError(f"User specified an unsupported autocast device_type "
+                               f"'{device_type}'")
+        self.device_type = device_type
+        self.fast_dtype = dtypes.as_dtype(dtype if dtype is not None
+                                          else _DEFAULT_DTYPE[device_type])
+        if self.fast_dtype.name not in ("float16", "bfloat16"):
+            raise RuntimeError(f"In {device_type} autocast, but the target dtype is not "
+                               f"supported. Supported dtypes: torch.float16, torch.bfloat16 "
+                               f"(got {self.fast_dtype})")
+        self._enabled = bool(enabled)
+        self.cache_enabled = cache_enabled
+
+    def __enter__(self) -> autocast:
+        self.prev = STATE.autocast
+        region = dict(self.prev or {})
+        if self._enabled:
+            region[self.device_type] = self.fast_dtype
+        else:
+            region.pop(self.device_type, None)
+        STATE.autocast = region or None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        STATE.autocast = self.prev
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with autocast(self.device_type, self.fast_dtype, self._enabled,
+                          self.cache_enabled):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def is_autocast_enabled(device_type: str = "cuda") -> bool:
+    """Whether an autocast region for ``device_type`` is in force in this thread."""
+    return STATE.autocast is not None and device_type in STATE.autocast
+
+
+def get_autocast_dtype(device_type: str = "cuda"):
+    """The dtype autocast uses on ``device_type`` (its default outside a region)."""
+    region = STATE.autocast or {}
+    return region.get(device_type) or dtypes.as_dtype(_DEFAULT_DTYPE[device_type])
+
+
+def _cast_floats(value, device_type: str, dtype):
+    from tgrad.tensor import Tensor
+    if isinstance(value, Tensor):
+        if value.dtype.is_floating_point and value.device.type == device_type:
+            return value.to(dtype)
+        return value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cast_floats(v, device_type, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast_floats(v, device_type, dtype) for k, v in value.items()}
+    return value
+
+
+def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
+    """Decorator for a custom Function's ``forward``: remembers the autocast state for
+    ``custom_bwd``; with ``cast_inputs`` (a dtype) the forward runs outside autocast on
+    inputs cast to that dtype when called inside a region."""
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        ctx._fwd_used_autocast = is_autocast_enabled(device_type)
+        if cast_inputs is None or not ctx._fwd_used_autocast:
+            return fwd(*args, **kwargs)
+        ctx._fwd_used_autocast = False
+        with autocast(device_type, enabled=False):
+            return fwd(*_cast_floats(args, device_type, cast_inputs),
+                       **_cast_floats(kwargs, device_type, cast_inputs))
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type: str):
+    """Decorator for a custom Function's ``backward``: it runs in the autocast state its
+    ``custom_fwd`` forward ran in."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device_type, dtype=ctx._dtype, enabled=ctx._fwd_used_autocast):
+            return bwd(*args, **kwargs)
+    return decorate_bwd

@@ -1,0 +1,159 @@
+"""``tgrad.amp.GradScaler``: PyTorch's dynamic loss scaling for float16 training.
+
+    scaler.scale(loss).backward()   # gradients of loss * scale (no float16 underflow)
+    scaler.step(optimizer)          # unscale_ (divide the grads by scale), then step unless
+                                    # some gradient is inf/NaN (that step is skipped)
+    scaler.update()                 # scale *= backoff_factor after a skipped step, or
+                                    # *= growth_factor after growth_interval good ones
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tgrad.autograd.grad_mode import no_grad
+from tgrad.tensor import Tensor
+
+__all__ = ["GradScaler"]
+
+_READY, _UNSCALED, _STEPPED = 0, 1, 2
+
+
+class GradScaler:
+    """Scales the loss, unscales the gradients and skips the optimizer steps that met an
+    inf/NaN gradient, adapting the scale (module docstring). ``enabled=False`` makes every
+    method a pass-through (scale() returns its argument, step() just steps)."""
+
+    def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16,
+                 growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
+        if growth_factor <= 1.0:
+            raise AssertionError("The growth factor must be > 1.0.")
+        if backoff_factor >= 1.0:
+            raise AssertionError("The backoff factor must be < 1.0.")
+        self._device = device
+        self._enabled = enabled
+        self._scale = float(init_scale)
+        self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
+        self._growth_interval = int(growth_interval)
+        self._growth_tracker = 0
+        self._per_optimizer: dict = {}
+
+    def is_enabled(self) -> bool:
+        return self._enabled
+
+    def get_scale(self) -> float:
+        return self._scale if self._enabled else 1.0
+
+    def get_growth_factor(self) -> float:
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor: float) -> None:
+        self._growth_factor = float(new_factor)
+
+    def get_backoff_factor(self) -> float:
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor: float) -> None:
+        self._backoff_factor = float(new_factor)
+
+    def get_growth_interval(self) -> int:
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval: int) -> None:
+        self._growth_interval = int(new_interval)
+
+    def scale(self, outputs: Any) -> Any:
+        """``outputs`` (a tensor, or a list / tuple of them) times the current scale."""
+        if not self._enabled:
+            return outputs
+        if isinstance(outputs, Tensor):
+            return outputs * self._scale
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+    def _state(self, optimizer) -> dict:
+        return self._per_optimizer.setdefault(id(optimizer), {"stage": _READY,
+                                                              "found_inf": False})
+
+    def unscale_(self, optimizer) -> None:
+        """Divide ``optimizer``'s gradients by the scale in place and note whether any is
+        inf/NaN (once per optimizer between updates)."""
+        if not self._enabled:
+            return
+        state = self._state(optimizer)
+        if state["stage"] == _UNSCALED:
+            raise RuntimeError("unscale_() has already been called on this optimizer since "
+                               "the last update().")
+        if state["stage"] == _STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        inv = 1.0 / self._scale
+        found = False
+        with no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    p.grad.mul_(inv)
+                    if not found and not bool(p.grad.isfinite().all()):
+                        found = True
+        state["found_inf"] = found
+        state["stage"] = _UNSCALED
+
+    def step(self, optimizer, *args, **kwargs):
+        """unscale_ (if not done yet), then ``optimizer.step(*args, **kwargs)`` unless an
+        inf/NaN gradient was found; returns the step's result (None when skipped)."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is "
+                               "enabled.")
+        state = self._state(optimizer)
+        if state["stage"] == _STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        if state["stage"] == _READY:
+            self.unscale_(optimizer)
+        result = None if state["found_inf"] else optimizer.step(*args, **kwargs)
+        state["stage"] = _STEPPED
+        return result
+
+    def update(self, new_scale: float | Tensor | None = None) -> None:
+        """Adapt the scale from the steps since the last update (or set ``new_scale``)."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            self._scale = float(new_scale.item() if isinstance(new_scale, Tensor)
+                                else new_scale)
+        else:
+            if not self._per_optimizer:
+                raise AssertionError("No inf checks were recorded prior to update.")
+            if any(s["found_inf"] for s in self._per_optimizer.values()):
+                self._scale *= self._backoff_factor
+                self._growth_tracker = 0
+            else:
+                self._growth_tracker += 1
+                if self._growth_tracker == self._growth_interval:
+                    self._scale *= self._growth_factor
+                    self._growth_tracker = 0
+        self._per_optimizer = {}
+
+    def state_dict(self) -> dict:
+        if not self._enabled:
+            return {}
+        return {"scale": self._scale, "growth_factor": self._growth_factor,
+                "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval,
+                "_growth_tracker": self._growth_tracker}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        if not self._enabled:
+            return
+        if not state_dict:
+            raise RuntimeError("The source state dict is empty, possibly because it was "
+                               "saved from a disabled instance of GradScaler.")
+        self._scale = float(state_dict["scale"])
+        self._growth_factor = float(state_dict["growth_factor"])
+        self._backoff_factor = float(state_dict["backoff_factor"])
+        self._growth_interval = int(state_dict["growth_interval"])
+        self._growth_tracker = int(state_dict["_growth_tracker"])
