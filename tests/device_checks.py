@@ -837,10 +837,31 @@ def check_linalg_decompositions() -> None:
                 if c is not None:
                     np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
 
+def check_autocast() -> None:
+    # tgrad.autocast("cuda"): float16 linear / matmul, float32 softmax and loss, and the
+    # gradients through the recorded casts, against the same region on the CPU
+    import tgrad.nn.functional as F
+    rng = np.random.default_rng(23)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((6, 5), (4, 5), (4,)))
+    out = []
+    for dev in ("cpu", "cuda"):
+        tx = tgrad.tensor(x, device=dev)
+        tw = tgrad.tensor(w, device=dev, requires_grad=True)
+        tb = tgrad.tensor(b, device=dev, requires_grad=True)
+        with tgrad.autocast(dev, dtype=tgrad.float16):
+            y = F.linear(tx, tw, tb)
+            p = F.softmax(y @ y.mT, -1)
+            loss = F.mse_loss(p, tgrad.zeros(6, 6, device=dev))
+        assert y.dtype is tgrad.float16 and p.dtype is tgrad.float32, (y.dtype, p.dtype)
+        loss.backward()
+        out.append([t.detach().float().cpu().numpy() for t in (y, p, loss, tw.grad, tb.grad)])
+    for c, g in zip(*out):
+        np.testing.assert_allclose(g, c, rtol=2e-3, atol=2e-3)
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
-    "linalg_decompositions")}
+    "linalg_decompositions", "autocast")}
