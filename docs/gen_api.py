@@ -30,6 +30,8 @@ MODULES = [
     ("tgrad.nn.utils.rnn", "padding variable-length sequences"),
     ("tgrad.nn.utils.parametrize", "parametrizations of parameters and buffers"),
     ("tgrad.nn.utils.parametrizations", "orthogonal, weight_norm, spectral_norm"),
+    ("tgrad.nn.utils.prune", "pruning"),
+    ("tgrad.nn.utils.fusion", "folding BatchNorm into convolutions and linear layers"),
     ("tgrad.optim", "optimizers"),
     ("tgrad.optim.lr_scheduler", "learning-rate schedules"),
     ("tgrad.optim.swa_utils", "weight averaging (SWA, EMA)"),

@@ -4,9 +4,10 @@
 ``unpad_sequence``, ``PackedSequence``, ``pack_padded_sequence``,
 ``pad_packed_sequence``, ``pack_sequence``), ``parametrize`` (``register_parametrization``...)
 ``parametrizations`` (``orthogonal``, ``weight_norm``, ``spectral_norm``) and the older
-hook-based ``weight_norm`` / ``spectral_norm`` with their ``remove_`` functions."""
+hook-based ``weight_norm`` / ``spectral_norm`` with their ``remove_`` functions, ``prune``,
+``fusion`` (fuse_conv_bn_eval...) and ``stateless.functional_call``."""
 
-from tgrad.nn.utils import parametrizations, parametrize, rnn
+from tgrad.nn.utils import fusion, parametrizations, parametrize, prune, rnn, stateless
 from tgrad.nn.utils.clip_grad import (
     clip_grad_norm_,
     clip_grad_value_,
@@ -14,6 +15,12 @@ from tgrad.nn.utils.clip_grad import (
     get_total_norm,
 )
 from tgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from tgrad.nn.utils.fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
 from tgrad.nn.utils.norm_hooks import (
     remove_spectral_norm,
     remove_weight_norm,
@@ -24,4 +31,5 @@ from tgrad.nn.utils.norm_hooks import (
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters", "rnn", "parametrize",
            "parametrizations", "weight_norm", "remove_weight_norm", "spectral_norm",
-           "remove_spectral_norm"]
+           "remove_spectral_norm", "prune", "fusion", "stateless", "fuse_conv_bn_eval",
+           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
