@@ -35,6 +35,7 @@ from tgrad.ops import (
     sorting,
     special,
     statistics,
+    tensor_extras,
 )
 from tgrad.ops._common import OPS
 
@@ -42,7 +43,7 @@ __all__ = [n for m in (aliases, composite, creation, distances, einsum, elementw
                        gathering, hyperbolic, layout, logmath, mathcomposites, matmul,
                        movement, pointwise_extras, products, quantiles, reduce, sampling, scan,
                        scatter_reduce, scatters, searching, shape, small_extras, sorting,
-                       special, statistics)
+                       special, statistics, tensor_extras)
            for n in m.__all__]
 
 from tgrad.ops.aliases import *  # noqa: E402,F401,F403
@@ -74,5 +75,6 @@ from tgrad.ops.small_extras import *  # noqa: E402,F401,F403
 from tgrad.ops.sorting import *  # noqa: E402,F401,F403
 from tgrad.ops.special import *  # noqa: E402,F401,F403
 from tgrad.ops.statistics import *  # noqa: E402,F401,F403
+from tgrad.ops.tensor_extras import *  # noqa: E402,F401,F403
 
 _ = (index, inplace, OPS)
