@@ -162,3 +162,20 @@ def test_custom_fwd_bwd():
     y.sum().backward()
     assert seen["bwd"] is False  # as the forward ran: outside autocast
     assert x.grad.dtype is tgrad.bfloat16 and x.grad.float().tolist() == [3.0, -4.0]
+
+
+def test_mixed_dtype_matmuls_and_modules_inside_a_region():
+    """a @ b of a float32 and a bfloat16 operand is cast first (matmul's own dtype check
+    would reject the pair); attention mixes a float32 softmax with bfloat16 values."""
+    a32 = tgrad.tensor(RNG.standard_normal((2, 3)).astype(np.float32))
+    b16 = tgrad.tensor(RNG.standard_normal((3, 2)).astype(np.float32)).to(tgrad.bfloat16)
+    with tgrad.autocast("cpu"):
+        assert (a32 @ b16).dtype is tgrad.bfloat16
+        assert (a32.mT.__rmatmul__(b16.mT)).dtype is tgrad.bfloat16  # b16^T @ a32^T
+        mha = nn.MultiheadAttention(4, 2)
+        q = tgrad.randn(3, 1, 4)
+        out, w = mha(q, q, q)
+        assert out.dtype is tgrad.bfloat16 and w.dtype is tgrad.float32
+        assert nn.Conv2d(2, 3, 3)(tgrad.randn(1, 2, 5, 5)).dtype is tgrad.bfloat16
+    with pytest.raises(RuntimeError, match="same dtype"):
+        a32 @ b16  # outside a region: PyTorch's error

@@ -96,7 +96,7 @@ _LEGACY_LINALG = ("qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_i
 
 
 def __getattr__(name: str) -> object:
-    # tgrad.distributions, tgrad.special and tgrad.testing are imported on first use (as
+    # tgrad.amp, distributions, func, linalg, special and testing are imported on first use (as
     # torch.distributions is reachable).
     if name in ("amp", "distributions", "func", "linalg", "special", "testing"):
         import importlib

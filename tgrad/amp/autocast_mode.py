@@ -40,8 +40,8 @@ COMPOSITES = {
     "lower": ((_F, ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
                     "conv_transpose2d", "conv_transpose3d", "prelu",
                     "scaled_dot_product_attention")),
-              ("tgrad", ("mm", "bmm", "mv", "addmm", "addbmm", "baddbmm", "addmv", "addr",
-                         "chain_matmul"))),
+              ("tgrad", ("matmul", "mm", "bmm", "mv", "addmm", "addbmm", "baddbmm", "addmv",
+                         "addr", "chain_matmul"))),
     "fp32": ((_F, ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
                    "nll_loss", "binary_cross_entropy_with_logits", "poisson_nll_loss",
                    "gaussian_nll_loss", "cosine_embedding_loss", "hinge_embedding_loss",
@@ -55,6 +55,9 @@ COMPOSITES = {
 }
 
 _DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16"}
+# Tensor operators that are the same function as a wrapped method (a @ b is matmul: its
+# dtype check comes before the Function, so the cast must come first too)
+_OPERATORS = {"matmul": ("__matmul__", "__rmatmul__")}
 
 
 def _unsafe_bce(fn):
@@ -93,12 +96,14 @@ def _install() -> None:
                 wrapped = autocast_policy(kind)(fn)
                 wrapped.__autocast__ = kind
                 setattr(module, n, wrapped)
-                if module_name == "tgrad" and getattr(Tensor, n, None) is not None:
-                    method = getattr(Tensor, n)
-                    if not getattr(method, "__autocast__", None):
+                if module_name != "tgrad":
+                    continue
+                for attr in (n,) + _OPERATORS.get(n, ()):  # the Tensor methods too
+                    method = getattr(Tensor, attr, None)
+                    if method is not None and not getattr(method, "__autocast__", None):
                         m = autocast_policy(kind)(method)
                         m.__autocast__ = kind
-                        setattr(Tensor, n, m)
+                        setattr(Tensor, attr, m)
     functional = importlib.import_module(_F)
     if not getattr(functional.binary_cross_entropy, "__autocast__", None):
         functional.binary_cross_entropy = _unsafe_bce(functional.binary_cross_entropy)
