@@ -41,6 +41,7 @@ from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.linalg._norms import vector_norm
 from tgrad.linalg._qr import check_linalg_dtype, from_lapack, householder_qr, lapack_path
+from tgrad.linalg._triangular import _check_square
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
 from tgrad.ops.composite import tril, triu
@@ -293,14 +294,6 @@ class LinalgEigh(Function):
         if gL is not None:
             inner = inner + diag_embed(gL)
         return V @ inner @ V.mH, None
-
-
-def _check_square(op: str, A: Tensor) -> None:
-    if A.ndim < 2:
-        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    if A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
-                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
 
 
 def eigh(A: Tensor, UPLO: str = "L") -> EighResult:

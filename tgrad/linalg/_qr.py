@@ -28,8 +28,9 @@ from typing import NamedTuple
 import numpy as np
 
 from tgrad.autograd.function import Function
+from tgrad.linalg._lu import _check_dtype as check_linalg_dtype
 from tgrad.linalg._norms import vector_norm
-from tgrad.linalg._triangular import _torch_dtype_name, solve_triangular
+from tgrad.linalg._triangular import solve_triangular
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
 from tgrad.ops.composite import tril, triu
@@ -57,16 +58,6 @@ def from_lapack(arrays, like: Tensor) -> tuple:
 class QRResult(NamedTuple):
     Q: Tensor
     R: Tensor
-
-
-def check_linalg_dtype(op: str, dt) -> None:
-    """float32/float64 only (PyTorch's linalg has no half kernels)."""
-    if not dt.is_floating_point:
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
-                           f"{_torch_dtype_name(dt)}")
-    if dt.itemsize < 4:
-        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
-                           f"{_torch_dtype_name(dt)}; convert with .float() or .double()")
 
 
 def _reflections(A: Tensor) -> tuple:

@@ -17,16 +17,10 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.nn import functional as F
 from tgrad.nn.modules.module import Module
 from tgrad.nn.parameter import Parameter
+from tgrad.nn.utils.parametrizations import _norm_except_dim, weight_matrix
 from tgrad.tensor import Tensor
 
 __all__ = ["weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
-
-
-def _norm_except_dim(v: Tensor, dim: int | None) -> Tensor:
-    if dim is None:
-        return v.norm()
-    dims = tuple(d for d in range(v.ndim) if d != dim)
-    return v.norm(dim=dims, keepdim=True) if dims else v.abs()
 
 
 def _find(module: Module, kind: type, name: str):
@@ -94,9 +88,7 @@ class SpectralNorm:
             name, n_power_iterations, dim, eps
 
     def matrix(self, weight: Tensor) -> Tensor:
-        if self.dim != 0:
-            weight = weight.movedim(self.dim, 0)
-        return weight.reshape(weight.shape[0], -1)
+        return weight_matrix(weight, self.dim)
 
     def compute_weight(self, module: Module, do_power_iteration: bool) -> Tensor:
         weight = getattr(module, self.name + "_orig")

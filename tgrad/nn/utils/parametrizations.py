@@ -158,6 +158,13 @@ def _norm_except_dim(v: Tensor, dim: int | None) -> Tensor:
     return v.norm(dim=dims, keepdim=True) if dims else v.abs()
 
 
+def weight_matrix(weight: Tensor, dim: int) -> Tensor:
+    """``weight`` as the matrix spectral norms work on: ``dim`` first, the rest flattened."""
+    if dim != 0:
+        weight = weight.movedim(dim, 0)
+    return weight.reshape(weight.shape[0], -1)
+
+
 class _WeightNorm(Module):
     def __init__(self, dim: int | None) -> None:
         super().__init__()
@@ -205,9 +212,7 @@ class _SpectralNorm(Module):
             self._power_method(mat, 15)
 
     def _reshape_weight_to_matrix(self, weight: Tensor) -> Tensor:
-        if self.dim != 0:
-            weight = weight.movedim(self.dim, 0)
-        return weight.reshape(weight.shape[0], -1)
+        return weight_matrix(weight, self.dim)
 
     def _power_method(self, mat: Tensor, n: int) -> None:
         with no_grad():
