@@ -506,3 +506,19 @@ def test_householder_product_gradcheck_and_errors():
     with pytest.raises(RuntimeError, match=r"input.shape\[-1\] must be greater than or equal "
                                            r"to tau.shape\[-1\]"):
         LA.householder_product(_t(np.ones((3, 2))), _t(np.ones(3)))
+
+
+def test_value_only_gradients_are_finite_at_repeated_and_zero_values():
+    """eigvalsh / svdvals backwards use only dL and dS (PyTorch's): no 1/(L_j - L_i) or 1/S
+    terms, so repeated eigenvalues and zero singular values give finite gradients."""
+    x = tgrad.eye(3, dtype=tgrad.float64, requires_grad=True)
+    LA.eigvalsh(x).sum().backward()  # d trace / dA = I
+    np.testing.assert_allclose(x.grad.numpy(), np.eye(3), **TOL)
+    a = np.diag([2.0, 2.0, 0.0])[:, :2] @ np.eye(2)  # singular values 2, 2 (repeated)
+    y = _t(np.vstack([a, np.zeros((1, 2))]), requires_grad=True)
+    LA.svdvals(y).sum().backward()  # d nuclear norm: U V^T, here [[1, 0], [0, 1], 0, 0]
+    np.testing.assert_allclose(y.grad.numpy(), np.vstack([np.eye(2), np.zeros((2, 2))]),
+                               **TOL)
+    z = _t(np.array([[1.0, 0.0], [0.0, 0.0]]), requires_grad=True)  # a zero singular value
+    LA.svdvals(z)[0].backward()
+    np.testing.assert_allclose(z.grad.numpy(), [[1.0, 0.0], [0.0, 0.0]], **TOL)

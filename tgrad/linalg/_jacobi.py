@@ -273,6 +273,7 @@ class LinalgEigh(Function):
 
     @staticmethod
     def forward(ctx, A, upper):
+        ctx.set_materialize_grads(False)  # eigvalsh: no gV, so no 1/(L_j - L_i) terms
         if lapack_path(A) and A.numel():
             L, V = _lapack(np.linalg.eigh, _symmetric(A, upper))
         else:
@@ -320,6 +321,7 @@ class LinalgSvd(Function):
 
     @staticmethod
     def forward(ctx, A, full):
+        ctx.set_materialize_grads(False)  # svdvals: no gU / gVh, so no 1/S or 1/E terms
         U, S, Vh = _svd(A, full)
         ctx.save_for_backward(U, S, Vh)  # the outputs themselves: double backward sees them
         return U, S, Vh
