@@ -522,3 +522,16 @@ def test_value_only_gradients_are_finite_at_repeated_and_zero_values():
     z = _t(np.array([[1.0, 0.0], [0.0, 0.0]]), requires_grad=True)  # a zero singular value
     LA.svdvals(z)[0].backward()
     np.testing.assert_allclose(z.grad.numpy(), [[1.0, 0.0], [0.0, 0.0]], **TOL)
+
+
+def test_pinv_gradient_at_repeated_singular_values():
+    """pinv's own backward (PyTorch's pinv_backward) stays finite where the SVD's does not:
+    d sum(A^+) / dA = -A^-T 1 1^T A^-T at the identity is all -1."""
+    x = tgrad.eye(3, dtype=tgrad.float64, requires_grad=True)
+    LA.pinv(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), -np.ones((3, 3)), **TOL)
+    h = tgrad.eye(3, dtype=tgrad.float64, requires_grad=True)
+    LA.pinv(h, hermitian=True).sum().backward()
+    np.testing.assert_allclose(h.grad.numpy(), -np.ones((3, 3)), **TOL)
+    wide = _leaf((2, 4))
+    assert gradcheck(lambda a: LA.pinv(a, hermitian=False), (wide,))

@@ -5,7 +5,8 @@ and ``matrix_exp``, ``tensorinv``, ``tensorsolve``, ``vander``.
 
     pinv         V diag(1/S_i where S_i > max(atol, rtol S_1), else 0) U^H
                  (hermitian: the eigendecomposition, |L| for S); rtol defaults to
-                 max(m, n) eps, or to 0 when only a positive atol is given.
+                 max(m, n) eps, or to 0 when only a positive atol is given. Its backward
+                 is PyTorch's pinv_backward (in A and pinv(A) only).
     matrix_rank  the number of S_i above that same threshold.
     lstsq        'gels' (A of full rank, QR: X = R^{-1} Q^H B, or Q R^{-H} B for m < n, the
                  minimum-norm solution) and the rank-revealing 'gelsy' / 'gelsd' / 'gelss'
@@ -23,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.linalg._jacobi import eigh, svd, svdvals
 from tgrad.linalg._lu import inv, inv_ex, solve
@@ -63,12 +65,7 @@ def _threshold(S: Tensor, atol, rtol, m: int, n: int) -> Tensor:
     return tol if atol is None else ew.where(tol > col(atol), tol, col(atol))
 
 
-def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
-    """The Moore-Penrose pseudo-inverse (n, m) of A (..., m, n), from its SVD (hermitian:
-    its eigendecomposition, reading the lower triangle); singular values at or below
-    max(atol, rtol * largest) count as zero."""
-    op = "linalg.pinv"
-    _matrix_checks(op, A)
+def _pinv_value(A: Tensor, atol, rtol, hermitian: bool) -> Tensor:
     m, n = A.shape[-2], A.shape[-1]
     if hermitian:
         L, V = eigh(A)
@@ -80,6 +77,45 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     tol = _threshold(S, atol, rtol, m, n)
     inv_s = ew.where(S > tol, 1.0 / ew.where(S > tol, S, 1.0), 0.0)
     return (Vh.mH * inv_s.unsqueeze(-2)) @ U.mH
+
+
+class LinalgPinv(Function):
+    """P = pinv(A) from the SVD (or eigh); backward: PyTorch's pinv_backward, written with
+    A and P only (no 1/(S_i^2 - S_j^2) terms, so repeated singular values are fine):
+        m <= n: K = g^H P;  gA = -(P K)^H + K P^H - A P K P^H + P^H P (g^H - K A)
+        m > n:  K = P g^H;  gA = -(K P)^H + (g^H - A K) P P^H + P^H K - P^H K P A
+    (the ^H of that expression is what is returned, as PyTorch's)."""
+
+    node_name = "LinalgPinvBackward0"
+
+    @staticmethod
+    def forward(ctx, A, atol, rtol, hermitian):
+        P = _pinv_value(A, atol, rtol, hermitian)
+        ctx.save_for_backward(A, P)
+        return P
+
+    @staticmethod
+    def backward(ctx, g):
+        A, P = ctx.saved_tensors
+        m, n = A.shape[-2], A.shape[-1]
+        Ph, gh = P.mH, g.mH
+        if m <= n:
+            K = gh @ P
+            KPh = K @ Ph
+            gA = -(P @ K).mH + KPh - (A @ P) @ KPh + (Ph @ P) @ (gh - K @ A)
+        else:
+            K = P @ gh
+            PhK = Ph @ K
+            gA = -(K @ P).mH + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A
+        return gA, None, None, None
+
+
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse (n, m) of A (..., m, n), from its SVD (hermitian:
+    its eigendecomposition, reading the lower triangle); singular values at or below
+    max(atol, rtol * largest) count as zero. Differentiable where the rank is constant."""
+    _matrix_checks("linalg.pinv", A)
+    return LinalgPinv.apply(A, atol, rtol, bool(hermitian))
 
 
 def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
