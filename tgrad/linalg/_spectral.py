@@ -210,13 +210,13 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
             Q, R = qr(A.mH)
             X = Q @ solve_triangular(R.mH, B, upper=False)
         S = empty
-    else:
-        U, S, Vh = svd(A, full_matrices=False)
+    else:  # the minimum-norm solution pinv(A) B (pinv's backward: no 1/(S_i - S_j) terms)
         r = max(m, n) * dtypes.finfo(A.dtype).eps if rcond is None or rcond < 0 else rcond
-        keep = S > S.amax(-1, keepdim=True) * r if S.shape[-1] else S > 0
-        inv_s = ew.where(keep, 1.0 / ew.where(keep, S, 1.0), 0.0)
-        X = (Vh.mH * inv_s.unsqueeze(-2)) @ (U.mH @ B)
-        rank = keep.sum(-1)
+        X = pinv(A, rtol=r) @ B
+        with no_grad():
+            S = svdvals(A)
+            keep = S > S.amax(-1, keepdim=True) * r if S.shape[-1] else S > 0
+            rank = keep.sum(-1)
         full_rank = bool((rank == min(m, n)).all())
         if driver == "gelsy":
             S = empty
