@@ -5,9 +5,9 @@ of the three lists below cast their floating arguments on that device type first
 (tgrad/amp/_policy.py): matrix products and convolutions run in the lower precision,
 numerically sensitive ops (exp, log, pow, sums, softmax, norms, the losses) in float32, and
 ops mixing dtypes on the widest one. Everything else runs in its inputs' dtypes. The
-registered ops get their policy on the Function class; composite functions (F.linear, the
-convolutions, the losses...) are wrapped in their namespaces when tgrad.amp is imported
-(``COMPOSITES``). Backward
+registered ops get their policy on the Function class (the table below); composite
+functions (F.linear, the convolutions, matmul, the losses...) carry
+``tgrad._autocast.autocast_policy`` where they are defined. Backward
 ops run in the dtypes the forward chose (each cast is recorded like any ``.to``). PyTorch's
 op lists; float64 is never cast; F.binary_cross_entropy raises inside a region (PyTorch's
 "unsafe to autocast" error). Regions nest; ``enabled=False`` turns a region off inside
@@ -23,7 +23,7 @@ from tgrad import dtypes
 from tgrad.autograd.grad_mode import STATE
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "custom_fwd",
-           "custom_bwd", "LOWER_OPS", "FP32_OPS", "PROMOTE_OPS", "COMPOSITES"]
+           "custom_bwd", "LOWER_OPS", "FP32_OPS", "PROMOTE_OPS"]
 
 # Registered ops (tgrad/ops/_common.OPS names) by policy; their Function.apply casts.
 LOWER_OPS = ("matmul",)
@@ -33,80 +33,13 @@ FP32_OPS = ("acos", "asin", "cosh", "sinh", "tan", "exp", "exp2", "expm1", "log"
             "logsumexp")
 PROMOTE_OPS = ("atan2", "dot", "index_put", "cat")
 
-# Composite functions by policy: (namespace, names); the names are wrapped in place (the
-# Tensor method of the same name too, for the tgrad namespace).
-_F = "tgrad.nn.functional"
-COMPOSITES = {
-    "lower": ((_F, ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-                    "conv_transpose2d", "conv_transpose3d", "prelu",
-                    "scaled_dot_product_attention")),
-              ("tgrad", ("matmul", "mm", "bmm", "mv", "addmm", "addbmm", "baddbmm", "addmv",
-                         "addr", "chain_matmul"))),
-    "fp32": ((_F, ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
-                   "nll_loss", "binary_cross_entropy_with_logits", "poisson_nll_loss",
-                   "gaussian_nll_loss", "cosine_embedding_loss", "hinge_embedding_loss",
-                   "margin_ranking_loss", "multilabel_margin_loss", "multi_margin_loss",
-                   "soft_margin_loss", "triplet_margin_loss", "multilabel_soft_margin_loss",
-                   "group_norm", "normalize", "cosine_similarity", "pdist", "softmin")),
-             ("tgrad", ("cdist", "dist", "cumprod", "erfinv", "renorm"))),
-    "promote": ((_F, ("bilinear", "grid_sample")),
-                ("tgrad", ("addcdiv", "addcmul", "cross", "tensordot", "scatter_add",
-                           "stack"))),
-}
-
 _DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16"}
-# Tensor operators that are the same function as a wrapped method (a @ b is matmul: its
-# dtype check comes before the Function, so the cast must come first too)
-_OPERATORS = {"matmul": ("__matmul__", "__rmatmul__")}
-
-
-def _unsafe_bce(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if STATE.autocast is not None:
-            raise RuntimeError(
-                "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to "
-                "autocast.\nMany models use a sigmoid layer right before the binary cross "
-                "entropy layer.\nIn this case, combine the two layers using "
-                "torch.nn.functional.binary_cross_entropy_with_logits\nor "
-                "torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and "
-                "BCEWithLogits are\nsafe to autocast.")
-        return fn(*args, **kwargs)
-    wrapper.__autocast__ = "error"
-    return wrapper
-
-
 def _install() -> None:
-    import importlib
-
-    from tgrad.amp._policy import autocast_policy
     from tgrad.ops._common import OPS
-    from tgrad.tensor import Tensor
     for names, kind in ((LOWER_OPS, "lower"), (FP32_OPS, "fp32"), (PROMOTE_OPS, "promote")):
         for n in names:
             if n in OPS:
                 OPS[n].autocast = kind
-    for kind, groups in COMPOSITES.items():
-        for module_name, names in groups:
-            module = importlib.import_module(module_name)
-            for n in names:
-                fn = getattr(module, n, None)
-                if fn is None or getattr(fn, "__autocast__", None):
-                    continue
-                wrapped = autocast_policy(kind)(fn)
-                wrapped.__autocast__ = kind
-                setattr(module, n, wrapped)
-                if module_name != "tgrad":
-                    continue
-                for attr in (n,) + _OPERATORS.get(n, ()):  # the Tensor methods too
-                    method = getattr(Tensor, attr, None)
-                    if method is not None and not getattr(method, "__autocast__", None):
-                        m = autocast_policy(kind)(method)
-                        m.__autocast__ = kind
-                        setattr(Tensor, attr, m)
-    functional = importlib.import_module(_F)
-    if not getattr(functional.binary_cross_entropy, "__autocast__", None):
-        functional.binary_cross_entropy = _unsafe_bce(functional.binary_cross_entropy)
 
 
 _install()

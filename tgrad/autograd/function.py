@@ -260,7 +260,7 @@ class Function(metaclass=_FunctionMeta):
         ctx = _new_node(cls._backward_cls)
         state = STATE
         if state.autocast is not None and cls.autocast is not None:  # tgrad.amp's casts
-            from tgrad.amp._policy import cast_args
+            from tgrad._autocast import cast_args
             args, kwargs = cast_args(cls.autocast, args, kwargs)
         prof = profiler_hooks.ACTIVE
         if not state.enabled:  # no_grad, or inside a backward without create_graph

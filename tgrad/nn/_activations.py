@@ -7,6 +7,7 @@ does not take holds an inf whose zero gradient would become NaN.
 
 from __future__ import annotations
 
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.nn._composite import _check_float, _rounded_once, relu6
 from tgrad.ops.elementwise import clamp, expm1, tanh, where
@@ -103,6 +104,7 @@ def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
     return apply_inplace(input, "threshold_", fn) if inplace else fn(input)
 
 
+@autocast_policy("lower")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     """x for x > 0, else w x, with w of one element or one per channel (dim 1);
     dx = g or w g (w at 0), dw = sum of g x over x <= 0."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import ones
 from tgrad.ops.elementwise import where
@@ -64,6 +65,7 @@ def safe_softmax(scores: Tensor) -> Tensor:
     return where(empty, 0.0, softmax(where(empty, 0.0, scores), -1))
 
 
+@autocast_policy("lower")
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,

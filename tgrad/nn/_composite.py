@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import UNSAFE_BCE, autocast_policy, refuse_in_region
 from tgrad.autograd.function import Function, expandable
 from tgrad.nn.functional import (
     _check_float,
@@ -122,6 +123,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
     return _rounded_once(gated)(input)
 
 
+@autocast_policy("fp32")
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
             dtype=None) -> Tensor:
     """softmax(-x) along ``dim``."""
@@ -148,6 +150,7 @@ def _pair(op: str, input: Tensor, target: Tensor, size_average, reduce,  # noqa:
     return x, t, half, reduction
 
 
+@autocast_policy("fp32")
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
             reduction: str = "mean") -> Tensor:
     """|input - target|, reduced;  dx = g sign(x - t) (0 where equal)."""
@@ -155,6 +158,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # no
     return _reduced((x - t).abs(), reduction, half)
 
 
+@autocast_policy("fp32")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
@@ -170,6 +174,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     return _reduced(where(ad < beta, dq * dq * (0.5 / beta), ad - 0.5 * beta), reduction, half)
 
 
+@autocast_policy("fp32")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
                delta: float = 1.0, weight: Tensor | None = None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target)."""
@@ -226,6 +231,7 @@ def _check_loss_weight(op: str, weight: Tensor, input: Tensor) -> None:  # noqa:
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """-w (t log x + (1 - t) log(1 - x)) of probabilities ``input`` in [0, 1], reduced."""
+    refuse_in_region(UNSAFE_BCE)  # PyTorch's: not inside an autocast region
     _check_float("binary_cross_entropy", input)
     _check_tensor("binary_cross_entropy", target, "target")
     if target.shape != input.shape:
@@ -247,6 +253,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduced(loss, reduction, half)
 
 
+@autocast_policy("fp32")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
                                      weight: Tensor | None = None, size_average=None,
                                      reduce=None, reduction: str = "mean",
@@ -271,6 +278,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     return _reduced(loss, reduction, half)
 
 
+@autocast_policy("fp32")
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """Pointwise KL divergence t (log t - x) of log-probabilities ``input`` (0 where t == 0;
@@ -294,6 +302,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noq
 
 
 # ====================================================================== vectors
+@autocast_policy("fp32")
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum((x1 / max(|x1|, eps)) (x2 / max(|x2|, eps))) along ``dim`` (inputs broadcast),
     as PyTorch: each input is divided by its own norm first (the result stays in [-1, 1]),
@@ -312,6 +321,7 @@ def _norm_at_least(x: Tensor, dim: int, eps: float) -> Tensor:
     return n + (clamp(n, min=eps) - n).detach()
 
 
+@autocast_policy("fp32")
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  # noqa: A002
               out=None) -> Tensor:
     """input / max(||input||_p, eps) along ``dim``."""
@@ -415,6 +425,7 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
 
 
 
+@autocast_policy("promote")
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
              bias: Tensor | None = None) -> Tensor:
     """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]:

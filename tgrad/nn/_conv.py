@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.nn._composite import pad as _pad
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
@@ -213,6 +214,7 @@ def _conv_core(x: Tensor, weight: Tensor, groups: int, kernel: tuple, stride: tu
     return (w @ cols).reshape(n, out_ch, *out)
 
 
+@autocast_policy("lower")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,  # noqa: A002
            padding=0, dilation=1, groups: int = 1) -> Tensor:
     """2-d cross-correlation (PyTorch's conv2d): input (N, C, H, W) or (C, H, W), weight
@@ -220,6 +222,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _conv("conv2d", input, weight, bias, stride, padding, dilation, groups, 2)
 
 
+@autocast_policy("lower")
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,  # noqa: A002
            padding=0, dilation=1, groups: int = 1) -> Tensor:
     """3-d cross-correlation: input (N, C, D, H, W) or (C, D, H, W), weight
@@ -228,6 +231,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _conv("conv3d", input, weight, bias, stride, padding, dilation, groups, 3)
 
 
+@autocast_policy("lower")
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,  # noqa: A002
            padding=0, dilation=1, groups: int = 1) -> Tensor:
     """1-d cross-correlation: input (N, C, L) or (C, L), weight (O, C / groups, k) ->

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.nn._conv import _batched, _check_like_input, _tuple, _window_index
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
@@ -196,6 +197,7 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
     return rounded_to(y.squeeze(0) if added else y, half)
 
 
+@autocast_policy("lower")
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride=1, padding=0, output_padding=0, groups: int = 1,
                      dilation=1) -> Tensor:
@@ -208,6 +210,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                            output_padding, groups, dilation, 2)
 
 
+@autocast_policy("lower")
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride=1, padding=0, output_padding=0, groups: int = 1,
                      dilation=1) -> Tensor:
@@ -217,6 +220,7 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                            output_padding, groups, dilation, 3)
 
 
+@autocast_policy("lower")
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride=1, padding=0, output_padding=0, groups: int = 1,
                      dilation=1) -> Tensor:

@@ -22,6 +22,7 @@ gradients are PyTorch's: d input scatters g * weight, d grid = g * (d weight / d
 from __future__ import annotations
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import rounded_to, widen_halves
@@ -98,6 +99,7 @@ def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) ->
     return c
 
 
+@autocast_policy("promote")
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Sample input (N, C, H, W) at the normalized locations grid (N, Ho, Wo, 2) ->

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.nn._composite import logsigmoid
 from tgrad.nn.functional import (
@@ -45,6 +46,7 @@ def _size(shape) -> str:
     return f"tgrad.Size({list(shape)})"
 
 
+@autocast_policy("fp32")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
                         margin: float = 0.0, size_average=None, reduce=None,
                         reduction: str = "mean") -> Tensor:
@@ -63,6 +65,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
     return _reduced(clamp(-y * (a - b) + margin, min=0.0), reduction, half)
 
 
+@autocast_policy("fp32")
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # noqa: A002
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """x where y == 1, max(0, margin - x) where y == -1 (PyTorch's sum of both masks for
@@ -78,6 +81,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # 
     return _reduced(loss, reduction, half)
 
 
+@autocast_policy("fp32")
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None,  # noqa: A002
                      reduce=None, reduction: str = "mean") -> Tensor:
     """log(1 + exp(-y x)) (as a stable softplus), reduced; target broadcasts to input's
@@ -94,6 +98,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None,  # noqa: 
     return _reduced(softplus(-y * x, 1.0, math.inf), reduction, half)
 
 
+@autocast_policy("fp32")
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                                 weight: Tensor | None = None, size_average=None,
                                 reduce=None, reduction: str = "mean") -> Tensor:
@@ -115,6 +120,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
 _COS_EPS = 1e-12  # PyTorch's EPSILON added to both squared norms
 
 
+@autocast_policy("fp32")
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
                           margin: float = 0.0, size_average=None, reduce=None,
                           reduction: str = "mean") -> Tensor:
@@ -156,6 +162,7 @@ def _long_target(target: Tensor) -> None:
         raise RuntimeError(f"expected scalar type Long but found {found}")
 
 
+@autocast_policy("fp32")
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
                       margin: float = 1.0, weight: Tensor | None = None, size_average=None,
                       reduce=None, reduction: str = "mean") -> Tensor:
@@ -205,6 +212,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
     return _reduced(loss, reduction, half)
 
 
+@autocast_policy("fp32")
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None,  # noqa: A002
                            reduce=None, reduction: str = "mean") -> Tensor:
     """loss_i = sum_{j in T_i} sum_{c not in T_i} max(0, 1 - (x[i, j] - x[i, c])) / C, with
@@ -247,6 +255,7 @@ def _triplet_dims(anchor: Tensor, positive: Tensor, negative: Tensor) -> None:
                            f"{p}D, and negative {n}D inputs")
 
 
+@autocast_policy("fp32")
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average=None, reduce=None,
@@ -284,6 +293,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     return _reduced(clamp(dp - dn + margin, min=0.0), reduction, None)
 
 
+@autocast_policy("fp32")
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # noqa: A002
                      full: bool = False, size_average=None, eps: float = 1e-8,
                      reduce=None, reduction: str = "mean") -> Tensor:
@@ -304,6 +314,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
     return _reduced(loss, reduction, half)
 
 
+@autocast_policy("fp32")
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noqa: A002
                       full: bool = False, eps: float = 1e-6,
                       reduction: str = "mean") -> Tensor:

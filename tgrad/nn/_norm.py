@@ -16,6 +16,7 @@ import math
 import ml_dtypes
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
@@ -120,6 +121,7 @@ def _unbiased_var(x: Tensor, dim: int) -> Tensor:
     return x.var(dim, correction=1)
 
 
+@autocast_policy("fp32")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise (N, C, *) over each group of C / num_groups channels and the spatial dims

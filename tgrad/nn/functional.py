@@ -17,8 +17,9 @@ import math
 import warnings
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy, cast_args
 from tgrad.autograd.function import Function
-from tgrad.autograd.grad_mode import is_grad_enabled
+from tgrad.autograd.grad_mode import STATE, is_grad_enabled
 from tgrad.ops._common import (
     backend_of,
     register_op,
@@ -422,6 +423,7 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight, reduction: str, 
     return loss.sum() / float(n) if n else loss.sum() / 0.0
 
 
+@autocast_policy("fp32")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
              size_average=None, ignore_index: int = -100, reduce=None,
              reduction: str = "mean") -> Tensor:
@@ -460,6 +462,7 @@ def _take_class(x: Tensor, t: Tensor, axis: int) -> Tensor:
 
 
 # ====================================================================== mse, linear
+@autocast_policy("fp32")
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
              reduction: str = "mean") -> Tensor:
     """(input - target)^2, reduced (broadcasting, with PyTorch's warning when shapes
@@ -494,6 +497,8 @@ def _reduced(loss: Tensor, reduction: str, half) -> Tensor:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
     """y = input @ weight^T + bias; weight: [out, in] (or [in]), bias: [out] (or [])."""
+    if STATE.autocast is not None:  # tgrad.amp's "lower" policy, inline (the hot path)
+        (input, weight, bias), _ = cast_args("lower", (input, weight, bias))  # noqa: A001
     _check_tensor("linear", input)
     _check_tensor("linear", weight, "weight")
     if weight.ndim not in (1, 2):

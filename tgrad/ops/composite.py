@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import rounded_to, tensor_method, widen_halves
@@ -243,6 +244,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
 
 
 @tensor_method("addcmul")
+@autocast_policy("promote")
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 * tensor2 (broadcast)."""
     value = _scalar_like(value, input, tensor1, tensor2)
@@ -259,6 +261,7 @@ def _scalar_like(value, *tensors):
 
 
 @tensor_method("addcdiv")
+@autocast_policy("promote")
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 / tensor2 (broadcast; integer division is refused)."""
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:

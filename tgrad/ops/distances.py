@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 
+from tgrad._autocast import autocast_policy
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     broadcast_or_raise,
@@ -59,6 +60,7 @@ def _p_arg(op: str, p, nonnegative: bool = True, kind: str = "float") -> float:
     return float(p)
 
 
+@autocast_policy("fp32")
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str | None = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """The p-norm distance between each row of ``x1`` and each row of ``x2``.
@@ -109,6 +111,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return rounded_to(norm(a - b + eps, float(p), dim, keepdim), half)
 
 
+@autocast_policy("fp32")
 def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     """The p-norm distance between every pair of rows of a 2-D (N, M) input: a 1-D tensor of
     N (N - 1) / 2 distances ||input[i] - input[j]||_p for i < j, in row-major order (the
@@ -128,6 +131,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
 
 
 @tensor_method("dist")
+@autocast_policy("fp32")
 def dist(input: Tensor, other: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     """||input - other||_p over every element of the broadcast difference (a 0-d tensor)."""
     require_tensor("dist", input)
@@ -138,6 +142,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
 
 
 @tensor_method("renorm")
+@autocast_policy("fp32")
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:  # noqa: A002
     """Each slice input.select(dim, i) whose p-norm exceeds ``maxnorm`` is scaled to it:
     y = x * where(norm > maxnorm, maxnorm / (norm + 1e-7), 1), norm taken over all dims but

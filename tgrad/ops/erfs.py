@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal, localcontext
 
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import apply_float_unary, tensor_method
@@ -256,6 +257,7 @@ def ndtri(input: Tensor) -> Tensor:  # noqa: A002
 
 
 @tensor_method("erfinv")
+@autocast_policy("fp32")
 def erfinv(input: Tensor) -> Tensor:  # noqa: A002
     """The inverse error function elementwise (any shape): +-inf at +-1, NaN outside
     [-1, 1]. dy = sqrt(pi)/2 exp(erfinv(y)^2)."""

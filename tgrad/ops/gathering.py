@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.ops._common import rounded_to, same_device, tensor_method, widen_halves
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
@@ -152,6 +153,7 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
 
 
 @tensor_method("scatter_add")
+@autocast_policy("promote")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
     """A copy of input with src[i][j] added at [i][index[i][j]] (dim = 1; repeats add up);
     d input = g, d src = g gathered at index."""

@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.ops._common import (
     broadcast_or_raise,
     require_tensor,
@@ -47,6 +48,7 @@ def _tensor_list(tensors) -> list:
 
 # ------------------------------------------------------------------------------ cross
 @tensor_method("cross")
+@autocast_policy("promote")
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:  # noqa: A002
     """The cross product of 3-vectors along ``dim``:
     out = (a1 b2 - a2 b1, a2 b0 - a0 b2, a0 b1 - a1 b0) along ``dim``.
@@ -155,6 +157,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 
 # ------------------------------------------------------------------------------ products
 @tensor_method("addr")
+@autocast_policy("lower")
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * outer(vec1, vec2): vec1 (n,), vec2 (m,), input broadcast to
     (n, m) -> (n, m). beta = 0 ignores input's values (NaN/inf too), as PyTorch."""
@@ -189,6 +192,7 @@ def _chain_order(dims: list) -> list:
     return split
 
 
+@autocast_policy("lower")
 def chain_matmul(*matrices: Tensor) -> Tensor:
     """The product M_0 M_1 ... M_{k-1} of 2-D matrices ((n_0, n_1), (n_1, n_2), ...) ->
     (n_0, n_k), bracketed for the fewest scalar multiplications (deprecated in PyTorch for

@@ -12,7 +12,9 @@ import math
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy, cast_args
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import backend_of, register_op, same_device, tensor_method, wrap
 from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor
@@ -128,6 +130,8 @@ def _desc(t: Tensor) -> str:
 @tensor_method("matmul", "__matmul__")
 def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """Matrix product with NumPy's matmul rules (broadcast batch dims)."""
+    if STATE.autocast is not None:  # tgrad.amp's "lower" policy, inline (the hot path)
+        (input, other), _ = cast_args("lower", (input, other))  # noqa: A001
     _check("matmul", input, other)
     a, b = input, other
     if a.ndim == 1 and b.ndim == 1:
@@ -148,6 +152,7 @@ tensor_method("__rmatmul__")(lambda self, other: matmul(other, self))
 
 
 @tensor_method("mm")
+@autocast_policy("lower")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
@@ -155,6 +160,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
 
 
 @tensor_method("bmm")
+@autocast_policy("lower")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")

@@ -5,6 +5,7 @@ ops diag and trace. Gradients come from matmul's and the elementwise ops' rules.
 from __future__ import annotations
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import expandable
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import rounded_to, tensor_method, widen_halves
@@ -42,6 +43,7 @@ tensor_method("vdot")(dot)
 
 
 @tensor_method("mv")
+@autocast_policy("lower")
 def mv(input: Tensor, vec: Tensor) -> Tensor:  # noqa: A002
     """Matrix (n, m) times vector (m,) -> (n,)."""
     _dims("mv", (2, 1), input, vec)
@@ -82,6 +84,7 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
 
 
 @tensor_method("addmm")
+@autocast_policy("lower")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2), input broadcast to (n, p)."""
     _dims("addmm", (2, 2), mat1, mat2)
@@ -89,6 +92,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 
 
 @tensor_method("addmv")
+@autocast_policy("lower")
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat @ vec)."""
     _dims("addmv", (2, 1), mat, vec)
@@ -96,6 +100,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor
 
 
 @tensor_method("baddbmm")
+@autocast_policy("lower")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
             alpha=1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2) for (b, n, m) @ (b, m, p)."""
@@ -104,6 +109,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A
 
 
 @tensor_method("addbmm")
+@autocast_policy("lower")
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
            alpha=1) -> Tensor:
     """beta * input + alpha * sum_b batch1[b] @ batch2[b]."""

@@ -7,6 +7,7 @@ higher derivatives)."""
 from __future__ import annotations
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops._common import (
     backend_of,
@@ -64,6 +65,7 @@ inplace_method("cumsum_", cumsum)
 
 
 @tensor_method("cumprod")
+@autocast_policy("fp32")
 def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
     """Cumulative product along ``dim``: y_k = prod_{j <= k} x_j (shape kept); integer and
     bool inputs give int64 (``dtype`` casts the input first, as PyTorch).

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
@@ -382,6 +383,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
+@autocast_policy("promote")
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join equal-shaped tensors along a new dim ``dim``."""
     xs = _tensor_list("stack", tensors)

@@ -1,6 +1,7 @@
-"""Autocast's cast policies, applied where an op starts (``Function.apply`` for the ops
-registered with a policy, ``autocast_policy`` for composite entry points such as
-F.linear or the losses). PyTorch's three kinds:
+"""Autocast's cast policies (tgrad.amp), applied where an op starts: ``Function.apply`` for
+the registered ops given a policy (tgrad/amp/autocast_mode.py's table), the
+``autocast_policy`` decorator on composite functions (F.linear, the convolutions, matmul,
+the losses...), written where each is defined. PyTorch's three kinds:
 
     "lower":   float32 tensors on an autocast device -> that device's autocast dtype
                (float16 / bfloat16): matmul, linear, convolutions...
@@ -17,7 +18,20 @@ from typing import Callable
 
 from tgrad.autograd.grad_mode import STATE
 
-__all__ = ["cast_args", "autocast_policy"]
+__all__ = ["cast_args", "autocast_policy", "refuse_in_region", "UNSAFE_BCE"]
+
+UNSAFE_BCE = (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using "
+    "torch.nn.functional.binary_cross_entropy_with_logits\nor torch.nn.BCEWithLogitsLoss.  "
+    "binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.")
+
+
+def refuse_in_region(message: str) -> None:
+    """Raise ``message`` inside an autocast region (ops PyTorch refuses to autocast)."""
+    if STATE.autocast is not None:
+        raise RuntimeError(message)
 
 
 def _cast(t, kind: str, low, widest):
