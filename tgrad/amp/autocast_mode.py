@@ -2,7 +2,7 @@
 
 Inside ``with tgrad.autocast("cuda"):`` (dtype float16 by default; "cpu": bfloat16) the ops
 of the three lists below cast their floating arguments on that device type first
-(tgrad/amp/_policy.py): matrix products and convolutions run in the lower precision,
+(tgrad/_autocast.py): matrix products and convolutions run in the lower precision,
 numerically sensitive ops (exp, log, pow, sums, softmax, norms, the losses) in float32, and
 ops mixing dtypes on the widest one. Everything else runs in its inputs' dtypes. The
 registered ops get their policy on the Function class (the table below); composite
@@ -34,6 +34,8 @@ FP32_OPS = ("acos", "asin", "cosh", "sinh", "tan", "exp", "exp2", "expm1", "log"
 PROMOTE_OPS = ("atan2", "dot", "index_put", "cat")
 
 _DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16"}
+
+
 def _install() -> None:
     from tgrad.ops._common import OPS
     for names, kind in ((LOWER_OPS, "lower"), (FP32_OPS, "fp32"), (PROMOTE_OPS, "promote")):

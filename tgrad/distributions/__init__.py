@@ -1,7 +1,8 @@
 """Probability distributions with PyTorch's ``torch.distributions`` API: ``Normal``,
 ``Uniform``, ``Bernoulli``, ``Categorical``, ``Exponential``, ``Laplace``,
-``MultivariateNormal``, the ``Distribution`` base class, ``constraints`` and
-``kl_divergence`` / ``register_kl``.
+``MultivariateNormal``, ``Cauchy``, ``HalfCauchy``, ``HalfNormal``, ``LogNormal``,
+``Gumbel``, ``Geometric``, ``Independent``, ``OneHotCategorical``, the ``Distribution``
+base class, ``constraints`` and ``kl_divergence`` / ``register_kl``.
 
 Shapes: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape + event_shape``;
 ``log_prob``, ``entropy`` and ``kl_divergence`` have the batch shape. ``rsample`` is
@@ -16,12 +17,22 @@ from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exponential import Exponential
+from tgrad.distributions.independent import Independent, OneHotCategorical
 from tgrad.distributions.kl import kl_divergence, register_kl
 from tgrad.distributions.laplace import Laplace
 from tgrad.distributions.multivariate_normal import MultivariateNormal
 from tgrad.distributions.normal import Normal
+from tgrad.distributions.scalar_families import (
+    Cauchy,
+    Geometric,
+    Gumbel,
+    HalfCauchy,
+    HalfNormal,
+    LogNormal,
+)
 from tgrad.distributions.uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Laplace",
-           "MultivariateNormal", "Normal",
-           "Uniform", "constraints", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", "Geometric",
+           "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
+           "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints",
+           "kl_divergence", "register_kl"]

@@ -127,6 +127,28 @@ class _IntegerInterval(_Interval):
         return (value % 1 == 0) & (value >= self.lower_bound) & (value <= self.upper_bound)
 
 
+class _IntegerGreaterThanEq(Constraint):
+    """The integers >= lower_bound."""
+
+    is_discrete = True
+
+    def __init__(self, lower_bound) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+
+class _OneHot(Constraint):
+    """One-hot vectors (the last dim): entries 0 or 1, summing to 1."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value: Tensor) -> Tensor:
+        return ((value == 0) | (value == 1)).all(-1) & (value.sum(-1) == 1)
+
+
 class _Simplex(Constraint):
     """Vectors (the last dim) of non-negative entries summing to 1 (within 1e-6)."""
 
@@ -209,6 +231,8 @@ unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 integer_interval = _IntegerInterval
 simplex = _Simplex()
+nonnegative_integer = _IntegerGreaterThanEq(0)
+one_hot = _OneHot()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()

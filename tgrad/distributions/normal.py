@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from tgrad.distributions.distribution import _LocScale
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import randn
+from tgrad.ops.erfs import erfinv
 from tgrad.tensor import Tensor
 
 __all__ = ["Normal"]
@@ -19,6 +20,7 @@ class Normal(_LocScale):
 
     log p(x) = -(x - loc)^2 / (2 scale^2) - log(scale) - log(sqrt(2 pi));
     H = 1/2 + log(2 pi) / 2 + log(scale); cdf(x) = (1 + erf((x - loc) / (scale sqrt 2))) / 2;
+    icdf(u) = loc + scale sqrt(2) erfinv(2 u - 1);
     rsample = loc + scale z with z ~ N(0, 1) drawn by ``tgrad.randn``.
     """
 
@@ -50,6 +52,9 @@ class Normal(_LocScale):
             self._validate_sample(value)
         return 0.5 * (1 + ew.erf((value - self.loc) * self.scale.reciprocal()
                                  / math.sqrt(2)))
+
+    def icdf(self, value: Tensor) -> Tensor:
+        return self.loc + self.scale * erfinv(2 * value - 1) * math.sqrt(2)
 
     def entropy(self) -> Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + ew.log(self.scale)

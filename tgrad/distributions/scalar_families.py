@@ -1,0 +1,315 @@
+"""Scalar families built on uniform and normal draws, as torch.distributions has them:
+``Cauchy``, ``HalfCauchy``, ``HalfNormal``, ``LogNormal``, ``Gumbel`` (reparameterised
+through their inverse cdfs or a transformed normal) and ``Geometric`` (discrete).
+
+    Cauchy(loc, scale):  log p = -log(pi scale) - log1p(z^2), z = (x - loc) / scale;
+                         cdf = atan(z) / pi + 1/2; icdf(u) = loc + scale tan(pi (u - 1/2));
+                         H = log(4 pi scale); mean NaN, variance inf, mode loc
+    HalfCauchy(scale):   |Cauchy(0, scale)|: log p = Cauchy's + log 2 on x >= 0 (-inf
+                         below); cdf = 2 F - 1; H = Cauchy's - log 2; mean, variance inf
+    HalfNormal(scale):   |Normal(0, scale)|: likewise; mean scale sqrt(2 / pi), variance
+                         scale^2 (1 - 2 / pi)
+    LogNormal(loc, scale): exp(Normal(loc, scale)): log p = Normal's(log x) - log x;
+                         mean exp(loc + scale^2 / 2), mode exp(loc - scale^2),
+                         variance (exp(scale^2) - 1) exp(2 loc + scale^2), H = Normal's + loc
+    Gumbel(loc, scale):  log p = -(z + exp(-z)) - log scale; cdf = exp(-exp(-z));
+                         mean loc + scale gamma_e, variance (pi scale)^2 / 6,
+                         H = log scale + 1 + gamma_e
+    Geometric(probs | logits): failures before the first success, k = 0, 1, ...:
+                         log p = k log1p(-p) + log p; mean 1/p - 1, variance (1/p - 1)/p;
+                         H = BCEWithLogits(logits, p) / p; sample floor(log u / log1p(-p))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from tgrad.distributions import constraints
+from tgrad.distributions.distribution import Distribution, _LocScale
+from tgrad.distributions.normal import Normal
+from tgrad.distributions.utils import (
+    _finfo,
+    broadcast_all,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+)
+from tgrad.nn import functional as F
+from tgrad.ops import elementwise as ew
+from tgrad.ops.creation import empty, full
+from tgrad.tensor import Tensor
+
+__all__ = ["Cauchy", "HalfCauchy", "HalfNormal", "LogNormal", "Gumbel", "Geometric"]
+
+EULER_GAMMA = 0.57721566490153286060
+
+
+def _uniform(shape: tuple, like: Tensor, low: float, high: float) -> Tensor:
+    return empty(shape, dtype=like.dtype, device=like.device).uniform_(low, high)
+
+
+def _open_unit(shape: tuple, like: Tensor) -> Tensor:
+    """Uniform draws in (tiny, 1 - eps/2], away from 0 and 1 (finite logs)."""
+    info = _finfo(like.dtype)
+    return _uniform(shape, like, float(info.tiny), 1.0 - float(info.eps) / 2)
+
+
+class Cauchy(_LocScale):
+    """The Cauchy (Lorentz) distribution: median ``loc``, half width ``scale`` > 0."""
+
+    mode = _LocScale.mode
+
+    @property
+    def mean(self) -> Tensor:
+        return full(self._extended_shape(), math.nan, dtype=self.loc.dtype,
+                    device=self.loc.device)
+
+    @property
+    def variance(self) -> Tensor:
+        return full(self._extended_shape(), math.inf, dtype=self.loc.dtype,
+                    device=self.loc.device)
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        u = _open_unit(self._extended_shape(sample_shape), self.loc)
+        return self.icdf(u)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        return -math.log(math.pi) - ew.log(self.scale) - ew.log1p(z * z)
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return ew.atan((value - self.loc) / self.scale) / math.pi + 0.5
+
+    def icdf(self, value: Tensor) -> Tensor:
+        return ew.tan(math.pi * (value - 0.5)) * self.scale + self.loc
+
+    def entropy(self) -> Tensor:
+        return math.log(4 * math.pi) + ew.log(self.scale)
+
+
+class _Half(Distribution):
+    """|base| for a base symmetric about 0 with parameter ``scale`` (HalfCauchy,
+    HalfNormal): the density doubles on x >= 0."""
+
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+    _base_cls: type
+
+    def __init__(self, scale: Tensor | float, validate_args: bool | None = None) -> None:
+        (self.scale,) = broadcast_all(scale)
+        super().__init__(tuple(self.scale.shape), validate_args=validate_args)
+
+    @property
+    def base_dist(self):
+        return self._base_cls(0.0 * self.scale, self.scale, validate_args=False)
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        return self.base_dist.rsample(sample_shape).abs()
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        lp = self.base_dist.log_prob(value) + math.log(2)
+        return ew.where(value >= 0, lp, -math.inf)
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob: Tensor) -> Tensor:
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self) -> Tensor:
+        return self.base_dist.entropy() - math.log(2)
+
+    @property
+    def mode(self) -> Tensor:
+        return 0.0 * self.scale
+
+
+class HalfCauchy(_Half):
+    """|Cauchy(0, scale)|."""
+
+    _base_cls = Cauchy
+
+    @property
+    def mean(self) -> Tensor:
+        return full(self._extended_shape(), math.inf, dtype=self.scale.dtype,
+                    device=self.scale.device)
+
+    @property
+    def variance(self) -> Tensor:
+        return self.mean
+
+
+class HalfNormal(_Half):
+    """|Normal(0, scale)|."""
+
+    _base_cls = Normal
+
+    @property
+    def mean(self) -> Tensor:
+        return self.scale * math.sqrt(2 / math.pi)
+
+    @property
+    def variance(self) -> Tensor:
+        return self.scale.pow(2) * (1 - 2 / math.pi)
+
+
+class LogNormal(Distribution):
+    """exp(X) for X ~ Normal(loc, scale)."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, loc: Tensor | float, scale: Tensor | float,
+                 validate_args: bool | None = None) -> None:
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
+
+    @property
+    def base_dist(self) -> Normal:
+        return Normal(self.loc, self.scale, validate_args=False)
+
+    @property
+    def mean(self) -> Tensor:
+        return ew.exp(self.loc + self.scale.pow(2) / 2)
+
+    @property
+    def mode(self) -> Tensor:
+        return ew.exp(self.loc - self.scale.pow(2))
+
+    @property
+    def variance(self) -> Tensor:
+        s2 = self.scale.pow(2)
+        return ew.expm1(s2) * ew.exp(2 * self.loc + s2)
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        return ew.exp(self.base_dist.rsample(sample_shape))
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        log_x = ew.log(value)
+        return self.base_dist.log_prob(log_x) - log_x
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.base_dist.cdf(ew.log(value))
+
+    def icdf(self, value: Tensor) -> Tensor:
+        return ew.exp(self.base_dist.icdf(value))
+
+    def entropy(self) -> Tensor:
+        return self.base_dist.entropy() + self.loc
+
+
+class Gumbel(_LocScale):
+    """The Gumbel (type-I extreme value) distribution: location ``loc``, ``scale`` > 0."""
+
+    mode = _LocScale.mode
+
+    @property
+    def mean(self) -> Tensor:
+        return self.loc + self.scale * EULER_GAMMA
+
+    @property
+    def stddev(self) -> Tensor:
+        return (math.pi / math.sqrt(6)) * self.scale
+
+    @property
+    def variance(self) -> Tensor:
+        return self.stddev.pow(2)
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        return self.icdf(_open_unit(self._extended_shape(sample_shape), self.loc))
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        return -(z + ew.exp(-z)) - ew.log(self.scale)
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return ew.exp(-ew.exp(-(value - self.loc) / self.scale))
+
+    def icdf(self, value: Tensor) -> Tensor:
+        return self.loc - self.scale * ew.log(-ew.log(value))
+
+    def entropy(self) -> Tensor:
+        return ew.log(self.scale) + (1 + EULER_GAMMA)
+
+
+class Geometric(Distribution):
+    """The number of failures before the first success of Bernoulli(``probs``) trials
+    (``probs`` in (0, 1] or ``logits``, exactly one)."""
+
+    arg_constraints = {"probs": constraints.interval(0.0, 1.0), "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, probs: Tensor | float | None = None,
+                 logits: Tensor | float | None = None,
+                 validate_args: bool | None = None) -> None:
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            (self.probs,) = broadcast_all(probs)
+        else:
+            (self.logits,) = broadcast_all(logits)
+        param = self.probs if probs is not None else self.logits
+        super().__init__(tuple(param.shape), validate_args=validate_args)
+        if self._validate_args and probs is not None:
+            if not bool((self.probs > 0).all()):
+                raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of "
+                                 f"shape {tuple(self.probs.shape)}) of distribution "
+                                 f"{self!r} to satisfy the constraint probs > 0, but found "
+                                 f"invalid values:\n{self.probs}")
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def mean(self) -> Tensor:
+        return 1.0 / self.probs - 1.0
+
+    @property
+    def mode(self) -> Tensor:
+        return 0.0 * self.probs
+
+    @property
+    def variance(self) -> Tensor:
+        return (1.0 / self.probs - 1.0) / self.probs
+
+    def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        shape = self._extended_shape(sample_shape)
+        p = self.probs.detach()
+        u = _uniform(shape, p, float(_finfo(p.dtype).tiny), 1.0)
+        return ew.floor(ew.log(u) / ew.log1p(-p))
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        value, probs = broadcast_all(value, self.probs)
+        # k log1p(-p) with 0 log 0 = 0 (p = 1, k = 0)
+        term = ew.where((probs == 1) & (value == 0), 0.0, value * ew.log1p(-probs))
+        return term + ew.log(probs)
+
+    def entropy(self) -> Tensor:
+        return F.binary_cross_entropy_with_logits(self.logits, self.probs,
+                                                  reduction="none") / self.probs
