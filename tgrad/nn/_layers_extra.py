@@ -1,7 +1,7 @@
 """More nn.functional layers, composed of tgrad ops (so their gradients, double backward and
 GPU paths are those of their parts), with PyTorch's formulas and signatures:
 
-- ``lp_pool1d/2d``: (sum over the window of x^p)^(1/p), as PyTorch computes it: the window
+- ``lp_pool1d/2d/3d``: (sum over the window of x^p)^(1/p), as PyTorch computes it: the window
   mean of x^p (avg_pool), times the window size, its negative values clamped to 0, to 1/p.
 - ``local_response_norm(x, size, alpha, beta, k)``: x / (k + alpha * mean of x^2 over the
   ``size`` channels around each one (zero padded: size // 2 before, (size - 1) // 2
@@ -24,7 +24,7 @@ from tgrad.nn.functional import _check_float, _check_tensor, dropout
 from tgrad.ops import elementwise as ew
 from tgrad.tensor import Tensor
 
-__all__ = ["lp_pool1d", "lp_pool2d", "local_response_norm", "rrelu", "alpha_dropout",
+__all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "local_response_norm", "rrelu", "alpha_dropout",
            "feature_alpha_dropout"]
 
 _SELU_ALPHA_SCALE = 1.7580993408473766  # selu's alpha * scale: its negative saturation
@@ -34,7 +34,7 @@ def _lp_pool(op: str, input: Tensor, norm_type: float, kernel_size, stride,  # n
              ceil_mode: bool, spatial: int) -> Tensor:
     from tgrad.nn import functional as F
     _check_float(op, input)
-    pool = F.avg_pool2d if spatial == 2 else F.avg_pool1d
+    pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[spatial]
     window = math.prod(kernel_size) if isinstance(kernel_size, (tuple, list)) \
         else kernel_size ** spatial
     out = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
@@ -45,6 +45,12 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None,  # noqa
               ceil_mode: bool = False) -> Tensor:
     """Power-average pooling over kh x kw windows: (sum of x^p)^(1/p) (p = inf: max)."""
     return _lp_pool("lp_pool2d", input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over kd x kh x kw windows: (sum of x^p)^(1/p)."""
+    return _lp_pool("lp_pool3d", input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None,  # noqa: A002

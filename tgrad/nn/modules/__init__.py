@@ -30,7 +30,14 @@ from tgrad.nn.modules.activation import (
     Threshold,
 )
 from tgrad.nn.modules.attention import MultiheadAttention
-from tgrad.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d
+from tgrad.nn.modules.batchnorm import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+)
 from tgrad.nn.modules.container import (
     ModuleDict,
     ModuleList,
@@ -54,7 +61,7 @@ from tgrad.nn.modules.dropout import (
     Dropout3d,
     FeatureAlphaDropout,
 )
-from tgrad.nn.modules.flatten import Flatten, Unflatten
+from tgrad.nn.modules.flatten import Flatten, Fold, Unflatten, Unfold
 from tgrad.nn.modules.linear import Bilinear, Identity, Linear
 from tgrad.nn.modules.loss import (
     BCELoss,
@@ -81,6 +88,7 @@ from tgrad.nn.modules.pooling import (
     AvgPool3d,
     LPPool1d,
     LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
@@ -126,7 +134,8 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Biline
 __all__ += ["ParameterList", "ParameterDict", "Dropout1d", "Dropout2d", "Dropout3d"]
 __all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d",
             "RReLU", "AlphaDropout", "FeatureAlphaDropout", "LocalResponseNorm", "LPPool1d",
-            "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "ConvTranspose3d"]
+            "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "ConvTranspose3d",
+            "LPPool3d", "BatchNorm3d", "InstanceNorm3d", "Fold", "Unfold"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
 

@@ -99,6 +99,14 @@ class BatchNorm2d(_BatchNorm):
             raise ValueError(f"expected 4D input (got {input.ndim}D input)")
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of (N, C, D, H, W) over N, D, H, W, per channel."""
+
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
+        if input.ndim != 5:
+            raise ValueError(f"expected 5D input (got {input.ndim}D input)")
+
+
 class _InstanceNorm(_NormBase):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device=None,
@@ -134,3 +142,13 @@ class InstanceNorm2d(_InstanceNorm):
     def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
         if input.ndim not in (3, 4):
             raise ValueError(f"expected 3D or 4D input (got {input.ndim}D input)")
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of (N, C, D, H, W) or (C, D, H, W) over D, H, W."""
+
+    _spatial = 3
+
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
+        if input.ndim not in (4, 5):
+            raise ValueError(f"expected 4D or 5D input (got {input.ndim}D input)")

@@ -160,6 +160,14 @@ class LPPool1d(LPPool2d):
                            self.ceil_mode)
 
 
+class LPPool3d(LPPool2d):
+    """Power-average pooling over kd x kh x kw windows (F.lp_pool3d)."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.lp_pool3d(input, self.norm_type, self.kernel_size, self.stride,
+                           self.ceil_mode)
+
+
 class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
     """Mean over adaptive windows to an (od, oh, ow) output; see F.adaptive_avg_pool3d."""
 
