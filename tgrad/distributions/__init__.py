@@ -1,8 +1,9 @@
 """Probability distributions with PyTorch's ``torch.distributions`` API: ``Normal``,
 ``Uniform``, ``Bernoulli``, ``Categorical``, ``Exponential``, ``Laplace``,
 ``MultivariateNormal``, ``Cauchy``, ``HalfCauchy``, ``HalfNormal``, ``LogNormal``,
-``Gumbel``, ``Geometric``, ``Independent``, ``OneHotCategorical``, the ``Distribution``
-base class, ``constraints`` and ``kl_divergence`` / ``register_kl``.
+``Gumbel``, ``Geometric``, ``Independent``, ``OneHotCategorical``,
+``TransformedDistribution`` with ``transforms``, the ``Distribution`` base class,
+``constraints`` and ``kl_divergence`` / ``register_kl``.
 
 Shapes: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape + event_shape``;
 ``log_prob``, ``entropy`` and ``kl_divergence`` have the batch shape. ``rsample`` is
@@ -12,7 +13,7 @@ ops, so higher derivatives work. Sampling uses tgrad's generator (``tgrad.manual
 See docs/distributions.md for what is missing compared with torch.distributions.
 """
 
-from tgrad.distributions import constraints
+from tgrad.distributions import constraints, transforms
 from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
@@ -30,9 +31,10 @@ from tgrad.distributions.scalar_families import (
     HalfNormal,
     LogNormal,
 )
+from tgrad.distributions.transformed_distribution import TransformedDistribution
 from tgrad.distributions.uniform import Uniform
 
 __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", "Geometric",
            "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
-           "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints",
-           "kl_divergence", "register_kl"]
+           "MultivariateNormal", "Normal", "OneHotCategorical", "TransformedDistribution",
+           "Uniform", "constraints", "kl_divergence", "register_kl", "transforms"]
