@@ -208,3 +208,51 @@ def test_transformed_distribution():
     tgrad.manual_seed(7)
     assert squashed.sample((4,)).shape == (4, 2)
     assert squashed.expand((3, 2)).batch_shape == (3, 2)
+
+
+# ------------------------------------------------------------------ relaxed (Gumbel-softmax)
+def test_relaxed_bernoulli():
+    t, p = 0.7, np.array([0.3, 0.8])
+    lg = np.log(p / (1 - p))
+    base = D.LogitRelaxedBernoulli(_t(t), probs=_t(p))
+    x = np.array([-0.4, 1.3])
+    s = 1 / (1 + np.exp(-(t * x - lg)))  # u as a function of x: the density is T s (1 - s)
+    _close(base.log_prob(_t(x)), np.log(t * s * (1 - s)), rtol=1e-10)
+    rb = D.RelaxedBernoulli(_t(t), logits=_t(lg))
+    y = np.array([0.2, 0.9])
+    z = np.log(y / (1 - y))
+    s = 1 / (1 + np.exp(-(t * z - lg)))
+    _close(rb.log_prob(_t(y)), np.log(t * s * (1 - s)) - np.log(y * (1 - y)), rtol=1e-10)
+    logits = _t(lg, requires_grad=True)
+    tgrad.manual_seed(8)
+    draw = D.RelaxedBernoulli(_t(t), logits=logits).rsample((5,))
+    assert ((draw > 0) & (draw < 1)).all().item()
+    draw.sum().backward()
+    assert logits.grad is not None and (logits.grad.numpy() > 0).all()  # increasing in logits
+    tgrad.manual_seed(9)
+    ones = (D.RelaxedBernoulli(_t(t), probs=_t(p)).sample((20000,)).numpy() > 0.5).mean(0)
+    np.testing.assert_allclose(ones, p, atol=0.02)  # P(sample > 1/2) = p at any T
+
+
+def test_relaxed_one_hot_categorical():
+    t = 0.6
+    p = np.array([0.2, 0.5, 0.3])
+    d = D.RelaxedOneHotCategorical(_t(t), probs=_t(p))
+    assert d.batch_shape == () and d.event_shape == (3,) and d.has_rsample
+    y = np.array([0.1, 0.7, 0.2])
+    k = 3
+    got = d.log_prob(_t(y)).item()
+    base = D.ExpRelaxedCategorical(_t(t), probs=_t(p))
+    # the density of x = log_softmax((log p + g) / T), from Maddison et al.'s Concrete
+    # density by the change of variables y = exp(x) (PyTorch's closed form)
+    score = np.log(p) - t * np.log(y)
+    expect_base = (math.lgamma(k) + (k - 1) * np.log(t)
+                   + np.sum(score - np.log(np.sum(np.exp(score)))))
+    np.testing.assert_allclose(base.log_prob(_t(np.log(y))).item(), expect_base, rtol=1e-12)
+    # y = exp(x): log p(y) = log p_base(log y) - sum log y (the exp transform's Jacobian)
+    np.testing.assert_allclose(got, expect_base - np.log(y).sum(), rtol=1e-12)
+    tgrad.manual_seed(10)
+    s = d.sample((20000,)).numpy()
+    np.testing.assert_allclose(s.sum(-1), 1.0, rtol=1e-12)
+    counts = np.bincount(s.argmax(-1), minlength=3) / 20000  # Gumbel-max: argmax ~ p
+    np.testing.assert_allclose(counts, p, atol=0.015)

@@ -2,7 +2,8 @@
 ``Uniform``, ``Bernoulli``, ``Categorical``, ``Exponential``, ``Laplace``,
 ``MultivariateNormal``, ``Cauchy``, ``HalfCauchy``, ``HalfNormal``, ``LogNormal``,
 ``Gumbel``, ``Geometric``, ``Independent``, ``OneHotCategorical``,
-``TransformedDistribution`` with ``transforms``, the ``Distribution`` base class,
+``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
+and one-hot categorical, the ``Distribution`` base class,
 ``constraints`` and ``kl_divergence`` / ``register_kl``.
 
 Shapes: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape + event_shape``;
@@ -23,6 +24,12 @@ from tgrad.distributions.kl import kl_divergence, register_kl
 from tgrad.distributions.laplace import Laplace
 from tgrad.distributions.multivariate_normal import MultivariateNormal
 from tgrad.distributions.normal import Normal
+from tgrad.distributions.relaxed import (
+    ExpRelaxedCategorical,
+    LogitRelaxedBernoulli,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+)
 from tgrad.distributions.scalar_families import (
     Cauchy,
     Geometric,
@@ -37,4 +44,6 @@ from tgrad.distributions.uniform import Uniform
 __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", "Geometric",
            "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
            "MultivariateNormal", "Normal", "OneHotCategorical", "TransformedDistribution",
+           "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical",
+           "RelaxedOneHotCategorical",
            "Uniform", "constraints", "kl_divergence", "register_kl", "transforms"]
