@@ -256,3 +256,35 @@ def test_relaxed_one_hot_categorical():
     np.testing.assert_allclose(s.sum(-1), 1.0, rtol=1e-12)
     counts = np.bincount(s.argmax(-1), minlength=3) / 20000  # Gumbel-max: argmax ~ p
     np.testing.assert_allclose(counts, p, atol=0.015)
+
+
+def test_pareto_and_weibull():
+    scale, alpha = 1.5, 3.0
+    d = D.Pareto(_t(scale), _t(alpha))
+    x = np.array([1.6, 2.0, 5.0])
+    _close(d.log_prob(_t(x)), np.log(alpha * scale ** alpha / x ** (alpha + 1)))
+    _close(d.cdf(_t(x)), 1 - (scale / x) ** alpha)
+    _close(d.icdf(d.cdf(_t(x))), x, rtol=1e-10)
+    _close(d.mean, alpha * scale / (alpha - 1))
+    _close(d.variance, scale ** 2 * alpha / ((alpha - 1) ** 2 * (alpha - 2)))
+    _close(d.entropy(), np.log(scale / alpha) + 1 + 1 / alpha)
+    assert D.Pareto(_t(1.0), _t(0.5)).mean.item() == math.inf
+    with pytest.raises(ValueError, match="support"):
+        d.log_prob(_t([1.0]))  # below scale: outside the support
+    lam, k = 2.0, 1.5
+    w = D.Weibull(_t(lam), _t(k))
+    _close(w.log_prob(_t(x)), np.log(k / lam) + (k - 1) * np.log(x / lam) - (x / lam) ** k)
+    _close(w.cdf(_t(x)), 1 - np.exp(-(x / lam) ** k))
+    _close(w.icdf(w.cdf(_t(x))), x, rtol=1e-10)
+    _close(w.mean, lam * math.gamma(1 + 1 / k))
+    _close(w.variance, lam ** 2 * (math.gamma(1 + 2 / k) - math.gamma(1 + 1 / k) ** 2))
+    _close(w.mode, lam * ((k - 1) / k) ** (1 / k))
+    _close(w.entropy(), np.euler_gamma * (1 - 1 / k) + np.log(lam / k) + 1)
+    tgrad.manual_seed(11)
+    assert abs(w.sample((40000,)).numpy().mean() - lam * math.gamma(1 + 1 / k)) < 0.03
+    tgrad.manual_seed(12)
+    assert abs(np.median(d.sample((40000,)).numpy()) - scale * 2 ** (1 / alpha)) < 0.02
+    a = _t(alpha, requires_grad=True)
+    assert gradcheck(lambda t: D.Pareto(_t(scale), t).log_prob(_t(x)), (a,))
+    kk = _t(k, requires_grad=True)
+    assert gradcheck(lambda t: D.Weibull(_t(lam), t).log_prob(_t(x)), (kk,))

@@ -1,7 +1,7 @@
 """Probability distributions with PyTorch's ``torch.distributions`` API: ``Normal``,
 ``Uniform``, ``Bernoulli``, ``Categorical``, ``Exponential``, ``Laplace``,
 ``MultivariateNormal``, ``Cauchy``, ``HalfCauchy``, ``HalfNormal``, ``LogNormal``,
-``Gumbel``, ``Geometric``, ``Independent``, ``OneHotCategorical``,
+``Gumbel``, ``Pareto``, ``Weibull``, ``Geometric``, ``Independent``, ``OneHotCategorical``,
 ``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
 and one-hot categorical, the ``Distribution`` base class,
 ``constraints`` and ``kl_divergence`` / ``register_kl``.
@@ -37,6 +37,8 @@ from tgrad.distributions.scalar_families import (
     HalfCauchy,
     HalfNormal,
     LogNormal,
+    Pareto,
+    Weibull,
 )
 from tgrad.distributions.transformed_distribution import TransformedDistribution
 from tgrad.distributions.uniform import Uniform
@@ -45,5 +47,5 @@ __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", 
            "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
            "MultivariateNormal", "Normal", "OneHotCategorical", "TransformedDistribution",
            "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical",
-           "RelaxedOneHotCategorical",
+           "RelaxedOneHotCategorical", "Pareto", "Weibull",
            "Uniform", "constraints", "kl_divergence", "register_kl", "transforms"]

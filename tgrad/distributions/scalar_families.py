@@ -1,6 +1,7 @@
 """Scalar families built on uniform and normal draws, as torch.distributions has them:
-``Cauchy``, ``HalfCauchy``, ``HalfNormal``, ``LogNormal``, ``Gumbel`` (reparameterised
-through their inverse cdfs or a transformed normal) and ``Geometric`` (discrete).
+``Cauchy``, ``HalfCauchy``, ``HalfNormal``, ``LogNormal``, ``Gumbel``, ``Pareto``,
+``Weibull`` (reparameterised through their inverse cdfs or a transformed normal) and
+``Geometric`` (discrete).
 
     Cauchy(loc, scale):  log p = -log(pi scale) - log1p(z^2), z = (x - loc) / scale;
                          cdf = atan(z) / pi + 1/2; icdf(u) = loc + scale tan(pi (u - 1/2));
@@ -38,9 +39,11 @@ from tgrad.distributions.utils import (
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import empty, full
+from tgrad.ops.special import lgamma
 from tgrad.tensor import Tensor
 
-__all__ = ["Cauchy", "HalfCauchy", "HalfNormal", "LogNormal", "Gumbel", "Geometric"]
+__all__ = ["Cauchy", "HalfCauchy", "HalfNormal", "LogNormal", "Gumbel", "Geometric", "Pareto",
+           "Weibull"]
 
 EULER_GAMMA = 0.57721566490153286060
 
@@ -313,3 +316,116 @@ class Geometric(Distribution):
     def entropy(self) -> Tensor:
         return F.binary_cross_entropy_with_logits(self.logits, self.probs,
                                                   reduction="none") / self.probs
+
+
+class Pareto(Distribution):
+    """The Pareto (type I) distribution: minimum ``scale`` > 0, tail index ``alpha`` > 0.
+
+    log p = log alpha + alpha log scale - (alpha + 1) log x on x >= scale;
+    cdf = 1 - (scale / x)^alpha; rsample = scale u^(-1/alpha);
+    mean alpha scale / (alpha - 1) (inf for alpha <= 1), variance
+    scale^2 alpha / ((alpha - 1)^2 (alpha - 2)) (inf for alpha <= 2);
+    H = log(scale / alpha) + 1 + 1 / alpha."""
+
+    arg_constraints = {"scale": constraints.positive, "alpha": constraints.positive}
+    has_rsample = True
+
+    def __init__(self, scale, alpha, validate_args: bool | None = None) -> None:
+        self.scale, self.alpha = broadcast_all(scale, alpha)
+        super().__init__(tuple(self.scale.shape), validate_args=validate_args)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.greater_than_eq(self.scale)
+
+    @property
+    def mean(self) -> Tensor:
+        a = self.alpha.clamp(min=1)
+        return ew.where(self.alpha > 1, a * self.scale / (a - 1), math.inf)
+
+    @property
+    def mode(self) -> Tensor:
+        return self.scale
+
+    @property
+    def variance(self) -> Tensor:
+        a = self.alpha.clamp(min=2)
+        return ew.where(self.alpha > 2, self.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2)),
+                        math.inf)
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        u = _open_unit(self._extended_shape(sample_shape), self.scale)
+        return self.scale * ew.exp(-ew.log(u) / self.alpha)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return (ew.log(self.alpha) + self.alpha * ew.log(self.scale)
+                - (self.alpha + 1) * ew.log(value))
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return 1 - ew.exp(self.alpha * (ew.log(self.scale) - ew.log(value)))
+
+    def icdf(self, value: Tensor) -> Tensor:
+        return self.scale * ew.exp(-ew.log1p(-value) / self.alpha)
+
+    def entropy(self) -> Tensor:
+        return ew.log(self.scale / self.alpha) + 1 + 1 / self.alpha
+
+
+class Weibull(Distribution):
+    """The Weibull distribution: ``scale`` lambda > 0, ``concentration`` k > 0.
+
+    log p = log(k / lambda) + (k - 1) log(x / lambda) - (x / lambda)^k on x >= 0;
+    cdf = 1 - exp(-(x / lambda)^k); rsample = lambda (-log u)^(1/k);
+    mean lambda Gamma(1 + 1/k); variance lambda^2 (Gamma(1 + 2/k) - Gamma(1 + 1/k)^2);
+    mode lambda ((k - 1) / k)^(1/k) for k > 1, else 0;
+    H = gamma_e (1 - 1/k) + log(lambda / k) + 1."""
+
+    arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, scale, concentration, validate_args: bool | None = None) -> None:
+        self.scale, self.concentration = broadcast_all(scale, concentration)
+        super().__init__(tuple(self.scale.shape), validate_args=validate_args)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.scale * ew.exp(lgamma(1 + 1 / self.concentration))
+
+    @property
+    def mode(self) -> Tensor:
+        k = self.concentration
+        return self.scale * ew.relu((k - 1) / k).pow(1 / k)
+
+    @property
+    def variance(self) -> Tensor:
+        k = self.concentration
+        return self.scale.pow(2) * (ew.exp(lgamma(1 + 2 / k))
+                                    - ew.exp(2 * lgamma(1 + 1 / k)))
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        u = _open_unit(self._extended_shape(sample_shape), self.scale)
+        return self.scale * (-ew.log(u)).pow(1 / self.concentration)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        k, lam = self.concentration, self.scale
+        z = value / lam
+        return ew.log(k / lam) + (k - 1) * ew.log(z) - z.pow(k)
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return -ew.expm1(-(value / self.scale).pow(self.concentration))
+
+    def icdf(self, value: Tensor) -> Tensor:
+        return self.scale * (-ew.log1p(-value)).pow(1 / self.concentration)
+
+    def entropy(self) -> Tensor:
+        k = self.concentration
+        return EULER_GAMMA * (1 - 1 / k) + ew.log(self.scale / k) + 1
