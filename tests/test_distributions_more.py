@@ -288,3 +288,67 @@ def test_pareto_and_weibull():
     assert gradcheck(lambda t: D.Pareto(_t(scale), t).log_prob(_t(x)), (a,))
     kk = _t(k, requires_grad=True)
     assert gradcheck(lambda t: D.Weibull(_t(lam), t).log_prob(_t(x)), (kk,))
+
+
+# ------------------------------------------- mixtures, enumerate_support, straight-through
+def _normal_logpdf(x, mu, s):
+    return -(x - mu) ** 2 / (2 * s * s) - np.log(s * np.sqrt(2 * np.pi))
+
+
+def test_mixture_same_family():
+    pi, mu, s = np.array([0.3, 0.7]), np.array([-1.0, 2.0]), np.array([0.5, 1.0])
+    m = D.MixtureSameFamily(D.Categorical(_t(pi)), D.Normal(_t(mu), _t(s)))
+    assert m.batch_shape == () and m.event_shape == () and not m.has_rsample
+    x = np.array([0.0, 1.0, 3.5])
+    want = np.log((pi * np.exp(_normal_logpdf(x[:, None], mu, s))).sum(-1))
+    _close(m.log_prob(_t(x)), want)
+    _close(m.mean, (pi * mu).sum())
+    mean = (pi * mu).sum()
+    _close(m.variance, (pi * (s ** 2 + (mu - mean) ** 2)).sum())
+    from math import erf
+    cdf = [sum(p * 0.5 * (1 + erf((v - a) / (b * np.sqrt(2)))) for p, a, b in zip(pi, mu, s))
+           for v in x]
+    _close(m.cdf(_t(x)), cdf)
+    tgrad.manual_seed(13)
+    draws = m.sample((40000,)).numpy()
+    assert abs(draws.mean() - mean) < 0.03
+    # vector components (an Independent Normal), a batch of 2 mixtures of 3
+    locs = np.random.default_rng(14).standard_normal((2, 3, 4))
+    mv = D.MixtureSameFamily(D.Categorical(logits=_t(np.zeros((2, 3)))),
+                             D.Independent(D.Normal(_t(locs), _t(np.ones((2, 3, 4)))), 1))
+    assert mv.batch_shape == (2,) and mv.event_shape == (4,)
+    assert mv.sample((5,)).shape == (5, 2, 4)
+    v = np.zeros((2, 4))
+    comp = _normal_logpdf(v[:, None, :], locs, 1.0).sum(-1)  # (2, 3)
+    _close(mv.log_prob(_t(v)), np.log(np.exp(comp).mean(-1)))
+    with pytest.raises(ValueError, match="does not equal"):
+        D.MixtureSameFamily(D.Categorical(_t(np.ones(3))), D.Normal(_t(mu), _t(s)))
+    with pytest.raises(ValueError, match="needs to be an instance of"):
+        D.MixtureSameFamily(D.Normal(0.0, 1.0), D.Normal(_t(mu), _t(s)))
+    loc = _t(mu, requires_grad=True)
+    assert gradcheck(lambda t: D.MixtureSameFamily(D.Categorical(_t(pi)),
+                                                   D.Normal(t, _t(s))).log_prob(_t(x)), (loc,))
+
+
+def test_enumerate_support_and_straight_through():
+    b = D.Bernoulli(_t([0.3, 0.6]))
+    np.testing.assert_array_equal(b.enumerate_support().numpy(), [[0, 0], [1, 1]])
+    assert b.enumerate_support(expand=False).shape == (2, 1)
+    c = D.Categorical(_t(np.ones((2, 3))))
+    np.testing.assert_array_equal(c.enumerate_support().numpy(), [[0, 0], [1, 1], [2, 2]])
+    assert c.enumerate_support().dtype is tgrad.int64
+    oh = D.OneHotCategorical(_t(np.ones((2, 3))))
+    sup = oh.enumerate_support()
+    assert sup.shape == (3, 2, 3)
+    np.testing.assert_array_equal(sup[:, 0].numpy(), np.eye(3))
+    # summing probabilities over the support gives 1 (exact enumeration)
+    np.testing.assert_allclose(c.log_prob(c.enumerate_support()).exp().sum(0).numpy(), 1.0)
+    logits = _t([0.2, -0.3, 0.5], requires_grad=True)
+    st = D.OneHotCategoricalStraightThrough(logits=logits)
+    tgrad.manual_seed(15)
+    y = st.rsample()
+    assert set(y.detach().numpy().tolist()) <= {0.0, 1.0} and y.detach().numpy().sum() == 1
+    (y * _t([1.0, 2.0, 3.0])).sum().backward()  # gradient of p . w through softmax
+    p = np.exp([0.2, -0.3, 0.5]) / np.exp([0.2, -0.3, 0.5]).sum()
+    w = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(logits.grad.numpy(), p * (w - (p * w).sum()), rtol=1e-12)

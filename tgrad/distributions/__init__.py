@@ -2,6 +2,7 @@
 ``Uniform``, ``Bernoulli``, ``Categorical``, ``Exponential``, ``Laplace``,
 ``MultivariateNormal``, ``Cauchy``, ``HalfCauchy``, ``HalfNormal``, ``LogNormal``,
 ``Gumbel``, ``Pareto``, ``Weibull``, ``Geometric``, ``Independent``, ``OneHotCategorical``,
+``MixtureSameFamily``, ``OneHotCategoricalStraightThrough``,
 ``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
 and one-hot categorical, the ``Distribution`` base class,
 ``constraints`` and ``kl_divergence`` / ``register_kl``.
@@ -19,9 +20,14 @@ from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exponential import Exponential
-from tgrad.distributions.independent import Independent, OneHotCategorical
+from tgrad.distributions.independent import (
+    Independent,
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+)
 from tgrad.distributions.kl import kl_divergence, register_kl
 from tgrad.distributions.laplace import Laplace
+from tgrad.distributions.mixture_same_family import MixtureSameFamily
 from tgrad.distributions.multivariate_normal import MultivariateNormal
 from tgrad.distributions.normal import Normal
 from tgrad.distributions.relaxed import (
@@ -47,5 +53,6 @@ __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", 
            "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
            "MultivariateNormal", "Normal", "OneHotCategorical", "TransformedDistribution",
            "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical",
-           "RelaxedOneHotCategorical", "Pareto", "Weibull",
+           "RelaxedOneHotCategorical", "Pareto", "Weibull", "MixtureSameFamily",
+           "OneHotCategoricalStraightThrough",
            "Uniform", "constraints", "kl_divergence", "register_kl", "transforms"]

@@ -15,6 +15,7 @@ from tgrad.distributions.utils import (
 )
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
+from tgrad.ops.creation import arange
 from tgrad.ops.sampling import bernoulli
 from tgrad.tensor import Tensor
 
@@ -91,6 +92,13 @@ class Bernoulli(Distribution):
         logits, value = broadcast_all(self.logits, value)
         return -F.binary_cross_entropy_with_logits(logits, value.to(logits.dtype),
                                                    reduction="none")
+
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        """0. and 1. (the parameter's dtype), shape (2,) + batch_shape (or size-1 dims)."""
+        p = self._param
+        values = arange(2, dtype=p.dtype, device=p.device).reshape(
+            (-1,) + (1,) * len(self.batch_shape))
+        return values.expand(-1, *self.batch_shape) if expand else values
 
     def entropy(self) -> Tensor:
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")

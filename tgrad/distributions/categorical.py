@@ -16,7 +16,7 @@ from tgrad.distributions.utils import (
     logits_to_probs,
     probs_to_logits,
 )
-from tgrad.ops.creation import full
+from tgrad.ops.creation import arange, full
 from tgrad.ops.sampling import multinomial
 from tgrad.tensor import Tensor
 
@@ -107,6 +107,12 @@ class Categorical(Distribution):
         value = value.expand(*shape[:-1], 1)
         log_pmf = logits.expand(*shape) if tuple(logits.shape) != shape else logits
         return log_pmf.gather(-1, value).squeeze(-1)
+
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        """0 .. K-1 (int64), shape (K,) + batch_shape (or size-1 dims)."""
+        values = arange(self._num_events, device=self._param.device).reshape(
+            (-1,) + (1,) * len(self.batch_shape))
+        return values.expand(-1, *self.batch_shape) if expand else values
 
     def entropy(self) -> Tensor:
         min_real = float(_finfo(self.logits.dtype).min)

@@ -142,6 +142,11 @@ class Distribution:
         """The inverse cumulative distribution function at ``value`` in [0, 1]."""
         raise NotImplementedError
 
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        """Every value of a discrete support, along a new first dim (of the batch shape
+        with ``expand``, else with size-1 batch dims)."""
+        raise NotImplementedError
+
     def entropy(self) -> Tensor:
         """The (differential) entropy, of shape batch_shape."""
         raise NotImplementedError

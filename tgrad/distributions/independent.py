@@ -18,9 +18,10 @@ from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.kl import kl_divergence, register_kl
 from tgrad.nn import functional as F
+from tgrad.ops.creation import eye
 from tgrad.tensor import Tensor
 
-__all__ = ["Independent", "OneHotCategorical"]
+__all__ = ["Independent", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 def _sum_rightmost(value: Tensor, n: int) -> Tensor:
@@ -151,8 +152,28 @@ class OneHotCategorical(Distribution):
             self._validate_sample(value)
         return self._categorical.log_prob(value.argmax(-1))
 
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        """The K one-hot vectors, shape (K,) + batch_shape + (K,) (or size-1 dims)."""
+        k = self.event_shape[0]
+        p = self.probs
+        values = eye(k, dtype=p.dtype, device=p.device).reshape(
+            (k,) + (1,) * len(self.batch_shape) + (k,))
+        return values.expand(k, *self.batch_shape, k) if expand else values
+
     def entropy(self) -> Tensor:
         return self._categorical.entropy()
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose ``rsample`` passes gradients straight through: the one-hot
+    sample + (p - p.detach()) (its value is the sample, its gradient that of p)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        samples = self.sample(sample_shape)
+        p = self._categorical.probs
+        return samples + (p - p.detach())
 
 
 @register_kl(OneHotCategorical, OneHotCategorical)
