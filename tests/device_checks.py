@@ -858,10 +858,46 @@ def check_autocast() -> None:
     for c, g in zip(*out):
         np.testing.assert_allclose(g, c, rtol=2e-3, atol=2e-3)
 
+def check_distributions_more() -> None:
+    # the newer distributions (tan/atan, erfinv, lgamma, logsumexp, transforms) on cuda:
+    # log_prob, cdf and their parameter gradients against the CPU; rsample's shape, support
+    # and gradient
+    import tgrad.distributions as D
+    from tgrad.distributions import transforms as T
+    x = np.array([0.4, 1.3, 2.5])
+
+    def families(dev):
+        t = lambda v: tgrad.tensor(np.asarray(v, dtype=np.float64), device=dev,  # noqa: E731
+                                   requires_grad=True)
+        a, b = t(0.3), t(1.2)
+        return [(D.Cauchy(a, b), (a, b)), (D.Gumbel(a, b), (a, b)),
+                (D.LogNormal(a, b), (a, b)), (D.Weibull(b, t(1.5)), (b,)),
+                (D.HalfNormal(b), (b,)),
+                (D.TransformedDistribution(D.Normal(a, b), [T.SigmoidTransform()]), (a, b)),
+                (D.MixtureSameFamily(D.Categorical(t([0.3, 0.7])),
+                                     D.Normal(t([-1.0, 2.0]), t([0.5, 1.0]))), ())]
+    out = []
+    for dev in ("cpu", "cuda"):
+        res = []
+        for d, params in families(dev):
+            v = tgrad.tensor(x / 3.0 if isinstance(d, D.TransformedDistribution) else x,
+                             dtype=tgrad.float64, device=dev)
+            lp = d.log_prob(v)
+            lp.sum().backward()
+            res.append(lp.detach().cpu().numpy())
+            # copies: on the CPU .numpy() shares the .grad that later families add into
+            res.extend(p.grad.cpu().numpy().copy() for p in params)
+            if d.has_rsample:
+                draw = d.rsample((4,))
+                assert draw.shape == (4,) and draw.device.type == dev
+        out.append(res)
+    for c, g in zip(*out):
+        np.testing.assert_allclose(g, c, rtol=1e-11, atol=1e-12)
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
-    "linalg_decompositions", "autocast")}
+    "linalg_decompositions", "autocast", "distributions_more")}
