@@ -17,15 +17,12 @@ from tgrad.distributions import constraints
 from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.kl import kl_divergence, register_kl
+from tgrad.distributions.transforms import _sum_rightmost
 from tgrad.nn import functional as F
 from tgrad.ops.creation import eye
 from tgrad.tensor import Tensor
 
 __all__ = ["Independent", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
-
-
-def _sum_rightmost(value: Tensor, n: int) -> Tensor:
-    return value.sum(tuple(range(-n, 0))) if n > 0 else value
 
 
 class Independent(Distribution):
