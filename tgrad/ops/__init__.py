@@ -21,6 +21,7 @@ from tgrad.ops import (
     mathcomposites,
     matmul,
     movement,
+    numerics,
     pointwise_extras,
     products,
     quantiles,
@@ -40,7 +41,7 @@ from tgrad.ops import (
 from tgrad.ops._common import OPS
 
 __all__ = [n for m in (aliases, composite, creation, distances, einsum, elementwise, erfs, extras,
-                       gathering, hyperbolic, layout, logmath, mathcomposites, matmul,
+                       gathering, hyperbolic, layout, logmath, mathcomposites, matmul, numerics,
                        movement, pointwise_extras, products, quantiles, reduce, sampling, scan,
                        scatter_reduce, scatters, searching, shape, small_extras, sorting,
                        special, statistics, tensor_extras)
@@ -61,6 +62,7 @@ from tgrad.ops.logmath import *  # noqa: E402,F401,F403
 from tgrad.ops.mathcomposites import *  # noqa: E402,F401,F403
 from tgrad.ops.matmul import *  # noqa: E402,F401,F403
 from tgrad.ops.movement import *  # noqa: E402,F401,F403
+from tgrad.ops.numerics import *  # noqa: E402,F401,F403
 from tgrad.ops.pointwise_extras import *  # noqa: E402,F401,F403
 from tgrad.ops.products import *  # noqa: E402,F401,F403
 from tgrad.ops.quantiles import *  # noqa: E402,F401,F403

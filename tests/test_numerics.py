@@ -1,0 +1,74 @@
+"""histogram and gradient against NumPy (np.histogram, np.gradient) in float64: equal bins,
+given edges, weights, density, the right-closed last bin, out-of-range values, constant
+inputs; uniform and coordinate spacings, both edge orders, dims; gradcheck; errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import gradcheck
+
+F64 = tgrad.float64
+RNG = np.random.default_rng(41)
+
+
+def _t(a, **kw):
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), dtype=F64, **kw)
+
+
+@pytest.mark.parametrize("bins,rng", [(10, None), (7, (-1.0, 1.5)), (1, None)])
+def test_histogram_equal_bins(bins, rng):
+    x = RNG.standard_normal((40, 25))
+    h, e = tgrad.histogram(_t(x), bins, range=rng)
+    hn, en = np.histogram(x, bins, range=rng)
+    np.testing.assert_array_equal(h.numpy(), hn)
+    np.testing.assert_allclose(e.numpy(), en, rtol=1e-15)
+
+
+def test_histogram_edges_weights_density_and_edge_cases():
+    x = np.array([-2.0, -1.0, 0.0, 0.25, 0.5, 1.0, 2.0, 2.0, 3.0])
+    edges = np.array([-1.0, 0.0, 0.5, 2.0])
+    w = RNG.random(x.size)
+    for density in (False, True):
+        h, e = tgrad.histogram(_t(x), _t(edges), weight=_t(w), density=density)
+        hn, _ = np.histogram(x, edges, weights=w, density=density)
+        np.testing.assert_allclose(h.numpy(), hn, rtol=1e-14)
+    h, _ = tgrad.histogram(_t(x), _t(edges))  # 2.0 (the last edge) lands in the last bin
+    np.testing.assert_array_equal(h.numpy(), np.histogram(x, edges)[0])
+    h, e = tgrad.histogram(_t([3.0, 3.0]), 4)  # equal min and max: widened by 1/2
+    np.testing.assert_allclose(e.numpy(), np.histogram([3.0, 3.0], 4)[1])
+    np.testing.assert_array_equal(h.numpy(), np.histogram([3.0, 3.0], 4)[0])
+    with pytest.raises(RuntimeError, match="bins must be > 0"):
+        tgrad.histogram(_t(x), 0)
+    with pytest.raises(RuntimeError, match="same shape as the input"):
+        tgrad.histogram(_t(x), 3, weight=_t([1.0]))
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_matches_numpy(edge_order):
+    f = RNG.standard_normal((5, 6, 4))
+    got = tgrad.gradient(_t(f), spacing=(0.5, 2.0, 1.5), edge_order=edge_order)
+    for g, w in zip(got, np.gradient(f, 0.5, 2.0, 1.5, edge_order=edge_order)):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-13, atol=1e-13)
+    xs = np.cumsum(RNG.uniform(0.1, 1.0, 6))
+    (g,) = tgrad.gradient(_t(f), spacing=[_t(xs)], dim=1, edge_order=edge_order)
+    np.testing.assert_allclose(g.numpy(), np.gradient(f, xs, axis=1, edge_order=edge_order),
+                               rtol=1e-12, atol=1e-12)
+    (g,) = tgrad.gradient(_t(f), spacing=3.0, dim=-1, edge_order=edge_order)
+    np.testing.assert_allclose(g.numpy(), np.gradient(f, 3.0, axis=-1, edge_order=edge_order),
+                               rtol=1e-13, atol=1e-13)
+    ints = tgrad.tensor([1, 4, 9, 16])
+    np.testing.assert_allclose(tgrad.gradient(ints)[0].numpy(), np.gradient([1, 4, 9, 16]))
+
+
+def test_gradient_gradcheck_and_errors():
+    x = _t(RNG.standard_normal((4, 5)), requires_grad=True)
+    assert gradcheck(lambda t: tgrad.gradient(t, edge_order=2), (x,))
+    with pytest.raises(RuntimeError, match="edge_order=1 and edge_order=2"):
+        tgrad.gradient(x, edge_order=3)
+    with pytest.raises(RuntimeError, match="at least edge_order\\+1"):
+        tgrad.gradient(_t([1.0, 2.0]), edge_order=2)
+    with pytest.raises(RuntimeError, match="same length"):
+        tgrad.gradient(x, spacing=[1.0, 2.0, 3.0])

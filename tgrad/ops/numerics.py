@@ -1,0 +1,168 @@
+"""NumPy-style numerical helpers with PyTorch's signatures, composed of tgrad ops:
+
+- ``histogram(input, bins, *, range, weight, density)``: (hist, bin_edges). ``bins`` an int
+  (equal bins over ``range``, default [min, max] of the input, widened by 1/2 on each side
+  when they are equal, as NumPy) or a tensor of increasing edges; each bin is [e_i, e_i+1)
+  except the last, which holds its right edge; values outside are not counted; ``density``
+  divides by the total and the bin widths. (PyTorch has it for CPU tensors only; tgrad runs
+  it on any device.)
+- ``gradient(input, *, spacing, dim, edge_order)``: NumPy's gradient, one tensor per dim:
+  central differences inside (for coordinates x: (h_s^2 f[i+1] + (h_d^2 - h_s^2) f[i]
+  - h_d^2 f[i-1]) / (h_s h_d (h_s + h_d)), h_s = x[i] - x[i-1], h_d = x[i+1] - x[i]),
+  one-sided first or second order differences at the edges; differentiable in input.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from tgrad import dtypes
+from tgrad.ops._common import require_tensor
+from tgrad.ops.creation import linspace, zeros
+from tgrad.ops.gathering import scatter_add
+from tgrad.ops.searching import searchsorted
+from tgrad.ops.shape import cat
+from tgrad.tensor import Tensor, _wrap_dim
+
+__all__ = ["histogram", "gradient"]
+
+
+def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001,A002
+              density: bool = False) -> tuple:
+    """(hist, bin_edges) of ``input``'s values (module docstring)."""
+    require_tensor("histogram", input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the "
+                           f"same dtype, but got input {input.dtype}; histogram takes "
+                           f"floating inputs")
+    x = input.reshape(-1)
+    if isinstance(bins, Tensor):
+        edges = bins.to(input.dtype)
+        if edges.ndim != 1 or edges.numel() < 2:
+            raise RuntimeError("torch.histogram: bins tensor should have one dimension and "
+                               "at least 2 elements")
+        n = edges.numel() - 1
+    else:
+        n = int(bins)
+        if n <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {n}")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif x.numel():
+            lo, hi = float(x.min()), float(x.max())
+        else:
+            lo, hi = 0.0, 0.0
+        if lo > hi:
+            raise RuntimeError(f"torch.histogram(): max must be larger than min (got "
+                               f"{lo} > {hi})")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = linspace(lo, hi, n + 1, dtype=input.dtype, device=input.device)
+    w = None
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise RuntimeError(f"torch.histogram: if weight tensor is provided it should have "
+                               f"the same shape as the input tensor (got {list(weight.shape)} "
+                               f"and {list(input.shape)})")
+        w = weight.reshape(-1).to(input.dtype)
+    first, last = edges[0], edges[-1]
+    inside = (x >= first) & (x <= last)
+    idx = (searchsorted(edges, x, right=True) - 1).clamp(0, n - 1)  # x == last: last bin
+    ones = inside.to(input.dtype) if w is None else w * inside.to(input.dtype)
+    hist = scatter_add(zeros(n, dtype=input.dtype, device=input.device), 0, idx, ones)
+    if density:
+        widths = edges[1:] - edges[:-1]
+        hist = hist / (hist.sum() * widths)
+    return hist, edges
+
+
+def _spacings(spacing, dims: list, input: Tensor) -> list:  # noqa: A002
+    """Per dim: a Python number (uniform step) or a 1-D coordinate tensor."""
+    if isinstance(spacing, (numbers.Number, Tensor)) and not (
+            isinstance(spacing, Tensor) and spacing.ndim == 1 and len(dims) == 1):
+        if isinstance(spacing, Tensor):
+            if spacing.ndim != 0:
+                raise RuntimeError("torch.gradient expected spacing to be unspecified, a "
+                                   "scalar or a list")
+            spacing = float(spacing)
+        return [float(spacing)] * len(dims)
+    seq = [spacing] if isinstance(spacing, Tensor) else list(spacing)
+    if len(seq) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                           f"it's spacing and dim arguments to have the same length, but got "
+                           f"a spacing argument of length {len(seq)} and a dim argument of "
+                           f"length {len(dims)}.")
+    out = []
+    for s, d in zip(seq, dims):
+        if isinstance(s, Tensor) and s.ndim == 1:
+            if s.numel() != input.shape[d]:
+                raise RuntimeError(f"torch.gradient expected each tensor to be on the same "
+                                   f"device and of the dimension's size {input.shape[d]}, got "
+                                   f"{s.numel()}")
+            out.append(s.to(input.dtype))
+        else:
+            out.append(float(s))
+    return out
+
+
+def _along(t: Tensor, d: int, start: int, stop: int | None) -> Tensor:
+    idx = [slice(None)] * t.ndim
+    idx[d] = slice(start, stop)
+    return t[tuple(idx)]
+
+
+def _shape_for(h: Tensor, d: int, ndim: int) -> Tensor:
+    shape = [1] * ndim
+    shape[d] = -1
+    return h.reshape(shape)
+
+
+def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tuple:  # noqa: A002
+    """NumPy's gradient of ``input`` along ``dim`` (an int, a list, or all dims), one
+    tensor per dim (module docstring)."""
+    require_tensor("gradient", input)
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, "
+                           f"got {edge_order}")
+    dims = list(range(input.ndim)) if dim is None else (
+        [dim] if isinstance(dim, int) else list(dim))
+    dims = [_wrap_dim(d, input.ndim, "gradient") for d in dims]
+    f = input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
+    out = []
+    for d, h in zip(dims, _spacings(spacing, dims, f)):
+        n = f.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+        fm, f0, fp = _along(f, d, 0, n - 2), _along(f, d, 1, n - 1), _along(f, d, 2, None)
+        if isinstance(h, float):
+            inner = (fp - fm) / (2 * h)
+            if edge_order == 1:
+                left = (_along(f, d, 1, 2) - _along(f, d, 0, 1)) / h
+                right = (_along(f, d, n - 1, n) - _along(f, d, n - 2, n - 1)) / h
+            else:
+                left = (-1.5 * _along(f, d, 0, 1) + 2 * _along(f, d, 1, 2)
+                        - 0.5 * _along(f, d, 2, 3)) / h
+                right = (0.5 * _along(f, d, n - 3, n - 2) - 2 * _along(f, d, n - 2, n - 1)
+                         + 1.5 * _along(f, d, n - 1, n)) / h
+        else:
+            dx = h[1:] - h[:-1]
+            hs, hd = _shape_for(dx[:-1], d, f.ndim), _shape_for(dx[1:], d, f.ndim)
+            inner = (hs * hs * fp + (hd * hd - hs * hs) * f0 - hd * hd * fm) / (
+                hs * hd * (hs + hd))
+            if edge_order == 1:
+                left = (_along(f, d, 1, 2) - _along(f, d, 0, 1)) / float(dx[0])
+                right = (_along(f, d, n - 1, n) - _along(f, d, n - 2, n - 1)) / float(dx[-1])
+            else:  # NumPy's second-order one-sided formulas on uneven grids
+                d1, d2 = float(dx[0]), float(dx[1])
+                a, b, c = -(2 * d1 + d2) / (d1 * (d1 + d2)), (d1 + d2) / (d1 * d2), \
+                    -d1 / (d2 * (d1 + d2))
+                left = a * _along(f, d, 0, 1) + b * _along(f, d, 1, 2) + c * _along(f, d, 2, 3)
+                d1, d2 = float(dx[-2]), float(dx[-1])
+                a, b, c = d2 / (d1 * (d1 + d2)), -(d2 + d1) / (d1 * d2), \
+                    (2 * d2 + d1) / (d2 * (d1 + d2))
+                right = (a * _along(f, d, n - 3, n - 2) + b * _along(f, d, n - 2, n - 1)
+                         + c * _along(f, d, n - 1, n))
+        out.append(cat([left, inner, right], d))
+    return tuple(out)
+
