@@ -14,6 +14,7 @@ from tgrad.ops import (
     extras,
     gathering,
     hyperbolic,
+    incomplete_gamma,
     index,
     inplace,
     layout,
@@ -41,8 +42,9 @@ from tgrad.ops import (
 from tgrad.ops._common import OPS
 
 __all__ = [n for m in (aliases, composite, creation, distances, einsum, elementwise, erfs, extras,
-                       gathering, hyperbolic, layout, logmath, mathcomposites, matmul, numerics,
-                       movement, pointwise_extras, products, quantiles, reduce, sampling, scan,
+                       gathering, hyperbolic, incomplete_gamma, layout, logmath,
+                       mathcomposites, matmul, numerics, movement, pointwise_extras, products,
+                       quantiles, reduce, sampling, scan,
                        scatter_reduce, scatters, searching, shape, small_extras, sorting,
                        special, statistics, tensor_extras)
            for n in m.__all__]
@@ -57,6 +59,7 @@ from tgrad.ops.erfs import *  # noqa: E402,F401,F403
 from tgrad.ops.extras import *  # noqa: E402,F401,F403
 from tgrad.ops.gathering import *  # noqa: E402,F401,F403
 from tgrad.ops.hyperbolic import *  # noqa: E402,F401,F403
+from tgrad.ops.incomplete_gamma import *  # noqa: E402,F401,F403
 from tgrad.ops.layout import *  # noqa: E402,F401,F403
 from tgrad.ops.logmath import *  # noqa: E402,F401,F403
 from tgrad.ops.mathcomposites import *  # noqa: E402,F401,F403

@@ -1,0 +1,82 @@
+"""igamma / igammac (special.gammainc / gammaincc) against closed forms (a = 1: 1 - e^-x;
+a = 1/2: erf(sqrt x); integer a: the Poisson sum) and a NumPy quadrature of the gamma
+density for general a, both branches (series and continued fraction); PyTorch's special
+values; the x derivative by gradcheck; the unimplemented a derivative; broadcasting."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import gradcheck
+
+F64 = tgrad.float64
+X = np.array([1e-3, 0.1, 0.5, 1.0, 2.5, 7.0, 20.0, 80.0])
+
+
+def _t(a, **kw):
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), dtype=F64, **kw)
+
+
+def _simpson(f: np.ndarray, h: float) -> float:
+    return h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+
+
+def _p_quadrature(a: float, x: float) -> float:
+    """P(a, x) by Simpson's rule after t = v^m, m = ceil(5 / a): the integrand
+    m v^(m a - 1) exp(-v^m) / Gamma(a) on [0, x^(1/m)] is smooth (no t^(a-1) kink at 0)."""
+    m = math.ceil(5 / a)
+    v = np.linspace(0.0, x ** (1 / m), 200001)
+    return _simpson(m * v ** (m * a - 1) * np.exp(-v ** m), v[1] - v[0]) / math.gamma(a)
+
+
+def test_closed_forms():
+    np.testing.assert_allclose(tgrad.igamma(_t(np.ones(8)), _t(X)).numpy(), -np.expm1(-X),
+                               rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(tgrad.special.gammainc(_t(0.5), _t(X)).numpy(),
+                               [math.erf(math.sqrt(v)) for v in X], rtol=1e-13)
+    for n in (2, 5, 30):
+        q = np.exp(-X) * sum(X ** k / math.factorial(k) for k in range(n))  # Poisson tail
+        np.testing.assert_allclose(tgrad.igammac(_t(float(n)), _t(X)).numpy(), q,
+                                   rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(tgrad.igamma(_t(float(n)), _t(X)).numpy(), 1 - q,
+                                   rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("a", [0.3, 1.7, 4.2, 12.5])
+def test_general_a_against_quadrature(a):
+    xs = np.array([0.2, 1.0, a, a + 3.0])  # both sides of the x = a + 1 switch
+    want = np.array([_p_quadrature(a, v) for v in xs])
+    got = tgrad.special.gammainc(_t(a), _t(xs)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(tgrad.special.gammaincc(_t(a), _t(xs)).numpy(), 1 - want,
+                               rtol=1e-8, atol=1e-12)
+
+
+def test_special_values_broadcasting_float32():
+    a = _t([0.0, -1.0, 2.0, 1.0, 2.0, np.inf, np.nan])
+    x = _t([1.0, 1.0, 0.0, np.inf, -1.0, 3.0, 1.0])
+    got = tgrad.igamma(a, x).numpy()
+    np.testing.assert_array_equal(got, [1.0, np.nan, 0.0, 1.0, np.nan, 0.0, np.nan])
+    np.testing.assert_array_equal(tgrad.igammac(a, x).numpy(),
+                                  [0.0, np.nan, 1.0, 0.0, np.nan, 1.0, np.nan])
+    out = tgrad.igamma(_t([[1.0], [2.0]]), _t([0.5, 1.5, 3.0]))  # (2, 1) with (3,)
+    assert out.shape == (2, 3)
+    f32 = tgrad.igamma(tgrad.tensor([2.0]), tgrad.tensor([1.5]))
+    assert f32.dtype is tgrad.float32
+    np.testing.assert_allclose(f32.numpy(), 1 - np.exp(-1.5) * 2.5, rtol=1e-6)
+
+
+def test_derivatives():
+    a = _t([0.7, 2.0, 5.0])
+    x = _t([0.4, 2.5, 9.0], requires_grad=True)
+    assert gradcheck(lambda v: tgrad.igamma(a, v), (x,))
+    assert gradcheck(lambda v: tgrad.igammac(a, v), (x,))
+    aa = _t([2.0], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="derivative with respect to the first"):
+        tgrad.igamma(aa, _t([1.0])).sum().backward()
+    with pytest.raises(RuntimeError, match="expected floating point"):
+        tgrad.igamma(tgrad.tensor([1]), tgrad.tensor([1]))

@@ -1,0 +1,127 @@
+"""The regularized incomplete gamma functions, PyTorch's ``igamma`` / ``igammac``
+(``tgrad.special.gammainc`` / ``gammaincc``), elementwise with broadcasting:
+
+    P(a, x) = gamma(a, x) / Gamma(a) = x^a e^-x / Gamma(a + 1) sum_n x^n / ((a+1)..(a+n))
+              (the series, used for x < a + 1)
+    Q(a, x) = 1 - P(a, x) = x^a e^-x / Gamma(a) times a continued fraction (modified Lentz,
+              used for x >= a + 1)
+    dP/dx = -dQ/dx = x^(a-1) e^-x / Gamma(a); no derivative in a (PyTorch's neither).
+
+Both branches are fixed-length loops of vector ops (300 terms), so they run on any device;
+accuracy is ~1e-14 relative in float64 for a up to about 1000. Special values follow
+PyTorch: NaN for a < 0 or x < 0; a = 0: P = 1 for x > 0; x = 0: P = 0; x = inf: P = 1;
+a = inf (finite x): P = 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tgrad.autograd.function import Function
+from tgrad.ops import elementwise as ew
+from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops.pointwise_extras import broadcast_tensors
+from tgrad.ops.special import lgamma
+from tgrad.tensor import Tensor
+
+__all__ = ["igamma", "igammac"]
+
+_TERMS = 300
+
+
+def _log_prefactor(a: Tensor, x: Tensor) -> Tensor:
+    """log(x^a e^-x / Gamma(a))."""
+    return a * ew.log(x) - x - lgamma(a)
+
+
+def _lower_series(a: Tensor, x: Tensor) -> Tensor:
+    term = 1.0 / a
+    total = term
+    for n in range(1, _TERMS):
+        term = term * x / (a + n)
+        total = total + term
+    return ew.exp(_log_prefactor(a, x)) * total
+
+
+def _upper_fraction(a: Tensor, x: Tensor) -> Tensor:
+    tiny = 1e-300 if a.dtype.itemsize == 8 else 1e-30
+    b = x + 1.0 - a
+    c = 1.0 / tiny + 0.0 * x
+    d = 1.0 / ew.where(b.abs() < tiny, tiny, b)
+    h = d
+    for i in range(1, _TERMS):
+        an = -i * (i - a)
+        b = b + 2.0
+        d = an * d + b
+        d = 1.0 / ew.where(d.abs() < tiny, tiny, d)
+        c = b + an / c
+        c = ew.where(c.abs() < tiny, tiny, c)
+        h = h * d * c
+    return ew.exp(_log_prefactor(a, x)) * h
+
+
+def _regularized(a: Tensor, x: Tensor, upper: bool) -> Tensor:
+    """P(a, x) (or Q with ``upper``) with PyTorch's special values."""
+    ok = (a > 0) & (x > 0) & ew.isfinite(a) & ew.isfinite(x)
+    sa, sx = ew.where(ok, a, 1.0), ew.where(ok, x, 1.0)  # safe values for the loops
+    use_series = sx < sa + 1
+    series = _lower_series(sa, ew.where(use_series, sx, 0.5 * sa))
+    fraction = _upper_fraction(sa, ew.where(use_series, sa + 2.0, sx))
+    p = ew.where(use_series, series, 1.0 - fraction)
+    q = ew.where(use_series, 1.0 - series, fraction)
+    out = q if upper else p
+    nan = math.nan
+    lower_at = (  # P at the special points (Q = 1 - P)
+        ew.where((a < 0) | (x < 0) | (ew.isnan(a)) | (ew.isnan(x)), nan,
+                 ew.where(a == 0, ew.where(x > 0, 1.0, nan),
+                          ew.where(x == 0, 0.0,
+                                   ew.where(ew.isinf(a), ew.where(ew.isinf(x), nan, 0.0),
+                                            1.0)))))
+    special = lower_at if not upper else 1.0 - lower_at
+    return ew.where(ok, out, special.to(out.dtype))
+
+
+class _IncompleteGamma(Function):
+    node_name = "IgammaBackward0"
+
+    @staticmethod
+    def forward(ctx, a, x, upper):
+        ctx.upper = upper
+        ctx.save_for_backward(a, x)
+        return _regularized(a, x, upper)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, x = ctx.saved_tensors
+        need_a, need_x = ctx.needs_input_grad[:2]
+        if need_a:
+            raise NotImplementedError("igamma / igammac: the derivative with respect to the "
+                                      "first argument (a) is not implemented (as in "
+                                      "PyTorch)")
+        dx = ew.exp((a - 1) * ew.log(x) - x - lgamma(a))
+        return None, (-dx if ctx.upper else dx) * g, None
+
+
+def _prepare(op: str, input, other) -> tuple:  # noqa: A002
+    require_tensor(op, input)
+    require_tensor(op, other, "other", 2)
+    if not (input.dtype.is_floating_point and other.dtype.is_floating_point):
+        raise RuntimeError(f"{op}: expected floating point inputs, got {input.dtype} and "
+                           f"{other.dtype}")
+    from tgrad import dtypes
+    dt = dtypes.promote_types(input.dtype, other.dtype)
+    return broadcast_tensors(input.to(dt), other.to(dt))
+
+
+@tensor_method("igamma")
+def igamma(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """P(input, other): the regularized lower incomplete gamma function."""
+    a, x = _prepare("igamma", input, other)
+    return _IncompleteGamma.apply(a, x, False)
+
+
+@tensor_method("igammac")
+def igammac(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """Q(input, other) = 1 - P: the regularized upper incomplete gamma function."""
+    a, x = _prepare("igammac", input, other)
+    return _IncompleteGamma.apply(a, x, True)
