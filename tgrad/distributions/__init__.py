@@ -2,7 +2,8 @@
 ``Uniform``, ``Bernoulli``, ``Categorical``, ``Exponential``, ``Laplace``,
 ``MultivariateNormal``, ``Cauchy``, ``HalfCauchy``, ``HalfNormal``, ``LogNormal``,
 ``Gumbel``, ``Pareto``, ``Weibull``, ``Geometric``, ``Independent``, ``OneHotCategorical``,
-``MixtureSameFamily``, ``OneHotCategoricalStraightThrough``,
+``MixtureSameFamily``, ``OneHotCategoricalStraightThrough``, ``Gamma``, ``Chi2``, ``Beta``,
+``Dirichlet``,
 ``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
 and one-hot categorical, the ``Distribution`` base class,
 ``constraints`` and ``kl_divergence`` / ``register_kl``.
@@ -20,6 +21,7 @@ from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exponential import Exponential
+from tgrad.distributions.gamma import Beta, Chi2, Dirichlet, Gamma
 from tgrad.distributions.independent import (
     Independent,
     OneHotCategorical,
@@ -54,5 +56,5 @@ __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", 
            "MultivariateNormal", "Normal", "OneHotCategorical", "TransformedDistribution",
            "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical",
            "RelaxedOneHotCategorical", "Pareto", "Weibull", "MixtureSameFamily",
-           "OneHotCategoricalStraightThrough",
+           "OneHotCategoricalStraightThrough", "Gamma", "Chi2", "Beta", "Dirichlet",
            "Uniform", "constraints", "kl_divergence", "register_kl", "transforms"]
