@@ -29,7 +29,7 @@ from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.utils import broadcast_all
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import rand, randn
-from tgrad.ops.incomplete_gamma import _TERMS, igamma
+from tgrad.ops.incomplete_gamma import _TERMS, _converged, igamma
 from tgrad.ops.special import digamma, lgamma
 from tgrad.tensor import Tensor
 
@@ -78,6 +78,8 @@ def _dp_da(a: Tensor, x: Tensor) -> Tensor:
         dt = dt * xs / (a + n) - t * xs / (a + n) ** 2
         t = t * xs / (a + n)
         s, ds = s + t, ds + dt
+        if _converged(dt, ds, n) and _converged(t, s, n):
+            break
     pre_s = ew.exp(a * ew.log(xs) - xs - lgamma(a))
     dseries = pre_s * (s * (ew.log(xs) - digamma(a)) + ds)
     # continued fraction for Q (modified Lentz), carrying d/da of b, c, d and h
@@ -88,6 +90,7 @@ def _dp_da(a: Tensor, x: Tensor) -> Tensor:
     d = 1.0 / b
     dd = -db / (b * b)
     h, dh = d, dd
+    prev_dh = dh
     for i in range(1, _TERMS):
         an, dan = -i * (i - a), float(i) + 0.0 * a
         b = b + 2.0
@@ -96,6 +99,9 @@ def _dp_da(a: Tensor, x: Tensor) -> Tensor:
         d, dd = 1.0 / den, -dden / (den * den)
         c, dc = b + an / c, db + dan / c - an * dc / (c * c)
         h, dh = h * d * c, dh * d * c + h * dd * c + h * d * dc
+        if _converged(d * c - 1.0, h * 0.0 + 1.0, i) and _converged(dh - prev_dh, dh, i):
+            break
+        prev_dh = dh
     pre_c = ew.exp(a * ew.log(xc) - xc - lgamma(a))
     dq = pre_c * (h * (ew.log(xc) - digamma(a)) + dh)
     return ew.where(use_series, dseries, -dq)
