@@ -875,20 +875,21 @@ def check_distributions_more() -> None:
                 (D.HalfNormal(b), (b,)),
                 (D.TransformedDistribution(D.Normal(a, b), [T.SigmoidTransform()]), (a, b)),
                 (D.MixtureSameFamily(D.Categorical(t([0.3, 0.7])),
-                                     D.Normal(t([-1.0, 2.0]), t([0.5, 1.0]))), ())]
+                                     D.Normal(t([-1.0, 2.0]), t([0.5, 1.0]))), ()),
+                (D.Gamma(b, t(0.7)), (b,)), (D.Beta(b, t(2.0)), (b,))]
     out = []
     for dev in ("cpu", "cuda"):
         res = []
         for d, params in families(dev):
-            v = tgrad.tensor(x / 3.0 if isinstance(d, D.TransformedDistribution) else x,
-                             dtype=tgrad.float64, device=dev)
+            v = tgrad.tensor(x / 3.0 if isinstance(d, (D.TransformedDistribution, D.Beta))
+                             else x, dtype=tgrad.float64, device=dev)
             lp = d.log_prob(v)
             lp.sum().backward()
             res.append(lp.detach().cpu().numpy())
             # copies: on the CPU .numpy() shares the .grad that later families add into
             res.extend(p.grad.cpu().numpy().copy() for p in params)
-            if d.has_rsample:
-                draw = d.rsample((4,))
+            if d.has_rsample:  # (gamma draws: the forward only; its backward loops are long)
+                draw = d.sample((4,))
                 assert draw.shape == (4,) and draw.device.type == dev
         out.append(res)
     for c, g in zip(*out):
