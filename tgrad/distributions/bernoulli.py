@@ -12,6 +12,7 @@ from tgrad.distributions.utils import (
     lazy_property,
     logits_to_probs,
     probs_to_logits,
+    set_probs_or_logits,
 )
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
@@ -40,13 +41,7 @@ class Bernoulli(Distribution):
     def __init__(self, probs: Tensor | float | None = None,
                  logits: Tensor | float | None = None,
                  validate_args: bool | None = None) -> None:
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
+        self._param = set_probs_or_logits(self, probs, logits)
         super().__init__(tuple(self._param.shape), validate_args=validate_args)
 
     def _expand_extra(self, new: Distribution) -> None:

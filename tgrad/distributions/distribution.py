@@ -194,9 +194,10 @@ class Distribution:
 
 
 class _LocScale(Distribution):
-    """The shared part of the real location-scale families (Normal, Laplace): ``loc`` and
-    ``scale`` > 0 (tensors or floats, broadcast together; their shape is ``batch_shape``),
-    support the reals, reparameterised sampling; mean and mode are ``loc``. A subclass
+    """The shared part of the location-scale families (Normal, Laplace, Cauchy, Gumbel,
+    LogNormal): ``loc`` and ``scale`` > 0 (tensors or floats, broadcast together; their
+    shape is ``batch_shape``), support the reals (LogNormal: positive), reparameterised
+    sampling; mean and mode are ``loc`` unless overridden. A subclass
     names ``mean = _LocScale.mean`` and ``mode = _LocScale.mode`` in its own body so that
     docs/api.md (which lists each class's own members) still shows them."""
 

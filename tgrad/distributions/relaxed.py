@@ -68,20 +68,18 @@ class LogitRelaxedBernoulli(Distribution):
         return ew.log(self.temperature) + diff - 2 * ew.log1p(ew.exp(diff))
 
 
-class RelaxedBernoulli(TransformedDistribution):
-    """sigmoid of LogitRelaxedBernoulli: values in (0, 1)."""
+class _Relaxed(TransformedDistribution):
+    """A relaxed distribution: ``_base_cls``'s draws through ``_transform``, with the base's
+    temperature, logits and probs."""
 
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     has_rsample = True
+    _base_cls: type
+    _transform: type
 
     def __init__(self, temperature, probs=None, logits=None,
                  validate_args: bool | None = None) -> None:
-        base = LogitRelaxedBernoulli(temperature, probs, logits, validate_args=validate_args)
-        super().__init__(base, SigmoidTransform(), validate_args=validate_args)
-
-    @property
-    def support(self):
-        return constraints.unit_interval
+        base = self._base_cls(temperature, probs, logits, validate_args=validate_args)
+        super().__init__(base, self._transform(), validate_args=validate_args)
 
     @property
     def temperature(self) -> Tensor:
@@ -94,6 +92,15 @@ class RelaxedBernoulli(TransformedDistribution):
     @property
     def probs(self) -> Tensor:
         return self.base_dist.probs
+
+
+class RelaxedBernoulli(_Relaxed):
+    """sigmoid of LogitRelaxedBernoulli: values in (0, 1)."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
+    _base_cls = LogitRelaxedBernoulli
+    _transform = SigmoidTransform
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -137,29 +144,10 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_Relaxed):
     """exp of ExpRelaxedCategorical: points of the simplex."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
-    has_rsample = True
-
-    def __init__(self, temperature, probs=None, logits=None,
-                 validate_args: bool | None = None) -> None:
-        base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
-        super().__init__(base, ExpTransform(), validate_args=validate_args)
-
-    @property
-    def support(self):
-        return constraints.simplex
-
-    @property
-    def temperature(self) -> Tensor:
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs
+    support = constraints.simplex
+    _base_cls = ExpRelaxedCategorical
+    _transform = ExpTransform

@@ -35,6 +35,7 @@ from tgrad.distributions.utils import (
     lazy_property,
     logits_to_probs,
     probs_to_logits,
+    set_probs_or_logits,
 )
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
@@ -166,17 +167,10 @@ class HalfNormal(_Half):
         return self.scale.pow(2) * (1 - 2 / math.pi)
 
 
-class LogNormal(Distribution):
+class LogNormal(_LocScale):
     """exp(X) for X ~ Normal(loc, scale)."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
-    has_rsample = True
-
-    def __init__(self, loc: Tensor | float, scale: Tensor | float,
-                 validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
 
     @property
     def base_dist(self) -> Normal:
@@ -264,13 +258,7 @@ class Geometric(Distribution):
     def __init__(self, probs: Tensor | float | None = None,
                  logits: Tensor | float | None = None,
                  validate_args: bool | None = None) -> None:
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        param = self.probs if probs is not None else self.logits
+        param = set_probs_or_logits(self, probs, logits)
         super().__init__(tuple(param.shape), validate_args=validate_args)
         if self._validate_args and probs is not None:
             if not bool((self.probs > 0).all()):

@@ -17,7 +17,7 @@ from tgrad.ops.pointwise_extras import broadcast_tensors
 from tgrad.tensor import Tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
-           "probs_to_logits"]
+           "probs_to_logits", "set_probs_or_logits"]
 
 
 def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
@@ -34,6 +34,18 @@ def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
     ts = [v if isinstance(v, Tensor) else tensor(v, dtype=dtype, device=device)
           for v in values]
     return broadcast_tensors(*ts)
+
+
+def set_probs_or_logits(dist, probs, logits) -> Tensor:
+    """Set exactly one of ``dist.probs`` / ``dist.logits`` (a tensor or float, as a tensor;
+    the other is a lazy_property) and return it (the binary families' parameter)."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    if probs is not None:
+        (dist.probs,) = broadcast_all(probs)
+        return dist.probs
+    (dist.logits,) = broadcast_all(logits)
+    return dist.logits
 
 
 def _finfo(dtype: dtypes.DType):

@@ -167,7 +167,9 @@ class Identity(BasePruningMethod):
         return default_mask
 
 
-class RandomUnstructured(BasePruningMethod):
+class _Unstructured(BasePruningMethod):
+    """Zero ``amount`` entries: the ``_pick(t, n)`` flat indices."""
+
     def __init__(self, amount) -> None:
         _check_amount(amount)
         self.amount = amount
@@ -176,23 +178,20 @@ class RandomUnstructured(BasePruningMethod):
         n = _count(self.amount, t.numel())
         mask = default_mask.clone().contiguous()
         if n:
-            drop = rand(t.shape, device=t.device).reshape(-1).topk(n).indices
-            mask.view(-1)[drop] = 0
+            mask.view(-1)[self._pick(t, n)] = 0
         return mask
 
 
-class L1Unstructured(BasePruningMethod):
-    def __init__(self, amount) -> None:
-        _check_amount(amount)
-        self.amount = amount
+class RandomUnstructured(_Unstructured):
+    @staticmethod
+    def _pick(t: Tensor, n: int) -> Tensor:
+        return rand(t.shape, device=t.device).reshape(-1).topk(n).indices
 
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        n = _count(self.amount, t.numel())
-        mask = default_mask.clone().contiguous()
-        if n:
-            drop = t.abs().reshape(-1).topk(n, largest=False).indices
-            mask.view(-1)[drop] = 0
-        return mask
+
+class L1Unstructured(_Unstructured):
+    @staticmethod
+    def _pick(t: Tensor, n: int) -> Tensor:
+        return t.abs().reshape(-1).topk(n, largest=False).indices
 
 
 def _channel_mask(keep_channels: Tensor, t: Tensor, dim: int, default_mask: Tensor) -> Tensor:
