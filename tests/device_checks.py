@@ -895,10 +895,43 @@ def check_distributions_more() -> None:
     for c, g in zip(*out):
         np.testing.assert_allclose(g, c, rtol=1e-11, atol=1e-12)
 
+def check_distributions_counts() -> None:
+    # the count families, StudentT and FisherSnedecor on cuda: log_prob and its parameter
+    # gradients against the CPU; draws of the right shape, device and support (the samplers'
+    # rejection loops run on the device)
+    import tgrad.distributions as D
+
+    def families(dev):
+        t = lambda v: tgrad.tensor(np.asarray(v, dtype=np.float64), device=dev,  # noqa: E731
+                                   requires_grad=True)
+        r, p, df = t([0.7, 14.0]), t([0.3, 0.8]), t([2.5, 6.0])
+        return [(D.Poisson(r), (r,), [1.0, 12.0]),
+                (D.Binomial(t([4.0, 40.0]).detach(), p), (p,), [1.0, 33.0]),
+                (D.NegativeBinomial(t([1.5, 3.0]).detach(), p), (p,), [2.0, 5.0]),
+                (D.Multinomial(5, probs=p), (p,), [2.0, 3.0]),
+                (D.StudentT(df, r, p), (df, r, p), [0.4, 9.0]),
+                (D.FisherSnedecor(df, r), (df, r), [0.4, 2.0])]
+    out = []
+    for dev in ("cpu", "cuda"):
+        res = []
+        for d, params, v in families(dev):
+            lp = d.log_prob(tgrad.tensor(v, dtype=tgrad.float64, device=dev))
+            lp.sum().backward()
+            res.append(lp.detach().cpu().numpy())
+            res.extend(q.grad.cpu().numpy().copy() for q in params)
+            draw = d.sample((3,)).cpu().numpy()
+            assert draw.shape == (3,) + d.batch_shape + d.event_shape
+            if d.support.is_discrete:
+                assert (draw == np.floor(draw)).all() and (draw >= 0).all()
+        out.append(res)
+    for c, g in zip(*out):
+        np.testing.assert_allclose(g, c, rtol=1e-11, atol=1e-12)
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
-    "linalg_decompositions", "autocast", "distributions_more")}
+    "linalg_decompositions", "autocast", "distributions_more", "distributions_counts")}

@@ -3,7 +3,8 @@
 ``MultivariateNormal``, ``Cauchy``, ``HalfCauchy``, ``HalfNormal``, ``LogNormal``,
 ``Gumbel``, ``Pareto``, ``Weibull``, ``Geometric``, ``Independent``, ``OneHotCategorical``,
 ``MixtureSameFamily``, ``OneHotCategoricalStraightThrough``, ``Gamma``, ``Chi2``, ``Beta``,
-``Dirichlet``,
+``Dirichlet``, ``Poisson``, ``Binomial``, ``NegativeBinomial``, ``Multinomial``,
+``StudentT``, ``FisherSnedecor``,
 ``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
 and one-hot categorical, the ``Distribution`` base class,
 ``constraints`` and ``kl_divergence`` / ``register_kl``.
@@ -19,6 +20,7 @@ See docs/distributions.md for what is missing compared with torch.distributions.
 from tgrad.distributions import constraints, transforms
 from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
+from tgrad.distributions.counts import Binomial, Multinomial, NegativeBinomial, Poisson
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exponential import Exponential
 from tgrad.distributions.gamma import Beta, Chi2, Dirichlet, Gamma
@@ -48,6 +50,7 @@ from tgrad.distributions.scalar_families import (
     Pareto,
     Weibull,
 )
+from tgrad.distributions.student import FisherSnedecor, StudentT
 from tgrad.distributions.transformed_distribution import TransformedDistribution
 from tgrad.distributions.uniform import Uniform
 
@@ -57,4 +60,6 @@ __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", 
            "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical",
            "RelaxedOneHotCategorical", "Pareto", "Weibull", "MixtureSameFamily",
            "OneHotCategoricalStraightThrough", "Gamma", "Chi2", "Beta", "Dirichlet",
-           "Uniform", "constraints", "kl_divergence", "register_kl", "transforms"]
+           "Uniform", "Poisson", "Binomial", "NegativeBinomial", "Multinomial",
+           "StudentT", "FisherSnedecor", "constraints", "kl_divergence", "register_kl",
+           "transforms"]

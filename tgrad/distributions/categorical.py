@@ -16,7 +16,7 @@ from tgrad.distributions.utils import (
     logits_to_probs,
     probs_to_logits,
 )
-from tgrad.ops.creation import arange, full
+from tgrad.ops.creation import arange, full, zeros
 from tgrad.ops.sampling import multinomial
 from tgrad.tensor import Tensor
 
@@ -94,6 +94,9 @@ class Categorical(Distribution):
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         n = int(np.prod(tuple(sample_shape), dtype=np.int64))
+        if n == 0 or self.probs.numel() == 0:  # nothing to draw
+            return zeros(self._extended_shape(sample_shape), dtype=dtypes.int64,
+                         device=self._param.device)
         probs_2d = self.probs.detach().reshape(-1, self._num_events)
         samples_2d = multinomial(probs_2d, n, True).T
         return samples_2d.reshape(*self._extended_shape(sample_shape))

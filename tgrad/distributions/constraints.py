@@ -14,8 +14,9 @@ from typing import Any
 from tgrad.tensor import Tensor
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
-           "greater_than_eq", "independent", "integer_interval", "interval", "is_dependent",
-           "lower_cholesky", "lower_triangular", "nonnegative", "positive_definite",
+           "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval",
+           "is_dependent", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
+           "nonnegative_integer", "one_hot", "positive_definite",
            "positive", "real", "real_vector", "simplex", "unit_interval"]
 
 
@@ -118,6 +119,13 @@ class _Interval(Constraint):
                 f"upper_bound={self.upper_bound})")
 
 
+class _HalfOpenInterval(_Interval):
+    """[lower_bound, upper_bound)."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= self.lower_bound) & (value < self.upper_bound)
+
+
 class _IntegerInterval(_Interval):
     """The integers in [lower_bound, upper_bound]."""
 
@@ -137,6 +145,20 @@ class _IntegerGreaterThanEq(Constraint):
 
     def check(self, value: Tensor) -> Tensor:
         return (value % 1 == 0) & (value >= self.lower_bound)
+
+
+class _Multinomial(Constraint):
+    """Count vectors (the last dim): non-negative entries summing to at most
+    ``upper_bound``."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: int) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= 0).all(-1) & (value.sum(-1) <= self.upper_bound)
 
 
 class _OneHot(Constraint):
@@ -229,10 +251,12 @@ greater_than = _GreaterThan
 greater_than_eq = _GreaterThanEq
 unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
+half_open_interval = _HalfOpenInterval
 integer_interval = _IntegerInterval
 simplex = _Simplex()
 nonnegative_integer = _IntegerGreaterThanEq(0)
 one_hot = _OneHot()
+multinomial = _Multinomial
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()

@@ -17,7 +17,15 @@ Closed forms registered here:
 - MultivariateNormal || MultivariateNormal: sum log diag(L_q) - sum log diag(L_p) +
   (|L_q^{-1} L_p|_F^2 + |L_q^{-1}(m_q - m_p)|^2 - n) / 2;
 - Uniform || Normal: -log(h - l) + log(sqrt(2 pi) s) + ((h - l)^2 / 12 + ((h + l) / 2 -
-  m)^2) / (2 s^2).
+  m)^2) / (2 s^2);
+- Gamma || Gamma: a_q log(b_p / b_q) + lgamma(a_q) - lgamma(a_p) + (a_p - a_q) psi(a_p)
+  + (b_q - b_p) a_p / b_p;
+- Beta || Beta and Dirichlet || Dirichlet: lgamma(A_p) - lgamma(A_q) - sum (lgamma(a_p)
+  - lgamma(a_q)) + sum (a_p - a_q)(psi(a_p) - psi(A_p)), A = sum of the concentrations;
+- Poisson || Poisson: r_p log(r_p / r_q) - r_p + r_q (r_q where r_p = 0);
+- Binomial || Binomial (n_p >= n_q): n (p (l_p - l_q) + log1p(-p) - log1p(-q)), inf
+  where n_p > n_q;
+- Geometric || Geometric: -H(p) - log1p(-q) / p - l_q.
 """
 
 from __future__ import annotations
@@ -29,15 +37,21 @@ import numpy as np
 
 from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
+from tgrad.distributions.counts import Binomial, Poisson
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exponential import Exponential
+from tgrad.distributions.gamma import Beta, Dirichlet, Gamma
 from tgrad.distributions.laplace import Laplace
 from tgrad.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from tgrad.distributions.normal import Normal
+from tgrad.distributions.scalar_families import Geometric
 from tgrad.distributions.uniform import Uniform
 from tgrad.linalg import solve_triangular
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
+from tgrad.ops.extras import xlogy
+from tgrad.ops.shape import stack
+from tgrad.ops.special import digamma, lgamma
 from tgrad.tensor import Tensor
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -154,3 +168,53 @@ def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
                              upper=False).pow(2).sum((-2, -1))
     term3 = _batch_mahalanobis(lq, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
+    t1 = q.concentration * ew.log(p.rate / q.rate)
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+def _kl_dirichlet_terms(ap: Tensor, aq: Tensor) -> Tensor:
+    """KL of Dirichlet(ap) from Dirichlet(aq), concentrations along the last dim."""
+    sum_p, sum_q = ap.sum(-1), aq.sum(-1)
+    t1 = lgamma(sum_p) - lgamma(sum_q)
+    t2 = (lgamma(ap) - lgamma(aq)).sum(-1)
+    t3 = (ap - aq) * (digamma(ap) - digamma(sum_p).unsqueeze(-1))
+    return t1 - t2 + t3.sum(-1)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
+    return _kl_dirichlet_terms(stack([p.concentration1, p.concentration0], -1),
+                               stack([q.concentration1, q.concentration0], -1))
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
+    return _kl_dirichlet_terms(p.concentration, q.concentration)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
+    # xlogy: 0 log(0 / r_q) = 0, so KL(Poisson(0) || Poisson(r_q)) = r_q
+    return xlogy(p.rate, p.rate) - xlogy(p.rate, q.rate) - (p.rate - q.rate)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError("KL between Binomials where q.total_count > "
+                                  "p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + ew.log1p(-p.probs)
+                          - ew.log1p(-q.probs))
+    return ew.where(p.total_count > q.total_count, math.inf, kl)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Tensor:
+    return -p.entropy() - ew.log1p(-q.probs) / p.probs - q.logits
