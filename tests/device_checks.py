@@ -896,7 +896,7 @@ def check_distributions_more() -> None:
         np.testing.assert_allclose(g, c, rtol=1e-11, atol=1e-12)
 
 def check_distributions_counts() -> None:
-    # the count families, StudentT and FisherSnedecor on cuda: log_prob and its parameter
+    # the count families, StudentT, FisherSnedecor and VonMises on cuda: log_prob and its parameter
     # gradients against the CPU; draws of the right shape, device and support (the samplers'
     # rejection loops run on the device)
     import tgrad.distributions as D
@@ -910,7 +910,8 @@ def check_distributions_counts() -> None:
                 (D.NegativeBinomial(t([1.5, 3.0]).detach(), p), (p,), [2.0, 5.0]),
                 (D.Multinomial(5, probs=p), (p,), [2.0, 3.0]),
                 (D.StudentT(df, r, p), (df, r, p), [0.4, 9.0]),
-                (D.FisherSnedecor(df, r), (df, r), [0.4, 2.0])]
+                (D.FisherSnedecor(df, r), (df, r), [0.4, 2.0]),
+                (D.VonMises(p, df), (p, df), [0.4, -2.0])]
     out = []
     for dev in ("cpu", "cuda"):
         res = []

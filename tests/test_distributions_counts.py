@@ -308,3 +308,27 @@ def test_invalid_arguments_raise(make):
 def test_multinomial_needs_an_int_total_count():
     with pytest.raises(NotImplementedError, match="total_count"):
         D.Multinomial(_t([2.0, 3.0]), probs=_t([0.5, 0.5]))
+
+
+# ---------------------------------------------------------------------------- VonMises
+def test_von_mises_density_entropy_and_samples():
+    loc, k = _t([0.5, -2.0, 3.0]), _t([2.0, 0.3, 50.0])
+    d = D.VonMises(loc, k)
+    grid = np.linspace(-np.pi, np.pi, 200001)
+    lp = d.log_prob(_t(grid[:, None])).numpy()  # (N, 3): normalised, so it integrates to 1
+    np.testing.assert_allclose(np.trapezoid(np.exp(lp), grid, axis=0), 1.0, rtol=1e-12)
+    _close(d.entropy(), -np.trapezoid(np.exp(lp) * lp, grid, axis=0), rtol=1e-10)
+    circ = np.trapezoid(np.exp(lp) * np.cos(grid[:, None] - loc.numpy()), grid, axis=0)
+    _close(d.variance, 1 - circ, rtol=1e-10)  # circular variance 1 - E cos(x - loc)
+    _close(d.mean, loc.numpy())
+    gradcheck(lambda a, b: D.VonMises(a, b).log_prob(_t([0.1, 2.5, -3.0])),
+              (_t([0.5, -2.0, 3.0], requires_grad=True), _t([2.0, 0.3, 5.0], requires_grad=True)))
+    tgrad.manual_seed(4)
+    for kappa in (1e-6, 0.5, 4.0, 300.0):
+        s = D.VonMises(_t(1.0), _t(kappa)).sample((40000,)).numpy()
+        assert s.min() >= -np.pi and s.max() < np.pi
+        r = np.mean(np.exp(1j * (s - 1.0)))  # the mean resultant, about loc
+        want = D.VonMises(_t(1.0), _t(kappa)).variance.item()
+        assert abs((1 - r.real) - want) < 5 / math.sqrt(40000)
+        assert abs(r.imag) < 5 / math.sqrt(40000)
+    assert D.VonMises(_t([0.0, 1.0]), _t(1.0)).expand((3, 2)).sample((4,)).shape == (4, 3, 2)

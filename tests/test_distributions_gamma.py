@@ -101,3 +101,32 @@ def test_beta_and_dirichlet():
     assert gradcheck(lambda t: D.Dirichlet(t).log_prob(_t(p)), (c,))
     with pytest.raises(ValueError, match="at least one-dimensional"):
         D.Dirichlet(_t(1.0))
+
+
+def test_modes_with_concentrations_below_one():
+    # Beta: (a-1)/(a+b-2) for a, b > 1; 1 or 0 when one concentration is below 1; both below
+    # 1: the first vertex (PyTorch's choice); Dirichlet likewise over its K entries
+    _close(D.Beta(_t([2.0, 0.5, 0.5, 3.0]), _t([0.5, 0.5, 3.0, 2.0])).mode,
+           [1.0, 1.0, 0.0, 2.0 / 3.0])
+    _close(D.Dirichlet(_t([[0.5, 0.5, 0.2], [2.0, 3.0, 0.5]])).mode,
+           [[1.0, 0.0, 0.0], [1.0 / 3.0, 2.0 / 3.0, 0.0]])
+
+
+def test_log_prob_at_the_support_boundary_is_finite_where_the_density_is():
+    # (a - 1) log x with a = 1 at x = 0 is 0 (xlogy), not 0 * -inf
+    _close(D.Gamma(_t([1.0, 2.0]), _t([1.5, 1.0])).log_prob(_t([0.0, 0.0])),
+           [math.log(1.5), -np.inf])
+    _close(D.Chi2(_t([2.0])).log_prob(_t([0.0])), [-math.log(2.0)])
+    _close(D.Beta(_t([1.0, 1.0]), _t([1.0, 3.0])).log_prob(_t([0.0, 0.0])),
+           [0.0, math.log(3.0)])
+    _close(D.Beta(_t([2.0]), _t([1.0])).log_prob(_t([1.0])), [math.log(2.0)])
+    _close(D.Dirichlet(_t([1.0, 2.0])).log_prob(_t([0.0, 1.0])), math.log(2.0))
+
+
+def test_chi2_expand():
+    d = D.Chi2(_t([2.0, 3.0])).expand((4, 2))
+    assert d.batch_shape == (4, 2) and d.sample().shape == (4, 2)
+    _close(d.mean, np.broadcast_to([2.0, 3.0], (4, 2)))
+    _close(d.df, np.broadcast_to([2.0, 3.0], (4, 2)))
+    _close(d.log_prob(_t([1.0, 2.0])), np.broadcast_to(
+        D.Chi2(_t([2.0, 3.0])).log_prob(_t([1.0, 2.0])).numpy(), (4, 2)))

@@ -111,6 +111,19 @@ def test_linalg_and_multivariate_normal_on_gpu():
         tgrad.linalg.cholesky(-tgrad.eye(2, dtype=tgrad.float64, device="cuda"))
 
 
+def test_bessel_sinc_incomplete_gamma_and_det_on_gpu():
+    x = np.concatenate([RNG.standard_normal(6) * 3, [0.0, 19.5, 20.5, -45.0]])
+    for fn in (tgrad.i0, tgrad.special.i0e, tgrad.special.i1, tgrad.special.i1e):
+        _close(fn, x)
+    _close(tgrad.sinc, np.array([1e-300, 0.01, -0.3, 0.7, 2.5]))
+    # the series, the continued fraction and Temme's expansion (a > 20, x / a in [0.3, 2.2])
+    a = np.array([0.5, 3.0, 25.0, 300.0, 5e3, 1e5])
+    _close(lambda t: tgrad.special.gammainc(
+        tgrad.tensor(a, device=t.device), t), a * np.array([2.0, 0.4, 1.0, 0.7, 1.01, 2.0]))
+    singular = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    _close(tgrad.linalg.det, np.stack([singular, RNG.standard_normal((3, 3))]))
+
+
 if __name__ == "__main__":  # the same checks on the current cuda device (e.g. interpreted)
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

@@ -80,3 +80,48 @@ def test_derivatives():
         tgrad.igamma(aa, _t([1.0])).sum().backward()
     with pytest.raises(RuntimeError, match="expected floating point"):
         tgrad.igamma(tgrad.tensor([1]), tgrad.tensor([1]))
+
+
+def _poisson_tails(a: int, x: float) -> tuple[float, float]:
+    """(P, Q) for integer a: P = e^-x sum_{k>=a} x^k / k!, Q = e^-x sum_{k<a} x^k / k!, each
+    summed directly (neither is 1 minus the other): the terms relative to the one at
+    m = floor(x) by the recurrence t_(k+1) = t_k x / (k + 1), out to 1e-300 on both sides,
+    math.fsum, and normalised by their total (which is e^x exactly)."""
+    m = int(x)
+    terms = {m: 1.0}
+    t, k = 1.0, m
+    while t > 1e-300:
+        t *= x / (k + 1)
+        k += 1
+        terms[k] = t
+    t, k = 1.0, m
+    while t > 1e-300 and k > 0:
+        t *= k / x
+        k -= 1
+        terms[k] = t
+    total = math.fsum(terms.values())
+    above = math.fsum(v for k, v in terms.items() if k >= a)
+    below = math.fsum(v for k, v in terms.items() if k < a)
+    return above / total, below / total
+
+
+@pytest.mark.parametrize("a", [25, 300, 5000, 100000])
+def test_large_a_uniform_expansion_against_poisson_sums(a):
+    # Temme's expansion where a > 20 and 0.3 <= x/a <= 2.2 (the loops need O(sqrt a) terms
+    # there), the loops just outside; both tails to 3e-13 relative (tails of 1e-125 and
+    # smaller included)
+    ratios = [0.25, 0.3, 0.7, 0.99, 1.0, 1.0 + 1e-9, 1.01, 1.3, 2.2, 2.3]
+    xs = np.array([a * r for r in ratios])
+    p = tgrad.special.gammainc(_t(np.full(len(xs), float(a))), _t(xs)).numpy()
+    q = tgrad.special.gammaincc(_t(np.full(len(xs), float(a))), _t(xs)).numpy()
+    for x, pp, qq in zip(xs, p, q):
+        want_p, want_q = _poisson_tails(a, float(x))
+        for got, want in ((pp, want_p), (qq, want_q)):
+            if want > 1e-300:
+                np.testing.assert_allclose(got, want, rtol=3e-13, atol=0)
+
+
+def test_large_a_float32():
+    a = _t([1e4, 1e6]).float()
+    np.testing.assert_allclose(tgrad.special.gammainc(a, a).numpy(),
+                               [_poisson_tails(int(v), v)[0] for v in (1e4, 1e6)], rtol=1e-5)

@@ -220,7 +220,12 @@ def test_svd_rank_deficient_zero_views_float32_nan():
     np.testing.assert_allclose(s32.numpy(), np.linalg.svd(a, compute_uv=False), rtol=1.3e-6,
                                atol=1e-5)
     a[1, 1] = np.inf
-    assert np.isnan(LA.svdvals(_t(a)).numpy()).all()
+    assert np.isnan(LA.svdvals(_t(a)).numpy()).all()  # inf: NaN results (LAPACK's too)
+    a[1, 1] = np.nan  # NaN: PyTorch's LinAlgError, also through what the SVD serves
+    for fn in (LA.svdvals, LA.svd, LA.pinv, LA.matrix_rank, LA.cond,
+               lambda m: LA.matrix_norm(m, 2), lambda m: LA.matrix_norm(m, "nuc")):
+        with pytest.raises(LA.LinAlgError, match="input matrix contained non-finite values"):
+            fn(_t(a))
 
 
 def _svd_fixed(full):
@@ -535,3 +540,19 @@ def test_pinv_gradient_at_repeated_singular_values():
     np.testing.assert_allclose(h.grad.numpy(), -np.ones((3, 3)), **TOL)
     wide = _leaf((2, 4))
     assert gradcheck(lambda a: LA.pinv(a, hermitian=False), (wide,))
+
+
+def test_norms_and_cond_of_empty_matrices():
+    # PyTorch: the max-type norms of an empty matrix are 0, the min-type ones raise amin's
+    # error (nothing to take a minimum over); cond of an empty matrix is 0
+    x = tgrad.zeros(2, 0, 0, dtype=tgrad.float64)
+    for o in (1, 2, math.inf, "fro", "nuc"):
+        np.testing.assert_array_equal(LA.matrix_norm(x, o).numpy(), [0.0, 0.0])
+    for o in (-1, -2, -math.inf):
+        with pytest.raises(RuntimeError, match="amin"):
+            LA.matrix_norm(x, o)
+    np.testing.assert_array_equal(LA.matrix_norm(tgrad.zeros(2, 3, 0), -math.inf).numpy(),
+                                  [0.0, 0.0])
+    for p in (None, 1, -1, 2, -2, math.inf, -math.inf, "fro", "nuc"):
+        assert LA.cond(tgrad.zeros(0, 0)).item() == 0.0
+        np.testing.assert_array_equal(LA.cond(tgrad.zeros(3, 0, 0), p).numpy(), [0.0] * 3)

@@ -210,6 +210,31 @@ def test_det_slogdet_logdet_gradients():
     assert not sign.requires_grad and logabs.requires_grad
 
 
+def _cofactors(a: np.ndarray) -> np.ndarray:
+    """C_ij = (-1)^(i+j) det(a without row i and column j) (NumPy float64)."""
+    n = a.shape[-1]
+    out = np.empty_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, -2), j, -1)
+            out[..., i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return out
+
+
+def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
+    rng = np.random.default_rng(3)
+    low_rank = rng.standard_normal((2, 5, 3)) @ rng.standard_normal((2, 3, 5))  # rank 3
+    cases = [np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 1.0, 1.0]]),  # rank 2
+             np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 6.0, 9.0]]),  # rank 1
+             np.zeros((2, 2)), low_rank,
+             np.stack([_mat(3), np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]])])]  # mixed
+    for a in cases:
+        x = _t(a, requires_grad=True)
+        LA.det(x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), _cofactors(a), rtol=1e-10, atol=1e-12)
+        assert gradcheck(LA.det, (_t(a, requires_grad=True),))
+
+
 def test_det_errors():
     with pytest.raises(RuntimeError, match=r"^linalg\.det: A must be batches of square "
                                            r"matrices, but they are 2 by 3 matrices$"):

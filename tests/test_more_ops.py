@@ -710,3 +710,29 @@ def test_unique_consecutive(x):
     _same(got[2], counts)
     _same(_t(x).unique_consecutive(), vals)
     _same(tgrad.unique_consecutive(_t(x), return_counts=True)[1], counts)
+
+
+def test_copysign_gives_a_tensor_sign_source_a_zero_gradient():
+    from tgrad.autograd import gradcheck, gradgradcheck
+    x = tgrad.tensor([[1.0, -2.0, 0.5]], dtype=tgrad.float64, requires_grad=True)
+    y = tgrad.tensor([[-1.0], [1.0], [-0.0]], dtype=tgrad.float64, requires_grad=True)
+    tgrad.copysign(x, y).sum().backward()
+    # d/dx copysign(x, y) = sign(x) * (+-1 by y's sign bit), summed over y's 3 rows
+    np.testing.assert_array_equal(x.grad.numpy(), [[-1.0, 1.0, -1.0]])
+    np.testing.assert_array_equal(y.grad.numpy(), np.zeros((3, 1)))
+    pair = (tgrad.tensor([1.5, -2.0], dtype=tgrad.float64, requires_grad=True),
+            tgrad.tensor([-1.0, 3.0], dtype=tgrad.float64, requires_grad=True))
+    assert gradcheck(tgrad.copysign, pair) and gradgradcheck(tgrad.copysign, pair)
+
+
+def test_ldexp_promotes_both_operands():
+    cases = [(tgrad.float32, tgrad.float64, [3.0, 1.0], tgrad.float64),
+             (tgrad.float16, tgrad.float32, [3.0, 1.0], tgrad.float32),
+             (tgrad.bfloat16, tgrad.float16, [3.0, 1.0], tgrad.float32),
+             (tgrad.int32, tgrad.float64, 3.0, tgrad.float64),  # a 0-d float of a higher kind
+             (tgrad.float32, tgrad.float64, 3.0, tgrad.float32),  # a 0-d float: no promotion
+             (tgrad.int64, tgrad.int64, [3, 1], tgrad.float32)]
+    for da, db, b, want in cases:
+        out = tgrad.ldexp(tgrad.tensor([1, 2], dtype=da), tgrad.tensor(b, dtype=db))
+        assert out.dtype is want
+        np.testing.assert_array_equal(out.float().numpy(), np.ldexp([1.0, 2.0], np.int64(b)))

@@ -133,3 +133,21 @@ def test_errors():
                                                         "amax")
     with pytest.raises(RuntimeError, match="same slice shapes"):
         _t(np.zeros((3, 2))).index_reduce(0, idx, _t(np.zeros((2, 3))), "amax")
+
+
+def test_scatter_with_the_deprecated_reduce_argument():
+    # PyTorch's scatter(..., reduce='add' | 'multiply'): accumulate into a copy of input
+    x = tgrad.ones(2, 4, dtype=tgrad.float64)
+    idx = tgrad.tensor([[0, 1, 0], [3, 3, 2]])
+    src = tgrad.arange(1.0, 7.0, dtype=tgrad.float64).reshape(2, 3)
+    want_add = np.ones((2, 4))
+    want_mul = np.ones((2, 4))
+    for (i, j), v in zip([(0, 0), (0, 1), (0, 0), (1, 3), (1, 3), (1, 2)], range(1, 7)):
+        want_add[i, j] += v
+        want_mul[i, j] *= v
+    np.testing.assert_array_equal(tgrad.scatter(x, 1, idx, src, reduce="add").numpy(), want_add)
+    np.testing.assert_array_equal(x.scatter(1, idx, src, reduce="multiply").numpy(), want_mul)
+    np.testing.assert_array_equal(x.scatter(1, idx, 2.0, reduce="multiply").numpy(),
+                                  [[4.0, 2.0, 1.0, 1.0], [1.0, 1.0, 2.0, 4.0]])
+    with pytest.raises(RuntimeError, match="either add or multiply"):
+        x.scatter(1, idx, src, reduce="max")

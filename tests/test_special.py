@@ -373,3 +373,43 @@ def test_special_namespace():
                  "xlogy", "expm1", "exp2", "log1p", "logsumexp", "round", "polygamma",
                  "digamma", "multigammaln"):
         assert callable(getattr(s, name))
+
+
+def test_sinc_gradient_near_zero_is_finite_and_accurate():
+    # d/dx sinc(x) = pi f'(pi x), f'(t) = (t cos t - sin t) / t^2 = -t/3 + t^3/30 - t^5/840
+    # + ...: the truncated series (with Fractions) below |t| = 0.05, the closed form in
+    # 50-digit decimals above
+    xs = [0.0, 1e-300, -1e-300, 1e-200, 1e-8, -3e-4, 0.015, -0.0318, 0.0319, 0.2, 0.5, 3.7]
+    x = tgrad.tensor(xs, dtype=F64, requires_grad=True)
+    tgrad.sinc(x).sum().backward()
+    for v, got in zip(xs, x.grad.numpy()):
+        t = math.pi * v
+        if abs(t) < 0.05:
+            want = math.pi * float(sum(Fraction((-1) ** k * 2 * k, math.factorial(2 * k + 1))
+                                       * Fraction(t) ** (2 * k - 1) for k in range(1, 8)))
+        else:
+            with localcontext() as ctx:
+                ctx.prec = 50
+                td = Decimal(t)
+                # cos / sin by their Taylor series in Decimal
+                c = s = Decimal(0)
+                term_c, term_s = Decimal(1), td
+                for k in range(60):
+                    c, s = c + term_c, s + term_s
+                    term_c = -term_c * td * td / ((2 * k + 1) * (2 * k + 2))
+                    term_s = -term_s * td * td / ((2 * k + 2) * (2 * k + 3))
+                want = math.pi * float((td * c - s) / (td * td))
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+
+
+def test_float32_inputs_stay_float32_under_a_float64_default():
+    import tgrad.special as S
+    prev = tgrad.get_default_dtype()
+    tgrad.set_default_dtype(tgrad.float64)
+    try:
+        x = tgrad.tensor([1.5, 0.0, 0.3], dtype=tgrad.float32)
+        for out in (S.digamma(x), S.psi(x), S.polygamma(0, x), S.ndtri(x * 0.5),
+                    tgrad.distributions.StudentT(x + 1.0).variance):
+            assert out.dtype == tgrad.float32
+    finally:
+        tgrad.set_default_dtype(prev)

@@ -400,3 +400,27 @@ def test_new_factory_methods_take_this_tensors_dtype_and_device():
     c = x.new_tensor(x)  # a copy, not a view
     c.add_(1.0)
     assert x.tolist() == [1.0, 2.0]
+
+
+def test_arange_with_an_integer_dtype_truncates_bounds_first():
+    assert tgrad.arange(2.5, dtype=tgrad.int64).tolist() == [0, 1]
+    assert tgrad.arange(-0.5, 2, dtype=tgrad.int64).tolist() == [0, 1]
+    assert tgrad.arange(0.9, dtype=tgrad.int64).tolist() == []
+    assert tgrad.arange(end=3).tolist() == [0, 1, 2]
+    assert tgrad.arange(1, 3, 0.5).tolist() == [1.0, 1.5, 2.0, 2.5]
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        tgrad.arange(0, 2.5, 0.5, dtype=tgrad.int64)  # the step truncates to 0
+    with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
+        tgrad.arange(5, dtype=tgrad.bool)
+
+
+def test_t_of_a_vector_or_scalar_is_a_new_view():
+    x = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = x.t()
+    assert y is not x and not y.is_leaf and y.grad_fn is not None
+    (y * tgrad.tensor([3.0, 4.0])).sum().backward()
+    assert x.grad.tolist() == [3.0, 4.0]
+    base = tgrad.tensor([1.0, 2.0])
+    v = base.t()
+    v.mul_(2)  # an alias: the write shows through the base
+    assert base.tolist() == [2.0, 4.0] and tgrad.tensor(3.0).t().shape == ()

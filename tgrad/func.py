@@ -117,6 +117,13 @@ def _plain(t, keep: bool):
     return t if keep or not isinstance(t, Tensor) else t.detach()
 
 
+def _plain_aux(aux, keep: bool):
+    """``aux`` as torch.func returns it: every tensor leaf of the pytree detached from this
+    transform's graph (kept attached only for an enclosing transform or graph, ``keep``);
+    other leaves unchanged."""
+    return aux if keep else _map(lambda t: _plain(t, keep), aux)
+
+
 # ---------------------------------------------------------------------------------- grad
 def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """A function returning (gradient of ``func``'s scalar output with respect to the
@@ -137,7 +144,7 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
             grads = rebuild(_grads([out], aliases, None, keep))
         grads = _map(lambda g: _plain(g, keep), grads)
         value = _plain(out, keep)
-        return (grads, (value, aux)) if has_aux else (grads, value)
+        return (grads, (value, _plain_aux(aux, keep))) if has_aux else (grads, value)
     return wrapper
 
 
@@ -183,7 +190,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False) -> tuple:
                 c.requires_grad for c in cot_leaves))
         return tuple(_map(lambda g: _plain(g, keep), rebuild(gs)))
     value = _map(lambda t: _plain(t, keep), out)
-    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+    return (value, vjp_fn, _plain_aux(aux, keep)) if has_aux else (value, vjp_fn)
 
 
 def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size=None) -> Callable:
@@ -210,7 +217,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size=None)
                     per_input.append(_plain(j.reshape(tuple(o.shape) + tuple(x.shape)), keep))
                 jacs.append(rebuild(per_input))
         result = out_rebuild(jacs)
-        return (result, aux) if has_aux else result
+        return (result, _plain_aux(aux, keep)) if has_aux else result
     return wrapper
 
 

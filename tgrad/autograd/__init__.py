@@ -36,7 +36,7 @@ def _as_tuple(x) -> tuple:
         _function._bind_tensor()
     if x is None:
         return ()
-    if isinstance(x, _function.Tensor):
+    if isinstance(x, (_function.Tensor, graph.GradientEdge)):
         return (x,)
     return tuple(x)
 
@@ -49,6 +49,9 @@ def _make_grads(outputs: tuple, grads: tuple) -> list:
     result = []
     for i, out in enumerate(outputs):
         g = grads[i]
+        if isinstance(out, graph.GradientEdge):
+            result.append(_edge_grad_output(i, out, g))
+            continue
         if (type(g) is not _function.Tensor or g._data.shape != out._data.shape
                 or g.device is not out.device or g.dtype is not out.dtype):
             g = _checked_grad_output(i, out, g)  # the rare cases: implicit, cast or error
@@ -83,9 +86,54 @@ def _checked_grad_output(i: int, out, g):
     return g
 
 
+def _edge_meta(edge) -> tuple | None:
+    """(shape, dtype, device) of the tensor whose gradient flows into ``edge``: the leaf's
+    (an AccumulateGrad) or what the node recorded for that output; None if it recorded
+    nothing."""
+    node, nr = edge.node, edge.output_nr
+    if isinstance(node, AccumulateGrad):
+        v = node.variable
+        return tuple(v.shape), v.dtype, v.device
+    meta = node._out_meta
+    if meta and nr < len(meta) and meta[nr] is not None:
+        shape, dtype, device = meta[nr]
+        return tuple(shape), dtype, device
+    return None
+
+
+def _edge_grad_output(i: int, edge, g):
+    """The gradient fed into an output given as a ``GradientEdge``: ``g`` checked against
+    the edge's metadata, or implicit ones for a single-element floating output (as PyTorch,
+    from the node's record of that output; without one the gradient must be passed)."""
+    meta = _edge_meta(edge)
+    if g is None:
+        if meta is None:
+            raise RuntimeError(f"grad_outputs[{i}] is None but output[{i}] is a GradientEdge "
+                               f"of {edge.node.name()}, whose output shape tgrad does not "
+                               "record: pass its gradient explicitly")
+        shape, dtype, device = meta
+        if any(d != 1 for d in shape):
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        if not dtype.is_floating_point:
+            raise RuntimeError("grad can be implicitly created only for real scalar outputs "
+                               f"but got {dtype}")
+        from tgrad.ops.creation import ones
+        return ones(shape, dtype=dtype, device=device)
+    if not isinstance(g, _function.Tensor):
+        raise TypeError(f"gradients can be either Tensors or None, but got "
+                        f"{type(g).__name__}")
+    if meta is not None and tuple(g.shape) != meta[0]:
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                           f"{tuple(g.shape)} and output[{i}] has a shape of {meta[0]}.")
+    return g
+
+
 def _root_edges(outputs: tuple) -> list:
     edges = []
     for i, out in enumerate(outputs):
+        if isinstance(out, graph.GradientEdge):
+            edges.append((out.node, out.output_nr))
+            continue
         if not out._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not "
                                "have a grad_fn")
@@ -93,10 +141,22 @@ def _root_edges(outputs: tuple) -> list:
     return edges
 
 
+def _input_edge(t) -> tuple:
+    """The (node, output_nr) whose arriving gradient is wanted for ``t``: a tensor that
+    requires grad, or a ``GradientEdge`` (taken as it is)."""
+    if isinstance(t, graph.GradientEdge):
+        return (t.node, t.output_nr)
+    if not t._requires_grad:
+        raise RuntimeError("One of the differentiated Tensors does not require grad")
+    return gradient_edge(t)
+
+
 def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
              create_graph: bool = False, grad_variables=None, inputs=None) -> None:
     """Accumulate into the leaves' ``.grad`` the gradient of ``tensors`` (a vector-Jacobian
-    product with ``grad_tensors``; implicit ones only for single-element outputs)."""
+    product with ``grad_tensors``; implicit ones only for single-element outputs).
+    ``tensors`` and ``inputs`` may hold ``graph.GradientEdge``s; with ``inputs`` only those
+    get gradients (a non-leaf tensor there is made to retain its grad)."""
     if grad_variables is not None:
         grad_tensors = grad_variables
     outputs = _as_tuple(tensors)
@@ -110,29 +170,27 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
         ins = _as_tuple(inputs)
         if not ins:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-        for t in ins:
-            if not t._requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
-        capture = [gradient_edge(t) for t in ins]
-    captured = run_backward(edges, root_grads, retain_graph, create_graph, capture,
-                            accumulate=True)
-    if capture is not None:
-        # Leaves accumulated through their AccumulateGrad; non-leaf inputs get .grad here.
-        for t, (node, _), g in zip(ins, capture, captured):
-            if g is None or isinstance(node, AccumulateGrad):
-                continue
-            if not create_graph:
-                g = g.detach()
-            t._grad = g.clone() if t._grad is None else t._grad + g
+        capture = [_input_edge(t) for t in ins]
+        # As PyTorch: a non-leaf tensor input is made to retain its grad, and its .grad is
+        # filled by that retain_grad hook alone (it sees the value after the tensor's
+        # hooks). Leaves accumulate through their AccumulateGrad; a GradientEdge input of a
+        # non-leaf only marks where the backward may stop (no tensor gets a .grad).
+        for t, (node, _) in zip(ins, capture):
+            if isinstance(t, _function.Tensor) and not isinstance(node, AccumulateGrad):
+                t.retain_grad()
+    run_backward(edges, root_grads, retain_graph, create_graph, capture, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
          create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
          is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """Return the gradients of ``outputs`` with respect to ``inputs`` (nothing is
-    accumulated into ``.grad``). With ``is_grads_batched`` the first dim of every
-    grad_output indexes a batch of vector-Jacobian products, computed one after the other
-    (PyTorch vectorises them with vmap) and stacked along a new first dim."""
+    accumulated into ``.grad``); both may hold ``graph.GradientEdge``s. With
+    ``is_grads_batched`` the first dim of every grad_output indexes a batch of
+    vector-Jacobian products, computed one after the other (PyTorch vectorises them with
+    vmap) and stacked along a new first dim."""
+    if not _as_tuple(inputs):
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if is_grads_batched:
         return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
                              allow_unused, materialize_grads)
@@ -154,17 +212,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         retain_graph = create_graph
     root_grads = _make_grads(outs, grads)
     edges = _root_edges(outs)
-    capture = []
-    for t in ins:
-        if not t._requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-        capture.append(gradient_edge(t))
+    capture = [_input_edge(t) for t in ins]
     result = run_backward(edges, root_grads, retain_graph, create_graph, capture,
                           accumulate=False)
     out = []
     for i, (t, g) in enumerate(zip(ins, result)):
         if g is None:
             if materialize_grads:
+                if isinstance(t, graph.GradientEdge):  # no tensor to take the shape of
+                    raise RuntimeError("materialize_grads cannot be used when the given input "
+                                       "is a GradientEdge")
                 from tgrad.ops.creation import zeros_like
                 g = zeros_like(t)
             elif not allow_unused:
@@ -178,6 +235,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
                   materialize_grads) -> tuple:
     outs = _as_tuple(outputs)
+    if any(isinstance(o, graph.GradientEdge) for o in outs):
+        raise RuntimeError("Batched grads are not supported with GradientEdge")
     gos = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
     sizes = set()
     for i, (out, go) in enumerate(zip(outs, gos)):

@@ -4,7 +4,7 @@
 ``Gumbel``, ``Pareto``, ``Weibull``, ``Geometric``, ``Independent``, ``OneHotCategorical``,
 ``MixtureSameFamily``, ``OneHotCategoricalStraightThrough``, ``Gamma``, ``Chi2``, ``Beta``,
 ``Dirichlet``, ``Poisson``, ``Binomial``, ``NegativeBinomial``, ``Multinomial``,
-``StudentT``, ``FisherSnedecor``,
+``StudentT``, ``FisherSnedecor``, ``VonMises``,
 ``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
 and one-hot categorical, the ``Distribution`` base class,
 ``constraints`` and ``kl_divergence`` / ``register_kl``.
@@ -53,6 +53,7 @@ from tgrad.distributions.scalar_families import (
 from tgrad.distributions.student import FisherSnedecor, StudentT
 from tgrad.distributions.transformed_distribution import TransformedDistribution
 from tgrad.distributions.uniform import Uniform
+from tgrad.distributions.von_mises import VonMises
 
 __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", "Geometric",
            "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
@@ -61,5 +62,5 @@ __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", 
            "RelaxedOneHotCategorical", "Pareto", "Weibull", "MixtureSameFamily",
            "OneHotCategoricalStraightThrough", "Gamma", "Chi2", "Beta", "Dirichlet",
            "Uniform", "Poisson", "Binomial", "NegativeBinomial", "Multinomial",
-           "StudentT", "FisherSnedecor", "constraints", "kl_divergence", "register_kl",
+           "StudentT", "FisherSnedecor", "VonMises", "constraints", "kl_divergence", "register_kl",
            "transforms"]

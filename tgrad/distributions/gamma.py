@@ -28,9 +28,11 @@ from tgrad.distributions import constraints
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.utils import broadcast_all
 from tgrad.ops import elementwise as ew
-from tgrad.ops.creation import rand, randn
+from tgrad.ops.creation import arange, rand, randn
+from tgrad.ops.extras import xlogy
 from tgrad.ops.incomplete_gamma import _TERMS, _converged, igamma
-from tgrad.ops.special import digamma, lgamma
+from tgrad.ops.shape import stack
+from tgrad.ops.special import digamma, lgamma, xlog1py
 from tgrad.tensor import Tensor
 
 __all__ = ["Gamma", "Chi2", "Beta", "Dirichlet"]
@@ -161,7 +163,8 @@ class Gamma(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         a, b = self.concentration, self.rate
-        return a * ew.log(b) + (a - 1) * ew.log(value) - b * value - lgamma(a)
+        # xlogy: (a - 1) log x is 0 at a = 1, x = 0 (the density e^-bx b is finite there)
+        return xlogy(a, b) + xlogy(a - 1, value) - b * value - lgamma(a)
 
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -187,6 +190,19 @@ class Chi2(Gamma):
     def df(self) -> Tensor:
         return self.concentration * 2
 
+    def expand(self, batch_shape: Sequence[int], _instance=None) -> Chi2:
+        new = super().expand(batch_shape, _instance)  # (df is not stored: a property)
+        new.concentration = self.concentration.expand(*batch_shape)
+        new.rate = self.rate.expand(*batch_shape)
+        return new
+
+
+def _dirichlet_mode(a: Tensor) -> Tensor:
+    """The mode of Dirichlet(a) over the last dim (see Dirichlet.mode)."""
+    excess = ew.relu(a - 1)
+    mode = excess / excess.sum(-1, keepdim=True)
+    first = (arange(a.shape[-1], device=a.device) == 0).to(a.dtype)
+    return ew.where((a < 1).all(-1, keepdim=True), first, mode)
 
 
 def _lbeta(a: Tensor, b: Tensor) -> Tensor:
@@ -219,8 +235,9 @@ class Beta(Distribution):
 
     @property
     def mode(self) -> Tensor:
-        a, b = self.concentration1, self.concentration0
-        return (a - 1) / (a + b - 2)
+        """Dirichlet's mode of (a, b), first coordinate: (a - 1) / (a + b - 2) for a, b > 1,
+        1 or 0 when one concentration is below 1, 1 when both are (PyTorch's choice)."""
+        return _dirichlet_mode(stack([self.concentration1, self.concentration0], -1))[..., 0]
 
     @property
     def variance(self) -> Tensor:
@@ -239,7 +256,8 @@ class Beta(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         a, b = self.concentration1, self.concentration0
-        return (a - 1) * ew.log(value) + (b - 1) * ew.log1p(-value) - _lbeta(a, b)
+        # xlogy / xlog1py: 0 log 0 = 0 at the ends for a = 1 or b = 1
+        return xlogy(a - 1, value) + xlog1py(b - 1, -value) - _lbeta(a, b)
 
     def entropy(self) -> Tensor:
         a, b = self.concentration1, self.concentration0
@@ -274,8 +292,9 @@ class Dirichlet(Distribution):
 
     @property
     def mode(self) -> Tensor:
-        a = self.concentration
-        return ew.relu(a - 1) / ew.relu(a - 1).sum(-1, keepdim=True)
+        """relu(alpha - 1) normalised; where every alpha_k < 1 (the density peaks at every
+        vertex) the first vertex, as PyTorch."""
+        return _dirichlet_mode(self.concentration)
 
     @property
     def variance(self) -> Tensor:
@@ -294,8 +313,7 @@ class Dirichlet(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         a = self.concentration
-        return (((a - 1) * ew.log(value)).sum(-1) + lgamma(a.sum(-1))
-                - lgamma(a).sum(-1))
+        return xlogy(a - 1, value).sum(-1) + lgamma(a.sum(-1)) - lgamma(a).sum(-1)
 
     def entropy(self) -> Tensor:
         a = self.concentration

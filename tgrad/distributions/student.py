@@ -62,7 +62,7 @@ class StudentT(Distribution):
     def variance(self) -> Tensor:
         df = self.df
         finite = self.scale.pow(2) * df / ew.where(df > 2, df - 2, 1.0)
-        return ew.where(df > 2, finite, ew.where(df > 1, math.inf, math.nan))
+        return ew.where(df > 2, finite, ew.where(df > 1, math.inf, math.nan).to(df.dtype))
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)

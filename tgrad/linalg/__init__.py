@@ -13,7 +13,7 @@ Householder QR gives ``qr``; parallel Jacobi rotations give ``eigh`` / ``eigvals
 ``vander``, ``householder_product``. Missing: the general (non-symmetric, complex-valued)
 ``eig`` / ``eigvals`` and ``ldl_factor``."""
 
-from tgrad.linalg._jacobi import eigh, eigvalsh, svd, svdvals
+from tgrad.linalg._jacobi import LinAlgError, eigh, eigvalsh, svd, svdvals
 from tgrad.linalg._lu import det, inv, inv_ex, matrix_power, slogdet, solve, solve_ex
 from tgrad.linalg._lu_factor import lu, lu_factor, lu_factor_ex, lu_solve
 from tgrad.linalg._norms import (
@@ -44,4 +44,4 @@ __all__ = ["cholesky", "cholesky_ex", "cholesky_solve", "cond", "cross", "det", 
            "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
            "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot",
-           "vector_norm"]
+           "vector_norm", "LinAlgError"]

@@ -371,6 +371,11 @@ def svd_backward(gU, gS, gVh, U: Tensor, S: Tensor, Vh: Tensor) -> Tensor:
     return U @ (inner @ Vh) if m >= n else (U @ inner) @ Vh
 
 
+class LinAlgError(RuntimeError):
+    """A linear-algebra routine could not compute its result (``torch.linalg.LinAlgError``;
+    a RuntimeError)."""
+
+
 def _svd_checks(op: str, A: Tensor, driver) -> None:
     require_tensor(op, A, "A")
     if A.ndim < 2:
@@ -379,6 +384,9 @@ def _svd_checks(op: str, A: Tensor, driver) -> None:
     if driver is not None:
         raise RuntimeError(f"{op}: keyword argument `driver=` is only supported on CUDA "
                            f"inputs with cuSOLVER backend.")
+    if A.numel() and bool(ew.isnan(A).any()):  # one host read; inf gives NaN, as LAPACK's
+        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
+                          "matrix contained non-finite values.")
 
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None) -> SVDResult:

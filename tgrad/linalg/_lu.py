@@ -16,8 +16,8 @@ GPU), like cholesky's.
 
 The backward rules call ``solve`` itself, so they are differentiable again (double
 backward works). Without create_graph, solve's backward reuses the forward's LU instead.
-At an exactly singular A, det's and slogdet's gradients are inf/NaN (PyTorch switches to
-an SVD-based formula there; tgrad has no SVD).
+At a singular A, det's gradient (the cofactor matrix) comes from the SVD instead (finite,
+as PyTorch's); slogdet's is inf/NaN there (log|det| has no finite derivative).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from tgrad.ops._common import require_tensor
 from tgrad.ops.creation import arange, eye, ones, zeros
 from tgrad.ops.gathering import take_along_dim
 from tgrad.ops.reduce import prod
-from tgrad.ops.shape import stack
+from tgrad.ops.shape import cat, stack
 from tgrad.tensor import Tensor
 
 __all__ = ["solve", "solve_ex", "inv", "inv_ex", "det", "slogdet", "inverse", "logdet",
@@ -274,7 +274,32 @@ def _inv_h(A: Tensor) -> Tensor:
     return _solve(A.mH, eye(n, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], n, n))
 
 
+def _cofactors_by_svd(A: Tensor) -> Tensor:
+    """The cofactor matrix adj(A)^T of real square A, singular or not, by the SVD
+    A = U S V^T: adj(A)^T = det(U) det(V) U diag(prod_{j != i} s_j) V^T (the products
+    without division: exclusive cumulative products from both ends)."""
+    from tgrad.linalg._jacobi import svd
+    from tgrad.ops.scan import cumprod
+    U, S, Vh = svd(A)
+    ones_col = ones(S.shape[:-1] + (1,), dtype=S.dtype, device=S.device)
+    before = cumprod(cat([ones_col, S[..., :-1]], -1), -1)
+    after = cumprod(cat([ones_col, S.flip(-1)[..., :-1]], -1), -1).flip(-1)
+    sign = _det_sign(U) * _det_sign(Vh)
+    return sign.unsqueeze(-1).unsqueeze(-1) * (U * (before * after).unsqueeze(-2)) @ Vh
+
+
+def _det_sign(Q: Tensor) -> Tensor:
+    """det(Q) of orthogonal Q (+-1), from its LU factorisation (no graph)."""
+    with no_grad():
+        f = _lu(Q.detach())
+        return f.sign * prod(ew.sign(f.LU.diagonal(dim1=-2, dim2=-1)), -1)
+
+
 class LinalgDet(Function):
+    """y = det(A);  dA = g det(A) A^{-H} (the cofactor matrix) where A is invertible;
+    where det(A) = 0 or that product is not finite, the cofactors by the SVD (PyTorch's
+    singular branch), finite at every A."""
+
     node_name = "LinalgDetBackward0"
 
     @staticmethod
@@ -287,12 +312,17 @@ class LinalgDet(Function):
     @staticmethod
     def backward(ctx, g):
         A, d = ctx.saved_tensors
-        return (g * d).unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
+        cof = d.unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
+        bad = ew.logical_or(ew.eq(d, 0.0), ew.logical_not(ew.isfinite(cof).all((-2, -1))))
+        if A.numel() and bool(bad.any()):  # one host read: the SVD only when needed
+            cof = ew.where(bad.unsqueeze(-1).unsqueeze(-1), _cofactors_by_svd(A), cof)
+        return g.unsqueeze(-1).unsqueeze(-1) * cof
 
 
 def det(A: Tensor) -> Tensor:
     """Determinants of square matrices (batched), from the LU factorisation. The gradient
-    is g det(A) A^{-H}: inf/NaN at an exactly singular A (PyTorch's is finite there)."""
+    is the cofactor matrix times g: g det(A) A^{-H}, and at singular (or numerically
+    singular) matrices the cofactors by the SVD, finite as PyTorch's."""
     _square_float("linalg.det", A)
     return LinalgDet.apply(A)
 

@@ -74,7 +74,9 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  #
     if ord in _SVD_ORDS and not isinstance(ord, bool):
         from tgrad.linalg._jacobi import svdvals
         S = svdvals(A.movedim((d0, d1), (-2, -1)))
-        out = S.sum(-1) if ord == "nuc" else (S.amax(-1) if ord == 2 else S.amin(-1))
+        # (an empty matrix: norms 2 and 'nuc' are 0, as PyTorch; -2 raises amin's error)
+        out = S.sum(-1) if ord == "nuc" or (ord == 2 and S.shape[-1] == 0) else (
+            S.amax(-1) if ord == 2 else S.amin(-1))
         return out.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), (d0, d1)) if keepdim \
             else out
     if ord == "fro":
@@ -84,7 +86,10 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  #
     # 1: max over columns (d1) of sums over rows (d0); inf: max over rows of column sums
     summed, reduced = (d0, d1) if ord in (1, -1) else (d1, d0)
     s = ew.abs(A).sum(summed, keepdim=True)
-    out = s.amax(reduced, keepdim=True) if ord > 0 else s.amin(reduced, keepdim=True)
+    if ord > 0:  # (over an empty dim: 0, as PyTorch; -1 / -inf raise amin's error)
+        out = s.amax(reduced, keepdim=True) if s.shape[reduced] else s.sum(reduced, True)
+    else:
+        out = s.amin(reduced, keepdim=True)
     return out if keepdim else out.squeeze((d0, d1))
 
 

@@ -136,6 +136,8 @@ def cond(A: Tensor, p=None) -> Tensor:
     op = "linalg.cond"
     _matrix_checks(op, A)
     from tgrad.linalg._norms import matrix_norm
+    if A.shape[-1] == 0 or A.shape[-2] == 0:  # empty matrices: 0, as PyTorch
+        return zeros(A.shape[:-2], dtype=A.dtype, device=A.device)
     if p is None or (p in (2, -2) and not isinstance(p, bool)):
         S = svdvals(A)
         big, small = S.amax(-1), S.amin(-1)
@@ -146,6 +148,8 @@ def cond(A: Tensor, p=None) -> Tensor:
         raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
     inverse, info = inv_ex(A)  # a singular A: inf, as PyTorch
+    singular = (info > 0).unsqueeze(-1).unsqueeze(-1)
+    inverse = ew.where(singular, 0.0, inverse)  # (its NaNs would stop the 'nuc' norm's SVD)
     return ew.where(info > 0, math.inf, matrix_norm(A, p) * matrix_norm(inverse, p))
 
 

@@ -7,10 +7,13 @@ does not take holds an inf whose zero gradient would become NaN.
 
 from __future__ import annotations
 
+from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
-from tgrad.nn._composite import _check_float, _rounded_once, relu6
-from tgrad.ops.elementwise import clamp, expm1, tanh, where
+from tgrad.nn._composite import Elu, _check_float, _int_scalars, _rounded_once, relu6
+from tgrad.nn._piecewise import tie
+from tgrad.nn.functional import _check_tensor
+from tgrad.ops.elementwise import clamp, tanh, where
 from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor
 
@@ -74,33 +77,43 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     dx = g outside [-l, l], else 0."""
     _check_float("softshrink", input)
     _check_lambd("softshrink", lambd)
-    return where(input > lambd, input - lambd,
-                 where(input < -lambd, input + lambd, input * 0.0))
+    x = tie(input)  # dx in x's graph: d(dx)/dx = 0 (_piecewise.py)
+    return where(x > lambd, x - lambd, where(x < -lambd, x + lambd, x * 0.0))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     """x outside [-l, l], NaN for NaN, else 0;  dx = g outside [-l, l], else 0 (NaN too)."""
     _check_float("hardshrink", input)
-    keep = (input < -lambd) | (input > lambd)
-    return where(keep, input, where(input == input, 0.0, input).detach())
+    x = tie(input)  # dx in x's graph: d(dx)/dx = 0 (_piecewise.py)
+    keep = (x < -lambd) | (x > lambd)
+    return where(keep, x, where(x == x, 0.0, x).detach())
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
-    """x for x > 0, else alpha (e^(x / alpha) - 1);  dx = g or e^(x / alpha) g (1 at 0)."""
+    """x for x > 0, else alpha (e^(x / alpha) - 1);  dx = g or e^(x / alpha) g (1 at 0):
+    PyTorch's elu with input_scale 1 / alpha (the Elu Function of _composite.py)."""
     _check_float("celu", input)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")  # PyTorch's text for celu(alpha=0)
-    # expm1 of x / alpha where x <= 0 (or NaN), of 0 elsewhere: no inf in the branch not taken
-    fn = _rounded_once(lambda x: where(x > 0, x, expm1(where(x > 0, 0.0, x) * (1.0 / alpha))
-                                       * alpha))
+    fn = _rounded_once(lambda x: Elu.apply(x, alpha, 1.0 / alpha))
     return apply_inplace(input, "celu_", fn) if inplace else fn(input)
 
 
 def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
               inplace: bool = False) -> Tensor:
-    """value where x <= threshold, else x (NaN passes);  dx = g where x > threshold or NaN."""
-    _check_float("threshold", input)
-    fn = lambda x: where(x <= threshold, value, x)  # noqa: E731
+    """value where x <= threshold, else x (NaN passes);  dx = g where x > threshold or NaN,
+    in x's graph (tie: d(dx)/dx = 0). Integer inputs stay integer, threshold and value
+    truncated to the dtype as PyTorch's."""
+    _check_tensor("threshold", input)
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    if not input.dtype.is_floating_point:
+        th, v = _int_scalars("threshold", input.dtype, threshold, value)
+        fn = lambda x: where(x <= th, v, x)  # noqa: E731
+    else:
+        def fn(x):
+            x = tie(x)
+            return where(x <= threshold, value, x)
     return apply_inplace(input, "threshold_", fn) if inplace else fn(input)
 
 
@@ -120,4 +133,5 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     if input.ndim == 0:
         raise RuntimeError("prelu: Not allow zero-dim input tensor.")
     w = weight.reshape(()) if n == 1 else weight.reshape((n,) + (1,) * (input.ndim - 2))
-    return where(input > 0, input, w * input)
+    x = tie(input)  # dx in x's graph even for a constant weight (_piecewise.py)
+    return where(x > 0, x, w * x)

@@ -9,6 +9,9 @@ to keep them exact where PyTorch has a dedicated backward:
   (clamp passes it at the bounds too);
 - binary_cross_entropy is one Function with PyTorch's backward (the composite of a clamped
   log gives 0/0 at x = 0 or 1), written in tgrad ops so it differentiates again.
+- elu is one Function (its backward takes alpha e^x, not elu(x) + alpha, which cancels);
+- the piecewise-linear ops pass their input through ``tie`` (tgrad/nn/_piecewise.py), so
+  their gradient stays in x's graph under create_graph, as PyTorch's.
 
 float16/bfloat16 losses compute in float32 and round once, as the fused ops do.
 """
@@ -22,6 +25,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import UNSAFE_BCE, autocast_policy, refuse_in_region
 from tgrad.autograd.function import Function, expandable
+from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import (
     _check_float,
     _check_reduction,
@@ -35,7 +39,7 @@ from tgrad.nn.functional import (
 )
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import arange, full
-from tgrad.ops.elementwise import clamp, expm1, log, log1p, sigmoid, where
+from tgrad.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, where
 from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor, _wrap_dim
 
@@ -58,17 +62,47 @@ def _rounded_once(fn):
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01,  # noqa: A002
                inplace: bool = False) -> Tensor:
-    """x where x > 0, else negative_slope x;  dx = g or negative_slope g (at 0: the slope)."""
+    """x where x > 0, else negative_slope x;  dx = g or negative_slope g (at 0: the slope),
+    in x's graph (tie: d(dx)/dx = 0)."""
     _check_float("leaky_relu", input)
-    fn = lambda x: where(x > 0, x, x * negative_slope)  # noqa: E731
+
+    def fn(x):
+        x = tie(x)
+        return where(x > 0, x, x * negative_slope)
     return apply_inplace(input, "leaky_relu_", fn) if inplace else fn(input)
 
 
+class Elu(Function):
+    """PyTorch's elu with input_scale s (elu: s = 1; celu: s = 1 / alpha):
+    y = x for x > 0 (and NaN), else alpha (e^(s x) - 1);
+    dx = g for x > 0 (and NaN: PyTorch's elu_backward tests x <= 0), else alpha s e^(s x) g.
+    The negative branch's derivative is alpha s e^(s x) itself, not s (y + alpha), which
+    cancels to a few ulps of alpha for very negative x in float32. Both are tgrad ops, so the
+    backward differentiates again: d(dx)/dx = alpha s^2 e^(s x) g, d(dx)/dg as above.
+    The exponentials take x where x <= 0, 0 elsewhere: no inf in the branch not taken."""
+
+    name = "elu"
+    node_name = "EluBackward0"
+
+    @staticmethod
+    def forward(ctx, x, alpha, s):
+        ctx.save_for_backward(x)
+        ctx.alpha, ctx.s = alpha, s
+        neg = x <= 0
+        return where(neg, expm1(where(neg, x, 0.0) * s) * alpha, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        neg = x <= 0
+        return where(neg, g * (exp(where(neg, x, 0.0) * ctx.s) * (ctx.alpha * ctx.s)), g), \
+            None, None
+
+
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
-    """x where x > 0, else alpha (e^x - 1);  dx = g or alpha e^x g."""
+    """x where x > 0, else alpha (e^x - 1);  dx = g or alpha e^x g (see Elu)."""
     _check_float("elu", input)
-    # expm1 of x where x <= 0 (or NaN), of 0 elsewhere: no inf in the branch not taken
-    fn = _rounded_once(lambda x: where(x > 0, x, expm1(where(x > 0, 0.0, x)) * alpha))
+    fn = _rounded_once(lambda x: Elu.apply(x, alpha, 1.0))
     return apply_inplace(input, "elu_", fn) if inplace else fn(input)
 
 
@@ -91,19 +125,35 @@ def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
              inplace: bool = False) -> Tensor:
-    """clamp(x, min_val, max_val);  dx = g strictly inside (min_val, max_val), else 0."""
+    """clamp(x, min_val, max_val);  dx = g strictly inside (min_val, max_val), else 0, in x's
+    graph (tie: d(dx)/dx = 0). Integer inputs stay integer, the bounds truncated to the
+    dtype as PyTorch's (bool raises)."""
     _check_tensor("hardtanh", input)
     if max_val < min_val:
         raise ValueError("max_val cannot be less than min_val")
-
-    def fn(x):
-        y = clamp(x, min_val, max_val)
-        return where((x > min_val) & (x < max_val), y, y.detach())
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if not input.dtype.is_floating_point:
+        lo, hi = _int_scalars("hardtanh", input.dtype, min_val, max_val)
+        fn = lambda x: clamp(x, lo, hi)  # noqa: E731
+    else:
+        def fn(x):
+            x = tie(x)
+            y = clamp(x, min_val, max_val)
+            return where((x > min_val) & (x < max_val), y, y.detach())
     return apply_inplace(input, "hardtanh_", fn) if inplace else fn(input)
 
 
+def _int_scalars(op: str, dt, *values) -> tuple:
+    """Python numbers as an integer op of PyTorch takes them: truncated towards zero,
+    raising if one does not fit ``dt``."""
+    for v in values:
+        dtypes.check_value_fits(op, v, dt)
+    return tuple(math.trunc(v) for v in values)
+
+
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
-    """min(max(x, 0), 6) (hardtanh(x, 0, 6))."""
+    """min(max(x, 0), 6) (hardtanh(x, 0, 6); integer inputs stay integer)."""
     return hardtanh(input, 0.0, 6.0, inplace)
 
 

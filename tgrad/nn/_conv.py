@@ -26,6 +26,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.nn._composite import pad as _pad
+from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import device_constant
@@ -329,6 +330,7 @@ def _pool_result(y: Tensor, added: bool, spatial: int) -> Tensor:
 def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  # noqa: A002
               ceil_mode: bool, return_indices: bool, spatial: int):
     x, added = _pool_input(op, input, spatial)
+    x = tie(x)  # dx = the gradient gathered back to the maxima, in x's graph (_piecewise.py)
     kernel, stride, pad, dilation = _pool_args(op, kernel_size, stride, padding, dilation,
                                                spatial)
     if spatial == 1:
@@ -403,6 +405,7 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  
 def _avg_pool(op: str, input: Tensor, kernel_size, stride, padding, ceil_mode: bool,  # noqa: A002
               count_include_pad: bool, divisor_override, spatial: int) -> Tensor:
     x, added = _pool_input(op, input, spatial)
+    x = tie(x)  # dx = the window sums of g / divisor, in x's graph (_piecewise.py)
     kernel, stride, pad, _ = _pool_args(op, kernel_size, stride, padding, 1, spatial)
     if spatial == 1:
         kernel, stride, pad = (1,) + kernel, (1,) + stride, (0,) + pad
@@ -509,6 +512,7 @@ def _adaptive_args(op: str, input: Tensor, output_size, spatial: int) -> tuple: 
 
 def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor:  # noqa: A002
     sizes, outs = _adaptive_args(op, input, output_size, spatial)
+    input = tie(input)  # noqa: A001 - dx in x's graph (_piecewise.py)
     (y,), half = widen_halves(input)  # halves: float32, rounded once
     # One spatial dim at a time (a rectangle's mean is the mean of its rows' means): gather
     # each window from the dim with a zero appended (short windows read the zero, so a NaN
@@ -542,6 +546,7 @@ def _adaptive_max(op: str, input: Tensor, output_size, return_indices: bool,  # 
     element: windows are never empty), the first maximum taken (a NaN wins), the value
     read through that index so the gradient goes to it alone, as PyTorch's kernel."""
     sizes, outs = _adaptive_args(op, input, output_size, spatial)
+    input = tie(input)  # noqa: A001 - dx in x's graph (_piecewise.py)
     windows = [_adaptive_windows(n, o)[0] for n, o in zip(sizes, outs)]  # (o_i, k_i) each
     lead = input.shape[:input.ndim - spatial]
     nl = len(lead)

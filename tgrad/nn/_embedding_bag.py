@@ -11,17 +11,18 @@ count); an empty bag gives zeros.
 
 Composition: rows = weight[input] (its backward scatter-adds into weight), the bag id of
 every entry (from the offsets: a scatter-add of ones at each bag start, then a cumsum),
-and index_add (sum, mean) or scatter_reduce amax (max) into (B, D). Gradients are those of
-the parts: max gives a bag's gradient to its maximal entries, shared evenly among ties
-(PyTorch's kernel gives it to one of them). float16/bfloat16 weights are gathered, scaled
-and reduced in float32 and rounded once.
+and index_add (sum, mean) into (B, D); max finds each bag's first maximal entry per
+column (scatter_reduce amax, then amin of the positions holding it: ties go to the first
+entry, as PyTorch's running maximum; a NaN propagates) and gathers it, so the whole
+gradient goes to that entry's row. Gradients are those of the parts.
+float16/bfloat16 weights are gathered, scaled and reduced in float32 and rounded once.
 """
 
 from __future__ import annotations
 
 from tgrad import dtypes
 from tgrad.ops import elementwise as ew
-from tgrad.ops.creation import arange, ones, zeros
+from tgrad.ops.creation import arange, full, ones, zeros
 from tgrad.tensor import Tensor
 
 __all__ = ["embedding_bag"]
@@ -67,6 +68,31 @@ def _bag_ids(input: Tensor, offsets, include_last_offset: bool) -> tuple:  # noq
         0, starts.to(dtypes.int64), ones(bags, dtype=dtypes.int64, device=input.device))
     seg = starts_at[:n].cumsum(0) - 1
     return input, seg, bags
+
+
+def _bag_max(rows: Tensor, seg: Tensor, keep: Tensor | None, bags: int) -> Tensor:
+    """(bags, D) maxima of ``rows`` (n >= 1, D) per bag ``seg``, entries left out where
+    ``keep`` is False, zeros for an empty bag. Ties go to the bag's first maximal entry, as
+    PyTorch's running maximum (replaced only by a strictly greater value); a NaN propagates
+    (the first NaN is the maximum; PyTorch's kernel keeps a NaN only as the bag's first
+    entry). The value is read through that entry (a gather), so the bag's gradient goes to
+    that entry's row alone."""
+    n, dim = rows.shape
+    dev = rows.device
+    r = rows.detach()
+    target = seg.unsqueeze(-1).expand(n, dim)
+    kept = None if keep is None else keep.unsqueeze(-1)
+    best = zeros(bags, dim, dtype=r.dtype, device=dev).scatter_reduce(
+        0, target, r if kept is None else ew.where(kept, r, float("-inf")), "amax",
+        include_self=False).gather(0, target)  # (n, D): the maximum of each entry's bag
+    hit = (r == best) | (ew.isnan(r) & ew.isnan(best))
+    if kept is not None:
+        hit = hit & kept
+    pos = ew.where(hit, arange(n, device=dev).unsqueeze(-1), n)
+    first = full((bags, dim), n, dtype=dtypes.int64, device=dev).scatter_reduce(
+        0, target, pos, "amin", include_self=True)  # n: no entry (an empty bag)
+    out = rows.gather(0, first.clamp(max=n - 1))
+    return ew.where(first < n, out, 0.0)
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002
@@ -115,14 +141,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     keep = None if padding_idx is None else (idx != padding_idx)
     out = zeros(bags, dim, dtype=rows.dtype, device=weight.device)
     if mode == "max":
-        if keep is not None:
-            rows = ew.where(keep.unsqueeze(-1), rows, float("-inf"))
-        target = seg.unsqueeze(-1).expand(idx.shape[0], dim)
-        out = out.scatter_reduce(0, target, rows, "amax", include_self=False)
-        if keep is not None:  # a bag of nothing but padding is empty: zeros
-            counts = zeros(bags, dtype=dtypes.int64, device=weight.device).index_add(
-                0, seg, keep.to(dtypes.int64))
-            out = ew.where((counts > 0).unsqueeze(-1), out, 0.0)
+        out = _bag_max(rows, seg, keep, bags) if idx.shape[0] else out + rows.sum(0)
         return out if half is None else out.to(half)
     if keep is not None:
         rows = ew.where(keep.unsqueeze(-1), rows, 0.0)

@@ -3,6 +3,8 @@ GPU paths are those of their parts), with PyTorch's formulas and signatures:
 
 - ``lp_pool1d/2d/3d``: (sum over the window of x^p)^(1/p), as PyTorch computes it: the window
   mean of x^p (avg_pool), times the window size, its negative values clamped to 0, to 1/p.
+  p = inf is the window's max of |x| (max_pool of |x|: dx = g sign(x) at the first maximum),
+  p = -inf its min of |x| (-max_pool of -|x|), as PyTorch.
 - ``local_response_norm(x, size, alpha, beta, k)``: x / (k + alpha * mean of x^2 over the
   ``size`` channels around each one (zero padded: size // 2 before, (size - 1) // 2
   after))^beta; the channel windows are ``Tensor.unfold`` views.
@@ -20,8 +22,10 @@ from __future__ import annotations
 import math
 
 from tgrad.nn._dropout import _channel_shape, _check_p
+from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import _check_float, _check_tensor, dropout
 from tgrad.ops import elementwise as ew
+from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "local_response_norm", "rrelu", "alpha_dropout",
@@ -34,6 +38,11 @@ def _lp_pool(op: str, input: Tensor, norm_type: float, kernel_size, stride,  # n
              ceil_mode: bool, spatial: int) -> Tensor:
     from tgrad.nn import functional as F
     _check_float(op, input)
+    if norm_type in (math.inf, -math.inf):  # the limits, as PyTorch: max (min) of |x|
+        max_pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[spatial]
+        if norm_type > 0:
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[spatial]
     window = math.prod(kernel_size) if isinstance(kernel_size, (tuple, list)) \
         else kernel_size ** spatial
@@ -43,19 +52,22 @@ def _lp_pool(op: str, input: Tensor, norm_type: float, kernel_size, stride,  # n
 
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None,  # noqa: A002
               ceil_mode: bool = False) -> Tensor:
-    """Power-average pooling over kh x kw windows: (sum of x^p)^(1/p) (p = inf: max)."""
+    """Power-average pooling over kh x kw windows: (sum of x^p)^(1/p) (p = inf: max of
+    |x|)."""
     return _lp_pool("lp_pool2d", input, norm_type, kernel_size, stride, ceil_mode, 2)
 
 
 def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None,  # noqa: A002
               ceil_mode: bool = False) -> Tensor:
-    """Power-average pooling over kd x kh x kw windows: (sum of x^p)^(1/p)."""
+    """Power-average pooling over kd x kh x kw windows: (sum of x^p)^(1/p) (p = inf: max
+    of |x|)."""
     return _lp_pool("lp_pool3d", input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None,  # noqa: A002
               ceil_mode: bool = False) -> Tensor:
-    """Power-average pooling over windows of the last dim: (sum of x^p)^(1/p)."""
+    """Power-average pooling over windows of the last dim: (sum of x^p)^(1/p) (p = inf: max
+    of |x|)."""
     return _lp_pool("lp_pool1d", input, norm_type, kernel_size, stride, ceil_mode, 1)
 
 
@@ -88,7 +100,8 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa
     from tgrad.ops.creation import empty
     slope = empty(input.shape, dtype=input.dtype, device=input.device).uniform_(lower, upper)
     noise = ew.where(input >= 0, 1.0, slope)
-    return input.mul_(noise) if inplace else input * noise
+    fn = lambda x: tie(x) * noise  # noqa: E731 - dx = g noise, in x's graph (_piecewise.py)
+    return apply_inplace(input, "rrelu_", fn) if inplace else fn(input)
 
 
 def _alpha_dropout(op: str, input: Tensor, p: float, training: bool,  # noqa: A002

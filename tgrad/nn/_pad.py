@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.nn._piecewise import tie
 from tgrad.ops.creation import tensor
 from tgrad.ops.gathering import index_select
 from tgrad.tensor import Tensor
@@ -76,7 +77,9 @@ def pad_nonconstant(input: Tensor, pad: list, mode: str,  # noqa: A002
         raise _unsupported(k, input.ndim)
     pads = [(pad[2 * i], pad[2 * i + 1]) for i in range(k)]  # last dim first
     _check_sizes(mode, input, pads, k)
-    x, copied = input, False
+    # reflect/replicate: dx = the index_add of g, in x's graph as PyTorch's (_piecewise.py);
+    # circular's backward is a composite of slices in PyTorch too, so it is left untied
+    x, copied = (input if mode == "circular" else tie(input)), False
     for i, (lo, hi) in enumerate(pads):
         d = x.ndim - 1 - i
         n = x.shape[d]

@@ -5,6 +5,7 @@ Importing this package attaches the ops to Tensor as methods and operators.
 
 from tgrad.ops import (
     aliases,
+    bessel,
     composite,
     creation,
     distances,
@@ -41,8 +42,8 @@ from tgrad.ops import (
 )
 from tgrad.ops._common import OPS
 
-__all__ = [n for m in (aliases, composite, creation, distances, einsum, elementwise, erfs, extras,
-                       gathering, hyperbolic, incomplete_gamma, layout, logmath,
+__all__ = [n for m in (aliases, bessel, composite, creation, distances, einsum, elementwise,
+                       erfs, extras, gathering, hyperbolic, incomplete_gamma, layout, logmath,
                        mathcomposites, matmul, numerics, movement, pointwise_extras, products,
                        quantiles, reduce, sampling, scan,
                        scatter_reduce, scatters, searching, shape, small_extras, sorting,
@@ -50,6 +51,7 @@ __all__ = [n for m in (aliases, composite, creation, distances, einsum, elementw
            for n in m.__all__]
 
 from tgrad.ops.aliases import *  # noqa: E402,F401,F403
+from tgrad.ops.bessel import *  # noqa: E402,F401,F403
 from tgrad.ops.composite import *  # noqa: E402,F401,F403
 from tgrad.ops.creation import *  # noqa: E402,F401,F403
 from tgrad.ops.distances import *  # noqa: E402,F401,F403

@@ -349,12 +349,24 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
     return out
 
 
-def arange(start, end=None, step=1, dtype=None, device=None,
+def arange(start=None, end=None, step=1, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
-    """Values from start (default 0) to end (exclusive) by step; int64 for integer args."""
+    """Values from start (default 0) to end (exclusive) by step; int64 for integer args.
+    With an integer ``dtype`` the bounds and step are truncated to integers first (as
+    PyTorch: ``arange(2.5, dtype=int64)`` is [0, 1])."""
     if end is None:
+        if start is None:
+            raise TypeError("arange() missing required argument 'end'")
         start, end = 0, start
+    elif start is None:
+        start = 0
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if dtype is not None:
+        dt = dtypes.as_dtype(dtype)
+        if dt is dtypes.bool_:
+            raise RuntimeError("\"arange_cpu\" not implemented for 'Bool'")
+        if not dt.is_floating_point and all(math.isfinite(v) for v in (start, end, step)):
+            start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     if not all(math.isfinite(v) for v in (start, end, step)):

@@ -170,7 +170,7 @@ def _ndtri(p: Tensor) -> Tensor:
                  -_erfcinv(ew.where(mid, 0.25, q * 2.0))) * math.sqrt(2.0)
     x = ew.where(upper, -x, x)
     edge = ew.where(ew.eq(p, 0.0), -math.inf, ew.where(ew.eq(p, 1.0), math.inf, math.nan))
-    return ew.where(ok, x, edge)
+    return ew.where(ok, x, edge.to(x.dtype))  # (a where of two numbers: the default dtype)
 
 
 def _erfinv(y: Tensor) -> Tensor:

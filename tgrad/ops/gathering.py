@@ -15,7 +15,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.ops._common import rounded_to, same_device, tensor_method, widen_halves
-from tgrad.ops.creation import arange, tensor
+from tgrad.ops.creation import arange, full, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.tensor import Tensor, _wrap_dim
 
@@ -170,14 +170,21 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: 
 def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # noqa: A002
             reduce=None) -> Tensor:
     """A copy of input with src[i][j] (or ``value``) written at [i][index[i][j]] (dim = 1);
-    d input = g where nothing was written, d src = g gathered at index."""
-    if reduce is not None:
-        raise NotImplementedError("scatter: reduce= is not supported in tgrad; use "
-                                  "scatter_add for reduce='add'")
+    d input = g where nothing was written, d src = g gathered at index. PyTorch's deprecated
+    ``reduce='add' | 'multiply'`` accumulates instead: scatter_reduce's 'sum' / 'prod' with
+    include_self (differentiable here; PyTorch's has no derivative)."""
     if src is None:
         src = value
     if src is None:
         raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
+    if reduce is not None:
+        modes = {"add": "sum", "multiply": "prod"}
+        if reduce not in modes:
+            raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+        from tgrad.ops.scatter_reduce import scatter_reduce
+        if not isinstance(src, Tensor):
+            src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
+        return scatter_reduce(input, dim, index, src, modes[reduce], include_self=True)
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         flat = src.reshape(-1) if isinstance(src, Tensor) else src
         return scatter(input.reshape(1), dim, index.reshape(-1), flat).reshape(())

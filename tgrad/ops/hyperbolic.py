@@ -63,7 +63,8 @@ class Acosh(Function):
         large = ew.gt(x, _LARGE)
         small = ew.where(large, 1.0, x)
         t = small - 1.0
-        near = ew.log1p(t + ew.sqrt(t * (small + 1.0)))  # NaN below 1 (sqrt of a negative)
+        near = ew.log1p(t + ew.sqrt(t * (small + 1.0)))
+        near = ew.where(ew.lt(small, 1.0), math.nan, near)  # (below -1 t (x + 1) is positive)
         return ew.where(large, _large_log(x, large), near)
 
     @staticmethod

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 
 from tgrad import dtypes
+from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
@@ -115,6 +116,26 @@ def signbit(input: Tensor) -> Tensor:  # noqa: A002
         return ew.lt(ew.atan2(x, -1.0), 0.0)
 
 
+class _CopysignTensor(Function):
+    """y = where(signbit(other), -m, m) for m = |input| >= 0;  dm = g (-1 where other's sign
+    bit is set, else 1); d other = 0 (the sign is piecewise constant)."""
+
+    node_name = "CopysignBackward0"
+
+    @staticmethod
+    def forward(ctx, mag, other):
+        flip = signbit(other)
+        ctx.save_for_backward(flip)
+        ctx.other_shape = other.shape
+        return ew.where(flip, -mag, mag)
+
+    @staticmethod
+    def backward(ctx, g):
+        (flip,) = ctx.saved_tensors
+        zero = zeros(ctx.other_shape, dtype=g.dtype, device=g.device)
+        return ew.where(flip, -g, g), zero
+
+
 @tensor_method("copysign")
 def copysign(input: Tensor, other) -> Tensor:  # noqa: A002
     """|input| with the sign of ``other`` (a tensor or a number; -0.0 is negative), in the
@@ -126,6 +147,8 @@ def copysign(input: Tensor, other) -> Tensor:  # noqa: A002
     mag = ew.abs(input.to(dt))
     if isinstance(other, Tensor):
         same_device("copysign", input, other)
+        if other.requires_grad:  # other gets a zero gradient (PyTorch's), not None
+            return _CopysignTensor.apply(mag, other)
         return ew.where(signbit(other), -mag, mag)
     return -mag if math.copysign(1.0, float(other)) < 0 else mag
 

@@ -47,9 +47,14 @@ def rad2deg(input: Tensor) -> Tensor:  # noqa: A002
 
 @tensor_method("ldexp")
 def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
-    """input * 2^other (broadcast; an integer input gives the default float dtype)."""
-    x = _as_float("ldexp", input)
-    return x * ew.pow(2.0, other.to(x.dtype) if isinstance(other, Tensor) else other)
+    """input * 2^other (broadcast), in input's and other's promoted dtype (the default
+    float dtype when both are integers)."""
+    require_tensor("ldexp", input)
+    from tgrad import dtypes
+    dt = dtypes.result_type(input, other)
+    if not dt.is_floating_point:
+        dt = dtypes.get_default_dtype()
+    return input.to(dt) * ew.pow(2.0, other.to(dt) if isinstance(other, Tensor) else other)
 
 
 @tensor_method("heaviside")

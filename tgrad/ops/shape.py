@@ -159,7 +159,8 @@ def t(input: Tensor) -> Tensor:  # noqa: A002
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
-    return transpose(input, 0, 1) if input.ndim == 2 else input
+    # below 2-D a new view of the same shape (an alias, as PyTorch's; never ``input`` itself)
+    return transpose(input, 0, 1) if input.ndim == 2 else input.view(tuple(input.shape))
 
 
 def _mT(self: Tensor) -> Tensor:  # noqa: N802

@@ -163,7 +163,7 @@ def _polygamma(n: int, x: Tensor) -> Tensor:
         [float(c) for c in _cot_derivative(n)], cot)
     out = ew.where(neg, refl, pos)
     if n == 0:  # PyTorch: -inf at +0, +inf at -0, NaN at negative integers and -inf
-        pole = ew.where(signbit(x), math.inf, -math.inf)
+        pole = ew.where(signbit(x), math.inf, -math.inf).to(x.dtype)
         out = ew.where(ew.eq(x, 0.0), pole, ew.where(_poles(x), math.nan, out))
         return ew.where(ew.eq(x, math.inf), math.inf, out)
     out = ew.where(ew.eq(x, -math.inf), math.nan, ew.where(  # +-inf with PyTorch's sign
@@ -255,8 +255,14 @@ for _name, _fn in (("lgamma_", lgamma), ("digamma_", digamma)):
 
 
 # ------------------------------------------------------------------------------ sinc
+# sinc'(t) = (t cos t - sin t) / t^2 = sum_{k>=1} (-1)^k 2k t^(2k-1) / (2k+1)!, by the series
+# below |t| = 0.5 (where the difference cancels; also finite for tiny t, where t^2 underflows)
+_SINC_DERIV = [(-1) ** k * 2 * k / math.factorial(2 * k + 1) for k in range(1, 10)]
+
+
 class Sinc(Function):
-    """y = sin(pi x) / (pi x), 1 at 0;  dx = g (cos(pi x) pi x - sin(pi x)) / (pi x^2), 0 at 0."""
+    """y = sin(pi x) / (pi x), 1 at 0;  dx = g pi sinc'(pi x), sinc'(t) = (t cos t - sin t)
+    / t^2 (its series near 0, so 0 at 0 and finite for tiny x)."""
 
     node_name = "SincBackward0"
 
@@ -270,10 +276,13 @@ class Sinc(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        zero = ew.eq(x, 0.0)
-        xs = ew.where(zero, 1.0, x)  # keeps the branch not taken finite
-        px = xs * math.pi
-        return ew.where(zero, 0.0, g * (ew.cos(px) * px - ew.sin(px)) / (px * xs))
+        t = x * math.pi
+        near = ew.lt(ew.abs(t), 0.5)
+        tn = ew.where(near, t, 0.0)
+        series = tn * _horner(_SINC_DERIV, tn * tn)
+        tf = ew.where(near, 1.0, t)  # keeps the branch not taken finite
+        direct = (ew.cos(tf) * tf - ew.sin(tf)) / (tf * tf)
+        return g * math.pi * ew.where(near, series, direct)
 
 
 @tensor_method("sinc")

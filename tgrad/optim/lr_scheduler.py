@@ -177,7 +177,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
-        if self.last_epoch == 0:
+        if self._is_initial:  # construction keeps the rates (also when resuming, epoch > 0)
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
 
@@ -196,7 +196,7 @@ class CosineAnnealingLR(LRScheduler):
 
     def get_lr(self) -> list:
         e, t, lo = self.last_epoch, self.T_max, self.eta_min
-        if e == 0:
+        if self._is_initial:  # construction keeps the rates (also when resuming, epoch > 0)
             return self._lrs()
         if self._step_count == 1 and e > 0:
             return [lo + (b - lo) * (1 + math.cos(e * math.pi / t)) / 2 for b in self.base_lrs]
@@ -230,7 +230,7 @@ class LinearLR(LRScheduler):
     def get_lr(self) -> list:
         if self.last_epoch == 0:
             return [lr * self.start_factor for lr in self._lrs()]
-        if self.last_epoch > self.total_iters:
+        if self._is_initial or self.last_epoch > self.total_iters:  # resuming: keep the rates
             return self._lrs()
         s, d = self.start_factor, self.end_factor - self.start_factor
         return [lr * (1.0 + d / (self.total_iters * s + (self.last_epoch - 1) * d))

@@ -8,6 +8,7 @@ plugs in)."""
 from __future__ import annotations
 
 import copy
+import warnings
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
@@ -43,6 +44,11 @@ class Optimizer:
             self.add_param_group(g)
 
     def add_param_group(self, param_group: dict) -> None:
+        """Append a group. ``"params"`` holds tensors, or (name, tensor) pairs (as
+        ``named_parameters()`` yields): the names then go to ``group["param_names"]``, and
+        every group must have names or none. As PyTorch, a tensor repeated within a group
+        only warns (it is kept, and updated once per occurrence); one shared between groups
+        raises."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         params = param_group["params"]
@@ -52,23 +58,42 @@ class Optimizer:
             raise TypeError("optimizer parameters need to be organized in ordered collections, "
                             "but the ordering of tensors in sets will change between runs. "
                             "Please use a list instead.")
-        params = list(params)
+        tensors, names = [], []
         for p in params:
+            if isinstance(p, tuple):
+                names.append(p[0])
+                p = p[1]
+            tensors.append(p)
+        group = dict(param_group, params=tensors)
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+            group["param_names"] = names
+        for p in tensors:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
                                 f"is {type(p).__name__}")
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
-        group = dict(param_group, params=params)
         for name, default in self.defaults.items():
             if default is required and name not in group:
                 raise ValueError(f"parameter group didn't specify a value of required "
                                  f"optimization parameter {name}")
             group.setdefault(name, default)
-        ids = [id(p) for p in params]
+        ids = [id(p) for p in tensors]
         if len(set(ids)) != len(ids):
-            raise ValueError("optimizer contains a parameter group with duplicate parameters")
-        seen = {id(p) for g in self.param_groups for p in g["params"]}
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          UserWarning, stacklevel=3)
+        seen = set()
+        for g in self.param_groups:
+            seen.update(id(p) for p in g["params"])
+            if ("param_names" in group) != ("param_names" in g):
+                which = "with names" if "param_names" in group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
         if seen & set(ids):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(group)
@@ -101,9 +126,10 @@ class Optimizer:
         for p in group["params"]:
             if p._grad is None:
                 continue
-            st = self.state[p]
-            if not st and init_state is not None:
-                st.update(init_state(p, group))
+            if init_state is not None:  # no entry is made for an optimizer without state
+                st = self.state[p]
+                if not st:
+                    st.update(init_state(p, group))
             params.append(p)
             grads.append(p._grad)
         return (params, grads, *([self.state[p][n] for p in params] for n in names))
@@ -119,15 +145,19 @@ class Optimizer:
         """{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]};
         parameters are numbered in the order of the groups. Values are references (not
         copies), like PyTorch."""
+        # PyTorch's numbering: a group's parameters take the indices start, start + 1, ...
+        # (start = the number of entries in the groups before it); a parameter seen in an
+        # earlier group keeps its index, and one repeated within a group gets the index of
+        # its last occurrence.
         index: dict[int, int] = {}
         groups = []
+        start = 0
         for g in self.param_groups:
             packed = {k: v for k, v in g.items() if k != "params"}
-            ids = []
-            for p in g["params"]:
-                index.setdefault(id(p), len(index))
-                ids.append(index[id(p)])
-            packed["params"] = ids
+            index.update({id(p): i for i, p in enumerate(g["params"], start)
+                          if id(p) not in index})
+            packed["params"] = [index[id(p)] for p in g["params"]]
+            start += len(packed["params"])
             groups.append(packed)
         state = {index[id(p)]: s for p, s in self.state.items() if id(p) in index}
         return {"state": state, "param_groups": groups}
@@ -158,6 +188,8 @@ class Optimizer:
         for g, s in zip(groups, saved):
             ng = {k: v for k, v in s.items() if k != "params"}
             ng["params"] = g["params"]
+            if "param_names" in g and "param_names" not in ng:  # saved without names
+                ng["param_names"] = g["param_names"]
             new_groups.append(ng)
         self.param_groups = new_groups
 

@@ -30,7 +30,9 @@ class SGD(Optimizer):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             params, grads = self._collect(group)
-            bufs = [self.state[p].get("momentum_buffer") for p in params]
+            # Momentum buffers only with momentum: plain SGD keeps no per-parameter state.
+            state = self.state
+            bufs = [state[p].get("momentum_buffer") if p in state else None for p in params]
             _functional.sgd(params, grads, bufs, lr=group["lr"], momentum=group["momentum"],
                             dampening=group["dampening"], weight_decay=group["weight_decay"],
                             nesterov=group["nesterov"], maximize=group["maximize"])

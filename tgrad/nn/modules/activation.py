@@ -38,10 +38,17 @@ class GELU(Module):
 
 
 class SiLU(Module):
-    """x * sigmoid(x)."""
+    """x * sigmoid(x) (``inplace``: written into the input)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.silu(input)
+        return F.silu(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):

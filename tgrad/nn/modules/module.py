@@ -4,6 +4,7 @@ attributes are registered (in assignment order) and found by parameters(), state
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
@@ -25,11 +26,13 @@ _hook_ids = itertools.count()
 
 
 class _RemovableHandle:
-    def __init__(self, hooks: dict, key: int) -> None:
-        self._hooks, self._key = hooks, key
+    def __init__(self, hooks: dict, key: int, extra: tuple = ()) -> None:
+        self._hooks, self._key, self._extra = hooks, key, extra
 
     def remove(self) -> None:
         self._hooks.pop(self._key, None)
+        for table in self._extra:  # the hook's flags (with_kwargs, always_call)
+            table.pop(self._key, None)
 
 
 class Module:
@@ -53,33 +56,101 @@ class Module:
                                   '"forward" function')
 
     def __call__(self, *args, **kwargs):
-        for hook in list(self._forward_pre_hooks.values()):
-            res = hook(self, args)
-            if res is not None:
-                args = res if isinstance(res, tuple) else (res,)
-        bw, bw_pre = self.__dict__.get("_backward_hooks"), self.__dict__.get("_backward_pre_hooks")
-        if bw or bw_pre:
-            from tgrad.nn.modules._backward_hooks import run_with_backward_hooks
-            out = run_with_backward_hooks(self, args, kwargs, bw or {}, bw_pre or {})
-        else:
-            out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            res = hook(self, args, out)
-            if res is not None:
-                out = res
-        return out
+        # PyTorch's Module._call_impl: pre-hooks, forward, forward hooks; if any of them
+        # raises, the always_call forward hooks not yet run are run (their own errors only
+        # warn) and the error propagates.
+        d = self.__dict__
+        if not (self._forward_pre_hooks or self._forward_hooks or d.get("_backward_hooks")
+                or d.get("_backward_pre_hooks")):
+            return self.forward(*args, **kwargs)
+        out = None
+        called = set()
+        try:
+            pre_kw = d.get("_forward_pre_hooks_with_kwargs", ())
+            for key, hook in list(self._forward_pre_hooks.items()):
+                if key in pre_kw:
+                    res = hook(self, args, kwargs)
+                    if res is not None:
+                        if not (isinstance(res, tuple) and len(res) == 2):
+                            raise RuntimeError("forward pre-hook must return None or a tuple "
+                                               f"of (new_args, new_kwargs), but got {res}.")
+                        args, kwargs = res
+                else:
+                    res = hook(self, args)
+                    if res is not None:
+                        args = res if isinstance(res, tuple) else (res,)
+            bw, bw_pre = d.get("_backward_hooks"), d.get("_backward_pre_hooks")
+            if bw or bw_pre:
+                from tgrad.nn.modules._backward_hooks import run_with_backward_hooks
+                out = run_with_backward_hooks(self, args, kwargs, bw or {}, bw_pre or {})
+            else:
+                out = self.forward(*args, **kwargs)
+            kw, always = d.get("_forward_hooks_with_kwargs", ()), \
+                d.get("_forward_hooks_always_called", ())
+            for key, hook in list(self._forward_hooks.items()):
+                if key in always:
+                    called.add(key)
+                res = hook(self, args, kwargs, out) if key in kw else hook(self, args, out)
+                if res is not None:
+                    out = res
+            return out
+        except Exception:
+            always = d.get("_forward_hooks_always_called")
+            if always:
+                kw = d.get("_forward_hooks_with_kwargs", ())
+                for key, hook in list(self._forward_hooks.items()):
+                    if key not in always or key in called:
+                        continue
+                    try:
+                        res = hook(self, args, kwargs, out) if key in kw \
+                            else hook(self, args, out)
+                        if res is not None:
+                            out = res
+                    except Exception as e:
+                        warnings.warn("module forward hook with ``always_call=True`` raised an "
+                                      "exception that was silenced as another error was raised "
+                                      f"in forward: {e}", stacklevel=2)
+            raise
 
-    def register_forward_hook(self, hook: Callable) -> _RemovableHandle:
-        """``hook(module, args, output)`` after forward; a non-None result replaces output."""
+    def _flag_table(self, name: str) -> dict:
+        table = self.__dict__.get(name)
+        if table is None:
+            table = self.__dict__[name] = {}
+        return table
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False,
+                              with_kwargs: bool = False,
+                              always_call: bool = False) -> _RemovableHandle:
+        """``hook(module, args, output)`` after forward (``hook(module, args, kwargs, output)``
+        with ``with_kwargs``); a non-None result replaces output. ``prepend``: run before
+        the hooks already registered; ``always_call``: run even if forward (or a hook)
+        raised, before the error propagates."""
         key = next(_hook_ids)
+        kw = self._flag_table("_forward_hooks_with_kwargs")
+        always = self._flag_table("_forward_hooks_always_called")
         self._forward_hooks[key] = hook
-        return _RemovableHandle(self._forward_hooks, key)
+        if with_kwargs:
+            kw[key] = True
+        if always_call:
+            always[key] = True
+        if prepend:
+            self._forward_hooks.move_to_end(key, last=False)
+        return _RemovableHandle(self._forward_hooks, key, (kw, always))
 
-    def register_forward_pre_hook(self, hook: Callable) -> _RemovableHandle:
-        """``hook(module, args)`` before forward; a non-None result replaces args."""
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> _RemovableHandle:
+        """``hook(module, args)`` before forward; a non-None result replaces args (a
+        non-tuple is wrapped in one). With ``with_kwargs``: ``hook(module, args, kwargs)``,
+        returning None or a tuple ``(args, kwargs)``. ``prepend``: run before the hooks
+        already registered."""
         key = next(_hook_ids)
+        kw = self._flag_table("_forward_pre_hooks_with_kwargs")
         self._forward_pre_hooks[key] = hook
-        return _RemovableHandle(self._forward_pre_hooks, key)
+        if with_kwargs:
+            kw[key] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(key, last=False)
+        return _RemovableHandle(self._forward_pre_hooks, key, (kw,))
 
     def register_full_backward_hook(self, hook: Callable) -> _RemovableHandle:
         """``hook(module, grad_input, grad_output)`` once the gradients of the module's
@@ -458,7 +529,9 @@ def _check_name(name: str, mod: Module, what: str, table: dict) -> None:
         raise KeyError(f'{what} name can\'t contain ".", got: {name}')
     if name == "":
         raise KeyError(f'{what} name can\'t be empty string ""')
-    if hasattr(type(mod), name) or (name in mod.__dict__ and name not in table):
+    # PyTorch's rule: any existing attribute (a class attribute, an instance attribute, or a
+    # parameter, buffer or submodule) that is not already one of this kind
+    if name not in table and hasattr(mod, name):
         raise KeyError(f"attribute '{name}' already exists")
 
 

@@ -1,0 +1,434 @@
+"""PyTorch-parity fixes in tgrad.nn found by a differential test, each checked against an
+independent reference (NumPy float64 formulas, finite differences or PyTorch's documented
+rules): Module registration names, forward-hook keywords, SiLU(inplace), lp_pool with
+p = +-inf, embedding_bag max's gradient on ties, integer hardtanh/relu6/threshold, elu's
+gradient for very negative x, and double backward through piecewise-linear ops."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad import nn
+from tgrad.autograd import gradcheck, gradgradcheck
+
+
+# ====================================================================== 1. registration
+def _linear_with_buffer():
+    m = nn.Linear(2, 2)
+    m.register_buffer("buf", tgrad.zeros(1))
+    m.add_module("sub", nn.ReLU())
+    m.plain = 3
+    return m
+
+
+# (registration, name): PyTorch raises KeyError when the name is an attribute that is not
+# already of the kind being registered
+CLASHES = [
+    ("register_buffer", "weight"), ("register_buffer", "sub"), ("register_buffer", "plain"),
+    ("register_buffer", "forward"), ("register_parameter", "buf"),
+    ("register_parameter", "sub"), ("register_parameter", "plain"),
+    ("add_module", "weight"), ("add_module", "buf"), ("add_module", "training"),
+]
+
+
+@pytest.mark.parametrize("method,name", CLASHES)
+def test_register_existing_attribute_of_another_kind_raises(method, name):
+    m = _linear_with_buffer()
+    value = {"register_buffer": tgrad.ones(1), "register_parameter": None,
+             "add_module": nn.ReLU()}[method]
+    with pytest.raises(KeyError, match=f"attribute '{name}' already exists"):
+        getattr(m, method)(name, value)
+    # nothing changed: state_dict still saves the original tensors
+    sd = m.state_dict()
+    assert list(sd) == ["weight", "bias", "buf"]
+    np.testing.assert_array_equal(sd["weight"].numpy(), m.weight.detach().numpy())
+    np.testing.assert_array_equal(sd["buf"].numpy(), [0.0])
+
+
+def test_register_same_kind_again_replaces():
+    m = _linear_with_buffer()
+    m.register_buffer("buf", tgrad.full((2,), 5.0))
+    m.register_parameter("weight", nn.Parameter(tgrad.ones(2, 2)))
+    m.add_module("sub", nn.Tanh())
+    sd = m.state_dict()
+    np.testing.assert_array_equal(sd["buf"].numpy(), [5.0, 5.0])
+    np.testing.assert_array_equal(sd["weight"].numpy(), np.ones((2, 2)))
+    assert isinstance(m.sub, nn.Tanh)
+
+
+# ====================================================================== 4. hooks, SiLU
+class _Scale(nn.Module):
+    def forward(self, x, scale=1.0):
+        if scale == 0:
+            raise ValueError("boom")
+        return x * scale
+
+
+def test_forward_hooks_with_kwargs_and_prepend():
+    m, log = _Scale(), []
+
+    def pre_kw(mod, args, kwargs):
+        log.append(("pre_kw", dict(kwargs)))
+        return (args[0] + 1.0,), {"scale": 2.0}
+
+    def fwd_kw(mod, args, kwargs, out):
+        log.append(("fwd_kw", dict(kwargs), out.tolist()))
+        return out * 10.0
+
+    m.register_forward_pre_hook(pre_kw, with_kwargs=True)
+    m.register_forward_pre_hook(lambda mod, args: log.append("pre_first"), prepend=True)
+    m.register_forward_hook(fwd_kw, with_kwargs=True)
+    m.register_forward_hook(lambda mod, args, out: log.append(("fwd_first", out.tolist())),
+                            prepend=True)
+    out = m(tgrad.tensor([1.0]), scale=3.0)
+    assert out.tolist() == [40.0]  # (1 + 1) * 2, then * 10 by the kwargs hook
+    assert log == ["pre_first", ("pre_kw", {"scale": 3.0}), ("fwd_first", [4.0]),
+                   ("fwd_kw", {"scale": 2.0}, [4.0])]
+
+
+def test_forward_pre_hook_with_kwargs_bad_return():
+    m = _Scale()
+    m.register_forward_pre_hook(lambda mod, args, kwargs: 5, with_kwargs=True)
+    with pytest.raises(RuntimeError, match=r"tuple of \(new_args, new_kwargs\), but got 5"):
+        m(tgrad.tensor([1.0]))
+
+
+def test_forward_hook_always_call():
+    m, log = _Scale(), []
+    m.register_forward_hook(lambda mod, args, out: log.append("plain"))
+    h = m.register_forward_hook(lambda mod, args, out: log.append(("always", out)),
+                                always_call=True)
+    m.register_forward_hook(lambda mod, args, kwargs, out: log.append(("always_kw", kwargs)),
+                            always_call=True, with_kwargs=True)
+    with pytest.raises(ValueError, match="boom"):
+        m(tgrad.tensor([1.0]), scale=0)
+    assert log == [("always", None), ("always_kw", {"scale": 0})]  # output None: not computed
+    log.clear()
+    m(tgrad.tensor([1.0]))  # a normal call runs each hook once
+    assert [e if isinstance(e, str) else e[0] for e in log] == ["plain", "always", "always_kw"]
+    log.clear()
+    h.remove()  # removing a hook removes its flags too
+    with pytest.raises(ValueError):
+        m(tgrad.tensor([1.0]), scale=0)
+    assert log == [("always_kw", {"scale": 0})]
+
+
+def test_always_call_hook_errors_only_warn_when_forward_raised():
+    m = _Scale()
+
+    def bad(mod, args, out):
+        raise KeyError("hook")
+    m.register_forward_hook(bad, always_call=True)
+    with pytest.warns(UserWarning, match="always_call=True"), pytest.raises(ValueError):
+        m(tgrad.tensor([1.0]), scale=0)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_silu_module_inplace(inplace):
+    xs = np.array([-2.0, -0.5, 0.0, 1.5])
+    x = tgrad.tensor(xs)
+    y = nn.SiLU(inplace=inplace)(x)
+    np.testing.assert_allclose(y.numpy(), xs / (1 + np.exp(-xs)), rtol=1e-14)
+    assert (y is x) == inplace
+    assert repr(nn.SiLU(inplace=inplace)) == ("SiLU(inplace=True)" if inplace else "SiLU()")
+
+
+# ====================================================================== 2. lp_pool inf
+def _np_windows(a: np.ndarray, k: int) -> np.ndarray:
+    """non-overlapping windows of k along the last dim (stride k, floor)."""
+    n = a.shape[-1] // k
+    return a[..., :n * k].reshape(*a.shape[:-1], n, k)
+
+
+@pytest.mark.parametrize("p", [math.inf, -math.inf])
+def test_lp_pool1d_infinite_norm(p):
+    xs = np.array([[[0.5, 2.0, 1.0, 3.0, -4.0, 2.0, -1.5, 1.5]]])
+    x = tgrad.tensor(xs, requires_grad=True)
+    y = F.lp_pool1d(x, p, 2)
+    w = np.abs(_np_windows(xs, 2))
+    np.testing.assert_array_equal(y.detach().numpy(), w.max(-1) if p > 0 else w.min(-1))
+    y.sum().backward()
+    # the gradient: sign(x) at the first extreme |x| of each window (PyTorch's max_pool)
+    pick = w.argmax(-1) if p > 0 else w.argmin(-1)
+    ref = np.zeros_like(xs)
+    for j, i in enumerate(pick[0, 0]):
+        ref[0, 0, 2 * j + i] = np.sign(xs[0, 0, 2 * j + i])
+    np.testing.assert_array_equal(x.grad.numpy(), ref)
+
+
+def test_lp_pool_infinite_norm_ties_take_the_first():
+    x = tgrad.tensor([[[2.0, 2.0, -3.0, 3.0]]], requires_grad=True)
+    y = F.lp_pool1d(x, math.inf, 2)
+    y.sum().backward()
+    np.testing.assert_array_equal(y.detach().numpy(), [[[2.0, 3.0]]])
+    np.testing.assert_array_equal(x.grad.numpy(), [[[1.0, 0.0, -1.0, 0.0]]])
+
+
+@pytest.mark.parametrize("fn,module,shape", [
+    (F.lp_pool2d, nn.LPPool2d, (1, 2, 4, 4)), (F.lp_pool3d, nn.LPPool3d, (1, 1, 4, 2, 4))])
+def test_lp_pool2d_3d_infinite_norm(fn, module, shape):
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal(shape)
+    spatial = len(shape) - 2
+    y = fn(tgrad.tensor(xs), math.inf, 2)
+    # reference: |x| max over 2 x 2 (x 2) blocks
+    a = np.abs(xs)
+    blocks = a.reshape(shape[:2] + sum(((s // 2, 2) for s in shape[2:]), ()))
+    ref = blocks.max(axis=tuple(range(3, 3 + 2 * spatial, 2)))
+    np.testing.assert_array_equal(y.numpy(), ref)
+    np.testing.assert_array_equal(module(math.inf, 2)(tgrad.tensor(xs)).numpy(), ref)
+
+
+def test_lp_pool_finite_norm_unchanged_and_gradcheck_infinite():
+    xs = np.array([[[0.5, 2.0, 1.0, 3.0]]])
+    y = F.lp_pool1d(tgrad.tensor(xs), 2.0, 2)
+    np.testing.assert_allclose(y.numpy(), np.sqrt((_np_windows(xs, 2) ** 2).sum(-1)),
+                               rtol=1e-15)
+    x = tgrad.tensor([[[0.5, -2.0, 1.0, 3.0, -0.25, 0.75]]], dtype=tgrad.float64,
+                     requires_grad=True)
+    assert gradcheck(lambda t: F.lp_pool1d(t, math.inf, 2), (x,))
+
+
+# ====================================================================== 3. embedding_bag
+def _np_bag_max(w: np.ndarray, bags: list) -> tuple:
+    """PyTorch's rule: the first maximal entry of each bag and column takes the gradient
+    (ones here); empty bags give zeros."""
+    out = np.zeros((len(bags), w.shape[1]))
+    grad = np.zeros_like(w)
+    for b, rows in enumerate(bags):
+        for d in range(w.shape[1]):
+            if rows:
+                vals = [w[r, d] for r in rows]
+                first = int(np.argmax(vals))  # argmax: the first maximum
+                out[b, d] = vals[first]
+                grad[rows[first], d] += 1.0
+    return out, grad
+
+
+BAGS = [  # (indices, offsets, bags as lists of rows)
+    ([1, 1, 2], [0], [[1, 1, 2]]),
+    ([2, 1, 0, 3, 4, 1], [0, 3], [[2, 1, 0], [3, 4, 1]]),
+    ([3, 0, 2, 1], [0, 2, 2], [[3, 0], [], [2, 1]]),
+]
+
+
+@pytest.mark.parametrize("idx,offsets,bags", BAGS)
+def test_embedding_bag_max_gradient_goes_to_the_first_maximum(idx, offsets, bags):
+    w0 = np.array([[1.0, 2.0, 3.0], [1.0, 5.0, 0.0], [1.0, 5.0, 3.0], [0.0, 0.0, 9.0],
+                   [7.0, 7.0, 7.0]])
+    w = tgrad.tensor(w0, requires_grad=True)
+    y = F.embedding_bag(tgrad.tensor(idx), w, tgrad.tensor(offsets), mode="max")
+    y.sum().backward()
+    ref_out, ref_grad = _np_bag_max(w0, bags)
+    np.testing.assert_array_equal(y.detach().numpy(), ref_out)
+    np.testing.assert_array_equal(w.grad.numpy(), ref_grad)
+
+
+def test_embedding_bag_max_brief_example_and_padding():
+    w = tgrad.ones(4, 3, requires_grad=True)
+    F.embedding_bag(tgrad.tensor([1, 1, 2]), w, tgrad.tensor([0]), mode="max").sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy()[1:3], [[1.0] * 3, [0.0] * 3])
+    # padding entries are skipped: a bag of only padding is zeros, and ties skip it
+    w = tgrad.ones(4, 3, requires_grad=True)
+    y = F.embedding_bag(tgrad.tensor([3, 3, 1, 2]), w, tgrad.tensor([0, 1]), mode="max",
+                        padding_idx=3)
+    y.sum().backward()
+    np.testing.assert_array_equal(y.detach().numpy(), [[0.0] * 3, [1.0] * 3])
+    np.testing.assert_array_equal(w.grad.numpy(), [[0.0] * 3, [1.0] * 3, [0.0] * 3, [0.0] * 3])
+
+
+def test_embedding_bag_max_nan_and_gradcheck():
+    nan = float("nan")
+    w = tgrad.tensor([[nan, 1.0], [2.0, nan], [3.0, 0.0]], requires_grad=True)
+    y = F.embedding_bag(tgrad.tensor([2, 0, 1, 0]), w, tgrad.tensor([0]), mode="max")
+    y.sum().backward()  # a NaN propagates (np.max); the first NaN takes the gradient
+    np.testing.assert_array_equal(y.detach().numpy(), [[nan, nan]])
+    np.testing.assert_array_equal(w.grad.numpy(), [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    rng = np.random.default_rng(1)
+    w = tgrad.tensor(rng.standard_normal((5, 3)), requires_grad=True)
+    idx, off = tgrad.tensor([4, 0, 2, 1, 3, 2]), tgrad.tensor([0, 2, 2])
+    assert gradcheck(lambda t: F.embedding_bag(idx, t, off, mode="max"), (w,))
+    assert gradgradcheck(lambda t: F.embedding_bag(idx, t, off, mode="max") ** 2, (w,))
+
+
+# ====================================================================== 5. integer inputs
+INT_CASES = [  # (fn, input, reference as PyTorch: scalars truncated to the integer dtype)
+    (lambda x: F.hardtanh(x), [-3, 0, 3], [-1, 0, 1]),
+    (lambda x: F.hardtanh(x, -2.7, 2.7), [-3, 0, 3], [-2, 0, 2]),
+    (lambda x: F.hardtanh(x, 0.5, 0.7), [-3, 0, 3], [0, 0, 0]),
+    (lambda x: F.relu6(x), [-3, 4, 9], [0, 4, 6]),
+    (lambda x: F.threshold(x, 2, 0), [1, 5], [0, 5]),
+    (lambda x: F.threshold(x, -2.5, 7.9), [-2, 3], [7, 3]),
+    (lambda x: nn.Hardtanh(-2, 2)(x), [-3, 4, 9], [-2, 2, 2]),
+    (lambda x: nn.Threshold(2, -1)(x), [1, 5], [-1, 5]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+@pytest.mark.parametrize("fn,xs,ref", INT_CASES)
+def test_integer_inputs_stay_integer(fn, xs, ref, dtype):
+    dt = getattr(tgrad, dtype)
+    y = fn(tgrad.tensor(xs, dtype=dt))
+    assert y.dtype is dt
+    np.testing.assert_array_equal(y.numpy(), np.array(ref))
+
+
+@pytest.mark.parametrize("op", ["hardtanh", "relu6", "threshold"])
+def test_integer_inputs_in_place(op):
+    x = tgrad.tensor([-3, 1, 9])
+    fn = {"hardtanh": lambda t: F.hardtanh(t, inplace=True),
+          "relu6": lambda t: F.relu6(t, inplace=True),
+          "threshold": lambda t: F.threshold(t, 1, 0, inplace=True)}[op]
+    assert fn(x) is x and x.dtype is tgrad.int64
+    ref = {"hardtanh": [-1, 1, 1], "relu6": [0, 1, 6], "threshold": [0, 0, 9]}[op]
+    np.testing.assert_array_equal(x.numpy(), ref)
+
+
+def test_integer_scalar_overflow_and_bool_raise():
+    with pytest.raises(RuntimeError, match="without overflow"):
+        F.hardtanh(tgrad.tensor([1], dtype=tgrad.int32), -1.0, 2.0 ** 40)
+    with pytest.raises(RuntimeError, match="Bool inputs not supported for hardtanh"):
+        F.hardtanh(tgrad.tensor([True]))
+    with pytest.raises(NotImplementedError, match="Bool"):
+        F.threshold(tgrad.tensor([True]), 0, 0)
+
+
+# ====================================================================== 6. elu precision
+ELU_CASES = [  # (fn, alpha, input scale s): negative branch alpha (e^(s x) - 1)
+    (lambda x: F.elu(x), 1.0, 1.0),
+    (lambda x: F.elu(x, 1.5), 1.5, 1.0),
+    (lambda x: F.celu(x, 0.7), 0.7, 1 / 0.7),
+]
+
+
+@pytest.mark.parametrize("fn,alpha,s", ELU_CASES)
+def test_elu_gradient_relative_precision_float32(fn, alpha, s):
+    xs = np.array([-30.0, -17.0, -10.0, -1.0, -1e-3, 0.0, 0.5, 3.0])
+    x = tgrad.tensor(xs.astype(np.float32), requires_grad=True)
+    y = fn(x)
+    y.sum().backward()
+    x32 = xs.astype(np.float32).astype(np.float64)
+    ref_y = np.where(x32 > 0, x32, alpha * np.expm1(s * x32))
+    ref_g = np.where(x32 > 0, 1.0, alpha * s * np.exp(s * x32))
+    np.testing.assert_allclose(y.detach().numpy(), ref_y, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(x.grad.numpy(), ref_g, rtol=1e-6, atol=0)  # relative, tiny too
+
+
+def test_elu_special_values_and_double_backward():
+    x = tgrad.tensor([float("nan"), -math.inf, math.inf], requires_grad=True)
+    y = F.elu(x, 2.0)
+    y.sum().backward()  # PyTorch's elu_backward: x <= 0 takes the exponential branch
+    np.testing.assert_array_equal(y.detach().numpy(), [np.nan, -2.0, np.inf])
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 1.0])
+    xd = tgrad.tensor([-3.0, -0.7, -1e-4, 0.4, 2.0], dtype=tgrad.float64, requires_grad=True)
+    for fn in (lambda t: F.elu(t, 1.3), lambda t: F.celu(t, 0.6), F.selu):
+        assert gradcheck(fn, (xd,))
+        assert gradgradcheck(fn, (xd,))
+    # the second derivative itself: alpha e^x on the negative side, 0 on the positive
+    g, = tgrad.autograd.grad(F.elu(xd, 1.3).sum(), xd, create_graph=True)
+    g.sum().backward()
+    xv = xd.detach().numpy()
+    np.testing.assert_allclose(xd.grad.numpy(), np.where(xv > 0, 0.0, 1.3 * np.exp(xv)),
+                               rtol=1e-14)
+
+
+# ====================================================================== 7. double backward
+def _pool_in(x):
+    return x.reshape(1, 1, -1)
+
+
+def _copies(source: np.ndarray) -> np.ndarray:
+    """d(sum of a padding)/dx: how often each input position was copied."""
+    return np.bincount(source, minlength=6).astype(float)
+
+
+PIECEWISE = [  # (name, fn of a (6,) float64 tensor, first derivative as NumPy)
+    ("leaky_relu", lambda x: F.leaky_relu(x, 0.1), lambda v: np.where(v > 0, 1.0, 0.1)),
+    ("hardtanh", lambda x: F.hardtanh(x, -1.0, 2.0),
+     lambda v: ((v > -1) & (v < 2)).astype(float)),
+    ("relu6", lambda x: F.relu6(x * 3), lambda v: 3.0 * ((3 * v > 0) & (3 * v < 6))),
+    ("threshold", lambda x: F.threshold(x, 0.5, -2.0), lambda v: (v > 0.5).astype(float)),
+    ("prelu", lambda x: F.prelu(x, tgrad.tensor([0.25], dtype=tgrad.float64)),
+     lambda v: np.where(v > 0, 1.0, 0.25)),
+    ("rrelu_eval", lambda x: F.rrelu(x, 0.1, 0.3), lambda v: np.where(v >= 0, 1.0, 0.2)),
+    ("softshrink", lambda x: F.softshrink(x, 0.5), lambda v: (np.abs(v) > 0.5).astype(float)),
+    ("hardshrink", lambda x: F.hardshrink(x, 0.5), lambda v: (np.abs(v) > 0.5).astype(float)),
+    ("max_pool1d", lambda x: F.max_pool1d(_pool_in(x), 2),
+     lambda v: np.eye(2)[np.argmax(v.reshape(3, 2), 1)].reshape(-1)),
+    ("max_pool2d", lambda x: F.max_pool2d(x.reshape(1, 1, 2, 3), (2, 1)),
+     lambda v: np.eye(2)[np.argmax(v.reshape(2, 3), 0)].T.reshape(-1)),
+    ("max_pool3d", lambda x: F.max_pool3d(x.reshape(1, 1, 1, 2, 3), (1, 2, 1)),
+     lambda v: np.eye(2)[np.argmax(v.reshape(2, 3), 0)].T.reshape(-1)),
+    ("avg_pool1d", lambda x: F.avg_pool1d(_pool_in(x), 3), lambda v: np.full(6, 1 / 3)),
+    ("avg_pool2d", lambda x: F.avg_pool2d(x.reshape(1, 1, 2, 3), 2, 1),
+     lambda v: np.array([1, 2, 1, 1, 2, 1]) / 4),
+    ("avg_pool3d", lambda x: F.avg_pool3d(x.reshape(1, 1, 1, 2, 3), (1, 2, 3)),
+     lambda v: np.full(6, 1 / 6)),
+    ("adaptive_avg_pool1d", lambda x: F.adaptive_avg_pool1d(_pool_in(x), 2),
+     lambda v: np.full(6, 1 / 3)),
+    ("adaptive_max_pool1d", lambda x: F.adaptive_max_pool1d(_pool_in(x), 2),
+     lambda v: np.eye(3)[np.argmax(v.reshape(2, 3), 1)].reshape(-1)),
+    ("reflect_pad", lambda x: F.pad(_pool_in(x), (2, 1), mode="reflect"),
+     lambda v: _copies(np.pad(np.arange(6), (2, 1), mode="reflect"))),
+    ("replicate_pad", lambda x: F.pad(_pool_in(x), (2, 1), mode="replicate"),
+     lambda v: _copies(np.pad(np.arange(6), (2, 1), mode="edge"))),
+]
+XS = np.array([1.3, -0.7, 2.6, 0.2, -1.9, 0.9])
+
+
+@pytest.mark.parametrize("name,fn,dfn", PIECEWISE, ids=[c[0] for c in PIECEWISE])
+def test_double_backward_through_piecewise_linear_ops(name, fn, dfn):
+    x = tgrad.tensor(XS, requires_grad=True)
+    g, = tgrad.autograd.grad(fn(x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), dfn(XS), rtol=1e-15)
+    assert g.requires_grad  # in x's graph although the incoming gradient is a constant
+    g.sum().backward()  # the second derivative is 0 almost everywhere
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(6))
+    # and the gradient's dependence on the incoming gradient is kept: finite differences
+    x = tgrad.tensor(XS, requires_grad=True)
+    assert gradgradcheck(fn, (x,))
+
+
+def test_double_backward_rrelu_training_and_in_place():
+    tgrad.manual_seed(0)
+    x = tgrad.tensor(XS, requires_grad=True)
+    y = F.rrelu(x, 0.1, 0.3, training=True)
+    g, = tgrad.autograd.grad(y.sum(), x, create_graph=True)
+    slopes = y.detach().numpy() / XS  # the slope drawn for each element (1 for x >= 0)
+    np.testing.assert_allclose(g.detach().numpy(), slopes, rtol=1e-14)
+    g.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(6))
+    for inplace_fn in (lambda t: F.leaky_relu(t, 0.1, inplace=True),
+                       lambda t: F.hardtanh(t, inplace=True),
+                       lambda t: F.rrelu(t, 0.1, 0.3, training=True, inplace=True)):
+        x = tgrad.tensor(XS, requires_grad=True)
+        g, = tgrad.autograd.grad(inplace_fn(x * 1.0).sum(), x, create_graph=True)
+        g.sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.zeros(6))
+
+
+def test_double_backward_mixed_terms_kept():
+    # prelu with a weight that needs grad: d2/dx dw = 1 where x <= 0
+    x = tgrad.tensor(XS, requires_grad=True)
+    w = tgrad.tensor([0.25], dtype=tgrad.float64, requires_grad=True)
+    g, = tgrad.autograd.grad(F.prelu(x, w).sum(), x, create_graph=True)
+    g.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(6))
+    np.testing.assert_array_equal(w.grad.numpy(), [(XS <= 0).sum()])
+    # a second-order term through another op: d/dx of (leaky_relu(x)^2)' = 2 slope^2
+    x = tgrad.tensor(XS, requires_grad=True)
+    g, = tgrad.autograd.grad((F.leaky_relu(x, 0.1) ** 2).sum(), x, create_graph=True)
+    g.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.where(XS > 0, 1.0, 0.01), rtol=1e-15)
+
+
+def test_first_order_unchanged_without_create_graph():
+    x = tgrad.tensor(XS, requires_grad=True)
+    g, = tgrad.autograd.grad(F.leaky_relu(x, 0.1).sum(), x)
+    assert not g.requires_grad
+    np.testing.assert_array_equal(g.numpy(), np.where(XS > 0, 1.0, 0.1))
