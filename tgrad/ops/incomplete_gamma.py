@@ -32,7 +32,7 @@ from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops._temme_coefs import D as _TEMME
 from tgrad.ops.erfs import erfc
 from tgrad.ops.pointwise_extras import broadcast_tensors
-from tgrad.ops.special import lgamma
+from tgrad.ops.special import _horner, lgamma
 from tgrad.tensor import Tensor
 
 __all__ = ["igamma", "igammac"]
@@ -87,20 +87,16 @@ def _upper_fraction(a: Tensor, x: Tensor) -> Tensor:
     return ew.exp(_log_prefactor(a, x)) * h
 
 
+_M_MINUS_LOG1P = [(-1) ** k / k for k in range(2, 24)]  # m - log1p(m) = m^2 sum_k c_k m^k
+
+
 def _x_minus_log1p(m: Tensor) -> Tensor:
     """m - log1p(m) (> 0 for m > -1, m != 0), by its series sum_k (-m)^k / k below |m| = 0.1."""
     near = m.abs() < 0.1
     mn = ew.where(near, m, 0.0)
-    series = mn * mn * _horner_series([(-1) ** k / k for k in range(2, 24)], mn)
+    series = mn * mn * _horner(_M_MINUS_LOG1P, mn)
     mf = ew.where(near, 1.0, m)
     return ew.where(near, series, mf - ew.log1p(mf))
-
-
-def _horner_series(coefs: list, t: Tensor) -> Tensor:
-    acc = coefs[-1] + t * 0.0
-    for c in reversed(coefs[:-1]):
-        acc = acc * t + c
-    return acc
 
 
 def _temme(a: Tensor, x: Tensor) -> tuple:
@@ -109,7 +105,7 @@ def _temme(a: Tensor, x: Tensor) -> tuple:
     eta = ew.sqrt(2.0 * _x_minus_log1p(m)) * ew.sign(m)
     total = 0.0 * a
     for row in reversed(_TEMME):
-        total = total / a + _horner_series(list(row), eta)
+        total = total / a + _horner(row, eta)
     r = ew.exp(-0.5 * a * eta * eta) * ew.rsqrt(2 * math.pi * a) * total
     z = eta * ew.sqrt(0.5 * a)
     return 0.5 * erfc(-z) - r, 0.5 * erfc(z) + r
