@@ -25,7 +25,17 @@ Closed forms registered here:
 - Poisson || Poisson: r_p log(r_p / r_q) - r_p + r_q (r_q where r_p = 0);
 - Binomial || Binomial (n_p >= n_q): n (p (l_p - l_q) + log1p(-p) - log1p(-q)), inf
   where n_p > n_q;
-- Geometric || Geometric: -H(p) - log1p(-q) / p - l_q.
+- Geometric || Geometric: -H(p) - log1p(-q) / p - l_q;
+- LogNormal || LogNormal and HalfNormal || HalfNormal: their Normals' KL;
+- Gumbel || Gumbel: log(b2 / b1) + gamma_e (b1 / b2 - 1) + (m1 - m2) / b2
+  + e^((m2 - m1) / b2) Gamma(1 + b1 / b2) - 1;
+- Pareto || Pareto: log(a1 / a2) + a2 log(s1 / s2) + a2 / a1 - 1 (inf where s1 < s2);
+- Cauchy || Cauchy: log(((s1 + s2)^2 + (m1 - m2)^2) / (4 s1 s2));
+- across families, -H(p) - E_p[log q] with p's moments: Exponential || Gamma, Gamma ||
+  Exponential, {Exponential, Gamma, Laplace, Gumbel} || Normal, {Normal, Exponential,
+  Gamma} || Gumbel, Normal || Laplace, Beta || Uniform; and inf where p's support is not
+  inside q's (the reals-supported families against the half-line or interval ones, the
+  half-line ones against Beta, Pareto and Uniform).
 """
 
 from __future__ import annotations
@@ -44,7 +54,15 @@ from tgrad.distributions.gamma import Beta, Dirichlet, Gamma
 from tgrad.distributions.laplace import Laplace
 from tgrad.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from tgrad.distributions.normal import Normal
-from tgrad.distributions.scalar_families import Geometric
+from tgrad.distributions.scalar_families import (
+    EULER_GAMMA,
+    Cauchy,
+    Geometric,
+    Gumbel,
+    HalfNormal,
+    LogNormal,
+    Pareto,
+)
 from tgrad.distributions.uniform import Uniform
 from tgrad.linalg import solve_triangular
 from tgrad.nn import functional as F
@@ -218,3 +236,136 @@ def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
 @register_kl(Geometric, Geometric)
 def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Tensor:
     return -p.entropy() - ew.log1p(-q.probs) / p.probs - q.logits
+
+
+# ------------------------------------------------------------------ more families (closed forms)
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p: LogNormal, q: LogNormal) -> Tensor:
+    return _kl_normal_normal(p, q)  # the same loc / scale algebra (x -> log x is shared)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> Tensor:
+    var_ratio = (p.scale / q.scale).pow(2)
+    return 0.5 * (var_ratio - 1 - ew.log(var_ratio))
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Tensor:
+    ct = p.scale / q.scale
+    return (ew.log(q.scale / p.scale) + EULER_GAMMA * (ct - 1) + (p.loc - q.loc) / q.scale
+            + ew.exp((q.loc - p.loc) / q.scale + lgamma(ct + 1)) - 1)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
+    kl = (ew.log(p.alpha / q.alpha) + q.alpha * ew.log(p.scale / q.scale)
+          + q.alpha / p.alpha - 1)
+    return ew.where(p.scale < q.scale, math.inf, kl)
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p: Cauchy, q: Cauchy) -> Tensor:
+    return ew.log(((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2))
+                  / (4 * p.scale * q.scale))
+
+
+def _cross_normal(mean: Tensor, var: Tensor, q: Normal) -> Tensor:
+    """-E_p[log q] for q = Normal(m, s), from p's mean and variance."""
+    return ew.log(q.scale) + _LOG_SQRT_2PI + (var + (mean - q.loc).pow(2)) / (2 * q.scale.pow(2))
+
+
+def _cross_gumbel(mean: Tensor, exp_neg: Tensor, q: Gumbel) -> Tensor:
+    """-E_p[log q] for q = Gumbel(m, b): log b + E[z] + E[e^-z], z = (x - m) / b, given
+    p's mean and ``exp_neg`` = E_p[e^(-x / b)]."""
+    return ew.log(q.scale) + (mean - q.loc) / q.scale + ew.exp(q.loc / q.scale) * exp_neg
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p: Exponential, q: Gamma) -> Tensor:
+    # E_p[log x] = -gamma_e - log r, E_p[x] = 1 / r
+    r, a, b = p.rate, q.concentration, q.rate
+    return (-p.entropy() - a * ew.log(b) + (a - 1) * (EULER_GAMMA + ew.log(r)) + b / r
+            + lgamma(a))
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p: Gamma, q: Exponential) -> Tensor:
+    return -p.entropy() - ew.log(q.rate) + q.rate * p.concentration / p.rate
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p: Exponential, q: Normal) -> Tensor:
+    return -p.entropy() + _cross_normal(1 / p.rate, p.rate.pow(-2), q)
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p: Gamma, q: Normal) -> Tensor:
+    a, b = p.concentration, p.rate
+    return -p.entropy() + _cross_normal(a / b, a / b.pow(2), q)
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p: Laplace, q: Normal) -> Tensor:
+    return -p.entropy() + _cross_normal(p.loc, 2 * p.scale.pow(2), q)
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p: Gumbel, q: Normal) -> Tensor:
+    mean = p.loc + EULER_GAMMA * p.scale
+    return -p.entropy() + _cross_normal(mean, (math.pi * p.scale).pow(2) / 6, q)
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p: Normal, q: Laplace) -> Tensor:
+    # E|x - m| for x ~ N(mu, s), d = mu - m: s sqrt(2/pi) e^(-d^2 / 2s^2) + d erf(d / (s sqrt 2))
+    d, s = p.loc - q.loc, p.scale
+    mean_abs = (s * math.sqrt(2 / math.pi) * ew.exp(-(d / s).pow(2) / 2)
+                + d * ew.erf(d / (s * math.sqrt(2))))
+    return -p.entropy() + ew.log(2 * q.scale) + mean_abs / q.scale
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p: Normal, q: Gumbel) -> Tensor:
+    # E[e^(-x / b)] = e^(-mu / b + s^2 / (2 b^2))
+    b = q.scale
+    return -p.entropy() + _cross_gumbel(p.loc, ew.exp(-p.loc / b + (p.scale / b).pow(2) / 2), q)
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p: Exponential, q: Gumbel) -> Tensor:
+    # E[e^(-x / b)] = r / (r + 1 / b)
+    r, b = p.rate, q.scale
+    return -p.entropy() + _cross_gumbel(1 / r, r * b / (r * b + 1), q)
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p: Gamma, q: Gumbel) -> Tensor:
+    # E[e^(-x / b)] = (beta b / (beta b + 1))^a
+    a, beta, b = p.concentration, p.rate, q.scale
+    return -p.entropy() + _cross_gumbel(a / beta, (beta * b / (beta * b + 1)).pow(a), q)
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p: Beta, q: Uniform) -> Tensor:
+    kl = -p.entropy() + ew.log(q.high - q.low)
+    return ew.where((q.low > 0) | (q.high < 1), math.inf, kl)
+
+
+def _infinite(p: Distribution, q: Distribution) -> Tensor:
+    """KL = inf: p puts mass where q's density is 0 (batch shape of p and q broadcast)."""
+    from tgrad.ops.creation import full
+    shape = tuple(np.broadcast_shapes(p.batch_shape, q.batch_shape))
+    like = next(iter(v for v in p.__dict__.values() if isinstance(v, Tensor)))
+    return full(shape, math.inf, dtype=like.dtype, device=like.device)
+
+
+for _p in (Normal, Laplace, Gumbel, Cauchy):  # supported on the reals
+    for _q in (Exponential, Gamma, Pareto, Beta, Uniform):
+        register_kl(_p, _q)(_infinite)
+for _p in (Exponential, Gamma, HalfNormal, LogNormal):  # on the half-line
+    for _q in (Beta, Pareto, Uniform):
+        register_kl(_p, _q)(_infinite)
