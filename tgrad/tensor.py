@@ -268,7 +268,7 @@ class Tensor:
 
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs=None) -> None:
-        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, inputs)
 
     # ------------------------------------------------------------------ interop
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -407,9 +407,9 @@ class Tensor:
 
 def _autograd_backward(*args, **kwargs) -> None:
     global _autograd_backward
-    from tgrad.autograd import backward
-    _autograd_backward = backward  # bound on first use (tgrad.autograd imports this module)
-    backward(*args, **kwargs)
+    from tgrad.autograd import tensor_backward
+    _autograd_backward = tensor_backward  # bound on first use (tgrad.autograd imports this)
+    tensor_backward(*args, **kwargs)
 
 
 def _to(*args, **kwargs) -> Tensor:

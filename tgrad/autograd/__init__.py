@@ -181,6 +181,20 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     run_backward(edges, root_grads, retain_graph, create_graph, capture, accumulate=True)
 
 
+def tensor_backward(t, gradient, retain_graph: bool | None, create_graph: bool,
+                    inputs) -> None:
+    """``Tensor.backward``: the common case (a non-view result of an op, given a gradient
+    of its shape, dtype and device, no ``inputs``) straight to the engine, with the edge and
+    gradient ``backward`` would build; everything else through ``backward``."""
+    if (inputs is None and type(gradient) is _function.Tensor and t._base is None
+            and t._grad_fn is not None and gradient._data.shape == t._data.shape
+            and gradient.device is t.device and gradient.dtype is t.dtype):
+        run_backward([(t._grad_fn, t._output_nr)], [gradient],
+                     create_graph if retain_graph is None else retain_graph, create_graph)
+        return
+    backward(t, gradient, retain_graph, create_graph, inputs=inputs)
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
          create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
          is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
