@@ -33,6 +33,7 @@ MODULES = [
     ("tgrad.nn.utils.prune", "pruning"),
     ("tgrad.nn.utils.fusion", "folding BatchNorm into convolutions and linear layers"),
     ("tgrad.optim", "optimizers"),
+    ("tgrad.optim.optimizer", "the Optimizer base class and the global step hooks"),
     ("tgrad.optim.lr_scheduler", "learning-rate schedules"),
     ("tgrad.optim.swa_utils", "weight averaging (SWA, EMA)"),
     ("tgrad.amp", "automatic mixed precision (autocast, GradScaler)"),

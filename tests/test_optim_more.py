@@ -278,7 +278,8 @@ def test_matches_reference(name, case, maximize):
 def test_defaults(name):
     cls, _, defaults, _ = CASES[name]
     opt = cls([tgrad.ones(2, requires_grad=True)])
-    assert opt.defaults == dict(defaults, maximize=False)
+    assert opt.defaults == dict(defaults, maximize=False, foreach=None, capturable=False,
+                                differentiable=False)
 
 
 STATE_KEYS = {

@@ -320,7 +320,7 @@ def test_group_norm_of_one_value_per_group_and_bce_weight_that_would_broadcast_u
 
 def test_batchnorm_loads_a_legacy_state_dict_without_num_batches_tracked():
     m = nn.Sequential(nn.BatchNorm1d(3))
-    sd = m.state_dict()
+    sd = dict(m.state_dict())  # a plain dict: no _metadata, so a pre-version-2 state_dict
     del sd["0.num_batches_tracked"]
     result = m.load_state_dict(sd)
     assert result.missing_keys == [] and result.unexpected_keys == []

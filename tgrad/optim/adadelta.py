@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, check_implementation_flags
+from tgrad.optim.optimizer import Optimizer, _get_scalar_dtype, check_implementation_flags
 
 
 class Adadelta(Optimizer):
     """Adadelta (Zeiler, "ADADELTA: An Adaptive Learning Rate Method"), PyTorch's update
-    rule (see ``_functional.adadelta``). State per parameter: 'step' (float32 scalar
+    rule (see ``_functional.adadelta``). State per parameter: 'step' (scalar
     tensor), 'square_avg', 'acc_delta'."""
 
     def __init__(self, params: Iterable, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
@@ -27,12 +27,13 @@ class Adadelta(Optimizer):
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
-                                      maximize=maximize))
+                                      maximize=maximize, capturable=capturable,
+                                      foreach=foreach, differentiable=differentiable))
 
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
-        return {"step": tensor(0.0, dtype="float32"), "square_avg": zeros_like(p),
+        return {"step": tensor(0.0, dtype=_get_scalar_dtype()), "square_avg": zeros_like(p),
                 "acc_delta": zeros_like(p)}
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -3,32 +3,40 @@
 from __future__ import annotations
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, check_adam_args, check_implementation_flags
+from tgrad.optim.optimizer import (
+    Optimizer,
+    _get_scalar_dtype,
+    check_adam_args,
+    check_implementation_flags,
+)
 
 
 class Adam(Optimizer):
     """Adam (PyTorch's update rule, see ``_functional.adam``); weight_decay is L2 added to
-    the gradient. State per parameter: step (float32 scalar tensor), exp_avg, exp_avg_sq
-    (and max_exp_avg_sq with amsgrad)."""
-
-    _decoupled = False
+    the gradient (decoupled as AdamW with ``decoupled_weight_decay=True``). State per
+    parameter: step (scalar tensor, float32, or float64 when the default dtype is float64),
+    exp_avg, exp_avg_sq (and max_exp_avg_sq with amsgrad)."""
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
-                 differentiable: bool = False, fused: bool | None = None) -> None:
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
         check_implementation_flags(type(self).__name__, foreach, fused, capturable,
                                    differentiable)
         check_adam_args(lr, eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize))
+                                      maximize=maximize, foreach=foreach,
+                                      capturable=capturable, differentiable=differentiable,
+                                      fused=fused,
+                                      decoupled_weight_decay=decoupled_weight_decay))
 
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
-        st = {"step": tensor(0.0, dtype="float32"), "exp_avg": zeros_like(p),
-              "exp_avg_sq": zeros_like(p)}
+        st = {"step": tensor(0.0, dtype=_get_scalar_dtype(group["fused"])),
+              "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
         if group["amsgrad"]:
             st["max_exp_avg_sq"] = zeros_like(p)
         return st
@@ -43,14 +51,13 @@ class Adam(Optimizer):
             _functional.adam(params, grads, m, v, vmax, steps, lr=group["lr"], beta1=beta1,
                              beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
                              amsgrad=group["amsgrad"], maximize=group["maximize"],
-                             decoupled_weight_decay=self._decoupled)
+                             decoupled_weight_decay=group["decoupled_weight_decay"])
         return loss
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay: p <- p (1 - lr wd) before the Adam update."""
-
-    _decoupled = True
+    """Adam with decoupled weight decay: p <- p (1 - lr wd) before the Adam update (its
+    groups always have ``decoupled_weight_decay=True``, also after ``load_state_dict``)."""
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
@@ -58,4 +65,10 @@ class AdamW(Adam):
                  differentiable: bool = False, fused: bool | None = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
                          maximize=maximize, capturable=capturable,
-                         differentiable=differentiable, fused=fused)
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:  # as PyTorch: AdamW's decay is always decoupled
+            group["decoupled_weight_decay"] = True

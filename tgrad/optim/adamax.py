@@ -5,13 +5,18 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, check_adam_args, check_implementation_flags
+from tgrad.optim.optimizer import (
+    Optimizer,
+    _get_scalar_dtype,
+    check_adam_args,
+    check_implementation_flags,
+)
 
 
 class Adamax(Optimizer):
     """Adamax (Kingma & Ba, "Adam: A Method for Stochastic Optimization", section 7),
     PyTorch's update rule (see ``_functional.adamax``). State per parameter: 'step'
-    (float32 scalar tensor), 'exp_avg', 'exp_inf'."""
+    (scalar tensor), 'exp_avg', 'exp_inf'."""
 
     def __init__(self, params: Iterable, lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -21,12 +26,14 @@ class Adamax(Optimizer):
         check_implementation_flags("Adamax", foreach, None, capturable, differentiable)
         check_adam_args(lr, eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, maximize=maximize))
+                                      weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
 
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
-        return {"step": tensor(0.0, dtype="float32"), "exp_avg": zeros_like(p),
+        return {"step": tensor(0.0, dtype=_get_scalar_dtype()), "exp_avg": zeros_like(p),
                 "exp_inf": zeros_like(p)}
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

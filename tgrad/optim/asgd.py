@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, check_implementation_flags
+from tgrad.optim.optimizer import Optimizer, _get_scalar_dtype, check_implementation_flags
 
 
 class ASGD(Optimizer):
     """Averaged SGD (Polyak & Juditsky, "Acceleration of stochastic approximation by
     averaging"), PyTorch's update rule (see ``_functional.asgd``); the running average of the
-    iterates is kept in state 'ax'. State per parameter: 'step' (float32 scalar tensor),
+    iterates is kept in state 'ax'. State per parameter: 'step' (scalar tensor),
     'eta' and 'mu' (float64 scalar tensors), 'ax'."""
 
     def __init__(self, params: Iterable, lr: float = 1e-2, lambd: float = 1e-4,
@@ -24,12 +24,14 @@ class ASGD(Optimizer):
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
-                                      weight_decay=weight_decay, maximize=maximize))
+                                      weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
 
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
-        return {"step": tensor(0.0, dtype="float32"),
+        return {"step": tensor(0.0, dtype=_get_scalar_dtype()),
                 "eta": tensor(float(group["lr"]), dtype="float64"),
                 "mu": tensor(1.0, dtype="float64"), "ax": zeros_like(p)}
 

@@ -105,6 +105,11 @@ def _lambdas(optimizer: Optimizer, lr_lambda) -> list:
     return [lr_lambda] * len(optimizer.param_groups)
 
 
+class _LRScheduler(LRScheduler):
+    """PyTorch's old name of ``LRScheduler``, kept for backward compatibility (a subclass,
+    so that its ``__name__`` is ``_LRScheduler``, as PyTorch)."""
+
+
 class LambdaLR(LRScheduler):
     """lr = initial_lr * lr_lambda(epoch) (one function, or one per parameter group)."""
 

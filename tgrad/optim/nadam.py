@@ -5,13 +5,18 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, check_adam_args, check_implementation_flags
+from tgrad.optim.optimizer import (
+    Optimizer,
+    _get_scalar_dtype,
+    check_adam_args,
+    check_implementation_flags,
+)
 
 
 class NAdam(Optimizer):
     """NAdam (Dozat, "Incorporating Nesterov Momentum into Adam"), PyTorch's update rule
     (see ``_functional.nadam``); ``decoupled_weight_decay=True`` gives NAdamW. State per
-    parameter: 'step' (float32 scalar tensor), 'mu_product' (float64 scalar tensor, the
+    parameter: 'step' (scalar tensor), 'mu_product' (float64 scalar tensor, the
     running product of the momentum schedule), 'exp_avg', 'exp_avg_sq'."""
 
     def __init__(self, params: Iterable, lr: float = 2e-3,
@@ -27,13 +32,15 @@ class NAdam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, momentum_decay=momentum_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
-                                      maximize=maximize))
+                                      maximize=maximize, foreach=foreach,
+                                      capturable=capturable, differentiable=differentiable))
 
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
-        return {"step": tensor(0.0, dtype="float32"), "mu_product": tensor(1.0, dtype="float64"),
-                "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+        return {"step": tensor(0.0, dtype=_get_scalar_dtype()),
+                "mu_product": tensor(1.0, dtype="float64"), "exp_avg": zeros_like(p),
+                "exp_avg_sq": zeros_like(p)}
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = self._eval_closure(closure)

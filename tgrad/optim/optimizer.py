@@ -1,19 +1,98 @@
-"""Optimizer: the base class (param_groups, state, zero_grad, state_dict / load_state_dict).
+"""Optimizer: the base class (param_groups, state, zero_grad, state_dict / load_state_dict,
+step / state-dict hooks) and the global step hooks (``register_optimizer_step_pre_hook``,
+``register_optimizer_step_post_hook``).
 
 Subclasses implement ``step`` as ONE loop per parameter group: gather the parameters that
 have a gradient and their state (``Optimizer._collect``), then make one call to a per-group
 update function from ``tgrad.optim._functional`` (the seam where a fused GPU kernel per group
-plugs in)."""
+plugs in). Every subclass's ``step`` is wrapped (``__init_subclass__``) to run the step
+hooks around it, as PyTorch's ``Optimizer.profile_hook_step``."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
+from itertools import chain
 from typing import Any, Callable, Iterable
 
+from tgrad import dtypes
 from tgrad.autograd.grad_mode import enable_grad
+from tgrad.autograd.node import RemovableHandle
 from tgrad.tensor import Tensor
+
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+
+# Hooks run around the step of every optimizer: id -> hook(optimizer, args, kwargs).
+_global_optimizer_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+
+_HOOK_TABLES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks")
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """Register a pre hook run before the ``step`` of every optimizer:
+    ``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``, where ``args``
+    starts with the optimizer itself (as PyTorch). Global hooks run before the optimizer's
+    own; ``handle.remove()`` unregisters it."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """Register a post hook run after the ``step`` of every optimizer:
+    ``hook(optimizer, args, kwargs) -> None``. Global post hooks run after the optimizer's
+    own; ``handle.remove()`` unregisters it."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
+
+
+def _get_scalar_dtype(is_fused: bool | None = None) -> dtypes.DType:
+    """The dtype of ``state["step"]`` (PyTorch's ``_get_scalar_dtype``): float64 when the
+    default dtype is float64, else float32; always float32 with ``fused=True``."""
+    if is_fused:
+        return dtypes.float32
+    return dtypes.float64 if dtypes.get_default_dtype() is dtypes.float64 else dtypes.float32
+
+
+def _hook_step(func: Callable) -> Callable:
+    """Wrap an optimizer's ``step``: global then per-optimizer pre hooks (each may return
+    (new_args, new_kwargs)), the step, then per-optimizer then global post hooks. A step
+    called from inside another (a subclass's ``step`` calling ``super().step()``) runs the
+    hooks only once, around the outer call."""
+
+    @functools.wraps(func)
+    def step(*args, **kwargs):
+        self = args[0]
+        if self.__dict__.get("_in_hooked_step"):
+            return func(*args, **kwargs)
+        d = self.__dict__
+        for hook in list(chain(_global_optimizer_pre_hooks.values(),
+                               d.get("_optimizer_step_pre_hooks", {}).values())):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{func} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+        d["_in_hooked_step"] = True
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            d["_in_hooked_step"] = False
+        for hook in list(chain(d.get("_optimizer_step_post_hooks", {}).values(),
+                               _global_optimizer_post_hooks.values())):
+            hook(self, args, kwargs)
+        return out
+
+    step.hooked = True
+    return step
 
 
 class _RequiredParameter:
@@ -28,8 +107,19 @@ class Optimizer:
     """Holds ``param_groups`` (a list of dicts: "params" plus hyper-parameters, defaults
     filled from ``defaults``) and ``state`` (param -> dict of per-parameter tensors)."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if callable(step) and not getattr(step, "hooked", False):
+            cls.step = _hook_step(step)
+
     def __init__(self, params: Iterable, defaults: dict) -> None:
         self.defaults = defaults
+        for table in _HOOK_TABLES:
+            setattr(self, table, OrderedDict())
+        step = type(self).step  # re-wrap a step assigned to the class after its creation
+        if type(self) is not Optimizer and not getattr(step, "hooked", False):
+            type(self).step = _hook_step(step)
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict] = []
         if isinstance(params, Tensor):
@@ -116,6 +206,62 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None):
         raise NotImplementedError
 
+    def __getstate__(self) -> dict:
+        # hooks are not pickled / deep-copied (PyTorch keeps only defaults, state and groups)
+        return {k: v for k, v in self.__dict__.items()
+                if k not in _HOOK_TABLES and k != "_in_hooked_step"}
+
+    def __setstate__(self, state: dict) -> None:
+        """Restore from ``state`` (pickling, ``load_state_dict``); groups missing a key get
+        it from ``defaults`` (as PyTorch's per-class ``__setstate__`` fills older
+        checkpoints' groups)."""
+        self.__dict__.update(state)
+        for table in _HOOK_TABLES:
+            if table not in self.__dict__:
+                setattr(self, table, OrderedDict())
+        for group in self.param_groups:
+            for name, default in self.defaults.items():
+                if default is not required:
+                    group.setdefault(name, default)
+        self.defaults.setdefault("differentiable", False)  # as PyTorch (not in the groups)
+
+    # ------------------------------------------------------------------ hooks
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Register ``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``, run
+        before ``step`` (after the global pre hooks); ``args`` starts with the optimizer.
+        ``handle.remove()`` unregisters it."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook, False)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Register ``hook(optimizer, args, kwargs) -> None``, run after ``step`` (before the
+        global post hooks)."""
+        return _add_hook(self._optimizer_step_post_hooks, hook, False)
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
+                                     ) -> RemovableHandle:
+        """Register ``hook(optimizer) -> None``, run at the start of ``state_dict()``;
+        ``prepend=True`` runs it before the hooks already registered."""
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False
+                                      ) -> RemovableHandle:
+        """Register ``hook(optimizer, state_dict) -> state_dict or None``, run on the state
+        dict ``state_dict()`` built (it may edit it in place or return a new one, which is
+        then passed on and returned)."""
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
+                                          ) -> RemovableHandle:
+        """Register ``hook(optimizer, state_dict) -> state_dict or None``, run at the start of
+        ``load_state_dict`` on a shallow copy of the given dict; a returned dict is loaded
+        instead."""
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False
+                                           ) -> RemovableHandle:
+        """Register ``hook(optimizer) -> None``, run at the end of ``load_state_dict``."""
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     def _collect(self, group: dict, init_state: Callable[[Tensor, dict], dict] | None = None,
                  *names: str) -> tuple[list, ...]:
         """Gather one group for ``step``: ``(params, grads, *entries)``, the parameters that
@@ -144,7 +290,10 @@ class Optimizer:
     def state_dict(self) -> dict:
         """{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]};
         parameters are numbered in the order of the groups. Values are references (not
-        copies), like PyTorch."""
+        copies), like PyTorch. The state-dict pre hooks run first and the post hooks last
+        (a post hook may return a new dict)."""
+        for pre_hook in list(self._optimizer_state_dict_pre_hooks.values()):
+            pre_hook(self)
         # PyTorch's numbering: a group's parameters take the indices start, start + 1, ...
         # (start = the number of entries in the groups before it); a parameter seen in an
         # earlier group keeps its index, and one repeated within a group gets the index of
@@ -160,12 +309,23 @@ class Optimizer:
             start += len(packed["params"])
             groups.append(packed)
         state = {index[id(p)]: s for p, s in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in list(self._optimizer_state_dict_post_hooks.values()):
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore hyper-parameters and state; tensors are copied and cast to the dtype and
-        device of their parameter (``step`` stays as saved)."""
+        device of their parameter (``step`` stays as saved, or float32 in a group with
+        ``fused`` / ``capturable``). The load-state-dict pre hooks see (and may replace) a
+        shallow copy of ``state_dict`` first; the post hooks run last."""
         state_dict = copy.copy(state_dict)
+        for pre_hook in list(self._optimizer_load_state_dict_pre_hooks.values()):
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved = state_dict["param_groups"]
         if len(groups) != len(saved):
@@ -173,17 +333,19 @@ class Optimizer:
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved)):
             raise ValueError("loaded state dict contains a parameter group that doesn't match "
                              "the size of optimizer's group")
-        id_map = {}
+        id_map, step_f32 = {}, {}
         for g, s in zip(groups, saved):
             for p, i in zip(g["params"], s["params"]):
                 id_map[i] = p
-        self.state = defaultdict(dict)
+                step_f32[i] = bool(s.get("fused") or s.get("capturable"))
+        new_state: defaultdict = defaultdict(dict)
         for k, v in state_dict["state"].items():
             k = int(k)
             if k not in id_map:
                 continue
             p = id_map[k]
-            self.state[p] = {name: _cast_state(p, name, val) for name, val in v.items()}
+            new_state[p] = {name: _cast_state(p, name, val, step_f32[k])
+                            for name, val in v.items()}
         new_groups = []
         for g, s in zip(groups, saved):
             ng = {k: v for k, v in s.items() if k != "params"}
@@ -191,7 +353,9 @@ class Optimizer:
             if "param_names" in g and "param_names" not in ng:  # saved without names
                 ng["param_names"] = g["param_names"]
             new_groups.append(ng)
-        self.param_groups = new_groups
+        self.__setstate__({"state": new_state, "param_groups": new_groups})
+        for post_hook in list(self._optimizer_load_state_dict_post_hooks.values()):
+            post_hook(self)
 
     def __repr__(self) -> str:
         out = type(self).__name__ + " ("
@@ -203,24 +367,38 @@ class Optimizer:
         return out + "\n)"
 
 
-def _cast_state(p: Tensor, name: str, value):
+def _add_hook(table: OrderedDict, hook: Callable, prepend: bool) -> RemovableHandle:
+    handle = RemovableHandle(table)
+    table[handle.id] = hook
+    if prepend:
+        table.move_to_end(handle.id, last=False)
+    return handle
+
+
+def _cast_state(p: Tensor, name: str, value, step_f32: bool = False):
     if name == "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
         from tgrad.ops.creation import tensor  # older checkpoints keep the count as a number
-        return tensor(float(value), dtype="float32")
+        return tensor(float(value), dtype=dtypes.float32 if step_f32 else _get_scalar_dtype())
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
     if name == "step":
-        return value.detach().clone()
+        value = value.detach().clone()
+        return value.to(dtypes.float32) if step_f32 else value
     dt = p.dtype if value.dtype.is_floating_point else value.dtype
     return value.detach().to(p.device, dt).clone()
 
 
 def check_implementation_flags(name: str, foreach=None, fused=None, capturable: bool = False,
                                differentiable: bool = False) -> None:
-    """PyTorch's implementation switches, accepted for compatibility: tgrad's step is one
-    multi-tensor kernel per group on the GPU (NumPy on the CPU) whatever ``foreach``,
-    ``fused`` and ``capturable`` say. ``differentiable=True`` (autograd through the step)
-    is not supported."""
+    """PyTorch's implementation switches, kept in the groups for compatibility: tgrad's step
+    is one multi-tensor kernel per group on the GPU (NumPy on the CPU) whatever ``foreach``,
+    ``fused`` and ``capturable`` say, and gives the same update. ``fused`` with ``foreach``
+    or ``differentiable`` raises as in PyTorch; ``differentiable=True`` (autograd through
+    the step) is not supported."""
+    if fused and differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
     if differentiable:
         raise NotImplementedError(f"{name}: differentiable=True is not supported in tgrad (the "
                                   f"update is not recorded by autograd)")

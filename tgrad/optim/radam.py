@@ -5,14 +5,19 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, check_adam_args, check_implementation_flags
+from tgrad.optim.optimizer import (
+    Optimizer,
+    _get_scalar_dtype,
+    check_adam_args,
+    check_implementation_flags,
+)
 
 
 class RAdam(Optimizer):
     """RAdam (Liu et al., "On the Variance of the Adaptive Learning Rate and Beyond"),
     PyTorch's update rule (see ``_functional.radam``); ``decoupled_weight_decay=True``
     applies the weight decay to the weights as AdamW. State per parameter: 'step' (float32
-    scalar tensor), 'exp_avg', 'exp_avg_sq'."""
+    scalar tensor; float64 with a float64 default dtype), 'exp_avg', 'exp_avg_sq'."""
 
     def __init__(self, params: Iterable, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -23,12 +28,14 @@ class RAdam(Optimizer):
         check_adam_args(lr, eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, maximize=maximize,
-                                      decoupled_weight_decay=decoupled_weight_decay))
+                                      foreach=foreach, capturable=capturable,
+                                      decoupled_weight_decay=decoupled_weight_decay,
+                                      differentiable=differentiable))
 
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
-        return {"step": tensor(0.0, dtype="float32"), "exp_avg": zeros_like(p),
+        return {"step": tensor(0.0, dtype=_get_scalar_dtype()), "exp_avg": zeros_like(p),
                 "exp_avg_sq": zeros_like(p)}
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -5,7 +5,7 @@ They run as in-place tgrad ops per parameter on either device (no fused kernel y
 from __future__ import annotations
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, check_implementation_flags
+from tgrad.optim.optimizer import Optimizer, _get_scalar_dtype, check_implementation_flags
 
 
 class RMSprop(Optimizer):
@@ -21,14 +21,15 @@ class RMSprop(Optimizer):
                             ("alpha value", alpha)):
             if not 0.0 <= value:
                 raise ValueError(f"Invalid {name}: {value}")
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered,
-                                      maximize=maximize))
+        super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps,
+                                      centered=centered, weight_decay=weight_decay,
+                                      capturable=capturable, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable))
 
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
-        st = {"step": tensor(0.0, dtype="float32"), "square_avg": zeros_like(p)}
+        st = {"step": tensor(0.0, dtype=_get_scalar_dtype()), "square_avg": zeros_like(p)}
         if group["momentum"] > 0:
             st["momentum_buffer"] = zeros_like(p)
         if group["centered"]:
@@ -65,9 +66,11 @@ class Adagrad(Optimizer):
                             ("epsilon value", eps)):
             if not 0.0 <= value:
                 raise ValueError(f"Invalid {name}: {value}")
-        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
+                                      weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
-                                      eps=eps, maximize=maximize))
+                                      foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, fused=fused))
         for group in self.param_groups:  # PyTorch creates the state up front
             self._init_state(group)
 
@@ -75,7 +78,7 @@ class Adagrad(Optimizer):
         from tgrad.ops.creation import full_like, tensor
         for p in group["params"]:
             st = self.state[p]
-            st["step"] = tensor(0.0, dtype="float32")
+            st["step"] = tensor(0.0, dtype=_get_scalar_dtype(group["fused"]))
             st["sum"] = full_like(p, group["initial_accumulator_value"])
 
     def add_param_group(self, param_group: dict) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, check_implementation_flags
+from tgrad.optim.optimizer import Optimizer, _get_scalar_dtype, check_implementation_flags
 
 
 class Rprop(Optimizer):
@@ -13,7 +13,7 @@ class Rprop(Optimizer):
     Learning: The RPROP Algorithm"), PyTorch's update rule (see ``_functional.rprop``): each
     element moves by its own step size, grown by ``etas[1]`` while the gradient keeps its
     sign and shrunk by ``etas[0]`` when it flips, clamped to ``step_sizes`` = (min, max).
-    State per parameter: 'step' (float32 scalar tensor), 'prev', 'step_size' (starts at
+    State per parameter: 'step' (scalar tensor), 'prev', 'step_size' (starts at
     lr)."""
 
     def __init__(self, params: Iterable, lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
@@ -26,12 +26,13 @@ class Rprop(Optimizer):
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes),
-                                      maximize=maximize))
+                                      foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, capturable=capturable))
 
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import full_like, tensor, zeros_like
-        return {"step": tensor(0.0, dtype="float32"), "prev": zeros_like(p),
+        return {"step": tensor(0.0, dtype=_get_scalar_dtype()), "prev": zeros_like(p),
                 "step_size": full_like(p, group["lr"])}
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -40,6 +40,24 @@ class _NormBase(Module):
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
 
+    _version = 2  # version 2 added num_batches_tracked
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        # PyTorch's _NormBase: a state_dict older than version 2 (or a plain dict, with no
+        # metadata) may lack num_batches_tracked; the module then keeps its own value
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                from tgrad.ops.creation import tensor
+                state_dict[key] = self.num_batches_tracked \
+                    if self.num_batches_tracked is not None \
+                    else tensor(0, dtype=dtypes.int64)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                      missing_keys, unexpected_keys, error_msgs)
+
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
             self.running_mean.zero_()

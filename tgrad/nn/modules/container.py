@@ -114,6 +114,34 @@ class Sequential(Module):
                              f"{type(other)} is given.")
         return self.extend(list(other))
 
+    def __mul__(self, other: int) -> Sequential:
+        """A new Sequential of the modules repeated ``other`` times (the same module
+        objects, not copies, as PyTorch: the repeats share their parameters)."""
+        _check_factor(self, other)
+        combined = Sequential()
+        for i, m in enumerate(list(self) * other):
+            combined.add_module(str(i), m)
+        return combined
+
+    def __rmul__(self, other: int) -> Sequential:
+        return self.__mul__(other)
+
+    def __imul__(self, other: int) -> Sequential:
+        """Append the modules ``other - 1`` more times, in place (the same objects)."""
+        _check_factor(self, other)
+        mods = list(self._modules.values())
+        n = len(mods)
+        for i, m in enumerate(mods * (other - 1)):
+            self.add_module(str(n + i), m)
+        return self
+
+
+def _check_factor(seq: Sequential, other) -> None:
+    if not isinstance(other, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(seq)} and {type(other)}")
+    if other <= 0:
+        raise ValueError(f"Non-positive multiplication factor {other} for {type(seq)}")
+
 
 class ModuleList(Module):
     """A list of modules whose parameters are registered (named "0", "1", ...)."""

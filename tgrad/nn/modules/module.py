@@ -3,13 +3,15 @@ attributes are registered (in assignment order) and found by parameters(), state
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 from tgrad.autograd.grad_mode import no_grad
-from tgrad.nn.parameter import Parameter
+from tgrad.nn.parameter import Buffer, Parameter
 from tgrad.tensor import Tensor
 
 
@@ -26,13 +28,92 @@ _hook_ids = itertools.count()
 
 
 class _RemovableHandle:
+    """Returned by the ``register_*hook`` methods: ``remove()`` (or leaving a ``with``
+    block) unregisters the hook."""
+
     def __init__(self, hooks: dict, key: int, extra: tuple = ()) -> None:
         self._hooks, self._key, self._extra = hooks, key, extra
+
+    @property
+    def id(self) -> int:
+        return self._key
 
     def remove(self) -> None:
         self._hooks.pop(self._key, None)
         for table in self._extra:  # the hook's flags (with_kwargs, always_call)
             table.pop(self._key, None)
+
+    def __enter__(self) -> _RemovableHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+# Hooks common to every module (PyTorch's register_module_* functions; meant for debugging
+# and profiling). ``_any_global_hook`` is the one flag Module.__call__ checks on its fast
+# path; it is kept in step with the tables by _refresh_global_hooks.
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks_with_kwargs: dict = {}
+_global_forward_hooks_always_called: dict = {}
+_global_backward_hooks: OrderedDict = OrderedDict()
+_global_backward_pre_hooks: OrderedDict = OrderedDict()
+_any_global_hook = False
+
+
+def _refresh_global_hooks() -> None:
+    global _any_global_hook
+    _any_global_hook = bool(_global_forward_pre_hooks or _global_forward_hooks
+                            or _global_backward_hooks or _global_backward_pre_hooks)
+
+
+class _GlobalHandle(_RemovableHandle):
+    def remove(self) -> None:
+        super().remove()
+        _refresh_global_hooks()
+
+
+def _add_global(table: dict, hook: Callable, extra: tuple = ()) -> _GlobalHandle:
+    key = next(_hook_ids)
+    table[key] = hook
+    _refresh_global_hooks()
+    return _GlobalHandle(table, key, extra)
+
+
+def register_module_forward_pre_hook(hook: Callable) -> _RemovableHandle:
+    """A forward pre-hook ``hook(module, args)`` for every module, run before the module's
+    own pre-hooks; a non-None result replaces args (a non-tuple is wrapped in one)."""
+    return _add_global(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook: Callable, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> _RemovableHandle:
+    """A forward hook ``hook(module, args, output)`` (``hook(module, args, kwargs, output)``
+    with ``with_kwargs``) for every module, run before the module's own forward hooks; a
+    non-None result replaces output. ``always_call``: run even if forward raised."""
+    h = _add_global(_global_forward_hooks, hook,
+                    (_global_forward_hooks_with_kwargs, _global_forward_hooks_always_called))
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[h.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[h.id] = True
+    return h
+
+
+def register_module_full_backward_hook(hook: Callable) -> _RemovableHandle:
+    """A full backward hook ``hook(module, grad_input, grad_output)`` for every module, run
+    before the module's own (see ``Module.register_full_backward_hook``)."""
+    return _add_global(_global_backward_hooks, hook)
+
+
+def register_module_full_backward_pre_hook(hook: Callable) -> _RemovableHandle:
+    """A backward pre-hook ``hook(module, grad_output)`` for every module, run before the
+    module's own (see ``Module.register_full_backward_pre_hook``)."""
+    return _add_global(_global_backward_pre_hooks, hook)
+
+
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
 
 class Module:
@@ -58,16 +139,32 @@ class Module:
     def __call__(self, *args, **kwargs):
         # PyTorch's Module._call_impl: pre-hooks, forward, forward hooks; if any of them
         # raises, the always_call forward hooks not yet run are run (their own errors only
-        # warn) and the error propagates.
+        # warn) and the error propagates. Global hooks (register_module_*) run first.
         d = self.__dict__
-        if not (self._forward_pre_hooks or self._forward_hooks or d.get("_backward_hooks")
-                or d.get("_backward_pre_hooks")):
+        if not (_any_global_hook or self._forward_pre_hooks or self._forward_hooks
+                or d.get("_backward_hooks") or d.get("_backward_pre_hooks")):
             return self.forward(*args, **kwargs)
         out = None
         called = set()
+        own_kw, own_always = d.get("_forward_hooks_with_kwargs", ()), \
+            d.get("_forward_hooks_always_called", ())
+        if _any_global_hook:
+            kw = {**_global_forward_hooks_with_kwargs, **dict.fromkeys(own_kw, True)}
+            always = {**_global_forward_hooks_always_called,
+                      **dict.fromkeys(own_always, True)}
+        else:
+            kw, always = own_kw, own_always
+
+        def fwd_hooks() -> list:
+            if _any_global_hook:
+                return [*_global_forward_hooks.items(), *self._forward_hooks.items()]
+            return list(self._forward_hooks.items())
         try:
             pre_kw = d.get("_forward_pre_hooks_with_kwargs", ())
-            for key, hook in list(self._forward_pre_hooks.items()):
+            pre_hooks = list(self._forward_pre_hooks.items())
+            if _any_global_hook:
+                pre_hooks = list(_global_forward_pre_hooks.items()) + pre_hooks
+            for key, hook in pre_hooks:
                 if key in pre_kw:
                     res = hook(self, args, kwargs)
                     if res is not None:
@@ -80,25 +177,30 @@ class Module:
                     if res is not None:
                         args = res if isinstance(res, tuple) else (res,)
             bw, bw_pre = d.get("_backward_hooks"), d.get("_backward_pre_hooks")
+            non_full = None
+            if bw and d.get("_is_full_backward_hook") is False:
+                non_full, bw = list(bw.values()), None  # register_backward_hook's
+            if _any_global_hook and (_global_backward_hooks or _global_backward_pre_hooks):
+                bw = OrderedDict([*_global_backward_hooks.items(), *(bw or {}).items()])
+                bw_pre = OrderedDict([*_global_backward_pre_hooks.items(),
+                                      *(bw_pre or {}).items()])
             if bw or bw_pre:
                 from tgrad.nn.modules._backward_hooks import run_with_backward_hooks
                 out = run_with_backward_hooks(self, args, kwargs, bw or {}, bw_pre or {})
             else:
                 out = self.forward(*args, **kwargs)
-            kw, always = d.get("_forward_hooks_with_kwargs", ()), \
-                d.get("_forward_hooks_always_called", ())
-            for key, hook in list(self._forward_hooks.items()):
+            for key, hook in fwd_hooks():
                 if key in always:
                     called.add(key)
                 res = hook(self, args, kwargs, out) if key in kw else hook(self, args, out)
                 if res is not None:
                     out = res
+            if non_full:
+                _register_non_full_backward_hooks(self, out, non_full)
             return out
         except Exception:
-            always = d.get("_forward_hooks_always_called")
             if always:
-                kw = d.get("_forward_hooks_with_kwargs", ())
-                for key, hook in list(self._forward_hooks.items()):
+                for key, hook in fwd_hooks():
                     if key not in always or key in called:
                         continue
                     try:
@@ -156,6 +258,21 @@ class Module:
         """``hook(module, grad_input, grad_output)`` once the gradients of the module's
         tensor inputs are computed (None for inputs without one); a non-None result replaces
         grad_input."""
+        if self.__dict__.get("_is_full_backward_hook") is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = True
+        return self._add_backward_hook("_backward_hooks", hook)
+
+    def register_backward_hook(self, hook: Callable) -> _RemovableHandle:
+        """Deprecated (use ``register_full_backward_hook``): ``hook(module, grad_input,
+        grad_output)`` registered, as PyTorch does, on the autograd node that made the
+        module's (first) output, so ``grad_input`` is that node's input gradients. Right
+        only for a module whose forward is a single op."""
+        if self.__dict__.get("_is_full_backward_hook") is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = False
         return self._add_backward_hook("_backward_hooks", hook)
 
     def register_full_backward_pre_hook(self, hook: Callable) -> _RemovableHandle:
@@ -232,10 +349,12 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
                                 f"'{name}' (tgrad.nn.Module or None expected)")
             d["_modules"][name] = None
+        elif isinstance(value, Buffer):  # nn.Buffer(t, persistent=...): register it
+            self.register_buffer(name, value, value.persistent)
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                                "(tgrad Tensor or None expected)")
+                                "(tgrad.nn.Buffer, tgrad Tensor or None expected)")
             d["_buffers"][name] = value
         else:
             object.__setattr__(self, name, value)
@@ -323,14 +442,54 @@ class Module:
             yield b
 
     def get_submodule(self, target: str) -> Module:
+        """The submodule at the dotted path ``target`` ("" is self); AttributeError
+        otherwise."""
         mod = self
         if target == "":
             return mod
         for item in target.split("."):
-            if item not in mod._modules or mod._modules[item] is None:
+            if not hasattr(mod, item):
                 raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
-            mod = mod._modules[item]
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target`` (e.g. "net.0.weight");
+        AttributeError if the path is invalid or does not name a Parameter."""
+        modpath, _, name = target.rpartition(".")
+        mod = self.get_submodule(modpath)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target`` (e.g. "bn.running_mean");
+        AttributeError if the path is invalid or does not name a buffer."""
+        modpath, _, name = target.rpartition(".")
+        mod = self.get_submodule(modpath)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
+        buf = getattr(mod, name)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return buf
+
+    def get_extra_state(self) -> Any:
+        """Override (with ``set_extra_state``) to save extra state in ``state_dict`` under
+        the key ``prefix + "_extra_state"``; the base method is never called."""
+        raise RuntimeError("Module.get_extra_state() is only called when a subclass "
+                           "overrides it")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Override (with ``get_extra_state``) to restore what ``get_extra_state``
+        returned, from ``load_state_dict``; the base method is never called."""
+        raise RuntimeError("Module.set_extra_state() is only called when a subclass "
+                           "overrides it")
 
     # ------------------------------------------------------------------ modes and grads
     def train(self, mode: bool = True) -> Module:
@@ -371,10 +530,10 @@ class Module:
         return self
 
     # ------------------------------------------------------------------ dtype / device
-    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
         """Convert every parameter (and its grad) and buffer with ``fn``, keeping the
         Parameter objects (optimizers holding them stay valid)."""
-        for m in self.modules():
+        for m in (self.modules() if recurse else (self,)):
             for p in m._parameters.values():
                 if p is None:
                     continue
@@ -400,6 +559,23 @@ class Module:
             return t.to(*a, **kw) if (a or kw) else t
         return self._apply(conv)
 
+    def type(self, dst_type: Any) -> Module:
+        """Cast every parameter and buffer (integer ones included, as PyTorch) to
+        ``dst_type`` (a dtype or its name)."""
+        return self._apply(lambda t: t.type(dst_type))
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
+        """Replace every parameter and buffer by an uninitialised tensor of the same shape
+        and dtype on ``device`` (the Parameter objects are kept); ``recurse=False``: this
+        module's own only."""
+        from tgrad.ops.creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
+    def share_memory(self) -> Module:
+        """Returns self. PyTorch moves the tensors to shared memory for
+        ``torch.multiprocessing``; tgrad has no such sharing, so this is a no-op."""
+        return self
+
     def float(self) -> Module:
         from tgrad import dtypes
         return self.to(dtypes.float32)
@@ -423,80 +599,211 @@ class Module:
         return self.to("cuda" if device is None else device)
 
     # ------------------------------------------------------------------ state dict
-    def state_dict(self, destination: dict | None = None, prefix: str = "",
-                   keep_vars: bool = False) -> OrderedDict:
-        """Parameters and persistent buffers by dotted name; values are detached tensors
-        sharing storage with the module's (unless ``keep_vars``)."""
-        if destination is None:
-            destination = OrderedDict()
+    _version: int = 1  # saved in state_dict()._metadata; bump it when the state's layout changes
+
+    def _hook_table(self, name: str) -> OrderedDict:
+        table = self.__dict__.get(name)
+        if table is None:
+            table = self.__dict__[name] = OrderedDict()
+        return table
+
+    def _register_state_dict_hook(self, hook: Callable) -> _RemovableHandle:
+        """PyTorch's private state_dict post-hook: ``hook(module, state_dict, prefix,
+        local_metadata)``; a non-None result replaces the state_dict (only at the root)."""
+        key = next(_hook_ids)
+        self._hook_table("_state_dict_hooks")[key] = hook
+        return _RemovableHandle(self._state_dict_hooks, key,
+                                (self._flag_table("_state_dict_hooks_public"),))
+
+    def register_state_dict_post_hook(self, hook: Callable) -> _RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` after this module (and its
+        submodules) wrote their entries; it may change ``state_dict`` in place and must
+        return None."""
+        handle = self._register_state_dict_hook(hook)
+        self._state_dict_hooks_public[handle.id] = True
+        return handle
+
+    def register_state_dict_pre_hook(self, hook: Callable) -> _RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` before this module writes its entries."""
+        key = next(_hook_ids)
+        self._hook_table("_state_dict_pre_hooks")[key] = hook
+        return _RemovableHandle(self._state_dict_pre_hooks, key)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable,
+                                           with_module: bool = False) -> _RemovableHandle:
+        """``hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before this module loads its entries (with
+        ``with_module``: the module is passed first)."""
+        key = next(_hook_ids)
+        self._hook_table("_load_state_dict_pre_hooks")[key] = \
+            functools.partial(hook, self) if with_module else hook
+        return _RemovableHandle(self._load_state_dict_pre_hooks, key)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> _RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before this module loads its entries."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> _RemovableHandle:
+        """``hook(module, incompatible_keys)`` once this module and its submodules are
+        loaded; it may edit ``incompatible_keys.missing_keys`` / ``unexpected_keys`` in
+        place (which ``strict`` then sees) and must return None."""
+        key = next(_hook_ids)
+        self._hook_table("_load_state_dict_post_hooks")[key] = hook
+        return _RemovableHandle(self._load_state_dict_post_hooks, key)
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        """Write this module's own parameters, persistent buffers and extra state (not its
+        submodules') into ``destination``."""
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
+
+    def state_dict(self, destination: dict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name; values are detached tensors
+        sharing storage with the module's (unless ``keep_vars``). The returned OrderedDict
+        has PyTorch's ``_metadata`` attribute: module path -> ``{"version": _version}``."""
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        d = self.__dict__
+        for hook in list(d.get("_state_dict_pre_hooks", {}).values()):
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
-                m.state_dict(destination, prefix + name + ".", keep_vars)
+                m.state_dict(destination=destination, prefix=prefix + name + ".",
+                             keep_vars=keep_vars)
+        public = d.get("_state_dict_hooks_public", ())
+        for key, hook in list(d.get("_state_dict_hooks", {}).items()):
+            res = hook(self, destination, prefix, local_metadata)
+            if key in public:
+                if res is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif res is not None:
+                destination = res
         return destination
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        """Load this module's own entries (not its submodules') from ``state_dict`` (a copy
+        that may be modified); ``local_metadata`` is what ``state_dict()`` saved for this
+        module (``{}`` for a plain dict), so subclasses can convert older versions."""
+        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
+        local_state = {k: v for k, v in self._parameters.items() if v is not None}
+        local_state.update((k, v) for k, v in self._buffers.items()
+                           if v is not None and k not in self._non_persistent_buffers)
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, param in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            src = state_dict[key]
+            if not isinstance(src, Tensor):
+                error_msgs.append(f'While copying the parameter named "{key}", expected a '
+                                  f"Tensor in the state_dict but got {type(src).__name__}.")
+                continue
+            if param.ndim == 0 and src.shape == (1,):  # PyTorch 0.3's 1-element tensors
+                src = src[0]
+            if src.shape != param.shape:
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{_size(src.shape)} from checkpoint, the shape in current "
+                                  f"model is {_size(param.shape)}.")
+                continue
+            try:
+                with no_grad():
+                    if not assign:
+                        param.copy_(src)
+                    elif isinstance(param, Parameter):
+                        if isinstance(src, Parameter):
+                            src.requires_grad_(param.requires_grad)
+                        else:
+                            src = Parameter(src.detach(), requires_grad=param.requires_grad)
+                        self._parameters[name] = src
+                    else:
+                        self._buffers[name] = src
+            except Exception as ex:
+                error_msgs.append(f'While copying the parameter named "{key}", whose '
+                                  f"dimensions in the model are {_size(param.shape)} and whose "
+                                  f"dimensions in the checkpoint are {_size(src.shape)}, an "
+                                  f"exception occurred : {ex.args}.")
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix) and key != extra_key:
+                    head, dot, _ = key[len(prefix):].partition(".")
+                    if (head not in self._modules) if dot else (head not in local_state):
+                        unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict: dict, strict: bool = True,
                         assign: bool = False) -> _IncompatibleKeys:
         """Copy values from ``state_dict`` into parameters and buffers (in place, without
-        recording a graph). With ``strict`` missing or unexpected keys raise."""
-        if not isinstance(state_dict, dict):
+        recording a graph; with ``assign`` the state_dict's tensors replace them). With
+        ``strict`` missing or unexpected keys raise (after the other entries are loaded,
+        as PyTorch). Each module's ``_load_from_state_dict`` gets its entry of the
+        state_dict's ``_metadata`` (``{}`` if there is none)."""
+        if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict and not self._legacy_optional(k)]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
+        missing: list[str] = []
+        unexpected: list[str] = []
+        errors: list[str] = []
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)  # a copy _load_from_state_dict may change
+        if metadata is not None:
+            state_dict._metadata = metadata
+
+        def load(module: Module, local: dict, prefix: str = "") -> None:
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(local, prefix, local_metadata, True, missing,
+                                         unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    load(child, {k: v for k, v in local.items()
+                                 if k.startswith(child_prefix)}, child_prefix)
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
+                if hook(module, incompatible) is not None:
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                        "expected to return new values, if incompatible_keys need to be "
+                        "modified, it should be done inplace.")
+
+        load(self, state_dict)
         if strict:  # missing keys are listed first, as PyTorch lists them
-            if missing:
-                errors.append("Missing key(s) in state_dict: " +
-                              ", ".join(f'"{k}"' for k in missing) + ". ")
             if unexpected:
-                errors.append("Unexpected key(s) in state_dict: " +
+                errors.insert(0, "Unexpected key(s) in state_dict: " +
                               ", ".join(f'"{k}"' for k in unexpected) + ". ")
-        todo = []
-        for key, dst in own.items():
-            if key not in state_dict:
-                continue
-            src = state_dict[key]
-            if not isinstance(src, Tensor):
-                errors.append(f'While copying the parameter named "{key}", expected a Tensor '
-                              f"in the state_dict but got {type(src).__name__}.")
-            elif src.shape != dst.shape:
-                errors.append(f"size mismatch for {key}: copying a param with shape "
-                              f"{_size(src.shape)} from checkpoint, the shape in current model "
-                              f"is {_size(dst.shape)}.")
-            else:
-                todo.append((key, dst, src))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: " +
+                              ", ".join(f'"{k}"' for k in missing) + ". ")
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                                + "\n\t".join(errors))
-        for key, dst, src in todo:
-            with no_grad():
-                if assign:
-                    self._assign(key, dst, src)
-                else:
-                    dst.copy_(src)
         return _IncompatibleKeys(missing, unexpected)
-
-    def _legacy_optional(self, key: str) -> bool:
-        """Keys older state_dicts may lack: a norm layer's ``num_batches_tracked`` (PyTorch
-        keeps the module's own value, as its _NormBase does for pre-1.0 checkpoints)."""
-        modname, _, name = key.rpartition(".")
-        return (name == "num_batches_tracked"
-                and hasattr(self.get_submodule(modname), "track_running_stats"))
-
-    def _assign(self, key: str, dst: Tensor, src: Tensor) -> None:
-        modname, _, name = key.rpartition(".")
-        mod = self.get_submodule(modname)
-        if isinstance(dst, Parameter):
-            mod._parameters[name] = src if isinstance(src, Parameter) else Parameter(
-                src.detach(), requires_grad=dst.requires_grad)
-        else:
-            mod._buffers[name] = src
 
     # ------------------------------------------------------------------ printing
     def extra_repr(self) -> str:
@@ -516,6 +823,22 @@ class Module:
         if len(lines) == 1 and not self._modules:
             return head + lines[0] + ")"
         return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _register_non_full_backward_hooks(module: Module, out: Any, hooks: list) -> None:
+    """PyTorch's non-full backward hooks: each is a post-hook of the node that made the
+    first tensor of ``out`` (a tensor, or nested tuples / lists / dicts of them)."""
+    var = out
+    while not isinstance(var, Tensor):
+        if isinstance(var, dict):
+            var = next(v for v in var.values() if isinstance(v, Tensor))
+        else:
+            var = var[0]
+    node = var.grad_fn
+    if node is None:
+        return
+    for hook in hooks:
+        node.register_hook(lambda gi, go, hook=hook: hook(module, gi, go))
 
 
 def _size(shape) -> str:

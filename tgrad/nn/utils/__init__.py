@@ -1,5 +1,6 @@
 """tgrad.nn.utils, as ``torch.nn.utils``: gradient clipping (``clip_grad_norm_``,
-``clip_grad_value_``, ``get_total_norm``, ``clip_grads_with_norm_``, from ``clip_grad``),
+its deprecated alias ``clip_grad_norm``, ``clip_grad_value_``, ``get_total_norm``,
+``clip_grads_with_norm_``, from ``clip_grad``),
 ``parameters_to_vector`` / ``vector_to_parameters``, the ``rnn`` submodule (``pad_sequence``,
 ``unpad_sequence``, ``PackedSequence``, ``pack_padded_sequence``,
 ``pad_packed_sequence``, ``pack_sequence``), ``parametrize`` (``register_parametrization``...)
@@ -9,6 +10,7 @@ hook-based ``weight_norm`` / ``spectral_norm`` with their ``remove_`` functions,
 
 from tgrad.nn.utils import fusion, parametrizations, parametrize, prune, rnn, stateless
 from tgrad.nn.utils.clip_grad import (
+    clip_grad_norm,
     clip_grad_norm_,
     clip_grad_value_,
     clip_grads_with_norm_,
@@ -28,8 +30,8 @@ from tgrad.nn.utils.norm_hooks import (
     weight_norm,
 )
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-           "parameters_to_vector", "vector_to_parameters", "rnn", "parametrize",
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_",
+           "get_total_norm", "parameters_to_vector", "vector_to_parameters", "rnn", "parametrize",
            "parametrizations", "weight_norm", "remove_weight_norm", "spectral_norm",
            "remove_spectral_norm", "prune", "fusion", "stateless", "fuse_conv_bn_eval",
            "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]

@@ -1,11 +1,13 @@
 """tgrad.nn.utils.clip_grad: gradient clipping, as ``torch.nn.utils``: ``get_total_norm``
 (the norm of a list of tensors), ``clip_grads_with_norm_`` (scale by a given total norm),
-``clip_grad_norm_`` (the two together) and ``clip_grad_value_``. Clipping works in place
+``clip_grad_norm_`` (the two together; ``clip_grad_norm`` is its deprecated alias) and
+``clip_grad_value_``. Clipping works in place
 on ``p.grad`` under no_grad; parameters without a gradient are skipped."""
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Iterable
 
 from tgrad.autograd.grad_mode import no_grad
@@ -16,7 +18,8 @@ from tgrad.ops.reduce import norm
 from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
+           "clip_grads_with_norm_"]
 
 
 def _grads(parameters) -> list:
@@ -80,6 +83,15 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
     total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
     clip_grads_with_norm_(parameters, max_norm, total)
     return total
+
+
+def clip_grad_norm(parameters: Iterable[Tensor] | Tensor, max_norm: float,
+                   norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach=None) -> Tensor:
+    """Deprecated alias of ``clip_grad_norm_`` (warns with a FutureWarning, as PyTorch)."""
+    warnings.warn("`tgrad.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`tgrad.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float,
