@@ -424,3 +424,25 @@ def test_t_of_a_vector_or_scalar_is_a_new_view():
     v = base.t()
     v.mul_(2)  # an alias: the write shows through the base
     assert base.tolist() == [2.0, 4.0] and tgrad.tensor(3.0).t().shape == ()
+
+
+def test_reductions_accept_numpy_axis_name():
+    a = np.arange(12.0).reshape(3, 4)
+    x = tgrad.tensor(a, dtype=tgrad.float64)
+    np.testing.assert_array_equal(x.sum(axis=0).numpy(), a.sum(axis=0))
+    np.testing.assert_array_equal(tgrad.mean(x, axis=1).numpy(), a.mean(axis=1))
+    np.testing.assert_array_equal(x.amax(axis=(0, 1)).numpy(), a.max())
+    np.testing.assert_array_equal(x.max(axis=1).values.numpy(), a.max(axis=1))
+    np.testing.assert_array_equal(x.argmin(axis=0).numpy(), a.argmin(axis=0))
+    np.testing.assert_allclose(x.var(axis=0).numpy(), a.var(axis=0, ddof=1))
+    np.testing.assert_allclose(x.logsumexp(axis=1).numpy(),
+                               np.log(np.exp(a).sum(axis=1)), rtol=1e-15)
+    np.testing.assert_array_equal(x.cumsum(axis=1).numpy(), a.cumsum(axis=1))
+    np.testing.assert_array_equal(x.cumprod(axis=0).numpy(), a.cumprod(axis=0))
+    np.testing.assert_array_equal(x.prod(axis=1).numpy(), a.prod(axis=1))
+    np.testing.assert_array_equal(tgrad.nansum(x, axis=0).numpy(), a.sum(axis=0))
+    np.testing.assert_array_equal(x.any(axis=1).numpy(), a.any(axis=1))
+    with pytest.raises(TypeError, match="multiple values for argument 'dim'"):
+        x.sum(0, axis=1)
+    with pytest.raises(TypeError, match="missing required argument 'dim'"):
+        x.cumsum()

@@ -23,6 +23,7 @@ from tgrad.ops._common import rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.ops.inplace import apply_inplace, inplace_method
+from tgrad.ops.reduce import _dim_or_axis
 from tgrad.ops.shape import cat, narrow
 from tgrad.tensor import Tensor, _wrap_dim
 
@@ -52,17 +53,23 @@ class NanToZero(Function):
 
 
 @tensor_method("nansum")
-def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
+           axis=None) -> Tensor:
     """sum treating NaN as 0;  dx = g * (x is not NaN)."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("nansum", dim, axis)
     if not input.dtype.is_floating_point:
         return input.sum(dim, keepdim, dtype=dtype)
     return NanToZero.apply(input).sum(dim, keepdim, dtype=dtype)
 
 
 @tensor_method("nanmean")
-def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
+            axis=None) -> Tensor:
     """mean over the non-NaN elements (NaN where there are none, and a NaN gradient there,
     as PyTorch)."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("nanmean", dim, axis)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
                            f"{input.dtype.name}")

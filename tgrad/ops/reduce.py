@@ -247,8 +247,11 @@ for _c in (Sum, Mean, MaxDim, MinDim):  # SumAll/MeanAll share the ops' names
 
 
 @tensor_method("sum")
-def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001,A002
+def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A001,A002
+        axis=None) -> Tensor:
     """Sum over ``dim`` (all dims when None); integer and bool inputs sum to int64."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("sum", dim, axis)
     require_tensor("sum", input)
     axes = _reduce_dims("sum", dim, input.ndim)
     if dtype is not None:
@@ -257,8 +260,11 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
 
 
 @tensor_method("mean")
-def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
+         axis=None) -> Tensor:
     """Mean over ``dim`` (all dims when None); ``dtype`` casts the input first."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("mean", dim, axis)
     require_tensor("mean", input)
     if dtype is not None:
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
@@ -267,16 +273,43 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 
 
 @tensor_method("amax")
-def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002
+def amax(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A002
     """Maximum over ``dim`` (all dims for ``()``/None); NaN propagates; ties share grad."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("amax", dim, axis)
     require_tensor("amax", input)
     return Amax.apply(input, _reduce_dims("amax", dim, input.ndim), keepdim)
 
 
 @tensor_method("amin")
-def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002
+def amin(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A002
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("amin", dim, axis)
     require_tensor("amin", input)
     return Amin.apply(input, _reduce_dims("amin", dim, input.ndim), keepdim)
+
+
+class _Required:
+    """The default of an argument that must be given (None has a meaning there)."""
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+_REQUIRED = _Required()
+
+
+def _dim_or_axis(op: str, dim, axis, required: bool = False):
+    """``dim``, or NumPy's name for it, ``axis`` (PyTorch's argument parser accepts both;
+    giving both is an error)."""
+    if axis is None:
+        if dim is None and required:
+            raise TypeError(f"{op}() missing required argument 'dim'")
+        return dim
+    if dim is not None and not (isinstance(dim, tuple) and dim == ()):
+        raise TypeError(f"{op}() got multiple values for argument 'dim' (and its alias "
+                        "'axis')")
+    return axis
 
 
 def _single_dim(op: str, dim, ndim: int):
@@ -298,13 +331,17 @@ def _arg_extreme(cls, input: Tensor, dim, keepdim: bool) -> Tensor:  # noqa: A00
 
 
 @tensor_method("argmax")
-def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A002
+def argmax(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A002
     """Index of the maximum (of the flattened tensor when ``dim`` is None)."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("argmax", dim, axis)
     return _arg_extreme(Argmax, input, dim, keepdim)
 
 
 @tensor_method("argmin")
-def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A002
+def argmin(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A002
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("argmin", dim, axis)
     return _arg_extreme(Argmin, input, dim, keepdim)
 
 
@@ -326,14 +363,18 @@ def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
 
 
 @tensor_method("max")
-def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001,A002
+def max(input: Tensor, dim=None, keepdim: bool = False, *, axis=None):  # noqa: A001,A002
     """``max(x)``: the maximum; ``max(x, dim)``: (values, indices); ``max(x, other)``:
     elementwise maximum."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("max", dim, axis)
     return _max_min("max", input, dim, keepdim)
 
 
 @tensor_method("min")
-def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001,A002
+def min(input: Tensor, dim=None, keepdim: bool = False, *, axis=None):  # noqa: A001,A002
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("min", dim, axis)
     return _max_min("min", input, dim, keepdim)
 
 
@@ -397,8 +438,11 @@ register_op(Prod)
 
 
 @tensor_method("prod")
-def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
+         axis=None) -> Tensor:
     """Product over ``dim`` (all elements when None); integer and bool inputs give int64."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("prod", dim, axis)
     require_tensor("prod", input)
     axes = normalize_dims("prod", dim, input.ndim)
     dt = None if dtype is None else dtypes.as_dtype(dtype)
@@ -461,8 +505,10 @@ def _var_args(op: str, input: Tensor, dim, unbiased, keepdim, correction):  # no
 
 @tensor_method("var")
 def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
-        correction: float | None = None) -> Tensor:
+        correction: float | None = None, axis=None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction`` (1 = unbiased, as PyTorch)."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("var", dim, axis)
     return Var.apply(input, *_var_args("var", input, dim, unbiased, keepdim, correction))
 
 
@@ -495,22 +541,28 @@ register_op(Std)
 
 @tensor_method("std")
 def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
-        correction: float | None = None) -> Tensor:
+        correction: float | None = None, axis=None) -> Tensor:
     """Standard deviation over ``dim``: sqrt of ``var`` with the same arguments."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("std", dim, axis)
     return Std.apply(input, *_var_args("std", input, dim, unbiased, keepdim, correction))
 
 
 def var_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
-             correction: float | None = None) -> tuple:
+             correction: float | None = None, axis=None) -> tuple:
     """(var, mean) over ``dim`` (``var_mean(x, unbiased)``, a bool second, as in var)."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("var_mean", dim, axis)
     axes, correction, keepdim = _var_args("var_mean", input, dim, unbiased, keepdim,
                                           correction)
     return Var.apply(input, axes, correction, keepdim), mean(input, axes, keepdim)
 
 
 def std_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
-             correction: float | None = None) -> tuple:
+             correction: float | None = None, axis=None) -> tuple:
     """(std, mean) over ``dim`` (``std_mean(x, unbiased)``, a bool second, as in std)."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("std_mean", dim, axis)
     axes, correction, keepdim = _var_args("std_mean", input, dim, unbiased, keepdim,
                                           correction)
     return Std.apply(input, axes, correction, keepdim), mean(input, axes, keepdim)
@@ -545,8 +597,14 @@ register_op(Logsumexp)
 
 
 @tensor_method("logsumexp")
-def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:  # noqa: A002
-    """log(sum(exp(x))) over ``dim``, computed stably (the max is subtracted first)."""
+def logsumexp(input: Tensor, dim=_REQUIRED, keepdim: bool = False, *,  # noqa: A002
+              axis=None) -> Tensor:
+    """log(sum(exp(x))) over ``dim`` (required; None: every dim), computed stably (the max
+    is subtracted first)."""
+    if dim is _REQUIRED:
+        dim = _dim_or_axis("logsumexp", None, axis, required=True)
+    elif axis is not None:
+        dim = _dim_or_axis("logsumexp", dim, axis)
     require_tensor("logsumexp", input)
     return Logsumexp.apply(input, _reduce_dims("logsumexp", dim, input.ndim), keepdim)
 
@@ -643,15 +701,19 @@ Any = _make_logical_reduce("any")
 
 
 @tensor_method("all")
-def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001,A002
+def all(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A001,A002
     """True where every element over ``dim`` is non-zero (a bool tensor, not differentiable)."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("all", dim, axis)
     require_tensor("all", input)
     return All.apply(input, normalize_dims("all", dim, input.ndim), keepdim)
 
 
 @tensor_method("any")
-def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001,A002
+def any(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A001,A002
     """True where some element over ``dim`` is non-zero (a bool tensor, not differentiable)."""
+    if axis is not None:  # NumPy's name, accepted as PyTorch does
+        dim = _dim_or_axis("any", dim, axis)
     require_tensor("any", input)
     return Any.apply(input, normalize_dims("any", dim, input.ndim), keepdim)
 

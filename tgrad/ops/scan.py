@@ -19,6 +19,7 @@ from tgrad.ops._common import (
     wrap,
 )
 from tgrad.ops.inplace import inplace_method
+from tgrad.ops.reduce import _dim_or_axis
 from tgrad.ops.shape import cat, narrow
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
@@ -46,9 +47,11 @@ register_op(Cumsum)
 
 
 @tensor_method("cumsum")
-def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
-    """Cumulative sum along ``dim``; integer and bool inputs give int64 (``dtype`` casts
-    the input first, as PyTorch)."""
+def cumsum(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
+           axis: int | None = None) -> Tensor:
+    """Cumulative sum along ``dim`` (or NumPy's name ``axis``); integer and bool inputs give
+    int64 (``dtype`` casts the input first, as PyTorch)."""
+    dim = _dim_or_axis("cumsum", dim, axis, required=True)
     require_tensor("cumsum", input)
     d = _wrap_dim(dim, input.ndim, "cumsum")
     dt = None if dtype is None else dtypes.as_dtype(dtype)
@@ -66,12 +69,14 @@ inplace_method("cumsum_", cumsum)
 
 @tensor_method("cumprod")
 @autocast_policy("fp32")
-def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
+def cumprod(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
+            axis: int | None = None) -> Tensor:
     """Cumulative product along ``dim``: y_k = prod_{j <= k} x_j (shape kept); integer and
     bool inputs give int64 (``dtype`` casts the input first, as PyTorch).
 
     Computed as a scan of products (after the step of span s, y_j covers (j - 2s, j]), so
     dx_j = sum_{k >= j} g_k prod_{i <= k, i != j} x_i exactly, zeros in x included."""
+    dim = _dim_or_axis("cumprod", dim, axis, required=True)
     require_tensor("cumprod", input)
     d = _wrap_dim(_int_arg("cumprod", "dim", dim), input.ndim, "cumprod")
     if dtype is not None:
