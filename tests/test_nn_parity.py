@@ -432,3 +432,12 @@ def test_first_order_unchanged_without_create_graph():
     g, = tgrad.autograd.grad(F.leaky_relu(x, 0.1).sum(), x)
     assert not g.requires_grad
     np.testing.assert_array_equal(g.numpy(), np.where(XS > 0, 1.0, 0.1))
+
+
+def test_hardswish_gradient_at_nan_and_the_kinks():
+    # PyTorch's hardswish_backward: 0 for x <= -3, g (x / 3 + 1/2) strictly inside, g for
+    # x >= 3 and for NaN
+    x = tgrad.tensor([float("nan"), -3.0, 3.0, -1.5, 0.0, 4.0], dtype=tgrad.float64,
+                     requires_grad=True)
+    F.hardswish(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 1.0, 0.0, 0.5, 1.0])

@@ -23,8 +23,9 @@ __all__ = ["hardswish", "hardsigmoid", "softsign", "tanhshrink", "softshrink", "
 
 class Hardswish(Function):
     """y = x relu6(x + 3) / 6 (NaN at -inf, as PyTorch's kernel);
-    dx = 0 for x <= -3, g for x >= 3, g (x / 3 + 1/2) between (NaN for NaN), PyTorch's
-    hardswish_backward. Both are tgrad ops, so the backward differentiates again."""
+    dx = 0 for x <= -3, g (x / 3 + 1/2) strictly between, else g (x >= 3, and NaN as in
+    PyTorch's hardswish_backward). Both are tgrad ops, so the backward differentiates
+    again."""
 
     name = "hardswish"
     node_name = "HardswishBackward0"
@@ -37,7 +38,8 @@ class Hardswish(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return where(x <= -3.0, 0.0, where(x >= 3.0, g, g * (x / 3.0 + 0.5)))
+        middle = (x > -3.0) & (x < 3.0)
+        return where(middle, g * (x / 3.0 + 0.5), where(x <= -3.0, 0.0, g))
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
