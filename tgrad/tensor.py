@@ -455,9 +455,8 @@ def _refresh_view_grad_fn(view: Tensor) -> None:
     prev = STATE.enabled
     STATE.enabled = True
     try:
-        t = base
-        for fn, args in view._view_chain:
-            t = fn(t, *args)
+        from tgrad.ops.layout import replay_on_base
+        t = replay_on_base(view)
     finally:
         STATE.enabled = prev
     view._grad_fn = t._grad_fn

@@ -28,6 +28,13 @@ class CopySlices(Node):
         self.shape = base.shape
         self.dtype = base.dtype
         self.device = base.device
+        # a base not laid out contiguously over all its storage (x.t_()): the mask is built
+        # in its layout, so that view ops by storage geometry (as_strided) write the mask
+        self.layout = None
+        if not base.is_contiguous() or base.storage_offset() or base._storage.root.size != \
+                base.numel():
+            from tgrad.ops.layout import storage_geometry
+            self.layout = storage_geometry(base)
 
     def name(self) -> str:
         return "CopySlices"
@@ -39,10 +46,15 @@ class CopySlices(Node):
         g = grads[0]
         if g is None:
             g = zeros(self.shape, dtype=self.dtype, device=self.device)
-        outside = ones(self.shape, dtype=bool_, device=self.device)
         prev = STATE.enabled
         STATE.enabled = False
         try:
+            if self.layout is None:
+                outside = ones(self.shape, dtype=bool_, device=self.device)
+            else:
+                from tgrad.ops.layout import with_geometry
+                outside = with_geometry(ones((), dtype=bool_, device=self.device), self.layout,
+                                        fill=True)
             replay_view(self.chain, outside).fill_(False)
         finally:
             STATE.enabled = prev

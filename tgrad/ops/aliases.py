@@ -12,7 +12,12 @@ runs unchanged:
 - metadata: ``ndimension``, ``nbytes``, ``itemsize``, ``is_cpu``, ``get_device``,
   ``is_signed``, ``is_same_size``;
 - ``positive``, ``sgn`` (= sign for real numbers), ``ravel``, ``split_with_sizes``,
-  ``is_nonzero``.
+  ``is_nonzero``;
+- top-level in-place functions (``tgrad.abs_(x)`` is ``x.abs_()``, ``exp_``, ``relu_``,
+  ``zero_``, ``fill_``, ``index_put_``, ``as_strided_``...) and ``fill(x, value)`` (a
+  filled copy); ``rsub(input, other, alpha)`` = other - alpha input; ``can_cast(from_,
+  to)``: PyTorch's casting rule (no cast to a lower category: float to integer, or
+  anything but bool to bool).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from tgrad.tensor import Tensor
 
 __all__ = ["positive", "sgn", "ravel", "fix", "conj", "conj_physical", "resolve_conj",
            "resolve_neg", "is_conj", "is_neg", "is_complex", "isreal", "real", "imag",
-           "adjoint", "is_nonzero", "is_same_size", "is_signed"]
+           "adjoint", "is_nonzero", "is_same_size", "is_signed", "rsub", "can_cast",
+           "fill"]
 
 
 # --------------------------------------------------------------- in-place comparisons
@@ -234,3 +240,48 @@ Tensor.nbytes = property(lambda self: self.element_size() * self.numel())
 Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
 tensor_method("get_device")(lambda self: -1 if self.device.type == "cpu" else
                             self.device.index or 0)
+
+
+# --------------------------------------------------------------- top-level in-place forms
+_TOP_INPLACE = ("abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsinh_",
+                "arctan_", "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_",
+                "clamp_max_", "clamp_min_", "clip_", "conj_physical_", "cos_", "cosh_",
+                "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_",
+                "fix_", "floor_", "frac_", "gcd_", "i0_", "index_put_", "lcm_", "ldexp_",
+                "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_",
+                "negative_", "rad2deg_", "reciprocal_", "relu_", "round_", "rsqrt_",
+                "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
+                "trunc_", "xlogy_", "zero_", "addmv_", "as_strided_", "resize_as_")
+
+
+def _top_inplace(name: str):
+    def fn(input: Tensor, *args, **kwargs) -> Tensor:  # noqa: A002
+        require_tensor(name, input)
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``input.{name}(...)`` (PyTorch's top-level in-place form)."
+    return fn
+
+
+for _name in _TOP_INPLACE:
+    globals()[_name] = _top_inplace(_name)
+__all__ += list(_TOP_INPLACE)
+
+
+def fill(input: Tensor, value) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with every element ``value`` (a number or a 0-d tensor)."""
+    require_tensor("fill", input)
+    from tgrad.ops.movement import clone
+    return clone(input).fill_(value)
+
+
+def rsub(input: Tensor, other, *, alpha=1) -> Tensor:  # noqa: A002
+    """``other - alpha * input`` (PyTorch's reversed subtraction)."""
+    require_tensor("rsub", input)
+    return ew.sub(other, input * alpha if alpha != 1 else input)
+
+
+def can_cast(from_: dtypes.DType, to: dtypes.DType) -> bool:
+    """Whether PyTorch's casting rule allows ``from_`` to ``to``: not to a lower category
+    (floating > integer > bool)."""
+    return dtypes.as_dtype(from_).category <= dtypes.as_dtype(to).category

@@ -17,7 +17,7 @@ from tgrad.tensor import Tensor
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "rand", "randn", "rand_like", "randn_like", "arange",
            "linspace", "eye", "from_numpy", "manual_seed", "get_rng_state", "set_rng_state",
-           "randint", "randperm"]
+           "randint", "randperm", "empty_strided"]
 
 
 def _shape(size: tuple) -> tuple:
@@ -416,6 +416,34 @@ def _new_factory(make):
 Tensor.new_zeros = _new_factory(zeros)
 Tensor.new_ones = _new_factory(ones)
 Tensor.new_empty = _new_factory(empty)
+
+
+def empty_strided(size, stride, *, dtype=None, device=None,
+                  requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor of shape ``size`` with element strides ``stride`` over new
+    memory just large enough for them (not a view)."""
+    size, stride = tuple(map(int, size)), tuple(map(int, stride))
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise RuntimeError(f"empty_strided: negative sizes or strides are not allowed, got "
+                           f"size {list(size)}, stride {list(stride)}")
+    n = 1 + sum((a - 1) * b for a, b in zip(size, stride)) if math.prod(size) else 0
+    buf = empty((n,), dtype=dtype, device=device)
+    be = get_backend(buf.device)
+    t = Tensor(be.as_strided(buf._data, size, stride), buf._storage, buf.device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _new_empty_strided(self: Tensor, size, stride, *, dtype=None, device=None,
+                       requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(self, dtype, device)
+    return empty_strided(size, stride, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+Tensor.new_empty_strided = _new_empty_strided
 
 
 def _new_full(self: Tensor, size, fill_value, *, dtype=None, device=None,

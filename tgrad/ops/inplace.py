@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
-from tgrad.autograd.copy_slices import rebase_base, replay_view
+from tgrad.autograd.copy_slices import rebase_base
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.hooks import move_retain_grad
@@ -96,8 +96,10 @@ def apply_inplace(self: Tensor, op: str, fn, *args) -> Tensor:
             f"cannot be tracked. Create the view and modify it both inside or both outside "
             f"the no_grad block, or modify a clone() of the view.")
     view_rebase = self._base is not None
-    old = _snapshot(replay_view(self._view_chain, self._base) if view_rebase else self,
-                    copy=op not in _SELF_NOT_SAVED)
+    if view_rebase:
+        from tgrad.ops.layout import replay_on_base
+        replayed = replay_on_base(self)
+    old = _snapshot(replayed if view_rebase else self, copy=op not in _SELF_NOT_SAVED)
     # ``x.op_(x)``: the argument is read before the write, i.e. it is the old value.
     args = tuple(old if a is self else a for a in args)
     res = fn(old, *args)
@@ -180,6 +182,27 @@ for _name in ("neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "si
     inplace_method(_name + "_", getattr(ew, _name))
 for _name in ("atan", "asin", "acos", "atan2"):  # NumPy's names, as PyTorch has them
     inplace_method("arc" + _name[1:] + "_", getattr(ew, _name))
+
+
+def _late(name: str):
+    """``x.name(*args, **kwargs)``, looked up when called (ops defined in later modules)."""
+    return lambda x, *args, **kwargs: getattr(x, name)(*args, **kwargs)
+
+
+# in-place forms of ops defined elsewhere: sinc_, igamma_, polygamma_(n), addmm_(m1, m2)...
+for _name in ("sinc", "igamma", "igammac", "mvlgamma", "polygamma", "bitwise_not", "addmm",
+              "addbmm", "baddbmm", "addmv", "addr"):
+    inplace_method(_name + "_", _late(_name))
+
+
+@tensor_method("float_power_")
+def float_power_(self: Tensor, exponent) -> Tensor:
+    """In-place ``float_power``: its result is float64, so self must be float64."""
+    if self.dtype is not dtypes.float64:
+        names = dtypes.SCALAR_TYPE_NAMES
+        raise RuntimeError(f"the base given to float_power_ has dtype {names[self.dtype]} but "
+                           f"the operation's result requires dtype Double")
+    return apply_inplace(self, "float_power_", _late("float_power"), exponent)
 
 
 @tensor_method("clamp_", "clip_")
@@ -349,6 +372,111 @@ def setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor) and value.dtype is not self.dtype:
         value = value.to(self.dtype)
     apply_inplace(self, "index_put_", lambda x, v: IndexPut.apply(x, nkey, v), value)
+
+
+# ------------------------------------------------------------ in-place view (metadata) ops
+# ``x.unsqueeze_(0)``, ``x.t_()``...: x itself is re-pointed at the view of its memory (same
+# storage; the version is bumped, as PyTorch's); when recorded, x's grad_fn becomes the view
+# op's node (PyTorch's names: UnsqueezeBackward1, TransposeBackward1...). A view x keeps
+# its base, its chain extended by the op; views taken of a base before its shape changed
+# are re-derived from the storage geometry when next used (see ``restride_stale_view``).
+def _view_classes() -> dict:
+    from tgrad.ops.layout import AsStrided
+    from tgrad.ops.shape import Permute, View
+
+    def sub(base, name: str, node: str):
+        return type(node[:-9] + "Inplace", (base,), {"name": name, "node_name": node})
+    return {"unsqueeze_": sub(View, "unsqueeze_", "UnsqueezeBackward1"),
+            "squeeze_": sub(View, "squeeze_", "SqueezeBackward3"),
+            "squeeze_dim": sub(View, "squeeze_", "SqueezeBackward4"),
+            "squeeze_dims": sub(View, "squeeze_", "SqueezeBackward5"),
+            "transpose_": sub(Permute, "transpose_", "TransposeBackward1"),
+            "t_": sub(Permute, "t_", "TBackward1"),
+            "t_view": sub(View, "t_", "TBackward1"),
+            "as_strided_": sub(AsStrided, "as_strided_", "AsStridedBackward1")}
+
+
+_VIEW_CLS: dict = {}
+
+
+def _inplace_view(self: Tensor, op: str, key: str, *args) -> Tensor:
+    """Re-point ``self`` at its view by ``_VIEW_CLS[key]`` with ``args`` (see above)."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{op}(): expected a Tensor")
+    check_inplace(self, op)
+    if not _VIEW_CLS:
+        _VIEW_CLS.update(_view_classes())
+    cls = _VIEW_CLS[key]
+    if key == "as_strided_":
+        from tgrad.ops.layout import as_strided_view
+        v = as_strided_view(cls, self, *args)
+    else:
+        from tgrad.ops._common import view_apply
+        v = view_apply(cls, self, *args)
+    self._data = v._data
+    self._storage.version += 1
+    if v._grad_fn is not None:
+        self._grad_fn = v._grad_fn
+        self._output_nr = v._output_nr
+        self._requires_grad = True
+        if self._retains_grad:
+            move_retain_grad(self)
+    if self._base is not None:
+        self._view_chain = v._view_chain
+        self._grad_fn_version = self._storage.version
+    return self
+
+
+@tensor_method("unsqueeze_")
+def unsqueeze_(self: Tensor, dim: int) -> Tensor:
+    """In-place ``unsqueeze``: self gets a size-1 dim at ``dim``."""
+    from tgrad.tensor import _wrap_dim
+    d = _wrap_dim(dim, self.ndim + 1, "unsqueeze_")
+    return _inplace_view(self, "unsqueeze_", "unsqueeze_",
+                         self.shape[:d] + (1,) + self.shape[d:])
+
+
+@tensor_method("squeeze_")
+def squeeze_(self: Tensor, dim=None) -> Tensor:
+    """In-place ``squeeze``: size-1 dims (all, or those in ``dim``) removed from self."""
+    from tgrad.ops.shape import squeeze
+    shape = squeeze(self.detach(), dim).shape  # (its checks and errors)
+    key = "squeeze_" if dim is None else (
+        "squeeze_dims" if isinstance(dim, (tuple, list)) else "squeeze_dim")
+    return _inplace_view(self, "squeeze_", key, shape)
+
+
+@tensor_method("transpose_", "swapdims_", "swapaxes_")
+def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    """In-place ``transpose``: self's dims ``dim0`` and ``dim1`` swapped."""
+    from tgrad.tensor import _wrap_dim
+    if self.ndim == 0:
+        _wrap_dim(dim0, 0, "transpose_")
+        _wrap_dim(dim1, 0, "transpose_")
+        return _inplace_view(self, "transpose_", "transpose_", ())
+    dims = list(range(self.ndim))
+    d0, d1 = (_wrap_dim(d, self.ndim, "transpose_") for d in (dim0, dim1))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return _inplace_view(self, "transpose_", "transpose_", tuple(dims))
+
+
+@tensor_method("t_")
+def t_(self: Tensor) -> Tensor:
+    """In-place ``t``: a 2-D self transposed (below 2-D unchanged, but recorded)."""
+    if self.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is "
+                           f"{self.ndim}D")
+    if self.ndim == 2:
+        return _inplace_view(self, "t_", "t_", (1, 0))
+    return _inplace_view(self, "t_", "t_view", self.shape)
+
+
+@tensor_method("as_strided_")
+def as_strided_(self: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """In-place ``as_strided``: self re-pointed at that geometry of its storage."""
+    from tgrad.ops.layout import check_as_strided
+    args = check_as_strided("as_strided_", self, size, stride, storage_offset)
+    return _inplace_view(self, "as_strided_", "as_strided_", *args)
 
 
 def add_into(dst: Tensor, src: Tensor) -> None:

@@ -26,6 +26,13 @@ Views and shapes:
   (free_a, K) @ (K, free_b); a size-1 contracted dim against size n sums the other operand
   over it first (as PyTorch).
 - ``aminmax(x, dim, keepdim)``: (amin, amax) as the named tuple (min, max).
+- ``as_strided(x, size, stride, storage_offset)``: a **view** of x's storage with the given
+  geometry (element strides, absolute storage offset; None keeps x's offset), bounds-checked
+  against the storage; d x (PyTorch's AsStridedBackward) = g scatter-added into a zero
+  "storage" by the view's geometry, read back by x's geometry (divided by how often x's own
+  geometry reads each element when x overlaps itself). An in-place write through it is
+  replayed on the base by storage geometry (on a stand-in laid out as the base was when the
+  base's gradient is re-routed, as PyTorch's CopySlices).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import STATE
 from tgrad.ops import composite as cp
 from tgrad.ops._common import (
     backend_of,
@@ -54,7 +62,7 @@ from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["diagonal", "diag_embed", "tensor_split", "hsplit", "vsplit", "dsplit",
            "dstack", "column_stack", "row_stack", "atleast_3d", "rot90", "tril_indices",
-           "triu_indices", "kron", "tensordot", "aminmax", "unfold"]
+           "triu_indices", "kron", "tensordot", "aminmax", "unfold", "as_strided"]
 
 aminmax_result = namedtuple("aminmax", ["min", "max"])
 
@@ -429,3 +437,162 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):  #
     if input.ndim and input.shape[d] == 0:
         raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     return aminmax_result(amin(input, d, keepdim), amax(input, d, keepdim))
+
+
+# ------------------------------------------------------------------------------ as_strided
+def _storage_span(x: Tensor) -> tuple[int, int]:
+    """[lo, hi) element offsets of x's storage root (offset 0 = the root's first element)."""
+    root = x._storage.root
+    if not isinstance(root, np.ndarray):  # DeviceArray (cuda): offsets are absolute
+        return root.span() if root.size else (root.offset, root.offset)
+    if root.size == 0:
+        return 0, 0
+    lo = hi = 0
+    for n, st in zip(root.shape, root.strides):
+        st //= root.itemsize
+        if st >= 0:
+            hi += (n - 1) * st
+        else:
+            lo += (n - 1) * st
+    return lo, hi + 1
+
+
+def _geometry_index(size: tuple, stride: tuple, offset: int) -> np.ndarray:
+    """The storage offset of every element of the geometry (an int64 array of ``size``)."""
+    idx = np.full(size, offset, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = n
+        idx = idx + (np.arange(n, dtype=np.int64) * st).reshape(shape)
+    return idx
+
+
+class AsStrided(Function):
+    """y = the view of x's storage with geometry (size, stride, offset);
+    dx = zeros over the storage, g added at y's positions, read at x's positions (divided by
+    each position's multiplicity in x's geometry), as PyTorch's as_strided_backward."""
+
+    name = "as_strided"
+    node_name = "AsStridedBackward0"
+
+    @staticmethod
+    def forward(ctx, x, size, stride, offset):
+        root = x._storage.root
+        if isinstance(root, np.ndarray):
+            lo, hi = _storage_span(x)
+            flat = np.lib.stride_tricks.as_strided(root, (max(hi, 1),), (root.itemsize,))
+            start = flat[offset:]
+        else:
+            start = root.view((), (), offset)
+        arr = backend_of(x).as_strided(start, size, stride)
+        ctx.geom = (x.shape, x.stride(), x.storage_offset()), (size, stride, offset)
+        return make_view(x, arr)
+
+    @staticmethod
+    def backward(ctx, g):
+        (xs, xst, xoff), (ys, yst, yoff) = ctx.geom
+        gx = zeros(xs, dtype=g.dtype, device=g.device)
+        if not gx.numel() or not g.numel():
+            return gx, None, None, None
+        xi, yi = _geometry_index(xs, xst, xoff), _geometry_index(ys, yst, yoff)
+        lo = min(int(xi.min()), int(yi.min()))
+        n = max(int(xi.max()), int(yi.max())) + 1 - lo
+        buf = zeros((n,), dtype=g.dtype, device=g.device)
+        buf = buf.index_add(0, tensor((yi - lo).ravel(), device=g.device), g.reshape(-1))
+        gx = buf[tensor((xi - lo).ravel(), device=g.device)].reshape(xs)
+        count = np.bincount((xi - lo).ravel(), minlength=n)[(xi - lo)]
+        if count.max() > 1:  # x reads some positions more than once (e.g. expanded)
+            gx = gx / tensor(count, dtype=g.dtype, device=g.device)
+        return gx, None, None, None
+
+
+register_op(AsStrided)
+
+
+def storage_geometry(t: Tensor) -> tuple:
+    """(shape, stride, storage offset, storage size), offsets from the storage's start."""
+    lo, hi = _storage_span(t)
+    return t.shape, t.stride(), t.storage_offset() - lo, hi - lo
+
+
+def with_geometry(t: Tensor, geom: tuple, fill=None) -> Tensor:
+    """A tensor laid out in new memory by ``geom`` (see storage_geometry) holding t's values
+    (copied, so differentiable in t), or ``fill`` (then t only gives dtype and device)."""
+    shape, stride, offset, n = geom
+    from tgrad.ops.creation import full
+    buf = full((n,), 0 if fill is None else fill, dtype=t.dtype, device=t.device)
+    if fill is not None:
+        return AsStrided.apply(buf, shape, stride, offset)
+    return as_strided_view(AsStrided, buf, shape, stride, offset).copy_(t)
+
+
+def _as_strided_replay(t: Tensor, size: tuple, stride: tuple, offset: int,
+                       geom: tuple) -> Tensor:
+    """as_strided (``offset`` from the storage's start) of ``t`` standing for a base laid
+    out by ``geom``: a view when t is laid out so, else of a copy laid out so."""
+    if storage_geometry(t) != geom:
+        t = with_geometry(t, geom)
+    return AsStrided.apply(t, size, stride, offset + _storage_span(t)[0])
+
+
+def as_strided_view(cls, x: Tensor, size: tuple, stride: tuple, offset: int) -> Tensor:
+    """``cls.apply`` (AsStrided or its in-place form) and the view chain that replays it on
+    the base (for in-place writes through it)."""
+    out = cls.apply(x, size, stride, offset)
+    if STATE.enabled and (x._base is None or x._view_chain is not None):
+        root = x if x._base is None else x._base
+        rel = offset - _storage_span(root)[0]
+        out._view_chain = ((_as_strided_replay, (size, stride, rel, storage_geometry(root))),)
+    return out
+
+
+def check_as_strided(op: str, x: Tensor, size, stride, storage_offset) -> tuple:
+    """(size, stride, offset) as int tuples, or PyTorch's errors."""
+    size = tuple(_int_arg(op, "size", s) for s in size)
+    stride = tuple(_int_arg(op, "stride", s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"{op}: Negative dimension sizes are not allowed, got {list(size)}")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"{op}: Negative strides are not supported at the moment, got "
+                           f"strides: {list(stride)}")
+    offset = x.storage_offset() if storage_offset is None else _int_arg(
+        op, "storage_offset", storage_offset)
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    lo, hi = _storage_span(x)
+    if math.prod(size):
+        need = offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1
+        if need > hi:
+            raise RuntimeError(
+                f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+                f"{offset}, and itemsize {x.dtype.itemsize} requiring a storage size of "
+                f"{need * x.dtype.itemsize} are out of bounds for storage of size "
+                f"{(hi - lo) * x.dtype.itemsize}")
+    return size, stride, offset
+
+
+@tensor_method("as_strided")
+def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:  # noqa: A002
+    """A view of ``input``'s storage with shape ``size``, element strides ``stride`` and
+    absolute ``storage_offset`` (None: input's own)."""
+    size, stride, offset = check_as_strided("as_strided", input, size, stride, storage_offset)
+    return as_strided_view(AsStrided, input, size, stride, offset)
+
+
+def replay_on_base(view: Tensor) -> Tensor:
+    """``view``'s chain replayed on its base; when the base's shape or strides were changed
+    in place since (``x.t_()``), the chain no longer gives the view, and the view is
+    re-derived from the storage geometry (as_strided on the base, as PyTorch does), its
+    chain replaced (None when the base does not span its storage, see _spans_storage)."""
+    base = view._base
+    t = base
+    for fn, args in view._view_chain:
+        t = fn(t, *args)
+    if (t._data.shape == view._data.shape and t._data.strides == view._data.strides
+            and t.data_ptr() == view.data_ptr()):
+        return t
+    out = as_strided_view(AsStrided, base, view.shape, view.stride(), view.storage_offset())
+    view._view_chain = out._view_chain
+    return out

@@ -8,15 +8,22 @@
   NaN where x is NaN (NumPy's rule; PyTorch gives 0 there); not differentiable;
 - ``isposinf`` / ``isneginf``: bool masks;
 - ``broadcast_shapes(*shapes)`` and ``broadcast_tensors(*tensors)`` (expanded views);
-- ``diagflat(input, offset)``: the flattened input on a diagonal of a square matrix.
+- ``diagflat(input, offset)``: the flattened input on a diagonal of a square matrix;
+- ``nextafter(input, other)``: the next float after input towards other (host NumPy; not
+  differentiable), ``Tensor.nextafter_``;
+- ``frexp(input)``: (mantissa, exponent) with input = mantissa 2^exponent, |mantissa| in
+  [0.5, 1), exponent int32 (host NumPy); d mantissa / d input = 2^-exponent.
 """
 
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 
+from tgrad import dtypes
+from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import broadcast_or_raise, float_input, require_tensor, tensor_method
 from tgrad.ops.inplace import inplace_method
@@ -24,7 +31,7 @@ from tgrad.ops.products import diag
 from tgrad.tensor import Tensor
 
 __all__ = ["deg2rad", "rad2deg", "ldexp", "heaviside", "isposinf", "isneginf",
-           "broadcast_shapes", "broadcast_tensors", "diagflat"]
+           "broadcast_shapes", "broadcast_tensors", "diagflat", "nextafter", "frexp"]
 
 
 def _as_float(op: str, input: Tensor) -> Tensor:  # noqa: A002
@@ -124,3 +131,60 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:  # noqa: A002
     """A square matrix with the flattened input on diagonal ``offset`` (zeros elsewhere)."""
     require_tensor("diagflat", input)
     return diag(input.reshape(-1), offset)
+
+
+def _host(fn, device, *xs: Tensor) -> Tensor:
+    """``fn`` of the tensors' values on the host, as a tensor on ``device``."""
+    from tgrad.ops.creation import tensor
+    return tensor(fn(*[np.asarray(x.numpy(force=True)) for x in xs]), device=device)
+
+
+@tensor_method("nextafter")
+def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """The next representable float after ``input`` towards ``other`` (broadcast; one
+    floating dtype, as PyTorch requires); not differentiable."""
+    require_tensor("nextafter", input)
+    require_tensor("nextafter", other, "other", 2)
+    if input.dtype is not other.dtype or not input.dtype.is_floating_point:
+        raise RuntimeError(f"nextafter: expected both inputs of one floating dtype, got "
+                           f"{input.dtype} and {other.dtype}")
+    return _host(np.nextafter, input.device, input, other).to(input.dtype)
+
+
+inplace_method("nextafter_", nextafter)
+
+frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+class Frexp(Function):
+    """(mantissa, exponent) of x;  dx = g_mantissa 2^-exponent (the exponent is constant)."""
+
+    name = "frexp"
+    node_name = "FrexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        m, e = np.frexp(np.asarray(x.numpy(force=True)))
+        from tgrad.ops.creation import tensor
+        with np.errstate(over="ignore"):  # subnormals: 2^-e overflows (as PyTorch's)
+            ctx.scale = tensor(np.ldexp(np.ones_like(m), -e), device=x.device)
+        exp = tensor(e.astype(np.int32), device=x.device)
+        ctx.mark_non_differentiable(exp)
+        return tensor(m, device=x.device), exp
+
+    @staticmethod
+    def backward(ctx, gm, ge):
+        return gm * ctx.scale
+
+
+@tensor_method("frexp")
+def frexp(input: Tensor) -> tuple:  # noqa: A002
+    """Decompose ``input`` into (mantissa, exponent): input = mantissa 2^exponent with
+    |mantissa| in [0.5, 1) (0, inf and NaN give themselves and exponent 0)."""
+    require_tensor("frexp", input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    if input.dtype in (dtypes.float16, dtypes.bfloat16):
+        m, e = Frexp.apply(input.float())
+        return frexp_result(m.to(input.dtype), e)
+    return frexp_result(*Frexp.apply(input))

@@ -8,7 +8,13 @@
 - ``Tensor.fill_diagonal_(fill_value, wrap)``: the main diagonal of a 2-D tensor, or of an
   n-D one with equal dims; ``wrap`` restarts a tall matrix's diagonal after every N + 1
   rows (NumPy's fill_diagonal);
-- ``Tensor.hardshrink(lambd)``: F.hardshrink.
+- ``Tensor.hardshrink(lambd)``: F.hardshrink;
+- ``Tensor.resize_(*sizes)`` / ``resize_as_(other)``: self re-pointed, contiguously from its
+  storage offset, at the new shape, within its storage (growing the storage is not
+  supported: tgrad's storages have a fixed size); not on a tensor requiring grad;
+- ``Tensor.apply_(fn)`` / ``map_(other, fn)``: self[i] = fn(self[i]) / fn(self[i],
+  other[i]) (other broadcast), a Python call per element, on the CPU only and not on a
+  tensor requiring grad (as PyTorch).
 """
 
 from __future__ import annotations
@@ -109,3 +115,69 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     """F.hardshrink: x where |x| > lambd, else 0."""
     from tgrad.nn import functional as F
     return F.hardshrink(input, lambd)
+
+
+@tensor_method("resize_")
+def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
+    """Give self the shape ``sizes``, contiguous from its storage offset (the values are
+    the storage's there); raises if that needs more memory than the storage has."""
+    from tgrad.ops.layout import _storage_span, as_strided
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    sizes = tuple(int(n) for n in sizes)
+    if any(n < 0 for n in sizes):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(sizes)}")
+    if sizes == self.shape and self.is_contiguous():
+        return self
+    off = self.storage_offset()
+    if off + math.prod(sizes) > _storage_span(self)[1]:
+        raise RuntimeError(f"resize_: growing the storage is not supported by tgrad (shape "
+                           f"{list(sizes)} from storage offset {off} needs "
+                           f"{off + math.prod(sizes)} elements, the storage has "
+                           f"{_storage_span(self)[1]})")
+    stride, acc = [], 1
+    for n in reversed(sizes):
+        stride.append(acc)
+        acc *= max(n, 1)
+    self._data = as_strided(self.detach(), sizes, tuple(reversed(stride)), off)._data
+    self._storage.version += 1
+    return self
+
+
+@tensor_method("resize_as_")
+def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor:
+    """``self.resize_(the_template.shape)``."""
+    return resize_(self, the_template.shape)
+
+
+def _python_map(self: Tensor, op: str, fn, *others: Tensor) -> Tensor:
+    if self.device.type != "cpu":
+        raise TypeError(f"{op} is only implemented on CPU tensors")
+    if self._requires_grad or any(o._requires_grad for o in others):
+        raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use "
+                           f"var.detach().{op}() instead.")
+    import numpy as np
+
+    from tgrad.ops.inplace import _write
+    vals = [np.broadcast_to(np.asarray(o.numpy(force=True)), self.shape) for o in others]
+    out = np.empty(self.shape, self.dtype.np)
+    mine = self.numpy(force=True)
+    for i in np.ndindex(self.shape):
+        out[i] = fn(mine[i].item(), *[v[i].item() for v in vals])
+    _write(self, out)
+    return self
+
+
+@tensor_method("apply_")
+def apply_(self: Tensor, callable) -> Tensor:  # noqa: A002
+    """self[i] = callable(self[i]) for every element (CPU only; Python numbers)."""
+    return _python_map(self, "apply_", callable)
+
+
+@tensor_method("map_")
+def map_(self: Tensor, tensor: Tensor, callable) -> Tensor:  # noqa: A002
+    """self[i] = callable(self[i], tensor[i]) with ``tensor`` broadcast to self's shape."""
+    require_tensor("map_", tensor, "tensor", 1)
+    return _python_map(self, "map_", callable, tensor)
