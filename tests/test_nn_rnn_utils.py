@@ -172,8 +172,9 @@ def test_unpad_sequence_lengths_outside_the_range_and_errors():
 
 def test_exported_like_torch():
     assert tgrad.nn.utils.rnn is rnn
-    assert rnn.__all__ == ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence",
-                           "pack_sequence", "pad_sequence", "unpad_sequence"]
+    assert rnn.__all__ == ["PackedSequence", "invert_permutation", "pack_padded_sequence",
+                           "pad_packed_sequence", "pad_sequence", "unpad_sequence",
+                           "pack_sequence", "unpack_sequence"]
     from tgrad.nn.utils import clip_grad_norm_, clip_grad_value_  # still there
     assert callable(clip_grad_norm_) and callable(clip_grad_value_)
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.generator import Generator
-from tgrad.ops.erfs import _erfinv  # erf^-1 composite (tests import it from here)
+from tgrad.ops.erfs import _erfinv  # noqa: F401  (tests import it from here)
 from tgrad.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
@@ -66,7 +66,8 @@ def _layer_default_(weight: Tensor, bias: Tensor | None) -> None:
 
 def _fan(tensor: Tensor, mode: str) -> int:
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise ValueError(f"Mode {mode} not supported, please use one of "
+                         f"{['fan_in', 'fan_out']}")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -77,25 +78,44 @@ def _fill_from(tensor: Tensor, values: Tensor) -> Tensor:
     return tensor
 
 
-def _check_float(fn: str, tensor: Tensor) -> None:
+def _check_float(fn: str, tensor: Tensor, random: bool = False) -> None:
+    """TypeError unless ``tensor`` is a Tensor; with ``random`` (the sampling fills), also
+    NotImplementedError unless its dtype is floating, as PyTorch's uniform_ / normal_
+    kernels (an integer or bool tensor cannot hold the samples)."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"nn.init.{fn}: expected a Tensor, got {type(tensor).__name__}")
+    if random and not tensor.dtype.is_floating_point:
+        raise NotImplementedError(f"nn.init.{fn}: random initialisation is not implemented "
+                                  f"for dtype {tensor.dtype} (a floating dtype is needed)")
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
              generator: Generator | None = None) -> Tensor:
-    """Fill with samples of U(a, b) (drawn from ``generator`` when given)."""
+    """Fill with samples of U(a, b) (drawn from ``generator`` when given).
+
+    Raises RuntimeError, as PyTorch, when a > b or a bound is not finite, and
+    NotImplementedError for a non-floating tensor."""
     from tgrad.ops.creation import rand
-    _check_float("uniform_", tensor)
+    _check_float("uniform_", tensor, random=True)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise RuntimeError(f"uniform_ expects finite bounds, but found from={a} and to={b}")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={a} > to={b}")
     u = rand(tensor.shape, generator=generator, dtype="float64", device=tensor.device)
     return _fill_from(tensor, u * (b - a) + a)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
             generator: Generator | None = None) -> Tensor:
-    """Fill with samples of N(mean, std^2) (drawn from ``generator`` when given)."""
+    """Fill with samples of N(mean, std^2) (drawn from ``generator`` when given).
+
+    Raises RuntimeError, as PyTorch, when std < 0, and NotImplementedError for a
+    non-floating tensor."""
     from tgrad.ops.creation import randn
-    _check_float("normal_", tensor)
+    _check_float("normal_", tensor, random=True)
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     n = randn(tensor.shape, generator=generator, dtype="float64", device=tensor.device)
     return _fill_from(tensor, n * std + mean)
 
@@ -142,10 +162,14 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0,
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu",
                      generator: Generator | None = None) -> Tensor:
-    """U(-bound, bound) with bound = gain * sqrt(3 / fan)."""
-    fan = _fan(tensor, mode)
-    if fan == 0:
+    """U(-bound, bound) with bound = gain * sqrt(3 / fan).
+
+    A tensor with a zero-size dim is returned unchanged with a UserWarning, before ``mode``
+    and ``nonlinearity`` are checked (PyTorch's order)."""
+    if 0 in tuple(tensor.shape):
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
+    fan = _fan(tensor, mode)
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
     return uniform_(tensor, -bound, bound, generator)
 
@@ -153,10 +177,14 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu",
                     generator: Generator | None = None) -> Tensor:
-    """N(0, std^2) with std = gain / sqrt(fan)."""
-    fan = _fan(tensor, mode)
-    if fan == 0:
+    """N(0, std^2) with std = gain / sqrt(fan).
+
+    A tensor with a zero-size dim is returned unchanged with a UserWarning, before ``mode``
+    and ``nonlinearity`` are checked (PyTorch's order)."""
+    if 0 in tuple(tensor.shape):
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
+    fan = _fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return normal_(tensor, 0.0, std, generator)
 
@@ -164,25 +192,67 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: Generator | None = None) -> Tensor:
     """Fill with samples of N(mean, std^2) truncated to [a, b] (a and b are values, not
-    numbers of std), by PyTorch's inverse-CDF method: u ~ U(2 Phi_l - 1, 2 Phi_u - 1),
-    x = clamp(mean + std sqrt(2) erfinv(u), a, b), Phi_l, Phi_u the standard normal CDF at
-    (a - mean) / std and (b - mean) / std. One float64 uniform per element from tgrad's
-    generator (``tgrad.manual_seed`` replays it)."""
+    numbers of std), by the inverse CDF: with alpha, beta = (a - mean) / std,
+    (b - mean) / std, u ~ U(Phi(alpha), Phi(beta)) and x = clamp(mean + std Phi^-1(u), a, b).
+    When [alpha, beta] lies mostly above 0 the mirrored interval [-beta, -alpha] is sampled
+    and negated, so Phi and Phi^-1 (``ndtri``) work where Phi is small and exact to float64:
+    intervals far out in one tail (e.g. [9, 10] std) keep the right law instead of
+    collapsing onto a bound; beyond ~36 std, where Phi underflows, Phi^-1 is solved in log
+    space. PyTorch samples the same law by rejection; tgrad draws one float64 uniform per
+    element from tgrad's generator (``tgrad.manual_seed`` replays it).
+
+    Raises RuntimeError when a > b (as PyTorch), NotImplementedError for a non-floating
+    tensor; warns when mean is more than 2 std outside [a, b]."""
     from tgrad.ops.creation import rand
     from tgrad.ops.elementwise import clamp
-    _check_float("trunc_normal_", tensor)
+    from tgrad.ops.erfs import ndtri
+    _check_float("trunc_normal_", tensor, random=True)
+    if a > b:
+        raise RuntimeError(f"trunc_normal_ expects a <= b, but found a={a} > b={b}")
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
+    alpha, beta = (a - mean) / std, (b - mean) / std
+    sign = 1.0
+    if alpha + beta > 0:  # mirror into the lower half, where Phi keeps its precision
+        alpha, beta, sign = -beta, -alpha, -1.0
 
-    def cdf(x: float) -> float:
-        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
-    lo, hi = 2 * cdf((a - mean) / std) - 1, 2 * cdf((b - mean) / std) - 1
+    def cdf(x: float) -> float:  # Phi(x) via erfc: relative precision in the lower tail
+        return 0.5 * math.erfc(-x / math.sqrt(2.0))
+    lo, hi = cdf(alpha), cdf(beta)
     with no_grad():
-        u = rand(tensor.shape, generator=generator, dtype="float64",
-                 device=tensor.device) * (hi - lo) + lo
-        x = clamp(_erfinv(u) * (std * math.sqrt(2.0)) + mean, a, b)
+        u = rand(tensor.shape, generator=generator, dtype="float64", device=tensor.device)
+        if hi > 1e-290:
+            z = ndtri(u * (hi - lo) + lo)
+        else:  # beyond ~36 std Phi underflows: solve log Phi(z) = target in log space
+            z = _deep_tail_ndtri(u, alpha, beta)
+        x = clamp(z * (sign * std) + mean, a, b)
     return _fill_from(tensor, x)
+
+
+def _deep_tail_ndtri(u: Tensor, alpha: float, beta: float) -> Tensor:
+    """z in [alpha, beta] (beta < -36) with Phi(z) = Phi(alpha) + u (Phi(beta) - Phi(alpha)),
+    in log space: target t = log Phi(beta) + log(u + (1 - u) Phi(alpha) / Phi(beta)), then
+    Newton on the concave log Phi from the exponential-tail start, which converges
+    monotonically (6 steps reach float64)."""
+    from tgrad.ops.erfs import log_ndtr
+    log_hi = _log_ndtr_scalar(beta)
+    ratio = math.exp(_log_ndtr_scalar(alpha) - log_hi)
+    t = (u + (1 - u) * ratio).log() + log_hi
+    z = (u + (1 - u) * ratio).log() / -beta + beta  # Phi(z) ~ Phi(beta) e^{-beta (beta - z)}
+    for _ in range(6):
+        lz = log_ndtr(z)
+        # d/dz log Phi(z) = phi(z) / Phi(z) = exp(log phi(z) - log Phi(z))
+        slope = (z * z * -0.5 - 0.5 * math.log(2 * math.pi) - lz).exp()
+        z = z + (t - lz) / slope
+    return z.clamp(alpha, beta)
+
+
+def _log_ndtr_scalar(x: float) -> float:
+    """log Phi(x) of a Python float, finite far into the lower tail."""
+    from tgrad.ops.creation import tensor as as_tensor
+    from tgrad.ops.erfs import log_ndtr
+    return float(log_ndtr(as_tensor(x, dtype="float64")).item())
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0,
@@ -196,7 +266,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0,
 
     from tgrad.ops.creation import randn
     from tgrad.ops.creation import tensor as as_tensor
-    _check_float("orthogonal_", tensor)
+    _check_float("orthogonal_", tensor, random=True)
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -252,7 +322,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
     from tgrad.ops.creation import randn, randperm, zeros_like
     from tgrad.ops.creation import tensor as as_tensor
     from tgrad.ops.elementwise import where
-    _check_float("sparse_", tensor)
+    _check_float("sparse_", tensor, random=True)
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape

@@ -1,7 +1,7 @@
 """tgrad.nn.utils.rnn, as ``torch.nn.utils.rnn``: padding a list of variable-length
 sequences into one tensor (``pad_sequence``) and splitting it back (``unpad_sequence``),
 and the packed layout (``PackedSequence``, ``pack_padded_sequence``, ``pack_sequence``,
-``pad_packed_sequence``).
+``pad_packed_sequence``, ``unpack_sequence``; ``invert_permutation``).
 
 All are built from differentiable tgrad ops (``full``, ``cat``, ``stack``, ``expand``,
 ``index_select``, views and ``clone``), so gradients flow from the padded or packed tensor
@@ -23,8 +23,9 @@ from tgrad.ops.creation import full, tensor
 from tgrad.ops.shape import cat, stack
 from tgrad.tensor import Tensor
 
-__all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence",
-           "pad_sequence", "unpad_sequence"]
+__all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence",
+           "pad_packed_sequence", "pad_sequence", "unpad_sequence", "pack_sequence",
+           "unpack_sequence"]  # torch.nn.utils.rnn.__all__, in its order
 
 
 def _fit(seq: Tensor, target: tuple) -> Tensor:
@@ -110,7 +111,9 @@ def unpad_sequence(padded_sequences: Tensor, lengths: Tensor | Iterable[int],
     return out
 
 
-def _invert_permutation(permutation: Tensor | None) -> Tensor | None:
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of a permutation of 0..n-1 (an int64 tensor on its device, with
+    ``out[permutation[i]] = i``), or None for None, as ``torch.nn.utils.rnn``'s."""
     if permutation is None:
         return None
     perm = np.asarray(permutation.tolist(), dtype=np.int64)
@@ -143,7 +146,7 @@ class PackedSequence(_PackedFields):
                 sorted_indices: Tensor | None = None,
                 unsorted_indices: Tensor | None = None) -> PackedSequence:
         if unsorted_indices is None:
-            unsorted_indices = _invert_permutation(sorted_indices)
+            unsorted_indices = invert_permutation(sorted_indices)
         if batch_sizes is None:  # the legacy (data, batch_sizes) tuple
             data, batch_sizes = data
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
@@ -295,3 +298,11 @@ def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> P
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths,
                                 enforce_sorted=enforce_sorted)
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    """Split a PackedSequence back into its sequences, in the original batch order (the
+    inverse of ``pack_sequence``): B tensors of shape (L_b, *), differentiable with respect
+    to ``packed_sequences.data``."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
