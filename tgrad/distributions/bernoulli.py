@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from tgrad.distributions import constraints
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.utils import (
+    binary_logits,
+    binary_probs,
     broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
     set_probs_or_logits,
 )
 from tgrad.nn import functional as F
@@ -47,15 +46,8 @@ class Bernoulli(Distribution):
     def _expand_extra(self, new: Distribution) -> None:
         new._param = new.__dict__["probs" if "probs" in self.__dict__ else "logits"]
 
-    @lazy_property
-    def logits(self) -> Tensor:
-        """The log-odds log(p / (1 - p))."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        """The probability of 1."""
-        return logits_to_probs(self.logits, is_binary=True)
+    logits = binary_logits
+    probs = binary_probs
 
     @property
     def param_shape(self) -> tuple[int, ...]:

@@ -39,10 +39,9 @@ from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.gamma import _standard_gamma_draw
 from tgrad.distributions.utils import (
+    binary_logits,
+    binary_probs,
     broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
     set_probs_or_logits,
 )
 from tgrad.nn import functional as F
@@ -211,13 +210,8 @@ class _ProbsOrLogits(Distribution):
         setattr(self, "probs" if probs is not None else "logits", param)
         super().__init__(tuple(param.shape), validate_args=validate_args)
 
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
+    logits = binary_logits
+    probs = binary_probs
 
     @property
     def param_shape(self) -> tuple[int, ...]:
@@ -267,21 +261,24 @@ class Binomial(_ProbsOrLogits):
         return k * logits - lgamma(k + 1) - lgamma(n - k + 1) - normalize
 
     def entropy(self) -> Tensor:
-        n = self.total_count
-        top = float(n.max()) if n.numel() else 0.0
-        if n.numel() and float(n.min()) != top:
-            raise NotImplementedError("Inhomogeneous total count not supported by `entropy`.")
-        log_p = self.log_prob(self.enumerate_support(False))
+        log_p = self.log_prob(self._support(self._single_count("entropy"), False))
         return -(ew.exp(log_p) * log_p).sum(0)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
         """0 .. n as floats, shape (n + 1,) + batch_shape (or size-1 dims); one
         ``total_count`` for the whole batch."""
+        return self._support(self._single_count("enumerate_support"), expand)
+
+    def _single_count(self, what: str) -> int:
+        """The batch's one total_count (PyTorch's error when they differ)."""
         n = self.total_count
         top = int(float(n.max())) if n.numel() else 0
         if n.numel() and float(n.min()) != top:
-            raise NotImplementedError("Inhomogeneous total count not supported by "
-                                      "`enumerate_support`.")
+            raise NotImplementedError(f"Inhomogeneous total count not supported by `{what}`.")
+        return top
+
+    def _support(self, top: int, expand: bool) -> Tensor:
+        n = self.total_count
         values = arange(1 + top, dtype=n.dtype, device=n.device).reshape(
             (-1,) + (1,) * len(self.batch_shape))
         return values.expand(-1, *self.batch_shape) if expand else values

@@ -31,10 +31,9 @@ from tgrad.distributions.distribution import Distribution, _LocScale
 from tgrad.distributions.normal import Normal
 from tgrad.distributions.utils import (
     _finfo,
+    binary_logits,
+    binary_probs,
     broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
     set_probs_or_logits,
 )
 from tgrad.nn import functional as F
@@ -267,13 +266,8 @@ class Geometric(Distribution):
                                  f"{self!r} to satisfy the constraint probs > 0, but found "
                                  f"invalid values:\n{self.probs}")
 
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
+    logits = binary_logits
+    probs = binary_probs
 
     @property
     def mean(self) -> Tensor:

@@ -89,3 +89,22 @@ class lazy_property:  # noqa: N801  (PyTorch's name)
             value = self.wrapped(instance)
         instance.__dict__[self.wrapped.__name__] = value
         return value
+
+
+@lazy_property
+def logits(self) -> Tensor:
+    """The log-odds log(p / (1 - p))."""
+    return probs_to_logits(self.probs, is_binary=True)
+
+
+@lazy_property
+def probs(self) -> Tensor:
+    """The probability of success (of 1)."""
+    return logits_to_probs(self.logits, is_binary=True)
+
+
+# The two parameterisations of a two-outcome family (Bernoulli, Geometric, Binomial,
+# NegativeBinomial): the one not given is derived on first use. A class names them in its
+# own body (``logits = binary_logits``) so docs/api.md lists them there.
+binary_logits, binary_probs = logits, probs
+del logits, probs

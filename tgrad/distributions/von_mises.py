@@ -16,10 +16,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from tgrad import dtypes
-from tgrad.autograd.grad_mode import no_grad
 from tgrad.distributions import constraints
-from tgrad.distributions.counts import _until_done
+from tgrad.distributions.counts import _in_float64, _until_done
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.utils import broadcast_all
 from tgrad.ops import elementwise as ew
@@ -72,21 +70,23 @@ class VonMises(Distribution):
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        with no_grad():
-            loc = self.loc.detach().to(dtypes.float64).expand(*shape)
-            k = self.concentration.detach().to(dtypes.float64).expand(*shape)
-            tau = 1.0 + ew.sqrt(1.0 + 4.0 * k * k)
-            rho = (tau - ew.sqrt(2.0 * tau)) / (2.0 * k)
-            r = ew.where(k < 1e-5, 1.0 / k + k, (1.0 + rho * rho) / (2.0 * rho))
+        return _in_float64(_best_fisher_draw, self.loc.expand(*shape),
+                           self.concentration.expand(*shape))
 
-            def best_fisher(todo: Tensor) -> tuple[Tensor, Tensor]:
-                u1, u2, u3 = (rand(shape, dtype=k.dtype, device=k.device) for _ in range(3))
-                z = ew.cos(math.pi * u1)
-                f = (1.0 + r * z) / (r + z)
-                c = k * (r - f)
-                accept = (c * (2.0 - c) - u2 > 0) | (ew.log(c / u2) + 1.0 - c >= 0)
-                return ew.sign(u3 - 0.5) * ew.acos(f.clamp(-1.0, 1.0)), accept
 
-            x = _until_done(best_fisher, k, "von Mises")
-            out = ew.remainder(x + math.pi + loc, 2 * math.pi) - math.pi
-        return out.to(self.loc.dtype)
+def _best_fisher_draw(loc: Tensor, k: Tensor) -> Tensor:
+    """VonMises(loc, k) draws of loc's shape (module docstring; no graph)."""
+    tau = 1.0 + ew.sqrt(1.0 + 4.0 * k * k)
+    rho = (tau - ew.sqrt(2.0 * tau)) / (2.0 * k)
+    r = ew.where(k < 1e-5, 1.0 / k + k, (1.0 + rho * rho) / (2.0 * rho))
+
+    def round_(todo: Tensor) -> tuple[Tensor, Tensor]:
+        u1, u2, u3 = (rand(k.shape, dtype=k.dtype, device=k.device) for _ in range(3))
+        z = ew.cos(math.pi * u1)
+        f = (1.0 + r * z) / (r + z)
+        c = k * (r - f)
+        accept = (c * (2.0 - c) - u2 > 0) | (ew.log(c / u2) + 1.0 - c >= 0)
+        return ew.sign(u3 - 0.5) * ew.acos(f.clamp(-1.0, 1.0)), accept
+
+    x = _until_done(round_, k, "von Mises")
+    return ew.remainder(x + math.pi + loc, 2 * math.pi) - math.pi

@@ -80,15 +80,22 @@ def _over_x_at_zero(num: Tensor, x: Tensor) -> tuple:
     return zero, num / ew.where(zero, 1.0, x)
 
 
+def _forward(nu: int, scaled: bool):
+    """The forward of the Function for I_nu (``scaled``: e^-|x| I_nu); it saves x."""
+    value = _scaled if scaled else _unscaled
+
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return value(nu, x)
+    return staticmethod(forward)
+
+
 class I0(Function):
     """y = I0(x);  dx = g I1(x)."""
 
     node_name = "I0Backward0"
 
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _unscaled(0, x)
+    forward = _forward(0, False)
 
     @staticmethod
     def backward(ctx, g):
@@ -101,10 +108,7 @@ class I1(Function):
 
     node_name = "SpecialI1Backward0"
 
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _unscaled(1, x)
+    forward = _forward(1, False)
 
     @staticmethod
     def backward(ctx, g):
@@ -118,10 +122,7 @@ class I0e(Function):
 
     node_name = "SpecialI0EBackward0"
 
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _scaled(0, x)
+    forward = _forward(0, True)
 
     @staticmethod
     def backward(ctx, g):
@@ -134,10 +135,7 @@ class I1e(Function):
 
     node_name = "SpecialI1EBackward0"
 
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _scaled(1, x)
+    forward = _forward(1, True)
 
     @staticmethod
     def backward(ctx, g):

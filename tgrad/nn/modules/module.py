@@ -455,14 +455,19 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
-    def get_parameter(self, target: str) -> Parameter:
-        """The parameter at the dotted path ``target`` (e.g. "net.0.weight");
-        AttributeError if the path is invalid or does not name a Parameter."""
+    def _attribute_at(self, target: str) -> tuple:
+        """(module, name, value) of the attribute at the dotted path ``target``;
+        PyTorch's AttributeError when the path is invalid."""
         modpath, _, name = target.rpartition(".")
         mod = self.get_submodule(modpath)
         if not hasattr(mod, name):
             raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
-        param = getattr(mod, name)
+        return mod, name, getattr(mod, name)
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target`` (e.g. "net.0.weight");
+        AttributeError if the path is invalid or does not name a Parameter."""
+        mod, name, param = self._attribute_at(target)
         if not isinstance(param, Parameter):
             raise AttributeError(f"`{name}` is not an nn.Parameter")
         return param
@@ -470,11 +475,7 @@ class Module:
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at the dotted path ``target`` (e.g. "bn.running_mean");
         AttributeError if the path is invalid or does not name a buffer."""
-        modpath, _, name = target.rpartition(".")
-        mod = self.get_submodule(modpath)
-        if not hasattr(mod, name):
-            raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
-        buf = getattr(mod, name)
+        mod, name, buf = self._attribute_at(target)
         if name not in mod._buffers:
             raise AttributeError(f"`{name}` is not a buffer")
         return buf
