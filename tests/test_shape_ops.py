@@ -400,3 +400,29 @@ def test_unfold_is_a_view_with_pytorch_errors():
             x.unfold(*args)
     with pytest.raises(IndexError):
         x.unfold(2, 1, 1)
+
+
+def test_matmul_plain_backward_matches_numpy_and_composite():
+    """A plain backward of a 2-D product runs the products on the backend arrays; it must
+    give what the composite (create_graph=True) and NumPy float64 give, for transposed
+    (non-contiguous) operands and float16 too."""
+    rng = np.random.default_rng(7)
+    for dtype, rtol in ((np.float64, 1e-12), (np.float32, 1e-5), (np.float16, 2e-2)):
+        a_np = rng.standard_normal((17, 5)).astype(dtype)
+        b_np = rng.standard_normal((3, 17)).astype(dtype).T  # 17x3 after .T, taken as view
+        g_np = rng.standard_normal((5, 3)).astype(dtype)
+        grads = []
+        for create_graph in (False, True):
+            a = tgrad.tensor(a_np, requires_grad=True).t()  # [5, 17], a transposed view
+            b = tgrad.tensor(np.ascontiguousarray(b_np.T), requires_grad=True)
+            y = a @ b.t()
+            ga, gb = tgrad.autograd.grad(y, (a, b), tgrad.tensor(g_np),
+                                         create_graph=create_graph)
+            grads.append((ga.detach().numpy().astype(np.float64),
+                          gb.detach().numpy().astype(np.float64)))
+        a64, b64, g64 = (x.astype(np.float64) for x in (a_np.T, b_np, g_np))
+        want_a, want_b = g64 @ b64.T, (a64.T @ g64).T  # b's grad is of b = (b^T)^T
+        for ga, gb in grads:
+            np.testing.assert_allclose(ga, want_a, rtol=rtol, atol=rtol)
+            np.testing.assert_allclose(gb, want_b, rtol=rtol, atol=rtol)
+        np.testing.assert_array_equal(grads[0][0], grads[1][0])
