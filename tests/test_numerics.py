@@ -72,3 +72,22 @@ def test_gradient_gradcheck_and_errors():
         tgrad.gradient(_t([1.0, 2.0]), edge_order=2)
     with pytest.raises(RuntimeError, match="same length"):
         tgrad.gradient(x, spacing=[1.0, 2.0, 3.0])
+
+
+def test_float32_cumsum_accumulates_in_float64_on_cpu():
+    """PyTorch's CPU cumsum runs a float32 sum in double: each prefix is the float64
+    prefix sum rounded once (a float32 running sum drifts by ~1e-3 relative here)."""
+    rng = np.random.default_rng(3)
+    x = (rng.random((3, 200_001)) + 0.1).astype(np.float32)
+    want = np.cumsum(x.astype(np.float64), axis=1).astype(np.float32)
+    got = tgrad.tensor(x).cumsum(1).numpy()
+    np.testing.assert_array_equal(got, want)
+    want_rev = np.flip(np.cumsum(np.flip(x.astype(np.float64), 1), axis=1), 1)
+    got_rev = tgrad.tensor(x).flip(1).cumsum(1).flip(1).numpy()
+    np.testing.assert_array_equal(got_rev, want_rev.astype(np.float32))
+    # the gradient (a reversed cumsum of g) takes the same path
+    t = tgrad.tensor(x[0], requires_grad=True)
+    g = rng.random(x.shape[1]).astype(np.float32)
+    t.cumsum(0).backward(tgrad.tensor(g))
+    want_grad = np.flip(np.cumsum(np.flip(g.astype(np.float64)))).astype(np.float32)
+    np.testing.assert_array_equal(t.grad.numpy(), want_grad)

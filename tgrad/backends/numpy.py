@@ -67,6 +67,7 @@ class quiet:  # noqa: N801 - used like np.errstate
 HALF_TYPES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _HALF_SET = frozenset(HALF_TYPES)
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 
 name = "numpy"
 
@@ -843,9 +844,10 @@ def index_reduce(shape: tuple, dtype: np.dtype, key, values: np.ndarray,
 
 def cumsum(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
     """Cumulative sum along ``axis`` (from the end when ``reverse``); integers and bools
-    give int64, float16/bfloat16 accumulate in float32."""
+    give int64, float16/bfloat16 accumulate in float32 and float32 in float64 (PyTorch's
+    CPU accumulation types: a float32 running sum would drift by ~sqrt(n) ulps)."""
     dt = np.dtype(np.int64) if x.dtype.kind in "iub" else x.dtype
-    cd = compute_dtype(dt)
+    cd = _F64 if dt == _F32 else compute_dtype(dt)
     a = np.flip(x, axis) if reverse else x
     with quiet():  # inf + -inf: NaN without a warning, as PyTorch
         out = np.cumsum(a, axis=axis, dtype=cd)
