@@ -206,3 +206,19 @@ def test_kl_div_negative_target_is_nan_and_cosine_broadcasts_before_dim():
     assert math.isnan(F.kl_div(_t([-1.0]), _t([-0.5]), reduction="sum").item())
     cos = F.cosine_similarity(_t([1.0, 2.0, 3.0]), _t(np.ones((2, 3))), dim=1)
     np.testing.assert_allclose(cos.numpy(), [6.0 / math.sqrt(14.0 * 3.0)] * 2, rtol=1e-15)
+
+
+def test_cosine_similarity_is_scale_free_far_from_one():
+    """cos(k a, k b) = cos(a, b) and its gradient is grad(a, b) / k, also where |k a|^2
+    overflows (k = 1e200) or underflows (k = 1e-150, with |k a| still above eps = 0)."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((3, 17)), rng.standard_normal((3, 17))
+    want = np.sum(a * b, 1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    ta = tgrad.tensor(a, requires_grad=True)
+    F.cosine_similarity(ta, tgrad.tensor(b)).sum().backward()
+    for k in (1e200, 1e-150):
+        xa = tgrad.tensor(a * k, requires_grad=True)
+        got = F.cosine_similarity(xa, tgrad.tensor(b * k), eps=0.0)
+        np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-13)
+        got.sum().backward()
+        np.testing.assert_allclose(xa.grad.numpy() * k, ta.grad.numpy(), rtol=1e-12)

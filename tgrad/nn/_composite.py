@@ -362,13 +362,23 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     (a, b), half = _compute(x1, x2)
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))  # dim counts in the broadcast shape
     a, b = a.expand(shape), b.expand(shape)
-    cos = ((a / _norm_at_least(a, dim, eps)) * (b / _norm_at_least(b, dim, eps))).sum(dim)
+    cos = (_unit_or_scaled(a, dim, eps) * _unit_or_scaled(b, dim, eps)).sum(dim)
     return cos if half is None else cos.to(half)
 
 
-def _norm_at_least(x: Tensor, dim: int, eps: float) -> Tensor:
-    n = x.norm(2, dim, keepdim=True)
-    return n + (clamp(n, min=eps) - n).detach()
+def _unit_or_scaled(x: Tensor, dim: int, eps: float) -> Tensor:
+    """x / max(|x|, eps) along ``dim``, without overflow or underflow of |x|: with the
+    (constant) scale s = max |x_i|, x / |x| = u / |u| for u = x / s, whose norm lies in
+    [1, sqrt(n)]; the eps test uses |x| = s |u|. The clamp is not differentiated."""
+    s = x.detach().abs().amax(dim, keepdim=True)
+    s = where((s > 0) & (s < math.inf), s, 1.0)
+    u = x / s
+    nu = u.norm(2, dim, keepdim=True)
+    small = (s * nu.detach()) < eps  # |x| < eps: divide x itself by eps
+    # Each branch's divisor is 1 where the other branch is taken, so the branch not taken
+    # has finite values and gradients (no 0 * inf in where's backward).
+    clamped = x / where(small, nu + (eps / s - nu).detach(), 1.0) / s
+    return where(small, clamped, u / where(small, 1.0, nu))
 
 
 @autocast_policy("fp32")
