@@ -254,14 +254,18 @@ class Module:
             self._forward_pre_hooks.move_to_end(key, last=False)
         return _RemovableHandle(self._forward_pre_hooks, key, (kw,))
 
+    def _claim_backward_hook_kind(self, full: bool) -> None:
+        """A module takes full or regular (deprecated) backward hooks, never both."""
+        if self.__dict__.get("_is_full_backward_hook") is (not full):
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = full
+
     def register_full_backward_hook(self, hook: Callable) -> _RemovableHandle:
         """``hook(module, grad_input, grad_output)`` once the gradients of the module's
         tensor inputs are computed (None for inputs without one); a non-None result replaces
         grad_input."""
-        if self.__dict__.get("_is_full_backward_hook") is False:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
-                               "on a single Module. Please use only one of them.")
-        self.__dict__["_is_full_backward_hook"] = True
+        self._claim_backward_hook_kind(full=True)
         return self._add_backward_hook("_backward_hooks", hook)
 
     def register_backward_hook(self, hook: Callable) -> _RemovableHandle:
@@ -269,10 +273,7 @@ class Module:
         grad_output)`` registered, as PyTorch does, on the autograd node that made the
         module's (first) output, so ``grad_input`` is that node's input gradients. Right
         only for a module whose forward is a single op."""
-        if self.__dict__.get("_is_full_backward_hook") is True:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
-                               "on a single Module. Please use only one of them.")
-        self.__dict__["_is_full_backward_hook"] = False
+        self._claim_backward_hook_kind(full=False)
         return self._add_backward_hook("_backward_hooks", hook)
 
     def register_full_backward_pre_hook(self, hook: Callable) -> _RemovableHandle:
