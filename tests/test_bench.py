@@ -134,3 +134,22 @@ def test_bench_index_host_runs_and_reports_every_case(tmp_path):
         "W[idx] gather", "W[idx] index_add (backward)", "W[idx] = v index_put_",
         "X[:, idx] gather", "X[:, idx] index_add (backward)"]
     assert all(r["device_path_ms"] > 0 and r["host_offsets_ms"] > 0 for r in rep["results"])
+
+
+def test_bench_cold_runs_and_writes_json(tmp_path, capsys):
+    """perf/bench_cold.py: one row per (op, phase) with warm and cold timings of both sides
+    (the structure only; no timing is asserted)."""
+    spec = importlib.util.spec_from_file_location("bench_cold", ROOT / "perf" / "bench_cold.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--ops", "sum,mul", "--calls", "3", "--flush-mb", "0.5",
+                     "--out", str(tmp_path)]) == 0
+    assert "cold_overhead_us" in capsys.readouterr().out
+    data = json.loads((tmp_path / "bench_cold.json").read_text())
+    assert data["schema"] == "tgrad-bench-cold/1"
+    assert [(r["op"], r["phase"]) for r in data["results"]] == [
+        ("sum", "forward"), ("sum", "backward"), ("mul", "forward"), ("mul", "backward")]
+    for r in data["results"]:
+        assert r["cold_overhead_us"] == r["tgrad_cold_us"] - r["numpy_cold_us"]
+        assert all(r[k] > 0 for k in ("tgrad_warm_us", "tgrad_cold_us", "numpy_warm_us",
+                                      "numpy_cold_us"))

@@ -91,3 +91,31 @@ def test_float32_cumsum_accumulates_in_float64_on_cpu():
     t.cumsum(0).backward(tgrad.tensor(g))
     want_grad = np.flip(np.cumsum(np.flip(g.astype(np.float64)))).astype(np.float32)
     np.testing.assert_array_equal(t.grad.numpy(), want_grad)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("shape,dim", [((3,), None), ((7, 2049), 1), ((5, 3, 6), (0, 2))])
+def test_mean_backward_divides_once_in_the_gradient_dtype(dtype, shape, dim):
+    """mean's gradient is g / n broadcast back: one division in g's dtype (float32 for
+    halves, as PyTorch's Tensor / Scalar), the same bits in a plain backward (the backend's
+    division) and under create_graph (the recorded div op)."""
+    dt = getattr(tgrad, dtype)
+    rng = np.random.default_rng(5)
+    x = tgrad.tensor(rng.standard_normal(shape), dtype=dt, requires_grad=True)
+    kw = {} if dim is None else {"dim": dim}
+    y = x.mean(**kw)
+    g64 = rng.standard_normal(y.shape)
+    g = tgrad.tensor(g64, dtype=dt)
+    n = x.numel() // max(y.numel(), 1)
+    gd = g.numpy()
+    if dtype in ("float16", "bfloat16"):
+        want = (gd.astype(np.float32) / np.float32(n)).astype(gd.dtype)
+    else:  # a quotient of exact operands, correctly rounded from float64
+        want = (gd.astype(np.float64) / n).astype(gd.dtype)
+    keep = [1 if dim is None or i in (dim if isinstance(dim, tuple) else (dim,)) else s
+            for i, s in enumerate(shape)]
+    want = np.broadcast_to(want.reshape(keep), shape)
+    y.backward(g, retain_graph=True)
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+    (recorded,) = tgrad.autograd.grad(y, x, g, create_graph=True)
+    np.testing.assert_array_equal(recorded.detach().numpy(), want)
