@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tgrad
+from tgrad.autograd import gradcheck
 
 
 def test_pytorch_documented_examples():
@@ -55,3 +56,137 @@ def test_errors():
         x.masked_scatter(tgrad.ones(3), tgrad.ones(12))
     with pytest.raises(RuntimeError, match="expected source to have at least 3 elements"):
         tgrad.zeros(3).masked_scatter(tgrad.tensor([True] * 3), tgrad.ones(2))
+
+
+# ------------------------------------------------- differential-test fixes (PyTorch 2.13)
+def test_put_on_a_non_contiguous_tensor_indexes_row_major_order():
+    x = tgrad.zeros(2, 3)
+    x.t().put_(tgrad.tensor([1]), tgrad.tensor([5.0]))  # x.t()[0, 1] is x[1, 0]
+    assert x.tolist() == [[0.0, 0.0, 0.0], [5.0, 0.0, 0.0]]
+    ref = np.zeros((4, 3))
+    view = ref[::2]  # NumPy's put on the flattened (row-major) view, written back
+    flat = view.ravel()
+    np.add.at(flat, [4, 0, -1, 4], [5.0, 2.0, 3.0, 1.0])
+    view[...] = flat.reshape(view.shape)
+    y = tgrad.zeros(4, 3, dtype=tgrad.float64)
+    y[::2].put_(tgrad.tensor([[4, 0], [-1, 4]]),
+                tgrad.tensor([[5.0, 2.0], [3.0, 1.0]], dtype=tgrad.float64), accumulate=True)
+    np.testing.assert_array_equal(y.numpy(), ref)
+    # the gradient: d base = g where nothing was written, d source = g at its positions
+    a = tgrad.tensor(np.ones((2, 3)), requires_grad=True)
+    s = tgrad.tensor([2.0, 3.0], dtype=tgrad.float64, requires_grad=True)
+    w = np.arange(6.0).reshape(3, 2)
+    out = (a * 1).t().put_(tgrad.tensor([1, 4]), s)
+    (out * tgrad.tensor(w)).sum().backward()
+    gv = w.copy()  # the gradient of the transposed view: zero at the written positions
+    gv.ravel()[[1, 4]] = 0.0
+    np.testing.assert_array_equal(a.grad.numpy(), gv.T)
+    np.testing.assert_array_equal(s.grad.numpy(), [w.ravel()[1], w.ravel()[4]])
+
+
+def test_put_requires_source_of_the_same_dtype():
+    x = tgrad.zeros(2, 3)
+    for src in (tgrad.tensor([5.0], dtype=tgrad.float64), tgrad.tensor([5])):
+        with pytest.raises(RuntimeError, match="put_\\(\\): self and source expected to have "
+                                               "the same dtype, but got self.dtype = Float"):
+            x.put_(tgrad.tensor([1]), src)
+        with pytest.raises(RuntimeError, match="same dtype"):
+            x.put(tgrad.tensor([1]), src)
+    with pytest.raises(RuntimeError, match="Expected a long tensor for index, but got Int"):
+        x.put_(tgrad.tensor([1], dtype=tgrad.int32), tgrad.tensor([5.0]))
+    assert not x.any().item()
+
+
+def test_take_along_dim_negative_indices_with_a_dim():
+    a = np.arange(12.0).reshape(3, 4)
+    idx = np.array([[-1], [0], [-4]])
+    got = tgrad.take_along_dim(tgrad.tensor(a), tgrad.tensor(idx), 1)
+    np.testing.assert_array_equal(got.numpy(), np.take_along_axis(a, idx, 1))
+    idx0 = np.array([[-1, 2, -3, 0]])
+    got = tgrad.tensor(a).take_along_dim(tgrad.tensor(idx0), 0)
+    np.testing.assert_array_equal(got.numpy(), np.take_along_axis(a, idx0, 0))
+    x = tgrad.tensor(a, requires_grad=True)
+    assert gradcheck(lambda t: tgrad.take_along_dim(t, tgrad.tensor(idx), 1), (x,))
+    with pytest.raises(IndexError, match="index -5 is out of bounds for dimension 1 with size 4"):
+        tgrad.take_along_dim(tgrad.tensor(a), tgrad.tensor([[-5], [0], [0]]), 1)
+    # without a dim (the flattened input) PyTorch takes no negative index
+    with pytest.raises(IndexError, match="out of bounds"):
+        tgrad.take_along_dim(tgrad.tensor(a), tgrad.tensor([-1]))
+    with pytest.raises(RuntimeError, match="dtype of indices should be Long but got Int"):
+        tgrad.take_along_dim(tgrad.tensor(a), tgrad.tensor([[0]], dtype=tgrad.int32), 1)
+
+
+def test_gather_on_0d_input_with_a_vector_index():
+    x = tgrad.tensor(3.0, dtype=tgrad.float64, requires_grad=True)
+    out = x.gather(0, tgrad.tensor([0, 0, 0]))
+    assert out.tolist() == [3.0, 3.0, 3.0]
+    out.backward(tgrad.tensor([1.0, 2.0, 4.0], dtype=tgrad.float64))
+    assert x.grad.item() == 7.0  # the copies' gradients add up
+    assert gradcheck(lambda t: t.gather(0, tgrad.tensor([0, 0])), (x,))
+    assert x.gather(0, tgrad.tensor(0)).shape == ()
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        x.gather(0, tgrad.tensor([[0, 0]]))
+    # PyTorch's keyword (the gradient is dense either way)
+    y = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert y.gather(1, tgrad.tensor([[1], [0]]), sparse_grad=False).tolist() == [[2.0], [3.0]]
+    assert tgrad.gather(y, dim=0, index=tgrad.tensor([[1, 0]])).tolist() == [[3.0, 2.0]]
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_extremum_gradient_with_a_nan_contributor(reduce, include_self):
+    """A NaN result (NaN propagates, as amax) gives each of its contributors a NaN gradient,
+    as tgrad's amax over the same values; other targets keep the usual rule."""
+    nan = float("nan")
+    x = tgrad.tensor([2.0, 7.0, 1.0], dtype=tgrad.float64, requires_grad=True)
+    s = tgrad.tensor([nan, 3.0, 5.0, 4.0], dtype=tgrad.float64, requires_grad=True)
+    out = x.scatter_reduce(0, tgrad.tensor([0, 0, 2, 2]), s, reduce, include_self=include_self)
+    assert np.isnan(out[0].item())
+    out.sum().backward()
+    # target 0: NaN, shared by x[0] (when it takes part) and s[0], s[1]
+    assert np.isnan(s.grad[0].item()) and np.isnan(s.grad[1].item())
+    assert np.isnan(x.grad[0].item()) if include_self else x.grad[0].item() == 0.0
+    assert x.grad[1].item() == 1.0  # nothing scattered: kept
+    # target 2: the ordinary extremum of {x[2]} (include_self) + {5, 4}
+    vals = ([1.0] if include_self else []) + [5.0, 4.0]
+    pick = max(vals) if reduce == "amax" else min(vals)
+    want = [v == pick for v in vals]
+    got = ([x.grad[2].item()] if include_self else []) + s.grad[2:].tolist()
+    assert got == [float(w) for w in want]
+    # the reference: amax / amin of target 0's contributors gives each a NaN gradient too
+    members = ([x[0]] if include_self else []) + [s[0], s[1]]
+    v = tgrad.stack([m.detach() for m in members]).requires_grad_()
+    getattr(v, reduce)().backward()
+    assert np.isnan(v.grad.numpy()).all()
+    # a NaN input that nothing is scattered to: the extremum of itself alone, NaN as well
+    x = tgrad.tensor([nan, 1.0], dtype=tgrad.float64, requires_grad=True)
+    s = tgrad.tensor([2.0], dtype=tgrad.float64, requires_grad=True)
+    x.scatter_reduce(0, tgrad.tensor([1]), s, reduce, include_self=include_self).sum().backward()
+    assert np.isnan(x.grad[0].item())
+
+
+def test_scatter_reduce_on_bool_tensors():
+    """sum / amax: logical or, prod / amin: logical and (PyTorch's results on bool)."""
+    b = np.array([True, False, False])
+    src = np.array([True, True, False, False])
+    index = np.array([0, 1, 2, 2])
+    for reduce, fold in (("sum", np.logical_or), ("amax", np.logical_or),
+                         ("prod", np.logical_and), ("amin", np.logical_and)):
+        for include_self in (True, False):
+            want = b.copy()
+            seen = set()
+            for j, t in enumerate(index):
+                if not include_self and t not in seen:
+                    want[t] = src[j]
+                else:
+                    want[t] = fold(want[t], src[j])
+                seen.add(t)
+            got = tgrad.tensor(b).scatter_reduce(0, tgrad.tensor(index), tgrad.tensor(src),
+                                                 reduce, include_self=include_self)
+            assert got.dtype is tgrad.bool and got.tolist() == want.tolist(), (reduce, include_self)
+    with pytest.raises(NotImplementedError, match="mean"):
+        tgrad.tensor(b).scatter_reduce(0, tgrad.tensor(index), tgrad.tensor(src), "mean")
+    with pytest.raises(RuntimeError, match="Expected self.dtype to be equal to src.dtype"):
+        tgrad.tensor(b).scatter_reduce(0, tgrad.tensor([0]), tgrad.tensor([1.0]), "sum")
+    assert tgrad.tensor(True).scatter_reduce(0, tgrad.tensor([0, 0]),
+                                             tgrad.tensor([False, True]), "amin").item() is False

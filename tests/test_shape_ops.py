@@ -339,7 +339,8 @@ def test_expand_without_recording_is_the_same_view():
         y = x.expand(2, -1, np.int64(4))
         with pytest.raises(RuntimeError, match="expanded size of the tensor must match"):
             x.expand(2, 2)
-        assert x.expand(3, 1) is x
+        same = x.expand(3, 1)  # a new view even for x's own shape, never x itself
+        assert same is not x and same._base is x and same.shape == (3, 1)
     assert y.shape == (2, 3, 4) and not y.requires_grad and y.grad_fn is None
     assert y._base is x and y._storage is x._storage
     np.testing.assert_array_equal(y.numpy(), np.broadcast_to(np.arange(3.0)[:, None], (2, 3, 4)))
@@ -426,3 +427,135 @@ def test_matmul_plain_backward_matches_numpy_and_composite():
             np.testing.assert_allclose(ga, want_a, rtol=rtol, atol=rtol)
             np.testing.assert_allclose(gb, want_b, rtol=rtol, atol=rtol)
         np.testing.assert_array_equal(grads[0][0], grads[1][0])
+
+
+# ------------------------------------------------- differential-test fixes (PyTorch 2.13)
+def test_same_shape_expand_under_no_grad_is_a_new_view():
+    x = tgrad.zeros(2, 3)
+    with tgrad.no_grad():
+        y = x.expand(2, 3)
+        y.unsqueeze_(0)  # re-points y only
+        z = x.broadcast_to((2, 3))
+    assert y is not x and z is not x
+    assert x.shape == (2, 3) and y.shape == (1, 2, 3)
+    assert z._storage is x._storage
+
+
+def test_inplace_through_expanded_views_that_do_not_overlap():
+    """PyTorch refuses a write only when the written tensor has a dim of stride 0 and size
+    > 1; an expand that adds size-1 dims, or one row of an expanded tensor, is writable."""
+    x = tgrad.zeros(2, 3)
+    x.expand(2, 3).add_(1)
+    x.expand(3, 2, 3)[0].add_(1)
+    assert x.sum().item() == 12.0
+    x.expand(1, 2, 3).fill_(3)
+    np.testing.assert_array_equal(x.numpy(), np.full((2, 3), 3.0))
+    x.broadcast_to(x.shape).mul_(2)
+    x.expand(3, 2, 3)[0] = 5
+    np.testing.assert_array_equal(x.numpy(), np.full((2, 3), 5.0))
+    x.expand(3, 2, 3)[1].copy_(tgrad.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    x.expand(3, 2, 3)[2][tgrad.tensor([0])] = 7.0
+    x.expand(4, 2, 3)[3].masked_fill_(tgrad.tensor([[False, True, False]] * 2), 9.0)
+    x.expand(4, 2, 3)[3].index_put_((tgrad.tensor([1]), tgrad.tensor([2])), tgrad.tensor(8.0))
+    np.testing.assert_array_equal(x.numpy(), [[7.0, 9.0, 7.0], [4.0, 9.0, 8.0]])
+    # recorded: the gradient flows through the write into the base
+    a = tgrad.tensor(np.ones((2, 3)), requires_grad=True)
+    w = tgrad.tensor(np.arange(3.0), requires_grad=True)
+    b = a * 2
+    b.expand(4, 2, 3)[1][0].mul_(w)
+    b.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [[0.0, 2.0, 4.0], [2.0, 2.0, 2.0]])
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 2.0, 2.0])
+
+
+def test_inplace_into_an_overlapping_view_raises_pytorch_error():
+    x = tgrad.zeros(2, 3)
+    msg = "more than one element of the written-to tensor refers to a single memory location"
+    writes = [lambda: x.expand(3, 2, 3).add_(1),
+              lambda: x[0:1].expand(2, 3).copy_(tgrad.ones(2, 3)),
+              lambda: x.expand(3, 2, 3)[:, 0].add_(1),
+              lambda: x[:, :1].expand(2, 3).__setitem__((slice(None), slice(None)),
+                                                        tgrad.ones(2, 3)),
+              lambda: x[0:1].expand(2, 3).fill_(tgrad.tensor(1.0)),
+              lambda: x[0:1].expand(2, 3).index_put_((tgrad.tensor([0]),), tgrad.tensor(1.0)),
+              lambda: x[0:1].expand(2, 3).masked_fill_(tgrad.tensor(True), 1.0),
+              lambda: x.as_strided((2, 2), (0, 1)).add_(1)]
+    for write in writes:
+        with pytest.raises(RuntimeError, match=msg):
+            write()
+    assert not x.any().item()  # nothing was written
+    # PyTorch's fill_(number) and zero_ skip the check: every element gets the same value
+    x[0:1].expand(2, 3).fill_(4.0)
+    np.testing.assert_array_equal(x.numpy(), [[4.0] * 3, [0.0] * 3])
+    x[0:1].expand(2, 3).zero_()
+    assert not x.any().item()
+    # an empty expanded view has nothing to write
+    assert tgrad.zeros(1, 0).expand(3, 0).add_(1).shape == (3, 0)
+
+
+def test_repeat_and_tile_with_empty_sizes_on_0d():
+    x = tgrad.tensor(3.0, dtype=D, requires_grad=True)
+    for y in (x.repeat(()), x.repeat([]), x.tile(()), tgrad.tile(x, ())):
+        assert y.shape == () and y.item() == 3.0
+    assert tgrad.tensor([3.0]).tile(()).tolist() == [3.0]
+    with pytest.raises(TypeError, match="repeats"):
+        x.repeat()
+    with pytest.raises(RuntimeError, match="can not be smaller than number of dimensions"):
+        tgrad.tensor([3.0]).repeat(())
+    out = x.repeat(())
+    out.backward()
+    assert x.grad.item() == 1.0
+    assert out._storage is not x._storage  # a copy, as PyTorch's repeat
+
+
+def test_repeat_interleave_repeats_only_keeps_int_dtype():
+    for dt in (tgrad.int32, tgrad.int64):
+        out = tgrad.repeat_interleave(tgrad.tensor([1, 0, 2], dtype=dt))
+        assert out.dtype is dt and out.tolist() == np.repeat(np.arange(3), [1, 0, 2]).tolist()
+
+
+def test_roll_and_repeat_interleave_0d_with_a_dim_raise_index_error():
+    x = tgrad.tensor(2.0)
+    for dim in (0, -1):
+        with pytest.raises(IndexError, match="roll: Dimension specified as .* but tensor has "
+                                             "no dimensions"):
+            x.roll(1, dim)
+        with pytest.raises(IndexError, match="repeat_interleave: Dimension specified as"):
+            x.repeat_interleave(3, dim)
+        with pytest.raises(IndexError, match="repeat_interleave: Dimension specified as"):
+            x.repeat_interleave(tgrad.tensor([3]), dim)
+    assert x.roll(1).item() == 2.0  # without dims: the flattened tensor
+    assert x.repeat_interleave(3).tolist() == [2.0] * 3
+
+
+def test_pytorch_keyword_names_of_shape_ops():
+    x = tgrad.tensor(np.arange(6.0).reshape(2, 3))
+    ref = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(x.expand(size=(2, 2, 3)).numpy(), np.broadcast_to(ref, (2, 2, 3)))
+    np.testing.assert_array_equal(x.reshape(shape=(3, 2)).numpy(), ref.reshape(3, 2))
+    np.testing.assert_array_equal(tgrad.reshape(x, shape=[-1]).numpy(), ref.reshape(-1))
+    np.testing.assert_array_equal(x.view(size=(3, 2)).numpy(), ref.reshape(3, 2))
+    np.testing.assert_array_equal(x.permute(dims=(1, 0)).numpy(), ref.T)
+    np.testing.assert_array_equal(tgrad.permute(x, dims=[1, 0]).numpy(), ref.T)
+    np.testing.assert_array_equal(x.swapaxes(axis0=0, axis1=1).numpy(), ref.T)
+    np.testing.assert_array_equal(tgrad.swapaxes(x, axis0=1, axis1=0).numpy(), ref.T)
+    np.testing.assert_array_equal(x.repeat(repeats=(2, 1)).numpy(), np.tile(ref, (2, 1)))
+    np.testing.assert_array_equal(x.tile(dims=(2,)).numpy(), np.tile(ref, (1, 2)))
+    assert [p.tolist() for p in x.split(split_size=1)] == [[ref[0].tolist()], [ref[1].tolist()]]
+    assert [p.shape for p in tgrad.split(x, split_size_or_sections=[1, 2], dim=1)] == \
+        [(2, 1), (2, 2)]
+    assert [p.shape for p in x.tensor_split(sections=2)] == [(1, 3), (1, 3)]
+    assert [p.shape for p in x.tensor_split(indices=[1], dim=1)] == [(2, 1), (2, 2)]
+    assert [p.shape for p in tgrad.tensor_split(x, tensor_indices_or_sections=tgrad.tensor(3),
+                                                dim=1)] == [(2, 1)] * 3
+    # the keyword takes a sequence (PyTorch's TypeError otherwise); not with positional sizes
+    for call in (lambda: x.reshape(shape=6), lambda: x.expand(size=3), lambda: x.view(6, size=(6,)),
+                 lambda: x.permute(dims=1), lambda: x.repeat(repeats=2),
+                 lambda: x.tensor_split(2, sections=2), lambda: x.tensor_split(sections=[1]),
+                 lambda: x.split(split_size_or_sections=1)):
+        with pytest.raises(TypeError):
+            call()
+    # the keyword forms record the same gradients
+    a = tgrad.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    assert gradcheck(lambda t: t.permute(dims=(1, 0)).reshape(shape=(6,)).expand(size=(2, 6)),
+                     (a,))

@@ -40,7 +40,8 @@ def test_put_matches_numpy_and_gradients():
     acc = a.copy()
     np.add.at(acc.reshape(-1), rep, np.array([1.0, 2.0, 3.0]))
     t = tgrad.tensor(a)
-    assert t.put_(tgrad.tensor(rep), tgrad.tensor([1.0, 2.0, 3.0]), accumulate=True) is t
+    assert t.put_(tgrad.tensor(rep), tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float64),
+                  accumulate=True) is t
     np.testing.assert_allclose(t.numpy(), acc)
     x = tgrad.tensor(a, requires_grad=True)
     s = tgrad.tensor(src, requires_grad=True)
@@ -48,11 +49,11 @@ def test_put_matches_numpy_and_gradients():
     assert gradcheck(lambda u, v: u.put(i, v), (x, s))
     assert gradgradcheck(lambda u, v: u.put(i, v, accumulate=True), (x, s))
     with pytest.raises(IndexError, match="index 12 out of range for tensor of size \\[3, 4\\]"):
-        tgrad.tensor(a).put(tgrad.tensor([12]), tgrad.tensor([1.0]))
+        tgrad.tensor(a).put(tgrad.tensor([12]), tgrad.tensor([1.0], dtype=tgrad.float64))
     with pytest.raises(RuntimeError, match="Expected a long tensor for index"):
         tgrad.tensor(a).put(tgrad.tensor([1.0]), tgrad.tensor([1.0]))
     with pytest.raises(RuntimeError, match="same number of elements"):
-        tgrad.tensor(a).put(tgrad.tensor([1, 2]), tgrad.tensor([1.0]))
+        tgrad.tensor(a).put(tgrad.tensor([1, 2]), tgrad.tensor([1.0], dtype=tgrad.float64))
 
 
 @pytest.mark.parametrize("shape,wrap", [((4, 4), False), ((5, 2), True), ((5, 2), False),

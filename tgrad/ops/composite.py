@@ -144,13 +144,21 @@ def sum_to_size(self: Tensor, *size) -> Tensor:
 
 # ------------------------------------------------------------------------------ copies
 @tensor_method("repeat")
-def repeat(input: Tensor, *sizes) -> Tensor:  # noqa: A002
-    """``input`` tiled ``sizes[d]`` times along each dim d (leading dims added as needed):
+def repeat(input: Tensor, *sizes, repeats=None) -> Tensor:  # noqa: A002
+    """``input`` tiled ``sizes[d]`` times along each dim d (leading dims added as needed;
+    ints, one sequence or the keyword ``repeats``; ``()`` for a 0-d input):
     y.shape[d] = sizes[d] * x.shape[d];  dx = the sum of the gradient over the copies."""
-    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
-        sizes = tuple(sizes[0])
+    if repeats is not None:
+        if sizes:
+            raise TypeError("repeat() got multiple values for argument 'repeats'")
+        if not isinstance(repeats, (tuple, list)):
+            raise TypeError(f"repeat(): argument 'repeats' must be tuple of ints, not "
+                            f"{type(repeats).__name__}")
+        sizes = (repeats,)
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
     sizes = tuple(int(r) for r in sizes)
     if len(sizes) < input.ndim:
         raise RuntimeError(f"repeat: Number of dimensions of repeat dims ({len(sizes)}) can "
@@ -179,8 +187,8 @@ def tile(input: Tensor, dims) -> Tensor:  # noqa: A002
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
-tensor_method("tile")(lambda self, *dims: tile(
-    self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims))
+tensor_method("tile")(lambda self, *sizes, dims=None: tile(self, dims if dims is not None else (
+    sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes)))
 
 
 def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
@@ -215,6 +223,9 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims: {len(dims)}")
+    if input.ndim == 0 and dims:  # PyTorch: a 0-d tensor has no dim to roll along
+        raise IndexError(f"roll: Dimension specified as {dims[0]} but tensor has no "
+                         f"dimensions")
     out = input
     for shift, dim in zip(shifts, dims):
         d = _wrap_dim(dim, input.ndim, "roll")

@@ -186,11 +186,17 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
                       output_size: int | None = None) -> Tensor:
     """Each element (slice along ``dim``; flattened when dim is None) repeated ``repeats``
     times (an int, or a tensor of one count per element); the gradient sums the copies.
-    With one tensor argument: arange(len) with element i repeated input[i] times."""
+    With one tensor argument: arange(len) (in its dtype, int32 or int64) with element i
+    repeated input[i] times."""
     if repeats is None:
-        return repeat_interleave(arange(input.numel(), device=input.device), input, 0)
+        dt = input.dtype if input.dtype in (dtypes.int32, dtypes.int64) else dtypes.int64
+        return repeat_interleave(arange(input.numel(), dtype=dt, device=input.device), input,
+                                 0)
     if isinstance(repeats, Tensor) and repeats.ndim > 1:
         raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    if dim is not None and input.ndim == 0:
+        raise IndexError(f"repeat_interleave: Dimension specified as {dim} but tensor has no "
+                         f"dimensions")
     x = input.reshape(-1) if dim is None or input.ndim == 0 else input
     d = 0 if dim is None else _wrap_dim(dim, x.ndim, "repeat_interleave")
     if isinstance(repeats, Tensor):

@@ -85,17 +85,19 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A00
 
 
 @tensor_method("gather")
-def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:  # noqa: A002
     """out[i][j][k] = input[i][index[i][j][k]][k] for dim = 1 (likewise for any dim);
     out.shape = index.shape, index.size(d) <= input.size(d) for d != dim;
-    dx = zeros with g scatter-added at the gathered positions (PyTorch's scatter_add)."""
+    dx = zeros with g scatter-added at the gathered positions (PyTorch's scatter_add).
+    ``sparse_grad`` is accepted for PyTorch's signature; tgrad has no sparse tensors, so the
+    gradient is always dense (the same values)."""
     d = _wrap_dim(dim, input.ndim, "gather")
     if isinstance(index, Tensor) and max(index.ndim, 1) != max(input.ndim, 1):
         raise RuntimeError(f"gather(): Index tensor must have the same number of dimensions "
                            f"as input tensor ({index.ndim} and {input.ndim})")
     _check_index("gather", input, index, d, input.shape[d] if input.ndim else 1)
     if input.ndim == 0:
-        return gather(input.reshape(1), 0, index.reshape(1)).reshape(index.shape)
+        return gather(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
     _check_sizes("gather", index, d, input)
     key = _along_key(index, d, input.device)
     return getitem(input, key)
@@ -114,7 +116,12 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:  # noqa: A002
     """gather along ``dim`` with input and indices broadcast against each other except along
-    ``dim`` (dim None: over the flattened input)."""
+    ``dim``; negative indices in [-size, 0) count from the end (as NumPy's
+    take_along_axis and PyTorch's). dim None: over the flattened input, indices in [0, numel)
+    only (PyTorch's)."""
+    if isinstance(indices, Tensor) and indices.dtype is not dtypes.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{dtypes.SCALAR_TYPE_NAMES[indices.dtype]}")
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     d = _wrap_dim(dim, input.ndim, "take_along_dim")
@@ -122,6 +129,13 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
                            f"number of dimensions, but got {input.ndim} dimensions for input, "
                            f"and {indices.ndim} dimensions for indices")
+    if indices.numel():
+        lo, size = int(indices.min()), input.shape[d]  # on a GPU: one synchronizing read
+        if lo < -size:
+            raise IndexError(f"take_along_dim(): index {lo} is out of bounds for dimension "
+                             f"{d} with size {size}")
+        if lo < 0:
+            indices = indices + (indices < 0).long() * size
     shape_in, shape_ix = list(input.shape), list(indices.shape)
     for k in range(input.ndim):
         if k != d:

@@ -42,14 +42,41 @@ def check_inplace(t: Tensor, op: str) -> None:
                            "in an in-place operation.")
 
 
-def _write(t: Tensor, src_data) -> None:
-    try:
-        backend_of(t).copy_(t._data, src_data)
-    except ValueError as e:
-        if "read-only" in str(e):
-            raise RuntimeError(_OVERLAP) from None
-        raise
+def _write(t: Tensor, src_data, overlap_ok: bool = False) -> None:
+    """Store ``src_data`` into ``t``'s memory; PyTorch's error when ``t`` overlaps itself
+    (a dim of stride 0 and size > 1: an expanded view), as PyTorch's assert_no_internal_overlap
+    (on every backend), unless ``overlap_ok`` (a scalar fill: every element gets the same
+    value)."""
+    if not overlap_ok and t._data.size and any(
+            st == 0 and n > 1 for n, st in zip(t.shape, t._data.strides)):
+        raise RuntimeError(_OVERLAP)
+    backend_of(t).copy_(_writable(t), src_data)
     t._storage.version += 1
+
+
+class _Alias:
+    """An array interface for NumPy: ``arr``'s memory marked writable (kept alive by it)."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        iface = dict(arr.__array_interface__)
+        iface["data"] = (iface["data"][0], False)
+        self.__array_interface__, self.arr = iface, arr
+
+
+def _writable(t: Tensor):
+    """``t``'s backend array, writable. NumPy views of expanded (stride-0) arrays are
+    read-only, and so are their slices even when they overlap nothing (``x.expand(3, 2,
+    3)[0]``): having checked there is no overlap (see ``_write``), such a view is written
+    through a writable alias of the same memory, provided the storage's root is writable."""
+    arr = t._data
+    if not isinstance(arr, np.ndarray) or arr.flags.writeable:
+        return arr
+    root = t._storage.root
+    if not (isinstance(root, np.ndarray) and root.flags.writeable):
+        raise RuntimeError(f"in-place write into read-only memory (a tensor of shape "
+                           f"{list(t.shape)} over a read-only NumPy array or a cached "
+                           f"constant); clone() the tensor first")
+    return np.asarray(_Alias(arr))
 
 
 # In-place ops whose out-of-place op does not save its first input for backward: they read
@@ -75,8 +102,9 @@ def _snapshot(t: Tensor, copy: bool = True) -> Tensor:
     return snap
 
 
-def apply_inplace(self: Tensor, op: str, fn, *args) -> Tensor:
-    """Compute ``fn(self, *args)`` and store it into ``self`` in place."""
+def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) -> Tensor:
+    """Compute ``fn(self, *args)`` and store it into ``self`` in place (``overlap_ok``: also
+    into an expanded view when nothing is recorded, PyTorch's fill_(scalar) and zero_)."""
     if not isinstance(self, Tensor):
         raise TypeError(f"{op}: expected a Tensor")
     check_inplace(self, op)
@@ -87,7 +115,7 @@ def apply_inplace(self: Tensor, op: str, fn, *args) -> Tensor:
     if not record:
         res = fn(self, *args)
         _check_fits(op, res, self)
-        _write(self, res._data)
+        _write(self, res._data, overlap_ok)
         return self
     if base is not None and self._view_chain is None:
         raise RuntimeError(
@@ -284,12 +312,12 @@ def fill_(self: Tensor, value) -> Tensor:
         raise TypeError(f"fill_(): argument 'value' must be a Number or a 0-d Tensor, not "
                         f"{type(value).__name__}")
     dtypes.check_value_fits("fill_", value, self.dtype)
-    return apply_inplace(self, "fill_", Fill.apply, value)
+    return apply_inplace(self, "fill_", Fill.apply, value, overlap_ok=True)
 
 
 @tensor_method("zero_")
 def zero_(self: Tensor) -> Tensor:
-    return apply_inplace(self, "zero_", Fill.apply, 0)
+    return apply_inplace(self, "zero_", Fill.apply, 0, overlap_ok=True)
 
 
 @tensor_method("copy_")

@@ -51,6 +51,7 @@ from tgrad.ops._common import (
     backend_of,
     make_view,
     register_op,
+    require_tensor,
     tensor_method,
     view_apply,
 )
@@ -199,11 +200,29 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
 
 # ------------------------------------------------------------------------------ splits, stacks
 @tensor_method("tensor_split")
-def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A002
+def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, sections=None,  # noqa: A002
+                 indices=None, tensor_indices_or_sections=None) -> tuple:
     """Views along ``dim``: ``sections`` (an int) nearly equal pieces (the first size % n one
     longer), or the pieces between the listed ``indices`` (Python slice rules: negative
     from the end, clamped, decreasing ones empty). A tensor argument: 0-d int64 = sections,
-    1-D int64 = indices."""
+    1-D int64 = indices. Positional, or by PyTorch's keywords ``sections``, ``indices``,
+    ``tensor_indices_or_sections``."""
+    given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections)
+             if v is not None]
+    if len(given) != 1:
+        raise TypeError(f"tensor_split() takes exactly one of sections (an int), indices (a "
+                        f"sequence of ints) or tensor_indices_or_sections (a tensor), got "
+                        f"{len(given)}")
+    if sections is not None and isinstance(sections, (list, tuple, Tensor)):
+        raise TypeError(f"tensor_split(): argument 'sections' must be int, not "
+                        f"{type(sections).__name__}")
+    if indices is not None and not isinstance(indices, (list, tuple)):
+        raise TypeError(f"tensor_split(): argument 'indices' must be tuple of ints, not "
+                        f"{type(indices).__name__}")
+    if tensor_indices_or_sections is not None:
+        require_tensor("tensor_split", tensor_indices_or_sections,
+                       "tensor_indices_or_sections", None)
+    indices_or_sections = given[0]
     if input.ndim == 0:
         raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a "
                            f"tensor with {input.ndim} dims")

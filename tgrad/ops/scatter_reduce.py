@@ -18,12 +18,15 @@ takes part), g = the output gradient:
     sum:        d c = g[t]
     mean:       d c = g[t] / N_t    (N_t = number of contributors)
     amax/amin:  d c = g[t] / K_t if c equals the result, else 0  (K_t = contributors equal
-                to it: ties share evenly, as PyTorch's amax does)
+                to it: ties share evenly, as PyTorch's amax does); a NaN result gives every
+                contributor a NaN gradient (as tgrad's amax and PyTorch's scatter_reduce)
     prod:       d c = g[t] * prod(other contributors): with Z_t zero contributors and P_t
                 the product of the non-zero ones, P_t / c (Z_t = 0), P_t for the zero c
                 (Z_t = 1), else 0
 and d input[t] = g[t] where input[t] does not take part but is kept (nothing scattered).
 These are tgrad ops (prod's P_t is a scatter_reduce itself), so double backward works.
+Bool tensors (as PyTorch): sum and amax are a logical or, prod and amin a logical and
+(computed on 0/1 integers); mean, and index_reduce, are not implemented for them.
 Deliberate difference: with include_self=False, PyTorch's amax/amin backward still counts an
 excluded input equal to the result among the ties (so a unique maximum gets a fraction of
 the gradient, a known PyTorch bug); tgrad counts only the values that took part.
@@ -96,10 +99,13 @@ class ScatterReduce(Function):
             gx = g / ew.where(n == 0, 1, n)
             gsrc = gx[key]
         elif reduce in ("amax", "amin"):
-            x_is = x == y if incl else (x == y) & ew.logical_not(hit)
-            src_is = src == y[key]
+            nan_y = y.isnan()  # a NaN result: every contributor counts, its share is NaN
+            x_is = (x == y) | nan_y
+            if not incl:
+                x_is = x_is & ew.logical_not(hit)
+            src_is = (src == y[key]) | nan_y[key]
             k = x_is.to(g.dtype) + IndexAdd.apply(src_is.to(g.dtype), key, shape)
-            share = g / ew.where(k == 0, 1, k)
+            share = ew.where(nan_y, float("nan"), g / ew.where(k == 0, 1, k))
             gx, gsrc = x_is * share, src_is * share[key]
         else:
             gx, gsrc = _prod_grads(g, x, src, key, incl)
@@ -146,9 +152,17 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' (position 4) must be Tensor, not "
                         f"{type(src).__name__}")
-    if input.dtype is dtypes.bool_:
-        raise RuntimeError("scatter_reduce(): not implemented for bool tensors; convert with "
-                           ".int() or .float() first")
+    if input.dtype is dtypes.bool_:  # sum, amax: logical or; prod, amin: logical and
+        if reduce == "mean":
+            raise NotImplementedError("scatter_reduce(): reduce='mean' is not implemented for "
+                                      "bool tensors (as in PyTorch); convert with .float() "
+                                      "first")
+        if src.dtype is not dtypes.bool_:
+            raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to "
+                               f"src.dtype (got {input.dtype.name} and {src.dtype.name})")
+        as_int = scatter_reduce(input.to(dtypes.int64), dim, index, src.to(dtypes.int64),
+                                reduce, include_self=include_self)
+        return as_int != 0
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         return scatter_reduce(input.reshape(1), dim, index.reshape(-1), src.reshape(-1),
                               reduce, include_self=include_self).reshape(())
@@ -166,6 +180,9 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError("index_reduce(): not implemented for bool tensors (as in "
+                                  "PyTorch); convert with .int() first")
     if not isinstance(index, Tensor) or index.ndim > 1:
         raise IndexError("index_reduce_(): Index is supposed to be a vector")
     if not isinstance(source, Tensor):

@@ -51,6 +51,19 @@ def _infer_shape(op: str, shape: tuple, numel: int) -> tuple:
     return shape
 
 
+def _sizes_arg(op: str, name: str, args: tuple, given) -> tuple:
+    """The sizes passed positionally (ints, or one sequence), or as PyTorch's keyword
+    ``name`` (``given``: a sequence, or None), in the positional form."""
+    if given is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument '{name}'")
+    if not isinstance(given, (tuple, list)):
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not "
+                        f"{type(given).__name__}")
+    return (tuple(given),)
+
+
 class View(Function):
     """y = x viewed with another shape (no copy);  dx = reshape(g, x.shape)."""
 
@@ -91,16 +104,22 @@ class ReshapeCopy(Function):
 
 
 @tensor_method("view")
-def view(input: Tensor, *shape) -> Tensor:  # noqa: A002
-    """A view with a new shape; raises when the strides do not allow one."""
+def view(input: Tensor, *shape, size=None) -> Tensor:  # noqa: A002
+    """A view with a new shape (``size``: PyTorch's keyword); raises when the strides do not
+    allow one."""
+    if size is not None:
+        shape = _sizes_arg("view", "size", shape, size)
     shape = _infer_shape("view", shape, input.numel())
     return view_apply(View, input, shape)
 
 
 @tensor_method("reshape")
-def reshape(input: Tensor, *shape) -> Tensor:  # noqa: A002
-    """A view when the strides allow, else a copy (as PyTorch)."""
-    shape = _infer_shape("reshape", shape, input.numel())
+def reshape(input: Tensor, *sizes, shape=None) -> Tensor:  # noqa: A002
+    """A view when the strides allow, else a copy (as PyTorch); the new shape as ints, one
+    sequence or the keyword ``shape``."""
+    if shape is not None:
+        sizes = _sizes_arg("reshape", "shape", sizes, shape)
+    shape = _infer_shape("reshape", sizes, input.numel())
     if backend_of(input).reshape_view(input._data, shape) is not None:
         return view_apply(View, input, shape)
     return ReshapeCopy.apply(input, shape)
@@ -123,7 +142,10 @@ class Permute(Function):
 
 
 @tensor_method("permute")
-def permute(input: Tensor, *dims) -> Tensor:  # noqa: A002
+def permute(input: Tensor, *order, dims=None) -> Tensor:  # noqa: A002
+    """The view with input's dims in the order ``dims`` (ints, one sequence or the keyword
+    ``dims``)."""
+    dims = _sizes_arg("permute", "dims", order, dims)
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     if len(dims) != input.ndim:
@@ -137,7 +159,7 @@ def permute(input: Tensor, *dims) -> Tensor:  # noqa: A002
     return view_apply(Permute, input, dims)
 
 
-@tensor_method("transpose", "swapaxes")
+@tensor_method("transpose")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:  # noqa: A002
     """Swap two dims (a view)."""
     if input.ndim == 0:  # dims -1 and 0 name the one dim a 0-d tensor is treated as having
@@ -151,7 +173,10 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:  # noqa: A002
     return view_apply(Permute, input, tuple(dims))
 
 
-swapaxes = transpose
+@tensor_method("swapaxes")
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:  # noqa: A002
+    """NumPy's name for ``transpose`` (its keywords: ``axis0``, ``axis1``)."""
+    return transpose(input, axis0, axis1)
 
 
 @tensor_method("t")
@@ -230,8 +255,11 @@ class Expand(Function):
 
 
 @tensor_method("expand")
-def expand(input: Tensor, *sizes) -> Tensor:  # noqa: A002
-    """Broadcast to ``sizes`` without copying; -1 keeps a dim."""
+def expand(input: Tensor, *sizes, size=None) -> Tensor:  # noqa: A002
+    """Broadcast to ``sizes`` (ints, one sequence or the keyword ``size``) without copying;
+    -1 keeps a dim."""
+    if size is not None:
+        sizes = _sizes_arg("expand", "size", sizes, size)
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
     lead = len(sizes) - input.ndim
@@ -245,8 +273,10 @@ def expand(input: Tensor, *sizes) -> Tensor:  # noqa: A002
         shape = tuple(map(int, sizes))
     if not STATE.enabled and profiler_hooks.ACTIVE is None:
         # Nothing to record (a backward's broadcast, or no_grad): the view without the
-        # Function machinery, which is most of its cost on small tensors
-        return input if shape == input.shape else _expanded_view(input, shape)
+        # Function machinery, which is most of its cost on small tensors; always a new view
+        # (never ``input`` itself, even for its own shape: in-place view ops on the result
+        # must not change ``input``)
+        return _expanded_view(input, shape)
     return view_apply(Expand, input, shape)
 
 
@@ -413,7 +443,6 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa:
     return input[(slice(None),) * d + (slice(start, start + length),)]
 
 
-@tensor_method("split")
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Views of consecutive pieces along ``dim``: equal pieces of ``split_size`` (the last
     may be smaller) or pieces with the listed sizes."""
@@ -441,6 +470,13 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
         keys.append((slice(None),) * d + (slice(off, off + s),))
         off += s
     return _pieces(SplitViews, tensor, d, tuple(keys))
+
+
+@tensor_method("split")
+def _split_method(self: Tensor, split_size, dim: int = 0) -> tuple:
+    """Tensor.split: torch.split with PyTorch's keyword name for the method, ``split_size``
+    (an int or a list of sizes)."""
+    return split(self, split_size, dim)
 
 
 @tensor_method("chunk")

@@ -54,10 +54,23 @@ def angle(input: Tensor) -> Tensor:  # noqa: A002
     return _Angle.apply(x)
 
 
-def _flat_index(op: str, t: Tensor, index: Tensor) -> Tensor:
+def _flat_index(op: str, t: Tensor, index: Tensor, source: Tensor) -> Tensor:
+    """``index`` flattened, after PyTorch's checks in its order: index dtype, source dtype
+    (and type), source size, index range."""
     if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
-        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
+        got = (dtypes.SCALAR_TYPE_NAMES[index.dtype] if isinstance(index, Tensor)
+               else type(index).__name__)
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {got}")
+    require_tensor(op, source, "source", 2)
+    if source.dtype is not t.dtype:
+        names = dtypes.SCALAR_TYPE_NAMES  # PyTorch's text
+        raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {names[t.dtype]} and source.dtype = "
+                           f"{names[source.dtype]}")
+    if source.numel() != index.numel():
+        raise RuntimeError(f"{op}(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, "
+                           f"index.numel() = {index.numel()}")
     n = t.numel()
     if index.numel():
         lo, hi = int(index.min()), int(index.max())
@@ -69,16 +82,14 @@ def _flat_index(op: str, t: Tensor, index: Tensor) -> Tensor:
 
 @tensor_method("put_")
 def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:  # noqa: A002
-    """In place: input.flatten()[index] = source (``accumulate``: +=); returns input."""
-    idx = _flat_index("put_", input, index)
-    if source.numel() != idx.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
-                           f"elements, but got source.numel() = {source.numel()}, "
-                           f"index.numel() = {idx.numel()}")
-    if not input.is_contiguous():
-        raise RuntimeError("put_(): the tensor must be contiguous (its flattened view is "
-                           "written); call .contiguous() first")
-    input.view(-1).index_put_((idx,), source.reshape(-1).to(input.dtype), accumulate)
+    """In place: input.flatten()[index] = source (``accumulate``: +=); returns input. The
+    index counts input's elements in row-major (logical) order, whatever its strides."""
+    idx = _flat_index("put_", input, index, source)
+    if input.is_contiguous():
+        input.view(-1).index_put_((idx,), source.reshape(-1), accumulate)
+    else:  # a transposed or sliced tensor: the flat index as coordinates in its shape
+        from tgrad.ops.small_extras import unravel_index
+        input.index_put_(unravel_index(idx, input.shape), source.reshape(-1), accumulate)
     return input
 
 
