@@ -289,8 +289,8 @@ def test_norm_dispatch_and_errors():
     with pytest.raises(RuntimeError, match=r"^linalg\.vector_norm: Expected a floating point "
                        r"or complex tensor as input\. Got Long$"):
         LA.vector_norm(tgrad.ones(2, dtype=tgrad.int64))
-    assert LA.vector_norm(tgrad.ones(2, dtype=tgrad.int64), dtype=F64).item() == \
-        pytest.approx(math.sqrt(2))
+    with pytest.raises(RuntimeError, match=r"Got Long$"):  # dtype= does not convert it first
+        LA.vector_norm(tgrad.ones(2, dtype=tgrad.int64), dtype=F64)
     with pytest.raises(TypeError, match=r"^linalg_vector_norm\(\): argument 'ord' must be "
                        r"Number, not str$"):
         LA.vector_norm(_t(x), "fro")
@@ -326,3 +326,153 @@ def test_aliases():
 def test_reachable_as_attribute_of_tgrad():
     assert tgrad.linalg is LA
     assert "cholesky" in LA.__all__ and "solve_triangular" in LA.__all__
+
+
+# --------------------------------- results that do not depend on the input: still in the graph
+def test_zero_norm_is_a_graph_node_with_an_undefined_gradient():
+    v = np.array([1.0, 0.0, -2.0, 0.0])
+    for shape, fn in (((4,), lambda x: LA.vector_norm(x, 0)),
+                      ((4,), lambda x: LA.norm(x, 0)),
+                      ((2, 2), lambda x: LA.vector_norm(x, 0, dim=1))):
+        x = _t(v.reshape(shape), requires_grad=True)
+        y = fn(x)
+        assert y.grad_fn is not None and y.requires_grad
+        np.testing.assert_array_equal(y.detach().numpy(), np.count_nonzero(x.detach().numpy(),
+                                                                           len(shape) - 1))
+        y.sum().backward()  # no "does not require grad" error; PyTorch's .grad stays None
+        assert x.grad is None
+        (g,) = tgrad.autograd.grad(fn(x).sum(), x, allow_unused=True)
+        assert g is None
+        # with another term the gradient is that term's alone
+        (g,) = tgrad.autograd.grad((fn(x).sum() + x * x).sum(), x)
+        np.testing.assert_array_equal(g.numpy(), 2 * v.reshape(shape))
+    assert LA.vector_norm(_t(v), 0).grad_fn is None  # no grad needed: a plain tensor
+    with tgrad.no_grad():
+        assert LA.vector_norm(_t(v, requires_grad=True), 0).grad_fn is None
+
+
+def test_matrix_power_zero_has_a_zero_gradient():
+    a = RNG.standard_normal((2, 3, 3))
+    m = _t(a, requires_grad=True)
+    pw = LA.matrix_power(m, 0)
+    assert pw.grad_fn is not None
+    np.testing.assert_array_equal(pw.detach().numpy(), np.broadcast_to(np.eye(3), (2, 3, 3)))
+    pw.sum().backward()
+    np.testing.assert_array_equal(m.grad.numpy(), np.zeros((2, 3, 3)))
+    # a NaN in the matrix reaches neither the identity nor the gradient
+    mb = _t([[math.nan, 1.0], [2.0, 3.0]], requires_grad=True)
+    (g,) = tgrad.autograd.grad(LA.matrix_power(mb, 0).sum(), mb)
+    np.testing.assert_array_equal(g.numpy(), np.zeros((2, 2)))
+    assert gradcheck(lambda x: LA.matrix_power(x, 0), (_t(a[0], requires_grad=True),))
+
+
+def test_householder_product_of_no_reflectors_is_in_the_graph():
+    m = _t(RNG.standard_normal((2, 4, 3)), requires_grad=True)
+    tau = tgrad.zeros(2, 0, dtype=F64, requires_grad=True)
+    h = LA.householder_product(m, tau)
+    assert h.grad_fn is not None and h.is_contiguous()
+    np.testing.assert_array_equal(h.detach().numpy(), np.broadcast_to(np.eye(4, 3), (2, 4, 3)))
+    h.sum().backward()  # PyTorch: an undefined gradient, .grad stays None
+    assert m.grad is None and tau.grad is None
+
+
+# ------------------------------------------------------ vector_norm over empty dims, dtypes
+@pytest.mark.parametrize("p", [math.inf, -math.inf, -1, -0.5])
+def test_vector_norm_without_identity_raises_only_over_an_empty_dim(p):
+    e = tgrad.zeros(0, 3, dtype=F64)
+    got = LA.vector_norm(e, p, dim=1)  # every reduced dim has 3 elements
+    assert got.shape == (0,)
+    assert LA.vector_norm(e, p, dim=1, keepdim=True).shape == (0, 1)
+    assert tgrad.norm(e, p, dim=1).shape == (0,)
+    name = f"{p:g}"
+    with pytest.raises(RuntimeError, match=rf"^linalg.vector_norm cannot compute the {name} "
+                       rf"norm on the dimension 0 because this dimension is empty and the "
+                       rf"operation does not have an identity$"):
+        LA.vector_norm(e, p, dim=0)
+    with pytest.raises(RuntimeError, match=r"on the dimension -2 because"):
+        LA.norm(e, p, dim=-2)
+    with pytest.raises(RuntimeError, match=rf"^linalg.vector_norm cannot compute the {name} "
+                       rf"norm on an empty tensor because the operation does not have an "
+                       rf"identity$"):
+        LA.vector_norm(e, p)
+    with pytest.raises(RuntimeError, match=r"on an empty tensor because"):
+        tgrad.norm(e, p)  # torch.norm too
+    with pytest.raises(RuntimeError, match=r"on the dimension 2 because"):
+        LA.vector_norm(tgrad.zeros(2, 3, 0), p, dim=(0, 2))
+
+
+@pytest.mark.parametrize("p", [0, 0.5, 1, 2])
+def test_vector_norm_with_identity_of_empty_dims_is_zero(p):
+    e = tgrad.zeros(0, 3, dtype=F64)
+    np.testing.assert_array_equal(LA.vector_norm(e, p, dim=0).numpy(), np.zeros(3))
+    assert LA.vector_norm(e, p).item() == 0.0
+    assert tgrad.norm(e, p).item() == 0.0
+
+
+def test_vector_norm_dtype_argument_checks():
+    with pytest.raises(RuntimeError, match=r"^linalg.vector_norm: Expected a floating point or "
+                       r"complex tensor as input. Got Long$"):
+        LA.vector_norm(tgrad.tensor([1, 2]), dtype=F64)
+    with pytest.raises(RuntimeError, match=r"^linalg.matrix_norm: Expected a floating point or "
+                       r"complex tensor as input. Got Int$"):
+        LA.matrix_norm(tgrad.ones(2, 2, dtype=tgrad.int32), dtype=F64)
+    with pytest.raises(RuntimeError, match=r"^linalg.vector_norm: the dtype of the input "
+                       r"\(Double\) should be convertible without narrowing to the specified "
+                       r"dtype \(Float\)$"):
+        LA.vector_norm(_t([1.0, 2.0]), dtype=tgrad.float32)
+    got = LA.vector_norm(tgrad.tensor([3.0, 4.0]), dtype=F64)
+    assert got.dtype is F64 and got.item() == 5.0
+
+
+# --------------------------------------------------------------------- det at a NaN input
+def test_det_backward_of_a_non_finite_matrix_is_nan():
+    g = _t([[1.0, math.nan], [0.0, 1.0]], requires_grad=True)
+    LA.det(g).backward()  # no SVD of the NaN matrix (it raised LinAlgError)
+    assert np.isnan(g.grad.numpy()).all()
+    a = np.array([[[1.0, math.inf], [1.0, 1.0]], [[2.0, 1.0], [1.0, 1.0]],
+                  [[1.0, 2.0], [2.0, 4.0]]])
+    m = _t(a, requires_grad=True)
+    LA.det(m).sum().backward()
+    assert np.isnan(m.grad.numpy()[0]).all()
+    # the others: the cofactor matrix [[d, -c], [-b, a]] (the singular one too)
+    for i in (1, 2):
+        (p, q), (r, s) = a[i]
+        np.testing.assert_allclose(m.grad.numpy()[i], [[s, -r], [-q, p]], atol=1e-12)
+
+
+# -------------------------------------------------- addmm & co: integers and float scalars
+@pytest.mark.parametrize("op", ["addmm", "addmv", "baddbmm", "addbmm"])
+def test_integer_products_refuse_float_scalars(op):
+    m, v, b = (tgrad.ones(2, 2, dtype=tgrad.int64), tgrad.ones(2, dtype=tgrad.int64),
+               tgrad.ones(2, 2, 2, dtype=tgrad.int64))
+    args = {"addmm": (m, m, m), "addmv": (v, m, v), "baddbmm": (b, b, b),
+            "addbmm": (m, b, b)}[op]
+    fn = getattr(tgrad, op)
+    for name in ("beta", "alpha"):
+        for value in (0.5, 1.0):
+            with pytest.raises(RuntimeError, match=rf"^{op}: For integral input tensors, "
+                               rf"argument {name} must not be a floating point number\."):
+                fn(*args, **{name: value})
+    # int scalars keep the integer dtype; float tensors take float scalars
+    want = {"addmm": 2 * 1 + 3 * 2, "addmv": 2 + 3 * 2, "baddbmm": 2 + 3 * 2,
+            "addbmm": 2 + 3 * 4}[op]
+    got = fn(*args, beta=2, alpha=3)
+    assert got.dtype is tgrad.int64 and (got.numpy() == want).all()
+    got = fn(*(a.double() for a in args), beta=0.5, alpha=1.5)
+    want_f = {"addmm": 0.5 + 1.5 * 2, "addmv": 0.5 + 1.5 * 2, "baddbmm": 0.5 + 1.5 * 2,
+              "addbmm": 0.5 + 1.5 * 4}[op]
+    np.testing.assert_allclose(got.numpy(), want_f, rtol=1e-15)
+
+
+# --------------------------------------------------------------- lstsq: residuals by driver
+def test_lstsq_residuals_follow_the_driver():
+    a, b = RNG.standard_normal((6, 3)), RNG.standard_normal((6, 2))
+    x, res, _, _ = np.linalg.lstsq(a, b, rcond=None)
+    for driver in (None, "gelsy"):  # (None: gelsy on the CPU) no residuals, as PyTorch
+        out = LA.lstsq(_t(a), _t(b), driver=driver)
+        np.testing.assert_allclose(out.solution.numpy(), x, rtol=1e-10)
+        assert out.residuals.shape == (0,)
+        assert out.rank.item() == 3
+    for driver in ("gels", "gelsd", "gelss"):
+        out = LA.lstsq(_t(a), _t(b), driver=driver)
+        np.testing.assert_allclose(out.residuals.numpy(), res, rtol=1e-10)

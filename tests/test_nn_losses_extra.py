@@ -527,3 +527,139 @@ def test_modules_call_their_functions_and_repr():
                             "CosineSimilarity()\n)")
     p = nn.PoissonNLLLoss()
     assert (p.log_input, p.full, p.eps) == (True, False, 1e-8)
+
+
+# ------------------------------------------------- target dtypes (PyTorch 2.13's promotion)
+def _softplus64(z: np.ndarray) -> np.ndarray:
+    return np.logaddexp(0.0, z)
+
+
+def test_float_target_of_another_dtype_is_promoted_not_rounded():
+    # 100000001 is not a float32 (it rounds to 1e8): the target's terms dominate the loss,
+    # so rounding the target to the input's dtype would change it by ~1e-8 relative, while
+    # the float32 exp / softplus of the input add errors below 1e-14 relative
+    xv, tv = np.array([0.5, 1.0]), np.array([100000001.0, 3.0])
+    x, t = tgrad.tensor(xv.astype(np.float32)), _t(tv)
+    got = F.poisson_nll_loss(x, t)
+    assert got.dtype is tgrad.float64
+    np.testing.assert_allclose(got.item(), np.mean(np.exp(xv) - tv * xv), rtol=1e-13)
+    got = F.poisson_nll_loss(x, t, full=True)
+    stir = np.where(tv > 1, tv * np.log(tv) - tv + 0.5 * np.log(2 * np.pi * tv), 0.0)
+    assert got.dtype is tgrad.float64
+    np.testing.assert_allclose(got.item(), np.mean(np.exp(xv) - tv * xv + stir), rtol=1e-13)
+    got = F.binary_cross_entropy_with_logits(x, t)
+    assert got.dtype is tgrad.float64
+    np.testing.assert_allclose(got.item(), np.mean((1 - tv) * xv + _softplus64(-xv)),
+                               rtol=1e-13)
+    # the reverse (float64 input, float32 target) computes in float64 too
+    got = F.poisson_nll_loss(_t(xv), tgrad.tensor([1.5, 3.0]))
+    assert got.dtype is tgrad.float64
+    np.testing.assert_allclose(got.item(), np.mean(np.exp(xv) - [1.5, 3.0] * xv), rtol=1e-14)
+    # an integer target is taken in the input's dtype
+    assert F.poisson_nll_loss(x, _long([1, 0])).dtype is tgrad.float32
+    assert F.binary_cross_entropy_with_logits(x, _long([1, 0])).dtype is tgrad.float32
+    # float16 input, float32 target: a float32 result (the promoted dtype; exp(x) is
+    # float16's, as PyTorch's)
+    got = F.poisson_nll_loss(x.half(), tgrad.tensor([1.5, 3.0]))
+    assert got.dtype is tgrad.float32
+    np.testing.assert_allclose(got.item(), np.mean(np.exp(xv) - [1.5, 3.0] * xv), rtol=2e-3)
+    # the other losses that took the target in input's dtype
+    y = _t([1.0, -1.0])
+    got = F.margin_ranking_loss(x, x * 2, y)
+    assert got.dtype is tgrad.float64
+    np.testing.assert_allclose(got.item(), np.mean(np.maximum(0, -y.numpy() * (xv - 2 * xv))))
+    q = np.array([100000001.0, 0.0])
+    got = F.multilabel_soft_margin_loss(x.unsqueeze(0), _t(q[None]))
+    assert got.dtype is tgrad.float64
+    np.testing.assert_allclose(got.item(),
+                               np.mean(q * _softplus64(-xv) + (1 - q) * _softplus64(xv)),
+                               rtol=1e-13)
+    var = np.array([1.0000001, 2.0])  # log(var) of the float32-rounded var differs by 1e-8
+    got = F.gaussian_nll_loss(x, x, _t(var))
+    assert got.dtype is tgrad.float64
+    np.testing.assert_allclose(got.item(), np.mean(0.5 * np.log(var)), rtol=1e-13)
+    probs = np.array([100000001.0, -100000000.0])
+    got = F.cross_entropy(x.unsqueeze(0), _t(probs[None]))
+    logp = xv - np.log(np.exp(xv).sum())
+    assert got.dtype is tgrad.float64
+    np.testing.assert_allclose(got.item(), -(probs * logp).sum(), rtol=1e-7)
+    # soft_margin_loss keeps input's dtype (PyTorch writes into an input-dtype result)
+    assert F.soft_margin_loss(x, y).dtype is tgrad.float32
+
+
+def test_binary_cross_entropy_target_of_another_dtype_raises():
+    p = tgrad.tensor([0.5, 0.25])
+    with pytest.raises(RuntimeError, match=r"^binary_cross_entropy: Found dtype Double but "
+                       r"expected Float"):
+        F.binary_cross_entropy(p, _t([1.0, 0.0]))
+    with pytest.raises(RuntimeError, match=r"Found dtype Long but expected Float"):
+        F.binary_cross_entropy(p, _long([1, 0]))
+    got = F.binary_cross_entropy(p.double(), _t([1.0, 0.0]))
+    np.testing.assert_allclose(got.item(), -np.mean([np.log(0.5), np.log(0.75)]), rtol=1e-14)
+
+
+@pytest.mark.parametrize("op", ["nll_loss", "cross_entropy"])
+def test_class_index_target_must_be_int64(op):
+    fn = getattr(F, op)
+    logits = np.array([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]])
+    x = _t(logits)
+    cases = [(tgrad.tensor([1.7, 0.2]), "Float"), (_t([1.0, 0.0]), "Double"),
+             (tgrad.tensor([1, 0], dtype=tgrad.int32), "Int"),
+             (tgrad.tensor([True, False]), "Bool")]
+    for target, name in cases:
+        with pytest.raises(RuntimeError, match=rf"^{op}: expected target dtype to be Long or "
+                           rf"Byte, but got {name}"):
+            fn(x, target)
+        with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte"):
+            fn(x[0], target[0])  # a 1-D input and a 0-d target
+    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got "
+                       "Int"):
+        fn(tgrad.zeros(2, 3, 4), tgrad.zeros(2, 4, dtype=tgrad.int32))
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    got = fn(x if op == "cross_entropy" else _t(logp), _long([1, 0]))
+    np.testing.assert_allclose(got.item(), -(logp[0, 1] + logp[1, 0]) / 2, rtol=1e-14)
+
+
+def test_cross_entropy_target_of_input_shape_is_probabilities():
+    logits = np.array([[1.0, 2.0], [0.5, -1.0]])
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    q = np.array([[0.25, 0.75], [1.0, 0.0]])
+    np.testing.assert_allclose(F.cross_entropy(_t(logits), _t(q)).item(),
+                               -(q * logp).sum(1).mean(), rtol=1e-14)
+    for target, name in ((_long([[1, 0], [0, 1]]), "Long"),
+                         (tgrad.tensor([[1, 0], [0, 1]], dtype=tgrad.int32), "Int")):
+        with pytest.raises(RuntimeError, match=rf"^cross_entropy: Expected floating point type "
+                           rf"for target with class probabilities, got {name}"):
+            F.cross_entropy(_t(logits), target)
+
+
+# --------------------------------------------------- softsign / tanhshrink of integers
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_softsign_tanhshrink_integer_input_gives_default_float(dtype):
+    v = np.array([1, -2, 3, 0])
+    x = tgrad.tensor(v, dtype=getattr(tgrad, dtype))
+    got = F.softsign(x)
+    assert got.dtype is tgrad.float32
+    np.testing.assert_allclose(got.numpy(), v / (1 + np.abs(v)), rtol=1e-6)
+    got = F.tanhshrink(x)
+    assert got.dtype is tgrad.float32
+    np.testing.assert_allclose(got.numpy(), v - np.tanh(v), rtol=1e-6, atol=1e-7)
+    assert nn.Softsign()(x).dtype is tgrad.float32
+    old = tgrad.get_default_dtype()
+    tgrad.set_default_dtype(tgrad.float64)
+    try:
+        np.testing.assert_allclose(F.softsign(x).numpy(), v / (1 + np.abs(v)), rtol=1e-15)
+        np.testing.assert_allclose(F.tanhshrink(x).numpy(), v - np.tanh(v), rtol=1e-15)
+        assert F.tanhshrink(x).dtype is tgrad.float64
+    finally:
+        tgrad.set_default_dtype(old)
+
+
+def test_softsign_tanhshrink_bool_input_raises():
+    b = tgrad.tensor([True, False])
+    with pytest.raises(NotImplementedError, match="softsign: \"abs_cpu\" not implemented for "
+                       "'Bool'"):
+        F.softsign(b)
+    with pytest.raises(RuntimeError, match=r"tanhshrink: Subtraction, the `-` operator, with a "
+                       r"bool tensor is not supported"):
+        F.tanhshrink(b)

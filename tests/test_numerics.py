@@ -119,3 +119,42 @@ def test_mean_backward_divides_once_in_the_gradient_dtype(dtype, shape, dim):
     np.testing.assert_array_equal(x.grad.numpy(), want)
     (recorded,) = tgrad.autograd.grad(y, x, g, create_graph=True)
     np.testing.assert_array_equal(recorded.detach().numpy(), want)
+
+
+@pytest.mark.parametrize("dtype,values", [
+    ("float16", [0.0, 500.0]),  # variance 125000 > float16's max; std 353.55 fits
+    ("bfloat16", [0.0, 3e19, 1e38]),  # variance past bfloat16's ~3.4e38
+    ("float32", [1e30, 3e38]),  # variance past float32's range
+    ("float32", [1e-30, 1e-25, 1e-40]),  # variance below float32's smallest subnormal
+    ("float64", [1.0, 2.0, 4.0]),
+])
+def test_std_is_rooted_before_rounding_to_the_input_dtype(dtype, values):
+    """std = sqrt(var) taken before the one rounding to the input's dtype, as PyTorch's CPU
+    std (double accumulation): the std fits where the variance does not (before: inf or 0,
+    with a 0 gradient). Reference: NumPy float64 of the same (rounded) values."""
+    dt = getattr(tgrad, dtype)
+    x = tgrad.tensor(values, dtype=dt, requires_grad=True)
+    xs = x.detach().to(tgrad.float64).numpy()
+    want = np.std(xs, ddof=1)
+    y = x.std()
+    np.testing.assert_array_equal(y.detach().to(tgrad.float64).numpy(),
+                                  tgrad.tensor(want).to(dt).to(tgrad.float64).numpy())
+    s, m = tgrad.std_mean(x)
+    np.testing.assert_array_equal(s.detach().numpy(), y.detach().numpy())
+    y.backward()
+    # d std / dx_i = (x_i - mean) / ((N - 1) std), in float64, rounded to the dtype
+    want_grad = (xs - xs.mean()) / ((len(xs) - 1) * want)
+    np.testing.assert_allclose(x.grad.to(tgrad.float64).numpy(), want_grad,
+                               rtol={"float16": 1e-3, "bfloat16": 8e-3}.get(dtype, 1e-6))
+
+
+def test_float32_var_accumulates_in_float64_on_cpu():
+    """PyTorch's CPU var runs float32 in double: the result is the float64 variance rounded
+    once (a float32 computation of a 1e4-offset row loses ~1e-4 relative)."""
+    rng = np.random.default_rng(8)
+    x = (1e4 + rng.standard_normal((4, 10001))).astype(np.float32)
+    want = np.var(x.astype(np.float64), axis=1, ddof=1).astype(np.float32)
+    np.testing.assert_array_equal(tgrad.tensor(x).var(1).numpy(), want)
+    np.testing.assert_array_equal(tgrad.tensor(x).std(1).numpy(),
+                                  np.sqrt(np.var(x.astype(np.float64), axis=1, ddof=1))
+                                  .astype(np.float32))

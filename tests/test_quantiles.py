@@ -86,6 +86,26 @@ def test_gradient_reaches_the_interpolated_elements():
                                rtol=1e-15, atol=1e-16)
 
 
+
+def test_gradient_with_respect_to_a_tensor_q():
+    """The linear weight depends on q: d quantile / d q = (v[ceil] - v[floor]) (n - 1), by
+    hand and by finite differences (gradcheck in x and q together); the other
+    interpolations are piecewise constant in q, so q gets no gradient from them."""
+    x = tgrad.tensor([3.0, 1.0, 4.0, 1.5, 9.0], dtype=tgrad.float64)  # sorted 1 1.5 3 4 9
+    q = tgrad.tensor([0.3, 0.55], dtype=tgrad.float64, requires_grad=True)
+    tgrad.quantile(x, q).sum().backward()  # ranks 1.2 (1.5..3) and 2.2 (3..4), n - 1 = 4
+    np.testing.assert_allclose(q.grad.numpy(), [(3.0 - 1.5) * 4, (4.0 - 3.0) * 4], rtol=1e-14)
+    xm = tgrad.tensor(RNG.standard_normal((3, 7)), requires_grad=True)
+    qm = tgrad.tensor([0.15, 0.45, 0.8], dtype=tgrad.float64, requires_grad=True)  # no integer rank
+    assert gradcheck(lambda t, p: tgrad.quantile(t, p, dim=1), (xm, qm))
+    assert gradcheck(lambda t, p: tgrad.nanquantile(t, p, dim=0), (xm, qm))
+    xn = tgrad.tensor([3.0, np.nan, 4.0, 1.5, 9.0], dtype=tgrad.float64)  # 4 valid: 1.5 3 4 9
+    qn = tgrad.tensor([0.3], dtype=tgrad.float64, requires_grad=True)
+    tgrad.nanquantile(xn, qn).sum().backward()  # rank 0.9 between 1.5 and 3, valid - 1 = 3
+    np.testing.assert_allclose(qn.grad.numpy(), [(3.0 - 1.5) * 3], rtol=1e-14)
+    for mode in ("lower", "higher", "nearest", "midpoint"):
+        assert not tgrad.quantile(x, q, interpolation=mode).requires_grad
+
 def test_errors_follow_pytorch():
     x = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
     cases = [

@@ -744,16 +744,20 @@ def _count(shape: tuple, axes) -> int:
     return math.prod(shape) if axes is None else math.prod(shape[a] for a in axes)
 
 
-def var(x: np.ndarray, axes, correction: float, keepdim: bool) -> np.ndarray:
-    """sum((x - mean)^2) / max(N - correction, 0): NaN/inf when N <= correction (PyTorch)."""
+def var(x: np.ndarray, axes, correction: float, keepdim: bool,
+        sqrt: bool = False) -> np.ndarray:
+    """sum((x - mean)^2) / max(N - correction, 0): NaN/inf when N <= correction (PyTorch).
+    Computed in float64 for every float dtype (PyTorch's CPU accumulation type) and, with
+    ``sqrt``, square-rooted before the one rounding to x's dtype (std: a variance past the
+    dtype's range, or below its subnormals, still gives the std that fits)."""
     dt = x.dtype
-    xf = _up(x)
+    xf = x if dt == np.float64 else x.astype(np.float64)
     with quiet(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         d = xf - np.mean(xf, axis=axes, keepdims=True)
         s = np.sum(d * d, axis=axes, keepdims=keepdim)
-        return _down(s / xf.dtype.type(builtins.max(_count(x.shape, axes) - correction, 0)),
-                     dt)
+        v = s / np.float64(builtins.max(_count(x.shape, axes) - correction, 0))
+        return _down(np.sqrt(v) if sqrt else v, dt)
 
 
 def norm(x: np.ndarray, p: float, axes, keepdim: bool) -> np.ndarray:

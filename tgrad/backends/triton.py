@@ -364,10 +364,18 @@ def argmin(x: DeviceArray, axis, keepdim: bool) -> DeviceArray:
     return red.reduce("argmin", x, axis, keepdim)
 
 
-def var(x: DeviceArray, axes, correction: float, keepdim: bool) -> DeviceArray:
+def var(x: DeviceArray, axes, correction: float, keepdim: bool,
+        sqrt: bool = False) -> DeviceArray:
+    """Variance in the kernel's accumulator (float32; float64 for float64), as PyTorch's CUDA
+    var. With ``sqrt`` (std): a half input's variance stays float32 until after the square
+    root, so a std that fits the half is not lost to a variance that does not."""
     if not _float(x.dtype):
-        return _host_path("var", None, x, axes, correction, keepdim)
-    return red.reduce("var", x, axes, keepdim, correction=correction)
+        return _host_path("var", None, x, axes, correction, keepdim, sqrt)
+    if not sqrt:
+        return red.reduce("var", x, axes, keepdim, correction=correction)
+    wide = cast(x, np.float32) if is_half(x.dtype) else x
+    out = unary("sqrt", red.reduce("var", wide, axes, keepdim, correction=correction))
+    return cast(out, x.dtype)
 
 
 def logsumexp(x: DeviceArray, axes, keepdim: bool) -> DeviceArray:

@@ -22,6 +22,7 @@ as PyTorch's); slogdet's is inf/NaN there (log|det| has no finite derivative).
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -261,6 +262,39 @@ def inverse(input: Tensor) -> Tensor:  # noqa: A002
     return inv(input)
 
 
+# ---------------------------------------------------------------- results with no gradient
+class _GraphConstant(Function):
+    """y = c, a value that does not depend on the inputs ``xs`` (matrix_power(A, 0), the
+    0-norm, an empty product of reflectors) but is a node of their graph, as PyTorch's
+    result is: dxs = zeros (``zero``: PyTorch's zero gradient) or None (its undefined one:
+    a leaf's .grad stays None)."""
+
+    name = "graph_constant"
+    node_name = "GraphConstantBackward0"
+
+    @staticmethod
+    def forward(ctx, c, zero, *xs):
+        ctx.zero = zero
+        ctx.metas = [(tuple(x.shape), x.dtype, x.device) for x in xs]
+        return c
+
+    @staticmethod
+    def backward(ctx, g):
+        if not ctx.zero:
+            return (None, None) + (None,) * len(ctx.metas)
+        return (None, None) + tuple(
+            zeros(shape, dtype=dtype, device=device) if need else None
+            for (shape, dtype, device), need in zip(ctx.metas, ctx.needs_input_grad[2:]))
+
+
+def graph_constant(c: Tensor, *xs: Tensor, zero: bool) -> Tensor:
+    """``c`` as a node of the graph of ``xs`` when one of them requires grad (with grad
+    mode on), else ``c`` itself; see _GraphConstant."""
+    if is_grad_enabled() and any(x.requires_grad for x in xs):
+        return _GraphConstant.apply(c.detach(), zero, *xs)
+    return c
+
+
 # ------------------------------------------------------------------------------ det, slogdet
 def _square_float(op: str, A: Tensor) -> None:
     require_tensor(op, A, "A")
@@ -298,7 +332,8 @@ def _det_sign(Q: Tensor) -> Tensor:
 class LinalgDet(Function):
     """y = det(A);  dA = g det(A) A^{-H} (the cofactor matrix) where A is invertible;
     where det(A) = 0 or that product is not finite, the cofactors by the SVD (PyTorch's
-    singular branch), finite at every A."""
+    singular branch), finite at every finite A; NaN where A holds a NaN or inf (PyTorch's,
+    and no SVD of a non-finite matrix)."""
 
     node_name = "LinalgDetBackward0"
 
@@ -313,9 +348,15 @@ class LinalgDet(Function):
     def backward(ctx, g):
         A, d = ctx.saved_tensors
         cof = d.unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
+        finite = ew.isfinite(A).all((-2, -1))
         bad = ew.logical_or(ew.eq(d, 0.0), ew.logical_not(ew.isfinite(cof).all((-2, -1))))
+        bad = ew.logical_and(bad, finite)
         if A.numel() and bool(bad.any()):  # one host read: the SVD only when needed
-            cof = ew.where(bad.unsqueeze(-1).unsqueeze(-1), _cofactors_by_svd(A), cof)
+            # (of the finite matrices only: the others are replaced by identities first)
+            safe = ew.where(finite.unsqueeze(-1).unsqueeze(-1), A,
+                            eye(A.shape[-1], dtype=A.dtype, device=A.device))
+            cof = ew.where(bad.unsqueeze(-1).unsqueeze(-1), _cofactors_by_svd(safe), cof)
+        cof = ew.where(finite.unsqueeze(-1).unsqueeze(-1), cof, math.nan)
         return g.unsqueeze(-1).unsqueeze(-1) * cof
 
 
@@ -376,8 +417,9 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"{op}(): argument 'n' must be int, not {type(n).__name__}")
     m = A.shape[-1]
-    if n == 0:
-        return eye(m, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, m).clone()
+    if n == 0:  # identities, in A's graph with a zero gradient (PyTorch's)
+        eye_m = eye(m, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, m).clone()
+        return graph_constant(eye_m, A, zero=True)
     if n < 0:
         _check_dtype(op, A.dtype)
         A, n = inv(A), -n

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 
 from tgrad import dtypes
+from tgrad.linalg._lu import graph_constant
+from tgrad.linalg._triangular import _torch_dtype_name
 from tgrad.ops import elementwise as ew
 from tgrad.ops import mathcomposites as mc
 from tgrad.ops._common import require_tensor
@@ -25,34 +27,38 @@ _SVD_ORDS = ("nuc", 2, -2)
 
 
 def _float_check(op: str, x: Tensor, dtype) -> Tensor:
-    if dtype is not None:
-        x = x.to(dtypes.as_dtype(dtype))
+    """``x`` in ``dtype`` (when given): x must be floating itself (an integer x with a float
+    ``dtype`` raises too, as PyTorch), and ``dtype`` no narrower."""
     if not x.dtype.is_floating_point:
-        name = {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(x.dtype.name,
-                                                                    x.dtype.name)
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
-                           f"Got {name}")
+                           f"Got {_torch_dtype_name(x.dtype)}")
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+        if dtypes.promote_types(x.dtype, dtype) is not dtype:
+            raise RuntimeError(f"{op}: the dtype of the input ({_torch_dtype_name(x.dtype)}) "
+                               f"should be convertible without narrowing to the specified "
+                               f"dtype ({_torch_dtype_name(dtype)})")
+        x = x.to(dtype)
     return x
 
 
 def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  # noqa: A002
                 dtype=None) -> Tensor:
     """The vector ord-norm of ``x`` over ``dim`` (all elements when None): ord any number,
-    inf (max |x|), -inf (min |x|), 0 (the count of non-zeros)."""
+    inf (max |x|), -inf (min |x|), 0 (the count of non-zeros: in x's graph with an undefined
+    gradient, as PyTorch's). inf and ord < 0 raise PyTorch's error over an empty reduced
+    dim (no identity)."""
     require_tensor("linalg.vector_norm", x)
     if isinstance(ord, str) or isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not "
                         f"{type(ord).__name__}")
     x = _float_check("linalg.vector_norm", x, dtype)
-    if ord in (math.inf, -math.inf) and x.numel() == 0:
-        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
-                           f"tensor because the operation does not have an identity")
     if isinstance(dim, int):
         dim = (dim,)
     if ord == 0:
         dims = tuple(range(x.ndim)) if dim is None else dim
-        return (x != 0).to(x.dtype).sum(dims, keepdim)
-    return _vnorm(x, float(ord), dim, keepdim)
+        return graph_constant((x != 0).to(x.dtype).sum(dims, keepdim), x, zero=False)
+    return _vnorm(x, float(ord), dim, keepdim)  # (the empty-dim check is norm's)
 
 
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: A002

@@ -29,6 +29,7 @@ import numpy as np
 
 from tgrad.autograd.function import Function
 from tgrad.linalg._lu import _check_dtype as check_linalg_dtype
+from tgrad.linalg._lu import graph_constant
 from tgrad.linalg._norms import vector_norm
 from tgrad.linalg._triangular import solve_triangular
 from tgrad.ops import elementwise as ew
@@ -231,6 +232,9 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     check_linalg_dtype(op, A.dtype)
     batch = tuple(A.shape[:-2])
     Q = eye(m, n, dtype=A.dtype, device=A.device).expand(*batch, m, n)
+    if k == 0:  # no reflectors: the identity's columns, in A's and tau's graph with an
+        # undefined gradient (PyTorch's: their .grad stays None)
+        return graph_constant(Q.clone(), A, tau, zero=False)
     one = ones(batch + (1,), dtype=A.dtype, device=A.device)
     for i in range(k - 1, -1, -1):
         v = cat([one, A[..., i + 1:, i]], -1).unsqueeze(-1)  # (..., m - i, 1)

@@ -171,7 +171,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     one on cuda, as in PyTorch) or 'gelsy' (the CPU default) / 'gelsd' / 'gelss' (SVD with
     the effective rank: singular values at or below rcond * largest, default max(m, n) eps,
     count as zero). Returns (solution, residuals: the squared residual norm per column when
-    m > n and every A has full rank, else empty; rank: 'gelsy'/'gelsd'/'gelss', else empty;
+    m > n and every A has full rank with 'gels'/'gelsd'/'gelss', else empty (always with
+    'gelsy', the CPU default, as PyTorch); rank: 'gelsy'/'gelsd'/'gelss', else empty;
     singular_values: 'gelsd'/'gelss', else empty)."""
     op = "torch.linalg.lstsq"
     require_tensor(op, A, "A")
@@ -225,7 +226,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         if driver == "gelsy":
             S = empty
     residuals = empty
-    if m > n and full_rank:
+    if m > n and full_rank and driver != "gelsy":  # (PyTorch's gelsy gives none)
         residuals = (A @ X - B).square().sum(-2)
     if vector:
         X = X.squeeze(-1)

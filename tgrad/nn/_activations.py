@@ -56,15 +56,31 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     return apply_inplace(input, "hardsigmoid_", fn) if inplace else fn(input)
 
 
+def _int_ok(op: str, input: Tensor, kernel: str) -> bool:  # noqa: A002
+    """True for an integer input (PyTorch's composites take it: the division / tanh give
+    the default float dtype); bool raises PyTorch's error of the op that refuses it."""
+    _check_tensor(op, input)
+    if input.dtype is dtypes.bool_:
+        if kernel == "abs":
+            raise NotImplementedError(f"{op}: \"abs_cpu\" not implemented for 'Bool'")
+        raise RuntimeError(f"{op}: Subtraction, the `-` operator, with a bool tensor is not "
+                           f"supported. If you are trying to invert a mask, use the `~` or "
+                           f"`logical_not()` operator instead.")
+    return not input.dtype.is_floating_point
+
+
 def softsign(input: Tensor) -> Tensor:  # noqa: A002
-    """x / (1 + |x|) (PyTorch's composite, NaN at +-inf included)."""
-    _check_float("softsign", input)
+    """x / (1 + |x|) (PyTorch's composite, NaN at +-inf included); an integer x gives the
+    default float dtype (|x| + 1 in x's dtype, then a true division, as PyTorch)."""
+    if _int_ok("softsign", input, "abs"):
+        return input / (input.abs() + 1)
     return _rounded_once(lambda x: x / (x.abs() + 1.0))(input)
 
 
 def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
-    """x - tanh(x)."""
-    _check_float("tanhshrink", input)
+    """x - tanh(x); an integer x gives the default float dtype (as PyTorch)."""
+    if _int_ok("tanhshrink", input, "sub"):
+        return input - tanh(input)
     return _rounded_once(lambda x: x - tanh(x))(input)
 
 

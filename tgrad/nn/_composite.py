@@ -295,7 +295,12 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         if not (0.0 <= lo and hi <= 1.0):  # NaN fails too
             raise RuntimeError(f"binary_cross_entropy: all elements of input should be between "
                                f"0 and 1 (got values in [{lo}, {hi}])")
-    (x, t), half = _compute(input, target.to(input.dtype))
+    if target.dtype is not input.dtype:  # PyTorch's kernel: no promotion, no rounding
+        raise RuntimeError(f"binary_cross_entropy: Found dtype "
+                           f"{dtypes.SCALAR_TYPE_NAMES[target.dtype]} but expected "
+                           f"{dtypes.SCALAR_TYPE_NAMES[input.dtype]} (the target must have "
+                           f"input's dtype; convert it with target.to(input.dtype))")
+    (x, t), half = _compute(input, target)
     loss = BinaryCrossEntropy.apply(x, t)
     if weight is not None:
         _check_loss_weight("binary_cross_entropy", weight, input)
@@ -317,7 +322,10 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
                          f"({list(input.shape)})")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    (x, t), half = _compute(input, target.to(input.dtype))
+    # a float target keeps its dtype: the loss is in the promoted dtype (float32 input,
+    # float64 target: float64, as PyTorch; the target is never rounded)
+    (x, t), half = _compute(input, target if target.dtype.is_floating_point
+                            else target.to(input.dtype))
     sp = softplus(-x, 1.0, math.inf)  # -log sigmoid(x), exact for any x (no linear switch)
     if pos_weight is not None:
         sp = sp * ((pos_weight - 1.0) * t + 1.0)

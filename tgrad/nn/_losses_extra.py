@@ -46,6 +46,13 @@ def _size(shape) -> str:
     return f"tgrad.Size({list(shape)})"
 
 
+def _as_operand(target: Tensor, input: Tensor) -> Tensor:  # noqa: A002
+    """``target`` as an operand of input's arithmetic: a float target keeps its dtype, so
+    the loss is computed in the promoted dtype (float32 input, float64 target: float64, as
+    PyTorch; the target is never rounded); an integer/bool target is taken in input's."""
+    return target if target.dtype.is_floating_point else target.to(input.dtype)
+
+
 @autocast_policy("fp32")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
                         margin: float = 0.0, size_average=None, reduce=None,
@@ -61,7 +68,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {_size(input1.shape)}, input2: "
                            f"{_size(input2.shape)}, target: {_size(target.shape)} ")
-    (a, b, y), half = _compute(input1, input2, target.to(input1.dtype))
+    (a, b, y), half = _compute(input1, input2, _as_operand(target, input1))
     return _reduced(clamp(-y * (a - b) + margin, min=0.0), reduction, half)
 
 
@@ -109,7 +116,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    (x, y), half = _compute(input, target.to(input.dtype))
+    (x, y), half = _compute(input, _as_operand(target, input))
     loss = -(y * logsigmoid(x) + (1.0 - y) * logsigmoid(-x))
     if weight is not None:
         loss = loss * weight
@@ -304,7 +311,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     broadcast_or_raise("poisson_nll_loss", input.shape, target.shape)
-    (x, t), half = _compute(input, target.to(input.dtype))
+    (x, t), half = _compute(input, _as_operand(target, input))
     loss = x.exp() - t * x if log_input else x - t * log(x + eps)
     if full:
         big = t > 1
@@ -340,7 +347,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noq
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    (x, t, v), half = _compute(input, target, var.to(input.dtype))
+    (x, t, v), half = _compute(input, target, _as_operand(var, input))
     v = where(v >= eps, v, v - v.detach() + eps)  # eps, with the identity's gradient
     loss = (log(v) + (x - t) ** 2 / v) * 0.5
     if full:

@@ -318,6 +318,15 @@ def _check_class_target(op: str, input: Tensor, target: Tensor) -> int:  # noqa:
     return 1
 
 
+def _check_index_target(op: str, target: Tensor) -> None:
+    """Class indices must be int64 (PyTorch's Long; its Byte has no tgrad dtype): a float
+    target would be truncated, an int32 one PyTorch refuses too."""
+    if target.dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}: expected target dtype to be Long or Byte, but got "
+                           f"{dtypes.SCALAR_TYPE_NAMES.get(target.dtype, target.dtype.name)} "
+                           f"(class indices must be int64; convert with target.long())")
+
+
 def _check_targets_in_range(target: Tensor, n_classes: int, ignore_index: int) -> None:
     import numpy as np
     t = np.asarray(target.numpy(force=True))
@@ -352,7 +361,14 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
                                f"{n_classes} classes or no classes but got weight tensor of "
                                f"shape: {shape_str(weight.shape)}")
         weight = weight.to(input.dtype)
-    if target.dtype.is_floating_point:
+    if target.shape == input.shape and not target.dtype.is_floating_point:
+        raise RuntimeError(f"cross_entropy: Expected floating point type for target with class "
+                           f"probabilities, got "
+                           f"{dtypes.SCALAR_TYPE_NAMES.get(target.dtype, target.dtype.name)} (a "
+                           f"target of input's shape {shape_str(input.shape)} holds class "
+                           f"probabilities; class indices have input's shape without dim "
+                           f"{axis})")
+    if target.dtype.is_floating_point and target.shape == input.shape:
         if ignore_index != -100:
             raise RuntimeError("cross_entropy: ignore_index is not supported for floating point "
                                "target (class probabilities); leave it at -100")
@@ -361,15 +377,12 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     if weight is not None and weight.requires_grad and is_grad_enabled():
         raise RuntimeError("cross_entropy: the derivative for 'weight' is not implemented with "
                            "class-index targets (as PyTorch); pass weight.detach()")
-    if target.dtype is dtypes.bool_:
-        raise RuntimeError("cross_entropy: expected target of class indices (int64) or class "
-                           "probabilities (float), got bool")
     if input.device != target.device:
         raise RuntimeError(f"cross_entropy: input is on {input.device} but target is on "
                            f"{target.device}; move them to the same device")
     axis = _check_class_target("cross_entropy", input, target)
+    _check_index_target("cross_entropy", target)
     _check_targets_in_range(target, input.shape[axis], ignore_index)
-    target = target.long()
     rw = None
     if weight is not None:
         rw = weight[where(target != ignore_index, target, 0)]
@@ -434,9 +447,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     axis = _check_class_target("nll_loss", input, target)
+    _check_index_target("nll_loss", target)
     _check_targets_in_range(target, input.shape[axis], ignore_index)
     keep = target != ignore_index
-    safe = where(keep, target.long(), 0)
+    safe = where(keep, target, 0)
     w = keep.to(input.dtype)
     if weight is not None:
         if weight.shape != (input.shape[axis],):

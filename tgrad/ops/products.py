@@ -65,7 +65,14 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
     """beta * input + alpha * (a @ b) (summed over the batch with ``batch_sum``), input
     broadcast to the product's shape (never the other way), halves in float32 and rounded
     once; beta == 0 ignores input's values (its NaN/inf too) but keeps it in the graph
-    (a zero gradient), as PyTorch."""
+    (a zero gradient), as PyTorch. Integer tensors with a float beta or alpha raise addr's
+    error (PyTorch's addmm & co truncate the scalar silently instead)."""
+    if not dtypes.result_type(input, a, b).is_floating_point:
+        for name, s in (("beta", beta), ("alpha", alpha)):
+            if isinstance(s, float):
+                raise RuntimeError(f"{op}: For integral input tensors, argument {name} must "
+                                   f"not be a floating point number. (Pass an int, or "
+                                   f"convert the tensors with .float().)")
     (input, a, b), half = widen_halves(input, a, b)  # noqa: A001
     product = matmul(a, b)
     if batch_sum:

@@ -10,6 +10,9 @@ with n the slice length (nanquantile: its number of non-NaN values) and q in [0,
     lower / higher: v[floor(rank)] / v[ceil(rank)];  midpoint: their mean;
     nearest:  v[round(rank)] (half to even).
 
+A tensor q gets a gradient through the linear weight: (v[ceil] - v[floor]) (n - 1) (the
+other interpolations do not depend on q's value between ranks: no gradient).
+
 quantile gives NaN for a slice holding a NaN (its rank points at the last, NaN, element);
 nanquantile gives NaN for an all-NaN slice. Output shape: the reduced input shape (dim
 kept as size 1 with ``keepdim``; with dim None and keepdim every dim is size 1), with a
@@ -45,8 +48,8 @@ def _q_tensor(op: str, input: Tensor, q) -> Tensor:  # noqa: A002
         if q.device != input.device:
             raise RuntimeError(f"{op}() q tensor must be on the same device as the input "
                                f"tensor, but found {q.device} and {input.device}")
-        qt = q.detach().reshape(-1)
-        values = qt.cpu().numpy()
+        qt = q.reshape(-1)  # in the graph: the linear weight is differentiable in q
+        values = q.detach().reshape(-1).cpu().numpy()
     elif isinstance(q, (int, float)) and not isinstance(q, bool):
         values = np.array([float(q)])
         qt = None
@@ -93,10 +96,12 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
         rank = ew.clamp(qs * (valid - 1.0), min=0.0)  # all-NaN slices: rank 0 (a NaN)
     else:
         rank = ew.where(nan.any(-1, keepdim=True), float(n - 1), qs * float(n - 1))
-    rank = rank.detach()
-    low, high = ew.floor(rank), ew.ceil(rank)
+    # The indices come from the rank's value; the linear weight rank - low keeps the rank's
+    # graph, so a tensor q gets d result / d q = (above - below) (n - 1), as PyTorch's.
+    fixed = rank.detach()
+    low, high = ew.floor(fixed), ew.ceil(fixed)
     if interpolation == "nearest":
-        low = high = ew.round(rank)
+        low = high = ew.round(fixed)
     elif interpolation == "lower":
         high = low
     elif interpolation == "higher":

@@ -470,12 +470,13 @@ def _check_var_dtype(op: str, x: Tensor) -> None:
                            f"{x.dtype}; convert with .float()")
 
 
-def _var_grad(g: Tensor, x: Tensor, axes, correction, keepdim: bool) -> Tensor:
-    """broadcast(g * 2 / (N - correction)) * (x - mean(x)): var's backward (std's with
-    g / (2 y) for g); the factor is applied on the reduced gradient (N times fewer elements),
-    inf when N <= correction."""
+def _var_grad(g: Tensor, x: Tensor, axes, correction, keepdim: bool,
+              scale: float = 2.0) -> Tensor:
+    """broadcast(g * scale / (N - correction)) * (x - mean(x)): var's backward (scale 2;
+    std's is scale 1 with g / y for g); the factor is applied on the reduced gradient (N
+    times fewer elements), inf when N <= correction."""
     dof = builtins.max(_reduced_numel(x.shape, axes) - correction, 0)
-    gs = _expand_back(g * (2.0 / dof if dof > 0 else math.inf), x.shape, axes, keepdim)
+    gs = _expand_back(g * (scale / dof if dof > 0 else math.inf), x.shape, axes, keepdim)
     return _CENTERED_GRAD(gs, x, mean(x, axes, keepdim=True).expand(x.shape))
 
 
@@ -526,7 +527,8 @@ def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = F
 
 
 class Std(Function):
-    """y = sqrt(var_{axes}(x, correction));  dx = broadcast(g / y) * (x - mean(x)) / (N - c)."""
+    """y = sqrt(var_{axes}(x, correction)), rooted before rounding to x's dtype;
+    dx = broadcast(g / y) * (x - mean(x)) / (N - c)."""
 
     name = "std"
     node_name = "StdBackward0"
@@ -535,7 +537,7 @@ class Std(Function):
     def forward(ctx, x, axes, correction, keepdim):
         _check_var_dtype("std", x)
         be = backend_of(x)
-        y = wrap(be.unary("sqrt", be.var(x._data, axes, correction, keepdim)), x.device)
+        y = wrap(be.var(x._data, axes, correction, keepdim, sqrt=True), x.device)
         ctx.save_for_backward(x, y)
         ctx.axes, ctx.correction, ctx.keepdim = axes, correction, keepdim
         return y
@@ -543,10 +545,11 @@ class Std(Function):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        # d std = d var / (2 std), and 0 where std is 0 (a constant slice: PyTorch's choice of
-        # subgradient, instead of 0/0)
-        gv = where(y == 0.0, 0.0, g / (y * 2.0))
-        return _var_grad(gv, x, ctx.axes, ctx.correction, ctx.keepdim), None, None, None
+        # d std = d var / (2 std) = (g / std) (x - mean) / (N - c), and 0 where std is 0 (a
+        # constant slice: PyTorch's choice of subgradient, instead of 0/0). g / std first:
+        # PyTorch's 2 std overflows for a float32 std past 1.7e38 (its gradient is then 0)
+        gv = where(y == 0.0, 0.0, g / y)
+        return _var_grad(gv, x, ctx.axes, ctx.correction, ctx.keepdim, 1.0), None, None, None
 
 
 register_op(Std)
@@ -681,6 +684,24 @@ class Norm(Function):
 register_op(Norm)
 
 
+def check_norm_identity(shape: tuple, p: float, dim, axes) -> None:
+    """PyTorch's check: the -inf/inf norms (min / max of |x|) and p < 0 have no value over
+    an empty reduced dim (no identity); ``dim`` as the caller gave it (for the text),
+    ``axes`` normalized (None: every dim)."""
+    if not (p < 0 or p == math.inf):
+        return
+    if axes is None:
+        if math.prod(shape) == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on an empty "
+                               f"tensor because the operation does not have an identity")
+        return
+    for d in dim if isinstance(dim, (tuple, list)) else (dim,):  # (valid: axes came out)
+        if shape and shape[int(d) % len(shape)] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on the "
+                               f"dimension {d} because this dimension is empty and the "
+                               f"operation does not have an identity")
+
+
 @tensor_method("norm")
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """Vector p-norm over ``dim`` (all elements when None): p = 'fro' (= 2, the default),
@@ -695,7 +716,9 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
         raise TypeError(f"norm(): p must be a number or 'fro', got {type(p).__name__}")
     if dtype is not None:
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
-    return Norm.apply(input, float(p), _reduce_dims("norm", dim, input.ndim), keepdim)
+    axes = _reduce_dims("norm", dim, input.ndim)
+    check_norm_identity(input.shape, float(p), dim, axes)
+    return Norm.apply(input, float(p), axes, keepdim)
 
 
 # ------------------------------------------------------------------------------ all / any
