@@ -402,3 +402,248 @@ def test_sgd_without_momentum_keeps_no_state():
     sd = opt.state_dict()["state"]
     assert sorted(sd) == [0, 1]
     np.testing.assert_allclose(_np(sd[0]["momentum_buffer"]), [1.0, 1.0])  # b = g at step 1
+
+
+# ---------------------------------------------- 2nd differential round: autograd.Function,
+# autograd.grad's inputs, multi-grad hooks, gradcheck, set_grad_enabled.
+def _x64(values):
+    return tgrad.tensor(values, dtype=tgrad.float64, requires_grad=True)
+
+
+class _PassNonDiff(tgrad.autograd.Function):
+    """Returns its input unchanged, marked non-differentiable; backward would scale by 100."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.mark_non_differentiable(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 100
+
+
+class _DoubleDirtyNonDiff(tgrad.autograd.Function):
+    """Doubles its input in place (dirty) and marks it non-differentiable."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        ctx.mark_non_differentiable(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def test_non_differentiable_returned_input_gets_no_grad():
+    # loss = sum(a) + 3 sum(y), y non-differentiable: d loss / da = 1 (y adds nothing)
+    a = _x64([1.0, 2.0])
+    ai = a * 1
+    y = _PassNonDiff.apply(ai)
+    assert y is not ai and y.requires_grad is False and y.grad_fn is None
+    assert ai.requires_grad is True and ai.grad_fn is not None  # the input keeps its history
+    np.testing.assert_array_equal(_np(y), [1.0, 2.0])
+    (a.sum() + (y * 3).sum()).backward()
+    np.testing.assert_array_equal(_np(a.grad), [1.0, 1.0])
+
+
+def test_non_differentiable_dirty_output_gets_no_grad():
+    b = _x64([1.0, 2.0])
+    z = _DoubleDirtyNonDiff.apply(b * 1)
+    assert z.requires_grad is False and z.grad_fn is None
+    np.testing.assert_array_equal(_np(z), [2.0, 4.0])
+    (b.sum() + (z * 3).sum()).backward()
+    np.testing.assert_array_equal(_np(b.grad), [1.0, 1.0])
+
+
+def test_non_differentiable_leaf_input_and_enable_grad_output():
+    class Two(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            with tgrad.enable_grad():
+                extra = w * 5  # recorded inside forward, then declared non-differentiable
+            ctx.mark_non_differentiable(x, extra)
+            return x, w * 2, extra
+
+        @staticmethod
+        def backward(ctx, g1, g2, g3):
+            return None, g2 * 2
+
+    p, q = _x64([1.0]), _x64([2.0])
+    r1, r2, r3 = Two.apply(p, q)
+    assert r1 is not p and r1.requires_grad is False and p.requires_grad is True
+    assert r3.requires_grad is False and r3.grad_fn is None
+    assert r2.requires_grad is True
+    (r2.sum() + r1.sum() + r3.sum()).backward()
+    assert p.grad is None
+    np.testing.assert_array_equal(_np(q.grad), [2.0])  # d(2q)/dq
+
+
+def test_grad_inputs_generator_map_and_grad_outputs_generator():
+    x, w = _x64([1.0, 2.0]), _x64([3.0, 4.0])
+    y = (x * w).sum()  # dy/dx = w, dy/dw = x
+    gx, gw = tgrad.autograd.grad(y, (t for t in [x, w]), retain_graph=True)
+    np.testing.assert_array_equal(_np(gx), [3.0, 4.0])
+    np.testing.assert_array_equal(_np(gw), [1.0, 2.0])
+    got = tgrad.autograd.grad(y, map(lambda t: t, [x, w]), retain_graph=True)
+    assert len(got) == 2
+    (gx2,) = tgrad.autograd.grad((o for o in [y]), [x],
+                                 grad_outputs=(g for g in [tgrad.tensor(2.0, dtype=tgrad.float64)]),
+                                 retain_graph=True)
+    np.testing.assert_array_equal(_np(gx2), [6.0, 8.0])
+    batched = tgrad.autograd.grad(y, (t for t in [x, w]), retain_graph=True,
+                                  grad_outputs=tgrad.tensor([1.0, 2.0], dtype=tgrad.float64),
+                                  is_grads_batched=True)
+    np.testing.assert_array_equal(_np(batched[0]), [[3.0, 4.0], [6.0, 8.0]])
+    tgrad.autograd.backward(y, inputs=(t for t in [x]))
+    np.testing.assert_array_equal(_np(x.grad), [3.0, 4.0])
+    assert w.grad is None
+    with pytest.raises(RuntimeError, match="cannot be empty"):
+        tgrad.autograd.grad((x * 1).sum(), (t for t in []))
+
+
+def test_grad_inputs_dict_returns_dict():
+    x, w, u = _x64([1.0, 2.0]), _x64([3.0, 4.0]), _x64([5.0])
+    y = (x * w).sum()
+    got = tgrad.autograd.grad(y, {"b": w, "a": x}, retain_graph=True)
+    assert isinstance(got, dict) and list(got) == ["b", "a"]
+    np.testing.assert_array_equal(_np(got["a"]), [3.0, 4.0])
+    np.testing.assert_array_equal(_np(got["b"]), [1.0, 2.0])
+    got = tgrad.autograd.grad(y, {"a": x, "u": u}, materialize_grads=True, retain_graph=True)
+    np.testing.assert_array_equal(_np(got["u"]), [0.0])
+    got = tgrad.autograd.grad(y, {"a": x}, grad_outputs=tgrad.ones(2, dtype=tgrad.float64),
+                              is_grads_batched=True, retain_graph=True)
+    np.testing.assert_array_equal(_np(got["a"]), [[3.0, 4.0], [3.0, 4.0]])
+    tgrad.autograd.backward(y, inputs={"w": w})
+    np.testing.assert_array_equal(_np(w.grad), [1.0, 2.0])
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="cannot be empty"):
+        tgrad.autograd.grad((x * 1).sum(), {})
+    from types import MappingProxyType
+    with pytest.raises(TypeError, match="must be a dict, not mappingproxy"):
+        tgrad.autograd.grad((x * 1).sum(), MappingProxyType({"a": x}))
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_materialize_grads_zeros_require_grad_under_create_graph(create_graph):
+    x, u = _x64([1.0, 2.0]), _x64([5.0])
+    gx, gu = tgrad.autograd.grad((x * x).sum(), [x, u], materialize_grads=True,
+                                 create_graph=create_graph)
+    np.testing.assert_array_equal(_np(gx), [2.0, 4.0])  # 2x
+    np.testing.assert_array_equal(_np(gu), [0.0])
+    assert gu.requires_grad is create_graph and gu.grad_fn is None
+    assert gx.requires_grad is create_graph
+
+
+def test_needs_input_grad_in_forward_under_no_grad():
+    seen = []
+
+    class F(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b, k):
+            seen.append(ctx.needs_input_grad)
+            return a * k + b
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, None
+
+    x = _x64([1.0])
+    n = tgrad.tensor([2.0], dtype=tgrad.float64)
+    with tgrad.no_grad():
+        out = F.apply(x, n, 3)
+    F.apply(x, n, 3)
+    F.apply(n, n, 3)
+    assert seen == [(True, False, False), (True, False, False), (False, False, False)]
+    assert out.requires_grad is False
+    np.testing.assert_array_equal(_np(out), [5.0])
+
+
+class _TwoOut(tgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2, x * 3
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        return g1 * 2 + g2 * 3
+
+
+@pytest.mark.parametrize("split", ["split", "unbind", "function"])
+def test_multi_grad_hook_all_fires_when_one_output_of_a_node_gets_no_grad(split):
+    x = _x64([1.0, 2.0])
+    if split == "split":
+        a, b = x.split(1)
+        da = [3.0]
+    elif split == "unbind":
+        a, b = x.unbind()
+        da = 3.0
+    else:
+        a, b = _TwoOut.apply(x)
+        da = [3.0, 3.0]
+    seen, b_hook = [], []
+    tgrad.autograd.graph.register_multi_grad_hook((a, b), lambda gs: seen.append(list(gs)))
+    b.register_hook(b_hook.append)  # as PyTorch: called with None
+    (a * 3).sum().backward()
+    assert len(seen) == 1 and seen[0][1] is None
+    np.testing.assert_array_equal(_np(seen[0][0]), da)
+    assert b_hook == [None]
+
+
+def test_multi_grad_hook_all_with_grad_and_hook_may_not_replace_none():
+    x = _x64([1.0, 2.0])
+    a, b = x.split(1)
+    seen = []
+    tgrad.autograd.graph.register_multi_grad_hook((a, b), lambda gs: seen.append(list(gs)))
+    (gx,) = tgrad.autograd.grad((a * 3).sum(), [x])
+    np.testing.assert_array_equal(_np(gx), [3.0, 0.0])
+    assert len(seen) == 1 and seen[0][1] is None
+    y = _x64([1.0, 2.0])
+    c, d = y.split(1)
+    d.register_hook(lambda g: tgrad.ones(1, dtype=tgrad.float64))
+    with pytest.raises(RuntimeError, match="can't replace a None gradient with a non-None value"):
+        (c * 3).sum().backward()
+
+
+def test_gradcheck_ignores_non_differentiable_output_next_to_a_differentiable_one():
+    gc = tgrad.autograd.gradcheck
+    x = _x64([0.3, 0.7])
+    assert gc(lambda t: (t * 2, (t * 3).detach()), (x,), raise_exception=False)
+    assert gc(lambda t: ((t * 3).detach(), t * 2), (x,), raise_exception=False)
+    # no differentiable output: the numerical derivative must then be zero
+    assert gc(lambda t: t.detach().round(), (x,), raise_exception=False)
+    assert not gc(lambda t: (t * 3).detach(), (x,), raise_exception=False)
+    with pytest.raises(tgrad.autograd.GradcheckError,
+                       match="Numerical gradient for function expected to be zero"):
+        gc(lambda t: (t * 3).detach(), (x,))
+
+
+def test_gradcheck_catches_backward_not_linear_in_grad_output():
+    class Cube(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x ** 2 + 5e-6  # the constant is within the Jacobian tolerance
+
+    x = _x64([0.3, 0.7])
+    assert not tgrad.autograd.gradcheck(Cube.apply, (x,), raise_exception=False)
+    with pytest.raises(tgrad.autograd.GradcheckError,
+                       match="backward not multiplied by grad_output"):
+        tgrad.autograd.gradcheck(Cube.apply, (x,))
+    assert tgrad.autograd.gradcheck(lambda t: t ** 3, (x,))
+
+
+@pytest.mark.parametrize("mode", [0, 1, None, np.bool_(True)])
+def test_set_grad_enabled_requires_a_bool(mode):
+    before = tgrad.is_grad_enabled()
+    with pytest.raises(TypeError, match="argument 'enabled' \\(position 1\\) must be bool"):
+        tgrad.set_grad_enabled(mode)
+    assert tgrad.is_grad_enabled() is before

@@ -84,7 +84,8 @@ def test_non_reentrant_backward_detected():
 
         @staticmethod
         def backward(ctx, g):
-            return g * 2 + tgrad.randn(*g.shape, dtype=g.dtype) * 1e-7
+            # noise scaled by g: a backward must stay linear in g (gradcheck checks that)
+            return g * (2 + tgrad.randn(*g.shape, dtype=g.dtype) * 1e-7)
 
     x = leaf(3)
     with pytest.raises(RuntimeError, match="Backward is not reentrant"):

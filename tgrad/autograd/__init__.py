@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tgrad.autograd import function as _function
 from tgrad.autograd import graph
 from tgrad.autograd.anomaly_mode import (
@@ -39,6 +41,19 @@ def _as_tuple(x) -> tuple:
     if isinstance(x, (_function.Tensor, graph.GradientEdge)):
         return (x,)
     return tuple(x)
+
+
+def _inputs_tuple(inputs, fn: str) -> tuple:
+    """``inputs`` of ``grad``/``backward`` as a tuple, read once (a generator is consumed
+    here): a tensor or GradientEdge, a sequence or iterable of them, or a dict (its values,
+    in order; ``grad`` then returns a dict with the same keys). As PyTorch, other Mapping
+    types are refused."""
+    if type(inputs) is dict:
+        return tuple(inputs.values())
+    if isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `{fn}()` must be a dict, not "
+                        f"{type(inputs).__name__}. Other Mapping types are not supported.")
+    return _as_tuple(inputs)
 
 
 def _make_grads(outputs: tuple, grads: tuple) -> list:
@@ -167,7 +182,7 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     edges = _root_edges(outputs)
     capture = None
     if inputs is not None:
-        ins = _as_tuple(inputs)
+        ins = _inputs_tuple(inputs, "backward")
         if not ins:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         capture = [_input_edge(t) for t in ins]
@@ -197,19 +212,24 @@ def tensor_backward(t, gradient, retain_graph: bool | None, create_graph: bool,
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
          create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
-         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple | dict:
     """Return the gradients of ``outputs`` with respect to ``inputs`` (nothing is
-    accumulated into ``.grad``); both may hold ``graph.GradientEdge``s. With
-    ``is_grads_batched`` the first dim of every grad_output indexes a batch of
+    accumulated into ``.grad``); both may hold ``graph.GradientEdge``s, and ``inputs`` may
+    be a dict (``dict(model.named_parameters())``): the result is then a dict with the same
+    keys. With ``is_grads_batched`` the first dim of every grad_output indexes a batch of
     vector-Jacobian products, computed one after the other (PyTorch vectorises them with
     vmap) and stacked along a new first dim."""
-    if not _as_tuple(inputs):
+    # every argument is read once: a generator or map is consumed here
+    ins = _inputs_tuple(inputs, "grad")
+    if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    if is_grads_batched:
-        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
-                             allow_unused, materialize_grads)
     outs = _as_tuple(outputs)
-    ins = _as_tuple(inputs)
+    if grad_outputs is not None:
+        grad_outputs = _as_tuple(grad_outputs)
+    if is_grads_batched:
+        result = _batched_grad(outs, ins, grad_outputs, retain_graph, create_graph,
+                               allow_unused, materialize_grads)
+        return dict(zip(inputs.keys(), result)) if type(inputs) is dict else result
     if not only_inputs:
         import warnings
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
@@ -221,7 +241,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
                              "materialize_grads=True, but got: allow_unused=False.")
         allow_unused = True
     allow_unused = bool(allow_unused)
-    grads = (_as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs))
+    grads = grad_outputs if grad_outputs is not None else (None,) * len(outs)
     if retain_graph is None:
         retain_graph = create_graph
     root_grads = _make_grads(outs, grads)
@@ -237,13 +257,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
                     raise RuntimeError("materialize_grads cannot be used when the given input "
                                        "is a GradientEdge")
                 from tgrad.ops.creation import zeros_like
-                g = zeros_like(t)
+                # as PyTorch: the zeros require grad under create_graph
+                g = zeros_like(t, requires_grad=create_graph)
             elif not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not "
                                    "have been used in the graph. Set allow_unused=True if this "
                                    "is the desired behavior.")
         out.append(g)
-    return tuple(out)
+    return dict(zip(inputs.keys(), out)) if type(inputs) is dict else tuple(out)
 
 
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,

@@ -207,11 +207,19 @@ def _add_to_buffer(buffers: dict, node, nr: int, g) -> None:
 
 
 def _run_tensor_prehooks(node, grads: list) -> list:
+    """Run the tensor hooks of ``node``'s outputs, then fill retained grads. As PyTorch, a
+    hook of an output that gets no gradient from this backward is called with None (so
+    ``register_multi_grad_hook`` sees every tensor of a node that runs) and may not
+    replace it."""
     hooks = node._pre_hooks
     if hooks:
         for nr, table in hooks.items():
             g = grads[nr] if nr < len(grads) else None
             if g is None:
+                for hook in list(table.values()):
+                    if hook(None) is not None:
+                        raise RuntimeError("can't replace a None gradient with a non-None "
+                                           "value")
                 continue
             for hook in list(table.values()):
                 new = hook(g)

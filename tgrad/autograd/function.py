@@ -26,7 +26,8 @@ from tgrad.autograd.node import _seq as _node_seq
 
 _NONE_EDGE = (None, 0)
 _new_node = object.__new__
-_FALSES = tuple((False,) * n for n in range(9))  # needs_input_grad when grad mode is off
+# needs_input_grad of a built-in op under no_grad (its forward reads it as "recording")
+_FALSES = tuple((False,) * n for n in range(9))
 Tensor = None  # tgrad.tensor.Tensor, bound on first use (tensor.py imports this package)
 
 
@@ -264,8 +265,14 @@ class Function(metaclass=_FunctionMeta):
             args, kwargs = cast_args(cls.autocast, args, kwargs)
         prof = profiler_hooks.ACTIVE
         if not state.enabled:  # no_grad, or inside a backward without create_graph
-            n = len(args)
-            ctx.needs_input_grad = _FALSES[n] if n < len(_FALSES) else (False,) * n
+            if cls.name is None:  # a custom Function: as PyTorch, each input's
+                # requires_grad, whatever the grad mode
+                ctx.needs_input_grad = tuple([isinstance(a, Tensor) and (
+                    a._requires_grad or (a._base is not None and _stale_view_requires_grad(a)))
+                    for a in args])
+            else:  # built-in ops read it in forward as "being recorded" (what to save)
+                n = len(args)
+                ctx.needs_input_grad = _FALSES[n] if n < len(_FALSES) else (False,) * n
             if prof is None:
                 raw = cls._run_forward(ctx, *args, **kwargs)
             else:
@@ -377,6 +384,22 @@ def _wire_graph(ctx, args, outputs, is_tuple):
             new_outputs.append(o)
             i += 1
             continue
+        if not o.dtype.is_floating_point or (nondiff and _is_in(o, nondiff)):
+            # a non-differentiable output (PyTorch's set_history): no grad_fn and
+            # requires_grad False. An input that requires grad is returned as a detached
+            # alias (the input keeps its history); one that does not, unless marked dirty,
+            # as a fresh alias; a new tensor recorded under enable_grad is detached in place.
+            if o._requires_grad:
+                if _is_in(o, args):
+                    o = o.detach()
+                elif o._base is None:
+                    o.detach_()
+            elif _is_in(o, args) and not (dirty and _is_in(o, dirty)):
+                o = Tensor(o._data, o._storage, o.device)
+            out_meta.append((o._data.shape, o.dtype, o.device))
+            new_outputs.append(o)
+            i += 1
+            continue
         if dirty and _is_in(o, dirty):
             _check_dirty(o)
             if o._base is not None and o._view_chain is not None:
@@ -391,15 +414,13 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 if x is o:  # a returned input: a fresh alias
                     o = Tensor(o._data, o._storage, o.device)
                     break
-        dt = o.dtype
-        out_meta.append((o._data.shape, dt, o.device))
+        out_meta.append((o._data.shape, o.dtype, o.device))
         new_outputs.append(o)
-        if dt.is_floating_point and not (nondiff and _is_in(o, nondiff)):
-            o._grad_fn = ctx
-            o._output_nr = i
-            o._requires_grad = True
-            if o._base is not None:
-                o._grad_fn_version = o._storage.version
+        o._grad_fn = ctx
+        o._output_nr = i
+        o._requires_grad = True
+        if o._base is not None:
+            o._grad_fn_version = o._storage.version
         i += 1
     ctx._out_meta = tuple(out_meta)
     to_save = ctx.to_save

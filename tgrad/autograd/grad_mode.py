@@ -125,8 +125,14 @@ class set_grad_enabled(_DecoratorContextManager):
     _bare_decorator = False
 
     def __init__(self, mode: bool = True) -> None:
+        if type(mode) is not bool:  # as PyTorch (0, 1, a tensor, np.bool_ are refused)
+            cls = type(mode)
+            name = cls.__name__ if cls.__module__ == "builtins" else \
+                f"{cls.__module__.split('.')[0]}.{cls.__name__}"
+            raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be "
+                            f"bool, not {name}")
         self.prev = STATE.enabled
-        self.mode = bool(mode)
+        self.mode = mode
         STATE.enabled = self.mode
 
     def __enter__(self) -> None:

@@ -115,18 +115,24 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
         return False
 
     all_outputs = tuple(o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor))
-    outputs = tuple(all_outputs)
-    analytical = _analytical_jacobian(inputs, outputs)
-    numerical = _numerical_jacobian(func, inputs, outputs, eps)
+    diff_out = [oi for oi, o in enumerate(all_outputs) if o.requires_grad]
+    numerical = _numerical_jacobian(func, inputs, all_outputs, eps)
     numerical = [n for n in numerical if n is not None]
+    if not diff_out:
+        # As PyTorch: only when no output is differentiable, every numerical derivative
+        # must be zero; otherwise the non-differentiable outputs are ignored.
+        for n_list in numerical:
+            for n in n_list:
+                if np.any(n != 0):
+                    return fail("Numerical gradient for function expected to be zero")
+        return True
+    outputs = tuple(all_outputs[oi] for oi in diff_out)
+    numerical = [[n_list[oi] for oi in diff_out] for n_list in numerical]
+    analytical = _analytical_jacobian(inputs, outputs)
     diff_idx = [i for i, inp in enumerate(inputs) if isinstance(inp, Tensor) and inp.requires_grad]
+    # (output indices in messages count the differentiable outputs, as PyTorch's)
     for a_list, n_list, ii in zip(analytical, numerical, diff_idx):
         for oi, (a, n) in enumerate(zip(a_list, n_list)):
-            if not outputs[oi].requires_grad:
-                if np.any(n != 0):
-                    return fail(f"Numerical gradient for function expected to be zero for "
-                                f"output {oi} with respect to input {ii}")
-                continue
             if a.shape != n.shape or not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
                 return fail(f"Jacobian mismatch for output {oi} with respect to input {ii},\n"
                             f"numerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n")
@@ -139,7 +145,35 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
                             f"and grad_output multiple times gives different values, although "
                             f"analytical gradient matches numerical gradient. The tolerance for "
                             f"nondeterminism was {nondet_tol}. (output {oi}, input {ii})")
+    problem = _backward_mul_by_grad_output_problem(inputs, outputs)
+    if problem is not None:
+        return fail(problem)
     return True
+
+
+def _backward_mul_by_grad_output_problem(inputs: tuple, outputs: tuple) -> str | None:
+    """PyTorch's last check: a backward is linear in grad_output, so zero grad_outputs
+    must give zero (or None) input gradients of the inputs' dtype, device and shape. The
+    Jacobian checks miss a backward that adds a constant (g * f'(x) + c): one-hot
+    grad_outputs see only f'(x) + c, which can be within tolerance. The message, or None."""
+    from tgrad.autograd import grad as autograd_grad
+    from tgrad.ops.creation import zeros_like
+    from tgrad.tensor import Tensor
+    diff_inputs = [inp for inp in inputs if isinstance(inp, Tensor) and inp.requires_grad]
+    grads = autograd_grad(outputs, diff_inputs, [zeros_like(o) for o in outputs],
+                          allow_unused=True)
+    for gi, di in zip(grads, diff_inputs):
+        if gi is None:
+            continue
+        if not np.all(np.asarray(gi.numpy(force=True)) == 0):
+            return "backward not multiplied by grad_output"
+        if gi.dtype is not di.dtype:
+            return "grad is incorrect type"
+        if gi.device != di.device:
+            return "grad is incorrect device"
+        if gi.shape != di.shape:
+            return "grad is incorrect size"
+    return None
 
 
 def _fmt(a: np.ndarray) -> str:

@@ -157,8 +157,11 @@ def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "al
     ``mode="all"``: ``fn(grads)`` runs once the gradients of all of ``tensors`` that this
     backward computes have been computed; ``grads`` has one entry per tensor, None for a
     tensor the backward does not reach (not in the graph, or not on a path to the
-    ``inputs`` asked for). ``mode="any"``: ``fn(grad)`` runs with the first of those
-    gradients computed. ``fn`` must not modify its arguments; its return value is ignored.
+    ``inputs`` asked for) or that gets no gradient from a node that runs (``b`` of
+    ``a, b = x.split(1)`` when only ``a`` is used). ``mode="any"``: ``fn(grad)`` runs with
+    the first of those gradients computed, which, as in PyTorch, is None when the first
+    hook called is that of an output without a gradient. ``fn`` must not modify its
+    arguments; its return value is ignored.
     Returns a handle with ``remove()``.
     """
     modes = ("all", "any")
