@@ -262,3 +262,35 @@ def test_unary_plus_is_positive():
     assert (+x) is x and tgrad.positive(x) is x
     with pytest.raises(NotImplementedError, match="The `\\+` operator, on a bool tensor"):
         +tgrad.tensor([True])
+
+
+def test_argmax_argmin_refuse_bool_input():
+    """PyTorch: "argmax(): does not support bool input" (max/amax of bools are fine)."""
+    x = tgrad.tensor([False, True, True])
+    for name in ("argmax", "argmin"):
+        with pytest.raises(RuntimeError, match=rf"^{name}\(\): does not support bool input"):
+            getattr(x, name)()
+    assert x.max().item() is True and x.amax().item() is True
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.sum(dtype=tgrad.int64), lambda t: t.sum(0, dtype=tgrad.int32),
+    lambda t: t.prod(dtype=tgrad.int64), lambda t: t.nansum(dtype=tgrad.int64),
+    lambda t: t.cumsum(0, dtype=tgrad.int64), lambda t: t.cumprod(0, dtype=tgrad.int32)])
+def test_integer_dtype_result_of_an_input_that_requires_grad_raises(call):
+    """PyTorch refuses to record an integer result ("Autograd not support dtype: Long");
+    without grad (detached, or under no_grad) the same call sums the truncated values."""
+    x = tgrad.tensor([[1.5, 2.5], [-3.5, 4.0]], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"^Autograd not support dtype: (Long|Int)"):
+        call(x)
+    want = call(tgrad.tensor(np.trunc(x.detach().numpy()).astype(np.int64)))
+    with tgrad.no_grad():
+        np.testing.assert_array_equal(call(x).numpy(), want.numpy())
+    np.testing.assert_array_equal(call(x.detach()).numpy(), want.numpy())
+
+
+def test_bool_scans_are_not_implemented():
+    x = tgrad.tensor([1, 0, 2])
+    for name in ("cumsum", "cumprod"):
+        with pytest.raises(NotImplementedError, match=rf"\"{name}\" not implemented for 'Bool'"):
+            getattr(x, name)(0, dtype=tgrad.bool)

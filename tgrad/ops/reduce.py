@@ -47,6 +47,16 @@ def _reduce_dims(op: str, dim, ndim: int) -> tuple | None:
 
 
 
+def check_grad_dtype(op: str, input: Tensor, dtype) -> None:  # noqa: A002
+    """PyTorch's refusal to record a reduction or scan whose ``dtype=`` result cannot carry
+    a gradient (an integer or bool dtype of an input that requires grad, grad mode on)."""
+    if (dtype is not None and not dtype.is_floating_point and input.requires_grad
+            and STATE.enabled):
+        raise RuntimeError(f"Autograd not support dtype: {dtypes.SCALAR_TYPE_NAMES[dtype]} "
+                           f"({op}(dtype={dtype.name}) of a tensor that requires grad; "
+                           f"detach() it first or ask for a floating dtype)")
+
+
 def _kept_shape(shape: tuple, axes) -> tuple:
     if axes is None:
         return (1,) * len(shape)
@@ -269,6 +279,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: 
     axes = _reduce_dims("sum", dim, input.ndim)
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
+        check_grad_dtype("sum", input, dtype)
     return (SumAll if dim is None else Sum).apply(input, axes, keepdim, dtype)
 
 
@@ -336,6 +347,9 @@ def _single_dim(op: str, dim, ndim: int):
 
 def _arg_extreme(cls, input: Tensor, dim, keepdim: bool) -> Tensor:  # noqa: A002
     require_tensor(cls.name, input)
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError(f"{cls.name}(): does not support bool input; convert with .int() "
+                           f"first")
     axis = _single_dim(cls.name, dim, input.ndim)
     out = cls.apply(input, axis if input.ndim else None, keepdim and axis is not None)
     if keepdim and axis is None and input.ndim:  # the flat index, with every dim kept
@@ -459,6 +473,7 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa:
     require_tensor("prod", input)
     axes = normalize_dims("prod", dim, input.ndim)
     dt = None if dtype is None else dtypes.as_dtype(dtype)
+    check_grad_dtype("prod", input, dt)
     out = Prod.apply(input, axes, keepdim, dt)
     return out if dt is None or out.dtype is dt else out.to(dt)  # e.g. int32: not int64
 

@@ -19,7 +19,7 @@ from tgrad.ops._common import (
     wrap,
 )
 from tgrad.ops.inplace import inplace_method
-from tgrad.ops.reduce import _dim_or_axis
+from tgrad.ops.reduce import _dim_or_axis, check_grad_dtype
 from tgrad.ops.shape import cat, narrow
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
@@ -46,6 +46,15 @@ class Cumsum(Function):
 register_op(Cumsum)
 
 
+def _check_scan_dtype(op: str, input: Tensor, dt) -> None:  # noqa: A002
+    """PyTorch's errors for ``dtype=``: no bool scans, no integer result of an input that
+    requires grad."""
+    if dt is dtypes.bool_:
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'; ask for an integer "
+                                  f"or floating dtype")
+    check_grad_dtype(op, input, dt)
+
+
 @tensor_method("cumsum")
 def cumsum(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
            axis: int | None = None) -> Tensor:
@@ -57,6 +66,7 @@ def cumsum(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
     d = _wrap_dim(dim, input.ndim, "cumsum")
     dt = None if dtype is None else dtypes.as_dtype(dtype)
     if dt is not None:
+        _check_scan_dtype("cumsum", input, dt)
         input = input.to(dt)  # noqa: A001
     if input.ndim == 0:
         out = Cumsum.apply(input.reshape(1), 0, False).reshape(())
@@ -81,6 +91,7 @@ def cumprod(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
     require_tensor("cumprod", input)
     d = _wrap_dim(_int_arg("cumprod", "dim", dim), input.ndim, "cumprod")
     if dtype is not None:
+        _check_scan_dtype("cumprod", input, dtypes.as_dtype(dtype))
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
     elif not input.dtype.is_floating_point:
         input = input.to(dtypes.int64)  # noqa: A001
