@@ -90,19 +90,29 @@ def _upper_fraction(a: Tensor, x: Tensor) -> Tensor:
 _M_MINUS_LOG1P = [(-1) ** k / k for k in range(2, 24)]  # m - log1p(m) = m^2 sum_k c_k m^k
 
 
-def _x_minus_log1p(m: Tensor) -> Tensor:
-    """m - log1p(m) (> 0 for m > -1, m != 0), by its series sum_k (-m)^k / k below |m| = 0.1."""
+def _temme_eta(m: Tensor) -> Tensor:
+    """eta = sign(m) sqrt(2 (m - log1p(m))); below |m| = 0.1 as m sqrt(2 h(m)) with h the
+    series of (m - log1p(m)) / m^2, smooth through m = 0 (so the expansion's graph is
+    differentiable in a there: Gamma's reparameterised gradient)."""
     near = m.abs() < 0.1
     mn = ew.where(near, m, 0.0)
-    series = mn * mn * _horner(_M_MINUS_LOG1P, mn)
     mf = ew.where(near, 1.0, m)
-    return ew.where(near, series, mf - ew.log1p(mf))
+    return ew.where(near, mn * ew.sqrt(2.0 * _horner(_M_MINUS_LOG1P, mn)),
+                    ew.sqrt(2.0 * (mf - ew.log1p(mf))) * ew.sign(mf))
+
+
+def uniform_region(a: Tensor, x: Tensor) -> Tensor:
+    """Where Temme's expansion replaces the loops (module docstring): a > 20 and
+    0.3 <= x / a <= 2.2."""
+    ratio = x / a
+    return (a > 20) & (ratio >= 0.3) & (ratio <= 2.2)
 
 
 def _temme(a: Tensor, x: Tensor) -> tuple:
-    """(P, Q) by Temme's uniform expansion (module docstring); meant for a > 20."""
+    """(P, Q) by Temme's uniform expansion (module docstring); meant for a > 20. Built of
+    differentiable ops: its graph gives dP/da."""
     m = (x - a) / a  # lambda - 1
-    eta = ew.sqrt(2.0 * _x_minus_log1p(m)) * ew.sign(m)
+    eta = _temme_eta(m)
     total = 0.0 * a
     for row in reversed(_TEMME):
         total = total / a + _horner(row, eta)
@@ -115,8 +125,7 @@ def _regularized(a: Tensor, x: Tensor, upper: bool) -> Tensor:
     """P(a, x) (or Q with ``upper``) with PyTorch's special values."""
     ok = (a > 0) & (x > 0) & ew.isfinite(a) & ew.isfinite(x)
     sa, sx = ew.where(ok, a, 1.0), ew.where(ok, x, 1.0)  # safe values for the loops
-    ratio = sx / sa
-    uniform = (sa > 20) & (ratio >= 0.3) & (ratio <= 2.2)
+    uniform = uniform_region(sa, sx)
     sx = ew.where(uniform, 0.1 * sa, sx)  # a quick series there (overwritten below)
     use_series = sx < sa + 1
     series = _lower_series(sa, ew.where(use_series, sx, 0.5 * sa))
