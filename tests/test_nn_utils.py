@@ -108,3 +108,28 @@ def test_parameters_to_vector_and_back():
         vector_to_parameters([1.0], [w])
     with pytest.raises(RuntimeError, match="shape '\\[2\\]' is invalid for input of size 1"):
         vector_to_parameters(tgrad.arange(7.0), [w, b])
+
+
+def test_clip_grad_norm_scales_half_gradients_in_float32():
+    """A float16 gradient is multiplied by the float32 scale and rounded once (PyTorch's),
+    not by the scale rounded to float16 first: NumPy float32 reference."""
+    a = tgrad.zeros(3, dtype=tgrad.float16, requires_grad=True)
+    a.grad = tgrad.tensor([3000.0, -7000.0, 36000.0], dtype=tgrad.float16)
+    b = tgrad.zeros(1, requires_grad=True)
+    b.grad = tgrad.tensor([1.0])
+    total = tgrad.nn.utils.clip_grad_norm_([a, b], 0.5)
+    g16 = np.array([3000.0, -7000.0, 36000.0], np.float16)
+    # each gradient's norm in its own dtype (a's rounded to float16), then their norm
+    norm_a = np.float32(np.float16(np.linalg.norm(g16.astype(np.float32))))
+    np.testing.assert_allclose(total.item(), np.sqrt(norm_a ** 2 + np.float32(1)), rtol=1e-6)
+    scale = np.float32(0.5) / (np.float32(total.item()) + np.float32(1e-6))
+    np.testing.assert_array_equal(a.grad.numpy(), (g16.astype(np.float32) * scale)
+                                  .astype(np.float16))
+
+
+def test_module_to_an_integer_dtype_raises():
+    lin = tgrad.nn.Linear(2, 2)
+    for call in (lambda: lin.to(tgrad.int32), lambda: lin.to(dtype=tgrad.int64)):
+        with pytest.raises(TypeError, match="only accepts floating point"):
+            call()
+    assert lin.weight.dtype is tgrad.float32

@@ -270,7 +270,7 @@ def rprop(params: list[Tensor], grads: list[Tensor], prevs: list[Tensor],
     g_prev g > 0:  eta <- min(eta eta_plus, step_max);
     g_prev g < 0:  eta <- max(eta eta_minus, step_min),  g <- 0;
     else:          eta unchanged;
-    p <- p - eta sign(g);   g_prev <- g."""
+    p <- p - eta sign(g) (0 where g is NaN, as PyTorch);   g_prev <- g."""
     fused = _fused("rprop", params)
     if fused is not None:
         return fused(params, grads, prevs, step_sizes, state_steps, step_size_min=step_size_min,
@@ -290,7 +290,8 @@ def rprop(params: list[Tensor], grads: list[Tensor], prevs: list[Tensor],
             step_size.mul_(where(sign > 0, etaplus, where(sign < 0, etaminus, one)))
             step_size.clamp_(step_size_min, step_size_max)
             g = where(sign < 0, 0.0, g)
-            p.addcmul_(g.sign(), step_size, value=-1)
+            # a NaN gradient moves nothing (PyTorch's sign(NaN) is 0 there)
+            p.addcmul_(where(g != g, 0.0, g.sign()), step_size, value=-1)
             prev.copy_(g)
 
 

@@ -12,7 +12,8 @@ class ASGD(Optimizer):
     """Averaged SGD (Polyak & Juditsky, "Acceleration of stochastic approximation by
     averaging"), PyTorch's update rule (see ``_functional.asgd``); the running average of the
     iterates is kept in state 'ax'. State per parameter: 'step' (scalar tensor),
-    'eta' and 'mu' (float64 scalar tensors), 'ax'."""
+    'eta' and 'mu' (scalar tensors: float32, float64 when that is the default dtype, as
+    PyTorch's), 'ax'."""
 
     def __init__(self, params: Iterable, lr: float = 1e-2, lambd: float = 1e-4,
                  alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
@@ -32,8 +33,8 @@ class ASGD(Optimizer):
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
         return {"step": tensor(0.0, dtype=_get_scalar_dtype()),
-                "eta": tensor(float(group["lr"]), dtype="float64"),
-                "mu": tensor(1.0, dtype="float64"), "ax": zeros_like(p)}
+                "eta": tensor(float(group["lr"]), dtype=_get_scalar_dtype()),
+                "mu": tensor(1.0, dtype=_get_scalar_dtype()), "ax": zeros_like(p)}
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = self._eval_closure(closure)

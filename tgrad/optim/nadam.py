@@ -16,7 +16,7 @@ from tgrad.optim.optimizer import (
 class NAdam(Optimizer):
     """NAdam (Dozat, "Incorporating Nesterov Momentum into Adam"), PyTorch's update rule
     (see ``_functional.nadam``); ``decoupled_weight_decay=True`` gives NAdamW. State per
-    parameter: 'step' (scalar tensor), 'mu_product' (float64 scalar tensor, the
+    parameter: 'step' (scalar tensor), 'mu_product' (scalar tensor in the step's dtype, the
     running product of the momentum schedule), 'exp_avg', 'exp_avg_sq'."""
 
     def __init__(self, params: Iterable, lr: float = 2e-3,
@@ -39,7 +39,7 @@ class NAdam(Optimizer):
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
         return {"step": tensor(0.0, dtype=_get_scalar_dtype()),
-                "mu_product": tensor(1.0, dtype="float64"), "exp_avg": zeros_like(p),
+                "mu_product": tensor(1.0, dtype=_get_scalar_dtype()), "exp_avg": zeros_like(p),
                 "exp_avg_sq": zeros_like(p)}
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -554,6 +554,12 @@ class Module:
         floating point parameters and buffers only."""
         from tgrad import dtypes as _dt
 
+        for want in [x for x in args if isinstance(x, _dt.DType)] + (
+                [_dt.as_dtype(kwargs["dtype"])] if kwargs.get("dtype") is not None else []):
+            if not want.is_floating_point:  # PyTorch's check
+                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, "
+                                f"but got desired dtype={want}")
+
         def conv(t: Tensor) -> Tensor:
             a = [x for x in args if not (isinstance(x, _dt.DType) and not t.is_floating_point())]
             kw = {k: v for k, v in kwargs.items()

@@ -66,7 +66,12 @@ def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float
     with no_grad():
         scale = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
         for g in grads:
-            g.mul_(scale.to(device=g.device, dtype=g.dtype))
+            s = scale.to(device=g.device)
+            if g.dtype.itemsize == 2 and g.dtype.is_floating_point:
+                # a half gradient times the float32 scale, rounded once (PyTorch's)
+                g.copy_(g.float() * s.float())
+            else:
+                g.mul_(s.to(dtype=g.dtype))
 
 
 def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
