@@ -132,3 +132,251 @@ def test_renorm():
     for args, message in cases:
         with pytest.raises(RuntimeError, match=message):
             tgrad.renorm(*args)
+
+
+# ------------------------------------------- elementwise parity fixes (PyTorch 2.13 diffs)
+def _bf16():
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def _half_ref(x, op, s, half):
+    """op(x, s) as PyTorch's CPU kernels compute it for a half x and a one-element tensor s
+    of another dtype: x widened to float32, s's own value in float32, one rounding."""
+    with np.errstate(all="ignore"):
+        return op(np.asarray(x, half).astype(np.float32), np.float32(s)).astype(half)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("sdtype", ["float32", "float64", "int64"])
+def test_half_times_a_0d_tensor_keeps_its_value_in_float32(dtype, sdtype):
+    half = np.dtype(np.float16) if dtype == "float16" else _bf16()
+    td, sd = getattr(tgrad, dtype), getattr(tgrad, sdtype)
+    xv = np.array([-0.5091, 3.0, 1000.0]).astype(half)
+    x = tgrad.tensor(xv.astype(np.float32), dtype=td)
+    cases = ((np.multiply, tgrad.mul, 1e5), (np.multiply, tgrad.mul, 1e-8),
+             (np.divide, tgrad.div, 1e5), (np.floor_divide, tgrad.floor_divide, 0.1))
+    for npop, op, s in cases:
+        if sdtype == "int64":
+            s = 70000
+        ref = _half_ref(xv, npop, np.array(s, sdtype), half)
+        ys = [op(x, tgrad.tensor(s, dtype=sd))]
+        if sdtype == "int64":  # one element of a lower category: also a scalar to PyTorch
+            ys.append(op(x, tgrad.tensor([[s]], dtype=sd)))
+        for y in ys:
+            assert y.dtype is td and y.shape[-1] == 3
+            np.testing.assert_array_equal(y.float().numpy().reshape(-1),
+                                          ref.astype(np.float32), err_msg=f"{op} {s}")
+    # the numbers: 1e5 * x is -50912 (not -inf), x / 1e5 is -5.07e-6 (not -0)
+    if dtype == "float16" and sdtype == "float32":
+        assert (x * tgrad.tensor(1e5)).tolist() == [-50912.0, math.inf, math.inf]
+        assert (x // tgrad.tensor(0.1)).tolist() == [-6.0, 29.0, 10000.0]
+        # a 0-d first operand, several elements, or a 0-d of the same dtype are rounded
+        assert (tgrad.tensor(1e5) * x).tolist() == [-math.inf, math.inf, math.inf]
+        assert (x * tgrad.tensor(1e5, dtype=td)).tolist()[0] == -math.inf
+        assert (tgrad.tensor([0.5, 1.0], dtype=td) * tgrad.tensor([70000, 70000])).tolist() \
+            == [math.inf, math.inf]
+        # add / sub / remainder round it, as PyTorch (1 + (2^-11 + 2^-30) ties to 1)
+        s = tgrad.tensor(2.0**-11 + 2.0**-30)
+        assert (tgrad.tensor([1.0], dtype=td) + s).tolist() == [1.0]
+        # two 0-d tensors promote to float32 as usual
+        y = tgrad.tensor(3.0, dtype=td) * tgrad.tensor(1e5)
+        assert y.dtype is tgrad.float32 and y.item() == 300000.0
+
+
+def test_half_times_a_0d_tensor_gradients():
+    # x (float16) * s and x / s with s a float32 0-d tensor: x's gradient is g * s and g / s
+    # with s in float32 (one rounding), s's is summed in half and comes back as float32
+    g = np.array([1.0, 3.0, 7.0], np.float16)
+    xv = np.array([0.5, -3.0, 0.25], np.float16)
+    x = tgrad.tensor(xv, requires_grad=True)
+    s = tgrad.tensor(1e-5, requires_grad=True)
+    (x * s).backward(tgrad.tensor(g))
+    np.testing.assert_array_equal(x.grad.numpy(), _half_ref(g, np.multiply, 1e-5, np.float16))
+    assert x.grad.numpy()[1] != np.float16(3.0) * np.float16(1e-5)  # s not rounded first
+    assert s.grad.dtype is tgrad.float32
+    exact = float(np.sum(g.astype(np.float64) * xv.astype(np.float64)))
+    np.testing.assert_allclose(s.grad.item(), exact, rtol=2e-3)
+    x.grad = s.grad = None
+    s2 = tgrad.tensor(2e-2, requires_grad=True)
+    (x / s2).backward(tgrad.tensor(g))
+    np.testing.assert_array_equal(x.grad.numpy(), _half_ref(g, np.divide, 2e-2, np.float16))
+    exact = -float(np.sum(g.astype(np.float64) * xv.astype(np.float64))) / np.float32(2e-2) ** 2
+    np.testing.assert_allclose(s2.grad.item(), exact, rtol=2e-3)
+    # float64: finite differences of both inputs (the rule's shape reductions)
+    a = tgrad.tensor(RNG.standard_normal(4), requires_grad=True)
+    b = tgrad.tensor(0.7, dtype=tgrad.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: a * b / b.exp(), (a, b))
+
+
+def test_round_decimals_of_halves_in_float32():
+    def ref(v, d, half):  # PyTorch: nearbyint(x * 10^d) / 10^d in float32, one rounding
+        x = np.asarray(v, np.float64).astype(half).astype(np.float32)
+        with np.errstate(all="ignore"):
+            s = np.float32(10.0 ** abs(d)) if abs(d) < 300 else np.float32(np.inf)
+            y = np.rint(x * s) / s if d > 0 else np.rint(x / s) * s
+        return y.astype(half).astype(np.float32)
+
+    vals = [1.35, 12345.678, 250.0, 0.05, -2.5, 0.0, math.inf, math.nan]
+    for name, half in (("float16", np.float16), ("bfloat16", _bf16())):
+        x = tgrad.tensor(vals, dtype=getattr(tgrad, name))
+        for d in (1, 2, 30, 38, 39, 400, -1, -4, -39, -400):
+            y = tgrad.round(x, decimals=d)
+            assert y.dtype is x.dtype
+            np.testing.assert_array_equal(y.float().numpy(), ref(vals, d, half),
+                                          err_msg=f"{name} {d}")
+    x = tgrad.tensor([1.35, 12345.678, 250.0], dtype=tgrad.float16)
+    assert tgrad.round(x, decimals=1).tolist() == [1.2998046875, 12344.0, 250.0]
+    assert tgrad.round(tgrad.tensor([0.05], dtype=tgrad.bfloat16), decimals=1).tolist() \
+        == [0.10009765625]
+    # 10^d past the dtype's range: every element NaN (PyTorch's inf scale), no OverflowError
+    for dt in (tgrad.float32, tgrad.float64):
+        assert np.isnan(tgrad.round(tgrad.tensor([1.5, 0.0], dtype=dt), decimals=400)
+                        .numpy()).all()
+    assert tgrad.round(tgrad.tensor([1.35], dtype=tgrad.float64), decimals=-308).tolist() \
+        == [0.0]
+    # zero gradient, also where the scale is infinite
+    x = tgrad.tensor([1.35, -2.5], requires_grad=True)
+    y = tgrad.round(x, decimals=400)
+    assert y.grad_fn.name() == "RoundBackward1"
+    y.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0]
+
+
+def test_lerp_weight_gradient_with_an_infinite_difference():
+    # d lerp / d weight = end - start, inf here; the branch not taken must not leak 0 * inf
+    cases = [(5.0, math.inf, -1.0), (5.0, math.inf, 0.25), (5.0, math.inf, 0.75),
+             (math.inf, 5.0, 0.25), (5.0, -math.inf, 1.0), (5.0, math.inf, 0.0)]
+    for sv, ev, wv in cases:
+        s, e, w = (tgrad.tensor([v], dtype=tgrad.float64, requires_grad=True)
+                   for v in (sv, ev, wv))
+        tgrad.lerp(s, e, w).sum().backward()
+        assert w.grad.tolist() == [ev - sv], (sv, ev, wv)
+        assert s.grad.tolist() == [1.0 - wv] and e.grad.tolist() == [wv]
+    s, e = _leaf(5), _leaf(5)
+    w = tgrad.tensor([-1.0, 0.2, 0.5, 0.7, 1.5], dtype=tgrad.float64, requires_grad=True)
+    assert gradcheck(tgrad.lerp, (s, e, w))
+    assert gradgradcheck(tgrad.lerp, (s, e, w))
+
+
+def test_lerp_refuses_integer_tensors():
+    a, b = tgrad.tensor([1, 2]), tgrad.tensor([3, 4])
+    with pytest.raises(NotImplementedError, match="\"lerp_kernel_scalar\" not implemented "
+                                                  "for 'Long'"):
+        tgrad.lerp(a, b, 0.5)
+    with pytest.raises(NotImplementedError, match="\"lerp_kernel_tensor\" not implemented"):
+        tgrad.lerp(a, b, tgrad.tensor([1, 1]))
+
+
+def test_nextafter_promotes_its_inputs():
+    one = np.float64(1.0)
+    y = tgrad.nextafter(tgrad.tensor([1.0], dtype=tgrad.float64), tgrad.tensor([2.0]))
+    assert y.dtype is tgrad.float64 and y.tolist() == [np.nextafter(one, 2.0)]
+    f32_up = float(np.nextafter(np.float32(1), np.float32(2)))
+    for a, b in ((tgrad.tensor([1]), tgrad.tensor([2.0])),
+                 (tgrad.tensor([1.0]), tgrad.tensor(2.0, dtype=tgrad.float64)),
+                 (tgrad.tensor([1.0], dtype=tgrad.float16), tgrad.tensor([2.0])),
+                 (tgrad.tensor([1.0], dtype=tgrad.float16),
+                  tgrad.tensor([2.0], dtype=tgrad.bfloat16)),
+                 (tgrad.tensor([True]), tgrad.tensor([2.0])),
+                 (tgrad.tensor([1.0]), tgrad.tensor(2))):
+        y = tgrad.nextafter(a, b)
+        assert y.dtype is tgrad.float32 and y.tolist() == [f32_up], (a.dtype, b.dtype)
+    y = tgrad.nextafter(tgrad.tensor([1.0], dtype=tgrad.float16), tgrad.tensor(0.0))
+    assert y.dtype is tgrad.float16 and y.tolist() == [float(np.nextafter(np.float16(1),
+                                                                          np.float16(0)))]
+    with pytest.raises(NotImplementedError, match="\"nextafter_cpu\" not implemented for "
+                                                  "'Long'"):
+        tgrad.nextafter(tgrad.tensor([1]), tgrad.tensor([2]))
+    # in place: the result in self's dtype
+    x = tgrad.tensor([1.0])
+    x.nextafter_(tgrad.tensor([2.0], dtype=tgrad.float64))
+    assert x.dtype is tgrad.float32 and x.tolist() == [1.0]
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        tgrad.tensor([1]).nextafter_(tgrad.tensor([2.0]))
+
+
+def test_logit_of_bool_and_integer_tensors():
+    y = tgrad.logit(tgrad.tensor([True, False]))
+    assert y.dtype is tgrad.float32 and y.tolist() == [math.inf, -math.inf]
+    y = tgrad.logit(tgrad.tensor([True, False]), eps=0.1)
+    e = np.float32(0.1)
+    np.testing.assert_allclose(y.numpy(), [math.log((1 - e) / e), math.log(e / (1 - e))],
+                               rtol=1e-6)
+    assert tgrad.logit(tgrad.tensor([1, 0])).tolist() == [math.inf, -math.inf]
+
+
+@pytest.mark.parametrize("op", ["fmod", "remainder"])
+def test_fmod_remainder_second_order(op):
+    # d/db = -q with q = trunc / floor(a / b): recorded (with zero gradients, PyTorch's
+    # DivBackward2), so a second backward gives zeros instead of an error
+    fn = getattr(tgrad, op)
+    a = tgrad.tensor([5.0, -7.0, 7.5], dtype=tgrad.float64, requires_grad=True)
+    b = tgrad.tensor([3.0, 2.0, -2.0], dtype=tgrad.float64, requires_grad=True)
+    ga, gb = tgrad.autograd.grad(fn(a, b).sum(), (a, b), create_graph=True)
+    q = np.trunc if op == "fmod" else np.floor
+    assert gb.tolist() == list(-q(np.array([5.0, -7.0, 7.5]) / [3.0, 2.0, -2.0]))
+    assert ga.tolist() == [1.0, 1.0, 1.0] and not ga.requires_grad
+    assert gb.requires_grad
+    dd = tgrad.autograd.grad(gb.sum(), (a, b), allow_unused=True)
+    assert [d.tolist() for d in dd] == [[0.0] * 3, [0.0] * 3]
+    assert gradgradcheck(fn, (a, b))
+    # b alone requires grad
+    a0 = a.detach()
+    (gb,) = tgrad.autograd.grad(fn(a0, b).sum(), (b,), create_graph=True)
+    assert tgrad.autograd.grad(gb.sum(), (b,))[0].tolist() == [0.0] * 3
+
+
+def test_bool_operands_pytorch_refuses():
+    x, i, b = tgrad.tensor([1.0, 2.0]), tgrad.tensor([1, 2]), tgrad.tensor([True, False])
+    one_bool = "Subtraction, the `-` operator, with a bool tensor is not supported"
+    for f in (lambda: x - True, lambda: True - x, lambda: tgrad.sub(x, False),
+              lambda: tgrad.rsub(x, True), lambda: x.clone().sub_(True), lambda: i - True,
+              lambda: tgrad.subtract(x, True)):
+        with pytest.raises(RuntimeError, match=one_bool):
+            f()
+    with pytest.raises(RuntimeError, match="with two bool tensors is not supported. Use the "
+                                           r"`\^` or `logical_xor\(\)` operator instead"):
+        b - True
+    assert (x + True).tolist() == [2.0, 3.0]  # add takes it
+    for f in (lambda: tgrad.sub(x, x, alpha=True), lambda: tgrad.add(x, x, alpha=False)):
+        with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean "
+                                               "results"):
+            f()
+    assert tgrad.add(b, b, alpha=True).tolist() == [True, False]
+    for f in (lambda: tgrad.abs(b), lambda: b.clone().abs_(), lambda: abs(b)):
+        with pytest.raises(NotImplementedError, match="\"abs_cpu\" not implemented for 'Bool'"):
+            f()
+    for f in (lambda: tgrad.relu(b), lambda: b.clone().relu_(),
+              lambda: tgrad.nn.functional.relu(b)):
+        with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+            f()
+    assert tgrad.sign(b).tolist() == [True, False]
+    assert tgrad.isinf(b).tolist() == [False, False]
+    assert tgrad.isfinite(b).tolist() == [True, True]
+    for f in (lambda: tgrad.ldexp(x, b), lambda: tgrad.ldexp(x, tgrad.tensor(True)),
+              lambda: x.clone().ldexp_(b)):
+        with pytest.raises(NotImplementedError, match="\"ldexp_cpu_exp\" not implemented for "
+                                                      "'Bool'"):
+            f()
+    assert tgrad.ldexp(b, i).tolist() == [2.0, 0.0]  # a bool mantissa is fine
+
+
+def test_half_overflowing_exponent_and_alpha_raise():
+    h = tgrad.tensor([1.0, 2.0], dtype=tgrad.float16)
+    msg = "value .* cannot be converted to type float16 without overflow"
+    for f in (lambda: tgrad.pow(h, 1e5), lambda: h ** 1e5, lambda: h ** 70000,
+              lambda: tgrad.pow(h, -1e5), lambda: h.clone().pow_(1e5),
+              lambda: tgrad.sub(h, h, alpha=1e5), lambda: tgrad.add(h, h, alpha=1e5),
+              lambda: tgrad.sub(h, 1.0, alpha=1e5),
+              lambda: tgrad.sub(h, tgrad.tensor(1.0), alpha=1e5)):
+        with pytest.raises(RuntimeError, match=msg):
+            f()
+    with pytest.raises(RuntimeError, match="bfloat16 without overflow"):
+        tgrad.pow(h.to(tgrad.bfloat16), 1e39)
+    # in range, infinite, a number base or a float32 result: no error
+    assert tgrad.pow(h, 65504.0).tolist() == [1.0, math.inf]
+    assert tgrad.pow(h, math.inf).tolist() == [1.0, math.inf]
+    assert (1e5 ** h).tolist() == [math.inf, math.inf]
+    assert tgrad.sub(h, h, alpha=math.inf).tolist() == [-math.inf, -math.inf]
+    assert tgrad.sub(h, tgrad.tensor([1.0]), alpha=1e5).tolist() == [-99999.0, -99998.0]

@@ -612,6 +612,11 @@ def test_a_python_int_operand_acts_as_the_equal_float(dtype):
         for op in _NUMBER_OPS:
             fn = getattr(tgrad, op)
             for swap in (False, True):
+                if op == "pow" and not swap and dtype is tgrad.float16 and abs(k) > 65504:
+                    for num in (k, float(k)):  # an exponent past float16's range raises
+                        with pytest.raises(RuntimeError, match="cannot be converted"):
+                            fn(tgrad.tensor(vals, dtype=dtype), num)
+                    continue
                 outs, grads = [], []
                 for num in (k, float(k)):
                     x = tgrad.tensor(vals, dtype=dtype, requires_grad=True)

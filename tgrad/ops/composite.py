@@ -239,16 +239,25 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
 @tensor_method("lerp")
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     """input + weight (end - input), as PyTorch evaluates it: from ``end`` back when
-    |weight| >= 0.5 (exact at weight 1);  d input = 1 - w, d end = w, d w = end - input."""
+    |weight| >= 0.5 (exact at weight 1);  d input = 1 - w, d end = w, d w = end - input.
+    A tensor weight picks the branch per element; each branch reads ``end - input`` only
+    where it is taken (0 elsewhere), so an infinite difference in the other branch does not
+    turn d w into 0 * inf = NaN. Floating tensors only (PyTorch's lerp kernels)."""
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t.dtype is not input.dtype and (name == "end" or t.ndim):
             raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
                                f"dtype {t.dtype.name}")
+    if not input.dtype.is_floating_point:
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f"lerp: \"{kernel}\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'; lerp takes "
+                                  f"floating point tensors")
     (input, end, weight), half = widen_halves(input, end, weight)  # noqa: A001
     diff = end - input
     if isinstance(weight, Tensor):
-        out = ew.where(ew.lt(weight.abs(), 0.5), input + weight * diff,
-                       end - diff * (1.0 - weight))
+        low = ew.lt(weight.abs(), 0.5)
+        out = ew.where(low, input + weight * ew.where(low, diff, 0.0),
+                       end - ew.where(low, 0.0, diff) * (1.0 - weight))
     else:
         out = input + diff * weight if abs(weight) < 0.5 else end - diff * (1.0 - weight)
     return rounded_to(out, half)

@@ -147,7 +147,10 @@ def _make_unary(name: str, saves: str, float_only: bool, rule):
         data = x._data
         if float_only and not x.dtype.is_floating_point:
             data = data.astype(dtypes.get_default_dtype().np)
-        elif x.dtype is dtypes.bool_ and name not in ("sign", "abs"):
+        elif x.dtype is dtypes.bool_ and name != "sign":
+            if name == "abs":  # PyTorch's error (sign takes bools; abs does not)
+                raise NotImplementedError("abs: \"abs_cpu\" not implemented for 'Bool'; "
+                                          "convert with .int() or .float() first")
             raise RuntimeError(f"{name}: not supported for bool tensors; convert with .float()")
         y = wrap(backend_of(x).unary(name, data), x.device)
         if saves == "x":
@@ -224,20 +227,45 @@ tensor_method("arcsin")(asin)
 tensor_method("arccos")(acos)
 
 
+class _RoundDecimals(Function):
+    """round(x, decimals=d) as PyTorch computes it: in the compute dtype (float32 for
+    float16/bfloat16, rounded to the input's dtype once) with s = 10^|d| in that dtype (inf
+    past its range: every output NaN then, as PyTorch's), nearbyint(x * s) / s for d > 0 and
+    nearbyint(x / s) * s for d < 0; zero gradient (PyTorch's RoundBackward1)."""
+
+    name = "round"
+    node_name = "RoundBackward1"
+
+    @staticmethod
+    def forward(ctx, x, decimals):
+        cd = dtypes.float32 if x.dtype.itemsize == 2 else x.dtype
+        try:
+            scale = 10.0 ** (decimals if decimals > 0 else -decimals)
+        except OverflowError:
+            scale = math.inf
+        with np.errstate(over="ignore"):  # 1e39 is inf in float32, as in PyTorch
+            scale = float(cd.np.type(scale))
+        w = x if x.dtype is cd else x.to(cd)
+        y = (_round_half_even(w * scale) / scale if decimals > 0
+             else _round_half_even(w / scale) * scale)
+        return y if y.dtype is x.dtype else y.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _zero(g), None
+
+
 @tensor_method("round")
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001,A002
     """Round half to even, to ``decimals`` decimal places (PyTorch: round(x * 10^d) / 10^d,
-    and round(x / 10^-d) * 10^-d for negative d); zero gradient."""
+    and round(x / 10^-d) * 10^-d for negative d, halves in float32; see ``_RoundDecimals``);
+    zero gradient."""
     if decimals == 0:
         return _round_half_even(input)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"round: decimals is only supported for floating point tensors, "
                            f"got {input.dtype}")
-    if decimals > 0:
-        scale = 10.0 ** decimals
-        return _round_half_even(input * scale) / scale
-    scale = 10.0 ** -decimals
-    return _round_half_even(input / scale) * scale
+    return _RoundDecimals.apply(input, int(decimals))
 negative = neg
 tensor_method("negative", "__neg__")(neg)
 tensor_method("__abs__")(abs)
@@ -315,12 +343,6 @@ def _pow_grad_base(g, a, b, y):
     return _POW_BASE(g, a, b, y)
 
 
-def _trunc_div(a, b):
-    """a / b rounded toward zero (fmod's quotient), not differentiable."""
-    q = floor_divide(a, b)
-    return where(logical_and(ne(q * b, a), lt(q, 0.0)), q + 1.0, q)
-
-
 def _max_share(a, b):
     """Gradient share of ``a`` in maximum/minimum: 1 where it wins, 1/2 on ties."""
     return (eq(a, b) * 0.5 + 0.0)
@@ -369,10 +391,12 @@ BINARY_RULES = {
     "div": (("b", "ab"), None, None),
     "pow": (("ab", "aby"), _pow_grad_base, _POW_EXPONENT),
     # a mod b = a - q b with q = floor(a / b) (remainder) or trunc(a / b) (fmod), piecewise
-    # constant: d/da = 1, d/db = -q (as PyTorch)
+    # constant: d/da = 1, d/db = -q, q as PyTorch's div(a, b, rounding_mode=...): recorded
+    # with zero gradients (DivBackward2), so d/db is differentiable under create_graph
     "remainder": (("", "ab"), lambda g, a, b, y: g,
-                  lambda g, a, b, y: -g * floor_divide(a, b)),
-    "fmod": (("", "ab"), lambda g, a, b, y: g, lambda g, a, b, y: -g * _trunc_div(a, b)),
+                  lambda g, a, b, y: -g * div(a, b, rounding_mode="floor")),
+    "fmod": (("", "ab"), lambda g, a, b, y: g,
+             lambda g, a, b, y: -g * div(a, b, rounding_mode="trunc")),
     "atan2": (("ab", "ab"), _ATAN2_A, _ATAN2_B),
     "maximum": (("ab", "ab"), _winner_rule(lambda a, b: (a, b)),
                 _winner_rule(lambda a, b: (b, a))),
@@ -442,11 +466,17 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
         raise TypeError(f"{name}(): expected at least one Tensor argument, got "
                         f"{type(a).__name__} and {type(b).__name__}")
-    if name == "sub" and (getattr(a, "dtype", None) is dtypes.bool_
-                          or getattr(b, "dtype", None) is dtypes.bool_):
-        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
-                           "supported. If you are trying to invert a mask, use the `~` or "
-                           "`logical_not()` operator instead.")
+    if name == "sub":  # bool tensors and Python bools (x - True) alike, as PyTorch
+        bools = [getattr(x, "dtype", None) is dtypes.bool_ or isinstance(x, (bool, np.bool_))
+                 for x in (a, b)]
+        if all(bools):
+            raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is "
+                               "not supported. Use the `^` or `logical_xor()` operator "
+                               "instead.")
+        if any(bools):
+            raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
+                               "supported. If you are trying to invert a mask, use the `~` or "
+                               "`logical_not()` operator instead.")
     t = a if isinstance(a, Tensor) else b
     dev = same_device(name, a, b) if isinstance(a, Tensor) and isinstance(b, Tensor) \
         else t.device
@@ -524,6 +554,18 @@ def _number_as(to, x):
         return to(x)
 
 
+def _keeps_f32(a, b, xa, dev) -> bool:
+    """Whether mul / div / floor_divide(a, b) reads b in float32: a one-element tensor of
+    another dtype than the float16/bfloat16 result, read as PyTorch's CPU kernels read it,
+    its own value in float32 (``iter.original_scalar_value``), not rounded to the half dtype
+    first, as a Python number (x * tensor(1e5) is -50912 for x = -0.5091, not -inf). Only
+    the second operand (PyTorch rounds a one-element first one) and only on the CPU
+    (PyTorch's rule is for CPU scalars)."""
+    return (type(a) is Tensor and type(b) is Tensor and xa.dtype.itemsize == 2
+            and xa.dtype.kind in "fV" and b.dtype.np != xa.dtype and b.numel() == 1
+            and dev.type == "cpu")
+
+
 # Python ints below this in magnitude convert to any float dtype without OverflowError (they
 # may round, or become inf in float16, like a float of that value); larger ones take the
 # checked path (_operand's error)
@@ -540,6 +582,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     # PyTorch's mul, div and floor_divide keep a Python number operand of a float16/bfloat16
     # tensor in float32 (x * 70000 is 63008 for x = 0.9, not inf); the others round it first
     f32_number = name in ("mul", "div", "floor_divide")
+    is_pow = name == "pow"  # a number exponent of a half tensor must fit its dtype
     check = _OPERAND_CHECKS.get(name)
 
     def forward(ctx, a, b):
@@ -557,6 +600,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             # tensor's dtype (a number does not promote a float tensor) and no operand
             # checks apply. Python ints take the same rules as floats, as in PyTorch.
             dev, be, xa = a.device, backend_of(a), a._data
+            if a.dtype.itemsize == 2 and is_pow:  # PyTorch: pow(half, 1e5) raises
+                dtypes.check_value_fits(name, b, a.dtype)
             xb = _number_as(_F32 if f32_number and a.dtype.itemsize == 2 else a.dtype.np.type, b)
         elif (type(a) is float or (type(a) is int and -_FAST_INT < a < _FAST_INT)) \
                 and type(b) is Tensor and b.dtype.is_floating_point \
@@ -576,6 +621,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             dev, be, xa, xb = _prepare(name, is_logical, a, b)
             if check is not None:
                 check(name, be, xa, xb)
+            if f32_number and _keeps_f32(a, b, xa, dev):
+                xb = be.cast(b._data, _F32)
         try:
             out = be.binary(name, xa, xb)
             if narrow_to is not None:
@@ -664,12 +711,19 @@ def _with_alpha(fn):
     def op(input, other, *, alpha=1) -> Tensor:  # noqa: A002
         if type(other) is Tensor and type(input) is Tensor and other.device is not input.device:
             input, other = _cpu_scalars_moved(input, other)  # noqa: A001
-        if alpha == 1:
+        if alpha == 1 and alpha is not True:
             return apply(input, other)
         dt = dtypes.result_type(input, other)
+        if isinstance(alpha, (bool, np.bool_)):
+            if dt is not dtypes.bool_:
+                raise RuntimeError(f"{fn.__name__}: Boolean alpha only supported for Boolean "
+                                   f"results (got alpha={alpha} for {dt.name})")
+            if alpha:
+                return apply(input, other)
         if isinstance(alpha, float) and not dt.is_floating_point:
             raise RuntimeError(f"{fn.__name__}: for integral input tensors, argument alpha "
                                f"must not be a floating point number (got {alpha})")
+        dtypes.check_value_fits(fn.__name__, alpha, dt)  # PyTorch: alpha=1e5 for halves raises
         # other * alpha in the result's compute dtype (float32 for halves), rounded once at
         # the end, as PyTorch computes input + alpha * other
         cd = dtypes.float32 if dt.is_floating_point and dt.itemsize == 2 else dt
@@ -918,6 +972,9 @@ class Relu(Function):
 
     @staticmethod
     def forward(ctx, x):
+        if x.dtype is dtypes.bool_:
+            raise RuntimeError("relu: Boolean inputs not supported for relu; convert with "
+                               ".int() or .float() first")
         y = wrap(backend_of(x).binary("maximum", x._data, x.dtype.np.type(0)), x.device)
         ctx.save_for_backward(y)
         return y
@@ -1071,11 +1128,16 @@ def isnan(input: Tensor) -> Tensor:  # noqa: A002
 
 
 def isinf(input: Tensor) -> Tensor:  # noqa: A002
-    return eq(abs(input.detach()), math.inf)
+    x = input.detach()
+    if x.dtype is dtypes.bool_:  # (abs refuses bools): never infinite
+        return ne(x, x)
+    return eq(abs(x), math.inf)
 
 
 def isfinite(input: Tensor) -> Tensor:  # noqa: A002
     x = input.detach()
+    if x.dtype is dtypes.bool_:
+        return eq(x, x)
     return logical_and(eq(x, x), ne(abs(x), math.inf))
 
 

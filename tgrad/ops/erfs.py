@@ -110,11 +110,12 @@ def _ndtr(x: Tensor) -> Tensor:
 
 def _log_ndtr(x: Tensor) -> Tensor:
     """PyTorch's split: log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 for x < -1, else
-    log1p(-Phi(-x))."""
+    log1p(-Phi(-x)). x^2 / 2 as (x / 2) x (x / 2 exact): finite up to |x| = sqrt(2 max),
+    where x * x overflows from sqrt(max) (1.34e154 in float64)."""
     low = ew.lt(x, -1.0)
     xl = ew.where(low, x, -1.0)
     upper = ew.where(ew.gt(x, 1.0), _ndtr_lower(-x), 0.5 - 0.5 * ew.erf(x * _R2))
-    out = ew.where(low, ew.log(_erfcx_pos(xl * -_R2) * 0.5) - xl * xl * 0.5,
+    out = ew.where(low, ew.log(_erfcx_pos(xl * -_R2) * 0.5) - xl * 0.5 * xl,
                    ew.log1p(-upper))
     return ew.where(ew.isnan(x), x, out)
 

@@ -152,7 +152,10 @@ class Logit(Function):
 def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when ``eps`` is given;
     dx = 1 / (x (1 - x)) (see ``Logit``). ``eps`` is rounded to the input's dtype first, as
-    PyTorch does (0.1 is 0.0999755859375 in float16)."""
+    PyTorch does (0.1 is 0.0999755859375 in float16). Bool and integer tensors give the
+    default float dtype (logit(True) = inf)."""
+    if input.dtype is dtypes.bool_:  # (integers promote in the ops; a bool has no neg)
+        input = input.to(dtypes.get_default_dtype())  # noqa: A001
     if eps is not None and input.dtype.is_floating_point:
         eps = float(np.asarray(eps).astype(input.dtype.np))
     (x,), half = widen_halves(input)

@@ -17,7 +17,9 @@ asymptotic expansion is used instead:
     eta = sign(x/a - 1) sqrt(2 (x/a - 1 - log(x/a)))
 
 (D derived exactly by docs/gen_temme_coefs.py). Accuracy ~1e-13 relative in float64 for
-every a (the rounding of e^(-a eta^2 / 2) for tiny tails), ~1e-14 where the loops run.
+every a (the rounding of e^(-a eta^2 / 2) for tiny tails), ~1e-14 where the loops run;
+float32 and float16/bfloat16 inputs are computed in float64 and rounded once (1 - P cancels
+in float32 for small a).
 Special values follow PyTorch: NaN for a < 0 or x < 0; a = 0: P = 1 for x > 0; x = 0:
 P = 0; x = inf: P = 1; a = inf (finite x): P = 0.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import math
 
+from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, tensor_method
@@ -52,7 +55,6 @@ def _converged(small: Tensor, big: Tensor, n: int) -> bool:
     """Every |small| <= eps |big| (checked every _CHECK_EVERY iterations)."""
     if n % _CHECK_EVERY:
         return False
-    from tgrad import dtypes
     eps = dtypes.finfo(big.dtype).eps
     return bool((small.abs() <= eps * big.abs()).all())
 
@@ -155,7 +157,12 @@ class _IncompleteGamma(Function):
     def forward(ctx, a, x, upper):
         ctx.upper = upper
         ctx.save_for_backward(a, x)
-        return _regularized(a, x, upper)
+        if a.dtype is dtypes.float64:
+            return _regularized(a, x, upper)
+        # float32 and the halves in float64, rounded once: 1 - P (and 1 - Q) cancel in
+        # float32 (gammaincc(8.3e-6, 0.71) = 3.05e-6 came out 3.28e-6)
+        wide = dtypes.float64
+        return _regularized(a.to(wide), x.to(wide), upper).to(a.dtype)
 
     @staticmethod
     def backward(ctx, g):
@@ -170,13 +177,17 @@ class _IncompleteGamma(Function):
 
 
 def _prepare(op: str, input, other) -> tuple:  # noqa: A002
+    """The two tensors in their promoted dtype (PyTorch's rules: a 0-d tensor does not
+    promote a dimensioned one of its category; an integer or bool tensor takes a float
+    one's dtype), broadcast. Two integer / bool tensors raise, as PyTorch's."""
     require_tensor(op, input)
     require_tensor(op, other, "other", 2)
-    if not (input.dtype.is_floating_point and other.dtype.is_floating_point):
-        raise RuntimeError(f"{op}: expected floating point inputs, got {input.dtype} and "
-                           f"{other.dtype}")
-    from tgrad import dtypes
-    dt = dtypes.promote_types(input.dtype, other.dtype)
+    dt = dtypes.result_type(input, other)
+    if not dt.is_floating_point:
+        raise NotImplementedError(
+            f"{op}: \"{op}_cpu\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[dt]}': "
+            f"expected floating point inputs (or one), got {input.dtype} and {other.dtype}; "
+            f"convert them with .float() first")
     return broadcast_tensors(input.to(dt), other.to(dt))
 
 

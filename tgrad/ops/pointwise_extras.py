@@ -58,6 +58,10 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     float dtype when both are integers)."""
     require_tensor("ldexp", input)
     from tgrad import dtypes
+    if isinstance(other, Tensor) and other.dtype is dtypes.bool_:
+        raise NotImplementedError("ldexp: \"ldexp_cpu_exp\" not implemented for 'Bool' (a "
+                                  "bool exponent tensor, as in PyTorch); convert it with "
+                                  ".int() first")
     dt = dtypes.result_type(input, other)
     if not dt.is_floating_point:
         dt = dtypes.get_default_dtype()
@@ -141,14 +145,20 @@ def _host(fn, device, *xs: Tensor) -> Tensor:
 
 @tensor_method("nextafter")
 def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
-    """The next representable float after ``input`` towards ``other`` (broadcast; one
-    floating dtype, as PyTorch requires); not differentiable."""
+    """The next representable float after ``input`` towards ``other`` (broadcast), in the
+    dtype the two promote to (PyTorch's rules: nextafter(float64, float32) is float64, an
+    integer tensor takes the float one's dtype; two integer tensors raise); not
+    differentiable."""
+    from tgrad import dtypes
     require_tensor("nextafter", input)
     require_tensor("nextafter", other, "other", 2)
-    if input.dtype is not other.dtype or not input.dtype.is_floating_point:
-        raise RuntimeError(f"nextafter: expected both inputs of one floating dtype, got "
-                           f"{input.dtype} and {other.dtype}")
-    return _host(np.nextafter, input.device, input, other).to(input.dtype)
+    dt = dtypes.result_type(input, other)
+    if not dt.is_floating_point:
+        raise NotImplementedError(
+            f"nextafter: \"nextafter_cpu\" not implemented for "
+            f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (inputs {input.dtype} and {other.dtype}); it "
+            f"takes a floating point tensor")
+    return _host(np.nextafter, input.device, input.to(dt), other.to(dt)).to(dt)
 
 
 inplace_method("nextafter_", nextafter)
