@@ -30,6 +30,7 @@ from tgrad.autograd.grad_mode import enable_grad, no_grad
 from tgrad.distributions import constraints
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.utils import broadcast_all
+from tgrad.dtypes import float64
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import arange, rand, randn
 from tgrad.ops.extras import xlogy
@@ -136,9 +137,13 @@ class _StandardGamma(Function):
     def backward(ctx, g):
         a, x = ctx.saved_tensors
         with no_grad():
-            safe_x = ew.where(x > 0, x, 1e-300 if x.dtype.itemsize == 8 else 1e-30)
+            # in float64 whatever the dtype: log p(x; a) is a difference of terms ~a log a
+            # (a float32 a = 1e6 lost its value to rounding; the mean of dx/da read 1.7)
+            dt = a.dtype
+            a, x = a.to(float64), x.to(float64)
+            safe_x = ew.where(x > 0, x, 1e-300)
             log_pdf = (a - 1) * ew.log(safe_x) - safe_x - lgamma(a)
-            dx_da = -_dp_da(a, safe_x) / ew.exp(log_pdf)
+            dx_da = (-_dp_da(a, safe_x) / ew.exp(log_pdf)).to(dt)
         return g * dx_da
 
 
