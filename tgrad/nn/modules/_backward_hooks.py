@@ -5,9 +5,9 @@ The module's tensor inputs that require grad and its tensor outputs pass through
 nodes whose backward calls the hooks: the outputs' node runs the pre-hooks on
 ``grad_output`` (one entry per output, None where an output got no gradient or is not a
 tensor), the inputs' node runs the hooks on ``(grad_input, grad_output)`` once the
-gradients of all inputs are known (one entry per positional argument, None for numbers and
-tensors that need no gradient; PyTorch gives zeros for the latter). A hook's non-None
-result replaces the gradients it was given.
+gradients of all inputs are known (one entry per positional argument: None for numbers,
+zeros for tensors that need no gradient, as PyTorch). A hook's non-None result replaces
+the gradients it was given (those of the inputs that need one).
 """
 
 from __future__ import annotations
@@ -17,6 +17,11 @@ import warnings
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
 from tgrad.tensor import Tensor
+
+
+def zeros_like(t: Tensor) -> Tensor:
+    from tgrad.ops.creation import zeros_like as _zeros_like  # (import cycle)
+    return _zeros_like(t)
 
 
 class BackwardHookFunction(Function):
@@ -56,9 +61,12 @@ def run_with_backward_hooks(module, args: tuple, kwargs: dict, hooks: dict, pre_
     wanted = [i for i, a in enumerate(args) if _is_grad_tensor(a)]
 
     def on_inputs(grads: tuple) -> tuple:
-        # one entry per positional argument: None for numbers and tensors without gradient
+        # one entry per positional argument: None for numbers, zeros for tensors that
+        # need no gradient (PyTorch's)
         by_pos = dict(zip(wanted, grads))
-        grad_input = tuple(by_pos.get(i) for i in range(len(args)))
+        grad_input = tuple(by_pos[i] if i in by_pos else
+                           zeros_like(a) if isinstance(a, Tensor) else None
+                           for i, a in enumerate(args))
         for hook in list(hooks.values()):
             res = hook(module, grad_input, state["grad_output"])
             if res is not None:
