@@ -736,3 +736,197 @@ def test_ldexp_promotes_both_operands():
         out = tgrad.ldexp(tgrad.tensor([1, 2], dtype=da), tgrad.tensor(b, dtype=db))
         assert out.dtype is want
         np.testing.assert_array_equal(out.float().numpy(), np.ldexp([1.0, 2.0], np.int64(b)))
+
+
+# ------------------------------------------------- creation and isclose (PyTorch parity)
+def test_isclose_integers_compare_without_wrapping():
+    # |2**62 - (-2**62)| = 2**63 wraps to -2**63 in int64; the true difference is huge
+    assert tgrad.isclose(tgrad.tensor([2 ** 62]), tgrad.tensor([-2 ** 62])).tolist() == [False]
+    i32 = tgrad.int32
+    assert not tgrad.allclose(tgrad.tensor([2 ** 31 - 1], dtype=i32),
+                              tgrad.tensor([-2 ** 31], dtype=i32))
+    a = np.array([5, 5, 5, 2 ** 62, -7, 0])
+    b = np.array([6, 6, 100, 2 ** 62, -7, 1])
+    for rtol, atol in ((0.2, 0.0), (0.0, 1.0), (0.1, 0.5), (0.0, 0.0), (1e-5, 1e-8)):
+        ref = [x == y or abs(x - y) <= atol + rtol * abs(y) for x, y in zip(a.tolist(),
+                                                                           b.tolist())]
+        got = tgrad.isclose(tgrad.tensor(a), tgrad.tensor(b), rtol=rtol, atol=atol).tolist()
+        assert got == ref, (rtol, atol)
+
+
+def test_arange_int64_count_is_exact():
+    got = tgrad.arange(0, 10 ** 18 + 1, 10 ** 17)
+    assert got.dtype is tgrad.int64 and got.tolist() == [k * 10 ** 17 for k in range(11)]
+    assert tgrad.arange(0, 2 ** 53 + 1, 2 ** 52).tolist() == [0, 2 ** 52, 2 ** 53]
+    assert tgrad.arange(10 ** 18 + 1, 0, -10 ** 17).tolist() == list(range(10 ** 18 + 1, 0,
+                                                                          -10 ** 17))
+    assert tgrad.arange(0, 2 ** 62, 2 ** 61 + 1).tolist() == [0, 2 ** 61 + 1]
+    for args in ((-5, 5, 3), (5, -5, -3), (0, 7, 7), (3, 3, 1)):
+        assert tgrad.arange(*args).tolist() == list(range(*args))
+
+
+def _spaced_reference(start, end, steps, base=None):
+    """PyTorch's integer linspace/logspace: bounds truncated first, then the two-sided
+    float64 formula, truncated toward zero."""
+    lo, hi = math.trunc(start), math.trunc(end)
+    step = (hi - lo) / (steps - 1)
+    out = []
+    for i in range(steps):
+        x = lo + step * i if i < steps // 2 else hi - step * (steps - 1 - i)
+        out.append(math.trunc(x if base is None else base ** x))
+    return out
+
+
+@pytest.mark.parametrize("start,end,steps", [(0.5, 2.5, 5), (0.9, 3.9, 3), (0, 10, 4),
+                                             (10, 0, 4), (0, 10, 7), (-3.7, 10.2, 6),
+                                             (3, 1, 5), (-7, 100, 13)])
+def test_linspace_integer_dtype_truncates_bounds_first(start, end, steps):
+    ref = _spaced_reference(start, end, steps)
+    for dt in (tgrad.int64, tgrad.int32):
+        got = tgrad.linspace(start, end, steps, dtype=dt)
+        assert got.dtype is dt and got.tolist() == ref
+    # the documented cases: torch gives [0, 0, 1, 1, 2] and [0, 1, 3]
+    assert tgrad.linspace(0.5, 2.5, 5, dtype=tgrad.int64).tolist() == [0, 0, 1, 1, 2]
+    assert tgrad.linspace(0.9, 3.9, 3, dtype=tgrad.int64).tolist() == [0, 1, 3]
+
+
+@pytest.mark.parametrize("start,end,steps,base", [(0.9, 3.9, 3, 2.0), (0.1, 0.9, 3, 10.0),
+                                                  (0, 3, 5, 10.0), (0, 2, 5, 2.5),
+                                                  (3, 0, 4, 10.0), (-1, 2, 4, 10.0)])
+def test_logspace_integer_dtype_truncates_bounds_first(start, end, steps, base):
+    got = tgrad.logspace(start, end, steps, base=base, dtype=tgrad.int64)
+    assert got.tolist() == _spaced_reference(start, end, steps, base)
+    assert tgrad.logspace(0.9, 3.9, 3, base=2, dtype=tgrad.int64).tolist() == [1, 2, 8]
+    assert tgrad.logspace(0.1, 0.9, 3, dtype=tgrad.int64).tolist() == [1, 1, 1]
+
+
+def test_linspace_logspace_integer_edge_cases():
+    i64 = tgrad.int64
+    assert tgrad.linspace(0.9, 3, 1, dtype=i64).tolist() == [0]  # start itself
+    assert tgrad.logspace(1.9, 3, 1, base=2, dtype=i64).tolist() == [math.trunc(2 ** 1.9)]
+    assert tgrad.linspace(0, 10, 0, dtype=i64).tolist() == []
+    # float dtypes keep the float formula
+    np.testing.assert_allclose(tgrad.linspace(0.5, 2.5, 5, dtype=tgrad.float64).numpy(),
+                               np.linspace(0.5, 2.5, 5), rtol=0, atol=0)
+    for op in ("linspace", "logspace"):
+        with pytest.raises(NotImplementedError, match=f"{op}_cpu\" not implemented for 'Bool'"):
+            getattr(tgrad, op)(0, 1, 3, dtype=tgrad.bool)
+    for bounds in ((0, 1e12), (math.nan, 1), (0, math.inf), (2 ** 31 - 0.5, 0)):
+        with pytest.raises(RuntimeError, match="cannot be converted to type int32 without "
+                                               "overflow"):
+            tgrad.linspace(*bounds, 3, dtype=tgrad.int32)
+
+
+def test_randperm_dtype_limits():
+    with pytest.raises(RuntimeError, match="n cannot be greater than 2049 for Half type."):
+        tgrad.randperm(2050, dtype=tgrad.float16)
+    with pytest.raises(RuntimeError, match="n cannot be greater than 257 for BFloat16 type."):
+        tgrad.randperm(258, dtype=tgrad.bfloat16)
+    with pytest.raises(NotImplementedError, match="\"randperm\" not implemented for 'Bool'"):
+        tgrad.randperm(3, dtype=tgrad.bool)
+    for n, dt in ((2049, tgrad.float16), (257, tgrad.bfloat16)):  # every value exact
+        got = tgrad.randperm(n, dtype=dt).to(tgrad.float64).numpy()
+        np.testing.assert_array_equal(np.sort(got), np.arange(n))
+
+
+def test_randint_randperm_take_only_ints():
+    with pytest.raises(TypeError, match="argument 'low' .*must be int, not float"):
+        tgrad.randint(1.5, 4.7, (3,))
+    with pytest.raises(TypeError, match="argument 'high' .*must be int, not float"):
+        tgrad.randint(2.5, (3,))
+    with pytest.raises(TypeError, match="argument 'high' .*must be int, not float"):
+        tgrad.randint(1, 4.0, (3,))
+    with pytest.raises(TypeError, match="argument 'n' .*must be int, not float"):
+        tgrad.randperm(3.0)
+    with pytest.raises(TypeError, match="must be int, not bool"):
+        tgrad.randperm(True)
+    for out in (tgrad.randint(np.int64(4), (50,)), tgrad.randint(tgrad.tensor(4), (50,)),
+                tgrad.randint(4, size=(50,)), tgrad.randint(low=2, high=4, size=(50,))):
+        v = out.numpy()
+        assert out.dtype is tgrad.int64 and v.min() >= 0 and v.max() < 4
+    assert sorted(tgrad.randperm(np.int64(5)).tolist()) == [0, 1, 2, 3, 4]
+    assert sorted(tgrad.randperm(tgrad.tensor(4)).tolist()) == [0, 1, 2, 3]
+
+
+def test_normal_dtype_is_means():
+    f32, f64 = tgrad.float32, tgrad.float64
+    assert tgrad.normal(tgrad.zeros(3), tgrad.ones(3, dtype=f64)).dtype is f32
+    assert tgrad.normal(tgrad.zeros(3, dtype=f64), tgrad.ones(3)).dtype is f64
+    assert tgrad.normal(0.0, tgrad.ones(3, dtype=f64)).dtype is f64
+    assert tgrad.normal(tgrad.zeros(3, dtype=tgrad.bfloat16),
+                        tgrad.ones(3, dtype=tgrad.float16)).dtype is tgrad.bfloat16
+    # std = 0 gives mean exactly
+    m = np.array([1.5, -2.25, 3.0])
+    got = tgrad.normal(tgrad.tensor(m, dtype=f32), tgrad.zeros(3, dtype=f64))
+    np.testing.assert_array_equal(got.numpy(), m.astype(np.float32))
+
+
+def test_creation_size_keyword():
+    for make in (tgrad.zeros, tgrad.ones, tgrad.empty, tgrad.rand, tgrad.randn):
+        assert make(size=(2, 3)).shape == (2, 3) and make(size=[4]).shape == (4,)
+        assert make(size=()).shape == ()
+        with pytest.raises(TypeError, match="multiple values for argument 'size'"):
+            make(2, size=(2, 3))
+        with pytest.raises(TypeError, match="argument 'size' must be tuple of ints, not int"):
+            make(size=2)
+    np.testing.assert_array_equal(tgrad.zeros(size=(2, 3)).numpy(), np.zeros((2, 3)))
+    f = tgrad.full(size=(2,), fill_value=1)
+    assert f.dtype is tgrad.int64 and f.tolist() == [1, 1]
+    assert tgrad.full((2,), fill_value=1.5).tolist() == [1.5, 1.5]
+    for like in (tgrad.rand_like, tgrad.randn_like):
+        out = like(tgrad.ones(2, 3), requires_grad=True)
+        assert out.requires_grad and out.is_leaf and out.shape == (2, 3)
+
+
+def test_full_fill_values_numpy_half_and_bool():
+    i32 = tgrad.int32
+    for v in (np.float16(1.5), np.float32(1.5), np.float64(-1.5)):
+        assert tgrad.full((2,), v, dtype=i32).tolist() == [math.trunc(float(v))] * 2
+        assert tgrad.full_like(tgrad.ones(2), v, dtype=i32).tolist() == [math.trunc(float(v))] * 2
+        assert tgrad.ones(2).new_full((2,), v, dtype=i32).tolist() == [math.trunc(float(v))] * 2
+        assert tgrad.ones(2, dtype=i32).fill_(v).tolist() == [math.trunc(float(v))] * 2
+    assert tgrad.full((2,), 2 ** 63, dtype=tgrad.bool).tolist() == [True, True]
+    assert tgrad.full((2,), 0.0, dtype=tgrad.bool).tolist() == [False, False]
+    assert tgrad.ones(2, dtype=tgrad.bool).fill_(2 ** 63).tolist() == [True, True]
+    assert tgrad.tensor([2 ** 64], dtype=tgrad.bool).tolist() == [True]
+    assert tgrad.tensor([0, 2 ** 64], dtype=tgrad.bool).tolist() == [False, True]
+    assert tgrad.tensor([1.0, 2 ** 70, 0.0, math.nan], dtype=tgrad.bool).tolist() == \
+        [True, True, False, True]
+
+
+def test_tensor_rejects_bad_elements():
+    with pytest.raises(TypeError, match="must be real number, not NoneType"):
+        tgrad.tensor([1.0, None], dtype=tgrad.float32)
+    with pytest.raises(TypeError, match="NoneType"):
+        tgrad.tensor([None])
+    with pytest.raises(TypeError, match="invalid data type 'str'"):
+        tgrad.tensor(["1.5"], dtype=tgrad.float32)
+    with pytest.raises(TypeError, match="invalid data type 'bytes'"):
+        tgrad.tensor([b"1"])
+    with pytest.raises(ValueError, match="only one element tensors can be converted to "
+                                         "Python scalars"):
+        tgrad.tensor([tgrad.tensor([1.0, 2.0]), tgrad.tensor([3.0, 4.0])])
+    with pytest.raises(ValueError, match="only one element tensors"):
+        tgrad.tensor([tgrad.tensor([]), tgrad.tensor([])])
+    # one-element tensors (any shape) become numbers, nested too; NumPy arrays stack
+    assert tgrad.tensor([tgrad.tensor([1.0]), tgrad.tensor(3.0)]).tolist() == [1.0, 3.0]
+    assert tgrad.tensor([[tgrad.tensor(1.0)], [tgrad.tensor([[3.0]])]]).tolist() == [[1.0],
+                                                                                   [3.0]]
+    got = tgrad.tensor([np.array([1.0, 2.0]), np.array([3.0, 4.0])])
+    assert got.dtype is tgrad.float64 and got.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_meshgrid_needs_tensors_of_one_dtype():
+    with pytest.raises(RuntimeError, match="meshgrid expects a non-empty TensorList"):
+        tgrad.meshgrid(indexing="ij")
+    with pytest.raises(RuntimeError, match="meshgrid expects a non-empty TensorList"):
+        tgrad.meshgrid([], indexing="ij")
+    with pytest.raises(RuntimeError, match="meshgrid expects all tensors to have the same "
+                                           "dtype"):
+        tgrad.meshgrid(tgrad.ones(2), tgrad.ones(3, dtype=tgrad.float64), indexing="ij")
+    with pytest.raises(RuntimeError, match="same dtype"):
+        tgrad.meshgrid(tgrad.ones(2), tgrad.ones(3, dtype=tgrad.int64), indexing="xy")
+    gx, gy = tgrad.meshgrid(tgrad.tensor([1, 2]), tgrad.tensor([3, 4, 5]), indexing="ij")
+    rx, ry = np.meshgrid([1, 2], [3, 4, 5], indexing="ij")
+    np.testing.assert_array_equal(gx.numpy(), rx)
+    np.testing.assert_array_equal(gy.numpy(), ry)

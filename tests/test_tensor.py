@@ -243,8 +243,11 @@ def test_numpy_refuses_tensors_that_require_grad():
     assert "Can't call numpy() on Tensor that requires grad" in str(e.value)
     assert "tensor.detach().numpy()" in str(e.value)
     np.testing.assert_array_equal(x.detach().numpy(), np.ones(2, np.float32))
-    # __array__ (np.asarray) is allowed, like NumPy interop of a detached view.
-    np.testing.assert_array_equal(np.asarray(x), np.ones(2, np.float32))
+    # __array__ (np.asarray) goes through numpy(): it raises too, as PyTorch's
+    with pytest.raises(RuntimeError, match="Can't call numpy"):
+        np.asarray(x)
+    with tgrad.no_grad():
+        np.testing.assert_array_equal(np.asarray(x), np.ones(2, np.float32))
     assert np.asarray(tgrad.ones(2), dtype=np.float64).dtype == np.float64
 
 
@@ -334,8 +337,8 @@ def test_data_shares_storage_and_is_detached():
 
 
 def test_repr_is_readable():
-    assert repr(tgrad.tensor([1.0, 2.5])) == "tensor([1. , 2.5])"
-    assert repr(tgrad.tensor(3.5)) == "tensor(3.5)"
+    assert repr(tgrad.tensor([1.0, 2.5])) == "tensor([1.0000, 2.5000])"  # PyTorch's
+    assert repr(tgrad.tensor(3.5)) == "tensor(3.5000)"
     assert repr(tgrad.tensor([1, 2])) == "tensor([1, 2])"
     assert repr(tgrad.tensor([1, 2], dtype=tgrad.int32)) == "tensor([1, 2], dtype=tgrad.int32)"
     assert repr(tgrad.ones(2, dtype=tgrad.float64)) == "tensor([1., 1.], dtype=tgrad.float64)"

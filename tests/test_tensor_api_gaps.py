@@ -4,6 +4,7 @@ top-level in-place functions, in-place forms of special/matmul ops, nextafter, f
 can_cast, resize_, apply_/map_ (values against NumPy float64, gradcheck)."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -375,3 +376,91 @@ def test_as_strided_and_inplace_views_on_cuda_interpreted():
     assert r["xg"] == [0, 1, 1, 2, 1, 2, 1, 1, 0, 0, 0, 0]
     assert r["c"] == [[0, 3], [10, 4], [20, 5]] and r["bg"] == [[0, 20, 40], [1, 3, 5]]
     assert r["es"] == [1, 2] and r["m"] == [0.6875, 0.5] and r["ex"] == [3, -1]
+
+
+# ---------------------------------------------------------------- type(), numpy(), layout
+def test_type_names_and_casts():
+    names = {tgrad.float32: "FloatTensor", tgrad.float64: "DoubleTensor",
+             tgrad.float16: "HalfTensor", tgrad.bfloat16: "BFloat16Tensor",
+             tgrad.int32: "IntTensor", tgrad.int64: "LongTensor", tgrad.bool: "BoolTensor"}
+    for dt, name in names.items():
+        assert tgrad.zeros(2, dtype=dt).type() == "tgrad." + name
+        y = tgrad.tensor([1.0, 0.0, 1.0]).type("tgrad." + name)
+        assert y.dtype is dt and y.tolist() == [1, 0, 1]
+    x = leaf([0.5, -1.5])
+    assert x.type("tgrad.DoubleTensor") is x and x.type(tgrad.float64) is x
+    y = x.type("tgrad.FloatTensor")
+    assert y.dtype is tgrad.float32 and y.requires_grad
+    y.sum().backward()
+    assert x.grad.dtype is tgrad.float64 and x.grad.tolist() == [1.0, 1.0]
+    assert x.type("float32").dtype is tgrad.float32  # a dtype name (Module.type's form)
+    with pytest.raises(ValueError, match="invalid type: 'tgrad.FooTensor'"):
+        x.type("tgrad.FooTensor")
+    with pytest.raises(TypeError, match="dtype must be a type, str, or dtype object"):
+        x.type(5)
+
+
+def test_numpy_of_requires_grad_tensor_inside_no_grad():
+    x = tgrad.tensor([1.5, -2.0], requires_grad=True)
+    for mode in (tgrad.no_grad, tgrad.inference_mode):
+        with mode():
+            np.testing.assert_array_equal(x.numpy(), np.array([1.5, -2.0], np.float32))
+    with tgrad.set_grad_enabled(False):
+        assert x.numpy().tolist() == [1.5, -2.0]
+    with pytest.raises(RuntimeError, match=r"Can't call numpy\(\) on Tensor that requires "
+                                           r"grad. Use tensor.detach\(\).numpy\(\) instead."):
+        x.numpy()
+
+
+def test_clone_and_contiguous_memory_format():
+    x = leaf(A)
+    for fmt in (tgrad.contiguous_format, tgrad.preserve_format, None):
+        y = x.clone(memory_format=fmt)
+        np.testing.assert_array_equal(y.detach().numpy(), A)
+        assert y.is_contiguous() and y.grad_fn is not None
+    assert tgrad.clone(x, memory_format=tgrad.contiguous_format).shape == (2, 3)
+    xt = f64(A).t()
+    c = xt.contiguous(memory_format=tgrad.contiguous_format)
+    assert c.is_contiguous() and c.stride() == (2, 1)
+    np.testing.assert_array_equal(c.numpy(), A.T)
+    x2 = f64(A)
+    assert x2.contiguous(memory_format=tgrad.preserve_format) is x2
+    with pytest.raises(RuntimeError, match="preserve memory format is unsupported by the "
+                                           "contiguous operator"):
+        xt.contiguous(memory_format=tgrad.preserve_format)
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last "
+                                           "format"):
+        x2.clone(memory_format=tgrad.channels_last)
+    with pytest.raises(RuntimeError, match="channels_last is not supported"):
+        tgrad.zeros(1, 2, 3, 4).clone(memory_format=tgrad.channels_last)
+    with pytest.raises(TypeError, match="argument 'memory_format' must be "
+                                        "tgrad.memory_format, not str"):
+        x2.clone(memory_format="contiguous_format")
+    assert isinstance(tgrad.preserve_format, tgrad.memory_format)
+    assert gradcheck(lambda t: t.t().contiguous(memory_format=tgrad.contiguous_format) * 2.0,
+                     (leaf(A),))
+
+
+def test_matrix_transposes_of_0d_are_the_tensor_with_a_warning():
+    x = tgrad.tensor(3.0, requires_grad=True)
+    for attr, text in (("mT", "This function is the identity in these cases."),
+                       ("H", "Consider using x.conj()."), ("mH", "Consider using x.conj().")):
+        with pytest.warns(UserWarning, match=rf"Tensor.{attr} is deprecated on 0-D tensors. "
+                                             rf"{re.escape(text)}"):
+            y = getattr(x, attr)
+        assert y is x and y.item() == 3.0
+    for attr in ("mT", "H", "mH"):  # 1-D still raises
+        with pytest.raises(RuntimeError, match=f"tensor.{attr} is only supported on matrices"):
+            getattr(tgrad.tensor([3.0]), attr)
+
+
+def test_asarray_of_requires_grad_tensor_raises_like_numpy():
+    x = tgrad.tensor([1.5, -2.0], requires_grad=True)
+    for conv in (np.asarray, np.array):
+        with pytest.raises(RuntimeError, match=r"Can't call numpy\(\) on Tensor that "
+                                               r"requires grad"):
+            conv(x)
+    np.testing.assert_array_equal(np.asarray(x.detach()), np.array([1.5, -2.0], np.float32))
+    with tgrad.no_grad():
+        assert np.asarray(x, dtype=np.float64).dtype == np.float64
+    assert np.asarray(tgrad.ones(2), dtype=np.float64).tolist() == [1.0, 1.0]

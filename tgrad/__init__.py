@@ -8,6 +8,7 @@ hooks, gradcheck, profiler) follows PyTorch's names and semantics.
 import builtins as _builtins
 
 from tgrad import autograd
+from tgrad._tensor_str import set_printoptions
 from tgrad.autograd import (
     Function,
     enable_grad,
@@ -64,7 +65,7 @@ __all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "finfo",
            "iinfo",
            "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor", "softmax",
-           "log_softmax", "dropout", "cosine_similarity"] + list(_ops_all)
+           "log_softmax", "dropout", "cosine_similarity", "set_printoptions"] + list(_ops_all)
 
 
 def is_tensor(obj: object) -> _builtins.bool:

@@ -136,6 +136,7 @@ def check_value_fits(op: str, value, dt: DType) -> None:
         return
     info = np.iinfo(dt.np)
     if isinstance(value, (float, np.floating)):
+        value = float(value)  # (NumPy's float16 has no __trunc__)
         ok = math.isfinite(value) and info.min <= math.trunc(value) <= info.max
     else:
         ok = info.min <= int(value) <= info.max

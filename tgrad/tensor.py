@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._tensor_str import tensor_repr as _tensor_repr
 from tgrad.autograd.grad_mode import STATE
 from tgrad.device import CPU, Device
 
@@ -272,7 +273,10 @@ class Tensor:
 
     # ------------------------------------------------------------------ interop
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        if self._requires_grad and not force:
+        """The data as a NumPy array (this CPU tensor's own memory; a copy from a GPU). A
+        tensor that requires grad raises while grad mode is on (as PyTorch: inside
+        ``no_grad()`` it is allowed); ``force=True`` always returns it."""
+        if self._requires_grad and not force and STATE.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         if self.device.type != "cpu":
@@ -281,7 +285,9 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        arr = self.numpy(force=True)
+        """``np.asarray(t)``: ``numpy()``'s array, so a tensor that requires grad raises
+        while grad mode is on, as PyTorch's (use ``t.detach()``)."""
+        arr = self.numpy()
         if dtype is not None:
             arr = arr.astype(dtype)
         return arr
@@ -332,7 +338,7 @@ class Tensor:
 
     def __format__(self, format_spec: str) -> str:
         """A 0-d tensor formats as its number (f"{loss:.4f}"), as in PyTorch."""
-        if self.ndim == 0:
+        if self.ndim == 0 and type(self) is Tensor:  # a Parameter formats as its repr
             return self.item().__format__(format_spec)
         return object.__format__(self, format_spec)
 
@@ -344,28 +350,10 @@ class Tensor:
         return bool((self == element).any().item())
 
     def __repr__(self) -> str:
-        arr = np.asarray(self.numpy(force=True))
-        if arr.dtype in (np.dtype("float16"),) or arr.dtype.name == "bfloat16":
-            arr = arr.astype(np.float32)
-        body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000,
-                               edgeitems=3)
-        extras = []
-        if self.device.type != "cpu":
-            extras.append(f"device='{self.device}'")
-        default_float = self.dtype is dtypes.get_default_dtype()
-        # As PyTorch: the dtype is implied by the printed values for the default float,
-        # int64 and bool, except for an empty tensor (only the default float is implied).
-        implied = default_float or (arr.size != 0 and self.dtype in (dtypes.int64, dtypes.bool_))
-        if not implied:
-            extras.append(f"dtype={self.dtype}")
-        if arr.size == 0 and arr.ndim != 1:
-            extras.insert(0, f"size={tuple(arr.shape)}")
-        gf = self._grad_fn
-        if gf is not None:
-            extras.append(f"grad_fn=<{gf.name()}>")
-        elif self._requires_grad:
-            extras.append("requires_grad=True")
-        return "tensor(" + ", ".join([body] + extras) + ")"
+        """PyTorch's layout: ``tensor([1.5000, 2.0000], requires_grad=True)``. The rules
+        (precision, summarization, wrapping, ``tgrad.set_printoptions``) live in
+        ``tgrad._tensor_str``."""
+        return _tensor_repr(self)
 
     # ------------------------------------------------------------------ conversions
     def to(self, *args, **kwargs) -> Tensor:
@@ -399,10 +387,32 @@ class Tensor:
     def cuda(self, device=None) -> Tensor:
         return self.to("cuda" if device is None else device)
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """With no argument, the type name PyTorch gives (``'tgrad.FloatTensor'``, on a
+        GPU ``'tgrad.cuda.FloatTensor'``); else this tensor cast to ``dtype``: a dtype, a
+        dtype name, or a type name (``'tgrad.DoubleTensor'``; ``'tgrad.cuda.…'`` also
+        moves it to the GPU). Itself when nothing changes."""
         if dtype is None:
-            return f"tgrad.{self.dtype.name}"
-        return self.to(dtypes.as_dtype(dtype))
+            where = "" if self.device.type == "cpu" else self.device.type + "."
+            return f"tgrad.{where}{_TYPE_NAMES[self.dtype]}"
+        if isinstance(dtype, str) and dtype.endswith("Tensor"):
+            parts = dtype.split(".")
+            dt = {v: k for k, v in _TYPE_NAMES.items()}.get(parts[-1])
+            if dt is None or parts[0] not in ("tgrad", "torch") or len(parts) > 3 \
+                    or (len(parts) == 3 and parts[1] != "cuda"):
+                raise ValueError(f"invalid type: {dtype!r}")
+            device = "cuda" if len(parts) == 3 else "cpu"
+            return self.to(device=device, dtype=dt, non_blocking=non_blocking)
+        if not isinstance(dtype, (str, dtypes.DType)):
+            raise TypeError("dtype must be a type, str, or dtype object")
+        return self.to(dtypes.as_dtype(dtype), non_blocking=non_blocking)
+
+
+# Tensor.type() names (PyTorch's legacy tensor type names)
+_TYPE_NAMES = {dtypes.bool_: "BoolTensor", dtypes.int32: "IntTensor",
+               dtypes.int64: "LongTensor", dtypes.float16: "HalfTensor",
+               dtypes.bfloat16: "BFloat16Tensor", dtypes.float32: "FloatTensor",
+               dtypes.float64: "DoubleTensor"}
 
 
 def _autograd_backward(*args, **kwargs) -> None:

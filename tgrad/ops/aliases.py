@@ -22,6 +22,8 @@ runs unchanged:
 
 from __future__ import annotations
 
+import warnings
+
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
@@ -192,6 +194,10 @@ def adjoint(input: Tensor) -> Tensor:  # noqa: A002
 
 
 def _matrix_h(self: Tensor) -> Tensor:
+    if self.ndim == 0:  # PyTorch 2.13: deprecated, x.conj() (the tensor itself: tgrad is real)
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                      UserWarning, stacklevel=2)
+        return self
     if self.ndim != 2:
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{self.ndim}-D tensor."
@@ -201,6 +207,10 @@ def _matrix_h(self: Tensor) -> Tensor:
 
 
 def _batched_h(self: Tensor) -> Tensor:
+    if self.ndim == 0:  # PyTorch 2.13: deprecated, x.conj() (the tensor itself: tgrad is real)
+        warnings.warn("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().",
+                      UserWarning, stacklevel=2)
+        return self
     if self.ndim < 2:
         raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {self.ndim}-D tensor.")

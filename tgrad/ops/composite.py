@@ -341,6 +341,15 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     default: grid k varies along dim k) or 'xy' (the first two dims of every grid swapped,
     NumPy's default)."""
     ts = _tensor_args(tensors)
+    if not ts:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in ts[1:]:
+        if t.dtype is not ts[0].dtype:
+            raise RuntimeError(f"meshgrid expects all tensors to have the same dtype (got "
+                               f"{ts[0].dtype.name} and {t.dtype.name}); cast them with .to()")
+        if t.device != ts[0].device:
+            raise RuntimeError(f"meshgrid expects all tensors to have the same device (got "
+                               f"{ts[0].device} and {t.device})")
     if indexing is None:
         import warnings
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
@@ -391,7 +400,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
             equal_nan: bool = False) -> Tensor:
     """|input - other| <= atol + rtol * |other| elementwise (bool), as PyTorch: equal
     values (infinities included) are close; NaNs only with ``equal_nan``; an infinite
-    difference never is."""
+    difference never is. Integer tensors are compared in float64 (no wrap-around)."""
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose(): {input.dtype.name} did not match {other.dtype.name}")
     for name, tol in (("rtol", rtol), ("atol", atol)):
@@ -407,6 +416,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
             return close
         if a.dtype is dtypes.bool_:
             a, b = a.to(dtypes.float32), b.to(dtypes.float32)
+        elif not a.dtype.is_floating_point:  # a - b in the integer dtype would wrap
+            a, b = a.to(dtypes.float64), b.to(dtypes.float64)  # (2**62 - -2**62)
         actual = ew.abs(a - b)
         allowed = ew.abs(b * rtol) + atol
         return ew.logical_or(close, ew.logical_and(ew.isfinite(actual), ew.le(actual, allowed)))

@@ -45,6 +45,41 @@ def _finish(host: np.ndarray, device, requires_grad: bool) -> Tensor:
     return t
 
 
+def _check_leaves(data) -> bool:
+    """PyTorch's element checks on nested data: numbers (Python, NumPy), NumPy arrays and,
+    inside a list, one-element tensors only; None, strings and bytes are rejected. True
+    when a tensor is among the elements."""
+    stack, has_tensor = [data], False
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, Tensor):
+            has_tensor = True
+            if x.numel() != 1:
+                raise ValueError("tensor(): only one element tensors can be converted to "
+                                 f"Python scalars (got an element of shape {tuple(x.shape)})")
+        elif isinstance(x, (str, bytes)):
+            raise TypeError(f"tensor(): invalid data type '{type(x).__name__}'; pass numbers, "
+                            f"nested lists of numbers, NumPy arrays or tensors")
+        elif not isinstance(x, (bool, int, float, np.generic, np.ndarray)):
+            raise TypeError(f"tensor(): must be real number, not {type(x).__name__}; pass "
+                            f"numbers, nested lists of numbers, NumPy arrays or tensors")
+    return has_tensor
+
+
+def _to_bool(data):
+    """Nested data with every number replaced by ``bool(number)`` (a bool tensor takes any
+    magnitude, as PyTorch: ``tensor([2**64], dtype=bool)`` is [True])."""
+    if isinstance(data, (list, tuple)):
+        return [_to_bool(x) for x in data]
+    if isinstance(data, np.ndarray):
+        return data.astype(np.bool_)
+    if isinstance(data, Tensor):
+        return bool(data.item())
+    return bool(data)
+
+
 def _infer_dtype(data) -> DType:
     """dtype of nested Python data as PyTorch infers it: Python bool/int/float give bool,
     int64 and the default float; NumPy scalars and tensors keep their dtype; mixed
@@ -73,6 +108,12 @@ def _infer_dtype(data) -> DType:
     return dtypes.get_default_dtype() if dt is None else dt
 
 
+def _untensor(data):
+    if isinstance(data, (list, tuple)):
+        return [_untensor(x) for x in data]
+    return data.item() if isinstance(data, Tensor) else data
+
+
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor (always a copy) from nested lists, scalars, NumPy arrays or tensors."""
     if isinstance(data, Tensor):
@@ -88,9 +129,12 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     else:
         if isinstance(data, range):
             data = list(data)
+        has_tensor = _check_leaves(data)
         dt = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
-        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
-            data = [x.tolist() if isinstance(x, Tensor) else x for x in data]  # (exact)
+        if dt is dtypes.bool_:
+            data = _to_bool(data)
+        elif has_tensor:
+            data = _untensor(data)  # one-element tensors to exact Python numbers
         try:
             host = np.array(data, dtype=np.float64 if dt.is_floating_point else None)
         except ValueError as e:
@@ -162,16 +206,31 @@ def _dtype_or_default(dtype) -> DType:
     return dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
 
 
-def full(*size, fill_value=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """``full(size, fill_value)``: dtype inferred from fill_value like PyTorch."""
+def _size_kw(op: str, args: tuple, size) -> tuple:
+    """The shape from varargs or the ``size=`` keyword (a tuple or list), never both."""
+    if size is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument 'size'")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    return (tuple(size),)
+
+
+def full(*args, size=None, fill_value=None, dtype=None, device=None,
+         requires_grad: bool = False) -> Tensor:
+    """``full(size, fill_value)`` (or ``size=``, ``fill_value=``): dtype inferred from
+    fill_value like PyTorch."""
+    args = _size_kw("full", args, size)
     if fill_value is None:
-        if len(size) >= 2 and not isinstance(size[-1], (tuple, list)):
-            *size, fill_value = size
-        elif len(size) == 2:
-            size, fill_value = (size[0],), size[1]
+        if len(args) >= 2 and not isinstance(args[-1], (tuple, list)):
+            *args, fill_value = args
+        elif len(args) == 2:
+            args, fill_value = (args[0],), args[1]
         else:
             raise TypeError("full() missing required argument 'fill_value'")
-    shape = _shape(tuple(size))
+    shape = _shape(tuple(args))
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if not isinstance(fill_value, (int, float, bool, np.number, np.bool_)):
@@ -179,6 +238,8 @@ def full(*size, fill_value=None, dtype=None, device=None, requires_grad: bool = 
                         f"{type(fill_value).__name__}")
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(fill_value)
     dtypes.check_value_fits("full()", fill_value, dt)
+    if dt is dtypes.bool_:  # any magnitude is True (2**63 too, which NumPy cannot take)
+        fill_value = bool(fill_value)
     dev = as_device(device)
     arr = get_backend(dev).full(shape, fill_value, dt.np)
     t = Tensor(arr, None, dev)
@@ -187,20 +248,20 @@ def full(*size, fill_value=None, dtype=None, device=None, requires_grad: bool = 
     return t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return full(_shape(size), 0, dtype=_dtype_or_default(dtype), device=device,
-                requires_grad=requires_grad)
+def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return full(_shape(_size_kw("zeros", args, size)), 0, dtype=_dtype_or_default(dtype),
+                device=device, requires_grad=requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return full(_shape(size), 1, dtype=_dtype_or_default(dtype), device=device,
-                requires_grad=requires_grad)
+def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return full(_shape(_size_kw("ones", args, size)), 1, dtype=_dtype_or_default(dtype),
+                device=device, requires_grad=requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dev = as_device(device)
     dt = _dtype_or_default(dtype)
-    t = Tensor(get_backend(dev).empty(_shape(size), dt.np), None, dev)
+    t = Tensor(get_backend(dev).empty(_shape(_size_kw("empty", args, size)), dt.np), None, dev)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -285,24 +346,47 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
     return t
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand(*args, size=None, generator=None, dtype=None, device=None,
+         requires_grad: bool = False) -> Tensor:
     """Uniform samples on [0, 1) (from ``generator``, a tgrad.Generator, if given)."""
-    return _random("rand", size, dtype, device, requires_grad, generator)
+    return _random("rand", _size_kw("rand", args, size), dtype, device, requires_grad,
+                   generator)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn(*args, size=None, generator=None, dtype=None, device=None,
+          requires_grad: bool = False) -> Tensor:
     """Standard normal samples (from ``generator``, a tgrad.Generator, if given)."""
-    return _random("randn", size, dtype, device, requires_grad, generator)
+    return _random("randn", _size_kw("randn", args, size), dtype, device, requires_grad,
+                   generator)
 
 
-def rand_like(x: Tensor, dtype=None, device=None) -> Tensor:
+def rand_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(x, dtype, device)
-    return rand(x.shape, dtype=dt, device=dev)
+    return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def randn_like(x: Tensor, dtype=None, device=None) -> Tensor:
+def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(x, dtype, device)
-    return randn(x.shape, dtype=dt, device=dev)
+    return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def _int_arg(op: str, name: str, v, position: int | None = None) -> int:
+    """An integer argument as PyTorch takes it: a Python or NumPy int, or a one-element
+    integer tensor; a float (even 3.0) or a bool is a TypeError."""
+    if isinstance(v, Tensor) and v.numel() == 1 and not v.dtype.is_floating_point \
+            and v.dtype is not dtypes.bool_:
+        return int(v.item())
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return int(v)
+    where = f" (position {position})" if position else ""
+    raise TypeError(f"{op}(): argument '{name}'{where} must be int, not {type(v).__name__}")
+
+
+# randperm into a float dtype: every integer below n must be exact (PyTorch's limits;
+# PyTorch has none for bfloat16 and returns repeats past 257, tgrad raises)
+_RANDPERM_MAX = {"float16": (2049, "2049", "Half"), "bfloat16": (257, "257", "BFloat16"),
+                 "float32": (2 ** 24 + 1, "2^24+1", "Float"),
+                 "float64": (2 ** 53 + 1, "2^53+1", "Double")}
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
@@ -311,13 +395,17 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     int64 unless ``dtype`` says otherwise (a float dtype holds the integers, as PyTorch's).
     floor(low + u (high - low)) of float64 uniforms u in [0, 1), on the device's
     generator."""
-    if size is None and high is not None and not isinstance(high, (int, float)):
+    if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high  # randint(high, size)
+        pos = (None, 1)
     elif high is None:
         low, high = 0, low  # randint(high, size=size)
+        pos = (None, 1)
+    else:
+        pos = (1, 2)
     if size is None:
         raise TypeError("randint() missing 1 required positional argument: 'size'")
-    low, high = int(low), int(high)
+    low, high = _int_arg("randint", "low", low, pos[0]), _int_arg("randint", "high", high, pos[1])
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
@@ -339,11 +427,21 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
     manual_seed seeds (or by ``generator``, which must then be a CPU tgrad.Generator),
     then copied to ``device``."""
     from tgrad.generator import drawing_from
+    n = _int_arg("randperm", "n", n, 1)
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
+    dt = dtypes.as_dtype(dtype or "int64")
+    if dt is dtypes.bool_:
+        raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
+    if dt.name in _RANDPERM_MAX:
+        limit, text, kind = _RANDPERM_MAX[dt.name]
+        if n > limit:
+            raise RuntimeError(f"n cannot be greater than {text} for {kind} type.")
+    elif n:
+        dtypes.check_value_fits("randperm", n - 1, dt)
     with drawing_from(generator, "cpu", "randperm"):
-        perm = numpy_backend._rng.permutation(int(n))
-    out = tensor(perm, dtype=dtypes.as_dtype(dtype or "int64"), device=device)
+        perm = numpy_backend._rng.permutation(n)
+    out = tensor(perm, dtype=dt, device=device)
     if requires_grad:
         out.requires_grad_(True)
     return out
@@ -380,17 +478,73 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
         dt = dtypes.int64 if is_int else dtypes.get_default_dtype()
     else:
         dt = dtypes.as_dtype(dtype)
-    n = max(0, int(np.ceil((end - start) / step)))
+    if not dt.is_floating_point:  # exact ceil((end - start) / step): a float64 quotient
+        start, end, step = int(start), int(end), int(step)  # drops the last element of
+        n = max(0, -((start - end) // step))  # arange(0, 2**53 + 1, 2**52)
+    else:
+        n = max(0, int(np.ceil((end - start) / step)))
     host = (start + step * np.arange(n, dtype=np.float64 if dt.is_floating_point
                                      else np.int64)).astype(dt.np)
     return _finish(host, device, requires_grad)
 
 
+def _bound_to(op: str, v, dt: DType) -> int:
+    """PyTorch's checked conversion of a linspace/logspace bound to an integer dtype: a
+    number past the dtype's range (a float is not truncated first), NaN or inf raises;
+    else the value truncated toward zero."""
+    if isinstance(v, Tensor):
+        v = v.item()
+    info = np.iinfo(dt.np)
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        ok = math.isfinite(v) and info.min <= v <= info.max
+    else:
+        ok = info.min <= int(v) <= info.max
+    if not ok:
+        raise RuntimeError(f"{op}: value {v} cannot be converted to type {dt.name} without "
+                           f"overflow")
+    return int(v)
+
+
+def spaced_integers(op: str, start, end, steps: int, dt: DType,
+                    base: float | None = None) -> np.ndarray:
+    """linspace (``base`` None) or logspace into an integer dtype as PyTorch's CPU kernel
+    computes it: start and end are converted to ``dt`` first (truncated), then with
+    step = (end - start) / (steps - 1) in float64, element i < steps // 2 is
+    start + step * i and the others end - step * (steps - 1 - i) (logspace: base to that
+    power), truncated toward zero into ``dt`` (past its range: what the cast gives, as
+    PyTorch's). One step is start itself (logspace: base ** start, start not truncated)."""
+    if dt is dtypes.bool_:
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for 'Bool'")
+    if steps == 0:
+        return np.empty(0, dt.np)
+    if steps == 1:
+        if base is None:
+            return np.full(1, _bound_to(op, start, dt), dt.np)
+        first = start.item() if isinstance(start, Tensor) else start
+        with np.errstate(all="ignore"):
+            value = float(np.power(float(base), float(first)))
+        return np.full(1, _bound_to(op, value, dt), dt.np)
+    lo, hi = _bound_to(op, start, dt), _bound_to(op, end, dt)
+    step = (float(hi) - float(lo)) / (steps - 1)
+    i = np.arange(steps, dtype=np.float64)
+    x = np.where(i < steps // 2, float(lo) + step * i, float(hi) - step * (steps - 1 - i))
+    with np.errstate(all="ignore"):  # out of range: the cast's value, silently (PyTorch)
+        if base is not None:
+            x = np.power(float(base), x)
+        return x.astype(dt.np)
+
+
 def linspace(start: float, end: float, steps: int, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
+    """``steps`` values evenly spaced from start to end (both included). An integer dtype
+    converts start and end first, as PyTorch (see ``spaced_integers``)."""
     dt = _dtype_or_default(dtype)
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    if not dt.is_floating_point:
+        return _finish(spaced_integers("linspace", start, end, steps, dt), device,
+                       requires_grad)
     return _finish(np.linspace(start, end, steps).astype(dt.np), device, requires_grad)
 
 

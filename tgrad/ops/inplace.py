@@ -312,6 +312,8 @@ def fill_(self: Tensor, value) -> Tensor:
         raise TypeError(f"fill_(): argument 'value' must be a Number or a 0-d Tensor, not "
                         f"{type(value).__name__}")
     dtypes.check_value_fits("fill_", value, self.dtype)
+    if self.dtype is dtypes.bool_:  # any magnitude is True (2**63 too, which NumPy cannot take)
+        value = bool(value)
     return apply_inplace(self, "fill_", Fill.apply, value, overlap_ok=True)
 
 

@@ -10,7 +10,41 @@ from tgrad.device import Device, as_device
 from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
 from tgrad.tensor import Tensor
 
-__all__ = ["clone", "contiguous"]
+__all__ = ["clone", "contiguous", "memory_format", "contiguous_format", "preserve_format",
+           "channels_last", "channels_last_3d"]
+
+
+class memory_format:  # noqa: N801  (PyTorch's name)
+    """PyTorch's ``torch.memory_format``: the layout ``clone``/``contiguous`` give. tgrad
+    makes every new tensor row-major (``contiguous_format``); ``preserve_format`` is
+    accepted (its result is row-major too) and the channels-last formats are rejected."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"tgrad.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name  # pickles as the module-level constant
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+
+
+def _check_format(op: str, input: Tensor, fmt) -> None:  # noqa: A002
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"{op}(): argument 'memory_format' must be tgrad.memory_format, not "
+                        f"{type(fmt).__name__}")
+    rank = {channels_last: 4, channels_last_3d: 5}.get(fmt)
+    if rank is not None:
+        if input.ndim != rank:
+            raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+        raise RuntimeError(f"{op}(): memory_format={fmt} is not supported: tgrad lays tensors "
+                           f"out row-major; use tgrad.contiguous_format")
 
 
 class Clone(Function):
@@ -55,16 +89,25 @@ for _c in (Clone, ToCopy):
 
 
 @tensor_method("clone")
-def clone(input: Tensor) -> Tensor:  # noqa: A002
-    """A copy with its own storage (C-contiguous); differentiable."""
+def clone(input: Tensor, *,  # noqa: A002
+          memory_format: memory_format | None = preserve_format) -> Tensor:
+    """A copy with its own storage, C-contiguous with either ``memory_format``
+    (``preserve_format``, the default, does not keep a transposed input's strides as
+    PyTorch's does); differentiable."""
+    _check_format("clone", input, preserve_format if memory_format is None else memory_format)
     return Clone.apply(input)
 
 
 @tensor_method("contiguous")
-def contiguous(input: Tensor) -> Tensor:  # noqa: A002
-    """``input`` itself when C-contiguous, else a contiguous copy."""
+def contiguous(input: Tensor, *,  # noqa: A002
+               memory_format: memory_format = contiguous_format) -> Tensor:
+    """``input`` itself when C-contiguous, else a contiguous copy (``preserve_format`` is
+    only accepted for an input already contiguous, as PyTorch)."""
+    _check_format("contiguous", input, memory_format)
     if input.is_contiguous():
         return input
+    if memory_format is preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
     return Clone.apply(input)
 
 

@@ -191,8 +191,10 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tenso
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Normal samples: tensor ``mean`` and/or ``std`` (broadcast; the result takes their
-    shape), or two numbers and ``size``. The result does not require grad (PyTorch records
-    a node whose gradients to mean and std are zeros: a documented difference)."""
+    shape), or two numbers and ``size``. The dtype is mean's when mean is a tensor, else
+    std's (as PyTorch: float32 mean with float64 std gives float32). The result does not
+    require grad (PyTorch records a node whose gradients to mean and std are zeros: a
+    documented difference)."""
     tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
     if not tensors:
         if size is None:
@@ -210,9 +212,11 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         with no_grad():
             m = mean.detach() if isinstance(mean, Tensor) else mean
             s = std.detach() if isinstance(std, Tensor) else std
-            ref = tensors[0]
+            ref = tensors[0]  # mean when a tensor, else std: its dtype is the result's
             shape = np.broadcast_shapes(*(t.shape for t in tensors))
-            out = randn(shape, generator=generator, dtype=ref.dtype, device=ref.device) * s + m
+            z = randn(shape, generator=generator, dtype=ref.dtype, device=ref.device)
+            # PyTorch's z.mul_(std).add_(mean): each step rounded into z's dtype
+            out = ((z * s).to(ref.dtype) + m).to(ref.dtype)
     out = out.detach()
     return out.requires_grad_(True) if requires_grad else out
 

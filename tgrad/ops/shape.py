@@ -7,6 +7,7 @@ expand -> sum_to, reshape -> reshape back, basic indexing -> scatter into zeros.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -189,6 +190,10 @@ def t(input: Tensor) -> Tensor:  # noqa: A002
 
 
 def _mT(self: Tensor) -> Tensor:  # noqa: N802
+    if self.ndim == 0:  # PyTorch 2.13: deprecated, the tensor itself
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity "
+                      "in these cases.", UserWarning, stacklevel=2)
+        return self
     if self.ndim < 2:
         raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {self.ndim}-D tensor.")

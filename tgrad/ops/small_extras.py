@@ -1,7 +1,7 @@
 """Small PyTorch functions built from tgrad ops, with PyTorch's signatures:
 
 - ``logspace(start, end, steps, base)``: base ** linspace(start, end, steps), computed in
-  float64 on the host and cast (like ``linspace``);
+  float64 on the host and cast (like ``linspace``; an integer dtype as PyTorch's kernel);
 - ``randint_like(input, low, high)``: ``randint`` with input's shape, dtype and device;
 - ``narrow_copy``: ``narrow`` then ``clone`` (new memory);
 - ``is_floating_point(input)`` as a function (it is a Tensor method too);
@@ -17,7 +17,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.ops._common import require_tensor, tensor_method
-from tgrad.ops.creation import _dtype_or_default, _finish, ones, randint
+from tgrad.ops.creation import _dtype_or_default, _finish, ones, randint, spaced_integers
 from tgrad.ops.shape import cat, narrow
 from tgrad.tensor import Tensor
 
@@ -27,17 +27,18 @@ __all__ = ["logspace", "randint_like", "narrow_copy", "is_floating_point", "unra
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype=None,
              device=None, requires_grad: bool = False) -> Tensor:
-    """``steps`` values from base^start to base^end, evenly spaced in the exponent."""
+    """``steps`` values from base^start to base^end, evenly spaced in the exponent. An
+    integer dtype converts start and end to it first, as PyTorch (``logspace(0.1, 0.9, 3,
+    dtype=int64)`` is [1, 1, 1]; see ``creation.spaced_integers``)."""
     dt = _dtype_or_default(dtype)
     if steps < 0:
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
+    if not dt.is_floating_point:
+        return _finish(spaced_integers("logspace", start, end, steps, dt, float(base)),
+                       device, requires_grad)
     with np.errstate(over="ignore"):
         values = np.power(float(base), np.linspace(start, end, steps))
-    if dt.is_floating_point:
-        host = values.astype(dt.np)
-    else:
-        host = np.trunc(values).astype(dt.np)
-    return _finish(host, device, requires_grad)
+    return _finish(values.astype(dt.np), device, requires_grad)
 
 
 def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,  # noqa: A002
