@@ -352,3 +352,230 @@ def test_enumerate_support_and_straight_through():
     p = np.exp([0.2, -0.3, 0.5]) / np.exp([0.2, -0.3, 0.5]).sum()
     w = np.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(logits.grad.numpy(), p * (w - (p * w).sum()), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- differential-test fixes
+def test_beta_small_concentrations_sample_without_nan_and_keep_the_law():
+    # both gamma draws underflow at a = b = 0.01 (X / (X + Y) was 0 / 0); the law puts
+    # nearly all its mass next to 0 and 1, half each for equal concentrations
+    tgrad.manual_seed(0)
+    for dt, c in ((tgrad.float32, 0.01), (F64, 0.01), (F64, 1e-3)):
+        s = D.Beta(tgrad.full((20000,), c, dtype=dt), c).sample().to(F64).numpy()
+        assert not np.isnan(s).any() and s.min() >= 0.0 and s.max() <= 1.0
+        assert abs((s < 0.01).mean() - 0.5) < 0.03 and abs((s > 0.99).mean() - 0.5) < 0.03
+    s = D.Beta(tgrad.full((100000,), 0.01, dtype=F64), 0.03).sample().numpy()
+    assert abs(s.mean() - 0.25) < 0.01  # a / (a + b)
+    d = D.Dirichlet(tgrad.full((20000, 3), 0.01, dtype=tgrad.float32))
+    x = d.sample().to(F64).numpy()
+    assert not np.isnan(x).any() and np.allclose(x.sum(-1), 1.0, atol=1e-6)
+    # by symmetry each vertex is the largest coordinate a third of the time (underflowed
+    # draws clamped to a tie of 1/K each would all go to the first)
+    np.testing.assert_allclose(np.bincount(x.argmax(-1), minlength=3) / 20000, [1 / 3] * 3,
+                               atol=0.02)
+
+
+def test_beta_rsample_gradient_at_small_concentrations():
+    # d E[X] / da = b / (a + b)^2 and d E[X] / db = -a / (a + b)^2, through the log-space
+    # draws (d log X / da = -(log X - digamma(a + 1)) / a where X underflows)
+    tgrad.manual_seed(1)
+    for av, bv in ((0.05, 0.1), (0.01, 0.01), (2.0, 3.0)):
+        a, b = _t(av, requires_grad=True), _t(bv, requires_grad=True)
+        D.Beta(a, b).rsample((200000,)).mean().backward()
+        np.testing.assert_allclose([a.grad.item(), b.grad.item()],
+                                   [bv / (av + bv) ** 2, -av / (av + bv) ** 2], rtol=0.03)
+
+
+def test_log_gamma_draw_gradient_matches_the_incomplete_gamma():
+    # the implicit reparameterisation: d log x / da = -(dP(a, x) / da) / (x p(x; a)), dP/da
+    # by central differences of gammainc; includes draws x < eps (the first-term branch)
+    from tgrad.distributions.gamma import _LogStandardGamma
+    tgrad.manual_seed(2)
+    for av in (0.05, 0.7, 3.0):
+        a = tgrad.full((500,), av, dtype=F64, requires_grad=True)
+        log_x = _LogStandardGamma.apply(a)
+        log_x.sum().backward()
+        x = log_x.detach().exp()
+        h = 1e-6 * av
+        dp = (tgrad.special.gammainc(tgrad.full((500,), av + h, dtype=F64), x)
+              - tgrad.special.gammainc(tgrad.full((500,), av - h, dtype=F64), x)) / (2 * h)
+        xn = x.numpy()
+        log_xp = av * np.log(xn) - xn - math.lgamma(av)
+        np.testing.assert_allclose(a.grad.numpy(), -dp.numpy() / np.exp(log_xp), rtol=1e-6)
+
+
+def test_transformed_cdf_needs_a_signed_transform():
+    # AbsTransform is not monotone: no sign, so cdf / icdf raise (PyTorch's
+    # NotImplementedError), instead of the base's cdf at |y|
+    d = D.TransformedDistribution(D.Normal(_t(0.0), _t(1.0)), D.transforms.AbsTransform())
+    with pytest.raises(NotImplementedError, match="AbsTransform"):
+        d.cdf(_t(1.0))
+    with pytest.raises(NotImplementedError, match="AbsTransform"):
+        d.icdf(_t(0.5))
+    with pytest.raises(NotImplementedError):
+        D.transforms.AbsTransform().sign  # noqa: B018
+    assert D.transforms.ExpTransform().inv.sign == 1
+    assert D.transforms.ComposeTransform([]).sign == 1
+
+
+def _phi(z):
+    return 0.5 * (1 + np.vectorize(math.erf)(np.asarray(z) / math.sqrt(2)))
+
+
+def test_transformed_cdf_icdf_with_a_tensor_scale():
+    # y = l + s x, x ~ N(mu, 1): cdf(y) = Phi((y - l) / s - mu) for s > 0, 1 - that for s < 0
+    mu, loc, scale = np.array([0.0, 1.0]), np.array([1.0, 2.0]), np.array([2.0, -3.0])
+    d = D.TransformedDistribution(D.Normal(_t(mu), 1.0),
+                                  D.transforms.AffineTransform(_t(loc), _t(scale)))
+    y = np.array([0.5, 2.0])
+    phi = _phi((y - loc) / scale - mu)
+    want = np.where(scale > 0, phi, 1 - phi)
+    _close(d.cdf(_t(y)), want)
+    _close(d.icdf(_t(want)), y)
+    u = np.array([0.3, 0.6])  # icdf: the base's icdf of u (s > 0) or of 1 - u (s < 0)
+    q = d.icdf(_t(u)).numpy()
+    _close(d.cdf(_t(q)), u)
+    median = loc + scale * mu
+    assert q[0] < median[0] and q[1] > median[1]  # cdf increasing in y for either sign
+
+
+def test_geometric_log_prob_gradient_at_probs_one():
+    # log p(0) = log p: d/dp = 1 / p, also at p = 1 (k log1p(-p) is 0 there)
+    p = _t([1.0, 0.5, 0.25], requires_grad=True)
+    lp = D.Geometric(probs=p).log_prob(_t([0.0, 0.0, 2.0]))
+    _close(lp, [0.0, math.log(0.5), 2 * math.log(0.75) + math.log(0.25)])
+    lp.sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), [1.0, 2.0, -2 / 0.75 + 4.0], rtol=1e-15)
+
+
+def test_bernoulli_gradients_for_very_negative_logits():
+    # d log p(0) / dl = -sigmoid(l), d log p(1) / dl = sigmoid(-l); dH / dl = -l p (1 - p)
+    ls = np.array([-10.0, -17.0, -20.0, -27.6, -40.0])
+    p = 1.0 / (1.0 + np.exp(-ls))
+    for dt, rtol in ((tgrad.float32, 2e-6), (F64, 1e-14)):
+        lg = tgrad.tensor(ls, dtype=dt, requires_grad=True)
+        d = D.Bernoulli(logits=lg)
+        (g0,) = tgrad.autograd.grad(d.log_prob(tgrad.zeros(5, dtype=dt)).sum(), lg)
+        np.testing.assert_allclose(g0.numpy(), -p, rtol=rtol)
+        (g1,) = tgrad.autograd.grad(d.log_prob(tgrad.ones(5, dtype=dt)).sum(), lg)
+        np.testing.assert_allclose(g1.numpy(), 1 - p, rtol=rtol)
+        (gh,) = tgrad.autograd.grad(d.entropy().sum(), lg)
+        np.testing.assert_allclose(gh.numpy(), -ls * p * (1 - p), rtol=10 * rtol)
+
+
+def test_expand_of_mixture_and_relaxed_families():
+    mix = D.MixtureSameFamily(D.Categorical(logits=_t([[0.1, 0.5, -1.0], [0.0, 0.2, 0.3]])),
+                              D.Normal(_t([[0.0, 1.0, 2.0], [-1.0, 0.0, 3.0]]),
+                                       _t([1.0, 2.0, 0.5])))
+    dists = [mix,
+             D.RelaxedBernoulli(_t(0.7), probs=_t([0.3, 0.6])),
+             D.LogitRelaxedBernoulli(_t(0.7), logits=_t([0.3, -0.6])),
+             D.RelaxedOneHotCategorical(_t(0.7), probs=_t([0.2, 0.3, 0.5])),
+             D.ExpRelaxedCategorical(_t(0.7), logits=_t([0.2, 0.3, 0.5]))]
+    tgrad.manual_seed(3)
+    for d in dists:
+        e = d.expand((4,) + d.batch_shape)
+        assert type(e) is type(d) and e.batch_shape == (4,) + d.batch_shape
+        assert e.event_shape == d.event_shape
+        x = e.sample((5,))
+        assert x.shape == (5, 4) + d.batch_shape + d.event_shape
+        if d.has_rsample:
+            assert e.rsample().shape == (4,) + d.batch_shape + d.event_shape
+        want = np.broadcast_to(d.log_prob(x).numpy(), (5, 4) + d.batch_shape)
+        np.testing.assert_array_equal(e.log_prob(x).numpy(), want)
+    e = mix.expand((3, 2))  # the mixture's own batch dim grows too
+    assert e.mixture_distribution.batch_shape == (3, 2)
+    assert e.component_distribution.batch_shape == (3, 2, 3)
+
+
+def test_positive_support_cdf_at_zero():
+    # cdf(0) = 0 for LogNormal and Weibull (support x > 0; PyTorch checks the cdf's
+    # argument against its closure), a negative value is still refused
+    for d in (D.LogNormal(_t([0.0, 1.0]), 1.0), D.Weibull(_t([1.0, 2.0]), 1.5)):
+        _close(d.cdf(_t([0.0, 0.0])), [0.0, 0.0])
+        with pytest.raises(ValueError, match="GreaterThanEq"):
+            d.cdf(_t([-1.0, 0.5]))
+        with pytest.raises(ValueError):
+            d.log_prob(_t([0.0, 0.5]))  # the density's support stays x > 0
+    for d in (D.Exponential(_t(2.0)), D.Gamma(_t(2.0), _t(1.0)), D.HalfNormal(_t(1.0)),
+              D.HalfCauchy(_t(1.0)), D.Pareto(_t(1.0), _t(2.0))):
+        at = 1.0 if isinstance(d, D.Pareto) else 0.0
+        assert d.cdf(_t(at)).item() == 0.0
+
+
+def _quad(fn, lo, hi, n=400):
+    """Gauss-Legendre quadrature of fn over [lo, hi] (NumPy float64)."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    mid, half = (hi + lo) / 2, (hi - lo) / 2
+    return float((w * fn(mid + half * x)).sum() * half)
+
+
+_LOG_Q = {  # NumPy float64 log densities of q
+    "Exponential": lambda x, r: math.log(r) - r * x,
+    "Gamma": lambda x, a, b: a * math.log(b) + (a - 1) * np.log(x) - b * x - math.lgamma(a),
+    "Gumbel": lambda x, m, b: -math.log(b) - (x - m) / b - np.exp(-(x - m) / b),
+    "Pareto": lambda x, s, al: math.log(al) + al * math.log(s) - (al + 1) * np.log(x),
+    "Beta": lambda x, a, b: ((a - 1) * np.log(x) + (b - 1) * np.log1p(-x) - math.lgamma(a)
+                             - math.lgamma(b) + math.lgamma(a + b)),
+    "Normal": lambda x, m, s: -math.log(s * math.sqrt(2 * math.pi)) - (x - m) ** 2 / (2 * s * s),
+}
+
+
+def test_kl_uniform_against_quadrature():
+    # KL(U(l, h) || q) = -log(h - l) - mean over [l, h] of log q
+    cases = [("Exponential", (0.5, 2.0), (1.5,)), ("Gamma", (0.1, 3.0), (0.7, 2.0)),
+             ("Gamma", (0.5, 2.0), (1.5, 0.5)), ("Gumbel", (-1.0, 1.0), (2.0, 1.0)),
+             ("Pareto", (1.5, 2.0), (1.0, 0.5)), ("Beta", (0.1, 0.9), (1.5, 0.5)),
+             ("Beta", (0.3, 0.5), (0.7, 2.0)), ("Normal", (-1.0, 2.0), (0.5, 1.5))]
+    for name, (lo, hi), params in cases:
+        mean_log_q = _quad(lambda x, n=name, pr=params: _LOG_Q[n](x, *pr), lo, hi) / (hi - lo)
+        want = -math.log(hi - lo) - mean_log_q
+        q = getattr(D, name)(*[_t(v) for v in params])
+        got = D.kl_divergence(D.Uniform(_t(lo), _t(hi)), q).item()
+        assert got == pytest.approx(want, rel=1e-9), (name, lo, hi, params)
+    # l = 0 at the edge of the support: finite (0 log 0 = 0), the integral of log x
+    u0 = D.Uniform(_t(0.0), _t(2.0))
+    g = D.kl_divergence(u0, D.Gamma(_t(0.5), _t(1.0))).item()
+    # -log 2 + lgamma(a) - a log b - (a - 1) E[log x] + b E[x], E[log x] = log 2 - 1 for
+    # U(0, 2), E[x] = 1 (a = 0.5, b = 1)
+    want = -math.log(2.0) + math.lgamma(0.5) + 0.5 * (math.log(2.0) - 1.0) + 1.0
+    assert g == pytest.approx(want, rel=1e-14)
+    # p's mass outside q's support: inf
+    for q in (D.Exponential(_t(1.0)), D.Gamma(_t(2.0), _t(1.0)), D.Pareto(_t(1.0), _t(2.0)),
+              D.Beta(_t(2.0), _t(2.0))):
+        assert D.kl_divergence(D.Uniform(_t(-0.5), _t(0.5)), q).item() == math.inf
+    assert D.kl_divergence(D.Uniform(_t(0.5), _t(1.5)), D.Beta(_t(2.0), _t(2.0))).item() \
+        == math.inf
+
+
+def test_kl_beta_against_quadrature():
+    # KL(Beta(a, b) || q) = integral of p (log p - log q) over (0, 1)
+    for a, b in ((2.5, 1.5), (2.0, 3.0)):
+        def lp(x, a=a, b=b):
+            return _LOG_Q["Beta"](x, a, b)
+        for name, params in (("Exponential", (1.5,)), ("Gamma", (0.7, 2.0)),
+                             ("Normal", (1.5, 0.3)), ("Uniform", (-1.0, 2.0))):
+            if name == "Uniform":
+                def lq(x, params=params):
+                    return -math.log(params[1] - params[0]) + 0 * x
+            else:
+                def lq(x, name=name, params=params):
+                    return _LOG_Q[name](x, *params)
+            want = _quad(lambda x, lp=lp, lq=lq: np.exp(lp(x)) * (lp(x) - lq(x)), 0.0, 1.0,
+                         2000)
+            q = getattr(D, name)(*[_t(v) for v in params])
+            got = D.kl_divergence(D.Beta(_t(a), _t(b)), q).item()
+            assert got == pytest.approx(want, rel=1e-8), (a, b, name)
+
+
+def test_kl_poisson_bernoulli_pairs():
+    # Bernoulli(p) || Poisson(r): p log(p / (r e^-r)) + (1 - p) log((1 - p) / e^-r)
+    for p, r in ((0.3, 1.5), (0.0, 0.7), (1.0, 2.0)):
+        want = (p * math.log(p / (r * math.exp(-r))) if p else 0.0) + \
+            ((1 - p) * math.log((1 - p) / math.exp(-r)) if p < 1 else 0.0)
+        got = D.kl_divergence(D.Bernoulli(_t(p)), D.Poisson(_t(r))).item()
+        assert got == pytest.approx(want, rel=1e-14)
+    # a Poisson has mass at every k >= 0: inf against a bounded support
+    kl = D.kl_divergence(D.Poisson(_t([0.3, 1.0])), D.Bernoulli(_t([0.5, 0.2])))
+    assert kl.tolist() == [math.inf, math.inf]
+    kl = D.kl_divergence(D.Poisson(_t([0.3, 1.0])), D.Binomial(5, _t([0.5, 0.2])))
+    assert kl.tolist() == [math.inf, math.inf]

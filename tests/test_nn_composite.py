@@ -12,6 +12,7 @@ import pytest
 import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
+from tgrad.autograd import gradcheck, gradgradcheck
 
 
 def _t(values, **kw):
@@ -222,3 +223,44 @@ def test_cosine_similarity_is_scale_free_far_from_one():
         np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-13)
         got.sum().backward()
         np.testing.assert_allclose(xa.grad.numpy() * k, ta.grad.numpy(), rtol=1e-12)
+
+
+def test_bce_with_logits_gradient_is_sigmoid_minus_target_far_out():
+    # d/dx = sigmoid(x) - t exactly (PyTorch's backward), not (1 - t) - sigmoid(-x), which
+    # cancels to 0 (or loses digits) for very negative x
+    xs = np.array([-10.0, -17.0, -20.0, -27.6, -40.0, 35.0])
+    sig = 1.0 / (1.0 + np.exp(-xs))
+    for dt, rtol in ((tgrad.float32, 1e-6), (tgrad.float64, 1e-15)):
+        x = tgrad.tensor(xs, dtype=dt, requires_grad=True)
+        t = tgrad.zeros(6, dtype=dt)
+        F.binary_cross_entropy_with_logits(x, t, reduction="sum").backward()
+        np.testing.assert_allclose(x.grad.numpy(), sig, rtol=rtol)
+    # with pos_weight, weight and mean: w (sigmoid(x) (1 + (pw - 1) t) - pw t) / n
+    x = _t([-30.0, 0.5, 3.0], requires_grad=True)
+    t, w, pw = np.array([0.0, 0.3, 1.0]), np.array([2.0, 0.5, 1.5]), np.array([3.0, 0.5, 2.0])
+    F.binary_cross_entropy_with_logits(x, _t(t), _t(w), pos_weight=_t(pw)).backward()
+    s = 1.0 / (1.0 + np.exp(-x.detach().numpy()))
+    np.testing.assert_allclose(x.grad.numpy(), w * (s * (1 + (pw - 1) * t) - pw * t) / 3,
+                               rtol=1e-15)
+
+
+def test_bce_with_logits_gradcheck_all_inputs():
+    rng = np.random.default_rng(3)
+    x = _t(rng.normal(size=(3, 4)) * 3, requires_grad=True)
+    t = _t(rng.uniform(size=(3, 4)), requires_grad=True)
+    w = _t(rng.uniform(0.5, 2, size=(4,)), requires_grad=True)
+    pw = _t(rng.uniform(0.5, 2, size=(4,)), requires_grad=True)
+    for red in ("none", "mean", "sum"):
+        def fn(x, t, w, pw, red=red):
+            return F.binary_cross_entropy_with_logits(x, t, w, reduction=red, pos_weight=pw)
+        assert gradcheck(fn, (x, t, w, pw)) and gradgradcheck(fn, (x, t, w, pw))
+
+        def fn2(x, t, red=red):
+            return F.binary_cross_entropy_with_logits(x, t, reduction=red)
+        assert gradcheck(fn2, (x, t)) and gradgradcheck(fn2, (x, t))
+    # the target gradient: pw softplus(-x) - softplus(x), -x without pos_weight
+    (gt,) = tgrad.autograd.grad(F.binary_cross_entropy_with_logits(
+        x, t, reduction="sum", pos_weight=pw), t)
+    xn, pwn = x.detach().numpy(), pw.detach().numpy()
+    np.testing.assert_allclose(gt.numpy(), pwn * np.logaddexp(0, -xn) - np.logaddexp(0, xn),
+                               rtol=1e-13)

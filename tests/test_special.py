@@ -505,3 +505,43 @@ def test_log_ndtr_far_tail_does_not_overflow_x_squared():
     x = tgrad.tensor([-1.5e154], dtype=F64, requires_grad=True)
     tgrad.special.log_ndtr(x).backward()
     np.testing.assert_allclose(x.grad.numpy(), [1.5e154], rtol=1e-12)
+
+
+# ------------------------------------------------------------- xlogy / xlog1py backward rules
+def _xgrads(fn, xv, yv, g):
+    x = tgrad.tensor(xv, dtype=F64, requires_grad=True)
+    y = tgrad.tensor(yv, dtype=F64, requires_grad=True)
+    return [v.tolist() for v in tgrad.autograd.grad(fn(x, y), (x, y),
+                                                    tgrad.tensor(g, dtype=F64))]
+
+
+def test_xlogy_xlog1py_backward_follows_pytorch_rules():
+    # PyTorch's: dx = xlogy(g, y) (0 where x == 0 and y <= 0), dy = g x / y; so a zero
+    # upstream gradient at y = 0 gives dx = 0 (not 0 * -inf), and dy is 0 / 0 at x = y = 0
+    nan, inf = math.nan, math.inf
+    gx, gy = _xgrads(tgrad.xlogy, [0.0, 0.0, 2.0, 2.0, 0.0, 3.0], [0.0, -1.0, 0.0, 0.0, inf, 4.0],
+                     [1.0, 1.0, 1.0, 0.0, 1.0, 0.5])
+    np.testing.assert_array_equal(gx, [0.0, 0.0, -inf, 0.0, inf, 0.5 * math.log(4.0)])
+    np.testing.assert_array_equal(gy, [nan, -0.0, inf, nan, 0.0, 0.5 * 3.0 / 4.0])
+    # xlog1py: the same with log1p(y) and 1 + y (y = -1 is xlogy's y = 0)
+    gx, gy = _xgrads(tgrad.special.xlog1py, [0.0, 0.0, 2.0, 2.0, 0.0, 3.0],
+                     [-1.0, -2.0, -1.0, -1.0, inf, 3.0], [1.0, 1.0, 1.0, 0.0, 1.0, 0.5])
+    np.testing.assert_array_equal(gx, [0.0, 0.0, -inf, 0.0, inf, 0.5 * math.log(4.0)])
+    np.testing.assert_array_equal(gy, [nan, -0.0, inf, nan, 0.0, 0.5 * 3.0 / 4.0])
+    x = tgrad.tensor(2.0, requires_grad=True)
+    (tgrad.xlogy(x, 0.0) * 0).backward()
+    assert x.grad.item() == 0.0
+    assert tgrad.xlogy(x, 3.0).grad_fn.name() == "XlogyBackward0"
+
+
+def test_xlogy_xlog1py_gradcheck_and_gradgradcheck_with_broadcast():
+    x = tgrad.tensor([[0.5, 2.0, -1.5], [0.7, -0.2, 3.0]], dtype=F64, requires_grad=True)
+    y = tgrad.tensor([0.3, 2.5, 0.8], dtype=F64, requires_grad=True)
+    for fn in (tgrad.xlogy, tgrad.special.xlog1py):
+        assert gradcheck(fn, (x, y)) and gradgradcheck(fn, (x, y))
+    # x = 0 with y > 0: dx = log y, second order finite
+    x0 = tgrad.tensor([0.0, 0.0], dtype=F64, requires_grad=True)
+    y0 = tgrad.tensor([0.5, 3.0], dtype=F64, requires_grad=True)
+    assert gradcheck(tgrad.xlogy, (x0, y0)) and gradgradcheck(tgrad.xlogy, (x0, y0))
+    (gx,) = tgrad.autograd.grad(tgrad.special.xlog1py(x0, y0).sum(), x0)
+    np.testing.assert_allclose(gx.numpy(), np.log1p([0.5, 3.0]), rtol=1e-15)

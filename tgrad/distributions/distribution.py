@@ -156,9 +156,11 @@ class Distribution:
         return ew.exp(self.entropy())
 
     # -- validation ------------------------------------------------------------------------
-    def _validate_sample(self, value: Tensor) -> None:
+    def _validate_sample(self, value: Tensor,
+                         support: constraints.Constraint | None = None) -> None:
         """Check that ``value`` is a tensor broadcastable to batch_shape + event_shape that
-        lies in the support (PyTorch's errors)."""
+        lies in the support (PyTorch's errors); ``support`` replaces ``self.support`` (cdf
+        of an open support checks its closure: cdf(0) = 0 for LogNormal, as PyTorch)."""
         if not isinstance(value, Tensor):
             raise ValueError("The value argument to log_prob must be a Tensor")
         shape = tuple(value.shape)
@@ -171,7 +173,8 @@ class Distribution:
             if i != 1 and j != 1 and i != j:
                 raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: "
                                  f"{shape} vs {expected}.")
-        support = self.support
+        if support is None:
+            support = self.support
         if support is None:
             warnings.warn(f"{self.__class__} does not define `support` to enable sample "
                           "validation. Please initialize the distribution with "

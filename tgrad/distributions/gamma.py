@@ -71,6 +71,18 @@ def _standard_gamma_draw(a: Tensor) -> Tensor:
     return ew.where(small, x * boost, x)
 
 
+def _log_standard_gamma_draw(a: Tensor) -> Tensor:
+    """log of standard gamma draws (no graph), any a > 0: for a < 1, log gamma(a + 1) +
+    log(u) / a, which stays finite where gamma(a + 1) u^(1/a) underflows (a = 0.01: below
+    float32's smallest normal for u < 0.42)."""
+    small = a < 1
+    x = _marsaglia_tsang(ew.where(small, a + 1.0, a))
+    u = rand(a.shape, dtype=a.dtype, device=a.device)
+    tiny = 1e-300 if a.dtype.itemsize == 8 else 1e-30
+    boost = ew.log(u.clamp(min=tiny)) / ew.where(small, a, 1.0)
+    return ew.where(small, ew.log(x) + boost, ew.log(x))
+
+
 def _dp_da(a: Tensor, x: Tensor) -> Tensor:
     """d P(a, x) / d a: the series (x < a + 1) and the continued fraction for Q = 1 - P,
     differentiated term by term."""
@@ -145,6 +157,42 @@ class _StandardGamma(Function):
             log_pdf = (a - 1) * ew.log(safe_x) - safe_x - lgamma(a)
             dx_da = (-_dp_da(a, safe_x) / ew.exp(log_pdf)).to(dt)
         return g * dx_da
+
+
+class _LogStandardGamma(Function):
+    """log x, x ~ Gamma(a, 1), drawn in log space (no underflow at small a), with the
+    implicit reparameterisation gradient of log x:
+        d log x / da = -(dP(a, x)/da) / (x p(x; a)).
+    Where x < eps, P's series is its first term to rounding (t_1 / t_0 = x / (a + 1)):
+    P = x^a e^-x / Gamma(a + 1), so d log x / da = -(log x - digamma(a + 1)) / a, taken from
+    log x itself (x may have underflowed)."""
+
+    @staticmethod
+    def forward(ctx, a):
+        log_x = _log_standard_gamma_draw(a)
+        ctx.save_for_backward(a, log_x)
+        return log_x
+
+    @staticmethod
+    def backward(ctx, g):
+        a, log_x = ctx.saved_tensors
+        with no_grad():  # in float64 whatever the dtype, as _StandardGamma
+            dt = a.dtype
+            a, log_x = a.to(float64), log_x.to(float64)
+            first_term = log_x < -36.04  # x < 2.2e-16, float64's eps
+            x = ew.exp(ew.where(first_term, 0.0, log_x))
+            log_xp = a * ew.log(x) - x - lgamma(a)  # log(x p(x; a))
+            series = -_dp_da(a, x) / ew.exp(log_xp)
+            tail = -(log_x - digamma(a + 1.0)) / a
+            dlog_x = ew.where(first_term, tail, series).to(dt)
+        return g * dlog_x
+
+
+def _normalized_log_gamma(log_g: Tensor, dim: int) -> Tensor:
+    """g / g.sum(dim) from log g, scaled by the largest (detached: the ratio does not depend
+    on it) so that nothing underflows to 0 / 0; the gradient flows through exp."""
+    g = ew.exp(log_g - log_g.amax(dim, keepdim=True).detach())
+    return g / g.sum(dim, keepdim=True)
 
 
 class Gamma(Distribution):
@@ -266,10 +314,13 @@ class Beta(Distribution):
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        x = _StandardGamma.apply(self.concentration1.expand(*shape))
-        y = _StandardGamma.apply(self.concentration0.expand(*shape))
+        # X / (X + Y) from log X and log Y: at small concentrations both draws can underflow
+        # to 0 (0 / 0); in log space the sample keeps its law (near 0 or 1, as it should)
+        log_xy = stack([_LogStandardGamma.apply(self.concentration1.expand(*shape)),
+                        _LogStandardGamma.apply(self.concentration0.expand(*shape))], -1)
+        x = _normalized_log_gamma(log_xy, -1)[..., 0]
         info_tiny = 1e-300 if x.dtype.itemsize == 8 else 1e-30
-        return (x / (x + y)).clamp(min=info_tiny, max=1.0 - info_tiny)
+        return x.clamp(min=info_tiny, max=1.0 - info_tiny)
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -323,10 +374,11 @@ class Dirichlet(Distribution):
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        g = _StandardGamma.apply(self.concentration.expand(*shape))
-        tiny = 1e-300 if g.dtype.itemsize == 8 else 1e-30
-        g = g.clamp(min=tiny)
-        return g / g.sum(-1, keepdim=True)
+        # normalised in log space, as Beta's: draws that underflow keep their law
+        x = _normalized_log_gamma(_LogStandardGamma.apply(self.concentration.expand(*shape)),
+                                  -1)
+        tiny = 1e-300 if x.dtype.itemsize == 8 else 1e-30
+        return x.clamp(min=tiny)
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

@@ -35,7 +35,14 @@ Closed forms registered here:
   Exponential, {Exponential, Gamma, Laplace, Gumbel} || Normal, {Normal, Exponential,
   Gamma} || Gumbel, Normal || Laplace, Beta || Uniform; and inf where p's support is not
   inside q's (the reals-supported families against the half-line or interval ones, the
-  half-line ones against Beta, Pareto and Uniform).
+  half-line ones against Beta, Pareto and Uniform; Poisson against Bernoulli and
+  Binomial);
+- Uniform || {Exponential, Gamma, Pareto, Beta, Gumbel}: -log(h - l) - E_p[log q] with
+  E[x] = (h + l) / 2, E[log x] = (h log h - l log l) / (h - l) - 1 (xlogy: finite at
+  l = 0, where PyTorch's is NaN), inf where [l, h] is not inside q's support;
+- Beta || {Exponential, Gamma, Normal}: -H(p) - E_p[log q] with E[x] = a / (a + b),
+  E[log x] = psi(a) - psi(a + b) and Beta's variance; Bernoulli || Poisson:
+  -H(p) - (p log r - r).
 """
 
 from __future__ import annotations
@@ -355,6 +362,88 @@ def _kl_beta_uniform(p: Beta, q: Uniform) -> Tensor:
     return ew.where((q.low > 0) | (q.high < 1), math.inf, kl)
 
 
+def _mean_log_uniform(low: Tensor, high: Tensor) -> Tensor:
+    """E[log x] for x ~ Uniform(low, high), 0 <= low: (h log h - l log l) / (h - l) - 1
+    (xlogy: 0 log 0 = 0 at low = 0, where PyTorch's x log x is NaN)."""
+    return (xlogy(high, high) - xlogy(low, low)) / (high - low) - 1
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p: Uniform, q: Exponential) -> Tensor:
+    # -log(h - l) - log r + r E[x]; inf where low < 0
+    kl = q.rate * (p.high + p.low) / 2 - ew.log((p.high - p.low) * q.rate)
+    return ew.where(p.low < 0, math.inf, kl)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p: Uniform, q: Gamma) -> Tensor:
+    # -log(h - l) + lgamma(a) - a log b - (a - 1) E[log x] + b E[x]; inf where low < 0
+    a, b = q.concentration, q.rate
+    low = ew.where(p.low < 0, 0.0, p.low)  # (keeps the logs of the branch not taken real)
+    kl = (-ew.log(p.high - p.low) + lgamma(a) - a * ew.log(b)
+          - (a - 1) * _mean_log_uniform(low, p.high) + b * (p.high + p.low) / 2)
+    return ew.where(p.low < 0, math.inf, kl)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p: Uniform, q: Gumbel) -> Tensor:
+    # -log(h - l) + log b + E[z] + E[e^-z], z = (x - m) / b:
+    # E[e^-z] = b (e^-z_l - e^-z_h) / (h - l)
+    c = q.scale / (p.high - p.low)
+    zh, zl = (p.high - q.loc) / q.scale, (p.low - q.loc) / q.scale
+    return ew.log(c) + 0.5 * (zh + zl) - c * (ew.exp(-zh) - ew.exp(-zl))
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p: Uniform, q: Pareto) -> Tensor:
+    # -log(h - l) - log(alpha s^alpha) + (alpha + 1) E[log x]; inf where low < s
+    low = ew.where(p.low < q.scale, q.scale, p.low)
+    kl = ((q.alpha + 1) * _mean_log_uniform(low, p.high)
+          - ew.log(q.alpha * q.scale.pow(q.alpha) * (p.high - p.low)))
+    return ew.where(p.low < q.scale, math.inf, kl)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p: Uniform, q: Beta) -> Tensor:
+    # -log(h - l) - (a - 1) E[log x] - (b - 1) E[log(1 - x)] + lbeta(a, b), with
+    # E[log(1 - x)] the mean log of Uniform(1 - h, 1 - l); inf outside [0, 1]
+    a, b = q.concentration1, q.concentration0
+    out = (p.low < 0) | (p.high > 1)
+    low, high = ew.where(out, 0.25, p.low), ew.where(out, 0.75, p.high)
+    kl = (-ew.log(p.high - p.low) - (a - 1) * _mean_log_uniform(low, high)
+          - (b - 1) * _mean_log_uniform(1 - high, 1 - low)
+          + lgamma(a) + lgamma(b) - lgamma(a + b))
+    return ew.where(out, math.inf, kl)
+
+
+def _beta_mean_log(p: Beta) -> Tensor:
+    """E[log x] for x ~ Beta(a, b): digamma(a) - digamma(a + b)."""
+    return digamma(p.concentration1) - digamma(p.concentration1 + p.concentration0)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p: Beta, q: Exponential) -> Tensor:
+    return -p.entropy() - ew.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p: Beta, q: Gamma) -> Tensor:
+    a, b = q.concentration, q.rate
+    return (-p.entropy() + lgamma(a) - a * ew.log(b) - (a - 1) * _beta_mean_log(p)
+            + b * p.mean)
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p: Beta, q: Normal) -> Tensor:
+    return -p.entropy() + _cross_normal(p.mean, p.variance, q)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
+    # E_p[log q] = p log r - r (log q(0) = -r, log q(1) = log r - r)
+    return -p.entropy() - (p.probs * ew.log(q.rate) - q.rate)
+
+
 def _infinite(p: Distribution, q: Distribution) -> Tensor:
     """KL = inf: p puts mass where q's density is 0 (batch shape of p and q broadcast)."""
     from tgrad.ops.creation import full
@@ -369,3 +458,5 @@ for _p in (Normal, Laplace, Gumbel, Cauchy):  # supported on the reals
 for _p in (Exponential, Gamma, HalfNormal, LogNormal):  # on the half-line
     for _q in (Beta, Pareto, Uniform):
         register_kl(_p, _q)(_infinite)
+for _q in (Bernoulli, Binomial):  # Poisson's support is unbounded, theirs is not
+    register_kl(Poisson, _q)(_infinite)

@@ -55,6 +55,21 @@ class MixtureSameFamily(Distribution):
         super().__init__(cdbs, tuple(component_distribution.event_shape),
                          validate_args=validate_args)
 
+    def expand(self, batch_shape: Sequence[int], _instance=None) -> MixtureSameFamily:
+        """Both parts expanded: the mixture to ``batch_shape``, the components to
+        ``batch_shape + (K,)``."""
+        new = type(self).__new__(type(self)) if _instance is None else _instance
+        batch_shape = tuple(batch_shape)
+        new._component_distribution = self._component_distribution.expand(
+            batch_shape + (self._num_component,))
+        new._mixture_distribution = self._mixture_distribution.expand(batch_shape)
+        new._num_component = self._num_component
+        new._event_ndims = self._event_ndims
+        Distribution.__init__(new, batch_shape, new._component_distribution.event_shape,
+                              validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     @property
     def mixture_distribution(self) -> Categorical:
         return self._mixture_distribution

@@ -46,6 +46,15 @@ class LogitRelaxedBernoulli(Distribution):
         (self.temperature,) = broadcast_all(temperature)
         super().__init__(shape, validate_args=validate_args)
 
+    def expand(self, batch_shape: Sequence[int], _instance=None) -> LogitRelaxedBernoulli:
+        new = type(self).__new__(type(self)) if _instance is None else _instance
+        batch_shape = tuple(batch_shape)
+        new.temperature = self.temperature
+        new._bernoulli = self._bernoulli.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     @property
     def logits(self) -> Tensor:
         return self._bernoulli.logits
@@ -80,6 +89,10 @@ class _Relaxed(TransformedDistribution):
                  validate_args: bool | None = None) -> None:
         base = self._base_cls(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base, self._transform(), validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance=None) -> _Relaxed:
+        new = type(self).__new__(type(self)) if _instance is None else _instance
+        return super().expand(batch_shape, _instance=new)
 
     @property
     def temperature(self) -> Tensor:
@@ -117,6 +130,15 @@ class ExpRelaxedCategorical(Distribution):
         super().__init__(tuple(self._categorical.batch_shape),
                          tuple(self._categorical.param_shape[-1:]),
                          validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance=None) -> ExpRelaxedCategorical:
+        new = type(self).__new__(type(self)) if _instance is None else _instance
+        batch_shape = tuple(batch_shape)
+        new.temperature = self.temperature
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     @property
     def logits(self) -> Tensor:

@@ -198,8 +198,8 @@ class LogNormal(_LocScale):
         return self.base_dist.log_prob(log_x) - log_x
 
     def cdf(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
+        if self._validate_args:  # x >= 0: cdf(0) = 0 (PyTorch's: Normal's cdf at log 0)
+            self._validate_sample(value, constraints.nonnegative)
         return self.base_dist.cdf(ew.log(value))
 
     def icdf(self, value: Tensor) -> Tensor:
@@ -291,9 +291,10 @@ class Geometric(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         value, probs = broadcast_all(value, self.probs)
-        # k log1p(-p) with 0 log 0 = 0 (p = 1, k = 0)
-        term = ew.where((probs == 1) & (value == 0), 0.0, value * ew.log1p(-probs))
-        return term + ew.log(probs)
+        # k log1p(-p) with 0 log 0 = 0 (p = 1, k = 0): p replaced by 0 there inside log1p
+        # (PyTorch's), so neither the value nor the gradient (0 * inf) is NaN
+        probs = ew.where((probs == 1) & (value == 0), 0.0, probs)
+        return value * ew.log1p(-probs) + ew.log(self.probs)
 
     def entropy(self) -> Tensor:
         return F.binary_cross_entropy_with_logits(self.logits, self.probs,
@@ -401,8 +402,8 @@ class Weibull(Distribution):
         return ew.log(k / lam) + (k - 1) * ew.log(z) - z.pow(k)
 
     def cdf(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
+        if self._validate_args:  # x >= 0: cdf(0) = 0 (PyTorch's: Exponential's cdf at 0)
+            self._validate_sample(value, constraints.nonnegative)
         return -ew.expm1(-(value / self.scale).pow(self.concentration))
 
     def icdf(self, value: Tensor) -> Tensor:

@@ -2,7 +2,9 @@
 
     log p(y) = log p_base(x) - sum_i log|det dt_i/dx_i|   (x = the inverses applied to y)
     sample / rsample: the transforms applied to base's draws (rsample differentiable when
-    base's is); cdf / icdf through monotone transforms (an increasing or decreasing chain).
+    base's is); cdf / icdf through monotone transforms (an increasing or decreasing
+    chain; a tensor sign, e.g. AffineTransform's with a tensor scale, acts elementwise; a
+    transform without a sign, e.g. AbsTransform, raises NotImplementedError, as PyTorch).
 
 Shapes follow PyTorch: transforms that act on event dims (e.g. AffineTransform with
 event_dim=1) turn the base's rightmost batch dims into event dims (an Independent base).
@@ -74,12 +76,23 @@ class TransformedDistribution(Distribution):
         return support
 
     def expand(self, batch_shape: Sequence[int], _instance=None) -> TransformedDistribution:
-        shape = tuple(batch_shape) + tuple(self.event_shape)
+        """The base expanded to the batch shape the transforms map to ``batch_shape``;
+        ``_instance`` (a subclass's new object) receives the state, as in PyTorch."""
+        if _instance is None and type(self).__init__ is not TransformedDistribution.__init__:
+            raise NotImplementedError(
+                f"Subclass {type(self).__name__} of TransformedDistribution that defines a "
+                f"custom __init__ method must also define a custom .expand() method.")
+        new = type(self).__new__(type(self)) if _instance is None else _instance
+        batch_shape = tuple(batch_shape)
+        shape = batch_shape + tuple(self.event_shape)
         for t in reversed(self.transforms):
             shape = t.inverse_shape(shape)
         base_batch = shape[:len(shape) - len(self.base_dist.event_shape)]
-        return TransformedDistribution(self.base_dist.expand(base_batch), self.transforms,
-                                       validate_args=False)
+        new.base_dist = self.base_dist.expand(base_batch)
+        new.transforms = self.transforms
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         with no_grad():
@@ -109,13 +122,17 @@ class TransformedDistribution(Distribution):
         return log_prob + _sum_rightmost(self.base_dist.log_prob(y),
                                          event_dim - len(self.base_dist.event_shape))
 
-    def _sign(self):
+    def _monotonize_cdf(self, value: Tensor) -> Tensor:
+        """value through the product of the transforms' signs (PyTorch's rule): unchanged
+        for +1, else sign (value - 1/2) + 1/2 (1 - value for -1; a tensor sign acts
+        elementwise). A transform without a sign (not monotone, e.g. AbsTransform) raises
+        NotImplementedError."""
         sign = 1
         for t in self.transforms:
             sign = sign * t.sign
-        if isinstance(sign, int) and sign in (1, -1):
-            return sign
-        raise NotImplementedError("cdf / icdf need monotone transforms of known sign")
+        if isinstance(sign, int) and sign == 1:
+            return value
+        return sign * (value - 0.5) + 0.5
 
     def cdf(self, value: Tensor) -> Tensor:
         for t in reversed(self.transforms):
@@ -123,10 +140,10 @@ class TransformedDistribution(Distribution):
         if self._validate_args:
             self.base_dist._validate_sample(value)
         value = self.base_dist.cdf(value)
-        return value if self._sign() == 1 else 1 - value
+        return self._monotonize_cdf(value)
 
     def icdf(self, value: Tensor) -> Tensor:
-        value = value if self._sign() == 1 else 1 - value
+        value = self._monotonize_cdf(value)
         value = self.base_dist.icdf(value)
         for t in self.transforms:
             value = t(value)

@@ -6,7 +6,7 @@
     SigmoidTransform        sigmoid (clamped);     ladj = -softplus(-x) - softplus(x)
     TanhTransform           tanh;                  ladj = 2 (log 2 - x - softplus(-2 x))
     PowerTransform(e)       x^e on x > 0;          ladj = log|e y / x|
-    AbsTransform            |x| (not bijective)
+    AbsTransform            |x| (not bijective: no sign, so no cdf / icdf through it)
     ComposeTransform(ts)    t_n(...t_1(x)); ladj the sum of the parts' (event dims summed)
     identity_transform      ComposeTransform([])
 
@@ -44,7 +44,6 @@ class Transform:
     bijective = False
     domain: constraints.Constraint = constraints.real
     codomain: constraints.Constraint = constraints.real
-    sign = 1
 
     def __init__(self, cache_size: int = 0) -> None:
         if cache_size not in (0, 1):
@@ -83,6 +82,15 @@ class Transform:
         x = self._inverse(y)
         self._cached = (x, y)
         return x
+
+    @property
+    def sign(self):
+        """The sign of the Jacobian's determinant (+1, -1, or a tensor of them), defined only
+        for bijective transforms: a subclass that is monotone overrides it (PyTorch's
+        Transform.sign raises too)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define sign (only a "
+                                  f"monotone bijection has one; a TransformedDistribution's "
+                                  f"cdf / icdf need it)")
 
     def _call(self, x: Tensor) -> Tensor:
         raise NotImplementedError
@@ -139,6 +147,7 @@ class _InverseTransform(Transform):
 
 class ExpTransform(Transform):
     domain, codomain, bijective = constraints.real, constraints.positive, True
+    sign = 1
 
     def _call(self, x):
         return ew.exp(x)
@@ -152,6 +161,7 @@ class ExpTransform(Transform):
 
 class SigmoidTransform(Transform):
     domain, codomain, bijective = constraints.real, constraints.unit_interval, True
+    sign = 1
 
     def _call(self, x):
         info = _finfo(x.dtype)
@@ -168,6 +178,7 @@ class SigmoidTransform(Transform):
 
 class TanhTransform(Transform):
     domain, codomain, bijective = constraints.real, constraints.interval(-1.0, 1.0), True
+    sign = 1
 
     def _call(self, x):
         return ew.tanh(x)

@@ -9,6 +9,8 @@ to keep them exact where PyTorch has a dedicated backward:
   (clamp passes it at the bounds too);
 - binary_cross_entropy is one Function with PyTorch's backward (the composite of a clamped
   log gives 0/0 at x = 0 or 1), written in tgrad ops so it differentiates again.
+- binary_cross_entropy_with_logits is one Function with PyTorch's backward (sigmoid(x) - t;
+  the composite's (1 - t) - sigmoid(-x) cancels for very negative x);
 - elu is one Function (its backward takes alpha e^x, not elu(x) + alpha, which cancels);
 - the piecewise-linear ops pass their input through ``tie`` (tgrad/nn/_piecewise.py), so
   their gradient stays in x's graph under create_graph, as PyTorch's.
@@ -308,13 +310,56 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduced(loss, reduction, half)
 
 
+class BinaryCrossEntropyWithLogits(Function):
+    """l = (1 - t) x + c softplus(-x), c = 1 + (pw - 1) t (pw = 1 without pos_weight), the
+    BCE of sigmoid(x) (softplus(-x) = -log sigmoid(x), exact for any x). PyTorch's backward:
+    dl/dx = (pw t + 1 - t) sigmoid(x) - pw t  (sigmoid(x) - t without pos_weight; autograd
+    through the forward gives (1 - t) - c sigmoid(-x), which cancels: 0 instead of
+    sigmoid(x) ~ 2e-9 at x = -20 in float32);
+    dl/dt = pw softplus(-x) - softplus(x)  (-x without pos_weight);
+    dl/dpw = t softplus(-x).
+    Forward and backward are tgrad ops, so the backward differentiates again."""
+
+    name = "binary_cross_entropy_with_logits"
+    node_name = "BinaryCrossEntropyWithLogitsBackward0"
+
+    @staticmethod
+    def forward(ctx, x, t, pw):
+        ctx.save_for_backward(x, t, pw)
+        sp = softplus(-x, 1.0, math.inf)
+        if pw is not None:
+            sp = sp * ((pw - 1.0) * t + 1.0)
+        return (1.0 - t) * x + sp
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t, pw = ctx.saved_tensors
+        need_x, need_t, need_pw = ctx.needs_input_grad[:3]
+        gx = gt = gpw = None
+        if pw is None:
+            if need_x:
+                gx = g * (sigmoid(x) - t)
+            if need_t:
+                gt = g * -x
+            return gx, gt, None
+        if need_x:
+            pt = pw * t
+            gx = g * ((pt + 1.0 - t) * sigmoid(x) - pt)
+        if need_t:
+            gt = g * (pw * softplus(-x, 1.0, math.inf) - softplus(x, 1.0, math.inf))
+        if need_pw:
+            gpw = g * (t * softplus(-x, 1.0, math.inf))
+        return gx, gt, gpw
+
+
 @autocast_policy("fp32")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
                                      weight: Tensor | None = None, size_average=None,
                                      reduce=None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
     """(1 - t) x + (1 + (pos_weight - 1) t) softplus(-x): BCE of sigmoid(x), stable for
-    any x (softplus(-x) = -log sigmoid(x));  dx = g (sigmoid(x) (1 + (pw - 1) t) - pw t)."""
+    any x;  dx = g (sigmoid(x) (1 + (pw - 1) t) - pw t) (see BinaryCrossEntropyWithLogits),
+    times the weight (and 1 / n for reduction="mean")."""
     _check_float("binary_cross_entropy_with_logits", input)
     _check_tensor("binary_cross_entropy_with_logits", target, "target")
     if target.shape != input.shape:
@@ -326,10 +371,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     # float64 target: float64, as PyTorch; the target is never rounded)
     (x, t), half = _compute(input, target if target.dtype.is_floating_point
                             else target.to(input.dtype))
-    sp = softplus(-x, 1.0, math.inf)  # -log sigmoid(x), exact for any x (no linear switch)
-    if pos_weight is not None:
-        sp = sp * ((pos_weight - 1.0) * t + 1.0)
-    loss = (1.0 - t) * x + sp
+    loss = BinaryCrossEntropyWithLogits.apply(x, t, pos_weight)
     if weight is not None:
         _check_loss_weight("binary_cross_entropy_with_logits", weight, input)
         loss = loss * weight

@@ -100,16 +100,38 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
 inplace_method("nan_to_num_", nan_to_num)
 
 
+class Xlogy(Function):
+    """y = x log(y), 0 where x == 0 unless y is NaN (PyTorch's rule); PyTorch's backward:
+    dx = xlogy(g, y), 0 where x == 0 and y <= 0;  dy = g x / y (NaN at x = y = 0, as
+    PyTorch). xlogy(g, y) is 0 where g == 0, so a zero upstream gradient stays 0 at y = 0
+    (x log y would give 0 * -inf). Both are tgrad ops, so the backward differentiates again."""
+
+    node_name = "XlogyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        # x == 0 with a finite positive y gives 0 by itself; only where log y is not finite
+        # does the 0 need a where, with log's argument replaced by 1
+        unsafe = ew.logical_and(ew.eq(x, 0), ew.logical_or(ew.le(y, 0), ew.eq(y, np.inf)))
+        return ew.where(unsafe, 0.0, x * ew.log(ew.where(unsafe, 1.0, y)))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        need_x, need_y = ctx.needs_input_grad
+        gx = ew.where(ew.logical_and(ew.eq(x, 0), ew.le(y, 0)), 0.0, Xlogy.apply(g, y)) \
+            if need_x else None
+        gy = g * x / y if need_y else None
+        return gx, gy
+
+
 @tensor_method("xlogy")
 def xlogy(input, other) -> Tensor:  # noqa: A002
     """x log(y), 0 where x == 0 unless y is NaN (PyTorch's rule), in the promoted dtype;
-    dx = log y (0 where x == 0 and y <= 0), dy = x / y. Where x == 0 and log y is not
-    finite, the log is taken of 1 instead, so the branch not taken stays finite."""
+    dx = xlogy(g, y) (0 where x == 0 and y <= 0), dy = g x / y (see ``Xlogy``)."""
     x, y = _tensors_in_result_dtype(input, other)
-    # x == 0 with a finite positive y gives 0 (and dx = log y) by itself; only where log y
-    # is not finite does the 0 need a where, with log's argument replaced by 1
-    unsafe = ew.logical_and(ew.eq(x, 0), ew.logical_or(ew.le(y, 0), ew.eq(y, np.inf)))
-    return ew.where(unsafe, 0.0, x * ew.log(ew.where(unsafe, 1.0, y)))
+    return Xlogy.apply(x, y)
 
 
 def _tensors_in_result_dtype(a, b) -> tuple:

@@ -292,14 +292,38 @@ def sinc(input: Tensor) -> Tensor:  # noqa: A002
 
 
 # ------------------------------------------------------------ torch.special only (not at tgrad.)
+class Xlog1py(Function):
+    """y = x log1p(y), 0 where x == 0 unless y is NaN (PyTorch's rule); PyTorch's backward:
+    dx = xlog1py(g, y), 0 where x == 0 and y <= -1;  dy = g x / (1 + y) (NaN at x = 0,
+    y = -1, as PyTorch). xlog1py(g, y) is 0 where g == 0, so a zero upstream gradient stays
+    0 at y = -1. Both are tgrad ops, so the backward differentiates again."""
+
+    node_name = "SpecialXlog1PyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        # where x == 0 and log1p(y) is not finite (y <= -1 or y = inf) the log1p is taken of
+        # 0 instead: the branch not taken stays finite
+        unsafe = ew.logical_and(ew.eq(x, 0), ew.logical_or(ew.le(y, -1), ew.eq(y, math.inf)))
+        return ew.where(unsafe, 0.0, x * ew.log1p(ew.where(unsafe, 0.0, y)))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        need_x, need_y = ctx.needs_input_grad
+        gx = ew.where(ew.logical_and(ew.eq(x, 0), ew.le(y, -1)), 0.0, Xlog1py.apply(g, y)) \
+            if need_x else None
+        gy = g * x / (1.0 + y) if need_y else None
+        return gx, gy
+
+
 def xlog1py(input, other) -> Tensor:  # noqa: A002
     """x log1p(y) (broadcast, in the promoted float dtype), 0 where x == 0 unless y is NaN
-    (PyTorch's rule); dx = log1p(y), dy = x / (1 + y). Where x == 0 and log1p(y) is not
-    finite (y <= -1 or y = inf) the log1p is taken of 0 instead, so the branch not taken
-    stays finite (its gradients are then 0, where PyTorch's are NaN / inf)."""
+    (PyTorch's rule); dx = xlog1py(g, y) (0 where x == 0 and y <= -1), dy = g x / (1 + y)
+    (see ``Xlog1py``)."""
     x, y = _tensors_in_result_dtype(input, other)
-    unsafe = ew.logical_and(ew.eq(x, 0), ew.logical_or(ew.le(y, -1), ew.eq(y, math.inf)))
-    return ew.where(unsafe, 0.0, x * ew.log1p(ew.where(unsafe, 0.0, y)))
+    return Xlog1py.apply(x, y)
 
 
 class Entr(Function):
