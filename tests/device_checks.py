@@ -473,7 +473,8 @@ def check_empty_reductions() -> None:
 
 def check_int_bool_elementwise() -> None:
     # integer floor/ceil/round (the identity), pow (square and multiply, wrapping like
-    # NumPy), bool + * max min (logic), sign/abs of bools: kernels, same as the CPU
+    # NumPy), bool + * max min (logic), sign of bools: kernels, same as the CPU (abs of
+    # bools raises, as PyTorch)
     from tgrad.backends import triton as tb
     before = set(tb.host_path_used())
     rng = np.random.default_rng(12)
@@ -528,7 +529,13 @@ def check_int_bool_elementwise() -> None:
         same(f, a if f is tgrad.gcd else a % 10**5, b)
         same(f, (a % 2**30).astype(np.int32), (b % 2**30).astype(np.int32))
     same(tgrad.sign, b1)
-    same(tgrad.abs, b1)
+    for u in (tgrad.tensor(b1), tgrad.tensor(b1, device="cuda")):  # PyTorch: no bool abs
+        try:
+            tgrad.abs(u)
+        except NotImplementedError as err:
+            assert "not implemented for 'Bool'" in str(err)
+        else:
+            raise AssertionError("abs of a bool tensor did not raise")
     try:
         tgrad.tensor(i64, device="cuda") ** tgrad.tensor(-e - 1, device="cuda")
     except RuntimeError as err:
