@@ -476,3 +476,56 @@ def test_lstsq_residuals_follow_the_driver():
     for driver in ("gels", "gelsd", "gelss"):
         out = LA.lstsq(_t(a), _t(b), driver=driver)
         np.testing.assert_allclose(out.residuals.numpy(), res, rtol=1e-10)
+
+
+# ------------------------------------------------------------ torch.norm's matrix forms
+def test_norm_nuclear_routes_to_matrix_norm():
+    x = RNG.standard_normal((3, 4, 5))
+    m = x[0]
+    np.testing.assert_allclose(tgrad.norm(_t(m), p="nuc").numpy(), np.linalg.norm(m, "nuc"),
+                               rtol=1e-12)  # dim=None: every dim, so a 2-D input
+    for dim in ((0, 2), (2, 0), [1, 2], (-1, -3)):
+        ref = np.linalg.norm(x, "nuc", axis=tuple(dim))
+        np.testing.assert_allclose(tgrad.norm(_t(x), p="nuc", dim=dim).numpy(), ref,
+                                   rtol=1e-12)
+        out = _t(x).norm("nuc", dim, True)
+        ref_keep = np.linalg.norm(x, "nuc", axis=tuple(dim), keepdims=True)
+        assert out.shape == ref_keep.shape
+        np.testing.assert_allclose(out.numpy(), ref_keep, rtol=1e-12)
+    assert gradcheck(lambda t: tgrad.norm(t, p="nuc", dim=(0, 2)),
+                     (_t(x, requires_grad=True),))
+    assert gradcheck(lambda t: tgrad.norm(t, p="nuc"), (_t(m, requires_grad=True),))
+    # 'fro' over two dims is the 2-norm of those entries (np's 'fro' over the same axes)
+    for dim in ((0, 1), (1, 2), (-1, 0)):
+        np.testing.assert_allclose(tgrad.norm(_t(x), p="fro", dim=dim).numpy(),
+                                   np.linalg.norm(x, "fro", axis=dim), rtol=1e-12)
+    with pytest.raises(RuntimeError, match=r"^linalg\.matrix_norm: dim must be a 2-tuple"):
+        tgrad.norm(_t(x), p="nuc")  # torch.norm: dim=None means all three dims
+    with pytest.raises(RuntimeError, match=r"^linalg\.matrix_norm: dim must be a 2-tuple"):
+        tgrad.norm(_t(x), p="fro", dim=(0, 1, 2))
+    with pytest.raises(RuntimeError, match=r"^linalg\.matrix_norm: dim must be a 2-tuple"):
+        tgrad.norm(_t(x), p="nuc", dim=0)
+    with pytest.raises(RuntimeError, match=r"^linalg\.matrix_norm: The input tensor A must "
+                       r"have at least 2 dimensions\.$"):
+        tgrad.norm(_t([1.0, 2.0]), p="nuc")
+    with pytest.raises(RuntimeError, match=r"^linalg\.matrix_norm: Order abc not supported"):
+        tgrad.norm(_t(x), p="abc", dim=(0, 1))
+
+
+def test_matrix_rank_deprecated_tol():
+    # singular values 10, 3, 0.5, 1e-20: tol is an absolute threshold alone (S > tol)
+    a = _t(np.diag([10.0, 3.0, 0.5, 1e-20]))
+    assert LA.matrix_rank(a, tol=0.5).item() == 2
+    assert LA.matrix_rank(a, tol=0.49).item() == 3
+    assert LA.matrix_rank(a, 3.0).item() == 1  # positional, as PyTorch's overload
+    assert LA.matrix_rank(a, tol=0.0).item() == 4  # rtol is 0, not the eps default
+    assert LA.matrix_rank(a).item() == 3  # (the default threshold drops 1e-20)
+    assert LA.matrix_rank(a, 0.4, True).item() == 3  # hermitian, positional
+    batch = _t(np.stack([np.diag([10.0, 3.0, 0.5, 1e-20]), np.diag([1.0, 0.3, 0.05, 0.0])]))
+    assert LA.matrix_rank(batch, tol=0.5).tolist() == [2, 1]
+    assert LA.matrix_rank(a, tol=tgrad.tensor(0.49, dtype=F64)).item() == 3
+    with pytest.raises(TypeError, match=r"linalg\.matrix_rank\(\) received an invalid "
+                       r"combination of arguments"):
+        LA.matrix_rank(a, tol=0.5, atol=0.1)
+    with pytest.raises(TypeError, match="invalid combination"):
+        LA.matrix_rank(a, 0.5, rtol=0.1)

@@ -679,15 +679,11 @@ def test_unique(case, flags):
     _check_unique(x, _t(x).unique(False, *flags), flags)  # sorted=False: sorted too
 
 
-def test_unique_non_contiguous_not_differentiable_and_dim():
+def test_unique_non_contiguous_not_differentiable():
     m = RNG.integers(0, 4, (5, 6)).astype(float)
     _check_unique(m.T[::2], tgrad.unique(_t(m).t()[::2], return_inverse=True), (True, False))
     y = tgrad.unique(_leaf(m))
     assert not y.requires_grad
-    with pytest.raises(NotImplementedError, match="only dim=None"):
-        tgrad.unique(_t(m), dim=0)
-    with pytest.raises(NotImplementedError, match="only dim=None"):
-        tgrad.unique_consecutive(_t(m), dim=1)
 
 
 def _unique_consecutive_ref(x):
@@ -930,3 +926,132 @@ def test_meshgrid_needs_tensors_of_one_dtype():
     rx, ry = np.meshgrid([1, 2], [3, 4, 5], indexing="ij")
     np.testing.assert_array_equal(gx.numpy(), rx)
     np.testing.assert_array_equal(gy.numpy(), ry)
+
+
+# ---------------------------------------------------------------- einsum sublist form
+@pytest.mark.parametrize("case", ["matmul", "implicit", "ellipsis", "ellipsis_out", "trace",
+                                  "high_labels", "three"])
+def test_einsum_sublist_form_matches_numpy(case):
+    a, b, c = _randn(2, 3), _randn(3, 4), _randn(5, 2, 3)
+    e = Ellipsis
+    args = {"matmul": (a, [0, 1], b, [1, 2], [0, 2]),
+            "implicit": (a, [0, 1], b, [1, 2]),
+            "ellipsis": (c, [e, 0, 1], b, [1, 2]),
+            "ellipsis_out": (c, [e, 0, 1], b, [1, 51], [51, e]),
+            "trace": (_randn(3, 3), [7, 7]),
+            "high_labels": (a, (26, 0)),  # 26 -> 'a' sorts after 0 -> 'A': output (3, 2)
+            "three": (a, [0, 1], b, [1, 2], _randn(4), [2], [0])}[case]
+    want = np.einsum(*args)
+    targs = tuple(_t(x) if isinstance(x, np.ndarray) else x for x in args)
+    _same(tgrad.einsum(*targs), want, rtol=1e-12, atol=1e-12)
+    leaves = [i for i, x in enumerate(args) if isinstance(x, np.ndarray)]
+
+    def f(*ts):
+        full = list(args)
+        for i, t in zip(leaves, ts):
+            full[i] = t
+        return tgrad.einsum(*full)
+    assert gradcheck(f, tuple(_leaf(args[i]) for i in leaves))
+
+
+def test_einsum_sublist_errors():
+    a, b = _t(_randn(2, 3)), _t(_randn(3, 4))
+    with pytest.raises(ValueError, match=r"not within the valid range \[0, 52\)"):
+        tgrad.einsum(a, [0, 52])
+    with pytest.raises(ValueError, match=r"not within the valid range \[0, 52\)"):
+        tgrad.einsum(a, [0, -1])
+    with pytest.raises(ValueError, match="at least one operand and its subscripts list"):
+        tgrad.einsum(a)
+    with pytest.raises(TypeError, match="operand 1 has no subscripts list"):
+        tgrad.einsum(a, [0, 1], b)  # odd count: the last operand lacks its sublist
+    with pytest.raises(TypeError, match="operand 1 of the sublist form must be a Tensor"):
+        tgrad.einsum(a, [0, 1], [1, 2], b)
+    with pytest.raises(TypeError, match="must be ints in \\[0, 52\\) or Ellipsis, got float"):
+        tgrad.einsum(a, [0, 1.0])
+    with pytest.raises(TypeError, match="subscripts of operand 0 must be a list"):
+        tgrad.einsum(a, 0)
+    with pytest.raises(ValueError, match="number of subscripts"):
+        tgrad.einsum(a, [0])
+    with pytest.raises(TypeError, match="first argument must be the equation string"):
+        tgrad.einsum(3, a)
+
+
+# ------------------------------------------------------------------- unique with dim
+def _check_unique_dim(x, d, got, flags):
+    """Against np.unique(axis=d): the rows lexicographically sorted, NaN rows distinct."""
+    vals, inv, counts = np.unique(x, axis=d, return_inverse=True, return_counts=True)
+    want = [vals] + ([inv.reshape(-1)] if flags[0] else []) + ([counts] if flags[1] else [])
+    got = list(got) if isinstance(got, tuple) else [got]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
+@pytest.mark.parametrize("flags", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("case", ["int", "float", "bool", "nan", "1d"])
+def test_unique_dim_matches_numpy(case, flags):
+    x = {"int": RNG.integers(-1, 2, (4, 3, 5)),
+         "float": RNG.integers(0, 2, (6, 2, 2)).astype(float) - 0.5,
+         "bool": RNG.integers(0, 2, (5, 2)).astype(bool),
+         "nan": np.array([[1, NAN], [1, 2], [NAN, 0], [0, NAN], [1, 2], [NAN, 0],
+                          [-0.0, NAN], [0.0, 1.0], [-INF, 3], [0.0, 1.0]]),
+         "1d": RNG.integers(0, 3, 7)}[case]
+    for d in range(-x.ndim, x.ndim):
+        _check_unique_dim(x, d, tgrad.unique(_t(x), dim=d, return_inverse=flags[0],
+                                             return_counts=flags[1]), flags)
+        _check_unique_dim(x, d, _t(x).unique(False, *flags, dim=d), flags)  # sorted too
+
+
+def test_unique_dim_hand_values_and_non_contiguous():
+    x = tgrad.tensor([[3, 1, 2], [1, 0, 0], [3, 1, 2], [1, 0, -1]])
+    vals, inv, counts = tgrad.unique(x, dim=0, return_inverse=True, return_counts=True)
+    assert vals.tolist() == [[1, 0, -1], [1, 0, 0], [3, 1, 2]]
+    assert inv.tolist() == [2, 1, 2, 0] and counts.tolist() == [1, 1, 2]
+    vals, inv = tgrad.unique(x, dim=1, return_inverse=True)  # columns as the slices
+    assert vals.tolist() == [[1, 2, 3], [0, 0, 1], [1, 2, 3], [0, -1, 1]]
+    assert inv.tolist() == [2, 0, 1]
+    m = RNG.integers(0, 2, (6, 8))
+    _check_unique_dim(m.T[::2], 1, tgrad.unique(_t(m).t()[::2], dim=1, return_inverse=True,
+                                                 return_counts=True), (True, True))
+
+
+def _unique_consecutive_dim_ref(x, d):
+    rows = np.moveaxis(x, d, 0).reshape(x.shape[d], -1)
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = (rows[1:] != rows[:-1]).any(1)
+    run = np.cumsum(first) - 1
+    return np.compress(first, x, axis=d), run, np.bincount(run)
+
+
+@pytest.mark.parametrize("case", ["int", "nan"])
+def test_unique_consecutive_dim(case):
+    x = {"int": np.repeat(RNG.integers(0, 2, (4, 2, 3)), [2, 1, 3, 1], axis=0),
+         "nan": np.array([[1.0, NAN], [1.0, NAN], [0.0, 1.0], [0.0, 1.0], [-0.0, 1.0]])}[case]
+    for d in range(x.ndim):
+        vals, inv, counts = _unique_consecutive_dim_ref(x, d)
+        got = tgrad.unique_consecutive(_t(x), dim=d, return_inverse=True, return_counts=True)
+        for g, w in zip(got, (vals, inv, counts)):
+            _same(g, w)
+        _same(tgrad.unique_consecutive(_t(x), dim=d), vals)
+
+
+def test_unique_dim_empty_errors_and_no_grad():
+    for f in (tgrad.unique, tgrad.unique_consecutive):
+        vals, inv, counts = f(tgrad.zeros(0, 3), dim=0, return_inverse=True,
+                              return_counts=True)
+        assert vals.shape == (0, 3) and inv.shape == (0,) and counts.shape == (0,)
+        assert inv.dtype is tgrad.int64 and counts.dtype is tgrad.int64
+        assert f(tgrad.zeros(2, 0), dim=1).shape == (2, 0)
+        with pytest.raises(RuntimeError, match="There are 0 sized dimensions, and they "
+                           "aren't selected, so unique cannot be applied"):
+            f(tgrad.zeros(2, 0), dim=0)
+        with pytest.raises(RuntimeError, match="Number of zero sized dimensions is more "
+                           "than one, so unique cannot be applied"):
+            f(tgrad.zeros(0, 0), dim=0)
+        with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no "
+                           "dimensions"):
+            f(tgrad.tensor(5.0), dim=0)
+        with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in "
+                           r"range of \[-2, 1\], but got 2\)"):
+            f(tgrad.zeros(2, 3), dim=2)
+        assert not f(_leaf(_randn(3, 2)), dim=0).requires_grad

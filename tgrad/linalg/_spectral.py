@@ -118,10 +118,19 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     return LinalgPinv.apply(A, atol, rtol, bool(hermitian))
 
 
-def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None,
+                rtol=None) -> Tensor:
     """The number of singular values (hermitian: |eigenvalues|) above max(atol, rtol *
-    largest), int64 per matrix."""
+    largest), int64 per matrix. ``tol`` (PyTorch's deprecated overload, also positional):
+    an absolute tolerance alone, i.e. atol=tol, rtol=0; it cannot be combined with atol or
+    rtol."""
     op = "linalg.matrix_rank"
+    if tol is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError(f"{op}() received an invalid combination of arguments: tol "
+                            f"cannot be given with atol or rtol; pass atol=tol (rtol=0) "
+                            f"instead")
+        atol, rtol = tol, 0.0
     _matrix_checks(op, A)
     m, n = A.shape[-2], A.shape[-1]
     with no_grad():

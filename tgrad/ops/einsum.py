@@ -16,6 +16,7 @@ from the parts):
 from __future__ import annotations
 
 import math
+import operator
 
 from tgrad.ops.creation import arange
 from tgrad.ops.index import getitem
@@ -145,9 +146,61 @@ def _contract(a: Tensor, la: list, b: Tensor, lb: list, needed: set, size: dict)
     return out, batch + left + right
 
 
+def _sublist(k, sub) -> str:
+    """One subscripts list of the sublist form as equation text: 0..25 -> A..Z, 26..51 ->
+    a..z, Ellipsis -> ``...`` (PyTorch's mapping); ``k``: the operand (None: the output)."""
+    where = "the output" if k is None else f"operand {k}"
+    if not isinstance(sub, (list, tuple)):
+        raise TypeError(f"einsum(): the subscripts of {where} must be a list of ints in "
+                        f"[0, 52) and Ellipsis, got {type(sub).__name__}; the sublist form "
+                        f"is einsum(op0, sublist0, op1, sublist1, ..., [sublist_out])")
+    text = ""
+    for s in sub:
+        if s is Ellipsis:
+            text += "..."
+            continue
+        try:
+            n = operator.index(s)
+        except TypeError:
+            raise TypeError(f"einsum(): subscripts of {where} must be ints in [0, 52) or "
+                            f"Ellipsis, got {type(s).__name__}") from None
+        if not 0 <= n < 52:
+            raise ValueError(f"einsum(): subscript in subscript list is not within the valid "
+                             f"range [0, 52) (got {n} for {where})")
+        text += chr(ord("A") + n) if n < 26 else chr(ord("a") + n - 26)
+    return text
+
+
+def _from_sublists(args: tuple) -> tuple[str, tuple]:
+    """einsum(op0, sub0, op1, sub1, ..., [sub_out]) as (equation, operands), as PyTorch."""
+    if len(args) < 2:
+        raise ValueError("einsum(): must specify the equation string and at least one "
+                         "operand, or at least one operand and its subscripts list")
+    operands = args[0::2] if len(args) % 2 == 0 else args[:-1:2]
+    for k, t in enumerate(operands):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"einsum(): operand {k} of the sublist form must be a Tensor, "
+                            f"not {type(t).__name__}")
+    equation = ",".join(_sublist(k, sub) for k, sub in enumerate(args[1::2]))
+    if len(args) % 2:
+        if isinstance(args[-1], Tensor):
+            raise TypeError(f"einsum(): operand {len(operands)} has no subscripts list; the "
+                            f"sublist form is einsum(op0, sublist0, op1, sublist1, ..., "
+                            f"[sublist_out])")
+        equation += "->" + _sublist(None, args[-1])
+    return equation, tuple(operands)
+
+
 def einsum(equation: str, *operands) -> Tensor:
     """Sum of products of ``operands`` over the subscripts ``equation`` names, as
-    ``torch.einsum`` (e.g. ``"bij,bjk->bik"``, ``"ii->i"``, ``"...ij,...jk"``)."""
+    ``torch.einsum`` (e.g. ``"bij,bjk->bik"``, ``"ii->i"``, ``"...ij,...jk"``); also the
+    sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` (ints 0..51 and Ellipsis, the
+    output list optional), turned into the equation it stands for."""
+    if isinstance(equation, Tensor):
+        equation, operands = _from_sublists((equation,) + operands)
+    elif not isinstance(equation, str):
+        raise TypeError(f"einsum(): the first argument must be the equation string or the "
+                        f"first operand (a Tensor), not {type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:

@@ -720,12 +720,15 @@ def check_norm_identity(shape: tuple, p: float, dim, axes) -> None:
 @tensor_method("norm")
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """Vector p-norm over ``dim`` (all elements when None): p = 'fro' (= 2, the default),
-    any float, inf or -inf. Matrix norms ('nuc') are not supported."""
+    any float, inf or -inf. As torch.norm, another string p ('nuc'), or 'fro' over more
+    than two dims, is linalg.matrix_norm(input, p, dim, keepdim) with dim None meaning
+    every dim (so the input must then be 2-D)."""
     require_tensor("norm", input)
     if isinstance(p, str):
-        if p != "fro":
-            raise RuntimeError(f"norm(): p={p!r} is not supported; use p='fro', a number, "
-                               f"inf or -inf (nuclear norms need an SVD tgrad does not have)")
+        if p != "fro" or (isinstance(dim, (tuple, list)) and len(dim) > 2):
+            from tgrad.linalg._norms import matrix_norm  # (linalg imports tgrad.ops)
+            return matrix_norm(input, p, tuple(range(input.ndim)) if dim is None else dim,
+                               keepdim, dtype=dtype)
         p = 2
     if not isinstance(p, (int, float)) or isinstance(p, bool):
         raise TypeError(f"norm(): p must be a number or 'fro', got {type(p).__name__}")

@@ -11,9 +11,11 @@ index_add):
   len(seq), as PyTorch; NaNs in the sequence sort last (PyTorch's binary search gives
   undefined positions there).
 - ``bincount``: index_add of the weights (or ones) into zeros(max(input) + 1, minlength).
-- ``unique`` (dim=None; always sorted, which ``sorted=False`` allows) and
-  ``unique_consecutive``: sort, flag the first element of each run of equal values (NaNs
-  are all distinct, as PyTorch), cumsum of the flags = the inverse, index_add = counts.
+- ``unique`` (always sorted, which ``sorted=False`` allows) and ``unique_consecutive``:
+  sort, flag the first element of each run of equal values (NaNs are all distinct, as
+  PyTorch), cumsum of the flags = the inverse, index_add = counts. With ``dim`` the same
+  on rows (each slice along dim flattened), sorted lexicographically by one stable
+  argsort per column, last column first.
 
 One-argument ``where(condition)`` is not here: ``where`` lives in elementwise.py.
 """
@@ -27,13 +29,13 @@ from tgrad.ops._common import (
     same_device,
     tensor_method,
 )
-from tgrad.ops.creation import ones, tensor, zeros
+from tgrad.ops.creation import arange, ones, tensor, zeros
 from tgrad.ops.gathering import index_add, take_along_dim
 from tgrad.ops.index import getitem
 from tgrad.ops.scan import cumsum
 from tgrad.ops.shape import cat, narrow
 from tgrad.ops.sorting import _take, argsort, sort
-from tgrad.tensor import Tensor, _int_arg
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["searchsorted", "bucketize", "bincount", "unique", "unique_consecutive"]
 
@@ -134,15 +136,18 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
 
 
 def _runs(flat: Tensor, return_inverse: bool, return_counts: bool, order, shape):
-    """unique's tail: ``flat`` is 1-D with equal values adjacent; ``order`` maps its
-    positions back to the input's (None: the identity). Returns unique's result."""
-    n = flat.numel()
+    """unique's tail: ``flat`` is 1-D values, or 2-D rows (the slices along unique's dim,
+    each flattened), with equal entries adjacent; ``order`` maps its positions back to the
+    input's (None: the identity). Returns unique's result (values or rows)."""
+    n = flat.shape[0] if flat.ndim else 0
     if n == 0:
         vals, inv = flat, zeros(shape, dtype=dtypes.int64, device=flat.device)
         counts = zeros(0, dtype=dtypes.int64, device=flat.device)
     else:
-        first = cat([ones(1, dtype=dtypes.bool_, device=flat.device),
-                     ew.ne(narrow(flat, 0, 1, n - 1), narrow(flat, 0, 0, n - 1))])
+        change = ew.ne(narrow(flat, 0, 1, n - 1), narrow(flat, 0, 0, n - 1))
+        if flat.ndim == 2:  # rows: a new run where any entry differs (NaN != NaN)
+            change = change.any(1)
+        first = cat([ones(1, dtype=dtypes.bool_, device=flat.device), change])
         run = cumsum(first, 0) - 1  # the run (unique value) each position belongs to
         vals = getitem(flat, first)
         if order is None:
@@ -151,16 +156,46 @@ def _runs(flat: Tensor, return_inverse: bool, return_counts: bool, order, shape)
             inv = zeros(n, dtype=dtypes.int64, device=flat.device)
             inv[order] = run
         inv = inv.reshape(shape)
-        counts = index_add(zeros(vals.numel(), dtype=dtypes.int64, device=flat.device), 0,
+        counts = index_add(zeros(vals.shape[0], dtype=dtypes.int64, device=flat.device), 0,
                            run, ones(n, dtype=dtypes.int64, device=flat.device))
     out = (vals,) + ((inv,) if return_inverse else ()) + ((counts,) if return_counts else ())
     return out[0] if len(out) == 1 else out
 
 
-def _check_dim_none(op: str, dim) -> None:
-    if dim is not None:
-        raise NotImplementedError(f"{op}(dim={dim}): only dim=None (the flattened tensor) is "
-                                  f"supported by tgrad")
+def _unique_dim(op: str, input: Tensor, dim, sort_rows: bool, return_inverse: bool,  # noqa: A002
+                return_counts: bool):
+    """unique / unique_consecutive over the slices along ``dim``: each slice flattened to a
+    row; sort_rows: rows ordered lexicographically by stable argsorts of the columns from
+    the last to the first (NaN after every number, as ``sort``; PyTorch's comparator has no
+    defined order for NaN rows). The inverse and counts are 1-D over dim's length."""
+    if input.ndim == 0:
+        raise IndexError(f"{op}: Dimension specified as {dim} but tensor has no dimensions")
+    d = _wrap_dim(dim, input.ndim, op)
+    x = input.detach()
+    n = x.shape[d]
+    if x.numel() == 0:  # PyTorch's rules: only dim itself may be empty
+        if sum(s == 0 for s in x.shape) > 1:
+            raise RuntimeError(f"{op}: Number of zero sized dimensions is more than one, so "
+                               f"unique cannot be applied (shape {list(x.shape)})")
+        if n != 0:
+            raise RuntimeError(f"{op}: There are 0 sized dimensions, and they aren't "
+                               f"selected, so unique cannot be applied (shape "
+                               f"{list(x.shape)}, dim={dim})")
+        empty = zeros(0, dtype=dtypes.int64, device=x.device)
+        out = (x,) + ((empty,) if return_inverse else ()) + ((empty,) if return_counts else ())
+        return out[0] if len(out) == 1 else out
+    moved = x.movedim(d, 0)
+    rows = moved.reshape(n, -1)
+    order = None
+    if sort_rows:
+        order = arange(n, device=x.device)
+        for j in reversed(range(rows.shape[1])):  # least significant column first
+            order = getitem(order, argsort(getitem(rows, (order, j))))
+        rows = getitem(rows, order)
+    res = _runs(rows, return_inverse, return_counts, order, (n,))
+    vals = res[0] if isinstance(res, tuple) else res
+    vals = vals.reshape((vals.shape[0],) + moved.shape[1:]).movedim(0, d)
+    return (vals,) + res[1:] if isinstance(res, tuple) else vals
 
 
 @tensor_method("unique")
@@ -169,9 +204,11 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     """The distinct values of the flattened input, sorted (also for sorted=False); with
     return_inverse, each element's position among them (input's shape); with
     return_counts, how often each occurs. NaNs are all distinct (NaN != NaN), as
-    PyTorch. Not differentiable."""
-    _check_dim_none("unique", dim)
+    PyTorch. With ``dim``: the distinct slices along dim, sorted lexicographically (the
+    inverse and counts 1-D over dim). Not differentiable."""
     with no_grad():
+        if dim is not None:
+            return _unique_dim("unique", input, dim, True, return_inverse, return_counts)
         flat = input.detach().reshape(-1)
         vals, order = sort(flat) if flat.numel() else (flat, None)
         return _runs(vals, return_inverse, return_counts, order, input.shape)
@@ -181,8 +218,11 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
 def unique_consecutive(input: Tensor, return_inverse: bool = False,  # noqa: A002
                        return_counts: bool = False, dim: int | None = None):
     """The first element of every run of equal consecutive values of the flattened input
-    (with the run index of each element, and the run lengths). Not differentiable."""
-    _check_dim_none("unique_consecutive", dim)
+    (with the run index of each element, and the run lengths); with ``dim``, of every run
+    of equal consecutive slices along dim. Not differentiable."""
     with no_grad():
+        if dim is not None:
+            return _unique_dim("unique_consecutive", input, dim, False, return_inverse,
+                               return_counts)
         return _runs(input.detach().reshape(-1), return_inverse, return_counts, None,
                      input.shape)
