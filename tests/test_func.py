@@ -163,3 +163,28 @@ def test_errors():
     with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
         FT.vmap(lambda a: a, randomness="any")
     assert tgrad.func is FT
+
+
+def test_vmap_out_dims_none_only_for_batch_independent_outputs():
+    """PyTorch: out_dims=None is for outputs that do not depend on the batch; a batched
+    output raises instead of silently returning the first element."""
+    x = tgrad.tensor(np.arange(12.0).reshape(3, 4))
+    with pytest.raises(ValueError, match="can not return a BatchedTensor when out_dim is None"):
+        tgrad.func.vmap(lambda a: a * 2, out_dims=None)(x)
+    w = tgrad.tensor([1.0, 2.0])
+    y, c = tgrad.func.vmap(lambda a: (a * 2, w * 3), out_dims=(0, None))(x)
+    np.testing.assert_array_equal(y.numpy(), np.arange(12.0).reshape(3, 4) * 2)
+    np.testing.assert_array_equal(c.numpy(), [3.0, 6.0])
+
+
+def test_functional_call_strict_with_tied_weights():
+    """strict=True counts a tied twin as given (tie_weights fills it first, as PyTorch)."""
+    m = tgrad.nn.Sequential(tgrad.nn.Linear(2, 2, bias=False), tgrad.nn.Linear(2, 2, bias=False))
+    m[1].weight = m[0].weight
+    w = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    out = tgrad.func.functional_call(m, {"0.weight": w}, (tgrad.ones(1, 2),), strict=True)
+    # x W^T W^T with x = [1, 1]: [3, 7] then [3 + 14, 9 + 28]
+    np.testing.assert_array_equal(out.detach().numpy(), [[17.0, 37.0]])
+    with pytest.raises(RuntimeError, match="Missing key"):
+        tgrad.func.functional_call(m, {"0.weight": w}, (tgrad.ones(1, 2),), strict=True,
+                                   tie_weights=False)

@@ -272,6 +272,13 @@ def _dims_for(in_dims, args: tuple) -> list:
     return dims
 
 
+def _same_values(a: Tensor, b: Tensor) -> bool:
+    """Equal shapes, dtypes and values (NaN equal to NaN)."""
+    if a.shape != b.shape or a.dtype is not b.dtype:
+        return False
+    return bool(((a == b) | (a != a) & (b != b)).all())
+
+
 def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
          chunk_size=None) -> Callable:
     """``func`` mapped over dim ``in_dims`` of its inputs (None: not mapped; a tuple: one
@@ -324,7 +331,11 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
             if not isinstance(col[0], Tensor):
                 raise ValueError(f"vmap: `{getattr(func, '__name__', 'func')}` must only "
                                  f"return Tensors, got type {type(col[0]).__name__}")
-            if od is None:
+            if od is None:  # only an output that does not depend on the batch (PyTorch)
+                if not all(c is col[0] or _same_values(c, col[0]) for c in col[1:]):
+                    raise ValueError("vmap: can not return a BatchedTensor when out_dim is "
+                                     "None (the output differs across the batch); give it "
+                                     "an out_dim")
                 outs.append(col[0])
             else:
                 outs.append(stack(list(col), od))
@@ -363,17 +374,6 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                 values[k] = v
     named = dict(module.named_parameters(remove_duplicate=False))
     named.update(dict(module.named_buffers(remove_duplicate=False)))
-    if strict:
-        missing = sorted(set(named) - set(values))
-        unexpected = sorted(set(values) - set(named))
-        if missing or unexpected:
-            parts = []
-            if unexpected:
-                parts.append("Unexpected key(s): " + ", ".join(repr(k) for k in unexpected))
-            if missing:
-                parts.append("Missing key(s): " + ", ".join(repr(k) for k in missing))
-            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\t"
-                               + "\n\t".join(parts))
     if tie_weights:
         by_id: dict = {}
         for k, t in named.items():
@@ -386,6 +386,17 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                                          f"{sorted(by_id[id(named[k])])}, which are tied. "
                                          f"Consider using tie_weights=False")
                     values.setdefault(other, values[k])
+    if strict:  # after the tied names are filled in (PyTorch's order)
+        missing = sorted(set(named) - set(values))
+        unexpected = sorted(set(values) - set(named))
+        if missing or unexpected:
+            parts = []
+            if unexpected:
+                parts.append("Unexpected key(s): " + ", ".join(repr(k) for k in unexpected))
+            if missing:
+                parts.append("Missing key(s): " + ", ".join(repr(k) for k in missing))
+            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\t"
+                               + "\n\t".join(parts))
     swapped = []
     try:
         for k, v in values.items():
