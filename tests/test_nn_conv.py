@@ -136,8 +136,8 @@ def test_conv_modules_match_the_functional_form_and_init_bounds():
             "in_channels must be divisible by groups")
     _raises(lambda: nn.Conv2d(2, 4, 3, padding="same", stride=2), ValueError,
             "padding='same' is not supported for strided convolutions")
-    _raises(lambda: nn.Conv2d(2, 4, 3, padding_mode="reflect"), NotImplementedError,
-            "padding_mode 'reflect'")
+    _raises(lambda: nn.Conv2d(2, 4, 3, padding_mode="reflection"), ValueError,
+            "but got padding_mode='reflection'")
 
 
 def test_pooling_modules():
@@ -295,3 +295,157 @@ def test_window_tables_are_device_constants_made_once():
     a = creation.device_constant(arr, tgrad.int64, "cpu")
     assert creation.device_constant(arr, tgrad.int64, "cpu") is a
     assert a.tolist() == [0, 1, 2, 3]
+
+
+# ===================================================================== padding_mode
+# nn.Conv1d/2d/3d(padding_mode='reflect' | 'replicate' | 'circular'): PyTorch pads the input
+# with F.pad in that mode by the module's padding (for padding='same': d * (k - 1) in all,
+# the extra one on the right), then convolves with padding 0. Reference: np.pad ('reflect',
+# 'edge', 'wrap') and a direct convolution loop in float64.
+_NP_MODE = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _np_conv(x, w, b, stride, dilation, groups):
+    """Cross-correlation of an already padded x (N, C, *S) with w (O, C / groups, *K)."""
+    n, c, sizes = x.shape[0], x.shape[1], x.shape[2:]
+    o, kernel = w.shape[0], w.shape[2:]
+    out_sizes = [(s - d * (k - 1) - 1) // st + 1
+                 for s, k, st, d in zip(sizes, kernel, stride, dilation)]
+    out = np.zeros((n, o, *out_sizes))
+    cg, og = c // groups, o // groups
+    for oc in range(o):
+        g = oc // og
+        for pos in np.ndindex(*out_sizes):
+            acc = np.zeros(n)
+            for kpos in np.ndindex(*kernel):
+                src = tuple(p * st + kk * d
+                            for p, kk, st, d in zip(pos, kpos, stride, dilation))
+                acc += x[(slice(None), slice(g * cg, (g + 1) * cg)) + src] \
+                    @ w[(oc, slice(None)) + kpos]
+            out[(slice(None), oc) + pos] = acc + (0.0 if b is None else b[oc])
+    return out
+
+
+def _np_padded_conv(x, w, b, mode, padding, stride, dilation, groups):
+    """np.pad of the spatial dims by ``padding`` (pairs (left, right) in dim order), then
+    the convolution."""
+    xp = np.pad(x, [(0, 0), (0, 0)] + list(padding), mode=_NP_MODE[mode])
+    return _np_conv(xp, w, b, stride, dilation, groups)
+
+
+PADDING_MODE_CASES = [  # dims, in/out channels, kernel, padding, stride, dilation, groups, size
+    (1, (2, 4), (3,), (2,), (1,), (1,), 2, (6,)),
+    (1, (2, 3), (2,), (1,), (2,), (2,), 1, (5,)),
+    (2, (2, 2), (3, 2), (1, 2), (1, 2), (1, 1), 1, (4, 5)),
+    (2, (4, 2), (2, 3), (0, 1), (1, 1), (2, 1), 2, (5, 4)),
+    (3, (2, 2), (2, 3, 2), (1, 0, 2), (1, 1, 2), (1, 1, 1), 1, (3, 4, 3)),
+]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("case", PADDING_MODE_CASES)
+def test_conv_padding_mode_matches_numpy_pad_then_convolve(mode, case):
+    dims, (cin, cout), kernel, padding, stride, dilation, groups, size = case
+    rng = np.random.default_rng(dims * 10 + len(mode))
+    conv = getattr(nn, f"Conv{dims}d")(cin, cout, kernel, stride=stride, padding=padding,
+                                        dilation=dilation, groups=groups,
+                                        padding_mode=mode, dtype=tgrad.float64)
+    assert conv.padding_mode == mode and f"padding_mode={mode}" in repr(conv)
+    x = rng.standard_normal((2, cin, *size))
+    w, b = conv.weight.detach().numpy(), conv.bias.detach().numpy()
+    want = _np_padded_conv(x, w, b, mode, [(p, p) for p in padding], stride, dilation,
+                           groups)
+    got = conv(_t(x))
+    np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-12, atol=1e-12)
+    # an unbatched input (C, *S) gives the batched result's first item
+    np.testing.assert_allclose(conv(_t(x[0])).detach().numpy(), want[0], rtol=1e-12,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular", "zeros"])
+@pytest.mark.parametrize("dims,kernel,dilation", [
+    (1, (4,), (3,)),            # even kernel, dilated: d (k - 1) = 9 -> (4, 5)
+    (2, (2, 3), (1, 2)),        # (0, 1) on H, (2, 2) on W
+    (3, (2, 1, 3), (2, 1, 1)),  # (1, 1), (0, 0), (1, 1)
+])
+def test_conv_padding_same_with_padding_modes(mode, dims, kernel, dilation):
+    rng = np.random.default_rng(dims)
+    size = (11,) if dims == 1 else (4, 6) if dims == 2 else (4, 3, 5)
+    conv = getattr(nn, f"Conv{dims}d")(2, 3, kernel, padding="same", dilation=dilation,
+                                        padding_mode=mode, dtype=tgrad.float64)
+    x = rng.standard_normal((2, 2, *size))
+    w, b = conv.weight.detach().numpy(), conv.bias.detach().numpy()
+    pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+            for k, d in zip(kernel, dilation)]
+    if mode == "zeros":
+        xp = np.pad(x, [(0, 0), (0, 0)] + pads)
+        want = _np_conv(xp, w, b, (1,) * dims, dilation, 1)
+    else:
+        want = _np_padded_conv(x, w, b, mode, pads, (1,) * dims, dilation, 1)
+    got = conv(_t(x)).detach().numpy()
+    assert got.shape == x.shape[:1] + (3,) + size
+    assert ", padding=same, " in repr(conv)  # unquoted, as PyTorch
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # padding='valid' with a mode pads nothing
+    valid = getattr(nn, f"Conv{dims}d")(2, 3, kernel, padding="valid", dilation=dilation,
+                                         padding_mode=mode, dtype=tgrad.float64)
+    want = _np_conv(x, valid.weight.detach().numpy(), valid.bias.detach().numpy(),
+                    (1,) * dims, dilation, 1)
+    np.testing.assert_allclose(valid(_t(x)).detach().numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_conv_padding_mode_gradcheck(mode, dims):
+    from tgrad.autograd import gradcheck
+    rng = np.random.default_rng(dims)
+    kernel = (3, 2, 2)[:dims]
+    padding = (2, 1, 1)[:dims]
+    size = (4, 3, 3)[:dims]
+    conv = getattr(nn, f"Conv{dims}d")(2, 2, kernel, padding=padding, padding_mode=mode,
+                                        dtype=tgrad.float64)
+    x = _t(rng.standard_normal((1, 2, *size)), requires_grad=True)
+    pads = [(p, p) for p in padding]
+    flat = [q for pair in reversed(pads) for q in pair]  # F.pad's order: last dim first
+
+    def f(x, w, b):
+        return getattr(F, f"conv{dims}d")(F.pad(x, flat, mode=mode), w, b)
+
+    w = conv.weight.detach().clone().requires_grad_()
+    b = conv.bias.detach().clone().requires_grad_()
+    assert gradcheck(f, (x, w, b))
+    assert gradcheck(conv, (x,))  # the module's input gradient against finite differences
+    # the module's forward is that composite: same values and weight / bias gradients
+    gy = _t(rng.standard_normal(conv(x).shape))
+    (conv(x) * gy).sum().backward()
+    gx = x.grad.numpy().copy()
+    x.grad = None
+    (f(x, w, b) * gy).sum().backward()
+    np.testing.assert_allclose(gx, x.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(conv.weight.grad.numpy(), w.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(conv.bias.grad.numpy(), b.grad.numpy(), rtol=1e-12)
+
+
+def test_conv_padding_mode_errors():
+    _raises(lambda: nn.Conv1d(2, 2, 3, padding_mode="wrap"), ValueError,
+            "padding_mode must be one of {'zeros', 'reflect', 'replicate', 'circular'}, "
+            "but got padding_mode='wrap'")
+    _raises(lambda: nn.Conv3d(2, 2, 3, padding_mode="Reflect"), ValueError,
+            "but got padding_mode='Reflect'")
+    # the padding string is checked first, as PyTorch
+    _raises(lambda: nn.Conv2d(2, 2, 3, padding="full", padding_mode="wrap"), ValueError,
+            "Invalid padding string 'full'")
+    _raises(lambda: nn.Conv2d(2, 2, 3, padding="same", stride=2, padding_mode="reflect"),
+            ValueError, "padding='same' is not supported for strided convolutions")
+    # F.pad's own errors: reflect needs padding < the size, circular wraps at most once
+    conv = nn.Conv2d(1, 1, 3, padding=3, padding_mode="reflect")
+    _raises(lambda: conv(tgrad.randn(1, 1, 3, 3)), RuntimeError,
+            "Padding size should be less than the corresponding input dimension")
+    conv = nn.Conv2d(1, 1, 3, padding=4, padding_mode="circular")
+    _raises(lambda: conv(tgrad.randn(1, 1, 3, 3)), RuntimeError,
+            "Padding value causes wrapping around more than once")
+    assert nn.Conv2d(1, 1, 3, padding=3, padding_mode="circular")(
+        tgrad.randn(1, 1, 3, 3)).shape == (1, 1, 7, 7)
+    # transposed convolutions keep PyTorch's 'zeros'-only rule
+    _raises(lambda: nn.ConvTranspose1d(1, 1, 3, padding_mode="circular"), ValueError,
+            'Only "zeros" padding mode is supported for ConvTranspose1d')

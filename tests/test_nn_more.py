@@ -203,8 +203,120 @@ def test_embedding_from_pretrained():
     with pytest.raises(AssertionError, match="Embeddings parameter is expected to be "
                                              "2-dimensional"):
         nn.Embedding.from_pretrained(tgrad.ones(3))
-    with pytest.raises(NotImplementedError, match="max_norm"):
-        nn.Embedding.from_pretrained(tgrad.ones(3, 2), max_norm=1.0)
+    emb = nn.Embedding.from_pretrained(tgrad.tensor([[3.0, 4.0]], dtype=F64), max_norm=1.0)
+    assert emb.max_norm == 1.0 and repr(emb) == "Embedding(1, 2, max_norm=1.0)"
+    with pytest.raises(NotImplementedError, match="sparse"):
+        nn.Embedding.from_pretrained(tgrad.ones(3, 2), sparse=True)
+
+
+def _np_renorm(w, idx, max_norm, p):
+    """PyTorch's embedding_renorm_: each distinct row of idx whose p-norm exceeds max_norm is
+    scaled by max_norm / (norm + 1e-7) (norm == max_norm is left alone)."""
+    w = w.copy()
+    for i in np.unique(idx):
+        norm = np.linalg.norm(w[i], ord=p)
+        if norm > max_norm:
+            w[i] *= max_norm / (norm + 1e-7)
+    return w
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, math.inf, 0.5])
+def test_embedding_max_norm_renormalises_the_referenced_rows_in_place(p):
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((6, 3)) * 3
+    w0[4] = [0.0, -1.5, 0.0]  # norm == max_norm for every p: left alone
+    idx = np.array([[0, 2, 0], [4, 5, 2]])               # duplicates; rows 1, 3 unused
+    want_w = _np_renorm(w0, idx, 1.5, p)
+    assert not np.allclose(want_w[[0, 2, 5]], w0[[0, 2, 5]])  # the case renormalises
+    w = tgrad.tensor(w0, dtype=F64, requires_grad=True)
+    out = F.embedding(tgrad.tensor(idx), w, max_norm=1.5, norm_type=p)
+    np.testing.assert_allclose(w.detach().numpy(), want_w, rtol=1e-14)  # in place
+    np.testing.assert_array_equal(w.detach().numpy()[[1, 3, 4]], w0[[1, 3, 4]])
+    np.testing.assert_allclose(out.detach().numpy(), want_w[idx], rtol=1e-14)
+    assert w.grad_fn is None and w.is_leaf  # the renormalisation is not recorded
+    gy = rng.standard_normal(out.shape)
+    (out * tgrad.tensor(gy)).sum().backward()
+    want_g = np.zeros_like(w0)
+    np.add.at(want_g, idx, gy)  # the lookup's gradient only
+    np.testing.assert_allclose(w.grad.numpy(), want_g, rtol=1e-14)
+    # a second call finds every referenced norm <= max_norm: nothing changes
+    before = w.detach().numpy().copy()
+    F.embedding(tgrad.tensor(idx), w, max_norm=1.5, norm_type=p)
+    np.testing.assert_array_equal(w.detach().numpy(), before)
+
+
+def test_embedding_module_max_norm_and_padding_idx():
+    # as PyTorch, the padding row is renormalised too when referenced (it only gets no
+    # gradient); 1e-7 is added to the norm: 3 / (5 + 1e-7), not 0.6
+    w0 = np.array([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0], [1.0, 1.0]])
+    emb = nn.Embedding(4, 2, 2, 1.0, _weight=tgrad.tensor(w0, dtype=F64))
+    assert (emb.padding_idx, emb.max_norm, emb.norm_type) == (2, 1.0, 2.0)
+    assert repr(emb) == "Embedding(4, 2, padding_idx=2, max_norm=1.0)"
+    out = emb(tgrad.tensor([0, 2, 0, 1]))
+    want = w0.copy()
+    want[0] = w0[0] * (1.0 / (5 + 1e-7))  # row *= scale, as PyTorch
+    want[2] = w0[2] * (1.0 / (10 + 1e-7))
+    np.testing.assert_array_equal(emb.weight.detach().numpy(), want)
+    np.testing.assert_array_equal(out.detach().numpy(), want[[0, 2, 0, 1]])
+    out.sum().backward()
+    np.testing.assert_array_equal(emb.weight.grad.numpy(), [[2, 2], [1, 1], [0, 0], [0, 0]])
+    # float32: the norm in float32, the scale in float64 (as PyTorch), then rounded once
+    w32 = tgrad.tensor([[3.0, 4.0]])
+    F.embedding(tgrad.tensor([0]), w32, max_norm=1.0)
+    np.testing.assert_array_equal(w32.numpy(),
+                                  np.float32([[3, 4]]) * np.float32(1 / (5 + 1e-7)))
+
+
+def test_embedding_scale_grad_by_freq():
+    # dweight[i] = (sum of the output gradients where input == i) / (count of i in the input)
+    rng = np.random.default_rng(4)
+    idx = np.array([[0, 1, 0], [3, 0, 1]])
+    gy = rng.standard_normal((2, 3, 2))
+    for padding_idx in (None, 3):
+        w = tgrad.tensor(rng.standard_normal((5, 2)), dtype=F64, requires_grad=True)
+        out = F.embedding(tgrad.tensor(idx), w, padding_idx, scale_grad_by_freq=True)
+        np.testing.assert_array_equal(out.detach().numpy(), w.detach().numpy()[idx])
+        (out * tgrad.tensor(gy)).sum().backward()
+        want = np.zeros((5, 2))
+        np.add.at(want, idx, gy)
+        want /= np.maximum(np.bincount(idx.ravel(), minlength=5), 1)[:, None]
+        if padding_idx is not None:
+            want[padding_idx] = 0
+        np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-14)
+    # the module, with a repeated index in a 1-D batch: 3 copies, each gradient / 3
+    emb = nn.Embedding(3, 2, scale_grad_by_freq=True, dtype=F64)
+    assert repr(emb) == "Embedding(3, 2, scale_grad_by_freq=True)"
+    (emb(tgrad.tensor([1, 1, 1, 2])) * tgrad.tensor([[1.0], [2.0], [6.0], [5.0]],
+                                                    dtype=F64)).sum().backward()
+    np.testing.assert_allclose(emb.weight.grad.numpy(), [[0, 0], [3, 3], [5, 5]], rtol=1e-15)
+    # the gradient (a weighted scatter of the output gradient) is itself differentiable
+    w = tgrad.tensor(rng.standard_normal((4, 2)), dtype=F64, requires_grad=True)
+    gy = tgrad.tensor(rng.standard_normal((3, 2)), dtype=F64, requires_grad=True)
+    out = F.embedding(tgrad.tensor([2, 0, 2]), w, scale_grad_by_freq=True)
+    (gw,) = tgrad.autograd.grad(out, w, gy, create_graph=True)
+    (gw * tgrad.tensor(np.arange(8.0).reshape(4, 2))).sum().backward()
+    np.testing.assert_allclose(gy.grad.numpy(), [[2, 2.5], [0, 1], [2, 2.5]], rtol=1e-15)
+
+
+def test_embedding_sparse_and_signature():
+    with pytest.raises(NotImplementedError, match="sparse=True .*no sparse tensors"):
+        F.embedding(tgrad.tensor([0]), tgrad.ones(3, 2), sparse=True)
+    with pytest.raises(NotImplementedError, match="sparse=True .*no sparse tensors"):
+        nn.Embedding(3, 2, sparse=True)
+    # PyTorch's positional order: padding_idx, max_norm, norm_type, scale_grad_by_freq,
+    # sparse, _weight, _freeze
+    emb = nn.Embedding(3, 2, None, 2.0, 1.0, True, False, tgrad.ones(3, 2), True)
+    assert (emb.max_norm, emb.norm_type, emb.scale_grad_by_freq, emb.sparse) == \
+        (2.0, 1.0, True, False)
+    assert not emb.weight.requires_grad
+    assert repr(emb) == "Embedding(3, 2, max_norm=2.0, norm_type=1.0, scale_grad_by_freq=True)"
+    # a bad index is reported before any row is renormalised
+    w = tgrad.full((3, 2), 5.0)
+    with pytest.raises(IndexError, match="index out of range"):
+        F.embedding(tgrad.tensor([0, -1]), w, max_norm=1.0)
+    with pytest.raises(IndexError):
+        F.embedding(tgrad.tensor([0, 3]), w, max_norm=1.0)
+    np.testing.assert_array_equal(w.numpy(), np.full((3, 2), 5.0))
 
 
 # ===================================================================== Dropout1d/2d/3d
@@ -495,3 +607,55 @@ def test_conv_transpose3d_module_is_conv3d_adjoint():
                                       padding=(1, 1, 0), groups=2)
     assert conv.shape == g.shape  # <conv3d(x), g> = <x, conv_transpose3d(g)>
     assert (conv * g).sum().item() == pytest.approx((x * y.detach()).sum().item(), rel=1e-12)
+
+
+# ===================================================================== BatchNorm bias=
+@pytest.mark.parametrize("cls,shape", [(nn.BatchNorm1d, (4, 3)), (nn.BatchNorm1d, (4, 3, 5)),
+                                       (nn.BatchNorm2d, (4, 3, 2, 3)),
+                                       (nn.BatchNorm3d, (2, 3, 2, 2, 3))])
+def test_batchnorm_bias_false_keeps_the_weight(cls, shape):
+    # PyTorch 2.13: keyword-only ``bias``; bias=False registers bias as None while the affine
+    # weight stays; the state_dict has no "bias" key
+    bn = cls(3, bias=False, dtype=F64)
+    assert isinstance(bn.weight, nn.Parameter) and bn.bias is None
+    assert list(bn.state_dict()) == ["weight", "running_mean", "running_var",
+                                     "num_batches_tracked"]
+    assert [n for n, _ in bn.named_parameters()] == ["weight"]
+    assert repr(bn) == (f"{cls.__name__}(3, eps=1e-05, momentum=0.1, affine=True, "
+                        f"bias=False, track_running_stats=True)")
+    assert repr(cls(3)) == (f"{cls.__name__}(3, eps=1e-05, momentum=0.1, affine=True, "
+                            f"bias=True, track_running_stats=True)")
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal(3)
+    with tgrad.no_grad():
+        bn.weight.copy_(tgrad.tensor(w))
+    xt = tgrad.tensor(x, requires_grad=True)
+    y = bn(xt)
+    axes = (0,) + tuple(range(2, len(shape)))
+    cshape = (1, 3) + (1,) * (len(shape) - 2)
+    want = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + 1e-5) \
+        * w.reshape(cshape)  # no bias term
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-10, atol=1e-12)
+    assert tgrad.autograd.gradcheck(lambda x, w: F.batch_norm(x, None, None, w, None, True),
+                                    (xt, bn.weight))
+    # loading a bias=True state_dict into it: "bias" is unexpected
+    missing, unexpected = bn.load_state_dict(cls(3, dtype=F64).state_dict(), strict=False)
+    assert missing == [] and unexpected == ["bias"]
+    # affine=False: neither parameter, whatever bias says
+    bn = cls(3, affine=False, bias=True)
+    assert bn.weight is None and bn.bias is None and "bias=False" in repr(bn)
+    with pytest.raises(TypeError):
+        cls(3, 1e-5, 0.1, True, True, None, None, False)  # bias is keyword-only
+
+
+def test_instancenorm_bias_keyword():
+    # InstanceNorm shares PyTorch's _NormBase: the same keyword-only bias
+    norm = nn.InstanceNorm2d(2, affine=True, bias=False, dtype=F64)
+    assert norm.weight is not None and norm.bias is None
+    assert repr(norm) == ("InstanceNorm2d(2, eps=1e-05, momentum=0.1, affine=True, "
+                          "bias=False, track_running_stats=False)")
+    x = np.random.default_rng(0).standard_normal((2, 2, 3, 3))
+    want = (x - x.mean((2, 3), keepdims=True)) / np.sqrt(x.var((2, 3), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(norm(tgrad.tensor(x)).detach().numpy(), want, rtol=1e-10,
+                               atol=1e-12)

@@ -464,18 +464,61 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     return (tensor.unsqueeze(-1) == classes).long()
 
 
+class _ScaleGrad(Function):
+    """y = x (an alias);  dx = g * scale, scale a constant tensor broadcast against g
+    (embedding's scale_grad_by_freq: 1 / the count of each position's index), so
+    d(dx)/dg = scale and the backward differentiates again."""
+
+    name = "embedding_scale_grad_by_freq"
+    node_name = "EmbeddingScaleGradByFreqBackward0"
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.scale, None
+
+
+def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float,  # noqa: A002
+                       norm_type: float) -> None:
+    """PyTorch's embedding_renorm_, under no_grad: each row of ``weight`` that ``input``
+    references and whose norm_type-norm exceeds max_norm is scaled in place by
+    max_norm / (norm + 1e-7); rows not referenced (or with norm <= max_norm) are left alone.
+    As PyTorch, the norm is taken in the weight's dtype and the scale in float64, and the
+    row is multiplied by it in the weight's dtype (float32 for float16/bfloat16, rounded
+    once). A repeated index writes the same row twice."""
+    from tgrad.autograd.grad_mode import no_grad
+    with no_grad():
+        idx = input.reshape(-1)
+        rows = weight[idx]  # (k, embedding_dim); checks the indices before any write
+        norm = rows.norm(norm_type, dim=-1, keepdim=True).to(dtypes.float64)
+        scale = where(norm > max_norm, max_norm / (norm + 1e-7), 1.0)
+        compute = dtypes.float32 if weight.dtype in (dtypes.float16, dtypes.bfloat16) \
+            else weight.dtype
+        weight[idx] = (rows.to(compute) * scale.to(compute)).to(weight.dtype)
+
+
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # noqa: A002
               max_norm: float | None = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Rows ``weight[input]`` (shape (*input.shape, embedding_dim)); the ``padding_idx`` row
-    gets no gradient.  dweight[i] = sum of the output gradients where input == i."""
+    gets no gradient.  dweight[i] = sum of the output gradients where input == i, divided
+    by the number of times i occurs in ``input`` when ``scale_grad_by_freq``.
+    ``max_norm``: first, under no_grad, each referenced row whose norm_type-norm exceeds
+    max_norm is scaled IN PLACE in ``weight`` by max_norm / (norm + 1e-7) (PyTorch's
+    embedding_renorm_; the padding row too), then looked up. ``sparse=True`` raises:
+    tgrad has no sparse tensors."""
     _check_tensor("embedding", input)
     if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
         raise RuntimeError(f"embedding: expected an integer index tensor (Long or Int), got "
                            f"{input.dtype.name}")
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
-                                  "supported in tgrad")
+    if sparse:
+        raise NotImplementedError("embedding: sparse=True (a sparse weight gradient) is not "
+                                  "supported: tgrad has no sparse tensors; use sparse=False "
+                                  "for a dense gradient")
     # a negative index is out of range (weight[input] alone would count from the end)
     if input.device.type == "cpu":
         if input.numel() and int(input.min()) < 0:
@@ -487,7 +530,14 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
         if not -weight.shape[0] <= padding_idx < weight.shape[0]:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= weight.shape[0]
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
     out = weight[input]
+    if scale_grad_by_freq and out.requires_grad:
+        # each position's gradient / the count of its index in the whole input
+        from tgrad.ops.searching import bincount
+        counts = bincount(input.reshape(-1), minlength=weight.shape[0])[input]
+        out = _ScaleGrad.apply(out, (1.0 / counts.to(out.dtype)).unsqueeze(-1))
     if padding_idx is not None:
         keep = (input != padding_idx).unsqueeze(-1)
         out = where(keep, out, out.detach())  # same values; no gradient to the pad row

@@ -11,20 +11,24 @@ from tgrad.tensor import Tensor
 
 
 class _NormBase(Module):
-    """weight (ones) and bias (zeros) of num_features when ``affine``; buffers running_mean
-    (zeros), running_var (ones) and num_batches_tracked (int64 0) when
+    """weight (ones) and bias (zeros) of num_features when ``affine`` (the bias None when
+    the keyword-only ``bias`` is False, as PyTorch 2.13: no "bias" in the state_dict);
+    buffers running_mean (zeros), running_var (ones) and num_batches_tracked (int64 0) when
     ``track_running_stats``."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
-                 dtype=None) -> None:
+                 dtype=None, *, bias: bool = True) -> None:
         from tgrad.ops.creation import empty, ones, tensor, zeros
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -68,7 +72,8 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
         raise NotImplementedError
@@ -84,7 +89,8 @@ class _NormBase(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class _BatchNorm(_NormBase):
@@ -128,9 +134,9 @@ class BatchNorm3d(_BatchNorm):
 class _InstanceNorm(_NormBase):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device=None,
-                 dtype=None) -> None:
+                 dtype=None, *, bias: bool = True) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
-                         dtype)
+                         dtype, bias=bias)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         self._check_input_dim(input)

@@ -1,4 +1,5 @@
-"""Conv1d, Conv2d, ConvTranspose1d and ConvTranspose2d (zero padding; PyTorch's initialisation)."""
+"""Conv1d/2d/3d (padding_mode 'zeros', 'reflect', 'replicate' or 'circular') and
+ConvTranspose1d/2d/3d (zero padding only); PyTorch's initialisation."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from tgrad.nn import init
 from tgrad.nn.modules.module import Module
 from tgrad.nn.parameter import Parameter
 from tgrad.tensor import Tensor
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _ntuple(value, n: int) -> tuple:
@@ -50,8 +53,7 @@ def _extra_repr(conv: Module) -> str:
     s = (f"{conv.in_channels}, {conv.out_channels}, kernel_size={conv.kernel_size}, "
          f"stride={conv.stride}")
     if conv.padding != (0,) * n:
-        s += f", padding={conv.padding!r}" if isinstance(conv.padding, str) \
-            else f", padding={conv.padding}"
+        s += f", padding={conv.padding}"  # a string unquoted, as PyTorch: padding=same
     if conv.dilation != (1,) * n:
         s += f", dilation={conv.dilation}"
     if getattr(conv, "output_padding", (0,) * n) != (0,) * n:
@@ -60,6 +62,8 @@ def _extra_repr(conv: Module) -> str:
         s += f", groups={conv.groups}"
     if conv.bias is None:
         s += ", bias=False"
+    if conv.padding_mode != "zeros":
+        s += f", padding_mode={conv.padding_mode}"
     return s
 
 
@@ -82,18 +86,36 @@ class _ConvNd(Module):
                                  f"{{'valid', 'same'}}")
             if padding == "same" and any(s != 1 for s in _ntuple(stride, n)):
                 raise ValueError("padding='same' is not supported for strided convolutions")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"{type(self).__name__}: padding_mode '{padding_mode}' "
-                                      f"is not supported in tgrad (only 'zeros')")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {{'zeros', 'reflect', 'replicate', "
+                             f"'circular'}}, but got padding_mode='{padding_mode}'")
         _setup(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
                groups, bias, padding_mode, (out_channels, in_channels // groups), device,
                dtype)
+        # F.pad's (left, right) per spatial dim, last dim first (PyTorch's
+        # _reversed_padding_repeated_twice); for padding='same' the total d * (k - 1) with
+        # the odd one on the right, as F.conv's 'same'
+        if padding == "same":
+            pairs = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                     for k, d in zip(self.kernel_size, self.dilation)]
+        elif padding == "valid":
+            pairs = [(0, 0)] * n
+        else:
+            pairs = [(p, p) for p in self.padding]
+        self._reversed_padding_repeated_twice = [q for pair in reversed(pairs) for q in pair]
 
     def reset_parameters(self) -> None:
         init._layer_default_(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         conv = getattr(F, f"conv{self._spatial}d")  # F.conv1d / conv2d / conv3d
+        if self.padding_mode != "zeros":
+            # as PyTorch: F.pad in that mode (a composite: its gradient sums the copies of
+            # each border element into it), then the convolution without padding
+            padded = F.pad(input, self._reversed_padding_repeated_twice,
+                           mode=self.padding_mode)
+            return conv(padded, self.weight, self.bias, self.stride, 0, self.dilation,
+                        self.groups)
         return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                     self.groups)
 

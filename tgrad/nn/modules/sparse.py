@@ -34,12 +34,23 @@ def _setup_table(module: Module, num_embeddings: int, embedding_dim: int, paddin
 class Embedding(Module):
     """input: integer tensor (*) -> output (*, embedding_dim).  weight ~ N(0, 1);
     the row ``padding_idx`` starts at zeros and receives no gradient.
-    Backward: dweight[i] = sum of the output gradients at positions where input == i."""
+    Backward: dweight[i] = sum of the output gradients at positions where input == i
+    (divided by the count of i in the input with ``scale_grad_by_freq``). ``max_norm``:
+    each forward first renormalises the referenced rows of ``weight`` in place (see
+    F.embedding). ``sparse=True`` raises NotImplementedError (no sparse tensors)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False,
                  _weight: Tensor | None = None, _freeze: bool = False, device=None,
                  dtype=None) -> None:
+        if sparse:
+            raise NotImplementedError("Embedding: sparse=True (a sparse weight gradient) is "
+                                      "not supported: tgrad has no sparse tensors; use "
+                                      "sparse=False for a dense gradient")
         super().__init__()
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         _setup_table(self, num_embeddings, embedding_dim, padding_idx, _weight, not _freeze,
                      device, dtype, "Padding_idx", ValueError)
 
@@ -51,17 +62,17 @@ class Embedding(Module):
         """An Embedding whose weight is ``embeddings`` (num_embeddings, embedding_dim),
         sharing its storage as PyTorch does; ``freeze`` (default) makes it require no
         gradient. The ``padding_idx`` row keeps its pretrained values (it only gets no
-        gradient). max_norm, scale_grad_by_freq and sparse are not supported."""
+        gradient). max_norm, norm_type and scale_grad_by_freq as in the constructor;
+        sparse=True raises NotImplementedError (tgrad has no sparse tensors)."""
         if not isinstance(embeddings, Tensor):
             raise TypeError(f"Embedding.from_pretrained: embeddings must be a Tensor, got "
                             f"{type(embeddings).__name__}")
         if embeddings.ndim != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding.from_pretrained: max_norm, scale_grad_by_freq "
-                                      "and sparse are not supported by tgrad")
         rows, cols = embeddings.shape
-        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings, _freeze=freeze)
+        return cls(rows, cols, padding_idx=padding_idx, max_norm=max_norm,
+                   norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse,
+                   _weight=embeddings, _freeze=freeze)
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
@@ -72,12 +83,21 @@ class Embedding(Module):
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         from tgrad.nn.functional import embedding
-        return embedding(input, self.weight, self.padding_idx)
+        return embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                         self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        if self.sparse is not False:
+            s += ", sparse=True"
         return s
 
 
