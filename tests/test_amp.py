@@ -36,10 +36,12 @@ def test_cpu_region_casts_by_policy():
         assert y.dtype is tgrad.bfloat16
         np.testing.assert_allclose(y.float().numpy(), _bf16(_bf16(a) @ _bf16(b)), rtol=1e-2,
                                    atol=1e-2)
-        e = y.exp()  # float32 policy: the bfloat16 input is widened
-        assert e.dtype is tgrad.float32
-        np.testing.assert_allclose(e.numpy(), np.exp(y.float().numpy()), rtol=1e-6)
-        assert y.sum().dtype is tgrad.float32 and F.softmax(y, -1).dtype is tgrad.float32
+        e = y.exp()  # not on PyTorch's CPU float32 list (CUDA's): stays bfloat16
+        assert e.dtype is tgrad.bfloat16
+        np.testing.assert_allclose(e.float().numpy(), _bf16(np.exp(y.float().numpy())),
+                                   rtol=1e-2)
+        assert y.sum().dtype is tgrad.bfloat16 and F.softmax(y, -1).dtype is tgrad.bfloat16
+        assert y.prod().dtype is tgrad.float32  # prod is on the CPU float32 list
         assert tgrad.stack([y, ta[:, :2]]).dtype is tgrad.float32  # promote: the widest
         d = tgrad.tensor(a.astype(np.float64))
         assert (d @ d.mT).dtype is tgrad.float64  # float64 is never cast
@@ -49,8 +51,8 @@ def test_cpu_region_casts_by_policy():
         assert F.mse_loss(out, tgrad.zeros(3, 2)).dtype is tgrad.float32
         with tgrad.autocast("cpu", enabled=False):
             assert (ta @ tb).dtype is tgrad.float32
-        with pytest.raises(RuntimeError, match="unsafe to autocast"):
-            F.binary_cross_entropy(tgrad.rand(3), tgrad.rand(3))
+        # refused in CUDA regions only; on CPU it has the float32 policy
+        assert F.binary_cross_entropy(tgrad.rand(3), tgrad.rand(3)).dtype is tgrad.float32
     assert (ta @ tb).dtype is tgrad.float32 and not tgrad.is_autocast_enabled("cpu")
     with tgrad.autocast("cuda"):  # a region for another device type leaves cpu alone
         assert (ta @ tb).dtype is tgrad.float32
@@ -76,8 +78,10 @@ def test_gradients_flow_through_the_casts_and_decorator():
 def test_autocast_errors():
     with pytest.raises(RuntimeError, match="unsupported autocast device_type 'tpu'"):
         autocast("tpu")
-    with pytest.raises(RuntimeError, match="target dtype is not supported"):
-        autocast("cpu", dtype=tgrad.float32)
+    with pytest.warns(UserWarning, match="target dtype is not supported. Disabling"):
+        region = autocast("cpu", dtype=tgrad.float32)
+    with region:  # PyTorch's: a warning, and the region is disabled
+        assert not tgrad.is_autocast_enabled("cpu")
 
 
 def _setup(lr=0.5):
@@ -118,7 +122,7 @@ def test_grad_scaler_skips_inf_steps_and_backs_off():
     w, opt = _setup()
     scaler = GradScaler("cpu", init_scale=8.0)
     before = w.tolist()
-    (w * tgrad.tensor([float("inf"), 1.0])).sum().backward()
+    scaler.scale((w * tgrad.tensor([float("inf"), 1.0])).sum()).backward()
     assert scaler.step(opt) is None  # an inf gradient: the step is skipped
     assert w.tolist() == before
     scaler.update()
@@ -175,7 +179,236 @@ def test_mixed_dtype_matmuls_and_modules_inside_a_region():
         mha = nn.MultiheadAttention(4, 2)
         q = tgrad.randn(3, 1, 4)
         out, w = mha(q, q, q)
-        assert out.dtype is tgrad.bfloat16 and w.dtype is tgrad.float32
+        assert out.dtype is tgrad.bfloat16 and w.dtype is tgrad.bfloat16  # CPU: no fp32 softmax
         assert nn.Conv2d(2, 3, 3)(tgrad.randn(1, 2, 5, 5)).dtype is tgrad.bfloat16
     with pytest.raises(RuntimeError, match="same dtype"):
         a32 @ b16  # outside a region: PyTorch's error
+
+
+# PyTorch 2.13's CPU autocast lists (aten/src/ATen/autocast_mode.cpp, KERNEL_CPU), observed
+# as the output dtype of each policy-bearing op with bfloat16 / float32 inputs inside
+# ``autocast("cpu")``: shorter than the CUDA lists (exp, sum, softmax, norms... keep their
+# input dtype; mv and dot are not lowered).
+def _t(shape, dt, pos=False, seed=0):
+    r = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    if pos:
+        r = np.abs(r) * 0.4 + 0.1
+    return tgrad.tensor(r).to(dt)
+
+
+_CPU_CASES = {
+    "matmul": lambda d: _t((3, 4), d) @ _t((4, 2), d),
+    "mm": lambda d: tgrad.mm(_t((3, 4), d), _t((4, 2), d)),
+    "bmm": lambda d: tgrad.bmm(_t((2, 3, 4), d), _t((2, 4, 2), d)),
+    "addmm": lambda d: tgrad.addmm(_t((3, 2), d), _t((3, 4), d), _t((4, 2), d)),
+    "baddbmm": lambda d: tgrad.baddbmm(_t((2, 3, 2), d), _t((2, 3, 4), d), _t((2, 4, 2), d)),
+    "addbmm": lambda d: tgrad.addbmm(_t((3, 2), d), _t((2, 3, 4), d), _t((2, 4, 2), d)),
+    "chain_matmul": lambda d: tgrad.chain_matmul(_t((3, 4), d), _t((4, 2), d), _t((2, 2), d)),
+    "tensordot": lambda d: tgrad.tensordot(_t((3, 4), d), _t((4, 2), d), dims=1),
+    "linear": lambda d: F.linear(_t((3, 4), d), _t((2, 4), d)),
+    "conv1d": lambda d: F.conv1d(_t((1, 2, 5), d), _t((3, 2, 2), d)),
+    "conv2d": lambda d: F.conv2d(_t((1, 2, 5, 5), d), _t((3, 2, 2, 2), d)),
+    "conv3d": lambda d: F.conv3d(_t((1, 2, 3, 3, 3), d), _t((3, 2, 2, 2, 2), d)),
+    "conv_transpose1d": lambda d: F.conv_transpose1d(_t((1, 2, 5), d), _t((2, 3, 2), d)),
+    "conv_transpose2d": lambda d: F.conv_transpose2d(_t((1, 2, 5, 5), d), _t((2, 3, 2, 2), d)),
+    "conv_transpose3d": lambda d: F.conv_transpose3d(_t((1, 2, 3, 3, 3), d),
+                                                     _t((2, 3, 2, 2, 2), d)),
+    "prelu": lambda d: F.prelu(_t((3, 4), d), _t((1,), d)),
+    "sdpa": lambda d: F.scaled_dot_product_attention(_t((1, 3, 4), d), _t((1, 3, 4), d, seed=1),
+                                                     _t((1, 3, 4), d, seed=2)),
+    "acos": lambda d: tgrad.acos(_t((3, 4), d, pos=True)),
+    "asin": lambda d: tgrad.asin(_t((3, 4), d, pos=True)),
+    "cosh": lambda d: tgrad.cosh(_t((3, 4), d)),
+    "sinh": lambda d: tgrad.sinh(_t((3, 4), d)),
+    "tan": lambda d: tgrad.tan(_t((3, 4), d)),
+    "exp": lambda d: tgrad.exp(_t((3, 4), d)),
+    "exp2": lambda d: tgrad.exp2(_t((3, 4), d)),
+    "expm1": lambda d: tgrad.expm1(_t((3, 4), d)),
+    "log": lambda d: tgrad.log(_t((3, 4), d, pos=True)),
+    "log10": lambda d: tgrad.log10(_t((3, 4), d, pos=True)),
+    "log1p": lambda d: tgrad.log1p(_t((3, 4), d, pos=True)),
+    "log2": lambda d: tgrad.log2(_t((3, 4), d, pos=True)),
+    "pow": lambda d: tgrad.pow(_t((3, 4), d, pos=True), 2.5),
+    "pow_tensor": lambda d: tgrad.pow(_t((3, 4), d, pos=True), _t((3, 4), d, seed=1)),
+    "reciprocal": lambda d: tgrad.reciprocal(_t((3, 4), d, pos=True)),
+    "rsqrt": lambda d: tgrad.rsqrt(_t((3, 4), d, pos=True)),
+    "sum": lambda d: tgrad.sum(_t((3, 4), d)),
+    "cumsum": lambda d: tgrad.cumsum(_t((3, 4), d), 0),
+    "cumprod": lambda d: tgrad.cumprod(_t((3, 4), d), 0),
+    "norm": lambda d: tgrad.norm(_t((3, 4), d)),
+    "vector_norm": lambda d: tgrad.linalg.vector_norm(_t((3, 4), d)),
+    "softmax": lambda d: F.softmax(_t((3, 4), d), -1),
+    "log_softmax": lambda d: F.log_softmax(_t((3, 4), d), -1),
+    "softmin": lambda d: F.softmin(_t((3, 4), d), -1),
+    "layer_norm": lambda d: F.layer_norm(_t((3, 4), d), (4,)),
+    "group_norm": lambda d: F.group_norm(_t((2, 4, 3), d), 2),
+    "softplus": lambda d: F.softplus(_t((3, 4), d)),
+    "logsumexp": lambda d: tgrad.logsumexp(_t((3, 4), d), 1),
+    "atan2": lambda d: tgrad.atan2(_t((3, 4), d), _t((3, 4), d, seed=1)),
+    "dot": lambda d: tgrad.dot(_t((4,), d), _t((4,), d, seed=1)),
+    "mv": lambda d: tgrad.mv(_t((3, 4), d), _t((4,), d, seed=1)),
+    "addmv": lambda d: tgrad.addmv(_t((3,), d), _t((3, 4), d), _t((4,), d)),
+    "addr": lambda d: tgrad.addr(_t((3, 4), d), _t((3,), d), _t((4,), d)),
+    "cross": lambda d: tgrad.cross(_t((2, 3), d), _t((2, 3), d, seed=1), dim=1),
+    "erfinv": lambda d: tgrad.erfinv(_t((3, 4), d, pos=True)),
+    "dist": lambda d: tgrad.dist(_t((3, 4), d), _t((3, 4), d, seed=1)),
+    "renorm": lambda d: tgrad.renorm(_t((3, 4), d), 2, 0, 1.0),
+    "cosine_similarity": lambda d: F.cosine_similarity(_t((3, 4), d), _t((3, 4), d, seed=1)),
+    "normalize": lambda d: F.normalize(_t((3, 4), d)),
+    "bilinear": lambda d: F.bilinear(_t((3, 2), d), _t((3, 4), d), _t((5, 2, 4), d)),
+    "multilabel_soft_margin_loss": lambda d: F.multilabel_soft_margin_loss(
+        _t((3, 4), d), tgrad.ones(3, 4).to(d)),
+    "gaussian_nll_loss": lambda d: F.gaussian_nll_loss(_t((3, 4), d), _t((3, 4), d, seed=1),
+                                                       _t((3, 4), d, pos=True, seed=2)),
+    "prod": lambda d: tgrad.prod(_t((3, 4), d)),
+    "cross_entropy": lambda d: F.cross_entropy(_t((3, 4), d), tgrad.tensor([0, 1, 2])),
+    "cat": lambda d: tgrad.cat([_t((3, 4), d), _t((3, 4), tgrad.float32, seed=1)]),
+    "stack": lambda d: tgrad.stack([_t((3, 4), d), _t((3, 4), tgrad.float32, seed=1)]),
+    "cdist": lambda d: tgrad.cdist(_t((3, 4), d), _t((2, 4), d)),
+    "addcmul": lambda d: tgrad.addcmul(_t((3, 4), d), _t((3, 4), d, seed=1),
+                                       _t((3, 4), tgrad.float32, seed=2)),
+    "addcdiv": lambda d: tgrad.addcdiv(_t((3, 4), d), _t((3, 4), d, seed=1),
+                                       _t((3, 4), tgrad.float32, pos=True, seed=2)),
+    "l1_loss": lambda d: F.l1_loss(_t((3, 4), d), _t((3, 4), d, seed=1)),
+    "smooth_l1_loss": lambda d: F.smooth_l1_loss(_t((3, 4), d), _t((3, 4), d, seed=1)),
+    "huber_loss": lambda d: F.huber_loss(_t((3, 4), d), _t((3, 4), d, seed=1)),
+    "mse_loss": lambda d: F.mse_loss(_t((3, 4), d), _t((3, 4), d, seed=1)),
+    "nll_loss": lambda d: F.nll_loss(_t((3, 4), d), tgrad.tensor([0, 1, 2])),
+    "kl_div": lambda d: F.kl_div(_t((3, 4), d), _t((3, 4), d, pos=True, seed=1),
+                                 reduction="batchmean"),
+    "binary_cross_entropy": lambda d: F.binary_cross_entropy(_t((3, 4), d, pos=True),
+                                                             _t((3, 4), d, pos=True, seed=1)),
+    "bce_with_logits": lambda d: F.binary_cross_entropy_with_logits(
+        _t((3, 4), d), _t((3, 4), d, pos=True, seed=1)),
+    "grid_sample": lambda d: F.grid_sample(_t((1, 1, 3, 3), d), _t((1, 2, 2, 2), d, pos=True),
+                                           align_corners=False),
+    "margin_ranking_loss": lambda d: F.margin_ranking_loss(
+        _t((3,), d), _t((3,), d, seed=1), tgrad.tensor([1.0, -1.0, 1.0]).to(d)),
+    "hinge_embedding_loss": lambda d: F.hinge_embedding_loss(_t((3, 4), d),
+                                                             tgrad.ones(3, 4).to(d)),
+    "soft_margin_loss": lambda d: F.soft_margin_loss(_t((3, 4), d), tgrad.ones(3, 4).to(d)),
+    "cosine_embedding_loss": lambda d: F.cosine_embedding_loss(
+        _t((3, 4), d), _t((3, 4), d, seed=1), tgrad.tensor([1.0, -1.0, 1.0]).to(d)),
+    "multi_margin_loss": lambda d: F.multi_margin_loss(_t((3, 4), d), tgrad.tensor([0, 1, 2])),
+    "multilabel_margin_loss": lambda d: F.multilabel_margin_loss(
+        _t((3, 4), d), tgrad.tensor([[0, 1, -1, 0]] * 3)),
+    "triplet_margin_loss": lambda d: F.triplet_margin_loss(_t((3, 4), d), _t((3, 4), d, seed=1),
+                                                           _t((3, 4), d, seed=2)),
+    "poisson_nll_loss": lambda d: F.poisson_nll_loss(_t((3, 4), d),
+                                                     _t((3, 4), d, pos=True, seed=1)),
+}
+# (output dtype for bfloat16 inputs, for float32 inputs), as PyTorch 2.13 gives them
+_LOWER = ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "chain_matmul", "tensordot",
+          "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+          "conv_transpose3d", "prelu", "sdpa")
+_FP32 = ("prod", "cross_entropy", "cat", "stack", "cdist", "addcmul", "addcdiv", "l1_loss",
+         "smooth_l1_loss", "huber_loss", "mse_loss", "nll_loss", "kl_div",
+         "binary_cross_entropy", "bce_with_logits", "grid_sample", "margin_ranking_loss",
+         "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
+         "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss",
+         "poisson_nll_loss")
+
+
+@pytest.mark.parametrize("name", sorted(_CPU_CASES))
+def test_cpu_autocast_dtypes_follow_pytorchs_cpu_lists(name):
+    if name in _LOWER:
+        want = ("bfloat16", "bfloat16")
+    elif name in _FP32:
+        want = ("float32", "float32")
+    else:  # no CPU policy: the inputs' dtype
+        want = ("bfloat16", "float32")
+    with tgrad.autocast("cpu"):
+        got = tuple(_CPU_CASES[name](d).dtype.name for d in (tgrad.bfloat16, tgrad.float32))
+    assert got == want
+
+
+def test_cpu_autocast_values_of_unlowered_and_uncast_ops():
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    v = RNG.standard_normal(4).astype(np.float32)
+    with tgrad.autocast("cpu"):
+        mv = tgrad.mv(tgrad.tensor(a), tgrad.tensor(v))  # float32 product, not bfloat16
+        dot = tgrad.dot(tgrad.tensor(v), tgrad.tensor(v))
+        e = tgrad.tensor(a).to(tgrad.bfloat16).exp()
+        p = np.abs(a) * 0.4 + 0.1
+        bce = F.binary_cross_entropy(tgrad.tensor(p).to(tgrad.bfloat16),
+                                     tgrad.tensor(p[::-1].copy()).to(tgrad.bfloat16))
+    np.testing.assert_allclose(mv.numpy(), a.astype(np.float64) @ v, rtol=1e-5)
+    np.testing.assert_allclose(dot.item(), float(v.astype(np.float64) @ v), rtol=1e-5)
+    np.testing.assert_allclose(e.float().numpy(), _bf16(np.exp(_bf16(a))), rtol=1e-2)
+    x, t = _bf16(p), _bf16(p[::-1])
+    assert bce.dtype is tgrad.float32
+    np.testing.assert_allclose(bce.item(), np.mean(-(t * np.log(x) + (1 - t) * np.log(1 - x))),
+                               rtol=1e-5)
+
+
+def test_cpu_autocast_with_float32_warns_and_disables():
+    with pytest.warns(UserWarning, match="In CPU autocast, but the target dtype is not "
+                                         "supported. Disabling autocast."):
+        with tgrad.autocast("cpu", dtype=tgrad.float32):
+            assert not tgrad.is_autocast_enabled("cpu")
+            x = tgrad.tensor(RNG.standard_normal((2, 2)).astype(np.float32))
+            assert (x @ x).dtype is tgrad.float32
+
+
+def test_grad_scaler_pytorch_checks():
+    # scale() of a half-precision loss: float32 (PyTorch's scale is a float32 tensor)
+    scaler = GradScaler("cpu", init_scale=4.0)
+    for dt in (tgrad.bfloat16, tgrad.float16):
+        out = scaler.scale(tgrad.tensor(1.5, dtype=dt))
+        assert out.dtype is tgrad.float32 and out.item() == 6.0
+    assert scaler.scale(tgrad.tensor(1.5, dtype=tgrad.float64)).dtype is tgrad.float64
+    # step / unscale_ / update before any scale(): PyTorch's AssertionError
+    w, opt = _setup()
+    w.grad = tgrad.ones(2)
+    fresh = GradScaler("cpu")
+    for fn in ("step", "unscale_"):
+        with pytest.raises(AssertionError, match=f"Attempted {fn} but _scale is None"):
+            getattr(fresh, fn)(opt)
+    with pytest.raises(AssertionError, match="Attempted update but _scale is None"):
+        fresh.update()
+    assert w.tolist() == [1.0, -2.0]  # nothing stepped
+    GradScaler("cpu", enabled=False).step(opt)  # disabled: a plain step
+    assert w.tolist() == [0.5, -2.5]
+    # float16 gradients: PyTorch refuses to unscale them (and leaves them as they are)
+    wh = nn.Parameter(tgrad.tensor([1.0, 2.0], dtype=tgrad.float16))
+    wh.grad = tgrad.tensor([4.0, 8.0], dtype=tgrad.float16)
+    opt_h = tgrad.optim.SGD([wh], lr=0.1)
+    scaler = GradScaler("cpu", init_scale=4.0)
+    scaler.scale(tgrad.tensor(1.0))
+    for fn in ("unscale_", "step"):
+        with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients."):
+            getattr(scaler, fn)(opt_h)
+    assert wh.grad.tolist() == [4.0, 8.0] and wh.tolist() == [1.0, 2.0]
+    wb = nn.Parameter(tgrad.tensor([1.0, 2.0], dtype=tgrad.bfloat16))  # bfloat16: allowed
+    wb.grad = tgrad.tensor([4.0, 8.0], dtype=tgrad.bfloat16)
+    scaler.unscale_(tgrad.optim.SGD([wb], lr=0.1))
+    assert wb.grad.tolist() == [1.0, 2.0]
+
+
+def test_cuda_policies_unchanged_on_interpreted_cuda():
+    pytest.importorskip("triton")
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from interpreted import run_json
+    res = run_json("""
+import json, tgrad, tgrad.nn.functional as F
+x = tgrad.rand(3, 4, device="cuda") * 0.5 + 0.25
+out = {}
+with tgrad.autocast("cuda"):
+    h = x.half()
+    out["exp"] = h.exp().dtype.name
+    out["sum"] = h.sum().dtype.name
+    out["softmax"] = F.softmax(h, -1).dtype.name
+    out["mv"] = tgrad.mv(x, x[0]).dtype.name
+    out["matmul"] = (x @ x.mT).dtype.name
+    try:
+        F.binary_cross_entropy(x, x)
+        out["bce"] = "ran"
+    except RuntimeError as e:
+        out["bce"] = "unsafe to autocast" in str(e)
+    out["bce_cpu"] = F.binary_cross_entropy(x.cpu(), x.cpu()).dtype.name
+print(json.dumps(out))
+""")
+    assert res == {"exp": "float32", "sum": "float32", "softmax": "float32", "mv": "float16",
+                   "matmul": "float16", "bce": True, "bce_cpu": "float32"}

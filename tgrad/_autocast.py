@@ -7,7 +7,13 @@ the losses...), written where each is defined. PyTorch's three kinds:
                (float16 / bfloat16): matmul, linear, convolutions...
     "fp32":    float16 / bfloat16 tensors -> float32: exp, log, pow, sum, softmax, the losses
     "promote": every floating tensor -> the widest floating dtype among them
+    "native":  no cast, and the function's own ops run with autocast off on that device type
+               (PyTorch runs it as one kernel autocast does not see into: mv, dot on CPU)
 
+The lists differ by device type, as PyTorch's do: a policy is one kind for every device
+type, or a dict {device type: kind or None} (``autocast_policy(kind, cpu=...)``; the
+registered ops' tables in tgrad/amp/autocast_mode.py). The CPU lists are short: exp, log,
+sum, softmax, the norms... keep their input's dtype there, mv and dot are not lowered.
 float64 tensors, and tensors on devices outside the autocast region, are left alone.
 """
 
@@ -28,9 +34,14 @@ UNSAFE_BCE = (
     "binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.")
 
 
-def refuse_in_region(message: str) -> None:
-    """Raise ``message`` inside an autocast region (ops PyTorch refuses to autocast)."""
-    if STATE.autocast is not None:
+def refuse_in_region(message: str, *tensors, device_type: str = "cuda") -> None:
+    """Raise ``message`` when one of ``tensors`` is on ``device_type`` inside an autocast
+    region for it (ops PyTorch refuses to autocast there: its refusal is registered for
+    CUDA only, so on CPU binary_cross_entropy runs, with the "fp32" policy)."""
+    region = STATE.autocast
+    if region is not None and device_type in region and any(
+            getattr(getattr(t, "device", None), "type", None) == device_type
+            for t in tensors):
         raise RuntimeError(message)
 
 
@@ -50,14 +61,21 @@ def _float32():
     return dtypes.float32
 
 
-def cast_args(kind: str, args: tuple, kwargs: dict | None = None) -> tuple:
-    """(args, kwargs) cast by ``kind`` for the autocast region in force (STATE.autocast)."""
+def cast_args(kind: str | dict, args: tuple, kwargs: dict | None = None) -> tuple:
+    """(args, kwargs) cast by ``kind`` (or by ``kind[device type]`` for a per-device dict,
+    the device type of the first tensor argument on an autocast device) for the autocast
+    region in force (STATE.autocast)."""
     from tgrad.tensor import Tensor
     region = STATE.autocast
     tensors = [a for a in args if isinstance(a, Tensor)]
     if kwargs:
         tensors += [v for v in kwargs.values() if isinstance(v, Tensor)]
-    if not any(t.device.type in region for t in tensors):
+    dev = next((t.device.type for t in tensors if t.device.type in region), None)
+    if dev is None:
+        return args, kwargs
+    if isinstance(kind, dict):
+        kind = kind.get(dev)
+    if kind is None or kind == "native":  # the op runs in its inputs' dtypes
         return args, kwargs
     widest = None
     if kind == "promote":
@@ -78,14 +96,33 @@ def cast_args(kind: str, args: tuple, kwargs: dict | None = None) -> tuple:
     return new_args, new_kwargs
 
 
-def autocast_policy(kind: str) -> Callable:
+def autocast_policy(kind: str | None, *, cpu: str | None = "same") -> Callable:
     """Decorator: inside an autocast region the function's tensor arguments are cast by
-    ``kind`` first (one thread-local read outside one)."""
+    ``kind`` first (one thread-local read outside one); ``cpu`` is the policy on CPU tensors
+    where PyTorch's CPU list differs from its CUDA one (None: no cast on CPU; "native": no
+    cast and no autocast inside the function)."""
+    policy = kind if cpu == "same" else {"cuda": kind, "cpu": cpu}
+    native = [d for d, k in ((policy.items() if isinstance(policy, dict) else ()))
+              if k == "native"]
+
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            if STATE.autocast is not None:
-                args, kwargs = cast_args(kind, args, kwargs)
+            region = STATE.autocast
+            if region is None:
+                return fn(*args, **kwargs)
+            if native:
+                from tgrad.tensor import Tensor
+                tensors = [*args, *kwargs.values()]
+                dev = next((a.device.type for a in tensors
+                            if isinstance(a, Tensor) and a.device.type in region), None)
+                if dev in native:  # one kernel: no autocast inside it on this device type
+                    STATE.autocast = {d: t for d, t in region.items() if d != dev} or None
+                    try:
+                        return fn(*args, **kwargs)
+                    finally:
+                        STATE.autocast = region
+            args, kwargs = cast_args(policy, args, kwargs)
             return fn(*args, **kwargs)
         return wrapper
     return deco

@@ -9,39 +9,57 @@ registered ops get their policy on the Function class (the table below); composi
 functions (F.linear, the convolutions, matmul, the losses...) carry
 ``tgrad._autocast.autocast_policy`` where they are defined. Backward
 ops run in the dtypes the forward chose (each cast is recorded like any ``.to``). PyTorch's
-op lists; float64 is never cast; F.binary_cross_entropy raises inside a region (PyTorch's
-"unsafe to autocast" error). Regions nest; ``enabled=False`` turns a region off inside
-another. ``cache_enabled`` is accepted (tgrad casts again at every use).
+op lists, per device type (CPU's are much shorter: exp, sum, softmax... keep their input's
+dtype there); float64 is never cast; F.binary_cross_entropy raises inside a CUDA region
+(PyTorch's "unsafe to autocast" error; float32 in a CPU one). ``dtype`` other than float16 /
+bfloat16 on "cpu" warns and disables the region (PyTorch's). Regions nest;
+``enabled=False`` turns a region off inside another. ``cache_enabled`` is accepted (tgrad
+casts again at every use).
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import STATE
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "custom_fwd",
-           "custom_bwd", "LOWER_OPS", "FP32_OPS", "PROMOTE_OPS"]
+           "custom_bwd", "LOWER_OPS", "FP32_OPS", "PROMOTE_OPS", "CPU_LOWER_OPS",
+           "CPU_FP32_OPS", "CPU_PROMOTE_OPS"]
 
 # Registered ops (tgrad/ops/_common.OPS names) by policy; their Function.apply casts.
+# PyTorch's CUDA lists (also tgrad's "cuda" interpreter device):
 LOWER_OPS = ("matmul",)
 FP32_OPS = ("acos", "asin", "cosh", "sinh", "tan", "exp", "exp2", "expm1", "log", "log10",
             "log1p", "log2", "pow", "reciprocal", "rsqrt", "sum", "prod", "cumsum", "norm",
             "softmax", "log_softmax", "cross_entropy", "layer_norm", "softplus",
             "logsumexp")
 PROMOTE_OPS = ("atan2", "dot", "index_put", "cat")
+# PyTorch's CPU lists (aten/src/ATen/autocast_mode.cpp, KERNEL_CPU): much shorter; the ops
+# above missing here (exp, log, pow, sum, softmax, layer_norm, norm, dot...) run on CPU in
+# their inputs' dtypes.
+CPU_LOWER_OPS = ("matmul",)
+CPU_FP32_OPS = ("prod", "cross_entropy")
+CPU_PROMOTE_OPS = ("cat",)
 
 _DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16"}
 
 
 def _install() -> None:
+    """Each listed op's Function gets its policy: {device type: kind or None}."""
     from tgrad.ops._common import OPS
-    for names, kind in ((LOWER_OPS, "lower"), (FP32_OPS, "fp32"), (PROMOTE_OPS, "promote")):
-        for n in names:
-            if n in OPS:
-                OPS[n].autocast = kind
+    policies: dict = {}
+    for device_type, tables in (("cuda", (LOWER_OPS, FP32_OPS, PROMOTE_OPS)),
+                                ("cpu", (CPU_LOWER_OPS, CPU_FP32_OPS, CPU_PROMOTE_OPS))):
+        for names, kind in zip(tables, ("lower", "fp32", "promote")):
+            for n in names:
+                policies.setdefault(n, {"cuda": None, "cpu": None})[device_type] = kind
+    for n, policy in policies.items():
+        if n in OPS:
+            OPS[n].autocast = policy
 
 
 _install()
@@ -62,11 +80,18 @@ class autocast:  # noqa: N801 - PyTorch's name
         self.device_type = device_type
         self.fast_dtype = dtypes.as_dtype(dtype if dtype is not None
                                           else _DEFAULT_DTYPE[device_type])
-        if self.fast_dtype.name not in ("float16", "bfloat16"):
-            raise RuntimeError(f"In {device_type} autocast, but the target dtype is not "
-                               f"supported. Supported dtypes: torch.float16, torch.bfloat16 "
-                               f"(got {self.fast_dtype})")
-        self._enabled = bool(enabled)
+        enabled = bool(enabled)
+        if self.fast_dtype.name not in ("float16", "bfloat16") and enabled:
+            if device_type == "cpu":  # PyTorch's: a warning, and the region is disabled
+                warnings.warn("In CPU autocast, but the target dtype is not supported. "
+                              "Disabling autocast.\nCPU Autocast only supports dtypes of "
+                              "torch.bfloat16, torch.float16 currently.", stacklevel=2)
+                enabled = False
+            else:
+                raise RuntimeError(f"In {device_type} autocast, but the target dtype is not "
+                                   f"supported. Supported dtypes: torch.float16, "
+                                   f"torch.bfloat16 (got {self.fast_dtype})")
+        self._enabled = enabled
         self.cache_enabled = cache_enabled
 
     def __enter__(self) -> autocast:

@@ -38,6 +38,7 @@ class GradScaler:
         self._growth_interval = int(growth_interval)
         self._growth_tracker = 0
         self._per_optimizer: dict = {}
+        self._scale_used = False  # PyTorch creates its _scale tensor at the first scale()
 
     def is_enabled(self) -> bool:
         return self._enabled
@@ -68,10 +69,20 @@ class GradScaler:
         if not self._enabled:
             return outputs
         if isinstance(outputs, Tensor):
+            self._scale_used = True
+            # PyTorch's scale is a float32 tensor: a float16 / bfloat16 loss comes back float32
+            if outputs.dtype.is_floating_point and outputs.dtype.itemsize < 4:
+                outputs = outputs.float()
             return outputs * self._scale
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+    def _check_scale(self, funcname: str) -> None:
+        if not self._scale_used:
+            raise AssertionError(f"Attempted {funcname} but _scale is None.  This may indicate "
+                                 f"your script did not use scaler.scale(loss or outputs) "
+                                 f"earlier in the iteration.")
 
     def _state(self, optimizer) -> dict:
         return self._per_optimizer.setdefault(id(optimizer), {"stage": _READY,
@@ -82,12 +93,18 @@ class GradScaler:
         inf/NaN (once per optimizer between updates)."""
         if not self._enabled:
             return
-        state = self._state(optimizer)
-        if state["stage"] == _UNSCALED:
+        self._check_scale("unscale_")
+        stage = self._per_optimizer.get(id(optimizer), {"stage": _READY})["stage"]
+        if stage == _UNSCALED:
             raise RuntimeError("unscale_() has already been called on this optimizer since "
                                "the last update().")
-        if state["stage"] == _STEPPED:
+        if stage == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"]
+                 if p.grad is not None]
+        if any(g.dtype.name == "float16" for g in grads):  # PyTorch's: fp32 master weights
+            raise ValueError("Attempting to unscale FP16 gradients.")
+        state = self._state(optimizer)
         inv = 1.0 / self._scale
         found = False
         with no_grad():
@@ -109,6 +126,7 @@ class GradScaler:
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is "
                                "enabled.")
+        self._check_scale("step")
         state = self._state(optimizer)
         if state["stage"] == _STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
@@ -122,6 +140,7 @@ class GradScaler:
         """Adapt the scale from the steps since the last update (or set ``new_scale``)."""
         if not self._enabled:
             return
+        self._check_scale("update")
         if new_scale is not None:
             self._scale = float(new_scale.item() if isinstance(new_scale, Tensor)
                                 else new_scale)

@@ -224,9 +224,10 @@ class Function(metaclass=_FunctionMeta):
     node_name: str | None = None
     # Built-in binary arithmetic: number operands keep a (None, 0) slot in next_functions.
     scalar_edges: bool = False
-    # tgrad.amp's cast policy inside an autocast region: "lower", "fp32", "promote" or None
-    # (set for the built-in ops by tgrad/amp/autocast_mode.py's table)
-    autocast: str | None = None
+    # tgrad.amp's cast policy inside an autocast region: "lower", "fp32", "promote" or None,
+    # or a dict of them per device type ({"cuda": ..., "cpu": ...}; set for the built-in ops
+    # by tgrad/amp/autocast_mode.py's tables)
+    autocast: str | dict | None = None
 
     def __init__(self, *args, **kwargs) -> None:
         raise RuntimeError(

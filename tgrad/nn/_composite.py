@@ -175,7 +175,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
     return _rounded_once(gated)(input)
 
 
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
             dtype=None) -> Tensor:
     """softmax(-x) along ``dim``."""
@@ -280,10 +280,11 @@ def _check_loss_weight(op: str, weight: Tensor, input: Tensor) -> None:  # noqa:
                            f"broadcast shape of input {list(input.shape)}")
 
 
+@autocast_policy(None, cpu="fp32")  # PyTorch's CPU list: fp32; CUDA refuses (below)
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """-w (t log x + (1 - t) log(1 - x)) of probabilities ``input`` in [0, 1], reduced."""
-    refuse_in_region(UNSAFE_BCE)  # PyTorch's: not inside an autocast region
+    refuse_in_region(UNSAFE_BCE, input, target, weight)  # PyTorch's: not in a CUDA region
     _check_float("binary_cross_entropy", input)
     _check_tensor("binary_cross_entropy", target, "target")
     if target.shape != input.shape:
@@ -402,7 +403,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noq
 
 
 # ====================================================================== vectors
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum((x1 / max(|x1|, eps)) (x2 / max(|x2|, eps))) along ``dim`` (inputs broadcast),
     as PyTorch: each input is divided by its own norm first (the result stays in [-1, 1]),
@@ -431,7 +432,7 @@ def _unit_or_scaled(x: Tensor, dim: int, eps: float) -> Tensor:
     return where(small, clamped, u / where(small, 1.0, nu))
 
 
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  # noqa: A002
               out=None) -> Tensor:
     """input / max(||input||_p, eps) along ``dim``."""
@@ -585,7 +586,7 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
 
 
 
-@autocast_policy("promote")
+@autocast_policy("promote", cpu=None)
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
              bias: Tensor | None = None) -> Tensor:
     """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]:

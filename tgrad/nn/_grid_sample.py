@@ -99,7 +99,7 @@ def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) ->
     return c
 
 
-@autocast_policy("promote")
+@autocast_policy("promote", cpu="fp32")
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Sample input (N, C, H, W) at the normalized locations grid (N, Ho, Wo, 2) ->

@@ -105,7 +105,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None,  # noqa: 
     return _reduced(softplus(-y * x, 1.0, math.inf), reduction, half)
 
 
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                                 weight: Tensor | None = None, size_average=None,
                                 reduce=None, reduction: str = "mean") -> Tensor:
@@ -321,7 +321,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
     return _reduced(loss, reduction, half)
 
 
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noqa: A002
                       full: bool = False, eps: float = 1e-6,
                       reduction: str = "mean") -> Tensor:

@@ -121,7 +121,7 @@ def _unbiased_var(x: Tensor, dim: int) -> Tensor:
     return x.var(dim, correction=1)
 
 
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise (N, C, *) over each group of C / num_groups channels and the spatial dims

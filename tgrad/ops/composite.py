@@ -264,7 +264,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
 
 
 @tensor_method("addcmul")
-@autocast_policy("promote")
+@autocast_policy("promote", cpu=None)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 * tensor2 (broadcast)."""
     value = _scalar_like(value, input, tensor1, tensor2)
@@ -281,7 +281,7 @@ def _scalar_like(value, *tensors):
 
 
 @tensor_method("addcdiv")
-@autocast_policy("promote")
+@autocast_policy("promote", cpu=None)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 / tensor2 (broadcast; integer division is refused)."""
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:

@@ -111,7 +111,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return rounded_to(norm(a - b + eps, float(p), dim, keepdim), half)
 
 
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     """The p-norm distance between every pair of rows of a 2-D (N, M) input: a 1-D tensor of
     N (N - 1) / 2 distances ||input[i] - input[j]||_p for i < j, in row-major order (the
@@ -131,7 +131,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
 
 
 @tensor_method("dist")
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def dist(input: Tensor, other: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     """||input - other||_p over every element of the broadcast difference (a 0-d tensor)."""
     require_tensor("dist", input)
@@ -142,7 +142,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
 
 
 @tensor_method("renorm")
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:  # noqa: A002
     """Each slice input.select(dim, i) whose p-norm exceeds ``maxnorm`` is scaled to it:
     y = x * where(norm > maxnorm, maxnorm / (norm + 1e-7), 1), norm taken over all dims but

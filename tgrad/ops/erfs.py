@@ -258,7 +258,7 @@ def ndtri(input: Tensor) -> Tensor:  # noqa: A002
 
 
 @tensor_method("erfinv")
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def erfinv(input: Tensor) -> Tensor:  # noqa: A002
     """The inverse error function elementwise (any shape): +-inf at +-1, NaN outside
     [-1, 1]. dy = sqrt(pi)/2 exp(erfinv(y)^2)."""

@@ -167,7 +167,7 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
 
 
 @tensor_method("scatter_add")
-@autocast_policy("promote")
+@autocast_policy("promote", cpu=None)
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
     """A copy of input with src[i][j] added at [i][index[i][j]] (dim = 1; repeats add up);
     d input = g, d src = g gathered at index."""

@@ -411,7 +411,7 @@ def _tensordot_dims(a: Tensor, b: Tensor, dims) -> tuple[list, list]:
     return list(range(-n, 0)), list(range(n))
 
 
-@autocast_policy("promote")
+@autocast_policy("promote", cpu=None)
 def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """Sum over the paired dims: dims = n (a's last n with b's first n) or (dims_a, dims_b);
     out.shape = a's other dims + b's other dims. A contracted dim of size 1 against size n

@@ -48,7 +48,7 @@ def _tensor_list(tensors) -> list:
 
 # ------------------------------------------------------------------------------ cross
 @tensor_method("cross")
-@autocast_policy("promote")
+@autocast_policy("promote", cpu=None)
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:  # noqa: A002
     """The cross product of 3-vectors along ``dim``:
     out = (a1 b2 - a2 b1, a2 b0 - a0 b2, a0 b1 - a1 b0) along ``dim``.
@@ -157,7 +157,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 
 # ------------------------------------------------------------------------------ products
 @tensor_method("addr")
-@autocast_policy("lower")
+@autocast_policy("lower", cpu=None)
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * outer(vec1, vec2): vec1 (n,), vec2 (m,), input broadcast to
     (n, m) -> (n, m). beta = 0 ignores input's values (NaN/inf too), as PyTorch."""

@@ -27,6 +27,7 @@ def _dims(op: str, want: tuple, *tensors: Tensor) -> None:
 
 
 @tensor_method("dot")
+@autocast_policy(None, cpu="native")  # CPU: not lowered (PyTorch's CPU lists omit dot)
 def dot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """sum(input * other) of two 1-D tensors of the same size and dtype."""
     _dims("dot", (1, 1), input, other)
@@ -43,7 +44,7 @@ tensor_method("vdot")(dot)
 
 
 @tensor_method("mv")
-@autocast_policy("lower")
+@autocast_policy("lower", cpu="native")
 def mv(input: Tensor, vec: Tensor) -> Tensor:  # noqa: A002
     """Matrix (n, m) times vector (m,) -> (n,)."""
     _dims("mv", (2, 1), input, vec)
@@ -99,7 +100,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 
 
 @tensor_method("addmv")
-@autocast_policy("lower")
+@autocast_policy("lower", cpu=None)
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat @ vec)."""
     _dims("addmv", (2, 1), mat, vec)

@@ -79,7 +79,7 @@ inplace_method("cumsum_", cumsum)
 
 
 @tensor_method("cumprod")
-@autocast_policy("fp32")
+@autocast_policy("fp32", cpu=None)
 def cumprod(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
             axis: int | None = None) -> Tensor:
     """Cumulative product along ``dim``: y_k = prod_{j <= k} x_j (shape kept); integer and
