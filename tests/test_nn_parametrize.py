@@ -331,3 +331,22 @@ def test_hook_spectral_norm_and_removal():
     remove_spectral_norm(lin)
     assert sorted(lin.state_dict()) == ["bias", "weight"]
     np.testing.assert_allclose(lin.weight.detach().numpy(), w0 / (u @ w0 @ v), rtol=1e-12)
+
+
+@pytest.mark.parametrize("old_form", [False, True])
+def test_weight_norm_of_conv_weights_and_dim_range(old_form):
+    """g is the 2-norm over every dim but ``dim`` of a 4-D/5-D weight (PyTorch's
+    norm_except_dim; NumPy reference), and an out-of-range dim raises IndexError."""
+    wn = nn.utils.weight_norm if old_form else PS.weight_norm
+    for conv, dim in ((nn.Conv2d(2, 3, 2), 0), (nn.Conv3d(2, 3, 2), 1), (nn.Conv2d(2, 3, 2), -2)):
+        w = conv.weight.detach().numpy().astype(np.float64)
+        wn(conv, dim=dim)
+        g = conv.weight_g if old_form else conv.parametrizations.weight.original0
+        d = dim % w.ndim
+        want = np.sqrt((w ** 2).sum(axis=tuple(i for i in range(w.ndim) if i != d),
+                                    keepdims=True))
+        np.testing.assert_allclose(g.detach().numpy(), want, rtol=1e-6)
+        np.testing.assert_allclose(conv.weight.detach().numpy(), w, rtol=1e-5, atol=1e-7)
+    for bad in (2, -3):
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            wn(nn.Linear(3, 2), dim=bad)

@@ -142,3 +142,25 @@ def test_stateless_functional_call_is_func_s():
     from tgrad.func import functional_call
     from tgrad.nn.utils import stateless
     assert stateless.functional_call is functional_call
+
+
+def test_repruning_scores_the_pruned_weight():
+    """A second pruning scores orig * mask (PyTorch's): after l1 removes the 0.5, the column
+    L1 norms are 5.8, 8, 6, so ln_structured drops column 0 (by hand)."""
+    m = nn.Linear(3, 2)
+    with tgrad.no_grad():
+        m.weight.copy_(tgrad.tensor([[5.8, 4.0, 3.0], [0.5, 4.0, 3.0]]))
+    prune.l1_unstructured(m, "weight", amount=1)
+    prune.ln_structured(m, "weight", amount=1, n=1, dim=1)
+    assert m.weight_mask.tolist() == [[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]
+
+
+def test_structured_pruning_checks_dim_and_rank():
+    for method in (lambda m, **kw: prune.ln_structured(m, amount=1, n=2, **kw),
+                   lambda m, **kw: prune.random_structured(m, amount=1, **kw)):
+        with pytest.raises(IndexError, match="Invalid index"):
+            method(nn.Linear(4, 3), name="weight", dim=2)
+        with pytest.raises(IndexError, match="Invalid index"):
+            method(nn.Linear(4, 3), name="weight", dim=-3)
+        with pytest.raises(ValueError, match="multidimensional"):
+            method(nn.Linear(4, 3), name="bias", dim=0)

@@ -106,3 +106,11 @@ def test_swalr_anneals_to_swa_lr(strategy):
         swa.SWALR(opt, 0.1, anneal_strategy="exp")
     with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0"):
         swa.SWALR(opt, 0.1, anneal_epochs=-1)
+
+
+def test_ema_decay_must_lie_in_zero_one():
+    for fn in (swa.get_ema_avg_fn, swa.get_ema_multi_avg_fn):
+        for bad in (1.5, -0.1):
+            with pytest.raises(ValueError, match="Invalid decay value"):
+                fn(bad)
+        fn(0.0), fn(1.0)

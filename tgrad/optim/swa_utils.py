@@ -28,8 +28,15 @@ __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_avg_fn", "get_swa_avg
            "get_ema_multi_avg_fn", "get_swa_multi_avg_fn"]
 
 
+def _check_decay(decay: float) -> None:
+    if not 0.0 <= decay <= 1.0:
+        raise ValueError(f"Invalid decay value {decay} provided. Please provide a value in "
+                         f"[0,1] range.")
+
+
 def get_ema_avg_fn(decay: float = 0.999) -> Callable:
-    """avg_fn(avg, p, n) = decay avg + (1 - decay) p."""
+    """avg_fn(avg, p, n) = decay avg + (1 - decay) p (decay in [0, 1])."""
+    _check_decay(decay)
     def ema_update(ema_param: Tensor, current_param: Tensor, num_averaged) -> Tensor:
         return decay * ema_param + (1 - decay) * current_param
     return ema_update
@@ -44,7 +51,9 @@ def get_swa_avg_fn() -> Callable:
 
 def get_ema_multi_avg_fn(decay: float = 0.999) -> Callable:
     """multi_avg_fn(avgs, ps, n): each avg <- lerp(avg, p, 1 - decay), in place (integer
-    buffers: the float result cast back, as PyTorch)."""
+    buffers: the float result cast back, as PyTorch); decay in [0, 1]."""
+    _check_decay(decay)
+
     def ema_update(ema_params: list, current_params: list, num_averaged) -> None:
         for avg, p in zip(ema_params, current_params):
             if avg.dtype.is_floating_point:

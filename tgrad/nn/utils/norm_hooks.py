@@ -17,7 +17,7 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.nn import functional as F
 from tgrad.nn.modules.module import Module
 from tgrad.nn.parameter import Parameter
-from tgrad.nn.utils.parametrizations import _norm_except_dim, weight_matrix
+from tgrad.nn.utils.parametrizations import _norm_except_dim, check_norm_dim, weight_matrix
 from tgrad.tensor import Tensor
 
 __all__ = ["weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
@@ -50,10 +50,7 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
         raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter "
                            f"{name}")
     weight = getattr(module, name)
-    if dim == -1:  # PyTorch's norm_except_dim reads -1 as "every dim"
-        dim = None
-    elif dim is not None and dim < 0:
-        dim += weight.ndim
+    dim = check_norm_dim(weight, dim)
     fn = WeightNorm(name, dim)
     del module._parameters[name]
     module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight, dim).detach()))

@@ -151,11 +151,26 @@ def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None 
 
 
 def _norm_except_dim(v: Tensor, dim: int | None) -> Tensor:
-    """||v|| over every dim but ``dim`` (kept as size 1), or over all for None."""
+    """||v||_2 over every dim but ``dim`` (kept as size 1), or over all for None (a vector
+    norm over any number of dims: PyTorch's norm_except_dim; torch.norm's 'fro' refuses
+    more than two dims, so a Conv2d weight needs vector_norm)."""
+    from tgrad.linalg import vector_norm
     if dim is None:
-        return v.norm()
+        return vector_norm(v)
     dims = tuple(d for d in range(v.ndim) if d != dim)
-    return v.norm(dim=dims, keepdim=True) if dims else v.abs()
+    return vector_norm(v, 2, dims, keepdim=True) if dims else v.abs()
+
+
+def check_norm_dim(weight: Tensor, dim: int | None) -> int | None:
+    """weight_norm's ``dim``: None and -1 mean every dim (PyTorch's norm_except_dim);
+    another negative dim counts from the end; out of range raises PyTorch's IndexError."""
+    if dim is None or dim == -1:
+        return None
+    n = weight.ndim
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
+                         f"{n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
 
 
 def weight_matrix(weight: Tensor, dim: int) -> Tensor:
@@ -179,11 +194,7 @@ class _WeightNorm(Module):
 
 def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Module:
     """Reparametrize ``module.<name>`` as g v / ||v|| (module docstring)."""
-    weight = getattr(module, name)
-    if dim == -1:  # PyTorch's norm_except_dim reads -1 as "every dim", as None
-        dim = None
-    elif dim is not None and dim < 0:
-        dim += weight.ndim
+    dim = check_norm_dim(getattr(module, name), dim)
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
     return module
 

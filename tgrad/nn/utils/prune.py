@@ -87,12 +87,16 @@ class BasePruningMethod:
                                      f"but it is not a Tensor")
             default_mask = ones_like(orig)
         else:
+            current = getattr(module, name)  # orig * mask: what the new method scores
             orig = getattr(module, name + "_orig")
             default_mask = getattr(module, name + "_mask").detach().clone()
             container = old if isinstance(old, PruningContainer) else PruningContainer(old)
             container.add_pruning_method(method)
             method = container
-        scores = orig if importance_scores is None else importance_scores
+        if importance_scores is not None:
+            scores = importance_scores
+        else:  # PyTorch's: the parameter as it is now (pruned entries are zeros)
+            scores = orig if old is None else current
         if tuple(scores.shape) != tuple(orig.shape):
             raise ValueError(f"importance_scores should have the same shape as parameter "
                              f"{name} of {module}")
@@ -194,6 +198,17 @@ class L1Unstructured(_Unstructured):
         return t.abs().reshape(-1).topk(n, largest=False).indices
 
 
+def _structured_dim(t: Tensor, dim: int) -> int:
+    """PyTorch's checks of structured pruning: a multidimensional tensor and a dim in
+    range (negative counts from the end)."""
+    if t.ndim <= 1:
+        raise ValueError(f"Structured pruning can only be applied to multidimensional "
+                         f"tensors. Found tensor of shape {tuple(t.shape)} with {t.ndim} dims")
+    if not -t.ndim <= dim < t.ndim:
+        raise IndexError(f"Invalid index {dim} for tensor of size {list(t.shape)}")
+    return dim % t.ndim
+
+
 def _channel_mask(keep_channels: Tensor, t: Tensor, dim: int, default_mask: Tensor) -> Tensor:
     shape = [1] * t.ndim
     shape[dim] = t.shape[dim]
@@ -208,7 +223,7 @@ class RandomStructured(BasePruningMethod):
         self.amount, self.dim = amount, dim
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        dim = self.dim % t.ndim
+        dim = _structured_dim(t, self.dim)
         size = t.shape[dim]
         n = _count(self.amount, size)
         if n == 0:
@@ -226,7 +241,7 @@ class LnStructured(BasePruningMethod):
         self.amount, self.n, self.dim = amount, n, dim
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        dim = self.dim % t.ndim
+        dim = _structured_dim(t, self.dim)
         size = t.shape[dim]
         prune_n = _count(self.amount, size)
         if prune_n == 0:
