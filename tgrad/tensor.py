@@ -439,14 +439,23 @@ def _wrap_dim(dim: int, ndim: int, op: str) -> int:
     return dim % n
 
 
-def _int_arg(op: str, name: str, value) -> int:
-    """``value`` as a Python int (ints, NumPy integers, 0-d integer tensors), or PyTorch's
-    TypeError naming the op and the argument."""
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{op}(): argument '{name}' must be int, not "
+def _int_arg(op: str, name: str, value, position: int | None = None,
+             allow_bool: bool = True) -> int:
+    """``value`` as a Python int (ints, NumPy integers, one-element integer tensors), or
+    PyTorch's TypeError naming the op, the argument (and its ``position``); a float, even
+    3.0, is refused, and a bool too unless ``allow_bool``."""
+    if not allow_bool and isinstance(value, (bool, np.bool_)):
+        index = None
+    else:
+        try:
+            index = operator.index(value)
+        except TypeError:
+            index = None
+    if index is None:
+        where = f" (position {position})" if position else ""
+        raise TypeError(f"{op}(): argument '{name}'{where} must be int, not "
                         f"{type(value).__name__}") from None
+    return index
 
 
 def register_hook_checked(t: Tensor, hook, register):

@@ -12,7 +12,7 @@ from tgrad import dtypes
 from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import as_device
 from tgrad.dtypes import DType
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "rand", "randn", "rand_like", "randn_like", "arange",
@@ -370,18 +370,6 @@ def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) 
     return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def _int_arg(op: str, name: str, v, position: int | None = None) -> int:
-    """An integer argument as PyTorch takes it: a Python or NumPy int, or a one-element
-    integer tensor; a float (even 3.0) or a bool is a TypeError."""
-    if isinstance(v, Tensor) and v.numel() == 1 and not v.dtype.is_floating_point \
-            and v.dtype is not dtypes.bool_:
-        return int(v.item())
-    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
-        return int(v)
-    where = f" (position {position})" if position else ""
-    raise TypeError(f"{op}(): argument '{name}'{where} must be int, not {type(v).__name__}")
-
-
 # randperm into a float dtype: every integer below n must be exact (PyTorch's limits;
 # PyTorch has none for bfloat16 and returns repeats past 257, tgrad raises)
 _RANDPERM_MAX = {"float16": (2049, "2049", "Half"), "bfloat16": (257, "257", "BFloat16"),
@@ -405,7 +393,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         pos = (1, 2)
     if size is None:
         raise TypeError("randint() missing 1 required positional argument: 'size'")
-    low, high = _int_arg("randint", "low", low, pos[0]), _int_arg("randint", "high", high, pos[1])
+    low = _int_arg("randint", "low", low, pos[0], allow_bool=False)
+    high = _int_arg("randint", "high", high, pos[1], allow_bool=False)
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
@@ -427,7 +416,7 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
     manual_seed seeds (or by ``generator``, which must then be a CPU tgrad.Generator),
     then copied to ``device``."""
     from tgrad.generator import drawing_from
-    n = _int_arg("randperm", "n", n, 1)
+    n = _int_arg("randperm", "n", n, 1, allow_bool=False)
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
     dt = dtypes.as_dtype(dtype or "int64")
