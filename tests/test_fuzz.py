@@ -73,7 +73,8 @@ REDUCE = {
     "amax": (lambda x, d, k: x.amax(d, keepdim=k), lambda x, d, k: np.max(x, d, keepdims=k)),
     "prod": (lambda x, d, k: x.prod(d, keepdim=k), lambda x, d, k: np.prod(x, d, keepdims=k)),
     "logsumexp": (lambda x, d, k: tgrad.logsumexp(x, d, keepdim=k), _np_lse),
-    "norm": (lambda x, d, k: x.norm(dim=d, keepdim=k),
+    # the vector 2-norm over any dims (torch.norm's 'fro' refuses more than two)
+    "norm": (lambda x, d, k: tgrad.linalg.vector_norm(x, 2, d, keepdim=k),
              lambda x, d, k: np.sqrt(np.sum(x * x, d, keepdims=k))),
     "var": (lambda x, d, k: x.var(d, keepdim=k, correction=0),
             lambda x, d, k: np.var(x, d, keepdims=k)),
