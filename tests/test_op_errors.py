@@ -97,11 +97,17 @@ def test_var_correction_arguments():
         tgrad.std(_x(3), correction="1")
 
 
-def test_norm_unsupported_p():
-    with pytest.raises(RuntimeError, match="^norm\\(\\): p='nuc' is not supported"):
-        tgrad.norm(_x(2, 2), p="nuc")
+def test_norm_p_strings_none_and_unsupported():
+    """torch.norm's p: 'nuc' is the nuclear norm (NumPy's), None the default 2-norm, an
+    unknown string matrix_norm's error, another type a TypeError."""
+    x = _x(2, 2)
+    np.testing.assert_allclose(tgrad.norm(x, p="nuc").item(),
+                               np.linalg.norm(x.numpy(), "nuc"), rtol=1e-6)
+    np.testing.assert_allclose(tgrad.norm(x, p=None).item(), np.sqrt(30.0), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="Order foo not supported"):
+        tgrad.norm(x, p="foo")
     with pytest.raises(TypeError, match="^norm\\(\\): p must be a number"):
-        tgrad.norm(_x(2, 2), p=None)
+        tgrad.norm(x, p=[2])
 
 
 def test_clamp_needs_a_bound():

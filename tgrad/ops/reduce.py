@@ -722,8 +722,10 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     """Vector p-norm over ``dim`` (all elements when None): p = 'fro' (= 2, the default),
     any float, inf or -inf. As torch.norm, another string p ('nuc'), or 'fro' over more
     than two dims, is linalg.matrix_norm(input, p, dim, keepdim) with dim None meaning
-    every dim (so the input must then be 2-D)."""
+    every dim (so the input must then be 2-D). p=None is the default 2-norm (PyTorch's)."""
     require_tensor("norm", input)
+    if p is None:
+        p = "fro"
     if isinstance(p, str):
         if p != "fro" or (isinstance(dim, (tuple, list)) and len(dim) > 2):
             from tgrad.linalg._norms import matrix_norm  # (linalg imports tgrad.ops)
