@@ -17,6 +17,36 @@ def register_op(cls):
     return cls
 
 
+def sizes_keyword(op: str, name: str, args: tuple, given) -> tuple:
+    """Sizes passed positionally (ints, or one sequence) or as PyTorch's keyword ``name``
+    (``given``: a sequence, or None), returned in the positional form; both at once, or a
+    keyword that is not a sequence, is PyTorch's TypeError."""
+    if given is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument '{name}'")
+    if not isinstance(given, (tuple, list)):
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not "
+                        f"{type(given).__name__}")
+    return (tuple(given),)
+
+
+def promoted_float_dtype(op: str, input: Tensor, other: Tensor):  # noqa: A002
+    """The dtype two tensors promote to (PyTorch's rules), which must be floating: two
+    integer / bool tensors raise PyTorch's NotImplementedError ("<op>_cpu" not
+    implemented for 'Long')."""
+    from tgrad import dtypes
+    require_tensor(op, input)
+    require_tensor(op, other, "other", 2)
+    dt = dtypes.result_type(input, other)
+    if not dt.is_floating_point:
+        raise NotImplementedError(
+            f"{op}: \"{op}_cpu\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[dt]}': "
+            f"expected floating point inputs (or one), got {input.dtype} and {other.dtype}; "
+            f"convert them with .float() first")
+    return dt
+
+
 def require_tensor(op: str, value, name: str = "input", position: int | None = 1) -> None:
     """PyTorch's TypeError when an argument that must be a Tensor is not one."""
     if not isinstance(value, Tensor):

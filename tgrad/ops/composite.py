@@ -31,7 +31,7 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import rounded_to, tensor_method, widen_halves
+from tgrad.ops._common import rounded_to, sizes_keyword, tensor_method, widen_halves
 from tgrad.ops.creation import arange
 from tgrad.ops.gathering import index_select
 from tgrad.ops.index import getitem
@@ -148,13 +148,7 @@ def repeat(input: Tensor, *sizes, repeats=None) -> Tensor:  # noqa: A002
     """``input`` tiled ``sizes[d]`` times along each dim d (leading dims added as needed;
     ints, one sequence or the keyword ``repeats``; ``()`` for a 0-d input):
     y.shape[d] = sizes[d] * x.shape[d];  dx = the sum of the gradient over the copies."""
-    if repeats is not None:
-        if sizes:
-            raise TypeError("repeat() got multiple values for argument 'repeats'")
-        if not isinstance(repeats, (tuple, list)):
-            raise TypeError(f"repeat(): argument 'repeats' must be tuple of ints, not "
-                            f"{type(repeats).__name__}")
-        sizes = (repeats,)
+    sizes = sizes_keyword("repeat", "repeats", sizes, repeats)
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):

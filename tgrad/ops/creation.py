@@ -12,6 +12,7 @@ from tgrad import dtypes
 from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import as_device
 from tgrad.dtypes import DType
+from tgrad.ops._common import sizes_keyword
 from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
@@ -206,23 +207,11 @@ def _dtype_or_default(dtype) -> DType:
     return dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
 
 
-def _size_kw(op: str, args: tuple, size) -> tuple:
-    """The shape from varargs or the ``size=`` keyword (a tuple or list), never both."""
-    if size is None:
-        return args
-    if args:
-        raise TypeError(f"{op}() got multiple values for argument 'size'")
-    if not isinstance(size, (tuple, list)):
-        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not "
-                        f"{type(size).__name__}")
-    return (tuple(size),)
-
-
 def full(*args, size=None, fill_value=None, dtype=None, device=None,
          requires_grad: bool = False) -> Tensor:
     """``full(size, fill_value)`` (or ``size=``, ``fill_value=``): dtype inferred from
     fill_value like PyTorch."""
-    args = _size_kw("full", args, size)
+    args = sizes_keyword("full", "size", args, size)
     if fill_value is None:
         if len(args) >= 2 and not isinstance(args[-1], (tuple, list)):
             *args, fill_value = args
@@ -249,19 +238,20 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
 
 
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return full(_shape(_size_kw("zeros", args, size)), 0, dtype=_dtype_or_default(dtype),
-                device=device, requires_grad=requires_grad)
+    return full(_shape(sizes_keyword("zeros", "size", args, size)), 0,
+                dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
 
 
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return full(_shape(_size_kw("ones", args, size)), 1, dtype=_dtype_or_default(dtype),
-                device=device, requires_grad=requires_grad)
+    return full(_shape(sizes_keyword("ones", "size", args, size)), 1,
+                dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
 
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dev = as_device(device)
     dt = _dtype_or_default(dtype)
-    t = Tensor(get_backend(dev).empty(_shape(_size_kw("empty", args, size)), dt.np), None, dev)
+    shape = _shape(sizes_keyword("empty", "size", args, size))
+    t = Tensor(get_backend(dev).empty(shape, dt.np), None, dev)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -349,15 +339,15 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
 def rand(*args, size=None, generator=None, dtype=None, device=None,
          requires_grad: bool = False) -> Tensor:
     """Uniform samples on [0, 1) (from ``generator``, a tgrad.Generator, if given)."""
-    return _random("rand", _size_kw("rand", args, size), dtype, device, requires_grad,
-                   generator)
+    shape = sizes_keyword("rand", "size", args, size)
+    return _random("rand", shape, dtype, device, requires_grad, generator)
 
 
 def randn(*args, size=None, generator=None, dtype=None, device=None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples (from ``generator``, a tgrad.Generator, if given)."""
-    return _random("randn", _size_kw("randn", args, size), dtype, device, requires_grad,
-                   generator)
+    shape = sizes_keyword("randn", "size", args, size)
+    return _random("randn", shape, dtype, device, requires_grad, generator)
 
 
 def rand_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:

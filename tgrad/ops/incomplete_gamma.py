@@ -31,7 +31,7 @@ import math
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops._common import promoted_float_dtype, tensor_method
 from tgrad.ops._temme_coefs import D as _TEMME
 from tgrad.ops.erfs import erfc
 from tgrad.ops.pointwise_extras import broadcast_tensors
@@ -180,14 +180,7 @@ def _prepare(op: str, input, other) -> tuple:  # noqa: A002
     """The two tensors in their promoted dtype (PyTorch's rules: a 0-d tensor does not
     promote a dimensioned one of its category; an integer or bool tensor takes a float
     one's dtype), broadcast. Two integer / bool tensors raise, as PyTorch's."""
-    require_tensor(op, input)
-    require_tensor(op, other, "other", 2)
-    dt = dtypes.result_type(input, other)
-    if not dt.is_floating_point:
-        raise NotImplementedError(
-            f"{op}: \"{op}_cpu\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[dt]}': "
-            f"expected floating point inputs (or one), got {input.dtype} and {other.dtype}; "
-            f"convert them with .float() first")
+    dt = promoted_float_dtype(op, input, other)
     return broadcast_tensors(input.to(dt), other.to(dt))
 
 

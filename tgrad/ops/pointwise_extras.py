@@ -25,7 +25,13 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import broadcast_or_raise, float_input, require_tensor, tensor_method
+from tgrad.ops._common import (
+    broadcast_or_raise,
+    float_input,
+    promoted_float_dtype,
+    require_tensor,
+    tensor_method,
+)
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.products import diag
 from tgrad.tensor import Tensor
@@ -149,15 +155,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     dtype the two promote to (PyTorch's rules: nextafter(float64, float32) is float64, an
     integer tensor takes the float one's dtype; two integer tensors raise); not
     differentiable."""
-    from tgrad import dtypes
-    require_tensor("nextafter", input)
-    require_tensor("nextafter", other, "other", 2)
-    dt = dtypes.result_type(input, other)
-    if not dt.is_floating_point:
-        raise NotImplementedError(
-            f"nextafter: \"nextafter_cpu\" not implemented for "
-            f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (inputs {input.dtype} and {other.dtype}); it "
-            f"takes a floating point tensor")
+    dt = promoted_float_dtype("nextafter", input, other)
     return _host(np.nextafter, input.device, input.to(dt), other.to(dt)).to(dt)
 
 

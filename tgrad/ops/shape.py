@@ -21,6 +21,7 @@ from tgrad.ops._common import (
     make_view,
     register_op,
     same_device,
+    sizes_keyword,
     tensor_method,
     view_apply,
     wrap,
@@ -50,19 +51,6 @@ def _infer_shape(op: str, shape: tuple, numel: int) -> tuple:
     if math.prod(shape) != numel:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
-
-
-def _sizes_arg(op: str, name: str, args: tuple, given) -> tuple:
-    """The sizes passed positionally (ints, or one sequence), or as PyTorch's keyword
-    ``name`` (``given``: a sequence, or None), in the positional form."""
-    if given is None:
-        return args
-    if args:
-        raise TypeError(f"{op}() got multiple values for argument '{name}'")
-    if not isinstance(given, (tuple, list)):
-        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not "
-                        f"{type(given).__name__}")
-    return (tuple(given),)
 
 
 class View(Function):
@@ -109,7 +97,7 @@ def view(input: Tensor, *shape, size=None) -> Tensor:  # noqa: A002
     """A view with a new shape (``size``: PyTorch's keyword); raises when the strides do not
     allow one."""
     if size is not None:
-        shape = _sizes_arg("view", "size", shape, size)
+        shape = sizes_keyword("view", "size", shape, size)
     shape = _infer_shape("view", shape, input.numel())
     return view_apply(View, input, shape)
 
@@ -119,7 +107,7 @@ def reshape(input: Tensor, *sizes, shape=None) -> Tensor:  # noqa: A002
     """A view when the strides allow, else a copy (as PyTorch); the new shape as ints, one
     sequence or the keyword ``shape``."""
     if shape is not None:
-        sizes = _sizes_arg("reshape", "shape", sizes, shape)
+        sizes = sizes_keyword("reshape", "shape", sizes, shape)
     shape = _infer_shape("reshape", sizes, input.numel())
     if backend_of(input).reshape_view(input._data, shape) is not None:
         return view_apply(View, input, shape)
@@ -146,7 +134,7 @@ class Permute(Function):
 def permute(input: Tensor, *order, dims=None) -> Tensor:  # noqa: A002
     """The view with input's dims in the order ``dims`` (ints, one sequence or the keyword
     ``dims``)."""
-    dims = _sizes_arg("permute", "dims", order, dims)
+    dims = sizes_keyword("permute", "dims", order, dims)
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     if len(dims) != input.ndim:
@@ -264,7 +252,7 @@ def expand(input: Tensor, *sizes, size=None) -> Tensor:  # noqa: A002
     """Broadcast to ``sizes`` (ints, one sequence or the keyword ``size``) without copying;
     -1 keeps a dim."""
     if size is not None:
-        sizes = _sizes_arg("expand", "size", sizes, size)
+        sizes = sizes_keyword("expand", "size", sizes, size)
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
     lead = len(sizes) - input.ndim
