@@ -32,8 +32,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tgrad import dtypes
-from tgrad.autograd.grad_mode import no_grad
 from tgrad.distributions import constraints
 from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
@@ -43,6 +41,9 @@ from tgrad.distributions.utils import (
     binary_probs,
     broadcast_all,
     set_probs_or_logits,
+)
+from tgrad.distributions.utils import (
+    in_float64 as _in_float64,
 )
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
@@ -154,12 +155,6 @@ def _binomial_draw(n: Tensor, p: Tensor) -> Tensor:
     big = _until_done(btrs, ew.where(small, math.nan, nb), "binomial")
     k = ew.where(small, count, big)
     return ew.where(flip, n - k, k)
-
-
-def _in_float64(fn: Callable, *params: Tensor) -> Tensor:
-    """``fn`` on float64 copies of ``params`` (no graph), cast back to params[0]'s dtype."""
-    with no_grad():
-        return fn(*[t.detach().to(dtypes.float64) for t in params]).to(params[0].dtype)
 
 
 def _clamp_by_zero(x: Tensor) -> Tensor:

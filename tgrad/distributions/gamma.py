@@ -26,11 +26,10 @@ from collections.abc import Sequence
 
 from tgrad.autograd import grad
 from tgrad.autograd.function import Function
-from tgrad.autograd.grad_mode import enable_grad, no_grad
+from tgrad.autograd.grad_mode import enable_grad
 from tgrad.distributions import constraints
 from tgrad.distributions.distribution import Distribution
-from tgrad.distributions.utils import broadcast_all
-from tgrad.dtypes import float64
+from tgrad.distributions.utils import broadcast_all, in_float64
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import arange, rand, randn
 from tgrad.ops.extras import xlogy
@@ -136,6 +135,23 @@ def _dp_da(a: Tensor, x: Tensor) -> Tensor:
     return out
 
 
+def _dx_da(a: Tensor, x: Tensor) -> Tensor:
+    """dx/da = -(dP/da) / p(x; a) of standard gamma draws x (float64 inputs)."""
+    safe_x = ew.where(x > 0, x, 1e-300)
+    log_pdf = (a - 1) * ew.log(safe_x) - safe_x - lgamma(a)
+    return -_dp_da(a, safe_x) / ew.exp(log_pdf)
+
+
+def _dlog_x_da(a: Tensor, log_x: Tensor) -> Tensor:
+    """d log x / da of log-space draws (float64 inputs; see _LogStandardGamma)."""
+    first_term = log_x < -36.04  # x < 2.2e-16, float64's eps
+    x = ew.exp(ew.where(first_term, 0.0, log_x))
+    log_xp = a * ew.log(x) - x - lgamma(a)  # log(x p(x; a))
+    series = -_dp_da(a, x) / ew.exp(log_xp)
+    tail = -(log_x - digamma(a + 1.0)) / a
+    return ew.where(first_term, tail, series)
+
+
 class _StandardGamma(Function):
     """x ~ Gamma(a, 1) with the implicit reparameterisation gradient."""
 
@@ -147,16 +163,9 @@ class _StandardGamma(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, x = ctx.saved_tensors
-        with no_grad():
-            # in float64 whatever the dtype: log p(x; a) is a difference of terms ~a log a
-            # (a float32 a = 1e6 lost its value to rounding; the mean of dx/da read 1.7)
-            dt = a.dtype
-            a, x = a.to(float64), x.to(float64)
-            safe_x = ew.where(x > 0, x, 1e-300)
-            log_pdf = (a - 1) * ew.log(safe_x) - safe_x - lgamma(a)
-            dx_da = (-_dp_da(a, safe_x) / ew.exp(log_pdf)).to(dt)
-        return g * dx_da
+        # in float64 whatever the dtype: log p(x; a) is a difference of terms ~a log a
+        # (a float32 a = 1e6 lost its value to rounding; the mean of dx/da read 1.7)
+        return g * in_float64(_dx_da, *ctx.saved_tensors)
 
 
 class _LogStandardGamma(Function):
@@ -175,17 +184,7 @@ class _LogStandardGamma(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, log_x = ctx.saved_tensors
-        with no_grad():  # in float64 whatever the dtype, as _StandardGamma
-            dt = a.dtype
-            a, log_x = a.to(float64), log_x.to(float64)
-            first_term = log_x < -36.04  # x < 2.2e-16, float64's eps
-            x = ew.exp(ew.where(first_term, 0.0, log_x))
-            log_xp = a * ew.log(x) - x - lgamma(a)  # log(x p(x; a))
-            series = -_dp_da(a, x) / ew.exp(log_xp)
-            tail = -(log_x - digamma(a + 1.0)) / a
-            dlog_x = ew.where(first_term, tail, series).to(dt)
-        return g * dlog_x
+        return g * in_float64(_dlog_x_da, *ctx.saved_tensors)  # as _StandardGamma
 
 
 def _normalized_log_gamma(log_g: Tensor, dim: int) -> Tensor:

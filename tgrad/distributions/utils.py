@@ -8,7 +8,7 @@ from typing import Any
 import ml_dtypes
 
 from tgrad import dtypes
-from tgrad.autograd.grad_mode import enable_grad
+from tgrad.autograd.grad_mode import enable_grad, no_grad
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import tensor
@@ -18,6 +18,13 @@ from tgrad.tensor import Tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
            "probs_to_logits", "set_probs_or_logits"]
+
+
+
+def in_float64(fn, *params: Tensor) -> Tensor:
+    """``fn`` on float64 copies of ``params`` (no graph), cast back to params[0]'s dtype."""
+    with no_grad():
+        return fn(*[t.detach().to(dtypes.float64) for t in params]).to(params[0].dtype)
 
 
 def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
