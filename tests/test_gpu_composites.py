@@ -66,6 +66,13 @@ def test_interpolate_on_gpu(mode):
     _close(lambda x: F.interpolate(x, scale_factor=1.7, mode=mode), a)
 
 
+def test_bicubic_and_antialias_on_gpu():
+    a = RNG.standard_normal((2, 3, 5, 7))
+    _close(lambda x: F.interpolate(x, scale_factor=1.7, mode="bicubic"), a)
+    _close(lambda x: F.interpolate(x, size=(3, 2), mode="bicubic", antialias=True), a)
+    _close(lambda x: F.interpolate(x, size=(2, 4), mode="bilinear", antialias=True), a)
+
+
 def test_conv_transpose2d_and_fold_on_gpu():
     x, w = RNG.standard_normal((2, 4, 5, 6)), RNG.standard_normal((4, 3, 3, 2))
     _close(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1), x, w)
