@@ -94,6 +94,22 @@ def test_recurrent_layers_on_gpu(kind):
     _close(run, x)
 
 
+def test_packed_lstm_on_gpu():
+    from tgrad.nn.utils.rnn import pack_padded_sequence
+    tgrad.manual_seed(0)
+    params = {k: v.detach().numpy().copy() for k, v in
+              nn.LSTM(3, 4, num_layers=2, bidirectional=True).double().state_dict().items()}
+    x = RNG.standard_normal((5, 3, 3))
+
+    def run(inp):
+        m = nn.LSTM(3, 4, num_layers=2, bidirectional=True).double()
+        m.load_state_dict({k: tgrad.tensor(v) for k, v in params.items()})
+        out, (h, c) = m.to(inp.device)(pack_padded_sequence(inp, [2, 5, 3],
+                                                            enforce_sorted=False))
+        return tgrad.cat([out.data.flatten(), h.flatten(), c.flatten()])
+    _close(run, x)
+
+
 def test_logmath_scans_and_searching_on_gpu():
     a, b = RNG.standard_normal((4, 9)), RNG.standard_normal((4, 9))
     _close(lambda x, y: tgrad.logaddexp(x, y) + tgrad.hypot(x, y), a, b)
