@@ -66,6 +66,13 @@ def test_interpolate_on_gpu(mode):
     _close(lambda x: F.interpolate(x, scale_factor=1.7, mode=mode), a)
 
 
+def test_bicubic_and_antialias_on_gpu():
+    a = RNG.standard_normal((2, 3, 5, 7))
+    _close(lambda x: F.interpolate(x, scale_factor=1.7, mode="bicubic"), a)
+    _close(lambda x: F.interpolate(x, size=(3, 2), mode="bicubic", antialias=True), a)
+    _close(lambda x: F.interpolate(x, size=(2, 4), mode="bilinear", antialias=True), a)
+
+
 def test_conv_transpose2d_and_fold_on_gpu():
     x, w = RNG.standard_normal((2, 4, 5, 6)), RNG.standard_normal((4, 3, 3, 2))
     _close(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1), x, w)
@@ -84,6 +91,22 @@ def test_recurrent_layers_on_gpu(kind):
         m = getattr(nn, kind)(3, 4, num_layers=2, bidirectional=True).double()
         m.load_state_dict({k: tgrad.tensor(v) for k, v in params.items()})
         return m.to(inp.device)(inp)[0]
+    _close(run, x)
+
+
+def test_packed_lstm_on_gpu():
+    from tgrad.nn.utils.rnn import pack_padded_sequence
+    tgrad.manual_seed(0)
+    params = {k: v.detach().numpy().copy() for k, v in
+              nn.LSTM(3, 4, num_layers=2, bidirectional=True).double().state_dict().items()}
+    x = RNG.standard_normal((5, 3, 3))
+
+    def run(inp):
+        m = nn.LSTM(3, 4, num_layers=2, bidirectional=True).double()
+        m.load_state_dict({k: tgrad.tensor(v) for k, v in params.items()})
+        out, (h, c) = m.to(inp.device)(pack_padded_sequence(inp, [2, 5, 3],
+                                                            enforce_sorted=False))
+        return tgrad.cat([out.data.flatten(), h.flatten(), c.flatten()])
     _close(run, x)
 
 

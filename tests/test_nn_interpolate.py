@@ -322,13 +322,212 @@ def test_interpolate_errors():
     _raises(lambda: F.interpolate(_t(np.zeros((3, 5))), size=3), NotImplementedError,
             "Only 3D, 4D and 5D input Tensors supported (got 2D)")
     _raises(lambda: F.interpolate(x, size=3, mode="bogus"), NotImplementedError, "(got bogus)")
-    _raises(lambda: F.interpolate(_t(np.zeros((1, 1, 4, 4))), size=3, mode="bicubic"),
-            NotImplementedError, "'bicubic' is not supported in tgrad")
+    _raises(lambda: F.interpolate(x, size=3, mode="bicubic"), NotImplementedError,
+            "Only 3D, 4D and 5D input Tensors supported (got 3D) for the modes: nearest | "
+            "linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact "
+            "(got bicubic)")
+    _raises(lambda: F.interpolate(_t(np.zeros((1, 1, 2, 3, 4))), size=3, mode="bicubic"),
+            NotImplementedError, "(got 5D) for the modes")
+    _raises(lambda: F.interpolate(_t(np.zeros((1, 1, 2, 3, 4))), size=3, mode="trilinear",
+                                  antialias=True), ValueError,
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
+            "requires a 4-D tensor as input")
+    _raises(lambda: F.interpolate(tgrad.arange(16).reshape(1, 1, 4, 4), size=3,
+                                  mode="bicubic"), NotImplementedError,
+            "not implemented for int64")
     _raises(lambda: F.interpolate(x, size=3, mode="linear", antialias=True), ValueError,
             "Anti-alias option is restricted")
     _raises(lambda: F.interpolate(tgrad.arange(10).reshape(1, 2, 5), size=7),
             NotImplementedError, "not implemented for int64")
     _raises(lambda: F.interpolate([1.0], size=3), TypeError, "must be Tensor")
+
+
+# ---------------------------------------------------------------------------- bicubic
+def _keys(d, a):
+    """Keys' cubic convolution kernel (PyTorch's, A = -0.75; antialias uses A = -0.5)."""
+    d = abs(d)
+    if d <= 1:
+        return (a + 2) * d ** 3 - (a + 3) * d ** 2 + 1
+    if d < 2:
+        return a * d ** 3 - 5 * a * d ** 2 + 8 * a * d - 4 * a
+    return 0.0
+
+
+def _cubic_src(dst, in_size, out_size, scale, align):
+    """PyTorch's cubic source position: not clamped at 0 (unlike the linear modes)."""
+    if align:
+        return (in_size - 1) / (out_size - 1) * dst if out_size > 1 else 0.0
+    step = 1.0 / scale if scale is not None else in_size / out_size
+    return step * (dst + 0.5) - 0.5
+
+
+def ref_bicubic(x, out, scales=None, align=False):
+    """Loops over output pixels: 4 x 4 taps at floor(src) - 1 .. + 2, indices clamped into
+    the input (border replication), weight W(src - tap) per dim, A = -0.75."""
+    h, w = x.shape[2:]
+    sy, sx = scales or (None, None)
+    y = np.zeros(x.shape[:2] + tuple(out))
+    for oy, ox in np.ndindex(*out):
+        ry, rx = _cubic_src(oy, h, out[0], sy, align), _cubic_src(ox, w, out[1], sx, align)
+        iy, ix = math.floor(ry), math.floor(rx)
+        for ty in range(iy - 1, iy + 3):
+            for tx in range(ix - 1, ix + 3):
+                wt = _keys(ry - ty, -0.75) * _keys(rx - tx, -0.75)
+                y[:, :, oy, ox] += wt * x[:, :, min(max(ty, 0), h - 1), min(max(tx, 0), w - 1)]
+    return y
+
+
+def _aa_weights(dst, in_size, out_size, scale, align, cubic):
+    """{input index: weight} of one output position of PyTorch's antialias filter."""
+    if align:
+        s = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        s = 1.0 / scale if scale is not None else in_size / out_size
+    widen = max(s, 1.0)
+    support = (2.0 if cubic else 1.0) * widen
+    center = s * (dst + 0.5)
+    lo = max(int(center - support + 0.5), 0)
+    hi = min(int(center + support + 0.5), in_size)
+    filt = (lambda d: _keys(d, -0.5)) if cubic else (lambda d: max(0.0, 1.0 - abs(d)))
+    ws = {i: filt((i - center + 0.5) / widen) for i in range(lo, hi)}
+    total = sum(ws.values())
+    return {i: v / total for i, v in ws.items()}
+
+
+def ref_antialias(x, out, scales=None, align=False, cubic=False):
+    """Loops over output pixels; a dim whose size does not change is copied."""
+    h, w = x.shape[2:]
+    sy, sx = scales or (None, None)
+    y = np.zeros(x.shape[:2] + tuple(out))
+    for oy, ox in np.ndindex(*out):
+        wy = {oy: 1.0} if out[0] == h else _aa_weights(oy, h, out[0], sy, align, cubic)
+        wx = {ox: 1.0} if out[1] == w else _aa_weights(ox, w, out[1], sx, align, cubic)
+        for iy, a in wy.items():
+            for ix, b in wx.items():
+                y[:, :, oy, ox] += a * b * x[:, :, iy, ix]
+    return y
+
+
+BICUBIC_CASES = [
+    # shape, size, scale_factor
+    ((2, 3, 5, 7), (9, 3), None),
+    ((1, 2, 4, 5), None, (2.1, 0.45)),
+    ((1, 1, 3, 3), None, 2),
+    ((1, 2, 5, 3), None, 1.1),        # out == in: still resampled with step 1 / 1.1
+    ((1, 1, 1, 4), (3, 1), None),     # a single input row, a single output column
+    ((2, 1, 7, 6), (7, 6), None),     # same size, no factor: the identity
+    ((1, 2, 9, 11), None, (0.37, 0.6)),
+]
+
+
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("shape,size,scale", BICUBIC_CASES)
+def test_bicubic_matches_reference(align, shape, size, scale):
+    x = RNG.standard_normal(shape)
+    y = F.interpolate(_t(x), size=size, scale_factor=scale, mode="bicubic", align_corners=align)
+    out, scales = _out_and_scales(shape, size, scale)
+    ref = ref_bicubic(x, out, scales, align)
+    assert y.shape == ref.shape and y.dtype is tgrad.float64
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_bicubic_hand_values_and_recompute():
+    # a linear ramp is reproduced exactly in the interior (the cubic kernel's partition of
+    # unity and first moment), and with align_corners the corners are kept
+    x = np.arange(6.0).reshape(1, 1, 1, 6) * np.ones((1, 1, 4, 1))
+    y = F.interpolate(_t(x), size=(4, 11), mode="bicubic", align_corners=True).numpy()
+    np.testing.assert_allclose(y[0, 0, 0, 2:-2], np.linspace(1.0, 4.0, 7), rtol=1e-12)
+    assert y[0, 0, 0, 0] == 0.0 and abs(y[0, 0, 0, -1] - 5.0) < 1e-12
+    # next to the border the clamped taps bend it: src 0.5 reads 0, 0, 1, 2 with W(1.5),
+    # W(0.5), W(0.5), W(1.5): 0.5 + W(1.5) = 0.40625 with A = -0.75
+    assert abs(y[0, 0, 0, 1] - (_keys(0.5, -0.75) + 2 * _keys(1.5, -0.75))) < 1e-12
+    # the half-pixel default with factor 2: src = (dst + 0.5) / 2 - 0.5, so dst = 2 reads
+    # src = 0.75: taps -1 (clamped to 0), 0, 1, 2 with W(1.75), W(0.75), W(0.25), W(1.25)
+    v = np.array([3.0, -1.0, 2.0, 5.0])
+    w = [_keys(d, -0.75) for d in (1.75, 0.75, 0.25, 1.25)]
+    want = w[0] * v[0] + w[1] * v[0] + w[2] * v[1] + w[3] * v[2]
+    z = F.interpolate(_t(v.reshape(1, 1, 1, 4)), scale_factor=(1, 2), mode="bicubic")
+    assert z.shape == (1, 1, 1, 8)
+    assert abs(z.numpy()[0, 0, 0, 2] - want) < 1e-12
+    # recompute_scale_factor: the step becomes in / out (= size=out)
+    x = RNG.standard_normal((1, 2, 5, 4))
+    r = F.interpolate(_t(x), scale_factor=1.7, mode="bicubic", recompute_scale_factor=True)
+    np.testing.assert_allclose(r.numpy(), ref_bicubic(x, (8, 6)), rtol=1e-12, atol=1e-12)
+    s = F.interpolate(_t(x), scale_factor=1.7, mode="bicubic")
+    np.testing.assert_allclose(s.numpy(), ref_bicubic(x, (8, 6), [1.7, 1.7]), rtol=1e-12,
+                               atol=1e-12)
+    assert not np.allclose(r.numpy(), s.numpy())
+
+
+def test_bicubic_float32_and_half():
+    x = RNG.standard_normal((1, 2, 5, 6))
+    ref = ref_bicubic(x, (7, 4))
+    y = F.interpolate(_t(x).float(), size=(7, 4), mode="bicubic")
+    assert y.dtype is tgrad.float32
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5, atol=1e-5)
+    for dt in (tgrad.float16, tgrad.bfloat16):
+        y = F.interpolate(_t(x).to(dt), size=(7, 4), mode="bicubic")
+        assert y.dtype is dt
+        np.testing.assert_allclose(y.float().numpy(), ref, atol=5e-2)
+
+
+AA_CASES = [
+    # shape, size, scale_factor
+    ((2, 2, 9, 8), (4, 3), None),
+    ((1, 1, 13, 7), None, (0.3, 0.5)),
+    ((1, 2, 6, 5), (2, 5), None),      # W unchanged: copied
+    ((1, 1, 5, 9), (7, 4), None),      # up in H (the plain filter, renormalised)
+    ((1, 1, 8, 6), (1, 1), None),      # everything averaged into one pixel
+    ((2, 1, 11, 10), None, 0.25),
+]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("shape,size,scale", AA_CASES)
+def test_antialias_matches_reference(mode, align, shape, size, scale):
+    x = RNG.standard_normal(shape)
+    y = F.interpolate(_t(x), size=size, scale_factor=scale, mode=mode, align_corners=align,
+                      antialias=True)
+    out, scales = _out_and_scales(shape, size, scale)
+    ref = ref_antialias(x, out, scales, align, mode == "bicubic")
+    assert y.shape == ref.shape and y.dtype is tgrad.float64
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_antialias_hand_values():
+    # halving with the triangle filter: support 2, centre 2 j + 1, taps 2j - 1 .. 2j + 2
+    # with triangle(0.75, 0.25, 0.25, 0.75 away / 2) = 1/8, 3/8, 3/8, 1/8
+    v = RNG.standard_normal(10)
+    y = F.interpolate(_t(v.reshape(1, 1, 1, 10)), size=(1, 5), mode="bilinear",
+                      antialias=True).numpy()[0, 0, 0]
+    for j in range(1, 4):
+        assert abs(y[j] - (v[2 * j - 1] + 3 * v[2 * j] + 3 * v[2 * j + 1] + v[2 * j + 2]) / 8) \
+            < 1e-12
+    # at the border the window is cut and renormalised: 3/7, 3/7, 1/7
+    assert abs(y[0] - (3 * v[0] + 3 * v[1] + v[2]) / 7) < 1e-12
+    # a constant image stays constant, and upsampling bilinear equals the plain bilinear
+    c = F.interpolate(tgrad.full((1, 1, 9, 7), 2.5, dtype=tgrad.float64), size=(4, 2),
+                      mode="bicubic", antialias=True)
+    np.testing.assert_allclose(c.numpy(), 2.5, rtol=1e-12)
+    x = RNG.standard_normal((1, 2, 4, 5))
+    np.testing.assert_allclose(
+        F.interpolate(_t(x), size=(7, 9), mode="bilinear", antialias=True).numpy(),
+        ref_interpolate(x, (7, 9), "bilinear"), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode,shape,kw", [
+    ("bicubic", (1, 2, 3, 4), dict(size=(5, 3))),
+    ("bicubic", (1, 1, 3, 2), dict(scale_factor=1.5, align_corners=True)),
+    ("bicubic", (1, 1, 5, 4), dict(size=(2, 3), antialias=True)),
+    ("bilinear", (2, 1, 6, 5), dict(scale_factor=(0.5, 0.4), antialias=True)),
+    ("bilinear", (1, 1, 5, 6), dict(size=(3, 2), antialias=True, align_corners=True)),
+])
+def test_bicubic_antialias_gradcheck(mode, shape, kw):
+    x = _t(RNG.standard_normal(shape), requires_grad=True)
+    fn = lambda a: F.interpolate(a, mode=mode, **kw)  # noqa: E731
+    assert gradcheck(fn, (x,))
+    assert gradgradcheck(fn, (x,))
 
 
 def test_upsample_aliases_warn_and_agree():
@@ -362,6 +561,10 @@ def test_upsample_modules():
     assert m.mode == "nearest" and m.scale_factor == (2.0, 3.0)
     np.testing.assert_array_equal(m(_t(x)).numpy(),
                                   ref_interpolate(x, (6, 15), "nearest", [2.0, 3.0]))
+    m = nn.Upsample(scale_factor=(1.5, 2), mode="bicubic", align_corners=True)
+    assert repr(m) == "Upsample(scale_factor=(1.5, 2.0), mode='bicubic')"
+    np.testing.assert_allclose(m(_t(x)).numpy(), ref_bicubic(x, (4, 10), [1.5, 2.0], True),
+                               rtol=1e-12, atol=1e-12)
     m = nn.UpsamplingBilinear2d(size=(4, 9))
     assert m.align_corners is True
     np.testing.assert_allclose(m(_t(x)).numpy(),

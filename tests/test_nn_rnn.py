@@ -1,6 +1,7 @@
 """nn.RNN / LSTM / GRU and their cells against a NumPy float64 evaluation of PyTorch's
 formulas (written here), gradients by finite differences (gradcheck / gradgradcheck),
-PyTorch's parameter names, shapes and initialisation, dropout between layers, and errors."""
+PyTorch's parameter names, shapes and initialisation, dropout between layers, and errors;
+PackedSequence inputs against each sequence run alone and the NumPy recurrence."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ import tgrad
 import tgrad.nn as nn
 from tgrad.autograd import gradcheck, gradgradcheck
 from tgrad.nn import init
+from tgrad.nn.utils.rnn import (
+    PackedSequence,
+    pack_padded_sequence,
+    pack_sequence,
+    pad_packed_sequence,
+)
 
 # ---------------------------------------------------------------- NumPy reference
 
@@ -392,7 +399,8 @@ def test_forward_errors():
          "hidden state dtype"),
         (lambda: r(tgrad.randn(0, 2, 3)), RuntimeError,
          "Expected sequence length to be larger than 0"),
-        (lambda: r(x.numpy()), TypeError, "PackedSequence is not supported"),
+        (lambda: r(x.numpy()), TypeError,
+         "RNN: expected input to be a Tensor or a PackedSequence, got ndarray"),
     ]
     lstm = nn.LSTM(3, 4, 2, proj_size=2)
     cases += [
@@ -434,6 +442,126 @@ def test_cell_errors():
          r"LSTMCell: Expected hx\[1\] to be 1D or 2D, got 3D instead"),
         (lambda: nn.GRUCell(3, 4)(tgrad.randn(2, 5)), RuntimeError,
          "input has inconsistent input_size: got 5 expected 3"),
+    ]
+    for fn, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            fn()
+
+
+# ---------------------------------------------------------------- PackedSequence inputs
+def _run_alone(m, seq, h0, c0):
+    """m on one sequence (L, H_in) as a batch of one, in the module's layout, from h0 (and
+    c0) (D layers, 1, H): (output (L, D H_out), h_n (D layers, H_out), c_n or None)."""
+    x = seq.unsqueeze(0 if m.batch_first else 1)
+    if c0 is not None:
+        out, (h, c) = m(x, (h0, c0))
+    else:
+        (out, h), c = m(x, h0), None
+    out = out[0] if m.batch_first else out[:, 0]
+    return out, h[:, 0], None if c is None else c[:, 0]
+
+
+@pytest.mark.parametrize("mode", ["RNN_TANH", "LSTM", "GRU"])
+@pytest.mark.parametrize("bi,batch_first,enforce_sorted", [
+    (False, False, True), (True, False, False), (True, True, True), (False, True, False)])
+def test_packed_input_matches_each_sequence_alone(mode, bi, batch_first, enforce_sorted):
+    """The PackedSequence output holds every sequence's own outputs and h_n (c_n) is taken
+    at its true last step (the reverse direction's: after its first step), as when each
+    sequence runs alone; h_0 and h_n are in the caller's batch order."""
+    rng = np.random.default_rng(11)
+    extra = {"proj_size": 2} if mode == "LSTM" else {}
+    m = _module(mode, 3, 4, num_layers=2, bidirectional=bi, batch_first=batch_first, **extra)
+    lengths = [5, 3, 3, 1] if enforce_sorted else [2, 5, 1, 4]
+    seqs = [tgrad.tensor(rng.standard_normal((n, 3))) for n in lengths]
+    d, h_out = (2 if bi else 1), extra.get("proj_size", 4)
+    h0 = tgrad.tensor(rng.standard_normal((2 * d, 4, h_out)))
+    c0 = tgrad.tensor(rng.standard_normal((2 * d, 4, 4))) if mode == "LSTM" else None
+    padded = tgrad.stack([tgrad.cat([s, tgrad.zeros(5 - s.shape[0], 3, dtype=s.dtype)])
+                          for s in seqs], 0 if batch_first else 1)
+    packed = pack_padded_sequence(padded, lengths, batch_first=batch_first,
+                                  enforce_sorted=enforce_sorted)
+    if mode == "LSTM":
+        out, (h_n, c_n) = m(packed, (h0, c0))
+    else:
+        (out, h_n), c_n = m(packed, h0), None
+    assert isinstance(out, PackedSequence)
+    assert out.batch_sizes.tolist() == packed.batch_sizes.tolist()
+    assert out.data.shape == (sum(lengths), d * h_out)
+    if enforce_sorted:
+        assert out.sorted_indices is None and out.unsorted_indices is None
+    else:
+        assert out.sorted_indices.tolist() == [1, 3, 0, 2]
+        assert out.unsorted_indices.tolist() == [2, 0, 3, 1]
+    assert h_n.shape == (2 * d, 4, h_out)
+    res, res_lengths = pad_packed_sequence(out, batch_first=batch_first)
+    assert res_lengths.tolist() == lengths
+    for b, s in enumerate(seqs):
+        ref_out, ref_h, ref_c = _run_alone(m, s, h0[:, b:b + 1],
+                                            None if c0 is None else c0[:, b:b + 1])
+        got = res[b] if batch_first else res[:, b]
+        _close(got[:lengths[b]], ref_out.detach().numpy())
+        _close(h_n[:, b], ref_h.detach().numpy())
+        if c0 is not None:
+            _close(c_n[:, b], ref_c.detach().numpy())
+
+
+def test_packed_lstm_matches_numpy_recurrence():
+    """A bidirectional LSTM over pack_sequence(enforce_sorted=False) against the NumPy
+    float64 recurrence of each sequence (zero initial states: h_0 omitted)."""
+    rng = np.random.default_rng(12)
+    m = _module("LSTM", 2, 3, bidirectional=True)
+    lengths = [2, 4, 1]
+    seqs = [rng.standard_normal((n, 2)) for n in lengths]
+    out, (h_n, c_n) = m(pack_sequence([tgrad.tensor(s) for s in seqs], enforce_sorted=False))
+    res, _ = pad_packed_sequence(out)
+    for b, s in enumerate(seqs):
+        zeros = np.zeros((2, 1, 3))
+        ref_out, ref_h, ref_c = np_rnn(m, s[:, None, :], zeros, zeros)
+        _close(res[:lengths[b], b], ref_out[:, 0])
+        _close(res[lengths[b]:, b], np.zeros((4 - lengths[b], 6)))  # padding, not outputs
+        _close(h_n[:, b], ref_h[:, 0])
+        _close(c_n[:, b], ref_c[:, 0])
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_packed_gradcheck(mode):
+    """d(packed output data, h_n[, c_n]) / d(the sequences, h_0[, c_0], a weight) through
+    pack_sequence(enforce_sorted=False) and a 2-layer bidirectional module."""
+    rng = np.random.default_rng(13)
+    m = _module(mode, 2, 2, num_layers=2, bidirectional=True)
+    a, b, c = (tgrad.tensor(rng.standard_normal((n, 2)), requires_grad=True) for n in (2, 3, 1))
+    h0 = tgrad.tensor(rng.standard_normal((4, 3, 2)), requires_grad=True)
+    w = m.weight_hh_l1_reverse
+    if mode == "LSTM":
+        c0 = tgrad.tensor(rng.standard_normal((4, 3, 2)), requires_grad=True)
+
+        def f(a, b, c, h0, c0, w):
+            out, (h, cn) = m(pack_sequence([a, b, c], enforce_sorted=False), (h0, c0))
+            return out.data, h, cn
+        assert gradcheck(f, (a, b, c, h0, c0, w))
+    else:
+        def f(a, b, c, h0, w):
+            out, h = m(pack_sequence([a, b, c], enforce_sorted=False), h0)
+            return out.data, h
+        assert gradcheck(f, (a, b, c, h0, w))
+        assert gradgradcheck(lambda a, b, h0: f(a, b, c, h0, w), (a, b, h0))
+
+
+def test_packed_input_errors():
+    r = nn.RNN(3, 4)
+    packed = pack_sequence([tgrad.randn(3, 3), tgrad.randn(2, 3)])
+    cases = [
+        (lambda: r(packed, tgrad.randn(1, 3, 4)), RuntimeError,
+         r"Expected hidden size \(1, 2, 4\), got \[1, 3, 4\]"),
+        (lambda: r(pack_sequence([tgrad.randn(3, 5)])), RuntimeError,
+         r"input.size\(-1\) must be equal to input_size. Expected 3, got 5"),
+        (lambda: r(PackedSequence(tgrad.randn(5, 1, 3), packed.batch_sizes)), RuntimeError,
+         "input must have 2 dimensions, got 3"),
+        (lambda: r(packed.double()), ValueError, "RNN input dtype"),
+        (lambda: nn.LSTM(3, 4)(packed, tgrad.randn(1, 2, 4)), TypeError,
+         r"hx must be a tuple \(h_0, c_0\)"),
+        (lambda: nn.LSTM(3, 4)(packed, (tgrad.randn(1, 2, 4), tgrad.randn(1, 2, 3))),
+         RuntimeError, r"Expected hidden\[1\] size \(1, 2, 4\), got \[1, 2, 3\]"),
     ]
     for fn, exc, msg in cases:
         with pytest.raises(exc, match=msg):

@@ -7,14 +7,28 @@ gives out_i = floor(in_i * scale_i), and the kernels then use 1 / scale_i as the
 is known. Modes: 'nearest' (src = floor(dst * step)), 'nearest-exact'
 (src = floor((dst + 0.5) * step), clamped), 'linear' / 'bilinear' / 'trilinear' (separable,
 two taps per dim; ``align_corners`` maps the corner pixel centres onto each other,
-step = (in - 1) / (out - 1), else src = (dst + 0.5) step - 0.5 clamped at 0), 'area'
-(adaptive average pooling, 3-D and 4-D input).
+step = (in - 1) / (out - 1), else src = (dst + 0.5) step - 0.5 clamped at 0), 'bicubic'
+(4-D only; separable, four taps per dim at floor(src) - 1 .. floor(src) + 2, indices
+clamped into the input (border replication), src not clamped at 0, weights of Keys' cubic
+convolution with A = -0.75: W(d) = (A + 2)|d|^3 - (A + 3)|d|^2 + 1 for |d| <= 1,
+A|d|^3 - 5A|d|^2 + 8A|d| - 4A for 1 < |d| < 2, else 0; no copy shortcut when out == in),
+'area' (adaptive average pooling, 3-D and 4-D input).
+
+``antialias=True`` ('bilinear' / 'bicubic', 4-D; PyTorch's separable antialias / PIL
+filter, used whenever a dim's size changes, up or down): with s = the step (align_corners:
+(in - 1) / (out - 1)), output j is centred at c = s (j + 0.5) and reads the inputs
+[max(trunc(c - r + 0.5), 0), min(trunc(c + r + 0.5), in)) with r = (taps / 2) max(s, 1)
+(taps = 2 bilinear, 4 bicubic), weighted by filter((i - c + 0.5) / max(s, 1)) normalised to
+sum 1; filter: the triangle 1 - |d| (bilinear) or the cubic above with A = -0.5 (PIL's;
+bicubic). A dim whose size does not change is copied.
 
 How: the source indices and weights depend only on the sizes, so they are computed on the
 host with PyTorch's CPU formulas (float32 arithmetic for float32/float16/bfloat16 inputs,
 float64 for float64, as its kernels; 4-D nearest inputs follow its nearest_idx quirks, see
 _nearest_plan; cached), then each resized spatial dim is one
-``index_select`` (nearest) or two index_selects and a weighted sum (linear). Gradients come
+``index_select`` (nearest) or two index_selects and a weighted sum (linear), or, for
+bicubic and antialias, one index_select of K taps per output (K, out) and a weighted sum
+over the taps. Gradients come
 from the parts (index_select's backward is a deterministic scatter-add), so double backward
 works too.
 """
@@ -22,6 +36,7 @@ works too.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from fractions import Fraction
 
@@ -113,7 +128,81 @@ def _linear_plan(in_size: int, out_size: int, scale, align_corners: bool,
     return plan
 
 
+def _cubic_weights(d: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution kernel W(d) (see the module docstring) with parameter a."""
+    d = np.abs(d)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1  # |d| <= 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a  # 1 < |d| < 2
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _freeze(*arrays) -> tuple:
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
+
+
+@functools.lru_cache(maxsize=256)
+def _cubic_plan(in_size: int, out_size: int, scale, align_corners: bool,
+                double: bool) -> tuple:
+    """(index, weight), each (out_size, 4), of PyTorch's bicubic kernels:
+    out[j] = sum_k weight[j, k] in[index[j, k]], taps floor(src) - 1 .. floor(src) + 2
+    clamped into [0, in_size), A = -0.75 (source position in the input's precision, float32
+    for halves; floor in float32, as PyTorch's guard_index_and_lambda)."""
+    t = np.float64 if double else np.float32
+    dst = np.arange(out_size)
+    if align_corners:
+        step = t(in_size - 1) / t(out_size - 1) if out_size > 1 else t(0)
+        real = step * dst.astype(t)
+    else:  # half-pixel, not clamped at 0 (PyTorch's cubic=True)
+        real = _half_pixel(_step(in_size, out_size, scale, t), out_size, t)
+    i0 = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), in_size - 1)
+    frac = np.clip(real.astype(np.float64) - i0, 0.0, 1.0)
+    taps = np.arange(-1, 3)
+    index = np.clip(i0[:, None] + taps, 0, in_size - 1)
+    weight = _cubic_weights(frac[:, None] - taps, -0.75).astype(t)
+    return _freeze(index, weight)
+
+
+@functools.lru_cache(maxsize=256)
+def _antialias_plan(in_size: int, out_size: int, scale, align_corners: bool, cubic: bool,
+                    double: bool) -> tuple:
+    """(index, weight), each (out_size, K), of PyTorch's antialiased bilinear / bicubic
+    (see the module docstring); K = 2 ceil(r) + 1, unused taps index 0 with weight 0."""
+    t = np.float64 if double else np.float32
+    if align_corners:
+        s = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        s = float(_step(in_size, out_size, scale, t))
+    taps = 4 if cubic else 2
+    widen = s if s >= 1.0 else 1.0
+    support = taps * 0.5 * widen
+    k = int(math.ceil(support)) * 2 + 1
+    index = np.zeros((out_size, k), dtype=np.int64)
+    weight = np.zeros((out_size, k), dtype=np.float64)
+    for j in range(out_size):
+        center = s * (j + 0.5)
+        lo = max(int(center - support + 0.5), 0)  # C++ truncation
+        n = min(max(min(int(center + support + 0.5), in_size) - lo, 0), k)
+        d = (np.arange(lo, lo + n) - center + 0.5) / widen
+        w = _cubic_weights(d, -0.5) if cubic else np.maximum(1.0 - np.abs(d), 0.0)
+        total = w.sum()
+        index[j, :n] = np.arange(lo, lo + n)
+        weight[j, :n] = w / total if total != 0 else w
+    return _freeze(index, weight.astype(t))
+
+
 # ---------------------------------------------------------------------------- resampling
+def _weighted_taps(y: Tensor, axis: int, index: np.ndarray, weight: np.ndarray) -> Tensor:
+    """out[..., j, ...] = sum_k weight[j, k] y[..., index[j, k], ...] along ``axis``:
+    one index_select of the (out, K) taps, then a weighted sum over K."""
+    o, k = index.shape
+    g = y.index_select(axis, device_constant(index.reshape(-1), dtypes.int64, y.device))
+    g = g.reshape(y.shape[:axis] + (o, k) + y.shape[axis + 1:])
+    w = device_constant(weight, y.dtype, y.device).reshape((o, k) + (1,) * (y.ndim - 1 - axis))
+    return (g * w).sum(axis + 1)
+
+
 def _out_sizes(x: Tensor, output_size, scale_factors) -> list:
     if output_size is not None:
         return [int(s) for s in output_size]
@@ -135,7 +224,8 @@ def _check_sizes(x: Tensor, out: list) -> None:
                            f"sizes {list(x.shape)}")
 
 
-def _resample(x: Tensor, output_size, scale_factors, mode: str, align_corners) -> Tensor:
+def _resample(x: Tensor, output_size, scale_factors, mode: str, align_corners,
+              antialias: bool = False) -> Tensor:
     """x (N, C, *spatial) resized one spatial dim at a time (see the module docstring)."""
     if not x.dtype.is_floating_point:
         raise NotImplementedError(f"interpolate: mode '{mode}' is not implemented for "
@@ -150,7 +240,16 @@ def _resample(x: Tensor, output_size, scale_factors, mode: str, align_corners) -
     for i, o in enumerate(out):
         axis, size = 2 + i, x.shape[2 + i]
         scale = None if scale_factors is None else float(scale_factors[i])
-        if nearest:
+        if antialias:
+            if o == size:
+                continue  # PyTorch copies the dims it does not resize
+            index, weight = _antialias_plan(size, o, scale, bool(align_corners),
+                                            mode == "bicubic", double)
+            y = _weighted_taps(y, axis, index, weight)
+        elif mode == "bicubic":  # no shortcut: a factor with out == in still resamples
+            index, weight = _cubic_plan(size, o, scale, bool(align_corners), double)
+            y = _weighted_taps(y, axis, index, weight)
+        elif nearest:
             index = _nearest_plan(size, o, scale, mode == "nearest-exact", double,
                                   x.ndim == 4)
             if o == size and np.array_equal(index, np.arange(o)):
@@ -181,9 +280,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                 antialias: bool = False) -> Tensor:
     """Resize (N, C, L), (N, C, H, W) or (N, C, D, H, W) to ``size`` or by ``scale_factor``
     (a number or one per spatial dim) with PyTorch's index and weight formulas. ``mode``:
-    'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D), 'trilinear' (5-D) or
-    'area' (3-D/4-D); ``align_corners`` only for the linear modes (default False).
-    'bicubic' and ``antialias=True`` are not supported."""
+    'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D), 'bicubic' (4-D),
+    'trilinear' (5-D) or 'area' (3-D/4-D); ``align_corners`` only for the interpolating
+    modes (default False); ``antialias`` for 'bilinear' / 'bicubic' (PyTorch's separable
+    antialias filter, see the module docstring)."""
     _check_tensor("interpolate", input, "input")
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -238,8 +338,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
                          "modes and requires a 4-D tensor as input")
+    if antialias and mode == "lanczos":
+        raise NotImplementedError("interpolate: mode 'lanczos' is not supported in tgrad")
     if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported in tgrad")
+        return _resample(input, output_size, scale_factors, mode, align_corners, True)
     if input.ndim in (3, 4, 5):
         if mode in ("nearest", "nearest-exact"):
             return _resample(input, output_size, scale_factors, mode, None)
@@ -254,7 +356,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         if mode in _LINEAR_NDIM:
             raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                       f"{_LINEAR_NDIM[mode]}D input")
-        if mode in ("bicubic", "lanczos") and input.ndim == 4:
+        if mode == "bicubic" and input.ndim == 4:
+            return _resample(input, output_size, scale_factors, mode, align_corners)
+        if mode == "lanczos" and input.ndim == 4:
             raise NotImplementedError(f"interpolate: mode '{mode}' is not supported in tgrad")
     raise NotImplementedError(
         f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "

@@ -19,6 +19,16 @@ reads the previous layer's output (both directions concatenated), after dropout 
 training. The steps' gi are views from one ``unbind`` node, whose backward stacks their
 gradients (L separate selects would each scatter into a zero (L, N, G H) tensor,
 quadratic in L).
+
+Packed sequences (``batch_sizes`` given; PyTorch's PackedSequence layout): the input is the
+packed data (sum L_i, H_in), sequences sorted by decreasing length, b_t = batch_sizes[t]
+of them running at step t (the first b_t rows). The projection is one matmul over the data
+and one ``split`` by batch_sizes gives the steps. Forward direction: step t updates the
+first b_t rows of the state; the rows b_t .. b_{t-1} that stop running keep their state,
+which is their h_n (c_n). Reverse direction: from step T - 1 down to 0, the rows that join
+at step t (b_{t+1} .. b_t) start from their h_0 rows, so every sequence is read from its
+own last step to its first and h_n is the state after step 0. The output is packed like
+the input (sum L_i, D H_out).
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from __future__ import annotations
 from tgrad.nn.functional import dropout as _dropout
 from tgrad.nn.functional import linear
 from tgrad.ops._common import require_tensor
-from tgrad.ops.shape import cat, stack
+from tgrad.ops.shape import cat, split, stack
 from tgrad.tensor import Tensor
 
 __all__ = ["rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell", "rnn"]
@@ -146,15 +156,61 @@ def _direction(mode: str, gis: tuple, h: Tensor, c: Tensor | None, w_hh: Tensor,
     return stack(outs), h, c
 
 
+def _step(mode: str, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
+          b_hh: Tensor | None, w_hr: Tensor | None) -> tuple:
+    if mode == "LSTM":
+        return _lstm_step(gi, h, c, w_hh, b_hh, w_hr)
+    if mode == "GRU":
+        return _gru_step(gi, h, w_hh, b_hh), None
+    return _rnn_step(gi, h, w_hh, b_hh, mode == "RNN_RELU"), None
+
+
+def _direction_packed(mode: str, gis: tuple, sizes: list, h0: Tensor, c0: Tensor | None,
+                      w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None,
+                      reverse: bool) -> tuple:
+    """One layer in one direction over packed steps (gis[t]: (b_t, G H), b_t = sizes[t]
+    non-increasing; h0 (B, H_out), c0 (B, H), B = sizes[0]): (output data (sum b_t, H_out),
+    h_n (B, H_out), c_n (B, H) or None), see the module docstring."""
+    outs = [None] * len(gis)
+    if not reverse:
+        h, c = h0, c0
+        done_h, done_c = [], []  # states of the rows that stopped, highest rows first
+        for t, b in enumerate(sizes):
+            if b < h.shape[0]:
+                done_h.append(h[b:])
+                h = h[:b]
+                if c is not None:
+                    done_c.append(c[b:])
+                    c = c[:b]
+            h, c = _step(mode, gis[t], h, c, w_hh, b_hh, w_hr)
+            outs[t] = h
+        h_n = cat([h] + done_h[::-1]) if done_h else h
+        c_n = None if c is None else (cat([c] + done_c[::-1]) if done_c else c)
+        return cat(outs), h_n, c_n
+    h, c = h0[:sizes[-1]], None if c0 is None else c0[:sizes[-1]]
+    for t in reversed(range(len(sizes))):
+        b = sizes[t]
+        if b > h.shape[0]:  # rows b_{t+1} .. b_t start here, from their initial state
+            h = cat([h, h0[h.shape[0]:b]])
+            if c is not None:
+                c = cat([c, c0[c.shape[0]:b]])
+        h, c = _step(mode, gis[t], h, c, w_hh, b_hh, w_hr)
+        outs[t] = h
+    return cat(outs), h, c
+
+
 def rnn(mode: str, input: Tensor, hx: tuple, weights: list, num_layers: int,  # noqa: A002
-        dropout: float, train: bool, bidirectional: bool) -> tuple:
+        dropout: float, train: bool, bidirectional: bool,
+        batch_sizes: list | None = None) -> tuple:
     """A multi-layer RNN/LSTM/GRU over a time-major sequence (see the module docstring).
 
     mode: "RNN_TANH", "RNN_RELU", "LSTM" or "GRU"; input (L, N, H_in), L >= 1;
     hx: (h_0,) or, for the LSTM, (h_0, c_0), with h_0 (D num_layers, N, H_out) and c_0
     (D num_layers, N, H), D = 2 if bidirectional else 1; weights: per (layer, direction),
     layer-major, a tuple (w_ih, w_hh, b_ih, b_hh, w_hr) with None for absent ones.
-    Returns (output (L, N, D H_out), (h_n,) or (h_n, c_n)) shaped like hx."""
+    Returns (output (L, N, D H_out), (h_n,) or (h_n, c_n)) shaped like hx.
+    With ``batch_sizes`` (a list of non-increasing ints, N = batch_sizes[0]), input is packed
+    data (sum batch_sizes, H_in) and output packed data (sum batch_sizes, D H_out)."""
     if mode not in MODES:
         raise ValueError(f"Unrecognized RNN mode: {mode}")
     d = 2 if bidirectional else 1
@@ -166,9 +222,15 @@ def rnn(mode: str, input: Tensor, hx: tuple, weights: list, num_layers: int,  # 
         for direction in range(d):
             k = layer * d + direction
             w_ih, w_hh, b_ih, b_hh, w_hr = weights[k]
-            gis = _steps(linear(x, w_ih, b_ih))
-            out, h, c = _direction(mode, gis, hx[0][k], hx[1][k] if lstm else None, w_hh,
-                                   b_hh, w_hr, direction == 1)
+            if batch_sizes is None:
+                gis = _steps(linear(x, w_ih, b_ih))
+                out, h, c = _direction(mode, gis, hx[0][k], hx[1][k] if lstm else None,
+                                       w_hh, b_hh, w_hr, direction == 1)
+            else:
+                gis = split(linear(x, w_ih, b_ih), batch_sizes)
+                out, h, c = _direction_packed(mode, gis, batch_sizes, hx[0][k],
+                                              hx[1][k] if lstm else None, w_hh, b_hh, w_hr,
+                                              direction == 1)
             outs.append(out)
             h_n.append(h)
             c_n.append(c)

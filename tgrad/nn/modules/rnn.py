@@ -1,7 +1,7 @@
 """RNN, LSTM, GRU and their cells: PyTorch's arguments, parameters (names, shapes, order),
-initialisation, shape checks and outputs; the maths is in tgrad/nn/_rnn.py. PackedSequence
-inputs are not supported: pad variable-length batches (tgrad.nn.utils.rnn.pad_sequence) and
-pass the padded tensor."""
+initialisation, shape checks and outputs; the maths is in tgrad/nn/_rnn.py. A PackedSequence
+input (tgrad.nn.utils.rnn) gives a PackedSequence output and h_n (c_n) at each sequence's
+own last step, as PyTorch."""
 
 from __future__ import annotations
 
@@ -46,7 +46,11 @@ class RNNBase(Module):
     Input (L, N, H_in), (N, L, H_in) with ``batch_first``, or unbatched (L, H_in); initial
     state h_0 (D num_layers, N, H_out) (unbatched: (D num_layers, H_out)), zeros if omitted.
     Output (L, N, D H_out) (batch_first: (N, L, D H_out)) and h_n like h_0. ``dropout``
-    applies to every layer's output but the last, in training mode only."""
+    applies to every layer's output but the last, in training mode only. A PackedSequence
+    input (data (sum L_i, H_in)) gives a PackedSequence output (data (sum L_i, D H_out),
+    the same batch_sizes and indices) and h_n (D num_layers, N, H_out) taken at each
+    sequence's own last step (the reverse direction's after its first step), h_0 and h_n
+    in the caller's batch order (``sorted_indices`` applied and undone)."""
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
@@ -129,20 +133,26 @@ class RNNBase(Module):
         return out
 
     # -------------------------------------------------------------- PyTorch's checks
-    def check_input(self, input: Tensor) -> None:  # noqa: A002
+    def check_input(self, input: Tensor, batch_sizes=None) -> None:  # noqa: A002
+        """``batch_sizes`` given: ``input`` is a PackedSequence's data (2-D)."""
         w = getattr(self, self._flat_weights_names[0])
         if input.dtype is not w.dtype:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
                              f"({w.dtype}). Convert input: input.to({w.dtype}), or convert "
                              f"model: model.to({input.dtype})")
-        if input.ndim != 3:
-            raise RuntimeError(f"input must have 3 dimensions, got {input.ndim}")
+        want = 2 if batch_sizes is not None else 3
+        if input.ndim != want:
+            raise RuntimeError(f"input must have {want} dimensions, got {input.ndim}")
         if self.input_size != input.shape[-1]:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.shape[-1]}")
 
-    def get_expected_hidden_size(self, input: Tensor) -> tuple[int, int, int]:  # noqa: A002
-        mini_batch = input.shape[0] if self.batch_first else input.shape[1]
+    def get_expected_hidden_size(self, input: Tensor,  # noqa: A002
+                                 batch_sizes=None) -> tuple[int, int, int]:
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.shape[0] if self.batch_first else input.shape[1]
         directions = 2 if self.bidirectional else 1
         return (self.num_layers * directions, mini_batch,
                 self.proj_size if self.proj_size > 0 else self.hidden_size)
@@ -166,9 +176,8 @@ class RNNBase(Module):
         name = _NAMES[self.mode]
         lstm = self.mode == "LSTM"
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: expected input to be a Tensor, got "
-                            f"{type(input).__name__} (PackedSequence is not supported in "
-                            f"tgrad)")
+            raise TypeError(f"{name}: expected input to be a Tensor or a PackedSequence, "
+                            f"got {type(input).__name__}")
         if input.ndim not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D "
                              + ("tensor instead" if name == "RNN" else "instead"))
@@ -216,8 +225,54 @@ class RNNBase(Module):
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         return x, hxs, is_batched
 
+    def _prepare_packed(self, packed, hx) -> tuple:
+        """(data (sum L_i, H_in), batch_sizes list, hx tuple in the packed (sorted) batch
+        order) after PyTorch's checks; a given hx is in the caller's batch order."""
+        from tgrad.ops.creation import zeros
+        x, sizes_t, sorted_indices = packed.data, packed.batch_sizes, packed.sorted_indices
+        sizes = [int(b) for b in sizes_t.tolist()]
+        lstm = self.mode == "LSTM"
+        self.check_input(x, sizes)
+        expected = self.get_expected_hidden_size(x, sizes)
+        if hx is None:
+            hxs = (zeros(expected, dtype=x.dtype, device=x.device),)
+            if lstm:
+                hxs += (zeros(expected[:2] + (self.hidden_size,), dtype=x.dtype,
+                              device=x.device),)
+            return x, sizes, hxs
+        if lstm:
+            if not (isinstance(hx, (tuple, list)) and len(hx) == 2
+                    and all(isinstance(t, Tensor) for t in hx)):
+                raise TypeError(f"LSTM: hx must be a tuple (h_0, c_0) of two Tensors, got "
+                                f"{type(hx).__name__}")
+            self.check_hidden_size(hx[0], expected, "Expected hidden[0] size {}, got {}")
+            self.check_hidden_size(hx[1], expected[:2] + (self.hidden_size,),
+                                   "Expected hidden[1] size {}, got {}")
+            hxs = tuple(hx)
+        else:
+            if not isinstance(hx, Tensor):
+                raise TypeError(f"{_NAMES[self.mode]}: hx must be a Tensor, got "
+                                f"{type(hx).__name__}")
+            self.check_hidden_size(hx, expected)
+            hxs = (hx,)
+        self._check_state_dtype(x, hxs)
+        if sorted_indices is not None:  # PyTorch's permute_hidden
+            hxs = tuple(h.index_select(1, sorted_indices) for h in hxs)
+        return x, sizes, hxs
+
     def _run(self, input, hx) -> tuple:  # noqa: A002
-        """(output, states tuple) in the caller's layout."""
+        """(output, states tuple) in the caller's layout; a PackedSequence input gives a
+        PackedSequence output (``batch_first`` does not apply) and states in the caller's
+        batch order."""
+        from tgrad.nn.utils.rnn import PackedSequence
+        if isinstance(input, PackedSequence):
+            x, sizes, hxs = self._prepare_packed(input, hx)
+            out, states = rnn(self.mode, x, hxs, self._layer_weights(), self.num_layers,
+                              self.dropout, self.training, self.bidirectional, sizes)
+            if input.unsorted_indices is not None:
+                states = tuple(s.index_select(1, input.unsorted_indices) for s in states)
+            return PackedSequence(out, input.batch_sizes, input.sorted_indices,
+                                  input.unsorted_indices), states
         x, hxs, is_batched = self._prepare(input, hx)
         out, states = rnn(self.mode, x, hxs, self._layer_weights(), self.num_layers,
                           self.dropout, self.training, self.bidirectional)

@@ -10,7 +10,7 @@ from tgrad.tensor import Tensor
 class Upsample(Module):
     """(N, C, L), (N, C, H, W) or (N, C, D, H, W) resized to ``size`` or by
     ``scale_factor`` with F.interpolate's ``mode`` ('nearest', 'nearest-exact', 'linear',
-    'bilinear', 'trilinear', 'area'); no parameters."""
+    'bilinear', 'bicubic', 'trilinear', 'area'); no parameters."""
 
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest",
                  align_corners: bool | None = None,

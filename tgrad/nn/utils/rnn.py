@@ -7,8 +7,8 @@ All are built from differentiable tgrad ops (``full``, ``cat``, ``stack``, ``exp
 ``index_select``, views and ``clone``), so gradients flow from the padded or packed tensor
 to every sequence (the padding positions get none) and back, higher derivatives included,
 on any device. Lengths, ``batch_sizes`` and the sort are host-side (int64 CPU tensors, as in
-PyTorch). tgrad's recurrent layers (nn.RNN/LSTM/GRU) do not accept a PackedSequence: pass
-padded tensors.
+PyTorch). tgrad's recurrent layers (nn.RNN/LSTM/GRU) accept a PackedSequence and return
+one.
 """
 
 from __future__ import annotations
