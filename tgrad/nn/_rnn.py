@@ -146,18 +146,14 @@ def _direction(mode: str, gis: tuple, h: Tensor, c: Tensor | None, w_hh: Tensor,
     """One layer in one direction over the steps' gi: (outputs (L, N, H_out), h_n, c_n)."""
     outs = [None] * len(gis)
     for t in (reversed(range(len(gis))) if reverse else range(len(gis))):
-        if mode == "LSTM":
-            h, c = _lstm_step(gis[t], h, c, w_hh, b_hh, w_hr)
-        elif mode == "GRU":
-            h = _gru_step(gis[t], h, w_hh, b_hh)
-        else:
-            h = _rnn_step(gis[t], h, w_hh, b_hh, mode == "RNN_RELU")
+        h, c = _step(mode, gis[t], h, c, w_hh, b_hh, w_hr)
         outs[t] = h
     return stack(outs), h, c
 
 
 def _step(mode: str, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
           b_hh: Tensor | None, w_hr: Tensor | None) -> tuple:
+    """One time step: (h', c') (c' None except for the LSTM)."""
     if mode == "LSTM":
         return _lstm_step(gi, h, c, w_hh, b_hh, w_hr)
     if mode == "GRU":
