@@ -62,3 +62,44 @@ def test_errors():
         F.embedding_bag(tgrad.tensor([[5]]), w)
     with pytest.raises(RuntimeError, match="expected an integer index tensor"):
         F.embedding_bag(tgrad.tensor([[1.0]]), w)
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0])
+def test_max_norm_renormalises_the_referenced_rows_in_place(p):
+    # PyTorch: embedding_renorm_ on the bags' indices first (each referenced row whose
+    # p-norm exceeds max_norm scaled by max_norm / (norm + 1e-7), under no_grad), then the
+    # bags of the renormalised rows; unreferenced rows are left alone.
+    w0 = RNG.standard_normal((6, 3)) * 3
+    w = tgrad.tensor(w0.copy(), requires_grad=True)
+    inp, offsets = [0, 2, 2, 4, 5], [0, 2]
+    out = F.embedding_bag(tgrad.tensor(inp), w, tgrad.tensor(offsets), max_norm=1.0,
+                          norm_type=p, mode="sum")
+    want = w0.copy()
+    for i in sorted(set(inp)):
+        norm = np.linalg.norm(want[i], ord=p)
+        if norm > 1.0:
+            want[i] *= 1.0 / (norm + 1e-7)
+    np.testing.assert_allclose(w.detach().numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(w.detach().numpy()[[1, 3]], w0[[1, 3]], rtol=0)
+    np.testing.assert_allclose(out.detach().numpy(),
+                               [want[[0, 2]].sum(0), want[[2, 4, 5]].sum(0)], rtol=1e-12)
+    out.sum().backward()  # the renorm is not recorded: dw is the bags' counts
+    np.testing.assert_array_equal(w.grad.numpy(), np.repeat(
+        np.bincount(inp, minlength=6)[:, None], 3, 1))
+
+
+def test_module_max_norm():
+    w0 = np.array([[3.0, 4.0], [0.3, 0.4]])
+    bag = tgrad.nn.EmbeddingBag(2, 2, max_norm=1.0, mode="mean",
+                                _weight=tgrad.tensor(w0.copy()))
+    assert repr(bag) == "EmbeddingBag(2, 2, max_norm=1.0, mode='mean')"
+    out = bag(tgrad.tensor([[0, 1]]))
+    row0 = w0[0] / (5.0 + 1e-7)
+    np.testing.assert_allclose(out.detach().numpy(), [(row0 + w0[1]) / 2], rtol=1e-6)
+    np.testing.assert_allclose(bag.weight.detach().numpy(), [row0, w0[1]], rtol=1e-6)
+    pre = tgrad.nn.EmbeddingBag.from_pretrained(tgrad.tensor(w0.copy()), max_norm=2.0,
+                                                norm_type=1.0)
+    assert pre.max_norm == 2.0 and pre.norm_type == 1.0
+    assert repr(pre) == "EmbeddingBag(2, 2, max_norm=2.0, norm_type=1.0, mode='mean')"
+    pre(tgrad.tensor([[0]]))
+    np.testing.assert_allclose(pre.weight.numpy()[0], w0[0] * 2.0 / (7.0 + 1e-7), rtol=1e-6)

@@ -449,3 +449,41 @@ def test_conv_padding_mode_errors():
     # transposed convolutions keep PyTorch's 'zeros'-only rule
     _raises(lambda: nn.ConvTranspose1d(1, 1, 3, padding_mode="circular"), ValueError,
             'Only "zeros" padding mode is supported for ConvTranspose1d')
+
+
+def _np_int_avg_pool1d(x, k, s, p, include_pad):
+    """PyTorch's CPU int64 avg_pool: the integer window sum divided by the integer divisor
+    in C++ (truncation toward zero)."""
+    n = x.shape[-1]
+    out = []
+    for start in range(-p, n + p - k + 1, s):
+        lo, hi = max(start, 0), min(start + k, n)
+        total = int(x[..., lo:hi].sum())
+        d = k if include_pad else hi - lo
+        out.append(abs(total) // d * (1 if total >= 0 else -1))
+    return out
+
+
+def test_avg_pool_of_int64_truncates_like_pytorch_cpu():
+    x = tgrad.tensor([[[1, 2, 4, 7, -3, -4]]])
+    for k, s, p in ((2, 2, 0), (3, 1, 1), (2, 1, 1)):
+        for inc in (True, False):
+            out = F.avg_pool1d(x, k, s, p, count_include_pad=inc)
+            assert out.dtype is tgrad.int64
+            assert out[0, 0].tolist() == _np_int_avg_pool1d(x.numpy()[0, 0], k, s, p, inc)
+    x2 = tgrad.tensor([[[[-2, -3], [-5, -9]]]])  # sum -19: -4.75 -> -4
+    assert F.avg_pool2d(x2, 2).tolist() == [[[[-4]]]]
+    assert nn.AvgPool2d(2)(-x2).tolist() == [[[[4]]]]
+    assert F.avg_pool2d(-x2, 2, divisor_override=3).tolist() == [[[[6]]]]  # 19 // 3
+    x3 = -tgrad.arange(8).reshape(1, 1, 2, 2, 2)  # sum -28 / 8 = -3.5 -> -3
+    assert F.avg_pool3d(x3, 2).tolist() == [[[[[-3]]]]]
+    assert F.avg_pool1d(tgrad.tensor([[1, 2, 3, 4, 5]]), 2, ceil_mode=True).tolist() == \
+        [[1, 3, 5]]
+    # the other integer dtypes and bool raise PyTorch's NotImplementedError
+    with pytest.raises(NotImplementedError, match="\"avg_pool2d\" not implemented for 'Int'"):
+        F.avg_pool1d(x.int(), 2)
+    with pytest.raises(NotImplementedError, match="\"avg_pool2d\" not implemented for 'Bool'"):
+        F.avg_pool2d(x2 > 0, 2)
+    with pytest.raises(NotImplementedError, match="\"avg_pool3d_out_frame\" not implemented "
+                                                  "for 'Int'"):
+        F.avg_pool3d(x3.int(), 2)

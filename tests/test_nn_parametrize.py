@@ -128,6 +128,91 @@ def test_parametrize_errors():
         P.remove_parametrizations(lin, "bias")
 
 
+class _Inv(nn.Module):
+    """forward / right_inverse given as functions."""
+
+    def __init__(self, fwd, inv):
+        super().__init__()
+        self.fwd, self.inv = fwd, inv
+
+    def forward(self, *x):
+        return self.fwd(*x)
+
+    def right_inverse(self, x):
+        return self.inv(x)
+
+
+def _same(x):
+    return x
+
+
+def test_right_inverse_and_forward_must_keep_dtype_and_shape():
+    # PyTorch's ParametrizationList: a single tensor from right_inverse replaces the
+    # original, so it may never change its dtype (unsafe or not); without unsafe the
+    # parametrized tensor forward(right_inverse(W)) must have W's dtype and shape (W's as
+    # registered: a shape right_inverse changed does not count).
+    for unsafe in (False, True):
+        with pytest.raises(ValueError, match="When `right_inverse` outputs one tensor, it may "
+                                             "not change the dtype.\noriginal.dtype: "
+                                             "tgrad.float64\nright_inverse\\(original\\)."
+                                             "dtype: tgrad.float32"):
+            P.register_parametrization(_linear(), "weight",
+                                       _Inv(_same, lambda x: x.float()), unsafe=unsafe)
+    with pytest.raises(ValueError, match="may not change the shape of the tensor, unless "
+                                         "`unsafe` flag is enabled.\nunparametrized shape: "
+                                         "\\(3, 3\\)\nparametrized shape: \\(1, 3\\)"):
+        P.register_parametrization(_linear(), "weight", _Inv(_same, lambda x: x[:1]))
+    lin = P.register_parametrization(_linear(), "weight", _Inv(_same, lambda x: x[:1]),
+                                     unsafe=True)
+    assert lin.weight.shape == (1, 3)
+    with pytest.raises(ValueError, match="may not change the dtype of the tensor, unless "
+                                         "`unsafe` flag is enabled.\nunparametrized dtype: "
+                                         "tgrad.float64\nparametrized dtype: tgrad.float32"):
+        P.register_parametrization(_linear(), "weight", _Inv(lambda x: x.float(), _same))
+    with pytest.raises(ValueError, match="Got element 1 of the sequence with type int."):
+        P.register_parametrization(_linear(), "weight", _Inv(_same, lambda x: (x, 3)))
+
+
+def test_added_parametrization_and_assignment_checks():
+    lin = P.register_parametrization(_linear(), "weight", _Inv(_same, _same))
+    with pytest.raises(ValueError, match="may not change the dtype of the tensor, unless the "
+                                         "`unsafe` flag is enabled.\nmodule.weight.dtype: "
+                                         "tgrad.float64\nparametrization\\(module.weight\\)."
+                                         "dtype: tgrad.float32"):
+        P.register_parametrization(lin, "weight", _Inv(lambda x: x.float(), _same))
+    with pytest.raises(ValueError, match="may not change the shape of the tensor, unless the "
+                                         "`unsafe` flag is enabled.\nmodule.weight.shape: "
+                                         "\\(3, 3\\)"):
+        P.register_parametrization(lin, "weight", _Inv(lambda x: x[:1], _same))
+    with pytest.raises(ValueError, match="The tensor returned by parametrization.right_inverse "
+                                         "must have the same dtype as module.weight, unless the "
+                                         "`unsafe` flag is enabled.\nmodule.weight.dtype: "
+                                         "tgrad.float64\nreturned dtype: tgrad.float32"):
+        P.register_parametrization(lin, "weight", _Inv(_same, lambda x: x.float()))
+    with pytest.raises(ValueError, match="parametrization.right_inverse must return a tensor. "
+                                         "Got: int"):
+        P.register_parametrization(lin, "weight", _Inv(_same, lambda x: 3))
+    P.register_parametrization(lin, "weight", _Inv(_same, lambda x: x.float()), unsafe=True)
+    assert len(lin.parametrizations.weight) == 2
+    # assignment of a tuple-originals parametrization: a sequence of the originals' dtypes
+    pair = P.register_parametrization(_linear(), "weight",
+                                      _Inv(lambda a, b: a + b, lambda x: (x / 2, x / 2)))
+    w = tgrad.tensor(np.arange(9.0).reshape(3, 3))
+    pair.weight = w
+    np.testing.assert_array_equal(pair.weight.detach().numpy(), w.numpy())
+    pair.parametrizations.weight[0].inv = lambda x: (x, x.float())
+    with pytest.raises(ValueError, match="Tensor 1 returned by `right_inverse` has dtype "
+                                         "tgrad.float32 while `original1` has dtype "
+                                         "tgrad.float64"):
+        pair.weight = w
+    pair.parametrizations.weight[0].inv = lambda x: (x,)
+    with pytest.raises(ValueError, match="of length 2. Got a sequence of length 1."):
+        pair.weight = w
+    pair.parametrizations.weight[0].inv = lambda x: x
+    with pytest.raises(ValueError, match="must return a sequence of tensors. Got Tensor."):
+        pair.weight = w
+
+
 # ---------------------------------------------------------------------------- weight_norm
 @pytest.mark.parametrize("dim", [0, 1, None, -1])
 def test_weight_norm(dim):
@@ -350,3 +435,25 @@ def test_weight_norm_of_conv_weights_and_dim_range(old_form):
     for bad in (2, -3):
         with pytest.raises(IndexError, match="Dimension out of range"):
             wn(nn.Linear(3, 2), dim=bad)
+
+
+@pytest.mark.parametrize("dim", [0, None])
+def test_weight_norm_loads_a_state_dict_of_the_old_hook_form(dim):
+    # PyTorch's parametrizations.weight_norm has a load_state_dict pre-hook that renames
+    # the old weight_g / weight_v to parametrizations.weight.original0 / original1 (inside
+    # containers too); the reverse direction is not converted (PyTorch raises too).
+    old = nn.utils.weight_norm(_linear(3, 2), dim=dim)
+    with tgrad.no_grad():
+        old.weight_g.mul_(3.0)
+    old(tgrad.zeros(1, 3, dtype=F64))  # the hook form recomputes weight in a forward pre-hook
+    g, v = old.weight_g.detach().numpy(), old.weight_v.detach().numpy()
+    axes = None if dim is None else (1,)
+    want = g * v / np.sqrt((v ** 2).sum(axis=axes, keepdims=dim is not None))
+    new = nn.Sequential(PS.weight_norm(_linear(3, 2), dim=dim))
+    result = new.load_state_dict({"0." + k: t for k, t in old.state_dict().items()})
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    np.testing.assert_allclose(new[0].weight.detach().numpy(), want, rtol=1e-12)
+    np.testing.assert_array_equal(new[0].parametrizations.weight.original0.detach().numpy(), g)
+    with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "weight_g", '
+                                           '"weight_v"'):
+        nn.utils.weight_norm(_linear(3, 2), dim=dim).load_state_dict(new[0].state_dict())

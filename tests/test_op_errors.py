@@ -254,14 +254,33 @@ def test_remainder_and_fmod_follow_python_and_c_signs():
         tgrad.fmod(a, tgrad.tensor([1, 0, 1, 1]))
 
 
-def test_index_add_keeps_an_integer_dtype_and_rejects_a_float_alpha():
+def test_index_add_converts_alpha_to_the_input_dtype():
+    # PyTorch's index_add converts alpha to input's dtype (unlike add, a float alpha on an
+    # integer tensor is no error): truncated toward zero, overflow raises; for bool any
+    # nonzero alpha is True (a logical or of the selected source values)
     z = tgrad.zeros(3, dtype=tgrad.int64)
     idx, src = tgrad.tensor([0, 0]), tgrad.tensor([1, 2])
     out = z.index_add(0, idx, src, alpha=3)
     assert out.dtype is tgrad.int64 and out.tolist() == [9, 0, 0]
-    with pytest.raises(RuntimeError, match="index_add\\(\\): for integral input tensors, "
-                                           "argument alpha must not be a floating point"):
-        z.index_add(0, idx, src, alpha=1.5)
+    for alpha, k in ((1.5, 1), (2.7, 2), (-2.7, -2), (0.5, 0)):  # math.trunc
+        assert z.index_add(0, idx, src, alpha=alpha).tolist() == [3 * k, 0, 0]
+        y = z.int().clone()
+        assert y.index_add_(0, idx, src.int(), alpha=alpha) is y
+        assert y.dtype is tgrad.int32 and y.tolist() == [3 * k, 0, 0]
+    for alpha in (1e30, float("nan"), float("inf")):
+        with pytest.raises(RuntimeError, match="index_add: value .* cannot be converted to "
+                                               "type int64 without overflow"):
+            z.index_add(0, idx, src, alpha=alpha)
+    with pytest.raises(RuntimeError, match="cannot be converted to type int32"):
+        z.int().index_add(0, idx, src.int(), alpha=2 ** 40)
+    with pytest.raises(RuntimeError, match="cannot be converted to type float32"):
+        z.float().index_add(0, idx, src.float(), alpha=1e40)
+    b = tgrad.zeros(3, dtype=tgrad.bool)
+    bsrc = tgrad.tensor([True, False])
+    for alpha, want in ((2, [True, False, False]), (-1, [True, False, False]),
+                        (0.5, [True, False, False]), (0, [False, False, False])):
+        out = b.index_add(0, tgrad.tensor([0, 2]), bsrc, alpha=alpha)
+        assert out.dtype is tgrad.bool and out.tolist() == want
 
 
 def test_unary_plus_is_positive():

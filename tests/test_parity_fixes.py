@@ -445,3 +445,52 @@ def test_randint_fills_a_float_dtype_with_integers():
     with pytest.raises(RuntimeError, match="randint: value 99999 cannot be converted to type "
                                            "float16 without overflow"):
         tgrad.randint(0, 100000, (2,), dtype=tgrad.float16)
+
+
+def test_number_overflow_checks_compare_the_unrounded_value():
+    # PyTorch's checked conversion (c10::checked_convert) compares the number itself with
+    # the dtype's largest finite value: 65510.0 and 65519.0 round to float16's 65504 but do
+    # not fit, 3.4028235e38 rounds to float32's max but does not fit; 2147483647.5 does not
+    # fit int32 although it truncates to its max. inf and NaN fit any float dtype.
+    h = tgrad.ones(2, dtype=tgrad.float16)
+    for v in (65510.0, 65519.0, -65519.0, 65505):
+        with pytest.raises(RuntimeError, match=f"masked_fill: value {v} cannot be converted "
+                                               f"to type float16 without overflow"):
+            h.masked_fill(tgrad.tensor([True, False]), v)
+        with pytest.raises(RuntimeError, match="clamp: value .* float16 without overflow"):
+            h.clamp(max=v)
+    assert h.masked_fill(tgrad.tensor([True, False]), 65504.0).tolist() == [65504.0, 1.0]
+    assert h.masked_fill(tgrad.tensor([True, False]), -np.inf).tolist() == [-np.inf, 1.0]
+    with pytest.raises(RuntimeError, match="add: value 3.39e\\+38 cannot be converted to type "
+                                           "bfloat16"):
+        tgrad.add(h.bfloat16(), h.bfloat16(), alpha=3.39e38)
+    with pytest.raises(RuntimeError, match="full\\(\\): value 3.4028235e\\+38 cannot be "
+                                           "converted to type float32"):
+        tgrad.full((1,), 3.4028235e38)
+    assert tgrad.full((1,), 3.4028234663852886e38).tolist() == [3.4028234663852886e38]
+    for v in (2147483647.5, -2147483648.5):
+        with pytest.raises(RuntimeError, match="int32 without overflow"):
+            tgrad.full((1,), v, dtype=tgrad.int32)
+    assert tgrad.full((1,), 2147483647.0, dtype=tgrad.int32).tolist() == [2 ** 31 - 1]
+    # a Python int outside the 64-bit range of a number argument: OverflowError
+    for v in (2 ** 64, -2 ** 63 - 1):
+        with pytest.raises(OverflowError, match="int too big to convert"):
+            tgrad.full((1,), v, dtype=tgrad.float64)
+    assert tgrad.full((1,), 2 ** 63, dtype=tgrad.float64).tolist() == [2.0 ** 63]
+
+
+def test_half_full_and_fill_are_checked_item_assignment_is_not():
+    # PyTorch: full / fill_ of a (multi-element) float16/bfloat16 tensor check the number
+    # like masked_fill; item assignment copies a 0-d tensor filled through float32, never
+    # checked: values that round to the largest finite value give it, the others inf
+    for dt, v, want in ((tgrad.float16, 65519.0, 65504.0), (tgrad.float16, 65520.0, np.inf),
+                        (tgrad.float16, -1e39, -np.inf), (tgrad.float16, 65510, 65504.0),
+                        (tgrad.bfloat16, 3.4e38, np.inf), (tgrad.bfloat16, -1e39, -np.inf)):
+        with pytest.raises(RuntimeError, match=f"full\\(\\): value .* {dt.name} without"):
+            tgrad.full((2,), v, dtype=dt)
+        with pytest.raises(RuntimeError, match=f"fill_: value .* {dt.name} without"):
+            tgrad.zeros(2, dtype=dt).fill_(v)
+        x = tgrad.zeros(3, dtype=dt)
+        x[1] = v
+        x[tgrad.tensor([True, False, False])] = v
+        assert x.tolist() == [want, want, 0.0]

@@ -695,15 +695,21 @@ def test_half_floor_and_trunc_division_by_a_number_run_in_float32():
 
 
 def test_number_arguments_past_the_dtype_raise_where_pytorch_converts_them_checked():
-    # clamp bounds, masked_fill values and item assignment go through Scalar.to<T>(),
-    # a checked conversion: past the dtype's range they raise instead of becoming inf
+    # clamp bounds and masked_fill values go through Scalar.to<T>(), a checked conversion:
+    # past the dtype's range they raise instead of becoming inf; item assignment of a half
+    # fills through float32 in PyTorch (inf, no error), of a float32 it is checked
     h = tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float16)
     msg = "cannot be converted to type float16 without overflow"
     for call, op in ((lambda: h.clamp(max=1e5), "clamp"), (lambda: h.clamp_min(-1e9), "clamp"),
-                     (lambda: h.masked_fill(h > 1, 7e4), "masked_fill"),
-                     (lambda: h.__setitem__(0, 1e5), "__setitem__")):
+                     (lambda: h.masked_fill(h > 1, 7e4), "masked_fill")):
         with pytest.raises(RuntimeError, match=f"^{op}: value .* {msg}"):
             call()
+    h2 = h.clone()
+    h2[0] = 1e5
+    assert h2.tolist() == [np.inf, 2.0, 3.0]
+    with pytest.raises(RuntimeError, match="__setitem__: value 1e\\+39 cannot be converted to "
+                                           "type float32 without overflow"):
+        h.float()[0] = 1e39
     with pytest.raises(RuntimeError, match="value 1099511627776 cannot be converted to type "
                                            "int32 without overflow"):
         tgrad.tensor([1, 2], dtype=tgrad.int32)[0] = 2**40

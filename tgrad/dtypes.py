@@ -116,28 +116,35 @@ def as_dtype(dtype) -> DType:
 
 
 def check_value_fits(op: str, value, dt: DType) -> None:
-    """PyTorch's overflow check of a Python number going into a tensor of dtype ``dt``: an
-    integer dtype takes finite values in its range; a float dtype any value that does not
-    round to an infinity (inf and NaN themselves are fine)."""
+    """PyTorch's overflow check of a Python number going into a tensor of dtype ``dt``
+    (c10::checked_convert): the number itself, unrounded, must lie in the dtype's finite
+    range [lowest, max] (65519.0 does not fit float16 although it rounds to 65504); a float
+    dtype also takes inf and NaN, an integer dtype neither; a bool fits everything. A Python
+    int outside the 64-bit range PyTorch reads numbers from raises OverflowError first.
+    Item assignment (``__setitem__``) of a float16/bfloat16 tensor is not checked in
+    PyTorch (it copies a 0-d tensor filled through float32): an overflowing value is inf."""
     if dt is bool_ or isinstance(value, (bool, np.bool_)):
         return
+    if isinstance(value, (int, np.integer)) and not -2 ** 63 <= int(value) < 2 ** 64:
+        raise OverflowError(f"{op}: int too big to convert ({value} is outside the 64-bit "
+                            f"range of a number argument)")
     if dt.is_floating_point:
         if -FLOAT16_MAX <= value <= FLOAT16_MAX:  # fits every float dtype (the common case)
             return
-        try:
-            with np.errstate(over="ignore"):  # the overflow is what is looked for
-                overflows = (math.isfinite(float(value))
-                             and math.isinf(float(np.asarray(value).astype(dt.np))))
-        except OverflowError:  # a Python int beyond a double
-            overflows = True
-        if overflows:
+        if dt.itemsize == 2 and op == "__setitem__":
+            return
+        limit = float(ml_dtypes.finfo(dt.np).max)
+        # exact comparisons of the number with the limit (Python compares ints and floats
+        # exactly); NaN compares False, inf is excluded
+        if abs(value) > limit and not (isinstance(value, (float, np.floating))
+                                       and math.isinf(value)):
             raise RuntimeError(f"{op}: value {value} cannot be converted to type {dt.name} "
                                f"without overflow")
         return
     info = np.iinfo(dt.np)
     if isinstance(value, (float, np.floating)):
         value = float(value)  # (NumPy's float16 has no __trunc__)
-        ok = math.isfinite(value) and info.min <= math.trunc(value) <= info.max
+        ok = math.isfinite(value) and info.min <= value <= info.max  # unrounded, as PyTorch
     else:
         ok = info.min <= int(value) <= info.max
     if not ok:

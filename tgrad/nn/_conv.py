@@ -405,6 +405,12 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  
 def _avg_pool(op: str, input: Tensor, kernel_size, stride, padding, ceil_mode: bool,  # noqa: A002
               count_include_pad: bool, divisor_override, spatial: int) -> Tensor:
     x, added = _pool_input(op, input, spatial)
+    if not x.dtype.is_floating_point and x.dtype is not dtypes.int64:
+        # PyTorch's CPU kernels take int64 (below) but no other integer or bool dtype
+        kernel_name = "avg_pool3d_out_frame" if spatial == 3 else "avg_pool2d"
+        raise NotImplementedError(f"\"{kernel_name}\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}' ({op} of an input of "
+                                  f"dtype {x.dtype.name}; convert it with .float() or .long())")
     x = tie(x)  # dx = the window sums of g / divisor, in x's graph (_piecewise.py)
     kernel, stride, pad, _ = _pool_args(op, kernel_size, stride, padding, 1, spatial)
     if spatial == 1:
@@ -427,13 +433,11 @@ def _avg_pool(op: str, input: Tensor, kernel_size, stride, padding, ceil_mode: b
         divisor = functools.reduce(np.multiply.outer, (
             _avg_counts(o, s, k, size, p, count_include_pad)
             for o, s, k, size, p in zip(out, stride, kernel, sizes, pad)))
-    div = _tensor(divisor.reshape(-1), dtype=total.dtype, device=x.device) \
-        if total.dtype.is_floating_point else None
-    if div is None:
-        raise RuntimeError(f"{op}: not implemented for {x.dtype.name} inputs; convert with "
-                           f".float() first (as PyTorch's CPU kernel for integer avg_pool "
-                           f"rounds)")
-    y = (total / div).reshape(n, c, *out)
+    div = _tensor(divisor.reshape(-1), dtype=total.dtype, device=x.device)
+    # int64: PyTorch's CPU kernel divides the integer window sum by the integer divisor in
+    # C++, truncating toward zero (-7 / 2 = -3)
+    y = (total / div if total.dtype.is_floating_point
+         else total.div(div, rounding_mode="trunc")).reshape(n, c, *out)
     return rounded_to(_pool_result(y, added, spatial), half)
 
 

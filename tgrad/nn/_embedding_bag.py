@@ -7,7 +7,9 @@ offsets (B,) (bag b = input[offsets[b]:offsets[b + 1]], the last bag runs to the
 with include_last_offset, offsets has B + 1 entries and the last is the end); weight
 (num_embeddings, D); result (B, D). per_sample_weights (input's shape, mode 'sum' only)
 scales each row. Entries equal to padding_idx are left out of their bag (and of mean's
-count); an empty bag gives zeros.
+count); an empty bag gives zeros. ``max_norm`` first renormalises, in place and under
+no_grad, every weight row that input references (as ``embedding``'s max_norm, padding row
+included, as PyTorch's embedding_bag).
 
 Composition: rows = weight[input] (its backward scatter-adds into weight), the bag id of
 every entry (from the offsets: a scatter-add of ones at each bag start, then a cumsum),
@@ -108,9 +110,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                            f"got {input.dtype.name}")
     if mode not in MODES:
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse are "
-                                  "not supported in tgrad")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not "
+                                  "supported in tgrad")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
@@ -132,6 +134,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
         raise IndexError(f"embedding_bag: index {bad} out of range for a weight with "
                          f"{rows_n} rows")
+    if max_norm is not None:  # in place, before the rows are read (PyTorch's order)
+        from tgrad.nn._composite import _embedding_renorm_
+        _embedding_renorm_(weight, idx, max_norm, norm_type)
     half = weight.dtype if weight.dtype in (dtypes.float16, dtypes.bfloat16) else None
     rows = weight[idx]  # (n, D); halves are summed and scaled in float32, rounded once
     if half is not None:

@@ -10,6 +10,8 @@ min and max.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tgrad import dtypes
@@ -224,9 +226,14 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
         raise RuntimeError(f"index_add(): source of shape {list(source.shape)} and dtype "
                            f"{source.dtype.name} must have shape {list(want)} and dtype "
                            f"{input.dtype.name}")
-    if isinstance(alpha, float) and not input.dtype.is_floating_point:
-        raise RuntimeError(f"index_add(): for integral input tensors, argument alpha must not "
-                           f"be a floating point number (got {alpha})")
+    # alpha converted to input's dtype as PyTorch's index_add does (no error for a float
+    # alpha on an integer tensor, unlike add): checked for overflow, then truncated toward
+    # zero for integers, any nonzero alpha is True for bool
+    dtypes.check_value_fits("index_add", alpha, input.dtype)
+    if input.dtype is dtypes.bool_:
+        alpha = bool(alpha)
+    elif not input.dtype.is_floating_point:
+        alpha = math.trunc(alpha)
     nkey, _ = normalize_key((slice(None),) * d + (index.reshape(-1),), input.device)
     (x, src), half = widen_halves(input, source)
     src = src if alpha == 1 else src * alpha

@@ -375,12 +375,23 @@ def _outside(like: Tensor, key) -> Tensor:
     return m
 
 
+def _half_item_value(value, dt):
+    """A number assigned into a float16 / bfloat16 tensor as PyTorch writes it (a 0-d
+    tensor filled through float32, unchecked): rounded to the dtype, past its range inf."""
+    if dt.itemsize != 2 or not dt.is_floating_point or isinstance(value, (bool, np.bool_)) \
+            or -dtypes.FLOAT16_MAX <= value <= dtypes.FLOAT16_MAX:
+        return value
+    with np.errstate(over="ignore"):
+        return float(np.asarray(float(value), np.float32).astype(dt.np))
+
+
 @tensor_method("__setitem__")
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value``: basic keys write through a view, array keys via index_put."""
     nkey, basic = normalize_key(key, self.device, self.ndim)
     if isinstance(value, (int, float, bool, np.number, np.bool_)):
-        dtypes.check_value_fits("__setitem__", value, self.dtype)  # as PyTorch's fill_
+        dtypes.check_value_fits("__setitem__", value, self.dtype)
+        value = _half_item_value(value, self.dtype)
     else:
         value = _as_src("__setitem__", self, value)
         lead = 0  # leading size-1 dims of the value are dropped first, as PyTorch does

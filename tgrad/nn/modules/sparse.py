@@ -111,24 +111,27 @@ class EmbeddingBag(Module):
                  sparse: bool = False, _weight: Tensor | None = None,
                  include_last_offset: bool = False, padding_idx: int | None = None,
                  device=None, dtype=None) -> None:
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("EmbeddingBag: max_norm, scale_grad_by_freq and sparse "
-                                      "are not supported in tgrad")
+        if scale_grad_by_freq or sparse:
+            raise NotImplementedError("EmbeddingBag: scale_grad_by_freq and sparse are not "
+                                      "supported in tgrad")
         super().__init__()
         self.mode, self.include_last_offset = mode, include_last_offset
+        self.max_norm, self.norm_type = max_norm, norm_type
         _setup_table(self, num_embeddings, embedding_dim, padding_idx, _weight, True, device,
                      dtype, "padding_idx", AssertionError)
 
     @classmethod
-    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, mode: str = "mean",
-                        include_last_offset: bool = False,
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        max_norm: float | None = None, norm_type: float = 2.0,
+                        mode: str = "mean", include_last_offset: bool = False,
                         padding_idx: int | None = None) -> EmbeddingBag:
         """An EmbeddingBag whose weight is ``embeddings`` (sharing its storage);
         ``freeze`` (default) makes it require no gradient."""
         if embeddings.ndim != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
-        bag = cls(rows, cols, mode=mode, _weight=embeddings,
+        bag = cls(rows, cols, max_norm=max_norm, norm_type=norm_type, mode=mode,
+                  _weight=embeddings,
                   include_last_offset=include_last_offset, padding_idx=padding_idx)
         bag.weight.requires_grad = not freeze
         return bag
@@ -138,13 +141,19 @@ class EmbeddingBag(Module):
     def forward(self, input: Tensor, offsets: Tensor | None = None,  # noqa: A002
                 per_sample_weights: Tensor | None = None) -> Tensor:
         from tgrad.nn.functional import embedding_bag
-        return embedding_bag(input, self.weight, offsets, mode=self.mode,
+        return embedding_bag(input, self.weight, offsets, max_norm=self.max_norm,
+                             norm_type=self.norm_type, mode=self.mode,
                              per_sample_weights=per_sample_weights,
                              include_last_offset=self.include_last_offset,
                              padding_idx=self.padding_idx)
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}, mode='{self.mode}'"
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        s += f", mode='{self.mode}'"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
         return s

@@ -196,6 +196,17 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     """Reparametrize ``module.<name>`` as g v / ||v|| (module docstring)."""
     dim = check_norm_dim(getattr(module, name), dim)
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys,
+                                 unexpected_keys, error_msgs) -> None:
+        # A state dict of the old hook-based nn.utils.weight_norm (<name>_g, <name>_v) loads
+        # into this form as its originals (g, v), as PyTorch's pre-hook renames them
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
     return module
 
 

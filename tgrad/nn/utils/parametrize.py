@@ -51,21 +51,51 @@ def _register_original(module: Module, name: str, value: Tensor) -> None:
         module.register_buffer(name, value)
 
 
-def _check_like(what: str, new, original: Tensor, unsafe: bool) -> None:
-    if unsafe:
-        return
+def _check_like(new, dtype, shape: tuple) -> None:
+    """The parametrized tensor ``new`` must keep the unparametrized dtype and shape."""
     if not isinstance(new, Tensor):
-        raise ValueError(f"{what} must return a tensor. Got {type(new).__name__}.")
-    if new.dtype is not original.dtype:
+        raise ValueError(f"A parametrization must return a tensor. Got {type(new).__name__}.")
+    if new.dtype is not dtype:
         raise ValueError(f"Registering a parametrization may not change the dtype of the "
                          f"tensor, unless `unsafe` flag is enabled.\n"
-                         f"unparametrized dtype: {original.dtype}\n"
+                         f"unparametrized dtype: {dtype}\n"
                          f"parametrized dtype: {new.dtype}")
-    if tuple(new.shape) != tuple(original.shape):
+    if tuple(new.shape) != shape:
         raise ValueError(f"Registering a parametrization may not change the shape of the "
                          f"tensor, unless `unsafe` flag is enabled.\n"
-                         f"unparametrized shape: {tuple(original.shape)}\n"
+                         f"unparametrized shape: {shape}\n"
                          f"parametrized shape: {tuple(new.shape)}")
+
+
+def _check_appended(module: Module, name: str, parametrization: Module) -> None:
+    """PyTorch's checks of a parametrization added to an already parametrized tensor Y:
+    X = parametrization(Y) and, when it has one, parametrization.right_inverse(X) must be
+    tensors of Y's dtype and shape."""
+    y = getattr(module, name)
+    x = parametrization(y)
+    if not isinstance(x, Tensor):
+        raise ValueError(f"A parametrization must return a tensor. Got {type(x).__name__}.")
+    for what in ("dtype", "shape"):
+        if getattr(x, what) != getattr(y, what):
+            raise ValueError(f"Registering a parametrization may not change the {what} of the "
+                             f"tensor, unless the `unsafe` flag is enabled.\n"
+                             f"module.{name}.{what}: {getattr(y, what)}\n"
+                             f"parametrization(module.{name}).{what}: {getattr(x, what)}")
+    if not hasattr(parametrization, "right_inverse"):
+        return  # taken as the identity
+    try:
+        z = parametrization.right_inverse(x)
+    except NotImplementedError:
+        return
+    if not isinstance(z, Tensor):
+        raise ValueError(f"parametrization.right_inverse must return a tensor. Got: "
+                         f"{type(z).__name__}")
+    for what in ("dtype", "shape"):
+        if getattr(z, what) != getattr(y, what):
+            raise ValueError(f"The tensor returned by parametrization.right_inverse must have "
+                             f"the same {what} as module.{name}, unless the `unsafe` flag is "
+                             f"enabled.\nmodule.{name}.{what}: {getattr(y, what)}\n"
+                             f"returned {what}: {getattr(z, what)}")
 
 
 class ParametrizationList(ModuleList):
@@ -76,6 +106,7 @@ class ParametrizationList(ModuleList):
     def __init__(self, modules, original: Tensor, unsafe: bool = False) -> None:
         super().__init__(modules)
         self.unsafe = unsafe
+        dtype, shape = original.dtype, tuple(original.shape)  # before right_inverse sets it
         with no_grad():
             new = original
             for m in reversed(list(self)):
@@ -84,30 +115,37 @@ class ParametrizationList(ModuleList):
                         new = m.right_inverse(new)
                     except NotImplementedError:  # taken as the identity here (PyTorch)
                         pass
+        if not isinstance(new, (Tensor, tuple, list)):
+            raise ValueError(f"'right_inverse' must return a Tensor or a Sequence of tensors "
+                             f"(list, tuple...). Got {type(new).__name__}")
         self.is_tensor = isinstance(new, Tensor)
         if self.is_tensor:
-            _check_like("right_inverse", new, original, unsafe)
+            # One tensor: it replaces the original in place, so its dtype and device must
+            # be the original's, even when unsafe (PyTorch)
+            for what in ("dtype", "device"):
+                if getattr(new, what) != getattr(original, what):
+                    raise ValueError(f"When `right_inverse` outputs one tensor, it may not "
+                                     f"change the {what}.\n"
+                                     f"original.{what}: {getattr(original, what)}\n"
+                                     f"right_inverse(original).{what}: {getattr(new, what)}")
             with no_grad():
                 if new is not original:
                     original.data = new.detach().clone()  # the same Parameter object
             _register_original(self, "original", original)
             self.ntensors = 1
         else:
-            if not isinstance(new, (tuple, list)):
-                raise ValueError(f"'right_inverse' must return a Tensor or a Sequence of "
-                                 f"tensors (list, tuple...). Got {type(new).__name__}")
             self.ntensors = len(new)
             for i, t in enumerate(new):
                 if not isinstance(t, Tensor):
                     raise ValueError(f"'right_inverse' must return a Tensor or a Sequence "
-                                     f"of tensors. Got element {i} of type "
-                                     f"{type(t).__name__}")
+                                     f"of tensors (list, tuple...). Got element {i} of the "
+                                     f"sequence with type {type(t).__name__}.")
                 t = t.detach().clone()
                 if isinstance(original, Parameter):
                     t = Parameter(t, original.requires_grad)
                 _register_original(self, f"original{i}", t)
         if not unsafe:
-            _check_like("A parametrization", self(), original, unsafe)
+            _check_like(self(), dtype, shape)
 
     def right_inverse(self, value: Tensor) -> None:
         with no_grad():
@@ -126,12 +164,23 @@ class ParametrizationList(ModuleList):
                                      f"{self.original.dtype}")
                 self.original.data = value.detach().clone()
             else:
+                if not isinstance(value, (tuple, list)):
+                    raise ValueError(f"'right_inverse' must return a sequence of tensors. "
+                                     f"Got {type(value).__name__}.")
                 if len(value) != self.ntensors:
                     raise ValueError(f"'right_inverse' must return a sequence of tensors of "
                                      f"length {self.ntensors}. Got a sequence of length "
-                                     f"{len(value)}")
+                                     f"{len(value)}.")
                 for i, t in enumerate(value):
-                    getattr(self, f"original{i}").data = t.detach().clone()
+                    original_i = getattr(self, f"original{i}")
+                    if not isinstance(t, Tensor):
+                        raise ValueError(f"'right_inverse' must return a sequence of tensors. "
+                                         f"Got element {i} of type {type(t).__name__}.")
+                    if t.dtype is not original_i.dtype:
+                        raise ValueError(f"Tensor {i} returned by `right_inverse` has dtype "
+                                         f"{t.dtype} while `original{i}` has dtype "
+                                         f"{original_i.dtype}")
+                    original_i.data = t.detach().clone()
 
     def forward(self) -> Tensor:
         mods = list(self)
@@ -184,9 +233,8 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
     the checks that the parametrized tensor keeps its shape and dtype."""
     parametrization.train(module.training)
     if is_parametrized(module, tensor_name):
-        if not unsafe:
-            current = getattr(module, tensor_name)
-            _check_like("A parametrization", parametrization(current), current, unsafe)
+        if not unsafe:  # forward and right_inverse must map module.<name>'s space to itself
+            _check_appended(module, tensor_name, parametrization)
         module.parametrizations[tensor_name].append(parametrization)
         module.parametrizations[tensor_name].unsafe |= unsafe
         return module
