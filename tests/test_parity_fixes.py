@@ -494,3 +494,78 @@ def test_half_full_and_fill_are_checked_item_assignment_is_not():
         x[1] = v
         x[tgrad.tensor([True, False, False])] = v
         assert x.tolist() == [want, want, 0.0]
+
+
+_I = [[1, 2, 3], [4, 5, 7]]
+_F = [[1.5, 2.0, 2.0], [3.0, 5.5, 9.0]]
+
+
+@pytest.mark.parametrize("name,ref", [
+    ("l1_loss", lambda d: np.abs(d)),
+    ("mse_loss", lambda d: d * d),
+    ("smooth_l1_loss", lambda d: np.where(np.abs(d) < 1, 0.5 * d * d, np.abs(d) - 0.5)),
+])
+def test_elementwise_losses_promote_an_integer_input_with_a_float_target(name, ref):
+    # PyTorch computes these losses in the promoted dtype of input and target
+    d = np.array(_I, np.float64) - np.array(_F, np.float64)
+    fn = getattr(F, name)
+    for a, b in ((tgrad.tensor(_I), tgrad.tensor(_F)), (tgrad.tensor(_F), tgrad.tensor(_I))):
+        out = fn(a, b, reduction="none")
+        assert out.dtype is tgrad.float32
+        np.testing.assert_allclose(out.numpy(), ref(d), rtol=1e-6)
+        np.testing.assert_allclose(fn(a, b).item(), ref(d).mean(), rtol=1e-6)
+    # the float target's gradient flows through the promotion
+    t = tgrad.tensor(_F, dtype=tgrad.float64, requires_grad=True)
+    assert tgrad.autograd.gradcheck(lambda t: fn(tgrad.tensor(_I), t), (t,))
+
+
+def test_integer_losses_raise_like_pytorch_kernels():
+    i, f = tgrad.tensor(_I), tgrad.tensor(_F)
+    for name, kernel in (("mse_loss", "mse_cpu"), ("smooth_l1_loss", "smooth_l1_cpu"),
+                         ("huber_loss", "huber_cpu")):
+        for red in ("mean", "none"):
+            with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented for '
+                                                          f"'Long'"):
+                getattr(F, name)(i, i, reduction=red)
+    # huber writes into a tensor of the input's dtype
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        F.huber_loss(i, f)
+    np.testing.assert_allclose(F.huber_loss(f, i, reduction="none").numpy(),
+                               F.smooth_l1_loss(f, i, reduction="none").numpy())
+    # l1_loss of integers is |input - target| in integers; its mean raises mean's error
+    out = F.l1_loss(i, tgrad.tensor([[0, 4, 3], [9, 5, -1]]), reduction="none")
+    assert out.dtype is tgrad.int64 and out.tolist() == [[1, 2, 0], [5, 0, 8]]
+    with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
+        F.l1_loss(i, i)
+
+
+def test_cosine_similarity_promotes_and_needs_a_float_common_dtype():
+    a, b = np.array(_I, np.float64), np.array(_F, np.float64)
+    want = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    for x, y in ((tgrad.tensor(_I), tgrad.tensor(_F)), (tgrad.tensor(_F), tgrad.tensor(_I))):
+        out = F.cosine_similarity(x, y)
+        assert out.dtype is tgrad.float32
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="expected common dtype to be floating point, yet "
+                                           "common dtype is Long"):
+        F.cosine_similarity(tgrad.tensor(_I), tgrad.tensor(_I))
+
+
+def test_bilinear_keeps_integer_dtypes_and_needs_one_dtype():
+    x1, x2 = np.array([[1, 2], [-3, 0]]), np.array([[3, 4, 5], [1, -1, 2]])
+    w, b = np.arange(12).reshape(2, 2, 3) - 5, np.array([1, -2])
+    want = np.einsum("ni,oij,nj->no", x1, w, x2) + b
+    for dt in (tgrad.int32, tgrad.int64):
+        out = F.bilinear(*(tgrad.tensor(v, dtype=dt) for v in (x1, x2, w, b)))
+        assert out.dtype is dt and out.tolist() == want.tolist()
+    t = lambda v, dt: tgrad.tensor(v, dtype=dt)  # noqa: E731
+    with pytest.raises(RuntimeError, match="All tensors must have the same dtype, got input1: "
+                                           "int, input2: int, weight: float$"):
+        F.bilinear(t(x1, tgrad.int32), t(x2, tgrad.int32), t(w, tgrad.float32))
+    with pytest.raises(RuntimeError, match="got input1: float, input2: float, weight: float, "
+                                           "bias: double"):
+        F.bilinear(t(x1, tgrad.float32), t(x2, tgrad.float32), t(w, tgrad.float32),
+                   t(b, tgrad.float64))
+    with pytest.raises(RuntimeError, match="got input1: long int, input2: c10::Half"):
+        F.bilinear(t(x1, tgrad.int64), t(x2, tgrad.float16), t(w, tgrad.float32))

@@ -30,6 +30,7 @@ from tgrad.autograd.function import Function, expandable
 from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import (
     _check_float,
+    _check_float_kernel,
     _check_reduction,
     _check_tensor,
     _compute,
@@ -190,11 +191,15 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 
 # ====================================================================== losses
-def _pair(op: str, input: Tensor, target: Tensor, size_average, reduce,  # noqa: A002
-          reduction: str) -> tuple:
-    """Checked (input, target) in compute dtype, the half dtype to round to, reduction."""
-    _check_float(op, input)
+def _pair(op: str, kernel: str | None, input: Tensor, target: Tensor,  # noqa: A002
+          size_average, reduce, reduction: str) -> tuple:
+    """Checked (input, target) in compute dtype, the half dtype to round to, reduction.
+    The loss is computed in the promoted dtype of input and target, which must be a float
+    one where PyTorch has only a floating-point ``kernel`` (None: integers are fine)."""
+    _check_tensor(op, input)
     _check_tensor(op, target, "target")
+    if kernel is not None:
+        _check_float_kernel(op, kernel, input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _warn_if_shapes_differ(input, target, stacklevel=3)
@@ -206,7 +211,8 @@ def _pair(op: str, input: Tensor, target: Tensor, size_average, reduce,  # noqa:
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
             reduction: str = "mean") -> Tensor:
     """|input - target|, reduced;  dx = g sign(x - t) (0 where equal)."""
-    x, t, half, reduction = _pair("l1_loss", input, target, size_average, reduce, reduction)
+    x, t, half, reduction = _pair("l1_loss", None, input, target, size_average, reduce,
+                                  reduction)
     return _reduced((x - t).abs(), reduction, half)
 
 
@@ -216,8 +222,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    x, t, half, reduction = _pair("smooth_l1_loss", input, target, size_average, reduce,
-                                  reduction)
+    x, t, half, reduction = _pair("smooth_l1_loss", "smooth_l1_cpu", input, target,
+                                  size_average, reduce, reduction)
     d = x - t
     ad = d.abs()
     if beta == 0.0:
@@ -232,7 +238,13 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target)."""
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    x, t, half, reduction = _pair("huber_loss", input, target, None, None, reduction)
+    x, t, half, reduction = _pair("huber_loss", "huber_cpu", input, target, None, None,
+                                  reduction)
+    if not input.dtype.is_floating_point:  # PyTorch's kernel writes into input's dtype
+        names = dtypes.SCALAR_TYPE_NAMES
+        common = dtypes.promote_types(input.dtype, target.dtype)
+        raise RuntimeError(f"huber_loss: result type {names[common]} can't be cast to the "
+                           f"desired output type {names[input.dtype]}")
     d = x - t
     ad = d.abs()
     dq = clamp(d, -delta, delta)  # the quadratic branch stays finite where it is not taken
@@ -408,8 +420,12 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     """sum((x1 / max(|x1|, eps)) (x2 / max(|x2|, eps))) along ``dim`` (inputs broadcast),
     as PyTorch: each input is divided by its own norm first (the result stays in [-1, 1]),
     and the clamp at eps is not differentiated (the gradient is the unclamped norm's)."""
-    _check_float("cosine_similarity", x1)
-    _check_float("cosine_similarity", x2)
+    _check_tensor("cosine_similarity", x1, "x1")
+    _check_tensor("cosine_similarity", x2, "x2")
+    common = dtypes.promote_types(x1.dtype, x2.dtype)
+    if not common.is_floating_point:
+        raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, "
+                           f"yet common dtype is {dtypes.SCALAR_TYPE_NAMES[common]}")
     (a, b), half = _compute(x1, x2)
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))  # dim counts in the broadcast shape
     a, b = a.expand(shape), b.expand(shape)
@@ -586,6 +602,12 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
 
 
 
+# the C++ type names PyTorch's bilinear error prints
+_CPP_TYPE_NAMES = {dtypes.bool_: "bool", dtypes.int32: "int", dtypes.int64: "long int",
+                   dtypes.float16: "c10::Half", dtypes.bfloat16: "c10::BFloat16",
+                   dtypes.float32: "float", dtypes.float64: "double"}
+
+
 @autocast_policy("promote", cpu=None)
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
              bias: Tensor | None = None) -> Tensor:
@@ -610,10 +632,17 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     if input2.shape[-1] != in2:
         raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
                            f"{input2.shape[-1]} but expected {in2}")
+    named = [("input1", input1), ("input2", input2), ("weight", weight)]
+    named += [] if bias is None else [("bias", bias)]
+    if len({t.dtype for _, t in named}) > 1:
+        raise RuntimeError("All tensors must have the same dtype, got " + ", ".join(
+            f"{name}: {_CPP_TYPE_NAMES.get(t.dtype, t.dtype.name)}" for name, t in named))
     if bias is not None and tuple(bias.shape) != (out,):
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                            f"{list(bias.shape)} but expected [{out}]")
     (x1, x2, w, b), half = widen_halves(input1, input2, weight, bias)  # halves: float32
     mixed = x1 @ w.permute(1, 0, 2).reshape(in1, out * in2)  # (..., out * in2)
-    y = (mixed.reshape(*x1.shape[:-1], out, in2) * x2.unsqueeze(-2)).sum(-1)
+    # (sum keeps an integer dtype: PyTorch's bilinear of int32 is int32)
+    y = (mixed.reshape(*x1.shape[:-1], out, in2) * x2.unsqueeze(-2)).sum(
+        -1, dtype=None if x1.dtype.is_floating_point else x1.dtype)
     return rounded_to(y if b is None else y + b, half)

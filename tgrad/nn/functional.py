@@ -13,6 +13,7 @@ Notation: ``g`` incoming gradient, ``gg`` the gradient arriving at a backward op
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -54,6 +55,17 @@ def _per_element(k: int):
         t = next((a for a in args if isinstance(a, Tensor)), None)
         return 0 if t is None else k * t.numel()
     return staticmethod(flops)
+
+
+def _check_float_kernel(op: str, kernel: str, *tensors: Tensor) -> None:
+    """PyTorch runs these ops' kernels in the promoted dtype of their tensors (an integer
+    input with a float target is fine) and has no integer or bool kernel for them."""
+    common = functools.reduce(dtypes.promote_types, (t.dtype for t in tensors))
+    if not common.is_floating_point:
+        raise NotImplementedError(
+            f"\"{kernel}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[common]}' ({op} of "
+            f"{' and '.join(t.dtype.name for t in tensors)} tensors; convert them with "
+            f".float())")
 
 
 def _check_float(op: str, x: Tensor) -> None:
@@ -483,6 +495,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # n
     differ)."""
     _check_tensor("mse_loss", input)
     _check_tensor("mse_loss", target, "target")
+    _check_float_kernel("mse_loss", "mse_cpu", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _warn_if_shapes_differ(input, target, stacklevel=2)
