@@ -10,6 +10,7 @@ counter that in-place ops bump and saved tensors check.
 from __future__ import annotations
 
 import operator
+import re
 import warnings
 from typing import Any
 
@@ -89,8 +90,18 @@ class Tensor:
         return self.dtype.itemsize
 
     def stride(self, dim: int | None = None):
-        item = self.dtype.itemsize
-        st = tuple(s // item for s in self._data.strides)
+        if self._data.size == 0 and isinstance(self._data, np.ndarray):
+            # NumPy zeroes an empty array's strides: report a contiguous tensor's (PyTorch's,
+            # a size-0 dim counted as 1), which an empty tensor made by a creation function,
+            # clone, reshape or slicing has
+            st, acc = [], 1
+            for n in reversed(self._data.shape):
+                st.append(acc)
+                acc *= max(n, 1)
+            st = tuple(reversed(st))
+        else:
+            item = self.dtype.itemsize
+            st = tuple(s // item for s in self._data.strides)
         if dim is not None and self.ndim == 0:
             raise IndexError(f"stride(): dimension specified as {dim} but tensor has no "
                              f"dimensions")
@@ -131,6 +142,17 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:  # noqa: N802
+        """The dims reversed (a permute view); other than on a 2-D tensor, PyTorch 2.13's
+        deprecation warning (a 0-d tensor: an identity view)."""
+        if self.ndim == 0:
+            warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the "
+                          "identity in these cases.", UserWarning, stacklevel=2)
+        elif self.ndim != 2:
+            warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse "
+                          "their shape is deprecated and it will throw an error in a future "
+                          "release. Consider `x.mT` to transpose batches of matrices or "
+                          "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+                          "dimensions of a tensor.", UserWarning, stacklevel=2)
         return self.permute(*range(self.ndim - 1, -1, -1))
 
     # ------------------------------------------------------------------ autograd fields
@@ -254,6 +276,10 @@ class Tensor:
         return self._retains_grad
 
     _post_accumulate_hooks = None  # set per tensor (its __dict__) by the method below
+    # True (set per tensor) on an output of a function that returns several views (split,
+    # chunk, unbind) made in grad mode, and on the views taken of it in grad mode: PyTorch's
+    # MULTI_OUTPUT_NODE views, which must not be modified in place (multi_output_view_error)
+    _multi_output_view = False
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(tensor)`` after a backward has accumulated into this leaf's ``.grad``
@@ -468,6 +494,8 @@ def _refresh_view_grad_fn(view: Tensor) -> None:
     """A view's grad_fn goes stale when its base is modified in place through another view
     (the base's grad_fn was rebased); regenerate it by replaying the view ops on the base."""
     base = view._base
+    if view._multi_output_view and (base._requires_grad or view._grad_fn is not None):
+        raise multi_output_view_error(view, indirect=True)  # PyTorch: no grad_fn to rebuild
     view._grad_fn_version = view._storage.version
     if not base._requires_grad or view._view_chain is None:
         return
@@ -484,3 +512,24 @@ def _refresh_view_grad_fn(view: Tensor) -> None:
     if view._retains_grad:  # .grad follows the view's new node (as PyTorch's)
         from tgrad.autograd.hooks import move_retain_grad
         move_retain_grad(view)
+
+
+def multi_output_view_error(view: Tensor, indirect: bool = False) -> RuntimeError:
+    """PyTorch's error for an output of a function returning several views (or a view of
+    one, see ``Tensor._multi_output_view``) modified in place (``indirect``: its base or
+    another view of the base was). The op is named by the view's grad_fn less "Backward0"
+    (``Output 1 of Split``), as PyTorch's text."""
+    gf = view._grad_fn
+    if gf is None:
+        head = ("A view was created in no_grad mode and "
+                + ("its base or another view of its base has been modified inplace"
+                   if indirect else "is being modified inplace") + " with grad mode enabled.")
+    else:
+        what = ("its base or another view of its base has been" if indirect
+                else "is being")
+        head = (f"Output {view._output_nr} of {re.sub(r'Backward[0-9]*$', '', gf.name())} is "
+                f"a view and {what} modified inplace.")
+    return RuntimeError(f"{head} This view is the output of a function that returns multiple "
+                        f"views. Such functions do not allow the output views to be modified "
+                        f"inplace. You should replace the inplace operation by an out-of-place "
+                        f"one.")

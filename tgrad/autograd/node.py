@@ -229,7 +229,13 @@ class HookedSavedTensor:
 
 
 class AccumulateGrad(Node):
-    """Sink node of a leaf tensor: sums incoming gradients into ``variable.grad``."""
+    """Sink node of a leaf tensor: sums incoming gradients into ``variable.grad``.
+
+    PyTorch's gradient layout contract: a ``.grad`` this node creates has the leaf's strides
+    when the leaf is non-overlapping and dense (a transposed leaf gets a transposed .grad),
+    else is contiguous; an incoming gradient already laid out so is kept when nobody else
+    holds it. Accumulating into an existing ``.grad`` keeps its object and layout (in place;
+    with create_graph, ``old + new``), warning when that layout breaks the contract."""
 
     def __init__(self, variable) -> None:
         self._seq = next(_seq)  # Node.__init__, inlined (one is made per leaf per graph)
@@ -248,17 +254,19 @@ class AccumulateGrad(Node):
         with _ACCUMULATE_LOCK:
             old = var._grad
             if old is None:
-                if STATE.enabled:  # create_graph: a recorded copy (PyTorch's clone), so
-                    var._grad = grad.clone()  # .grad never aliases a tensor of the graph
-                elif _owned(grad, grads[0] is grad):
+                if STATE.enabled:  # create_graph: a recorded copy (PyTorch's CopyBackwards),
+                    var._grad = _clone_obeying_contract(grad, var)  # never a graph tensor
+                elif _owned(grad, grads[0] is grad) and _obeys_contract(grad, var):
                     var._grad = grad  # a fresh result nobody else holds: keep it (as PyTorch)
                 else:
                     # Own copy: the gradient may be the user's, shared with other leaves,
                     # kept by a hook, or a view. (Not recorded: grad mode is off here.)
-                    var._grad = _plain_clone(grad)
+                    var._grad = _clone_obeying_contract(grad, var)
             elif STATE.enabled:
                 var._grad = old + grad
             else:
+                if not _obeys_contract(old, var):
+                    _warn_contract(old, var)
                 _add_into(old, grad)
         if var._post_accumulate_hooks:
             for hook in list(var._post_accumulate_hooks.values()):
@@ -304,6 +312,53 @@ def _plain_clone(t):
     if t.device is CPU:  # the NumPy backend's clone, without the backend lookup
         return type(t)(_np_array(t._data, copy=True, order="C"), None, CPU)
     return type(t)(_get_backend(t.device).clone(t._data), None, t.device)
+
+
+def _dense(t) -> bool:
+    """PyTorch's is_non_overlapping_and_dense: ``t``'s elements fill numel consecutive
+    memory slots (its strides are a permutation of a contiguous layout's; dims of size < 2
+    do not count)."""
+    want = 1
+    for st, n in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n > 1):
+        if st != want:
+            return False
+        want *= n
+    return True
+
+
+def _obeys_contract(grad, var) -> bool:
+    """PyTorch's obeys_layout_contract: ``grad`` has ``var``'s strides (but for size-1 dims,
+    where only stride 0 is refused) when var is non-overlapping and dense, else is
+    contiguous."""
+    if var.is_contiguous() and grad.is_contiguous() and 0 not in grad.stride():
+        return True  # the common case, decided without sorting
+    if not _dense(var):
+        return grad.is_contiguous()
+    return all((gs == vs) if n != 1 else gs != 0
+               for n, gs, vs in zip(var.shape, grad.stride(), var.stride()))
+
+
+def _clone_obeying_contract(grad, var):
+    """A copy of ``grad`` (recorded in grad mode: CopyBackwards) laid out by the contract:
+    with ``var``'s exact strides when var is non-overlapping and dense, else contiguous."""
+    if not _dense(var) or (var.is_contiguous() and not STATE.enabled):
+        return grad.clone() if STATE.enabled else _plain_clone(grad)
+    from tgrad.tensor import Storage, Tensor
+    be = _get_backend(grad.device)
+    buf = be.empty((var.numel(),), grad._data.dtype)
+    out = Tensor(be.as_strided(buf, var.shape, var.stride()), Storage(buf), grad.device)
+    if STATE.enabled:
+        return out.copy_(grad)
+    be.copy_(out._data, grad._data)
+    return out
+
+
+def _warn_contract(grad, var) -> None:
+    import warnings
+    warnings.warn(f"grad and param do not obey the gradient layout contract. This is not an "
+                  f"error, but may impair performance.\ngrad.sizes() = {list(grad.shape)}, "
+                  f"strides() = {list(grad.stride())}\nparam.sizes() = {list(var.shape)}, "
+                  f"strides() = {list(var.stride())}", UserWarning, stacklevel=2)
 
 
 def _get_backend(device):

@@ -89,6 +89,8 @@ def view_apply(cls, x: Tensor, *args) -> Tensor:
     out = cls.apply(x, *args)
     if STATE.enabled and (x._base is None or x._view_chain is not None):
         out._view_chain = (x._view_chain or ()) + ((cls.apply, args),)
+        if x._multi_output_view:  # a view of a split's output is one too (PyTorch)
+            out._multi_output_view = True
     return out
 
 

@@ -21,7 +21,7 @@ from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
 from tgrad.ops.index import normalize_key, split_selects
 from tgrad.ops.movement import clone
 from tgrad.ops.reduce import sum_to
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, multi_output_view_error
 
 __all__ = ["add_into"]
 
@@ -107,11 +107,13 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     into an expanded view when nothing is recorded, PyTorch's fill_(scalar) and zero_)."""
     if not isinstance(self, Tensor):
         raise TypeError(f"{op}: expected a Tensor")
-    check_inplace(self, op)
     base = self._base
     record = STATE.enabled and (
         self._requires_grad or (base is not None and base._requires_grad)
         or any(isinstance(a, Tensor) and a._requires_grad for a in args))
+    if record and self._multi_output_view:  # before the leaf checks, as PyTorch's
+        raise multi_output_view_error(self)
+    check_inplace(self, op)
     if not record:
         res = fn(self, *args)
         _check_fits(op, res, self)
@@ -444,6 +446,8 @@ def _inplace_view(self: Tensor, op: str, key: str, *args) -> Tensor:
     """Re-point ``self`` at its view by ``_VIEW_CLS[key]`` with ``args`` (see above)."""
     if not isinstance(self, Tensor):
         raise TypeError(f"{op}(): expected a Tensor")
+    if STATE.enabled and self._multi_output_view and self._requires_grad:
+        raise multi_output_view_error(self)
     check_inplace(self, op)
     if not _VIEW_CLS:
         _VIEW_CLS.update(_view_classes())

@@ -562,6 +562,8 @@ def as_strided_view(cls, x: Tensor, size: tuple, stride: tuple, offset: int) -> 
         root = x if x._base is None else x._base
         rel = offset - _storage_span(root)[0]
         out._view_chain = ((_as_strided_replay, (size, stride, rel, storage_geometry(root))),)
+        if x._multi_output_view:  # a view of a split's output is one too (PyTorch)
+            out._multi_output_view = True
     return out
 
 

@@ -130,6 +130,22 @@ class Permute(Function):
         return g.permute(*np.argsort(ctx.dims).tolist()), None
 
 
+def _named(base, name: str, node: str):
+    """``base`` (View or Permute) under the op and node names PyTorch gives the view op
+    (``transpose`` -> TransposeBackward0, ``squeeze(dim)`` -> SqueezeBackward1...)."""
+    return type(node[:-9] + ("" if node[-1] == "0" else node[-1]), (base,),
+                {"name": name, "node_name": node, "__doc__": base.__doc__})
+
+
+Transpose = _named(Permute, "transpose", "TransposeBackward0")
+TView = _named(Permute, "t", "TBackward0")
+TAlias = _named(View, "t", "TBackward0")  # t() below 2-D: an alias of the same shape
+Squeeze = _named(View, "squeeze", "SqueezeBackward0")  # all size-1 dims
+SqueezeDim = _named(View, "squeeze", "SqueezeBackward1")  # one dim
+SqueezeDims = _named(View, "squeeze", "SqueezeBackward2")  # a tuple of dims
+Unsqueeze = _named(View, "unsqueeze", "UnsqueezeBackward0")
+
+
 @tensor_method("permute")
 def permute(input: Tensor, *order, dims=None) -> Tensor:  # noqa: A002
     """The view with input's dims in the order ``dims`` (ints, one sequence or the keyword
@@ -154,12 +170,12 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:  # noqa: A002
     if input.ndim == 0:  # dims -1 and 0 name the one dim a 0-d tensor is treated as having
         _wrap_dim(dim0, 0, "transpose")
         _wrap_dim(dim1, 0, "transpose")
-        return view_apply(Permute, input, ())
+        return view_apply(Transpose, input, ())
     d0 = _wrap_dim(dim0, input.ndim, "transpose")
     d1 = _wrap_dim(dim1, input.ndim, "transpose")
     dims = list(range(input.ndim))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return view_apply(Permute, input, tuple(dims))
+    return view_apply(Transpose, input, tuple(dims))
 
 
 @tensor_method("swapaxes")
@@ -174,7 +190,9 @@ def t(input: Tensor) -> Tensor:  # noqa: A002
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
     # below 2-D a new view of the same shape (an alias, as PyTorch's; never ``input`` itself)
-    return transpose(input, 0, 1) if input.ndim == 2 else input.view(tuple(input.shape))
+    if input.ndim == 2:
+        return view_apply(TView, input, (1, 0))
+    return view_apply(TAlias, input, tuple(input.shape))
 
 
 def _mT(self: Tensor) -> Tensor:  # noqa: N802
@@ -284,6 +302,8 @@ tensor_method("expand_as")(lambda self, other: expand(self, other.shape))
 @tensor_method("squeeze")
 def squeeze(input: Tensor, dim=None) -> Tensor:  # noqa: A002
     """Remove size-1 dims (all, or those in ``dim``)."""
+    cls = Squeeze if dim is None else SqueezeDims if isinstance(dim, (tuple, list)) else \
+        SqueezeDim
     if dim is None:
         shape = tuple(s for s in input.shape if s != 1)
     else:
@@ -295,14 +315,14 @@ def squeeze(input: Tensor, dim=None) -> Tensor:  # noqa: A002
             raise RuntimeError(f"squeeze: dim {dup} appears multiple times in the list of dims "
                                f"{list(dims)}")
         shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
-    return view_apply(View, input, shape)
+    return view_apply(cls, input, shape)
 
 
 @tensor_method("unsqueeze")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:  # noqa: A002
     d = _wrap_dim(dim, input.ndim + 1, "unsqueeze")
     shape = input.shape[:d] + (1,) + input.shape[d:]
-    return view_apply(View, input, shape)
+    return view_apply(Unsqueeze, input, shape)
 
 
 @tensor_method("flatten")
@@ -462,7 +482,9 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     for s in sizes:
         keys.append((slice(None),) * d + (slice(off, off + s),))
         off += s
-    return _pieces(SplitViews, tensor, d, tuple(keys))
+    cls = SplitWithSizesViews if isinstance(split_size_or_sections, (list, tuple)) else \
+        SplitViews
+    return _pieces(cls, tensor, d, tuple(keys))
 
 
 @tensor_method("split")
@@ -515,6 +537,13 @@ class SplitViews(Function):
         return _joined(ctx, grads, cat), None, None
 
 
+class SplitWithSizesViews(SplitViews):
+    """split by a list of sizes: PyTorch's node is SplitWithSizesBackward0."""
+
+    name = "split_with_sizes"
+    node_name = "SplitWithSizesBackward0"
+
+
 class UnbindViews(SplitViews):
     """x's slices along one dim, that dim removed (unbind): dx = their gradients stacked."""
 
@@ -526,7 +555,7 @@ class UnbindViews(SplitViews):
         return _joined(ctx, grads, stack), None, None
 
 
-for _c in (SplitViews, UnbindViews):
+for _c in (SplitViews, SplitWithSizesViews, UnbindViews):
     _c._backward_cls.materialize_grads = False  # a piece without gradient arrives as None
 
 
@@ -560,8 +589,10 @@ def _joined(ctx, grads: tuple, join) -> Tensor | None:
 
 
 def _pieces(cls, x: Tensor, dim: int, keys: tuple) -> tuple:
-    """Run the multi-output view op; each piece replays as its own basic index (in-place
-    ops through one piece rebase the base like any view's)."""
+    """Run the multi-output view op. Made in grad mode, each piece is a multi-output view
+    (PyTorch's MULTI_OUTPUT_NODE: in-place on it, or on a view of it, raises; so does using
+    it after its base was modified in place) and replays as its own basic index (what
+    ``requires_grad`` reads when the base was made to require grad since)."""
     from tgrad.ops.index import _basic_cls
     out = cls.apply(x, dim, keys)
     out = out if isinstance(out, tuple) else (out,)
@@ -569,8 +600,10 @@ def _pieces(cls, x: Tensor, dim: int, keys: tuple) -> tuple:
         chain = x._view_chain or ()
         for piece, key in zip(out, keys):
             piece._view_chain = chain + ((_basic_cls(key).apply, (key,)),)
+            piece._multi_output_view = True
     return out
 
 
-for _c in (View, ReshapeCopy, Permute, Expand, Cat, SplitViews, UnbindViews):
+for _c in (View, ReshapeCopy, Permute, Expand, Cat, SplitViews, SplitWithSizesViews,
+           UnbindViews):
     register_op(_c)
