@@ -330,8 +330,9 @@ def _obeys_contract(grad, var) -> bool:
     """PyTorch's obeys_layout_contract: ``grad`` has ``var``'s strides (but for size-1 dims,
     where only stride 0 is refused) when var is non-overlapping and dense, else is
     contiguous."""
-    if var.is_contiguous() and grad.is_contiguous() and 0 not in grad.stride():
-        return True  # the common case, decided without sorting
+    gd = grad._data  # the common case first, from the arrays' flags and byte strides
+    if var._data.flags.c_contiguous and gd.flags.c_contiguous and 0 not in gd.strides:
+        return True
     if not _dense(var):
         return grad.is_contiguous()
     return all((gs == vs) if n != 1 else gs != 0
@@ -341,7 +342,7 @@ def _obeys_contract(grad, var) -> bool:
 def _clone_obeying_contract(grad, var):
     """A copy of ``grad`` (recorded in grad mode: CopyBackwards) laid out by the contract:
     with ``var``'s exact strides when var is non-overlapping and dense, else contiguous."""
-    if not _dense(var) or (var.is_contiguous() and not STATE.enabled):
+    if (var.is_contiguous() and not STATE.enabled) or not _dense(var):
         return grad.clone() if STATE.enabled else _plain_clone(grad)
     from tgrad.tensor import Storage, Tensor
     be = _get_backend(grad.device)
