@@ -1,4 +1,5 @@
-"""``tgrad.save`` / ``tgrad.load``: tensors and nested containers in one ``.npz`` file.
+"""``tgrad.save`` / ``tgrad.load``: tensors and nested containers in one ``.npz`` file, and
+PyTorch checkpoints (``torch.save``'s zip and legacy formats; see ``tgrad._torch_checkpoint``).
 
 Format: every tensor is one array entry ("t0", "t1", ...) in an uncompressed NumPy ``.npz``
 archive; the structure (dicts, lists, tuples, scalars, strings, where each tensor sits, its
@@ -6,12 +7,21 @@ dtype and flags) is a JSON document stored as the uint8 array "__tgrad__". Loadi
 ``np.load(allow_pickle=False)`` and ``json``: a file can never run code. bfloat16 (not a
 NumPy-native dtype) is stored as its uint16 bit pattern and reinterpreted on load.
 Views are saved as contiguous copies (storage sharing between tensors is not preserved).
+
+PyTorch interop. ``load`` recognises PyTorch's formats by their bytes (a zip holding
+``<name>/data.pkl``; a pickle stream starting with torch's legacy magic number) and reads
+their pickle with an allow-list of globals, as ``torch.load(weights_only=True)``: it never
+runs code from the file. ``save(obj, f, format="torch")`` writes PyTorch's zip format, which
+``torch.load(weights_only=True)`` reads. The default stays ``format="tgrad"``: it holds no
+pickle at all, so any NumPy can inspect it and no reader needs an allow-list; "torch" is
+for handing weights to PyTorch (and tgrad.load reads it too).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import zipfile
 from collections import OrderedDict
 from typing import Any, BinaryIO, Union
 
@@ -27,9 +37,22 @@ PathOrFile = Union[str, os.PathLike, BinaryIO]
 _SCALARS = (bool, int, float, str, type(None))
 
 
-def save(obj: Any, f: PathOrFile) -> None:
+def save(obj: Any, f: PathOrFile, *, format: str = "tgrad") -> None:  # noqa: A002
     """Save ``obj`` (a tensor, or dicts / lists / tuples of tensors, Python scalars, strings
-    and None, e.g. a Module or Optimizer state_dict) to the path or binary file ``f``."""
+    and None, e.g. a Module or Optimizer state_dict) to the path or binary file ``f``.
+    ``format="tgrad"`` (default): tgrad's pickle-free ``.npz``. ``format="torch"``:
+    PyTorch's zip checkpoint, readable by ``torch.load(weights_only=True)`` (tensors sharing
+    a CPU storage stay views of one storage; a state_dict keeps its ``_metadata``)."""
+    if format == "torch":
+        from tgrad import _torch_checkpoint
+        if isinstance(f, (str, os.PathLike)):
+            with open(f, "wb") as fh:
+                _torch_checkpoint.write(obj, fh)
+        else:
+            _torch_checkpoint.write(obj, f)
+        return
+    if format != "tgrad":
+        raise ValueError(f"tgrad.save: format must be 'tgrad' or 'torch', got {format!r}")
     arrays: dict[str, np.ndarray] = {}
     doc = {"format": FORMAT, "root": _encode(obj, arrays, "obj")}
     arrays[_STRUCT_KEY] = np.frombuffer(json.dumps(doc).encode("utf-8"), dtype=np.uint8)
@@ -41,19 +64,49 @@ def save(obj: Any, f: PathOrFile) -> None:
 
 
 def load(f: PathOrFile, map_location=None, weights_only: bool = True) -> Any:
-    """Load what ``save`` wrote. Tensors come back on the CPU, or on ``map_location`` (a
-    device or device string). ``weights_only`` is accepted for PyTorch compatibility; the
-    format never executes code either way."""
+    """Load what ``save`` wrote, or a PyTorch checkpoint (``torch.save``'s zip format, or
+    its legacy format). tgrad files: tensors come back on the CPU, or on ``map_location`` (a
+    device or device string). PyTorch files: on the device each storage was saved on, or on
+    ``map_location`` (a device, a device string, or a dict from saved location to device,
+    e.g. ``{"cuda:0": "cpu"}``); tensors that shared a storage share it. ``weights_only``
+    is accepted for PyTorch compatibility: either way a PyTorch pickle is read with
+    ``torch.load(weights_only=True)``'s allow-list and no file ever executes code."""
+    if callable(map_location) and not isinstance(map_location, dict):
+        raise TypeError("tgrad.load: map_location must be a device, a device string or a "
+                        "dict; a function (storage, location) is not supported (tgrad has "
+                        "no storage objects)")
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            return _load_file(fh, map_location, _describe(f))
+    return _load_file(f, map_location, _describe(f))
+
+
+def _load_file(fh: BinaryIO, map_location, describe: str) -> Any:
+    """Dispatch on the first bytes: a zip (tgrad's .npz or PyTorch's zip format) or a pickle
+    (PyTorch's legacy format)."""
+    from tgrad import _torch_checkpoint
+    start = fh.tell()
+    head = fh.read(4)
+    fh.seek(start)
+    if head[:2] == b"PK":
+        with zipfile.ZipFile(fh) as z:
+            if _torch_checkpoint.is_torch_zip(z):
+                return _torch_checkpoint.load_zip(z, map_location, describe)
+        fh.seek(start)
+    elif head[:1] == b"\x80":
+        return _torch_checkpoint.load_legacy(fh.read(), map_location, describe)
+    if isinstance(map_location, dict):
+        map_location = map_location.get("cpu", "cpu")
     from tgrad.device import as_device
     device = as_device(map_location) if map_location is not None else as_device("cpu")
-    with np.load(f, allow_pickle=False) as z:
+    with np.load(fh, allow_pickle=False) as z:
         if _STRUCT_KEY not in z.files:
-            raise RuntimeError(f"tgrad.load: {_describe(f)} is not a file written by tgrad.save "
-                               f"(no '{_STRUCT_KEY}' entry)")
+            raise RuntimeError(f"tgrad.load: {describe} is not a file written by tgrad.save "
+                               f"(no '{_STRUCT_KEY}' entry) nor a PyTorch checkpoint")
         doc = json.loads(bytes(z[_STRUCT_KEY]).decode("utf-8"))
         if doc.get("format") != FORMAT:
             raise RuntimeError(f"tgrad.load: unsupported format {doc.get('format')!r} in "
-                               f"{_describe(f)} (expected {FORMAT!r})")
+                               f"{describe} (expected {FORMAT!r})")
         return _decode(doc["root"], z, device)
 
 

@@ -1,0 +1,75 @@
+"""Writes the PyTorch checkpoint fixtures that tests/test_serialization_torch.py reads.
+
+Run by hand, with a Python that has torch (the tests themselves never import torch):
+
+    python tests/data/make_torch_fixtures.py
+
+Every tensor's values are a formula of np.arange (restated in the test, which recomputes it
+in NumPy float64), so the files are deterministic up to the zip's serialization id.
+
+Files (PyTorch's zip format, torch.save defaults):
+  torch_state_dict.pt   {"model": state_dict of Sequential(Linear(3, 4), BatchNorm1d(4),
+                         Linear(4, 2)), "extra": dtypes, views, nested containers}
+  torch_uint8.pt        a uint8 tensor (a dtype tgrad does not have: clear error)
+  torch_uint16.pt       a uint16 tensor (written with _rebuild_tensor_v3: clear error)
+  torch_legacy.pt       a float32 tensor in the legacy (torch < 1.6, non-zip) format
+"""
+
+import os
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def ramp(shape, scale=0.125, shift=-1.0):
+    """np.arange(n) * scale + shift, reshaped (exact in float16/bfloat16 for small n)."""
+    n = int(np.prod(shape))
+    return np.arange(n, dtype=np.float64).reshape(shape) * scale + shift
+
+
+def main():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4),
+                                torch.nn.Linear(4, 2))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.from_numpy(ramp((4, 3))))
+        model[0].bias.copy_(torch.from_numpy(ramp((4,), 0.25, 0.5)))
+        model[1].weight.copy_(torch.from_numpy(ramp((4,), 0.5, 1.0)))
+        model[1].bias.copy_(torch.from_numpy(ramp((4,), -0.25, 0.0)))
+        model[1].running_mean.copy_(torch.from_numpy(ramp((4,), 0.25, -0.5)))
+        model[1].running_var.copy_(torch.from_numpy(ramp((4,), 0.5, 1.0)))
+        model[1].num_batches_tracked.fill_(7)
+        model[2].weight.copy_(torch.from_numpy(ramp((2, 4), 0.0625, 0.25)))
+        model[2].bias.copy_(torch.from_numpy(ramp((2,), 1.0, -0.5)))
+
+    base = torch.from_numpy(ramp((3, 4), 1.0, 0.0)).float()  # 0..11
+    extra = {
+        "f64": torch.from_numpy(ramp((2, 3), 0.1, 0.0)),          # float64
+        "i64": torch.arange(6, dtype=torch.int64).reshape(2, 3) * 3 - 5,
+        "i32": torch.arange(4, dtype=torch.int32) - 2,
+        "b": torch.arange(5) % 2 == 0,
+        "f16": torch.from_numpy(ramp((3,), 0.5, -0.5)).half(),
+        "bf16": torch.from_numpy(ramp((2, 2), 0.25, 1.0)).bfloat16(),
+        "scalar": torch.tensor(2.5),
+        "base": base,
+        "t": base.t(),                                             # transposed view
+        "row1": base[1],                                           # two more views of base
+        "col2": base[:, 2],
+        "param": torch.nn.Parameter(torch.from_numpy(ramp((2,), 1.0, 3.0)).float()),
+        "nested": {"list": [1, 2.5, "s", None, True, (3, "t")],
+                   "tensors": [torch.arange(3, dtype=torch.float32) * 2]},
+        "dtype": torch.float16,
+        "shape": torch.Size([2, 3]),
+    }
+    torch.save({"model": model.state_dict(), "extra": extra},
+               os.path.join(HERE, "torch_state_dict.pt"))
+    torch.save(torch.arange(4, dtype=torch.uint8), os.path.join(HERE, "torch_uint8.pt"))
+    torch.save(torch.arange(4).to(torch.uint16), os.path.join(HERE, "torch_uint16.pt"))
+    torch.save(torch.arange(4, dtype=torch.float32), os.path.join(HERE, "torch_legacy.pt"),
+               _use_new_zipfile_serialization=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,372 @@
+"""tgrad.load of PyTorch checkpoints (zip and legacy formats) and tgrad.save(format="torch").
+
+The fixtures under tests/data/ were written by torch.save (tests/data/make_torch_fixtures.py,
+run by hand); their values are np.arange formulas, recomputed here in NumPy float64. No
+test imports torch."""
+
+import io
+import os
+import pickle
+import pickletools
+import struct
+import sys
+import zipfile
+from collections import OrderedDict
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad import nn
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+STATE = os.path.join(DATA, "torch_state_dict.pt")
+
+
+def ramp(shape, scale=0.125, shift=-1.0):
+    """The fixture generator's formula: np.arange(n) * scale + shift, reshaped."""
+    n = int(np.prod(shape))
+    return np.arange(n, dtype=np.float64).reshape(shape) * scale + shift
+
+
+def f64(t):
+    return np.asarray(t.detach().numpy(), dtype=np.float64)
+
+
+MODEL = {"0.weight": ramp((4, 3)), "0.bias": ramp((4,), 0.25, 0.5),
+         "1.weight": ramp((4,), 0.5, 1.0), "1.bias": ramp((4,), -0.25, 0.0),
+         "1.running_mean": ramp((4,), 0.25, -0.5), "1.running_var": ramp((4,), 0.5, 1.0),
+         "2.weight": ramp((2, 4), 0.0625, 0.25), "2.bias": ramp((2,), 1.0, -0.5)}
+
+
+def test_state_dict_values_dtypes_and_metadata():
+    d = tgrad.load(STATE)
+    sd = d["model"]
+    assert isinstance(sd, OrderedDict) and list(sd) == list(MODEL)[:6] + [
+        "1.num_batches_tracked"] + list(MODEL)[6:]
+    for k, want in MODEL.items():
+        assert sd[k].dtype is tgrad.float32 and sd[k].shape == want.shape, k
+        np.testing.assert_array_equal(f64(sd[k]), want.astype(np.float32))
+        assert type(sd[k]) is tgrad.Tensor and not sd[k].requires_grad
+    assert sd["1.num_batches_tracked"].dtype is tgrad.int64
+    assert sd["1.num_batches_tracked"].shape == () and sd["1.num_batches_tracked"].item() == 7
+    # torch pickles the state_dict's _metadata (BatchNorm is version 2)
+    assert sd._metadata == {"": {"version": 1}, "0": {"version": 1}, "1": {"version": 2},
+                            "2": {"version": 1}}
+    e = d["extra"]
+    cases = {"f64": (tgrad.float64, ramp((2, 3), 0.1, 0.0)),
+             "i64": (tgrad.int64, np.arange(6.0).reshape(2, 3) * 3 - 5),
+             "i32": (tgrad.int32, np.arange(4.0) - 2),
+             "b": (tgrad.bool, (np.arange(5) % 2 == 0).astype(np.float64)),
+             "f16": (tgrad.float16, ramp((3,), 0.5, -0.5)),
+             "bf16": (tgrad.bfloat16, ramp((2, 2), 0.25, 1.0)),
+             "scalar": (tgrad.float32, np.array(2.5)),
+             "base": (tgrad.float32, np.arange(12.0).reshape(3, 4))}
+    for k, (dt, want) in cases.items():
+        assert e[k].dtype is dt and e[k].shape == want.shape, k
+        np.testing.assert_array_equal(f64(e[k]), want)
+    assert e["f64"].device == tgrad.device("cpu")
+
+
+def test_views_share_one_storage_as_after_torch_load():
+    e = tgrad.load(STATE)["extra"]
+    base = np.arange(12.0).reshape(3, 4)
+    t, row1, col2 = e["t"], e["row1"], e["col2"]
+    assert t.shape == (4, 3) and t.stride() == (1, 4) and t.storage_offset() == 0
+    assert row1.stride() == (1,) and row1.storage_offset() == 4
+    assert col2.stride() == (4,) and col2.storage_offset() == 2
+    np.testing.assert_array_equal(f64(t), base.T)
+    np.testing.assert_array_equal(f64(row1), base[1])
+    np.testing.assert_array_equal(f64(col2), base[:, 2])
+    assert not t.is_contiguous()
+    with tgrad.no_grad():
+        row1.add_(100.0)  # a write through one tensor is seen by the others
+    base[1] += 100
+    np.testing.assert_array_equal(f64(e["base"]), base)
+    np.testing.assert_array_equal(f64(t), base.T)
+    np.testing.assert_array_equal(f64(col2), base[:, 2])
+    # the other storages are separate
+    np.testing.assert_array_equal(f64(e["f64"]), ramp((2, 3), 0.1, 0.0))
+
+
+def test_parameter_nested_containers_dtype_and_size():
+    e = tgrad.load(STATE)["extra"]
+    p = e["param"]
+    assert isinstance(p, nn.Parameter) and p.requires_grad and p.is_leaf
+    np.testing.assert_array_equal(f64(p), [3.0, 4.0])
+    nested = e["nested"]
+    assert nested["list"] == [1, 2.5, "s", None, True, (3, "t")]
+    assert isinstance(nested["list"][5], tuple)
+    np.testing.assert_array_equal(f64(nested["tensors"][0]), [0.0, 2.0, 4.0])
+    assert e["dtype"] is tgrad.float16
+    assert e["shape"] == (2, 3) and type(e["shape"]) is tuple
+
+
+def test_load_state_dict_into_tgrad_module_and_forward():
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    result = model.load_state_dict(tgrad.load(STATE)["model"])
+    assert list(result.missing_keys) == [] and list(result.unexpected_keys) == []
+    assert isinstance(model[0].weight, nn.Parameter) and model[0].weight.requires_grad
+    assert model[1].num_batches_tracked.item() == 7
+    model.eval()
+    x = ramp((5, 3), 0.3, -2.0)
+    h = x @ MODEL["0.weight"].T + MODEL["0.bias"]
+    h = (h - MODEL["1.running_mean"]) / np.sqrt(MODEL["1.running_var"] + 1e-5)
+    h = h * MODEL["1.weight"] + MODEL["1.bias"]
+    want = h @ MODEL["2.weight"].T + MODEL["2.bias"]
+    out = model(tgrad.tensor(x, dtype=tgrad.float32))
+    np.testing.assert_allclose(f64(out), want, rtol=1e-5, atol=1e-5)
+
+
+def test_map_location_forms():
+    for ml in ("cpu", tgrad.device("cpu"), {"cpu": "cpu"}, None):
+        d = tgrad.load(STATE, map_location=ml)
+        assert d["extra"]["f64"].device == tgrad.device("cpu")
+    with pytest.raises(TypeError, match="map_location"):
+        tgrad.load(STATE, map_location=lambda storage, loc: storage)
+
+
+def test_legacy_format():
+    t = tgrad.load(os.path.join(DATA, "torch_legacy.pt"))
+    assert t.dtype is tgrad.float32
+    np.testing.assert_array_equal(f64(t), np.arange(4.0))
+
+
+@pytest.mark.parametrize("name", ["uint8", "uint16"])
+def test_dtype_tgrad_lacks_is_named(name):
+    with pytest.raises(RuntimeError, match=f"dtype torch.{name}, which tgrad does not have"):
+        tgrad.load(os.path.join(DATA, f"torch_{name}.pt"))
+
+
+# ---------------------------------------------------------------- hostile / broken files
+class _Evil:
+    def __init__(self, fn, arg):
+        self.fn, self.arg = fn, arg
+
+    def __reduce__(self):
+        return self.fn, (self.arg,)
+
+
+def _torch_zip(pkl: bytes, storages=None, byteorder=b"little") -> io.BytesIO:
+    f = io.BytesIO()
+    with zipfile.ZipFile(f, "w") as z:
+        z.writestr("evil/data.pkl", pkl)
+        z.writestr("evil/byteorder", byteorder)
+        for k, v in (storages or {}).items():
+            z.writestr(f"evil/data/{k}", v)
+        z.writestr("evil/version", b"3\n")
+    f.seek(0)
+    return f
+
+
+@pytest.mark.parametrize("fn,name", [(os.system, "GLOBAL posix.system"),
+                                     (eval, "GLOBAL eval"),
+                                     (print, "GLOBAL print")])
+def test_malicious_pickle_is_refused(tmp_path, fn, name):
+    if fn is os.system and os.name != "posix":
+        name = "GLOBAL"
+    marker = tmp_path / "pwned"
+    arg = f"touch {marker}" if fn is os.system else "1"
+    pkl = pickle.dumps({"x": _Evil(fn, arg)}, protocol=2)
+    with pytest.raises(pickle.UnpicklingError, match=f"Unsupported global: {name}"):
+        tgrad.load(_torch_zip(pkl))
+    assert not marker.exists()
+    # the legacy stream goes through the same unpickler
+    legacy = b"".join(pickle.dumps(v, protocol=2) for v in
+                      (0x1950A86A20F9469CFC6C, 1001, {"little_endian": True}))
+    with pytest.raises(pickle.UnpicklingError, match="Unsupported global"):
+        tgrad.load(io.BytesIO(legacy + pkl + pickle.dumps([], protocol=2)))
+    assert not marker.exists()
+
+
+def test_build_on_anything_but_an_ordered_dict_is_refused():
+    # GLOBAL collections.Counter, EMPTY_TUPLE, REDUCE, then BUILD with {"x": 1}
+    pkl = b"\x80\x02ccollections\nCounter\n)R}X\x01\x00\x00\x00xK\x01sb."
+    with pytest.raises(pickle.UnpicklingError, match="can only BUILD an OrderedDict"):
+        tgrad.load(_torch_zip(pkl))
+
+
+def _tensor_pickle(size, stride, offset, numel, storage="FloatStorage") -> bytes:
+    """protocol-2 opcodes of _rebuild_tensor_v2 over storage '0' (written by hand)."""
+    def t(xs):
+        return b"(" + b"".join(b"K" + bytes([x]) for x in xs) + b"t" if xs else b")"
+    return (b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storage"
+            + f"ctorch\n{storage}\n".encode() + b"X\x01\x00\x00\x000X\x03\x00\x00\x00cpu"
+            + b"K" + bytes([numel]) + b"tQK" + bytes([offset]) + t(size) + t(stride)
+            + b"\x89ccollections\nOrderedDict\n)RtR.")
+
+
+def test_hand_written_pickle_and_out_of_bounds_views():
+    data = np.arange(6, dtype=np.float32).tobytes()
+    t = tgrad.load(_torch_zip(_tensor_pickle((2, 2), (1, 3), 1, 6), {"0": data}))
+    np.testing.assert_array_equal(f64(t), [[1.0, 4.0], [2.0, 5.0]])  # storage[1 + i + 3j]
+    with pytest.raises(RuntimeError, match="reaches past its storage of 6 elements"):
+        tgrad.load(_torch_zip(_tensor_pickle((2, 3), (3, 1), 1, 6), {"0": data}))
+    with pytest.raises(RuntimeError, match="truncated or corrupt"):
+        tgrad.load(_torch_zip(_tensor_pickle((2, 3), (3, 1), 0, 6), {"0": data[:-4]}))
+
+
+def test_big_endian_storages_are_swapped():
+    vals = {"f32": (np.float32, ramp((2, 3))), "f64": (np.float64, ramp((3,), 0.1, 2.0)),
+            "i64": (np.int64, np.array([-3.0, 5.0, 2.0**40])),
+            "i32": (np.int32, np.array([-7.0, 9.0])),
+            "f16": (np.float16, ramp((2,), 0.5, -1.0)),
+            "bf16": (ml_dtypes.bfloat16, ramp((2,), 0.25, 3.0)),
+            "b": (np.bool_, np.array([1.0, 0.0, 1.0]))}
+    storages, pkl = {}, bytearray(b"\x80\x02}(")
+    for i, (k, (npdt, v)) in enumerate(vals.items()):
+        arr = v.astype(npdt)
+        raw = arr.view(np.uint16).byteswap() if npdt is ml_dtypes.bfloat16 else arr.byteswap()
+        storages[str(i)] = raw.tobytes()
+        storage = {np.float32: "FloatStorage", np.float64: "DoubleStorage",
+                   np.int64: "LongStorage", np.int32: "IntStorage", np.float16: "HalfStorage",
+                   ml_dtypes.bfloat16: "BFloat16Storage", np.bool_: "BoolStorage"}[npdt]
+        one = _tensor_pickle((arr.size,), (1,), 0, arr.size, storage)
+        one = one.replace(b"X\x01\x00\x00\x000", b"X\x01\x00\x00\x00" + str(i).encode())
+        pkl += b"X" + struct.pack("<I", len(k)) + k.encode() + one[2:-1]
+    pkl += b"u."
+    out = tgrad.load(_torch_zip(bytes(pkl), storages, byteorder=b"big"))
+    for k, (_npdt, v) in vals.items():
+        np.testing.assert_array_equal(f64(out[k]).reshape(-1), v.reshape(-1))
+
+
+# ---------------------------------------------------------------- writing format="torch"
+# What torch.load(weights_only=True) allows (torch/_weights_only_unpickler.py), as far as
+# this writer uses it.
+_TORCH_ALLOWED = {"collections OrderedDict", "torch._utils _rebuild_tensor_v2",
+                  "torch._utils _rebuild_parameter", "torch FloatStorage",
+                  "torch DoubleStorage", "torch HalfStorage", "torch BFloat16Storage",
+                  "torch LongStorage", "torch IntStorage", "torch BoolStorage",
+                  "torch float16"}
+
+
+def _read_torch_zip(raw: bytes):
+    """An independent reader of what format="torch" wrote: the records, the globals of the
+    pickle (pickletools, nothing executed) and each storage's bytes."""
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        names = z.namelist()
+        prefix = names[0].split("/")[0]
+        for info in z.infolist():
+            assert info.compress_type == zipfile.ZIP_STORED
+            start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+            assert start % 64 == 0, info.filename  # torch's storage alignment
+        globals_, pids = set(), []
+        stack = []
+        for op, arg, _pos in pickletools.genops(z.read(f"{prefix}/data.pkl")):
+            if op.name == "GLOBAL":
+                globals_.add(arg)
+            if op.name == "BINUNICODE":
+                stack.append(arg)
+            if op.name == "BINPERSID":
+                pids.append(stack[-2:])  # (key, location)
+        storages = {n.split("/")[-1]: z.read(n) for n in names if "/data/" in n}
+        records = {n.split("/", 1)[1]: z.read(n) for n in names if "/data/" not in n}
+    return records, globals_, pids, storages
+
+
+def test_save_torch_format_is_readable_and_round_trips():
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    base = tgrad.tensor(ramp((3, 4)), dtype=tgrad.float32)
+    obj = {"sd": model.state_dict(), "base": base, "t": base.t(), "row": base[1],
+           "bf": tgrad.tensor(ramp((3,), 0.5, 1.0)).to(tgrad.bfloat16),
+           "h": tgrad.tensor(ramp((2,))).half(), "b": tgrad.tensor([True, False]),
+           "i": tgrad.arange(3) - 1, "i32": tgrad.arange(2, dtype=tgrad.int32),
+           "d": tgrad.tensor(ramp((2, 2), 0.1, 0.0), dtype=tgrad.float64),
+           "p": nn.Parameter(tgrad.ones(2)), "s": tgrad.tensor(2.5),
+           "nest": [1, 2.5, "x", None, (2**40, -2**70), {"k": float("inf")}],
+           "dt": tgrad.float16, "empty": tgrad.zeros(0, 3)}
+    f = io.BytesIO()
+    tgrad.save(obj, f, format="torch")
+    records, globals_, pids, storages = _read_torch_zip(f.getvalue())
+    assert records["byteorder"] == sys.byteorder.encode() and records["version"] == b"3\n"
+    assert globals_ <= _TORCH_ALLOWED, globals_ - _TORCH_ALLOWED
+    # base, t and row are views of one storage: 3 pids, one key, 12 float32 in it
+    keys = [k for k, _loc in pids]
+    assert len(set(keys)) == len(storages) < len(keys)
+    by_bytes = {v: k for k, v in storages.items()}
+    key = by_bytes[ramp((3, 4)).astype(np.float32).tobytes()]
+    assert keys.count(key) == 3 and all(loc == "cpu" for _k, loc in pids)
+    bf_raw = ramp((3,), 0.5, 1.0).astype(ml_dtypes.bfloat16).tobytes()
+    assert bf_raw in by_bytes
+    # tgrad.load reads it back: values, dtypes, sharing, Parameter, _metadata
+    f.seek(0)
+    back = tgrad.load(f)
+    for k in ("base", "t", "row", "bf", "h", "b", "i", "i32", "d", "p", "s", "empty"):
+        assert back[k].dtype is obj[k].dtype and back[k].shape == obj[k].shape, k
+        np.testing.assert_array_equal(f64(back[k]), f64(obj[k]))
+    assert back["t"].stride() == (1, 4) and back["row"].storage_offset() == 4
+    with tgrad.no_grad():
+        back["row"].zero_()
+    assert f64(back["base"])[1].tolist() == [0.0] * 4
+    assert isinstance(back["p"], nn.Parameter) and back["p"].requires_grad
+    assert back["nest"] == obj["nest"] and back["dt"] is tgrad.float16
+    assert back["sd"]._metadata == obj["sd"]._metadata
+    restored = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    restored.load_state_dict(back["sd"])
+    np.testing.assert_array_equal(f64(restored[0].weight), f64(model[0].weight))
+
+
+def test_save_torch_format_path_and_errors(tmp_path):
+    path = tmp_path / "m.pt"
+    tgrad.save({"w": tgrad.ones(2)}, path, format="torch")
+    np.testing.assert_array_equal(f64(tgrad.load(path)["w"]), [1.0, 1.0])
+    with pytest.raises(ValueError, match="format must be 'tgrad' or 'torch'"):
+        tgrad.save({}, path, format="pt")
+    with pytest.raises(TypeError, match=r"object of type set at obj\['s'\]"):
+        tgrad.save({"s": {1}}, path, format="torch")
+    # the default format is unchanged: a pickle-free .npz
+    tgrad.save({"w": tgrad.ones(2)}, path)
+    with zipfile.ZipFile(path) as z:
+        assert sorted(z.namelist()) == ["__tgrad__.npy", "t0.npy"]
+
+
+def _relocated(location: bytes) -> io.BytesIO:
+    """A format="torch" file of tgrad.ones(2) whose storage says it was saved on
+    ``location`` (the BINUNICODE length prefix rewritten with it)."""
+    f = io.BytesIO()
+    tgrad.save(tgrad.ones(2), f, format="torch")
+    with zipfile.ZipFile(f) as z:
+        recs = {n: z.read(n) for n in z.namelist()}
+    pkl = recs["archive/data.pkl"]
+    recs["archive/data.pkl"] = pkl.replace(b"X\x03\x00\x00\x00cpu",
+                                           b"X" + struct.pack("<I", len(location)) + location)
+    g = io.BytesIO()
+    with zipfile.ZipFile(g, "w") as z:
+        for n, v in recs.items():
+            z.writestr(n, v)
+    g.seek(0)
+    return g
+
+
+def test_saved_location_and_map_location_dict():
+    for ml in ("cpu", {"cuda:0": "cpu"}):
+        t = tgrad.load(_relocated(b"cuda:0"), map_location=ml)
+        assert t.device == tgrad.device("cpu") and f64(t).tolist() == [1.0, 1.0]
+    if tgrad.cuda.is_available():
+        assert tgrad.load(_relocated(b"cuda:0")).device == tgrad.device("cuda:0")
+    else:
+        with pytest.raises(RuntimeError, match="map_location='cpu'"):
+            tgrad.load(_relocated(b"cuda:0"))
+    with pytest.raises(RuntimeError, match="saved on 'mps'"):
+        tgrad.load(_relocated(b"mps"))
+
+
+def test_map_location_cuda_keeps_views_interpreted():
+    from interpreted import run_json
+    out = run_json(f"""
+import json, numpy as np, tgrad
+e = tgrad.load({STATE!r}, map_location="cuda")["extra"]
+with tgrad.no_grad():
+    e["row1"].add_(100.0)
+print(json.dumps({{"dev": str(e["t"].device), "stride": list(e["t"].stride()),
+                  "base": e["base"].cpu().numpy().tolist(), "t": e["t"].cpu().numpy().tolist(),
+                  "bf16": e["bf16"].cpu().float().numpy().tolist(),
+                  "b": e["b"].cpu().numpy().tolist()}}))
+""")
+    base = np.arange(12.0).reshape(3, 4)
+    base[1] += 100
+    assert out["dev"] == "cuda:0" and out["stride"] == [1, 4]
+    assert out["base"] == base.tolist() and out["t"] == base.T.tolist()
+    assert out["bf16"] == ramp((2, 2), 0.25, 1.0).tolist()
+    assert out["b"] == [True, False, True, False, True]
