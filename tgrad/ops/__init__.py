@@ -39,6 +39,7 @@ from tgrad.ops import (
     special,
     statistics,
     tensor_extras,
+    torch_aliases,
 )
 from tgrad.ops._common import OPS
 
@@ -47,7 +48,7 @@ __all__ = [n for m in (aliases, bessel, composite, creation, distances, einsum, 
                        mathcomposites, matmul, numerics, movement, pointwise_extras, products,
                        quantiles, reduce, sampling, scan,
                        scatter_reduce, scatters, searching, shape, small_extras, sorting,
-                       special, statistics, tensor_extras)
+                       special, statistics, tensor_extras, torch_aliases)
            for n in m.__all__]
 
 from tgrad.ops.aliases import *  # noqa: E402,F401,F403
@@ -83,5 +84,6 @@ from tgrad.ops.sorting import *  # noqa: E402,F401,F403
 from tgrad.ops.special import *  # noqa: E402,F401,F403
 from tgrad.ops.statistics import *  # noqa: E402,F401,F403
 from tgrad.ops.tensor_extras import *  # noqa: E402,F401,F403
+from tgrad.ops.torch_aliases import *  # noqa: E402,F401,F403
 
 _ = (index, inplace, OPS)

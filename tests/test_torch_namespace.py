@@ -1,0 +1,265 @@
+"""PyTorch's top-level names that tgrad adds: the nn.functional ops under torch's top-level
+signatures (tgrad/ops/torch_aliases.py) and F's *_with_indices pooling forms.
+
+References: NumPy float64 (correlations, normalizations, losses written out), hand values,
+and finite differences (gradcheck in float64).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad.autograd import gradcheck
+
+D = tgrad.float64
+
+
+def _t(a, grad=False):
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), dtype=D, requires_grad=grad)
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+# ------------------------------------------------------------------ item 1: aliases
+def test_conv_aliases_match_numpy_correlation():
+    rng = np.random.default_rng(1)
+    x, w, b = rng.standard_normal((1, 2, 7)), rng.standard_normal((3, 2, 3)), rng.standard_normal(3)
+    # torch.conv1d(input, weight, bias, stride, padding, dilation, groups): stride 2, pad 1
+    y = tgrad.conv1d(_t(x), _t(w), _t(b), 2, 1)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1)))
+    ref = np.stack([np.array([(xp[0, :, i:i + 3] * w[o]).sum() for i in range(0, 7, 2)]) + b[o]
+                    for o in range(3)])[None]
+    np.testing.assert_allclose(_np(y), ref, rtol=1e-12)
+    assert tgrad.conv2d(_t(rng.standard_normal((1, 1, 3, 3))), _t(np.ones((1, 1, 3, 3))),
+                        padding="valid").shape == (1, 1, 1, 1)
+    xt, wt = _t(x[:, :, :4], True), _t(rng.standard_normal((2, 1, 2)), True)
+    assert gradcheck(lambda a, k: tgrad.conv_transpose1d(a, k, None, 2, 0, 1), (xt, wt))
+
+
+def test_conv_transpose_is_adjoint_of_conv():
+    # <conv_transpose2d(y, w), x> == <y, conv2d(x, w)> (both stride 2)
+    rng = np.random.default_rng(2)
+    x, w, y = (rng.standard_normal(s) for s in ((1, 2, 5, 5), (3, 2, 3, 3), (1, 3, 2, 2)))
+    lhs = (_np(tgrad.conv_transpose2d(_t(y), _t(w), None, 2)) * x).sum()
+    rhs = (_np(tgrad.conv2d(_t(x), _t(w), None, 2)) * y).sum()
+    assert abs(lhs - rhs) < 1e-10
+    assert tgrad.conv3d(_t(np.ones((1, 1, 2, 2, 2))), _t(np.ones((1, 1, 2, 2, 2)))).item() == 8
+    assert tgrad.conv_transpose3d(_t(np.ones((1, 1, 1, 1, 1))),
+                                  _t(np.ones((1, 1, 2, 2, 2)))).shape == (1, 1, 2, 2, 2)
+
+
+def test_pooling_aliases_default_stride_is_kernel():
+    x = np.array([[[1.0, 5.0, 2.0, 0.0, 3.0, 4.0]]])
+    np.testing.assert_array_equal(_np(tgrad.max_pool1d(_t(x), 2)), [[[5.0, 2.0, 4.0]]])
+    np.testing.assert_array_equal(_np(tgrad.max_pool1d(_t(x), 2, ())), [[[5.0, 2.0, 4.0]]])
+    np.testing.assert_array_equal(_np(tgrad.avg_pool1d(_t(x), 3)), [[[8 / 3, 7 / 3]]])
+    v, i = tgrad.max_pool1d_with_indices(_t(x), 2)
+    assert i.dtype is tgrad.int64 and i.tolist() == [[[1, 2, 5]]]
+    v, i = tgrad.adaptive_max_pool1d(_t(x), 2)  # always (values, indices)
+    assert v.tolist() == [[[5.0, 4.0]]] and i.tolist() == [[[1, 5]]]
+    np.testing.assert_allclose(_np(tgrad.adaptive_avg_pool1d(_t(x), 2)), [[[8 / 3, 7 / 3]]])
+    x2 = np.arange(16.0).reshape(1, 1, 4, 4)
+    np.testing.assert_array_equal(_np(tgrad.max_pool2d(_t(x2), 2)), [[[[5, 7], [13, 15]]]])
+    assert tgrad.max_pool3d(_t(np.arange(8.0).reshape(1, 1, 2, 2, 2)), 2).item() == 7
+
+
+def test_norm_aliases_take_torch_top_level_argument_order():
+    rng = np.random.default_rng(3)
+    x, w, b = rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal(3)
+    # batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn)
+    rm, rv = _t(np.zeros(3)), _t(np.ones(3))
+    y = tgrad.batch_norm(_t(x), _t(w), _t(b), rm, rv, True, 0.5, 1e-5, False)
+    ref = (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5) * w + b
+    np.testing.assert_allclose(_np(y), ref, rtol=1e-10)
+    np.testing.assert_allclose(_np(rm), 0.5 * x.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(_np(rv), 0.5 + 0.5 * x.var(0, ddof=1), rtol=1e-12)
+    # layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+    y = tgrad.layer_norm(_t(x), [3], _t(w), _t(b), 1e-5, True)
+    m, v = x.mean(1, keepdims=True), x.var(1, keepdims=True)
+    np.testing.assert_allclose(_np(y), (x - m) / np.sqrt(v + 1e-5) * w + b, rtol=1e-10)
+    y = tgrad.rms_norm(_t(x), [3], _t(w), 1e-6)
+    ref = x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(_np(y), ref, rtol=1e-10)
+    xg = rng.standard_normal((2, 4, 3))
+    y = tgrad.group_norm(_t(xg), 2, None, None, 1e-5, True)
+    g = xg.reshape(2, 2, 6)
+    ref = ((g - g.mean(2, keepdims=True)) / np.sqrt(g.var(2, keepdims=True) + 1e-5))
+    np.testing.assert_allclose(_np(y), ref.reshape(2, 4, 3), rtol=1e-10)
+    y = tgrad.instance_norm(_t(xg), None, None, None, None, True, 0.1, 1e-5, False)
+    ref = (xg - xg.mean(2, keepdims=True)) / np.sqrt(xg.var(2, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(_np(y), ref, rtol=1e-10)
+    xt, wt = _t(x, True), _t(w, True)
+    assert gradcheck(lambda a, c: tgrad.layer_norm(a, (3,), c), (xt, wt))
+
+
+def test_embedding_weight_first_and_padding_idx():
+    w = _t(np.arange(12.0).reshape(4, 3), True)
+    idx = tgrad.tensor([[0, 2], [2, 3]])
+    y = tgrad.embedding(w, idx)
+    np.testing.assert_array_equal(_np(y), np.arange(12.0).reshape(4, 3)[[[0, 2], [2, 3]]])
+    tgrad.embedding(w, idx, 2).sum().backward()  # row 2 is padding: no gradient
+    np.testing.assert_array_equal(_np(w.grad), [[1] * 3, [0] * 3, [0] * 3, [1] * 3])
+    w.grad = None
+    tgrad.embedding(w, idx, -1).sum().backward()  # negative: no padding
+    np.testing.assert_array_equal(_np(w.grad)[:, 0], [1, 0, 2, 1])
+    with pytest.raises(TypeError, match="embedding.*'weight'"):
+        tgrad.embedding(np.ones((2, 2)), idx)
+
+
+def test_activation_aliases_hand_values():
+    x = np.array([-2.0, -0.25, 0.0, 0.75, 3.0])
+    np.testing.assert_allclose(_np(tgrad.celu(_t(x), 2.0)),
+                               np.where(x > 0, x, 2.0 * np.expm1(x / 2.0)), rtol=1e-12)
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    np.testing.assert_allclose(_np(tgrad.selu(_t(x))),
+                               scale * np.where(x > 0, x, alpha * np.expm1(x)), rtol=1e-12)
+    np.testing.assert_array_equal(_np(tgrad.threshold(_t(x), 0.5, -9.0)),
+                                  [-9, -9, -9, 0.75, 3])
+    np.testing.assert_array_equal(_np(tgrad.hardshrink(_t(x), 1.0)), [-2, 0, 0, 0, 3])
+    np.testing.assert_array_equal(_np(tgrad.prelu(_t(x), _t([0.5]))),
+                                  [-1, -0.125, 0, 0.75, 3])
+    np.testing.assert_allclose(_np(tgrad.rrelu(_t(x), 0.1, 0.3)), np.where(x >= 0, x, 0.2 * x),
+                               rtol=1e-12)
+    for name, ref in (("celu_", np.where(x > 0, x, np.expm1(x))),
+                      ("selu_", scale * np.where(x > 0, x, alpha * np.expm1(x)))):
+        t = _t(x)
+        assert getattr(tgrad, name)(t) is t
+        np.testing.assert_allclose(_np(t), ref, rtol=1e-12)
+    t = _t(x)
+    assert tgrad.threshold_(t, 0.0, 1.0) is t and t.tolist() == [1, 1, 1, 0.75, 3]
+
+
+def test_rrelu_training_uses_generator():
+    x = _t(-np.ones(200))
+    a = tgrad.rrelu(x, 0.2, 0.4, True, tgrad.Generator().manual_seed(7))
+    b = tgrad.rrelu(x, 0.2, 0.4, True, tgrad.Generator().manual_seed(7))
+    np.testing.assert_array_equal(_np(a), _np(b))  # same generator state, same slopes
+    assert ((-_np(a) >= 0.2) & (-_np(a) <= 0.4)).all() and np.unique(_np(a)).size > 100
+    t = _t(-np.ones(5))
+    assert tgrad.rrelu_(t, 0.2, 0.4, True) is t and (-_np(t) >= 0.2).all()
+    xt = _t([-1.0, -0.5, 0.3, 2.0], True)
+    y = tgrad.rrelu(xt, 0.1, 0.3, True, tgrad.Generator().manual_seed(1))
+    y.sum().backward()
+    np.testing.assert_allclose(_np(xt.grad), _np(y) / _np(xt), rtol=1e-12)  # dx = slope
+
+
+def test_dropout_aliases():
+    x = _t(np.full((3, 4, 5), 2.0))
+    assert tgrad.alpha_dropout(x, 0.5, False) is x and tgrad.feature_dropout(x, 0.5, False) is x
+    y = _np(tgrad.feature_dropout(x, 0.5, True))
+    kept = y[:, :, 0] != 0
+    for v in (y[:, :, 0], y[:, :, 4]):  # one value per (n, c): 0 or 2 / (1 - p)
+        assert set(np.unique(v)) <= {0.0, 4.0}
+    np.testing.assert_array_equal(y != 0, np.broadcast_to(kept[:, :, None], y.shape))
+    t = _t(np.full((4, 50), 2.0))
+    assert tgrad.dropout_(t, 0.5, True) is t and set(np.unique(_np(t))) <= {0.0, 4.0}
+    t = _t(np.full((20, 3), 1.0))
+    assert tgrad.feature_dropout_(t, 0.5, True) is t
+    assert tgrad.alpha_dropout_(_t(np.ones(4)), 0.0, True).tolist() == [1.0] * 4
+    # alpha dropout: dropped values become a * (-alpha') + b with the affine map of SELU's
+    p, alpha = 0.5, 1.7580993408473766
+    a = 1 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    y = _np(tgrad.alpha_dropout(_t(np.ones(400)), p, True))
+    np.testing.assert_allclose(np.unique(y), sorted([a * 1 + a * alpha * p,
+                                                      -alpha * a + a * alpha * p]), rtol=1e-12)
+    y = _np(tgrad.feature_alpha_dropout(_t(np.ones((30, 2, 3))), p, True))
+    assert (y == y[:, :, :1]).all()
+    tgrad.feature_alpha_dropout_(_t(np.ones((3, 2))), p, True)
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"):
+        tgrad.feature_dropout(_t(np.ones(4)), 0.5, True)
+    with pytest.raises(ValueError, match="between 0 and 1, but got 1.5"):
+        tgrad.feature_dropout(_t(np.ones((2, 2))), 1.5, True)
+
+
+def test_shuffle_and_constant_pad_nd():
+    x = np.arange(8.0).reshape(1, 4, 1, 2)
+    y = _np(tgrad.pixel_shuffle(_t(x), 2))
+    np.testing.assert_array_equal(y, [[[[0, 2, 1, 3], [4, 6, 5, 7]]]])
+    np.testing.assert_array_equal(_np(tgrad.pixel_unshuffle(_t(y), 2)), x)
+    np.testing.assert_array_equal(_np(tgrad.channel_shuffle(_t(x), 2))[0, :, 0, 0], [0, 4, 2, 6])
+    np.testing.assert_array_equal(_np(tgrad.constant_pad_nd(_t(np.ones((2, 2))), [1, 0], 3.0)),
+                                  np.pad(np.ones((2, 2)), ((0, 0), (1, 0)), constant_values=3))
+    np.testing.assert_array_equal(_np(tgrad.constant_pad_nd(_t(np.ones((2, 2))), (0, 0, -1, 1))),
+                                  [[1, 1], [0, 0]])
+
+
+def test_loss_aliases_int_reduction_numpy():
+    rng = np.random.default_rng(4)
+    x, t = rng.standard_normal((3, 4)), rng.uniform(0.1, 1.0, (3, 4))
+    ref = t * (np.log(t) - x)
+    np.testing.assert_allclose(_np(tgrad.kl_div(_t(x), _t(t), 0)), ref, rtol=1e-12)
+    np.testing.assert_allclose(tgrad.kl_div(_t(x), _t(t)).item(), ref.mean(), rtol=1e-12)
+    np.testing.assert_allclose(tgrad.kl_div(_t(x), _t(np.log(t)), 2, log_target=True).item(),
+                               ref.sum(), rtol=1e-12)
+    np.testing.assert_allclose(tgrad.poisson_nll_loss(_t(x), _t(t), True, False, 1e-8, 1).item(),
+                               (np.exp(x) - t * x).mean(), rtol=1e-12)
+    z = rng.integers(0, 2, (3, 4)).astype(float)
+    w, pw = rng.uniform(0.5, 2, 4), rng.uniform(0.5, 2, 4)
+    ref = -w * (pw * z * np.log(1 / (1 + np.exp(-x))) + (1 - z) * np.log(1 - 1 / (1 + np.exp(-x))))
+    np.testing.assert_allclose(
+        tgrad.binary_cross_entropy_with_logits(_t(x), _t(z), _t(w), _t(pw), 2).item(),
+        ref.sum(), rtol=1e-10)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    y = np.array([1.0, -1.0, -1.0])
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    np.testing.assert_allclose(_np(tgrad.cosine_embedding_loss(_t(a), _t(b), _t(y), 0.1, 0)),
+                               np.where(y > 0, 1 - cos, np.maximum(0, cos - 0.1)), rtol=1e-10)
+    h = rng.choice([-1.0, 1.0], (3, 4))
+    np.testing.assert_allclose(tgrad.hinge_embedding_loss(_t(x), _t(h), 0.5).item(),
+                               np.where(h > 0, x, np.maximum(0, 0.5 - x)).mean(), rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(tgrad.margin_ranking_loss(_t(a[:, 0]), _t(b[:, 0]), _t(y), 0.2, 0)),
+        np.maximum(0, -y * (a[:, 0] - b[:, 0]) + 0.2), rtol=1e-12)
+    n = rng.standard_normal((3, 4))
+    d = lambda u, v: np.linalg.norm(u - v + 1e-6, axis=1)  # noqa: E731
+    np.testing.assert_allclose(
+        tgrad.triplet_margin_loss(_t(a), _t(b), _t(n), 1.0, 2, 1e-6, False, 2).item(),
+        np.maximum(d(a, b) - d(a, n) + 1.0, 0).sum(), rtol=1e-10)
+    with pytest.raises(TypeError, match=r"kl_div\(\): argument 'reduction' \(position 3\) must "
+                                        r"be int, not str"):
+        tgrad.kl_div(_t(x), _t(t), "mean")
+    with pytest.raises(ValueError, match="not a valid value for reduction"):
+        tgrad.hinge_embedding_loss(_t(x), _t(h), 1.0, 3)
+
+
+def test_ctc_loss_alias_single_path():
+    # T=1, one target label: the only alignment emits it, loss = -log p(label)
+    lp = np.log(np.array([[[0.2, 0.5, 0.3]]]))  # (T=1, N=1, C=3)
+    y = tgrad.ctc_loss(_t(lp), tgrad.tensor([[1]]), [1], [1], 0, 0)
+    np.testing.assert_allclose(_np(y), [-math.log(0.5)], rtol=1e-12)
+    y = tgrad.ctc_loss(_t(lp), tgrad.tensor([[2]]), [1], [1], 0, 2)
+    np.testing.assert_allclose(y.item(), -math.log(0.3), rtol=1e-12)
+
+
+def test_bilinear_alias():
+    rng = np.random.default_rng(5)
+    a, b, w, c = (rng.standard_normal(s) for s in ((2, 3), (2, 4), (5, 3, 4), (5,)))
+    np.testing.assert_allclose(_np(tgrad.bilinear(_t(a), _t(b), _t(w), _t(c))),
+                               np.einsum("ni,oij,nj->no", a, w, b) + c, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ item 2: F *_with_indices
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_functional_max_pool_with_indices(nd):
+    x = np.random.default_rng(nd).standard_normal((1, 2) + (4,) * nd)
+    f = getattr(F, f"max_pool{nd}d_with_indices")
+    out = f(_t(x), 2, return_indices=False)  # always a pair, as PyTorch's
+    assert isinstance(out, tuple) and len(out) == 2
+    v, i = out
+    flat = x.reshape(1, 2, -1)
+    np.testing.assert_array_equal(np.take_along_axis(flat, _np(i).reshape(1, 2, -1), 2),
+                                  _np(v).reshape(1, 2, -1))
+    blocks = x.reshape((1, 2) + (2, 2) * nd).transpose(
+        (0, 1) + tuple(range(2, 2 + 2 * nd, 2)) + tuple(range(3, 3 + 2 * nd, 2)))
+    np.testing.assert_array_equal(_np(v), blocks.reshape((1, 2) + (2,) * nd + (-1,)).max(-1))
+    fa = getattr(F, f"adaptive_max_pool{nd}d_with_indices")
+    v, i = fa(_t(x), 1)
+    np.testing.assert_array_equal(_np(v).reshape(2), flat[0].max(1))
+    np.testing.assert_array_equal(_np(i).reshape(2), flat[0].argmax(1))
