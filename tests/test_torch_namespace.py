@@ -263,3 +263,183 @@ def test_functional_max_pool_with_indices(nd):
     v, i = fa(_t(x), 1)
     np.testing.assert_array_equal(_np(v).reshape(2), flat[0].max(1))
     np.testing.assert_array_equal(_np(i).reshape(2), flat[0].argmax(1))
+
+
+# ------------------------------------------------------------------ item 3: creation, utility
+def _sym(n, f):
+    """The symmetric window of length n from the documented formula, float64."""
+    return np.array([f(k, n - 1) for k in range(n)]) if n > 1 else np.ones(n)
+
+
+WINDOWS = {
+    "hann_window": lambda k, m: 0.5 - 0.5 * math.cos(2 * math.pi * k / m),
+    "hamming_window": lambda k, m: 0.54 - 0.46 * math.cos(2 * math.pi * k / m),
+    "blackman_window": lambda k, m: (0.42 - 0.5 * math.cos(2 * math.pi * k / m)
+                                     + 0.08 * math.cos(4 * math.pi * k / m)),
+    "bartlett_window": lambda k, m: 1 - abs(2 * k / m - 1),
+    "kaiser_window": lambda k, m: (np.i0(12.0 * math.sqrt(max(0.0, 1 - ((k - m / 2) / (m / 2))
+                                                              ** 2))) / np.i0(12.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOWS))
+def test_windows_match_documented_formulas(name):
+    f, fn = WINDOWS[name], getattr(tgrad, name)
+    for n in (0, 1, 2, 5, 8):
+        sym = fn(n, False, dtype=D)
+        np.testing.assert_allclose(_np(sym), _sym(n, f), rtol=1e-12, atol=1e-15)
+        per = fn(n, dtype=D)  # periodic by default: length n + 1, last value dropped
+        np.testing.assert_allclose(_np(per), _sym(n + 1, f)[:n] if n > 1 else np.ones(n),
+                                   rtol=1e-12, atol=1e-15)
+    w = fn(4, requires_grad=True)
+    assert w.dtype is tgrad.get_default_dtype() and w.requires_grad and w.is_leaf
+    with pytest.raises(RuntimeError, match=f"{name} expects floating point dtypes"):
+        fn(4, dtype=tgrad.int64)
+    with pytest.raises(RuntimeError, match="non-negative window_length, got window_length=-1"):
+        fn(-1)
+
+
+def test_window_hand_values():
+    np.testing.assert_allclose(_np(tgrad.hann_window(4, dtype=D)), [0, 0.5, 1, 0.5], atol=1e-15)
+    np.testing.assert_allclose(_np(tgrad.hamming_window(3, False, dtype=D)), [0.08, 1, 0.08])
+    np.testing.assert_allclose(_np(tgrad.hamming_window(3, False, 0.5, 0.5, dtype=D)),
+                               [0, 1, 0], atol=1e-15)
+    np.testing.assert_allclose(_np(tgrad.bartlett_window(5, False, dtype=D)),
+                               [0, 0.5, 1, 0.5, 0])
+    np.testing.assert_allclose(_np(tgrad.kaiser_window(3, False, 0.0, dtype=D)), [1, 1, 1])
+
+
+def test_asarray_shares_numpy_memory_and_copy_semantics():
+    a = np.ones(3)
+    t = tgrad.asarray(a)
+    a[0] = 7.0
+    assert t.dtype is tgrad.float64 and t.tolist() == [7.0, 1.0, 1.0]
+    c = tgrad.asarray(a, copy=True)
+    f = tgrad.asarray(a, dtype=tgrad.float32)  # a conversion copies
+    a[1] = 5.0
+    assert c.tolist() == [7.0, 1.0, 1.0] and f.tolist() == [7.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="can't alias"):
+        tgrad.asarray(a, dtype=tgrad.float32, copy=False)
+    with pytest.raises(ValueError, match="can't alias arbitrary sequence"):
+        tgrad.asarray([1, 2], copy=False)
+    assert tgrad.asarray([1, 2]).dtype is tgrad.int64
+    assert tgrad.asarray([1.0, 2]).dtype is tgrad.get_default_dtype()
+    x = tgrad.ones(2, requires_grad=True) * 2
+    assert tgrad.asarray(x) is x
+    y = tgrad.asarray(x, dtype=D)
+    assert y.dtype is D and y.requires_grad  # .to in the graph
+    z = tgrad.asarray(x, copy=True)
+    assert z is not x and z.tolist() == [2.0, 2.0]
+    z.sum().backward()
+    with pytest.raises(ValueError, match="can't alias tensor"):
+        tgrad.asarray(x, dtype=D, copy=False)
+    r = tgrad.asarray(np.zeros(2), requires_grad=True)
+    assert r.requires_grad and r.is_leaf
+
+
+def test_frombuffer_shares_memory():
+    b = bytearray(np.array([1, 2, 3], dtype=np.int32).tobytes())
+    t = tgrad.frombuffer(b, dtype=tgrad.int32)
+    b[0] = 9
+    assert t.tolist() == [9, 2, 3]
+    assert tgrad.frombuffer(b, dtype=tgrad.int32, count=1, offset=4).tolist() == [2]
+    with pytest.raises(ValueError, match=r"requested buffer length \(4 \* 4 bytes\)"):
+        tgrad.frombuffer(b, dtype=tgrad.int32, count=4)
+    with pytest.raises(ValueError, match="offset .12 bytes. must be non-negative"):
+        tgrad.frombuffer(b, dtype=tgrad.int32, offset=12)
+    with pytest.raises(ValueError, match="must not be 0"):
+        tgrad.frombuffer(b, dtype=tgrad.int32, count=0)
+
+
+def test_scalar_tensor_and_range():
+    s = tgrad.scalar_tensor(3)
+    assert s.shape == () and s.dtype is tgrad.get_default_dtype() and s.item() == 3.0
+    assert tgrad.scalar_tensor(2, dtype=tgrad.int64).dtype is tgrad.int64
+    with pytest.warns(UserWarning, match="torch.range is deprecated"):
+        r = tgrad.range(1, 4)
+    assert r.tolist() == [1.0, 2.0, 3.0, 4.0] and r.dtype is tgrad.get_default_dtype()
+    with pytest.warns(UserWarning):
+        np.testing.assert_allclose(_np(tgrad.range(0, 1, 0.25, dtype=D)),
+                                   [0, 0.25, 0.5, 0.75, 1.0])
+        # an integer dtype truncates start, end and step first: 3, 0, -1
+        assert tgrad.range(3, 0, -1.5, dtype=tgrad.int64).tolist() == [3, 2, 1, 0]
+        np.testing.assert_allclose(_np(tgrad.range(3, 0, -1.5, dtype=D)), [3, 1.5, 0])
+
+
+def test_split_forms():
+    x = tgrad.arange(10.0)
+    parts = tgrad.split_with_sizes(x, [3, 7])
+    assert [p.tolist() for p in parts] == [[0, 1, 2], list(np.arange(3.0, 10))]
+    assert [p.shape[0] for p in tgrad.unsafe_split(x, 4)] == [4, 4, 2]
+    assert [p.shape[0] for p in tgrad.unsafe_chunk(x, 3)] == [4, 4, 2]
+    assert [p.shape[0] for p in x.unsafe_split_with_sizes([5, 5])] == [5, 5]
+
+
+def test_copy_variants_are_contiguous_copies_with_gradients():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    cases = [
+        (tgrad.view_copy, ((6, 4),), a.reshape(6, 4)),
+        (tgrad.permute_copy, ((2, 0, 1),), a.transpose(2, 0, 1)),
+        (tgrad.transpose_copy, (0, 2), a.swapaxes(0, 2)),
+        (tgrad.unsqueeze_copy, (1,), a[:, None]),
+        (tgrad.diagonal_copy, (0, 1, 2), np.diagonal(a, 0, 1, 2)),
+        (tgrad.select_copy, (1, 2), a[:, 2]),
+        (tgrad.slice_copy, (2, 1, 4, 2), a[:, :, 1:4:2]),
+        (tgrad.unfold_copy, (2, 2, 2), np.stack([a[:, :, 0:2], a[:, :, 2:4]], 2)),
+        (tgrad.alias_copy, (), a),
+        (tgrad.as_strided_copy, ((2, 2), (1, 4)), np.array([[0, 4], [1, 5]], dtype=float)),
+        (tgrad.expand_copy, ((2, 2, 3, 4),), np.broadcast_to(a, (2, 2, 3, 4))),
+    ]
+    for fn, args, ref in cases:
+        x = _t(a, True)
+        y = fn(x, *args)
+        assert y.is_contiguous() and y._base is None, fn.__name__
+        np.testing.assert_array_equal(_np(y), ref)
+        y.sum().backward()
+        assert x.grad.shape == a.shape, fn.__name__
+    x = _t(a[0], True)
+    assert gradcheck(lambda v: tgrad.t_copy(v) * 2, (x,))
+    assert tgrad.squeeze_copy(_t(np.ones((1, 3, 1)))).shape == (3,)
+    assert tgrad.squeeze_copy(_t(np.ones((1, 3, 1))), 0).shape == (3, 1)
+    parts = tgrad.split_copy(_t(a, True), 1, 0)
+    assert len(parts) == 2 and all(p.is_contiguous() for p in parts)
+    assert [p.tolist() for p in tgrad.unbind_copy(_t([[1.0, 2.0], [3.0, 4.0]]), 1)] == \
+        [[1.0, 3.0], [2.0, 4.0]]
+    d = tgrad.detach_copy(x)
+    assert not d.requires_grad and np.array_equal(_np(d), a[0])
+    assert tgrad.detach(x).requires_grad is False
+
+
+def test_poisson_and_binomial_sampling():
+    rates = _t(np.array([0.0, 2.0, 40.0] * 400).reshape(400, 3), True)
+    y = tgrad.poisson(rates, tgrad.Generator().manual_seed(0))
+    v = _np(y)
+    assert y.dtype is D and (v == np.round(v)).all() and (v[:, 0] == 0).all()
+    np.testing.assert_allclose(v.mean(0)[1:], [2.0, 40.0], rtol=0.1)
+    y2 = tgrad.poisson(rates, tgrad.Generator().manual_seed(0))
+    np.testing.assert_array_equal(_np(y2), v)  # the generator decides the draws
+    y.sum().backward()
+    np.testing.assert_array_equal(_np(rates.grad), np.zeros((400, 3)))  # PoissonBackward0
+    with pytest.raises(RuntimeError, match="expected rate to be non-negative"):
+        tgrad.poisson(_t([-1.0]))
+    with pytest.raises(NotImplementedError, match="poisson_cpu.*Long"):
+        tgrad.poisson(tgrad.tensor([1, 2]))
+    n, p = _t(np.full(2000, 10.0)), _t(np.full(2000, 0.3))
+    b = _np(tgrad.binomial(n, p, tgrad.Generator().manual_seed(3)))
+    assert ((b >= 0) & (b <= 10) & (b == np.round(b))).all()
+    np.testing.assert_allclose(b.mean(), 3.0, rtol=0.05)
+    np.testing.assert_allclose(b.var(), 2.1, rtol=0.15)
+    assert tgrad.binomial(_t([5.0, 7.0]), _t([0.0, 1.0])).tolist() == [0.0, 7.0]
+    with pytest.raises(ValueError, match="binomial only supports floating-point dtypes for "
+                                         "count, got: Long"):
+        tgrad.binomial(tgrad.tensor([3]), _t([0.5]))
+
+
+def test_typename_vmap_detach():
+    assert tgrad.typename(tgrad.ones(2)) == tgrad.ones(2).type()
+    assert tgrad.typename(3) == "int"
+    assert tgrad.typename(np.ones(1)) == "numpy.ndarray"
+    assert tgrad.typename(tgrad.nn.Linear) == "tgrad.nn.modules.linear.Linear" or \
+        tgrad.typename(tgrad.nn.Linear).endswith(".Linear")
+    x = _t(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(_np(tgrad.vmap(lambda r: r.sum())(x)), [3.0, 12.0])

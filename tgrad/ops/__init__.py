@@ -40,6 +40,8 @@ from tgrad.ops import (
     statistics,
     tensor_extras,
     torch_aliases,
+    torch_utils,
+    windows,
 )
 from tgrad.ops._common import OPS
 
@@ -48,7 +50,8 @@ __all__ = [n for m in (aliases, bessel, composite, creation, distances, einsum, 
                        mathcomposites, matmul, numerics, movement, pointwise_extras, products,
                        quantiles, reduce, sampling, scan,
                        scatter_reduce, scatters, searching, shape, small_extras, sorting,
-                       special, statistics, tensor_extras, torch_aliases)
+                       special, statistics, tensor_extras, torch_aliases,
+                       torch_utils, windows)
            for n in m.__all__]
 
 from tgrad.ops.aliases import *  # noqa: E402,F401,F403
@@ -85,5 +88,7 @@ from tgrad.ops.special import *  # noqa: E402,F401,F403
 from tgrad.ops.statistics import *  # noqa: E402,F401,F403
 from tgrad.ops.tensor_extras import *  # noqa: E402,F401,F403
 from tgrad.ops.torch_aliases import *  # noqa: E402,F401,F403
+from tgrad.ops.torch_utils import *  # noqa: E402,F401,F403
+from tgrad.ops.windows import *  # noqa: E402,F401,F403
 
 _ = (index, inplace, OPS)
