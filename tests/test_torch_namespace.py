@@ -443,3 +443,94 @@ def test_typename_vmap_detach():
         tgrad.typename(tgrad.nn.Linear).endswith(".Linear")
     x = _t(np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(_np(tgrad.vmap(lambda r: r.sum())(x)), [3.0, 12.0])
+
+
+# ------------------------------------------------------------------ item 4: settings
+@pytest.fixture
+def _restore_settings():
+    from tgrad.ops import settings
+    saved = dict(settings._SETTINGS)
+    tf32 = tgrad.backends.cuda.matmul.allow_tf32
+    yield
+    settings._SETTINGS.update(saved)
+    tgrad.backends.cuda.matmul.allow_tf32 = tf32
+
+
+def test_thread_settings_recorded(_restore_settings):
+    import os
+    assert tgrad.get_num_threads() == (os.cpu_count() or 1)
+    tgrad.set_num_threads(3)
+    tgrad.set_num_interop_threads(2)
+    assert tgrad.get_num_threads() == 3 and tgrad.get_num_interop_threads() == 2
+    with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
+        tgrad.set_num_threads(0)
+    with pytest.raises(RuntimeError, match="set_num_threads expects an int, but got float"):
+        tgrad.set_num_threads(1.5)
+    with pytest.raises(RuntimeError, match="set_num_interop_threads expects a positive"):
+        tgrad.set_num_interop_threads(-1)
+
+
+def test_deterministic_settings(_restore_settings):
+    assert not tgrad.are_deterministic_algorithms_enabled()
+    assert tgrad.get_deterministic_debug_mode() == 0
+    tgrad.use_deterministic_algorithms(True, warn_only=True)
+    assert tgrad.are_deterministic_algorithms_enabled()
+    assert tgrad.is_deterministic_algorithms_warn_only_enabled()
+    assert tgrad.get_deterministic_debug_mode() == 1
+    tgrad.set_deterministic_debug_mode("error")
+    assert tgrad.get_deterministic_debug_mode() == 2
+    assert not tgrad.is_deterministic_algorithms_warn_only_enabled()
+    # a deterministic op runs as before: repeated-index scatter-add sums in a fixed order
+    x = tgrad.zeros(2, dtype=D).index_add(0, tgrad.tensor([0, 0, 1, 0]), _t([1.0, 2, 3, 4]))
+    assert x.tolist() == [7.0, 3.0]
+    tgrad.set_deterministic_debug_mode(0)
+    assert not tgrad.are_deterministic_algorithms_enabled()
+    with pytest.raises(TypeError, match=r"use_deterministic_algorithms\(\): argument 'mode' "
+                                        r"\(position 1\) must be bool, not int"):
+        tgrad.use_deterministic_algorithms(1)
+
+
+def test_float32_matmul_precision_tracks_allow_tf32(_restore_settings):
+    assert tgrad.get_float32_matmul_precision() == "highest"
+    tgrad.set_float32_matmul_precision("medium")
+    assert tgrad.backends.cuda.matmul.allow_tf32 is True
+    assert tgrad.get_float32_matmul_precision() == "medium"
+    tgrad.set_float32_matmul_precision("highest")
+    assert tgrad.backends.cuda.matmul.allow_tf32 is False
+    tgrad.backends.cuda.matmul.allow_tf32 = True  # the flag wins, as in PyTorch
+    assert tgrad.get_float32_matmul_precision() == "high"
+    tgrad.backends.cuda.matmul.allow_tf32 = False
+    with pytest.warns(UserWarning, match="is not one of 'highest', 'high', or 'medium'"):
+        tgrad.set_float32_matmul_precision("low")
+    assert tgrad.get_float32_matmul_precision() == "highest"
+
+
+def test_anomaly_autocast_inference_warn_always(_restore_settings):
+    assert not tgrad.is_anomaly_enabled()
+    try:
+        tgrad.set_anomaly_enabled(True, check_nan=False)
+        assert tgrad.is_anomaly_enabled() and not tgrad.is_anomaly_check_nan_enabled()
+        assert tgrad.autograd.is_anomaly_enabled()
+    finally:
+        tgrad.set_anomaly_enabled(False)
+    assert not tgrad.is_anomaly_enabled() and tgrad.is_anomaly_check_nan_enabled()
+    with pytest.raises(TypeError, match="argument 'enabled' .position 1. must be bool"):
+        tgrad.set_anomaly_enabled(1)
+    with tgrad.autocast("cpu"):
+        with pytest.warns(DeprecationWarning, match="is_autocast_enabled\\('cpu'\\)"):
+            assert tgrad.is_autocast_cpu_enabled()
+        with pytest.warns(DeprecationWarning):
+            assert tgrad.get_autocast_cpu_dtype() is tgrad.bfloat16
+    with pytest.warns(DeprecationWarning):
+        assert tgrad.get_autocast_gpu_dtype() is tgrad.float16
+    assert tgrad.is_autocast_cache_enabled()
+    with tgrad.inference_mode():
+        t = tgrad.ones(2)
+    assert tgrad.is_inference(t) is False and t.is_inference() is False
+    with pytest.raises(TypeError, match="is_inference.*must be Tensor, not int"):
+        tgrad.is_inference(1)
+    assert not tgrad.is_warn_always_enabled()
+    tgrad.set_warn_always(True)
+    assert tgrad.is_warn_always_enabled()
+    with pytest.raises(RuntimeError, match="set_warn_always expects a bool"):
+        tgrad.set_warn_always(1)

@@ -33,6 +33,7 @@ from tgrad.ops import (
     scatter_reduce,
     scatters,
     searching,
+    settings,
     shape,
     small_extras,
     sorting,
@@ -49,7 +50,7 @@ __all__ = [n for m in (aliases, bessel, composite, creation, distances, einsum, 
                        erfs, extras, gathering, hyperbolic, incomplete_gamma, layout, logmath,
                        mathcomposites, matmul, numerics, movement, pointwise_extras, products,
                        quantiles, reduce, sampling, scan,
-                       scatter_reduce, scatters, searching, shape, small_extras, sorting,
+                       scatter_reduce, scatters, searching, settings, shape, small_extras, sorting,
                        special, statistics, tensor_extras, torch_aliases,
                        torch_utils, windows)
            for n in m.__all__]
@@ -81,6 +82,7 @@ from tgrad.ops.scan import *  # noqa: E402,F401,F403
 from tgrad.ops.scatter_reduce import *  # noqa: E402,F401,F403
 from tgrad.ops.scatters import *  # noqa: E402,F401,F403
 from tgrad.ops.searching import *  # noqa: E402,F401,F403
+from tgrad.ops.settings import *  # noqa: E402,F401,F403
 from tgrad.ops.shape import *  # noqa: E402,F401,F403
 from tgrad.ops.small_extras import *  # noqa: E402,F401,F403
 from tgrad.ops.sorting import *  # noqa: E402,F401,F403
