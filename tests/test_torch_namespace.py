@@ -534,3 +534,60 @@ def test_anomaly_autocast_inference_warn_always(_restore_settings):
     assert tgrad.is_warn_always_enabled()
     with pytest.raises(RuntimeError, match="set_warn_always expects a bool"):
         tgrad.set_warn_always(1)
+
+
+# ------------------------------------------------------------------ item 5: Tensor methods
+def test_tensor_new_legacy_constructor():
+    x = tgrad.ones(2, 3, dtype=D)
+    e = x.new()
+    assert e.shape == (0,) and e.dtype is D
+    s = x.new(2, 3)
+    assert s.shape == (2, 3) and s.dtype is D
+    assert x.new(x.shape).shape == (2, 3)  # tgrad's shapes are tuples: sizes
+    d = x.new([1, 2])
+    assert d.dtype is D and d.tolist() == [1.0, 2.0]
+    assert tgrad.ones(2, dtype=tgrad.int64).new([1.5, 2]).tolist() == [1, 2]
+    y = tgrad.zeros(3, dtype=D)
+    z = x.new(y)  # an alias of y
+    z[0] = 5.0
+    assert y.tolist() == [5.0, 0.0, 0.0]
+    with pytest.raises(TypeError, match="expected a tensor of dtype"):
+        x.new(tgrad.zeros(2, dtype=tgrad.float32))
+    with pytest.raises(TypeError, match="data must be a sequence .got float"):
+        x.new(2.5)
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        x.new(2, dtype=tgrad.float32)
+
+
+def test_resize_keeps_prefix_and_refuses_grad():
+    x = tgrad.arange(6.0)
+    assert x.resize_(2, 2).tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    y = tgrad.zeros(4, dtype=D)
+    assert y.resize_as_(tgrad.ones(2, 2)).shape == (2, 2)
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        tgrad.ones(2, requires_grad=True).resize_(1)
+
+
+def test_pinned_shared_dim_order_prelu():
+    x = tgrad.ones(2, 3)
+    assert x.is_pinned() is False
+    if not tgrad.cuda.is_available():
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+            x.pin_memory()
+    assert not x.is_shared()
+    assert x.share_memory_() is x and x.is_shared() and x[0].is_shared()
+    assert x.dim_order() == (0, 1) and x.t().dim_order() == (1, 0)
+    assert tgrad.ones(2, 1, 3).permute(2, 0, 1).dim_order() == (1, 2, 0)
+    assert tgrad.ones(()).dim_order() == ()
+    np.testing.assert_allclose(_np(_t([-2.0, 3.0]).prelu(_t([0.25]))), [-0.5, 3.0])
+
+
+def test_nonzero_static():
+    a = tgrad.tensor([[0, 1], [2, 0]])
+    np.testing.assert_array_equal(_np(tgrad.nonzero_static(a, size=4)),
+                                  [[0, 1], [1, 0], [-1, -1], [-1, -1]])
+    r = a.nonzero_static(size=1, fill_value=9)
+    assert r.dtype is tgrad.int64 and r.tolist() == [[0, 1]]
+    assert a.nonzero_static(size=0).shape == (0, 2)
+    with pytest.raises(RuntimeError, match="'size' must be an non-negative integer"):
+        a.nonzero_static(size=-1)

@@ -40,6 +40,7 @@ from tgrad.ops import (
     special,
     statistics,
     tensor_extras,
+    tensor_legacy,
     torch_aliases,
     torch_utils,
     windows,
@@ -51,7 +52,7 @@ __all__ = [n for m in (aliases, bessel, composite, creation, distances, einsum, 
                        mathcomposites, matmul, numerics, movement, pointwise_extras, products,
                        quantiles, reduce, sampling, scan,
                        scatter_reduce, scatters, searching, settings, shape, small_extras, sorting,
-                       special, statistics, tensor_extras, torch_aliases,
+                       special, statistics, tensor_extras, tensor_legacy, torch_aliases,
                        torch_utils, windows)
            for n in m.__all__]
 
@@ -89,6 +90,7 @@ from tgrad.ops.sorting import *  # noqa: E402,F401,F403
 from tgrad.ops.special import *  # noqa: E402,F401,F403
 from tgrad.ops.statistics import *  # noqa: E402,F401,F403
 from tgrad.ops.tensor_extras import *  # noqa: E402,F401,F403
+from tgrad.ops.tensor_legacy import *  # noqa: E402,F401,F403
 from tgrad.ops.torch_aliases import *  # noqa: E402,F401,F403
 from tgrad.ops.torch_utils import *  # noqa: E402,F401,F403
 from tgrad.ops.windows import *  # noqa: E402,F401,F403
