@@ -139,6 +139,12 @@ __all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMa
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
 
+# Lazy layers (shapes inferred on the first forward).
+from tgrad.nn.modules import lazy  # noqa: E402
+from tgrad.nn.modules.lazy import *  # noqa: E402,F401,F403
+
+__all__ += lazy.__all__
+
 # More losses, distances, shuffles and padding layers.
 from tgrad.nn.modules import distance, loss_extra, padding, pixelshuffle  # noqa: E402
 from tgrad.nn.modules.distance import *  # noqa: E402,F401,F403
