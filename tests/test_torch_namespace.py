@@ -591,3 +591,84 @@ def test_nonzero_static():
     assert a.nonzero_static(size=0).shape == (0, 2)
     with pytest.raises(RuntimeError, match="'size' must be an non-negative integer"):
         a.nonzero_static(size=-1)
+
+
+# ------------------------------------------------------------------ item 6: fractional pooling
+def _ref_fractional(x, k, out, u):
+    """Loop reference from PyTorch's generate_intervals (float64), planes (N, C, *spatial);
+    u (N, C, n) with ATen's sample order: 2-d (W, H), 3-d (T, H, W)."""
+    n = len(out)
+    order = (1, 0) if n == 2 else (0, 1, 2)
+    vals = np.zeros(x.shape[:2] + tuple(out))
+    idx = np.zeros(x.shape[:2] + tuple(out), dtype=np.int64)
+    for b in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            starts = []
+            for d in range(n):
+                size, s = x.shape[2 + d], u[b, c, order[d]]
+                alpha = (size - k[d]) / (out[d] - 1) if out[d] > 1 else 0.0
+                st = [int((i + s) * alpha) - int(s * alpha) for i in range(out[d] - 1)]
+                starts.append(st + [size - k[d]])
+            for o in np.ndindex(*out):
+                best, where = -np.inf, None
+                for w in np.ndindex(*k):
+                    pos = tuple(starts[d][o[d]] + w[d] for d in range(n))
+                    v = x[(b, c) + pos]
+                    if v > best or np.isnan(v):
+                        best, where = v, np.ravel_multi_index(pos, x.shape[2:])
+                vals[(b, c) + o], idx[(b, c) + o] = best, where
+    return vals, idx
+
+
+@pytest.mark.parametrize("n,shape,k,out", [(2, (2, 3, 10, 9), (2, 2), (4, 5)),
+                                           (2, (1, 1, 5, 5), (2, 3), (4, 3)),
+                                           (3, (1, 2, 8, 9, 7), (2, 2, 2), (3, 4, 5))])
+def test_fractional_max_pool_matches_generate_intervals(n, shape, k, out):
+    rng = np.random.default_rng(sum(shape))
+    x, u = rng.standard_normal(shape), rng.random(shape[:2] + (n,))
+    f = getattr(F, f"fractional_max_pool{n}d")
+    v, i = f(_t(x), k, output_size=out, return_indices=True, _random_samples=_t(u))
+    rv, ri = _ref_fractional(x, k, out, u)
+    np.testing.assert_array_equal(_np(v), rv)
+    np.testing.assert_array_equal(_np(i), ri)
+    assert i.dtype is tgrad.int64
+    assert gradcheck(lambda a: f(a, k, output_size=out, _random_samples=_t(u)), (_t(x, True),))
+
+
+def test_fractional_max_pool_hand_values_and_module():
+    nan = float("nan")
+    x = _t([[[[1.0, nan, 3.0], [nan, 0.0, 1.0], [2.0, 2.0, 2.0]]]])
+    v, i = F.fractional_max_pool2d(x, 2, output_size=2, return_indices=True,
+                                   _random_samples=_t([[[0.3, 0.3]]]))
+    assert i.tolist() == [[[[3, 1], [3, 7]]]]  # the last NaN in a window, else first max
+    assert np.isnan(_np(v)[0, 0, 0]).all() and _np(v)[0, 0, 1].tolist()[1] == 2.0
+    # unbatched input, output_ratio: int(size * ratio)
+    y = F.fractional_max_pool2d(_t(np.ones((2, 9, 7))), 2, output_ratio=(0.5, 0.5))
+    assert y.shape == (2, 4, 3)
+    m = tgrad.nn.FractionalMaxPool3d(2, output_size=(2, 3, 2), return_indices=True)
+    v, i = m(_t(np.arange(2 * 4 * 5 * 6.0).reshape(1, 2, 4, 5, 6)))
+    assert v.shape == (1, 2, 2, 3, 2) and m._random_samples is None
+    # the maximum of a window of an increasing ramp is its last element
+    np.testing.assert_array_equal(_np(v).reshape(-1), _np(i).reshape(-1) + np.repeat([0, 120],
+                                                                                        12))
+    with pytest.raises(ValueError, match="requires specifying either an output size, or a "
+                                         "pooling ratio"):
+        tgrad.nn.FractionalMaxPool2d(2)
+    with pytest.raises(ValueError, match="output_ratio must be between 0 and 1"):
+        tgrad.nn.FractionalMaxPool2d(2, output_ratio=1.0)
+    with pytest.raises(ValueError, match="only one of output_size and output_ratio"):
+        tgrad.nn.FractionalMaxPool2d(2, output_size=2, output_ratio=0.5)
+    with pytest.raises(RuntimeError, match="pool height 2 too large relative to input height 10"):
+        F.fractional_max_pool2d(_t(np.ones((1, 1, 10, 10))), 2, output_size=(10, 10))
+    with pytest.raises(ValueError, match="requires specifying either an output_size"):
+        F.fractional_max_pool2d(_t(np.ones((1, 1, 4, 4))), 2)
+    with pytest.raises(RuntimeError, match=r"_random_samples of shape \(1, 1, 2\)"):
+        F.fractional_max_pool2d(_t(np.ones((1, 1, 4, 4))), 2, output_size=2,
+                                _random_samples=_t(np.zeros((1, 1, 3))))
+    tgrad.manual_seed(3)
+    a = F.fractional_max_pool2d(_t(np.random.default_rng(0).standard_normal((1, 4, 9, 9))), 2,
+                                output_size=4, return_indices=True)[1]
+    tgrad.manual_seed(3)
+    b = F.fractional_max_pool2d(_t(np.random.default_rng(0).standard_normal((1, 4, 9, 9))), 2,
+                                output_size=4, return_indices=True)[1]
+    assert a.tolist() == b.tolist()  # the samples come from tgrad's generator
