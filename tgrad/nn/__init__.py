@@ -3,6 +3,7 @@
 from tgrad.nn import functional, init, utils
 from tgrad.nn.modules import *  # noqa: F401,F403
 from tgrad.nn.modules import __all__ as _modules_all
-from tgrad.nn.parameter import Buffer, Parameter
+from tgrad.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["functional", "init", "utils", "Parameter", "Buffer"] + list(_modules_all)
+__all__ = ["functional", "init", "utils", "Parameter", "Buffer", "UninitializedParameter",
+           "UninitializedBuffer"] + list(_modules_all)

@@ -38,7 +38,10 @@ __all__ = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d
            "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d",
-           "max_unpool2d", "max_unpool3d", "unfold"]
+           "max_unpool2d", "max_unpool3d", "unfold", "max_pool1d_with_indices",
+           "max_pool2d_with_indices", "max_pool3d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+           "adaptive_max_pool3d_with_indices"]
 
 
 def _tuple(op: str, what: str, value, n: int) -> tuple:
@@ -583,6 +586,44 @@ def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False
     """Max over adaptive windows so the output's last three dims are ``output_size``; with
     ``return_indices`` also each maximum's flat D H W position."""
     return _adaptive_max("adaptive_max_pool3d", input, output_size, return_indices, 3)
+
+
+# The *_with_indices forms always return (values, indices); ``return_indices`` is accepted
+# and ignored, as PyTorch's.
+def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
+                            dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _max_pool("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     True, 1)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
+                            dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _max_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     True, 2)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
+                            dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _max_pool("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     True, 3)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size,  # noqa: A002
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _adaptive_max("adaptive_max_pool1d", input, output_size, True, 1)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size,  # noqa: A002
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _adaptive_max("adaptive_max_pool2d", input, output_size, True, 2)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size,  # noqa: A002
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _adaptive_max("adaptive_max_pool3d", input, output_size, True, 3)
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:  # noqa: A002

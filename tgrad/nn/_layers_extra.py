@@ -28,8 +28,8 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor
 
-__all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "local_response_norm", "rrelu", "alpha_dropout",
-           "feature_alpha_dropout"]
+__all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "local_response_norm", "rrelu", "rrelu_",
+           "alpha_dropout", "feature_alpha_dropout"]
 
 _SELU_ALPHA_SCALE = 1.7580993408473766  # selu's alpha * scale: its negative saturation
 
@@ -93,12 +93,26 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa
           training: bool = False, inplace: bool = False) -> Tensor:
     """Randomized leaky ReLU: slopes ~ U(lower, upper) per element in training, their mean
     (lower + upper) / 2 in evaluation."""
+    return rrelu_impl(input, lower, upper, training, inplace, None)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+           training: bool = False) -> Tensor:
+    """rrelu in place."""
+    return rrelu_impl(input, lower, upper, training, True, None)
+
+
+def rrelu_impl(input: Tensor, lower: float, upper: float, training: bool,  # noqa: A002
+               inplace: bool, generator) -> Tensor:
+    """rrelu with the slopes drawn from ``generator`` (None: tgrad's default one);
+    torch.rrelu's form."""
     from tgrad.nn.functional import leaky_relu
     _check_float("rrelu", input)
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     from tgrad.ops.creation import empty
-    slope = empty(input.shape, dtype=input.dtype, device=input.device).uniform_(lower, upper)
+    slope = empty(input.shape, dtype=input.dtype, device=input.device)
+    slope.uniform_(lower, upper, generator=generator)
     noise = ew.where(input >= 0, 1.0, slope)
     fn = lambda x: tie(x) * noise  # noqa: E731 - dx = g noise, in x's graph (_piecewise.py)
     return apply_inplace(input, "rrelu_", fn) if inplace else fn(input)

@@ -919,6 +919,12 @@ from tgrad.nn._embedding_bag import *  # noqa: E402,F401,F403
 
 __all__ += _embedding_bag.__all__
 
+# fractional_max_pool2d / 3d: host-chosen maxima read with gather.
+from tgrad.nn import _fractional  # noqa: E402
+from tgrad.nn._fractional import *  # noqa: E402,F401,F403
+
+__all__ += _fractional.__all__
+
 # lp_pool, local_response_norm, rrelu and the alpha dropouts, composed of tgrad ops.
 from tgrad.nn import _layers_extra  # noqa: E402
 from tgrad.nn._layers_extra import *  # noqa: E402,F401,F403

@@ -33,12 +33,17 @@ from tgrad.ops import (
     scatter_reduce,
     scatters,
     searching,
+    settings,
     shape,
     small_extras,
     sorting,
     special,
     statistics,
     tensor_extras,
+    tensor_legacy,
+    torch_aliases,
+    torch_utils,
+    windows,
 )
 from tgrad.ops._common import OPS
 
@@ -46,8 +51,9 @@ __all__ = [n for m in (aliases, bessel, composite, creation, distances, einsum, 
                        erfs, extras, gathering, hyperbolic, incomplete_gamma, layout, logmath,
                        mathcomposites, matmul, numerics, movement, pointwise_extras, products,
                        quantiles, reduce, sampling, scan,
-                       scatter_reduce, scatters, searching, shape, small_extras, sorting,
-                       special, statistics, tensor_extras)
+                       scatter_reduce, scatters, searching, settings, shape, small_extras, sorting,
+                       special, statistics, tensor_extras, tensor_legacy, torch_aliases,
+                       torch_utils, windows)
            for n in m.__all__]
 
 from tgrad.ops.aliases import *  # noqa: E402,F401,F403
@@ -77,11 +83,16 @@ from tgrad.ops.scan import *  # noqa: E402,F401,F403
 from tgrad.ops.scatter_reduce import *  # noqa: E402,F401,F403
 from tgrad.ops.scatters import *  # noqa: E402,F401,F403
 from tgrad.ops.searching import *  # noqa: E402,F401,F403
+from tgrad.ops.settings import *  # noqa: E402,F401,F403
 from tgrad.ops.shape import *  # noqa: E402,F401,F403
 from tgrad.ops.small_extras import *  # noqa: E402,F401,F403
 from tgrad.ops.sorting import *  # noqa: E402,F401,F403
 from tgrad.ops.special import *  # noqa: E402,F401,F403
 from tgrad.ops.statistics import *  # noqa: E402,F401,F403
 from tgrad.ops.tensor_extras import *  # noqa: E402,F401,F403
+from tgrad.ops.tensor_legacy import *  # noqa: E402,F401,F403
+from tgrad.ops.torch_aliases import *  # noqa: E402,F401,F403
+from tgrad.ops.torch_utils import *  # noqa: E402,F401,F403
+from tgrad.ops.windows import *  # noqa: E402,F401,F403
 
 _ = (index, inplace, OPS)

@@ -86,6 +86,8 @@ from tgrad.nn.modules.pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     LPPool1d,
     LPPool2d,
     LPPool3d,
@@ -135,9 +137,16 @@ __all__ += ["ParameterList", "ParameterDict", "Dropout1d", "Dropout2d", "Dropout
 __all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d",
             "RReLU", "AlphaDropout", "FeatureAlphaDropout", "LocalResponseNorm", "LPPool1d",
             "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "ConvTranspose3d",
+            "FractionalMaxPool2d", "FractionalMaxPool3d",
             "LPPool3d", "BatchNorm3d", "InstanceNorm3d", "Fold", "Unfold"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
+
+# Lazy layers (shapes inferred on the first forward).
+from tgrad.nn.modules import lazy  # noqa: E402
+from tgrad.nn.modules.lazy import *  # noqa: E402,F401,F403
+
+__all__ += lazy.__all__
 
 # More losses, distances, shuffles and padding layers.
 from tgrad.nn.modules import distance, loss_extra, padding, pixelshuffle  # noqa: E402

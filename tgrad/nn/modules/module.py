@@ -539,13 +539,18 @@ class Module:
             for p in m._parameters.values():
                 if p is None:
                     continue
+                if getattr(p, "_is_uninitialized", False):  # a lazy module's: convert its
+                    p._set_placeholder(fn(p._placeholder()))  # placeholder, stay lazy
+                    continue
                 with no_grad():
                     new = fn(p)
                     p.data = new
                     if p._grad is not None:
                         p._grad = fn(p._grad)
             for name, b in m._buffers.items():
-                if b is not None:
+                if getattr(b, "_is_uninitialized", False):
+                    b._set_placeholder(fn(b._placeholder()))
+                elif b is not None:
                     m._buffers[name] = fn(b)
         return self
 
@@ -721,6 +726,8 @@ class Module:
                     missing_keys.append(key)
                 continue
             src = state_dict[key]
+            if getattr(param, "_is_uninitialized", False):
+                continue  # still lazy: the state has a placeholder too (nothing to copy)
             if not isinstance(src, Tensor):
                 error_msgs.append(f'While copying the parameter named "{key}", expected a '
                                   f"Tensor in the state_dict but got {type(src).__name__}.")

@@ -212,3 +212,41 @@ class MaxUnpool3d(MaxUnpool2d):
     """Undo MaxPool3d from its indices (F.max_unpool3d)."""
 
     _fn = "max_unpool3d"
+
+
+class FractionalMaxPool2d(Module):
+    """Fractional max pooling of (N, C, H, W) or (C, H, W) to ``output_size`` (or
+    int(size * output_ratio)); see F.fractional_max_pool2d. ``_random_samples`` (N, C, 2),
+    a buffer, fixes the window placement."""
+
+    _n = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples: Tensor | None = None) -> None:
+        super().__init__()
+        name, n = type(self).__name__, self._n
+        tup = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * n  # noqa: E731
+        self.kernel_size = tup(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = tup(output_size) if output_size is not None else None
+        self.output_ratio = tup(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             f"ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor):  # noqa: A002
+        return getattr(F, f"fractional_max_pool{self._n}d")(
+            input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+            _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(FractionalMaxPool2d):
+    """Fractional max pooling of (N, C, T, H, W) or (C, T, H, W); see
+    F.fractional_max_pool3d (``_random_samples`` (N, C, 3))."""
+
+    _n = 3

@@ -1,0 +1,90 @@
+"""Window functions (PyTorch's torch.hann_window ... kaiser_window), computed in float64 on
+the host and returned as a constant of ``dtype`` (default: the default dtype; floating
+only) on ``device``. N is window_length; ``periodic=True`` (the default) computes the
+symmetric window of length N + 1 and drops its last value (for spectral analysis), so with
+M = N if periodic else N - 1, for n = 0 .. N-1:
+
+- hann:     w[n] = 0.5 - 0.5 cos(2 pi n / M)
+- hamming:  w[n] = alpha - beta cos(2 pi n / M)        (alpha 0.54, beta 0.46)
+- blackman: w[n] = 0.42 - 0.5 cos(2 pi n / M) + 0.08 cos(4 pi n / M)
+- bartlett: w[n] = 1 - |2 n / M - 1|
+- kaiser:   w[n] = I0(beta sqrt(1 - ((n - M/2) / (M/2))^2)) / I0(beta)   (beta 12)
+
+N = 0 gives an empty tensor and N = 1 a single 1 (PyTorch's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tgrad import dtypes
+from tgrad.tensor import Tensor
+
+__all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
+           "kaiser_window"]
+
+
+def _window(op: str, window_length: int, periodic: bool, formula, dtype, device,
+            requires_grad: bool) -> Tensor:
+    from tgrad.ops.creation import tensor
+    dt = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{op} expects floating point dtypes, got: {dt}")
+    if isinstance(window_length, bool) or not isinstance(window_length, (int, np.integer)):
+        raise TypeError(f"{op}(): argument 'window_length' (position 1) must be int, not "
+                        f"{type(window_length).__name__}")
+    if window_length < 0:
+        raise RuntimeError(f"{op} requires non-negative window_length, got "
+                           f"window_length={window_length}")
+    if window_length <= 1:
+        w = np.ones(window_length)
+    else:
+        m = window_length if periodic else window_length - 1
+        w = formula(np.arange(window_length, dtype=np.float64), float(m))
+    return tensor(w, dtype=dt, device=device, requires_grad=requires_grad)
+
+
+def hann_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None,
+                device=None, pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """0.5 - 0.5 cos(2 pi n / M)."""
+    return _window("hann_window", window_length, periodic,
+                   lambda n, m: 0.5 - 0.5 * np.cos(2 * np.pi * n / m), dtype, device,
+                   requires_grad)
+
+
+def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
+                   beta: float = 0.46, *, dtype=None, layout=None, device=None,
+                   pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """alpha - beta cos(2 pi n / M)."""
+    return _window("hamming_window", window_length, periodic,
+                   lambda n, m: alpha - beta * np.cos(2 * np.pi * n / m), dtype, device,
+                   requires_grad)
+
+
+def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None,
+                    device=None, pin_memory: bool = False,
+                    requires_grad: bool = False) -> Tensor:
+    """0.42 - 0.5 cos(2 pi n / M) + 0.08 cos(4 pi n / M)."""
+    return _window("blackman_window", window_length, periodic,
+                   lambda n, m: (0.42 - 0.5 * np.cos(2 * np.pi * n / m)
+                                 + 0.08 * np.cos(4 * np.pi * n / m)),
+                   dtype, device, requires_grad)
+
+
+def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None,
+                    device=None, pin_memory: bool = False,
+                    requires_grad: bool = False) -> Tensor:
+    """1 - |2 n / M - 1| (a triangle)."""
+    return _window("bartlett_window", window_length, periodic,
+                   lambda n, m: 1.0 - np.abs(2.0 * n / m - 1.0), dtype, device, requires_grad)
+
+
+def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
+                  dtype=None, layout=None, device=None, pin_memory: bool = False,
+                  requires_grad: bool = False) -> Tensor:
+    """I0(beta sqrt(1 - ((n - M/2) / (M/2))^2)) / I0(beta)."""
+    def formula(n, m):
+        r = (n - m / 2) / (m / 2)
+        return np.i0(beta * np.sqrt(np.clip(1.0 - r * r, 0.0, None))) / np.i0(beta)
+    return _window("kaiser_window", window_length, periodic, formula, dtype, device,
+                   requires_grad)
