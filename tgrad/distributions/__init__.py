@@ -7,7 +7,8 @@
 ``StudentT``, ``FisherSnedecor``, ``VonMises``,
 ``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
 and one-hot categorical, the ``Distribution`` base class,
-``constraints`` and ``kl_divergence`` / ``register_kl``.
+``constraints`` and ``kl_divergence`` / ``register_kl``, the transform classes (also in
+``transforms``) and ``biject_to`` / ``transform_to`` (the constraint registry).
 
 Shapes: ``sample(sample_shape)`` has shape ``sample_shape + batch_shape + event_shape``;
 ``log_prob``, ``entropy`` and ``kl_divergence`` have the batch shape. ``rsample`` is
@@ -20,6 +21,7 @@ See docs/distributions.md for what is missing compared with torch.distributions.
 from tgrad.distributions import constraints, transforms
 from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
+from tgrad.distributions.constraint_registry import biject_to, transform_to
 from tgrad.distributions.counts import Binomial, Multinomial, NegativeBinomial, Poisson
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exponential import Exponential
@@ -52,6 +54,28 @@ from tgrad.distributions.scalar_families import (
 )
 from tgrad.distributions.student import FisherSnedecor, StudentT
 from tgrad.distributions.transformed_distribution import TransformedDistribution
+from tgrad.distributions.transforms import (
+    AbsTransform,
+    AffineTransform,
+    CatTransform,
+    ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    PowerTransform,
+    ReshapeTransform,
+    SigmoidTransform,
+    SoftmaxTransform,
+    SoftplusTransform,
+    StackTransform,
+    StickBreakingTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
 from tgrad.distributions.uniform import Uniform
 from tgrad.distributions.von_mises import VonMises
 
@@ -63,4 +87,10 @@ __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", 
            "OneHotCategoricalStraightThrough", "Gamma", "Chi2", "Beta", "Dirichlet",
            "Uniform", "Poisson", "Binomial", "NegativeBinomial", "Multinomial",
            "StudentT", "FisherSnedecor", "VonMises", "constraints", "kl_divergence", "register_kl",
-           "transforms"]
+           "transforms", "biject_to", "transform_to", "AbsTransform", "AffineTransform",
+           "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",
+           "LowerCholeskyTransform", "PositiveDefiniteTransform", "PowerTransform",
+           "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
+           "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
+           "identity_transform"]
