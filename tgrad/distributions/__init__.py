@@ -4,7 +4,8 @@
 ``Gumbel``, ``Pareto``, ``Weibull``, ``Geometric``, ``Independent``, ``OneHotCategorical``,
 ``MixtureSameFamily``, ``OneHotCategoricalStraightThrough``, ``Gamma``, ``Chi2``, ``Beta``,
 ``Dirichlet``, ``Poisson``, ``Binomial``, ``NegativeBinomial``, ``Multinomial``,
-``StudentT``, ``FisherSnedecor``, ``VonMises``,
+``StudentT``, ``FisherSnedecor``, ``VonMises``, ``GeneralizedPareto``, ``InverseGamma``,
+``Kumaraswamy``, ``LogisticNormal``,
 ``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
 and one-hot categorical, the ``Distribution`` base class,
 ``constraints`` and ``kl_divergence`` / ``register_kl``, the transform classes (also in
@@ -26,6 +27,7 @@ from tgrad.distributions.counts import Binomial, Multinomial, NegativeBinomial, 
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exponential import Exponential
 from tgrad.distributions.gamma import Beta, Chi2, Dirichlet, Gamma
+from tgrad.distributions.generalized_pareto import GeneralizedPareto
 from tgrad.distributions.independent import (
     Independent,
     OneHotCategorical,
@@ -54,6 +56,11 @@ from tgrad.distributions.scalar_families import (
 )
 from tgrad.distributions.student import FisherSnedecor, StudentT
 from tgrad.distributions.transformed_distribution import TransformedDistribution
+from tgrad.distributions.transformed_families import (
+    InverseGamma,
+    Kumaraswamy,
+    LogisticNormal,
+)
 from tgrad.distributions.transforms import (
     AbsTransform,
     AffineTransform,
@@ -86,7 +93,8 @@ __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", 
            "RelaxedOneHotCategorical", "Pareto", "Weibull", "MixtureSameFamily",
            "OneHotCategoricalStraightThrough", "Gamma", "Chi2", "Beta", "Dirichlet",
            "Uniform", "Poisson", "Binomial", "NegativeBinomial", "Multinomial",
-           "StudentT", "FisherSnedecor", "VonMises", "constraints", "kl_divergence", "register_kl",
+           "StudentT", "FisherSnedecor", "VonMises", "GeneralizedPareto", "InverseGamma",
+           "Kumaraswamy", "LogisticNormal", "constraints", "kl_divergence", "register_kl",
            "transforms", "biject_to", "transform_to", "AbsTransform", "AffineTransform",
            "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",
