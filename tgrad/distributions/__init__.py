@@ -5,7 +5,8 @@
 ``MixtureSameFamily``, ``OneHotCategoricalStraightThrough``, ``Gamma``, ``Chi2``, ``Beta``,
 ``Dirichlet``, ``Poisson``, ``Binomial``, ``NegativeBinomial``, ``Multinomial``,
 ``StudentT``, ``FisherSnedecor``, ``VonMises``, ``GeneralizedPareto``, ``InverseGamma``,
-``Kumaraswamy``, ``LogisticNormal``,
+``Kumaraswamy``, ``LogisticNormal``, ``ContinuousBernoulli``, the ``ExponentialFamily``
+base class,
 ``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
 and one-hot categorical, the ``Distribution`` base class,
 ``constraints`` and ``kl_divergence`` / ``register_kl``, the transform classes (also in
@@ -23,8 +24,10 @@ from tgrad.distributions import constraints, transforms
 from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.constraint_registry import biject_to, transform_to
+from tgrad.distributions.continuous_bernoulli import ContinuousBernoulli
 from tgrad.distributions.counts import Binomial, Multinomial, NegativeBinomial, Poisson
 from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.exponential import Exponential
 from tgrad.distributions.gamma import Beta, Chi2, Dirichlet, Gamma
 from tgrad.distributions.generalized_pareto import GeneralizedPareto
@@ -94,7 +97,8 @@ __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", 
            "OneHotCategoricalStraightThrough", "Gamma", "Chi2", "Beta", "Dirichlet",
            "Uniform", "Poisson", "Binomial", "NegativeBinomial", "Multinomial",
            "StudentT", "FisherSnedecor", "VonMises", "GeneralizedPareto", "InverseGamma",
-           "Kumaraswamy", "LogisticNormal", "constraints", "kl_divergence", "register_kl",
+           "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli", "ExponentialFamily",
+           "constraints", "kl_divergence", "register_kl",
            "transforms", "biject_to", "transform_to", "AbsTransform", "AffineTransform",
            "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform",

@@ -43,6 +43,18 @@ Closed forms registered here:
 - Beta || {Exponential, Gamma, Normal}: -H(p) - E_p[log q] with E[x] = a / (a + b),
   E[log x] = psi(a) - psi(a + b) and Beta's variance; Bernoulli || Poisson:
   -H(p) - (p log r - r).
+- ContinuousBernoulli || ContinuousBernoulli: mean_p (l_p - l_q) + log C_p + log1p(-lam_p)
+  - log C_q - log1p(-lam_q); {Beta, Uniform} || ContinuousBernoulli: -H(p) - E_p[x] l_q -
+  log1p(-lam_q) - log C_q (Uniform: inf where [low, high] is not inside [0, 1]);
+  ContinuousBernoulli || {Exponential, Normal, Uniform}: -H(p) - E_p[log q] (Uniform: inf
+  where [0, 1] is not inside [low, high]); inf for the reals- and half-line-supported
+  families and Pareto against ContinuousBernoulli, and ContinuousBernoulli || Pareto
+  (PyTorch's). PyTorch's Uniform pairs also give inf when the intervals merely share an
+  end (KL(ContinuousBernoulli || Uniform(0, 1)) = -H(p) here, inf there).
+- ExponentialFamily || ExponentialFamily of the same type (the fallback for a family with
+  no closed form registered): the Bregman divergence of the log normaliser,
+  F(theta_q) - F(theta_p) - <theta_q - theta_p, grad F(theta_p)>; different families raise
+  NotImplementedError (PyTorch's message).
 """
 
 from __future__ import annotations
@@ -54,8 +66,10 @@ import numpy as np
 
 from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
+from tgrad.distributions.continuous_bernoulli import ContinuousBernoulli
 from tgrad.distributions.counts import Binomial, Poisson
 from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.exponential import Exponential
 from tgrad.distributions.gamma import Beta, Dirichlet, Gamma
 from tgrad.distributions.laplace import Laplace
@@ -444,6 +458,67 @@ def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
     return -p.entropy() - (p.probs * ew.log(q.rate) - q.rate)
 
 
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p: ContinuousBernoulli,
+                                                  q: ContinuousBernoulli) -> Tensor:
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + ew.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - ew.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+def _minus_cross_log_cb(mean_x: Tensor, q: ContinuousBernoulli) -> Tensor:
+    """-E_p[log q] for q continuous Bernoulli: log q(x) = x l + log1p(-lam) + log C."""
+    return -mean_x * q.logits - ew.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p: Beta, q: ContinuousBernoulli) -> Tensor:
+    return -p.entropy() + _minus_cross_log_cb(p.mean, q)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p: Uniform, q: ContinuousBernoulli) -> Tensor:
+    result = -p.entropy() + _minus_cross_log_cb(p.mean, q)
+    return ew.where((p.high > 1) | (p.low < 0), math.inf, result)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p: ContinuousBernoulli, q: Exponential) -> Tensor:
+    return -p.entropy() - ew.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p: ContinuousBernoulli, q: Normal) -> Tensor:
+    # -E_p[log q] = log(sqrt(2 pi) s) + (Var_p + (E_p - m)^2) / (2 s^2)
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + ew.log(q.scale)
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return -p.entropy() + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p: ContinuousBernoulli, q: Uniform) -> Tensor:
+    result = -p.entropy() + ew.log(q.high - q.low)
+    return ew.where((q.low > 0) | (q.high < 1), math.inf, result)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> Tensor:
+    """The Bregman divergence of the log normaliser F at the natural parameters (summed
+    over q's event dims)."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    p_nparams, lg_normal, gradients = p._bregman_terms()
+    result = q._log_normalizer(*q._natural_params) - lg_normal
+    for pnp, qnp, g in zip(p_nparams, q._natural_params, gradients):
+        term = (qnp - pnp) * g
+        if q.event_shape:
+            term = term.sum(tuple(range(-len(q.event_shape), 0)))
+        result = result - term
+    return result
+
+
 def _infinite(p: Distribution, q: Distribution) -> Tensor:
     """KL = inf: p puts mass where q's density is 0 (batch shape of p and q broadcast)."""
     from tgrad.ops.creation import full
@@ -453,10 +528,12 @@ def _infinite(p: Distribution, q: Distribution) -> Tensor:
 
 
 for _p in (Normal, Laplace, Gumbel, Cauchy):  # supported on the reals
-    for _q in (Exponential, Gamma, Pareto, Beta, Uniform):
+    for _q in (Exponential, Gamma, Pareto, Beta, Uniform, ContinuousBernoulli):
         register_kl(_p, _q)(_infinite)
 for _p in (Exponential, Gamma, HalfNormal, LogNormal):  # on the half-line
-    for _q in (Beta, Pareto, Uniform):
+    for _q in (Beta, Pareto, Uniform, ContinuousBernoulli):
         register_kl(_p, _q)(_infinite)
+register_kl(Pareto, ContinuousBernoulli)(_infinite)
+register_kl(ContinuousBernoulli, Pareto)(_infinite)
 for _q in (Bernoulli, Binomial):  # Poisson's support is unbounded, theirs is not
     register_kl(Poisson, _q)(_infinite)
