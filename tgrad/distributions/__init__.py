@@ -5,7 +5,8 @@
 ``MixtureSameFamily``, ``OneHotCategoricalStraightThrough``, ``Gamma``, ``Chi2``, ``Beta``,
 ``Dirichlet``, ``Poisson``, ``Binomial``, ``NegativeBinomial``, ``Multinomial``,
 ``StudentT``, ``FisherSnedecor``, ``VonMises``, ``GeneralizedPareto``, ``InverseGamma``,
-``Kumaraswamy``, ``LogisticNormal``, ``ContinuousBernoulli``, the ``ExponentialFamily``
+``Kumaraswamy``, ``LogisticNormal``, ``ContinuousBernoulli``,
+``LowRankMultivariateNormal``, the ``ExponentialFamily``
 base class,
 ``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
 and one-hot categorical, the ``Distribution`` base class,
@@ -38,6 +39,7 @@ from tgrad.distributions.independent import (
 )
 from tgrad.distributions.kl import kl_divergence, register_kl
 from tgrad.distributions.laplace import Laplace
+from tgrad.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
 from tgrad.distributions.mixture_same_family import MixtureSameFamily
 from tgrad.distributions.multivariate_normal import MultivariateNormal
 from tgrad.distributions.normal import Normal
@@ -98,6 +100,7 @@ __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", 
            "Uniform", "Poisson", "Binomial", "NegativeBinomial", "Multinomial",
            "StudentT", "FisherSnedecor", "VonMises", "GeneralizedPareto", "InverseGamma",
            "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli", "ExponentialFamily",
+           "LowRankMultivariateNormal",
            "constraints", "kl_divergence", "register_kl",
            "transforms", "biject_to", "transform_to", "AbsTransform", "AffineTransform",
            "CatTransform", "ComposeTransform", "CorrCholeskyTransform",

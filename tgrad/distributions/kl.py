@@ -51,6 +51,10 @@ Closed forms registered here:
   families and Pareto against ContinuousBernoulli, and ContinuousBernoulli || Pareto
   (PyTorch's). PyTorch's Uniform pairs also give inf when the intervals merely share an
   end (KL(ContinuousBernoulli || Uniform(0, 1)) = -H(p) here, inf there).
+- LowRankMultivariateNormal || {LowRankMultivariateNormal, MultivariateNormal} and
+  MultivariateNormal || LowRankMultivariateNormal: (log det S_q - log det S_p +
+  tr(S_q^{-1} S_p) + |m_q - m_p|^2_{S_q^{-1}} - n) / 2 with the low-rank log-determinants
+  and Woodbury inverses (PyTorch's expansions of the trace);
 - ExponentialFamily || ExponentialFamily of the same type (the fallback for a family with
   no closed form registered): the Bregman divergence of the log normaliser,
   F(theta_q) - F(theta_p) - <theta_q - theta_p, grad F(theta_p)>; different families raise
@@ -73,6 +77,10 @@ from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.exponential import Exponential
 from tgrad.distributions.gamma import Beta, Dirichlet, Gamma
 from tgrad.distributions.laplace import Laplace
+from tgrad.distributions.lowrank_multivariate_normal import (
+    LowRankMultivariateNormal,
+    _batch_lowrank_mahalanobis,
+)
 from tgrad.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from tgrad.distributions.normal import Normal
 from tgrad.distributions.scalar_families import (
@@ -89,6 +97,7 @@ from tgrad.linalg import solve_triangular
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
 from tgrad.ops.extras import xlogy
+from tgrad.ops.matmul import matmul
 from tgrad.ops.shape import stack
 from tgrad.ops.special import digamma, lgamma
 from tgrad.tensor import Tensor
@@ -500,6 +509,75 @@ def _kl_continuous_bernoulli_normal(p: ContinuousBernoulli, q: Normal) -> Tensor
 def _kl_continuous_bernoulli_uniform(p: ContinuousBernoulli, q: Uniform) -> Tensor:
     result = -p.entropy() + ew.log(q.high - q.low)
     return ew.where((q.low > 0) | (q.high < 1), math.inf, result)
+
+
+def _batch_trace_XXT(X: Tensor) -> Tensor:  # noqa: N802, N803  (PyTorch's name)
+    """tr(X X^T) = the sum of X's squared entries over its last two dims."""
+    return X.pow(2).sum((-2, -1))
+
+
+def _lowrank_q_terms(q: LowRankMultivariateNormal) -> Tensor:
+    """A = L_C^{-1} W^T D^{-1} of q, so that Sigma_q^{-1} = diag(1 / D) - A^T A."""
+    qwt_qdinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
+    return solve_triangular(q._capacitance_tril, qwt_qdinv, upper=False)
+
+
+def _check_event_shapes(p: Distribution, q: Distribution) -> None:
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two (Low Rank) Multivariate Normals with "
+                         f"different event shapes ({p.event_shape} and {q.event_shape}) "
+                         f"cannot be computed")
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p: LowRankMultivariateNormal,
+                        q: LowRankMultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q)
+    term1 = q._log_det() - p._log_det()
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor,
+                                       q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril)
+    # tr(Sigma_q^{-1} Sigma_p) = tr((diag(1 / q_d) - A^T A)(diag(p_d) + p_w p_w^T))
+    a_mat = _lowrank_q_terms(q)
+    p_w, p_d, q_d = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, \
+        q._unbroadcasted_cov_diag
+    term21 = (p_d / q_d).sum(-1)
+    term22 = _batch_trace_XXT(p_w * ew.rsqrt(q_d).unsqueeze(-1))
+    term23 = _batch_trace_XXT(a_mat * p_d.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_XXT(matmul(a_mat, p_w))
+    return 0.5 * (term1 + term21 + term22 - term23 - term24 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrank(p: MultivariateNormal, q: LowRankMultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q)
+    lp = p._unbroadcasted_scale_tril
+    term1 = q._log_det() - 2 * ew.log(lp.diagonal(0, -2, -1)).sum(-1)
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor,
+                                       q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril)
+    # tr((diag(1 / q_d) - A^T A) Lp Lp^T)
+    a_mat = _lowrank_q_terms(q)
+    term21 = _batch_trace_XXT(lp * ew.rsqrt(q._unbroadcasted_cov_diag).unsqueeze(-1))
+    term22 = _batch_trace_XXT(matmul(a_mat, lp))
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrank_mvn(p: LowRankMultivariateNormal, q: MultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q)
+    lq = q._unbroadcasted_scale_tril
+    term1 = 2 * ew.log(lq.diagonal(0, -2, -1)).sum(-1) - p._log_det()
+    term3 = _batch_mahalanobis(lq, q.loc - p.loc)
+    # tr(Lq^{-T} Lq^{-1} (p_w p_w^T + diag p_d)) = |Lq^{-1} p_w|_F^2 + |Lq^{-1} sqrt(p_d)|_F^2
+    p_w = p._unbroadcasted_cov_factor
+    batch = tuple(np.broadcast_shapes(tuple(lq.shape[:-2]), tuple(p_w.shape[:-2])))
+    n, m = p.event_shape[0], p_w.shape[-1]
+    lq_b = lq.expand(*batch, n, n)
+    term21 = _batch_trace_XXT(solve_triangular(lq_b, p_w.expand(*batch, n, m), upper=False))
+    p_diag = p._unbroadcasted_cov_diag.sqrt().diag_embed().expand(*batch, n, n)
+    term22 = _batch_trace_XXT(solve_triangular(lq_b, p_diag, upper=False))
+    return 0.5 * (term1 + term21 + term22 + term3 - n)
 
 
 @register_kl(ExponentialFamily, ExponentialFamily)
