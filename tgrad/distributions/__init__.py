@@ -6,7 +6,7 @@
 ``Dirichlet``, ``Poisson``, ``Binomial``, ``NegativeBinomial``, ``Multinomial``,
 ``StudentT``, ``FisherSnedecor``, ``VonMises``, ``GeneralizedPareto``, ``InverseGamma``,
 ``Kumaraswamy``, ``LogisticNormal``, ``ContinuousBernoulli``,
-``LowRankMultivariateNormal``, the ``ExponentialFamily``
+``LowRankMultivariateNormal``, ``LKJCholesky``, ``Wishart``, the ``ExponentialFamily``
 base class,
 ``TransformedDistribution`` with ``transforms``, the relaxed (Gumbel-softmax) Bernoulli
 and one-hot categorical, the ``Distribution`` base class,
@@ -39,6 +39,7 @@ from tgrad.distributions.independent import (
 )
 from tgrad.distributions.kl import kl_divergence, register_kl
 from tgrad.distributions.laplace import Laplace
+from tgrad.distributions.lkj_cholesky import LKJCholesky
 from tgrad.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
 from tgrad.distributions.mixture_same_family import MixtureSameFamily
 from tgrad.distributions.multivariate_normal import MultivariateNormal
@@ -90,6 +91,7 @@ from tgrad.distributions.transforms import (
 )
 from tgrad.distributions.uniform import Uniform
 from tgrad.distributions.von_mises import VonMises
+from tgrad.distributions.wishart import Wishart
 
 __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", "Geometric",
            "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
@@ -100,7 +102,7 @@ __all__ = ["Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", 
            "Uniform", "Poisson", "Binomial", "NegativeBinomial", "Multinomial",
            "StudentT", "FisherSnedecor", "VonMises", "GeneralizedPareto", "InverseGamma",
            "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli", "ExponentialFamily",
-           "LowRankMultivariateNormal",
+           "LowRankMultivariateNormal", "LKJCholesky", "Wishart",
            "constraints", "kl_divergence", "register_kl",
            "transforms", "biject_to", "transform_to", "AbsTransform", "AffineTransform",
            "CatTransform", "ComposeTransform", "CorrCholeskyTransform",

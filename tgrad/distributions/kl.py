@@ -589,10 +589,11 @@ def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> Tenso
                                   "families cannot be computed using Bregman divergences")
     p_nparams, lg_normal, gradients = p._bregman_terms()
     result = q._log_normalizer(*q._natural_params) - lg_normal
+    n_batch = len(np.broadcast_shapes(p.batch_shape, q.batch_shape))
     for pnp, qnp, g in zip(p_nparams, q._natural_params, gradients):
         term = (qnp - pnp) * g
-        if q.event_shape:
-            term = term.sum(tuple(range(-len(q.event_shape), 0)))
+        if term.dim() > n_batch:  # a parameter with event dims (Dirichlet's, Wishart's
+            term = term.sum(tuple(range(n_batch - term.dim(), 0)))  # matrix): summed
         result = result - term
     return result
 
