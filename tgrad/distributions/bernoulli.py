@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from tgrad.distributions import constraints
 from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.utils import (
     binary_logits,
     binary_probs,
@@ -16,13 +17,14 @@ from tgrad.distributions.utils import (
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import arange
+from tgrad.ops.extras import logit
 from tgrad.ops.sampling import bernoulli
 from tgrad.tensor import Tensor
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """The Bernoulli distribution given by ``probs`` p in [0, 1] or ``logits``
     l = log(p / (1 - p)) (exactly one; a tensor or a float, whose shape is
     ``batch_shape``). The other parameterisation is computed on first access (p =
@@ -89,3 +91,13 @@ class Bernoulli(Distribution):
 
     def entropy(self) -> Tensor:
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (logit(self.probs),)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        """F(theta) = log(1 + e^theta)."""
+        return ew.log1p(ew.exp(x))

@@ -13,11 +13,12 @@ from typing import Any
 
 from tgrad.tensor import Tensor
 
-__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
-           "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval",
-           "is_dependent", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
-           "nonnegative_integer", "one_hot", "positive_definite",
-           "positive", "real", "real_vector", "simplex", "unit_interval"]
+__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+           "greater_than", "greater_than_eq", "half_open_interval", "independent",
+           "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky",
+           "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
+           "positive_definite", "positive", "real", "real_vector", "simplex", "stack",
+           "unit_interval"]
 
 
 class Constraint:
@@ -102,6 +103,19 @@ class _GreaterThanEq(_GreaterThan):
 
     def check(self, value: Tensor) -> Tensor:
         return value >= self.lower_bound
+
+
+class _LessThan(Constraint):
+    """[-inf, upper_bound)."""
+
+    def __init__(self, upper_bound: float) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return value < self.upper_bound
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
 
 
 class _Interval(Constraint):
@@ -222,6 +236,84 @@ class _LowerCholesky(Constraint):
         return lower & (value.diagonal(0, -2, -1) > 0).all(-1)
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: lower-triangular with a positive
+    diagonal and rows of unit Euclidean norm (within 10 n eps for n columns, PyTorch's
+    tolerance)."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        from tgrad.distributions.utils import _finfo
+        tol = float(_finfo(value.dtype).eps) * value.shape[-1] * 10
+        row_norm = value.detach().pow(2).sum(-1).sqrt()
+        unit_rows = ((row_norm - 1.0).abs() <= tol).all(-1)
+        return _LowerCholesky().check(value) & unit_rows
+
+
+class _Cat(Constraint):
+    """``cseq[i]`` on the i-th block of ``dim`` (block lengths ``lengths``, default 1 each),
+    as ``tgrad.cat`` joins them."""
+
+    def __init__(self, cseq: list, dim: int = 0, lengths: list | None = None) -> None:
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise TypeError("cat: every element of cseq must be a Constraint")
+        self.cseq = list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(f"cat: {len(self.lengths)} lengths for {len(self.cseq)} "
+                             f"constraints; pass one length per constraint")
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value: Tensor) -> Tensor:
+        from tgrad.ops.shape import cat as cat_tensors
+        if not -value.dim() <= self.dim < value.dim():
+            raise ValueError(f"cat: dim {self.dim} out of range for a value of shape "
+                             f"{tuple(value.shape)}")
+        checks, start = [], 0
+        for constr, length in zip(self.cseq, self.lengths):
+            checks.append(constr.check(value.narrow(self.dim, start, length)))
+            start += length
+        return cat_tensors(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """``cseq[i]`` on the i-th slice of ``dim``, as ``tgrad.stack`` joins them."""
+
+    def __init__(self, cseq: list, dim: int = 0) -> None:
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise TypeError("stack: every element of cseq must be a Constraint")
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value: Tensor) -> Tensor:
+        from tgrad.ops.shape import stack as stack_tensors
+        if not -value.dim() <= self.dim < value.dim():
+            raise ValueError(f"stack: dim {self.dim} out of range for a value of shape "
+                             f"{tuple(value.shape)}")
+        vs = [value.select(self.dim, i) for i in range(value.shape[self.dim])]
+        return stack_tensors([c.check(v) for v, c in zip(vs, self.cseq)], self.dim)
+
+
 class _PositiveDefinite(Constraint):
     """Symmetric positive-definite square matrices: symmetric within atol 1e-6, and a
     Cholesky factorisation that completes (``linalg.cholesky_ex``'s info == 0)."""
@@ -249,6 +341,7 @@ positive = _GreaterThan(0.0)
 nonnegative = _GreaterThanEq(0.0)
 greater_than = _GreaterThan
 greater_than_eq = _GreaterThanEq
+less_than = _LessThan
 unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 half_open_interval = _HalfOpenInterval
@@ -260,3 +353,6 @@ multinomial = _Multinomial
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
+corr_cholesky = _CorrCholesky()
+cat = _Cat
+stack = _Stack

@@ -35,6 +35,7 @@ import numpy as np
 from tgrad.distributions import constraints
 from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.gamma import _standard_gamma_draw
 from tgrad.distributions.utils import (
     binary_logits,
@@ -162,7 +163,7 @@ def _clamp_by_zero(x: Tensor) -> Tensor:
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """The Poisson distribution with ``rate`` >= 0 (module docstring)."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -193,6 +194,14 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return xlogy(value, rate) - rate - lgamma(value + 1)
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (ew.log(self.rate),)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        """F(theta) = e^theta."""
+        return ew.exp(x)
 
 
 class _ProbsOrLogits(Distribution):

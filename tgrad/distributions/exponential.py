@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tgrad.distributions import constraints
-from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.utils import broadcast_all
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import empty, zeros_like
@@ -14,7 +14,7 @@ from tgrad.tensor import Tensor
 __all__ = ["Exponential"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """The exponential distribution with ``rate`` > 0 (= 1 / scale; a tensor or a float,
     whose shape is ``batch_shape``).
 
@@ -67,3 +67,13 @@ class Exponential(Distribution):
 
     def entropy(self) -> Tensor:
         return 1.0 - ew.log(self.rate)
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (-self.rate,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        """F(theta) = -log(-theta)."""
+        return -ew.log(-x)

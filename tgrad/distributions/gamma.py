@@ -28,7 +28,7 @@ from tgrad.autograd import grad
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import enable_grad
 from tgrad.distributions import constraints
-from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.utils import broadcast_all, in_float64
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import arange, rand, randn
@@ -194,7 +194,7 @@ def _normalized_log_gamma(log_g: Tensor, dim: int) -> Tensor:
     return g / g.sum(dim, keepdim=True)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """The gamma distribution with shape ``concentration`` a > 0 and ``rate`` b > 0
     (module docstring)."""
 
@@ -242,6 +242,16 @@ class Gamma(Distribution):
         a = self.concentration
         return a - ew.log(self.rate) + lgamma(a) + (1.0 - a) * digamma(a)
 
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        """F(theta1, theta2) = lgamma(theta1 + 1) + (theta1 + 1) log(-1 / theta2)."""
+        return lgamma(x + 1) + (x + 1) * ew.log(-y.reciprocal())
+
 
 class Chi2(Gamma):
     """The chi-squared distribution with ``df`` degrees of freedom: Gamma(df / 2, 1 / 2)."""
@@ -275,7 +285,7 @@ def _lbeta(a: Tensor, b: Tensor) -> Tensor:
     return lgamma(a) + lgamma(b) - lgamma(a + b)
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     """The beta distribution on (0, 1) with ``concentration1`` a and ``concentration0`` b
     (both > 0): X / (X + Y), X ~ Gamma(a, 1), Y ~ Gamma(b, 1), so rsample is differentiable
     through the gamma draws.
@@ -333,8 +343,16 @@ class Beta(Distribution):
         return (_lbeta(a, b) - (a - 1) * digamma(a) - (b - 1) * digamma(b)
                 + (a + b - 2) * digamma(a + b))
 
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return (self.concentration1, self.concentration0)
 
-class Dirichlet(Distribution):
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        """F = log B(x, y) (PyTorch's parameterisation; no carrier measure defined)."""
+        return lgamma(x) + lgamma(y) - lgamma(x + y)
+
+
+class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution on the simplex with ``concentration`` alpha (the last dim
     is the event, K > 0 entries each > 0): normalised Gamma(alpha_k, 1) draws.
 
@@ -391,3 +409,11 @@ class Dirichlet(Distribution):
         a0 = a.sum(-1)
         return (lgamma(a).sum(-1) - lgamma(a0) + (a0 - k) * digamma(a0)
                 - ((a - 1) * digamma(a)).sum(-1))
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (self.concentration,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        """F = sum lgamma(x) - lgamma(sum x) (PyTorch's parameterisation)."""
+        return lgamma(x).sum(-1) - lgamma(x.sum(-1))

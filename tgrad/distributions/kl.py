@@ -43,6 +43,22 @@ Closed forms registered here:
 - Beta || {Exponential, Gamma, Normal}: -H(p) - E_p[log q] with E[x] = a / (a + b),
   E[log x] = psi(a) - psi(a + b) and Beta's variance; Bernoulli || Poisson:
   -H(p) - (p log r - r).
+- ContinuousBernoulli || ContinuousBernoulli: mean_p (l_p - l_q) + log C_p + log1p(-lam_p)
+  - log C_q - log1p(-lam_q); {Beta, Uniform} || ContinuousBernoulli: -H(p) - E_p[x] l_q -
+  log1p(-lam_q) - log C_q (Uniform: inf where [low, high] is not inside [0, 1]);
+  ContinuousBernoulli || {Exponential, Normal, Uniform}: -H(p) - E_p[log q] (Uniform: inf
+  where [0, 1] is not inside [low, high]); inf for the reals- and half-line-supported
+  families and Pareto against ContinuousBernoulli, and ContinuousBernoulli || Pareto
+  (PyTorch's). PyTorch's Uniform pairs also give inf when the intervals merely share an
+  end (KL(ContinuousBernoulli || Uniform(0, 1)) = -H(p) here, inf there).
+- LowRankMultivariateNormal || {LowRankMultivariateNormal, MultivariateNormal} and
+  MultivariateNormal || LowRankMultivariateNormal: (log det S_q - log det S_p +
+  tr(S_q^{-1} S_p) + |m_q - m_p|^2_{S_q^{-1}} - n) / 2 with the low-rank log-determinants
+  and Woodbury inverses (PyTorch's expansions of the trace);
+- ExponentialFamily || ExponentialFamily of the same type (the fallback for a family with
+  no closed form registered): the Bregman divergence of the log normaliser,
+  F(theta_q) - F(theta_p) - <theta_q - theta_p, grad F(theta_p)>; different families raise
+  NotImplementedError (PyTorch's message).
 """
 
 from __future__ import annotations
@@ -54,11 +70,17 @@ import numpy as np
 
 from tgrad.distributions.bernoulli import Bernoulli
 from tgrad.distributions.categorical import Categorical
+from tgrad.distributions.continuous_bernoulli import ContinuousBernoulli
 from tgrad.distributions.counts import Binomial, Poisson
 from tgrad.distributions.distribution import Distribution
+from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.exponential import Exponential
 from tgrad.distributions.gamma import Beta, Dirichlet, Gamma
 from tgrad.distributions.laplace import Laplace
+from tgrad.distributions.lowrank_multivariate_normal import (
+    LowRankMultivariateNormal,
+    _batch_lowrank_mahalanobis,
+)
 from tgrad.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from tgrad.distributions.normal import Normal
 from tgrad.distributions.scalar_families import (
@@ -75,6 +97,7 @@ from tgrad.linalg import solve_triangular
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
 from tgrad.ops.extras import xlogy
+from tgrad.ops.matmul import matmul
 from tgrad.ops.shape import stack
 from tgrad.ops.special import digamma, lgamma
 from tgrad.tensor import Tensor
@@ -444,6 +467,137 @@ def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
     return -p.entropy() - (p.probs * ew.log(q.rate) - q.rate)
 
 
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p: ContinuousBernoulli,
+                                                  q: ContinuousBernoulli) -> Tensor:
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + ew.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - ew.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+def _minus_cross_log_cb(mean_x: Tensor, q: ContinuousBernoulli) -> Tensor:
+    """-E_p[log q] for q continuous Bernoulli: log q(x) = x l + log1p(-lam) + log C."""
+    return -mean_x * q.logits - ew.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p: Beta, q: ContinuousBernoulli) -> Tensor:
+    return -p.entropy() + _minus_cross_log_cb(p.mean, q)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p: Uniform, q: ContinuousBernoulli) -> Tensor:
+    result = -p.entropy() + _minus_cross_log_cb(p.mean, q)
+    return ew.where((p.high > 1) | (p.low < 0), math.inf, result)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p: ContinuousBernoulli, q: Exponential) -> Tensor:
+    return -p.entropy() - ew.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p: ContinuousBernoulli, q: Normal) -> Tensor:
+    # -E_p[log q] = log(sqrt(2 pi) s) + (Var_p + (E_p - m)^2) / (2 s^2)
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + ew.log(q.scale)
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return -p.entropy() + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p: ContinuousBernoulli, q: Uniform) -> Tensor:
+    result = -p.entropy() + ew.log(q.high - q.low)
+    return ew.where((q.low > 0) | (q.high < 1), math.inf, result)
+
+
+def _batch_trace_XXT(X: Tensor) -> Tensor:  # noqa: N802, N803  (PyTorch's name)
+    """tr(X X^T) = the sum of X's squared entries over its last two dims."""
+    return X.pow(2).sum((-2, -1))
+
+
+def _lowrank_q_terms(q: LowRankMultivariateNormal) -> Tensor:
+    """A = L_C^{-1} W^T D^{-1} of q, so that Sigma_q^{-1} = diag(1 / D) - A^T A."""
+    qwt_qdinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
+    return solve_triangular(q._capacitance_tril, qwt_qdinv, upper=False)
+
+
+def _check_event_shapes(p: Distribution, q: Distribution) -> None:
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two (Low Rank) Multivariate Normals with "
+                         f"different event shapes ({p.event_shape} and {q.event_shape}) "
+                         f"cannot be computed")
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p: LowRankMultivariateNormal,
+                        q: LowRankMultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q)
+    term1 = q._log_det() - p._log_det()
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor,
+                                       q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril)
+    # tr(Sigma_q^{-1} Sigma_p) = tr((diag(1 / q_d) - A^T A)(diag(p_d) + p_w p_w^T))
+    a_mat = _lowrank_q_terms(q)
+    p_w, p_d, q_d = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, \
+        q._unbroadcasted_cov_diag
+    term21 = (p_d / q_d).sum(-1)
+    term22 = _batch_trace_XXT(p_w * ew.rsqrt(q_d).unsqueeze(-1))
+    term23 = _batch_trace_XXT(a_mat * p_d.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_XXT(matmul(a_mat, p_w))
+    return 0.5 * (term1 + term21 + term22 - term23 - term24 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrank(p: MultivariateNormal, q: LowRankMultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q)
+    lp = p._unbroadcasted_scale_tril
+    term1 = q._log_det() - 2 * ew.log(lp.diagonal(0, -2, -1)).sum(-1)
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor,
+                                       q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril)
+    # tr((diag(1 / q_d) - A^T A) Lp Lp^T)
+    a_mat = _lowrank_q_terms(q)
+    term21 = _batch_trace_XXT(lp * ew.rsqrt(q._unbroadcasted_cov_diag).unsqueeze(-1))
+    term22 = _batch_trace_XXT(matmul(a_mat, lp))
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrank_mvn(p: LowRankMultivariateNormal, q: MultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q)
+    lq = q._unbroadcasted_scale_tril
+    term1 = 2 * ew.log(lq.diagonal(0, -2, -1)).sum(-1) - p._log_det()
+    term3 = _batch_mahalanobis(lq, q.loc - p.loc)
+    # tr(Lq^{-T} Lq^{-1} (p_w p_w^T + diag p_d)) = |Lq^{-1} p_w|_F^2 + |Lq^{-1} sqrt(p_d)|_F^2
+    p_w = p._unbroadcasted_cov_factor
+    batch = tuple(np.broadcast_shapes(tuple(lq.shape[:-2]), tuple(p_w.shape[:-2])))
+    n, m = p.event_shape[0], p_w.shape[-1]
+    lq_b = lq.expand(*batch, n, n)
+    term21 = _batch_trace_XXT(solve_triangular(lq_b, p_w.expand(*batch, n, m), upper=False))
+    p_diag = p._unbroadcasted_cov_diag.sqrt().diag_embed().expand(*batch, n, n)
+    term22 = _batch_trace_XXT(solve_triangular(lq_b, p_diag, upper=False))
+    return 0.5 * (term1 + term21 + term22 + term3 - n)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> Tensor:
+    """The Bregman divergence of the log normaliser F at the natural parameters (summed
+    over q's event dims)."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    p_nparams, lg_normal, gradients = p._bregman_terms()
+    result = q._log_normalizer(*q._natural_params) - lg_normal
+    n_batch = len(np.broadcast_shapes(p.batch_shape, q.batch_shape))
+    for pnp, qnp, g in zip(p_nparams, q._natural_params, gradients):
+        term = (qnp - pnp) * g
+        if term.dim() > n_batch:  # a parameter with event dims (Dirichlet's, Wishart's
+            term = term.sum(tuple(range(n_batch - term.dim(), 0)))  # matrix): summed
+        result = result - term
+    return result
+
+
 def _infinite(p: Distribution, q: Distribution) -> Tensor:
     """KL = inf: p puts mass where q's density is 0 (batch shape of p and q broadcast)."""
     from tgrad.ops.creation import full
@@ -453,10 +607,12 @@ def _infinite(p: Distribution, q: Distribution) -> Tensor:
 
 
 for _p in (Normal, Laplace, Gumbel, Cauchy):  # supported on the reals
-    for _q in (Exponential, Gamma, Pareto, Beta, Uniform):
+    for _q in (Exponential, Gamma, Pareto, Beta, Uniform, ContinuousBernoulli):
         register_kl(_p, _q)(_infinite)
 for _p in (Exponential, Gamma, HalfNormal, LogNormal):  # on the half-line
-    for _q in (Beta, Pareto, Uniform):
+    for _q in (Beta, Pareto, Uniform, ContinuousBernoulli):
         register_kl(_p, _q)(_infinite)
+register_kl(Pareto, ContinuousBernoulli)(_infinite)
+register_kl(ContinuousBernoulli, Pareto)(_infinite)
 for _q in (Bernoulli, Binomial):  # Poisson's support is unbounded, theirs is not
     register_kl(Poisson, _q)(_infinite)

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 from tgrad.distributions.distribution import _LocScale
+from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import randn
 from tgrad.ops.erfs import erfinv
@@ -14,7 +15,7 @@ from tgrad.tensor import Tensor
 __all__ = ["Normal"]
 
 
-class Normal(_LocScale):
+class Normal(_LocScale, ExponentialFamily):
     """The normal distribution with mean ``loc`` and standard deviation ``scale`` > 0
     (tensors or floats, broadcast together; their shape is ``batch_shape``).
 
@@ -58,3 +59,13 @@ class Normal(_LocScale):
 
     def entropy(self) -> Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + ew.log(self.scale)
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        """F(theta1, theta2) = -theta1^2 / (4 theta2) + log(-pi / theta2) / 2."""
+        return -0.25 * x.pow(2) / y + 0.5 * ew.log(-math.pi / y)

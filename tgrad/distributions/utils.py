@@ -17,7 +17,8 @@ from tgrad.ops.pointwise_extras import broadcast_tensors
 from tgrad.tensor import Tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
-           "probs_to_logits", "set_probs_or_logits"]
+           "probs_to_logits", "set_probs_or_logits", "tril_matrix_to_vec",
+           "vec_to_tril_matrix"]
 
 
 
@@ -41,6 +42,38 @@ def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
     ts = [v if isinstance(v, Tensor) else tensor(v, dtype=dtype, device=device)
           for v in values]
     return broadcast_tensors(*ts)
+
+
+def _tril_flat_indices(n: int, diag: int) -> list[int]:
+    """Row-major flat indices (i n + j) of the entries j < i + diag + 1 of an n x n matrix
+    (PyTorch's tril mask order)."""
+    return [i * n + j for i in range(n) for j in range(n) if j < i + diag + 1]
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The entries of (..., n, n) ``mat`` on and below diagonal ``diag``, row by row, as
+    (..., m) (a gather: differentiable)."""
+    n = mat.shape[-1]
+    idx = tensor(_tril_flat_indices(n, diag), device=mat.device)
+    return mat.reshape(tuple(mat.shape[:-2]) + (n * n,)).index_select(-1, idx)
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """The inverse of ``tril_matrix_to_vec``: (..., m) -> (..., n, n), zeros above diagonal
+    ``diag``; raises ValueError when m is not such a count for any n."""
+    m = vec.shape[-1]
+    b = 1 + 2 * diag
+    n = (-b + (b * b + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if abs(round(n) - n) > 1e-9 or len(_tril_flat_indices(round(n), diag)) != m:
+        raise ValueError(f"The size of last dimension is {m} which cannot be expressed as "
+                         f"the lower triangular part of a square D x D matrix.")
+    n = round(n)
+    where = [m] * (n * n)  # slot m is a zero appended to vec
+    for k, flat in enumerate(_tril_flat_indices(n, diag)):
+        where[flat] = k
+    padded = F.pad(vec, [0, 1], value=0.0)
+    out = padded.index_select(-1, tensor(where, device=vec.device))
+    return out.reshape(tuple(vec.shape[:-1]) + (n, n))
 
 
 def set_probs_or_logits(dist, probs, logits) -> Tensor:
