@@ -370,6 +370,19 @@ def _promotion_samples(rng):
         Sample((np.asarray(rng.integers(1, 5, (3, 4))), _n(rng)), desc="int64 + 0-d float")]
 
 
+def _small_int_samples(rng):
+    """_promotion_samples plus the small integer dtypes (PyTorch's promotion, which NumPy
+    shares for them: uint8 with int8 -> int16; arithmetic wraps modulo 2^bits)."""
+    u8 = np.asarray(rng.integers(0, 256, 17), np.uint8)
+    return _promotion_samples(rng) + [
+        Sample((u8, np.asarray(rng.integers(0, 256, 17), np.uint8)), desc="uint8 + uint8"),
+        Sample((u8, np.asarray(rng.integers(-128, 128, 17), np.int8)), desc="uint8 + int8"),
+        Sample((np.asarray(rng.integers(-128, 128, (3, 4)), np.int8),
+                np.asarray(rng.integers(-2**15, 2**15, (3, 4)), np.int16)), desc="int8 + int16"),
+        Sample((np.asarray(rng.integers(-2**15, 2**15, 17), np.int16), _n(rng, 17)),
+               desc="int16 + float")]
+
+
 def _atan2_samples(rng):
     """_promotion_samples (integers and bools promote to the default float, as PyTorch) plus
     every pair of signed zeros, infinities, +-1 and NaN (forward only: the reference has a
@@ -558,6 +571,8 @@ def _cumsum_samples(rng):
     s += [Sample((_n(rng, 3, 4), d), desc=f"2d dim={d}") for d in (0, 1, -1)]
     s += [Sample((_n(rng, 2, 5, 3), 1), desc="3d middle dim"),
           Sample((np.asarray(rng.integers(-5, 5, (3, 17))), 1), desc="int64"),
+          Sample((np.asarray(rng.integers(-128, 128, (3, 17)), np.int8), 1), desc="int8"),
+          Sample((np.asarray(rng.integers(0, 256, 17), np.uint8), 0), desc="uint8"),
           Sample((_bool_of(rng, 17), 0), desc="bool"),
           Sample((_n(rng, 4, 3), 0), layouts=("T",), desc="T dim0"),
           Sample((_n(rng, 3, 5), 1), layouts=("s",), desc="s dim1"),
@@ -667,6 +682,9 @@ def _sort_samples(rng):
           Sample((_n(rng, 40, 33), 0), layouts=("T",), desc="T-large"),
           Sample((np.asarray(rng.integers(-5, 5, (3, 17))), 1, True), desc="int64 desc"),
           Sample((np.asarray(rng.integers(-5, 5, 150)),), desc="int64 n=150"),
+          Sample((np.asarray(rng.integers(0, 256, (3, 40)), np.uint8), 1, True),
+                 desc="uint8 desc"),
+          Sample((np.asarray(rng.integers(-2**15, 2**15, 150), np.int16),), desc="int16"),
           Sample((_bool_of(rng, 70),), desc="bool"),
           Sample((_bool_of(rng, 4, 9), 1, True), desc="bool desc")]
     return s
@@ -1067,14 +1085,14 @@ OP_DB: list = [
            domain=(0.0, None)),
     OpSpec("add_scalar", lambda x, c: x + c, lambda x, c: x + c, scalar_samples(0.5)),
     OpSpec("mul_scalar", lambda x, c: x * c, lambda x, c: x * c, scalar_samples(-3.0)),
-    _b("add", np.add, _promotion_samples),
-    _b("sub", np.subtract, lambda rng: [x for x in _promotion_samples(rng)
+    _b("add", np.add, _small_int_samples),
+    _b("sub", np.subtract, lambda rng: [x for x in _small_int_samples(rng)
                                         if "bool" not in x.desc]),
-    _b("mul", np.multiply, _promotion_samples),
+    _b("mul", np.multiply, _small_int_samples),
     _b("div", np.divide, domain=(0.0, None)),
     _b("pow", np.power, _pow_samples, domain=(0.0, None)),
     _b("atan2", np.arctan2, _atan2_samples),
-    _b("maximum", np.maximum, _promotion_samples),
+    _b("maximum", np.maximum, _small_int_samples),
     _b("minimum", np.minimum),
     _b("remainder", np.remainder, _mod_samples),
     _b("fmod", np.fmod, _mod_samples),

@@ -301,8 +301,8 @@ def test_default_collate_errors():
         default_collate([[1, 2], [3]])
     with pytest.raises(IndexError):
         default_collate([])  # an empty batch has no first element (as PyTorch)
-    with pytest.raises(TypeError, match="does not support NumPy dtype uint8"):
-        default_collate([np.zeros(2, np.uint8)])
+    with pytest.raises(TypeError, match="does not support NumPy dtype uint16"):
+        default_collate([np.zeros(2, np.uint16)])
 
 
 def test_default_convert():

@@ -168,7 +168,7 @@ def test_getitem_errors_name_the_op():
         x[3]
     with pytest.raises(ValueError, match="step must be greater than zero"):
         x[::-1]
-    with pytest.raises(IndexError, match="tensors used as indices must be long, int or bool"):
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
         x[tgrad.tensor([0.5])]
     with pytest.raises(IndexError, match="only integers, slices"):
         x["a"]

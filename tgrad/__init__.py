@@ -30,11 +30,14 @@ from tgrad.dtypes import (
     float64,
     get_default_dtype,
     iinfo,
+    int8,
+    int16,
     int32,
     int64,
     promote_types,
     result_type,
     set_default_dtype,
+    uint8,
 )
 from tgrad.dtypes import bool_ as bool  # noqa: A001,A004
 from tgrad.generator import Generator, default_generator, initial_seed, seed
@@ -47,6 +50,7 @@ float = float32  # noqa: A001
 double = float64
 long = int64
 int = int32  # noqa: A001
+short = int16
 dtype = DType
 
 # nn, optim and save/load build on the core above.
@@ -60,8 +64,9 @@ __all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "
            "Function", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
            "set_detect_anomaly", "device", "get_default_device",
-           "set_default_device", "dtype", "bool", "int32", "int64", "float16", "bfloat16",
-           "float32", "float64", "half", "float", "double", "long", "int",
+           "set_default_device", "dtype", "bool", "uint8", "int8", "int16", "int32", "int64",
+           "float16", "bfloat16", "float32", "float64", "half", "float", "double", "long", "int",
+           "short",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "finfo",
            "iinfo",
            "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor", "softmax",

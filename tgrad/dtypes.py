@@ -2,9 +2,9 @@
 
 A DType wraps the NumPy dtype that stores it (bfloat16 comes from ml_dtypes). Promotion
 follows PyTorch: categories bool < integer < floating; within a category the wider type
-wins (float16 with bfloat16 gives float32); across priorities (dimensioned tensors, then
-0-d tensors, then Python scalars) a lower-priority operand only changes the result when it
-is of a higher category.
+wins (float16 with bfloat16 gives float32, uint8 with int8 gives int16); across
+priorities (dimensioned tensors, then 0-d tensors, then Python scalars) a lower-priority
+operand only changes the result when it is of a higher category.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class DType:
 
     @property
     def is_signed(self) -> bool:
-        return self.category != 0
+        return self.category != 0 and self.np.kind != "u"  # bool and uint8 are unsigned
 
     def __repr__(self) -> str:
         return f"tgrad.{self.name}"
@@ -40,6 +40,9 @@ class DType:
 
 
 bool_ = DType("bool", np.bool_, 0, 0)
+uint8 = DType("uint8", np.uint8, 1, 0)
+int8 = DType("int8", np.int8, 1, 0)
+int16 = DType("int16", np.int16, 1, 1)
 int32 = DType("int32", np.int32, 1, 2)
 int64 = DType("int64", np.int64, 1, 3)
 float16 = DType("float16", np.float16, 2, 1)
@@ -47,13 +50,13 @@ bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, 2, 1)
 float32 = DType("float32", np.float32, 2, 2)
 float64 = DType("float64", np.float64, 2, 3)
 
-ALL_DTYPES = (bool_, int32, int64, float16, bfloat16, float32, float64)
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 FLOATING_DTYPES = (float16, bfloat16, float32, float64)
 _BY_NP = {d.np: d for d in ALL_DTYPES}
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 # Aliases PyTorch users type.
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64,
-                 "int": int32})
+                 "int": int32, "short": int16})
 
 # The largest float16: every float dtype holds the numbers up to it in magnitude (the fast
 # path of the number-conversion checks)
@@ -61,8 +64,9 @@ FLOAT16_MAX = 65504.0
 
 # PyTorch's ScalarType names, which its error texts use ("result type Float can't be cast
 # to the desired output type Long")
-SCALAR_TYPE_NAMES = {bool_: "Bool", int32: "Int", int64: "Long", float16: "Half",
-                     bfloat16: "BFloat16", float32: "Float", float64: "Double"}
+SCALAR_TYPE_NAMES = {bool_: "Bool", uint8: "Byte", int8: "Char", int16: "Short", int32: "Int",
+                     int64: "Long", float16: "Half", bfloat16: "BFloat16", float32: "Float",
+                     float64: "Double"}
 
 _default_float = float32
 
@@ -118,11 +122,13 @@ def as_dtype(dtype) -> DType:
 def check_value_fits(op: str, value, dt: DType) -> None:
     """PyTorch's overflow check of a Python number going into a tensor of dtype ``dt``
     (c10::checked_convert): the number itself, unrounded, must lie in the dtype's finite
-    range [lowest, max] (65519.0 does not fit float16 although it rounds to 65504); a float
-    dtype also takes inf and NaN, an integer dtype neither; a bool fits everything. A Python
-    int outside the 64-bit range PyTorch reads numbers from raises OverflowError first.
-    Item assignment (``__setitem__``) of a float16/bfloat16 tensor is not checked in
-    PyTorch (it copies a 0-d tensor filled through float32): an overflowing value is inf."""
+    range [lowest, max] (65519.0 does not fit float16 although it rounds to 65504; 255.5
+    does not fit uint8); a float dtype also takes inf and NaN, an integer dtype neither (but
+    uint8 also takes the ints -255..-1, which wrap as two's complement: PyTorch's rule, see
+    ``number_as``); a bool fits everything. A Python int outside the 64-bit range PyTorch
+    reads numbers from raises OverflowError first. Item assignment (``__setitem__``) of a
+    float16/bfloat16 tensor is not checked in PyTorch (it copies a 0-d tensor filled through
+    float32): an overflowing value is inf."""
     if dt is bool_ or isinstance(value, (bool, np.bool_)):
         return
     if isinstance(value, (int, np.integer)) and not -2 ** 63 <= int(value) < 2 ** 64:
@@ -143,13 +149,26 @@ def check_value_fits(op: str, value, dt: DType) -> None:
         return
     info = np.iinfo(dt.np)
     if isinstance(value, (float, np.floating)):
-        value = float(value)  # (NumPy's float16 has no __trunc__)
-        ok = math.isfinite(value) and info.min <= value <= info.max  # unrounded, as PyTorch
+        value = float(value)  # unrounded, as PyTorch: NaN and inf never fit
+        ok = info.min <= value <= info.max
+    elif info.min == 0:  # PyTorch lets a negative int wrap into an unsigned type (-1 is 255)
+        ok = -info.max <= int(value) <= info.max
     else:
         ok = info.min <= int(value) <= info.max
     if not ok:
         raise RuntimeError(f"{op}: value {value} cannot be converted to type {dt.name} without "
                            f"overflow")
+
+
+def number_as(value, dt: DType):
+    """The Python number ``value`` as a NumPy scalar of ``dt``, converted as PyTorch's CPU
+    casts do: an int wraps modulo 2^bits (uint8: -1 is 255), a float into an integer dtype
+    truncates toward zero, then wraps (through int64). Check the range first
+    (``check_value_fits``) where PyTorch does."""
+    x = np.asarray(value)
+    if x.dtype.kind == "f" and dt.np.kind in "iu":
+        x = x.astype(np.int64)
+    return x.astype(dt.np)[()]
 
 
 def promote_types(a: DType, b: DType) -> DType:
@@ -160,7 +179,9 @@ def promote_types(a: DType, b: DType) -> DType:
         return a if a.category > b.category else b
     if a.rank != b.rank:
         return a if a.rank > b.rank else b
-    return float32  # float16 with bfloat16
+    # two types of one width: float16 with bfloat16 gives float32, uint8 with int8 int16
+    # (the narrowest type holding both ranges)
+    return float32 if a.is_floating_point else int16
 
 
 def scalar_dtype(value) -> DType:

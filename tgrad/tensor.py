@@ -404,6 +404,15 @@ class Tensor:
     def int(self) -> Tensor:
         return self.to(dtypes.int32)
 
+    def short(self) -> Tensor:
+        return self.to(dtypes.int16)
+
+    def char(self) -> Tensor:
+        return self.to(dtypes.int8)
+
+    def byte(self) -> Tensor:
+        return self.to(dtypes.uint8)
+
     def bool(self) -> Tensor:
         return self.to(dtypes.bool_)
 
@@ -435,7 +444,8 @@ class Tensor:
 
 
 # Tensor.type() names (PyTorch's legacy tensor type names)
-_TYPE_NAMES = {dtypes.bool_: "BoolTensor", dtypes.int32: "IntTensor",
+_TYPE_NAMES = {dtypes.bool_: "BoolTensor", dtypes.uint8: "ByteTensor",
+               dtypes.int8: "CharTensor", dtypes.int16: "ShortTensor", dtypes.int32: "IntTensor",
                dtypes.int64: "LongTensor", dtypes.float16: "HalfTensor",
                dtypes.bfloat16: "BFloat16Tensor", dtypes.float32: "FloatTensor",
                dtypes.float64: "DoubleTensor"}

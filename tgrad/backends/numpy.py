@@ -91,8 +91,16 @@ def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
     return np.empty(shape, dtype)
 
 
+def _fill_value(value, dtype: np.dtype):
+    """A negative Python int into an unsigned dtype wraps, as PyTorch's (-1 is 255 in uint8;
+    the callers check the range), where NumPy 2 raises."""
+    if np.dtype(dtype).kind == "u" and isinstance(value, (int, np.integer)) and value < 0:
+        return np.asarray(value, np.int64).astype(dtype)[()]
+    return value
+
+
 def full(shape: tuple, value, dtype: np.dtype) -> np.ndarray:
-    return np.full(shape, value, dtype)
+    return np.full(shape, _fill_value(value, dtype), dtype)
 
 
 def from_host(arr: np.ndarray) -> np.ndarray:
@@ -117,6 +125,8 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return x
     token = _quiet_enter()  # overflow to inf (bfloat16 to float16 too), NaN to an integer:
     try:  # no warning, as PyTorch
+        if x.dtype.kind in "fV" and np.dtype(dtype).kind in "iu" and np.dtype(dtype).itemsize < 4:
+            x = x.astype(np.int64)  # PyTorch's CPU cast: truncate, then wrap (300.0 -> 44)
         return x.astype(dtype)
     finally:
         _quiet_exit(token)
@@ -128,7 +138,7 @@ def copy_(dst: np.ndarray, src) -> None:
 
 
 def fill_(dst: np.ndarray, value) -> None:
-    dst.fill(value)
+    dst.fill(_fill_value(value, dst.dtype))
 
 
 def cat(xs: list, axis: int) -> np.ndarray:

@@ -65,6 +65,8 @@ def _as_device(x, dtype: np.dtype) -> DeviceArray:
 def copy_(dst: DeviceArray, src) -> None:
     """Write ``src`` (broadcast to dst's shape, cast to dst's dtype) into the view dst."""
     src = _as_device(src, dst.dtype)
+    if src.dtype.kind in "fV" and dst.dtype.kind in "iu" and dst.dtype.itemsize < 4:
+        src = cast(src, np.int64)  # PyTorch's CPU cast: truncate, then wrap (300.0 -> 44)
     launch_ew(ew.f_identity, dst, [expand(src, dst.shape)], upcast=False)
 
 

@@ -529,7 +529,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     embedding_renorm_; the padding row too), then looked up. ``sparse=True`` raises:
     tgrad has no sparse tensors."""
     _check_tensor("embedding", input)
-    if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
+    if input.dtype not in (dtypes.int64, dtypes.int32):  # PyTorch: uint8 and int16 raise too
         raise RuntimeError(f"embedding: expected an integer index tensor (Long or Int), got "
                            f"{input.dtype.name}")
     if sparse:

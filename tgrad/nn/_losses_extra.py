@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.nn._composite import logsigmoid
@@ -163,9 +164,7 @@ def _margin_input_check(op: str, input: Tensor) -> None:  # noqa: A002
 
 def _long_target(target: Tensor) -> None:
     if target.dtype.name != "int64":
-        found = {"float32": "Float", "float64": "Double", "int32": "Int", "int16": "Short",
-                 "int8": "Char", "uint8": "Byte", "bool": "Bool", "float16": "Half",
-                 "bfloat16": "BFloat16"}.get(target.dtype.name, target.dtype.name)
+        found = dtypes.SCALAR_TYPE_NAMES[target.dtype]
         raise RuntimeError(f"expected scalar type Long but found {found}")
 
 

@@ -330,13 +330,16 @@ def _check_class_target(op: str, input: Tensor, target: Tensor) -> int:  # noqa:
     return 1
 
 
-def _check_index_target(op: str, target: Tensor) -> None:
-    """Class indices must be int64 (PyTorch's Long; its Byte has no tgrad dtype): a float
-    target would be truncated, an int32 one PyTorch refuses too."""
+def _check_index_target(op: str, target: Tensor) -> Tensor:
+    """Class indices must be int64 or uint8 (PyTorch's Long or Byte; returned as int64): a
+    float target would be truncated, an int32 one PyTorch refuses too."""
+    if target.dtype is dtypes.uint8:
+        return target.to(dtypes.int64)
     if target.dtype is not dtypes.int64:
         raise RuntimeError(f"{op}: expected target dtype to be Long or Byte, but got "
                            f"{dtypes.SCALAR_TYPE_NAMES.get(target.dtype, target.dtype.name)} "
                            f"(class indices must be int64; convert with target.long())")
+    return target
 
 
 def _check_targets_in_range(target: Tensor, n_classes: int, ignore_index: int) -> None:
@@ -393,7 +396,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
         raise RuntimeError(f"cross_entropy: input is on {input.device} but target is on "
                            f"{target.device}; move them to the same device")
     axis = _check_class_target("cross_entropy", input, target)
-    _check_index_target("cross_entropy", target)
+    target = _check_index_target("cross_entropy", target)
     _check_targets_in_range(target, input.shape[axis], ignore_index)
     rw = None
     if weight is not None:
@@ -459,7 +462,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     axis = _check_class_target("nll_loss", input, target)
-    _check_index_target("nll_loss", target)
+    target = _check_index_target("nll_loss", target)
     _check_targets_in_range(target, input.shape[axis], ignore_index)
     keep = target != ignore_index
     safe = where(keep, target, 0)

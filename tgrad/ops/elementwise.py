@@ -146,7 +146,7 @@ def _make_unary(name: str, saves: str, float_only: bool, rule):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
         data = x._data
         if float_only and not x.dtype.is_floating_point:
-            data = data.astype(dtypes.get_default_dtype().np)
+            data = backend_of(x).cast(data, dtypes.get_default_dtype().np)  # (any device)
         elif x.dtype is dtypes.bool_ and name != "sign":
             if name == "abs":  # PyTorch's error (sign takes bools; abs does not)
                 raise NotImplementedError("abs: \"abs_cpu\" not implemented for 'Bool'; "
@@ -444,7 +444,9 @@ def _operand(x, dt, backend, name: str = ""):
         return backend.cast(x._data, dt.np)
     try:
         return _number_as(dt.np.type, x)
-    except OverflowError:  # a Python int outside an integer dtype's range
+    except OverflowError:  # a Python int outside an integer dtype's range...
+        if not dt.is_signed and dt is not dtypes.bool_ and -np.iinfo(dt.np).max <= x < 0:
+            return dtypes.number_as(x, dt)  # ...but PyTorch wraps -255..-1 into uint8
         raise RuntimeError(f"{name}: value {x} cannot be converted to type {dt.name} without "
                            f"overflow; use a tensor of a wider dtype (e.g. .long())") from None
 

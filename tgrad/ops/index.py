@@ -63,9 +63,13 @@ def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, boo
     basic = True
     for k in key:
         if isinstance(k, Tensor):
-            if k.dtype.is_floating_point:
-                raise IndexError(f"tensors used as indices must be long, int or bool tensors "
-                                 f"(got {k.dtype})")
+            if k.dtype.is_floating_point or k.dtype in (dtypes.int8, dtypes.int16):
+                raise IndexError(f"tensors used as indices must be long, int, byte or bool "
+                                 f"tensors (got {k.dtype})")
+            if k.dtype is dtypes.uint8:  # PyTorch reads a uint8 index as a boolean mask
+                warnings.warn("indexing with dtype tgrad.uint8 is now deprecated, please use "
+                              "a dtype tgrad.bool instead.", UserWarning, stacklevel=4)
+                k = k.to(dtypes.bool_)
             if (k.ndim and k.device is device and device.type != "cpu"
                     and k.dtype is not dtypes.bool_):
                 out.append(backend_of(k).clone(k._data))
@@ -82,7 +86,8 @@ def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, boo
             if arr.size == 0 and arr.dtype.kind == "f":
                 arr = arr.astype(np.int64)  # [] indexes nothing (PyTorch: an empty long index)
             if arr.dtype.kind == "f":
-                raise IndexError("tensors used as indices must be long, int or bool tensors")
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 "tensors")
             out.append(arr)
             basic = False
         elif isinstance(k, slice):

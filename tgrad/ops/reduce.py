@@ -127,7 +127,9 @@ class Mean(Function):
     def forward(ctx, x, axes, keepdim):
         if not x.dtype.is_floating_point:
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
-                               f"either a floating point or complex dtype. Got: {x.dtype}")
+                               f"either a floating point or complex dtype. Got: "
+                               f"{dtypes.SCALAR_TYPE_NAMES[x.dtype]} ({x.dtype}); convert with "
+                               f".float() or pass dtype=")
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         return wrap(backend_of(x).mean(x._data, axes, keepdim), x.device)
 
@@ -758,20 +760,24 @@ Any = _make_logical_reduce("any")
 
 @tensor_method("all")
 def all(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A001,A002
-    """True where every element over ``dim`` is non-zero (a bool tensor, not differentiable)."""
+    """True where every element over ``dim`` is non-zero (a bool tensor, not differentiable;
+    uint8 for a uint8 input, as PyTorch)."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("all", dim, axis)
     require_tensor("all", input)
-    return All.apply(input, normalize_dims("all", dim, input.ndim), keepdim)
+    out = All.apply(input, normalize_dims("all", dim, input.ndim), keepdim)
+    return out.to(dtypes.uint8) if input.dtype is dtypes.uint8 else out  # PyTorch: uint8
 
 
 @tensor_method("any")
 def any(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A001,A002
-    """True where some element over ``dim`` is non-zero (a bool tensor, not differentiable)."""
+    """True where some element over ``dim`` is non-zero (a bool tensor, not differentiable;
+    uint8 for a uint8 input, as PyTorch)."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("any", dim, axis)
     require_tensor("any", input)
-    return Any.apply(input, normalize_dims("any", dim, input.ndim), keepdim)
+    out = Any.apply(input, normalize_dims("any", dim, input.ndim), keepdim)
+    return out.to(dtypes.uint8) if input.dtype is dtypes.uint8 else out  # PyTorch: uint8
 
 
 class SumTo(Function):

@@ -132,6 +132,8 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         src = ones(input.shape, dtype=dtypes.int64, device=input.device)
     else:
         src = weights.to(dtypes.float32 if weights.dtype is dtypes.float32 else dtypes.float64)
+    if input.dtype not in (dtypes.int32, dtypes.int64):  # index_add's index: int64 (uint8...)
+        input = input.to(dtypes.int64)  # noqa: A001
     return index_add(zeros(size, dtype=src.dtype, device=input.device), 0, input, src)
 
 

@@ -41,7 +41,7 @@ default_collate_err_msg_format = (
 
 def _as_tensor(data) -> Tensor:
     """A NumPy array or scalar as a tgrad tensor of its dtype (an unsupported NumPy dtype,
-    e.g. uint8, raises tgrad's TypeError naming it)."""
+    e.g. uint16, raises tgrad's TypeError naming it)."""
     return tgrad.as_tensor(np.asarray(data))
 
 

@@ -1,0 +1,420 @@
+"""The small integer dtypes uint8, int8 and int16 (PyTorch's Byte, Char, Short): promotion,
+creation and casts, wrapping arithmetic, reductions, indexing, errors, printing, save/load
+and the cuda device in Triton's interpreter. References: NumPy with the same dtypes (its
+integer arithmetic wraps as PyTorch's does), hand computations and PyTorch's documented
+promotion table."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad import dtypes
+
+SMALL = ("uint8", "int8", "int16")
+NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+         "float64")
+
+# PyTorch's promote_types among the bool and integer dtypes (torch.promote_types), written
+# out by hand: row op column; a float on either side gives that float.
+_PROMOTE = {
+    "bool":  ["bool", "uint8", "int8", "int16", "int32", "int64"],
+    "uint8": ["uint8", "uint8", "int16", "int16", "int32", "int64"],
+    "int8":  ["int8", "int16", "int8", "int16", "int32", "int64"],
+    "int16": ["int16", "int16", "int16", "int16", "int32", "int64"],
+    "int32": ["int32", "int32", "int32", "int32", "int32", "int64"],
+    "int64": ["int64", "int64", "int64", "int64", "int64", "int64"],
+}
+
+
+def _dt(name: str):
+    return getattr(tgrad, name)
+
+
+def _ints(rng, name: str, shape, lo=None, hi=None) -> np.ndarray:
+    info = np.iinfo(np.dtype(name))
+    lo = info.min if lo is None else lo
+    hi = info.max if hi is None else hi
+    return rng.integers(lo, hi + 1, shape).astype(name)
+
+
+# ---------------------------------------------------------------- dtype objects
+def test_dtype_objects_names_and_aliases():
+    assert [d.name for d in dtypes.ALL_DTYPES] == list(NAMES)
+    assert tgrad.short is tgrad.int16
+    for name, np_dt, scalar, tname, bits in (("uint8", np.uint8, "Byte", "ByteTensor", 8),
+                                             ("int8", np.int8, "Char", "CharTensor", 8),
+                                             ("int16", np.int16, "Short", "ShortTensor", 16)):
+        d = _dt(name)
+        assert repr(d) == f"tgrad.{name}" and d.itemsize == bits // 8
+        assert dtypes.as_dtype(name) is d and dtypes.as_dtype(np_dt) is d
+        assert dtypes.SCALAR_TYPE_NAMES[d] == scalar
+        assert not d.is_floating_point
+        assert tgrad.zeros(2, dtype=d).type() == "tgrad." + tname
+        assert tgrad.tensor([1.0]).type("tgrad." + tname).dtype is d
+        info = tgrad.iinfo(d)
+        assert (info.bits, info.min, info.max, info.dtype) == (
+            bits, int(np.iinfo(np_dt).min), int(np.iinfo(np_dt).max), name)
+    assert dtypes.as_dtype("short") is tgrad.int16
+    assert str(tgrad.iinfo(tgrad.uint8)) == "iinfo(min=0, max=255, dtype=uint8)"
+    # is_signed: uint8 (and bool) are unsigned
+    assert not tgrad.uint8.is_signed and tgrad.int8.is_signed and tgrad.int16.is_signed
+    assert not tgrad.zeros(1, dtype=tgrad.uint8).is_signed()
+    assert tgrad.zeros(1, dtype=tgrad.int8).is_signed()
+    with pytest.raises(TypeError, match="finfo\\(\\) requires a floating point input type"):
+        tgrad.finfo(tgrad.int16)
+
+
+def test_promote_types_table():
+    ints = list(_PROMOTE)
+    for a in ints:
+        for b, want in zip(ints, _PROMOTE[a]):
+            got = tgrad.promote_types(_dt(a), _dt(b))
+            assert got is _dt(want), (a, b, got)
+        for f in ("float16", "bfloat16", "float32", "float64"):
+            assert tgrad.promote_types(_dt(a), _dt(f)) is _dt(f)
+            assert tgrad.promote_types(_dt(f), _dt(a)) is _dt(f)
+
+
+def test_result_type_with_scalars_and_zero_dim_tensors():
+    for name in SMALL:
+        t = tgrad.zeros(2, dtype=_dt(name))
+        assert tgrad.result_type(t, 5) is t.dtype  # a Python int keeps the tensor's dtype
+        assert tgrad.result_type(t, True) is t.dtype
+        assert tgrad.result_type(t, 2.5) is tgrad.float32
+        assert tgrad.result_type(t, tgrad.tensor(1)) is t.dtype  # 0-d int64: same category
+        assert tgrad.result_type(t, tgrad.tensor(1.0, dtype=tgrad.float64)) is tgrad.float64
+    u = tgrad.tensor([1, 2], dtype=tgrad.uint8)
+    assert (u + tgrad.tensor(1, dtype=tgrad.int8)).dtype is tgrad.uint8
+    assert (u + tgrad.tensor([1, 1], dtype=tgrad.int8)).dtype is tgrad.int16
+    assert (tgrad.tensor([True]) + u[:1]).dtype is tgrad.uint8
+    assert (u * 1.5).dtype is tgrad.float32 and (u * 1.5).tolist() == [1.5, 3.0]
+    assert (u / 2).dtype is tgrad.float32 and (u / 2).tolist() == [0.5, 1.0]
+
+
+# ---------------------------------------------------------------- creation and casts
+@pytest.mark.parametrize("name", SMALL)
+def test_from_numpy_tensor_and_as_tensor_keep_the_dtype(name):
+    a = np.array([[1, 2, 3]], dtype=name)
+    t = tgrad.from_numpy(a)
+    assert t.dtype is _dt(name)
+    a[0, 0] = 9  # from_numpy shares the memory, as torch.from_numpy
+    assert t.tolist() == [[9, 2, 3]]
+    assert tgrad.tensor(a).dtype is _dt(name) and tgrad.as_tensor(a).dtype is _dt(name)
+    assert tgrad.tensor(np.dtype(name).type(3)).dtype is _dt(name)
+    assert t.numpy().dtype == np.dtype(name)
+    b = tgrad.tensor([[1, 2], [3, 4]], dtype=_dt(name))
+    assert b.dtype is _dt(name) and b.tolist() == [[1, 2], [3, 4]]
+    assert isinstance(b[0, 0].item(), int)
+
+
+def test_creation_from_python_numbers_checks_the_range():
+    # In range: floats truncate; a negative int wraps into uint8 (PyTorch: -1 is 255)
+    assert tgrad.tensor([1.7, 250.9], dtype=tgrad.uint8).tolist() == [1, 250]
+    assert tgrad.tensor([-1, -255], dtype=tgrad.uint8).tolist() == [255, 1]
+    assert tgrad.tensor([1.9, -1.9, 32767.0], dtype=tgrad.int16).tolist() == [1, -1, 32767]
+    assert tgrad.full((2,), -1, dtype=tgrad.uint8).tolist() == [255, 255]
+    assert tgrad.zeros(2, dtype=tgrad.uint8).fill_(-2).tolist() == [254, 254]
+    x = tgrad.zeros(3, dtype=tgrad.uint8)
+    x[1] = -1
+    assert x.tolist() == [0, 255, 0]
+    assert tgrad.arange(5, dtype=tgrad.uint8).tolist() == [0, 1, 2, 3, 4]
+    # Out of range: PyTorch's "value cannot be converted to type uint8 without overflow"
+    for call, op in ((lambda: tgrad.tensor([300], dtype=tgrad.uint8), "tensor()"),
+                     (lambda: tgrad.tensor([-256], dtype=tgrad.uint8), "tensor()"),
+                     (lambda: tgrad.tensor([-1.5], dtype=tgrad.uint8), "tensor()"),
+                     (lambda: tgrad.full((1,), 255.5, dtype=tgrad.uint8), "full()"),
+                     (lambda: tgrad.full((1,), 128, dtype=tgrad.int8), "full()"),
+                     (lambda: tgrad.full((1,), 127.9, dtype=tgrad.int8), "full()"),
+                     (lambda: tgrad.zeros(1, dtype=tgrad.int16).fill_(40000), "fill_"),
+                     (lambda: tgrad.zeros(1, dtype=tgrad.int8).fill_(float("nan")), "fill_")):
+        with pytest.raises(RuntimeError, match=f"^{re.escape(op)}: value .* cannot be "
+                                               f"converted to type u?int(8|16) without overflow"):
+            call()
+
+
+def test_casts_truncate_and_wrap_as_pytorch_cpu():
+    f = tgrad.tensor([1.7, -1.5, 255.9, -3.0, 300.0])
+    # truncation toward zero, then two's complement wrapping (hand-computed: 300 - 256 = 44,
+    # -1 + 256 = 255, -3 + 256 = 253)
+    assert f.to(tgrad.uint8).tolist() == [1, 255, 255, 253, 44]
+    assert f.byte().tolist() == [1, 255, 255, 253, 44]
+    assert tgrad.tensor([1.7, -1.5, 127.9, -128.9, 200.0]).char().tolist() == [1, -1, 127,
+                                                                                -128, -56]
+    assert tgrad.tensor([256, -1, 511, 70000]).to(tgrad.uint8).tolist() == [0, 255, 255, 112]
+    assert tgrad.tensor([70000, -40000]).short().tolist() == [70000 - 65536, -40000 + 65536]
+    u = tgrad.tensor([0, 200, 255], dtype=tgrad.uint8)
+    assert u.char().tolist() == [0, -56, -1] and u.short().tolist() == [0, 200, 255]
+    assert u.float().tolist() == [0.0, 200.0, 255.0] and u.bool().tolist() == [False, True, True]
+    assert tgrad.tensor([True, False]).byte().tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_requires_grad_raises(name):
+    with pytest.raises(RuntimeError, match="floating point .*dtype can require gradients"):
+        tgrad.zeros(2, dtype=_dt(name)).requires_grad_()
+    with pytest.raises(RuntimeError, match="floating point .*dtype can require gradients"):
+        tgrad.zeros(2, dtype=_dt(name), requires_grad=True)
+
+
+# ---------------------------------------------------------------- arithmetic
+def test_wraparound_by_hand():
+    u = tgrad.tensor([200, 10], dtype=tgrad.uint8)
+    assert (u + 100).tolist() == [44, 110]          # 300 - 256
+    assert (u - 11).tolist() == [189, 255]          # 10 - 11 + 256
+    assert (u + (-1)).tolist() == [199, 9]          # -1 is 255: 200 + 255 - 256
+    assert (u * 2).tolist() == [144, 20]            # 400 - 256
+    assert (-u).tolist() == [56, 246]
+    assert (~u).tolist() == [55, 245]
+    assert (u ** 2).tolist() == [64, 100]           # 40000 mod 256
+    i8 = tgrad.tensor([127, -128], dtype=tgrad.int8)
+    assert (i8 + 1).tolist() == [-128, -127] and (-i8).tolist() == [-127, -128]
+    assert i8.abs().tolist() == [127, -128]         # |-128| wraps, as PyTorch's
+    s = tgrad.tensor([32767, -32768], dtype=tgrad.int16)
+    assert (s + 1).tolist() == [-32768, -32767] and (s * 2).tolist() == [-2, 0]
+    x = tgrad.tensor([200], dtype=tgrad.uint8)
+    x.add_(100)
+    assert x.tolist() == [44] and x.dtype is tgrad.uint8
+
+
+@pytest.mark.parametrize("name", SMALL)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "floor_divide", "remainder", "fmod",
+                                "maximum", "minimum", "bitwise_and", "bitwise_or",
+                                "bitwise_xor", "eq", "ne", "lt", "le", "gt", "ge"])
+def test_binary_ops_match_numpy(name, op):
+    rng = np.random.default_rng(7)
+    a = _ints(rng, name, (3, 5))
+    b = _ints(rng, name, (3, 5), lo=1, hi=100)  # non-zero divisors
+    ref = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+           "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
+           "maximum": np.maximum, "minimum": np.minimum, "bitwise_and": np.bitwise_and,
+           "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "eq": np.equal,
+           "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+           "ge": np.greater_equal}[op]
+    with np.errstate(over="ignore"):
+        want = ref(a, b)
+    got = getattr(tgrad, op)(tgrad.tensor(a), tgrad.tensor(b))
+    assert got.numpy().dtype == want.dtype
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_integer_division_semantics():
+    a = tgrad.tensor([-7, 7, -128], dtype=tgrad.int8)
+    b = tgrad.tensor([2, -2, -1], dtype=tgrad.int8)
+    assert (a // b).tolist() == [-4, -4, -128]      # floor; -128 // -1 wraps
+    assert (a % b).tolist() == [1, -1, 0]           # the divisor's sign
+    assert tgrad.fmod(a, b).tolist() == [-1, 1, 0]  # the dividend's sign
+    assert tgrad.div(a, b, rounding_mode="trunc").tolist() == [-3, -3, -128]
+    assert (a / b).dtype is tgrad.float32 and (a / b).tolist() == [-3.5, -3.5, 128.0]
+    with pytest.raises(ZeroDivisionError, match="floor_divide: integer division by zero"):
+        a // 0
+    with pytest.raises(RuntimeError, match="remainder: integer division by zero"):
+        a % tgrad.zeros(3, dtype=tgrad.int8)
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_mixed_dtype_ops_match_numpy(name):
+    rng = np.random.default_rng(3)
+    a = _ints(rng, name, (4,))
+    for other in SMALL:
+        b = _ints(rng, other, (4,), lo=1, hi=50)
+        with np.errstate(over="ignore"):
+            for fn, ref in ((tgrad.add, np.add), (tgrad.mul, np.multiply),
+                            (tgrad.bitwise_xor, np.bitwise_xor), (tgrad.lt, np.less)):
+                got = fn(tgrad.tensor(a), tgrad.tensor(b))
+                want = ref(a, b)
+                assert got.numpy().dtype == want.dtype, (name, other, fn)
+                np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_shifts():
+    u = tgrad.tensor([200, 10, 1], dtype=tgrad.uint8)
+    assert (u << 1).tolist() == [144, 20, 2] and (u >> 1).tolist() == [100, 5, 0]
+    assert (u << tgrad.tensor([1, 4, 7], dtype=tgrad.uint8)).tolist() == [144, 160, 128]
+    i8 = tgrad.tensor([-128, 64, 1], dtype=tgrad.int8)
+    assert (i8 >> 1).tolist() == [-64, 32, 0]       # arithmetic shift keeps the sign
+    assert (i8 << 1).tolist() == [0, -128, 2]
+    s = tgrad.tensor([-3, 300], dtype=tgrad.int16)
+    assert (s << 2).tolist() == [-12, 1200] and (s >> 3).tolist() == [-1, 37]
+    with pytest.raises(RuntimeError, match="bitwise_left_shift: not implemented for float32"):
+        u << 1.5
+
+
+def test_python_int_operands():
+    u = tgrad.tensor([255, 3], dtype=tgrad.uint8)
+    assert (u == -1).tolist() == [True, False]      # -1 is 255 in uint8, as PyTorch
+    assert (1 - u).tolist() == [2, 254]
+    assert (u * -1).tolist() == [1, 253]
+    # tgrad raises where PyTorch wraps a number outside the dtype silently (u + 300 is
+    # u + 44 there; u < 256 compares with 0): the documented rule for every integer dtype
+    with pytest.raises(RuntimeError, match="add: value 300 cannot be converted to type uint8 "
+                                           "without overflow"):
+        u + 300
+    with pytest.raises(RuntimeError, match="lt: value 128 cannot be converted to type int8"):
+        tgrad.lt(tgrad.tensor([1], dtype=tgrad.int8), 128)
+
+
+# ---------------------------------------------------------------- reductions
+@pytest.mark.parametrize("name", SMALL)
+def test_reductions(name):
+    rng = np.random.default_rng(11)
+    a = _ints(rng, name, (3, 6))
+    t = tgrad.tensor(a)
+    a64 = a.astype(np.int64)
+    for got, want in ((t.sum(), a64.sum()), (t.sum(1), a64.sum(1)), (t.prod(1), a64.prod(1)),
+                      (t.cumsum(0), a64.cumsum(0)), (t.cumprod(1), a64.cumprod(1))):
+        assert got.dtype is tgrad.int64  # PyTorch: integer sums are int64
+        np.testing.assert_array_equal(got.numpy(), want)
+    assert t.sum(dtype=_dt(name)).dtype is _dt(name)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(t.sum(1, dtype=_dt(name)).numpy(), a.sum(1, dtype=name))
+    for got, want in ((t.amax(1), a.max(1)), (t.amin(0), a.min(0)), (t.max(), a.max()),
+                      (t.min(), a.min())):
+        assert got.dtype is _dt(name)
+        np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(t.argmax(1).numpy(), a.argmax(1))
+    np.testing.assert_array_equal(t.argmin().numpy(), a.argmin())
+    values, idx = t.max(1)
+    np.testing.assert_array_equal(values.numpy(), a.max(1))
+    np.testing.assert_array_equal(idx.numpy(), a.argmax(1))
+    s, order = t.sort(1)
+    np.testing.assert_array_equal(s.numpy(), np.sort(a, 1))
+    np.testing.assert_array_equal(order.numpy(), np.argsort(a, 1, kind="stable"))
+    msg = (f"mean\\(\\): could not infer output dtype. Input dtype must be either a floating "
+           f"point or complex dtype. Got: {dtypes.SCALAR_TYPE_NAMES[_dt(name)]}")
+    with pytest.raises(RuntimeError, match=msg):
+        t.mean()
+    assert t.mean(dtype=tgrad.float64).item() == pytest.approx(a64.mean(), rel=1e-15)
+
+
+def test_any_all_of_uint8_are_uint8():
+    u = tgrad.tensor([[1, 0], [2, 3]], dtype=tgrad.uint8)
+    assert u.any().dtype is tgrad.uint8 and u.any().item() == 1
+    assert u.all().item() == 0 and u.all(1).tolist() == [0, 1]
+    assert tgrad.tensor([1, 0], dtype=tgrad.int8).any().dtype is tgrad.bool
+
+
+# ---------------------------------------------------------------- indexing
+def test_indexing_with_small_int_tensors():
+    x = tgrad.arange(5.0)
+    with pytest.warns(UserWarning, match="indexing with dtype tgrad.uint8 is now deprecated"):
+        got = x[tgrad.tensor([1, 0, 1, 0, 1], dtype=tgrad.uint8)]
+    assert got.tolist() == [0.0, 2.0, 4.0]  # PyTorch reads a uint8 index as a boolean mask
+    m = tgrad.arange(4.0).reshape(2, 2)
+    with pytest.warns(UserWarning):
+        assert m[tgrad.tensor([[1, 0], [0, 1]], dtype=tgrad.uint8)].tolist() == [0.0, 3.0]
+    for dt in (tgrad.int8, tgrad.int16):
+        with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte "
+                                             "or bool tensors"):
+            x[tgrad.tensor([1, 3], dtype=dt)]
+        with pytest.raises(RuntimeError, match="index_select\\(\\): Expected dtype "
+                                               "int32/int64 for index"):
+            x.index_select(0, tgrad.tensor([1, 3], dtype=dt))
+    # tensors of the small dtypes indexed by int64 indices and masks keep their dtype
+    u = tgrad.tensor([10, 20, 30], dtype=tgrad.uint8)
+    assert u[tgrad.tensor([2, 0])].tolist() == [30, 10] and u[u > 15].dtype is tgrad.uint8
+    assert u.gather(0, tgrad.tensor([1, 1])).tolist() == [20, 20]
+    u[tgrad.tensor([0])] = 7
+    assert u.tolist() == [7, 20, 30]
+
+
+def test_losses_take_uint8_class_targets():
+    x = tgrad.tensor([[1.0, 2.0, 0.5], [0.1, 0.2, 3.0]], dtype=tgrad.float64)
+    want = F.cross_entropy(x, tgrad.tensor([1, 2]))
+    assert F.cross_entropy(x, tgrad.tensor([1, 2], dtype=tgrad.uint8)).item() == want.item()
+    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but "
+                                           "got Char"):
+        F.nll_loss(x, tgrad.tensor([1, 2], dtype=tgrad.int8))
+    with pytest.raises(RuntimeError, match="expected an integer index tensor"):
+        F.embedding(tgrad.tensor([1], dtype=tgrad.uint8), tgrad.ones(3, 2))
+    counts = tgrad.bincount(tgrad.tensor([3, 1, 3], dtype=tgrad.uint8))
+    assert counts.tolist() == [0, 1, 0, 2] and counts.dtype is tgrad.int64
+
+
+# ---------------------------------------------------------------- printing, save/load
+def test_printing():
+    assert repr(tgrad.tensor([200, 10], dtype=tgrad.uint8)) == \
+        "tensor([200,  10], dtype=tgrad.uint8)"
+    assert repr(tgrad.tensor([-1, 2], dtype=tgrad.int8)) == "tensor([-1,  2], dtype=tgrad.int8)"
+    assert repr(tgrad.tensor(5, dtype=tgrad.int16)) == "tensor(5, dtype=tgrad.int16)"
+    assert str(tgrad.zeros((2, 0), dtype=tgrad.uint8)) == \
+        "tensor([], size=(2, 0), dtype=tgrad.uint8)"
+
+
+def test_save_and_load_round_trip(tmp_path):
+    rng = np.random.default_rng(5)
+    state = {n: tgrad.tensor(_ints(rng, n, (2, 3))) for n in SMALL}
+    path = tmp_path / "small.pt"
+    tgrad.save(state, path)
+    back = tgrad.load(path)
+    for n in SMALL:
+        assert back[n].dtype is _dt(n)
+        np.testing.assert_array_equal(back[n].numpy(), state[n].numpy())
+
+
+# ---------------------------------------------------------------- cuda (interpreted)
+_CUDA_SCRIPT = r"""
+import json, warnings
+import numpy as np
+import tgrad
+rng = np.random.default_rng(0)
+out = {}
+for name in ("uint8", "int8", "int16"):
+    info = np.iinfo(np.dtype(name))
+    a = rng.integers(info.min, info.max + 1, (3, 5)).astype(name)
+    b = rng.integers(1, 100, (3, 5)).astype(name)
+    A, B = tgrad.tensor(a, device="cuda"), tgrad.tensor(b, device="cuda")
+    r = {}
+    for op in ("add", "sub", "mul", "floor_divide", "remainder", "maximum", "bitwise_and",
+               "bitwise_xor", "lt"):
+        r[op] = getattr(tgrad, op)(A, B)
+    r["shl"], r["shr"], r["neg"], r["not"] = A << 3, A >> 2, -A, ~A
+    r["pow"], r["add_num"], r["sub_num"] = A ** 2, A + 100, A - 1
+    r["sum"], r["prod"], r["cumsum"] = A.sum(1), A.prod(1), A.cumsum(1)
+    r["amax"], r["argmin"], r["sorted"] = A.amax(1), A.argmin(1), A.sort(1)[0]
+    r["mix"] = A + tgrad.tensor(b.astype(np.int8), device="cuda")
+    r["f"] = A.float() * 0.5
+    r["cast"] = tgrad.tensor([1.7, -1.5, 300.0, -3.0], device="cuda").to(A.dtype)
+    r["gather"] = A[tgrad.tensor([2, 0], device="cuda")]
+    r["mask"] = A[A > 0]
+    r["full"] = tgrad.full((2,), -1 if name == "uint8" else -5, dtype=A.dtype, device="cuda")
+    out[name] = {k: [str(v.dtype), v.device.type, v.cpu().tolist()] for k, v in r.items()}
+    out[name]["a"], out[name]["b"] = a.tolist(), b.tolist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = tgrad.tensor([1, 0, 1, 0, 1], dtype=tgrad.uint8, device="cuda")
+        out["umask"] = tgrad.arange(5.0, device="cuda")[m].cpu().tolist()
+print(json.dumps(out))
+"""
+
+
+def test_small_int_ops_on_cuda_interpreted():
+    from interpreted import run_json
+    r = run_json(_CUDA_SCRIPT)
+    assert r["umask"] == [0.0, 2.0, 4.0]
+    for name in SMALL:
+        res = r[name]
+        a, b = np.array(res["a"], name), np.array(res["b"], name)
+        a64 = a.astype(np.int64)
+        with np.errstate(over="ignore"):
+            want = {"add": a + b, "sub": a - b, "mul": a * b, "floor_divide": a // b,
+                    "remainder": a % b, "maximum": np.maximum(a, b), "bitwise_and": a & b,
+                    "bitwise_xor": a ^ b, "lt": a < b, "shl": a << 3, "shr": a >> 2, "neg": -a,
+                    "not": ~a, "pow": a * a, "add_num": a + np.dtype(name).type(100),
+                    "sub_num": a - np.dtype(name).type(1),
+                    "sum": a64.sum(1), "prod": a64.prod(1), "cumsum": a64.cumsum(1),
+                    "amax": a.max(1), "argmin": a.argmin(1), "sorted": np.sort(a, 1),
+                    "mix": a + b.astype(np.int8), "f": a.astype(np.float32) * 0.5,
+                    "cast": np.array([1, -1, 300, -3]).astype(name),
+                    "gather": a[[2, 0]], "mask": a[a > 0],
+                    "full": np.full(2, -1 if name == "uint8" else -5).astype(name)}
+        for k, w in want.items():
+            dt, dev, vals = res[k]
+            w = np.asarray(w)
+            assert dev == "cuda", (name, k)
+            assert dt == f"tgrad.{'bool' if w.dtype == np.bool_ else w.dtype.name}", (name, k, dt)
+            np.testing.assert_array_equal(np.array(vals), w, err_msg=f"{name} {k}")
