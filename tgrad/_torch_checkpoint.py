@@ -54,6 +54,7 @@ LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 # torch dtype name -> tgrad dtype (the dtypes tgrad has).
 _TGRAD_OF = {"float32": dtypes.float32, "float64": dtypes.float64, "float16": dtypes.float16,
              "bfloat16": dtypes.bfloat16, "int64": dtypes.int64, "int32": dtypes.int32,
+             "int16": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8,
              "bool": dtypes.bool_}
 _TORCH_NAME = {v: k for k, v in _TGRAD_OF.items()}
 # torch's legacy storage classes -> the torch dtype name of their elements.
@@ -65,11 +66,11 @@ _STORAGE_DTYPE = {"FloatStorage": "float32", "DoubleStorage": "float64",
                   "QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32",
                   "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
 _STORAGE_CLASS = {v: k for k, v in _STORAGE_DTYPE.items()}
-_ITEMSIZE = {**{n: d.itemsize for n, d in _TGRAD_OF.items()}, "int16": 2, "complex64": 8,
+_ITEMSIZE = {**{n: d.itemsize for n, d in _TGRAD_OF.items()}, "complex64": 8,
              "complex128": 16, "qint32": 4}  # others: 1 byte
 # torch dtypes a file may name (torch.<name> globals) that tgrad does not have.
 _OTHER_TORCH_DTYPES = frozenset(
-    {"uint8", "int8", "int16", "uint16", "uint32", "uint64", "complex32", "complex64",
+    {"uint16", "uint32", "uint64", "complex32", "complex64",
      "complex128", "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "float8_e4m3fn",
      "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
      "float4_e2m1fn_x2", "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2"}

@@ -10,7 +10,7 @@ in NumPy float64), so the files are deterministic up to the zip's serialization 
 Files (PyTorch's zip format, torch.save defaults):
   torch_state_dict.pt   {"model": state_dict of Sequential(Linear(3, 4), BatchNorm1d(4),
                          Linear(4, 2)), "extra": dtypes, views, nested containers}
-  torch_uint8.pt        a uint8 tensor (a dtype tgrad does not have: clear error)
+  torch_uint8.pt        a uint8 tensor (arange(4))
   torch_uint16.pt       a uint16 tensor (written with _rebuild_tensor_v3: clear error)
   torch_legacy.pt       a float32 tensor in the legacy (torch < 1.6, non-zip) format
 """
