@@ -103,3 +103,123 @@ def test_module_max_norm():
     assert repr(pre) == "EmbeddingBag(2, 2, max_norm=2.0, norm_type=1.0, mode='mean')"
     pre(tgrad.tensor([[0]]))
     np.testing.assert_allclose(pre.weight.numpy()[0], w0[0] * 2.0 / (7.0 + 1e-7), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ torch.embedding_bag
+IDX = [1, 2, 4, 5, 4, 3, 2, 9, 0]
+OFFS = [0, 0, 4, 6]  # bags: [], [1, 2, 4, 5], [4, 3], [2, 9, 0]
+
+
+def _np_bags(idx, offs, pad=None):
+    """Hand reference: each bag's kept indices (padding left out)."""
+    ends = offs[1:] + [len(idx)]
+    return [[i for i in idx[s:e] if i != pad] for s, e in zip(offs, ends)]
+
+
+@pytest.mark.parametrize("pad", [None, 2, -8])
+def test_torch_embedding_bag_internal_tuple(pad):
+    w = RNG.standard_normal((10, 3))
+    w[4, 1] = w[5, 1]  # a tie in bag 1: the first maximal entry (row 5 comes after 4) wins
+    keep_pad = None if pad is None else pad % 10
+    bags = _np_bags(IDX, OFFS, keep_pad)
+    o2b = [1, 1, 1, 1, 2, 2, 3, 3, 3]
+    sizes = [len(b) for b in bags]
+    for mode, red in ((0, np.sum), (1, np.mean), (2, np.max)):
+        out, offset2bag, bag_size, max_indices = tgrad.embedding_bag(
+            tgrad.tensor(w), tgrad.tensor(IDX), tgrad.tensor(OFFS), False, mode, False, None,
+            False, pad)
+        want = np.stack([red(w[b], 0) if b else np.zeros(3) for b in bags])
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
+        assert offset2bag.dtype is tgrad.int64 and offset2bag.tolist() == o2b  # float64: slow path
+        if mode == 0:
+            assert bag_size.tolist() == [0] * 4 and max_indices.tolist() == [0] * 4
+        else:
+            assert bag_size.tolist() == sizes
+        if mode == 1:
+            assert max_indices.tolist() == sizes
+        if mode == 2:
+            rows = [[b[int(np.argmax(w[b, c]))] if b else 0 for c in range(3)] for b in bags]
+            assert max_indices.tolist() == rows
+
+
+def test_torch_embedding_bag_fast_path_last_offset_int32_and_weights():
+    w = RNG.standard_normal((10, 3))
+    idx, offs = tgrad.tensor(IDX), tgrad.tensor(OFFS + [9])
+    # float32 sum without padding_idx: PyTorch's fast path leaves offset2bag empty
+    out, o2b, size, mi = tgrad.embedding_bag(tgrad.tensor(w, dtype=tgrad.float32), idx, offs,
+                                             False, 0, False, None, True)
+    want = np.stack([w[b].sum(0) if b else np.zeros(3) for b in _np_bags(IDX, OFFS)])
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
+    assert o2b.shape == (0,) and size.tolist() == [0] * 5 and mi.tolist() == [0] * 5
+    # include_last_offset: B = 4 bags; int32 indices and offsets give int32 results
+    out, o2b, size, mi = tgrad.embedding_bag(tgrad.tensor(w), idx.to(tgrad.int32),
+                                             offs.to(tgrad.int32), False, 1, False, None, True)
+    assert out.shape == (4, 3) and o2b.dtype is size.dtype is mi.dtype is tgrad.int32
+    assert size.tolist() == [0, 4, 2, 3] and mi.tolist() == [0, 4, 2, 3]
+    assert tgrad.embedding_bag(tgrad.tensor(w), idx.to(tgrad.int32), offs, False, 1)[1].dtype \
+        is tgrad.int64
+    # per_sample_weights scale each row of the sum; gradients reach weight and the scales
+    wt = tgrad.tensor(w, requires_grad=True)
+    psw = tgrad.tensor(RNG.random(9), requires_grad=True)
+    out = tgrad.embedding_bag(wt, idx, tgrad.tensor(OFFS), False, 0, False, psw)[0]
+    scaled = w[IDX] * psw.detach().numpy()[:, None]
+    want = np.stack([np.zeros(3), scaled[0:4].sum(0), scaled[4:6].sum(0), scaled[6:].sum(0)])
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12)
+    assert tgrad.autograd.gradcheck(
+        lambda a, s: tgrad.embedding_bag(a, idx, tgrad.tensor(OFFS), False, 0, False, s)[0],
+        (wt, psw))
+    assert tgrad.autograd.gradcheck(
+        lambda a: tgrad.embedding_bag(a, idx, tgrad.tensor(OFFS), False, 1, False, None,
+                                      False, 2)[0], (wt,))
+
+
+def test_torch_embedding_bag_errors():
+    w, idx, offs = tgrad.randn(10, 3), tgrad.tensor(IDX), tgrad.tensor(OFFS)
+    with pytest.raises(TypeError, match="'offsets' \\(position 3\\) must be Tensor"):
+        tgrad.embedding_bag(w, idx, None)
+    with pytest.raises(TypeError, match="'mode' \\(position 5\\) must be int"):
+        tgrad.embedding_bag(w, idx, offs, False, "sum")
+    with pytest.raises(RuntimeError, match="`mode` must be sum, mean, or max."):
+        tgrad.embedding_bag(w, idx, offs, False, 3)
+    with pytest.raises(RuntimeError, match="padding_idx must be within the number of "
+                                           "embeddings, -10 through 9, but got 10"):
+        tgrad.embedding_bag(w, idx, offs, False, 0, False, None, False, 10)
+    with pytest.raises(RuntimeError, match="per_sample_weights only supported with "
+                                           "mode='sum'"):
+        tgrad.embedding_bag(w, idx, offs, False, 1, False, tgrad.ones(9))
+    with pytest.raises(RuntimeError, match="per_sample_weights has 8 elements"):
+        tgrad.embedding_bag(w, idx, offs, False, 0, False, tgrad.ones(8))
+    with pytest.raises(RuntimeError, match="same type"):
+        tgrad.embedding_bag(w, idx, offs, False, 0, False, tgrad.ones(9, dtype=tgrad.float64))
+    with pytest.raises(RuntimeError, match="'indices' to have one of the following scalar "
+                                           "types: Long, Int"):
+        tgrad.embedding_bag(w, idx.float(), offs)
+    with pytest.raises(RuntimeError, match="indices must be 1-D"):
+        tgrad.embedding_bag(w, idx.reshape(3, 3), offs)
+    with pytest.raises(RuntimeError, match="offsets\\[0\\] has to be 0"):
+        tgrad.embedding_bag(w, idx, tgrad.tensor([1, 3]))
+
+
+def test_torch_embedding_bag_on_interpreted_cuda():
+    pytest.importorskip("triton")
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from interpreted import run_json
+    res = run_json("""
+import json, numpy as np, tgrad
+w = np.random.default_rng(3).standard_normal((10, 3))
+out = {}
+for dev in ("cpu", "cuda"):
+    got = []
+    for mode in (0, 1, 2):
+        r = tgrad.embedding_bag(tgrad.tensor(w, device=dev), tgrad.tensor(%r, device=dev),
+                                tgrad.tensor(%r, device=dev), False, mode, False, None,
+                                False, 2)
+        got.append([t.cpu().numpy().tolist() for t in r])
+    out[dev] = got
+print(json.dumps(out))
+""" % (IDX, OFFS))
+    for got, want in zip(res["cuda"], res["cpu"]):
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+        assert got[1:] == want[1:]

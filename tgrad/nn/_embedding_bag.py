@@ -72,8 +72,10 @@ def _bag_ids(input: Tensor, offsets, include_last_offset: bool) -> tuple:  # noq
     return input, seg, bags
 
 
-def _bag_max(rows: Tensor, seg: Tensor, keep: Tensor | None, bags: int) -> Tensor:
-    """(bags, D) maxima of ``rows`` (n >= 1, D) per bag ``seg``, entries left out where
+def _bag_max(rows: Tensor, seg: Tensor, keep: Tensor | None,
+             bags: int) -> tuple[Tensor, Tensor]:
+    """((bags, D) maxima, (bags, D) int64 position of each maximum among the n entries, n
+    for an empty bag) of ``rows`` (n >= 1, D) per bag ``seg``, entries left out where
     ``keep`` is False, zeros for an empty bag. Ties go to the bag's first maximal entry, as
     PyTorch's running maximum (replaced only by a strictly greater value); a NaN propagates
     (the first NaN is the maximum; PyTorch's kernel keeps a NaN only as the bag's first
@@ -94,7 +96,7 @@ def _bag_max(rows: Tensor, seg: Tensor, keep: Tensor | None, bags: int) -> Tenso
     first = full((bags, dim), n, dtype=dtypes.int64, device=dev).scatter_reduce(
         0, target, pos, "amin", include_self=True)  # n: no entry (an empty bag)
     out = rows.gather(0, first.clamp(max=n - 1))
-    return ew.where(first < n, out, 0.0)
+    return ew.where(first < n, out, 0.0), first
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002
@@ -103,6 +105,18 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                   per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
                   padding_idx: int | None = None) -> Tensor:
     """Sums, means or maxima of bags of embedding rows (see the module docstring)."""
+    return _embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq,
+                          mode, sparse, per_sample_weights, include_last_offset, padding_idx)[0]
+
+
+def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noqa: A002
+                   max_norm: float | None, norm_type: float, scale_grad_by_freq: bool,
+                   mode: str, sparse: bool, per_sample_weights: Tensor | None,
+                   include_last_offset: bool, padding_idx: int | None) -> tuple:
+    """embedding_bag's (output (B, D), flat indices (n,), bag id of each entry (n,) int64,
+    B, kept-entry mask (n,) bool or None (no padding_idx), position among the n entries of
+    each bag's maximum (B, D) int64, n for an empty bag (mode 'max' with n >= 1; else
+    None)); torch.embedding_bag builds its offset2bag / bag_size / max_indices from them."""
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
         raise TypeError("embedding_bag(): input and weight must be Tensors")
     if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
@@ -145,9 +159,14 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         rows = rows * per_sample_weights.reshape(-1, 1).to(rows.dtype)
     keep = None if padding_idx is None else (idx != padding_idx)
     out = zeros(bags, dim, dtype=rows.dtype, device=weight.device)
+    parts = (idx, seg, bags, keep)
     if mode == "max":
-        out = _bag_max(rows, seg, keep, bags) if idx.shape[0] else out + rows.sum(0)
-        return out if half is None else out.to(half)
+        first = None
+        if idx.shape[0]:
+            out, first = _bag_max(rows, seg, keep, bags)
+        else:
+            out = out + rows.sum(0)
+        return (out if half is None else out.to(half),) + parts + (first,)
     if keep is not None:
         rows = ew.where(keep.unsqueeze(-1), rows, 0.0)
     out = out.index_add(0, seg, rows)
@@ -156,4 +175,4 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
             else keep.to(rows.dtype)
         counts = zeros(bags, dtype=rows.dtype, device=weight.device).index_add(0, seg, counted)
         out = out / counts.clamp(min=1).unsqueeze(-1)
-    return out if half is None else out.to(half)
+    return (out if half is None else out.to(half),) + parts + (None,)

@@ -19,9 +19,11 @@ top-level signatures, which differ from F's in places:
 - rrelu / rrelu_ take ``training=False`` and a ``generator``;
 - constant_pad_nd(input, pad, value=0) is F.pad's constant mode.
 
+- embedding_bag is (weight, indices (n,), offsets, scale_grad_by_freq, mode (an int: 0 sum,
+  1 mean, 2 max), sparse, per_sample_weights, include_last_offset, padding_idx) and returns
+  PyTorch's internal 4-tuple (output, offset2bag, bag_size, max_indices); see its docstring.
+
 nn.functional is imported when a function is called (tgrad.ops loads before tgrad.nn).
-Not provided: torch.embedding_bag (its top-level form returns PyTorch's internal
-offset2bag / bag_size / max_indices tensors; use tgrad.nn.functional.embedding_bag).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "avg_pool1d", "max_pool1d", "max_pool2d", "max_pool3d",
            "max_pool1d_with_indices", "adaptive_avg_pool1d", "adaptive_max_pool1d",
            "batch_norm", "instance_norm", "group_norm", "layer_norm", "rms_norm",
-           "embedding", "bilinear", "celu", "celu_", "selu", "selu_", "threshold",
+           "embedding", "embedding_bag", "bilinear", "celu", "celu_", "selu", "selu_", "threshold",
            "threshold_", "hardshrink", "prelu", "rrelu", "rrelu_", "dropout_",
            "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",
            "feature_alpha_dropout", "feature_alpha_dropout_", "pixel_shuffle",
@@ -184,6 +186,96 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     require_tensor("embedding", indices, "indices", 2)
     return _F().embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
                           None, 2.0, scale_grad_by_freq, sparse)
+
+
+def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
+                  scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(output, offset2bag, bag_size, max_indices), as PyTorch 2.13's CPU kernel returns them.
+
+    weight (num_embeddings, D), indices (n,) and offsets (B,) (or (B + 1,) with
+    include_last_offset) as nn.functional.embedding_bag's 1-D form; output (B, D) is F's (the
+    only differentiable one). The int tensors (int32 when indices and offsets both are, else
+    int64):
+    - offset2bag (n,): the bag of each entry; empty (0,) in mode sum when weight is
+      float32/float16/bfloat16 and there is no padding_idx (PyTorch's fast path);
+    - bag_size: mean, max: (B,) entries per bag, padding_idx entries left out; sum: zeros
+      (offsets.shape[0],);
+    - max_indices: max: (B, D) the weight row holding each bag's maximum per column (the
+      first maximal entry; 0 for an empty bag); mean: bag_size; sum: zeros(offsets.shape[0]).
+    A negative padding_idx counts from the end (-1 is the last row).
+    """
+    from tgrad import dtypes
+    from tgrad.nn._embedding_bag import MODES, _embedding_bag
+    from tgrad.ops import elementwise as ew
+    from tgrad.ops.creation import zeros
+    require_tensor("embedding_bag", weight, "weight", 1)
+    require_tensor("embedding_bag", indices, "indices", 2)
+    require_tensor("embedding_bag", offsets, "offsets", 3)
+    if isinstance(mode, bool) or not isinstance(mode, int):
+        raise TypeError(f"embedding_bag(): argument 'mode' (position 5) must be int, not "
+                        f"{type(mode).__name__} (0 = 'sum', 1 = 'mean', 2 = 'max'; the string "
+                        f"form is tgrad.nn.functional.embedding_bag's)")
+    if mode not in (0, 1, 2):
+        raise RuntimeError("`mode` must be sum, mean, or max.")
+    for name, t in (("indices", indices), ("offsets", offsets)):
+        if t.dtype not in (dtypes.int64, dtypes.int32):
+            raise RuntimeError(f"Expected tensor for argument #1 '{name}' to have one of the "
+                               f"following scalar types: Long, Int; but got {t.dtype.name} "
+                               f"instead (while checking arguments for embedding_bag)")
+    if indices.ndim != 1:
+        raise RuntimeError(f"embedding_bag: indices must be 1-D (n,) with offsets marking the "
+                           f"bags, got shape {tuple(indices.shape)}; flatten it, or use "
+                           f"tgrad.nn.functional.embedding_bag for (B, N) bags")
+    if offsets.ndim != 1:
+        raise RuntimeError(f"offsets has to be a 1D Tensor, but got Tensor of dimension "
+                           f"{offsets.ndim}")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding_bag: weight must be 2-D (num_embeddings, D), got shape "
+                           f"{tuple(weight.shape)}")
+    rows_n = weight.shape[0]
+    if padding_idx is not None:
+        if not -rows_n <= padding_idx < rows_n:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, "
+                               f"-{rows_n} through {rows_n - 1}, but got {padding_idx}")
+        padding_idx %= rows_n
+    if per_sample_weights is not None:
+        require_tensor("embedding_bag", per_sample_weights, "per_sample_weights", 7)
+        if mode != 0:
+            raise RuntimeError("embedding_bag: per_sample_weights only supported with "
+                               "mode='sum'")
+        if per_sample_weights.numel() != indices.numel():
+            raise RuntimeError(f"embedding_bag: per_sample_weights has {per_sample_weights.numel()}"
+                               f" elements, indices has {indices.numel()}: they must match")
+        if per_sample_weights.dtype is not weight.dtype:
+            raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type "
+                               f"as tensor for argument #1 'per_sample_weights'; but type "
+                               f"{weight.dtype.name} does not equal "
+                               f"{per_sample_weights.dtype.name} (while checking arguments for "
+                               f"embedding_bag)")
+        per_sample_weights = per_sample_weights.reshape(indices.shape)
+    out, idx, seg, bags, keep, first = _embedding_bag(
+        indices, weight, offsets, None, 2.0, scale_grad_by_freq, MODES[mode], sparse,
+        per_sample_weights, include_last_offset, padding_idx)
+    itype = dtypes.int32 if indices.dtype is offsets.dtype is dtypes.int32 else dtypes.int64
+    dev = weight.device
+    n = idx.shape[0]
+    fast_sum = mode == 0 and padding_idx is None and weight.dtype in (
+        dtypes.float32, dtypes.float16, dtypes.bfloat16)
+    offset2bag = zeros(0, dtype=itype, device=dev) if fast_sum else seg.to(itype)
+    if mode == 0:
+        none = zeros(offsets.shape[0], dtype=itype, device=dev)
+        return out, offset2bag, none, none.clone()
+    counted = (seg >= 0) if keep is None else keep  # (n,) bool: the entries a bag counts
+    bag_size = zeros(bags, dtype=dtypes.int64, device=dev).index_add(
+        0, seg, counted.to(dtypes.int64)).to(itype)
+    if mode == 1:
+        return out, offset2bag, bag_size, bag_size.clone()
+    if first is None:  # no entries: every bag is empty
+        return out, offset2bag, bag_size, zeros(bags, weight.shape[1], dtype=itype, device=dev)
+    rows = idx.to(dtypes.int64)[first.clamp(max=n - 1)]  # (B, D): the weight row of each max
+    return out, offset2bag, bag_size, ew.where(first < n, rows, 0).to(itype)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,

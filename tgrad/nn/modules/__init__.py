@@ -29,6 +29,7 @@ from tgrad.nn.modules.activation import (
     Tanhshrink,
     Threshold,
 )
+from tgrad.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from tgrad.nn.modules.attention import MultiheadAttention
 from tgrad.nn.modules.batchnorm import (
     BatchNorm1d,
@@ -139,6 +140,7 @@ __all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMa
             "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "ConvTranspose3d",
             "FractionalMaxPool2d", "FractionalMaxPool3d",
             "LPPool3d", "BatchNorm3d", "InstanceNorm3d", "Fold", "Unfold"]
+__all__ += ["AdaptiveLogSoftmaxWithLoss"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
 
