@@ -81,10 +81,11 @@ def _prepare(args: tuple, argnums, who: str) -> tuple:
     if _forward_level_active():
         from tgrad.autograd.forward_ad import get_tangent
         if any(get_tangent(t) is not None for t in leaves):
-            raise RuntimeError(f"{who}: forward-mode AD over a reverse transform "
-                               f"(jacfwd(jacrev(f)), "
-                               f"jvp of grad) is not supported in tgrad: tangents do not flow "
-                               f"through backward passes. Use jacrev(jacrev(f)) or hessian.")
+            raise _ForwardOverReverseError(
+                f"{who}: forward-mode AD over a reverse transform (jvp of grad, jacfwd of "
+                f"jacrev) is not supported in tgrad: tangents do not flow through backward "
+                f"passes. func.jvp and func.jacfwd fall back to reverse passes for it; with "
+                f"forward_ad directly, use reverse mode (jacrev(jacrev(f)), hessian).")
     outer = any(t.requires_grad for t in leaves)
     aliases = [t.view_as(t) if t.requires_grad else t.detach().requires_grad_() for t in leaves]
     rebuilt = rebuild(aliases)
@@ -227,6 +228,10 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size=None)
     return wrapper
 
 
+class _ForwardOverReverseError(RuntimeError):
+    """A reverse transform (grad / vjp / jacrev) got inputs carrying forward-mode tangents."""
+
+
 def _forward_level_active() -> bool:
     from tgrad.autograd import forward_ad
     return forward_ad._current is not None
@@ -264,9 +269,21 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False,
     pass; tangents as primals: a tuple of tensors or pytrees of them); with has_aux, func
     returns (output, aux) and a third element aux is returned. Not nestable (one dual level
     at a time, as tgrad.autograd.forward_ad)."""
-    from tgrad.autograd import forward_ad as fwad
     p_leaves, t_leaves = _check_primals("jvp", primals, tangents)
     _, rebuild = _flatten(primals)
+    try:
+        return _jvp_forward(func, p_leaves, t_leaves, rebuild, has_aux)
+    except _ForwardOverReverseError:
+        if has_aux or any(not isinstance(p, Tensor) for p in primals):
+            raise
+    # func runs a reverse transform (jvp of grad): the double-backward trick instead,
+    # J t = d/du <J^T u, t> (J^T u is linear in u)
+    from tgrad.autograd.functional import jvp as jvp_by_double_backward
+    return jvp_by_double_backward(func, primals, tangents)
+
+
+def _jvp_forward(func: Callable, p_leaves: list, t_leaves: list, rebuild, has_aux: bool):
+    from tgrad.autograd import forward_ad as fwad
     with fwad.dual_level():
         duals = [fwad.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
         out, aux = _split_aux(func(*rebuild(duals)), has_aux, "jvp")
@@ -308,62 +325,70 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *,
     def wrapper(*args, **kwargs):
         if _forward_level_active():
             return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
-        from tgrad.autograd import forward_ad as fwad
-        nums = _argnums_tuple(argnums, len(args), who)
-        chosen = tuple(args[i] for i in nums)
-        leaves, rebuild = _flatten(chosen[0] if isinstance(argnums, int) else chosen)
-        for t in leaves:
-            if not isinstance(t, Tensor) or not t.dtype.is_floating_point:
-                raise RuntimeError(f"{who}: Expected the differentiated arguments to be "
-                                   f"floating point Tensors (or tuples / lists / dicts of "
-                                   f"them), got {getattr(t, 'dtype', type(t).__name__)}")
-
-        def call(values):
-            new_args = list(args)
-            rebuilt = rebuild(values)
-            if isinstance(argnums, int):
-                new_args[nums[0]] = rebuilt
-            else:
-                for i, v in zip(nums, rebuilt):
-                    new_args[i] = v
-            return func(*new_args, **kwargs)
-
-        columns = []  # per (input leaf, element): the flattened output tangents
-        out = aux = None
-        for k, x in enumerate(leaves):
-            for e in range(x.numel()):
-                basis = [t.detach().new_zeros(t.shape) for t in leaves]
-                basis[k].reshape(-1)[e] = 1.0
-                with fwad.dual_level():
-                    res = call([fwad.make_dual(t, b) for t, b in zip(leaves, basis)])
-                    res_out, res_aux = _split_aux(res, has_aux, who)
-                    o_leaves, o_rebuild = _flatten(res_out)
-                    unpacked = [fwad.unpack_dual(o) for o in o_leaves]
-                    columns.append([u.tangent if u.tangent is not None else
-                                    o.detach().new_zeros(o.shape)
-                                    for u, o in zip(unpacked, o_leaves)])
-                    if out is None:
-                        out = (o_leaves, o_rebuild)
-                        aux = res_aux
-        if out is None:  # no input elements: evaluate once for the output structure
-            res_out, aux = _split_aux(call(list(leaves)), has_aux, who)
-            out = _flatten(res_out)
-        o_leaves, o_rebuild = out
-        col = 0
-        per_out = [[] for _ in o_leaves]
-        for x in leaves:
-            n = x.numel()
-            for j, o in enumerate(o_leaves):
-                if n:
-                    cols = stack([columns[col + e][j].reshape(-1) for e in range(n)], dim=1)
-                else:
-                    cols = o.detach().new_zeros((o.numel(), 0))
-                per_out[j].append(cols.reshape(tuple(o.shape) + tuple(x.shape)))
-            col += n
-        jacs = [rebuild(p) for p in per_out]
-        result = o_rebuild(jacs)
-        return (result, aux) if has_aux else result
+        try:
+            return _jacfwd(func, argnums, has_aux, who, args, kwargs)
+        except _ForwardOverReverseError:  # jacfwd(jacrev(f)): the same Jacobian by reverse
+            return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
     return wrapper
+
+
+def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwargs: dict):
+    """jacfwd's forward-mode Jacobian (see jacfwd)."""
+    from tgrad.autograd import forward_ad as fwad
+    nums = _argnums_tuple(argnums, len(args), who)
+    chosen = tuple(args[i] for i in nums)
+    leaves, rebuild = _flatten(chosen[0] if isinstance(argnums, int) else chosen)
+    for t in leaves:
+        if not isinstance(t, Tensor) or not t.dtype.is_floating_point:
+            raise RuntimeError(f"{who}: Expected the differentiated arguments to be "
+                               f"floating point Tensors (or tuples / lists / dicts of "
+                               f"them), got {getattr(t, 'dtype', type(t).__name__)}")
+
+    def call(values):
+        new_args = list(args)
+        rebuilt = rebuild(values)
+        if isinstance(argnums, int):
+            new_args[nums[0]] = rebuilt
+        else:
+            for i, v in zip(nums, rebuilt):
+                new_args[i] = v
+        return func(*new_args, **kwargs)
+
+    columns = []  # per (input leaf, element): the flattened output tangents
+    out = aux = None
+    for k, x in enumerate(leaves):
+        for e in range(x.numel()):
+            basis = [t.detach().new_zeros(t.shape) for t in leaves]
+            basis[k].reshape(-1)[e] = 1.0
+            with fwad.dual_level():
+                res = call([fwad.make_dual(t, b) for t, b in zip(leaves, basis)])
+                res_out, res_aux = _split_aux(res, has_aux, who)
+                o_leaves, o_rebuild = _flatten(res_out)
+                unpacked = [fwad.unpack_dual(o) for o in o_leaves]
+                columns.append([u.tangent if u.tangent is not None else
+                                o.detach().new_zeros(o.shape)
+                                for u, o in zip(unpacked, o_leaves)])
+                if out is None:
+                    out = (o_leaves, o_rebuild)
+                    aux = res_aux
+    if out is None:  # no input elements: evaluate once for the output structure
+        res_out, aux = _split_aux(call(list(leaves)), has_aux, who)
+        out = _flatten(res_out)
+    o_leaves, o_rebuild = out
+    col = 0
+    per_out = [[] for _ in o_leaves]
+    for x in leaves:
+        n = x.numel()
+        for j, o in enumerate(o_leaves):
+            if n:
+                cols = stack([columns[col + e][j].reshape(-1) for e in range(n)], dim=1)
+            else:
+                cols = o.detach().new_zeros((o.numel(), 0))
+            per_out[j].append(cols.reshape(tuple(o.shape) + tuple(x.shape)))
+        col += n
+    jacs = [rebuild(p) for p in per_out]
+    result = o_rebuild(jacs)
+    return (result, aux) if has_aux else result
 
 
 def hessian(func: Callable, argnums=0) -> Callable:
