@@ -20,9 +20,11 @@ MODULES = [
     ("tgrad", "tensors, dtypes, devices, creation and math functions, save/load"),
     ("tgrad.autograd", "backward / grad, grad modes, Function, gradcheck, anomaly detection"),
     ("tgrad.autograd.functional", "higher-level derivatives"),
+    ("tgrad.autograd.forward_ad", "forward-mode AD (dual_level, make_dual, unpack_dual)"),
     ("tgrad.autograd.graph", "saved-tensor hooks and graph edges"),
     ("tgrad.autograd.profiler", "the profiler"),
-    ("tgrad.func", "function transforms (grad, vjp, jacrev, hessian, vmap, functional_call)"),
+    ("tgrad.func", "function transforms (grad, vjp, jvp, jacrev, jacfwd, hessian, vmap, "
+                   "functional_call)"),
     ("tgrad.nn", "Module, Parameter and layers"),
     ("tgrad.nn.functional", "functional ops"),
     ("tgrad.nn.init", "parameter initialisation"),

@@ -7,9 +7,8 @@ How they work (differences from PyTorch's functorch, which has its own interpret
 - ``grad`` / ``vjp`` / ``jacrev`` run ``f`` on aliases of the inputs and call
   ``autograd.grad``; the graph is kept (create_graph) only when an input already requires
   grad, i.e. inside another transform, so results at the outermost level carry no graph.
-- ``jacrev`` does one backward per output element; ``jacfwd`` returns the same Jacobian
-  through the same reverse passes (tgrad has no forward-mode AD), so it is not cheaper for
-  tall Jacobians.
+- ``jacrev`` does one backward per output element; ``jvp`` / ``linearize`` / ``jacfwd`` use
+  forward-mode AD (tgrad.autograd.forward_ad), jacfwd one jvp per input element.
 - ``vmap`` calls ``f`` once per batch element and stacks the results (no batching rules):
   the values and gradients are those of PyTorch's vmap, the speed is a Python loop's.
   ``randomness='error'`` (the default) raises if ``f`` draws random numbers (the global
@@ -26,8 +25,8 @@ from tgrad.autograd.grad_mode import enable_grad
 from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "vmap",
-           "functional_call"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
+           "hessian", "vmap", "functional_call"]
 
 
 # ------------------------------------------------------------------------------- pytrees
@@ -79,6 +78,14 @@ def _prepare(args: tuple, argnums, who: str) -> tuple:
         if not t.dtype.is_floating_point:
             raise RuntimeError(f"{who}: only floating point inputs can be differentiated, "
                                f"got {t.dtype}")
+    if _forward_level_active():
+        from tgrad.autograd.forward_ad import get_tangent
+        if any(get_tangent(t) is not None for t in leaves):
+            raise _ForwardOverReverseError(
+                f"{who}: forward-mode AD over a reverse transform (jvp of grad, jacfwd of "
+                f"jacrev) is not supported in tgrad: tangents do not flow through backward "
+                f"passes. func.jvp and func.jacfwd fall back to reverse passes for it; with "
+                f"forward_ad directly, use reverse mode (jacrev(jacrev(f)), hessian).")
     outer = any(t.requires_grad for t in leaves)
     aliases = [t.view_as(t) if t.requires_grad else t.detach().requires_grad_() for t in leaves]
     rebuilt = rebuild(aliases)
@@ -221,16 +228,174 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size=None)
     return wrapper
 
 
+class _ForwardOverReverseError(RuntimeError):
+    """A reverse transform (grad / vjp / jacrev) got inputs carrying forward-mode tangents."""
+
+
+def _forward_level_active() -> bool:
+    from tgrad.autograd import forward_ad
+    return forward_ad._current is not None
+
+
+def _check_primals(who: str, primals, tangents) -> tuple:
+    if not isinstance(primals, tuple):
+        raise RuntimeError(f"{who}(f, primals, tangents): Expected primals to be a tuple. "
+                           f"E.g. it should be valid to call f(*primals).")
+    p_leaves, _ = _flatten(primals)
+    t_leaves, _ = _flatten(tangents)
+    if len(p_leaves) != len(t_leaves) or (isinstance(tangents, tuple)
+                                          and len(tangents) != len(primals)):
+        raise RuntimeError(f"{who}(f, primals, tangents): Expected primals and tangents to "
+                           f"have the same python structure. For example, if primals is a "
+                           f"tuple of 3 tensors, tangents also must be. Got primals with "
+                           f"structure {primals} and tangents with structure {tangents}")
+    for p, t in zip(p_leaves, t_leaves):
+        if not isinstance(p, Tensor) or not isinstance(t, Tensor):
+            raise RuntimeError(f"{who}: Expected primals and tangents to be Tensors (or "
+                               f"tuples / lists / dicts of them)")
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError(f"{who}(f, primals, tangents): Expected primals and tangents "
+                               f"to have the same shape, got {list(p.shape)} and "
+                               f"{list(t.shape)}")
+        if not p.dtype.is_floating_point:
+            raise RuntimeError(f"{who}: only floating point primals can be differentiated, "
+                               f"got {p.dtype}")
+    return p_leaves, t_leaves
+
+
+def jvp(func: Callable, primals, tangents, *, strict: bool = False,
+        has_aux: bool = False) -> tuple:
+    """(func(*primals), the Jacobian-vector product J @ tangents) by forward-mode AD (one
+    pass; tangents as primals: a tuple of tensors or pytrees of them); with has_aux, func
+    returns (output, aux) and a third element aux is returned. Not nestable (one dual level
+    at a time, as tgrad.autograd.forward_ad)."""
+    p_leaves, t_leaves = _check_primals("jvp", primals, tangents)
+    _, rebuild = _flatten(primals)
+    try:
+        return _jvp_forward(func, p_leaves, t_leaves, rebuild, has_aux)
+    except _ForwardOverReverseError:
+        if has_aux or any(not isinstance(p, Tensor) for p in primals):
+            raise
+    # func runs a reverse transform (jvp of grad): the double-backward trick instead,
+    # J t = d/du <J^T u, t> (J^T u is linear in u)
+    from tgrad.autograd.functional import jvp as jvp_by_double_backward
+    return jvp_by_double_backward(func, primals, tangents)
+
+
+def _jvp_forward(func: Callable, p_leaves: list, t_leaves: list, rebuild, has_aux: bool):
+    from tgrad.autograd import forward_ad as fwad
+    with fwad.dual_level():
+        duals = [fwad.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
+        out, aux = _split_aux(func(*rebuild(duals)), has_aux, "jvp")
+        out_leaves, out_rebuild = _flatten(out)
+        values, jvps = [], []
+        for o in out_leaves:
+            if not isinstance(o, Tensor):
+                raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to "
+                                   f"return only tensors, got unsupported type "
+                                   f"{type(o).__name__}")
+            primal, tangent = fwad.unpack_dual(o)
+            values.append(primal.view_as(primal) if tangent is not None else o)
+            jvps.append(tangent if tangent is not None else o.detach().new_zeros(o.shape))
+        aux = _map(lambda t: fwad.unpack_dual(t).primal if isinstance(t, Tensor) else t,
+                   aux) if has_aux else None
+    result = (out_rebuild(values), out_rebuild(jvps))
+    return result + (aux,) if has_aux else result
+
+
+def linearize(func: Callable, *primals) -> tuple:
+    """(func(*primals), jvp_fn): ``jvp_fn(*tangents)`` gives J @ tangents at ``primals``.
+    (tgrad re-runs func under forward-mode AD on each call, where PyTorch traces it once.)"""
+    out = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+    return out, jvp_fn
+
+
 def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *,
            randomness: str = "error") -> Callable:
-    """The Jacobian as ``jacrev`` computes it (tgrad has no forward-mode AD: same values,
-    reverse passes)."""
-    return jacrev(func, argnums, has_aux=has_aux)
+    """A function returning the Jacobian of ``func`` (each output's shape + each argument's
+    shape) with respect to the arguments ``argnums`` by forward-mode AD: one jvp per input
+    element (cheaper than jacrev for wide Jacobians). Inside an active dual level (a nested
+    forward transform, which tgrad's single level cannot hold) it computes the same
+    Jacobian with jacrev's reverse passes."""
+    who = "jacfwd"
+
+    def wrapper(*args, **kwargs):
+        if _forward_level_active():
+            return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
+        try:
+            return _jacfwd(func, argnums, has_aux, who, args, kwargs)
+        except _ForwardOverReverseError:  # jacfwd(jacrev(f)): the same Jacobian by reverse
+            return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
+    return wrapper
+
+
+def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwargs: dict):
+    """jacfwd's forward-mode Jacobian (see jacfwd)."""
+    from tgrad.autograd import forward_ad as fwad
+    nums = _argnums_tuple(argnums, len(args), who)
+    chosen = tuple(args[i] for i in nums)
+    leaves, rebuild = _flatten(chosen[0] if isinstance(argnums, int) else chosen)
+    for t in leaves:
+        if not isinstance(t, Tensor) or not t.dtype.is_floating_point:
+            raise RuntimeError(f"{who}: Expected the differentiated arguments to be "
+                               f"floating point Tensors (or tuples / lists / dicts of "
+                               f"them), got {getattr(t, 'dtype', type(t).__name__)}")
+
+    def call(values):
+        new_args = list(args)
+        rebuilt = rebuild(values)
+        if isinstance(argnums, int):
+            new_args[nums[0]] = rebuilt
+        else:
+            for i, v in zip(nums, rebuilt):
+                new_args[i] = v
+        return func(*new_args, **kwargs)
+
+    columns = []  # per (input leaf, element): the flattened output tangents
+    out = aux = None
+    for k, x in enumerate(leaves):
+        for e in range(x.numel()):
+            basis = [t.detach().new_zeros(t.shape) for t in leaves]
+            basis[k].reshape(-1)[e] = 1.0
+            with fwad.dual_level():
+                res = call([fwad.make_dual(t, b) for t, b in zip(leaves, basis)])
+                res_out, res_aux = _split_aux(res, has_aux, who)
+                o_leaves, o_rebuild = _flatten(res_out)
+                unpacked = [fwad.unpack_dual(o) for o in o_leaves]
+                columns.append([u.tangent if u.tangent is not None else
+                                o.detach().new_zeros(o.shape)
+                                for u, o in zip(unpacked, o_leaves)])
+                if out is None:
+                    out = (o_leaves, o_rebuild)
+                    aux = res_aux
+    if out is None:  # no input elements: evaluate once for the output structure
+        res_out, aux = _split_aux(call(list(leaves)), has_aux, who)
+        out = _flatten(res_out)
+    o_leaves, o_rebuild = out
+    col = 0
+    per_out = [[] for _ in o_leaves]
+    for x in leaves:
+        n = x.numel()
+        for j, o in enumerate(o_leaves):
+            if n:
+                cols = stack([columns[col + e][j].reshape(-1) for e in range(n)], dim=1)
+            else:
+                cols = o.detach().new_zeros((o.numel(), 0))
+            per_out[j].append(cols.reshape(tuple(o.shape) + tuple(x.shape)))
+        col += n
+    jacs = [rebuild(p) for p in per_out]
+    result = o_rebuild(jacs)
+    return (result, aux) if has_aux else result
 
 
 def hessian(func: Callable, argnums=0) -> Callable:
-    """The Hessian of a scalar ``func`` with respect to ``argnums`` (jacfwd(jacrev(f)))."""
-    return jacfwd(jacrev(func, argnums), argnums)
+    """The Hessian of a scalar ``func`` with respect to ``argnums``: PyTorch's
+    jacfwd(jacrev(f)), computed here as jacrev(jacrev(f)) (same values; tgrad's forward
+    mode is not nestable over a reverse pass inside one level)."""
+    return jacrev(jacrev(func, argnums), argnums)
 
 
 # ---------------------------------------------------------------------------------- vmap

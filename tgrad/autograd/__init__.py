@@ -30,7 +30,7 @@ __all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_e
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "detect_anomaly",
            "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "Variable", "gradcheck", "gradgradcheck",
-           "GradcheckError", "functional", "graph", "profiler"]
+           "GradcheckError", "functional", "graph", "profiler", "forward_ad"]
 
 
 def _as_tuple(x) -> tuple:
@@ -310,6 +310,6 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
 def __getattr__(name: str):
     # Submodules loaded lazily (they import the op library).
     import importlib
-    if name in ("functional", "profiler"):
+    if name in ("functional", "profiler", "forward_ad"):
         return importlib.import_module(f"tgrad.autograd.{name}")
     raise AttributeError(f"module 'tgrad.autograd' has no attribute '{name}'")

@@ -29,6 +29,9 @@ _new_node = object.__new__
 # needs_input_grad of a built-in op under no_grad (its forward reads it as "recording")
 _FALSES = tuple((False,) * n for n in range(9))
 Tensor = None  # tgrad.tensor.Tensor, bound on first use (tensor.py imports this package)
+# The active forward-AD level (forward_ad._Level) or None: Function.apply's one check; the
+# level routes ops to forward_ad._fw_apply, which computes tangents.
+_FW_LEVEL = None
 
 
 def _bind_tensor() -> None:
@@ -70,6 +73,8 @@ class BackwardCFunction(Node):
     # True for ops whose number arguments are operands (a + 2, x * 0.5): PyTorch wraps those
     # in tensors, so they keep a (None, 0) slot in next_functions.
     _scalar_edges: bool = False
+    saved_for_forward: tuple = ()  # ctx.save_for_forward; the jvp's saved_tensors
+    _in_jvp: bool = False
 
     def name(self) -> str:
         return self._node_name
@@ -93,8 +98,15 @@ class BackwardCFunction(Node):
         """Save tensors (or None) for ``backward``; read them back as ``ctx.saved_tensors``."""
         self.to_save = tensors
 
+    def save_for_forward(self, *tensors) -> None:
+        """Save tensors (or None) for ``jvp`` (forward-mode AD), where ``ctx.saved_tensors``
+        returns them."""
+        self.saved_for_forward = tensors
+
     @property
     def saved_tensors(self) -> tuple:
+        if self._in_jvp:
+            return tuple(self.saved_for_forward)
         saved = self._saved
         if saved is None:
             if self._released:
@@ -246,6 +258,14 @@ class Function(metaclass=_FunctionMeta):
                                   "autograd.Function.")
 
     @staticmethod
+    def jvp(ctx: Any, *grad_inputs: Any) -> Any:
+        """Forward-mode rule: one tangent per forward input in (zeros for a floating tensor
+        without one, None for other arguments), one per output back. ``ctx`` is forward's;
+        tensors saved with ``ctx.save_for_forward`` are its ``saved_tensors`` here."""
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
+    @staticmethod
     def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
         """Define it (with ``forward(*args)`` taking no ctx) to save what backward needs
         from ``inputs`` (the args of apply) and ``output``; PyTorch's second style."""
@@ -255,6 +275,8 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        if _FW_LEVEL is not None:  # forward-mode AD: tangents (forward_ad._fw_apply)
+            return _FW_LEVEL.apply(cls, args, kwargs)
         if Tensor is None:
             _bind_tensor()
         # The node doubles as ctx. It is made without __init__ (hot path); it gets its

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.autograd import function as _function
 from tgrad.autograd.copy_slices import rebase_base
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
@@ -118,6 +119,9 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
         res = fn(self, *args)
         _check_fits(op, res, self)
         _write(self, res._data, overlap_ok)
+        if _function._FW_LEVEL is not None:  # forward-mode AD: the tangent, in place too
+            from tgrad.autograd.forward_ad import inplace_update
+            inplace_update(self, res)
         return self
     if base is not None and self._view_chain is None:
         raise RuntimeError(
@@ -130,6 +134,11 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
         from tgrad.ops.layout import replay_on_base
         replayed = replay_on_base(self)
     old = _snapshot(replayed if view_rebase else self, copy=op not in _SELF_NOT_SAVED)
+    if _function._FW_LEVEL is not None:  # forward-mode AD: the old values' tangent
+        from tgrad.autograd.forward_ad import get_tangent
+        tangent = get_tangent(self)
+        if tangent is not None:
+            old.__dict__["_fw"] = (_function._FW_LEVEL, tangent)
     # ``x.op_(x)``: the argument is read before the write, i.e. it is the old value.
     args = tuple(old if a is self else a for a in args)
     res = fn(old, *args)
@@ -139,6 +148,9 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     if res._grad_fn is None or any(res is a for a in args):
         res = clone(res)  # the written values need a node of their own
     _write(self, res._data)
+    if _function._FW_LEVEL is not None:
+        from tgrad.autograd.forward_ad import inplace_update
+        inplace_update(self, res)
     if view_rebase:
         rebase_base(self, gradient_edge(res))
         if base._retains_grad:

@@ -1,0 +1,304 @@
+"""Forward-mode AD (tgrad.autograd.forward_ad, Function.jvp, tgrad.func.jvp / linearize /
+jacfwd): tangents checked against central finite differences in float64 over the op table's
+samples, and PyTorch's documented semantics (views, in-place, no_grad, errors, levels)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_opinfo import DIFF_SPECS, Built, _samples
+
+import tgrad
+import tgrad.autograd.forward_ad as fwAD
+from tgrad import func
+
+F64 = tgrad.float64
+
+
+def _t(a) -> tgrad.Tensor:
+    return tgrad.tensor(np.asarray(a, dtype=np.float64), dtype=F64)
+
+
+def _small_samples(spec, limit: int = 3) -> list:
+    """The first ``limit`` samples whose floating inputs are non-empty and small."""
+    out = []
+    for s in _samples(spec):
+        arrs = [a for a in s.args if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+        if arrs and all(a.size for a in arrs) and sum(a.size for a in arrs) <= 30:
+            out.append(s)
+        if len(out) == limit:
+            break
+    return out
+
+
+def _float_outputs(out) -> list:
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [o for o in outs if isinstance(o, tgrad.Tensor) and o.dtype.is_floating_point]
+
+
+def _moved(spec, sample, args, tans, step) -> list:
+    """The op's floating outputs at the arguments moved by ``step`` along the tangents."""
+    moved = [_t(a.numpy() + step * tans[i].numpy()) if i in tans else a
+             for i, a in enumerate(args)]
+    return [o.numpy() for o in _float_outputs(spec.op(*moved, **sample.kwargs))]
+
+
+# samples at a kink of the op (ties of the order statistics, integer-valued steps)
+_FD_SKIP = {"sort_family_ties"}
+
+
+@pytest.mark.parametrize("spec", [s for s in DIFF_SPECS if s.name not in _FD_SKIP],
+                         ids=lambda s: s.name)
+def test_jvp_matches_finite_differences(spec):
+    for sample in _small_samples(spec):
+        b = Built(spec, sample, "float64")
+        args = list(b.args())
+        rng = np.random.default_rng(0)
+        fidx = [i for i, a in enumerate(args) if isinstance(a, tgrad.Tensor)
+                and a.dtype.is_floating_point]
+        tans = {i: _t(rng.standard_normal(args[i].shape)) for i in fidx}
+        with fwAD.dual_level():
+            dual_args = [fwAD.make_dual(a, tans[i]) if i in tans else a
+                         for i, a in enumerate(args)]
+            outs = _float_outputs(spec.op(*dual_args, **sample.kwargs))
+            got = [fwAD.unpack_dual(o).tangent for o in outs]
+        h = 1e-6
+        plus, minus = (_moved(spec, sample, args, tans, sign * h) for sign in (1.0, -1.0))
+        for g, p, m, o in zip(got, plus, minus, outs):
+            want = (p - m) / (2 * h)
+            assert g is not None, (spec.name, sample)
+            assert g.shape == o.shape
+            np.testing.assert_allclose(g.numpy(), want, rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{spec.name} {sample}")
+
+
+def test_make_unpack_and_levels():
+    x = _t([0.1, 0.2, 0.3])
+    t = _t([1.0, 2.0, 3.0])
+    assert fwAD.unpack_dual(x) == (x, None)  # outside a level: no tangent
+    with fwAD.dual_level() as level:
+        assert level == 0
+        d = fwAD.make_dual(x, t)
+        assert d._base is x  # a view of the primal
+        p, tan = fwAD.unpack_dual(d)
+        assert isinstance(fwAD.unpack_dual(d), fwAD.UnpackedDualTensor)
+        assert tan is t and fwAD.unpack_dual(p).tangent is None
+        np.testing.assert_array_equal(p.numpy(), x.numpy())
+        assert fwAD.unpack_dual(x).tangent is None  # the primal itself stays plain
+        with pytest.raises(RuntimeError, match="Nested forward mode AD is not supported"):
+            fwAD.enter_dual_level()
+        # a tangent laid out differently is copied into the primal's layout
+        s = fwAD.make_dual(x, _t(np.arange(6.0))[::2])
+        assert fwAD.unpack_dual(s).tangent.stride() == x.stride()
+        np.testing.assert_array_equal(fwAD.unpack_dual(s).tangent.numpy(), [0.0, 2.0, 4.0])
+    assert fwAD.unpack_dual(d).tangent is None  # dropped with the level
+    assert fwAD.enter_dual_level() == 0
+    fwAD.exit_dual_level(level=0)
+    with pytest.raises(RuntimeError, match="not the last one"):
+        fwAD.exit_dual_level(level=0)
+    with pytest.raises(RuntimeError, match="Dual level must be a positive number"):
+        fwAD.exit_dual_level()
+
+
+def test_make_dual_errors():
+    x = _t([0.1, 0.2, 0.3])
+    with pytest.raises(RuntimeError, match="no level exists"):
+        fwAD.make_dual(x, x)
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError, match=r"size \[3\] while the given forward gradient "
+                                               r"is of size \[2\]"):
+            fwAD.make_dual(x, _t([1.0, 2.0]))
+        with pytest.raises(ValueError, match="Expected tangent to be floating point"):
+            fwAD.make_dual(x, tgrad.tensor([1, 2, 3]))
+        with pytest.raises(ValueError, match="Expected primal to be floating point"):
+            fwAD.make_dual(tgrad.tensor([1, 2, 3]), x)
+        d = fwAD.make_dual(x, x)
+        with pytest.raises(RuntimeError, match="already has a forward gradient"):
+            fwAD.make_dual(d, x)
+        with pytest.raises(RuntimeError, match="Invalid level given to _make_dual"):
+            fwAD.make_dual(x, x, level=3)
+        with pytest.raises(RuntimeError, match="Invalid level given to _fw_primal"):
+            fwAD.unpack_dual(d, level=3)
+
+
+def test_no_grad_integer_and_comparison_results():
+    xv = np.array([0.1, -0.2, 0.3])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(_t(xv), tgrad.ones(3, dtype=F64))
+        with tgrad.no_grad():
+            y = (d * d).sin()
+        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(),
+                                   2 * xv * np.cos(xv ** 2), rtol=1e-12)
+        assert fwAD.unpack_dual(d.long()).tangent is None
+        assert fwAD.unpack_dual(d > 0).tangent is None
+        assert fwAD.unpack_dual(d.argmax()).tangent is None
+
+
+def test_views_and_inplace():
+    x = _t([1.0, 2.0, 3.0, 4.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, _t([1.0, 1.0, 1.0, 1.0])).clone()
+        v = d[1:3]
+        tv = fwAD.unpack_dual(v).tangent
+        td = fwAD.unpack_dual(d).tangent
+        assert tv._storage is td._storage  # the tangent of a view is a view of the tangent
+        v.mul_(3.0)  # in place through the view: the base's tangent changes too
+        np.testing.assert_array_equal(fwAD.unpack_dual(d).tangent.numpy(), [1, 3, 3, 1])
+        np.testing.assert_array_equal(d.numpy(), [1, 6, 9, 4])
+        d.exp_()  # in place on the dual itself: t <- exp(x) t
+        np.testing.assert_allclose(fwAD.unpack_dual(d).tangent.numpy(),
+                                   np.exp([1, 6, 9, 4]) * [1, 3, 3, 1], rtol=1e-12)
+        # a plain base written through a view with a dual value gets a zero tangent elsewhere
+        b = tgrad.zeros(5, dtype=F64)
+        early = b[:2]  # a view taken before the write sees the base's new tangent
+        src = fwAD.make_dual(_t([1.0, 2.0]), _t([5.0, 6.0]))
+        b[1:3] = src
+        np.testing.assert_array_equal(fwAD.unpack_dual(b).tangent.numpy(), [0, 5, 6, 0, 0])
+        np.testing.assert_array_equal(fwAD.unpack_dual(early).tangent.numpy(), [0, 5])
+        # writing a plain value over a dual zeroes that tangent
+        d.zero_()
+        np.testing.assert_array_equal(fwAD.unpack_dual(d).tangent.numpy(), [0, 0, 0, 0])
+
+
+def test_reverse_over_forward():
+    """A tangent that requires grad is recorded: backward through the jvp works."""
+    xv = np.array([0.3, -0.7, 1.1])
+    tv = np.array([1.0, 2.0, -1.0])
+    t = _t(tv).requires_grad_()
+    x = _t(xv).requires_grad_()
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, t)
+        out = (d.sin() * d).sum()  # jvp = sum((cos x * x + sin x) t)
+        jt = fwAD.unpack_dual(out).tangent
+        assert jt.requires_grad
+        np.testing.assert_allclose(jt.detach().item(), np.sum((np.cos(xv) * xv + np.sin(xv)) * tv))
+        gx, gt = tgrad.autograd.grad(jt, (x, t))
+    np.testing.assert_allclose(gt.numpy(), np.cos(xv) * xv + np.sin(xv), rtol=1e-12)
+    # d/dx of (cos x * x + sin x) t = (2 cos x - x sin x) t
+    np.testing.assert_allclose(gx.numpy(), (2 * np.cos(xv) - xv * np.sin(xv)) * tv,
+                               rtol=1e-12)
+    with fwAD.dual_level():  # a plain tangent: nothing recorded
+        d = fwAD.make_dual(_t(xv), _t(tv))
+        assert not fwAD.unpack_dual(d.exp().sum()).tangent.requires_grad
+
+
+def test_generic_rule_records_for_reverse():
+    """An op without a direct rule (vjp of the vjp) is differentiable in the primal too."""
+    xv = np.array([[0.3, -0.7, 1.1]])
+    x = _t(xv).requires_grad_()
+    tv = np.array([[1.0, 0.5, -1.0]])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, _t(tv))
+        jt = fwAD.unpack_dual(tgrad.logsumexp(d, dim=1)).tangent
+        (gx,) = tgrad.autograd.grad(jt.sum(), x)
+    p = np.exp(xv) / np.exp(xv).sum()
+    np.testing.assert_allclose(jt.detach().numpy(), (p * tv).sum(1), rtol=1e-12)
+    # d/dx (p . t) = p * t - p (p . t)
+    np.testing.assert_allclose(gx.numpy(), p * tv - p * (p * tv).sum(), rtol=1e-10)
+
+
+class _Scale(tgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y, k):
+        ctx.save_for_forward(x, y)
+        ctx.k = k
+        return x * y * k
+
+    @staticmethod
+    def backward(ctx, g):
+        raise AssertionError("not used")
+
+    @staticmethod
+    def jvp(ctx, tx, ty, tk):
+        assert tk is None  # not a tensor
+        x, y = ctx.saved_tensors
+        return (tx * y + x * ty) * ctx.k
+
+
+class _SetupStyle(tgrad.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return x.exp(), x * 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_forward(output[0])
+
+    @staticmethod
+    def backward(ctx, g, h):
+        raise AssertionError("not used")
+
+    @staticmethod
+    def jvp(ctx, tx):
+        (e,) = ctx.saved_tensors
+        return e * tx, tx * 2
+
+
+class _NoJvp(tgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_custom_function_jvp():
+    xv, yv = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(_t(xv), _t([1.0, 1.0]))
+        out = _Scale.apply(d, _t(yv), 3.0)  # y has no tangent: its jvp input is zeros
+        np.testing.assert_allclose(fwAD.unpack_dual(out).tangent.numpy(), yv * 3.0)
+        e, two = _SetupStyle.apply(d)
+        np.testing.assert_allclose(fwAD.unpack_dual(e).tangent.numpy(), np.exp(xv))
+        np.testing.assert_allclose(fwAD.unpack_dual(two).tangent.numpy(), [2.0, 2.0])
+        with pytest.raises(NotImplementedError, match="You must implement the jvp function"):
+            _NoJvp.apply(d)
+        assert fwAD.unpack_dual(_NoJvp.apply(_t(xv))).tangent is None  # no tangent: fine
+
+
+def test_func_jvp_linearize_jacfwd_against_jacrev():
+    rng = np.random.default_rng(1)
+    x, w = _t(rng.standard_normal((2, 3))), _t(rng.standard_normal(3))
+
+    def f(x, w):
+        return (x.exp() @ w).sin(), x.sum()
+
+    jf = func.jacfwd(f, (0, 1))(x, w)
+    jr = func.jacrev(f, (0, 1))(x, w)
+    for a_out, b_out in zip(jf, jr):
+        for a, b in zip(a_out, b_out):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)
+    tx, tw = _t(rng.standard_normal((2, 3))), _t(rng.standard_normal(3))
+    (o1, o2), (j1, j2) = func.jvp(f, (x, w), (tx, tw))
+    want = (np.einsum("oij,ij->o", jr[0][0].numpy(), tx.numpy())
+            + jr[0][1].numpy() @ tw.numpy())
+    np.testing.assert_allclose(j1.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(j2.item(), tx.numpy().sum())
+    np.testing.assert_allclose(o1.numpy(), np.sin(np.exp(x.numpy()) @ w.numpy()))
+    assert fwAD.unpack_dual(o1).tangent is None
+    out, jvp_fn = func.linearize(lambda a: a.tanh() * 2, w)
+    np.testing.assert_allclose(jvp_fn(tw).numpy(), 2 * tw.numpy() / np.cosh(w.numpy()) ** 2,
+                               rtol=1e-12)
+    (o, j, aux) = func.jvp(lambda a: (a.exp(), a.cos()), (w,), (tw,), has_aux=True)
+    np.testing.assert_allclose(aux.numpy(), np.cos(w.numpy()))
+    np.testing.assert_allclose(j.numpy(), np.exp(w.numpy()) * tw.numpy(), rtol=1e-12)
+    jac, aux = func.jacfwd(lambda a: (a * a, a.sum()), has_aux=True)(w)
+    np.testing.assert_allclose(jac.numpy(), np.diag(2 * w.numpy()))
+    with pytest.raises(RuntimeError, match="same python structure"):
+        func.jvp(f, (x, w), (tx,))
+    with pytest.raises(RuntimeError, match="same shape"):
+        func.jvp(f, (x, w), (tw, tw))
+    # second derivatives: tangents do not flow through backward passes, so forward over
+    # reverse takes reverse passes in func (same values), and is refused with forward_ad
+    cube = lambda a: (a ** 3).sum()  # noqa: E731
+    for hess in (func.jacfwd(func.jacrev(cube)), func.hessian(cube)):
+        np.testing.assert_allclose(hess(w).numpy(), np.diag(6 * w.numpy()), rtol=1e-12)
+    g, hv = func.jvp(func.grad(cube), (w,), (tw,))
+    np.testing.assert_allclose(g.numpy(), 3 * w.numpy() ** 2, rtol=1e-12)
+    np.testing.assert_allclose(hv.numpy(), 6 * w.numpy() * tw.numpy(), rtol=1e-12)
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError, match="forward-mode AD over a reverse transform"):
+            func.grad(cube)(fwAD.make_dual(w, tw))

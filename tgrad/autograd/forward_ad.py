@@ -1,0 +1,444 @@
+"""Forward-mode automatic differentiation: PyTorch's ``torch.autograd.forward_ad``.
+
+Inside ``with dual_level():``, ``make_dual(x, t)`` gives a dual tensor: a view of ``x``
+carrying the tangent ``t``. Every op run on dual tensors gives dual results whose tangent is
+the Jacobian-vector product ``J t`` of the op; ``unpack_dual(y)`` returns
+``(primal, tangent)``. As in PyTorch there is one level at a time (nesting raises).
+
+How tangents are computed (``_fw_apply``, reached from ``Function.apply`` through its one
+``_FW_LEVEL`` check, so nothing costs anything outside a level):
+- direct rules (``JVP_RULES``, one per op name) for the hot ops: the elementwise unary ops
+  (their backward rules applied to the tangent: the Jacobian is diagonal), add / sub / mul /
+  div, matmul, and the ops linear in their first tensor (views, reshape, getitem, index,
+  expand, split, sum, mean, cumsum, clone, to, neg: the same op applied to the tangent, so
+  the tangent of a view is the same view of the tangent) and cat;
+- custom Functions: their ``jvp(ctx, *tangents)`` staticmethod (ctx shared with forward /
+  setup_context; ``ctx.save_for_forward`` tensors are its ``ctx.saved_tensors``);
+- every other built-in op: the vjp of the vjp. For y = f(x) and a dummy cotangent u,
+  g(u) = J^T u is linear in u, and d<g(u), t>/du = J t: one backward with create_graph and
+  one more backward, exact for every op that has a (twice differentiable) backward rule.
+Tangent computations are recorded by reverse mode like any op (when grad mode is on and a
+tangent or a primal requires grad), so reverse-over-forward works. Integer and bool results
+get no tangent. In-place ops on dual tensors update the tangent in place (through a view:
+the base's tangent, created as zeros when the base had none).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+from tgrad.autograd import function as _function
+from tgrad.autograd.grad_mode import STATE, _DecoratorContextManager
+
+__all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
+           "UnpackedDualTensor"]
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+UnpackedDualTensor.__doc__ = "What ``unpack_dual`` returns: ``(primal, tangent)``."
+
+
+class _Level:
+    """An active dual level. Tangents are stored on tensors as ``(level, tangent)`` (in the
+    tensor's ``__dict__``, key ``_fw``), so those of an exited level are never read again."""
+
+    __slots__ = ("idx",)
+
+    def __init__(self, idx: int) -> None:
+        self.idx = idx
+
+    def apply(self, cls, args: tuple, kwargs: dict):
+        return _fw_apply(self, cls, args, kwargs)
+
+
+_current: _Level | None = None
+
+
+def enter_dual_level() -> int:
+    """Enter a new forward-AD level and return its index (0: one level at a time)."""
+    global _current
+    if _current is not None:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    _current = _Level(0)
+    _function._FW_LEVEL = _current
+    return 0
+
+
+def exit_dual_level(*, level: int | None = None) -> None:
+    """Exit the current level; every tangent of that level is dropped."""
+    global _current
+    if level is None:
+        level = -1 if _current is None else _current.idx
+    if level < 0:
+        raise RuntimeError("Dual level must be a positive number.")
+    if _current is None or level != _current.idx:
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
+                           "was created. This is not supported.")
+    _current = None
+    _function._FW_LEVEL = None
+
+
+class dual_level(_DecoratorContextManager):
+    """Context manager (and decorator) for a forward-AD level: ``with dual_level():``."""
+
+    def __enter__(self) -> int:
+        return enter_dual_level()
+
+    def __exit__(self, *exc: Any) -> None:
+        exit_dual_level()
+
+
+def _level_for(level: int | None, who: str) -> _Level:
+    if _current is None:
+        raise RuntimeError("Trying to create a dual Tensor for forward AD but no level "
+                           "exists, make sure to enter_dual_level() first.")
+    if level is not None and level != _current.idx:
+        raise RuntimeError(f"Invalid level given to {who}")
+    return _current
+
+
+def make_dual(tensor, tangent, *, level: int | None = None):
+    """A view of ``tensor`` carrying ``tangent`` at the current level (PyTorch's checks: both
+    floating point, same shape and device; a tangent laid out differently from ``tensor``
+    is copied into its layout)."""
+    lvl = _level_for(level, "_make_dual")
+    tensor_cls = _tensor_cls()
+    for name, t in (("primal", tensor), ("tangent", tangent)):
+        if not isinstance(t, tensor_cls):
+            raise TypeError(f"make_dual: expected the {name} to be a Tensor, got "
+                            f"{type(t).__name__}")
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"Expected {name} to be floating point or complex, but got: "
+                             f"{t.dtype}")
+    if tangent.shape != tensor.shape:
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different size than that of the "
+            f"original Tensor, this is not supported. Tensor is of size {list(tensor.shape)} "
+            f"while the given forward gradient is of size {list(tangent.shape)}.")
+    if tangent.device != tensor.device:
+        raise RuntimeError(f"make_dual: the tangent is on {tangent.device} but the primal is "
+                           f"on {tensor.device}; move the tangent with .to(primal.device)")
+    if get_tangent(tensor) is not None:
+        raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward "
+                           f"gradient at the same level {lvl.idx} is not supported.")
+    _function._FW_LEVEL = None
+    try:
+        if tangent.stride() != tensor.stride() and tensor.numel() > 1:
+            tangent = _like_layout(tensor).copy_(tangent)
+        dual = tensor.view_as(tensor)
+    finally:
+        _function._FW_LEVEL = lvl
+    _set(dual, tangent)
+    return dual
+
+
+def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
+    """``(primal, tangent)`` of ``tensor`` at the current level: the primal is a view of it
+    without the tangent; outside a level, or for a tensor with no tangent, ``(tensor,
+    None)``."""
+    if _current is None:
+        return UnpackedDualTensor(tensor, None)
+    lvl = _level_for(level, "_fw_primal")
+    tangent = get_tangent(tensor)
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    _function._FW_LEVEL = None
+    try:
+        primal = tensor.view_as(tensor)
+    finally:
+        _function._FW_LEVEL = lvl
+    primal.__dict__["_fw"] = (lvl, None)  # no tangent (not even its base's)
+    return UnpackedDualTensor(primal, tangent)
+
+
+# ------------------------------------------------------------------------- tangent storage
+_Tensor = None
+
+
+def _tensor_cls():
+    global _Tensor
+    if _Tensor is None:
+        from tgrad.tensor import Tensor
+        _Tensor = Tensor
+    return _Tensor
+
+
+def _set(t, tangent) -> None:
+    t.__dict__["_fw"] = (_current, tangent)
+
+
+def get_tangent(t):
+    """``t``'s tangent at the current level, or None. A view without one of its own sees
+    the same view of its base's tangent (the base got one by an in-place op)."""
+    lvl = _current
+    if lvl is None:
+        return None
+    e = t.__dict__.get("_fw")
+    if e is not None and e[0] is lvl:
+        return e[1]
+    base = t._base
+    if base is not None:
+        e = base.__dict__.get("_fw")
+        if e is not None and e[0] is lvl and e[1] is not None:
+            tan = _view_of(e[1], base, t)
+            _set(t, tan)
+            return tan
+    return None
+
+
+def _like_layout(t):
+    """Zeros with ``t``'s shape, dtype, device and strides (a tangent's layout)."""
+    from tgrad.ops.creation import empty_strided
+    return empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device).zero_()
+
+
+def _view_of(base_tangent, base, view):
+    """``view``'s geometry relative to ``base`` applied to ``base_tangent`` (which has
+    base's layout)."""
+    from tgrad.ops.layout import as_strided
+    off = view.storage_offset() - base.storage_offset() + base_tangent.storage_offset()
+    prev = _function._FW_LEVEL
+    _function._FW_LEVEL = None
+    try:
+        return as_strided(base_tangent, view.shape, view.stride(), off)
+    finally:
+        _function._FW_LEVEL = prev
+
+
+def inplace_update(self, res) -> None:
+    """After an in-place op wrote ``res`` into ``self``: ``self``'s tangent becomes
+    ``res``'s, written in place (so views and the base see it). Called by apply_inplace
+    while a level is active."""
+    lvl = _current
+    new = get_tangent(res)
+    old = get_tangent(self)
+    if new is None and old is None:
+        return
+    _function._FW_LEVEL = None
+    try:
+        if old is None:
+            base = self._base
+            if base is not None:
+                if get_tangent(base) is None:
+                    _set(base, _like_layout(base))
+                old = get_tangent(self)
+            else:
+                old = _like_layout(self)
+                _set(self, old)
+        if new is None:
+            old.zero_()
+        else:
+            old.copy_(new)
+    finally:
+        _function._FW_LEVEL = lvl
+
+
+# ------------------------------------------------------------------------------ tangents
+def _zeros_like(t):
+    from tgrad.ops.creation import zeros_like
+    return zeros_like(t)
+
+
+def _unary_rule(name: str):
+    from tgrad.ops.elementwise import UNARY_RULES
+    saves, _, rule = UNARY_RULES[name]
+
+    def jvp(args, tangents, out):  # diagonal Jacobian: the backward rule on the tangent
+        x = args[0]
+        return rule(tangents[0], x if saves == "x" else None, out if saves == "y" else None)
+    return jvp
+
+
+def _linear_first(op):
+    """Ops linear in their first argument (the others are not differentiable)."""
+    def jvp(args, tangents, out):
+        if any(t is not None for t in tangents[1:]):
+            return NotImplemented
+        return op(tangents[0], *args[1:])
+    return jvp
+
+
+def _is_number(x) -> bool:
+    return not isinstance(x, _tensor_cls())
+
+
+def _add_sub(sign: float):
+    # d(a + b) = ta + tb;  d(a - b) = ta - tb (broadcast to the output's shape)
+    def jvp(args, tangents, out):
+        ta, tb = tangents
+        if tb is None:
+            return ta.expand(out.shape)
+        tb = tb if sign > 0 else -tb
+        return tb.expand(out.shape) if ta is None else ta + tb
+    return jvp
+
+
+def _mul(args, tangents, out):
+    # d(a b) = ta b + a tb
+    (a, b), (ta, tb) = args, tangents
+    r = None if ta is None else ta * b
+    s = None if tb is None else a * tb
+    return s.expand(out.shape) if r is None else r.expand(out.shape) if s is None else r + s
+
+
+def _div(args, tangents, out):
+    b, (ta, tb) = args[1], tangents
+    if tb is None:
+        return (ta / b).expand(out.shape)
+    num = -(out * tb) if ta is None else ta - out * tb
+    return num / b
+
+
+def _matmul(args, tangents, out):
+    # d(a @ b) = ta @ b + a @ tb
+    from tgrad.ops.matmul import matmul
+    (a, b), (ta, tb) = args, tangents
+    r = None if ta is None else matmul(ta, b)
+    s = None if tb is None else matmul(a, tb)
+    return s if r is None else r if s is None else r + s
+
+
+def _cat(args, tangents, out):
+    # cat(dim, *xs): the tangent is cat of the tangents (zeros where none)
+    from tgrad.ops.shape import Cat
+    ts = [_zeros_like(x) if t is None else t for x, t in zip(args[1:], tangents[1:])]
+    return Cat.apply(args[0], *ts)
+
+
+def _build_rules() -> dict:
+    from tgrad.ops._common import OPS
+    from tgrad.ops.elementwise import UNARY_RULES
+    rules = {n: _unary_rule(n) for n in UNARY_RULES}
+    for name in ("view", "reshape", "permute", "expand", "getitem", "index", "diagonal",
+                 "unfold", "as_strided", "split", "split_with_sizes", "unbind", "clone",
+                 "sum", "mean", "cumsum", "sum_to", "to"):
+        if name in OPS:
+            rules[name] = _linear_first(OPS[name].apply)
+    rules.update({"add": _add_sub(1.0), "sub": _add_sub(-1.0), "mul": _mul, "div": _div,
+                  "matmul": _matmul, "cat": _cat})
+    return rules
+
+
+JVP_RULES: dict | None = None  # op name -> rule(args, tangents, out); built on first use
+
+
+def _vjp_of_vjp(cls, args: tuple, kwargs: dict, tangents: list, record: bool) -> list:
+    """The tangents of ``cls``'s outputs for the inputs' ``tangents``: with u a dummy
+    cotangent, g(u) = J^T u (one backward, create_graph) and J t = d<g(u), t>/du (one more
+    backward). None for outputs that are not floating point."""
+    from tgrad import autograd
+    tensor_cls = _tensor_cls()
+    xs, ts, new_args = [], [], list(args)
+    with autograd.enable_grad():
+        for i, (a, t) in enumerate(zip(args, tangents)):
+            if t is None:
+                continue
+            x = a if (record and a._requires_grad) else a.detach().requires_grad_()
+            new_args[i] = x
+            xs.append(x)
+            ts.append(t if t.dtype is a.dtype else t.to(a.dtype))
+        out = cls.apply(*new_args, **kwargs)
+        outs = out if isinstance(out, tuple) else (out,)
+        diff = [k for k, y in enumerate(outs) if isinstance(y, tensor_cls) and y._requires_grad
+                and y.dtype.is_floating_point]
+        result = [None] * len(outs)
+        for k, y in enumerate(outs):
+            if isinstance(y, tensor_cls) and y.dtype.is_floating_point:
+                result[k] = _zeros_like(y)
+        if not diff:
+            return result
+        us = [_zeros_like(outs[k]).requires_grad_() for k in diff]
+        gs = autograd.grad([outs[k] for k in diff], xs, us, create_graph=True,
+                           allow_unused=True)
+        pairs = [(g, t) for g, t in zip(gs, ts) if g is not None and g.requires_grad]
+        if not pairs:
+            return result
+        jv = autograd.grad([g for g, _ in pairs], us, [t for _, t in pairs],
+                           create_graph=record, allow_unused=True)
+    for k, j in zip(diff, jv):
+        if j is not None:
+            result[k] = j
+    return result
+
+
+def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
+    """Run custom Function ``cls`` and its ``jvp(ctx, *tangents)`` with the forward's ctx."""
+    tensor_cls = _tensor_cls()
+    orig = cls.__dict__["_run_forward"]
+    fn = orig.__func__
+    box = []
+
+    def run(ctx, *a, **k):
+        box.append(ctx)
+        return fn(ctx, *a, **k)
+    cls._run_forward = staticmethod(run)
+    try:
+        out = cls.apply(*args, **kwargs)
+    finally:
+        cls._run_forward = orig
+    ctx = box[0]
+    ins = []
+    for a, t in zip(args, tangents):
+        if t is not None:
+            ins.append(t)
+        elif isinstance(a, tensor_cls) and a.dtype.is_floating_point:
+            ins.append(_zeros_like(a))
+        else:
+            ins.append(None)
+    ctx._in_jvp = True
+    try:
+        res = cls.jvp(ctx, *ins)
+    finally:
+        ctx._in_jvp = False
+    outs = out if isinstance(out, tuple) else (out,)
+    res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+    if len(res) != len(outs):
+        raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients "
+                           f"(expected {len(outs)} but got {len(res)})")
+    for o, t in zip(outs, res):
+        if t is not None and isinstance(o, tensor_cls) and t.shape != o.shape:
+            raise RuntimeError(f"Function {cls.__name__}.jvp returned a tangent of shape "
+                               f"{list(t.shape)} for an output of shape {list(o.shape)}")
+    return out, list(res)
+
+
+def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
+    """``cls.apply`` while a level is active: the outputs, with tangents when an input has
+    one. Runs with ``_FW_LEVEL`` cleared (the forward and the rules see plain tensors)."""
+    global JVP_RULES
+    tensor_cls = _tensor_cls()
+    tangents = [get_tangent(a) if isinstance(a, tensor_cls) else None for a in args]
+    _function._FW_LEVEL = None
+    try:
+        if all(t is None for t in tangents):
+            return cls.apply(*args, **kwargs)
+        if cls.jvp is not _function.Function.jvp:
+            out, res = _custom_jvp(cls, args, kwargs, tangents)
+        elif not cls.__module__.startswith("tgrad."):
+            raise NotImplementedError("You must implement the jvp function for custom "
+                                      "autograd.Function to use it with forward mode AD.")
+        else:
+            out = cls.apply(*args, **kwargs)
+            if JVP_RULES is None:
+                JVP_RULES = _build_rules()
+            rule = None if kwargs else JVP_RULES.get(cls.name)
+            res = NotImplemented
+            if rule is not None:
+                r = rule(args, tangents, out)
+                if r is not NotImplemented:
+                    res = list(r) if isinstance(r, tuple) else [r]
+            if res is NotImplemented:
+                record = STATE.enabled and any(
+                    isinstance(a, tensor_cls) and a._requires_grad for a in args) or any(
+                    t is not None and t._requires_grad for t in tangents)
+                res = _vjp_of_vjp(cls, args, kwargs, tangents, record and STATE.enabled)
+        outs = out if isinstance(out, tuple) else (out,)
+        for o, t in zip(outs, res):
+            if t is None or not isinstance(o, tensor_cls) or not o.dtype.is_floating_point:
+                continue
+            if t.dtype is not o.dtype:
+                t = t.to(o.dtype)
+            o.__dict__["_fw"] = (lvl, t)
+        return out
+    finally:
+        _function._FW_LEVEL = lvl
