@@ -50,3 +50,22 @@ def runtime() -> DeviceRuntime:
     if rt is None:
         raise RuntimeError(f"tgrad.cuda is not available: {_state['why']}")
     return rt
+
+
+BAD_FORK_MSG = ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+                "multiprocessing, you must use the 'spawn' start method")
+
+
+def forbid_in_forked_child() -> None:
+    """Call in a process forked from one whose GPU driver runtime had started (a
+    DataLoader worker): the parent's GPU context is unusable here, so from now on cuda
+    reports itself unavailable with PyTorch's "Cannot re-initialize CUDA in forked
+    subprocess" reason. Nothing changes when the parent never started the driver (the
+    child may start its own) or runs the host emulation (TRITON_INTERPRET=1, fork-safe)."""
+    rt = _state["rt"]
+    if rt is None or getattr(rt, "interpreted", False):
+        return
+    _state.update(rt=None, why=BAD_FORK_MSG, done=True)
+    from tgrad.backends import register_backend
+    from tgrad.cuda.lazy_backend import _LazyTritonBackend
+    register_backend("cuda", _LazyTritonBackend())

@@ -4,8 +4,8 @@ Datasets (``Dataset``, ``IterableDataset``, ``TensorDataset``, ``Subset``,
 ``ConcatDataset``, ``ChainDataset``, ``random_split``), samplers (``Sampler``,
 ``SequentialSampler``, ``RandomSampler``, ``SubsetRandomSampler``,
 ``WeightedRandomSampler``, ``BatchSampler``), ``DataLoader`` and the collate functions
-(``default_collate``, ``default_convert``). Loading runs in the calling process (see
-tgrad/utils/data/dataloader.py for the differences from PyTorch).
+(``default_collate``, ``default_convert``). ``num_workers > 0`` loads in worker
+processes (see tgrad/utils/data/dataloader.py for the differences from PyTorch).
 """
 
 from tgrad.utils.data._collate import default_collate, default_convert

@@ -38,8 +38,9 @@ class Dataset(Generic[_T_co]):
 
 class IterableDataset(Dataset[_T_co]):
     """Base class of iterable-style datasets: subclasses define ``__iter__``. ``a + b`` is
-    ``ChainDataset([a, b])``. (tgrad's DataLoader loads in the main process, so
-    ``get_worker_info()`` is None inside ``__iter__``.)"""
+    ``ChainDataset([a, b])``. A DataLoader with ``num_workers > 0`` iterates a copy in
+    every worker: shard the samples with ``get_worker_info()`` (None in the main
+    process)."""
 
     def __iter__(self) -> Iterator[_T_co]:
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
