@@ -191,6 +191,33 @@ def test_build_on_anything_but_an_ordered_dict_is_refused():
         tgrad.load(_torch_zip(pkl))
 
 
+def test_rebuilt_objects_state_cannot_touch_tgrad_objects():
+    # _rebuild_from_type_v2(torch.device, torch.Tensor, ("cpu",), {"type": "cuda"}): the
+    # rebuild must give a tensor, and its state may not overwrite attributes (here the
+    # interned cpu device's type, which would break every tensor creation afterwards)
+    pkl = (b"\x80\x02ctorch._tensor\n_rebuild_from_type_v2\n(ctorch\ndevice\nctorch\nTensor"
+           b"\nX\x03\x00\x00\x00cpu\x85}X\x04\x00\x00\x00typeX\x04\x00\x00\x00cudastR.")
+    with pytest.raises(pickle.UnpicklingError, match="must rebuild a tensor"):
+        tgrad.load(_torch_zip(pkl))
+    assert str(tgrad.device("cpu")) == "cpu" and tgrad.zeros(2).device.type == "cpu"
+    with pytest.raises(AttributeError, match="read-only"):
+        tgrad.device("cpu").type = "cuda"
+    # _rebuild_parameter(tensor, True, OrderedDict(), state): state may add plain attributes
+    # but not replace the tensor's own (its dtype, data, methods) nor private ones
+    data = np.arange(6, dtype=np.float32).tobytes()
+    tensor = _tensor_pickle((2, 3), (3, 1), 0, 6)[2:-1]  # the REDUCE expression, no PROTO/STOP
+    for key in (b"dtype", b"_data", b"numpy"):
+        pkl = (b"\x80\x02ctorch._utils\n_rebuild_parameter_with_state\n(" + tensor
+               + b"\x88ccollections\nOrderedDict\n)R}X" + len(key).to_bytes(4, "little") + key
+               + b"K\x01stR.")
+        with pytest.raises(pickle.UnpicklingError, match="cannot set the attribute"):
+            tgrad.load(_torch_zip(pkl, {"0": data}))
+    pkl = (b"\x80\x02ctorch._utils\n_rebuild_parameter_with_state\n(" + tensor
+           + b"\x88ccollections\nOrderedDict\n)R}X\x04\x00\x00\x00noteK\x07stR.")
+    p = tgrad.load(_torch_zip(pkl, {"0": data}))
+    assert isinstance(p, nn.Parameter) and p.note == 7 and p.tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
 def _tensor_pickle(size, stride, offset, numel, storage="FloatStorage") -> bytes:
     """protocol-2 opcodes of _rebuild_tensor_v2 over storage '0' (written by hand)."""
     def t(xs):

@@ -244,7 +244,10 @@ class _Reader:
 
     @staticmethod
     def rebuild_from_type_v2(func, new_type, args, state):
-        out = func(*args)
+        out = func(*args)  # func: an allow-listed global, so calling it changes nothing
+        if not isinstance(out, Tensor):
+            raise pickle.UnpicklingError(f"tgrad.load: _rebuild_from_type_v2 must rebuild a "
+                                         f"tensor, got {type(out).__name__}")
         if new_type is _PARAMETER_TYPE and not _is_parameter(out):
             out = _Reader.rebuild_parameter(out, out.requires_grad)
         elif new_type is not _TENSOR_TYPE and new_type is not _PARAMETER_TYPE:
@@ -328,12 +331,21 @@ def _is_parameter(t) -> bool:
 
 
 def _set_state(obj, state) -> None:
-    """A Parameter's / tensor's Python attributes: ``state`` is a dict, or (dict, slots)."""
+    """A Parameter's / tensor's Python attributes: ``state`` is a dict, or (dict, slots).
+    Only new public attributes: a name its class defines (dtype, _data, a method...) or a
+    private one is refused, so a file cannot change how a tensor behaves."""
     if not state:
         return
     parts = state if isinstance(state, tuple) else (state,)
     for part in parts:
+        if not isinstance(part or {}, dict):
+            raise pickle.UnpicklingError(f"tgrad.load: a tensor's state must be a dict, got "
+                                         f"{type(part).__name__}")
         for k, v in (part or {}).items():
+            if not isinstance(k, str) or k.startswith("_") or hasattr(type(obj), k) \
+                    or not k.isidentifier():
+                raise pickle.UnpicklingError(f"tgrad.load: cannot set the attribute {k!r} of "
+                                             f"a loaded {type(obj).__name__}")
             setattr(obj, k, v)
 
 

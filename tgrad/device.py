@@ -35,10 +35,15 @@ class Device:
         dev = cls._interned.get(key)
         if dev is None:
             dev = object.__new__(cls)
-            dev.type = kind
-            dev.index = index
+            object.__setattr__(dev, "type", kind)
+            object.__setattr__(dev, "index", index)
             cls._interned[key] = dev
         return dev
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"device objects are read-only (interned: one per device); "
+                             f"make a new one with tgrad.device(...) instead of setting "
+                             f"{name!r}")
 
     def __reduce__(self):
         return (Device, (self.type, self.index))
