@@ -203,19 +203,21 @@ def test_rebuilt_objects_state_cannot_touch_tgrad_objects():
     with pytest.raises(AttributeError, match="read-only"):
         tgrad.device("cpu").type = "cuda"
     # _rebuild_parameter(tensor, True, OrderedDict(), state): state may add plain attributes
-    # but not replace the tensor's own (its dtype, data, methods) nor private ones
+    # (private ones too) but not replace the tensor's own (its dtype, data, methods)
     data = np.arange(6, dtype=np.float32).tobytes()
     tensor = _tensor_pickle((2, 3), (3, 1), 0, 6)[2:-1]  # the REDUCE expression, no PROTO/STOP
-    for key in (b"dtype", b"_data", b"numpy"):
+    for key in (b"dtype", b"_data", b"numpy", b"__class__"):
         pkl = (b"\x80\x02ctorch._utils\n_rebuild_parameter_with_state\n(" + tensor
                + b"\x88ccollections\nOrderedDict\n)R}X" + len(key).to_bytes(4, "little") + key
                + b"K\x01stR.")
         with pytest.raises(pickle.UnpicklingError, match="cannot set the attribute"):
             tgrad.load(_torch_zip(pkl, {"0": data}))
     pkl = (b"\x80\x02ctorch._utils\n_rebuild_parameter_with_state\n(" + tensor
-           + b"\x88ccollections\nOrderedDict\n)R}X\x04\x00\x00\x00noteK\x07stR.")
+           + b"\x88ccollections\nOrderedDict\n)R}(X\x04\x00\x00\x00noteK\x07X\x05\x00\x00\x00_"
+           + b"privK\x03utR.")
     p = tgrad.load(_torch_zip(pkl, {"0": data}))
-    assert isinstance(p, nn.Parameter) and p.note == 7 and p.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert isinstance(p, nn.Parameter) and p.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert p.note == 7 and p._priv == 3
 
 
 def _tensor_pickle(size, stride, offset, numel, storage="FloatStorage") -> bytes:

@@ -332,8 +332,9 @@ def _is_parameter(t) -> bool:
 
 def _set_state(obj, state) -> None:
     """A Parameter's / tensor's Python attributes: ``state`` is a dict, or (dict, slots).
-    Only new public attributes: a name its class defines (dtype, _data, a method...) or a
-    private one is refused, so a file cannot change how a tensor behaves."""
+    Only new attributes: a name the object already has (dtype, _data, a method, a dunder)
+    is refused, so a file cannot change how a tensor behaves; new private names are kept
+    (torch.save writes e.g. ``t._note = 3``)."""
     if not state:
         return
     parts = state if isinstance(state, tuple) else (state,)
@@ -342,8 +343,7 @@ def _set_state(obj, state) -> None:
             raise pickle.UnpicklingError(f"tgrad.load: a tensor's state must be a dict, got "
                                          f"{type(part).__name__}")
         for k, v in (part or {}).items():
-            if not isinstance(k, str) or k.startswith("_") or hasattr(type(obj), k) \
-                    or not k.isidentifier():
+            if not isinstance(k, str) or not k.isidentifier() or hasattr(obj, k):
                 raise pickle.UnpicklingError(f"tgrad.load: cannot set the attribute {k!r} of "
                                              f"a loaded {type(obj).__name__}")
             setattr(obj, k, v)
