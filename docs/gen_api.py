@@ -23,6 +23,7 @@ MODULES = [
     ("tgrad.autograd.forward_ad", "forward-mode AD (dual_level, make_dual, unpack_dual)"),
     ("tgrad.autograd.graph", "saved-tensor hooks and graph edges"),
     ("tgrad.autograd.profiler", "the profiler"),
+    ("tgrad.profiler", "torch.profiler's API: schedules, step(), trace handlers"),
     ("tgrad.func", "function transforms (grad, vjp, jvp, jacrev, jacfwd, hessian, vmap, "
                    "functional_call)"),
     ("tgrad.nn", "Module, Parameter and layers"),

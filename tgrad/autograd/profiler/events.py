@@ -59,6 +59,13 @@ class _TimesMixin:
         return None if self.flops is None or t <= 0 else self.flops / (t * 1e6)
 
 
+def _rewrite_name(name: str) -> str:
+    """PyTorch's wildcard: the "ProfilerStep#N" ranges of tgrad.profiler's step() all get
+    the name (and key) "ProfilerStep*", so key_averages has one row for them; the trace
+    keeps "ProfilerStep#N" (``trace_name``)."""
+    return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
+
+
 class FunctionEvent(_TimesMixin):
     """One recorded range: an op forward, a backward node, a user or engine range."""
 
@@ -70,7 +77,8 @@ class FunctionEvent(_TimesMixin):
                  nbytes: int | None = None, flops: int | None = None,
                  pair: str | None = None) -> None:
         self.id = id
-        self.name = name
+        self.name = _rewrite_name(name)
+        self.trace_name = name  # the name in the Chrome trace
         self.kind = kind  # "op", "backward", "user" or "engine"
         self.thread = thread
         self.cpu_interval = (start_us, end_us)

@@ -36,11 +36,11 @@ def trace_events(events) -> list:
         if e.flops is not None:
             args["flops"] = e.flops
         start, end = e.cpu_interval
-        out.append({"name": e.name, "cat": e.kind, "ph": "X", "ts": start,
+        out.append({"name": e.trace_name, "cat": e.kind, "ph": "X", "ts": start,
                     "dur": end - start, "pid": CPU_PID, "tid": e.thread, "args": args})
         if e.cuda_interval is not None:
             cs, ce = e.cuda_interval
-            out.append({"name": e.name, "cat": e.kind, "ph": "X", "ts": cs, "dur": ce - cs,
+            out.append({"name": e.trace_name, "cat": e.kind, "ph": "X", "ts": cs, "dur": ce - cs,
                         "pid": CUDA_PID, "tid": CUDA_TID, "args": args})
     return out
 
