@@ -190,6 +190,14 @@ class _InverseTransform(Transform):
         return self._inv.forward_shape(shape)
 
 
+def _params_equal(a, b) -> bool:
+    """PyTorch's parameter test in PowerTransform / AffineTransform ``__eq__``: two numbers
+    compare as numbers, otherwise every element of ``a == b`` (broadcast) must hold."""
+    if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
+        return a == b
+    return bool((a == b).all().item())
+
+
 class _Stateless(Transform):
     """A transform without parameters: equal to any other of its class (PyTorch's __eq__)."""
 
@@ -275,6 +283,12 @@ class PowerTransform(Transform):
         return self if self._cache_size == cache_size else \
             PowerTransform(self.exponent, cache_size=cache_size)
 
+    def __eq__(self, other) -> bool:  # equal exponents (PyTorch's; tensors elementwise)
+        return isinstance(other, PowerTransform) and _params_equal(self.exponent,
+                                                                   other.exponent)
+
+    __hash__ = Transform.__hash__
+
     def _call(self, x):
         return x.pow(self.exponent)
 
@@ -315,6 +329,14 @@ class AffineTransform(Transform):
         if isinstance(self.scale, numbers.Real):
             return 1 if float(self.scale) > 0 else (-1 if float(self.scale) < 0 else 0)
         return self.scale.sign()
+
+    def __eq__(self, other) -> bool:
+        # equal loc and scale (PyTorch's __eq__, which does not compare event_dim either;
+        # a TransformedDistribution's event shape tells the two apart)
+        return (isinstance(other, AffineTransform) and _params_equal(self.loc, other.loc)
+                and _params_equal(self.scale, other.scale))
+
+    __hash__ = Transform.__hash__
 
     def _call(self, x):
         return self.loc + self.scale * x
