@@ -46,6 +46,7 @@ from tgrad.distributions.utils import (
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import eye, full_like
+from tgrad.ops.pointwise_extras import broadcast_shapes
 from tgrad.ops.shape import cat, stack
 from tgrad.tensor import Tensor
 
@@ -357,16 +358,12 @@ class AffineTransform(Transform):
         return result.expand(*shape)
 
     def forward_shape(self, shape):
-        return tuple(_broadcast_shape(shape, getattr(self.loc, "shape", ()),
-                                      getattr(self.scale, "shape", ())))
+        # PyTorch's torch.broadcast_shapes, its RuntimeError included
+        return broadcast_shapes(shape, getattr(self.loc, "shape", ()),
+                                getattr(self.scale, "shape", ()))
 
     def inverse_shape(self, shape):
         return self.forward_shape(shape)
-
-
-def _broadcast_shape(*shapes) -> tuple:
-    import numpy as np
-    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
 
 
 class ComposeTransform(Transform):
