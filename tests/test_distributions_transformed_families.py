@@ -96,6 +96,59 @@ def test_inverse_gamma_shapes_and_validation():
         d.log_prob(_t(-1.0))
 
 
+def test_inverse_gamma_kl_is_the_gamma_bases_kl():
+    # PyTorch's (TransformedDistribution, TransformedDistribution) rule: equal transforms
+    # and event shapes -> the bases' KL (KL is invariant under the shared bijection 1/x)
+    a1, b1, a2, b2 = [3.0, 1.5], [2.0, 0.7], [2.5, 4.0], [1.0, 3.0]
+    p, q = D.InverseGamma(_t(a1), _t(b1)), D.InverseGamma(_t(a2), _t(b2))
+    kl = D.kl_divergence(p, q)
+    assert tuple(kl.shape) == (2,)
+    np.testing.assert_allclose(_np(kl), _np(D.kl_divergence(D.Gamma(_t(a1), _t(b1)),
+                                                           D.Gamma(_t(a2), _t(b2)))),
+                               rtol=1e-14)
+    grid = _log_grid(1e-4, 1e10, 400001)  # 1.5-power tail: mass ~ x^-1.5 beyond
+    for i in range(2):  # quadrature of p (log p - log q) of the InverseGamma densities
+        lp = _inverse_gamma_log_pdf(grid, a1[i], b1[i])
+        lq = _inverse_gamma_log_pdf(grid, a2[i], b2[i])
+        np.testing.assert_allclose(_np(kl)[i], _quad(np.exp(lp) * (lp - lq), grid),
+                                   rtol=1e-6)
+    # batch shapes broadcast; gradients flow to both distributions' parameters
+    assert tuple(D.kl_divergence(D.InverseGamma(_t(2.0), _t(1.0)), q).shape) == (2,)
+    assert gradcheck(lambda c, r: D.kl_divergence(D.InverseGamma(c, r), q),
+                     (_t([3.0, 1.5], requires_grad=True), _t([2.0, 0.7], requires_grad=True)))
+
+
+def test_transformed_kl_needs_equal_transforms_and_event_shapes():
+    tr = D.transforms
+    base = D.Normal(_t([0.0, 1.0]), _t([1.0, 2.0]))
+    other = D.Normal(_t([0.5, -1.0]), _t([1.5, 0.5]))
+    # equal parametrised transforms compare by value, as PyTorch's __eq__
+    p = D.TransformedDistribution(base, [tr.AffineTransform(1.0, _t(2.0)), tr.ExpTransform()])
+    q = D.TransformedDistribution(other, [tr.AffineTransform(_t(1.0), 2.0), tr.ExpTransform()])
+    np.testing.assert_allclose(_np(D.kl_divergence(p, q)),
+                               _np(D.kl_divergence(base, other)), rtol=1e-14)
+    same_power = D.TransformedDistribution(D.Gamma(_t(2.0), _t(1.0)), tr.PowerTransform(_t(2.0)))
+    assert tr.PowerTransform(2.0) == tr.PowerTransform(_t([2.0, 2.0]))
+    assert tr.PowerTransform(2.0) != tr.PowerTransform(3.0)
+    assert tr.AffineTransform(0.0, 1.0) != tr.AffineTransform(0.0, _t([1.0, 2.0]))
+    np.testing.assert_allclose(
+        D.kl_divergence(same_power, D.TransformedDistribution(
+            D.Gamma(_t(3.0), _t(2.0)), tr.PowerTransform(2.0))).item(),
+        D.kl_divergence(D.Gamma(_t(2.0), _t(1.0)), D.Gamma(_t(3.0), _t(2.0))).item(),
+        rtol=1e-14)
+    # different transforms, or equal ones with different event shapes: NotImplementedError
+    r = D.TransformedDistribution(other, [tr.AffineTransform(1.0, 3.0), tr.ExpTransform()])
+    with pytest.raises(NotImplementedError, match="transforms differ"):
+        D.kl_divergence(p, r)
+    with pytest.raises(NotImplementedError, match="transforms differ"):
+        D.kl_divergence(D.InverseGamma(_t(2.0), _t(1.0)),
+                        D.TransformedDistribution(D.Gamma(_t(2.0), _t(1.0)),
+                                                  tr.PowerTransform(-2.0)))
+    vec = D.TransformedDistribution(D.Independent(other, 1), [tr.ExpTransform()])
+    with pytest.raises(NotImplementedError, match=r"event shapes differ: \(\) and \(2,\)"):
+        D.kl_divergence(D.TransformedDistribution(base, [tr.ExpTransform()]), vec)
+
+
 # ------------------------------------------------------------------------------ Kumaraswamy
 def _kumaraswamy_log_pdf(x, a, b):
     return math.log(a * b) + (a - 1) * np.log(x) + (b - 1) * np.log1p(-x ** a)

@@ -304,3 +304,13 @@ def test_new_constraints():
     cat = C.cat([C.positive, C.real], dim=-1, lengths=[1, 2])
     assert _np(cat.check(_t([[-1.0, -1.0, -1.0]]))).tolist() == [[False, True, True]]
     assert cat.event_dim == 0 and C.stack([C.simplex], 0).event_dim == 1
+
+
+def test_affine_transform_shapes_broadcast_as_pytorch():
+    # forward_shape / inverse_shape broadcast the shape with loc's and scale's
+    t = D.AffineTransform(tgrad.zeros(3), tgrad.ones(2, 1))
+    assert t.forward_shape((5, 1, 1)) == (5, 2, 3) and t.inverse_shape((3,)) == (2, 3)
+    assert D.AffineTransform(0.0, 1.0).forward_shape((4,)) == (4,)
+    with pytest.raises(RuntimeError, match="Attempting to broadcast a dimension of length 3 "
+                                           "at -1! Mismatching argument at index 2"):
+        D.AffineTransform(0.0, tgrad.ones(3)).forward_shape((2,))

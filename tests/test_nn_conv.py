@@ -487,3 +487,19 @@ def test_avg_pool_of_int64_truncates_like_pytorch_cpu():
     with pytest.raises(NotImplementedError, match="\"avg_pool3d_out_frame\" not implemented "
                                                   "for 'Int'"):
         F.avg_pool3d(x3.int(), 2)
+
+
+def test_conv_module_int_or_sequence_arguments():
+    # PyTorch's _ntuple rule: an int (NumPy's too) repeats, an iterable gives its entries
+    conv = nn.Conv2d(1, 1, np.int64(3), stride=np.array([1, 2]), padding=[1, 0],
+                     dtype=tgrad.float64)
+    assert conv.kernel_size == (3, 3) and conv.stride == (1, 2) and conv.padding == (1, 0)
+    x = np.random.default_rng(0).standard_normal((1, 1, 4, 5))
+    w = conv.weight.detach().numpy()[0, 0]
+    xp = np.pad(x[0, 0], [(1, 1), (0, 0)])
+    want = np.array([[(xp[i:i + 3, j:j + 3] * w).sum() for j in range(0, 3, 2)]
+                     for i in range(4)]) + conv.bias.item()
+    np.testing.assert_allclose(conv(_t(x)).detach().numpy()[0, 0], want, rtol=1e-12)
+    _raises(lambda: F.conv2d(_t(x), conv.weight, stride=2.0), TypeError, "not iterable")
+    _raises(lambda: F.conv2d(_t(x), conv.weight, stride=(1, 1, 1)), RuntimeError,
+            "stride must either be a single int, or a tuple of 2 ints")

@@ -798,3 +798,17 @@ def test_upsampling_decoder_trains():
     assert model(x).shape == (2, 1, 9, 9)
     for p in model.parameters():
         assert p.grad is not None and np.isfinite(p.grad.numpy()).all()
+
+
+def test_cached_plans_are_read_only():
+    # the index / weight plans are lru-cached and shared by every call: none may be written
+    from tgrad.nn import _interpolate as interp
+    plans = [(interp._nearest_plan(5, 3, None, False, False, False),),
+             (interp._nearest_plan(5, 10, None, True, True, True),),
+             interp._linear_plan(4, 4, None, False, False),
+             interp._linear_plan(4, 7, None, False, True),
+             interp._linear_plan(4, 7, None, True, False),
+             interp._cubic_plan(4, 7, None, False, False),
+             interp._antialias_plan(8, 3, None, False, True, False)]
+    for plan in plans:
+        assert all(not a.flags.writeable for a in plan)

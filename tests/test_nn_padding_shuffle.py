@@ -402,3 +402,19 @@ def test_cosine_similarity_pairwise_distance_softmax2d_modules():
     for shape in ((2, 3, 4, 5), (3, 1, 17)):
         c = rng.standard_normal(shape)
         np.testing.assert_allclose(sm(_t(c)).numpy(), _np_softmax(c, -3), rtol=1e-14)
+
+
+def test_module_int_or_sequence_arguments():
+    # PyTorch's _ntuple rule: an iterable (tuple, list, array) gives its entries, anything
+    # else (an int, a NumPy int) is repeated
+    x = np.arange(2 * 3 * 4, dtype=np.float64).reshape(1, 2, 3, 4)
+    for padding in ((1, 2, 0, 1), [1, 2, 0, 1], np.array([1, 2, 0, 1])):
+        m = nn.ZeroPad2d(padding)
+        assert m.padding == (1, 2, 0, 1)
+        np.testing.assert_array_equal(m(_t(x)).numpy(),
+                                      np.pad(x, [(0, 0), (0, 0), (0, 1), (1, 2)]))
+    assert nn.ReflectionPad3d(np.int64(1)).padding == (1,) * 6
+    m = nn.FractionalMaxPool2d(np.int64(2), output_size=np.array([2, 3]))
+    assert m.kernel_size == (2, 2) and m.output_size == (2, 3)
+    assert tuple(m(_t(np.ones((1, 1, 4, 5)))).shape) == (1, 1, 2, 3)
+    assert nn.FractionalMaxPool3d(2, output_ratio=0.5).output_ratio == (0.5, 0.5, 0.5)

@@ -173,6 +173,21 @@ def test_right_inverse_and_forward_must_keep_dtype_and_shape():
         P.register_parametrization(_linear(), "weight", _Inv(_same, lambda x: (x, 3)))
 
 
+
+def test_parametrization_must_return_tensors_of_the_same_shape():
+    # PyTorch 2.13's texts, for a first and an added parametrization
+    with pytest.raises(ValueError, match="^A parametrization must return a tensor. Got int.$"):
+        P.register_parametrization(_linear(), "weight", _Inv(lambda x: 3, _same))
+    lin = P.register_parametrization(_linear(), "weight", _Inv(_same, _same))
+    with pytest.raises(ValueError, match="^A parametrization must return a tensor. Got int.$"):
+        P.register_parametrization(lin, "weight", _Inv(lambda x: 3, _same))
+    with pytest.raises(ValueError, match="The tensor returned by parametrization.right_inverse "
+                                         "must have the same shape as module.weight, unless the "
+                                         "`unsafe` flag is enabled.\nmodule.weight.shape: "
+                                         "\\(3, 3\\)\nreturned shape: \\(1, 3\\)$"):
+        P.register_parametrization(lin, "weight", _Inv(_same, lambda x: x[:1]))
+
+
 def test_added_parametrization_and_assignment_checks():
     lin = P.register_parametrization(_linear(), "weight", _Inv(_same, _same))
     with pytest.raises(ValueError, match="may not change the dtype of the tensor, unless the "

@@ -345,6 +345,44 @@ def test_save_torch_format_is_readable_and_round_trips():
     np.testing.assert_array_equal(f64(restored[0].weight), f64(model[0].weight))
 
 
+
+def _saved_tensor_layouts(raw: bytes) -> dict:
+    """{key: (offset, size, stride)} of each _rebuild_tensor_v2 call in the pickle that
+    format="torch" wrote, read by a stand-in unpickler (no torch)."""
+    class Reader(pickle.Unpickler):
+        def find_class(self, module, name):
+            if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
+                return lambda _st, offset, size, stride, *_rest: (offset, size, stride)
+            if module == "collections" and name == "OrderedDict":
+                return OrderedDict
+            return name  # storage classes: only named
+        def persistent_load(self, pid):
+            return pid
+
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        pkl = next(n for n in z.namelist() if n.endswith("/data.pkl"))
+        return Reader(io.BytesIO(z.read(pkl))).load()
+
+
+def test_save_torch_format_strides_of_empty_tensors():
+    # PyTorch's strides: a slice keeps its parent's, a tensor made empty is contiguous with
+    # a size-0 dim counted as 1; a tensor saved as its own contiguous copy likewise
+    fortran = tgrad.from_numpy(np.zeros((3, 4), dtype=np.float32, order="F"))
+    obj = {"cols": tgrad.zeros(4, 3)[:, :0], "rows": tgrad.zeros(5, 6)[1:3:2, 4:2],
+           "made": tgrad.zeros(4, 0), "t": tgrad.zeros(4, 3).t()[:0],
+           "own": fortran[:, :0], "own_full": fortran}
+    f = io.BytesIO()
+    tgrad.save(obj, f, format="torch")
+    got = _saved_tensor_layouts(f.getvalue())
+    assert got["cols"][1:] == ((4, 0), (3, 1)) and got["rows"][1:] == ((1, 0), (12, 1))
+    assert got["made"][1:] == ((4, 0), (1, 1)) and got["t"][1:] == ((0, 4), (1, 3))
+    assert got["own"] == (0, (3, 0), (1, 1)) and got["own_full"] == (0, (3, 4), (4, 1))
+    f.seek(0)
+    back = tgrad.load(f)
+    for k in ("cols", "rows", "made", "t"):
+        assert back[k].shape == obj[k].shape and back[k].stride() == obj[k].stride(), k
+
+
 def test_save_torch_format_path_and_errors(tmp_path):
     path = tmp_path / "m.pt"
     tgrad.save({"w": tgrad.ones(2)}, path, format="torch")

@@ -282,8 +282,36 @@ def test_views_of_empty_tensors_are_contiguous(shape):
 def test_is_contiguous_ignores_size_one_dims_and_empty_tensors(size, stride, contiguous):
     v = tgrad.zeros(20).as_strided(size, stride)
     assert v.is_contiguous() is contiguous
-    if np.prod(size):
-        assert v.stride() == stride
+    assert v.stride() == stride  # as PyTorch, empty or not
+
+
+@pytest.mark.parametrize("make, stride", [
+    # a view of a non-empty tensor keeps its strides when its result is empty (PyTorch's:
+    # slicing and permuting only change the size / stride metadata)
+    (lambda: tgrad.zeros(4, 3)[:, :0], (3, 1)),
+    (lambda: tgrad.zeros(4, 3)[:0], (3, 1)),
+    (lambda: tgrad.zeros(4, 3, 2)[:, :0], (6, 2, 1)),
+    (lambda: tgrad.zeros(4, 3, 2)[:, :, :0], (6, 2, 1)),
+    (lambda: tgrad.zeros(4, 3)[::2, :0], (6, 1)),
+    (lambda: tgrad.zeros(4, 3).t()[:0], (1, 3)),
+    (lambda: tgrad.zeros(4, 3)[:, :0].t(), (1, 3)),
+    (lambda: tgrad.zeros(3, 4)[:, 1:3][:0], (4, 1)),
+    (lambda: tgrad.zeros(4, 3, 2)[:0, :, ::2], (6, 2, 2)),
+    (lambda: tgrad.zeros(1, 3).expand(4, 3)[:0], (0, 1)),
+    (lambda: tgrad.zeros(4, 3)[:, :0].expand(2, 4, 0), (0, 3, 1)),
+    (lambda: tgrad.zeros(2, 3, 4).permute(2, 0, 1)[:, :0], (1, 12, 4)),
+    (lambda: tgrad.zeros(4, 3)[:, 1][:0], (3,)),
+    (lambda: tgrad.zeros(5, 6)[1:3:2, 4:2], (12, 1)),
+    # made empty (a creation function, an op's result, a reshape): contiguous, a size-0
+    # dim counted as 1
+    (lambda: tgrad.zeros(4, 3)[:, :0] + 1, (1, 1)),
+    (lambda: tgrad.zeros(4, 3)[:, :0].reshape(2, 0), (1, 1)),
+    (lambda: tgrad.zeros(4, 3)[:, :0].flatten(), (1,)),
+    (lambda: tgrad.cat([tgrad.zeros(2, 0), tgrad.zeros(3, 0)]), (1, 1)),
+])
+def test_strides_of_views_that_are_empty(make, stride):
+    t = make()
+    assert t.numel() == 0 and t.stride() == stride and t.is_contiguous()
 
 
 def test_size_one_strides_of_views():

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.cuda.array import contiguous_strides
 from tgrad.tensor import Tensor
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -607,8 +608,7 @@ class _Writer:
             key, numel = str(len(self.storages)), host.size
             self.storages[key] = host.tobytes()
             offset = 0
-            stride = tuple(s // host.itemsize for s in host.strides) if host.size else \
-                tuple(int(np.prod(t.shape[i + 1:])) for i in range(t.ndim))
+            stride = contiguous_strides(host.shape)  # PyTorch's (a size-0 dim counted as 1)
         self.global_("torch._utils", "_rebuild_tensor_v2")
         self.out += b"(("
         self.str_("storage")

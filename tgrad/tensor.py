@@ -90,18 +90,15 @@ class Tensor:
         return self.dtype.itemsize
 
     def stride(self, dim: int | None = None):
-        if self._data.size == 0 and isinstance(self._data, np.ndarray):
-            # NumPy zeroes an empty array's strides: report a contiguous tensor's (PyTorch's,
-            # a size-0 dim counted as 1), which an empty tensor made by a creation function,
-            # clone, reshape or slicing has
-            st, acc = [], 1
-            for n in reversed(self._data.shape):
-                st.append(acc)
-                acc *= max(n, 1)
-            st = tuple(reversed(st))
-        else:
-            item = self.dtype.itemsize
-            st = tuple(s // item for s in self._data.strides)
+        item = self.dtype.itemsize
+        st = tuple(s // item for s in self._data.strides)
+        if self._data.size == 0 and not any(st) and isinstance(self._data, np.ndarray):
+            # NumPy zeroes the strides of an array made empty (a creation function, clone,
+            # an op's result): report a contiguous tensor's (PyTorch's, a size-0 dim counted
+            # as 1). A view that became empty (a slice of a non-empty tensor, and views of
+            # it) keeps its strides, which are PyTorch's (docs/design.md: the exceptions)
+            from tgrad.cuda.array import contiguous_strides
+            st = contiguous_strides(self._data.shape)
         if dim is not None and self.ndim == 0:
             raise IndexError(f"stride(): dimension specified as {dim} but tensor has no "
                              f"dimensions")

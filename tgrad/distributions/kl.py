@@ -55,6 +55,12 @@ Closed forms registered here:
   MultivariateNormal || LowRankMultivariateNormal: (log det S_q - log det S_p +
   tr(S_q^{-1} S_p) + |m_q - m_p|^2_{S_q^{-1}} - n) / 2 with the low-rank log-determinants
   and Woodbury inverses (PyTorch's expansions of the trace);
+- TransformedDistribution || TransformedDistribution (e.g. InverseGamma || InverseGamma):
+  KL(base_p || base_q) when both push their bases through equal transforms (compared with
+  the transforms' __eq__) and have equal event shapes, since KL is invariant under a shared
+  bijection; otherwise NotImplementedError (PyTorch's rule and conditions). It is
+  registered in transformed_distribution.py, as Independent || Independent is in
+  independent.py (that module imports this one);
 - ExponentialFamily || ExponentialFamily of the same type (the fallback for a family with
   no closed form registered): the Bregman divergence of the log normaliser,
   F(theta_q) - F(theta_p) - <theta_q - theta_p, grad F(theta_p)>; different families raise

@@ -20,6 +20,7 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.distributions import constraints
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.independent import Independent
+from tgrad.distributions.kl import kl_divergence, register_kl
 from tgrad.distributions.transforms import ComposeTransform, Transform, _sum_rightmost
 from tgrad.tensor import Tensor
 
@@ -148,3 +149,19 @@ class TransformedDistribution(Distribution):
         for t in self.transforms:
             value = t(value)
         return value
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p: TransformedDistribution,
+                                q: TransformedDistribution) -> Tensor:
+    # KL(f(X) || f(Y)) = KL(X || Y) for the same bijection f
+    if p.transforms != q.transforms:
+        raise NotImplementedError(
+            f"kl_divergence({type(p).__name__}, {type(q).__name__}): the transforms differ "
+            f"({p.transforms} and {q.transforms}); the TransformedDistribution rule needs "
+            f"equal ones (register_kl a rule for this pair)")
+    if p.event_shape != q.event_shape:
+        raise NotImplementedError(
+            f"kl_divergence({type(p).__name__}, {type(q).__name__}): the event shapes "
+            f"differ: {tuple(p.event_shape)} and {tuple(q.event_shape)}")
+    return kl_divergence(p.base_dist, q.base_dist)

@@ -46,6 +46,7 @@ from tgrad.distributions.utils import (
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import eye, full_like
+from tgrad.ops.pointwise_extras import broadcast_shapes
 from tgrad.ops.shape import cat, stack
 from tgrad.tensor import Tensor
 
@@ -190,6 +191,14 @@ class _InverseTransform(Transform):
         return self._inv.forward_shape(shape)
 
 
+def _params_equal(a, b) -> bool:
+    """PyTorch's parameter test in PowerTransform / AffineTransform ``__eq__``: two numbers
+    compare as numbers, otherwise every element of ``a == b`` (broadcast) must hold."""
+    if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
+        return a == b
+    return bool((a == b).all().item())
+
+
 class _Stateless(Transform):
     """A transform without parameters: equal to any other of its class (PyTorch's __eq__)."""
 
@@ -275,6 +284,12 @@ class PowerTransform(Transform):
         return self if self._cache_size == cache_size else \
             PowerTransform(self.exponent, cache_size=cache_size)
 
+    def __eq__(self, other) -> bool:  # equal exponents (PyTorch's; tensors elementwise)
+        return isinstance(other, PowerTransform) and _params_equal(self.exponent,
+                                                                   other.exponent)
+
+    __hash__ = Transform.__hash__
+
     def _call(self, x):
         return x.pow(self.exponent)
 
@@ -316,6 +331,14 @@ class AffineTransform(Transform):
             return 1 if float(self.scale) > 0 else (-1 if float(self.scale) < 0 else 0)
         return self.scale.sign()
 
+    def __eq__(self, other) -> bool:
+        # equal loc and scale (PyTorch's __eq__, which does not compare event_dim either;
+        # a TransformedDistribution's event shape tells the two apart)
+        return (isinstance(other, AffineTransform) and _params_equal(self.loc, other.loc)
+                and _params_equal(self.scale, other.scale))
+
+    __hash__ = Transform.__hash__
+
     def _call(self, x):
         return self.loc + self.scale * x
 
@@ -335,16 +358,12 @@ class AffineTransform(Transform):
         return result.expand(*shape)
 
     def forward_shape(self, shape):
-        return tuple(_broadcast_shape(shape, getattr(self.loc, "shape", ()),
-                                      getattr(self.scale, "shape", ())))
+        # PyTorch's torch.broadcast_shapes, its RuntimeError included
+        return broadcast_shapes(shape, getattr(self.loc, "shape", ()),
+                                getattr(self.scale, "shape", ()))
 
     def inverse_shape(self, shape):
         return self.forward_shape(shape)
-
-
-def _broadcast_shape(*shapes) -> tuple:
-    import numpy as np
-    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
 
 
 class ComposeTransform(Transform):

@@ -26,6 +26,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.nn._composite import pad as _pad
+from tgrad.nn._ntuple import _ntuple
 from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
@@ -46,9 +47,9 @@ __all__ = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d
 
 def _tuple(op: str, what: str, value, n: int) -> tuple:
     """``value`` as n ints (an int repeats; a sequence must have 1 or n entries)."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return (int(value),) * n
-    vals = tuple(int(v) for v in value)
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        value = tuple(value)  # only a sequence besides an int (a float is a TypeError)
+    vals = _ntuple(value, n, int)
     if len(vals) == 1:
         return vals * n
     if len(vals) != n:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tgrad.nn._ntuple import _ntuple
 from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.tensor import Tensor
 
@@ -28,12 +29,11 @@ __all__ = ["fractional_max_pool2d", "fractional_max_pool3d",
            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"]
 
 
-def _ntuple(op: str, name: str, value, n: int) -> tuple:
-    if isinstance(value, (tuple, list)):
-        if len(value) != n:
-            raise ValueError(f"{op}: {name} must be an int or a tuple of {n} (got {value})")
-        return tuple(value)
-    return (value,) * n
+def _n_args(op: str, name: str, value, n: int) -> tuple:
+    vals = _ntuple(value, n)
+    if len(vals) != n:
+        raise ValueError(f"{op}: {name} must be an int or a tuple of {n} (got {value})")
+    return vals
 
 
 def _intervals(samples: np.ndarray, size: int, out: int, k: int, dtype) -> np.ndarray:
@@ -58,15 +58,15 @@ def _fractional(op: str, input: Tensor, kernel_size, output_size, output_ratio, 
         raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got "
                            f"{input.ndim}D input of shape {tuple(input.shape)}")
     _check_float(op, input)
-    kernel = _ntuple(op, "kernel_size", kernel_size, n)
+    kernel = _n_args(op, "kernel_size", kernel_size, n)
     spatial = tuple(input.shape[-n:])
     if output_size is None:
         if output_ratio is None:
             raise ValueError(f"{op} requires specifying either an output_size or an "
                              f"output_ratio")
-        ratio = _ntuple(op, "output_ratio", output_ratio, n)
+        ratio = _n_args(op, "output_ratio", output_ratio, n)
         output_size = tuple(int(s * r) for s, r in zip(spatial, ratio))
-    out = _ntuple(op, "output_size", output_size, n)
+    out = _n_args(op, "output_size", output_size, n)
     names = ("height", "width") if n == 2 else ("time", "height", "width")
     for name, s, k, o in zip(names, spatial, kernel, out):
         if o + k - 1 > s:

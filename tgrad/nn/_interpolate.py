@@ -74,6 +74,31 @@ def _half_pixel(step, out_size: int, t) -> np.ndarray:
                      for d in dst.tolist()], dtype=np.float64)
 
 
+def _freeze(*arrays) -> tuple:
+    """The arrays made read-only (the plans are lru-cached and shared), as a tuple."""
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
+
+
+def _source_coords(in_size: int, out_size: int, scale, align_corners: bool, t,
+                   clamp_at_zero: bool) -> tuple:
+    """(real, i0), each (out_size,): the source position of each output index in dtype t,
+    (in - 1) / (out - 1) dst with align_corners, else half-pixel step (dst + 0.5) - 0.5
+    (clamped at 0 for linear, not for cubic), and i0 = its floor taken in float32
+    (PyTorch's guard_index_and_lambda), at most in_size - 1."""
+    dst = np.arange(out_size)
+    if align_corners:
+        step = t(in_size - 1) / t(out_size - 1) if out_size > 1 else t(0)
+        real = step * dst.astype(t)
+    else:
+        real = _half_pixel(_step(in_size, out_size, scale, t), out_size, t)
+        if clamp_at_zero:
+            real = np.maximum(real, t(0))
+    i0 = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), in_size - 1)
+    return real, i0
+
+
 @functools.lru_cache(maxsize=256)
 def _nearest_plan(in_size: int, out_size: int, scale, exact: bool, double: bool,
                   four_d: bool) -> np.ndarray:
@@ -99,9 +124,7 @@ def _nearest_plan(in_size: int, out_size: int, scale, exact: bool, double: bool,
             src = np.floor((real.astype(np.float64) + 0.5).astype(np.float32))
         else:
             src = np.floor((step * dst.astype(t)).astype(np.float32))
-    index = np.minimum(src.astype(np.int64), in_size - 1)
-    index.flags.writeable = False
-    return index
+    return _freeze(np.minimum(src.astype(np.int64), in_size - 1))[0]
 
 
 @functools.lru_cache(maxsize=256)
@@ -110,22 +133,12 @@ def _linear_plan(in_size: int, out_size: int, scale, align_corners: bool,
     """(index0, index1, weight0, weight1), each (out_size,), of PyTorch's CPU linear
     kernels: out[j] = weight0[j] in[index0[j]] + weight1[j] in[index1[j]]."""
     t = np.float64 if double else np.float32
-    dst = np.arange(out_size)
     if out_size == in_size:  # PyTorch copies (whatever the scale factor)
-        plan = (dst, dst, np.ones(out_size, t), np.zeros(out_size, t))
-    else:
-        if align_corners:
-            step = t(in_size - 1) / t(out_size - 1) if out_size > 1 else t(0)
-            real = step * dst.astype(t)
-        else:
-            real = np.maximum(_half_pixel(_step(in_size, out_size, scale, t), out_size, t),
-                              t(0))
-        i0 = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), in_size - 1)
-        w1 = np.clip(real - i0.astype(t), t(0), t(1)).astype(t)
-        plan = (i0, i0 + (i0 < in_size - 1), (t(1) - w1).astype(t), w1)
-    for a in plan:
-        a.flags.writeable = False
-    return plan
+        dst = np.arange(out_size)
+        return _freeze(dst, dst, np.ones(out_size, t), np.zeros(out_size, t))
+    real, i0 = _source_coords(in_size, out_size, scale, align_corners, t, True)
+    w1 = np.clip(real - i0.astype(t), t(0), t(1)).astype(t)
+    return _freeze(i0, i0 + (i0 < in_size - 1), (t(1) - w1).astype(t), w1)
 
 
 def _cubic_weights(d: np.ndarray, a: float) -> np.ndarray:
@@ -136,12 +149,6 @@ def _cubic_weights(d: np.ndarray, a: float) -> np.ndarray:
     return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
 
 
-def _freeze(*arrays) -> tuple:
-    for a in arrays:
-        a.flags.writeable = False
-    return arrays
-
-
 @functools.lru_cache(maxsize=256)
 def _cubic_plan(in_size: int, out_size: int, scale, align_corners: bool,
                 double: bool) -> tuple:
@@ -150,13 +157,8 @@ def _cubic_plan(in_size: int, out_size: int, scale, align_corners: bool,
     clamped into [0, in_size), A = -0.75 (source position in the input's precision, float32
     for halves; floor in float32, as PyTorch's guard_index_and_lambda)."""
     t = np.float64 if double else np.float32
-    dst = np.arange(out_size)
-    if align_corners:
-        step = t(in_size - 1) / t(out_size - 1) if out_size > 1 else t(0)
-        real = step * dst.astype(t)
-    else:  # half-pixel, not clamped at 0 (PyTorch's cubic=True)
-        real = _half_pixel(_step(in_size, out_size, scale, t), out_size, t)
-    i0 = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), in_size - 1)
+    # half-pixel not clamped at 0 (PyTorch's cubic=True)
+    real, i0 = _source_coords(in_size, out_size, scale, align_corners, t, False)
     frac = np.clip(real.astype(np.float64) - i0, 0.0, 1.0)
     taps = np.arange(-1, 3)
     index = np.clip(i0[:, None] + taps, 0, in_size - 1)

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from tgrad.nn import functional as F
 from tgrad.nn import init
+from tgrad.nn._ntuple import _ntuple
 from tgrad.nn.modules.module import Module
 from tgrad.nn.parameter import Parameter
 from tgrad.tensor import Tensor
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
-
-
-def _ntuple(value, n: int) -> tuple:
-    return (value,) * n if isinstance(value, int) else tuple(value)
 
 
 def _check_groups(in_channels: int, out_channels: int, groups: int) -> None:

@@ -6,6 +6,7 @@ are PyTorch's."""
 from __future__ import annotations
 
 from tgrad.nn import functional as F
+from tgrad.nn._ntuple import _ntuple
 from tgrad.nn.modules.module import Module
 from tgrad.tensor import Tensor
 
@@ -13,12 +14,6 @@ __all__ = ["ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2
            "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
            "CircularPad2d", "CircularPad3d"]
-
-
-def _ntuple(padding, n: int) -> tuple:
-    if isinstance(padding, (tuple, list)):
-        return tuple(padding)
-    return (padding,) * n
 
 
 class _PadNd(Module):

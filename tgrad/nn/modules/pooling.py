@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tgrad.nn import functional as F
+from tgrad.nn._ntuple import _ntuple
 from tgrad.nn.modules.module import Module
 from tgrad.tensor import Tensor
 
@@ -225,12 +226,11 @@ class FractionalMaxPool2d(Module):
                  return_indices: bool = False, _random_samples: Tensor | None = None) -> None:
         super().__init__()
         name, n = type(self).__name__, self._n
-        tup = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * n  # noqa: E731
-        self.kernel_size = tup(kernel_size)
+        self.kernel_size = _ntuple(kernel_size, n)
         self.return_indices = return_indices
         self.register_buffer("_random_samples", _random_samples)
-        self.output_size = tup(output_size) if output_size is not None else None
-        self.output_ratio = tup(output_ratio) if output_ratio is not None else None
+        self.output_size = _ntuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, n) if output_ratio is not None else None
         if output_size is None and output_ratio is None:
             raise ValueError(f"{name} requires specifying either an output size, or a pooling "
                              f"ratio")

@@ -169,10 +169,41 @@ class RNNBase(Module):
                                    f"not match input dtype ({input.dtype})")
 
     # -------------------------------------------------------------- forward
+    def _zero_states(self, x: Tensor, expected: tuple) -> tuple:
+        """(h_0,) or (h_0, c_0) of zeros in x's dtype / device; ``expected`` is h_0's shape
+        (num_layers * directions, N, H_out), c_0's last dim is hidden_size."""
+        from tgrad.ops.creation import zeros
+        hxs = (zeros(expected, dtype=x.dtype, device=x.device),)
+        if self.mode == "LSTM":
+            hxs += (zeros(expected[:2] + (self.hidden_size,), dtype=x.dtype,
+                          device=x.device),)
+        return hxs
+
+    def _check_hx_type(self, hx) -> None:
+        """A given hx is a Tensor, or for LSTM a pair (h_0, c_0) of Tensors."""
+        if self.mode == "LSTM":
+            if not (isinstance(hx, (tuple, list)) and len(hx) == 2
+                    and all(isinstance(t, Tensor) for t in hx)):
+                raise TypeError(f"LSTM: hx must be a tuple (h_0, c_0) of two Tensors, got "
+                                f"{type(hx).__name__}")
+        elif not isinstance(hx, Tensor):
+            raise TypeError(f"{_NAMES[self.mode]}: hx must be a Tensor, got "
+                            f"{type(hx).__name__}")
+
+    def _check_states(self, x: Tensor, hxs: tuple, expected: tuple) -> None:
+        """PyTorch's check_hidden_size on h_0 (and c_0), then the states' dtypes against
+        x's; ``expected`` as in _zero_states."""
+        if self.mode == "LSTM":
+            self.check_hidden_size(hxs[0], expected, "Expected hidden[0] size {}, got {}")
+            self.check_hidden_size(hxs[1], expected[:2] + (self.hidden_size,),
+                                   "Expected hidden[1] size {}, got {}")
+        else:
+            self.check_hidden_size(hxs[0], expected)
+        self._check_state_dtype(x, hxs)
+
     def _prepare(self, input, hx) -> tuple:  # noqa: A002
         """(input (L, N, H_in) time-major, hx tuple, is_batched) after PyTorch's checks;
         ``hx``: h_0 (RNN, GRU) or (h_0, c_0) (LSTM), or None for zeros."""
-        from tgrad.ops.creation import zeros
         name = _NAMES[self.mode]
         lstm = self.mode == "LSTM"
         if not isinstance(input, Tensor):
@@ -185,16 +216,9 @@ class RNNBase(Module):
         batch_dim = 0 if self.batch_first else 1
         x = input if is_batched else input.unsqueeze(batch_dim)
         if hx is None:
-            expected = self.get_expected_hidden_size(x)
-            hxs = (zeros(expected, dtype=x.dtype, device=x.device),)
-            if lstm:
-                hxs += (zeros(expected[:2] + (self.hidden_size,), dtype=x.dtype,
-                              device=x.device),)
+            hxs = self._zero_states(x, self.get_expected_hidden_size(x))
         elif lstm:
-            if not (isinstance(hx, (tuple, list)) and len(hx) == 2
-                    and all(isinstance(t, Tensor) for t in hx)):
-                raise TypeError(f"LSTM: hx must be a tuple (h_0, c_0) of two Tensors, got "
-                                f"{type(hx).__name__}")
+            self._check_hx_type(hx)
             want = 3 if is_batched else 2
             if hx[0].ndim != want or hx[1].ndim != want:
                 raise RuntimeError(
@@ -202,8 +226,7 @@ class RNNBase(Module):
                     f"should also be {want}-D but got ({hx[0].ndim}-D, {hx[1].ndim}-D) tensors")
             hxs = tuple(hx) if is_batched else (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
         else:
-            if not isinstance(hx, Tensor):
-                raise TypeError(f"{name}: hx must be a Tensor, got {type(hx).__name__}")
+            self._check_hx_type(hx)
             want = 3 if is_batched else 2
             if hx.ndim != want:
                 raise RuntimeError(
@@ -211,14 +234,7 @@ class RNNBase(Module):
                     f"also be {want}-D but got {hx.ndim}-D tensor")
             hxs = (hx if is_batched else hx.unsqueeze(1),)
         self.check_input(x)
-        expected = self.get_expected_hidden_size(x)
-        if lstm:
-            self.check_hidden_size(hxs[0], expected, "Expected hidden[0] size {}, got {}")
-            self.check_hidden_size(hxs[1], expected[:2] + (self.hidden_size,),
-                                   "Expected hidden[1] size {}, got {}")
-        else:
-            self.check_hidden_size(hxs[0], expected)
-        self._check_state_dtype(x, hxs)
+        self._check_states(x, hxs, self.get_expected_hidden_size(x))
         if self.batch_first:
             x = x.transpose(0, 1)
         if x.shape[0] == 0:
@@ -228,34 +244,15 @@ class RNNBase(Module):
     def _prepare_packed(self, packed, hx) -> tuple:
         """(data (sum L_i, H_in), batch_sizes list, hx tuple in the packed (sorted) batch
         order) after PyTorch's checks; a given hx is in the caller's batch order."""
-        from tgrad.ops.creation import zeros
         x, sizes_t, sorted_indices = packed.data, packed.batch_sizes, packed.sorted_indices
         sizes = [int(b) for b in sizes_t.tolist()]
-        lstm = self.mode == "LSTM"
         self.check_input(x, sizes)
         expected = self.get_expected_hidden_size(x, sizes)
         if hx is None:
-            hxs = (zeros(expected, dtype=x.dtype, device=x.device),)
-            if lstm:
-                hxs += (zeros(expected[:2] + (self.hidden_size,), dtype=x.dtype,
-                              device=x.device),)
-            return x, sizes, hxs
-        if lstm:
-            if not (isinstance(hx, (tuple, list)) and len(hx) == 2
-                    and all(isinstance(t, Tensor) for t in hx)):
-                raise TypeError(f"LSTM: hx must be a tuple (h_0, c_0) of two Tensors, got "
-                                f"{type(hx).__name__}")
-            self.check_hidden_size(hx[0], expected, "Expected hidden[0] size {}, got {}")
-            self.check_hidden_size(hx[1], expected[:2] + (self.hidden_size,),
-                                   "Expected hidden[1] size {}, got {}")
-            hxs = tuple(hx)
-        else:
-            if not isinstance(hx, Tensor):
-                raise TypeError(f"{_NAMES[self.mode]}: hx must be a Tensor, got "
-                                f"{type(hx).__name__}")
-            self.check_hidden_size(hx, expected)
-            hxs = (hx,)
-        self._check_state_dtype(x, hxs)
+            return x, sizes, self._zero_states(x, expected)
+        self._check_hx_type(hx)
+        hxs = tuple(hx) if self.mode == "LSTM" else (hx,)
+        self._check_states(x, hxs, expected)
         if sorted_indices is not None:  # PyTorch's permute_hidden
             hxs = tuple(h.index_select(1, sorted_indices) for h in hxs)
         return x, sizes, hxs

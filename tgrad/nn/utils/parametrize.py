@@ -51,20 +51,25 @@ def _register_original(module: Module, name: str, value: Tensor) -> None:
         module.register_buffer(name, value)
 
 
+def _check_tensor_like(value, dtype, shape: tuple, not_tensor: str, mismatch) -> None:
+    """``value`` must be a Tensor (else ValueError(not_tensor % its type's name)) of
+    ``dtype`` and ``shape`` (else ValueError(mismatch(what, expected, got)), what "dtype"
+    or "shape"): the one check behind PyTorch's three messages below."""
+    if not isinstance(value, Tensor):
+        raise ValueError(not_tensor % type(value).__name__)
+    for what, want, got in (("dtype", dtype, value.dtype),
+                            ("shape", tuple(shape), tuple(value.shape))):
+        if got != want:
+            raise ValueError(mismatch(what, want, got))
+
+
 def _check_like(new, dtype, shape: tuple) -> None:
     """The parametrized tensor ``new`` must keep the unparametrized dtype and shape."""
-    if not isinstance(new, Tensor):
-        raise ValueError(f"A parametrization must return a tensor. Got {type(new).__name__}.")
-    if new.dtype is not dtype:
-        raise ValueError(f"Registering a parametrization may not change the dtype of the "
-                         f"tensor, unless `unsafe` flag is enabled.\n"
-                         f"unparametrized dtype: {dtype}\n"
-                         f"parametrized dtype: {new.dtype}")
-    if tuple(new.shape) != shape:
-        raise ValueError(f"Registering a parametrization may not change the shape of the "
-                         f"tensor, unless `unsafe` flag is enabled.\n"
-                         f"unparametrized shape: {shape}\n"
-                         f"parametrized shape: {tuple(new.shape)}")
+    _check_tensor_like(
+        new, dtype, shape, "A parametrization must return a tensor. Got %s.",
+        lambda what, want, got: f"Registering a parametrization may not change the {what} of "
+                                f"the tensor, unless `unsafe` flag is enabled.\n"
+                                f"unparametrized {what}: {want}\nparametrized {what}: {got}")
 
 
 def _check_appended(module: Module, name: str, parametrization: Module) -> None:
@@ -73,29 +78,24 @@ def _check_appended(module: Module, name: str, parametrization: Module) -> None:
     tensors of Y's dtype and shape."""
     y = getattr(module, name)
     x = parametrization(y)
-    if not isinstance(x, Tensor):
-        raise ValueError(f"A parametrization must return a tensor. Got {type(x).__name__}.")
-    for what in ("dtype", "shape"):
-        if getattr(x, what) != getattr(y, what):
-            raise ValueError(f"Registering a parametrization may not change the {what} of the "
-                             f"tensor, unless the `unsafe` flag is enabled.\n"
-                             f"module.{name}.{what}: {getattr(y, what)}\n"
-                             f"parametrization(module.{name}).{what}: {getattr(x, what)}")
+    _check_tensor_like(
+        x, y.dtype, y.shape, "A parametrization must return a tensor. Got %s.",
+        lambda what, want, got: f"Registering a parametrization may not change the {what} of "
+                                f"the tensor, unless the `unsafe` flag is enabled.\n"
+                                f"module.{name}.{what}: {want}\n"
+                                f"parametrization(module.{name}).{what}: {got}")
     if not hasattr(parametrization, "right_inverse"):
         return  # taken as the identity
     try:
         z = parametrization.right_inverse(x)
     except NotImplementedError:
         return
-    if not isinstance(z, Tensor):
-        raise ValueError(f"parametrization.right_inverse must return a tensor. Got: "
-                         f"{type(z).__name__}")
-    for what in ("dtype", "shape"):
-        if getattr(z, what) != getattr(y, what):
-            raise ValueError(f"The tensor returned by parametrization.right_inverse must have "
-                             f"the same {what} as module.{name}, unless the `unsafe` flag is "
-                             f"enabled.\nmodule.{name}.{what}: {getattr(y, what)}\n"
-                             f"returned {what}: {getattr(z, what)}")
+    _check_tensor_like(
+        z, y.dtype, y.shape, "parametrization.right_inverse must return a tensor. Got: %s",
+        lambda what, want, got: f"The tensor returned by parametrization.right_inverse must "
+                                f"have the same {what} as module.{name}, unless the `unsafe` "
+                                f"flag is enabled.\nmodule.{name}.{what}: {want}\n"
+                                f"returned {what}: {got}")
 
 
 class ParametrizationList(ModuleList):
