@@ -7,10 +7,14 @@ modified_bessel_i1 = i1, ...); ``xlog1py``, ``entr`` and ``sinc`` are
 defined in tgrad.ops.special, the error-function family (erfc, erfcx, ndtr, ndtri,
 log_ndtr, erfinv) in tgrad.ops.erfs, gammainc / gammaincc (PyTorch's igamma / igammac) in
 tgrad.ops.incomplete_gamma, the modified Bessel functions i0 / i0e / i1 / i1e (also as
-modified_bessel_i0 / modified_bessel_i1) in tgrad.ops.bessel. All are elementwise and keep
-the input's shape (xlogy / xlog1py / gammainc broadcast their two arguments), except the
-reductions logsumexp / softmax / log_softmax along ``dim``. Not provided (yet): zeta, the
-other Bessel functions (j, y, k) and the orthogonal-polynomial families, airy_ai.
+modified_bessel_i0 / modified_bessel_i1) in tgrad.ops.bessel; bessel_j0 / j1 / y0 / y1,
+modified_bessel_k0 / k1, scaled_modified_bessel_k0 / k1, spherical_bessel_j0, airy_ai, zeta
+and the orthogonal polynomials (chebyshev_polynomial_t/u/v/w, shifted_chebyshev_polynomial_
+t/u/v/w, hermite_polynomial_h/he, laguerre_polynomial_l, legendre_polynomial_p; x and n
+broadcast) in tgrad.ops.special_functions, which, as PyTorch 2.13, record no graph (zeta:
+differentiable in q only). All are elementwise and keep the input's shape (xlogy / xlog1py /
+gammainc / zeta / the polynomials broadcast their two arguments), except the reductions
+logsumexp / softmax / log_softmax along ``dim``.
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from tgrad.ops.extras import logit, xlogy
 from tgrad.ops.incomplete_gamma import igamma, igammac
 from tgrad.ops.reduce import logsumexp
 from tgrad.ops.special import digamma, entr, lgamma, mvlgamma, polygamma, sinc, xlog1py
+from tgrad.ops.special_functions import *  # noqa: F403
+from tgrad.ops.special_functions import __all__ as _more
 
 __all__ = ["gammaln", "digamma", "psi", "polygamma", "multigammaln", "erf", "erfc", "erfcx",
            "erfinv", "ndtr", "ndtri", "log_ndtr", "expit", "logit", "xlogy", "xlog1py",
            "entr", "sinc", "expm1", "exp2", "log1p", "logsumexp", "softmax", "log_softmax",
            "round", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e", "modified_bessel_i0",
-           "modified_bessel_i1"]
+           "modified_bessel_i1", *_more]
 
 gammaln = lgamma
 gammainc = igamma

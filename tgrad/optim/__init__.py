@@ -1,8 +1,9 @@
 """tgrad.optim: Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, RAdam, Adamax, Adadelta,
-Rprop, ASGD, LBFGS (PyTorch's update rules), lr_scheduler and swa_utils."""
+Rprop, ASGD, LBFGS, Adafactor (PyTorch's update rules), lr_scheduler and swa_utils."""
 
 from tgrad.optim import lr_scheduler, swa_utils
 from tgrad.optim.adadelta import Adadelta
+from tgrad.optim.adafactor import Adafactor
 from tgrad.optim.adam import Adam, AdamW
 from tgrad.optim.adamax import Adamax
 from tgrad.optim.asgd import ASGD
@@ -15,4 +16,4 @@ from tgrad.optim.rprop import Rprop
 from tgrad.optim.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam",
-           "Adamax", "Adadelta", "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]
+           "Adamax", "Adadelta", "Rprop", "ASGD", "LBFGS", "Adafactor", "lr_scheduler", "swa_utils"]
