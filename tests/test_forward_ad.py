@@ -302,3 +302,162 @@ def test_func_jvp_linearize_jacfwd_against_jacrev():
     with fwAD.dual_level():
         with pytest.raises(RuntimeError, match="forward-mode AD over a reverse transform"):
             func.grad(cube)(fwAD.make_dual(w, tw))
+
+
+class _SquareBackUsesNoJvp(tgrad.autograd.Function):
+    """x * x whose backward runs a custom Function without jvp on the saved (dual) x."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return _NoJvp.apply(x) * g  # 2 x g
+
+    @staticmethod
+    def jvp(ctx, tx):
+        (x,) = ctx.saved_tensors
+        return 2 * x * tx
+
+
+def test_forward_over_reverse_is_refused_not_wrong():
+    """Backward passes inside a level compute no tangents: autograd.grad (whose results
+    carry tangents in PyTorch) and backward(create_graph=True) of dual tensors raise; a
+    plain backward gives the right .grad (without tangent, as PyTorch's)."""
+    xv, tv = np.array([0.3, -0.7, 1.1]), np.array([1.0, 2.0, -1.0])
+    p = _t(xv).requires_grad_()
+    with fwAD.dual_level():
+        x = fwAD.make_dual(p, _t(tv))
+        for cg in (True, False):
+            y = (x.tanh() * tgrad.nn.functional.layer_norm(x, (3,))).sum()
+            with pytest.raises(RuntimeError, match="forward over reverse"):
+                tgrad.autograd.grad(y, p, create_graph=cg)
+        with pytest.raises(RuntimeError, match="forward over reverse"):
+            x.exp().sum().backward(create_graph=True)
+        w = _t(xv).requires_grad_()  # a dual grad_output
+        with pytest.raises(RuntimeError, match="grad_output 0 carries"):
+            tgrad.autograd.grad(w * 2, w, x)
+        x.tanh().sum().backward()
+        assert fwAD.unpack_dual(p.grad).tangent is None
+        np.testing.assert_allclose(p.grad.numpy(), 1 - np.tanh(xv) ** 2, rtol=1e-12)
+        # the backward runs without the level: a Function without jvp inside it is fine
+        p.grad = None
+        _SquareBackUsesNoJvp.apply(x).sum().backward()
+        np.testing.assert_allclose(p.grad.numpy(), 2 * xv, rtol=1e-12)
+        (gw,) = tgrad.autograd.grad((w * w).sum(), w)  # nothing dual: as outside a level
+        np.testing.assert_allclose(gw.numpy(), 2 * xv, rtol=1e-12)
+
+    def grad_of_cube(a):  # autograd.grad on dual inputs: func.jvp uses reverse passes
+        (g,) = tgrad.autograd.grad((a ** 3).sum(), a, create_graph=True)
+        return g
+
+    _, hv = func.jvp(grad_of_cube, (_t(xv).requires_grad_(),), (_t(tv),))
+    np.testing.assert_allclose(hv.numpy(), 6 * xv * tv, rtol=1e-12)
+
+
+def test_output_tangents_do_not_share_memory_with_input_tangents():
+    ones = np.ones(3)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(_t([1.0, 2.0, 3.0]), _t(ones))
+        y = x + 1
+        y.mul_(3)
+        np.testing.assert_array_equal(fwAD.unpack_dual(x).tangent.numpy(), ones)
+        np.testing.assert_array_equal(fwAD.unpack_dual(y).tangent.numpy(), 3 * ones)
+        for z in (x + tgrad.zeros(2, 3, dtype=F64), tgrad.zeros(2, 3, dtype=F64) + x,
+                  tgrad.zeros(2, 3, dtype=F64) - x):  # broadcast tangents, written in place
+            z.mul_(3)
+            tz = fwAD.unpack_dual(z).tangent
+            assert tz.shape == (2, 3)
+            np.testing.assert_array_equal(np.abs(tz.numpy()), np.full((2, 3), 3.0))
+        y = x + 0
+        x.mul_(2)  # x's tangent becomes 2; y's stays 1
+        np.testing.assert_array_equal(fwAD.unpack_dual(y).tangent.numpy(), ones)
+        np.testing.assert_array_equal(fwAD.unpack_dual(x).tangent.numpy(), 2 * ones)
+        v = x[1:]  # a view's tangent is still the view of the tangent
+        x.mul_(2)
+        np.testing.assert_array_equal(fwAD.unpack_dual(v).tangent.numpy(), [4.0, 4.0])
+
+
+def test_generic_rule_runs_the_forward_once():
+    """dropout's tangent uses the primal's mask, the generator advances once, and the
+    primal requires grad exactly when an input does."""
+    nnf = tgrad.nn.functional
+    tgrad.manual_seed(0)
+    p = tgrad.ones(64, dtype=F64, requires_grad=True)
+    with fwAD.dual_level():
+        y = nnf.dropout(fwAD.make_dual(p, 3 * tgrad.ones(64, dtype=F64)), 0.5)
+        after = tgrad.rand(4).tolist()
+        prim, tan = fwAD.unpack_dual(y)
+        np.testing.assert_array_equal(tan.numpy(), 3 * prim.detach().numpy())
+        assert y.requires_grad
+        y.sum().backward()
+        np.testing.assert_array_equal(p.grad.numpy(), prim.detach().numpy())
+        assert not nnf.dropout(fwAD.make_dual(_t(np.ones(4)), _t(np.ones(4))), 0.5).requires_grad
+        with tgrad.no_grad():
+            assert not tgrad.logsumexp(fwAD.make_dual(p, _t(np.ones(64))), 0).requires_grad
+    tgrad.manual_seed(0)
+    nnf.dropout(tgrad.ones(64, dtype=F64), 0.5)
+    assert tgrad.rand(4).tolist() == after
+    # an input with a tangent that does not require grad gets no edge in the primal's node
+    av, bv = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    a = _t(av).requires_grad_()
+    with fwAD.dual_level():
+        y = tgrad.atan2(fwAD.make_dual(a, _t([1.0, 0.0])), fwAD.make_dual(_t(bv), _t([0.0, 1.0])))
+        assert y.grad_fn.next_functions[1] == (None, 0)
+        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.detach().numpy(),
+                                   [bv[0], -av[1]] / (av ** 2 + bv ** 2), rtol=1e-12)
+        y.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), bv / (av ** 2 + bv ** 2), rtol=1e-12)
+
+
+def test_rules_follow_the_op_class():
+    """Classes sharing an op name get their own rule: div with rounding_mode and
+    round(decimals) have zero derivative; select, full sum / mean, t, squeeze, unsqueeze
+    and transpose are linear in their input."""
+    xv = np.array([[3.0, 5.0, -2.5]])
+    tv = np.array([[1.0, 2.0, -4.0]])
+    with fwAD.dual_level():
+        x = fwAD.make_dual(_t(xv), _t(tv))
+        for out in (x.div(2.0, rounding_mode="floor"), x.div(2.0, rounding_mode="trunc"),
+                    _t([2.0, 4.0, 1.0]).div(x, rounding_mode="floor"), x.round(decimals=1)):
+            np.testing.assert_array_equal(fwAD.unpack_dual(out).tangent.numpy(),
+                                          np.zeros(out.shape))
+        cases = [(x[0], tv[0]), (x[0, 1], tv[0, 1]), (x.sum(), tv.sum()),
+                 (x.mean(), tv.mean()), (x.t(), tv.T), (x.squeeze(), tv[0]),
+                 (x.unsqueeze(0), tv[None]), (x.transpose(0, 1), tv.T)]
+        for out, want in cases:
+            np.testing.assert_allclose(fwAD.unpack_dual(out).tangent.numpy(), want,
+                                       rtol=1e-15)
+
+
+class _SavesBoth(tgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x.cos())
+        ctx.save_for_forward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (c,) = ctx.saved_tensors
+        return g * c
+
+    @staticmethod
+    def jvp(ctx, tx):
+        (x,) = ctx.saved_tensors
+        return x.cos() * tx
+
+
+def test_custom_jvp_and_backward_see_their_own_saved_tensors():
+    xv, tv = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    p = _t(xv).requires_grad_()
+    with fwAD.dual_level():
+        y = _SavesBoth.apply(fwAD.make_dual(p, _t(tv)))
+        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.detach().numpy(), np.cos(xv) * tv)
+        assert type(y.grad_fn).__name__ == "_SavesBothBackward"
+        y.sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), np.cos(xv), rtol=1e-15)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Callable
 
 from tgrad import autograd
+from tgrad.autograd.forward_ad import _ForwardOverReverseError
 from tgrad.autograd.grad_mode import enable_grad
 from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
@@ -228,8 +229,6 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size=None)
     return wrapper
 
 
-class _ForwardOverReverseError(RuntimeError):
-    """A reverse transform (grad / vjp / jacrev) got inputs carrying forward-mode tangents."""
 
 
 def _forward_level_active() -> bool:

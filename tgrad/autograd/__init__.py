@@ -56,6 +56,11 @@ def _inputs_tuple(inputs, fn: str) -> tuple:
     return _as_tuple(inputs)
 
 
+def _check_no_tangents(who: str, outputs: tuple, grads: tuple, inputs) -> None:
+    from tgrad.autograd.forward_ad import check_no_tangents
+    check_no_tangents(who, outputs, grads, inputs)
+
+
 def _make_grads(outputs: tuple, grads: tuple) -> list:
     """Check user-supplied output gradients; create implicit ones for scalar outputs."""
     if len(grads) != len(outputs):
@@ -178,11 +183,13 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(outputs)
     if retain_graph is None:
         retain_graph = create_graph
+    ins = _inputs_tuple(inputs, "backward") if inputs is not None else None
+    if create_graph and _function._FW_LEVEL is not None:  # .grad would carry tangents
+        _check_no_tangents("backward", outputs, grads, ins)
     root_grads = _make_grads(outputs, grads)
     edges = _root_edges(outputs)
     capture = None
     if inputs is not None:
-        ins = _inputs_tuple(inputs, "backward")
         if not ins:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         capture = [_input_edge(t) for t in ins]
@@ -202,6 +209,7 @@ def tensor_backward(t, gradient, retain_graph: bool | None, create_graph: bool,
     of its shape, dtype and device, no ``inputs``) straight to the engine, with the edge and
     gradient ``backward`` would build; everything else through ``backward``."""
     if (inputs is None and type(gradient) is _function.Tensor and t._base is None
+            and _function._FW_LEVEL is None
             and t._grad_fn is not None and gradient._data.shape == t._data.shape
             and gradient.device is t.device and gradient.dtype is t.dtype):
         run_backward([(t._grad_fn, t._output_nr)], [gradient],
@@ -242,6 +250,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         allow_unused = True
     allow_unused = bool(allow_unused)
     grads = grad_outputs if grad_outputs is not None else (None,) * len(outs)
+    if _function._FW_LEVEL is not None:  # inside a forward-AD level: PyTorch's results
+        _check_no_tangents("grad", outs, grads, ins)  # would carry tangents
     if retain_graph is None:
         retain_graph = create_graph
     root_grads = _make_grads(outs, grads)

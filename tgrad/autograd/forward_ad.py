@@ -7,20 +7,24 @@ the Jacobian-vector product ``J t`` of the op; ``unpack_dual(y)`` returns
 
 How tangents are computed (``_fw_apply``, reached from ``Function.apply`` through its one
 ``_FW_LEVEL`` check, so nothing costs anything outside a level):
-- direct rules (``JVP_RULES``, one per op name) for the hot ops: the elementwise unary ops
+- direct rules (``JVP_RULES``, one per op class) for the hot ops: the elementwise unary ops
   (their backward rules applied to the tangent: the Jacobian is diagonal), add / sub / mul /
   div, matmul, and the ops linear in their first tensor (views, reshape, getitem, index,
   expand, split, sum, mean, cumsum, clone, to, neg: the same op applied to the tangent, so
   the tangent of a view is the same view of the tangent) and cat;
 - custom Functions: their ``jvp(ctx, *tangents)`` staticmethod (ctx shared with forward /
   setup_context; ``ctx.save_for_forward`` tensors are its ``ctx.saved_tensors``);
-- every other built-in op: the vjp of the vjp. For y = f(x) and a dummy cotangent u,
-  g(u) = J^T u is linear in u, and d<g(u), t>/du = J t: one backward with create_graph and
-  one more backward, exact for every op that has a (twice differentiable) backward rule.
+- every other built-in op: the vjp of the vjp, with one run of its forward. For y = f(x)
+  and a dummy cotangent u, g(u) = J^T u is linear in u, and d<g(u), t>/du = J t: one
+  backward with create_graph and one more backward, exact for every op that has a (twice
+  differentiable) backward rule.
 Tangent computations are recorded by reverse mode like any op (when grad mode is on and a
 tangent or a primal requires grad), so reverse-over-forward works. Integer and bool results
-get no tangent. In-place ops on dual tensors update the tangent in place (through a view:
-the base's tangent, created as zeros when the base had none).
+get no tangent. An output's tangent never shares memory with an input's unless the output
+is a view (_shared). In-place ops on dual tensors update the tangent in place (through a
+view: the base's tangent, created as zeros when the base had none). Backward passes run
+without the level (engine.run_backward): no forward over reverse; autograd.grad and
+backward(create_graph=True) refuse tensors that carry tangents (check_no_tangents).
 """
 
 from __future__ import annotations
@@ -151,6 +155,34 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
     return UnpackedDualTensor(primal, tangent)
 
 
+# ------------------------------------------------------------------- backward passes
+class _ForwardOverReverseError(RuntimeError):
+    """A backward pass (or a reverse transform) met forward-mode tangents whose gradients'
+    tangents it cannot compute (tgrad.func.jvp / jacfwd catch it and use reverse passes)."""
+
+
+FORWARD_OVER_REVERSE = (
+    "forward-mode AD over a backward pass (forward over reverse) is not supported in tgrad: "
+    "tangents do not flow through backward passes, so the gradients' tangents would be "
+    "wrong. Compute the gradient outside the dual level, or use tgrad.func.jvp / jacfwd of "
+    "a reverse transform (they fall back to reverse passes) or reverse mode twice "
+    "(tgrad.func.hessian, jacrev(jacrev(f)))")
+
+
+def check_no_tangents(who: str, outputs: tuple, grad_outputs, inputs) -> None:
+    """Raise the forward-over-reverse error if one of the tensors of a backward pass whose
+    results would carry tangents in PyTorch (``autograd.grad``, ``backward`` with
+    create_graph) has a tangent at the current level. Called only inside a level."""
+    tensor_cls = _tensor_cls()
+    for kind, seq in (("output", outputs), ("grad_output", grad_outputs or ()),
+                      ("input", inputs or ())):
+        for i, t in enumerate(seq):
+            if isinstance(t, tensor_cls) and get_tangent(t) is not None:
+                raise _ForwardOverReverseError(
+                    f"{who}: {kind} {i} carries a forward-mode tangent (a dual tensor "
+                    f"inside forward_ad.dual_level): {FORWARD_OVER_REVERSE}.")
+
+
 # ------------------------------------------------------------------------- tangent storage
 _Tensor = None
 
@@ -250,10 +282,9 @@ def _unary_rule(name: str):
 
 
 def _linear_first(op):
-    """Ops linear in their first argument (the others are not differentiable)."""
+    """Ops linear in their first argument: the same op on its tangent (used only while the
+    other arguments carry none: _FIRST_ONLY)."""
     def jvp(args, tangents, out):
-        if any(t is not None for t in tangents[1:]):
-            return NotImplemented
         return op(tangents[0], *args[1:])
     return jvp
 
@@ -263,7 +294,8 @@ def _is_number(x) -> bool:
 
 
 def _add_sub(sign: float):
-    # d(a + b) = ta + tb;  d(a - b) = ta - tb (broadcast to the output's shape)
+    # d(a + b) = ta + tb;  d(a - b) = ta - tb (broadcast to the output's shape; a lone
+    # input tangent comes back as it is or expanded, and _fw_apply copies it: see _shared)
     def jvp(args, tangents, out):
         ta, tb = tangents
         if tb is None:
@@ -274,17 +306,18 @@ def _add_sub(sign: float):
 
 
 def _mul(args, tangents, out):
-    # d(a b) = ta b + a tb
+    # d(a b) = ta b + a tb (each product already has the output's shape)
     (a, b), (ta, tb) = args, tangents
     r = None if ta is None else ta * b
     s = None if tb is None else a * tb
-    return s.expand(out.shape) if r is None else r.expand(out.shape) if s is None else r + s
+    return s if r is None else r if s is None else r + s
 
 
 def _div(args, tangents, out):
+    # d(a / b) = ta / b - (a / b) tb / b
     b, (ta, tb) = args[1], tangents
     if tb is None:
-        return (ta / b).expand(out.shape)
+        return ta / b
     num = -(out * tb) if ta is None else ta - out * tb
     return num / b
 
@@ -306,59 +339,110 @@ def _cat(args, tangents, out):
 
 
 def _build_rules() -> dict:
+    """Rules keyed by op class (never by name: several classes share one, e.g. div and
+    div with rounding_mode, round and round(decimals)). A subclass that keeps its parent's
+    forward (SumAll of Sum, Select of getitem, T / Squeeze / Unsqueeze of view, Transpose
+    of permute) is the same op under another node name and gets the same rule."""
+    from tgrad.ops import elementwise as ew
     from tgrad.ops._common import OPS
-    from tgrad.ops.elementwise import UNARY_RULES
-    rules = {n: _unary_rule(n) for n in UNARY_RULES}
+    rules = {OPS[n]: _unary_rule(n) for n in ew.UNARY_RULES}
     for name in ("view", "reshape", "permute", "expand", "getitem", "index", "diagonal",
                  "unfold", "as_strided", "split", "split_with_sizes", "unbind", "clone",
                  "sum", "mean", "cumsum", "sum_to", "to"):
         if name in OPS:
-            rules[name] = _linear_first(OPS[name].apply)
-    rules.update({"add": _add_sub(1.0), "sub": _add_sub(-1.0), "mul": _mul, "div": _div,
-                  "matmul": _matmul, "cat": _cat})
+            for c in _same_forward(OPS[name]):
+                rules[c] = _linear_first(c.apply)
+                _FIRST_ONLY.add(c)
+    rules.update({OPS["add"]: _add_sub(1.0), OPS["sub"]: _add_sub(-1.0), OPS["mul"]: _mul,
+                  OPS["div"]: _div, OPS["matmul"]: _matmul, OPS["cat"]: _cat})
     return rules
 
 
-JVP_RULES: dict | None = None  # op name -> rule(args, tangents, out); built on first use
+def _same_forward(cls) -> list:
+    """``cls`` and its subclasses (recursively) that do not define their own forward."""
+    out, todo = [cls], list(cls.__subclasses__())
+    while todo:
+        c = todo.pop()
+        if "forward" not in c.__dict__:
+            out.append(c)
+            todo.extend(c.__subclasses__())
+    return out
 
 
-def _vjp_of_vjp(cls, args: tuple, kwargs: dict, tangents: list, record: bool) -> list:
-    """The tangents of ``cls``'s outputs for the inputs' ``tangents``: with u a dummy
-    cotangent, g(u) = J^T u (one backward, create_graph) and J t = d<g(u), t>/du (one more
-    backward). None for outputs that are not floating point."""
-    from tgrad import autograd
+JVP_RULES: dict | None = None  # op class -> rule(args, tangents, out); built on first use
+_FIRST_ONLY: set = set()  # classes whose rule needs the other arguments to have no tangent
+
+
+def _vjp_of_vjp(cls, args: tuple, kwargs: dict, tangents: list) -> tuple:
+    """``cls``'s outputs and their tangents for the inputs' ``tangents``, from one run of its
+    forward (a random op draws once: the tangent uses the primal's mask): the inputs that
+    carry a tangent enter it requiring grad; with u a dummy cotangent, g(u) = J^T u (one
+    backward, create_graph) and J t = d<g(u), t>/du (one more backward). None for outputs
+    that are not floating point. The double-backward trick of
+    tgrad.autograd.functional.jvp (_double_backward_jvp)."""
+    from tgrad.autograd import enable_grad
+    from tgrad.autograd.functional import _double_backward_jvp
     tensor_cls = _tensor_cls()
-    xs, ts, new_args = [], [], list(args)
-    with autograd.enable_grad():
+    grad_on = STATE.enabled
+    # the primal is recorded as usual when grad mode is on and an argument requires grad
+    primal_grad = grad_on and any(isinstance(a, tensor_cls) and a._requires_grad
+                                  for a in args)
+    # the tangent is recorded when something it depends on requires grad
+    record = primal_grad or (grad_on and any(t is not None and t._requires_grad
+                                             for t in tangents))
+    xs, ts, new_args, stand_ins = [], [], list(args), []
+    with enable_grad():
         for i, (a, t) in enumerate(zip(args, tangents)):
             if t is None:
                 continue
-            x = a if (record and a._requires_grad) else a.detach().requires_grad_()
+            if record and a._requires_grad:
+                x = a
+            else:
+                x = a.detach().requires_grad_()
+                stand_ins.append(i)
             new_args[i] = x
             xs.append(x)
             ts.append(t if t.dtype is a.dtype else t.to(a.dtype))
         out = cls.apply(*new_args, **kwargs)
         outs = out if isinstance(out, tuple) else (out,)
+        result = [_zeros_like(y) if isinstance(y, tensor_cls) and y.dtype.is_floating_point
+                  else None for y in outs]
         diff = [k for k, y in enumerate(outs) if isinstance(y, tensor_cls) and y._requires_grad
                 and y.dtype.is_floating_point]
-        result = [None] * len(outs)
-        for k, y in enumerate(outs):
-            if isinstance(y, tensor_cls) and y.dtype.is_floating_point:
-                result[k] = _zeros_like(y)
-        if not diff:
-            return result
-        us = [_zeros_like(outs[k]).requires_grad_() for k in diff]
-        gs = autograd.grad([outs[k] for k in diff], xs, us, create_graph=True,
-                           allow_unused=True)
-        pairs = [(g, t) for g, t in zip(gs, ts) if g is not None and g.requires_grad]
-        if not pairs:
-            return result
-        jv = autograd.grad([g for g, _ in pairs], us, [t for _, t in pairs],
-                           create_graph=record, allow_unused=True)
-    for k, j in zip(diff, jv):
-        if j is not None:
-            result[k] = j
-    return result
+        if diff:
+            jv = _double_backward_jvp([outs[k] for k in diff], xs, ts, record)
+            for k, j in zip(diff, jv):
+                if j is not None:
+                    result[k] = j
+    if not primal_grad:  # its graph leads to the detached inputs: not the primal's
+        if isinstance(out, tuple):
+            out = tuple(y.detach() if isinstance(y, tensor_cls) else y for y in out)
+        else:
+            out = out.detach()
+    elif stand_ins:  # the primal's node: no edges to the detached stand-ins (as PyTorch's)
+        node = next((y._grad_fn for y in outs if isinstance(y, tensor_cls)
+                     and isinstance(y._grad_fn, _function.BackwardCFunction)), None)
+        if node is not None:
+            edges, metas = list(node._edges), list(node._in_meta)
+            for i in stand_ins:
+                edges[i], metas[i] = (None, 0), None  # a gradient returned there is dropped
+            node._edges, node._in_meta = tuple(edges), tuple(metas)
+    return out, result
+
+
+_JVP_CTX: dict = {}  # node class -> its subclass seen by jvp (see _jvp_ctx_cls)
+
+
+def _jvp_ctx_cls(node_cls):
+    """``node_cls`` with ``saved_tensors`` returning the ``save_for_forward`` tensors: ctx's
+    class while a custom Function's jvp runs (so reverse mode's saved_tensors has no
+    forward-mode check)."""
+    c = _JVP_CTX.get(node_cls)
+    if c is None:
+        c = type(node_cls.__name__, (node_cls,), {
+            "saved_tensors": property(lambda self: tuple(self.saved_for_forward))})
+        _JVP_CTX[node_cls] = c
+    return c
 
 
 def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
@@ -385,11 +469,12 @@ def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
             ins.append(_zeros_like(a))
         else:
             ins.append(None)
-    ctx._in_jvp = True
+    node_cls = type(ctx)
+    ctx.__class__ = _jvp_ctx_cls(node_cls)  # saved_tensors: the save_for_forward tensors
     try:
         res = cls.jvp(ctx, *ins)
     finally:
-        ctx._in_jvp = False
+        ctx.__class__ = node_cls
     outs = out if isinstance(out, tuple) else (out,)
     res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
     if len(res) != len(outs):
@@ -404,7 +489,8 @@ def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
 
 def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
     """``cls.apply`` while a level is active: the outputs, with tangents when an input has
-    one. Runs with ``_FW_LEVEL`` cleared (the forward and the rules see plain tensors)."""
+    one. Runs with ``_FW_LEVEL`` cleared (the forward and the rules see plain tensors); the
+    op's forward runs once."""
     global JVP_RULES
     tensor_cls = _tensor_cls()
     tangents = [get_tangent(a) if isinstance(a, tensor_cls) else None for a in args]
@@ -418,27 +504,40 @@ def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
             raise NotImplementedError("You must implement the jvp function for custom "
                                       "autograd.Function to use it with forward mode AD.")
         else:
-            out = cls.apply(*args, **kwargs)
             if JVP_RULES is None:
                 JVP_RULES = _build_rules()
-            rule = None if kwargs else JVP_RULES.get(cls.name)
-            res = NotImplemented
-            if rule is not None:
+            rule = None if kwargs else JVP_RULES.get(cls)
+            if rule is not None and cls in _FIRST_ONLY and any(
+                    t is not None for t in tangents[1:]):
+                rule = None
+            if rule is None:
+                out, res = _vjp_of_vjp(cls, args, kwargs, tangents)
+            else:
+                out = cls.apply(*args, **kwargs)
                 r = rule(args, tangents, out)
-                if r is not NotImplemented:
-                    res = list(r) if isinstance(r, tuple) else [r]
-            if res is NotImplemented:
-                record = STATE.enabled and any(
-                    isinstance(a, tensor_cls) and a._requires_grad for a in args) or any(
-                    t is not None and t._requires_grad for t in tangents)
-                res = _vjp_of_vjp(cls, args, kwargs, tangents, record and STATE.enabled)
+                res = list(r) if isinstance(r, tuple) else [r]
         outs = out if isinstance(out, tuple) else (out,)
         for o, t in zip(outs, res):
             if t is None or not isinstance(o, tensor_cls) or not o.dtype.is_floating_point:
                 continue
             if t.dtype is not o.dtype:
                 t = t.to(o.dtype)
+            elif _shared(t, o, args, tangents):
+                t = t.clone()
             o.__dict__["_fw"] = (lvl, t)
         return out
     finally:
         _function._FW_LEVEL = lvl
+
+
+def _shared(t, o, args: tuple, tangents: list) -> bool:
+    """Whether ``t``, the new tangent of output ``o``, must be copied: it is (a view of) an
+    input's tangent, so an in-place op on one tensor would change the other's tangent, or a
+    broadcast (a zero stride: in-place ops on ``o`` could not write it), while ``o`` is not
+    itself a view of an input (whose tangent is the same view of the input's tangent)."""
+    st = t._storage
+    if not (any(x is not None and x._storage is st for x in tangents)
+            or any(s == 0 and n > 1 for s, n in zip(t.stride(), t.shape))):
+        return False
+    ost = o._storage
+    return not any(isinstance(a, _Tensor) and a._storage is ost for a in args)

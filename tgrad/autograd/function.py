@@ -73,8 +73,8 @@ class BackwardCFunction(Node):
     # True for ops whose number arguments are operands (a + 2, x * 0.5): PyTorch wraps those
     # in tensors, so they keep a (None, 0) slot in next_functions.
     _scalar_edges: bool = False
-    saved_for_forward: tuple = ()  # ctx.save_for_forward; the jvp's saved_tensors
-    _in_jvp: bool = False
+    # ctx.save_for_forward: the saved_tensors of a custom jvp (forward_ad._jvp_ctx_cls)
+    saved_for_forward: tuple = ()
 
     def name(self) -> str:
         return self._node_name
@@ -105,8 +105,6 @@ class BackwardCFunction(Node):
 
     @property
     def saved_tensors(self) -> tuple:
-        if self._in_jvp:
-            return tuple(self.saved_for_forward)
         saved = self._saved
         if saved is None:
             if self._released:

@@ -207,9 +207,24 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
                                   is_inputs_tuple, strict, create_graph, "back")
 
 
+def _double_backward_jvp(outputs, inputs, tangents, create_graph: bool,
+                         strict: bool = False) -> tuple:
+    """J t for each of ``outputs`` (functions of ``inputs``, which require grad) along
+    ``tangents`` (one per input; None: implicit ones for a single-element gradient), by the
+    double-backward trick: u -> J^T u is linear, so with dummy cotangents u (zeros: no
+    inf/nan) J t = d<J^T u, t>/du; one backward with create_graph, one more backward. None
+    where an output's J t does not depend on the tangents. Call it under enable_grad. Used by
+    ``jvp`` and by forward-mode AD's generic rule (forward_ad._vjp_of_vjp)."""
+    from tgrad.ops.creation import zeros_like
+    grad_outputs = tuple(zeros_like(out).requires_grad_(True) for out in outputs)
+    grad_inputs = _autograd_grad(tuple(outputs), tuple(inputs), grad_outputs,
+                                 create_graph=True)
+    _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
+    return _autograd_grad(grad_inputs, grad_outputs, tangents, create_graph=create_graph)
+
+
 def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """(func(inputs), J v): the Jacobian-vector product, by the double-backward trick."""
-    from tgrad.ops.creation import zeros_like
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -218,12 +233,12 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
         is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
                                               "jvp")
         _check_requires_grad(outputs, "outputs", strict=strict)
-        # u -> J^T u is linear, so u's value does not matter (zeros: no inf/nan).
-        grad_outputs = tuple(zeros_like(out).requires_grad_(True) for out in outputs)
-        grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
-        _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    return _vector_product_result(outputs, is_outputs_tuple, grad_inputs, grad_outputs, v, outputs,
-                                  is_outputs_tuple, strict, create_graph, "back_trick")
+        res = _double_backward_jvp(outputs, inputs, v, create_graph, strict)
+        res = _fill_in_zeros(res, outputs, strict, create_graph, "back_trick")
+    outputs = _grad_postprocess(outputs, create_graph)
+    res = _grad_postprocess(res, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(res, is_outputs_tuple))
 
 
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
