@@ -10,10 +10,13 @@ vector steps (O(n) launches on a GPU). LU with partial pivoting gives ``lu_facto
 Householder QR gives ``qr``; parallel Jacobi rotations give ``eigh`` / ``eigvalsh`` and
 ``svd`` / ``svdvals``, and on those ``pinv``, ``matrix_rank``, ``cond``, ``lstsq``, the
 'nuc' / 2 / -2 matrix norms; also ``matrix_exp``, ``tensorinv``, ``tensorsolve``,
-``vander``, ``householder_product``. Missing: the general (non-symmetric, complex-valued)
-``eig`` / ``eigvals`` and ``ldl_factor``."""
+``vander``, ``householder_product``. ``ldl_factor`` / ``ldl_factor_ex`` / ``ldl_solve``
+(Bunch-Kaufman LDL^T of symmetric matrices, LAPACK's sytrf / sytrs format) run on the
+host, CPU tensors only, without derivatives (as PyTorch's). Missing: the general
+(non-symmetric, complex-valued) ``eig`` / ``eigvals``."""
 
 from tgrad.linalg._jacobi import LinAlgError, eigh, eigvalsh, svd, svdvals
+from tgrad.linalg._ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from tgrad.linalg._lu import det, inv, inv_ex, matrix_power, slogdet, solve, solve_ex
 from tgrad.linalg._lu_factor import lu, lu_factor, lu_factor_ex, lu_solve
 from tgrad.linalg._norms import (
@@ -40,7 +43,8 @@ from tgrad.linalg._spectral import (
 from tgrad.linalg._triangular import cholesky, cholesky_ex, cholesky_solve, solve_triangular
 
 __all__ = ["cholesky", "cholesky_ex", "cholesky_solve", "cond", "cross", "det", "diagonal", "eigh",
-           "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor",
+           "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor",
+           "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor",
            "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
            "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot",
