@@ -265,3 +265,90 @@ def _wrong(a):
         def backward(ctx, g):
             return tgrad.complex(g[..., 0], g[..., 1])  # wrong: the forward is zero
     return Bad.apply(a)
+
+
+# --------------------------------------------------------------- the op table, complex inputs
+def _complex_table_cases():
+    """(spec, sample) pairs: the first two samples of every OpSpec of tests/op_db.py and
+    tests/op_db_nn.py that have a floating array and at most 200 elements per array."""
+    from test_opinfo import SPECS, _samples
+    cases = []
+    for spec in SPECS:
+        picked = [s for s in _samples(spec)
+                  if any(isinstance(a, np.ndarray) and a.dtype.kind == "f" for a in s.args)
+                  and all(a.size <= 200 for a in s.args if isinstance(a, np.ndarray))][:2]
+        cases += [pytest.param(spec, s, id=f"{spec.name}-{k}") for k, s in enumerate(picked)]
+    return cases
+
+
+@pytest.mark.parametrize("spec, sample", _complex_table_cases())
+def test_op_table_with_complex_inputs_raises_clearly_or_matches_numpy(spec, sample):
+    """No op silently accepts complex: each either raises an error that names the complex
+    dtype, or returns what its NumPy reference gives for the complex128 inputs (the
+    reference run in complex arithmetic; complex outputs must be complex128)."""
+    from test_opinfo import Built, _to_domain
+    rng = np.random.default_rng(7)
+    arrs = [_to_domain(a, spec.domain) + 0.5j * rng.standard_normal(a.shape)
+            if a.dtype.kind == "f" else a
+            for a in sample.args if isinstance(a, np.ndarray)]
+    built = Built(spec, sample, "float64", arrays=arrs)
+    assert all(t.dtype is C128 for i, t in enumerate(built.leaves) if arrs[i].dtype.kind == "c")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = built.call()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError) as e:
+        assert "complex" in str(e).lower(), f"{spec.name}: unclear error for complex: {e!r}"
+        return
+    ref = built.reference()
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    refs = ref if isinstance(ref, (tuple, list)) else (ref,)
+    assert len(outs) == len(refs), spec.name
+    for o, r in zip(outs, refs):
+        r = np.asarray(r)
+        got = o.detach().numpy()
+        assert got.shape == r.shape, f"{spec.name}: shape {got.shape} vs {r.shape}"
+        if r.dtype.kind == "c":
+            assert o.dtype is C128, f"{spec.name}: dtype {o.dtype}, NumPy gives complex128"
+        else:
+            assert got.dtype.kind == r.dtype.kind, f"{spec.name}: {got.dtype} vs {r.dtype}"
+        np.testing.assert_allclose(got, r, rtol=1e-12, atol=1e-12, equal_nan=True,
+                                   err_msg=spec.name)
+
+
+def _cx(rng, *shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def test_cumprod_vdot_logsumexp_values_and_gradients():
+    rng = np.random.default_rng(3)
+    a, b = _cx(rng, 3, 4), _cx(rng, 5)
+    got = tgrad.cumprod(tgrad.tensor(a), 1)
+    assert got.dtype is C128
+    np.testing.assert_allclose(got.numpy(), np.cumprod(a, 1), rtol=1e-12)
+    # vdot conjugates its first argument: sum(conj(x) * y)
+    x, y = tgrad.tensor(b), tgrad.tensor(b[::-1].copy())
+    np.testing.assert_allclose(tgrad.vdot(x, y).item(), np.vdot(b, b[::-1]), rtol=1e-12)
+    np.testing.assert_allclose(x.vdot(y).item(), np.sum(np.conj(b) * b[::-1]), rtol=1e-12)
+    assert tgrad.vdot(tgrad.tensor([1.0, 2.0]), tgrad.tensor([3.0, 4.0])).item() == 11.0
+    # logsumexp: the principal log of sum(exp(z)) (imaginary part in (-pi, pi])
+    z = np.array([[1 + 4j, 1 + 4j], [0.2 - 1j, 3 + 0j]])
+    want = np.log(np.exp(z).sum(1))
+    got = tgrad.logsumexp(tgrad.tensor(z), 1)
+    assert got.dtype is C128 and np.all(np.abs(want.imag) <= np.pi)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(tgrad.logsumexp(tgrad.tensor(z), (0, 1), keepdim=True).numpy(),
+                               np.log(np.exp(z).sum()).reshape(1, 1), rtol=1e-12)
+    # gradients against finite differences of the real and imaginary parts
+    for fn, shape in ((lambda t: tgrad.cumprod(t, 1), (2, 3)),
+                      (lambda t: tgrad.vdot(t, t.flip(0) * 0.5), (4,)),
+                      (lambda t: tgrad.logsumexp(t, 1), (2, 3))):
+        t = tgrad.tensor(_cx(rng, *shape) * 0.5, requires_grad=True)
+        assert gradcheck(fn, (t,))
+
+
+def test_relu_of_complex_raises_as_pytorch():
+    with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
+        tgrad.nn.functional.relu(tgrad.tensor([1 + 1j]))
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        tgrad.nn.functional.max_pool1d(tgrad.ones(1, 4, dtype=C64), 2)

@@ -1078,7 +1078,10 @@ class Relu(Function):
 
     @staticmethod
     def forward(ctx, x):
-        if x.dtype is dtypes.bool_:
+        if x.dtype is dtypes.bool_ or x.dtype.is_complex:
+            if x.dtype.is_complex:  # PyTorch's relu is clamp_min
+                raise NotImplementedError("clamp is not supported for complex types (relu: "
+                                          f"got {x.dtype}); apply it to .real or .abs()")
             raise RuntimeError("relu: Boolean inputs not supported for relu; convert with "
                                ".int() or .float() first")
         y = wrap(backend_of(x).binary("maximum", x._data, x.dtype.np.type(0)), x.device)

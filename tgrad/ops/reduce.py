@@ -648,7 +648,26 @@ def logsumexp(input: Tensor, dim=_REQUIRED, keepdim: bool = False, *,  # noqa: A
     elif axis is not None:
         dim = _dim_or_axis("logsumexp", dim, axis)
     require_tensor("logsumexp", input)
-    return Logsumexp.apply(input, _reduce_dims("logsumexp", dim, input.ndim), keepdim)
+    axes = _reduce_dims("logsumexp", dim, input.ndim)
+    if input.dtype.is_complex:
+        return _complex_logsumexp(input, axes, keepdim)
+    return Logsumexp.apply(input, axes, keepdim)
+
+
+def _complex_logsumexp(x: Tensor, axes, keepdim: bool) -> Tensor:
+    """PyTorch's complex logsumexp: log(sum(exp(x - m))) + m with m the (detached) max of
+    the real parts (0 where not finite), so the result is the principal log (imaginary part
+    in (-pi, pi]). Composed of differentiable ops: dx = g conj(exp(x - y))."""
+    from tgrad.ops import elementwise as ew
+    from tgrad.ops.complex_ops import real
+    dims = tuple(range(x.ndim)) if axes is None else axes
+    if x.numel():
+        m = amax(real(x).detach(), dims, True)
+        m = ew.where(ew.isfinite(m), m, 0.0)
+    else:
+        m = 0.0
+    y = ew.log(sum(ew.exp(x - m), dims, True)) + m
+    return y if keepdim else y.squeeze(dims) if dims else y
 
 
 # ------------------------------------------------------------------------------ norm

@@ -213,6 +213,11 @@ register_op(MedianAll)
 
 def _median(op: str, input: Tensor, dim, keepdim: bool,  # noqa: A002
             ignore_nan: bool) -> Tensor | values_indices:
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        kernel = "median_cpu" if dim is None else "median_out"
+        _no_complex(op, input, f"{op}: \"{kernel}\" not implemented for "
+                               f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (complex numbers have "
+                               f"no order; take the median of .real, .imag or .abs())")
     if dim is None:
         require_tensor(op, input)
         _no_bool(op, input)
