@@ -889,7 +889,7 @@ def _np_conv3d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     out = [(x.shape[2 + i] - dl[i] * (k[i] - 1) - 1) // st[i] + 1 for i in range(3)]
     n, c = x.shape[:2]
     cg, og = c // groups, w.shape[0] // groups
-    y = np.zeros((n, w.shape[0], *out))
+    y = np.zeros((n, w.shape[0], *out), np.result_type(x, w))  # complex inputs too
     for o in range(w.shape[0]):
         g = o // og
         for a, bb, cc in np.ndindex(*out):

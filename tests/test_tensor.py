@@ -61,8 +61,8 @@ def test_set_default_dtype_round_trip():
 
 
 def test_bad_dtype_is_a_clear_error():
-    with pytest.raises(TypeError, match="not support NumPy dtype complex128"):
-        tgrad.tensor(np.ones(2, np.complex128))
+    with pytest.raises(TypeError, match="not support NumPy dtype uint32"):
+        tgrad.tensor(np.ones(2, np.uint32))
     with pytest.raises(TypeError, match="is not a dtype"):
         tgrad.zeros(2, dtype=object())
 

@@ -24,10 +24,13 @@ from tgrad.device import get_default_device, set_default_device
 from tgrad.dtypes import (
     DType,
     bfloat16,
+    complex64,
+    complex128,
     finfo,
     float16,
     float32,
     float64,
+    get_default_complex_dtype,
     get_default_dtype,
     iinfo,
     int8,
@@ -51,6 +54,8 @@ double = float64
 long = int64
 int = int32  # noqa: A001
 short = int16
+cfloat = complex64
+cdouble = complex128
 dtype = DType
 
 # nn, optim and save/load build on the core above.
@@ -66,7 +71,7 @@ __all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "
            "set_detect_anomaly", "device", "get_default_device",
            "set_default_device", "dtype", "bool", "uint8", "int8", "int16", "int32", "int64",
            "float16", "bfloat16", "float32", "float64", "half", "float", "double", "long", "int",
-           "short",
+           "short", "complex64", "complex128", "cfloat", "cdouble", "get_default_complex_dtype",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "finfo",
            "iinfo",
            "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor", "softmax",

@@ -14,6 +14,9 @@ The rules (PyTorch's, with its defaults):
   ``...``; the common width then comes from the shown values only.
 - A row wraps to ``linewidth`` (80) characters; inner brackets are indented one space per
   level and consecutive rows of a k-d tensor are separated by k - 1 line breaks.
+- A complex tensor formats its real and imaginary parts each as a floating tensor of its
+  own (format and width from that part's values) and prints ``re+imj`` (``1.0000+2.0000j``,
+  ``nan+infj``, ``1.-0.j``); elements per line count both widths and the ``j``.
 - The suffixes (``device=``, ``size=``, ``dtype=``, ``grad_fn=``/``requires_grad=``) go on
   the last line, or on a line of their own once that line would pass ``linewidth``.
 """
@@ -136,6 +139,22 @@ def _shown(arr: np.ndarray) -> np.ndarray:
     return arr[np.ix_(*index)]
 
 
+class _ComplexFormatter:
+    """A complex element as PyTorch prints it: the real part by one formatter, then the
+    imaginary part by another with its sign (``+`` added unless it starts with ``-``/``+``)
+    and ``j``; the imaginary part's padding is dropped."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.re = _Formatter(values.real, True)
+        self.im = _Formatter(values.imag, True)
+        self.width = self.re.width + self.im.width + 1  # + the "j" (per-line count)
+
+    def __call__(self, value: Any) -> str:
+        value = complex(value)
+        imag = (self.im(value.imag) + "j").lstrip()
+        return self.re(value.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _vector_str(arr: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
     e = PRINT_OPTS.edgeitems
     per_line = max(1, math.floor((PRINT_OPTS.linewidth - indent) / (fmt.width + 2)))
@@ -187,7 +206,7 @@ def tensor_repr(t: Any) -> str:
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
-    default_float = t.dtype is dtypes.get_default_dtype()
+    default_float = t.dtype in (dtypes.get_default_dtype(), dtypes.get_default_complex_dtype())
     if arr.size == 0:
         # As PyTorch (and NumPy): the shape shows unless it is (0,); no value implies the
         # dtype, so it shows unless it is the default float.
@@ -206,7 +225,11 @@ def tensor_repr(t: Any) -> str:
         if floating:
             arr = arr.astype(np.float64)  # exact for every float dtype, bfloat16 included
         summarize = arr.size > PRINT_OPTS.threshold
-        fmt = _Formatter(_shown(arr) if summarize else arr, floating)
+        if t.dtype.is_complex:
+            arr = arr.astype(np.complex128)
+            fmt = _ComplexFormatter(_shown(arr) if summarize else arr)
+        else:
+            fmt = _Formatter(_shown(arr) if summarize else arr, floating)
         body = _nested_str(arr, indent, summarize, fmt)
     gf = t._grad_fn
     if gf is not None:

@@ -1,10 +1,17 @@
 """tgrad's dtypes and PyTorch's type-promotion rules.
 
 A DType wraps the NumPy dtype that stores it (bfloat16 comes from ml_dtypes). Promotion
-follows PyTorch: categories bool < integer < floating; within a category the wider type
-wins (float16 with bfloat16 gives float32, uint8 with int8 gives int16); across
-priorities (dimensioned tensors, then 0-d tensors, then Python scalars) a lower-priority
-operand only changes the result when it is of a higher category.
+follows PyTorch: categories bool < integer < floating < complex; within a category the
+wider type wins (float16 with bfloat16 gives float32, uint8 with int8 gives int16); a
+complex type with a float type takes the wider of their widths (complex64 with float64
+gives complex128); across priorities (dimensioned tensors, then 0-d tensors, then Python
+scalars) a lower-priority operand only changes the result when it is of a higher category,
+and a complex one then keeps the higher-priority float's width (a float64 tensor plus 1j
+is complex128, a float32 tensor plus a 0-d complex128 tensor complex64).
+
+complex64/complex128 (CPU only) are stored as NumPy's complex64/complex128. PyTorch's
+complex32 (ComplexHalf) does not exist in tgrad: where PyTorch would make it (a float16
+tensor plus 1j) tgrad gives complex64.
 """
 
 from __future__ import annotations
@@ -18,14 +25,16 @@ import numpy as np
 class DType:
     """A tensor element type, printed as ``tgrad.float32``."""
 
-    __slots__ = ("name", "np", "itemsize", "is_floating_point", "category", "rank")
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "category",
+                 "rank")
 
     def __init__(self, name: str, np_dtype, category: int, rank: int) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
-        self.category = category  # 0 bool, 1 integer, 2 floating
-        self.is_floating_point = category == 2
+        self.category = category  # 0 bool, 1 integer, 2 floating, 3 complex
+        self.is_floating_point = category == 2  # False for complex dtypes, as PyTorch
+        self.is_complex = category == 3
         self.rank = rank  # width order inside the category
 
     @property
@@ -49,14 +58,20 @@ float16 = DType("float16", np.float16, 2, 1)
 bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, 2, 1)
 float32 = DType("float32", np.float32, 2, 2)
 float64 = DType("float64", np.float64, 2, 3)
+# complex: the rank is that of the float type of each part (complex64 pairs float32s)
+complex64 = DType("complex64", np.complex64, 3, 2)
+complex128 = DType("complex128", np.complex128, 3, 3)
 
+# The real dtypes (every device); the complex ones are CPU-only
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 FLOATING_DTYPES = (float16, bfloat16, float32, float64)
-_BY_NP = {d.np: d for d in ALL_DTYPES}
-_BY_NAME = {d.name: d for d in ALL_DTYPES}
+COMPLEX_DTYPES = (complex64, complex128)
+SUPPORTED_DTYPES = ALL_DTYPES + COMPLEX_DTYPES
+_BY_NP = {d.np: d for d in SUPPORTED_DTYPES}
+_BY_NAME = {d.name: d for d in SUPPORTED_DTYPES}
 # Aliases PyTorch users type.
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64,
-                 "int": int32, "short": int16})
+                 "int": int32, "short": int16, "cfloat": complex64, "cdouble": complex128})
 
 # The largest float16: every float dtype holds the numbers up to it in magnitude (the fast
 # path of the number-conversion checks)
@@ -66,7 +81,7 @@ FLOAT16_MAX = 65504.0
 # to the desired output type Long")
 SCALAR_TYPE_NAMES = {bool_: "Bool", uint8: "Byte", int8: "Char", int16: "Short", int32: "Int",
                      int64: "Long", float16: "Half", bfloat16: "BFloat16", float32: "Float",
-                     float64: "Double"}
+                     float64: "Double", complex64: "ComplexFloat", complex128: "ComplexDouble"}
 
 _default_float = float32
 
@@ -77,6 +92,27 @@ def _by_name(name: str) -> DType:
 
 def get_default_dtype() -> DType:
     return _default_float
+
+
+def get_default_complex_dtype() -> DType:
+    """complex128 when the default dtype is float64, else complex64 (PyTorch's rule: the
+    dtype a Python complex number takes)."""
+    return complex128 if _default_float is float64 else complex64
+
+
+def to_complex(dt: DType) -> DType:
+    """The complex dtype of a float (or complex) dtype's width: float64 -> complex128, the
+    others -> complex64 (tgrad has no complex32)."""
+    if dt.is_complex:
+        return dt
+    return complex128 if dt is float64 else complex64
+
+
+def to_real(dt: DType) -> DType:
+    """The dtype of a complex dtype's parts (complex64 -> float32); real dtypes unchanged."""
+    if not dt.is_complex:
+        return dt
+    return float64 if dt is complex128 else float32
 
 
 def set_default_dtype(dtype: DType) -> None:
@@ -94,7 +130,7 @@ def from_numpy_dtype(np_dtype) -> DType:
     if d is None:
         raise TypeError(
             f"tgrad does not support NumPy dtype {np.dtype(np_dtype)}; supported dtypes are "
-            f"{', '.join(x.name for x in ALL_DTYPES)}. Convert the array first, e.g. "
+            f"{', '.join(x.name for x in SUPPORTED_DTYPES)}. Convert the array first, e.g. "
             f"arr.astype(np.float32)")
     return d
 
@@ -109,14 +145,25 @@ def as_dtype(dtype) -> DType:
         return int64
     if dtype is bool:
         return bool_
+    if dtype is complex:  # Python's complex is a pair of doubles, as in PyTorch
+        return complex128
     if isinstance(dtype, str) and dtype in _BY_NAME:
         return _BY_NAME[dtype]
     try:
         np_dtype = np.dtype(dtype)
     except Exception:
         raise TypeError(f"tgrad: {dtype!r} is not a dtype; use one of "
-                        f"{', '.join('tgrad.' + x.name for x in ALL_DTYPES)}") from None
+                        f"{', '.join('tgrad.' + x.name for x in SUPPORTED_DTYPES)}") from None
     return from_numpy_dtype(np_dtype)
+
+
+def check_complex_device(op: str, dt: DType, device) -> None:
+    """Complex tensors live on the CPU only (Triton has no complex type): a clear error when
+    one would be made on another device."""
+    if dt.is_complex and device.type != "cpu":
+        raise RuntimeError(f"{op}: complex dtypes are CPU-only in tgrad (got {dt} on "
+                           f"{device}); keep complex tensors on the CPU, or move "
+                           f"view_as_real(x) (a real tensor) instead")
 
 
 def check_value_fits(op: str, value, dt: DType) -> None:
@@ -131,6 +178,14 @@ def check_value_fits(op: str, value, dt: DType) -> None:
     float32): an overflowing value is inf."""
     if dt is bool_ or isinstance(value, (bool, np.bool_)):
         return
+    if isinstance(value, (complex, np.complexfloating)):
+        if not dt.is_complex:  # PyTorch's error
+            raise RuntimeError(f"{op}: value cannot be converted to type {dt.name} without "
+                               f"overflow (a complex number into a real dtype); use a "
+                               f"complex dtype")
+        return
+    if dt.is_complex:
+        return  # any real number fits (a float past complex64's range becomes inf)
     if isinstance(value, (int, np.integer)) and not -2 ** 63 <= int(value) < 2 ** 64:
         raise OverflowError(f"{op}: int too big to convert ({value} is outside the 64-bit "
                             f"range of a number argument)")
@@ -176,7 +231,10 @@ def promote_types(a: DType, b: DType) -> DType:
     if a is b:
         return a
     if a.category != b.category:
-        return a if a.category > b.category else b
+        hi, lo = (a, b) if a.category > b.category else (b, a)
+        if hi.is_complex and lo.is_floating_point and lo.rank > hi.rank:
+            return to_complex(lo)  # complex64 with float64: complex128
+        return hi
     if a.rank != b.rank:
         return a if a.rank > b.rank else b
     # two types of one width: float16 with bfloat16 gives float32, uint8 with int8 int16
@@ -190,6 +248,8 @@ def scalar_dtype(value) -> DType:
         return bool_
     if isinstance(value, (int, np.integer)):
         return int64
+    if isinstance(value, (complex, np.complexfloating)):
+        return get_default_complex_dtype()
     return _default_float
 
 
@@ -198,15 +258,31 @@ def _category_of_scalar(value) -> int:
         return 0
     if isinstance(value, (int, np.integer)):
         return 1
+    if isinstance(value, (complex, np.complexfloating)):
+        return 3
     return 2
+
+
+def _combine(higher: DType | None, lower: DType | None) -> DType | None:
+    """PyTorch's combine_categories: a lower-priority dtype changes the result only when its
+    category is higher; a complex one then keeps a float result's width."""
+    if higher is None:
+        return lower
+    if lower is None or lower.category <= higher.category:
+        return higher
+    if lower.is_complex and higher.is_floating_point:
+        return to_complex(higher)  # float64 tensor + 1j: complex128
+    return lower
 
 
 def result_type(*operands) -> DType:
     """PyTorch's result_type over tensors and Python scalars.
 
     Priority: tensors with dims > 0-d tensors > Python scalars. A lower-priority operand
-    changes the result only if its category (bool < int < float) is higher; then the result
-    is its dtype (0-d tensor) or the default dtype of its category (Python scalar).
+    changes the result only if its category (bool < int < float < complex) is higher; then
+    the result is its dtype (0-d tensor) or the default dtype of its category (Python
+    scalar), except that a complex one over a float result keeps the float's width
+    (``_combine``).
     """
     dim_t = zero_t = None
     scalar_cat = -1
@@ -219,16 +295,10 @@ def result_type(*operands) -> DType:
                 zero_t = dt if zero_t is None else promote_types(zero_t, dt)
         elif op is not None:
             scalar_cat = max(scalar_cat, _category_of_scalar(op))
-    result = dim_t
-    if zero_t is not None:
-        if result is None:
-            result = zero_t
-        elif zero_t.category > result.category:
-            result = zero_t
+    wrapped = None
     if scalar_cat >= 0:
-        cat_default = (bool_, int64, _default_float)[scalar_cat]
-        if result is None or scalar_cat > result.category:
-            result = cat_default
+        wrapped = (bool_, int64, _default_float, get_default_complex_dtype())[scalar_cat]
+    result = _combine(dim_t, _combine(zero_t, wrapped))
     if result is None:
         raise TypeError("result_type needs at least one tensor or scalar")
     return result
@@ -242,6 +312,8 @@ class finfo:  # noqa: N801 - PyTorch's name
 
     def __init__(self, dtype=None) -> None:
         dt = get_default_dtype() if dtype is None else as_dtype(dtype)
+        if dt.is_complex:  # PyTorch: the limits of its parts' float type
+            dt = to_real(dt)
         if not dt.is_floating_point:
             raise TypeError(f"finfo() requires a floating point input type. Use iinfo to "
                             f"handle '{dt!r}'")
@@ -266,7 +338,7 @@ class iinfo:  # noqa: N801 - PyTorch's name
 
     def __init__(self, dtype) -> None:
         dt = as_dtype(dtype)
-        if dt.is_floating_point or dt is bool_:
+        if dt.is_floating_point or dt.is_complex or dt is bool_:
             raise TypeError(f"iinfo() requires an integer input type. Use finfo to handle "
                             f"'{dt!r}'")
         info = np.iinfo(dt.np)

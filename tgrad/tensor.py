@@ -32,7 +32,7 @@ class Storage:
         self.root = root
 
 
-_DTYPE_OF = {d.np: d for d in dtypes.ALL_DTYPES}
+_DTYPE_OF = {d.np: d for d in dtypes.SUPPORTED_DTYPES}
 
 
 class Tensor:
@@ -128,6 +128,9 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
     def _has_nan(self) -> bool:
         """True when any element is NaN (anomaly detection)."""
         from tgrad.backends import get_backend
@@ -170,7 +173,7 @@ class Tensor:
                 "you can only change requires_grad flags of leaf variables. If you want to "
                 "use a computed variable in a subgraph that doesn't require differentiation "
                 "use var_no_grad = var.detach().")
-        if requires_grad and not (self.dtype.is_floating_point):
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError(
                 f"Only Tensors of floating point and complex dtype can require gradients (got "
                 f"{self.dtype})")
@@ -413,6 +416,12 @@ class Tensor:
     def bool(self) -> Tensor:
         return self.to(dtypes.bool_)
 
+    def cfloat(self) -> Tensor:
+        return self.to(dtypes.complex64)
+
+    def cdouble(self) -> Tensor:
+        return self.to(dtypes.complex128)
+
     def cpu(self) -> Tensor:
         return self.to("cpu")
 
@@ -445,7 +454,8 @@ _TYPE_NAMES = {dtypes.bool_: "BoolTensor", dtypes.uint8: "ByteTensor",
                dtypes.int8: "CharTensor", dtypes.int16: "ShortTensor", dtypes.int32: "IntTensor",
                dtypes.int64: "LongTensor", dtypes.float16: "HalfTensor",
                dtypes.bfloat16: "BFloat16Tensor", dtypes.float32: "FloatTensor",
-               dtypes.float64: "DoubleTensor"}
+               dtypes.float64: "DoubleTensor", dtypes.complex64: "ComplexFloatTensor",
+               dtypes.complex128: "ComplexDoubleTensor"}
 
 
 def _autograd_backward(*args, **kwargs) -> None:

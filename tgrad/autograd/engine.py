@@ -302,7 +302,7 @@ def _call_with_anomaly(node, grads: list) -> tuple:
         raise
     if STATE.anomaly_check_nan:
         for i, g in enumerate(outputs):
-            if g is not None and g.dtype.is_floating_point and g._has_nan():
+            if g is not None and (g.dtype.is_floating_point or g.dtype.is_complex) and g._has_nan():
                 _warn_forward_trace(node)
                 raise RuntimeError(f"Function '{node.name()}' returned nan values in its "
                                    f"{i}th output.")

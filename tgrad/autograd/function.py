@@ -186,6 +186,11 @@ def _checked_grad(node: BackwardCFunction, i: int, g, meta):
                 f"Function {node.name()} returned an invalid gradient at index {i} - got "
                 f"{list(g.shape)} but expected shape compatible with {list(shape)}")
     if g.dtype is not dtype:
+        if g.dtype.is_complex and not dtype.is_complex:
+            # a real input of an op computed in complex: the real part (PyTorch's
+            # validate_outputs), the gradient of a real input under its convention
+            from tgrad.ops.complex_ops import real
+            g = real(g)
         g = g.to(dtype)
     if g.device is not device:
         raise RuntimeError(
@@ -405,7 +410,8 @@ def _wire_graph(ctx, args, outputs, is_tuple):
             new_outputs.append(o)
             i += 1
             continue
-        if not o.dtype.is_floating_point or (nondiff and _is_in(o, nondiff)):
+        if (not (o.dtype.is_floating_point or o.dtype.is_complex)
+                or (nondiff and _is_in(o, nondiff))):
             # a non-differentiable output (PyTorch's set_history): no grad_fn and
             # requires_grad False. An input that requires grad is returned as a detached
             # alias (the input keeps its history); one that does not, unless marked dirty,

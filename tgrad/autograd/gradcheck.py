@@ -94,8 +94,16 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
     Returns True on success; on failure raises GradcheckError ("Jacobian mismatch for
     output 0 with respect to input 0, ...") or returns False when ``raise_exception`` is
     False.
+
+    Complex inputs and outputs are checked as pairs of reals (``_realified``): each complex
+    input z is perturbed in its real and its imaginary part, each complex output compared
+    in both parts. Under PyTorch's convention (the gradient of real L is dL/dRe z +
+    i dL/dIm z) that is the whole real Jacobian, which determines both Wirtinger
+    derivatives, what PyTorch's complex gradcheck checks.
     """
     from tgrad.tensor import Tensor
+    inputs = _as_tuple(inputs)
+    func, inputs = _realified(func, inputs)
     if check_sparse_nnz:
         raise ValueError("gradcheck: check_sparse_nnz=True needs sparse tensors, which tgrad "
                          "does not have; leave it False")
@@ -178,6 +186,24 @@ def _backward_mul_by_grad_output_problem(inputs: tuple, outputs: tuple) -> str |
 
 def _fmt(a: np.ndarray) -> str:
     return np.array2string(a, precision=6, threshold=200)
+
+
+def _realified(func, inputs: tuple) -> tuple:
+    """(func', inputs'): each complex input as view_as_real(z) (a float leaf of shape
+    S + (2,)), each complex output of func as view_as_real of it; real ones unchanged."""
+    from tgrad.ops.complex_ops import view_as_complex, view_as_real
+    from tgrad.tensor import Tensor
+    is_c = [isinstance(t, Tensor) and t.dtype.is_complex for t in inputs]
+    real_in = tuple(view_as_real(t.detach()).clone().requires_grad_(t.requires_grad) if c
+                    else t for t, c in zip(inputs, is_c))
+
+    def real_func(*xs):
+        outs = func(*[view_as_complex(x) if c else x for x, c in zip(xs, is_c)])
+        single = isinstance(outs, Tensor)
+        outs = [view_as_real(o) if isinstance(o, Tensor) and o.dtype.is_complex else o
+                for o in _as_tuple(outs)]
+        return outs[0] if single else tuple(outs)
+    return real_func, real_in
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: float = 1e-5,

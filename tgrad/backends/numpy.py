@@ -123,6 +123,12 @@ def clone(x: np.ndarray) -> np.ndarray:
 def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if x.dtype == dtype:
         return x
+    if x.dtype.kind == "c" and np.dtype(dtype) == np.bool_:
+        return x != 0
+    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        x = x.real  # complex to real keeps the real part (the caller warns, as PyTorch)
+        if x.dtype == dtype:
+            return x.copy()
     token = _quiet_enter()  # overflow to inf (bfloat16 to float16 too), NaN to an integer:
     try:  # no warning, as PyTorch
         if x.dtype.kind in "fV" and np.dtype(dtype).kind in "iu" and np.dtype(dtype).itemsize < 4:
@@ -264,6 +270,8 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid(x):
+    if x.dtype.kind == "c":  # complex: 1 / (1 + e^-z) (poles at z = i pi (2k + 1))
+        return 1.0 / (1.0 + np.exp(-x))
     # Stable for large |x|: exp of a non-positive number only.
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
@@ -687,7 +695,8 @@ def grad_formula(name: str, g: np.ndarray, *saved) -> np.ndarray:
 
 # ---------------------------------------------------------------- reductions
 def _is_float(dt: np.dtype) -> bool:
-    return dt.kind == "f" or dt in HALF_TYPES
+    """Float or complex (both reduce in their own dtype, halves in float32)."""
+    return dt.kind in "fc" or dt in HALF_TYPES
 
 
 def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
@@ -718,6 +727,8 @@ def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
         total = np.add.reduce(_up(x), axis=axes, keepdims=keepdim)
         if isinstance(total, np.ndarray):  # an intp divisor selects NumPy's float64 loop
             out = np.true_divide(total, np.intp(n), out=total, casting="unsafe")
+        elif total.dtype.kind == "c":
+            out = total.dtype.type(complex(total) / n)
         else:  # a scalar: Python floats are float64 and faster than NumPy scalar maths
             out = total.dtype.type(float(total) / n)
         return _down(out, dt)
@@ -813,7 +824,7 @@ def any_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
 
 
 def isnan_any(x: np.ndarray) -> bool:
-    return bool(np.isnan(x).any()) if x.dtype.kind == "f" or x.dtype in HALF_TYPES else False
+    return bool(np.isnan(x).any()) if x.dtype.kind in "fc" or x.dtype in HALF_TYPES else False
 
 
 # ---------------------------------------------------------------- indexing

@@ -334,6 +334,10 @@ def _pool_result(y: Tensor, added: bool, spatial: int) -> Tensor:
 def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  # noqa: A002
               ceil_mode: bool, return_indices: bool, spatial: int):
     x, added = _pool_input(op, input, spatial)
+    if x.dtype.is_complex:  # PyTorch's error: maxima need an order
+        raise NotImplementedError(f"\"{op}\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}': complex numbers have "
+                                  f"no order; pool .real, .imag or .abs() instead")
     x = tie(x)  # dx = the gradient gathered back to the maxima, in x's graph (_piecewise.py)
     kernel, stride, pad, dilation = _pool_args(op, kernel_size, stride, padding, dilation,
                                                spatial)
@@ -650,6 +654,11 @@ def _max_unpool(op: str, input: Tensor, indices: Tensor, kernel_size, stride, pa
     d input = g read at the indices."""
     _check_tensor(op, input)
     _check_tensor(op, indices, "indices")
+    if input.dtype.is_complex:
+        raise NotImplementedError(f"{op}: \"{op if op != 'max_unpool1d' else 'max_unpool2d'}\" "
+                                  f"not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (floating point "
+                                  f"and integer inputs only)")
     if indices.dtype is not dtypes.int64:
         raise RuntimeError(f"{op}: elements in indices should be type int64 but got: "
                            f"{indices.dtype.name}")

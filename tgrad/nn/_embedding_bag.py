@@ -122,6 +122,10 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
     if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
         raise RuntimeError(f"embedding_bag: expected an integer index tensor (Long or Int), "
                            f"got {input.dtype.name}")
+    if not weight.dtype.is_floating_point:
+        raise RuntimeError(f"embedding_bag: Expected tensor for argument #1 'weight' to have "
+                           f"one of the following scalar types: Half, BFloat16, Float, Double; "
+                           f"but got {weight.dtype} instead")
     if mode not in MODES:
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
     if scale_grad_by_freq or sparse:

@@ -6,6 +6,7 @@ Importing this package attaches the ops to Tensor as methods and operators.
 from tgrad.ops import (
     aliases,
     bessel,
+    complex_ops,
     composite,
     creation,
     distances,
@@ -47,9 +48,10 @@ from tgrad.ops import (
 )
 from tgrad.ops._common import OPS
 
-__all__ = [n for m in (aliases, bessel, composite, creation, distances, einsum, elementwise,
-                       erfs, extras, gathering, hyperbolic, incomplete_gamma, layout, logmath,
-                       mathcomposites, matmul, numerics, movement, pointwise_extras, products,
+__all__ = [n for m in (aliases, bessel, complex_ops, composite, creation, distances, einsum,
+                       elementwise, erfs, extras, gathering, hyperbolic, incomplete_gamma,
+                       layout, logmath, mathcomposites, matmul, numerics, movement,
+                       pointwise_extras, products,
                        quantiles, reduce, sampling, scan,
                        scatter_reduce, scatters, searching, settings, shape, small_extras, sorting,
                        special, statistics, tensor_extras, tensor_legacy, torch_aliases,
@@ -58,6 +60,7 @@ __all__ = [n for m in (aliases, bessel, composite, creation, distances, einsum, 
 
 from tgrad.ops.aliases import *  # noqa: E402,F401,F403
 from tgrad.ops.bessel import *  # noqa: E402,F401,F403
+from tgrad.ops.complex_ops import *  # noqa: E402,F401,F403
 from tgrad.ops.composite import *  # noqa: E402,F401,F403
 from tgrad.ops.creation import *  # noqa: E402,F401,F403
 from tgrad.ops.distances import *  # noqa: E402,F401,F403

@@ -5,10 +5,13 @@ runs unchanged:
   result written into self as 1/0 of self's dtype; gradient 0 for every input (PyTorch's);
 - in-place arithmetic names (``multiply_``, ``divide_``, ``subtract_``, ``true_divide_``,
   ``negative_``, ``fix``/``fix_``, ``hypot_``, ``copysign_``...);
-- the complex-number API on real tensors (tgrad has no complex dtypes): ``conj``,
-  ``resolve_conj``, ``resolve_neg``, ``conj_physical`` and ``real`` return the tensor;
-  ``is_conj``/``is_neg``/``is_complex`` are False, ``isreal`` all True; ``imag`` raises
-  PyTorch's error; ``mH``/``H``/``adjoint`` are transposes;
+- the complex-number API (complex tensors: ``tgrad.ops.complex``): ``conj``,
+  ``conj_physical`` and ``resolve_conj`` conjugate a complex tensor (a new tensor: no lazy
+  conjugate bit, so ``is_conj`` is always False) and return a real one as it is;
+  ``resolve_neg`` returns the tensor, ``is_neg`` is False; ``real`` is a view of a complex
+  tensor's real parts (the tensor itself when real), ``imag`` of its imaginary parts (real
+  tensors raise PyTorch's error); ``isreal`` is imag == 0; ``mH``/``H``/``adjoint`` are
+  conjugate transposes;
 - metadata: ``ndimension``, ``nbytes``, ``itemsize``, ``is_cpu``, ``get_device``,
   ``is_signed``, ``is_same_size``;
 - ``positive``, ``sgn`` (= sign for real numbers), ``ravel``, ``split_with_sizes``,
@@ -26,6 +29,7 @@ import warnings
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
+from tgrad.ops import complex_ops as cx
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.composite import logical_xor
@@ -109,7 +113,9 @@ def positive(input: Tensor) -> Tensor:  # noqa: A002
 
 @tensor_method("sgn")
 def sgn(input: Tensor) -> Tensor:  # noqa: A002
-    """sign(x) (for complex numbers PyTorch's sgn is x / |x|; tgrad's tensors are real)."""
+    """sign(x) for real x; x / |x| (0 at 0) for complex x."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        return cx.complex_sgn(input)
     return ew.sign(input)
 
 
@@ -128,26 +134,36 @@ def split_with_sizes(self: Tensor, split_sizes, dim: int = 0) -> tuple:
     return split(self, list(split_sizes), dim)
 
 
-# ------------------------------------------------------- complex API on real tensors
+# ------------------------------------------------------------------- complex API
 def _self(name: str):
     def same(input: Tensor) -> Tensor:  # noqa: A002
         return input
 
     same.__name__ = name
-    same.__doc__ = f"``input`` itself: tgrad's tensors are real, so {name} has nothing to do."
+    same.__doc__ = f"``input`` itself: tgrad has no lazy negation, so {name} has nothing to do."
     return tensor_method(name)(same)
 
 
-conj = _self("conj")
-conj_physical = _self("conj_physical")
-resolve_conj = _self("resolve_conj")
+def _conj(name: str):
+    def fn(input: Tensor) -> Tensor:  # noqa: A002
+        return cx.complex_conj(input)
+
+    fn.__name__ = name
+    fn.__doc__ = ("The complex conjugate, materialised (tgrad has no lazy conjugate bit); a "
+                  "real tensor is returned as it is.")
+    return tensor_method(name)(fn)
+
+
+conj = _conj("conj")
+conj_physical = _conj("conj_physical")
+resolve_conj = _self("resolve_conj")  # nothing is ever lazily conjugated
 resolve_neg = _self("resolve_neg")
-tensor_method("conj_physical_")(lambda self: self)
+inplace_method("conj_physical_", conj_physical)
 
 
 @tensor_method("is_conj")
 def is_conj(input: Tensor) -> bool:  # noqa: A002
-    """False: tgrad never builds lazily conjugated tensors."""
+    """False: tgrad never builds lazily conjugated tensors (conj() materialises)."""
     return False
 
 
@@ -159,27 +175,21 @@ def is_neg(input: Tensor) -> bool:  # noqa: A002
 
 @tensor_method("is_complex")
 def is_complex(input: Tensor) -> bool:  # noqa: A002
-    """False: tgrad has no complex dtypes."""
-    return False
+    """Whether ``input`` has a complex dtype (complex64, complex128)."""
+    return input.dtype.is_complex
 
 
 @tensor_method("isreal")
 def isreal(input: Tensor) -> Tensor:  # noqa: A002
-    """All True (bool, input's shape): every element of a real tensor is real."""
+    """imag == 0 for a complex tensor; all True for a real one (bool, input's shape)."""
     from tgrad.ops.creation import ones_like
+    if input.dtype.is_complex:
+        return ew.eq(cx.imag(input), 0)
     return ones_like(input, dtype=dtypes.bool_)
 
 
-def real(input: Tensor) -> Tensor:  # noqa: A002
-    """``input`` itself (the real part of a real tensor)."""
-    return input
-
-
-def imag(input: Tensor) -> Tensor:  # noqa: A002
-    """Raises PyTorch's error: real tensors have no imaginary part."""
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-
-
+real = cx.real
+imag = cx.imag
 Tensor.real = property(real)
 Tensor.imag = property(imag)
 
@@ -190,31 +200,31 @@ def adjoint(input: Tensor) -> Tensor:  # noqa: A002
     if input.ndim < 2:
         raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {input.ndim}-D tensor.")
-    return input.transpose(-2, -1)
+    return cx.complex_conj(input.transpose(-2, -1))
 
 
 def _matrix_h(self: Tensor) -> Tensor:
     if self.ndim == 0:  # PyTorch 2.13: deprecated, x.conj() (the tensor itself: tgrad is real)
         warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
                       UserWarning, stacklevel=2)
-        return self
+        return cx.complex_conj(self)
     if self.ndim != 2:
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{self.ndim}-D tensor."
                            + (" For batches of matrices, consider using tensor.mH"
                               if self.ndim > 2 else ""))
-    return self.transpose(0, 1)
+    return cx.complex_conj(self.transpose(0, 1))
 
 
 def _batched_h(self: Tensor) -> Tensor:
     if self.ndim == 0:  # PyTorch 2.13: deprecated, x.conj() (the tensor itself: tgrad is real)
         warnings.warn("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().",
                       UserWarning, stacklevel=2)
-        return self
+        return cx.complex_conj(self)
     if self.ndim < 2:
         raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {self.ndim}-D tensor.")
-    return self.transpose(-2, -1)
+    return cx.complex_conj(self.transpose(-2, -1))
 
 
 Tensor.mH = property(_batched_h)

@@ -64,7 +64,7 @@ def _fill_value(op: str, input: Tensor, value):  # noqa: A002
     if input.dtype is dtypes.bool_:
         return bool(value)
     if not input.dtype.is_floating_point:
-        return int(value)
+        return complex(value) if input.dtype.is_complex else int(value)
     return float(value)
 
 
@@ -269,7 +269,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
 
 def _scalar_like(value, *tensors):
     """``value`` cast as PyTorch casts it for integer operands (truncated to an int)."""
-    if dtypes.result_type(*tensors).is_floating_point:
+    dt = dtypes.result_type(*tensors)
+    if dt.is_floating_point or dt.is_complex:
         return value
     return int(value)
 
@@ -278,7 +279,8 @@ def _scalar_like(value, *tensors):
 @autocast_policy("promote", cpu=None)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 / tensor2 (broadcast; integer division is refused)."""
-    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point \
+            and not (tensor1.dtype.is_complex or tensor2.dtype.is_complex):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
                            "future release addcdiv will perform a true division of tensor1 "
                            "and tensor2. Use true_divide or floor_divide instead.")
@@ -404,13 +406,13 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     with no_grad():
         a, b = input.detach(), other.detach()
         close = ew.eq(a, b)
-        if equal_nan and a.dtype.is_floating_point:
+        if equal_nan and (a.dtype.is_floating_point or a.dtype.is_complex):
             close = ew.logical_or(close, ew.logical_and(ew.isnan(a), ew.isnan(b)))
         if rtol == 0 and atol == 0:
             return close
         if a.dtype is dtypes.bool_:
             a, b = a.to(dtypes.float32), b.to(dtypes.float32)
-        elif not a.dtype.is_floating_point:  # a - b in the integer dtype would wrap
+        elif not (a.dtype.is_floating_point or a.dtype.is_complex):  # integers: a - b would wrap
             a, b = a.to(dtypes.float64), b.to(dtypes.float64)  # (2**62 - -2**62)
         actual = ew.abs(a - b)
         allowed = ew.abs(b * rtol) + atol

@@ -37,8 +37,10 @@ def _shape(size: tuple) -> tuple:
     return tuple(out)
 
 
-def _finish(host: np.ndarray, device, requires_grad: bool) -> Tensor:
+def _finish(host: np.ndarray, device, requires_grad: bool, op: str = "tensor") -> Tensor:
     dev = as_device(device)
+    if host.dtype.kind == "c":
+        dtypes.check_complex_device(op, dtypes.from_numpy_dtype(host.dtype), dev)
     arr = host if dev.type == "cpu" else get_backend(dev).from_host(host)
     t = Tensor(arr, None, dev)
     if requires_grad:
@@ -63,7 +65,7 @@ def _check_leaves(data) -> bool:
         elif isinstance(x, (str, bytes)):
             raise TypeError(f"tensor(): invalid data type '{type(x).__name__}'; pass numbers, "
                             f"nested lists of numbers, NumPy arrays or tensors")
-        elif not isinstance(x, (bool, int, float, np.generic, np.ndarray)):
+        elif not isinstance(x, (bool, int, float, complex, np.generic, np.ndarray)):
             raise TypeError(f"tensor(): must be real number, not {type(x).__name__}; pass "
                             f"numbers, nested lists of numbers, NumPy arrays or tensors")
     return has_tensor
@@ -102,6 +104,8 @@ def _infer_dtype(data) -> DType:
             d = dtypes.int64
         elif isinstance(x, float):
             d = dtypes.get_default_dtype()
+        elif isinstance(x, complex):
+            d = dtypes.get_default_complex_dtype()
         else:
             raise TypeError(f"tensor(): could not infer dtype of {type(x).__name__}; pass "
                             f"numbers, nested lists of numbers, NumPy arrays or tensors")
@@ -137,7 +141,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         elif has_tensor:
             data = _untensor(data)  # one-element tensors to exact Python numbers
         try:
-            host = np.array(data, dtype=np.float64 if dt.is_floating_point else None)
+            host = np.array(data, dtype=np.float64 if dt.is_floating_point
+                            else np.complex128 if dt.is_complex else None)
         except ValueError as e:
             raise ValueError(f"tensor(): data has an irregular shape ({e})") from None
         except OverflowError:  # a Python int beyond 64 bits
@@ -148,7 +153,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
                 raise RuntimeError(f"tensor(): value cannot be converted to type {dt.name} "
                                    f"without overflow")
             raise TypeError("tensor(): data must be numbers or nested lists of numbers")
-        if host.size and not dt.is_floating_point and dt is not dtypes.bool_:
+        if host.size and not (dt.is_floating_point or dt.is_complex) and dt is not dtypes.bool_:
             for v in (host.min(), host.max()):  # ints out of range, NaN/inf: PyTorch raises
                 dtypes.check_value_fits("tensor()", v.item(), dt)
     with np.errstate(over="ignore"):  # past a float dtype's range: inf, silently (PyTorch)
@@ -222,7 +227,7 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
     shape = _shape(tuple(args))
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    if not isinstance(fill_value, (int, float, bool, np.number, np.bool_)):
+    if not isinstance(fill_value, (int, float, complex, bool, np.number, np.bool_)):
         raise TypeError(f"full(): argument 'fill_value' must be a Number, not "
                         f"{type(fill_value).__name__}")
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(fill_value)
@@ -230,6 +235,7 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
     if dt is dtypes.bool_:  # any magnitude is True (2**63 too, which NumPy cannot take)
         fill_value = bool(fill_value)
     dev = as_device(device)
+    dtypes.check_complex_device("full", dt, dev)
     arr = get_backend(dev).full(shape, fill_value, dt.np)
     t = Tensor(arr, None, dev)
     if requires_grad:
@@ -250,6 +256,7 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False)
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dev = as_device(device)
     dt = _dtype_or_default(dtype)
+    dtypes.check_complex_device("empty", dt, dev)
     shape = _shape(sizes_keyword("empty", "size", args, size))
     t = Tensor(get_backend(dev).empty(shape, dt.np), None, dev)
     if requires_grad:
@@ -325,9 +332,23 @@ def set_rng_state(state: dict, device=None) -> None:
 def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Tensor:
     from tgrad.generator import drawing_from
     dt = _dtype_or_default(dtype)
+    dev = as_device(device)
+    if dt.is_complex:
+        # PyTorch's complex rand/randn: real and imaginary parts drawn independently, each
+        # uniform on [0, 1) (rand) or normal with variance 1/2 (randn: E|z|^2 = 1)
+        dtypes.check_complex_device(kind, dt, dev)
+        part = dtypes.to_real(dt).np
+        with drawing_from(generator, dev, kind):
+            pair = getattr(get_backend(dev), kind)(_shape(size) + (2,), part)
+        if kind == "randn":
+            pair = pair * part.type(math.sqrt(0.5))
+        arr = np.ascontiguousarray(pair).view(dt.np)[..., 0]
+        t = Tensor(np.ascontiguousarray(arr), None, dev)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
     if not dt.is_floating_point:
         raise RuntimeError(f"{kind}: expected a floating point dtype, got {dt}")
-    dev = as_device(device)
     with drawing_from(generator, dev, kind):
         arr = getattr(get_backend(dev), kind)(_shape(size), dt.np)
     t = Tensor(arr, None, dev)

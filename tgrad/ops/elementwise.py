@@ -135,6 +135,52 @@ UNARY_RULES = {
     "acos":       ("x", True,  _unary_fused("acos", lambda g, x, y: -g / _sqrt_1mx2(x))),
 }
 
+# f'(z) of the ops PyTorch defines for complex z, from the saved x or y as in UNARY_RULES:
+# the gradient is g * conj(f'(z)) (PyTorch's convention; see tgrad.ops.complex_ops). abs
+# is not holomorphic: its gradient is g * sgn(z) (the rule below). Ops missing here raise
+# for complex inputs (PyTorch's errors: no order, no rounding, no erf).
+COMPLEX_DERIVATIVES = {
+    "exp": lambda x, y: y,
+    "log": lambda x, y: reciprocal(x),
+    "log1p": lambda x, y: reciprocal(x + 1.0),
+    "expm1": lambda x, y: y + 1.0,
+    "sqrt": lambda x, y: reciprocal(y * 2.0),
+    "rsqrt": lambda x, y: y * y * y * -0.5,
+    "sin": lambda x, y: cos(x),
+    "cos": lambda x, y: -sin(x),
+    "tanh": lambda x, y: 1.0 - y * y,
+    "sigmoid": lambda x, y: y * (1.0 - y),
+    "reciprocal": lambda x, y: -(y * y),
+    "square": lambda x, y: x * 2.0,
+    "log2": lambda x, y: reciprocal(x * _LN2),
+    "log10": lambda x, y: reciprocal(x * _LN10),
+    "exp2": lambda x, y: y * _LN2,
+    "sinh": lambda x, y: cosh(x),
+    "cosh": lambda x, y: sinh(x),
+    "tan": lambda x, y: 1.0 + y * y,
+    "atan": lambda x, y: reciprocal(x * x + 1.0),
+    "asin": lambda x, y: reciprocal(_sqrt_1mx2(x)),
+    "acos": lambda x, y: -reciprocal(_sqrt_1mx2(x)),
+}
+_COMPLEX_ERRORS = {
+    "sign": "Unlike NumPy, torch.sign is not intended to support complex numbers. Please "
+            "use torch.sgn instead.",
+    "floor": "floor is not supported for complex inputs",
+    "ceil": "ceil is not supported for complex inputs",
+    "round": "round is not supported for complex inputs",
+    "trunc": "trunc is not supported for complex inputs",
+}
+
+
+def _complex_unary_grad(name: str, g, x, y):
+    from tgrad.ops.complex_ops import complex_sgn, conj_of
+    if name == "neg":
+        return -g
+    if name == "abs":  # |z|: d/dRe + i d/dIm = z / |z|
+        return g * complex_sgn(x)
+    return g * conj_of(COMPLEX_DERIVATIVES[name](x, y))
+
+
 # Node names follow PyTorch's (TanhBackward0, ...); "neg" is NegBackward0, etc.
 def _node(name: str) -> str:
     return "".join(p.capitalize() for p in name.split("_")) + "Backward0"
@@ -145,7 +191,12 @@ def _make_unary(name: str, saves: str, float_only: bool, rule):
         if not isinstance(x, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
         data = x._data
-        if float_only and not x.dtype.is_floating_point:
+        if x.dtype.is_complex and name not in COMPLEX_DERIVATIVES \
+                and name not in ("neg", "abs"):
+            raise NotImplementedError(_COMPLEX_ERRORS.get(
+                name, f"{name}: \"{name}_cpu\" not implemented for "
+                      f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}'"))
+        if float_only and not (x.dtype.is_floating_point or x.dtype.is_complex):
             data = backend_of(x).cast(data, dtypes.get_default_dtype().np)  # (any device)
         elif x.dtype is dtypes.bool_ and name != "sign":
             if name == "abs":  # PyTorch's error (sign takes bools; abs does not)
@@ -163,6 +214,8 @@ def _make_unary(name: str, saves: str, float_only: bool, rule):
         saved = ctx.saved_tensors
         x = saved[0] if saves == "x" else None
         y = saved[0] if saves == "y" else None
+        if (x if x is not None else y if y is not None else g).dtype.is_complex:
+            return _complex_unary_grad(name, g, x, y)
         return rule(g, x, y)
 
     cls = type(name.capitalize(), (Function,), {
@@ -417,6 +470,47 @@ def _div_grads(g, a, b, y, need_a: bool, need_b: bool) -> tuple:
 
 _JOINT_RULES = {"div": _div_grads}  # binary ops whose two gradients share work
 
+# Ops PyTorch does not define for complex numbers (orderings, rounding divisions, bitwise)
+_NO_COMPLEX_BINARY = ("lt", "le", "gt", "ge", "maximum", "minimum", "atan2", "remainder",
+                      "fmod", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor",
+                      "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm")
+
+
+def _complex_binary_grads(name: str, g, a, b, y, need_a: bool, need_b: bool) -> tuple:
+    """Gradients of a holomorphic binary op computed in complex: g * conj(df/da) and
+    g * conj(df/db) (PyTorch's convention: the gradient is dL/d Re + i dL/d Im). A real
+    input gets the real part (the engine takes it).
+      add: (g, g);  sub: (g, -g);  mul: (g conj(b), g conj(a));
+      div: (g / conj(b), -(g / conj(b)) conj(a / b));
+      pow: (g conj(b a^(b-1)), 0 where b == 0;  g conj(a^b log a), 0 where a == 0 and
+            Re b >= 0: PyTorch's masks)."""
+    from tgrad.ops.complex_ops import conj_of as cj
+    if name == "add":
+        return (g if need_a else None), (g if need_b else None)
+    if name == "sub":
+        return (g if need_a else None), (-g if need_b else None)
+    if name == "mul":
+        return (g * cj(b) if need_a else None), (g * cj(a) if need_b else None)
+    if name == "div":
+        q = g / cj(b)
+        return (q if need_a else None), (-(q * cj(a)) / cj(b) if need_b else None)
+    if name == "pow":
+        ga = gb = None
+        if need_a:
+            if isinstance(b, Tensor):
+                ga = where(eq(b, 0), 0.0, g * cj(b * pow(a, b - 1)))
+            else:
+                ga = _zero(g) if b == 0 else g * cj(b * pow(a, b - 1))
+        if need_b:
+            if isinstance(a, Tensor):  # (b is a tensor: it needs a gradient)
+                from tgrad.ops.complex_ops import real
+                mask = logical_and(eq(a, 0), ge(real(b), 0.0))
+                gb = where(mask, 0.0, g * cj(y * log(a)))
+            else:
+                gb = g * cj(y) * cj(np.log(complex(a)))
+        return ga, gb
+    raise RuntimeError(f"{name}: the derivative for complex inputs is not implemented")
+
 
 def _save_plan(reads: tuple) -> dict:
     """needs_input_grad -> (save a, save b, save y) for a binary op whose rules read
@@ -452,7 +546,7 @@ def _operand(x, dt, backend, name: str = ""):
 
 
 def _check_operand(name: str, x) -> None:
-    if not isinstance(x, (Tensor, int, float, bool, np.number, np.bool_)):
+    if not isinstance(x, (Tensor, int, float, complex, bool, np.number, np.bool_)):
         raise TypeError(f"{name}(): unsupported operand type {type(x).__name__}; expected a "
                         f"Tensor or a Python number")
 
@@ -487,7 +581,13 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
         dt = dtypes.bool_
     else:
         dt = dtypes.result_type(a, b)
-        if name in ("div", "atan2") and not dt.is_floating_point:
+        if dt.is_complex and name in _NO_COMPLEX_BINARY:
+            raise NotImplementedError(
+                f"{name}: \"{name}_cpu\" not implemented for "
+                f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (operands {_dtype_name(a)} and "
+                f"{_dtype_name(b)}): complex numbers have no order; apply it to .real, "
+                f".imag or .abs() instead")
+        if name in ("div", "atan2") and not (dt.is_floating_point or dt.is_complex):
             dt = dtypes.get_default_dtype()  # true division / atan2 of integers (and bools)
         elif dt is dtypes.bool_ and name in ("pow", "floor_divide", "remainder", "fmod"):
             raise RuntimeError(f"{name}: not implemented for bool tensors (as PyTorch); "
@@ -550,6 +650,8 @@ def _number_as(to, x):
     """The Python number ``x`` as the NumPy scalar type ``to``. Past a float dtype's range it
     becomes inf without NumPy's overflow warning (PyTorch converts silently: x_half > 70000
     compares with inf); an int outside an integer dtype raises OverflowError as NumPy does."""
+    if type(x) is complex or isinstance(x, np.complexfloating):
+        return to(x)  # a complex number into a complex dtype (promotion made it one)
     if -_FLOAT16_MAX <= x <= _FLOAT16_MAX:  # every float dtype holds these (the common case)
         return to(x)
     with np.errstate(over="ignore"):
@@ -658,6 +760,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 a = scalars[0] if scalars[0] is not None else a
                 b = scalars[1] if scalars[1] is not None else b
         need_a, need_b = ctx.needs_input_grad
+        if g.dtype.is_complex:  # computed in complex: PyTorch's conjugate convention
+            return _complex_binary_grads(name, g, a, b, y, need_a, need_b)
         if joint is not None:
             return joint(g, a, b, y, need_a, need_b)
         return (rule_a(g, a, b, y) if need_a else None,
@@ -774,7 +878,7 @@ ne = _binary_fn("ne")
 def _comparison_operator(fn):
     """``t == None`` is False and ``t != None`` True (Python's fallback, as in PyTorch):
     operands that are not tensors or numbers give NotImplemented instead of an error."""
-    numbers = (Tensor, int, float, bool, np.number, np.bool_)
+    numbers = (Tensor, int, float, complex, bool, np.number, np.bool_)
 
     def operator(self, other):
         if not isinstance(other, numbers):
@@ -974,7 +1078,10 @@ class Relu(Function):
 
     @staticmethod
     def forward(ctx, x):
-        if x.dtype is dtypes.bool_:
+        if x.dtype is dtypes.bool_ or x.dtype.is_complex:
+            if x.dtype.is_complex:  # PyTorch's relu is clamp_min
+                raise NotImplementedError("clamp is not supported for complex types (relu: "
+                                          f"got {x.dtype}); apply it to .real or .abs()")
             raise RuntimeError("relu: Boolean inputs not supported for relu; convert with "
                                ".int() or .float() first")
         y = wrap(backend_of(x).binary("maximum", x._data, x.dtype.np.type(0)), x.device)
@@ -1115,6 +1222,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """Limit values to [min, max] (either bound may be None; numbers or tensors that
     broadcast with ``input``; tensor bounds also receive gradient where they bind)."""
     require_tensor("clamp", input)
+    _no_complex("clamp", input, "clamp is not supported for complex types")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if min is None and max is None:
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
@@ -1146,3 +1254,8 @@ def isfinite(input: Tensor) -> Tensor:  # noqa: A002
 tensor_method("isnan")(isnan)
 tensor_method("isinf")(isinf)
 tensor_method("isfinite")(isfinite)
+
+
+def _no_complex(op: str, x, what: str | None = None) -> None:
+    from tgrad.ops.complex_ops import no_complex
+    no_complex(op, x, what)

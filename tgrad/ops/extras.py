@@ -59,6 +59,9 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noq
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("nansum", dim, axis)
     if not input.dtype.is_floating_point:
+        if input.dtype.is_complex:
+            raise RuntimeError(f"nansum on CPU does not support complex inputs (got "
+                               f"{input.dtype}); use .sum() or nansum .real and .imag apart")
         return input.sum(dim, keepdim, dtype=dtype)
     return NanToZero.apply(input).sum(dim, keepdim, dtype=dtype)
 
@@ -139,6 +142,10 @@ def _tensors_in_result_dtype(a, b) -> tuple:
     t = a if isinstance(a, Tensor) else b
     dt = dtypes.result_type(a, b)
     if not dt.is_floating_point:
+        if dt.is_complex:
+            raise NotImplementedError(f"xlogy: \"xlogy_cpu\" not implemented for "
+                                      f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (floating point "
+                                      f"inputs only); use x * log(y) for complex values")
         dt = dtypes.get_default_dtype()
     return tuple(v.to(dt) if isinstance(v, Tensor) else tensor(float(v), dtype=dt,
                                                                 device=t.device)
@@ -178,6 +185,10 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     default float dtype (logit(True) = inf)."""
     if input.dtype is dtypes.bool_:  # (integers promote in the ops; a bool has no neg)
         input = input.to(dtypes.get_default_dtype())  # noqa: A001
+    elif input.dtype.is_complex:
+        raise NotImplementedError(f"logit: \"logit_cpu\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (floating point "
+                                  f"inputs only); use log(x / (1 - x)) for complex values")
     if eps is not None and input.dtype.is_floating_point:
         eps = float(np.asarray(eps).astype(input.dtype.np))
     (x,), half = widen_halves(input)

@@ -44,6 +44,11 @@ class MatMul(Function):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
         a_shape, b_shape = ctx.shapes
+        if g.dtype.is_complex:  # ga = g b^H, gb = a^H g (PyTorch's convention)
+            from tgrad.ops.complex_ops import conj_of
+            ga = _summed_product(g, conj_of(b.mT), a_shape) if need_a else None
+            gb = _summed_product(conj_of(a.mT), g, b_shape) if need_b else None
+            return ga, gb
         if len(a_shape) == 2 and len(b_shape) == 2 and not STATE.enabled \
                 and profiler_hooks.ACTIVE is None:
             # A plain backward of a 2-D product (nothing recorded, nobody profiling): the two
@@ -109,7 +114,8 @@ class Dot(MatMul):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        return (g * b if need_a else None), (g * a if need_b else None)
+        from tgrad.ops.complex_ops import conj_of  # conj: complex only (identity when real)
+        return (g * conj_of(b) if need_a else None), (g * conj_of(a) if need_b else None)
 
 
 register_op(MatMul)

@@ -3,6 +3,8 @@ clone/contiguous pass the gradient through; a cast casts it back to the input dt
 
 from __future__ import annotations
 
+import warnings
+
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.backends import get_backend
@@ -70,6 +72,8 @@ class ToCopy(Function):
     def forward(ctx, x, dtype, device):
         ctx.dtype, ctx.device = x.dtype, x.device
         data = x._data
+        if dtype.is_complex or x.dtype.is_complex:
+            dtypes.check_complex_device("to", dtype, device)
         if device != x.device:
             host = get_backend(x.device).to_host(data)
             host = host.astype(dtype.np, copy=False)
@@ -81,6 +85,10 @@ class ToCopy(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if g.dtype.is_complex and not ctx.dtype.is_complex:
+            # a real input cast to complex gets the real part of the gradient (PyTorch)
+            from tgrad.ops.complex_ops import real
+            g = real(g)
         return g.to(ctx.device, ctx.dtype), None, None
 
 
@@ -134,4 +142,7 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
         get_backend(dev)  # clear error when the device has no backend
     if dt is x.dtype and dev == x.device and not copy:
         return x
+    if x.dtype.is_complex and not dt.is_complex:
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=2)
     return ToCopy.apply(x, dt, dev)

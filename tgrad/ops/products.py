@@ -39,8 +39,14 @@ def dot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return matmul(input, other)
 
 
-vdot = dot  # real tensors: no conjugation
-tensor_method("vdot")(dot)
+@tensor_method("vdot")
+def vdot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """sum(conj(input) * other) of two 1-D tensors (PyTorch's: the first argument is
+    conjugated; real tensors: ``dot``)."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        from tgrad.ops.complex_ops import conj_of
+        input = conj_of(input)  # noqa: A001
+    return dot(input, other)
 
 
 @tensor_method("mv")

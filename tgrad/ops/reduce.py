@@ -50,7 +50,8 @@ def _reduce_dims(op: str, dim, ndim: int) -> tuple | None:
 def check_grad_dtype(op: str, input: Tensor, dtype) -> None:  # noqa: A002
     """PyTorch's refusal to record a reduction or scan whose ``dtype=`` result cannot carry
     a gradient (an integer or bool dtype of an input that requires grad, grad mode on)."""
-    if (dtype is not None and not dtype.is_floating_point and input.requires_grad
+    if (dtype is not None and not (dtype.is_floating_point or dtype.is_complex)
+            and input.requires_grad
             and STATE.enabled):
         raise RuntimeError(f"Autograd not support dtype: {dtypes.SCALAR_TYPE_NAMES[dtype]} "
                            f"({op}(dtype={dtype.name}) of a tensor that requires grad; "
@@ -125,7 +126,7 @@ class Mean(Function):
 
     @staticmethod
     def forward(ctx, x, axes, keepdim):
-        if not x.dtype.is_floating_point:
+        if not (x.dtype.is_floating_point or x.dtype.is_complex):
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
                                f"either a floating point or complex dtype. Got: "
                                f"{dtypes.SCALAR_TYPE_NAMES[x.dtype]} ({x.dtype}); convert with "
@@ -304,6 +305,7 @@ def amax(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor: 
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("amax", dim, axis)
     require_tensor("amax", input)
+    _no_complex("amax", input)
     return Amax.apply(input, _reduce_dims("amax", dim, input.ndim), keepdim)
 
 
@@ -312,6 +314,7 @@ def amin(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor: 
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("amin", dim, axis)
     require_tensor("amin", input)
+    _no_complex("amin", input)
     return Amin.apply(input, _reduce_dims("amin", dim, input.ndim), keepdim)
 
 
@@ -364,6 +367,7 @@ def argmax(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tens
     """Index of the maximum (of the flattened tensor when ``dim`` is None)."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("argmax", dim, axis)
+    _no_complex("argmax", input, "argmax(): does not support complex input")
     return _arg_extreme(Argmax, input, dim, keepdim)
 
 
@@ -371,6 +375,7 @@ def argmax(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tens
 def argmin(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A002
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("argmin", dim, axis)
+    _no_complex("argmin", input, "argmin(): does not support complex input")
     return _arg_extreme(Argmin, input, dim, keepdim)
 
 
@@ -378,6 +383,7 @@ def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
     """max/min: a Tensor ``dim`` is the other operand of maximum/minimum; None reduces all
     dims (amax/amin); an int gives (values, indices) along it."""
     require_tensor(op, input)
+    _no_complex(f"{op}_all", input)
     if isinstance(dim, Tensor):
         from tgrad.ops.elementwise import maximum, minimum
         return (maximum if op == "max" else minimum)(input, dim)
@@ -435,6 +441,9 @@ class Prod(Function):
         gx = _expand_back(g, x.shape, ctx.axes, ctx.keepdim)
         if x.numel() == 0:
             return gx, None, None, None
+        if x.dtype.is_complex:  # g * conj(prod of the others) (PyTorch's convention)
+            from tgrad.ops.complex_ops import conj_of
+            return gx * conj_of(_prod_of_others(x, ctx.axes)), None, None, None
         if not bool(any(x == 0.0)):
             return (_PROD_GRAD(gx, _expand_back(y, x.shape, ctx.axes, ctx.keepdim), x),
                     None, None, None)
@@ -639,7 +648,26 @@ def logsumexp(input: Tensor, dim=_REQUIRED, keepdim: bool = False, *,  # noqa: A
     elif axis is not None:
         dim = _dim_or_axis("logsumexp", dim, axis)
     require_tensor("logsumexp", input)
-    return Logsumexp.apply(input, _reduce_dims("logsumexp", dim, input.ndim), keepdim)
+    axes = _reduce_dims("logsumexp", dim, input.ndim)
+    if input.dtype.is_complex:
+        return _complex_logsumexp(input, axes, keepdim)
+    return Logsumexp.apply(input, axes, keepdim)
+
+
+def _complex_logsumexp(x: Tensor, axes, keepdim: bool) -> Tensor:
+    """PyTorch's complex logsumexp: log(sum(exp(x - m))) + m with m the (detached) max of
+    the real parts (0 where not finite), so the result is the principal log (imaginary part
+    in (-pi, pi]). Composed of differentiable ops: dx = g conj(exp(x - y))."""
+    from tgrad.ops import elementwise as ew
+    from tgrad.ops.complex_ops import real
+    dims = tuple(range(x.ndim)) if axes is None else axes
+    if x.numel():
+        m = amax(real(x).detach(), dims, True)
+        m = ew.where(ew.isfinite(m), m, 0.0)
+    else:
+        m = 0.0
+    y = ew.log(sum(ew.exp(x - m), dims, True)) + m
+    return y if keepdim else y.squeeze(dims) if dims else y
 
 
 # ------------------------------------------------------------------------------ norm
@@ -810,3 +838,8 @@ def sum_to(x: Tensor, shape) -> Tensor:
     if shape is None or x.shape == tuple(shape):
         return x
     return SumTo.apply(x, tuple(shape))
+
+
+def _no_complex(op: str, x, what: str | None = None) -> None:
+    from tgrad.ops.complex_ops import no_complex
+    no_complex(op, x, what)

@@ -93,7 +93,7 @@ def cumprod(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
     if dtype is not None:
         _check_scan_dtype("cumprod", input, dtypes.as_dtype(dtype))
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
-    elif not input.dtype.is_floating_point:
+    elif not (input.dtype.is_floating_point or input.dtype.is_complex):
         input = input.to(dtypes.int64)  # noqa: A001
     (y,), half = widen_halves(input.reshape(1) if input.ndim == 0 else input)
     n, span = y.shape[d], 1

@@ -100,6 +100,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A00
          stable: bool | None = False) -> values_indices:
     """(values, indices) of ``input`` sorted along ``dim``; always stable (ties keep their
     order, ``stable`` is accepted as in PyTorch); NaN sorts as larger than +inf."""
+    _no_complex("sort", input, "Sort does not support complex dtypes on CPU")
     x, d = _line_input("sort", input, dim)
     desc = _bool_arg("sort", "descending", descending)
     _bool_arg("sort", "stable", stable, allow_none=True)
@@ -114,6 +115,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A00
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A002
             stable: bool = False) -> Tensor:
     """The indices that sort ``input`` along ``dim`` (int64; always stable)."""
+    _no_complex("argsort", input, "Sort does not support complex dtypes on CPU")
     x, d = _line_input("argsort", input, dim)
     _bool_arg("argsort", "stable", stable)
     idx = Argsort.apply(x, d, _bool_arg("argsort", "descending", descending))
@@ -135,6 +137,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
     x, d = _line_input("topk", input, dim, 3)
     k = _int_arg("topk", "k", 2, k)
     _no_bool("topk", input)
+    _no_complex("topk", input)
     if not 0 <= k <= x.shape[d]:
         raise RuntimeError(f"selected index k out of range (topk(): k = {k} for dimension {d} "
                            f"of size {x.shape[d]}; use 0 <= k <= size)")
@@ -210,6 +213,11 @@ register_op(MedianAll)
 
 def _median(op: str, input: Tensor, dim, keepdim: bool,  # noqa: A002
             ignore_nan: bool) -> Tensor | values_indices:
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        kernel = "median_cpu" if dim is None else "median_out"
+        _no_complex(op, input, f"{op}: \"{kernel}\" not implemented for "
+                               f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (complex numbers have "
+                               f"no order; take the median of .real, .imag or .abs())")
     if dim is None:
         require_tensor(op, input)
         _no_bool(op, input)
@@ -279,3 +287,8 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
     if x.numel() == 0:
         return _pick(x, d, 0, keepdim, input.ndim)
     return _pick(x, d, _mode_pos(x.detach(), d), keepdim, input.ndim)
+
+
+def _no_complex(op: str, x, what: str | None = None) -> None:
+    from tgrad.ops.complex_ops import no_complex
+    no_complex(op, x, what)

@@ -50,6 +50,9 @@ class _Angle(Function):
 def angle(input: Tensor) -> Tensor:  # noqa: A002
     """The argument of real numbers: 0 (x >= 0), pi (x < 0), NaN (NaN)."""
     require_tensor("angle", input)
+    if input.dtype.is_complex:
+        from tgrad.ops.complex_ops import complex_angle
+        return complex_angle(input)
     x = input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
     return _Angle.apply(x)
 

@@ -1,0 +1,354 @@
+"""Complex dtypes (CPU): promotion, creation, printing, ops against NumPy complex128, and
+gradients under PyTorch's convention, checked against finite differences.
+
+Convention (PyTorch's): for a real loss L of z = x + iy, z.grad = dL/dx + i dL/dy. So a
+finite-difference check perturbs x and y separately: Re z.grad ~ (L(z + h) - L(z - h)) / 2h,
+Im z.grad ~ (L(z + ih) - L(z - ih)) / 2h.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad import dtypes
+from tgrad.autograd import gradcheck
+
+C64, C128, F32, F64 = tgrad.complex64, tgrad.complex128, tgrad.float32, tgrad.float64
+
+
+def test_dtype_objects_and_aliases():
+    assert tgrad.cfloat is C64 and tgrad.cdouble is C128
+    assert C64.is_complex and not C64.is_floating_point and C64.itemsize == 8
+    assert dtypes.SCALAR_TYPE_NAMES[C64] == "ComplexFloat"
+    assert dtypes.SCALAR_TYPE_NAMES[C128] == "ComplexDouble"
+    assert dtypes.as_dtype(complex) is C128 and dtypes.as_dtype("cfloat") is C64
+    assert tgrad.get_default_complex_dtype() is C64
+    tgrad.set_default_dtype(F64)
+    try:
+        assert tgrad.get_default_complex_dtype() is C128
+        assert tgrad.tensor([1j]).dtype is C128
+    finally:
+        tgrad.set_default_dtype(F32)
+
+
+@pytest.mark.parametrize("a, b, want", [
+    (F32, C64, C64), (F64, C64, C128), (tgrad.float16, C64, C64), (tgrad.bfloat16, C64, C64),
+    (tgrad.int64, C64, C64), (tgrad.bool, C128, C128), (C64, C128, C128), (F64, C128, C128)])
+def test_promote_types_table(a, b, want):
+    assert tgrad.promote_types(a, b) is want and tgrad.promote_types(b, a) is want
+
+
+def test_result_type_with_scalars_and_0d():
+    # PyTorch: a Python complex takes the default complex dtype but keeps a float tensor's width
+    assert tgrad.result_type(tgrad.ones(2), 1j) is C64
+    assert tgrad.result_type(tgrad.ones(2, dtype=F64), 1j) is C128
+    assert tgrad.result_type(tgrad.ones(2, dtype=tgrad.int64), 1j) is C64
+    z0 = tgrad.tensor(1j, dtype=C128)
+    assert tgrad.result_type(tgrad.ones(2), z0) is C64  # float32 dims + 0-d complex128
+    assert tgrad.result_type(tgrad.ones(2, dtype=tgrad.int32), z0) is C128
+    assert tgrad.result_type(tgrad.ones(2, dtype=C64), tgrad.tensor(1.0, dtype=F64)) is C64
+    assert (tgrad.ones(2) + 1j).dtype is C64
+    assert (tgrad.ones(2, dtype=F64) * 1j).dtype is C128
+
+
+def test_creation():
+    x = tgrad.tensor([1 + 2j, -3.5])
+    assert x.dtype is C64 and x.is_complex() and not x.is_floating_point()
+    np.testing.assert_array_equal(x.numpy(), np.array([1 + 2j, -3.5], np.complex64))
+    assert tgrad.zeros(2, 3, dtype=C128).numpy().dtype == np.complex128
+    assert tgrad.ones(2, dtype=C64).numpy().tolist() == [1, 1]
+    f = tgrad.full((2,), 1 - 1j)
+    assert f.dtype is C64 and f.numpy().tolist() == [1 - 1j, 1 - 1j]
+    with pytest.raises(RuntimeError, match="cannot be converted"):
+        tgrad.full((2,), 1j, dtype=F32)
+    a = np.array([1 + 1j, 2], np.complex128)
+    t = tgrad.from_numpy(a)
+    a[1] = 5j
+    assert t.dtype is C128 and t.numpy()[1] == 5j  # shares memory
+    assert tgrad.ones(2, dtype=C64, requires_grad=True).requires_grad
+
+
+def test_randn_complex_variance():
+    tgrad.manual_seed(0)
+    z = tgrad.randn(20000, dtype=C128).numpy()
+    # each part ~ N(0, 1/2): E|z|^2 = 1
+    assert abs(z.real.var() - 0.5) < 0.03 and abs(z.imag.var() - 0.5) < 0.03
+    assert abs(np.mean(np.abs(z) ** 2) - 1.0) < 0.04
+    u = tgrad.rand(1000, dtype=C64).numpy()
+    assert u.real.min() >= 0 and u.real.max() < 1 and u.imag.min() >= 0 and u.imag.max() < 1
+
+
+def test_printing_as_torch():
+    # the strings PyTorch 2.13 prints for the same tensors
+    assert repr(tgrad.tensor([1 + 2j, -3.5 - 0.25j, 0j])) == \
+        "tensor([ 1.0000+2.0000j, -3.5000-0.2500j,  0.0000+0.0000j])"
+    assert repr(tgrad.tensor(1 + 2j)) == "tensor(1.+2.j)"
+    assert repr(tgrad.tensor([1 + 2j, float("nan") + 1j])) == "tensor([1.+2.j, nan+1.j])"
+    assert repr(tgrad.tensor([[1e-5 + 1j, 1e5j], [1, 2]], dtype=C128)) == (
+        "tensor([[1.0000e-05+1.0000e+00j, 0.0000e+00+1.0000e+05j],\n"
+        "        [1.0000e+00+0.0000e+00j, 2.0000e+00+0.0000e+00j]],\n"
+        "       dtype=tgrad.complex128)")
+    assert repr(tgrad.zeros(2, dtype=C128, requires_grad=True)) == \
+        "tensor([0.+0.j, 0.+0.j], dtype=tgrad.complex128, requires_grad=True)"
+
+
+def test_save_load(tmp_path):
+    x = tgrad.tensor([1 + 2j, 3 - 4j], dtype=C128)
+    tgrad.save({"x": x}, tmp_path / "c.pt")
+    y = tgrad.load(tmp_path / "c.pt")["x"]
+    assert y.dtype is C128 and y.numpy().tolist() == [1 + 2j, 3 - 4j]
+
+
+Z = np.array([[1 + 2j, -0.5 + 0.25j, 0.3 - 1.1j], [2 - 1j, -1.5 - 0.5j, 0.7 + 0.2j]])
+W = np.array([[0.3 + 1j, 2.0 - 1j, -0.4 + 0.6j], [1.2 + 0.1j, -0.8 + 0.9j, 0.5 - 0.5j]])
+
+
+@pytest.mark.parametrize("name, ref", [
+    ("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide),
+    ("pow", np.power)])
+def test_binary_values(name, ref):
+    out = getattr(tgrad, name)(tgrad.tensor(Z), tgrad.tensor(W))
+    assert out.dtype is C128
+    np.testing.assert_allclose(out.numpy(), ref(Z, W), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, ref", [
+    ("neg", np.negative), ("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt),
+    ("sin", np.sin), ("cos", np.cos), ("tanh", np.tanh), ("reciprocal", lambda z: 1 / z),
+    ("sigmoid", lambda z: 1 / (1 + np.exp(-z))), ("abs", np.abs), ("angle", np.angle),
+    ("conj", np.conj), ("sgn", lambda z: z / np.abs(z))])
+def test_unary_values(name, ref):
+    out = getattr(tgrad, name)(tgrad.tensor(Z))
+    want = ref(Z)
+    assert out.dtype is (C128 if np.iscomplexobj(want) else F64)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
+
+
+def test_reductions_matmul_compare_where():
+    z, w = tgrad.tensor(Z), tgrad.tensor(W)
+    np.testing.assert_allclose(z.sum().item(), Z.sum(), rtol=1e-12)
+    np.testing.assert_allclose(z.mean(1).numpy(), Z.mean(1), rtol=1e-12)
+    np.testing.assert_allclose(z.prod(0).numpy(), Z.prod(0), rtol=1e-12)
+    np.testing.assert_allclose((z @ w.mT).numpy(), Z @ W.T, rtol=1e-12)
+    np.testing.assert_allclose(w.mH.numpy(), W.conj().T, rtol=0)
+    assert (z == z).all() and not (z != z).any()
+    np.testing.assert_array_equal((z == 1 + 2j).numpy(), Z == 1 + 2j)
+    out = tgrad.where(z.real > 0, z, 0.5j)
+    np.testing.assert_array_equal(out.numpy(), np.where(Z.real > 0, Z, 0.5j))
+    np.testing.assert_array_equal(tgrad.cat([z, w]).numpy(), np.concatenate([Z, W]))
+    np.testing.assert_array_equal(z[:, 1].numpy(), Z[:, 1])
+
+
+def test_real_imag_views_share_storage():
+    z = tgrad.tensor([1 + 2j, 3 - 4j])
+    re, im = z.real, z.imag
+    assert re.dtype is F32 and re.stride() == (2,) and im.storage_offset() == 1
+    im[0] = 7.0
+    assert z.numpy()[0] == 1 + 7j
+    r = tgrad.view_as_real(z)
+    assert r.shape == (2, 2) and r.stride() == (2, 1)
+    r[1, 0] = -1.0
+    assert z.numpy()[1] == -1 - 4j
+    f = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    c = tgrad.view_as_complex(f)
+    assert c.dtype is C64 and c.numpy().tolist() == [1 + 2j, 3 + 4j]
+    c[0] = 5j
+    assert f.numpy()[0].tolist() == [0.0, 5.0]
+    assert not z.is_conj() and z.resolve_conj() is z
+
+
+def test_complex_polar_and_casts():
+    re, im = tgrad.tensor([1.0, -2.0]), tgrad.tensor([0.5, 3.0])
+    np.testing.assert_array_equal(tgrad.complex(re, im).numpy(), [1 + 0.5j, -2 + 3j])
+    p = tgrad.polar(tgrad.tensor([2.0], dtype=F64), tgrad.tensor([0.5], dtype=F64))
+    np.testing.assert_allclose(p.numpy(), 2 * np.exp(0.5j), rtol=1e-14)
+    assert tgrad.tensor([1.5]).to(C64).numpy().tolist() == [1.5 + 0j]
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        assert tgrad.tensor([1 + 2j]).to(F32).numpy().tolist() == [1.0]
+
+
+@pytest.mark.parametrize("fn, err", [
+    (lambda z: z.max(), NotImplementedError), (lambda z: z.min(), NotImplementedError),
+    (lambda z: z.sort(), NotImplementedError), (lambda z: z.clamp(0, 1), NotImplementedError),
+    (lambda z: z < 1, NotImplementedError), (lambda z: z.argmax(), NotImplementedError),
+    (lambda z: z.floor(), NotImplementedError), (lambda z: z.sign(), NotImplementedError),
+    (lambda z: tgrad.maximum(z, z), NotImplementedError),
+    (lambda z: tgrad.view_as_real(z.real), RuntimeError),
+    (lambda z: tgrad.complex(z.real, z.real.double()), RuntimeError),
+    (lambda z: z.to("cuda"), RuntimeError)])
+def test_errors(fn, err):
+    with pytest.raises(err):
+        fn(tgrad.tensor([1 + 2j]))
+
+
+def test_cuda_creation_raises_clearly():
+    with pytest.raises(RuntimeError, match="complex dtypes are CPU-only in tgrad"):
+        tgrad.zeros(2, dtype=C64, device="cuda")
+    with pytest.raises(RuntimeError, match="complex dtypes are CPU-only in tgrad"):
+        tgrad.tensor([1j], device="cuda")
+
+
+def test_backward_on_complex_scalar_raises():
+    z = tgrad.tensor([1 + 1j], requires_grad=True)
+    with pytest.raises(RuntimeError, match="only for real scalar outputs"):
+        (z * 2).sum().backward()
+
+
+def _fd_grad(loss, z: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """dL/dx + i dL/dy by central differences of the real loss ``loss`` (NumPy)."""
+    g = np.zeros_like(z)
+    for k in np.ndindex(z.shape):
+        for unit in (1.0, 1j):
+            zp, zm = z.copy(), z.copy()
+            zp[k] += h * unit
+            zm[k] -= h * unit
+            g[k] += unit * (loss(zp) - loss(zm)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("name, tfn, nfn", [
+    ("mul", lambda z: (z * z * (2 - 1j)).abs().sum(), lambda z: np.abs(z * z * (2 - 1j)).sum()),
+    ("div", lambda z: (1 / (z + 3)).real.sum(), lambda z: (1 / (z + 3)).real.sum()),
+    ("exp_log", lambda z: (z.exp() + z.log()).imag.sum(),
+     lambda z: (np.exp(z) + np.log(z)).imag.sum()),
+    ("sqrt", lambda z: z.sqrt().abs().pow(2).sum(), lambda z: (np.abs(np.sqrt(z)) ** 2).sum()),
+    ("trig", lambda z: (z.sin() * z.cos()).real.sum(),
+     lambda z: (np.sin(z) * np.cos(z)).real.sum()),
+    ("tanh_sigmoid", lambda z: (z.tanh() + z.sigmoid()).imag.sum(),
+     lambda z: (np.tanh(z) + 1 / (1 + np.exp(-z))).imag.sum()),
+    ("pow", lambda z: (z ** 3).real.sum(), lambda z: (z ** 3).real.sum()),
+    ("angle", lambda z: z.angle().sum(), lambda z: np.angle(z).sum()),
+    ("conj_prod", lambda z: (z.conj() * z.prod()).real.sum(),
+     lambda z: (z.conj() * z.prod()).real.sum()),
+    ("mean_matmul", lambda z: (z @ z.mT).mean().abs(), lambda z: np.abs((z @ z.T).mean())),
+])
+def test_gradient_vs_finite_differences(name, tfn, nfn):
+    z = tgrad.tensor(Z, requires_grad=True)
+    tfn(z).backward()
+    np.testing.assert_allclose(z.grad.numpy(), _fd_grad(nfn, Z), rtol=1e-6, atol=1e-8)
+
+
+def test_gradient_of_real_input_is_real():
+    # L = |r z|^2 summed: dL/dr = 2 r |z|^2 (a real input gets the real part)
+    r = tgrad.tensor([0.5, -2.0], dtype=F64, requires_grad=True)
+    z = tgrad.tensor(Z[0, :2])
+    (r * z).abs().pow(2).sum().backward()
+    assert r.grad.dtype is F64
+    np.testing.assert_allclose(r.grad.numpy(), 2 * np.array([0.5, -2.0]) * np.abs(Z[0, :2]) ** 2)
+
+
+def test_gradcheck_complex():
+    z = tgrad.tensor(Z[0], requires_grad=True)
+    w = tgrad.tensor(W[0], requires_grad=True)
+    r = tgrad.tensor([0.3, 2.0, -1.0], dtype=F64, requires_grad=True)
+    for f in (lambda a, b: a * b, lambda a, b: a / b, lambda a, b: (a.exp() + b).sqrt(),
+              lambda a, b: a.abs() + b.angle(), lambda a, b: tgrad.view_as_real(a * b.conj())):
+        assert gradcheck(f, (z, w))
+    assert gradcheck(lambda a, b: a * b, (z, r))
+    assert gradcheck(tgrad.polar, (r.abs() + 0.1, r.detach().requires_grad_()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gradcheck(lambda a: a.real * a.imag, (z,))
+    assert not gradcheck(lambda a: tgrad.view_as_real(a) * 1.0 + _wrong(a), (z,),
+                         raise_exception=False)
+
+
+def _wrong(a):
+    class Bad(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return tgrad.view_as_real(x.detach()) * 0
+
+        @staticmethod
+        def backward(ctx, g):
+            return tgrad.complex(g[..., 0], g[..., 1])  # wrong: the forward is zero
+    return Bad.apply(a)
+
+
+# --------------------------------------------------------------- the op table, complex inputs
+def _complex_table_cases():
+    """(spec, sample) pairs: the first two samples of every OpSpec of tests/op_db.py and
+    tests/op_db_nn.py that have a floating array and at most 200 elements per array."""
+    from test_opinfo import SPECS, _samples
+    cases = []
+    for spec in SPECS:
+        picked = [s for s in _samples(spec)
+                  if any(isinstance(a, np.ndarray) and a.dtype.kind == "f" for a in s.args)
+                  and all(a.size <= 200 for a in s.args if isinstance(a, np.ndarray))][:2]
+        cases += [pytest.param(spec, s, id=f"{spec.name}-{k}") for k, s in enumerate(picked)]
+    return cases
+
+
+@pytest.mark.parametrize("spec, sample", _complex_table_cases())
+def test_op_table_with_complex_inputs_raises_clearly_or_matches_numpy(spec, sample):
+    """No op silently accepts complex: each either raises an error that names the complex
+    dtype, or returns what its NumPy reference gives for the complex128 inputs (the
+    reference run in complex arithmetic; complex outputs must be complex128)."""
+    from test_opinfo import Built, _to_domain
+    rng = np.random.default_rng(7)
+    arrs = [_to_domain(a, spec.domain) + 0.5j * rng.standard_normal(a.shape)
+            if a.dtype.kind == "f" else a
+            for a in sample.args if isinstance(a, np.ndarray)]
+    built = Built(spec, sample, "float64", arrays=arrs)
+    assert all(t.dtype is C128 for i, t in enumerate(built.leaves) if arrs[i].dtype.kind == "c")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = built.call()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError) as e:
+        assert "complex" in str(e).lower(), f"{spec.name}: unclear error for complex: {e!r}"
+        return
+    ref = built.reference()
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    refs = ref if isinstance(ref, (tuple, list)) else (ref,)
+    assert len(outs) == len(refs), spec.name
+    for o, r in zip(outs, refs):
+        r = np.asarray(r)
+        got = o.detach().numpy()
+        assert got.shape == r.shape, f"{spec.name}: shape {got.shape} vs {r.shape}"
+        if r.dtype.kind == "c":
+            assert o.dtype is C128, f"{spec.name}: dtype {o.dtype}, NumPy gives complex128"
+        else:
+            assert got.dtype.kind == r.dtype.kind, f"{spec.name}: {got.dtype} vs {r.dtype}"
+        np.testing.assert_allclose(got, r, rtol=1e-12, atol=1e-12, equal_nan=True,
+                                   err_msg=spec.name)
+
+
+def _cx(rng, *shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def test_cumprod_vdot_logsumexp_values_and_gradients():
+    rng = np.random.default_rng(3)
+    a, b = _cx(rng, 3, 4), _cx(rng, 5)
+    got = tgrad.cumprod(tgrad.tensor(a), 1)
+    assert got.dtype is C128
+    np.testing.assert_allclose(got.numpy(), np.cumprod(a, 1), rtol=1e-12)
+    # vdot conjugates its first argument: sum(conj(x) * y)
+    x, y = tgrad.tensor(b), tgrad.tensor(b[::-1].copy())
+    np.testing.assert_allclose(tgrad.vdot(x, y).item(), np.vdot(b, b[::-1]), rtol=1e-12)
+    np.testing.assert_allclose(x.vdot(y).item(), np.sum(np.conj(b) * b[::-1]), rtol=1e-12)
+    assert tgrad.vdot(tgrad.tensor([1.0, 2.0]), tgrad.tensor([3.0, 4.0])).item() == 11.0
+    # logsumexp: the principal log of sum(exp(z)) (imaginary part in (-pi, pi])
+    z = np.array([[1 + 4j, 1 + 4j], [0.2 - 1j, 3 + 0j]])
+    want = np.log(np.exp(z).sum(1))
+    got = tgrad.logsumexp(tgrad.tensor(z), 1)
+    assert got.dtype is C128 and np.all(np.abs(want.imag) <= np.pi)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(tgrad.logsumexp(tgrad.tensor(z), (0, 1), keepdim=True).numpy(),
+                               np.log(np.exp(z).sum()).reshape(1, 1), rtol=1e-12)
+    # gradients against finite differences of the real and imaginary parts
+    for fn, shape in ((lambda t: tgrad.cumprod(t, 1), (2, 3)),
+                      (lambda t: tgrad.vdot(t, t.flip(0) * 0.5), (4,)),
+                      (lambda t: tgrad.logsumexp(t, 1), (2, 3))):
+        t = tgrad.tensor(_cx(rng, *shape) * 0.5, requires_grad=True)
+        assert gradcheck(fn, (t,))
+
+
+def test_relu_of_complex_raises_as_pytorch():
+    with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
+        tgrad.nn.functional.relu(tgrad.tensor([1 + 1j]))
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        tgrad.nn.functional.max_pool1d(tgrad.ones(1, 4, dtype=C64), 2)
