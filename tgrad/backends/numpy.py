@@ -15,6 +15,8 @@ import warnings
 import ml_dtypes
 import numpy as np
 
+from tgrad import dtypes
+
 # ---------------------------------------------------------------- quiet floating-point errors
 # PyTorch never warns on inf/nan, so every op runs under np.errstate(all="ignore"). That
 # context manager costs microseconds per call; NumPy implements it by setting one context
@@ -95,7 +97,7 @@ def _fill_value(value, dtype: np.dtype):
     """A negative Python int into an unsigned dtype wraps, as PyTorch's (-1 is 255 in uint8;
     the callers check the range), where NumPy 2 raises."""
     if np.dtype(dtype).kind == "u" and isinstance(value, (int, np.integer)) and value < 0:
-        return np.asarray(value, np.int64).astype(dtype)[()]
+        return dtypes.number_as(value, dtypes.from_numpy_dtype(dtype))
     return value
 
 
