@@ -160,14 +160,29 @@ def check_value_fits(op: str, value, dt: DType) -> None:
                            f"overflow")
 
 
+def is_small_int_cast(src: np.dtype, dst: np.dtype) -> bool:
+    """Whether casting ``src`` to ``dst`` is a float (bfloat16's NumPy kind is "V") into
+    uint8/int8/int16, which ``float_to_small_int_source`` reads."""
+    return src.kind in "fV" and dst.kind in "iu" and dst.itemsize < 4
+
+
+def float_to_small_int_source(be, x, dst: np.dtype):
+    """The one rule of PyTorch's CPU cast of floats into uint8/int8/int16, for every
+    backend ``be`` (its cast): ``x`` truncated toward zero into int64, which the caller
+    casts (wraps) to ``dst`` (300.0 -> 44 in uint8, -1.5 -> 255). NumPy's direct cast
+    saturates or gives 0 instead."""
+    return be.cast(x, np.int64)
+
+
 def number_as(value, dt: DType):
     """The Python number ``value`` as a NumPy scalar of ``dt``, converted as PyTorch's CPU
     casts do: an int wraps modulo 2^bits (uint8: -1 is 255), a float into an integer dtype
-    truncates toward zero, then wraps (through int64). Check the range first
-    (``check_value_fits``) where PyTorch does."""
+    truncates toward zero, then wraps (``float_to_small_int_source``'s rule; int32/int64
+    cast directly). Check the range first (``check_value_fits``) where PyTorch does."""
     x = np.asarray(value)
-    if x.dtype.kind == "f" and dt.np.kind in "iu":
-        x = x.astype(np.int64)
+    if is_small_int_cast(x.dtype, dt.np):
+        from tgrad.backends import numpy as np_backend  # (the backends import dtypes)
+        x = float_to_small_int_source(np_backend, x, dt.np)
     return x.astype(dt.np)[()]
 
 

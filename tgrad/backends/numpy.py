@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 import warnings
 
 import ml_dtypes
@@ -127,11 +128,14 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return x
     token = _quiet_enter()  # overflow to inf (bfloat16 to float16 too), NaN to an integer:
     try:  # no warning, as PyTorch
-        if x.dtype.kind in "fV" and np.dtype(dtype).kind in "iu" and np.dtype(dtype).itemsize < 4:
-            x = x.astype(np.int64)  # PyTorch's CPU cast: truncate, then wrap (300.0 -> 44)
+        if dtypes.is_small_int_cast(x.dtype, np.dtype(dtype)):  # PyTorch's CPU cast: truncate,
+            x = dtypes.float_to_small_int_source(_this, x, dtype)  # then wrap (300.0 -> 44)
         return x.astype(dtype)
     finally:
         _quiet_exit(token)
+
+
+_this = sys.modules[__name__]  # this backend, for the rules in dtypes written once for all
 
 
 def copy_(dst: np.ndarray, src) -> None:
