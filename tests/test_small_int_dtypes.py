@@ -256,6 +256,11 @@ def test_python_int_operands():
         u + 300
     with pytest.raises(RuntimeError, match="lt: value 128 cannot be converted to type int8"):
         tgrad.lt(tgrad.tensor([1], dtype=tgrad.int8), 128)
+    for op, call in (("mul", lambda: u * 1000), ("remainder", lambda: u % 300),
+                     ("bitwise_and", lambda: u & 300), ("lt", lambda: u < 300),
+                     ("sub", lambda: 300 - u), ("bitwise_left_shift", lambda: u << 300)):
+        with pytest.raises(RuntimeError, match=f"^{op}: value 300|^{op}: value 1000"):
+            call()
 
 
 # ---------------------------------------------------------------- reductions
