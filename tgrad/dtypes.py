@@ -167,11 +167,17 @@ def is_small_int_cast(src: np.dtype, dst: np.dtype) -> bool:
 
 
 def float_to_small_int_source(be, x, dst: np.dtype):
-    """The one rule of PyTorch's CPU cast of floats into uint8/int8/int16, for every
-    backend ``be`` (its cast): ``x`` truncated toward zero into int64, which the caller
-    casts (wraps) to ``dst`` (300.0 -> 44 in uint8, -1.5 -> 255). NumPy's direct cast
+    """The one rule of PyTorch's CPU (x86) cast of floats into uint8/int8/int16, for every
+    backend ``be`` (its unary, binary, where and cast): ``x`` truncated toward zero into
+    int64, which the caller casts (wraps) to ``dst`` (300.0 -> 44 in uint8, -1.5 -> 255).
+    PyTorch reads the float through int64 for uint8 (c10's explicit step) and through int32
+    for int8/int16 (C++'s cast); past that intermediate's range, inf and NaN give x86's
+    "integer indefinite" minimum, whose low bits are 0 (1e10 -> 0 in int16, 2**32 + 7.0 ->
+    7 in uint8), here without relying on that undefined conversion. NumPy's direct cast
     saturates or gives 0 instead."""
-    return be.cast(x, np.int64)
+    limit = 2.0 ** 63 if np.dtype(dst) == np.uint8 else 2.0 ** 31  # (-limit itself gives 0
+    inside = be.binary("lt", be.unary("abs", x), limit)  # either way); NaN is outside
+    return be.cast(be.where(inside, x, x.dtype.type(0)), np.int64)
 
 
 def number_as(value, dt: DType):
