@@ -153,6 +153,30 @@ def test_casts_truncate_and_wrap_as_pytorch_cpu():
     assert tgrad.tensor([True, False]).byte().tolist() == [1, 0]
 
 
+def test_casts_of_floats_past_int32_as_pytorch_cpu():
+    # PyTorch's CPU cast (x86) reads a float for int8/int16 through int32 and for uint8
+    # through int64 (c10's explicit step); past that range, inf and NaN the intermediate is
+    # the "integer indefinite" minimum, whose low bits are 0. Hand-computed: 2**31 - 1 has
+    # all low bits set; 70000 = 273 * 256 + 112 = 65536 + 4464; 2**31 + 775 and 2**32 + 7
+    # are 7 modulo 256 (uint8, through int64) but past int32 (int8/int16: 0).
+    nan, inf = float("nan"), float("inf")
+    vals = [1e10, -1e10, 2.0 ** 31 + 775, 2.0 ** 32 + 7, nan, inf, -inf, 2.0 ** 31 - 1, 70000.5]
+    f = tgrad.tensor(vals, dtype=tgrad.float64)
+    assert f.to(tgrad.uint8).tolist() == [0, 0, 7, 7, 0, 0, 0, 255, 112]
+    assert f.char().tolist() == [0, 0, 0, 0, 0, 0, 0, -1, 112]
+    assert f.short().tolist() == [0, 0, 0, 0, 0, 0, 0, -1, 4464]
+    # float32 2**31 + 768 is exact: 768 modulo 2**16 through int64, 0 through int32
+    g = tgrad.tensor([1e10, 2.0 ** 31 + 768, -1e10, 70000.0])
+    assert g.short().tolist() == [0, 0, 0, 4464] and g.byte().tolist() == [0, 0, 0, 112]
+    assert tgrad.tensor([1e10, 300.0]).to(tgrad.float16).char().tolist() == [0, 44]  # inf
+    # bfloat16 keeps 8 significant bits: 70000 rounds to 70144 = 65536 + 4608
+    assert tgrad.tensor([1e10, 70000.0]).to(tgrad.bfloat16).short().tolist() == [0, 4608]
+    # the Python-number conversion shares the rule
+    assert dtypes.number_as(1e10, tgrad.int16) == 0
+    assert dtypes.number_as(2.0 ** 32 + 7, tgrad.uint8) == 7
+    assert dtypes.number_as(-1.5, tgrad.uint8) == 255
+
+
 @pytest.mark.parametrize("name", SMALL)
 def test_requires_grad_raises(name):
     with pytest.raises(RuntimeError, match="floating point .*dtype can require gradients"):
@@ -256,6 +280,11 @@ def test_python_int_operands():
         u + 300
     with pytest.raises(RuntimeError, match="lt: value 128 cannot be converted to type int8"):
         tgrad.lt(tgrad.tensor([1], dtype=tgrad.int8), 128)
+    for op, call in (("mul", lambda: u * 1000), ("remainder", lambda: u % 300),
+                     ("bitwise_and", lambda: u & 300), ("lt", lambda: u < 300),
+                     ("sub", lambda: 300 - u), ("bitwise_left_shift", lambda: u << 300)):
+        with pytest.raises(RuntimeError, match=f"^{op}: value 300|^{op}: value 1000"):
+            call()
 
 
 # ---------------------------------------------------------------- reductions
@@ -379,6 +408,8 @@ for name in ("uint8", "int8", "int16"):
     r["mix"] = A + tgrad.tensor(b.astype(np.int8), device="cuda")
     r["f"] = A.float() * 0.5
     r["cast"] = tgrad.tensor([1.7, -1.5, 300.0, -3.0], device="cuda").to(A.dtype)
+    r["cast_big"] = tgrad.tensor([1e10, 2.0 ** 31 + 768, -1e10, float("nan"), 70000.0],
+                                 device="cuda").to(A.dtype)
     r["gather"] = A[tgrad.tensor([2, 0], device="cuda")]
     r["mask"] = A[A > 0]
     r["full"] = tgrad.full((2,), -1 if name == "uint8" else -5, dtype=A.dtype, device="cuda")
@@ -410,6 +441,10 @@ def test_small_int_ops_on_cuda_interpreted():
                     "amax": a.max(1), "argmin": a.argmin(1), "sorted": np.sort(a, 1),
                     "mix": a + b.astype(np.int8), "f": a.astype(np.float32) * 0.5,
                     "cast": np.array([1, -1, 300, -3]).astype(name),
+                    # past int32 (int8/int16) and NaN give 0, as PyTorch's CPU cast;
+                    # 70000 = 273 * 256 + 112 = 65536 + 4464 (hand-computed)
+                    "cast_big": np.array([0, 0, 0, 0, 4464 if name == "int16" else 112],
+                                         name),
                     "gather": a[[2, 0]], "mask": a[a > 0],
                     "full": np.full(2, -1 if name == "uint8" else -5).astype(name)}
         for k, w in want.items():

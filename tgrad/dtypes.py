@@ -215,14 +215,35 @@ def check_value_fits(op: str, value, dt: DType) -> None:
                            f"overflow")
 
 
+def is_small_int_cast(src: np.dtype, dst: np.dtype) -> bool:
+    """Whether casting ``src`` to ``dst`` is a float (bfloat16's NumPy kind is "V") into
+    uint8/int8/int16, which ``float_to_small_int_source`` reads."""
+    return src.kind in "fV" and dst.kind in "iu" and dst.itemsize < 4
+
+
+def float_to_small_int_source(be, x, dst: np.dtype):
+    """The one rule of PyTorch's CPU (x86) cast of floats into uint8/int8/int16, for every
+    backend ``be`` (its unary, binary, where and cast): ``x`` truncated toward zero into
+    int64, which the caller casts (wraps) to ``dst`` (300.0 -> 44 in uint8, -1.5 -> 255).
+    PyTorch reads the float through int64 for uint8 (c10's explicit step) and through int32
+    for int8/int16 (C++'s cast); past that intermediate's range, inf and NaN give x86's
+    "integer indefinite" minimum, whose low bits are 0 (1e10 -> 0 in int16, 2**32 + 7.0 ->
+    7 in uint8), here without relying on that undefined conversion. NumPy's direct cast
+    saturates or gives 0 instead."""
+    limit = 2.0 ** 63 if np.dtype(dst) == np.uint8 else 2.0 ** 31  # (-limit itself gives 0
+    inside = be.binary("lt", be.unary("abs", x), limit)  # either way); NaN is outside
+    return be.cast(be.where(inside, x, x.dtype.type(0)), np.int64)
+
+
 def number_as(value, dt: DType):
     """The Python number ``value`` as a NumPy scalar of ``dt``, converted as PyTorch's CPU
     casts do: an int wraps modulo 2^bits (uint8: -1 is 255), a float into an integer dtype
-    truncates toward zero, then wraps (through int64). Check the range first
-    (``check_value_fits``) where PyTorch does."""
+    truncates toward zero, then wraps (``float_to_small_int_source``'s rule; int32/int64
+    cast directly). Check the range first (``check_value_fits``) where PyTorch does."""
     x = np.asarray(value)
-    if x.dtype.kind == "f" and dt.np.kind in "iu":
-        x = x.astype(np.int64)
+    if is_small_int_cast(x.dtype, dt.np):
+        from tgrad.backends import numpy as np_backend  # (the backends import dtypes)
+        x = float_to_small_int_source(np_backend, x, dt.np)
     return x.astype(dt.np)[()]
 
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 import warnings
 
 import ml_dtypes
 import numpy as np
+
+from tgrad import dtypes
 
 # ---------------------------------------------------------------- quiet floating-point errors
 # PyTorch never warns on inf/nan, so every op runs under np.errstate(all="ignore"). That
@@ -95,7 +98,7 @@ def _fill_value(value, dtype: np.dtype):
     """A negative Python int into an unsigned dtype wraps, as PyTorch's (-1 is 255 in uint8;
     the callers check the range), where NumPy 2 raises."""
     if np.dtype(dtype).kind == "u" and isinstance(value, (int, np.integer)) and value < 0:
-        return np.asarray(value, np.int64).astype(dtype)[()]
+        return dtypes.number_as(value, dtypes.from_numpy_dtype(dtype))
     return value
 
 
@@ -131,11 +134,14 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
             return x.copy()
     token = _quiet_enter()  # overflow to inf (bfloat16 to float16 too), NaN to an integer:
     try:  # no warning, as PyTorch
-        if x.dtype.kind in "fV" and np.dtype(dtype).kind in "iu" and np.dtype(dtype).itemsize < 4:
-            x = x.astype(np.int64)  # PyTorch's CPU cast: truncate, then wrap (300.0 -> 44)
+        if dtypes.is_small_int_cast(x.dtype, np.dtype(dtype)):  # PyTorch's CPU cast: truncate,
+            x = dtypes.float_to_small_int_source(_this, x, dtype)  # then wrap (300.0 -> 44)
         return x.astype(dtype)
     finally:
         _quiet_exit(token)
+
+
+_this = sys.modules[__name__]  # this backend, for the rules in dtypes written once for all
 
 
 def copy_(dst: np.ndarray, src) -> None:

@@ -13,9 +13,11 @@ over zero classes, and dtypes the ops never pass, such as an integer ``mean``).
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
+from tgrad import dtypes
 from tgrad.backends import numpy as _np_backend
 from tgrad.cuda import runtime
 from tgrad.cuda.array import DeviceArray, contiguous_strides
@@ -65,9 +67,12 @@ def _as_device(x, dtype: np.dtype) -> DeviceArray:
 def copy_(dst: DeviceArray, src) -> None:
     """Write ``src`` (broadcast to dst's shape, cast to dst's dtype) into the view dst."""
     src = _as_device(src, dst.dtype)
-    if src.dtype.kind in "fV" and dst.dtype.kind in "iu" and dst.dtype.itemsize < 4:
-        src = cast(src, np.int64)  # PyTorch's CPU cast: truncate, then wrap (300.0 -> 44)
+    if dtypes.is_small_int_cast(src.dtype, dst.dtype):  # PyTorch's CPU cast: truncate, then
+        src = dtypes.float_to_small_int_source(_this, src, dst.dtype)  # wrap (300.0 -> 44)
     launch_ew(ew.f_identity, dst, [expand(src, dst.shape)], upcast=False)
+
+
+_this = sys.modules[__name__]  # this backend, for the rules in dtypes written once for all
 
 
 def fill_(dst: DeviceArray, value) -> None:

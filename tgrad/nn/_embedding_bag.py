@@ -116,7 +116,8 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
     """embedding_bag's (output (B, D), flat indices (n,), bag id of each entry (n,) int64,
     B, kept-entry mask (n,) bool or None (no padding_idx), position among the n entries of
     each bag's maximum (B, D) int64, n for an empty bag (mode 'max' with n >= 1; else
-    None)); torch.embedding_bag builds its offset2bag / bag_size / max_indices from them."""
+    None), the entries of each bag (B,) int64 (``_bag_sizes``; mode 'mean', else None));
+    torch.embedding_bag builds its offset2bag / bag_size / max_indices from them."""
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
         raise TypeError("embedding_bag(): input and weight must be Tensors")
     if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
@@ -170,13 +171,20 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
             out, first = _bag_max(rows, seg, keep, bags)
         else:
             out = out + rows.sum(0)
-        return (out if half is None else out.to(half),) + parts + (first,)
+        return (out if half is None else out.to(half),) + parts + (first, None)
     if keep is not None:
         rows = ew.where(keep.unsqueeze(-1), rows, 0.0)
     out = out.index_add(0, seg, rows)
+    sizes = None
     if mode == "mean":
-        counted = ones(idx.shape[0], dtype=rows.dtype, device=weight.device) if keep is None \
-            else keep.to(rows.dtype)
-        counts = zeros(bags, dtype=rows.dtype, device=weight.device).index_add(0, seg, counted)
-        out = out / counts.clamp(min=1).unsqueeze(-1)
-    return (out if half is None else out.to(half),) + parts + (None,)
+        sizes = _bag_sizes(seg, keep, bags)
+        out = out / sizes.clamp(min=1).to(rows.dtype).unsqueeze(-1)
+    return (out if half is None else out.to(half),) + parts + (None, sizes)
+
+
+def _bag_sizes(seg: Tensor, keep: Tensor | None, bags: int) -> Tensor:
+    """(B,) int64: the entries of each bag, padding_idx entries (keep False) left out;
+    seg (n,) int64 is each entry's bag."""
+    counted = ones(seg.shape[0], dtype=dtypes.int64, device=seg.device) if keep is None \
+        else keep.to(dtypes.int64)
+    return zeros(bags, dtype=dtypes.int64, device=seg.device).index_add(0, seg, counted)

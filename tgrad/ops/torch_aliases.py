@@ -207,7 +207,7 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
     A negative padding_idx counts from the end (-1 is the last row).
     """
     from tgrad import dtypes
-    from tgrad.nn._embedding_bag import MODES, _embedding_bag
+    from tgrad.nn._embedding_bag import MODES, _bag_sizes, _embedding_bag
     from tgrad.ops import elementwise as ew
     from tgrad.ops.creation import zeros
     require_tensor("embedding_bag", weight, "weight", 1)
@@ -255,7 +255,7 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
                                f"{per_sample_weights.dtype.name} (while checking arguments for "
                                f"embedding_bag)")
         per_sample_weights = per_sample_weights.reshape(indices.shape)
-    out, idx, seg, bags, keep, first = _embedding_bag(
+    out, idx, seg, bags, keep, first, sizes = _embedding_bag(
         indices, weight, offsets, None, 2.0, scale_grad_by_freq, MODES[mode], sparse,
         per_sample_weights, include_last_offset, padding_idx)
     itype = dtypes.int32 if indices.dtype is offsets.dtype is dtypes.int32 else dtypes.int64
@@ -267,9 +267,8 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
     if mode == 0:
         none = zeros(offsets.shape[0], dtype=itype, device=dev)
         return out, offset2bag, none, none.clone()
-    counted = (seg >= 0) if keep is None else keep  # (n,) bool: the entries a bag counts
-    bag_size = zeros(bags, dtype=dtypes.int64, device=dev).index_add(
-        0, seg, counted.to(dtypes.int64)).to(itype)
+    # (B,) the entries each bag counts; mode 'mean' computed them already
+    bag_size = (_bag_sizes(seg, keep, bags) if sizes is None else sizes).to(itype)
     if mode == 1:
         return out, offset2bag, bag_size, bag_size.clone()
     if first is None:  # no entries: every bag is empty
