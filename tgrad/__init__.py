@@ -59,7 +59,7 @@ cdouble = complex128
 dtype = DType
 
 # nn, optim and save/load build on the core above.
-from tgrad import cuda, nn, optim  # noqa: E402
+from tgrad import cuda, nn, optim, random  # noqa: E402,F401  (random: torch.random)
 from tgrad.cuda.interop import from_dlpack  # noqa: E402
 from tgrad.serialization import load, save  # noqa: E402
 

@@ -118,6 +118,44 @@ class _DefaultGenerator(Generator):
 default_generator = _DefaultGenerator()
 
 
+class _DefaultCudaGenerator(Generator):
+    """``tgrad.cuda.default_generators[i]``: the cuda backend's global Philox generator.
+    tgrad keeps one Philox state for all cuda devices, so every entry views the same state
+    (seeding one seeds them all)."""
+
+    def __init__(self, index: int) -> None:
+        from tgrad.device import Device
+        self.device = Device("cuda", index)
+
+    @staticmethod
+    def _triton_nn():
+        from tgrad.backends import get_backend
+        get_backend(as_device("cuda")).get_rng_state()  # loads the backend (or raises)
+        from tgrad.backends import _triton_nn
+        return _triton_nn
+
+    def _reset(self, seed: int) -> None:
+        self._triton_nn().manual_seed(seed)
+
+    def initial_seed(self) -> int:
+        nn = self._triton_nn()
+        nn.ensure_seeded()
+        return nn._INITIAL_SEED[0]
+
+    def get_state(self) -> dict:
+        nn = self._triton_nn()
+        nn.ensure_seeded()
+        return nn.get_rng_state()
+
+    def set_state(self, new_state: dict) -> Generator:
+        if not isinstance(new_state, dict) or set(new_state) != {"seed", "offset"}:
+            raise TypeError("set_state: expected a cuda generator state from get_state() / "
+                            "tgrad.cuda.get_rng_state() (a dict with 'seed' and 'offset'), "
+                            f"got {type(new_state).__name__}")
+        self._triton_nn().set_rng_state(new_state)
+        return self
+
+
 def seed() -> int:
     """Seed every device's global generator from the operating system's entropy (as
     ``tgrad.manual_seed`` would); returns the seed."""
@@ -146,7 +184,7 @@ def drawing_from(generator: Generator | None, device: Any, op: str) -> Iterator[
     if generator.device.type != dev.type:
         raise RuntimeError(f"Expected a '{dev.type}' device type for generator but found "
                            f"'{generator.device.type}'")
-    if isinstance(generator, _DefaultGenerator):
+    if isinstance(generator, (_DefaultGenerator, _DefaultCudaGenerator)):
         yield
         return
     from tgrad.backends import get_backend

@@ -7,9 +7,11 @@ from tgrad.amp.autocast_mode import (
     custom_bwd,
     custom_fwd,
     get_autocast_dtype,
+    is_autocast_available,
     is_autocast_enabled,
 )
 from tgrad.amp.grad_scaler import GradScaler
 
 __all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype",
+           "is_autocast_available",
            "custom_fwd", "custom_bwd"]

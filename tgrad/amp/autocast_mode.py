@@ -121,6 +121,25 @@ def is_autocast_enabled(device_type: str = "cuda") -> bool:
     return STATE.autocast is not None and device_type in STATE.autocast
 
 
+_TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
+                       "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu",
+                       "mtia", "privateuseone")
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether autocast can run on ``device_type``: True for 'cpu' and 'cuda' (tgrad's
+    devices); False for PyTorch's other device types; an unknown name raises as in
+    PyTorch."""
+    if not isinstance(device_type, str):
+        raise TypeError("is_autocast_available(): argument 'device_type' (position 1) must be "
+                        f"str, not {type(device_type).__name__}")
+    kind = device_type.split(":")[0]
+    if kind not in _TORCH_DEVICE_TYPES:
+        raise RuntimeError(f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at "
+                           f"start of device string: {device_type}")
+    return kind in ("cpu", "cuda")
+
+
 def get_autocast_dtype(device_type: str = "cuda"):
     """The dtype autocast uses on ``device_type`` (its default outside a region)."""
     region = STATE.autocast or {}

@@ -23,4 +23,5 @@ def get_backend(device: Device):
         raise RuntimeError(
             f"tgrad: no backend for device type '{device.type}'; use 'cpu' or 'cuda'") from None
 import tgrad.cuda.lazy_backend  # noqa: E402,F401  registers the "cuda" backend (lazily)
+from tgrad.backends import cpu, cudnn, mkl, mkldnn, mps, openmp, opt_einsum  # noqa: E402,F401
 from tgrad.backends import cuda as cuda  # noqa: E402,F401  (flags; imports no Triton)

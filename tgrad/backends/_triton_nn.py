@@ -426,11 +426,22 @@ def softplus_bwd(g: DeviceArray, x: DeviceArray, beta: float, threshold: float):
 # ---------------------------------------------------------------- random, dropout
 # Philox state: (seed, offset); every launch draws counters offset .. offset + numel - 1.
 _PHILOX = {"seed": None, "offset": 0}
+_INITIAL_SEED = [None]  # the full seed of the last manual_seed (tgrad.cuda.initial_seed)
 
 
 def manual_seed(seed: int) -> None:
+    _INITIAL_SEED[0] = int(seed)
     _PHILOX["seed"] = int(seed) & 0x7FFFFFFF
     _PHILOX["offset"] = 0
+
+
+def ensure_seeded() -> None:
+    """Seed the device generator on first use: with the last ``tgrad.manual_seed`` value, or
+    from the operating system's entropy when there was none."""
+    if _PHILOX["seed"] is None:
+        from tgrad.ops.creation import LAST_SEED
+        manual_seed(LAST_SEED[0] if LAST_SEED[0] is not None
+                    else int.from_bytes(__import__("os").urandom(4), "little"))
 
 
 def get_rng_state() -> dict:
@@ -444,10 +455,7 @@ def set_rng_state(state: dict) -> None:
 
 def philox_next(n: int) -> tuple[int, int]:
     """(seed, offset) for a launch of ``n`` draws; advances the offset."""
-    if _PHILOX["seed"] is None:
-        from tgrad.ops.creation import LAST_SEED
-        manual_seed(LAST_SEED[0] if LAST_SEED[0] is not None
-                    else int.from_bytes(__import__("os").urandom(4), "little"))
+    ensure_seeded()
     seed, off = _PHILOX["seed"], _PHILOX["offset"]
     _PHILOX["offset"] = off + ((n + 3) // 4) * 4
     return seed, off

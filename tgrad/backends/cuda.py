@@ -16,7 +16,9 @@ import importlib
 import importlib.util
 from typing import Any
 
-__all__ = ["matmul", "is_built"]
+__all__ = ["matmul", "is_built", "enable_flash_sdp", "flash_sdp_enabled",
+           "enable_mem_efficient_sdp", "mem_efficient_sdp_enabled", "enable_math_sdp",
+           "math_sdp_enabled", "enable_cudnn_sdp", "cudnn_sdp_enabled", "sdp_kernel"]
 
 _FLAG_NAMES = ("allow_tf32",)
 _LOCAL: dict[str, Any] = {"allow_tf32": False}  # used only when Triton is not installed
@@ -66,3 +68,68 @@ def is_built() -> bool:
     """True when this tgrad can run the GPU backend (Triton is installed); as in PyTorch it
     says nothing about whether a GPU is present (see ``tgrad.cuda.is_available()``)."""
     return importlib.util.find_spec("triton") is not None
+
+
+# Scaled dot product attention backends (torch.backends.cuda's sdp flags). tgrad's
+# scaled_dot_product_attention has one implementation, which runs whenever any of the math,
+# flash, mem_efficient or cudnn flags is on; with all four off it raises PyTorch's "No viable
+# backend" error. tgrad.nn.attention.sdpa_kernel sets these flags.
+SDP_FLAGS: dict[str, bool] = {"cudnn": True, "flash": True, "mem_efficient": True,
+                              "math": True, "overrideable": True}
+
+
+def _set_sdp(name: str, enabled: bool) -> None:
+    if not isinstance(enabled, bool):
+        raise RuntimeError(f"enable_{name}_sdp expects a bool, but got "
+                           f"{type(enabled).__name__}")
+    SDP_FLAGS[name] = enabled
+
+
+def enable_flash_sdp(enabled: bool) -> None:
+    _set_sdp("flash", enabled)
+
+
+def flash_sdp_enabled() -> bool:
+    return SDP_FLAGS["flash"]
+
+
+def enable_mem_efficient_sdp(enabled: bool) -> None:
+    _set_sdp("mem_efficient", enabled)
+
+
+def mem_efficient_sdp_enabled() -> bool:
+    return SDP_FLAGS["mem_efficient"]
+
+
+def enable_math_sdp(enabled: bool) -> None:
+    _set_sdp("math", enabled)
+
+
+def math_sdp_enabled() -> bool:
+    return SDP_FLAGS["math"]
+
+
+def enable_cudnn_sdp(enabled: bool) -> None:
+    _set_sdp("cudnn", enabled)
+
+
+def cudnn_sdp_enabled() -> bool:
+    return SDP_FLAGS["cudnn"]
+
+
+def sdp_kernel(enable_flash: bool = True, enable_math: bool = True,
+               enable_mem_efficient: bool = True, enable_cudnn: bool = True):
+    """Deprecated (FutureWarning, as in PyTorch): ``tgrad.nn.attention.sdpa_kernel`` with
+    the enabled backends."""
+    import warnings
+
+    from tgrad.nn.attention import SDPBackend, sdpa_kernel
+    warnings.warn("`tgrad.backends.cuda.sdp_kernel()` is deprecated. In the future, this "
+                  "context manager will be removed. Please see "
+                  "`tgrad.nn.attention.sdpa_kernel()` for the new context manager, with "
+                  "updated signature.", FutureWarning, stacklevel=2)
+    chosen = [b for b, on in ((SDPBackend.FLASH_ATTENTION, enable_flash),
+                              (SDPBackend.EFFICIENT_ATTENTION, enable_mem_efficient),
+                              (SDPBackend.MATH, enable_math),
+                              (SDPBackend.CUDNN_ATTENTION, enable_cudnn)) if on]
+    return sdpa_kernel(chosen)

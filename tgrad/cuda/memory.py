@@ -15,6 +15,8 @@ from tgrad.cuda.runtime_api import OutOfMemoryError
 _lock = threading.Lock()
 _allocated: dict[int, int] = {}
 _peak: dict[int, int] = {}
+_total: dict[int, int] = {}  # bytes ever allocated (reset_accumulated_memory_stats)
+_freed: dict[int, int] = {}  # bytes ever freed
 
 
 def _fmt_bytes(n: int) -> str:
@@ -56,6 +58,7 @@ class Buffer:
         with _lock:
             a = _allocated.get(device, 0) + self.nbytes
             _allocated[device] = a
+            _total[device] = _total.get(device, 0) + self.nbytes
             if a > _peak.get(device, 0):
                 _peak[device] = a
 
@@ -66,6 +69,7 @@ class Buffer:
             self._rt.free_async(self.ptr, self._rt.tgrad_stream(self.device))
             with _lock:
                 _allocated[self.device] = _allocated.get(self.device, 0) - self.nbytes
+                _freed[self.device] = _freed.get(self.device, 0) + self.nbytes
         except Exception:  # noqa: BLE001 - interpreter shutdown: the context may be gone
             pass
 
@@ -91,3 +95,24 @@ def max_memory_allocated(device: int) -> int:
 def reset_peak_memory_stats(device: int) -> None:
     with _lock:
         _peak[device] = _allocated.get(device, 0)
+
+
+def memory_stats(device: int) -> dict[str, int]:
+    """The statistics tgrad tracks, under PyTorch's memory_stats keys: bytes of live cuda
+    tensors (current, peak, and the historical totals allocated / freed) and the bytes the
+    pool holds from the driver now. PyTorch's other keys (block counts, pools, segments,
+    peak reserved) are not tracked and are absent."""
+    with _lock:
+        cur = _allocated.get(device, 0)
+        stats = {"allocated_bytes.all.current": cur,
+                 "allocated_bytes.all.peak": _peak.get(device, 0),
+                 "allocated_bytes.all.allocated": _total.get(device, 0),
+                 "allocated_bytes.all.freed": _freed.get(device, 0)}
+    stats["reserved_bytes.all.current"] = runtime().mem_reserved(device)
+    return dict(sorted(stats.items()))
+
+
+def reset_accumulated_memory_stats(device: int) -> None:
+    with _lock:
+        _total[device] = 0
+        _freed[device] = 0

@@ -4,7 +4,6 @@ stream of a device: tgrad's own stream unless a ``tgrad.cuda.stream(s)`` context
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 
 from tgrad.cuda._runtime import runtime
 
@@ -25,11 +24,11 @@ def _device_index(device) -> int:
 
 def current_stream_handle(device: int) -> int:
     """The raw stream handle launches and copies on ``device`` go to."""
-    stack = getattr(_local, "stack", None)
-    if stack:
-        for s in reversed(stack):
-            if s.device_index == device:
-                return s.cuda_stream
+    current = getattr(_local, "current", None)
+    if current:
+        s = current.get(device)
+        if s is not None:
+            return s.cuda_stream
     return runtime().tgrad_stream(device)
 
 
@@ -84,23 +83,59 @@ class Stream:
 
 def current_stream(device=None) -> Stream:
     idx = _device_index(device)
-    return Stream(idx, _handle=current_stream_handle(idx))
+    current = getattr(_local, "current", None) or {}
+    return current.get(idx) or Stream(idx, _handle=current_stream_handle(idx))
 
 
-@contextmanager
-def stream(s: Stream | None):
-    """Make ``s`` the current stream of its device inside the block (None: no-op)."""
-    if s is None:
-        yield
+def default_stream(device=None) -> Stream:
+    """The stream tgrad queues work on when no other is selected: tgrad's own stream of
+    ``device`` (default: the current device), a non-blocking stream, not the legacy null
+    stream."""
+    idx = _device_index(device)
+    return Stream(idx, _handle=runtime().tgrad_stream(idx))
+
+
+def set_stream(stream: Stream | None) -> None:
+    """Make ``stream`` the current stream of its device in this thread (None: no-op);
+    prefer the ``stream`` context manager."""
+    if stream is None:
         return
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    stack.append(s)
-    try:
-        yield
-    finally:
-        stack.pop()
+    if not isinstance(stream, Stream):
+        raise TypeError(f"set_stream: expected a tgrad.cuda.Stream, got "
+                        f"{type(stream).__name__}")
+    current = getattr(_local, "current", None)
+    if current is None:
+        current = _local.current = {}
+    if stream.cuda_stream == runtime().tgrad_stream(stream.device_index):
+        current.pop(stream.device_index, None)
+    else:
+        current[stream.device_index] = stream
+
+
+class StreamContext:
+    """Context manager: ``stream`` is the current stream of its device inside the block
+    (None, or no cuda available: a no-op), the previous current stream after it."""
+
+    def __init__(self, stream: Stream | None) -> None:
+        self.stream = stream
+        self._prev: Stream | None = None
+
+    def __enter__(self) -> Stream | None:
+        if self.stream is None:
+            return None
+        self._prev = current_stream(self.stream.device_index)
+        set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc) -> bool:
+        if self.stream is not None:
+            set_stream(self._prev)
+        return False
+
+
+def stream(s: Stream | None) -> StreamContext:
+    """Make ``s`` the current stream of its device inside the block (None: no-op)."""
+    return StreamContext(s)
 
 
 class Event:

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from tgrad import dtypes
 from tgrad.tensor import Tensor
 
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
            "greater_than", "greater_than_eq", "half_open_interval", "independent",
            "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky",
-           "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
-           "positive_definite", "positive", "real", "real_vector", "simplex", "stack",
-           "unit_interval"]
+           "lower_triangular", "MixtureSameFamilyConstraint", "multinomial", "nonnegative",
+           "nonnegative_integer", "one_hot", "positive_definite", "positive",
+           "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex",
+           "square", "stack", "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -332,6 +334,83 @@ class _PositiveDefinite(Constraint):
         return cholesky_ex(value.detach()).info == 0
 
 
+class _IntegerGreaterThan(Constraint):
+    """The integers > lower_bound - 1, i.e. >= lower_bound (PyTorch's IntegerGreaterThan)."""
+
+    is_discrete = True
+
+    def __init__(self, lower_bound) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+    def __repr__(self) -> str:
+        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
+
+
+class _Square(Constraint):
+    """Square matrices: one bool per matrix of the batch."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        from tgrad.ops.creation import full
+        return full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
+                    dtype=dtypes.bool_, device=value.device)
+
+
+class _Symmetric(_Square):
+    """Symmetric square matrices (within atol 1e-6 of the transpose)."""
+
+    def check(self, value: Tensor) -> Tensor:
+        from tgrad.ops.composite import isclose
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        return isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    """Symmetric positive-semidefinite matrices: symmetric, all eigenvalues >= 0."""
+
+    def check(self, value: Tensor) -> Tensor:
+        from tgrad.linalg import eigvalsh
+        sym = super().check(value)
+        if not bool(sym.all()):
+            return sym
+        return (eigvalsh(value.detach()) >= 0).all(-1)
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a MixtureSameFamily: ``base_constraint`` (the component's) checked
+    with the mixture dimension added back, all components agreeing."""
+
+    def __init__(self, base_constraint: Constraint) -> None:
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError("base_constraint must be a Constraint, got "
+                                 f"{type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim
+
+    def check(self, value: Tensor) -> Tensor:
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        keep = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
+
+
 dependent = _Dependent()
 independent = _IndependentConstraint
 boolean = _Boolean()
@@ -353,6 +432,10 @@ multinomial = _Multinomial
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
+positive_integer = _IntegerGreaterThan(1)
+positive_semidefinite = _PositiveSemidefinite()
+square = _Square()
+symmetric = _Symmetric()
 corr_cholesky = _CorrCholesky()
 cat = _Cat
 stack = _Stack

@@ -72,8 +72,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  enable_gqa: bool = False) -> Tensor:
     """softmax(q k^T * scale + mask) v over the last two dims (see the module docstring);
     ``dropout_p`` drops attention weights (pass 0 in evaluation, as in PyTorch)."""
+    from tgrad.nn.attention import check_viable
     from tgrad.nn.functional import dropout
     _check(query, key, value)
+    check_viable()  # the flags tgrad.nn.attention.sdpa_kernel sets
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
                            "set when is_causal=True")

@@ -23,6 +23,7 @@ from tgrad.nn.utils.fusion import (
     fuse_linear_bn_eval,
     fuse_linear_bn_weights,
 )
+from tgrad.nn.utils.init_skip import skip_init
 from tgrad.nn.utils.norm_hooks import (
     remove_spectral_norm,
     remove_weight_norm,
@@ -34,4 +35,4 @@ __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_
            "get_total_norm", "parameters_to_vector", "vector_to_parameters", "rnn", "parametrize",
            "parametrizations", "weight_norm", "remove_weight_norm", "spectral_norm",
            "remove_spectral_norm", "prune", "fusion", "stateless", "fuse_conv_bn_eval",
-           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
+           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights", "skip_init"]
