@@ -256,7 +256,14 @@ class AccumulateGrad(Node):
             if old is None:
                 if STATE.enabled:  # create_graph: a recorded copy (PyTorch's CopyBackwards),
                     var._grad = _clone_obeying_contract(grad, var)  # never a graph tensor
-                elif _owned(grad, grads[0] is grad) and _obeys_contract(grad, var):
+                elif _owned(grad, grads[0] is grad) and (
+                        # the layout contract's common cases, inlined (hot path): an owned
+                        # array of < 2 dims is contiguous (as a contract-obeying .grad of
+                        # any leaf of < 2 dims is); else both C-contiguous
+                        grad._data.ndim < 2
+                        or (grad._data.flags.c_contiguous and var._data.flags.c_contiguous
+                            and 0 not in grad._data.strides)
+                        or _obeys_contract(grad, var)):
                     var._grad = grad  # a fresh result nobody else holds: keep it (as PyTorch)
                 else:
                     # Own copy: the gradient may be the user's, shared with other leaves,
