@@ -268,7 +268,9 @@ class AccumulateGrad(Node):
                 else:
                     # Own copy: the gradient may be the user's, shared with other leaves,
                     # kept by a hook, or a view. (Not recorded: grad mode is off here.)
-                    var._grad = _clone_obeying_contract(grad, var)
+                    # A C-contiguous leaf gets a C-contiguous copy (the common case, inlined)
+                    var._grad = (_plain_clone(grad) if var._data.flags.c_contiguous
+                                 else _clone_obeying_contract(grad, var))
             elif STATE.enabled:
                 var._grad = old + grad
             else:
