@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Callable
 
 from tgrad import autograd
-from tgrad.autograd.forward_ad import _ForwardOverReverseError
+from tgrad.autograd.forward_ad import _ComplexTangentError, _ForwardOverReverseError
 from tgrad.autograd.grad_mode import enable_grad
 from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
@@ -272,7 +272,7 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False,
     _, rebuild = _flatten(primals)
     try:
         return _jvp_forward(func, p_leaves, t_leaves, rebuild, has_aux)
-    except _ForwardOverReverseError:
+    except (_ForwardOverReverseError, _ComplexTangentError):
         if has_aux or any(not isinstance(p, Tensor) for p in primals):
             raise
     # func runs a reverse transform (jvp of grad): the double-backward trick instead,
@@ -326,7 +326,8 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *,
             return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
         try:
             return _jacfwd(func, argnums, has_aux, who, args, kwargs)
-        except _ForwardOverReverseError:  # jacfwd(jacrev(f)): the same Jacobian by reverse
+        except (_ForwardOverReverseError, _ComplexTangentError):  # jacfwd(jacrev(f)), or
+            # complex intermediates: the same Jacobian by reverse passes
             return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
     return wrapper
 

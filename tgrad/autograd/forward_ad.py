@@ -111,6 +111,10 @@ def make_dual(tensor, tangent, *, level: int | None = None):
         if not isinstance(t, tensor_cls):
             raise TypeError(f"make_dual: expected the {name} to be a Tensor, got "
                             f"{type(t).__name__}")
+        if t.dtype.is_complex:
+            raise _ComplexTangentError(f"make_dual: complex {name}s ({t.dtype}) are not "
+                                       f"supported by tgrad's forward-mode AD yet; use reverse "
+                                       f"mode (tgrad.func.jacrev, autograd.functional.jvp)")
         if not t.dtype.is_floating_point:
             raise ValueError(f"Expected {name} to be floating point or complex, but got: "
                              f"{t.dtype}")
@@ -156,6 +160,11 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
 
 
 # ------------------------------------------------------------------- backward passes
+class _ComplexTangentError(NotImplementedError):
+    """A tangent would have to flow through a complex tensor, which tgrad's forward mode
+    does not support (tgrad.func.jvp / jacfwd catch it and use reverse passes)."""
+
+
 class _ForwardOverReverseError(RuntimeError):
     """A backward pass (or a reverse transform) met forward-mode tangents whose gradients'
     tangents it cannot compute (tgrad.func.jvp / jacfwd catch it and use reverse passes)."""
@@ -518,6 +527,12 @@ def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
                 res = list(r) if isinstance(r, tuple) else [r]
         outs = out if isinstance(out, tuple) else (out,)
         for o, t in zip(outs, res):
+            if isinstance(o, tensor_cls) and o.dtype.is_complex:  # never a silent 0 tangent
+                raise _ComplexTangentError(
+                    f"forward-mode AD: {cls.name or cls.__name__} gives a complex result "
+                    f"({o.dtype}) from inputs with tangents; tangents through complex "
+                    f"tensors are not supported by tgrad yet (tgrad.func.jvp and jacfwd "
+                    f"fall back to reverse passes; else use reverse mode)")
             if t is None or not isinstance(o, tensor_cls) or not o.dtype.is_floating_point:
                 continue
             if t.dtype is not o.dtype:
