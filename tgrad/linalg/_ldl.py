@@ -34,7 +34,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.linalg._lu import _raise_singular
-from tgrad.linalg._triangular import _torch_dtype_name
+from tgrad.linalg._triangular import _torch_dtype_name, not_floating_error
 from tgrad.ops._common import require_tensor
 from tgrad.ops.creation import tensor
 from tgrad.tensor import Tensor
@@ -196,8 +196,7 @@ def _host_only(op: str, *ts: Tensor) -> None:
 
 def _check_dtype(op: str, kernel: str, dt) -> None:
     if not dt.is_floating_point:
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
-                           f"{_torch_dtype_name(dt)}")
+        raise not_floating_error(op, dt)
     if dt.itemsize < 4:
         raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                   f"'{_torch_dtype_name(dt)}'; convert with .float() or "

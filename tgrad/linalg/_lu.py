@@ -30,7 +30,12 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
-from tgrad.linalg._triangular import _check_square, _torch_dtype_name, solve_triangular
+from tgrad.linalg._triangular import (
+    _check_square,
+    _torch_dtype_name,
+    not_floating_error,
+    solve_triangular,
+)
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
 from tgrad.ops.creation import arange, eye, ones, zeros
@@ -53,8 +58,7 @@ class _Factors(NamedTuple):
 
 def _check_dtype(op: str, dt) -> None:
     if not dt.is_floating_point:
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
-                           f"{_torch_dtype_name(dt)}")
+        raise not_floating_error(op, dt)
     if dt.itemsize < 4:
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
                            f"{_torch_dtype_name(dt)}; convert with "

@@ -12,7 +12,7 @@ import math
 
 from tgrad import dtypes
 from tgrad.linalg._lu import graph_constant
-from tgrad.linalg._triangular import _torch_dtype_name
+from tgrad.linalg._triangular import _torch_dtype_name, not_floating_error
 from tgrad.ops import elementwise as ew
 from tgrad.ops import mathcomposites as mc
 from tgrad.ops._common import require_tensor
@@ -30,8 +30,7 @@ def _float_check(op: str, x: Tensor, dtype) -> Tensor:
     """``x`` in ``dtype`` (when given): x must be floating itself (an integer x with a float
     ``dtype`` raises too, as PyTorch), and ``dtype`` no narrower."""
     if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
-                           f"Got {_torch_dtype_name(x.dtype)}")
+        raise not_floating_error(op, x.dtype)
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
         if dtypes.promote_types(x.dtype, dtype) is not dtype:

@@ -44,8 +44,18 @@ def _check_square(op: str, A: Tensor, name: str = "A") -> None:
 
 def _check_float(op: str, A: Tensor) -> None:
     if not A.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
-                           f"{_torch_dtype_name(A.dtype)}")
+        raise not_floating_error(op, A.dtype)
+
+
+def not_floating_error(op: str, dt) -> Exception:
+    """The error for a non-floating input of a linalg op: PyTorch's text, or for a complex
+    input (which PyTorch takes) that tgrad.linalg does not take it yet."""
+    if dt.is_complex:
+        return NotImplementedError(f"{op}: complex inputs ({dt.name}) are not supported by "
+                                   f"tgrad.linalg yet (PyTorch takes them); work on x.real "
+                                   f"and x.imag or use a real dtype")
+    return RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
+                        f"{_torch_dtype_name(dt)}")
 
 
 def _torch_dtype_name(dt) -> str:
@@ -196,8 +206,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
     dt = dtypes.result_type(A, B)
     if not dt.is_floating_point:
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
-                           f"{_torch_dtype_name(dt)}")
+        raise not_floating_error(op, dt)
     A, B = A.to(dt), B.to(dt)
     batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
     if tuple(A.shape[:-2]) != batch:
