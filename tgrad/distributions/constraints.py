@@ -151,8 +151,9 @@ class _IntegerInterval(_Interval):
         return (value % 1 == 0) & (value >= self.lower_bound) & (value <= self.upper_bound)
 
 
-class _IntegerGreaterThanEq(Constraint):
-    """The integers >= lower_bound."""
+class _IntegerGreaterThan(Constraint):
+    """The integers >= lower_bound (PyTorch's IntegerGreaterThan, whose name reads "greater
+    than lower_bound - 1")."""
 
     is_discrete = True
 
@@ -161,6 +162,9 @@ class _IntegerGreaterThanEq(Constraint):
 
     def check(self, value: Tensor) -> Tensor:
         return (value % 1 == 0) & (value >= self.lower_bound)
+
+    def __repr__(self) -> str:
+        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
 
 
 class _Multinomial(Constraint):
@@ -334,21 +338,6 @@ class _PositiveDefinite(Constraint):
         return cholesky_ex(value.detach()).info == 0
 
 
-class _IntegerGreaterThan(Constraint):
-    """The integers > lower_bound - 1, i.e. >= lower_bound (PyTorch's IntegerGreaterThan)."""
-
-    is_discrete = True
-
-    def __init__(self, lower_bound) -> None:
-        self.lower_bound = lower_bound
-
-    def check(self, value: Tensor) -> Tensor:
-        return (value % 1 == 0) & (value >= self.lower_bound)
-
-    def __repr__(self) -> str:
-        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
-
-
 class _Square(Constraint):
     """Square matrices: one bool per matrix of the batch."""
 
@@ -426,7 +415,7 @@ interval = _Interval
 half_open_interval = _HalfOpenInterval
 integer_interval = _IntegerInterval
 simplex = _Simplex()
-nonnegative_integer = _IntegerGreaterThanEq(0)
+nonnegative_integer = _IntegerGreaterThan(0)
 one_hot = _OneHot()
 multinomial = _Multinomial
 lower_triangular = _LowerTriangular()

@@ -44,6 +44,16 @@ def _precision_to_scale_tril(P: Tensor) -> Tensor:
     return solve_triangular(L_inv, Id, upper=False)
 
 
+def scale_tril_of(scale_tril, covariance_matrix, precision_matrix) -> Tensor:
+    """The lower Cholesky factor L (L L^T = covariance) from whichever one matrix is given
+    (unbroadcast), as PyTorch's MultivariateNormal and Wishart build it."""
+    if scale_tril is not None:
+        return scale_tril
+    if covariance_matrix is not None:
+        return cholesky(covariance_matrix)
+    return _precision_to_scale_tril(precision_matrix)
+
+
 class MultivariateNormal(Distribution):
     """The multivariate normal with mean ``loc`` (..., n) and exactly one of
     ``covariance_matrix``, ``precision_matrix`` (positive-definite) or ``scale_tril``
@@ -91,12 +101,8 @@ class MultivariateNormal(Distribution):
         self.loc = loc.expand(*batch_shape, -1)
         event_shape = tuple(self.loc.shape[-1:])
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = scale_tril_of(scale_tril, covariance_matrix,
+                                                       precision_matrix)
 
     def _expand_extra(self, new: Distribution) -> None:
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril

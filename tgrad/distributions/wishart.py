@@ -29,9 +29,9 @@ from tgrad.distributions import constraints
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.gamma import Chi2
-from tgrad.distributions.multivariate_normal import _precision_to_scale_tril
+from tgrad.distributions.multivariate_normal import scale_tril_of
 from tgrad.distributions.utils import _finfo, lazy_property
-from tgrad.linalg import cholesky, cholesky_solve, slogdet
+from tgrad.linalg import cholesky_solve, slogdet
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import arange, eye, randn, tensor
 from tgrad.ops.matmul import matmul
@@ -96,12 +96,8 @@ class Wishart(ExponentialFamily):
             warnings.warn("Low df values detected. Singular samples are highly likely to "
                           "occur for ndim - 1 < df < ndim.", stacklevel=2)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = scale_tril_of(scale_tril, covariance_matrix,
+                                                       precision_matrix)
         self._dist_chi2 = self._bartlett_chi2(self.df, batch_shape)
 
     def _bartlett_chi2(self, df: Tensor, batch_shape: tuple) -> Chi2:
