@@ -24,6 +24,7 @@ from tgrad.ops._common import (
     tensor_method,
     wrap,
 )
+from tgrad.ops.complex_ops import no_complex as _no_complex
 from tgrad.tensor import Tensor
 
 __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
@@ -1255,7 +1256,3 @@ tensor_method("isnan")(isnan)
 tensor_method("isinf")(isinf)
 tensor_method("isfinite")(isfinite)
 
-
-def _no_complex(op: str, x, what: str | None = None) -> None:
-    from tgrad.ops.complex_ops import no_complex
-    no_complex(op, x, what)

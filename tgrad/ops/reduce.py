@@ -27,6 +27,7 @@ from tgrad.ops._common import (
     tensor_method,
     wrap,
 )
+from tgrad.ops.complex_ops import no_complex as _no_complex
 from tgrad.ops.elementwise import _EQ_MASK, _fused, where
 from tgrad.tensor import Tensor, _wrap_dim
 
@@ -839,7 +840,3 @@ def sum_to(x: Tensor, shape) -> Tensor:
         return x
     return SumTo.apply(x, tuple(shape))
 
-
-def _no_complex(op: str, x, what: str | None = None) -> None:
-    from tgrad.ops.complex_ops import no_complex
-    no_complex(op, x, what)

@@ -25,6 +25,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops._common import backend_of, register_op, require_tensor, tensor_method, wrap
+from tgrad.ops.complex_ops import no_complex as _no_complex
 from tgrad.ops.creation import full
 from tgrad.ops.elementwise import where
 from tgrad.ops.gathering import _along_key
@@ -288,7 +289,3 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
         return _pick(x, d, 0, keepdim, input.ndim)
     return _pick(x, d, _mode_pos(x.detach(), d), keepdim, input.ndim)
 
-
-def _no_complex(op: str, x, what: str | None = None) -> None:
-    from tgrad.ops.complex_ops import no_complex
-    no_complex(op, x, what)
