@@ -43,6 +43,7 @@ MODULES = [
     ("tgrad.utils.checkpoint", "activation checkpointing"),
     ("tgrad.utils.data", "datasets, samplers, DataLoader, collate functions"),
     ("tgrad.distributions", "probability distributions"),
+    ("tgrad.fft", "discrete Fourier transforms (CPU)"),
     ("tgrad.linalg", "linear algebra"),
     ("tgrad.special", "special functions"),
     ("tgrad.testing", "testing helpers"),

@@ -107,10 +107,10 @@ _LEGACY_LINALG = ("qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_i
 
 
 def __getattr__(name: str) -> object:
-    # tgrad.amp, distributions, func, linalg, profiler, special, testing and utils are imported
-    # on first use (as torch.distributions and torch.utils.checkpoint are reachable).
-    if name in ("amp", "distributions", "func", "linalg", "profiler", "special", "testing",
-                "utils"):
+    # tgrad.amp, distributions, fft, func, linalg, profiler, special, testing and utils are
+    # imported on first use (as torch.distributions and torch.utils.checkpoint are reachable).
+    if name in ("amp", "distributions", "fft", "func", "linalg", "profiler", "special",
+                "testing", "utils"):
         import importlib
         return importlib.import_module("tgrad." + name)
     if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype"):  # torch.autocast

@@ -1,0 +1,329 @@
+"""tgrad.fft (PyTorch's torch.fft): forwards against np.fft in float64/complex128, float32
+within PyTorch's default tolerances, gradients by finite differences (gradcheck and
+gradgradcheck for every transform, norm mode, odd/even n, padding and trimming), the dtype
+rules and PyTorch's errors; the cuda device raises for the transforms."""
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.fft as F
+from tgrad.autograd import gradcheck, gradgradcheck
+
+NORMS = (None, "backward", "ortho", "forward")
+SWAP = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+RNG = np.random.default_rng(1234)
+
+
+def _real(*shape):
+    return RNG.standard_normal(shape)
+
+
+def _cplx(*shape):
+    return RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
+
+
+def _t(a, **kw):
+    return tgrad.tensor(a, **kw)
+
+
+# ---------------------------------------------------------------- forward vs np.fft
+# (tgrad function, NumPy reference, input maker, keyword sets): n/s pad and trim, odd/even
+ONE_D = [("fft", np.fft.fft, _cplx), ("ifft", np.fft.ifft, _cplx),
+         ("rfft", np.fft.rfft, _real), ("irfft", np.fft.irfft, _cplx),
+         ("hfft", np.fft.hfft, _cplx), ("ihfft", np.fft.ihfft, _real)]
+
+
+@pytest.mark.parametrize("name,ref,make", ONE_D, ids=[c[0] for c in ONE_D])
+@pytest.mark.parametrize("norm", NORMS)
+def test_one_dim_transforms_match_numpy(name, ref, make, norm):
+    x = make(3, 5, 4)
+    for kw in ({}, {"n": 7}, {"n": 2}, {"n": 6}, {"n": 1}, {"dim": 1}, {"dim": -2, "n": 3},
+               {"dim": 0, "n": 4}):
+        got = getattr(F, name)(_t(x), norm=norm, **kw)
+        want = ref(x, n=kw.get("n"), axis=kw.get("dim", -1), norm=norm)
+        assert got.dtype is (tgrad.complex128 if np.iscomplexobj(want) else tgrad.float64)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+N_D = [("fftn", np.fft.fftn, _cplx), ("ifftn", np.fft.ifftn, _cplx),
+       ("rfftn", np.fft.rfftn, _real), ("irfftn", np.fft.irfftn, _cplx)]
+TWO_D = [("fft2", np.fft.fft2, _cplx), ("ifft2", np.fft.ifft2, _cplx),
+         ("rfft2", np.fft.rfft2, _real), ("irfft2", np.fft.irfft2, _cplx)]
+
+
+@pytest.mark.parametrize("name,ref,make", N_D + TWO_D, ids=[c[0] for c in N_D + TWO_D])
+@pytest.mark.parametrize("norm", NORMS)
+def test_n_dim_transforms_match_numpy(name, ref, make, norm):
+    x = make(3, 4, 5)
+    two = name.endswith("2")
+    for s, dim in ((None, None), ((2, 7), None), ((5, 3), (0, 2)), (None, (2, 0)),
+                   ((4,), (-2,)), ((3, 6), (-1, -3))):
+        if two and dim is not None and len(dim) != 2:
+            continue
+        kw = {} if dim is None else {"dim": dim}
+        got = getattr(F, name)(_t(x), s=s, norm=norm, **kw)
+        axes = dim if dim is not None else ((-2, -1) if two else None)
+        want = ref(x, s=s, axes=axes, norm=norm)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_s_entry_minus_one_keeps_the_size_and_s_alone_picks_the_last_dims():
+    x = _cplx(3, 4, 5)
+    np.testing.assert_allclose(F.fftn(_t(x), s=(-1, 8)).numpy(),
+                               np.fft.fftn(x, s=(4, 8), axes=(1, 2)), atol=1e-12)
+    np.testing.assert_allclose(F.irfftn(_t(x), s=(2, -1)).numpy(),
+                               np.fft.irfftn(x, s=(2, 8), axes=(1, 2)), atol=1e-12)
+    np.testing.assert_allclose(F.fftn(_t(x), s=6, dim=0).numpy(),
+                               np.fft.fft(x, n=6, axis=0), atol=1e-12)
+    # fftn over no dims is the input as complex, as PyTorch
+    np.testing.assert_allclose(F.fftn(_t(x.real), dim=()).numpy(), x.real.astype(complex))
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_hfftn_and_ihfftn(norm):
+    x = _real(3, 4, 5)
+    # ihfftn of a real signal is ifftn's one-sided half (NumPy float64 ifftn)
+    full = np.fft.ifftn(x, s=(3, 6), axes=(0, 2), norm=norm)
+    got = F.ihfftn(_t(x), s=(3, 6), dim=(0, 2), norm=norm)
+    np.testing.assert_allclose(got.numpy(), full[..., :4], atol=1e-12)
+    np.testing.assert_allclose(F.ihfft2(_t(x), norm=norm).numpy(),
+                               np.fft.ifft2(x, norm=norm)[..., :3], atol=1e-12)
+    # hfftn: the fftn of the Hermitian signal whose half is the input
+    spec = np.fft.ifftn(x, norm=SWAP[norm])[..., :3]  # one-sided half of a Hermitian signal
+    np.testing.assert_allclose(F.hfftn(_t(spec), s=x.shape, norm=norm).numpy(),
+                               np.fft.fftn(np.fft.ifftn(x, norm=SWAP[norm]), norm=norm).real,
+                               atol=1e-12)
+    np.testing.assert_allclose(F.hfftn(F.ihfftn(_t(x), norm=norm), s=x.shape, norm=norm).numpy(),
+                               x, atol=1e-12)
+    h = _cplx(3, 4, 3)
+    np.testing.assert_allclose(F.hfft2(_t(h), norm=norm).numpy(),
+                               np.fft.irfft2(np.conj(h), norm=SWAP[norm]), atol=1e-12)
+    np.testing.assert_allclose(F.hfftn(_t(h), dim=(2,), norm=norm).numpy(),
+                               np.fft.hfft(h, norm=norm), atol=1e-12)
+
+
+def test_float32_within_pytorch_default_tolerances():
+    x = _real(4, 6).astype(np.float32)
+    for name in ("fft", "rfft", "ihfft", "fft2", "rfftn"):
+        got = getattr(F, name)(_t(x))
+        assert got.dtype is tgrad.complex64
+        want = getattr(np.fft, name)(x.astype(np.float64))
+        np.testing.assert_allclose(got.numpy(), want, rtol=1.3e-6, atol=1e-5)
+    h = _cplx(4, 4).astype(np.complex64)
+    for name in ("ifft", "irfft", "hfft", "irfftn"):
+        got = getattr(F, name)(_t(h))
+        assert got.dtype is (tgrad.complex64 if name == "ifft" else tgrad.float32)
+        want = getattr(np.fft, name)(h.astype(np.complex128))
+        np.testing.assert_allclose(got.numpy(), want, rtol=1.3e-6, atol=1e-5)
+
+
+def test_non_contiguous_inputs_and_n_equal_one():
+    x = _cplx(6, 8)
+    xt = _t(x).t()[::2]  # (4, 6) strided view
+    assert not xt.is_contiguous()
+    np.testing.assert_allclose(F.fft(xt).numpy(), np.fft.fft(x.T[::2]), atol=1e-12)
+    r = _real(5, 6)
+    rt = _t(r)[:, ::2]
+    np.testing.assert_allclose(F.rfft(rt, dim=0).numpy(), np.fft.rfft(r[:, ::2], axis=0),
+                               atol=1e-12)
+    np.testing.assert_allclose(F.fft(_t(x), n=1).numpy(), x[:, :1], atol=0)
+    np.testing.assert_allclose(F.irfft(_t(x[:, :1]), n=1).numpy(), x[:, :1].real, atol=0)
+    assert F.fft(tgrad.zeros(0), n=3).shape == (3,)  # an empty signal zero-padded
+
+
+def test_dtype_rules():
+    i = tgrad.arange(6)
+    assert F.fft(i).dtype is tgrad.complex64 and F.rfft(i).dtype is tgrad.complex64
+    assert F.irfft(i).dtype is tgrad.float32 and F.hfft(i).shape == (10,)
+    np.testing.assert_allclose(F.fft(i).numpy(), np.fft.fft(np.arange(6)), atol=1e-5)
+    assert F.fft(tgrad.tensor([True, False])).dtype is tgrad.complex64
+    tgrad.set_default_dtype(tgrad.float64)
+    try:
+        assert F.fft(i).dtype is tgrad.complex128 and F.irfft(i).dtype is tgrad.float64
+    finally:
+        tgrad.set_default_dtype(tgrad.float32)
+    for dt, name in ((tgrad.float16, "Half"), (tgrad.bfloat16, "BFloat16")):
+        with pytest.raises(RuntimeError, match=f"fft: Unsupported dtype {name}"):
+            F.fft(tgrad.ones(4, dtype=dt))
+        with pytest.raises(RuntimeError, match=f"rfft: Unsupported dtype {name}"):
+            F.rfft(tgrad.ones(4, dtype=dt))
+    z = tgrad.ones(4, dtype=tgrad.complex64)
+    with pytest.raises(RuntimeError, match="rfft expects a real input tensor, but got "
+                                           "ComplexFloat"):
+        F.rfft(z)
+    with pytest.raises(RuntimeError, match="ihfftn expects a real input tensor"):
+        F.ihfftn(z)
+
+
+def test_errors_name_the_function():
+    x = tgrad.randn(3, 4)
+    z = tgrad.randn(3, 4, dtype=tgrad.complex64)
+    for f, err, msg in [
+            (lambda: F.fft(x, n=0), RuntimeError, r"Invalid number of data points \(0\)"),
+            (lambda: F.rfft(x, n=-1), RuntimeError, r"Invalid number of data points \(-1\)"),
+            (lambda: F.fft(tgrad.zeros(0)), RuntimeError,
+             r"Invalid number of data points \(0\)"),
+            (lambda: F.fftn(tgrad.zeros(3, 0)), RuntimeError,
+             r"Invalid number of data points \(0\)"),
+            (lambda: F.irfft(z[:, :1]), RuntimeError, r"Invalid number of data points \(0\)"),
+            (lambda: F.fftn(x, s=(-2, 3)), RuntimeError,
+             r"Invalid number of data points \(-2\)"),
+            (lambda: F.fft(x, dim=2), IndexError, r"fft: Dimension out of range"),
+            (lambda: F.ifft(tgrad.tensor(1.0)), IndexError,
+             "ifft: Dimension specified as -1 but tensor has no dimensions"),
+            (lambda: F.fft(x, norm="bad"), RuntimeError, 'Invalid normalization mode: "bad"'),
+            (lambda: F.fftn(x, dim=(0, -2)), RuntimeError, "fftn: FFT dims must be unique"),
+            (lambda: F.fftn(x, s=(2, 3), dim=(0,)), RuntimeError,
+             "fftn: When given, dim and shape arguments must have the same length"),
+            (lambda: F.ifftn(x, s=(2, 3, 4)), RuntimeError,
+             "ifftn: Got shape with 3 values but input tensor only has 2 dimensions"),
+            (lambda: F.rfftn(x, dim=()), RuntimeError, "rfftn must transform at least one axis"),
+            (lambda: F.irfftn(z, dim=()), RuntimeError,
+             "irfftn must transform at least one axis"),
+            (lambda: F.fft(x, dim=(0,)), TypeError, r"fft_fft\(\): argument 'dim' must be int"),
+            (lambda: F.fft(x, n=2.0), TypeError, r"fft_fft\(\): argument 'n' must be int"),
+            (lambda: F.fft([1.0, 2.0]), TypeError, r"fft\(\): argument 'input'"),
+            (lambda: F.fftfreq(4, dtype=tgrad.int64), RuntimeError,
+             "fftfreq requires a floating point or complex dtype"),
+            (lambda: F.rfftfreq(-1), RuntimeError, "negative dimension -1"),
+            (lambda: F.fftshift(x, dim=2), IndexError, "fftshift: Dimension out of range")]:
+        with pytest.raises(err, match=msg):
+            f()
+
+
+# ---------------------------------------------------------------- fftfreq / fftshift
+def test_fftfreq_rfftfreq():
+    for n in (1, 4, 5):
+        for d in (1.0, 0.25):
+            np.testing.assert_allclose(F.fftfreq(n, d, dtype=tgrad.float64).numpy(),
+                                       np.fft.fftfreq(n, d), rtol=1e-15)
+            np.testing.assert_allclose(F.rfftfreq(n, d=d, dtype=tgrad.float64).numpy(),
+                                       np.fft.rfftfreq(n, d), rtol=1e-15)
+    f = F.fftfreq(5)
+    assert f.dtype is tgrad.float32 and not f.requires_grad
+    np.testing.assert_allclose(f.numpy(), np.fft.fftfreq(5), rtol=1e-6)
+    g = F.rfftfreq(4, 2, dtype=tgrad.float64, requires_grad=True)
+    assert g.requires_grad and g.is_leaf
+    assert F.fftfreq(0).shape == (0,)
+
+
+def test_fftshift_ifftshift():
+    x = _real(4, 5, 3)
+    for dim in (None, 0, -2, (0, 2), [1]):
+        np.testing.assert_array_equal(F.fftshift(_t(x), dim).numpy(),
+                                      np.fft.fftshift(x, dim))
+        np.testing.assert_array_equal(F.ifftshift(_t(x), dim=dim).numpy(),
+                                      np.fft.ifftshift(x, dim))
+    z = _t(_cplx(5))
+    np.testing.assert_array_equal(F.ifftshift(F.fftshift(z)).numpy(), z.numpy())
+    np.testing.assert_array_equal(F.fftshift(F.fftfreq(6)).numpy(),
+                                  np.fft.fftshift(np.fft.fftfreq(6)).astype(np.float32))
+    assert gradcheck(lambda a: F.fftshift(a, (0, 1)), (_t(_real(3, 4), requires_grad=True),))
+
+
+# ---------------------------------------------------------------- gradients
+# (function, input is complex, input shape, keyword sets): odd and even n, padding and
+# trimming (n / s), several dims; every one at every norm.
+GRAD_CASES = [
+    ("fft", True, (2, 4), [{}, {"n": 3}, {"n": 5, "dim": 0}]),
+    ("fft", False, (3,), [{"n": 4}]),
+    ("ifft", True, (2, 5), [{}, {"n": 6}, {"n": 2, "dim": -1}]),
+    ("rfft", False, (2, 4), [{}, {"n": 5}, {"n": 3}, {"dim": 0}]),
+    ("rfft", False, (5,), [{}, {"n": 6}]),
+    ("irfft", True, (2, 3), [{}, {"n": 5}, {"n": 4}, {"n": 7}, {"n": 2}, {"dim": 0, "n": 3}]),
+    ("hfft", True, (2, 3), [{}, {"n": 5}, {"n": 3}, {"n": 7}]),
+    ("ihfft", False, (2, 4), [{}, {"n": 5}, {"n": 3}]),
+    ("fftn", True, (2, 3, 2), [{}, {"s": (3, 4)}, {"dim": (0, 2)}]),
+    ("ifftn", True, (2, 3, 2), [{"s": (2, 2), "dim": (2, 0)}]),
+    ("fft2", False, (3, 2), [{}]),
+    ("ifft2", True, (2, 3), [{"s": (3, 2)}]),
+    ("rfftn", False, (2, 3, 2), [{}, {"s": (3, 4)}, {"dim": (2, 0)}]),
+    ("rfft2", False, (3, 3), [{"s": (2, 4)}]),
+    ("irfftn", True, (2, 2, 3), [{}, {"s": (3, 5)}, {"s": (2, 4), "dim": (0, 2)}]),
+    ("irfft2", True, (3, 2), [{}, {"s": (2, 3)}]),
+    ("hfftn", True, (2, 3, 2), [{}, {"s": (3, 3)}]),
+    ("hfft2", True, (2, 3), [{"s": (2, 5)}]),
+    ("ihfftn", False, (2, 3, 2), [{}, {"s": (2, 3), "dim": (2, 1)}]),
+    ("ihfft2", False, (3, 4), [{}, {"s": (2, 5)}]),
+]
+
+
+@pytest.mark.parametrize("name,cplx,shape,kws", GRAD_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(GRAD_CASES)])
+def test_gradcheck_and_gradgradcheck(name, cplx, shape, kws):
+    a = _cplx(*shape) if cplx else _real(*shape)
+    x = _t(a, requires_grad=True)
+    for kw in kws:
+        for norm in ("backward", "ortho", "forward"):
+            def fn(t, kw=kw, norm=norm):
+                return getattr(F, name)(t, norm=norm, **kw)
+            assert gradcheck(fn, (x,)), (kw, norm)
+        # second order: once per keyword set (the norm only rescales)
+        assert gradgradcheck(lambda t, kw=kw: getattr(F, name)(t, norm="ortho", **kw), (x,)), kw
+
+
+def test_real_input_of_complex_transform_gets_a_real_gradient():
+    x = _t(_real(5), requires_grad=True)
+    assert gradcheck(F.fft, (x,)) and gradcheck(lambda t: F.ifftn(t, s=(7,)), (x,))
+    F.fft(x).abs().sum().backward()
+    assert x.grad.dtype is tgrad.float64
+
+
+def test_rfft_and_irfft_gradients_by_hand():
+    # L = sum_k Re(w_k rfft(x)_k): dL/dx_m = sum_k Re(w_k e^{-2 pi i k m / n})
+    for n in (4, 5):
+        x = _t(_real(n), requires_grad=True)
+        w = _cplx(n // 2 + 1)
+        tgrad.view_as_real(F.rfft(x) * _t(w))[..., 0].sum().backward()
+        k, m = np.meshgrid(np.arange(n // 2 + 1), np.arange(n), indexing="ij")
+        want = (w[:, None] * np.exp(-2j * np.pi * k * m / n)).real.sum(0)
+        np.testing.assert_allclose(x.grad.numpy(), want, atol=1e-12)
+    # L = sum_m v_m irfft(X, n)_m, X the one-sided half: bin k's gradient is
+    # c_k / n sum_m v_m e^{-2 pi i k m / n} with c_k = 1 for bin 0 and (n even) bin n/2,
+    # 2 for the others (each stands for itself and its conjugate)
+    for n in (4, 5):
+        spec = _t(_cplx(n // 2 + 1), requires_grad=True)
+        v = _real(n)
+        (F.irfft(spec, n) * _t(v)).sum().backward()
+        k, m = np.meshgrid(np.arange(n // 2 + 1), np.arange(n), indexing="ij")
+        c = np.full(n // 2 + 1, 2.0)
+        c[0] = 1.0
+        if n % 2 == 0:
+            c[-1] = 1.0
+        want = c / n * (v[None, :] * np.exp(-2j * np.pi * k * m / n)).sum(1)
+        np.testing.assert_allclose(spec.grad.numpy(), want, atol=1e-12)
+
+
+# ---------------------------------------------------------------- module, devices
+def test_module_import_and_attribute():
+    import importlib
+    assert importlib.import_module("tgrad.fft") is tgrad.fft is F
+    assert sorted(F.__all__) == sorted(
+        ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
+         "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq",
+         "rfftfreq", "fftshift", "ifftshift"])
+
+
+def test_cuda_transforms_raise_and_helpers_work():
+    from interpreted import run_json
+
+    out = run_json("""
+import json, tgrad, tgrad.fft as F
+x = tgrad.arange(6, dtype=tgrad.float32, device="cuda")
+msgs = []
+for f in (lambda: F.fft(x), lambda: F.rfftn(x), lambda: F.irfft(x)):
+    try:
+        f()
+        msgs.append("")
+    except NotImplementedError as e:
+        msgs.append(str(e))
+s = F.fftshift(x)
+fr = F.fftfreq(4, device="cuda")
+print(json.dumps({"msgs": msgs, "shift": s.cpu().tolist(), "dev": str(s.device),
+                  "freq": fr.cpu().tolist(), "fdev": str(fr.device)}))
+""")
+    for op, msg in zip(("fft", "rfftn", "irfft"), out["msgs"]):
+        assert f"tgrad.fft.{op}: the FFTs run on the CPU only for now" in msg
+    assert out["shift"] == [3.0, 4.0, 5.0, 0.0, 1.0, 2.0] and out["dev"].startswith("cuda")
+    assert out["freq"] == [0.0, 0.25, -0.5, -0.25] and out["fdev"].startswith("cuda")
