@@ -327,3 +327,109 @@ print(json.dumps({"msgs": msgs, "shift": s.cpu().tolist(), "dev": str(s.device),
         assert f"tgrad.fft.{op}: the FFTs run on the CPU only for now" in msg
     assert out["shift"] == [3.0, 4.0, 5.0, 0.0, 1.0, 2.0] and out["dev"].startswith("cuda")
     assert out["freq"] == [0.0, 0.25, -0.5, -0.25] and out["fdev"].startswith("cuda")
+
+
+# ---------------------------------------------------------------- stft / istft
+def _np_stft(x, n_fft, hop, w, center, onesided, normalized, pad_mode="reflect"):
+    """NumPy float64 reference: frames of the (padded) signal times the window padded to
+    n_fft, each transformed: (F, T)."""
+    if center:
+        x = np.pad(x, n_fft // 2, mode="reflect" if pad_mode == "reflect" else "constant")
+    left = (n_fft - len(w)) // 2
+    w = np.pad(w, (left, n_fft - len(w) - left))
+    frames = np.stack([x[t:t + n_fft] * w for t in range(0, len(x) - n_fft + 1, hop)])
+    spec = np.fft.fft(frames, axis=-1, norm="ortho" if normalized else None)
+    return (spec[:, :n_fft // 2 + 1] if onesided else spec).T
+
+
+def test_stft_matches_numpy_frames():
+    x = _real(2, 21)
+    w6 = np.hanning(8)[1:-1] + 0.1
+    for kw, w in [({"n_fft": 8}, None), ({"n_fft": 8, "hop_length": 3}, w6),
+                  ({"n_fft": 7, "hop_length": 2, "center": False}, np.hanning(7) + 0.1),
+                  ({"n_fft": 8, "normalized": True, "onesided": False}, None),
+                  ({"n_fft": 6, "pad_mode": "constant"}, None)]:
+        win = np.ones(kw["n_fft"]) if w is None else w
+        got = tgrad.stft(_t(x), window=None if w is None else _t(w),
+                         win_length=None if w is None else len(w), return_complex=True, **kw)
+        for b in range(2):
+            want = _np_stft(x[b], kw["n_fft"], kw.get("hop_length", kw["n_fft"] // 4), win,
+                            kw.get("center", True), kw.get("onesided", True),
+                            kw.get("normalized", False), kw.get("pad_mode", "reflect"))
+            np.testing.assert_allclose(got[b].numpy(), want, atol=1e-12)
+        one = _t(x[0]).stft(kw["n_fft"], window=None if w is None else _t(w),
+                            win_length=None if w is None else len(w), return_complex=True,
+                            **{k: v for k, v in kw.items() if k != "n_fft"})
+        np.testing.assert_allclose(one.numpy(), got[0].numpy(), atol=0)
+    z = _cplx(16)  # complex input: two-sided
+    got = tgrad.stft(_t(z), 8, hop_length=4, return_complex=True)
+    np.testing.assert_allclose(got.numpy(), _np_stft(z, 8, 4, np.ones(8), True, False, False),
+                               atol=1e-12)
+
+
+def test_istft_inverts_stft_and_follows_length():
+    x = _real(2, 23)
+    w8 = np.hanning(10)[1:-1] + 0.2  # win_length 8 inside n_fft 10
+    w10 = np.hanning(10) + 0.2  # center=False: the first sample needs a nonzero w[0]
+    for kw, w in (({"n_fft": 10, "hop_length": 3}, w8),
+                  ({"n_fft": 10, "hop_length": 2, "center": False}, w10),
+                  ({"n_fft": 10, "hop_length": 4, "normalized": True}, w8)):
+        spec = np.stack([_np_stft(x[b], kw["n_fft"], kw["hop_length"], w,
+                                  kw.get("center", True), True, kw.get("normalized", False))
+                         for b in range(2)])
+        y = tgrad.istft(_t(spec), window=_t(w), win_length=len(w), length=23, **kw)
+        n_out = min(23, kw["n_fft"] + kw["hop_length"] * (spec.shape[-1] - 1))
+        np.testing.assert_allclose(y.numpy()[:, :n_out], x[:, :n_out], atol=1e-12)
+        assert y.shape == (2, 23)
+    spec = _np_stft(x[0], 8, 2, np.ones(8), True, True, False)
+    np.testing.assert_allclose(tgrad.istft(_t(spec), 8, hop_length=2).numpy(), x[0, :22],
+                               atol=1e-12)
+    z = _cplx(20)  # a two-sided spectrum back to a complex signal
+    spec = _np_stft(z, 8, 2, np.ones(8), True, False, False)
+    np.testing.assert_allclose(tgrad.istft(_t(spec), 8, 2, return_complex=True).numpy(), z,
+                               atol=1e-12)
+
+
+def test_stft_istft_gradcheck():
+    x = _t(_real(13), requires_grad=True)
+    w = _t(np.hanning(6)[1:-1] + 0.1, requires_grad=True)
+    for kw in ({"hop_length": 2}, {"hop_length": 3, "center": False, "normalized": True}):
+        def f(a, b, kw=kw):
+            return tgrad.stft(a, 6, window=b, win_length=4, return_complex=True, **kw)
+        assert gradcheck(f, (x, w)) and gradgradcheck(f, (x, w)), kw
+    spec = _t(_cplx(4, 5), requires_grad=True)
+    wi = _t(np.hanning(6) + 0.1)
+
+    def g(s):
+        return tgrad.istft(s, 6, hop_length=2, window=wi, length=9)
+    assert gradcheck(g, (spec,)) and gradgradcheck(g, (spec,))
+
+
+def test_stft_istft_errors():
+    x = tgrad.randn(20)
+    spec = tgrad.randn(5, 11, dtype=tgrad.complex64)
+    for f, err, msg in [
+            (lambda: tgrad.stft(x, 8), RuntimeError,
+             "stft requires the return_complex parameter be given for real inputs"),
+            (lambda: tgrad.stft(x, 8, return_complex=False), NotImplementedError,
+             "return_complex=False"),
+            (lambda: tgrad.stft(x, 30, center=False, return_complex=True), RuntimeError,
+             r"stft: expected 0 < n_fft <= 20"),
+            (lambda: tgrad.stft(x, 8, hop_length=0, return_complex=True), RuntimeError,
+             "expected hop_length > 0"),
+            (lambda: tgrad.stft(x, 8, win_length=9, return_complex=True), RuntimeError,
+             "expected 0 < win_length <= n_fft"),
+            (lambda: tgrad.stft(x, 8, window=tgrad.ones(5), return_complex=True), RuntimeError,
+             "expected a 1D window tensor of size equal to win_length=8"),
+            (lambda: tgrad.stft(x.to(tgrad.complex64), 8, onesided=True, return_complex=True),
+             RuntimeError, "Cannot have onesided output if window or input is complex"),
+            (lambda: tgrad.istft(spec.real, 8), RuntimeError,
+             "istft requires a complex-valued input tensor"),
+            (lambda: tgrad.istft(spec, 8, return_complex=True), RuntimeError,
+             "Cannot have onesided output"),
+            (lambda: tgrad.istft(spec, 8, onesided=False), RuntimeError,
+             "frequency dimension"),
+            (lambda: tgrad.istft(spec, 8, window=tgrad.hann_window(8), center=False),
+             RuntimeError, "window overlap add min")]:
+        with pytest.raises(err, match=msg):
+            f()

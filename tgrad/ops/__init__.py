@@ -39,6 +39,7 @@ from tgrad.ops import (
     small_extras,
     sorting,
     special,
+    spectral,
     statistics,
     tensor_extras,
     tensor_legacy,
@@ -54,7 +55,7 @@ __all__ = [n for m in (aliases, bessel, complex_ops, composite, creation, distan
                        pointwise_extras, products,
                        quantiles, reduce, sampling, scan,
                        scatter_reduce, scatters, searching, settings, shape, small_extras, sorting,
-                       special, statistics, tensor_extras, tensor_legacy, torch_aliases,
+                       special, spectral, statistics, tensor_extras, tensor_legacy, torch_aliases,
                        torch_utils, windows)
            for n in m.__all__]
 
@@ -91,6 +92,7 @@ from tgrad.ops.shape import *  # noqa: E402,F401,F403
 from tgrad.ops.small_extras import *  # noqa: E402,F401,F403
 from tgrad.ops.sorting import *  # noqa: E402,F401,F403
 from tgrad.ops.special import *  # noqa: E402,F401,F403
+from tgrad.ops.spectral import *  # noqa: E402,F401,F403
 from tgrad.ops.statistics import *  # noqa: E402,F401,F403
 from tgrad.ops.tensor_extras import *  # noqa: E402,F401,F403
 from tgrad.ops.tensor_legacy import *  # noqa: E402,F401,F403

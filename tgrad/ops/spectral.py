@@ -1,0 +1,158 @@
+"""stft / istft: PyTorch's short-time Fourier transform and its inverse (CPU, as
+tgrad.fft; return_complex=True only for stft), composed of tgrad ops (pad, unfold, the
+tgrad.fft transforms, index_add), so they are differentiable to any order.
+
+Shapes: stft input (L) or (B, L) -> (F, T) or (B, F, T) complex, F = n_fft // 2 + 1
+(onesided) or n_fft, T = 1 + (L' - n_fft) // hop_length with L' = L + 2 (n_fft // 2) when
+``center`` (the signal padded by ``pad_mode``), else L. Frame t, bin f:
+sum_k w[k] x[t hop + k] e^{-2 pi i f k / n_fft}, times n_fft^-1/2 when ``normalized``; the
+window w (default ones(win_length)) is zero-padded on both sides to n_fft.
+istft inverts it by overlap-add: y = sum_t w * irfft(X[:, t]) / sum_t w^2 (each shifted to
+t hop), trimmed by n_fft // 2 at both ends when ``center`` (or to ``length``).
+"""
+
+from __future__ import annotations
+
+from tgrad import dtypes
+from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.tensor import Tensor
+
+__all__ = ["stft", "istft"]
+
+
+def _window(op: str, window, win_length: int, n_fft: int, like: Tensor) -> Tensor:
+    """The window (default ones) zero-padded on both sides to n_fft: (n_fft,)."""
+    from tgrad.ops.creation import ones, zeros
+    from tgrad.ops.shape import cat
+    if window is None:
+        window = ones(win_length, dtype=dtypes.to_real(like.dtype), device=like.device)
+    elif window.ndim != 1 or window.shape[0] != win_length:
+        raise RuntimeError(f"{op}: expected a 1D window tensor of size equal to "
+                           f"win_length={win_length}, but got window with size "
+                           f"{list(window.shape)}")
+    left = (n_fft - win_length) // 2
+    if left or n_fft - win_length - left:
+        window = cat([zeros(left, dtype=window.dtype, device=window.device), window,
+                      zeros(n_fft - win_length - left, dtype=window.dtype,
+                            device=window.device)])
+    return window
+
+
+def _lengths(op: str, n_fft: int, hop_length, win_length) -> tuple:
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if hop <= 0:
+        raise RuntimeError(f"{op}: expected hop_length > 0, but got hop_length={hop}")
+    if not 0 < win <= n_fft:
+        raise RuntimeError(f"{op}: expected 0 < win_length <= n_fft, but got win_length={win}")
+    return hop, win
+
+
+@tensor_method("stft")
+def stft(input: Tensor, n_fft: int, hop_length: int | None = None,  # noqa: A002
+         win_length: int | None = None, window: Tensor | None = None, center: bool = True,
+         pad_mode: str = "reflect", normalized: bool = False, onesided: bool | None = None,
+         return_complex: bool | None = None, align_to_window: bool | None = None) -> Tensor:
+    """The short-time Fourier transform (PyTorch's torch.stft, return_complex=True only):
+    (L) or (B, L) -> (n_fft // 2 + 1 or n_fft, frames) or (B, ., frames) complex."""
+    from tgrad import fft
+    from tgrad.nn import functional as F
+    require_tensor("stft", input)
+    is_complex = input.dtype.is_complex or (window is not None and window.dtype.is_complex)
+    if return_complex is None and not is_complex:
+        raise RuntimeError("stft requires the return_complex parameter be given for real "
+                           "inputs, and will further require that return_complex=True in a "
+                           "future PyTorch release.")
+    if return_complex is False:
+        raise NotImplementedError("stft: return_complex=False (deprecated in PyTorch) is not "
+                                  "supported by tgrad; pass return_complex=True and use "
+                                  "view_as_real on the result for the old format")
+    if align_to_window is not None:
+        if center:
+            raise RuntimeError("stft align_to_window should only be set when center = false")
+        if align_to_window:
+            raise NotImplementedError("stft: align_to_window=True is not supported by tgrad")
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D "
+                           f"(shape {list(input.shape)})")
+    if onesided and is_complex:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
+    onesided = not is_complex if onesided is None else onesided
+    x = input if input.ndim == 2 else input.unsqueeze(0)  # (B, L)
+    if center:
+        pad = n_fft // 2
+        x = F.pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
+    length = x.shape[-1]
+    if not 0 < n_fft <= length:
+        raise RuntimeError(f"stft: expected 0 < n_fft <= {length} (the padded signal length), "
+                           f"but got n_fft={n_fft}")
+    hop, win = _lengths("stft", n_fft, hop_length, win_length)
+    w = _window("stft", window, win, n_fft, x)
+    frames = x.unfold(-1, n_fft, hop) * w  # (B, T, n_fft)
+    norm = "ortho" if normalized else "backward"
+    spec = (fft.rfft if onesided else fft.fft)(frames, dim=-1, norm=norm)  # (B, T, F)
+    spec = spec.transpose(-1, -2)  # (B, F, T)
+    return spec if input.ndim == 2 else spec.squeeze(0)
+
+
+@tensor_method("istft")
+def istft(input: Tensor, n_fft: int, hop_length: int | None = None,  # noqa: A002
+          win_length: int | None = None, window: Tensor | None = None, center: bool = True,
+          normalized: bool = False, onesided: bool | None = None, length: int | None = None,
+          return_complex: bool = False) -> Tensor:
+    """The inverse of stft by windowed overlap-add (PyTorch's torch.istft): (F, T) or
+    (B, F, T) complex -> (L) or (B, L), real unless return_complex."""
+    from tgrad import fft
+    from tgrad.ops.creation import arange, zeros
+    from tgrad.ops.shape import cat
+    require_tensor("istft", input)
+    if not input.dtype.is_complex:
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output "
+                           "from stft with return_complex=True.")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex dtype, "
+                           f"but got shape {list(input.shape)}")
+    fft_size = input.shape[-2]
+    onesided = fft_size != n_fft if onesided is None else onesided
+    want = n_fft // 2 + 1 if onesided else n_fft
+    if fft_size != want:
+        raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of the "
+                           f"input tensor to match n_fft{' / 2 + 1' if onesided else ''} when "
+                           f"onesided={bool(onesided)}, but got {fft_size}")
+    if return_complex and onesided:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
+    hop, win = _lengths("istft", n_fft, hop_length, win_length)
+    spec = input if input.ndim == 3 else input.unsqueeze(0)
+    w = _window("istft", window, win, n_fft, spec)
+    norm = "ortho" if normalized else "backward"
+    spec = spec.transpose(-1, -2)  # (B, T, F)
+    if return_complex:
+        frames = fft.ifft(spec, dim=-1, norm=norm)
+    else:
+        if w.dtype.is_complex:
+            raise RuntimeError("Complex windows are incompatible with return_complex=False")
+        frames = fft.irfft(spec[..., :n_fft // 2 + 1], n=n_fft, dim=-1, norm=norm)
+    frames = frames * w  # (B, T, n_fft)
+    batch, n_frames = frames.shape[0], frames.shape[1]
+    total = n_fft + hop * (n_frames - 1)
+    # position of frame t's sample k in the output: t hop + k
+    pos = (arange(n_frames, device=w.device).unsqueeze(1) * hop
+           + arange(n_fft, device=w.device)).reshape(-1)
+    y = zeros(batch, total, dtype=frames.dtype, device=w.device).index_add(
+        -1, pos, frames.reshape(batch, -1))
+    env = zeros(total, dtype=dtypes.to_real(w.dtype), device=w.device).index_add(
+        0, pos, (w.abs() ** 2).expand(n_frames, n_fft).reshape(-1))
+    start = n_fft // 2 if center else 0
+    end = total if length is None and not center else (
+        total - n_fft // 2 if length is None else start + length)
+    end = min(end, total)
+    env = env[start:end]
+    if env.numel() and float(env.abs().min()) < 1e-11:
+        raise RuntimeError("istft: window overlap add min < 1e-11: the window's squares, "
+                           "overlap-added at this hop_length, vanish somewhere in the output "
+                           "(e.g. a periodic Hann window with center=False); use another "
+                           "window, a smaller hop_length or center=True")
+    y = y[:, start:end] / env
+    if length is not None and y.shape[-1] < length:
+        y = cat([y, zeros(batch, length - y.shape[-1], dtype=y.dtype, device=y.device)], -1)
+    return y if input.ndim == 3 else y.squeeze(0)
