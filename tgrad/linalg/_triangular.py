@@ -205,7 +205,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {eq} "
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
     dt = dtypes.result_type(A, B)
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         raise not_floating_error(op, dt)
     A, B = A.to(dt), B.to(dt)
     batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
