@@ -81,3 +81,105 @@ def test_det_gradient_by_hand():
     (LA.det(A) * w).real.backward()
     want = np.conj(w * np.linalg.det(a)) * np.linalg.inv(a).conj().T
     np.testing.assert_allclose(A.grad.numpy(), want, **TOL)
+
+
+# ------------------------------------------------------- norms, cholesky, eigh, svd, pinv
+M_NP = _cx(2, 4, 3)
+H_NP = _cx(2, 3, 3)
+H_NP = H_NP + np.conj(np.swapaxes(H_NP, -1, -2))  # Hermitian
+PD_NP = H_NP @ H_NP + np.eye(3)  # Hermitian positive-definite
+
+
+def _herm(x):
+    return x + x.mH
+
+
+def test_norms_values_and_gradients():
+    M = _t(M_NP, True)
+    assert LA.vector_norm(M).dtype is tgrad.float64
+    np.testing.assert_allclose(LA.vector_norm(M).item(), np.linalg.norm(M_NP.ravel()), **TOL)
+    np.testing.assert_allclose(LA.vector_norm(M, 3, dim=-1).detach().numpy(),
+                               (np.abs(M_NP) ** 3).sum(-1) ** (1 / 3), **TOL)
+    np.testing.assert_allclose(LA.norm(M, dim=-2).detach().numpy(),
+                               np.linalg.norm(M_NP, axis=-2), **TOL)
+    for ord_ in ("fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf):
+        np.testing.assert_allclose(LA.matrix_norm(M, ord_).detach().numpy(),
+                                   np.linalg.norm(M_NP, ord_, axis=(-2, -1)), **TOL)
+    for ord_ in (2, 1, np.inf, "fro", "nuc"):
+        assert gradcheck(lambda x, o=ord_: LA.norm(x, o, dim=(-2, -1)), (M,))
+    assert gradcheck(lambda x: LA.vector_norm(x, 3, dim=-1), (M,))
+
+
+def test_cholesky():
+    A = _t(PD_NP, True)
+    L = LA.cholesky(A)
+    np.testing.assert_allclose(L.detach().numpy(), np.linalg.cholesky(PD_NP), **TOL)
+    np.testing.assert_allclose(LA.cholesky(A, upper=True).detach().numpy(),
+                               np.conj(np.swapaxes(np.linalg.cholesky(PD_NP), -1, -2)), **TOL)
+    assert gradcheck(lambda x: LA.cholesky(_herm(x)), (A,))
+    assert gradcheck(lambda x: LA.cholesky(_herm(x), upper=True), (A,))
+    assert gradgradcheck(lambda x: LA.cholesky(_herm(x)), (A,))
+    assert LA.cholesky_ex(_t(-PD_NP)).info.tolist() == [1, 1]
+
+
+def test_eigh_svd_values():
+    H, M = _t(H_NP), _t(M_NP)
+    L, V = LA.eigh(H)
+    l_np = np.linalg.eigvalsh(H_NP)
+    assert L.dtype is tgrad.float64 and V.dtype is C128
+    np.testing.assert_allclose(L.numpy(), l_np, **TOL)
+    np.testing.assert_allclose(H_NP @ V.numpy(), V.numpy() * l_np[..., None, :], atol=1e-12)
+    np.testing.assert_allclose(LA.eigvalsh(H, UPLO="U").numpy(), l_np, **TOL)
+    U, S, Vh = LA.svd(M, full_matrices=False)
+    assert S.dtype is tgrad.float64 and U.dtype is C128
+    np.testing.assert_allclose(S.numpy(), np.linalg.svd(M_NP, compute_uv=False), **TOL)
+    np.testing.assert_allclose((U.numpy() * S.numpy()[..., None, :]) @ Vh.numpy(), M_NP,
+                               atol=1e-12)
+    U, S, Vh = LA.svd(M)
+    assert tuple(U.shape) == (2, 4, 4) and tuple(Vh.shape) == (2, 3, 3)
+    np.testing.assert_allclose(LA.svdvals(M).numpy(), np.linalg.svd(M_NP, compute_uv=False),
+                               **TOL)
+    np.testing.assert_allclose(LA.pinv(M).numpy(), np.linalg.pinv(M_NP), **TOL)
+    np.testing.assert_allclose(LA.pinv(H, hermitian=True).numpy(),
+                               np.linalg.pinv(H_NP, hermitian=True), **TOL)
+    low_rank = M_NP[..., :2] @ _cx(2, 3)
+    assert LA.matrix_rank(_t(low_rank)).tolist() == [2, 2]
+    assert LA.matrix_rank(H, hermitian=True).tolist() == [3, 3]
+
+
+def test_eigh_svd_gradients():
+    H, M = _t(H_NP, True), _t(M_NP, True)
+    assert gradcheck(lambda x: LA.eigvalsh(_herm(x)), (H,))
+    assert gradgradcheck(lambda x: LA.eigvalsh(_herm(x)), (H,))
+    # gauge-invariant functions of the vectors (each is fixed up to a phase)
+    assert gradcheck(lambda x: LA.eigh(_herm(x)).eigenvectors.abs(), (H,))
+    assert gradcheck(LA.svdvals, (M,))
+    assert gradgradcheck(LA.svdvals, (M,))
+
+    def svd_invariant(x):
+        U, S, Vh = LA.svd(x, full_matrices=False)
+        return U.abs(), S, Vh.abs(), U @ Vh  # U Vh: the phases cancel
+    assert gradcheck(svd_invariant, (M,))
+    assert gradcheck(LA.pinv, (M,))
+    assert gradcheck(lambda x: LA.pinv(_herm(x), hermitian=True), (H,))
+
+
+def test_phase_dependent_losses_raise():
+    H, M = _t(H_NP, True), _t(M_NP, True)
+    with pytest.raises(RuntimeError, match="linalg_eigh_backward: The eigenvectors in the "
+                                           "complex case are specified up to multiplication"):
+        LA.eigh(H).eigenvectors.real.sum().backward()
+    with pytest.raises(RuntimeError, match="svd_backward: The singular vectors in the complex "
+                                           "case are specified up to multiplication by "
+                                           "e\\^{i phi}. The specified loss function depends "
+                                           "on this phase term, making it ill-defined."):
+        LA.svd(M, full_matrices=False).U.imag.sum().backward()
+
+
+def test_still_missing_complex_support_is_named():
+    z = _t(_cx(3, 3))
+    for call in (lambda: LA.qr(z), lambda: LA.matrix_exp(z), lambda: LA.cond(z),
+                 lambda: LA.lstsq(z, z)):
+        with pytest.raises(NotImplementedError, match="complex inputs \\(complex128\\) are "
+                                                      "not supported by tgrad.linalg yet"):
+            call()

@@ -13,9 +13,10 @@ Householder QR gives ``qr``; parallel Jacobi rotations give ``eigh`` / ``eigvals
 ``vander``, ``householder_product``. ``ldl_factor`` / ``ldl_factor_ex`` / ``ldl_solve``
 (Bunch-Kaufman LDL^T of symmetric matrices, LAPACK's sytrf / sytrs format) run on the
 host, CPU tensors only, without derivatives (as PyTorch's). ``eig`` / ``eigvals`` (general
-square matrices, complex results) run LAPACK's geev on the host, CPU only. Complex inputs:
+square matrices, complex results) run LAPACK's geev on the host, CPU only. Complex inputs (CPU):
 ``eig`` / ``eigvals``, ``solve``, ``solve_triangular``, ``inv``, ``det``, ``slogdet``,
-``matrix_power``; the others raise NotImplementedError for now."""
+``matrix_power``, ``cholesky``, ``eigh`` / ``eigvalsh``, ``svd`` / ``svdvals``, ``pinv``,
+``matrix_rank`` and the norms; the others raise NotImplementedError for now."""
 
 from tgrad.linalg._eig import eig, eigvals
 from tgrad.linalg._jacobi import LinAlgError, eigh, eigvalsh, svd, svdvals

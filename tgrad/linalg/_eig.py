@@ -25,6 +25,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
+from tgrad.linalg._jacobi import check_phase
 from tgrad.linalg._lu import _check_dtype as check_linalg_dtype
 from tgrad.linalg._lu import solve
 from tgrad.linalg._triangular import _check_square
@@ -35,11 +36,6 @@ from tgrad.ops.layout import diag_embed
 from tgrad.tensor import Tensor
 
 __all__ = ["eig", "eigvals"]
-
-_PHASE_ERROR = ("linalg_eig_backward: The eigenvectors in the complex case are specified up "
-                "to multiplication by e^{i phi}. The specified loss function depends on this "
-                "quantity, so it is ill-defined.")
-
 
 class EigResult(NamedTuple):
     eigenvalues: Tensor
@@ -81,9 +77,7 @@ def eig_backward(gL, gV, L: Tensor, V: Tensor) -> Tensor | None:
         return solve(Vh, gL.unsqueeze(-1) * Vh)
     VhgV = Vh @ gV
     diag = VhgV.diagonal(dim1=-2, dim2=-1)
-    if diag.numel() and not bool((diag.imag.abs() <= 1e-2).all()):  # one host read
-        # (PyTorch's check: allclose(Im diag, 0, rtol=1e-2, atol=1e-2))
-        raise RuntimeError(_PHASE_ERROR)
+    check_phase("linalg_eig_backward", diag.imag)
     VhgV = VhgV - Vh @ (V * diag.real.unsqueeze(-2))
     n = L.shape[-1]
     eye_n = eye(n, dtype=dtypes.bool_, device=L.device)
