@@ -347,6 +347,11 @@ def test_cumprod_vdot_logsumexp_values_and_gradients():
         assert gradcheck(fn, (t,))
 
 
+def test_conj_of_0d_tensor_is_a_0d_tensor():
+    c = tgrad.tensor(1 + 2j, dtype=C128).conj()
+    assert c.shape == () and c.unsqueeze(0).numpy().tolist() == [1 - 2j]
+
+
 def test_relu_of_complex_raises_as_pytorch():
     with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
         tgrad.nn.functional.relu(tgrad.tensor([1 + 1j]))
@@ -356,8 +361,7 @@ def test_relu_of_complex_raises_as_pytorch():
 
 def test_linalg_names_the_missing_complex_support():
     z = tgrad.tensor([[1 + 2j, 0.5], [0.25j, 2.0]], dtype=tgrad.complex128)
-    for call in (lambda: tgrad.linalg.vector_norm(z), lambda: tgrad.linalg.inv(z),
-                 lambda: tgrad.linalg.det(z), lambda: tgrad.linalg.cholesky(z)):
+    for call in (lambda: tgrad.linalg.qr(z), lambda: tgrad.linalg.matrix_exp(z)):
         with pytest.raises(NotImplementedError, match="complex inputs \\(complex128\\) are not "
                                                       "supported by tgrad.linalg yet"):
             call()

@@ -12,9 +12,13 @@ Householder QR gives ``qr``; parallel Jacobi rotations give ``eigh`` / ``eigvals
 'nuc' / 2 / -2 matrix norms; also ``matrix_exp``, ``tensorinv``, ``tensorsolve``,
 ``vander``, ``householder_product``. ``ldl_factor`` / ``ldl_factor_ex`` / ``ldl_solve``
 (Bunch-Kaufman LDL^T of symmetric matrices, LAPACK's sytrf / sytrs format) run on the
-host, CPU tensors only, without derivatives (as PyTorch's). Missing: the general
-(non-symmetric, complex-valued) ``eig`` / ``eigvals``."""
+host, CPU tensors only, without derivatives (as PyTorch's). ``eig`` / ``eigvals`` (general
+square matrices, complex results) run LAPACK's geev on the host, CPU only. Complex inputs (CPU):
+``eig`` / ``eigvals``, ``solve``, ``solve_triangular``, ``inv``, ``det``, ``slogdet``,
+``matrix_power``, ``cholesky``, ``eigh`` / ``eigvalsh``, ``svd`` / ``svdvals``, ``pinv``,
+``matrix_rank`` and the norms; the others raise NotImplementedError for now."""
 
+from tgrad.linalg._eig import eig, eigvals
 from tgrad.linalg._jacobi import LinAlgError, eigh, eigvalsh, svd, svdvals
 from tgrad.linalg._ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from tgrad.linalg._lu import det, inv, inv_ex, matrix_power, slogdet, solve, solve_ex
@@ -42,9 +46,9 @@ from tgrad.linalg._spectral import (
 )
 from tgrad.linalg._triangular import cholesky, cholesky_ex, cholesky_solve, solve_triangular
 
-__all__ = ["cholesky", "cholesky_ex", "cholesky_solve", "cond", "cross", "det", "diagonal", "eigh",
-           "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor",
-           "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor",
+__all__ = ["cholesky", "cholesky_ex", "cholesky_solve", "cond", "cross", "det", "diagonal",
+           "eig", "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex",
+           "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor",
            "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
            "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot",

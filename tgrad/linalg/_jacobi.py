@@ -263,9 +263,25 @@ def _svd(A: Tensor, full: bool) -> tuple:
 
 # --------------------------------------------------------------------------------- eigh
 def _symmetric(A: Tensor, upper: bool) -> Tensor:
+    """The Hermitian matrix of one triangle of A (the diagonal's Im part is not read)."""
     if upper:
-        return triu(A) + triu(A, 1).mT
-    return tril(A) + tril(A, -1).mT
+        return triu(A) + triu(A, 1).mH
+    return tril(A) + tril(A, -1).mH
+
+
+def check_phase(op: str, im_diag: Tensor) -> None:
+    """PyTorch's check that a loss does not depend on the phases e^{i phi} of complex
+    eigen/singular vectors: Im of the diagonal of V^H gV (svd: of U^H gU + V^H gV) ~ 0
+    (allclose(.., 0, atol=1e-2)); one host read. PyTorch's error texts."""
+    if im_diag.numel() and not bool((im_diag.abs() <= 1e-2).all()):
+        if op == "svd_backward":
+            raise RuntimeError("svd_backward: The singular vectors in the complex case are "
+                               "specified up to multiplication by e^{i phi}. The specified "
+                               "loss function depends on this phase term, making it "
+                               "ill-defined.")
+        raise RuntimeError(f"{op}: The eigenvectors in the complex case are specified up to "
+                           f"multiplication by e^{{i phi}}. The specified loss function "
+                           f"depends on this quantity, so it is ill-defined.")
 
 
 class LinalgEigh(Function):
@@ -288,10 +304,14 @@ class LinalgEigh(Function):
         if gV is None:
             return (V * gL.unsqueeze(-2)) @ V.mH, None
         VhgV = V.mH @ gV
-        VhgV = 0.5 * (VhgV - VhgV.mH)
         n = L.shape[-1]
+        if VhgV.dtype.is_complex:
+            check_phase("linalg_eigh_backward", VhgV.diagonal(dim1=-2, dim2=-1).imag)
+        VhgV = 0.5 * (VhgV - VhgV.mH)
         E = L.unsqueeze(-2) - L.unsqueeze(-1) + eye(n, dtype=L.dtype, device=L.device)
         inner = VhgV / E
+        if inner.dtype.is_complex:  # its diagonal is i Im diag(V^H gV) ~ 0: replaced by gL
+            inner = ew.where(eye(n, dtype=dtypes.bool_, device=L.device), 0.0, inner)
         if gL is not None:
             inner = inner + diag_embed(gL)
         return V @ inner @ V.mH, None
@@ -303,7 +323,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     op = "linalg.eigh"
     require_tensor(op, A, "A")
     _check_square(op, A)
-    check_linalg_dtype(op, A.dtype)
+    check_linalg_dtype(op, A.dtype, complex_ok=True)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"{op}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     L, V = LinalgEigh.apply(A, UPLO == "U")
@@ -352,14 +372,22 @@ def svd_backward(gU, gS, gVh, U: Tensor, S: Tensor, Vh: Tensor) -> Tensor:
 
     def skew(X):
         return X - X.mH
+    UhgU = skew(U.mH @ gU) if gU is not None else None
+    VhgV = skew(Vh @ gV) if gV is not None else None
+    if U.dtype.is_complex:  # the phases: Im diag(U^H gU) = -Im diag(V^H gV) (PyTorch's check)
+        im = 0.5 * (UhgU.diagonal(dim1=-2, dim2=-1).imag if UhgU is not None else 0.0)
+        im = im + 0.5 * (VhgV.diagonal(dim1=-2, dim2=-1).imag if VhgV is not None else 0.0)
+        check_phase("svd_backward", im)
     if gU is not None and gV is not None:
-        inner = (skew(U.mH @ gU) * col + row * skew(Vh @ gV)) / E
+        inner = (UhgU * col + row * VhgV) / E
     elif gU is not None:
-        inner = skew(U.mH @ gU) / E * col
+        inner = UhgU / E * col
     else:
-        inner = row * (skew(Vh @ gV) / E)
+        inner = row * (VhgV / E)
     if gS is not None:
         inner = inner + diag_embed(gS)
+    if U.dtype.is_complex and gU is not None:  # PyTorch's complex term
+        inner = inner + diag_embed(UhgU.diagonal(dim1=-2, dim2=-1) / (2.0 * S))
     if m > n and gU is not None:
         gUSinv = gU / col
         gA = U @ inner + gUSinv - U @ (U.mH @ gUSinv)
@@ -380,7 +408,7 @@ def _svd_checks(op: str, A: Tensor, driver) -> None:
     require_tensor(op, A, "A")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    check_linalg_dtype(op, A.dtype)
+    check_linalg_dtype(op, A.dtype, complex_ok=True)
     if driver is not None:
         raise RuntimeError(f"{op}: keyword argument `driver=` is only supported on CUDA "
                            f"inputs with cuSOLVER backend.")

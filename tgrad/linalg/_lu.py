@@ -38,6 +38,7 @@ from tgrad.linalg._triangular import (
 )
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
+from tgrad.ops.complex_ops import complex_sgn
 from tgrad.ops.creation import arange, eye, ones, zeros
 from tgrad.ops.gathering import take_along_dim
 from tgrad.ops.reduce import prod
@@ -56,8 +57,10 @@ class _Factors(NamedTuple):
     pivots: Tensor  # (..., min(m, n)) int32: LAPACK's, row k was swapped with pivots[k] - 1
 
 
-def _check_dtype(op: str, dt) -> None:
-    if not dt.is_floating_point:
+def _check_dtype(op: str, dt, complex_ok: bool = False) -> None:
+    """A floating (float32/float64) or, where ``complex_ok``, complex dtype (CPU only, as
+    every complex tensor of tgrad): else PyTorch's error, or tgrad's for complex."""
+    if not (dt.is_floating_point or (complex_ok and dt.is_complex)):
         raise not_floating_error(op, dt)
     if dt.itemsize < 4:
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
@@ -174,7 +177,7 @@ def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
     require_tensor(op, B, "B", 2)
     _check_square(op, A)
     dt = dtypes.result_type(A, B)
-    _check_dtype(op, dt)
+    _check_dtype(op, dt, complex_ok=True)
     if A.device is not B.device:
         raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
                            f"at least two devices, {A.device} and {B.device}!")
@@ -245,7 +248,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvEx:
     op = "linalg.inv_ex" if not check_errors else "linalg.inv"
     require_tensor(op, A, "A")
     _check_square(op, A)
-    _check_dtype(op, A.dtype)
+    _check_dtype(op, A.dtype, complex_ok=True)
     n = A.shape[-1]
     eye_b = eye(n, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], n, n)
     X, info = LinalgSolve.apply(A, eye_b)
@@ -303,7 +306,12 @@ def graph_constant(c: Tensor, *xs: Tensor, zero: bool) -> Tensor:
 def _square_float(op: str, A: Tensor) -> None:
     require_tensor(op, A, "A")
     _check_square(op, A)
-    _check_dtype(op, A.dtype)
+    _check_dtype(op, A.dtype, complex_ok=True)
+
+
+def _unit(x: Tensor) -> Tensor:
+    """sign(x) of a real tensor, sgn(x) = x / |x| (0 at 0) of a complex one."""
+    return complex_sgn(x) if x.dtype.is_complex else ew.sign(x)
 
 
 def _inv_h(A: Tensor) -> Tensor:
@@ -313,28 +321,30 @@ def _inv_h(A: Tensor) -> Tensor:
 
 
 def _cofactors_by_svd(A: Tensor) -> Tensor:
-    """The cofactor matrix adj(A)^T of real square A, singular or not, by the SVD
-    A = U S V^T: adj(A)^T = det(U) det(V) U diag(prod_{j != i} s_j) V^T (the products
-    without division: exclusive cumulative products from both ends)."""
+    """The conjugate cofactor matrix adj(A)^H of square A, singular or not, by the SVD
+    A = U S V^H: adj(A)^H = conj(det(U) det(V^H)) U diag(prod_{j != i} s_j) V^H (the
+    products without division: exclusive cumulative products from both ends)."""
     from tgrad.linalg._jacobi import svd
     from tgrad.ops.scan import cumprod
     U, S, Vh = svd(A)
     ones_col = ones(S.shape[:-1] + (1,), dtype=S.dtype, device=S.device)
     before = cumprod(cat([ones_col, S[..., :-1]], -1), -1)
     after = cumprod(cat([ones_col, S.flip(-1)[..., :-1]], -1), -1).flip(-1)
-    sign = _det_sign(U) * _det_sign(Vh)
+    sign = (_det_sign(U) * _det_sign(Vh)).conj()
     return sign.unsqueeze(-1).unsqueeze(-1) * (U * (before * after).unsqueeze(-2)) @ Vh
 
 
 def _det_sign(Q: Tensor) -> Tensor:
-    """det(Q) of orthogonal Q (+-1), from its LU factorisation (no graph)."""
+    """det(Q) of orthogonal Q (+-1) or unitary Q (modulus 1), from its LU factorisation (no
+    graph)."""
     with no_grad():
         f = _lu(Q.detach())
-        return f.sign * prod(ew.sign(f.LU.diagonal(dim1=-2, dim2=-1)), -1)
+        return f.sign * prod(_unit(f.LU.diagonal(dim1=-2, dim2=-1)), -1)
 
 
 class LinalgDet(Function):
-    """y = det(A);  dA = g det(A) A^{-H} (the cofactor matrix) where A is invertible;
+    """y = det(A);  dA = g conj(det(A)) A^{-H} (the conjugate cofactor matrix, the conj
+    for complex A) where A is invertible;
     where det(A) = 0 or that product is not finite, the cofactors by the SVD (PyTorch's
     singular branch), finite at every finite A; NaN where A holds a NaN or inf (PyTorch's,
     and no SVD of a non-finite matrix)."""
@@ -351,7 +361,7 @@ class LinalgDet(Function):
     @staticmethod
     def backward(ctx, g):
         A, d = ctx.saved_tensors
-        cof = d.unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
+        cof = d.conj().unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
         finite = ew.isfinite(A).all((-2, -1))
         bad = ew.logical_or(ew.eq(d, 0.0), ew.logical_not(ew.isfinite(cof).all((-2, -1))))
         bad = ew.logical_and(bad, finite)
@@ -373,22 +383,30 @@ def det(A: Tensor) -> Tensor:
 
 
 class LinalgSlogdet(Function):
+    """(sign, log|det A|): sign +-1 (real A, not differentiable) or det / |det| (complex A,
+    of modulus 1). PyTorch's slogdet_backward: d log|det| = Re tr(A^{-1} dA) and d sign =
+    i sign Im tr(A^{-1} dA), so gA = (g_logabs - i Im(conj(g_sign) sign)) A^{-H}."""
+
     node_name = "LinalgSlogdetBackward0"
 
     @staticmethod
     def forward(ctx, A):
         f = _lu(A)
         diag = f.LU.diagonal(dim1=-2, dim2=-1)
-        sign = f.sign * prod(ew.sign(diag), -1)
+        sign = f.sign * prod(_unit(diag), -1)
         logabs = diag.abs().log().sum(-1)
-        ctx.mark_non_differentiable(sign)
-        ctx.save_for_backward(A)
+        if not A.dtype.is_complex:
+            ctx.mark_non_differentiable(sign)
+        ctx.save_for_backward(A, sign if A.dtype.is_complex else None)
         return sign, logabs
 
     @staticmethod
-    def backward(ctx, _gsign, glogabs):
-        (A,) = ctx.saved_tensors
-        return glogabs.unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
+    def backward(ctx, gsign, glogabs):
+        A, sign = ctx.saved_tensors
+        g = glogabs
+        if sign is not None:  # complex A
+            g = g - 1j * (gsign.conj() * sign).imag
+        return g.unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
 
 
 class Slogdet(NamedTuple):
@@ -398,16 +416,20 @@ class Slogdet(NamedTuple):
 
 def slogdet(A: Tensor) -> Slogdet:
     """(sign, log|det|) of square matrices (batched): sign 0 and -inf for a singular one.
-    Only ``logabsdet`` is differentiable (gradient g A^{-H})."""
+    For real A only ``logabsdet`` is differentiable (gradient g A^{-H}); for complex A the
+    sign is det / |det| (complex) and differentiable too, and logabsdet is real."""
     _square_float("linalg.slogdet", A)
     sign, logabs = LinalgSlogdet.apply(A)
     return Slogdet(sign, logabs)
 
 
 def logdet(input: Tensor) -> Tensor:  # noqa: A002
-    """log det(A): NaN where det < 0, -inf where det = 0 (PyTorch's ``torch.logdet``)."""
+    """log det(A): NaN where det < 0, -inf where det = 0 (PyTorch's ``torch.logdet``); for
+    complex A the principal log(sign) + log|det| (complex)."""
     _square_float("logdet", input)
     sign, logabs = LinalgSlogdet.apply(input)
+    if input.dtype.is_complex:
+        return sign.log() + logabs
     return ew.where(sign < 0, float("nan"), logabs)
 
 
@@ -425,7 +447,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         eye_m = eye(m, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, m).clone()
         return graph_constant(eye_m, A, zero=True)
     if n < 0:
-        _check_dtype(op, A.dtype)
+        _check_dtype(op, A.dtype, complex_ok=True)
         A, n = inv(A), -n
     result = None
     while True:  # binary powering: result = A^(bits of n seen so far)

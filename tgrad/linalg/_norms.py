@@ -27,9 +27,9 @@ _SVD_ORDS = ("nuc", 2, -2)
 
 
 def _float_check(op: str, x: Tensor, dtype) -> Tensor:
-    """``x`` in ``dtype`` (when given): x must be floating itself (an integer x with a float
-    ``dtype`` raises too, as PyTorch), and ``dtype`` no narrower."""
-    if not x.dtype.is_floating_point:
+    """``x`` in ``dtype`` (when given): x must be floating or complex itself (an integer x
+    with a float ``dtype`` raises too, as PyTorch), and ``dtype`` no narrower."""
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise not_floating_error(op, x.dtype)
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
@@ -52,6 +52,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not "
                         f"{type(ord).__name__}")
     x = _float_check("linalg.vector_norm", x, dtype)
+    if x.dtype.is_complex:  # the norm of |x| (real), gradient g d||.||/d|x| sgn(x)
+        x = ew.abs(x)
     if isinstance(dim, int):
         dim = (dim,)
     if ord == 0:
@@ -84,6 +86,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  #
             S.amax(-1) if ord == 2 else S.amin(-1))
         return out.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), (d0, d1)) if keepdim \
             else out
+    if A.dtype.is_complex:  # the other norms are those of |A| (real)
+        A = ew.abs(A)
     if ord == "fro":
         return _vnorm(A, 2.0, (d0, d1), keepdim)
     if ord not in (1, -1, math.inf, -math.inf) or isinstance(ord, bool):

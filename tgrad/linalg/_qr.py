@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.linalg._lu import _check_dtype as check_linalg_dtype
 from tgrad.linalg._lu import graph_constant
@@ -47,12 +48,17 @@ LAPACK_ON_CPU = True
 
 
 def lapack_path(A: Tensor) -> bool:
-    return LAPACK_ON_CPU and A.device.type == "cpu"
+    """np.linalg on the CPU (always for complex A: complex tensors are CPU-only and the
+    tgrad-op algorithms are real)."""
+    return A.dtype.is_complex or (LAPACK_ON_CPU and A.device.type == "cpu")
 
 
 def from_lapack(arrays, like: Tensor) -> tuple:
-    """np.linalg's results as tgrad tensors of ``like``'s dtype and device."""
-    return tuple(tensor(np.ascontiguousarray(a, dtype=like.dtype.np), device=like.device)
+    """np.linalg's results as tgrad tensors of ``like``'s dtype and device (real results of
+    a complex ``like``, eigenvalues and singular values, in its real dtype)."""
+    def dt(a):
+        return (like.dtype if np.iscomplexobj(a) else dtypes.to_real(like.dtype)).np
+    return tuple(tensor(np.ascontiguousarray(a, dtype=dt(a)), device=like.device)
                  for a in arrays)
 
 

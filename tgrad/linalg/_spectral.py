@@ -40,11 +40,11 @@ __all__ = ["pinv", "matrix_rank", "cond", "lstsq", "matrix_exp", "tensorinv", "t
            "vander"]
 
 
-def _matrix_checks(op: str, A: Tensor) -> None:
+def _matrix_checks(op: str, A: Tensor, complex_ok: bool = False) -> None:
     require_tensor(op, A, "A")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    check_linalg_dtype(op, A.dtype)
+    check_linalg_dtype(op, A.dtype, complex_ok)
 
 
 def _threshold(S: Tensor, atol, rtol, m: int, n: int) -> Tensor:
@@ -114,7 +114,7 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     """The Moore-Penrose pseudo-inverse (n, m) of A (..., m, n), from its SVD (hermitian:
     its eigendecomposition, reading the lower triangle); singular values at or below
     max(atol, rtol * largest) count as zero. Differentiable where the rank is constant."""
-    _matrix_checks("linalg.pinv", A)
+    _matrix_checks("linalg.pinv", A, complex_ok=True)
     return LinalgPinv.apply(A, atol, rtol, bool(hermitian))
 
 
@@ -131,7 +131,7 @@ def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None,
                             f"cannot be given with atol or rtol; pass atol=tol (rtol=0) "
                             f"instead")
         atol, rtol = tol, 0.0
-    _matrix_checks(op, A)
+    _matrix_checks(op, A, complex_ok=True)
     m, n = A.shape[-2], A.shape[-1]
     with no_grad():
         S = eigh(A).eigenvalues.abs() if hermitian else svdvals(A)

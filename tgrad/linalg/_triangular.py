@@ -43,7 +43,7 @@ def _check_square(op: str, A: Tensor, name: str = "A") -> None:
 
 
 def _check_float(op: str, A: Tensor) -> None:
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise not_floating_error(op, A.dtype)
 
 
@@ -65,20 +65,26 @@ def _torch_dtype_name(dt) -> str:
 # --------------------------------------------------------------------------------- cholesky
 class Cholesky(Function):
     """L (lower) with A = L L^H, reading A's lower triangle (Cholesky-Crout, column by
-    column: L[j:, j] = (A[j:, j] - L[j:, :j] L[j, :j]^H) / sqrt(that at j)). A column whose
+    column: L[j:, j] = (A[j:, j] - L[j:, :j] L[j, :j]^H) / sqrt(Re of that at j)). A column whose
     pivot is not > 0 gets NaN (cholesky_ex reports it in ``info``)."""
 
     node_name = "LinalgCholeskyExBackward0"
 
     @staticmethod
-    def forward(ctx, A):
+    def forward(ctx, A, upper):
+        if upper:  # the upper triangle read as A^H's lower one (gA below as PyTorch's)
+            A = A.mH
         n = A.shape[-1]
         L = zeros(A.shape, dtype=A.dtype, device=A.device)
         for j in range(n):
             col = A[..., j:, j]
             if j > 0:
-                col = col - matmul(L[..., j:, :j], L[..., j, :j].unsqueeze(-1)).squeeze(-1)
+                row = L[..., j, :j]
+                row = row.conj() if row.dtype.is_complex else row
+                col = col - matmul(L[..., j:, :j], row.unsqueeze(-1)).squeeze(-1)
             d = col[..., 0]
+            if d.dtype.is_complex:  # Hermitian A: the pivot is real (its Im part dropped)
+                d = d.real
             piv = ew.sqrt(ew.where(d > 0, d, math.nan))  # NaN, not a warning, when not PD
             L[..., j:, j] = col / piv.unsqueeze(-1)
         ctx.save_for_backward(L)
@@ -90,7 +96,7 @@ class Cholesky(Function):
         gA = tril(matmul(L.mH, gL))
         gA = 0.5 * (gA + tril(gA, -1).mH)
         gA = solve_triangular(L.mH, gA, upper=True, left=True)
-        return solve_triangular(L, gA, upper=False, left=False)
+        return solve_triangular(L, gA, upper=False, left=False), None
 
 
 class CholeskyEx(NamedTuple):
@@ -106,8 +112,10 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     require_tensor(op, A, "A")
     _check_square(op, A)
     _check_float(op, A)
-    L = Cholesky.apply(A.mT if upper else A)
+    L = Cholesky.apply(A, bool(upper))
     d = L.detach().diagonal(dim1=-2, dim2=-1)
+    if d.dtype.is_complex:
+        d = d.real
     bad = ew.logical_not(d > 0)
     if A.shape[-1] == 0:
         info = zeros(A.shape[:-2], dtype=dtypes.int32, device=A.device)
@@ -116,7 +124,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
         info = ew.where(bad.any(-1), first, 0).to(dtypes.int32)
     if check_errors:
         _raise_not_pd("linalg.cholesky", info)
-    return CholeskyEx(L.mT if upper else L, info)
+    return CholeskyEx(L.mH if upper else L, info)
 
 
 def _raise_not_pd(op: str, info: Tensor) -> None:
@@ -205,7 +213,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {eq} "
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
     dt = dtypes.result_type(A, B)
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         raise not_floating_error(op, dt)
     A, B = A.to(dt), B.to(dt)
     batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))

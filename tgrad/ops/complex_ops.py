@@ -205,7 +205,7 @@ class Conj(Function):
 
     @staticmethod
     def forward(ctx, x):
-        return wrap(np.conjugate(x._data), x.device)
+        return wrap(np.asarray(np.conjugate(x._data)), x.device)  # (0-d: an array)
 
     @staticmethod
     def backward(ctx, g):

@@ -1,0 +1,124 @@
+# ruff: noqa: N806  (matrix notation: A, L, V)
+"""tgrad.linalg.eig / eigvals (general square matrices, complex results, CPU): values
+against NumPy's LAPACK geev (eigenvalues as a sorted multiset, eigenvectors through the
+residual A V = V diag(L), unit norms, and geev's own normalisation, which PyTorch shares),
+gradients by gradcheck / gradgradcheck in float64 (gauge-invariant functions of the
+eigenvectors, as PyTorch's OpInfo), a hand-computed gradient, and PyTorch's errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad import linalg as LA
+from tgrad.autograd import gradcheck, gradgradcheck
+
+RNG = np.random.default_rng(11)
+C64, C128, F32, F64 = tgrad.complex64, tgrad.complex128, tgrad.float32, tgrad.float64
+
+
+def _cx(*shape):
+    return RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
+
+
+def _sorted(x):
+    return np.sort_complex(np.asarray(x).ravel())
+
+
+@pytest.mark.parametrize("a", [RNG.standard_normal((4, 4)), _cx(4, 4),
+                               RNG.standard_normal((2, 3, 3, 3)), _cx(2, 3, 3),
+                               np.array([[0.0, -1.0], [1.0, 0.0]]), np.diag([3.0, 1.0, 2.0])],
+                         ids=["real", "complex", "real-batch", "complex-batch", "rotation",
+                              "diagonal"])
+def test_eig_forward_vs_numpy(a):
+    L, V = LA.eig(tgrad.tensor(a))
+    assert L.dtype is C128 and V.dtype is C128
+    assert tuple(L.shape) == a.shape[:-1] and tuple(V.shape) == a.shape
+    l_np, v_np = np.linalg.eig(a)
+    L, V = L.numpy(), V.numpy()
+    for idx in np.ndindex(a.shape[:-2]):
+        np.testing.assert_allclose(_sorted(L[idx]), _sorted(l_np[idx]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a @ V, V * L[..., None, :], atol=1e-12)  # A V = V diag(L)
+    np.testing.assert_allclose(np.linalg.norm(V, axis=-2), 1.0, rtol=1e-12)
+    # LAPACK geev's normalisation (the largest component of each vector real), as PyTorch
+    np.testing.assert_allclose(L, l_np, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(V, v_np, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(LA.eigvals(tgrad.tensor(a)).numpy(), l_np, rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_eig_dtypes_and_empty():
+    a = RNG.standard_normal((3, 3))
+    assert LA.eig(tgrad.tensor(a, dtype=F32)).eigenvalues.dtype is C64
+    assert LA.eigvals(tgrad.tensor(a, dtype=F32)).dtype is C64
+    assert LA.eig(tgrad.tensor(a + 0j, dtype=C64)).eigenvectors.dtype is C64
+    np.testing.assert_allclose(LA.eigvals(tgrad.tensor(a, dtype=F32)).numpy(),
+                               np.linalg.eigvals(a), rtol=1e-4)
+    L, V = LA.eig(tgrad.zeros(2, 0, 0))
+    assert tuple(L.shape) == (2, 0) and tuple(V.shape) == (2, 0, 0) and L.dtype is C64
+    assert tuple(LA.eigvals(tgrad.zeros(0, 2, 2, dtype=F64)).shape) == (0, 2)
+
+
+def test_eig_errors():
+    with pytest.raises(RuntimeError, match="linalg.eig: A must be batches of square matrices, "
+                                           "but they are 2 by 3 matrices"):
+        LA.eig(tgrad.ones(2, 3))
+    with pytest.raises(RuntimeError, match="linalg.eigvals: The input tensor A must have at least "
+                                           "2 dimensions."):
+        LA.eigvals(tgrad.ones(3))
+    with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor as "
+                                           "input. Got Long"):
+        LA.eig(tgrad.ones(3, 3, dtype=tgrad.int64))
+    with pytest.raises(RuntimeError, match="torch.linalg.eig: input tensor should not contain "
+                                           "infs or NaNs."):
+        LA.eig(tgrad.tensor([[1.0, float("nan")], [0.0, 1.0]]))
+    with pytest.raises(RuntimeError, match="should not contain infs or NaNs"):
+        LA.eigvals(tgrad.tensor([[1.0, float("inf")], [0.0, 1.0]]))
+
+
+def test_eigvals_gradient_by_hand():
+    # sum(L) = tr(A): dA = I;  for triangular A, L = diag(A) and sum(Re L^2) = tr(A^2)
+    # gives dA = 2 A^T (the real case), both at any A with distinct eigenvalues
+    a = RNG.standard_normal((3, 3))
+    A = tgrad.tensor(a, requires_grad=True)
+    LA.eigvals(A).real.sum().backward()
+    assert A.grad.dtype is F64
+    np.testing.assert_allclose(A.grad.numpy(), np.eye(3), atol=1e-12)
+    z = _cx(3, 3)
+    Z = tgrad.tensor(z, requires_grad=True)
+    (LA.eigvals(Z) ** 2).real.sum().backward()
+    # Re tr(Z^2) = Re sum_ij z_ij z_ji; its gradient (dL/dx + i dL/dy) is 2 conj(Z^T)
+    np.testing.assert_allclose(Z.grad.numpy(), 2 * z.T.conj(), atol=1e-12)
+
+
+@pytest.mark.parametrize("complex_input", [False, True])
+def test_eig_gradcheck(complex_input):
+    a = _cx(2, 3, 3) if complex_input else RNG.standard_normal((2, 3, 3))
+    A = tgrad.tensor(a, requires_grad=True)
+    assert gradcheck(LA.eigvals, (A,))
+    assert gradcheck(lambda x: LA.eig(x).eigenvalues, (A,))
+    # gauge-invariant functions of the eigenvectors (each is fixed up to a phase e^{i phi})
+    assert gradcheck(lambda x: (LA.eig(x).eigenvalues, LA.eig(x).eigenvectors.abs()), (A,))
+
+    def outer(x):  # V[k, i] conj(V[l, i]): the projector on each eigenvector's line
+        V = LA.eig(x).eigenvectors
+        return V.unsqueeze(-2) * V.conj().unsqueeze(-3)
+    assert gradcheck(outer, (A,))
+
+
+@pytest.mark.parametrize("complex_input", [False, True])
+def test_eigvals_gradgradcheck(complex_input):
+    a = _cx(3, 3) if complex_input else RNG.standard_normal((3, 3))
+    A = tgrad.tensor(a, requires_grad=True)
+    assert gradgradcheck(LA.eigvals, (A,))
+
+
+def test_eig_phase_dependent_loss_raises():
+    A = tgrad.tensor(_cx(3, 3), requires_grad=True)
+    V = LA.eig(A).eigenvectors
+    with pytest.raises(RuntimeError, match="linalg_eig_backward: The eigenvectors in the "
+                                           "complex case are specified up to multiplication "
+                                           "by e\\^{i phi}. The specified loss function "
+                                           "depends on this quantity, so it is ill-defined."):
+        V.real.sum().backward()
