@@ -74,7 +74,35 @@ def test_eig_errors():
                                            "infs or NaNs."):
         LA.eig(tgrad.tensor([[1.0, float("nan")], [0.0, 1.0]]))
     with pytest.raises(RuntimeError, match="should not contain infs or NaNs"):
-        LA.eigvals(tgrad.tensor([[1.0, float("inf")], [0.0, 1.0]]))
+        LA.eigvals(tgrad.tensor([[1.0, float("inf")], [0.0, 1.0]], requires_grad=True))
+
+
+def test_eigvals_of_nan_or_inf_without_grad_is_lapacks_result():
+    """PyTorch's eigvals raises for NaN / inf only when A requires grad; else geev's result:
+    a NaN above the diagonal of a triangular A leaves its eigenvalues (the diagonal) alone,
+    a NaN on it gives NaN there; eig itself always raises."""
+    a = np.array([[1.0, np.nan], [0.0, 2.0]])
+    got = LA.eigvals(tgrad.tensor(a, dtype=tgrad.float32))
+    assert got.dtype is tgrad.complex64
+    np.testing.assert_array_equal(np.sort_complex(got.numpy()), [1.0, 2.0])
+    b = np.array([[np.nan, 1.0], [0.0, 2.0]])
+    got = LA.eigvals(tgrad.tensor(b, dtype=tgrad.float64)).numpy()
+    assert np.isnan(got).sum() == 1 and 2.0 in got
+    c = np.array([[1 + 1j, np.nan], [0.0, 2.0]])
+    np.testing.assert_array_equal(np.sort_complex(LA.eigvals(tgrad.tensor(c)).numpy()),
+                                  [1 + 1j, 2.0])
+    batch = np.stack([np.array([[1.0, 2.0], [3.0, 4.0]]), a])
+    got = LA.eigvals(tgrad.tensor(batch, dtype=tgrad.float64)).numpy()
+    np.testing.assert_allclose(np.sort_complex(got[0]), np.linalg.eigvals(batch[0]),
+                               rtol=1e-12)
+    np.testing.assert_array_equal(np.sort_complex(got[1]), [1.0, 2.0])
+    assert np.isnan(LA.eigvals(tgrad.tensor([[1.0, np.inf], [0.0, 2.0]])).numpy()).all()
+    t = tgrad.tensor(a, requires_grad=True)
+    with tgrad.no_grad():
+        np.testing.assert_array_equal(np.sort_complex(LA.eigvals(t).numpy()), [1.0, 2.0])
+    with pytest.raises(RuntimeError, match="torch.linalg.eig: input tensor should not contain "
+                                           "infs or NaNs."):
+        LA.eig(tgrad.tensor(a))
 
 
 def test_eigvals_gradient_by_hand():

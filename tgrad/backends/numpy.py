@@ -773,16 +773,22 @@ def _count(shape: tuple, axes) -> int:
 
 def var(x: np.ndarray, axes, correction: float, keepdim: bool,
         sqrt: bool = False) -> np.ndarray:
-    """sum((x - mean)^2) / max(N - correction, 0): NaN/inf when N <= correction (PyTorch).
+    """sum((x - mean)^2) / max(N - correction, 0): NaN/inf when N <= correction (PyTorch);
+    a complex x gives the real sum(|x - mean|^2) / max(N - correction, 0).
     Computed in float64 for every float dtype (PyTorch's CPU accumulation type) and, with
     ``sqrt``, square-rooted before the one rounding to x's dtype (std: a variance past the
     dtype's range, or below its subnormals, still gives the std that fits)."""
     dt = x.dtype
-    xf = x if dt == np.float64 else x.astype(np.float64)
+    cplx = dt.kind == "c"  # complex: sum |x - mean|^2, real (complex128 -> float64, ...)
+    wide = np.complex128 if cplx else np.float64
+    xf = x if dt == wide else x.astype(wide)
+    if cplx:
+        dt = np.empty(0, dt).real.dtype
     with quiet(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         d = xf - np.mean(xf, axis=axes, keepdims=True)
-        s = np.sum(d * d, axis=axes, keepdims=keepdim)
+        s = np.sum(d.real * d.real + d.imag * d.imag if cplx else d * d, axis=axes,
+                   keepdims=keepdim)
         v = s / np.float64(builtins.max(_count(x.shape, axes) - correction, 0))
         return _down(np.sqrt(v) if sqrt else v, dt)
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.linalg._jacobi import check_phase
 from tgrad.linalg._lu import _check_dtype as check_linalg_dtype
 from tgrad.linalg._lu import solve
@@ -42,6 +43,19 @@ class EigResult(NamedTuple):
     eigenvectors: Tensor
 
 
+def _geev(a: np.ndarray) -> tuple:
+    """LAPACK's geev of a (..., n, n): np.linalg.eig, or for an input with NaN / inf (which
+    np.linalg refuses; only eigvals without a gradient gets here, as PyTorch's) the same
+    LAPACK gufunc that np.linalg.eig calls, without its finiteness check: LAPACK's result."""
+    if np.isfinite(a).all():
+        return np.linalg.eig(a)
+    from numpy.linalg import _umath_linalg
+    sig = "D->DD" if np.iscomplexobj(a) else "d->DD"
+    with np.errstate(all="ignore"):
+        return _umath_linalg.eig(a.astype(np.complex128 if sig[0] == "D" else np.float64),
+                                 signature=sig)
+
+
 class LinalgEig(Function):
     """(L (..., n), V (..., n, n)) complex, from geev on the host (module docstring)."""
 
@@ -53,7 +67,7 @@ class LinalgEig(Function):
         cdt = dtypes.to_complex(A.dtype)
         a = A.detach().numpy()
         if a.size:
-            w, v = np.linalg.eig(a)
+            w, v = _geev(a)
         else:
             w, v = np.zeros(a.shape[:-1]), np.zeros(a.shape)
         L = tensor(np.ascontiguousarray(w, dtype=cdt.np), device=A.device)
@@ -89,7 +103,9 @@ def eig_backward(gL, gV, L: Tensor, V: Tensor) -> Tensor | None:
     return solve(Vh, inner @ Vh)
 
 
-def _eig_checks(op: str, A: Tensor) -> None:
+def _eig_checks(op: str, A: Tensor, finite: bool = True) -> None:
+    """Shape, dtype and device checks; with ``finite``, PyTorch's error for a NaN or inf in
+    A (eig always, eigvals only when A requires grad: else LAPACK's result)."""
     require_tensor(op, A, "A")
     _check_square(op, A)
     check_linalg_dtype(op, A.dtype, complex_ok=True)
@@ -97,7 +113,7 @@ def _eig_checks(op: str, A: Tensor) -> None:
         raise RuntimeError(f"{op}: tgrad computes it on the CPU only (its results are "
                            f"complex, and complex dtypes are CPU-only in tgrad); call it on "
                            f"A.cpu() (got A on {A.device})")
-    if A.numel() and not bool(ew.isfinite(A).all()):  # one host read
+    if finite and A.numel() and not bool(ew.isfinite(A).all()):  # one host read
         raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
 
 
@@ -114,7 +130,8 @@ def eig(A: Tensor) -> EigResult:
 
 def eigvals(A: Tensor) -> Tensor:
     """The eigenvalues (..., n) of square A, batched, complex (see eig); the gradient needs
-    no eigenvector gradient: V^{-H} diag(gL) V^H. A NaN or inf raises eig's error (PyTorch's
-    eigvals raises it only when A requires grad)."""
-    _eig_checks("linalg.eigvals", A)
+    no eigenvector gradient: V^{-H} diag(gL) V^H. A NaN or inf raises eig's error when A
+    requires grad (grad mode on), as PyTorch's; else the eigenvalues are LAPACK's result
+    for it (NaN where geev gives NaN)."""
+    _eig_checks("linalg.eigvals", A, finite=A.requires_grad and is_grad_enabled())
     return LinalgEig.apply(A)[0]

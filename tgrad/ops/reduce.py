@@ -492,7 +492,7 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa:
 
 # ------------------------------------------------------------------------------ var / std
 def _check_var_dtype(op: str, x: Tensor) -> None:
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"{op}(): std and var only support floating point dtypes, got "
                            f"{x.dtype}; convert with .float()")
 
@@ -504,12 +504,18 @@ def _var_grad(g: Tensor, x: Tensor, axes, correction, keepdim: bool,
     times fewer elements), inf when N <= correction."""
     dof = builtins.max(_reduced_numel(x.shape, axes) - correction, 0)
     gs = _expand_back(g * (scale / dof if dof > 0 else math.inf), x.shape, axes, keepdim)
-    return _CENTERED_GRAD(gs, x, mean(x, axes, keepdim=True).expand(x.shape))
+    m = mean(x, axes, keepdim=True)
+    if x.dtype.is_complex:  # (the fused kernel computes in g's real dtype)
+        return gs * (x - m)
+    return _CENTERED_GRAD(gs, x, m.expand(x.shape))
 
 
 class Var(Function):
     """y = sum_{axes} (x - mean)^2 / (N - correction);
-    dx = broadcast(g) * 2 (x - mean(x)) / (N - correction)."""
+    dx = broadcast(g) * 2 (x - mean(x)) / (N - correction).
+    Complex x (CPU): y = sum |x - mean|^2 / (N - correction), real; with y = var(Re x) +
+    var(Im x) the same rule gives dx = dRe + i dIm = broadcast(g) 2 (x - mean(x)) / (N - c)
+    (PyTorch's)."""
 
     name = "var"
     node_name = "VarBackward0"
@@ -753,7 +759,9 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     """Vector p-norm over ``dim`` (all elements when None): p = 'fro' (= 2, the default),
     any float, inf or -inf. As torch.norm, another string p ('nuc'), or 'fro' over more
     than two dims, is linalg.matrix_norm(input, p, dim, keepdim) with dim None meaning
-    every dim (so the input must then be 2-D). p=None is the default 2-norm (PyTorch's)."""
+    every dim (so the input must then be 2-D). p=None is the default 2-norm (PyTorch's).
+    A complex input gives the real norm of |input| (linalg.vector_norm's, as PyTorch's:
+    gradient g d||.||/d|x| sgn(x))."""
     require_tensor("norm", input)
     if p is None:
         p = "fro"
@@ -765,6 +773,11 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
         p = 2
     if not isinstance(p, (int, float)) or isinstance(p, bool):
         raise TypeError(f"norm(): p must be a number or 'fro', got {type(p).__name__}")
+    if input.dtype.is_complex:
+        from tgrad.linalg._norms import vector_norm
+        axes = _reduce_dims("norm", dim, input.ndim)
+        check_norm_identity(input.shape, float(p), dim, axes)
+        return vector_norm(input, float(p), axes, keepdim, dtype=dtype)
     if dtype is not None:
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
     axes = _reduce_dims("norm", dim, input.ndim)
