@@ -178,8 +178,152 @@ def test_phase_dependent_losses_raise():
 
 def test_still_missing_complex_support_is_named():
     z = _t(_cx(3, 3))
-    for call in (lambda: LA.qr(z), lambda: LA.matrix_exp(z), lambda: LA.cond(z),
-                 lambda: LA.lstsq(z, z)):
+    for call in (lambda: LA.lu_factor(z), lambda: LA.ldl_factor(z), lambda: tgrad.geqrf(z)):
         with pytest.raises(NotImplementedError, match="complex inputs \\(complex128\\) are "
                                                       "not supported by tgrad.linalg yet"):
             call()
+
+
+# ------------------------------------------------------------------------------- QR
+@pytest.mark.parametrize("shape, mode", [((4, 3), "reduced"), ((4, 3), "complete"),
+                                         ((3, 3), "reduced"), ((2, 4), "reduced"),
+                                         ((2, 4), "complete"), ((2, 4, 3), "r")])
+def test_qr_values(shape, mode):
+    """Q R = A, Q^H Q = I, R upper triangular with a real diagonal (LAPACK's), and R as
+    NumPy's complex128 QR up to nothing (both are geqrf)."""
+    a = _cx(*shape)
+    Q, R = LA.qr(_t(a), mode=mode)
+    assert R.dtype is C128
+    q, r = np.linalg.qr(a, "complete" if mode == "complete" else "reduced")
+    np.testing.assert_allclose(R.numpy(), r, **TOL)
+    assert np.all(np.tril(R.numpy(), -1) == 0)
+    np.testing.assert_allclose(np.diagonal(R.numpy(), 0, -2, -1).imag, 0, atol=1e-14)
+    if mode == "r":
+        assert Q.shape == (0,)
+        return
+    assert Q.dtype is C128
+    q_np = Q.numpy()
+    np.testing.assert_allclose(q_np @ R.numpy(), a, **TOL)
+    k = q_np.shape[-1]
+    np.testing.assert_allclose(np.conj(np.swapaxes(q_np, -1, -2)) @ q_np, np.eye(k), **TOL)
+
+
+def test_qr_gradients():
+    """PyTorch's complex rule takes Re diag of the copyltu term (R's diagonal is real);
+    gradcheck / gradgradcheck against finite differences in complex128."""
+    for shape in ((4, 3), (3, 3), (2, 4)):
+        A = _t(_cx(*shape), grad=True)
+        assert gradcheck(lambda x: LA.qr(x), (A,))
+        assert gradgradcheck(lambda x: LA.qr(x), (A,))
+    A = _t(_cx(2, 3), grad=True)
+    assert gradcheck(lambda x: LA.qr(x, mode="complete"), (A,))
+    with pytest.raises(RuntimeError, match="depends on Q, which is not computed"):
+        LA.qr(_t(_cx(3, 3), grad=True), mode="r").R.abs().sum().backward()
+
+
+# --------------------------------------------------------------------- lstsq, cond, expm
+@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss"])
+def test_lstsq_values_and_gradients(driver):
+    """PyTorch's CPU takes every driver for complex; residuals and singular values are
+    real. Against NumPy's complex128 lstsq (and A^H (A X - B) = 0)."""
+    a, b = _cx(4, 3), _cx(4, 2)
+    r = LA.lstsq(_t(a), _t(b), driver=driver)
+    x, res, rank, sv = np.linalg.lstsq(a, b, rcond=None)
+    np.testing.assert_allclose(r.solution.numpy(), x, **TOL)
+    np.testing.assert_allclose(np.conj(a.T) @ (a @ r.solution.numpy() - b), 0, atol=1e-12)
+    if driver == "gelsy":
+        assert r.residuals.shape == (0,) and r.residuals.dtype is tgrad.float64
+    else:
+        assert r.residuals.dtype is tgrad.float64
+        np.testing.assert_allclose(r.residuals.numpy(), res, **TOL)
+    if driver in ("gelsd", "gelss"):
+        assert r.singular_values.dtype is tgrad.float64
+        np.testing.assert_allclose(r.singular_values.numpy(), sv, **TOL)
+    if driver != "gels":
+        assert r.rank.item() == rank
+    wide_a, wide_b = _cx(2, 4), _cx(2, 1)  # the minimum-norm solution
+    np.testing.assert_allclose(LA.lstsq(_t(wide_a), _t(wide_b), driver=driver).solution.numpy(),
+                               np.linalg.lstsq(wide_a, wide_b, rcond=None)[0], **TOL)
+    A, B = _t(a, grad=True), _t(b, grad=True)
+    assert gradcheck(lambda p, q: LA.lstsq(p, q, driver=driver).solution, (A, B))
+    W, V = _t(_cx(2, 4), grad=True), _t(_cx(2, 2), grad=True)
+    assert gradcheck(lambda p, q: LA.lstsq(p, q, driver=driver).solution, (W, V))
+    if driver == "gels":
+        assert gradcheck(lambda p, q: LA.lstsq(p, q, driver=driver).residuals, (A, B))
+        assert gradgradcheck(lambda p, q: LA.lstsq(p, q, driver=driver).solution, (A, B))
+
+
+def test_cond_values_and_gradients():
+    a = _cx(2, 3, 3)
+    A = _t(a)
+    s = np.linalg.svd(a, compute_uv=False)
+    np.testing.assert_allclose(LA.cond(A).numpy(), s[..., 0] / s[..., -1], **TOL)
+    np.testing.assert_allclose(LA.cond(A, -2).numpy(), s[..., -1] / s[..., 0], **TOL)
+    for p in ("fro", "nuc", 1, -1, np.inf, -np.inf):
+        got = LA.cond(A, p)
+        assert got.dtype is tgrad.float64
+        want = [np.linalg.norm(m, p) * np.linalg.norm(np.linalg.inv(m), p) for m in a]
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-11)
+    assert LA.cond(tgrad.zeros(2, 2, dtype=tgrad.complex64), 1).item() == np.inf
+    assert LA.cond(tgrad.zeros(0, 0, dtype=tgrad.complex64)).dtype is tgrad.float32
+    G = _t(a[0], grad=True)
+    for p in (None, "fro", "nuc", 1):
+        assert gradcheck(lambda x, p=p: LA.cond(x, p), (G,))
+    assert gradgradcheck(lambda x: LA.cond(x, "fro"), (G,))
+
+
+def _expm_reference(a):
+    """exp(a) by scaling and squaring of a Taylor series in complex128 (30 terms)."""
+    s = max(0, int(np.ceil(np.log2(max(np.abs(a).sum(0).max(), 1e-300) / 0.25))))
+    m = a / 2 ** s
+    out, term = np.eye(len(a), dtype=complex), np.eye(len(a), dtype=complex)
+    for k in range(1, 30):
+        term = term @ m / k
+        out = out + term
+    for _ in range(s):
+        out = out @ out
+    return out
+
+
+def test_matrix_exp_values_and_gradients():
+    a = _cx(2, 3, 3)
+    a[1] *= 4  # some squarings
+    got = LA.matrix_exp(_t(a))
+    assert got.dtype is C128
+    np.testing.assert_allclose(got.numpy(), [_expm_reference(m) for m in a], rtol=1e-12,
+                               atol=1e-12 * np.abs(got.numpy()).max())
+    # a diagonalisable identity: exp(V D V^-1) = V exp(D) V^-1
+    L, V = np.linalg.eig(a[0])
+    np.testing.assert_allclose(got.numpy()[0], V @ np.diag(np.exp(L)) @ np.linalg.inv(V),
+                               rtol=1e-11, atol=1e-12)
+    # d/dt tr exp(t A)|_{t=1} = tr(A exp(A)) (holomorphic: the gradient of Re tr exp(A) is
+    # conj(exp(A))^T = exp(A)^H)
+    A = _t(a[0], grad=True)
+    LA.matrix_exp(A).diagonal().sum().real.backward()
+    np.testing.assert_allclose(A.grad.numpy(), np.conj(_expm_reference(a[0])).T, **TOL)
+    A = _t(_cx(3, 3) * 0.5, grad=True)
+    assert gradcheck(LA.matrix_exp, (A,))
+    assert gradgradcheck(LA.matrix_exp, (A,))
+
+
+def test_householder_product_values_and_gradients():
+    """LAPACK's ungqr: H_i = I - tau_i v_i v_i^H; the product of NumPy's geqrf reflectors
+    (np.linalg.qr 'raw') is its Q; ormqr with transpose applies Q^H."""
+    a = _cx(4, 3)
+    h, tau = np.linalg.qr(a, "raw")
+    packed = np.ascontiguousarray(h.T)
+    Q = LA.householder_product(_t(packed), _t(tau))
+    assert Q.dtype is C128
+    np.testing.assert_allclose(Q.numpy(), np.linalg.qr(a)[0], **TOL)
+    # by hand for one reflector: I - tau v v^H
+    v = np.concatenate([[1.0], packed[1:, 0]])
+    want = (np.eye(4) - tau[0] * np.outer(v, np.conj(v)))[:, :3]
+    np.testing.assert_allclose(LA.householder_product(_t(packed), _t(tau[:1])).numpy(), want,
+                               **TOL)
+    c = _cx(3, 2)
+    full = np.eye(3) - tau[0] * np.outer(v[:3], np.conj(v[:3]))
+    got = tgrad.ormqr(_t(packed[:3]), _t(tau[:1]), _t(c), transpose=True)
+    np.testing.assert_allclose(got.numpy(), np.conj(full).T @ c, **TOL)
+    A, T = _t(_cx(4, 3), grad=True), _t(_cx(2) * 0.5, grad=True)
+    assert gradcheck(LA.householder_product, (A, T))
+    assert gradgradcheck(LA.householder_product, (A, T))

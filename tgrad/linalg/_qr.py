@@ -12,7 +12,9 @@ Backward (PyTorch's linalg_qr_backward, A of full rank):
                          copyltu(M) = tril(M) + tril(M, -1)^H
     m < n:  A = [X | Y], R = [U | V] (U m x m):  gY = Q gV and X = Q U takes the square rule
             with gQ + Y gV^H.
-Written with solve_triangular and matmul, so it is differentiable again. 'complete' with
+Complex A (CPU, LAPACK's R with a real diagonal): copyltu takes Re of M's diagonal
+(PyTorch's syminvadj). Written with solve_triangular and matmul, so it is differentiable
+again. 'complete' with
 m > n and 'r' have no derivative (PyTorch's errors, raised by the backward).
 
 On the CPU backend the forwards of qr, eigh and svd call NumPy's LAPACK instead
@@ -37,6 +39,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
 from tgrad.ops.composite import tril, triu
 from tgrad.ops.creation import eye, ones, tensor, zeros
+from tgrad.ops.layout import diag_embed
 from tgrad.ops.logmath import copysign, hypot
 from tgrad.ops.shape import cat, stack
 from tgrad.tensor import Tensor
@@ -127,7 +130,13 @@ def geqrf_packed(A: Tensor) -> tuple:
 
 
 def _copyltu(M: Tensor) -> Tensor:
-    return tril(M) + tril(M, -1).mH
+    """tril(M) + tril(M, -1)^H; complex M: with Re diag(M) on the diagonal (R's diagonal is
+    real, LAPACK's: PyTorch's syminvadj)."""
+    out = tril(M) + tril(M, -1).mH
+    if M.dtype.is_complex:
+        d = M.diagonal(dim1=-2, dim2=-1)
+        out = out - diag_embed(d - d.real)
+    return out
 
 
 def _square_backward(gQ: Tensor, gR: Tensor, Q: Tensor, R: Tensor) -> Tensor:
@@ -182,7 +191,7 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
-    check_linalg_dtype(op, A.dtype)
+    check_linalg_dtype(op, A.dtype, complex_ok=True)
     Q, R = LinalgQR.apply(A, mode)
     return QRResult(Q, R)
 
@@ -215,7 +224,8 @@ def geqrf(input: Tensor) -> tuple:  # noqa: A002
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_i^H, v_i the
     i-th column of A (..., m, n) below the diagonal with a 1 on it (LAPACK's orgqr; k =
-    tau's last dim). A composition of tgrad ops: differentiable in A and tau."""
+    tau's last dim; complex: LAPACK's ungqr, v^H). A composition of tgrad ops:
+    differentiable in A and tau."""
     op = "torch.linalg.householder_product"
     require_tensor(op, A, "input")
     require_tensor(op, tau, "tau", 2)
@@ -235,7 +245,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     if tau.dtype is not A.dtype:
         raise RuntimeError(f"{op}: tau dtype {tau.dtype} does not match input dtype "
                            f"{A.dtype}")
-    check_linalg_dtype(op, A.dtype)
+    check_linalg_dtype(op, A.dtype, complex_ok=True)
     batch = tuple(A.shape[:-2])
     Q = eye(m, n, dtype=A.dtype, device=A.device).expand(*batch, m, n)
     if k == 0:  # no reflectors: the identity's columns, in A's and tau's graph with an
@@ -245,14 +255,14 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     for i in range(k - 1, -1, -1):
         v = cat([one, A[..., i + 1:, i]], -1).unsqueeze(-1)  # (..., m - i, 1)
         sub = Q[..., i:, :]
-        sub = sub - tau[..., i:i + 1].unsqueeze(-1) * v * (v.mT @ sub)
+        sub = sub - tau[..., i:i + 1].unsqueeze(-1) * v * (v.mH @ sub)
         Q = cat([Q[..., :i, :], sub], -2) if i else sub
     return Q
 
 
 def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,  # noqa: A002
           transpose: bool = False) -> Tensor:
-    """``torch.ormqr``: Q C (left) or C Q, with Q^T for ``transpose``, Q the m x m product
+    """``torch.ormqr``: Q C (left) or C Q, with Q^H for ``transpose``, Q the m x m product
     of geqrf's reflectors (input (..., m, n), tau (..., k))."""
     require_tensor("ormqr", other, "other", 3)
     m, n = input.shape[-2], input.shape[-1]
@@ -261,6 +271,6 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,  # noqa:
         input = cat([input, zeros(batch + (m, m - n), dtype=input.dtype,  # noqa: A001
                                   device=input.device)], -1)
     Q = householder_product(input, tau)
-    if transpose:
-        Q = Q.mT
+    if transpose:  # (the conjugate transpose for complex, as PyTorch's)
+        Q = Q.mH
     return Q @ other if left else other @ Q

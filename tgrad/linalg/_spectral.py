@@ -141,12 +141,12 @@ def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None,
 def cond(A: Tensor, p=None) -> Tensor:
     """The condition number in the norm ``p``: None / 2 (S_max / S_min), -2 (S_min /
     S_max), or 'fro', 'nuc', 1, -1, inf, -inf (norm(A) norm(A^{-1}), square A only; inf
-    for a singular A)."""
+    for a singular A). Real (float64 for complex128 A)."""
     op = "linalg.cond"
-    _matrix_checks(op, A)
+    _matrix_checks(op, A, complex_ok=True)
     from tgrad.linalg._norms import matrix_norm
     if A.shape[-1] == 0 or A.shape[-2] == 0:  # empty matrices: 0, as PyTorch
-        return zeros(A.shape[:-2], dtype=A.dtype, device=A.device)
+        return zeros(A.shape[:-2], dtype=dtypes.to_real(A.dtype), device=A.device)
     if p is None or (p in (2, -2) and not isinstance(p, bool)):
         S = svdvals(A)
         big, small = S.amax(-1), S.amin(-1)
@@ -182,7 +182,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     count as zero). Returns (solution, residuals: the squared residual norm per column when
     m > n and every A has full rank with 'gels'/'gelsd'/'gelss', else empty (always with
     'gelsy', the CPU default, as PyTorch); rank: 'gelsy'/'gelsd'/'gelss', else empty;
-    singular_values: 'gelsd'/'gelss', else empty)."""
+    singular_values: 'gelsd'/'gelss', else empty). Complex A and B (CPU): every driver, as
+    PyTorch's; residuals and singular values are real."""
     op = "torch.linalg.lstsq"
     require_tensor(op, A, "A")
     require_tensor(op, B, "B", 2)
@@ -194,7 +195,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if A.device is not B.device:
         raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
                            f"at least two devices, {A.device} and {B.device}!")
-    check_linalg_dtype(op, A.dtype)
+    check_linalg_dtype(op, A.dtype, complex_ok=True)
     cuda = A.device.type == "cuda"
     if driver is None:
         driver = "gels" if cuda else "gelsy"
@@ -213,7 +214,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
     A = A.expand(*batch, m, n)
     B = B.expand(*batch, m, B.shape[-1])
-    empty = zeros((0,), dtype=A.dtype, device=A.device)
+    empty = zeros((0,), dtype=dtypes.to_real(A.dtype), device=A.device)  # (real, as S)
     rank = zeros((0,), dtype=dtypes.int64, device=A.device)
     full_rank = True
     if driver == "gels":
@@ -236,7 +237,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
             S = empty
     residuals = empty
     if m > n and full_rank and driver != "gelsy":  # (PyTorch's gelsy gives none)
-        residuals = (A @ X - B).square().sum(-2)
+        res = A @ X - B
+        residuals = (res.abs() if res.dtype.is_complex else res).square().sum(-2)
     if vector:
         X = X.squeeze(-1)
     return LstsqResult(X, residuals, rank, S)
@@ -254,7 +256,7 @@ def matrix_exp(A: Tensor) -> Tensor:
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: Expected a tensor with 2 or more dimensions of shape "
                            f"(*, n, n), but got {list(A.shape)}")
-    check_linalg_dtype(op, A.dtype)
+    check_linalg_dtype(op, A.dtype, complex_ok=True)
     n = A.shape[-1]
     if n == 0:
         return A.clone()
