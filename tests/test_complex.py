@@ -361,7 +361,7 @@ def test_relu_of_complex_raises_as_pytorch():
 
 def test_linalg_names_the_missing_complex_support():
     z = tgrad.tensor([[1 + 2j, 0.5], [0.25j, 2.0]], dtype=tgrad.complex128)
-    for call in (lambda: tgrad.linalg.lu_factor(z), lambda: tgrad.linalg.ldl_factor(z)):
+    for call in (lambda: tgrad.linalg.ldl_factor(z),):
         with pytest.raises(NotImplementedError, match="complex inputs \\(complex128\\) are not "
                                                       "supported by tgrad.linalg yet"):
             call()

@@ -16,9 +16,9 @@ host, CPU tensors only, without derivatives (as PyTorch's). ``eig`` / ``eigvals`
 square matrices, complex results) run LAPACK's geev on the host, CPU only. Complex inputs (CPU):
 ``eig`` / ``eigvals``, ``solve``, ``solve_triangular``, ``inv``, ``det``, ``slogdet``,
 ``matrix_power``, ``cholesky``, ``eigh`` / ``eigvalsh``, ``svd`` / ``svdvals``, ``pinv``,
-``matrix_rank``, the norms, ``qr``, ``lstsq``, ``cond``, ``matrix_exp`` and
-``householder_product``; the others (``lu_factor`` / ``lu`` / ``lu_solve``, ``ldl_factor``)
-raise NotImplementedError for now."""
+``matrix_rank``, the norms, ``qr``, ``lstsq``, ``cond``, ``matrix_exp``,
+``householder_product`` and ``lu_factor`` / ``lu`` / ``lu_solve``; ``ldl_factor`` raises
+NotImplementedError for now."""
 
 from tgrad.linalg._eig import eig, eigvals
 from tgrad.linalg._jacobi import LinAlgError, eigh, eigvalsh, svd, svdvals

@@ -80,8 +80,11 @@ def _lu(A: Tensor) -> _Factors:
         sign = ones(batch, dtype=A.dtype, device=dev)
         pivots = []
         for k in range(min(m, n)):
-            # pivot: the largest |entry| of column k at or below the diagonal
-            p = LU[..., k:, k].abs().argmax(-1) + k  # (...,)
+            # pivot: the largest |entry| of column k at or below the diagonal (complex:
+            # |Re| + |Im|, LAPACK's izamax, so that the pivots are getrf's)
+            col = LU[..., k:, k]
+            size = col.real.abs() + col.imag.abs() if col.dtype.is_complex else col.abs()
+            p = size.argmax(-1) + k  # (...,)
             pivots.append(p)
             if k < m - 1:  # swap rows k and p (a gather of whole rows, per matrix)
                 r = swap_order(rows, k, p.unsqueeze(-1))  # (..., m)

@@ -6,7 +6,8 @@ batched over leading dims, from tgrad/linalg/_lu.py's getrf.
     lu_factor backward (square A = P L U, PyTorch's linalg_lu_backward):
         gA = P L^{-H} (tril(L^H gL, -1) + triu(gU U^H)) U^{-H}
     with gL = tril(gLU, -1), gU = triu(gLU); written with solve_triangular, so it is
-    differentiable again. Rectangular factors have no backward here (a clear error).
+    differentiable again. Complex A (CPU): the same rule; the pivots are LAPACK's (the
+    largest |Re| + |Im|). Rectangular factors have no backward here (a clear error).
     ``lu`` (unpacking with tril/triu) and ``lu_solve`` (the permutation as a gather, two
     triangular solves reading one triangle of LU each) are compositions, differentiable
     through ``lu_factor``.
@@ -107,7 +108,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -
     if A.ndim < 2:
         raise RuntimeError(f"{op}: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(A.shape)} instead")
-    _check_dtype(op, A.dtype)
+    _check_dtype(op, A.dtype, complex_ok=True)
     if not pivot:
         raise RuntimeError(f"{op}: LU without pivoting is not implemented in tgrad; use "
                            f"pivot=True")
@@ -153,6 +154,6 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
     if not left:  # X A = B  <=>  A^H X^H = B^H
         return lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH
     dt = dtypes.result_type(LU, B)
-    _check_dtype(op, dt)
+    _check_dtype(op, dt, complex_ok=True)
     LU, B = LU.to(dt), B.to(dt)
     return lu_substitute(LU, _perm_from_pivots(pivots, n), B, adjoint)
