@@ -450,3 +450,22 @@ def test_norm_of_complex_is_vector_norm_of_abs():
     for fn in (lambda x: x.norm(dim=1), lambda x: tgrad.norm(x, 3, dim=0)):
         assert gradcheck(fn, (t,))
         assert gradgradcheck(fn, (t,))
+
+
+def test_silu_and_normalize_of_complex():
+    """silu: z sigmoid(z) = z / (1 + exp(-z)) in complex128 (no derivative, PyTorch's
+    error); normalize: z / max(||z||_2, eps) along dim 1, gradient by gradcheck."""
+    from tgrad.nn import functional as F
+    a = np.array([[1 + 1j, 2 - 1j, 0.5j], [0.3 - 2j, -1 + 0.5j, 2 + 0j]])
+    np.testing.assert_allclose(F.silu(tgrad.tensor(a)).numpy(), a / (1 + np.exp(-a)),
+                               rtol=1e-14)
+    with pytest.raises(RuntimeError, match="silu does not support automatic differentiation "
+                                           "for outputs with complex dtype"):
+        F.silu(tgrad.tensor(a, requires_grad=True))
+    with tgrad.no_grad():
+        assert F.silu(tgrad.tensor(a, requires_grad=True)).dtype is C128
+    got = F.normalize(tgrad.tensor(a))
+    want = a / np.sqrt((np.abs(a) ** 2).sum(1, keepdims=True))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-14)
+    t = tgrad.tensor(a, requires_grad=True)
+    assert gradcheck(lambda x: F.normalize(x, dim=0), (t,))

@@ -451,8 +451,10 @@ def _unit_or_scaled(x: Tensor, dim: int, eps: float) -> Tensor:
 @autocast_policy("fp32", cpu=None)
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  # noqa: A002
               out=None) -> Tensor:
-    """input / max(||input||_p, eps) along ``dim``."""
-    _check_float("normalize", input)
+    """input / max(||input||_p, eps) along ``dim`` (complex input: its real norm, as
+    PyTorch's)."""
+    if not (isinstance(input, Tensor) and input.dtype.is_complex):
+        _check_float("normalize", input)
     if out is not None:
         raise RuntimeError("normalize: out= is not supported; assign the result instead")
     return input / clamp(input.norm(p, dim, keepdim=True), min=eps)
