@@ -841,7 +841,14 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
-    """x sigmoid(x)."""
+    """x sigmoid(x). A complex input: forward only, as PyTorch (its silu has no complex
+    derivative: an input that requires grad raises PyTorch's error)."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        if input.requires_grad and is_grad_enabled():
+            raise RuntimeError("silu does not support automatic differentiation for outputs "
+                               "with complex dtype.")
+        out = input * sigmoid(input)
+        return input.copy_(out) if inplace else out
     _check_float("silu", input)
     if inplace:  # out of place on a snapshot, then written back (the op saves its input)
         return apply_inplace(input, "silu_", _ACT["silu"][0].apply)
