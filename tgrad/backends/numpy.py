@@ -158,14 +158,40 @@ def cat(xs: list, axis: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- views (no copies)
+def _restrided(v: np.ndarray, strides: tuple) -> np.ndarray:
+    """``v`` with the byte ``strides`` (which differ from v's only in size-1 dims, so the
+    elements are the same): v itself when they already agree."""
+    if v.strides == strides:
+        return v
+    return np.lib.stride_tricks.as_strided(v, v.shape, strides)
+
+
 def reshape_view(x: np.ndarray, shape: tuple):
-    """A view of ``x`` with ``shape``, or None when the strides do not allow one."""
+    """A view of ``x`` with ``shape``, or None when the strides do not allow one. Size-1
+    dims get PyTorch's strides (computeStride: tgrad.cuda.array.view_strides), which NumPy's
+    reshape sets otherwise; a C-contiguous ``x`` without size-1 dims needs no fixing (both
+    give the contiguous strides), nor does an empty one (docs/design.md: empty tensors)."""
     try:
         v = x.view()
         v.shape = shape
-        return v
     except AttributeError:
         return None
+    if 1 not in shape or not x.size or (x.flags.c_contiguous and 1 not in x.shape):
+        return v
+    from tgrad.cuda.array import view_strides
+    item = x.itemsize
+    st = view_strides(x.shape, tuple(s // item for s in x.strides), tuple(shape))
+    return v if st is None else _restrided(v, tuple(s * item for s in st))
+
+
+def unsqueeze(x: np.ndarray, dim: int) -> np.ndarray:
+    """``x`` with a size-1 dim inserted at ``dim``; its stride is PyTorch's, size[dim] *
+    stride[dim] (1 past the last dim), the other dims keep theirs."""
+    v = x[(slice(None),) * dim + (None,)]
+    if not x.size:
+        return v
+    st = x.shape[dim] * x.strides[dim] if dim < x.ndim else x.itemsize
+    return _restrided(v, x.strides[:dim] + (st,) + x.strides[dim:])
 
 
 def reshape_copy(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -178,11 +204,16 @@ def permute(x: np.ndarray, dims: tuple) -> np.ndarray:
 
 def expand(x: np.ndarray, shape: tuple) -> np.ndarray:
     """A read-only stride-0 view of ``x`` broadcast to ``shape`` (np.broadcast_to's result;
-    built directly when ``x`` is C-contiguous, which is 4x cheaper for small arrays)."""
+    built directly when ``x`` is C-contiguous, which is 4x cheaper for small arrays). As
+    PyTorch's expand, a new leading dim of size 1 takes the next dim's size * stride (0 as
+    the last dim), other new or expanded dims stride 0."""
     lead = len(shape) - x.ndim
     if lead < 0 or not x.flags.c_contiguous:
-        return np.broadcast_to(x, shape)
-    strides = [0] * lead
+        out = np.broadcast_to(x, shape)
+        if lead > 0 and x.size and 1 in shape[:lead]:
+            out = _restrided(out, _expand_lead_strides(shape, out.strides, lead))
+        return out
+    strides = []
     for n_in, st, n in zip(x.shape, x.strides, shape[lead:]):
         if n_in == n:
             strides.append(st)
@@ -190,16 +221,43 @@ def expand(x: np.ndarray, shape: tuple) -> np.ndarray:
             strides.append(0)
         else:
             return np.broadcast_to(x, shape)  # raises NumPy's ValueError
+    strides = [0] * lead + strides
+    if lead and x.size and 1 in shape[:lead]:
+        strides = _expand_lead_strides(shape, strides, lead)
     view = np.ndarray(shape, x.dtype, x, 0, tuple(strides))
     view.flags.writeable = False
     return view
 
 
+def _expand_lead_strides(shape: tuple, strides, lead: int) -> tuple:
+    """``strides`` with PyTorch's for the ``lead`` new dims of an expand: size * stride of
+    the dim after a size-1 one (0 after the last dim), 0 for the expanded ones."""
+    st = list(strides)
+    for i in range(lead - 1, -1, -1):
+        st[i] = 0 if shape[i] != 1 or i + 1 == len(shape) else shape[i + 1] * st[i + 1]
+    return tuple(st)
+
+
 def basic_index(x: np.ndarray, key: tuple) -> np.ndarray:
-    """A view; an Ellipsis is appended so integer-only keys give a 0-d view, not a scalar."""
+    """A view; an Ellipsis is appended so integer-only keys give a 0-d view, not a scalar.
+    A None's new dim gets PyTorch's stride (an unsqueeze there: the size * stride of the
+    next dim of ``x`` the key reaches, 1 past the last; NumPy's is 0)."""
     if Ellipsis not in key:
         key = key + (Ellipsis,)
-    return x[key]
+    out = x[key]
+    if not x.size or not any(k is None for k in key):
+        return out
+    st, r, d = list(out.strides), 0, 0
+    for k in key:
+        if k is None:
+            st[r] = x.shape[d] * x.strides[d] if d < x.ndim else x.itemsize
+            r += 1
+        elif k is Ellipsis:
+            n = x.ndim - sum(1 for k2 in key if k2 is not None and k2 is not Ellipsis)
+            r, d = r + n, d + n
+        else:
+            r, d = r + isinstance(k, slice), d + 1
+    return _restrided(out, tuple(st))
 
 
 def as_strided(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.backends import numpy as _np_backend
 from tgrad.cuda import runtime
-from tgrad.cuda.array import DeviceArray, contiguous_strides
+from tgrad.cuda.array import DeviceArray, contiguous_strides, view_strides
 from tgrad.kernels import elementwise as ew
 from tgrad.kernels import reduction as red
 from tgrad.kernels.launch import is_half, launch_ew
@@ -116,9 +116,9 @@ def cat(xs: list, axis: int) -> DeviceArray:
 def reshape_view(x: DeviceArray, shape: tuple):
     """A view of ``x`` with ``shape``, or None when the strides do not allow one."""
     shape = tuple(shape)
-    if x.is_contiguous():
+    if x.is_contiguous() and 1 not in x.shape:  # (size-1 dims' strides count: PyTorch's)
         return x.view(shape, contiguous_strides(shape))
-    st = _view_strides(x.shape, x.estrides, shape)
+    st = view_strides(x.shape, x.estrides, shape)
     return None if st is None else x.view(shape, st)
 
 
@@ -136,34 +136,6 @@ def line_view(x: DeviceArray, axis: int) -> tuple:
     return reshape_view_or_copy(x, (outer, k, inner)), (outer, k, inner)
 
 
-def _view_strides(old: tuple, old_st: tuple, new: tuple):
-    """Strides for viewing (old, old_st) as ``new`` without a copy (PyTorch's
-    computeStride): each chunk of old dims that is contiguous in memory maps to new dims."""
-    if math.prod(old) == 0:
-        return contiguous_strides(new)
-    new_st = [0] * len(new)
-    view_d = len(new) - 1
-    tensor_numel = 1
-    view_numel = 1
-    base = old_st[-1] if old else 1  # stride of the innermost dim of the current chunk
-    for d in range(len(old) - 1, -1, -1):
-        tensor_numel *= old[d]
-        if d == 0 or (old[d - 1] != 1 and old_st[d - 1] != tensor_numel * base):
-            while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
-                new_st[view_d] = view_numel * base
-                view_numel *= new[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if d > 0:
-                base = old_st[d - 1]
-                tensor_numel = 1
-                view_numel = 1
-    if view_d != -1:
-        return None
-    return tuple(new_st)
-
-
 def reshape_copy(x: DeviceArray, shape: tuple) -> DeviceArray:
     c = clone(x)
     return c.view(tuple(shape), contiguous_strides(tuple(shape)))
@@ -174,7 +146,8 @@ def permute(x: DeviceArray, dims: tuple) -> DeviceArray:
 
 
 def expand(x: DeviceArray, shape: tuple) -> DeviceArray:
-    """Broadcast view (NumPy rules): new leading dims and size-1 dims get stride 0."""
+    """Broadcast view: expanded dims get stride 0 and, as PyTorch's expand, a new leading
+    dim of size 1 the next dim's size * stride (0 as the last dim)."""
     shape = tuple(shape)
     if x.shape == shape:
         return x
@@ -189,11 +162,15 @@ def expand(x: DeviceArray, shape: tuple) -> DeviceArray:
             st.append(0)
         else:
             raise ValueError(f"expand: cannot broadcast shape {x.shape} to {shape}")
+    for i in range(lead - 1, -1, -1):
+        if shape[i] == 1 and i + 1 < len(shape):
+            st[i] = shape[i + 1] * st[i + 1]
     return x.view(shape, tuple(st))
 
 
 def basic_index(x: DeviceArray, key: tuple) -> DeviceArray:
-    """A view for a key of ints, slices, None and at most one Ellipsis."""
+    """A view for a key of ints, slices, None and at most one Ellipsis (a None's dim: an
+    unsqueeze's stride, the next dim's size * stride, 1 past the last, as PyTorch)."""
     key = tuple(key)
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     if Ellipsis in key:
@@ -205,7 +182,7 @@ def basic_index(x: DeviceArray, key: tuple) -> DeviceArray:
     for k in key:
         if k is None:
             shape.append(1)
-            st.append(0)
+            st.append(x.shape[d] * x.estrides[d] if d < x.ndim else 1)
             continue
         n, s = x.shape[d], x.estrides[d]
         if isinstance(k, slice):
@@ -222,6 +199,14 @@ def basic_index(x: DeviceArray, key: tuple) -> DeviceArray:
             off += (i % n) * s
         d += 1
     return x.view(tuple(shape), tuple(st), off)
+
+
+def unsqueeze(x: DeviceArray, dim: int) -> DeviceArray:
+    """``x`` with a size-1 dim at ``dim`` of PyTorch's stride, size[dim] * stride[dim] (1
+    past the last dim); the other dims keep theirs."""
+    st = x.shape[dim] * x.estrides[dim] if dim < x.ndim else 1
+    return x.view(x.shape[:dim] + (1,) + x.shape[dim:],
+                  x.estrides[:dim] + (st,) + x.estrides[dim:])
 
 
 def as_strided(x: DeviceArray, shape: tuple, strides: tuple) -> DeviceArray:

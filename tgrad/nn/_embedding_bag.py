@@ -3,13 +3,15 @@ without materialising the (bags, bag size, dim) tensor of ``embedding`` followed
 reduction.
 
 Shape contract: input (B, N) is B bags of N indices (offsets None), or input (n,) with
-offsets (B,) (bag b = input[offsets[b]:offsets[b + 1]], the last bag runs to the end;
-with include_last_offset, offsets has B + 1 entries and the last is the end); weight
+offsets (B,) (bag b = input[offsets[b]:offsets[b + 1]], the last bag runs to the end; with
+include_last_offset, offsets has B + 1 entries and the last is the end); weight
 (num_embeddings, D); result (B, D). per_sample_weights (input's shape, mode 'sum' only)
-scales each row. Entries equal to padding_idx are left out of their bag (and of mean's
-count); an empty bag gives zeros. ``max_norm`` first renormalises, in place and under
-no_grad, every weight row that input references (as ``embedding``'s max_norm, padding row
-included, as PyTorch's embedding_bag).
+scales each row. scale_grad_by_freq (modes 'sum' and 'mean') divides the gradient each
+entry passes to its weight row by the count of its index in the whole input. Entries equal
+to padding_idx are left out of their bag (and of mean's count); an empty bag gives zeros.
+``max_norm`` first renormalises, in place and under no_grad, every weight row that input
+references (as ``embedding``'s max_norm, padding row included, as PyTorch's
+embedding_bag).
 
 Composition: rows = weight[input] (its backward scatter-adds into weight), the bag id of
 every entry (from the offsets: a scatter-add of ones at each bag start, then a cumsum),
@@ -129,9 +131,14 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
                            f"but got {weight.dtype} instead")
     if mode not in MODES:
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not "
-                                  "supported in tgrad")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if sparse:
+        raise NotImplementedError("embedding_bag: sparse=True (a sparse weight gradient) is "
+                                  "not supported: tgrad has no sparse tensors; use "
+                                  "sparse=False for a dense gradient")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
@@ -160,6 +167,15 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
     rows = weight[idx]  # (n, D); halves are summed and scaled in float32, rounded once
     if half is not None:
         rows = rows.to(dtypes.float32)
+    if scale_grad_by_freq and rows.requires_grad:
+        # dweight[i] / the count of i among all the mini-batch's indices (padding entries
+        # included; the padding row gets no gradient anyway), as PyTorch's documented rule
+        # and its CUDA kernel (PyTorch 2.13's CPU kernel divides an index that sorts after a
+        # repeated one by that one's count: pytorch/pytorch#190063)
+        from tgrad.nn._composite import _ScaleGrad
+        from tgrad.ops.searching import bincount
+        counts = bincount(idx.to(dtypes.int64), minlength=rows_n)[idx]
+        rows = _ScaleGrad.apply(rows, (1.0 / counts.to(rows.dtype)).unsqueeze(-1))
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.reshape(-1, 1).to(rows.dtype)
     keep = None if padding_idx is None else (idx != padding_idx)

@@ -236,16 +236,17 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     |weight| >= 0.5 (exact at weight 1);  d input = 1 - w, d end = w, d w = end - input.
     A tensor weight picks the branch per element; each branch reads ``end - input`` only
     where it is taken (0 elsewhere), so an infinite difference in the other branch does not
-    turn d w into 0 * inf = NaN. Floating tensors only (PyTorch's lerp kernels)."""
+    turn d w into 0 * inf = NaN. Floating and complex tensors (PyTorch's lerp kernels; a
+    complex weight's branch by |weight|, its gradient g conj(end - input))."""
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t.dtype is not input.dtype and (name == "end" or t.ndim):
             raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
                                f"dtype {t.dtype.name}")
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
         raise NotImplementedError(f"lerp: \"{kernel}\" not implemented for "
                                   f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'; lerp takes "
-                                  f"floating point tensors")
+                                  f"floating point or complex tensors")
     (input, end, weight), half = widen_halves(input, end, weight)  # noqa: A001
     diff = end - input
     if isinstance(weight, Tensor):

@@ -437,11 +437,11 @@ def setitem(self: Tensor, key, value) -> None:
 # are re-derived from the storage geometry when next used (see ``restride_stale_view``).
 def _view_classes() -> dict:
     from tgrad.ops.layout import AsStrided
-    from tgrad.ops.shape import Permute, View
+    from tgrad.ops.shape import Permute, Unsqueeze, View
 
     def sub(base, name: str, node: str):
         return type(node[:-9] + "Inplace", (base,), {"name": name, "node_name": node})
-    return {"unsqueeze_": sub(View, "unsqueeze_", "UnsqueezeBackward1"),
+    return {"unsqueeze_": sub(Unsqueeze, "unsqueeze_", "UnsqueezeBackward1"),
             "squeeze_": sub(View, "squeeze_", "SqueezeBackward3"),
             "squeeze_dim": sub(View, "squeeze_", "SqueezeBackward4"),
             "squeeze_dims": sub(View, "squeeze_", "SqueezeBackward5"),
@@ -488,9 +488,8 @@ def _inplace_view(self: Tensor, op: str, key: str, *args) -> Tensor:
 def unsqueeze_(self: Tensor, dim: int) -> Tensor:
     """In-place ``unsqueeze``: self gets a size-1 dim at ``dim``."""
     from tgrad.tensor import _wrap_dim
-    d = _wrap_dim(dim, self.ndim + 1, "unsqueeze_")
     return _inplace_view(self, "unsqueeze_", "unsqueeze_",
-                         self.shape[:d] + (1,) + self.shape[d:])
+                         _wrap_dim(dim, self.ndim + 1, "unsqueeze_"))
 
 
 @tensor_method("squeeze_")

@@ -143,7 +143,19 @@ TAlias = _named(View, "t", "TBackward0")  # t() below 2-D: an alias of the same 
 Squeeze = _named(View, "squeeze", "SqueezeBackward0")  # all size-1 dims
 SqueezeDim = _named(View, "squeeze", "SqueezeBackward1")  # one dim
 SqueezeDims = _named(View, "squeeze", "SqueezeBackward2")  # a tuple of dims
-Unsqueeze = _named(View, "unsqueeze", "UnsqueezeBackward0")
+
+
+class Unsqueeze(View):
+    """y = x with a size-1 dim at ``dim`` (a view; its stride is PyTorch's, size[dim] *
+    stride[dim], 1 past the last dim);  dx = reshape(g, x.shape)."""
+
+    name = "unsqueeze"
+    node_name = "UnsqueezeBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.shape = x.shape
+        return make_view(x, backend_of(x).unsqueeze(x._data, dim))
 
 
 @tensor_method("permute")
@@ -320,9 +332,7 @@ def squeeze(input: Tensor, dim=None) -> Tensor:  # noqa: A002
 
 @tensor_method("unsqueeze")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:  # noqa: A002
-    d = _wrap_dim(dim, input.ndim + 1, "unsqueeze")
-    shape = input.shape[:d] + (1,) + input.shape[d:]
-    return view_apply(Unsqueeze, input, shape)
+    return view_apply(Unsqueeze, input, _wrap_dim(dim, input.ndim + 1, "unsqueeze"))
 
 
 @tensor_method("flatten")
@@ -604,6 +614,6 @@ def _pieces(cls, x: Tensor, dim: int, keys: tuple) -> tuple:
     return out
 
 
-for _c in (View, ReshapeCopy, Permute, Expand, Cat, SplitViews, SplitWithSizesViews,
+for _c in (View, Unsqueeze, ReshapeCopy, Permute, Expand, Cat, SplitViews, SplitWithSizesViews,
            UnbindViews):
     register_op(_c)

@@ -111,11 +111,9 @@ class EmbeddingBag(Module):
                  sparse: bool = False, _weight: Tensor | None = None,
                  include_last_offset: bool = False, padding_idx: int | None = None,
                  device=None, dtype=None) -> None:
-        if scale_grad_by_freq or sparse:
-            raise NotImplementedError("EmbeddingBag: scale_grad_by_freq and sparse are not "
-                                      "supported in tgrad")
         super().__init__()
         self.mode, self.include_last_offset = mode, include_last_offset
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         self.max_norm, self.norm_type = max_norm, norm_type
         _setup_table(self, num_embeddings, embedding_dim, padding_idx, _weight, True, device,
                      dtype, "padding_idx", AssertionError)
@@ -143,6 +141,7 @@ class EmbeddingBag(Module):
         from tgrad.nn.functional import embedding_bag
         return embedding_bag(input, self.weight, offsets, max_norm=self.max_norm,
                              norm_type=self.norm_type, mode=self.mode,
+                             scale_grad_by_freq=self.scale_grad_by_freq, sparse=self.sparse,
                              per_sample_weights=per_sample_weights,
                              include_last_offset=self.include_last_offset,
                              padding_idx=self.padding_idx)
@@ -153,6 +152,8 @@ class EmbeddingBag(Module):
             s += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
         s += f", mode='{self.mode}'"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"

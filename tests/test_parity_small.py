@@ -1,0 +1,225 @@
+"""Small PyTorch-parity checks: size-1 dims' strides, embedding_bag's scale_grad_by_freq,
+complex conj and the complex ops added (lerp, silu). Expected values are PyTorch 2.13's
+documented rules, written out by hand or computed in NumPy float64/complex128."""
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad import nn
+from tgrad.autograd import gradcheck
+
+
+# ------------------------------------------------------------------ strides of size-1 dims
+# PyTorch's rules: unsqueeze (and indexing with None, which is an unsqueeze at that point of
+# the key) gives the new dim size[d] * stride[d], 1 past the last dim; view/reshape gives
+# computeStride's; expand gives a new leading size-1 dim the next dim's size * stride and
+# expanded dims 0. (Values below are PyTorch 2.13's, each derivable from those rules.)
+def _z():
+    return tgrad.zeros(3, 4)
+
+
+STRIDE_CASES = [
+    ("None", lambda: _z()[None], (12, 4, 1)),
+    ("None mid", lambda: _z()[:, None], (4, 4, 1)),
+    ("None end", lambda: _z()[..., None], (4, 1, 1)),
+    ("None None", lambda: _z()[None, None], (12, 12, 4, 1)),
+    ("None after int", lambda: _z()[1, None], (4, 1)),
+    ("None then step", lambda: _z()[None, :, ::2], (12, 4, 2)),
+    ("mid None then step", lambda: _z()[:, None, ::2], (4, 4, 2)),
+    ("t None", lambda: _z().t()[None], (4, 1, 4)),
+    ("t None mid", lambda: _z().t()[:, None], (1, 12, 4)),
+    ("t None end", lambda: _z().t()[..., None], (1, 4, 1)),
+    ("unsqueeze 0", lambda: _z().unsqueeze(0), (12, 4, 1)),
+    ("unsqueeze end", lambda: _z().unsqueeze(2), (4, 1, 1)),
+    ("t unsqueeze 1", lambda: _z().t().unsqueeze(1), (1, 12, 4)),
+    ("t unsqueeze end", lambda: _z().t().unsqueeze(2), (1, 4, 1)),
+    ("step unsqueeze end", lambda: _z()[:, ::2].unsqueeze(2), (4, 2, 1)),
+    ("t view (4,3,1)", lambda: _z().t().view(4, 3, 1), (1, 4, 4)),
+    ("t reshape (4,1,3)", lambda: _z().t().reshape(4, 1, 3), (1, 12, 4)),
+    ("view (1,12)", lambda: _z().view(1, 12), (12, 1)),
+    ("view of (1,1) slice", lambda: tgrad.zeros(4, 4)[:1, ::2][:, :1].view(1, 1, 1), (2, 2, 2)),
+    ("0-d view", lambda: tgrad.tensor(1.0).view(1, 1), (1, 1)),
+    ("expand new size-1", lambda: _z().expand(1, 3, 4), (12, 4, 1)),
+    ("expand new dims", lambda: tgrad.zeros(3, 1).expand(2, 1, 3, 1), (0, 3, 1, 1)),
+    ("expand expanded", lambda: _z().expand(2, 3, 4), (0, 4, 1)),
+    ("expand size-1 kept", lambda: tgrad.zeros(3, 1).expand(1, 3, 1), (3, 1, 1)),
+    ("expand size-1 dim", lambda: tgrad.zeros(3, 1).expand(3, 5), (1, 0)),
+    ("expand t", lambda: _z().t().expand(1, 4, 3), (4, 1, 4)),
+    ("expand 0-d", lambda: tgrad.tensor(1.0).expand(1, 1), (0, 0)),
+    ("slice keeps", lambda: _z()[:, :1], (4, 1)),
+]
+
+
+@pytest.mark.parametrize("name,make,want", STRIDE_CASES, ids=[c[0] for c in STRIDE_CASES])
+def test_size1_strides_are_pytorchs(name, make, want):
+    t = make()
+    assert t.stride() == want
+    # the view reads the same elements (size-1 dims' strides never move the data)
+    assert t.is_contiguous() == _contiguous(t.shape, want)
+
+
+def _contiguous(shape, strides) -> bool:
+    """PyTorch's is_contiguous: size-1 dims' strides do not count."""
+    want = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != want:
+            return False
+        want *= n
+    return True
+
+
+def test_size1_stride_views_share_and_read_the_same_elements():
+    a = np.arange(12.0).reshape(3, 4)
+    x = tgrad.tensor(a)
+    for v, ref in ((x[None, :, ::2], a[None, :, ::2]), (x.t().unsqueeze(2), a.T[..., None]),
+                   (x.t().reshape(4, 1, 3), a.T.reshape(4, 1, 3)),
+                   (x.t().expand(1, 4, 3), a.T[None])):
+        np.testing.assert_array_equal(v.numpy(), ref)
+        assert v.data_ptr() == x.data_ptr() or v.storage_offset() > 0
+    y = x.t()[None]
+    y[0, 1, 2] = -1.0  # writes through the view
+    assert x[2, 1].item() == -1.0
+
+
+def test_unsqueeze_inplace_stride_and_grad():
+    x = tgrad.zeros(3, 4).t()
+    x.unsqueeze_(2)
+    assert x.shape == (4, 3, 1) and x.stride() == (1, 4, 1)
+    w = tgrad.randn(3, 4, dtype=tgrad.float64, requires_grad=True)
+    assert gradcheck(lambda t: t.t().unsqueeze(2) * 2.0, (w,))
+    assert gradcheck(lambda t: t.t()[None, :, None] * 3.0, (w,))
+
+
+def test_size1_stride_leaf_grad_layout():
+    # the .grad layout contract: a non-overlapping dense leaf's grad gets its strides
+    leaf = tgrad.zeros(3, 4).t()[None].detach().requires_grad_()
+    assert leaf.stride() == (4, 1, 4)
+    (leaf * tgrad.ones(1, 4, 3)).sum().backward()
+    assert leaf.grad.shape == (1, 4, 3)
+    assert [s for n, s in zip(leaf.shape, leaf.grad.stride()) if n != 1] == [1, 4]
+    np.testing.assert_array_equal(leaf.grad.numpy(), np.ones((1, 4, 3)))
+
+
+# ------------------------------------------------------------------ embedding_bag freq scaling
+def _bag_grad(mode, idx, offsets=None, psw=None, padding_idx=None, **kw):
+    w = tgrad.ones(5, 2, dtype=tgrad.float64, requires_grad=True)
+    F.embedding_bag(idx, w, offsets, mode=mode, scale_grad_by_freq=True,
+                    per_sample_weights=psw, padding_idx=padding_idx, **kw).sum().backward()
+    return w.grad.numpy()
+
+
+def test_embedding_bag_scale_grad_by_freq_sum():
+    # bags [0, 2, 2] and [1, 2, 4]: d out.sum() / d w[i] = (occurrences of i) / count(i)
+    g = _bag_grad("sum", tgrad.tensor([0, 2, 2, 1, 2, 4]), tgrad.tensor([0, 3]))
+    np.testing.assert_allclose(g[:, 0], [1.0, 1.0, 1.0, 0.0, 1.0])  # index 4: 1/1
+    np.testing.assert_allclose(g[:, 1], g[:, 0])
+
+
+def test_embedding_bag_scale_grad_by_freq_mean_and_2d():
+    # bags [0, 2, 2] and [1, 2, 4] (means: 1/3 per entry); index 2: (2/3 + 1/3) / 3
+    g = _bag_grad("mean", tgrad.tensor([0, 2, 2, 1, 2, 4]), tgrad.tensor([0, 3]))
+    np.testing.assert_allclose(g[:, 0], [1 / 3, 1 / 3, 1 / 3, 0.0, 1 / 3])
+    # 2-D input [[2, 2], [0, 2]] (PyTorch 2.13 gives the same): index 2: 1.5 / 3
+    g = _bag_grad("mean", tgrad.tensor([[2, 2], [0, 2]]))
+    np.testing.assert_allclose(g[:, 0], [0.5, 0.0, 0.5, 0.0, 0.0])
+
+
+def test_embedding_bag_scale_grad_by_freq_per_sample_weights_and_padding():
+    psw = tgrad.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], dtype=tgrad.float64)
+    g = _bag_grad("sum", tgrad.tensor([0, 2, 2, 1, 2, 4]), tgrad.tensor([0, 3]), psw=psw)
+    np.testing.assert_allclose(g[:, 0], [1.0, 4.0, 10 / 3, 0.0, 6.0])
+    # padding entries count towards nothing that matters: the pad row gets no gradient
+    g = _bag_grad("sum", tgrad.tensor([[1, 1, 3], [3, 1, 0]]), padding_idx=3)
+    np.testing.assert_allclose(g[:, 0], [1.0, 1.0, 0.0, 0.0, 0.0])
+
+
+def test_embedding_bag_scale_grad_by_freq_vs_unscaled_and_module():
+    idx, off = tgrad.tensor([0, 2, 2, 1, 2, 4, 4]), tgrad.tensor([0, 3, 5])
+    w = tgrad.randn(5, 3, dtype=tgrad.float64, requires_grad=True)
+    # scaled gradient = unscaled gradient / count(i), row by row
+    for mode in ("sum", "mean"):
+        w.grad = None
+        F.embedding_bag(idx, w, off, mode=mode).pow(2).sum().backward()
+        plain = w.grad.numpy().copy()
+        w.grad = None
+        F.embedding_bag(idx, w, off, mode=mode, scale_grad_by_freq=True).pow(2).sum().backward()
+        counts = np.bincount(idx.numpy(), minlength=5).clip(min=1)[:, None]
+        np.testing.assert_allclose(w.grad.numpy(), plain / counts, rtol=1e-12)
+    bag = nn.EmbeddingBag(5, 3, mode="sum", scale_grad_by_freq=True)
+    assert "scale_grad_by_freq=True" in repr(bag)
+    bag(tgrad.tensor([[1, 1]])).sum().backward()
+    np.testing.assert_allclose(bag.weight.grad.numpy()[1], [1.0, 1.0, 1.0])
+
+
+def test_embedding_bag_scale_grad_by_freq_max_and_sparse_errors():
+    w = tgrad.ones(5, 2, requires_grad=True)
+    idx = tgrad.tensor([[0, 1]])
+    with pytest.raises(ValueError, match="max mode does not support scaling the gradient"):
+        F.embedding_bag(idx, w, mode="max", scale_grad_by_freq=True)
+    with pytest.raises(ValueError, match="max mode does not support sparse weights"):
+        F.embedding_bag(idx, w, mode="max", sparse=True)
+    with pytest.raises(NotImplementedError, match="no sparse tensors"):
+        F.embedding_bag(idx, w, mode="sum", sparse=True)
+    with pytest.raises(NotImplementedError, match="no sparse tensors"):
+        nn.EmbeddingBag(5, 2, sparse=True)(idx)
+    with pytest.raises(NotImplementedError, match="no sparse tensors"):
+        nn.Embedding(5, 2, sparse=True)(idx)
+
+
+def test_embedding_scale_grad_by_freq():
+    e = nn.Embedding(5, 2, scale_grad_by_freq=True)
+    e(tgrad.tensor([[0, 2, 2], [2, 4, 0]])).sum().backward()
+    np.testing.assert_allclose(e.weight.grad.numpy()[:, 0], [1.0, 0.0, 1.0, 0.0, 1.0])
+
+
+# ------------------------------------------------------------------ complex: conj, lerp, silu
+def _cx(rng, *shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def test_conj_is_a_materialised_copy_with_the_conj_api():
+    a = np.array([1 + 2j, 3 - 1j])
+    z = tgrad.tensor(a)
+    c = z.conj()
+    np.testing.assert_array_equal(c.numpy(), np.conj(a))
+    # documented difference: no lazy conjugate bit (PyTorch: c.is_conj() is True and c
+    # shares z's storage); here c is a copy, so writes to it do not reach z
+    assert not c.is_conj() and not z.is_conj()
+    np.testing.assert_array_equal(c.resolve_conj().numpy(), np.conj(a))
+    np.testing.assert_array_equal(z.conj_physical().numpy(), np.conj(a))
+    c[0] = 0
+    np.testing.assert_array_equal(z.numpy(), a)
+    r = tgrad.tensor([1.0, 2.0])
+    assert r.conj() is r and r.resolve_conj() is r
+
+
+def test_lerp_complex_values_and_gradients():
+    rng = np.random.default_rng(5)
+    a, b, w = _cx(rng, 4), _cx(rng, 4), _cx(rng, 4) * 0.6
+    ta, tb, tw = (tgrad.tensor(v, requires_grad=True) for v in (a, b, w))
+    got = tgrad.lerp(ta, tb, tw)
+    assert got.dtype is tgrad.complex128
+    np.testing.assert_allclose(got.detach().numpy(), a + w * (b - a), rtol=1e-13)
+    np.testing.assert_allclose(tgrad.lerp(ta, tb, 0.7 + 0.2j).detach().numpy(),
+                               a + (0.7 + 0.2j) * (b - a), rtol=1e-13)
+    assert gradcheck(tgrad.lerp, (ta, tb, tw))
+    assert gradcheck(lambda x, y: tgrad.lerp(x, y, 0.3 - 0.1j), (ta, tb))
+    # PyTorch's convention by hand: L = Re sum(c * lerp): dL/dw* gives c* conj(b - a)
+    c = np.arange(4) + 1j
+    (tgrad.lerp(ta, tb, tw) * tgrad.tensor(c)).real.sum().backward()
+    np.testing.assert_allclose(tw.grad.numpy(), np.conj(c * (b - a)), rtol=1e-13)
+    np.testing.assert_allclose(ta.grad.numpy(), np.conj(c * (1 - w)), rtol=1e-13)
+    with pytest.raises(RuntimeError, match="expected dtype complex128 for `weight`"):
+        tgrad.lerp(ta, tb, tgrad.rand(4, dtype=tgrad.float64))
+
+
+def test_silu_complex_forward_only_as_pytorch():
+    rng = np.random.default_rng(6)
+    a = _cx(rng, 5)
+    got = F.silu(tgrad.tensor(a))
+    assert got.dtype is tgrad.complex128
+    np.testing.assert_allclose(got.numpy(), a / (1 + np.exp(-a)), rtol=1e-13)
+    with pytest.raises(RuntimeError, match="silu does not support automatic differentiation"):
+        F.silu(tgrad.tensor(a, requires_grad=True))
