@@ -183,7 +183,9 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     dx = 1 / (x (1 - x)) (see ``Logit``). ``eps`` is rounded to the input's dtype first, as
     PyTorch does (0.1 is 0.0999755859375 in float16). Bool and integer tensors give the
     default float dtype (logit(True) = inf)."""
-    if input.dtype is dtypes.bool_:  # (integers promote in the ops; a bool has no neg)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        # bool and integers in the default float dtype first: a bool has no neg, and uint8
+        # would negate modulo 256 inside log1p(-x) (logit(uint8 1) = -log 256, not inf)
         input = input.to(dtypes.get_default_dtype())  # noqa: A001
     elif input.dtype.is_complex:
         raise NotImplementedError(f"logit: \"logit_cpu\" not implemented for "
