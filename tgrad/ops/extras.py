@@ -351,6 +351,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.ndim} dimension(s).")
+    if not isinstance(value, Tensor):
+        dtypes.check_value_fits("index_fill", value, input.dtype)
     x = input.reshape(1) if input.ndim == 0 else input
     key = _dim_key(x, dim, index, "index_fill", negatives=True)
     unique = tensor(np.unique(key[-1].numpy(force=True)), device=x.device)
