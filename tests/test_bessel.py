@@ -76,6 +76,28 @@ def test_specials_match_numpy():
     np.testing.assert_array_equal(S.i1e(_t(v)).numpy(), [0.0, -0.0, np.nan, 0.0, 0.0])
 
 
+def test_huge_finite_arguments_overflow_to_inf_and_scale_to_the_leading_term():
+    # Past ~1e154 the asymptotic factor (2 pi |x|)^-1/2 must not be formed as the rsqrt of
+    # an overflowing product: e^-|x| I_n(|x|) = (2 pi |x|)^-1/2 (1 + O(1/|x|)) (hand value,
+    # the next term (1 - 4 n^2) / (8 |x|) is below 1e-20 here), and i0/i1 overflow to
+    # +-inf there (they gave 0 and NaN)
+    for x in (1e300, 1e308):
+        lead = 1.0 / math.sqrt(2 * math.pi) / math.sqrt(x)
+        for sign in (1.0, -1.0):
+            t = _t([sign * x])
+            assert S.i0e(t).item() == pytest.approx(lead, rel=1e-15)
+            assert S.i1e(t).item() == pytest.approx(sign * lead, rel=1e-15)
+            assert tgrad.i0(t).item() == math.inf
+            assert S.i1(t).item() == sign * math.inf
+    x32 = tgrad.tensor([1e38, -3e38], dtype=tgrad.float32)
+    np.testing.assert_allclose(S.i0e(x32).numpy(),
+                               1 / np.sqrt(2 * np.pi * np.array([1e38, 3e38])), rtol=1e-6)
+    np.testing.assert_array_equal(S.i1(x32).numpy(), [np.inf, -np.inf])
+    g = _t([1e308], requires_grad=True)
+    tgrad.i0(g).backward()  # i0' = i1
+    assert g.grad.item() == math.inf
+
+
 def test_float32_halves_shapes_and_views():
     x = np.linspace(-40, 40, 1025)
     for fn, n in ((S.i0e, 0), (S.i1e, 1)):

@@ -247,6 +247,16 @@ def test_area_mode_is_adaptive_average():
     np.testing.assert_allclose(y1.numpy(), ref_area(x1, (4,)), rtol=1e-12)
 
 
+def test_area_mode_of_a_5d_input_is_adaptive_average_3d():
+    x = RNG.standard_normal((2, 2, 5, 4, 6))
+    y = F.interpolate(_t(x), size=(3, 7, 2), mode="area")
+    np.testing.assert_allclose(y.numpy(), ref_area(x, (3, 7, 2)), rtol=1e-12, atol=1e-15)
+    y1 = F.interpolate(_t(x), scale_factor=(0.5, 1.8, 1.0), mode="area")  # floor: (2, 7, 6)
+    np.testing.assert_allclose(y1.numpy(), ref_area(x, (2, 7, 6)), rtol=1e-12, atol=1e-15)
+    assert gradcheck(lambda t: F.interpolate(t, size=(2, 3, 4), mode="area"),
+                     (_t(x[:1, :1, :3, :4, :5], requires_grad=True),))
+
+
 def test_empty_batch_and_half_precision():
     y = F.interpolate(tgrad.zeros(0, 2, 5), size=7, mode="linear")
     assert y.shape == (0, 2, 7)

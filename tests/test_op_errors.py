@@ -213,6 +213,20 @@ def test_integer_negative_power():
     assert (tgrad.tensor([2, 3]) ** -1.0).dtype is tgrad.float32
 
 
+@pytest.mark.parametrize("exponent", [-1, -2, -255, -256, np.int64(-3)])
+def test_negative_number_exponent_of_a_uint8_tensor_raises(exponent):
+    # the number must be checked before it is converted to uint8, where -1 wraps to 255
+    # (uint8 [0, 1, 2, 3] ** -1 was computed as x^255 mod 256: [0, 1, 0, 171])
+    u = tgrad.tensor([0, 1, 2, 3], dtype=tgrad.uint8)
+    for call in (lambda: u ** exponent, lambda: tgrad.pow(u, exponent), lambda: u.pow(exponent),
+                 lambda: u.clone().pow_(exponent)):
+        with pytest.raises(RuntimeError, match="^pow: integers to negative integer powers"):
+            call()
+    # non-negative numbers and a float exponent still compute (hand values)
+    assert (u ** 2).tolist() == [0, 1, 4, 9] and (u ** 2).dtype is tgrad.uint8
+    np.testing.assert_allclose((u ** -1.0).numpy(), [np.inf, 1.0, 0.5, 1 / 3], rtol=1e-7)
+
+
 def test_promotion_rules():
     i, f16, f64 = tgrad.tensor([1, 2]), tgrad.tensor([1.0], dtype=tgrad.float16), \
         tgrad.tensor([1.0], dtype=tgrad.float64)

@@ -569,3 +569,34 @@ def test_bilinear_keeps_integer_dtypes_and_needs_one_dtype():
                    t(b, tgrad.float64))
     with pytest.raises(RuntimeError, match="got input1: long int, input2: c10::Half"):
         F.bilinear(t(x1, tgrad.int64), t(x2, tgrad.float16), t(w, tgrad.float32))
+
+
+@pytest.mark.parametrize("op", ["tanh", "sigmoid"])
+def test_tanh_sigmoid_and_gelu_backward_meeting_inf_do_not_warn(op):
+    # d tanh = 1 - y^2 is exactly 0 at x = +inf (and d sigmoid = y (1 - y) at +-inf), so an
+    # inf incoming gradient gives inf * 0 = NaN there: silently, as PyTorch (mish reaches
+    # this through tanh(softplus(x)) at x = inf). Hand values: at x = 0.5 the derivative is
+    # 1 - tanh(0.5)^2, sigmoid(0.5)(1 - sigmoid(0.5)).
+    x = tgrad.tensor([np.inf, 0.5], dtype=tgrad.float64, requires_grad=True)
+    y = getattr(x, op)()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (y * tgrad.tensor([np.inf, 1.0], dtype=tgrad.float64)).sum().backward()
+        x2 = tgrad.tensor([np.inf, -np.inf], dtype=tgrad.float64, requires_grad=True)
+        F.mish(x2).sum().backward()
+        # gelu's d = Phi(x) + x phi(x) is exactly 0 at x = -40 and -1e308: an inf g gives
+        # NaN there, silently (as PyTorch); d(0) = 1/2, d(2) = Phi(2) + 2 phi(2)
+        x3 = tgrad.tensor([-1e308, -40.0, 0.0, 2.0], dtype=tgrad.float64, requires_grad=True)
+        (F.gelu(x3) * np.inf).sum().backward()
+        x4 = tgrad.tensor([-1e308, 0.0, 2.0], dtype=tgrad.float64, requires_grad=True)
+        F.gelu(x4).sum().backward()
+    d2 = 0.5 * (1 + math.erf(2 / math.sqrt(2))) + 2 * math.exp(-2) / math.sqrt(2 * math.pi)
+    assert [math.isnan(v) for v in x3.grad.tolist()] == [True, True, False, False]
+    assert x3.grad[2:].tolist() == [np.inf, np.inf]
+    assert x4.grad[:2].tolist() == [0.0, 0.5]
+    assert x4.grad[2].item() == pytest.approx(d2, rel=1e-14)
+    s = 1 / (1 + math.exp(-0.5))
+    want = 1 - math.tanh(0.5) ** 2 if op == "tanh" else s * (1 - s)
+    assert math.isnan(x.grad[0].item())
+    assert x.grad[1].item() == pytest.approx(want, rel=1e-14)
+    assert all(math.isnan(v) for v in x2.grad.tolist())  # inf - inf inside mish, as PyTorch

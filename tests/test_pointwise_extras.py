@@ -306,6 +306,21 @@ def test_logit_of_bool_and_integer_tensors():
     assert tgrad.logit(tgrad.tensor([1, 0])).tolist() == [math.inf, -math.inf]
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
+def test_logit_of_every_integer_dtype_is_the_float_logit(dtype):
+    # uint8 used to negate in uint8 (log1p(-x) with -1 wrapped to 255): logit(uint8 1) was
+    # log(1) - log(256) = -5.545 instead of inf. Reference: NumPy float64 log(x / (1 - x)).
+    v = np.array([0, 1, 2, 3, 7] + ([-1, -3] if dtype != "uint8" else [255, 253]))
+    y = tgrad.logit(tgrad.tensor(v, dtype=getattr(tgrad, dtype)))
+    with np.errstate(all="ignore"):
+        want = np.log(v.astype(np.float64) / (1 - v.astype(np.float64)))
+    assert y.dtype is tgrad.float32
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)  # inf at 1, -inf at 0, NaN past
+    ye = tgrad.logit(tgrad.tensor(v, dtype=getattr(tgrad, dtype)), eps=0.25)
+    e = np.clip(v.astype(np.float64), 0.25, 0.75)
+    np.testing.assert_allclose(ye.numpy(), np.log(e / (1 - e)), rtol=1e-6)
+
+
 @pytest.mark.parametrize("op", ["fmod", "remainder"])
 def test_fmod_remainder_second_order(op):
     # d/db = -q with q = trunc / floor(a / b): recorded (with zero gradients, PyTorch's

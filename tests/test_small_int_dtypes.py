@@ -137,6 +137,26 @@ def test_creation_from_python_numbers_checks_the_range():
             call()
 
 
+def test_negative_ints_wrap_into_uint8_through_index_arrays_and_masks_too():
+    # x[1] = -1 gave 255 but x[tensor([1])] = -1 (index_put) raised NumPy's OverflowError;
+    # PyTorch's checked conversion takes -255..-1 into uint8 everywhere (two's complement)
+    x = tgrad.zeros(4, dtype=tgrad.uint8)
+    x[tgrad.tensor([1])] = -1
+    x[tgrad.tensor([False, False, True, False])] = -255
+    x[[3]] = -2
+    assert x.tolist() == [0, 255, 1, 254]
+    idx = tgrad.tensor([0, 2])
+    assert tgrad.zeros(3, dtype=tgrad.uint8).index_fill(0, idx, -1).tolist() == [255, 0, 255]
+    assert tgrad.zeros(3, dtype=tgrad.uint8).scatter(0, idx, -3).tolist() == [253, 0, 253]
+    # and out of range values raise naming the op that took them
+    for call, op in ((lambda: x.index_fill(0, idx, -256), "index_fill"),
+                     (lambda: x.scatter(0, idx, 256), "scatter"),
+                     (lambda: x.__setitem__(tgrad.tensor([0]), 300), "__setitem__")):
+        with pytest.raises(RuntimeError, match=f"^{op}: value .* cannot be converted to type "
+                                               f"uint8 without overflow"):
+            call()
+
+
 def test_casts_truncate_and_wrap_as_pytorch_cpu():
     f = tgrad.tensor([1.7, -1.5, 255.9, -3.0, 300.0])
     # truncation toward zero, then two's complement wrapping (hand-computed: 300 - 256 = 44,

@@ -218,7 +218,7 @@ def gelu_bwd(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
         else:
             cdf, pdf = _phi_cdf(xf)
             d = cdf + xf * pdf
-    return _down(gf * d, dt)
+        return _down(gf * d, dt)  # inf g where d is 0 (x = -inf): NaN, silently
 
 
 def _sigmoid(x):

@@ -460,17 +460,20 @@ def where(cond: np.ndarray, a, b) -> np.ndarray:
 
 # Paired backward formulas (grad, saved) -> grad_input; the GPU runs each as one kernel.
 def tanh_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """d tanh(x) = 1 - y^2 with y = tanh(x)."""
+    """d tanh(x) = 1 - y^2 with y = tanh(x); an inf g where y = +-1 gives NaN silently."""
     dt = g.dtype
     g, y = _up(g), _up(y)
-    return _down(g * (1 - y * y), dt)
+    with quiet():
+        return _down(g * (1 - y * y), dt)
 
 
 def sigmoid_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """d sigmoid(x) = y (1 - y) with y = sigmoid(x)."""
+    """d sigmoid(x) = y (1 - y) with y = sigmoid(x); an inf g where y is 0 or 1 gives NaN
+    silently."""
     dt = g.dtype
     g, y = _up(g), _up(y)
-    return _down(g * y * (1 - y), dt)
+    with quiet():
+        return _down(g * y * (1 - y), dt)
 
 
 def _masked_product(g: np.ndarray, factor: np.ndarray) -> np.ndarray:

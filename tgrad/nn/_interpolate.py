@@ -12,7 +12,7 @@ step = (in - 1) / (out - 1), else src = (dst + 0.5) step - 0.5 clamped at 0), 'b
 clamped into the input (border replication), src not clamped at 0, weights of Keys' cubic
 convolution with A = -0.75: W(d) = (A + 2)|d|^3 - (A + 3)|d|^2 + 1 for |d| <= 1,
 A|d|^3 - 5A|d|^2 + 8A|d| - 4A for 1 < |d| < 2, else 0; no copy shortcut when out == in),
-'area' (adaptive average pooling, 3-D and 4-D input).
+'area' (adaptive average pooling, 3-D, 4-D and 5-D input).
 
 ``antialias=True`` ('bilinear' / 'bicubic', 4-D; PyTorch's separable antialias / PIL
 filter, used whenever a dim's size changes, up or down): with s = the step (align_corners:
@@ -43,7 +43,7 @@ from fractions import Fraction
 import numpy as np
 
 from tgrad import dtypes
-from tgrad.nn._conv import adaptive_avg_pool1d, adaptive_avg_pool2d
+from tgrad.nn._conv import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import device_constant
@@ -283,7 +283,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     """Resize (N, C, L), (N, C, H, W) or (N, C, D, H, W) to ``size`` or by ``scale_factor``
     (a number or one per spatial dim) with PyTorch's index and weight formulas. ``mode``:
     'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D), 'bicubic' (4-D),
-    'trilinear' (5-D) or 'area' (3-D/4-D); ``align_corners`` only for the interpolating
+    'trilinear' (5-D) or 'area' (3-D/4-D/5-D); ``align_corners`` only for the interpolating
     modes (default False); ``antialias`` for 'bilinear' / 'bicubic' (PyTorch's separable
     antialias filter, see the module docstring)."""
     _check_tensor("interpolate", input, "input")
@@ -348,10 +348,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         if mode in ("nearest", "nearest-exact"):
             return _resample(input, output_size, scale_factors, mode, None)
         if mode == "area":
-            if input.ndim == 5:
-                raise NotImplementedError("interpolate: mode 'area' of a 5-D input "
-                                          "(adaptive_avg_pool3d) is not supported in tgrad")
-            pool = adaptive_avg_pool1d if input.ndim == 3 else adaptive_avg_pool2d
+            pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[input.ndim - 3]
             return pool(input, output_size)
         if _LINEAR_NDIM.get(mode) == input.ndim:
             return _resample(input, output_size, scale_factors, mode, align_corners)

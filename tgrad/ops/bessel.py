@@ -53,7 +53,9 @@ def _parts(nu: int, x: Tensor) -> tuple:
     a = ew.abs(x)
     big = ew.ge(a, _SWITCH)
     ab = ew.where(big, a, _SWITCH)
-    scaled = _horner(_ASYMPTOTIC[nu], 1.0 / ab) * ew.rsqrt(ab * (2 * math.pi))
+    # (2 pi a)^-1/2 as a^-1/2 (2 pi)^-1/2: the product 2 pi a would overflow past ~2.9e307
+    # (float32: 5.4e37) and its rsqrt give 0 there
+    scaled = _horner(_ASYMPTOTIC[nu], 1.0 / ab) * (ew.rsqrt(ab) * (1.0 / math.sqrt(2 * math.pi)))
     small = ew.where(big, 0.0, a)
     series = _horner(_SERIES[nu], small * small * 0.25)
     if nu == 1:

@@ -638,6 +638,16 @@ def _nonnegative_int_exponent(name: str, be, a, b) -> None:
         raise RuntimeError("pow: integers to negative integer powers are not allowed")
 
 
+def _nonnegative_number_exponent(a: Tensor, b) -> None:
+    """An integer tensor to a negative Python/NumPy integer power raises, checked on the
+    number itself: once converted to the tensor's dtype a uint8 exponent of -1 is 255."""
+    if (isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)) and b < 0
+            and a.dtype.np.kind in "iu"):
+        raise RuntimeError(f"pow: integers to negative integer powers are not allowed "
+                           f"(a {a.dtype} base, exponent {int(b)}); use a float base "
+                           f"(.float()) or a float exponent ({int(b)}.0)")
+
+
 # Checks of the promoted operands (backend arrays) before an op runs.
 _OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "remainder": _nonzero_int_divisor,
                    "fmod": _nonzero_int_divisor, "pow": _nonnegative_int_exponent}
@@ -723,6 +733,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             else:
                 dev, be, xa, xb = b.device, backend_of(b), _number_as(b.dtype.np.type, a), b._data
         else:
+            if is_pow and isinstance(a, Tensor):
+                _nonnegative_number_exponent(a, b)
             dev, be, xa, xb = _prepare(name, is_logical, a, b)
             if check is not None:
                 check(name, be, xa, xb)

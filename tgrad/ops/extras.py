@@ -183,7 +183,9 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     dx = 1 / (x (1 - x)) (see ``Logit``). ``eps`` is rounded to the input's dtype first, as
     PyTorch does (0.1 is 0.0999755859375 in float16). Bool and integer tensors give the
     default float dtype (logit(True) = inf)."""
-    if input.dtype is dtypes.bool_:  # (integers promote in the ops; a bool has no neg)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        # bool and integers in the default float dtype first: a bool has no neg, and uint8
+        # would negate modulo 256 inside log1p(-x) (logit(uint8 1) = -log 256, not inf)
         input = input.to(dtypes.get_default_dtype())  # noqa: A001
     elif input.dtype.is_complex:
         raise NotImplementedError(f"logit: \"logit_cpu\" not implemented for "
@@ -349,6 +351,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.ndim} dimension(s).")
+    if not isinstance(value, Tensor):
+        dtypes.check_value_fits("index_fill", value, input.dtype)
     x = input.reshape(1) if input.ndim == 0 else input
     key = _dim_key(x, dim, index, "index_fill", negatives=True)
     unique = tensor(np.unique(key[-1].numpy(force=True)), device=x.device)

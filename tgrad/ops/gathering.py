@@ -193,6 +193,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # 
         src = value
     if src is None:
         raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
+    if not isinstance(src, Tensor):
+        dtypes.check_value_fits("scatter", src, input.dtype)
     if reduce is not None:
         modes = {"add": "sum", "multiply": "prod"}
         if reduce not in modes:

@@ -426,6 +426,8 @@ def setitem(self: Tensor, key, value) -> None:
         return
     if isinstance(value, Tensor) and value.dtype is not self.dtype:
         value = value.to(self.dtype)
+    elif not isinstance(value, Tensor) and self.dtype is dtypes.uint8 and value < 0:
+        value = dtypes.number_as(value, self.dtype)  # -255..-1 (checked above) wrap: -1 is 255
     apply_inplace(self, "index_put_", lambda x, v: IndexPut.apply(x, nkey, v), value)
 
 

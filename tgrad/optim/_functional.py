@@ -24,6 +24,18 @@ def _fused(name: str, params: list[Tensor]):
     return FUSED.get((name, params[0].device.type))
 
 
+def _real_views(*tensors):
+    """Complex tensors as their view_as_real views (real tensors and None unchanged), so a
+    rule written for reals updates a complex parameter part by part in place, as PyTorch's
+    optimizers do (a complex parameter is a pair of real parameters: Adam's second moment
+    is re^2 and im^2, not the complex square g^2)."""
+    if not any(t is not None and t.dtype.is_complex for t in tensors):
+        return tensors
+    from tgrad.ops.complex_ops import view_as_real
+    return tuple(view_as_real(t) if t is not None and t.dtype.is_complex else t
+                 for t in tensors)
+
+
 def _weight_decay(p: Tensor, g: Tensor, lr: float, weight_decay: float,
                   decoupled: bool) -> Tensor:
     """L2 weight decay (returns g + wd p) or decoupled (p <- p (1 - lr wd), returns g)."""
@@ -81,6 +93,8 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
         for i, p in enumerate(params):
             g = -grads[i] if maximize else grads[i]
             m, v, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
+            vmax = max_exp_avg_sqs[i] if amsgrad else None
+            p, g, m, v, vmax = _real_views(p, g, m, v, vmax)
             step_t.add_(1)
             step = step_t.item()
             g = _weight_decay(p, g, lr, weight_decay, decoupled_weight_decay)
@@ -89,7 +103,6 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
             bc1 = 1 - beta1 ** step
             bc2_sqrt = math.sqrt(1 - beta2 ** step)
             if amsgrad:
-                vmax = max_exp_avg_sqs[i]
                 vmax.copy_(vmax.maximum(v))
                 denom = vmax.sqrt() / bc2_sqrt + eps
             else:
@@ -106,18 +119,17 @@ def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor]
     with no_grad():
         for i, p in enumerate(params):
             g = -grads[i] if maximize else grads[i]
+            p, g, s, a, buf = _real_views(p, g, square_avgs[i], grad_avgs[i],
+                                          momentum_buffers[i])
             if weight_decay != 0:
                 g = g + p * weight_decay
-            s = square_avgs[i]
             s.mul_(alpha).addcmul_(g, g, value=1 - alpha)
             if centered:
-                a = grad_avgs[i]
                 a.lerp_(g, 1 - alpha)
                 denom = s.addcmul(a, a, value=-1).sqrt() + eps
             else:
                 denom = s.sqrt() + eps
             if momentum > 0:
-                buf = momentum_buffers[i]
                 buf.mul_(momentum).addcdiv_(g, denom)
                 p.add_(buf, alpha=-lr)
             else:
@@ -132,13 +144,13 @@ def adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],
     with no_grad():
         for i, p in enumerate(params):
             g = -grads[i] if maximize else grads[i]
+            p, g, s = _real_views(p, g, state_sums[i])
             step_t = state_steps[i]
             step_t.add_(1)
             step = step_t.item()
             if weight_decay != 0:
                 g = g + p * weight_decay
             clr = lr / (1 + (step - 1) * lr_decay)
-            s = state_sums[i]
             s.addcmul_(g, g, value=1)
             p.addcdiv_(g, s.sqrt() + eps, value=-clr)
 
@@ -157,6 +169,7 @@ def adamax(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
         for i, p in enumerate(params):
             g = -grads[i] if maximize else grads[i]
             m, u, step_t = exp_avgs[i], exp_infs[i], state_steps[i]
+            p, g, m, u = _real_views(p, g, m, u)
             step_t.add_(1)
             step = step_t.item()
             if weight_decay != 0:
@@ -186,6 +199,7 @@ def nadam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
         for i, p in enumerate(params):
             g = -grads[i] if maximize else grads[i]
             m, v, mu_product, step_t = exp_avgs[i], exp_avg_sqs[i], mu_products[i], state_steps[i]
+            p, g, m, v = _real_views(p, g, m, v)
             step_t.add_(1)
             step = step_t.item()
             bias_correction2 = 1 - beta2 ** step
@@ -222,6 +236,7 @@ def radam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
         for i, p in enumerate(params):
             g = -grads[i] if maximize else grads[i]
             m, v, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
+            p, g, m, v = _real_views(p, g, m, v)
             step_t.add_(1)
             step = step_t.item()
             g = _weight_decay(p, g, lr, weight_decay, decoupled_weight_decay)
@@ -253,7 +268,7 @@ def adadelta(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor
     with no_grad():
         for i, p in enumerate(params):
             g = -grads[i] if maximize else grads[i]
-            v, u = square_avgs[i], acc_deltas[i]
+            p, g, v, u = _real_views(p, g, square_avgs[i], acc_deltas[i])
             state_steps[i].add_(1)
             if weight_decay != 0:
                 g = g + p * weight_decay
@@ -281,7 +296,7 @@ def rprop(params: list[Tensor], grads: list[Tensor], prevs: list[Tensor],
     with no_grad():
         for i, p in enumerate(params):
             g = -grads[i] if maximize else grads[i]
-            prev, step_size = prevs[i], step_sizes[i]
+            p, g, prev, step_size = _real_views(p, g, prevs[i], step_sizes[i])
             state_steps[i].add_(1)
             sign = (g * prev).sign()
             # The 0-d "1" in g's dtype keeps the factor in g's dtype (where over two Python
@@ -309,6 +324,7 @@ def asgd(params: list[Tensor], grads: list[Tensor], axs: list[Tensor], mus: list
         for i, p in enumerate(params):
             g = -grads[i] if maximize else grads[i]
             ax, mu, eta, step_t = axs[i], mus[i], etas[i], state_steps[i]
+            p, g, ax = _real_views(p, g, ax)
             step_t.add_(1)
             if weight_decay != 0:
                 g = g + p * weight_decay

@@ -14,7 +14,8 @@ class Rprop(Optimizer):
     element moves by its own step size, grown by ``etas[1]`` while the gradient keeps its
     sign and shrunk by ``etas[0]`` when it flips, clamped to ``step_sizes`` = (min, max).
     State per parameter: 'step' (scalar tensor), 'prev', 'step_size' (starts at
-    lr)."""
+    lr; lr + lr i for a complex parameter, whose real and imaginary parts are separate
+    elements, as in every optimizer here)."""
 
     def __init__(self, params: Iterable, lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
                  step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
@@ -32,8 +33,9 @@ class Rprop(Optimizer):
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import full_like, tensor, zeros_like
+        lr = group["lr"]  # a complex parameter: lr for both parts (PyTorch's complex(lr, lr))
         return {"step": tensor(0.0, dtype=_get_scalar_dtype()), "prev": zeros_like(p),
-                "step_size": full_like(p, group["lr"])}
+                "step_size": full_like(p, complex(lr, lr) if p.dtype.is_complex else lr)}
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = self._eval_closure(closure)
