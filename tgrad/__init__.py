@@ -7,7 +7,7 @@ hooks, gradcheck, profiler) follows PyTorch's names and semantics.
 
 import builtins as _builtins
 
-from tgrad import autograd
+from tgrad import _out, autograd
 from tgrad._tensor_str import set_printoptions
 from tgrad.autograd import (
     Function,
@@ -47,6 +47,8 @@ from tgrad.generator import Generator, default_generator, initial_seed, seed
 from tgrad.ops import *  # noqa: F401,F403
 from tgrad.ops import __all__ as _ops_all
 from tgrad.tensor import Tensor
+
+_out.install(globals())  # PyTorch's out= keyword on the torch-level functions
 
 half = float16
 float = float32  # noqa: A001

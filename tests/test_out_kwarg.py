@@ -1,0 +1,187 @@
+"""PyTorch's out= keyword on torch-level functions (tgrad/_out.py): the result is written
+into out (resized, cast), out itself is returned and its version bumps; PyTorch's errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tgrad
+
+A = np.arange(6.0).reshape(2, 3)
+B = np.linspace(-1.0, 2.0, 6).reshape(2, 3)
+
+
+def t(x, **kw):
+    return tgrad.tensor(x, **kw)
+
+
+def test_elementwise_out_is_returned_and_written():
+    out = tgrad.empty(2, 3)
+    v0 = out._version
+    r = tgrad.add(t(A), t(B), alpha=2, out=out)
+    assert r is out
+    np.testing.assert_allclose(out.numpy(), A + 2 * B, rtol=1e-6)
+    assert out._version > v0
+    tgrad.exp(t(B), out=out)
+    np.testing.assert_allclose(out.numpy(), np.exp(B), rtol=1e-6)
+
+
+def test_empty_out_is_resized_without_warning():
+    out = tgrad.empty(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tgrad.mul(t(A), t(B), out=out)
+    assert out.shape == (2, 3) and out.is_contiguous()
+    np.testing.assert_allclose(out.numpy(), A * B, rtol=1e-6)
+
+
+def test_out_with_elements_is_resized_with_pytorchs_warning():
+    out = tgrad.empty(5)
+    with pytest.warns(UserWarning, match=r"An output with one or more elements was resized "
+                      r"since it had shape \[5\], which does not match the required output "
+                      r"shape \[2, 3\]"):
+        tgrad.sub(t(A), t(B), out=out)
+    np.testing.assert_allclose(out.numpy(), A - B, rtol=1e-6)
+    big = tgrad.zeros(10)  # shrinking stays in the same storage
+    with pytest.warns(UserWarning):
+        tgrad.sub(t(A), t(B), out=big)
+    assert big.shape == (2, 3)
+
+
+def test_noncontiguous_out_of_the_right_shape_keeps_its_strides():
+    out = tgrad.zeros(3, 2).t()
+    tgrad.add(t(A), 1.0, out=out)
+    assert out.stride() == (1, 2)
+    np.testing.assert_allclose(out.numpy(), A + 1)
+
+
+def test_dtype_rules():
+    out = tgrad.empty(2, 3, dtype=tgrad.float64)  # float -> double: cast
+    tgrad.add(t(A, dtype=tgrad.float32), t(B, dtype=tgrad.float32), out=out)
+    assert out.dtype is tgrad.float64
+    np.testing.assert_allclose(out.numpy(), A + B, rtol=1e-6)
+    outf = tgrad.empty(2)  # long -> float: cast
+    tgrad.add(t([1, 2]), t([3, 4]), out=outf)
+    np.testing.assert_array_equal(outf.numpy(), [4.0, 6.0])
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        tgrad.add(t(A, dtype=tgrad.float32), 1, out=tgrad.empty(2, 3, dtype=tgrad.int64))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Bool"):
+        tgrad.add(t(A, dtype=tgrad.float32), 1, out=tgrad.empty(2, 3, dtype=tgrad.bool))
+    outb = tgrad.empty(2, 3, dtype=tgrad.float32)  # bool result into float
+    tgrad.gt(t(A), 2.5, out=outb)
+    np.testing.assert_array_equal(outb.numpy(), (A > 2.5).astype(np.float32))
+
+
+def test_autograd_error():
+    a = t(A, requires_grad=True)
+    msg = (r"add\(\): functions with out=... arguments don't support automatic "
+           r"differentiation, but one of the arguments requires grad.")
+    with pytest.raises(RuntimeError, match=msg):
+        tgrad.add(a, a, out=tgrad.empty(2, 3))
+    with pytest.raises(RuntimeError, match=msg):
+        tgrad.add(t(A), t(B), out=tgrad.empty(2, 3, requires_grad=True))
+    with pytest.raises(RuntimeError, match=r"^sum\(\): functions with out="):
+        tgrad.sum(a, 0, out=tgrad.empty(3))
+    with pytest.raises(RuntimeError, match=r"^cat\(\): functions with out="):
+        tgrad.cat([t(A), a], out=tgrad.empty(4, 3))
+    with tgrad.no_grad():
+        out = tgrad.add(a, a, out=tgrad.empty(2, 3))
+    assert not out.requires_grad
+    np.testing.assert_allclose(out.numpy(), 2 * A)
+
+
+def test_reductions():
+    out = tgrad.empty(0)
+    tgrad.sum(t(A), 1, out=out)
+    np.testing.assert_allclose(out.numpy(), A.sum(1))
+    tgrad.mean(t(A), 0, keepdim=True, out=out)
+    np.testing.assert_allclose(out.numpy(), A.mean(0, keepdims=True))
+    tgrad.prod(t(A + 1), 1, out=out)
+    np.testing.assert_allclose(out.numpy(), (A + 1).prod(1))
+    tgrad.cumsum(t(A), 1, out=out)
+    np.testing.assert_allclose(out.numpy(), A.cumsum(1))
+    outi = tgrad.empty(0, dtype=tgrad.int32)  # long result into int: same category
+    tgrad.sum(t([[1, 2], [3, 4]]), 0, out=outi)
+    assert outi.dtype is tgrad.int32
+    np.testing.assert_array_equal(outi.numpy(), [4, 6])
+
+
+def test_multi_output_out_tuple():
+    x = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]], dtype=np.float32)
+    v, i = tgrad.empty(0), tgrad.empty(0, dtype=tgrad.int64)
+    r = tgrad.max(t(x), 1, out=(v, i))
+    assert r[0] is v and r[1] is i and r.values is v and r.indices is i
+    np.testing.assert_array_equal(v.numpy(), x.max(1))
+    np.testing.assert_array_equal(i.numpy(), x.argmax(1))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype long int, but "
+                                           "got float instead"):
+        tgrad.max(t(x), 1, out=(tgrad.empty(0), tgrad.empty(0)))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got "
+                                           "double instead"):
+        tgrad.sort(t(x, dtype=tgrad.float32), 1,
+                   out=(tgrad.empty(0, dtype=tgrad.float64), tgrad.empty(0, dtype=tgrad.int64)))
+
+
+def test_matmul_family_and_cat_stack():
+    x, y = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    out = tgrad.empty(1)
+    with pytest.warns(UserWarning):
+        tgrad.matmul(t(x), t(y), out=out)
+    np.testing.assert_allclose(out.numpy(), x @ y)
+    tgrad.mm(t(x), t(y), out=out)
+    np.testing.assert_allclose(out.numpy(), x @ y)
+    out = tgrad.empty(0)
+    tgrad.cat([t(x), t(x)], 1, out=out)
+    np.testing.assert_array_equal(out.numpy(), np.concatenate([x, x], 1))
+    tgrad.stack([t(x), t(x)], out=out)
+    np.testing.assert_array_equal(out.numpy(), np.stack([x, x]))
+
+
+def test_creation_takes_outs_dtype():
+    out = tgrad.empty(1, dtype=tgrad.int64)
+    tgrad.zeros(2, 3, out=out)
+    assert out.dtype is tgrad.int64 and out.shape == (2, 3)
+    np.testing.assert_array_equal(out.numpy(), np.zeros((2, 3)))
+    outd = tgrad.empty(0, dtype=tgrad.float64)
+    tgrad.arange(5, out=outd)
+    assert outd.dtype is tgrad.float64
+    np.testing.assert_array_equal(outd.numpy(), np.arange(5.0))
+    tgrad.full((2,), 7.0, out=outd)
+    np.testing.assert_array_equal(outd.numpy(), [7.0, 7.0])
+    with pytest.raises(RuntimeError, match=r"dtype Long does not match dtype of out "
+                                           r"parameter \(Float\)"):
+        tgrad.zeros(2, out=tgrad.empty(1), dtype=tgrad.int64)
+
+
+def test_out_aliasing_an_input():
+    x = tgrad.ones(3)
+    tgrad.add(x, x, out=x)  # the same memory: allowed
+    np.testing.assert_array_equal(x.numpy(), [2.0, 2.0, 2.0])
+    y = tgrad.ones(3)
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the "
+                                           "written-to tensor refer to a single memory "
+                                           "location"):
+        tgrad.mul(y[:2], 2, out=y[1:])
+
+
+def test_out_writes_through_a_view_and_bumps_the_shared_version():
+    base = tgrad.zeros(2, 3)
+    row = base[1]
+    v0 = base._version
+    tgrad.add(t(A[0]), 1.0, out=row)
+    np.testing.assert_array_equal(base.numpy(), np.stack([np.zeros(3), A[0] + 1]))
+    assert base._version > v0
+
+
+def test_bad_out_argument():
+    with pytest.raises(TypeError, match=r"add\(\): argument 'out' must be Tensor, not int"):
+        tgrad.add(t(A), 1, out=3)
+
+
+def test_signature_lists_out():
+    import inspect
+    assert inspect.signature(tgrad.sum).parameters["out"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert "out" in inspect.signature(tgrad.zeros).parameters

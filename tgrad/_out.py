@@ -1,0 +1,211 @@
+"""PyTorch's ``out=`` keyword on the torch-level functions (``tgrad.add(a, b, out=c)``).
+
+One wrapper, applied by ``tgrad/__init__.py`` to the functions named in ``OUT_FUNCTIONS``
+(Tensor methods take no ``out=``, as in PyTorch). The function is computed as usual, then
+written into ``out`` with PyTorch's out semantics:
+
+* grad mode on and an input or ``out`` requiring grad: PyTorch's error (out= is not
+  differentiable);
+* the result must be castable to ``out``'s dtype (same or lower category; a multi-output
+  function's outs must have the results' dtypes exactly), and be on ``out``'s device;
+* an ``out`` of another shape is resized (contiguous; PyTorch's UserWarning when it had
+  elements), in its storage when that is big enough, else into new memory;
+* an ``out`` that partly overlaps an input raises PyTorch's error (the same memory is fine);
+* creation functions (zeros, arange, rand, ...) take ``out``'s dtype and device when no
+  dtype/device is given, and raise if a given dtype differs from out's.
+
+The write is an in-place write: ``out``'s version counter bumps, and ``out`` itself (the
+same object; a tuple of them for multi-output functions) is returned.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import warnings
+
+from tgrad import dtypes
+from tgrad.autograd.grad_mode import STATE, no_grad
+from tgrad.tensor import Storage, Tensor
+
+# torch.* functions taking out= (checked against PyTorch's signatures); tgrad's function of
+# the same name gets the keyword.
+OUT_FUNCTIONS = frozenset("""
+abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr all amax amin aminmax
+angle any argmax argmin arccos arccosh arcsin arcsinh arctan arctan2 arctanh asin asinh atan
+atan2 atanh baddbmm bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift
+bitwise_xor bmm bucketize cat ceil clamp clip column_stack complex concat concatenate
+conj_physical copysign cos cosh cross cummax cummin cumprod cumsum deg2rad diag digamma div
+divide dot dstack eq erf erfc erfinv exp exp2 expm1 fix float_power floor floor_divide fmax
+fmin fmod frac frexp gather gcd ge ger greater greater_equal gt heaviside histc hstack hypot
+i0 igamma igammac index_select inner isneginf isposinf kron kthvalue lcm ldexp le lerp less
+less_equal lgamma log log10 log1p log2 logaddexp logaddexp2 logcumsumexp logical_and
+logical_not logical_or logical_xor logit logsumexp lt masked_select matmul max maximum mean
+median min minimum mm mode msort mul multiply mv mvlgamma nan_to_num nanmean nanmedian
+nanquantile nansum narrow_copy ne neg negative nextafter nonzero not_equal outer polar
+polygamma pow prod quantile rad2deg reciprocal remainder renorm round row_stack rsqrt
+searchsorted sgn sigmoid sign signbit sin sinc sinh sort sqrt square stack std sub subtract
+sum take_along_dim tan tanh tensordot topk tril triu true_divide trunc var vdot vstack where
+xlogy
+""".split())
+
+# creation functions: out's dtype and device stand in for missing dtype= / device=.
+CREATION_FUNCTIONS = frozenset("""
+arange empty eye full linspace logspace ones rand randint randn randperm range zeros
+""".split())
+
+# c10's type names, which PyTorch's "Expected out tensor to have dtype ..." uses.
+_C10_NAMES = {dtypes.bool_: "bool", dtypes.uint8: "unsigned char", dtypes.int8: "signed char",
+              dtypes.int16: "short int", dtypes.int32: "int", dtypes.int64: "long int",
+              dtypes.float16: "c10::Half", dtypes.bfloat16: "c10::BFloat16",
+              dtypes.float32: "float", dtypes.float64: "double",
+              dtypes.complex64: "c10::complex<float>", dtypes.complex128: "c10::complex<double>"}
+
+_PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the "
+                    "written-to tensor refer to a single memory location. Please clone() the "
+                    "tensor before performing the operation.")
+
+
+def _tensors_in(values) -> list:
+    """The Tensors among ``values``, looking one level into lists/tuples (cat's sequence)."""
+    found = []
+    for v in values:
+        if isinstance(v, Tensor):
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            found.extend(t for t in v if isinstance(t, Tensor))
+    return found
+
+
+def _check_overlap(name: str, out: Tensor, inputs: list) -> None:
+    """PyTorch's assert_no_partial_overlap: out may be an input (the same memory, read before
+    the write) but not overlap one in part (checked, as PyTorch, for contiguous tensors)."""
+    if not out._data.size or not out.is_contiguous():
+        return
+    lo = out.data_ptr()
+    hi = lo + out._data.size * out.element_size()
+    for t in inputs:
+        if t._storage.root is not out._storage.root or not t._data.size:
+            continue
+        if not t.is_contiguous():
+            continue
+        tlo = t.data_ptr()
+        thi = tlo + t._data.size * t.element_size()
+        same = tlo == lo and thi == hi
+        if not same and tlo < hi and lo < thi:
+            raise RuntimeError(_PARTIAL_OVERLAP)
+
+
+def _resize(out: Tensor, shape: tuple) -> None:
+    """Give ``out`` the contiguous ``shape`` (PyTorch's resize_output): in its own storage
+    when that has room from its offset, else in new memory (its version counter carries
+    on); PyTorch's UserWarning when ``out`` had elements."""
+    if out._data.size:
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape "
+            f"{list(out.shape)}, which does not match the required output shape "
+            f"{list(shape)}. This behavior is deprecated, and in a future PyTorch release "
+            f"outputs will not be resized unless they have zero elements. You can explicitly "
+            f"reuse an out tensor t by resizing it, inplace, to zero elements with "
+            f"t.resize_(0).", UserWarning, stacklevel=4)
+    from tgrad.ops.layout import _storage_span, as_strided
+    n = math.prod(shape)
+    off = out.storage_offset()
+    if out._data.size and off + n <= _storage_span(out)[1]:
+        stride, acc = [], 1
+        for d in reversed(shape):
+            stride.append(acc)
+            acc *= max(d, 1)
+        out._data = as_strided(out.detach(), shape, tuple(reversed(stride)), off)._data
+        return
+    from tgrad.ops.creation import empty
+    fresh = empty(shape, dtype=out.dtype, device=out.device)
+    storage = Storage(fresh._storage.root)
+    storage.version = out._storage.version
+    out._data, out._storage = fresh._data, storage
+
+
+def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool) -> None:
+    """Write result ``res`` into ``out`` (checks, resize, cast, version bump)."""
+    from tgrad.ops.inplace import _write
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if exact_dtype and res.dtype is not out.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {_C10_NAMES[res.dtype]}, but "
+                           f"got {_C10_NAMES[out.dtype]} instead")
+    if res.dtype.category > out.dtype.category:
+        names = dtypes.SCALAR_TYPE_NAMES
+        raise RuntimeError(f"result type {names[res.dtype]} can't be cast to the desired "
+                           f"output type {names[out.dtype]}")
+    if res.device != out.device:
+        raise RuntimeError(f"{name}(): Expected out tensor to have device {res.device}, but "
+                           f"got {out.device} instead")
+    if tuple(out.shape) != tuple(res.shape):
+        _resize(out, tuple(res.shape))
+    if res.dtype is not out.dtype:
+        res = res.to(out.dtype)
+    _write(out, res._data)
+
+
+def with_out(fn, name: str | None = None, creation: bool = False):
+    """``fn`` taking PyTorch's keyword-only ``out=`` (see the module docstring)."""
+    name = name or fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        for o in outs:
+            if not isinstance(o, Tensor):
+                raise TypeError(f"{name}(): argument 'out' must be Tensor, not "
+                                f"{type(o).__name__}")
+        inputs = _tensors_in(list(args) + list(kwargs.values()))
+        if STATE.enabled and any(t.requires_grad for t in inputs + list(outs)):
+            raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                               f"automatic differentiation, but one of the arguments requires "
+                               f"grad.")
+        if creation:
+            given = kwargs.get("dtype")
+            if given is not None and given is not outs[0].dtype:
+                names = dtypes.SCALAR_TYPE_NAMES
+                raise RuntimeError(f"dtype {names[given]} does not match dtype of out "
+                                   f"parameter ({names[outs[0].dtype]})")
+            kwargs["dtype"] = outs[0].dtype
+            if kwargs.get("device") is None:
+                kwargs["device"] = outs[0].device
+        for o in outs:
+            _check_overlap(name, o, inputs)
+        with no_grad():
+            res = fn(*args, **kwargs)
+        results = tuple(res) if isinstance(res, tuple) else (res,)
+        if len(results) != len(outs) or not all(isinstance(r, Tensor) for r in results):
+            raise TypeError(f"{name}(): out= takes {len(results)} Tensor(s) here, got "
+                            f"{len(outs)}" if isinstance(out, (tuple, list)) else
+                            f"{name}(): argument 'out' must be a tuple of {len(results)} "
+                            f"Tensors here, not Tensor")
+        for o, r in zip(outs, results):
+            _store(name, o, r, exact_dtype=len(results) > 1)
+        if not isinstance(res, tuple):
+            return outs[0]
+        return type(res)(*outs) if hasattr(res, "_fields") else outs
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return wrapper
+    params = list(sig.parameters.values())
+    if "out" not in sig.parameters:
+        at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+        params.insert(at, inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
+        wrapper.__signature__ = sig.replace(parameters=params)
+    return wrapper
+
+
+def install(namespace: dict) -> None:
+    """Give ``namespace``'s functions named in OUT_FUNCTIONS / CREATION_FUNCTIONS out=."""
+    for n in OUT_FUNCTIONS | CREATION_FUNCTIONS:
+        fn = namespace.get(n)
+        if callable(fn) and not isinstance(fn, type):
+            namespace[n] = with_out(fn, n, creation=n in CREATION_FUNCTIONS)
