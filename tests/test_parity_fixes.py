@@ -600,3 +600,103 @@ def test_tanh_sigmoid_and_gelu_backward_meeting_inf_do_not_warn(op):
     assert math.isnan(x.grad[0].item())
     assert x.grad[1].item() == pytest.approx(want, rel=1e-14)
     assert all(math.isnan(v) for v in x2.grad.tolist())  # inf - inf inside mish, as PyTorch
+
+
+# --------------------------------------------------- arange: float args, integer dtype
+def test_arange_float_args_integer_dtype():
+    # other integer dtypes: length ceil((end - start) / step) of the given numbers, values
+    # trunc(start) + i * trunc(step) wrapped to the dtype (PyTorch's kernel)
+    def ref(start, end, step, np_dt):
+        n = max(0, math.ceil((end - start) / step))
+        return (int(start) + int(step) * np.arange(n)).astype(np_dt)
+    for args in ((1.8, 0, -1.41), (2.0, -1, -0.4), (0.5, 3, 0.7), (-1.5, 2, 1.2),
+                 (0.5, 3.2, 1.5)):
+        for dt in (tgrad.int32, tgrad.int16, tgrad.uint8, tgrad.int8):
+            got = tgrad.arange(*args, dtype=dt)
+            np.testing.assert_array_equal(got.numpy(), ref(*args, dt.np))
+    np.testing.assert_array_equal(tgrad.arange(1.8, 0, -1.41, dtype=tgrad.int32).numpy(), [1, 0])
+    np.testing.assert_array_equal(tgrad.arange(2.0, -1, -0.4, dtype=tgrad.int32).numpy(),
+                                  [2] * 8)
+    # int64: the numbers are truncated first
+    np.testing.assert_array_equal(tgrad.arange(1.8, 0, -1.41, dtype=tgrad.int64).numpy(), [1])
+    np.testing.assert_array_equal(tgrad.arange(0.5, 3.2, 1.5, dtype=tgrad.int64).numpy(),
+                                  [0, 1, 2])
+
+
+# --------------------------------------------------- several ellipses in an index
+def test_index_with_several_ellipses():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = tgrad.tensor(a)
+    np.testing.assert_array_equal(x[..., ...].numpy(), a)
+    np.testing.assert_array_equal(x[..., ..., ...].numpy(), a)
+    np.testing.assert_array_equal(x[..., 0, ...].numpy(), a[..., 0])
+    np.testing.assert_array_equal(x[0, ..., ...].numpy(), a[0])
+    np.testing.assert_array_equal(x[..., None, ...].numpy(), a[..., None])
+    np.testing.assert_array_equal(x[..., 0, 1, ..., 2].numpy(), a[0, 1, 2])
+    np.testing.assert_array_equal(x[[0, 1], ..., ...].numpy(), a[[0, 1]])
+    with pytest.raises(IndexError, match="more than one ellipsis"):
+        x[..., ..., 0]  # PyTorch indexes past the last dim here and raises
+    y = tgrad.zeros(2, 3)
+    y[..., 1, ...] = 5.0
+    np.testing.assert_array_equal(y.numpy(), [[0, 5, 0], [0, 5, 0]])
+
+
+# --------------------------------------------------- Tensor.view(dtype)
+def test_view_dtype_same_itemsize_reinterprets_bytes():
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    x = tgrad.tensor(a)
+    np.testing.assert_array_equal(x.view(tgrad.int32).numpy(), a.view(np.int32))
+    xt = x.t()  # any layout: same shape and strides
+    v = xt.view(tgrad.int32)
+    assert v.stride() == xt.stride()
+    np.testing.assert_array_equal(v.numpy(), a.view(np.int32).T)
+    assert tgrad.tensor(1.0).view(tgrad.int32).item() == 0x3F800000
+    # shares memory and the version counter
+    z = tgrad.zeros(4)
+    w = z.view(tgrad.int32)
+    w[0] = 1
+    assert z._version == 1
+    assert z[0].item() == np.array([1], np.int32).view(np.float32)[0]
+
+
+def test_view_dtype_other_itemsize():
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    x = tgrad.tensor(a)
+    h = x.view(tgrad.float16)
+    assert h.shape == (2, 6) and h.stride() == (6, 1)
+    np.testing.assert_array_equal(h.numpy(), a.view(np.float16))
+    s = x[:, 1:].view(tgrad.float16)  # offset 1 float -> 2 halves
+    assert s.storage_offset() == 2 and s.stride() == (6, 1)
+    np.testing.assert_array_equal(s.numpy(), a[:, 1:].copy().view(np.float16))
+    c = tgrad.tensor(np.array([1.0, 2.0, 3.0, 4.0], np.float32)).view(tgrad.complex64)
+    np.testing.assert_array_equal(c.numpy(), [1 + 2j, 3 + 4j])
+    half = tgrad.ones(2, 2, dtype=tgrad.float16).view(tgrad.float32)
+    assert half.shape == (2, 1)
+    np.testing.assert_array_equal(half.numpy(), np.ones((2, 2), np.float16).view(np.float32))
+
+
+def test_view_dtype_errors_are_pytorchs():
+    x = tgrad.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    cases = [
+        (lambda: tgrad.tensor(1.0).view(tgrad.float16),
+         r"self.dim\(\) cannot be 0 to view Float as Half \(different element sizes\)"),
+        (lambda: x.view(tgrad.float64), r"self.size\(-1\) must be divisible by 2 to view Float "
+                                        r"as Double \(different element sizes\), but got 3"),
+        (lambda: x.t().view(tgrad.float64), r"self.stride\(-1\) must be 1 to view Float as "
+                                            r"Double \(different element sizes\), but got 3"),
+        (lambda: x.t().view(tgrad.float16), r"self.stride\(-1\) must be 1 to view Float as Half"),
+        (lambda: x[:, 1:].view(tgrad.float64), r"self.storage_offset\(\) must be divisible by "
+                                               r"2 to view Float as Double .*but got 1"),
+        (lambda: x[:, :2].view(tgrad.float64), r"self.stride\(0\) must be divisible by 2 to "
+                                               r"view Float as Double .*but got 3"),
+    ]
+    for fn, msg in cases:
+        with pytest.raises(RuntimeError, match=msg):
+            fn()
+
+
+def test_view_dtype_is_outside_autograd():
+    y = tgrad.ones(4, requires_grad=True)
+    for dt in (tgrad.int32, tgrad.float32):
+        v = (y * 1).view(dt)
+        assert not v.requires_grad and v.grad_fn is None

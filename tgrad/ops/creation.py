@@ -450,8 +450,11 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
 def arange(start=None, end=None, step=1, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Values from start (default 0) to end (exclusive) by step; int64 for integer args.
-    With an integer ``dtype`` the bounds and step are truncated to integers first (as
-    PyTorch: ``arange(2.5, dtype=int64)`` is [0, 1])."""
+    With dtype int64 the bounds and step are truncated to integers first (as PyTorch:
+    ``arange(2.5, dtype=int64)`` is [0, 1]); with another integer dtype (as PyTorch) the
+    length is ceil((end - start) / step) of the given numbers and the values are
+    trunc(start) + i * trunc(step), wrapped to the dtype: ``arange(1.8, 0, -1.41,
+    dtype=int32)`` is [1, 0], ``arange(2.0, -1, -0.4, dtype=int32)`` is eight 2s."""
     if end is None:
         if start is None:
             raise TypeError("arange() missing required argument 'end'")
@@ -463,7 +466,7 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
         dt = dtypes.as_dtype(dtype)
         if dt is dtypes.bool_:
             raise RuntimeError("\"arange_cpu\" not implemented for 'Bool'")
-        if not dt.is_floating_point and all(math.isfinite(v) for v in (start, end, step)):
+        if dt is dtypes.int64 and all(math.isfinite(v) for v in (start, end, step)):
             start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
@@ -478,9 +481,15 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
         dt = dtypes.int64 if is_int else dtypes.get_default_dtype()
     else:
         dt = dtypes.as_dtype(dtype)
-    if not dt.is_floating_point:  # exact ceil((end - start) / step): a float64 quotient
-        start, end, step = int(start), int(end), int(step)  # drops the last element of
-        n = max(0, -((start - end) // step))  # arange(0, 2**53 + 1, 2**52)
+    if not dt.is_floating_point and all(isinstance(v, (int, np.integer))
+                                        for v in (start, end, step)):
+        # exact ceil((end - start) / step): a float64 quotient drops the last element of
+        # arange(0, 2**53 + 1, 2**52)
+        start, end, step = int(start), int(end), int(step)
+        n = max(0, -((start - end) // step))
+    elif not dt.is_floating_point:  # float numbers, an integer dtype other than int64
+        n = max(0, int(np.ceil((end - start) / step)))
+        start, step = int(start), int(step)
     else:
         n = max(0, int(np.ceil((end - start) / step)))
     host = (start + step * np.arange(n, dtype=np.float64 if dt.is_floating_point

@@ -47,6 +47,26 @@ def _drop_empty_ellipsis(key: tuple, ndim: int) -> tuple:
     return tuple(k for k in key if k is not Ellipsis)
 
 
+def _extra_ellipses(key: tuple, ndim: int | None) -> tuple:
+    """``key`` with its second and later ``...`` removed where PyTorch accepts them. PyTorch
+    lets each ``...`` skip ndim - (the number of indexed dims) dims from where it stands, so
+    a later one is harmless when nothing but ``...`` follows it (x[..., ...] is x,
+    x[..., 0, ...] is x[..., 0]) or when the ellipses stand for no dims (x[..., 0, 1, ..., 2]
+    of a 3-d x is x[0, 1, 2]); anywhere else PyTorch indexes past the last dim and raises."""
+    first = key.index(Ellipsis)
+    if ndim is not None:
+        used = sum(k.ndim if isinstance(k, (Tensor, np.ndarray)) and k.dtype in (
+            np.bool_, dtypes.bool_) else 1 for k in key if k is not None and k is not Ellipsis)
+        if used == ndim:
+            return tuple(k for k in key if k is not Ellipsis)
+    second = key.index(Ellipsis, first + 1)
+    if any(k is not Ellipsis for k in key[second:]):
+        raise IndexError("index: an index with more than one ellipsis ('...') is read by "
+                         "PyTorch only where the later ones come last or stand for no dims; "
+                         "use a single '...'")
+    return key[:second]
+
+
 def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, bool]:
     """The key as a tuple of backend-ready items, and whether it is basic (a view).
 
@@ -59,6 +79,8 @@ def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, boo
     as they are."""
     if not isinstance(key, tuple):
         key = tuple(key) if _sequence_as_tuple(key) else (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        key = _extra_ellipses(key, ndim)
     out = []
     basic = True
     for k in key:

@@ -93,13 +93,74 @@ class ReshapeCopy(Function):
 
 
 @tensor_method("view")
-def view(input: Tensor, *shape, size=None) -> Tensor:  # noqa: A002
+def view(input: Tensor, *shape, size=None, dtype=None) -> Tensor:  # noqa: A002
     """A view with a new shape (``size``: PyTorch's keyword); raises when the strides do not
-    allow one."""
+    allow one. ``view(dtype)``: the same bytes read as another dtype (see view_dtype)."""
+    if dtype is not None or (len(shape) == 1 and isinstance(shape[0], dtypes.DType)):
+        return view_dtype(input, dtype if dtype is not None else shape[0])
     if size is not None:
         shape = sizes_keyword("view", "size", shape, size)
     shape = _infer_shape("view", shape, input.numel())
     return view_apply(View, input, shape)
+
+
+def view_dtype(input: Tensor, dtype) -> Tensor:  # noqa: A002
+    """``input``'s memory read as ``dtype`` (PyTorch's Tensor.view(dtype)): shares the
+    storage and version counter but is outside autograd (no grad_fn, requires_grad False,
+    not a view for autograd; PyTorch's as well). Same element size: any layout, same shape
+    and strides. Element size k times smaller: the last dim's stride must be 1; its size
+    and the other strides and the storage offset are multiplied by k. k times larger: the
+    last dim's stride must be 1 and its size, the storage offset and the other strides
+    divisible by k, which divide them (PyTorch's checks, in its order, with its texts)."""
+    new = dtypes.as_dtype(dtype)
+    old = input.dtype
+    names = dtypes.SCALAR_TYPE_NAMES
+    what = f" to view {names[old]} as {names[new]} (different element sizes)"
+    shape, st, off = list(input.shape), list(input.stride()), input.storage_offset()
+    if new.itemsize != old.itemsize:
+        if input.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0{what}")
+        if st[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1{what}, but got {st[-1]}")
+        if new.itemsize < old.itemsize:
+            k = old.itemsize // new.itemsize
+            shape[-1] *= k
+            st = [s * k for s in st[:-1]] + [1]
+            off *= k
+        else:
+            k = new.itemsize // old.itemsize
+            if shape[-1] % k:
+                raise RuntimeError(f"self.size(-1) must be divisible by {k}{what}, but got "
+                                   f"{shape[-1]}")
+            if off % k:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {k}{what}, "
+                                   f"but got {off}")
+            for d, s in enumerate(st[:-1]):
+                if s % k:
+                    raise RuntimeError(f"self.stride({d}) must be divisible by {k}{what}, "
+                                       f"but got {s}")
+            shape[-1] //= k
+            st = [s // k for s in st[:-1]] + [1]
+            off //= k
+    data = input._data
+    if isinstance(data, np.ndarray):
+        # the same bytes: a NumPy array over the root buffer at the new element geometry
+        root = data
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        start = data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        start -= input.storage_offset() * old.itemsize  # the storage's first byte
+        arr = np.ndarray(tuple(shape), new.np, buffer=root, offset=start + off * new.itemsize,
+                         strides=tuple(s * new.itemsize for s in st)) if data.size else \
+            np.empty(tuple(shape), new.np)
+        if not data.flags.writeable:
+            arr.flags.writeable = False
+    elif hasattr(data, "buffer"):  # DeviceArray (cuda): element strides and offset
+        from tgrad.cuda.array import DeviceArray
+        arr = DeviceArray(data.buffer, tuple(shape), tuple(st), off, new.np)
+    else:
+        raise RuntimeError(f"view(dtype): not supported for tensors on {input.device}")
+    return Tensor(arr, input._storage, input.device)
 
 
 @tensor_method("reshape")
