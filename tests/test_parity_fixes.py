@@ -700,3 +700,25 @@ def test_view_dtype_is_outside_autograd():
     for dt in (tgrad.int32, tgrad.float32):
         v = (y * 1).view(dt)
         assert not v.requires_grad and v.grad_fn is None
+
+
+# --------------------------------------------------- gradients with an infinite upstream
+def test_mish_and_softshrink_grad_with_infinite_upstream():
+    xs = np.array([-30.0, -2.0, -0.3, 0.0, 0.3, 2.0, 30.0])
+    # mish: dx = g (t + x sigmoid(x) (1 - t^2)), t = tanh(softplus(x)); a finite nonzero
+    # factor, so g = +-inf gives +-inf with the factor's sign (PyTorch's mish_backward)
+    t = np.tanh(np.log1p(np.exp(xs)))
+    factor = t + xs / (1 + np.exp(-xs)) * (1 - t * t)
+    for up in (np.inf, -np.inf):
+        x = _f64(xs, requires_grad=True)
+        F.mish(x).backward(tgrad.full((7,), up, dtype=tgrad.float64))
+        np.testing.assert_array_equal(x.grad.numpy(), np.sign(factor) * up)
+    x = _f64(xs, requires_grad=True)
+    assert tgrad.autograd.gradcheck(F.mish, (x,))
+    assert tgrad.autograd.gradgradcheck(F.mish, (x,))
+    # softshrink: 0 inside [-l, l] (not inf * 0), g outside
+    x = _f64(xs, requires_grad=True)
+    F.softshrink(x, 0.5).backward(tgrad.full((7,), np.inf, dtype=tgrad.float64))
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(np.abs(xs) > 0.5, np.inf, 0.0))
+    y = F.softshrink(_f64([np.nan, 0.2, 1.0]), 0.5)
+    assert np.isnan(y[0].item()) and y[1].item() == 0.0 and y[2].item() == 0.5

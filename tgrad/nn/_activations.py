@@ -91,12 +91,14 @@ def _check_lambd(op: str, lambd: float) -> None:
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
-    """x - l for x > l, x + l for x < -l, else 0 (x * 0, so NaN stays NaN);
-    dx = g outside [-l, l], else 0."""
+    """x - l for x > l, x + l for x < -l, else 0 (NaN stays NaN);
+    dx = g outside [-l, l], else exactly 0 (also for an infinite g, as PyTorch: the middle
+    value is a detached constant, not x * 0, whose gradient g * 0 would be NaN)."""
     _check_float("softshrink", input)
     _check_lambd("softshrink", lambd)
     x = tie(input)  # dx in x's graph: d(dx)/dx = 0 (_piecewise.py)
-    return where(x > lambd, x - lambd, where(x < -lambd, x + lambd, x * 0.0))
+    return where(x > lambd, x - lambd,
+                 where(x < -lambd, x + lambd, where(x == x, 0.0, x).detach()))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002

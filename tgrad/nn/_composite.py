@@ -183,10 +183,31 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa
     return softmax(-input, dim, dtype=dtype)
 
 
+class Mish(Function):
+    """y = x tanh(softplus(x));  dx = g (t + x sigmoid(x) (1 - t^2)), t = tanh(softplus(x))
+    (PyTorch's mish_backward: g times one finite factor, so an infinite g gives +-inf where
+    the chain rule through x * t would add inf and -inf, or take inf * 0 at x = 0). The
+    backward is tgrad ops, so it differentiates again."""
+
+    name = "mish"
+    node_name = "MishBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * softplus(x).tanh()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        t = softplus(x).tanh()
+        return g * (t + x * x.sigmoid() * (1.0 - t * t))
+
+
 def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
-    """x tanh(softplus(x))."""
+    """x tanh(softplus(x)) (see Mish)."""
     _check_float("mish", input)
-    fn = _rounded_once(lambda x: x * softplus(x).tanh())
+    fn = _rounded_once(Mish.apply)
     return apply_inplace(input, "mish_", fn) if inplace else fn(input)
 
 
