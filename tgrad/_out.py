@@ -148,53 +148,118 @@ def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool) -> None:
     _write(out, res._data)
 
 
+def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out):
+    """``fn(*args, **kwargs)`` written into ``out`` (see the module docstring)."""
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not "
+                            f"{type(o).__name__}")
+    inputs = _tensors_in(list(args) + list(kwargs.values()))
+    if STATE.enabled and any(t.requires_grad for t in inputs + list(outs)):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           f"automatic differentiation, but one of the arguments requires "
+                           f"grad.")
+    if creation:
+        given = kwargs.get("dtype")
+        if given is not None and given is not outs[0].dtype:
+            names = dtypes.SCALAR_TYPE_NAMES
+            raise RuntimeError(f"dtype {names[given]} does not match dtype of out "
+                               f"parameter ({names[outs[0].dtype]})")
+        kwargs["dtype"] = outs[0].dtype
+        if kwargs.get("device") is None:
+            kwargs["device"] = outs[0].device
+    for o in outs:
+        _check_overlap(name, o, inputs)
+    with no_grad():
+        res = fn(*args, **kwargs)
+    results = tuple(res) if isinstance(res, tuple) else (res,)
+    if len(results) != len(outs) or not all(isinstance(r, Tensor) for r in results):
+        raise TypeError(f"{name}(): out= takes {len(results)} Tensor(s) here, got "
+                        f"{len(outs)}" if isinstance(out, (tuple, list)) else
+                        f"{name}(): argument 'out' must be a tuple of {len(results)} "
+                        f"Tensors here, not Tensor")
+    for o, r in zip(outs, results):
+        _store(name, o, r, exact_dtype=len(results) > 1)
+    if not isinstance(res, tuple):
+        return outs[0]
+    return type(res)(*outs) if hasattr(res, "_fields") else outs
+
+
+def _entry_source(name: str, sig: inspect.Signature) -> str | None:
+    """Source of ``def name(<fn's parameters>, out=None)`` calling ``fn`` directly when out
+    is None, else _call_with_out. Defaults are fn's own objects (``_d<i>``), so the entry
+    behaves as fn for every call without out=, at the cost of one plain call (no
+    ``*args, **kwargs`` packing on the hot path)."""
+    params, call, pos, kw = [], [], [], []
+    star_done = False
+    for i, p in enumerate(sig.parameters.values()):
+        default = "" if p.default is p.empty else f"=_d{i}"
+        if p.kind is p.POSITIONAL_ONLY:
+            return None  # rare; the generic entry keeps it simple
+        if p.kind is p.POSITIONAL_OR_KEYWORD:
+            params.append(p.name + default)
+            call.append(p.name)
+            pos.append(p.name)
+        elif p.kind is p.VAR_POSITIONAL:
+            params.append("*" + p.name)
+            call.append("*" + p.name)
+            pos.append(p.name)
+            star_done = True
+        elif p.kind is p.KEYWORD_ONLY:
+            if not star_done:
+                params.append("*")
+                star_done = True
+            params.append(p.name + default)
+            call.append(f"{p.name}={p.name}")
+            kw.append(p.name)
+        else:  # VAR_KEYWORD: out goes before it
+            if not star_done:
+                params.append("*")
+                star_done = True
+            params.append("out=None")
+            params.append("**" + p.name)
+            call.append("**" + p.name)
+            kw.append("**" + p.name)
+            break
+    else:
+        if not star_done:
+            params.append("*")
+        params.append("out=None")
+    if not any(c.startswith("*") and not c.startswith("**") for c in call):
+        kw, pos = pos + kw, []  # no *args: every parameter by name (creation sets dtype=)
+    args = "".join(f"*{n}, " if f"*{n}" in call else f"{n}, " for n in pos)
+    kwargs = ", ".join(f"**{k[2:]}" if k.startswith("**") else f"{k!r}: {k}"
+                       for k in kw)
+    kwargs = "{" + kwargs + "}" if kwargs else "{}"
+    return (f"def {name}({', '.join(params)}):\n"
+            f"    if out is None:\n"
+            f"        return _fn({', '.join(call)})\n"
+            f"    return _call_with_out(_fn, _name, _creation, ({args}), {kwargs}, out)\n")
+
+
 def with_out(fn, name: str | None = None, creation: bool = False):
     """``fn`` taking PyTorch's keyword-only ``out=`` (see the module docstring)."""
     name = name or fn.__name__
 
-    @functools.wraps(fn)
-    def wrapper(*args, out=None, **kwargs):
+    def generic(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
-        outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        for o in outs:
-            if not isinstance(o, Tensor):
-                raise TypeError(f"{name}(): argument 'out' must be Tensor, not "
-                                f"{type(o).__name__}")
-        inputs = _tensors_in(list(args) + list(kwargs.values()))
-        if STATE.enabled and any(t.requires_grad for t in inputs + list(outs)):
-            raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
-                               f"automatic differentiation, but one of the arguments requires "
-                               f"grad.")
-        if creation:
-            given = kwargs.get("dtype")
-            if given is not None and given is not outs[0].dtype:
-                names = dtypes.SCALAR_TYPE_NAMES
-                raise RuntimeError(f"dtype {names[given]} does not match dtype of out "
-                                   f"parameter ({names[outs[0].dtype]})")
-            kwargs["dtype"] = outs[0].dtype
-            if kwargs.get("device") is None:
-                kwargs["device"] = outs[0].device
-        for o in outs:
-            _check_overlap(name, o, inputs)
-        with no_grad():
-            res = fn(*args, **kwargs)
-        results = tuple(res) if isinstance(res, tuple) else (res,)
-        if len(results) != len(outs) or not all(isinstance(r, Tensor) for r in results):
-            raise TypeError(f"{name}(): out= takes {len(results)} Tensor(s) here, got "
-                            f"{len(outs)}" if isinstance(out, (tuple, list)) else
-                            f"{name}(): argument 'out' must be a tuple of {len(results)} "
-                            f"Tensors here, not Tensor")
-        for o, r in zip(outs, results):
-            _store(name, o, r, exact_dtype=len(results) > 1)
-        if not isinstance(res, tuple):
-            return outs[0]
-        return type(res)(*outs) if hasattr(res, "_fields") else outs
+        return _call_with_out(fn, name, creation, args, kwargs, out)
 
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return wrapper
+        return functools.wraps(fn)(generic)
+    src = None if "out" in sig.parameters else _entry_source(name, sig)
+    if src is None:
+        wrapper = functools.wraps(fn)(generic)
+    else:
+        scope = {"_fn": fn, "_name": name, "_creation": creation,
+                 "_call_with_out": _call_with_out}
+        scope.update({f"_d{i}": p.default for i, p in enumerate(sig.parameters.values())})
+        exec(src, scope)  # noqa: S102 - source built above from fn's own signature
+        wrapper = functools.wraps(fn)(scope[name])
     params = list(sig.parameters.values())
     if "out" not in sig.parameters:
         at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
