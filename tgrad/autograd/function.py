@@ -224,6 +224,9 @@ class _FunctionMeta(type):
             cls._run_forward = staticmethod(run_forward)
         else:
             cls._run_forward = staticmethod(cls.forward)
+        # a user's Function (not one of tgrad's ops): its view outputs may not be modified in
+        # place (see Tensor._custom_function_view)
+        cls._user_function = cls.name is None and not cls.__module__.startswith("tgrad.")
         node_name = attrs.get("node_name") or f"{name}Backward"
         cls._backward_cls = type(node_name, (BackwardCFunction,),
                                  {"_forward_cls": cls, "_node_name": node_name,
@@ -438,9 +441,13 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 continue
         else:
             for x in args:
-                if x is o:  # a returned input: a fresh alias
-                    o = Tensor(o._data, o._storage, o.device)
+                if x is o:  # a returned input: a fresh alias (for a custom Function, a view
+                    o = Tensor(o._data, o._storage, o.device)  # of it, as PyTorch's)
+                    if ctx._forward_cls._user_function:
+                        o._base = x if x._base is None else x._base
                     break
+            if o._base is not None and ctx._forward_cls._user_function:
+                o._custom_function_view = True  # no in-place on it (as PyTorch)
         out_meta.append((o._data.shape, o.dtype, o.device))
         new_outputs.append(o)
         o._grad_fn = ctx
