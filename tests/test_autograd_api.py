@@ -652,3 +652,25 @@ def test_backward_create_graph_warns_once_about_the_reference_cycle(monkeypatch)
     with pytest.warns(UserWarning, match="reference cycle") as rec:  # autograd.backward too
         tgrad.autograd.backward([(x * x).sum()], create_graph=True)
     assert rec[0].filename == __file__
+
+
+def test_non_tensor_outputs_and_inputs_are_named():
+    # PyTorch's texts: an output that is not a tensor (an AssertionError there), an input
+    # that is neither a tensor nor a GradientEdge
+    x = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 2).sum()
+    with pytest.raises(TypeError, match="Expected output to be a tgrad.Tensor .*output 1 is "
+                                        "a float"):
+        tgrad.autograd.backward([y, 1.0])
+    with pytest.raises(TypeError, match="Expected output to be a tgrad.Tensor .*output 0 is "
+                                        "a float"):
+        tgrad.autograd.grad([1.0], x, [tgrad.ones(())])
+    for bad, name in ((None, "NoneType"), (3.0, "float"), ("a", "str")):
+        with pytest.raises(RuntimeError, match="^all inputs have to be Tensors or "
+                                               f"GradientEdges, but got {name}$"):
+            tgrad.autograd.grad(y, [x, bad], retain_graph=True)
+        with pytest.raises(RuntimeError, match=f"but got {name}$"):
+            y.backward(inputs=[x, bad], retain_graph=True)
+    assert x.grad is None  # nothing ran
+    (g,) = tgrad.autograd.grad(y, [x])
+    np.testing.assert_allclose(g.numpy(), [2.0, 2.0])

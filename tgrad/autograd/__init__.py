@@ -92,6 +92,9 @@ def _make_grads(outputs: tuple, grads: tuple) -> list:
         if isinstance(out, graph.GradientEdge):
             result.append(_edge_grad_output(i, out, g))
             continue
+        if not isinstance(out, _function.Tensor):  # PyTorch's text (an AssertionError there)
+            raise TypeError(f"Expected output to be a tgrad.Tensor (or a GradientEdge), but "
+                            f"output {i} is a {type(out).__name__}")
         if (type(g) is not _function.Tensor or g._data.shape != out._data.shape
                 or g.device is not out.device or g.dtype is not out.dtype):
             g = _checked_grad_output(i, out, g)  # the rare cases: implicit, cast or error
@@ -186,6 +189,9 @@ def _input_edge(t) -> tuple:
     requires grad, or a ``GradientEdge`` (taken as it is)."""
     if isinstance(t, graph.GradientEdge):
         return (t.node, t.output_nr)
+    if not isinstance(t, _function.Tensor):
+        raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
+                           f"{type(t).__name__}")
     if not t._requires_grad:
         raise RuntimeError("One of the differentiated Tensors does not require grad")
     return gradient_edge(t)
