@@ -619,3 +619,58 @@ def test_one_grad_mode_instance_entered_twice():
             assert not tgrad.is_grad_enabled()
         assert not tgrad.is_grad_enabled()
     assert tgrad.is_grad_enabled()
+
+
+def test_backward_create_graph_warns_once_about_the_reference_cycle(monkeypatch):
+    # As PyTorch (a TORCH_WARN_ONCE in its engine): backward(create_graph=True) makes a
+    # leaf's .grad depend on the leaf itself (x.grad = 2x -> ... -> x), a reference cycle;
+    # the first such backward of the process warns, autograd.grad never does.
+    import tgrad.autograd as ag
+    monkeypatch.setattr(ag, "_create_graph_warned", False)
+    msg = "Using backward() with create_graph=True will create a reference cycle"
+    x = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        (gx,) = tgrad.autograd.grad((x * x).sum(), x, create_graph=True)
+        (x * x).sum().backward()
+    assert not any(msg in str(m.message) for m in w)
+    np.testing.assert_allclose(gx.detach().numpy(), [2.0, 4.0])
+    x.grad = None
+    with pytest.warns(UserWarning, match=r"^Using backward\(\) with create_graph=True will "
+                                         r"create a reference cycle between the parameter and "
+                                         r"its gradient") as rec:
+        (x * x).sum().backward(create_graph=True)
+    assert rec[0].filename == __file__  # attributed to the caller
+    np.testing.assert_allclose(x.grad.detach().numpy(), [2.0, 4.0])  # 2x
+    assert x.grad.requires_grad
+    with warnings.catch_warnings(record=True) as w:  # once per process
+        warnings.simplefilter("always")
+        tgrad.autograd.backward([(x * x).sum()], create_graph=True)
+        (x * 3).sum().backward(create_graph=True)
+    assert not any(msg in str(m.message) for m in w)
+    monkeypatch.setattr(ag, "_create_graph_warned", False)
+    with pytest.warns(UserWarning, match="reference cycle") as rec:  # autograd.backward too
+        tgrad.autograd.backward([(x * x).sum()], create_graph=True)
+    assert rec[0].filename == __file__
+
+
+def test_non_tensor_outputs_and_inputs_are_named():
+    # PyTorch's texts: an output that is not a tensor (an AssertionError there), an input
+    # that is neither a tensor nor a GradientEdge
+    x = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 2).sum()
+    with pytest.raises(TypeError, match="Expected output to be a tgrad.Tensor .*output 1 is "
+                                        "a float"):
+        tgrad.autograd.backward([y, 1.0])
+    with pytest.raises(TypeError, match="Expected output to be a tgrad.Tensor .*output 0 is "
+                                        "a float"):
+        tgrad.autograd.grad([1.0], x, [tgrad.ones(())])
+    for bad, name in ((None, "NoneType"), (3.0, "float"), ("a", "str")):
+        with pytest.raises(RuntimeError, match="^all inputs have to be Tensors or "
+                                               f"GradientEdges, but got {name}$"):
+            tgrad.autograd.grad(y, [x, bad], retain_graph=True)
+        with pytest.raises(RuntimeError, match=f"but got {name}$"):
+            y.backward(inputs=[x, bad], retain_graph=True)
+    assert x.grad is None  # nothing ran
+    (g,) = tgrad.autograd.grad(y, [x])
+    np.testing.assert_allclose(g.numpy(), [2.0, 2.0])

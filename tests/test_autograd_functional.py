@@ -246,3 +246,9 @@ def test_argument_errors():
         AF.jacobian(lambda x: x, a, strategy="forward-mode")
     with pytest.raises(ValueError, match="Expected strategy to be either"):
         AF.jacobian(lambda x: x, a, strategy="sideways")
+
+
+def test_jacobian_strategy_hint_is_pytorchs():
+    with pytest.raises(ValueError, match='Hint: If your function has more outputs than inputs, '
+                                         '"forward-mode" tends to be more performant'):
+        AF.jacobian(lambda x: x, tgrad.ones(2), strategy="sideways")

@@ -5,6 +5,8 @@ randomness modes and PyTorch's errors."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -188,3 +190,86 @@ def test_functional_call_strict_with_tied_weights():
     with pytest.raises(RuntimeError, match="Missing key"):
         tgrad.func.functional_call(m, {"0.weight": w}, (tgrad.ones(1, 2),), strict=True,
                                    tie_weights=False)
+
+
+# A user autograd.Function inside the transforms, as PyTorch's functorch: it must use the
+# setup_context style, and under vmap (jacfwd and hessian vmap too) have a vmap rule or
+# generate_vmap_rule=True (tgrad's vmap loops and never calls the vmap staticmethod).
+
+class _CtxStyle(tgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+class _SetupStyle(tgrad.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return x * x
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.save_for_forward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2 * x
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return t * 2 * x
+
+
+class _SetupStyleGenerated(_SetupStyle):
+    generate_vmap_rule = True
+
+
+class _SetupStyleVmap(_SetupStyle):
+    @staticmethod
+    def vmap(info, in_dims, x):
+        return x * x, in_dims[0]
+
+
+def test_custom_function_inside_transforms_needs_setup_context_and_vmap_support():
+    x = tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float64)
+    xs = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=tgrad.float64)
+    setup_msg = ("In order to use an autograd.Function with functorch transforms (vmap, grad, "
+                 "jvp, jacrev, ...), it must override the setup_context staticmethod")
+    for call in (lambda: FT.grad(lambda t: _CtxStyle.apply(t).sum())(x),
+                 lambda: FT.grad(lambda t: (_CtxStyle.apply(tgrad.ones(3)) * t).sum())(x),
+                 lambda: FT.vjp(_CtxStyle.apply, x),
+                 lambda: FT.jacrev(_CtxStyle.apply)(x),
+                 lambda: FT.jvp(_CtxStyle.apply, (x,), (x,)),
+                 lambda: FT.vmap(_CtxStyle.apply)(xs)):
+        with pytest.raises(RuntimeError, match=re.escape(setup_msg)):
+            call()
+    vmap_msg = ("You tried to vmap over _SetupStyle, but it does not have vmap support. Please "
+                "override and implement the vmap staticmethod or set generate_vmap_rule=True.")
+    for call in (lambda: FT.vmap(_SetupStyle.apply)(xs),
+                 lambda: FT.jacfwd(_SetupStyle.apply)(x),
+                 lambda: FT.hessian(lambda t: _SetupStyle.apply(t).sum())(x),
+                 lambda: FT.vmap(FT.grad(lambda t: _SetupStyle.apply(t).sum()))(xs)):
+        with pytest.raises(RuntimeError, match=re.escape(vmap_msg)):
+            call()
+    # the transforms that do not vmap the forward take it; values against hand derivatives
+    np.testing.assert_allclose(FT.grad(lambda t: _SetupStyle.apply(t).sum())(x).numpy(),
+                               2 * x.numpy())
+    np.testing.assert_allclose(FT.jacrev(_SetupStyle.apply)(x).numpy(),
+                               np.diag(2 * x.numpy()))
+    _, t = FT.jvp(_SetupStyle.apply, (x,), (tgrad.ones(3, dtype=tgrad.float64),))
+    np.testing.assert_allclose(t.numpy(), 2 * x.numpy())
+    for cls in (_SetupStyleGenerated, _SetupStyleVmap):
+        np.testing.assert_allclose(FT.vmap(cls.apply)(xs).numpy(), xs.numpy() ** 2)
+        np.testing.assert_allclose(FT.hessian(lambda t, c=cls: c.apply(t).sum())(x).numpy(),
+                                   2 * np.eye(3))
+    # outside the transforms, anything goes; a transform's failure leaves no state behind
+    np.testing.assert_allclose(_CtxStyle.apply(x).numpy(), 2 * x.numpy())
+    with pytest.raises(NotImplementedError, match="override the vmap staticmethod"):
+        _SetupStyle.vmap(None, (0,), x)

@@ -396,3 +396,76 @@ def test_save_for_backward_rejects_non_tensors_and_list_grads_accepted():
     x = leaf()
     ListGrads.apply(x, tgrad.ones(3, dtype=tgrad.float64)).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0))
+
+
+class _ViewOut(Function):
+    """Returns a view of its input made inside forward; backward scales by 5."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view(-1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 5
+
+
+class _AsIs(Function):
+    """Returns its input as is; backward scales by 5."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 5
+
+
+_DIRECT = ("is a view and is being modified inplace. This view was created inside a custom "
+           r"Function \(or because an input was returned as-is\)")
+_INDIRECT = ("is a view and its base or another view of its base has been modified inplace. "
+             r"This view was created inside a custom Function \(or because an input was "
+             r"returned as-is\)")
+
+
+def test_view_output_of_custom_function_is_not_modified_in_place():
+    # As PyTorch: view+inplace handling would override the custom backward (wrong
+    # gradients), so an output that is a view made in forward, or an input returned as is
+    # (a view of it), may not be modified in place, nor used once its base was.
+    x = leaf()
+    for fn, name in ((_ViewOut, "_ViewOut"), (_AsIs, "_AsIs")):
+        b = x * 1
+        y = fn.apply(b)
+        assert y._base is b
+        with pytest.raises(RuntimeError, match=f"^Output 0 of {name} {_DIRECT}"):
+            y.mul_(2)
+        with pytest.raises(RuntimeError, match="Slice " + _DIRECT):  # views of it too
+            y[1:].mul_(2)
+        b.mul_(2)  # the base changes: y's custom grad_fn no longer describes y
+        with pytest.raises(RuntimeError, match=f"^Output 0 of {name} {_INDIRECT}"):
+            y.grad_fn  # noqa: B018
+        with pytest.raises(RuntimeError, match=_INDIRECT):
+            y * 2
+        b = x * 1
+        y = fn.apply(b)
+        y2 = y[1:]
+        with tgrad.no_grad():
+            b.add_(1)  # under no_grad too
+        with pytest.raises(RuntimeError, match=f"^Output 0 of Slice {_INDIRECT}"):
+            y2.grad_fn  # noqa: B018
+    # unmodified, or cloned before the in-place op: the custom backward (5) is used
+    x.grad = None
+    _ViewOut.apply(x * 1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 5.0))
+    x.grad = None
+    y = _AsIs.apply(x * 1).clone()
+    y.mul_(2)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 10.0))
+    # nothing requires grad: no graph, no restriction
+    b = tgrad.ones(3)
+    y = _ViewOut.apply(b)
+    b.mul_(2)
+    y.mul_(2)
+    assert y.grad_fn is None and y.tolist() == [4.0, 4.0, 4.0]

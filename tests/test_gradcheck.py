@@ -205,3 +205,159 @@ def test_core_op_values_match_numpy_float64(name):
     }[name]
     np.testing.assert_allclose(fn(*inputs).detach().numpy(), ref(*arrays), rtol=1e-12,
                                atol=1e-14)
+
+
+# PyTorch's keyword arguments: check_forward_ad / check_backward_ad /
+# check_batched_grad / check_batched_forward_grad / check_grad_dtypes / masked, and
+# check_undefined_grad (undefined output gradients must give undefined or zero input ones).
+
+class ForwardOk(Function):
+    """y = 2x with a correct jvp and a wrong backward (3g)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * 2
+
+
+class ForwardWrong(Function):
+    """y = 2x with a correct backward and a wrong jvp (5t)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * 5
+
+
+def test_pytorch_keyword_arguments_accepted():
+    x = leaf(3)
+    assert gradcheck(lambda t: t.exp() * t, (x,), check_grad_dtypes=True,
+                     check_batched_grad=True, check_forward_ad=True,
+                     check_batched_forward_grad=True, check_backward_ad=True,
+                     fast_mode=True, masked=False)
+    assert gradgradcheck(lambda t: t ** 3, (x,), check_grad_dtypes=True,
+                         check_batched_grad=True, check_rev_over_rev=True, masked=False)
+    for f in (gradcheck, gradgradcheck):
+        kw = {p.name for p in inspect.signature(f).parameters.values()
+              if p.kind is p.KEYWORD_ONLY}
+        assert {"check_undefined_grad", "check_grad_dtypes", "check_batched_grad",
+                "fast_mode", "masked"} <= kw
+    assert {"check_batched_forward_grad", "check_forward_ad", "check_backward_ad"} <= {
+        p.name for p in inspect.signature(gradcheck).parameters.values()}
+    assert {"check_fwd_over_rev", "check_rev_over_rev"} <= {
+        p.name for p in inspect.signature(gradgradcheck).parameters.values()}
+
+
+def test_check_forward_ad_compares_jvp_with_finite_differences():
+    x = leaf(3)
+    # check_backward_ad=False: only the (correct) forward-mode Jacobian is checked
+    assert gradcheck(ForwardOk.apply, (x,), check_forward_ad=True, check_backward_ad=False)
+    with pytest.raises(GradcheckError, match="Jacobian mismatch for output 0 with respect to "
+                                             "input 0"):
+        gradcheck(ForwardOk.apply, (x,), check_forward_ad=True)
+    assert gradcheck(ForwardWrong.apply, (x,))  # forward AD is not checked by default
+    with pytest.raises(GradcheckError) as e:
+        gradcheck(ForwardWrong.apply, (x,), check_forward_ad=True)
+    msg = str(e.value)
+    assert msg.startswith("Jacobian computed with forward mode mismatch for output 0 with "
+                          "respect to input 0,\nnumerical:")
+    # numerical 2 on the diagonal, forward-mode 5
+    assert "[[2. 0. 0.]" in msg and "[[5. 0. 0.]" in msg
+    assert gradcheck(ForwardWrong.apply, (x,), check_forward_ad=True,
+                     raise_exception=False) is False
+
+
+def test_flag_combinations_refused_as_in_pytorch():
+    x = leaf(2)
+    with pytest.raises(AssertionError, match="Expected at least one of check_forward_ad or "
+                                             "check_backward_ad to be True"):
+        gradcheck(lambda t: t * 2, (x,), check_backward_ad=False)
+    with pytest.raises(AssertionError, match="Setting check_batched_grad=True requires "
+                                             "check_backward_ad to be True"):
+        gradcheck(lambda t: t * 2, (x,), check_forward_ad=True, check_backward_ad=False,
+                  check_batched_grad=True)
+    with pytest.raises(AssertionError, match="Setting check_batched_forward_grad=True "
+                                             "requires check_forward_ad to be True"):
+        gradcheck(lambda t: t * 2, (x,), check_batched_forward_grad=True)
+    with pytest.raises(AssertionError, match="Expected at least one of check_fwd_over_rev or "
+                                             "check_rev_over_rev to be True"):
+        gradgradcheck(lambda t: t * 2, (x,), check_rev_over_rev=False)
+    with pytest.raises(AssertionError, match="Setting check_undefined_grad=True requires "
+                                             "check_rev_over_rev to be True"):
+        gradgradcheck(lambda t: t * 2, (x,), check_rev_over_rev=False, check_fwd_over_rev=True)
+
+
+def test_check_undefined_grad():
+    class OnesWhenUndefined(Function):
+        # wrong: an undefined output gradient must give an undefined (or zero) one back
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return tgrad.ones(3, dtype=tgrad.float64) if g is None else g * 2
+
+    class FailsWhenUndefined(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            if g is None:
+                raise RuntimeError("no gradient")
+            return g * 2
+
+    class TwoOutputs(Function):
+        # right: y = (2x, 3x), each missing gradient counted as zero
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            if ga is None and gb is None:
+                return None
+            return (0 if ga is None else ga * 2) + (0 if gb is None else gb * 3)
+
+    x = leaf(3)
+    with pytest.raises(GradcheckError, match="Expected all input grads to be undefined or "
+                                             "zero when all output grads are undefined or "
+                                             "zero"):
+        gradcheck(OnesWhenUndefined.apply, (x,))
+    assert gradcheck(OnesWhenUndefined.apply, (x,), raise_exception=False) is False
+    assert gradcheck(OnesWhenUndefined.apply, (x,), check_undefined_grad=False)
+    with pytest.raises(GradcheckError, match="Expected backward function to handle undefined "
+                                             "output grads"):
+        gradcheck(FailsWhenUndefined.apply, (x,))
+    assert gradcheck(TwoOutputs.apply, (x,))
+    assert gradcheck(lambda t: (t.exp(), t.sin() * t), (x,))  # built-in ops: zeros
+    # the same tensor twice: one undefined and one zero gradient arrive at one edge
+    assert gradcheck(lambda t: (lambda y: (y, y))(t * 2), (x,))
+
+
+def test_messages_match_pytorch():
+    with pytest.raises(ValueError, match="none of them have requires_grad=True"):
+        gradcheck(lambda t: t * 2, (tgrad.ones(2, dtype=tgrad.float64),))
+    with pytest.warns(UserWarning, match="is not a double precision floating point or "
+                                         "complex"):
+        gradcheck(lambda t: t * 2, (tgrad.ones(2, requires_grad=True),), eps=1e-2,
+                  atol=1e-2, rtol=1e-2)

@@ -22,12 +22,31 @@ from typing import Callable
 
 from tgrad import autograd
 from tgrad.autograd.forward_ad import _ComplexTangentError, _ForwardOverReverseError
-from tgrad.autograd.grad_mode import enable_grad
+from tgrad.autograd.grad_mode import STATE, enable_grad
 from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
            "hessian", "vmap", "functional_call"]
+
+
+class _transform:
+    """Marks a transform running ``f`` (``vmaps``: over a batch: vmap, jacfwd, hessian), for
+    the checks of user autograd.Functions applied inside (PyTorch's: setup_context style,
+    vmap support; autograd.function._check_in_transform)."""
+
+    def __init__(self, vmaps: bool = False) -> None:
+        self.vmaps = vmaps
+
+    def __enter__(self) -> None:
+        STATE.func_depth += 1
+        if self.vmaps:
+            STATE.vmap_depth += 1
+
+    def __exit__(self, *exc) -> None:
+        STATE.func_depth -= 1
+        if self.vmaps:
+            STATE.vmap_depth -= 1
 
 
 # ------------------------------------------------------------------------------- pytrees
@@ -139,7 +158,7 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
     who = "grad_and_value"
 
     def wrapper(*args, **kwargs):
-        with enable_grad():
+        with enable_grad(), _transform():
             new_args, aliases, rebuild, keep = _prepare(args, argnums, who)
             out, aux = _split_aux(func(*new_args, **kwargs), has_aux, who)
             if not isinstance(out, Tensor):
@@ -176,7 +195,7 @@ def _map(fn, tree):
 def vjp(func: Callable, *primals, has_aux: bool = False) -> tuple:
     """(func(*primals), vjp_fn): ``vjp_fn(cotangents)`` gives the vector-Jacobian products
     with respect to every primal (a tuple); with has_aux a third element, aux."""
-    with enable_grad():
+    with enable_grad(), _transform():
         new_args, aliases, rebuild, keep = _prepare(primals, tuple(range(len(primals))),
                                                     "vjp") if primals else ((), [], None, False)
         out, aux = _split_aux(func(*new_args), has_aux, "vjp")
@@ -208,7 +227,7 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size=None)
     who = "jacrev"
 
     def wrapper(*args, **kwargs):
-        with enable_grad():
+        with enable_grad(), _transform():
             new_args, aliases, rebuild, keep = _prepare(args, argnums, who)
             out, aux = _split_aux(func(*new_args, **kwargs), has_aux, who)
             out_leaves, out_rebuild = _flatten(out)
@@ -270,15 +289,16 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False,
     at a time, as tgrad.autograd.forward_ad)."""
     p_leaves, t_leaves = _check_primals("jvp", primals, tangents)
     _, rebuild = _flatten(primals)
-    try:
-        return _jvp_forward(func, p_leaves, t_leaves, rebuild, has_aux)
-    except (_ForwardOverReverseError, _ComplexTangentError):
-        if has_aux or any(not isinstance(p, Tensor) for p in primals):
-            raise
-    # func runs a reverse transform (jvp of grad): the double-backward trick instead,
-    # J t = d/du <J^T u, t> (J^T u is linear in u)
-    from tgrad.autograd.functional import jvp as jvp_by_double_backward
-    return jvp_by_double_backward(func, primals, tangents)
+    with _transform():
+        try:
+            return _jvp_forward(func, p_leaves, t_leaves, rebuild, has_aux)
+        except (_ForwardOverReverseError, _ComplexTangentError):
+            if has_aux or any(not isinstance(p, Tensor) for p in primals):
+                raise
+        # func runs a reverse transform (jvp of grad): the double-backward trick instead,
+        # J t = d/du <J^T u, t> (J^T u is linear in u)
+        from tgrad.autograd.functional import jvp as jvp_by_double_backward
+        return jvp_by_double_backward(func, primals, tangents)
 
 
 def _jvp_forward(func: Callable, p_leaves: list, t_leaves: list, rebuild, has_aux: bool):
@@ -305,7 +325,8 @@ def _jvp_forward(func: Callable, p_leaves: list, t_leaves: list, rebuild, has_au
 def linearize(func: Callable, *primals) -> tuple:
     """(func(*primals), jvp_fn): ``jvp_fn(*tangents)`` gives J @ tangents at ``primals``.
     (tgrad re-runs func under forward-mode AD on each call, where PyTorch traces it once.)"""
-    out = func(*primals)
+    with _transform():
+        out = func(*primals)
 
     def jvp_fn(*tangents):
         return jvp(func, primals, tangents)[1]
@@ -322,13 +343,14 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *,
     who = "jacfwd"
 
     def wrapper(*args, **kwargs):
-        if _forward_level_active():
-            return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
-        try:
-            return _jacfwd(func, argnums, has_aux, who, args, kwargs)
-        except (_ForwardOverReverseError, _ComplexTangentError):  # jacfwd(jacrev(f)), or
-            # complex intermediates: the same Jacobian by reverse passes
-            return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
+        with _transform(vmaps=True):  # PyTorch's jacfwd vmaps f over the basis
+            if _forward_level_active():
+                return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
+            try:
+                return _jacfwd(func, argnums, has_aux, who, args, kwargs)
+            except (_ForwardOverReverseError, _ComplexTangentError):  # jacfwd(jacrev(f)),
+                # or complex intermediates: the same Jacobian by reverse passes
+                return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
     return wrapper
 
 
@@ -395,7 +417,12 @@ def hessian(func: Callable, argnums=0) -> Callable:
     """The Hessian of a scalar ``func`` with respect to ``argnums``: PyTorch's
     jacfwd(jacrev(f)), computed here as jacrev(jacrev(f)) (same values; tgrad's forward
     mode is not nestable over a reverse pass inside one level)."""
-    return jacrev(jacrev(func, argnums), argnums)
+    h = jacrev(jacrev(func, argnums), argnums)
+
+    def wrapper(*args, **kwargs):
+        with _transform(vmaps=True):  # PyTorch's outer jacfwd vmaps f
+            return h(*args, **kwargs)
+    return wrapper
 
 
 # ---------------------------------------------------------------------------------- vmap
@@ -473,39 +500,51 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
                              f"dimension, got sizes {sorted(sizes)} for the mapped dimension")
         n = sizes.pop()
-        start = _rng_states() if randomness != "different" else None
-        results = []
-        for i in range(n):
-            if randomness == "same":
-                _set_rng_states(start)
-            sliced = [x.select(d, i) if d is not None else x for x, d in zip(leaves, dims)]
-            before = _rng_states() if randomness == "error" else None
-            results.append(func(*rebuild(sliced), **kwargs))
-            if before is not None and before != _rng_states():
-                raise RuntimeError("vmap: called random operation while in randomness error "
-                                   "mode. Please either use the 'same' or 'different' "
-                                   "randomness flags on vmap or perform the randomness "
-                                   "operation out of vmap")
-        per_call = [_flatten(r) for r in results]
-        out_rebuild = per_call[0][1]
-        columns = list(zip(*[leaves_ for leaves_, _ in per_call]))
-        odims = _flatten(out_dims)[0] if isinstance(out_dims, (tuple, list, dict)) \
-            else [out_dims] * len(columns)
-        outs = []
-        for col, od in zip(columns, odims):
-            if not isinstance(col[0], Tensor):
-                raise ValueError(f"vmap: `{getattr(func, '__name__', 'func')}` must only "
-                                 f"return Tensors, got type {type(col[0]).__name__}")
-            if od is None:  # only an output that does not depend on the batch (PyTorch)
-                if not all(c is col[0] or _same_values(c, col[0]) for c in col[1:]):
-                    raise ValueError("vmap: can not return a BatchedTensor when out_dim is "
-                                     "None (the output differs across the batch); give it "
-                                     "an out_dim")
-                outs.append(col[0])
-            else:
-                outs.append(stack(list(col), od))
-        return out_rebuild(outs)
+        with _transform(vmaps=True):
+            results = _vmap_calls(func, leaves, dims, rebuild, kwargs, n, randomness)
+        return _vmap_stack(func, results, out_dims)
     return wrapper
+
+
+def _vmap_calls(func, leaves, dims, rebuild, kwargs, n: int, randomness: str) -> list:
+    """vmap's loop: ``func`` on each batch element, under the ``randomness`` rule."""
+    start = _rng_states() if randomness != "different" else None
+    results = []
+    for i in range(n):
+        if randomness == "same":
+            _set_rng_states(start)
+        sliced = [x.select(d, i) if d is not None else x for x, d in zip(leaves, dims)]
+        before = _rng_states() if randomness == "error" else None
+        results.append(func(*rebuild(sliced), **kwargs))
+        if before is not None and before != _rng_states():
+            raise RuntimeError("vmap: called random operation while in randomness error "
+                               "mode. Please either use the 'same' or 'different' "
+                               "randomness flags on vmap or perform the randomness "
+                               "operation out of vmap")
+    return results
+
+
+def _vmap_stack(func, results: list, out_dims):
+    """vmap's result: the per-element outputs stacked along ``out_dims``."""
+    per_call = [_flatten(r) for r in results]
+    out_rebuild = per_call[0][1]
+    columns = list(zip(*[leaves_ for leaves_, _ in per_call]))
+    odims = _flatten(out_dims)[0] if isinstance(out_dims, (tuple, list, dict)) \
+        else [out_dims] * len(columns)
+    outs = []
+    for col, od in zip(columns, odims):
+        if not isinstance(col[0], Tensor):
+            raise ValueError(f"vmap: `{getattr(func, '__name__', 'func')}` must only "
+                             f"return Tensors, got type {type(col[0]).__name__}")
+        if od is None:  # only an output that does not depend on the batch (PyTorch)
+            if not all(c is col[0] or _same_values(c, col[0]) for c in col[1:]):
+                raise ValueError("vmap: can not return a BatchedTensor when out_dim is "
+                                 "None (the output differs across the batch); give it "
+                                 "an out_dim")
+            outs.append(col[0])
+        else:
+            outs.append(stack(list(col), od))
+    return out_rebuild(outs)
 
 
 # ----------------------------------------------------------------------- functional_call

@@ -280,6 +280,9 @@ class Tensor:
     # chunk, unbind) made in grad mode, and on the views taken of it in grad mode: PyTorch's
     # MULTI_OUTPUT_NODE views, which must not be modified in place (multi_output_view_error)
     _multi_output_view = False
+    # an output of a custom Function that is a view (made in its forward, or an input
+    # returned as is), or a view of one: no in-place (custom_function_view_error)
+    _custom_function_view = False
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(tensor)`` after a backward has accumulated into this leaf's ``.grad``
@@ -513,6 +516,8 @@ def _refresh_view_grad_fn(view: Tensor) -> None:
     base = view._base
     if view._multi_output_view and (base._requires_grad or view._grad_fn is not None):
         raise multi_output_view_error(view, indirect=True)  # PyTorch: no grad_fn to rebuild
+    if view._custom_function_view and view._grad_fn is not None:
+        raise custom_function_view_error(view, indirect=True)  # its custom node is stale
     view._grad_fn_version = view._storage.version
     if not base._requires_grad or view._view_chain is None:
         return
@@ -529,6 +534,21 @@ def _refresh_view_grad_fn(view: Tensor) -> None:
     if view._retains_grad:  # .grad follows the view's new node (as PyTorch's)
         from tgrad.autograd.hooks import move_retain_grad
         move_retain_grad(view)
+
+
+def custom_function_view_error(view: Tensor, indirect: bool = False) -> RuntimeError:
+    """PyTorch's error for a view made by a custom Function (see
+    ``Tensor._custom_function_view``) modified in place (``indirect``: its base or another
+    view of its base was): view+inplace handling would replace the custom backward. The op
+    is named by the view's grad_fn less "Backward0" (``Output 0 of MyFn``)."""
+    what = ("its base or another view of its base has been" if indirect else "is being")
+    name = re.sub(r'Backward[0-9]*$', '', view._grad_fn.name())
+    return RuntimeError(
+        f"Output {view._output_nr} of {name} is a view and {what} modified inplace. This view "
+        "was created inside a custom Function (or because an input was returned as-is) and "
+        "the autograd logic to handle view+inplace would override the custom backward "
+        "associated with the custom Function, leading to incorrect gradients. This behavior "
+        "is forbidden. You can fix this by cloning the output of the custom Function.")
 
 
 def multi_output_view_error(view: Tensor, indirect: bool = False) -> RuntimeError:

@@ -56,6 +56,26 @@ def _inputs_tuple(inputs, fn: str) -> tuple:
     return _as_tuple(inputs)
 
 
+_create_graph_warned = False  # PyTorch warns once per process (TORCH_WARN_ONCE)
+
+
+def _warn_create_graph_cycle(stacklevel: int) -> None:
+    """``backward(create_graph=True)``: a leaf's .grad then depends on the leaf itself
+    (x.grad = 2x -> MulBackward0 -> AccumulateGrad -> x), a reference cycle; PyTorch's
+    engine warns about it once per process (``autograd.grad`` makes no cycle)."""
+    global _create_graph_warned
+    if _create_graph_warned:
+        return
+    _create_graph_warned = True
+    import warnings
+    warnings.warn("Using backward() with create_graph=True will create a reference cycle "
+                  "between the parameter and its gradient which can cause a memory leak. We "
+                  "recommend using autograd.grad when creating the graph to avoid this. If you "
+                  "have to use this function, make sure to reset the .grad fields of your "
+                  "parameters to None after use to break the cycle and avoid the leak.",
+                  UserWarning, stacklevel=stacklevel + 1)
+
+
 def _check_no_tangents(who: str, outputs: tuple, grads: tuple, inputs) -> None:
     from tgrad.autograd.forward_ad import check_no_tangents
     check_no_tangents(who, outputs, grads, inputs)
@@ -72,6 +92,9 @@ def _make_grads(outputs: tuple, grads: tuple) -> list:
         if isinstance(out, graph.GradientEdge):
             result.append(_edge_grad_output(i, out, g))
             continue
+        if not isinstance(out, _function.Tensor):  # PyTorch's text (an AssertionError there)
+            raise TypeError(f"Expected output to be a tgrad.Tensor (or a GradientEdge), but "
+                            f"output {i} is a {type(out).__name__}")
         if (type(g) is not _function.Tensor or g._data.shape != out._data.shape
                 or g.device is not out.device or g.dtype is not out.dtype):
             g = _checked_grad_output(i, out, g)  # the rare cases: implicit, cast or error
@@ -166,6 +189,9 @@ def _input_edge(t) -> tuple:
     requires grad, or a ``GradientEdge`` (taken as it is)."""
     if isinstance(t, graph.GradientEdge):
         return (t.node, t.output_nr)
+    if not isinstance(t, _function.Tensor):
+        raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
+                           f"{type(t).__name__}")
     if not t._requires_grad:
         raise RuntimeError("One of the differentiated Tensors does not require grad")
     return gradient_edge(t)
@@ -177,6 +203,12 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     product with ``grad_tensors``; implicit ones only for single-element outputs).
     ``tensors`` and ``inputs`` may hold ``graph.GradientEdge``s; with ``inputs`` only those
     get gradients (a non-leaf tensor there is made to retain its grad)."""
+    _backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs, 3)
+
+
+def _backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs,
+              stacklevel: int) -> None:
+    """``backward``'s work; ``stacklevel`` points its warning at the user's frame."""
     if grad_variables is not None:
         grad_tensors = grad_variables
     outputs = _as_tuple(tensors)
@@ -200,6 +232,8 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
         for t, (node, _) in zip(ins, capture):
             if isinstance(t, _function.Tensor) and not isinstance(node, AccumulateGrad):
                 t.retain_grad()
+    if create_graph and not _create_graph_warned:
+        _warn_create_graph_cycle(stacklevel)
     run_backward(edges, root_grads, retain_graph, create_graph, capture, accumulate=True)
 
 
@@ -212,10 +246,12 @@ def tensor_backward(t, gradient, retain_graph: bool | None, create_graph: bool,
             and _function._FW_LEVEL is None
             and t._grad_fn is not None and gradient._data.shape == t._data.shape
             and gradient.device is t.device and gradient.dtype is t.dtype):
+        if create_graph and not _create_graph_warned:
+            _warn_create_graph_cycle(3)  # the caller of Tensor.backward
         run_backward([(t._grad_fn, t._output_nr)], [gradient],
                      create_graph if retain_graph is None else retain_graph, create_graph)
         return
-    backward(t, gradient, retain_graph, create_graph, inputs=inputs)
+    _backward(t, gradient, retain_graph, create_graph, None, inputs, 4)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,

@@ -213,7 +213,8 @@ def _add_to_buffer(buffers: dict, node, nr: int, g) -> None:
     elif nr >= len(buf):
         buf.extend([None] * (nr + 1 - len(buf)))
     old = buf[nr]
-    buf[nr] = g if old is None else old + g
+    if g is not None:  # None: an undefined root gradient (gradcheck's check_undefined_grad)
+        buf[nr] = g if old is None else old + g
 
 
 def _run_tensor_prehooks(node, grads: list) -> list:

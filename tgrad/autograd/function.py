@@ -221,13 +221,44 @@ class _FunctionMeta(type):
                 output = forward(*args, **kwargs)
                 setup(ctx, args, output)
                 return output
-            cls._run_forward = staticmethod(run_forward)
         else:
-            cls._run_forward = staticmethod(cls.forward)
+            run_forward = cls.forward
+        # a user's Function (not one of tgrad's ops): its view outputs may not be modified in
+        # place (see Tensor._custom_function_view), and inside tgrad.func's transforms it
+        # must be usable there as PyTorch requires (_check_in_transform)
+        cls._user_function = cls.name is None and not cls.__module__.startswith("tgrad.")
+        if cls._user_function:
+            unchecked = run_forward
+
+            def run_forward(ctx, *args, **kwargs):
+                if STATE.func_depth:
+                    _check_in_transform(cls)
+                return unchecked(ctx, *args, **kwargs)
+        cls._run_forward = staticmethod(run_forward)
         node_name = attrs.get("node_name") or f"{name}Backward"
         cls._backward_cls = type(node_name, (BackwardCFunction,),
                                  {"_forward_cls": cls, "_node_name": node_name,
                                   "_scalar_edges": cls.scalar_edges})
+
+
+_EXTENDING_FUNC = ("For more details, please see "
+                   "https://pytorch.org/docs/main/notes/extending.func.html")
+
+
+def _check_in_transform(cls) -> None:
+    """PyTorch's rules for a user Function applied inside torch.func transforms: it must
+    use the setup_context style, and where the transform vmaps it, have a ``vmap``
+    staticmethod or ``generate_vmap_rule = True`` (tgrad's vmap loops over the batch, so
+    it never calls that staticmethod)."""
+    if getattr(cls.setup_context, "base_setup_context", False):
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms "
+                           "(vmap, grad, jvp, jacrev, ...), it must override the setup_context "
+                           f"staticmethod. {_EXTENDING_FUNC}")
+    if STATE.vmap_depth and not cls.generate_vmap_rule and getattr(
+            cls.vmap, "base_vmap", False):
+        raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap "
+                           "support. Please override and implement the vmap staticmethod or "
+                           f"set generate_vmap_rule=True. {_EXTENDING_FUNC}")
 
 
 class Function(metaclass=_FunctionMeta):
@@ -276,9 +307,26 @@ class Function(metaclass=_FunctionMeta):
 
     setup_context.__func__.base_setup_context = True  # "not overridden" (_FunctionMeta)
 
+    # PyTorch's vmap support declarations, checked inside tgrad.func.vmap / jacfwd /
+    # hessian (_check_in_transform); tgrad's vmap runs forward per sample either way
+    generate_vmap_rule: bool = False
+
+    @staticmethod
+    def vmap(info: Any, in_dims: tuple, *args: Any) -> Any:
+        """PyTorch's batching rule hook; tgrad's vmap loops over the batch and never calls
+        it, but a Function used under vmap must define it (or set
+        ``generate_vmap_rule = True``), as in PyTorch."""
+        raise NotImplementedError("To use autograd.Function with vmap, you must either "
+                                  "override the vmap staticmethod or set "
+                                  "generate_vmap_rule=True.")
+
+    vmap.__func__.base_vmap = True  # "not overridden" (_check_in_transform)
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if _FW_LEVEL is not None:  # forward-mode AD: tangents (forward_ad._fw_apply)
+            if cls._user_function and STATE.func_depth:  # before its jvp is looked for
+                _check_in_transform(cls)
             return _FW_LEVEL.apply(cls, args, kwargs)
         if Tensor is None:
             _bind_tensor()
@@ -438,9 +486,13 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 continue
         else:
             for x in args:
-                if x is o:  # a returned input: a fresh alias
-                    o = Tensor(o._data, o._storage, o.device)
+                if x is o:  # a returned input: a fresh alias (for a custom Function, a view
+                    o = Tensor(o._data, o._storage, o.device)  # of it, as PyTorch's)
+                    if ctx._forward_cls._user_function:
+                        o._base = x if x._base is None else x._base
                     break
+            if o._base is not None and ctx._forward_cls._user_function:
+                o._custom_function_view = True  # no in-place on it (as PyTorch)
         out_meta.append((o._data.shape, o.dtype, o.device))
         new_outputs.append(o)
         o._grad_fn = ctx

@@ -249,8 +249,9 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
     from tgrad.ops.shape import stack
     if strategy not in ("forward-mode", "reverse-mode"):
         raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". '
-                         'Hint: If your function has better performance than reverse-mode, '
-                         'consider using strategy="forward-mode".')
+                         'Hint: If your function has more outputs than inputs, "forward-mode" '
+                         'tends to be more performant. Otherwise, prefer to use '
+                         '"reverse-mode".')
     if strategy == "forward-mode":
         if create_graph:
             raise NotImplementedError(

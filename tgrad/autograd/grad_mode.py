@@ -24,6 +24,8 @@ class _GradState(threading.local):
     saved_tensors_hooks_disabled = None  # error message while hooks are disabled
     graph_task = None  # (id, deps, execute, capture) of the running backward (engine.py)
     autocast = None  # {device type: lower-precision dtype} inside tgrad.autocast (amp)
+    func_depth = 0  # tgrad.func transforms running (user Functions are checked)
+    vmap_depth = 0  # of which vmapping the function (vmap, jacfwd, hessian)
 
 
 STATE = _GradState()

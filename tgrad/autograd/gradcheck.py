@@ -88,12 +88,24 @@ def _analytical_jacobian(inputs: tuple, outputs: tuple) -> list:
 def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
               raise_exception: bool = True, check_sparse_nnz: bool = False,
               nondet_tol: float = 0.0, *, check_undefined_grad: bool = True,
-              fast_mode: bool = False) -> bool:
+              check_grad_dtypes: bool = False, check_batched_grad: bool = False,
+              check_batched_forward_grad: bool = False, check_forward_ad: bool = False,
+              check_backward_ad: bool = True, fast_mode: bool = False,
+              masked: bool | None = None) -> bool:
     """Check ``func``'s gradients against finite differences (use float64 inputs).
 
     Returns True on success; on failure raises GradcheckError ("Jacobian mismatch for
     output 0 with respect to input 0, ...") or returns False when ``raise_exception`` is
-    False.
+    False. PyTorch's checks, in its order: the reverse-mode Jacobian (``check_backward_ad``)
+    and, with ``check_forward_ad``, the forward-mode one (one jvp per input element) against
+    central differences; then, with ``check_batched_forward_grad``, a ``tgrad.func.vmap`` of
+    jvps against single jvps; with ``check_batched_grad``, an ``is_grads_batched`` vjp
+    against single vjps; that zero grad_outputs give zero gradients; and, with
+    ``check_undefined_grad``, that undefined (None) output gradients give undefined or zero
+    input gradients (all outputs at once, then one at a time). ``fast_mode`` computes the
+    full Jacobians all the same (a superset of PyTorch's fast check); ``masked`` concerns
+    sparse tensors, which tgrad does not have; ``check_grad_dtypes`` is always on (the
+    engine gives every gradient its input's dtype).
 
     Complex inputs and outputs are checked as pairs of reals (``_realified``): each complex
     input z is perturbed in its real and its imaginary part, each complex output compared
@@ -101,6 +113,15 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
     i dL/dIm z) that is the whole real Jacobian, which determines both Wirtinger
     derivatives, what PyTorch's complex gradcheck checks.
     """
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad "
+                             "to be True")
+    if check_batched_grad and not check_backward_ad:
+        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to "
+                             "be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError("Setting check_batched_forward_grad=True requires "
+                             "check_forward_ad to be True")
     from tgrad.tensor import Tensor
     inputs = _as_tuple(inputs)
     func, inputs = _realified(func, inputs)
@@ -111,11 +132,12 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
     for i, inp in enumerate(inputs):
         if isinstance(inp, Tensor) and inp.requires_grad and inp.dtype.name != "float64":
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
-                          "point. This check will likely fail if all the inputs are not of "
-                          "double precision floating point.", UserWarning, stacklevel=2)
+                          "point or complex. This check will likely fail if all the inputs are "
+                          "not of double precision floating point or complex.", UserWarning,
+                          stacklevel=2)
     if not any(isinstance(i, Tensor) and i.requires_grad for i in inputs):
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
-                         "none of the them have requires_grad=True.")
+                         "none of them have requires_grad=True.")
 
     def fail(msg: str) -> bool:
         if raise_exception:
@@ -136,27 +158,193 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
         return True
     outputs = tuple(all_outputs[oi] for oi in diff_out)
     numerical = [[n_list[oi] for oi in diff_out] for n_list in numerical]
-    analytical = _analytical_jacobian(inputs, outputs)
     diff_idx = [i for i, inp in enumerate(inputs) if isinstance(inp, Tensor) and inp.requires_grad]
     # (output indices in messages count the differentiable outputs, as PyTorch's)
-    for a_list, n_list, ii in zip(analytical, numerical, diff_idx):
-        for oi, (a, n) in enumerate(zip(a_list, n_list)):
-            if a.shape != n.shape or not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
-                return fail(f"Jacobian mismatch for output {oi} with respect to input {ii},\n"
-                            f"numerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n")
-    # Reentrancy: a second backward must give the same Jacobian (up to nondet_tol).
-    again = _analytical_jacobian(inputs, outputs)
-    for a_list, b_list, ii in zip(analytical, again, diff_idx):
-        for oi, (a, b) in enumerate(zip(a_list, b_list)):
-            if np.max(np.abs(a - b), initial=0.0) > nondet_tol:
-                return fail(f"Backward is not reentrant, i.e., running backward with same input "
-                            f"and grad_output multiple times gives different values, although "
-                            f"analytical gradient matches numerical gradient. The tolerance for "
-                            f"nondeterminism was {nondet_tol}. (output {oi}, input {ii})")
+    if check_backward_ad:
+        analytical = _analytical_jacobian(inputs, outputs)
+        for a_list, n_list, ii in zip(analytical, numerical, diff_idx):
+            for oi, (a, n) in enumerate(zip(a_list, n_list)):
+                if a.shape != n.shape or not np.allclose(a, n, rtol=rtol, atol=atol,
+                                                         equal_nan=True):
+                    return fail(f"Jacobian mismatch for output {oi} with respect to input "
+                                f"{ii},\nnumerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n")
+        # Reentrancy: a second backward must give the same Jacobian (up to nondet_tol).
+        again = _analytical_jacobian(inputs, outputs)
+        for a_list, b_list, ii in zip(analytical, again, diff_idx):
+            for oi, (a, b) in enumerate(zip(a_list, b_list)):
+                if np.max(np.abs(a - b), initial=0.0) > nondet_tol:
+                    return fail(f"Backward is not reentrant, i.e., running backward with same "
+                                f"input and grad_output multiple times gives different values, "
+                                f"although analytical gradient matches numerical gradient. The "
+                                f"tolerance for nondeterminism was {nondet_tol}. (output {oi}, "
+                                f"input {ii})")
+    if check_forward_ad:
+        forward = _forward_jacobian(func, inputs, diff_out)
+        for f_list, n_list, ii in zip(forward, numerical, diff_idx):
+            for oi, (a, n) in enumerate(zip(f_list, n_list)):
+                if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
+                    return fail(f"Jacobian computed with forward mode mismatch for output {oi} "
+                                f"with respect to input {ii},\nnumerical:{_fmt(n)}\n"
+                                f"analytical:{_fmt(a)}\n")
+        if check_batched_forward_grad:
+            problem = _batched_forward_problem(func, inputs, diff_out)
+            if problem is not None:
+                return fail(problem)
+    if not check_backward_ad:
+        return True
+    if check_batched_grad:
+        problem = _batched_grad_problem(inputs, outputs)
+        if problem is not None:
+            return fail(problem)
     problem = _backward_mul_by_grad_output_problem(inputs, outputs)
     if problem is not None:
         return fail(problem)
+    if check_undefined_grad:
+        problem = _undefined_grad_problem(func, inputs)
+        if problem is not None:
+            return fail(problem)
     return True
+
+
+def _tangent_of(out):
+    from tgrad.autograd.forward_ad import unpack_dual
+    return unpack_dual(out).tangent
+
+
+def _forward_jacobian(func, inputs: tuple, diff_out: list) -> list:
+    """jac[i][o] as _numerical_jacobian's, from forward-mode AD: one jvp per element of
+    each input that requires grad, with a one-hot tangent (none for the other inputs)."""
+    from tgrad.autograd import forward_ad
+    from tgrad.ops.creation import zeros_like
+    from tgrad.tensor import Tensor
+    jac = []
+    for i, inp in enumerate(inputs):
+        if not (isinstance(inp, Tensor) and inp.requires_grad):
+            continue
+        cols = None
+        for j in range(inp.numel()):
+            tangent = zeros_like(inp).detach()
+            _element_access(tangent)[1](np.unravel_index(j, inp.shape), 1)
+            with forward_ad.dual_level():
+                args = list(inputs)
+                args[i] = forward_ad.make_dual(inp, tangent)
+                outs = [o for o in _as_tuple(func(*args)) if isinstance(o, Tensor)]
+                outs = [outs[oi] for oi in diff_out]
+                if cols is None:
+                    cols = [np.zeros((inp.numel(), o.numel())) for o in outs]
+                for k, o in enumerate(outs):
+                    t = _tangent_of(o)
+                    if t is not None:
+                        cols[k][j] = np.asarray(t.numpy(force=True), np.float64).ravel()
+        jac.append(cols)
+    return jac
+
+
+def _batched_forward_problem(func, inputs: tuple, diff_out: list) -> str | None:
+    """PyTorch's check_batched_forward_grad: ``tgrad.func.vmap`` over jvps with a batch of
+    two random tangents per input must give the jvps computed one at a time."""
+    from tgrad import func as tfunc
+    from tgrad.autograd import forward_ad
+    from tgrad.ops.creation import randn, zeros_like
+    from tgrad.ops.shape import stack
+    from tgrad.tensor import Tensor
+    for i, inp in enumerate(inputs):
+        if not (isinstance(inp, Tensor) and inp.requires_grad):
+            continue
+
+        def jvp(tangent, i=i, inp=inp):
+            with forward_ad.dual_level():
+                args = list(inputs)
+                args[i] = forward_ad.make_dual(inp.detach(), tangent)
+                outs = [o for o in _as_tuple(func(*args)) if isinstance(o, Tensor)]
+                result = []
+                for oi in diff_out:
+                    t = _tangent_of(outs[oi])
+                    result.append(zeros_like(outs[oi]).detach() if t is None else t.detach())
+                return tuple(result)
+
+        tangents = [randn(*inp.shape, dtype=inp.dtype, device=inp.device) for _ in range(2)]
+        expected = [stack(list(col)) for col in zip(*[jvp(t) for t in tangents])]
+        got = tfunc.vmap(jvp)(stack(tangents))
+        for oi, (res, exp) in enumerate(zip(got, expected)):
+            if not np.allclose(res.numpy(force=True), exp.numpy(force=True)):
+                return (f"For output {oi} and input {i}:\n\nbatched forward gradients (vmap "
+                        f"over jvp) differ from the jvps computed one at a time\n\nGot:\n"
+                        f"{res}\n\nExpected:\n{exp}")
+    return None
+
+
+def _batched_grad_problem(inputs: tuple, outputs: tuple) -> str | None:
+    """PyTorch's check_batched_grad: for each output, the vjps of a batch of two random
+    grad_outputs (``autograd.grad(..., is_grads_batched=True)``) must be the vjps computed
+    one at a time."""
+    from tgrad.autograd import grad as autograd_grad
+    from tgrad.ops.creation import randn, zeros_like
+    from tgrad.ops.shape import stack
+    from tgrad.tensor import Tensor
+    diff_inputs = [inp for inp in inputs if isinstance(inp, Tensor) and inp.requires_grad]
+    for oi, out in enumerate(outputs):
+        def vjp(v, out=out):
+            gs = autograd_grad(out, diff_inputs, v, retain_graph=True, allow_unused=True)
+            return [zeros_like(inp).detach() if g is None else g
+                    for g, inp in zip(gs, diff_inputs)]
+
+        gos = [randn(*out.shape, dtype=out.dtype, device=out.device) for _ in range(2)]
+        expected = [stack(list(col)) for col in zip(*[vjp(g) for g in gos])]
+        got = autograd_grad(out, diff_inputs, stack(gos), retain_graph=True,
+                            allow_unused=True, is_grads_batched=True)
+        for ii, (res, exp, inp) in enumerate(zip(got, expected, diff_inputs)):
+            if res is None:
+                res = stack([zeros_like(inp).detach()] * 2)
+            if not np.allclose(res.numpy(force=True), exp.numpy(force=True)):
+                return (f"For output {oi} and input {ii}:\n\nbatched gradients "
+                        f"(is_grads_batched=True) differ from the vjps computed one at a "
+                        f"time\n\nGot:\n{res}\n\nExpected:\n{exp}")
+    return None
+
+
+def _undefined_grad_problem(func, inputs: tuple) -> str | None:
+    """PyTorch's check_undefined_grad: a backward given undefined (None) gradients for all
+    the outputs, then (with several outputs) for one output at a time with zeros for the
+    others, must run and give undefined or zero input gradients. The message, or None."""
+    from tgrad.autograd.engine import run_backward
+    from tgrad.autograd.node import gradient_edge
+    from tgrad.ops.creation import zeros_like
+    from tgrad.tensor import Tensor
+
+    def bc_warning() -> None:
+        warnings.warn("Backwards compatibility: New undefined gradient support checking "
+                      "feature is enabled by default, but it may break existing callers of "
+                      "this function. If this is true for you, you can call this function "
+                      'with "check_undefined_grad=False" to disable the feature', stacklevel=4)
+
+    diff_inputs = [inp for inp in inputs if isinstance(inp, Tensor) and inp.requires_grad]
+
+    def outs():
+        return [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor) and o.requires_grad]
+
+    first = outs()
+    cases = [(first, [None] * len(first))]
+    if len(first) > 1:
+        for k in range(len(first)):
+            o = outs()
+            cases.append((o, [None if j == k else zeros_like(t) for j, t in enumerate(o)]))
+    for out_list, root_grads in cases:
+        try:
+            grads = run_backward([gradient_edge(o) for o in out_list], root_grads, False, False,
+                                 [gradient_edge(t) for t in diff_inputs], accumulate=False)
+        except RuntimeError:
+            bc_warning()
+            return ('Expected backward function to handle undefined output grads. Please look '
+                    'at "Notes about undefined output gradients" in '
+                    '"tools/autograd/derivatives.yaml"')
+        for g in grads:
+            if g is not None and np.any(np.asarray(g.numpy(force=True)) != 0):
+                bc_warning()
+                return ("Expected all input grads to be undefined or zero when all output "
+                        'grads are undefined or zero. Please look at "Notes about undefined '
+                        'output gradients" in "tools/autograd/derivatives.yaml"')
+    return None
 
 
 def _backward_mul_by_grad_output_problem(inputs: tuple, outputs: tuple) -> str | None:
@@ -209,12 +397,26 @@ def _realified(func, inputs: tuple) -> tuple:
 def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: float = 1e-5,
                   rtol: float = 1e-3, gen_non_contig_grad_outputs: bool = False,
                   raise_exception: bool = True, nondet_tol: float = 0.0, *,
-                  check_undefined_grad: bool = True, fast_mode: bool = False) -> bool:
+                  check_undefined_grad: bool = True, check_grad_dtypes: bool = False,
+                  check_batched_grad: bool = False, check_fwd_over_rev: bool = False,
+                  check_rev_over_rev: bool = True, fast_mode: bool = False,
+                  masked: bool = False) -> bool:
     """gradcheck of the gradients: checks second derivatives through create_graph=True.
 
     Random float64 ``grad_outputs`` are generated when not given (non-contiguous ones with
-    ``gen_non_contig_grad_outputs``).
+    ``gen_non_contig_grad_outputs``). As PyTorch's, the gradient function is checked by
+    ``gradcheck`` with ``check_forward_ad=check_fwd_over_rev`` (tgrad has no forward over
+    reverse: it raises saying so) and ``check_backward_ad=check_rev_over_rev``.
     """
+    if not (check_fwd_over_rev or check_rev_over_rev):
+        raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev "
+                             "to be True")
+    if check_undefined_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_undefined_grad=True requires check_rev_over_rev to "
+                             "be True")
+    if check_batched_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to "
+                             "be True")
     from tgrad.autograd import grad as autograd_grad
     from tgrad.ops.creation import randn
     from tgrad.tensor import Tensor
@@ -240,4 +442,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: floa
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(new_func, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
-                     rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol)
+                     rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad,
+                     check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev,
+                     fast_mode=fast_mode, masked=masked)

@@ -87,6 +87,8 @@ def make_view(x: Tensor, arr) -> Tensor:
 def view_apply(cls, x: Tensor, *args) -> Tensor:
     """Run a view op and record how to replay it on the base (for in-place through views)."""
     out = cls.apply(x, *args)
+    if x._custom_function_view:  # a view of a custom Function's view output is one too
+        out._custom_function_view = True
     if STATE.enabled and (x._base is None or x._view_chain is not None):
         out._view_chain = (x._view_chain or ()) + ((cls.apply, args),)
         if x._multi_output_view:  # a view of a split's output is one too (PyTorch)

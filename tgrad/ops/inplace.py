@@ -22,7 +22,7 @@ from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
 from tgrad.ops.index import normalize_key, split_selects
 from tgrad.ops.movement import clone
 from tgrad.ops.reduce import sum_to
-from tgrad.tensor import Tensor, multi_output_view_error
+from tgrad.tensor import Tensor, custom_function_view_error, multi_output_view_error
 
 __all__ = ["add_into"]
 
@@ -114,6 +114,8 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
         or any(isinstance(a, Tensor) and a._requires_grad for a in args))
     if record and self._multi_output_view:  # before the leaf checks, as PyTorch's
         raise multi_output_view_error(self)
+    if record and self._custom_function_view and self._grad_fn is not None:
+        raise custom_function_view_error(self)
     check_inplace(self, op)
     if not record:
         res = fn(self, *args)
