@@ -63,7 +63,12 @@ def test_n_dim_transforms_match_numpy(name, ref, make, norm):
             continue
         kw = {} if dim is None else {"dim": dim}
         got = getattr(F, name)(_t(x), s=s, norm=norm, **kw)
-        axes = dim if dim is not None else ((-2, -1) if two else None)
+        if dim is not None:
+            axes = dim
+        elif two:
+            axes = (-2, -1)
+        else:  # fftn with s: the last len(s) dims (NumPy deprecates s with axes=None)
+            axes = None if s is None else tuple(range(-len(s), 0))
         want = ref(x, s=s, axes=axes, norm=norm)
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
 
@@ -187,7 +192,15 @@ def test_errors_name_the_function():
             (lambda: F.fftfreq(4, dtype=tgrad.int64), RuntimeError,
              "fftfreq requires a floating point or complex dtype"),
             (lambda: F.rfftfreq(-1), RuntimeError, "negative dimension -1"),
-            (lambda: F.fftshift(x, dim=2), IndexError, "fftshift: Dimension out of range")]:
+            (lambda: F.fftshift(x, dim=2), IndexError, "fftshift: Dimension out of range"),
+            # a 0-d tensor: PyTorch's errors (with no dim, roll's)
+            (lambda: F.fftshift(tgrad.tensor(3.0), 0), IndexError,
+             "fftshift: Dimension specified as 0 but tensor has no dimensions"),
+            (lambda: F.ifftshift(tgrad.tensor(3.0), dim=(-1,)), IndexError,
+             "ifftshift: Dimension specified as -1 but tensor has no dimensions"),
+            (lambda: F.fftshift(tgrad.tensor(3.0)), RuntimeError, "`shifts` required"),
+            (lambda: F.ifftshift(tgrad.tensor(3.0)), RuntimeError, "`shifts` required"),
+            (lambda: F.fftshift(x, dim=()), RuntimeError, "`shifts` required")]:
         with pytest.raises(err, match=msg):
             f()
 
@@ -390,6 +403,22 @@ def test_istft_inverts_stft_and_follows_length():
                                atol=1e-12)
 
 
+def test_istft_complex_window_round_trip():
+    """A complex window: stft frames are w * x, so istft divides the overlap-add by
+    sum_t w^2 (PyTorch's window.pow(2)), not by sum_t |w|^2."""
+    z = _cplx(24)
+    rng = np.random.default_rng(0)
+    w = rng.random(8) + 0.5 + 1j * rng.random(8)
+    spec = tgrad.stft(_t(z), 8, hop_length=2, window=_t(w), return_complex=True)
+    np.testing.assert_allclose(spec.numpy(), _np_stft(z, 8, 2, w, True, False, False), atol=1e-12)
+    y = tgrad.istft(spec, 8, hop_length=2, window=_t(w), return_complex=True, length=24)
+    np.testing.assert_allclose(y.numpy(), z, atol=1e-12)
+    x = _real(20)  # a real signal through a complex window: two-sided, back as complex
+    spec = tgrad.stft(_t(x), 8, hop_length=2, window=_t(w), return_complex=True)
+    y = tgrad.istft(spec, 8, hop_length=2, window=_t(w), return_complex=True, length=20)
+    np.testing.assert_allclose(y.numpy(), x, atol=1e-12)
+
+
 def test_stft_istft_gradcheck():
     x = _t(_real(13), requires_grad=True)
     w = _t(np.hanning(6)[1:-1] + 0.1, requires_grad=True)
@@ -423,6 +452,8 @@ def test_stft_istft_errors():
              "expected a 1D window tensor of size equal to win_length=8"),
             (lambda: tgrad.stft(x.to(tgrad.complex64), 8, onesided=True, return_complex=True),
              RuntimeError, "Cannot have onesided output if window or input is complex"),
+            (lambda: tgrad.stft(tgrad.arange(20), 8, return_complex=True), RuntimeError,
+             "stft: expected a tensor of floating point or complex values"),
             (lambda: tgrad.istft(spec.real, 8), RuntimeError,
              "istft requires a complex-valued input tensor"),
             (lambda: tgrad.istft(spec, 8, return_complex=True), RuntimeError,

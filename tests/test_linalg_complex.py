@@ -69,9 +69,44 @@ def test_lu_family_gradients():
     assert gradcheck(tgrad.logdet, (A,))
     assert gradcheck(lambda a: LA.matrix_power(a, -2), (A,))
     assert gradcheck(lambda a, b: LA.solve_triangular(a, b, upper=False), (A, B))
-    # a real matrix with a complex right-hand side: A's gradient is real
+    # a real matrix with a complex right-hand side, converted by the caller (solve does
+    # not promote, as PyTorch's): A's gradient is real
     R = _t(A_NP.real, True)
-    assert gradcheck(LA.solve, (R, B))
+    assert gradcheck(lambda r, b: LA.solve(r.to(b.dtype), b), (R, B))
+
+
+def test_solvers_refuse_mixed_dtypes():
+    """PyTorch's solve / solve_ex / tensorsolve / lu_solve do not promote: a real A with a
+    complex B (or float32 with float64) is an error."""
+    R, B = _t(A_NP.real[0]), _t(B_NP[0])
+    msg = ("linalg.solve: Expected A and B to have the same dtype, but found A of type "
+           "Double and B of type ComplexDouble instead")
+    for f in (lambda: LA.solve(R, B), lambda: LA.solve_ex(R, B),
+              lambda: LA.tensorsolve(R, B[:, 0])):
+        with pytest.raises(RuntimeError, match=msg):
+            f()
+    with pytest.raises(RuntimeError, match="found A of type ComplexDouble and B of type "
+                                           "Double"):
+        LA.solve(B[:, :1].expand(3, 3).contiguous(), R)
+    with pytest.raises(RuntimeError, match="found A of type Float and B of type Double"):
+        LA.solve(R.float(), R)
+    LU, piv = LA.lu_factor(R)
+    with pytest.raises(RuntimeError, match="linalg.lu_solve: Expected LU and B to have the "
+                                           "same dtype, but found LU of type Double and B of "
+                                           "type ComplexDouble instead"):
+        LA.lu_solve(LU, piv, B)
+
+
+def test_vecdot_conjugates_x():
+    """PyTorch's linalg.vecdot: sum(conj(x) * y) along dim, as np.vdot per vector."""
+    x, y = _cx(2, 3), _cx(2, 3)
+    got = LA.vecdot(_t(x), _t(y)).numpy()
+    np.testing.assert_allclose(got, [np.vdot(x[i], y[i]) for i in range(2)], **TOL)
+    got = LA.vecdot(_t(x), _t(y), dim=0).numpy()
+    np.testing.assert_allclose(got, [np.vdot(x[:, j], y[:, j]) for j in range(3)], **TOL)
+    r = RNG.standard_normal(3)  # real x: no conjugation, a complex y broadcast
+    np.testing.assert_allclose(LA.vecdot(_t(r), _t(y)).numpy(), y @ r, **TOL)
+    assert gradcheck(LA.vecdot, (_t(x, True), _t(y, True)))
 
 
 def test_det_gradient_by_hand():
@@ -360,3 +395,24 @@ def test_lu_factor_lu_lu_solve():
     assert gradcheck(lambda x: LA.lu(x)[1:], (A,))
     B = _t(_cx(3, 2), grad=True)
     assert gradcheck(lambda x, y: LA.lu_solve(*LA.lu_factor(x), y, adjoint=True), (A, B))
+
+
+def test_eigh_vectors_only_gradient_keeps_the_phase_diagonal():
+    """With no eigenvalue gradient, PyTorch's eigh backward keeps i Im diag(V^H gV) on the
+    inner matrix's diagonal. For the loss sum_j c_j Im(V0_j^H V_j) (gV = i V0 diag(c) at
+    V = V0, Im diag(V^H gV) = c, below the 1e-2 phase check) the inner matrix is exactly
+    i diag(c): gA = i V diag(c) V^H, independent of the eigenvectors' phases, by hand from
+    NumPy's eigh; with an eigenvalue gradient the diagonal is gL's alone."""
+    h = H_NP[0]
+    _, v = np.linalg.eigh(h)
+    c = np.array([4e-3, -3e-3, 5e-3])
+    want = 1j * (v * c) @ v.conj().T
+    A = _t(h, True)
+    L, V = LA.eigh(A)
+    V0 = tgrad.tensor(V.detach().numpy().conj())
+    ((V * V0).sum(0).imag * tgrad.tensor(c)).sum().backward()
+    np.testing.assert_allclose(A.grad.numpy(), want, atol=1e-12)
+    A = _t(h, True)
+    L, V = LA.eigh(A)
+    (((V * V0).sum(0).imag * tgrad.tensor(c)).sum() + L.sum()).backward()
+    np.testing.assert_allclose(A.grad.numpy(), np.eye(3), atol=1e-12)  # d tr(A) = I

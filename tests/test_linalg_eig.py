@@ -41,7 +41,10 @@ def test_eig_forward_vs_numpy(a):
         np.testing.assert_allclose(_sorted(L[idx]), _sorted(l_np[idx]), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(a @ V, V * L[..., None, :], atol=1e-12)  # A V = V diag(L)
     np.testing.assert_allclose(np.linalg.norm(V, axis=-2), 1.0, rtol=1e-12)
-    # LAPACK geev's normalisation (the largest component of each vector real), as PyTorch
+    # LAPACK geev's normalisation, as PyTorch's (both call geev): each vector has norm 1
+    # (above) and its largest-modulus component real
+    big = np.take_along_axis(V, np.abs(V).argmax(-2)[..., None, :], -2)
+    np.testing.assert_allclose(big.imag, 0.0, atol=1e-12)
     np.testing.assert_allclose(L, l_np, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(V, v_np, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(LA.eigvals(tgrad.tensor(a)).numpy(), l_np, rtol=1e-12,
@@ -150,3 +153,57 @@ def test_eig_phase_dependent_loss_raises():
                                            "by e\\^{i phi}. The specified loss function "
                                            "depends on this quantity, so it is ill-defined."):
         V.real.sum().backward()
+
+
+def test_eigvals_of_nan_without_numpys_private_gufunc_gives_nan(monkeypatch):
+    """Where NumPy lacks its private _umath_linalg.eig (or changed its call), eigvals of a
+    NaN / inf matrix without grad gives NaN results of the right shape and dtype."""
+    from numpy.linalg import _umath_linalg
+
+    def broken(*args, **kwargs):
+        raise TypeError("changed signature")
+    a = np.array([[[1.0, np.nan], [0.0, 2.0]]] * 2)
+    for patch in (lambda: monkeypatch.delattr(_umath_linalg, "eig"),
+                  lambda: monkeypatch.setattr(_umath_linalg, "eig", broken)):
+        patch()
+        got = LA.eigvals(tgrad.tensor(a, dtype=F32))
+        assert got.dtype is C64 and tuple(got.shape) == (2, 2)
+        assert np.isnan(got.numpy().real).all() and np.isnan(got.numpy().imag).all()
+        monkeypatch.undo()
+
+
+def test_eig_vectors_only_gradient_keeps_the_phase_diagonal():
+    """A loss of V alone that depends slightly on the eigenvector phases (Im diag(V^H gV) =
+    c, below PyTorch's 1e-2 check) gets PyTorch's gradient, which keeps i Im diag(V^H gV)
+    on the inner matrix's diagonal when there is no gL: that is the derivative in the gauge
+    where (V0^{-1} V)_jj stays real (the formula's off-diagonal part) and each eigenvector's
+    phase turns by Im(L_j - L0_j) (its diagonal). Checked by central finite differences of
+    the loss of NumPy's eig, explicitly put in that gauge."""
+    rng = np.random.default_rng(5)
+    a0 = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    L0, V0 = np.linalg.eig(a0)
+    V0inv = np.linalg.inv(V0)
+    W, c = rng.random((3, 3)), np.array([4e-3, -3e-3, 5e-3])
+
+    def loss_np(v):  # phase-invariant part + sum_j c_j Im(V0_j^H v_j)
+        return (np.abs(v) * W).sum() + (c * np.imag((V0.conj() * v).sum(0))).sum()
+
+    def gauged(a):
+        w, v = np.linalg.eig(a)
+        order = [int(np.argmin(abs(w - lam))) for lam in L0]
+        w, v = w[order], v[:, order]
+        p = np.diagonal(V0inv @ v)
+        return v * (p.conj() / abs(p)) * np.exp(1j * np.imag(w - L0))
+
+    h, fd = 1e-6, np.zeros((3, 3), complex)
+    for i, j in np.ndindex(3, 3):
+        for unit in (1, 1j):  # the gradient of a real loss: d/dRe + i d/dIm
+            e = np.zeros((3, 3), complex)
+            e[i, j] = unit * h
+            fd[i, j] += unit * (loss_np(gauged(a0 + e)) - loss_np(gauged(a0 - e))) / (2 * h)
+    A = tgrad.tensor(a0, requires_grad=True)
+    V = LA.eig(A).eigenvectors
+    loss = ((V.abs() * tgrad.tensor(W)).sum()
+            + ((V * tgrad.tensor(V0.conj())).sum(0).imag * tgrad.tensor(c)).sum())
+    loss.backward()
+    np.testing.assert_allclose(A.grad.numpy(), fd, atol=1e-7)

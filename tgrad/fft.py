@@ -461,11 +461,12 @@ def _shift(op: str, input: Tensor, dim, inverse: bool) -> Tensor:  # noqa: A002
     if dim is None:
         dims = tuple(range(input.ndim))
     elif isinstance(dim, (int, np.integer)):
-        dims = (_wrap_dim(dim, input.ndim, op),)
+        dims = (_wrap(op, dim, input.ndim),)
     else:
-        dims = tuple(_wrap_dim(d, input.ndim, op) for d in dim)
-    if not dims:
-        return input.clone()
+        dims = tuple(_wrap(op, d, input.ndim) for d in dim)
+    if not dims:  # a 0-d input (dim None) or dim=(): PyTorch's roll error
+        raise RuntimeError(f"{op}: `shifts` required (no dim to shift: the input is 0-d or "
+                           f"dim is empty; a 0-d tensor is its own shift, use it as is)")
     shifts = [(input.shape[d] + 1) // 2 if inverse else input.shape[d] // 2 for d in dims]
     return roll(input, shifts, dims)
 

@@ -11,7 +11,8 @@ e^{i phi}, so a loss must not depend on it: Im diag(V^H gV) must be ~0, else the
     eigvals only:  gA = V^{-H} diag(gL) V^H
     with gV:       M = V^H gV - V^H V Re(diag(V^H gV))   (the norm-1 constraint)
                    gA = V^{-H} (M / E + diag(gL)) V^H,  E_ij = conj(L_j) - conj(L_i)
-                   (M / E off the diagonal; diag(gL) on it)
+                   (M / E off the diagonal; on it gL, or with gL None M's own diagonal
+                   i Im diag(V^H gV), below the check but kept, as PyTorch's)
 Written with ``linalg.solve`` and matmuls on the saved outputs, so it is differentiable again
 (double backward; finite for distinct eigenvalues only, as in PyTorch). A real A gets the
 real part of gA (the engine takes it).
@@ -38,6 +39,7 @@ from tgrad.tensor import Tensor
 
 __all__ = ["eig", "eigvals"]
 
+
 class EigResult(NamedTuple):
     eigenvalues: Tensor
     eigenvectors: Tensor
@@ -46,14 +48,20 @@ class EigResult(NamedTuple):
 def _geev(a: np.ndarray) -> tuple:
     """LAPACK's geev of a (..., n, n): np.linalg.eig, or for an input with NaN / inf (which
     np.linalg refuses; only eigvals without a gradient gets here, as PyTorch's) the same
-    LAPACK gufunc that np.linalg.eig calls, without its finiteness check: LAPACK's result."""
+    LAPACK gufunc that np.linalg.eig calls, without its finiteness check: LAPACK's result.
+    That gufunc is NumPy's private numpy.linalg._umath_linalg.eig: where a NumPy lacks it
+    or changed its call, the result is all NaN instead (w (..., n), v (..., n, n) complex128)."""
     if np.isfinite(a).all():
         return np.linalg.eig(a)
-    from numpy.linalg import _umath_linalg
     sig = "D->DD" if np.iscomplexobj(a) else "d->DD"
-    with np.errstate(all="ignore"):
-        return _umath_linalg.eig(a.astype(np.complex128 if sig[0] == "D" else np.float64),
-                                 signature=sig)
+    try:
+        from numpy.linalg import _umath_linalg
+        with np.errstate(all="ignore"):
+            return _umath_linalg.eig(a.astype(np.complex128 if sig[0] == "D" else np.float64),
+                                     signature=sig)
+    except (ImportError, AttributeError, TypeError):
+        nan = complex(np.nan, np.nan)
+        return np.full(a.shape[:-1], nan), np.full(a.shape, nan)
 
 
 class LinalgEig(Function):
@@ -97,9 +105,9 @@ def eig_backward(gL, gV, L: Tensor, V: Tensor) -> Tensor | None:
     eye_n = eye(n, dtype=dtypes.bool_, device=L.device)
     Lc = L.conj()
     E = ew.where(eye_n, 1.0, Lc.unsqueeze(-2) - Lc.unsqueeze(-1))
-    inner = ew.where(eye_n, 0.0, VhgV / E)
+    inner = VhgV / E  # its diagonal: i Im diag(V^H gV) (~0), kept when gL is None
     if gL is not None:
-        inner = inner + diag_embed(gL)
+        inner = ew.where(eye_n, diag_embed(gL), inner)
     return solve(Vh, inner @ Vh)
 
 

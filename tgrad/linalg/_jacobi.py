@@ -309,11 +309,10 @@ class LinalgEigh(Function):
             check_phase("linalg_eigh_backward", VhgV.diagonal(dim1=-2, dim2=-1).imag)
         VhgV = 0.5 * (VhgV - VhgV.mH)
         E = L.unsqueeze(-2) - L.unsqueeze(-1) + eye(n, dtype=L.dtype, device=L.device)
-        inner = VhgV / E
-        if inner.dtype.is_complex:  # its diagonal is i Im diag(V^H gV) ~ 0: replaced by gL
-            inner = ew.where(eye(n, dtype=dtypes.bool_, device=L.device), 0.0, inner)
-        if gL is not None:
-            inner = inner + diag_embed(gL)
+        inner = VhgV / E  # its diagonal: i Im diag(V^H gV) (~0), kept when gL is None
+        if gL is not None:  # else replaced by gL, as PyTorch's
+            inner = ew.where(eye(n, dtype=dtypes.bool_, device=L.device), diag_embed(gL),
+                             inner)
         return V @ inner @ V.mH, None
 
 

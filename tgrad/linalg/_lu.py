@@ -68,6 +68,15 @@ def _check_dtype(op: str, dt, complex_ok: bool = False) -> None:
                            f".float() or .double()")
 
 
+def check_same_dtype(op: str, a_name: str, A: Tensor, b_name: str, B: Tensor) -> None:
+    """PyTorch's error for solver operands of two dtypes (its solvers do not promote: a
+    real A with a complex B raises too); convert one with .to(the other's dtype)."""
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{op}: Expected {a_name} and {b_name} to have the same dtype, but "
+                           f"found {a_name} of type {_torch_dtype_name(A.dtype)} and {b_name} "
+                           f"of type {_torch_dtype_name(B.dtype)} instead")
+
+
 def _lu(A: Tensor) -> _Factors:
     """getrf on a batch of m x n matrices (no graph is recorded)."""
     m, n = A.shape[-2], A.shape[-1]
@@ -179,8 +188,8 @@ def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
     require_tensor(op, A, "A")
     require_tensor(op, B, "B", 2)
     _check_square(op, A)
-    dt = dtypes.result_type(A, B)
-    _check_dtype(op, dt, complex_ok=True)
+    _check_dtype(op, A.dtype, complex_ok=True)
+    check_same_dtype("linalg.solve", "A", A, "B", B)  # PyTorch's text (solve_ex's too)
     if A.device is not B.device:
         raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
                            f"at least two devices, {A.device} and {B.device}!")
@@ -197,7 +206,6 @@ def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
         eq = "AX = B" if left else "XA = B"
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {eq} "
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
-    A, B = A.to(dt), B.to(dt)
     if not left:  # X A = B  <=>  A^T X^T = B^T
         A, B = A.mT, B.mT
     batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))

@@ -19,7 +19,14 @@ from typing import NamedTuple
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.linalg._lu import _check_dtype, _lu, _raise_singular, lu_substitute, swap_order
+from tgrad.linalg._lu import (
+    _check_dtype,
+    _lu,
+    _raise_singular,
+    check_same_dtype,
+    lu_substitute,
+    swap_order,
+)
 from tgrad.linalg._triangular import solve_triangular
 from tgrad.ops._common import require_tensor
 from tgrad.ops.composite import tril, triu
@@ -153,7 +160,6 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
                            f"{'x'.join(map(str, B.shape[-2:]))})")
     if not left:  # X A = B  <=>  A^H X^H = B^H
         return lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH
-    dt = dtypes.result_type(LU, B)
-    _check_dtype(op, dt, complex_ok=True)
-    LU, B = LU.to(dt), B.to(dt)
+    _check_dtype("torch." + op, LU.dtype, complex_ok=True)
+    check_same_dtype(op, "LU", LU, "B", B)
     return lu_substitute(LU, _perm_from_pivots(pivots, n), B, adjoint)

@@ -184,7 +184,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
-    """sum(x * y) along ``dim`` (real tensors: no conjugation), other dims broadcast."""
+    """sum(conj(x) * y) along ``dim``, other dims broadcast (PyTorch's: x is conjugated
+    when complex, as in ``vdot``; real tensors: sum(x * y))."""
+    from tgrad.ops.complex_ops import conj_of
     require_tensor("linalg.vecdot", x)
     require_tensor("linalg.vecdot", y, "y", 2)
-    return (x * y).sum(dim)
+    return (conj_of(x) * y).sum(dim)

@@ -8,7 +8,8 @@ Shapes: stft input (L) or (B, L) -> (F, T) or (B, F, T) complex, F = n_fft // 2 
 sum_k w[k] x[t hop + k] e^{-2 pi i f k / n_fft}, times n_fft^-1/2 when ``normalized``; the
 window w (default ones(win_length)) is zero-padded on both sides to n_fft.
 istft inverts it by overlap-add: y = sum_t w * irfft(X[:, t]) / sum_t w^2 (each shifted to
-t hop), trimmed by n_fft // 2 at both ends when ``center`` (or to ``length``).
+t hop; w^2, not |w|^2, for a complex window), trimmed by n_fft // 2 at both ends when
+``center`` (or to ``length``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ __all__ = ["stft", "istft"]
 
 def _window(op: str, window, win_length: int, n_fft: int, like: Tensor) -> Tensor:
     """The window (default ones) zero-padded on both sides to n_fft: (n_fft,)."""
-    from tgrad.ops.creation import ones, zeros
-    from tgrad.ops.shape import cat
+    from tgrad.nn import functional as F
+    from tgrad.ops.creation import ones
     if window is None:
         window = ones(win_length, dtype=dtypes.to_real(like.dtype), device=like.device)
     elif window.ndim != 1 or window.shape[0] != win_length:
@@ -32,9 +33,7 @@ def _window(op: str, window, win_length: int, n_fft: int, like: Tensor) -> Tenso
                            f"{list(window.shape)}")
     left = (n_fft - win_length) // 2
     if left or n_fft - win_length - left:
-        window = cat([zeros(left, dtype=window.dtype, device=window.device), window,
-                      zeros(n_fft - win_length - left, dtype=window.dtype,
-                            device=window.device)])
+        window = F.pad(window, (left, n_fft - win_length - left))
     return window
 
 
@@ -58,6 +57,9 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,  # noqa: A002
     from tgrad import fft
     from tgrad.nn import functional as F
     require_tensor("stft", input)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"stft: expected a tensor of floating point or complex values "
+                           f"(got {input.dtype.name}); convert it with .float()")
     is_complex = input.dtype.is_complex or (window is not None and window.dtype.is_complex)
     if return_complex is None and not is_complex:
         raise RuntimeError("stft requires the return_complex parameter be given for real "
@@ -103,8 +105,8 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,  # noqa: A00
     """The inverse of stft by windowed overlap-add (PyTorch's torch.istft): (F, T) or
     (B, F, T) complex -> (L) or (B, L), real unless return_complex."""
     from tgrad import fft
+    from tgrad.nn import functional as F
     from tgrad.ops.creation import arange, zeros
-    from tgrad.ops.shape import cat
     require_tensor("istft", input)
     if not input.dtype.is_complex:
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
@@ -140,11 +142,17 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,  # noqa: A00
            + arange(n_fft, device=w.device)).reshape(-1)
     y = zeros(batch, total, dtype=frames.dtype, device=w.device).index_add(
         -1, pos, frames.reshape(batch, -1))
-    env = zeros(total, dtype=dtypes.to_real(w.dtype), device=w.device).index_add(
-        0, pos, (w.abs() ** 2).expand(n_frames, n_fft).reshape(-1))
+    # the envelope sum_t w^2 (not |w|^2: frames are w * x, so a complex w inverts by w^2,
+    # as PyTorch's window.pow(2)); complex for a complex window
+    env = zeros(total, dtype=w.dtype, device=w.device).index_add(
+        0, pos, (w * w).expand(n_frames, n_fft).reshape(-1))
     start = n_fft // 2 if center else 0
-    end = total if length is None and not center else (
-        total - n_fft // 2 if length is None else start + length)
+    if length is not None:
+        end = start + length
+    elif center:
+        end = total - n_fft // 2
+    else:
+        end = total
     end = min(end, total)
     env = env[start:end]
     if env.numel() and float(env.abs().min()) < 1e-11:
@@ -154,5 +162,5 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,  # noqa: A00
                            "window, a smaller hop_length or center=True")
     y = y[:, start:end] / env
     if length is not None and y.shape[-1] < length:
-        y = cat([y, zeros(batch, length - y.shape[-1], dtype=y.dtype, device=y.device)], -1)
+        y = F.pad(y, (0, length - y.shape[-1]))
     return y if input.ndim == 3 else y.squeeze(0)
