@@ -92,12 +92,28 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
                                 capture_edges, accumulate)
         finally:
             _function._FW_LEVEL = fw_level
-    roots = [e[0] for e in root_edges if e[0] is not None]
-    deps = _collect(roots)
-    buffers: dict = {}
-    for (node, nr), g in zip(root_edges, root_grads):
-        if node is not None:
-            _add_to_buffer(buffers, node, nr, g)
+    if len(root_edges) == 1 and root_edges[0][0] is not None:
+        # One root (Tensor.backward): what the general code below builds, made directly.
+        # Its buffer is [g] for output 0 of a single-output node (_add_to_buffer's result
+        # then), and it alone is ready (nothing else can point at the only root).
+        node, nr = root_edges[0]
+        roots = [node]
+        deps = _collect(roots)
+        buffers: dict = {}
+        if nr == 0 and len(node._out_meta) <= 1:
+            buffers[node] = [root_grads[0]]
+        else:
+            _add_to_buffer(buffers, node, nr, root_grads[0])
+        ready = [(-node._seq, node)]
+    else:
+        roots = [e[0] for e in root_edges if e[0] is not None]
+        deps = _collect(roots)
+        buffers = {}
+        for (node, nr), g in zip(root_edges, root_grads):
+            if node is not None:
+                _add_to_buffer(buffers, node, nr, g)
+        ready = [(-n._seq, n) for n in set(roots) if deps[n] == 0]  # _seq is unique: no ties
+        heapq.heapify(ready)
 
     capture = None
     execute = None
@@ -110,8 +126,6 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
             execute |= {n for n in capture if isinstance(n, AccumulateGrad)}
     captured = [None] * len(capture_edges) if capture_edges is not None else None
 
-    ready = [(-n._seq, n) for n in set(roots) if deps[n] == 0]  # _seq is unique: no ties
-    heapq.heapify(ready)
     prof = profiler_hooks.ACTIVE
     run_range = prof.range_start("autograd::engine::run_backward", "engine") if prof else None
     heappush, heappop = heapq.heappush, heapq.heappop

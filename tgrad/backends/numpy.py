@@ -81,7 +81,7 @@ def compute_dtype(dt: np.dtype) -> np.dtype:
 
 
 def _up(x: np.ndarray) -> np.ndarray:
-    return x.astype(_F32) if x.dtype in HALF_TYPES else x
+    return x.astype(_F32) if x.dtype in _HALF_SET else x
 
 
 def _down(y, dt: np.dtype) -> np.ndarray:
@@ -517,8 +517,11 @@ def _is_zero(x: np.ndarray) -> np.ndarray:
 def relu_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """d relu(x) = g where y = relu(x) is not <= 0, else 0 (PyTorch's threshold_backward);
     keeps g's dtype. y is >= 0 or NaN, so that is y != 0 (a NaN x passes g through)."""
-    with quiet():
+    token = _quiet_enter()  # quiet() without the context-manager object (every relu)
+    try:
         return _masked_product(g, np.not_equal(y, 0))
+    finally:
+        _quiet_exit(token)
 
 
 # Fused gradient formulas: each is the backward of one elementwise op in one pass (one
@@ -897,7 +900,7 @@ def any_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
 
 
 def isnan_any(x: np.ndarray) -> bool:
-    return bool(np.isnan(x).any()) if x.dtype.kind in "fc" or x.dtype in HALF_TYPES else False
+    return bool(np.isnan(x).any()) if x.dtype.kind in "fc" or x.dtype in _HALF_SET else False
 
 
 # ---------------------------------------------------------------- indexing
@@ -957,7 +960,7 @@ def argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     directions, NaN sorts after +inf (last ascending, first descending), -0.0 == +0.0.
     Descending is the ascending order of the reversed line, reversed back: ties then come
     out in ascending position, NaNs first."""
-    a = x.astype(np.float32) if x.dtype in HALF_TYPES else x
+    a = x.astype(np.float32) if x.dtype in _HALF_SET else x
     if not descending:
         return np.argsort(a, axis=axis, kind="stable").astype(np.int64)
     rev = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
@@ -969,10 +972,13 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """NaN and inf propagate without NumPy's "invalid value encountered" (PyTorch's
     silence); float16/bfloat16 multiply in float32 and round once."""
     dt = a.dtype
-    with quiet():
-        if dt in HALF_TYPES:
+    token = _quiet_enter()  # quiet() without the context-manager object (hot path)
+    try:
+        if dt in _HALF_SET:
             return _down(np.matmul(a.astype(_F32), b.astype(_F32)), dt)
         return np.matmul(a, b)
+    finally:
+        _quiet_exit(token)
 
 
 # ---------------------------------------------------------------- random

@@ -9,10 +9,12 @@ Notation in the rules: ``g`` incoming gradient, ``x``/``a``/``b`` inputs, ``y`` 
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.autograd import function as _function
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
@@ -74,6 +76,30 @@ def _formula_op(name: str) -> type:
     return op
 
 
+def _unobserved() -> bool:
+    """True in a plain backward (nothing recorded, no profiler, no autocast region, no
+    forward-AD level): an op called there through ``Function.apply`` makes no node (grad
+    mode is off), no profiler event, no casts and no tangents, so a rule may run the op's
+    primitive on the backend arrays itself and get the very same tensor."""
+    return (not STATE.enabled and profiler_hooks.ACTIVE is None and STATE.autocast is None
+            and _function._FW_LEVEL is None)
+
+
+def _rule_product(name: str, g: Tensor, s, op) -> Tensor:
+    """``op(g, s)`` in a backward rule (``name`` "mul" or "div": g * b, g * y, g / b). When
+    ``_unobserved()`` and g, s are plain tensors of one float dtype on one device, this is
+    the binary op's forward fast path without the Function call around it (the same
+    ``be.binary`` on the same arrays); anything else (numbers, promotion, devices, shapes
+    that do not broadcast) takes ``op`` itself."""
+    if (type(s) is Tensor and type(g) is Tensor and s.dtype is g.dtype
+            and s.device is g.device and g.dtype.is_floating_point and _unobserved()):
+        try:
+            return wrap(backend_of(g).binary(name, g._data, s._data), g.device)
+        except ValueError:
+            pass  # not broadcastable (a node called by hand): the op raises its own error
+    return op(g, s)
+
+
 def _fused(formula: str, composite, select=None):
     """A rule that runs as the single primitive ``formula`` on ``select(*saved)`` (default:
     the saved values as they are) when no graph is recorded, and as ``composite``
@@ -105,7 +131,7 @@ def _sqrt_1mx2(x):
 UNARY_RULES = {
     "neg":        ("",  False, lambda g, x, y: -g),
     "abs":        ("x", False, _unary_fused("abs", lambda g, x, y: g * sign(x))),
-    "exp":        ("y", True,  lambda g, x, y: g * y),
+    "exp":        ("y", True,  lambda g, x, y: _rule_product("mul", g, y, operator.mul)),
     "log":        ("x", True,  lambda g, x, y: g / x),
     "log1p":      ("x", True,  _unary_fused("log1p", lambda g, x, y: g / (x + 1.0))),
     "expm1":      ("y", True,  _unary_fused("expm1", lambda g, x, y: g * (y + 1.0))),
@@ -357,16 +383,25 @@ def _make_paired(name: str, rule):
 _PAIRED = {n: _make_paired(n, r) for n, r in PAIRED_RULES.items()}
 
 
+def _paired(name: str, grad: Tensor, output: Tensor) -> Tensor:
+    """The paired op ``name``; when ``_unobserved()`` (every plain backward of relu, tanh,
+    sigmoid), its forward's one primitive without the Function call (the same result: the
+    forward checks nothing and saves only into a ctx nobody keeps)."""
+    if type(grad) is Tensor and type(output) is Tensor and _unobserved():
+        return wrap(getattr(backend_of(grad), name)(grad._data, output._data), grad.device)
+    return _PAIRED[name].apply(grad, output)
+
+
 def relu_backward(grad: Tensor, output: Tensor) -> Tensor:
-    return _PAIRED["relu_backward"].apply(grad, output)
+    return _paired("relu_backward", grad, output)
 
 
 def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
-    return _PAIRED["tanh_backward"].apply(grad, output)
+    return _paired("tanh_backward", grad, output)
 
 
 def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
-    return _PAIRED["sigmoid_backward"].apply(grad, output)
+    return _paired("sigmoid_backward", grad, output)
 
 
 # ------------------------------------------------------------------------------ binary
@@ -438,7 +473,8 @@ _ATAN2_B = _fused("atan2_b", lambda g, a, b, y: -(g * a) * _atan2_recip(a, b),
 BINARY_RULES = {
     "add": (("", ""), lambda g, a, b, y: g, lambda g, a, b, y: g),
     "sub": (("", ""), lambda g, a, b, y: g, lambda g, a, b, y: -g),
-    "mul": (("b", "a"), lambda g, a, b, y: g * b, lambda g, a, b, y: g * a),
+    "mul": (("b", "a"), lambda g, a, b, y: _rule_product("mul", g, b, operator.mul),
+            lambda g, a, b, y: _rule_product("mul", g, a, operator.mul)),
     # d(a/b)/da = 1 / b;  d(a/b)/db = -a / b^2 = -(g / b) a / b, from a and b, not the
     # output (as PyTorch: y = a / b may be modified in place before the backward). The two
     # share g / b: see _div_grads.
@@ -465,7 +501,7 @@ _DIV_B = _fused("div_b", lambda q, a, b: -(q * a) / b)
 
 def _div_grads(g, a, b, y, need_a: bool, need_b: bool) -> tuple:
     """div's two gradients computing g / b once (4 passes over memory on the CPU for both)."""
-    q = g / b
+    q = _rule_product("div", g, b, operator.truediv)
     return (q if need_a else None), (_DIV_B(q, a, b) if need_b else None)
 
 

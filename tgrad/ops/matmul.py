@@ -126,16 +126,18 @@ def _check(op: str, a: Tensor, b: Tensor) -> None:
     for t in (a, b):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected Tensor arguments, got {type(t).__name__}")
-    same_device(op, a, b)
+    if a.device is not b.device:  # (devices are interned: one object is one device)
+        same_device(op, a, b)
     if a.dtype is not b.dtype:
         raise RuntimeError(f"{op}: expected both operands to have the same dtype, but got "
                            f"{a.dtype} and {b.dtype}")
     if a.dtype is dtypes.bool_:
         raise RuntimeError(f"{op}: not implemented for bool tensors")
-    if a.ndim == 0 or b.ndim == 0:
+    an, bn = a._data.ndim, b._data.ndim  # (Tensor.ndim, without the property call)
+    if an == 0 or bn == 0:
         raise RuntimeError(f"{op}: both arguments to matmul need to be at least 1D, but they "
-                           f"are {a.ndim}D and {b.ndim}D")
-    if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
+                           f"are {an}D and {bn}D")
+    if a._data.shape[-1] != b._data.shape[-2 if bn > 1 else 0]:
         raise RuntimeError(f"{op}: shapes cannot be multiplied ({_desc(a)} and {_desc(b)})")
 
 
@@ -152,14 +154,15 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
         (input, other), _ = cast_args("lower", (input, other))  # noqa: A001
     _check("matmul", input, other)
     a, b = input, other
-    if a.ndim == 1 and b.ndim == 1:
-        return Dot.apply(a, b)
-    if a.ndim == 1:
-        return MatMul.apply(a.unsqueeze(0), b).squeeze(-2)
-    if b.ndim == 1:
-        return MatMul.apply(a, b.unsqueeze(1)).squeeze(-1)
-    if a.ndim == 2 and b.ndim == 2:
+    an, bn = a._data.ndim, b._data.ndim
+    if an == 2 and bn == 2:  # the common case first (the cases are exclusive)
         return MatMul.apply(a, b)
+    if an == 1 and bn == 1:
+        return Dot.apply(a, b)
+    if an == 1:
+        return MatMul.apply(a.unsqueeze(0), b).squeeze(-2)
+    if bn == 1:
+        return MatMul.apply(a, b.unsqueeze(1)).squeeze(-1)
     try:  # checked here, so that another ValueError (e.g. a launch's) is not reported as this
         np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:

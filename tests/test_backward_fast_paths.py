@@ -1,0 +1,149 @@
+"""The host-overhead fast paths of a plain backward give what the general paths give.
+
+Rules of mul, div, exp, relu, tanh and sigmoid run their op's primitive on the backend
+arrays when nothing observes the op (no create_graph, profiler, autocast or forward-AD
+level); the engine builds a single root's buffer directly; matmul decides its case from the
+arrays' ndim. Values are checked against NumPy float64 formulas, against the recorded
+(create_graph) path bit for bit, and the observed cases (profiler, mixed dtypes, number
+operands, a root that is not output 0) still take the general paths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import profiler
+
+RNG = np.random.default_rng(7)
+X = RNG.uniform(-2.0, 2.0, 16)
+Y = RNG.uniform(0.5, 2.0, 16)  # a divisor away from 0
+G = RNG.standard_normal(16)
+
+# op, its function of leaves, and the NumPy float64 gradients (g, a, b) -> per leaf
+CASES = {
+    "mul": (lambda a, b: a * b, lambda g, a, b: (g * b, g * a)),
+    "div": (lambda a, b: a / b, lambda g, a, b: (g / b, -(g / b) * a / b)),
+    "exp": (lambda a, b: a.exp(), lambda g, a, b: (g * np.exp(a),)),
+    "relu": (lambda a, b: a.relu(), lambda g, a, b: (np.where(a > 0, g, 0.0),)),
+    "tanh": (lambda a, b: a.tanh(), lambda g, a, b: (g * (1 - np.tanh(a) ** 2),)),
+    "sigmoid": (lambda a, b: a.sigmoid(),
+                lambda g, a, b: (g * (s := 1 / (1 + np.exp(-a))) * (1 - s),)),
+}
+
+
+def _grads(op: str, create_graph: bool, dtype=np.float64) -> list:
+    fn, _ = CASES[op]
+    a = tgrad.tensor(X.astype(dtype), requires_grad=True)
+    b = tgrad.tensor(Y.astype(dtype), requires_grad=True)
+    y = fn(a, b)
+    y.backward(tgrad.tensor(G.astype(dtype)), create_graph=create_graph)
+    return [t.grad for t in (a, b) if t.grad is not None]
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_plain_backward_matches_numpy_float64(op):
+    got = _grads(op, create_graph=False)
+    want = CASES[op][1](G, X, Y)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype is tgrad.float64 and g.grad_fn is None
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_plain_backward_bitwise_equals_recorded_path(op):
+    # float32: the recorded rules (create_graph, through Function.apply) and the direct
+    # primitives round the same way, so the bits agree
+    plain = _grads(op, create_graph=False, dtype=np.float32)
+    recorded = _grads(op, create_graph=True, dtype=np.float32)
+    for p, r in zip(plain, recorded):
+        assert p.dtype is r.dtype is tgrad.float32
+        assert np.array_equal(p.numpy(), r.detach().numpy())
+
+
+def test_profiled_backward_still_records_the_rules_ops():
+    a = tgrad.tensor(X, requires_grad=True)
+    b = tgrad.tensor(Y, requires_grad=True)
+    with profiler.profile() as prof:
+        (a * b).backward(tgrad.tensor(G))
+        a.relu().backward(tgrad.tensor(G))
+    (node,) = [e for e in prof.function_events if e.name == "MulBackward0"]
+    assert [c.name for c in node.cpu_children] == ["mul", "mul"]
+    (node,) = [e for e in prof.function_events if e.name == "ReluBackward0"]
+    assert [c.name for c in node.cpu_children] == ["relu_backward"]
+
+
+def test_mixed_dtypes_and_numbers_take_the_general_rules():
+    a = tgrad.tensor(X.astype(np.float32), requires_grad=True)
+    b = tgrad.tensor(Y, requires_grad=True)  # float64: the product promotes
+    (a * b).backward(tgrad.tensor(G))
+    assert a.grad.dtype is tgrad.float32 and b.grad.dtype is tgrad.float64
+    np.testing.assert_allclose(a.grad.numpy(), (G * Y).astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), G * X.astype(np.float32), rtol=1e-12)
+    c = tgrad.tensor(X, requires_grad=True)
+    (c * 0.5 / 4.0).backward(tgrad.tensor(G))
+    np.testing.assert_allclose(c.grad.numpy(), G * 0.5 / 4.0, rtol=1e-15)
+
+
+def test_backward_under_no_grad_rules_called_by_hand():
+    # a node applied by hand under no_grad takes the direct path; with a gradient that
+    # does not broadcast it gives the op's own error, not NumPy's ValueError
+    a = tgrad.tensor(X, requires_grad=True)
+    b = tgrad.tensor(Y, requires_grad=True)
+    y = a * b
+    with tgrad.no_grad():
+        ga, gb = y.grad_fn(tgrad.tensor(G))
+        np.testing.assert_allclose(ga.numpy(), G * Y, rtol=1e-15)
+        np.testing.assert_allclose(gb.numpy(), G * X, rtol=1e-15)
+        with pytest.raises(RuntimeError, match="mul: the size of tensor a"):
+            y.grad_fn(tgrad.ones(3))
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_single_root_of_a_multi_output_node(index):
+    # one root edge whose node has several outputs (output_nr 0 too): the general buffer
+    x = tgrad.tensor(np.arange(6.0).reshape(3, 2), requires_grad=True)
+    parts = x.unbind(0)
+    parts[index].backward(tgrad.tensor([2.0, 3.0]))
+    want = np.zeros((3, 2))
+    want[index] = [2.0, 3.0]
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+
+
+def test_several_roots_still_summed():
+    x = tgrad.tensor(X, requires_grad=True)
+    tgrad.autograd.backward([x * 2.0, x * x], [tgrad.tensor(G), tgrad.tensor(G)])
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * G + 2.0 * X * G, rtol=1e-14)
+
+
+@pytest.mark.parametrize("sa, sb", [((3, 4), (4, 2)), ((4,), (4,)), ((4,), (4, 2)),
+                                    ((3, 4), (4,)), ((2, 3, 4), (4, 2))])
+def test_matmul_cases_forward_and_backward(sa, sb):
+    an, bn = RNG.standard_normal(sa), RNG.standard_normal(sb)
+    a = tgrad.tensor(an, requires_grad=True)
+    b = tgrad.tensor(bn, requires_grad=True)
+    y = a @ b
+    np.testing.assert_allclose(y.detach().numpy(), an @ bn, rtol=1e-12)
+    g = RNG.standard_normal(y.shape)
+    y.backward(tgrad.tensor(g))
+    # d(a @ b) with the 1-D operands read as a row (a) / column (b) vector
+    a2 = an.reshape(1, -1) if an.ndim == 1 else an
+    b2 = bn.reshape(-1, 1) if bn.ndim == 1 else bn
+    g2 = g.reshape(a2.shape[:-1] + (b2.shape[-1],))
+    ga = (g2 @ np.swapaxes(b2, -1, -2)).reshape(an.shape) if an.ndim == 1 else \
+        g2 @ np.swapaxes(b2, -1, -2)
+    gb = (np.swapaxes(a2, -1, -2) @ g2)
+    gb = gb.sum(0) if an.ndim == 3 else gb  # b broadcast over a's batch: summed
+    np.testing.assert_allclose(a.grad.numpy(), ga, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(b.grad.numpy(), gb.reshape(bn.shape), rtol=1e-12, atol=1e-14)
+
+
+def test_matmul_errors_unchanged():
+    with pytest.raises(RuntimeError, match=r"need to be at least 1D, but they are 0D and 1D"):
+        tgrad.tensor(1.0) @ tgrad.ones(3)
+    with pytest.raises(RuntimeError, match=r"shapes cannot be multiplied \(2x3 and 4x1\)"):
+        tgrad.ones(2, 3) @ tgrad.ones(4, 1)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        tgrad.ones(2, 3) @ tgrad.ones(3, 1, dtype=tgrad.float64)
