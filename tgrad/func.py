@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Callable
 
 from tgrad import autograd
-from tgrad.autograd.forward_ad import _ComplexTangentError, _ForwardOverReverseError
+from tgrad.autograd.forward_ad import _ComplexTangentError
 from tgrad.autograd.grad_mode import STATE, enable_grad
 from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
@@ -98,16 +98,11 @@ def _prepare(args: tuple, argnums, who: str) -> tuple:
         if not t.dtype.is_floating_point:
             raise RuntimeError(f"{who}: only floating point inputs can be differentiated, "
                                f"got {t.dtype}")
-    if _forward_level_active():
-        from tgrad.autograd.forward_ad import get_tangent
-        if any(get_tangent(t) is not None for t in leaves):
-            raise _ForwardOverReverseError(
-                f"{who}: forward-mode AD over a reverse transform (jvp of grad, jacfwd of "
-                f"jacrev) is not supported in tgrad: tangents do not flow through backward "
-                f"passes. func.jvp and func.jacfwd fall back to reverse passes for it; with "
-                f"forward_ad directly, use reverse mode (jacrev(jacrev(f)), hessian).")
     outer = any(t.requires_grad for t in leaves)
-    aliases = [t.view_as(t) if t.requires_grad else t.detach().requires_grad_() for t in leaves]
+    # a dual leaf (forward over reverse: jvp of grad, jacfwd of jacrev) keeps its tangent
+    # (view_as carries it; a detached alias is given it)
+    aliases = [t.view_as(t) if t.requires_grad else _with_tangent_of(t, t.detach())
+               .requires_grad_() for t in leaves]
     rebuilt = rebuild(aliases)
     new_args = list(args)
     if isinstance(argnums, int):
@@ -140,8 +135,20 @@ def _grads(outputs: list, inputs: list, grad_outputs, keep: bool) -> list:
             for g, x in zip(got, inputs)]
 
 
+def _with_tangent_of(src, t):
+    """``t`` (a detached alias of ``src``) given ``src``'s forward-AD tangent, if any."""
+    if _forward_level_active():
+        from tgrad.autograd import forward_ad
+        tangent = forward_ad.get_tangent(src)
+        if tangent is not None:
+            forward_ad._set(t, tangent)
+    return t
+
+
 def _plain(t, keep: bool):
-    return t if keep or not isinstance(t, Tensor) else t.detach()
+    """``t`` detached from this transform's graph unless ``keep``; a forward-AD tangent
+    stays (the transform's result under an enclosing jvp / jacfwd)."""
+    return t if keep or not isinstance(t, Tensor) else _with_tangent_of(t, t.detach())
 
 
 def _plain_aux(aux, keep: bool):
@@ -292,10 +299,10 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False,
     with _transform():
         try:
             return _jvp_forward(func, p_leaves, t_leaves, rebuild, has_aux)
-        except (_ForwardOverReverseError, _ComplexTangentError):
+        except _ComplexTangentError:
             if has_aux or any(not isinstance(p, Tensor) for p in primals):
                 raise
-        # func runs a reverse transform (jvp of grad): the double-backward trick instead,
+        # complex intermediates: the double-backward trick instead,
         # J t = d/du <J^T u, t> (J^T u is linear in u)
         from tgrad.autograd.functional import jvp as jvp_by_double_backward
         return jvp_by_double_backward(func, primals, tangents)
@@ -348,8 +355,8 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *,
                 return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
             try:
                 return _jacfwd(func, argnums, has_aux, who, args, kwargs)
-            except (_ForwardOverReverseError, _ComplexTangentError):  # jacfwd(jacrev(f)),
-                # or complex intermediates: the same Jacobian by reverse passes
+            except _ComplexTangentError:  # complex intermediates: the same Jacobian
+                # by reverse passes
                 return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
     return wrapper
 
@@ -414,15 +421,9 @@ def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwarg
 
 
 def hessian(func: Callable, argnums=0) -> Callable:
-    """The Hessian of a scalar ``func`` with respect to ``argnums``: PyTorch's
-    jacfwd(jacrev(f)), computed here as jacrev(jacrev(f)) (same values; tgrad's forward
-    mode is not nestable over a reverse pass inside one level)."""
-    h = jacrev(jacrev(func, argnums), argnums)
-
-    def wrapper(*args, **kwargs):
-        with _transform(vmaps=True):  # PyTorch's outer jacfwd vmaps f
-            return h(*args, **kwargs)
-    return wrapper
+    """The Hessian of a scalar ``func`` with respect to ``argnums``: jacfwd(jacrev(f)), as
+    PyTorch (forward over reverse: one Hessian-vector product per input element)."""
+    return jacfwd(jacrev(func, argnums), argnums)
 
 
 # ---------------------------------------------------------------------------------- vmap

@@ -76,11 +76,6 @@ def _warn_create_graph_cycle(stacklevel: int) -> None:
                   UserWarning, stacklevel=stacklevel + 1)
 
 
-def _check_no_tangents(who: str, outputs: tuple, grads: tuple, inputs) -> None:
-    from tgrad.autograd.forward_ad import check_no_tangents
-    check_no_tangents(who, outputs, grads, inputs)
-
-
 def _make_grads(outputs: tuple, grads: tuple) -> list:
     """Check user-supplied output gradients; create implicit ones for scalar outputs."""
     if len(grads) != len(outputs):
@@ -216,8 +211,6 @@ def _backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables,
     if retain_graph is None:
         retain_graph = create_graph
     ins = _inputs_tuple(inputs, "backward") if inputs is not None else None
-    if create_graph and _function._FW_LEVEL is not None:  # .grad would carry tangents
-        _check_no_tangents("backward", outputs, grads, ins)
     root_grads = _make_grads(outputs, grads)
     edges = _root_edges(outputs)
     capture = None
@@ -286,8 +279,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         allow_unused = True
     allow_unused = bool(allow_unused)
     grads = grad_outputs if grad_outputs is not None else (None,) * len(outs)
-    if _function._FW_LEVEL is not None:  # inside a forward-AD level: PyTorch's results
-        _check_no_tangents("grad", outs, grads, ins)  # would carry tangents
     if retain_graph is None:
         retain_graph = create_graph
     root_grads = _make_grads(outs, grads)

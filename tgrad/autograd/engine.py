@@ -16,7 +16,6 @@ import heapq
 import itertools
 import warnings
 
-from tgrad.autograd import function as _function
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.node import AccumulateGrad, checked_hook_value, run_leaf_hooks
@@ -83,15 +82,11 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
     order; None if nothing arrived). With ``accumulate`` False, AccumulateGrad nodes do not
     run (``autograd.grad``).
     """
-    fw_level = _function._FW_LEVEL
-    if fw_level is not None:  # inside a forward-AD level: backward passes compute no
-        # tangents (autograd.grad checked that its results would need none)
-        _function._FW_LEVEL = None
-        try:
-            return run_backward(root_edges, root_grads, retain_graph, create_graph,
-                                capture_edges, accumulate)
-        finally:
-            _function._FW_LEVEL = fw_level
+    # Inside a forward-AD level the level stays active (forward over reverse, as PyTorch):
+    # the backward formulas are tgrad ops on the saved (dual) tensors and the gradients, so
+    # every gradient gets the tangent of its formula (for autograd.grad / create_graph: the
+    # gradients' tangents are Hessian-vector products). AccumulateGrad keeps it only with
+    # create_graph (as PyTorch's .grad).
     if len(root_edges) == 1 and root_edges[0][0] is not None:
         # One root (Tensor.backward): what the general code below builds, made directly.
         # Its buffer is [g] for output 0 of a single-output node (_add_to_buffer's result

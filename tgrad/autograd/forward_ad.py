@@ -22,9 +22,15 @@ Tangent computations are recorded by reverse mode like any op (when grad mode is
 tangent or a primal requires grad), so reverse-over-forward works. Integer and bool results
 get no tangent. An output's tangent never shares memory with an input's unless the output
 is a view (_shared). In-place ops on dual tensors update the tangent in place (through a
-view: the base's tangent, created as zeros when the base had none). Backward passes run
-without the level (engine.run_backward): no forward over reverse; autograd.grad and
-backward(create_graph=True) refuse tensors that carry tangents (check_no_tangents).
+view: the base's tangent, created as zeros when the base had none).
+
+Forward over reverse: backward passes run inside the level like any code. A node's saved
+tensors carry their tangents (a saved input is the dual tensor itself; a saved output's
+alias gets the output's tangent: _attach_saved), so each backward formula, made of tgrad
+ops, gives gradients whose tangents are the formula's directional derivative: inside a
+level, ``autograd.grad(f(x), x)`` of a dual ``x`` has tangent H t (a Hessian-vector
+product), ``tgrad.func.jvp(grad(f))`` and ``jacfwd(jacrev(f))`` (func.hessian) work as in
+PyTorch.
 """
 
 from __future__ import annotations
@@ -159,37 +165,9 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
     return UnpackedDualTensor(primal, tangent)
 
 
-# ------------------------------------------------------------------- backward passes
 class _ComplexTangentError(NotImplementedError):
     """A tangent would have to flow through a complex tensor, which tgrad's forward mode
     does not support (tgrad.func.jvp / jacfwd catch it and use reverse passes)."""
-
-
-class _ForwardOverReverseError(RuntimeError):
-    """A backward pass (or a reverse transform) met forward-mode tangents whose gradients'
-    tangents it cannot compute (tgrad.func.jvp / jacfwd catch it and use reverse passes)."""
-
-
-FORWARD_OVER_REVERSE = (
-    "forward-mode AD over a backward pass (forward over reverse) is not supported in tgrad: "
-    "tangents do not flow through backward passes, so the gradients' tangents would be "
-    "wrong. Compute the gradient outside the dual level, or use tgrad.func.jvp / jacfwd of "
-    "a reverse transform (they fall back to reverse passes) or reverse mode twice "
-    "(tgrad.func.hessian, jacrev(jacrev(f)))")
-
-
-def check_no_tangents(who: str, outputs: tuple, grad_outputs, inputs) -> None:
-    """Raise the forward-over-reverse error if one of the tensors of a backward pass whose
-    results would carry tangents in PyTorch (``autograd.grad``, ``backward`` with
-    create_graph) has a tangent at the current level. Called only inside a level."""
-    tensor_cls = _tensor_cls()
-    for kind, seq in (("output", outputs), ("grad_output", grad_outputs or ()),
-                      ("input", inputs or ())):
-        for i, t in enumerate(seq):
-            if isinstance(t, tensor_cls) and get_tangent(t) is not None:
-                raise _ForwardOverReverseError(
-                    f"{who}: {kind} {i} carries a forward-mode tangent (a dual tensor "
-                    f"inside forward_ad.dual_level): {FORWARD_OVER_REVERSE}.")
 
 
 # ------------------------------------------------------------------------- tangent storage
@@ -225,6 +203,21 @@ def get_tangent(t):
             _set(t, tan)
             return tan
     return None
+
+
+def _attach_saved(o, tangent) -> None:
+    """Give ``tangent`` (``o``'s) to the alias of ``o`` that its node saved for backward,
+    if any (a saved output is kept as an alias without grad_fn, so it does not see ``o``'s
+    tangent): a backward pass inside the level then differentiates through it (forward
+    over reverse)."""
+    node = o._grad_fn
+    saved = None if node is None else node._saved
+    if not saved:
+        return
+    from tgrad.autograd.node import SavedTensor
+    for s in saved:
+        if type(s) is SavedTensor and s.is_output and s.output_nr == o._output_nr:
+            s.tensor.__dict__["_fw"] = (_current, tangent)
 
 
 def _like_layout(t):
@@ -272,6 +265,7 @@ def inplace_update(self, res) -> None:
             old.copy_(new)
     finally:
         _function._FW_LEVEL = lvl
+    _attach_saved(self, get_tangent(self))
 
 
 # ------------------------------------------------------------------------------ tangents
@@ -405,10 +399,16 @@ def _vjp_of_vjp(cls, args: tuple, kwargs: dict, tangents: list) -> tuple:
             if t is None:
                 continue
             if record and a._requires_grad:
-                x = a
+                # an alias in a's graph, but a node of its own: the first backward stops
+                # there, so an input that depends on another (op(x, exp(x))) does not
+                # give that one its gradient too (its tangent would count twice)
+                x = a.view_as(a)
             else:
                 x = a.detach().requires_grad_()
                 stand_ins.append(i)
+            # x may be saved by the primal's node: it carries a's tangent for a backward
+            # pass run inside the level (forward over reverse)
+            x.__dict__["_fw"] = (_current, t)
             new_args[i] = x
             xs.append(x)
             ts.append(t if t.dtype is a.dtype else t.to(a.dtype))
@@ -540,6 +540,8 @@ def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
             elif _shared(t, o, args, tangents):
                 t = t.clone()
             o.__dict__["_fw"] = (lvl, t)
+            if o._grad_fn is not None:
+                _attach_saved(o, t)
         return out
     finally:
         _function._FW_LEVEL = lvl

@@ -34,6 +34,14 @@ Tensor = None  # tgrad.tensor.Tensor, bound on first use (tensor.py imports this
 _FW_LEVEL = None
 
 
+def differentiable_formula() -> bool:
+    """Whether a backward formula (or an op's no-grad fast path) must run as tgrad ops
+    through ``Function.apply``: under create_graph (grad mode on), or inside a forward-AD
+    level, whose tangents flow through it (forward over reverse). False: a plain backward,
+    where a fused primitive on the backend arrays gives the same values faster."""
+    return STATE.enabled or _FW_LEVEL is not None
+
+
 def _bind_tensor() -> None:
     global Tensor
     import importlib

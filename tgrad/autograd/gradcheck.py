@@ -405,8 +405,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: floa
 
     Random float64 ``grad_outputs`` are generated when not given (non-contiguous ones with
     ``gen_non_contig_grad_outputs``). As PyTorch's, the gradient function is checked by
-    ``gradcheck`` with ``check_forward_ad=check_fwd_over_rev`` (tgrad has no forward over
-    reverse: it raises saying so) and ``check_backward_ad=check_rev_over_rev``.
+    ``gradcheck`` with ``check_forward_ad=check_fwd_over_rev`` (forward over reverse: the
+    tangents of the gradients computed inside a dual level) and
+    ``check_backward_ad=check_rev_over_rev``.
     """
     if not (check_fwd_over_rev or check_rev_over_rev):
         raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev "

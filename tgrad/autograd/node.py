@@ -169,6 +169,9 @@ class SavedTensor:
             out._grad_fn = node
             out._output_nr = self.output_nr
             out._requires_grad = self.requires_grad
+            fw = t.__dict__.get("_fw")
+            if fw is not None:  # the output's forward-AD tangent (forward_ad._attach_saved)
+                out.__dict__["_fw"] = fw
             return out
         return t
 
@@ -265,6 +268,8 @@ class AccumulateGrad(Node):
                             and 0 not in grad._data.strides)
                         or _obeys_contract(grad, var)):
                     var._grad = grad  # a fresh result nobody else holds: keep it (as PyTorch)
+                    if "_fw" in grad.__dict__:  # no forward-AD tangent on a .grad made
+                        del grad.__dict__["_fw"]  # without create_graph (as PyTorch)
                 else:
                     # Own copy: the gradient may be the user's, shared with other leaves,
                     # kept by a hook, or a view. (Not recorded: grad mode is off here.)

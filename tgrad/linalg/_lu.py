@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tgrad import dtypes
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from tgrad.linalg._triangular import (
     _check_square,
@@ -164,7 +164,8 @@ class LinalgSolve(Function):
     @staticmethod
     def backward(ctx, gX, _ginfo):
         A, X = ctx.saved_tensors
-        if is_grad_enabled():  # create_graph: a differentiable solve (double backward)
+        if differentiable_formula():  # create_graph or forward over reverse: a
+            # differentiable solve (double backward, tangents)
             gB = _solve(A.mH, gX)
         else:
             gB = lu_substitute(ctx.factors.LU, ctx.factors.perm, gX, adjoint=True)

@@ -16,8 +16,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd import function as _function
 from tgrad.autograd import profiler_hooks
-from tgrad.autograd.function import Function
-from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.ops._common import (
     backend_of,
     register_op,
@@ -103,10 +102,10 @@ def _rule_product(name: str, g: Tensor, s, op) -> Tensor:
 def _fused(formula: str, composite, select=None):
     """A rule that runs as the single primitive ``formula`` on ``select(*saved)`` (default:
     the saved values as they are) when no graph is recorded, and as ``composite``
-    (differentiable tgrad ops, the primitive's test oracle) under create_graph=True, so
-    higher-order gradients keep working."""
+    (differentiable tgrad ops, the primitive's test oracle) under create_graph=True or
+    inside a forward-AD level, so higher-order gradients and forward over reverse work."""
     def rule(g, *saved):
-        if STATE.enabled:
+        if differentiable_formula():
             return composite(g, *saved)
         return grad_formula(formula, g, *(saved if select is None else select(*saved)))
     return rule

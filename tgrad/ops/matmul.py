@@ -14,7 +14,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, cast_args
 from tgrad.autograd import profiler_hooks
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import backend_of, register_op, same_device, tensor_method, wrap
 from tgrad.ops.reduce import sum_to
@@ -49,7 +49,7 @@ class MatMul(Function):
             ga = _summed_product(g, conj_of(b.mT), a_shape) if need_a else None
             gb = _summed_product(conj_of(a.mT), g, b_shape) if need_b else None
             return ga, gb
-        if len(a_shape) == 2 and len(b_shape) == 2 and not STATE.enabled \
+        if len(a_shape) == 2 and len(b_shape) == 2 and not differentiable_formula() \
                 and profiler_hooks.ACTIVE is None:
             # A plain backward of a 2-D product (nothing recorded, nobody profiling): the two
             # products straight on the backend arrays, transposes read in place.

@@ -14,7 +14,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd import profiler_hooks
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import (
     backend_of,
@@ -355,8 +355,8 @@ def expand(input: Tensor, *sizes, size=None) -> Tensor:  # noqa: A002
                       for i, s in enumerate(sizes))
     else:
         shape = tuple(map(int, sizes))
-    if not STATE.enabled and profiler_hooks.ACTIVE is None:
-        # Nothing to record (a backward's broadcast, or no_grad): the view without the
+    if not differentiable_formula() and profiler_hooks.ACTIVE is None:
+        # Nothing to record (a backward's broadcast, or no_grad; no tangents): the view without the
         # Function machinery, which is most of its cost on small tensors; always a new view
         # (never ``input`` itself, even for its own shape: in-place view ops on the result
         # must not change ``input``)
