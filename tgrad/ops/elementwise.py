@@ -14,9 +14,9 @@ import operator
 import numpy as np
 
 from tgrad import dtypes
-from tgrad.autograd import function as _function
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import (
     backend_of,
     register_op,
@@ -80,8 +80,8 @@ def _unobserved() -> bool:
     forward-AD level): an op called there through ``Function.apply`` makes no node (grad
     mode is off), no profiler event, no casts and no tangents, so a rule may run the op's
     primitive on the backend arrays itself and get the very same tensor."""
-    return (not STATE.enabled and profiler_hooks.ACTIVE is None and STATE.autocast is None
-            and _function._FW_LEVEL is None)
+    return (not differentiable_formula() and profiler_hooks.ACTIVE is None
+            and STATE.autocast is None)
 
 
 def _rule_product(name: str, g: Tensor, s, op) -> Tensor:
