@@ -131,6 +131,38 @@ def test_second_review_edges():
         tgrad.zeros(3).index_put((tgrad.tensor([0]),), _t([1.0]))
 
 
+@pytest.mark.parametrize("shape, dim, sizes, want", [
+    # -1 is the dim's own size over the other sizes (PyTorch's infer_size over that dim),
+    # even where another dim makes the tensor empty
+    ((0, 1, 1, 2), -1, (2, -1), (0, 1, 1, 2, 1)),
+    ((0, 1, 1, 2), -1, (-1, 2), (0, 1, 1, 1, 2)),
+    ((0, 4), 1, (2, -1), (0, 2, 2)),
+    ((0, 4), 0, (2, -1), (2, 0, 4)),
+    ((2, 0), 1, (3, -1), (2, 3, 0)),
+    ((0,), 0, (-1,), (0,)),
+    ((2, 6), 1, (-1, 3), (2, 2, 3)),
+])
+def test_unflatten_infers_minus_one_from_the_dim(shape, dim, sizes, want):
+    x = tgrad.zeros(*shape)
+    assert x.unflatten(dim, sizes).shape == want
+    src = np.arange(float(math.prod(shape))).reshape(shape)
+    np.testing.assert_array_equal(tgrad.tensor(src).unflatten(dim, sizes).numpy(),
+                                  src.reshape(want))
+
+
+def test_unflatten_ambiguous_or_wrong_sizes():
+    with pytest.raises(RuntimeError, match=r"unflatten: cannot reshape tensor of 0 elements "
+                                           r"into shape \[0, -1\] because the unspecified "
+                                           r"dimension size -1 can be any value and is "
+                                           r"ambiguous"):
+        tgrad.zeros(2, 0).unflatten(1, (0, -1))
+    with pytest.raises(RuntimeError, match=r"Provided sizes \[-1, 0\] don't multiply up to "
+                                           r"the size of dim 1 \(4\)"):
+        tgrad.zeros(0, 4).unflatten(1, (-1, 0))
+    with pytest.raises(RuntimeError, match=r"Provided sizes \[3, -1\] don't multiply up"):
+        tgrad.zeros(2, 4).unflatten(1, (3, -1))
+
+
 def test_nanmean_logit_gradients_outside_their_domain_match_pytorch():
     # PyTorch 2.14: nansum's backward is g * (x is not NaN), so an all-NaN slice of nanmean
     # (g / 0 = inf) gives NaN there; the other slice is 1 / (its non-NaN count)

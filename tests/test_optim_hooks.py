@@ -331,6 +331,38 @@ def test_fused_with_differentiable_raises(make):
         make([_param()])
 
 
+_FUSED_MSG = ("`fused=True` requires all the params to be floating point Tensors of supported "
+              "devices: ['cuda', 'cpu'] but tgrad.complex64 and cpu")
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "Adagrad"])
+def test_fused_refuses_a_complex_parameter_at_the_step(name):
+    # PyTorch accepts the parameters at construction and refuses a complex one at the first
+    # step (its _device_dtype_check_for_fused); the parameter is not moved
+    cls = getattr(optim, name)
+    p = _param((1 + 1j, 2 - 1j), (1j, 1.0), tgrad.complex64)
+    opt = cls([p], lr=0.1, fused=True)
+    with pytest.raises(RuntimeError) as info:
+        opt.step()
+    assert str(info.value) == _FUSED_MSG
+    np.testing.assert_array_equal(p.detach().numpy(), np.array([1 + 1j, 2 - 1j], np.complex64))
+    # a real first parameter then a complex one: still refused (Adagrad with its own text)
+    q = _param((1 + 1j, 2 - 1j), (1j, 1.0), tgrad.complex64)
+    opt = cls([_param(dtype=tgrad.float32), q], lr=0.1, fused=True)
+    msg = "`fused` does not support sparse grad or complex param" if name == "Adagrad" else \
+        _FUSED_MSG
+    with pytest.raises(RuntimeError) as info:
+        opt.step()
+    assert str(info.value) == msg
+    # real parameters step as without fused
+    a, b = _param(dtype=tgrad.float32), _param(dtype=tgrad.float32)
+    ca, cb = cls([a], lr=0.1, fused=True), cls([b], lr=0.1)
+    ca.step()
+    cb.step()
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert not np.array_equal(a.detach().numpy(), np.array([1.0, -2.0], np.float32))
+
+
 @pytest.mark.parametrize("name", [n for n in MAKERS if n != "LBFGS"])
 def test_differentiable_raises(name):
     cls = getattr(optim, name)

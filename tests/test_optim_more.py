@@ -656,6 +656,73 @@ def test_lbfgs_maximize_and_state_dict_round_trip(tmp_path):
         np.testing.assert_allclose([xm.item(), ym.item()], ref.x, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("kw", [dict(lr=1.0), dict(line_search_fn="strong_wolfe")])
+def test_lbfgs_complex_parameter_is_optimized_as_its_real_pairs(kw):
+    # PyTorch's LBFGS flattens a complex parameter's gradient as view_as_real (re, im) and
+    # updates it through that view: Rosenbrock in (x, y) = (z.re, z.im) takes the steps of
+    # the real two-variable problem (NumPy reference); a complex parameter outside the loss
+    # (gradient None) is a pair of zeros in the flat vector and does not move
+    z = tgrad.tensor([-1.5 + 2j], dtype=tgrad.complex128, requires_grad=True)
+    w = tgrad.tensor([0.5 - 1j], dtype=tgrad.complex128, requires_grad=True)
+    opt = optim.LBFGS([w, z], **kw)
+    ref = NumpyLBFGS([-1.5, 2.0], **kw)
+
+    def closure():
+        opt.zero_grad()
+        x, y = z.real, z.imag
+        loss = ((1 - x) ** 2 + 100 * (y - x ** 2) ** 2).sum()
+        loss.backward()
+        return loss
+    for _ in range(3):
+        np.testing.assert_allclose(opt.step(closure).item(), ref.step(rosen), rtol=1e-12)
+        got = z.detach().numpy()[0]
+        np.testing.assert_allclose([got.real, got.imag], ref.x, rtol=1e-12, atol=1e-14)
+        assert opt.state[w]["func_evals"] == ref.func_evals
+    assert w.detach().numpy()[0] == 0.5 - 1j
+    assert opt.state[w]["d"].dtype is tgrad.float64 and opt.state[w]["d"].shape == (4,)
+
+
+def test_lbfgs_complex_and_real_parameters_match_the_real_view_problem():
+    # a complex (3,) parameter with a real one against the same problem on its real (3, 2)
+    # view (complex64: the flat vector is float32 pairs, as view_as_real)
+    c = np.array([0.5 + 1j, -1 + 0.25j, 2 - 1j])
+    z0 = np.array([1 - 1j, 0.5 + 0.5j, -1 + 2j])
+    zc = tgrad.tensor(z0, dtype=tgrad.complex64, requires_grad=True)
+    ac = tgrad.tensor([0.3], requires_grad=True)
+    zr = tgrad.tensor(np.stack([z0.real, z0.imag], -1), dtype=tgrad.float32,
+                      requires_grad=True)
+    ar = tgrad.tensor([0.3], requires_grad=True)
+    cr = tgrad.tensor(np.stack([c.real, c.imag], -1), dtype=tgrad.float32)
+    oc = optim.LBFGS([zc, ac], line_search_fn="strong_wolfe", max_iter=5)
+    orr = optim.LBFGS([zr, ar], line_search_fn="strong_wolfe", max_iter=5)
+
+    def loss_of(re, im, a):
+        return (((re ** 2 + im ** 2) ** 2).sum() + (a * re).sum() + (a ** 2).sum() * 3)
+
+    def closure_c():
+        oc.zero_grad()
+        d = zc - tgrad.tensor(c, dtype=tgrad.complex64)
+        loss = loss_of(d.real, d.imag, ac)
+        loss.backward()
+        return loss
+
+    def closure_r():
+        orr.zero_grad()
+        d = zr - cr
+        loss = loss_of(d[:, 0], d[:, 1], ar)
+        loss.backward()
+        return loss
+    for _ in range(2):
+        np.testing.assert_allclose(oc.step(closure_c).item(), orr.step(closure_r).item(),
+                                   rtol=1e-5)
+    got = zc.detach().numpy()
+    assert got.dtype == np.complex64
+    np.testing.assert_allclose(np.stack([got.real, got.imag], -1), zr.detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ac.detach().numpy(), ar.detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert oc.state[zc]["d"].dtype is tgrad.float32 and oc.state[zc]["d"].shape == (7,)
+
+
 def test_lbfgs_stops_at_a_stationary_point_and_bad_line_search():
     x = tgrad.tensor([1.0, 1.0], dtype=tgrad.float64, requires_grad=True)
     opt = optim.LBFGS([x])
@@ -708,6 +775,7 @@ def test_asgd_and_nadam_scalar_state_in_the_step_dtype():
 
 _COMPLEX_CASES = [("Adam", {}), ("Adam", {"amsgrad": True, "weight_decay": 0.1}), ("AdamW", {}),
                   ("RMSprop", {"centered": True, "momentum": 0.5}), ("Adagrad", {}),
+                  ("Adagrad", {"initial_accumulator_value": 0.1, "lr_decay": 0.01}),
                   ("Adamax", {}), ("NAdam", {}), ("RAdam", {}), ("Adadelta", {}),
                   ("Rprop", {}), ("ASGD", {"t0": 1}), ("SGD", {"momentum": 0.9})]
 
@@ -737,6 +805,19 @@ def test_complex_parameters_are_optimized_as_pairs_of_reals(name, kw):
     for key, value in oc.state[pc].items():  # the state keeps the parameter's dtype
         if isinstance(value, tgrad.Tensor) and value.shape == pc.shape:
             assert value.dtype is tgrad.complex128, key
+
+
+def test_adagrad_initial_accumulator_on_a_complex_parameter_by_hand():
+    # PyTorch starts a complex parameter's sum at complex(v, v): each part's sum is
+    # v + g_part^2 = 1.1, so each part moves by lr g / (sqrt(1.1) + eps), eps = 1e-10
+    p = tgrad.nn.Parameter(tgrad.tensor([1 + 1j], dtype=tgrad.complex128))
+    o = optim.Adagrad([p], lr=0.1, initial_accumulator_value=0.1)
+    np.testing.assert_array_equal(o.state[p]["sum"].numpy(), [0.1 + 0.1j])
+    p.grad = tgrad.tensor([1 + 1j], dtype=tgrad.complex128)
+    o.step()
+    want = 1 - 0.1 / (math.sqrt(1.1) + 1e-10)
+    np.testing.assert_allclose(p.detach().numpy(), [want + 1j * want], rtol=1e-14)
+    np.testing.assert_allclose(o.state[p]["sum"].numpy(), [1.1 + 1.1j], rtol=1e-15)
 
 
 def test_adam_first_step_on_a_complex_parameter_by_hand():

@@ -1,6 +1,7 @@
 """tgrad.save / tgrad.load: round trips of tensors, nested containers and state dicts;
 the file is a plain .npz readable without pickle."""
 
+import copy
 import io
 import json
 import math
@@ -109,3 +110,96 @@ def test_optimizer_state_dict_round_trip(tmp_path):
         (t ** 2).sum().backward()
         o.step()
     np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+
+
+# ------------------------------------------------------------ pickle and copy.deepcopy
+_SRC = np.arange(24.0).reshape(2, 3, 4) - 7.5
+# (view-producing op, the same op in NumPy as the independent reference)
+_VIEW_OPS = [
+    ("t", lambda x: x[0].t(), lambda a: a[0].T),
+    ("T", lambda x: x.T, lambda a: a.transpose(2, 1, 0)),
+    ("mT", lambda x: x.mT, lambda a: a.swapaxes(-1, -2)),
+    ("squeeze_dim", lambda x: x[:1].squeeze(0), lambda a: a[0]),
+    ("squeeze", lambda x: x[:, :1].squeeze(), lambda a: a[:, 0]),
+    ("unsqueeze", lambda x: x.unsqueeze(1), lambda a: a[:, None]),
+    ("transpose", lambda x: x.transpose(0, 2), lambda a: a.transpose(2, 1, 0)),
+    ("permute", lambda x: x.permute(1, 2, 0), lambda a: a.transpose(1, 2, 0)),
+    ("view", lambda x: x.view(6, 4), lambda a: a.reshape(6, 4)),
+    ("expand", lambda x: x[:1].expand(3, 3, 4), lambda a: np.broadcast_to(a[:1], (3, 3, 4))),
+    ("slice", lambda x: x[:, 1:, ::2], lambda a: a[:, 1:, ::2]),
+    ("select", lambda x: x[1, 2], lambda a: a[1, 2]),
+    ("diagonal", lambda x: x.diagonal(0, 1, 2), lambda a: a.diagonal(0, 1, 2)),
+    ("unfold", lambda x: x.unfold(2, 2, 1), lambda a: np.stack([a[..., i:i + 2]
+                                                                for i in range(3)], 2)),
+    ("split", lambda x: x.split(1, 1)[2], lambda a: a[:, 2:3]),
+    ("unbind", lambda x: x.unbind(2)[1], lambda a: a[:, :, 1]),
+    ("narrow", lambda x: x.narrow(2, 1, 2), lambda a: a[:, :, 1:3]),
+    ("as_strided", lambda x: x.as_strided((2, 2), (5, 1), 1),
+     lambda a: np.array([[a.flat[1], a.flat[2]], [a.flat[6], a.flat[7]]])),
+    ("mul", lambda x: x * 2, lambda a: a * 2),
+]
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("name,op,ref", _VIEW_OPS, ids=[c[0] for c in _VIEW_OPS])
+def test_pickle_views_and_results_as_pytorch(name, op, ref, requires_grad, tmp_path):
+    # PyTorch pickles the values, dtype and requires_grad, never the graph: the copy is a
+    # leaf (a non-leaf that required grad comes back as a leaf that requires grad) with its
+    # own storage. The view Functions (t's T, squeeze(dim)'s Squeeze1, the backward nodes)
+    # are classes made at run time, which pickle could not find by name
+    import pickle
+    x = tgrad.tensor(_SRC, dtype=tgrad.float64, requires_grad=requires_grad)
+    v = op(x)
+    assert (v.grad_fn is not None) == requires_grad
+    for y in (pickle.loads(pickle.dumps(v)), pickle.loads(pickle.dumps(v, protocol=2))):
+        assert type(y) is tgrad.Tensor and y.dtype is tgrad.float64
+        assert y.grad_fn is None and y.is_leaf and y.requires_grad is requires_grad
+        np.testing.assert_array_equal(y.detach().numpy(), ref(_SRC))
+        with tgrad.no_grad():
+            y.add_(1)  # its own storage: the source does not change
+        np.testing.assert_array_equal(x.detach().numpy(), _SRC)
+    tgrad.save(v, tmp_path / "v.tg")
+    y = tgrad.load(tmp_path / "v.tg")
+    assert y.requires_grad is requires_grad and y.is_leaf
+    np.testing.assert_array_equal(y.detach().numpy(), ref(_SRC))
+    if requires_grad:  # PyTorch's deepcopy takes graph leaves only
+        with pytest.raises(RuntimeError, match=r"Only Tensors created explicitly by the user "
+                                               r"\(graph leaves\) support the deepcopy"):
+            copy.deepcopy(v)
+    else:
+        y = copy.deepcopy(v)
+        assert y.is_leaf and not y.requires_grad and y._base is None
+        np.testing.assert_array_equal(y.numpy(), ref(_SRC))
+
+
+def test_pickle_and_deepcopy_keep_what_pytorch_keeps():
+    import pickle
+    # a transpose keeps its column-major strides (PyTorch's pickle keeps the strides)
+    t = tgrad.tensor(_SRC[0]).t()
+    assert pickle.loads(pickle.dumps(t)).stride() == (1, 4) == copy.deepcopy(t).stride()
+    # pickle drops .grad, deepcopy copies it; both keep the Python attributes
+    a = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    a.grad = tgrad.tensor([3.0, 4.0])
+    a.tag = "w"
+    p = pickle.loads(pickle.dumps(a))
+    assert p.grad is None and p.requires_grad and p.tag == "w"
+    d = copy.deepcopy(a)
+    np.testing.assert_array_equal(d.grad.numpy(), [3.0, 4.0])
+    assert d.grad is not a.grad and d.requires_grad and d.tag == "w"
+    # one tensor pickled twice in one object stays one tensor
+    lst = pickle.loads(pickle.dumps([a, a]))
+    assert lst[0] is lst[1]
+    # a Parameter (and a view of one) round-trips with its class and requires_grad
+    w = tgrad.nn.Parameter(tgrad.tensor(_SRC[0]))
+    q = pickle.loads(pickle.dumps(w))
+    assert type(q) is tgrad.nn.Parameter and q.requires_grad and q.is_leaf
+    np.testing.assert_array_equal(q.detach().numpy(), _SRC[0])
+    q = pickle.loads(pickle.dumps(w.t()))
+    assert type(q) is tgrad.Tensor and q.requires_grad and q.is_leaf
+    np.testing.assert_array_equal(q.detach().numpy(), _SRC[0].T)
+    # a module holding a transposed weight view (a non-leaf) pickles as in PyTorch
+    lin = tgrad.nn.Linear(4, 3)
+    lin.wt = lin.weight.t()
+    lin2 = pickle.loads(pickle.dumps(lin))
+    np.testing.assert_array_equal(lin2.wt.detach().numpy(), lin.weight.detach().numpy().T)
+    assert lin2.wt.is_leaf and lin2.wt.requires_grad

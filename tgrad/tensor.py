@@ -384,6 +384,48 @@ class Tensor:
         ``tgrad._tensor_str``."""
         return _tensor_repr(self)
 
+    # ------------------------------------------------------------------ pickling, deepcopy
+    def __reduce_ex__(self, protocol: int):
+        """Pickle as PyTorch: the values (with their NumPy layout: a transpose stays
+        column-major; other views are copied row-major, without their storage), the class,
+        device, ``requires_grad`` and the Python attributes; never the autograd graph
+        (grad_fn, view base, hooks) nor ``.grad``. A non-leaf comes back as a leaf that
+        requires grad, as in PyTorch. (Pickling the graph failed: view Functions such as
+        ``t()``'s are classes made at run time, which pickle cannot find by name.)"""
+        data = self._data
+        if not isinstance(data, np.ndarray):  # a device array: its values on the host
+            from tgrad.backends import get_backend
+            data = get_backend(self.device).to_host(data)
+        return (_rebuild_tensor, (type(self), data, self.device, self.requires_grad,
+                                  _picklable_dict(self)))
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """``copy.deepcopy``, as PyTorch's: graph leaves only (a non-leaf raises PyTorch's
+        RuntimeError); the copy keeps the values and strides, ``requires_grad``, a deep copy
+        of ``.grad`` and of the Python attributes, and no autograd history."""
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment.  If you were attempting to deepcopy a "
+                "module, this may be because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        import copy
+        if isinstance(self._data, np.ndarray):
+            data = self._data.copy(order="A")  # the layout a pickle keeps
+        else:  # a device array: a row-major device copy
+            from tgrad.backends import get_backend
+            data = get_backend(self.device).clone(self._data)
+        out = _rebuild_tensor(type(self), data, self.device, self.requires_grad, None)
+        memo[id(self)] = out
+        state = _picklable_dict(self)
+        if state:
+            out.__dict__.update(copy.deepcopy(state, memo))
+        if self._grad is not None:
+            out._grad = copy.deepcopy(self._grad, memo)
+        return out
+
     # ------------------------------------------------------------------ conversions
     def to(self, *args, **kwargs) -> Tensor:
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
@@ -459,6 +501,27 @@ _TYPE_NAMES = {dtypes.bool_: "BoolTensor", dtypes.uint8: "ByteTensor",
                dtypes.bfloat16: "BFloat16Tensor", dtypes.float32: "FloatTensor",
                dtypes.float64: "DoubleTensor", dtypes.complex64: "ComplexFloatTensor",
                dtypes.complex128: "ComplexDoubleTensor"}
+
+
+def _rebuild_tensor(cls: type, data: Any, device: Device, requires_grad: bool,
+                    state: dict | None) -> Tensor:
+    """A leaf ``cls`` instance over ``data`` (a host array is moved to ``device``), for
+    ``Tensor.__reduce_ex__`` / ``__deepcopy__``; no subclass ``__init__`` runs (as PyTorch's
+    ``_rebuild_from_type_v2``)."""
+    if isinstance(data, np.ndarray) and device.type != "cpu":
+        from tgrad.backends import get_backend
+        data = get_backend(device).from_host(data)
+    t = object.__new__(cls)
+    Tensor.__init__(t, data, None, device, requires_grad)
+    if state:
+        t.__dict__.update(state)
+    return t
+
+
+def _picklable_dict(t: Tensor) -> dict:
+    """The Python attributes a pickle or deepcopy of ``t`` keeps: all but forward-mode AD's
+    dual (``_fw``), which belongs to a dual level of this process."""
+    return {k: v for k, v in t.__dict__.items() if k != "_fw"}
 
 
 def _autograd_backward(*args, **kwargs) -> None:

@@ -296,16 +296,22 @@ def inner(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 
 @tensor_method("unflatten")
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:  # noqa: A002
-    """Split dim ``dim`` into ``sizes`` (one entry may be -1)."""
+    """Split dim ``dim`` into ``sizes`` (one entry may be -1). The -1 is inferred from the
+    size of dim ``dim`` alone (PyTorch's infer_size over that dim), so it is defined even when
+    another dim is 0: zeros(0, 1, 1, 2).unflatten(-1, (2, -1)) has shape (0, 1, 1, 2, 1)."""
     d = _wrap_dim(dim, input.ndim, "unflatten")
     sizes = tuple(int(v) for v in sizes)
     known = math.prod(v for v in sizes if v != -1)
+    n = input.shape[d] if input.ndim else 0
+    if -1 in sizes and known == 0 and n == 0 and sizes.count(-1) == 1:
+        raise RuntimeError(f"unflatten: cannot reshape tensor of 0 elements into shape "
+                           f"{list(sizes)} because the unspecified dimension size -1 can be "
+                           f"any value and is ambiguous")
     if input.ndim == 0 or not sizes or sizes.count(-1) > 1 or (
-            -1 not in sizes and known != input.shape[d]) or (
-            -1 in sizes and (known == 0 or input.shape[d] % known)):
+            -1 not in sizes and known != n) or (-1 in sizes and (known == 0 or n % known)):
         raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
-                           f"size of dim {dim} ({input.shape[d] if input.ndim else 0}) in the "
-                           f"input tensor")
+                           f"size of dim {dim} ({n}) in the input tensor")
+    sizes = tuple(n // known if v == -1 else v for v in sizes)
     return input.reshape(input.shape[:d] + sizes + input.shape[d + 1:])
 
 

@@ -438,7 +438,7 @@ def setitem(self: Tensor, key, value) -> None:
 # storage; the version is bumped, as PyTorch's); when recorded, x's grad_fn becomes the view
 # op's node (PyTorch's names: UnsqueezeBackward1, TransposeBackward1...). A view x keeps
 # its base, its chain extended by the op; views taken of a base before its shape changed
-# are re-derived from the storage geometry when next used (see ``restride_stale_view``).
+# are re-derived from the storage geometry when next used (see ``layout.replay_on_base``).
 def _view_classes() -> dict:
     from tgrad.ops.layout import AsStrided
     from tgrad.ops.shape import Permute, Unsqueeze, View

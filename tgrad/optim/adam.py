@@ -7,6 +7,7 @@ from tgrad.optim.optimizer import (
     Optimizer,
     _get_scalar_dtype,
     check_adam_args,
+    check_fused_param,
     check_implementation_flags,
 )
 
@@ -35,6 +36,8 @@ class Adam(Optimizer):
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like
+        if group["fused"]:  # checked as each parameter's state is made, as PyTorch
+            check_fused_param(p)
         st = {"step": tensor(0.0, dtype=_get_scalar_dtype(group["fused"])),
               "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
         if group["amsgrad"]:

@@ -144,10 +144,11 @@ class LBFGS(Optimizer):
         |f - f_prev| < tolerance_change, or the iteration / evaluation budget is spent.
 
     One parameter group only; all parameters are treated as one flat vector (their
-    gradients concatenated, None as zeros). The optimizer's state lives in the state of the
-    first parameter: 'func_evals', 'n_iter', 'd', 't', 'old_dirs', 'old_stps', 'ro',
-    'H_diag', 'prev_flat_grad', 'prev_loss' and 'al' (scalars as Python floats). Returns the
-    closure's first loss."""
+    gradients concatenated, None as zeros; a complex parameter as its ``view_as_real``
+    pairs, so it is optimised as the real problem in (re, im), as PyTorch). The optimizer's
+    state lives in the state of the first parameter: 'func_evals', 'n_iter', 'd', 't',
+    'old_dirs', 'old_stps', 'ro', 'H_diag', 'prev_flat_grad', 'prev_loss' and 'al' (scalars
+    as Python floats). Returns the closure's first loss."""
 
     def __init__(self, params: Iterable, lr: float = 1, max_iter: int = 20,
                  max_eval: int | None = None, tolerance_grad: float = 1e-7,
@@ -167,22 +168,29 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _gather_flat_grad(self) -> Tensor:
+        from tgrad.ops.complex_ops import view_as_real
         from tgrad.ops.creation import zeros
         from tgrad.ops.shape import cat
         views = []
         for p in self._params:
             if p._grad is None:
-                views.append(zeros(p.numel(), dtype=p.dtype, device=p.device))
+                view = zeros(p.numel(), dtype=p.dtype, device=p.device)
             else:
-                views.append(p._grad.reshape(-1))
+                view = p._grad.reshape(-1)
+            if view.dtype.is_complex:  # (re, im) pairs, as PyTorch's view_as_real
+                view = view_as_real(view).reshape(-1)
+            views.append(view)
         flat = cat(views, 0)
         if self.param_groups[0]["maximize"]:
             flat = -flat
         return flat
 
     def _add_grad(self, step_size: float, update: Tensor) -> None:
+        from tgrad.ops.complex_ops import view_as_real
         offset = 0
         for p in self._params:
+            if p.dtype.is_complex:  # updated through its real (..., 2) view
+                p = view_as_real(p)
             n = p.numel()
             p.add_(update[offset:offset + n].view_as(p), alpha=step_size)
             offset += n

@@ -404,6 +404,18 @@ def check_implementation_flags(name: str, foreach=None, fused=None, capturable: 
                                   f"update is not recorded by autograd)")
 
 
+_FUSED_DEVICES = ("cuda", "cpu")  # tgrad's devices, all of which accept fused=True
+
+
+def check_fused_param(p: Tensor) -> None:
+    """``fused=True`` takes floating-point parameters only (PyTorch's
+    ``_device_dtype_check_for_fused``): a complex parameter raises PyTorch's RuntimeError."""
+    if not (p.dtype.is_floating_point and p.device.type in _FUSED_DEVICES):
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors "
+                           f"of supported devices: {list(_FUSED_DEVICES)} but {p.dtype} and "
+                           f"{p.device.type}")
+
+
 def check_adam_args(lr: float, eps: float, betas: tuple[float, float],
                     weight_decay: float) -> None:
     """The argument checks of the Adam family (Adam, AdamW, Adamax, NAdam, RAdam)."""

@@ -5,7 +5,12 @@ They run as in-place tgrad ops per parameter on either device (no fused kernel y
 from __future__ import annotations
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, _get_scalar_dtype, check_implementation_flags
+from tgrad.optim.optimizer import (
+    Optimizer,
+    _get_scalar_dtype,
+    check_fused_param,
+    check_implementation_flags,
+)
 
 
 class RMSprop(Optimizer):
@@ -79,7 +84,9 @@ class Adagrad(Optimizer):
         for p in group["params"]:
             st = self.state[p]
             st["step"] = tensor(0.0, dtype=_get_scalar_dtype(group["fused"]))
-            st["sum"] = full_like(p, group["initial_accumulator_value"])
+            # a complex parameter is its view_as_real pairs: both parts start at v (v + vi)
+            v = group["initial_accumulator_value"]
+            st["sum"] = full_like(p, complex(v, v) if p.dtype.is_complex else v)
 
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)
@@ -89,6 +96,12 @@ class Adagrad(Optimizer):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             params, grads, sums, steps = self._collect(group, None, "sum", "step")
+            if group["fused"] and params:
+                # PyTorch checks the first parameter with a gradient, then refuses any
+                # complex one with its own message
+                check_fused_param(params[0])
+                if any(p.dtype.is_complex for p in params):
+                    raise RuntimeError("`fused` does not support sparse grad or complex param")
             _functional.adagrad(params, grads, sums, steps, lr=group["lr"],
                                 lr_decay=group["lr_decay"], weight_decay=group["weight_decay"],
                                 eps=group["eps"], maximize=group["maximize"])

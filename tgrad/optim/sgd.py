@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, check_implementation_flags, required
+from tgrad.optim.optimizer import (
+    Optimizer,
+    check_fused_param,
+    check_implementation_flags,
+    required,
+)
 
 
 class SGD(Optimizer):
@@ -31,6 +36,9 @@ class SGD(Optimizer):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             params, grads = self._collect(group)
+            if group["fused"]:  # PyTorch's fused SGD takes real floating-point params only
+                for p in params:
+                    check_fused_param(p)
             # Momentum buffers only with momentum: plain SGD keeps no per-parameter state.
             state = self.state
             bufs = [state[p].get("momentum_buffer") if p in state else None for p in params]
