@@ -17,47 +17,87 @@ from tgrad.autograd import gradcheck
 # computeStride's; expand gives a new leading size-1 dim the next dim's size * stride and
 # expanded dims 0. (Values below are PyTorch 2.13's, each derivable from those rules.)
 def _z():
-    return tgrad.zeros(3, 4)
+    return tgrad.arange(12.0).reshape(3, 4)
 
 
-STRIDE_CASES = [
-    ("None", lambda: _z()[None], (12, 4, 1)),
-    ("None mid", lambda: _z()[:, None], (4, 4, 1)),
-    ("None end", lambda: _z()[..., None], (4, 1, 1)),
-    ("None None", lambda: _z()[None, None], (12, 12, 4, 1)),
-    ("None after int", lambda: _z()[1, None], (4, 1)),
-    ("None then step", lambda: _z()[None, :, ::2], (12, 4, 2)),
-    ("mid None then step", lambda: _z()[:, None, ::2], (4, 4, 2)),
-    ("t None", lambda: _z().t()[None], (4, 1, 4)),
-    ("t None mid", lambda: _z().t()[:, None], (1, 12, 4)),
-    ("t None end", lambda: _z().t()[..., None], (1, 4, 1)),
-    ("unsqueeze 0", lambda: _z().unsqueeze(0), (12, 4, 1)),
-    ("unsqueeze end", lambda: _z().unsqueeze(2), (4, 1, 1)),
-    ("t unsqueeze 1", lambda: _z().t().unsqueeze(1), (1, 12, 4)),
-    ("t unsqueeze end", lambda: _z().t().unsqueeze(2), (1, 4, 1)),
-    ("step unsqueeze end", lambda: _z()[:, ::2].unsqueeze(2), (4, 2, 1)),
-    ("t view (4,3,1)", lambda: _z().t().view(4, 3, 1), (1, 4, 4)),
-    ("t reshape (4,1,3)", lambda: _z().t().reshape(4, 1, 3), (1, 12, 4)),
-    ("view (1,12)", lambda: _z().view(1, 12), (12, 1)),
-    ("view of (1,1) slice", lambda: tgrad.zeros(4, 4)[:1, ::2][:, :1].view(1, 1, 1), (2, 2, 2)),
-    ("0-d view", lambda: tgrad.tensor(1.0).view(1, 1), (1, 1)),
-    ("expand new size-1", lambda: _z().expand(1, 3, 4), (12, 4, 1)),
-    ("expand new dims", lambda: tgrad.zeros(3, 1).expand(2, 1, 3, 1), (0, 3, 1, 1)),
-    ("expand expanded", lambda: _z().expand(2, 3, 4), (0, 4, 1)),
-    ("expand size-1 kept", lambda: tgrad.zeros(3, 1).expand(1, 3, 1), (3, 1, 1)),
-    ("expand size-1 dim", lambda: tgrad.zeros(3, 1).expand(3, 5), (1, 0)),
-    ("expand t", lambda: _z().t().expand(1, 4, 3), (4, 1, 4)),
-    ("expand 0-d", lambda: tgrad.tensor(1.0).expand(1, 1), (0, 0)),
-    ("slice keeps", lambda: _z()[:, :1], (4, 1)),
+_A = np.arange(12.0).reshape(3, 4)  # _z()'s NumPy twin: the value references below
+
+STRIDE_CASES = [  # (name, the view, its values in NumPy, PyTorch's strides)
+    ("None", lambda: _z()[None], lambda: _A[None], (12, 4, 1)),
+    ("None mid", lambda: _z()[:, None], lambda: _A[:, None], (4, 4, 1)),
+    ("None end", lambda: _z()[..., None], lambda: _A[..., None], (4, 1, 1)),
+    ("None None", lambda: _z()[None, None], lambda: _A[None, None], (12, 12, 4, 1)),
+    ("None ... None", lambda: _z()[None, ..., None], lambda: _A[None, ..., None],
+     (12, 4, 1, 1)),
+    ("None after int", lambda: _z()[1, None], lambda: _A[1, None], (4, 1)),
+    ("None then step", lambda: _z()[None, :, ::2], lambda: _A[None, :, ::2], (12, 4, 2)),
+    ("mid None then step", lambda: _z()[:, None, ::2], lambda: _A[:, None, ::2], (4, 4, 2)),
+    ("t None", lambda: _z().t()[None], lambda: _A.T[None], (4, 1, 4)),
+    ("t None mid", lambda: _z().t()[:, None], lambda: _A.T[:, None], (1, 12, 4)),
+    ("t None end", lambda: _z().t()[..., None], lambda: _A.T[..., None], (1, 4, 1)),
+    ("t None slice None", lambda: _z().t()[None, 1:, None], lambda: _A.T[None, 1:, None],
+     (4, 1, 12, 4)),
+    ("unsqueeze 0", lambda: _z().unsqueeze(0), lambda: _A[None], (12, 4, 1)),
+    ("unsqueeze end", lambda: _z().unsqueeze(2), lambda: _A[..., None], (4, 1, 1)),
+    ("t unsqueeze 1", lambda: _z().t().unsqueeze(1), lambda: _A.T[:, None], (1, 12, 4)),
+    ("t unsqueeze end", lambda: _z().t().unsqueeze(2), lambda: _A.T[..., None], (1, 4, 1)),
+    ("step unsqueeze end", lambda: _z()[:, ::2].unsqueeze(2), lambda: _A[:, ::2, None],
+     (4, 2, 1)),
+    # a C-contiguous input with a size-1 dim of another stride (no reshape fast path)
+    ("(4,1).t() unsqueeze 0", lambda: _z().reshape(12, 1)[:4].t().unsqueeze(0),
+     lambda: _A.reshape(1, 1, 12)[..., :4], (1, 1, 1)),
+    ("(4,1).t() None", lambda: _z().reshape(12, 1)[:4].t()[None],
+     lambda: _A.reshape(1, 1, 12)[..., :4], (1, 1, 1)),
+    ("0-d None", lambda: _z()[1, 2][None], lambda: _A[1, 2][None], (1,)),
+    ("0-d unsqueeze", lambda: _z()[1, 2].unsqueeze(0), lambda: _A[1, 2][None], (1,)),
+    ("t view (4,3,1)", lambda: _z().t().view(4, 3, 1), lambda: _A.T[..., None], (1, 4, 4)),
+    ("t reshape (4,1,3)", lambda: _z().t().reshape(4, 1, 3), lambda: _A.T[:, None],
+     (1, 12, 4)),
+    ("step reshape (3,1,2)", lambda: _z()[:, ::2].reshape(3, 1, 2), lambda: _A[:, None, ::2],
+     (4, 4, 2)),
+    ("view (1,12)", lambda: _z().view(1, 12), lambda: _A.reshape(1, 12), (12, 1)),
+    ("view of (1,1) slice", lambda: _z()[:1, ::2][:, :1].view(1, 1, 1),
+     lambda: _A[:1, :1, None], (2, 2, 2)),
+    ("0-d view", lambda: _z()[1, 2].view(1, 1), lambda: _A[1:2, 2:3], (1, 1)),
+    ("expand new size-1", lambda: _z().expand(1, 3, 4), lambda: _A[None], (12, 4, 1)),
+    ("expand new dims", lambda: _z()[:, :1].expand(2, 1, 3, 1),
+     lambda: np.broadcast_to(_A[:, :1], (2, 1, 3, 1)), (0, 12, 4, 1)),
+    ("expand expanded", lambda: _z().expand(2, 3, 4), lambda: np.broadcast_to(_A, (2, 3, 4)),
+     (0, 4, 1)),
+    ("expand size-1 kept", lambda: _z()[:, :1].expand(1, 3, 1), lambda: _A[None, :, :1],
+     (12, 4, 1)),
+    ("expand size-1 dim", lambda: _z()[:, :1].expand(3, 5),
+     lambda: np.broadcast_to(_A[:, :1], (3, 5)), (4, 0)),
+    ("expand t", lambda: _z().t().expand(1, 4, 3), lambda: _A.T[None], (4, 1, 4)),
+    # expand of non-C-contiguous inputs keeps their size-1 dims' strides
+    ("expand t of column", lambda: _z()[:, :1].t().expand(1, 1, 3), lambda: _A[:, :1].T[None],
+     (1, 1, 4)),
+    ("expand t unsqueeze", lambda: _z().t().unsqueeze(1).expand(2, 4, 1, 3),
+     lambda: np.broadcast_to(_A.T[:, None], (2, 4, 1, 3)), (0, 1, 12, 4)),
+    ("expand 0-d", lambda: _z()[1, 2].expand(1, 1), lambda: _A[1:2, 2:3], (0, 0)),
+    ("slice keeps", lambda: _z()[:, :1], lambda: _A[:, :1], (4, 1)),
+    # squeeze drops dims and keeps the other dims' strides (size-1 ones included)
+    ("squeeze dim of transposed", lambda: _z().reshape(3, 1, 4).transpose(0, 1).squeeze(1),
+     lambda: _A[None], (4, 4, 1)),
+    ("squeeze all of transposed", lambda: _z().reshape(3, 1, 4).transpose(0, 1).squeeze(),
+     lambda: _A, (4, 1)),
+    ("squeeze dims", lambda: _z().reshape(1, 3, 1, 1, 4).transpose(0, 3).squeeze((0, 2)),
+     lambda: _A[:, None], (4, 12, 1)),
+    ("squeeze of column", lambda: _z()[:, 1:2].t().squeeze(1), lambda: _A[None, :, 1],
+     (1, 4)),
 ]
 
 
-@pytest.mark.parametrize("name,make,want", STRIDE_CASES, ids=[c[0] for c in STRIDE_CASES])
-def test_size1_strides_are_pytorchs(name, make, want):
+@pytest.mark.parametrize("name,make,ref,want", STRIDE_CASES, ids=[c[0] for c in STRIDE_CASES])
+def test_size1_strides_are_pytorchs(name, make, ref, want):
     t = make()
     assert t.stride() == want
-    # the view reads the same elements (size-1 dims' strides never move the data)
     assert t.is_contiguous() == _contiguous(t.shape, want)
+    np.testing.assert_array_equal(t.numpy(), ref())
+    # the strides address the view's elements in its storage (arange: value == index)
+    off = t.storage_offset()
+    idx = [off + sum(i * s for i, s in zip(ix, want)) for ix in np.ndindex(*t.shape)]
+    np.testing.assert_array_equal(t.numpy().ravel(), np.array(idx, dtype=np.float64))
 
 
 def _contiguous(shape, strides) -> bool:
@@ -77,7 +117,7 @@ def test_size1_stride_views_share_and_read_the_same_elements():
                    (x.t().reshape(4, 1, 3), a.T.reshape(4, 1, 3)),
                    (x.t().expand(1, 4, 3), a.T[None])):
         np.testing.assert_array_equal(v.numpy(), ref)
-        assert v.data_ptr() == x.data_ptr() or v.storage_offset() > 0
+        assert v._base is x and v._storage is x._storage
     y = x.t()[None]
     y[0, 1, 2] = -1.0  # writes through the view
     assert x[2, 1].item() == -1.0
@@ -100,6 +140,111 @@ def test_size1_stride_leaf_grad_layout():
     assert leaf.grad.shape == (1, 4, 3)
     assert [s for n, s in zip(leaf.shape, leaf.grad.stride()) if n != 1] == [1, 4]
     np.testing.assert_array_equal(leaf.grad.numpy(), np.ones((1, 4, 3)))
+
+
+def test_size1_strides_on_interpreted_cuda():
+    # the same cases on the cuda device (Triton's interpreter; views are metadata there)
+    pytest.importorskip("triton")
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    from interpreted import run_json
+    res = run_json(f"""
+import json, sys
+sys.path.insert(0, {here!r})
+import tgrad, test_parity_small as m
+m._z = lambda: tgrad.arange(12.0, device="cuda").reshape(3, 4)
+out = {{}}
+for name, make, _, _ in m.STRIDE_CASES:
+    t = make()
+    out[name] = [t.device.type, list(t.stride()), t.cpu().numpy().tolist()]
+e = tgrad.zeros(4, 4, device="cuda")[:0]
+out["empty"] = [list(v.stride()) for v in (e.unsqueeze(1), e[None], e.view(0, 1, 4),
+                                           e.expand(1, 0, 4))]
+try:
+    tgrad.zeros(3, 4, device="cuda").expand(2, -1, 3, 4)
+except RuntimeError as err:
+    out["lead -1"] = str(err)
+print(json.dumps(out))
+""")
+    for name, _, ref, want in STRIDE_CASES:
+        dev, stride, values = res[name]
+        assert dev == "cuda" and tuple(stride) == want, name
+        np.testing.assert_array_equal(np.array(values), ref(), err_msg=name)
+    assert res["empty"] == [[4, 4, 1], [0, 4, 1], [4, 4, 1], [0, 4, 1]]
+    assert res["lead -1"] == ("The expanded size of the tensor (-1) isn't allowed in a "
+                              "leading, non-existing dimension 1")
+
+
+def test_empty_view_strides_are_pytorchs():
+    # views that became empty keep PyTorch's rules; an array made empty (all strides 0 in
+    # NumPy) reports the contiguous strides (docs/design.md: empty tensors)
+    e = tgrad.zeros(4, 4)[:0]
+    assert e.unsqueeze(1).stride() == (4, 4, 1)
+    assert e.unsqueeze(0).stride() == (0, 4, 1)
+    assert e[None].stride() == (0, 4, 1) and e[:, None].stride() == (4, 4, 1)
+    assert e.view(0, 1, 4).stride() == (4, 4, 1)
+    assert e.expand(1, 0, 4).stride() == (0, 4, 1)
+    assert tgrad.zeros(0, 4).unsqueeze(1).stride() == (4, 4, 1)
+
+
+def test_expand_errors():
+    x = tgrad.zeros(3, 4)
+    with pytest.raises(RuntimeError, match=r"^The expanded size of the tensor \(-1\) isn't "
+                       r"allowed in a leading, non-existing dimension 1$"):
+        x.expand(2, -1, 3, 4)
+    with pytest.raises(RuntimeError, match="non-existing dimension 0$"):
+        x.expand(-1, 3, 4)
+    assert x.expand(2, -1, -1).shape == (2, 3, 4)
+    with pytest.raises(TypeError, match='missing 1 required positional arguments: "size"'):
+        tgrad.tensor(1.0).expand()
+
+
+def _restrided_views(x):
+    return {"unsqueeze": x.unsqueeze(0), "None": x[None], "expand": x.expand(1, 3, 2, 2),
+            "view": x.view(1, 3, 2, 2), "reshape": x.reshape(1, 3, 2, 2)}
+
+
+@pytest.mark.parametrize("how", ["unsqueeze", "None", "expand", "view", "reshape"])
+def test_view_as_complex_and_view_dtype_of_restrided_views(how):
+    a = np.arange(24.0).reshape(3, 4, 2)[:, ::2]
+    x = tgrad.arange(24.0, dtype=tgrad.float64).reshape(3, 4, 2)[:, ::2]
+    v = _restrided_views(x)[how]
+    z = tgrad.view_as_complex(v)
+    assert z.shape == (1, 3, 2) and z.stride() == (12, 4, 2)  # PyTorch 2.13's
+    np.testing.assert_array_equal(z.numpy(), (a[..., 0] + 1j * a[..., 1])[None])
+    i = v.view(tgrad.int32)
+    assert i.shape == (1, 3, 2, 4) and i.stride() == (48, 16, 8, 1)
+    np.testing.assert_array_equal(i.numpy(), a[None].view(np.int32))
+    np.testing.assert_array_equal(v.view(tgrad.float64).numpy(), a[None])
+    if how != "expand":  # (an expand is read-only)
+        z[0, 2, 1] = -1 - 2j  # writes reach x's storage
+        assert x[2, 1].tolist() == [-1.0, -2.0]
+
+
+def test_view_as_complex_over_strided_roots():
+    a = np.arange(24.0).reshape(3, 8)
+    for arr in (a[:, :4],  # a root that views a contiguous array
+                np.lib.stride_tricks.as_strided(np.arange(24.0), (3, 4), (64, 8))):  # none
+        t = tgrad.from_numpy(arr)
+        assert t.stride() == (8, 1)
+        z = tgrad.view_as_complex(t.view(3, 2, 2))
+        np.testing.assert_array_equal(z.numpy(), arr[..., ::2] + 1j * arr[..., 1::2])
+        np.testing.assert_array_equal(t[None].view(tgrad.int32).numpy(),
+                                      np.ascontiguousarray(arr)[None].view(np.int32))
+
+
+def test_squeeze_inplace_stride_and_grad():
+    x = tgrad.zeros(3, 1, 4).transpose(0, 1)
+    x.squeeze_(1)
+    assert x.shape == (1, 3, 4) and x.stride() == (4, 4, 1)  # PyTorch's
+    assert x.grad_fn is None
+    w = tgrad.randn(3, 1, 4, dtype=tgrad.float64, requires_grad=True)
+    assert gradcheck(lambda t: t.transpose(0, 1).squeeze(1) * 2.0, (w,))
+    assert gradcheck(lambda t: t.squeeze() * 2.0, (w,))
+    y = w.transpose(0, 1).squeeze((0, 2))
+    assert y.grad_fn.name() == "SqueezeBackward2"
 
 
 # ------------------------------------------------------------------ embedding_bag freq scaling

@@ -344,14 +344,14 @@ def _cat(args, tangents, out):
 def _build_rules() -> dict:
     """Rules keyed by op class (never by name: several classes share one, e.g. div and
     div with rounding_mode, round and round(decimals)). A subclass that keeps its parent's
-    forward (SumAll of Sum, Select of getitem, T / Squeeze of view, Transpose
+    forward (SumAll of Sum, Select of getitem, T of view, SqueezeDim of squeeze, Transpose
     of permute) is the same op under another node name and gets the same rule."""
     from tgrad.ops import elementwise as ew
     from tgrad.ops._common import OPS
     rules = {OPS[n]: _unary_rule(n) for n in ew.UNARY_RULES}
-    for name in ("view", "reshape", "unsqueeze", "permute", "expand", "getitem", "index",
-                 "diagonal", "unfold", "as_strided", "split", "split_with_sizes", "unbind", "clone",
-                 "sum", "mean", "cumsum", "sum_to", "to"):
+    for name in ("view", "reshape", "unsqueeze", "squeeze", "permute", "expand", "getitem",
+                 "index", "diagonal", "unfold", "as_strided", "split", "split_with_sizes",
+                 "unbind", "clone", "sum", "mean", "cumsum", "sum_to", "to"):
         if name in OPS:
             for c in _same_forward(OPS[name]):
                 rules[c] = _linear_first(c.apply)

@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._strides import expand_strides, new_dim_stride, view_strides
 
 # ---------------------------------------------------------------- quiet floating-point errors
 # PyTorch never warns on inf/nan, so every op runs under np.errstate(all="ignore"). That
@@ -158,9 +159,25 @@ def cat(xs: list, axis: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- views (no copies)
+# Strides are PyTorch's (tgrad._strides, in bytes here), which NumPy's differ from only in
+# size-1 dims (so no data access moves). A non-empty C-contiguous array without size-1 dims
+# (``_plain``) has the contiguous strides, and NumPy's reshape of it gives PyTorch's for any
+# shape (its size-1 dims get the contiguous stride, as computeStride and unsqueeze): the
+# fast path (~0.15 us). An array made empty by NumPy has all strides 0 (stride() reports the
+# contiguous ones, docs/design.md: empty tensors) and keeps them: ``_made_empty``.
+def _plain(x: np.ndarray) -> bool:
+    return x.flags.c_contiguous and x.size and 1 not in x.shape
+
+
+def _made_empty(x: np.ndarray) -> bool:
+    return not x.size and not any(x.strides)
+
+
 def _restrided(v: np.ndarray, strides: tuple) -> np.ndarray:
     """``v`` with the byte ``strides`` (which differ from v's only in size-1 dims, so the
-    elements are the same): v itself when they already agree."""
+    elements are the same): v itself when they already agree. (as_strided's result has a
+    DummyArray ``.base``: code that needs the memory goes through the storage's root,
+    ``strided_memory``.)"""
     if v.strides == strides:
         return v
     return np.lib.stride_tricks.as_strided(v, v.shape, strides)
@@ -168,30 +185,40 @@ def _restrided(v: np.ndarray, strides: tuple) -> np.ndarray:
 
 def reshape_view(x: np.ndarray, shape: tuple):
     """A view of ``x`` with ``shape``, or None when the strides do not allow one. Size-1
-    dims get PyTorch's strides (computeStride: tgrad.cuda.array.view_strides), which NumPy's
-    reshape sets otherwise; a C-contiguous ``x`` without size-1 dims needs no fixing (both
-    give the contiguous strides), nor does an empty one (docs/design.md: empty tensors)."""
+    dims get PyTorch's strides (computeStride: tgrad._strides.view_strides), which NumPy's
+    reshape sets otherwise; other dims' strides are fixed by the memory, except in an empty
+    array (PyTorch: the contiguous ones)."""
     try:
         v = x.view()
-        v.shape = shape
+        v.shape = shape  # (NumPy's reshape: of a _plain x, PyTorch's strides)
     except AttributeError:
         return None
-    if 1 not in shape or not x.size or (x.flags.c_contiguous and 1 not in x.shape):
+    if (1 not in shape and x.size) or _plain(x) or _made_empty(x):
         return v
-    from tgrad.cuda.array import view_strides
     item = x.itemsize
     st = view_strides(x.shape, tuple(s // item for s in x.strides), tuple(shape))
-    return v if st is None else _restrided(v, tuple(s * item for s in st))
+    # NumPy's no-copy reshape and computeStride accept the same (non-empty) layouts
+    assert st is not None, f"reshape_view: no PyTorch strides for {x.shape} -> {shape}"
+    return _restrided(v, tuple(s * item for s in st))
 
 
 def unsqueeze(x: np.ndarray, dim: int) -> np.ndarray:
-    """``x`` with a size-1 dim inserted at ``dim``; its stride is PyTorch's, size[dim] *
-    stride[dim] (1 past the last dim), the other dims keep theirs."""
+    """``x`` with a size-1 dim inserted at ``dim``; its stride is PyTorch's
+    (tgrad._strides.new_dim_stride), the other dims keep theirs."""
+    shape = x.shape[:dim] + (1,) + x.shape[dim:]
+    if _plain(x):
+        return x.reshape(shape)
     v = x[(slice(None),) * dim + (None,)]
-    if not x.size:
+    if _made_empty(x):
         return v
-    st = x.shape[dim] * x.strides[dim] if dim < x.ndim else x.itemsize
+    st = new_dim_stride(x.shape, x.strides, dim, x.itemsize)
     return _restrided(v, x.strides[:dim] + (st,) + x.strides[dim:])
+
+
+def squeeze(x: np.ndarray, dims: tuple) -> np.ndarray:
+    """``x`` without its size-1 dims ``dims``; the other dims keep their strides (size-1
+    ones included), as PyTorch's squeeze."""
+    return x.squeeze(axis=dims)
 
 
 def reshape_copy(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -203,54 +230,65 @@ def permute(x: np.ndarray, dims: tuple) -> np.ndarray:
 
 
 def expand(x: np.ndarray, shape: tuple) -> np.ndarray:
-    """A read-only stride-0 view of ``x`` broadcast to ``shape`` (np.broadcast_to's result;
-    built directly when ``x`` is C-contiguous, which is 4x cheaper for small arrays). As
-    PyTorch's expand, a new leading dim of size 1 takes the next dim's size * stride (0 as
-    the last dim), other new or expanded dims stride 0."""
-    lead = len(shape) - x.ndim
-    if lead < 0 or not x.flags.c_contiguous:
+    """A read-only view of ``x`` broadcast to ``shape`` with PyTorch's strides
+    (tgrad._strides.expand_strides: expanded dims 0, kept dims x's); NumPy's ValueError
+    when the shapes do not broadcast. Built directly over a C-contiguous ``x`` (4x cheaper
+    than as_strided for small arrays)."""
+    st = expand_strides(x.shape, x.strides, tuple(shape))
+    if st is None:
+        return np.broadcast_to(x, shape)  # raises NumPy's ValueError
+    if not x.flags.c_contiguous:  # NumPy's broadcast, unless its size-1 dims' strides differ
         out = np.broadcast_to(x, shape)
-        if lead > 0 and x.size and 1 in shape[:lead]:
-            out = _restrided(out, _expand_lead_strides(shape, out.strides, lead))
-        return out
-    strides = []
-    for n_in, st, n in zip(x.shape, x.strides, shape[lead:]):
-        if n_in == n:
-            strides.append(st)
-        elif n_in == 1:
-            strides.append(0)
-        else:
-            return np.broadcast_to(x, shape)  # raises NumPy's ValueError
-    strides = [0] * lead + strides
-    if lead and x.size and 1 in shape[:lead]:
-        strides = _expand_lead_strides(shape, strides, lead)
-    view = np.ndarray(shape, x.dtype, x, 0, tuple(strides))
+        return out if out.strides == st else \
+            np.lib.stride_tricks.as_strided(x, shape, st, writeable=False)
+    view = np.ndarray(shape, x.dtype, x, 0, st)
     view.flags.writeable = False
     return view
 
 
-def _expand_lead_strides(shape: tuple, strides, lead: int) -> tuple:
-    """``strides`` with PyTorch's for the ``lead`` new dims of an expand: size * stride of
-    the dim after a size-1 one (0 after the last dim), 0 for the expanded ones."""
-    st = list(strides)
-    for i in range(lead - 1, -1, -1):
-        st[i] = 0 if shape[i] != 1 or i + 1 == len(shape) else shape[i + 1] * st[i + 1]
-    return tuple(st)
+_FULL = slice(None)
+
+
+def _reshape_key_shape(shape: tuple, key: tuple):
+    """The shape of x[key] for a key of only None, full slices and at most one Ellipsis
+    (a reshape of x), or None for any other key."""
+    out, d = [], 0
+    for k in key:
+        if k is None:
+            out.append(1)
+        elif k is Ellipsis:
+            n = len(shape) - sum(1 for k2 in key if k2 is not None and k2 is not Ellipsis)
+            if n < 0:
+                return None
+            out.extend(shape[d:d + n])
+            d += n
+        elif type(k) is slice and k == _FULL and d < len(shape):
+            out.append(shape[d])
+            d += 1
+        else:
+            return None
+    return tuple(out) + shape[d:]
 
 
 def basic_index(x: np.ndarray, key: tuple) -> np.ndarray:
     """A view; an Ellipsis is appended so integer-only keys give a 0-d view, not a scalar.
-    A None's new dim gets PyTorch's stride (an unsqueeze there: the size * stride of the
-    next dim of ``x`` the key reaches, 1 past the last; NumPy's is 0)."""
+    A None's new dim gets PyTorch's stride (an unsqueeze there, at the dim of ``x`` the key
+    reaches: tgrad._strides.new_dim_stride; NumPy's is 0)."""
+    if None not in key:
+        return x[key + (Ellipsis,)] if Ellipsis not in key else x[key]
+    if _plain(x):
+        shape = _reshape_key_shape(x.shape, key)
+        if shape is not None:
+            return x.reshape(shape)
     if Ellipsis not in key:
         key = key + (Ellipsis,)
     out = x[key]
-    if not x.size or not any(k is None for k in key):
+    if _made_empty(x):
         return out
     st, r, d = list(out.strides), 0, 0
     for k in key:
         if k is None:
-            st[r] = x.shape[d] * x.strides[d] if d < x.ndim else x.itemsize
+            st[r] = new_dim_stride(x.shape, x.strides, d, x.itemsize)
             r += 1
         elif k is Ellipsis:
             n = x.ndim - sum(1 for k2 in key if k2 is not None and k2 is not Ellipsis)
@@ -258,6 +296,37 @@ def basic_index(x: np.ndarray, key: tuple) -> np.ndarray:
         else:
             r, d = r + isinstance(k, slice), d + 1
     return _restrided(out, tuple(st))
+
+
+class _Memory:
+    """Raw memory at an address, kept alive by ``owner``; np.asarray builds on it."""
+
+    def __init__(self, owner, interface: dict) -> None:
+        self.owner, self.__array_interface__ = owner, interface
+
+
+def strided_memory(x: np.ndarray, root: np.ndarray, offset: int, shape: tuple, dtype,
+                   strides: tuple) -> np.ndarray:
+    """The array of ``dtype`` with ``shape`` and byte ``strides`` whose first element is
+    ``offset`` bytes past ``x``'s, in the memory of ``root`` (the storage's root array, which
+    ``x`` views): the same bytes read at another geometry (view_as_complex, view(dtype)),
+    writeable when ``x`` is. Built on the root (or the contiguous array it views), never on
+    ``x.base``, which may be as_strided's DummyArray."""
+    dtype = np.dtype(dtype)
+    ptr = x.__array_interface__["data"][0] + offset
+    mem = root
+    while not mem.flags.forc and isinstance(mem.base, np.ndarray):
+        mem = mem.base
+    start = ptr - mem.__array_interface__["data"][0]
+    if mem.flags.forc and start >= 0:
+        arr = np.ndarray(shape, dtype, buffer=mem, offset=start, strides=strides)
+    else:  # no flat buffer to build on: the same address, kept alive by the root
+        arr = np.asarray(_Memory(root, {"data": (ptr, False), "shape": shape,
+                                        "strides": strides, "version": 3,
+                                        "typestr": f"|V{dtype.itemsize}"})).view(dtype)
+    if not x.flags.writeable:
+        arr.flags.writeable = False
+    return arr
 
 
 def as_strided(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:

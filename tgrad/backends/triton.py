@@ -18,9 +18,10 @@ import sys
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._strides import expand_strides, new_dim_stride, view_strides
 from tgrad.backends import numpy as _np_backend
 from tgrad.cuda import runtime
-from tgrad.cuda.array import DeviceArray, contiguous_strides, view_strides
+from tgrad.cuda.array import DeviceArray, contiguous_strides
 from tgrad.kernels import elementwise as ew
 from tgrad.kernels import reduction as red
 from tgrad.kernels.launch import is_half, launch_ew
@@ -116,7 +117,7 @@ def cat(xs: list, axis: int) -> DeviceArray:
 def reshape_view(x: DeviceArray, shape: tuple):
     """A view of ``x`` with ``shape``, or None when the strides do not allow one."""
     shape = tuple(shape)
-    if x.is_contiguous() and 1 not in x.shape:  # (size-1 dims' strides count: PyTorch's)
+    if x.is_contiguous() and 1 not in x.shape:  # (size-1 dims: view_strides, PyTorch's)
         return x.view(shape, contiguous_strides(shape))
     st = view_strides(x.shape, x.estrides, shape)
     return None if st is None else x.view(shape, st)
@@ -146,31 +147,20 @@ def permute(x: DeviceArray, dims: tuple) -> DeviceArray:
 
 
 def expand(x: DeviceArray, shape: tuple) -> DeviceArray:
-    """Broadcast view: expanded dims get stride 0 and, as PyTorch's expand, a new leading
-    dim of size 1 the next dim's size * stride (0 as the last dim)."""
+    """Broadcast view with PyTorch's strides (tgrad._strides.expand_strides: expanded dims
+    0, kept dims x's, a new leading size-1 dim the next dim's size * stride)."""
     shape = tuple(shape)
     if x.shape == shape:
         return x
-    lead = len(shape) - x.ndim
-    if lead < 0:
+    st = expand_strides(x.shape, x.estrides, shape)
+    if st is None:
         raise ValueError(f"expand: cannot broadcast shape {x.shape} to {shape}")
-    st = [0] * lead
-    for s, t, n in zip(x.shape, x.estrides, shape[lead:]):
-        if s == n:
-            st.append(t)
-        elif s == 1:
-            st.append(0)
-        else:
-            raise ValueError(f"expand: cannot broadcast shape {x.shape} to {shape}")
-    for i in range(lead - 1, -1, -1):
-        if shape[i] == 1 and i + 1 < len(shape):
-            st[i] = shape[i + 1] * st[i + 1]
-    return x.view(shape, tuple(st))
+    return x.view(shape, st)
 
 
 def basic_index(x: DeviceArray, key: tuple) -> DeviceArray:
     """A view for a key of ints, slices, None and at most one Ellipsis (a None's dim: an
-    unsqueeze's stride, the next dim's size * stride, 1 past the last, as PyTorch)."""
+    unsqueeze's stride there, tgrad._strides.new_dim_stride, as PyTorch)."""
     key = tuple(key)
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     if Ellipsis in key:
@@ -182,7 +172,7 @@ def basic_index(x: DeviceArray, key: tuple) -> DeviceArray:
     for k in key:
         if k is None:
             shape.append(1)
-            st.append(x.shape[d] * x.estrides[d] if d < x.ndim else 1)
+            st.append(new_dim_stride(x.shape, x.estrides, d, 1))
             continue
         n, s = x.shape[d], x.estrides[d]
         if isinstance(k, slice):
@@ -202,11 +192,18 @@ def basic_index(x: DeviceArray, key: tuple) -> DeviceArray:
 
 
 def unsqueeze(x: DeviceArray, dim: int) -> DeviceArray:
-    """``x`` with a size-1 dim at ``dim`` of PyTorch's stride, size[dim] * stride[dim] (1
-    past the last dim); the other dims keep theirs."""
-    st = x.shape[dim] * x.estrides[dim] if dim < x.ndim else 1
+    """``x`` with a size-1 dim at ``dim`` of PyTorch's stride (tgrad._strides.new_dim_stride);
+    the other dims keep theirs."""
+    st = new_dim_stride(x.shape, x.estrides, dim, 1)
     return x.view(x.shape[:dim] + (1,) + x.shape[dim:],
                   x.estrides[:dim] + (st,) + x.estrides[dim:])
+
+
+def squeeze(x: DeviceArray, dims: tuple) -> DeviceArray:
+    """``x`` without its size-1 dims ``dims``; the other dims keep their strides (size-1
+    ones included), as PyTorch's squeeze."""
+    keep = [i for i in range(x.ndim) if i not in dims]
+    return x.view(tuple(x.shape[i] for i in keep), tuple(x.estrides[i] for i in keep))
 
 
 def as_strided(x: DeviceArray, shape: tuple, strides: tuple) -> DeviceArray:

@@ -14,47 +14,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from tgrad._strides import contiguous_strides
 from tgrad.cuda._runtime import runtime
 from tgrad.cuda.memory import Buffer
 from tgrad.cuda.streams import current_stream_handle
-
-
-def contiguous_strides(shape: tuple) -> tuple:
-    st, acc = [], 1
-    for s in reversed(shape):
-        st.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(st))
-
-
-def view_strides(old: tuple, old_st: tuple, new: tuple):
-    """Strides for viewing (old, old_st) as ``new`` without a copy (PyTorch's
-    computeStride): each chunk of old dims that is contiguous in memory maps to new dims."""
-    if math.prod(old) == 0:
-        return contiguous_strides(new)
-    if not old:  # a 0-d tensor: every new dim has size 1 and stride 1
-        return (1,) * len(new)
-    new_st = [0] * len(new)
-    view_d = len(new) - 1
-    tensor_numel = 1
-    view_numel = 1
-    base = old_st[-1] if old else 1  # stride of the innermost dim of the current chunk
-    for d in range(len(old) - 1, -1, -1):
-        tensor_numel *= old[d]
-        if d == 0 or (old[d - 1] != 1 and old_st[d - 1] != tensor_numel * base):
-            while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
-                new_st[view_d] = view_numel * base
-                view_numel *= new[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if d > 0:
-                base = old_st[d - 1]
-                tensor_numel = 1
-                view_numel = 1
-    if view_d != -1:
-        return None
-    return tuple(new_st)
 
 
 class DeviceArray:

@@ -18,6 +18,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops._common import (
+    backend_of,
     make_view,
     register_op,
     require_tensor,
@@ -117,27 +118,14 @@ class ViewAsComplex(Function):
     def forward(ctx, x):
         data = x._data
         cdt = dtypes.to_complex(x.dtype).np
-        strides = tuple(s // data.itemsize for s in data.strides[:-1])
-        # as_strided over the real array: the complex elements start at its first float
-        arr = np.ndarray(data.shape[:-1], cdt, buffer=_base_buffer(data),
-                         offset=_byte_offset(data), strides=tuple(s * cdt.itemsize // 2
-                                                                  for s in strides))
+        # the complex elements start at x's first float, strides (in bytes) unchanged
+        arr = backend_of(x).strided_memory(data, x._storage.root, 0, data.shape[:-1], cdt,
+                                           data.strides[:-1])
         return make_view(x, arr)
 
     @staticmethod
     def backward(ctx, g):
         return view_as_real(g)
-
-
-def _base_buffer(a: np.ndarray) -> np.ndarray:
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
-
-
-def _byte_offset(a: np.ndarray) -> int:
-    base = _base_buffer(a)
-    return a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
 
 
 for _c in (Real, Imag, ViewAsReal, ViewAsComplex):

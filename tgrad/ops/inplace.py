@@ -441,14 +441,14 @@ def setitem(self: Tensor, key, value) -> None:
 # are re-derived from the storage geometry when next used (see ``layout.replay_on_base``).
 def _view_classes() -> dict:
     from tgrad.ops.layout import AsStrided
-    from tgrad.ops.shape import Permute, Unsqueeze, View
+    from tgrad.ops.shape import Permute, Squeeze, Unsqueeze, View
 
     def sub(base, name: str, node: str):
         return type(node[:-9] + "Inplace", (base,), {"name": name, "node_name": node})
     return {"unsqueeze_": sub(Unsqueeze, "unsqueeze_", "UnsqueezeBackward1"),
-            "squeeze_": sub(View, "squeeze_", "SqueezeBackward3"),
-            "squeeze_dim": sub(View, "squeeze_", "SqueezeBackward4"),
-            "squeeze_dims": sub(View, "squeeze_", "SqueezeBackward5"),
+            "squeeze_": sub(Squeeze, "squeeze_", "SqueezeBackward3"),
+            "squeeze_dim": sub(Squeeze, "squeeze_", "SqueezeBackward4"),
+            "squeeze_dims": sub(Squeeze, "squeeze_", "SqueezeBackward5"),
             "transpose_": sub(Permute, "transpose_", "TransposeBackward1"),
             "t_": sub(Permute, "t_", "TBackward1"),
             "t_view": sub(View, "t_", "TBackward1"),
@@ -499,11 +499,12 @@ def unsqueeze_(self: Tensor, dim: int) -> Tensor:
 @tensor_method("squeeze_")
 def squeeze_(self: Tensor, dim=None) -> Tensor:
     """In-place ``squeeze``: size-1 dims (all, or those in ``dim``) removed from self."""
-    from tgrad.ops.shape import squeeze
-    shape = squeeze(self.detach(), dim).shape  # (its checks and errors)
+    from tgrad.ops.shape import squeeze_dims
+    if not isinstance(self, Tensor):
+        raise TypeError("squeeze_(): expected a Tensor")
     key = "squeeze_" if dim is None else (
         "squeeze_dims" if isinstance(dim, (tuple, list)) else "squeeze_dim")
-    return _inplace_view(self, "squeeze_", key, shape)
+    return _inplace_view(self, "squeeze_", key, squeeze_dims(self, dim))
 
 
 @tensor_method("transpose_", "swapdims_", "swapaxes_")

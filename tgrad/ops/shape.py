@@ -144,14 +144,11 @@ def view_dtype(input: Tensor, dtype) -> Tensor:  # noqa: A002
             off //= k
     data = input._data
     if isinstance(data, np.ndarray):
-        # the same bytes: a NumPy array over the root buffer at the new element geometry
-        root = data
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        start = data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-        start -= input.storage_offset() * old.itemsize  # the storage's first byte
-        arr = np.ndarray(tuple(shape), new.np, buffer=root, offset=start + off * new.itemsize,
-                         strides=tuple(s * new.itemsize for s in st)) if data.size else \
+        # the same bytes: a NumPy array over the storage's memory at the new geometry, its
+        # first element (off - input's storage offset) elements of the new size past input's
+        arr = backend_of(input).strided_memory(
+            data, input._storage.root, off * new.itemsize - input.storage_offset() * old.itemsize,
+            tuple(shape), new.np, tuple(s * new.itemsize for s in st)) if data.size else \
             np.empty(tuple(shape), new.np)
         if not data.flags.writeable:
             arr.flags.writeable = False
@@ -170,7 +167,10 @@ def reshape(input: Tensor, *sizes, shape=None) -> Tensor:  # noqa: A002
     if shape is not None:
         sizes = sizes_keyword("reshape", "shape", sizes, shape)
     shape = _infer_shape("reshape", sizes, input.numel())
-    if backend_of(input).reshape_view(input._data, shape) is not None:
+    # a C-contiguous input always has a view (View.forward builds it; a non-contiguous one
+    # is tried here first, so twice when it has one: the view, or a copy, decides the op)
+    data = input._data
+    if data.flags.c_contiguous or backend_of(input).reshape_view(data, shape) is not None:
         return view_apply(View, input, shape)
     return ReshapeCopy.apply(input, shape)
 
@@ -201,9 +201,23 @@ def _named(base, name: str, node: str):
 Transpose = _named(Permute, "transpose", "TransposeBackward0")
 TView = _named(Permute, "t", "TBackward0")
 TAlias = _named(View, "t", "TBackward0")  # t() below 2-D: an alias of the same shape
-Squeeze = _named(View, "squeeze", "SqueezeBackward0")  # all size-1 dims
-SqueezeDim = _named(View, "squeeze", "SqueezeBackward1")  # one dim
-SqueezeDims = _named(View, "squeeze", "SqueezeBackward2")  # a tuple of dims
+
+
+class Squeeze(View):
+    """y = x without its size-1 dims ``dims`` (a sorted tuple; a view, the other dims keep
+    their strides, size-1 ones included, as PyTorch's squeeze);  dx = reshape(g, x.shape)."""
+
+    name = "squeeze"
+    node_name = "SqueezeBackward0"  # all size-1 dims
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.shape = x.shape
+        return make_view(x, backend_of(x).squeeze(x._data, dims))
+
+
+SqueezeDim = _named(Squeeze, "squeeze", "SqueezeBackward1")  # one dim
+SqueezeDims = _named(Squeeze, "squeeze", "SqueezeBackward2")  # a tuple of dims
 
 
 class Unsqueeze(View):
@@ -341,9 +355,11 @@ class Expand(Function):
 @tensor_method("expand")
 def expand(input: Tensor, *sizes, size=None) -> Tensor:  # noqa: A002
     """Broadcast to ``sizes`` (ints, one sequence or the keyword ``size``) without copying;
-    -1 keeps a dim."""
+    -1 keeps a dim (not in a new leading one)."""
     if size is not None:
         sizes = sizes_keyword("expand", "size", sizes, size)
+    elif not sizes:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
     lead = len(sizes) - input.ndim
@@ -351,7 +367,10 @@ def expand(input: Tensor, *sizes, size=None) -> Tensor:  # noqa: A002
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
                            f"or equal to the number of dimensions in the tensor ({input.ndim})")
     if -1 in sizes:
-        shape = tuple(input.shape[i - lead] if s == -1 and i >= lead else int(s)
+        if -1 in sizes[:lead]:
+            raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
+                               f"leading, non-existing dimension {sizes.index(-1)}")
+        shape = tuple(input.shape[i - lead] if s == -1 else int(s)
                       for i, s in enumerate(sizes))
     else:
         shape = tuple(map(int, sizes))
@@ -377,18 +396,21 @@ def squeeze(input: Tensor, dim=None) -> Tensor:  # noqa: A002
     """Remove size-1 dims (all, or those in ``dim``)."""
     cls = Squeeze if dim is None else SqueezeDims if isinstance(dim, (tuple, list)) else \
         SqueezeDim
+    return view_apply(cls, input, squeeze_dims(input, dim))
+
+
+def squeeze_dims(input: Tensor, dim) -> tuple:  # noqa: A002
+    """The sorted dims ``squeeze(input, dim)`` removes: the size-1 ones (all, or those in
+    ``dim``, an int or a sequence; PyTorch's errors for bad or repeated dims)."""
     if dim is None:
-        shape = tuple(s for s in input.shape if s != 1)
-    else:
-        dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-        wrapped = [_wrap_dim(d, input.ndim, "squeeze") for d in dims]
-        dims = set(wrapped)
-        if len(dims) != len(wrapped):
-            dup = next(d for d in wrapped if wrapped.count(d) > 1)
-            raise RuntimeError(f"squeeze: dim {dup} appears multiple times in the list of dims "
-                               f"{list(dims)}")
-        shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
-    return view_apply(cls, input, shape)
+        return tuple(i for i, s in enumerate(input.shape) if s == 1)
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    wrapped = [_wrap_dim(d, input.ndim, "squeeze") for d in dims]
+    if len(set(wrapped)) != len(wrapped):
+        dup = next(d for d in wrapped if wrapped.count(d) > 1)
+        raise RuntimeError(f"squeeze: dim {dup} appears multiple times in the list of dims "
+                           f"{list(set(wrapped))}")
+    return tuple(sorted(d for d in set(wrapped) if input.shape[d] == 1))
 
 
 @tensor_method("unsqueeze")
@@ -675,6 +697,6 @@ def _pieces(cls, x: Tensor, dim: int, keys: tuple) -> tuple:
     return out
 
 
-for _c in (View, Unsqueeze, ReshapeCopy, Permute, Expand, Cat, SplitViews, SplitWithSizesViews,
-           UnbindViews):
+for _c in (View, Unsqueeze, Squeeze, ReshapeCopy, Permute, Expand, Cat, SplitViews,
+           SplitWithSizesViews, UnbindViews):
     register_op(_c)
