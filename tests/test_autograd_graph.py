@@ -14,6 +14,7 @@ import tgrad
 from tgrad.autograd import gradcheck, gradgradcheck
 from tgrad.autograd.graph import (
     GradientEdge,
+    allow_mutation_on_saved_tensors,
     disable_saved_tensors_hooks,
     get_gradient_edge,
     increment_version,
@@ -374,3 +375,97 @@ def test_multi_grad_hook_any_mode_runs_once_per_backward():
     for g in seen:  # whichever came first: a's gradient (2) or b's (3)
         assert g.shape == (3,)
         assert np.allclose(g.numpy(), 2.0) or np.allclose(g.numpy(), 3.0)
+
+
+# ------------------------------------------------------------ allow_mutation_on_saved_tensors
+def test_allow_mutation_on_saved_tensors_pytorch_doc_example():
+    # PyTorch's docstring example: b saved by pow, then b.sin_(); backward uses the old b.
+    with allow_mutation_on_saved_tensors():
+        a = tgrad.ones(2, 3, requires_grad=True, dtype=tgrad.float64)
+        b = a.clone()
+        out = (b ** 2).sum()
+        b.sin_()
+        out.sum().backward()
+        np.testing.assert_allclose(b.detach().numpy(), np.full((2, 3), np.sin(1.0)))
+    np.testing.assert_allclose(a.grad.numpy(), np.full((2, 3), 2.0))  # d(b^2)/da = 2a
+
+
+def test_allow_mutation_clones_saved_outputs_and_writes_through_views():
+    x = np.array([0.5, 1.0, 2.0])
+    with allow_mutation_on_saved_tensors() as ctx:
+        a = tgrad.tensor(x, requires_grad=True)
+        b = a.clone()
+        y = b.exp()               # exp saves its output y
+        out = (y * b).sum()       # mul saves y and b
+        y.mul_(3)
+        b[1:].zero_()             # a write through a view of b: b is cloned too
+        assert len(ctx.cloned) == 2
+        out.backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.exp(x) * (1 + x))  # d(e^a a)/da
+
+
+def test_allow_mutation_second_derivative_after_mutation():
+    x = np.array([0.3, -1.2])
+    with allow_mutation_on_saved_tensors():
+        a = tgrad.tensor(x, requires_grad=True)
+        b = a * 1.0
+        out = (b ** 3).sum()
+        b.add_(5.0)
+        (g,) = tgrad.autograd.grad(out, a, create_graph=True)
+        (h,) = tgrad.autograd.grad(g.sum(), a)
+    np.testing.assert_allclose(g.detach().numpy(), 3 * x ** 2)
+    np.testing.assert_allclose(h.numpy(), 6 * x)
+
+
+def test_allow_mutation_backward_outside_context_and_nesting_raise():
+    with allow_mutation_on_saved_tensors():
+        a = tgrad.tensor([0.5, 1.0], requires_grad=True)
+        out = (a.clone() ** 2).sum()
+    with pytest.raises(AssertionError, match="outside of the 'allow_mutation_on_saved_tensors'"):
+        out.backward()
+    with allow_mutation_on_saved_tensors():
+        with pytest.raises(RuntimeError, match="cannot be nested"):
+            with allow_mutation_on_saved_tensors():
+                pass
+        b = a.clone()
+        out = (b ** 2).sum()
+        b.add_(1.0)
+        out.backward()  # the outer context still works after the refused nesting
+    np.testing.assert_allclose(a.grad.numpy(), [1.0, 2.0])
+
+
+def test_without_allow_mutation_the_version_check_still_raises():
+    a = tgrad.tensor([0.5, 1.0], requires_grad=True)
+    b = a.clone()
+    out = (b ** 2).sum()
+    b.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+
+
+def test_set_multithreading_enabled_is_a_recorded_thread_local_flag():
+    from tgrad.autograd import is_multithreading_enabled, set_multithreading_enabled
+    assert is_multithreading_enabled() is True
+    with set_multithreading_enabled(False):
+        assert is_multithreading_enabled() is False
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(is_multithreading_enabled()))
+        t.start()
+        t.join()
+        assert seen == [True]  # thread-local, as PyTorch's
+        x = tgrad.tensor([1.0, 2.0], requires_grad=True)
+        (x ** 2).sum().backward()  # backward unchanged: still on the calling thread
+        np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+    assert is_multithreading_enabled() is True
+    set_multithreading_enabled(False)  # a plain call sets it
+    assert is_multithreading_enabled() is False
+    set_multithreading_enabled(True)
+
+    @set_multithreading_enabled(False)
+    def f():
+        return is_multithreading_enabled()
+
+    assert is_multithreading_enabled() is True  # decorating changes nothing now
+    assert f() is False and is_multithreading_enabled() is True
+    with pytest.raises(TypeError, match="must be bool, not int"):
+        set_multithreading_enabled(1)

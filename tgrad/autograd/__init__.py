@@ -19,8 +19,10 @@ from tgrad.autograd.grad_mode import (
     inference_mode,
     is_grad_enabled,
     is_inference_mode_enabled,
+    is_multithreading_enabled,
     no_grad,
     set_grad_enabled,
+    set_multithreading_enabled,
 )
 from tgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from tgrad.autograd.node import AccumulateGrad, gradient_edge
@@ -30,7 +32,8 @@ __all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_e
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "detect_anomaly",
            "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "Variable", "gradcheck", "gradgradcheck",
-           "GradcheckError", "functional", "graph", "profiler", "forward_ad"]
+           "GradcheckError", "functional", "graph", "profiler", "forward_ad",
+           "set_multithreading_enabled", "is_multithreading_enabled"]
 
 
 def _as_tuple(x) -> tuple:

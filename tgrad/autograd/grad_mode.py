@@ -26,6 +26,8 @@ class _GradState(threading.local):
     autocast = None  # {device type: lower-precision dtype} inside tgrad.autocast (amp)
     func_depth = 0  # tgrad.func transforms running (user Functions are checked)
     vmap_depth = 0  # of which vmapping the function (vmap, jacfwd, hessian)
+    multithreading = True  # set_multithreading_enabled's flag (recorded; see its docstring)
+    mutation_ctx = None  # the active allow_mutation_on_saved_tensors context (graph.py)
 
 
 STATE = _GradState()
@@ -170,6 +172,46 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return type(self)(self.mode)
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """PyTorch's ``set_multithreading_enabled(mode)``: set this thread's multithreaded-backward
+    flag to ``mode`` now; as a context manager (or decorator), restore the previous value on
+    exit. ``is_multithreading_enabled()`` reads it.
+
+    In PyTorch the flag decides whether backward runs on per-device worker threads or on the
+    calling thread. tgrad's engine always runs a backward on the calling thread, one node at
+    a time (whatever the device), so the flag is only recorded: setting it changes nothing
+    about how or where backward runs, or its results."""
+
+    _bare_decorator = False
+
+    def __init__(self, mode: bool) -> None:
+        if type(mode) is not bool:  # as PyTorch (0, 1, np.bool_ are refused)
+            raise TypeError("set_multithreading_enabled(): argument 'enabled' (position 1) "
+                            f"must be bool, not {type(mode).__name__}")
+        self.prev = STATE.multithreading
+        self.mode = mode
+        STATE.multithreading = mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.multithreading = self.prev
+
+    def __call__(self, func: Callable) -> Callable:
+        STATE.multithreading = self.prev  # decorating must not change the flag now
+        return super().__call__(func)
+
+    def clone(self):
+        return type(self)(self.mode)
+
+
+def is_multithreading_enabled() -> bool:
+    """This thread's ``set_multithreading_enabled`` flag (True by default). tgrad's backward
+    runs on the calling thread whatever its value."""
+    return STATE.multithreading
 
 
 def is_inference_mode_enabled() -> bool:

@@ -12,18 +12,21 @@
   ``RuntimeError(error_message)``.
 - ``register_multi_grad_hook(tensors, fn, mode="all"|"any")``: one hook over several
   tensors' gradients per backward.
+- ``allow_mutation_on_saved_tensors()``: inside it, a tensor saved for backward that is then
+  modified in place is cloned first, so that backward still sees the saved values.
 - ``Node``, ``GradientEdge``, ``get_gradient_edge(tensor)``, ``increment_version(tensor)``.
 
-Not here yet: ``allow_mutation_on_saved_tensors`` and the ``_raw_saved_*`` attributes of
-nodes. The index arrays that indexing keeps for its backward
-as node attributes (not through ``save_for_backward``) are not packed.
+Not here yet: the ``_raw_saved_*`` attributes of nodes. The index arrays that indexing keeps
+for its backward as node attributes (not through ``save_for_backward``) are not packed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from typing import Any, Callable, NamedTuple, Sequence
+import weakref
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 from tgrad.autograd.engine import current_graph_task_id, will_execute
 from tgrad.autograd.grad_mode import STATE
@@ -31,7 +34,7 @@ from tgrad.autograd.node import Node, gradient_edge
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Node",
            "GradientEdge", "get_gradient_edge", "increment_version",
-           "register_multi_grad_hook"]
+           "register_multi_grad_hook", "allow_mutation_on_saved_tensors"]
 
 
 class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
@@ -209,3 +212,99 @@ def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "al
         return collect
 
     return _MultiHandle(tuple(t.register_hook(hook_for(i)) for i, t in enumerate(tensors)))
+
+
+# ---------------------------------------------------------------- allow_mutation_on_saved_tensors
+# PyTorch's NOTE [Allow mutation on tensors saved for backward]: a tensor saved for backward
+# inside the context is kept (as an alias) under a handle; an in-place write into a storage
+# (inplace._write, which every in-place op, out= and setitem goes through) first clones
+# every saved tensor still aliasing that storage; backward reads the clone if there is one,
+# else the original. The GPU fused optimizer kernels write parameters directly and are not
+# covered.
+_mutation_enabled = False  # as PyTorch's module flag: one such context at a time
+
+_OUTSIDE = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context "
+            "in which the graph was originally recorded.")
+
+
+class _Handle:
+    pass
+
+
+class _AllowMutationOnSavedContext:
+    """The state of one ``allow_mutation_on_saved_tensors`` context (PyTorch's class):
+    ``original`` (handle -> the saved tensor, not yet modified) and ``cloned`` (handle ->
+    the copy made before it was modified); both emptied when the context exits."""
+
+    def __init__(self) -> None:
+        self.cloned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.original: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.tid_to_weakhandle: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self.storage_handles: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def clear(self) -> None:
+        self.cloned.clear()
+        self.original.clear()
+        self.tid_to_weakhandle.clear()
+        self.storage_handles.clear()
+
+    def pack(self, tensor) -> _Handle:
+        # The same tensor at the same version, saved twice, shares one handle.
+        tid = (id(tensor), id(tensor._storage), tensor._storage.version)
+        handle = self.tid_to_weakhandle.get(tid)
+        if handle is None:
+            handle = self.tid_to_weakhandle[tid] = _Handle()
+            # An alias without autograd identity (the saved-tensor machinery re-attaches
+            # it), so that an output saved by its own node makes no reference cycle.
+            self.original[handle] = type(tensor)(tensor._data, tensor._storage, tensor.device)
+            self.storage_handles.setdefault(tensor._storage, weakref.WeakSet()).add(handle)
+        return handle
+
+    def unpack(self, handle: _Handle):
+        if not _mutation_enabled:
+            raise AssertionError(_OUTSIDE)
+        if handle in self.cloned:
+            return self.cloned[handle]
+        if handle not in self.original:
+            raise AssertionError(_OUTSIDE)
+        return self.original[handle]
+
+    def before_write(self, tensor) -> None:
+        """Called by in-place writes into ``tensor``'s memory, before the write."""
+        handles = self.storage_handles.pop(tensor._storage, None)
+        if not handles:
+            return
+        from tgrad.ops._common import backend_of
+        for handle in list(handles):
+            orig = self.original.pop(handle, None)
+            if orig is not None and handle not in self.cloned:
+                self.cloned[handle] = type(orig)(backend_of(orig).clone(orig._data), None,
+                                                 orig.device)
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors() -> Iterator[_AllowMutationOnSavedContext]:
+    """Context manager under which tensors saved for backward may be modified in place.
+
+    A saved tensor modified in place inside it is cloned just before the write, so backward
+    uses the saved values instead of raising PyTorch's "modified by an inplace operation"
+    error. Run both forward and backward inside the same context: reading a saved tensor
+    after it exits raises ``AssertionError`` (PyTorch's text); contexts cannot be nested
+    (``RuntimeError``). Yields the context's state (``_AllowMutationOnSavedContext``),
+    cleared on exit. Built on ``saved_tensors_hooks``, so hooks entered inside it take over
+    for the tensors saved under them.
+    """
+    global _mutation_enabled
+    if _mutation_enabled:  # (checked first: the outer context stays intact)
+        raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+    ctx = _AllowMutationOnSavedContext()
+    with saved_tensors_hooks(ctx.pack, ctx.unpack):
+        outer = STATE.mutation_ctx
+        try:
+            _mutation_enabled = True
+            STATE.mutation_ctx = ctx
+            yield ctx
+        finally:
+            STATE.mutation_ctx = outer
+            ctx.clear()
+            _mutation_enabled = False

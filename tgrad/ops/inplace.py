@@ -51,6 +51,8 @@ def _write(t: Tensor, src_data, overlap_ok: bool = False) -> None:
     if not overlap_ok and t._data.size and any(
             st == 0 and n > 1 for n, st in zip(t.shape, t._data.strides)):
         raise RuntimeError(_OVERLAP)
+    if STATE.mutation_ctx is not None:  # allow_mutation_on_saved_tensors: clone saved first
+        STATE.mutation_ctx.before_write(t)
     backend_of(t).copy_(_writable(t), src_data)
     t._storage.version += 1
 
