@@ -67,6 +67,16 @@ from tgrad.serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"
 
+# PyTorch's constants: torch.pi, torch.e, torch.inf, torch.nan (Python floats, math's) and
+# torch.newaxis (None, for indexing: x[:, tgrad.newaxis]).
+import math as _math  # noqa: E402
+
+pi = _math.pi
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+newaxis = None
+
 __all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "autograd",
            "Function", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
@@ -77,7 +87,8 @@ __all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "finfo",
            "iinfo",
            "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor", "softmax",
-           "log_softmax", "dropout", "cosine_similarity", "set_printoptions"] + list(_ops_all)
+           "log_softmax", "dropout", "cosine_similarity", "set_printoptions",
+           "pi", "e", "inf", "nan", "newaxis"] + list(_ops_all)
 
 
 def is_tensor(obj: object) -> _builtins.bool:

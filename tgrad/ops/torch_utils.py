@@ -17,7 +17,12 @@
   op's backward of g);
 - ``poisson(rates, generator)`` (zero gradient for ``rates``, as PyTorch's) and
   ``binomial(count, prob, generator)`` (no gradient): tgrad.distributions' samplers;
-- ``typename(obj)``, ``detach(input)``, ``vmap`` (tgrad.func.vmap).
+- ``typename(obj)``, ``detach(input)``, ``vmap`` (tgrad.func.vmap);
+- ``cond(pred, true_fn, false_fn, operands)`` and ``while_loop(cond_fn, body_fn,
+  carried_inputs)``: PyTorch's structured control flow, run eagerly (the branch taken, or
+  the loop, is recorded like any Python code, so gradients flow through it);
+- ``compile(model, ...)``: tgrad has no compiler; the model (or function) is returned
+  unchanged.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ __all__ = ["asarray", "frombuffer", "scalar_tensor", "range", "split_with_sizes"
            "permute_copy", "t_copy", "transpose_copy", "squeeze_copy", "unsqueeze_copy",
            "expand_copy", "diagonal_copy", "select_copy", "slice_copy", "split_copy",
            "unbind_copy", "unfold_copy", "detach_copy", "alias_copy", "as_strided_copy",
-           "poisson", "binomial", "typename", "detach", "vmap"]
+           "poisson", "binomial", "typename", "detach", "vmap", "cond", "while_loop",
+           "compile"]
 
 
 # ------------------------------------------------------------------ creation
@@ -308,3 +314,127 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
     """tgrad.func.vmap."""
     from tgrad.func import vmap as _vmap
     return _vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
+
+
+# ------------------------------------------------------------------ control flow
+def _tree_leaves(tree) -> list:
+    from tgrad.func import _flatten
+    return _flatten(tree)[0]
+
+
+def cond(pred, true_fn, false_fn, operands: tuple | list = ()):
+    """PyTorch's ``torch.cond``: ``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``.
+
+    ``pred`` is a Python bool / int / float (then the branch is simply called), or a
+    single-element tensor, in which case, as PyTorch, both branches must be callable and
+    ``operands`` a tuple or list of (possibly nested dict/list/tuple of) tensors. tgrad runs
+    it eagerly: only the branch taken runs (reading ``pred``'s value, a device sync on
+    ``cuda``) and it is recorded like any code, so gradients flow through that branch. Unlike
+    torch.compile's tracing, tgrad does not check that both branches return the same
+    structure and metadata, and allows outputs that alias the operands.
+    """
+    if isinstance(pred, (bool, int, float)):  # PyTorch's eager case: no further checks
+        return true_fn(*operands) if pred else false_fn(*operands)
+    if not isinstance(pred, Tensor):
+        raise RuntimeError(f"Expected pred to be bool or tensor, but got {pred}.")
+    if pred.numel() != 1:
+        raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got {pred}.")
+    if not callable(true_fn) or not callable(false_fn):
+        raise RuntimeError("Expect both branches to be callable.")
+    if not isinstance(operands, (tuple, list)) or not builtins.all(
+            isinstance(t, Tensor) for t in _tree_leaves(list(operands))):
+        raise RuntimeError("Expect operands to be a tuple of possibly nested dict/list/tuple "
+                           f"that only consists of tensor leaves, but got {operands}.")
+    return (true_fn if builtins.bool(pred.item()) else false_fn)(*operands)
+
+
+def _loop_pred(value) -> bool:
+    """cond_fn's result: a Python bool or a scalar (0-d, one-element) boolean tensor."""
+    if isinstance(value, builtins.bool):
+        return value
+    if isinstance(value, Tensor) and value.numel() == 1 and value.dtype is dtypes.bool_:
+        return builtins.bool(value.item())
+    got = (f"a tensor of shape {list(value.shape)} and dtype {value.dtype}"
+           if isinstance(value, Tensor) else type(value).__name__)
+    raise RuntimeError(f"while_loop: expected cond_fn to return a boolean scalar tensor or a "
+                       f"bool but got {got}")
+
+
+def while_loop(cond_fn, body_fn, carried_inputs: tuple | list) -> tuple:
+    """PyTorch's ``torch.while_loop``: ``val = carried_inputs; while cond_fn(*val): val =
+    body_fn(*val)``, returning ``val`` as a tuple.
+
+    ``carried_inputs`` is a tuple or list of (possibly nested dict/list/tuple of) tensors
+    and ints; ``cond_fn`` returns a bool or a one-element boolean tensor; ``body_fn``
+    returns as many values as it takes (a single value for a single carry is accepted), each
+    tensor of the same shape, dtype and device as the carry it replaces (PyTorch's metadata
+    check). tgrad runs the loop eagerly and records it like any code, so, unlike PyTorch's
+    prototype (which does not support training), gradients flow through the iterations
+    that ran.
+    """
+    if not callable(cond_fn) or not callable(body_fn):
+        raise RuntimeError("Expect cond_fn and body_fn to be callable.")
+    if not isinstance(carried_inputs, (tuple, list)) or not builtins.all(
+            isinstance(t, (Tensor, builtins.int)) for t in _tree_leaves(list(carried_inputs))):
+        raise RuntimeError("Expect carried_inputs to be a tuple of possibly nested "
+                           "dict/list/tuple that only consists of tensor or int leaves, but "
+                           f"got {carried_inputs}.")
+    val = tuple(carried_inputs)
+    want = _tree_leaves(list(val))
+    while _loop_pred(cond_fn(*val)):
+        out = body_fn(*val)
+        if not isinstance(out, (tuple, list)):
+            out = (out,)
+        out = tuple(out)
+        got = _tree_leaves(list(out))
+        if len(got) != len(want) or len(out) != len(val):
+            raise RuntimeError(f"while_loop: body_fn must return the same structure as "
+                               f"carried_inputs ({len(val)} values, {len(want)} leaves), but "
+                               f"returned {len(out)} values, {len(got)} leaves")
+        for i, (a, b) in enumerate(zip(got, want)):
+            if isinstance(b, Tensor):
+                if not isinstance(a, Tensor) or (a.shape, a.dtype, a.device) != (
+                        b.shape, b.dtype, b.device):
+                    desc = (f"{tuple(a.shape)} {a.dtype} {a.device}" if isinstance(a, Tensor)
+                            else type(a).__name__)
+                    raise RuntimeError(
+                        f"Expected body_fn_output and carried_inputs to have same metadata "
+                        f"but found: pair[{i}] differ: body_fn returned {desc}, the carry is "
+                        f"{tuple(b.shape)} {b.dtype} {b.device}")
+            elif isinstance(a, Tensor) or not isinstance(a, builtins.int):
+                raise RuntimeError(f"Expected body_fn_output and carried_inputs to have same "
+                                   f"metadata but found: pair[{i}] differ: the carry is an "
+                                   f"int, body_fn returned {type(a).__name__}")
+        val = out
+    return val
+
+
+_COMPILE_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs",
+                  "max-autotune")
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,  # noqa: A001
+            backend="inductor", mode: str | None = None, options: dict | None = None,
+            name: str | None = None, disable: bool = False, recompile_limit: int | None = None,
+            isolate_recompiles: bool = False, shapes_spec=None):
+    """PyTorch's ``torch.compile``, accepted for compatibility: tgrad has no compiler, so
+    ``model`` (a function or a Module) is returned unchanged (the same object) and runs as
+    before, with no speed-up. Without ``model`` it returns a decorator doing the same
+    (``@tgrad.compile(mode=...)``). PyTorch's keyword arguments are accepted and ignored,
+    after PyTorch's checks on ``mode`` / ``options``."""
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if mode is not None and mode not in _COMPILE_MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           f"{', '.join(_COMPILE_MODES)}")
+    if model is None:
+        def decorator(fn):
+            return compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                           mode=mode, options=options, name=name, disable=disable,
+                           recompile_limit=recompile_limit,
+                           isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
+        return decorator
+    if not callable(model):
+        raise TypeError(f"A callable function is expected, but {type(model)} is provided.")
+    return model

@@ -1,0 +1,135 @@
+"""PyTorch top-level names added late: torch.cond / torch.while_loop (eager control flow),
+torch.compile (identity: tgrad has no compiler) and the constants pi, e, inf, nan, newaxis.
+References: hand values, NumPy float64 and finite differences (gradcheck)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.autograd import gradcheck
+
+
+def _x(values):
+    return tgrad.tensor(np.array(values, dtype=np.float64), requires_grad=True)
+
+
+# ------------------------------------------------------------------------------ cond
+def test_cond_runs_the_branch_picked_by_a_tensor_pred_and_differentiates_it():
+    xv = np.array([0.3, -1.1, 2.0])
+    x = _x(xv)
+    out = tgrad.cond(x.sum() > 0, lambda a: a.sin() * a, lambda a: a.cos(), (x,))
+    np.testing.assert_allclose(out.detach().numpy(), np.sin(xv) * xv)
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(xv) * xv + np.sin(xv))
+    x2 = _x(-xv)
+    out = tgrad.cond(x2.sum() > 0, lambda a: a.sin() * a, lambda a: a.cos(), [x2])
+    np.testing.assert_allclose(out.detach().numpy(), np.cos(-xv))
+    assert gradcheck(lambda a: tgrad.cond(tgrad.tensor(False), lambda t: t * t,
+                                          lambda t: t.exp(), (a,)), (_x([0.2, 0.7]),))
+
+
+def test_cond_python_pred_and_nested_operands():
+    x = _x([1.0, 2.0])
+    assert tgrad.cond(True, lambda a, b: 1, lambda a, b: 2, (x, 3)) == 1  # no checks, as torch
+    assert tgrad.cond(0, lambda: "t", lambda: "f") == "f"
+    out = tgrad.cond(tgrad.tensor([1]), lambda d: d["a"] + d["b"][0], lambda d: d["a"],
+                     ({"a": x, "b": [x * 2]},))
+    np.testing.assert_allclose(out.detach().numpy(), [3.0, 6.0])
+
+
+def test_cond_pytorch_input_errors():
+    x = _x([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="single-element tensor"):
+        tgrad.cond(tgrad.tensor([True, False]), lambda a: a, lambda a: a, (x,))
+    with pytest.raises(RuntimeError, match="Expected pred to be bool or tensor"):
+        tgrad.cond("yes", lambda a: a, lambda a: a, (x,))
+    with pytest.raises(RuntimeError, match="Expect both branches to be callable"):
+        tgrad.cond(tgrad.tensor(True), 3, lambda a: a, (x,))
+    with pytest.raises(RuntimeError, match="only consists of tensor leaves"):
+        tgrad.cond(tgrad.tensor(True), lambda a, b: a, lambda a, b: a, (x, 3))
+    with pytest.raises(RuntimeError, match="only consists of tensor leaves"):
+        tgrad.cond(tgrad.tensor(True), lambda a: a, lambda a: a, {"a": x})
+
+
+# ------------------------------------------------------------------------ while_loop
+def test_while_loop_matches_the_python_loop_and_differentiates_through_it():
+    xv = np.array([0.5, 1.5])
+    x = _x(xv)
+    i, y = tgrad.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * a.sin()),
+                            (tgrad.tensor(0), x))
+    ref, d = xv.copy(), np.ones(2)
+    for _ in range(3):  # y_{k+1} = y_k sin(y_k): dy' = (sin y + y cos y) dy
+        d = d * (np.sin(ref) + ref * np.cos(ref))
+        ref = ref * np.sin(ref)
+    assert i.item() == 3
+    np.testing.assert_allclose(y.detach().numpy(), ref)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), d)
+
+
+def test_while_loop_int_carry_python_bool_and_no_iteration():
+    x = tgrad.tensor([1.0, 2.0, 3.0])
+    n, y = tgrad.while_loop(lambda n, a: 2 * n < a.shape[0], lambda n, a: (n + 1, a + n),
+                            (0, x))
+    assert n == 2
+    np.testing.assert_allclose(y.numpy(), [2.0, 3.0, 4.0])  # + 0 + 1
+    (z,) = tgrad.while_loop(lambda a: a.sum() < 10, lambda a: a * 2, [x])
+    np.testing.assert_allclose(z.numpy(), [2.0, 4.0, 6.0])
+    out = tgrad.while_loop(lambda a: a.sum() < 0, lambda a: (a * 2,), (x,))
+    assert isinstance(out, tuple) and len(out) == 1
+    np.testing.assert_allclose(out[0].numpy(), [1.0, 2.0, 3.0])
+
+
+def test_while_loop_pytorch_checks():
+    x = tgrad.tensor([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="Expect cond_fn and body_fn to be callable"):
+        tgrad.while_loop(3, lambda a: (a,), (x,))
+    with pytest.raises(RuntimeError, match="tensor or int leaves"):
+        tgrad.while_loop(lambda a: False, lambda a: (a,), ("s",))
+    with pytest.raises(RuntimeError, match="tensor or int leaves"):
+        tgrad.while_loop(lambda a: False, lambda a: (a,), x)
+    with pytest.raises(RuntimeError, match="boolean scalar tensor or a bool"):
+        tgrad.while_loop(lambda a: a < 10, lambda a: (a * 2,), (x,))
+    with pytest.raises(RuntimeError, match="same metadata"):
+        tgrad.while_loop(lambda a: a.sum() < 10, lambda a: (a.double() * 2,), (x,))
+    with pytest.raises(RuntimeError, match="same structure"):
+        tgrad.while_loop(lambda a: a.sum() < 10, lambda a: (a * 2, a), (x,))
+
+
+# --------------------------------------------------------------------------- compile
+def test_compile_returns_the_callable_unchanged():
+    model = tgrad.nn.Linear(2, 3)
+    assert tgrad.compile(model) is model
+    assert tgrad.compile(model, mode="max-autotune", fullgraph=True, dynamic=False) is model
+
+    def f(a):
+        return a * 2
+
+    assert tgrad.compile(f, backend="eager") is f
+
+    @tgrad.compile
+    def g(a):
+        return a + 1
+
+    @tgrad.compile(mode="reduce-overhead")
+    def h(a):
+        return a - 1
+
+    assert g(1) == 2 and h(1) == 0 and h.__name__ == "h"
+    with pytest.raises(RuntimeError, match="Unrecognized mode=x"):
+        tgrad.compile(f, mode="x")
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        tgrad.compile(f, mode="default", options={})
+    with pytest.raises(TypeError, match="A callable function is expected"):
+        tgrad.compile(3)
+
+
+def test_constants():
+    assert tgrad.pi == math.pi and tgrad.e == math.e
+    assert tgrad.inf == float("inf") and math.isnan(tgrad.nan) and tgrad.newaxis is None
+    x = tgrad.arange(3)
+    assert x[:, tgrad.newaxis].shape == (3, 1)
