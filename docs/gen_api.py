@@ -29,6 +29,7 @@ MODULES = [
     ("tgrad.nn", "Module, Parameter and layers"),
     ("tgrad.nn.functional", "functional ops"),
     ("tgrad.nn.init", "parameter initialisation"),
+    ("tgrad.nn.grad", "gradients of convolutions w.r.t. input and weight"),
     ("tgrad.nn.utils", "gradient clipping"),
     ("tgrad.nn.utils.rnn", "padding variable-length sequences"),
     ("tgrad.nn.utils.parametrize", "parametrizations of parameters and buffers"),

@@ -1,9 +1,9 @@
 """tgrad.nn: functional ops (``tgrad.nn.functional``), Module, Parameter and layers."""
 
-from tgrad.nn import attention, functional, init, utils
+from tgrad.nn import attention, functional, grad, init, utils
 from tgrad.nn.modules import *  # noqa: F401,F403
 from tgrad.nn.modules import __all__ as _modules_all
 from tgrad.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["attention", "functional", "init", "utils", "Parameter", "Buffer",
+__all__ = ["attention", "functional", "grad", "init", "utils", "Parameter", "Buffer",
            "UninitializedParameter", "UninitializedBuffer"] + list(_modules_all)

@@ -953,3 +953,8 @@ from tgrad.nn import _ctc  # noqa: E402
 from tgrad.nn._ctc import *  # noqa: E402,F401,F403
 
 __all__ += _ctc.__all__
+
+# nn.functional.grad is the tgrad.nn.grad module (conv*d_input / conv*d_weight), as PyTorch's.
+from tgrad.nn import grad as _grad_module  # noqa: E402
+
+grad = _grad_module
