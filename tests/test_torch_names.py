@@ -133,3 +133,86 @@ def test_constants():
     assert tgrad.inf == float("inf") and math.isnan(tgrad.nan) and tgrad.newaxis is None
     x = tgrad.arange(3)
     assert x[:, tgrad.newaxis].shape == (3, 1)
+
+
+# ------------------------------------------------------------------ svd_lowrank / pca_lowrank
+def _low_rank(m, n, r, seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, r)) @ rng.standard_normal((r, n))
+
+
+@pytest.mark.parametrize("shape", [(9, 5), (4, 7)])
+def test_svd_lowrank_reconstructs_a_low_rank_matrix(shape):
+    a_np = _low_rank(*shape, 3, seed=1)
+    tgrad.manual_seed(0)
+    u, s, v = tgrad.svd_lowrank(tgrad.tensor(a_np), q=4)
+    assert u.shape == (shape[0], 4) and s.shape == (4,) and v.shape == (shape[1], 4)
+    np.testing.assert_allclose(((u * s) @ v.mT).numpy(), a_np, atol=1e-10)
+    np.testing.assert_allclose(s.numpy()[:3], np.linalg.svd(a_np, compute_uv=False)[:3],
+                               rtol=1e-10)
+    np.testing.assert_allclose((u.mT @ u).numpy(), np.eye(4), atol=1e-10)
+    m_np = np.ones(shape)  # svd_lowrank of (a + m) - m: rank 3 <= q
+    u, s, v = tgrad.svd_lowrank(tgrad.tensor(a_np + m_np), q=4, M=tgrad.tensor(np.ones(shape[1])))
+    np.testing.assert_allclose(((u * s) @ v.mT).numpy(), a_np, atol=1e-10)
+
+
+def test_pca_lowrank_centers_and_matches_numpy_svd():
+    a_np = _low_rank(10, 6, 2, seed=2) + np.arange(6.0)  # rank 2 after centering
+    tgrad.manual_seed(1)
+    u, s, v = tgrad.pca_lowrank(tgrad.tensor(a_np))
+    assert s.shape == (6,)
+    c_np = a_np - a_np.mean(axis=0)
+    np.testing.assert_allclose(s.numpy()[:2], np.linalg.svd(c_np, compute_uv=False)[:2],
+                               rtol=1e-10)
+    np.testing.assert_allclose(((u[:, :2] * s[:2]) @ v[:, :2].mT).numpy(), c_np, atol=1e-10)
+    u, s, v = tgrad.pca_lowrank(tgrad.tensor(a_np), q=3, center=False)
+    np.testing.assert_allclose(s.numpy(), np.linalg.svd(a_np, compute_uv=False)[:3], rtol=1e-10)
+    with pytest.raises(ValueError, match=r"q\(=7\) must be non-negative integer and not "
+                                         r"greater than min\(m, n\)=6"):
+        tgrad.pca_lowrank(tgrad.tensor(a_np), q=7)
+
+
+def test_svd_lowrank_singular_values_are_differentiable():
+    a_np = _low_rank(6, 4, 2, seed=3)
+
+    def top_singular_values(a):
+        tgrad.manual_seed(5)  # the same random basis at every evaluation
+        return tgrad.svd_lowrank(a, q=2, niter=2)[1]
+
+    assert gradcheck(top_singular_values, (tgrad.tensor(a_np, requires_grad=True),))
+
+
+# ---------------------------------------------------------------- histogramdd, Tensor.histogram
+def test_histogramdd_matches_numpy():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((50, 3))
+    w = rng.random(50)
+    for bins, rng_ in ((4, None), ([2, 3, 5], [-1.0, 1.0, -2.0, 0.5, 0.0, 3.0])):
+        for density in (False, True):
+            h, e = tgrad.histogramdd(tgrad.tensor(x), bins=bins, range=rng_,
+                                     weight=tgrad.tensor(w), density=density)
+            np_range = None if rng_ is None else list(zip(rng_[::2], rng_[1::2]))
+            hn, en = np.histogramdd(x, bins=bins, range=np_range, weights=w, density=density)
+            np.testing.assert_allclose(h.numpy(), hn, rtol=1e-12)
+            for a, b in zip(e, en):
+                np.testing.assert_allclose(a.numpy(), b, rtol=1e-12)
+    edges = [np.array([-1.0, 0.0, 2.0]), np.array([-3.0, 0.0, 0.5, 3.0])]
+    pts = x[:, :2].reshape(5, 10, 2)  # leading dims are flattened
+    h, e = tgrad.histogramdd(tgrad.tensor(pts), bins=[tgrad.tensor(b) for b in edges])
+    np.testing.assert_allclose(h.numpy(), np.histogramdd(x[:, :2], bins=edges)[0])
+    h, _ = tgrad.histogramdd(tgrad.tensor([[1.0, 2.0], [1.0, 3.0], [1.0, 4.0]]), bins=[2, 2])
+    np.testing.assert_allclose(h.numpy(), [[0.0, 0.0], [1.0, 2.0]])  # PyTorch's: min == max
+
+
+def test_histogramdd_errors_and_tensor_histogram():
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        tgrad.histogramdd(tgrad.ones(3), bins=2)
+    with pytest.raises(RuntimeError, match="size of bins must be equal"):
+        tgrad.histogramdd(tgrad.ones(3, 2), bins=[2, 2, 2])
+    with pytest.raises(RuntimeError, match="range should have 4 elements, but got 2"):
+        tgrad.histogramdd(tgrad.ones(3, 2), bins=2, range=[0.0, 1.0])
+    x = np.array([0.1, 0.5, 0.5, 0.9, 1.0])
+    h, e = tgrad.tensor(x).histogram(4, range=(0.0, 1.0))
+    hn, en = np.histogram(x, 4, range=(0.0, 1.0))
+    np.testing.assert_allclose(h.numpy(), hn)
+    np.testing.assert_allclose(e.numpy(), en)

@@ -135,6 +135,9 @@ def __getattr__(name: str) -> object:
     if name in _LINALG_ALIASES:  # torch.inverse, torch.det, torch.logdet, torch.slogdet
         from tgrad.linalg import _lu
         return getattr(_lu, name)
+    if name in ("svd_lowrank", "pca_lowrank"):  # randomized low-rank SVD / PCA
+        from tgrad.linalg import _lowrank
+        return getattr(_lowrank, name)
     if name in _LEGACY_LINALG:  # torch.qr, torch.svd, torch.pinverse, torch.lu, ...
         from tgrad.linalg import _legacy
         return getattr(_legacy, name)

@@ -360,8 +360,8 @@ def svd_backward(gU, gS, gVh, U: Tensor, S: Tensor, Vh: Tensor) -> Tensor:
     """gA of A = U diag(S) Vh (reduced factors) from the gradients of U, S, Vh (None where
     there is none); PyTorch's svd_backward for real matrices (module docstring)."""
     m, n = U.shape[-2], Vh.shape[-1]
-    if gU is None and gVh is None:
-        return (U * gS.unsqueeze(-2)) @ Vh
+    if gU is None and gVh is None:  # (all three None: no gradient, as PyTorch's)
+        return None if gS is None else (U * gS.unsqueeze(-2)) @ Vh
     k = S.shape[-1]
     V = Vh.mH
     gV = gVh.mH if gVh is not None else None

@@ -6,6 +6,11 @@
   except the last, which holds its right edge; values outside are not counted; ``density``
   divides by the total and the bin widths. (PyTorch has it for CPU tensors only; tgrad runs
   it on any device.)
+- ``histogramdd(input, bins, *, range, weight, density)``: (hist, bin_edges) of the points
+  in the rows of ``input`` (..., N): per dim, edges as histogram's (``bins`` an int, N ints
+  or N edge tensors; ``range`` 2N floats, min and max per dim); a point outside any dim's
+  edges is not counted; ``density`` divides by the total and each bin's volume. Also the
+  ``Tensor.histogram`` method.
 - ``gradient(input, *, spacing, dim, edge_order)``: NumPy's gradient, one tensor per dim:
   central differences inside (for coordinates x: (h_s^2 f[i+1] + (h_d^2 - h_s^2) f[i]
   - h_d^2 f[i-1]) / (h_s h_d (h_s + h_d)), h_s = x[i] - x[i-1], h_d = x[i+1] - x[i]),
@@ -14,19 +19,25 @@
 
 from __future__ import annotations
 
+import builtins
 import numbers
+from collections import namedtuple
 
 from tgrad import dtypes
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.creation import linspace, zeros
 from tgrad.ops.gathering import scatter_add
 from tgrad.ops.searching import searchsorted
 from tgrad.ops.shape import cat
 from tgrad.tensor import Tensor, _wrap_dim
 
-__all__ = ["histogram", "gradient"]
+__all__ = ["histogram", "histogramdd", "gradient"]
+
+histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
 
 
+@tensor_method("histogram")
 def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001,A002
               density: bool = False) -> tuple:
     """(hist, bin_edges) of ``input``'s values (module docstring)."""
@@ -73,7 +84,94 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
     if density:
         widths = edges[1:] - edges[:-1]
         hist = hist / (hist.sum() * widths)
-    return hist, edges
+    return histogram_result(hist, edges)
+
+
+def _edges_1d(op: str, x: Tensor, bins, lo_hi) -> Tensor:
+    """One dim's edges: a given 1-D tensor, or ``bins`` equal bins over ``lo_hi`` (default
+    [min, max] of ``x``, widened by 1/2 on each side when equal)."""
+    if isinstance(bins, Tensor):
+        edges = bins.to(x.dtype)
+        if edges.ndim != 1 or edges.numel() < 1:
+            raise RuntimeError(f"torch.{op}: bins tensors should have one dimension and at "
+                               f"least 1 element, but got {list(edges.shape)}")
+        return edges
+    n = int(bins)
+    if n <= 0:
+        raise RuntimeError(f"torch.{op}(): bins must be > 0, but got {n} for a dimension")
+    if lo_hi is not None:
+        lo, hi = lo_hi
+    elif x.numel():
+        lo, hi = float(x.min()), float(x.max())
+    else:
+        lo, hi = 0.0, 0.0
+    if lo > hi:
+        raise RuntimeError(f"torch.{op}(): max must be larger than min (got {lo} > {hi})")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return linspace(lo, hi, n + 1, dtype=x.dtype, device=x.device)
+
+
+def histogramdd(input: Tensor, bins=10, *, range=None, weight=None,  # noqa: A001,A002
+                density: bool = False) -> tuple:
+    """(hist, bin_edges) of the N-dimensional points in ``input``'s rows (module docstring):
+    hist has one dim of len(edges) - 1 per coordinate; bin_edges is a tuple of N tensors."""
+    op = "histogramdd"
+    require_tensor(op, input)
+    if input.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the "
+                           f"same dtype, but got input {input.dtype}; histogramdd takes "
+                           f"floating inputs")
+    dims = input.shape[-1]
+    pts = input.reshape(-1, dims)
+    bins = [bins] * dims if isinstance(bins, numbers.Integral) else list(bins)
+    if len(bins) != dims:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                           "dimension of the input.")
+    if range is not None:
+        range = [float(r) for r in range]  # noqa: A001
+        if len(range) != 2 * dims:
+            raise RuntimeError(f"torch.histogramdd: for a {dims}-dimensional histogram range "
+                               f"should have {2 * dims} elements, but got {len(range)}")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape[:-1]):
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have "
+                           f"the same shape as the input tensor excluding its innermost "
+                           f"dimension (got {list(weight.shape)}, expected "
+                           f"{list(input.shape[:-1])})")
+    ones = (zeros(pts.shape[0], dtype=input.dtype, device=input.device) + 1 if weight is None
+            else weight.reshape(-1).to(input.dtype))
+    flat = None
+    edges_all, counts = [], []
+    for d in builtins.range(dims):
+        x = pts[:, d]
+        edges = _edges_1d(op, x, bins[d], None if range is None else range[2 * d:2 * d + 2])
+        n = edges.numel() - 1
+        edges_all.append(edges)
+        counts.append(n)
+        if n <= 0:
+            ones = ones * 0
+            continue
+        inside = (x >= edges[0]) & (x <= edges[-1])
+        ones = ones * inside.to(input.dtype)
+        idx = (searchsorted(edges, x, right=True) - 1).clamp(0, n - 1)  # x == last: last bin
+        flat = idx if flat is None else flat * n + idx
+    total = 1
+    for n in counts:
+        total *= max(n, 0)
+    hist = zeros(total, dtype=input.dtype, device=input.device)
+    if total and flat is not None:
+        hist = scatter_add(hist, 0, flat, ones)
+    hist = hist.reshape(tuple(max(n, 0) for n in counts))
+    if density and total:
+        vol = None
+        for d, e in enumerate(edges_all):  # each bin's volume: the outer product of widths
+            w = (e[1:] - e[:-1]).reshape([-1 if k == d else 1 for k in builtins.range(dims)])
+            vol = w if vol is None else vol * w
+        hist = hist / (hist.sum() * vol)
+    return histogramdd_result(hist, tuple(edges_all))
+
 
 
 def _spacings(spacing, dims: list, input: Tensor) -> list:  # noqa: A002
