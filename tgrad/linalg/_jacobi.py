@@ -301,8 +301,8 @@ class LinalgEigh(Function):
     @staticmethod
     def backward(ctx, gL, gV):
         L, V = ctx.saved_tensors
-        if gV is None:
-            return (V * gL.unsqueeze(-2)) @ V.mH, None
+        if gV is None:  # (gL None too: no gradient, as PyTorch's)
+            return (None if gL is None else (V * gL.unsqueeze(-2)) @ V.mH), None
         VhgV = V.mH @ gV
         n = L.shape[-1]
         if VhgV.dtype.is_complex:
