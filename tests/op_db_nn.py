@@ -1009,7 +1009,8 @@ def _np_conv_transpose3d(x, w, b=None, stride=1, padding=0, output_padding=0, gr
     k = w.shape[2:]
     out = [(x.shape[2 + i] - 1) * st[i] - 2 * pd[i] + dl[i] * (k[i] - 1) + op[i] + 1
            for i in range(3)]
-    full = np.zeros((x.shape[0], cog * groups) + tuple(o + 2 * p for o, p in zip(out, pd)))
+    full = np.zeros((x.shape[0], cog * groups) + tuple(o + 2 * p for o, p in zip(out, pd)),
+                    dtype=np.result_type(x, w))  # complex operands: complex
     cg = cin // groups
     for ci in range(cin):
         g = ci // cg

@@ -469,3 +469,48 @@ def test_silu_and_normalize_of_complex():
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-14)
     t = tgrad.tensor(a, requires_grad=True)
     assert gradcheck(lambda x: F.normalize(x, dim=0), (t,))
+
+
+def test_rms_norm_conv_transpose_scatter_reduce_of_complex():
+    """PyTorch 2.13 computes these for complex on the CPU: rms_norm as its composite
+    z / sqrt(mean(z^2) + eps) (z^2, not |z|^2; principal root), conv_transpose3d, and
+    scatter_reduce's sum/prod/mean (forward only: no complex derivative in PyTorch)."""
+    from tgrad.nn import functional as F
+    rng = np.random.default_rng(11)
+    z, w = _cx(rng, 2, 3), _cx(rng, 3)
+    eps = np.finfo(np.float64).eps
+    want = z / np.sqrt((z * z).mean(-1, keepdims=True) + eps) * w
+    got = F.rms_norm(tgrad.tensor(z), (3,), tgrad.tensor(w))
+    assert got.dtype is C128
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-13)
+    assert gradcheck(lambda a, b: F.rms_norm(a, (3,), b, eps=1e-3),
+                     (tgrad.tensor(z, requires_grad=True), tgrad.tensor(w, requires_grad=True)))
+    # conv_transpose3d: each input voxel times the kernel, added at i * stride + k
+    x, k = _cx(rng, 1, 2, 2, 2, 2), _cx(rng, 2, 1, 2, 1, 2)
+    ref = np.zeros((1, 1, 3, 2, 3), complex)
+    for ci in range(2):
+        for i in np.ndindex(2, 2, 2):
+            for kk in np.ndindex(2, 1, 2):
+                ref[(0, 0) + tuple(a + b for a, b in zip(i, kk))] += x[(0, ci) + i] * \
+                    k[(ci, 0) + kk]
+    got = F.conv_transpose3d(tgrad.tensor(x), tgrad.tensor(k))
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-13)
+    assert gradcheck(F.conv_transpose3d, (tgrad.tensor(x, requires_grad=True),
+                                          tgrad.tensor(k, requires_grad=True)))
+    # scatter_reduce: sum / prod / mean, with and without the input's own value
+    base, src, idx = _cx(rng, 3), _cx(rng, 5), np.array([0, 1, 0, 2, 1])
+    for reduce, fold in (("sum", np.sum), ("prod", np.prod), ("mean", np.mean)):
+        for incl in (True, False):
+            want = np.array([fold(([base[t]] if incl else []) + list(src[idx == t]))
+                             for t in range(3)])
+            got = tgrad.tensor(base).scatter_reduce(0, tgrad.tensor(idx), tgrad.tensor(src),
+                                                    reduce, include_self=incl)
+            assert got.dtype is C128
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-13)
+    with pytest.raises(NotImplementedError, match="scatter_gather_tensor_cpu_reduce_amax\" "
+                                                  "not implemented for 'ComplexDouble'"):
+        tgrad.tensor(base).scatter_reduce(0, tgrad.tensor(idx), tgrad.tensor(src), "amax")
+    with pytest.raises(RuntimeError, match="scatter_reduce does not support automatic "
+                                           "differentiation for outputs with complex dtype"):
+        tgrad.tensor(base, requires_grad=True).scatter_reduce(
+            0, tgrad.tensor(idx), tgrad.tensor(src), "sum")

@@ -5,6 +5,8 @@ is dL/dRe + i dL/dIm), plus hand-computed gradients of holomorphic functions."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -95,6 +97,35 @@ def test_solvers_refuse_mixed_dtypes():
                                            "same dtype, but found LU of type Double and B of "
                                            "type ComplexDouble instead"):
         LA.lu_solve(LU, piv, B)
+
+
+def test_legacy_and_factor_solvers_refuse_mixed_dtypes():
+    """PyTorch's cholesky_solve, triangular_solve and linalg.ldl_solve raise "Expected b and
+    A to have the same dtype, but found b of type Float and A of type Double instead." (A
+    the factor); linalg.lstsq its own text."""
+    spd = A_NP.real[0] @ A_NP.real[0].T + np.eye(3)
+    L = tgrad.linalg.cholesky(_t(spd))
+    b = _t(B_NP.real[0])
+    cases = [(lambda x, a: tgrad.cholesky_solve(x, a), "cholesky_solve"),
+             (lambda x, a: tgrad.triangular_solve(x, a.mT), "triangular_solve"),
+             (lambda x, a: LA.ldl_solve(*LA.ldl_factor(a @ a.mT), x), "linalg.ldl_solve")]
+    for f, op in cases:
+        for x, a, names in ((b.float(), L, ("Float", "Double")),
+                            (b, L.float(), ("Double", "Float")),
+                            (_t(B_NP[0]), L, ("ComplexDouble", "Double"))):
+            msg = (f"{op}: Expected b and A to have the same dtype, but found b of type "
+                   f"{names[0]} and A of type {names[1]} instead.")
+            with pytest.raises(RuntimeError, match=re.escape(msg)):
+                f(x, a)
+    # same dtypes still solve (float32 against NumPy)
+    X = tgrad.cholesky_solve(b.float(), L.float())
+    assert X.dtype is tgrad.float32
+    np.testing.assert_allclose(X.numpy(), np.linalg.solve(spd, B_NP.real[0]), rtol=1e-4,
+                               atol=1e-5)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "linalg.lstsq: Expected input and other to have the same dtype, but got input's "
+            "dtype Double and other's dtype Float")):
+        LA.lstsq(_t(spd), b.float())
 
 
 def test_vecdot_conjugates_x():

@@ -582,3 +582,65 @@ def test_cumprod_gradients_2d_with_zeros_non_contiguous():
     x[1, 2] = x[2, 0] = x[2, 4] = 0.0
     _checks(lambda t: tgrad.cumprod(t.t(), 0), _leaf(x))
     _checks(lambda t: tgrad.cumprod(t, 1), _leaf(x))
+
+
+def _cumprod_grad_ref_dropping_zero_terms(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """PyTorch's cumprod_backward (without create_graph): the exact sum, leaving out each term
+    g_k prod_{i <= k, i != j} x_i that has a factor x_i == 0 (so 0 * inf never makes NaN)."""
+    n = x.shape[0]
+    out = np.zeros(n)
+    for j in range(n):
+        for k in range(j, n):
+            factors = [x[i] for i in range(k + 1) if i != j]
+            if 0.0 not in factors:
+                out[j] += g[k] * np.prod(factors)
+    return out
+
+
+@pytest.mark.parametrize("x, g", [
+    ([1.0, 0.0, 3.0], [INF, INF, INF]),  # PyTorch: [inf, inf, 0]
+    ([2.0, 0.0, 3.0, 0.0, 5.0], [INF] * 5),
+    ([2.0, 0.0, 3.0, 0.0, 5.0], [1.0, 1.0, 1.0, 1.0, INF]),
+    ([0.0, 2.0, 3.0], [INF, INF, INF]),
+    ([1.0, 2.0, 0.0], [INF, INF, INF]),
+    ([1.0, 0.0, INF], [1.0, 1.0, 1.0]),  # PyTorch: [1, inf, 0]
+    ([1.0, 2.0, 3.0], [INF, 0.0, 0.0]),
+    ([1e200, 1e200, 1e-200], [0.0, 0.0, 1.0]),  # y overflows; exact: [1, 1, inf]
+])
+def test_cumprod_gradient_zeros_and_infinities_as_pytorch(x, g):
+    x, g = np.asarray(x), np.asarray(g)
+    leaf = _leaf(x)
+    tgrad.cumprod(leaf, 0).backward(_t(g))
+    _same(leaf.grad, _cumprod_grad_ref_dropping_zero_terms(x, g), rtol=1e-12)
+    # 2-D, along dim 1 of a transposed view
+    leaf2 = _leaf(np.stack([x, x]).T.copy())
+    tgrad.cumprod(leaf2.t(), 1).backward(_t(np.stack([g, g])))
+    _same(leaf2.grad.t(), np.stack([_cumprod_grad_ref_dropping_zero_terms(x, g)] * 2),
+          rtol=1e-12)
+
+
+def test_cumprod_gradient_hand_values_and_create_graph():
+    leaf = _leaf([1.0, 0.0, 3.0])
+    tgrad.cumprod(leaf, 0).backward(_t([INF, INF, INF]))
+    assert leaf.grad.tolist() == [INF, INF, 0.0]
+    # under create_graph the exact (differentiable) products, as PyTorch: 0 * inf = NaN
+    leaf = _leaf([1.0, 0.0, 3.0])
+    (gx,) = tgrad.autograd.grad(tgrad.cumprod(leaf, 0), leaf, _t([INF, INF, INF]),
+                                create_graph=True)
+    got = gx.tolist()
+    assert math.isnan(got[0]) and got[1] == INF and math.isnan(got[2])
+    assert tgrad.cumprod(leaf, 0).grad_fn.name() == "CumprodBackward0"
+
+
+def test_cumprod_complex_gradient_with_zero():
+    x = np.array([1 + 2j, 0.0, -0.5 + 1j, 2 - 1j])
+    g = np.array([0.5 - 1j, 2 + 1j, 1j, -1.0])
+    leaf = tgrad.tensor(x, requires_grad=True)
+    tgrad.cumprod(leaf, 0).backward(tgrad.tensor(g))
+    # PyTorch's convention: dx = conj(dy/dx) g
+    ref = np.zeros(4, complex)
+    for j in range(4):
+        for k in range(j, 4):
+            ref[j] += g[k] * np.conj(np.prod([x[i] for i in range(k + 1) if i != j]))
+    _same(leaf.grad, ref, rtol=1e-12)
+    _checks(lambda t: tgrad.cumprod(t, 0), tgrad.tensor(x, requires_grad=True))

@@ -360,6 +360,48 @@ def test_lerp_complex_values_and_gradients():
         tgrad.lerp(ta, tb, tgrad.rand(4, dtype=tgrad.float64))
 
 
+@pytest.mark.parametrize("w", [0.0, 1.0, 0.25, 0.75, -2.0])
+def test_lerp_scalar_weight_gradients_are_pytorch_formulas(w):
+    # PyTorch: d input = (1 - w) g, d end = w g (so w = 0 with an infinite g gives inf for
+    # input and 0 * inf = NaN for end, never NaN from the two-branch forward)
+    a, b = np.array([1.0, -2.0, 3.0]), np.array([3.0, 4.0, -5.0])
+    g = np.array([np.inf, -np.inf, 2.0])
+    ta, tb = (tgrad.tensor(v, requires_grad=True) for v in (a, b))
+    out = tgrad.lerp(ta, tb, w)
+    assert out.grad_fn.name() == "LerpBackward0"
+    out.backward(tgrad.tensor(g))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(ta.grad.numpy(), (1 - w) * g)
+        np.testing.assert_array_equal(tb.grad.numpy(), w * g)
+    assert gradcheck(lambda x, y: tgrad.lerp(x, y, w), (ta, tb))
+
+
+def test_lerp_tensor_weight_gradients_are_pytorch_formulas():
+    a, b, w = np.array([1.0, 2.0]), np.array([3.0, np.inf]), np.array([0.0, 1.0])
+    g = np.array([np.inf, 1.0])
+    ta, tb, tw = (tgrad.tensor(v, requires_grad=True) for v in (a, b, w))
+    out = tgrad.lerp(ta, tb, tw)
+    assert out.grad_fn.name() == "LerpBackward1"
+    out.backward(tgrad.tensor(g))
+    with np.errstate(invalid="ignore"):  # PyTorch: [inf, 0], [nan, 1], [inf, inf]
+        np.testing.assert_array_equal(ta.grad.numpy(), (1 - w) * g)
+        np.testing.assert_array_equal(tb.grad.numpy(), w * g)
+        np.testing.assert_array_equal(tw.grad.numpy(), (b - a) * g)
+    # broadcast weight (a column) and a 0-d weight: gradients summed to each shape
+    rng = np.random.default_rng(7)
+    a, b, w = rng.standard_normal((2, 3)), rng.standard_normal(3), rng.uniform(-1, 2, (2, 1))
+    ta, tb, tw = (tgrad.tensor(v, requires_grad=True) for v in (a, b, w))
+    np.testing.assert_allclose(tgrad.lerp(ta, tb, tw).detach().numpy(), a + w * (b - a),
+                               rtol=1e-13)
+    assert gradcheck(tgrad.lerp, (ta, tb, tw))
+    assert tgrad.autograd.gradgradcheck(tgrad.lerp, (ta, tb, tw))
+    t0 = tgrad.tensor(0.3, dtype=tgrad.float64, requires_grad=True)
+    assert gradcheck(tgrad.lerp, (ta, tb, t0))
+    h = tgrad.lerp(tgrad.tensor([1.0, 2.0], dtype=tgrad.float16, requires_grad=True),
+                   tgrad.tensor([3.0, 6.0], dtype=tgrad.float16), 0.5)
+    assert h.dtype is tgrad.float16 and h.tolist() == [2.0, 4.0]
+
+
 def test_silu_complex_forward_only_as_pytorch():
     rng = np.random.default_rng(6)
     a = _cx(rng, 5)
@@ -368,3 +410,65 @@ def test_silu_complex_forward_only_as_pytorch():
     np.testing.assert_allclose(got.numpy(), a / (1 + np.exp(-a)), rtol=1e-13)
     with pytest.raises(RuntimeError, match="silu does not support automatic differentiation"):
         F.silu(tgrad.tensor(a, requires_grad=True))
+
+
+# ------------------------------------------------------------------ node names: pow, rsub
+def _x():
+    return tgrad.tensor([1.5, 2.0], dtype=tgrad.float64, requires_grad=True)
+
+
+NODE_NAME_CASES = [  # PyTorch 2.13's grad_fn.name() of each expression
+    ("x ** 2", lambda x: x ** 2, "PowBackward0"),
+    ("pow(x, 2)", lambda x: tgrad.pow(x, 2), "PowBackward0"),
+    ("x ** x", lambda x: x ** x, "PowBackward1"),
+    ("pow(x, x)", lambda x: tgrad.pow(x, x), "PowBackward1"),
+    ("x.pow(tensor)", lambda x: x.pow(tgrad.tensor([2.0, 3.0], dtype=tgrad.float64)),
+     "PowBackward1"),
+    ("x ** tensor(2.)", lambda x: x ** tgrad.tensor(2.0, dtype=tgrad.float64), "PowBackward1"),
+    ("pow(tensor(2.), x)", lambda x: tgrad.pow(tgrad.tensor(2.0, dtype=tgrad.float64), x),
+     "PowBackward1"),
+    ("2 ** x", lambda x: 2 ** x, "PowBackward2"),
+    ("pow(2, x)", lambda x: tgrad.pow(2, x), "PowBackward2"),
+    ("x.__rpow__(2)", lambda x: x.__rpow__(2), "PowBackward2"),
+    ("x - 1", lambda x: x - 1, "SubBackward0"),
+    ("x - x", lambda x: x - x, "SubBackward0"),
+    ("sub(1, x)", lambda x: tgrad.sub(1, x), "SubBackward0"),
+    ("tensor - x", lambda x: tgrad.tensor([1.0, 2.0], dtype=tgrad.float64) - x,
+     "SubBackward0"),
+    ("1 - x", lambda x: 1 - x, "RsubBackward1"),
+    ("2.5 - x", lambda x: 2.5 - x, "RsubBackward1"),
+    ("x.__rsub__(1)", lambda x: x.__rsub__(1), "RsubBackward1"),
+    ("rsub(x, 1)", lambda x: tgrad.rsub(x, 1), "RsubBackward1"),
+    ("rsub(x, 1, alpha=2)", lambda x: tgrad.rsub(x, 1, alpha=2), "RsubBackward1"),
+    ("rsub(x, x)", lambda x: tgrad.rsub(x, x), "RsubBackward0"),
+    ("rsub(x, x, alpha=2)", lambda x: tgrad.rsub(x, x, alpha=2), "RsubBackward0"),
+]
+
+
+@pytest.mark.parametrize("expr, fn, node", NODE_NAME_CASES, ids=[c[0] for c in NODE_NAME_CASES])
+def test_pow_and_rsub_node_names_as_pytorch(expr, fn, node):
+    y = fn(_x())
+    assert y.grad_fn.name() == node
+    assert type(y.grad_fn).__name__ == node
+
+
+def test_pow_and_rsub_gradients_under_their_node_names():
+    a = np.array([1.5, 2.0])
+    x = _x()
+    (2 ** x).sum().backward()  # d 2^x = 2^x ln 2
+    np.testing.assert_allclose(x.grad.numpy(), 2 ** a * np.log(2), rtol=1e-14)
+    x = _x()
+    (x ** x).sum().backward()  # d x^x = x^x (ln x + 1)
+    np.testing.assert_allclose(x.grad.numpy(), a ** a * (np.log(a) + 1), rtol=1e-14)
+    x = _x()
+    (tgrad.rsub(x, 1, alpha=2) + (3 - x) + tgrad.rsub(x, x * x)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), -2 - 1 + (2 * a - 1), rtol=1e-14)
+    assert (1 - tgrad.tensor([1.0, 2.0])).tolist() == [0.0, -1.0]
+    assert tgrad.rsub(tgrad.tensor([1, 2]), 5).tolist() == [4, 3]
+    assert gradcheck(lambda t: 1.5 - t, (_x(),))
+    assert gradcheck(lambda t: 1.5 ** t, (_x(),))
+    assert gradcheck(lambda t: t ** t, (_x(),))
+    assert tgrad.autograd.gradgradcheck(lambda t: tgrad.rsub(t, t * t, alpha=3), (_x(),))
+    assert tgrad.autograd.gradgradcheck(lambda t: 1.5 ** t, (_x(),))
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool tensors"):
+        True - tgrad.tensor([True])  # PyTorch's text

@@ -356,8 +356,11 @@ def _build_rules() -> dict:
             for c in _same_forward(OPS[name]):
                 rules[c] = _linear_first(c.apply)
                 _FIRST_ONLY.add(c)
-    rules.update({OPS["add"]: _add_sub(1.0), OPS["sub"]: _add_sub(-1.0), OPS["mul"]: _mul,
-                  OPS["div"]: _div, OPS["matmul"]: _matmul, OPS["cat"]: _cat})
+    for op, rule in ((OPS["add"], _add_sub(1.0)), (OPS["sub"], _add_sub(-1.0)),
+                     (OPS["mul"], _mul), (OPS["div"], _div), (OPS["matmul"], _matmul),
+                     (OPS["cat"], _cat)):
+        for c in _same_forward(op):  # sub's RsubBackward0/1 variants too
+            rules[c] = rule
     return rules
 
 

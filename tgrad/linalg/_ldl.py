@@ -34,7 +34,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.linalg._lu import _raise_singular
-from tgrad.linalg._triangular import _torch_dtype_name, not_floating_error
+from tgrad.linalg._triangular import _torch_dtype_name, check_same_dtype, not_floating_error
 from tgrad.ops._common import require_tensor
 from tgrad.ops.creation import tensor
 from tgrad.tensor import Tensor
@@ -312,10 +312,7 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False)
         raise RuntimeError(f"Incompatible matrix sizes for {op}: each A matrix is {n} by {n} "
                            f"but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
     _check_dtype(op, "ldl_solve_kernel_cpu", LD.dtype)
-    if B.dtype is not LD.dtype:
-        raise RuntimeError(f"{op}: Expected b and A to have the same dtype, but found b of "
-                           f"type {_torch_dtype_name(B.dtype)} and A of type "
-                           f"{_torch_dtype_name(LD.dtype)} instead.")
+    check_same_dtype(op, "b", B, "A", LD, ".")
     _host_only(op, LD, pivots, B)
     p = pivots.numpy()
     if p.size and not ((p != 0) & (np.abs(p) <= n)).all():

@@ -17,8 +17,8 @@ from tgrad.linalg._qr import QRResult, geqrf, ormqr
 from tgrad.linalg._qr import householder_product as orgqr
 from tgrad.linalg._qr import qr as _qr
 from tgrad.linalg._spectral import matrix_exp, pinv
+from tgrad.linalg._triangular import check_same_dtype, cholesky_solve, solve_triangular
 from tgrad.linalg._triangular import cholesky as _cholesky
-from tgrad.linalg._triangular import cholesky_solve, solve_triangular
 from tgrad.ops._common import require_tensor
 from tgrad.ops.creation import eye, zeros
 from tgrad.tensor import Tensor
@@ -107,6 +107,7 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     returns (X, a copy of A) (PyTorch deprecates it for linalg.solve_triangular)."""
     require_tensor("triangular_solve", b)
     require_tensor("triangular_solve", A, "A", 2)
+    check_same_dtype("triangular_solve", "b", b, "A", A, ".")  # PyTorch's: no promotion
     M = A.mT if transpose else A
     X = solve_triangular(M, b, upper=upper != transpose, unitriangular=unitriangular)
     return TriangularSolveResult(X, A.clone())

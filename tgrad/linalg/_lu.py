@@ -33,6 +33,7 @@ from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from tgrad.linalg._triangular import (
     _check_square,
     _torch_dtype_name,
+    check_same_dtype,
     not_floating_error,
     solve_triangular,
 )
@@ -66,15 +67,6 @@ def _check_dtype(op: str, dt, complex_ok: bool = False) -> None:
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
                            f"{_torch_dtype_name(dt)}; convert with "
                            f".float() or .double()")
-
-
-def check_same_dtype(op: str, a_name: str, A: Tensor, b_name: str, B: Tensor) -> None:
-    """PyTorch's error for solver operands of two dtypes (its solvers do not promote: a
-    real A with a complex B raises too); convert one with .to(the other's dtype)."""
-    if A.dtype is not B.dtype:
-        raise RuntimeError(f"{op}: Expected {a_name} and {b_name} to have the same dtype, but "
-                           f"found {a_name} of type {_torch_dtype_name(A.dtype)} and {b_name} "
-                           f"of type {_torch_dtype_name(B.dtype)} instead")
 
 
 def _lu(A: Tensor) -> _Factors:

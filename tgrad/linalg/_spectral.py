@@ -29,7 +29,7 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.linalg._jacobi import eigh, svd, svdvals
 from tgrad.linalg._lu import inv, inv_ex, solve
 from tgrad.linalg._qr import check_linalg_dtype, qr
-from tgrad.linalg._triangular import solve_triangular
+from tgrad.linalg._triangular import _torch_dtype_name, solve_triangular
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
 from tgrad.ops.creation import eye, ones, zeros
@@ -191,7 +191,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got "
-                           f"input's dtype {A.dtype} and other's dtype {B.dtype}")
+                           f"input's dtype {_torch_dtype_name(A.dtype)} and other's dtype "
+                           f"{_torch_dtype_name(B.dtype)}")
     if A.device is not B.device:
         raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
                            f"at least two devices, {A.device} and {B.device}!")

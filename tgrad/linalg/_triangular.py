@@ -62,6 +62,17 @@ def _torch_dtype_name(dt) -> str:
     return dtypes.SCALAR_TYPE_NAMES.get(dt, dt.name)
 
 
+def check_same_dtype(op: str, a_name: str, A: Tensor, b_name: str, B: Tensor,
+                     end: str = "") -> None:
+    """PyTorch's error for solver operands of two dtypes (its solvers do not promote: a
+    real A with a complex B raises too); convert one with .to(the other's dtype). ``end``:
+    the text's last character where PyTorch's has one (cholesky_solve's ".")."""
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{op}: Expected {a_name} and {b_name} to have the same dtype, but "
+                           f"found {a_name} of type {_torch_dtype_name(A.dtype)} and {b_name} "
+                           f"of type {_torch_dtype_name(B.dtype)} instead{end}")
+
+
 # --------------------------------------------------------------------------------- cholesky
 class Cholesky(Function):
     """L (lower) with A = L L^H, reading A's lower triangle (Cholesky-Crout, column by
@@ -241,6 +252,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
         raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
                            f"{L.shape[-2]} by {L.shape[-1]} but each b matrix is "
                            f"{B.shape[-2]} by {B.shape[-1]}")
+    check_same_dtype("cholesky_solve", "b", B, "A", L, ".")  # PyTorch's text: no promotion
     if upper:
         Y = solve_triangular(L.mH, B, upper=False)
         return solve_triangular(L, Y, upper=True)

@@ -164,9 +164,9 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
                                f"expected bias to be 1-dimensional with {out_ch} elements, but "
                                f"got bias of size {list(bias.shape)} instead")
     _check_like_input(op, x, weight, bias)
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"{op}: not implemented for {x.dtype.name} inputs (floating point "
-                           f"only, as PyTorch's CPU kernel)")
+                           f"or complex only, as PyTorch's CPU kernel)")
     kernel, sizes = tuple(weight.shape[2:]), tuple(x.shape[2:])
     out = tuple((i - 1) * s - 2 * p + d * (k - 1) + o + 1 for i, s, p, d, k, o in zip(
         sizes, stride, padding, dilation, kernel, output_padding))

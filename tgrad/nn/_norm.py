@@ -180,7 +180,8 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
              eps: float | None = None) -> Tensor:
     """y = x / sqrt(mean(x^2 over the trailing normalized_shape dims) + eps) * weight;
     ``eps`` None is the machine epsilon of the compute dtype (float32 for float16/bfloat16
-    inputs), PyTorch's default."""
+    inputs; the real part's for complex), PyTorch's default. Complex x: PyTorch's composite,
+    x^2 (not |x|^2) and the principal square root."""
     _check_tensor("rms_norm", input, "input")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
@@ -199,8 +200,8 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
             raise RuntimeError(f"rms_norm: Expected weight to be of same shape as "
                                f"normalized_shape, but got weight of shape "
                                f"{list(weight.shape)} and normalized_shape = {list(ns)}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"rms_norm: expected a floating point input, got "
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"rms_norm: expected a floating point or complex input, got "
                            f"{input.dtype.name}")
     if eps is None:  # the compute dtype's epsilon: float32's for float16/bfloat16 (PyTorch)
         eps = float(ml_dtypes.finfo(_widened(input).dtype.np).eps)

@@ -296,9 +296,10 @@ def fill(input: Tensor, value) -> Tensor:  # noqa: A002
 
 
 def rsub(input: Tensor, other, *, alpha=1) -> Tensor:  # noqa: A002
-    """``other - alpha * input`` (PyTorch's reversed subtraction)."""
+    """``other - alpha * input`` (PyTorch's reversed subtraction; node RsubBackward1 for a
+    number ``other``, RsubBackward0 for a tensor)."""
     require_tensor("rsub", input)
-    return ew.sub(other, input * alpha if alpha != 1 else input)
+    return ew.rsub_apply(input, other, alpha)
 
 
 def can_cast(from_: dtypes.DType, to: dtypes.DType) -> bool:

@@ -7,8 +7,9 @@ every backend wherever its parts do, and differentiates through them.
   ``masked_select`` is boolean-mask indexing;
 - copies: ``repeat``/``tile`` (expand, then one copying reshape; the gradient sums the
   copies back), ``flip`` (index_select with reversed positions), ``roll`` (cat of slices);
-- arithmetic: ``lerp`` (PyTorch's two-sided formula), ``addcmul``, ``addcdiv``, float16/
-  bfloat16 computed in float32 and rounded once (``widen_halves``);
+- arithmetic: ``lerp`` (PyTorch's two-sided formula; its own nodes with PyTorch's
+  gradient formulas), ``addcmul``, ``addcdiv``, float16/bfloat16 computed in float32 and
+  rounded once (``widen_halves``);
 - stacking: ``hstack``, ``vstack``, ``atleast_1d/2d``, ``meshgrid`` (expanded views);
 - comparisons: ``isclose``, ``allclose``, ``equal``, ``logical_xor``, ``count_nonzero``
   (not differentiable);
@@ -29,6 +30,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
+from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import rounded_to, sizes_keyword, tensor_method, widen_halves
@@ -230,14 +232,67 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
     return out if out is not input else input.clone()
 
 
+def _lerp_value(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
+    """input + weight (end - input), as PyTorch evaluates it: from ``end`` back when
+    |weight| >= 0.5 (exact at weight 1); a tensor weight picks the branch per element (a
+    complex one by |weight|). float16/bfloat16 computed in float32, rounded once."""
+    (input, end, weight), half = widen_halves(input, end, weight)  # noqa: A001
+    diff = end - input
+    if isinstance(weight, Tensor):
+        low = ew.lt(weight.abs(), 0.5)
+        out = ew.where(low, input + weight * diff, end - diff * (1.0 - weight))
+    else:
+        out = input + diff * weight if abs(weight) < 0.5 else end - diff * (1.0 - weight)
+    return rounded_to(out, half)
+
+
+class LerpScalar(Function):
+    """y = lerp(input, end, w) for a Python number w;  d input = g (1 - conj(w)),
+    d end = g conj(w) (PyTorch's formulas: w = 0 with an infinite g gives d input = inf)."""
+
+    name = "lerp"
+    node_name = "LerpBackward0"
+
+    @staticmethod
+    def forward(ctx, input, end, weight):  # noqa: A002
+        ctx.weight = weight
+        return _lerp_value(input, end, weight)
+
+    @staticmethod
+    def backward(ctx, g):
+        w = ctx.weight.conjugate()
+        return g * (1 - w), g * w, None
+
+
+class LerpTensor(Function):
+    """y = lerp(input, end, weight) for a tensor weight (all broadcast);  d input =
+    g conj(1 - weight), d end = g conj(weight), d weight = g conj(end - input) (PyTorch's
+    formulas; broadcast-shaped gradients are summed to each input's shape by the engine)."""
+
+    name = "lerp_tensor"
+    node_name = "LerpBackward1"
+
+    @staticmethod
+    def forward(ctx, input, end, weight):  # noqa: A002
+        ctx.save_for_backward(input, end, weight)
+        return _lerp_value(input, end, weight)
+
+    @staticmethod
+    def backward(ctx, g):
+        input, end, weight = ctx.saved_tensors  # noqa: A001
+        need_i, need_e, need_w = ctx.needs_input_grad
+        return (g * (1 - weight).conj() if need_i else None,
+                g * weight.conj() if need_e else None,
+                g * (end - input).conj() if need_w else None)
+
+
 @tensor_method("lerp")
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     """input + weight (end - input), as PyTorch evaluates it: from ``end`` back when
-    |weight| >= 0.5 (exact at weight 1);  d input = 1 - w, d end = w, d w = end - input.
-    A tensor weight picks the branch per element; each branch reads ``end - input`` only
-    where it is taken (0 elsewhere), so an infinite difference in the other branch does not
-    turn d w into 0 * inf = NaN. Floating and complex tensors (PyTorch's lerp kernels; a
-    complex weight's branch by |weight|, its gradient g conj(end - input))."""
+    |weight| >= 0.5 (exact at weight 1);  d input = g conj(1 - w), d end = g conj(w),
+    d w = g conj(end - input), PyTorch's formulas (nodes LerpBackward0 for a number weight,
+    LerpBackward1 for a tensor). Floating and complex tensors (PyTorch's lerp kernels; a
+    complex weight's branch by |weight|)."""
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t.dtype is not input.dtype and (name == "end" or t.ndim):
             raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
@@ -247,15 +302,9 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
         raise NotImplementedError(f"lerp: \"{kernel}\" not implemented for "
                                   f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'; lerp takes "
                                   f"floating point or complex tensors")
-    (input, end, weight), half = widen_halves(input, end, weight)  # noqa: A001
-    diff = end - input
     if isinstance(weight, Tensor):
-        low = ew.lt(weight.abs(), 0.5)
-        out = ew.where(low, input + weight * ew.where(low, diff, 0.0),
-                       end - ew.where(low, 0.0, diff) * (1.0 - weight))
-    else:
-        out = input + diff * weight if abs(weight) < 0.5 else end - diff * (1.0 - weight)
-    return rounded_to(out, half)
+        return LerpTensor.apply(input, end, weight)
+    return LerpScalar.apply(input, end, weight)
 
 
 @tensor_method("addcmul")

@@ -839,6 +839,30 @@ def _cpu_scalars_moved(a, b) -> tuple:
     return a, b
 
 
+def _node_variant(name: str, node_name: str):
+    """Binary op ``name`` (the same forward and backward) under another of PyTorch's node
+    names, which depend on the overload: ``RsubBackward0/1``, ``PowBackward1/2``."""
+    base = _BINARY[name]
+    cls = type(base.__name__, (base,), {"node_name": node_name})
+    cls._backward_cls.scalars = None
+    return cls
+
+
+# PyTorch's pow overloads: PowBackward0 tensor ** number (_BINARY["pow"]), PowBackward1
+# tensor ** tensor, PowBackward2 number ** tensor; rsub (other - input, the reflected
+# operator and tgrad.rsub): RsubBackward0 of two tensors, RsubBackward1 of a number other
+_POW_TT = _node_variant("pow", "PowBackward1")
+_POW_NT = _node_variant("pow", "PowBackward2")
+_RSUB_TT = _node_variant("sub", "RsubBackward0")
+_RSUB_NT = _node_variant("sub", "RsubBackward1")
+
+
+def _pow_class(base, exponent):
+    if isinstance(exponent, Tensor):
+        return _POW_TT if isinstance(base, Tensor) else _POW_NT
+    return _BINARY["pow"]
+
+
 def _binary_fn(name: str, methods=(), reflected=()):
     cls = _BINARY[name]
 
@@ -850,6 +874,19 @@ def _binary_fn(name: str, methods=(), reflected=()):
     def rfn(self, other) -> Tensor:
         return cls.apply(other, self)
 
+    if name == "pow":  # the node name by the operand kinds
+        def fn(input, other) -> Tensor:  # noqa: A002,F811
+            if type(other) is Tensor and type(input) is Tensor and \
+                    other.device is not input.device:
+                input, other = _cpu_scalars_moved(input, other)  # noqa: A001
+            return _pow_class(input, other).apply(input, other)
+
+        def rfn(self, other) -> Tensor:  # noqa: F811
+            return _pow_class(other, self).apply(other, self)
+    elif name == "sub":  # other - self: rsub's nodes
+        def rfn(self, other) -> Tensor:  # noqa: F811
+            return (_RSUB_TT if isinstance(other, Tensor) else _RSUB_NT).apply(other, self)
+
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting and PyTorch type promotion."
     tensor_method(name, *methods)(fn)
@@ -858,33 +895,49 @@ def _binary_fn(name: str, methods=(), reflected=()):
     return fn
 
 
+def _alpha_apply(name: str, apply, input, other, alpha) -> Tensor:  # noqa: A002
+    """``apply(input, other * alpha)`` with PyTorch's checks of alpha (add/sub/rsub)."""
+    if type(other) is Tensor and type(input) is Tensor and other.device is not input.device:
+        input, other = _cpu_scalars_moved(input, other)  # noqa: A001
+    if alpha == 1 and alpha is not True:
+        return apply(input, other)
+    dt = dtypes.result_type(input, other)
+    if isinstance(alpha, (bool, np.bool_)):
+        if dt is not dtypes.bool_:
+            raise RuntimeError(f"{name}: Boolean alpha only supported for Boolean "
+                               f"results (got alpha={alpha} for {dt.name})")
+        if alpha:
+            return apply(input, other)
+    if isinstance(alpha, float) and not dt.is_floating_point:
+        raise RuntimeError(f"{name}: for integral input tensors, argument alpha "
+                           f"must not be a floating point number (got {alpha})")
+    dtypes.check_value_fits(name, alpha, dt)  # PyTorch: alpha=1e5 for halves raises
+    # other * alpha in the result's compute dtype (float32 for halves), rounded once at
+    # the end, as PyTorch computes input + alpha * other
+    cd = dtypes.float32 if dt.is_floating_point and dt.itemsize == 2 else dt
+    x, y = (t.to(cd) if isinstance(t, Tensor) and t.dtype is not cd else t
+            for t in (input, other))
+    out = apply(x, y * alpha)
+    return out if out.dtype is dt else out.to(dt)
+
+
+def rsub_apply(input: Tensor, other, alpha=1) -> Tensor:  # noqa: A002
+    """``other - alpha * input`` under rsub's node (RsubBackward0/1, PyTorch's names)."""
+    cls = _RSUB_TT if isinstance(other, Tensor) else _RSUB_NT
+    return _alpha_apply("sub", cls.apply, other, input, alpha)
+
+
 def _with_alpha(fn):
     """PyTorch's ``add``/``sub`` signature: ``fn(input, other * alpha)``."""
-    apply = _BINARY[fn.__name__].apply  # called directly: one Python call less
+    name = fn.__name__
+    apply = _BINARY[name].apply  # called directly: one Python call less
 
     def op(input, other, *, alpha=1) -> Tensor:  # noqa: A002
-        if type(other) is Tensor and type(input) is Tensor and other.device is not input.device:
-            input, other = _cpu_scalars_moved(input, other)  # noqa: A001
-        if alpha == 1 and alpha is not True:
-            return apply(input, other)
-        dt = dtypes.result_type(input, other)
-        if isinstance(alpha, (bool, np.bool_)):
-            if dt is not dtypes.bool_:
-                raise RuntimeError(f"{fn.__name__}: Boolean alpha only supported for Boolean "
-                                   f"results (got alpha={alpha} for {dt.name})")
-            if alpha:
-                return apply(input, other)
-        if isinstance(alpha, float) and not dt.is_floating_point:
-            raise RuntimeError(f"{fn.__name__}: for integral input tensors, argument alpha "
-                               f"must not be a floating point number (got {alpha})")
-        dtypes.check_value_fits(fn.__name__, alpha, dt)  # PyTorch: alpha=1e5 for halves raises
-        # other * alpha in the result's compute dtype (float32 for halves), rounded once at
-        # the end, as PyTorch computes input + alpha * other
-        cd = dtypes.float32 if dt.is_floating_point and dt.itemsize == 2 else dt
-        x, y = (t.to(cd) if isinstance(t, Tensor) and t.dtype is not cd else t
-                for t in (input, other))
-        out = apply(x, y * alpha)
-        return out if out.dtype is dt else out.to(dt)
+        if alpha == 1 and alpha is not True and not (
+                type(other) is Tensor and type(input) is Tensor
+                and other.device is not input.device):
+            return apply(input, other)  # the common case
+        return _alpha_apply(name, apply, input, other, alpha)
     op.__name__ = fn.__name__
     op.__doc__ = f"{fn.__doc__[:-1]}; ``other`` is scaled by ``alpha`` first."
     tensor_method(fn.__name__)(op)
@@ -908,11 +961,15 @@ _binary_fn("pow", ("__pow__",), ("__rpow__",))  # the ** operators: the plain fu
 
 
 def pow(input, exponent) -> Tensor:  # noqa: A001,A002
-    """``input ** exponent`` elementwise (PyTorch's argument names: pow(x, exponent=2))."""
-    return _POW_APPLY(input, exponent)
+    """``input ** exponent`` elementwise (PyTorch's argument names: pow(x, exponent=2));
+    the node is PowBackward0, 1 or 2 as PyTorch's overloads (number exponent, two tensors,
+    number base)."""
+    if type(exponent) is Tensor and type(input) is Tensor and \
+            exponent.device is not input.device:
+        input, exponent = _cpu_scalars_moved(input, exponent)  # noqa: A001
+    return _pow_class(input, exponent).apply(input, exponent)
 
 
-_POW_APPLY = _BINARY["pow"].apply
 tensor_method("pow")(pow)
 atan2 = _binary_fn("atan2")
 arctan2 = atan2

@@ -1,14 +1,15 @@
 """Cumulative ops along one dim: ``cumsum`` (a primitive: one Triton scan kernel on the GPU,
 np.cumsum on the CPU) and ``cumprod`` (a Hillis-Steele scan of products: log2(n) steps,
-each one multiplication of shifted slices; only products, no division, so autograd through
-it gives the exact gradient when the input holds zeros (PyTorch's dedicated rule) and exact
-higher derivatives)."""
+each one multiplication of shifted slices; its backward is another such scan, of products
+and sums only, no division, so the gradient is exact when the input holds zeros and
+differentiable again for exact higher derivatives)."""
 
 from __future__ import annotations
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops._common import (
     backend_of,
     register_op,
@@ -78,6 +79,72 @@ def cumsum(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
 inplace_method("cumsum_", cumsum)
 
 
+def _cumprod_scan(x: Tensor, d: int) -> Tensor:
+    """Inclusive product scan along dim d: after the step of span s, y_j covers (j - 2s, j]."""
+    n, span, y = x.shape[d], 1, x
+    while span < n:
+        y = cat([narrow(y, d, 0, span),
+                 narrow(y, d, span, n - span) * narrow(y, d, 0, n - span)], d)
+        span *= 2
+    return y
+
+
+class Cumprod(Function):
+    """y_k = prod_{j <= k} x_j along ``dim`` (n = x.shape[dim] >= 2);
+    dx_j = conj(prod_{i < j} x_i) s_j with s_j = sum_{k >= j} g_k conj(prod_{j < i <= k} x_i),
+    the linear recurrence s_j = g_j + conj(x_{j+1}) s_{j+1} run as a Hillis-Steele scan (after
+    the step of span h, a_j is conj of the product over (j, j + 2h] and s_j holds the terms
+    k < j + 2h), so only products and sums.
+    Without create_graph, PyTorch's cumprod_backward: a term with a factor x_i == 0 is left
+    out rather than multiplied (so an infinite g past a zero gives no NaN: x = [1, 0, 3],
+    g = inf gives [inf, inf, 0]); under create_graph the plain differentiable products (as
+    PyTorch's double-backward branch: 0 * inf = NaN there). Exact where PyTorch divides by
+    x (no zeros: reversed_cumsum(y g) / x), e.g. where y overflows or x holds an inf."""
+
+    name = "cumprod"
+    node_name = "CumprodBackward0"
+
+    @staticmethod
+    def forward(ctx, x, d):
+        y = _cumprod_scan(x, d)
+        ctx.d = d
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        d, n = ctx.d, x.shape[ctx.d]
+        xc, yc = x.conj(), y.conj()
+        one = narrow(xc, d, 0, 1).new_ones(narrow(xc, d, 0, 1).shape)
+        before = cat([one, narrow(yc, d, 0, n - 1)], d)  # conj(prod_{i < j} x_i)
+        a = cat([narrow(xc, d, 1, n - 1), one], d)  # a_j = conj(x_{j+1}) (last: unused)
+        masked = not is_grad_enabled()  # no create_graph: drop the terms with a zero
+        if masked:
+            z = a == 0  # z_j: a zero among x_i, i in (j, j + span]
+        s, span = g, 1
+        while span < n:
+            m = n - span
+            term = narrow(a, d, 0, m) * narrow(s, d, span, m)
+            if masked:
+                term = term.masked_fill(narrow(z, d, 0, m), 0)
+            s = cat([narrow(s, d, 0, m) + term, narrow(s, d, m, span)], d)
+            if 2 * span < n:
+                a = cat([narrow(a, d, 0, m) * narrow(a, d, span, m), narrow(a, d, m, span)], d)
+                if masked:
+                    z = cat([narrow(z, d, 0, m) | narrow(z, d, span, m), narrow(z, d, m, span)],
+                            d)
+            span *= 2
+        gx = before * s
+        if masked:  # a zero among x_i, i < j: dx_j = 0
+            zero_before = cat([one == 0, narrow(x == 0, d, 0, n - 1)], d).cumsum(d) > 0
+            gx = gx.masked_fill(zero_before, 0)
+        return gx, None
+
+
+register_op(Cumprod)
+
+
 @tensor_method("cumprod")
 @autocast_policy("fp32", cpu=None)
 def cumprod(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
@@ -85,8 +152,9 @@ def cumprod(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
     """Cumulative product along ``dim``: y_k = prod_{j <= k} x_j (shape kept); integer and
     bool inputs give int64 (``dtype`` casts the input first, as PyTorch).
 
-    Computed as a scan of products (after the step of span s, y_j covers (j - 2s, j]), so
-    dx_j = sum_{k >= j} g_k prod_{i <= k, i != j} x_i exactly, zeros in x included."""
+    Computed as a scan of products; dx_j = sum_{k >= j} g_k prod_{i <= k, i != j} x_i
+    exactly, zeros in x included, the terms with a zero factor left out as PyTorch's rule
+    (see Cumprod)."""
     dim = _dim_or_axis("cumprod", dim, axis, required=True)
     require_tensor("cumprod", input)
     d = _wrap_dim(_int_arg("cumprod", "dim", dim), input.ndim, "cumprod")
@@ -96,14 +164,9 @@ def cumprod(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
     elif not (input.dtype.is_floating_point or input.dtype.is_complex):
         input = input.to(dtypes.int64)  # noqa: A001
     (y,), half = widen_halves(input.reshape(1) if input.ndim == 0 else input)
-    n, span = y.shape[d], 1
-    if n <= 1:
-        y = y.clone()
-    while span < n:
-        y = cat([narrow(y, d, 0, span),
-                 narrow(y, d, span, n - span) * narrow(y, d, 0, n - span)], d)
-        span *= 2
-    return rounded_to(y, half).reshape(input.shape)
+    y = y.clone() if y.shape[d] <= 1 else Cumprod.apply(y, d)
+    y = rounded_to(y, half)
+    return y.reshape(()) if input.ndim == 0 else y
 
 
 inplace_method("cumprod_", cumprod)

@@ -26,7 +26,9 @@ takes part), g = the output gradient:
 and d input[t] = g[t] where input[t] does not take part but is kept (nothing scattered).
 These are tgrad ops (prod's P_t is a scatter_reduce itself), so double backward works.
 Bool tensors (as PyTorch): sum and amax are a logical or, prod and amin a logical and
-(computed on 0/1 integers); mean, and index_reduce, are not implemented for them.
+(computed on 0/1 integers); mean, and index_reduce, are not implemented for them. Complex
+tensors (as PyTorch's CPU kernels): sum, prod and mean, forward only (PyTorch has no complex
+derivative: its error where an input requires grad); amax/amin raise.
 Deliberate difference: with include_self=False, PyTorch's amax/amin backward still counts an
 excluded input equal to the result among the ties (so a unique maximum gets a fraction of
 the gradient, a known PyTorch bug); tgrad counts only the values that took part.
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     backend_of,
@@ -65,7 +68,9 @@ class ScatterReduce(Function):
     @staticmethod
     def forward(ctx, x, src, key, reduce, include_self):
         shape = x.shape
-        count = IndexAdd.apply(ones_like(src), key, shape)  # values sent to each target
+        ones_src = ones_like(src, dtype=dtypes.to_real(src.dtype)) if src.dtype.is_complex \
+            else ones_like(src)
+        count = IndexAdd.apply(ones_src, key, shape)  # values sent to each target (real)
         hit = count > 0
         if reduce in ("sum", "mean"):
             total = IndexAdd.apply(src, key, shape)
@@ -74,7 +79,8 @@ class ScatterReduce(Function):
             if reduce == "mean":
                 n = count + 1 if include_self else count
                 n = ew.where(n == 0, 1, n)
-                total = total / n if x.dtype.is_floating_point else ew.floor_divide(total, n)
+                total = total / n if x.dtype.is_floating_point or x.dtype.is_complex \
+                    else ew.floor_divide(total, n)
         else:
             total = wrap(backend_of(x).index_reduce(shape, x.dtype.np, key, src._data, reduce),
                          x.device)
@@ -163,6 +169,15 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         as_int = scatter_reduce(input.to(dtypes.int64), dim, index, src.to(dtypes.int64),
                                 reduce, include_self=include_self)
         return as_int != 0
+    if input.dtype.is_complex:  # PyTorch's CPU kernels: sum, prod, mean; no derivative
+        if reduce in ("amax", "amin"):
+            raise NotImplementedError(f"scatter_reduce(): \"scatter_gather_tensor_cpu_reduce_"
+                                      f"{reduce}\" not implemented for "
+                                      f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (complex "
+                                      f"numbers have no order; reduce .real or .abs())")
+        if is_grad_enabled() and (input.requires_grad or src.requires_grad):
+            raise RuntimeError("scatter_reduce does not support automatic differentiation "
+                               "for outputs with complex dtype.")
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         return scatter_reduce(input.reshape(1), dim, index.reshape(-1), src.reshape(-1),
                               reduce, include_self=include_self).reshape(())
