@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.autograd import function as _function
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
@@ -80,8 +81,9 @@ def _unobserved() -> bool:
     forward-AD level): an op called there through ``Function.apply`` makes no node (grad
     mode is off), no profiler event, no casts and no tangents, so a rule may run the op's
     primitive on the backend arrays itself and get the very same tensor."""
-    return (not differentiable_formula() and profiler_hooks.ACTIVE is None
-            and STATE.autocast is None)
+    # differentiable_formula() inlined (this runs once per rule call on the hot path)
+    return (not STATE.enabled and _function._FW_LEVEL is None
+            and profiler_hooks.ACTIVE is None and STATE.autocast is None)
 
 
 def _rule_product(name: str, g: Tensor, s, op) -> Tensor:
