@@ -71,8 +71,10 @@ def expand_strides(shape: tuple, strides: tuple, new: tuple):
     None when a non-singleton size differs: a dim whose size stays keeps its stride (size-1
     dims included), an expanded one gets 0, and a new leading dim 0 when expanded, else
     (size 1) the next dim's size * stride (0 as the last dim). ``new`` has no -1 (the
-    caller resolves it) and at least ``len(shape)`` dims."""
+    caller resolves it); fewer dims than ``shape`` give None too."""
     lead = len(new) - len(shape)
+    if lead < 0:  # fewer dims than the array: not a broadcast
+        return None
     out = [0] * len(new)
     for i in range(len(new) - 1, -1, -1):
         n = new[i]

@@ -499,7 +499,8 @@ def ops_without_native_kernel() -> list[str]:
     prims = {n for n, v in vars(_np_backend).items() if callable(v) and not n.startswith("_")
              and not isinstance(v, type) and getattr(v, "__module__", "").startswith(
                  "tgrad.backends")}
-    out = sorted(prims - _native_names() - {"compute_dtype", "manual_seed"})
+    # host helpers, not ops: NumPy memory views (strided_memory) and settings
+    out = sorted(prims - _native_names() - {"compute_dtype", "manual_seed", "strided_memory"})
     out += [f"unary:{op}" for op in sorted(_np_backend.UNARY) if op not in ew.UNARY]
     out += [f"binary:{op}" for op in sorted(_np_backend.BINARY) if op not in ew.BINARY]
     return out

@@ -73,7 +73,7 @@ class Bernoulli(ExponentialFamily):
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         p = self.probs.detach()
-        return bernoulli(p.expand(*shape) if tuple(p.shape) != shape else p)
+        return bernoulli(p.expand(tuple(shape)) if tuple(p.shape) != shape else p)
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

@@ -108,7 +108,7 @@ class Categorical(Distribution):
         logits = self.logits
         shape = np.broadcast_shapes(tuple(value.shape), tuple(logits.shape))
         value = value.expand(*shape[:-1], 1)
-        log_pmf = logits.expand(*shape) if tuple(logits.shape) != shape else logits
+        log_pmf = logits.expand(tuple(shape)) if tuple(logits.shape) != shape else logits
         return log_pmf.gather(-1, value).squeeze(-1)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:

@@ -186,7 +186,7 @@ class Poisson(ExponentialFamily):
         return self.rate
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
-        rate = self.rate.expand(*self._extended_shape(sample_shape))
+        rate = self.rate.expand(tuple(self._extended_shape(sample_shape)))
         return _in_float64(_poisson_draw, rate)
 
     def log_prob(self, value: Tensor) -> Tensor:
@@ -253,8 +253,8 @@ class Binomial(_ProbsOrLogits):
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        return _in_float64(_binomial_draw, self.total_count.expand(*shape),
-                           self.probs.expand(*shape))
+        return _in_float64(_binomial_draw, self.total_count.expand(tuple(shape)),
+                           self.probs.expand(tuple(shape)))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -321,7 +321,8 @@ class NegativeBinomial(_ProbsOrLogits):
             rate = _standard_gamma_draw(n) * ew.exp(logits)  # Gamma(n, scale p / (1 - p))
             return _poisson_draw(rate)
 
-        return _in_float64(draw, self.total_count.expand(*shape), self.logits.expand(*shape))
+        return _in_float64(draw, self.total_count.expand(tuple(shape)),
+                           self.logits.expand(tuple(shape)))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -379,7 +380,7 @@ class Multinomial(Distribution):
         shape = batch_shape + self._event_shape
         key = "probs" if "probs" in self._categorical.__dict__ else "logits"
         new = Multinomial(self.total_count, validate_args=False,
-                          **{key: getattr(self, key).expand(*shape)})
+                          **{key: getattr(self, key).expand(tuple(shape))})
         new._validate_args = self._validate_args
         return new
 

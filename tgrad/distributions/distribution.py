@@ -89,7 +89,7 @@ class Distribution:
             if name in self.__dict__:
                 t = self.__dict__[name]
                 event = tuple(t.shape[len(self._batch_shape):])
-                new.__dict__[name] = t.expand(*(batch_shape + event))
+                new.__dict__[name] = t.expand(tuple(batch_shape + event))
         self._expand_extra(new)
         Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
         new._validate_args = self._validate_args

@@ -220,8 +220,8 @@ class Gamma(ExponentialFamily):
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        a = self.concentration.expand(*shape)
-        x = _StandardGamma.apply(a) / self.rate.expand(*shape)
+        a = self.concentration.expand(tuple(shape))
+        x = _StandardGamma.apply(a) / self.rate.expand(tuple(shape))
         tiny = 1e-300 if x.dtype.itemsize == 8 else 1e-30
         return x.clamp(min=tiny)  # PyTorch clamps to the smallest normal too
 
@@ -236,7 +236,7 @@ class Gamma(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         x = value * self.rate
-        return igamma(self.concentration.expand(*x.shape), x)
+        return igamma(self.concentration.expand(tuple(x.shape)), x)
 
     def entropy(self) -> Tensor:
         a = self.concentration
@@ -268,8 +268,8 @@ class Chi2(Gamma):
 
     def expand(self, batch_shape: Sequence[int], _instance=None) -> Chi2:
         new = super().expand(batch_shape, _instance)  # (df is not stored: a property)
-        new.concentration = self.concentration.expand(*batch_shape)
-        new.rate = self.rate.expand(*batch_shape)
+        new.concentration = self.concentration.expand(tuple(batch_shape))
+        new.rate = self.rate.expand(tuple(batch_shape))
         return new
 
 
@@ -325,8 +325,8 @@ class Beta(ExponentialFamily):
         shape = self._extended_shape(sample_shape)
         # X / (X + Y) from log X and log Y: at small concentrations both draws can underflow
         # to 0 (0 / 0); in log space the sample keeps its law (near 0 or 1, as it should)
-        log_xy = stack([_LogStandardGamma.apply(self.concentration1.expand(*shape)),
-                        _LogStandardGamma.apply(self.concentration0.expand(*shape))], -1)
+        log_xy = stack([_LogStandardGamma.apply(self.concentration1.expand(tuple(shape))),
+                        _LogStandardGamma.apply(self.concentration0.expand(tuple(shape)))], -1)
         x = _normalized_log_gamma(log_xy, -1)[..., 0]
         info_tiny = 1e-300 if x.dtype.itemsize == 8 else 1e-30
         return x.clamp(min=info_tiny, max=1.0 - info_tiny)
@@ -392,7 +392,7 @@ class Dirichlet(ExponentialFamily):
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         # normalised in log space, as Beta's: draws that underflow keep their law
-        x = _normalized_log_gamma(_LogStandardGamma.apply(self.concentration.expand(*shape)),
+        x = _normalized_log_gamma(_LogStandardGamma.apply(self.concentration.expand(tuple(shape))),
                                   -1)
         tiny = 1e-300 if x.dtype.itemsize == 8 else 1e-30
         return x.clamp(min=tiny)

@@ -110,5 +110,5 @@ class GeneralizedPareto(Distribution):
         return self.loc
 
     def entropy(self) -> Tensor:
-        return (ew.log(self.scale) + self.concentration + 1).expand(*self._batch_shape)
+        return (ew.log(self.scale) + self.concentration + 1).expand(tuple(self._batch_shape))
 

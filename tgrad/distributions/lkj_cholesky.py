@@ -65,7 +65,7 @@ class LKJCholesky(Distribution):
         new = type(self).__new__(type(self)) if _instance is None else _instance
         batch_shape = tuple(batch_shape)
         new.dim = self.dim
-        new.concentration = self.concentration.expand(*batch_shape)
+        new.concentration = self.concentration.expand(tuple(batch_shape))
         new._beta = self._beta.expand(batch_shape + (self.dim,))
         Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
         new._validate_args = self._validate_args

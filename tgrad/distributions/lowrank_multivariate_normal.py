@@ -159,4 +159,4 @@ class LowRankMultivariateNormal(Distribution):
 
     def entropy(self) -> Tensor:
         H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._log_det())
-        return H.expand(*self._batch_shape) if self._batch_shape else H
+        return H.expand(tuple(self._batch_shape)) if self._batch_shape else H

@@ -151,4 +151,4 @@ class MultivariateNormal(Distribution):
     def entropy(self) -> Tensor:
         half_log_det = _half_log_det(self._unbroadcasted_scale_tril)
         H = 0.5 * self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + half_log_det
-        return H.expand(*self._batch_shape) if self._batch_shape else H
+        return H.expand(tuple(self._batch_shape)) if self._batch_shape else H

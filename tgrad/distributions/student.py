@@ -120,8 +120,8 @@ class FisherSnedecor(Distribution):
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         # Gamma(d / 2, rate d / 2) = Chi2(d) / d
-        x1 = Gamma(self.df1 * 0.5, self.df1 * 0.5).rsample(sample_shape).expand(*shape)
-        x2 = Gamma(self.df2 * 0.5, self.df2 * 0.5).rsample(sample_shape).expand(*shape)
+        x1 = Gamma(self.df1 * 0.5, self.df1 * 0.5).rsample(sample_shape).expand(tuple(shape))
+        x2 = Gamma(self.df2 * 0.5, self.df2 * 0.5).rsample(sample_shape).expand(tuple(shape))
         tiny = float(_finfo(x2.dtype).tiny)
         return (x1 / x2.clamp(min=tiny)).clamp(min=tiny)
 

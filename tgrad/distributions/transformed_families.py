@@ -115,8 +115,8 @@ class Kumaraswamy(TransformedDistribution):
 
     def expand(self, batch_shape: Sequence[int], _instance=None) -> Kumaraswamy:
         new = _new_instance(self, _instance)
-        new.concentration1 = self.concentration1.expand(*batch_shape)
-        new.concentration0 = self.concentration0.expand(*batch_shape)
+        new.concentration1 = self.concentration1.expand(tuple(batch_shape))
+        new.concentration0 = self.concentration0.expand(tuple(batch_shape))
         return super().expand(batch_shape, _instance=new)
 
     @property

@@ -355,7 +355,7 @@ class AffineTransform(Transform):
             result = result.reshape(tuple(result.shape[:result.ndim - self._event_dim])
                                     + (-1,)).sum(-1)
             shape = shape[:len(shape) - self._event_dim]
-        return result.expand(*shape)
+        return result.expand(tuple(shape))
 
     def forward_shape(self, shape):
         # PyTorch's torch.broadcast_shapes, its RuntimeError included

@@ -70,8 +70,8 @@ class VonMises(Distribution):
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        return _in_float64(_best_fisher_draw, self.loc.expand(*shape),
-                           self.concentration.expand(*shape))
+        return _in_float64(_best_fisher_draw, self.loc.expand(tuple(shape)),
+                           self.concentration.expand(tuple(shape)))
 
 
 def _best_fisher_draw(loc: Tensor, k: Tensor) -> Tensor:

@@ -83,7 +83,7 @@ class Wishart(ExponentialFamily):
         else:
             batch_shape = tuple(np.broadcast_shapes(tuple(param.shape[:-2]),
                                                     tuple(df.shape)))
-            self.df = df.expand(*batch_shape)
+            self.df = df.expand(tuple(batch_shape))
         event_shape = tuple(param.shape[-2:])
         p = event_shape[-1]
         if bool((self.df <= p - 1).any()):
@@ -110,11 +110,11 @@ class Wishart(ExponentialFamily):
         new = type(self).__new__(type(self)) if _instance is None else _instance
         batch_shape = tuple(batch_shape)
         cov_shape = batch_shape + self._event_shape
-        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(*cov_shape)
-        new.df = self.df.expand(*batch_shape)
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(tuple(cov_shape))
+        new.df = self.df.expand(tuple(batch_shape))
         for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
             if name in self.__dict__:
-                new.__dict__[name] = self.__dict__[name].expand(*cov_shape)
+                new.__dict__[name] = self.__dict__[name].expand(tuple(cov_shape))
         Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
         new._dist_chi2 = new._bartlett_chi2(new.df, batch_shape)
         new._validate_args = self._validate_args

@@ -193,7 +193,7 @@ def _slice(x: Tensor, dim: int = 0, start=None, end=None, step: int = 1) -> Tens
 
 
 def _expand(x: Tensor, size, *, implicit: bool = False) -> Tensor:
-    return x.expand(*size)
+    return x.expand(tuple(size))
 
 
 view_copy = _copy("view_copy", lambda x, *a, **k: x.view(*a, **k))
