@@ -250,3 +250,27 @@ def test_hvp_through_inplace_ops_matches_finite_differences():
     np.testing.assert_allclose(
         func.jacfwd(func.jacrev(lambda x: (x * 1).pow_(3).sum()))(_t(xn)).numpy(),
         np.diag(6 * xn), rtol=1e-12)
+
+
+def test_hvp_through_checkpoint_and_saved_tensors_hooks():
+    """Saved tensors packed by saved_tensors_hooks (identity and clone pairs) and by
+    checkpoint(use_reentrant=False) keep their tangents: forward over reverse through them
+    gives H v (it gave zeros), and func.hessian the Hessian."""
+    from tgrad.utils.checkpoint import checkpoint
+    xn, vn = np.array([0.3, -0.5, 0.7]), np.array([1.0, 0.5, -2.0])
+
+    def with_hooks(pack):
+        def f(x):
+            with tgrad.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                return _f(x.tanh())
+        return f
+    cases = {
+        "identity hooks": with_hooks(lambda t: t),
+        "clone hooks": with_hooks(lambda t: t.clone()),
+        "checkpoint": lambda x: checkpoint(lambda a: _f(a.tanh()), x, use_reentrant=False),
+    }
+    for name, f in cases.items():
+        _check_hvp_fd(f, xn, vn, name)
+    np.testing.assert_allclose(
+        func.hessian(lambda x: checkpoint(_f, x, use_reentrant=False))(_t(xn)).numpy(),
+        _hess_f(xn), rtol=1e-12)

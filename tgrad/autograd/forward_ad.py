@@ -214,10 +214,12 @@ def _attach_saved(o, tangent) -> None:
     saved = None if node is None else node._saved
     if not saved:
         return
-    from tgrad.autograd.node import SavedTensor
+    from tgrad.autograd.node import HookedSavedTensor, SavedTensor
     for s in saved:
         if type(s) is SavedTensor and s.is_output and s.output_nr == o._output_nr:
             s.tensor.__dict__["_fw"] = (_current, tangent)
+        elif type(s) is HookedSavedTensor and s.is_output and s.output_nr == o._output_nr:
+            s.fw = (_current, tangent)  # given to the unpacked alias
 
 
 def _like_layout(t):
