@@ -1,7 +1,7 @@
 """Forward-over-reverse AD (as PyTorch): inside a forward_ad.dual_level, a backward pass
 (autograd.grad, backward(create_graph=True)) of dual tensors gives gradients whose tangents
-are Hessian-vector products; tgrad.func.jvp(grad(f)), jacfwd(jacrev(f)) and func.hessian
-use it; gradgradcheck(check_fwd_over_rev=True) checks it. References: float64 central
+are Hessian-vector products; tgrad.func.jvp(grad(f)) and jacfwd(jacrev(f)) use it;
+gradgradcheck(check_fwd_over_rev=True) checks it. References: float64 central
 finite differences of the gradient, NumPy hand-computed Hessians."""
 
 from __future__ import annotations
@@ -146,8 +146,9 @@ def test_fused_backward_primitives_have_tangents():
 
 
 def test_func_jvp_of_grad_and_hessian():
-    """func.jvp(func.grad(f), (x,), (v,)) gives (grad f(x), H v); func.hessian (jacfwd of
-    jacrev, as PyTorch) and jacfwd(jacrev(f)) give H; jacfwd of a grad with two args."""
+    """func.jvp(func.grad(f), (x,), (v,)) gives (grad f(x), H v); func.hessian (PyTorch's
+    jacfwd of jacrev, computed as jacrev of jacrev) and jacfwd(jacrev(f)) give H; jacfwd of
+    a grad with two args."""
     xn, vn = np.array([0.3, -0.7, 1.1]), np.array([1.0, 2.0, -1.0])
     x, v = _t(xn), _t(vn)
     g, hv = func.jvp(func.grad(_f), (x,), (v,))
@@ -274,3 +275,21 @@ def test_hvp_through_checkpoint_and_saved_tensors_hooks():
     np.testing.assert_allclose(
         func.hessian(lambda x: checkpoint(_f, x, use_reentrant=False))(_t(xn)).numpy(),
         _hess_f(xn), rtol=1e-12)
+
+
+def test_hessian_runs_f_once_and_jacfwd_of_jacrev_per_element():
+    """func.hessian has PyTorch's jacfwd(jacrev(f)) values but runs reverse over reverse:
+    f is called once (tgrad's vmap is a loop: forward over reverse would run f once per
+    input element); jacfwd(jacrev(f)) written out runs forward over reverse."""
+    xn = np.array([0.3, -0.7, 1.1, 0.4])
+    calls = []
+
+    def f(x):
+        calls.append(x.shape)
+        return _f(x)
+    np.testing.assert_allclose(func.hessian(f)(_t(xn)).numpy(), _hess_f(xn), rtol=1e-12)
+    assert len(calls) == 1
+    calls.clear()
+    np.testing.assert_allclose(func.jacfwd(func.jacrev(f))(_t(xn)).numpy(), _hess_f(xn),
+                               rtol=1e-12)
+    assert len(calls) == xn.size
