@@ -293,3 +293,31 @@ def test_hessian_runs_f_once_and_jacfwd_of_jacrev_per_element():
     np.testing.assert_allclose(func.jacfwd(func.jacrev(f))(_t(xn)).numpy(), _hess_f(xn),
                                rtol=1e-12)
     assert len(calls) == xn.size
+
+
+def test_hvp_through_inplace_ops_on_views_matches_finite_differences():
+    """An in-place op on a view of a tensor inside a level (y[0].mul_(x[1]), setitem,
+    a transposed view): the view's tangent is a recorded view of the base's, so the op
+    writes it (it raised "a view created in no_grad mode"); H v vs finite differences."""
+    xn = np.array([[0.3, -0.5, 0.8], [0.2, 0.1, -0.4]])
+    vn = np.array([[1.0, 0.5, -0.3], [0.2, 0.3, 0.7]])
+
+    def row_mul(x):
+        y = x.clone()
+        y[0].mul_(x[1])
+        return (y * y).sum()
+
+    def setitem(x):
+        y = x * 1
+        y[1] = x[0] ** 2
+        return (y ** 2).sum()
+
+    def transposed(x):
+        y = x.sin()
+        y.t()[1:].mul_(x.t()[:2].exp())
+        return (y ** 3).sum()
+    for name, f in (("row mul_", row_mul), ("setitem", setitem), ("t() mul_", transposed)):
+        _check_hvp_fd(f, xn, vn, name)
+    h = func.jacfwd(func.jacrev(row_mul))(_t(xn)).numpy().reshape(6, 6)
+    np.testing.assert_allclose(h, func.hessian(row_mul)(_t(xn)).numpy().reshape(6, 6),
+                               rtol=1e-12)

@@ -286,11 +286,16 @@ def _unary_rule(name: str):
     return jvp
 
 
-def _linear_first(op):
+def _linear_first(cls):
     """Ops linear in their first argument: the same op on its tangent (used only while the
-    other arguments carry none: _FIRST_ONLY)."""
+    other arguments carry none: _FIRST_ONLY). A view's tangent is made as a recorded view
+    (view_apply), as the primal is, so an in-place op through the view can write it when
+    the new tangent requires grad (forward over reverse)."""
     def jvp(args, tangents, out):
-        return op(tangents[0], *args[1:])
+        if isinstance(out, _tensor_cls()) and out._base is not None:
+            from tgrad.ops._common import view_apply
+            return view_apply(cls, tangents[0], *args[1:])
+        return cls.apply(tangents[0], *args[1:])
     return jvp
 
 
@@ -356,7 +361,7 @@ def _build_rules() -> dict:
                  "unbind", "clone", "sum", "mean", "cumsum", "sum_to", "to"):
         if name in OPS:
             for c in _same_forward(OPS[name]):
-                rules[c] = _linear_first(c.apply)
+                rules[c] = _linear_first(c)
                 _FIRST_ONLY.add(c)
     for op, rule in ((OPS["add"], _add_sub(1.0)), (OPS["sub"], _add_sub(-1.0)),
                      (OPS["mul"], _mul), (OPS["div"], _div), (OPS["matmul"], _matmul),
