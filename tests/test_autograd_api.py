@@ -654,6 +654,35 @@ def test_backward_create_graph_warns_once_about_the_reference_cycle(monkeypatch)
     assert rec[0].filename == __file__
 
 
+def test_create_graph_cycle_warning_points_at_the_callers_line_in_a_fresh_process(tmp_path):
+    # In a fresh process Tensor.backward first goes through a lazily bound stub (one more
+    # tgrad frame): the warning must still name the user's line, for autograd.backward too.
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "user_code.py"
+    script.write_text(
+        "import warnings\n"
+        "import tgrad\n"
+        "import tgrad.autograd as ag\n"
+        "x = tgrad.tensor([1.0, 2.0], requires_grad=True)\n"
+        "warnings.simplefilter('always')\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    (x * x).sum().backward(create_graph=True)\n"  # line 7
+        "    ag._create_graph_warned = False\n"
+        "    ag.backward([(x * x).sum()], create_graph=True)\n"  # line 9
+        "    ag._create_graph_warned = False\n"
+        "    (x * x)[0].backward(create_graph=True)\n"  # line 11: the general path
+        "for m in w:\n"
+        "    if 'reference cycle' in str(m.message):\n"
+        "        print(m.filename, m.lineno)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=env, cwd=root, check=True).stdout.split("\n")
+    assert out[:3] == [f"{script} 7", f"{script} 9", f"{script} 11"], out
+
+
 def test_non_tensor_outputs_and_inputs_are_named():
     # PyTorch's texts: an output that is not a tensor (an AssertionError there), an input
     # that is neither a tensor nor a GradientEdge

@@ -1,7 +1,7 @@
 """Forward-over-reverse AD (as PyTorch): inside a forward_ad.dual_level, a backward pass
 (autograd.grad, backward(create_graph=True)) of dual tensors gives gradients whose tangents
-are Hessian-vector products; tgrad.func.jvp(grad(f)), jacfwd(jacrev(f)) and func.hessian
-use it; gradgradcheck(check_fwd_over_rev=True) checks it. References: float64 central
+are Hessian-vector products; tgrad.func.jvp(grad(f)) and jacfwd(jacrev(f)) use it;
+gradgradcheck(check_fwd_over_rev=True) checks it. References: float64 central
 finite differences of the gradient, NumPy hand-computed Hessians."""
 
 from __future__ import annotations
@@ -146,8 +146,9 @@ def test_fused_backward_primitives_have_tangents():
 
 
 def test_func_jvp_of_grad_and_hessian():
-    """func.jvp(func.grad(f), (x,), (v,)) gives (grad f(x), H v); func.hessian (jacfwd of
-    jacrev, as PyTorch) and jacfwd(jacrev(f)) give H; jacfwd of a grad with two args."""
+    """func.jvp(func.grad(f), (x,), (v,)) gives (grad f(x), H v); func.hessian (PyTorch's
+    jacfwd of jacrev, computed as jacrev of jacrev) and jacfwd(jacrev(f)) give H; jacfwd of
+    a grad with two args."""
     xn, vn = np.array([0.3, -0.7, 1.1]), np.array([1.0, 2.0, -1.0])
     x, v = _t(xn), _t(vn)
     g, hv = func.jvp(func.grad(_f), (x,), (v,))
@@ -207,3 +208,144 @@ class _Square(tgrad.autograd.Function):
     def jvp(ctx, tx):
         (x,) = ctx.saved_tensors
         return 2 * x * tx
+
+
+def _check_hvp_fd(f, xn, vn, what: str) -> None:
+    """H v of the scalar f at xn along vn by forward over reverse (func.jvp(func.grad(f))
+    and autograd.grad of dual inputs) against the float64 central finite difference of the
+    gradient, (grad f(x + h v) - grad f(x - h v)) / 2h."""
+    def grad_at(xa):
+        p = _t(xa).requires_grad_()
+        (g,) = tgrad.autograd.grad(f(p), p)
+        return g.numpy()
+    want = (grad_at(xn + _H * vn) - grad_at(xn - _H * vn)) / (2 * _H)
+    _, hv = func.jvp(func.grad(f), (_t(xn),), (_t(vn),))
+    np.testing.assert_allclose(hv.numpy(), want, rtol=1e-5, atol=1e-6,
+                               err_msg=f"{what}: func.jvp(grad)")
+    p = _t(xn).requires_grad_()
+    with fwAD.dual_level():
+        (g,) = tgrad.autograd.grad(f(fwAD.make_dual(p, _t(vn))), p)
+        tangent = fwAD.unpack_dual(g).tangent
+    np.testing.assert_allclose(tangent.numpy(), want, rtol=1e-5, atol=1e-6,
+                               err_msg=f"{what}: autograd.grad in a level")
+
+
+def test_hvp_through_inplace_ops_matches_finite_differences():
+    """In-place ops that save their input (mul_, div_, sin_, pow_) inside a level: the
+    backward reads the old value's tangent, not the one the op wrote in place."""
+    xn = np.array([0.5, -1.0, 2.0])
+    vn = np.array([1.0, -0.5, 0.25])
+    cases = {
+        "mul_": lambda x: (x * 1).mul_(x).exp_().sum(),
+        "div_": lambda x: (x * 1).div_(x.exp()).sum(),
+        "sin_": lambda x: (x * 1).sin_().sum(),
+        "pow_": lambda x: (x * 1).pow_(3).sum(),
+        "mul_ other": lambda x: (x * 1).mul_(x.sin()).pow(2).sum(),
+    }
+    for name, f in cases.items():
+        _check_hvp_fd(f, xn, vn, name)
+    # hessian of sum(x^3) via pow_: diag(6 x)
+    np.testing.assert_allclose(
+        func.hessian(lambda x: (x * 1).pow_(3).sum())(_t(xn)).numpy(), np.diag(6 * xn),
+        rtol=1e-12)
+    np.testing.assert_allclose(
+        func.jacfwd(func.jacrev(lambda x: (x * 1).pow_(3).sum()))(_t(xn)).numpy(),
+        np.diag(6 * xn), rtol=1e-12)
+
+
+def test_hvp_through_checkpoint_and_saved_tensors_hooks():
+    """Saved tensors packed by saved_tensors_hooks (identity and clone pairs) and by
+    checkpoint(use_reentrant=False) keep their tangents: forward over reverse through them
+    gives H v (it gave zeros), and func.hessian the Hessian."""
+    from tgrad.utils.checkpoint import checkpoint
+    xn, vn = np.array([0.3, -0.5, 0.7]), np.array([1.0, 0.5, -2.0])
+
+    def with_hooks(pack):
+        def f(x):
+            with tgrad.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                return _f(x.tanh())
+        return f
+    cases = {
+        "identity hooks": with_hooks(lambda t: t),
+        "clone hooks": with_hooks(lambda t: t.clone()),
+        "checkpoint": lambda x: checkpoint(lambda a: _f(a.tanh()), x, use_reentrant=False),
+    }
+    for name, f in cases.items():
+        _check_hvp_fd(f, xn, vn, name)
+    np.testing.assert_allclose(
+        func.hessian(lambda x: checkpoint(_f, x, use_reentrant=False))(_t(xn)).numpy(),
+        _hess_f(xn), rtol=1e-12)
+
+
+def test_hessian_runs_f_once_and_jacfwd_of_jacrev_per_element():
+    """func.hessian has PyTorch's jacfwd(jacrev(f)) values but runs reverse over reverse:
+    f is called once (tgrad's vmap is a loop: forward over reverse would run f once per
+    input element); jacfwd(jacrev(f)) written out runs forward over reverse."""
+    xn = np.array([0.3, -0.7, 1.1, 0.4])
+    calls = []
+
+    def f(x):
+        calls.append(x.shape)
+        return _f(x)
+    np.testing.assert_allclose(func.hessian(f)(_t(xn)).numpy(), _hess_f(xn), rtol=1e-12)
+    assert len(calls) == 1
+    calls.clear()
+    np.testing.assert_allclose(func.jacfwd(func.jacrev(f))(_t(xn)).numpy(), _hess_f(xn),
+                               rtol=1e-12)
+    assert len(calls) == xn.size
+
+
+def test_hvp_through_inplace_ops_on_views_matches_finite_differences():
+    """An in-place op on a view of a tensor inside a level (y[0].mul_(x[1]), setitem,
+    a transposed view): the view's tangent is a recorded view of the base's, so the op
+    writes it (it raised "a view created in no_grad mode"); H v vs finite differences."""
+    xn = np.array([[0.3, -0.5, 0.8], [0.2, 0.1, -0.4]])
+    vn = np.array([[1.0, 0.5, -0.3], [0.2, 0.3, 0.7]])
+
+    def row_mul(x):
+        y = x.clone()
+        y[0].mul_(x[1])
+        return (y * y).sum()
+
+    def setitem(x):
+        y = x * 1
+        y[1] = x[0] ** 2
+        return (y ** 2).sum()
+
+    def transposed(x):
+        y = x.sin()
+        y.t()[1:].mul_(x.t()[:2].exp())
+        return (y ** 3).sum()
+    for name, f in (("row mul_", row_mul), ("setitem", setitem), ("t() mul_", transposed)):
+        _check_hvp_fd(f, xn, vn, name)
+    h = func.jacfwd(func.jacrev(row_mul))(_t(xn)).numpy().reshape(6, 6)
+    np.testing.assert_allclose(h, func.hessian(row_mul)(_t(xn)).numpy().reshape(6, 6),
+                               rtol=1e-12)
+
+
+def test_once_differentiable_backward_computes_tangents():
+    """As PyTorch: a @once_differentiable backward runs with grad mode off, but its ops
+    still compute tangents in a level, so forward over reverse gives H v (d^2 x^3 = 6 x)."""
+    class Cube(tgrad.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x ** 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+            ctx.save_for_forward(inputs[0])
+
+        @staticmethod
+        @tgrad.autograd.function.once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * t
+    xn, vn = np.array([0.3, -0.5, 0.7]), np.array([1.0, 0.5, -2.0])
+    _, hv = func.jvp(func.grad(lambda x: Cube.apply(x).sum()), (_t(xn),), (_t(vn),))
+    np.testing.assert_allclose(hv.numpy(), 6 * xn * vn, rtol=1e-12)

@@ -421,9 +421,17 @@ def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwarg
 
 
 def hessian(func: Callable, argnums=0) -> Callable:
-    """The Hessian of a scalar ``func`` with respect to ``argnums``: jacfwd(jacrev(f)), as
-    PyTorch (forward over reverse: one Hessian-vector product per input element)."""
-    return jacfwd(jacrev(func, argnums), argnums)
+    """The Hessian of a scalar ``func`` with respect to ``argnums``: PyTorch's
+    jacfwd(jacrev(f)) (same values and errors), computed here as jacrev(jacrev(f)): tgrad's
+    vmap is a loop, so forward over reverse would cost one full forward-and-backward pass
+    per input element, while the outer reverse pass reuses one graph. jacfwd(jacrev(f))
+    written out runs forward over reverse."""
+    h = jacrev(jacrev(func, argnums), argnums)
+
+    def wrapper(*args, **kwargs):
+        with _transform(vmaps=True):  # PyTorch's outer jacfwd vmaps f
+            return h(*args, **kwargs)
+    return wrapper
 
 
 # ---------------------------------------------------------------------------------- vmap

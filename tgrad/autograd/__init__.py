@@ -62,21 +62,29 @@ def _inputs_tuple(inputs, fn: str) -> tuple:
 _create_graph_warned = False  # PyTorch warns once per process (TORCH_WARN_ONCE)
 
 
-def _warn_create_graph_cycle(stacklevel: int) -> None:
+def _warn_create_graph_cycle() -> None:
     """``backward(create_graph=True)``: a leaf's .grad then depends on the leaf itself
     (x.grad = 2x -> MulBackward0 -> AccumulateGrad -> x), a reference cycle; PyTorch's
-    engine warns about it once per process (``autograd.grad`` makes no cycle)."""
+    engine warns about it once per process (``autograd.grad`` makes no cycle). The warning
+    points at the first frame outside tgrad (the user's line, however many tgrad frames,
+    e.g. Tensor.backward's lazily bound stub, lie between)."""
     global _create_graph_warned
     if _create_graph_warned:
         return
     _create_graph_warned = True
+    import os
+    import sys
     import warnings
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, stacklevel = sys._getframe(1), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+        frame, stacklevel = frame.f_back, stacklevel + 1
     warnings.warn("Using backward() with create_graph=True will create a reference cycle "
                   "between the parameter and its gradient which can cause a memory leak. We "
                   "recommend using autograd.grad when creating the graph to avoid this. If you "
                   "have to use this function, make sure to reset the .grad fields of your "
                   "parameters to None after use to break the cycle and avoid the leak.",
-                  UserWarning, stacklevel=stacklevel + 1)
+                  UserWarning, stacklevel=stacklevel)
 
 
 def _make_grads(outputs: tuple, grads: tuple) -> list:
@@ -201,12 +209,12 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     product with ``grad_tensors``; implicit ones only for single-element outputs).
     ``tensors`` and ``inputs`` may hold ``graph.GradientEdge``s; with ``inputs`` only those
     get gradients (a non-leaf tensor there is made to retain its grad)."""
-    _backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs, 3)
+    _backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
 
 
-def _backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs,
-              stacklevel: int) -> None:
-    """``backward``'s work; ``stacklevel`` points its warning at the user's frame."""
+def _backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables,
+              inputs) -> None:
+    """``backward``'s work."""
     if grad_variables is not None:
         grad_tensors = grad_variables
     outputs = _as_tuple(tensors)
@@ -229,7 +237,7 @@ def _backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables,
             if isinstance(t, _function.Tensor) and not isinstance(node, AccumulateGrad):
                 t.retain_grad()
     if create_graph and not _create_graph_warned:
-        _warn_create_graph_cycle(stacklevel)
+        _warn_create_graph_cycle()
     run_backward(edges, root_grads, retain_graph, create_graph, capture, accumulate=True)
 
 
@@ -243,11 +251,11 @@ def tensor_backward(t, gradient, retain_graph: bool | None, create_graph: bool,
             and t._grad_fn is not None and gradient._data.shape == t._data.shape
             and gradient.device is t.device and gradient.dtype is t.dtype):
         if create_graph and not _create_graph_warned:
-            _warn_create_graph_cycle(3)  # the caller of Tensor.backward
+            _warn_create_graph_cycle()
         run_backward([(t._grad_fn, t._output_nr)], [gradient],
                      create_graph if retain_graph is None else retain_graph, create_graph)
         return
-    _backward(t, gradient, retain_graph, create_graph, None, inputs, 4)
+    _backward(t, gradient, retain_graph, create_graph, None, inputs)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,

@@ -29,8 +29,8 @@ tensors carry their tangents (a saved input is the dual tensor itself; a saved o
 alias gets the output's tangent: _attach_saved), so each backward formula, made of tgrad
 ops, gives gradients whose tangents are the formula's directional derivative: inside a
 level, ``autograd.grad(f(x), x)`` of a dual ``x`` has tangent H t (a Hessian-vector
-product), ``tgrad.func.jvp(grad(f))`` and ``jacfwd(jacrev(f))`` (func.hessian) work as in
-PyTorch.
+product), ``tgrad.func.jvp(grad(f))`` and ``jacfwd(jacrev(f))`` work as in PyTorch
+(func.hessian computes jacrev(jacrev(f)): fewer passes with tgrad's looping vmap).
 """
 
 from __future__ import annotations
@@ -214,10 +214,12 @@ def _attach_saved(o, tangent) -> None:
     saved = None if node is None else node._saved
     if not saved:
         return
-    from tgrad.autograd.node import SavedTensor
+    from tgrad.autograd.node import HookedSavedTensor, SavedTensor
     for s in saved:
         if type(s) is SavedTensor and s.is_output and s.output_nr == o._output_nr:
             s.tensor.__dict__["_fw"] = (_current, tangent)
+        elif type(s) is HookedSavedTensor and s.is_output and s.output_nr == o._output_nr:
+            s.fw = (_current, tangent)  # given to the unpacked alias
 
 
 def _like_layout(t):
@@ -284,11 +286,16 @@ def _unary_rule(name: str):
     return jvp
 
 
-def _linear_first(op):
+def _linear_first(cls):
     """Ops linear in their first argument: the same op on its tangent (used only while the
-    other arguments carry none: _FIRST_ONLY)."""
+    other arguments carry none: _FIRST_ONLY). A view's tangent is made as a recorded view
+    (view_apply), as the primal is, so an in-place op through the view can write it when
+    the new tangent requires grad (forward over reverse)."""
     def jvp(args, tangents, out):
-        return op(tangents[0], *args[1:])
+        if isinstance(out, _tensor_cls()) and out._base is not None:
+            from tgrad.ops._common import view_apply
+            return view_apply(cls, tangents[0], *args[1:])
+        return cls.apply(tangents[0], *args[1:])
     return jvp
 
 
@@ -354,7 +361,7 @@ def _build_rules() -> dict:
                  "unbind", "clone", "sum", "mean", "cumsum", "sum_to", "to"):
         if name in OPS:
             for c in _same_forward(OPS[name]):
-                rules[c] = _linear_first(c.apply)
+                rules[c] = _linear_first(c)
                 _FIRST_ONLY.add(c)
     for op, rule in ((OPS["add"], _add_sub(1.0)), (OPS["sub"], _add_sub(-1.0)),
                      (OPS["mul"], _mul), (OPS["div"], _div), (OPS["matmul"], _matmul),

@@ -183,17 +183,25 @@ class HookedSavedTensor:
     it returns is kept. ``unpack_hook(packed)`` runs on every read of ``saved_tensors`` and
     must return a Tensor: a fresh alias of it gets the saved tensor's autograd identity back
     (its grad_fn and output_nr, or the leaf's AccumulateGrad), so double backward works
-    through it. As in PyTorch there is no version check: the hooks own the value.
+    through it. As in PyTorch there is no version check: the hooks own the value. Inside a
+    forward-AD level the saved tensor's tangent (its ``_fw`` entry; a saved output's is set
+    by forward_ad._attach_saved) is kept and given to the unpacked alias, so backward passes
+    through the hooks (checkpoint included) differentiate forward over reverse.
     """
 
     __slots__ = ("packed", "unpack_hook", "is_output", "output_nr", "requires_grad",
-                 "grad_fn", "accumulator")
+                 "grad_fn", "accumulator", "fw")
 
     def __init__(self, t, is_output: bool, hooks: tuple) -> None:
         pack_hook, self.unpack_hook = hooks
         self.is_output = is_output
         self.output_nr = t._output_nr
         self.requires_grad = t._requires_grad
+        self.fw = t.__dict__.get("_fw")  # (level, tangent) or None
+        if self.fw is None and t._base is not None:  # a view of a dual tensor: its tangent
+            from tgrad.autograd import forward_ad  # is made on first read (get_tangent)
+            if forward_ad._current is not None and forward_ad.get_tangent(t) is not None:
+                self.fw = t.__dict__.get("_fw")
         # The producer of a saved input (an output's producer is the node itself, re-attached
         # on unpack so that no reference cycle is made), or a leaf's gradient sink.
         self.grad_fn = None if is_output else (t.grad_fn if t._base is not None
@@ -228,6 +236,8 @@ class HookedSavedTensor:
         elif self.accumulator is not None:
             out._grad_accumulator = weakref.ref(self.accumulator)
         out._requires_grad = self.requires_grad
+        if self.fw is not None:  # the saved tensor's forward-AD tangent (stale levels unread)
+            out.__dict__["_fw"] = self.fw
         return out
 
 

@@ -141,8 +141,8 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     if _function._FW_LEVEL is not None:  # forward-mode AD: the old values' tangent
         from tgrad.autograd.forward_ad import get_tangent
         tangent = get_tangent(self)
-        if tangent is not None:
-            old.__dict__["_fw"] = (_function._FW_LEVEL, tangent)
+        if tangent is not None:  # a copy: inplace_update below writes self's in place
+            old.__dict__["_fw"] = (_function._FW_LEVEL, tangent.clone())
     # ``x.op_(x)``: the argument is read before the write, i.e. it is the old value.
     args = tuple(old if a is self else a for a in args)
     res = fn(old, *args)
