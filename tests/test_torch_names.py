@@ -216,3 +216,95 @@ def test_histogramdd_errors_and_tensor_histogram():
     hn, en = np.histogram(x, 4, range=(0.0, 1.0))
     np.testing.assert_allclose(h.numpy(), hn)
     np.testing.assert_allclose(e.numpy(), en)
+
+
+# ------------------------------------------------------------------ as_strided_scatter
+def _np_as_strided_scatter(x, src, size, stride, offset):
+    """NumPy reference: a C-contiguous copy of x with src written through the strided view."""
+    out = np.ascontiguousarray(x).copy()
+    flat = out.reshape(-1)
+    view = np.lib.stride_tricks.as_strided(flat[offset:], size,
+                                           [s * flat.itemsize for s in stride])
+    view[...] = src
+    return out
+
+
+@pytest.mark.parametrize("size,stride,offset", [((2, 2), (1, 2), 1), ((3,), (4,), 0),
+                                                ((2, 3), (4, 1), None), ((0, 2), (1, 1), 2)])
+def test_as_strided_scatter_matches_numpy_and_gradcheck(size, stride, offset):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4))
+    src = rng.standard_normal(size)
+    got = tgrad.as_strided_scatter(tgrad.tensor(x), tgrad.tensor(src), size, stride, offset)
+    np.testing.assert_array_equal(got.numpy(),
+                                  _np_as_strided_scatter(x, src, size, stride, offset or 0))
+    assert got.is_contiguous()
+    # d input = g with the written positions zeroed; d src = g read through the view
+    xt, st = _x(x), _x(src)
+    g = rng.standard_normal((3, 4))
+    out = xt.as_strided_scatter(st, size, stride, offset)
+    out.backward(tgrad.tensor(g))
+    written = _np_as_strided_scatter(np.zeros((3, 4)), np.ones(size), size, stride,
+                                     offset or 0)
+    np.testing.assert_array_equal(xt.grad.numpy(), np.where(written == 1, 0.0, g))
+    gv = np.lib.stride_tricks.as_strided(g.reshape(-1)[offset or 0:], size,
+                                         [s * 8 for s in stride])
+    np.testing.assert_array_equal(st.grad.numpy(), gv)
+    assert gradcheck(lambda a, b: tgrad.as_strided_scatter(a, b, size, stride, offset),
+                     (_x(x), _x(src)))
+
+
+def test_as_strided_scatter_of_a_slice_and_errors():
+    x = np.arange(12.0).reshape(3, 4)
+    # a slice's copy starts at storage offset 0 (as PyTorch): offset None writes its start
+    src = tgrad.full((2, 2), -1.0, dtype=tgrad.float64)
+    got = tgrad.as_strided_scatter(tgrad.tensor(x)[1:], src, (2, 2), (1, 2))
+    np.testing.assert_array_equal(got.numpy(), [[-1, -1, -1, -1], [8, 9, 10, 11]])
+    with pytest.raises(RuntimeError, match="expected src to have a size equal to the slice"):
+        tgrad.as_strided_scatter(tgrad.tensor(x), tgrad.ones(2, 2, dtype=tgrad.float64),
+                                 (2, 3), (1, 2), 1)
+    with pytest.raises(RuntimeError, match="out of bounds for storage"):
+        tgrad.as_strided_scatter(tgrad.tensor(x), tgrad.ones(2, 2, dtype=tgrad.float64),
+                                 (2, 2), (1, 2), 100)
+
+
+# ------------------------------------------------------------------ more *_copy forms
+def test_view_as_real_and_complex_copy():
+    z = np.array([1 + 2j, -3 + 0.5j])
+    r = tgrad.view_as_real_copy(tgrad.tensor(z))
+    np.testing.assert_array_equal(r.numpy(), [[1, 2], [-3, 0.5]])
+    assert r._base is None and r.is_contiguous()
+    c = tgrad.view_as_complex_copy(tgrad.tensor([[1.0, 2.0], [3.0, -4.0]]))
+    np.testing.assert_array_equal(c.numpy(), [1 + 2j, 3 - 4j])
+    assert c._base is None
+    x = _x([[1.0, 2.0], [3.0, -4.0]])
+    w = np.array([2.0, -1.0])
+    tgrad.view_as_real_copy(tgrad.view_as_complex_copy(x)).mul(tgrad.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.tile(w, (2, 1)))
+    with pytest.raises(RuntimeError, match="last dimension of size 2"):
+        tgrad.view_as_complex_copy(tgrad.ones(3))
+
+
+def test_split_with_sizes_copy_and_out_lists():
+    x = np.arange(10.0).reshape(5, 2)
+    parts = tgrad.split_with_sizes_copy(_x(x), [2, 3])
+    for p, ref in zip(parts, np.split(x, [2])):
+        np.testing.assert_array_equal(p.detach().numpy(), ref)
+        assert p._base is None
+    assert gradcheck(lambda a: tgrad.split_with_sizes_copy(a, [1, 1], dim=1), (_x(x),))
+    # out=: one tensor per part, resized as needed; returns None (PyTorch); no graph
+    out = [tgrad.empty(2, 2, dtype=tgrad.float64), tgrad.empty(0, dtype=tgrad.float64)]
+    assert tgrad.split_with_sizes_copy(_x(x), [2, 3], out=out) is None
+    np.testing.assert_array_equal(out[0].numpy(), x[:2])
+    np.testing.assert_array_equal(out[1].numpy(), x[2:])
+    assert not out[1].requires_grad
+    out = [tgrad.empty(3, dtype=tgrad.float64) for _ in range(5)]
+    assert tgrad.unbind_copy(tgrad.tensor(x.T), 1, out=out) is None
+    np.testing.assert_array_equal(np.stack([o.numpy() for o in out]), x)
+    with pytest.raises(RuntimeError, match="expected an out= argument of size 2, got size 1"):
+        tgrad.split_with_sizes_copy(tgrad.tensor(x), [2, 3], out=[tgrad.empty(2, 2)])
+    with pytest.raises(RuntimeError, match="split_copy.*expected an out= argument of size 3"):
+        tgrad.split_copy(tgrad.tensor(x), 2, out=[tgrad.empty(2, 2)])
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype double"):
+        tgrad.split_with_sizes_copy(tgrad.tensor(x), [2, 3],
+                                    out=[tgrad.empty(2, 2), tgrad.empty(3, 2)])

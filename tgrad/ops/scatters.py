@@ -1,6 +1,7 @@
 """The out-of-place writes into a view: ``slice_scatter``, ``select_scatter``,
-``diagonal_scatter`` (a copy of input with src written over the slice / select / diagonal
-view) and ``masked_scatter`` (source's first elements, in order, written where mask holds).
+``diagonal_scatter``, ``as_strided_scatter`` (a copy of input with src written over the
+slice / select / diagonal / as_strided view) and ``masked_scatter`` (source's first
+elements, in order, written where mask holds).
 Compositions: a clone and an indexed (or view) write, so d input = g outside the written
 part and d src = g read from it (the write's own rule).
 
@@ -13,10 +14,11 @@ from __future__ import annotations
 
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.composite import _check_mask
-from tgrad.ops.layout import diagonal
+from tgrad.ops.layout import as_strided, diagonal
 from tgrad.tensor import Tensor, _wrap_dim
 
-__all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "masked_scatter"]
+__all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter",
+           "masked_scatter"]
 
 
 def _write(op: str, input: Tensor, src: Tensor, view_of) -> Tensor:  # noqa: A002
@@ -62,6 +64,21 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
                      dim2: int = 1) -> Tensor:
     """input with input.diagonal(offset, dim1, dim2) replaced by src."""
     return _write("diagonal_scatter", input, src, lambda t: diagonal(t, offset, dim1, dim2))
+
+
+@tensor_method("as_strided_scatter")
+def as_strided_scatter(input: Tensor, src: Tensor, size, stride,  # noqa: A002
+                       storage_offset: int | None = None) -> Tensor:
+    """input with its copy's ``as_strided(size, stride, storage_offset)`` view replaced by
+    src;  d input = g zeroed at the written storage positions, d src = g read through the
+    view (PyTorch 2.13's d input is the complement, a known bug: its gradcheck fails).
+
+    The copy is C-contiguous (tgrad's clone) with storage offset 0, so ``stride`` and
+    ``storage_offset`` address input's row-major order (PyTorch's clone keeps a
+    transposed input's strides). With overlapping strides the written value of a shared
+    position is one of src's (unspecified, as PyTorch)."""
+    return _write("as_strided_scatter", input, src,
+                  lambda t: as_strided(t, size, stride, storage_offset))
 
 
 @tensor_method("masked_scatter")

@@ -12,9 +12,13 @@
   floor((end - start) / step) + 1 values of the default dtype;
 - ``split_with_sizes`` and the ``unsafe_split`` / ``unsafe_chunk`` /
   ``unsafe_split_with_sizes`` forms (the same views: tgrad has no unchecked variants);
-- the ``*_copy`` forms of the view ops (``view_copy``, ``permute_copy``, ``t_copy``, ...):
-  the view op then ``clone()``, so a contiguous tensor in the graph (d input = the view
-  op's backward of g);
+- the ``*_copy`` forms of the view ops (``view_copy``, ``permute_copy``, ``t_copy``,
+  ``view_as_real_copy``, ``view_as_complex_copy``, ``split_with_sizes_copy``, ...): the
+  view op then ``clone()``, so a contiguous tensor in the graph (d input = the view op's
+  backward of g); the split forms (``split_copy``, ``split_with_sizes_copy``,
+  ``unbind_copy``) take PyTorch's ``out=`` list (one tensor per part, each written as
+  ``out=`` writes: resized, exact dtype; the call returns None, as PyTorch's; outside
+  the graph);
 - ``poisson(rates, generator)`` (zero gradient for ``rates``, as PyTorch's) and
   ``binomial(count, prob, generator)`` (no gradient): tgrad.distributions' samplers;
 - ``typename(obj)``, ``detach(input)``, ``vmap`` (tgrad.func.vmap);
@@ -43,6 +47,7 @@ __all__ = ["asarray", "frombuffer", "scalar_tensor", "range", "split_with_sizes"
            "permute_copy", "t_copy", "transpose_copy", "squeeze_copy", "unsqueeze_copy",
            "expand_copy", "diagonal_copy", "select_copy", "slice_copy", "split_copy",
            "unbind_copy", "unfold_copy", "detach_copy", "alias_copy", "as_strided_copy",
+           "view_as_real_copy", "view_as_complex_copy", "split_with_sizes_copy",
            "poisson", "binomial", "typename", "detach", "vmap", "cond", "while_loop",
            "compile"]
 
@@ -174,9 +179,14 @@ for _name in ("unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes"):
 
 
 # ------------------------------------------------------------------ *_copy forms
-def _copy(op: str, view):
+def _copy(op: str, view, out_name: str | None = None):
+    """``op``: ``view`` then clone; ``out_name`` (a split form): PyTorch's ``out=`` list,
+    named ``out_name`` in its count error."""
     def fn(input: Tensor, *args, **kwargs):  # noqa: A002
         require_tensor(op, input)
+        dest = kwargs.pop("out", None) if out_name else None
+        if dest is not None:
+            return _split_out(out_name, view, input, args, kwargs, dest)
         out = view(input, *args, **kwargs)
         if isinstance(out, tuple):
             return tuple(o.clone() for o in out)
@@ -186,10 +196,35 @@ def _copy(op: str, view):
     return fn
 
 
+def _split_out(name: str, view, input: Tensor, args, kwargs, dest) -> None:  # noqa: A002
+    """The parts of ``view(input, ...)`` written into the tensors of ``dest`` (out=)."""
+    from tgrad._out import _store
+    from tgrad.autograd.grad_mode import no_grad
+    with no_grad():
+        parts = view(input, *args, **kwargs)
+        dest = list(dest) if isinstance(dest, (list, tuple)) else [dest]
+        if len(dest) != len(parts):
+            raise RuntimeError(f"{name} expected an out= argument of size {len(parts)}, got "
+                               f"size {len(dest)}")
+        for o, part in zip(dest, parts):
+            _store(name, o, part, exact_dtype=True)
+    return None
+
+
 def _slice(x: Tensor, dim: int = 0, start=None, end=None, step: int = 1) -> Tensor:
     index = [builtins.slice(None)] * x.ndim
     index[dim] = builtins.slice(start, end, step)
     return x[tuple(index)]
+
+
+def _view_as_real(x: Tensor) -> Tensor:
+    from tgrad.ops.complex_ops import view_as_real
+    return view_as_real(x)
+
+
+def _view_as_complex(x: Tensor) -> Tensor:
+    from tgrad.ops.complex_ops import view_as_complex
+    return view_as_complex(x)
 
 
 def _expand(x: Tensor, size, *, implicit: bool = False) -> Tensor:
@@ -208,10 +243,15 @@ diagonal_copy = _copy("diagonal_copy", lambda x, offset=0, dim1=0, dim2=1:
                       x.diagonal(offset, dim1, dim2))
 select_copy = _copy("select_copy", lambda x, dim, index: x.select(dim, index))
 slice_copy = _copy("slice_copy", _slice)
-split_copy = _copy("split_copy", lambda x, split_size, dim=0: x.split(split_size, dim))
-unbind_copy = _copy("unbind_copy", lambda x, dim=0: x.unbind(dim))
+split_copy = _copy("split_copy", lambda x, split_size, dim=0: x.split(split_size, dim),
+                   "split_copy_Tensor_out()")
+split_with_sizes_copy = _copy("split_with_sizes_copy", lambda x, split_sizes, dim=0:
+                              x.split_with_sizes(split_sizes, dim), "split_with_sizes_copy_out")
+unbind_copy = _copy("unbind_copy", lambda x, dim=0: x.unbind(dim), "unbind_copy_int_out")
 unfold_copy = _copy("unfold_copy", lambda x, dimension, size, step:
                     x.unfold(dimension, size, step))
+view_as_real_copy = _copy("view_as_real_copy", _view_as_real)
+view_as_complex_copy = _copy("view_as_complex_copy", _view_as_complex)
 alias_copy = _copy("alias_copy", lambda x: x)
 as_strided_copy = _copy("as_strided_copy", lambda x, size, stride, storage_offset=None:
                         x.as_strided(size, stride, storage_offset))
