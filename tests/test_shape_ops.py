@@ -82,6 +82,26 @@ def test_advanced_index_copies():
     np.testing.assert_array_equal(_np(x), np.arange(6.0))
 
 
+def test_advanced_index_result_is_c_contiguous():
+    # PyTorch allocates x[key] fresh in row-major order of its shape for a contiguous x
+    # (NumPy keeps the indexed dims outermost in memory when slices come first)
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x, i = _t(a), tgrad.tensor([0, 2])
+    m = tgrad.tensor([True, False, True])
+    for key, np_key in (((slice(None), None, i), (slice(None), None, [0, 2])),
+                        ((slice(None), i), (slice(None), [0, 2])),
+                        ((Ellipsis, i), (Ellipsis, [0, 2])),
+                        ((slice(None), m), (slice(None), [True, False, True])),
+                        ((slice(None), i, i), (slice(None), [0, 2], [0, 2]))):
+        y = x[key]
+        ref = a[np_key]
+        np.testing.assert_array_equal(_np(y), ref)
+        assert y.is_contiguous(), key
+        strides = [st // 8 for st in np.ascontiguousarray(ref).strides]
+        assert all(s == r for s, r, n in zip(y.stride(), strides, y.shape) if n > 1), key
+    assert _t(np.arange(6.0).reshape(2, 3))[:, None, i].stride() == (2, 2, 1)
+
+
 # ---------------------------------------------------------------------- indexing
 def test_repeated_indices_scatter_add():
     x = _t(np.arange(5.0), requires_grad=True)

@@ -974,8 +974,12 @@ def isnan_any(x: np.ndarray) -> bool:
 
 # ---------------------------------------------------------------- indexing
 def gather(x: np.ndarray, key) -> np.ndarray:
-    """Advanced indexing (integer arrays / boolean masks mixed with basic indices)."""
-    return np.asarray(x[key])
+    """Advanced indexing (integer arrays / boolean masks mixed with basic indices), freshly
+    allocated C-contiguous (PyTorch's layout for a contiguous x: NumPy puts the indexed dims
+    outermost in memory when slices come before them, x[:, idx] of a (2, 3) x has strides
+    (1, 2) there)."""
+    out = np.asarray(x[key])
+    return out if out.flags.c_contiguous else out.copy(order="C")
 
 
 def index_put_(dst: np.ndarray, key, values) -> None:
