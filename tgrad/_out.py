@@ -26,6 +26,7 @@ import math
 import warnings
 
 from tgrad import dtypes
+from tgrad._strides import contiguous_strides
 from tgrad.autograd.grad_mode import STATE, no_grad
 from tgrad.tensor import Storage, Tensor
 
@@ -78,7 +79,7 @@ def _tensors_in(values) -> list:
     return found
 
 
-def _check_overlap(name: str, out: Tensor, inputs: list) -> None:
+def _check_overlap(out: Tensor, inputs: list) -> None:
     """PyTorch's assert_no_partial_overlap: out may be an input (the same memory, read before
     the write) but not overlap one in part (checked, as PyTorch, for contiguous tensors)."""
     if not out._data.size or not out.is_contiguous():
@@ -113,11 +114,7 @@ def _resize(out: Tensor, shape: tuple) -> None:
     n = math.prod(shape)
     off = out.storage_offset()
     if out._data.size and off + n <= _storage_span(out)[1]:
-        stride, acc = [], 1
-        for d in reversed(shape):
-            stride.append(acc)
-            acc *= max(d, 1)
-        out._data = as_strided(out.detach(), shape, tuple(reversed(stride)), off)._data
+        out._data = as_strided(out.detach(), shape, contiguous_strides(shape), off)._data
         return
     from tgrad.ops.creation import empty
     fresh = empty(shape, dtype=out.dtype, device=out.device)
@@ -170,7 +167,7 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
         if kwargs.get("device") is None:
             kwargs["device"] = outs[0].device
     for o in outs:
-        _check_overlap(name, o, inputs)
+        _check_overlap(o, inputs)
     with no_grad():
         res = fn(*args, **kwargs)
     results = tuple(res) if isinstance(res, tuple) else (res,)

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from tgrad import dtypes
-from tgrad._strides import expand_strides, new_dim_stride, view_strides
+from tgrad._strides import expand_strides, new_dim_stride, squeeze_geometry, view_strides
 from tgrad.backends import numpy as _np_backend
 from tgrad.cuda import runtime
 from tgrad.cuda.array import DeviceArray, contiguous_strides
@@ -202,8 +202,7 @@ def unsqueeze(x: DeviceArray, dim: int) -> DeviceArray:
 def squeeze(x: DeviceArray, dims: tuple) -> DeviceArray:
     """``x`` without its size-1 dims ``dims``; the other dims keep their strides (size-1
     ones included), as PyTorch's squeeze."""
-    keep = [i for i in range(x.ndim) if i not in dims]
-    return x.view(tuple(x.shape[i] for i in keep), tuple(x.estrides[i] for i in keep))
+    return x.view(*squeeze_geometry(x.shape, x.estrides, dims))
 
 
 def as_strided(x: DeviceArray, shape: tuple, strides: tuple) -> DeviceArray:

@@ -10,14 +10,10 @@ Shapes: A (*, m, n) -> U (*, m, q), S (*, q), V (*, n, q) with A ~= U diag(S) V^
 
 from __future__ import annotations
 
-from tgrad.ops._common import require_tensor
+from tgrad.linalg._spectral import _matrix_checks
 from tgrad.tensor import Tensor
 
 __all__ = ["svd_lowrank", "pca_lowrank"]
-
-
-def _mH(x: Tensor) -> Tensor:  # noqa: N802
-    return x.mH
 
 
 def _approximate_basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tensor:
@@ -32,7 +28,7 @@ def _approximate_basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tenso
 
     Q = qr(times(A, R, M)).Q
     for _ in range(niter):
-        Q = qr(times(_mH(A), Q, None if M is None else _mH(M))).Q
+        Q = qr(times(A.mH, Q, None if M is None else M.mH)).Q
         Q = qr(times(A, Q, M)).Q
     return Q
 
@@ -43,27 +39,18 @@ def _svd_lowrank(A: Tensor, q: int, niter: int, M: Tensor | None) -> tuple:
     if M is not None:
         M = M.broadcast_to(A.shape)
     if m < n:  # work on the tall one
-        A = _mH(A)
-        M = None if M is None else _mH(M)
+        A = A.mH
+        M = None if M is None else M.mH
     Q = _approximate_basis(A, q, niter, M)
-    B = _mH(Q) @ A
+    B = Q.mH @ A
     if M is not None:
-        B = B - _mH(Q) @ M
+        B = B - Q.mH @ M
     U, S, Vh = svd(B, full_matrices=False)
-    V = _mH(Vh)
+    V = Vh.mH
     U = Q @ U
     if m < n:
         U, V = V, U
     return U, S, V
-
-
-def _check(op: str, A: Tensor) -> None:
-    require_tensor(op, A)
-    if A.ndim < 2:
-        raise RuntimeError(f"{op}: expected A to have at least 2 dimensions (*, m, n), but got "
-                           f"shape {list(A.shape)}")
-    if not (A.dtype.is_floating_point or A.dtype.is_complex):
-        raise RuntimeError(f"{op}: expected a floating point or complex A, but got {A.dtype}")
 
 
 def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2,
@@ -72,7 +59,7 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2,
     A - M ~= U diag(S) V^H, exact (to rounding) when A - M has rank <= q. ``q`` defaults to
     6 and must not exceed min(m, n) (linalg.qr / svd would give fewer columns); ``niter``
     (default 2) power iterations sharpen the basis. Randomized: see the module docstring."""
-    _check("svd_lowrank", A)
+    _matrix_checks("svd_lowrank", A, complex_ok=True)
     q = 6 if q is None else q
     niter = 2 if niter is None else niter
     return _svd_lowrank(A, q, niter, M)
@@ -82,7 +69,7 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int
     """(U, S, V) of svd_lowrank of A centered over its rows (A - A.mean(-2), when
     ``center``): the principal directions are V's columns, the variances S^2 / (m - 1).
     ``q`` defaults to min(6, m, n)."""
-    _check("pca_lowrank", A)
+    _matrix_checks("pca_lowrank", A, complex_ok=True)
     m, n = A.shape[-2:]
     if q is None:
         q = min(6, m, n)

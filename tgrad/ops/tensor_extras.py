@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from tgrad import dtypes
+from tgrad._strides import contiguous_strides
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, tensor_method
@@ -151,11 +152,7 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
                            f"{list(sizes)} from storage offset {off} needs "
                            f"{off + math.prod(sizes)} elements, the storage has "
                            f"{_storage_span(self)[1]})")
-    stride, acc = [], 1
-    for n in reversed(sizes):
-        stride.append(acc)
-        acc *= max(n, 1)
-    self._data = as_strided(self.detach(), sizes, tuple(reversed(stride)), off)._data
+    self._data = as_strided(self.detach(), sizes, contiguous_strides(tuple(sizes)), off)._data
     self._storage.version += 1
     return self
 
