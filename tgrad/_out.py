@@ -125,16 +125,13 @@ def _resize(out: Tensor, shape: tuple) -> None:
 
 def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool) -> None:
     """Write result ``res`` into ``out`` (checks, resize, cast, version bump)."""
-    from tgrad.ops.inplace import _write
+    from tgrad.ops.inplace import _write, check_castable
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if exact_dtype and res.dtype is not out.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {_C10_NAMES[res.dtype]}, but "
                            f"got {_C10_NAMES[out.dtype]} instead")
-    if res.dtype.category > out.dtype.category:
-        names = dtypes.SCALAR_TYPE_NAMES
-        raise RuntimeError(f"result type {names[res.dtype]} can't be cast to the desired "
-                           f"output type {names[out.dtype]}")
+    check_castable("", res.dtype, out.dtype)
     if res.device != out.device:
         raise RuntimeError(f"{name}(): Expected out tensor to have device {res.device}, but "
                            f"got {out.device} instead")

@@ -229,7 +229,7 @@ def _dims_nd(op: str, x: Tensor, s, dim) -> tuple:
 
 
 # ------------------------------------------------------------------------- drivers
-def _c2c(op: str, input, dims, sizes, forward: bool, norm) -> Tensor:  # noqa: A002
+def _c2c(input, dims, sizes, forward: bool, norm) -> Tensor:  # noqa: A002
     norm = _check_norm(norm)
     for n in sizes:
         _check_n(n)
@@ -284,7 +284,7 @@ def fft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
     signal first. Real input gives complex of its width."""
     x = _input("fft", input, "c")
     dims, sizes = _dim_1d("fft", x, n, dim)
-    return _c2c("fft", x, dims, sizes, True, norm)
+    return _c2c(x, dims, sizes, True, norm)
 
 
 def ifft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
@@ -292,7 +292,7 @@ def ifft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
     """The 1-D inverse discrete Fourier transform along ``dim`` (``n``: as fft)."""
     x = _input("ifft", input, "c")
     dims, sizes = _dim_1d("ifft", x, n, dim)
-    return _c2c("ifft", x, dims, sizes, False, norm)
+    return _c2c(x, dims, sizes, False, norm)
 
 
 def fftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:  # noqa: A002
@@ -300,28 +300,28 @@ def fftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:  #
     all), each signal zero-padded or trimmed to ``s``."""
     x = _input("fftn", input, "c")
     dims, sizes = _dims_nd("fftn", x, s, dim)
-    return _c2c("fftn", x, dims, sizes, True, norm)
+    return _c2c(x, dims, sizes, True, norm)
 
 
 def ifftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:  # noqa: A002
     """The N-D inverse discrete Fourier transform (``s``, ``dim``: as fftn)."""
     x = _input("ifftn", input, "c")
     dims, sizes = _dims_nd("ifftn", x, s, dim)
-    return _c2c("ifftn", x, dims, sizes, False, norm)
+    return _c2c(x, dims, sizes, False, norm)
 
 
 def fft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:  # noqa: A002
     """fftn over the last two dims."""
     x = _input("fft2", input, "c")
     dims, sizes = _dims_nd("fft2", x, s, dim)
-    return _c2c("fft2", x, dims, sizes, True, norm)
+    return _c2c(x, dims, sizes, True, norm)
 
 
 def ifft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:  # noqa: A002
     """ifftn over the last two dims."""
     x = _input("ifft2", input, "c")
     dims, sizes = _dims_nd("ifft2", x, s, dim)
-    return _c2c("ifft2", x, dims, sizes, False, norm)
+    return _c2c(x, dims, sizes, False, norm)
 
 
 def rfft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002

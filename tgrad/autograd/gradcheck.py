@@ -85,6 +85,18 @@ def _analytical_jacobian(inputs: tuple, outputs: tuple) -> list:
     return jac
 
 
+
+def _check_flags(first: tuple, second: tuple, needs: list) -> None:
+    """PyTorch's AssertionErrors for gradcheck's mode flags: ``first`` / ``second`` are
+    (name, value) of the two modes (one must be on); ``needs`` lists (flag, value, mode):
+    a flag that is on requires its mode."""
+    values = dict([first, second])
+    if not (first[1] or second[1]):
+        raise AssertionError(f"Expected at least one of {first[0]} or {second[0]} to be True")
+    for flag, on, mode in needs:
+        if on and not values[mode]:
+            raise AssertionError(f"Setting {flag}=True requires {mode} to be True")
+
 def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
               raise_exception: bool = True, check_sparse_nnz: bool = False,
               nondet_tol: float = 0.0, *, check_undefined_grad: bool = True,
@@ -113,15 +125,10 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
     i dL/dIm z) that is the whole real Jacobian, which determines both Wirtinger
     derivatives, what PyTorch's complex gradcheck checks.
     """
-    if not (check_forward_ad or check_backward_ad):
-        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad "
-                             "to be True")
-    if check_batched_grad and not check_backward_ad:
-        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to "
-                             "be True")
-    if check_batched_forward_grad and not check_forward_ad:
-        raise AssertionError("Setting check_batched_forward_grad=True requires "
-                             "check_forward_ad to be True")
+    _check_flags(("check_forward_ad", check_forward_ad), ("check_backward_ad", check_backward_ad),
+                 [("check_batched_grad", check_batched_grad, "check_backward_ad"),
+                  ("check_batched_forward_grad", check_batched_forward_grad,
+                   "check_forward_ad")])
     from tgrad.tensor import Tensor
     inputs = _as_tuple(inputs)
     func, inputs = _realified(func, inputs)
@@ -409,15 +416,10 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: floa
     tangents of the gradients computed inside a dual level) and
     ``check_backward_ad=check_rev_over_rev``.
     """
-    if not (check_fwd_over_rev or check_rev_over_rev):
-        raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev "
-                             "to be True")
-    if check_undefined_grad and not check_rev_over_rev:
-        raise AssertionError("Setting check_undefined_grad=True requires check_rev_over_rev to "
-                             "be True")
-    if check_batched_grad and not check_rev_over_rev:
-        raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to "
-                             "be True")
+    _check_flags(("check_fwd_over_rev", check_fwd_over_rev),
+                 ("check_rev_over_rev", check_rev_over_rev),
+                 [("check_undefined_grad", check_undefined_grad, "check_rev_over_rev"),
+                  ("check_batched_grad", check_batched_grad, "check_rev_over_rev")])
     from tgrad.autograd import grad as autograd_grad
     from tgrad.ops.creation import randn
     from tgrad.tensor import Tensor

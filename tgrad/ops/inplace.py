@@ -168,13 +168,19 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     return self
 
 
+def check_castable(prefix: str, src: dtypes.DType, dst: dtypes.DType) -> None:
+    """PyTorch's error when a result of dtype ``src`` is written into a ``dst`` tensor of a
+    lower category (floating > integer > bool); ``prefix`` leads the message."""
+    if src.category > dst.category:
+        names = dtypes.SCALAR_TYPE_NAMES  # PyTorch's text
+        raise RuntimeError(f"{prefix}result type {names[src]} can't be cast to the desired "
+                           f"output type {names[dst]}")
+
+
 def _check_fits(op: str, res: Tensor, self: Tensor) -> None:
     """The result must be castable to ``self``'s dtype (same or lower category) and have
     ``self``'s shape (in-place ops cannot broadcast ``self``)."""
-    if res.dtype.category > self.dtype.category:
-        names = dtypes.SCALAR_TYPE_NAMES  # PyTorch's text
-        raise RuntimeError(f"{op}: result type {names[res.dtype]} can't be cast to the desired "
-                           f"output type {names[self.dtype]}")
+    check_castable(f"{op}: ", res.dtype, self.dtype)
     if res.shape != self.shape:
         raise RuntimeError(f"{op}: output with shape {list(self.shape)} doesn't match the "
                            f"broadcast shape {list(res.shape)}")
