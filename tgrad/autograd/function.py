@@ -19,6 +19,7 @@ from tgrad.autograd.node import (
     FREED_MESSAGE,
     HookedSavedTensor,
     Node,
+    RawSavedTensor,
     SavedTensor,
     grad_accumulator,
 )
@@ -120,6 +121,29 @@ class BackwardCFunction(Node):
             return tuple(self.to_save)
         return tuple([None if s is None else s.unpack(self) for s in saved])
 
+    @property
+    def _raw_saved_tensors(self) -> tuple:
+        """One RawSavedTensor handle per saved tensor (PyTorch's ``_raw_saved_tensors``)."""
+        saved = self._saved
+        if saved is None:
+            if self._released:
+                raise RuntimeError(FREED_MESSAGE)
+            return ()
+        return tuple([RawSavedTensor(self, i) for i in range(len(saved))])
+
+    def __getattr__(self, name: str):
+        # Reached only when ordinary lookup fails, so recording and backward pay nothing:
+        # PyTorch's ``_saved_<name>`` / ``_raw_saved_<name>`` attributes, resolved through
+        # the op's ``saved_attributes`` table (see saved_attribute).
+        if name.startswith(("_saved_", "_raw_saved_")):
+            return saved_attribute(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self):
+        table = _saved_table(self)
+        raw = ["_raw" + k for k, spec in table.items() if type(spec) in (int, SavedSlot)]
+        return sorted(set(super().__dir__()) | set(table) | set(raw))
+
     def mark_dirty(self, *tensors) -> None:
         """Declare inputs that ``forward`` modified in place (they must be returned)."""
         self.dirty_tensors = tensors
@@ -145,6 +169,86 @@ class BackwardCFunction(Node):
         if type(out) is not tuple:
             out = tuple(out) if isinstance(out, list) else (out,)
         return _validate_grads(self, out)
+
+
+# ------------------------------------------------------------ saved-tensor attributes
+# An op class may state ``saved_attributes``: PyTorch's attribute name -> where tgrad's node
+# keeps that value. Only the class's own table counts (a subclass with another node name,
+# e.g. SumAll of Sum, states its own or has none). Specs:
+#   int i          the i-th tensor given to save_for_backward (None where None was saved);
+#                  unpacked as saved_tensors unpacks it (the input itself, or an alias of an
+#                  output with this node as grad_fn); freed by backward; has _raw_saved_<name>
+#   SavedSlot      the same, with a value for a number operand that saved None there
+#   KeptTensor(a)  a tensor the op keeps as ctx attribute ``a`` (freed with the graph as far
+#                  as the user sees; it has no raw handle: saved-tensor hooks never saw it)
+#   str a          the ctx attribute ``a`` as it is (dims, sizes, flags); kept after backward
+#   callable f     f(node) (a value derived from what the node keeps)
+
+
+class SavedSlot:
+    """Saved tensor ``index``; where the operand was a number (the slot holds None),
+    ``number(node)`` instead (e.g. PyTorch's wrapped-number tensor of ``x * 2.5``)."""
+
+    __slots__ = ("index", "number")
+
+    def __init__(self, index: int, number=None) -> None:
+        self.index = index
+        self.number = number
+
+
+class KeptTensor:
+    """A tensor the node keeps as the ctx attribute ``attr`` (not through
+    save_for_backward)."""
+
+    __slots__ = ("attr",)
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+
+
+def _saved_table(node: BackwardCFunction) -> dict:
+    return node._forward_cls.__dict__.get("saved_attributes") or {}
+
+
+def _slot_value(node: BackwardCFunction, index: int):
+    saved = node._saved
+    if saved is None:
+        if node._released:
+            raise RuntimeError(FREED_MESSAGE)
+        return None
+    slot = saved[index]
+    return None if slot is None else slot.unpack(node)
+
+
+def saved_attribute(node: BackwardCFunction, name: str):
+    """``node._saved_<x>`` / ``node._raw_saved_<x>`` from the op's ``saved_attributes``
+    table; AttributeError for names it does not state, as for any unknown attribute."""
+    raw = name.startswith("_raw_saved_")
+    spec = _saved_table(node).get(name[4:] if raw else name)
+    kind = type(spec)
+    if spec is None or (raw and kind not in (int, SavedSlot, KeptTensor)):
+        raise AttributeError(f"'{type(node).__name__}' object has no attribute '{name}'")
+    if raw:
+        if kind is KeptTensor:
+            raise NotImplementedError(
+                f"{node.name()}.{name}: tgrad keeps this tensor outside save_for_backward "
+                f"(as ctx.{spec.attr}), so it has no SavedTensor handle and saved-tensor "
+                f"hooks do not apply to it; read {name[4:]} instead")
+        return RawSavedTensor(node, spec if kind is int else spec.index)
+    if kind is int:
+        return _slot_value(node, spec)
+    if kind is SavedSlot:
+        value = _slot_value(node, spec.index)
+        if value is None and spec.number is not None:
+            return spec.number(node)
+        return value
+    if kind is KeptTensor:
+        if node._released:
+            raise RuntimeError(FREED_MESSAGE)
+        return getattr(node, spec.attr)
+    if kind is str:
+        return getattr(node, spec)
+    return spec(node)
 
 
 def _validate_grads(node: BackwardCFunction, grads: tuple) -> tuple:
@@ -282,6 +386,9 @@ class Function(metaclass=_FunctionMeta):
     # or a dict of them per device type ({"cuda": ..., "cpu": ...}; set for the built-in ops
     # by tgrad/amp/autocast_mode.py's tables)
     autocast: str | dict | None = None
+    # PyTorch's ``grad_fn._saved_<name>`` attributes of this op's node: name -> where the
+    # node keeps the value (the specs above saved_attribute); the class's own table only
+    saved_attributes: dict | None = None
 
     def __init__(self, *args, **kwargs) -> None:
         raise RuntimeError(

@@ -16,8 +16,13 @@
   modified in place is cloned first, so that backward still sees the saved values.
 - ``Node``, ``GradientEdge``, ``get_gradient_edge(tensor)``, ``increment_version(tensor)``.
 
-Not here yet: the ``_raw_saved_*`` attributes of nodes. The index arrays that indexing keeps
-for its backward as node attributes (not through ``save_for_backward``) are not packed.
+- Nodes' ``_saved_<name>`` attributes (PyTorch's names for what an op saved, from each op
+  class's ``saved_attributes`` table; see tgrad/autograd/function.py) and
+  ``_raw_saved_<name>`` handles (``register_hooks(pack_hook, unpack_hook)``: a hooks pair for
+  one saved tensor after the fact); docs/autograd.md lists the covered ops.
+
+The index arrays that indexing keeps for its backward as node attributes (not through
+``save_for_backward``) are not packed.
 """
 
 from __future__ import annotations

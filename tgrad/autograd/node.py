@@ -165,15 +165,20 @@ class SavedTensor:
                 "Hint: enable anomaly detection to find the operation that failed to compute "
                 "its gradient, with tgrad.autograd.set_detect_anomaly(True).")
         if self.is_output:
-            out = (_Tensor or _tensor_cls())(t._data, t._storage, t.device)
-            out._grad_fn = node
-            out._output_nr = self.output_nr
-            out._requires_grad = self.requires_grad
-            fw = t.__dict__.get("_fw")
-            if fw is not None:  # the output's forward-AD tangent (forward_ad._attach_saved)
-                out.__dict__["_fw"] = fw
-            return out
+            return self.output_alias(node)
         return t
+
+    def output_alias(self, node: Node):
+        """A saved output of ``node`` as a tensor again: an alias with node as its grad_fn."""
+        t = self.tensor
+        out = (_Tensor or _tensor_cls())(t._data, t._storage, t.device)
+        out._grad_fn = node
+        out._output_nr = self.output_nr
+        out._requires_grad = self.requires_grad
+        fw = t.__dict__.get("_fw")
+        if fw is not None:  # the output's forward-AD tangent (forward_ad._attach_saved)
+            out.__dict__["_fw"] = fw
+        return out
 
 
 class HookedSavedTensor:
@@ -239,6 +244,64 @@ class HookedSavedTensor:
         if self.fw is not None:  # the saved tensor's forward-AD tangent (stale levels unread)
             out.__dict__["_fw"] = self.fw
         return out
+
+
+class RawSavedTensor:
+    """``node._raw_saved_<name>``: a handle on one tensor a node saved (PyTorch's
+    ``torch._C._autograd.SavedTensor``). ``register_hooks(pack_hook, unpack_hook)`` gives
+    that one tensor a saved_tensors_hooks pair after the fact: ``pack_hook`` runs at once
+    (grad mode off) on the saved tensor, ``unpack_hook`` on every later read. As in PyTorch
+    it raises on a freed graph, on a slot that saved None, and when the tensor already has
+    hooks (its own, or a ``saved_tensors_hooks`` pair active when it was saved).
+    ``unpack()`` reads the saved tensor (as the ``_saved_<name>`` attribute does)."""
+
+    __slots__ = ("_node", "_index")
+
+    def __init__(self, node: Node, index: int) -> None:
+        self._node = node
+        self._index = index
+
+    def _slot(self):
+        saved = self._node._saved
+        if saved is None:
+            if self._node._released:
+                raise RuntimeError(FREED_MESSAGE)
+            return None
+        return saved[self._index]
+
+    def unpack(self):
+        slot = self._slot()
+        return None if slot is None else slot.unpack(self._node)
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        if not (callable(pack_hook) and callable(unpack_hook)):
+            raise TypeError(f"register_hooks(): pack_hook and unpack_hook must be callables "
+                            f"(got {type(pack_hook).__name__} and "
+                            f"{type(unpack_hook).__name__})")
+        node = self._node
+        if node._released:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through "
+                "the graph a second time or if you need to access saved variables after "
+                "calling backward.")
+        slot = self._slot()
+        if slot is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is "
+                               "forbidden")
+        if type(slot) is HookedSavedTensor:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have "
+                               "already been set. Hint: only one pair of hooks is allowed at "
+                               "a time.")
+        # the tensor as saved, without the version check (from now on the hooks own the
+        # value, as PyTorch's: no version check on a hooked saved tensor)
+        t = slot.output_alias(node) if slot.is_output else slot.tensor
+        node._saved[self._index] = HookedSavedTensor(t, slot.is_output,
+                                                     (pack_hook, unpack_hook))
+
+    def __repr__(self) -> str:
+        return f"<SavedTensor object at {id(self):#x}>"
 
 
 class AccumulateGrad(Node):

@@ -19,6 +19,7 @@ import warnings
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, cast_args
+from tgrad.autograd import function as _function
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE, is_grad_enabled
 from tgrad.ops._common import (
@@ -81,6 +82,7 @@ class Softmax(Function):
 
     name = "softmax"
     node_name = "SoftmaxBackward0"
+    saved_attributes = {"_saved_dim": "dim", "_saved_result": 0}
     flops = _per_element(5)
 
     @staticmethod
@@ -129,6 +131,7 @@ class LogSoftmax(Function):
 
     name = "log_softmax"
     node_name = "LogSoftmaxBackward0"
+    saved_attributes = {"_saved_dim": "dim", "_saved_result": 0}
     flops = _per_element(5)
 
     @staticmethod
@@ -221,6 +224,9 @@ def log_softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
 
 
 # ====================================================================== cross entropy
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}  # PyTorch's at::Reduction values
+
+
 class CrossEntropy(Function):
     """loss_i = rw_i (logsumexp(x_i) - x_i[t_i]) (0 where t_i == ignore_index), reduced;
     rw_i = weight[t_i] (1 without class weights).
@@ -228,6 +234,11 @@ class CrossEntropy(Function):
 
     name = "cross_entropy"
     node_name = "NllLossBackward0"
+    # PyTorch's node saves log_softmax(x) as _saved_self and the class weights; tgrad's
+    # fused node keeps x and per-row weights, so only these have PyTorch's meaning
+    saved_attributes = {"_saved_target": 1,
+                        "_saved_ignore_index": lambda node: node.meta[1],
+                        "_saved_reduction": lambda node: _REDUCTION_ENUM[node.meta[2]]}
     flops = _per_element(5)
 
     @staticmethod
@@ -613,6 +624,12 @@ class LayerNorm(Function):
 
     name = "layer_norm"
     node_name = "NativeLayerNormBackward0"
+    # result1/2: the mean and rstd (kept as ctx attributes); the bias is not kept
+    saved_attributes = {"_saved_input": 0, "_saved_weight": 1,
+                        "_saved_normalized_shape": lambda node: node._out_meta[0][0][
+                            len(node._out_meta[0][0]) - node.k:],
+                        "_saved_result1": _function.KeptTensor("mean"),
+                        "_saved_result2": _function.KeptTensor("rstd")}
     flops = _per_element(8)
 
     @staticmethod

@@ -248,6 +248,9 @@ def _make_unary(name: str, saves: str, float_only: bool, rule):
 
     cls = type(name.capitalize(), (Function,), {
         "name": name, "node_name": _node(name),
+        # PyTorch's names for what the node saved (Function.saved_attributes): x is self,
+        # y the result
+        "saved_attributes": {"x": {"_saved_self": 0}, "y": {"_saved_result": 0}}.get(saves),
         "forward": staticmethod(forward), "backward": staticmethod(backward)})
     return register_op(cls)
 
@@ -724,6 +727,48 @@ def _keeps_f32(a, b, xa, dev) -> bool:
 _FAST_INT = 2**62
 
 
+def _wrapped_number(i: int):
+    """Number operand ``i`` of a binary node as PyTorch's saved wrapped number: a 0-d CPU
+    tensor (float64 for a float, int64 for an int, bool, complex128)."""
+    def value(node):
+        x = node.scalars[i] if node.scalars is not None else None
+        if x is None:
+            return None
+        dt = (dtypes.bool_ if isinstance(x, (bool, np.bool_)) else
+              dtypes.int64 if isinstance(x, (int, np.integer)) else
+              dtypes.complex128 if isinstance(x, (complex, np.complexfloating))
+              else dtypes.float64)
+        from tgrad.ops.creation import tensor
+        return tensor(x, dtype=dt)
+    return value
+
+
+def _number(i: int):
+    """Number operand ``i`` of a binary node as it was given (pow's saved Scalar)."""
+    return lambda node: node.scalars[i] if node.scalars is not None else None
+
+
+def _alpha_one(node) -> int:
+    # tgrad's add/sub nodes always add other as given: add(x, y, alpha=a) records
+    # other * a (a MulBackward0) first, so the node's own alpha is 1
+    return 1
+
+
+_SELF_OTHER = {"_saved_self": _function.SavedSlot(0, _wrapped_number(0)),
+               "_saved_other": _function.SavedSlot(1, _wrapped_number(1))}
+# PyTorch's names for what a binary node saved (Function.saved_attributes): saved_tensors
+# is (a, b, y), None where not saved (see _save_plan), number operands in ctx.scalars
+_BINARY_SAVED = {
+    "add": {"_saved_alpha": _alpha_one}, "sub": {"_saved_alpha": _alpha_one},
+    "mul": _SELF_OTHER, "div": _SELF_OTHER, "maximum": _SELF_OTHER,
+    "minimum": _SELF_OTHER, "atan2": _SELF_OTHER,
+    # PowBackward0 (tensor ** number); PowBackward1/2 also have the result (_POW_SAVED)
+    "pow": {"_saved_self": 0, "_saved_exponent": _function.SavedSlot(1, _number(1))},
+}
+_POW_SAVED = {"_saved_self": _function.SavedSlot(0, _number(0)),
+              "_saved_exponent": _function.SavedSlot(1, _number(1)), "_saved_result": 2}
+
+
 def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     joint = _JOINT_RULES.get(name)
     is_cmp = rule_a is None and joint is None
@@ -820,6 +865,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     node = _NODE_NAMES.get(name, _node(name))
     cls = type(name.capitalize(), (Function,), {
         "name": name, "node_name": node, "scalar_edges": name != "pow",
+        "saved_attributes": _BINARY_SAVED.get(name),
         "forward": staticmethod(forward), "backward": staticmethod(backward)})
     cls._backward_cls.scalars = None  # forward sets (number or None, number or None)
     return register_op(cls)
@@ -845,7 +891,8 @@ def _node_variant(name: str, node_name: str):
     """Binary op ``name`` (the same forward and backward) under another of PyTorch's node
     names, which depend on the overload: ``RsubBackward0/1``, ``PowBackward1/2``."""
     base = _BINARY[name]
-    cls = type(base.__name__, (base,), {"node_name": node_name})
+    saved = _POW_SAVED if name == "pow" else base.saved_attributes
+    cls = type(base.__name__, (base,), {"node_name": node_name, "saved_attributes": saved})
     cls._backward_cls.scalars = None
     return cls
 
@@ -1182,6 +1229,7 @@ class Relu(Function):
 
     name = "relu"
     node_name = "ReluBackward0"
+    saved_attributes = {"_saved_result": 0}
 
     @staticmethod
     def forward(ctx, x):

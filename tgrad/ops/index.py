@@ -149,11 +149,82 @@ def _index_fwd(ctx, x: Tensor, key, prim: str):
     return arr
 
 
+def _one_item(node, attr: str) -> tuple:
+    """(dim, item) of a basic key with one effective item (ints and slices; full slices
+    and ``...`` skipped): what PyTorch's one SelectBackward0 / SliceBackward0 saved. A key of
+    several items is several nodes in PyTorch and one here: AttributeError."""
+    key, ndim = node.key, len(node.shape)
+    found = None
+    dim = 0
+    for k in key:
+        if k is Ellipsis:
+            dim += ndim - sum(1 for j in key if j is not Ellipsis)
+        elif type(k) is slice and k == _FULL:
+            dim += 1
+        elif k is None or found is not None:
+            found = None
+            break
+        else:
+            found = (dim, k)
+            dim += 1
+    if found is None:
+        raise AttributeError(f"'{type(node).__name__}' object has no attribute '{attr}': tgrad "
+                             f"records x{list(key)} as one node, where PyTorch records one "
+                             f"per index item; it is kept for a key of one int or slice")
+    return found
+
+
+def _item_field(attr: str, field):
+    return lambda node: field(*_one_item(node, attr))
+
+
+def _item_input_sizes(node) -> tuple:
+    _one_item(node, "_saved_self_sym_sizes")  # the sizes of the one node's input
+    return node.shape
+
+
+_INT64_MAX = 2**63 - 1  # PyTorch's saved end of a slice without a stop
+
+# PyTorch's names for what SliceBackward0 / SelectBackward0 saved, from tgrad's key
+_SLICE_SAVED = {
+    "_saved_dim": _item_field("_saved_dim", lambda d, k: d),
+    "_saved_start": _item_field("_saved_start", lambda d, k: 0 if k.start is None else k.start),
+    "_saved_end": _item_field("_saved_end", lambda d, k: _INT64_MAX if k.stop is None
+                              else k.stop),
+    "_saved_step": _item_field("_saved_step", lambda d, k: 1 if k.step is None else k.step),
+    "_saved_self_sym_sizes": _item_input_sizes,
+}
+_SELECT_SAVED = {
+    "_saved_dim": _item_field("_saved_dim", lambda d, k: d),
+    "_saved_index": _item_field("_saved_index", lambda d, k: int(k)),
+    "_saved_self_sym_sizes": _item_input_sizes,
+}
+
+
+def _saved_indices(node) -> tuple:
+    """IndexBackward0's saved indices: one int64 (or bool) tensor per array item of the key,
+    None for a full slice (the key's other items have no saved form here)."""
+    from tgrad.ops.creation import as_tensor
+    out = []
+    for k in node.key:
+        if type(k) is slice and k == _FULL:
+            out.append(None)
+        elif isinstance(k, (np.ndarray, DeviceArray)):
+            out.append(wrap(k, node._out_meta[0][2]) if isinstance(k, DeviceArray)
+                       else as_tensor(k))
+        else:
+            raise AttributeError(f"'{type(node).__name__}' object has no attribute "
+                                 f"'_saved_indices': kept for keys of index arrays and full "
+                                 f"slices (got x{list(node.key)})")
+    return tuple(out)
+
+
 class BasicIndex(Function):
     """y = x[key] (a view);  dx = zeros with g written at key."""
 
     name = "getitem"
     node_name = "SliceBackward0"
+    saved_attributes = _SLICE_SAVED
 
     @staticmethod
     def forward(ctx, x, key):
@@ -168,6 +239,7 @@ class Select(BasicIndex):
     """x[i] (an integer last): PyTorch records SelectBackward0; slices keep SliceBackward0."""
 
     node_name = "SelectBackward0"
+    saved_attributes = _SELECT_SAVED
 
 
 _FULL = slice(None)
@@ -188,6 +260,7 @@ class AdvancedIndex(Function):
 
     name = "index"
     node_name = "IndexBackward0"
+    saved_attributes = {"_saved_indices": _saved_indices, "_saved_self_sym_sizes": "shape"}
 
     @staticmethod
     def forward(ctx, x, key):

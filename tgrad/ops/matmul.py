@@ -26,6 +26,10 @@ __all__ = ["matmul", "mm", "bmm"]
 class MatMul(Function):
     name = "matmul"
     node_name = "MmBackward0"
+    # saved_tensors is (a if b needs a gradient, b if a needs one), see _save_other_operands
+    saved_attributes = {"_saved_self": 0, "_saved_mat2": 1,
+                        "_saved_self_sym_sizes": lambda node: node.shapes[0],
+                        "_saved_mat2_sym_sizes": lambda node: node.shapes[1]}
 
     @staticmethod
     def flops(args: tuple, out) -> int:

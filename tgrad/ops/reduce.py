@@ -97,6 +97,8 @@ class Sum(Function):
 
     name = "sum"
     node_name = "SumBackward1"
+    saved_attributes = {"_saved_dim": "axes", "_saved_keepdim": "keepdim",
+                        "_saved_self_sym_sizes": "shape"}
 
     @staticmethod
     def forward(ctx, x, axes, keepdim, dtype):
@@ -117,6 +119,7 @@ class SumAll(Sum):
     """sum() over every dim: PyTorch's node name is SumBackward0 (SumBackward1 with dims)."""
 
     node_name = "SumBackward0"
+    saved_attributes = {"_saved_self_sym_sizes": "shape"}
 
 
 class Mean(Function):
@@ -124,6 +127,9 @@ class Mean(Function):
 
     name = "mean"
     node_name = "MeanBackward1"
+    saved_attributes = {"_saved_dim": "axes", "_saved_keepdim": "keepdim",
+                        "_saved_self_sym_sizes": "shape",
+                        "_saved_self_sym_numel": lambda node: math.prod(node.shape)}
 
     @staticmethod
     def forward(ctx, x, axes, keepdim):
@@ -181,8 +187,13 @@ def _make_extreme(name: str, prim: str | None = None, node_name: str | None = No
         # g / count * [x == y] gives, rather than a gradient that silently vanishes.
         return where(yb.isnan(), float("nan"), _EQ_MASK(share, x, yb)), None, None
 
+    # saved_tensors is (x, y); amax() over every dim saved dim () in PyTorch
+    saved = {"_saved_self": 0, "_saved_result": 1}
+    if not nan_share:
+        saved.update(_saved_dim=lambda node: node.axes or (), _saved_keepdim="keepdim")
     cls = type(name.capitalize(), (Function,), {
         "name": name, "node_name": node_name or f"{name.capitalize()}Backward0",
+        "saved_attributes": saved,
         "forward": staticmethod(forward), "backward": staticmethod(backward)})
     return register_op(cls)
 
@@ -217,6 +228,8 @@ class MaxDim(Function):
     name = "max_dim"
     node_name = "MaxBackward0"
     kind = "max"
+    saved_attributes = {"_saved_dim": "axis", "_saved_keepdim": "keepdim",
+                        "_saved_indices": 0, "_saved_self_sym_sizes": "shape"}
 
     @classmethod
     def _run(cls, ctx, x, axis, keepdim):
@@ -257,6 +270,7 @@ class MinDim(MaxDim):
     name = "min_dim"
     node_name = "MinBackward0"
     kind = "min"
+    saved_attributes = MaxDim.saved_attributes
 
     @staticmethod
     def forward(ctx, x, axis, keepdim):
@@ -267,6 +281,8 @@ class MeanAll(Mean):
     """mean() over every dim: MeanBackward0 (MeanBackward1 with dims), as PyTorch."""
 
     node_name = "MeanBackward0"
+    saved_attributes = {"_saved_self_sym_sizes": "shape",
+                        "_saved_self_sym_numel": lambda node: math.prod(node.shape)}
 
 
 for _c in (Sum, Mean, MaxDim, MinDim):  # SumAll/MeanAll share the ops' names

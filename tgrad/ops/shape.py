@@ -58,6 +58,7 @@ class View(Function):
 
     name = "view"
     node_name = "ViewBackward0"
+    saved_attributes = {"_saved_self_sym_sizes": "shape"}
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -81,6 +82,7 @@ class ReshapeCopy(Function):
 
     name = "reshape"
     node_name = "ReshapeAliasBackward0"
+    saved_attributes = {"_saved_self_sym_sizes": "shape"}
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -180,6 +182,7 @@ class Permute(Function):
 
     name = "permute"
     node_name = "PermuteBackward0"
+    saved_attributes = {"_saved_dims": "dims"}
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -199,6 +202,21 @@ def _named(base, name: str, node: str):
 
 
 Transpose = _named(Permute, "transpose", "TransposeBackward0")
+
+
+def _swapped(i: int):
+    """transpose's dim0 (i = 0) or dim1 (i = 1), from the permutation it applied."""
+    def dim(node) -> int:
+        moved = [d for d, p in enumerate(node.dims) if d != p]
+        if len(moved) != 2:  # transpose(d, d): the identity, which does not tell d
+            raise AttributeError(f"'{type(node).__name__}' object has no attribute "
+                                 f"'_saved_dim{i}': tgrad keeps transpose's permutation, and "
+                                 f"transpose(d, d) (the identity) does not tell d")
+        return moved[i]
+    return dim
+
+
+Transpose.saved_attributes = {"_saved_dim0": _swapped(0), "_saved_dim1": _swapped(1)}
 TView = _named(Permute, "t", "TBackward0")
 TAlias = _named(View, "t", "TBackward0")  # t() below 2-D: an alias of the same shape
 
@@ -209,6 +227,7 @@ class Squeeze(View):
 
     name = "squeeze"
     node_name = "SqueezeBackward0"  # all size-1 dims
+    saved_attributes = {"_saved_self_sym_sizes": "shape"}
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -341,6 +360,7 @@ class Expand(Function):
 
     name = "expand"
     node_name = "ExpandBackward0"
+    saved_attributes = {"_saved_self_sym_sizes": "shape"}
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -450,6 +470,7 @@ class Cat(Function):
 
     name = "cat"
     node_name = "CatBackward0"
+    saved_attributes = {"_saved_dim": "dim"}
 
     @staticmethod
     def forward(ctx, dim, *xs):
