@@ -200,7 +200,7 @@ class HookedSavedTensor:
         self.fw = t.__dict__.get("_fw")  # (level, tangent) or None
         if self.fw is None and t._base is not None:  # a view of a dual tensor: its tangent
             from tgrad.autograd import forward_ad  # is made on first read (get_tangent)
-            if forward_ad._current is not None and forward_ad.get_tangent(t) is not None:
+            if forward_ad.get_tangent(t) is not None:  # None outside a level
                 self.fw = t.__dict__.get("_fw")
         # The producer of a saved input (an output's producer is the node itself, re-attached
         # on unpack so that no reference cycle is made), or a leaf's gradient sink.
