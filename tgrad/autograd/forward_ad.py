@@ -257,8 +257,33 @@ def inplace_update(self, res) -> None:
     """After an in-place op wrote ``res`` into ``self``: ``self``'s tangent becomes
     ``res``'s, written in place (so views and the base see it). Called by apply_inplace
     while a level is active."""
+    _write_tangent(self, get_tangent(res))
+
+
+def accumulate_grad_tangent(var_grad, grad) -> None:
+    """AccumulateGrad's ``var_grad += grad`` without create_graph inside a level (an
+    existing ``.grad``, written in place): var_grad's tangent becomes its own (zeros where
+    it had none) plus grad's, as PyTorch's in-place add gives: d(old + g) = t_old + t_g.
+    (A first ``.grad`` made without create_graph has no tangent, as PyTorch's detached one;
+    with create_graph, ``old + grad`` is an ordinary op with tangents.)"""
+    new = get_tangent(grad)
+    if new is None:
+        return  # t_old + 0: unchanged
+    old = get_tangent(var_grad)
+    if old is not None:
+        lvl = STATE.fw_level
+        STATE.fw_level = None
+        try:
+            new = old + new
+        finally:
+            STATE.fw_level = lvl
+    _write_tangent(var_grad, new)
+
+
+def _write_tangent(self, new) -> None:
+    """``self``'s tangent becomes a copy of ``new`` (None: zeros where it had one), written
+    in place (a view writes its base's, created as zeros where the base had none)."""
     lvl = STATE.fw_level
-    new = get_tangent(res)
     old = get_tangent(self)
     if new is None and old is None:
         return
