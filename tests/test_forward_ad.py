@@ -470,3 +470,77 @@ def test_tangents_through_complex_results_are_refused_not_zero():
             tgrad.complex(d, 2 * d)
         with pytest.raises(NotImplementedError, match="complex primals"):
             fwAD.make_dual(x.to(tgrad.complex128), x.to(tgrad.complex128))
+
+
+def _fd_jvp(f, xn: np.ndarray, vn: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """Central finite difference of ``f`` (NumPy in, NumPy out) along ``vn`` at ``xn``."""
+    return (f(xn + eps * vn) - f(xn - eps * vn)) / (2 * eps)
+
+
+def test_levels_are_per_thread_and_concurrent_use_is_correct():
+    # Two threads in a dual level at once (Barrier-forced overlap at each step): each
+    # thread's tangents are right, and neither sees the other's level. PyTorch's levels are
+    # process-wide (a second thread's dual_level raises "Nested forward mode AD"); tgrad's
+    # are per thread, so concurrent forward AD is safe.
+    import threading
+
+    def f_np(a):
+        return np.exp(np.sin(a) * a) + np.tanh(a) ** 2
+
+    def f(a):
+        return (a.sin() * a).exp() + a.tanh() ** 2
+
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(5) for _ in range(2)]
+    vs = [rng.standard_normal(5) for _ in range(2)]
+    bar = threading.Barrier(2, timeout=60)
+    got, errors, seen = {}, [], {}
+
+    def work(i: int) -> None:
+        try:
+            x, v = _t(xs[i]), _t(vs[i])
+            for _ in range(20):
+                bar.wait()
+                with fwAD.dual_level():
+                    d = fwAD.make_dual(x, v)
+                    bar.wait()  # both threads are inside a level
+                    y = f(d)
+                    bar.wait()
+                    got.setdefault(("level", i), []).append(fwAD.unpack_dual(y).tangent)
+                # tgrad.func.jvp and jacfwd (each enter a level) at the same time
+                bar.wait()
+                got.setdefault(("jvp", i), []).append(func.jvp(f, (x,), (v,))[1])
+                got.setdefault(("jacfwd", i), []).append(func.jacfwd(f)(x) @ v)
+            # a level entered here is not active in the other thread
+            if i == 0:
+                with fwAD.dual_level():
+                    seen["dual"] = fwAD.make_dual(x, v)
+                    bar.wait()  # thread 1 looks now
+                    bar.wait()
+            else:
+                bar.wait()
+                dual = seen["dual"]
+                seen["unpack"] = fwAD.unpack_dual(dual).tangent
+                seen["op"] = fwAD.unpack_dual(dual * 2).tangent
+                with fwAD.dual_level():  # a level of its own: no "Nested" error
+                    seen["own"] = fwAD.unpack_dual(dual).tangent
+                bar.wait()
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+            bar.abort()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i in range(2):
+        ref = _fd_jvp(f_np, xs[i], vs[i])
+        for kind in ("level", "jvp", "jacfwd"):
+            assert len(got[(kind, i)]) == 20
+            for t in got[(kind, i)]:
+                np.testing.assert_allclose(t.numpy(), ref, rtol=1e-6, atol=1e-8)
+    assert seen["unpack"] is None and seen["op"] is None and seen["own"] is None
+    assert fwAD.unpack_dual(seen["dual"]).tangent is None  # nor in the main thread
+    assert not tgrad.func._forward_level_active()

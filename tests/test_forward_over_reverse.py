@@ -349,3 +349,53 @@ def test_once_differentiable_backward_computes_tangents():
     xn, vn = np.array([0.3, -0.5, 0.7]), np.array([1.0, 0.5, -2.0])
     _, hv = func.jvp(func.grad(lambda x: Cube.apply(x).sum()), (_t(xn),), (_t(vn),))
     np.testing.assert_allclose(hv.numpy(), 6 * xn * vn, rtol=1e-12)
+
+
+def _fd_grad_dir(xn, vn, scale: float = 1.0):
+    """Central finite difference, along vn, of scale * grad f (grad f by autograd at
+    shifted points, float64): the reference for the tangent of an accumulated .grad."""
+    def grad_at(a):
+        p = _t(a).requires_grad_()
+        _f(p).backward()
+        return p.grad.numpy()
+    return scale * (grad_at(xn + _H * vn) - grad_at(xn - _H * vn)) / (2 * _H)
+
+
+def test_accumulated_grad_keeps_its_tangent():
+    """Accumulating into an existing .grad inside a level (as PyTorch): with create_graph,
+    .grad = old + new (tangents add); without, old += new in place adds new's tangent to
+    old's (zeros where it had none); a first .grad made without create_graph has none."""
+    xn, vn = np.array([0.3, -0.7, 1.1]), np.array([1.0, 2.0, -1.0])
+    fd1, fd2 = _fd_grad_dir(xn, vn), _fd_grad_dir(xn, vn, 2.0)
+    np.testing.assert_allclose(fd1, _hess_f(xn) @ vn, rtol=1e-6)  # the reference itself
+
+    def tangent(p):
+        return fwAD.unpack_dual(p.grad).tangent.detach().numpy()
+
+    for first_cg, second_cg in ((True, True), (True, False), (False, False)):
+        p = _t(xn).requires_grad_()
+        with fwAD.dual_level():
+            x = fwAD.make_dual(p, _t(vn))
+            _f(x).backward(create_graph=first_cg)
+            if first_cg:
+                np.testing.assert_allclose(tangent(p), fd1, rtol=1e-6)
+            else:
+                assert fwAD.unpack_dual(p.grad).tangent is None  # as PyTorch's
+            _f(x).backward(create_graph=second_cg)
+            # the first .grad's tangent is kept (PyTorch: 2 H v), or was none (H v)
+            np.testing.assert_allclose(tangent(p), fd2 if first_cg else fd1, rtol=1e-6)
+    # two paths into one leaf are summed before accumulation; then += a third
+    p = _t(xn).requires_grad_()
+    p.grad = tgrad.zeros(3, dtype=tgrad.float64)  # an existing plain .grad (zero_grad)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(p, _t(vn))
+        (_f(x) + _f(x)).backward()
+        np.testing.assert_allclose(tangent(p), fd2, rtol=1e-6)
+        _f(x).backward()
+        np.testing.assert_allclose(tangent(p), _fd_grad_dir(xn, vn, 3.0), rtol=1e-6)
+        np.testing.assert_allclose(p.grad.detach().numpy(),
+                                   3 * (xn * np.cos(xn) + np.sin(xn) + (xn @ xn) * xn),
+                                   rtol=1e-12)
+        # a plain (tangent-free) gradient accumulated in place leaves the tangent as it is
+        (p * 2.0).sum().backward()
+        np.testing.assert_allclose(tangent(p), _fd_grad_dir(xn, vn, 3.0), rtol=1e-6)

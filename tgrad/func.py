@@ -258,8 +258,8 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size=None)
 
 
 def _forward_level_active() -> bool:
-    from tgrad.autograd import forward_ad
-    return forward_ad._current is not None
+    """Whether this thread is inside a forward-AD level."""
+    return STATE.fw_current is not None
 
 
 def _check_primals(who: str, primals, tangents) -> tuple:

@@ -247,7 +247,7 @@ def tensor_backward(t, gradient, retain_graph: bool | None, create_graph: bool,
     of its shape, dtype and device, no ``inputs``) straight to the engine, with the edge and
     gradient ``backward`` would build; everything else through ``backward``."""
     if (inputs is None and type(gradient) is _function.Tensor and t._base is None
-            and _function._FW_LEVEL is None
+            and (not _function._FW_ACTIVE or _function.fw_level() is None)
             and t._grad_fn is not None and gradient._data.shape == t._data.shape
             and gradient.device is t.device and gradient.dtype is t.dtype):
         if create_graph and not _create_graph_warned:

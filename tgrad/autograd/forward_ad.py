@@ -3,10 +3,13 @@
 Inside ``with dual_level():``, ``make_dual(x, t)`` gives a dual tensor: a view of ``x``
 carrying the tangent ``t``. Every op run on dual tensors gives dual results whose tangent is
 the Jacobian-vector product ``J t`` of the op; ``unpack_dual(y)`` returns
-``(primal, tangent)``. As in PyTorch there is one level at a time (nesting raises).
+``(primal, tangent)``. As in PyTorch there is one level at a time (nesting raises). Levels
+are per thread (``STATE.fw_current``; PyTorch's are process-wide): a level entered in one
+thread is not active in another, so threads may run forward AD at the same time.
 
-How tangents are computed (``_fw_apply``, reached from ``Function.apply`` through its one
-``_FW_LEVEL`` check, so nothing costs anything outside a level):
+How tangents are computed (``_fw_apply``, reached from ``Function.apply`` through its check
+of ``function._FW_ACTIVE`` (threads inside a level) and this thread's ``STATE.fw_level``, so
+nothing costs anything while no thread is in a level):
 - direct rules (``JVP_RULES``, one per op class) for the hot ops: the elementwise unary ops
   (their backward rules applied to the tangent: the Jacobian is diagonal), add / sub / mul /
   div, matmul, and the ops linear in their first tensor (views, reshape, getitem, index,
@@ -36,6 +39,7 @@ product), ``tgrad.func.jvp(grad(f))`` and ``jacfwd(jacrev(f))`` work as in PyTor
 from __future__ import annotations
 
 from collections import namedtuple
+from threading import Lock
 from typing import Any
 
 from tgrad.autograd import function as _function
@@ -61,31 +65,37 @@ class _Level:
         return _fw_apply(self, cls, args, kwargs)
 
 
-_current: _Level | None = None
+# This thread's level: STATE.fw_current (entered), STATE.fw_level (what ops route to: the
+# entered level, or None while _fw_apply runs an op's plain forward or a rule). Both are
+# thread-local; function._FW_ACTIVE counts the threads inside a level (under _ACTIVE_LOCK).
+_ACTIVE_LOCK = Lock()
 
 
 def enter_dual_level() -> int:
-    """Enter a new forward-AD level and return its index (0: one level at a time)."""
-    global _current
-    if _current is not None:
+    """Enter a new forward-AD level in this thread and return its index (0: one level at a
+    time per thread)."""
+    if STATE.fw_current is not None:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
-    _current = _Level(0)
-    _function._FW_LEVEL = _current
+    lvl = _Level(0)
+    with _ACTIVE_LOCK:
+        _function._FW_ACTIVE += 1
+    STATE.fw_current = STATE.fw_level = lvl
     return 0
 
 
 def exit_dual_level(*, level: int | None = None) -> None:
-    """Exit the current level; every tangent of that level is dropped."""
-    global _current
+    """Exit this thread's current level; every tangent of that level is dropped."""
+    cur = STATE.fw_current
     if level is None:
-        level = -1 if _current is None else _current.idx
+        level = -1 if cur is None else cur.idx
     if level < 0:
         raise RuntimeError("Dual level must be a positive number.")
-    if _current is None or level != _current.idx:
+    if cur is None or level != cur.idx:
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
                            "was created. This is not supported.")
-    _current = None
-    _function._FW_LEVEL = None
+    STATE.fw_current = STATE.fw_level = None
+    with _ACTIVE_LOCK:
+        _function._FW_ACTIVE -= 1
 
 
 class dual_level(_DecoratorContextManager):
@@ -99,12 +109,13 @@ class dual_level(_DecoratorContextManager):
 
 
 def _level_for(level: int | None, who: str) -> _Level:
-    if _current is None:
+    cur = STATE.fw_current
+    if cur is None:
         raise RuntimeError("Trying to create a dual Tensor for forward AD but no level "
                            "exists, make sure to enter_dual_level() first.")
-    if level is not None and level != _current.idx:
+    if level is not None and level != cur.idx:
         raise RuntimeError(f"Invalid level given to {who}")
-    return _current
+    return cur
 
 
 def make_dual(tensor, tangent, *, level: int | None = None):
@@ -135,13 +146,13 @@ def make_dual(tensor, tangent, *, level: int | None = None):
     if get_tangent(tensor) is not None:
         raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward "
                            f"gradient at the same level {lvl.idx} is not supported.")
-    _function._FW_LEVEL = None
+    STATE.fw_level = None
     try:
         if tangent.stride() != tensor.stride() and tensor.numel() > 1:
             tangent = _like_layout(tensor).copy_(tangent)
         dual = tensor.view_as(tensor)
     finally:
-        _function._FW_LEVEL = lvl
+        STATE.fw_level = lvl
     _set(dual, tangent)
     return dual
 
@@ -150,17 +161,17 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
     """``(primal, tangent)`` of ``tensor`` at the current level: the primal is a view of it
     without the tangent; outside a level, or for a tensor with no tangent, ``(tensor,
     None)``."""
-    if _current is None:
+    if STATE.fw_current is None:
         return UnpackedDualTensor(tensor, None)
     lvl = _level_for(level, "_fw_primal")
     tangent = get_tangent(tensor)
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
-    _function._FW_LEVEL = None
+    STATE.fw_level = None
     try:
         primal = tensor.view_as(tensor)
     finally:
-        _function._FW_LEVEL = lvl
+        STATE.fw_level = lvl
     primal.__dict__["_fw"] = (lvl, None)  # no tangent (not even its base's)
     return UnpackedDualTensor(primal, tangent)
 
@@ -183,13 +194,13 @@ def _tensor_cls():
 
 
 def _set(t, tangent) -> None:
-    t.__dict__["_fw"] = (_current, tangent)
+    t.__dict__["_fw"] = (STATE.fw_current, tangent)
 
 
 def get_tangent(t):
     """``t``'s tangent at the current level, or None. A view without one of its own sees
     the same view of its base's tangent (the base got one by an in-place op)."""
-    lvl = _current
+    lvl = STATE.fw_current
     if lvl is None:
         return None
     e = t.__dict__.get("_fw")
@@ -215,11 +226,12 @@ def _attach_saved(o, tangent) -> None:
     if not saved:
         return
     from tgrad.autograd.node import HookedSavedTensor, SavedTensor
+    lvl = STATE.fw_current
     for s in saved:
         if type(s) is SavedTensor and s.is_output and s.output_nr == o._output_nr:
-            s.tensor.__dict__["_fw"] = (_current, tangent)
+            s.tensor.__dict__["_fw"] = (lvl, tangent)
         elif type(s) is HookedSavedTensor and s.is_output and s.output_nr == o._output_nr:
-            s.fw = (_current, tangent)  # given to the unpacked alias
+            s.fw = (lvl, tangent)  # given to the unpacked alias
 
 
 def _like_layout(t):
@@ -233,24 +245,49 @@ def _view_of(base_tangent, base, view):
     base's layout)."""
     from tgrad.ops.layout import as_strided
     off = view.storage_offset() - base.storage_offset() + base_tangent.storage_offset()
-    prev = _function._FW_LEVEL
-    _function._FW_LEVEL = None
+    prev = STATE.fw_level
+    STATE.fw_level = None
     try:
         return as_strided(base_tangent, view.shape, view.stride(), off)
     finally:
-        _function._FW_LEVEL = prev
+        STATE.fw_level = prev
 
 
 def inplace_update(self, res) -> None:
     """After an in-place op wrote ``res`` into ``self``: ``self``'s tangent becomes
     ``res``'s, written in place (so views and the base see it). Called by apply_inplace
     while a level is active."""
-    lvl = _current
-    new = get_tangent(res)
+    _write_tangent(self, get_tangent(res))
+
+
+def accumulate_grad_tangent(var_grad, grad) -> None:
+    """AccumulateGrad's ``var_grad += grad`` without create_graph inside a level (an
+    existing ``.grad``, written in place): var_grad's tangent becomes its own (zeros where
+    it had none) plus grad's, as PyTorch's in-place add gives: d(old + g) = t_old + t_g.
+    (A first ``.grad`` made without create_graph has no tangent, as PyTorch's detached one;
+    with create_graph, ``old + grad`` is an ordinary op with tangents.)"""
+    new = get_tangent(grad)
+    if new is None:
+        return  # t_old + 0: unchanged
+    old = get_tangent(var_grad)
+    if old is not None:
+        lvl = STATE.fw_level
+        STATE.fw_level = None
+        try:
+            new = old + new
+        finally:
+            STATE.fw_level = lvl
+    _write_tangent(var_grad, new)
+
+
+def _write_tangent(self, new) -> None:
+    """``self``'s tangent becomes a copy of ``new`` (None: zeros where it had one), written
+    in place (a view writes its base's, created as zeros where the base had none)."""
+    lvl = STATE.fw_level
     old = get_tangent(self)
     if new is None and old is None:
         return
-    _function._FW_LEVEL = None
+    STATE.fw_level = None
     try:
         if old is None:
             base = self._base
@@ -266,7 +303,7 @@ def inplace_update(self, res) -> None:
         else:
             old.copy_(new)
     finally:
-        _function._FW_LEVEL = lvl
+        STATE.fw_level = lvl
     _attach_saved(self, get_tangent(self))
 
 
@@ -418,7 +455,7 @@ def _vjp_of_vjp(cls, args: tuple, kwargs: dict, tangents: list) -> tuple:
                 stand_ins.append(i)
             # x may be saved by the primal's node: it carries a's tangent for a backward
             # pass run inside the level (forward over reverse)
-            x.__dict__["_fw"] = (_current, t)
+            x.__dict__["_fw"] = (STATE.fw_current, t)
             new_args[i] = x
             xs.append(x)
             ts.append(t if t.dtype is a.dtype else t.to(a.dtype))
@@ -508,12 +545,12 @@ def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
 
 def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
     """``cls.apply`` while a level is active: the outputs, with tangents when an input has
-    one. Runs with ``_FW_LEVEL`` cleared (the forward and the rules see plain tensors); the
-    op's forward runs once."""
+    one. Runs with this thread's ``STATE.fw_level`` cleared (the forward and the rules see
+    plain tensors); the op's forward runs once."""
     global JVP_RULES
     tensor_cls = _tensor_cls()
     tangents = [get_tangent(a) if isinstance(a, tensor_cls) else None for a in args]
-    _function._FW_LEVEL = None
+    STATE.fw_level = None
     try:
         if all(t is None for t in tangents):
             return cls.apply(*args, **kwargs)
@@ -554,7 +591,7 @@ def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
                 _attach_saved(o, t)
         return out
     finally:
-        _function._FW_LEVEL = lvl
+        STATE.fw_level = lvl
 
 
 def _shared(t, o, args: tuple, tangents: list) -> bool:

@@ -30,9 +30,18 @@ _new_node = object.__new__
 # needs_input_grad of a built-in op under no_grad (its forward reads it as "recording")
 _FALSES = tuple((False,) * n for n in range(9))
 Tensor = None  # tgrad.tensor.Tensor, bound on first use (tensor.py imports this package)
-# The active forward-AD level (forward_ad._Level) or None: Function.apply's one check; the
-# level routes ops to forward_ad._fw_apply, which computes tangents.
-_FW_LEVEL = None
+# How many threads are inside a forward-AD level (forward_ad.enter_dual_level /
+# exit_dual_level, under their lock). Levels are per thread (STATE.fw_level, STATE.fw_current);
+# this process-wide count keeps the hot path to one global read while no thread has one:
+# Function.apply reads STATE.fw_level, which routes ops to forward_ad._fw_apply, only when
+# it is non-zero.
+_FW_ACTIVE = 0
+
+
+def fw_level():
+    """This thread's active forward-AD level (forward_ad._Level), or None outside one and
+    while forward_ad runs an op's plain forward."""
+    return STATE.fw_level if _FW_ACTIVE else None
 
 
 def differentiable_formula() -> bool:
@@ -40,7 +49,7 @@ def differentiable_formula() -> bool:
     through ``Function.apply``: under create_graph (grad mode on), or inside a forward-AD
     level, whose tangents flow through it (forward over reverse). False: a plain backward,
     where a fused primitive on the backend arrays gives the same values faster."""
-    return STATE.enabled or _FW_LEVEL is not None
+    return STATE.enabled or (_FW_ACTIVE != 0 and STATE.fw_level is not None)
 
 
 def _bind_tensor() -> None:
@@ -439,10 +448,10 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        if _FW_LEVEL is not None:  # forward-mode AD: tangents (forward_ad._fw_apply)
+        if _FW_ACTIVE and STATE.fw_level is not None:  # forward-mode AD: tangents
             if cls._user_function and STATE.func_depth:  # before its jvp is looked for
                 _check_in_transform(cls)
-            return _FW_LEVEL.apply(cls, args, kwargs)
+            return STATE.fw_level.apply(cls, args, kwargs)  # forward_ad._fw_apply
         if Tensor is None:
             _bind_tensor()
         # The node doubles as ctx. It is made without __init__ (hot path); it gets its

@@ -28,6 +28,11 @@ class _GradState(threading.local):
     vmap_depth = 0  # of which vmapping the function (vmap, jacfwd, hessian)
     multithreading = True  # set_multithreading_enabled's flag (recorded; see its docstring)
     mutation_ctx = None  # the active allow_mutation_on_saved_tensors context (graph.py)
+    fw_current = None  # the forward-AD level entered in this thread (forward_ad._Level)
+    # the level this thread's ops route to (Function.apply): fw_current, or None while
+    # forward_ad runs an op's plain forward or a tangent rule (read only when
+    # function._FW_ACTIVE is non-zero)
+    fw_level = None
 
 
 STATE = _GradState()

@@ -205,7 +205,7 @@ class HookedSavedTensor:
         self.fw = t.__dict__.get("_fw")  # (level, tangent) or None
         if self.fw is None and t._base is not None:  # a view of a dual tensor: its tangent
             from tgrad.autograd import forward_ad  # is made on first read (get_tangent)
-            if forward_ad._current is not None and forward_ad.get_tangent(t) is not None:
+            if forward_ad.get_tangent(t) is not None:  # None outside a level
                 self.fw = t.__dict__.get("_fw")
         # The producer of a saved input (an output's producer is the node itself, re-attached
         # on unpack so that no reference cycle is made), or a leaf's gradient sink.
@@ -355,6 +355,8 @@ class AccumulateGrad(Node):
                 if not _obeys_contract(old, var):
                     _warn_contract(old, var)
                 _add_into(old, grad)
+                if STATE.fw_level is not None:  # forward AD: old's tangent += grad's
+                    _accumulate_tangent(old, grad)
         if var._post_accumulate_hooks:
             for hook in list(var._post_accumulate_hooks.values()):
                 if hook(var) is not None:
@@ -461,6 +463,13 @@ def _add_into(dst, src) -> None:
     from tgrad.ops.inplace import add_into
     _add_into = add_into  # bound on first use (import cycle)
     add_into(dst, src)
+
+
+def _accumulate_tangent(var_grad, grad) -> None:
+    global _accumulate_tangent
+    from tgrad.autograd.forward_ad import accumulate_grad_tangent
+    _accumulate_tangent = accumulate_grad_tangent  # bound on first use (import cycle)
+    accumulate_grad_tangent(var_grad, grad)
 
 
 def _owned(grad, in_list: bool) -> bool:

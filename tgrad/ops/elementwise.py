@@ -82,7 +82,7 @@ def _unobserved() -> bool:
     mode is off), no profiler event, no casts and no tangents, so a rule may run the op's
     primitive on the backend arrays itself and get the very same tensor."""
     # differentiable_formula() inlined (this runs once per rule call on the hot path)
-    return (not STATE.enabled and _function._FW_LEVEL is None
+    return (not STATE.enabled and (not _function._FW_ACTIVE or STATE.fw_level is None)
             and profiler_hooks.ACTIVE is None and STATE.autocast is None)
 
 

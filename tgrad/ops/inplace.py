@@ -123,7 +123,7 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
         res = fn(self, *args)
         _check_fits(op, res, self)
         _write(self, res._data, overlap_ok)
-        if _function._FW_LEVEL is not None:  # forward-mode AD: the tangent, in place too
+        if _function.fw_level() is not None:  # forward-mode AD: the tangent, in place too
             from tgrad.autograd.forward_ad import inplace_update
             inplace_update(self, res)
         return self
@@ -138,11 +138,12 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
         from tgrad.ops.layout import replay_on_base
         replayed = replay_on_base(self)
     old = _snapshot(replayed if view_rebase else self, copy=op not in _SELF_NOT_SAVED)
-    if _function._FW_LEVEL is not None:  # forward-mode AD: the old values' tangent
+    fw = _function.fw_level()
+    if fw is not None:  # forward-mode AD: the old values' tangent
         from tgrad.autograd.forward_ad import get_tangent
         tangent = get_tangent(self)
         if tangent is not None:  # a copy: inplace_update below writes self's in place
-            old.__dict__["_fw"] = (_function._FW_LEVEL, tangent.clone())
+            old.__dict__["_fw"] = (fw, tangent.clone())
     # ``x.op_(x)``: the argument is read before the write, i.e. it is the old value.
     args = tuple(old if a is self else a for a in args)
     res = fn(old, *args)
@@ -152,7 +153,7 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     if res._grad_fn is None or any(res is a for a in args):
         res = clone(res)  # the written values need a node of their own
     _write(self, res._data)
-    if _function._FW_LEVEL is not None:
+    if fw is not None:
         from tgrad.autograd.forward_ad import inplace_update
         inplace_update(self, res)
     if view_rebase:

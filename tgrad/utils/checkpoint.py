@@ -46,8 +46,6 @@ import warnings
 import weakref
 from typing import Any, Callable, ContextManager
 
-from tgrad.autograd import forward_ad
-from tgrad.autograd import function as _function
 from tgrad.autograd.engine import current_graph_task_id
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE, enable_grad, no_grad
@@ -277,8 +275,8 @@ class _Frame:
         # Inside a forward-AD level the forward computed tangents (saving their tensors too):
         # so does the recomputation, even when a backward formula's op triggers it with the
         # level cleared (forward over reverse).
-        outer_fw = _function._FW_LEVEL
-        _function._FW_LEVEL = forward_ad._current
+        outer_fw = STATE.fw_level
+        STATE.fw_level = STATE.fw_current
         try:
             if self.rng is not None:
                 _set_rng_states(self.rng)
@@ -288,7 +286,7 @@ class _Frame:
         except _StopRecomputationError:
             pass
         finally:
-            _function._FW_LEVEL = outer_fw
+            STATE.fw_level = outer_fw
             STATE.autocast = outer_autocast
             if outer_rng is not None:
                 _set_rng_states(outer_rng)
