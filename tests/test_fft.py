@@ -464,3 +464,80 @@ def test_stft_istft_errors():
              RuntimeError, "window overlap add min")]:
         with pytest.raises(err, match=msg):
             f()
+
+
+def test_istft_errors_carry_pytorch_wording():
+    """PyTorch's istft prefixes its checks with the call, 'istft(CPUComplexFloatType[5, 11],
+    n_fft=8, hop_length=2, win_length=8, window=None, center=1, normalized=0, onesided=None,
+    length=None, return_complex=0) : ...', and checks in this order: complex input, empty
+    input, dims, the frequency size, 0 < hop_length <= win_length, 0 < win_length <= n_fft,
+    the window's shape; an empty output (length=0, or center=True trimming every sample of
+    too few frames) fails in its min() of the envelope."""
+    import re
+    spec = _t(_cplx(5, 11).astype(np.complex64))
+    call = ("istft(CPUComplexFloatType[5, 11], n_fft=8, hop_length=2, win_length=8, "
+            "window=None, center=1, normalized=0, onesided=None, length=None, "
+            "return_complex=0) : ")
+    cases = [
+        (lambda: tgrad.istft(spec.real, 8),
+         "istft requires a complex-valued input tensor matching the output from stft with "
+         "return_complex=True."),
+        (lambda: tgrad.istft(spec.reshape(1, 1, 5, 11), 8),
+         "istft(CPUComplexFloatType[1, 1, 5, 11], n_fft=8, hop_length=2, win_length=8, "
+         "window=None, center=1, normalized=0, onesided=None, length=None, return_complex=0)"
+         " : expected a tensor with 3 or 4 dimensions, but got 5"),
+        (lambda: tgrad.istft(spec[:, :0], 8),
+         "istft(CPUComplexFloatType[5, 0], n_fft=8, hop_length=2, win_length=8, window=None, "
+         "center=1, normalized=0, onesided=None, length=None, return_complex=0) : input tensor "
+         "cannot be empty."),
+        (lambda: tgrad.istft(spec, 30),
+         "istft(CPUComplexFloatType[5, 11], n_fft=30, hop_length=7, win_length=30, "
+         "window=None, center=1, normalized=0, onesided=None, length=None, return_complex=0) "
+         ": expected the frequency dimension (3rd to the last) of the input tensor to match "
+         "n_fft / 2 + 1 when onesided=True, but got 5"),
+        (lambda: tgrad.istft(spec, 8, onesided=False),
+         call.replace("onesided=None", "onesided=0") + "expected the frequency dimension (3rd "
+         "to the last) of the input tensor to match n_fft when onesided=False, but got 5"),
+        (lambda: tgrad.istft(spec, 8, win_length=9),
+         call.replace("win_length=8", "win_length=9") + "expected 0 < win_length <= n_fft"),
+        (lambda: tgrad.istft(spec, 8, win_length=0),  # hop 2 > win 0 is checked first
+         call.replace("win_length=8", "win_length=0") + "expected 0 < hop_length <= "
+         "win_length"),
+        (lambda: tgrad.istft(spec, 8, hop_length=0),
+         call.replace("hop_length=2", "hop_length=0") + "expected 0 < hop_length <= "
+         "win_length"),
+        (lambda: tgrad.istft(spec, 8, hop_length=9),
+         call.replace("hop_length=2", "hop_length=9") + "expected 0 < hop_length <= "
+         "win_length"),
+        (lambda: tgrad.istft(spec, 8, window=tgrad.ones(5)),
+         call.replace("window=None", "window=tgrad.FloatTensor{[5]}") + "Invalid window "
+         "shape. window has to be 1D and length of `win_length`"),
+        (lambda: tgrad.istft(spec, 8, window=tgrad.ones(1, 8)),
+         call.replace("window=None", "window=tgrad.FloatTensor{[1, 8]}") + "Invalid window "
+         "shape. window has to be 1D and length of `win_length`"),
+        (lambda: tgrad.istft(spec, 8, window=tgrad.hann_window(8), center=False),
+         call.replace("window=None", "window=tgrad.FloatTensor{[8]}").replace(
+             "center=1", "center=0").replace(") : ", ") ") + "window overlap add min: 1"),
+        (lambda: tgrad.istft(spec, 8, length=0),
+         call.replace("length=None", "length=0") + "no output samples are left"),
+        (lambda: tgrad.istft(spec[:, :1], 8),  # one frame: center trims all n_fft samples
+         call.replace("[5, 11]", "[5, 1]") + "no output samples are left"),
+    ]
+    for f, msg in cases:
+        with pytest.raises(RuntimeError, match="^" + re.escape(msg)):
+            f()
+    # the empty-output error also names PyTorch's own failure there
+    with pytest.raises(RuntimeError, match=re.escape("min(): Expected reduction dim to be "
+                                                     "specified for input.numel() == 0")):
+        tgrad.istft(spec, 8, length=0)
+    # a length beyond the overlap-added output: zeros in the tail, with PyTorch's warning
+    ones = _t(np.ones((5, 11), np.complex128))
+    with pytest.warns(UserWarning, match="The length of signal is shorter than the length "
+                                         "parameter. Result is being padded with zeros"):
+        y = tgrad.istft(ones, 8, length=40)
+    assert y.shape == (40,) and not y.numpy()[28 - 4:].any()
+    # the envelope's minimum in the overlap-add error: hann(8) periodic has w[0] = 0, and
+    # with center=False output sample 0 sees only w[0]
+    with pytest.raises(RuntimeError, match=r"the overlap-added squared window's minimum 0 "
+                                           r"< 1e-11"):
+        tgrad.istft(spec, 8, window=tgrad.hann_window(8), center=False)

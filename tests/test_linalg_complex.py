@@ -242,12 +242,46 @@ def test_phase_dependent_losses_raise():
         LA.svd(M, full_matrices=False).U.imag.sum().backward()
 
 
-def test_still_missing_complex_support_is_named():
-    z = _t(_cx(3, 3))
-    for call in (lambda: LA.ldl_factor(z), lambda: tgrad.geqrf(z)):
-        with pytest.raises(NotImplementedError, match="complex inputs \\(complex128\\) are "
-                                                      "not supported by tgrad.linalg yet"):
-            call()
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (2, 4), (2, 5, 2), (1, 1)])
+def test_geqrf_values(shape):
+    """LAPACK's zgeqrf: R on and above a's diagonal (real diagonal), the reflectors below
+    it; Q = householder_product(a, tau) (H_j = I - tau_j v_j v_j^H) is unitary and Q R = A
+    (NumPy complex128), and ormqr / orgqr apply the same Q."""
+    a = _cx(*shape)
+    A, T = tgrad.geqrf(_t(a))
+    m, n = shape[-2:]
+    k = min(m, n)
+    assert A.dtype is C128 and T.dtype is C128
+    assert A.shape == shape and T.shape == shape[:-2] + (k,)
+    R = np.triu(A.numpy())[..., :k, :]
+    assert not np.diagonal(R, axis1=-2, axis2=-1).imag.any()
+    Q = LA.householder_product(A[..., :, :k], T).numpy()  # m x k
+    np.testing.assert_allclose(Q @ R, a, **TOL)
+    np.testing.assert_allclose(np.conj(np.swapaxes(Q, -1, -2)) @ Q,
+                               np.broadcast_to(np.eye(k), Q.shape[:-2] + (k, k)), atol=1e-12)
+    np.testing.assert_allclose(A[..., :, :k].orgqr(T).numpy(), Q, **TOL)
+    c = _cx(*shape[:-2], m, 2)
+    if m >= n:
+        np.testing.assert_allclose(tgrad.ormqr(A, T, _t(c), transpose=True).numpy()[..., :k, :],
+                                   np.conj(np.swapaxes(Q, -1, -2)) @ c, **TOL)
+    # complex64: cgeqrf, to single precision
+    A, T = tgrad.geqrf(_t(a.astype(np.complex64)))
+    assert A.dtype is tgrad.complex64 and T.dtype is tgrad.complex64
+    Q = LA.householder_product(A[..., :, :k], T).numpy()
+    np.testing.assert_allclose(Q @ np.triu(A.numpy())[..., :k, :], a, atol=1e-5)
+
+
+def test_geqrf_has_no_complex_derivative_as_pytorch():
+    """PyTorch's complex geqrf refuses an input that requires grad, at the call."""
+    z = _t(_cx(3, 2), grad=True)
+    with pytest.raises(RuntimeError, match="geqrf does not support automatic differentiation "
+                                           "for outputs with complex dtype"):
+        tgrad.geqrf(z)
+    with tgrad.no_grad():
+        A, _ = tgrad.geqrf(z)
+    assert not A.requires_grad
+    A, _ = tgrad.geqrf(z.detach())
+    assert not A.requires_grad
 
 
 # ------------------------------------------------------------------------------- QR

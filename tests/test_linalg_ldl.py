@@ -193,6 +193,121 @@ def test_ldl_solve_broadcasts_and_float32():
                         _t(np.zeros((0, 2)))).shape == (0, 2)
 
 
+# ---- complex: zsytf2 (symmetric, A = A^T) and zhetf2 (hermitian=True, A = A^H) ----------
+def _cx_sym(n, batch=(), hermitian=False, zero_diag=False):
+    a = RNG.standard_normal(batch + (n, n)) + 1j * RNG.standard_normal(batch + (n, n))
+    a = a + (np.conj(np.swapaxes(a, -1, -2)) if hermitian else np.swapaxes(a, -1, -2))
+    if zero_diag:
+        a[..., np.arange(n), np.arange(n)] = 0
+    return a
+
+
+def _rebuild_cx(ld, piv, hermitian):
+    """A from LAPACK's complex (uplo='L') LD and pivots, read as _rebuild does: L D L^T
+    (zsytrf) or L D L^H (zhetrf; a 2x2 block [[d0, conj(e)], [e, d1]], d0, d1 real)."""
+    n = len(piv)
+    L, D = np.eye(n, dtype=complex), np.zeros((n, n), complex)
+    k = 0
+    while k < n:
+        s = 1 if piv[k] > 0 else 2
+        if s == 2:
+            assert piv[k + 1] == piv[k], "a 2x2 block's two pivots must be equal"
+        P = np.eye(n)
+        P[[k + s - 1, abs(piv[k]) - 1]] = P[[abs(piv[k]) - 1, k + s - 1]]
+        Lk = np.eye(n, dtype=complex)
+        Lk[k + s:, k:k + s] = ld[k + s:, k:k + s]
+        L = L @ P @ Lk
+        D[k:k + s, k:k + s] = ld[k:k + s, k:k + s]
+        e = D[k + s - 1, k]
+        D[k, k + s - 1] = np.conj(e) if hermitian else e
+        k += s
+    return L @ D @ (np.conj(L).T if hermitian else L.T)
+
+
+@pytest.mark.parametrize("hermitian", [False, True])
+@pytest.mark.parametrize("n,batch,zero_diag", [(1, (), False), (2, (), True), (5, (), False),
+                                               (6, (2,), True), (11, (), True)])
+def test_ldl_factor_complex_rebuilds_a(n, batch, zero_diag, hermitian):
+    a = _cx_sym(n, batch, hermitian, zero_diag)
+    LD, pivots = LA.ldl_factor(_t(a, tgrad.complex128), hermitian=hermitian)
+    assert LD.dtype is tgrad.complex128 and pivots.dtype is tgrad.int32
+    assert LD.shape == a.shape and pivots.shape == a.shape[:-1]
+    ld, piv = LD.numpy(), pivots.numpy()
+    for idx in np.ndindex(batch):
+        assert not np.triu(ld[idx], 1).any()
+        if hermitian:  # zhetrf's D has a real diagonal
+            assert not np.diagonal(ld[idx]).imag.any()
+        np.testing.assert_allclose(_rebuild_cx(ld[idx], piv[idx], hermitian), a[idx],
+                                   rtol=1e-12, atol=1e-12 * np.abs(a[idx]).max())
+    if zero_diag and n > 1:
+        assert (piv[..., 0] != 1).all()
+
+
+def test_ldl_complex_pivots_by_hand():
+    # zsytf2 sizes entries by CABS1 = |Re| + |Im|: |1+1j|_1 = 2 >= alpha 2.5 ~ 1.60 keeps
+    # the 1x1 pivot without interchange (|1+1j| = 1.41 < 1.60 would have swapped)
+    a = np.array([[1 + 1j, 2.5], [2.5, 0.1]])
+    LD, pivots = LA.ldl_factor(_t(a, tgrad.complex128))
+    np.testing.assert_array_equal(pivots.numpy(), [1, 2])
+    l21 = 2.5 / (1 + 1j)
+    np.testing.assert_allclose(LD.numpy(), [[1 + 1j, 0], [l21, 0.1 - 2.5 * l21]], rtol=1e-15)
+    # zhetf2: |Re a11| = 1 < alpha |1-1j|_1 = 1.28, rowmax 2, |a22| = 3 >= alpha 2: a 1x1
+    # pivot with row 2; the swapped P A P = [[3, 1-1j], [1+1j, 1]] has L21 = (1+1j) / 3
+    # and D2 = 1 - |1+1j|^2 / 3
+    a = np.array([[1, 1 + 1j], [1 - 1j, 3]])
+    LD, pivots = LA.ldl_factor(_t(a, tgrad.complex128), hermitian=True)
+    np.testing.assert_array_equal(pivots.numpy(), [2, 2])
+    np.testing.assert_allclose(LD.numpy(), [[3, 0], [(1 + 1j) / 3, 1 - 2 / 3]], rtol=1e-15)
+    # the same matrix read as symmetric (its lower triangle mirrored: [[1, 1-1j], [1-1j, 3]])
+    # with |a11|_1 = 1 < 1.28, |a22|_1 = 3 >= 1.28: the same swap, no conjugation
+    LD, pivots = LA.ldl_factor(_t(a, tgrad.complex128))
+    np.testing.assert_array_equal(pivots.numpy(), [2, 2])
+    np.testing.assert_allclose(LD.numpy(), [[3, 0], [(1 - 1j) / 3, 1 - (1 - 1j) ** 2 / 3]],
+                               rtol=1e-15)
+    # hermitian: only Re of A's diagonal is read (zhetrf), and the upper triangle never
+    h = _cx_sym(5, hermitian=True, zero_diag=True)
+    junk = np.tril(h) + np.triu(_cx_sym(5), 1) + 1j * np.diag(RNG.standard_normal(5))
+    LD, pivots = LA.ldl_factor(_t(junk, tgrad.complex128), hermitian=True)
+    np.testing.assert_allclose(_rebuild_cx(LD.numpy(), pivots.numpy(), True), h, rtol=1e-12,
+                               atol=1e-12 * np.abs(h).max())
+
+
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_ldl_solve_complex_matches_numpy(hermitian):
+    a = _cx_sym(7, (2,), hermitian, zero_diag=True)
+    b = RNG.standard_normal((2, 7, 3)) + 1j * RNG.standard_normal((2, 7, 3))
+    LD, pivots = LA.ldl_factor(_t(a, tgrad.complex128), hermitian=hermitian)
+    X = LA.ldl_solve(LD, pivots, _t(b, tgrad.complex128), hermitian=hermitian)
+    want = np.linalg.solve(a, b)
+    assert X.dtype is tgrad.complex128 and X.shape == (2, 7, 3)
+    np.testing.assert_allclose(X.numpy(), want, rtol=1e-10, atol=1e-10 * np.abs(want).max())
+    c64 = tgrad.complex64  # complex64: csytrf / chetrf, to single precision
+    LD, pivots = LA.ldl_factor(_t(a, c64), hermitian=hermitian)
+    assert LD.dtype is c64
+    X = LA.ldl_solve(LD, pivots, _t(b, c64), hermitian=hermitian)
+    assert X.dtype is c64
+    np.testing.assert_allclose(X.numpy(), want, atol=1e-3 * np.abs(want).max())
+
+
+def test_ldl_complex_errors_and_no_derivatives():
+    z = _t(_cx_sym(3), tgrad.complex128)
+    LD, pivots = LA.ldl_factor(z)
+    with pytest.raises(RuntimeError, match="found b of type Double and A of type ComplexDouble"):
+        LA.ldl_solve(LD, pivots, _t(np.zeros((3, 1))))
+    with pytest.raises(RuntimeError, match="found b of type ComplexDouble and A of type Double"):
+        LA.ldl_solve(LD.real, pivots, _t(np.zeros((3, 1)), tgrad.complex128))
+    z.requires_grad_(True)
+    LD, pivots = LA.ldl_factor(z, hermitian=True)
+    assert LD.requires_grad
+    with pytest.raises(NotImplementedError,
+                       match="derivative for aten::linalg_ldl_factor_ex is not implemented"):
+        LD.abs().sum().backward()
+    B = _t(np.ones((3, 2)), tgrad.complex128).requires_grad_(True)
+    with pytest.raises(NotImplementedError,
+                       match="derivative for aten::linalg_ldl_solve is not implemented"):
+        LA.ldl_solve(LD.detach(), pivots, B).abs().sum().backward()
+
+
 # ---- errors, no derivatives, cuda ---------------------------------------------------------
 def test_ldl_errors():
     with pytest.raises(RuntimeError, match="ldl_factor_ex: A must be batches of square "

@@ -11,14 +11,16 @@ Householder QR gives ``qr``; parallel Jacobi rotations give ``eigh`` / ``eigvals
 ``svd`` / ``svdvals``, and on those ``pinv``, ``matrix_rank``, ``cond``, ``lstsq``, the
 'nuc' / 2 / -2 matrix norms; also ``matrix_exp``, ``tensorinv``, ``tensorsolve``,
 ``vander``, ``householder_product``. ``ldl_factor`` / ``ldl_factor_ex`` / ``ldl_solve``
-(Bunch-Kaufman LDL^T of symmetric matrices, LAPACK's sytrf / sytrs format) run on the
+(Bunch-Kaufman LDL^T of symmetric matrices, LDL^H of Hermitian ones with
+``hermitian=True``, LAPACK's sytrf / hetrf / sytrs / hetrs format) run on the
 host, CPU tensors only, without derivatives (as PyTorch's). ``eig`` / ``eigvals`` (general
 square matrices, complex results) run LAPACK's geev on the host, CPU only. Complex inputs (CPU):
 ``eig`` / ``eigvals``, ``solve``, ``solve_triangular``, ``inv``, ``det``, ``slogdet``,
 ``matrix_power``, ``cholesky``, ``eigh`` / ``eigvalsh``, ``svd`` / ``svdvals``, ``pinv``,
 ``matrix_rank``, the norms, ``qr``, ``lstsq``, ``cond``, ``matrix_exp``,
-``householder_product`` and ``lu_factor`` / ``lu`` / ``lu_solve``; ``ldl_factor`` raises
-NotImplementedError for now."""
+``householder_product``, ``lu_factor`` / ``lu`` / ``lu_solve``, ``ldl_factor`` /
+``ldl_factor_ex`` / ``ldl_solve`` (complex symmetric, or Hermitian with ``hermitian=True``)
+and ``tgrad.geqrf``."""
 
 from tgrad.linalg._eig import eig, eigvals
 from tgrad.linalg._jacobi import LinAlgError, eigh, eigvalsh, svd, svdvals

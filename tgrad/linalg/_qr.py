@@ -31,6 +31,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.linalg._lu import _check_dtype as check_linalg_dtype
 from tgrad.linalg._lu import graph_constant
 from tgrad.linalg._norms import vector_norm
@@ -202,6 +203,9 @@ class Geqrf(Function):
 
     @staticmethod
     def forward(ctx, A):
+        if A.dtype.is_complex:  # LAPACK's zgeqrf through NumPy (h is a transposed)
+            h, tau = np.linalg.qr(A.detach().numpy(), mode="raw")
+            return from_lapack((np.swapaxes(h, -1, -2), tau), A)
         return geqrf_packed(A)
 
     @staticmethod
@@ -210,13 +214,17 @@ class Geqrf(Function):
 
 
 def geqrf(input: Tensor) -> tuple:  # noqa: A002
-    """``torch.geqrf``: LAPACK's packed QR (a, tau) (see geqrf_packed); no derivative, as
-    in PyTorch."""
+    """``torch.geqrf``: LAPACK's packed QR (a, tau) (see geqrf_packed); complex input
+    (CPU): LAPACK's zgeqrf (H_j = I - tau_j v_j v_j^H, R's diagonal real). No derivative,
+    as in PyTorch (whose complex geqrf refuses an input that requires grad)."""
     require_tensor("geqrf", input)
     if input.ndim < 2:
         raise RuntimeError(f"geqrf: input must have at least 2 dimensions. Got "
                            f"{input.ndim}")
-    check_linalg_dtype("geqrf", input.dtype)
+    check_linalg_dtype("geqrf", input.dtype, complex_ok=True)
+    if input.dtype.is_complex and input.requires_grad and is_grad_enabled():
+        raise RuntimeError("geqrf does not support automatic differentiation for outputs "
+                           "with complex dtype.")
     a, tau = Geqrf.apply(input)
     return a, tau
 

@@ -14,6 +14,8 @@ t hop; w^2, not |w|^2, for a complex window), trimmed by n_fft // 2 at both ends
 
 from __future__ import annotations
 
+import warnings
+
 from tgrad import dtypes
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.tensor import Tensor
@@ -45,6 +47,22 @@ def _lengths(op: str, n_fft: int, hop_length, win_length) -> tuple:
     if not 0 < win <= n_fft:
         raise RuntimeError(f"{op}: expected 0 < win_length <= n_fft, but got win_length={win}")
     return hop, win
+
+
+def _istft_call(input: Tensor, n_fft: int, hop: int, win: int, window, center: bool,  # noqa: A002
+                normalized: bool, onesided, length, return_complex: bool) -> str:
+    """PyTorch's istft error prefix: 'istft(CPUComplexFloatType[5, 11], n_fft=8, ...,
+    return_complex=0)' (bools as 0 / 1, unset optionals as None)."""
+    def opt(v):
+        return "None" if v is None else str(int(v))
+    def name(dt):
+        return dtypes.SCALAR_TYPE_NAMES.get(dt, dt.name)
+    dev, kind = input.device.type.upper(), name(input.dtype)
+    w = "None" if window is None else f"tgrad.{name(window.dtype)}Tensor{{{list(window.shape)}}}"
+    return (f"istft({dev}{kind}Type{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, "
+            f"win_length={win}, window={w}, center={int(center)}, "
+            f"normalized={int(normalized)}, onesided={opt(onesided)}, length={opt(length)}, "
+            f"return_complex={int(return_complex)})")
 
 
 @tensor_method("stft")
@@ -111,19 +129,34 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,  # noqa: A00
     if not input.dtype.is_complex:
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
                            "from stft with return_complex=True.")
-    if input.ndim not in (2, 3):
-        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex dtype, "
-                           f"but got shape {list(input.shape)}")
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    # PyTorch's prefix of istft's errors: the call with its sizes and arguments
+    call = _istft_call(input, n_fft, hop, win, window, center, normalized, onesided, length,
+                       return_complex)
+    if input.numel() == 0:
+        raise RuntimeError(f"{call} : input tensor cannot be empty.")
+    if input.ndim not in (2, 3):  # PyTorch counts view_as_real's last dim: ndim + 1
+        raise RuntimeError(f"{call} : expected a tensor with 3 or 4 dimensions, but got "
+                           f"{input.ndim + 1} (counting the real and "
+                           f"imaginary parts as a dimension, as PyTorch does: the complex "
+                           f"input must be (F, T) or (B, F, T), this one is {input.ndim}-D)")
     fft_size = input.shape[-2]
     onesided = fft_size != n_fft if onesided is None else onesided
     want = n_fft // 2 + 1 if onesided else n_fft
     if fft_size != want:
-        raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of the "
-                           f"input tensor to match n_fft{' / 2 + 1' if onesided else ''} when "
-                           f"onesided={bool(onesided)}, but got {fft_size}")
+        raise RuntimeError(f"{call} : expected the frequency dimension (3rd to the last) of "
+                           f"the input tensor to match n_fft{' / 2 + 1' if onesided else ''} "
+                           f"when onesided={bool(onesided)}, but got {fft_size}")
+    if not 0 < hop <= win:
+        raise RuntimeError(f"{call} : expected 0 < hop_length <= win_length")
+    if not 0 < win <= n_fft:
+        raise RuntimeError(f"{call} : expected 0 < win_length <= n_fft")
+    if window is not None and (window.ndim != 1 or window.shape[0] != win):
+        raise RuntimeError(f"{call} : Invalid window shape. window has to be 1D and length of "
+                           f"`win_length`")
     if return_complex and onesided:
         raise RuntimeError("Cannot have onesided output if window or input is complex")
-    hop, win = _lengths("istft", n_fft, hop_length, win_length)
     spec = input if input.ndim == 3 else input.unsqueeze(0)
     w = _window("istft", window, win, n_fft, spec)
     norm = "ortho" if normalized else "backward"
@@ -155,12 +188,22 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,  # noqa: A00
         end = total
     end = min(end, total)
     env = env[start:end]
-    if env.numel() and float(env.abs().min()) < 1e-11:
-        raise RuntimeError("istft: window overlap add min < 1e-11: the window's squares, "
-                           "overlap-added at this hop_length, vanish somewhere in the output "
-                           "(e.g. a periodic Hann window with center=False); use another "
-                           "window, a smaller hop_length or center=True")
+    if not env.numel():  # PyTorch's min() of the empty envelope fails here
+        raise RuntimeError(f"{call} : no output samples are left (samples {start} to {end} "
+                           f"of the {total} overlap-added ones; PyTorch fails here with "
+                           f"'min(): Expected reduction dim to be specified for "
+                           f"input.numel() == 0'): pass a length > 0, more frames or "
+                           f"center=False")
+    least = float(env.abs().min())
+    if least < 1e-11:
+        raise RuntimeError(f"{call} window overlap add min: 1 (the overlap-added squared "
+                           f"window's minimum {least:.3g} < 1e-11: it vanishes somewhere in "
+                           f"the output, e.g. a periodic Hann window with center=False); use "
+                           f"another window, a smaller hop_length or center=True")
     y = y[:, start:end] / env
     if length is not None and y.shape[-1] < length:
+        warnings.warn("The length of signal is shorter than the length parameter. Result is "
+                      "being padded with zeros in the tail. Please check your center and "
+                      "hop_length settings.", UserWarning, stacklevel=2)
         y = F.pad(y, (0, length - y.shape[-1]))
     return y if input.ndim == 3 else y.squeeze(0)
