@@ -116,7 +116,7 @@ def _eig_checks(op: str, A: Tensor, finite: bool = True) -> None:
     A (eig always, eigvals only when A requires grad: else LAPACK's result)."""
     require_tensor(op, A, "A")
     _check_square(op, A)
-    check_linalg_dtype(op, A.dtype, complex_ok=True)
+    check_linalg_dtype(op, A.dtype)
     if A.device.type != "cpu":
         raise RuntimeError(f"{op}: tgrad computes it on the CPU only (its results are "
                            f"complex, and complex dtypes are CPU-only in tgrad); call it on "

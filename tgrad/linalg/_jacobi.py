@@ -322,7 +322,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     op = "linalg.eigh"
     require_tensor(op, A, "A")
     _check_square(op, A)
-    check_linalg_dtype(op, A.dtype, complex_ok=True)
+    check_linalg_dtype(op, A.dtype)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"{op}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     L, V = LinalgEigh.apply(A, UPLO == "U")
@@ -407,7 +407,7 @@ def _svd_checks(op: str, A: Tensor, driver) -> None:
     require_tensor(op, A, "A")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    check_linalg_dtype(op, A.dtype, complex_ok=True)
+    check_linalg_dtype(op, A.dtype)
     if driver is not None:
         raise RuntimeError(f"{op}: keyword argument `driver=` is only supported on CUDA "
                            f"inputs with cuSOLVER backend.")

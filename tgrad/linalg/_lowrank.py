@@ -59,7 +59,7 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2,
     A - M ~= U diag(S) V^H, exact (to rounding) when A - M has rank <= q. ``q`` defaults to
     6 and must not exceed min(m, n) (linalg.qr / svd would give fewer columns); ``niter``
     (default 2) power iterations sharpen the basis. Randomized: see the module docstring."""
-    _matrix_checks("svd_lowrank", A, complex_ok=True)
+    _matrix_checks("svd_lowrank", A)
     q = 6 if q is None else q
     niter = 2 if niter is None else niter
     return _svd_lowrank(A, q, niter, M)
@@ -69,7 +69,7 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int
     """(U, S, V) of svd_lowrank of A centered over its rows (A - A.mean(-2), when
     ``center``): the principal directions are V's columns, the variances S^2 / (m - 1).
     ``q`` defaults to min(6, m, n)."""
-    _matrix_checks("pca_lowrank", A, complex_ok=True)
+    _matrix_checks("pca_lowrank", A)
     m, n = A.shape[-2:]
     if q is None:
         q = min(6, m, n)

@@ -58,10 +58,10 @@ class _Factors(NamedTuple):
     pivots: Tensor  # (..., min(m, n)) int32: LAPACK's, row k was swapped with pivots[k] - 1
 
 
-def _check_dtype(op: str, dt, complex_ok: bool = False) -> None:
-    """A floating (float32/float64) or, where ``complex_ok``, complex dtype (CPU only, as
-    every complex tensor of tgrad): else PyTorch's error, or tgrad's for complex."""
-    if not (dt.is_floating_point or (complex_ok and dt.is_complex)):
+def _check_dtype(op: str, dt) -> None:
+    """A float32/float64 or complex dtype (complex: CPU only, as every complex tensor of
+    tgrad), else PyTorch's error."""
+    if not (dt.is_floating_point or dt.is_complex):
         raise not_floating_error(op, dt)
     if dt.itemsize < 4:
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
@@ -181,7 +181,7 @@ def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
     require_tensor(op, A, "A")
     require_tensor(op, B, "B", 2)
     _check_square(op, A)
-    _check_dtype(op, A.dtype, complex_ok=True)
+    _check_dtype(op, A.dtype)
     check_same_dtype("linalg.solve", "A", A, "B", B)  # PyTorch's text (solve_ex's too)
     if A.device is not B.device:
         raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
@@ -252,7 +252,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvEx:
     op = "linalg.inv_ex" if not check_errors else "linalg.inv"
     require_tensor(op, A, "A")
     _check_square(op, A)
-    _check_dtype(op, A.dtype, complex_ok=True)
+    _check_dtype(op, A.dtype)
     n = A.shape[-1]
     eye_b = eye(n, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], n, n)
     X, info = LinalgSolve.apply(A, eye_b)
@@ -310,7 +310,7 @@ def graph_constant(c: Tensor, *xs: Tensor, zero: bool) -> Tensor:
 def _square_float(op: str, A: Tensor) -> None:
     require_tensor(op, A, "A")
     _check_square(op, A)
-    _check_dtype(op, A.dtype, complex_ok=True)
+    _check_dtype(op, A.dtype)
 
 
 def _unit(x: Tensor) -> Tensor:
@@ -451,7 +451,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         eye_m = eye(m, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, m).clone()
         return graph_constant(eye_m, A, zero=True)
     if n < 0:
-        _check_dtype(op, A.dtype, complex_ok=True)
+        _check_dtype(op, A.dtype)
         A, n = inv(A), -n
     result = None
     while True:  # binary powering: result = A^(bits of n seen so far)

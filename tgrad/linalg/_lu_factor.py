@@ -115,7 +115,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -
     if A.ndim < 2:
         raise RuntimeError(f"{op}: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(A.shape)} instead")
-    _check_dtype(op, A.dtype, complex_ok=True)
+    _check_dtype(op, A.dtype)
     if not pivot:
         raise RuntimeError(f"{op}: LU without pivoting is not implemented in tgrad; use "
                            f"pivot=True")
@@ -160,6 +160,6 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
                            f"{'x'.join(map(str, B.shape[-2:]))})")
     if not left:  # X A = B  <=>  A^H X^H = B^H
         return lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH
-    _check_dtype("torch." + op, LU.dtype, complex_ok=True)
+    _check_dtype("torch." + op, LU.dtype)
     check_same_dtype(op, "LU", LU, "B", B)
     return lu_substitute(LU, _perm_from_pivots(pivots, n), B, adjoint)

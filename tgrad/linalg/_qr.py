@@ -192,7 +192,7 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
-    check_linalg_dtype(op, A.dtype, complex_ok=True)
+    check_linalg_dtype(op, A.dtype)
     Q, R = LinalgQR.apply(A, mode)
     return QRResult(Q, R)
 
@@ -221,7 +221,7 @@ def geqrf(input: Tensor) -> tuple:  # noqa: A002
     if input.ndim < 2:
         raise RuntimeError(f"geqrf: input must have at least 2 dimensions. Got "
                            f"{input.ndim}")
-    check_linalg_dtype("geqrf", input.dtype, complex_ok=True)
+    check_linalg_dtype("geqrf", input.dtype)
     if input.dtype.is_complex and input.requires_grad and is_grad_enabled():
         raise RuntimeError("geqrf does not support automatic differentiation for outputs "
                            "with complex dtype.")
@@ -253,7 +253,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     if tau.dtype is not A.dtype:
         raise RuntimeError(f"{op}: tau dtype {tau.dtype} does not match input dtype "
                            f"{A.dtype}")
-    check_linalg_dtype(op, A.dtype, complex_ok=True)
+    check_linalg_dtype(op, A.dtype)
     batch = tuple(A.shape[:-2])
     Q = eye(m, n, dtype=A.dtype, device=A.device).expand(*batch, m, n)
     if k == 0:  # no reflectors: the identity's columns, in A's and tau's graph with an

@@ -40,11 +40,11 @@ __all__ = ["pinv", "matrix_rank", "cond", "lstsq", "matrix_exp", "tensorinv", "t
            "vander"]
 
 
-def _matrix_checks(op: str, A: Tensor, complex_ok: bool = False) -> None:
+def _matrix_checks(op: str, A: Tensor) -> None:
     require_tensor(op, A, "A")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    check_linalg_dtype(op, A.dtype, complex_ok)
+    check_linalg_dtype(op, A.dtype)
 
 
 def _threshold(S: Tensor, atol, rtol, m: int, n: int) -> Tensor:
@@ -114,7 +114,7 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     """The Moore-Penrose pseudo-inverse (n, m) of A (..., m, n), from its SVD (hermitian:
     its eigendecomposition, reading the lower triangle); singular values at or below
     max(atol, rtol * largest) count as zero. Differentiable where the rank is constant."""
-    _matrix_checks("linalg.pinv", A, complex_ok=True)
+    _matrix_checks("linalg.pinv", A)
     return LinalgPinv.apply(A, atol, rtol, bool(hermitian))
 
 
@@ -131,7 +131,7 @@ def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None,
                             f"cannot be given with atol or rtol; pass atol=tol (rtol=0) "
                             f"instead")
         atol, rtol = tol, 0.0
-    _matrix_checks(op, A, complex_ok=True)
+    _matrix_checks(op, A)
     m, n = A.shape[-2], A.shape[-1]
     with no_grad():
         S = eigh(A).eigenvalues.abs() if hermitian else svdvals(A)
@@ -143,7 +143,7 @@ def cond(A: Tensor, p=None) -> Tensor:
     S_max), or 'fro', 'nuc', 1, -1, inf, -inf (norm(A) norm(A^{-1}), square A only; inf
     for a singular A). Real (float64 for complex128 A)."""
     op = "linalg.cond"
-    _matrix_checks(op, A, complex_ok=True)
+    _matrix_checks(op, A)
     from tgrad.linalg._norms import matrix_norm
     if A.shape[-1] == 0 or A.shape[-2] == 0:  # empty matrices: 0, as PyTorch
         return zeros(A.shape[:-2], dtype=dtypes.to_real(A.dtype), device=A.device)
@@ -196,7 +196,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if A.device is not B.device:
         raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
                            f"at least two devices, {A.device} and {B.device}!")
-    check_linalg_dtype(op, A.dtype, complex_ok=True)
+    check_linalg_dtype(op, A.dtype)
     cuda = A.device.type == "cuda"
     if driver is None:
         driver = "gels" if cuda else "gelsy"
@@ -257,7 +257,7 @@ def matrix_exp(A: Tensor) -> Tensor:
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: Expected a tensor with 2 or more dimensions of shape "
                            f"(*, n, n), but got {list(A.shape)}")
-    check_linalg_dtype(op, A.dtype, complex_ok=True)
+    check_linalg_dtype(op, A.dtype)
     n = A.shape[-1]
     if n == 0:
         return A.clone()

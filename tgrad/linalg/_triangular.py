@@ -48,12 +48,7 @@ def _check_float(op: str, A: Tensor) -> None:
 
 
 def not_floating_error(op: str, dt) -> Exception:
-    """The error for a non-floating input of a linalg op: PyTorch's text, or for a complex
-    input (which PyTorch takes) that tgrad.linalg does not take it yet."""
-    if dt.is_complex:
-        return NotImplementedError(f"{op}: complex inputs ({dt.name}) are not supported by "
-                                   f"tgrad.linalg yet (PyTorch takes them); work on x.real "
-                                   f"and x.imag or use a real dtype")
+    """PyTorch's error for a linalg op's input that is neither floating nor complex."""
     return RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                         f"{_torch_dtype_name(dt)}")
 
