@@ -1,18 +1,21 @@
 """PyTorch's ``out=`` keyword on the torch-level functions (``tgrad.add(a, b, out=c)``).
 
 One wrapper, applied by ``tgrad/__init__.py`` to the functions named in ``OUT_FUNCTIONS``
-(Tensor methods take no ``out=``, as in PyTorch). The function is computed as usual, then
-written into ``out`` with PyTorch's out semantics:
+and by ``tgrad.linalg`` / ``tgrad.fft`` / ``tgrad.special`` to theirs in
+``NAMESPACE_FUNCTIONS`` (Tensor methods take no ``out=``, as in PyTorch). The function is
+computed as usual, then written into ``out`` with PyTorch's out semantics:
 
 * grad mode on and an input or ``out`` requiring grad: PyTorch's error (out= is not
   differentiable);
 * the result must be castable to ``out``'s dtype (same or lower category; a multi-output
-  function's outs must have the results' dtypes exactly), and be on ``out``'s device;
+  function's outs must have the results' dtypes exactly; the namespaces' rules are
+  PyTorch's, see _dtype_rule), and be on ``out``'s device;
 * an ``out`` of another shape is resized (contiguous; PyTorch's UserWarning when it had
   elements), in its storage when that is big enough, else into new memory;
 * an ``out`` that partly overlaps an input raises PyTorch's error (the same memory is fine);
-* creation functions (zeros, arange, rand, ...) take ``out``'s dtype and device when no
-  dtype/device is given, and raise if a given dtype differs from out's.
+* creation functions (zeros, arange, rand, ..., fft.fftfreq) take ``out``'s dtype and
+  device when no dtype/device is given, and raise if a given dtype differs from out's;
+  ``requires_grad=True`` makes ``out`` require grad, as PyTorch's factories do.
 
 The write is an in-place write: ``out``'s version counter bumps, and ``out`` itself (the
 same object; a tuple of them for multi-output functions) is returned.
@@ -56,12 +59,99 @@ CREATION_FUNCTIONS = frozenset("""
 arange empty eye full linspace logspace ones rand randint randn randperm range zeros
 """.split())
 
+# tgrad.linalg / tgrad.fft / tgrad.special functions taking out= (checked against PyTorch
+# 2.13's: linalg.diagonal / matrix_exp / vander, fft.fftshift / ifftshift and
+# special.softmax / log_softmax take none; linalg.lstsq takes a 4-tuple); each namespace's
+# module calls install(globals(), "<ns>"). Messages name them as PyTorch does: linalg_det().
+NAMESPACE_FUNCTIONS = {
+    "linalg": frozenset("""
+cholesky cholesky_ex cond cross det eig eigh eigvals eigvalsh householder_product inv inv_ex
+ldl_factor ldl_factor_ex ldl_solve lstsq lu lu_factor lu_factor_ex lu_solve matmul
+matrix_norm matrix_power matrix_rank multi_dot norm pinv qr slogdet solve solve_ex
+solve_triangular svd svdvals tensorinv tensorsolve vecdot vector_norm
+""".split()),
+    "fft": frozenset("""
+fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft hfft2 ihfft2
+hfftn ihfftn fftfreq rfftfreq
+""".split()),
+    "special": frozenset("""
+airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 chebyshev_polynomial_t chebyshev_polynomial_u
+chebyshev_polynomial_v chebyshev_polynomial_w digamma entr erf erfc erfcx erfinv exp2 expit
+expm1 gammainc gammaincc gammaln hermite_polynomial_h hermite_polynomial_he i0 i0e i1 i1e
+laguerre_polynomial_l legendre_polynomial_p log1p log_ndtr logit logsumexp modified_bessel_i0
+modified_bessel_i1 modified_bessel_k0 modified_bessel_k1 multigammaln ndtr ndtri polygamma psi
+round scaled_modified_bessel_k0 scaled_modified_bessel_k1 shifted_chebyshev_polynomial_t
+shifted_chebyshev_polynomial_u shifted_chebyshev_polynomial_v shifted_chebyshev_polynomial_w
+sinc spherical_bessel_j0 xlog1py xlogy zeta
+""".split()),
+}
+_NAMESPACE_CREATION = frozenset({"fftfreq", "rfftfreq"})
+
 # c10's type names, which PyTorch's "Expected out tensor to have dtype ..." uses.
 _C10_NAMES = {dtypes.bool_: "bool", dtypes.uint8: "unsigned char", dtypes.int8: "signed char",
               dtypes.int16: "short int", dtypes.int32: "int", dtypes.int64: "long int",
               dtypes.float16: "c10::Half", dtypes.bfloat16: "c10::BFloat16",
               dtypes.float32: "float", dtypes.float64: "double",
               dtypes.complex64: "c10::complex<float>", dtypes.complex128: "c10::complex<double>"}
+
+# linalg functions whose out= takes any castable dtype (as the elementwise ops), as PyTorch's
+# composite ones; the rest want the result's dtype exactly.
+_LINALG_CAST = frozenset("cond householder_product matrix_rank pinv tensorinv tensorsolve".split())
+# PyTorch's own texts for some linalg exact-dtype checks ({src}: the result's dtype)
+_LINALG_TEXTS = {
+    "norm": "linalg.norm expected out tensor dtype {src} but got: {dst}",
+    "matrix_norm": "linalg.matrix_norm expected out tensor dtype {src} but got: {dst}",
+    "vecdot": "linalg.vecdot: Expected out of dtype {src} but found {dst}",
+    "solve_triangular": "linalg.solve_triangular: expected scalar type {src} but found {dst}",
+    "multi_dot": "multi_dot(): expected out tensor to have dtype {src_c10} but got {dst_c10}",
+}
+_EXACT_TEXT = "Expected out tensor to have dtype {src_c10}, but got {dst_c10} instead"
+# the fft functions' names in PyTorch's out dtype errors (the n-d forms share one kernel)
+_FFT_OP = {"fft2": "fftn", "ifft2": "fftn", "ifftn": "fftn", "rfft2": "rfftn",
+           "irfft2": "irfftn", "hfft2": "hfftn", "ihfft2": "ihfftn"}
+
+
+def _dtype_rule(ns: str, fn_name: str):
+    """PyTorch's out= dtype rule for ``tgrad.<ns>.<fn_name>``: ``check(i, src, dst)``
+    raising its error when result ``i`` (of dtype ``src``) may not be written into an out
+    of dtype ``dst``; None for the torch-level rule (castable; exact for several outs).
+
+    - fft: a complex result needs a complex out, a real one a floating out; within that
+      the result is cast (complex128 into complex64 is fine); fftfreq: the creation rule;
+    - linalg: the dtype exactly (_EXACT_TEXT or _LINALG_TEXTS), except _LINALG_CAST and
+      eig / eigvals, whose complex results cast into any complex out;
+    - special: the elementwise rule.
+    """
+    names = dtypes.SCALAR_TYPE_NAMES
+    if ns == "fft" and fn_name not in _NAMESPACE_CREATION:
+        op = _FFT_OP.get(fn_name, fn_name)
+
+        def check(i, src, dst):
+            if src.is_complex and not dst.is_complex:
+                raise RuntimeError(f"{op} expects a complex output tensor, but got "
+                                   f"{names[dst]}")
+            if not src.is_complex and not dst.is_floating_point:
+                raise RuntimeError(f"{op} expects a floating point output tensor, but got "
+                                   f"{names[dst]}")
+        return check
+    if ns != "linalg" or fn_name in _LINALG_CAST:
+        return None
+    if fn_name in ("eig", "eigvals"):
+        def check(i, src, dst):
+            if src.category > dst.category:
+                what = ("eigenvalues", "eigenvectors")[i]
+                raise RuntimeError(f"torch.linalg.{fn_name}: Expected {what} to be safely "
+                                   f"castable from {names[src]} dtype, but got {what} with "
+                                   f"dtype {names[dst]}")
+        return check
+    text = _LINALG_TEXTS.get(fn_name, _EXACT_TEXT)
+
+    def check(i, src, dst):
+        if src is not dst:
+            raise RuntimeError(text.format(src=names[src], dst=names[dst],
+                                           src_c10=_C10_NAMES[src], dst_c10=_C10_NAMES[dst]))
+    return check
+
 
 _PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the "
                     "written-to tensor refer to a single memory location. Please clone() the "
@@ -123,14 +213,19 @@ def _resize(out: Tensor, shape: tuple) -> None:
     out._data, out._storage = fresh._data, storage
 
 
-def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool) -> None:
-    """Write result ``res`` into ``out`` (checks, resize, cast, version bump)."""
+def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool, check=None,
+           index: int = 0) -> None:
+    """Write result ``res`` (output ``index`` of the function) into ``out`` (checks, resize,
+    cast, version bump); ``check``: a dtype rule of _dtype_rule, else exact_dtype says
+    which torch-level rule applies."""
     from tgrad.ops.inplace import _write, check_castable
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if exact_dtype and res.dtype is not out.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {_C10_NAMES[res.dtype]}, but "
-                           f"got {_C10_NAMES[out.dtype]} instead")
+    if check is not None:
+        check(index, res.dtype, out.dtype)
+    elif exact_dtype and res.dtype is not out.dtype:
+        raise RuntimeError(_EXACT_TEXT.format(src_c10=_C10_NAMES[res.dtype],
+                                              dst_c10=_C10_NAMES[out.dtype]))
     check_castable("", res.dtype, out.dtype)
     if res.device != out.device:
         raise RuntimeError(f"{name}(): Expected out tensor to have device {res.device}, but "
@@ -142,8 +237,10 @@ def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool) -> None:
     _write(out, res._data)
 
 
-def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out):
-    """``fn(*args, **kwargs)`` written into ``out`` (see the module docstring)."""
+def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out,
+                   check=None):
+    """``fn(*args, **kwargs)`` written into ``out`` (see the module docstring); ``check``:
+    the dtype rule of _dtype_rule, if any."""
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     for o in outs:
         if not isinstance(o, Tensor):
@@ -167,15 +264,23 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
         _check_overlap(o, inputs)
     with no_grad():
         res = fn(*args, **kwargs)
-    results = tuple(res) if isinstance(res, tuple) else (res,)
-    if len(results) != len(outs) or not all(isinstance(r, Tensor) for r in results):
-        raise TypeError(f"{name}(): out= takes {len(results)} Tensor(s) here, got "
-                        f"{len(outs)}" if isinstance(out, (tuple, list)) else
-                        f"{name}(): argument 'out' must be a tuple of {len(results)} "
-                        f"Tensors here, not Tensor")
-    for o, r in zip(outs, results):
-        _store(name, o, r, exact_dtype=len(results) > 1)
-    if not isinstance(res, tuple):
+    multi = isinstance(res, tuple)
+    results = res if multi else (res,)
+    if not all(isinstance(r, Tensor) for r in results):
+        raise TypeError(f"{name}(): out= is not supported for this call (its result is not "
+                        f"Tensors)")
+    if multi != isinstance(out, (tuple, list)):  # PyTorch's texts
+        raise TypeError(f"{name}(): argument 'out' must be "
+                        f"{'tuple of Tensors' if multi else 'Tensor'}, not "
+                        f"{type(out).__name__}")
+    if len(results) != len(outs):
+        raise TypeError(f"{name}(): expected tuple of {len(results)} elements but got "
+                        f"{len(outs)}")
+    for i, (o, r) in enumerate(zip(outs, results)):
+        _store(name, o, r, exact_dtype=multi, check=check, index=i)
+    if creation and kwargs.get("requires_grad"):
+        outs[0].requires_grad_(True)  # PyTorch's factories set it on out too
+    if not multi:
         return outs[0]
     return type(res)(*outs) if hasattr(res, "_fields") else outs
 
@@ -229,17 +334,19 @@ def _entry_source(name: str, sig: inspect.Signature) -> str | None:
     return (f"def {name}({', '.join(params)}):\n"
             f"    if out is None:\n"
             f"        return _fn({', '.join(call)})\n"
-            f"    return _call_with_out(_fn, _name, _creation, ({args}), {kwargs}, out)\n")
+            f"    return _call_with_out(_fn, _name, _creation, ({args}), {kwargs}, out, "
+            f"_check)\n")
 
 
-def with_out(fn, name: str | None = None, creation: bool = False):
-    """``fn`` taking PyTorch's keyword-only ``out=`` (see the module docstring)."""
+def with_out(fn, name: str | None = None, creation: bool = False, check=None):
+    """``fn`` taking PyTorch's keyword-only ``out=`` (see the module docstring); ``check``:
+    a dtype rule of _dtype_rule."""
     name = name or fn.__name__
 
     def generic(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
-        return _call_with_out(fn, name, creation, args, kwargs, out)
+        return _call_with_out(fn, name, creation, args, kwargs, out, check)
 
     try:
         sig = inspect.signature(fn)
@@ -249,7 +356,7 @@ def with_out(fn, name: str | None = None, creation: bool = False):
     if src is None:
         wrapper = functools.wraps(fn)(generic)
     else:
-        scope = {"_fn": fn, "_name": name, "_creation": creation,
+        scope = {"_fn": fn, "_name": name, "_creation": creation, "_check": check,
                  "_call_with_out": _call_with_out}
         scope.update({f"_d{i}": p.default for i, p in enumerate(sig.parameters.values())})
         exec(src, scope)  # noqa: S102 - source built above from fn's own signature
@@ -262,9 +369,19 @@ def with_out(fn, name: str | None = None, creation: bool = False):
     return wrapper
 
 
-def install(namespace: dict) -> None:
-    """Give ``namespace``'s functions named in OUT_FUNCTIONS / CREATION_FUNCTIONS out=."""
-    for n in OUT_FUNCTIONS | CREATION_FUNCTIONS:
+def install(namespace: dict, ns: str | None = None) -> None:
+    """Give ``namespace``'s functions out=: tgrad's named in OUT_FUNCTIONS /
+    CREATION_FUNCTIONS, or (``ns``: "linalg", "fft", "special") tgrad.<ns>'s named in
+    NAMESPACE_FUNCTIONS[ns], called ``<ns>_<name>`` in messages as PyTorch does, with the
+    namespace's dtype rule."""
+    if ns is None:
+        for n in OUT_FUNCTIONS | CREATION_FUNCTIONS:
+            fn = namespace.get(n)
+            if callable(fn) and not isinstance(fn, type):
+                namespace[n] = with_out(fn, n, creation=n in CREATION_FUNCTIONS)
+        return
+    for n in NAMESPACE_FUNCTIONS[ns]:
         fn = namespace.get(n)
         if callable(fn) and not isinstance(fn, type):
-            namespace[n] = with_out(fn, n, creation=n in CREATION_FUNCTIONS)
+            namespace[n] = with_out(fn, f"{ns}_{n}", creation=n in _NAMESPACE_CREATION,
+                                    check=_dtype_rule(ns, n))

@@ -437,21 +437,19 @@ def _freq(op: str, n: int, d: float, onesided: bool, dtype, device,
     return tensor(vals, dtype=dt, device=device, requires_grad=requires_grad)
 
 
-def fftfreq(n: int, d: float = 1.0, *, out=None, dtype=None, layout=None, device=None,
+def fftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None,
             requires_grad: bool = False) -> Tensor:
     """The sample frequencies of fft of a length-``n`` signal with spacing ``d``:
-    [0, 1, ..., ceil(n/2) - 1, -floor(n/2), ..., -1] / (d n)."""
-    if out is not None:
-        raise NotImplementedError("fftfreq: out= is not supported by tgrad")
+    [0, 1, ..., ceil(n/2) - 1, -floor(n/2), ..., -1] / (d n). out= (tgrad/_out.py):
+    written into out, whose dtype and device stand in for missing dtype= / device=."""
     return _freq("fftfreq", n, d, False, dtype, device, requires_grad)
 
 
-def rfftfreq(n: int, d: float = 1.0, *, out=None, dtype=None, layout=None, device=None,
+def rfftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """The sample frequencies of rfft of a length-``n`` signal: [0, 1, ..., n // 2] /
-    (d n)."""
-    if out is not None:
-        raise NotImplementedError("rfftfreq: out= is not supported by tgrad")
+    (d n). out= (tgrad/_out.py): written into out, whose dtype and device stand in for
+    missing dtype= / device=."""
     return _freq("rfftfreq", n, d, True, dtype, device, requires_grad)
 
 
@@ -480,3 +478,8 @@ def fftshift(input: Tensor, dim=None) -> Tensor:  # noqa: A002
 def ifftshift(input: Tensor, dim=None) -> Tensor:  # noqa: A002
     """The inverse of fftshift: a roll by (size + 1) // 2 along ``dim``."""
     return _shift("ifftshift", input, dim, True)
+
+
+from tgrad import _out  # noqa: E402
+
+_out.install(globals(), "fft")  # PyTorch's out= on the transforms and fftfreq / rfftfreq

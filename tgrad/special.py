@@ -49,3 +49,7 @@ round = ew.round  # noqa: A001
 multigammaln = mvlgamma
 modified_bessel_i0 = i0
 modified_bessel_i1 = i1
+
+from tgrad import _out  # noqa: E402
+
+_out.install(globals(), "special")  # PyTorch's out= (tgrad/_out.py's NAMESPACE_FUNCTIONS)

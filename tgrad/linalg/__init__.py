@@ -57,3 +57,7 @@ __all__ = ["cholesky", "cholesky_ex", "cholesky_solve", "cond", "cross", "det", 
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
            "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot",
            "vector_norm", "LinAlgError"]
+
+from tgrad import _out  # noqa: E402
+
+_out.install(globals(), "linalg")  # PyTorch's out= (tgrad/_out.py's NAMESPACE_FUNCTIONS)
