@@ -53,6 +53,39 @@ def test_get_parameter_and_get_buffer_follow_dotted_paths():
         assert str(info.value) == msg
 
 
+def test_set_submodule_replaces_or_adds_a_child():
+    # PyTorch's set_submodule(target, module, strict=False): replaces an existing child or
+    # adds one under an existing parent; strict only replaces; its errors are PyTorch's
+    net = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU(), nn.Linear(3, 1)))
+    tanh = nn.Tanh()
+    net.set_submodule("1.0", tanh)
+    assert net[1][0] is tanh and [type(m).__name__ for m in net[1]] == ["Tanh", "Linear"]
+    extra = nn.Identity()
+    net.set_submodule("1.extra", extra)
+    assert net.get_submodule("1.extra") is extra
+    assert [n for n, _ in net.named_modules()] == ["", "0", "1", "1.0", "1.1", "1.extra"]
+    top = nn.ReLU()
+    net.set_submodule("0", top, strict=True)
+    assert net[0] is top and list(net.state_dict()) == ["1.1.weight", "1.1.bias"]
+    net.foo = 3
+    cases = [
+        (lambda: net.set_submodule("1.new", nn.ReLU(), strict=True), AttributeError,
+         "Sequential has no attribute `new`"),
+        (lambda: net.set_submodule("2.x", nn.ReLU()), AttributeError,
+         "Sequential has no attribute `2`"),
+        (lambda: net.set_submodule("foo", nn.ReLU()), AttributeError,
+         "`foo` is not an nn.Module"),
+        (lambda: net.set_submodule("", nn.ReLU()), ValueError,
+         "Cannot set the submodule without a target name!"),
+        (lambda: net.set_submodule("0", 5), ValueError,
+         "`module` is not an nn.Module, found <class 'int'>"),
+    ]
+    for fn, exc, msg in cases:
+        with pytest.raises(exc) as info:
+            fn()
+        assert str(info.value) == msg
+
+
 # ------------------------------------------------------------------ extra state
 class _Counter(nn.Module):
     def __init__(self):

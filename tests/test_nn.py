@@ -165,6 +165,21 @@ def test_repr_matches_pytorch_layout():
         "  )\n"
         ")")
     assert repr(nn.Embedding(10, 3, padding_idx=0)) == "Embedding(10, 3, padding_idx=0)"
+    # ModuleList folds runs of equal reprs as PyTorch's: "(i-j): n x ..." (Sequential doesn't)
+    ml = nn.ModuleList([nn.ReLU(), nn.ReLU(), nn.ReLU(), nn.Tanh(),
+                        nn.Sequential(nn.ReLU()), nn.Sequential(nn.ReLU()), nn.ReLU()])
+    assert repr(ml) == (
+        "ModuleList(\n"
+        "  (0-2): 3 x ReLU()\n"
+        "  (3): Tanh()\n"
+        "  (4-5): 2 x Sequential(\n"
+        "    (0): ReLU()\n"
+        "  )\n"
+        "  (6): ReLU()\n"
+        ")")
+    assert repr(nn.ModuleList()) == "ModuleList()"
+    assert repr(nn.Sequential(nn.ReLU(), nn.ReLU())) == (
+        "Sequential(\n  (0): ReLU()\n  (1): ReLU()\n)")
     p = nn.Parameter(tgrad.tensor([1.0, 2.0]))
     assert repr(p) == "Parameter containing:\ntensor([1., 2.], requires_grad=True)"
 

@@ -119,6 +119,28 @@ def test_group_norm_module():
     _raises(lambda: nn.GroupNorm(3, 4), ValueError, "divisible by num_groups")
 
 
+def test_group_norm_bias_false_keeps_weight_only():
+    # PyTorch's keyword-only bias: affine with bias=False has a weight and no bias; the
+    # output is xhat * weight; without affine there are no parameters whatever bias says.
+    rng = np.random.default_rng(5)
+    gn = nn.GroupNorm(2, 4, dtype=tgrad.float64, bias=False)
+    assert gn.bias is None and [n for n, _ in gn.named_parameters()] == ["weight"]
+    assert list(gn.state_dict()) == ["weight"]
+    assert repr(gn) == "GroupNorm(2, 4, eps=1e-05, affine=True, bias=False)"
+    with tgrad.no_grad():
+        gn.weight.copy_(_t([1.0, 2.0, 3.0, 4.0]))
+    x = rng.standard_normal((2, 4, 3))
+    g = x.reshape(2, 2, 6)
+    xhat = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
+    ref = xhat.reshape(2, 4, 3) * np.array([1, 2, 3, 4.0])[:, None]
+    np.testing.assert_allclose(gn(_t(x)).detach().numpy(), ref, rtol=1e-12)
+    plain = nn.GroupNorm(2, 4, affine=False, bias=True)
+    assert plain.weight is None and plain.bias is None and list(plain.state_dict()) == []
+    assert repr(nn.GroupNorm(1, 2)) == "GroupNorm(1, 2, eps=1e-05, affine=True, bias=True)"
+    _raises(lambda: nn.GroupNorm(3, 4), ValueError,
+            "num_channels (4) must be divisible by num_groups (3)")
+
+
 def test_conv_modules_match_the_functional_form_and_init_bounds():
     tgrad.manual_seed(0)
     conv = nn.Conv2d(4, 6, (3, 2), stride=2, padding=1, groups=2, dtype=tgrad.float64)

@@ -457,3 +457,27 @@ def test_dropout_edge_cases():
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but "
                        "got 1.5"):
         F.dropout(x, 1.5)
+
+
+def test_mse_l1_huber_loss_weight():
+    # PyTorch's weight= (input's shape): mse/l1 'mean' is sum(w l) / sum(w), huber's is the
+    # plain mean of w l; 'sum' and 'none' are sum(w l) and w l for all three.
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    w = rng.uniform(0.1, 2.0, (3, 4))
+    d = a - b
+    hub = np.where(np.abs(d) < 0.5, 0.5 * d * d, 0.5 * (np.abs(d) - 0.25))
+    for fn, kw, lo, by_w in ((F.mse_loss, {}, d * d, True), (F.l1_loss, {}, np.abs(d), True),
+                             (F.huber_loss, {"delta": 0.5}, hub, False)):
+        refs = {"none": w * lo, "sum": (w * lo).sum(),
+                "mean": (w * lo).sum() / w.sum() if by_w else (w * lo).mean()}
+        for red, ref in refs.items():
+            got = fn(_t(a), _t(b), reduction=red, weight=_t(w), **kw)
+            np.testing.assert_allclose(_np(got), ref, rtol=1e-12)
+        # the weight's gradient is l (/ sum(w) for 'mean', less the quotient rule's term)
+        assert tgrad.autograd.gradcheck(
+            lambda x, y, v, fn=fn, kw=kw: fn(x, y, weight=v, **kw),
+            (_t(a, requires_grad=True), _t(b, requires_grad=True),
+             _t(w, requires_grad=True)))
+        with pytest.raises(ValueError, match="Weights and input must have the same size"):
+            fn(_t(a), _t(b), weight=_t(w[0]), **kw)

@@ -29,6 +29,7 @@ from tgrad._autocast import UNSAFE_BCE, autocast_policy, refuse_in_region
 from tgrad.autograd.function import Function, expandable
 from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import (
+    _check_elementwise_weight,
     _check_float,
     _check_float_kernel,
     _check_reduction,
@@ -37,6 +38,7 @@ from tgrad.nn.functional import (
     _legacy_reduction,
     _reduced,
     _warn_if_shapes_differ,
+    _weighted_reduced,
     softmax,
     softplus,
 )
@@ -230,10 +232,14 @@ def _pair(op: str, kernel: str | None, input: Tensor, target: Tensor,  # noqa: A
 
 @autocast_policy("fp32")
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
-            reduction: str = "mean") -> Tensor:
-    """|input - target|, reduced;  dx = g sign(x - t) (0 where equal)."""
+            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """|input - target|, reduced;  dx = g sign(x - t) (0 where equal). With ``weight``
+    (input's shape) w |input - target|, whose 'mean' is sum(w l) / sum(w) (PyTorch's)."""
     x, t, half, reduction = _pair("l1_loss", None, input, target, size_average, reduce,
                                   reduction)
+    _check_elementwise_weight("l1_loss", input, weight)
+    if weight is not None:
+        return _weighted_reduced((x - t).abs(), weight, reduction, half, by_weight=True)
     return _reduced((x - t).abs(), reduction, half)
 
 
@@ -266,12 +272,13 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
         common = dtypes.promote_types(input.dtype, target.dtype)
         raise RuntimeError(f"huber_loss: result type {names[common]} can't be cast to the "
                            f"desired output type {names[input.dtype]}")
+    _check_elementwise_weight("huber_loss", input, weight)
     d = x - t
     ad = d.abs()
     dq = clamp(d, -delta, delta)  # the quadratic branch stays finite where it is not taken
     loss = where(ad < delta, dq * dq * 0.5, (ad - 0.5 * delta) * delta)
-    if weight is not None:
-        loss = loss * weight
+    if weight is not None:  # 'mean' is the plain mean of w l here (PyTorch's)
+        return _weighted_reduced(loss, weight, reduction, half, by_weight=False)
     return _reduced(loss, reduction, half)
 
 

@@ -504,17 +504,21 @@ def _take_class(x: Tensor, t: Tensor, axis: int) -> Tensor:
 # ====================================================================== mse, linear
 @autocast_policy("fp32")
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noqa: A002
-             reduction: str = "mean") -> Tensor:
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """(input - target)^2, reduced (broadcasting, with PyTorch's warning when shapes
-    differ)."""
+    differ); with ``weight`` (input's shape) w (input - target)^2, whose 'mean' is
+    sum(w l) / sum(w) (PyTorch's)."""
     _check_tensor("mse_loss", input)
     _check_tensor("mse_loss", target, "target")
     _check_float_kernel("mse_loss", "mse_cpu", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _warn_if_shapes_differ(input, target, stacklevel=2)
+    _check_elementwise_weight("mse_loss", input, weight)
     (x, t), half = _compute(input, target)
     d = x - t
+    if weight is not None:
+        return _weighted_reduced(d * d, weight, reduction, half, by_weight=True)
     return _reduced(d * d, reduction, half)
 
 
@@ -525,6 +529,27 @@ def _warn_if_shapes_differ(input: Tensor, target: Tensor, stacklevel: int) -> No
                       f"input size ({list(input.shape)}). This will likely lead to incorrect "
                       f"results due to broadcasting. Please ensure they have the same size.",
                       stacklevel=stacklevel + 1)
+
+
+def _check_elementwise_weight(op: str, input: Tensor, weight) -> None:  # noqa: A002
+    """PyTorch's check of the elementwise ``weight`` of mse/l1/huber_loss: input's shape."""
+    if weight is None:
+        return
+    _check_tensor(op, weight, "weight")
+    if weight.shape != input.shape:
+        raise ValueError(f"Weights and input must have the same size. ({op}: weight "
+                         f"{list(weight.shape)}, input {list(input.shape)})")
+
+
+def _weighted_reduced(loss: Tensor, weight: Tensor, reduction: str, half,
+                      by_weight: bool) -> Tensor:
+    """w l reduced; 'mean' is sum(w l) / sum(w) when ``by_weight`` (mse/l1_loss) and the
+    plain mean of w l otherwise (huber_loss), as PyTorch's."""
+    wl = loss * weight
+    if reduction == "mean" and by_weight:
+        wl = wl.sum() / weight.sum()
+        return wl if half is None else wl.to(half)
+    return _reduced(wl, reduction, half)
 
 
 def _reduced(loss: Tensor, reduction: str, half) -> Tensor:

@@ -198,6 +198,22 @@ class ModuleList(Module):
         """Delete one module or a slice; the rest are renamed "0", "1", ... (PyTorch)."""
         _delete_modules(self, idx)
 
+    def __repr__(self) -> str:
+        """PyTorch's: runs of consecutive children with equal reprs print once, as
+        "(i-j): n x repr"."""
+        blocks: list = []  # [first index, last index, repr]
+        for i, m in enumerate(self):
+            r = repr(m)
+            if blocks and blocks[-1][2] == r:
+                blocks[-1][1] = i
+            else:
+                blocks.append([i, i, r])
+        if not blocks:
+            return type(self).__name__ + "()"
+        lines = [(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}").replace(
+            "\n", "\n  ") for a, b, r in blocks]
+        return type(self).__name__ + "(\n  " + "\n  ".join(lines) + "\n)"
+
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 

@@ -456,6 +456,23 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Set the submodule at the dotted path ``target`` to ``module``: replaces an existing
+        child, or adds one under an existing parent unless ``strict`` (PyTorch's errors:
+        ValueError for an empty target or a non-Module, AttributeError for a bad path)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if hasattr(parent, name):
+            if not isinstance(getattr(parent, name), Module):
+                raise AttributeError(f"`{name}` is not an nn.Module")
+        elif strict:
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        setattr(parent, name, module)
+
     def _attribute_at(self, target: str) -> tuple:
         """(module, name, value) of the attribute at the dotted path ``target``;
         PyTorch's AttributeError when the path is invalid."""

@@ -52,31 +52,36 @@ class GroupNorm(Module):
     per-channel weight (ones) and bias (zeros) when ``affine``."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, device=None, dtype=None) -> None:
+                 affine: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
         from tgrad.ops.creation import empty
         super().__init__()
         if num_channels % num_groups:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
                                                                      eps, affine)
         if affine:
             self.weight = Parameter(empty(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(empty(num_channels, device=device, dtype=dtype))
         else:
             self.register_parameter("weight", None)
+        if affine and bias:  # bias=False: a weight without a bias (PyTorch's keyword)
+            self.bias = Parameter(empty(num_channels, device=device, dtype=dtype))
+        else:
             self.register_parameter("bias", None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 class RMSNorm(Module):
