@@ -1055,3 +1055,36 @@ def test_unique_dim_empty_errors_and_no_grad():
                            r"range of \[-2, 1\], but got 2\)"):
             f(tgrad.zeros(2, 3), dim=2)
         assert not f(_leaf(_randn(3, 2)), dim=0).requires_grad
+
+
+def test_float_power_with_a_complex_operand_is_complex128():
+    # PyTorch: float_power computes in complex128 when either operand is complex (it kept
+    # only the real part: float64)
+    x = _t([1.0, -4.0])
+    _same(tgrad.float_power(x, 0.5 + 0j), np.power(np.array([1.0, -4.0], complex), 0.5))
+    z = tgrad.tensor([1 + 1j, -4.0 + 0j])
+    got = tgrad.float_power(z, 2)
+    assert got.dtype is tgrad.complex128
+    _same(got, np.array([1 + 1j, -4.0]) ** 2)
+    _same(tgrad.float_power(2, tgrad.tensor([1j])), 2.0 ** np.array([1j]))
+    assert tgrad.float_power(x, z).dtype is tgrad.complex128
+    w = tgrad.tensor([1 + 1j], dtype=tgrad.complex128)
+    _same(w.float_power_(2), np.array([2j]))
+    with pytest.raises(RuntimeError, match="has dtype ComplexFloat but the operation's result "
+                                           "requires dtype ComplexDouble"):
+        tgrad.tensor([1 + 1j]).float_power_(2)
+    with pytest.raises(RuntimeError, match="has dtype Double but the operation's result "
+                                           "requires dtype ComplexDouble"):
+        tgrad.tensor([1.0], dtype=tgrad.float64).float_power_(2j)
+    assert gradcheck(lambda a: tgrad.float_power(a, 1.5 + 0.5j),
+                     (_leaf(np.array([0.5, 2.0])),))
+
+
+def test_copysign_refuses_complex_operands():
+    # PyTorch: NotImplementedError "copysign_cpu" not implemented for 'ComplexFloat' (tgrad
+    # returned |real part| with other's sign, dropping the imaginary part)
+    z, x = tgrad.tensor([1 + 1j]), tgrad.tensor([1.0])
+    for a, b in ((z, x), (x, z), (x, 1j), (z, 1.0)):
+        with pytest.raises(NotImplementedError, match="\"copysign_cpu\" not implemented for "
+                                                      "'ComplexFloat'"):
+            tgrad.copysign(a, b)

@@ -65,6 +65,8 @@ def _fill_value(op: str, input: Tensor, value):  # noqa: A002
     dtypes.check_value_fits(op, value, input.dtype)  # masked_fill(-1e9) of a half raises
     if input.dtype is dtypes.bool_:
         return bool(value)
+    if isinstance(value, (complex, np.complexfloating)) and not input.dtype.is_complex:
+        value = value.real  # 1+0j (a nonzero imaginary part was refused above)
     if not input.dtype.is_floating_point:
         return complex(value) if input.dtype.is_complex else int(value)
     return float(value)

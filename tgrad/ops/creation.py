@@ -234,6 +234,8 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
     dtypes.check_value_fits("full()", fill_value, dt)
     if dt is dtypes.bool_:  # any magnitude is True (2**63 too, which NumPy cannot take)
         fill_value = bool(fill_value)
+    elif isinstance(fill_value, (complex, np.complexfloating)) and not dt.is_complex:
+        fill_value = fill_value.real  # 1+0j (a nonzero imaginary part was refused above)
     dev = as_device(device)
     dtypes.check_complex_device("full", dt, dev)
     arr = get_backend(dev).full(shape, fill_value, dt.np)
