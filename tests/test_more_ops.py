@@ -813,6 +813,34 @@ def test_linspace_logspace_integer_edge_cases():
             tgrad.linspace(*bounds, 3, dtype=tgrad.int32)
 
 
+def test_linspace_logspace_complex():
+    # PyTorch: a complex bound gives the default complex dtype (tgrad kept float32, dropping
+    # the imaginary part); a complex dtype is taken (it crashed in the integer path)
+    got = tgrad.linspace(0, 1 + 1j, 3)
+    assert got.dtype is tgrad.complex64
+    np.testing.assert_allclose(got.numpy(), np.linspace(0, 1 + 1j, 3), rtol=1e-6)
+    got = tgrad.linspace(1j, 2, 4, dtype=tgrad.complex128)
+    np.testing.assert_allclose(got.numpy(), np.linspace(1j, 2, 4), rtol=1e-15)
+    got = tgrad.linspace(0, 1, 3, dtype=tgrad.complex64)
+    np.testing.assert_array_equal(got.numpy(), [0, 0.5, 1])
+    assert got.dtype is tgrad.complex64
+    assert tgrad.linspace(tgrad.tensor(0j), 2, 2).tolist() == [0j, 2 + 0j]
+    got = tgrad.logspace(0, 1j, 3, base=2)
+    assert got.dtype is tgrad.complex64
+    np.testing.assert_allclose(got.numpy(), 2.0 ** np.linspace(0, 1j, 3), rtol=1e-6)
+    np.testing.assert_allclose(tgrad.logspace(0, 2, 3, dtype=tgrad.complex128).numpy(),
+                               [1, 10, 100], rtol=1e-15)
+    tgrad.set_default_dtype(tgrad.float64)
+    try:
+        assert tgrad.linspace(0, 1j, 2).dtype is tgrad.complex128
+    finally:
+        tgrad.set_default_dtype(tgrad.float32)
+    for op in ("linspace", "logspace"):
+        with pytest.raises(RuntimeError, match=f"torch.{op}\\(\\): inferred dtype complex64 "
+                                               f"can't be safely cast to passed dtype float32"):
+            getattr(tgrad, op)(0, 1j, 3, dtype=tgrad.float32)
+
+
 def test_randperm_dtype_limits():
     with pytest.raises(RuntimeError, match="n cannot be greater than 2049 for Half type."):
         tgrad.randperm(2050, dtype=tgrad.float16)
