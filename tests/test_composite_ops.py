@@ -180,6 +180,10 @@ def test_isclose_allclose_equal():
     with pytest.raises(RuntimeError, match="rtol must be greater than or equal to zero, but "
                                            "got -1"):
         tgrad.isclose(a, b, rtol=-1)
+    # PyTorch's TypeError for a number (an AttributeError on .dtype before)
+    with pytest.raises(TypeError, match=r"isclose\(\): argument 'other' \(position 2\) must "
+                                        r"be Tensor, not float"):
+        tgrad.isclose(a, 1.0)
 
 
 def test_logical_xor_truth_values():

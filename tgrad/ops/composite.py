@@ -33,7 +33,13 @@ from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import rounded_to, sizes_keyword, tensor_method, widen_halves
+from tgrad.ops._common import (
+    require_tensor,
+    rounded_to,
+    sizes_keyword,
+    tensor_method,
+    widen_halves,
+)
 from tgrad.ops.creation import arange
 from tgrad.ops.gathering import index_select
 from tgrad.ops.index import getitem
@@ -449,6 +455,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     """|input - other| <= atol + rtol * |other| elementwise (bool), as PyTorch: equal
     values (infinities included) are close; NaNs only with ``equal_nan``; an infinite
     difference never is. Integer tensors are compared in float64 (no wrap-around)."""
+    require_tensor("isclose", input)
+    require_tensor("isclose", other, "other", 2)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose(): {input.dtype.name} did not match {other.dtype.name}")
     for name, tol in (("rtol", rtol), ("atol", atol)):
