@@ -59,7 +59,13 @@ def test_arithmetic_names():
     assert tgrad.tensor([3.0]).hypot_(tgrad.tensor([4.0])).tolist() == [5.0]
     assert tgrad.tensor([3.0]).copysign_(tgrad.tensor([-0.0])).tolist() == [-3.0]
     x = np.array([-2.0, -0.0, 0.0, 3.0, NAN])
-    np.testing.assert_array_equal(tgrad.sgn(tgrad.tensor(x)).numpy(), np.sign(x))
+    # PyTorch's sign/sgn of a real NaN is 0 ((0 < x) - (x < 0)), not NumPy's NaN
+    np.testing.assert_array_equal(tgrad.sgn(tgrad.tensor(x)).numpy(), [-1.0, 0.0, 0.0, 1.0, 0.0])
+    for dt in (tgrad.float64, tgrad.float16, tgrad.bfloat16):
+        assert tgrad.tensor(x, dtype=dt).sign().float().tolist() == [-1.0, 0.0, 0.0, 1.0, 0.0]
+    a = tgrad.tensor(x, requires_grad=True)  # d|x| = sign(x): 0 at NaN too (PyTorch's)
+    a.abs().backward(tgrad.ones(5, dtype=tgrad.float64))
+    assert a.grad.tolist() == [-1.0, 0.0, 0.0, 1.0, 0.0]
     t = tgrad.tensor(x)
     assert tgrad.positive(t) is t
     with pytest.raises(NotImplementedError, match="The `\\+` operator, on a bool tensor is "

@@ -509,3 +509,31 @@ def test_rms_norm_conv_transpose_scatter_reduce_of_complex():
                                            "differentiation for outputs with complex dtype"):
         tgrad.tensor(base, requires_grad=True).scatter_reduce(
             0, tgrad.tensor(idx), tgrad.tensor(src), "sum")
+
+
+def test_real_only_special_functions_refuse_complex():
+    # PyTorch raises NotImplementedError for these on complex tensors; tgrad cast the input
+    # to float32 and returned a real result without the imaginary part
+    z = tgrad.tensor([1 + 1j])
+    fns = {"i0": tgrad.i0, "erfc": tgrad.erfc, "erfinv": tgrad.erfinv, "lgamma": tgrad.lgamma,
+           "digamma": tgrad.digamma, "i0e": tgrad.special.i0e, "i1": tgrad.special.i1,
+           "erfcx": tgrad.special.erfcx, "ndtr": tgrad.special.ndtr,
+           "ndtri": tgrad.special.ndtri, "log_ndtr": tgrad.special.log_ndtr,
+           "entr": tgrad.special.entr}
+    for name, fn in fns.items():
+        with pytest.raises(NotImplementedError, match=f"\"{name}_cpu\" not implemented for "
+                                                      f"'ComplexFloat'"):
+            fn(z)
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexDouble'"):
+        tgrad.mvlgamma(z.to(tgrad.complex128), 1)
+
+
+def test_sinc_of_complex():
+    # PyTorch: sin(pi z) / (pi z), 1 at 0, complex (tgrad dropped the imaginary part)
+    z = np.array([1 + 1j, 0j, -2.5 + 0.1j, 3.0 + 0j])
+    got = tgrad.sinc(tgrad.tensor(z))
+    assert got.dtype is tgrad.complex128
+    with np.errstate(all="ignore"):
+        want = np.where(z == 0, 1.0, np.sin(np.pi * z) / (np.pi * z))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-14, atol=1e-15)
+    assert gradcheck(tgrad.sinc, (tgrad.tensor(z[[0, 2]], requires_grad=True),))

@@ -140,3 +140,34 @@ def test_errors_name_the_op():
     with pytest.raises(TypeError, match=r"asinh\(\): argument 'input' \(position 1\) must be "
                                         r"Tensor, not list"):
         tgrad.asinh([1.0])
+
+
+DERIVS = {"asinh": lambda z: 1 / np.sqrt(1 + z * z),
+          "acosh": lambda z: 1 / (np.sqrt(z - 1) * np.sqrt(z + 1)),
+          "atanh": lambda z: 1 / (1 - z * z)}
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_complex_inputs_give_principal_branch_values_and_gradients(name):
+    # PyTorch takes complex inputs (std::asinh...); tgrad cast them to float32, dropping the
+    # imaginary part. Values vs NumPy's principal branches, branch cuts, signed zeros and
+    # infinities included; gradient conj(f'(z)) g (PyTorch's convention for holomorphic f)
+    parts = [-3.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, -np.inf]
+    z = np.array([complex(a, b) for a in parts for b in parts])
+    with np.errstate(all="ignore"):
+        want = OPS[name](z)
+    for dt, tol in ((tgrad.complex128, 1e-12), (tgrad.complex64, 1e-5)):
+        got = getattr(tgrad, name)(tgrad.tensor(z, dtype=dt))
+        assert got.dtype is dt
+        for part in ("real", "imag"):  # (compared apart: inf and NaN parts by position)
+            g, w = getattr(got.numpy(), part).astype(np.float64), getattr(want, part)
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+            np.testing.assert_array_equal(np.signbit(g[w == 0]), np.signbit(w[w == 0]))
+    pts = np.array([1 + 1j, -3 + 0.5j, 0.5 - 1.5j, 0.2 + 0.1j])
+    x = tgrad.tensor(pts, requires_grad=True)
+    y = getattr(tgrad, name)(x)
+    a, b = np.array([1.0, 2.0, 3.0, 4.0]), 0.5
+    (y.real * tgrad.tensor(a) + y.imag * b).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.conj(DERIVS[name](pts)) * (a + 1j * b),
+                               rtol=1e-12)
+    assert gradcheck(getattr(tgrad, name), (tgrad.tensor(pts, requires_grad=True),))

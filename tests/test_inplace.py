@@ -435,3 +435,30 @@ def test_each_inplace_method_on_non_leaf_and_view(name):
     assert gradcheck(whole, (x, y))
     assert gradcheck(through_view, (x, y))
     assert gradgradcheck(whole, (x, y))
+
+
+def test_complex_python_numbers_fill_and_assign():
+    # PyTorch: fill_/setitem/masked_fill/full take a complex number; into a real dtype only
+    # with a zero imaginary part (1+0j is 1, nonzero is True for bool), else the overflow
+    # RuntimeError (fill_ and setitem raised TypeError on any complex number)
+    z = tgrad.zeros(2, dtype=tgrad.complex64)
+    np.testing.assert_array_equal(z.fill_(1 + 2j).numpy(), np.full(2, 1 + 2j))
+    z[1] = 3 - 1j
+    np.testing.assert_array_equal(z.numpy(), [1 + 2j, 3 - 1j])
+    assert tgrad.zeros(2, dtype=tgrad.bool).fill_(2j).tolist() == [True, True]
+    assert tgrad.zeros(2, dtype=tgrad.bool).fill_(0j).tolist() == [False, False]
+    assert tgrad.zeros(2, dtype=tgrad.int64).fill_(3 + 0j).tolist() == [3, 3]
+    x = tgrad.zeros(3)
+    x[0] = 2 + 0j
+    x[1:] = -1.5 + 0j
+    assert x.tolist() == [2.0, -1.5, -1.5] and x.dtype is tgrad.float32
+    m = tgrad.tensor([True, False])
+    assert tgrad.zeros(2).masked_fill(m, 4 + 0j).tolist() == [4.0, 0.0]
+    np.testing.assert_array_equal(z.masked_fill(m, 1j).numpy(), [1j, 3 - 1j])
+    assert tgrad.full((2,), 5 + 0j, dtype=tgrad.float64).tolist() == [5.0, 5.0]
+    for f in (lambda: tgrad.zeros(2).fill_(1 + 1j), lambda: x.__setitem__(0, 1j),
+              lambda: tgrad.zeros(2).masked_fill(m, 1 + 1j),
+              lambda: tgrad.full((2,), 1j, dtype=tgrad.float32)):
+        with pytest.raises(RuntimeError, match="cannot be converted to type float32 without "
+                                               "overflow"):
+            f()

@@ -644,3 +644,27 @@ def test_cumprod_complex_gradient_with_zero():
             ref[j] += g[k] * np.conj(np.prod([x[i] for i in range(k + 1) if i != j]))
     _same(leaf.grad, ref, rtol=1e-12)
     _checks(lambda t: tgrad.cumprod(t, 0), tgrad.tensor(x, requires_grad=True))
+
+
+def test_cov_corrcoef_gradient_of_complex():
+    # PyTorch (and NumPy): cov of complex variables is x (x w)^H (Hermitian; tgrad did not
+    # conjugate), corrcoef scales by the real diagonal and clips real and imaginary parts
+    # apart (tgrad raised from clamp), gradient keeps complex values (tgrad dropped the
+    # imaginary part) with real coordinates
+    z = np.array([[1 + 2j, -0.5 + 0.25j, 3, 0.5j], [0.3 - 1j, 2, 1j, -1], [1, 1, 1j, 2 - 2j]])
+    fw, aw = np.array([1, 2, 1, 3]), np.array([0.5, 1.0, 2.0, 0.25])
+    zt = tgrad.tensor(z)
+    np.testing.assert_allclose(tgrad.cov(zt).numpy(), np.cov(z), rtol=1e-12)
+    np.testing.assert_allclose(tgrad.cov(zt, fweights=tgrad.tensor(fw),
+                                         aweights=tgrad.tensor(aw)).numpy(),
+                               np.cov(z, fweights=fw, aweights=aw), rtol=1e-12)
+    np.testing.assert_allclose(tgrad.corrcoef(zt).numpy(), np.corrcoef(z), rtol=1e-12)
+    for got, want in zip(tgrad.gradient(zt), np.gradient(z)):
+        assert got.dtype is tgrad.complex128
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    coords = np.array([0.0, 1.0, 3.0, 4.5])
+    (got,) = tgrad.gradient(zt, spacing=[tgrad.tensor(coords)], dim=1, edge_order=2)
+    np.testing.assert_allclose(got.numpy(), np.gradient(z, coords, axis=1, edge_order=2),
+                               rtol=1e-12)
+    x = tgrad.tensor(z, requires_grad=True)
+    assert tgrad.autograd.gradcheck(tgrad.cov, (x,))

@@ -813,6 +813,34 @@ def test_linspace_logspace_integer_edge_cases():
             tgrad.linspace(*bounds, 3, dtype=tgrad.int32)
 
 
+def test_linspace_logspace_complex():
+    # PyTorch: a complex bound gives the default complex dtype (tgrad kept float32, dropping
+    # the imaginary part); a complex dtype is taken (it crashed in the integer path)
+    got = tgrad.linspace(0, 1 + 1j, 3)
+    assert got.dtype is tgrad.complex64
+    np.testing.assert_allclose(got.numpy(), np.linspace(0, 1 + 1j, 3), rtol=1e-6)
+    got = tgrad.linspace(1j, 2, 4, dtype=tgrad.complex128)
+    np.testing.assert_allclose(got.numpy(), np.linspace(1j, 2, 4), rtol=1e-15)
+    got = tgrad.linspace(0, 1, 3, dtype=tgrad.complex64)
+    np.testing.assert_array_equal(got.numpy(), [0, 0.5, 1])
+    assert got.dtype is tgrad.complex64
+    assert tgrad.linspace(tgrad.tensor(0j), 2, 2).tolist() == [0j, 2 + 0j]
+    got = tgrad.logspace(0, 1j, 3, base=2)
+    assert got.dtype is tgrad.complex64
+    np.testing.assert_allclose(got.numpy(), 2.0 ** np.linspace(0, 1j, 3), rtol=1e-6)
+    np.testing.assert_allclose(tgrad.logspace(0, 2, 3, dtype=tgrad.complex128).numpy(),
+                               [1, 10, 100], rtol=1e-15)
+    tgrad.set_default_dtype(tgrad.float64)
+    try:
+        assert tgrad.linspace(0, 1j, 2).dtype is tgrad.complex128
+    finally:
+        tgrad.set_default_dtype(tgrad.float32)
+    for op in ("linspace", "logspace"):
+        with pytest.raises(RuntimeError, match=f"torch.{op}\\(\\): inferred dtype complex64 "
+                                               f"can't be safely cast to passed dtype float32"):
+            getattr(tgrad, op)(0, 1j, 3, dtype=tgrad.float32)
+
+
 def test_randperm_dtype_limits():
     with pytest.raises(RuntimeError, match="n cannot be greater than 2049 for Half type."):
         tgrad.randperm(2050, dtype=tgrad.float16)
@@ -1055,3 +1083,36 @@ def test_unique_dim_empty_errors_and_no_grad():
                            r"range of \[-2, 1\], but got 2\)"):
             f(tgrad.zeros(2, 3), dim=2)
         assert not f(_leaf(_randn(3, 2)), dim=0).requires_grad
+
+
+def test_float_power_with_a_complex_operand_is_complex128():
+    # PyTorch: float_power computes in complex128 when either operand is complex (it kept
+    # only the real part: float64)
+    x = _t([1.0, -4.0])
+    _same(tgrad.float_power(x, 0.5 + 0j), np.power(np.array([1.0, -4.0], complex), 0.5))
+    z = tgrad.tensor([1 + 1j, -4.0 + 0j])
+    got = tgrad.float_power(z, 2)
+    assert got.dtype is tgrad.complex128
+    _same(got, np.array([1 + 1j, -4.0]) ** 2)
+    _same(tgrad.float_power(2, tgrad.tensor([1j])), 2.0 ** np.array([1j]))
+    assert tgrad.float_power(x, z).dtype is tgrad.complex128
+    w = tgrad.tensor([1 + 1j], dtype=tgrad.complex128)
+    _same(w.float_power_(2), np.array([2j]))
+    with pytest.raises(RuntimeError, match="has dtype ComplexFloat but the operation's result "
+                                           "requires dtype ComplexDouble"):
+        tgrad.tensor([1 + 1j]).float_power_(2)
+    with pytest.raises(RuntimeError, match="has dtype Double but the operation's result "
+                                           "requires dtype ComplexDouble"):
+        tgrad.tensor([1.0], dtype=tgrad.float64).float_power_(2j)
+    assert gradcheck(lambda a: tgrad.float_power(a, 1.5 + 0.5j),
+                     (_leaf(np.array([0.5, 2.0])),))
+
+
+def test_copysign_refuses_complex_operands():
+    # PyTorch: NotImplementedError "copysign_cpu" not implemented for 'ComplexFloat' (tgrad
+    # returned |real part| with other's sign, dropping the imaginary part)
+    z, x = tgrad.tensor([1 + 1j]), tgrad.tensor([1.0])
+    for a, b in ((z, x), (x, z), (x, 1j), (z, 1.0)):
+        with pytest.raises(NotImplementedError, match="\"copysign_cpu\" not implemented for "
+                                                      "'ComplexFloat'"):
+            tgrad.copysign(a, b)

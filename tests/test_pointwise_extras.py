@@ -395,3 +395,16 @@ def test_half_overflowing_exponent_and_alpha_raise():
     assert (1e5 ** h).tolist() == [math.inf, math.inf]
     assert tgrad.sub(h, h, alpha=math.inf).tolist() == [-math.inf, -math.inf]
     assert tgrad.sub(h, tgrad.tensor([1.0]), alpha=1e5).tolist() == [-99999.0, -99998.0]
+
+
+def test_complex_ldexp_deg2rad():
+    # PyTorch: ldexp keeps a complex operand complex (tgrad cast to float32, dropping the
+    # imaginary part); deg2rad/rad2deg refuse complex tensors (tgrad dropped it too)
+    got = tgrad.ldexp(tgrad.tensor([1 + 1j, 2 + 0j]), tgrad.tensor([1, -2]))
+    assert got.dtype is tgrad.complex64
+    np.testing.assert_array_equal(got.numpy(), [2 + 2j, 0.5 + 0j])
+    np.testing.assert_allclose(tgrad.ldexp(tgrad.tensor([3.0]), tgrad.tensor([1j])).numpy(),
+                               3.0 * 2.0 ** np.array([1j]), rtol=1e-6)
+    for op in ("deg2rad", "rad2deg"):
+        with pytest.raises(RuntimeError, match=f"{op} is not supported for complex tensors"):
+            getattr(tgrad, op)(tgrad.tensor([1j]))

@@ -201,6 +201,23 @@ def test_empty_list_index():
     assert x[[]].shape == (0, 4)
 
 
+def test_a_tuple_inside_the_key_is_an_index_sequence():
+    # PyTorch (and NumPy): x[(2, 0), 1:] indexes dim 0 with the sequence (2, 0), as a list
+    # does (tgrad raised IndexError 'got tuple')
+    a = np.arange(12.0).reshape(3, 4)
+    x = _t(a, requires_grad=True)
+    y = x[(2, 0), 1:]
+    np.testing.assert_array_equal(_np(y), a[[2, 0], 1:])
+    y.sum().backward()
+    np.testing.assert_array_equal(_np(x.grad), [[0, 1, 1, 1], [0, 0, 0, 0], [0, 1, 1, 1]])
+    np.testing.assert_array_equal(_np(x[:, ((0, 1), (3, 3))]), a[:, [[0, 1], [3, 3]]])
+    x = _t(a)
+    x[(0, 0), (1, 2)] = -1.0
+    want = a.copy()
+    want[[0, 0], [1, 2]] = -1.0
+    np.testing.assert_array_equal(_np(x), want)
+
+
 # ---------------------------------------------------------------------- cat/stack/split/chunk
 def test_cat_values_promotion_and_grad():
     a = _t(np.arange(6.0).reshape(2, 3), requires_grad=True)

@@ -258,6 +258,8 @@ def test_item_tolist_and_python_scalars():
     assert tgrad.tensor([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
     assert tgrad.tensor(1.5).tolist() == 1.5
     assert float(tgrad.tensor(2.0)) == 2.0 and int(tgrad.tensor(3)) == 3
+    # complex() as PyTorch: a complex tensor's value, a real one's as a complex number
+    assert complex(tgrad.tensor([1 - 2j])) == 1 - 2j and complex(tgrad.tensor(3)) == 3 + 0j
     with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted"):
         tgrad.ones(2).item()
     with pytest.raises(RuntimeError, match="ambiguous"):

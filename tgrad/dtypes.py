@@ -179,11 +179,13 @@ def check_value_fits(op: str, value, dt: DType) -> None:
     if dt is bool_ or isinstance(value, (bool, np.bool_)):
         return
     if isinstance(value, (complex, np.complexfloating)):
-        if not dt.is_complex:  # PyTorch's error
+        if dt.is_complex:
+            return
+        if value.imag != 0:  # PyTorch's error; a zero imaginary part converts (1+0j is 1)
             raise RuntimeError(f"{op}: value cannot be converted to type {dt.name} without "
                                f"overflow (a complex number into a real dtype); use a "
                                f"complex dtype")
-        return
+        value = float(value.real)
     if dt.is_complex:
         return  # any real number fits (a float past complex64's range becomes inf)
     if isinstance(value, (int, np.integer)) and not -2 ** 63 <= int(value) < 2 ** 64:

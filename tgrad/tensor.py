@@ -356,6 +356,9 @@ class Tensor:
     def __int__(self) -> int:
         return int(self.item())
 
+    def __complex__(self) -> complex:  # complex(t) of a complex tensor (__float__ refuses it)
+        return complex(self.item())
+
     def __index__(self) -> int:
         if self.dtype.category > 1 or self._data.size != 1:  # bool or integer, one element
             raise TypeError("only integer tensors of a single element can be converted to an "

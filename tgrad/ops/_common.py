@@ -158,6 +158,10 @@ def float_input(op: str, x) -> tuple:
     float16/bfloat16 x widened to float32 (``widen_halves``)."""
     from tgrad import dtypes
     require_tensor(op, x)
+    if x.dtype.is_complex:  # PyTorch's error (the cast below would drop the imaginary part)
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}': {op} takes real "
+                                  f"tensors")
     if not x.dtype.is_floating_point:
         x = x.to(dtypes.get_default_dtype())
     (x,), half = widen_halves(x)

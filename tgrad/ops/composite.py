@@ -33,7 +33,13 @@ from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import rounded_to, sizes_keyword, tensor_method, widen_halves
+from tgrad.ops._common import (
+    require_tensor,
+    rounded_to,
+    sizes_keyword,
+    tensor_method,
+    widen_halves,
+)
 from tgrad.ops.creation import arange
 from tgrad.ops.gathering import index_select
 from tgrad.ops.index import getitem
@@ -65,6 +71,8 @@ def _fill_value(op: str, input: Tensor, value):  # noqa: A002
     dtypes.check_value_fits(op, value, input.dtype)  # masked_fill(-1e9) of a half raises
     if input.dtype is dtypes.bool_:
         return bool(value)
+    if isinstance(value, (complex, np.complexfloating)) and not input.dtype.is_complex:
+        value = value.real  # 1+0j (a nonzero imaginary part was refused above)
     if not input.dtype.is_floating_point:
         return complex(value) if input.dtype.is_complex else int(value)
     return float(value)
@@ -447,6 +455,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     """|input - other| <= atol + rtol * |other| elementwise (bool), as PyTorch: equal
     values (infinities included) are close; NaNs only with ``equal_nan``; an infinite
     difference never is. Integer tensors are compared in float64 (no wrap-around)."""
+    require_tensor("isclose", input)
+    require_tensor("isclose", other, "other", 2)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose(): {input.dtype.name} did not match {other.dtype.name}")
     for name, tol in (("rtol", rtol), ("atol", atol)):

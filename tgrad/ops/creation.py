@@ -234,6 +234,8 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
     dtypes.check_value_fits("full()", fill_value, dt)
     if dt is dtypes.bool_:  # any magnitude is True (2**63 too, which NumPy cannot take)
         fill_value = bool(fill_value)
+    elif isinstance(fill_value, (complex, np.complexfloating)) and not dt.is_complex:
+        fill_value = fill_value.real  # 1+0j (a nonzero imaginary part was refused above)
     dev = as_device(device)
     dtypes.check_complex_device("full", dt, dev)
     arr = get_backend(dev).full(shape, fill_value, dt.np)
@@ -544,13 +546,34 @@ def spaced_integers(op: str, start, end, steps: int, dt: DType,
         return x.astype(dt.np)
 
 
+def spaced_dtype(op: str, start, end, dtype) -> tuple[DType, bool]:
+    """(the dtype of linspace/logspace, whether a bound is complex): PyTorch infers the
+    default complex dtype from a complex bound (a number or tensor), else the default dtype;
+    a given real dtype cannot take a complex bound."""
+    cplx = any(v.dtype.is_complex if isinstance(v, Tensor)
+               else isinstance(v, (complex, np.complexfloating)) for v in (start, end))
+    if dtype is None:
+        return (dtypes.get_default_complex_dtype() if cplx
+                else dtypes.get_default_dtype()), cplx
+    dt = dtypes.as_dtype(dtype)
+    if cplx and not dt.is_complex:
+        raise RuntimeError(f"torch.{op}(): inferred dtype "
+                           f"{dtypes.get_default_complex_dtype().name} can't be safely cast to "
+                           f"passed dtype {dt.name} (a complex start or end)")
+    return dt, cplx
+
+
 def linspace(start: float, end: float, steps: int, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
-    """``steps`` values evenly spaced from start to end (both included). An integer dtype
-    converts start and end first, as PyTorch (see ``spaced_integers``)."""
-    dt = _dtype_or_default(dtype)
+    """``steps`` values evenly spaced from start to end (both included; complex bounds give
+    the default complex dtype). An integer dtype converts start and end first, as PyTorch
+    (see ``spaced_integers``)."""
+    dt, _ = spaced_dtype("linspace", start, end, dtype)
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    if dt.is_complex:
+        lo, hi = (complex(v.item() if isinstance(v, Tensor) else v) for v in (start, end))
+        return _finish(np.linspace(lo, hi, steps).astype(dt.np), device, requires_grad)
     if not dt.is_floating_point:
         return _finish(spaced_integers("linspace", start, end, steps, dt), device,
                        requires_grad)

@@ -26,7 +26,8 @@ __all__ = ["index_select", "gather", "select", "take_along_dim", "scatter_add", 
 
 
 def _check_index(op: str, input: Tensor, index, dim: int, size: int) -> None:  # noqa: A002
-    """An int32/int64 tensor on input's device with every value in [0, size)."""
+    """An int32/int64 tensor on input's device with every value in [0, size) (PyTorch's
+    RuntimeError, as gather, scatter*, index_select and index_add raise it)."""
     if not isinstance(index, Tensor) or index.dtype not in (dtypes.int64, dtypes.int32):
         got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {got}")
@@ -35,8 +36,8 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int) -> None:  #
         lo, hi = int(index.min()), int(index.max())  # on a GPU: one synchronizing read each
         bad = lo if lo < 0 else hi if hi >= size else None
         if bad is not None:
-            raise IndexError(f"{op}(): index {bad} is out of bounds for dimension {dim} with "
-                             f"size {size}")
+            raise RuntimeError(f"{op}(): index {bad} is out of bounds for dimension {dim} "
+                               f"with size {size}")
 
 
 def _along_key(index: Tensor, dim: int, device) -> tuple:

@@ -10,7 +10,8 @@ they run wherever log1p/sqrt/where do), each a Function with its own backward:
   d/dx = 1 / (1 - x^2).
 
 The sign is applied with copysign, so -0.0 maps to -0.0 as in NumPy. Integer inputs are
-computed in the default float dtype; float16/bfloat16 in float32, rounded once. PyTorch's
+computed in the default float dtype; float16/bfloat16 in float32, rounded once. Complex
+inputs go through the complex asin/acos/atan (see ``_complex_asinh``). PyTorch's
 ``arcsinh``/``arccosh``/``arctanh`` name the same functions.
 """
 
@@ -21,6 +22,7 @@ import math
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import apply_float_unary, tensor_method
+from tgrad.ops.complex_ops import complex as complex_
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.logmath import copysign
 from tgrad.tensor import Tensor
@@ -88,15 +90,42 @@ class Atanh(Function):
         return g / (1.0 - x * x)
 
 
+# complex z (principal branches, as PyTorch's std:: functions), through the complex asin,
+# acos and atan (differentiable, so the gradients are theirs: conj(f'(z)) g):
+#   asinh(z) = -i asin(i z),  atanh(z) = -i atan(i z),
+#   acosh(z) = |Im w| + i copysign(Re w, Im z), w = acos(z).
+# i z is formed from the parts (-Im z + i Re z), so infinities give no inf * 0 NaNs.
+def _times_i(z: Tensor, sign: float) -> Tensor:
+    """(sign i) z from z's parts."""
+    return complex_(z.imag * -sign, z.real * sign)
+
+
+def _complex_asinh(z: Tensor) -> Tensor:
+    return _times_i(ew.asin(_times_i(z, 1.0)), -1.0)
+
+
+def _complex_atanh(z: Tensor) -> Tensor:
+    return _times_i(ew.atan(_times_i(z, 1.0)), -1.0)
+
+
+def _complex_acosh(z: Tensor) -> Tensor:
+    w = ew.acos(z)
+    return complex_(ew.abs(w.imag), copysign(w.real, z.imag))
+
+
 @tensor_method("asinh", "arcsinh")
 def asinh(input: Tensor) -> Tensor:  # noqa: A002
     """Inverse hyperbolic sine, elementwise;  d/dx = 1 / sqrt(x^2 + 1)."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        return _complex_asinh(input)
     return apply_float_unary(Asinh, "asinh", input)
 
 
 @tensor_method("acosh", "arccosh")
 def acosh(input: Tensor) -> Tensor:  # noqa: A002
     """Inverse hyperbolic cosine, elementwise (NaN below 1);  d/dx = 1 / sqrt(x^2 - 1)."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        return _complex_acosh(input)
     return apply_float_unary(Acosh, "acosh", input)
 
 
@@ -104,6 +133,8 @@ def acosh(input: Tensor) -> Tensor:  # noqa: A002
 def atanh(input: Tensor) -> Tensor:  # noqa: A002
     """Inverse hyperbolic tangent, elementwise (+-inf at +-1, NaN beyond);
     d/dx = 1 / (1 - x^2)."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        return _complex_atanh(input)
     return apply_float_unary(Atanh, "atanh", input)
 
 

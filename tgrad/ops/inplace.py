@@ -250,11 +250,15 @@ for _name in ("sinc", "igamma", "igammac", "mvlgamma", "polygamma", "bitwise_not
 
 @tensor_method("float_power_")
 def float_power_(self: Tensor, exponent) -> Tensor:
-    """In-place ``float_power``: its result is float64, so self must be float64."""
-    if self.dtype is not dtypes.float64:
+    """In-place ``float_power``: its result is float64 (complex128 when self or exponent is
+    complex), so self must have that dtype."""
+    cplx = self.dtype.is_complex or (exponent.dtype.is_complex if isinstance(exponent, Tensor)
+                                     else isinstance(exponent, complex))
+    want = dtypes.complex128 if cplx else dtypes.float64
+    if self.dtype is not want:
         names = dtypes.SCALAR_TYPE_NAMES
         raise RuntimeError(f"the base given to float_power_ has dtype {names[self.dtype]} but "
-                           f"the operation's result requires dtype Double")
+                           f"the operation's result requires dtype {names[want]}")
     return apply_inplace(self, "float_power_", _late("float_power"), exponent)
 
 
@@ -333,10 +337,12 @@ def fill_(self: Tensor, value) -> Tensor:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                f"with {value.ndim} dimensions.")
         return apply_inplace(self, "fill_", CopyFrom.apply, _as_src("fill_", self, value))
-    if not isinstance(value, (int, float, bool, np.number, np.bool_)):
+    if not isinstance(value, (int, float, bool, complex, np.number, np.bool_)):
         raise TypeError(f"fill_(): argument 'value' must be a Number or a 0-d Tensor, not "
                         f"{type(value).__name__}")
     dtypes.check_value_fits("fill_", value, self.dtype)
+    if isinstance(value, (complex, np.complexfloating)) and not self.dtype.is_complex:
+        value = value.real if self.dtype is not dtypes.bool_ else value != 0
     if self.dtype is dtypes.bool_:  # any magnitude is True (2**63 too, which NumPy cannot take)
         value = bool(value)
     return apply_inplace(self, "fill_", Fill.apply, value, overlap_ok=True)
@@ -414,9 +420,13 @@ def _half_item_value(value, dt):
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value``: basic keys write through a view, array keys via index_put."""
     nkey, basic = normalize_key(key, self.device, self.ndim)
-    if isinstance(value, (int, float, bool, np.number, np.bool_)):
+    if isinstance(value, (int, float, bool, complex, np.number, np.bool_)):
         dtypes.check_value_fits("__setitem__", value, self.dtype)
-        value = _half_item_value(value, self.dtype)
+        if isinstance(value, (complex, np.complexfloating)):
+            if not self.dtype.is_complex:  # 2+0j (a nonzero imaginary part was refused)
+                value = _half_item_value(value.real, self.dtype)
+        else:
+            value = _half_item_value(value, self.dtype)
     else:
         value = _as_src("__setitem__", self, value)
         lead = 0  # leading size-1 dims of the value are dropped first, as PyTorch does

@@ -142,6 +142,10 @@ def copysign(input: Tensor, other) -> Tensor:  # noqa: A002
     promoted floating dtype;  d input = g sign(out) sign(input) (0 at input = 0)."""
     require_tensor("copysign", input)
     dt = dtypes.result_type(input, other)
+    if dt.is_complex:
+        raise NotImplementedError(f"\"copysign_cpu\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[dt]}': complex numbers have no "
+                                  f"sign; apply it to .real or .imag instead")
     if not dt.is_floating_point:
         dt = dtypes.get_default_dtype()
     mag = ew.abs(input.to(dt))
@@ -171,11 +175,17 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 
 @tensor_method("float_power")
 def float_power(input, exponent) -> Tensor:  # noqa: A002
-    """input ** exponent computed in float64 (either may be a number)."""
+    """input ** exponent computed in float64, or in complex128 when either is complex (either
+    may be a number)."""
     if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         raise TypeError("float_power(): expected input or exponent to be a Tensor")
-    base, exp = (v.to(dtypes.float64) if isinstance(v, Tensor) else float(v)
-                 for v in (input, exponent))
+    pair = (input, exponent)
+    if any(v.dtype.is_complex if isinstance(v, Tensor) else isinstance(v, complex)
+           for v in pair):
+        dt, num = dtypes.complex128, complex
+    else:
+        dt, num = dtypes.float64, float
+    base, exp = (v.to(dt) if isinstance(v, Tensor) else num(v) for v in pair)
     return ew.pow(base, exp)
 
 

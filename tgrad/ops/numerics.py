@@ -197,7 +197,7 @@ def _spacings(spacing, dims: list, input: Tensor) -> list:  # noqa: A002
                 raise RuntimeError(f"torch.gradient expected each tensor to be on the same "
                                    f"device and of the dimension's size {input.shape[d]}, got "
                                    f"{s.numel()}")
-            out.append(s.to(input.dtype))
+            out.append(s.to(dtypes.to_real(input.dtype)))  # (real coordinates of a complex f)
         else:
             out.append(float(s))
     return out
@@ -225,7 +225,8 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
     dims = list(range(input.ndim)) if dim is None else (
         [dim] if isinstance(dim, int) else list(dim))
     dims = [_wrap_dim(d, input.ndim, "gradient") for d in dims]
-    f = input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
+    f = (input if input.dtype.is_floating_point or input.dtype.is_complex  # complex stays
+         else input.to(dtypes.get_default_dtype()))
     out = []
     for d, h in zip(dims, _spacings(spacing, dims, f)):
         n = f.shape[d]

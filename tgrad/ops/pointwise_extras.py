@@ -43,6 +43,8 @@ __all__ = ["deg2rad", "rad2deg", "ldexp", "heaviside", "isposinf", "isneginf",
 def _as_float(op: str, input: Tensor) -> Tensor:  # noqa: A002
     """input, an integer one in the default float dtype (halves stay: one multiply)."""
     require_tensor(op, input)
+    if input.dtype.is_complex:  # PyTorch's error
+        raise RuntimeError(f"{op} is not supported for complex tensors.")
     return input if input.dtype.is_floating_point else float_input(op, input)[0]
 
 
@@ -61,7 +63,7 @@ def rad2deg(input: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("ldexp")
 def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """input * 2^other (broadcast), in input's and other's promoted dtype (the default
-    float dtype when both are integers)."""
+    float dtype when both are integers; complex when either is)."""
     require_tensor("ldexp", input)
     from tgrad import dtypes
     if isinstance(other, Tensor) and other.dtype is dtypes.bool_:
@@ -69,7 +71,7 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
                                   "bool exponent tensor, as in PyTorch); convert it with "
                                   ".int() first")
     dt = dtypes.result_type(input, other)
-    if not dt.is_floating_point:
+    if not dt.is_floating_point and not dt.is_complex:  # (complex stays complex: PyTorch's)
         dt = dtypes.get_default_dtype()
     return input.to(dt) * ew.pow(2.0, other.to(dt) if isinstance(other, Tensor) else other)
 

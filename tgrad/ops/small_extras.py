@@ -17,7 +17,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.ops._common import require_tensor, tensor_method
-from tgrad.ops.creation import _dtype_or_default, _finish, ones, randint, spaced_integers
+from tgrad.ops.creation import _finish, ones, randint, spaced_dtype, spaced_integers
 from tgrad.ops.shape import cat, narrow
 from tgrad.tensor import Tensor
 
@@ -30,9 +30,13 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype=Non
     """``steps`` values from base^start to base^end, evenly spaced in the exponent. An
     integer dtype converts start and end to it first, as PyTorch (``logspace(0.1, 0.9, 3,
     dtype=int64)`` is [1, 1, 1]; see ``creation.spaced_integers``)."""
-    dt = _dtype_or_default(dtype)
+    dt, _ = spaced_dtype("logspace", start, end, dtype)
     if steps < 0:
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
+    if dt.is_complex:  # base ** (complex exponents)
+        lo, hi = (complex(v.item() if isinstance(v, Tensor) else v) for v in (start, end))
+        return _finish(np.power(complex(base), np.linspace(lo, hi, steps)).astype(dt.np),
+                       device, requires_grad)
     if not dt.is_floating_point:
         return _finish(spaced_integers("logspace", start, end, steps, dt, float(base)),
                        device, requires_grad)

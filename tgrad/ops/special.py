@@ -287,7 +287,12 @@ class Sinc(Function):
 
 @tensor_method("sinc")
 def sinc(input: Tensor) -> Tensor:  # noqa: A002
-    """The normalised sinc sin(pi x) / (pi x) elementwise (any shape), 1 at 0."""
+    """The normalised sinc sin(pi x) / (pi x) elementwise (any shape), 1 at 0. A complex x
+    is composed of the complex sin and division (their gradients; 0 at 0)."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        zero = ew.eq(input, 0)
+        pz = ew.where(zero, 1.0, input) * math.pi  # a safe divisor where x = 0
+        return ew.where(zero, 1.0, ew.sin(pz) / pz)
     return apply_float_unary(Sinc, "sinc", input)
 
 

@@ -25,6 +25,7 @@ from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, same_device, tensor_method
+from tgrad.ops.complex_ops import complex as complex_
 from tgrad.ops.creation import full, tensor, zeros
 from tgrad.ops.gathering import index_add, index_select
 from tgrad.ops.layout import diagonal
@@ -171,7 +172,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  
                       "than the number of observations.", UserWarning, stacklevel=2)
         factor = 0.0
     centered = x - avg.unsqueeze(1)
-    c = matmul(centered, (centered if w is None else centered * w).t())
+    # conjugated for complex input (PyTorch's x (x w)^H: a Hermitian matrix, real diagonal)
+    c = matmul(centered, (centered if w is None else centered * w).t().conj())
     return (c / factor).squeeze()
 
 
@@ -179,7 +181,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  
 def corrcoef(input: Tensor) -> Tensor:  # noqa: A002
     """Pearson's correlation coefficients of the variables (rows) of a (V, N) input:
     cov / (std_i std_j), clipped to [-1, 1]; shape (V, V) (one variable: 0-d, c / c:
-    1, or NaN for a constant variable)."""
+    1, or NaN for a constant variable). Complex input: the Hermitian covariance scaled by
+    sqrt of its real diagonal, real and imaginary parts clipped apart (PyTorch's)."""
     require_tensor("corrcoef", input)
     if input.ndim > 2:
         raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but "
@@ -187,9 +190,12 @@ def corrcoef(input: Tensor) -> Tensor:  # noqa: A002
     c = cov(input)
     if c.ndim == 0:
         return c / c
-    std = ew.sqrt(diagonal(c))
+    d = diagonal(c)
+    std = ew.sqrt(d.real if d.dtype.is_complex else d)
     c = c / std.reshape(-1, 1)
     c = c / std.reshape(1, -1)
+    if c.dtype.is_complex:  # PyTorch clips the real and imaginary parts apart
+        return complex_(ew.clamp(c.real, -1, 1), ew.clamp(c.imag, -1, 1))
     return ew.clamp(c, -1, 1)
 
 
