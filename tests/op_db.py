@@ -1060,7 +1060,7 @@ OP_DB: list = [
     _u("erf", _np_erf),
     _u("reciprocal", lambda x: 1.0 / x, (0.0, None)),
     _u("square", np.square),
-    _u("sign", lambda x: np.where(np.isnan(x), 0.0, np.sign(x))),  # PyTorch: sign(NaN) = 0
+    _u("sign", np.sign),
     _u("floor", np.floor),
     _u("ceil", np.ceil),
     _u("round", _np_round),

@@ -430,9 +430,7 @@ UNARY = {
     "erf": _erf,
     "reciprocal": lambda x: 1.0 / x,
     "square": np.square,
-    # bool: itself; NaN gives 0 (PyTorch's (0 < x) - (x < 0); NumPy's sign keeps NaN)
-    "sign": lambda x: x.copy() if x.dtype == np.bool_ else np.where(x != x, x.dtype.type(0),
-                                                                    np.sign(x)),
+    "sign": lambda x: x.copy() if x.dtype == np.bool_ else np.sign(x),  # bool: itself
     "floor": np.floor,
     "ceil": np.ceil,
     "round": _round_half_even,
@@ -599,8 +597,8 @@ def relu_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
 # kernel on the GPU), used when no graph is recorded. Inputs arrive in the compute dtype;
 # the result reuses its first temporary (``out=``), so no formula allocates twice.
 # Notation: g incoming gradient, x input, y output, a/b binary inputs, p/q compared inputs.
-def _g_abs(g, x):  # d|x| = sign(x), 0 at NaN (PyTorch's sign)
-    t = np.where(x != x, x.dtype.type(0), np.sign(x))
+def _g_abs(g, x):  # d|x| = sign(x)
+    t = np.sign(x)
     return np.multiply(g, t, out=t)
 
 

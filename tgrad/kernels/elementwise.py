@@ -320,8 +320,9 @@ def f_square(x):
 
 @triton.jit
 def f_sign(x):
-    # (0 < x) - (x < 0), PyTorch's: NaN gives 0 (NumPy's sign keeps NaN); +-inf give +-1
-    return tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
+    # NaN stays NaN (NumPy); +-inf give +-1
+    s = tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
+    return tl.where(x != x, x, s)
 
 
 @triton.jit
