@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
 from tgrad.ops._common import register_op, require_tensor, wrap
 from tgrad.tensor import Tensor, _wrap_dim
@@ -443,6 +444,7 @@ def fftfreq(n: int, d: float = 1.0, *, out=None, dtype=None, layout=None, device
     [0, 1, ..., ceil(n/2) - 1, -floor(n/2), ..., -1] / (d n)."""
     if out is not None:
         raise NotImplementedError("fftfreq: out= is not supported by tgrad")
+    check_layout("fftfreq", layout)
     return _freq("fftfreq", n, d, False, dtype, device, requires_grad)
 
 
@@ -452,6 +454,7 @@ def rfftfreq(n: int, d: float = 1.0, *, out=None, dtype=None, layout=None, devic
     (d n)."""
     if out is not None:
         raise NotImplementedError("rfftfreq: out= is not supported by tgrad")
+    check_layout("rfftfreq", layout)
     return _freq("rfftfreq", n, d, True, dtype, device, requires_grad)
 
 
