@@ -47,6 +47,9 @@ MODULES = [
     ("tgrad.fft", "discrete Fourier transforms (CPU)"),
     ("tgrad.linalg", "linear algebra"),
     ("tgrad.special", "special functions"),
+    ("tgrad.signal.windows", "window functions (torch.signal.windows)"),
+    ("tgrad.accelerator", "the device-agnostic accelerator API (over tgrad.cuda)"),
+    ("tgrad.cpu", "the CPU device module"),
     ("tgrad.testing", "testing helpers"),
 ]
 SUBMODULES = {m for m, _ in MODULES}

@@ -8,6 +8,17 @@ hooks, gradcheck, profiler) follows PyTorch's names and semantics.
 import builtins as _builtins
 
 from tgrad import _out, autograd
+from tgrad._layout import (
+    _mkldnn,  # noqa: F401  (torch._mkldnn)
+    jagged,
+    layout,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
 from tgrad._tensor_str import set_printoptions
 from tgrad.autograd import (
     Function,
@@ -19,6 +30,7 @@ from tgrad.autograd import (
     set_detect_anomaly,
     set_grad_enabled,
 )
+from tgrad.device import Device as _Device
 from tgrad.device import Device as device  # noqa: N813  (PyTorch's name)
 from tgrad.device import get_default_device, set_default_device
 from tgrad.dtypes import (
@@ -62,8 +74,9 @@ dtype = DType
 
 # nn, optim and save/load build on the core above.
 from tgrad import cuda, nn, optim, random  # noqa: E402,F401  (random: torch.random)
-from tgrad.cuda.interop import from_dlpack  # noqa: E402
+from tgrad.cuda.interop import from_dlpack, to_dlpack  # noqa: E402
 from tgrad.serialization import load, save  # noqa: E402
+from tgrad.storage import TypedStorage, UntypedStorage  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -88,12 +101,40 @@ __all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "
            "iinfo",
            "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor", "softmax",
            "log_softmax", "dropout", "cosine_similarity", "set_printoptions",
-           "pi", "e", "inf", "nan", "newaxis"] + list(_ops_all)
+           "pi", "e", "inf", "nan", "newaxis", "layout", "strided", "sparse_coo", "sparse_csr",
+           "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged", "get_device",
+           "get_device_module", "to_dlpack", "UntypedStorage", "TypedStorage"] + list(_ops_all)
 
 
 def is_tensor(obj: object) -> _builtins.bool:
     """True if ``obj`` is a tgrad Tensor."""
     return isinstance(obj, Tensor)
+
+
+def get_device(input: Tensor) -> _builtins.int:  # noqa: A002
+    """The index of a cuda tensor's device; -1 for a CPU tensor (PyTorch's)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"get_device(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input.get_device()
+
+
+def get_device_module(device=None) -> object:
+    """The module of ``device`` (a tgrad.device or its string): ``tgrad.cuda`` or
+    ``tgrad.cpu``; None: the accelerator's module (tgrad.cuda when available), else
+    ``tgrad.cpu``."""
+    import importlib
+    if device is None:
+        kind = "cuda" if cuda.is_available() else "cpu"
+    elif isinstance(device, (str, _Device)):
+        kind = device.split(":")[0] if isinstance(device, str) else device.type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect tgrad.device, str, or "
+                           f"None")
+    if kind not in ("cpu", "cuda"):
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered "
+                           f"as 'tgrad.{kind}'.")
+    return importlib.import_module("tgrad." + kind)
 
 
 # torch.softmax / torch.log_softmax / torch.dropout: nn.functional's ops under PyTorch's
@@ -120,10 +161,11 @@ _LEGACY_LINALG = ("qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_i
 
 
 def __getattr__(name: str) -> object:
-    # tgrad.amp, distributions, fft, func, linalg, profiler, special, testing and utils are
-    # imported on first use (as torch.distributions and torch.utils.checkpoint are reachable).
-    if name in ("amp", "distributions", "fft", "func", "linalg", "profiler", "special",
-                "testing", "utils"):
+    # tgrad.accelerator, amp, cpu, distributions, fft, func, linalg, profiler, signal,
+    # special, testing and utils are imported on first use (as torch.distributions and
+    # torch.utils.checkpoint are reachable).
+    if name in ("accelerator", "amp", "cpu", "distributions", "fft", "func", "linalg",
+                "profiler", "signal", "special", "testing", "utils"):
         import importlib
         return importlib.import_module("tgrad." + name)
     if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype"):  # torch.autocast

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
 from tgrad.ops._common import register_op, require_tensor, wrap
 from tgrad.tensor import Tensor, _wrap_dim
@@ -442,6 +443,7 @@ def fftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None,
     """The sample frequencies of fft of a length-``n`` signal with spacing ``d``:
     [0, 1, ..., ceil(n/2) - 1, -floor(n/2), ..., -1] / (d n). out= (tgrad/_out.py):
     written into out, whose dtype and device stand in for missing dtype= / device=."""
+    check_layout("fftfreq", layout)
     return _freq("fftfreq", n, d, False, dtype, device, requires_grad)
 
 
@@ -450,6 +452,7 @@ def rfftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None,
     """The sample frequencies of rfft of a length-``n`` signal: [0, 1, ..., n // 2] /
     (d n). out= (tgrad/_out.py): written into out, whose dtype and device stand in for
     missing dtype= / device=."""
+    check_layout("rfftfreq", layout)
     return _freq("rfftfreq", n, d, True, dtype, device, requires_grad)
 
 

@@ -229,6 +229,16 @@ def from_dlpack(ext):
     return Tensor(from_capsule(capsule), None, Device("cuda", dev_id))
 
 
+def to_dlpack(tensor):
+    """A DLPack capsule of ``tensor`` (``tensor.__dlpack__()``), for consumers that take a
+    capsule (``tgrad.from_dlpack``, older libraries); the memory is shared."""
+    from tgrad.tensor import Tensor
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"to_dlpack(): argument 'tensor' must be Tensor, not "
+                        f"{type(tensor).__name__}")
+    return tensor.__dlpack__()
+
+
 def install() -> None:
     """Attach the interop dunders to Tensor (done once by ``import tgrad.cuda``)."""
     from tgrad.tensor import Tensor

@@ -13,7 +13,10 @@ runs unchanged:
   tensors raise PyTorch's error); ``isreal`` is imag == 0; ``mH``/``H``/``adjoint`` are
   conjugate transposes;
 - metadata: ``ndimension``, ``nbytes``, ``itemsize``, ``is_cpu``, ``get_device``,
-  ``is_signed``, ``is_same_size``;
+  ``is_signed``, ``is_same_size``; ``layout`` (always ``tgrad.strided``) and PyTorch's
+  other-kind flags ``is_sparse``, ``is_sparse_csr``, ``is_quantized``, ``is_meta``,
+  ``is_nested``, ``is_mkldnn``, ``is_xpu``, ``is_mps``, ``is_vulkan``, ``is_ipu``,
+  ``is_maia``, ``is_mtia``, ``is_xla`` (always False);
 - ``positive``, ``sgn`` (= sign for real numbers), ``ravel``, ``split_with_sizes``,
   ``is_nonzero``;
 - top-level in-place functions (``tgrad.abs_(x)`` is ``x.abs_()``, ``exp_``, ``relu_``,
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import warnings
 
-from tgrad import dtypes
+from tgrad import _layout, dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import complex_ops as cx
 from tgrad.ops import elementwise as ew
@@ -260,6 +263,12 @@ Tensor.nbytes = property(lambda self: self.element_size() * self.numel())
 Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
 tensor_method("get_device")(lambda self: -1 if self.device.type == "cpu" else
                             self.device.index or 0)
+# every tgrad tensor is dense and strided, on the cpu or cuda: PyTorch's layout and
+# other-backend flags, for code that checks them
+Tensor.layout = property(lambda self: _layout.strided)
+for _flag in ("is_sparse", "is_sparse_csr", "is_quantized", "is_meta", "is_nested", "is_mkldnn",
+              "is_xpu", "is_mps", "is_vulkan", "is_ipu", "is_maia", "is_mtia", "is_xla"):
+    setattr(Tensor, _flag, property(lambda self: False))
 
 
 # --------------------------------------------------------------- top-level in-place forms

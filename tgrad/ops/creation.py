@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._layout import check_layout
 from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import as_device
 from tgrad.dtypes import DType
@@ -213,9 +214,10 @@ def _dtype_or_default(dtype) -> DType:
 
 
 def full(*args, size=None, fill_value=None, dtype=None, device=None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, layout=None) -> Tensor:
     """``full(size, fill_value)`` (or ``size=``, ``fill_value=``): dtype inferred from
     fill_value like PyTorch."""
+    check_layout("full", layout)
     args = sizes_keyword("full", "size", args, size)
     if fill_value is None:
         if len(args) >= 2 and not isinstance(args[-1], (tuple, list)):
@@ -245,17 +247,23 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
     return t
 
 
-def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
+          layout=None) -> Tensor:
+    check_layout("zeros", layout)
     return full(_shape(sizes_keyword("zeros", "size", args, size)), 0,
                 dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
 
 
-def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
+         layout=None) -> Tensor:
+    check_layout("ones", layout)
     return full(_shape(sizes_keyword("ones", "size", args, size)), 1,
                 dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
 
 
-def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
+          layout=None) -> Tensor:
+    check_layout("empty", layout)
     dev = as_device(device)
     dt = _dtype_or_default(dtype)
     dtypes.check_complex_device("empty", dt, dev)
@@ -266,29 +274,35 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     return t
 
 
-def _like(x: Tensor, dtype, device):
+def _like(x: Tensor, dtype, device, op: str = "", layout=None):
+    """(dtype, device) of a *_like / new_* result: x's unless given (``layout``: checked
+    for ``op``)."""
+    check_layout(op, layout)
     return (x.dtype if dtype is None else dtypes.as_dtype(dtype),
             x.device if device is None else as_device(device))
 
 
-def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    dt, dev = _like(x, dtype, device)
+def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
+               layout=None) -> Tensor:
+    dt, dev = _like(x, dtype, device, "zeros_like", layout)
     return full(x.shape, 0, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    dt, dev = _like(x, dtype, device)
+def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
+              layout=None) -> Tensor:
+    dt, dev = _like(x, dtype, device, "ones_like", layout)
     return full(x.shape, 1, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(x: Tensor, fill_value, dtype=None, device=None,
-              requires_grad: bool = False) -> Tensor:
-    dt, dev = _like(x, dtype, device)
+              requires_grad: bool = False, layout=None) -> Tensor:
+    dt, dev = _like(x, dtype, device, "full_like", layout)
     return full(x.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def empty_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    dt, dev = _like(x, dtype, device)
+def empty_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
+               layout=None) -> Tensor:
+    dt, dev = _like(x, dtype, device, "empty_like", layout)
     return empty(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -360,26 +374,30 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
 
 
 def rand(*args, size=None, generator=None, dtype=None, device=None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, layout=None) -> Tensor:
     """Uniform samples on [0, 1) (from ``generator``, a tgrad.Generator, if given)."""
+    check_layout("rand", layout)
     shape = sizes_keyword("rand", "size", args, size)
     return _random("rand", shape, dtype, device, requires_grad, generator)
 
 
 def randn(*args, size=None, generator=None, dtype=None, device=None,
-          requires_grad: bool = False) -> Tensor:
+          requires_grad: bool = False, layout=None) -> Tensor:
     """Standard normal samples (from ``generator``, a tgrad.Generator, if given)."""
+    check_layout("randn", layout)
     shape = sizes_keyword("randn", "size", args, size)
     return _random("randn", shape, dtype, device, requires_grad, generator)
 
 
-def rand_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    dt, dev = _like(x, dtype, device)
+def rand_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
+              layout=None) -> Tensor:
+    dt, dev = _like(x, dtype, device, "rand_like", layout)
     return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    dt, dev = _like(x, dtype, device)
+def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
+               layout=None) -> Tensor:
+    dt, dev = _like(x, dtype, device, "randn_like", layout)
     return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -391,11 +409,12 @@ _RANDPERM_MAX = {"float16": (2049, "2049", "Half"), "bfloat16": (257, "257", "BF
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad: bool = False) -> Tensor:
+            requires_grad: bool = False, layout=None) -> Tensor:
     """Integers drawn uniformly from [low, high) (``randint(high, size)`` means low = 0);
     int64 unless ``dtype`` says otherwise (a float dtype holds the integers, as PyTorch's).
     floor(low + u (high - low)) of float64 uniforms u in [0, 1), on the device's
     generator."""
+    check_layout("randint", layout)
     if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high  # randint(high, size)
         pos = (None, 1)
@@ -424,11 +443,12 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None,
-             requires_grad: bool = False) -> Tensor:
+             requires_grad: bool = False, layout=None) -> Tensor:
     """A random permutation of 0..n-1 (int64), drawn on the host by the CPU generator that
     manual_seed seeds (or by ``generator``, which must then be a CPU tgrad.Generator),
     then copied to ``device``."""
     from tgrad.generator import drawing_from
+    check_layout("randperm", layout)
     n = _int_arg("randperm", "n", n, 1, allow_bool=False)
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
@@ -450,13 +470,14 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
 
 
 def arange(start=None, end=None, step=1, dtype=None, device=None,
-           requires_grad: bool = False) -> Tensor:
+           requires_grad: bool = False, *, layout=None) -> Tensor:
     """Values from start (default 0) to end (exclusive) by step; int64 for integer args.
     With dtype int64 the bounds and step are truncated to integers first (as PyTorch:
     ``arange(2.5, dtype=int64)`` is [0, 1]); with another integer dtype (as PyTorch) the
     length is ceil((end - start) / step) of the given numbers and the values are
     trunc(start) + i * trunc(step), wrapped to the dtype: ``arange(1.8, 0, -1.41,
     dtype=int32)`` is [1, 0], ``arange(2.0, -1, -0.4, dtype=int32)`` is eight 2s."""
+    check_layout("arange", layout)
     if end is None:
         if start is None:
             raise TypeError("arange() missing required argument 'end'")
@@ -564,10 +585,11 @@ def spaced_dtype(op: str, start, end, dtype) -> tuple[DType, bool]:
 
 
 def linspace(start: float, end: float, steps: int, dtype=None, device=None,
-             requires_grad: bool = False) -> Tensor:
+             requires_grad: bool = False, *, layout=None) -> Tensor:
     """``steps`` values evenly spaced from start to end (both included; complex bounds give
     the default complex dtype). An integer dtype converts start and end first, as PyTorch
     (see ``spaced_integers``)."""
+    check_layout("linspace", layout)
     dt, _ = spaced_dtype("linspace", start, end, dtype)
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
@@ -581,7 +603,8 @@ def linspace(start: float, end: float, steps: int, dtype=None, device=None,
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None,
-        requires_grad: bool = False) -> Tensor:
+        requires_grad: bool = False, *, layout=None) -> Tensor:
+    check_layout("eye", layout)
     dt = _dtype_or_default(dtype)
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye: n and m must be >= 0, got n={n}, m={m}")
@@ -592,8 +615,8 @@ def eye(n: int, m: int | None = None, dtype=None, device=None,
 # factory methods; the data is not shared and nothing is recorded)
 def _new_factory(make):
     def method(self: Tensor, *size, dtype=None, device=None,
-               requires_grad: bool = False) -> Tensor:
-        dt, dev = _like(self, dtype, device)
+               requires_grad: bool = False, layout=None) -> Tensor:
+        dt, dev = _like(self, dtype, device, "new_" + make.__name__, layout)
         return make(_shape(size), dtype=dt, device=dev, requires_grad=requires_grad)
     method.__name__ = "new_" + make.__name__
     return method
@@ -605,9 +628,10 @@ Tensor.new_empty = _new_factory(empty)
 
 
 def empty_strided(size, stride, *, dtype=None, device=None,
-                  requires_grad: bool = False) -> Tensor:
+                  requires_grad: bool = False, layout=None) -> Tensor:
     """An uninitialised tensor of shape ``size`` with element strides ``stride`` over new
     memory just large enough for them (not a view)."""
+    check_layout("empty_strided", layout)
     size, stride = tuple(map(int, size)), tuple(map(int, stride))
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
@@ -624,8 +648,8 @@ def empty_strided(size, stride, *, dtype=None, device=None,
 
 
 def _new_empty_strided(self: Tensor, size, stride, *, dtype=None, device=None,
-                       requires_grad: bool = False) -> Tensor:
-    dt, dev = _like(self, dtype, device)
+                       requires_grad: bool = False, layout=None) -> Tensor:
+    dt, dev = _like(self, dtype, device, "new_empty_strided", layout)
     return empty_strided(size, stride, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -633,14 +657,14 @@ Tensor.new_empty_strided = _new_empty_strided
 
 
 def _new_full(self: Tensor, size, fill_value, *, dtype=None, device=None,
-              requires_grad: bool = False) -> Tensor:
-    dt, dev = _like(self, dtype, device)
+              requires_grad: bool = False, layout=None) -> Tensor:
+    dt, dev = _like(self, dtype, device, "new_full", layout)
     return full(_shape((size,)), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def _new_tensor(self: Tensor, data, *, dtype=None, device=None,
-                requires_grad: bool = False) -> Tensor:
-    dt, dev = _like(self, dtype, device)
+                requires_grad: bool = False, layout=None) -> Tensor:
+    dt, dev = _like(self, dtype, device, "new_tensor", layout)
     if isinstance(data, Tensor):
         data = data.detach().cpu().numpy()
     return tensor(data, dtype=dt, device=dev, requires_grad=requires_grad)

@@ -44,6 +44,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
+from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
 from tgrad.ops import composite as cp
@@ -365,15 +366,17 @@ def _triangle_indices(op: str, row: int, col: int, offset: int, dtype, device,
 
 
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype=dtypes.int64,
-                 device=None) -> Tensor:
+                 device=None, layout=None) -> Tensor:
     """The (2, N) coordinates (row-major) of the lower triangle of a (row, col) matrix: the
     elements with col - row <= offset."""
+    check_layout("tril_indices", layout)
     return _triangle_indices("tril_indices", row, col, offset, dtype, device, True)
 
 
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=dtypes.int64,
-                 device=None) -> Tensor:
+                 device=None, layout=None) -> Tensor:
     """The (2, N) coordinates (row-major) of the upper triangle: col - row >= offset."""
+    check_layout("triu_indices", layout)
     return _triangle_indices("triu_indices", row, col, offset, dtype, device, False)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._layout import check_layout
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.creation import _finish, ones, randint, spaced_dtype, spaced_integers
 from tgrad.ops.shape import cat, narrow
@@ -26,10 +27,11 @@ __all__ = ["logspace", "randint_like", "narrow_copy", "is_floating_point", "unra
 
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype=None,
-             device=None, requires_grad: bool = False) -> Tensor:
+             device=None, requires_grad: bool = False, *, layout=None) -> Tensor:
     """``steps`` values from base^start to base^end, evenly spaced in the exponent. An
     integer dtype converts start and end to it first, as PyTorch (``logspace(0.1, 0.9, 3,
     dtype=int64)`` is [1, 1, 1]; see ``creation.spaced_integers``)."""
+    check_layout("logspace", layout)
     dt, _ = spaced_dtype("logspace", start, end, dtype)
     if steps < 0:
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
@@ -47,10 +49,11 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype=Non
 
 def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,  # noqa: A002
                  dtype=None, device=None, requires_grad: bool = False,
-                 generator=None) -> Tensor:
+                 generator=None, layout=None) -> Tensor:
     """Integers uniform in [low, high) in input's shape (``randint_like(x, high)`` means
     low = 0), with input's dtype and device unless given."""
     require_tensor("randint_like", input)
+    check_layout("randint_like", layout)
     if high is None:
         low, high = 0, low
     return randint(low, high, tuple(input.shape), generator=generator,

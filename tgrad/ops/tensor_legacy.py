@@ -13,7 +13,16 @@
   int64 indices, truncated or padded with ``fill_value`` to ``size`` rows;
 - ``dim_order()``: dims from outermost to innermost in memory (stable sort by stride,
   largest first);
-- ``prelu(weight)``: nn.functional.prelu.
+- ``prelu(weight)``: nn.functional.prelu;
+- ``untyped_storage()`` / ``storage()``: tgrad.storage's handles on the memory the tensor
+  views (``data_ptr()`` equal across views of one tensor);
+- ``set_(source)``: self becomes a view of ``source``'s memory with its shape, strides and
+  storage offset (``set_(source, storage_offset, size, stride)``: that geometry over
+  source's storage; ``set_()``: empty). Same dtype and device required; self keeps a
+  version counter of its own (bumped), as PyTorch's. Not differentiable (PyTorch's
+  set_ has no derivative): a source or self that requires grad raises; a storage source
+  raises NotImplementedError (pass a tensor);
+- ``as_subclass(cls)``: an alias of self (a view, attached to the graph) of type ``cls``.
 """
 
 from __future__ import annotations
@@ -122,3 +131,88 @@ def prelu(self: Tensor, weight: Tensor) -> Tensor:
     """nn.functional.prelu(self, weight)."""
     from tgrad.nn.functional import prelu as f
     return f(self, weight)
+
+
+@tensor_method("untyped_storage")
+def untyped_storage(self: Tensor):
+    """The memory self views, as bytes (tgrad.storage.UntypedStorage)."""
+    from tgrad.storage import UntypedStorage
+    return UntypedStorage._of(self)
+
+
+@tensor_method("storage")
+def storage(self: Tensor):
+    """The memory self views, as elements of self's dtype (PyTorch's deprecated
+    TypedStorage, with its warning)."""
+    from tgrad.storage import TypedStorage, typed_storage_warning
+    typed_storage_warning()
+    return TypedStorage._of(self)
+
+
+@tensor_method("set_")
+def set_(self: Tensor, source: Tensor | None = None, storage_offset: int | None = None,
+         size=None, stride=None) -> Tensor:
+    """self re-pointed at ``source``'s memory (module doc)."""
+    from tgrad._out import _C10_NAMES
+    from tgrad.autograd.grad_mode import STATE
+    from tgrad.ops.creation import empty
+    from tgrad.ops.inplace import check_inplace
+    from tgrad.storage import UntypedStorage
+    from tgrad.tensor import Storage
+    if isinstance(source, UntypedStorage):
+        raise NotImplementedError("set_: a storage source is not supported by tgrad; pass a "
+                                  "tensor that views it (tensor.set_(other))")
+    check_inplace(self, "set_")
+    if source is None:
+        if storage_offset is not None or size is not None:
+            raise TypeError("set_(): storage_offset/size need a source tensor")
+        source = empty(0, dtype=self.dtype, device=self.device)
+    if not isinstance(source, Tensor):
+        raise TypeError(f"set_(): argument 'source' must be Tensor, not "
+                        f"{type(source).__name__}")
+    if source.dtype is not self.dtype:
+        raise RuntimeError(f"Could not set tensor of type {_C10_NAMES[source.dtype]} to a "
+                           f"tensor of type {_C10_NAMES[self.dtype]}")
+    if source.device != self.device:
+        raise RuntimeError(f"set_: source is on {source.device} but self is on "
+                           f"{self.device}; move one of them with .to()")
+    if STATE.enabled and (self._requires_grad or source._requires_grad):
+        raise NotImplementedError("set_: tgrad does not differentiate through set_ (PyTorch "
+                                  "has no derivative for it either); pass source.detach() "
+                                  "or call it under tgrad.no_grad()")
+    data = source._data
+    if storage_offset is not None or size is not None:
+        from tgrad._strides import contiguous_strides
+        from tgrad.ops.layout import as_strided
+        if size is None:
+            raise TypeError("set_(): size is required with storage_offset")
+        size = tuple(int(n) for n in size)
+        stride = contiguous_strides(size) if stride is None else tuple(int(s) for s in stride)
+        off = source.storage_offset() if storage_offset is None else int(storage_offset)
+        data = as_strided(source.detach(), size, stride, off)._data
+    self._data = data
+    if source._storage.root is not self._storage.root:
+        storage = Storage(source._storage.root)  # its memory, self's own version counter
+        storage.version = self._storage.version
+        self._storage = storage
+    self._base = None  # no longer a view of what it viewed
+    self._view_chain = None
+    self._storage.version += 1
+    return self
+
+
+@tensor_method("as_subclass")
+def as_subclass(self: Tensor, cls: type) -> Tensor:
+    """An alias of self (a view sharing its memory and attached to the autograd graph) of
+    type ``cls``, a Tensor subclass; cls.__init__ is not called (as PyTorch's)."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                        "Tensor is not possible. Make sure your class inherits from Tensor.")
+    out = self.view(self.shape)
+    try:
+        out.__class__ = cls
+    except TypeError as e:
+        raise NotImplementedError(f"as_subclass: {cls.__name__} lays out its instances "
+                                  f"differently from tgrad.Tensor ({e}); tgrad supports "
+                                  f"subclasses that add no __slots__") from None
+    return out

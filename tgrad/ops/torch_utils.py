@@ -38,6 +38,7 @@ import warnings
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
 from tgrad.ops._common import require_tensor
 from tgrad.tensor import Tensor
@@ -126,14 +127,16 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory: bool = False,
                   requires_grad: bool = False) -> Tensor:
     """A 0-d tensor holding ``s``, of the default dtype unless ``dtype`` is given."""
+    check_layout("scalar_tensor", layout)
     from tgrad.ops.creation import tensor
     dt = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
     return tensor(s, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def range(start, end, step=1, *, dtype=None, device=None,  # noqa: A001
-          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+          requires_grad: bool = False, pin_memory: bool = False, layout=None) -> Tensor:
     """start, start + step, ... up to and including ``end`` (deprecated: use arange)."""
+    check_layout("range", layout)
     from tgrad.ops.creation import tensor
     warnings.warn("torch.range is deprecated and will be removed in a future release because "
                   "its behavior is inconsistent with Python's range builtin. Instead, use "

@@ -10,7 +10,8 @@ M = N if periodic else N - 1, for n = 0 .. N-1:
 - bartlett: w[n] = 1 - |2 n / M - 1|
 - kaiser:   w[n] = I0(beta sqrt(1 - ((n - M/2) / (M/2))^2)) / I0(beta)   (beta 12)
 
-N = 0 gives an empty tensor and N = 1 a single 1 (PyTorch's).
+N = 0 gives an empty tensor and N = 1 a single 1 (PyTorch's). The formulas are shared
+with ``tgrad.signal.windows`` (PyTorch's torch.signal.windows).
 """
 
 from __future__ import annotations
@@ -18,15 +19,40 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._layout import check_layout
 from tgrad.tensor import Tensor
 
 __all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
            "kaiser_window"]
 
 
+def general_cosine_formula(a) -> object:
+    """w[n] = sum_i (-1)^i a_i cos(2 pi i n / M) as a function of (n, M) (hann: a = (0.5,
+    0.5); hamming: (alpha, beta); blackman: (0.42, 0.5, 0.08))."""
+    coefs = [float(c) for c in a]
+
+    def formula(n: np.ndarray, m: float) -> np.ndarray:
+        return sum((-1) ** i * c * np.cos(2 * np.pi * i * n / m) for i, c in enumerate(coefs))
+    return formula
+
+
+def bartlett_formula(n: np.ndarray, m: float) -> np.ndarray:
+    """w[n] = 1 - |2 n / M - 1| (a triangle)."""
+    return 1.0 - np.abs(2.0 * n / m - 1.0)
+
+
+def kaiser_formula(beta: float) -> object:
+    """w[n] = I0(beta sqrt(1 - ((n - M/2) / (M/2))^2)) / I0(beta) as a function of (n, M)."""
+    def formula(n: np.ndarray, m: float) -> np.ndarray:
+        r = (n - m / 2) / (m / 2)
+        return np.i0(beta * np.sqrt(np.clip(1.0 - r * r, 0.0, None))) / np.i0(beta)
+    return formula
+
+
 def _window(op: str, window_length: int, periodic: bool, formula, dtype, device,
-            requires_grad: bool) -> Tensor:
+            requires_grad: bool, layout=None) -> Tensor:
     from tgrad.ops.creation import tensor
+    check_layout(op, layout)
     dt = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
     if not dt.is_floating_point:
         raise RuntimeError(f"{op} expects floating point dtypes, got: {dt}")
@@ -47,9 +73,8 @@ def _window(op: str, window_length: int, periodic: bool, formula, dtype, device,
 def hann_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None,
                 device=None, pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
     """0.5 - 0.5 cos(2 pi n / M)."""
-    return _window("hann_window", window_length, periodic,
-                   lambda n, m: 0.5 - 0.5 * np.cos(2 * np.pi * n / m), dtype, device,
-                   requires_grad)
+    return _window("hann_window", window_length, periodic, general_cosine_formula((0.5, 0.5)),
+                   dtype, device, requires_grad, layout)
 
 
 def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
@@ -57,8 +82,7 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
                    pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
     """alpha - beta cos(2 pi n / M)."""
     return _window("hamming_window", window_length, periodic,
-                   lambda n, m: alpha - beta * np.cos(2 * np.pi * n / m), dtype, device,
-                   requires_grad)
+                   general_cosine_formula((alpha, beta)), dtype, device, requires_grad, layout)
 
 
 def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None,
@@ -66,25 +90,21 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, la
                     requires_grad: bool = False) -> Tensor:
     """0.42 - 0.5 cos(2 pi n / M) + 0.08 cos(4 pi n / M)."""
     return _window("blackman_window", window_length, periodic,
-                   lambda n, m: (0.42 - 0.5 * np.cos(2 * np.pi * n / m)
-                                 + 0.08 * np.cos(4 * np.pi * n / m)),
-                   dtype, device, requires_grad)
+                   general_cosine_formula((0.42, 0.5, 0.08)), dtype, device, requires_grad,
+                   layout)
 
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None,
                     device=None, pin_memory: bool = False,
                     requires_grad: bool = False) -> Tensor:
     """1 - |2 n / M - 1| (a triangle)."""
-    return _window("bartlett_window", window_length, periodic,
-                   lambda n, m: 1.0 - np.abs(2.0 * n / m - 1.0), dtype, device, requires_grad)
+    return _window("bartlett_window", window_length, periodic, bartlett_formula, dtype, device,
+                   requires_grad, layout)
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
                   dtype=None, layout=None, device=None, pin_memory: bool = False,
                   requires_grad: bool = False) -> Tensor:
     """I0(beta sqrt(1 - ((n - M/2) / (M/2))^2)) / I0(beta)."""
-    def formula(n, m):
-        r = (n - m / 2) / (m / 2)
-        return np.i0(beta * np.sqrt(np.clip(1.0 - r * r, 0.0, None))) / np.i0(beta)
-    return _window("kaiser_window", window_length, periodic, formula, dtype, device,
-                   requires_grad)
+    return _window("kaiser_window", window_length, periodic, kaiser_formula(beta), dtype,
+                   device, requires_grad, layout)

@@ -1,0 +1,347 @@
+"""PyTorch's small APIs tgrad adds: tgrad.signal.windows, tgrad.accelerator /
+get_device / get_device_module, layouts (tgrad.strided, Tensor.layout, the is_* flags,
+layout= on the creation functions), storages (untyped_storage / storage), Tensor.set_,
+as_subclass and to_dlpack. References: the windows' closed forms in NumPy float64 (and
+NumPy's own windows), hand computations; the accelerator also on the cuda device emulated
+by Triton's interpreter (a fresh process)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad.signal import windows as W
+
+sys.path.insert(0, os.path.dirname(__file__))
+from interpreted import run_json  # noqa: E402
+
+NO_CUDA = not tgrad.cuda.is_available()
+
+
+# ------------------------------------------------------------------ signal.windows
+def _n_of(m: int, sym: bool) -> float:
+    return float(m - 1 if sym else m)
+
+
+def _gcos(m: int, sym: bool, a) -> np.ndarray:
+    if m <= 1:
+        return np.ones(m)
+    n, big_n = np.arange(m), _n_of(m, sym)
+    return sum((-1) ** i * c * np.cos(2 * np.pi * i * n / big_n) for i, c in enumerate(a))
+
+
+def _reference(name: str, m: int, sym: bool, **kw) -> np.ndarray:
+    """The documented formula, in float64."""
+    n = np.arange(m, dtype=np.float64)
+    big_n = _n_of(m, sym)
+    if name == "general_cosine":
+        return _gcos(m, sym, kw["a"])
+    if name == "general_hamming":
+        return _gcos(m, sym, [kw["alpha"], 1 - kw["alpha"]])
+    if name == "hann":
+        return _gcos(m, sym, [0.5, 0.5])
+    if name == "hamming":
+        return _gcos(m, sym, [0.54, 0.46])
+    if name == "blackman":
+        return _gcos(m, sym, [0.42, 0.5, 0.08])
+    if name == "nuttall":
+        return _gcos(m, sym, [0.3635819, 0.4891775, 0.1365995, 0.0106411])
+    if m <= 1 and name in ("bartlett", "kaiser"):
+        return np.ones(m)
+    if name == "bartlett":
+        return 1 - np.abs(2 * n / big_n - 1)
+    if name == "kaiser":
+        b = kw["beta"]
+        return np.i0(b * np.sqrt(1 - ((n - big_n / 2) / (big_n / 2)) ** 2)) / np.i0(b)
+    k = m + 1 if not sym and m > 1 else m
+    if name == "cosine":
+        return np.sin(np.pi * (n + 0.5) / k)
+    c = (m if not sym and m > 1 else m - 1) / 2
+    if name == "gaussian":
+        return np.exp(-0.5 * ((n - c) / kw["std"]) ** 2)
+    if name == "exponential":
+        c = kw.get("center") if kw.get("center") is not None else c
+        return np.exp(-np.abs(n - c) / kw["tau"])
+    raise AssertionError(name)
+
+
+_KW = {"general_cosine": {"a": [0.4, 0.3, 0.2, 0.1]}, "general_hamming": {"alpha": 0.6},
+       "kaiser": {"beta": 3.5}, "gaussian": {"std": 1.7}, "exponential": {"tau": 2.5}}
+
+
+@pytest.mark.parametrize("name", W.__all__)
+@pytest.mark.parametrize("sym", [True, False])
+def test_windows_match_their_formulas(name, sym):
+    for m in range(0, 8):
+        got = getattr(W, name)(m, sym=sym, dtype=tgrad.float64, **_KW.get(name, {}))
+        assert got.dtype is tgrad.float64 and got.shape == (m,)
+        np.testing.assert_allclose(got.numpy(), _reference(name, m, sym, **_KW.get(name, {})),
+                                   rtol=1e-12, atol=1e-14)
+    # default dtype and the M = 0 / M = 1 edge cases
+    assert getattr(W, name)(0, **_KW.get(name, {})).dtype is tgrad.get_default_dtype()
+    np.testing.assert_allclose(getattr(W, name)(1, sym=sym, **_KW.get(name, {})).numpy(), [1.0])
+
+
+def test_windows_match_numpy_and_top_level_windows():
+    for m in (1, 2, 5, 8):
+        for name, ref in (("hann", np.hanning), ("hamming", np.hamming),
+                          ("blackman", np.blackman), ("bartlett", np.bartlett)):
+            np.testing.assert_allclose(getattr(W, name)(m, dtype=tgrad.float64).numpy(), ref(m),
+                                       atol=1e-12)
+        np.testing.assert_allclose(W.kaiser(m, beta=5.0, dtype=tgrad.float64).numpy(),
+                                   np.kaiser(m, 5.0), atol=1e-12)
+        # sym=False is the top-level periodic window (symmetric window of M + 1, last dropped)
+        np.testing.assert_allclose(W.hann(m, sym=False, dtype=tgrad.float64).numpy(),
+                                   np.hanning(m + 1)[:m] if m > 1 else [1.0], atol=1e-12)
+        np.testing.assert_allclose(W.hann(m, sym=False).numpy(), tgrad.hann_window(m).numpy())
+
+
+def test_windows_exponential_center_and_arguments():
+    w = W.exponential(5, center=1.5, tau=2.0, sym=False, dtype=tgrad.float64)
+    np.testing.assert_allclose(w.numpy(), np.exp(-np.abs(np.arange(5) - 1.5) / 2.0))
+    w = W.hann(4, requires_grad=True)
+    assert w.requires_grad and w.dtype is tgrad.float32 and w.device.type == "cpu"
+    assert W.kaiser(4, beta=0.0).tolist() == [1.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("call, exc, text", [
+    (lambda: W.hann(-1), ValueError,
+     "general_cosine requires non-negative window length, got M=-1"),
+    (lambda: W.bartlett(-2), ValueError,
+     "bartlett requires non-negative window length, got M=-2"),
+    (lambda: W.blackman(3, dtype=tgrad.int32), ValueError,
+     "blackman expects float32 or float64 dtypes, got: tgrad.int32"),
+    (lambda: W.hamming(3, dtype=tgrad.float16), ValueError,
+     "general_cosine expects float32 or float64 dtypes, got: tgrad.float16"),
+    (lambda: W.cosine(3, layout=tgrad.sparse_coo), ValueError,
+     "cosine is implemented for strided tensors only, got: tgrad.sparse_coo"),
+    (lambda: W.kaiser(3, beta=-1), ValueError, "beta must be non-negative, got: -1 instead."),
+    (lambda: W.gaussian(3, std=0), ValueError,
+     "Standard deviation must be positive, got: 0 instead."),
+    (lambda: W.exponential(3, tau=0), ValueError, "Tau must be positive, got: 0 instead."),
+    (lambda: W.exponential(3, center=1.0), ValueError,
+     "Center must be None for symmetric windows"),
+    (lambda: W.general_cosine(3, a=[]), ValueError, "Coefficients cannot be empty"),
+    (lambda: W.general_cosine(3, a=5), TypeError, "Coefficients must be a list/tuple"),
+    (lambda: W.nuttall(2.5), TypeError, "argument 'M' (position 1) must be int, not float"),
+])
+def test_windows_bad_arguments(call, exc, text):
+    with pytest.raises(exc, match=__import__("re").escape(text)):
+        call()
+
+
+# ------------------------------------------------------------------ accelerator
+@pytest.mark.skipif(not NO_CUDA, reason="the no-cuda behaviour")
+def test_accelerator_without_cuda():
+    acc = tgrad.accelerator
+    assert acc.is_available() is False and acc.current_accelerator() is None
+    assert acc.device_count() == 0
+    for call in (acc.current_device_index, acc.synchronize, acc.current_stream,
+                 lambda: acc.set_device_index(0), lambda: acc.device_index(0).__enter__()):
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device when none"):
+            call()
+    with acc.device_index(None):  # None: a no-op
+        pass
+    assert tgrad.get_device_module() is tgrad.cpu
+
+
+def test_get_device_and_device_module():
+    assert tgrad.get_device(tgrad.ones(2)) == -1
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        tgrad.get_device(3)
+    assert tgrad.get_device_module("cpu") is tgrad.cpu
+    assert tgrad.get_device_module(tgrad.device("cuda", 0)) is tgrad.cuda
+    assert tgrad.get_device_module("cuda:0") is tgrad.cuda
+    assert tgrad.cpu.is_available() and tgrad.cpu.device_count() == 1
+    with pytest.raises(RuntimeError, match="Device 'meta' does not have a corresponding module"):
+        tgrad.get_device_module("meta")
+    with pytest.raises(RuntimeError, match="Invalid value of device '5'"):
+        tgrad.get_device_module(5)
+
+
+_INTERP = r"""
+import json
+import tgrad
+acc = tgrad.accelerator
+out = {"avail": acc.is_available(),
+       "acc": acc.current_accelerator() == tgrad.device("cuda"),
+       "count": acc.device_count(), "idx": acc.current_device_index()}
+acc.set_device_index(0)
+acc.set_device_index("cuda:0")
+with acc.device_index(0):
+    out["inside"] = acc.current_device_index()
+x = tgrad.ones(3, device="cuda")
+out["get_device"] = tgrad.get_device(x)
+out["module"] = tgrad.get_device_module().__name__
+s = tgrad.cuda.Stream()
+d = acc.current_stream()
+acc.set_stream(s)
+out["set"] = acc.current_stream() == s and acc.current_stream(0) == s
+acc.set_stream(d)
+out["back"] = acc.current_stream() == d
+acc.synchronize()
+acc.synchronize(0)
+y = x[1:]
+out["share"] = y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+out["nbytes"] = x.untyped_storage().nbytes()
+out["storage_dev"] = str(x.untyped_storage().device)
+z = tgrad.zeros(1, device="cuda")
+z.set_(y)
+out["set_"] = z.tolist()
+out["set_share"] = z.data_ptr() == y.data_ptr()
+print(json.dumps(out))
+"""
+
+
+def test_accelerator_on_the_interpreted_device():
+    r = run_json(_INTERP)
+    assert r["avail"] is True and r["acc"] and r["count"] >= 1 and r["idx"] == 0
+    assert r["inside"] == 0 and r["get_device"] == 0 and r["module"] == "tgrad.cuda"
+    assert r["set"] and r["back"]
+    assert r["share"] and r["nbytes"] == 12 and r["storage_dev"] == "cuda:0"
+    assert r["set_"] == [1.0, 1.0] and r["set_share"]
+
+
+# ------------------------------------------------------------------ layouts
+def test_layout_objects_and_tensor_flags():
+    x = tgrad.ones(2, 3)
+    assert x.layout is tgrad.strided and repr(tgrad.strided) == "tgrad.strided"
+    assert isinstance(tgrad.strided, tgrad.layout) and isinstance(tgrad.sparse_coo, tgrad.layout)
+    assert pickle.loads(pickle.dumps(tgrad.strided)) is tgrad.strided
+    for flag in ("is_sparse", "is_sparse_csr", "is_quantized", "is_meta", "is_nested",
+                 "is_mkldnn", "is_xpu", "is_mps", "is_vulkan", "is_ipu", "is_maia", "is_mtia",
+                 "is_xla"):
+        assert getattr(x, flag) is False, flag
+
+
+_CREATORS = [
+    ("zeros", lambda **k: tgrad.zeros(2, 3, **k)), ("ones", lambda **k: tgrad.ones(2, **k)),
+    ("empty", lambda **k: tgrad.empty(2, **k)), ("full", lambda **k: tgrad.full((2,), 1.5, **k)),
+    ("arange", lambda **k: tgrad.arange(4, **k)), ("rand", lambda **k: tgrad.rand(2, **k)),
+    ("randn", lambda **k: tgrad.randn(2, **k)),
+    ("randint", lambda **k: tgrad.randint(0, 5, (2,), **k)),
+    ("randperm", lambda **k: tgrad.randperm(3, **k)),
+    ("linspace", lambda **k: tgrad.linspace(0, 1, 3, **k)),
+    ("logspace", lambda **k: tgrad.logspace(0, 1, 3, **k)), ("eye", lambda **k: tgrad.eye(2, **k)),
+    ("empty_strided", lambda **k: tgrad.empty_strided((2,), (1,), **k)),
+    ("zeros_like", lambda **k: tgrad.zeros_like(tgrad.ones(2), **k)),
+    ("ones_like", lambda **k: tgrad.ones_like(tgrad.ones(2), **k)),
+    ("empty_like", lambda **k: tgrad.empty_like(tgrad.ones(2), **k)),
+    ("full_like", lambda **k: tgrad.full_like(tgrad.ones(2), 3.0, **k)),
+    ("rand_like", lambda **k: tgrad.rand_like(tgrad.ones(2), **k)),
+    ("randn_like", lambda **k: tgrad.randn_like(tgrad.ones(2), **k)),
+    ("randint_like", lambda **k: tgrad.randint_like(tgrad.ones(2), 3, **k)),
+    ("tril_indices", lambda **k: tgrad.tril_indices(3, 3, **k)),
+    ("triu_indices", lambda **k: tgrad.triu_indices(3, 3, **k)),
+    ("scalar_tensor", lambda **k: tgrad.scalar_tensor(2.0, **k)),
+    ("hann_window", lambda **k: tgrad.hann_window(4, **k)),
+    ("kaiser_window", lambda **k: tgrad.kaiser_window(4, **k)),
+    ("new_zeros", lambda **k: tgrad.ones(2).new_zeros(2, **k)),
+    ("new_full", lambda **k: tgrad.ones(2).new_full((2,), 1.0, **k)),
+    ("fftfreq", lambda **k: tgrad.fft.fftfreq(4, **k)),
+]
+
+
+@pytest.mark.parametrize("name, make", _CREATORS, ids=[n for n, _ in _CREATORS])
+def test_creation_functions_take_layout(name, make):
+    plain = make()
+    for layout in (None, tgrad.strided):
+        t = make(layout=layout)
+        assert t.layout is tgrad.strided and t.shape == plain.shape and t.dtype is plain.dtype
+    with pytest.raises(RuntimeError, match=f"{name}\\(\\): layout=tgrad.sparse_csr is not "
+                                           f"supported: tgrad supports only the strided layout"):
+        make(layout=tgrad.sparse_csr)
+    with pytest.raises(TypeError, match="argument 'layout' must be tgrad.layout, not str"):
+        make(layout="strided")
+
+
+def test_layout_values_unchanged():
+    np.testing.assert_array_equal(tgrad.arange(1, 7, 2, layout=tgrad.strided).numpy(), [1, 3, 5])
+    np.testing.assert_array_equal(tgrad.full((2,), 1.5, layout=tgrad.strided).numpy(), [1.5, 1.5])
+
+
+# ------------------------------------------------------------------ storages, set_, ...
+def test_untyped_storage_shared_across_views():
+    x = tgrad.arange(6.0)  # float32: 24 bytes
+    s = x.untyped_storage()
+    assert s.data_ptr() == x.data_ptr() and s.nbytes() == s.size() == len(s) == 24
+    assert s.device == tgrad.device("cpu") and s.element_size() == 1
+    for view in (x[2:], x.view(2, 3).t(), x.detach(), x.data, x[::2]):
+        assert view.untyped_storage().data_ptr() == s.data_ptr()
+        assert view.untyped_storage().nbytes() == 24
+    assert x.clone().untyped_storage().data_ptr() != s.data_ptr()
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+        ts = x[3:].storage()
+    assert ts.dtype is tgrad.float32 and ts.element_size() == 4 and ts.size() == len(ts) == 6
+    assert ts.nbytes() == 24 and ts.untyped().data_ptr() == s.data_ptr()
+    # from_numpy: the storage is the array's memory
+    arr = np.arange(5, dtype=np.float64)
+    assert tgrad.from_numpy(arr).untyped_storage().data_ptr() == arr.ctypes.data
+    with pytest.raises(NotImplementedError, match="fixed size"):
+        s.resize_(0)
+    with pytest.raises(NotImplementedError, match="untyped_storage"):
+        tgrad.UntypedStorage(4)
+
+
+def test_set_shares_source_geometry():
+    src = tgrad.arange(6.0).view(2, 3).t()  # shape (3, 2), strides (1, 3)
+    x = tgrad.zeros(1)
+    v = x._version
+    assert x.set_(src) is x
+    assert x.shape == (3, 2) and x.stride() == (1, 3) and x.storage_offset() == 0
+    assert x.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    assert x.untyped_storage().data_ptr() == src.untyped_storage().data_ptr()
+    assert x._version == v + 1
+    x.add_(1)  # writes go to src's memory
+    assert src.tolist() == [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]
+    # an explicit geometry over source's storage: elements 1 .. 4 as (2, 2)
+    y = tgrad.zeros(0).set_(tgrad.arange(6.0), 1, (2, 2), (2, 1))
+    assert y.tolist() == [[1.0, 2.0], [3.0, 4.0]] and y.storage_offset() == 1
+    assert tgrad.ones(3).set_().shape == (0,)
+
+
+def test_set_errors():
+    with pytest.raises(RuntimeError, match="Could not set tensor of type double to a tensor "
+                                           "of type float"):
+        tgrad.zeros(2).set_(tgrad.zeros(2, dtype=tgrad.float64))
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        tgrad.zeros(2, requires_grad=True).set_(tgrad.zeros(2))
+    with pytest.raises(NotImplementedError, match="does not differentiate through set_"):
+        tgrad.zeros(2).set_(tgrad.ones(2, requires_grad=True))
+    with pytest.raises(NotImplementedError, match="storage source"):
+        tgrad.zeros(2).set_(tgrad.ones(2).untyped_storage())
+
+
+def test_resize_as_and_as_subclass():
+    x = tgrad.arange(6.0)
+    x.resize_as_(tgrad.ones(2, 2))
+    assert x.shape == (2, 2) and x.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+
+    class Sub(tgrad.Tensor):
+        pass
+
+    a = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    b = a.as_subclass(Sub)
+    assert type(b) is Sub and b is not a and not b.is_leaf and b.requires_grad
+    assert b.data_ptr() == a.data_ptr()
+    (b * b).sum().backward()  # d/da sum(a^2) = 2a, through the alias
+    np.testing.assert_allclose(a.grad.numpy(), [2.0, 4.0])
+    z = tgrad.zeros(2)
+    z.as_subclass(Sub).add_(1)
+    assert z.tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match="does not inherit from Tensor"):
+        a.as_subclass(int)
+
+
+def test_to_dlpack_round_trip_shares_memory():
+    x = tgrad.arange(4.0)
+    y = tgrad.from_dlpack(tgrad.to_dlpack(x))
+    assert y.data_ptr() == x.data_ptr() and y.tolist() == [0.0, 1.0, 2.0, 3.0]
+    np.testing.assert_array_equal(np.from_dlpack(x), [0.0, 1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="must be Tensor"):
+        tgrad.to_dlpack([1.0])
