@@ -526,7 +526,8 @@ def test_anomaly_autocast_inference_warn_always(_restore_settings):
     assert tgrad.is_autocast_cache_enabled()
     with tgrad.inference_mode():
         t = tgrad.ones(2)
-    assert tgrad.is_inference(t) is False and t.is_inference() is False
+    assert tgrad.is_inference(t) is True and t.is_inference() is True
+    assert tgrad.is_inference(t.clone()) is False and tgrad.ones(2).is_inference() is False
     with pytest.raises(TypeError, match="is_inference.*must be Tensor, not int"):
         tgrad.is_inference(1)
     assert not tgrad.is_warn_always_enabled()

@@ -31,7 +31,7 @@ import warnings
 from tgrad import dtypes
 from tgrad._strides import contiguous_strides
 from tgrad.autograd.grad_mode import STATE, no_grad
-from tgrad.tensor import Storage, Tensor
+from tgrad.tensor import Tensor, check_not_inference
 
 # torch.* functions taking out= (checked against PyTorch's signatures); tgrad's function of
 # the same name gets the keyword.
@@ -208,7 +208,7 @@ def _resize(out: Tensor, shape: tuple) -> None:
         return
     from tgrad.ops.creation import empty
     fresh = empty(shape, dtype=out.dtype, device=out.device)
-    storage = Storage(fresh._storage.root)
+    storage = type(out._storage)(fresh._storage.root)  # (an inference tensor stays one)
     storage.version = out._storage.version
     out._data, out._storage = fresh._data, storage
 
@@ -230,6 +230,7 @@ def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool, check=None,
     if res.device != out.device:
         raise RuntimeError(f"{name}(): Expected out tensor to have device {res.device}, but "
                            f"got {out.device} instead")
+    check_not_inference(out)  # before a resize
     if tuple(out.shape) != tuple(res.shape):
         _resize(out, tuple(res.shape))
     if res.dtype is not out.dtype:

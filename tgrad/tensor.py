@@ -32,6 +32,40 @@ class Storage:
         self.root = root
 
 
+class InferenceStorage(Storage):
+    """The storage of an inference tensor: memory made inside ``inference_mode()`` (an op's
+    result, a creation function). Its views share it, so they are inference tensors too,
+    while views of a normal tensor made inside inference_mode stay normal, as in PyTorch.
+    Outside inference mode such a tensor may not be saved for backward (function.py's
+    _wire_graph), updated in place (check_not_inference) or made to require grad."""
+
+    __slots__ = ()
+
+
+def _inference_aware_storage(data: Any) -> Storage:
+    """Tensor.__init__'s new storage while some thread is inside inference_mode()."""
+    return InferenceStorage(data) if STATE.inference else Storage(data)
+
+
+# What Tensor.__init__ calls to make a new tensor's storage: Storage itself (no extra work on
+# the hot path) while no thread is inside inference_mode(True); _inference_aware_storage
+# while one is (grad_mode.inference_mode counts them in _INFERENCE_BLOCKS and switches it).
+_new_storage = Storage
+_INFERENCE_BLOCKS = 0
+
+INFERENCE_INPLACE_MESSAGE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+    "clone to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
+def check_not_inference(t: Tensor) -> None:
+    """PyTorch's error for an in-place update (or out=) of an inference tensor outside
+    inference mode; call it before writing."""
+    if type(t._storage) is InferenceStorage and not STATE.inference:
+        raise RuntimeError(INFERENCE_INPLACE_MESSAGE)
+
+
 _DTYPE_OF = {d.np: d for d in dtypes.SUPPORTED_DTYPES}
 
 
@@ -47,7 +81,7 @@ class Tensor:
                  requires_grad: bool = False) -> None:
         """Internal constructor over a backend array; users call ``tgrad.tensor``."""
         self._data = data
-        self._storage = Storage(data) if storage is None else storage
+        self._storage = _new_storage(data) if storage is None else storage
         self.dtype = _DTYPE_OF[data.dtype]
         self.device = device
         self._requires_grad = requires_grad
@@ -138,6 +172,8 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if type(self._storage) is InferenceStorage:  # as PyTorch's
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._storage.version
 
     @property
@@ -177,6 +213,9 @@ class Tensor:
             raise RuntimeError(
                 f"Only Tensors of floating point and complex dtype can require gradients (got "
                 f"{self.dtype})")
+        if requires_grad and type(self._storage) is InferenceStorage and not STATE.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -230,7 +269,8 @@ class Tensor:
         """A tensor sharing memory with this one but outside the autograd graph and, unlike
         ``detach()``, with a version counter of its own (PyTorch): in-place changes through
         ``.data`` are invisible to autograd's "modified by an inplace operation" check."""
-        return Tensor(self._data, Storage(self._storage.root), self.device)
+        # (an inference tensor's .data is one too, as PyTorch's)
+        return Tensor(self._data, type(self._storage)(self._storage.root), self.device)
 
     @data.setter
     def data(self, other: Tensor) -> None:
@@ -283,6 +323,9 @@ class Tensor:
     # an output of a custom Function that is a view (made in its forward, or an input
     # returned as is), or a view of one: no in-place (custom_function_view_error)
     _custom_function_view = False
+    # True (set per tensor) on a view made inside inference_mode (ops/_common.view_apply),
+    # and views of it: an in-place through it outside, in grad mode, raises PyTorch's error
+    _inference_mode_view = False
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(tensor)`` after a backward has accumulated into this leaf's ``.grad``
@@ -305,7 +348,8 @@ class Tensor:
         """The data as a NumPy array (this CPU tensor's own memory; a copy from a GPU). A
         tensor that requires grad raises while grad mode is on (as PyTorch: inside
         ``no_grad()`` it is allowed); ``force=True`` always returns it."""
-        if self._requires_grad and not force and STATE.enabled:
+        if self._requires_grad and not force and (
+                STATE.enabled or (STATE.inference and STATE.inference_grad)):
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         if self.device.type != "cpu":

@@ -30,6 +30,7 @@ _new_node = object.__new__
 # needs_input_grad of a built-in op under no_grad (its forward reads it as "recording")
 _FALSES = tuple((False,) * n for n in range(9))
 Tensor = None  # tgrad.tensor.Tensor, bound on first use (tensor.py imports this package)
+Storage = None  # tgrad.tensor.Storage, bound with it
 # How many threads are inside a forward-AD level (forward_ad.enter_dual_level /
 # exit_dual_level, under their lock). Levels are per thread (STATE.fw_level, STATE.fw_current);
 # this process-wide count keeps the hot path to one global read while no thread has one:
@@ -53,9 +54,10 @@ def differentiable_formula() -> bool:
 
 
 def _bind_tensor() -> None:
-    global Tensor
+    global Tensor, Storage
     import importlib
-    Tensor = importlib.import_module("tgrad.tensor").Tensor
+    module = importlib.import_module("tgrad.tensor")
+    Tensor, Storage = module.Tensor, module.Storage
 
 
 def _zeros(*args, **kwargs):
@@ -638,6 +640,8 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                                 f"None), but argument {len(saved)} is of type "
                                 f"{type(t).__name__}; store other values as ctx attributes")
             else:
+                if type(t._storage) is not Storage:  # an inference tensor (InferenceStorage)
+                    _check_not_inference_saved(t)
                 is_output = t._grad_fn is ctx and _is_in(t, new_outputs)
                 saved.append(SavedTensor(t, is_output) if hooks is None
                              else HookedSavedTensor(t, is_output, hooks))
@@ -646,6 +650,17 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     if STATE.anomaly:
         ctx.metadata["traceback_"] = traceback.format_stack()[:-2]
     return tuple(new_outputs) if is_tuple else new_outputs[0]
+
+
+def _check_not_inference_saved(t) -> None:
+    """PyTorch's error for an inference tensor saved for backward (_wire_graph runs only
+    outside inference mode, where nothing is recorded)."""
+    if t.is_inference():
+        raise RuntimeError(
+            "Inference tensors cannot be saved for backward. Please do not use Tensors "
+            "created in inference mode in computation tracked by autograd. To work around "
+            "this, you can make a clone to get a normal tensor and use it in autograd, or use "
+            "`torch.no_grad()` instead of `torch.inference_mode()`.")
 
 
 def _check_dirty(t) -> None:

@@ -9,14 +9,20 @@ works as a plain function call.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import threading
 from typing import Any, Callable
 
 
 class _GradState(threading.local):
+    # True while ops record the graph. Inside inference_mode() it stays False whatever the
+    # grad mode (PyTorch's inference mode records nothing even under enable_grad): there
+    # the grad mode that is_grad_enabled() reports, and that no_grad / enable_grad /
+    # set_grad_enabled set, is inference_grad
     enabled = True
     inference = False
+    inference_grad = False
     accumulating = True  # False while autograd.grad runs (it writes no .grad)
     anomaly = False
     anomaly_check_nan = True
@@ -39,8 +45,18 @@ STATE = _GradState()
 
 
 def is_grad_enabled() -> bool:
-    """True when operations record the autograd graph in this thread."""
-    return STATE.enabled
+    """True when grad mode is on in this thread: operations record the autograd graph,
+    except inside ``inference_mode()``, which records nothing whatever the grad mode."""
+    return STATE.inference_grad if STATE.inference else STATE.enabled
+
+
+def _set_grad_mode(mode: bool) -> None:
+    """Set this thread's grad mode (inside inference_mode, the one is_grad_enabled reports;
+    nothing records there)."""
+    if STATE.inference:
+        STATE.inference_grad = mode
+    else:
+        STATE.enabled = mode
 
 
 class _DecoratorContextManager:
@@ -109,11 +125,11 @@ class no_grad(_DecoratorContextManager):
 
     def __enter__(self) -> None:
         # A stack, so that one instance may be entered again while active.
-        self.__dict__.setdefault("_prev", []).append(STATE.enabled)
-        STATE.enabled = False
+        self.__dict__.setdefault("_prev", []).append(is_grad_enabled())
+        _set_grad_mode(False)
 
     def __exit__(self, *exc: Any) -> None:
-        STATE.enabled = self._prev.pop()
+        _set_grad_mode(self._prev.pop())
 
 
 class enable_grad(_DecoratorContextManager):
@@ -121,11 +137,11 @@ class enable_grad(_DecoratorContextManager):
 
     def __enter__(self) -> None:
         # A stack, so that one instance may be entered again while active.
-        self.__dict__.setdefault("_prev", []).append(STATE.enabled)
-        STATE.enabled = True
+        self.__dict__.setdefault("_prev", []).append(is_grad_enabled())
+        _set_grad_mode(True)
 
     def __exit__(self, *exc: Any) -> None:
-        STATE.enabled = self._prev.pop()
+        _set_grad_mode(self._prev.pop())
 
 
 class set_grad_enabled(_DecoratorContextManager):
@@ -140,18 +156,18 @@ class set_grad_enabled(_DecoratorContextManager):
                 f"{cls.__module__.split('.')[0]}.{cls.__name__}"
             raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be "
                             f"bool, not {name}")
-        self.prev = STATE.enabled
+        self.prev = is_grad_enabled()
         self.mode = mode
-        STATE.enabled = self.mode
+        _set_grad_mode(self.mode)
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc: Any) -> None:
-        STATE.enabled = self.prev
+        _set_grad_mode(self.prev)
 
     def __call__(self, func: Callable) -> Callable:
-        STATE.enabled = self.prev  # decorating must not change the mode now
+        _set_grad_mode(self.prev)  # decorating must not change the mode now
         return super().__call__(func)
 
     def clone(self):
@@ -159,24 +175,51 @@ class set_grad_enabled(_DecoratorContextManager):
 
 
 class inference_mode(_DecoratorContextManager):
-    """PyTorch's ``inference_mode(mode=True)``: with ``mode`` True, like ``no_grad`` (no
-    graph is recorded) and ``is_inference_mode_enabled()`` is True; with ``mode`` False,
-    like ``enable_grad``. tgrad has no separate inference tensors: results are ordinary
-    tensors with ``requires_grad=False``."""
+    """PyTorch's ``inference_mode(mode=True)``. With ``mode`` True: no graph is recorded
+    (not even under ``enable_grad``), ``is_grad_enabled()`` is False and
+    ``is_inference_mode_enabled()`` True, and the tensors made inside (ops' results,
+    creation functions; not views of normal tensors) are inference tensors
+    (``is_inference()``). Outside inference mode an inference tensor cannot be saved for
+    backward, updated in place or made to require grad (PyTorch's errors); its views are
+    inference tensors and ``clone()`` gives a normal tensor. With ``mode`` False (e.g.
+    nested inside): normal behaviour with grad mode on, like ``enable_grad``."""
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)
 
     def __enter__(self) -> None:
-        self.__dict__.setdefault("_prev", []).append((STATE.enabled, STATE.inference))
-        STATE.enabled = not self.mode  # inference_mode(False) records again, as PyTorch's
-        STATE.inference = self.mode
+        self.__dict__.setdefault("_prev", []).append(
+            (STATE.enabled, STATE.inference, STATE.inference_grad))
+        if self.mode:
+            _count_inference_block(1)
+            STATE.enabled = STATE.inference_grad = False
+            STATE.inference = True
+        else:  # inference_mode(False) records again, as PyTorch's
+            STATE.enabled = True
+            STATE.inference = False
 
     def __exit__(self, *exc: Any) -> None:
-        STATE.enabled, STATE.inference = self._prev.pop()
+        STATE.enabled, STATE.inference, STATE.inference_grad = self._prev.pop()
+        if self.mode:
+            _count_inference_block(-1)
 
     def clone(self):
         return type(self)(self.mode)
+
+
+_INFERENCE_LOCK = threading.Lock()
+
+
+def _count_inference_block(step: int) -> None:
+    """Count the entered inference_mode(True) blocks over all threads (tensor.py's
+    _INFERENCE_BLOCKS). While there is one, new tensors' storages are made by
+    _inference_aware_storage, which reads this thread's STATE.inference; otherwise by
+    Storage itself, so creating a tensor pays nothing for inference mode."""
+    tensor = importlib.import_module("tgrad.tensor")  # (tgrad.tensor is also a function)
+    with _INFERENCE_LOCK:
+        tensor._INFERENCE_BLOCKS += step
+        tensor._new_storage = (tensor._inference_aware_storage if tensor._INFERENCE_BLOCKS
+                               else tensor.Storage)
 
 
 class set_multithreading_enabled(_DecoratorContextManager):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 from tgrad.autograd.grad_mode import STATE
 from tgrad.backends import _BACKENDS, get_backend
 from tgrad.tensor import Tensor, _wrap_dim
+
+_tensor_module = importlib.import_module("tgrad.tensor")  # (tgrad.tensor is also a function)
 
 # name -> Function subclass of every built-in op (the profiler and `tgrad info` read it).
 OPS: dict = {}
@@ -93,6 +97,10 @@ def view_apply(cls, x: Tensor, *args) -> Tensor:
         out._view_chain = (x._view_chain or ()) + ((cls.apply, args),)
         if x._multi_output_view:  # a view of a split's output is one too (PyTorch)
             out._multi_output_view = True
+    elif x._inference_mode_view or (_tensor_module._INFERENCE_BLOCKS and STATE.inference):
+        # made in inference mode (or a view of such a view): an in-place through it outside
+        # with grad mode on raises PyTorch's error for it (ops/inplace.py)
+        out._inference_mode_view = True
     return out
 
 

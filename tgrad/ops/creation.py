@@ -14,7 +14,7 @@ from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import as_device
 from tgrad.dtypes import DType
 from tgrad.ops._common import sizes_keyword
-from tgrad.tensor import Tensor, _int_arg
+from tgrad.tensor import Storage, Tensor, _int_arg
 
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "rand", "randn", "rand_like", "randn_like", "arange",
@@ -180,6 +180,8 @@ def device_constant(array: np.ndarray, dtype, device) -> Tensor:
     if len(_CONSTANTS) >= _MAX_CONSTANTS:
         _CONSTANTS.clear()
     t = tensor(array, dtype=dt, device=dev)
+    if t.is_inference():  # made inside inference_mode: shared, it must be a normal tensor
+        t = Tensor(t._data, Storage(t._storage.root), t.device)
     _CONSTANTS[key] = (array, t)
     return t
 

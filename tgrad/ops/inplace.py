@@ -22,7 +22,13 @@ from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
 from tgrad.ops.index import normalize_key, split_selects
 from tgrad.ops.movement import clone
 from tgrad.ops.reduce import sum_to
-from tgrad.tensor import Tensor, custom_function_view_error, multi_output_view_error
+from tgrad.tensor import (
+    InferenceStorage,
+    Tensor,
+    check_not_inference,
+    custom_function_view_error,
+    multi_output_view_error,
+)
 
 __all__ = ["add_into"]
 
@@ -31,16 +37,32 @@ _OVERLAP = ("unsupported operation: more than one element of the written-to tens
 
 
 def check_inplace(t: Tensor, op: str) -> None:
-    """PyTorch's checks: no in-place on a leaf (or a view of a leaf) that requires grad."""
+    """PyTorch's checks: no in-place on an inference tensor outside inference mode, nor, in
+    grad mode, on a leaf (or a view of a leaf) that requires grad."""
+    if type(t._storage) is InferenceStorage:
+        check_not_inference(t)
     if not STATE.enabled:
         return
+    base = t._base
+    # a view made in inference mode first, as PyTorch's handle_view_on_rebase
+    if t._inference_mode_view and base is not None and base._requires_grad:
+        raise RuntimeError(_INFERENCE_VIEW)
     if t._requires_grad and t.grad_fn is None:
         raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
-    base = t._base
     if base is not None and base._requires_grad and base._grad_fn is None:
         raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used "
                            "in an in-place operation.")
+
+
+# an in-place op in grad mode through a view made inside inference_mode, whose base requires
+# grad or with an operand that does (PyTorch's CreationMeta::INFERENCE_MODE error)
+_INFERENCE_VIEW = (
+    "A view was created in inference mode and is being modified inplace in normal mode. Given "
+    "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the inference_mode block "
+    "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+    "to be tracked).")
 
 
 def _write(t: Tensor, src_data, overlap_ok: bool = False) -> None:
@@ -48,6 +70,8 @@ def _write(t: Tensor, src_data, overlap_ok: bool = False) -> None:
     (a dim of stride 0 and size > 1: an expanded view), as PyTorch's assert_no_internal_overlap
     (on every backend), unless ``overlap_ok`` (a scalar fill: every element gets the same
     value)."""
+    if type(t._storage) is InferenceStorage:
+        check_not_inference(t)
     if not overlap_ok and t._data.size and any(
             st == 0 and n > 1 for n, st in zip(t.shape, t._data.strides)):
         raise RuntimeError(_OVERLAP)
@@ -128,6 +152,8 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
             inplace_update(self, res)
         return self
     if base is not None and self._view_chain is None:
+        if self._inference_mode_view:
+            raise RuntimeError(_INFERENCE_VIEW)
         raise RuntimeError(
             f"{op}: a view created in no_grad mode (or inside a custom Function's forward) is "
             f"being modified in-place with grad mode enabled, so the gradient of its base "

@@ -21,8 +21,8 @@
   ``get_autocast_gpu_dtype`` (deprecated in PyTorch: they warn and call
   ``is_autocast_enabled('cpu')`` / ``get_autocast_dtype(...)``), ``is_autocast_cache_enabled``
   (True: tgrad accepts cache_enabled but keeps no cast cache to turn off);
-- ``is_inference(input)``: False (tgrad has no inference tensors: results made under
-  inference_mode are ordinary tensors);
+- ``is_inference(input)``: whether ``input`` is an inference tensor (made inside
+  inference_mode; docs/autograd.md);
 - ``set_warn_always`` / ``is_warn_always_enabled``: a recorded flag (tgrad's warnings go
   through Python's ``warnings`` filters, which decide how often each shows).
 """
@@ -33,7 +33,7 @@ import os
 import warnings
 
 from tgrad.ops._common import require_tensor
-from tgrad.tensor import Tensor
+from tgrad.tensor import InferenceStorage, Tensor
 
 __all__ = ["set_num_threads", "get_num_threads", "set_num_interop_threads",
            "get_num_interop_threads", "use_deterministic_algorithms",
@@ -192,13 +192,20 @@ def is_autocast_cache_enabled() -> bool:
 
 # ------------------------------------------------------------------ misc
 def is_inference(input: Tensor) -> bool:  # noqa: A002
-    """False: tgrad has no inference tensors."""
+    """True for an inference tensor: one made inside ``inference_mode()`` (an op's result, a
+    creation function), or a view of one; views of normal tensors made there are normal
+    (PyTorch's rules). Outside inference mode an inference tensor cannot be saved for
+    backward, updated in place or made to require grad; ``clone()`` gives a normal tensor."""
     require_tensor("is_inference", input)
-    return False
+    return type(input._storage) is InferenceStorage
 
 
-Tensor.is_inference = lambda self: False
-Tensor.is_inference.__doc__ = "False: tgrad has no inference tensors."
+def _tensor_is_inference(self: Tensor) -> bool:
+    return type(self._storage) is InferenceStorage
+
+
+_tensor_is_inference.__doc__ = is_inference.__doc__
+Tensor.is_inference = _tensor_is_inference
 
 
 def set_warn_always(b: bool) -> None:

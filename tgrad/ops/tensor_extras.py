@@ -27,7 +27,7 @@ from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.creation import arange, full, full_like, zeros_like
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, check_not_inference
 
 __all__ = ["angle", "put"]
 
@@ -137,6 +137,7 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     """Give self the shape ``sizes``, contiguous from its storage offset (the values are
     the storage's there); raises if that needs more memory than the storage has."""
     from tgrad.ops.layout import _storage_span, as_strided
+    check_not_inference(self)
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
