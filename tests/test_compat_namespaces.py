@@ -88,10 +88,22 @@ with warnings.catch_warnings(record=True) as w:
     out["cached"] = c.memory_cached() == c.memory_reserved()
     c.reset_max_memory_allocated()
     out["warned"] = sum(issubclass(x.category, FutureWarning) for x in w)
-try:
-    c.max_memory_reserved(); out["maxres"] = "no error"
-except NotImplementedError as e:
-    out["maxres"] = "not tracked" in str(e)
+gc.collect()
+r0, p0 = c.memory_reserved(), c.max_memory_reserved()
+big = tgrad.empty(1 << 20, device="cuda")  # 4 MiB
+r1, p1 = c.memory_reserved(), c.max_memory_reserved()
+del big
+gc.collect()
+r2, p2 = c.memory_reserved(), c.max_memory_reserved()
+st = c.memory_stats()
+c.reset_peak_memory_stats()
+r3, p3 = c.memory_reserved(), c.max_memory_reserved()
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    cached = c.max_memory_cached()
+out["maxres"] = [r0, p0, r1, p1, r2, p2, r3, p3, st["reserved_bytes.all.peak"], cached,
+                 [str(x.category.__name__) for x in w],
+                 "Reserved memory (peak)" in c.memory_summary()]
 with c.device(0):
     out["dev"] = c.current_device()
 with c.device_of(tgrad.zeros(1, device="cuda")):
@@ -120,7 +132,14 @@ def test_cuda_names_on_the_interpreted_device():
     # everything allocated since the reset is the new tensor (4000 bytes of data, plus any
     # small buffer the fill uses): live after creation, all freed after del, peak = it
     assert cur == total >= 4000 and freed == total and peak == total and reserved
-    assert r["summary"] and r["cached"] and r["warned"] == 2 and r["maxres"] is True
+    assert r["summary"] and r["cached"] and r["warned"] == 2
+    r0, p0, r1, p1, r2, p2, r3, p3, stat_peak, cached, warned, row = r["maxres"]
+    # max_memory_reserved: the peak of memory_reserved since the last reset (PyTorch's)
+    assert p0 >= r0 and p1 >= r1 >= r0 + (4 << 20)  # the 4 MiB tensor grew the pool
+    assert r2 <= r1 - (4 << 20) and p2 == p1          # freeing lowers current, not the peak
+    assert stat_peak == p2 and row                    # memory_stats' reserved_bytes.all.peak
+    assert p3 == r3 == r2                             # reset_peak_memory_stats: peak = current
+    assert cached == p3 and warned == ["FutureWarning"]  # the deprecated alias
     assert r["dev"] == 0
     assert r["in_ctx"] and r["after_ctx"] and r["set"] and r["back"]
     cap = "sm_90"  # the interpreter's device reports compute capability 9.0

@@ -66,6 +66,8 @@ class FakeCudaDriver:
         self.threshold = [0] * n_devices
         self.reserved = [0] * n_devices
         self.used = [0] * n_devices
+        self.reserved_high = [0] * n_devices  # the pool's high watermarks
+        self.used_high = [0] * n_devices
         self.free_blocks: list[list[int]] = [[] for _ in range(n_devices)]
         self.retained: list[int] = []
         self.pending_events: set[int] = set()
@@ -247,15 +249,29 @@ class FakeCudaDriver:
 
     def cuMemPoolSetAttribute(self, pool, attr, value):  # noqa: N802
         dev = self._pool_dev(pool)
-        assert attr == real.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
-        assert isinstance(value, real.cuuint64_t), "the threshold must be a cuuint64_t"
+        a = real.CUmemPool_attribute
+        assert isinstance(value, real.cuuint64_t), "the value must be a cuuint64_t"
+        if attr in (a.CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, a.CU_MEMPOOL_ATTR_USED_MEM_HIGH):
+            # the driver only accepts 0, which resets the watermark to the current value
+            if int(value) != 0:
+                return (R.CUDA_ERROR_INVALID_VALUE,)
+            if attr == a.CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+                self.reserved_high[dev] = self.reserved[dev]
+            else:
+                self.used_high[dev] = self.used[dev]
+            return (OK,)
+        assert attr == a.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
         self.threshold[dev] = int(value)
         return (OK,)
 
     def cuMemPoolGetAttribute(self, pool, attr):  # noqa: N802
         dev = self._pool_dev(pool)
-        assert attr == real.CUmemPool_attribute.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
-        return (OK, real.cuuint64_t(self.reserved[dev]))
+        a = real.CUmemPool_attribute
+        values = {a.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: self.reserved[dev],
+                  a.CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: self.reserved_high[dev],
+                  a.CU_MEMPOOL_ATTR_USED_MEM_HIGH: self.used_high[dev]}
+        assert attr in values, attr
+        return (OK, real.cuuint64_t(values[attr]))
 
     def cuMemPoolTrimTo(self, pool, keep):  # noqa: N802
         dev = self._pool_dev(pool)
@@ -273,12 +289,14 @@ class FakeCudaDriver:
             self.free_blocks[dev].remove(nbytes)
         elif self.reserved[dev] + nbytes <= self.capacity:
             self.reserved[dev] += nbytes
+            self.reserved_high[dev] = max(self.reserved_high[dev], self.reserved[dev])
         else:
             return (R.CUDA_ERROR_OUT_OF_MEMORY, real.CUdeviceptr(0))
         buf = np.zeros(nbytes + 512, np.uint8)
         ptr = (buf.ctypes.data + 511) & ~511
         self._mem[ptr] = (buf, nbytes, dev)
         self.used[dev] += nbytes
+        self.used_high[dev] = max(self.used_high[dev], self.used[dev])
         return (OK, real.CUdeviceptr(ptr))
 
     def cuMemFreeAsync(self, p, s):  # noqa: N802
@@ -498,6 +516,28 @@ def test_pool_keeps_freed_blocks_for_reuse():
     rt.empty_cache(0)
     assert rt.mem_reserved(0) == 0
     assert rt.mem_get_info(0) == (1 << 20, 1 << 20)
+
+
+def test_peak_reserved_is_the_pools_high_watermark():
+    # max_memory_reserved reads CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH; reset_peak_memory_stats
+    # sets it (and USED_MEM_HIGH, as PyTorch's cudaMallocAsync backend) to 0, which the
+    # driver turns into the current value
+    rt, fake = make_rt(capacity=8 << 20)
+    s = rt.tgrad_stream(0)
+    assert rt.mem_reserved_peak(0) == 0
+    p = rt.malloc_async(3 << 20, s)
+    q = rt.malloc_async(2 << 20, s)
+    assert rt.mem_reserved_peak(0) == rt.mem_reserved(0) == 5 << 20
+    rt.free_async(q, s)
+    rt.empty_cache(0)
+    assert rt.mem_reserved(0) == 3 << 20 and rt.mem_reserved_peak(0) == 5 << 20
+    rt.reset_mem_peaks(0)
+    assert rt.mem_reserved_peak(0) == rt.mem_reserved(0) == 3 << 20
+    assert fake.used_high[0] == 3 << 20
+    rt.free_async(p, s)
+    rt.empty_cache(0)
+    assert rt.mem_reserved_peak(0) == 3 << 20 and rt.mem_reserved(0) == 0
+    assert rt.mem_reserved_peak(1) == 0  # per device
 
 
 def test_out_of_memory_trims_the_pool_then_raises():
@@ -736,6 +776,9 @@ def test_gpu_pool_reuse_empty_cache_and_oom():
         rt.malloc_async(total, s)  # the context itself already holds some memory
     # the failed allocation left nothing in the pool (other processes need that memory)
     assert rt.mem_reserved(0) <= base
+    assert rt.mem_reserved_peak(0) >= held   # the driver's high watermark kept the peak
+    rt.reset_mem_peaks(0)
+    assert rt.mem_reserved_peak(0) == rt.mem_reserved(0)
     free, tot = rt.mem_get_info(0)
     assert tot == total and 0 < free <= total
 

@@ -103,6 +103,25 @@ def test_memory_returns_to_start_after_1000_iterations():
 
 
 @pytest.mark.skipif(_I != 0, reason="runs in shard 0")
+def test_max_memory_reserved_tracks_the_pools_peak():
+    c = tgrad.cuda
+    c.synchronize()
+    c.empty_cache()
+    c.reset_peak_memory_stats()
+    r0, p0 = c.memory_reserved(), c.max_memory_reserved()
+    assert p0 == r0  # reset: the peak is the current reservation
+    big = tgrad.empty(16 << 20, device="cuda")  # 64 MiB of float32
+    assert c.max_memory_reserved() >= c.memory_reserved() >= r0 + (64 << 20)
+    del big
+    c.synchronize()
+    c.empty_cache()
+    assert c.memory_reserved() < r0 + (64 << 20) <= c.max_memory_reserved()
+    assert c.memory_stats()["reserved_bytes.all.peak"] == c.max_memory_reserved()
+    c.reset_peak_memory_stats()
+    assert c.max_memory_reserved() == c.memory_reserved()
+
+
+@pytest.mark.skipif(_I != 0, reason="runs in shard 0")
 @pytest.mark.parametrize("k", [1025, 4096])
 def test_float32_matmul_long_reduction_within_rounding_bound_on_gpu(k):
     """float32 matmul/dot accumulate K products in float32 (tl.dot, ieee): the error against

@@ -59,6 +59,13 @@ def new_dim_stride(shape: tuple, strides: tuple, d: int, one: int):
     return shape[d] * strides[d] if d < len(shape) else one
 
 
+def ellipsis_dims(ndim: int, key: tuple) -> int:
+    """How many dims of an ``ndim``-d array the Ellipsis of a basic-indexing ``key`` (ints,
+    slices, None, at most one Ellipsis) stands for: those no other entry indexes (None
+    indexes none). Negative when the key indexes more dims than there are."""
+    return ndim - sum(1 for k in key if k is not None and k is not Ellipsis)
+
+
 def squeeze_geometry(shape: tuple, strides: tuple, dims) -> tuple:
     """(shape, strides) without the dims ``dims`` (all of size 1): PyTorch's squeeze, the
     other dims keep their strides (size-1 ones included)."""

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from tgrad import dtypes
-from tgrad._strides import expand_strides, new_dim_stride, view_strides
+from tgrad._strides import ellipsis_dims, expand_strides, new_dim_stride, view_strides
 
 # ---------------------------------------------------------------- quiet floating-point errors
 # PyTorch never warns on inf/nan, so every op runs under np.errstate(all="ignore"). That
@@ -257,7 +257,7 @@ def _reshape_key_shape(shape: tuple, key: tuple):
         if k is None:
             out.append(1)
         elif k is Ellipsis:
-            n = len(shape) - sum(1 for k2 in key if k2 is not None and k2 is not Ellipsis)
+            n = ellipsis_dims(len(shape), key)
             if n < 0:
                 return None
             out.extend(shape[d:d + n])
@@ -291,7 +291,7 @@ def basic_index(x: np.ndarray, key: tuple) -> np.ndarray:
             st[r] = new_dim_stride(x.shape, x.strides, d, x.itemsize)
             r += 1
         elif k is Ellipsis:
-            n = x.ndim - sum(1 for k2 in key if k2 is not None and k2 is not Ellipsis)
+            n = ellipsis_dims(x.ndim, key)
             r, d = r + n, d + n
         else:
             r, d = r + isinstance(k, slice), d + 1

@@ -18,7 +18,13 @@ import sys
 import numpy as np
 
 from tgrad import dtypes
-from tgrad._strides import expand_strides, new_dim_stride, squeeze_geometry, view_strides
+from tgrad._strides import (
+    ellipsis_dims,
+    expand_strides,
+    new_dim_stride,
+    squeeze_geometry,
+    view_strides,
+)
 from tgrad.backends import numpy as _np_backend
 from tgrad.cuda import runtime
 from tgrad.cuda.array import DeviceArray, contiguous_strides
@@ -162,12 +168,12 @@ def basic_index(x: DeviceArray, key: tuple) -> DeviceArray:
     """A view for a key of ints, slices, None and at most one Ellipsis (a None's dim: an
     unsqueeze's stride there, tgrad._strides.new_dim_stride, as PyTorch)."""
     key = tuple(key)
-    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    fill = (slice(None),) * ellipsis_dims(x.ndim, key)  # the Ellipsis, or the trailing dims
     if Ellipsis in key:
         i = key.index(Ellipsis)
-        key = key[:i] + (slice(None),) * (x.ndim - n_real) + key[i + 1:]
+        key = key[:i] + fill + key[i + 1:]
     else:
-        key = key + (slice(None),) * (x.ndim - n_real)
+        key = key + fill
     shape, st, off, d = [], [], x.offset, 0
     for k in key:
         if k is None:

@@ -113,6 +113,8 @@ def max_memory_allocated(device=None) -> int:
 
 
 def reset_peak_memory_stats(device=None) -> None:
+    """Reset both peaks, ``max_memory_allocated`` and ``max_memory_reserved``, to the
+    current values (PyTorch's)."""
     _memory.reset_peak_memory_stats(_device_index(device))
 
 
@@ -124,21 +126,18 @@ def memory_reserved(device=None) -> int:
 
 
 def max_memory_reserved(device=None) -> int:
-    """Not tracked: tgrad's pool is the driver's stream-ordered pool and tgrad does not
-    record its peak, so this raises when cuda is available (use ``memory_reserved`` or
-    ``max_memory_allocated``); 0 when cuda is unavailable, as in PyTorch."""
+    """Peak of ``memory_reserved`` since the start or ``reset_peak_memory_stats`` (the
+    driver's high watermark of the pool; 0 when cuda is unavailable, as in PyTorch)."""
     if not is_available():
         return 0
-    raise NotImplementedError(
-        "tgrad.cuda.max_memory_reserved: the peak of reserved memory is not tracked by tgrad "
-        "(its pool is the CUDA driver's); use tgrad.cuda.memory_reserved() for the current "
-        "value or tgrad.cuda.max_memory_allocated() for the peak of tensor memory")
+    return _memory.max_memory_reserved(_device_index(device))
 
 
 def memory_stats(device=None) -> dict:
     """PyTorch's memory statistics, restricted to what tgrad tracks:
     ``allocated_bytes.all.{current,peak,allocated,freed}`` and
-    ``reserved_bytes.all.current`` (the other keys PyTorch reports are absent, not zero).
+    ``reserved_bytes.all.{current,peak}`` (the other keys PyTorch reports are absent, not
+    zero).
     An empty dict when cuda is unavailable, as in PyTorch."""
     if not is_available():
         return {}
@@ -156,7 +155,8 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
             ("Allocated memory (peak)", "allocated_bytes.all.peak"),
             ("Allocated memory (total allocated)", "allocated_bytes.all.allocated"),
             ("Allocated memory (total freed)", "allocated_bytes.all.freed"),
-            ("Reserved memory (current)", "reserved_bytes.all.current")]
+            ("Reserved memory (current)", "reserved_bytes.all.current"),
+            ("Reserved memory (peak)", "reserved_bytes.all.peak")]
     line = "=" * 60
     out = [line, f" tgrad CUDA memory summary, device ID {idx}".ljust(60), line]
     out += [f" {label:<40} {_memory._fmt_bytes(stats[key]):>17} " for label, key in rows]
@@ -185,7 +185,7 @@ def memory_cached(device=None) -> int:
 
 
 def max_memory_cached(device=None) -> int:
-    """Deprecated name of ``max_memory_reserved`` (not tracked: see there)."""
+    """Deprecated name of ``max_memory_reserved``."""
     _warnings.warn("`tgrad.cuda.max_memory_cached` has been renamed to "
                    "`tgrad.cuda.max_memory_reserved`", FutureWarning, stacklevel=2)
     return max_memory_reserved(device)

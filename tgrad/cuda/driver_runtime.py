@@ -564,17 +564,41 @@ class DriverRuntime:
         self._on_stream_device(stream, "cuMemFreeAsync", cu.cuMemFreeAsync,
                                cu.CUdeviceptr(ptr), cu.CUstream(stream))
 
-    def mem_reserved(self, device: int) -> int:
+    def _pool_attribute(self, device: int, name: str) -> int:
+        """The value of the device pool's ``CU_MEMPOOL_ATTR_<name>`` (a cuuint64_t one)."""
         cu = self._cu
         pushed = self._enter(device)
         try:
-            val = check("cuMemPoolGetAttribute(RESERVED_MEM_CURRENT)",
+            val = check(f"cuMemPoolGetAttribute({name})",
                         cu.cuMemPoolGetAttribute(
                             self._pool(device),
-                            cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT))
+                            getattr(cu.CUmemPool_attribute, f"CU_MEMPOOL_ATTR_{name}")))
         finally:
             self._leave(pushed)
         return int(val)
+
+    def mem_reserved(self, device: int) -> int:
+        return self._pool_attribute(device, "RESERVED_MEM_CURRENT")
+
+    def mem_reserved_peak(self, device: int) -> int:
+        # the driver tracks the pool's peak itself (the small-block lists hold pool memory,
+        # so they are counted in it as in RESERVED_MEM_CURRENT)
+        return self._pool_attribute(device, "RESERVED_MEM_HIGH")
+
+    def reset_mem_peaks(self, device: int) -> None:
+        # 0 is the only value the driver accepts for a *_HIGH attribute: it resets the
+        # watermark to the current value (as PyTorch's cudaMallocAsync backend does)
+        cu = self._cu
+        pushed = self._enter(device)
+        try:
+            pool = self._pool(device)
+            for name in ("RESERVED_MEM_HIGH", "USED_MEM_HIGH"):
+                check(f"cuMemPoolSetAttribute({name})",
+                      cu.cuMemPoolSetAttribute(
+                          pool, getattr(cu.CUmemPool_attribute, f"CU_MEMPOOL_ATTR_{name}"),
+                          cu.cuuint64_t(0)))
+        finally:
+            self._leave(pushed)
 
     def mem_get_info(self, device: int) -> tuple[int, int]:
         pushed = self._enter(device)

@@ -33,7 +33,8 @@ class HostRuntime:
         env = os.environ.get("TGRAD_INTERPRET_MEMORY")
         self.capacity = int(env) if env else (capacity or _DEFAULT_CAPACITY)
         self._buffers: dict[int, np.ndarray] = {}
-        self._in_use = 0
+        self._in_use = 0        # emulated reserved bytes (== bytes of live buffers)
+        self._in_use_peak = 0   # their peak since the start or reset_mem_peaks
         self._ids = itertools.count(1)
         self._events: dict[int, float | None] = {}
         self._streams: set[int] = set()
@@ -133,6 +134,7 @@ class HostRuntime:
             ptr = (addr + 255) & ~255
             self._buffers[ptr] = buf
             self._in_use += nbytes
+            self._in_use_peak = max(self._in_use_peak, self._in_use)
         return ptr
 
     def free_async(self, ptr: int, stream: int) -> None:
@@ -143,6 +145,13 @@ class HostRuntime:
 
     def mem_reserved(self, device: int) -> int:
         return self._in_use
+
+    def mem_reserved_peak(self, device: int) -> int:
+        return self._in_use_peak
+
+    def reset_mem_peaks(self, device: int) -> None:
+        with self._lock:
+            self._in_use_peak = self._in_use
 
     def mem_get_info(self, device: int) -> tuple[int, int]:
         return self.capacity - self._in_use, self.capacity

@@ -92,16 +92,24 @@ def max_memory_allocated(device: int) -> int:
     return _peak.get(device, 0)
 
 
+def max_memory_reserved(device: int) -> int:
+    """Peak of the bytes the pool held from the driver (the runtime tracks it: the driver's
+    RESERVED_MEM_HIGH on a GPU)."""
+    return runtime().mem_reserved_peak(device)
+
+
 def reset_peak_memory_stats(device: int) -> None:
+    """Both peaks (tensor bytes and reserved bytes) back to their current values."""
     with _lock:
         _peak[device] = _allocated.get(device, 0)
+    runtime().reset_mem_peaks(device)
 
 
 def memory_stats(device: int) -> dict[str, int]:
     """The statistics tgrad tracks, under PyTorch's memory_stats keys: bytes of live cuda
     tensors (current, peak, and the historical totals allocated / freed) and the bytes the
-    pool holds from the driver now. PyTorch's other keys (block counts, pools, segments,
-    peak reserved) are not tracked and are absent."""
+    pool holds from the driver (current and peak). PyTorch's other keys (block counts,
+    pools, segments) are not tracked and are absent."""
     with _lock:
         cur = _allocated.get(device, 0)
         stats = {"allocated_bytes.all.current": cur,
@@ -109,6 +117,7 @@ def memory_stats(device: int) -> dict[str, int]:
                  "allocated_bytes.all.allocated": _total.get(device, 0),
                  "allocated_bytes.all.freed": _freed.get(device, 0)}
     stats["reserved_bytes.all.current"] = runtime().mem_reserved(device)
+    stats["reserved_bytes.all.peak"] = max_memory_reserved(device)
     return dict(sorted(stats.items()))
 
 

@@ -140,6 +140,14 @@ class DeviceRuntime(Protocol):
     def mem_reserved(self, device: int) -> int:
         """Bytes the device's pool holds from the driver (RESERVED_MEM_CURRENT)."""
 
+    def mem_reserved_peak(self, device: int) -> int:
+        """Peak of ``mem_reserved`` since the start or ``reset_mem_peaks``
+        (RESERVED_MEM_HIGH)."""
+
+    def reset_mem_peaks(self, device: int) -> None:
+        """Set the pool's high watermarks to their current values (RESERVED_MEM_HIGH and
+        USED_MEM_HIGH set to 0, which the driver turns into the current value)."""
+
     def mem_get_info(self, device: int) -> tuple[int, int]:
         """(free, total) bytes of the device."""
 

@@ -86,19 +86,22 @@ def _unobserved() -> bool:
             and profiler_hooks.ACTIVE is None and STATE.autocast is None)
 
 
-def _rule_product(name: str, g: Tensor, s, op) -> Tensor:
-    """``op(g, s)`` in a backward rule (``name`` "mul" or "div": g * b, g * y, g / b). When
-    ``_unobserved()`` and g, s are plain tensors of one float dtype on one device, this is
-    the binary op's forward fast path without the Function call around it (the same
-    ``be.binary`` on the same arrays); anything else (numbers, promotion, devices, shapes
-    that do not broadcast) takes ``op`` itself."""
+_RULE_PRODUCT_OPS = {"mul": operator.mul, "div": operator.truediv}
+
+
+def _rule_product(name: str, g: Tensor, s) -> Tensor:
+    """``g * s`` or ``g / s`` in a backward rule (``name`` "mul" or "div": g * b, g * y,
+    g / b). When ``_unobserved()`` and g, s are plain tensors of one float dtype on one
+    device, this is the binary op's forward fast path without the Function call around it
+    (the same ``be.binary`` on the same arrays); anything else (numbers, promotion, devices,
+    shapes that do not broadcast) takes the op itself."""
     if (type(s) is Tensor and type(g) is Tensor and s.dtype is g.dtype
             and s.device is g.device and g.dtype.is_floating_point and _unobserved()):
         try:
             return wrap(backend_of(g).binary(name, g._data, s._data), g.device)
         except ValueError:
             pass  # not broadcastable (a node called by hand): the op raises its own error
-    return op(g, s)
+    return _RULE_PRODUCT_OPS[name](g, s)
 
 
 def _fused(formula: str, composite, select=None):
@@ -132,7 +135,7 @@ def _sqrt_1mx2(x):
 UNARY_RULES = {
     "neg":        ("",  False, lambda g, x, y: -g),
     "abs":        ("x", False, _unary_fused("abs", lambda g, x, y: g * sign(x))),
-    "exp":        ("y", True,  lambda g, x, y: _rule_product("mul", g, y, operator.mul)),
+    "exp":        ("y", True,  lambda g, x, y: _rule_product("mul", g, y)),
     "log":        ("x", True,  lambda g, x, y: g / x),
     "log1p":      ("x", True,  _unary_fused("log1p", lambda g, x, y: g / (x + 1.0))),
     "expm1":      ("y", True,  _unary_fused("expm1", lambda g, x, y: g * (y + 1.0))),
@@ -477,8 +480,8 @@ _ATAN2_B = _fused("atan2_b", lambda g, a, b, y: -(g * a) * _atan2_recip(a, b),
 BINARY_RULES = {
     "add": (("", ""), lambda g, a, b, y: g, lambda g, a, b, y: g),
     "sub": (("", ""), lambda g, a, b, y: g, lambda g, a, b, y: -g),
-    "mul": (("b", "a"), lambda g, a, b, y: _rule_product("mul", g, b, operator.mul),
-            lambda g, a, b, y: _rule_product("mul", g, a, operator.mul)),
+    "mul": (("b", "a"), lambda g, a, b, y: _rule_product("mul", g, b),
+            lambda g, a, b, y: _rule_product("mul", g, a)),
     # d(a/b)/da = 1 / b;  d(a/b)/db = -a / b^2 = -(g / b) a / b, from a and b, not the
     # output (as PyTorch: y = a / b may be modified in place before the backward). The two
     # share g / b: see _div_grads.
@@ -505,7 +508,7 @@ _DIV_B = _fused("div_b", lambda q, a, b: -(q * a) / b)
 
 def _div_grads(g, a, b, y, need_a: bool, need_b: bool) -> tuple:
     """div's two gradients computing g / b once (4 passes over memory on the CPU for both)."""
-    q = _rule_product("div", g, b, operator.truediv)
+    q = _rule_product("div", g, b)
     return (q if need_a else None), (_DIV_B(q, a, b) if need_b else None)
 
 
@@ -923,16 +926,7 @@ def _binary_fn(name: str, methods=(), reflected=()):
     def rfn(self, other) -> Tensor:
         return cls.apply(other, self)
 
-    if name == "pow":  # the node name by the operand kinds
-        def fn(input, other) -> Tensor:  # noqa: A002,F811
-            if type(other) is Tensor and type(input) is Tensor and \
-                    other.device is not input.device:
-                input, other = _cpu_scalars_moved(input, other)  # noqa: A001
-            return _pow_class(input, other).apply(input, other)
-
-        def rfn(self, other) -> Tensor:  # noqa: F811
-            return _pow_class(other, self).apply(other, self)
-    elif name == "sub":  # other - self: rsub's nodes
+    if name == "sub":  # other - self: rsub's nodes
         def rfn(self, other) -> Tensor:  # noqa: F811
             return (_RSUB_TT if isinstance(other, Tensor) else _RSUB_NT).apply(other, self)
 
@@ -1006,9 +1000,12 @@ def _rtruediv(self: Tensor, other) -> Tensor:
     grad_fn is MulBackward0, and a half tensor's reciprocal is rounded before the product:
     10 / float16(3) is 3.332, 1e-3 / float16(1e-5) is inf)."""
     return mul(reciprocal(self), other)
-_binary_fn("pow", ("__pow__",), ("__rpow__",))  # the ** operators: the plain function
 
 
+# pow's one place for devices and operand kinds (Tensor.pow, ** and the reflected **): a
+# 0-d CPU tensor meets a tensor on another device as a scalar (_cpu_scalars_moved), and
+# _pow_class picks the node by the operand kinds
+@tensor_method("pow", "__pow__")
 def pow(input, exponent) -> Tensor:  # noqa: A001,A002
     """``input ** exponent`` elementwise (PyTorch's argument names: pow(x, exponent=2));
     the node is PowBackward0, 1 or 2 as PyTorch's overloads (number exponent, two tensors,
@@ -1019,7 +1016,12 @@ def pow(input, exponent) -> Tensor:  # noqa: A001,A002
     return _pow_class(input, exponent).apply(input, exponent)
 
 
-tensor_method("pow")(pow)
+@tensor_method("__rpow__")
+def _rpow(self: Tensor, other) -> Tensor:
+    """``other ** self`` (other a number: PowBackward2)."""
+    return pow(other, self)
+
+
 atan2 = _binary_fn("atan2")
 arctan2 = atan2
 tensor_method("arctan2")(atan2)
