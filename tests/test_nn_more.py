@@ -205,8 +205,7 @@ def test_embedding_from_pretrained():
         nn.Embedding.from_pretrained(tgrad.ones(3))
     emb = nn.Embedding.from_pretrained(tgrad.tensor([[3.0, 4.0]], dtype=F64), max_norm=1.0)
     assert emb.max_norm == 1.0 and repr(emb) == "Embedding(1, 2, max_norm=1.0)"
-    with pytest.raises(NotImplementedError, match="sparse"):
-        nn.Embedding.from_pretrained(tgrad.ones(3, 2), sparse=True)
+    assert nn.Embedding.from_pretrained(tgrad.ones(3, 2), sparse=True).sparse is True
 
 
 def _np_renorm(w, idx, max_norm, p):
@@ -299,10 +298,9 @@ def test_embedding_scale_grad_by_freq():
 
 
 def test_embedding_sparse_and_signature():
-    with pytest.raises(NotImplementedError, match="sparse=True .*no sparse tensors"):
-        F.embedding(tgrad.tensor([0]), tgrad.ones(3, 2), sparse=True)
-    with pytest.raises(NotImplementedError, match="sparse=True .*no sparse tensors"):
-        nn.Embedding(3, 2, sparse=True)
+    w = tgrad.ones(3, 2, requires_grad=True)  # sparse=True: a sparse COO weight gradient
+    F.embedding(tgrad.tensor([0]), w, sparse=True).sum().backward()
+    assert w.grad.is_sparse and w.grad.to_dense().tolist() == [[1, 1], [0, 0], [0, 0]]
     # PyTorch's positional order: padding_idx, max_norm, norm_type, scale_grad_by_freq,
     # sparse, _weight, _freeze
     emb = nn.Embedding(3, 2, None, 2.0, 1.0, True, False, tgrad.ones(3, 2), True)

@@ -72,10 +72,18 @@ cfloat = complex64
 cdouble = complex128
 dtype = DType
 
-# nn, optim and save/load build on the core above.
-from tgrad import cuda, nn, optim, random  # noqa: E402,F401  (random: torch.random)
+# nn, optim, sparse (COO tensors: after the ops, whose Tensor methods it stubs on its class)
+# and save/load build on the core above.
+from tgrad import (  # noqa: E402,F401  (random: torch.random)
+    cuda,
+    nn,
+    optim,
+    random,
+    sparse,
+)
 from tgrad.cuda.interop import from_dlpack, to_dlpack  # noqa: E402
 from tgrad.serialization import load, save  # noqa: E402
+from tgrad.sparse import sparse_coo_tensor  # noqa: E402
 from tgrad.storage import TypedStorage, UntypedStorage  # noqa: E402
 
 __version__ = "0.1.0"
@@ -103,7 +111,8 @@ __all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "
            "log_softmax", "dropout", "cosine_similarity", "set_printoptions",
            "pi", "e", "inf", "nan", "newaxis", "layout", "strided", "sparse_coo", "sparse_csr",
            "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged", "get_device",
-           "get_device_module", "to_dlpack", "UntypedStorage", "TypedStorage"] + list(_ops_all)
+           "get_device_module", "to_dlpack", "UntypedStorage", "TypedStorage", "sparse",
+           "sparse_coo_tensor"] + list(_ops_all)
 
 
 def is_tensor(obj: object) -> _builtins.bool:

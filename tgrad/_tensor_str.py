@@ -183,10 +183,11 @@ def _nested_str(arr: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) 
     return "[" + ("," + "\n" * (arr.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
 
 
-def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
+def _add_suffixes(text: str, suffixes: list[str], indent: int, last: int | None = None) -> str:
     # PyTorch's measure of the last line (two more than its length); kept so that lines
-    # break where PyTorch's do.
-    last = len(text) - text.rfind("\n") + 1
+    # break where PyTorch's do (``last``: given after a forced newline, as PyTorch's)
+    if last is None:
+        last = len(text) - text.rfind("\n") + 1
     parts = [text]
     for s in suffixes:
         if last + len(s) + 2 > PRINT_OPTS.linewidth:
@@ -196,6 +197,48 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
             parts.append(", " + s)
             last += len(s) + 2
     return "".join(parts) + ")"
+
+
+def _values_str(arr: np.ndarray, dtype, indent: int) -> str:
+    """The bracketed values of the non-empty host array ``arr`` of tgrad dtype ``dtype``
+    (PyTorch's ``_tensor_str``), continuation lines indented by ``indent``."""
+    floating = dtype.is_floating_point
+    if floating:
+        arr = arr.astype(np.float64)  # exact for every float dtype, bfloat16 included
+    summarize = arr.size > PRINT_OPTS.threshold
+    if dtype.is_complex:
+        arr = arr.astype(np.complex128)
+        fmt = _ComplexFormatter(_shown(arr) if summarize else arr)
+    else:
+        fmt = _Formatter(_shown(arr) if summarize else arr, floating)
+    return _nested_str(arr, indent, summarize, fmt)
+
+
+def sparse_repr(t: Any, indices: np.ndarray, values: np.ndarray) -> str:
+    """PyTorch's ``repr`` of a sparse COO tensor: ``tensor(indices=tensor(...),`` /
+    ``values=tensor(...),`` / ``size=..., nnz=..., [dtype=...,] layout=tgrad.sparse_coo``
+    (the first suffix always on a new line, as PyTorch's force_newline)."""
+    prefix = "tensor("
+    indent = len(prefix)
+    parts = []
+    for name, arr, dt in (("indices", indices, dtypes.int64), ("values", values, t.dtype)):
+        head = f"{name}=tensor("
+        body = (_values_str(arr, dt, indent + len(head)) if arr.size
+                else f"[], size={tuple(arr.shape)}")
+        parts.append(head + body + ")")
+    suffixes = [f"size={tuple(t.shape)}", f"nnz={values.shape[0]}"]
+    if t.dtype not in (dtypes.get_default_dtype(), dtypes.get_default_complex_dtype(),
+                       dtypes.int64, dtypes.bool_):
+        suffixes.append(f"dtype={t.dtype}")
+    suffixes.append("layout=tgrad.sparse_coo")
+    gf = t._grad_fn
+    if gf is not None:
+        suffixes.append(f"grad_fn=<{gf.name()}>")
+    elif t._requires_grad:
+        suffixes.append("requires_grad=True")
+    text = prefix + (",\n" + " " * indent).join(parts)
+    return _add_suffixes(text + ",\n" + " " * indent + suffixes[0], suffixes[1:], indent,
+                         last=indent + len(suffixes[0]))
 
 
 def tensor_repr(t: Any) -> str:
@@ -221,16 +264,7 @@ def tensor_repr(t: Any) -> str:
         # The printed values imply the default float, int64 and bool.
         if not (default_float or t.dtype in (dtypes.int64, dtypes.bool_)):
             suffixes.append(f"dtype={t.dtype}")
-        floating = t.dtype.is_floating_point
-        if floating:
-            arr = arr.astype(np.float64)  # exact for every float dtype, bfloat16 included
-        summarize = arr.size > PRINT_OPTS.threshold
-        if t.dtype.is_complex:
-            arr = arr.astype(np.complex128)
-            fmt = _ComplexFormatter(_shown(arr) if summarize else arr)
-        else:
-            fmt = _Formatter(_shown(arr) if summarize else arr, floating)
-        body = _nested_str(arr, indent, summarize, fmt)
+        body = _values_str(arr, t.dtype, indent)
     gf = t._grad_fn
     if gf is not None:
         suffixes.append(f"grad_fn=<{gf.name()}>")

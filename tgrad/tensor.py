@@ -76,6 +76,9 @@ class Tensor:
 
     # Lets NumPy defer to Tensor's reflected operators (ndarray * tensor -> tensor).
     __array_priority__ = 1000
+    # True on tgrad.sparse.SparseTensor (a class attribute: no per-tensor cost); read only
+    # where a sparse operand must be routed (gradient accumulation, mm / matmul)
+    _sparse = False
 
     def __init__(self, data: Any, storage: Storage | None = None, device: Device = CPU,
                  requires_grad: bool = False) -> None:

@@ -327,6 +327,8 @@ class AccumulateGrad(Node):
         var = self.variable
         if var._hooks:
             grad = run_leaf_hooks(var, grad)
+        if grad._sparse or var._sparse:  # a sparse COO gradient or leaf (tgrad.sparse)
+            return _accumulate_sparse(var, grad)
         with _ACCUMULATE_LOCK:
             old = var._grad
             if old is None:
@@ -349,8 +351,8 @@ class AccumulateGrad(Node):
                     # A C-contiguous leaf gets a C-contiguous copy (the common case, inlined)
                     var._grad = (_plain_clone(grad) if var._data.flags.c_contiguous
                                  else _clone_obeying_contract(grad, var))
-            elif STATE.enabled:
-                var._grad = old + grad
+            elif STATE.enabled or old._sparse:  # (a sparse .grad + dense: a dense sum)
+                var._grad = old + grad if not old._sparse else grad + old
             else:
                 if not _obeys_contract(old, var):
                     _warn_contract(old, var)
@@ -362,6 +364,29 @@ class AccumulateGrad(Node):
                 if hook(var) is not None:
                     raise RuntimeError("post accumulate grad hooks should return None")
         return ()
+
+
+def _accumulate_sparse(var, grad) -> tuple:
+    """AccumulateGrad with a sparse COO gradient or leaf, as PyTorch's: the first gradient
+    is kept (a sparse one stays sparse); sparse + sparse is their sparse sum (PyTorch's
+    merge, uncoalesced); a dense .grad gets a sparse gradient added in place; a sparse
+    .grad plus a dense gradient becomes dense."""
+    with _ACCUMULATE_LOCK:
+        old = var._grad
+        if old is None:
+            var._grad = grad.detach() if grad._sparse else _plain_clone(grad)
+        elif old._sparse:
+            var._grad = (old + grad) if grad._sparse else grad + old
+        elif STATE.enabled:
+            var._grad = old + grad
+        else:
+            dense = grad.to_dense() if grad._sparse else grad
+            _add_into(old, dense)
+    if var._post_accumulate_hooks:
+        for hook in list(var._post_accumulate_hooks.values()):
+            if hook(var) is not None:
+                raise RuntimeError("post accumulate grad hooks should return None")
+    return ()
 
 
 def _refs_of(x) -> int:

@@ -556,16 +556,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     by the number of times i occurs in ``input`` when ``scale_grad_by_freq``.
     ``max_norm``: first, under no_grad, each referenced row whose norm_type-norm exceeds
     max_norm is scaled IN PLACE in ``weight`` by max_norm / (norm + 1e-7) (PyTorch's
-    embedding_renorm_; the padding row too), then looked up. ``sparse=True`` raises:
-    tgrad has no sparse tensors."""
+    embedding_renorm_; the padding row too), then looked up. ``sparse=True``: dweight is a
+    sparse COO tensor (tgrad.sparse.sparse_embedding; a dense one when weight is not a
+    leaf, where PyTorch's stays sparse)."""
     _check_tensor("embedding", input)
     if input.dtype not in (dtypes.int64, dtypes.int32):  # PyTorch: uint8 and int16 raise too
         raise RuntimeError(f"embedding: expected an integer index tensor (Long or Int), got "
                            f"{input.dtype.name}")
-    if sparse:
-        raise NotImplementedError("embedding: sparse=True (a sparse weight gradient) is not "
-                                  "supported: tgrad has no sparse tensors; use sparse=False "
-                                  "for a dense gradient")
     # a negative index is out of range (weight[input] alone would count from the end)
     if input.device.type == "cpu":
         if input.numel() and int(input.min()) < 0:
@@ -579,6 +576,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
         padding_idx %= weight.shape[0]
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
+    if sparse:
+        from tgrad.sparse import sparse_embedding
+        return sparse_embedding(weight, input, padding_idx, scale_grad_by_freq)
     out = weight[input]
     if scale_grad_by_freq and out.requires_grad:
         # each position's gradient / the count of its index in the whole input

@@ -137,8 +137,9 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
         raise ValueError("max mode does not support sparse weights")
     if sparse:
         raise NotImplementedError("embedding_bag: sparse=True (a sparse weight gradient) is "
-                                  "not supported: tgrad has no sparse tensors; use "
-                                  "sparse=False for a dense gradient")
+                                  "not supported yet (tgrad's sparse COO tensors back "
+                                  "F.embedding's sparse=True only); use sparse=False for a "
+                                  "dense gradient")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "

@@ -154,6 +154,8 @@ def _desc(t: Tensor) -> str:
 @tensor_method("matmul", "__matmul__")
 def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """Matrix product with NumPy's matmul rules (broadcast batch dims)."""
+    if input._sparse or other._sparse:  # a sparse COO operand: tgrad.sparse's kernels
+        return input @ other
     if STATE.autocast is not None:  # tgrad.amp's "lower" policy, inline (the hot path)
         (input, other), _ = cast_args("lower", (input, other))  # noqa: A001
     _check("matmul", input, other)
@@ -183,6 +185,8 @@ tensor_method("__rmatmul__")(lambda self, other: matmul(other, self))
 def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
+    if input._sparse or mat2._sparse:  # a sparse COO operand (tgrad.sparse)
+        return input @ mat2
     return matmul(input, mat2)
 
 

@@ -37,17 +37,13 @@ class Embedding(Module):
     Backward: dweight[i] = sum of the output gradients at positions where input == i
     (divided by the count of i in the input with ``scale_grad_by_freq``). ``max_norm``:
     each forward first renormalises the referenced rows of ``weight`` in place (see
-    F.embedding). ``sparse=True`` raises NotImplementedError (no sparse tensors)."""
+    F.embedding). ``sparse=True``: weight.grad is a sparse COO tensor (tgrad.sparse)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  max_norm: float | None = None, norm_type: float = 2.0,
                  scale_grad_by_freq: bool = False, sparse: bool = False,
                  _weight: Tensor | None = None, _freeze: bool = False, device=None,
                  dtype=None) -> None:
-        if sparse:
-            raise NotImplementedError("Embedding: sparse=True (a sparse weight gradient) is "
-                                      "not supported: tgrad has no sparse tensors; use "
-                                      "sparse=False for a dense gradient")
         super().__init__()
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
@@ -63,7 +59,7 @@ class Embedding(Module):
         sharing its storage as PyTorch does; ``freeze`` (default) makes it require no
         gradient. The ``padding_idx`` row keeps its pretrained values (it only gets no
         gradient). max_norm, norm_type and scale_grad_by_freq as in the constructor;
-        sparse=True raises NotImplementedError (tgrad has no sparse tensors)."""
+        sparse=True gives a sparse COO weight gradient."""
         if not isinstance(embeddings, Tensor):
             raise TypeError(f"Embedding.from_pretrained: embeddings must be a Tensor, got "
                             f"{type(embeddings).__name__}")
