@@ -784,6 +784,10 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
 
     def forward(ctx, a, b):
         narrow_to = None  # a dtype to round the result to (a number over a half tensor)
+        if name == "mul" and not (type(a) is Tensor and type(b) is Tensor
+                                  and a.dtype is b.dtype):  # float8: tensor * tensor only
+            dtypes.refuse_float8("mul_cpu_reduced_float", *(getattr(t, "dtype", None)
+                                                            for t in (a, b)))
         if (type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype
                 and a.device is b.device and a.dtype.is_floating_point and plain_float):
             # Fast path (the common case): two float tensors of one dtype on one device,
@@ -1394,6 +1398,10 @@ def isnan(input: Tensor) -> Tensor:  # noqa: A002
 
 def isinf(input: Tensor) -> Tensor:  # noqa: A002
     x = input.detach()
+    if x.dtype in dtypes.FLOAT8_DTYPES:  # PyTorch has it for float8_e5m2 only
+        if x.dtype is not dtypes.float8_e5m2:
+            dtypes.refuse_float8("isinf", x.dtype)
+        x = x.float()
     if x.dtype is dtypes.bool_:  # (abs refuses bools): never infinite
         return ne(x, x)
     return eq(abs(x), math.inf)
@@ -1401,6 +1409,10 @@ def isinf(input: Tensor) -> Tensor:  # noqa: A002
 
 def isfinite(input: Tensor) -> Tensor:  # noqa: A002
     x = input.detach()
+    if x.dtype in dtypes.FLOAT8_DTYPES:  # PyTorch has it for float8_e5m2 and e8m0fnu only
+        if x.dtype not in (dtypes.float8_e5m2, dtypes.float8_e8m0fnu):
+            dtypes.refuse_float8("isfinite", x.dtype)
+        x = x.float()
     if x.dtype is dtypes.bool_:
         return eq(x, x)
     return logical_and(eq(x, x), ne(abs(x), math.inf))
