@@ -12,6 +12,13 @@ is complex128, a float32 tensor plus a 0-d complex128 tensor complex64).
 complex64/complex128 (CPU only) are stored as NumPy's complex64/complex128. PyTorch's
 complex32 (ComplexHalf) does not exist in tgrad: where PyTorch would make it (a float16
 tensor plus 1j) tgrad gives complex64.
+
+The float8 dtypes (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
+float8_e8m0fnu; CPU only) are stored as ml_dtypes' types and, as in PyTorch, are storage
+formats: they are made, converted (``to_float8``: PyTorch's rounding, not NumPy's), viewed,
+indexed, joined and compared for equality, but most arithmetic raises PyTorch's
+NotImplementedError and they promote with no other dtype ("Promotion for Float8 Types is not
+supported").
 """
 
 from __future__ import annotations
@@ -39,7 +46,8 @@ class DType:
 
     @property
     def is_signed(self) -> bool:
-        return self.category != 0 and self.np.kind != "u"  # bool and uint8 are unsigned
+        # bool, uint8 and float8_e8m0fnu (no sign bit) are unsigned
+        return self.category != 0 and self.np.kind != "u" and self.name != "float8_e8m0fnu"
 
     def __repr__(self) -> str:
         return f"tgrad.{self.name}"
@@ -61,12 +69,20 @@ float64 = DType("float64", np.float64, 2, 3)
 # complex: the rank is that of the float type of each part (complex64 pairs float32s)
 complex64 = DType("complex64", np.complex64, 3, 2)
 complex128 = DType("complex128", np.complex128, 3, 3)
+# float8 (storage types: see the module docstring); e8m0fnu is unsigned (powers of two only)
+float8_e4m3fn = DType("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 2, 0)
+float8_e5m2 = DType("float8_e5m2", ml_dtypes.float8_e5m2, 2, 0)
+float8_e4m3fnuz = DType("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, 2, 0)
+float8_e5m2fnuz = DType("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, 2, 0)
+float8_e8m0fnu = DType("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, 2, 0)
 
 # The real dtypes (every device); the complex ones are CPU-only
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 FLOATING_DTYPES = (float16, bfloat16, float32, float64)
 COMPLEX_DTYPES = (complex64, complex128)
-SUPPORTED_DTYPES = ALL_DTYPES + COMPLEX_DTYPES
+FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
+FLOAT8_NP = frozenset(d.np for d in FLOAT8_DTYPES)
+SUPPORTED_DTYPES = ALL_DTYPES + COMPLEX_DTYPES + FLOAT8_DTYPES
 _BY_NP = {d.np: d for d in SUPPORTED_DTYPES}
 _BY_NAME = {d.name: d for d in SUPPORTED_DTYPES}
 # Aliases PyTorch users type.
@@ -81,7 +97,10 @@ FLOAT16_MAX = 65504.0
 # to the desired output type Long")
 SCALAR_TYPE_NAMES = {bool_: "Bool", uint8: "Byte", int8: "Char", int16: "Short", int32: "Int",
                      int64: "Long", float16: "Half", bfloat16: "BFloat16", float32: "Float",
-                     float64: "Double", complex64: "ComplexFloat", complex128: "ComplexDouble"}
+                     float64: "Double", complex64: "ComplexFloat", complex128: "ComplexDouble",
+                     float8_e4m3fn: "Float8_e4m3fn", float8_e5m2: "Float8_e5m2",
+                     float8_e4m3fnuz: "Float8_e4m3fnuz", float8_e5m2fnuz: "Float8_e5m2fnuz",
+                     float8_e8m0fnu: "Float8_e8m0fnu"}
 
 _default_float = float32
 
@@ -166,6 +185,68 @@ def check_complex_device(op: str, dt: DType, device) -> None:
                            f"view_as_real(x) (a real tensor) instead")
 
 
+def check_float8_device(op: str, dt: DType, device) -> None:
+    """float8 tensors live on the CPU only in tgrad: a clear error on another device."""
+    if dt in FLOAT8_DTYPES and device.type != "cpu":
+        raise RuntimeError(f"{op}: float8 dtypes are CPU-only in tgrad (got {dt} on {device}); "
+                           f"convert on the CPU (x.to({dt}) of a CPU tensor) and move a "
+                           f"float32/bfloat16/float16 tensor to {device} instead")
+
+
+def float8_not_implemented(kernel: str, dt: DType) -> NotImplementedError:
+    """PyTorch's error for an op its float8 dtypes lack (most arithmetic):
+    '"add_stub" not implemented for 'Float8_e4m3fn'' (``kernel`` names tgrad's op)."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAMES[dt]}'")
+
+
+def refuse_float8(kernel: str, *dts) -> None:
+    """Raise PyTorch's NotImplementedError when one of ``dts`` is a float8 dtype (an op
+    PyTorch's CPU kernels lack for float8, refused before any work)."""
+    for dt in dts:
+        if dt in FLOAT8_DTYPES:
+            raise float8_not_implemented(kernel, dt)
+
+
+_F8_E4M3FN = np.dtype(ml_dtypes.float8_e4m3fn)
+_F8_E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+_F8_E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
+
+
+def to_float8(x, np_dtype) -> np.ndarray:
+    """A real array (or number) rounded into a float8 NumPy dtype as PyTorch's CPU does it:
+    through float32 (PyTorch's float8 types are made from a float; a float64 or int64 is
+    rounded to float32 first), then round-to-nearest-even (ml_dtypes' rounding), except:
+    - float8_e4m3fn (no inf) saturates: a finite number past 448 (from 464 up, which rounds
+      past the largest value) and +-inf give +-448 (ml_dtypes gives NaN); NaN stays NaN;
+    - float8_e5m2: NaN has PyTorch's bits 0x7f / 0xff (ml_dtypes 0x7e);
+    - fnuz types: overflow, inf and NaN give the one NaN (0x80), as ml_dtypes;
+    - float8_e8m0fnu (powers of two 2^-127..2^127, no sign, no zero): |x| (the sign is
+      dropped), 2^e * 1.m rounds up to 2^(e+1) from m >= 0.5 (3 -> 4), a float32 subnormal
+      gives 2^-126 above 2^-127 and else 2^-127 (0 too), inf/NaN/overflow NaN (0xff).
+    """
+    dst = np.dtype(np_dtype)
+    with np.errstate(all="ignore"):
+        f = np.asarray(x).astype(np.float32)
+    if dst == _F8_E8M0:
+        bits = np.abs(f).view(np.uint32)
+        e, m = bits >> 23, bits & 0x7FFFFF
+        r = np.where(e == 0, (m > 0x400000).astype(np.uint32),
+                     np.minimum(e + (m >= 0x400000), 255))
+        return np.where(e == 255, 255, r).astype(np.uint8).view(dst)
+    with np.errstate(all="ignore"):
+        out = f.astype(dst)
+    if dst == _F8_E4M3FN:
+        over = np.isnan(out) & ~np.isnan(f)
+        if over.any():
+            out = np.where(over, np.copysign(np.float32(448), f).astype(dst), out)
+    elif dst == _F8_E5M2:
+        nan = np.isnan(f)
+        if nan.any():
+            bits = np.where(np.signbit(f), 0xFF, 0x7F).astype(np.uint8)
+            out = np.where(nan, bits, out.view(np.uint8)).view(dst)
+    return out
+
+
 def check_value_fits(op: str, value, dt: DType) -> None:
     """PyTorch's overflow check of a Python number going into a tensor of dtype ``dt``
     (c10::checked_convert): the number itself, unrounded, must lie in the dtype's finite
@@ -191,6 +272,8 @@ def check_value_fits(op: str, value, dt: DType) -> None:
     if isinstance(value, (int, np.integer)) and not -2 ** 63 <= int(value) < 2 ** 64:
         raise OverflowError(f"{op}: int too big to convert ({value} is outside the 64-bit "
                             f"range of a number argument)")
+    if dt in FLOAT8_DTYPES:  # no check: the number rounds as a cast does (to_float8: 1e6 is
+        return  # 448 in float8_e4m3fn, inf in float8_e5m2, NaN in the fnuz types)
     if dt.is_floating_point:
         if -FLOAT16_MAX <= value <= FLOAT16_MAX:  # fits every float dtype (the common case)
             return
@@ -243,6 +326,8 @@ def number_as(value, dt: DType):
     truncates toward zero, then wraps (``float_to_small_int_source``'s rule; int32/int64
     cast directly). Check the range first (``check_value_fits``) where PyTorch does."""
     x = np.asarray(value)
+    if dt in FLOAT8_DTYPES:
+        return to_float8(x, dt.np)[()]
     if is_small_int_cast(x.dtype, dt.np):
         from tgrad.backends import numpy as np_backend  # (the backends import dtypes)
         x = float_to_small_int_source(np_backend, x, dt.np)
@@ -253,6 +338,9 @@ def promote_types(a: DType, b: DType) -> DType:
     """PyTorch's promote_types for two dtypes."""
     if a is b:
         return a
+    if a in FLOAT8_DTYPES or b in FLOAT8_DTYPES:
+        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
+                           f"{SCALAR_TYPE_NAMES[a]} and {SCALAR_TYPE_NAMES[b]}")
     if a.category != b.category:
         hi, lo = (a, b) if a.category > b.category else (b, a)
         if hi.is_complex and lo.is_floating_point and lo.rank > hi.rank:
@@ -344,9 +432,10 @@ class finfo:  # noqa: N801 - PyTorch's name
         self.bits = int(info.bits)
         self.eps = float(info.eps)
         self.max = float(info.max)
-        self.min = float(info.min)
+        self.min = float(info.min)  # float8_e8m0fnu: 2^-127 (no sign, PyTorch's too)
         self.tiny = self.smallest_normal = float(info.smallest_normal)
-        self.resolution = 10.0 ** -int(info.precision)  # PyTorch's: 10^-(decimal digits)
+        # PyTorch's: 10^-(decimal digits); float8 types have none (1.0)
+        self.resolution = 1.0 if dt in FLOAT8_DTYPES else 10.0 ** -int(info.precision)
         self.dtype = dt.name
 
     def __repr__(self) -> str:

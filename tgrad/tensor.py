@@ -550,7 +550,8 @@ _TYPE_NAMES = {dtypes.bool_: "BoolTensor", dtypes.uint8: "ByteTensor",
                dtypes.int64: "LongTensor", dtypes.float16: "HalfTensor",
                dtypes.bfloat16: "BFloat16Tensor", dtypes.float32: "FloatTensor",
                dtypes.float64: "DoubleTensor", dtypes.complex64: "ComplexFloatTensor",
-               dtypes.complex128: "ComplexDoubleTensor"}
+               dtypes.complex128: "ComplexDoubleTensor",
+               **{d: dtypes.SCALAR_TYPE_NAMES[d] + "Tensor" for d in dtypes.FLOAT8_DTYPES}}
 
 
 def _rebuild_tensor(cls: type, data: Any, device: Device, requires_grad: bool,

@@ -70,6 +70,7 @@ class quiet:  # noqa: N801 - used like np.errstate
 
 HALF_TYPES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _HALF_SET = frozenset(HALF_TYPES)
+_F8_SET = dtypes.FLOAT8_NP  # float8 (storage types: most compute raises, see the end)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
@@ -104,6 +105,8 @@ def _fill_value(value, dtype: np.dtype):
 
 
 def full(shape: tuple, value, dtype: np.dtype) -> np.ndarray:
+    if dtype in _F8_SET:  # PyTorch's float8 rounding (dtypes.to_float8), not ml_dtypes'
+        return np.full(shape, dtypes.to_float8(value, dtype), dtype)
     return np.full(shape, _fill_value(value, dtype), dtype)
 
 
@@ -127,6 +130,12 @@ def clone(x: np.ndarray) -> np.ndarray:
 def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if x.dtype == dtype:
         return x
+    if np.dtype(dtype) in _F8_SET:  # into float8: through float32, PyTorch's rounding
+        return dtypes.to_float8(x.real if x.dtype.kind == "c" else x, dtype)
+    if x.dtype in _F8_SET:  # out of float8: its exact float32 value, then float32's cast
+        x = x.astype(_F32)  # (into int8: wraps as PyTorch's, 128.0 -> -128)
+        if x.dtype == dtype:
+            return x
     if x.dtype.kind == "c" and np.dtype(dtype) == np.bool_:
         return x != 0
     if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
@@ -147,10 +156,16 @@ _this = sys.modules[__name__]  # this backend, for the rules in dtypes written o
 
 def copy_(dst: np.ndarray, src) -> None:
     """Write ``src`` (broadcast, cast) into the view ``dst`` in place."""
+    sdt = getattr(src, "dtype", None)
+    if sdt != dst.dtype and (dst.dtype in _F8_SET or sdt in _F8_SET):  # float8's own casts
+        src = cast(np.asarray(src), dst.dtype)
     np.copyto(dst, src, casting="unsafe")
 
 
 def fill_(dst: np.ndarray, value) -> None:
+    if dst.dtype in _F8_SET:
+        dst.fill(dtypes.to_float8(value, dst.dtype))
+        return
     dst.fill(_fill_value(value, dst.dtype))
 
 
@@ -452,6 +467,8 @@ UNARY = {
 def unary(op: str, x: np.ndarray) -> np.ndarray:
     """``op`` applied elementwise; the result keeps x's dtype (bool for logical_not)."""
     fn = UNARY[op]
+    if x.dtype in _F8_SET:
+        return _float8_unary(op, fn, x)
     token = _quiet_enter()
     try:
         if x.dtype in _HALF_SET:
@@ -512,6 +529,8 @@ _BOOL_RESULT = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "lo
 def binary(op: str, a, b) -> np.ndarray:
     """``op`` with NumPy broadcasting; a and b share one dtype (or b is a NumPy scalar)."""
     fn = BINARY[op]
+    if a.dtype in _F8_SET:
+        return _float8_binary(op, fn, a, b)
     token = _quiet_enter()
     try:
         if a.dtype in _HALF_SET:
@@ -521,6 +540,36 @@ def binary(op: str, a, b) -> np.ndarray:
     finally:
         _quiet_exit(token)
     return out if type(out) is np.ndarray else np.asarray(out)
+
+
+# float8: the ops PyTorch's CPU kernels have for it, computed on the float32 values and
+# rounded once (PyTorch's float8 arithmetic is float32's); the others raise its
+# NotImplementedError, named by its kernel where it has one name
+_F8_UNARY = frozenset(("abs", "isnan", "logical_not"))
+_F8_BINARY = frozenset(("eq", "ne", "mul", "logical_and", "logical_or"))
+_F8_KERNEL = {"add": "add_stub", "sub": "sub_stub", "neg": "neg_cpu", "lt": "lt_cpu",
+              "sign": "sign_cpu", "sum_": "sum_cpu", "amax": "max_all", "amin": "min_all",
+              "argsort": "sorting_kernel_method_name", "rand": "check_uniform_bounds",
+              "randn": "normal_kernel_cpu", "matmul": "addmm_impl_cpu_", "abs": "abs_cpu"}
+
+
+def _float8_refuse(op: str, dt: np.dtype) -> NotImplementedError:
+    return dtypes.float8_not_implemented(_F8_KERNEL.get(op, op), dtypes.from_numpy_dtype(dt))
+
+
+def _float8_unary(op: str, fn, x: np.ndarray) -> np.ndarray:
+    if op not in _F8_UNARY or (op == "abs" and x.dtype == dtypes.float8_e8m0fnu.np):
+        raise _float8_refuse(op, x.dtype)  # (e8m0fnu has no abs kernel: PyTorch's)
+    out = np.asarray(fn(x.astype(_F32)))
+    return out if out.dtype == np.bool_ else dtypes.to_float8(out, x.dtype)
+
+
+def _float8_binary(op: str, fn, a, b) -> np.ndarray:
+    if op not in _F8_BINARY:
+        raise _float8_refuse(op, a.dtype)
+    with np.errstate(all="ignore"):
+        out = np.asarray(fn(a.astype(_F32), np.asarray(b).astype(_F32)))
+    return out if out.dtype == np.bool_ else dtypes.to_float8(out, a.dtype)
 
 
 def where(cond: np.ndarray, a, b) -> np.ndarray:
@@ -1045,6 +1094,11 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """NaN and inf propagate without NumPy's "invalid value encountered" (PyTorch's
     silence); float16/bfloat16 multiply in float32 and round once."""
     dt = a.dtype
+    if dt in _F8_SET:  # float32 products summed in float32, rounded once (PyTorch's CPU
+        if dt == dtypes.float8_e8m0fnu.np:  # addmm; e8m0fnu has none)
+            raise _float8_refuse("matmul", dt)
+        with np.errstate(all="ignore"):
+            return dtypes.to_float8(np.matmul(a.astype(_F32), b.astype(_F32)), dt)
     token = _quiet_enter()  # quiet() without the context-manager object (hot path)
     try:
         if dt in _HALF_SET:
@@ -1100,6 +1154,25 @@ _SIGNIFICAND_BITS = {"float16": 11, "bfloat16": 8, "float32": 24}
 def randn(shape: tuple, dtype: np.dtype) -> np.ndarray:
     return _down(_rng.standard_normal(shape, dtype=np.float64), dtype)
 
+
+def _refusing_float8(name: str, fn, arg: int):
+    """``fn`` raising PyTorch's NotImplementedError when its argument ``arg`` (an array or a
+    dtype) is float8."""
+    def wrapper(*args, **kwargs):
+        a = args[arg]
+        if getattr(a, "dtype", a) in _F8_SET:
+            raise _float8_refuse(name, getattr(a, "dtype", a))
+        return fn(*args, **kwargs)
+    wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
+    return wrapper
+
+
+# float8 has no reductions, scans, sorts, scatter-adds nor random draws in PyTorch
+for _name, _arg in (("sum_", 0), ("mean", 0), ("prod", 0), ("amax", 0), ("amin", 0),
+                    ("argmax", 0), ("argmin", 0), ("var", 0), ("norm", 0), ("logsumexp", 0),
+                    ("cumsum", 0), ("argsort", 0), ("index_add", 1), ("index_reduce", 1),
+                    ("rand", 1), ("randn", 1)):
+    globals()[_name] = _refusing_float8(_name, globals()[_name], _arg)
 
 # nn primitives live in their own file; the backend is still one namespace.
 from tgrad.backends._numpy_nn import *  # noqa: E402,F401,F403

@@ -89,6 +89,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
     """``value`` where ``mask`` holds, else ``input`` (mask and input broadcast); input's dtype.
     d input = g where not mask;  d value (a 0-d tensor) = sum of g where mask."""
     _check_mask("masked_fill", mask)
+    dtypes.refuse_float8("masked_fill", input.dtype)
     return ew.where(mask, _fill_value("masked_fill", input, value), input)
 
 
@@ -197,6 +198,7 @@ tensor_method("tile")(lambda self, *sizes, dims=None: tile(self, dims if dims is
 
 def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
     """A copy of ``input`` with the order of elements reversed along ``dims``."""
+    dtypes.refuse_float8("flip_cpu", input.dtype)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     wrapped = [_wrap_dim(d, input.ndim, "flip") for d in dims]
     if len(set(wrapped)) != len(wrapped):
@@ -489,6 +491,7 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 @tensor_method("equal")
 def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
     """True when both have the same shape and equal elements (NaN is never equal)."""
+    dtypes.refuse_float8("equal_notnan_cpu", input.dtype, other.dtype)
     if input.shape != other.shape:
         return False
     with no_grad():

@@ -42,6 +42,8 @@ def _finish(host: np.ndarray, device, requires_grad: bool, op: str = "tensor") -
     dev = as_device(device)
     if host.dtype.kind == "c":
         dtypes.check_complex_device(op, dtypes.from_numpy_dtype(host.dtype), dev)
+    if host.dtype in dtypes.FLOAT8_NP:
+        dtypes.check_float8_device(op, dtypes.from_numpy_dtype(host.dtype), dev)
     arr = host if dev.type == "cpu" else get_backend(dev).from_host(host)
     t = Tensor(arr, None, dev)
     if requires_grad:
@@ -157,8 +159,11 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         if host.size and not (dt.is_floating_point or dt.is_complex) and dt is not dtypes.bool_:
             for v in (host.min(), host.max()):  # ints out of range, NaN/inf: PyTorch raises
                 dtypes.check_value_fits("tensor()", v.item(), dt)
-    with np.errstate(over="ignore"):  # past a float dtype's range: inf, silently (PyTorch)
-        host = np.array(host, dtype=dt.np, order="C")
+    if dt in dtypes.FLOAT8_DTYPES:  # PyTorch's float8 rounding (500 is 448 in e4m3fn)
+        host = np.array(numpy_backend.cast(np.asarray(host), dt.np), order="C")
+    else:
+        with np.errstate(over="ignore"):  # past a float dtype's range: inf, silently
+            host = np.array(host, dtype=dt.np, order="C")  # (PyTorch)
     return _finish(host, device, requires_grad)
 
 
@@ -242,6 +247,7 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
         fill_value = fill_value.real  # 1+0j (a nonzero imaginary part was refused above)
     dev = as_device(device)
     dtypes.check_complex_device("full", dt, dev)
+    dtypes.check_float8_device("full", dt, dev)
     arr = get_backend(dev).full(shape, fill_value, dt.np)
     t = Tensor(arr, None, dev)
     if requires_grad:
@@ -269,6 +275,7 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     dev = as_device(device)
     dt = _dtype_or_default(dtype)
     dtypes.check_complex_device("empty", dt, dev)
+    dtypes.check_float8_device("empty", dt, dev)
     shape = _shape(sizes_keyword("empty", "size", args, size))
     t = Tensor(get_backend(dev).empty(shape, dt.np), None, dev)
     if requires_grad:
@@ -491,6 +498,7 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
         dt = dtypes.as_dtype(dtype)
         if dt is dtypes.bool_:
             raise RuntimeError("\"arange_cpu\" not implemented for 'Bool'")
+        dtypes.refuse_float8("arange_cpu", dt)
         if dt is dtypes.int64 and all(math.isfinite(v) for v in (start, end, step)):
             start, end, step = int(start), int(end), int(step)
     if step == 0:

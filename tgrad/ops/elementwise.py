@@ -772,6 +772,12 @@ _POW_SAVED = {"_saved_self": _function.SavedSlot(0, _number(0)),
               "_saved_exponent": _function.SavedSlot(1, _number(1)), "_saved_result": 2}
 
 
+def _refuse_float8_scalar_mul(dt) -> None:
+    """PyTorch's CPU error for a float8 tensor times a number or a 0-d tensor (only a float8
+    dtype is floating with itemsize 1)."""
+    dtypes.refuse_float8("mul_cpu_reduced_float", dt)
+
+
 def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     joint = _JOINT_RULES.get(name)
     is_cmp = rule_a is None and joint is None
@@ -783,6 +789,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     # tensor in float32 (x * 70000 is 63008 for x = 0.9, not inf); the others round it first
     f32_number = name in ("mul", "div", "floor_divide")
     is_pow = name == "pow"  # a number exponent of a half tensor must fit its dtype
+    is_mul = name == "mul"  # float8 (1-byte floats) multiply only tensor by tensor
     check = _OPERAND_CHECKS.get(name)
 
     def forward(ctx, a, b):
@@ -791,6 +798,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 and a.device is b.device and a.dtype.is_floating_point and plain_float):
             # Fast path (the common case): two float tensors of one dtype on one device,
             # so no promotion, casts or operand checks.
+            if is_mul and a.dtype.itemsize == 1 and (a.ndim == 0 or b.ndim == 0):
+                _refuse_float8_scalar_mul(a.dtype)  # float8: PyTorch's reduced-float mul
             dev = a.device
             be = backend_of(a)
             xa, xb = a._data, b._data
@@ -800,12 +809,16 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             # tensor's dtype (a number does not promote a float tensor) and no operand
             # checks apply. Python ints take the same rules as floats, as in PyTorch.
             dev, be, xa = a.device, backend_of(a), a._data
+            if is_mul and a.dtype.itemsize == 1:  # a float8 tensor times a number
+                _refuse_float8_scalar_mul(a.dtype)
             if a.dtype.itemsize == 2 and is_pow:  # PyTorch: pow(half, 1e5) raises
                 dtypes.check_value_fits(name, b, a.dtype)
             xb = _number_as(_F32 if f32_number and a.dtype.itemsize == 2 else a.dtype.np.type, b)
         elif (type(a) is float or (type(a) is int and -_FAST_INT < a < _FAST_INT)) \
                 and type(b) is Tensor and b.dtype.is_floating_point \
                 and plain_float:  # the reflected form (1.0 - x, 2 ** x)
+            if is_mul and b.dtype.itemsize == 1:  # a number times a float8 tensor
+                _refuse_float8_scalar_mul(b.dtype)
             if name == "mul" and b.dtype.itemsize == 2:  # the float32 number goes second
                 dev, be, xa, xb = b.device, backend_of(b), b._data, _number_as(_F32, a)
             elif name == "div" and b.dtype.itemsize == 2:
@@ -1396,6 +1409,10 @@ def isnan(input: Tensor) -> Tensor:  # noqa: A002
 
 def isinf(input: Tensor) -> Tensor:  # noqa: A002
     x = input.detach()
+    if x.dtype in dtypes.FLOAT8_DTYPES:  # PyTorch has it for float8_e5m2 only
+        if x.dtype is not dtypes.float8_e5m2:
+            dtypes.refuse_float8("isinf", x.dtype)
+        x = x.float()
     if x.dtype is dtypes.bool_:  # (abs refuses bools): never infinite
         return ne(x, x)
     return eq(abs(x), math.inf)
@@ -1403,6 +1420,10 @@ def isinf(input: Tensor) -> Tensor:  # noqa: A002
 
 def isfinite(input: Tensor) -> Tensor:  # noqa: A002
     x = input.detach()
+    if x.dtype in dtypes.FLOAT8_DTYPES:  # PyTorch has it for float8_e5m2 and e8m0fnu only
+        if x.dtype not in (dtypes.float8_e5m2, dtypes.float8_e8m0fnu):
+            dtypes.refuse_float8("isfinite", x.dtype)
+        x = x.float()
     if x.dtype is dtypes.bool_:
         return eq(x, x)
     return logical_and(eq(x, x), ne(abs(x), math.inf))

@@ -94,6 +94,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     dx = zeros with g scatter-added at the gathered positions (PyTorch's scatter_add).
     ``sparse_grad`` is accepted for PyTorch's signature; tgrad's sparse tensors back only
     embedding, so the gradient is always dense (the same values)."""
+    dtypes.refuse_float8("gather_expanded_index", input.dtype)
     d = _wrap_dim(dim, input.ndim, "gather")
     if isinstance(index, Tensor) and max(index.ndim, 1) != max(input.ndim, 1):
         raise RuntimeError(f"gather(): Index tensor must have the same number of dimensions "
@@ -246,6 +247,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
 def nonzero(input: Tensor, *, as_tuple: bool = False):  # noqa: A002
     """Indices of the nonzero elements: an int64 (count, ndim) tensor, or one 1-D tensor
     per dim with ``as_tuple`` (read on the host: the count decides the shape)."""
+    dtypes.refuse_float8("nonzero_count_cpu", input.dtype)
     values = np.asarray(input.detach().numpy(force=True))
     idx = np.argwhere(values.reshape(values.shape or (1,)) != 0).astype(np.int64)
     if as_tuple:  # a 0-d input counts as 1-D: one index tensor

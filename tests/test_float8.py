@@ -1,0 +1,196 @@
+"""float8 dtypes (CPU storage types, as PyTorch's): conversions against ml_dtypes and hand
+values, the op set PyTorch's CPU kernels have, its errors for the rest, repr."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tgrad
+from tgrad import dtypes
+
+F8 = [tgrad.float8_e4m3fn, tgrad.float8_e5m2, tgrad.float8_e4m3fnuz, tgrad.float8_e5m2fnuz,
+      tgrad.float8_e8m0fnu]
+IDS = [d.name for d in F8]
+
+
+def _same(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.array_equal(a, b, equal_nan=True)
+
+
+@pytest.mark.parametrize("dt", F8, ids=IDS)
+def test_every_value_decodes_as_ml_dtypes(dt):
+    bits = tgrad.tensor(np.arange(256, dtype=np.uint8))
+    got = bits.view(dt).float().numpy()
+    want = np.arange(256, dtype=np.uint8).view(dt.np).astype(np.float32)
+    assert _same(got, want)
+    # each finite value converts back to itself (its own bits; NaN excepted)
+    finite = ~np.isnan(want)
+    back = tgrad.tensor(want[finite]).to(dt).view(tgrad.uint8).numpy()
+    if dt is tgrad.float8_e8m0fnu:
+        assert np.array_equal(back, np.arange(256)[finite])
+    else:  # 0 and -0 of fnuz types are one value
+        assert _same(tgrad.tensor(back).view(dt).float().numpy(), want[finite])
+
+
+@pytest.mark.parametrize("dt", F8[:4], ids=IDS[:4])
+def test_float32_to_float8_rounds_to_nearest_even_as_ml_dtypes(dt):
+    # every representable value, the midpoints between neighbours (ties to even) and points
+    # a quarter of the way: ml_dtypes' round-to-nearest-even, in range
+    vals = np.unique(np.arange(256, dtype=np.uint8).view(dt.np).astype(np.float64))
+    vals = vals[np.isfinite(vals)]
+    mids = (vals[1:] + vals[:-1]) / 2
+    quarter = vals[:-1] + (vals[1:] - vals[:-1]) / 4
+    x = np.concatenate([vals, mids, quarter, mids * (1 + 2.0 ** -20)]).astype(np.float32)
+    got = tgrad.tensor(x).to(dt).float().numpy()
+    assert _same(got, x.astype(dt.np).astype(np.float32))
+
+
+def test_hand_values():
+    e4, e5 = tgrad.float8_e4m3fn, tgrad.float8_e5m2
+    f = lambda v, dt: tgrad.tensor(v, dtype=tgrad.float32).to(dt).float().tolist()  # noqa: E731
+    # max normal, min subnormal, min normal
+    assert f([448.0, 2.0 ** -9, 2.0 ** -6], e4) == [448.0, 2.0 ** -9, 2.0 ** -6]
+    assert f([57344.0, 2.0 ** -16, 2.0 ** -14], e5) == [57344.0, 2.0 ** -16, 2.0 ** -14]
+    # ties to even: 1.0625 between 1 and 1.125 -> 1; 1.1875 between 1.125 and 1.25 -> 1.25;
+    # half the min subnormal -> 0
+    assert f([1.0625, 1.1875, 2.0 ** -10], e4) == [1.0, 1.25, 0.0]
+    # PyTorch's overflow: e4m3fn (no inf) saturates to +-448, inf too; e5m2 gives inf;
+    # the fnuz types NaN (from 248, past the midpoint of 240 and 256)
+    assert f([464.0, 1e6, -np.inf], e4) == [448.0, 448.0, -448.0]
+    assert f([61440.0, -1e6], e5) == [np.inf, -np.inf]
+    assert np.isnan(f([248.0, np.inf], tgrad.float8_e4m3fnuz)).all()
+    assert np.isnan(f([1e6], tgrad.float8_e5m2fnuz)).all()
+    # e8m0fnu: |x| to a power of two, 1.5 * 2^e rounds up, 0 is 2^-127, NaN and inf NaN
+    got = f([3.0, 2.9, -6.0, 0.0, np.inf, 1e6], tgrad.float8_e8m0fnu)
+    assert got[:4] == [4.0, 2.0, 8.0, 2.0 ** -127] and np.isnan(got[4]) and got[5] == 2.0 ** 20
+    # float64 goes through float32 (as PyTorch): 1.0625 + 2^-40 is 1.0625 in float32 -> 1
+    assert tgrad.tensor([1.0625 + 2.0 ** -40], dtype=tgrad.float64).to(e4).item() == 1.0
+    # tensor(..., dtype=) rounds the same way; NaN bits are PyTorch's (e5m2: 0x7f)
+    assert tgrad.tensor([500.0, 1.0], dtype=e4).tolist() == [448.0, 1.0]
+    assert tgrad.tensor([np.nan], dtype=e5).view(tgrad.uint8).item() == 0x7F
+
+
+@pytest.mark.parametrize("dt", F8, ids=IDS)
+def test_out_of_float8_casts(dt):
+    x = np.array([1, 2, 4, 0.5], np.float32)
+    t = tgrad.tensor(x).to(dt)
+    for other, npdt in ((tgrad.float16, np.float16), (tgrad.bfloat16, ml_dtypes.bfloat16),
+                        (tgrad.float64, np.float64), (tgrad.int32, np.int32)):
+        assert _same(t.to(other).numpy().astype(np.float64), x.astype(npdt).astype(np.float64))
+    assert t.to(tgrad.bool).tolist() == [True] * 4
+    assert t.to(tgrad.float8_e5m2).float().tolist() == [1.0, 2.0, 4.0, 0.5]
+
+
+def test_float8_into_int8_wraps_as_pytorch():
+    # 128.0 is -128 in int8 (truncate through int32, then wrap), as PyTorch's CPU cast
+    t = tgrad.tensor([128.0, -2.0, 192.0], dtype=tgrad.float8_e5m2)
+    assert t.to(tgrad.int8).tolist() == [-128, -2, -64]
+
+
+@pytest.mark.parametrize("dt", F8, ids=IDS)
+def test_op_set(dt):
+    x = tgrad.tensor([1.0, 2.0, 4.0, 8.0], dtype=dt)
+    vals = [1.0, 2.0, 4.0, 8.0]
+    assert x.dtype is dt and x.is_floating_point() and dt.itemsize == 1
+    assert x.reshape(2, 2).t().contiguous().tolist() == [[1.0, 4.0], [2.0, 8.0]]
+    assert x[1:3].tolist() == [2.0, 4.0] and x[tgrad.tensor([3, 0])].tolist() == [8.0, 1.0]
+    assert x[tgrad.tensor([True, False, True, False])].tolist() == [1.0, 4.0]
+    assert tgrad.cat([x, x]).tolist() == vals * 2
+    assert tgrad.stack([x, x]).shape == (2, 4) and x.clone().tolist() == vals
+    assert x.index_select(0, tgrad.tensor([1, 0])).tolist() == [2.0, 1.0]
+    assert x.roll(1).tolist() == [8.0, 1.0, 2.0, 4.0] and x[0].item() == 1.0
+    assert tgrad.zeros(2, dtype=dt).copy_(tgrad.tensor([2.0, 4.0])).tolist() == [2.0, 4.0]
+    assert tgrad.zeros(2).copy_(x[:2]).tolist() == [1.0, 2.0]
+    assert tgrad.full((2,), 4.0, dtype=dt).tolist() == [4.0, 4.0]
+    y = tgrad.ones(2, dtype=dt)
+    y[0] = 2.0
+    assert y.tolist() == [2.0, 1.0]
+    assert (x == x).all().item() and not (x != x).any().item()
+    assert (x == 2.0).tolist() == [False, True, False, False]
+    assert tgrad.where(tgrad.tensor([True, False, True, False]), x, x).tolist() == vals
+    assert (x * x).tolist() == [1.0, 4.0, 16.0, 64.0]
+    assert tgrad.isnan(x).tolist() == [False] * 4
+    assert tgrad.zeros(2, dtype=dt, requires_grad=True).requires_grad
+    # bitcast: the stored bits, as ml_dtypes stores them
+    bits = np.array(vals, np.float32).astype(dt.np).view(np.uint8)
+    assert x.view(tgrad.uint8).tolist() == bits.tolist()
+    assert x.view(tgrad.int8).tolist() == bits.view(np.int8).tolist()
+    assert tgrad.tensor(bits).view(dt).tolist() == vals
+    assert tgrad.promote_types(dt, dt) is dt and tgrad.result_type(x, 1.0) is dt
+    if dt is not tgrad.float8_e8m0fnu:
+        assert x.abs().tolist() == vals
+        m = x.reshape(2, 2)
+        # float32 products summed in float32, rounded once (e5m2: 9 -> 8, 18 -> 16)
+        want = np.array([[9.0, 18.0], [36.0, 72.0]], np.float32).astype(dt.np)
+        assert (m @ m).float().tolist() == want.astype(np.float32).tolist()
+
+
+@pytest.mark.parametrize("dt", F8, ids=IDS)
+def test_refused_ops_raise_pytorchs_error(dt):
+    x = tgrad.tensor([1.0, 2.0], dtype=dt)
+    name = dtypes.SCALAR_TYPE_NAMES[dt]
+    for fn, kernel in ((lambda: x + x, "add_stub"), (lambda: x + 1, "add_stub"),
+                       (lambda: -x, "neg_cpu"), (lambda: x < x, "lt_cpu"),
+                       (lambda: x.sum(), "sum_cpu"), (lambda: x.max(), "max_all"),
+                       (lambda: x * 2.0, "mul_cpu_reduced_float"),
+                       (lambda: x.sort(), "sorting_kernel_method_name"),
+                       (lambda: x.flip(0), "flip_cpu"),
+                       (lambda: tgrad.arange(3, dtype=dt), "arange_cpu"),
+                       (lambda: tgrad.rand(2, dtype=dt), "check_uniform_bounds"),
+                       (lambda: tgrad.randn(2, dtype=dt), "normal_kernel_cpu"),
+                       (lambda: x.nonzero(), "nonzero_count_cpu"),
+                       (lambda: tgrad.equal(x, x), "equal_notnan_cpu"),
+                       (lambda: x.masked_fill(tgrad.tensor([True, False]), 0.0), "masked_fill")):
+        with pytest.raises(NotImplementedError,
+                           match=f"^\"{kernel}\" not implemented for '{name}'$"):
+            fn()
+    with pytest.raises(RuntimeError, match=f"Promotion for Float8 Types is not supported, "
+                                           f"attempted to promote {name} and Float"):
+        tgrad.cat([x, tgrad.ones(1)])
+    with pytest.raises(RuntimeError, match=f"attempted to promote {name} and Half"):
+        tgrad.promote_types(dt, tgrad.float16)
+    with pytest.raises(RuntimeError, match="float8 dtypes are CPU-only"):
+        tgrad.zeros(1, dtype=dt, device="cuda")
+    if dt is tgrad.float8_e8m0fnu:
+        with pytest.raises(NotImplementedError, match="\"abs_cpu\" not implemented"):
+            x.abs()
+
+
+def test_isinf_isfinite_only_where_pytorch_has_them():
+    e5 = tgrad.tensor([1.0, np.inf], dtype=tgrad.float8_e5m2)
+    assert e5.isinf().tolist() == [False, True] and e5.isfinite().tolist() == [True, False]
+    assert tgrad.tensor([2.0], dtype=tgrad.float8_e8m0fnu).isfinite().tolist() == [True]
+    with pytest.raises(NotImplementedError, match="\"isinf\" not implemented for "
+                                                  "'Float8_e4m3fn'"):
+        tgrad.ones(1, dtype=tgrad.float8_e4m3fn).isinf()
+
+
+def test_finfo_and_flags():
+    # PyTorch's finfo values
+    fi = tgrad.finfo(tgrad.float8_e4m3fn)
+    assert (fi.bits, fi.max, fi.min, fi.eps, fi.tiny, fi.resolution) == \
+        (8, 448.0, -448.0, 0.125, 2.0 ** -6, 1.0)
+    fi = tgrad.finfo(tgrad.float8_e5m2)
+    assert (fi.max, fi.eps, fi.tiny) == (57344.0, 0.25, 2.0 ** -14)
+    assert tgrad.finfo(tgrad.float8_e4m3fnuz).max == 240.0
+    assert tgrad.finfo(tgrad.float8_e5m2fnuz).tiny == 2.0 ** -15
+    fi = tgrad.finfo(tgrad.float8_e8m0fnu)
+    assert (fi.max, fi.min, fi.eps) == (2.0 ** 127, 2.0 ** -127, 1.0)
+    assert [d.is_signed for d in F8] == [True, True, True, True, False]
+    assert all(d.is_floating_point and not d.is_complex for d in F8)
+    assert tgrad.ones(1, dtype=tgrad.float8_e5m2).type() == "tgrad.Float8_e5m2Tensor"
+
+
+def test_repr_as_pytorch():
+    # PyTorch 2.13's text, with tgrad for torch
+    assert repr(tgrad.tensor([1.0, 2.0], dtype=tgrad.float8_e4m3fn)) == \
+        "tensor([1., 2.], dtype=tgrad.float8_e4m3fn)"
+    assert repr(tgrad.tensor(1.0, dtype=tgrad.float8_e5m2)) == \
+        "tensor(1., dtype=tgrad.float8_e5m2)"
+    assert repr(tgrad.zeros(0, dtype=tgrad.float8_e5m2fnuz)) == \
+        "tensor([], dtype=tgrad.float8_e5m2fnuz)"
+    assert repr(tgrad.tensor([[2.0 ** -9, 448.0, -0.5]], dtype=tgrad.float8_e4m3fn)) == \
+        "tensor([[ 1.9531e-03,  4.4800e+02, -5.0000e-01]], dtype=tgrad.float8_e4m3fn)"
+    assert repr(tgrad.tensor([np.nan, 1.5], dtype=tgrad.float8_e4m3fnuz)) == \
+        "tensor([   nan, 1.5000], dtype=tgrad.float8_e4m3fnuz)"
