@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Callable
 
 from tgrad import autograd
-from tgrad.autograd.forward_ad import _ComplexTangentError
 from tgrad.autograd.grad_mode import STATE, enable_grad
 from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
@@ -230,14 +229,22 @@ def vjp(func: Callable, *primals, has_aux: bool = False) -> tuple:
 def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size=None) -> Callable:
     """A function returning the Jacobian of ``func`` (each output's shape + each argument's
     shape) with respect to the arguments ``argnums``, one backward pass per output element.
+    Inputs and outputs must be real (PyTorch's errors; complex intermediates are fine).
     (``chunk_size`` is accepted and has no effect.)"""
-    who = "jacrev"
+    return _jacrev(func, argnums, has_aux, "jacrev")
 
+
+def _jacrev(func: Callable, argnums, has_aux: bool, who: str) -> Callable:
+    """jacrev's function; ``who`` names the transform in errors (jacfwd nested in a
+    forward transform computes its Jacobian here)."""
     def wrapper(*args, **kwargs):
         with enable_grad(), _transform():
+            nums = _argnums_tuple(argnums, len(args), who)
+            _check_real(_flatten(tuple(args[i] for i in nums))[0], who, "inputs")
             new_args, aliases, rebuild, keep = _prepare(args, argnums, who)
             out, aux = _split_aux(func(*new_args, **kwargs), has_aux, who)
             out_leaves, out_rebuild = _flatten(out)
+            _check_real(out_leaves, who, "outputs")
             jacs = []
             for o in out_leaves:
                 flat = o.reshape(-1)
@@ -282,9 +289,9 @@ def _check_primals(who: str, primals, tangents) -> tuple:
             raise RuntimeError(f"{who}(f, primals, tangents): Expected primals and tangents "
                                f"to have the same shape, got {list(p.shape)} and "
                                f"{list(t.shape)}")
-        if not p.dtype.is_floating_point:
-            raise RuntimeError(f"{who}: only floating point primals can be differentiated, "
-                               f"got {p.dtype}")
+        if not (p.dtype.is_floating_point or p.dtype.is_complex):
+            raise RuntimeError(f"{who}: only floating point or complex primals can be "
+                               f"differentiated, got {p.dtype}")
     return p_leaves, t_leaves
 
 
@@ -292,20 +299,14 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False,
         has_aux: bool = False) -> tuple:
     """(func(*primals), the Jacobian-vector product J @ tangents) by forward-mode AD (one
     pass; tangents as primals: a tuple of tensors or pytrees of them); with has_aux, func
-    returns (output, aux) and a third element aux is returned. Not nestable (one dual level
-    at a time, as tgrad.autograd.forward_ad)."""
+    returns (output, aux) and a third element aux is returned. Complex primals, outputs and
+    intermediates are PyTorch's: the tangent of f at z along t is the R-linear
+    (df/dz) t + (df/dz̄) conj(t). Not nestable (one dual level at a time, as
+    tgrad.autograd.forward_ad)."""
     p_leaves, t_leaves = _check_primals("jvp", primals, tangents)
     _, rebuild = _flatten(primals)
     with _transform():
-        try:
-            return _jvp_forward(func, p_leaves, t_leaves, rebuild, has_aux)
-        except _ComplexTangentError:
-            if has_aux or any(not isinstance(p, Tensor) for p in primals):
-                raise
-        # complex intermediates: the double-backward trick instead,
-        # J t = d/du <J^T u, t> (J^T u is linear in u)
-        from tgrad.autograd.functional import jvp as jvp_by_double_backward
-        return jvp_by_double_backward(func, primals, tangents)
+        return _jvp_forward(func, p_leaves, t_leaves, rebuild, has_aux)
 
 
 def _jvp_forward(func: Callable, p_leaves: list, t_leaves: list, rebuild, has_aux: bool):
@@ -344,21 +345,27 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *,
            randomness: str = "error") -> Callable:
     """A function returning the Jacobian of ``func`` (each output's shape + each argument's
     shape) with respect to the arguments ``argnums`` by forward-mode AD: one jvp per input
-    element (cheaper than jacrev for wide Jacobians). Inside an active dual level (a nested
-    forward transform, which tgrad's single level cannot hold) it computes the same
+    element (cheaper than jacrev for wide Jacobians). Inputs and outputs must be real
+    (PyTorch's errors; complex intermediates are fine). Inside an active dual level (a
+    nested forward transform, which tgrad's single level cannot hold) it computes the same
     Jacobian with jacrev's reverse passes."""
     who = "jacfwd"
 
     def wrapper(*args, **kwargs):
         with _transform(vmaps=True):  # PyTorch's jacfwd vmaps f over the basis
             if _forward_level_active():
-                return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
-            try:
-                return _jacfwd(func, argnums, has_aux, who, args, kwargs)
-            except _ComplexTangentError:  # complex intermediates: the same Jacobian
-                # by reverse passes
-                return jacrev(func, argnums, has_aux=has_aux)(*args, **kwargs)
+                return _jacrev(func, argnums, has_aux, who)(*args, **kwargs)
+            return _jacfwd(func, argnums, has_aux, who, args, kwargs)
     return wrapper
+
+
+def _check_real(leaves: list, who: str, what: str) -> None:
+    """PyTorch's error for a complex input or output of jacfwd (its Jacobian is of real
+    functions only; PyTorch's text says "input idx" for outputs too)."""
+    for k, t in enumerate(leaves):
+        if isinstance(t, Tensor) and t.dtype.is_complex:
+            raise RuntimeError(f"{who}: Expected all {what} to be real but received complex "
+                               f"tensor at flattened input idx: {k}")
 
 
 def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwargs: dict):
@@ -367,6 +374,7 @@ def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwarg
     nums = _argnums_tuple(argnums, len(args), who)
     chosen = tuple(args[i] for i in nums)
     leaves, rebuild = _flatten(chosen[0] if isinstance(argnums, int) else chosen)
+    _check_real(leaves, who, "inputs")
     for t in leaves:
         if not isinstance(t, Tensor) or not t.dtype.is_floating_point:
             raise RuntimeError(f"{who}: Expected the differentiated arguments to be "
@@ -393,6 +401,7 @@ def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwarg
                 res = call([fwad.make_dual(t, b) for t, b in zip(leaves, basis)])
                 res_out, res_aux = _split_aux(res, has_aux, who)
                 o_leaves, o_rebuild = _flatten(res_out)
+                _check_real(o_leaves, who, "outputs")
                 unpacked = [fwad.unpack_dual(o) for o in o_leaves]
                 columns.append([u.tangent if u.tangent is not None else
                                 o.detach().new_zeros(o.shape)

@@ -11,16 +11,22 @@ How tangents are computed (``_fw_apply``, reached from ``Function.apply`` throug
 of ``function._FW_ACTIVE`` (threads inside a level) and this thread's ``STATE.fw_level``, so
 nothing costs anything while no thread is in a level):
 - direct rules (``JVP_RULES``, one per op class) for the hot ops: the elementwise unary ops
-  (their backward rules applied to the tangent: the Jacobian is diagonal), add / sub / mul /
-  div, matmul, and the ops linear in their first tensor (views, reshape, getitem, index,
-  expand, split, sum, mean, cumsum, clone, to, neg: the same op applied to the tangent, so
-  the tangent of a view is the same view of the tangent) and cat;
+  (their backward rules applied to the tangent: the Jacobian is diagonal; complex inputs
+  use f'(z) itself, see _unary_rule), add / sub / mul / div, matmul, and the ops linear in
+  their first tensor (views, reshape, getitem, index, expand, split, sum, mean, cumsum,
+  clone, to, real, imag, view_as_real, conj: the same op applied to the tangent, so the
+  tangent of a view is the same view of the tangent) and cat;
 - custom Functions: their ``jvp(ctx, *tangents)`` staticmethod (ctx shared with forward /
   setup_context; ``ctx.save_for_forward`` tensors are its ``ctx.saved_tensors``);
 - every other built-in op: the vjp of the vjp, with one run of its forward. For y = f(x)
   and a dummy cotangent u, g(u) = J^T u is linear in u, and d<g(u), t>/du = J t: one
   backward with create_graph and one more backward, exact for every op that has a (twice
   differentiable) backward rule.
+Complex tensors (PyTorch's convention): the tangent of f at z along t is the R-linear
+(df/dz) t + (df/dz̄) conj(t), f'(z) t for holomorphic f: the directional derivative of f
+as a map of (Re z, Im z) pairs. The direct rules above are C-linear or written from f'(z);
+the vjp of the vjp needs no special case: PyTorch's backward convention computes J^T u with
+J the real Jacobian of the (Re, Im) pairs, so its derivative in u along t is J t.
 Tangent computations are recorded by reverse mode like any op (when grad mode is on and a
 tangent or a primal requires grad), so reverse-over-forward works. Integer and bool results
 get no tangent. An output's tangent never shares memory with an input's unless the output
@@ -120,19 +126,15 @@ def _level_for(level: int | None, who: str) -> _Level:
 
 def make_dual(tensor, tangent, *, level: int | None = None):
     """A view of ``tensor`` carrying ``tangent`` at the current level (PyTorch's checks: both
-    floating point, same shape and device; a tangent laid out differently from ``tensor``
-    is copied into its layout)."""
+    floating point or complex, same shape and device; a tangent laid out differently from
+    ``tensor`` is copied into its layout)."""
     lvl = _level_for(level, "_make_dual")
     tensor_cls = _tensor_cls()
     for name, t in (("primal", tensor), ("tangent", tangent)):
         if not isinstance(t, tensor_cls):
             raise TypeError(f"make_dual: expected the {name} to be a Tensor, got "
                             f"{type(t).__name__}")
-        if t.dtype.is_complex:
-            raise _ComplexTangentError(f"make_dual: complex {name}s ({t.dtype}) are not "
-                                       f"supported by tgrad's forward-mode AD yet; use reverse "
-                                       f"mode (tgrad.func.jacrev, autograd.functional.jvp)")
-        if not t.dtype.is_floating_point:
+        if not _differentiable(t.dtype):
             raise ValueError(f"Expected {name} to be floating point or complex, but got: "
                              f"{t.dtype}")
     if tangent.shape != tensor.shape:
@@ -176,9 +178,9 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
     return UnpackedDualTensor(primal, tangent)
 
 
-class _ComplexTangentError(NotImplementedError):
-    """A tangent would have to flow through a complex tensor, which tgrad's forward mode
-    does not support (tgrad.func.jvp / jacfwd catch it and use reverse passes)."""
+def _differentiable(dtype) -> bool:
+    """Whether tensors of ``dtype`` carry tangents: floating point and complex ones."""
+    return dtype.is_floating_point or dtype.is_complex
 
 
 # ------------------------------------------------------------------------- tangent storage
@@ -314,12 +316,25 @@ def _zeros_like(t):
 
 
 def _unary_rule(name: str):
-    from tgrad.ops.elementwise import UNARY_RULES
+    from tgrad.ops.elementwise import COMPLEX_DERIVATIVES, UNARY_RULES
     saves, _, rule = UNARY_RULES[name]
+    holo = COMPLEX_DERIVATIVES.get(name)
 
-    def jvp(args, tangents, out):  # diagonal Jacobian: the backward rule on the tangent
-        x = args[0]
-        return rule(tangents[0], x if saves == "x" else None, out if saves == "y" else None)
+    def jvp(args, tangents, out):
+        # real x: a diagonal Jacobian, f'(x) t: the backward rule on the tangent. Complex
+        # z: the backward rule is g conj(f'(z)) (PyTorch's convention), so the tangent is
+        # computed from f'(z) itself: f'(z) t for the holomorphic ops, -t for neg and, for
+        # |z| (not holomorphic), d|z| = Re(conj(sgn z) t), the R-linear map.
+        x, t = args[0], tangents[0]
+        sx, sy = x if saves == "x" else None, out if saves == "y" else None
+        if not x.dtype.is_complex:
+            return rule(t, sx, sy)
+        if name == "neg":
+            return -t
+        if name == "abs":
+            from tgrad.ops.complex_ops import complex_sgn, conj_of, real
+            return real(conj_of(complex_sgn(x)) * t)
+        return t * holo(sx, sy)
     return jvp
 
 
@@ -395,7 +410,9 @@ def _build_rules() -> dict:
     rules = {OPS[n]: _unary_rule(n) for n in ew.UNARY_RULES}
     for name in ("view", "reshape", "unsqueeze", "squeeze", "permute", "expand", "getitem",
                  "index", "diagonal", "unfold", "as_strided", "split", "split_with_sizes",
-                 "unbind", "clone", "sum", "mean", "cumsum", "sum_to", "to"):
+                 "unbind", "clone", "sum", "mean", "cumsum", "sum_to", "to",
+                 # R-linear in the complex input: the same op on the tangent
+                 "real", "imag", "view_as_real", "conj"):
         if name in OPS:
             for c in _same_forward(OPS[name]):
                 rules[c] = _linear_first(c)
@@ -428,8 +445,8 @@ def _vjp_of_vjp(cls, args: tuple, kwargs: dict, tangents: list) -> tuple:
     forward (a random op draws once: the tangent uses the primal's mask): the inputs that
     carry a tangent enter it requiring grad; with u a dummy cotangent, g(u) = J^T u (one
     backward, create_graph) and J t = d<g(u), t>/du (one more backward). None for outputs
-    that are not floating point. The double-backward trick of
-    tgrad.autograd.functional.jvp (_double_backward_jvp)."""
+    that are neither floating point nor complex (complex: see the module docstring). The
+    double-backward trick of tgrad.autograd.functional.jvp (_double_backward_jvp)."""
     from tgrad.autograd import enable_grad
     from tgrad.autograd.functional import _double_backward_jvp
     tensor_cls = _tensor_cls()
@@ -461,10 +478,10 @@ def _vjp_of_vjp(cls, args: tuple, kwargs: dict, tangents: list) -> tuple:
             ts.append(t if t.dtype is a.dtype else t.to(a.dtype))
         out = cls.apply(*new_args, **kwargs)
         outs = out if isinstance(out, tuple) else (out,)
-        result = [_zeros_like(y) if isinstance(y, tensor_cls) and y.dtype.is_floating_point
+        result = [_zeros_like(y) if isinstance(y, tensor_cls) and _differentiable(y.dtype)
                   else None for y in outs]
         diff = [k for k, y in enumerate(outs) if isinstance(y, tensor_cls) and y._requires_grad
-                and y.dtype.is_floating_point]
+                and _differentiable(y.dtype)]
         if diff:
             jv = _double_backward_jvp([outs[k] for k in diff], xs, ts, record)
             for k, j in zip(diff, jv):
@@ -521,7 +538,7 @@ def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
     for a, t in zip(args, tangents):
         if t is not None:
             ins.append(t)
-        elif isinstance(a, tensor_cls) and a.dtype.is_floating_point:
+        elif isinstance(a, tensor_cls) and _differentiable(a.dtype):
             ins.append(_zeros_like(a))
         else:
             ins.append(None)
@@ -554,6 +571,10 @@ def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
     try:
         if all(t is None for t in tangents):
             return cls.apply(*args, **kwargs)
+        # a real tangent of a complex primal (or the reverse, which drops the imaginary
+        # part with PyTorch's warning) enters the op as the primal's kind, as PyTorch's
+        tangents = [t if t is None or t.dtype.is_complex == a.dtype.is_complex
+                    else t.to(a.dtype) for a, t in zip(args, tangents)]
         if cls.jvp is not _function.Function.jvp:
             out, res = _custom_jvp(cls, args, kwargs, tangents)
         elif not cls.__module__.startswith("tgrad."):
@@ -574,13 +595,7 @@ def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
                 res = list(r) if isinstance(r, tuple) else [r]
         outs = out if isinstance(out, tuple) else (out,)
         for o, t in zip(outs, res):
-            if isinstance(o, tensor_cls) and o.dtype.is_complex:  # never a silent 0 tangent
-                raise _ComplexTangentError(
-                    f"forward-mode AD: {cls.name or cls.__name__} gives a complex result "
-                    f"({o.dtype}) from inputs with tangents; tangents through complex "
-                    f"tensors are not supported by tgrad yet (tgrad.func.jvp and jacfwd "
-                    f"fall back to reverse passes; else use reverse mode)")
-            if t is None or not isinstance(o, tensor_cls) or not o.dtype.is_floating_point:
+            if t is None or not isinstance(o, tensor_cls) or not _differentiable(o.dtype):
                 continue
             if t.dtype is not o.dtype:
                 t = t.to(o.dtype)

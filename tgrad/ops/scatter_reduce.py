@@ -175,7 +175,11 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
                                       f"{reduce}\" not implemented for "
                                       f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (complex "
                                       f"numbers have no order; reduce .real or .abs())")
-        if is_grad_enabled() and (input.requires_grad or src.requires_grad):
+        from tgrad.autograd.forward_ad import get_tangent
+        # no complex derivative, in reverse or forward mode (a dual input: PyTorch's
+        # forward mode gives prod no tangent at all; refused here, never a silent zero)
+        if (is_grad_enabled() and (input.requires_grad or src.requires_grad)) or \
+                get_tangent(input) is not None or get_tangent(src) is not None:
             raise RuntimeError("scatter_reduce does not support automatic differentiation "
                                "for outputs with complex dtype.")
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
