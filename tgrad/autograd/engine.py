@@ -126,7 +126,9 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
     heappush, heappop = heapq.heappush, heapq.heappop
     pop_buffer, get_buffer = buffers.pop, buffers.get
     prev_mode, prev_accumulating, prev_task = STATE.enabled, STATE.accumulating, STATE.graph_task
-    STATE.enabled, STATE.accumulating = create_graph, accumulate
+    # create_graph records the backward's ops, except inside inference_mode (PyTorch: the
+    # gradients are then inference tensors without a graph)
+    STATE.enabled, STATE.accumulating = create_graph and not STATE.inference, accumulate
     STATE.graph_task = (next(_task_ids), deps, execute, capture)  # see will_execute
     plain = prof is None and not STATE.anomaly  # no per-node instrumentation
     try:

@@ -484,6 +484,16 @@ def _div(a, b):
     return np.true_divide(a, b)
 
 
+def _remainder(a, b):
+    """PyTorch's remainder: NumPy's (the sign of b), but a zero result keeps the sign of a,
+    as C's fmod (PyTorch computes fmod(a, b) + b where the signs differ; NumPy gives a zero
+    b's sign): remainder(-2., 1.) = -0.0, remainder(2., -1.) = +0.0."""
+    r = np.remainder(a, b)
+    if np.result_type(r).kind == "f":
+        r = np.where(r == 0, np.copysign(r, a), r)
+    return r
+
+
 def _lcm(a, b):
     """PyTorch's lcm: |a / gcd(a, b) * b| in the integer dtype (a product past its range
     wraps before the absolute value; NumPy's lcm wraps after it)."""
@@ -498,7 +508,7 @@ BINARY = {
     "mul": np.multiply,
     "div": _div,
     "floor_divide": np.floor_divide,  # integer division by zero is checked by the op
-    "remainder": np.remainder,
+    "remainder": _remainder,
     "fmod": np.fmod,
     "pow": np.power,  # integers to negative powers are rejected by the op
     "atan2": np.arctan2,  # float operands (the op promotes integers)

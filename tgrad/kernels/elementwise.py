@@ -534,12 +534,11 @@ def f_floor_divide(a, b):
 
 @triton.jit
 def f_remainder(a, b):
-    # Python's / NumPy's a mod b: the sign of b. % is C's fmod (floats and ints alike): move
-    # a nonzero result with the wrong sign by b; a zero takes b's sign (NumPy).
+    # PyTorch's a mod b: the sign of b. % is C's fmod (floats and ints alike): move a nonzero
+    # result with the wrong sign by b; a zero keeps fmod's sign, a's (PyTorch; NumPy gives
+    # it b's sign)
     r = _fmod(a, b)
     r = tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
-    if a.dtype.is_floating():
-        r = tl.where(r == 0, tl.where(b < 0, -0.0, 0.0), r)
     return r
 
 

@@ -125,6 +125,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
     """log(sigmoid(x)) = -softplus(-x), never switched to the linear form (softplus' stable
     max + log1p form keeps float64 exact for any x);  dx = g sigmoid(-x)."""
+    _check_float("logsigmoid", input, "log_sigmoid_cpu")
     return -softplus(-input, 1.0, math.inf)
 
 

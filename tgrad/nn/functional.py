@@ -69,11 +69,33 @@ def _check_float_kernel(op: str, kernel: str, *tensors: Tensor) -> None:
             f".float())")
 
 
-def _check_float(op: str, x: Tensor) -> None:
+# PyTorch's CPU kernel names, named by its NotImplementedError for an integer or bool input
+# ("GeluKernelImpl" not implemented for 'Long'); ops not listed raise RuntimeError
+_FLOAT_KERNELS = {
+    "gelu": "GeluKernelImpl", "silu": "silu_cpu", "softplus": "softplus_cpu", "elu": "elu_cpu",
+    "selu": "elu_cpu", "celu": "elu_cpu", "mish": "mish_cpu", "hardswish": "hardswish_cpu",
+    "hardsigmoid": "hardsigmoid_cpu", "leaky_relu": "leaky_relu_cpu", "rrelu": "leaky_relu_cpu",
+    "softshrink": "softshrink_check", "hardshrink": "hardshrink_cpu", "prelu": "prelu_cpu",
+    "glu": "glu_cpu", "layer_norm": "LayerNormKernelImpl",
+    "binary_cross_entropy": "binary_cross_entropy",
+    "binary_cross_entropy_with_logits": "log_sigmoid_cpu",
+    "multilabel_soft_margin_loss": "log_sigmoid_cpu", "nll_loss": "nll_loss_out_frame",
+    "multi_margin_loss": "multi_margin_loss_cpu_kernel",
+}
+
+
+def _check_float(op: str, x: Tensor, kernel: str | None = None) -> None:
+    """A floating ``x``, else PyTorch's NotImplementedError naming its kernel (``kernel``
+    or _FLOAT_KERNELS[op]; RuntimeError for an op without one there)."""
     _check_tensor(op, x)
     if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: expected a floating point input, got {x.dtype} (convert it "
-                           f"with .float())")
+        kernel = kernel or _FLOAT_KERNELS.get(op)
+        msg = (f"{op}: expected a floating point input, got {x.dtype}; convert it with "
+               f".float()")
+        if kernel is None:
+            raise RuntimeError(msg)
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}' ({msg})")
 
 
 # ====================================================================== softmax family
@@ -183,8 +205,10 @@ def _softmax_like(op: str, cls, input: Tensor, dim, dtype) -> Tensor:  # noqa: A
     _check_tensor(op, input)
     if dtype is not None:
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
-    _check_float(op, input)
     d = _softmax_dim(op, input, dim)
+    base = "log_softmax" if op == "log_softmax" else "softmax"
+    _check_float(op, input, f"{base}_lastdim_kernel_impl" if d == input.ndim - 1 or
+                 input.ndim == 0 else f"{base}_kernel_impl")
     if input.ndim == 0:
         return cls.apply(input.reshape(1), 0).reshape(())
     return cls.apply(input, d)
@@ -371,7 +395,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     ``weight`` [C] (not differentiable there, as PyTorch) and ``label_smoothing``; or against
     class probabilities (a float ``target`` of input's shape), composed from log_softmax
     (``weight`` is differentiated then)."""
-    _check_float("cross_entropy", input)
+    _check_float("cross_entropy", input, "log_softmax_lastdim_kernel_impl" if input.ndim <= 2
+                 else "log_softmax_kernel_impl")  # (log_softmax over dim 1)
     _check_tensor("cross_entropy", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)

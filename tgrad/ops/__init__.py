@@ -47,7 +47,8 @@ from tgrad.ops import (
     torch_utils,
     windows,
 )
-from tgrad.ops._common import OPS
+from tgrad.ops._common import OPS, tensors_only
+from tgrad.tensor import Tensor
 
 __all__ = [n for m in (aliases, bessel, complex_ops, composite, creation, distances, einsum,
                        elementwise, erfs, extras, gathering, hyperbolic, incomplete_gamma,
@@ -101,3 +102,11 @@ from tgrad.ops.torch_utils import *  # noqa: E402,F401,F403
 from tgrad.ops.windows import *  # noqa: E402,F401,F403
 
 _ = (index, inplace, OPS)
+
+# PyTorch's maximum/minimum/atan2/logical_* take two tensors (no number operand); the
+# module functions (ew.maximum ...) keep taking numbers for tgrad's own formulas
+for _name in ("maximum", "minimum", "atan2", "arctan2", "logical_and", "logical_or",
+              "logical_xor"):
+    globals()[_name], _method = tensors_only(_name, globals()[_name])
+    setattr(Tensor, _name, _method)
+del _name, _method

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 import numpy as np
@@ -57,6 +58,23 @@ def require_tensor(op: str, value, name: str = "input", position: int | None = 1
         where = f" (position {position})" if position else ""
         raise TypeError(f"{op}(): argument '{name}'{where} must be Tensor, not "
                         f"{type(value).__name__}")
+
+
+def tensors_only(name: str, fn):
+    """Public torch.<name> and Tensor.<name> over ``fn`` (input, other) that, as PyTorch's,
+    take no number operand (tgrad's own formulas call ``fn`` itself with numbers): the
+    function and the method, raising PyTorch's TypeError naming the argument."""
+    @functools.wraps(fn)
+    def function(input, other):  # noqa: A002
+        require_tensor(name, input, "input", 1)
+        require_tensor(name, other, "other", 2)
+        return fn(input, other)
+
+    @functools.wraps(fn)
+    def method(self, other):
+        require_tensor(name, other, "other", 1)
+        return fn(self, other)
+    return function, method
 
 
 def tensor_method(*names: str):

@@ -501,14 +501,20 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
         dtypes.refuse_float8("arange_cpu", dt)
         if dt is dtypes.int64 and all(math.isfinite(v) for v in (start, end, step)):
             start, end, step = int(start), int(end), int(step)
-    if step == 0:
+    # PyTorch's checks: a NaN step is not > 0 or < 0 either; an infinite step is a valid
+    # float step (ceil((end - start) / step) = 0 elements), not an integer one
+    if not (step > 0 or step < 0):
         raise RuntimeError("arange: step must be nonzero")
-    if not all(math.isfinite(v) for v in (start, end, step)):
+    if not all(math.isfinite(v) for v in (start, end)):
         raise RuntimeError(f"arange: unsupported range: {start} -> {end} (step {step}); the "
-                           f"bounds and step must be finite")
-    if (end - start) * step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"bounds must be finite")
+    if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start {start}, end {end}, step {step})")
+    if dtype is not None and not dtypes.as_dtype(dtype).is_floating_point \
+            and not math.isfinite(step):
+        raise RuntimeError(f"arange: value {step} cannot be converted to type int64_t without "
+                           f"overflow (an infinite step needs a floating dtype)")
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dt = dtypes.int64 if is_int else dtypes.get_default_dtype()
@@ -533,7 +539,8 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
 def _bound_to(op: str, v, dt: DType) -> int:
     """PyTorch's checked conversion of a linspace/logspace bound to an integer dtype: a
     number past the dtype's range (a float is not truncated first), NaN or inf raises;
-    else the value truncated toward zero."""
+    else the value truncated toward zero. An unsigned dtype takes a negative integer down
+    to -max, wrapped (two's complement, c10's ``overflows``): -5 -> 251 in uint8."""
     if isinstance(v, Tensor):
         v = v.item()
     info = np.iinfo(dt.np)
@@ -541,11 +548,12 @@ def _bound_to(op: str, v, dt: DType) -> int:
         v = float(v)
         ok = math.isfinite(v) and info.min <= v <= info.max
     else:
-        ok = info.min <= int(v) <= info.max
+        v = int(v)
+        ok = (-info.max if info.min == 0 else info.min) <= v <= info.max
     if not ok:
         raise RuntimeError(f"{op}: value {v} cannot be converted to type {dt.name} without "
                            f"overflow")
-    return int(v)
+    return int(v) % (info.max + 1) if info.min == 0 else int(v)
 
 
 def spaced_integers(op: str, start, end, steps: int, dt: DType,

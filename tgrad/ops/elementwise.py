@@ -633,9 +633,10 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
                 f".imag or .abs() instead")
         if name in ("div", "atan2") and not (dt.is_floating_point or dt.is_complex):
             dt = dtypes.get_default_dtype()  # true division / atan2 of integers (and bools)
-        elif dt is dtypes.bool_ and name in ("pow", "floor_divide", "remainder", "fmod"):
-            raise RuntimeError(f"{name}: not implemented for bool tensors (as PyTorch); "
-                               f"convert with .int() or .float() first")
+        elif dt is dtypes.bool_ and name in _BOOL_KERNELS:
+            raise NotImplementedError(f"\"{_BOOL_KERNELS[name]}\" not implemented for 'Bool' "
+                                      f"({name}: convert bool tensors with .int() or .float() "
+                                      f"first)")
         elif name in _INT_ONLY and (dt.is_floating_point or dt is dtypes.bool_):
             raise RuntimeError(f"{name}: not implemented for {dt.name} (operands "
                                f"{_dtype_name(a)} and {_dtype_name(b)}); it takes integer "
@@ -645,6 +646,11 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
                                f"{_dtype_name(a)} and {_dtype_name(b)}); bitwise ops take bool "
                                f"or integer tensors, as in PyTorch")
     return dev, be, _operand(a, dt, be, name), _operand(b, dt, be, name)
+
+
+# PyTorch's kernel names in its NotImplementedError for bool operands
+_BOOL_KERNELS = {"pow": "pow", "floor_divide": "div_floor_cpu", "remainder": "remainder_cpu",
+                 "fmod": "fmod_cpu"}
 
 
 class IntegerDivisionByZeroError(RuntimeError, ZeroDivisionError):
@@ -794,6 +800,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
 
     def forward(ctx, a, b):
         narrow_to = None  # a dtype to round the result to (a number over a half tensor)
+        op = name  # the backend's op (name, but for pow(bool tensor, bool))
         if (type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype
                 and a.device is b.device and a.dtype.is_floating_point and plain_float):
             # Fast path (the common case): two float tensors of one dtype on one device,
@@ -830,6 +837,13 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 narrow_to = b.dtype.np
             else:
                 dev, be, xa, xb = b.device, backend_of(b), _number_as(b.dtype.np.type, a), b._data
+        elif is_pow and type(a) is Tensor and a.dtype is dtypes.bool_ \
+                and isinstance(b, (bool, np.bool_)):
+            # PyTorch's pow(x, number) copies x for 1 and fills 1 for 0 before any kernel,
+            # so a bool tensor takes a bool exponent: x ** True = x, x ** False = True
+            # (x | not b; other bool powers raise in _prepare)
+            dev, be = a.device, backend_of(a)
+            xa, xb, op = a._data, np.bool_(not b), "logical_or"
         else:
             if is_pow and isinstance(a, Tensor):
                 _nonnegative_number_exponent(a, b)
@@ -839,7 +853,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             if f32_number and _keeps_f32(a, b, xa, dev):
                 xb = be.cast(b._data, _F32)
         try:
-            out = be.binary(name, xa, xb)
+            out = be.binary(op, xa, xb)
             if narrow_to is not None:
                 out = be.cast(out, narrow_to)
             y = wrap(out, dev)
@@ -852,6 +866,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             ctx.mark_non_differentiable(y)
         elif saves and True in ctx.needs_input_grad:  # recording: keep what backward reads
             save_a, save_b, save_y = plan[ctx.needs_input_grad]
+            if is_pow and type(b) is Tensor:  # PowBackward1/2 always save their result
+                save_y = True  # (PyTorch's, read by _saved_result)
             ta = a if isinstance(a, Tensor) else None
             tb = b if isinstance(b, Tensor) else None
             if ta is None or tb is None:  # a number operand (tensors go to saved_tensors)
@@ -939,7 +955,10 @@ def _binary_fn(name: str, methods=(), reflected=()):
     def rfn(self, other) -> Tensor:
         return cls.apply(other, self)
 
-    if name == "sub":  # other - self: rsub's nodes
+    if name == "mul":  # c * x is x * c (PyTorch's __rmul__): the number is _saved_other
+        def rfn(self, other) -> Tensor:  # noqa: F811
+            return cls.apply(self, other)
+    elif name == "sub":  # other - self: rsub's nodes
         def rfn(self, other) -> Tensor:  # noqa: F811
             return (_RSUB_TT if isinstance(other, Tensor) else _RSUB_NT).apply(other, self)
 

@@ -197,7 +197,8 @@ def _spacings(spacing, dims: list, input: Tensor) -> list:  # noqa: A002
                 raise RuntimeError(f"torch.gradient expected each tensor to be on the same "
                                    f"device and of the dimension's size {input.shape[d]}, got "
                                    f"{s.numel()}")
-            out.append(s.to(dtypes.to_real(input.dtype)))  # (real coordinates of a complex f)
+            # integer coordinates count as the default float dtype (PyTorch)
+            out.append(s if s.dtype.is_floating_point else s.to(dtypes.get_default_dtype()))
         else:
             out.append(float(s))
     return out
@@ -227,12 +228,19 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
     dims = [_wrap_dim(d, input.ndim, "gradient") for d in dims]
     f = (input if input.dtype.is_floating_point or input.dtype.is_complex  # complex stays
          else input.to(dtypes.get_default_dtype()))
+    values = f
     out = []
-    for d, h in zip(dims, _spacings(spacing, dims, f)):
+    for d, h in zip(dims, _spacings(spacing, dims, values)):
+        f = values
         n = f.shape[d]
         if n < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least "
                                "edge_order+1")
+        if isinstance(h, Tensor):
+            # coordinates promote with the values (PyTorch: float16 values over float32
+            # coordinates give float32), computed in that dtype; h real (a complex f)
+            rt = dtypes.promote_types(f.dtype, h.dtype)
+            f, h = f.to(rt), h.to(dtypes.to_real(rt))
         fm, f0, fp = _along(f, d, 0, n - 2), _along(f, d, 1, n - 1), _along(f, d, 2, None)
         if isinstance(h, float):
             inner = (fp - fm) / (2 * h)

@@ -94,6 +94,8 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
 def isposinf(input: Tensor) -> Tensor:  # noqa: A002
     """True where x is +inf."""
     require_tensor("isposinf", input)
+    if input.dtype.is_complex:
+        raise RuntimeError("isposinf does not support complex inputs.")
     return ew.eq(input.detach(), math.inf)
 
 
@@ -101,6 +103,8 @@ def isposinf(input: Tensor) -> Tensor:  # noqa: A002
 def isneginf(input: Tensor) -> Tensor:  # noqa: A002
     """True where x is -inf."""
     require_tensor("isneginf", input)
+    if input.dtype.is_complex:
+        raise RuntimeError("isneginf does not support complex inputs.")
     return ew.eq(input.detach(), -math.inf)
 
 

@@ -154,4 +154,6 @@ def trace(input: Tensor) -> Tensor:  # noqa: A002
     """Sum of the main diagonal of a 2-D tensor."""
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input.dtype is dtypes.bool_:  # (sum takes bools; PyTorch's trace does not)
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     return diag(input).sum()

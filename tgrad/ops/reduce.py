@@ -163,11 +163,10 @@ def _make_extreme(name: str, prim: str | None = None, node_name: str | None = No
     prim = prim or name
 
     def forward(ctx, x, axes, keepdim):
-        if x.numel() == 0 and (axes is None or builtins.any(x.shape[a] == 0 for a in axes)):
+        if x.numel() == 0 and axes is None:  # (an empty dim given: _check_extreme_dims)
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                                f"input.numel() == 0. Specify the reduction dim with the 'dim' "
-                               f"argument." if axes is None else
-                               f"{name}(): Expected reduction dim {axes} to have non-zero size.")
+                               f"argument.")
         y = wrap(getattr(backend_of(x), prim)(x._data, axes, keepdim), x.device)
         ctx.save_for_backward(x, y)
         ctx.axes, ctx.keepdim = axes, keepdim
@@ -198,6 +197,16 @@ def _make_extreme(name: str, prim: str | None = None, node_name: str | None = No
     return register_op(cls)
 
 
+def _check_extreme_dims(name: str, input: Tensor, dim) -> None:  # noqa: A002
+    """amax/amin over a given empty dim raise PyTorch's IndexError naming the first such
+    dim as the caller wrote it (-1 stays -1); dims were validated by _reduce_dims."""
+    if input.numel() != 0 or dim is None:
+        return
+    for d in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+        if input.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
 Amax = _make_extreme("amax")
 Amin = _make_extreme("amin")
 MaxAll = _make_extreme("max", "amax", "MaxBackward1", nan_share=True)
@@ -207,9 +216,9 @@ MinAll = _make_extreme("min", "amin", "MinBackward1", nan_share=True)
 def _make_arg(name: str):
     def forward(ctx, x, axis, keepdim):
         if x.numel() == 0 and (axis is None or x.shape[axis] == 0):
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
-                               f"input.numel() == 0." if axis is None else
-                               f"{name}(): Expected reduction dim {axis} to have non-zero size.")
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             f"input.numel() == 0." if axis is None else
+                             f"{name}(): Expected reduction dim {axis} to have non-zero size.")
         return wrap(getattr(backend_of(x), name)(x._data, axis, keepdim), x.device)
 
     cls = type(name.capitalize(), (Function,), {
@@ -323,7 +332,9 @@ def amax(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor: 
         dim = _dim_or_axis("amax", dim, axis)
     require_tensor("amax", input)
     _no_complex("amax", input)
-    return Amax.apply(input, _reduce_dims("amax", dim, input.ndim), keepdim)
+    axes = _reduce_dims("amax", dim, input.ndim)
+    _check_extreme_dims("amax", input, dim)
+    return Amax.apply(input, axes, keepdim)
 
 
 @tensor_method("amin")
@@ -332,7 +343,9 @@ def amin(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor: 
         dim = _dim_or_axis("amin", dim, axis)
     require_tensor("amin", input)
     _no_complex("amin", input)
-    return Amin.apply(input, _reduce_dims("amin", dim, input.ndim), keepdim)
+    axes = _reduce_dims("amin", dim, input.ndim)
+    _check_extreme_dims("amin", input, dim)
+    return Amin.apply(input, axes, keepdim)
 
 
 class _Required:

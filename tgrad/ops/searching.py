@@ -222,6 +222,9 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,  # noqa: A00
     """The first element of every run of equal consecutive values of the flattened input
     (with the run index of each element, and the run lengths); with ``dim``, of every run
     of equal consecutive slices along dim. Not differentiable."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:  # (PyTorch's unique kernels)
+        raise NotImplementedError(f"\"unique\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     with no_grad():
         if dim is not None:
             return _unique_dim("unique_consecutive", input, dim, False, return_inverse,

@@ -284,6 +284,9 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
     ties) and the index of its last occurrence, as PyTorch; the gradient goes to that
     element."""
     x, d = _line_input("mode", input, dim)
+    if input.dtype.is_complex:  # complex numbers have no order
+        raise NotImplementedError(f"\"mode_cpu\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     _nonempty_dim("mode", input, d)
     if x.numel() == 0:
         return _pick(x, d, 0, keepdim, input.ndim)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tgrad.nn import init
 from tgrad.nn._mha import multi_head_attention_forward
-from tgrad.nn.modules.linear import Linear
+from tgrad.nn.modules.linear import NonDynamicallyQuantizableLinear
 from tgrad.nn.modules.module import Module
 from tgrad.nn.parameter import Parameter
 from tgrad.tensor import Tensor
@@ -57,7 +57,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(empty(3 * embed_dim, **kw))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **kw)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
         if add_bias_kv:
             self.bias_k = Parameter(empty(1, 1, embed_dim, **kw))
             self.bias_v = Parameter(empty(1, 1, embed_dim, **kw))
@@ -100,6 +100,3 @@ class MultiheadAttention(Module):
         if self.batch_first and batched:
             out = out.transpose(0, 1)
         return out, weights
-
-    def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"

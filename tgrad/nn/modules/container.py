@@ -10,6 +10,7 @@ from typing import Any, Iterable, Iterator
 
 from tgrad.nn.modules.module import Module
 from tgrad.nn.parameter import Parameter
+from tgrad.ops.torch_utils import typename
 from tgrad.tensor import Tensor
 
 
@@ -276,12 +277,17 @@ def _as_parameter(value: Any) -> Any:
     return value
 
 
-def _describe(value: Any) -> str:
+def _describe(value: Any, type_name: bool = False) -> str:
+    """A ParameterList/ParameterDict entry as PyTorch's extra_repr shows it: the dtype, or
+    (ParameterDict, ``type_name``) the tensor type's name (tgrad.FloatTensor); a GPU
+    tensor's device as " (CUDA 0)"."""
     if isinstance(value, Tensor):
         size = "x".join(str(s) for s in value.shape)
-        device = "" if value.device.type == "cpu" else f" ({value.device})"
+        device = "" if value.device.type == "cpu" else \
+            f" ({value.device.type.upper()} {value.device.index or 0})"
         kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
-        return f"{kind} containing: [{value.dtype} of size {size}{device}]"
+        what = typename(value) if type_name else value.dtype
+        return f"{kind} containing: [{what} of size {size}{device}]"
     return f"Object of type: {type(value).__name__}"
 
 
@@ -446,7 +452,7 @@ class ParameterDict(Module):
                 self[pair[0]] = pair[1]
 
     def extra_repr(self) -> str:
-        return "\n".join(f"  ({k}): {_describe(p)}" for k, p in self.items())
+        return "\n".join(f"  ({k}): {_describe(p, True)}" for k, p in self.items())
 
     def __call__(self, input):  # noqa: A002
         raise RuntimeError("ParameterDict should not be called.")

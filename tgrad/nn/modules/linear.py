@@ -57,6 +57,11 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under another name: PyTorch's MultiheadAttention.out_proj (the name keeps
+    its quantization passes off it; here it only shows in the repr)."""
+
+
 class Bilinear(Module):
     """y = x1^T W x2 + b per output feature.  x1: (*, in1_features), x2: (*, in2_features)
     -> y: (*, out_features); W: (out, in1, in2); b: (out,). Initialised like PyTorch:

@@ -80,9 +80,10 @@ class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
+        # 1-tuples, as PyTorch's (its repr shows kernel_size=(3,))
+        self.kernel_size = _ntuple(kernel_size, 1)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, 1)
+        self.padding, self.ceil_mode = _ntuple(padding, 1), ceil_mode
         self.count_include_pad = count_include_pad
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
@@ -188,12 +189,13 @@ class MaxUnpool2d(Module):
     output_size=None)."""
 
     _fn = "max_unpool2d"
+    _n = 2  # kernel_size, stride and padding are n-tuples, as PyTorch's (and its repr)
 
     def __init__(self, kernel_size, stride=None, padding=0) -> None:
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
+        self.kernel_size = _ntuple(kernel_size, self._n)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, self._n)
+        self.padding = _ntuple(padding, self._n)
 
     def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:  # noqa: A002
         return getattr(F, self._fn)(input, indices, self.kernel_size, self.stride,
@@ -207,12 +209,14 @@ class MaxUnpool1d(MaxUnpool2d):
     """Undo MaxPool1d from its indices (F.max_unpool1d)."""
 
     _fn = "max_unpool1d"
+    _n = 1
 
 
 class MaxUnpool3d(MaxUnpool2d):
     """Undo MaxPool3d from its indices (F.max_unpool3d)."""
 
     _fn = "max_unpool3d"
+    _n = 3
 
 
 class FractionalMaxPool2d(Module):
