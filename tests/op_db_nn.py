@@ -1238,9 +1238,11 @@ def _lrn_samples(rng):
 
 
 def _np_grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False):
-    """PyTorch's grid_sampler_2d, pixel by pixel in Python floats."""
-    n, c, h, w = x.shape
-    out = np.zeros((n, c) + grid.shape[1:3])
+    """PyTorch's grid_sampler_2d / grid_sampler_3d, point by point in Python floats (written
+    from its documented rules: unnormalize, pad, then nearest / (tri)linear / bicubic)."""
+    n, c, *sp = x.shape
+    k = len(sp)
+    out = np.zeros((n, c) + grid.shape[1:-1])
 
     def unnorm(v, size):
         return (v + 1) / 2 * (size - 1) if align_corners else ((v + 1) * size - 1) / 2
@@ -1253,27 +1255,52 @@ def _np_grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corner
         extra, flips = math.fmod(d, span), math.floor(d / span)
         return extra + lo if flips % 2 == 0 else span - extra + lo
 
-    def source(v, size):
-        v = unnorm(v, size)
+    def pad(v, size):
         if padding_mode == "reflection":
             v = reflect(v, 0, 2 * (size - 1)) if align_corners else reflect(v, -1, 2 * size - 1)
         if padding_mode in ("border", "reflection"):
             v = min(max(v, 0), size - 1)
         return v
 
-    def pix(b, xi, yi):
-        return x[b, :, yi, xi] if 0 <= xi < w and 0 <= yi < h else np.zeros(c)
+    def pix(b, idx):  # idx in dim order (D, H, W) / (H, W)
+        if all(0 <= i < s for i, s in zip(idx, sp)):
+            return x[(b, slice(None)) + tuple(idx)]
+        return np.zeros(c)
 
-    for b, i, j in np.ndindex(n, *grid.shape[1:3]):
-        ix, iy = source(grid[b, i, j, 0], w), source(grid[b, i, j, 1], h)
-        if mode == "nearest":
-            out[b, :, i, j] = pix(b, int(np.rint(ix)), int(np.rint(iy)))
+    def cubic(t):  # Keys' cubic convolution, A = -0.75, taps floor - 1 .. floor + 2
+        a = -0.75
+
+        def k1(v):
+            return ((a + 2) * v - (a + 3)) * v * v + 1
+
+        def k2(v):
+            return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
+        return [k2(t + 1), k1(t), k1(1 - t), k2(2 - t)]
+
+    for pt in np.ndindex(n, *grid.shape[1:-1]):
+        b = pt[0]
+        # grid's last axis lists (x, y[, z]) = dims (W, H[, D]): reverse into dim order
+        u = [unnorm(grid[pt][k - 1 - d], sp[d]) for d in range(k)]
+        if mode == "bicubic":
+            fy, fx = math.floor(u[0]), math.floor(u[1])
+            wy, wx = cubic(u[0] - fy), cubic(u[1] - fx)
+            val = np.zeros(c)
+            for i in range(4):
+                for j in range(4):
+                    yi, xj = pad(fy - 1 + i, sp[0]), pad(fx - 1 + j, sp[1])
+                    val = val + wy[i] * wx[j] * pix(b, (int(yi), int(xj)))
+            out[(b, slice(None)) + pt[1:]] = val
             continue
-        x0, y0 = math.floor(ix), math.floor(iy)
-        fx, fy = ix - x0, iy - y0
-        out[b, :, i, j] = (pix(b, x0, y0) * (1 - fx) * (1 - fy) + pix(b, x0 + 1, y0) * fx
-                           * (1 - fy) + pix(b, x0, y0 + 1) * (1 - fx) * fy
-                           + pix(b, x0 + 1, y0 + 1) * fx * fy)
+        u = [pad(v, s) for v, s in zip(u, sp)]
+        if mode == "nearest":
+            out[(b, slice(None)) + pt[1:]] = pix(b, [int(np.rint(v)) for v in u])
+            continue
+        f = [math.floor(v) for v in u]
+        val = np.zeros(c)
+        for corner in np.ndindex(*(2,) * k):
+            wgt = np.prod([(v - fl) if e else 1 - (v - fl) for v, fl, e in zip(u, f, corner)])
+            val = val + wgt * pix(b, [fl + e for fl, e in zip(f, corner)])
+        out[(b, slice(None)) + pt[1:]] = val
     return out
 
 
@@ -1292,16 +1319,30 @@ def _grid_samples(mode, padding_mode, align_corners):
     return samples
 
 
+def _grid_samples_3d(mode, padding_mode, align_corners):
+    kw = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
+
+    def samples(rng):
+        return [Sample((_n(rng, 2, 2, 3, 4, 2), rng.uniform(-1.3, 1.3, (2, 2, 1, 3, 3))), kw,
+                       desc="3x4x2 volume, out-of-range points"),
+                Sample((_n(rng, 1, 1, 2, 3, 4), rng.uniform(-1, 1, (1, 2, 2, 3, 3))), kw,
+                       layouts=("T", "c"), desc="T input"),
+                Sample((_n(rng, 1, 1, 2, 2, 2), rng.uniform(-1.2, 1.2, (1, 1, 2, 2, 3))), kw,
+                       desc="small (gradcheck)")]
+    return samples
+
+
 def _np_affine_grid(theta, size, align_corners=False):
-    n, _, h, w = size
+    sp = size[2:]
 
     def base(k):
         if align_corners:
             return np.linspace(-1, 1, k) if k > 1 else np.zeros(k)
         return (np.arange(k) * 2 + 1) / k - 1
-    xs, ys = np.meshgrid(base(w), base(h))
-    pts = np.stack([xs, ys, np.ones_like(xs)], -1)  # (H, W, 3)
-    return np.einsum("hwk,nik->nhwi", pts, theta)
+    # points (x_w, y_h[, z_d], 1) over the output's (D,) H, W
+    coords = np.meshgrid(*[base(k) for k in sp], indexing="ij")[::-1]
+    pts = np.stack(list(coords) + [np.ones(sp)], -1)
+    return np.einsum("...k,nik->n...i", pts, theta)
 
 
 def _adaptive2d_samples(rng):
@@ -1458,10 +1499,22 @@ CONV_NORM_SPECS = [
              _np_grid_sample, _grid_samples(m, p, a))
       for m, p, a in (("bilinear", "zeros", False), ("bilinear", "border", True),
                       ("bilinear", "reflection", False), ("bilinear", "reflection", True),
-                      ("nearest", "zeros", True))],
+                      ("nearest", "zeros", True), ("bicubic", "zeros", False),
+                      ("bicubic", "zeros", True), ("bicubic", "border", False),
+                      ("bicubic", "border", True), ("bicubic", "reflection", False),
+                      ("bicubic", "reflection", True))],
+    *[OpSpec(f"nn.grid_sample_3d_{m}_{p}_{'ac' if a else 'noac'}", F.grid_sample,
+             _np_grid_sample, _grid_samples_3d(m, p, a))
+      for m, p, a in (("bilinear", "zeros", False), ("bilinear", "zeros", True),
+                      ("bilinear", "border", False), ("bilinear", "reflection", False),
+                      ("bilinear", "reflection", True), ("nearest", "border", True),
+                      ("nearest", "reflection", False))],
     OpSpec("nn.affine_grid", F.affine_grid, _np_affine_grid, lambda rng: [
         Sample((_n(rng, 2, 2, 3), (2, 3, 4, 5)), desc="4x5"),
-        Sample((_n(rng, 1, 2, 3), (1, 1, 1, 3)), {"align_corners": True}, desc="1x3, ac")]),
+        Sample((_n(rng, 1, 2, 3), (1, 1, 1, 3)), {"align_corners": True}, desc="1x3, ac"),
+        Sample((_n(rng, 2, 3, 4), (2, 1, 2, 3, 4)), desc="2x3x4 volume"),
+        Sample((_n(rng, 1, 3, 4), (1, 2, 3, 1, 2)), {"align_corners": True},
+               desc="3x1x2 volume, ac")]),
     OpSpec("nn.batch_norm_train", _bn_train, _np_batch_norm_train, _bn_samples),
     OpSpec("nn.batch_norm_eval", _bn_eval, _np_batch_norm_eval, _bn_eval_samples),
     OpSpec("nn.group_norm", F.group_norm, _np_group_norm, _gn_samples),

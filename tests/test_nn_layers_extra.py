@@ -96,5 +96,44 @@ def test_grid_sample_identity_and_errors():
     with pytest.raises(ValueError, match=r"Expected a batch of 2D affine matrices of shape "
                                          r"Nx2x3 for size \[2, 3, 4, 5\]"):
         F.affine_grid(eye[:1], (2, 3, 4, 5))
-    with pytest.raises(NotImplementedError, match="volumetric"):
+    # PyTorch's check order: batch, grid's last dim, empty spatial dims, then 4D/5D
+    with pytest.raises(RuntimeError, match=r"expected grid to have size 3 in last dimension, "
+                                           r"but got grid with sizes \[2, 1, 1, 1, 2\]"):
         F.grid_sample(x.unsqueeze(2), g.unsqueeze(1))
+    with pytest.raises(RuntimeError, match=r"expected 5D input and grid with same number of "
+                                           r"dimensions, but got input with sizes "
+                                           r"\[2, 3, 1, 4, 5\] and grid with sizes \[2, 1, 3\]"):
+        F.grid_sample(x.unsqueeze(2), tgrad.zeros(2, 1, 3, dtype=tgrad.float64))
+    with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
+        F.grid_sample(x.unsqueeze(2), tgrad.zeros(2, 1, 1, 1, 3, dtype=tgrad.float64),
+                      mode="bicubic")
+    with pytest.raises(RuntimeError, match=r"non-empty spatial dimensions, but input has sizes "
+                                           r"\[2, 3, 0, 5\] with dimension 2 being empty"):
+        F.grid_sample(x[:, :, :0], g)
+    with pytest.raises(ValueError, match=r"Expected a batch of 3D affine matrices of shape "
+                                         r"Nx3x4 for size \[2, 3, 1, 4, 5\]"):
+        F.affine_grid(eye, (2, 3, 1, 4, 5))
+    with pytest.raises(NotImplementedError, match="affine_grid only supports 4D and 5D sizes"):
+        F.affine_grid(eye, (2, 3, 4))
+
+
+def test_grid_sample_3d_identity_and_bicubic_by_hand():
+    """The 3-D identity affine grid samples every voxel centre; bicubic at a half-pixel
+    x is -3/32 (v0 + v3) + 19/32 (v1 + v2) (Keys' kernel, A = -0.75, at t = 1/2), and a
+    constant image stays constant away from the borders (the weights sum to 1)."""
+    x = tgrad.randn(2, 2, 3, 4, 5, dtype=tgrad.float64)
+    eye = tgrad.tensor(np.tile(np.eye(3, 4), (2, 1, 1)))
+    for ac in (False, True):
+        y = F.grid_sample(x, F.affine_grid(eye, (2, 2, 3, 4, 5), ac), align_corners=ac)
+        np.testing.assert_allclose(y.numpy(), x.numpy(), rtol=0, atol=1e-14)
+    cols = np.arange(8.0)
+    img = np.tile(cols ** 2, (1, 1, 3, 1))  # (1, 1, 3, 8)
+    px = np.array([3.5, 2.3, 4.75])  # pixel columns, >= 2 taps from either border
+    gx = (2 * px + 1) / 8 - 1  # align_corners=False normalization; row y = 1 exactly
+    grid = np.stack([gx, np.zeros(3)], -1).reshape(1, 1, 3, 2)
+    y = F.grid_sample(tgrad.tensor(img), tgrad.tensor(grid), mode="bicubic",
+                      align_corners=False).numpy().ravel()
+    np.testing.assert_allclose(y[0], -3 / 32 * (4 + 25) + 19 / 32 * (9 + 16), rtol=1e-14)
+    y = F.grid_sample(tgrad.tensor(np.full((1, 1, 3, 8), 2.5)), tgrad.tensor(grid),
+                      mode="bicubic", align_corners=False).numpy().ravel()
+    np.testing.assert_allclose(y, 2.5, rtol=1e-14)

@@ -1,9 +1,10 @@
-"""``affine_grid`` and ``grid_sample`` (2-D: 4-D inputs), PyTorch's spatial-transformer pair,
-composed of tgrad ops.
+"""``affine_grid`` and ``grid_sample`` (2-D: 4-D inputs; 3-D: 5-D volumetric inputs),
+PyTorch's spatial-transformer pair, composed of tgrad ops.
 
 affine_grid(theta (N, 2, 3), size (N, C, H, W)): grid[n, h, w] = theta[n] @ (x_w, y_h, 1)
 with x_w, y_h the normalized pixel coordinates in [-1, 1] (align_corners: the corner
-pixels' centres are -1 and 1; otherwise their outer edges are).
+pixels' centres are -1 and 1; otherwise their outer edges are); volumetric:
+theta (N, 3, 4), size (N, C, D, H, W), grid[n, d, h, w] = theta[n] @ (x_w, y_h, z_d, 1).
 
 grid_sample(input (N, C, H, W), grid (N, Ho, Wo, 2)): out[n, :, i, j] samples input at
 (x, y) = grid[n, i, j] (x along W, y along H), unnormalized to pixel units as
@@ -11,7 +12,14 @@ grid_sample(input (N, C, H, W), grid (N, Ho, Wo, 2)): out[n, :, i, j] samples in
 then, by padding_mode, taps outside the image read 0 ('zeros'), or coordinates are clipped
 to the image ('border') or reflected at its edges ('reflection', PyTorch's rule), and
 mode 'bilinear' mixes the 4 neighbouring pixels with weights (1 - fx, fx) x (1 - fy, fy),
-'nearest' takes the pixel at the coordinates rounded half to even.
+'nearest' takes the pixel at the coordinates rounded half to even. Volumetric
+(input (N, C, D, H, W), grid (N, Do, Ho, Wo, 3), (x, y, z) along (W, H, D)): the same per
+dim, 'bilinear' being trilinear over the 8 neighbours.
+'bicubic' (4-D only, as PyTorch): the padding is applied not to (ix, iy) but to each of the
+4 x 4 integer taps floor(ix) - 1 .. floor(ix) + 2 (likewise y), mixed with Keys' cubic
+convolution weights, A = -0.75, of t = ix - floor(ix):
+    w0 = c2(t + 1), w1 = c1(t), w2 = c1(1 - t), w3 = c2(2 - t),
+    c1(x) = ((A + 2) x - (A + 3)) x^2 + 1,  c2(x) = ((A x - 5A) x + 8A) x - 4A.
 
 Each tap is a gather of the flattened image (its backward a deterministic scatter-add into
 input) times a weight that is linear in the coordinates (the gradient to grid), so the
@@ -20,6 +28,8 @@ gradients are PyTorch's: d input scatters g * weight, d grid = g * (d weight / d
 """
 
 from __future__ import annotations
+
+import itertools
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
@@ -43,31 +53,40 @@ def _base(n: int, align_corners: bool, like: Tensor) -> Tensor:
     return (idx * 2.0 + 1.0) / n - 1.0
 
 
+
+
 def affine_grid(theta: Tensor, size, align_corners: bool = False) -> Tensor:
     """The (N, H, W, 2) sampling grid of the affine maps theta (N, 2, 3) for an output of
-    ``size`` (N, C, H, W)."""
+    ``size`` (N, C, H, W); volumetric: (N, D, H, W, 3) of theta (N, 3, 4) for size
+    (N, C, D, H, W)."""
     _check_tensor("affine_grid", theta, "theta")
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got "
                          f"{theta.dtype.name}")
     size = list(size)
-    if len(size) == 5:
-        raise NotImplementedError("affine_grid: volumetric (5-D) grids are not supported in "
-                                  "tgrad; use a 4-D size")
-    if len(size) != 4:
-        raise ValueError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
-                         f"transforms, respectively. Got size {size}.")
-    n, _, h, w = size
-    if theta.ndim != 3 or tuple(theta.shape) != (n, 2, 3):
-        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                         f"{size}. Got {list(theta.shape)}.")
+    if len(size) not in (4, 5):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    k = len(size) - 2  # spatial dims
+    n, spatial = size[0], size[2:]
+    if theta.ndim != 3 or tuple(theta.shape) != (n, k, k + 1):
+        raise ValueError(f"Expected a batch of {k}D affine matrices of shape Nx{k}x{k + 1} for "
+                         f"size {size}. Got {list(theta.shape)}.")
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     (theta,), half = widen_halves(theta)  # halves: float32, rounded once
-    xs = _base(w, align_corners, theta).reshape(1, w).expand(h, w)
-    ys = _base(h, align_corners, theta).reshape(h, 1).expand(h, w)
-    base = stack([xs, ys, ones(h, w, dtype=theta.dtype, device=theta.device)], -1)  # (H, W, 3)
-    return rounded_to((base.reshape(1, h * w, 3) @ theta.mT).reshape(n, h, w, 2), half)
+    # base[..., j] is the coordinate along spatial dim k - 1 - j (x along W first), then 1
+    cols = []
+    for j in range(k):
+        d = k - 1 - j
+        view = [1] * k
+        view[d] = spatial[d]
+        cols.append(_base(spatial[d], align_corners, theta).reshape(*view).expand(*spatial))
+    cols.append(ones(*spatial, dtype=theta.dtype, device=theta.device))
+    base = stack(cols, -1)  # (*spatial, k + 1)
+    numel = base.numel() // (k + 1)
+    out = base.reshape(1, numel, k + 1) @ theta.mT  # (N, numel, k)
+    return rounded_to(out.reshape(n, *spatial, k), half)
 
 
 def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
@@ -89,8 +108,9 @@ def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
     return ew.where(even, extra + low, span - extra + low)
 
 
-def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
-    c = _unnormalize(coord, size, align_corners)
+def _pad_coord(c: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """PyTorch's compute_coordinates: pixel coordinate c clipped ('border') or reflected
+    ('reflection') into [0, size - 1]; unchanged for 'zeros'."""
     if padding_mode == "border":
         c = c.clamp(0, size - 1)
     elif padding_mode == "reflection":
@@ -99,57 +119,122 @@ def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) ->
     return c
 
 
-@autocast_policy("promote", cpu="fp32")
-def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
-                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
-    """Sample input (N, C, H, W) at the normalized locations grid (N, Ho, Wo, 2) ->
-    (N, C, Ho, Wo); see the module docstring."""
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
+
+
+def _cubic_weights(t: Tensor) -> list:
+    """Keys' cubic convolution weights of the 4 taps floor - 1 .. floor + 2 at fraction t."""
+    a = _CUBIC_A
+
+    def c1(x: Tensor) -> Tensor:  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def c2(x: Tensor) -> Tensor:  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [c2(t + 1), c1(t), c1(1 - t), c2(2 - t)]
+
+
+def _check_grid_sample(input: Tensor, grid: Tensor, mode: str,  # noqa: A002
+                       padding_mode: str) -> None:
+    """PyTorch's checks, in its order (check_grid_sampler_common, then the 2d/3d ones)."""
     _check_tensor("grid_sample", input)
     _check_tensor("grid_sample", grid, "grid")
-    if mode not in ("bilinear", "nearest"):
+    if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
-                         f"'nearest' or 'bicubic', but got: '{mode}'"
-                         + (" (bicubic is not supported in tgrad)" if mode == "bicubic"
-                            else ""))
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
-    if input.ndim == 5:
-        raise NotImplementedError("grid_sample: volumetric (5-D) inputs are not supported in "
-                                  "tgrad; use 4-D inputs")
-    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
-        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of "
-                           f"dimensions and last dim 2, but got input with sizes "
-                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if input.shape[0] != grid.shape[0]:
+    sizes = f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+    if input.ndim == 0 or grid.ndim == 0 or input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
-                           f"but got input with sizes {list(input.shape)} and grid with sizes "
-                           f"{list(grid.shape)}")
+                           f"but got {sizes}")
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in "
+                           f"last dimension, but got grid with sizes {list(grid.shape)}")
+    for i in range(2, input.ndim):
+        if input.shape[i] <= 0:
+            raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {i} being empty")
+    if input.ndim == 4:
+        if grid.ndim != 4:
+            raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number "
+                               f"of dimensions, but got {sizes}")
+    else:
+        if input.ndim != 5 or grid.ndim != 5:
+            raise RuntimeError(f"grid_sampler(): expected 5D input and grid with same number "
+                               f"of dimensions, but got {sizes}")
+        if mode == "bicubic":
+            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if input.dtype is not grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but "
                            f"input has {input.dtype.name} and grid has {grid.dtype.name}")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"grid_sample: not implemented for {input.dtype.name}")
+
+
+@autocast_policy("promote", cpu="fp32")
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+    """Sample input (N, C, H, W) at the normalized locations grid (N, Ho, Wo, 2) ->
+    (N, C, Ho, Wo), or volumetric input (N, C, D, H, W) at grid (N, Do, Ho, Wo, 3) ->
+    (N, C, Do, Ho, Wo); see the module docstring."""
+    _check_grid_sample(input, grid, mode, padding_mode)
     align = bool(align_corners)
     (input, grid), half = widen_halves(input, grid)  # noqa: A001 - halves: float32
-    n, c, h, w = input.shape
-    ho, wo = grid.shape[1], grid.shape[2]
-    ix = _source(grid[..., 0], w, padding_mode, align)  # (N, Ho, Wo)
-    iy = _source(grid[..., 1], h, padding_mode, align)
-    flat = input.reshape(n, c, h * w)
+    n, c, *spatial = input.shape
+    k = len(spatial)
+    out_sp = tuple(grid.shape[1:-1])
+    p = 1
+    for s in out_sp:
+        p *= s
+    # unnormalized coordinates in dim order (grid's last axis lists W first): (N, *out_sp)
+    coords = [_unnormalize(grid[..., k - 1 - d], spatial[d], align) for d in range(k)]
+    flat = input.reshape(n, c, -1)
+    strides = [1] * k
+    for d in range(k - 2, -1, -1):
+        strides[d] = strides[d + 1] * spatial[d + 1]
 
-    def tap(xi: Tensor, yi: Tensor) -> Tensor:
-        """input at integer pixel (xi, yi), 0 outside the image: (N, C, Ho, Wo)."""
-        inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
-        pos = (ew.where(inside, yi, 0) * w + ew.where(inside, xi, 0)).to(dtypes.int64)
-        vals = flat.gather(2, pos.reshape(n, 1, ho * wo).expand(n, c, ho * wo))
-        return ew.where(inside.reshape(n, 1, ho * wo), vals, 0.0).reshape(n, c, ho, wo)
+    def tap(idx: list) -> Tensor:
+        """input at integer pixel idx (one (N, *out_sp) tensor per dim), 0 outside the
+        image: (N, C, *out_sp)."""
+        inside = None
+        pos = None
+        for d in range(k):
+            ok = (idx[d] >= 0) & (idx[d] <= spatial[d] - 1)
+            inside = ok if inside is None else inside & ok
+        for d in range(k):
+            term = ew.where(inside, idx[d], 0) * strides[d]
+            pos = term if pos is None else pos + term
+        pos = pos.to(dtypes.int64).reshape(n, 1, p).expand(n, c, p)
+        vals = flat.gather(2, pos)
+        return ew.where(inside.reshape(n, 1, p), vals, 0.0).reshape(n, c, *out_sp)
 
+    if mode == "bicubic":  # 4-D only; padding per integer tap (PyTorch's get_value_bounded)
+        fl = [ew.floor(cd) for cd in coords]
+        wts = [_cubic_weights((cd - f).unsqueeze(1)) for cd, f in zip(coords, fl)]
+        taps = [[_pad_coord(f + (j - 1), spatial[d], padding_mode, align) for j in range(4)]
+                for d, f in enumerate(fl)]
+        out = None
+        for i in range(4):  # rows (y): each a cubic mix along x, then mixed along y
+            row = None
+            for j in range(4):
+                term = tap([taps[0][i], taps[1][j]]) * wts[1][j]
+                row = term if row is None else row + term
+            term = row * wts[0][i]
+            out = term if out is None else out + term
+        return rounded_to(out, half)
+    coords = [_pad_coord(cd, spatial[d], padding_mode, align) for d, cd in enumerate(coords)]
     if mode == "nearest":
-        return rounded_to(tap(ew.round(ix), ew.round(iy)), half)
-    x0, y0 = ew.floor(ix), ew.floor(iy)
-    fx, fy = (ix - x0).unsqueeze(1), (iy - y0).unsqueeze(1)  # the weights' gradient path
-    out = (tap(x0, y0) * (1 - fx) * (1 - fy) + tap(x0 + 1, y0) * fx * (1 - fy)
-           + tap(x0, y0 + 1) * (1 - fx) * fy + tap(x0 + 1, y0 + 1) * fx * fy)
+        return rounded_to(tap([ew.round(cd) for cd in coords]), half)
+    fl = [ew.floor(cd) for cd in coords]
+    fr = [(cd - f).unsqueeze(1) for cd, f in zip(coords, fl)]  # the weights' gradient path
+    out = None
+    for corner in itertools.product((0, 1), repeat=k):  # (bi/tri)linear: 2^k neighbours
+        term = tap([f + b for f, b in zip(fl, corner)])
+        for f, b in zip(fr, corner):
+            term = term * (f if b else 1 - f)
+        out = term if out is None else out + term
     return rounded_to(out, half)
-

@@ -1025,3 +1025,8 @@ __all__ += _ctc.__all__
 from tgrad.nn import grad as _grad_module  # noqa: E402
 
 grad = _grad_module
+
+# linear_cross_entropy (PyTorch 2.13): linear + cross_entropy, row-chunked with options.
+from tgrad.nn._linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
+
+__all__ += ["linear_cross_entropy"]

@@ -3,9 +3,11 @@ class weights are buffers, through _WeightedLoss)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from tgrad.nn import functional as F
+from tgrad.nn._linear_cross_entropy import LinearCrossEntropyOptions
 from tgrad.nn.modules.distance import PairwiseDistance
 from tgrad.nn.modules.loss import _Loss, _WeightedLoss
 from tgrad.tensor import Tensor
@@ -13,7 +15,7 @@ from tgrad.tensor import Tensor
 __all__ = ["MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "SoftMarginLoss",
            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
            "TripletMarginLoss", "TripletMarginWithDistanceLoss", "PoissonNLLLoss",
-           "GaussianNLLLoss", "CTCLoss"]
+           "GaussianNLLLoss", "CTCLoss", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
 
 
 class MarginRankingLoss(_Loss):
@@ -175,3 +177,46 @@ class CTCLoss(_Loss):
                 target_lengths) -> Tensor:
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
                           self.reduction, self.zero_infinity)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """F.linear_cross_entropy with its own Linear(in_features, num_classes * prod(
+    out_features)) head (``self.linear``, its weight reshaped to (C, *out_features, D) in
+    forward), PyTorch 2.13's module."""
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features: tuple = (),
+                 bias: bool = False, device=None, dtype=None, reduction: str = "mean",
+                 weight: Tensor | None = None, ignore_index: int | None = None,
+                 label_smoothing: float = 0.0,
+                 options: LinearCrossEntropyOptions | None = None) -> None:
+        from tgrad.nn.modules.linear import Linear
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight, None, None, reduction)
+        self.num_classes = num_classes
+        self.out_features = tuple(out_features)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, math.prod(self.out_features) * num_classes,
+                             bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        w = self.linear.weight.reshape(self.num_classes, *self.out_features,
+                                       self.linear.in_features)
+        b = (None if self.linear.bias is None
+             else self.linear.bias.reshape(self.num_classes, *self.out_features))
+        return F.linear_cross_entropy(input, w, target, linear_bias=b, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
