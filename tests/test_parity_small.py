@@ -305,10 +305,10 @@ def test_embedding_bag_scale_grad_by_freq_max_and_sparse_errors():
         F.embedding_bag(idx, w, mode="max", scale_grad_by_freq=True)
     with pytest.raises(ValueError, match="max mode does not support sparse weights"):
         F.embedding_bag(idx, w, mode="max", sparse=True)
-    with pytest.raises(NotImplementedError, match="sparse=True .*not supported yet"):
-        F.embedding_bag(idx, w, mode="sum", sparse=True)
-    with pytest.raises(NotImplementedError, match="sparse=True .*not supported yet"):
-        nn.EmbeddingBag(5, 2, sparse=True)(idx)
+    # sparse=True in modes sum / mean: a sparse weight gradient (tests/test_optim_sparse.py)
+    F.embedding_bag(idx, w, mode="sum", sparse=True).sum().backward()
+    assert w.grad.is_sparse and w.grad.to_dense().tolist() == [[1, 1], [1, 1], [0, 0],
+                                                                [0, 0], [0, 0]]
 
 
 def test_embedding_scale_grad_by_freq():

@@ -369,12 +369,15 @@ class AccumulateGrad(Node):
 def _accumulate_sparse(var, grad) -> tuple:
     """AccumulateGrad with a sparse COO gradient or leaf, as PyTorch's: the first gradient
     is kept (a sparse one stays sparse); sparse + sparse is their sparse sum (PyTorch's
-    merge, uncoalesced); a dense .grad gets a sparse gradient added in place; a sparse
-    .grad plus a dense gradient becomes dense."""
+    merge, uncoalesced; in place in the .grad object outside create_graph); a dense .grad
+    gets a sparse gradient added in place; a sparse .grad plus a dense gradient becomes
+    dense."""
     with _ACCUMULATE_LOCK:
         old = var._grad
         if old is None:
             var._grad = grad.detach() if grad._sparse else _plain_clone(grad)
+        elif old._sparse and grad._sparse and not STATE.enabled:
+            old._assign(old + grad)  # in place, as PyTorch's variable_grad += new_grad
         elif old._sparse:
             var._grad = (old + grad) if grad._sparse else grad + old
         elif STATE.enabled:

@@ -9,6 +9,11 @@ include_last_offset, offsets has B + 1 entries and the last is the end); weight
 scales each row. scale_grad_by_freq (modes 'sum' and 'mean') divides the gradient each
 entry passes to its weight row by the count of its index in the whole input. Entries equal
 to padding_idx are left out of their bag (and of mean's count); an empty bag gives zeros.
+sparse=True (modes 'sum' and 'mean', CPU): weight.grad is a sparse COO tensor, as
+PyTorch's: indices the flat input without padding_idx entries (uncoalesced), values the
+gradient each entry's row received (its bag's gradient, times its per_sample_weight for
+'sum', divided by the bag's size for 'mean'); with scale_grad_by_freq it raises
+PyTorch's error at backward.
 ``max_norm`` first renormalises, in place and under no_grad, every weight row that input
 references (as ``embedding``'s max_norm, padding row included, as PyTorch's
 embedding_bag).
@@ -135,11 +140,6 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
         raise ValueError("max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
         raise ValueError("max mode does not support sparse weights")
-    if sparse:
-        raise NotImplementedError("embedding_bag: sparse=True (a sparse weight gradient) is "
-                                  "not supported yet (tgrad's sparse COO tensors back "
-                                  "F.embedding's sparse=True only); use sparse=False for a "
-                                  "dense gradient")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
@@ -165,10 +165,14 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
         from tgrad.nn._composite import _embedding_renorm_
         _embedding_renorm_(weight, idx, max_norm, norm_type)
     half = weight.dtype if weight.dtype in (dtypes.float16, dtypes.bfloat16) else None
-    rows = weight[idx]  # (n, D); halves are summed and scaled in float32, rounded once
+    if sparse:  # weight.grad: the rows' gradients at idx, padding entries left out
+        from tgrad.sparse import sparse_embedding
+        rows = sparse_embedding(weight, idx, padding_idx, scale_grad_by_freq)
+    else:
+        rows = weight[idx]  # (n, D); halves are summed and scaled in float32, rounded once
     if half is not None:
         rows = rows.to(dtypes.float32)
-    if scale_grad_by_freq and rows.requires_grad:
+    if scale_grad_by_freq and rows.requires_grad and not sparse:
         # dweight[i] / the count of i among all the mini-batch's indices (padding entries
         # included; the padding row gets no gradient anyway), as PyTorch's documented rule
         # and its CUDA kernel (PyTorch 2.13's CPU kernel divides an index that sorts after a

@@ -1,5 +1,6 @@
 """tgrad.optim: Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, RAdam, Adamax, Adadelta,
-Rprop, ASGD, LBFGS, Adafactor (PyTorch's update rules), lr_scheduler and swa_utils."""
+Rprop, ASGD, LBFGS, Adafactor, SparseAdam (PyTorch's update rules), lr_scheduler and
+swa_utils."""
 
 from tgrad.optim import lr_scheduler, swa_utils
 from tgrad.optim.adadelta import Adadelta
@@ -14,6 +15,8 @@ from tgrad.optim.radam import RAdam
 from tgrad.optim.rmsprop import Adagrad, RMSprop
 from tgrad.optim.rprop import Rprop
 from tgrad.optim.sgd import SGD
+from tgrad.optim.sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam",
-           "Adamax", "Adadelta", "Rprop", "ASGD", "LBFGS", "Adafactor", "lr_scheduler", "swa_utils"]
+           "Adamax", "Adadelta", "Rprop", "ASGD", "LBFGS", "Adafactor", "SparseAdam",
+           "lr_scheduler", "swa_utils"]

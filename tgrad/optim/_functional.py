@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.tensor import Tensor
 
@@ -47,13 +49,26 @@ def _weight_decay(p: Tensor, g: Tensor, lr: float, weight_decay: float,
     return g
 
 
+def _add_(t: Tensor, g: Tensor, alpha: float) -> None:
+    """t <- t + alpha g in place; a sparse COO ``g`` adds its entries (PyTorch's
+    add_(dense, sparse))."""
+    if g._sparse:
+        from tgrad.sparse import add_dense_
+        add_dense_(t, g, alpha)
+    else:
+        t.add_(g, alpha=alpha)
+
+
 def sgd(params: list[Tensor], grads: list[Tensor], momentum_buffers: list, *, lr: float,
         momentum: float, dampening: float, weight_decay: float, nesterov: bool,
         maximize: bool) -> None:
     """g <- -g if maximize;  g <- g + wd p;
     with momentum: b <- g (first step) else mu b + (1 - dampening) g;
                    g <- g + mu b if nesterov else b;
-    p <- p - lr g.   ``momentum_buffers[i]`` is None until created here (set in place)."""
+    p <- p - lr g.   ``momentum_buffers[i]`` is None until created here (set in place).
+    A sparse COO gradient (CPU) works as PyTorch's: the buffer starts as its copy and stays
+    sparse (PyTorch's merge, uncoalesced), p gets the entries added; weight decay raises
+    PyTorch's add(sparse, dense) error."""
     fused = _fused("sgd", params)
     if fused is not None:
         return fused(params, grads, momentum_buffers, lr=lr, momentum=momentum,
@@ -69,10 +84,12 @@ def sgd(params: list[Tensor], grads: list[Tensor], momentum_buffers: list, *, lr
                 if buf is None:
                     buf = g.clone()
                     momentum_buffers[i] = buf
+                elif buf._sparse:  # sparse + sparse (a dense g raises PyTorch's error)
+                    buf._assign(buf * momentum + (g if dampening == 0 else g * (1 - dampening)))
                 else:
-                    buf.mul_(momentum).add_(g, alpha=1 - dampening)
+                    _add_(buf.mul_(momentum), g, 1 - dampening)
                 g = g + buf * momentum if nesterov else buf
-            p.add_(g, alpha=-lr)
+            _add_(p, g, -lr)
 
 
 def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
@@ -140,12 +157,23 @@ def adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],
             state_steps: list[Tensor], *, lr: float, lr_decay: float, weight_decay: float,
             eps: float, maximize: bool) -> None:
     """t <- t + 1;  g <- -g if maximize;  g <- g + wd p;  lr_t = lr / (1 + (t - 1) lr_decay);
-    s <- s + g^2;  p <- p - lr_t g / (sqrt(s) + eps)."""
+    s <- s + g^2;  p <- p - lr_t g / (sqrt(s) + eps).
+    A sparse COO gradient (PyTorch's _make_sparse path): g coalesced to unique indices I,
+    s[I] <- s[I] + g_I^2 and p[I] <- p[I] - lr_t g_I / (sqrt(s[I]) + eps), other entries
+    untouched; weight_decay != 0 raises PyTorch's error."""
     with no_grad():
         for i, p in enumerate(params):
             g = -grads[i] if maximize else grads[i]
-            p, g, s = _real_views(p, g, state_sums[i])
             step_t = state_steps[i]
+            if g._sparse:
+                step_t.add_(1)
+                if weight_decay != 0:
+                    raise RuntimeError("weight_decay option is not compatible with sparse "
+                                       "gradients")
+                clr = lr / (1 + (step_t.item() - 1) * lr_decay)
+                _adagrad_sparse(p, g.coalesce(), state_sums[i], clr, eps)
+                continue
+            p, g, s = _real_views(p, g, state_sums[i])
             step_t.add_(1)
             step = step_t.item()
             if weight_decay != 0:
@@ -153,6 +181,48 @@ def adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],
             clr = lr / (1 + (step - 1) * lr_decay)
             s.addcmul_(g, g, value=1)
             p.addcdiv_(g, s.sqrt() + eps, value=-clr)
+
+
+def _adagrad_sparse(p: Tensor, g, s: Tensor, clr: float, eps: float) -> None:
+    """Adagrad's update at a coalesced sparse gradient's (unique) indices I, in place:
+    s[I] += g_I^2;  p[I] += -clr (g_I / (sqrt(s[I]) + eps))."""
+    if p.device.type != "cpu":
+        raise RuntimeError(f"Adagrad: tgrad's sparse gradients are CPU-only, got a parameter "
+                           f"on {p.device}")
+    idx, gv = tuple(g._sp_indices), g._sp_values
+    sd = s._data
+    sd[idx] += gv * gv
+    p._data[idx] += -clr * (gv / (np.sqrt(sd[idx]) + eps))
+    s._storage.version += 1
+    p._storage.version += 1
+
+
+def sparse_adam(params: list[Tensor], grads: list, exp_avgs: list[Tensor],
+                exp_avg_sqs: list[Tensor], state_steps: list[int], *, lr: float, beta1: float,
+                beta2: float, eps: float, maximize: bool) -> None:
+    """Lazy Adam (PyTorch's SparseAdam): g <- -g if maximize, coalesced to unique indices I
+    (nothing moves when it has no entries); with t the parameter's global step count,
+    m[I] <- m[I] + (1 - b1)(g_I - m[I]);   v[I] <- v[I] + (1 - b2)(g_I^2 - v[I]);
+    p[I] <- p[I] - lr sqrt(1 - b2^t) / (1 - b1^t) * m[I] / (sqrt(v[I]) + eps);
+    entries outside I (of m, v and p) are untouched."""
+    for i, p in enumerate(params):
+        g = -grads[i] if maximize else grads[i]
+        g = g.coalesce()
+        if g._nnz() == 0:
+            continue
+        idx, gv = tuple(g._sp_indices), g._sp_values
+        m, v, step = exp_avgs[i]._data, exp_avg_sqs[i]._data, state_steps[i]
+        old_m, old_v = m[idx], v[idx]
+        upd_m = (gv - old_m) * (1 - beta1)
+        upd_v = (gv * gv - old_v) * (1 - beta2)
+        m[idx] += upd_m
+        v[idx] += upd_v
+        numer = upd_m + old_m
+        denom = np.sqrt(upd_v + old_v) + eps
+        step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
+        p._data[idx] += -step_size * (numer / denom)
+        for t in (p, exp_avgs[i], exp_avg_sqs[i]):
+            t._storage.version += 1
 
 
 def adamax(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],

@@ -33,6 +33,9 @@ class Adam(Optimizer):
                                       fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay))
 
+    def _sparse_grad_error(self) -> str:  # also AdamW's, as PyTorch
+        return "Adam does not support sparse gradients, please consider SparseAdam instead"
+
     @staticmethod
     def _init_state(p, group: dict) -> dict:
         from tgrad.ops.creation import tensor, zeros_like

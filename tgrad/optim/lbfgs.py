@@ -176,7 +176,8 @@ class LBFGS(Optimizer):
             if p._grad is None:
                 view = zeros(p.numel(), dtype=p.dtype, device=p.device)
             else:
-                view = p._grad.reshape(-1)
+                # a sparse gradient is used dense (PyTorch's LBFGS)
+                view = (p._grad.to_dense() if p._grad._sparse else p._grad).reshape(-1)
             if view.dtype.is_complex:  # (re, im) pairs, as PyTorch's view_as_real
                 view = view_as_real(view).reshape(-1)
             views.append(view)

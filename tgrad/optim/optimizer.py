@@ -267,11 +267,14 @@ class Optimizer:
         """Gather one group for ``step``: ``(params, grads, *entries)``, the parameters that
         have a gradient, their gradients and, for each state name in ``names``, the list of
         those parameters' state entries. A parameter with an empty state first gets
-        ``init_state(p, group)``."""
+        ``init_state(p, group)``. A sparse COO gradient raises PyTorch's "<name> does not
+        support sparse gradients" unless the class sets ``_sparse_grads`` (SGD, Adagrad)."""
         params, grads = [], []
         for p in group["params"]:
             if p._grad is None:
                 continue
+            if p._grad._sparse and not self._sparse_grads:
+                raise RuntimeError(self._sparse_grad_error())
             if init_state is not None:  # no entry is made for an optimizer without state
                 st = self.state[p]
                 if not st:
@@ -279,6 +282,15 @@ class Optimizer:
             params.append(p)
             grads.append(p._grad)
         return (params, grads, *([self.state[p][n] for p in params] for n in names))
+
+    _sparse_grads = False  # True where step takes sparse COO gradients (SGD, Adagrad)
+
+    def _sparse_grad_error(self) -> str:
+        """PyTorch's error for a sparse gradient, naming the tgrad optimizer class (a user
+        subclass is named by the tgrad.optim class it derives from, as PyTorch's text)."""
+        name = next(c.__name__ for c in type(self).__mro__
+                    if c.__module__.startswith("tgrad.optim"))
+        return f"{name} does not support sparse gradients"
 
     def _eval_closure(self, closure):
         if closure is None:

@@ -58,7 +58,11 @@ class RMSprop(Optimizer):
 
 
 class Adagrad(Optimizer):
-    """Divides each step by the root of the sum of all past squared gradients."""
+    """Divides each step by the root of the sum of all past squared gradients. A sparse COO
+    gradient updates only its indices (PyTorch's sparse path; not with weight_decay or
+    fused=True)."""
+
+    _sparse_grads = True
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10,
@@ -100,7 +104,7 @@ class Adagrad(Optimizer):
                 # PyTorch checks the first parameter with a gradient, then refuses any
                 # complex one with its own message
                 check_fused_param(params[0])
-                if any(p.dtype.is_complex for p in params):
+                if any(p.dtype.is_complex for p in params) or any(g._sparse for g in grads):
                     raise RuntimeError("`fused` does not support sparse grad or complex param")
             _functional.adagrad(params, grads, sums, steps, lr=group["lr"],
                                 lr_decay=group["lr_decay"], weight_decay=group["weight_decay"],

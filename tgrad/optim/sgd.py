@@ -12,7 +12,11 @@ from tgrad.optim.optimizer import (
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent (PyTorch's update rule, see ``_functional.sgd``)."""
+    """Stochastic gradient descent (PyTorch's update rule, see ``_functional.sgd``).
+    Sparse COO gradients are taken (a sparse momentum buffer, as PyTorch; not with
+    weight_decay or fused=True)."""
+
+    _sparse_grads = True
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
@@ -39,6 +43,8 @@ class SGD(Optimizer):
             if group["fused"]:  # PyTorch's fused SGD takes real floating-point params only
                 for p in params:
                     check_fused_param(p)
+                if any(g._sparse for g in grads):
+                    raise RuntimeError("`_fused_sgd` does not support sparse gradients")
             # Momentum buffers only with momentum: plain SGD keeps no per-parameter state.
             state = self.state
             bufs = [state[p].get("momentum_buffer") if p in state else None for p in params]

@@ -6,8 +6,8 @@ that keeps ``indices`` (an int64 NumPy array (sparse_dim, nnz)), ``values`` (a N
 that carries shape / ndim / size / dtype (what the graph machinery reads) and raises
 PyTorch's "Could not run ... 'SparseCPU' backend" error for any array operation, so a
 strided op given a sparse tensor fails clearly; the strided hot path is untouched (only
-gradient accumulation, ``mm`` / ``matmul`` and embedding's sparse path test the class
-attribute ``Tensor._sparse``).
+gradient accumulation, ``mm`` / ``matmul``, embedding's sparse path and the optimizers /
+gradient clipping test the class attribute ``Tensor._sparse``).
 
 Supported: creation (``sparse_coo_tensor``, ``Tensor.to_sparse`` / ``to_sparse_coo``),
 ``to_dense``, ``indices`` / ``values`` (coalesced only) / ``_indices`` / ``_values``,
@@ -210,6 +210,25 @@ class SparseTensor(Tensor):
 
     __mul__ = __rmul__ = mul
 
+    def neg(self) -> SparseTensor:
+        return self.mul(-1)
+
+    __neg__ = neg
+
+    def zero_(self) -> SparseTensor:
+        """In place: no entries (nnz 0, coalesced), same shape, as PyTorch's sparse zero_."""
+        self._sp_indices = np.zeros((self.sparse_dim(), 0), np.int64)
+        self._sp_values = np.zeros((0,) + self._sp_values.shape[1:], self._sp_values.dtype)
+        self._coalesced = True
+        return self
+
+    def _assign(self, other: SparseTensor) -> SparseTensor:
+        """In place: take ``other``'s entries (same shape; PyTorch's in-place sparse ops such
+        as ``buf.mul_(m).add_(g)`` keep the object)."""
+        self._sp_indices, self._sp_values = other._sp_indices, other._sp_values
+        self._coalesced = other._coalesced
+        return self
+
     def add(self, other, *, alpha=1) -> Tensor:
         if not isinstance(other, Tensor):
             raise unsupported("add.Tensor (sparse + a number)")
@@ -327,6 +346,25 @@ def _merge_add(a: SparseTensor, b: SparseTensor):
     idx = (np.array(np.unravel_index(lin, sizes), dtype=np.int64).reshape(sd, -1)
            if sd else np.zeros((0, len(lin)), np.int64))
     return idx, vals
+
+
+def add_dense_(dense: Tensor, s: SparseTensor, alpha: float = 1) -> None:
+    """``dense.add_(s, alpha=alpha)`` outside autograd (optimizer updates): each entry's
+    ``alpha * value`` added at its index, duplicates one after another (PyTorch's
+    add(dense, sparse)); ``dense`` is a CPU tensor of ``s``'s shape."""
+    if dense.device.type != "cpu":
+        raise RuntimeError(f"add_: expected all tensors to be on the same device, but found "
+                           f"{dense.device} (dense) and cpu (sparse)")
+    if tuple(dense.shape) != tuple(s.shape):
+        raise RuntimeError(f"add_: expected 'self' and 'other' to have same size, but self has "
+                           f"size {list(dense.shape)} while other has size {list(s.shape)}")
+    vals = (s._sp_values if alpha == 1 else s._sp_values * alpha).astype(dense._data.dtype,
+                                                                          copy=False)
+    if s.sparse_dim() == 0:
+        np.add(dense._data, vals.sum(axis=0), out=dense._data)
+    else:
+        np.add.at(dense._data, tuple(s._sp_indices), vals)
+    dense._storage.version += 1
 
 
 def _pattern_of(t: SparseTensor, dense: np.ndarray) -> SparseTensor:

@@ -28,6 +28,14 @@ def _grads(parameters) -> list:
     return [p.grad for p in parameters if p.grad is not None]
 
 
+def _refuse_sparse(tensors: list[Tensor], op: str) -> None:
+    """A sparse COO gradient: PyTorch's NotImplementedError (no SparseCPU kernel for
+    ``op``), before any gradient is changed."""
+    if any(t._sparse for t in tensors):
+        from tgrad.sparse import unsupported
+        raise unsupported(op)
+
+
 def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
     """The ``norm_type``-norm of the vector of every element of ``tensors`` (the norm of
@@ -38,6 +46,7 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
     norm_type = float(norm_type)
     if not tensors:
         return tensor(0.0)
+    _refuse_sparse(tensors, "linalg_vector_norm")
     with no_grad():
         if norm_type == math.inf:
             if any(t.numel() == 0 for t in tensors):
@@ -103,6 +112,8 @@ def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float,
                      foreach=None) -> None:
     """Clamp every gradient element into [-clip_value, clip_value] in place."""
     clip_value = float(clip_value)
+    grads = _grads(parameters)
+    _refuse_sparse(grads, "clamp_min_")
     with no_grad():
-        for g in _grads(parameters):
+        for g in grads:
             g.clamp_(-clip_value, clip_value)
