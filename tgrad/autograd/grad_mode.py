@@ -125,11 +125,19 @@ class no_grad(_DecoratorContextManager):
 
     def __enter__(self) -> None:
         # A stack, so that one instance may be entered again while active.
-        self.__dict__.setdefault("_prev", []).append(is_grad_enabled())
-        _set_grad_mode(False)
+        # is_grad_enabled / _set_grad_mode, inlined (optimizers enter it every step)
+        if STATE.inference:
+            self.__dict__.setdefault("_prev", []).append(STATE.inference_grad)
+            STATE.inference_grad = False
+        else:
+            self.__dict__.setdefault("_prev", []).append(STATE.enabled)
+            STATE.enabled = False
 
     def __exit__(self, *exc: Any) -> None:
-        _set_grad_mode(self._prev.pop())
+        if STATE.inference:
+            STATE.inference_grad = self._prev.pop()
+        else:
+            STATE.enabled = self._prev.pop()
 
 
 class enable_grad(_DecoratorContextManager):
@@ -137,11 +145,19 @@ class enable_grad(_DecoratorContextManager):
 
     def __enter__(self) -> None:
         # A stack, so that one instance may be entered again while active.
-        self.__dict__.setdefault("_prev", []).append(is_grad_enabled())
-        _set_grad_mode(True)
+        # is_grad_enabled / _set_grad_mode, inlined (optimizers enter it every step)
+        if STATE.inference:
+            self.__dict__.setdefault("_prev", []).append(STATE.inference_grad)
+            STATE.inference_grad = True
+        else:
+            self.__dict__.setdefault("_prev", []).append(STATE.enabled)
+            STATE.enabled = True
 
     def __exit__(self, *exc: Any) -> None:
-        _set_grad_mode(self._prev.pop())
+        if STATE.inference:
+            STATE.inference_grad = self._prev.pop()
+        else:
+            STATE.enabled = self._prev.pop()
 
 
 class set_grad_enabled(_DecoratorContextManager):

@@ -164,12 +164,20 @@ class SavedTensor:
                 f"at version {t._storage.version}; expected version {self.version} instead. "
                 "Hint: enable anomaly detection to find the operation that failed to compute "
                 "its gradient, with tgrad.autograd.set_detect_anomaly(True).")
-        if self.is_output:
-            return self.output_alias(node)
+        if self.is_output:  # output_alias, inlined (backward's hot path)
+            out = (_Tensor or _tensor_cls())(t._data, t._storage, t.device)
+            out._grad_fn = node
+            out._output_nr = self.output_nr
+            out._requires_grad = self.requires_grad
+            fw = t.__dict__.get("_fw")
+            if fw is not None:  # the output's forward-AD tangent (forward_ad._attach_saved)
+                out.__dict__["_fw"] = fw
+            return out
         return t
 
     def output_alias(self, node: Node):
-        """A saved output of ``node`` as a tensor again: an alias with node as its grad_fn."""
+        """A saved output of ``node`` as a tensor again: an alias with node as its grad_fn
+        (``unpack`` has it inlined)."""
         t = self.tensor
         out = (_Tensor or _tensor_cls())(t._data, t._storage, t.device)
         out._grad_fn = node

@@ -900,6 +900,8 @@ def _is_float(dt: np.dtype) -> bool:
 def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     """Sum accumulated in float32 for halves; bool and integers sum to int64 (PyTorch)."""
     dt = x.dtype
+    if dt.itemsize == 1 and dt in _F8_SET:  # float8 has no sum in PyTorch
+        raise _float8_refuse("sum_", dt)
     if _is_float(dt):  # np.add.reduce is what np.sum runs, minus its Python wrapper
         token = _quiet_enter()  # inf + -inf: NaN without a warning, as PyTorch
         try:  # (the cast down to a half may overflow to inf: no warning either)
@@ -917,6 +919,8 @@ def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     are bit-identical to it: a pairwise sum in the compute dtype, then the division by the
     count in float64, cast back."""
     dt = x.dtype
+    if dt.itemsize == 1 and dt in _F8_SET:  # float8 has no mean in PyTorch
+        raise _float8_refuse("mean", dt)
     n = _count(x.shape, axes)
     if n == 0:  # NumPy would warn "Mean of empty slice"
         return np.full(np.sum(x, axis=axes, keepdims=keepdim).shape, np.nan, dt)
@@ -1177,8 +1181,9 @@ def _refusing_float8(name: str, fn, arg: int):
     return wrapper
 
 
-# float8 has no reductions, scans, sorts, scatter-adds nor random draws in PyTorch
-for _name, _arg in (("sum_", 0), ("mean", 0), ("prod", 0), ("amax", 0), ("amin", 0),
+# float8 has no reductions, scans, sorts, scatter-adds nor random draws in PyTorch (sum_ and
+# mean, on the hot path, check it inline instead of through a wrapper)
+for _name, _arg in (("prod", 0), ("amax", 0), ("amin", 0),
                     ("argmax", 0), ("argmin", 0), ("var", 0), ("norm", 0), ("logsumexp", 0),
                     ("cumsum", 0), ("argsort", 0), ("index_add", 1), ("index_reduce", 1),
                     ("rand", 1), ("randn", 1)):

@@ -224,7 +224,8 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
          requires_grad: bool = False, layout=None) -> Tensor:
     """``full(size, fill_value)`` (or ``size=``, ``fill_value=``): dtype inferred from
     fill_value like PyTorch."""
-    check_layout("full", layout)
+    if layout is not None:
+        check_layout("full", layout)
     args = sizes_keyword("full", "size", args, size)
     if fill_value is None:
         if len(args) >= 2 and not isinstance(args[-1], (tuple, list)):
@@ -246,8 +247,9 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
     elif isinstance(fill_value, (complex, np.complexfloating)) and not dt.is_complex:
         fill_value = fill_value.real  # 1+0j (a nonzero imaginary part was refused above)
     dev = as_device(device)
-    dtypes.check_complex_device("full", dt, dev)
-    dtypes.check_float8_device("full", dt, dev)
+    if dev.type != "cpu":
+        dtypes.check_complex_device("full", dt, dev)
+        dtypes.check_float8_device("full", dt, dev)
     arr = get_backend(dev).full(shape, fill_value, dt.np)
     t = Tensor(arr, None, dev)
     if requires_grad:
@@ -257,21 +259,24 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
 
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
           layout=None) -> Tensor:
-    check_layout("zeros", layout)
+    if layout is not None:
+        check_layout("zeros", layout)
     return full(_shape(sizes_keyword("zeros", "size", args, size)), 0,
                 dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
 
 
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
          layout=None) -> Tensor:
-    check_layout("ones", layout)
+    if layout is not None:
+        check_layout("ones", layout)
     return full(_shape(sizes_keyword("ones", "size", args, size)), 1,
                 dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
 
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
           layout=None) -> Tensor:
-    check_layout("empty", layout)
+    if layout is not None:
+        check_layout("empty", layout)
     dev = as_device(device)
     dt = _dtype_or_default(dtype)
     dtypes.check_complex_device("empty", dt, dev)
@@ -286,7 +291,8 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
 def _like(x: Tensor, dtype, device, op: str = "", layout=None):
     """(dtype, device) of a *_like / new_* result: x's unless given (``layout``: checked
     for ``op``)."""
-    check_layout(op, layout)
+    if layout is not None:
+        check_layout(op, layout)
     return (x.dtype if dtype is None else dtypes.as_dtype(dtype),
             x.device if device is None else as_device(device))
 

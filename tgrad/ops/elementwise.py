@@ -1050,8 +1050,9 @@ def pow(input, exponent) -> Tensor:  # noqa: A001,A002
 
 @tensor_method("__rpow__")
 def _rpow(self: Tensor, other) -> Tensor:
-    """``other ** self`` (other a number: PowBackward2)."""
-    return pow(other, self)
+    """``other ** self`` (other a number: PowBackward2; Python calls this only when other is
+    not a tensor, so pow's device handling has nothing to do)."""
+    return _pow_class(other, self).apply(other, self)
 
 
 atan2 = _binary_fn("atan2")

@@ -147,7 +147,8 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
         res = fn(self, *args)
         _check_fits(op, res, self)
         _write(self, res._data, overlap_ok)
-        if _function.fw_level() is not None:  # forward-mode AD: the tangent, in place too
+        # forward-mode AD (function.fw_level, inlined): the tangent, in place too
+        if _function._FW_ACTIVE and STATE.fw_level is not None:
             from tgrad.autograd.forward_ad import inplace_update
             inplace_update(self, res)
         return self
@@ -164,7 +165,7 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
         from tgrad.ops.layout import replay_on_base
         replayed = replay_on_base(self)
     old = _snapshot(replayed if view_rebase else self, copy=op not in _SELF_NOT_SAVED)
-    fw = _function.fw_level()
+    fw = STATE.fw_level if _function._FW_ACTIVE else None  # function.fw_level, inlined
     if fw is not None:  # forward-mode AD: the old values' tangent
         from tgrad.autograd.forward_ad import get_tangent
         tangent = get_tangent(self)

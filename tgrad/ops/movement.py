@@ -74,7 +74,8 @@ class ToCopy(Function):
         data = x._data
         if dtype.is_complex or x.dtype.is_complex:
             dtypes.check_complex_device("to", dtype, device)
-        dtypes.check_float8_device("to", dtype, device)
+        if dtype.itemsize == 1 and device.type != "cpu":  # (float8 or a 1-byte integer)
+            dtypes.check_float8_device("to", dtype, device)
         if device != x.device:
             host = get_backend(x.device).to_host(data)
             host = host.astype(dtype.np, copy=False)
