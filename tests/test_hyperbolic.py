@@ -164,10 +164,24 @@ def test_complex_inputs_give_principal_branch_values_and_gradients(name):
             np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
             np.testing.assert_array_equal(np.signbit(g[w == 0]), np.signbit(w[w == 0]))
     pts = np.array([1 + 1j, -3 + 0.5j, 0.5 - 1.5j, 0.2 + 0.1j])
+    assert gradcheck(getattr(tgrad, name), (tgrad.tensor(pts, requires_grad=True),))
+    # and on the real axis (acosh's cut (-inf, 1): acosh(0.5) = i acos(0.5), atanh's cut
+    # |x| > 1) and the imaginary axis (asinh's cut |y| > 1), both signed zeros: the
+    # derivative from above, f'(x + 0i), for Im z = +0 and -0 alike (PyTorch's; its
+    # z - 1 has Im +0 for either). acosh's gradient was real there (|Im acos| has no slope
+    # at 0) and sign-flipped for x > 1
+    axis = [-3.0, -1.5, -0.5, 0.0, 0.5, 0.999, 1.2, 3.0]
+    pts = np.concatenate([pts, [complex(v, s) for v in axis for s in (0.0, -0.0)],
+                          [complex(s, v) for v in axis for s in (0.0, -0.0)]])
+    above = np.where(pts.imag == 0, pts.real + 0j, pts)  # (-0.0 imaginary parts made +0.0)
     x = tgrad.tensor(pts, requires_grad=True)
     y = getattr(tgrad, name)(x)
-    a, b = np.array([1.0, 2.0, 3.0, 4.0]), 0.5
+    a, b = np.linspace(1.0, 4.0, len(pts)), 0.5
     (y.real * tgrad.tensor(a) + y.imag * b).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), np.conj(DERIVS[name](pts)) * (a + 1j * b),
+    np.testing.assert_allclose(x.grad.numpy(), np.conj(DERIVS[name](above)) * (a + 1j * b),
                                rtol=1e-12)
-    assert gradcheck(getattr(tgrad, name), (tgrad.tensor(pts, requires_grad=True),))
+    if name == "acosh":  # the reviewer's case: 0.8083 + 0.3464j, by hand
+        z = tgrad.tensor([0.5 + 0j], requires_grad=True)
+        tgrad.acosh(z).backward(tgrad.tensor([0.3 - 0.7j]))
+        np.testing.assert_allclose(z.grad.numpy(),
+                                   (0.3 - 0.7j) * np.conj(1 / np.sqrt(-0.75 + 0j)))

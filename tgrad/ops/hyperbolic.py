@@ -23,8 +23,9 @@ from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import apply_float_unary, tensor_method
 from tgrad.ops.complex_ops import complex as complex_
+from tgrad.ops.complex_ops import conj_of
 from tgrad.ops.inplace import inplace_method
-from tgrad.ops.logmath import copysign
+from tgrad.ops.logmath import copysign, signbit
 from tgrad.tensor import Tensor
 
 __all__ = ["asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh"]
@@ -93,7 +94,11 @@ class Atanh(Function):
 # complex z (principal branches, as PyTorch's std:: functions), through the complex asin,
 # acos and atan (differentiable, so the gradients are theirs: conj(f'(z)) g):
 #   asinh(z) = -i asin(i z),  atanh(z) = -i atan(i z),
-#   acosh(z) = |Im w| + i copysign(Re w, Im z), w = acos(z).
+#   acosh(z) = i w where Im w has its sign bit set (Im z >= +0), else -i w, w = acos(z)
+#   (the branch with Re >= 0 and Im of Im z's sign, signed zeros included); its own node
+#   with PyTorch's rule g conj(rsqrt(z + 1) rsqrt(z - 1)), where z - 1 gets a +0 imaginary
+#   part for real z of either zero sign, as PyTorch's arithmetic gives it: on the cut
+#   (-inf, 1) the gradient is the one from above for 0.0 and -0.0 alike (PyTorch's).
 # i z is formed from the parts (-Im z + i Re z), so infinities give no inf * 0 NaNs.
 def _times_i(z: Tensor, sign: float) -> Tensor:
     """(sign i) z from z's parts."""
@@ -108,9 +113,24 @@ def _complex_atanh(z: Tensor) -> Tensor:
     return _times_i(ew.atan(_times_i(z, 1.0)), -1.0)
 
 
+class _ComplexAcosh(Function):
+    node_name = "AcoshBackward0"
+
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        w = ew.acos(z)
+        return ew.where(signbit(w.imag), _times_i(w, 1.0), _times_i(w, -1.0))
+
+    @staticmethod
+    def backward(ctx, g):
+        (z,) = ctx.saved_tensors
+        # + (-1.0), not - 1.0: -0.0 + 0.0 is +0.0, so a real z's z - 1 has Im +0 (PyTorch's)
+        return g * conj_of(ew.rsqrt(z + 1.0) * ew.rsqrt(z + (-1.0)))
+
+
 def _complex_acosh(z: Tensor) -> Tensor:
-    w = ew.acos(z)
-    return complex_(ew.abs(w.imag), copysign(w.real, z.imag))
+    return _ComplexAcosh.apply(z)
 
 
 @tensor_method("asinh", "arcsinh")
