@@ -158,3 +158,29 @@ def test_float32_var_accumulates_in_float64_on_cpu():
     np.testing.assert_array_equal(tgrad.tensor(x).std(1).numpy(),
                                   np.sqrt(np.var(x.astype(np.float64), axis=1, ddof=1))
                                   .astype(np.float32))
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_takes_complex_spacing(edge_order):
+    # PyTorch computes with complex steps and coordinates (tgrad dropped the imaginary part
+    # of coordinates with a warning and raised TypeError for spacing=1j). Reference: NumPy's
+    # gradient of the values made complex (it casts to the values' dtype otherwise)
+    f = RNG.standard_normal((5, 4))
+    xs = np.cumsum(RNG.uniform(0.1, 1.0, 5) + 1j * RNG.uniform(-1.0, 1.0, 5))
+    (g,) = tgrad.gradient(_t(f), spacing=(tgrad.tensor(xs),), dim=0, edge_order=edge_order)
+    assert g.dtype is tgrad.complex128
+    np.testing.assert_allclose(g.numpy(), np.gradient(f + 0j, xs, axis=0,
+                                                      edge_order=edge_order), rtol=1e-12)
+    for spacing in (0.5 - 2j, (0.5 - 2j,), tgrad.tensor(0.5 - 2j)):  # uniform complex steps
+        (g,) = tgrad.gradient(_t(f), spacing=spacing, dim=1, edge_order=edge_order)
+        np.testing.assert_allclose(g.numpy(), np.gradient(f + 0j, 0.5 - 2j, axis=1,
+                                                          edge_order=edge_order), rtol=1e-12)
+    # dtypes as PyTorch's promotion: float32 values, complex step -> complex64; complex64
+    # coordinates -> complex64; complex values over real coordinates stay complex
+    f32 = tgrad.tensor(f, dtype=tgrad.float32)
+    assert tgrad.gradient(f32, spacing=1j, dim=0)[0].dtype is tgrad.complex64
+    c64 = tgrad.tensor(xs, dtype=tgrad.complex64)
+    assert tgrad.gradient(f32, spacing=(c64,), dim=0)[0].dtype is tgrad.complex64
+    (g,) = tgrad.gradient(tgrad.tensor(f * (1 + 2j)), spacing=(tgrad.tensor(xs.real),), dim=0)
+    np.testing.assert_allclose(g.numpy(), np.gradient(f * (1 + 2j), xs.real, axis=0),
+                               rtol=1e-12)

@@ -15,6 +15,8 @@
   central differences inside (for coordinates x: (h_s^2 f[i+1] + (h_d^2 - h_s^2) f[i]
   - h_d^2 f[i-1]) / (h_s h_d (h_s + h_d)), h_s = x[i] - x[i-1], h_d = x[i+1] - x[i]),
   one-sided first or second order differences at the edges; differentiable in input.
+  Steps and coordinates may be complex (computed in the promoted complex dtype, as
+  PyTorch's; float16 values then give complex64 where PyTorch has no ComplexHalf division).
 """
 
 from __future__ import annotations
@@ -174,16 +176,22 @@ def histogramdd(input: Tensor, bins=10, *, range=None, weight=None,  # noqa: A00
 
 
 
+def _step(s) -> float | complex:
+    """A uniform step as a Python float, or complex (PyTorch computes with complex steps)."""
+    v = s.item() if isinstance(s, Tensor) else s
+    return complex(v) if isinstance(v, complex) else float(v)
+
+
 def _spacings(spacing, dims: list, input: Tensor) -> list:  # noqa: A002
-    """Per dim: a Python number (uniform step) or a 1-D coordinate tensor."""
+    """Per dim: a Python float or complex (uniform step) or a 1-D coordinate tensor
+    (complex coordinates kept: the differences are complex, as PyTorch's)."""
     if isinstance(spacing, (numbers.Number, Tensor)) and not (
             isinstance(spacing, Tensor) and spacing.ndim == 1 and len(dims) == 1):
         if isinstance(spacing, Tensor):
             if spacing.ndim != 0:
                 raise RuntimeError("torch.gradient expected spacing to be unspecified, a "
                                    "scalar or a list")
-            spacing = float(spacing)
-        return [float(spacing)] * len(dims)
+        return [_step(spacing)] * len(dims)
     seq = [spacing] if isinstance(spacing, Tensor) else list(spacing)
     if len(seq) != len(dims):
         raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
@@ -198,9 +206,10 @@ def _spacings(spacing, dims: list, input: Tensor) -> list:  # noqa: A002
                                    f"device and of the dimension's size {input.shape[d]}, got "
                                    f"{s.numel()}")
             # integer coordinates count as the default float dtype (PyTorch)
-            out.append(s if s.dtype.is_floating_point else s.to(dtypes.get_default_dtype()))
+            out.append(s if s.dtype.is_floating_point or s.dtype.is_complex
+                       else s.to(dtypes.get_default_dtype()))
         else:
-            out.append(float(s))
+            out.append(_step(s))
     return out
 
 
@@ -238,11 +247,12 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
                                "edge_order+1")
         if isinstance(h, Tensor):
             # coordinates promote with the values (PyTorch: float16 values over float32
-            # coordinates give float32), computed in that dtype; h real (a complex f)
+            # coordinates give float32), computed in that dtype; h real (a complex f) unless
+            # the coordinates are complex
             rt = dtypes.promote_types(f.dtype, h.dtype)
-            f, h = f.to(rt), h.to(dtypes.to_real(rt))
+            f, h = f.to(rt), h.to(rt if h.dtype.is_complex else dtypes.to_real(rt))
         fm, f0, fp = _along(f, d, 0, n - 2), _along(f, d, 1, n - 1), _along(f, d, 2, None)
-        if isinstance(h, float):
+        if not isinstance(h, Tensor):  # a float or complex step
             inner = (fp - fm) / (2 * h)
             if edge_order == 1:
                 left = (_along(f, d, 1, 2) - _along(f, d, 0, 1)) / h
@@ -258,14 +268,14 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
             inner = (hs * hs * fp + (hd * hd - hs * hs) * f0 - hd * hd * fm) / (
                 hs * hd * (hs + hd))
             if edge_order == 1:
-                left = (_along(f, d, 1, 2) - _along(f, d, 0, 1)) / float(dx[0])
-                right = (_along(f, d, n - 1, n) - _along(f, d, n - 2, n - 1)) / float(dx[-1])
+                left = (_along(f, d, 1, 2) - _along(f, d, 0, 1)) / dx[0].item()
+                right = (_along(f, d, n - 1, n) - _along(f, d, n - 2, n - 1)) / dx[-1].item()
             else:  # NumPy's second-order one-sided formulas on uneven grids
-                d1, d2 = float(dx[0]), float(dx[1])
+                d1, d2 = dx[0].item(), dx[1].item()
                 a, b, c = -(2 * d1 + d2) / (d1 * (d1 + d2)), (d1 + d2) / (d1 * d2), \
                     -d1 / (d2 * (d1 + d2))
                 left = a * _along(f, d, 0, 1) + b * _along(f, d, 1, 2) + c * _along(f, d, 2, 3)
-                d1, d2 = float(dx[-2]), float(dx[-1])
+                d1, d2 = dx[-2].item(), dx[-1].item()
                 a, b, c = d2 / (d1 * (d1 + d2)), -(d2 + d1) / (d1 * d2), \
                     (2 * d2 + d1) / (d2 * (d1 + d2))
                 right = (a * _along(f, d, n - 3, n - 2) + b * _along(f, d, n - 2, n - 1)
