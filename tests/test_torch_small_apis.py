@@ -142,7 +142,8 @@ def test_accelerator_without_cuda():
     assert acc.is_available() is False and acc.current_accelerator() is None
     assert acc.device_count() == 0
     for call in (acc.current_device_index, acc.synchronize, acc.current_stream,
-                 lambda: acc.set_device_index(0), lambda: acc.device_index(0).__enter__()):
+                 lambda: acc.set_device_index(0), lambda: acc.device_index(0).__enter__(),
+                 acc.empty_cache, acc.memory_allocated):
         with pytest.raises(RuntimeError, match="Cannot access accelerator device when none"):
             call()
     with acc.device_index(None):  # None: a no-op
@@ -158,6 +159,30 @@ def test_get_device_and_device_module():
     assert tgrad.get_device_module(tgrad.device("cuda", 0)) is tgrad.cuda
     assert tgrad.get_device_module("cuda:0") is tgrad.cuda
     assert tgrad.cpu.is_available() and tgrad.cpu.device_count() == 1
+
+
+def test_cpu_device_module_has_pytorchs_names():
+    # torch.cpu's names for device-agnostic code (tgrad.cpu.current_stream was missing)
+    cpu = tgrad.cpu
+    assert set(cpu.__all__) == {"is_available", "is_initialized", "synchronize",
+                                "current_device", "current_stream", "stream", "set_device",
+                                "device_count", "Stream", "StreamContext", "Event"}
+    assert cpu.is_initialized() is True and cpu.current_device() == "cpu"
+    assert cpu.synchronize() is None and cpu.synchronize("cpu") is None
+    default = cpu.current_stream()
+    assert isinstance(default, cpu.Stream) and cpu.current_stream("cpu") is default
+    s = cpu.Stream(priority=0)
+    assert s.wait_stream(default) is None and s.record_event() is None
+    assert s.wait_event(cpu.Event()) is None
+    with cpu.stream(s):
+        assert cpu.current_stream() is s
+        with cpu.StreamContext(None):  # None: a no-op
+            assert cpu.current_stream() is s
+    assert cpu.current_stream() is default
+    e = cpu.Event()
+    assert e.query() is True and e.record() is None and e.synchronize() is None
+    assert e.wait() is None
+    assert tgrad.get_device_module("cpu").current_stream() is default
     with pytest.raises(RuntimeError, match="Device 'meta' does not have a corresponding module"):
         tgrad.get_device_module("meta")
     with pytest.raises(RuntimeError, match="Invalid value of device '5'"):

@@ -120,9 +120,8 @@ def set_stream(stream) -> None:
 
 
 def empty_cache() -> None:
-    from tgrad import cuda
-    if cuda.is_available():
-        cuda.empty_cache()
+    """tgrad.cuda.empty_cache(); without cuda PyTorch's RuntimeError."""
+    _cuda().empty_cache()
 
 
 def _memory(name: str):
