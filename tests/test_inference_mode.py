@@ -113,7 +113,7 @@ def test_inplace_on_inference_tensor_outside_raises():
     before = y.numpy().copy()
     for f in (lambda: y.add_(1), lambda: y.mul_(2), lambda: y.__setitem__(0, 5.0),
               lambda: y.view(3).add_(1), lambda: y[1:].zero_(), lambda: y.copy_(y * 2),
-              lambda: y.unsqueeze_(0), lambda: y.resize_(2), lambda: y.data.add_(1),
+              lambda: y.unsqueeze_(0), lambda: y.resize_(2),
               lambda: tgrad.add(y, y, out=y),
               lambda: tgrad.add(n, n, out=y[:2])):
         with pytest.raises(RuntimeError, match=INPLACE_MSG):
@@ -125,6 +125,44 @@ def test_inplace_on_inference_tensor_outside_raises():
     c = y.clone()  # a normal tensor: in-place works
     c.mul_(2.0)
     np.testing.assert_allclose(c.numpy(), before * 2)
+
+
+def test_detached_aliases_of_inference_tensors_may_be_written():
+    # PyTorch: detach() and .data of an inference tensor made outside inference mode are
+    # inference tensors with a version counter of their own, so in-place updates through
+    # them work (tgrad refused both); a normal tensor whose .data is set to an inference
+    # tensor becomes one (is_inference) and keeps its counter. Hand-computed values
+    with tgrad.inference_mode():
+        b = tgrad.ones(2) * 2
+    d = b.detach()
+    assert d.is_inference() and d._version == 0
+    d.add_(1)
+    np.testing.assert_array_equal(b.numpy(), [3.0, 3.0])
+    assert d._version == 1
+    b.data.add_(1)
+    np.testing.assert_array_equal(b.numpy(), [4.0, 4.0])
+    assert b.data.is_inference() and b.data._version == 0
+    with pytest.raises(RuntimeError, match=INPLACE_MSG):  # b itself still refuses
+        b.add_(1)
+    with pytest.raises(RuntimeError, match=RG_MSG):  # still an inference tensor
+        d.requires_grad_()
+    x = tgrad.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        x * d
+    with tgrad.inference_mode():  # detached inside: no counter, as PyTorch's
+        di, ddi = b.detach(), b.data
+    for t in (di, ddi):
+        with pytest.raises(RuntimeError, match=INPLACE_MSG):
+            t.add_(1)
+    m = tgrad.zeros(2)
+    m.add_(1)
+    m.data = b
+    assert m.is_inference() and tgrad.is_inference(m) and m._version == 1
+    m.add_(1)
+    np.testing.assert_array_equal(b.numpy(), [5.0, 5.0])
+    assert m._version == 2
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        x * m
 
 
 def test_views_of_inference_tensors_and_requires_grad():

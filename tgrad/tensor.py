@@ -42,6 +42,17 @@ class InferenceStorage(Storage):
     __slots__ = ()
 
 
+class CountedInferenceStorage(InferenceStorage):
+    """An inference tensor's alias made outside inference mode by ``detach()`` or ``.data``,
+    or a normal tensor whose ``.data`` was set to an inference tensor: still an inference
+    tensor (``is_inference()``, never saved for backward nor made to require grad), but
+    with a version counter of its own (a fresh one; set_data keeps the tensor's), so
+    in-place updates are allowed outside inference mode, as PyTorch's. (PyTorch's views of
+    such a tensor have no counter again; tgrad's share it, so in-place through them works.)"""
+
+    __slots__ = ()
+
+
 def _inference_aware_storage(data: Any) -> Storage:
     """Tensor.__init__'s new storage while some thread is inside inference_mode()."""
     return InferenceStorage(data) if STATE.inference else Storage(data)
@@ -216,7 +227,8 @@ class Tensor:
             raise RuntimeError(
                 f"Only Tensors of floating point and complex dtype can require gradients (got "
                 f"{self.dtype})")
-        if requires_grad and type(self._storage) is InferenceStorage and not STATE.inference:
+        if requires_grad and isinstance(self._storage, InferenceStorage) \
+                and not STATE.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
@@ -272,8 +284,12 @@ class Tensor:
         """A tensor sharing memory with this one but outside the autograd graph and, unlike
         ``detach()``, with a version counter of its own (PyTorch): in-place changes through
         ``.data`` are invisible to autograd's "modified by an inplace operation" check."""
-        # (an inference tensor's .data is one too, as PyTorch's)
-        return Tensor(self._data, type(self._storage)(self._storage.root), self.device)
+        # (an inference tensor's .data is one too, as PyTorch's, and may be written outside
+        # inference mode: a counter of its own, unless made inside)
+        storage = self._storage
+        if type(storage) is InferenceStorage and not STATE.inference:
+            return Tensor(self._data, CountedInferenceStorage(storage.root), self.device)
+        return Tensor(self._data, type(storage)(storage.root), self.device)
 
     @data.setter
     def data(self, other: Tensor) -> None:
@@ -285,16 +301,23 @@ class Tensor:
         self._data = other._data
         if other._storage.root is not self._storage.root:
             # other memory: a storage of its own (views made before keep the old one and
-            # its root), carrying on this tensor's version
-            storage = Storage(other._storage.root)
+            # its root), carrying on this tensor's version; an inference tensor's memory
+            # makes this tensor an inference tensor (PyTorch's set_data takes other's
+            # dispatch keys) that keeps its counter, so it may still be written
+            storage = (CountedInferenceStorage if isinstance(other._storage, InferenceStorage)
+                       else Storage)(other._storage.root)
             storage.version = self._storage.version
             self._storage = storage
         self.dtype = other.dtype
         self.device = other.device
 
     def detach(self) -> Tensor:
-        out = Tensor(self._data, self._storage, self.device)
-        return out
+        storage = self._storage
+        if type(storage) is not Storage and not STATE.inference:
+            # an inference tensor's: outside inference mode a fresh counter (PyTorch's
+            # detach of an inference tensor), so the alias may be written in place
+            storage = CountedInferenceStorage(storage.root)
+        return Tensor(self._data, storage, self.device)
 
     def detach_(self) -> Tensor:
         if self._base is not None:

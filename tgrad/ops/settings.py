@@ -197,11 +197,11 @@ def is_inference(input: Tensor) -> bool:  # noqa: A002
     (PyTorch's rules). Outside inference mode an inference tensor cannot be saved for
     backward, updated in place or made to require grad; ``clone()`` gives a normal tensor."""
     require_tensor("is_inference", input)
-    return type(input._storage) is InferenceStorage
+    return isinstance(input._storage, InferenceStorage)
 
 
 def _tensor_is_inference(self: Tensor) -> bool:
-    return type(self._storage) is InferenceStorage
+    return isinstance(self._storage, InferenceStorage)
 
 
 _tensor_is_inference.__doc__ = is_inference.__doc__
