@@ -163,7 +163,8 @@ def test_real_to_complex_and_back():
 
 def test_make_dual_mixed_real_and_complex_as_pytorch():
     """PyTorch takes a real tangent for a complex primal (it enters ops as complex) and a
-    complex tangent for a real primal (the ops drop its imaginary part, with a warning);
+    complex tangent for a real primal (the ops linear in it keep it complex, the others drop
+    its imaginary part, with a warning);
     unpack_dual returns the tangent as given."""
     x = _r([0.5, -1.0])
     with fwAD.dual_level():
@@ -177,6 +178,25 @@ def test_make_dual_mixed_real_and_complex_as_pytorch():
             s = fwAD.unpack_dual(r.sin()).tangent
         assert s.dtype is F64
         np.testing.assert_allclose(s.numpy(), np.cos(x.numpy()) * T[:2].real, rtol=1e-12)
+        # ... but ops linear in the tangent keep it complex (PyTorch's formulas: 2 d ->
+        # 2 t, d.sum() -> sum t, d * d -> 2 x t, views, cat; tgrad dropped it everywhere)
+        xv, tv = x.numpy(), T[:2]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no imaginary part dropped
+            for f, want in ((lambda v: v * 2, 2 * tv), (lambda v: v.sum(), tv.sum()),
+                            (lambda v: v * v, 2 * xv * tv), (lambda v: v / 4 - 1, tv / 4),
+                            (lambda v: v + v[:1], tv + tv[0]), (lambda v: v.mean(), tv.mean()),
+                            (lambda v: v.view(2, 1), tv.reshape(2, 1)),
+                            (lambda v: v.cumsum(0), np.cumsum(tv)),
+                            (lambda v: tgrad.cat([v, v]), np.concatenate([tv, tv]))):
+                got = fwAD.unpack_dual(f(r)).tangent
+                assert got.dtype is C128
+                np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+        for f, want in ((lambda v: -v, -tv.real), (tgrad.exp, np.exp(xv) * tv.real)):
+            with pytest.warns(UserWarning, match="discards the imaginary part"):
+                got = fwAD.unpack_dual(f(r)).tangent
+            assert got.dtype is F64
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
         with pytest.raises(ValueError, match="Expected tangent to be floating point or "
                                              "complex"):
             fwAD.make_dual(_c(Z), tgrad.tensor([1, 2, 3]))

@@ -48,6 +48,7 @@ from collections import namedtuple
 from threading import Lock
 from typing import Any
 
+from tgrad import dtypes
 from tgrad.autograd import function as _function
 from tgrad.autograd.grad_mode import STATE, _DecoratorContextManager
 
@@ -417,12 +418,30 @@ def _build_rules() -> dict:
             for c in _same_forward(OPS[name]):
                 rules[c] = _linear_first(c)
                 _FIRST_ONLY.add(c)
+                if name not in ("to", "real", "imag", "view_as_real", "conj"):
+                    _KEEPS_COMPLEX.add(c)
     for op, rule in ((OPS["add"], _add_sub(1.0)), (OPS["sub"], _add_sub(-1.0)),
                      (OPS["mul"], _mul), (OPS["div"], _div), (OPS["matmul"], _matmul),
                      (OPS["cat"], _cat)):
         for c in _same_forward(op):  # sub's RsubBackward0/1 variants too
             rules[c] = rule
+            if op is not OPS["matmul"]:  # (PyTorch's matmul refuses the mixed dtypes)
+                _KEEPS_COMPLEX.add(c)
     return rules
+
+
+def _enter_tangent(cls, a, t):
+    """The tangent ``t`` of ``a`` as the op ``cls`` takes it, where one of them is complex
+    and the other real: a real tangent of a complex primal as complex; a complex tangent of
+    a real primal as it is for the ops C-linear in their tangents (PyTorch's formulas for
+    them keep it: 2 d, d.sum(), d * d, views), else real (the imaginary part dropped with
+    PyTorch's warning, as PyTorch's exp, sin, neg, pow, abs, to do)."""
+    global JVP_RULES
+    if not t.dtype.is_complex:
+        return t.to(a.dtype)
+    if JVP_RULES is None:
+        JVP_RULES = _build_rules()
+    return t if cls in _KEEPS_COMPLEX else t.to(a.dtype)
 
 
 def _same_forward(cls) -> list:
@@ -438,6 +457,8 @@ def _same_forward(cls) -> list:
 
 JVP_RULES: dict | None = None  # op class -> rule(args, tangents, out); built on first use
 _FIRST_ONLY: set = set()  # classes whose rule needs the other arguments to have no tangent
+# classes through which a complex tangent of a real primal stays complex (_enter_tangent)
+_KEEPS_COMPLEX: set = set()
 
 
 def _vjp_of_vjp(cls, args: tuple, kwargs: dict, tangents: list) -> tuple:
@@ -571,10 +592,11 @@ def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
     try:
         if all(t is None for t in tangents):
             return cls.apply(*args, **kwargs)
-        # a real tangent of a complex primal (or the reverse, which drops the imaginary
-        # part with PyTorch's warning) enters the op as the primal's kind, as PyTorch's
+        # a real tangent of a complex primal enters the op as complex; a complex tangent of
+        # a real primal stays complex through the ops linear in it (_keeps_complex), else
+        # drops its imaginary part with PyTorch's warning (as PyTorch's)
         tangents = [t if t is None or t.dtype.is_complex == a.dtype.is_complex
-                    else t.to(a.dtype) for a, t in zip(args, tangents)]
+                    else _enter_tangent(cls, a, t) for a, t in zip(args, tangents)]
         if cls.jvp is not _function.Function.jvp:
             out, res = _custom_jvp(cls, args, kwargs, tangents)
         elif not cls.__module__.startswith("tgrad."):
@@ -598,7 +620,8 @@ def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):
             if t is None or not isinstance(o, tensor_cls) or not _differentiable(o.dtype):
                 continue
             if t.dtype is not o.dtype:
-                t = t.to(o.dtype)
+                t = t.to(dtypes.to_complex(o.dtype) if t.dtype.is_complex
+                         and not o.dtype.is_complex and cls in _KEEPS_COMPLEX else o.dtype)
             elif _shared(t, o, args, tangents):
                 t = t.clone()
             o.__dict__["_fw"] = (lvl, t)
