@@ -623,6 +623,11 @@ def linspace(start: float, end: float, steps: int, dtype=None, device=None,
     if not dt.is_floating_point:
         return _finish(spaced_integers("linspace", start, end, steps, dt), device,
                        requires_grad)
+    if dt in dtypes.FLOAT8_DTYPES:  # PyTorch fills 0 or 1 value (start) without a kernel;
+        if steps > 1:  # it has no float8 linspace kernel
+            dtypes.refuse_float8("linspace_cpu", dt)
+        return _finish(dtypes.to_float8(np.linspace(start, end, steps), dt.np), device,
+                       requires_grad)
     return _finish(np.linspace(start, end, steps).astype(dt.np), device, requires_grad)
 
 
