@@ -171,3 +171,28 @@ def test_embedding_sparse_matches_dense_path_and_mixes_with_dense_grads():
     w = tgrad.tensor(wn, requires_grad=True)
     with pytest.raises(RuntimeError, match="scale_grad_by_freq not supported with sparse"):
         F.embedding(idx, w, sparse=True, scale_grad_by_freq=True).sum().backward()
+
+
+def test_like_functions_of_a_sparse_tensor_as_pytorch():
+    # PyTorch: zeros_like / empty_like of a sparse COO tensor are empty sparse COO tensors
+    # (same shape, sparse_dim, dense_dim; nnz 0, coalesced); ones_like / full_like have no
+    # sparse fill_; layout=strided gives the dense result
+    s = tgrad.sparse_coo_tensor([[0, 1], [2, 0]], [1.0, 2.0], (2, 3))
+    hybrid = tgrad.sparse_coo_tensor([[0, 1]], [[1.0, 2.0], [3.0, 4.0]], (2, 2))
+    for fn in (tgrad.zeros_like, tgrad.empty_like):
+        for x in (s, hybrid):
+            z = fn(x)
+            assert z.layout is tgrad.sparse_coo and z.is_sparse and z.shape == x.shape
+            assert (z._nnz(), z.is_coalesced(), z.sparse_dim(), z.dense_dim()) == \
+                (0, True, x.sparse_dim(), x.dense_dim())
+            assert np.array_equal(z.to_dense().numpy(), np.zeros(tuple(x.shape)))
+    z = tgrad.zeros_like(s, dtype=tgrad.float64, requires_grad=True)
+    assert z.dtype is tgrad.float64 and z.requires_grad and z.layout is tgrad.sparse_coo
+    assert tgrad.zeros_like(s, layout=tgrad.sparse_coo).layout is tgrad.sparse_coo
+    d = tgrad.zeros_like(s, layout=tgrad.strided)
+    assert d.layout is tgrad.strided and d.tolist() == [[0.0] * 3] * 2
+    for fn in (lambda: tgrad.ones_like(s), lambda: tgrad.full_like(s, 2.0)):
+        with pytest.raises(NotImplementedError, match="aten::fill_.Scalar.*'SparseCPU'"):
+            fn()
+    with pytest.raises(RuntimeError, match="zeros_like.*layout=tgrad.sparse_csr"):
+        tgrad.zeros_like(s, layout=tgrad.sparse_csr)
