@@ -131,6 +131,24 @@ def test_refused_ops_raise_pytorchs_error(dt):
     x = tgrad.tensor([1.0, 2.0], dtype=dt)
     name = dtypes.SCALAR_TYPE_NAMES[dt]
     for fn, kernel in ((lambda: x + x, "add_stub"), (lambda: x + 1, "add_stub"),
+                       (lambda: x - x, "add_stub"), (lambda: x / x, "div_cpu"),
+                       (lambda: x / 2.0, "div_cpu_reduced_float"),
+                       (lambda: x.clamp(0, 1), "clamp_scalar_cpu"),
+                       (lambda: x.clamp(min=0), "clamp_min_scalar_cpu"),
+                       (lambda: x.clamp(max=1), "clamp_max_scalar_cpu"),
+                       (lambda: x.clamp(x, x), "clamp_cpu"),
+                       (lambda: tgrad.maximum(x, x), "maximum_cpu"),
+                       (lambda: tgrad.relu(x), "clamp_min_scalar_cpu"),
+                       (lambda: tgrad.nn.functional.hardtanh(x), "clamp_scalar_cpu"),
+                       (lambda: tgrad.unique(x), "unique"),
+                       (lambda: tgrad.unique(x, dim=0), "unique_dim"),
+                       (lambda: tgrad.unique_consecutive(x), "unique"),
+                       (lambda: x.topk(1), "topk_cpu"), (lambda: x // x, "div_floor_cpu"),
+                       (lambda: x.exp(), "exp_vml_cpu"), (lambda: x.mean(), "sum_cpu"),
+                       (lambda: x * True, "mul_cpu_reduced_float"),
+                       (lambda: x * tgrad.tensor(2.0), "mul_cpu_reduced_float"),
+                       (lambda: tgrad.linspace(0, 1, 3, dtype=dt), "linspace_cpu"),
+                       (lambda: tgrad.logspace(0, 1, 3, dtype=dt), "logspace_cpu"),
                        (lambda: -x, "neg_cpu"), (lambda: x < x, "lt_cpu"),
                        (lambda: x.sum(), "sum_cpu"), (lambda: x.max(), "max_all"),
                        (lambda: x * 2.0, "mul_cpu_reduced_float"),
@@ -155,6 +173,50 @@ def test_refused_ops_raise_pytorchs_error(dt):
     if dt is tgrad.float8_e8m0fnu:
         with pytest.raises(NotImplementedError, match="\"abs_cpu\" not implemented"):
             x.abs()
+
+
+@pytest.mark.parametrize("dt", F8[:2], ids=IDS[:2])
+def test_mul_refuses_one_value_second_as_pytorch(dt):
+    # PyTorch's CPU mul takes its reduced-float kernel, which float8 lacks, when the SECOND
+    # operand is one value over the result (a number, bool included; a 0-d or one-element
+    # tensor of any real dtype; an expanded one); a first operand of one value is fine
+    x = tgrad.tensor([1.0, 2.0]).to(dt)
+    s = tgrad.tensor(2.0).to(dt)
+    empty = tgrad.zeros(0, dtype=dt)
+    name = dtypes.SCALAR_TYPE_NAMES[dt]
+    for fn in (lambda: x * True, lambda: True * x, lambda: x * 2, lambda: 2.0 * x,
+               lambda: x.mul(True), lambda: x * tgrad.tensor(2.0), lambda: x * tgrad.tensor(2),
+               lambda: x * tgrad.tensor(True), lambda: x * tgrad.tensor(2.0, dtype=tgrad.float64),
+               lambda: x * s, lambda: s * s, lambda: x * x[:1], lambda: x * x[:1].expand(2),
+               lambda: x.clone().mul_(s), lambda: empty * s, lambda: empty * 2):
+        with pytest.raises(NotImplementedError,
+                           match=f"^\"mul_cpu_reduced_float\" not implemented for '{name}'$"):
+            fn()
+    # hand values: 2 * [1, 2] is exact in every float8 type
+    for y in (s * x, tgrad.tensor(2.0) * x, tgrad.tensor(2) * x, tgrad.mul(2, x), x[1:] * x,
+              tgrad.tensor(2.0).to(tgrad.float8_e5m2) * x):
+        assert y.dtype is dt and y.tolist() == [2.0, 4.0]
+    assert (tgrad.tensor(True) * x).tolist() == [1.0, 2.0] and (s * empty).shape == (0,)
+    assert (x * x[:1].expand(2).contiguous()).tolist() == [1.0, 2.0]
+    # mul(c, x): c is rounded to the float8 type first, then float32's product rounded once
+    y = tgrad.mul(1.1, tgrad.tensor([3.0]).to(dt))
+    c = np.float32(np.float32(1.1).astype(dt.np))
+    assert y.tolist() == [float((c * np.float32(3.0)).astype(dt.np))]
+    # complex operands: float8 has no complex type (PyTorch's toComplexType error)
+    for fn in (lambda: x * (1 + 0j), lambda: (1 + 0j) * x, lambda: x * tgrad.tensor(2 + 0j),
+               lambda: tgrad.tensor(2 + 0j) * x, lambda: x + 1j):
+        with pytest.raises(RuntimeError, match=f"^Unknown Complex ScalarType for {name}$"):
+            fn()
+
+
+@pytest.mark.parametrize("dt", F8, ids=IDS)
+def test_linspace_logspace_fill_at_most_one_value(dt):
+    # PyTorch has no float8 linspace/logspace kernel (refused above) but fills 0 or 1 value
+    want = np.array([0.3, 10.0 ** 0.3], np.float32).astype(dt.np).astype(np.float64)
+    assert tgrad.linspace(0.3, 1, 1, dtype=dt).tolist() == [want[0]]
+    assert tgrad.logspace(0.3, 1, 1, dtype=dt).tolist() == [want[1]]
+    assert tgrad.linspace(0, 1, 0, dtype=dt).shape == (0,)
+    assert tgrad.logspace(0, 1, 0, dtype=dt).dtype is dt
 
 
 def test_isinf_isfinite_only_where_pytorch_has_them():

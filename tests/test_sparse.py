@@ -102,10 +102,11 @@ def test_mm_values_and_gradients(how):
     (out * tgrad.tensor(gn)).sum().backward()
     np.testing.assert_allclose(d.grad.numpy(), sd.T @ gn)
     full = gn @ dn.T
-    if how == "sparse.mm":  # sparse, masked to the coalesced pattern
-        assert s.grad.is_sparse
-        np.testing.assert_array_equal(s.grad.indices().numpy(), [[0, 1, 1], [2, 0, 2]])
-        np.testing.assert_allclose(s.grad.values().numpy(), [full[0, 2], full[1, 0], full[1, 2]])
+    if how == "sparse.mm":  # sparse, masked to the coalesced pattern, flagged uncoalesced
+        assert s.grad.is_sparse and not s.grad.is_coalesced()  # (PyTorch's sparse_mask)
+        np.testing.assert_array_equal(s.grad._indices().numpy(), [[0, 1, 1], [2, 0, 2]])
+        np.testing.assert_allclose(s.grad._values().numpy(),
+                                   [full[0, 2], full[1, 0], full[1, 2]])
     else:  # dense, as PyTorch's
         assert not s.grad.is_sparse
         np.testing.assert_allclose(s.grad.numpy(), full)
@@ -114,8 +115,9 @@ def test_mm_values_and_gradients(how):
 def test_to_dense_gradient_is_masked():
     s = _s(requires_grad=True)
     (s * 3).to_dense().sum().backward()
-    assert s.grad.is_sparse
-    np.testing.assert_array_equal(s.grad.values().numpy(), [3.0, 3.0, 3.0])
+    assert s.grad.is_sparse and not s.grad.is_coalesced()  # (PyTorch's sparse_mask)
+    np.testing.assert_array_equal(s.grad._indices().numpy(), [[0, 1, 1], [2, 0, 2]])
+    np.testing.assert_array_equal(s.grad._values().numpy(), [3.0, 3.0, 3.0])
 
 
 def test_errors():
@@ -171,3 +173,76 @@ def test_embedding_sparse_matches_dense_path_and_mixes_with_dense_grads():
     w = tgrad.tensor(wn, requires_grad=True)
     with pytest.raises(RuntimeError, match="scale_grad_by_freq not supported with sparse"):
         F.embedding(idx, w, sparse=True, scale_grad_by_freq=True).sum().backward()
+
+
+def test_like_functions_of_a_sparse_tensor_as_pytorch():
+    # PyTorch: zeros_like / empty_like of a sparse COO tensor are empty sparse COO tensors
+    # (same shape, sparse_dim, dense_dim; nnz 0, coalesced); ones_like / full_like have no
+    # sparse fill_; layout=strided gives the dense result
+    s = tgrad.sparse_coo_tensor([[0, 1], [2, 0]], [1.0, 2.0], (2, 3))
+    hybrid = tgrad.sparse_coo_tensor([[0, 1]], [[1.0, 2.0], [3.0, 4.0]], (2, 2))
+    for fn in (tgrad.zeros_like, tgrad.empty_like):
+        for x in (s, hybrid):
+            z = fn(x)
+            assert z.layout is tgrad.sparse_coo and z.is_sparse and z.shape == x.shape
+            assert (z._nnz(), z.is_coalesced(), z.sparse_dim(), z.dense_dim()) == \
+                (0, True, x.sparse_dim(), x.dense_dim())
+            assert np.array_equal(z.to_dense().numpy(), np.zeros(tuple(x.shape)))
+    z = tgrad.zeros_like(s, dtype=tgrad.float64, requires_grad=True)
+    assert z.dtype is tgrad.float64 and z.requires_grad and z.layout is tgrad.sparse_coo
+    assert tgrad.zeros_like(s, layout=tgrad.sparse_coo).layout is tgrad.sparse_coo
+    d = tgrad.zeros_like(s, layout=tgrad.strided)
+    assert d.layout is tgrad.strided and d.tolist() == [[0.0] * 3] * 2
+    for fn in (lambda: tgrad.ones_like(s), lambda: tgrad.full_like(s, 2.0)):
+        with pytest.raises(NotImplementedError, match="aten::fill_.Scalar.*'SparseCPU'"):
+            fn()
+    with pytest.raises(RuntimeError, match="zeros_like.*layout=tgrad.sparse_csr"):
+        tgrad.zeros_like(s, layout=tgrad.sparse_csr)
+
+
+def test_sparse_gradient_flags_and_accumulation_as_pytorch():
+    # PyTorch 2.13: sparse.sum's gradient is coalesced (its values an expanded g), to_dense /
+    # sparse.mm give the coalesced pattern flagged uncoalesced; two gradients summed in the
+    # engine or in .grad concatenate when one is sparse.sum's (the new one first in the
+    # engine), else merge. Hand values: S has (0,2) twice, so the pattern is 3 entries.
+    def make():
+        return tgrad.sparse_coo_tensor([[0, 1, 1, 0], [2, 0, 2, 2]], [1.0, 2.0, 3.0, 4.0],
+                                       (2, 3)).requires_grad_()
+
+    pattern = [[0, 1, 1], [2, 0, 2]]
+    w = tgrad.arange(6.0).reshape(2, 3)
+
+    def check(s, nnz, coalesced, indices, values):
+        g = s.grad
+        assert (g._nnz(), g.is_coalesced()) == (nnz, coalesced)
+        assert g._indices().tolist() == indices and g._values().tolist() == values
+
+    s = make()
+    tgrad.sparse.sum(s).backward()
+    check(s, 3, True, pattern, [1.0] * 3)
+    s = make()
+    (tgrad.sparse.sum(s) * 3 + tgrad.sparse.sum(s)).backward()
+    check(s, 6, False, [r + r for r in pattern], [3.0] * 3 + [1.0] * 3)
+    s = make()
+    ((s.to_dense() * w).sum() * 2 + tgrad.sparse.sum(s)).backward()
+    check(s, 6, False, [r + r for r in pattern], [4.0, 6.0, 10.0, 1.0, 1.0, 1.0])
+    s = make()
+    (tgrad.sparse.mm(s, tgrad.ones(3, 2)).sum() + tgrad.sparse.sum(s)).backward()
+    check(s, 6, False, [r + r for r in pattern], [2.0] * 3 + [1.0] * 3)
+    s = make()
+    tgrad.sparse.sum(s).backward()
+    tgrad.sparse.sum(s).backward()
+    check(s, 6, False, [r + r for r in pattern], [1.0] * 6)
+    s = make()
+    (s.to_dense() * w).sum().backward()
+    check(s, 3, False, pattern, [2.0, 3.0, 5.0])
+    s = make()
+    s.to_dense().sum().backward()
+    s.to_dense().sum().backward()
+    check(s, 3, False, pattern, [2.0] * 3)
+    s = make()
+    y = tgrad.sparse.sum(s)
+    (y * 3 + y).backward()  # one SparseSumBackward node, g = 4
+    check(s, 3, True, pattern, [4.0] * 3)
+    s.grad.zero_()  # the kept .grad is a writable copy
+    assert s.grad._nnz() == 0

@@ -1,10 +1,13 @@
 """PyTorch's ``torch.layout``: how a tensor's elements are laid out in memory.
 
-tgrad tensors are all strided (dense, with per-dim strides), so ``Tensor.layout`` is always
-``tgrad.strided``. The other layouts PyTorch names (``tgrad.sparse_coo``, ``sparse_csr``,
-...) exist so that code referring to them imports, but no tensor has them: a creation
-function given ``layout=`` anything other than ``tgrad.strided`` (or None) raises
-(``check_layout``, the one place the ``layout`` argument is handled).
+Dense tgrad tensors are strided (per-dim strides): their ``Tensor.layout`` is
+``tgrad.strided``. Sparse COO tensors (``tgrad.sparse``: ``sparse_coo_tensor``,
+``Tensor.to_sparse``) report ``tgrad.sparse_coo``, and ``zeros_like`` / ``empty_like`` of one
+give an empty sparse COO tensor, as PyTorch's. The other layouts PyTorch names
+(``sparse_csr``, ``sparse_csc``, ``sparse_bsr``, ``sparse_bsc``, ``jagged``...) exist so that
+code referring to them imports, but no tensor has them. A dense creation function given
+``layout=`` anything other than ``tgrad.strided`` (or None) raises (``check_layout``);
+``to_sparse`` and the ``*_like`` functions of a sparse tensor take ``tgrad.sparse_coo``.
 """
 
 from __future__ import annotations

@@ -382,6 +382,8 @@ def _combine(higher: DType | None, lower: DType | None) -> DType | None:
     if lower is None or lower.category <= higher.category:
         return higher
     if lower.is_complex and higher.is_floating_point:
+        if higher in FLOAT8_DTYPES:  # float8 has no complex type: PyTorch's toComplexType
+            raise RuntimeError(f"Unknown Complex ScalarType for {SCALAR_TYPE_NAMES[higher]}")
         return to_complex(higher)  # float64 tensor + 1j: complex128
     return lower
 

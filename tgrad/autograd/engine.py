@@ -225,8 +225,9 @@ def _add_to_buffer(buffers: dict, node, nr: int, g) -> None:
         buf.extend([None] * (nr + 1 - len(buf)))
     old = buf[nr]
     if g is not None:  # None: an undefined root gradient (gradcheck's check_undefined_grad)
-        # (a sparse gradient first: dense + sparse is the one order PyTorch's add takes)
-        buf[nr] = g if old is None else (g + old if old._sparse and not g._sparse else old + g)
+        # (a sparse gradient second: dense + sparse is the one order PyTorch's add takes; two
+        # sparse ones: the new first, as PyTorch's InputBuffer, var + old_var)
+        buf[nr] = g if old is None else (g + old if old._sparse else old + g)
 
 
 def _run_tensor_prehooks(node, grads: list) -> list:

@@ -382,8 +382,9 @@ def _accumulate_sparse(var, grad) -> tuple:
     dense."""
     with _ACCUMULATE_LOCK:
         old = var._grad
-        if old is None:
-            var._grad = grad.detach() if grad._sparse else _plain_clone(grad)
+        if old is None:  # (expanded sparse values, as sparse.sum's gradient: a copy)
+            var._grad = (_plain_clone(grad) if not grad._sparse else grad.detach()
+                         if grad._sp_values.flags.c_contiguous else grad.clone().detach())
         elif old._sparse and grad._sparse and not STATE.enabled:
             old._assign(old + grad)  # in place, as PyTorch's variable_grad += new_grad
         elif old._sparse:

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from tgrad import dtypes
-from tgrad._layout import check_layout
+from tgrad._layout import check_layout, strided
 from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import as_device
 from tgrad.dtypes import DType
@@ -297,26 +297,54 @@ def _like(x: Tensor, dtype, device, op: str = "", layout=None):
             x.device if device is None else as_device(device))
 
 
+def _sparse_like(x: Tensor, op: str, dtype, device, requires_grad: bool, layout) -> Tensor:
+    """``op`` (zeros_like, empty_like, ones_like, full_like) of a sparse COO tensor, layout
+    unset or ``sparse_coo``: zeros_like / empty_like give PyTorch's empty sparse tensor (x's
+    shape, sparse_dim and dense_dim, nnz 0, coalesced); ones_like / full_like raise
+    PyTorch's error (there is no sparse fill_)."""
+    from tgrad._layout import sparse_coo
+    from tgrad.sparse import SparseTensor, unsupported
+    if layout is not None and layout is not sparse_coo:  # (strided is the caller's)
+        check_layout(op, layout)  # raises
+    if op in ("ones_like", "full_like"):
+        raise unsupported("fill_.Scalar")
+    dt = x.dtype if dtype is None else dtypes.as_dtype(dtype)
+    if device is not None and as_device(device).type != "cpu":
+        raise RuntimeError(f"{op}: tgrad's sparse COO tensors are CPU-only, got device "
+                           f"{as_device(device)} (convert with .to_dense() first)")
+    vals = np.zeros((0,) + tuple(x.shape[x.sparse_dim():]), dt.np)
+    return SparseTensor(np.zeros((x.sparse_dim(), 0), np.int64), vals, tuple(x.shape), True,
+                        requires_grad)
+
+
 def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
                layout=None) -> Tensor:
+    if x._sparse and layout is not strided:  # a sparse COO x (tgrad.sparse)
+        return _sparse_like(x, "zeros_like", dtype, device, requires_grad, layout)
     dt, dev = _like(x, dtype, device, "zeros_like", layout)
     return full(x.shape, 0, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
               layout=None) -> Tensor:
+    if x._sparse and layout is not strided:
+        return _sparse_like(x, "ones_like", dtype, device, requires_grad, layout)
     dt, dev = _like(x, dtype, device, "ones_like", layout)
     return full(x.shape, 1, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(x: Tensor, fill_value, dtype=None, device=None,
               requires_grad: bool = False, layout=None) -> Tensor:
+    if x._sparse and layout is not strided:
+        return _sparse_like(x, "full_like", dtype, device, requires_grad, layout)
     dt, dev = _like(x, dtype, device, "full_like", layout)
     return full(x.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def empty_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
                layout=None) -> Tensor:
+    if x._sparse and layout is not strided:
+        return _sparse_like(x, "empty_like", dtype, device, requires_grad, layout)
     dt, dev = _like(x, dtype, device, "empty_like", layout)
     return empty(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
@@ -622,6 +650,11 @@ def linspace(start: float, end: float, steps: int, dtype=None, device=None,
         return _finish(np.linspace(lo, hi, steps).astype(dt.np), device, requires_grad)
     if not dt.is_floating_point:
         return _finish(spaced_integers("linspace", start, end, steps, dt), device,
+                       requires_grad)
+    if dt in dtypes.FLOAT8_DTYPES:  # PyTorch fills 0 or 1 value (start) without a kernel;
+        if steps > 1:  # it has no float8 linspace kernel
+            dtypes.refuse_float8("linspace_cpu", dt)
+        return _finish(dtypes.to_float8(np.linspace(start, end, steps), dt.np), device,
                        requires_grad)
     return _finish(np.linspace(start, end, steps).astype(dt.np), device, requires_grad)
 

@@ -779,9 +779,21 @@ _POW_SAVED = {"_saved_self": _function.SavedSlot(0, _number(0)),
 
 
 def _refuse_float8_scalar_mul(dt) -> None:
-    """PyTorch's CPU error for a float8 tensor times a number or a 0-d tensor (only a float8
-    dtype is floating with itemsize 1)."""
+    """PyTorch's CPU error for a float8 product whose second operand is one value (only a
+    float8 dtype is floating with itemsize 1)."""
     dtypes.refuse_float8("mul_cpu_reduced_float", dt)
+
+
+def _refuse_float8_mul_by_one_value(xb) -> None:
+    """PyTorch's CPU mul takes its reduced-float kernel, which float8 lacks, when its SECOND
+    operand is one value over the whole result (TensorIterator's is_scalar(2)): a number or
+    an array each of whose dims has size 1 or (a nonempty dim) stride 0 (a 0-d or
+    one-element tensor, an expanded one). ``xb`` is that operand in the result's dtype; a
+    first operand of one value is fine (s * x of a 0-d s works, x * s raises)."""
+    dt = getattr(xb, "dtype", None)
+    if dt in dtypes.FLOAT8_NP and all(n == 1 or (n and st == 0) for n, st in
+                                      zip(np.shape(xb), getattr(xb, "strides", ()))):
+        _refuse_float8_scalar_mul(dtypes.from_numpy_dtype(dt))
 
 
 def _make_binary(name: str, reads: tuple, rule_a, rule_b):
@@ -805,8 +817,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 and a.device is b.device and a.dtype.is_floating_point and plain_float):
             # Fast path (the common case): two float tensors of one dtype on one device,
             # so no promotion, casts or operand checks.
-            if is_mul and a.dtype.itemsize == 1 and (a.ndim == 0 or b.ndim == 0):
-                _refuse_float8_scalar_mul(a.dtype)  # float8: PyTorch's reduced-float mul
+            if is_mul and a.dtype.itemsize == 1:  # float8: PyTorch's reduced-float mul
+                _refuse_float8_mul_by_one_value(b._data)
             dev = a.device
             be = backend_of(a)
             xa, xb = a._data, b._data
@@ -824,8 +836,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
         elif (type(a) is float or (type(a) is int and -_FAST_INT < a < _FAST_INT)) \
                 and type(b) is Tensor and b.dtype.is_floating_point \
                 and plain_float:  # the reflected form (1.0 - x, 2 ** x)
-            if is_mul and b.dtype.itemsize == 1:  # a number times a float8 tensor
-                _refuse_float8_scalar_mul(b.dtype)
+            # (mul(c, x) of a float8 x works, as PyTorch's; c * x is mul(x, c), which raises)
             if name == "mul" and b.dtype.itemsize == 2:  # the float32 number goes second
                 dev, be, xa, xb = b.device, backend_of(b), b._data, _number_as(_F32, a)
             elif name == "div" and b.dtype.itemsize == 2:
@@ -850,6 +861,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             dev, be, xa, xb = _prepare(name, is_logical, a, b)
             if check is not None:
                 check(name, be, xa, xb)
+            if is_mul:  # x * True, x * tensor(2) of a float8 x: PyTorch's reduced-float mul
+                _refuse_float8_mul_by_one_value(xb)
             if f32_number and _keeps_f32(a, b, xa, dev):
                 xb = be.cast(b._data, _F32)
         try:
@@ -1259,6 +1272,18 @@ tensor_method("where")(lambda self, condition, other: where(condition, self, oth
 
 
 # ------------------------------------------------------------------------------ relu, clamp
+def _relu_refuse(dt) -> None:
+    """PyTorch's errors for relu of a bool, complex or float8 tensor (its relu is
+    clamp_min(x, 0))."""
+    if dt.is_complex:
+        raise NotImplementedError(f"clamp is not supported for complex types (relu: got {dt}); "
+                                  f"apply it to .real or .abs()")
+    if dt is dtypes.bool_:
+        raise RuntimeError("relu: Boolean inputs not supported for relu; convert with .int() "
+                           "or .float() first")
+    dtypes.refuse_float8("clamp_min_scalar_cpu", dt)
+
+
 class Relu(Function):
     """y = max(x, 0);  dx = g where y > 0."""
 
@@ -1268,12 +1293,8 @@ class Relu(Function):
 
     @staticmethod
     def forward(ctx, x):
-        if x.dtype is dtypes.bool_ or x.dtype.is_complex:
-            if x.dtype.is_complex:  # PyTorch's relu is clamp_min
-                raise NotImplementedError("clamp is not supported for complex types (relu: "
-                                          f"got {x.dtype}); apply it to .real or .abs()")
-            raise RuntimeError("relu: Boolean inputs not supported for relu; convert with "
-                               ".int() or .float() first")
+        if x.dtype.itemsize == 1 or x.dtype.is_complex:  # (int8/uint8 pass)
+            _relu_refuse(x.dtype)
         y = wrap(backend_of(x).binary("maximum", x._data, x.dtype.np.type(0)), x.device)
         ctx.save_for_backward(y)
         return y
@@ -1316,6 +1337,9 @@ class Clamp(Function):
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
         be = backend_of(x)
         dt = dtypes.result_type(x, *(v for v in (lo, hi) if v is not None))
+        if dt in dtypes.FLOAT8_DTYPES:  # PyTorch's kernel names, by the bounds given
+            dtypes.refuse_float8("clamp_min_scalar_cpu" if hi is None else "clamp_max_scalar_cpu"
+                                 if lo is None else "clamp_scalar_cpu", dt)
         for v in (lo, hi):  # a bound past the dtype's range raises, as PyTorch's clamp
             if v is not None:
                 dtypes.check_value_fits("clamp", v, dt)
@@ -1362,6 +1386,8 @@ class ClampTensor(Function):
 
     @staticmethod
     def forward(ctx, x, lo, hi):
+        if lo is not None and hi is not None and x.dtype in dtypes.FLOAT8_DTYPES:
+            dtypes.refuse_float8("clamp_cpu", x.dtype)  # (one bound: maximum_cpu/minimum_cpu)
         y = x if lo is None else maximum(x, lo)
         y = y if hi is None else minimum(y, hi)
         ctx.save_for_backward(x, *(b if isinstance(b, Tensor) else None for b in (lo, hi)))

@@ -92,8 +92,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     """out[i][j][k] = input[i][index[i][j][k]][k] for dim = 1 (likewise for any dim);
     out.shape = index.shape, index.size(d) <= input.size(d) for d != dim;
     dx = zeros with g scatter-added at the gathered positions (PyTorch's scatter_add).
-    ``sparse_grad`` is accepted for PyTorch's signature; tgrad's sparse tensors back only
-    embedding, so the gradient is always dense (the same values)."""
+    ``sparse_grad`` is accepted for PyTorch's signature; the gradient is always dense (the
+    same values as PyTorch's sparse one)."""
     dtypes.refuse_float8("gather_expanded_index", input.dtype)
     d = _wrap_dim(dim, input.ndim, "gather")
     if isinstance(index, Tensor) and max(index.ndim, 1) != max(input.ndim, 1):

@@ -208,6 +208,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     return_counts, how often each occurs. NaNs are all distinct (NaN != NaN), as
     PyTorch. With ``dim``: the distinct slices along dim, sorted lexicographically (the
     inverse and counts 1-D over dim). Not differentiable."""
+    dtypes.refuse_float8("unique" if dim is None else "unique_dim", input.dtype)
     with no_grad():
         if dim is not None:
             return _unique_dim("unique", input, dim, True, return_inverse, return_counts)
@@ -225,6 +226,8 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,  # noqa: A00
     if isinstance(input, Tensor) and input.dtype.is_complex:  # (PyTorch's unique kernels)
         raise NotImplementedError(f"\"unique\" not implemented for "
                                   f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
+    if isinstance(input, Tensor):  # float8 has no unique kernels in PyTorch
+        dtypes.refuse_float8("unique" if dim is None else "unique_dim", input.dtype)
     with no_grad():
         if dim is not None:
             return _unique_dim("unique_consecutive", input, dim, False, return_inverse,

@@ -42,8 +42,12 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype=Non
     if not dt.is_floating_point:
         return _finish(spaced_integers("logspace", start, end, steps, dt, float(base)),
                        device, requires_grad)
+    if dt in dtypes.FLOAT8_DTYPES and steps > 1:  # PyTorch has no float8 logspace kernel
+        dtypes.refuse_float8("logspace_cpu", dt)  # (0 or 1 value, base^start, it fills)
     with np.errstate(over="ignore"):
         values = np.power(float(base), np.linspace(start, end, steps))
+    if dt in dtypes.FLOAT8_DTYPES:
+        return _finish(dtypes.to_float8(values, dt.np), device, requires_grad)
     return _finish(values.astype(dt.np), device, requires_grad)
 
 

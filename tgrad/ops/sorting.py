@@ -144,6 +144,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
                            f"of size {x.shape[d]}; use 0 <= k <= size)")
     if input.ndim == 0:  # PyTorch returns the element itself for k = 0 and k = 1
         k = 1
+    else:  # (a float8 0-d input too)
+        dtypes.refuse_float8("topk_cpu", input.dtype)
     idx = Argsort.apply(x, d, _bool_arg("topk", "largest", largest)).narrow(d, 0, k)
     vals = _take(x, idx, d)
     if input.ndim == 0:

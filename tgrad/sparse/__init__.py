@@ -316,12 +316,18 @@ def _to_dense_array(t: SparseTensor) -> np.ndarray:
 
 
 def _merge_add(a: SparseTensor, b: SparseTensor):
-    """PyTorch's add of two sparse COO tensors: one pass over both entry lists in order,
-    taking the smaller linear index first and summing entries whose indices are equal (two
-    coalesced operands give a coalesced result; otherwise duplicates may remain)."""
+    """PyTorch's add of two sparse COO tensors -> (indices, values, coalesced flag): one pass
+    over both entry lists in order, taking the smaller linear index first and summing entries
+    whose indices are equal (two coalesced operands give a coalesced result; otherwise
+    duplicates may remain). Values that are not contiguous (an expanded gradient, as
+    sparse.sum's) take PyTorch's other kernel: a's entries then b's, uncoalesced."""
+    dtype = np.result_type(a._sp_values, b._sp_values)
+    if not (a._sp_values.flags.c_contiguous and b._sp_values.flags.c_contiguous):
+        return (np.concatenate([a._sp_indices, b._sp_indices], axis=1),
+                np.concatenate([a._sp_values.astype(dtype), b._sp_values.astype(dtype)]),
+                False)
     sizes = a.shape[:a.sparse_dim()]
     la, lb = _linear(a._sp_indices, sizes).tolist(), _linear(b._sp_indices, sizes).tolist()
-    dtype = np.result_type(a._sp_values, b._sp_values)
     va, vb = a._sp_values.astype(dtype), b._sp_values.astype(dtype)
     take_a, take_b, out_from = [], [], []  # per output entry: source positions
     i = j = 0
@@ -345,7 +351,7 @@ def _merge_add(a: SparseTensor, b: SparseTensor):
     lin = np.array(out_from, np.int64)
     idx = (np.array(np.unravel_index(lin, sizes), dtype=np.int64).reshape(sd, -1)
            if sd else np.zeros((0, len(lin)), np.int64))
-    return idx, vals
+    return idx, vals, a._coalesced and b._coalesced
 
 
 def add_dense_(dense: Tensor, s: SparseTensor, alpha: float = 1) -> None:
@@ -367,12 +373,18 @@ def add_dense_(dense: Tensor, s: SparseTensor, alpha: float = 1) -> None:
     dense._storage.version += 1
 
 
+def _pattern_indices(t: SparseTensor) -> np.ndarray:
+    """t's coalesced pattern: its distinct indices, sorted."""
+    return t._sp_indices if t._coalesced else _coalesce(t._sp_indices, t._sp_values,
+                                                         t.shape)[0]
+
+
 def _pattern_of(t: SparseTensor, dense: np.ndarray) -> SparseTensor:
-    """``dense`` (t's shape) masked to t's coalesced pattern: a coalesced sparse tensor
-    (PyTorch's gradient of a sparse input of to_dense / sparse.mm / sparse.sum)."""
-    idx = t._sp_indices if t._coalesced else _coalesce(t._sp_indices, t._sp_values,
-                                                        t.shape)[0]
-    return SparseTensor(idx, np.ascontiguousarray(dense[tuple(idx)]), t.shape, True)
+    """``dense`` (t's shape) masked to t's coalesced pattern (PyTorch's gradient of a sparse
+    input of to_dense / sparse.mm): distinct sorted indices, but flagged uncoalesced, as
+    PyTorch's sparse_mask result."""
+    idx = _pattern_indices(t)
+    return SparseTensor(idx, np.ascontiguousarray(dense[tuple(idx)]), t.shape, False)
 
 
 # ---------------------------------------------------------------------- differentiable ops
@@ -436,8 +448,8 @@ class AddSparse(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        idx, vals = _merge_add(a, b)
-        return SparseTensor(idx, vals, a.shape, a._coalesced and b._coalesced)
+        idx, vals, coalesced = _merge_add(a, b)
+        return SparseTensor(idx, vals, a.shape, coalesced)
 
     @staticmethod
     def backward(ctx, g):
@@ -459,8 +471,14 @@ class SumAll(Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
+        # g expanded over s's coalesced pattern: a coalesced gradient whose values are an
+        # expanded (stride-0) array, as PyTorch's, so adding it to another sparse gradient
+        # concatenates (_merge_add; AccumulateGrad keeps a contiguous copy)
         s = ctx.s
-        return _pattern_of(s, np.full(s.shape, g.item(), s._sp_values.dtype)), None
+        idx = _pattern_indices(s)
+        vals = np.broadcast_to(np.asarray(g.item(), s._sp_values.dtype),
+                               (idx.shape[1],) + s._sp_values.shape[1:])
+        return SparseTensor(idx, vals, s.shape, True), None
 
 
 class SparseDenseMM(Function):
