@@ -547,11 +547,18 @@ _FLOAT8_NATIVE = {"empty", "full", "from_host", "to_host", "copy_", "fill_", "cl
                   "set_rng_state"}
 
 
+_F8_DTYPES = frozenset(np.dtype(d) for d in _F8)  # (np.dtype members: a cheap lookup)
+
+
 def _float8_guard(prim: str, fn):
+    """``fn``, or the host path when an argument is a float8 array or dtype (an attribute
+    test per argument otherwise)."""
     def guarded(*args, **kwargs):
         for a in args:
-            dt = a.dtype if type(a) is DeviceArray else (a if isinstance(a, np.dtype) else None)
-            if dt is not None and dt in _F8:
+            if a.__class__ is DeviceArray:
+                if a.dtype.itemsize == 1 and a.dtype in _F8_DTYPES:
+                    return _host_path(prim, None, *args, **kwargs)
+            elif isinstance(a, np.dtype) and a in _F8_DTYPES:
                 return _host_path(prim, None, *args, **kwargs)
         return fn(*args, **kwargs)
     guarded.__name__, guarded.__doc__ = fn.__name__, fn.__doc__
