@@ -168,8 +168,9 @@ def test_refused_ops_raise_pytorchs_error(dt):
         tgrad.cat([x, tgrad.ones(1)])
     with pytest.raises(RuntimeError, match=f"attempted to promote {name} and Half"):
         tgrad.promote_types(dt, tgrad.float16)
-    with pytest.raises(RuntimeError, match="float8 dtypes are CPU-only"):
-        tgrad.zeros(1, dtype=dt, device="cuda")
+    if dt not in (tgrad.float8_e4m3fn, tgrad.float8_e5m2):  # (those two: tests below)
+        with pytest.raises(RuntimeError, match=f"{dt} is CPU-only in tgrad"):
+            tgrad.zeros(1, dtype=dt, device="cuda")
     if dt is tgrad.float8_e8m0fnu:
         with pytest.raises(NotImplementedError, match="\"abs_cpu\" not implemented"):
             x.abs()
@@ -256,3 +257,210 @@ def test_repr_as_pytorch():
         "tensor([[ 1.9531e-03,  4.4800e+02, -5.0000e-01]], dtype=tgrad.float8_e4m3fn)"
     assert repr(tgrad.tensor([np.nan, 1.5], dtype=tgrad.float8_e4m3fnuz)) == \
         "tensor([   nan, 1.5000], dtype=tgrad.float8_e4m3fnuz)"
+
+
+# ---------------------------------------------------------------- cuda (interpreted)
+def _nearest_even_bits(x: np.ndarray, dt) -> np.ndarray:
+    """The reference rounding, by enumeration (independent of ml_dtypes' conversion): the
+    float8 bits of the finite value nearest |x| (float64 distances; a tie takes the even
+    bits), overflow and NaN by PyTorch's rules (c10's fp8e4m3fn/fp8e5m2_from_fp32_value):
+    e4m3fn saturates to 448 (inf too), e5m2 gives inf from 61440 (the midpoint of its
+    largest value 57344 and 2^16); NaN is 0x7f; the sign bit is x's."""
+    x = x.astype(np.float32)
+    bits = np.arange(128, dtype=np.uint8)
+    vals = bits.view(dt.np).astype(np.float64)
+    ok = np.isfinite(vals)
+    bits, vals = bits[ok], vals[ok]
+    a = np.abs(x).astype(np.float64)
+    d = np.abs(a[:, None] - vals[None, :])
+    best = d.min(axis=1, keepdims=True)
+    cand = np.where(d == best, bits[None, :].astype(np.int32), 999)
+    even = np.where(cand % 2 == 0, cand, 999).min(axis=1)
+    out = np.where(even < 999, even, cand.min(axis=1))
+    if dt is tgrad.float8_e4m3fn:
+        out = np.where(a > 448, 0x7E, out)
+    else:
+        out = np.where(a >= 61440, 0x7C, out)
+    out = np.where(np.isnan(x), 0x7F, out)
+    return (out | np.where(np.signbit(x), 0x80, 0)).astype(np.uint8)
+
+
+_CUDA_SCRIPT = r"""
+import json
+import numpy as np
+import tgrad
+out = {}
+F8 = {"float8_e4m3fn": tgrad.float8_e4m3fn, "float8_e5m2": tgrad.float8_e5m2}
+for name, dt in F8.items():
+    r = out[name] = {}
+    pat = tgrad.tensor(np.arange(256, dtype=np.uint8), device="cuda").view(dt)
+    r["decode"] = {k: pat.to(getattr(tgrad, k)).float().cpu().view(tgrad.int32).tolist()
+                   for k in ("float32", "float16", "bfloat16", "float64")}
+    f32 = pat.float()
+    r["roundtrip"] = {k: f32.to(getattr(tgrad, k)).to(dt).view(tgrad.uint8).cpu().tolist()
+                      for k in ("float32", "float16", "bfloat16", "float64")}
+    r["other"] = pat.to(F8[[n for n in F8 if n != name][0]]).view(tgrad.uint8).cpu().tolist()
+    x = np.frombuffer(bytes.fromhex(X_HEX[name]), np.float32)
+    xc = tgrad.tensor(x, device="cuda")
+    r["from_f32"] = xc.to(dt).view(tgrad.uint8).cpu().tolist()
+    r["from_f32_cpu"] = tgrad.tensor(x).to(dt).view(tgrad.uint8).tolist()
+    r["h2d"] = tgrad.tensor(x).to("cuda", dt).view(tgrad.uint8).cpu().tolist()
+    r["d2h"] = xc.to("cpu", dt).view(tgrad.uint8).tolist()
+    r["tensor"] = tgrad.tensor(x.tolist(), dtype=dt, device="cuda").view(
+        tgrad.uint8).cpu().tolist()
+    r["ints"] = tgrad.tensor([128.0, -2.0, 192.0, 0.5], dtype=dt, device="cuda").to(
+        tgrad.int8).cpu().tolist()
+    r["bool"] = tgrad.tensor([0.0, -0.0, 0.5], dtype=dt, device="cuda").to(
+        tgrad.bool).cpu().tolist()
+    r["from_int"] = tgrad.tensor([3, -1000, 100000], device="cuda").to(dt).float().cpu().tolist()
+    # creation, copies, views, indexing, joins
+    c = {}
+    c["zeros"] = tgrad.zeros(2, 3, dtype=dt, device="cuda")
+    c["ones"] = tgrad.ones(2, dtype=dt, device="cuda")
+    c["full"] = tgrad.full((2,), 500.0, dtype=dt, device="cuda")
+    e = tgrad.empty(3, dtype=dt, device="cuda")
+    c["empty_fill"] = e.fill_(3.0)
+    v = tgrad.tensor([1.0, 2.0, 4.0, 8.0, 16.0, 0.5], dtype=dt, device="cuda")
+    m = v.reshape(2, 3)
+    c["t_contig"] = m.t().contiguous()
+    c["slice"] = v[1:5:2]
+    c["index"] = v[tgrad.tensor([5, 0, 2], device="cuda")]
+    c["mask"] = v[tgrad.tensor([True, False, True, False, False, True], device="cuda")]
+    c["cat"] = tgrad.cat([v, v[:2]])
+    c["stack"] = tgrad.stack([v, v])
+    c["clone"] = m.t().clone()
+    c["index_select"] = v.index_select(0, tgrad.tensor([1, 0], device="cuda"))
+    w = v.clone()
+    w[0] = 64.0
+    w[1:3] = tgrad.tensor([0.25, 0.125], device="cuda")
+    c["setitem"] = w
+    c["copy_into"] = tgrad.zeros(3, dtype=dt, device="cuda").copy_(
+        tgrad.tensor([1.5, 600.0, -1e6], device="cuda"))
+    c["copy_out"] = tgrad.zeros(3, dtype=tgrad.float16, device="cuda").copy_(v[:3])
+    c["copy_h2d"] = tgrad.zeros(2, dtype=dt, device="cuda").copy_(tgrad.tensor([2.0, 3.0]))
+    c["mul"], c["abs"], c["eq"] = v * v, (-1 * v.float()).to(dt).abs(), v == v[0]
+    c["isnan"], c["matmul"] = tgrad.isnan(v), m @ m.t()
+    c["where"] = tgrad.where(v.float() > 2, v, v[0])
+    r["ops"] = {k: [str(t.dtype), t.device.type, t.float().cpu().tolist()] for k, t in c.items()}
+    r["bitview"] = v.view(tgrad.uint8).cpu().tolist()
+    r["repr"] = repr(tgrad.tensor([1.0, 2.0], dtype=dt, device="cuda"))
+    errs = {}
+    for k, fn in {"add": lambda t: t + t, "neg": lambda t: -t, "lt": lambda t: t < t,
+                  "sum": lambda t: t.sum(), "max": lambda t: t.max(),
+                  "sort": lambda t: t.sort(), "scalar_mul": lambda t: t * 2.0,
+                  "promote": lambda t: tgrad.cat([t, t.float()])}.items():
+        msgs = []
+        for dev in ("cpu", "cuda"):
+            try:
+                fn(tgrad.tensor([1.0, 2.0], dtype=dt, device=dev))
+                msgs.append("no error")
+            except Exception as exc:  # noqa: BLE001
+                msgs.append(f"{type(exc).__name__}: {exc}")
+        errs[k] = msgs
+    r["errors"] = errs
+for name in ("float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"):
+    try:
+        tgrad.zeros(1, dtype=getattr(tgrad, name), device="cuda")
+        out[name] = "no error"
+    except RuntimeError as exc:
+        out[name] = str(exc)
+    try:
+        tgrad.ones(1, dtype=getattr(tgrad, name)).to("cuda")
+        out[name + "_to"] = "no error"
+    except RuntimeError as exc:
+        out[name + "_to"] = str(exc)
+print(json.dumps(out))
+"""
+
+
+def _cast_inputs(dt) -> np.ndarray:
+    """float32 values: every finite value, the midpoints (ties), quarter points and points
+    just past the midpoints, their negatives, overflow, inf and NaN."""
+    vals = np.unique(np.arange(256, dtype=np.uint8).view(dt.np).astype(np.float64))
+    vals = vals[np.isfinite(vals) & (vals >= 0)]
+    mids = (vals[1:] + vals[:-1]) / 2
+    quarter = vals[:-1] + (vals[1:] - vals[:-1]) / 4
+    big = [448.0, 449.0, 464.0, 479.9, 480.0, 500.0, 57344.0, 60000.0, 61439.0, 61440.0,
+           65536.0, 1e6, 3e38, np.inf, np.nan, 2.0 ** -10, 2.0 ** -17, 1e-30]
+    x = np.concatenate([vals, mids, quarter, mids * (1 + 2.0 ** -20), big])
+    return np.concatenate([x, -x]).astype(np.float32)
+
+
+_CUDA_RESULTS: dict = {}
+
+
+def _cuda_results() -> dict:
+    if not _CUDA_RESULTS:
+        from interpreted import run_json
+        hexes = {d.name: _cast_inputs(d).tobytes().hex() for d in F8[:2]}
+        _CUDA_RESULTS.update(run_json(f"X_HEX = {hexes!r}\n" + _CUDA_SCRIPT))
+    return _CUDA_RESULTS
+
+
+@pytest.mark.parametrize("dt", F8[:2], ids=IDS[:2])
+def test_cuda_every_bit_pattern_decodes_and_round_trips(dt):
+    r = _cuda_results()[dt.name]
+    want = np.arange(256, dtype=np.uint8).view(dt.np).astype(np.float32)  # ml_dtypes' decode
+    nan = np.isnan(want)
+    for k, got in r["decode"].items():  # (to float16/bfloat16/float64 and back: exact)
+        got = np.array(got, np.int32).view(np.float32)
+        assert np.array_equal(np.isnan(got), nan), k
+        assert np.array_equal(got[~nan].view(np.int32), want[~nan].view(np.int32)), k
+    pytorch_nan = np.where(np.arange(256) >= 128, 0xFF, 0x7F)  # NaN's bits: 0x7f | sign
+    for k, got in r["roundtrip"].items():
+        assert np.array_equal(np.array(got), np.where(nan, pytorch_nan, np.arange(256))), k
+    other = tgrad.float8_e5m2 if dt is tgrad.float8_e4m3fn else tgrad.float8_e4m3fn
+    assert r["other"] == _nearest_even_bits(want, other).tolist()
+
+
+@pytest.mark.parametrize("dt", F8[:2], ids=IDS[:2])
+def test_cuda_casts_from_float32_round_as_pytorch(dt):
+    r = _cuda_results()[dt.name]
+    want = _nearest_even_bits(_cast_inputs(dt), dt).tolist()
+    for k in ("from_f32", "from_f32_cpu", "h2d", "d2h", "tensor"):
+        assert r[k] == want, k
+    assert r["ints"] == [-128, -2, -64, 0]  # through float32, then float32's int8 cast
+    assert r["bool"] == [False, False, True]
+    big = 448.0 if dt is tgrad.float8_e4m3fn else np.inf  # 100000: past 61440 in e5m2
+    assert r["from_int"] == [3.0, -1024.0 if dt is tgrad.float8_e5m2 else -448.0, big]
+
+
+@pytest.mark.parametrize("dt", F8[:2], ids=IDS[:2])
+def test_cuda_creation_views_indexing_and_ops_as_cpu(dt):
+    r = _cuda_results()[dt.name]
+    f = lambda v: np.array(v, np.float32).astype(dt.np).astype(np.float64).tolist()  # noqa: E731
+    v = [1.0, 2.0, 4.0, 8.0, 16.0, 0.5]
+    m = np.array(v).reshape(2, 3)
+    sat = 448.0 if dt is tgrad.float8_e4m3fn else 512.0
+    want = {"zeros": [[0.0] * 3] * 2, "ones": [1.0, 1.0], "full": [sat, sat],
+            "empty_fill": [3.0] * 3, "t_contig": m.T.tolist(), "slice": [2.0, 8.0],
+            "index": [0.5, 1.0, 4.0], "mask": [1.0, 4.0, 0.5], "cat": v + v[:2],
+            "stack": [v, v], "clone": m.T.tolist(), "index_select": [2.0, 1.0],
+            "setitem": [64.0, 0.25, 0.125, 8.0, 16.0, 0.5],
+            "copy_into": [1.5, sat if dt is tgrad.float8_e4m3fn else 640.0,
+                          -448.0 if dt is tgrad.float8_e4m3fn else -np.inf],
+            "copy_out": v[:3], "copy_h2d": [2.0, 3.0], "mul": f(np.square(v)), "abs": v,
+            "eq": [True] + [False] * 5, "isnan": [False] * 6, "matmul": f(m @ m.T),
+            "where": [1.0, 1.0, 4.0, 8.0, 16.0, 1.0]}
+    for k, w in want.items():
+        dtype, dev, got = r["ops"][k]
+        assert dev == "cuda", k
+        assert np.array_equal(np.array(got), np.array(w, np.float64)), (k, got, w)
+        if k not in ("eq", "isnan", "copy_out"):
+            assert dtype == str(dt), (k, dtype)
+    assert r["bitview"] == np.array(v, np.float32).astype(dt.np).view(np.uint8).tolist()
+    assert r["repr"] == f"tensor([1., 2.], device='cuda:0', dtype={dt})"
+
+
+@pytest.mark.parametrize("dt", F8[:2], ids=IDS[:2])
+def test_cuda_refuses_the_ops_the_cpu_refuses_with_its_errors(dt):
+    for k, (cpu, cuda) in _cuda_results()[dt.name]["errors"].items():
+        assert cpu != "no error" and cuda == cpu, (k, cpu, cuda)
+
+
+def test_other_float8_dtypes_are_cpu_only():
+    r = _cuda_results()
+    for name in ("float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"):
+        for k in (name, name + "_to"):
+            assert f"tgrad.{name} is CPU-only in tgrad" in r[k], r[k]
+            assert "float8_e4m3fn and float8_e5m2" in r[k]

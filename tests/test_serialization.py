@@ -29,6 +29,21 @@ def test_tensor_round_trip_all_dtypes(tmp_path, dtype):
     assert not path.with_suffix(".tg.npz").exists()  # the exact path is used
 
 
+@pytest.mark.parametrize("dtype", [tgrad.float8_e4m3fn, tgrad.float8_e5m2,
+                                   tgrad.float8_e4m3fnuz, tgrad.float8_e5m2fnuz,
+                                   tgrad.float8_e8m0fnu], ids=lambda d: d.name)
+def test_float8_round_trips_with_every_bit_pattern(tmp_path, dtype):
+    # stored as the uint8 bits with the dtype name: NaN payloads and -0 come back as they were
+    x = tgrad.tensor(np.arange(256, dtype=np.uint8)).view(dtype).reshape(16, 16).t()
+    path = tmp_path / "x.tg"
+    tgrad.save({"x": x}, path)
+    with np.load(path, allow_pickle=False) as z:
+        assert z["t0"].dtype == np.uint8  # plain NumPy: readable without ml_dtypes
+    y = tgrad.load(path)["x"]
+    assert y.dtype is dtype and y.shape == (16, 16)
+    assert y.view(tgrad.uint8).tolist() == np.arange(256).reshape(16, 16).T.tolist()
+
+
 def test_nested_structure_and_scalars(tmp_path):
     a = tgrad.arange(6).reshape(2, 3)
     obj = {"a": a, "b": [1, 2.5, True, None, "text", (a.t(), -math.inf)],

@@ -143,6 +143,51 @@ def test_uint8_tensor_loads():
     assert t.dtype is tgrad.uint8 and t.tolist() == [0, 1, 2, 3]
 
 
+F8_NAMES = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+            "float8_e8m0fnu")
+
+
+def test_float8_tensors_written_by_torch_load_with_their_bits():
+    """torch.save writes float8 with _rebuild_tensor_v3 over an UntypedStorage (there is no
+    Float8_e4m3fnStorage); every bit pattern comes back as itself, views included."""
+    d = tgrad.load(os.path.join(DATA, "torch_float8.pt"))
+    for n in F8_NAMES:
+        assert d[n].dtype is getattr(tgrad, n) and d[n].shape == (256,), n
+        assert d[n].view(tgrad.uint8).tolist() == list(range(256)), n
+    t = d["e5m2_t"]
+    assert t.dtype is tgrad.float8_e5m2 and t.stride() == (1, 16)
+    assert t.contiguous().view(tgrad.uint8).tolist() == \
+        np.arange(256).reshape(16, 16).T.tolist()
+    # torch's own casts (the generator's FLOAT8_CAST), bits by hand: e4m3fn saturates to
+    # 448 (0x7e) from past 448 and for inf, NaN 0x7f; e5m2 gives inf (0x7c) from 61440
+    assert d["cast_e4m3fn"].view(tgrad.uint8).tolist() == [
+        0, 128, 56, 58, 126, 126, 126, 126, 126, 126, 126, 254, 127, 196, 0]
+    assert d["cast_e5m2"].view(tgrad.uint8).tolist() == [
+        0, 128, 60, 61, 95, 95, 96, 123, 124, 124, 124, 252, 127, 194, 20]
+    x = tgrad.tensor([0.0, -0.0, 1.0625, 1.1875, 448.0, 464.0, 500.0, 57344.0, 61440.0, 1e6,
+                      np.inf, -np.inf, np.nan, -3.0, 2.0 ** -10])
+    for k, dt in (("cast_e4m3fn", tgrad.float8_e4m3fn), ("cast_e5m2", tgrad.float8_e5m2)):
+        assert x.to(dt).view(tgrad.uint8).tolist() == d[k].view(tgrad.uint8).tolist(), k
+
+
+def test_save_torch_format_float8_as_torch_writes_it():
+    bits = tgrad.tensor(np.arange(256, dtype=np.uint8))
+    obj = {n: bits.view(getattr(tgrad, n)).clone() for n in F8_NAMES}  # (own storages)
+    obj["t"] = obj["float8_e5m2"].reshape(16, 16).t()  # a view: shares e5m2's storage
+    f = io.BytesIO()
+    tgrad.save(obj, f, format="torch")
+    _records, globals_, _pids, storages = _read_torch_zip(f.getvalue())
+    assert {"torch._utils _rebuild_tensor_v3", "torch.storage UntypedStorage"} <= globals_
+    assert {f"torch {n}" for n in F8_NAMES} <= globals_
+    assert list(storages.values()) == [bytes(range(256))] * 5
+    f.seek(0)
+    back = tgrad.load(f)
+    for k, v in obj.items():
+        assert back[k].dtype is v.dtype and back[k].stride() == v.stride(), k
+        assert back[k].contiguous().view(tgrad.uint8).tolist() == \
+            v.contiguous().view(tgrad.uint8).tolist(), k
+
+
 # ---------------------------------------------------------------- hostile / broken files
 class _Evil:
     def __init__(self, fn, arg):
@@ -272,7 +317,9 @@ _TORCH_ALLOWED = {"collections OrderedDict", "torch._utils _rebuild_tensor_v2",
                   "torch DoubleStorage", "torch HalfStorage", "torch BFloat16Storage",
                   "torch LongStorage", "torch IntStorage", "torch BoolStorage",
                   "torch ShortStorage", "torch CharStorage", "torch ByteStorage",
-                  "torch float16"}
+                  "torch float16", "torch._utils _rebuild_tensor_v3",
+                  "torch.storage UntypedStorage", "torch float8_e4m3fn", "torch float8_e5m2",
+                  "torch float8_e4m3fnuz", "torch float8_e5m2fnuz", "torch float8_e8m0fnu"}
 
 
 def _read_torch_zip(raw: bytes):

@@ -106,7 +106,30 @@ EW_CASES = [  # (formula, arity, ndim, in dtype, out dtype, upcast, idx64, confi
     ("acos", 1, 1, "fp64", "fp64", False, False, configs.EW_CONTIG_8B),
     ("atan2", 2, 3, "fp64", "fp64", False, False, configs.EW_STRIDED),
     ("atan2", 2, 1, "fp16", "fp16", True, True, configs.EW_CONTIG),
+    # float8 casts (tgrad/backends/triton.py _float8_copy): into float8 the bits go to a
+    # uint8 view; out of float8 the loads are Triton's fp8e4nv (e4m3fn) / fp8e5 (e5m2)
+    ("to_float8e4nv", 1, 1, "fp32", "u8", False, False, configs.EW_CONTIG),
+    ("to_float8e4nv", 1, 2, "bf16", "u8", False, False, configs.EW_STRIDED),
+    ("to_float8e5", 1, 1, "fp16", "u8", False, False, configs.EW_CONTIG),
+    ("to_float8e5", 1, 3, "fp8e4nv", "u8", False, False, configs.EW_STRIDED),
+    ("from_float8", 1, 1, "fp8e4nv", "fp32", False, False, configs.EW_CONTIG),
+    ("from_float8", 1, 2, "fp8e5", "bf16", False, False, configs.EW_STRIDED),
+    ("from_float8", 1, 1, "fp8e5", "fp64", False, False, configs.EW_CONTIG),
+    ("identity", 1, 2, "u8", "u8", False, False, configs.EW_STRIDED),
 ]
+
+
+def test_float8_casts_use_the_hardware_conversions():
+    """sm_90 converts with cvt (round to nearest even, saturating: the formulas set the
+    overflow, inf and NaN bits themselves)."""
+    cfg = configs.EW_CONTIG
+    for fn, din, dout, cvt in ((ew.f_to_float8e4nv, "fp32", "u8", "cvt.rn.satfinite.e4m3x2.f32"),
+                               (ew.f_to_float8e5, "fp32", "u8", "cvt.rn.satfinite.e5m2x2.f32"),
+                               (ew.f_from_float8, "fp8e4nv", "fp32", "cvt.rn.f16x2.e4m3x2")):
+        k = _compile(ew.ew_kernel, _ew_sig(dout, din, "i32"),
+                     {"FN": fn, "ARITY": 1, "NDIM": 1, "UPCAST": False, "IDX64": False,
+                      "BLOCK": cfg.block}, cfg.num_warps)
+        assert cvt in k.asm["ptx"], fn
 
 
 @pytest.mark.parametrize("case", EW_CASES, ids=lambda c: f"{c[0]}-{c[2]}d-{c[3]}")

@@ -56,7 +56,9 @@ LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _TGRAD_OF = {"float32": dtypes.float32, "float64": dtypes.float64, "float16": dtypes.float16,
              "bfloat16": dtypes.bfloat16, "int64": dtypes.int64, "int32": dtypes.int32,
              "int16": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8,
-             "bool": dtypes.bool_}
+             "bool": dtypes.bool_, **{d.name: d for d in dtypes.FLOAT8_DTYPES}}
+# (float8 has no typed storage class: torch.save writes _rebuild_tensor_v3 over an
+# UntypedStorage, and so does tgrad's writer; the bytes are the float8 bits)
 _TORCH_NAME = {v: k for k, v in _TGRAD_OF.items()}
 # torch's legacy storage classes -> the torch dtype name of their elements.
 _STORAGE_DTYPE = {"FloatStorage": "float32", "DoubleStorage": "float64",
@@ -72,9 +74,8 @@ _ITEMSIZE = {**{n: d.itemsize for n, d in _TGRAD_OF.items()}, "complex64": 8,
 # torch dtypes a file may name (torch.<name> globals) that tgrad does not have.
 _OTHER_TORCH_DTYPES = frozenset(
     {"uint16", "uint32", "uint64", "complex32", "complex64",
-     "complex128", "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "float8_e4m3fn",
-     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
-     "float4_e2m1fn_x2", "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2"}
+     "complex128", "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "float4_e2m1fn_x2",
+     "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2"}
     | {f"uint{i}" for i in range(1, 8)} | {f"int{i}" for i in range(1, 8)})
 # torch names torch.load(weights_only=True) allows but tgrad cannot rebuild.
 _TORCH_ONLY = frozenset(
@@ -179,6 +180,8 @@ class _Reader:
             arr = np.frombuffer(raw, np.uint8) != 0
         elif dt is dtypes.bfloat16:  # no NumPy byte order for bfloat16: swap as uint16
             arr = np.frombuffer(raw, end + "u2").astype(np.uint16).view(dt.np)
+        elif dt in dtypes.FLOAT8_DTYPES:  # one byte: the bits as stored
+            arr = np.frombuffer(raw, np.uint8).view(dt.np)
         else:
             arr = np.frombuffer(raw, np.dtype(dt.np).newbyteorder(end)).astype(dt.np)
         from tgrad.ops.creation import from_numpy
@@ -213,8 +216,11 @@ class _Reader:
                                f"{offset} reaches past its storage of {n} elements")
         rd = root._data
         if isinstance(rd, np.ndarray):
-            arr = np.lib.stride_tricks.as_strided(rd[min(offset, n):], size,
+            f8 = rd.dtype in dtypes.FLOAT8_NP  # (NumPy's as_strided cannot take ml_dtypes'
+            base = rd[min(offset, n):]            # float8: strided over its bits, then viewed)
+            arr = np.lib.stride_tricks.as_strided(base.view(np.uint8) if f8 else base, size,
                                                   tuple(s * rd.itemsize for s in stride))
+            arr = arr.view(rd.dtype) if f8 else arr
         else:  # DeviceArray: element strides and an absolute element offset
             arr = rd.view(size, stride, rd.offset + offset)
         t = Tensor(arr, root._storage, root.device)
@@ -590,7 +596,8 @@ class _Writer:
                             "tuple, int, float, bool, str, None, tgrad dtypes")
 
     def tensor(self, t: Tensor, where: str) -> None:
-        """_rebuild_tensor_v2((storage pid), offset, size, stride, requires_grad, hooks)."""
+        """_rebuild_tensor_v2((storage pid), offset, size, stride, requires_grad, hooks);
+        float8: _rebuild_tensor_v3(..., hooks, dtype) over an UntypedStorage (torch's)."""
         root = t._storage.root
         dev = t.device
         location = "cpu" if dev.type == "cpu" else f"{dev.type}:{dev.index or 0}"
@@ -609,10 +616,14 @@ class _Writer:
             self.storages[key] = host.tobytes()
             offset = 0
             stride = contiguous_strides(host.shape)  # PyTorch's (a size-0 dim counted as 1)
-        self.global_("torch._utils", "_rebuild_tensor_v2")
-        self.out += b"(("
+        v3 = t.dtype in dtypes.FLOAT8_DTYPES  # torch's: no typed storage class (1-byte
+        self.global_("torch._utils", "_rebuild_tensor_v3" if v3 else "_rebuild_tensor_v2")
+        self.out += b"(("  # elements: the untyped storage's numel, its bytes, is the same)
         self.str_("storage")
-        self.global_("torch", _STORAGE_CLASS[_TORCH_NAME[t.dtype]])
+        if v3:
+            self.global_("torch.storage", "UntypedStorage")
+        else:
+            self.global_("torch", _STORAGE_CLASS[_TORCH_NAME[t.dtype]])
         self.str_(key)
         self.str_(location)
         self.int_(numel)
@@ -622,6 +633,8 @@ class _Writer:
         self.tuple_(tuple(stride), where)
         self.obj(bool(t.requires_grad), where)
         self.empty_ordered_dict()
+        if v3:
+            self.global_("torch", _TORCH_NAME[t.dtype])
         self.out += b"tR"
 
 

@@ -14,11 +14,11 @@ complex32 (ComplexHalf) does not exist in tgrad: where PyTorch would make it (a 
 tensor plus 1j) tgrad gives complex64.
 
 The float8 dtypes (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
-float8_e8m0fnu; CPU only) are stored as ml_dtypes' types and, as in PyTorch, are storage
-formats: they are made, converted (``to_float8``: PyTorch's rounding, not NumPy's), viewed,
-indexed, joined and compared for equality, but most arithmetic raises PyTorch's
-NotImplementedError and they promote with no other dtype ("Promotion for Float8 Types is not
-supported").
+float8_e8m0fnu; the last three CPU only) are stored as ml_dtypes' types and, as in PyTorch,
+are storage formats: they are made, converted (``to_float8``: PyTorch's rounding, not
+NumPy's), viewed, indexed, joined and compared for equality, but most arithmetic raises
+PyTorch's NotImplementedError and they promote with no other dtype ("Promotion for Float8
+Types is not supported").
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ FLOATING_DTYPES = (float16, bfloat16, float32, float64)
 COMPLEX_DTYPES = (complex64, complex128)
 FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
 FLOAT8_NP = frozenset(d.np for d in FLOAT8_DTYPES)
+FLOAT8_CUDA = (float8_e4m3fn, float8_e5m2)  # the float8 dtypes the cuda device has
 SUPPORTED_DTYPES = ALL_DTYPES + COMPLEX_DTYPES + FLOAT8_DTYPES
 _BY_NP = {d.np: d for d in SUPPORTED_DTYPES}
 _BY_NAME = {d.name: d for d in SUPPORTED_DTYPES}
@@ -186,10 +187,11 @@ def check_complex_device(op: str, dt: DType, device) -> None:
 
 
 def check_float8_device(op: str, dt: DType, device) -> None:
-    """float8 tensors live on the CPU only in tgrad: a clear error on another device."""
-    if dt in FLOAT8_DTYPES and device.type != "cpu":
-        raise RuntimeError(f"{op}: float8 dtypes are CPU-only in tgrad (got {dt} on {device}); "
-                           f"convert on the CPU (x.to({dt}) of a CPU tensor) and move a "
+    """float8_e4m3fn and float8_e5m2 live on every device (on cuda: Triton's fp8e4nv and
+    fp8e5); the fnuz types and float8_e8m0fnu on the CPU only: a clear error elsewhere."""
+    if dt in FLOAT8_DTYPES and dt not in FLOAT8_CUDA and device.type != "cpu":
+        raise RuntimeError(f"{op}: {dt} is CPU-only in tgrad (on {device}: float8_e4m3fn and "
+                           f"float8_e5m2); keep the tensor on the CPU, or move a "
                            f"float32/bfloat16/float16 tensor to {device} instead")
 
 

@@ -4,8 +4,9 @@ PyTorch checkpoints (``torch.save``'s zip and legacy formats; see ``tgrad._torch
 Format: every tensor is one array entry ("t0", "t1", ...) in an uncompressed NumPy ``.npz``
 archive; the structure (dicts, lists, tuples, scalars, strings, where each tensor sits, its
 dtype and flags) is a JSON document stored as the uint8 array "__tgrad__". Loading uses
-``np.load(allow_pickle=False)`` and ``json``: a file can never run code. bfloat16 (not a
-NumPy-native dtype) is stored as its uint16 bit pattern and reinterpreted on load.
+``np.load(allow_pickle=False)`` and ``json``: a file can never run code. bfloat16 and the
+float8 dtypes (not NumPy-native dtypes) are stored as their uint16 / uint8 bit patterns and
+reinterpreted on load.
 Views are saved as contiguous copies (storage sharing between tensors is not preserved).
 
 PyTorch interop. ``load`` recognises PyTorch's formats by their bytes (a zip holding
@@ -122,6 +123,8 @@ def _encode(obj: Any, arrays: dict, where: str):
         host = np.array(obj.detach().numpy(), order="C")  # (keeps 0-d: ascontiguousarray is 1-d)
         if obj.dtype is dtypes.bfloat16:
             host = host.view(np.uint16)
+        elif obj.dtype in dtypes.FLOAT8_DTYPES:  # its bits, with the dtype name (as bfloat16)
+            host = host.view(np.uint8)
         arrays[key] = host
         from tgrad.nn.parameter import Parameter
         return {"tensor": key, "dtype": obj.dtype.name, "requires_grad": obj.requires_grad,
@@ -154,7 +157,8 @@ def _decode(rec: Any, z, device):
     if "tensor" in rec:
         dt = dtypes.as_dtype(rec["dtype"])
         arr = np.array(z[rec["tensor"]])
-        arr = arr.view(dt.np) if dt is dtypes.bfloat16 else arr.astype(dt.np, copy=False)
+        bits = dt is dtypes.bfloat16 or dt in dtypes.FLOAT8_DTYPES  # stored as their bits
+        arr = arr.view(dt.np) if bits else arr.astype(dt.np, copy=False)
         from tgrad.ops.creation import from_numpy
         t = from_numpy(arr)
         if device.type != "cpu":

@@ -13,6 +13,9 @@ Files (PyTorch's zip format, torch.save defaults):
   torch_uint8.pt        a uint8 tensor (arange(4))
   torch_uint16.pt       a uint16 tensor (written with _rebuild_tensor_v3: clear error)
   torch_legacy.pt       a float32 tensor in the legacy (torch < 1.6, non-zip) format
+  torch_float8.pt       every bit pattern (arange(256) as uint8, viewed) of each float8 dtype,
+                        a transposed (16, 16) view of the float8_e5m2 one, and float32
+                        values cast by torch into float8_e4m3fn / float8_e5m2
 """
 
 import os
@@ -69,6 +72,23 @@ def main():
     torch.save(torch.arange(4).to(torch.uint16), os.path.join(HERE, "torch_uint16.pt"))
     torch.save(torch.arange(4, dtype=torch.float32), os.path.join(HERE, "torch_legacy.pt"),
                _use_new_zipfile_serialization=False)
+    write_float8()
+
+
+FLOAT8_CAST = [0.0, -0.0, 1.0625, 1.1875, 448.0, 464.0, 500.0, 57344.0, 61440.0, 1e6,
+               float("inf"), float("-inf"), float("nan"), -3.0, 2.0 ** -10]
+
+
+def write_float8():
+    bits = torch.arange(256, dtype=torch.uint8)
+    f8 = {n: bits.clone().view(getattr(torch, n)) for n in (  # (tgrad shares no storage
+        # across dtypes: one storage each)
+            "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+            "float8_e8m0fnu")}
+    f8["e5m2_t"] = f8["float8_e5m2"].reshape(16, 16).t()
+    x = torch.tensor(FLOAT8_CAST, dtype=torch.float32)
+    f8["cast_e4m3fn"], f8["cast_e5m2"] = x.to(torch.float8_e4m3fn), x.to(torch.float8_e5m2)
+    torch.save(f8, os.path.join(HERE, "torch_float8.pt"))
 
 
 if __name__ == "__main__":

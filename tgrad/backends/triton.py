@@ -62,18 +62,52 @@ def to_host(x: DeviceArray) -> np.ndarray:
 
 def _scalar(value, dtype: np.dtype) -> DeviceArray:
     """A 0-d device array holding ``value`` cast to ``dtype``."""
-    return from_host(np.asarray(value).astype(dtype))
+    return _as_device(value, dtype)
 
 
 def _as_device(x, dtype: np.dtype) -> DeviceArray:
     if isinstance(x, DeviceArray):
         return x
+    if dtype in _F8:  # PyTorch's float8 rounding (dtypes.to_float8), not ml_dtypes'
+        return from_host(_np_backend.cast(np.asarray(x), dtype))
     return from_host(np.asarray(x).astype(dtype))
+
+
+# float8 on cuda: float8_e4m3fn (Triton's fp8e4nv) and float8_e5m2 (fp8e5); the other float8
+# dtypes are CPU-only (dtypes.check_float8_device)
+_F8 = dtypes.FLOAT8_NP
+_TO_F8 = {np.dtype(dtypes.float8_e4m3fn.np): ew.f_to_float8e4nv,
+          np.dtype(dtypes.float8_e5m2.np): ew.f_to_float8e5}
+_U8 = np.dtype(np.uint8)
+_F32 = np.dtype(np.float32)
+
+
+def _bits(a: DeviceArray) -> DeviceArray:
+    """The same bytes of a 1-byte array read as uint8 (float8 bits move as integers)."""
+    return DeviceArray(a.buffer, a.shape, a.estrides, a.offset, _U8)
+
+
+def _float8_copy(dst: DeviceArray, src: DeviceArray) -> None:
+    """copy_ where src or dst is float8 (one kernel; two through float32 for an integer or
+    bool destination). Same dtype: the bits. Into float8: f_to_float8* (PyTorch's rounding,
+    see kernels/elementwise.py), writing the bits into dst. Out of float8: its exact float32
+    value, stored in a float dst; an integer/bool dst takes that float32's cast (PyTorch's:
+    float8 converts to float first; 128.0 into int8 wraps to -128)."""
+    if src.dtype == dst.dtype:
+        launch_ew(ew.f_identity, _bits(dst), [expand(_bits(src), dst.shape)], upcast=False)
+    elif dst.dtype in _F8:
+        launch_ew(_TO_F8[dst.dtype], _bits(dst), [expand(src, dst.shape)], upcast=False)
+    elif _float(dst.dtype):
+        launch_ew(ew.f_from_float8, dst, [expand(src, dst.shape)], upcast=False)
+    else:
+        copy_(dst, cast(src, _F32))
 
 
 def copy_(dst: DeviceArray, src) -> None:
     """Write ``src`` (broadcast to dst's shape, cast to dst's dtype) into the view dst."""
     src = _as_device(src, dst.dtype)
+    if dst.dtype in _F8 or src.dtype in _F8:
+        return _float8_copy(dst, src)
     if dtypes.is_small_int_cast(src.dtype, dst.dtype):  # PyTorch's CPU cast: truncate, then
         src = dtypes.float_to_small_int_source(_this, src, dst.dtype)  # wrap (300.0 -> 44)
     launch_ew(ew.f_identity, dst, [expand(src, dst.shape)], upcast=False)
@@ -499,6 +533,38 @@ def __getattr__(attr: str):
     return host_path
 
 
+# ---------------------------------------------------------------- float8: the host path
+# float8 tensors are storage types (PyTorch's op set: see docs/design.md). On cuda the
+# primitives above that only create, move, view or cast memory take them natively; every
+# other primitive given a float8 array (or asked for a float8 dtype) runs the NumPy
+# backend's through the host path, so it computes what the CPU computes (abs, mul, matmul,
+# eq, where, indexing... rounded once, as PyTorch's) and refuses what the CPU refuses, with
+# the same errors.
+_FLOAT8_NATIVE = {"empty", "full", "from_host", "to_host", "copy_", "fill_", "clone",
+                  "contiguous", "cast", "cat", "reshape_view", "reshape_view_or_copy",
+                  "line_view", "reshape_copy", "permute", "expand", "basic_index", "unsqueeze",
+                  "squeeze", "as_strided", "compute_dtype", "manual_seed", "get_rng_state",
+                  "set_rng_state"}
+
+
+_F8_DTYPES = frozenset(np.dtype(d) for d in _F8)  # (np.dtype members: a cheap lookup)
+
+
+def _float8_guard(prim: str, fn):
+    """``fn``, or the host path when an argument is a float8 array or dtype (an attribute
+    test per argument otherwise)."""
+    def guarded(*args, **kwargs):
+        for a in args:
+            if a.__class__ is DeviceArray:
+                if a.dtype.itemsize == 1 and a.dtype in _F8_DTYPES:
+                    return _host_path(prim, None, *args, **kwargs)
+            elif isinstance(a, np.dtype) and a in _F8_DTYPES:
+                return _host_path(prim, None, *args, **kwargs)
+        return fn(*args, **kwargs)
+    guarded.__name__, guarded.__doc__ = fn.__name__, fn.__doc__
+    return guarded
+
+
 def ops_without_native_kernel() -> list[str]:
     """Primitives (and unary/binary sub-ops) that run through the temporary host path."""
     prims = {n for n, v in vars(_np_backend).items() if callable(v) and not n.startswith("_")
@@ -515,3 +581,7 @@ def host_path_used() -> list[str]:
     """Primitives that actually took the host path in this process."""
     return sorted(_USED)
 from tgrad.backends._triton_nn import *  # noqa
+
+for _name in sorted(_native_names() - _FLOAT8_NATIVE):
+    if getattr(globals()[_name], "__module__", "").startswith("tgrad.backends"):
+        globals()[_name] = _float8_guard(_name, globals()[_name])

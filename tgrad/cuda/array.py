@@ -64,9 +64,13 @@ class DeviceArray:
         rt.memcpy_dtoh(host, self.buffer.ptr + lo * self.dtype.itemsize,
                        current_stream_handle(self.device))
         item = self.dtype.itemsize
+        if item == 1 and self.dtype.kind not in "biu":  # float8 (ml_dtypes): NumPy's
+            host, dst = host.view(np.uint8), out.view(np.uint8)  # as_strided cannot take it
+        else:
+            dst = out
         view = np.lib.stride_tricks.as_strided(
             host[self.offset - lo:], self.shape, tuple(s * item for s in self.estrides))
-        out[...] = view
+        dst[...] = view
         return out
 
     def span(self) -> tuple[int, int]:

@@ -42,9 +42,10 @@ class HostRuntime:
         self._streams.add(self._tgrad_stream)
         self._local = threading.local()
         self._lock = threading.Lock()
-        try:  # bfloat16 conversions that round as the GPU's (see the module)
-            from tgrad.kernels import interpreter_bf16
+        try:  # bfloat16 and float8 conversions that round as the GPU's (see the modules)
+            from tgrad.kernels import interpreter_bf16, interpreter_fp8
             interpreter_bf16.install()
+            interpreter_fp8.install()
         except ImportError:  # no Triton: nothing runs kernels here anyway
             pass
 

@@ -487,6 +487,48 @@ def f_identity(x):
     return x
 
 
+# ------------------------------------------------------------------ float8 casts
+# PyTorch's float -> float8 (c10's fp8e4m3fn_from_fp32_value / fp8e5m2_from_fp32_value, the
+# same function in its CPU and CUDA copy kernels): through float32 (a float64 or an integer
+# is rounded to float32 first), round to nearest even, then
+#   float8_e4m3fn: |x| > 448 and +-inf saturate to +-448 (bits 0x7e | sign), NaN is 0x7f | sign;
+#   float8_e5m2:   |x| >= 61440 (past the midpoint of 57344 and 2^16) and +-inf are +-inf
+#                  (0x7c | sign), NaN is 0x7f | sign.
+# Triton's fp32 -> fp8 on sm_90 is cvt.rn.satfinite (round to nearest even, saturating
+# overflow and inf to the largest finite value): right in range, so the formulas convert |x|
+# in range with fp_downcast_rounding="rtne" and set the special bits themselves. They return
+# the bits (int32, stored into a uint8 view of the float8 output); the sign is x's sign bit.
+@triton.jit
+def _float8_sign(f):
+    return (f.to(tl.int32, bitcast=True) >> 24) & 0x80
+
+
+@triton.jit
+def f_to_float8e4nv(x):
+    f = x.to(tl.float32)
+    a = tl.minimum(tl.abs(f), 448.0)  # (|x| > 448 rounds to 448 or past it: saturate)
+    bits = a.to(tl.float8e4nv, fp_downcast_rounding="rtne").to(tl.uint8, bitcast=True)
+    bits = tl.where(f != f, 0x7F, bits.to(tl.int32))
+    return bits | _float8_sign(f)
+
+
+@triton.jit
+def f_to_float8e5(x):
+    f = x.to(tl.float32)
+    a = tl.minimum(tl.abs(f), 57344.0)  # in range for the conversion; overflow set below
+    bits = a.to(tl.float8e5, fp_downcast_rounding="rtne").to(tl.uint8, bitcast=True)
+    bits = tl.where(tl.abs(f) >= 61440.0, 0x7C, bits.to(tl.int32))
+    bits = tl.where(f != f, 0x7F, bits)
+    return bits | _float8_sign(f)
+
+
+@triton.jit
+def f_from_float8(x):
+    # float8 -> float32 is exact (inf and NaN kept); the store rounds nothing into
+    # float16/bfloat16/float64 (every float8_e4m3fn/e5m2 value is one of theirs)
+    return x.to(tl.float32)
+
+
 # ------------------------------------------------------------------ binary forward
 @triton.jit
 def f_add(a, b):

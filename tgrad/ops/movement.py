@@ -7,7 +7,7 @@ import warnings
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.backends import get_backend
+from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import Device, as_device
 from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
 from tgrad.tensor import Tensor
@@ -78,7 +78,10 @@ class ToCopy(Function):
             dtypes.check_float8_device("to", dtype, device)
         if device != x.device:
             host = get_backend(x.device).to_host(data)
-            host = host.astype(dtype.np, copy=False)
+            if dtype in dtypes.FLOAT8_DTYPES or x.dtype in dtypes.FLOAT8_DTYPES:
+                host = numpy_backend.cast(host, dtype.np)  # (float8: PyTorch's rounding)
+            else:
+                host = host.astype(dtype.np, copy=False)
             return wrap(get_backend(device).from_host(host), device)
         be = backend_of(x)
         if dtype is x.dtype:  # to(..., copy=True) without a change: still a new buffer

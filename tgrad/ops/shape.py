@@ -116,6 +116,7 @@ def view_dtype(input: Tensor, dtype) -> Tensor:  # noqa: A002
     divisible by k, which divide them (PyTorch's checks, in its order, with its texts)."""
     new = dtypes.as_dtype(dtype)
     old = input.dtype
+    dtypes.check_float8_device("view", new, input.device)
     names = dtypes.SCALAR_TYPE_NAMES
     what = f" to view {names[old]} as {names[new]} (different element sizes)"
     shape, st, off = list(input.shape), list(input.stride()), input.storage_offset()
