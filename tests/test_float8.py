@@ -464,3 +464,32 @@ def test_other_float8_dtypes_are_cpu_only():
         for k in (name, name + "_to"):
             assert f"tgrad.{name} is CPU-only in tgrad" in r[k], r[k]
             assert "float8_e4m3fn and float8_e5m2" in r[k]
+
+
+_GUARD_SCRIPT = r"""
+import json
+import tgrad
+from tgrad.backends import triton as tb
+def guarded():
+    return sorted(n for n in ("binary", "unary", "sum_", "where")
+                  if getattr(tb, n).__code__.co_name == "guarded")
+x = tgrad.arange(6.0, device="cuda")
+y = (x * 2 + 1).sum()
+before = guarded()
+f8 = x.to(tgrad.float8_e4m3fn)
+after = guarded()
+print(json.dumps({"before": before, "after": after, "sum": y.item(),
+                  "f32_after": (x * 2).sum().item(), "f8_mul": (f8 * f8).float().tolist()}))
+"""
+
+
+def test_cuda_float8_guards_are_installed_by_the_first_float8_array():
+    """Until a float8 cuda array exists the Triton primitives run unwrapped (no per-call
+    float8 test on the launch path); the first one installs the host-path guards."""
+    from interpreted import run_json
+    r = run_json(_GUARD_SCRIPT)
+    assert r["before"] == []
+    assert r["after"] == ["binary", "sum_", "unary", "where"]
+    assert r["sum"] == 2 * sum(range(6)) + 6 and r["f32_after"] == 2 * sum(range(6))
+    squares = np.arange(6, dtype=np.float32) ** 2  # 25 rounds to 24 (nearest even, 3 bits)
+    assert r["f8_mul"] == squares.astype(tgrad.float8_e4m3fn.np).astype(np.float64).tolist()

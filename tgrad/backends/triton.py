@@ -26,6 +26,7 @@ from tgrad._strides import (
     view_strides,
 )
 from tgrad.backends import numpy as _np_backend
+from tgrad.cuda import array as _array_module
 from tgrad.cuda import runtime
 from tgrad.cuda.array import DeviceArray, contiguous_strides
 from tgrad.kernels import elementwise as ew
@@ -582,6 +583,19 @@ def host_path_used() -> list[str]:
     return sorted(_USED)
 from tgrad.backends._triton_nn import *  # noqa
 
-for _name in sorted(_native_names() - _FLOAT8_NATIVE):
-    if getattr(globals()[_name], "__module__", "").startswith("tgrad.backends"):
-        globals()[_name] = _float8_guard(_name, globals()[_name])
+
+
+def _install_float8_guards() -> None:
+    """Wrap the compute primitives in _float8_guard: run once, when the first float8
+    DeviceArray is made (cuda/array.py's float8_hooks), so that programs without float8
+    tensors launch through unwrapped primitives."""
+    g = globals()
+    for name in sorted(_native_names() - _FLOAT8_NATIVE):
+        if getattr(g[name], "__module__", "").startswith("tgrad.backends"):
+            g[name] = _float8_guard(name, g[name])
+
+
+if _array_module._float8_seen:  # (a float8 array made before this module was imported)
+    _install_float8_guards()
+else:
+    _array_module.float8_hooks.append(_install_float8_guards)

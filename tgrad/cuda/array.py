@@ -19,6 +19,19 @@ from tgrad.cuda._runtime import runtime
 from tgrad.cuda.memory import Buffer
 from tgrad.cuda.streams import current_stream_handle
 
+# Called once, when the first float8 DeviceArray is made: the Triton backend then routes its
+# compute primitives' float8 arguments to the host path (backends/triton.py), so that until
+# a float8 array exists those primitives run unwrapped.
+float8_hooks: list = []
+_float8_seen = False
+
+
+def _first_float8() -> None:
+    global _float8_seen
+    _float8_seen = True
+    for hook in float8_hooks:
+        hook()
+
 
 class DeviceArray:
     __slots__ = ("buffer", "shape", "estrides", "offset", "dtype", "__weakref__")
@@ -29,7 +42,10 @@ class DeviceArray:
         self.shape = tuple(map(int, shape))  # (map: ~3x faster than a generator here)
         self.estrides = tuple(map(int, estrides))
         self.offset = int(offset)
-        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.dtype = dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        # a 1-byte dtype that is not an integer or bool: float8 (kind "f" or "V")
+        if dtype.itemsize == 1 and not _float8_seen and dtype.kind not in "iub":
+            _first_float8()
 
     # ------------------------------------------------------------ construction
     @staticmethod
