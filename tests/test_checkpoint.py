@@ -16,8 +16,10 @@ from tgrad.autograd import gradcheck, gradgradcheck
 from tgrad.autograd.node import FREED_MESSAGE
 from tgrad.utils.checkpoint import (
     CheckpointError,
+    CheckpointPolicy,
     checkpoint,
     checkpoint_sequential,
+    create_selective_checkpoint_contexts,
     set_checkpoint_early_stop,
 )
 
@@ -382,3 +384,134 @@ def test_use_reentrant_none_warns_and_takes_the_reentrant_variant():
     assert y.grad_fn.name() != "CheckpointFunctionBackward"  # the last chunk runs plainly
     with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
         checkpoint_sequential(model, 2, x, use_reentrant=False, scale=2)
+
+
+# ---------------------------------------------------------------- selective checkpointing
+
+class _Counted(tgrad.autograd.Function):
+    """y = sin(x) with a call counter on its forward; dy/dx = cos(x) (saves x)."""
+
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        _Counted.calls += 1
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.cos()
+
+
+def _sac_fn(x, y):  # f = sum(sigmoid(counted(x @ y) @ y) * y)
+    return (tgrad.sigmoid(_Counted.apply(tgrad.mm(x, y)) @ y) * y).sum()
+
+
+def _sac_reference(x, y):  # NumPy float64: the gradients of _sac_fn by hand
+    a = x @ y
+    b = np.sin(a)
+    c = b @ y
+    s = 1 / (1 + np.exp(-c))
+    gc = y * s * (1 - s)
+    gb = gc @ y.T
+    ga = gb * np.cos(a)
+    gx = ga @ y.T
+    gy = x.T @ ga + b.T @ gc + s
+    return gx, gy
+
+
+@pytest.mark.parametrize("policy, calls", [
+    ([_Counted], 1),  # kept: not run again in backward
+    (["matmul"], 2),  # the products kept, _Counted recomputed
+    ([], 2),  # plain checkpoint
+    (lambda ctx, op, *a, **k: (CheckpointPolicy.MUST_SAVE if op is _Counted
+                               else CheckpointPolicy.PREFER_RECOMPUTE), 1),
+    (lambda ctx, op, *a, **k: op is _Counted, 1),  # a bool: True is MUST_SAVE
+    (lambda ctx, op, *a, **k: CheckpointPolicy.PREFER_SAVE, 1),
+    (lambda ctx, op, *a, **k: CheckpointPolicy.MUST_RECOMPUTE, 2),
+])
+def test_selective_checkpoint_keeps_saved_ops_and_matches_the_gradients(policy, calls):
+    import functools
+    rng = np.random.default_rng(0)
+    xv, yv = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    x = tgrad.tensor(xv, requires_grad=True)
+    y = tgrad.tensor(yv, requires_grad=True)
+    _Counted.calls = 0
+    out = checkpoint(_sac_fn, x, y, use_reentrant=False,
+                     context_fn=functools.partial(create_selective_checkpoint_contexts, policy))
+    assert _Counted.calls == 1
+    out.backward()
+    assert _Counted.calls == calls
+    gx, gy = _sac_reference(xv, yv)
+    np.testing.assert_allclose(x.grad.numpy(), gx, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y.grad.numpy(), gy, rtol=1e-12, atol=1e-12)
+
+
+def test_selective_checkpoint_policy_args_and_public_function_mapping():
+    import functools
+    seen = []
+
+    def policy(ctx, op, *args, **kwargs):
+        seen.append((op.name, ctx.is_recompute, tuple(args[0].shape),
+                     tuple(ctx.op_output.shape)))
+        return CheckpointPolicy.MUST_SAVE if op.name == "matmul" else \
+            CheckpointPolicy.PREFER_RECOMPUTE
+
+    x = tgrad.randn(2, 3, dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.randn(4, 3, dtype=tgrad.float64, requires_grad=True)
+
+    def fn(x, w):  # the product of F.linear and tgrad.mm are both "matmul"
+        return tgrad.nn.functional.linear(x, w).tanh().mm(w).exp().sum()
+
+    out = checkpoint(fn, x, w, use_reentrant=False,
+                     context_fn=functools.partial(create_selective_checkpoint_contexts, policy))
+    names = [s[0] for s in seen]
+    assert names.count("matmul") == 2 and "tanh" in names and "exp" in names
+    assert all(s[1] is False for s in seen)  # asked in the forward only
+    assert ("matmul", False, (2, 3), (2, 4)) in seen
+    n = len(seen)
+    out.backward()
+    assert len(seen) == n
+    # central differences in float64 (a SAC region backpropagates once: no gradcheck)
+    out = checkpoint(fn, x, w, use_reentrant=False, context_fn=functools.partial(
+        create_selective_checkpoint_contexts, [tgrad.mm, "tanh"]))
+    gx, gw = tgrad.autograd.grad(out, (x, w))
+    for t, g in ((x, gx), (w, gw)):
+        v = t.detach().numpy()
+        fd = np.zeros_like(v)
+        for i in np.ndindex(v.shape):
+            d = np.zeros_like(v)
+            d[i] = 1e-6
+            plus = fn(*[tgrad.tensor(v + d) if a is t else a.detach() for a in (x, w)])
+            minus = fn(*[tgrad.tensor(v - d) if a is t else a.detach() for a in (x, w)])
+            fd[i] = (plus.item() - minus.item()) / 2e-6
+        np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-7)
+
+
+def test_selective_checkpoint_errors():
+    import functools
+    x = tgrad.randn(3, 3, dtype=tgrad.float64, requires_grad=True)
+    ctx_fn = functools.partial(create_selective_checkpoint_contexts, ["matmul"])
+    out = checkpoint(_sac_fn, x, x, use_reentrant=False, context_fn=ctx_fn)
+    out.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="Trying to backward an extra time"):
+        out.backward()
+
+    def mutating(x):
+        y = x @ x
+        z = y.sin()
+        y.mul_(2)
+        return z.sum()
+    out = checkpoint(mutating, x, use_reentrant=False, context_fn=ctx_fn)
+    with pytest.raises(RuntimeError, match="cached during selective activation checkpoint "
+                                           "has been mutated"):
+        out.backward()
+    with pytest.raises(TypeError, match="either a function or a list of ops"):
+        create_selective_checkpoint_contexts("matmul")
+    with pytest.raises(ValueError, match="Expected op in `op_list`"):
+        create_selective_checkpoint_contexts([3])
+    with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+        checkpoint(_sac_fn, x, x, use_reentrant=True, context_fn=ctx_fn)
+    assert [p.value for p in CheckpointPolicy] == [0, 1, 2, 3, 4, 5]

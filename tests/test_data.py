@@ -453,3 +453,79 @@ def test_import_is_lazy_and_exposed():
             "assert 'torch' not in sys.modules; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_stack_dataset_tuple_dict_and_batched_reads():
+    from tgrad.utils.data import StackDataset
+
+    class Batched(list):  # a dataset with its own batched read, counted
+        reads = 0
+
+        def __getitems__(self, idx):
+            Batched.reads += 1
+            return [self[i] for i in idx]
+
+    a, b = Batched([10, 11, 12]), ["x", "y", "z"]
+    s = StackDataset(a, b)
+    assert len(s) == 3 and s[1] == (11, "y")
+    assert s.__getitems__([2, 0]) == [(12, "z"), (10, "x")] and Batched.reads == 1
+    d = StackDataset(n=a, c=b)
+    assert d[0] == {"n": 10, "c": "x"}
+    assert d.__getitems__([1]) == [{"n": 11, "c": "y"}] and Batched.reads == 2
+    loader = tgrad.utils.data.DataLoader(d, batch_size=3)  # default_collate of dicts
+    (batch,) = list(loader)
+    assert batch["n"].tolist() == [10, 11, 12] and batch["c"] == ["x", "y", "z"]
+    for bad, text in ((lambda: StackDataset(a, c=b), "both types are given"),
+                      (lambda: StackDataset(a, [1]), "Size mismatch between datasets"),
+                      (lambda: StackDataset(), "At least one dataset should be passed")):
+        with pytest.raises(ValueError, match=text):
+            bad()
+
+
+def _distributed_reference(n, replicas, rank, shuffle, seed, epoch, drop_last):
+    """PyTorch's documented DistributedSampler algorithm, written out."""
+    if shuffle:
+        g = tgrad.Generator()
+        g.manual_seed(seed + epoch)
+        idx = tgrad.randperm(n, generator=g).tolist()
+    else:
+        idx = list(range(n))
+    if drop_last:
+        per = n // replicas  # the largest multiple of replicas that fits
+        idx = idx[:per * replicas]
+    else:
+        per = -(-n // replicas)
+        while len(idx) < per * replicas:  # pad by repeating from the start
+            idx = idx + idx[:per * replicas - len(idx)]
+    return idx[rank::replicas]
+
+
+@pytest.mark.parametrize("n, replicas", [(10, 4), (10, 5), (3, 8), (7, 3)])
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_distributed_sampler_index_sequences(n, replicas, shuffle, drop_last):
+    from tgrad.utils.data import DistributedSampler
+    got = set()
+    for rank in range(replicas):
+        s = DistributedSampler(range(n), num_replicas=replicas, rank=rank, shuffle=shuffle,
+                               seed=5, drop_last=drop_last)
+        for epoch in (0, 3):
+            s.set_epoch(epoch)
+            want = _distributed_reference(n, replicas, rank, shuffle, 5, epoch, drop_last)
+            assert list(s) == want and len(s) == len(want)
+            got.update(want)
+    assert got == set(range(n)) or drop_last  # without drop_last every index is read
+
+
+def test_distributed_sampler_errors_and_drop_last_small():
+    from tgrad.utils.data import DistributedSampler
+    assert list(DistributedSampler(range(3), num_replicas=8, rank=7, shuffle=False)) == [1]
+    s = DistributedSampler(range(3), num_replicas=8, rank=0, drop_last=True)
+    assert len(s) == 0 and list(s) == []
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        DistributedSampler(range(5))
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        DistributedSampler(range(5), num_replicas=2)
+    with pytest.raises(ValueError, match=r"Invalid rank 2, rank should be in the interval "
+                                         r"\[0, 1\]"):
+        DistributedSampler(range(5), num_replicas=2, rank=2)

@@ -273,3 +273,74 @@ def test_custom_function_inside_transforms_needs_setup_context_and_vmap_support(
     np.testing.assert_allclose(_CtxStyle.apply(x).numpy(), 2 * x.numpy())
     with pytest.raises(NotImplementedError, match="override the vmap staticmethod"):
         _SetupStyle.vmap(None, (0,), x)
+
+
+def test_stack_module_state_with_vmap_functional_call():
+    from tgrad import nn
+    from tgrad.func import functional_call, stack_module_state, vmap
+    models = [nn.Linear(3, 2).double() for _ in range(3)]
+    params, buffers = stack_module_state(models)
+    assert buffers == {}
+    w = np.stack([m.weight.detach().numpy() for m in models])
+    b = np.stack([m.bias.detach().numpy() for m in models])
+    np.testing.assert_array_equal(params["weight"].detach().numpy(), w)
+    assert params["weight"].is_leaf and params["weight"].requires_grad
+    x = tgrad.tensor(np.arange(6.0).reshape(2, 3))
+    out = vmap(lambda p, bf: functional_call(models[0], (p, bf), (x,)))(params, buffers)
+    np.testing.assert_allclose(out.detach().numpy(), np.einsum("kc,mjc->mkj", x.numpy(), w)
+                               + b[:, None, :], rtol=1e-12)
+    bn = [nn.BatchNorm1d(2) for _ in range(2)]
+    _, bufs = stack_module_state(bn)
+    assert bufs["running_mean"].shape == (2, 2) and not bufs["running_mean"].requires_grad
+    models[1].bias.requires_grad_(False)
+    with pytest.raises(RuntimeError, match="Expected bias from each model to have the same "
+                                           ".requires_grad"):
+        stack_module_state(models)
+    with pytest.raises(RuntimeError, match="Expected at least one model, got 0"):
+        stack_module_state([])
+    with pytest.raises(RuntimeError, match="same training/eval mode"):
+        stack_module_state([bn[0], bn[1].eval()])
+    with pytest.raises(RuntimeError, match="same class"):
+        stack_module_state([nn.ReLU(), nn.Tanh()])
+
+
+def test_functionalize_eager_values_and_input_mutation():
+    from tgrad.func import functionalize
+
+    def f(x):  # an intermediate mutated through a view: (x + 1) * 2
+        y = x.clone()
+        y.add_(1)
+        y.view(-1).mul_(2)
+        return y
+
+    x = tgrad.ones(2)
+    assert functionalize(f)(x).tolist() == [4.0, 4.0] and x.tolist() == [1.0, 1.0]
+
+    def g(x):  # a mutated input: the caller's tensor changes, as in PyTorch
+        x.add_(1)
+        return x * 2
+    x = tgrad.ones(2)
+    assert functionalize(g, remove="mutations_and_views")(x).tolist() == [4.0, 4.0]
+    assert x.tolist() == [2.0, 2.0]
+    with pytest.raises(RuntimeError, match="received invalid argument for remove=x"):
+        functionalize(g, remove="x")
+
+
+def test_removable_handle_and_random_default_generator():
+    from tgrad.utils.hooks import RemovableHandle
+    hooks, extra = {}, [{}, {}]
+    h = RemovableHandle(hooks, extra_dict=extra)
+    hooks[h.id] = print
+    extra[0][h.id] = extra[1][h.id] = True
+    h2 = RemovableHandle(hooks)
+    assert h2.id != h.id
+    with h:
+        pass
+    assert hooks == {} and extra == [{}, {}]
+    x = tgrad.ones(1, requires_grad=True)
+    assert isinstance(x.register_hook(lambda g: g), RemovableHandle)
+    assert tgrad.random.default_generator is tgrad.default_generator
+    tgrad.random.default_generator.manual_seed(7)
+    a = tgrad.rand(3)
+    tgrad.manual_seed(7)
+    assert a.tolist() == tgrad.rand(3).tolist()

@@ -18,6 +18,7 @@ How they work (differences from PyTorch's functorch, which has its own interpret
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from tgrad import autograd
@@ -26,7 +27,7 @@ from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
-           "hessian", "vmap", "functional_call"]
+           "hessian", "vmap", "functional_call", "stack_module_state", "functionalize"]
 
 
 class _transform:
@@ -637,3 +638,53 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
         for table, name, old in reversed(swapped):
             table[name] = old
 
+
+
+def stack_module_state(models) -> tuple[dict, dict]:
+    """``(params, buffers)``: each parameter / buffer name of ``models`` (modules of one
+    class, all in training or all in eval mode) to the stack of its tensors along a new
+    dim 0 (for ``vmap`` over ``functional_call``). Tensors that require grad are stacked
+    into new leaves that require grad (detached from the models), as PyTorch's."""
+    from tgrad.ops.shape import stack
+    models = list(models)
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same "
+                           "training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+
+    def leaf(tensors: tuple, name: str):
+        needs = [t.requires_grad for t in tensors]
+        if any(needs) and not all(needs):
+            raise RuntimeError(f"Expected {name} from each model to have the same "
+                               f".requires_grad")
+        result = stack(tensors)
+        return result.detach().requires_grad_() if all(needs) else result
+
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    return ({k: leaf(tuple(p[k] for p in all_params), k) for k in all_params[0]},
+            {k: leaf(tuple(b[k] for b in all_buffers), k) for k in all_buffers[0]})
+
+
+def functionalize(func: Callable, *, remove: str = "mutations") -> Callable:
+    """PyTorch's functionalize, eagerly: tgrad has no graph capture for it to rewrite, so
+    the returned function runs ``func`` itself and gives the same values; mutations of the
+    inputs reach the caller's tensors, as PyTorch copies them back. ``remove`` is checked
+    ('mutations' or 'mutations_and_views'); outputs may alias inputs (PyTorch's
+    'mutations_and_views' returns copies)."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(
+            f"functionalize(f, remove='mutations'): received invalid argument for "
+            f"remove={remove}. Valid options are:\n     remove='mutations': all inplace and "
+            "out= operators will be removed from the program, and replaced with their "
+            "out-of-place equivalents.\n     remove='mutations_and_views': In addition to "
+            "the above, all aliasing operators {view} will be replaced with their "
+            "non-aliasing counterparts, {view}_copy.\n")
+
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapped

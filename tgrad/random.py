@@ -1,18 +1,19 @@
 """``tgrad.random``: torch.random's names for the global CPU generator (``manual_seed``,
-``seed``, ``initial_seed``, ``get_rng_state``, ``set_rng_state``) and ``fork_rng``."""
+``seed``, ``initial_seed``, ``get_rng_state``, ``set_rng_state``, ``default_generator``: the
+same object as ``tgrad.default_generator``) and ``fork_rng``."""
 
 from __future__ import annotations
 
 import contextlib
 from typing import Iterable, Iterator
 
-from tgrad.generator import initial_seed, seed
+from tgrad.generator import default_generator, initial_seed, seed
 from tgrad.ops.creation import get_rng_state as _get_state
 from tgrad.ops.creation import manual_seed
 from tgrad.ops.creation import set_rng_state as _set_state
 
 __all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
-           "fork_rng"]
+           "fork_rng", "default_generator"]
 
 
 def get_rng_state() -> dict:

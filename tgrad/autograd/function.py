@@ -37,6 +37,9 @@ Storage = None  # tgrad.tensor.Storage, bound with it
 # Function.apply reads STATE.fw_level, which routes ops to forward_ad._fw_apply, only when
 # it is non-zero.
 _FW_ACTIVE = 0
+# How many selective-checkpoint modes are entered (tgrad.utils.checkpoint): while non-zero,
+# Function.apply routes the ops it records to this thread's STATE.sac, when there is one.
+_SAC_ACTIVE = 0
 
 
 def fw_level():
@@ -454,6 +457,8 @@ class Function(metaclass=_FunctionMeta):
             if cls._user_function and STATE.func_depth:  # before its jvp is looked for
                 _check_in_transform(cls)
             return STATE.fw_level.apply(cls, args, kwargs)  # forward_ad._fw_apply
+        if _SAC_ACTIVE and STATE.sac is not None and STATE.enabled:
+            return STATE.sac.apply(cls, args, kwargs)  # selective checkpoint: cache or replay
         if Tensor is None:
             _bind_tensor()
         # The node doubles as ctx. It is made without __init__ (hot path); it gets its

@@ -39,6 +39,9 @@ class _GradState(threading.local):
     # forward_ad runs an op's plain forward or a tangent rule (read only when
     # function._FW_ACTIVE is non-zero)
     fw_level = None
+    # the selective-checkpoint mode ops route to (tgrad.utils.checkpoint's _SACMode, read
+    # only when function._SAC_ACTIVE is non-zero)
+    sac = None
 
 
 STATE = _GradState()

@@ -32,16 +32,22 @@ FREED_MESSAGE = (
 
 
 class RemovableHandle:
-    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
+    """Returned by ``register_hook``; ``remove()`` unregisters the hook: deletes key ``id``
+    from ``hooks_dict`` and from ``extra_dict`` (a dict or a list of them), as PyTorch's
+    torch.utils.hooks.RemovableHandle (also tgrad.utils.hooks.RemovableHandle)."""
 
     _ids = itertools.count()
 
-    def __init__(self, hooks_dict: dict) -> None:
+    def __init__(self, hooks_dict: dict, *, extra_dict: dict | list | None = None) -> None:
         self._hooks = hooks_dict
         self.id = next(RemovableHandle._ids)
+        self._extra = (() if extra_dict is None else (extra_dict,)
+                       if isinstance(extra_dict, dict) else tuple(extra_dict))
 
     def remove(self) -> None:
         self._hooks.pop(self.id, None)
+        for d in self._extra:
+            d.pop(self.id, None)
 
     def __enter__(self):
         return self

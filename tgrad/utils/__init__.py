@@ -1,6 +1,6 @@
-"""tgrad.utils: ``checkpoint`` (activation checkpointing) and ``data`` (datasets,
-samplers, DataLoader), as torch.utils."""
+"""tgrad.utils: ``checkpoint`` (activation checkpointing), ``data`` (datasets,
+samplers, DataLoader) and ``hooks`` (RemovableHandle), as torch.utils."""
 
-from tgrad.utils import checkpoint, data
+from tgrad.utils import checkpoint, data, hooks
 
-__all__ = ["checkpoint", "data"]
+__all__ = ["checkpoint", "data", "hooks"]

@@ -33,6 +33,22 @@ differentiating a checkpoint's backward again (create_graph=True), and outputs o
 a Tensor or a tuple. ``use_reentrant=None`` (the default) warns that it should be passed
 explicitly and takes the reentrant variant, as PyTorch 2.x does.
 
+Selective checkpointing (``context_fn=functools.partial(create_selective_checkpoint_contexts,
+policy_fn_or_list)``, non-reentrant only): the forward asks the policy, for each op that
+autograd records, whether its output is kept (``MUST_SAVE`` / ``PREFER_SAVE``) or recomputed;
+the recomputation then hands back the kept outputs by the op's call index instead of running
+those ops. PyTorch's ops are ``torch.ops.aten.*`` overloads; tgrad's are its
+``autograd.Function`` classes, i.e. what ``Function.apply`` runs: the ``op`` given to a policy
+function is that class (``op.name`` is the op's name: ``"matmul"`` for tgrad.mm, tgrad.matmul,
+``@`` and the product in F.linear; ``"sigmoid"``, ``"mul"``, ``"relu"``, ...; a custom
+Function has ``name`` None and is matched by its class), and a list may hold op names,
+Function classes or public functions (mapped by their ``__name__``; tgrad.mm / tgrad.bmm to
+``"matmul"``). Ops a Function runs inside its own forward, and ops run under no_grad, are not
+asked about (they are part of the recorded op). Where PyTorch's recomputed autograd node
+re-saves the inputs of a kept op, tgrad re-saves the same tensors it saved in the forward:
+the op's inputs and outputs as recomputed / kept, and any other tensor the op saved (kept
+too, so it is not recomputed).
+
 Differences from PyTorch: ``debug=True`` (operator logs in the error) is not supported
 (it raises); keyword arguments for ``fn`` are accepted with ``use_reentrant=True`` too
 (PyTorch raises ``ValueError`` there).
@@ -41,6 +57,7 @@ Differences from PyTorch: ``debug=True`` (operator logs in the error) is not sup
 from __future__ import annotations
 
 import contextlib
+import enum
 import itertools
 import warnings
 import weakref
@@ -54,7 +71,8 @@ from tgrad.autograd.node import HookedSavedTensor, SavedTensor
 from tgrad.tensor import Tensor
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn",
-           "set_checkpoint_early_stop"]
+           "set_checkpoint_early_stop", "CheckpointPolicy", "SelectiveCheckpointContext",
+           "create_selective_checkpoint_contexts"]
 
 
 def _rng_states(devices: set) -> dict:
@@ -340,6 +358,220 @@ def _checkpoint_without_reentrant(function: Callable, args: tuple, kwargs: dict,
         out = function(*args, **kwargs)
     frame.forward_completed = True
     return out
+
+
+# ---------------------------------------------------------------- selective checkpointing
+
+class CheckpointPolicy(enum.Enum):
+    """Whether selective checkpointing keeps an op's output (``{MUST,PREFER}_SAVE``) or
+    recomputes it in backward (``{MUST,PREFER}_RECOMPUTE``). ``MUST_*`` should not be
+    overridden by other subsystems (PyTorch's torch.compile); eagerly both behave alike.
+    ``{MUST,PREFER}_CPU_OFFLOAD`` recompute in eager mode, as in PyTorch."""
+
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+    MUST_CPU_OFFLOAD = 4
+    PREFER_CPU_OFFLOAD = 5
+
+
+_SAVE_POLICIES = (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE)
+
+
+class SelectiveCheckpointContext:
+    """What a policy function gets as ``ctx``: it is called during the forward only
+    (``is_recompute`` is always False, deprecated as in PyTorch) with the op's output as
+    ``op_output``."""
+
+    def __init__(self, *, is_recompute: bool, op_output: Any = None) -> None:
+        self.is_recompute = is_recompute
+        self.op_output = op_output
+
+
+class _VersionWrapper:
+    """A kept tensor (detached) with its version, to refuse one changed in place since."""
+
+    __slots__ = ("val", "version")
+
+    def __init__(self, val: Tensor) -> None:
+        self.val = val.detach()
+        self.version = val._storage.version
+
+    def get_val(self, allow_cache_entry_mutation: bool) -> Tensor:
+        if not allow_cache_entry_mutation and self.val._storage.version != self.version:
+            raise RuntimeError("Tensor cached during selective activation checkpoint has "
+                               "been mutated")
+        return self.val
+
+
+_RECOMPUTE = object()
+_CONSUMED = object()
+_SAC_MISMATCH_MSG = ("This can happen if the operations in the checkpointed region are "
+                     "nondeterministic or depend on global state that changed between "
+                     "forward and backward.")
+_OP_ALIASES = {"mm": "matmul", "bmm": "matmul"}  # public functions that run another op
+
+
+def _op_label(op) -> str:
+    return op.name or op.__name__
+
+
+class _SACMode:
+    """One of the two contexts of create_selective_checkpoint_contexts. While entered,
+    Function.apply hands it the ops it records (STATE.sac): the forward's (``caching``)
+    runs each op, asks the policy and keeps the output (and what the op saved for backward,
+    as references to its inputs / outputs or kept tensors) under (op class, call index); the
+    recomputation's hands a kept op's output back without running it, and passes the tensors
+    the op saved in the forward, now recomputed, to the saved-tensor pack hook in force (the
+    checkpoint's), so the recomputation saves the same tensors as the forward."""
+
+    def __init__(self, caching: bool, policy_fn: Callable | None, storage: dict,
+                 allow_cache_entry_mutation: bool = False) -> None:
+        self.caching, self.policy_fn, self.storage = caching, policy_fn, storage
+        self.allow_cache_entry_mutation = allow_cache_entry_mutation
+        self.counter: dict = {}
+        self._outer: list = []
+
+    def __enter__(self) -> _SACMode:
+        from tgrad.autograd import function
+        if not self.caching:
+            self.counter = {}  # a second backward gets "backward an extra time"
+        self._outer.append(STATE.sac)
+        STATE.sac = self
+        function._SAC_ACTIVE += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from tgrad.autograd import function
+        function._SAC_ACTIVE -= 1
+        STATE.sac = self._outer.pop()
+
+    def _index(self, cls) -> int:
+        idx = self.counter.get(cls, 0)
+        self.counter[cls] = idx + 1
+        return idx
+
+    def _run(self, cls, args: tuple, kwargs: dict) -> Any:
+        STATE.sac = None  # the op itself runs as usual
+        try:
+            return cls.apply(*args, **kwargs)
+        finally:
+            STATE.sac = self
+
+    def apply(self, cls, args: tuple, kwargs: dict) -> Any:
+        return (self._cache if self.caching else self._replay)(cls, args, kwargs)
+
+    def _cache(self, cls, args: tuple, kwargs: dict) -> Any:
+        packed: list = []
+        hooks = STATE.saved_tensors_hooks
+        if hooks is not None:  # note what the op saves for backward, in order
+            pack, unpack = hooks
+
+            def note(t):
+                packed.append(t)
+                return pack(t)
+            STATE.saved_tensors_hooks = (note, unpack)
+        try:
+            out = self._run(cls, args, kwargs)
+        finally:
+            if hooks is not None:
+                STATE.saved_tensors_hooks = hooks
+        idx = self._index(cls)
+        policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=False, op_output=out),
+                                cls, *args, **kwargs)
+        if isinstance(policy, bool):  # PyTorch's backward-compatible form
+            policy = CheckpointPolicy.MUST_SAVE if policy else \
+                CheckpointPolicy.PREFER_RECOMPUTE
+        entries = self.storage.setdefault(cls, {})
+        if policy not in _SAVE_POLICIES:
+            entries[idx] = _RECOMPUTE
+            return out
+        outs = out if isinstance(out, tuple) else (out,)
+        kept = tuple((_VersionWrapper(o), o.requires_grad) if isinstance(o, Tensor) else o
+                     for o in outs)
+        saved = []
+        for t in packed:  # ("arg", k), ("out", j) or a kept tensor
+            ref = next((("arg", k) for k, a in enumerate(args) if a is t), None) or next(
+                (("out", j) for j, o in enumerate(outs) if o is t), None)
+            saved.append(ref if ref is not None else _VersionWrapper(t))
+        entries[idx] = (kept, isinstance(out, tuple), saved)
+        return out
+
+    def _replay(self, cls, args: tuple, kwargs: dict) -> Any:
+        idx = self._index(cls)
+        entries = self.storage.get(cls)
+        if entries is None:
+            raise RuntimeError(f"{_op_label(cls)} encountered during backward but not found "
+                               f"in storage. {_SAC_MISMATCH_MSG}")
+        entry = entries.get(idx)
+        if entry is None:
+            raise RuntimeError(f"{_op_label(cls)} invocation index {idx} encountered during "
+                               f"backward but not found in storage. {_SAC_MISMATCH_MSG}")
+        if entry is _CONSUMED:
+            raise RuntimeError("Trying to backward an extra time. You are only allowed to "
+                               "backward once on any region computed under selective "
+                               "activation checkpoint.")
+        if entry is _RECOMPUTE:
+            return self._run(cls, args, kwargs)
+        entries[idx] = _CONSUMED
+        kept, is_tuple, saved = entry
+        allow = self.allow_cache_entry_mutation
+        outs = []
+        for k in kept:  # a fresh alias of each kept output, requiring grad as in the forward
+            if isinstance(k, tuple):
+                o = k[0].get_val(allow).detach()
+                outs.append(o.requires_grad_() if k[1] else o)
+            else:
+                outs.append(k)
+        hooks = STATE.saved_tensors_hooks
+        if hooks is not None and saved:  # what the op would save: to the pack hook
+            tensors = [(args[r[1]] if r[0] == "arg" else outs[r[1]]) if type(r) is tuple
+                       else r.get_val(allow) for r in saved]
+            STATE.enabled = False  # pack hooks run with grad mode off
+            try:
+                for t in tensors:
+                    hooks[0](t)
+            finally:
+                STATE.enabled = True
+        return tuple(outs) if is_tuple else outs[0]
+
+
+def create_selective_checkpoint_contexts(policy_fn_or_list: Callable | list,
+                                         allow_cache_entry_mutation: bool = False) -> tuple:
+    """The ``context_fn`` pair of selective activation checkpointing (use it through
+    ``functools.partial`` with ``checkpoint(..., use_reentrant=False, context_fn=...)``).
+    ``policy_fn_or_list``: ``policy_fn(ctx, op, *args, **kwargs) -> CheckpointPolicy`` (or
+    a bool: True is MUST_SAVE, False PREFER_RECOMPUTE), called once per recorded op in the
+    forward with ``op`` the op's Function class; or a list of ops to save (op names such as
+    ``"matmul"``, Function classes, or public functions such as ``tgrad.mm``), the others
+    being recomputed. A kept tensor changed in place before backward raises unless
+    ``allow_cache_entry_mutation``. A region can be backpropagated once."""
+    if isinstance(policy_fn_or_list, list):
+        names, classes = set(), set()
+        for op in policy_fn_or_list:
+            if isinstance(op, str):
+                names.add(op)
+            elif isinstance(op, type) and issubclass(op, Function):
+                classes.add(op)
+            elif callable(op) and isinstance(getattr(op, "__name__", None), str):
+                names.add(_OP_ALIASES.get(op.__name__, op.__name__))
+            else:
+                raise ValueError(f"Expected op in `op_list` to be an op name, an "
+                                 f"autograd.Function class or a tgrad function but got: {op} "
+                                 f"of type {type(op)}.")
+
+        def policy_fn(ctx, op, *args, **kwargs):
+            if op in classes or (op.name is not None and op.name in names):
+                return CheckpointPolicy.MUST_SAVE
+            return CheckpointPolicy.PREFER_RECOMPUTE
+    elif callable(policy_fn_or_list):
+        policy_fn = policy_fn_or_list
+    else:
+        raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
+    storage: dict = {}
+    return (_SACMode(True, policy_fn, storage),
+            _SACMode(False, None, storage, allow_cache_entry_mutation))
 
 
 _USE_REENTRANT_WARNING = (

@@ -1,9 +1,10 @@
 """tgrad.utils.data: PyTorch's data-loading API (torch.utils.data) in pure Python.
 
 Datasets (``Dataset``, ``IterableDataset``, ``TensorDataset``, ``Subset``,
-``ConcatDataset``, ``ChainDataset``, ``random_split``), samplers (``Sampler``,
-``SequentialSampler``, ``RandomSampler``, ``SubsetRandomSampler``,
-``WeightedRandomSampler``, ``BatchSampler``), ``DataLoader`` and the collate functions
+``ConcatDataset``, ``ChainDataset``, ``StackDataset``, ``random_split``), samplers
+(``Sampler``, ``SequentialSampler``, ``RandomSampler``, ``SubsetRandomSampler``,
+``WeightedRandomSampler``, ``BatchSampler``, ``DistributedSampler``), ``DataLoader`` and
+the collate functions
 (``default_collate``, ``default_convert``). ``num_workers > 0`` loads in worker
 processes (see tgrad/utils/data/dataloader.py for the differences from PyTorch).
 """
@@ -15,10 +16,12 @@ from tgrad.utils.data.dataset import (
     ConcatDataset,
     Dataset,
     IterableDataset,
+    StackDataset,
     Subset,
     TensorDataset,
     random_split,
 )
+from tgrad.utils.data.distributed import DistributedSampler
 from tgrad.utils.data.sampler import (
     BatchSampler,
     RandomSampler,
@@ -29,6 +32,7 @@ from tgrad.utils.data.sampler import (
 )
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
-           "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "Subset",
+           "DistributedSampler", "IterableDataset", "RandomSampler", "Sampler",
+           "SequentialSampler", "StackDataset", "Subset",
            "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "default_collate",
            "default_convert", "get_worker_info", "random_split"]

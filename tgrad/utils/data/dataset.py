@@ -20,7 +20,7 @@ from tgrad.tensor import Tensor
 from tgrad.utils.data.sampler import _randperm
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
-           "Subset", "random_split"]
+           "Subset", "StackDataset", "random_split"]
 
 _T_co = TypeVar("_T_co", covariant=True)
 
@@ -96,6 +96,55 @@ class ConcatDataset(Dataset[_T_co]):
         dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
         sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
         return self.datasets[dataset_idx][sample_idx]
+
+
+class StackDataset(Dataset):
+    """Several datasets of one length read together: ``StackDataset(a, b)[i]`` is
+    ``(a[i], b[i])`` and ``StackDataset(x=a, y=b)[i]`` is ``{"x": a[i], "y": b[i]}``;
+    ``__getitems__`` uses the datasets' own batched reads where they have one."""
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
+        if args:
+            if kwargs:
+                raise ValueError("Supported either ``tuple``- (via ``args``) or"
+                                 "``dict``- (via ``kwargs``) like input/output, but both "
+                                 "types are given.")
+            self._length = len(args[0])
+            if any(self._length != len(d) for d in args):
+                raise ValueError("Size mismatch between datasets")
+            self.datasets: tuple | dict = args
+        elif kwargs:
+            tmp = list(kwargs.values())
+            self._length = len(tmp[0])
+            if any(self._length != len(d) for d in tmp):
+                raise ValueError("Size mismatch between datasets")
+            self.datasets = kwargs
+        else:
+            raise ValueError("At least one dataset should be passed")
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def _column(self, dataset: Dataset, indices: list) -> list:
+        if callable(getattr(dataset, "__getitems__", None)):
+            items = dataset.__getitems__(indices)
+            if len(items) != len(indices):
+                raise ValueError("Nested dataset's output size mismatch."
+                                 f" Expected {len(indices)}, got {len(items)}")
+            return list(items)
+        return [dataset[i] for i in indices]
+
+    def __getitems__(self, indices: list) -> list:
+        if isinstance(self.datasets, dict):
+            cols = {k: self._column(d, indices) for k, d in self.datasets.items()}
+            return [{k: c[j] for k, c in cols.items()} for j in range(len(indices))]
+        cols = [self._column(d, indices) for d in self.datasets]
+        return [tuple(c[j] for c in cols) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class ChainDataset(IterableDataset):
