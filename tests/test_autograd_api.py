@@ -1,6 +1,7 @@
 """The torch.autograd API: backward/grad, grad modes, tensor autograd attributes, hooks,
 retain_grad, Variable, anomaly detection. Values are checked against NumPy float64."""
 
+import re
 import threading
 import warnings
 
@@ -703,3 +704,23 @@ def test_non_tensor_outputs_and_inputs_are_named():
     assert x.grad is None  # nothing ran
     (g,) = tgrad.autograd.grad(y, [x])
     np.testing.assert_allclose(g.numpy(), [2.0, 2.0])
+
+
+def test_grad_output_complexness_must_match_output():
+    # PyTorch's _make_grads: a real gradient for a complex output, or a complex one for a
+    # real output, raises (no silent cast dropping the imaginary part); complex64 for a
+    # complex128 output is cast (d(2x)/dx = 2, by hand)
+    msg = ("For complex Tensors, both grad_output and output are required to have the same "
+           "dtype. Mismatch in dtype: grad_output[0] has a dtype of {} and output[0] has a "
+           "dtype of {}.")
+    for out_dt, g_dt in [(tgrad.complex128, tgrad.float64), (tgrad.float64, tgrad.complex64),
+                         (tgrad.complex64, tgrad.int64)]:
+        x = tgrad.ones(2, dtype=out_dt, requires_grad=True)
+        with pytest.raises(RuntimeError, match=re.escape(msg.format(g_dt, out_dt))):
+            (x * 2).backward(tgrad.ones(2, dtype=g_dt))
+        with pytest.raises(RuntimeError, match=re.escape(msg.format(g_dt, out_dt))):
+            tgrad.autograd.grad(x * 2, x, tgrad.ones(2, dtype=g_dt))
+    x = tgrad.ones(2, dtype=tgrad.complex128, requires_grad=True)
+    (x * 2).backward(tgrad.tensor([1 + 1j, 2 - 1j], dtype=tgrad.complex64))
+    assert x.grad.dtype is tgrad.complex128
+    np.testing.assert_array_equal(x.grad.numpy(), [2 + 2j, 4 - 2j])

@@ -129,6 +129,12 @@ def _checked_grad_output(i: int, out, g):
     if g.device != out.device:
         raise RuntimeError(f"Mismatch in device: grad_output[{i}] is on {g.device} and "
                            f"output[{i}] is on {out.device}.")
+    if g.dtype.is_complex != out.dtype.is_complex:  # PyTorch's _make_grads: no cast that
+        # would drop an imaginary part or invent one
+        raise RuntimeError(f"For complex Tensors, both grad_output and output are required "
+                           f"to have the same dtype. Mismatch in dtype: grad_output[{i}] has "
+                           f"a dtype of {g.dtype} and output[{i}] has a dtype of "
+                           f"{out.dtype}.")
     if g.dtype is not out.dtype:
         g = g.to(out.dtype)  # as PyTorch: the gradient takes the output's dtype (even an
         # integer or bool gradient of a floating output)
