@@ -108,8 +108,8 @@ def test_vmap_per_sample_gradients_and_dims():
     np.testing.assert_allclose(x.grad.numpy(), 2 * m)
     with pytest.raises(ValueError, match="same size in the mapped dimension"):
         FT.vmap(lambda a, b: a + b)(_t(np.ones(2)), _t(np.ones(3)))
-    with pytest.raises(ValueError, match="at least one input must be mapped"):
-        FT.vmap(lambda a: a, in_dims=None)(_t(np.ones(2)))
+    with pytest.raises(ValueError, match="Expected at least one Tensor to vmap over"):
+        FT.vmap(lambda a: a, in_dims=(None,))(_t(np.ones(2)))
 
 
 def test_vmap_randomness_modes():
@@ -344,3 +344,98 @@ def test_removable_handle_and_random_default_generator():
     a = tgrad.rand(3)
     tgrad.manual_seed(7)
     assert a.tolist() == tgrad.rand(3).tolist()
+
+
+def test_argnums_checked_as_pytorch():
+    # duplicated argnums used to give a silent zero gradient for the first copy
+    def f(x, y):
+        return (x * x * y).sum()
+    x, y = _t([1.0, 2.0]), _t([3.0, 4.0])
+    for tr in (FT.grad, FT.grad_and_value, FT.jacrev, FT.jacfwd):
+        with pytest.raises(RuntimeError, match=re.escape("argnums elements must be unique, "
+                                                         "got (0, 0)")):
+            tr(f, argnums=(0, 0))(x, y)
+        for bad in ([0], 0.0):
+            with pytest.raises(RuntimeError, match=re.escape(
+                    f"argnums must be int or Tuple[int, ...], got: {type(bad)}")):
+                tr(f, argnums=bad)(x, y)
+        with pytest.raises(RuntimeError, match=re.escape("Got argnum=2, but only 2 "
+                                                         "positional inputs")):
+            tr(f, argnums=2)(x, y)
+        with pytest.raises(RuntimeError, match="^argnums must be non-empty$"):
+            tr(f, argnums=())(x, y)
+    gx, gy = FT.grad(f, argnums=(0, -1))(x, y)  # 2 x y and x^2, by hand
+    np.testing.assert_array_equal(gx.numpy(), [6.0, 16.0])
+    np.testing.assert_array_equal(gy.numpy(), [1.0, 4.0])
+
+
+def test_chunk_size_checked_and_values_unchanged():
+    x = _t([[1.0, 2.0], [3.0, 4.0]])
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match=re.escape(
+                f"vmap: chunk_size should be None or greater than 0. (got {bad})")):
+            FT.vmap(lambda r: r * 2, chunk_size=bad)(x)
+        with pytest.raises(ValueError, match=re.escape("jacrev: `chunk_size` should be "
+                                                       "greater than 0.")):
+            FT.jacrev(lambda r: r * 2, chunk_size=bad)(x[0])
+    np.testing.assert_array_equal(FT.vmap(lambda r: r.sum(), chunk_size=1)(x).numpy(), [3, 7])
+    np.testing.assert_array_equal(FT.jacrev(lambda r: r ** 2, chunk_size=1)(x[1]).numpy(),
+                                  [[6.0, 0.0], [0.0, 8.0]])
+
+
+def test_vmap_in_dims_and_out_dims_checked_as_pytorch():
+    x = _t([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+
+    def f(r):
+        return r * 2
+    for bad in ([0], None, 0.5):
+        with pytest.raises(ValueError, match=re.escape(
+                f"vmap(f, in_dims={bad}, ...)(<inputs>): expected `in_dims` to be int or a "
+                f"(potentially nested) tuple matching the structure of inputs, got: "
+                f"{type(bad)}.")):
+            FT.vmap(f, in_dims=bad)(x)
+    for d, t in ((2, x), (-3, x), (0, _t(1.0))):
+        with pytest.raises(ValueError, match=re.escape(
+                f"vmap(f, in_dims={d}, ...)(<inputs>): Got in_dim={d} for some input, but "
+                f"that input is a Tensor of dimensionality {t.ndim} so expected in_dim to "
+                f"satisfy -{t.ndim} <= in_dim < {t.ndim}.")):
+            FT.vmap(f, in_dims=d)(t)
+    with pytest.raises(ValueError, match=re.escape(
+            "vmap(<lambda>, ..., out_dims=(1,))(<inputs>): out_dims is not compatible with the "
+            "structure of `outputs`")):
+        FT.vmap(lambda r: (r * 2, r.sum()), out_dims=(1,))(x)
+    with pytest.raises(ValueError, match=re.escape(
+            "vmap(<lambda>, ...): `<lambda>` must only return Tensors, got type <class "
+            "'int'>. Did you "
+            "mean to set out_dims= to None for output?")):
+        FT.vmap(lambda r: r.shape[0])(x)
+
+
+def test_vmap_over_an_empty_batch():
+    # PyTorch runs f once on the empty batch: results with a mapped dim of size 0
+    x = tgrad.zeros(0, 3, dtype=F64)
+    a, b = FT.vmap(lambda r: (r * 2, r.sum()))(x)
+    assert a.shape == (0, 3) and b.shape == (0,) and a.dtype is F64
+    c = FT.vmap(lambda r, w: r * w, in_dims=(1, None), out_dims=1)(
+        tgrad.zeros(3, 0, dtype=F64), _t([1.0, 2.0, 3.0]))
+    assert c.shape == (3, 0)
+
+
+def test_jacfwd_randomness_modes():
+    x = _t([1.0, 2.0])
+
+    def f(v):
+        return v * tgrad.rand(2, dtype=F64)
+    with pytest.raises(RuntimeError, match="vmap: called random operation while in "
+                                           "randomness error mode"):
+        FT.jacfwd(f)(x)
+    with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
+        FT.jacfwd(f, randomness="foo")(x)
+    tgrad.manual_seed(3)
+    r = tgrad.rand(2, dtype=F64).numpy()
+    tgrad.manual_seed(3)
+    # 'same': every basis vector sees the one draw r, J = diag(r)
+    np.testing.assert_array_equal(FT.jacfwd(f, randomness="same")(x).numpy(), np.diag(r))
+    tgrad.manual_seed(3)
+    j = FT.jacfwd(f, randomness="different")(x).numpy()
+    assert j[0, 1] == 0 and j[1, 0] == 0 and j[0, 0] == r[0] and j[1, 1] != r[1]

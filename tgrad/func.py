@@ -73,15 +73,37 @@ def _flatten(tree) -> tuple:
 
 
 def _argnums_tuple(argnums, n_args: int, who: str) -> tuple:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    if not nums:
-        raise RuntimeError(f"{who}: argnums must be non-empty")
+    """``argnums`` (an int or a non-empty tuple of distinct ints) as a tuple of
+    non-negative positions; PyTorch's errors (``who`` is not in them)."""
+    if isinstance(argnums, int):
+        nums = (argnums,)
+    elif isinstance(argnums, tuple) and all(isinstance(a, int) for a in argnums):
+        nums = argnums
+        if not nums:
+            raise RuntimeError("argnums must be non-empty")
+    else:
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
     for a in nums:
-        if not isinstance(a, int):
-            raise RuntimeError(f"{who}: argnums must be int or Tuple[int, ...], got {argnums}")
         if not -n_args <= a < n_args:
-            raise RuntimeError(f"Got argnums={argnums}, but only {n_args} positional inputs")
-    return tuple(a % n_args for a in nums)
+            raise RuntimeError(f"Got argnum={a}, but only {n_args} positional inputs")
+    result = tuple(a % n_args for a in nums)
+    if len(set(result)) != len(result):  # else the later alias would hide the earlier one
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    return result
+
+
+def _check_chunk_size(chunk_size, who: str) -> None:
+    """PyTorch's check of ``chunk_size`` (None or positive; tgrad's loops ignore it)."""
+    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
+        if who == "vmap":
+            raise ValueError(f"vmap: chunk_size should be None or greater than 0. "
+                             f"(got {chunk_size})")
+        raise ValueError(f"{who}: `chunk_size` should be greater than 0.")
+
+
+def _func_name(func) -> str:
+    """How PyTorch's vmap errors name ``func``."""
+    return getattr(func, "__name__", repr(func))
 
 
 def _prepare(args: tuple, argnums, who: str) -> tuple:
@@ -231,7 +253,8 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size=None)
     """A function returning the Jacobian of ``func`` (each output's shape + each argument's
     shape) with respect to the arguments ``argnums``, one backward pass per output element.
     Inputs and outputs must be real (PyTorch's errors; complex intermediates are fine).
-    (``chunk_size`` is accepted and has no effect.)"""
+    (``chunk_size``, None or positive, is checked and has no effect.)"""
+    _check_chunk_size(chunk_size, "jacrev")
     return _jacrev(func, argnums, has_aux, "jacrev")
 
 
@@ -346,17 +369,21 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *,
            randomness: str = "error") -> Callable:
     """A function returning the Jacobian of ``func`` (each output's shape + each argument's
     shape) with respect to the arguments ``argnums`` by forward-mode AD: one jvp per input
-    element (cheaper than jacrev for wide Jacobians). Inputs and outputs must be real
+    element (cheaper than jacrev for wide Jacobians; ``randomness`` rules the random draws
+    of those calls as vmap's does its elements'). Inputs and outputs must be real
     (PyTorch's errors; complex intermediates are fine). Inside an active dual level (a
     nested forward transform, which tgrad's single level cannot hold) it computes the same
     Jacobian with jacrev's reverse passes."""
     who = "jacfwd"
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', "
+                           f"or 'same'. Got {randomness}")
 
     def wrapper(*args, **kwargs):
         with _transform(vmaps=True):  # PyTorch's jacfwd vmaps f over the basis
             if _forward_level_active():
                 return _jacrev(func, argnums, has_aux, who)(*args, **kwargs)
-            return _jacfwd(func, argnums, has_aux, who, args, kwargs)
+            return _jacfwd(func, argnums, has_aux, who, args, kwargs, randomness)
     return wrapper
 
 
@@ -369,8 +396,10 @@ def _check_real(leaves: list, who: str, what: str) -> None:
                                f"tensor at flattened input idx: {k}")
 
 
-def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwargs: dict):
-    """jacfwd's forward-mode Jacobian (see jacfwd)."""
+def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwargs: dict,
+            randomness: str = "error"):
+    """jacfwd's forward-mode Jacobian (see jacfwd): one jvp per basis vector, the random
+    draws ruled by ``randomness`` as vmap's over the basis."""
     from tgrad.autograd import forward_ad as fwad
     nums = _argnums_tuple(argnums, len(args), who)
     chosen = tuple(args[i] for i in nums)
@@ -394,12 +423,17 @@ def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwarg
 
     columns = []  # per (input leaf, element): the flattened output tangents
     out = aux = None
+    start = _rng_states() if randomness != "different" else None
     for k, x in enumerate(leaves):
         for e in range(x.numel()):
             basis = [t.detach().new_zeros(t.shape) for t in leaves]
             basis[k].reshape(-1)[e] = 1.0
+            if randomness == "same":  # every basis vector sees the first one's draws
+                _set_rng_states(start)
             with fwad.dual_level():
                 res = call([fwad.make_dual(t, b) for t, b in zip(leaves, basis)])
+                if randomness == "error" and _rng_states() != start:
+                    raise RuntimeError(_RANDOM_ERROR)
                 res_out, res_aux = _split_aux(res, has_aux, who)
                 o_leaves, o_rebuild = _flatten(res_out)
                 _check_real(o_leaves, who, "outputs")
@@ -445,6 +479,11 @@ def hessian(func: Callable, argnums=0) -> Callable:
 
 
 # ---------------------------------------------------------------------------------- vmap
+_RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please "
+                 "either use the 'same' or 'different' randomness flags on vmap or perform "
+                 "the randomness operation out of vmap")
+
+
 def _rng_states() -> list:
     """The global generators' states (the CPU one, and cuda's once it is in use)."""
     import tgrad
@@ -462,12 +501,17 @@ def _set_rng_states(states: list) -> None:
         tgrad.set_rng_state(states[1], "cuda")
 
 
-def _dims_for(in_dims, args: tuple) -> list:
-    """One in_dim (int or None) per leaf of ``args``."""
-    if isinstance(in_dims, int) or in_dims is None:
+def _dims_for(func, in_dims, args: tuple) -> list:
+    """One in_dim (int or None) per leaf of ``args`` (PyTorch's structure errors)."""
+    name = _func_name(func)
+    if isinstance(in_dims, int):
         return [in_dims] * len(_flatten(args)[0])
-    if not isinstance(in_dims, (tuple, list)) or len(in_dims) != len(args):
-        raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims is not "
+    if not isinstance(in_dims, tuple):
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` "
+                         f"to be int or a (potentially nested) tuple matching the structure "
+                         f"of inputs, got: {type(in_dims)}.")
+    if len(in_dims) != len(args):
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is not "
                          f"compatible with the structure of `inputs`: expected one entry per "
                          f"positional argument ({len(args)})")
     dims = []
@@ -476,7 +520,9 @@ def _dims_for(in_dims, args: tuple) -> list:
         if isinstance(d, (tuple, list, dict)):
             sub = _flatten(d)[0]
             if len(sub) != n:
-                raise ValueError(f"vmap: in_dims {d} does not match its argument's structure")
+                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims "
+                                 f"is not compatible with the structure of `inputs`: {d} "
+                                 f"does not match its argument's structure")
             dims.extend(sub)
         else:
             dims.extend([d] * n)
@@ -494,34 +540,47 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
          chunk_size=None) -> Callable:
     """``func`` mapped over dim ``in_dims`` of its inputs (None: not mapped; a tuple: one
     per argument), outputs stacked along ``out_dims``: a loop over the batch (module
-    docstring). (``chunk_size`` is accepted and has no effect.)"""
+    docstring). (``chunk_size``, None or positive, is checked and has no effect.)"""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', "
                            f"or 'same'. Got {randomness}")
 
+    _check_chunk_size(chunk_size, "vmap")
+
     def wrapper(*args, **kwargs):
+        name = _func_name(func)
+        if not args:
+            raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add "
+                             f"inputs, or you are trying to vmap over a function with no "
+                             f"inputs. The latter is unsupported.")
         leaves, rebuild = _flatten(args)
-        dims = _dims_for(in_dims, args)
-        sizes = {x.shape[d] for x, d in zip(leaves, dims)
-                 if d is not None and isinstance(x, Tensor)}
+        dims = _dims_for(func, in_dims, args)
         for x, d in zip(leaves, dims):
-            if d is not None and not isinstance(x, Tensor):
-                raise ValueError(f"vmap: Got in_dim={d} for an input but the input is of type "
-                                 f"{type(x).__name__}. We cannot vmap over non-Tensor "
-                                 f"arguments, please use None as the respective in_dim")
-            if d is not None and not -x.ndim <= d < x.ndim:
-                raise ValueError(f"vmap: Got in_dim={d} for an input but the input is of "
-                                 f"dimension {x.ndim}")
+            if d is None:
+                continue
+            if not isinstance(d, int):
+                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims "
+                                 f"must be int or None, got {type(d)}")
+            if not isinstance(x, Tensor):
+                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got "
+                                 f"in_dim={d} for an input but the input is of type "
+                                 f"{type(x)}. We cannot vmap over non-Tensor arguments, "
+                                 f"please use None as the respective in_dim")
+            if not -x.ndim <= d < x.ndim:
+                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got "
+                                 f"in_dim={d} for some input, but that input is a Tensor of "
+                                 f"dimensionality {x.ndim} so expected in_dim to satisfy "
+                                 f"-{x.ndim} <= in_dim < {x.ndim}.")
+        sizes = {x.shape[d] for x, d in zip(leaves, dims) if d is not None}
         if not sizes:
-            raise ValueError("vmap: at least one input must be mapped over (got in_dims "
-                             "all None or no Tensor inputs)")
+            raise ValueError("vmap: Expected at least one Tensor to vmap over")
         if len(sizes) > 1:
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
                              f"dimension, got sizes {sorted(sizes)} for the mapped dimension")
         n = sizes.pop()
         with _transform(vmaps=True):
             results = _vmap_calls(func, leaves, dims, rebuild, kwargs, n, randomness)
-        return _vmap_stack(func, results, out_dims)
+        return _vmap_stack(func, results, out_dims, empty=n == 0)
     return wrapper
 
 
@@ -529,40 +588,54 @@ def _vmap_calls(func, leaves, dims, rebuild, kwargs, n: int, randomness: str) ->
     """vmap's loop: ``func`` on each batch element, under the ``randomness`` rule."""
     start = _rng_states() if randomness != "different" else None
     results = []
-    for i in range(n):
+    for i in range(max(n, 1)):  # an empty batch: f runs once, on zeros of an element's shape
         if randomness == "same":
             _set_rng_states(start)
-        sliced = [x.select(d, i) if d is not None else x for x, d in zip(leaves, dims)]
+        sliced = [x if d is None else x.select(d, i) if n else
+                  x.detach().new_zeros(x.shape[:d % x.ndim] + x.shape[d % x.ndim + 1:])
+                  for x, d in zip(leaves, dims)]
         before = _rng_states() if randomness == "error" else None
         results.append(func(*rebuild(sliced), **kwargs))
         if before is not None and before != _rng_states():
-            raise RuntimeError("vmap: called random operation while in randomness error "
-                               "mode. Please either use the 'same' or 'different' "
-                               "randomness flags on vmap or perform the randomness "
-                               "operation out of vmap")
+            raise RuntimeError(_RANDOM_ERROR)
     return results
 
 
-def _vmap_stack(func, results: list, out_dims):
-    """vmap's result: the per-element outputs stacked along ``out_dims``."""
+def _vmap_stack(func, results: list, out_dims, empty: bool = False):
+    """vmap's result: the per-element outputs stacked along ``out_dims`` (``empty``: the
+    batch has size 0 and ``results`` holds f's output on zeros, giving only shapes)."""
+    name = _func_name(func)
     per_call = [_flatten(r) for r in results]
     out_rebuild = per_call[0][1]
     columns = list(zip(*[leaves_ for leaves_, _ in per_call]))
-    odims = _flatten(out_dims)[0] if isinstance(out_dims, (tuple, list, dict)) \
-        else [out_dims] * len(columns)
+    if isinstance(out_dims, (tuple, list, dict)):
+        odims = _flatten(out_dims)[0]
+        single = not isinstance(results[0], (tuple, list, dict))
+        if (not (isinstance(out_dims, tuple) and len(odims) == 1) if single
+                else len(odims) != len(columns)):
+            raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims "
+                             f"is not compatible with the structure of `outputs`: "
+                             f"{len(odims)} out_dims for {len(columns)} outputs")
+    elif out_dims is None or isinstance(out_dims, int):
+        odims = [out_dims] * len(columns)
+    else:
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): `out_dims` must be an int, "
+                         f"None or a python collection of ints representing where in the "
+                         f"outputs the vmapped dimension should appear.")
     outs = []
     for col, od in zip(columns, odims):
         if not isinstance(col[0], Tensor):
-            raise ValueError(f"vmap: `{getattr(func, '__name__', 'func')}` must only "
-                             f"return Tensors, got type {type(col[0]).__name__}")
+            raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
+                             f"{type(col[0])}. Did you mean to set out_dims= to None for "
+                             f"output?")
         if od is None:  # only an output that does not depend on the batch (PyTorch)
             if not all(c is col[0] or _same_values(c, col[0]) for c in col[1:]):
-                raise ValueError("vmap: can not return a BatchedTensor when out_dim is "
-                                 "None (the output differs across the batch); give it "
-                                 "an out_dim")
+                raise ValueError(f"vmap({name}, ...): `{name}` can not return a "
+                                 f"BatchedTensor when out_dim is None")
             outs.append(col[0])
         else:
-            outs.append(stack(list(col), od))
+            out = stack(list(col), od)
+            outs.append(out.narrow(od, 0, 0) if empty else out)
     return out_rebuild(outs)
 
 
