@@ -74,6 +74,32 @@ def test_lp_pool_and_lrn_modules():
         lrn(tgrad.ones(2, 3))
 
 
+def _np_cross_map_lrn(a: np.ndarray, size: int, alpha: float, beta: float, k: float):
+    """The legacy SpatialCrossMapLRN written out in float64: channel c's window is
+    [c - size // 2, c + (size - 1) // 2] clipped to the channels."""
+    c = a.shape[1]
+    s = np.stack([(a[:, max(0, i - size // 2):min(c, i + (size - 1) // 2 + 1)] ** 2).sum(1)
+                  for i in range(c)], 1)
+    return a / (k + alpha / size * s) ** beta
+
+
+def test_cross_map_lrn2d_is_local_response_norm_of_4d_input():
+    # PyTorch 2.13's CrossMapLRN2d forward drops a channel of the window past the first few
+    # channels and its hand-written backward fails gradcheck; tgrad computes the documented
+    # maths (LocalResponseNorm's), checked against NumPy and finite differences
+    a = np.random.default_rng(4).standard_normal((2, 7, 3, 2))
+    x = tgrad.tensor(a, requires_grad=True)
+    for size in (1, 2, 3, 5, 9):
+        m = tgrad.nn.CrossMapLRN2d(size, alpha=0.5, beta=0.75, k=1.5)
+        np.testing.assert_allclose(m(x).detach().numpy(),
+                                   _np_cross_map_lrn(a, size, 0.5, 0.75, 1.5), rtol=1e-12)
+        assert gradcheck(m, (x,))
+    assert repr(tgrad.nn.CrossMapLRN2d(3)) == "CrossMapLRN2d(3, alpha=0.0001, beta=0.75, k=1)"
+    with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D "
+                                         "instead."):
+        tgrad.nn.CrossMapLRN2d(3)(x[0])
+
+
 def test_grid_sample_identity_and_errors():
     x = tgrad.randn(2, 3, 4, 5, dtype=tgrad.float64)
     eye = tgrad.tensor(np.tile([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], (2, 1, 1)))

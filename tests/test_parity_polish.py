@@ -147,6 +147,29 @@ def test_number_operands_pytorch_refuses():
         with pytest.raises(TypeError, match=rf"^{op}\(\): argument 'other' \(position 1\) "
                                             r"must be Tensor, not float$"):
             getattr(x, op)(2.0)
+    xi = tgrad.tensor([4, 6])
+    for op, t, arg in (("gcd", xi, "other"), ("lcm", xi, "other"), ("fmax", x, "other"),
+                       ("fmin", x, "other"), ("hypot", x, "other"),
+                       ("nextafter", x, "other"), ("igamma", x.abs(), "other"),
+                       ("igammac", x.abs(), "other"), ("heaviside", x, "values"),
+                       ("ldexp", x, "other")):
+        num = 2 if t is xi else 2.0
+        with pytest.raises(TypeError, match=rf"^{op}\(\): argument '{arg}' \(position 2\) "
+                                            rf"must be Tensor, not {type(num).__name__}$"):
+            getattr(tgrad, op)(t, num)
+        with pytest.raises(TypeError, match=rf"^{op}\(\): argument '{arg}' \(position 1\) "
+                                            rf"must be Tensor, not"):
+            getattr(t, op)(num)
+    # comparisons and fmod take a number only as ``other`` (PyTorch's overloads)
+    for op in ("eq", "ne", "lt", "le", "gt", "ge", "fmod"):
+        with pytest.raises(TypeError, match=rf"^{op}\(\) received an invalid combination of "
+                                            r"arguments - got \(float, Tensor\), but expected"):
+            getattr(tgrad, op)(2.0, x)
+    assert tgrad.ge(x, 1.0).tolist() == [True, False] and (2.0 >= x).tolist() == [True, True]
+    assert tgrad.fmod(x, 1.5).tolist() == [1.0, -0.5]  # C fmod: the dividend's sign
+    assert tgrad.gcd(xi, tgrad.tensor(4)).tolist() == [4, 2]
+    assert tgrad.ldexp(x, tgrad.tensor([1, 2])).tolist() == [2.0, -8.0]
+    assert x.heaviside(tgrad.tensor(0.5)).tolist() == [1.0, 0.0]
     assert tgrad.maximum(x, tgrad.tensor(0.0)).tolist() == [1.0, 0.0]
     np.testing.assert_allclose(x.atan2(tgrad.tensor([1.0, 1.0])).numpy(),
                                np.arctan2([1.0, -2.0], 1.0), rtol=1e-6)

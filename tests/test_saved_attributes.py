@@ -103,6 +103,36 @@ def test_mm():
     assert gf._saved_self_sym_sizes == (3, 4) and gf._saved_mat2_sym_sizes == (4, 5)
 
 
+def test_mm_sym_strides_follow_which_operand_needs_a_gradient():
+    # PyTorch keeps an operand's strides where it needs a gradient (they pick that
+    # gradient's layout), () where it does not; the strides are the operand's own
+    x, _ = _x(3, 4)
+    w, _ = _x(4, 5, seed=1)
+    gf = (x @ w).grad_fn
+    assert (gf._saved_self_sym_strides, gf._saved_mat2_sym_strides) == ((4, 1), (5, 1))
+    gf = (x @ w.detach()).grad_fn
+    assert (gf._saved_self_sym_strides, gf._saved_mat2_sym_strides) == ((4, 1), ())
+    gf = (x.detach() @ w).grad_fn
+    assert (gf._saved_self_sym_strides, gf._saved_mat2_sym_strides) == ((), (5, 1))
+    # a strided leaf: its own strides (elements), NumPy's byte strides / itemsize
+    base = np.arange(10.0).reshape(2, 5)
+    a = tgrad.tensor(base)[:, ::2].requires_grad_()
+    gf = (a @ w.detach()[:3]).grad_fn
+    assert gf._saved_self_sym_strides == tuple(s // 8 for s in base[:, ::2].strides) == (5, 2)
+    # a transposed non-leaf, read from the saved operand (both need gradients)
+    xt_base, _ = _x(4, 3, seed=2)
+    y = xt_base.t() @ _x(4, 2, seed=3)[0]
+    assert y.grad_fn._saved_self_sym_strides == (1, 3)
+    assert y.grad_fn._saved_mat2_sym_strides == (2, 1)  # a leaf: kept after backward
+    y.sum().backward()
+    assert y.grad_fn._saved_mat2_sym_strides == (2, 1)
+    with pytest.raises(RuntimeError, match=FREED):
+        y.grad_fn._saved_self_sym_strides  # noqa: B018
+    # a non-leaf operand that is not saved (the other needs no gradient): not kept
+    with pytest.raises(AttributeError, match="_saved_self_sym_strides: tgrad keeps neither"):
+        (xt_base.t() @ w.detach()[:4]).grad_fn._saved_self_sym_strides  # noqa: B018
+
+
 # ------------------------------------------------------------------ reductions
 def test_sum_mean():
     x, _ = _x(2, 3, 4)
@@ -199,6 +229,10 @@ def test_layer_norm():
                                rtol=1e-12)
     with pytest.raises(NotImplementedError, match="outside save_for_backward"):
         gf._raw_saved_result1  # noqa: B018
+    with pytest.raises(AttributeError, match="does not keep the bias"):
+        gf._saved_bias  # noqa: B018
+    assert F.layer_norm(x, (4,), w).grad_fn._saved_bias is None  # PyTorch's: no bias
+    assert F.layer_norm(x, (4,)).grad_fn._saved_bias is None
 
 
 def test_cross_entropy():
@@ -208,6 +242,37 @@ def test_cross_entropy():
     assert gf.name() == "NllLossBackward0"
     assert gf._saved_target is t
     assert (gf._saved_ignore_index, gf._saved_reduction) == (2, 2)
+
+
+
+def test_cross_entropy_total_weight_and_weight():
+    # total_weight: the number of kept rows (the sum of their class weights with weight=)
+    # for "mean" and "sum", 0 for "none" (PyTorch does not compute it there)
+    x, _ = _x(3, 4)
+    t = tgrad.tensor([1, 2, -100])
+    for red, want in (("mean", 2.0), ("sum", 2.0), ("none", 0.0)):
+        gf = F.cross_entropy(x, t, reduction=red).grad_fn
+        tw = gf._saved_total_weight
+        assert tw.shape == () and tw.dtype is tgrad.float64 and tw.item() == want
+        assert gf._saved_weight is None
+    w = tgrad.tensor([1.0, 2.0, 3.0, 4.0], dtype=tgrad.float64)
+    gf = F.cross_entropy(x, t, weight=w).grad_fn
+    assert gf._saved_total_weight.item() == 2.0 + 3.0  # weight[1] + weight[2]; row 3 ignored
+    with pytest.raises(AttributeError, match="keeps each row's class weight"):
+        gf._saved_weight  # noqa: B018
+    x3, _ = _x(2, 4, 5)
+    t3 = tgrad.tensor([[0, 1, 2, 3, 3], [1, 1, 1, 0, 2]])
+    ws = np.array([1.0, 2.0, 3.0, 4.0])[np.array([[0, 1, 2, 3, 3], [1, 1, 1, 0, 2]])].sum()
+    assert F.cross_entropy(x3, t3, weight=w).grad_fn._saved_total_weight.item() == ws == 24.0
+    assert F.cross_entropy(x[0], t[0]).grad_fn._saved_total_weight.item() == 1.0
+    loss = F.cross_entropy(x, t)
+    loss.backward()  # after it: total_weight is a freed tensor, the weight's None stays
+    with pytest.raises(RuntimeError, match=FREED):
+        loss.grad_fn._saved_total_weight  # noqa: B018
+    assert loss.grad_fn._saved_weight is None
+    y = F.layer_norm(x, (4,))
+    y.sum().backward()
+    assert y.grad_fn._saved_bias is None
 
 
 # ------------------------------------------------------------------ lifetime and errors

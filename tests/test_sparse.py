@@ -196,6 +196,14 @@ def test_like_functions_of_a_sparse_tensor_as_pytorch():
     for fn in (lambda: tgrad.ones_like(s), lambda: tgrad.full_like(s, 2.0)):
         with pytest.raises(NotImplementedError, match="aten::fill_.Scalar.*'SparseCPU'"):
             fn()
+    # no sparse uniform_ / normal_ either (PyTorch's error); layout=strided: a dense draw
+    for fn, kernel in ((tgrad.rand_like, "uniform_"), (tgrad.randn_like, "normal_")):
+        with pytest.raises(NotImplementedError, match=f"aten::{kernel}' .*'SparseCPU'"):
+            fn(s)
+        r = fn(s, layout=tgrad.strided)
+        assert r.layout is tgrad.strided and r.shape == (2, 3)
+    assert ((0 <= tgrad.rand_like(s, layout=tgrad.strided)) &
+            (tgrad.rand_like(s, layout=tgrad.strided) < 1)).all().item()
     with pytest.raises(RuntimeError, match="zeros_like.*layout=tgrad.sparse_csr"):
         tgrad.zeros_like(s, layout=tgrad.sparse_csr)
 

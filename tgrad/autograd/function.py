@@ -220,6 +220,18 @@ class KeptTensor:
         self.attr = attr
 
 
+def saved_tensor_strides(node: BackwardCFunction, index: int) -> tuple:
+    """The strides of saved tensor ``index`` (read from the tensor itself, without the
+    version check: strides do not change in place); PyTorch's freed-graph error after a
+    backward without retain_graph. For ``saved_attributes`` callables (``_sym_strides``)."""
+    saved = node._saved
+    if saved is None:
+        raise RuntimeError(FREED_MESSAGE)
+    slot = saved[index]
+    t = slot.tensor if type(slot) is SavedTensor else slot.unpack(node)
+    return tuple(t.stride())
+
+
 def _saved_table(node: BackwardCFunction) -> dict:
     return node._forward_cls.__dict__.get("saved_attributes") or {}
 

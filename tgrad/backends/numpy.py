@@ -561,8 +561,9 @@ _F8_KERNEL = {"add": "add_stub", "sub": "add_stub", "neg": "neg_cpu", "lt": "lt_
               "div": "div_cpu", "maximum": "maximum_cpu", "minimum": "minimum_cpu",
               "floor_divide": "div_floor_cpu", "exp": "exp_vml_cpu", "sqrt": "sqrt_vml_cpu",
               "cumsum": "cumsum_out_cpu", "prod": "prod_out_cpu", "mean": "sum_cpu",
-              "argmax": "argmax_cpu", "sigmoid": "sigmoid_cpu_reduced_float",
-              "sign": "sign_cpu", "sum_": "sum_cpu", "amax": "max_all", "amin": "min_all",
+              "argmax": "argmax_cpu", "argmin": "argmin_cpu",
+              "sigmoid": "sigmoid_cpu_reduced_float", "sign": "sign_cpu", "sum_": "sum_cpu",
+              "amax": "max_all", "amin": "min_all",
               "argsort": "sorting_kernel_method_name", "rand": "check_uniform_bounds",
               "randn": "normal_kernel_cpu", "matmul": "addmm_impl_cpu_", "abs": "abs_cpu"}
 
@@ -580,8 +581,9 @@ def _float8_unary(op: str, fn, x: np.ndarray) -> np.ndarray:
 
 def _float8_binary(op: str, fn, a, b) -> np.ndarray:
     if op not in _F8_BINARY:
-        if op == "div" and np.size(b) == 1:  # PyTorch's reduced-float kernel for x / c
-            raise dtypes.float8_not_implemented("div_cpu_reduced_float",
+        if op in ("div", "floor_divide") and np.size(b) == 1:
+            # PyTorch's reduced-float kernel for x / c and x // c (c one value)
+            raise dtypes.float8_not_implemented(_F8_KERNEL[op] + "_reduced_float",
                                                 dtypes.from_numpy_dtype(a.dtype))
         raise _float8_refuse(op, a.dtype)
     with np.errstate(all="ignore"):

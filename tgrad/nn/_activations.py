@@ -127,6 +127,7 @@ def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
     _check_tensor("threshold", input)
     if input.dtype is dtypes.bool_:
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    dtypes.refuse_float8("threshold_cpu", input.dtype)
     if not input.dtype.is_floating_point:
         th, v = _int_scalars("threshold", input.dtype, threshold, value)
         fn = lambda x: where(x <= th, v, x)  # noqa: E731

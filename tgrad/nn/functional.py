@@ -262,7 +262,9 @@ class CrossEntropy(Function):
     # fused node keeps x and per-row weights, so only these have PyTorch's meaning
     saved_attributes = {"_saved_target": 1,
                         "_saved_ignore_index": lambda node: node.meta[1],
-                        "_saved_reduction": lambda node: _REDUCTION_ENUM[node.meta[2]]}
+                        "_saved_reduction": lambda node: _REDUCTION_ENUM[node.meta[2]],
+                        "_saved_total_weight": lambda node: _ce_total_weight(node),
+                        "_saved_weight": lambda node: _ce_class_weight(node)}
     flops = _per_element(5)
 
     @staticmethod
@@ -280,6 +282,31 @@ class CrossEntropy(Function):
         x, target, rw = ctx.saved_tensors
         return (CrossEntropyBackward.apply(g, x, ctx.lse, target, rw, *ctx.meta),
                 None, None, None, None, None)
+
+
+def _ce_total_weight(node) -> Tensor:
+    """PyTorch's total_weight of a cross_entropy node: the sum of the kept rows' class
+    weights (their count without weights) for "mean"/"sum", 0 for "none" (not computed);
+    a 0-d tensor of x's dtype, derived on read from the saved target and row weights."""
+    from tgrad.autograd.grad_mode import no_grad
+    from tgrad.ops.creation import zeros
+    _, target, rw = node.saved_tensors
+    shape, dtype, device = node._in_meta[0]  # x's (the node exists: x needs a gradient)
+    if node.meta[2] == "none":
+        return zeros((), dtype=dtype, device=device)
+    with no_grad():
+        keep = (target != node.meta[1]).to(dtype)
+        return (keep if rw is None else keep * rw.to(dtype)).sum()
+
+
+def _ce_class_weight(node):
+    """PyTorch's _saved_weight: None without class weights; with them tgrad keeps only
+    each row's weight[target] (what its backward reads), not the weight tensor itself."""
+    if node._in_meta[2] is _function._NOT_TENSOR:  # (rw was None: readable after backward)
+        return None
+    raise AttributeError(f"{node.name()}._saved_weight: tgrad's cross_entropy node keeps "
+                         f"each row's class weight (weight[target]), not the weight tensor; "
+                         f"it is None only for a call without weight")
 
 
 def _ce_row_weights(x: Tensor, target: Tensor, rw, ignore_index: int) -> Tensor:
@@ -674,8 +701,10 @@ class LayerNorm(Function):
 
     name = "layer_norm"
     node_name = "NativeLayerNormBackward0"
-    # result1/2: the mean and rstd (kept as ctx attributes); the bias is not kept
+    # result1/2: the mean and rstd (kept as ctx attributes); the bias is not kept (None
+    # only where there is none)
     saved_attributes = {"_saved_input": 0, "_saved_weight": 1,
+                        "_saved_bias": lambda node: _ln_saved_bias(node),
                         "_saved_normalized_shape": lambda node: node._out_meta[0][0][
                             len(node._out_meta[0][0]) - node.k:],
                         "_saved_result1": _function.KeptTensor("mean"),
@@ -699,6 +728,16 @@ class LayerNorm(Function):
         dx, dw, db = LayerNormBackward.apply(g, x, w, ctx.mean, ctx.rstd, ctx.k, ctx.eps,
                                              bool(need_w), bool(need_b))
         return dx, dw, db, None, None
+
+
+def _ln_saved_bias(node) -> None:
+    """PyTorch's _saved_bias of a layer_norm node: None without a bias; tgrad's node does
+    not keep a given bias (no gradient formula reads it)."""
+    if not node.has_b:
+        return None
+    raise AttributeError(f"{node.name()}._saved_bias: tgrad's layer_norm node does not keep "
+                         f"the bias (no gradient reads it); it is None only for a call "
+                         f"without bias")
 
 
 def _ln_stats(x: Tensor, k: int, eps: float):

@@ -47,7 +47,7 @@ from tgrad.ops import (
     torch_utils,
     windows,
 )
-from tgrad.ops._common import OPS, tensors_only
+from tgrad.ops._common import OPS, tensor_first, tensors_only
 from tgrad.tensor import Tensor
 
 __all__ = [n for m in (aliases, bessel, complex_ops, composite, creation, distances, einsum,
@@ -106,7 +106,13 @@ _ = (index, inplace, OPS)
 # PyTorch's maximum/minimum/atan2/logical_* take two tensors (no number operand); the
 # module functions (ew.maximum ...) keep taking numbers for tgrad's own formulas
 for _name in ("maximum", "minimum", "atan2", "arctan2", "logical_and", "logical_or",
-              "logical_xor"):
+              "logical_xor", "gcd", "lcm", "fmax", "fmin", "hypot", "nextafter", "igamma",
+              "igammac", "ldexp"):
     globals()[_name], _method = tensors_only(_name, globals()[_name])
     setattr(Tensor, _name, _method)
+Tensor.heaviside = tensors_only("heaviside", heaviside, "values")[1]  # noqa: F405
+# PyTorch's comparisons and fmod take a number only as ``other``: torch.eq(2.0, x) is its
+# no-matching-overload TypeError (the operators and methods are untouched: self is a Tensor)
+for _name in ("eq", "ne", "lt", "le", "gt", "ge", "fmod"):
+    globals()[_name] = tensor_first(_name, globals()[_name])
 del _name, _method

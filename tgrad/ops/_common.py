@@ -60,21 +60,38 @@ def require_tensor(op: str, value, name: str = "input", position: int | None = 1
                         f"{type(value).__name__}")
 
 
-def tensors_only(name: str, fn):
+def tensors_only(name: str, fn, other_name: str = "other"):
     """Public torch.<name> and Tensor.<name> over ``fn`` (input, other) that, as PyTorch's,
     take no number operand (tgrad's own formulas call ``fn`` itself with numbers): the
-    function and the method, raising PyTorch's TypeError naming the argument."""
+    function and the method, raising PyTorch's TypeError naming the argument (``other``
+    is position 2 of the function, 1 of the method)."""
     @functools.wraps(fn)
     def function(input, other):  # noqa: A002
         require_tensor(name, input, "input", 1)
-        require_tensor(name, other, "other", 2)
+        require_tensor(name, other, other_name, 2)
         return fn(input, other)
 
     @functools.wraps(fn)
     def method(self, other):
-        require_tensor(name, other, "other", 1)
+        require_tensor(name, other, other_name, 1)
         return fn(self, other)
     return function, method
+
+
+def tensor_first(name: str, fn):
+    """torch.<name> over ``fn`` (input, other) taking a number only as ``other`` (its
+    overloads: (Tensor, Tensor) and (Tensor, Number)), with PyTorch's TypeError for a
+    number ``input``."""
+    @functools.wraps(fn)
+    def function(input, other):  # noqa: A002
+        if not isinstance(input, Tensor):
+            raise TypeError(
+                f"{name}() received an invalid combination of arguments - got "
+                f"({type(input).__name__}, {type(other).__name__}), but expected one of:\n"
+                f" * (Tensor input, Tensor other, *, Tensor out = None)\n"
+                f" * (Tensor input, Number other, *, Tensor out = None)\n")
+        return fn(input, other)
+    return function
 
 
 def tensor_method(*names: str):

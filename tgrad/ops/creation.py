@@ -298,16 +298,18 @@ def _like(x: Tensor, dtype, device, op: str = "", layout=None):
 
 
 def _sparse_like(x: Tensor, op: str, dtype, device, requires_grad: bool, layout) -> Tensor:
-    """``op`` (zeros_like, empty_like, ones_like, full_like) of a sparse COO tensor, layout
-    unset or ``sparse_coo``: zeros_like / empty_like give PyTorch's empty sparse tensor (x's
-    shape, sparse_dim and dense_dim, nnz 0, coalesced); ones_like / full_like raise
-    PyTorch's error (there is no sparse fill_)."""
+    """``op`` (zeros_like, empty_like, ones_like, full_like, rand_like, randn_like) of a
+    sparse COO tensor, layout unset or ``sparse_coo``: zeros_like / empty_like give
+    PyTorch's empty sparse tensor (x's shape, sparse_dim and dense_dim, nnz 0, coalesced);
+    the others raise PyTorch's error (there is no sparse fill_, uniform_ or normal_)."""
     from tgrad._layout import sparse_coo
     from tgrad.sparse import SparseTensor, unsupported
     if layout is not None and layout is not sparse_coo:  # (strided is the caller's)
         check_layout(op, layout)  # raises
-    if op in ("ones_like", "full_like"):
-        raise unsupported("fill_.Scalar")
+    refused = {"ones_like": "fill_.Scalar", "full_like": "fill_.Scalar",
+               "rand_like": "uniform_", "randn_like": "normal_"}.get(op)
+    if refused is not None:  # (no sparse fill_ / uniform_ / normal_ kernel: PyTorch's error)
+        raise unsupported(refused)
     dt = x.dtype if dtype is None else dtypes.as_dtype(dtype)
     if device is not None and as_device(device).type != "cpu":
         raise RuntimeError(f"{op}: tgrad's sparse COO tensors are CPU-only, got device "
@@ -434,12 +436,16 @@ def randn(*args, size=None, generator=None, dtype=None, device=None,
 
 def rand_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
               layout=None) -> Tensor:
+    if x._sparse and layout is not strided:
+        _sparse_like(x, "rand_like", dtype, device, requires_grad, layout)  # (raises)
     dt, dev = _like(x, dtype, device, "rand_like", layout)
     return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
                layout=None) -> Tensor:
+    if x._sparse and layout is not strided:
+        _sparse_like(x, "randn_like", dtype, device, requires_grad, layout)  # (raises)
     dt, dev = _like(x, dtype, device, "randn_like", layout)
     return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 

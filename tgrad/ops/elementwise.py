@@ -990,6 +990,7 @@ def _alpha_apply(name: str, apply, input, other, alpha) -> Tensor:  # noqa: A002
     if alpha == 1 and alpha is not True:
         return apply(input, other)
     dt = dtypes.result_type(input, other)
+    dtypes.refuse_float8("add_stub", dt)  # (not the scaling's mul kernel: PyTorch's add)
     if isinstance(alpha, (bool, np.bool_)):
         if dt is not dtypes.bool_:
             raise RuntimeError(f"{name}: Boolean alpha only supported for Boolean "
@@ -1130,6 +1131,9 @@ class _RoundedDiv(Function):
         if mode == "floor":
             return floor_divide(a, b)
         dt = dtypes.result_type(a, b)
+        if dt in dtypes.FLOAT8_DTYPES:  # PyTorch's kernel names (b one value: reduced float)
+            one = not isinstance(b, Tensor) or b.numel() == 1
+            dtypes.refuse_float8("div_trunc_cpu_reduced_float" if one else "div_trunc_cpu", dt)
         if dt.itemsize == 2:  # halves: the quotient truncated in float32, rounded once
             a, b = (t.to(dtypes.float32) if isinstance(t, Tensor) else t for t in (a, b))
         q = _BINARY["div"].apply(a, b)

@@ -223,6 +223,7 @@ def _binary_inplace(name: str, fn, keywords: tuple = ()):
         if kw:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kw)}")
         if alpha != 1:
+            dtypes.refuse_float8("add_stub", self.dtype)  # (PyTorch's add, not its mul)
             other = other * alpha
         f = (lambda x, y: fn(x, y, **passed)) if passed else fn
         return apply_inplace(self, name, f, other)

@@ -14,8 +14,9 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, cast_args
 from tgrad.autograd import profiler_hooks
-from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.autograd.function import Function, differentiable_formula, saved_tensor_strides
 from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.node import AccumulateGrad
 from tgrad.ops._common import backend_of, register_op, same_device, tensor_method, wrap
 from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor
@@ -29,7 +30,9 @@ class MatMul(Function):
     # saved_tensors is (a if b needs a gradient, b if a needs one), see _save_other_operands
     saved_attributes = {"_saved_self": 0, "_saved_mat2": 1,
                         "_saved_self_sym_sizes": lambda node: node.shapes[0],
-                        "_saved_mat2_sym_sizes": lambda node: node.shapes[1]}
+                        "_saved_mat2_sym_sizes": lambda node: node.shapes[1],
+                        "_saved_self_sym_strides": lambda node: _operand_strides(node, 0),
+                        "_saved_mat2_sym_strides": lambda node: _operand_strides(node, 1)}
 
     @staticmethod
     def flops(args: tuple, out) -> int:
@@ -78,6 +81,26 @@ def _summed_product(x: Tensor, y: Tensor, shape: tuple) -> Tensor:
             np.broadcast_shapes(x.shape[:-2], y.shape[:-2])):
         return sum_to(matmul(x.float(), y.float()), shape).to(dt)
     return sum_to(matmul(x, y), shape)
+
+
+def _operand_strides(node, i: int) -> tuple:
+    """PyTorch's ``_saved_self/mat2_sym_strides``: operand i's strides where i needs a
+    gradient (they pick its gradient's layout), else (). tgrad keeps no strides: it reads
+    them from a leaf operand (its AccumulateGrad edge holds it; readable after backward,
+    as PyTorch's) or from operand i when that was saved (the other one needs a gradient)."""
+    need = node.needs_input_grad
+    if not need[i]:
+        return ()
+    sink = node._edges[i][0]
+    if type(sink) is AccumulateGrad:
+        return tuple(sink.variable.stride())
+    if need[1 - i]:
+        return saved_tensor_strides(node, i)
+    which = ("self", "mat2")[i]
+    raise AttributeError(f"{node.name()}._saved_{which}_sym_strides: tgrad keeps neither "
+                         f"{which} (only the operand the other gradient reads; {which} is not "
+                         f"a leaf) nor its strides; they are known for a leaf {which} or when "
+                         f"both operands require grad")
 
 
 def _save_other_operands(ctx, a: Tensor, b: Tensor) -> None:

@@ -65,6 +65,7 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """input * 2^other (broadcast), in input's and other's promoted dtype (the default
     float dtype when both are integers; complex when either is)."""
     require_tensor("ldexp", input)
+    require_tensor("ldexp", other, "other", 2)
     from tgrad import dtypes
     if isinstance(other, Tensor) and other.dtype is dtypes.bool_:
         raise NotImplementedError("ldexp: \"ldexp_cpu_exp\" not implemented for 'Bool' (a "

@@ -334,6 +334,8 @@ def amax(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor: 
     _no_complex("amax", input)
     axes = _reduce_dims("amax", dim, input.ndim)
     _check_extreme_dims("amax", input, dim)
+    if input.numel():  # (an empty result needs no kernel: PyTorch's float8 gives it too)
+        dtypes.refuse_float8("max_values_cpu", input.dtype)
     return Amax.apply(input, axes, keepdim)
 
 
@@ -345,6 +347,8 @@ def amin(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor: 
     _no_complex("amin", input)
     axes = _reduce_dims("amin", dim, input.ndim)
     _check_extreme_dims("amin", input, dim)
+    if input.numel():  # (an empty result needs no kernel: PyTorch's float8 gives it too)
+        dtypes.refuse_float8("min_values_cpu", input.dtype)
     return Amin.apply(input, axes, keepdim)
 
 
@@ -423,6 +427,8 @@ def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
                             f"keepdim without dim); use amax/amin(input, keepdim=True)"
                             .replace("amax/amin", "amax" if op == "max" else "amin"))
         return (MaxAll if op == "max" else MinAll).apply(input, None, False)
+    if input.ndim and input.numel():  # PyTorch's float8 error (0-d, empty: no kernel runs)
+        dtypes.refuse_float8(f"{op}_cpu", input.dtype)
     cls = MaxDim if op == "max" else MinDim
     return values_indices(*cls.apply(input, _single_dim(op, dim, input.ndim), keepdim))
 

@@ -224,10 +224,13 @@ def _median(op: str, input: Tensor, dim, keepdim: bool,  # noqa: A002
     if dim is None:
         require_tensor(op, input)
         _no_bool(op, input)
+        if input.numel():  # PyTorch's float8 errors (median and nanmedian share kernels)
+            dtypes.refuse_float8("median_cpu", input.dtype)
         return MedianAll.apply(input, ignore_nan)
     x, d = _line_input(op, input, dim)
     _no_bool(op, input)
     _nonempty_dim(op, input, d)
+    dtypes.refuse_float8("median_out", input.dtype)
     return _pick(x, d, _median_pos(x, d, ignore_nan), keepdim, input.ndim)
 
 
@@ -258,6 +261,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1,  # noqa: A002
     if not 1 <= k <= x.shape[d]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} "
                            f"(k = {k}, size {x.shape[d]}; use 1 <= k <= size)")
+    if input.ndim:  # PyTorch's float8 error (a 0-d tensor needs no kernel)
+        dtypes.refuse_float8("kthvalue_cpu", input.dtype)
     return _pick(x, d, k - 1, keepdim, input.ndim)
 
 
@@ -290,6 +295,8 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
         raise NotImplementedError(f"\"mode_cpu\" not implemented for "
                                   f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     _nonempty_dim("mode", input, d)
+    if input.ndim and x.numel():  # PyTorch's float8 error (0-d, empty: no kernel runs)
+        dtypes.refuse_float8("mode_cpu", input.dtype)
     if x.numel() == 0:
         return _pick(x, d, 0, keepdim, input.ndim)
     return _pick(x, d, _mode_pos(x.detach(), d), keepdim, input.ndim)

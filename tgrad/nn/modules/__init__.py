@@ -76,7 +76,13 @@ from tgrad.nn.modules.loss import (
     SmoothL1Loss,
 )
 from tgrad.nn.modules.module import Module
-from tgrad.nn.modules.normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
+from tgrad.nn.modules.normalization import (
+    CrossMapLRN2d,
+    GroupNorm,
+    LayerNorm,
+    LocalResponseNorm,
+    RMSNorm,
+)
 from tgrad.nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -137,8 +143,8 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Biline
 __all__ += ["ParameterList", "ParameterDict", "Dropout1d", "Dropout2d", "Dropout3d"]
 __all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d",
             "RReLU", "AlphaDropout", "FeatureAlphaDropout", "LocalResponseNorm", "LPPool1d",
-            "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "ConvTranspose3d",
-            "FractionalMaxPool2d", "FractionalMaxPool3d",
+            "CrossMapLRN2d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+            "ConvTranspose3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
             "LPPool3d", "BatchNorm3d", "InstanceNorm3d", "Fold", "Unfold"]
 __all__ += ["AdaptiveLogSoftmaxWithLoss"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",

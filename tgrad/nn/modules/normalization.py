@@ -1,4 +1,4 @@
-"""LayerNorm, GroupNorm and RMSNorm."""
+"""LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm and CrossMapLRN2d."""
 
 from __future__ import annotations
 
@@ -124,6 +124,27 @@ class LocalResponseNorm(Module):
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """PyTorch's legacy cross-channel LRN of 4-D (N, C, H, W) input:
+    x / (k + alpha / size * sum of x^2 over ``size`` neighbouring channels)^beta, the maths
+    of LocalResponseNorm (its channel window: size // 2 before, (size - 1) // 2 after),
+    differentiated by autograd."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        if not isinstance(input, Tensor) or input.ndim != 4:
+            got = input.ndim if isinstance(input, Tensor) else type(input).__name__
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {got}D instead.")
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self) -> str:
