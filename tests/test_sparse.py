@@ -254,3 +254,203 @@ def test_sparse_gradient_flags_and_accumulation_as_pytorch():
     check(s, 3, True, pattern, [4.0] * 3)
     s.grad.zero_()  # the kept .grad is a writable copy
     assert s.grad._nnz() == 0
+
+
+# ---------------------------------------------------------------- more ops (PyTorch 2.13's)
+DENSE = _dense_ref(IDX, VAL, (2, 3))
+GW = np.arange(1.0, 7.0).reshape(2, 3)  # weights of the loss sum(GW * to_dense(y))
+PATTERN = [[0, 1, 1], [2, 0, 2]]  # IDX coalesced
+
+
+def _s2(vals=(3.2, -4.3, 0.5, 1.1), requires_grad=False):
+    return tgrad.sparse_coo_tensor(tgrad.tensor(IDX), tgrad.tensor(list(vals),
+                                   dtype=tgrad.float64), (2, 3), requires_grad=requires_grad)
+
+
+def _fd_grad(f, vals, eps=1e-6):
+    """Central differences of sum(GW * f(dense of vals)) w.r.t. each stored value."""
+    out = np.zeros(len(vals))
+    for j in range(len(vals)):
+        hi, lo = list(vals), list(vals)
+        hi[j] += eps
+        lo[j] -= eps
+        out[j] = ((GW * f(_dense_ref(IDX, hi, (2, 3)))).sum()
+                  - (GW * f(_dense_ref(IDX, lo, (2, 3)))).sum()) / (2 * eps)
+    return out
+
+
+def _grad_per_entry(s):
+    """s.grad (sparse) read back at each stored entry of IDX (duplicates share one)."""
+    g = s.grad.to_dense().numpy()
+    return g[tuple(np.array(IDX))]
+
+
+UNARY = [("neg", np.negative, False), ("abs", np.abs, True), ("sin", np.sin, True),
+         ("tan", np.tan, True), ("tanh", np.tanh, True), ("sqrt", np.sqrt, True),
+         ("atan", np.arctan, True), ("asin", np.arcsin, True), ("expm1", np.expm1, True),
+         ("log1p", np.log1p, True), ("sign", np.sign, True), ("floor", np.floor, True),
+         ("frac", lambda x: x - np.trunc(x), True), ("relu", lambda x: np.maximum(x, 0), True),
+         ("square", np.square, True), ("deg2rad", np.deg2rad, True)]
+
+
+@pytest.mark.parametrize("op,ref,coalesces", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_values_layout_and_gradient(op, ref, coalesces):
+    vals = (0.3, -0.4, 0.5, 0.1) if op in ("asin", "sqrt", "log1p") else (3.2, -4.3, 0.5, 1.1)
+    if op == "sqrt":
+        vals = (0.3, 0.4, 0.5, 0.1)
+    s = _s2(vals, requires_grad=True)
+    y = getattr(s, op)()
+    assert y.is_sparse and y.is_coalesced() == coalesces  # PyTorch coalesces first but for neg
+    dense = _dense_ref(IDX, vals, (2, 3))
+    np.testing.assert_allclose(y.to_dense().numpy(force=True), ref(dense), rtol=1e-12)
+    (y.to_dense() * tgrad.tensor(GW)).sum().backward()
+    assert s.grad.is_sparse
+    np.testing.assert_allclose(_grad_per_entry(s), _fd_grad(ref, vals), rtol=1e-6, atol=1e-8)
+
+
+def test_unary_bool_results_and_dense_only_ops():
+    s = tgrad.sparse_coo_tensor(IDX, tgrad.tensor([1.0, float("nan"), float("inf"), -2.0],
+                                                  dtype=tgrad.float64), (2, 3))
+    for op, ref in (("isnan", np.isnan), ("isinf", np.isinf), ("signbit", np.signbit)):
+        r = getattr(s, op)()
+        assert r.dtype is tgrad.bool and r.is_coalesced()
+        np.testing.assert_array_equal(r.to_dense().numpy(), ref(s.to_dense().numpy()))
+    r = s.nan_to_num(posinf=9.0)
+    np.testing.assert_array_equal(r.to_dense().numpy(), np.nan_to_num(
+        s.to_dense().numpy(), posinf=9.0))
+    for op in ("exp", "cos", "sigmoid"):  # f(0) != 0: PyTorch's error
+        with pytest.raises(NotImplementedError, match=f"aten::{op}'.*SparseCPU"):
+            getattr(s, op)()
+    with pytest.raises(RuntimeError, match="cannot raise to zeroth power"):
+        s ** 0
+
+
+def test_transpose_permute_and_coalesce_gradients():
+    for f in (lambda s: s.t(), lambda s: s.transpose(0, 1), lambda s: s.permute(1, 0)):
+        s = _s(requires_grad=True)
+        y = f(s)
+        assert y.shape == (3, 2) and not y.is_coalesced()
+        np.testing.assert_array_equal(y._indices().numpy(), np.array(IDX)[::-1])
+        c = y.coalesce()
+        np.testing.assert_array_equal(c.indices().numpy(), [[0, 2, 2], [1, 0, 1]])
+        np.testing.assert_array_equal(c.to_dense().numpy(force=True), DENSE.T)
+        (c.to_dense() * tgrad.tensor(GW.T)).sum().backward()
+        np.testing.assert_array_equal(s.grad.to_dense().numpy(), GW * (DENSE != 0))
+
+
+def test_mul_dense_zero_dim_div_pow():
+    s = _s(requires_grad=True)
+    d = tgrad.tensor(GW + 1, requires_grad=True)
+    y = s * d
+    assert y.is_sparse and not y.is_coalesced()
+    np.testing.assert_array_equal(y._values().numpy(force=True), np.array(VAL) * (GW + 1)[
+        tuple(np.array(IDX))])
+    (y.to_dense() * tgrad.tensor(GW)).sum().backward()
+    np.testing.assert_array_equal(s.grad.to_dense().numpy(), GW * (GW + 1) * (DENSE != 0))
+    assert d.grad.is_sparse  # PyTorch's: the dense factor's gradient is sparse too
+    np.testing.assert_array_equal(d.grad.to_dense().numpy(), GW * DENSE)
+    s = _s(requires_grad=True)
+    c = tgrad.tensor(2.0, requires_grad=True)
+    z = s * tgrad.tensor(2.0, dtype=tgrad.float32)
+    assert z.is_sparse and z.dtype is tgrad.float64  # a 0-d factor does not promote
+    (s * c).to_dense().sum().backward()
+    assert c.grad.item() == sum(VAL) and not c.grad.is_sparse
+    np.testing.assert_array_equal((s / 4).to_dense().numpy(force=True), DENSE / 4)
+    np.testing.assert_array_equal((s / tgrad.tensor(4.0)).to_dense().numpy(force=True),
+                                  DENSE / 4)
+    i = tgrad.sparse_coo_tensor(IDX, [3, 4, 5, 1], (2, 3)) / 2
+    assert i.dtype is tgrad.float32
+    with pytest.raises(RuntimeError, match=r"Sparse division requires a scalar or zero-dim "
+                                           r"dense tensor divisor \(got shape \[2, 3\]"):
+        s / tgrad.ones(2, 3, dtype=tgrad.float64)
+    s = _s(requires_grad=True)
+    p = s ** 3
+    assert p.is_coalesced()
+    np.testing.assert_allclose(p.to_dense().numpy(force=True), DENSE ** 3)
+    p.to_dense().sum().backward()
+    np.testing.assert_allclose(s.grad.to_dense().numpy(), 3 * DENSE ** 2)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_sparse_sparse_mm(masked):
+    rng = np.random.default_rng(3)
+    bn = rng.standard_normal((3, 4)) * (rng.random((3, 4)) < 0.6)
+    a = _s(requires_grad=True)
+    b = tgrad.tensor(bn).to_sparse().requires_grad_(True)
+    y = tgrad.sparse.mm(a, b) if masked else a @ b
+    assert y.is_sparse and y.is_coalesced() and y.shape == (2, 4)
+    np.testing.assert_allclose(y.to_dense().numpy(force=True), DENSE @ bn)
+    gw = rng.standard_normal((2, 4))
+    (y.to_dense() * tgrad.tensor(gw)).sum().backward()
+    gw = gw * ((DENSE != 0) @ (bn != 0) > 0)  # to_dense's gradient: at y's pattern
+    ga, gb = gw @ bn.T, DENSE.T @ gw
+    if masked:  # at each operand's pattern
+        ga, gb = ga * (DENSE != 0), gb * (bn != 0)
+    assert a.grad.is_sparse and b.grad.is_sparse
+    np.testing.assert_allclose(a.grad.to_dense().numpy(), ga, atol=1e-12)
+    np.testing.assert_allclose(b.grad.to_dense().numpy(), gb, atol=1e-12)
+
+
+def test_sum_dim_gradient():
+    for dim in (0, 1, -1):
+        s = _s(requires_grad=True)
+        r = tgrad.sparse.sum(s, dim)
+        np.testing.assert_array_equal(r.to_dense().numpy(force=True), DENSE.sum(dim))
+        w = np.arange(1.0, 1 + DENSE.sum(dim).size)
+        (r.to_dense() * tgrad.tensor(w)).sum().backward()
+        ref = np.broadcast_to(np.expand_dims(w, dim % 2), (2, 3)) * (DENSE != 0)
+        np.testing.assert_array_equal(s.grad.to_dense().numpy(), ref)
+        np.testing.assert_array_equal(s.sum(dim).to_dense().numpy(force=True), DENSE.sum(dim))
+
+
+def _softmax_ref(dense, dim, log):
+    """Softmax over the stored entries along dim (others -inf, left 0 in the result)."""
+    mask = dense != 0  # VAL has no zero; the pattern's entries are the non-zeros
+    x = np.where(mask, dense, -np.inf)
+    m = np.max(x, axis=dim, keepdims=True)
+    e = np.where(mask, np.exp(x - m), 0.0)
+    p = e / e.sum(axis=dim, keepdims=True)
+    return np.where(mask, np.log(np.where(mask, p, 1.0)) if log else p, 0.0)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_sparse_softmax(dim, log):
+    vals = (3.0, -4.0, 0.5, 1.0)
+    s = _s2(vals, requires_grad=True)
+    f = tgrad.sparse.log_softmax if log else tgrad.sparse.softmax
+    y = f(s, dim)
+    assert y.is_sparse and y.is_coalesced()
+    np.testing.assert_array_equal(y.indices().numpy(), PATTERN)
+    dense = _dense_ref(IDX, vals, (2, 3))
+    np.testing.assert_allclose(y.to_dense().numpy(force=True), _softmax_ref(dense, dim, log),
+                               rtol=1e-12)
+    (y.to_dense() * tgrad.tensor(GW)).sum().backward()
+    fd = _fd_grad(lambda x: _softmax_ref(x, dim, log), vals)
+    np.testing.assert_allclose(_grad_per_entry(s), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_index_select_narrow_copy_addmm():
+    s = _s()
+    r = s.index_select(0, tgrad.tensor([1, 1, 0]))  # PyTorch's order: by position, then nnz
+    np.testing.assert_array_equal(r._indices().numpy(), [[0, 0, 1, 1, 2, 2],
+                                                          [0, 2, 0, 2, 2, 2]])
+    np.testing.assert_array_equal(r._values().numpy(), [4, 5, 4, 5, 3, 1])
+    np.testing.assert_array_equal(r.to_dense().numpy(), DENSE[[1, 1, 0]])
+    r = s.index_select(1, tgrad.tensor([2, 0]))
+    np.testing.assert_array_equal(r._indices().numpy(), [[0, 1, 0, 1], [0, 0, 0, 1]])
+    np.testing.assert_array_equal(r.to_dense().numpy(), DENSE[:, [2, 0]])
+    n = s.narrow_copy(1, 1, 2)
+    np.testing.assert_array_equal(n._indices().numpy(), [[0, 1, 0], [1, 1, 1]])
+    np.testing.assert_array_equal(n.to_dense().numpy(), DENSE[:, 1:3])
+    s = _s(requires_grad=True)
+    rng = np.random.default_rng(4)
+    mn, dn, gw = (rng.standard_normal((2, 2)), rng.standard_normal((3, 2)),
+                  rng.standard_normal((2, 2)))
+    m, d = tgrad.tensor(mn, requires_grad=True), tgrad.tensor(dn, requires_grad=True)
+    out = tgrad.sparse.addmm(m, s, d, beta=2, alpha=3)
+    np.testing.assert_allclose(out.numpy(force=True), 2 * mn + 3 * DENSE @ dn)
+    (out * tgrad.tensor(gw)).sum().backward()
+    np.testing.assert_allclose(m.grad.numpy(), 2 * gw)
+    np.testing.assert_allclose(d.grad.numpy(), 3 * DENSE.T @ gw)
+    np.testing.assert_allclose(s.grad.to_dense().numpy(), 3 * (gw @ dn.T) * (DENSE != 0))

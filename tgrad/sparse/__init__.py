@@ -14,8 +14,11 @@ Supported: creation (``sparse_coo_tensor``, ``Tensor.to_sparse`` / ``to_sparse_c
 ``coalesce`` (sums duplicates, sorts), ``is_coalesced``, ``_nnz``, ``sparse_dim``,
 ``dense_dim`` (hybrid tensors), ``to(dtype)``, ``clone``, ``detach``, ``mul`` by a number,
 sparse + sparse (PyTorch's merge), dense + sparse (dense), ``sparse.sum``, ``sparse.mm`` /
-``mm`` / ``@`` with a dense matrix. Gradients flow through ``to_dense``, ``mm``,
-``sparse.mm``, ``sparse.sum`` (all dims), ``mul``, ``+`` and ``clone``.
+``mm`` / ``@`` with a dense or sparse matrix, the zero-preserving unary ops of
+``_UNARY_OPS`` as methods (one table), ``t`` / ``transpose`` / ``permute``, ``mul`` by a
+0-d or same-shape dense tensor, ``div`` / ``pow`` by a number, ``sum(dim)``,
+``sparse.softmax`` / ``log_softmax`` / ``addmm``, ``index_select``, ``narrow_copy``.
+Gradients flow through all of them but index_select / narrow_copy (PyTorch's raise too).
 """
 
 from __future__ import annotations
@@ -28,11 +31,14 @@ from tgrad.autograd.grad_mode import STATE
 from tgrad.device import CPU
 from tgrad.tensor import Tensor
 
-__all__ = ["SparseTensor", "sparse_coo_tensor", "sum", "mm"]
+__all__ = ["SparseTensor", "sparse_coo_tensor", "sum", "mm", "addmm", "softmax", "log_softmax"]
 
-_SUPPORTED = ("to_dense, indices/values (coalesced), _indices/_values, coalesce, mul by a "
-              "number, + (sparse or dense), tgrad.sparse.sum, tgrad.sparse.mm / mm / @ "
-              "with a dense matrix, to(dtype), clone, detach")
+_SUPPORTED = ("to_dense, indices/values (coalesced), _indices/_values, coalesce, "
+              "zero-preserving unary methods (s.sin(), s.abs(), ...), t/transpose/permute, "
+              "mul by a number / 0-d / same-shape dense tensor, div by a number, pow, "
+              "+ (sparse or dense), sum, tgrad.sparse.sum / softmax / log_softmax / addmm, "
+              "mm / @ with a dense or sparse matrix, index_select, narrow_copy, to(dtype), "
+              "clone, detach")
 
 
 def unsupported(op: str) -> NotImplementedError:
@@ -149,9 +155,7 @@ class SparseTensor(Tensor):
         """Duplicates summed, indices sorted (row-major); itself when already coalesced."""
         if self._coalesced:
             return self
-        _no_grad_through("coalesce", self)
-        idx, val = _coalesce(self._sp_indices, self._sp_values, self.shape)
-        return SparseTensor(idx, val, self.shape, True)
+        return Coalesce.apply(self)
 
     def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
         out = ToDense.apply(self)
@@ -199,10 +203,19 @@ class SparseTensor(Tensor):
 
     # ------------------------------------------------------------------ arithmetic
     def mul(self, other) -> SparseTensor:
+        """sparse * number, * a 0-d dense tensor, or * a dense tensor of the same shape: a
+        sparse result with self's indices (coalesced flag kept), as PyTorch's."""
         if isinstance(other, Tensor):
-            if other.ndim != 0 or other._sparse:
-                raise unsupported("mul.Tensor (sparse * tensor other than a 0-d dense one)")
-            other = other.item()
+            if other._sparse:
+                raise unsupported("mul.Tensor (sparse * sparse)")
+            if other.ndim != 0 and tuple(other.shape) != tuple(self.shape):
+                raise RuntimeError(f"mul: tgrad multiplies a sparse tensor only by a number, "
+                                   f"a 0-d tensor or a dense tensor of its shape "
+                                   f"{list(self.shape)}; got {list(other.shape)}")
+            if other.device.type != "cpu":
+                raise RuntimeError(f"mul: expected all tensors to be on the same device, but "
+                                   f"found cpu (sparse) and {other.device}")
+            return MulDense.apply(self, other)
         if not isinstance(other, (int, float, bool, complex, np.number)):
             raise TypeError(f"mul(): argument 'other' must be Tensor or Number, not "
                             f"{type(other).__name__}")
@@ -210,10 +223,120 @@ class SparseTensor(Tensor):
 
     __mul__ = __rmul__ = mul
 
-    def neg(self) -> SparseTensor:
-        return self.mul(-1)
+    def div(self, other, *, rounding_mode=None) -> SparseTensor:
+        """sparse / a number or a 0-d tensor (values divided, same indices)."""
+        if rounding_mode is not None:
+            raise unsupported(f"div.Tensor_mode (rounding_mode={rounding_mode!r})")
+        if isinstance(other, Tensor):
+            if other._sparse or other.ndim != 0:
+                raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense "
+                                   f"tensor divisor (got shape {list(other.shape)} for "
+                                   f"divisor)")
+            if other.requires_grad and STATE.enabled:
+                raise NotImplementedError("div: tgrad does not differentiate a sparse "
+                                          "tensor's 0-d divisor; pass divisor.detach()")
+            other = other.item()
+        if not isinstance(other, (int, float, bool, np.number)):
+            raise TypeError(f"div(): argument 'other' must be Tensor or Number, not "
+                            f"{type(other).__name__}")
+        return DivScalar.apply(self, other)
 
-    __neg__ = neg
+    __truediv__ = true_divide = divide = div
+
+    def pow(self, exponent) -> SparseTensor:
+        """sparse ** a number: coalesced, values raised (zero stays zero, so exponent 0
+        raises PyTorch's error)."""
+        if isinstance(exponent, Tensor):
+            if exponent.ndim != 0 or exponent._sparse:
+                raise unsupported("pow.Tensor_Tensor")
+            exponent = exponent.item()
+        if exponent == 0:
+            raise RuntimeError("pow: cannot raise to zeroth power on sparse tensor; it would "
+                               "make the result tensor dense")
+        return _unary(self, "pow", (exponent,), {})
+
+    __pow__ = pow  # noqa: A003
+
+    def t(self) -> SparseTensor:
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{self.ndim}D")
+        return self if self.ndim < 2 else self.transpose(0, 1)
+
+    def transpose(self, dim0: int, dim1: int) -> SparseTensor:
+        n = self.ndim
+        perm = list(range(n))
+        d0, d1 = _wrap_dim(dim0, n), _wrap_dim(dim1, n)
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        return self.permute(*perm)
+
+    swapaxes = swapdims = transpose
+
+    def permute(self, *dims) -> SparseTensor:
+        """Sparse dims reordered among themselves (indices' rows permuted, values kept);
+        the result is uncoalesced, as PyTorch's."""
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        n, sd = self.ndim, self.sparse_dim()
+        perm = tuple(_wrap_dim(d, n) for d in dims)
+        if sorted(perm) != list(range(n)):
+            raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor "
+                               f"input does not match the length of the desired ordering of "
+                               f"dimensions i.e. input.dim() = {n} is not equal to "
+                               f"len(dims) = {len(perm)}" if len(perm) != n else
+                               "permute(): duplicate dims are not allowed.")
+        if any(perm[d] != d for d in range(sd, n)):
+            raise unsupported("permute (of a hybrid tensor's dense dims)")
+        return Permute.apply(self, perm)
+
+    def index_select(self, dim: int, index: Tensor) -> SparseTensor:
+        """Entries whose index along ``dim`` is in ``index``, renumbered to its positions:
+        for each position k, the entries at ``index[k]`` in storage order (PyTorch's order;
+        uncoalesced)."""
+        _no_grad_through("index_select", self)
+        d = _wrap_dim(dim, self.ndim)
+        idx = np.asarray(index.numpy(force=True) if isinstance(index, Tensor) else index)
+        if idx.ndim > 1 or idx.dtype.kind not in "iu":
+            raise IndexError("index_select(): Expected 1-D argument index of type Long or "
+                             "Int")
+        idx = idx.reshape(-1).astype(np.int64)
+        size = self.shape[d]
+        if idx.size and (idx.min() < -size or idx.max() >= size):
+            raise IndexError(f"index_select(): index out of range for dim {d} of size {size}")
+        idx = idx % max(size, 1)
+        shape = self.shape[:d] + (len(idx),) + self.shape[d + 1:]
+        sd = self.sparse_dim()
+        if d >= sd:  # a dense dim: the values indexed
+            return SparseTensor(self._sp_indices, np.take(self._sp_values, idx, axis=d - sd + 1),
+                                shape, self._coalesced)
+        hits = [np.nonzero(self._sp_indices[d] == i)[0] for i in idx.tolist()]
+        take = np.concatenate(hits) if hits else np.zeros(0, np.int64)
+        pos = np.repeat(np.arange(len(idx)), [len(h) for h in hits])
+        new = self._sp_indices[:, take].copy()
+        new[d] = pos
+        return SparseTensor(new, self._sp_values[take], shape, False)
+
+    def narrow_copy(self, dim: int, start: int, length: int) -> SparseTensor:
+        """Entries with ``start <= index < start + length`` along ``dim`` (storage order),
+        shifted by ``start``; uncoalesced, as PyTorch's."""
+        _no_grad_through("narrow_copy", self)
+        d = _wrap_dim(dim, self.ndim)
+        size = self.shape[d]
+        start = start + size if start < 0 else start
+        if not (0 <= start <= size and 0 <= length <= size - start):
+            raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size "
+                             f"({size}).")
+        shape = self.shape[:d] + (length,) + self.shape[d + 1:]
+        sd = self.sparse_dim()
+        if d >= sd:
+            sl = [slice(None)] * self._sp_values.ndim
+            sl[d - sd + 1] = slice(start, start + length)
+            return SparseTensor(self._sp_indices, self._sp_values[tuple(sl)].copy(), shape,
+                                self._coalesced)
+        keep = (self._sp_indices[d] >= start) & (self._sp_indices[d] < start + length)
+        new = self._sp_indices[:, keep].copy()
+        new[d] -= start
+        return SparseTensor(new, self._sp_values[keep], shape, False)
 
     def zero_(self) -> SparseTensor:
         """In place: no entries (nnz 0, coalesced), same shape, as PyTorch's sparse zero_."""
@@ -270,8 +393,8 @@ def _no_grad_through(op: str, t: SparseTensor) -> None:
     if STATE.enabled and t._requires_grad:
         raise NotImplementedError(
             f"{op}: tgrad does not differentiate this op on a sparse tensor that requires "
-            f"grad; differentiable sparse ops: to_dense, mm, sparse.mm, sparse.sum, mul, +, "
-            f"clone (use .detach() to leave the graph)")
+            f"grad; its differentiable sparse ops: {_SUPPORTED} but index_select / "
+            f"narrow_copy (use .detach() to leave the graph)")
 
 
 def _check_sparse_layout(op: str, layout) -> None:
@@ -387,6 +510,54 @@ def _pattern_of(t: SparseTensor, dense: np.ndarray) -> SparseTensor:
     return SparseTensor(idx, np.ascontiguousarray(dense[tuple(idx)]), t.shape, False)
 
 
+def _wrap_dim(d: int, n: int) -> int:
+    if not -n <= d < max(n, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {d})")
+    return d % max(n, 1)
+
+
+def _values_at(g: Tensor, indices: np.ndarray, shape: tuple) -> np.ndarray:
+    """The entries of a gradient ``g`` (dense, or sparse of ``shape``) at the index columns
+    ``indices`` (sparse_dim, nnz): (nnz, *dense_shape); a sparse g's missing entries are 0."""
+    if not g._sparse:
+        return np.asarray(g.numpy())[tuple(indices)]
+    sd = indices.shape[0]
+    gi, gv = (g._sp_indices, g._sp_values) if g._coalesced else _coalesce(
+        g._sp_indices, g._sp_values, shape)
+    glin, want = _linear(gi, shape[:sd]), _linear(indices, shape[:sd])
+    pos = np.searchsorted(glin, want)
+    hit = pos < len(glin)
+    hit[hit] = glin[pos[hit]] == want[hit]
+    out = np.zeros((indices.shape[1],) + gv.shape[1:], gv.dtype)
+    out[hit] = gv[pos[hit]]
+    return out
+
+
+def _spsp(a: SparseTensor, b: SparseTensor) -> SparseTensor:
+    """A @ B of two 2-D sparse matrices: a coalesced sparse (m, n) holding every (i, j) that
+    some a[i, p] b[p, j] pair of stored entries reaches (PyTorch's pattern)."""
+    ai, av = _coalesce(a._sp_indices, a._sp_values, a.shape)
+    bi, bv = _coalesce(b._sp_indices, b._sp_values, b.shape)  # sorted by row p
+    lo = np.searchsorted(bi[0], ai[1], "left")
+    hi = np.searchsorted(bi[0], ai[1], "right")
+    cnt = hi - lo
+    rep = np.repeat(np.arange(len(ai[1])), cnt)  # A entry of each pair
+    start = np.repeat(lo - np.concatenate([[0], np.cumsum(cnt)[:-1]]), cnt) if len(cnt) else \
+        np.zeros(0, np.int64)
+    bj = np.arange(len(rep)) + start  # B entry of each pair
+    shape = (a.shape[0], b.shape[1])
+    dtype = np.result_type(av, bv)
+    idx = np.stack([ai[0][rep], bi[1][bj]]).astype(np.int64).reshape(2, -1)
+    idx, vals = _coalesce(idx, (av[rep] * bv[bj]).astype(dtype), shape)
+    return SparseTensor(idx, vals, shape, True)
+
+
+def _as_sparse(g: Tensor) -> SparseTensor:
+    """A gradient as a sparse tensor (a dense one: its non-zeros)."""
+    return g if g._sparse else to_sparse(g.detach())
+
+
 # ---------------------------------------------------------------------- differentiable ops
 class ToDense(Function):
     """y = dense(S);  dS = g at S's (coalesced) pattern, a sparse tensor (PyTorch)."""
@@ -479,6 +650,276 @@ class SumAll(Function):
         vals = np.broadcast_to(np.asarray(g.item(), s._sp_values.dtype),
                                (idx.shape[1],) + s._sp_values.shape[1:])
         return SparseTensor(idx, vals, s.shape, True), None
+
+
+class Coalesce(Function):
+    """y = S with duplicates summed;  dS = g (each duplicate gets its index's gradient)."""
+
+    name = "coalesce_sparse"
+    node_name = "CoalesceBackward0"
+
+    @staticmethod
+    def forward(ctx, s):
+        idx, val = _coalesce(s._sp_indices, s._sp_values, s.shape)
+        return SparseTensor(idx, val, s.shape, True)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class Permute(Function):
+    """y = S with its sparse dims reordered by ``perm`` (indices' rows; uncoalesced);
+    dS = g permuted back."""
+
+    name = "permute_sparse"
+    node_name = "PermuteBackward0"
+
+    @staticmethod
+    def forward(ctx, s, perm):
+        ctx.perm = perm
+        sd = s.sparse_dim()
+        return SparseTensor(s._sp_indices[list(perm[:sd])], s._sp_values,
+                            tuple(s.shape[d] for d in perm), False)
+
+    @staticmethod
+    def backward(ctx, g):
+        inv = tuple(int(i) for i in np.argsort(ctx.perm))
+        return (g.permute(*inv) if g._sparse else g.permute(inv)), None
+
+
+class MulDense(Function):
+    """y = S * D (D dense: S's shape, or 0-d), a sparse tensor with S's indices and values
+    v * D[idx];  dS = g[idx] * D[idx] (sparse, S's indices);  dD = g[idx] * v at S's indices
+    (a sparse gradient for a leaf D, as PyTorch's; dense otherwise), summed for a 0-d D."""
+
+    name = "mul_sparse_dense"
+    node_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, s, d):
+        ctx.s, ctx.d = s.detach(), d.detach()
+        dn = np.asarray(ctx.d.numpy())
+        dv = dn if d.ndim == 0 else dn[tuple(s._sp_indices)]
+        vals = s._sp_values * dv
+        if d.ndim == 0:  # a 0-d operand does not promote within its category
+            vals = vals.astype(dtypes.result_type(s, d).np, copy=False)
+        return SparseTensor(s._sp_indices, vals, s.shape, s._coalesced)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        s, d = ctx.s, ctx.d
+        idx = s._sp_indices
+        gv = _values_at(g, idx, s.shape)
+        dn = np.asarray(d.numpy())
+        ds = dd = None
+        if ctx.needs_input_grad[0]:  # at S's coalesced pattern (a duplicate counts once)
+            cidx = idx if s._coalesced else _coalesce(idx, s._sp_values, s.shape)[0]
+            cg = _values_at(g, cidx, s.shape)
+            ds = SparseTensor(cidx, (cg * (dn if d.ndim == 0 else dn[tuple(cidx)])).astype(
+                s._sp_values.dtype, copy=False), s.shape, True)
+        if ctx.needs_input_grad[1]:
+            prod = (gv * s._sp_values).astype(dn.dtype, copy=False)
+            if d.ndim == 0:
+                dd = Tensor(np.asarray(prod.sum(), dn.dtype))
+            else:
+                from tgrad.autograd.node import AccumulateGrad
+                sp = SparseTensor(idx, prod, s.shape, s._coalesced)
+                dd = sp if isinstance(ctx._edges[1][0], AccumulateGrad) else Tensor(
+                    _to_dense_array(sp))
+        return ds, dd
+
+
+class DivScalar(Function):
+    """y = S / c (values divided; integers give the default float dtype);  dS = g / c."""
+
+    name = "div_sparse"
+    node_name = "DivBackward0"
+
+    @staticmethod
+    def forward(ctx, s, c):
+        ctx.c = c
+        v = s._sp_values
+        if v.dtype.kind in "biu":
+            v = v.astype(dtypes.get_default_dtype().np)
+        vals = (v / c).astype(v.dtype, copy=False)  # a Python number keeps the values' dtype
+        return SparseTensor(s._sp_indices, vals, s.shape, s._coalesced)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        return g.div(ctx.c) if g._sparse else g / ctx.c, None
+
+
+class SparseUnary(Function):
+    """y = f(S) for a zero-preserving elementwise f (``_UNARY_OPS``): S coalesced first
+    (except for the ops linear in S), f applied to the values by the dense op;
+    dS = g[idx] * f'(v) at S's coalesced indices, f' from the dense op's own backward."""
+
+    name = "sparse_unary"
+    node_name = "SparseUnaryBackward0"
+
+    @staticmethod
+    def forward(ctx, s, op, args, kwargs):
+        cidx, cv = (s._sp_indices, s._sp_values) if s._coalesced else _coalesce(
+            s._sp_indices, s._sp_values, s.shape)
+        ctx.idx, ctx.v, ctx.op, ctx.args, ctx.kwargs = cidx, cv, op, args, kwargs
+        idx, v = (cidx, cv) if _UNARY_OPS[op] else (s._sp_indices, s._sp_values)
+        out = getattr(Tensor(v), op)(*args, **kwargs)
+        return SparseTensor(idx, np.asarray(out.numpy()), s.shape,
+                            s._coalesced or _UNARY_OPS[op])
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        from tgrad.autograd import grad as autograd_grad
+        from tgrad.autograd.grad_mode import enable_grad
+        shape = ctx._in_meta[0][0]
+        gv = _values_at(g, ctx.idx, shape)
+        with enable_grad():
+            x = Tensor(ctx.v, requires_grad=True)
+            y = getattr(x, ctx.op)(*ctx.args, **ctx.kwargs)
+            (dv,) = autograd_grad(y, x, Tensor(gv.astype(ctx.v.dtype, copy=False)),
+                                  allow_unused=True)
+        dv = np.zeros_like(ctx.v) if dv is None else np.asarray(dv.numpy())
+        return SparseTensor(ctx.idx, dv, shape, True), None, None, None
+
+
+def _unary(s: SparseTensor, op: str, args: tuple, kwargs: dict) -> SparseTensor:
+    out = SparseUnary.apply(s, op, args, kwargs)
+    if not out.dtype.is_floating_point and not out.dtype.is_complex and out.requires_grad:
+        out = out.detach()  # bool / integer results (isnan, signbit, ...) have no gradient
+    return out
+
+
+class SumDim(Function):
+    """y = S summed over ``dims`` (sparse while sparse dims remain, else dense);
+    dS = g broadcast back over the summed dims, at S's coalesced pattern."""
+
+    name = "sparse_sum_dim"
+    node_name = "SparseSumBackward0"
+
+    @staticmethod
+    def forward(ctx, s, dims, dtype):
+        ctx.s, ctx.dims = s.detach(), dims
+        sd = s.sparse_dim()
+        vals = s._sp_values if dtype is None else s._sp_values.astype(dtype.np)
+        dense_axes = tuple(d - sd + 1 for d in dims if d >= sd)
+        if dense_axes:
+            vals = vals.sum(axis=dense_axes)
+        keep = [d for d in range(sd) if d not in dims]
+        shape = tuple(n for d, n in enumerate(s.shape) if d not in dims)
+        if not keep:
+            return Tensor(np.asarray(vals.sum(axis=0), vals.dtype))
+        idx, out = _coalesce(s._sp_indices[keep], vals, shape)
+        return SparseTensor(idx, out, shape, True)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        s = ctx.s
+        gd = _to_dense_array(g) if g._sparse else np.asarray(g.numpy())
+        gd = np.broadcast_to(np.expand_dims(gd, tuple(ctx.dims)), s.shape)
+        return _pattern_of(s, gd.astype(s._sp_values.dtype, copy=False)), None, None
+
+
+class SparseSparseMM(Function):
+    """y = A @ B (both sparse 2-D; a coalesced sparse result);  dA = g @ B^T,
+    dB = A^T @ g, sparse products (masked to the operand's coalesced pattern for
+    ``tgrad.sparse.mm``, as PyTorch's)."""
+
+    name = "sparse_sparse_mm"
+    node_name = "SparseSparseMatmulBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, masked):
+        ctx.a, ctx.b, ctx.masked = a.detach(), b.detach(), masked
+        return _spsp(a, b)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        a, b = ctx.a, ctx.b
+        gs = _as_sparse(g)
+        da = db = None
+        if ctx.needs_input_grad[0]:
+            da = _spsp(gs, _t(b))
+            if ctx.masked:
+                da = _pattern_sparse(a, da)
+        if ctx.needs_input_grad[1]:
+            db = _spsp(_t(a), gs)
+            if ctx.masked:
+                db = _pattern_sparse(b, db)
+        return da, db, None
+
+
+def _t(s: SparseTensor) -> SparseTensor:
+    return SparseTensor(s._sp_indices[::-1].copy(), s._sp_values, s.shape[::-1], False)
+
+
+def _pattern_sparse(t: SparseTensor, g: SparseTensor) -> SparseTensor:
+    """Sparse ``g`` at t's coalesced pattern (missing entries 0)."""
+    idx = t._sp_indices if t._coalesced else _coalesce(t._sp_indices, t._sp_values,
+                                                        t.shape)[0]
+    return SparseTensor(idx, _values_at(g, idx, t.shape), t.shape, True)
+
+
+class Softmax(Function):
+    """y = softmax (or log_softmax) of S's stored entries along ``dim``, the implicit zeros
+    left out (PyTorch's sparse softmax; coalesced). With e = entries sharing the other
+    indices: softmax dS = y (g - sum_e g y);  log_softmax dS = g - exp(y) sum_e g."""
+
+    name = "sparse_softmax"
+    node_name = "SparseSoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, s, dim, log):
+        idx, v = (s._sp_indices, s._sp_values) if s._coalesced else _coalesce(
+            s._sp_indices, s._sp_values, s.shape)
+        sd = s.sparse_dim()
+        ctx.idx, ctx.log, ctx.dim = idx, log, dim
+        if dim >= sd:  # a dense dim: an ordinary softmax of each entry's values
+            ax = dim - sd + 1
+            m = v.max(axis=ax, keepdims=True) if v.size else v
+            z = v - m
+            lse = np.log(np.exp(z).sum(axis=ax, keepdims=True))
+            y = z - lse if log else np.exp(z - lse)
+        else:
+            others = [d for d in range(sd) if d != dim]
+            key = _linear(idx[others], tuple(s.shape[d] for d in others))
+            _, grp = np.unique(key, return_inverse=True)
+            ctx.grp = grp = grp.reshape(-1)
+            ng = int(grp.max()) + 1 if len(grp) else 0
+            m = np.full((ng,) + v.shape[1:], -np.inf, v.dtype)
+            np.maximum.at(m, grp, v)
+            z = v - m[grp]
+            tot = np.zeros_like(m)
+            np.add.at(tot, grp, np.exp(z))
+            y = z - np.log(tot)[grp] if log else np.exp(z) / tot[grp]
+        ctx.y = y
+        return SparseTensor(idx, y, s.shape, True)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        shape = ctx._in_meta[0][0]
+        sd = len(ctx.idx)
+        gv = _values_at(g, ctx.idx, shape)
+        y = ctx.y
+        if ctx.dim >= sd:
+            ax = ctx.dim - sd + 1
+            if ctx.log:
+                dv = gv - np.exp(y) * gv.sum(axis=ax, keepdims=True)
+            else:
+                dv = y * (gv - (gv * y).sum(axis=ax, keepdims=True))
+        else:
+            grp = ctx.grp
+            ng = int(grp.max()) + 1 if len(grp) else 0
+            acc = np.zeros((ng,) + y.shape[1:], y.dtype)
+            np.add.at(acc, grp, gv if ctx.log else gv * y)
+            dv = gv - np.exp(y) * acc[grp] if ctx.log else y * (gv - acc[grp])
+        return SparseTensor(ctx.idx, dv, shape, True), None, None
 
 
 class SparseDenseMM(Function):
@@ -680,30 +1121,17 @@ def sum(input: SparseTensor, dim=None, dtype=None) -> Tensor:  # noqa: A001,A002
         wrapped.add(d % n)
     if len(wrapped) == n:
         return SumAll.apply(input, dtype)
-    _no_grad_through("sparse.sum(dim)", input)
-    sd = input.sparse_dim()
-    vals = input._sp_values if dtype is None else input._sp_values.astype(dtype.np)
-    dense_axes = tuple(d - sd + 1 for d in sorted(wrapped) if d >= sd)
-    if dense_axes:
-        vals = vals.sum(axis=dense_axes)
-    keep = [d for d in range(sd) if d not in wrapped]
-    shape = tuple(s for d, s in enumerate(input.shape) if d not in wrapped)
-    if not keep:
-        return Tensor(np.asarray(vals.sum(axis=0), vals.dtype))
-    idx, out = _coalesce(input._sp_indices[keep], vals, shape)
-    return SparseTensor(idx, out, shape, True)
+    return SumDim.apply(input, tuple(sorted(wrapped)), dtype)
 
 
 def _check_mm(s: SparseTensor, d: Tensor) -> None:
     if not isinstance(d, Tensor):
         raise TypeError(f"mm(): argument 'mat2' must be Tensor, not {type(d).__name__}")
-    if d._sparse:
-        raise unsupported("mm (sparse @ sparse)")
     if s.ndim != 2 or s.sparse_dim() != 2:
         raise RuntimeError(f"addmm: matrices expected, got {s.ndim}D tensor with sparse_dim "
                            f"{s.sparse_dim()} (tgrad: a 2-D sparse matrix without dense "
                            f"dims)")
-    if d.ndim != 2:
+    if d.ndim != 2 or (d._sparse and d.sparse_dim() != 2):
         raise RuntimeError(f"addmm: matrices expected, got {d.ndim}D tensor")
     if d.shape[0] != s.shape[1]:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {s.shape[1]}, "
@@ -716,6 +1144,29 @@ def _check_mm(s: SparseTensor, d: Tensor) -> None:
                            f"cpu (sparse) and {d.device}")
 
 
+def softmax(input: SparseTensor, dim: int, dtype=None) -> SparseTensor:  # noqa: A002
+    """``tgrad.sparse.softmax``: softmax along ``dim`` over the stored entries only (the
+    unspecified ones count as -inf, so they stay unspecified), a coalesced sparse tensor;
+    ``dtype`` casts the input first."""
+    return _softmax("softmax", input, dim, dtype, False)
+
+
+def log_softmax(input: SparseTensor, dim: int, dtype=None) -> SparseTensor:  # noqa: A002
+    """``tgrad.sparse.log_softmax``: log of ``softmax`` over the stored entries."""
+    return _softmax("log_softmax", input, dim, dtype, True)
+
+
+def _softmax(op: str, input, dim, dtype, log: bool) -> SparseTensor:  # noqa: A002
+    if not isinstance(input, Tensor) or not input._sparse:
+        raise RuntimeError(f"{op}: expected a sparse COO tensor (got a strided one); use "
+                           f"tgrad.{op} for dense tensors")
+    if dtype is not None:
+        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"{op}: expected a floating point tensor, got {input.dtype}")
+    return Softmax.apply(input, _wrap_dim(dim, input.ndim), log)
+
+
 def _scalar_name(dt) -> str:
     return {"float32": "Float", "float64": "Double", "float16": "Half",
             "bfloat16": "BFloat16", "int64": "Long", "int32": "Int"}.get(dt.name, dt.name)
@@ -725,6 +1176,8 @@ def _dense_mm(s: SparseTensor, d: Tensor) -> Tensor:
     """``tgrad.mm(sparse, dense)`` / ``sparse @ dense``: a dense result; the sparse
     operand's gradient is dense (PyTorch's)."""
     _check_mm(s, d)
+    if d._sparse:  # sparse @ sparse: a sparse result
+        return SparseSparseMM.apply(s, d, False)
     return SparseDenseMM.apply(s, d, False)
 
 
@@ -737,7 +1190,25 @@ def mm(mat1: Tensor, mat2: Tensor) -> Tensor:
         from tgrad.ops.matmul import mm as dense_mm
         return dense_mm(mat1, mat2)
     _check_mm(mat1, mat2)
+    if mat2._sparse:
+        return SparseSparseMM.apply(mat1, mat2, True)
     return SparseDenseMM.apply(mat1, mat2, True)
+
+
+def addmm(mat: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``tgrad.sparse.addmm``: beta * mat + alpha * (mat1 @ mat2), mat1 sparse, mat2 and
+    mat dense (a dense result); mat1's gradient is sparse, masked to its coalesced pattern
+    (``sparse.mm``'s), as PyTorch's."""
+    if not isinstance(mat1, Tensor) or not mat1._sparse:
+        raise RuntimeError("sparse.addmm: expected mat1 to be a sparse COO tensor (got a "
+                           "strided one); use tgrad.addmm for dense matrices")
+    if mat._sparse or mat2._sparse:
+        raise unsupported("addmm (sparse mat or mat2 in sparse.addmm)")
+    prod = mm(mat1, mat2)
+    if tuple(mat.shape) != tuple(prod.shape):
+        mat = mat.expand(prod.shape)
+    out = prod if alpha == 1 else prod * alpha
+    return out + (mat if beta == 1 else mat * beta) if beta != 0 else out
 
 
 # ---------------------------------------------------------------------- Tensor hooks
@@ -751,6 +1222,38 @@ def _dense_to_dense(self: Tensor, dtype=None, *, masked_grad=None) -> Tensor:
 
 
 Tensor.to_dense = _dense_to_dense
+
+# Zero-preserving elementwise ops with a sparse kernel in PyTorch: name -> whether the
+# input is coalesced first (every op but the ones linear in the values, as PyTorch's).
+# Values come from the dense op on the values tensor, gradients from its backward
+# (SparseUnary). exp, cos, sigmoid, ... (f(0) != 0) keep PyTorch's SparseCPU error.
+_UNARY_OPS = {
+    "neg": False, "negative": False, "positive": False, "conj": False,
+    "abs": True, "absolute": True, "sgn": True, "sign": True, "signbit": True,
+    "sin": True, "sinh": True, "tan": True, "tanh": True, "asin": True, "arcsin": True,
+    "asinh": True, "arcsinh": True, "atan": True, "arctan": True, "atanh": True,
+    "arctanh": True, "sqrt": True, "square": True, "expm1": True, "log1p": True,
+    "erf": True, "erfinv": True, "relu": True, "ceil": True, "floor": True, "round": True,
+    "trunc": True, "fix": True, "frac": True, "deg2rad": True, "rad2deg": True,
+    "isnan": True, "isinf": True, "isposinf": True, "isneginf": True, "nan_to_num": True,
+    "pow": True,
+}
+
+
+def _unary_method(op: str):
+    def method(self, *args, **kwargs):
+        return _unary(self, op, args, kwargs)
+    method.__name__ = op
+    method.__doc__ = f"Elementwise {op} of the stored values (zero-preserving; sparse)."
+    return method
+
+
+for _op in _UNARY_OPS:
+    if _op != "pow":
+        setattr(SparseTensor, _op, _unary_method(_op))
+SparseTensor.__neg__ = SparseTensor.neg
+SparseTensor.__abs__ = SparseTensor.abs
+SparseTensor.positive = SparseTensor.__pos__ = lambda self: self  # PyTorch: the same tensor
 
 # Every other Tensor method raises PyTorch's "no SparseCPU kernel" error on a sparse tensor.
 _KEEP = {"size", "dim", "numel", "nelement", "element_size", "requires_grad_",
