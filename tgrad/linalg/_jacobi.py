@@ -41,7 +41,7 @@ from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.linalg._norms import vector_norm
 from tgrad.linalg._qr import check_linalg_dtype, from_lapack, householder_qr, lapack_path
-from tgrad.linalg._triangular import _check_square
+from tgrad.linalg._triangular import LinAlgError, _check_square
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
 from tgrad.ops.composite import tril, triu
@@ -398,9 +398,6 @@ def svd_backward(gU, gS, gVh, U: Tensor, S: Tensor, Vh: Tensor) -> Tensor:
     return U @ (inner @ Vh) if m >= n else (U @ inner) @ Vh
 
 
-class LinAlgError(RuntimeError):
-    """A linear-algebra routine could not compute its result (``torch.linalg.LinAlgError``;
-    a RuntimeError)."""
 
 
 def _svd_checks(op: str, A: Tensor, driver) -> None:
