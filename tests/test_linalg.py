@@ -110,6 +110,15 @@ def test_cholesky_errors():
                        r"positive-definite \(the leading minor of order 2 is not "
                        r"positive-definite\)\.$"):
         LA.cholesky(_t([np.eye(2), bad]))
+    # PyTorch raises torch.linalg.LinAlgError (a RuntimeError) for these, not a bare one
+    for f in (lambda: LA.cholesky(_t(bad)), lambda: LA.cholesky_ex(_t(bad), check_errors=True),
+              lambda: LA.inv(_t([[1.0, 2.0], [2.0, 4.0]])), lambda: LA.inv_ex(
+                  _t([[1.0, 2.0], [2.0, 4.0]]), check_errors=True),
+              lambda: LA.solve(_t([[1.0, 2.0], [2.0, 4.0]]), _t([1.0, 1.0])),
+              lambda: tgrad.inverse(_t(np.zeros((2, 2))))):
+        with pytest.raises(LA.LinAlgError):
+            f()
+    assert issubclass(LA.LinAlgError, RuntimeError)
     info = LA.cholesky_ex(_t([np.eye(3), [[-1.0, 0, 0], [0, 1, 0], [0, 0, 1]],
                               [[1.0, 0, 0], [0, 1, 0], [0, 0, 0]]])).info
     assert info.tolist() == [0, 1, 3]

@@ -481,3 +481,29 @@ def test_eigh_vectors_only_gradient_keeps_the_phase_diagonal():
     L, V = LA.eigh(A)
     (((V * V0).sum(0).imag * tgrad.tensor(c)).sum() + L.sum()).backward()
     np.testing.assert_allclose(A.grad.numpy(), np.eye(3), atol=1e-12)  # d tr(A) = I
+
+
+def test_empty_complex_matrices_give_real_spectra():
+    # singular values and Hermitian eigenvalues are real, also with no matrix entries: for
+    # (0, 0) and (2, 0, 0) svdvals came out complex128, and a (0, 3, 3) batch (or
+    # matrix_rank / pinv / eigh / lstsq of any of them) raised "complex numbers have no order"
+    for shape in ((0, 0), (2, 0, 0), (0, 3, 3), (0, 2, 3)):
+        a = tgrad.zeros(*shape, dtype=tgrad.complex128)
+        k = min(shape[-2:])
+        s = LA.svdvals(a)
+        assert s.dtype is tgrad.float64 and tuple(s.shape) == shape[:-2] + (k,)
+        U, S, Vh = LA.svd(a, full_matrices=False)
+        assert S.dtype is tgrad.float64 and U.dtype is tgrad.complex128
+        assert tuple(U.shape) == shape[:-1] + (k,) and tuple(Vh.shape) == shape[:-2] + (
+            k, shape[-1])
+        rank = LA.matrix_rank(a)
+        assert rank.dtype is tgrad.int64 and tuple(rank.shape) == shape[:-2]
+        assert (rank == 0).all().item()
+        p = LA.pinv(a)
+        assert p.dtype is tgrad.complex128 and tuple(p.shape) == shape[:-2] + shape[-2:][::-1]
+        assert LA.matrix_norm(a, "nuc").dtype is tgrad.float64
+        if shape[-1] == shape[-2]:
+            L, V = LA.eigh(a)
+            assert L.dtype is tgrad.float64 and tuple(L.shape) == shape[:-1]
+            assert V.dtype is tgrad.complex128 and tuple(V.shape) == shape
+            assert LA.eigvalsh(a).dtype is tgrad.float64

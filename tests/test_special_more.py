@@ -198,6 +198,10 @@ def test_zeta_values_edges_and_gradient():
     np.testing.assert_array_equal(
         S.zeta(_t([1.0, 0.5, 2.0, 2.0, 2.5, math.nan]), _t([1.0, 1.0, 0.0, -2.0, -1.5, 1.0]))
         .numpy(), [math.inf, math.nan, math.inf, math.inf, math.nan, math.nan])
+    # q a pole (0, -1, -2, ...) gives inf for every x > 1, integer or not (Cephes' order:
+    # the pole test comes before the non-integer-x domain error, as PyTorch)
+    np.testing.assert_array_equal(
+        S.zeta(_t([3.7, 1.5, 2.5, 3.0]), _t([-1.0, -2.0, 0.0, -3.0])).numpy(), math.inf)
     assert S.zeta(2.0, _t([1.0])).dtype == F64 and S.zeta(_t([2.0]), 1).shape == (1,)
     # d/dq = -x zeta(x + 1, q); d/dx raises, as PyTorch
     qq = _t([0.7, 1.3, 4.0], requires_grad=True)

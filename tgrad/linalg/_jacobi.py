@@ -41,7 +41,7 @@ from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.linalg._norms import vector_norm
 from tgrad.linalg._qr import check_linalg_dtype, from_lapack, householder_qr, lapack_path
-from tgrad.linalg._triangular import _check_square
+from tgrad.linalg._triangular import LinAlgError, _check_square
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
 from tgrad.ops.composite import tril, triu
@@ -249,11 +249,11 @@ def _svd(A: Tensor, full: bool) -> tuple:
     if lapack_path(A) and A.numel():
         return _lapack(lambda a: np.linalg.svd(a, full_matrices=full), A)
     k = min(m, n)
-    if k == 0:
+    if k == 0 or A.numel() == 0:  # nothing to factor; S real (also for complex A)
         batch = tuple(A.shape[:-2])
-        U = _identity(m, A) if full else zeros(batch + (m, 0), dtype=A.dtype, device=A.device)
-        Vh = _identity(n, A) if full else zeros(batch + (0, n), dtype=A.dtype, device=A.device)
-        return U, zeros(batch + (0,), dtype=A.dtype, device=A.device), Vh
+        U = _identity(m, A) if full else zeros(batch + (m, k), dtype=A.dtype, device=A.device)
+        Vh = _identity(n, A) if full else zeros(batch + (k, n), dtype=A.dtype, device=A.device)
+        return U, zeros(batch + (k,), dtype=dtypes.to_real(A.dtype), device=A.device), Vh
     if m >= n:
         U, S, V = _svd_tall(A, full)
         return U, S, V.mH
@@ -290,7 +290,10 @@ class LinalgEigh(Function):
     @staticmethod
     def forward(ctx, A, upper):
         ctx.set_materialize_grads(False)  # eigvalsh: no gV, so no 1/(L_j - L_i) terms
-        if lapack_path(A) and A.numel():
+        if A.numel() == 0:  # nothing to factor; L real (also for complex A)
+            L = zeros(A.shape[:-1], dtype=dtypes.to_real(A.dtype), device=A.device)
+            V = A.detach().clone()
+        elif lapack_path(A):
             L, V = _lapack(np.linalg.eigh, _symmetric(A, upper))
         else:
             L, V = _jacobi_eigh(_symmetric(A, upper))
@@ -398,9 +401,6 @@ def svd_backward(gU, gS, gVh, U: Tensor, S: Tensor, Vh: Tensor) -> Tensor:
     return U @ (inner @ Vh) if m >= n else (U @ inner) @ Vh
 
 
-class LinAlgError(RuntimeError):
-    """A linear-algebra routine could not compute its result (``torch.linalg.LinAlgError``;
-    a RuntimeError)."""
 
 
 def _svd_checks(op: str, A: Tensor, driver) -> None:

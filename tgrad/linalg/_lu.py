@@ -31,6 +31,7 @@ from tgrad import dtypes
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from tgrad.linalg._triangular import (
+    LinAlgError,
     _check_square,
     _torch_dtype_name,
     check_same_dtype,
@@ -232,12 +233,13 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return solve_ex(A, B, left=left, check_errors=True).result
 
 
-def _raise_singular(op: str, info: Tensor, what: str) -> None:
-    """One host read of ``info``: PyTorch's error for the first singular matrix."""
+def _raise_singular(op: str, info: Tensor, what: str, error: type = LinAlgError) -> None:
+    """One host read of ``info``: PyTorch's error for the first singular matrix
+    (torch.linalg.LinAlgError, a RuntimeError, unless ``error`` says otherwise)."""
     for b, k in enumerate(info.reshape(-1).tolist()):
         if k:
             where = f": (Batch element {b})" if info.ndim > 0 else ""
-            raise RuntimeError(f"{op}{where}: {what.format(k=k)}")
+            raise error(f"{op}{where}: {what.format(k=k)}")
 
 
 # -------------------------------------------------------------------------------------- inv

@@ -121,8 +121,10 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -
                            f"pivot=True")
     LU, pivots, info = LinalgLUFactor.apply(A)
     if check_errors:
-        _raise_singular("torch.linalg.lu_factor", info, "The factorization could not be "
-                        "completed because the input is not invertible.")
+        _raise_singular("torch.linalg.lu_factor", info, "U[{k},{k}] is zero and using it on "
+                        "lu_solve would result in a division by zero. If you still want to "
+                        "perform the factorization, consider calling linalg.lu(A, pivot) or "
+                        "linalg.lu_factor_ex(A, pivot)", RuntimeError)
     return LUFactorEx(LU, pivots, info)
 
 

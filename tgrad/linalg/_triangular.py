@@ -133,13 +133,18 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     return CholeskyEx(L.mH if upper else L, info)
 
 
+class LinAlgError(RuntimeError):
+    """A linear-algebra routine could not compute its result (``torch.linalg.LinAlgError``;
+    a RuntimeError)."""
+
+
 def _raise_not_pd(op: str, info: Tensor) -> None:
     """One host read of ``info``: PyTorch's error for the first failing matrix."""
     flat = info.reshape(-1).tolist()
     for b, k in enumerate(flat):
         if k:
             where = f"(Batch element {b}): " if info.ndim > 0 else ""
-            raise RuntimeError(f"{op}: {where}The factorization could not be completed "
+            raise LinAlgError(f"{op}: {where}The factorization could not be completed "
                                f"because the input is not positive-definite (the leading "
                                f"minor of order {k} is not positive-definite).")
 

@@ -5,6 +5,9 @@
               (the series, used for x < a + 1)
     Q(a, x) = 1 - P(a, x) = x^a e^-x / Gamma(a) times a continued fraction (modified Lentz,
               used for x >= a + 1)
+    Q(a, x) = -expm1(a log x - lgamma(1 + a)) - x^a / Gamma(a) sum_{n>=1} (-x)^n / (n! (a+n))
+              (small a and x <= 1.1, where 1 - P would cancel: Cephes' igamc_series, as
+              PyTorch; lgamma(1 + a) by its Taylor series for |a| <= 1/4)
     dP/dx = -dQ/dx = x^(a-1) e^-x / Gamma(a); no derivative in a (PyTorch's neither).
 
 Both branches are loops of vector ops (at most 300 terms, stopping once every element has
@@ -60,14 +63,51 @@ def _converged(small: Tensor, big: Tensor, n: int) -> bool:
 
 
 def _lower_series(a: Tensor, x: Tensor) -> Tensor:
-    term = 1.0 / a
+    """P = x^a e^-x / Gamma(a + 1) sum_n x^n / ((a+1)..(a+n)): the sum starts at 1, not 1/a
+    (1/a overflows for a subnormal a)."""
+    term = 1.0 + 0.0 * a
     total = term
     for n in range(1, _TERMS):
         term = term * x / (a + n)
         total = total + term
         if _converged(term, total, n):
             break
-    return ew.exp(_log_prefactor(a, x)) * total
+    return ew.exp(a * ew.log(x) - x - lgamma(a + 1.0)) * total
+
+
+# lgamma(1 + a) = -euler a + sum_{n>=2} (-1)^n zeta(n) / n a^n (|a| < 1); to double precision
+# for |a| <= 1/4 with these terms
+_ZETA = [1.6449340668482264, 1.2020569031595942, 1.0823232337111381, 1.03692775514337,
+         1.0173430619844492, 1.008349277381923, 1.0040773561979444, 1.0020083928260821,
+         1.000994575127818, 1.0004941886041194, 1.000246086553308, 1.0001227133475785,
+         1.0000612481350588, 1.000030588236307, 1.0000152822594086, 1.0000076371976379,
+         1.000003817293265, 1.0000019082127165, 1.0000009539620338, 1.0000004769329869,
+         1.0000002384505027, 1.000000119219926, 1.000000059608189, 1.0000000298035034,
+         1.0000000149015549]  # zeta(2), ..., zeta(26)
+_LGAM1P = [0.0, -0.5772156649015329] + [(-1) ** n * z / n for n, z in enumerate(_ZETA, 2)]
+
+
+def _lgamma1p(a: Tensor) -> Tensor:
+    """lgamma(1 + a) without rounding 1 + a: the Taylor series where |a| <= 1/4."""
+    near = a.abs() <= 0.25
+    return ew.where(near, _horner(_LGAM1P, ew.where(near, a, 0.0)),
+                    lgamma(ew.where(near, 1.0, a) + 1.0))
+
+
+def _upper_series(a: Tensor, x: Tensor) -> Tensor:
+    """Q for small a and x <= 1.1 without 1 - P (Cephes' igamc_series, PyTorch's):
+    Q = 1 - x^a / Gamma(a + 1) - x^a / Gamma(a) sum_{n>=1} (-x)^n / (n! (a + n)),
+    1 - x^a / Gamma(a + 1) = -expm1(a log x - lgamma(1 + a))."""
+    fac = 1.0 + 0.0 * x
+    total = 0.0 * x
+    for n in range(1, _TERMS):
+        fac = fac * (-x / n)
+        term = fac / (a + n)
+        total = total + term
+        if _converged(term, total, n):
+            break
+    logx = ew.log(x)
+    return -ew.expm1(a * logx - _lgamma1p(a)) - ew.exp(a * logx - lgamma(a)) * total
 
 
 def _upper_fraction(a: Tensor, x: Tensor) -> Tensor:
@@ -134,6 +174,10 @@ def _regularized(a: Tensor, x: Tensor, upper: bool) -> Tensor:
     fraction = _upper_fraction(sa, ew.where(use_series, sa + 2.0, sx))
     p = ew.where(use_series, series, 1.0 - fraction)
     q = ew.where(use_series, 1.0 - series, fraction)
+    # small a, x <= 1.1: Q directly (1 - P cancels), where Cephes / PyTorch do
+    direct = (sx <= 1.1) & ew.where(sx <= 0.5, sa * ew.log(sx) >= -0.4, sa <= 1.1 * sx)
+    if bool(direct.any()):
+        q = ew.where(direct, _upper_series(ew.where(direct, sa, 0.5), ew.where(direct, sx, 0.5)), q)
     if bool(uniform.any()):
         ta = ew.where(uniform, sa, 100.0)
         tp, tq = _temme(ta, ew.where(uniform, ew.where(ok, x, 1.0), 100.0))

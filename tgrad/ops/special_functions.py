@@ -428,7 +428,9 @@ def _zeta(x: Tensor, q: Tensor) -> Tensor:
         kk += 1.0
     out = ew.where(done, s, tail)
     out = ew.where(bad_q, math.inf, out)
-    out = ew.where(ew.logical_and(ew.lt(q, 0.0), ew.ne(x, ew.floor(x))), math.nan, out)
+    # q < 0 off the poles with a non-integer x: q^-x is undefined (the poles stay inf)
+    out = ew.where(ew.logical_and(ew.logical_and(ew.lt(q, 0.0), ew.ne(x, ew.floor(x))),
+                                  ew.logical_not(bad_q)), math.nan, out)
     out = ew.where(ew.lt(x, 1.0), math.nan, out)
     out = ew.where(ew.eq(x, 1.0), math.inf, out)
     return ew.where(ew.logical_or(ew.isnan(x), ew.isnan(q)), math.nan, out)
