@@ -253,7 +253,11 @@ def test_gcd_lcm_match_python():
             for p, q in zip(s, t)]
     assert tgrad.lcm(tgrad.tensor(s), tgrad.tensor(t)).tolist() == want
     x = tgrad.tensor(np.array([12, 18]))
-    assert x.gcd(8).tolist() == [4, 2] and x.lcm(tgrad.tensor(8)).tolist() == [24, 72]
+    assert x.gcd(tgrad.tensor(8)).tolist() == [4, 2]
+    assert x.lcm(tgrad.tensor(8)).tolist() == [24, 72]
+    with pytest.raises(TypeError, match=r"gcd\(\): argument 'other' \(position 1\) must be "
+                                        r"Tensor, not int"):
+        x.gcd(8)  # a number operand: PyTorch's TypeError
     assert x.gcd_(tgrad.tensor(np.array([8, 8]))) is x and x.tolist() == [4, 2]
     bcast = tgrad.gcd(tgrad.tensor(np.array([[6], [10]])), tgrad.tensor(np.array([4, 15])))
     assert bcast.tolist() == [[2, 3], [2, 5]]
