@@ -145,18 +145,10 @@ class BackwardCFunction(Node):
             return ()
         return tuple([RawSavedTensor(self, i) for i in range(len(saved))])
 
-    def __getattr__(self, name: str):
-        # Reached only when ordinary lookup fails, so recording and backward pay nothing:
-        # PyTorch's ``_saved_<name>`` / ``_raw_saved_<name>`` attributes, resolved through
-        # the op's ``saved_attributes`` table (see saved_attribute).
-        if name.startswith(("_saved_", "_raw_saved_")):
-            return saved_attribute(self, name)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-
-    def __dir__(self):
-        table = _saved_table(self)
-        raw = ["_raw" + k for k, spec in table.items() if type(spec) in (int, SavedSlot)]
-        return sorted(set(super().__dir__()) | set(table) | set(raw))
+    # PyTorch's ``_saved_<name>`` / ``_raw_saved_<name>`` attributes are properties that
+    # _install_saved_attributes puts on each op's node class from its ``saved_attributes``
+    # table (resolved on access only). Not a __getattr__: a class with one loses CPython's
+    # specialised attribute loads, which slowed every node attribute read in backward.
 
     def mark_dirty(self, *tensors) -> None:
         """Declare inputs that ``forward`` modified in place (they must be returned)."""
@@ -377,6 +369,28 @@ class _FunctionMeta(type):
         cls._backward_cls = type(node_name, (BackwardCFunction,),
                                  {"_forward_cls": cls, "_node_name": node_name,
                                   "_scalar_edges": cls.scalar_edges})
+        _install_saved_attributes(cls)
+
+    def __setattr__(cls, name: str, value) -> None:
+        super().__setattr__(name, value)
+        if name == "saved_attributes" and "_backward_cls" in cls.__dict__:
+            _install_saved_attributes(cls)  # a table stated after the class body
+
+
+def _saved_property(name: str) -> property:
+    return property(lambda node: saved_attribute(node, name),
+                    doc=f"PyTorch's {name} of this node (see saved_attribute)")
+
+
+def _install_saved_attributes(cls) -> None:
+    """Properties on ``cls``'s node class for the names of its own ``saved_attributes``
+    table: ``_saved_<x>``, and ``_raw_saved_<x>`` for saved tensors (the specs that have a
+    slot or a kept tensor). Names no table states are ordinary missing attributes."""
+    node_cls = cls._backward_cls
+    for name, spec in (cls.__dict__.get("saved_attributes") or {}).items():
+        setattr(node_cls, name, _saved_property(name))
+        if type(spec) in (int, SavedSlot, KeptTensor):
+            setattr(node_cls, "_raw" + name, _saved_property("_raw" + name))
 
 
 _EXTENDING_FUNC = ("For more details, please see "
