@@ -105,7 +105,7 @@ def _fill_value(value, dtype: np.dtype):
 
 
 def full(shape: tuple, value, dtype: np.dtype) -> np.ndarray:
-    if dtype in _F8_SET:  # PyTorch's float8 rounding (dtypes.to_float8), not ml_dtypes'
+    if np.dtype(dtype).itemsize == 1 and dtype in _F8_SET:  # PyTorch's float8 rounding
         return np.full(shape, dtypes.to_float8(value, dtype), dtype)
     return np.full(shape, _fill_value(value, dtype), dtype)
 
@@ -156,14 +156,15 @@ _this = sys.modules[__name__]  # this backend, for the rules in dtypes written o
 
 def copy_(dst: np.ndarray, src) -> None:
     """Write ``src`` (broadcast, cast) into the view ``dst`` in place."""
-    sdt = getattr(src, "dtype", None)
-    if sdt != dst.dtype and (dst.dtype in _F8_SET or sdt in _F8_SET):  # float8's own casts
+    sdt, ddt = getattr(src, "dtype", None), dst.dtype
+    if sdt != ddt and ((ddt.itemsize == 1 and ddt in _F8_SET)  # float8's own casts
+                       or (sdt is not None and sdt.itemsize == 1 and sdt in _F8_SET)):
         src = cast(np.asarray(src), dst.dtype)
     np.copyto(dst, src, casting="unsafe")
 
 
 def fill_(dst: np.ndarray, value) -> None:
-    if dst.dtype in _F8_SET:
+    if dst.dtype.itemsize == 1 and dst.dtype in _F8_SET:
         dst.fill(dtypes.to_float8(value, dst.dtype))
         return
     dst.fill(_fill_value(value, dst.dtype))
@@ -467,7 +468,7 @@ UNARY = {
 def unary(op: str, x: np.ndarray) -> np.ndarray:
     """``op`` applied elementwise; the result keeps x's dtype (bool for logical_not)."""
     fn = UNARY[op]
-    if x.dtype in _F8_SET:
+    if x.dtype.itemsize == 1 and x.dtype in _F8_SET:  # (itemsize first: a cheap test)
         return _float8_unary(op, fn, x)
     token = _quiet_enter()
     try:
@@ -539,7 +540,7 @@ _BOOL_RESULT = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "lo
 def binary(op: str, a, b) -> np.ndarray:
     """``op`` with NumPy broadcasting; a and b share one dtype (or b is a NumPy scalar)."""
     fn = BINARY[op]
-    if a.dtype in _F8_SET:
+    if a.dtype.itemsize == 1 and a.dtype in _F8_SET:  # (itemsize first: a cheap test)
         return _float8_binary(op, fn, a, b)
     token = _quiet_enter()
     try:
@@ -1117,8 +1118,8 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """NaN and inf propagate without NumPy's "invalid value encountered" (PyTorch's
     silence); float16/bfloat16 multiply in float32 and round once."""
     dt = a.dtype
-    if dt in _F8_SET:  # float32 products summed in float32, rounded once (PyTorch's CPU
-        if dt == dtypes.float8_e8m0fnu.np:  # addmm; e8m0fnu has none)
+    if dt.itemsize == 1 and dt in _F8_SET:  # float32 products summed in float32, rounded
+        if dt == dtypes.float8_e8m0fnu.np:  # once (PyTorch's CPU addmm; e8m0fnu has none)
             raise _float8_refuse("matmul", dt)
         with np.errstate(all="ignore"):
             return dtypes.to_float8(np.matmul(a.astype(_F32), b.astype(_F32)), dt)
