@@ -30,12 +30,13 @@ def _sym(n, batch=(), zero_diag=False):
     return a
 
 
-def _rebuild(ld, piv):
-    """A = L D L^T from LAPACK's (uplo='L') LD and 1-based pivots: L = P(1) L(1) P(2) L(2)
-    ... with s = 1 or 2 per D's block, P(k) swapping k + s - 1 with |piv[k]| - 1, L(k) the
+def _rebuild(ld, piv, hermitian=False):
+    """A from LAPACK's (uplo='L') LD and 1-based pivots: L D L^T (dsytrf, zsytrf) or L D L^H
+    (zhetrf: a 2x2 block [[d0, conj(e)], [e, d1]], d0, d1 real). L = P(1) L(1) P(2) L(2) ...
+    with s = 1 or 2 per D's block, P(k) swapping k + s - 1 with |piv[k]| - 1, L(k) the
     identity with LD's columns k..k+s-1 below the block."""
     n = len(piv)
-    L, D = np.eye(n), np.zeros((n, n))
+    L, D = np.eye(n, dtype=ld.dtype), np.zeros((n, n), ld.dtype)
     k = 0
     while k < n:
         s = 1 if piv[k] > 0 else 2
@@ -43,13 +44,14 @@ def _rebuild(ld, piv):
             assert piv[k + 1] == piv[k], "a 2x2 block's two pivots must be equal"
         P = np.eye(n)
         P[[k + s - 1, abs(piv[k]) - 1]] = P[[abs(piv[k]) - 1, k + s - 1]]
-        Lk = np.eye(n)
+        Lk = np.eye(n, dtype=ld.dtype)
         Lk[k + s:, k:k + s] = ld[k + s:, k:k + s]
         L = L @ P @ Lk
         D[k:k + s, k:k + s] = ld[k:k + s, k:k + s]
-        D[k, k + s - 1] = D[k + s - 1, k]  # the 2x2 block's off-diagonal entry, mirrored
+        e = D[k + s - 1, k]  # the 2x2 block's off-diagonal entry, mirrored
+        D[k, k + s - 1] = np.conj(e) if hermitian else e
         k += s
-    return L @ D @ L.T
+    return L @ D @ (np.conj(L).T if hermitian else L.T)
 
 
 def _check_factors(a, LD, pivots):
@@ -202,28 +204,6 @@ def _cx_sym(n, batch=(), hermitian=False, zero_diag=False):
     return a
 
 
-def _rebuild_cx(ld, piv, hermitian):
-    """A from LAPACK's complex (uplo='L') LD and pivots, read as _rebuild does: L D L^T
-    (zsytrf) or L D L^H (zhetrf; a 2x2 block [[d0, conj(e)], [e, d1]], d0, d1 real)."""
-    n = len(piv)
-    L, D = np.eye(n, dtype=complex), np.zeros((n, n), complex)
-    k = 0
-    while k < n:
-        s = 1 if piv[k] > 0 else 2
-        if s == 2:
-            assert piv[k + 1] == piv[k], "a 2x2 block's two pivots must be equal"
-        P = np.eye(n)
-        P[[k + s - 1, abs(piv[k]) - 1]] = P[[abs(piv[k]) - 1, k + s - 1]]
-        Lk = np.eye(n, dtype=complex)
-        Lk[k + s:, k:k + s] = ld[k + s:, k:k + s]
-        L = L @ P @ Lk
-        D[k:k + s, k:k + s] = ld[k:k + s, k:k + s]
-        e = D[k + s - 1, k]
-        D[k, k + s - 1] = np.conj(e) if hermitian else e
-        k += s
-    return L @ D @ (np.conj(L).T if hermitian else L.T)
-
-
 @pytest.mark.parametrize("hermitian", [False, True])
 @pytest.mark.parametrize("n,batch,zero_diag", [(1, (), False), (2, (), True), (5, (), False),
                                                (6, (2,), True), (11, (), True)])
@@ -237,7 +217,7 @@ def test_ldl_factor_complex_rebuilds_a(n, batch, zero_diag, hermitian):
         assert not np.triu(ld[idx], 1).any()
         if hermitian:  # zhetrf's D has a real diagonal
             assert not np.diagonal(ld[idx]).imag.any()
-        np.testing.assert_allclose(_rebuild_cx(ld[idx], piv[idx], hermitian), a[idx],
+        np.testing.assert_allclose(_rebuild(ld[idx], piv[idx], hermitian), a[idx],
                                    rtol=1e-12, atol=1e-12 * np.abs(a[idx]).max())
     if zero_diag and n > 1:
         assert (piv[..., 0] != 1).all()
@@ -268,7 +248,7 @@ def test_ldl_complex_pivots_by_hand():
     h = _cx_sym(5, hermitian=True, zero_diag=True)
     junk = np.tril(h) + np.triu(_cx_sym(5), 1) + 1j * np.diag(RNG.standard_normal(5))
     LD, pivots = LA.ldl_factor(_t(junk, tgrad.complex128), hermitian=True)
-    np.testing.assert_allclose(_rebuild_cx(LD.numpy(), pivots.numpy(), True), h, rtol=1e-12,
+    np.testing.assert_allclose(_rebuild(LD.numpy(), pivots.numpy(), True), h, rtol=1e-12,
                                atol=1e-12 * np.abs(h).max())
 
 
