@@ -271,6 +271,16 @@ def test_polynomials_against_exact_recurrence(name):
     assert fn(tgrad.tensor([1, 2]), tgrad.tensor([3])).dtype == tgrad.float32
     # no graph, as PyTorch 2.13
     assert not fn(_t([x0], requires_grad=True), 3).requires_grad
+    # x = +-inf, n <= 2 (no inf - inf yet): the polynomial's limit, 1 for n = 0 and else
+    # +-inf with the sign the polynomial has at +-1e6 (its leading term's); a NaN x gives NaN
+    # for n >= 1 (n = 0 is the constant 1, as numpy.polynomial's chebval(nan, [1]))
+    for dt in (F64, tgrad.float32):
+        got = fn(tgrad.tensor([math.inf, -math.inf, math.nan] * 3, dtype=dt),
+                 tgrad.tensor([0.0] * 3 + [1.0] * 3 + [2.0] * 3, dtype=dt)).numpy()
+        ref = [1.0 if n == 0 else math.nan if x is None else
+               math.copysign(math.inf, _exact(kind, x, n))
+               for n in (0, 1, 2) for x in (1e6, -1e6, None)]
+        np.testing.assert_array_equal(got, ref)
 
 
 def test_polynomial_large_n_conventions():
