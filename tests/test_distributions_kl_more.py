@@ -28,6 +28,7 @@ def _quadrature_kl(p, q, grid: np.ndarray) -> float:
 REALS = np.linspace(-60, 60, 1200001)
 HALF = np.concatenate([np.linspace(1e-12, 1e-3, 20001)[:-1], np.linspace(1e-3, 120, 1200001)])
 UNIT = np.linspace(1e-12, 1 - 1e-12, 1000001)
+PARETO = 1.5 * np.exp(np.linspace(0.0, np.log(2000.0), 2000001))  # fine where p is large
 
 CASES = {
     "lognormal": (D.LogNormal(_t(0.3), _t(0.5)), D.LogNormal(_t(1.0), _t(0.7)), HALF),
@@ -46,6 +47,10 @@ CASES = {
     "exponential_gumbel": (D.Exponential(_t(2.0)), D.Gumbel(_t(1.0), _t(1.5)), HALF),
     "gamma_gumbel": (D.Gamma(_t(2.5), _t(2.0)), D.Gumbel(_t(1.0), _t(0.7)), HALF),
     "beta_uniform": (D.Beta(_t(2.5), _t(2.0)), D.Uniform(_t(-0.5), _t(1.5)), UNIT),
+    # alpha 4.5: the tails p x^2 ~ x^-3.5 are negligible beyond the grid's end
+    "pareto_exponential": (D.Pareto(_t(1.5), _t(4.5)), D.Exponential(_t(0.5)), PARETO),
+    "pareto_gamma": (D.Pareto(_t(1.5), _t(4.5)), D.Gamma(_t(1.5), _t(2.0)), PARETO),
+    "pareto_normal": (D.Pareto(_t(1.5), _t(4.5)), D.Normal(_t(1.0), _t(1.5)), PARETO),
 }
 
 
@@ -70,10 +75,20 @@ def test_infinite_pairs_and_batches():
         == np.inf  # p's support starts below q's
     assert D.kl_divergence(D.Beta(_t(2.0), _t(2.0)), D.Uniform(_t(0.1), _t(2.0))).item() \
         == np.inf
+    # Pareto's mean is infinite for alpha <= 1, its variance for alpha <= 2
+    alpha = _t([0.5, 1.0, 1.5, 2.0, 2.5])
+    finite = {"Exponential": [0, 0, 1, 1, 1], "Gamma": [0, 0, 1, 1, 1], "Normal": [0, 0, 0, 0, 1]}
+    for q in (D.Exponential(_t(0.5)), D.Gamma(_t(1.5), _t(2.0)), D.Normal(_t(1.0), _t(1.5))):
+        kl = D.kl_divergence(D.Pareto(_t(1.0), alpha), q).numpy()
+        np.testing.assert_array_equal(np.isfinite(kl), finite[type(q).__name__])
+        assert (kl[~np.isfinite(kl)] == np.inf).all()
     for p, q in [(D.Normal(_t([0.0, 1.0]), _t(1.0)), D.Exponential(_t([[1.0], [2.0]]))),
                  (D.Gumbel(_t(0.0), _t(1.0)), D.Uniform(_t(0.0), _t(1.0))),
                  (D.Gamma(_t(2.0), _t(1.0)), D.Beta(_t(2.0), _t(2.0))),
-                 (D.LogNormal(_t(0.0), _t(1.0)), D.Pareto(_t(1.0), _t(1.0)))]:
+                 (D.LogNormal(_t(0.0), _t(1.0)), D.Pareto(_t(1.0), _t(1.0))),
+                 (D.Pareto(_t([1.0, 2.0]), _t(3.0)), D.Uniform(_t(0.0), _t(5.0))),
+                 (D.Pareto(_t(1.0), _t(3.0)), D.Beta(_t([2.0, 1.0]), _t(2.0))),
+                 (D.Beta(_t(2.0), _t(2.0)), D.Pareto(_t([[0.5], [1.0]]), _t(2.0)))]:
         kl = D.kl_divergence(p, q)
         assert kl.shape == tuple(np.broadcast_shapes(p.batch_shape, q.batch_shape))
         assert (kl.numpy() == np.inf).all()
@@ -87,3 +102,6 @@ def test_gradients():
         def kl(a, b, c, d, p_cls=p_cls, q_cls=q_cls):
             return D.kl_divergence(p_cls(a, b), q_cls(c, d))
         assert gradcheck(kl, args)
+    s, a = _t([1.5, 0.5], requires_grad=True), _t([4.5, 3.0], requires_grad=True)
+    for q in (D.Exponential(_t(0.5)), D.Gamma(_t(1.5), _t(2.0)), D.Normal(_t(1.0), _t(1.5))):
+        assert gradcheck(lambda s, a, q=q: D.kl_divergence(D.Pareto(s, a), q), (s, a))

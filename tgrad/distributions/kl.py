@@ -30,6 +30,10 @@ Closed forms registered here:
 - Gumbel || Gumbel: log(b2 / b1) + gamma_e (b1 / b2 - 1) + (m1 - m2) / b2
   + e^((m2 - m1) / b2) Gamma(1 + b1 / b2) - 1;
 - Pareto || Pareto: log(a1 / a2) + a2 log(s1 / s2) + a2 / a1 - 1 (inf where s1 < s2);
+- Pareto || {Exponential, Gamma, Normal}: -H(p) - E_p[log q] with -H(p) = log(a / s) - 1
+  - 1/a, E[log x] = log s + 1/a, E[x] = a s / (a - 1) and Var[x] = a s^2 / ((a - 1)^2
+  (a - 2)); inf where a <= 1 (Normal: a <= 2), where those moments are infinite;
+  Pareto || {Beta, Uniform} and Beta || Pareto: inf (PyTorch's);
 - Cauchy || Cauchy: log(((s1 + s2)^2 + (m1 - m2)^2) / (4 s1 s2));
 - across families, -H(p) - E_p[log q] with p's moments: Exponential || Gamma, Gamma ||
   Exponential, {Exponential, Gamma, Laplace, Gumbel} || Normal, {Normal, Exponential,
@@ -301,6 +305,39 @@ def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
     kl = (ew.log(p.alpha / q.alpha) + q.alpha * ew.log(p.scale / q.scale)
           + q.alpha / p.alpha - 1)
     return ew.where(p.scale < q.scale, math.inf, kl)
+
+
+def _pareto_moments(p: Pareto) -> tuple:
+    """(-H(p), E[log x], E[x]) of Pareto(s, a): log p(x) = log a + a log s - (a + 1) log x,
+    E[log x] = log s + 1/a, so -H = log(a / s) - 1 - 1/a; E[x] = a s / (a - 1) (inf for
+    a <= 1)."""
+    mean_log = ew.log(p.scale) + 1 / p.alpha
+    neg_entropy = ew.log(p.alpha / p.scale) - 1 - 1 / p.alpha
+    return neg_entropy, mean_log, p.alpha * p.scale / (p.alpha - 1)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p: Pareto, q: Exponential) -> Tensor:
+    # -H(p) - log r + r E[x]; inf where a <= 1 (E[x] infinite)
+    neg_h, _, mean = _pareto_moments(p)
+    return ew.where(p.alpha <= 1, math.inf, neg_h - ew.log(q.rate) + q.rate * mean)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p: Pareto, q: Gamma) -> Tensor:
+    # -H(p) + lgamma(k) - k log b - (k - 1) E[log x] + b E[x]; inf where a <= 1
+    neg_h, mean_log, mean = _pareto_moments(p)
+    k, b = q.concentration, q.rate
+    kl = neg_h + lgamma(k) - k * ew.log(b) - (k - 1) * mean_log + b * mean
+    return ew.where(p.alpha <= 1, math.inf, kl)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p: Pareto, q: Normal) -> Tensor:
+    # -H(p) - E[log q] with Var[x] = a s^2 / ((a - 1)^2 (a - 2)); inf where a <= 2
+    neg_h, _, mean = _pareto_moments(p)
+    var = p.alpha * (p.scale / (p.alpha - 1)).pow(2) / (p.alpha - 2)
+    return ew.where(p.alpha <= 2, math.inf, neg_h + _cross_normal(mean, var, q))
 
 
 @register_kl(Cauchy, Cauchy)
@@ -618,7 +655,9 @@ for _p in (Normal, Laplace, Gumbel, Cauchy):  # supported on the reals
 for _p in (Exponential, Gamma, HalfNormal, LogNormal):  # on the half-line
     for _q in (Beta, Pareto, Uniform, ContinuousBernoulli):
         register_kl(_p, _q)(_infinite)
-register_kl(Pareto, ContinuousBernoulli)(_infinite)
+for _q in (Beta, Uniform, ContinuousBernoulli):  # Pareto's support is unbounded
+    register_kl(Pareto, _q)(_infinite)
+register_kl(Beta, Pareto)(_infinite)  # (0, 1) against [s, inf), s > 0
 register_kl(ContinuousBernoulli, Pareto)(_infinite)
 for _q in (Bernoulli, Binomial):  # Poisson's support is unbounded, theirs is not
     register_kl(Poisson, _q)(_infinite)
