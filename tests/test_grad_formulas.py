@@ -167,6 +167,20 @@ def test_reduction_fused_rule_matches_composite(name, kwargs, dtype):
     _compare(f, [x], g, getattr(tgrad, dtype), RTOL[dtype])
 
 
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan, 0.0, 2.5])
+def test_prod_of_one_factor_passes_the_gradient_through(value):
+    # prod of a single element is the element itself: dx = g exactly (PyTorch's 0-d rule),
+    # also where x is inf/NaN and g * y / x would be inf/inf = NaN
+    for shape, kw in (((), {}), ((), {"dim": 0}), ((3, 1), {"dim": 1}), ((1, 1), {})):
+        x = tgrad.tensor(np.full(shape, value), dtype=tgrad.float64, requires_grad=True)
+        g = np.arange(1.0, 4.0)[:3 if shape == (3, 1) else 1].reshape(
+            np.sum(np.zeros(shape), axis=kw.get("dim")).shape)
+        for create_graph in (False, True):
+            (gx,) = tgrad.autograd.grad(tgrad.prod(x, **kw), x, tgrad.tensor(g),
+                                        create_graph=create_graph)
+            np.testing.assert_array_equal(gx.detach().numpy(), g.reshape(shape))
+
+
 def test_var_with_too_few_elements_gives_nan_gradient_like_composite():
     x = tgrad.tensor([[1.0], [2.0]], dtype=tgrad.float64, requires_grad=True)
     fused = tgrad.autograd.grad(x.var(dim=1).sum(), x)[0].numpy()

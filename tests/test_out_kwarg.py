@@ -109,6 +109,29 @@ def test_reductions():
     np.testing.assert_array_equal(outi.numpy(), [4, 6])
 
 
+def test_sum_prod_cumsum_cumprod_compute_in_outs_dtype():
+    # PyTorch's sum/prod/cumsum/cumprod/nansum take out's dtype as their dtype=: the input is
+    # cast first, so a float input goes into an integer out (no "can't be cast" error)
+    x = t([[0.6, 1.7, 2.5]])
+    expect = {"sum": [3], "prod": [0], "cumsum": [[0, 1, 3]], "cumprod": [[0, 0, 0]],
+              "nansum": [3]}  # from the truncated values [0, 1, 2]
+    for name, ref in expect.items():
+        out = tgrad.empty(0, dtype=tgrad.int64)
+        res = getattr(tgrad, name)(x, 1, out=out)
+        assert res is out and out.dtype is tgrad.int64
+        np.testing.assert_array_equal(out.numpy(), ref)
+    out = tgrad.empty(0, dtype=tgrad.int32)  # bool input, int32 out: counts
+    tgrad.sum(t([[True, True, False]]), 1, out=out)
+    np.testing.assert_array_equal(out.numpy(), [2])
+    out = tgrad.empty(0)  # float64 input summed in float32
+    tgrad.sum(t([[0.1, 0.2]]), 1, out=out)
+    assert out.dtype is tgrad.float32
+    np.testing.assert_array_equal(out.numpy(), np.array([0.1, 0.2], np.float32).sum(keepdims=True))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype double, but got "
+                                           "float instead"):
+        tgrad.sum(x, 1, dtype=tgrad.float64, out=tgrad.empty(0))
+
+
 def test_multi_output_out_tuple():
     x = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]], dtype=np.float32)
     v, i = tgrad.empty(0), tgrad.empty(0, dtype=tgrad.int64)

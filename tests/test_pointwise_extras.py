@@ -375,6 +375,13 @@ def test_bool_operands_pytorch_refuses():
                                                       "'Bool'"):
             f()
     assert tgrad.ldexp(b, i).tolist() == [2.0, 0.0]  # a bool mantissa is fine
+    # a bool exponent is refused for a floating point input only (PyTorch's kernel): a bool,
+    # integer or complex input takes it, 2^True = 2, 2^False = 1
+    assert tgrad.ldexp(b, b).tolist() == [2.0, 0.0]
+    r = tgrad.ldexp(tgrad.tensor([3, 4]), b)
+    assert r.dtype is tgrad.float32 and r.tolist() == [6.0, 4.0]
+    r = tgrad.ldexp(tgrad.tensor([1 + 1j, 2 + 0j], dtype=tgrad.complex64), b)
+    assert r.dtype is tgrad.complex64 and r.tolist() == [2 + 2j, 2 + 0j]
 
 
 def test_half_overflowing_exponent_and_alpha_raise():

@@ -9,7 +9,8 @@ computed as usual, then written into ``out`` with PyTorch's out semantics:
   differentiable);
 * the result must be castable to ``out``'s dtype (same or lower category; a multi-output
   function's outs must have the results' dtypes exactly; the namespaces' rules are
-  PyTorch's, see _dtype_rule), and be on ``out``'s device;
+  PyTorch's, see _dtype_rule), and be on ``out``'s device; sum/prod/cumsum/cumprod/nansum
+  compute in ``out``'s dtype (_DTYPE_FROM_OUT);
 * an ``out`` of another shape is resized (contiguous; PyTorch's UserWarning when it had
   elements), in its storage when that is big enough, else into new memory;
 * an ``out`` that partly overlaps an input raises PyTorch's error (the same memory is fine);
@@ -53,6 +54,11 @@ searchsorted sgn sigmoid sign signbit sin sinc sinh sort sqrt square stack std s
 sum take_along_dim tan tanh tensordot topk tril triu true_divide trunc var vdot vstack where
 xlogy
 """.split())
+
+# reductions whose out's dtype stands in for a missing dtype= (PyTorch's sum/prod/cumsum/
+# cumprod/nansum out kernels): the input is cast to it first, so a float input sums into an
+# int64 out (sum([0.6, 0.6], out=long) is 0, not int(1.2)); a given dtype= must equal it.
+_DTYPE_FROM_OUT = frozenset({"sum", "prod", "cumsum", "cumprod", "nansum"})
 
 # creation functions: out's dtype and device stand in for missing dtype= / device=.
 CREATION_FUNCTIONS = frozenset("""
@@ -261,6 +267,12 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
         kwargs["dtype"] = outs[0].dtype
         if kwargs.get("device") is None:
             kwargs["device"] = outs[0].device
+    if name in _DTYPE_FROM_OUT:  # PyTorch computes these in out's dtype
+        given = kwargs.get("dtype")
+        if given is not None and dtypes.as_dtype(given) is not outs[0].dtype:
+            raise RuntimeError(_EXACT_TEXT.format(src_c10=_C10_NAMES[dtypes.as_dtype(given)],
+                                                  dst_c10=_C10_NAMES[outs[0].dtype]))
+        kwargs["dtype"] = outs[0].dtype
     for o in outs:
         _check_overlap(o, inputs)
     with no_grad():

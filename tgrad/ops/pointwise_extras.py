@@ -67,10 +67,11 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     require_tensor("ldexp", input)
     require_tensor("ldexp", other, "other", 2)
     from tgrad import dtypes
-    if isinstance(other, Tensor) and other.dtype is dtypes.bool_:
+    if (isinstance(other, Tensor) and other.dtype is dtypes.bool_
+            and input.dtype.is_floating_point):  # PyTorch's: bool/int/complex input is fine
         raise NotImplementedError("ldexp: \"ldexp_cpu_exp\" not implemented for 'Bool' (a "
-                                  "bool exponent tensor, as in PyTorch); convert it with "
-                                  ".int() first")
+                                  "bool exponent tensor with a floating point input, as in "
+                                  "PyTorch); convert it with .int() first")
     dt = dtypes.result_type(input, other)
     if not dt.is_floating_point and not dt.is_complex:  # (complex stays complex: PyTorch's)
         dt = dtypes.get_default_dtype()

@@ -477,6 +477,9 @@ class Prod(Function):
         gx = _expand_back(g, x.shape, ctx.axes, ctx.keepdim)
         if x.numel() == 0:
             return gx, None, None, None
+        red = tuple(range(x.ndim)) if ctx.axes is None else ctx.axes
+        if _reduced_numel(x.shape, red) == 1:  # one factor (a 0-d x): dx = g, also where
+            return gx, None, None, None        # x is inf or NaN (y / x would be NaN there)
         if x.dtype.is_complex:  # g * conj(prod of the others) (PyTorch's convention)
             from tgrad.ops.complex_ops import conj_of
             return gx * conj_of(_prod_of_others(x, ctx.axes)), None, None, None
