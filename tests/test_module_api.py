@@ -436,6 +436,30 @@ def test_buffer_assignment_registers_a_buffer():
         m.other = nn.Buffer(_t([1.0]))
 
 
+def test_to_complex_dtype_converts_float_and_complex_tensors_only():
+    # PyTorch: Module.to takes floating point or complex dtypes and converts the floating
+    # point and complex parameters / buffers (integer ones are kept); it used to refuse
+    # complex dtypes
+    m = nn.Linear(2, 2, dtype=F64)
+    with tgrad.no_grad():
+        m.weight.copy_(_t([[1.0, 2.0], [3.0, -4.0]]))
+        m.bias.copy_(_t([0.5, -1.0]))
+    m.register_buffer("count", tgrad.tensor([1, 2]))
+    w = m.weight
+    assert m.to(tgrad.complex128) is m and m.weight is w
+    assert (m.weight.dtype, m.bias.dtype) == (tgrad.complex128, tgrad.complex128)
+    assert m.count.dtype == tgrad.int64
+    x = np.array([[1 + 1j, 2 - 3j]])
+    want = x @ np.array([[1.0, 2.0], [3.0, -4.0]]).T + np.array([0.5, -1.0])
+    got = m(tgrad.tensor(x)).detach().numpy()
+    assert got.dtype == np.complex128 and np.allclose(got, want, rtol=1e-15)
+    m.to(dtype=tgrad.complex64)  # complex -> complex
+    assert m.weight.dtype == tgrad.complex64 and m.count.dtype == tgrad.int64
+    with pytest.raises(TypeError, match="only accepts floating point or complex dtypes, but "
+                                        "got desired dtype=tgrad.int64"):
+        m.to(tgrad.int64)
+
+
 # ------------------------------------------------------------------ Sequential * n
 def test_sequential_repetition_shares_the_modules():
     lin = _lin([[2.0]], [1.0])

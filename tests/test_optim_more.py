@@ -383,6 +383,45 @@ def test_bad_arguments(make, msg):
         make([tgrad.ones(2, requires_grad=True)])
 
 
+_TWO = lambda: tgrad.tensor([0.1, 0.2])  # noqa: E731  (a Tensor lr of two elements)
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: optim.SGD(p, lr=_TWO()), lambda p: optim.Adam(p, lr=_TWO()),
+    lambda p: optim.AdamW(p, lr=_TWO()), lambda p: optim.RMSprop(p, lr=_TWO()),
+    lambda p: optim.Adagrad(p, lr=_TWO()), lambda p: optim.Adamax(p, lr=_TWO()),
+    lambda p: optim.NAdam(p, lr=_TWO()), lambda p: optim.RAdam(p, lr=_TWO()),
+    lambda p: optim.Adadelta(p, lr=_TWO()), lambda p: optim.Rprop(p, lr=_TWO()),
+    lambda p: optim.ASGD(p, lr=_TWO()), lambda p: optim.LBFGS(p, lr=_TWO()),
+    lambda p: optim.Adafactor(p, lr=_TWO()), lambda p: optim.SparseAdam(p, lr=_TWO()),
+])
+def test_tensor_lr_must_have_one_element(make):
+    # PyTorch's check comes first (a 2-element lr used to reach `lr < 0` and raise the
+    # ambiguous-truth-value RuntimeError)
+    with pytest.raises(ValueError, match="^Tensor lr must be 1-element$"):
+        make([tgrad.ones(2, requires_grad=True)])
+
+
+def test_adam_tensor_lr_with_foreach_needs_capturable():
+    p = [tgrad.ones(2, requires_grad=True)]
+    for cls in (optim.Adam, optim.AdamW):
+        with pytest.raises(ValueError, match="^lr as a Tensor is not supported for "
+                                             "capturable=False and foreach=True$"):
+            cls(p, lr=tgrad.tensor(0.1), foreach=True)
+        cls(p, lr=tgrad.tensor(0.1), foreach=True, capturable=True)  # accepted, as PyTorch
+        cls(p, lr=tgrad.tensor(0.1), foreach=False)
+
+
+def test_repr_sets_groups_apart_as_pytorch():
+    a, b = tgrad.ones(1, requires_grad=True), tgrad.ones(1, requires_grad=True)
+    opt = optim.Rprop([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.25)
+    entries = ("    capturable: False\n    differentiable: False\n    etas: (0.5, 1.2)\n"
+               "    foreach: None\n    lr: {}\n    maximize: False\n"
+               "    step_sizes: (1e-06, 50)\n")
+    assert repr(opt) == ("Rprop (\nParameter Group 0\n" + entries.format(0.25)
+                         + "\nParameter Group 1\n" + entries.format(0.5) + ")")
+
+
 def test_differentiable_is_not_supported():
     with pytest.raises(NotImplementedError, match="differentiable=True"):
         optim.NAdam([tgrad.ones(2, requires_grad=True)], differentiable=True)

@@ -102,10 +102,33 @@ def test_swalr_anneals_to_swa_lr(strategy):
     want = [0.1 * alpha(min(1.0, s / 4)) + 1.0 * (1 - alpha(min(1.0, s / 4)))
             for s in range(7)]
     assert lrs == pytest.approx(want, rel=1e-12)
-    with pytest.raises(ValueError, match="anneal_strategy must by one of 'cos' or 'linear'"):
+    with pytest.raises(ValueError, match="anneal_strategy must be one of 'cos' or 'linear'"):
         swa.SWALR(opt, 0.1, anneal_strategy="exp")
     with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0"):
         swa.SWALR(opt, 0.1, anneal_epochs=-1)
+
+
+def test_swalr_state_dict_keeps_the_strategy_under_pytorchs_key():
+    # PyTorch's SWALR state_dict holds the strategy as "_anneal_strategy"; a state loaded
+    # into a 'cos' scheduler resumes the saved linear ramp 1.0 -> 0.1 over 4 steps
+    def make(strategy):
+        opt = tgrad.optim.SGD([tgrad.zeros(1, requires_grad=True)], lr=1.0)
+        return opt, swa.SWALR(opt, swa_lr=0.1, anneal_epochs=4, anneal_strategy=strategy)
+    opt, sched = make("linear")
+    opt.step()
+    sched.step()
+    sd = sched.state_dict()
+    assert sd["_anneal_strategy"] == "linear" and "anneal_strategy" not in sd
+    opt2, sched2 = make("cos")
+    opt2.param_groups[0]["lr"] = opt.param_groups[0]["lr"]
+    sched2.load_state_dict(sd)
+    assert sched2.anneal_strategy == "linear"
+    lrs = []
+    for _ in range(4):
+        opt2.step()
+        sched2.step()
+        lrs.append(opt2.param_groups[0]["lr"])
+    assert lrs == pytest.approx([1.0 - 0.9 * s / 4 for s in (2, 3, 4, 4)], rel=1e-12)
 
 
 def test_ema_decay_must_lie_in_zero_one():

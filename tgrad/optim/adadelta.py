@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, _get_scalar_dtype, check_implementation_flags
+from tgrad.optim.optimizer import (
+    Optimizer,
+    _get_scalar_dtype,
+    check_implementation_flags,
+    check_tensor_lr,
+)
 
 
 class Adadelta(Optimizer):
@@ -17,6 +22,7 @@ class Adadelta(Optimizer):
                  weight_decay: float = 0, foreach: bool | None = None, *,
                  capturable: bool = False, maximize: bool = False,
                  differentiable: bool = False) -> None:
+        check_tensor_lr(lr)
         check_implementation_flags("Adadelta", foreach, None, capturable, differentiable)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")

@@ -9,6 +9,7 @@ from tgrad.optim.optimizer import (
     check_adam_args,
     check_fused_param,
     check_implementation_flags,
+    check_tensor_lr,
 )
 
 
@@ -23,6 +24,7 @@ class Adam(Optimizer):
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False, fused: bool | None = None,
                  decoupled_weight_decay: bool = False) -> None:
+        check_tensor_lr(lr, foreach, capturable)
         check_implementation_flags(type(self).__name__, foreach, fused, capturable,
                                    differentiable)
         check_adam_args(lr, eps, betas, weight_decay)

@@ -10,6 +10,7 @@ from tgrad.optim.optimizer import (
     _get_scalar_dtype,
     check_adam_args,
     check_implementation_flags,
+    check_tensor_lr,
 )
 
 
@@ -23,6 +24,7 @@ class Adamax(Optimizer):
                  weight_decay: float = 0, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False) -> None:
+        check_tensor_lr(lr)
         check_implementation_flags("Adamax", foreach, None, capturable, differentiable)
         check_adam_args(lr, eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,

@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, _get_scalar_dtype, check_implementation_flags
+from tgrad.optim.optimizer import (
+    Optimizer,
+    _get_scalar_dtype,
+    check_implementation_flags,
+    check_tensor_lr,
+)
 
 
 class ASGD(Optimizer):
@@ -19,6 +24,7 @@ class ASGD(Optimizer):
                  alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
                  foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
+        check_tensor_lr(lr)
         check_implementation_flags("ASGD", foreach, None, capturable, differentiable)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")

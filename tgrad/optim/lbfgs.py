@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from tgrad.autograd.grad_mode import enable_grad, no_grad
-from tgrad.optim.optimizer import Optimizer
+from tgrad.optim.optimizer import Optimizer, check_tensor_lr
 from tgrad.tensor import Tensor
 
 
@@ -154,6 +154,7 @@ class LBFGS(Optimizer):
                  max_eval: int | None = None, tolerance_grad: float = 1e-7,
                  tolerance_change: float = 1e-9, history_size: int = 100,
                  line_search_fn: str | None = None, *, maximize: bool = False) -> None:
+        check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:

@@ -10,6 +10,7 @@ from tgrad.optim.optimizer import (
     _get_scalar_dtype,
     check_adam_args,
     check_implementation_flags,
+    check_tensor_lr,
 )
 
 
@@ -25,6 +26,7 @@ class NAdam(Optimizer):
                  decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
+        check_tensor_lr(lr)
         check_implementation_flags("NAdam", foreach, None, capturable, differentiable)
         check_adam_args(lr, eps, betas, weight_decay)
         if not 0.0 <= momentum_decay:

@@ -370,13 +370,15 @@ class Optimizer:
             post_hook(self)
 
     def __repr__(self) -> str:
+        # PyTorch's text: each group opens with a newline and each entry ends with one, so
+        # groups after the first are set off by a blank line
         out = type(self).__name__ + " ("
         for i, g in enumerate(self.param_groups):
-            out += f"\nParameter Group {i}"
+            out += f"\nParameter Group {i}\n"
             for k in sorted(g):
                 if k != "params":
-                    out += f"\n    {k}: {g[k]}"
-        return out + "\n)"
+                    out += f"    {k}: {g[k]}\n"
+        return out + ")"
 
 
 def _add_hook(table: OrderedDict, hook: Callable, prepend: bool) -> RemovableHandle:
@@ -398,6 +400,19 @@ def _cast_state(p: Tensor, name: str, value, step_f32: bool = False):
         return value.to(dtypes.float32) if step_f32 else value
     dt = p.dtype if value.dtype.is_floating_point else value.dtype
     return value.detach().to(p.device, dt).clone()
+
+
+def check_tensor_lr(lr, foreach: bool | None = None, capturable: bool = False) -> None:
+    """PyTorch's first check on a Tensor ``lr``: it must hold one element (a longer one
+    would reach the ``lr < 0`` check as an ambiguous truth value). Adam / AdamW pass
+    ``foreach`` and ``capturable``: their Tensor lr is refused with ``foreach=True`` unless
+    ``capturable=True``, as PyTorch's."""
+    if isinstance(lr, Tensor):
+        if foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and "
+                             "foreach=True")
+        if lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
 
 
 def check_implementation_flags(name: str, foreach=None, fused=None, capturable: bool = False,

@@ -10,6 +10,7 @@ from tgrad.optim.optimizer import (
     _get_scalar_dtype,
     check_adam_args,
     check_implementation_flags,
+    check_tensor_lr,
 )
 
 
@@ -24,6 +25,7 @@ class RAdam(Optimizer):
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
+        check_tensor_lr(lr)
         check_implementation_flags("RAdam", foreach, None, capturable, differentiable)
         check_adam_args(lr, eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,

@@ -10,6 +10,7 @@ from tgrad.optim.optimizer import (
     _get_scalar_dtype,
     check_fused_param,
     check_implementation_flags,
+    check_tensor_lr,
 )
 
 
@@ -20,6 +21,7 @@ class RMSprop(Optimizer):
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False,
                  capturable: bool = False, foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False) -> None:
+        check_tensor_lr(lr)
         check_implementation_flags("RMSprop", foreach, None, capturable, differentiable)
         for name, value in (("learning rate", lr), ("epsilon value", eps),
                             ("momentum value", momentum), ("weight_decay value", weight_decay),
@@ -68,6 +70,7 @@ class Adagrad(Optimizer):
                  initial_accumulator_value: float = 0, eps: float = 1e-10,
                  foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, fused: bool | None = None) -> None:
+        check_tensor_lr(lr)
         check_implementation_flags("Adagrad", foreach, fused, False, differentiable)
         for name, value in (("learning rate", lr), ("lr_decay value", lr_decay),
                             ("weight_decay value", weight_decay),

@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from tgrad.optim import _functional
-from tgrad.optim.optimizer import Optimizer, _get_scalar_dtype, check_implementation_flags
+from tgrad.optim.optimizer import (
+    Optimizer,
+    _get_scalar_dtype,
+    check_implementation_flags,
+    check_tensor_lr,
+)
 
 
 class Rprop(Optimizer):
@@ -21,6 +26,7 @@ class Rprop(Optimizer):
                  step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False) -> None:
+        check_tensor_lr(lr)
         check_implementation_flags("Rprop", foreach, None, capturable, differentiable)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")

@@ -7,6 +7,7 @@ from tgrad.optim.optimizer import (
     Optimizer,
     check_fused_param,
     check_implementation_flags,
+    check_tensor_lr,
     required,
 )
 
@@ -22,6 +23,7 @@ class SGD(Optimizer):
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: bool | None = None, differentiable: bool = False,
                  fused: bool | None = None):
+        check_tensor_lr(lr)
         check_implementation_flags("SGD", foreach, fused, False, differentiable)
         if lr is not required and lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")

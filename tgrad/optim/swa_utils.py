@@ -162,16 +162,21 @@ class SWALR(LRScheduler):
         for lr, group in zip(_per_group("swa_lr", optimizer, swa_lr), optimizer.param_groups):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must by one of 'cos' or 'linear', instead got "
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got "
                              f"{anneal_epochs}")
-        self.anneal_strategy, self.anneal_epochs = anneal_strategy, anneal_epochs
+        # kept as "_anneal_strategy", PyTorch's state_dict key (a checkpoint loads across)
+        self._anneal_strategy, self.anneal_epochs = anneal_strategy, anneal_epochs
         super().__init__(optimizer, last_epoch)
 
+    @property
+    def anneal_strategy(self) -> str:
+        return self._anneal_strategy
+
     def _anneal(self, t: float) -> float:
-        return t if self.anneal_strategy == "linear" else (1 - math.cos(math.pi * t)) / 2
+        return t if self._anneal_strategy == "linear" else (1 - math.cos(math.pi * t)) / 2
 
     def get_lr(self) -> list:
         step = self._step_count - 1

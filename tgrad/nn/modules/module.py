@@ -573,19 +573,20 @@ class Module:
 
     def to(self, *args, **kwargs) -> Module:
         """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``; dtype changes apply to
-        floating point parameters and buffers only."""
+        floating point and complex parameters and buffers only (a floating point or complex
+        dtype, as PyTorch)."""
         from tgrad import dtypes as _dt
 
         for want in [x for x in args if isinstance(x, _dt.DType)] + (
                 [_dt.as_dtype(kwargs["dtype"])] if kwargs.get("dtype") is not None else []):
-            if not want.is_floating_point:  # PyTorch's check
+            if not (want.is_floating_point or want.is_complex):  # PyTorch's check
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, "
                                 f"but got desired dtype={want}")
 
         def conv(t: Tensor) -> Tensor:
-            a = [x for x in args if not (isinstance(x, _dt.DType) and not t.is_floating_point())]
-            kw = {k: v for k, v in kwargs.items()
-                  if not (k == "dtype" and not t.is_floating_point())}
+            keep = not (t.dtype.is_floating_point or t.dtype.is_complex)  # integer / bool
+            a = [x for x in args if not (isinstance(x, _dt.DType) and keep)]
+            kw = {k: v for k, v in kwargs.items() if not (k == "dtype" and keep)}
             return t.to(*a, **kw) if (a or kw) else t
         return self._apply(conv)
 
