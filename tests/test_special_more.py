@@ -291,6 +291,20 @@ def test_polynomial_large_n_conventions():
                                                           _t([7, 7, 8])).numpy(), [1, -1, 1])
 
 
+def test_polynomials_at_infinity_follow_the_recurrence():
+    """p_0 = 1 is 1 at x = +-inf too (was inf * 0 + 1 = NaN), so degree 2 is the recurrence's
+    infinite value: T_2 = 2x^2 - 1, H_2 = 4x^2 - 2, L_2 = (x^2 - 4x + 2) / 2, P_2 = ..."""
+    x = _t([math.inf, -math.inf])
+    for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                 "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+                 "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+                 "legendre_polynomial_p"):
+        np.testing.assert_array_equal(getattr(S, name)(x, 2).numpy(), [math.inf, math.inf],
+                                      err_msg=name)
+    np.testing.assert_array_equal(S.chebyshev_polynomial_t(x, 1).numpy(), [math.inf, -math.inf])
+    np.testing.assert_array_equal(S.hermite_polynomial_h(x, 0).numpy(), [1.0, 1.0])
+    assert np.isnan(S.legendre_polynomial_p(_t([math.nan]), 2).item())
+
 def test_no_graph_for_unary_functions():
     x = _t([0.5, 1.5], requires_grad=True)
     for name in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",

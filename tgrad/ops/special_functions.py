@@ -46,6 +46,7 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import float_input, rounded_to, widen_halves
 from tgrad.ops.bessel import i0, i1
+from tgrad.ops.creation import ones_like
 from tgrad.ops.extras import _tensors_in_result_dtype
 from tgrad.tensor import Tensor
 
@@ -543,7 +544,7 @@ def _chebyshev(kind: str, shifted: bool, x, n) -> Tensor:
                               ew.sin((nn + 0.5) * th) / ew.where(ew.ne(half_s, 0.0), half_s,
                                                                  1.0), fallback)
             q0 = y + y + 1.0
-        one = y * 0.0 + 1.0
+        one = ones_like(y)  # not y * 0 + 1: NaN at y = +-inf (T_2(inf) is inf)
         rec = _recurrence(nn, ew.logical_not(ew.logical_or(inside, ew.logical_or(top, bottom))),
                           one, q0, 2, lambda k, q, p: (y + y) * q - p)
         out = ew.where(ew.eq(nn, 0.0), 1.0, rec)
@@ -600,7 +601,7 @@ def _three_term(op: str, x, n, q0, first: int, step, ends=None, limit: bool = Fa
     1024 (halves), PyTorch's Hermite cut-off."""
     x, nn, half, dt = _poly_args(op, x, n)
     with no_grad():
-        one = x * 0.0 + 1.0
+        one = ones_like(x)  # not x * 0 + 1: NaN at x = +-inf (H_2(inf) is inf)
         q = q0(x)
         cap = {dtypes.float64: 512, dtypes.float32: 128}.get(dt, 1024)
         use = ew.le(nn, float(cap)) if limit else ew.ge(nn, 0.0)
