@@ -261,14 +261,14 @@ def test_einsum_size_one_labels_broadcast():
 
 
 @pytest.mark.parametrize("eq, shapes, err, msg", [
-    ("ij,jk->ik", [(2, 3)], ValueError, r"einsum\(\): fewer operands were provided"),
-    ("ij->ij", [(2, 3), (3,)], ValueError, r"einsum\(\): more operands were provided"),
-    ("ij->i", [(2, 3, 4)], ValueError, r"the number of subscripts in the equation \(2\) does "
-                                       r"not match the number of dimensions \(3\) for operand "
-                                       r"0 and no ellipsis was given"),
-    ("i1->i", [(2, 3)], ValueError, r"invalid subscript given at index 1"),
-    ("ij->k", [(2, 3)], ValueError, r"output subscript k does not appear in the equation"),
-    ("ij->ii", [(2, 3)], ValueError, r"output subscript i appears more than once"),
+    ("ij,jk->ik", [(2, 3)], RuntimeError, r"einsum\(\): fewer operands were provided"),
+    ("ij->ij", [(2, 3), (3,)], RuntimeError, r"einsum\(\): more operands were provided"),
+    ("ij->i", [(2, 3, 4)], RuntimeError, r"the number of subscripts in the equation \(2\) "
+                                         r"does not match the number of dimensions \(3\) for "
+                                         r"operand 0 and no ellipsis was given"),
+    ("i1->i", [(2, 3)], RuntimeError, r"invalid subscript given at index 1"),
+    ("ij->k", [(2, 3)], RuntimeError, r"output subscript k does not appear in the equation"),
+    ("ij->ii", [(2, 3)], RuntimeError, r"output subscript i appears more than once"),
     ("ij,jk->ik", [(2, 3), (4, 5)], RuntimeError, r"subscript j has size 4 for operand 1 which "
                                                   r"does not broadcast with previously seen "
                                                   r"size 3"),

@@ -538,3 +538,25 @@ def test_matrix_rank_deprecated_tol():
         LA.matrix_rank(a, tol=0.5, atol=0.1)
     with pytest.raises(TypeError, match="invalid combination"):
         LA.matrix_rank(a, 0.5, rtol=0.1)
+
+
+def test_norm_with_a_string_ord_is_a_matrix_norm_and_dim_lengths_are_checked():
+    """PyTorch: linalg.norm with ord 'fro' / 'nuc' is always matrix_norm (its errors for 1-D
+    input or an int dim); a dim of length 3 is refused; a numeric ord on 2-D is a matrix norm."""
+    x = RNG.standard_normal((2, 3, 4))
+    with pytest.raises(RuntimeError, match=r"^linalg\.matrix_norm: The input tensor A must "
+                       r"have at least 2 dimensions\.$"):
+        LA.norm(_t([1.0, 2.0]), "fro")
+    with pytest.raises(RuntimeError, match=r"^linalg\.matrix_norm: dim must be a 2-tuple\. "
+                       r"Got 1$"):
+        LA.norm(_t(x), "nuc", dim=1)
+    with pytest.raises(RuntimeError, match=r"^linalg\.norm: If dim is not specified but ord "
+                       r"is, the input must be 1D or 2D\. Got 3D\.$"):
+        LA.norm(_t(x), "fro")
+    with pytest.raises(RuntimeError, match=r"^linalg\.norm: If dim is specified, it must be "
+                       r"of length 1 or 2\. Got \[0, 1, 2\]$"):
+        LA.norm(_t(x), 2, dim=(0, 1, 2))
+    np.testing.assert_allclose(LA.norm(_t(x), "fro", dim=(0, 2)).numpy(),
+                               np.sqrt((x ** 2).sum((0, 2))), rtol=1e-12)
+    np.testing.assert_allclose(LA.norm(_t(x[0]), 1).numpy(), np.abs(x[0]).sum(0).max(),
+                               rtol=1e-12)

@@ -358,3 +358,19 @@ def test_lu_errors():
     r = _t(RNG.standard_normal((3, 2)), requires_grad=True)
     with pytest.raises(NotImplementedError, match=r"backward of a 3 x 2 \(non-square\)"):
         LA.lu_factor_ex(r).LU.sum().backward()
+
+
+def test_solve_ex_info_has_the_batch_shape_of_a_not_of_the_broadcast():
+    """PyTorch factors A once: info is A's batch shape even when B broadcasts A's batch
+    (A (3, 3) with B (2, 3, 2) gives info of shape (), not (2,))."""
+    a = _mat(3) + 3 * np.eye(3)
+    b = RNG.standard_normal((2, 3, 2))
+    res = LA.solve_ex(_t(a), _t(b))
+    assert res.info.shape == () and res.info.dtype == tgrad.int32 and res.info.item() == 0
+    np.testing.assert_allclose(res.result.numpy(), np.linalg.solve(a, b), rtol=1e-10)
+    a2 = np.stack([a, np.zeros((3, 3))])[:, None]  # (2, 1, 3, 3), the second singular
+    res = LA.solve_ex(_t(a2), _t(RNG.standard_normal((5, 3, 2))))
+    assert res.result.shape == (2, 5, 3, 2) and res.info.shape == (2, 1)
+    assert res.info.tolist() == [[0], [1]]
+    assert LA.solve_ex(_t(a[None]), _t(b)).info.shape == (1,)
+    assert LA.solve_ex(_t(np.stack([a, a])), _t(b[0])).info.shape == (2,)

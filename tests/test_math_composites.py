@@ -308,6 +308,35 @@ def test_addr_beta_zero_non_contiguous_ints_gradients_and_errors():
         tgrad.addr(tgrad.zeros(3, 3), tgrad.zeros(2), tgrad.zeros(3))
 
 
+
+def test_addr_bool_and_complex_scalars():
+    """PyTorch: bool addr is (beta and input) or (alpha and vec1 vec2^T); a bool vector with
+    an int input promotes; complex tensors take float (and complex) beta / alpha."""
+    inp = np.array([[True, False], [False, True]])
+    u, v = np.array([True, False]), np.array([False, True])
+    outer = np.outer(u, v)
+    got = tgrad.addr(tgrad.tensor(inp), tgrad.tensor(u), tgrad.tensor(v))
+    assert got.dtype is tgrad.bool and got.tolist() == (inp | outer).tolist()
+    got = tgrad.addr(tgrad.tensor(inp), tgrad.tensor(u), tgrad.tensor(v), beta=0)
+    assert got.tolist() == outer.tolist()
+    got = tgrad.addr(tgrad.tensor(inp), tgrad.tensor(u), tgrad.tensor(v), alpha=False)
+    assert got.tolist() == inp.tolist()
+    got = tgrad.addr(tgrad.tensor(inp.astype(np.int32)), tgrad.tensor(u), tgrad.tensor(v))
+    assert got.dtype is tgrad.int32 and got.tolist() == (inp + outer).astype(int).tolist()
+    c = _randn(2, 3) + 1j * _randn(2, 3)
+    a, b = _randn(2) + 1j * _randn(2), _randn(3) + 1j * _randn(3)
+    want = 0.5 * c + (2 - 1j) * np.outer(a, b)
+    _same(tgrad.addr(_t(c), _t(a), _t(b), beta=0.5, alpha=2 - 1j), want)
+    m1, m2 = _randn(2, 4) + 1j * _randn(2, 4), _randn(4, 3)
+    want = 1.5 * c + 0.25 * (m1 @ m2)
+    _same(tgrad.addmm(_t(c), _t(m1), _t(m2).to(tgrad.complex128), beta=1.5, alpha=0.25), want)
+    _same(tgrad.addmv(_t(c[:, 0]), _t(m1), _t(m2[:, 0]).to(tgrad.complex128), beta=0.5,
+                      alpha=2.0), 0.5 * c[:, 0] + 2.0 * (m1 @ m2[:, 0]))
+    _same(tgrad.baddbmm(_t(c), _t(m1[None]), _t(m2[None]).to(tgrad.complex128), beta=0.5),
+          0.5 * c + (m1 @ m2)[None])
+    _checks(lambda x, y, z: tgrad.addmm(x, y, z, beta=0.7, alpha=1.3), _leaf(c),
+            _leaf(m1), _leaf(m2 + 0j))
+
 # ------------------------------------------------------------------------------ chain_matmul
 def test_chain_matmul_values_order_gradients_and_errors():
     ms = [_randn(17, 1), _randn(1, 33), _randn(33, 5), _randn(5, 3)]

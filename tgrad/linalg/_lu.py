@@ -212,11 +212,16 @@ def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
 
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> SolveEx:
     """(X, info): X with A X = B (left=False: X A = B) and, per matrix, 0 or the 1-based
-    index of the first zero pivot of A's LU factorisation (int32, batch shape). A singular
+    index of the first zero pivot of A's LU factorisation (int32, A's own batch shape). A singular
     A gives inf/NaN in X instead of an error, unless ``check_errors``."""
     op = "linalg.solve_ex" if not check_errors else "linalg.solve"
+    a_batch = tuple(A.shape[:-2]) if isinstance(A, Tensor) else ()
     A, B, vector = _solve_operands(op, A, B, left)
     X, info = LinalgSolve.apply(A, B)
+    if tuple(info.shape) != a_batch:  # B broadcast A's batch: info has A's own batch shape
+        lead = info.ndim - len(a_batch)  # as PyTorch (the copies of a matrix share one info)
+        info = info[(0,) * lead + tuple(slice(0, 1) if a == 1 else slice(None)
+                                        for a in a_batch)]
     if check_errors:
         _raise_singular("torch.linalg.solve", info, "The solver failed because the input "
                         "matrix is singular.")

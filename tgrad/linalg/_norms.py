@@ -109,21 +109,26 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *,  # noqa: A002
     when dim is None)."""
     op = "linalg.norm"
     require_tensor(op, A)
+    given = dim
     if isinstance(dim, int):
         dim = (dim,)
     if dim is not None:
         dim = tuple(dim)
-        if len(dim) == 2:
-            return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
-        return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
-    if ord is None:
-        return vector_norm(A, 2, None, keepdim, dtype=dtype)
-    if A.ndim not in (1, 2):
+        if len(dim) not in (1, 2):
+            raise RuntimeError(f"{op}: If dim is specified, it must be of length 1 or 2. Got "
+                               f"{list(dim)}")
+    elif ord is not None and A.ndim not in (1, 2):
         raise RuntimeError(f"{op}: If dim is not specified but ord is, the input must be 1D "
                            f"or 2D. Got {A.ndim}D.")
-    if A.ndim == 2:
-        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
-    return vector_norm(A, ord, None, keepdim, dtype=dtype)
+    if isinstance(ord, str):  # PyTorch: a string ord is always a matrix norm
+        return matrix_norm(A, ord, (-2, -1) if dim is None else given, keepdim, dtype=dtype)
+    if dim is None:
+        if ord is None:
+            return vector_norm(A, 2, None, keepdim, dtype=dtype)
+        dim = (-2, -1) if A.ndim == 2 else None
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:  # noqa: A002

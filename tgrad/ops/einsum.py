@@ -35,28 +35,28 @@ def _parse(equation: str, operands: tuple) -> tuple[list, list]:
     terms = lhs.split(",")
     if len(terms) != len(operands):
         word = "more" if len(operands) > len(terms) else "fewer"
-        raise ValueError(f"einsum(): {word} operands were provided than specified in the "
-                         f"equation ({len(operands)} operands, {len(terms)} in '{equation}')")
+        raise RuntimeError(f"einsum(): {word} operands were provided than specified in the "
+                           f"equation ({len(operands)} operands, {len(terms)} in '{equation}')")
     n_ell = 0
     for k, (term, t) in enumerate(zip(terms, operands)):
         plain = term.replace("...", "")
         for c in plain:
             if c not in _LETTERS:
-                raise ValueError(f"einsum(): invalid subscript given at index "
-                                 f"{eq.index(c)} in the equation string, subscripts must be "
-                                 f"in [a-zA-Z]")
+                raise RuntimeError(f"einsum(): invalid subscript given at index "
+                                   f"{eq.index(c)} in the equation string, subscripts must be "
+                                   f"in [a-zA-Z]")
         if "..." in term:
             if term.count("...") > 1:
-                raise ValueError(f"einsum(): found more than one '...' in operand {k}")
+                raise RuntimeError(f"einsum(): found more than one '...' in operand {k}")
             n_ell = max(n_ell, t.ndim - len(plain))
             if t.ndim < len(plain):
-                raise ValueError(f"einsum(): the number of subscripts in the equation "
-                                 f"({len(plain)}) is more than the number of dimensions "
-                                 f"({t.ndim}) for operand {k}")
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                                   f"({len(plain)}) is more than the number of dimensions "
+                                   f"({t.ndim}) for operand {k}")
         elif len(plain) != t.ndim:
-            raise ValueError(f"einsum(): the number of subscripts in the equation "
-                             f"({len(plain)}) does not match the number of dimensions "
-                             f"({t.ndim}) for operand {k} and no ellipsis was given")
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                               f"({len(plain)}) does not match the number of dimensions "
+                               f"({t.ndim}) for operand {k} and no ellipsis was given")
     ell = [chr(0x2460 + i) for i in range(n_ell)]  # private labels, never letters
     labels = []
     for term, t in zip(terms, operands):
@@ -69,13 +69,13 @@ def _parse(equation: str, operands: tuple) -> tuple[list, list]:
         seen = set()
         for c in out:
             if c in _LETTERS and not any(c in ls for ls in labels):
-                raise ValueError(f"einsum(): output subscript {c} does not appear in the "
-                                 f"equation for any input operand")
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   f"equation for any input operand")
             if c in seen:
-                raise ValueError(f"einsum(): output subscript {c} appears more than once in "
-                                 f"the output")
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
+                                   f"the output")
             if c not in _LETTERS and c not in ell:
-                raise ValueError(f"einsum(): invalid subscript '{c}' in the output")
+                raise RuntimeError(f"einsum(): invalid subscript '{c}' in the output")
             seen.add(c)
     else:
         counts: dict = {}

@@ -23,6 +23,8 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
+from tgrad.autograd.function import expandable
+from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     broadcast_or_raise,
     require_tensor,
@@ -160,18 +162,27 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 @autocast_policy("lower", cpu=None)
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * outer(vec1, vec2): vec1 (n,), vec2 (m,), input broadcast to
-    (n, m) -> (n, m). beta = 0 ignores input's values (NaN/inf too), as PyTorch."""
+    (n, m) -> (n, m). beta = 0 ignores input's values (NaN/inf too), as PyTorch; bool tensors
+    give (beta and input) or (alpha and vec1 vec2^T)."""
     require_tensor("addr", input)
     for name, v in (("vec1", vec1), ("vec2", vec2)):
         require_tensor("addr", v, name, None)
         if v.ndim != 1:
             raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.ndim}-D")
-    if not dtypes.result_type(input, vec1, vec2).is_floating_point:
+    rt = dtypes.result_type(input, vec1, vec2)
+    if not (rt.is_floating_point or rt.is_complex):
         for name, s in (("beta", beta), ("alpha", alpha)):
             if isinstance(s, float):
                 raise RuntimeError(f"For integral input tensors, argument {name} must not "
                                    f"be a floating point number.")
     same_device("addr", input, vec1, vec2)
+    if rt == dtypes.bool_:  # PyTorch: (beta and input) or (alpha and vec1 vec2^T)
+        outer = ew.logical_and(ew.logical_and(vec1.unsqueeze(1), vec2.unsqueeze(0)), bool(alpha))
+        if not expandable(input.shape, outer.shape):
+            raise RuntimeError(f"addr: the input of shape {list(input.shape)} can't be "
+                               f"expanded to the product's shape {list(outer.shape)}")
+        return ew.logical_or(outer, ew.logical_and(input, bool(beta)))
+    vec1, vec2 = (v.to(rt) if v.dtype == dtypes.bool_ else v for v in (vec1, vec2))  # matmul
     return _scaled_sum("addr", input, vec1.unsqueeze(1), vec2.unsqueeze(0), beta, alpha)
 
 

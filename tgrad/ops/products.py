@@ -74,7 +74,8 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
     once; beta == 0 ignores input's values (its NaN/inf too) but keeps it in the graph
     (a zero gradient), as PyTorch. Integer tensors with a float beta or alpha raise addr's
     error (PyTorch's addmm & co truncate the scalar silently instead)."""
-    if not dtypes.result_type(input, a, b).is_floating_point:
+    rt = dtypes.result_type(input, a, b)
+    if not (rt.is_floating_point or rt.is_complex):
         for name, s in (("beta", beta), ("alpha", alpha)):
             if isinstance(s, float):
                 raise RuntimeError(f"{op}: For integral input tensors, argument {name} must "
