@@ -532,6 +532,37 @@ def test_inplace_into_an_overlapping_view_raises_pytorch_error():
     assert tgrad.zeros(1, 0).expand(3, 0).add_(1).shape == (3, 0)
 
 
+def test_inplace_into_a_self_overlapping_strided_view_raises():
+    # unfold windows that overlap (step < size) and as_strided views with overlapping
+    # strides reach one memory element from two indices: an in-place write there would be
+    # ambiguous and its gradient wrong (PyTorch only detects stride-0 dims: it multiplies
+    # such an element twice), so tgrad gives PyTorch's overlap error for these too
+    msg = "more than one element of the written-to tensor refers to a single memory location"
+    a = tgrad.tensor(np.arange(1.0, 7.0), requires_grad=True)
+    b = a * 1
+    for write in (lambda: b.unfold(0, 2, 1).mul_(3.0),
+                  lambda: b.as_strided((2, 3), (1, 1)).add_(1.0),
+                  lambda: b.as_strided((2, 2, 2), (2, 1, 1)).copy_(tgrad.zeros(2, 2, 2, dtype=D)),
+                  lambda: b.detach().unfold(0, 3, 2).add_(1)):
+        with pytest.raises(RuntimeError, match=msg):
+            write()
+    np.testing.assert_array_equal(b.detach().numpy(), np.arange(1.0, 7.0))  # nothing written
+    # views that do not overlap themselves still take in-place writes: windows with
+    # step >= size, strides that interleave without a shared element, zero_ (one value)
+    b.unfold(0, 2, 2).mul_(3.0)
+    b.as_strided((2, 2), (1, 2), 1)[:, 1].add_(1.0)  # elements 3 and 4 (0-based)
+    b.sum().backward()
+    np.testing.assert_array_equal(b.detach().numpy(), [3.0, 6.0, 9.0, 13.0, 16.0, 18.0])
+    np.testing.assert_array_equal(a.grad.numpy(), [3.0] * 6)
+    x = tgrad.zeros(6)
+    x.unfold(0, 3, 1).zero_()
+    x.as_strided((3, 2), (1, 1)).fill_(2.0)
+    np.testing.assert_array_equal(x.numpy(), [2.0] * 4 + [0.0] * 2)
+    y = tgrad.zeros(11)
+    y.as_strided((3, 3), (3, 2)).add_(1.0)  # offsets 0 2 4 3 5 7 6 8 10: all different
+    np.testing.assert_array_equal(y.numpy(), [1, 0, 1, 1, 1, 1, 1, 1, 1, 0, 1])
+
+
 def test_repeat_and_tile_with_empty_sizes_on_0d():
     x = tgrad.tensor(3.0, dtype=D, requires_grad=True)
     for y in (x.repeat(()), x.repeat([]), x.tile(()), tgrad.tile(x, ())):
