@@ -279,6 +279,24 @@ def test_split_chunk_semantics():
         x.chunk(0)
     with pytest.raises(RuntimeError, match="narrow.*exceeds dimension size"):
         x.narrow(0, 8, 3)
+    # PyTorch: a start outside [-size, size] is an IndexError, a negative length a
+    # RuntimeError; start == size gives an empty piece; a 0-d int tensor start works
+    for start in (11, -11):
+        with pytest.raises(IndexError, match=rf"narrow\(\): start out of range \(expected to "
+                                             rf"be in range of \[-10, 10\], but got {start}\)"):
+            x.narrow(0, start, 0)
+    with pytest.raises(RuntimeError, match=r"narrow\(\): length must be non-negative"):
+        x.narrow(0, 1, -1)
+    assert x.narrow(0, 10, 0).shape == (0,)
+    np.testing.assert_array_equal(_np(x.narrow(0, -10, 2)), [0.0, 1.0])
+    np.testing.assert_array_equal(_np(x.narrow(0, tgrad.tensor(-2), 2)), [8.0, 9.0])
+    with pytest.raises(IndexError, match=r"expected to be in range of \[0, 0\], but got -1"):
+        tgrad.zeros(0, 3).narrow(0, -1, 0)
+
+
+def test_diag_embed_of_a_0d_tensor_is_an_index_error():
+    with pytest.raises(IndexError, match="diag_embed: input must be at least 1-dimensional"):
+        tgrad.diag_embed(tgrad.tensor(1.0))
 
 
 def test_split_grad_flows_to_all_pieces():
