@@ -51,6 +51,66 @@ def test_shape_helpers():
     assert tgrad.flipud(x).tolist() == [[4, 5, 6], [1, 2, 3]]
 
 
+def test_repeat_interleave_output_size_is_checked():
+    # output_size (PyTorch's hint to skip a device sync) must equal the repeated length:
+    # sum(repeats), or repeats * size along dim; PyTorch raises otherwise
+    x = tgrad.tensor([[1, 2, 3], [4, 5, 6]])
+    assert x.repeat_interleave(2, dim=1, output_size=6).tolist() == \
+        [[1, 1, 2, 2, 3, 3], [4, 4, 5, 5, 6, 6]]
+    assert x.repeat_interleave(tgrad.tensor([0, 2]), dim=0, output_size=2).tolist() == \
+        [[4, 5, 6], [4, 5, 6]]
+    assert tgrad.repeat_interleave(tgrad.tensor([1, 2]), output_size=3).tolist() == [0, 1, 1]
+    for call, want, got in [
+            (lambda: x.repeat_interleave(2, dim=1, output_size=5), 6, 5),
+            (lambda: x.repeat_interleave(2, output_size=5), 12, 5),
+            (lambda: x.repeat_interleave(tgrad.tensor([1, 2]), dim=0, output_size=4), 3, 4),
+            (lambda: x.repeat_interleave(tgrad.tensor(3), dim=0, output_size=2), 6, 2),
+            (lambda: tgrad.repeat_interleave(tgrad.tensor([1, 2]), output_size=4), 3, 4)]:
+        with pytest.raises(RuntimeError, match=rf"repeat_interleave: Invalid output_size, "
+                                               rf"expected {want} but got {got}"):
+            call()
+
+
+def test_index_put_takes_only_tensor_indices():
+    # PyTorch's index_put_ takes a tuple of index tensors: None, ints, slices and lists are
+    # TypeErrors (a None used to be read as NumPy's newaxis and fail on the value's shape)
+    x = tgrad.zeros(3, 4)
+    for bad, name in [(None, "NoneType"), (0, "int"), (slice(None), "slice"), ([0, 1], "list")]:
+        for acc in (False, True):
+            with pytest.raises(TypeError, match=rf"index_put_\(\): expected Tensor as element 1 "
+                                                rf"in argument 0 \(indices\), but got {name}"):
+                x.index_put((tgrad.tensor([0]), bad), tgrad.tensor(1.0), accumulate=acc)
+    assert not x.any().item()
+    y = x.index_put((tgrad.tensor([0, 2]), tgrad.tensor([1, 1])), tgrad.tensor(2.0),
+                    accumulate=True)
+    want = np.zeros((3, 4), dtype=np.float32)
+    want[[0, 2], [1, 1]] += 2.0
+    np.testing.assert_array_equal(y.numpy(), want)
+
+
+def test_out_of_place_index_writes_are_new_tensors_not_views():
+    # index_fill/index_copy return new memory, as PyTorch's (no _base, not a view)
+    x = tgrad.zeros(3, 4)
+    for y in (x.index_fill(0, tgrad.tensor([1]), 2.0),
+              x.index_copy(1, tgrad.tensor([3, 0]), tgrad.ones(3, 2))):
+        assert y._base is None and not y._is_view() and y.is_contiguous()
+        y.add_(1.0)
+    assert not x.any().item()
+    v = x[1:]
+    assert v._is_view() and v._base is x and not x._is_view()
+
+
+def test_flatten_of_a_0d_tensor_checks_its_dims():
+    # a 0-d tensor flattens to shape (1,); its dims wrap as one dim: 0 and -1 only
+    x = tgrad.tensor(2.5)
+    for args in [(), (0,), (-1,), (0, -1), (-1, 0)]:
+        assert x.flatten(*args).tolist() == [2.5]
+    for args in [(1,), (0, 1), (-2,)]:
+        with pytest.raises(IndexError, match=r"flatten: Dimension out of range \(expected to "
+                                             r"be in range of \[-1, 0\]"):
+            x.flatten(*args)
+
+
 @pytest.mark.parametrize("call, err, msg", [
     (lambda: tgrad.take(tgrad.ones(2, 2), tgrad.tensor([4])), IndexError,
      r"take\(\): index 4 out of range for tensor of size \[2, 2\]"),

@@ -279,6 +279,24 @@ def test_split_chunk_semantics():
         x.chunk(0)
     with pytest.raises(RuntimeError, match="narrow.*exceeds dimension size"):
         x.narrow(0, 8, 3)
+    # PyTorch: a start outside [-size, size] is an IndexError, a negative length a
+    # RuntimeError; start == size gives an empty piece; a 0-d int tensor start works
+    for start in (11, -11):
+        with pytest.raises(IndexError, match=rf"narrow\(\): start out of range \(expected to "
+                                             rf"be in range of \[-10, 10\], but got {start}\)"):
+            x.narrow(0, start, 0)
+    with pytest.raises(RuntimeError, match=r"narrow\(\): length must be non-negative"):
+        x.narrow(0, 1, -1)
+    assert x.narrow(0, 10, 0).shape == (0,)
+    np.testing.assert_array_equal(_np(x.narrow(0, -10, 2)), [0.0, 1.0])
+    np.testing.assert_array_equal(_np(x.narrow(0, tgrad.tensor(-2), 2)), [8.0, 9.0])
+    with pytest.raises(IndexError, match=r"expected to be in range of \[0, 0\], but got -1"):
+        tgrad.zeros(0, 3).narrow(0, -1, 0)
+
+
+def test_diag_embed_of_a_0d_tensor_is_an_index_error():
+    with pytest.raises(IndexError, match="diag_embed: input must be at least 1-dimensional"):
+        tgrad.diag_embed(tgrad.tensor(1.0))
 
 
 def test_split_grad_flows_to_all_pieces():
@@ -530,6 +548,37 @@ def test_inplace_into_an_overlapping_view_raises_pytorch_error():
     assert not x.any().item()
     # an empty expanded view has nothing to write
     assert tgrad.zeros(1, 0).expand(3, 0).add_(1).shape == (3, 0)
+
+
+def test_inplace_into_a_self_overlapping_strided_view_raises():
+    # unfold windows that overlap (step < size) and as_strided views with overlapping
+    # strides reach one memory element from two indices: an in-place write there would be
+    # ambiguous and its gradient wrong (PyTorch only detects stride-0 dims: it multiplies
+    # such an element twice), so tgrad gives PyTorch's overlap error for these too
+    msg = "more than one element of the written-to tensor refers to a single memory location"
+    a = tgrad.tensor(np.arange(1.0, 7.0), requires_grad=True)
+    b = a * 1
+    for write in (lambda: b.unfold(0, 2, 1).mul_(3.0),
+                  lambda: b.as_strided((2, 3), (1, 1)).add_(1.0),
+                  lambda: b.as_strided((2, 2, 2), (2, 1, 1)).copy_(tgrad.zeros(2, 2, 2, dtype=D)),
+                  lambda: b.detach().unfold(0, 3, 2).add_(1)):
+        with pytest.raises(RuntimeError, match=msg):
+            write()
+    np.testing.assert_array_equal(b.detach().numpy(), np.arange(1.0, 7.0))  # nothing written
+    # views that do not overlap themselves still take in-place writes: windows with
+    # step >= size, strides that interleave without a shared element, zero_ (one value)
+    b.unfold(0, 2, 2).mul_(3.0)
+    b.as_strided((2, 2), (1, 2), 1)[:, 1].add_(1.0)  # elements 3 and 4 (0-based)
+    b.sum().backward()
+    np.testing.assert_array_equal(b.detach().numpy(), [3.0, 6.0, 9.0, 13.0, 16.0, 18.0])
+    np.testing.assert_array_equal(a.grad.numpy(), [3.0] * 6)
+    x = tgrad.zeros(6)
+    x.unfold(0, 3, 1).zero_()
+    x.as_strided((3, 2), (1, 1)).fill_(2.0)
+    np.testing.assert_array_equal(x.numpy(), [2.0] * 4 + [0.0] * 2)
+    y = tgrad.zeros(11)
+    y.as_strided((3, 3), (3, 2)).add_(1.0)  # offsets 0 2 4 3 5 7 6 8 10: all different
+    np.testing.assert_array_equal(y.numpy(), [1, 0, 1, 1, 1, 1, 1, 1, 1, 0, 1])
 
 
 def test_repeat_and_tile_with_empty_sizes_on_0d():

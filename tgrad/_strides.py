@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 
 def contiguous_strides(shape: tuple) -> tuple:
     """C-contiguous element strides of ``shape`` (a size-0 dim counted as 1, as PyTorch)."""
@@ -94,3 +96,26 @@ def expand_strides(shape: tuple, strides: tuple, new: tuple):
         elif n == 1 and i + 1 < len(new):
             out[i] = new[i + 1] * out[i + 1]
     return tuple(out)
+
+
+def has_internal_overlap(shape: tuple, strides: tuple) -> bool:
+    """Whether two different indices of (shape, strides) reach one memory element (an
+    expanded dim, overlapping unfold windows, an as_strided view). Dims sorted by stride
+    that each step past all the smaller ones cannot overlap (any dense or sliced layout);
+    otherwise the offsets are counted (rare)."""
+    dims = sorted((abs(st), n) for n, st in zip(shape, strides) if n != 1)
+    if not dims or any(n == 0 for _, n in dims):
+        return False
+    reach = 0  # the largest offset the dims seen so far reach
+    for st, n in dims:
+        if st <= reach:
+            break
+        reach += st * (n - 1)
+    else:
+        return False
+    if any(st == 0 for st, _ in dims):
+        return True
+    offsets = np.zeros(1, dtype=np.int64)
+    for st, n in dims:
+        offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * st).reshape(-1)
+    return np.unique(offsets).size < offsets.size

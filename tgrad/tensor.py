@@ -319,6 +319,11 @@ class Tensor:
             storage = CountedInferenceStorage(storage.root)
         return Tensor(self._data, storage, self.device)
 
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another (PyTorch's Tensor._is_view: ``_base`` is
+        set)."""
+        return self._base is not None
+
     def detach_(self) -> Tensor:
         if self._base is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")

@@ -229,7 +229,7 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
     if repeats is None:
         dt = input.dtype if input.dtype in (dtypes.int32, dtypes.int64) else dtypes.int64
         return repeat_interleave(arange(input.numel(), dtype=dt, device=input.device), input,
-                                 0)
+                                 0, output_size=output_size)
     if isinstance(repeats, Tensor) and repeats.ndim > 1:
         raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
     if dim is not None and input.ndim == 0:
@@ -245,6 +245,7 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
         if counts.size == 1:
             repeats = int(counts[0])
         else:
+            _check_output_size(output_size, int(counts.sum()))
             if counts.size != x.shape[d]:
                 raise RuntimeError(f"repeats must have the same size as input along dim, but "
                                    f"got repeats.size(0) = {counts.size} and input.size({d}) "
@@ -258,10 +259,19 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
                         f"Tensor, not {type(repeats).__name__}")
     if repeats < 0:
         raise RuntimeError("repeats can not be negative")
+    _check_output_size(output_size, x.shape[d] * repeats)
     shape = list(x.shape)
     wide = shape[:d + 1] + [repeats] + shape[d + 1:]
     out = x.unsqueeze(d + 1).expand(wide)
     return cp.own_copy(out.reshape(shape[:d] + [shape[d] * repeats] + shape[d + 1:]), input)
+
+
+def _check_output_size(output_size: int | None, total: int) -> None:
+    """repeat_interleave's ``output_size`` (the repeated length along dim, a hint in
+    PyTorch) must be the length the repeats give: PyTorch's error otherwise."""
+    if output_size is not None and output_size != total:
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {total} but got "
+                           f"{output_size}")
 
 
 @tensor_method("take")
@@ -364,7 +374,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
     unique = tensor(np.unique(key[-1].numpy(force=True)), device=x.device)
     out = x.clone()
     out[key[:-1] + (unique,)] = value
-    return out.reshape(input.shape)
+    return out.reshape(()) if input.ndim == 0 else out  # (no view of out when not 0-d)
 
 
 @tensor_method("index_copy")
@@ -381,7 +391,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
                            f"{input.dtype.name}")
     out = x.clone()
     out[key] = src
-    return out.reshape(input.shape)
+    return out.reshape(()) if input.ndim == 0 else out  # (no view of out when not 0-d)
 
 
 @tensor_method("index_put")
@@ -397,6 +407,10 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put_(): argument 'indices' must be tuple of Tensors, not "
                         f"{type(indices).__name__}")
+    for i, k in enumerate(indices):  # PyTorch takes no None, int, slice or list here
+        if not isinstance(k, Tensor):
+            raise TypeError(f"index_put_(): expected Tensor as element {i} in argument 0 "
+                            f"(indices), but got {type(k).__name__}")
     if isinstance(values, Tensor) and values.dtype is not self.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{self.dtype.name} for the destination and {values.dtype.name} "

@@ -25,9 +25,11 @@ __all__ = ["index_select", "gather", "select", "take_along_dim", "scatter_add", 
            "index_add", "nonzero", "argwhere"]
 
 
-def _check_index(op: str, input: Tensor, index, dim: int, size: int) -> None:  # noqa: A002
+def _check_index(op: str, input: Tensor, index, dim: int, size: int,  # noqa: A002
+                 error: type = RuntimeError) -> None:
     """An int32/int64 tensor on input's device with every value in [0, size) (PyTorch's
-    RuntimeError, as gather, scatter*, index_select and index_add raise it)."""
+    RuntimeError, as gather, scatter* and index_add raise it; index_select's is an
+    IndexError, ``error``)."""
     if not isinstance(index, Tensor) or index.dtype not in (dtypes.int64, dtypes.int32):
         got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {got}")
@@ -36,8 +38,8 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int) -> None:  #
         lo, hi = int(index.min()), int(index.max())  # on a GPU: one synchronizing read each
         bad = lo if lo < 0 else hi if hi >= size else None
         if bad is not None:
-            raise RuntimeError(f"{op}(): index {bad} is out of bounds for dimension {dim} "
-                               f"with size {size}")
+            raise error(f"{op}(): index {bad} is out of bounds for dimension {dim} with "
+                        f"size {size}")
 
 
 def _along_key(index: Tensor, dim: int, device) -> tuple:
@@ -78,7 +80,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A00
     if isinstance(index, Tensor) and index.ndim > 1:
         raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
                          f"{list(index.shape)}")
-    _check_index("index_select", input, index, d, input.shape[d] if input.ndim else 1)
+    _check_index("index_select", input, index, d, input.shape[d] if input.ndim else 1,
+                 IndexError)
     if input.ndim == 0:
         if index.numel() != 1:
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._strides import has_internal_overlap
 from tgrad.autograd import function as _function
 from tgrad.autograd.copy_slices import rebase_base
 from tgrad.autograd.function import Function
@@ -66,14 +67,15 @@ _INFERENCE_VIEW = (
 
 
 def _write(t: Tensor, src_data, overlap_ok: bool = False) -> None:
-    """Store ``src_data`` into ``t``'s memory; PyTorch's error when ``t`` overlaps itself
-    (a dim of stride 0 and size > 1: an expanded view), as PyTorch's assert_no_internal_overlap
-    (on every backend), unless ``overlap_ok`` (a scalar fill: every element gets the same
-    value)."""
+    """Store ``src_data`` into ``t``'s memory; PyTorch's error when ``t`` overlaps itself,
+    as PyTorch's assert_no_internal_overlap (on every backend), unless ``overlap_ok`` (a
+    scalar fill: every element gets the same value). PyTorch only detects a dim of stride 0
+    and size > 1 (an expanded view); tgrad also refuses overlapping unfold windows and
+    as_strided views, whose write PyTorch applies several times to one element (and whose
+    gradient would be wrong)."""
     if type(t._storage) is InferenceStorage:
         check_not_inference(t)
-    if not overlap_ok and t._data.size and any(
-            st == 0 and n > 1 for n, st in zip(t.shape, t._data.strides)):
+    if not overlap_ok and t._data.size > 1 and has_internal_overlap(t.shape, t._data.strides):
         raise RuntimeError(_OVERLAP)
     if STATE.mutation_ctx is not None:  # allow_mutation_on_saved_tensors: clone saved first
         STATE.mutation_ctx.before_write(t)

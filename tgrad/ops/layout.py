@@ -181,8 +181,8 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     leading ones, in order."""
     offset = _int_arg("diag_embed", "offset", offset)
     if input.ndim == 0:
-        raise RuntimeError("diag_embed: input must be at least 1-dimensional (its last dim "
-                           "goes on the diagonal)")
+        raise IndexError("diag_embed: input must be at least 1-dimensional (its last dim "
+                         "goes on the diagonal)")
     nd = input.ndim + 1
     d1 = _wrap_dim(dim1, nd, "diag_embed")
     d2 = _wrap_dim(dim2, nd, "diag_embed")

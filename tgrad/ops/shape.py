@@ -441,7 +441,9 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:  # noqa: A002
 
 @tensor_method("flatten")
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:  # noqa: A002
-    if input.ndim == 0:
+    if input.ndim == 0:  # its dims wrap as one dim's (0 and -1), as PyTorch's
+        _wrap_dim(start_dim, 0, "flatten")
+        _wrap_dim(end_dim, 0, "flatten")
         return reshape(input, (1,))
     s = _wrap_dim(start_dim, input.ndim, "flatten")
     e = _wrap_dim(end_dim, input.ndim, "flatten")
@@ -562,9 +564,15 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, input.ndim, "narrow")
     size = input.shape[d]
+    start = _int_arg("narrow", "start", start)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -size <= start <= size:  # PyTorch's IndexError; a start past the end is not
+        raise IndexError(f"narrow(): start out of range (expected to be in range of "
+                         f"[{-size}, {size}], but got {start})")
     if start < 0:
         start += size
-    if not 0 <= start <= size or length < 0 or start + length > size:
+    if start + length > size:
         raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
                            f"size ({size}) of dimension {d} (tensor of shape "
                            f"{list(input.shape)}).")

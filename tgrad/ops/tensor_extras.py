@@ -72,9 +72,9 @@ def _flat_index(op: str, t: Tensor, index: Tensor, source: Tensor) -> Tensor:
                            f"self.dtype = {names[t.dtype]} and source.dtype = "
                            f"{names[source.dtype]}")
     if source.numel() != index.numel():
-        raise RuntimeError(f"{op}(): Expected source and index to have the same number of "
-                           f"elements, but got source.numel() = {source.numel()}, "
-                           f"index.numel() = {index.numel()}")
+        raise IndexError(f"{op}(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source.numel()}, "
+                         f"index.numel() = {index.numel()}")
     n = t.numel()
     if index.numel():
         lo, hi = int(index.min()), int(index.max())
