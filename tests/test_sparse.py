@@ -454,3 +454,150 @@ def test_index_select_narrow_copy_addmm():
     np.testing.assert_allclose(m.grad.numpy(), 2 * gw)
     np.testing.assert_allclose(d.grad.numpy(), 3 * DENSE.T @ gw)
     np.testing.assert_allclose(s.grad.to_dense().numpy(), 3 * (gw @ dn.T) * (DENSE != 0))
+
+
+# ---------------------------------------------------------------- differential-hunt fixes
+def test_to_sparse_of_empty_dense():
+    for shape, sd in (((0, 3), None), ((0, 3), 1), ((2, 0), None), ((0,), None)):
+        s = tgrad.zeros(*shape, dtype=tgrad.float64).to_sparse(sd)
+        assert s.shape == shape and s._nnz() == 0 and s.is_coalesced()
+        assert s.to_dense().numpy().shape == shape
+
+
+@pytest.mark.parametrize("fn", ["sin", "abs", "neg", "sqrt", "tanh", "square", "sign", "relu"])
+def test_top_level_unary_functions_on_sparse(fn):
+    s = tgrad.sparse_coo_tensor(IDX, [3.0, -4.0, 5.0, 1.0], (2, 3), dtype=tgrad.float64)
+    r = getattr(tgrad, fn)(s)
+    assert r.is_sparse and r.is_coalesced() == (fn != "neg")  # (neg: PyTorch's, uncoalesced)
+    ref = {"relu": lambda a: np.maximum(a, 0), "neg": np.negative}.get(fn, getattr(np, fn, None))
+    with np.errstate(invalid="ignore"):
+        want = ref(_dense_ref(IDX, [3.0, -4.0, 5.0, 1.0], (2, 3)))
+    np.testing.assert_allclose(r.to_dense().numpy(), want, rtol=1e-12, equal_nan=True)
+    with pytest.raises(NotImplementedError, match="aten::exp'.*SparseCPU"):
+        tgrad.exp(s)  # f(0) != 0: still PyTorch's error (the sparse method's)
+
+
+def test_inplace_unary_on_sparse():
+    s = _s().coalesce().clone()
+    want = np.sin(_dense_ref(IDX, VAL, (2, 3)))
+    assert s.sin_() is not None and np.allclose(s.to_dense().numpy(), want, rtol=1e-12)
+    u = _s()  # uncoalesced: PyTorch's error, but neg_ (linear) works
+    with pytest.raises(RuntimeError, match="sqrt_ requires coalesced input"):
+        u.sqrt_()
+    assert u.neg_() is u and np.allclose(u.to_dense().numpy(), -_dense_ref(IDX, VAL, (2, 3)))
+    i = tgrad.sparse_coo_tensor([[0, 2]], [4, -9], (3,)).coalesce()
+    assert i.abs_().to_dense().tolist() == [4, 0, 9]
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        i.sqrt_()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        tgrad.sparse_coo_tensor([[0, 2]], [4.0, -9.0], (3,), requires_grad=True,
+                                is_coalesced=True).abs_()
+
+
+def test_dense_sparse_add_sub_gradients():
+    d0 = np.arange(6.0).reshape(2, 3)
+    sd = _dense_ref(IDX, VAL, (2, 3))
+    for f, want, gs in ((lambda d, s: d.add(s), d0 + sd, 1.0),
+                        (lambda d, s: tgrad.add(d, s, alpha=2.5), d0 + 2.5 * sd, 2.5),
+                        (lambda d, s: d - s, d0 - sd, -1.0),
+                        (lambda d, s: d.sub(s, alpha=2), d0 - 2 * sd, -2.0),
+                        (lambda d, s: d + s, d0 + sd, 1.0)):
+        d = tgrad.tensor(d0, requires_grad=True)
+        s = _s(requires_grad=True)
+        r = f(d, s)
+        assert not r.is_sparse and r.dtype is tgrad.float64
+        np.testing.assert_allclose(r.detach().numpy(), want, rtol=1e-12)
+        w = np.random.default_rng(0).standard_normal((2, 3))
+        (r * tgrad.tensor(w)).sum().backward()
+        # PyTorch: both gradients dense (the sparse operand's too)
+        assert not d.grad.is_sparse and not s.grad.is_sparse
+        np.testing.assert_allclose(d.grad.numpy(), w, rtol=1e-12)
+        np.testing.assert_allclose(s.grad.numpy(), gs * w, rtol=1e-12)
+    # promotion as PyTorch's: int64 dense + float32 sparse is float32
+    r = tgrad.ones(2, 3, dtype=tgrad.int64) + _s(dtype=tgrad.float32)
+    assert r.dtype is tgrad.float32
+    with pytest.raises(RuntimeError, match="add: expected 'self' and 'other' to have same size"):
+        tgrad.ones(3) + _s(dtype=tgrad.float32)
+    with pytest.raises(RuntimeError, match=r"add\(sparse, dense\) is not supported"):
+        _s() - tgrad.ones(2, 3, dtype=tgrad.float64)
+    with pytest.raises(RuntimeError, match="Sparse division requires a scalar"):
+        tgrad.ones(2, 3, dtype=tgrad.float64) / _s()
+
+
+def test_sparse_sub_and_mul_of_two_sparse():
+    a_idx, a_val = [[0, 1, 1], [1, 0, 2]], [1.0, 2.0, 3.0]
+    b_idx, b_val = [[0, 0, 1, 1], [0, 1, 2, 2]], [5.0, 7.0, 1.0, 2.0]  # uncoalesced
+    a = tgrad.sparse_coo_tensor(a_idx, a_val, (2, 3), dtype=tgrad.float64,
+                                requires_grad=True)
+    b = tgrad.sparse_coo_tensor(b_idx, b_val, (2, 3), dtype=tgrad.float64,
+                                requires_grad=True)
+    ad, bd = _dense_ref(a_idx, a_val, (2, 3)), _dense_ref(b_idx, b_val, (2, 3))
+    r = a - b
+    assert r.is_sparse
+    np.testing.assert_allclose(r.to_dense().detach().numpy(), ad - bd, rtol=1e-12)
+    np.testing.assert_allclose(a.sub(b, alpha=3).to_dense().detach().numpy(), ad - 3 * bd)
+    p = a * b  # the intersection of the patterns, coalesced
+    assert p.is_sparse and p.is_coalesced()
+    assert p._indices().numpy().tolist() == [[0, 1], [1, 2]]
+    np.testing.assert_allclose(p.to_dense().detach().numpy(), ad * bd, rtol=1e-12)
+    w = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    (p.to_dense() * tgrad.tensor(w)).sum().backward()
+    assert a.grad.is_sparse and b.grad.is_sparse
+    mask = (ad != 0) & (bd != 0)
+    np.testing.assert_allclose(a.grad.to_dense().numpy(), w * bd * mask, rtol=1e-12)
+    np.testing.assert_allclose(b.grad.to_dense().numpy(), w * ad * mask, rtol=1e-12)
+    # promotion: float32 + int64 sparse is float32 (NumPy would give float64)
+    i = tgrad.sparse_coo_tensor(a_idx, [1, 2, 3], (2, 3))
+    assert (_s(dtype=tgrad.float32) + i).dtype is tgrad.float32
+    assert (_s(dtype=tgrad.float32) * i).dtype is tgrad.float32
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        i - i.to(tgrad.bool)
+    with pytest.raises(RuntimeError, match="equal dimensionality"):
+        a * tgrad.sparse_coo_tensor([[0]], [1.0], (4,), dtype=tgrad.float64)
+
+
+def test_dense_times_sparse_broadcast_and_promotion():
+    sd = _dense_ref(IDX, VAL, (2, 3))
+    v = np.array([2.0, -1.0, 0.5])
+    for r in (tgrad.tensor(v) * _s(), _s() * tgrad.tensor(v), tgrad.tensor(v).mul(_s())):
+        assert r.is_sparse
+        np.testing.assert_allclose(r.to_dense().numpy(), sd * v, rtol=1e-12)
+    i = tgrad.sparse_coo_tensor(IDX, [1, 2, 3, 4], (2, 3))
+    r = i * tgrad.ones(2, 3, dtype=tgrad.float32)
+    assert r.is_sparse and r.dtype is tgrad.float32
+
+
+def test_mv_and_matmul_vector():
+    v = np.array([1.0, -2.0, 0.5])
+    sd = _dense_ref(IDX, VAL, (2, 3))
+    for f in (lambda s, x: s.mv(x), lambda s, x: tgrad.mv(s, x), lambda s, x: s @ x):
+        s = _s(requires_grad=True)
+        x = tgrad.tensor(v, requires_grad=True)
+        r = f(s, x)
+        assert not r.is_sparse and r.shape == (2,)
+        np.testing.assert_allclose(r.detach().numpy(), sd @ v, rtol=1e-12)
+        r.backward(tgrad.tensor([1.0, 3.0]))
+        # PyTorch's mv: the sparse matrix's gradient dense (outer(g, v))
+        assert not s.grad.is_sparse
+        np.testing.assert_allclose(s.grad.numpy(), np.outer([1.0, 3.0], v), rtol=1e-12)
+        np.testing.assert_allclose(x.grad.numpy(), sd.T @ [1.0, 3.0], rtol=1e-12)
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        _s().mv(tgrad.ones(4, dtype=tgrad.float64))
+
+
+def test_sum_dtypes_duplicate_dims_and_full_sum_gradient():
+    b = tgrad.sparse_coo_tensor(IDX, [True, True, False, True], (2, 3))
+    assert b.sum().dtype is tgrad.int64 and b.sum().item() == 3
+    assert tgrad.sparse.sum(b).dtype is tgrad.int64
+    assert b.sum(0).dtype is tgrad.int64  # Tensor.sum promotes; sparse.sum over a dim keeps
+    assert tgrad.sparse.sum(b, 0).dtype is tgrad.bool
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times"):
+        tgrad.sparse.sum(_s(), (0, 0))
+    # Tensor.sum() counts every element: PyTorch's gradient is dense, g everywhere;
+    # tgrad.sparse.sum's stays masked to the pattern
+    for f in (lambda s: s.sum(), lambda s: s.sum((0, 1))):
+        s = _s(requires_grad=True)
+        (f(s) * 3.0).backward()
+        assert not s.grad.is_sparse
+        np.testing.assert_array_equal(s.grad.numpy(), np.full((2, 3), 3.0))

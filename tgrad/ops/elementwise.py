@@ -265,7 +265,12 @@ def _unary_fn(name: str):
     cls = _UNARY[name]
 
     def fn(input: Tensor) -> Tensor:  # noqa: A002
-        return cls.apply(input)
+        try:
+            return cls.apply(input)
+        except NotImplementedError:  # (free when nothing raises) a sparse COO input: its
+            if getattr(input, "_sparse", False):  # own method (tgrad.sparse)
+                return getattr(input, name)()
+            raise
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name}."
     return tensor_method(name)(fn)
@@ -291,7 +296,7 @@ _square = _unary_fn("square")
 @tensor_method("square")
 def square(input: Tensor) -> Tensor:  # noqa: A002
     """input * input; bools square to int64 (PyTorch's square is pow(input, 2))."""
-    if isinstance(input, Tensor) and input.dtype is dtypes.bool_:
+    if isinstance(input, Tensor) and input.dtype is dtypes.bool_ and not input._sparse:
         return input ** 2
     return _square(input)
 sign = _unary_fn("sign")
@@ -963,7 +968,13 @@ def _binary_fn(name: str, methods=(), reflected=()):
     def fn(input, other) -> Tensor:  # noqa: A002
         if type(other) is Tensor and type(input) is Tensor and other.device is not input.device:
             input, other = _cpu_scalars_moved(input, other)  # noqa: A001
-        return cls.apply(input, other)
+        try:
+            return cls.apply(input, other)
+        except NotImplementedError:  # (free when nothing raises) a sparse COO operand
+            if getattr(input, "_sparse", False) or getattr(other, "_sparse", False):
+                from tgrad.sparse import binary
+                return binary(name, input, other)
+            raise
 
     def rfn(self, other) -> Tensor:
         return cls.apply(other, self)
@@ -1022,11 +1033,17 @@ def _with_alpha(fn):
     apply = _BINARY[name].apply  # called directly: one Python call less
 
     def op(input, other, *, alpha=1) -> Tensor:  # noqa: A002
-        if alpha == 1 and alpha is not True and not (
-                type(other) is Tensor and type(input) is Tensor
-                and other.device is not input.device):
-            return apply(input, other)  # the common case
-        return _alpha_apply(name, apply, input, other, alpha)
+        try:
+            if alpha == 1 and alpha is not True and not (
+                    type(other) is Tensor and type(input) is Tensor
+                    and other.device is not input.device):
+                return apply(input, other)  # the common case
+            return _alpha_apply(name, apply, input, other, alpha)
+        except NotImplementedError:  # (free when nothing raises) a sparse COO operand
+            if getattr(input, "_sparse", False) or getattr(other, "_sparse", False):
+                from tgrad.sparse import binary
+                return binary(name, input, other, alpha)
+            raise
     op.__name__ = fn.__name__
     op.__doc__ = f"{fn.__doc__[:-1]}; ``other`` is scaled by ``alpha`` first."
     tensor_method(fn.__name__)(op)
@@ -1314,7 +1331,12 @@ register_op(Relu)
 
 @tensor_method("relu")
 def relu(input: Tensor) -> Tensor:  # noqa: A002
-    return Relu.apply(input)
+    try:
+        return Relu.apply(input)
+    except NotImplementedError:  # (free when nothing raises) a sparse COO input
+        if getattr(input, "_sparse", False):
+            return input.relu()
+        raise
 
 
 # g where x == y, else exactly 0: amax/amin's gradient mask, one kernel when fused

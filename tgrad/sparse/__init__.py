@@ -13,10 +13,13 @@ Supported: creation (``sparse_coo_tensor``, ``Tensor.to_sparse`` / ``to_sparse_c
 ``to_dense``, ``indices`` / ``values`` (coalesced only) / ``_indices`` / ``_values``,
 ``coalesce`` (sums duplicates, sorts), ``is_coalesced``, ``_nnz``, ``sparse_dim``,
 ``dense_dim`` (hybrid tensors), ``to(dtype)``, ``clone``, ``detach``, ``mul`` by a number,
-sparse + sparse (PyTorch's merge), dense + sparse (dense), ``sparse.sum``, ``sparse.mm`` /
-``mm`` / ``@`` with a dense or sparse matrix, the zero-preserving unary ops of
-``_UNARY_OPS`` as methods (one table), ``t`` / ``transpose`` / ``permute``, ``mul`` by a
-0-d or same-shape dense tensor, ``div`` / ``pow`` by a number, ``sum(dim)``,
+sparse +- sparse (PyTorch's merge), dense +- sparse (dense; ``tgrad.add`` / ``sub`` with
+alpha), sparse * sparse (the patterns' intersection), ``sparse.sum``, ``sparse.mm`` /
+``mm`` / ``@`` with a dense or sparse matrix, ``mv`` / ``@`` a vector, the zero-preserving
+unary ops of ``_UNARY_OPS`` as methods (one table), as ``tgrad.sin(s)`` ... (the public
+functions route a sparse operand here when the strided op raised) and in place
+(``s.sin_()``), ``t`` / ``transpose`` / ``permute``, ``mul`` by a 0-d or broadcastable
+dense tensor (either order), ``div`` / ``pow`` by a number, ``sum(dim)``,
 ``sparse.softmax`` / ``log_softmax`` / ``addmm``, ``index_select``, ``narrow_copy``.
 Gradients flow through all of them but index_select / narrow_copy (PyTorch's raise too).
 """
@@ -35,10 +38,11 @@ __all__ = ["SparseTensor", "sparse_coo_tensor", "sum", "mm", "addmm", "softmax",
 
 _SUPPORTED = ("to_dense, indices/values (coalesced), _indices/_values, coalesce, "
               "zero-preserving unary methods (s.sin(), s.abs(), ...), t/transpose/permute, "
-              "mul by a number / 0-d / same-shape dense tensor, div by a number, pow, "
-              "+ (sparse or dense), sum, tgrad.sparse.sum / softmax / log_softmax / addmm, "
-              "mm / @ with a dense or sparse matrix, index_select, narrow_copy, to(dtype), "
-              "clone, detach")
+              "in-place forms (s.sin_(), ...), tgrad.sin(s) ..., mul by a number / 0-d / "
+              "broadcastable dense tensor / sparse tensor, div by a number, pow, "
+              "+ and - (sparse or dense), sum, tgrad.sparse.sum / softmax / log_softmax / "
+              "addmm, mm / @ with a dense or sparse matrix, mv, index_select, narrow_copy, "
+              "to(dtype), clone, detach")
 
 
 def unsupported(op: str) -> NotImplementedError:
@@ -77,6 +81,23 @@ class _SparseData:
 
     def __setitem__(self, key, value):
         raise unsupported("index_put_")
+
+
+def _data_op(name: str):
+    def op(self, *args):
+        raise unsupported(name)
+    return op
+
+
+# operators on the placeholder (looked up on the type, not through __getattr__)
+for _name, _aten in (("neg", "neg"), ("pos", "positive"), ("abs", "abs"),
+                     ("invert", "bitwise_not"), ("add", "add"), ("radd", "add"),
+                     ("sub", "sub"), ("rsub", "sub"), ("mul", "mul"), ("rmul", "mul"),
+                     ("truediv", "div"), ("rtruediv", "div"), ("pow", "pow"),
+                     ("rpow", "pow"), ("matmul", "matmul"), ("rmatmul", "matmul"),
+                     ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge"),
+                     ("floordiv", "floor_divide"), ("mod", "remainder")):
+    setattr(_SparseData, f"__{_name}__", _data_op(_aten))
 
 
 class SparseTensor(Tensor):
@@ -207,11 +228,27 @@ class SparseTensor(Tensor):
         sparse result with self's indices (coalesced flag kept), as PyTorch's."""
         if isinstance(other, Tensor):
             if other._sparse:
-                raise unsupported("mul.Tensor (sparse * sparse)")
+                if tuple(other.shape) != tuple(self.shape) or \
+                        other.sparse_dim() != self.sparse_dim():
+                    raise RuntimeError(
+                        f"sparse_binary_op_intersection_cpu(): expects sparse inputs with "
+                        f"equal dimensionality, number of sparse dimensions, and shape of "
+                        f"sparse dimensions (mul of {list(self.shape)} (sparse_dim "
+                        f"{self.sparse_dim()}) and {list(other.shape)} (sparse_dim "
+                        f"{other.sparse_dim()}))")
+                return MulSparse.apply(self, other)
             if other.ndim != 0 and tuple(other.shape) != tuple(self.shape):
-                raise RuntimeError(f"mul: tgrad multiplies a sparse tensor only by a number, "
-                                   f"a 0-d tensor or a dense tensor of its shape "
-                                   f"{list(self.shape)}; got {list(other.shape)}")
+                try:
+                    fits = np.broadcast_shapes(tuple(other.shape), tuple(self.shape)) == \
+                        tuple(self.shape)
+                except ValueError:
+                    fits = False
+                if not fits:
+                    raise RuntimeError(f"mul: tgrad multiplies a sparse tensor only by a "
+                                       f"number, a 0-d tensor or a dense tensor that "
+                                       f"broadcasts to its shape {list(self.shape)}; got "
+                                       f"{list(other.shape)}")
+                other = other.expand(self.shape)  # (PyTorch broadcasts the dense operand)
             if other.device.type != "cpu":
                 raise RuntimeError(f"mul: expected all tensors to be on the same device, but "
                                    f"found cpu (sparse) and {other.device}")
@@ -353,9 +390,7 @@ class SparseTensor(Tensor):
         return self
 
     def add(self, other, *, alpha=1) -> Tensor:
-        if not isinstance(other, Tensor):
-            raise unsupported("add.Tensor (sparse + a number)")
-        if not other._sparse:
+        if not isinstance(other, Tensor) or not other._sparse:
             raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                                "instead.")
         if other.shape != self.shape:
@@ -369,19 +404,59 @@ class SparseTensor(Tensor):
 
     def __radd__(self, other) -> Tensor:
         """dense + sparse: a dense tensor (PyTorch's add(dense, sparse))."""
-        if not isinstance(other, Tensor):
-            raise unsupported("add.Tensor (a number + sparse)")
-        return other + self.to_dense()
+        return binary("add", other, self)
+
+    def sub(self, other, *, alpha=1) -> Tensor:
+        """sparse - sparse: ``add(other, alpha=-alpha)`` (PyTorch's merge); sparse - dense
+        raises PyTorch's add(sparse, dense) error."""
+        _sub_check(self, other)
+        return self.add(other, alpha=-alpha)
+
+    __sub__ = subtract = sub
+
+    def __rsub__(self, other) -> Tensor:
+        """dense - sparse: a dense tensor."""
+        return binary("sub", other, self)
+
+    def __rtruediv__(self, other) -> Tensor:
+        if not isinstance(other, Tensor):  # number / sparse: PyTorch's reciprocal error
+            raise unsupported("reciprocal")
+        return binary("div", other, self)
+
+    def mv(self, vec: Tensor) -> Tensor:
+        """sparse (n, m) @ dense vec (m,): a dense (n,) (``mm`` with a column; the sparse
+        operand's gradient is dense, as PyTorch's mv)."""
+        if not isinstance(vec, Tensor) or vec._sparse or self.ndim != 2 or vec.ndim != 1:
+            raise RuntimeError(f"vector + matrix @ vector expected, got {self.ndim}, "
+                               f"{getattr(vec, 'ndim', '?')}" + (
+                                   " (tgrad: mv of a sparse matrix takes a dense vector)"
+                                   if getattr(vec, "_sparse", False) else ""))
+        if vec.shape[0] != self.shape[1]:
+            raise RuntimeError(f"size mismatch, got input ({self.shape[0]}), mat "
+                               f"({self.shape[0]}x{self.shape[1]}), vec ({vec.shape[0]})")
+        return _dense_mm(self, vec.unsqueeze(1)).squeeze(1)
 
     def sum(self, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         if keepdim:
             raise unsupported("sum.dim_IntList (keepdim=True)")
+        if dtype is None and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            dtype = dtypes.int64  # Tensor.sum of bools / integers: int64, as PyTorch's
+        dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+        if not dims or len({_wrap_dim(d, self.ndim) for d in dims}) == self.ndim and \
+                len(dims) == self.ndim:  # a full sum: PyTorch's dense gradient
+            return SumAllDense.apply(self, None if dtype is None else dtypes.as_dtype(dtype))
         return sum(self, dim, dtype=dtype)
 
     def mm(self, mat2: Tensor) -> Tensor:
         return _dense_mm(self, mat2)
 
-    matmul = __matmul__ = mm
+    def matmul(self, other: Tensor) -> Tensor:
+        """sparse @ a dense vector: ``mv``; @ a matrix: ``mm``."""
+        if isinstance(other, Tensor) and other.ndim == 1 and self.ndim == 2:
+            return self.mv(other)
+        return _dense_mm(self, other)
+
+    __matmul__ = matmul
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
         return other @ self.to_dense()
@@ -444,7 +519,7 @@ def _merge_add(a: SparseTensor, b: SparseTensor):
     whose indices are equal (two coalesced operands give a coalesced result; otherwise
     duplicates may remain). Values that are not contiguous (an expanded gradient, as
     sparse.sum's) take PyTorch's other kernel: a's entries then b's, uncoalesced."""
-    dtype = np.result_type(a._sp_values, b._sp_values)
+    dtype = dtypes.result_type(a, b).np  # PyTorch's promotion (NumPy: int + float32 is f64)
     if not (a._sp_values.flags.c_contiguous and b._sp_values.flags.c_contiguous):
         return (np.concatenate([a._sp_indices, b._sp_indices], axis=1),
                 np.concatenate([a._sp_values.astype(dtype), b._sp_values.astype(dtype)]),
@@ -652,6 +727,21 @@ class SumAll(Function):
         return SparseTensor(idx, vals, s.shape, True), None
 
 
+class SumAllDense(SumAll):
+    """``Tensor.sum()`` of a sparse tensor (every element, the unspecified zeros too):
+    y = sum of all values;  dS = g at every element, a dense gradient (PyTorch's sum
+    backward expands g; ``tgrad.sparse.sum``'s is masked instead)."""
+
+    name = "sparse_sum_dense_grad"
+    node_name = "SumBackward0"
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        s = ctx.s
+        return Tensor(np.full(s.shape, g.item(), s._sp_values.dtype)), None
+
+
 class Coalesce(Function):
     """y = S with duplicates summed;  dS = g (each duplicate gets its index's gradient)."""
 
@@ -701,9 +791,9 @@ class MulDense(Function):
         ctx.s, ctx.d = s.detach(), d.detach()
         dn = np.asarray(ctx.d.numpy())
         dv = dn if d.ndim == 0 else dn[tuple(s._sp_indices)]
-        vals = s._sp_values * dv
-        if d.ndim == 0:  # a 0-d operand does not promote within its category
-            vals = vals.astype(dtypes.result_type(s, d).np, copy=False)
+        # PyTorch's promotion (a 0-d operand does not promote within its category; NumPy
+        # would make int * float32 float64)
+        vals = (s._sp_values * dv).astype(dtypes.result_type(s, d).np, copy=False)
         return SparseTensor(s._sp_indices, vals, s.shape, s._coalesced)
 
     @staticmethod
@@ -750,6 +840,70 @@ class DivScalar(Function):
     @once_differentiable
     def backward(ctx, g):
         return g.div(ctx.c) if g._sparse else g / ctx.c, None
+
+
+class MulSparse(Function):
+    """y = A * B (both sparse, same shape): the intersection of their coalesced patterns,
+    values va * vb (coalesced; PyTorch's sparse_binary_op_intersection);
+    dA = g[idx] * vb, dB = g[idx] * va, sparse at the intersection."""
+
+    name = "mul_sparse_sparse"
+    node_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ai, av = (a._sp_indices, a._sp_values) if a._coalesced else _coalesce(
+            a._sp_indices, a._sp_values, a.shape)
+        bi, bv = (b._sp_indices, b._sp_values) if b._coalesced else _coalesce(
+            b._sp_indices, b._sp_values, b.shape)
+        sizes = a.shape[:a.sparse_dim()]
+        _, pa, pb = np.intersect1d(_linear(ai, sizes), _linear(bi, sizes),
+                                   assume_unique=True, return_indices=True)
+        idx = ai[:, pa]
+        dt = dtypes.result_type(a, b).np
+        va, vb = av[pa].astype(dt, copy=False), bv[pb].astype(dt, copy=False)
+        ctx.idx, ctx.va, ctx.vb, ctx.shape = idx, va, vb, a.shape
+        ctx.dts = (a._sp_values.dtype, b._sp_values.dtype)
+        return SparseTensor(idx, va * vb, a.shape, True)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        gv = _values_at(g, ctx.idx, ctx.shape)
+        da = db = None
+        if ctx.needs_input_grad[0]:
+            da = SparseTensor(ctx.idx, (gv * np.conj(ctx.vb)).astype(ctx.dts[0], copy=False),
+                              ctx.shape, True)
+        if ctx.needs_input_grad[1]:
+            db = SparseTensor(ctx.idx, (gv * np.conj(ctx.va)).astype(ctx.dts[1], copy=False),
+                              ctx.shape, True)
+        return da, db
+
+
+class AddDenseSparse(Function):
+    """y = D + alpha S (D dense, S sparse, same shape; a dense result, PyTorch's
+    add(dense, sparse)); dD = g, dS = alpha g, both dense (PyTorch's layouts)."""
+
+    name = "add_dense_sparse"
+    node_name = "AddBackward0"
+
+    @staticmethod
+    def forward(ctx, d, s, alpha):
+        ctx.alpha = alpha
+        dt = dtypes.result_type(d, s).np
+        out = np.array(d.numpy(), dtype=dt, copy=True)
+        vals = s._sp_values.astype(dt, copy=False)
+        if alpha != 1:
+            vals = (vals * alpha).astype(dt, copy=False)
+        if s.sparse_dim() == 0:
+            out += vals.sum(axis=0)
+        else:
+            np.add.at(out, tuple(s._sp_indices), vals)
+        return Tensor(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, (g if ctx.alpha == 1 else g * ctx.alpha), None
 
 
 class SparseUnary(Function):
@@ -1096,7 +1250,8 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout=None, block
         raise RuntimeError(f"sparse_dim must be in [0, {arr.ndim}], got {sd}")
     if sd == 0:
         return SparseTensor(np.zeros((0, 1), np.int64), arr[None].copy(), arr.shape, True)
-    flat = arr.reshape(arr.shape[:sd] + (-1,)) != 0
+    # (an explicit trailing size: -1 is ambiguous when the tensor is empty)
+    flat = arr.reshape(arr.shape[:sd] + (int(np.prod(arr.shape[sd:], dtype=np.int64)),)) != 0
     mask = flat.any(axis=-1)
     idx = np.array(np.nonzero(mask), dtype=np.int64).reshape(sd, -1)
     return SparseTensor(idx, np.ascontiguousarray(arr[tuple(idx)]), arr.shape, True)
@@ -1109,8 +1264,9 @@ def sum(input: SparseTensor, dim=None, dtype=None) -> Tensor:  # noqa: A001,A002
         raise RuntimeError("coalesce expected sparse coordinate tensor layout but got Strided")
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
-    if dim is None:
-        return SumAll.apply(input, dtype)
+    integral = dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex)
+    if dim is None:  # (a full sum of bools / integers is int64, as PyTorch's; a sum over
+        return SumAll.apply(input, dtypes.int64 if integral else dtype)  # dims keeps them)
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     n = input.ndim
     wrapped = set()
@@ -1118,10 +1274,58 @@ def sum(input: SparseTensor, dim=None, dtype=None) -> Tensor:  # noqa: A001,A002
         if not -n <= d < n:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
                              f"{n - 1}], but got {d})")
+        if d % n in wrapped:
+            raise RuntimeError(f"dim {d % n} appears multiple times in the list of dims")
         wrapped.add(d % n)
     if len(wrapped) == n:
-        return SumAll.apply(input, dtype)
+        return SumAll.apply(input, dtypes.int64 if integral else dtype)
+    if integral and wrapped.issuperset(range(input.sparse_dim())):  # a dense result
+        dtype = dtypes.int64
     return SumDim.apply(input, tuple(sorted(wrapped)), dtype)
+
+
+def _sub_check(a, b) -> None:
+    """PyTorch's refusal of a bool operand in sub."""
+    bools = [getattr(t, "dtype", None) is dtypes.bool_ for t in (a, b)]
+    if all(bools):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if any(bools):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+
+
+def binary(name: str, input, other, alpha=1) -> Tensor:  # noqa: A002
+    """The public binary functions' route when an operand is sparse (``tgrad.add`` / ``sub``
+    / ``mul`` / ``div`` and the dense tensor's operators and methods call it when the
+    strided op raised on the sparse placeholder), PyTorch's layouts: dense +- sparse is
+    dense (same shape), sparse +- sparse and anything * sparse sparse, x / sparse an error."""
+    in_sp, other_sp = getattr(input, "_sparse", False), getattr(other, "_sparse", False)
+    if name in ("add", "sub"):
+        if name == "sub":
+            _sub_check(input, other)
+            alpha = -alpha
+        if in_sp:
+            return input.add(other, alpha=alpha)
+        if not isinstance(input, Tensor) or tuple(input.shape) != tuple(other.shape):
+            shape = list(input.shape) if isinstance(input, Tensor) else []
+            raise RuntimeError(f"{name}: expected 'self' and 'other' to have same size, but "
+                               f"self has size {shape} while other has size "
+                               f"{list(other.shape)} (FYI: dense-sparse addition does not "
+                               f"currently support broadcasting)")
+        if input.device.type != "cpu":
+            raise RuntimeError(f"{name}: expected all tensors to be on the same device, but "
+                               f"found {input.device} (dense) and cpu (sparse)")
+        return AddDenseSparse.apply(input, other, alpha)
+    if name == "mul":
+        return input.mul(other) if in_sp else other.mul(input)  # (commutes)
+    if name == "div" and other_sp:
+        raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor "
+                           f"divisor (got shape {list(other.shape)} for divisor)")
+    if name == "div":
+        return input.div(other)
+    raise unsupported(name)
 
 
 def _check_mm(s: SparseTensor, d: Tensor) -> None:
@@ -1251,6 +1455,37 @@ def _unary_method(op: str):
 for _op in _UNARY_OPS:
     if _op != "pow":
         setattr(SparseTensor, _op, _unary_method(_op))
+# PyTorch's in-place forms of the zero-preserving ops (not signbit / square / the
+# predicates / positive / conj): the values replaced in place, the input coalesced (an
+# uncoalesced one raises PyTorch's "requires coalesced input" but for neg_)
+_INPLACE_OPS = tuple(op for op in _UNARY_OPS if op not in (
+    "signbit", "square", "isnan", "isinf", "isposinf", "isneginf", "positive", "conj",
+    "pow"))
+
+
+def _inplace_method(op: str):
+    def method(self, *args, **kwargs):
+        if self._requires_grad and STATE.enabled:
+            if self._grad_fn is None:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                                   "in-place operation.")
+            raise NotImplementedError(f"{op}_: tgrad does not differentiate in-place ops on "
+                                      f"sparse tensors; use the out-of-place s.{op}()")
+        if _UNARY_OPS[op] and not self._coalesced:
+            raise RuntimeError(f"{op}_ requires coalesced input")
+        out = _unary(self.detach(), op, args, kwargs)
+        if out.dtype is not self.dtype:
+            raise RuntimeError(f"result type {_scalar_name(out.dtype)} can't be cast to the "
+                               f"desired output type {_scalar_name(self.dtype)}")
+        self._sp_values = out._sp_values
+        return self
+    method.__name__ = op + "_"
+    method.__doc__ = f"In-place {op} of the stored values (zero-preserving; sparse)."
+    return method
+
+
+for _op in _INPLACE_OPS:
+    setattr(SparseTensor, _op + "_", _inplace_method(_op))
 SparseTensor.__neg__ = SparseTensor.neg
 SparseTensor.__abs__ = SparseTensor.abs
 SparseTensor.positive = SparseTensor.__pos__ = lambda self: self  # PyTorch: the same tensor
