@@ -107,6 +107,18 @@ def test_vjp_cotangents_must_have_the_outputs_pytree_structure():
         fn(3.0)
 
 
+def test_jvp_tangents_must_have_the_primals_pytree_structure():
+    a, b = _t([10.0, 20.0]), _t([20.0, 40.0])
+    f = lambda d: d["a"] * d["b"]  # noqa: E731
+    # d(a*b) = ta*b + a*tb = (1, 1) * b, by hand
+    _, tan = FT.jvp(f, ({"a": a, "b": b},), ({"a": _t([1.0, 1.0]), "b": _t([0.0, 0.0])},))
+    assert tan.tolist() == [20.0, 40.0]
+    for tangents in [({"b": _t([0.0, 0.0]), "a": _t([1.0, 1.0])},),  # was paired by position
+                     [{"a": _t([1.0, 1.0]), "b": _t([0.0, 0.0])}]]:
+        with pytest.raises(RuntimeError, match="same python structure"):
+            FT.jvp(f, ({"a": a, "b": b},), tangents)
+
+
 def test_vmap_per_sample_gradients_and_dims():
     w = RNG.standard_normal(3)
     xs, ys = RNG.standard_normal((5, 3)), RNG.standard_normal(5)

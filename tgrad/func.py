@@ -321,12 +321,12 @@ def _check_primals(who: str, primals, tangents) -> tuple:
                            f"E.g. it should be valid to call f(*primals).")
     p_leaves, _ = _flatten(primals)
     t_leaves, _ = _flatten(tangents)
-    if len(p_leaves) != len(t_leaves) or (isinstance(tangents, tuple)
-                                          and len(tangents) != len(primals)):
+    p_spec, t_spec = _spec(primals), _spec(tangents)
+    if p_spec != t_spec:  # as PyTorch (dict keys in order: else pairs would be mismatched)
         raise RuntimeError(f"{who}(f, primals, tangents): Expected primals and tangents to "
                            f"have the same python structure. For example, if primals is a "
                            f"tuple of 3 tensors, tangents also must be. Got primals with "
-                           f"structure {primals} and tangents with structure {tangents}")
+                           f"structure {p_spec} and tangents with structure {t_spec}")
     for p, t in zip(p_leaves, t_leaves):
         if not isinstance(p, Tensor) or not isinstance(t, Tensor):
             raise RuntimeError(f"{who}: Expected primals and tangents to be Tensors (or "
