@@ -304,6 +304,53 @@ def test_grad_mode_decorates_generators():
     assert out == [(False, False), (False, False)]
 
 
+def test_grad_mode_decorated_generator_keeps_return_value_and_closes_in_mode():
+    # PyTorch: `return v` in a decorated generator is StopIteration.value (yield from sees
+    # it), and close() runs the generator's finally block in the decorator's mode
+    @tgrad.no_grad()
+    def gen():
+        try:
+            sent = yield 1
+            yield sent * 2
+        finally:
+            seen.append(tgrad.is_grad_enabled())
+        return "done"
+
+    seen = []
+    g = gen()
+    assert next(g) == 1 and g.send(5) == 10
+    with pytest.raises(StopIteration) as info:
+        next(g)
+    assert info.value.value == "done" and seen == [False]
+
+    def outer():
+        result = yield from gen()
+        return result
+
+    o = outer()
+    next(o)
+    o.send(1)
+    with pytest.raises(StopIteration) as info:
+        next(o)
+    assert info.value.value == "done"
+
+    seen.clear()
+    g = gen()
+    next(g)
+    g.close()
+    assert seen == [False] and tgrad.is_grad_enabled()
+
+
+def test_grad_mode_decorating_a_class_warns_and_constructs_in_the_mode():
+    with pytest.warns(FutureWarning, match="Decorating classes is deprecated"):
+        @tgrad.no_grad()
+        class C:
+            def __init__(self):
+                self.enabled = tgrad.is_grad_enabled()
+
+    assert C().enabled is False and tgrad.is_grad_enabled()
+
+
 def test_grad_mode_is_thread_local():
     seen = {}
     started, release = threading.Event(), threading.Event()

@@ -115,6 +115,31 @@ def test_node_prehook_may_not_change_type():
         (b * 2).sum().backward()
 
 
+def test_leaf_tensor_hooks_run_before_its_accumulate_grad_prehooks():
+    # PyTorch's order for a leaf: tensor hooks, then AccumulateGrad's pre-hooks (which see
+    # the hooked gradient), then accumulation, then post-accumulate-grad hooks.
+    # d/dx sum(2x) = 2; tensor hook: +1 -> 3; node pre-hook: *10 -> 30
+    x = _leaf([1.0, 2.0])
+    y = x * 2
+    acc = y.grad_fn.next_functions[0][0]
+    log = []
+    x.register_hook(lambda g: log.append(("tensor", g.tolist())) or g + 1)
+    acc.register_prehook(lambda go: log.append(("pre", go[0].tolist())) or (go[0] * 10,))
+    x.register_post_accumulate_grad_hook(lambda t: log.append(("post", t.grad.tolist())))
+    y.sum().backward(retain_graph=True)
+    assert log == [("tensor", [2.0, 2.0]), ("pre", [3.0, 3.0]), ("post", [30.0, 30.0])]
+    assert x.grad.tolist() == [30.0, 30.0]
+    y.sum().backward()  # the hooks run once per backward, not twice
+    assert x.grad.tolist() == [60.0, 60.0] and len(log) == 6
+
+
+def test_accumulating_into_an_expanded_grad_raises_pytorchs_overlap_error():
+    x = _leaf([1.0, 2.0])
+    x.grad = tgrad.tensor([1.0], dtype=tgrad.float64).expand(2)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        (x * 2).sum().backward()
+
+
 def test_hooks_on_branches_a_partial_backward_skips_do_not_run():
     w, x = _leaf([1.0, 2.0]), _leaf([3.0, 4.0])
     h = w * 2

@@ -258,6 +258,55 @@ def test_custom_function_jvp():
         assert fwAD.unpack_dual(_NoJvp.apply(_t(xv))).tangent is None  # no tangent: fine
 
 
+def _custom(fwd, jvp, nondiff=False):
+    class Fn(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = fwd(x)
+            if nondiff:
+                ctx.mark_non_differentiable(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    Fn.jvp = staticmethod(lambda ctx, t: jvp(t))
+    return Fn
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_custom_jvp_tangents_of_views_and_non_differentiable_outputs(requires_grad):
+    # PyTorch's checks: an output that is a view of the input (or the input as is) needs a
+    # tangent that is a view of the input's tangent; a non-differentiable output needs None
+    other = tgrad.zeros(4, dtype=tgrad.float64)
+    bad = [
+        (lambda x: x, lambda t: t, "the jvp is not returning a view"),
+        (lambda x: x[:2], lambda t: t[:2].clone(), "the jvp is not returning a view"),
+        (lambda x: x, lambda t: t.clone().view_as(t), "not returning a view of the given grad"),
+        (lambda x: x[:2], lambda t: other[:2], "not returning a view of the given grad"),
+        (lambda x: x.long(), lambda t: t, "not a differentiable Tensor"),
+    ]
+    good = [  # the expected tangents, by hand: tangent (1, 1, 2, 2)
+        (lambda x: x, lambda t: t.view_as(t), False, [1.0, 1.0, 2.0, 2.0]),
+        (lambda x: x[:2], lambda t: t[:2], False, [1.0, 1.0]),
+        (lambda x: x * 2, lambda t: t[:] * 2, False, [2.0, 2.0, 4.0, 4.0]),
+        (lambda x: x.long(), lambda t: None, False, None),
+        (lambda x: x * 2, lambda t: None, True, None),
+    ]
+    with fwAD.dual_level():
+        d = fwAD.make_dual(_t([1.0, 2.0, 3.0, 4.0]).requires_grad_(requires_grad),
+                           _t([1.0, 1.0, 2.0, 2.0]))
+        for fwd, jvp, text in bad:
+            with pytest.raises(RuntimeError, match=text):
+                _custom(fwd, jvp).apply(d)
+        with pytest.raises(RuntimeError, match="not a differentiable Tensor"):
+            _custom(lambda x: x * 3, lambda t: t * 3, nondiff=True).apply(d)
+        for fwd, jvp, nondiff, want in good:
+            tan = fwAD.unpack_dual(_custom(fwd, jvp, nondiff).apply(d)).tangent
+            assert (tan is None) if want is None else tan.tolist() == want
+
+
 def test_func_jvp_linearize_jacfwd_against_jacrev():
     rng = np.random.default_rng(1)
     x, w = _t(rng.standard_normal((2, 3))), _t(rng.standard_normal(3))

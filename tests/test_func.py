@@ -87,6 +87,38 @@ def test_jacrev_jacfwd_vjp():
         fn(_t(np.ones(2)))
 
 
+def test_vjp_cotangents_must_have_the_outputs_pytree_structure():
+    # PyTorch compares the structures (dict keys in order): a dict of cotangents with the
+    # keys in another order used to pair them with the wrong outputs
+    out, fn = FT.vjp(lambda v: {"a": v * 2, "b": v * 3}, _t([1.0, 2.0]))
+    (g,) = fn({"a": _t([1.0, 1.0]), "b": _t([0.0, 1.0])})
+    assert g.tolist() == [2.0, 5.0]  # 2 * (1, 1) + 3 * (0, 1), by hand
+    for cot, shown in [({"b": _t([0.0, 1.0]), "a": _t([1.0, 1.0])}, "{'b': *, 'a': *}"),
+                       ((_t([1.0, 1.0]), _t([0.0, 1.0])), "(*, *)"),
+                       ({"a": _t([1.0, 1.0]), "c": _t([0.0, 1.0])}, "{'a': *, 'c': *}")]:
+        with pytest.raises(RuntimeError, match=re.escape(
+                f"cotangents: {shown}, primal output: {{'a': *, 'b': *}}")):
+            fn(cot)
+    out, fn = FT.vjp(lambda v: v * 2, _t([1.0, 2.0]))
+    for cot, shown in [((_t([1.0, 1.0]),), "(*,)"), ([_t([1.0, 1.0])], "[*]")]:
+        with pytest.raises(RuntimeError, match=re.escape(f"cotangents: {shown}, primal")):
+            fn(cot)
+    with pytest.raises(TypeError, match="gradients can be either Tensors or None"):
+        fn(3.0)
+
+
+def test_jvp_tangents_must_have_the_primals_pytree_structure():
+    a, b = _t([10.0, 20.0]), _t([20.0, 40.0])
+    f = lambda d: d["a"] * d["b"]  # noqa: E731
+    # d(a*b) = ta*b + a*tb = (1, 1) * b, by hand
+    _, tan = FT.jvp(f, ({"a": a, "b": b},), ({"a": _t([1.0, 1.0]), "b": _t([0.0, 0.0])},))
+    assert tan.tolist() == [20.0, 40.0]
+    for tangents in [({"b": _t([0.0, 0.0]), "a": _t([1.0, 1.0])},),  # was paired by position
+                     [{"a": _t([1.0, 1.0]), "b": _t([0.0, 0.0])}]]:
+        with pytest.raises(RuntimeError, match="same python structure"):
+            FT.jvp(f, ({"a": a, "b": b},), tangents)
+
+
 def test_vmap_per_sample_gradients_and_dims():
     w = RNG.standard_normal(3)
     xs, ys = RNG.standard_normal((5, 3)), RNG.standard_normal(5)

@@ -72,6 +72,22 @@ def _flatten(tree) -> tuple:
     return [tree], lambda values: values[0]
 
 
+def _spec(tree) -> str:
+    """The structure of a tensor / tuple / list / dict tree as PyTorch's pytree prints it
+    (``*`` for a leaf): ``(*, *)``, ``[*]``, ``{'a': *}``; equal strings, equal structures
+    (dict keys in order)."""
+    if isinstance(tree, (tuple, list)):
+        inner = ", ".join(_spec(t) for t in tree)
+        if type(tree) is list:
+            return f"[{inner}]"
+        if type(tree) is tuple:
+            return f"({inner},)" if len(tree) == 1 else f"({inner})"
+        return f"{type(tree).__name__}({inner})"
+    if isinstance(tree, dict):
+        return "{" + ", ".join(f"{k!r}: {_spec(v)}" for k, v in tree.items()) + "}"
+    return "*"
+
+
 def _argnums_tuple(argnums, n_args: int, who: str) -> tuple:
     """``argnums`` (an int or a non-empty tuple of distinct ints) as a tuple of
     non-negative positions; PyTorch's errors (``who`` is not in them)."""
@@ -229,13 +245,19 @@ def vjp(func: Callable, *primals, has_aux: bool = False) -> tuple:
                                                     "vjp") if primals else ((), [], None, False)
         out, aux = _split_aux(func(*new_args), has_aux, "vjp")
     out_leaves, _ = _flatten(out)
+    out_spec = _spec(out)
 
     def vjp_fn(cotangents):
         cot_leaves, _ = _flatten(cotangents)
-        if len(cot_leaves) != len(out_leaves):
+        cot_spec = _spec(cotangents)
+        if cot_spec != out_spec:  # (a dict's keys in another order would pair them wrongly)
             raise RuntimeError(f"Expected pytree structure of cotangents to be the same as "
-                               f"pytree structure of outputs to the function "
-                               f"({len(out_leaves)} tensors), got {len(cot_leaves)}")
+                               f"pytree structure of outputs to the function. cotangents: "
+                               f"{cot_spec}, primal output: {out_spec}")
+        for c in cot_leaves:
+            if not isinstance(c, Tensor):
+                raise TypeError(f"gradients can be either Tensors or None, but got "
+                                f"{type(c).__name__}")
         for c, o in zip(cot_leaves, out_leaves):
             if tuple(c.shape) != tuple(o.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output has a shape of "
@@ -299,12 +321,12 @@ def _check_primals(who: str, primals, tangents) -> tuple:
                            f"E.g. it should be valid to call f(*primals).")
     p_leaves, _ = _flatten(primals)
     t_leaves, _ = _flatten(tangents)
-    if len(p_leaves) != len(t_leaves) or (isinstance(tangents, tuple)
-                                          and len(tangents) != len(primals)):
+    p_spec, t_spec = _spec(primals), _spec(tangents)
+    if p_spec != t_spec:  # as PyTorch (dict keys in order: else pairs would be mismatched)
         raise RuntimeError(f"{who}(f, primals, tangents): Expected primals and tangents to "
                            f"have the same python structure. For example, if primals is a "
                            f"tuple of 3 tensors, tangents also must be. Got primals with "
-                           f"structure {primals} and tangents with structure {tangents}")
+                           f"structure {p_spec} and tangents with structure {t_spec}")
     for p, t in zip(p_leaves, t_leaves):
         if not isinstance(p, Tensor) or not isinstance(t, Tensor):
             raise RuntimeError(f"{who}: Expected primals and tangents to be Tensors (or "

@@ -269,19 +269,30 @@ def _call_node(node, grads: list, prof) -> tuple:
     if prof is None and not meta and node._post_hooks is None and not STATE.anomaly:
         return node.apply(grads)  # the common case
     node_pre = meta.get("_node_prehooks") if meta else None
+    leaf_hooked = False
     if node_pre:
+        if (type(node) is AccumulateGrad and node.variable._hooks and grads
+                and grads[0] is not None):
+            # PyTorch: a leaf's tensor hooks (register_hook) run before the pre-hooks of its
+            # AccumulateGrad (grad_fn.register_prehook), which then see the hooked gradient
+            grads = [run_leaf_hooks(node.variable, grads[0])] + list(grads[1:])
+            leaf_hooked = True
         for hook in list(node_pre.values()):
             new = hook(tuple(grads))
             if new is not None:
                 grads = list(_hook_result(hook, new, grads))
     if prof is not None:
         handle = prof.node_start(node)
+    if leaf_hooked:
+        node._leaf_hooks_done = True
     try:
         if STATE.anomaly:
             outputs = _call_with_anomaly(node, grads)
         else:
             outputs = node.apply(grads)
     finally:
+        if leaf_hooked:
+            del node._leaf_hooks_done
         if prof is not None:
             prof.node_end(handle)
     if node._post_hooks:

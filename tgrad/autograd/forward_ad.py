@@ -548,13 +548,15 @@ def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
 
     def run(ctx, *a, **k):
         box.append(ctx)
-        return fn(ctx, *a, **k)
+        raw = fn(ctx, *a, **k)
+        box.append(raw)  # the forward's own outputs (before apply aliases inputs as views)
+        return raw
     cls._run_forward = staticmethod(run)
     try:
         out = cls.apply(*args, **kwargs)
     finally:
         cls._run_forward = orig
-    ctx = box[0]
+    ctx, raw = box[0], box[1]
     ins = []
     for a, t in zip(args, tangents):
         if t is not None:
@@ -574,11 +576,41 @@ def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
     if len(res) != len(outs):
         raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients "
                            f"(expected {len(outs)} but got {len(res)})")
-    for o, t in zip(outs, res):
+    raws = raw if isinstance(raw, tuple) else (raw,)
+    for i, (o, t) in enumerate(zip(outs, res)):
         if t is not None and isinstance(o, tensor_cls) and t.shape != o.shape:
             raise RuntimeError(f"Function {cls.__name__}.jvp returned a tangent of shape "
                                f"{list(t.shape)} for an output of shape {list(o.shape)}")
+        if t is not None and i < len(raws):
+            _check_custom_tangent(ctx, args, ins, raws[i], t, i)
     return out, list(res)
+
+
+def _check_custom_tangent(ctx, args: tuple, ins: list, o, t, i: int) -> None:
+    """PyTorch's checks of the tangent ``t`` a custom jvp returned for forward output ``o``
+    (number ``i``): none for an output that is not differentiable (an integer one, or one
+    marked non-differentiable), and a view of the input's tangent for an output that is a
+    view of an input, or an input returned as is (not marked dirty), so the output's
+    tangent stays the view of the input's tangent that in-place ops rely on."""
+    tensor_cls = _tensor_cls()
+    if not isinstance(o, tensor_cls):
+        return
+    if not _differentiable(o.dtype) or _function._is_in(o, ctx.non_differentiable):
+        raise RuntimeError(f"Function's jvp returned a gradient at position {i}, but the "
+                           "corresponding forward output is not a differentiable Tensor. "
+                           "You should return None at that position instead.")
+    if ctx.dirty_tensors and _function._is_in(o, ctx.dirty_tensors):
+        return
+    for a, ta in zip(args, ins):
+        if (ta is not None and isinstance(a, tensor_cls)
+                and (o is a or (o._base is not None and o._storage is a._storage))):
+            if t._base is None:
+                raise RuntimeError("A custom Function's forward is returning a view (or an "
+                                   "input as-is) but the jvp is not returning a view.")
+            if t._storage is not ta._storage:
+                raise RuntimeError("A custom Function is returning a view but the jvp is not "
+                                   "returning a view of the given grad input.")
+            return
 
 
 def _fw_apply(lvl: _Level, cls, args: tuple, kwargs: dict):

@@ -12,6 +12,7 @@ import functools
 import importlib
 import inspect
 import threading
+import warnings
 from typing import Any, Callable
 
 
@@ -75,6 +76,12 @@ class _DecoratorContextManager:
     _bare_decorator = True
 
     def __call__(self, func: Callable) -> Callable:
+        if inspect.isclass(func):  # as PyTorch: a function that makes instances in the mode
+            warnings.warn("Decorating classes is deprecated and will be disabled in future "
+                          "versions. You should only decorate functions or methods.",
+                          FutureWarning, stacklevel=2)
+            cls = func
+            func = lambda *args, **kwargs: cls(*args, **kwargs)  # noqa: E731
         if inspect.isgeneratorfunction(func):
             return self._wrap_generator(func)
 
@@ -86,41 +93,36 @@ class _DecoratorContextManager:
         return wrapper
 
     def _wrap_generator(self, func: Callable) -> Callable:
-        """The mode holds while the generator body runs, not while the caller runs."""
+        """The mode holds while the generator body runs (also its ``finally`` blocks when it
+        is closed), not while the caller runs; the generator's return value is kept (as
+        PyTorch's torch.utils._contextlib)."""
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any):
             gen = func(*args, **kwargs)
-            with self.clone():
-                value = next(gen, _DONE)
-            while value is not _DONE:
-                try:
-                    sent = yield value
-                except GeneratorExit:
-                    gen.close()
-                    raise
-                except BaseException as e:  # noqa: BLE001 - forwarded into the generator
-                    with self.clone():
-                        value = _resume(gen.throw, e)
-                    continue
+            try:
                 with self.clone():
-                    value = _resume(gen.send, sent)
-            return None
+                    value = gen.send(None)
+                while True:
+                    try:
+                        sent = yield value
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as e:  # noqa: BLE001 - forwarded into the generator
+                        with self.clone():
+                            value = gen.throw(e)
+                    else:
+                        with self.clone():
+                            value = gen.send(sent)
+            except StopIteration as stop:
+                return stop.value
 
         return wrapper
 
     def clone(self):
         return type(self)()
-
-
-_DONE = object()
-
-
-def _resume(step: Callable, arg: Any) -> Any:
-    try:
-        return step(arg)
-    except StopIteration:
-        return _DONE
 
 
 class no_grad(_DecoratorContextManager):

@@ -327,6 +327,10 @@ class AccumulateGrad(Node):
     holds it. Accumulating into an existing ``.grad`` keeps its object and layout (in place;
     with create_graph, ``old + new``), warning when that layout breaks the contract."""
 
+    # True while the engine calls apply() after running the leaf's tensor hooks itself:
+    # PyTorch runs them before the node's pre-hooks (engine._call_node)
+    _leaf_hooks_done = False
+
     def __init__(self, variable) -> None:
         self._seq = next(_seq)  # Node.__init__, inlined (one is made per leaf per graph)
         self.variable = variable
@@ -339,7 +343,7 @@ class AccumulateGrad(Node):
         if grad is None:
             return ()
         var = self.variable
-        if var._hooks:
+        if var._hooks and not self._leaf_hooks_done:
             grad = run_leaf_hooks(var, grad)
         if grad._sparse or var._sparse:  # a sparse COO gradient or leaf (tgrad.sparse)
             return _accumulate_sparse(var, grad)

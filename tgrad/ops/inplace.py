@@ -592,6 +592,12 @@ def as_strided_(self: Tensor, size, stride, storage_offset: int | None = None) -
 def add_into(dst: Tensor, src: Tensor) -> None:
     """dst += src without recording (gradient accumulation)."""
     be = backend_of(dst)
-    be.copy_(dst._data, be.binary("add", dst._data, be.cast(src._data, dst._data.dtype)))
+    try:
+        be.copy_(dst._data, be.binary("add", dst._data, be.cast(src._data, dst._data.dtype)))
+    except ValueError:  # NumPy's read-only array: a .grad set to an expanded tensor
+        if dst._data.size and any(st == 0 and n > 1
+                                  for n, st in zip(dst.shape, dst._data.strides)):
+            raise RuntimeError(_OVERLAP) from None  # PyTorch's error for `grad += new`
+        raise
     dst._storage.version += 1
 
