@@ -355,9 +355,70 @@ def test_lu_errors():
         LA.lu_solve(LU, piv, _t(np.ones((2, 1))))
     with pytest.raises(RuntimeError, match="Expected pivots to be int32"):
         LA.lu_solve(LU, piv.long(), _t(np.ones((3, 1))))
-    r = _t(RNG.standard_normal((3, 2)), requires_grad=True)
-    with pytest.raises(NotImplementedError, match=r"backward of a 3 x 2 \(non-square\)"):
-        LA.lu_factor_ex(r).LU.sum().backward()
+
+
+# Wide (m < n), tall (m > n) and square factorisations, batched, real and complex: one
+# backward for every shape (PyTorch's linalg_lu_backward); gradients against central
+# differences, forward mode (jvp) too. pivot=False raises on CPU, as PyTorch's CPU.
+@pytest.mark.parametrize("shape", [(2, 4), (4, 2), (2, 2, 3), (2, 3, 2), (1, 3), (3, 1),
+                                   (3, 3), (2, 2, 2)])
+@pytest.mark.parametrize("complex_", [False, True])
+def test_lu_gradients_of_every_shape(shape, complex_):
+    a = RNG.standard_normal(shape) + (1j * RNG.standard_normal(shape) if complex_ else 0)
+    A = tgrad.tensor(a, requires_grad=True)
+    assert A.dtype is (tgrad.complex128 if complex_ else F64)
+    for fn in (lambda m: LA.lu_factor_ex(m).LU, lambda m: LA.lu(m)[1:]):
+        assert gradcheck(fn, (A,), check_forward_ad=True)
+    assert gradgradcheck(lambda m: LA.lu(m)[1:], (A,))
+
+
+def test_lu_gradient_of_a_wide_and_a_tall_matrix_by_hand():
+    """A = P L U, 2 x 3 and 3 x 2, with no row exchange (the first column's largest entry
+    on top). Wide A = [[a, b, c], [d, e, f]]: L = [[1, 0], [d/a, 1]], U = [[a, b, c],
+    [0, e - bd/a, f - cd/a]]; so d U[1, 2] / d(a, b, c, d, e, f) =
+    (cd/a^2, 0, -d/a, -c/a, 0, 1) and d L[1, 0] = (-d/a^2, 0, 0, 1/a, 0, 0). Tall
+    A = [[a, d], [b, e], [c, f]]: L[2, 1] = (f - cd/a) / (e - bd/a)."""
+    a, b, c, d, e, f = 4.0, 1.0, 2.0, 1.0, 3.0, 1.0
+    A = _t([[a, b, c], [d, e, f]], requires_grad=True)
+    P, L, U = LA.lu(A)
+    np.testing.assert_array_equal(P.numpy(), np.eye(2))
+    (g,) = tgrad.autograd.grad(U[1, 2], A, retain_graph=True)
+    np.testing.assert_allclose(g.numpy(), [[c * d / a**2, 0, -d / a], [-c / a, 0, 1]],
+                               rtol=1e-14, atol=1e-15)
+    (g,) = tgrad.autograd.grad(L[1, 0], A)
+    np.testing.assert_allclose(g.numpy(), [[-d / a**2, 0, 0], [1 / a, 0, 0]],
+                               rtol=1e-14, atol=1e-15)
+    T = _t([[a, d], [b, e], [c, f]], requires_grad=True)
+    P, L, U = LA.lu(T)
+    np.testing.assert_array_equal(P.numpy(), np.eye(3))
+    s = e - b * d / a  # U[1, 1]
+    r = f - c * d / a  # L[2, 1] = r / s
+    (g,) = tgrad.autograd.grad(L[2, 1], T)
+    # d(r/s) = dr / s - r ds / s^2;  dr = (cd/a^2, -d/a, ..), ds = (bd/a^2, -b/a, ..)
+    want = np.zeros((3, 2))
+    want[0, 0] = (c * d / a**2) / s - r * (b * d / a**2) / s**2  # a
+    want[1, 0] = r * (d / a) / s**2  # b
+    want[2, 0] = -(d / a) / s  # c
+    want[0, 1] = -(c / a) / s + r * (b / a) / s**2  # d
+    want[1, 1] = -r / s**2  # e
+    want[2, 1] = 1 / s  # f
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-14, atol=1e-15)
+
+
+def test_lu_gradient_with_row_exchanges_and_empty_factors():
+    """Wide and tall matrices whose factorisation swaps rows (a zero leading entry): the
+    gradient goes back through P; empty A (k = 0) gives an empty, zero gradient."""
+    for a in (np.array([[0.0, 2.0, 1.0, 3.0], [1.0, 1.0, 0.0, 2.0], [3.0, 0.0, 1.0, 1.0]]),
+              np.array([[0.0, 2.0], [1.0, 1.0], [3.0, 0.0], [1.0, 4.0]])):
+        A = _t(a, requires_grad=True)
+        assert not np.array_equal(LA.lu(A).P.numpy(), np.eye(a.shape[0]))
+        assert gradcheck(lambda m: LA.lu(m)[1:], (A,))
+        assert gradcheck(lambda m: tgrad.lu(m)[0], (A,))  # torch.lu: the same factors
+        assert gradgradcheck(lambda m: LA.lu_factor_ex(m).LU, (A,))
+    for shape in ((0, 3), (3, 0), (2, 0, 2)):
+        A = _t(np.zeros(shape), requires_grad=True)
+        LA.lu_factor_ex(A).LU.sum().backward()
+        assert A.grad.shape == shape and not A.grad.numpy().any()
 
 
 def test_solve_ex_info_has_the_batch_shape_of_a_not_of_the_broadcast():

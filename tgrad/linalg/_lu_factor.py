@@ -3,11 +3,22 @@
 and 1-based pivots), ``lu`` (P, L, U with A = P L U) and ``lu_solve``, for m x n matrices
 batched over leading dims, from tgrad/linalg/_lu.py's getrf.
 
-    lu_factor backward (square A = P L U, PyTorch's linalg_lu_backward):
-        gA = P L^{-H} (tril(L^H gL, -1) + triu(gU U^H)) U^{-H}
-    with gL = tril(gLU, -1), gU = triu(gLU); written with solve_triangular, so it is
-    differentiable again. Complex A (CPU): the same rule; the pivots are LAPACK's (the
-    largest |Re| + |Im|). Rectangular factors have no backward here (a clear error).
+    lu_factor backward (PyTorch's linalg_lu_backward), A (m x n) = P L U, k = min(m, n),
+    L m x k unit lower, U k x n upper, gL = tril(gLU, -1), gU = triu(gLU):
+      square (m = n):  gA = P L^{-H} (tril(L^H gL, -1) + triu(gU U^H)) U^{-H}
+      wide (m < n):    U = [U1 | U2] (U1 m x m), gU = [gU1 | gU2]. A2 = L U2 gives
+                       dU2 = L^{-1} (dA2 - dL U2), so gA2 = L^{-H} gU2 and gL takes
+                       -L^{-H} gU2 U2^H; the square rule on (A1 = L U1) with that gL:
+                       gA = P L^{-H} [(tril(L^H gL - gU2 U2^H, -1) + triu(gU1 U1^H)) U1^{-H}
+                                      | gU2]
+      tall (m > n):    L = [L1; L2] (L1 n x n), gL = [gL1; gL2]; symmetrically (A2 = L2 U:
+                       dL2 = (dA2 - L2 dU) U^{-1}, gA2 = gL2 U^{-H}, gU takes
+                       -L2^H gL2 U^{-H}):
+                       gA = P [L1^{-H} (tril(L1^H gL1, -1) + triu(gU U^H - L2^H gL2))
+                               ; gL2] U^{-H}
+    written with solve_triangular, so it is differentiable again (forward mode, with no
+    jvp rule of its own, is the vjp of this vjp). Complex A (CPU): the same rule; the
+    pivots are LAPACK's (the largest |Re| + |Im|).
     ``lu`` (unpacking with tril/triu) and ``lu_solve`` (the permutation as a gather, two
     triangular solves reading one triangle of LU each) are compositions, differentiable
     through ``lu_factor``.
@@ -32,6 +43,7 @@ from tgrad.ops._common import require_tensor
 from tgrad.ops.composite import tril, triu
 from tgrad.ops.creation import arange, eye
 from tgrad.ops.gathering import take_along_dim
+from tgrad.ops.shape import cat
 from tgrad.tensor import Tensor
 
 __all__ = ["lu_factor", "lu_factor_ex", "lu", "lu_solve"]
@@ -93,16 +105,26 @@ class LinalgLUFactor(Function):
 
     @staticmethod
     def backward(ctx, gLU, _gpivots, _ginfo):
+        # gLU (..., m, n) -> gA (..., m, n); the rule for each shape in the module docstring
         (LU,) = ctx.saved_tensors
         m, n = LU.shape[-2:]
-        if m != n:
-            raise NotImplementedError(f"linalg.lu_factor: the backward of a {m} x {n} "
-                                      f"(non-square) factorisation is not implemented in "
-                                      f"tgrad; factor square matrices")
-        L, U = _unpack(LU)
-        phi = tril(L.mH @ gLU, -1) + triu(gLU @ U.mH)  # gL = tril(gLU, -1), gU = triu(gLU)
-        gA = solve_triangular(U.mH, phi, upper=False, left=False)
-        gA = solve_triangular(L.mH, gA, upper=True, unitriangular=True)
+        L, U = _unpack(LU)  # (..., m, k), (..., k, n)
+        if m < n:  # wide: L square, U = [U1 | U2]
+            U1, gU2 = U[..., :m], gLU[..., m:]
+            phi = tril(L.mH @ gLU[..., :m] - gU2 @ U[..., m:].mH, -1) + \
+                triu(gLU[..., :m] @ U1.mH)
+            gA = cat([solve_triangular(U1.mH, phi, upper=False, left=False), gU2], -1)
+            gA = solve_triangular(L.mH, gA, upper=True, unitriangular=True)
+        elif m > n:  # tall: L = [L1; L2], U square
+            L1, gL2 = L[..., :n, :], gLU[..., n:, :]
+            phi = tril(L1.mH @ gLU[..., :n, :], -1) + \
+                triu(gLU[..., :n, :] @ U.mH - L[..., n:, :].mH @ gL2)
+            gA = cat([solve_triangular(L1.mH, phi, upper=True, unitriangular=True), gL2], -2)
+            gA = solve_triangular(U.mH, gA, upper=False, left=False)
+        else:  # square
+            phi = tril(L.mH @ gLU, -1) + triu(gLU @ U.mH)  # (tril / triu read gL / gU only)
+            gA = solve_triangular(U.mH, phi, upper=False, left=False)
+            gA = solve_triangular(L.mH, gA, upper=True, unitriangular=True)
         return take_along_dim(gA, ctx.perm.argsort(-1).unsqueeze(-1).expand(gA.shape), -2)
 
 
