@@ -453,7 +453,11 @@ def test_chrome_trace_schema():
         assert isinstance(e["dur"], float) and e["dur"] >= 0
         assert e["pid"] == 0  # no CUDA slices on the CPU
     by_name = {e["name"]: e for e in xs}
-    assert by_name["mul"]["args"]["Input Shapes"] == [[3], [3]]
+    assert by_name["mul"]["args"]["Input Dims"] == [[3], [3]]  # PyTorch's names
+    assert (by_name["mul"]["cat"], by_name["mul"]["args"]["kind"]) == ("cpu_op", "op")
+    assert by_name["step"]["cat"] == "user_annotation"
+    assert by_name["MulBackward0"]["cat"] == "cpu_op"
+    assert by_name["autograd::engine::evaluate_function: MulBackward0"]["cat"] == "cpu_op"
     step = by_name["step"]
     for e in xs:  # every slice lies within the user range on the same track
         assert step["ts"] <= e["ts"] and e["ts"] + e["dur"] <= step["ts"] + step["dur"] + 1e-6
