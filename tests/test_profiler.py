@@ -142,7 +142,14 @@ def test_engine_run_is_a_range_enclosing_the_backward_nodes():
     assert len(runs) == 1 and runs[0].kind == "engine"
     nodes = [e for e in prof.function_events if e.kind == "backward"]
     assert {n.name for n in nodes} == {"SumBackward0", "MulBackward0", "AccumulateGrad"}
-    assert all(n.cpu_parent is runs[0] for n in nodes)
+    # each node inside PyTorch's "autograd::engine::evaluate_function: <node>" range, which
+    # has the node's interval (self time 0) and sits in the engine run
+    for n in nodes:
+        w = n.cpu_parent
+        assert w.name == "autograd::engine::evaluate_function: " + n.name
+        assert (w.kind, w.cpu_interval, w.cpu_children) == ("engine", n.cpu_interval, [n])
+        assert w.self_cpu_time_total == 0.0 and w.cpu_parent is runs[0]
+        assert w.id + 1 == n.id and prof.function_events[w.id] is w
 
 
 def test_nested_ranges_self_plus_children_equals_total_real_clock():
@@ -187,8 +194,8 @@ def test_self_and_total_times_exact_with_fake_clock(clock):
     assert prof.self_cpu_time_total == pytest.approx(10.0 + 14.0)
     table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=2)
     lines = table.splitlines()
-    assert lines[2].split()[:2] == ["SpendBackward", "58.33%"]  # 14 / 24
-    assert lines[3].split()[:2] == ["Spend", "33.33%"]  # 8 / 24
+    assert lines[3].split()[:2] == ["SpendBackward", "58.33%"]  # 14 / 24
+    assert lines[4].split()[:2] == ["Spend", "33.33%"]  # 8 / 24
     assert "Self CPU time total: 24.000us" in table
 
 
@@ -203,7 +210,8 @@ def test_pair_backward_and_summary_with_device_timer(clock, monkeypatch, detaile
         (a + b).sum().backward()
         assert timer.syncs == 0  # nothing resolved while profiling
     assert timer.syncs == 1 and timer.elapsed_calls_before_sync == 0
-    n_ranges = len(prof.function_events)
+    n_ranges = len([e for e in prof.function_events  # (evaluate_function ranges: no records)
+                    if not e.name.startswith("autograd::engine::evaluate_function: ")])
     assert timer.records == 2 * n_ranges + 1  # two per range + the reference event
     avg = {e.key: e for e in prof.key_averages()}
     assert avg["Spend"].cuda_time_total == pytest.approx(4.0)
@@ -235,9 +243,9 @@ def test_roofline_columns_exact(clock):
     assert spend.gbps == pytest.approx(16000 / 8000)  # bytes / ns == GB/s
     assert spend.tflops == pytest.approx(32000 / 8e6)  # flops / (us * 1e6)
     table = prof.key_averages().table()
-    row = next(r for r in table.splitlines() if r.startswith("Spend "))
+    row = next(r for r in table.splitlines() if r.split()[0] == "Spend")
     assert row.split()[-3:] == ["2", "50%", "0.004"]
-    assert table.splitlines()[0].split()[-5:] == ["GB/s", "%", "of", "peak", "TFLOP/s"]
+    assert table.splitlines()[1].split()[-5:] == ["GB/s", "%", "of", "peak", "TFLOP/s"]
     assert "Peak bandwidth for % of peak: 4.0 GB/s" in table
 
 
@@ -283,25 +291,31 @@ def test_table_columns_sorting_and_errors(clock):
     with profiler.profile() as prof:
         _ranges(clock, [("a", 1000)] + [("b", 300)] * 5 + [("c", 1200)])
     avg = prof.key_averages()
-    header = avg.table().splitlines()[0]
-    for col in ["Name", "Self CPU %", "Self CPU", "CPU total", "CPU time avg", "CUDA total",
-                "CUDA time avg", "Number of Calls"]:
-        assert col in header
+    lines = avg.table().splitlines()
+    header = lines[1]  # PyTorch's layout: a rule, the column names, a rule, the rows
+    assert lines[0] == lines[2] == lines[-2] and set(lines[0]) == {"-", " "}
+    assert [c.strip() for c in header.split("  ") if c.strip()] == [
+        "Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
+        "# of Calls"]  # CUDA columns only when some event has CUDA time (PyTorch's)
     assert "GB/s" not in header  # roofline columns only with with_flops=True
 
     def order(sort_by):
-        return [r.split()[0] for r in avg.table(sort_by=sort_by).splitlines()[2:5]]
+        return [r.split()[0] for r in avg.table(sort_by=sort_by).splitlines()[3:6]]
 
     assert order("cpu_time_total") == ["b", "c", "a"]  # 1.5, 1.2, 1.0 us
     assert order("self_cpu_time_total") == ["b", "c", "a"]
     assert order("cpu_time") == ["c", "a", "b"]  # averages 1.2, 1.0, 0.3 us
     assert order("count") == ["b", "a", "c"]  # ties keep first-seen order
     assert order(None) == ["a", "b", "c"]  # first-seen order
-    row_b = next(r for r in avg.table().splitlines() if r.startswith("b "))
-    assert row_b.split() == ["b", "40.54%", "1.500us", "1.500us", "0.300us", "0.000us",
-                             "0.000us", "5"]  # 1.5 / (1.0 + 1.5 + 1.2) = 40.54%
+    row_b = next(r for r in avg.table().splitlines() if r.split()[0] == "b")
+    assert row_b.split() == ["b", "40.54%", "1.500us", "40.54%", "1.500us", "0.300us",
+                             "5"]  # 1.5 / (1.0 + 1.5 + 1.2) = 40.54%
     one = avg.table(sort_by="cpu_time_total", row_limit=1).splitlines()
-    assert len(one) == 4 and one[2].split()[0] == "b"
+    assert len(one) == 6 and one[3].split()[0] == "b"
+    # an unknown key: PyTorch's AttributeError (getattr on the event); also a ValueError
+    with pytest.raises(AttributeError, match="'FunctionEventAvg' object has no attribute "
+                                             "'wall_time'"):
+        avg.table(sort_by="wall_time")
     with pytest.raises(ValueError, match="unknown sort_by key 'wall_time'; valid keys are: "
                                          ".*self_cpu_time_total"):
         avg.table(sort_by="wall_time")
@@ -309,7 +323,58 @@ def test_table_columns_sorting_and_errors(clock):
         avg.table(sort_by=key)
     text = str(prof)  # PyTorch: str(prof) is the table of the (unaveraged) events
     assert text == prof.function_events.table()
-    assert [r.split()[0] for r in text.splitlines()[2:9]] == ["a"] + ["b"] * 5 + ["c"]
+    assert [r.split()[0] for r in text.splitlines()[3:10]] == ["a"] + ["b"] * 5 + ["c"]
+
+
+def test_table_options_as_pytorch(clock, monkeypatch):
+    # time_unit, header, top_level_events_only, name truncation, the device_* sort keys and
+    # the CUDA columns (only when some event has CUDA time), all as torch's _build_table.
+    timer = FakeTimer(clock)
+    monkeypatch.setitem(device._FACTORIES, "cuda", lambda: timer)
+    with profiler.profile(use_device="cuda") as prof:
+        with profiler.record_function("outer_range"):
+            clock.host += 3000
+            clock.dev += 4000
+            with profiler.record_function("inner"):
+                clock.host += 1000
+                clock.dev += 1000
+    ev = prof.function_events
+    lines = ev.table(sort_by="self_device_time_total", time_unit="ms", header="HDR",
+                     max_name_column_width=8).splitlines()
+    assert lines[0] == "=" * len(lines[2].rstrip()) and lines[1] == "HDR"
+    cols = [c.strip() for c in lines[3].split("  ") if c.strip()]
+    assert cols[6:] == ["Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg",
+                        "# of Calls"]
+    # outer: self CPU 3us of 4us total, self CUDA 4us of 5us; inner: 1us / 1us
+    assert lines[5].split() == ["outer...", "75.00%", "0.003ms", "100.00%", "0.004ms",
+                                "0.004ms", "0.004ms", "80.00%", "0.005ms", "0.005ms", "1"]
+    assert lines[6].split()[0] == "inner..."  # PyTorch's rule: cut when len >= width - 3
+    assert lines[-2:] == ["Self CPU time total: 0.004ms", "Self CUDA time total: 0.005ms"]
+    top = ev.table(top_level_events_only=True).splitlines()
+    assert top[1] == "This report only display top-level ops statistics"
+    assert [r.split()[0] for r in top[5:-3]] == ["outer_range"]  # rows, rule, 2 totals
+    by_cuda = [r.split()[0] for r in ev.table(sort_by="cuda_time_total").splitlines()[3:5]]
+    assert by_cuda == [r.split()[0] for r in
+                       ev.table(sort_by="device_time_total").splitlines()[3:5]]
+    assert ev[0].device_time_total == ev[0].cuda_time_total == pytest.approx(5.0)
+    assert ev[0].self_cpu_memory_usage == 0  # memory is not profiled
+    assert profiler.EventList().table() == ""  # PyTorch: an empty list prints nothing
+    # key_averages(group_by_input_shape, group_by_stack_n): positional as in PyTorch
+    avg = prof.key_averages(False, 5)
+    assert isinstance(avg, profiler.EventList) and {a.key for a in avg} == {"outer_range",
+                                                                             "inner"}
+
+
+def test_legacy_profile_accepts_pytorchs_arguments():
+    x = tgrad.ones(2)
+    with profiler.profile(profile_memory=True, with_stack=True, with_modules=True,
+                          use_kineto=True, experimental_config=None, acc_events=True) as p:
+        x * x
+    assert [e.name for e in p.function_events] == ["mul"]
+    with pytest.warns(UserWarning, match="The foo is not a valid device option."):
+        profiler.profile(use_device="foo")
+    with pytest.raises(AssertionError, match="Device-only events supported only with Kineto"):
+        profiler.profile(use_cpu=False)
 
 
 def test_results_before_the_end_and_nesting_errors():
@@ -388,7 +453,11 @@ def test_chrome_trace_schema():
         assert isinstance(e["dur"], float) and e["dur"] >= 0
         assert e["pid"] == 0  # no CUDA slices on the CPU
     by_name = {e["name"]: e for e in xs}
-    assert by_name["mul"]["args"]["Input Shapes"] == [[3], [3]]
+    assert by_name["mul"]["args"]["Input Dims"] == [[3], [3]]  # PyTorch's names
+    assert (by_name["mul"]["cat"], by_name["mul"]["args"]["kind"]) == ("cpu_op", "op")
+    assert by_name["step"]["cat"] == "user_annotation"
+    assert by_name["MulBackward0"]["cat"] == "cpu_op"
+    assert by_name["autograd::engine::evaluate_function: MulBackward0"]["cat"] == "cpu_op"
     step = by_name["step"]
     for e in xs:  # every slice lies within the user range on the same track
         assert step["ts"] <= e["ts"] and e["ts"] + e["dur"] <= step["ts"] + step["dur"] + 1e-6

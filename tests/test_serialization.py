@@ -218,3 +218,43 @@ def test_pickle_and_deepcopy_keep_what_pytorch_keeps():
     lin2 = pickle.loads(pickle.dumps(lin))
     np.testing.assert_array_equal(lin2.wt.detach().numpy(), lin.weight.detach().numpy().T)
     assert lin2.wt.is_leaf and lin2.wt.requires_grad
+
+
+def test_views_sharing_a_storage_stay_shared(tmp_path):
+    # As torch.save / torch.load: one storage per buffer, each tensor a strided view of it
+    # (PyTorch keeps storage_offset and strides), so a write through one is seen by the rest.
+    ref = np.arange(12, dtype=np.float64).reshape(3, 4)
+    x = tgrad.tensor(ref.copy())
+    p = tgrad.nn.Parameter(tgrad.arange(6.0, dtype=tgrad.bfloat16))
+    objs = [x, x[1:], x.t(), x[:, ::2], {"p": p, "pv": p[2:4]}, x[0, 1]]
+    tgrad.save(objs, tmp_path / "f")
+    with zipfile.ZipFile(tmp_path / "f") as z:  # one array per storage, not per tensor
+        assert sorted(z.namelist()) == ["__tgrad__.npy", "t0.npy", "t1.npy"]
+    a, b, c, d, sd, e = tgrad.load(tmp_path / "f")
+    for t, want, off, st in [(a, ref, 0, (4, 1)), (b, ref[1:], 4, (4, 1)),
+                             (c, ref.T, 0, (1, 4)), (d, ref[:, ::2], 0, (4, 2)),
+                             (e, ref[0, 1], 1, ())]:
+        np.testing.assert_array_equal(t.numpy(), want)
+        assert (t.storage_offset(), t.stride(), t.dtype) == (off, st, tgrad.float64)
+    a[1, 2] = -1.0  # the element at flat index 6
+    assert b[0, 2].item() == -1.0 and c[2, 1].item() == -1.0 and d[1, 1].item() == -1.0
+    assert isinstance(sd["p"], tgrad.nn.Parameter) and sd["p"].requires_grad
+    assert sd["pv"].dtype is tgrad.bfloat16 and sd["pv"].storage_offset() == 2
+    with tgrad.no_grad():
+        sd["p"][3] = 40.0
+    np.testing.assert_array_equal(sd["pv"].detach().float().numpy(), [2.0, 40.0])
+
+
+def test_the_same_tensor_twice_loads_as_one_object(tmp_path):
+    x = tgrad.ones(2)
+    tgrad.save({"a": x, "b": [x]}, tmp_path / "f")
+    out = tgrad.load(tmp_path / "f")
+    assert out["a"] is out["b"][0]  # as pickle's memo in torch.save
+
+
+def test_load_mmap_argument(tmp_path):
+    # torch.load(mmap=True) needs a path; tgrad reads the arrays either way.
+    tgrad.save([tgrad.arange(3)], tmp_path / "f")
+    np.testing.assert_array_equal(tgrad.load(tmp_path / "f", mmap=True)[0].numpy(), [0, 1, 2])
+    with open(tmp_path / "f", "rb") as fh, pytest.raises(ValueError, match="file path"):
+        tgrad.load(fh, mmap=True)

@@ -7,7 +7,12 @@ dtype and flags) is a JSON document stored as the uint8 array "__tgrad__". Loadi
 ``np.load(allow_pickle=False)`` and ``json``: a file can never run code. bfloat16 and the
 float8 dtypes (not NumPy-native dtypes) are stored as their uint16 / uint8 bit patterns and
 reinterpreted on load.
-Views are saved as contiguous copies (storage sharing between tensors is not preserved).
+Storage sharing is kept, as by ``torch.save``: each CPU buffer (a tensor's storage root) is one
+array entry, written once; a tensor that is not that whole buffer in its own layout records
+``"view": [storage_offset, size, stride]`` (elements, over the flattened buffer), and
+``load`` rebuilds it as a strided view of the one loaded buffer, so views saved together
+share memory after loading (a write through one is seen by the others). The same tensor
+object saved twice loads as one object. Device tensors are saved as contiguous copies.
 
 PyTorch interop. ``load`` recognises PyTorch's formats by their bytes (a zip holding
 ``<name>/data.pkl``; a pickle stream starting with torch's legacy magic number) and reads
@@ -21,6 +26,7 @@ for handing weights to PyTorch (and tgrad.load reads it too).
 from __future__ import annotations
 
 import json
+import math
 import os
 import zipfile
 from collections import OrderedDict
@@ -29,6 +35,7 @@ from typing import Any, BinaryIO, Union
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.cuda.array import contiguous_strides
 from tgrad.tensor import Tensor
 
 FORMAT = "tgrad.save/1"
@@ -55,7 +62,7 @@ def save(obj: Any, f: PathOrFile, *, format: str = "tgrad") -> None:  # noqa: A0
     if format != "tgrad":
         raise ValueError(f"tgrad.save: format must be 'tgrad' or 'torch', got {format!r}")
     arrays: dict[str, np.ndarray] = {}
-    doc = {"format": FORMAT, "root": _encode(obj, arrays, "obj")}
+    doc = {"format": FORMAT, "root": _encode(obj, arrays, "obj", {})}
     arrays[_STRUCT_KEY] = np.frombuffer(json.dumps(doc).encode("utf-8"), dtype=np.uint8)
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as fh:  # a file object: np.savez must not append ".npz"
@@ -64,14 +71,19 @@ def save(obj: Any, f: PathOrFile, *, format: str = "tgrad") -> None:  # noqa: A0
         np.savez(f, **arrays)
 
 
-def load(f: PathOrFile, map_location=None, weights_only: bool = True) -> Any:
+def load(f: PathOrFile, map_location=None, weights_only: bool = True, *,
+         mmap: bool | None = None) -> Any:
     """Load what ``save`` wrote, or a PyTorch checkpoint (``torch.save``'s zip format, or
     its legacy format). tgrad files: tensors come back on the CPU, or on ``map_location`` (a
     device or device string). PyTorch files: on the device each storage was saved on, or on
     ``map_location`` (a device, a device string, or a dict from saved location to device,
     e.g. ``{"cuda:0": "cpu"}``); tensors that shared a storage share it. ``weights_only``
     is accepted for PyTorch compatibility: either way a PyTorch pickle is read with
-    ``torch.load(weights_only=True)``'s allow-list and no file ever executes code."""
+    ``torch.load(weights_only=True)``'s allow-list and no file ever executes code.
+    ``mmap=True`` needs a file path, as in PyTorch; tgrad reads the arrays into memory
+    either way (the loaded tensors are the same)."""
+    if mmap and not isinstance(f, (str, os.PathLike)):
+        raise ValueError("f must be a file path in order to use the mmap argument")
     if callable(map_location) and not isinstance(map_location, dict):
         raise TypeError("tgrad.load: map_location must be a device, a device string or a "
                         "dict; a function (storage, location) is not supported (tgrad has "
@@ -115,24 +127,38 @@ def _describe(f) -> str:
     return repr(os.fspath(f)) if isinstance(f, (str, os.PathLike)) else "the given file"
 
 
-def _encode(obj: Any, arrays: dict, where: str):
+def _encode(obj: Any, arrays: dict, where: str, memo: dict):
     """The JSON record of ``obj``; tensors go to ``arrays``. ``where`` names the position
-    for error messages (e.g. obj['state'][0]['exp_avg'])."""
+    for error messages (e.g. obj['state'][0]['exp_avg']). ``memo``: id(tensor) -> its
+    record and id(buffer) -> (array key, buffer), so a buffer is written once."""
     if isinstance(obj, Tensor):
-        key = f"t{len(arrays)}"
-        host = np.array(obj.detach().numpy(), order="C")  # (keeps 0-d: ascontiguousarray is 1-d)
-        if obj.dtype is dtypes.bfloat16:
-            host = host.view(np.uint16)
-        elif obj.dtype in dtypes.FLOAT8_DTYPES:  # its bits, with the dtype name (as bfloat16)
-            host = host.view(np.uint8)
-        arrays[key] = host
+        got = memo.get(id(obj))
+        if got is not None:  # the same tensor again: a reference to the first record
+            return {"same": got[0]["obj"]}
         from tgrad.nn.parameter import Parameter
-        return {"tensor": key, "dtype": obj.dtype.name, "requires_grad": obj.requires_grad,
-                "parameter": isinstance(obj, Parameter)}
+        rec = {"dtype": obj.dtype.name, "requires_grad": obj.requires_grad,
+               "parameter": isinstance(obj, Parameter), "obj": len(memo)}
+        root = obj._storage.root
+        if (isinstance(root, np.ndarray) and root.flags.c_contiguous
+                and root.dtype == obj._data.dtype):  # a view of a CPU buffer: share it
+            key = memo.get(id(root))
+            if key is None:
+                key = memo[id(root)] = (f"t{len(arrays)}", root)
+                arrays[key[0]] = _bits(root, obj.dtype)
+            rec["tensor"] = key[0]
+            layout = [obj.storage_offset(), list(obj.shape), list(obj.stride())]
+            if layout != [0, list(root.shape), list(contiguous_strides(root.shape))]:
+                rec["view"] = layout
+        else:  # its own buffer: a contiguous host copy
+            rec["tensor"] = f"t{len(arrays)}"
+            host = np.array(obj.detach().numpy(), order="C")  # (keeps 0-d)
+            arrays[rec["tensor"]] = _bits(host, obj.dtype)
+        memo[id(obj)] = (rec, obj)  # (obj kept alive: ids stay unique during the save)
+        return rec
     if isinstance(obj, _SCALARS):
         return obj if not isinstance(obj, float) or np.isfinite(obj) else {"float": repr(obj)}
     if isinstance(obj, (np.integer, np.floating, np.bool_)):
-        return _encode(obj.item(), arrays, where)
+        return _encode(obj.item(), arrays, where, memo)
     if isinstance(obj, dtypes.DType):
         return {"dtype_obj": obj.name}
     if isinstance(obj, dict):
@@ -141,33 +167,41 @@ def _encode(obj: Any, arrays: dict, where: str):
             if not isinstance(k, _SCALARS):
                 raise TypeError(f"tgrad.save: dict keys must be str, int, float, bool or None; "
                                 f"got {type(k).__name__} at {where}")
-            items.append([k, _encode(v, arrays, f"{where}[{k!r}]")])
+            items.append([k, _encode(v, arrays, f"{where}[{k!r}]", memo)])
         return {"dict": items, "ordered": isinstance(obj, OrderedDict)}
     if isinstance(obj, (list, tuple)):
         kind = "list" if isinstance(obj, list) else "tuple"
-        return {kind: [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]}
+        return {kind: [_encode(v, arrays, f"{where}[{i}]", memo) for i, v in enumerate(obj)]}
     raise TypeError(f"tgrad.save: cannot save an object of type {type(obj).__name__} at "
                     f"{where}; supported: Tensor, dict, list, tuple, int, float, bool, str, "
                     "None, tgrad dtypes")
 
 
-def _decode(rec: Any, z, device):
+def _bits(arr: np.ndarray, dt) -> np.ndarray:
+    """bfloat16 / float8 (not NumPy-native) as their uint16 / uint8 bit patterns."""
+    if dt is dtypes.bfloat16:
+        return arr.view(np.uint16)
+    if dt in dtypes.FLOAT8_DTYPES:
+        return arr.view(np.uint8)
+    return arr
+
+
+def _decode(rec: Any, z, device, memo: dict | None = None):
+    """``memo``: array key -> the loaded buffer's tensor, "obj" index -> loaded tensor."""
     if not isinstance(rec, dict):
         return rec
+    if memo is None:
+        memo = {}
+    if "same" in rec:
+        return memo[("obj", rec["same"])]
     if "tensor" in rec:
-        dt = dtypes.as_dtype(rec["dtype"])
-        arr = np.array(z[rec["tensor"]])
-        bits = dt is dtypes.bfloat16 or dt in dtypes.FLOAT8_DTYPES  # stored as their bits
-        arr = arr.view(dt.np) if bits else arr.astype(dt.np, copy=False)
-        from tgrad.ops.creation import from_numpy
-        t = from_numpy(arr)
-        if device.type != "cpu":
-            t = t.to(device)
+        t = _decode_tensor(rec, z, device, memo)
         if rec.get("parameter"):
             from tgrad.nn.parameter import Parameter
-            return Parameter(t, requires_grad=rec["requires_grad"])
-        if rec["requires_grad"]:
+            t = Parameter(t, requires_grad=rec["requires_grad"])
+        elif rec["requires_grad"]:
             t.requires_grad_(True)
+        memo[("obj", rec.get("obj"))] = t
         return t
     if "float" in rec:
         return float(rec["float"])
@@ -175,11 +209,51 @@ def _decode(rec: Any, z, device):
         return dtypes.as_dtype(rec["dtype_obj"])
     if "dict" in rec:
         cls = OrderedDict if rec.get("ordered") else dict
-        return cls((k, _decode(v, z, device)) for k, v in rec["dict"])
+        return cls((k, _decode(v, z, device, memo)) for k, v in rec["dict"])
     if "list" in rec:
-        return [_decode(v, z, device) for v in rec["list"]]
+        return [_decode(v, z, device, memo) for v in rec["list"]]
     if "tuple" in rec:
-        return tuple(_decode(v, z, device) for v in rec["tuple"])
+        return tuple(_decode(v, z, device, memo) for v in rec["tuple"])
     raise RuntimeError(f"tgrad.load: unknown record {sorted(rec)} in the structure document")
 
+
+
+
+def _decode_tensor(rec: dict, z, device, memo: dict) -> Tensor:
+    """The tensor of ``rec``: its buffer (loaded once per array key, then moved to
+    ``device``), or with ``"view": [offset, size, stride]`` a strided view of that buffer."""
+    from tgrad.ops.creation import from_numpy
+    dt = dtypes.as_dtype(rec["dtype"])
+    key = rec["tensor"]
+    root = memo.get(key)
+    if root is None:
+        arr = np.array(z[key])
+        bits = dt is dtypes.bfloat16 or dt in dtypes.FLOAT8_DTYPES  # stored as their bits
+        arr = arr.view(dt.np) if bits else arr.astype(dt.np, copy=False)
+        root = memo[key] = from_numpy(arr) if device.type == "cpu" \
+            else from_numpy(arr).to(device)
+    if "view" not in rec:  # the whole buffer: its own tensor first, then new tensors on it
+        if ("whole", key) in memo:
+            return Tensor(root._data, root._storage, root.device)
+        memo[("whole", key)] = True
+        return root
+    offset, size, stride = rec["view"]
+    size, stride = tuple(size), tuple(stride)
+    rd = root._data
+    n = root.numel()
+    if math.prod(size) and (offset < 0 or min(stride, default=0) < 0 or offset + sum(
+            (k - 1) * s for k, s in zip(size, stride)) >= n or len(size) != len(stride)):
+        raise RuntimeError(f"tgrad.load: a view with size {list(size)}, stride "
+                           f"{list(stride)} and offset {offset} reaches past its buffer of "
+                           f"{n} elements; the file is corrupt")
+    if isinstance(rd, np.ndarray):
+        flat = rd.reshape(-1)  # (the buffer is C-contiguous: a view)
+        f8 = flat.dtype in dtypes.FLOAT8_NP  # (as_strided cannot take ml_dtypes' float8)
+        base = flat[min(offset, n):]
+        arr = np.lib.stride_tricks.as_strided(base.view(np.uint8) if f8 else base, size,
+                                              tuple(s * flat.itemsize for s in stride))
+        arr = arr.view(flat.dtype) if f8 else arr
+    else:  # DeviceArray: element strides and an absolute element offset
+        arr = rd.view(size, stride, rd.offset + offset)
+    return Tensor(arr, root._storage, root.device)
 

@@ -40,6 +40,27 @@ class _TimesMixin:
     def self_cuda_time(self) -> float:
         return 0.0 if self.count == 0 else self.self_cuda_time_total / self.count
 
+    # PyTorch's device_* names (it now prefers them to cuda_*), and its memory fields:
+    # memory is not profiled, so they are 0 (as PyTorch's without profile_memory).
+    @property
+    def device_time(self) -> float:
+        return self.cuda_time
+
+    @property
+    def device_time_total(self) -> float:
+        return self.cuda_time_total
+
+    @property
+    def self_device_time_total(self) -> float:
+        return self.self_cuda_time_total
+
+    @property
+    def self_device_time(self) -> float:
+        return self.self_cuda_time
+
+    cpu_memory_usage = self_cpu_memory_usage = 0
+    device_memory_usage = self_device_memory_usage = 0
+
     # ---------------------------------------------------------------- roofline
     def _busy_us(self) -> float:
         """Time the op's work took: its total device time when measured, else its total
@@ -139,10 +160,12 @@ class FunctionEventAvg(_TimesMixin):
         self.bytes: int | None = None
         self.flops: int | None = None
         self.has_cuda = False
+        self.cpu_parent = None  # the first event's (PyTorch's: top_level_events_only)
 
     def add(self, other) -> FunctionEventAvg:
         if self.key is None:
             self.key = other.key
+            self.cpu_parent = other.cpu_parent
             self.kind = other.kind
             self.pair = other.pair
             self.input_shapes = other.input_shapes
@@ -181,10 +204,12 @@ class EventList(list):
     def self_cpu_time_total(self) -> float:
         return sum(e.self_cpu_time_total for e in self)
 
-    def key_averages(self, group_by_input_shape: bool = False,
-                     pair_backward: bool = False):
-        """Average events by name (and input shapes). With ``pair_backward=True`` return a
-        PairList: each forward op next to its backward node."""
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
+                     group_by_overload_name: bool = False, *, pair_backward: bool = False):
+        """Average events by name (and input shapes). tgrad records no stacks or overload
+        names, so ``group_by_stack_n`` and ``group_by_overload_name`` change nothing. With
+        ``pair_backward=True`` return a PairList: each forward op next to its backward
+        node."""
         if pair_backward:  # from the events themselves: it needs their nesting
             from tgrad.autograd.profiler.pairs import pair_backward as _pair
             return _pair(self)
@@ -209,14 +234,20 @@ class EventList(list):
         return total
 
     def table(self, sort_by: str | None = None, row_limit: int = 100,
-              max_name_column_width: int = 55, header: str | None = None,
+              max_src_column_width: int = 75, max_name_column_width: int = 55,
+              max_shapes_column_width: int = 80, header: str | None = None,
+              top_level_events_only: bool = False, time_unit: str | None = None, *,
               peak_gbps: float | None = None) -> str:
-        """Render with tabulate; ``sort_by`` takes PyTorch's keys (descending)."""
+        """PyTorch's table: ``sort_by`` an event attribute (descending; unknown: an
+        AttributeError), ``time_unit`` "s" / "ms" / "us" (default: per value),
+        ``top_level_events_only`` rows of events without a parent. tgrad records no source
+        locations, so ``max_src_column_width`` changes nothing."""
         from tgrad.autograd.profiler.table import build_table
         return build_table(self, sort_by=sort_by, row_limit=row_limit,
                            max_name_column_width=max_name_column_width, header=header,
                            peak_gbps=peak_gbps if peak_gbps is not None else self._peak_gbps,
-                           timer=self._timer)
+                           timer=self._timer, max_shapes_column_width=max_shapes_column_width,
+                           top_level_events_only=top_level_events_only, time_unit=time_unit)
 
     def export_chrome_trace(self, path: str) -> None:
         """Write a Chrome trace (JSON, loadable in Perfetto / chrome://tracing)."""

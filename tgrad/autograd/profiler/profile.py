@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 from typing import Any, Callable
 
 from tgrad.autograd import profiler_hooks
@@ -38,18 +39,38 @@ class profile:
         use_cuda: also time each range with device events (resolved once at exit); warns
             once and records CPU times only when no CUDA device timer is available.
         record_shapes: record the input shapes of each op (``group_by_input_shape``).
+        use_device: PyTorch's spelling of ``use_cuda``: ``"cuda"`` times the device;
+            another name warns that it is not a valid device option (as PyTorch).
         with_flops: record bytes read + written and FLOPs of each op (roofline columns).
         peak_gbps: bandwidth for the ``% of peak`` column; measured by a copy once per
             process when not given.
+        profile_memory, with_stack, with_modules, use_kineto, experimental_config,
+        acc_events, custom_trace_id_callback: accepted as in PyTorch and record nothing
+        more (tgrad profiles no memory, Python stacks or modules). ``use_cpu=False``
+        raises PyTorch's AssertionError (device-only events need Kineto).
     """
 
     def __init__(self, enabled: bool = True, use_cuda: bool = False,
-                 record_shapes: bool = False, *, with_flops: bool = False,
+                 record_shapes: bool = False, *, use_device: str | None = None,
+                 with_flops: bool = False, profile_memory: bool = False,
+                 with_stack: bool = False, with_modules: bool = False,
+                 use_kineto: bool = False, use_cpu: bool = True,
+                 experimental_config: Any = None, acc_events: bool = False,
+                 custom_trace_id_callback: Callable | None = None,
                  peak_gbps: float | None = None) -> None:
+        if enabled and not use_cpu and not use_kineto:
+            raise AssertionError("Device-only events supported only with Kineto "
+                                 "(use_kineto=True)")
+        if use_device is not None and use_device != "cuda":
+            warnings.warn(f"The {use_device} is not a valid device option.", stacklevel=2)
         self.enabled = enabled
-        self.use_cuda = use_cuda
+        self.use_cuda = use_cuda or use_device == "cuda"
+        self.use_device = "cuda" if self.use_cuda else None
         self.record_shapes = record_shapes
         self.with_flops = with_flops
+        self.profile_memory = profile_memory
+        self.with_stack = with_stack
+        self.with_modules = with_modules
         self.peak_gbps = peak_gbps
         self.function_events: EventList | None = None
         self._recorder: Recorder | None = None
@@ -115,7 +136,7 @@ class profile:
                     stack.pop()
                 elif e in stack:
                     stack.remove(e)
-            return EventList(events, self.peak_gbps, timer)
+            return EventList(_with_evaluate_ranges(events), self.peak_gbps, timer)
         # Flat records (Recorder / TimedRecorder); device events, if any, run in step.
         dev = getattr(rec, "device_events", None)
         ref = self._ref_event
@@ -140,7 +161,7 @@ class profile:
                                 (records[i + 1] - t0) / 1e3, (t_exit - t0) / 1e3,
                                 cuda_start_us=cs, cuda_end_us=cs, pair=info[2]))
             i += 2
-        return EventList(events, self.peak_gbps, timer)
+        return EventList(_with_evaluate_ranges(events), self.peak_gbps, timer)
 
     def _detailed_event(self, i: int, r: list, t_exit: int, timer) -> FunctionEvent:
         info = r[INFO]
@@ -173,11 +194,16 @@ class profile:
     def events(self) -> EventList:
         return self._check_finish()
 
-    def table(self, sort_by: str | None = None, row_limit: int = 100, **kwargs: Any) -> str:
-        return self._check_finish().table(sort_by=sort_by, row_limit=row_limit, **kwargs)
+    def table(self, sort_by: str | None = None, row_limit: int = 100, *args: Any,
+              **kwargs: Any) -> str:
+        return self._check_finish().table(sort_by, row_limit, *args, **kwargs)
 
-    def key_averages(self, group_by_input_shape: bool = False, pair_backward: bool = False):
-        return self._check_finish().key_averages(group_by_input_shape, pair_backward)
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
+                     group_by_overload_name: bool = False, *, pair_backward: bool = False):
+        """Events averaged by name (and input shapes); see EventList.key_averages."""
+        return self._check_finish().key_averages(group_by_input_shape, group_by_stack_n,
+                                                 group_by_overload_name,
+                                                 pair_backward=pair_backward)
 
     def pair_backward(self):
         """Each forward op next to its backward node (forward/backward time and ratio)."""
@@ -197,6 +223,32 @@ class profile:
 
     def export_chrome_trace(self, path: str) -> None:
         self._check_finish().export_chrome_trace(path)
+
+
+EVALUATE_FUNCTION = "autograd::engine::evaluate_function: "
+
+
+def _with_evaluate_ranges(events: list) -> list:
+    """PyTorch's engine runs each backward node inside a range named
+    ``"autograd::engine::evaluate_function: <node>"``; tgrad times the node alone, so that
+    parent range is added here, once per profile (the hot path records nothing more). It
+    has the node's CPU and CUDA intervals (self time 0) and kind "engine"."""
+    out = []
+    for e in events:
+        if e.kind == "backward":
+            cuda = e.cuda_interval or (None, None)
+            w = FunctionEvent(0, EVALUATE_FUNCTION + e.name, "engine", e.thread,
+                              *e.cpu_interval, cuda_start_us=cuda[0], cuda_end_us=cuda[1])
+            p = w.cpu_parent = e.cpu_parent
+            if p is not None:
+                p.cpu_children[next(i for i, c in enumerate(p.cpu_children) if c is e)] = w
+            w.cpu_children.append(e)
+            e.cpu_parent = w
+            out.append(w)
+        out.append(e)
+    for i, e in enumerate(out):
+        e.id = i
+    return out
 
 
 class record_function:

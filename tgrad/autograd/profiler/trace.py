@@ -1,7 +1,8 @@
 """Chrome trace export: a CPU track (pid 0) and a CUDA track (pid 1).
 
 Format: the JSON Object Format of the Trace Event spec, ``{"traceEvents": [...]}``. Ranges
-are complete events (``"ph": "X"``) with ``ts``/``dur`` in microseconds since the profile
+are complete events (``"ph": "X"``, ``cat`` PyTorch's "cpu_op" / "user_annotation") with
+``ts``/``dur`` in microseconds since the profile
 started; metadata events (``"ph": "M"``) name the two processes. CUDA slices are the device
 intervals of the ranges (placed on the same time axis: the device reference event was
 recorded when the profile started); without a device timer the CUDA track is empty.
@@ -12,6 +13,10 @@ from __future__ import annotations
 import json
 
 __all__ = ["CPU_PID", "CUDA_PID", "trace_events", "export_chrome_trace"]
+
+# PyTorch's categories: "cpu_op" for ops, backward nodes and engine ranges,
+# "user_annotation" for record_function; tgrad's kind goes to args["kind"].
+_CAT = {"op": "cpu_op", "backward": "cpu_op", "engine": "cpu_op", "user": "user_annotation"}
 
 CPU_PID, CUDA_PID = 0, 1
 CUDA_TID = 0  # tgrad's stream
@@ -28,19 +33,20 @@ def trace_events(events) -> list:
     out.append({"name": "thread_name", "ph": "M", "pid": CUDA_PID, "tid": CUDA_TID,
                 "args": {"name": "tgrad stream"}})
     for e in events:
-        args = {}
+        args = {"kind": e.kind}
         if e.input_shapes:
-            args["Input Shapes"] = e.input_shapes
+            args["Input Dims"] = e.input_shapes  # PyTorch's name for the shapes
         if e.bytes is not None:
             args["bytes"] = e.bytes
         if e.flops is not None:
             args["flops"] = e.flops
         start, end = e.cpu_interval
-        out.append({"name": e.trace_name, "cat": e.kind, "ph": "X", "ts": start,
+        cat = _CAT.get(e.kind, e.kind)
+        out.append({"name": e.trace_name, "cat": cat, "ph": "X", "ts": start,
                     "dur": end - start, "pid": CPU_PID, "tid": e.thread, "args": args})
         if e.cuda_interval is not None:
             cs, ce = e.cuda_interval
-            out.append({"name": e.trace_name, "cat": e.kind, "ph": "X", "ts": cs, "dur": ce - cs,
+            out.append({"name": e.trace_name, "cat": cat, "ph": "X", "ts": cs, "dur": ce - cs,
                         "pid": CUDA_PID, "tid": CUDA_TID, "args": args})
     return out
 
