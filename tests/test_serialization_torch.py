@@ -138,6 +138,25 @@ def test_dtype_tgrad_lacks_is_named():
         tgrad.load(os.path.join(DATA, "torch_uint16.pt"))
 
 
+def test_complex_tensors_written_by_torch_load():
+    def cx(shape):
+        r = ramp(shape)
+        return r - 0.5j * r
+    d = tgrad.load(os.path.join(DATA, "torch_complex.pt"))
+    assert d["c64"].dtype is tgrad.complex64 and d["c128"].dtype is tgrad.complex128
+    np.testing.assert_array_equal(d["c64"].numpy(), cx((2, 3)).astype(np.complex64))
+    np.testing.assert_array_equal(d["c128"].numpy(), cx((3,)))
+    assert d["c128_t"].stride() == (1, 2)  # torch's transposed view, rebuilt as a view
+    np.testing.assert_array_equal(d["c128_t"].numpy(), cx((2, 2)).T)
+    f = io.BytesIO()  # and format="torch" writes them back (ComplexDoubleStorage etc.)
+    tgrad.save(d, f, format="torch")
+    f.seek(0)
+    back = tgrad.load(f)
+    for k in d:
+        assert back[k].dtype is d[k].dtype and back[k].stride() == d[k].stride()
+        np.testing.assert_array_equal(back[k].numpy(), d[k].numpy())
+
+
 def test_uint8_tensor_loads():
     t = tgrad.load(os.path.join(DATA, "torch_uint8.pt"))
     assert t.dtype is tgrad.uint8 and t.tolist() == [0, 1, 2, 3]

@@ -56,7 +56,8 @@ LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _TGRAD_OF = {"float32": dtypes.float32, "float64": dtypes.float64, "float16": dtypes.float16,
              "bfloat16": dtypes.bfloat16, "int64": dtypes.int64, "int32": dtypes.int32,
              "int16": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8,
-             "bool": dtypes.bool_, **{d.name: d for d in dtypes.FLOAT8_DTYPES}}
+             "bool": dtypes.bool_, "complex64": dtypes.complex64,
+             "complex128": dtypes.complex128, **{d.name: d for d in dtypes.FLOAT8_DTYPES}}
 # (float8 has no typed storage class: torch.save writes _rebuild_tensor_v3 over an
 # UntypedStorage, and so does tgrad's writer; the bytes are the float8 bits)
 _TORCH_NAME = {v: k for k, v in _TGRAD_OF.items()}
@@ -69,12 +70,11 @@ _STORAGE_DTYPE = {"FloatStorage": "float32", "DoubleStorage": "float64",
                   "QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32",
                   "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
 _STORAGE_CLASS = {v: k for k, v in _STORAGE_DTYPE.items()}
-_ITEMSIZE = {**{n: d.itemsize for n, d in _TGRAD_OF.items()}, "complex64": 8,
-             "complex128": 16, "qint32": 4}  # others: 1 byte
+_ITEMSIZE = {**{n: d.itemsize for n, d in _TGRAD_OF.items()}, "qint32": 4}  # others: 1 byte
 # torch dtypes a file may name (torch.<name> globals) that tgrad does not have.
 _OTHER_TORCH_DTYPES = frozenset(
-    {"uint16", "uint32", "uint64", "complex32", "complex64",
-     "complex128", "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "float4_e2m1fn_x2",
+    {"uint16", "uint32", "uint64", "complex32", "qint8", "quint8", "qint32", "quint4x2",
+     "quint2x4", "float4_e2m1fn_x2",
      "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2"}
     | {f"uint{i}" for i in range(1, 8)} | {f"int{i}" for i in range(1, 8)})
 # torch names torch.load(weights_only=True) allows but tgrad cannot rebuild.

@@ -12,6 +12,8 @@ Files (PyTorch's zip format, torch.save defaults):
                          Linear(4, 2)), "extra": dtypes, views, nested containers}
   torch_uint8.pt        a uint8 tensor (arange(4))
   torch_uint16.pt       a uint16 tensor (written with _rebuild_tensor_v3: clear error)
+  torch_complex.pt      {"c64": complex64 (2, 3), "c128": complex128 (3,), "c128_t": a transposed
+                         view of a complex128 (2, 2)}: real part ramp, imaginary part -ramp/2
   torch_legacy.pt       a float32 tensor in the legacy (torch < 1.6, non-zip) format
   torch_float8.pt       every bit pattern (arange(256) as uint8, viewed) of each float8 dtype,
                         a transposed (16, 16) view of the float8_e5m2 one, and float32
@@ -73,6 +75,15 @@ def main():
     torch.save(torch.arange(4, dtype=torch.float32), os.path.join(HERE, "torch_legacy.pt"),
                _use_new_zipfile_serialization=False)
     write_float8()
+    write_complex()
+
+
+def write_complex():
+    def cx(shape):
+        r = torch.from_numpy(ramp(shape))
+        return torch.complex(r, -r / 2)
+    torch.save({"c64": cx((2, 3)).to(torch.complex64), "c128": cx((3,)),
+                "c128_t": cx((2, 2)).t()}, os.path.join(HERE, "torch_complex.pt"))
 
 
 FLOAT8_CAST = [0.0, -0.0, 1.0625, 1.1875, 448.0, 464.0, 500.0, 57344.0, 61440.0, 1e6,
