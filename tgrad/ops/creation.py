@@ -662,7 +662,30 @@ def linspace(start: float, end: float, steps: int, dtype=None, device=None,
             dtypes.refuse_float8("linspace_cpu", dt)
         return _finish(dtypes.to_float8(np.linspace(start, end, steps), dt.np), device,
                        requires_grad)
-    return _finish(np.linspace(start, end, steps).astype(dt.np), device, requires_grad)
+    return _finish(_spaced_floats(start, end, steps, dt.np), device, requires_grad)
+
+
+def _spaced_floats(start, end, steps: int, np_dtype) -> np.ndarray:
+    """linspace into a floating dtype as PyTorch's CPU kernel computes it (scalar path), in
+    that dtype's arithmetic: start and end rounded to it, step = (end - start) / (steps - 1),
+    element i < steps // 2 is start + step * i and the others end - step * (steps - 1 - i).
+    So a NaN or infinite bound gives NaN where PyTorch does (``linspace(0, inf, 3)`` is all
+    NaN: 0 + inf * 0 and inf - inf), and the values match PyTorch's bit for bit (checked on
+    an AVX512 build for float16, bfloat16, float32 and float64; another build's vector loop
+    may differ in the last place)."""
+    lo, hi = (np_dtype.type(v.item() if isinstance(v, Tensor) else v) for v in (start, end))
+    if steps <= 1:  # PyTorch fills start
+        return np.full(steps, lo, np_dtype)
+    # float32: PyTorch's build fuses start + step * i into one FMA (a single rounding),
+    # which float64 reproduces: the float32 product is exact there
+    work = np.dtype(np.float64) if np_dtype == np.float32 else np_dtype
+    with np.errstate(all="ignore"):
+        step = (hi - lo) / np_dtype.type(steps - 1)
+        lo, hi, step = work.type(lo), work.type(hi), work.type(step)
+        i = np.arange(steps).astype(work)
+        back = np.arange(steps - 1, -1, -1).astype(work)  # steps - 1 - i
+        out = np.where(np.arange(steps) < steps // 2, lo + step * i, hi - step * back)
+        return out.astype(np_dtype)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None,
