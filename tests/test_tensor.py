@@ -451,3 +451,14 @@ def test_reductions_accept_numpy_axis_name():
         x.sum(0, axis=1)
     with pytest.raises(TypeError, match="missing required argument 'dim'"):
         x.cumsum()
+
+
+def test_python_scalar_of_a_tensor_with_more_or_fewer_elements():
+    # PyTorch: float() / int() raise ValueError (item() stays a RuntimeError)
+    for conv in (float, int):
+        for t in (tgrad.tensor([1.0, 2.0]), tgrad.tensor([]), tgrad.zeros(2, 1)):
+            with pytest.raises(ValueError, match="only one element tensors can be converted"):
+                conv(t)
+    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted"):
+        tgrad.tensor([1.0, 2.0]).item()
+    assert float(tgrad.tensor([[2.5]])) == 2.5 and int(tgrad.tensor([7])) == 7
