@@ -288,11 +288,16 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     return t
 
 
-def _like(x: Tensor, dtype, device, op: str = "", layout=None):
+def _like(x: Tensor, dtype, device, op: str = "", layout=None, memory_format=None):
     """(dtype, device) of a *_like / new_* result: x's unless given (``layout``: checked
-    for ``op``)."""
+    for ``op``; ``memory_format``: PyTorch's keyword of the *_like factories, checked as
+    ``clone``'s: ``preserve_format`` and ``contiguous_format`` both give a row-major result,
+    the channels-last formats are refused)."""
     if layout is not None:
         check_layout(op, layout)
+    if memory_format is not None:
+        from tgrad.ops.movement import _check_format
+        _check_format(op, x, memory_format)
     return (x.dtype if dtype is None else dtypes.as_dtype(dtype),
             x.device if device is None else as_device(device))
 
@@ -320,34 +325,34 @@ def _sparse_like(x: Tensor, op: str, dtype, device, requires_grad: bool, layout)
 
 
 def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-               layout=None) -> Tensor:
+               layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:  # a sparse COO x (tgrad.sparse)
         return _sparse_like(x, "zeros_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "zeros_like", layout)
+    dt, dev = _like(x, dtype, device, "zeros_like", layout, memory_format)
     return full(x.shape, 0, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-              layout=None) -> Tensor:
+              layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:
         return _sparse_like(x, "ones_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "ones_like", layout)
+    dt, dev = _like(x, dtype, device, "ones_like", layout, memory_format)
     return full(x.shape, 1, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(x: Tensor, fill_value, dtype=None, device=None,
-              requires_grad: bool = False, layout=None) -> Tensor:
+              requires_grad: bool = False, layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:
         return _sparse_like(x, "full_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "full_like", layout)
+    dt, dev = _like(x, dtype, device, "full_like", layout, memory_format)
     return full(x.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def empty_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-               layout=None) -> Tensor:
+               layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:
         return _sparse_like(x, "empty_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "empty_like", layout)
+    dt, dev = _like(x, dtype, device, "empty_like", layout, memory_format)
     return empty(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -435,18 +440,18 @@ def randn(*args, size=None, generator=None, dtype=None, device=None,
 
 
 def rand_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-              layout=None) -> Tensor:
+              layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:
         _sparse_like(x, "rand_like", dtype, device, requires_grad, layout)  # (raises)
-    dt, dev = _like(x, dtype, device, "rand_like", layout)
+    dt, dev = _like(x, dtype, device, "rand_like", layout, memory_format)
     return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-               layout=None) -> Tensor:
+               layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:
         _sparse_like(x, "randn_like", dtype, device, requires_grad, layout)  # (raises)
-    dt, dev = _like(x, dtype, device, "randn_like", layout)
+    dt, dev = _like(x, dtype, device, "randn_like", layout, memory_format)
     return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
