@@ -537,3 +537,14 @@ def test_sinc_of_complex():
         want = np.where(z == 0, 1.0, np.sin(np.pi * z) / (np.pi * z))
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-14, atol=1e-15)
     assert gradcheck(tgrad.sinc, (tgrad.tensor(z[[0, 2]], requires_grad=True),))
+
+
+def test_float_and_int_of_a_complex_tensor():
+    # PyTorch: a complex value with a zero imaginary part converts; otherwise RuntimeError
+    assert float(tgrad.tensor(1.5 + 0j)) == 1.5 and type(float(tgrad.tensor(0j))) is float
+    assert int(tgrad.tensor(-3.7 + 0j, dtype=C64)) == -3
+    with pytest.raises(RuntimeError, match="cannot be converted to type double"):
+        float(tgrad.tensor(1 + 2j))
+    with pytest.raises(RuntimeError, match="cannot be converted to type int64_t"):
+        int(tgrad.tensor(1 - 1j))
+    assert complex(tgrad.tensor(1 + 2j)) == 1 + 2j

@@ -180,3 +180,51 @@ def test_deprecated_dirac_alias():
     with pytest.warns(FutureWarning, match="nn.init.dirac` is now deprecated"):
         w = init.dirac(tgrad.empty(2, 2, 3))
     np.testing.assert_array_equal(w.numpy(), _dirac_expected((2, 2, 3), 1))
+
+
+# ----------------------------------------------------------------- complex tensors
+def test_uniform_and_normal_fill_complex_parts_independently():
+    # PyTorch fills view_as_real(t): uniform_(a, b) gives U(a, b) real and imaginary
+    # parts; normal_(mean, std) gives parts each N(mean, std^2 / 2)
+    g = tgrad.Generator().manual_seed(0)
+    u = init.uniform_(tgrad.empty(20000, dtype=tgrad.complex128), -2.0, 3.0, generator=g)
+    assert u.dtype == tgrad.complex128
+    for part in (u.real.numpy(), u.imag.numpy()):
+        assert part.min() >= -2.0 and part.max() < 3.0
+        assert abs(part.mean() - 0.5) < 0.05  # U(-2, 3): mean 0.5, sd 5/sqrt(12) ~ 1.44
+    assert abs(np.corrcoef(u.real.numpy(), u.imag.numpy())[0, 1]) < 0.05
+    n = init.normal_(tgrad.empty(20000, dtype=tgrad.complex64), 1.0, 2.0, generator=g)
+    for part in (n.real.numpy().astype(np.float64), n.imag.numpy().astype(np.float64)):
+        assert abs(part.mean() - 1.0) < 0.05
+        assert abs(part.std() - 2.0 / math.sqrt(2.0)) < 0.05
+
+
+def test_complex_layers_initialise():
+    lin = nn.Linear(4, 3, dtype=tgrad.complex64)
+    assert lin.weight.dtype == tgrad.complex64 and lin.bias.dtype == tgrad.complex64
+    bound = 1 / math.sqrt(4)  # kaiming_uniform_(a=sqrt(5)): U(-1/sqrt(in), 1/sqrt(in)) parts
+    w = lin.weight.detach().numpy()
+    assert np.abs(w.real).max() <= bound and np.abs(w.imag).max() <= bound
+    assert np.abs(w.imag).max() > 0
+    conv = nn.Conv2d(2, 2, 3, dtype=tgrad.complex128)
+    assert conv.weight.dtype == tgrad.complex128
+    s = init.sparse_(tgrad.empty(6, 5, dtype=tgrad.complex64), 0.5)
+    assert ((s.numpy() == 0).sum(axis=0) >= 3).all() and s.dtype == tgrad.complex64
+
+
+def test_complex_refused_by_trunc_normal_and_orthogonal():
+    for fill in (init.trunc_normal_, init.orthogonal_):
+        with pytest.raises(NotImplementedError, match="complex64"):
+            fill(tgrad.empty(3, 3, dtype=tgrad.complex64))
+
+
+def test_init_checks_in_pytorchs_order():
+    # std < 0 is checked before the dtype; the dimension before the dtype
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+        init.normal_(tgrad.empty(3, dtype=tgrad.int64), 0.0, -1.0)
+    with pytest.raises(ValueError, match="2 or more dimensions"):
+        init.orthogonal_(tgrad.empty(4, dtype=tgrad.int64))
+    with pytest.raises(ValueError, match="2 dimensions"):
+        init.sparse_(tgrad.empty(4, dtype=tgrad.int64), 0.5)
+    with pytest.raises(NotImplementedError, match="int64"):
+        init.sparse_(tgrad.empty(4, 2, dtype=tgrad.int64), 0.5)

@@ -796,6 +796,32 @@ def test_logspace_integer_dtype_truncates_bounds_first(start, end, steps, base):
     assert tgrad.logspace(0.1, 0.9, 3, dtype=tgrad.int64).tolist() == [1, 1, 1]
 
 
+def test_linspace_float_uses_pytorchs_two_halves_formula():
+    # PyTorch's kernel: step = (end - start) / (steps - 1); element i < steps // 2 is
+    # start + step * i, the others end - step * (steps - 1 - i) (computed here in float64)
+    step = (1.0 - 0.0) / 6
+    expected = [0.0 + step * i for i in range(3)] + [1.0 - step * (6 - i) for i in range(3, 7)]
+    got = tgrad.linspace(0, 1, 7, dtype=tgrad.float64).tolist()
+    assert got == expected  # bit for bit (np.linspace rounds elements 3 and 4 differently)
+    # float16: the same formula in float16 arithmetic
+    h = np.float16
+    step16 = (h(7.7) - h(-3.3)) / h(12)
+    exp16 = [h(-3.3) + step16 * h(i) if i < 6 else h(7.7) - step16 * h(12 - i)
+             for i in range(13)]
+    got16 = tgrad.linspace(-3.3, 7.7, 13, dtype=tgrad.float16).numpy()
+    np.testing.assert_array_equal(got16, np.array(exp16, dtype=np.float16))
+
+
+@pytest.mark.parametrize("start,end", [(float("nan"), 1.0), (0.0, float("inf")),
+                                       (float("-inf"), float("inf")), (1.0, float("nan"))])
+def test_linspace_nonfinite_bound_is_nan_throughout(start, end):
+    # step is NaN or inf, so every element is NaN: start + inf * 0 and inf - inf (as
+    # PyTorch; np.linspace would keep the finite end points)
+    for dt in (tgrad.float32, tgrad.float64):
+        assert np.isnan(tgrad.linspace(start, end, 3, dtype=dt).numpy()).all()
+    assert tgrad.linspace(float("nan"), 1.0, 1).numpy()[0] != 1.0  # one step: start
+
+
 def test_linspace_logspace_integer_edge_cases():
     i64 = tgrad.int64
     assert tgrad.linspace(0.9, 3, 1, dtype=i64).tolist() == [0]  # start itself

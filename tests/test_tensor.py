@@ -451,3 +451,32 @@ def test_reductions_accept_numpy_axis_name():
         x.sum(0, axis=1)
     with pytest.raises(TypeError, match="missing required argument 'dim'"):
         x.cumsum()
+
+
+def test_python_scalar_of_a_tensor_with_more_or_fewer_elements():
+    # PyTorch: float() / int() raise ValueError (item() stays a RuntimeError)
+    for conv in (float, int):
+        for t in (tgrad.tensor([1.0, 2.0]), tgrad.tensor([]), tgrad.zeros(2, 1)):
+            with pytest.raises(ValueError, match="only one element tensors can be converted"):
+                conv(t)
+    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted"):
+        tgrad.tensor([1.0, 2.0]).item()
+    assert float(tgrad.tensor([[2.5]])) == 2.5 and int(tgrad.tensor([7])) == 7
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, **k: tgrad.zeros_like(x, **k), lambda x, **k: tgrad.ones_like(x, **k),
+    lambda x, **k: tgrad.full_like(x, 2.5, **k), lambda x, **k: tgrad.empty_like(x, **k),
+    lambda x, **k: tgrad.rand_like(x, **k), lambda x, **k: tgrad.randn_like(x, **k)])
+def test_like_factories_take_memory_format(make):
+    # PyTorch's keyword: preserve_format and contiguous_format give x's shape (tgrad lays
+    # the result out row-major either way); channels_last is refused as by clone
+    x = tgrad.ones(2, 3, 4, 5).permute(0, 2, 3, 1)
+    for fmt in (tgrad.preserve_format, tgrad.contiguous_format):
+        r = make(x, memory_format=fmt)
+        assert r.shape == (2, 4, 5, 3) and r.is_contiguous() and r.dtype is tgrad.float32
+    with pytest.raises(RuntimeError, match="channels_last is not supported"):
+        make(tgrad.ones(2, 3, 4, 5), memory_format=tgrad.channels_last)
+    with pytest.raises(TypeError, match="memory_format"):
+        make(x, memory_format="contiguous")
+    assert tgrad.full_like(x, 2.5, memory_format=tgrad.preserve_format).numpy().sum() == 300.0

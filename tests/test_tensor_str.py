@@ -248,6 +248,11 @@ CASES = [
      'tensor([], size=(2, 0, 4), dtype=tgrad.int64)'),
     ('tgrad.zeros(0, dtype=tgrad.int32)',
      'tensor([], dtype=tgrad.int32)'),
+    # an empty tensor implies only the default float dtype, not the default complex one
+    ('tgrad.zeros(0, dtype=tgrad.complex64)',
+     'tensor([], dtype=tgrad.complex64)'),
+    ('tgrad.zeros(1, 0, dtype=tgrad.complex64)',
+     'tensor([], size=(1, 0), dtype=tgrad.complex64)'),
     ('tgrad.tensor([1.5, 2.], requires_grad=True)',
      'tensor([1.5000, 2.0000], requires_grad=True)'),
     ('tgrad.tensor([1.5, 2.], requires_grad=True) * 2',

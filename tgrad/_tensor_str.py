@@ -252,10 +252,11 @@ def tensor_repr(t: Any) -> str:
     default_float = t.dtype in (dtypes.get_default_dtype(), dtypes.get_default_complex_dtype())
     if arr.size == 0:
         # As PyTorch (and NumPy): the shape shows unless it is (0,); no value implies the
-        # dtype, so it shows unless it is the default float.
+        # dtype, so it shows unless it is the default float itself (the default complex
+        # dtype shows too: ``tensor([], dtype=tgrad.complex64)``).
         if arr.ndim != 1:
             suffixes.append(f"size={tuple(arr.shape)}")
-        if not default_float:
+        if t.dtype is not dtypes.get_default_dtype():
             suffixes.append(f"dtype={t.dtype}")
         body = "[]"
     else:

@@ -425,11 +425,28 @@ class Tensor:
                                f"ambiguous (shape {list(self.shape)})")
         return bool(self.item())
 
+    def _python_real(self, kind: str):
+        """The one value of self for float() / int(), as PyTorch: ValueError for more or
+        fewer elements; a complex value converts when its imaginary part is 0, else
+        RuntimeError (PyTorch's overflow text)."""
+        if self._data.size != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars "
+                             f"(got {kind}() of a tensor of shape {list(self.shape)})")
+        v = self.item()
+        if isinstance(v, complex):
+            if v.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type "
+                                   f"{'double' if kind == 'float' else 'int64_t'} without "
+                                   f"overflow ({kind}() of the complex value {v}; take "
+                                   f".real or .abs() first)")
+            v = v.real
+        return v
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._python_real("float"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._python_real("int"))
 
     def __complex__(self) -> complex:  # complex(t) of a complex tensor (__float__ refuses it)
         return complex(self.item())

@@ -78,46 +78,73 @@ def _fill_from(tensor: Tensor, values: Tensor) -> Tensor:
     return tensor
 
 
-def _check_float(fn: str, tensor: Tensor, random: bool = False) -> None:
+def _check_float(fn: str, tensor: Tensor, random: bool = False,
+                 complex_ok: bool = False) -> None:
     """TypeError unless ``tensor`` is a Tensor; with ``random`` (the sampling fills), also
-    NotImplementedError unless its dtype is floating, as PyTorch's uniform_ / normal_
-    kernels (an integer or bool tensor cannot hold the samples)."""
+    NotImplementedError unless its dtype is floating (or, with ``complex_ok``, complex), as
+    PyTorch's uniform_ / normal_ kernels (an integer or bool tensor cannot hold the
+    samples)."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"nn.init.{fn}: expected a Tensor, got {type(tensor).__name__}")
-    if random and not tensor.dtype.is_floating_point:
+    dt = tensor.dtype
+    if random and not (dt.is_floating_point or (complex_ok and dt.is_complex)):
         raise NotImplementedError(f"nn.init.{fn}: random initialisation is not implemented "
-                                  f"for dtype {tensor.dtype} (a floating dtype is needed)")
+                                  f"for dtype {dt} (a floating dtype is needed"
+                                  f"{', or a complex one' if complex_ok else ''})")
+
+
+def _real_samples(kind: str, tensor: Tensor, generator: Generator | None) -> Tensor:
+    """float64 samples (``kind`` 'rand' or 'randn') for each real number of ``tensor``: its
+    shape, or for a complex tensor its shape + (2,) (real, imaginary: PyTorch fills
+    ``view_as_real(tensor)``)."""
+    from tgrad.ops import creation
+    shape = tuple(tensor.shape) + ((2,) if tensor.dtype.is_complex else ())
+    return getattr(creation, kind)(shape, generator=generator, dtype="float64",
+                                   device=tensor.device)
+
+
+def _as_tensor_dtype(tensor: Tensor, values: Tensor) -> Tensor:
+    """``values`` (float64, from ``_real_samples``) as ``tensor``'s values: pairs made
+    complex for a complex tensor."""
+    if tensor.dtype.is_complex:
+        from tgrad.ops.complex_ops import view_as_complex
+        return view_as_complex(values.contiguous())
+    return values
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
              generator: Generator | None = None) -> Tensor:
-    """Fill with samples of U(a, b) (drawn from ``generator`` when given).
+    """Fill with samples of U(a, b) (drawn from ``generator`` when given); a complex
+    tensor gets independent U(a, b) real and imaginary parts, as PyTorch.
 
     Raises RuntimeError, as PyTorch, when a > b or a bound is not finite, and
-    NotImplementedError for a non-floating tensor."""
-    from tgrad.ops.creation import rand
-    _check_float("uniform_", tensor, random=True)
+    NotImplementedError for an integer or bool tensor."""
+    _check_float("uniform_", tensor, random=True, complex_ok=True)
     if not (math.isfinite(a) and math.isfinite(b)):
         raise RuntimeError(f"uniform_ expects finite bounds, but found from={a} and to={b}")
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a} > to={b}")
-    u = rand(tensor.shape, generator=generator, dtype="float64", device=tensor.device)
-    return _fill_from(tensor, u * (b - a) + a)
+    u = _real_samples("rand", tensor, generator)
+    return _fill_from(tensor, _as_tensor_dtype(tensor, u * (b - a) + a))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
             generator: Generator | None = None) -> Tensor:
-    """Fill with samples of N(mean, std^2) (drawn from ``generator`` when given).
+    """Fill with samples of N(mean, std^2) (drawn from ``generator`` when given). A complex
+    tensor, as PyTorch, gets real and imaginary parts each N(mean, std^2 / 2), independent
+    (so E|z - mean (1 + i)|^2 = std^2).
 
-    Raises RuntimeError, as PyTorch, when std < 0, and NotImplementedError for a
-    non-floating tensor."""
-    from tgrad.ops.creation import randn
-    _check_float("normal_", tensor, random=True)
+    Raises RuntimeError, as PyTorch, when std < 0 (checked before the dtype), and
+    NotImplementedError for an integer or bool tensor."""
+    if not isinstance(tensor, Tensor):
+        _check_float("normal_", tensor)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    n = randn(tensor.shape, generator=generator, dtype="float64", device=tensor.device)
-    return _fill_from(tensor, n * std + mean)
+    _check_float("normal_", tensor, random=True, complex_ok=True)
+    part_std = std / math.sqrt(2.0) if tensor.dtype.is_complex else std
+    n = _real_samples("randn", tensor, generator)
+    return _fill_from(tensor, _as_tensor_dtype(tensor, n * part_std + mean))
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -266,9 +293,10 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0,
 
     from tgrad.ops.creation import randn
     from tgrad.ops.creation import tensor as as_tensor
-    _check_float("orthogonal_", tensor, random=True)
-    if tensor.ndim < 2:
+    _check_float("orthogonal_", tensor)
+    if tensor.ndim < 2:  # (checked before the dtype, as PyTorch)
         raise ValueError("Only tensors with 2 or more dimensions are supported")
+    _check_float("orthogonal_", tensor, random=True)
     if tensor.numel() == 0:
         return tensor
     rows = tensor.shape[0]
@@ -319,16 +347,18 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
     CPU from the global generator, as PyTorch."""
     import numpy as np
 
-    from tgrad.ops.creation import randn, randperm, zeros_like
+    from tgrad.ops.creation import empty, randperm, zeros_like
     from tgrad.ops.creation import tensor as as_tensor
     from tgrad.ops.elementwise import where
-    _check_float("sparse_", tensor, random=True)
-    if tensor.ndim != 2:
+    _check_float("sparse_", tensor)
+    if tensor.ndim != 2:  # (checked before the dtype, as PyTorch)
         raise ValueError("Only tensors with 2 dimensions are supported")
+    _check_float("sparse_", tensor, random=True, complex_ok=True)
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
-    values = randn((rows, cols), generator=generator, dtype="float64",
-                   device=tensor.device) * std
+    # N(0, std^2) as normal_ draws it (a complex tensor: parts N(0, std^2 / 2))
+    values = normal_(empty((rows, cols), dtype=tensor.dtype if tensor.dtype.is_complex
+                           else "float64", device=tensor.device), 0.0, std, generator)
     keep = np.ones((rows, cols), dtype=bool)
     for col in range(cols):
         keep[randperm(rows).numpy()[:num_zeros], col] = False

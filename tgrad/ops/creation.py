@@ -288,11 +288,16 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     return t
 
 
-def _like(x: Tensor, dtype, device, op: str = "", layout=None):
+def _like(x: Tensor, dtype, device, op: str = "", layout=None, memory_format=None):
     """(dtype, device) of a *_like / new_* result: x's unless given (``layout``: checked
-    for ``op``)."""
+    for ``op``; ``memory_format``: PyTorch's keyword of the *_like factories, checked as
+    ``clone``'s: ``preserve_format`` and ``contiguous_format`` both give a row-major result,
+    the channels-last formats are refused)."""
     if layout is not None:
         check_layout(op, layout)
+    if memory_format is not None:
+        from tgrad.ops.movement import _check_format
+        _check_format(op, x, memory_format)
     return (x.dtype if dtype is None else dtypes.as_dtype(dtype),
             x.device if device is None else as_device(device))
 
@@ -320,34 +325,34 @@ def _sparse_like(x: Tensor, op: str, dtype, device, requires_grad: bool, layout)
 
 
 def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-               layout=None) -> Tensor:
+               layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:  # a sparse COO x (tgrad.sparse)
         return _sparse_like(x, "zeros_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "zeros_like", layout)
+    dt, dev = _like(x, dtype, device, "zeros_like", layout, memory_format)
     return full(x.shape, 0, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-              layout=None) -> Tensor:
+              layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:
         return _sparse_like(x, "ones_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "ones_like", layout)
+    dt, dev = _like(x, dtype, device, "ones_like", layout, memory_format)
     return full(x.shape, 1, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(x: Tensor, fill_value, dtype=None, device=None,
-              requires_grad: bool = False, layout=None) -> Tensor:
+              requires_grad: bool = False, layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:
         return _sparse_like(x, "full_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "full_like", layout)
+    dt, dev = _like(x, dtype, device, "full_like", layout, memory_format)
     return full(x.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def empty_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-               layout=None) -> Tensor:
+               layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:
         return _sparse_like(x, "empty_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "empty_like", layout)
+    dt, dev = _like(x, dtype, device, "empty_like", layout, memory_format)
     return empty(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -435,18 +440,18 @@ def randn(*args, size=None, generator=None, dtype=None, device=None,
 
 
 def rand_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-              layout=None) -> Tensor:
+              layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:
         _sparse_like(x, "rand_like", dtype, device, requires_grad, layout)  # (raises)
-    dt, dev = _like(x, dtype, device, "rand_like", layout)
+    dt, dev = _like(x, dtype, device, "rand_like", layout, memory_format)
     return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-               layout=None) -> Tensor:
+               layout=None, *, memory_format=None) -> Tensor:
     if x._sparse and layout is not strided:
         _sparse_like(x, "randn_like", dtype, device, requires_grad, layout)  # (raises)
-    dt, dev = _like(x, dtype, device, "randn_like", layout)
+    dt, dev = _like(x, dtype, device, "randn_like", layout, memory_format)
     return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -662,7 +667,30 @@ def linspace(start: float, end: float, steps: int, dtype=None, device=None,
             dtypes.refuse_float8("linspace_cpu", dt)
         return _finish(dtypes.to_float8(np.linspace(start, end, steps), dt.np), device,
                        requires_grad)
-    return _finish(np.linspace(start, end, steps).astype(dt.np), device, requires_grad)
+    return _finish(_spaced_floats(start, end, steps, dt.np), device, requires_grad)
+
+
+def _spaced_floats(start, end, steps: int, np_dtype) -> np.ndarray:
+    """linspace into a floating dtype as PyTorch's CPU kernel computes it (scalar path), in
+    that dtype's arithmetic: start and end rounded to it, step = (end - start) / (steps - 1),
+    element i < steps // 2 is start + step * i and the others end - step * (steps - 1 - i).
+    So a NaN or infinite bound gives NaN where PyTorch does (``linspace(0, inf, 3)`` is all
+    NaN: 0 + inf * 0 and inf - inf), and the values match PyTorch's bit for bit (checked on
+    an AVX512 build for float16, bfloat16, float32 and float64; another build's vector loop
+    may differ in the last place)."""
+    lo, hi = (np_dtype.type(v.item() if isinstance(v, Tensor) else v) for v in (start, end))
+    if steps <= 1:  # PyTorch fills start
+        return np.full(steps, lo, np_dtype)
+    # float32: PyTorch's build fuses start + step * i into one FMA (a single rounding),
+    # which float64 reproduces: the float32 product is exact there
+    work = np.dtype(np.float64) if np_dtype == np.float32 else np_dtype
+    with np.errstate(all="ignore"):
+        step = (hi - lo) / np_dtype.type(steps - 1)
+        lo, hi, step = work.type(lo), work.type(hi), work.type(step)
+        i = np.arange(steps).astype(work)
+        back = np.arange(steps - 1, -1, -1).astype(work)  # steps - 1 - i
+        out = np.where(np.arange(steps) < steps // 2, lo + step * i, hi - step * back)
+        return out.astype(np_dtype)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None,
