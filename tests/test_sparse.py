@@ -601,3 +601,115 @@ def test_sum_dtypes_duplicate_dims_and_full_sum_gradient():
         (f(s) * 3.0).backward()
         assert not s.grad.is_sparse
         np.testing.assert_array_equal(s.grad.numpy(), np.full((2, 3), 3.0))
+
+
+# ---------------------------------------------------------------- follow-ups (PyTorch 2.13's)
+UNC_IDX, UNC_VAL = [[1, 0, 1, 0], [0, 2, 0, 1]], [0.25, 0.5, 0.5, -0.75]  # (1, 0) twice
+
+
+def test_public_unary_functions_route_sparse():
+    # every zero-preserving public function gives the method's result: the input coalesced
+    # first, f of the summed values (NumPy float64 reference)
+    s = tgrad.sparse_coo_tensor(tgrad.tensor(UNC_IDX), tgrad.tensor(UNC_VAL, dtype=tgrad.float64),
+                                (2, 3))
+    dense = _dense_ref(UNC_IDX, UNC_VAL, (2, 3))  # (1, 0) holds 0.75
+    refs = {"isnan": np.isnan, "isinf": np.isinf, "isposinf": np.isposinf,
+            "isneginf": np.isneginf, "signbit": np.signbit, "asinh": np.arcsinh,
+            "arcsinh": np.arcsinh, "atanh": np.arctanh, "arctanh": np.arctanh,
+            "nan_to_num": np.nan_to_num, "sgn": np.sign, "conj": np.conj,
+            "conj_physical": np.conj, "frac": lambda x: x - np.trunc(x),
+            "deg2rad": np.deg2rad, "rad2deg": np.rad2deg}
+    for name, ref in refs.items():
+        r = getattr(tgrad, name)(s)
+        assert r.is_sparse and r.shape == (2, 3), name
+        assert r.is_coalesced() == (name not in ("conj", "conj_physical")), name
+        np.testing.assert_allclose(r.to_dense().numpy(), ref(dense), rtol=1e-14, err_msg=name)
+    r = tgrad.erfinv(s)
+    assert r.is_coalesced() and r._nnz() == 3
+    assert abs(r.to_dense().numpy()[1, 0] - 0.8134198475976185) < 1e-12  # erfinv(0.75)
+    z = tgrad.sparse_coo_tensor([[0, 1]], tgrad.tensor([3 + 4j, -2j]), (3,))
+    np.testing.assert_allclose(tgrad.sgn(z).to_dense().numpy(), [0.6 + 0.8j, -1j, 0])
+    np.testing.assert_allclose(tgrad.conj(z).to_dense().numpy(), [3 - 4j, 2j, 0])
+    # the dense path is unchanged, and a sparse input without a kernel keeps a clear error
+    np.testing.assert_array_equal(tgrad.isnan(tgrad.tensor([1.0, np.nan])).numpy(), [0, 1])
+    with pytest.raises(RuntimeError, match="isposinf does not support complex"):
+        tgrad.isposinf(z)
+
+
+def test_sum_keepdim_and_dense_gradient():
+    # Tensor.sum(dim, keepdim=True): summed dims kept as size 1 (a sparse result flagged
+    # uncoalesced); the gradient is g broadcast to every element, dense (PyTorch's)
+    for dim in (0, 1, -1, (0, 1)):
+        s = _s(requires_grad=True)
+        r = s.sum(dim, keepdim=True)
+        ref = DENSE.sum(dim, keepdims=True)
+        assert r.shape == ref.shape and r.is_sparse == (dim != (0, 1))
+        if r.is_sparse:
+            assert not r.is_coalesced()
+        np.testing.assert_array_equal(r.to_dense().numpy(force=True), ref)
+        w = np.arange(1.0, 1 + ref.size).reshape(ref.shape)
+        (r.to_dense() * tgrad.tensor(w)).sum().backward()
+        assert not s.grad.is_sparse  # (to_dense passes g on at r's pattern only)
+        seen = (DENSE != 0).any(axis=dim, keepdims=True) if r.is_sparse else 1.0
+        np.testing.assert_array_equal(s.grad.numpy(), np.broadcast_to(w * seen, (2, 3)))
+    # hybrid: every sparse dim summed gives a dense result; its gradient reaches the
+    # unspecified rows too (PyTorch's SumBackward1 expands g)
+    d = np.array([[0.0, 1.5, 0.0], [-2.0, 0.0, 3.0], [0.0, 0.0, 0.0]])
+    h = tgrad.tensor(d).to_sparse(1).requires_grad_()
+    r = h.sum(0)
+    assert not r.is_sparse
+    (r * tgrad.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(h.grad.numpy(), np.tile([1.0, 2.0, 3.0], (3, 1)))
+    assert tgrad.tensor([[0, 1], [2, 0]]).to_sparse().sum(0, keepdim=True).dtype is tgrad.int64
+
+
+def test_div_dense_by_sparse_and_rounding_mode():
+    s = _s()
+    for f in (lambda: tgrad.div(tgrad.ones(2, 3), s), lambda: tgrad.ones(2, 3).div(s),
+              lambda: tgrad.true_divide(tgrad.ones(2, 3), s),
+              lambda: tgrad.div(tgrad.ones(2, 3), s, rounding_mode="floor")):
+        with pytest.raises(RuntimeError, match=r"Sparse division requires a scalar or zero-dim "
+                                               r"dense tensor divisor \(got shape \[2, 3\]"):
+            f()
+    u = tgrad.sparse_coo_tensor([[0, 0, 1]], tgrad.tensor([0.75, 0.75, -2.5]), (3,),
+                                requires_grad=True)
+    for mode, ref in (("floor", [1.0, -2.0, 0.0]), ("trunc", [1.0, -1.0, 0.0])):
+        r = tgrad.div(u, 1.5, rounding_mode=mode)  # coalesced first: 1.5 / 1.5, -2.5 / 1.5
+        assert r.is_coalesced() and r._nnz() == 2
+        np.testing.assert_array_equal(r.to_dense().numpy(force=True), ref)
+    tgrad.div(u, 2, rounding_mode="floor").to_dense().sum().backward()
+    assert u.grad._nnz() == 0 and u.grad.is_coalesced()  # zero gradient, no entries
+    i = tgrad.sparse_coo_tensor([[0, 1]], tgrad.tensor([7, -7]), (2,))
+    np.testing.assert_array_equal(tgrad.div(i, 2, rounding_mode="floor").to_dense().numpy(),
+                                  [3, -4])
+
+
+def test_piecewise_constant_gradient_has_no_entries():
+    for op in ("sign", "sgn", "floor", "ceil", "round", "trunc", "fix"):
+        s = _s(requires_grad=True)
+        getattr(s, op)().to_dense().sum().backward()
+        assert s.grad.is_sparse and s.grad._nnz() == 0 and s.grad.is_coalesced(), op
+        assert s.grad.shape == (2, 3)
+
+
+def test_sparse_mm_gradient_patterns():
+    # sparse.mm(A, B), both sparse: each gradient is the product g @ B^T / A^T @ g masked
+    # to the operand's pattern (hand-computed), stored as PyTorch's sparse_mask_like_grad:
+    # the operand's indices when it is coalesced with fewer entries than the product, else
+    # the product's indices with zeros outside the operand's pattern
+    a = tgrad.tensor([[1.0, 0, 2], [0, 0, 3]]).to_sparse().requires_grad_()
+    b = tgrad.tensor([[0.0, 1], [4, 0], [0, 5]]).to_sparse().requires_grad_()
+    c = tgrad.sparse.mm(a, b)  # [[0, 11], [0, 15]]: pattern (0, 1), (1, 1)
+    (c.to_dense() * tgrad.tensor([[1.0, 2], [3, 4]])).sum().backward()
+    # g = [[0, 2], [0, 4]] (c's pattern); g @ B^T = [[2, 0, 10], [4, 0, 20]] (4 entries)
+    assert a.grad._indices().tolist() == [[0, 0, 1], [0, 2, 2]]  # A's 3 < 4: A's indices
+    assert a.grad._values().tolist() == [2.0, 10.0, 20.0]
+    # A^T @ g = [[0, 2], [0, 0], [0, 16]]: 2 entries <= B's 3: the product's indices
+    assert b.grad._indices().tolist() == [[0, 2], [1, 1]]
+    assert b.grad._values().tolist() == [2.0, 16.0]
+    assert not a.grad.is_coalesced() and not b.grad.is_coalesced()  # nnz > 1 (PyTorch's)
+    # an empty product: gradients without entries
+    a = tgrad.tensor([[1.0, 0], [0, 0]]).to_sparse().requires_grad_()
+    b = tgrad.tensor([[0.0, 0], [2, 0]]).to_sparse().requires_grad_()
+    tgrad.sparse.mm(a, b).to_dense().sum().backward()
+    assert a.grad._nnz() == 0 and b.grad._nnz() == 0

@@ -395,6 +395,9 @@ def _accumulate_sparse(var, grad) -> tuple:
         if old is None:  # (expanded sparse values, as sparse.sum's gradient: a copy)
             var._grad = (_plain_clone(grad) if not grad._sparse else grad.detach()
                          if grad._sp_values.flags.c_contiguous else grad.clone().detach())
+            if grad._sparse and grad._sp_values.flags.c_contiguous and not STATE.enabled:
+                # PyTorch's shallow copy (_sparse_coo_tensor_unsafe) infers the flag
+                var._grad._coalesced = grad._nnz() <= 1
         elif old._sparse and grad._sparse and not STATE.enabled:
             old._assign(old + grad)  # in place, as PyTorch's variable_grad += new_grad
         elif old._sparse:

@@ -103,6 +103,25 @@ def tensor_method(*names: str):
     return deco
 
 
+def sparse_routed(fn):
+    """The public function ``fn`` (a zero-preserving unary op, applied above
+    ``tensor_method`` so the Tensor method stays ``fn``) also taking a sparse COO tensor:
+    the strided body runs as before; only when it raised (every strided op raises on the
+    sparse placeholder) and ``input`` is sparse does the input's own method of that name
+    (tgrad.sparse) give the result or its sparse error. The dense path pays one call."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def routed(input, *args, **kwargs):  # noqa: A002
+        try:
+            return fn(input, *args, **kwargs)
+        except Exception:
+            if not getattr(input, "_sparse", False):
+                raise
+        return getattr(input, name)(*args, **kwargs)  # (outside the handler: no chaining)
+    return routed
+
+
 def backend_of(t: Tensor):
     try:
         return _BACKENDS[t.device.type]  # the hot path: one dict lookup

@@ -34,7 +34,7 @@ from tgrad import _layout, dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import complex_ops as cx
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops._common import require_tensor, sparse_routed, tensor_method
 from tgrad.ops.composite import logical_xor
 from tgrad.ops.inplace import apply_inplace, inplace_method
 from tgrad.ops.logmath import copysign, hypot
@@ -114,6 +114,7 @@ def positive(input: Tensor) -> Tensor:  # noqa: A002
     return input
 
 
+@sparse_routed
 @tensor_method("sgn")
 def sgn(input: Tensor) -> Tensor:  # noqa: A002
     """sign(x) for real x; x / |x| (0 at 0) for complex x."""
@@ -154,7 +155,7 @@ def _conj(name: str):
     fn.__name__ = name
     fn.__doc__ = ("The complex conjugate, materialised (tgrad has no lazy conjugate bit); a "
                   "real tensor is returned as it is.")
-    return tensor_method(name)(fn)
+    return sparse_routed(tensor_method(name)(fn))
 
 
 conj = _conj("conj")

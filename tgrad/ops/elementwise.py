@@ -23,6 +23,7 @@ from tgrad.ops._common import (
     register_op,
     require_tensor,
     same_device,
+    sparse_routed,
     tensor_method,
     wrap,
 )
@@ -1172,17 +1173,23 @@ def _with_rounding_mode(true_div):
     apply = _BINARY["div"].apply
 
     def div(input, other, *, rounding_mode=None) -> Tensor:  # noqa: A002
-        if rounding_mode is None:
-            return apply(input, other)
-        if rounding_mode not in ("trunc", "floor"):
+        if rounding_mode not in (None, "trunc", "floor"):
             raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
                              f"'floor' but found '{rounding_mode}'")
-        if dtypes.result_type(input, other).is_floating_point:
-            return _RoundedDiv.apply(input, other, rounding_mode)
-        if rounding_mode == "floor":
-            return floor_divide(input, other)
-        q = floor_divide(input, other)  # (checks division by zero) moved toward zero:
-        return where(logical_and(ne(q * other, input), lt(q, 0)), q + 1, q)
+        try:
+            if rounding_mode is None:
+                return apply(input, other)
+            if dtypes.result_type(input, other).is_floating_point:
+                return _RoundedDiv.apply(input, other, rounding_mode)
+            if rounding_mode == "floor":
+                return floor_divide(input, other)
+            q = floor_divide(input, other)  # (checks division by zero) moved toward zero:
+            return where(logical_and(ne(q * other, input), lt(q, 0)), q + 1, q)
+        except NotImplementedError:  # (free when nothing raises) a sparse COO operand
+            if not (getattr(input, "_sparse", False) or getattr(other, "_sparse", False)):
+                raise
+        from tgrad.sparse import binary
+        return binary("div", input, other, rounding_mode=rounding_mode)
     div.__doc__ = f"{true_div.__doc__[:-1]}; ``rounding_mode`` None, 'trunc' or 'floor'."
     return tensor_method("div", "true_divide", "divide")(div)
 
@@ -1501,7 +1508,7 @@ def isfinite(input: Tensor) -> Tensor:  # noqa: A002
     return logical_and(eq(x, x), ne(abs(x), math.inf))
 
 
-tensor_method("isnan")(isnan)
-tensor_method("isinf")(isinf)
+isnan = sparse_routed(tensor_method("isnan")(isnan))  # (a sparse input: its method)
+isinf = sparse_routed(tensor_method("isinf")(isinf))
 tensor_method("isfinite")(isfinite)
 

@@ -19,7 +19,7 @@ from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
-from tgrad.ops._common import rounded_to, tensor_method, widen_halves
+from tgrad.ops._common import rounded_to, sparse_routed, tensor_method, widen_halves
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.ops.inplace import apply_inplace, inplace_method
@@ -86,6 +86,7 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # no
     return nansum(input, dim, keepdim) / kept.sum(dim, keepdim).to(input.dtype)
 
 
+@sparse_routed
 @tensor_method("nan_to_num")
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # noqa: A002
                neginf: float | None = None) -> Tensor:

@@ -21,7 +21,7 @@ import math
 
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import apply_float_unary, tensor_method
+from tgrad.ops._common import apply_float_unary, sparse_routed, tensor_method
 from tgrad.ops.complex_ops import complex as complex_
 from tgrad.ops.complex_ops import conj_of
 from tgrad.ops.inplace import inplace_method
@@ -133,6 +133,7 @@ def _complex_acosh(z: Tensor) -> Tensor:
     return _ComplexAcosh.apply(z)
 
 
+@sparse_routed
 @tensor_method("asinh", "arcsinh")
 def asinh(input: Tensor) -> Tensor:  # noqa: A002
     """Inverse hyperbolic sine, elementwise;  d/dx = 1 / sqrt(x^2 + 1)."""
@@ -149,6 +150,7 @@ def acosh(input: Tensor) -> Tensor:  # noqa: A002
     return apply_float_unary(Acosh, "acosh", input)
 
 
+@sparse_routed
 @tensor_method("atanh", "arctanh")
 def atanh(input: Tensor) -> Tensor:  # noqa: A002
     """Inverse hyperbolic tangent, elementwise (+-inf at +-1, NaN beyond);

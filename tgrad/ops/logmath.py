@@ -36,6 +36,7 @@ from tgrad.ops._common import (
     require_tensor,
     rounded_to,
     same_device,
+    sparse_routed,
     tensor_method,
     widen_halves,
 )
@@ -103,6 +104,7 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return rounded_to(out, half)
 
 
+@sparse_routed
 @tensor_method("signbit")
 def signbit(input: Tensor) -> Tensor:  # noqa: A002
     """True where the sign is negative, -0.0 and -inf included (bool); False for NaN."""

@@ -30,6 +30,7 @@ from tgrad.ops._common import (
     float_input,
     promoted_float_dtype,
     require_tensor,
+    sparse_routed,
     tensor_method,
 )
 from tgrad.ops.inplace import inplace_method
@@ -51,12 +52,16 @@ def _as_float(op: str, input: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("deg2rad")
 def deg2rad(input: Tensor) -> Tensor:  # noqa: A002
     """Degrees to radians: x * (pi / 180)."""
+    if getattr(input, "_sparse", False):  # (a sparse COO tensor: its own op, coalesced)
+        return input.deg2rad()
     return _as_float("deg2rad", input) * (math.pi / 180.0)
 
 
 @tensor_method("rad2deg")
 def rad2deg(input: Tensor) -> Tensor:  # noqa: A002
     """Radians to degrees: x * (180 / pi)."""
+    if getattr(input, "_sparse", False):
+        return input.rad2deg()
     return _as_float("rad2deg", input) * (180.0 / math.pi)
 
 
@@ -92,6 +97,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
     return ew.where(ew.ne(x, x), x, step) if x.dtype.is_floating_point else step
 
 
+@sparse_routed
 @tensor_method("isposinf")
 def isposinf(input: Tensor) -> Tensor:  # noqa: A002
     """True where x is +inf."""
@@ -101,6 +107,7 @@ def isposinf(input: Tensor) -> Tensor:  # noqa: A002
     return ew.eq(input.detach(), math.inf)
 
 
+@sparse_routed
 @tensor_method("isneginf")
 def isneginf(input: Tensor) -> Tensor:  # noqa: A002
     """True where x is -inf."""

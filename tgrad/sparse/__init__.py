@@ -19,7 +19,8 @@ alpha), sparse * sparse (the patterns' intersection), ``sparse.sum``, ``sparse.m
 unary ops of ``_UNARY_OPS`` as methods (one table), as ``tgrad.sin(s)`` ... (the public
 functions route a sparse operand here when the strided op raised) and in place
 (``s.sin_()``), ``t`` / ``transpose`` / ``permute``, ``mul`` by a 0-d or broadcastable
-dense tensor (either order), ``div`` / ``pow`` by a number, ``sum(dim)``,
+dense tensor (either order), ``div`` (``rounding_mode`` too) / ``pow`` by a number,
+``sum(dim, keepdim)``,
 ``sparse.softmax`` / ``log_softmax`` / ``addmm``, ``index_select``, ``narrow_copy``.
 Gradients flow through all of them but index_select / narrow_copy (PyTorch's raise too).
 """
@@ -39,8 +40,9 @@ __all__ = ["SparseTensor", "sparse_coo_tensor", "sum", "mm", "addmm", "softmax",
 _SUPPORTED = ("to_dense, indices/values (coalesced), _indices/_values, coalesce, "
               "zero-preserving unary methods (s.sin(), s.abs(), ...), t/transpose/permute, "
               "in-place forms (s.sin_(), ...), tgrad.sin(s) ..., mul by a number / 0-d / "
-              "broadcastable dense tensor / sparse tensor, div by a number, pow, "
-              "+ and - (sparse or dense), sum, tgrad.sparse.sum / softmax / log_softmax / "
+              "broadcastable dense tensor / sparse tensor, div by a number (rounding_mode too), "
+              "pow, + and - (sparse or dense), sum (keepdim too), tgrad.sparse.sum / softmax / "
+              "log_softmax / "
               "addmm, mm / @ with a dense or sparse matrix, mv, index_select, narrow_copy, "
               "to(dtype), clone, detach")
 
@@ -261,9 +263,9 @@ class SparseTensor(Tensor):
     __mul__ = __rmul__ = mul
 
     def div(self, other, *, rounding_mode=None) -> SparseTensor:
-        """sparse / a number or a 0-d tensor (values divided, same indices)."""
-        if rounding_mode is not None:
-            raise unsupported(f"div.Tensor_mode (rounding_mode={rounding_mode!r})")
+        """sparse / a number or a 0-d tensor (values divided, same indices); with
+        ``rounding_mode`` ('floor' / 'trunc') the input is coalesced first and the rounded
+        quotient has a zero gradient, as PyTorch's."""
         if isinstance(other, Tensor):
             if other._sparse or other.ndim != 0:
                 raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense "
@@ -276,6 +278,8 @@ class SparseTensor(Tensor):
         if not isinstance(other, (int, float, bool, np.number)):
             raise TypeError(f"div(): argument 'other' must be Tensor or Number, not "
                             f"{type(other).__name__}")
+        if rounding_mode is not None:
+            return _unary(self, "div", (other,), {"rounding_mode": rounding_mode})
         return DivScalar.apply(self, other)
 
     __truediv__ = true_divide = divide = div
@@ -437,15 +441,17 @@ class SparseTensor(Tensor):
         return _dense_mm(self, vec.unsqueeze(1)).squeeze(1)
 
     def sum(self, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-        if keepdim:
-            raise unsupported("sum.dim_IntList (keepdim=True)")
+        """The sum over ``dim`` (default: all dims) of every element, the unspecified zeros
+        included: PyTorch's dense gradient, g broadcast to every element
+        (``tgrad.sparse.sum``'s is masked to the pattern)."""
         if dtype is None and not (self.dtype.is_floating_point or self.dtype.is_complex):
             dtype = dtypes.int64  # Tensor.sum of bools / integers: int64, as PyTorch's
+        dtype = None if dtype is None else dtypes.as_dtype(dtype)
         dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
-        if not dims or len({_wrap_dim(d, self.ndim) for d in dims}) == self.ndim and \
-                len(dims) == self.ndim:  # a full sum: PyTorch's dense gradient
-            return SumAllDense.apply(self, None if dtype is None else dtypes.as_dtype(dtype))
-        return sum(self, dim, dtype=dtype)
+        dims = _sum_dims(dims, self.ndim) if dims else tuple(range(self.ndim))
+        if len(dims) == self.ndim and not keepdim:  # a full sum: a 0-d dense tensor
+            return SumAllDense.apply(self, dtype)
+        return SumDimDense.apply(self, dims, dtype, bool(keepdim))
 
     def mm(self, mat2: Tensor) -> Tensor:
         return _dense_mm(self, mat2)
@@ -930,6 +936,10 @@ class SparseUnary(Function):
         from tgrad.autograd import grad as autograd_grad
         from tgrad.autograd.grad_mode import enable_grad
         shape = ctx._in_meta[0][0]
+        if ctx.op in _ZERO_GRAD_OPS and ctx.v.dtype.kind != "c":  # piecewise constant: no
+            return SparseTensor(np.zeros((len(ctx.idx), 0), np.int64),  # entries (PyTorch's
+                                np.zeros((0,) + ctx.v.shape[1:], ctx.v.dtype),  # zeros_like)
+                                shape, True), None, None, None
         gv = _values_at(g, ctx.idx, shape)
         with enable_grad():
             x = Tensor(ctx.v, requires_grad=True)
@@ -938,6 +948,10 @@ class SparseUnary(Function):
                                   allow_unused=True)
         dv = np.zeros_like(ctx.v) if dv is None else np.asarray(dv.numpy())
         return SparseTensor(ctx.idx, dv, shape, True), None, None, None
+
+
+# ops whose gradient is PyTorch's zeros_like(grad): a sparse gradient without entries
+_ZERO_GRAD_OPS = frozenset(("sign", "sgn", "floor", "ceil", "round", "trunc", "fix", "div"))
 
 
 def _unary(s: SparseTensor, op: str, args: tuple, kwargs: dict) -> SparseTensor:
@@ -978,6 +992,43 @@ class SumDim(Function):
         return _pattern_of(s, gd.astype(s._sp_values.dtype, copy=False)), None, None
 
 
+class SumDimDense(Function):
+    """``Tensor.sum(dims, keepdim)`` of a sparse tensor: y = ``SumDim``'s sum, with keepdim
+    the summed dims kept as size 1 (index 0 in the indices, a values axis of 1; a sparse
+    result flagged uncoalesced, as PyTorch's);  dS = g broadcast back over the summed dims
+    to every element, dense (PyTorch's SumBackward1 expands g; for a sparse result its
+    backward raises, having no sparse expand)."""
+
+    name = "sparse_sum_dim_dense_grad"
+    node_name = "SumBackward1"
+
+    @staticmethod
+    def forward(ctx, s, dims, dtype, keepdim):
+        out = SumDim.forward(ctx, s, dims, dtype)
+        ctx.keepdim = keepdim
+        if not keepdim:
+            return out
+        if not out._sparse:
+            return Tensor(np.expand_dims(np.asarray(out.numpy()), dims))
+        sd = s.sparse_dim()
+        kept = [d for d in range(sd) if d not in dims]  # rows of out's indices, in order
+        idx = np.zeros((sd, out._nnz()), np.int64)
+        idx[kept] = out._sp_indices
+        vals = np.expand_dims(out._sp_values, tuple(d - sd + 1 for d in dims if d >= sd))
+        shape = tuple(1 if d in dims else n for d, n in enumerate(s.shape))
+        return SparseTensor(idx, vals, shape, False)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        s = ctx.s
+        gd = _to_dense_array(g) if g._sparse else np.asarray(g.numpy())
+        if not ctx.keepdim:
+            gd = np.expand_dims(gd, ctx.dims)
+        gd = np.broadcast_to(gd, s.shape).astype(s._sp_values.dtype)
+        return Tensor(gd), None, None, None
+
+
 class SparseSparseMM(Function):
     """y = A @ B (both sparse 2-D; a coalesced sparse result);  dA = g @ B^T,
     dB = A^T @ g, sparse products (masked to the operand's coalesced pattern for
@@ -1000,11 +1051,11 @@ class SparseSparseMM(Function):
         if ctx.needs_input_grad[0]:
             da = _spsp(gs, _t(b))
             if ctx.masked:
-                da = _pattern_sparse(a, da)
+                da = _mask_like_grad(a, da)
         if ctx.needs_input_grad[1]:
             db = _spsp(_t(a), gs)
             if ctx.masked:
-                db = _pattern_sparse(b, db)
+                db = _mask_like_grad(b, db)
         return da, db, None
 
 
@@ -1012,11 +1063,19 @@ def _t(s: SparseTensor) -> SparseTensor:
     return SparseTensor(s._sp_indices[::-1].copy(), s._sp_values, s.shape[::-1], False)
 
 
-def _pattern_sparse(t: SparseTensor, g: SparseTensor) -> SparseTensor:
-    """Sparse ``g`` at t's coalesced pattern (missing entries 0)."""
-    idx = t._sp_indices if t._coalesced else _coalesce(t._sp_indices, t._sp_values,
-                                                        t.shape)[0]
-    return SparseTensor(idx, _values_at(g, idx, t.shape), t.shape, True)
+def _mask_like_grad(x: SparseTensor, gx: SparseTensor) -> SparseTensor:
+    """The coalesced gradient ``gx`` masked to x's pattern in PyTorch's layout
+    (sparse_mask_like_grad): for a coalesced x with fewer entries than gx, x's indices
+    (gx.sparse_mask(x): flagged uncoalesced); otherwise gx's indices, zero where x has no
+    entry (gx._sparse_mask_projection(x)). The same values either way."""
+    if x._coalesced and x._nnz() < gx._nnz():
+        return SparseTensor(x._sp_indices, _values_at(gx, x._sp_indices, x.shape), x.shape,
+                            False)
+    sizes = x.shape[:x.sparse_dim()]
+    hit = np.isin(_linear(gx._sp_indices, sizes), _linear(_pattern_indices(x), sizes))
+    vals = gx._sp_values * hit.reshape((-1,) + (1,) * (gx._sp_values.ndim - 1))
+    return SparseTensor(gx._sp_indices, vals.astype(gx._sp_values.dtype, copy=False), x.shape,
+                        True)
 
 
 class Softmax(Function):
@@ -1267,8 +1326,16 @@ def sum(input: SparseTensor, dim=None, dtype=None) -> Tensor:  # noqa: A001,A002
     integral = dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex)
     if dim is None:  # (a full sum of bools / integers is int64, as PyTorch's; a sum over
         return SumAll.apply(input, dtypes.int64 if integral else dtype)  # dims keeps them)
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    n = input.ndim
+    wrapped = _sum_dims((dim,) if isinstance(dim, int) else tuple(dim), input.ndim)
+    if len(wrapped) == input.ndim:
+        return SumAll.apply(input, dtypes.int64 if integral else dtype)
+    if integral and set(wrapped).issuperset(range(input.sparse_dim())):  # a dense result
+        dtype = dtypes.int64
+    return SumDim.apply(input, wrapped, dtype)
+
+
+def _sum_dims(dims: tuple, n: int) -> tuple:
+    """``dims`` wrapped to [0, n) and sorted, with PyTorch's range / duplicate errors."""
     wrapped = set()
     for d in dims:
         if not -n <= d < n:
@@ -1277,11 +1344,7 @@ def sum(input: SparseTensor, dim=None, dtype=None) -> Tensor:  # noqa: A001,A002
         if d % n in wrapped:
             raise RuntimeError(f"dim {d % n} appears multiple times in the list of dims")
         wrapped.add(d % n)
-    if len(wrapped) == n:
-        return SumAll.apply(input, dtypes.int64 if integral else dtype)
-    if integral and wrapped.issuperset(range(input.sparse_dim())):  # a dense result
-        dtype = dtypes.int64
-    return SumDim.apply(input, tuple(sorted(wrapped)), dtype)
+    return tuple(sorted(wrapped))
 
 
 def _sub_check(a, b) -> None:
@@ -1296,7 +1359,7 @@ def _sub_check(a, b) -> None:
                            "`logical_not()` operator instead.")
 
 
-def binary(name: str, input, other, alpha=1) -> Tensor:  # noqa: A002
+def binary(name: str, input, other, alpha=1, rounding_mode=None) -> Tensor:  # noqa: A002
     """The public binary functions' route when an operand is sparse (``tgrad.add`` / ``sub``
     / ``mul`` / ``div`` and the dense tensor's operators and methods call it when the
     strided op raised on the sparse placeholder), PyTorch's layouts: dense +- sparse is
@@ -1324,7 +1387,7 @@ def binary(name: str, input, other, alpha=1) -> Tensor:  # noqa: A002
         raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor "
                            f"divisor (got shape {list(other.shape)} for divisor)")
     if name == "div":
-        return input.div(other)
+        return input.div(other, rounding_mode=rounding_mode)
     raise unsupported(name)
 
 
@@ -1432,7 +1495,7 @@ Tensor.to_dense = _dense_to_dense
 # Values come from the dense op on the values tensor, gradients from its backward
 # (SparseUnary). exp, cos, sigmoid, ... (f(0) != 0) keep PyTorch's SparseCPU error.
 _UNARY_OPS = {
-    "neg": False, "negative": False, "positive": False, "conj": False,
+    "neg": False, "negative": False, "positive": False, "conj": False, "conj_physical": False,
     "abs": True, "absolute": True, "sgn": True, "sign": True, "signbit": True,
     "sin": True, "sinh": True, "tan": True, "tanh": True, "asin": True, "arcsin": True,
     "asinh": True, "arcsinh": True, "atan": True, "arctan": True, "atanh": True,
@@ -1440,7 +1503,7 @@ _UNARY_OPS = {
     "erf": True, "erfinv": True, "relu": True, "ceil": True, "floor": True, "round": True,
     "trunc": True, "fix": True, "frac": True, "deg2rad": True, "rad2deg": True,
     "isnan": True, "isinf": True, "isposinf": True, "isneginf": True, "nan_to_num": True,
-    "pow": True,
+    "pow": True, "div": True,  # (div with a rounding mode; both have their own method)
 }
 
 
@@ -1453,14 +1516,14 @@ def _unary_method(op: str):
 
 
 for _op in _UNARY_OPS:
-    if _op != "pow":
+    if _op not in ("pow", "div"):
         setattr(SparseTensor, _op, _unary_method(_op))
 # PyTorch's in-place forms of the zero-preserving ops (not signbit / square / the
 # predicates / positive / conj): the values replaced in place, the input coalesced (an
 # uncoalesced one raises PyTorch's "requires coalesced input" but for neg_)
 _INPLACE_OPS = tuple(op for op in _UNARY_OPS if op not in (
     "signbit", "square", "isnan", "isinf", "isposinf", "isneginf", "positive", "conj",
-    "pow"))
+    "conj_physical", "pow", "div"))
 
 
 def _inplace_method(op: str):
