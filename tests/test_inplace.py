@@ -462,3 +462,111 @@ def test_complex_python_numbers_fill_and_assign():
         with pytest.raises(RuntimeError, match="cannot be converted to type float32 without "
                                                "overflow"):
             f()
+
+
+# ------------------------------------------ results of composite ops are new tensors
+# PyTorch's "Tensor Views" lists the view ops; every other op returns a new tensor, so
+# _is_view() is False and an in-place op on the result is an ordinary one. These ops are
+# composites whose last step is a view (reshape, narrow, permute, transpose) of a temporary.
+
+_I0 = tgrad.tensor(0)
+_NEW_RESULT_OPS = {
+    "roll": (lambda x: x.roll(1), (3, 4)),
+    "rot90_k1": (lambda x: x.rot90(), (3, 4)),
+    "rot90_k3": (lambda x: tgrad.rot90(x, 3, (1, 0)), (2, 3)),
+    "diag_embed": (lambda x: tgrad.diag_embed(x), (2, 3)),
+    "diag_embed_dims": (lambda x: tgrad.diag_embed(x, 1, 0, 2), (2, 3)),
+    "kron": (lambda x: tgrad.kron(x, x[:1]), (2, 3)),
+    "sort": (lambda x: x.sort(1).values, (3, 4)),
+    "sort_0d": (lambda x: x.sum().sort().values, (2,)),
+    "msort": (lambda x: x.msort(), (3, 4)),
+    "topk": (lambda x: x.topk(2).values, (3, 4)),
+    "kthvalue": (lambda x: x.kthvalue(2, 1).values, (3, 4)),
+    "median_dim": (lambda x: x.median(0, keepdim=True).values, (3, 4)),
+    "mode": (lambda x: x.mode(1).values, (3, 4)),
+    "cummax": (lambda x: x.cummax(1).values, (3, 4)),
+    "cumsum_0d": (lambda x: x.sum().cumsum(0), (2,)),
+    "cumprod_0d": (lambda x: x.sum().cumprod(0), (2,)),
+    "gather_0d": (lambda x: x.sum().gather(0, _I0), (2,)),
+    "take_0d": (lambda x: x.take(_I0), (2, 3)),
+    "scatter_0d": (lambda x: x[0].scatter(0, _I0, x[1]), (2,)),
+    "scatter_add_0d": (lambda x: x[0].scatter_add(0, _I0, x[1]), (2,)),
+    "scatter_reduce_0d": (lambda x: x[0].scatter_reduce(0, _I0, x[1], "sum"), (2,)),
+    "index_add_0d": (lambda x: x[0].index_add(0, _I0, x[1]), (2,)),
+    "index_copy_0d": (lambda x: x[0].index_copy(0, _I0, x[1]), (2,)),
+    "index_fill_0d": (lambda x: x[0].index_fill(0, _I0, 2.0), (2,)),
+    "quantile": (lambda x: x.quantile(0.3, dim=1), (3, 4)),
+    "nanquantile_all": (lambda x: x.nanquantile(0.6), (3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NEW_RESULT_OPS))
+def test_composite_results_are_not_views_and_take_inplace_ops(name):
+    fn, shape = _NEW_RESULT_OPS[name]
+    x = leaf(np.random.default_rng(3).permutation(np.prod(shape)).reshape(shape) * 0.37 - 1.0)
+    y = fn(x)
+    assert not y._is_view() and y._base is None, name
+    assert y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    w = f64(np.linspace(0.5, 2.0, max(y.numel(), 1)).reshape(y.shape))
+    # in-place on the result, then backward: right gradient (finite differences) and no
+    # version error; the input is untouched
+    before = x.detach().numpy().copy()
+    assert gradcheck(lambda t: fn(t).mul_(w), (x,))
+    np.testing.assert_array_equal(x.detach().numpy(), before)
+
+
+def test_composite_results_inplace_values_and_gradient():
+    x = leaf(M)
+    y = x.roll(1)  # values by hand: the flattened M shifted by one
+    y.add_(1.0).mul_(2.0)
+    np.testing.assert_allclose(y.detach().numpy(),
+                               2.0 * (np.roll(M.reshape(-1), 1).reshape(2, 3) + 1.0))
+    (y * f64(M)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * np.roll(M.reshape(-1), -1).reshape(2, 3))
+    r = tgrad.rot90(f64(M))  # PyTorch's strides: the flip's, transposed
+    np.testing.assert_array_equal(r.numpy(), np.rot90(M))
+    assert r.stride() == (1, 3) and not r._is_view()
+    d = tgrad.diag_embed(f64(M), 0, 0, 2)  # a row-major new tensor for any dims
+    assert d.is_contiguous() and not d._is_view()
+    np.testing.assert_array_equal(d.numpy(),  # d[i, b, j] = M[b, i] where i == j
+                                  np.stack([np.diag(r) for r in M]).transpose(1, 0, 2))
+
+
+def test_take_with_a_0d_index_copies():
+    x = f64(M)
+    y = x.take(tgrad.tensor(4))
+    assert y.shape == () and not y._is_view() and float(y) == M.reshape(-1)[4]
+    y.fill_(9.0)  # a new tensor: the write does not reach x
+    np.testing.assert_array_equal(x.numpy(), M)
+
+
+def test_index_results_without_grad_are_not_views():
+    seq = f64([0.0, 1.0, 2.0])
+    v = f64(M)
+    for r in (tgrad.searchsorted(seq, v), tgrad.bucketize(v, seq),
+              tgrad.unique(tgrad.zeros(0, 3)), tgrad.unique_consecutive(tgrad.zeros(0, 3)),
+              tgrad.histogramdd(v, 1)[0], tgrad.unique(v, return_inverse=True)[1],
+              f64(0.5).argsort(), v.sort().indices,
+              v.topk(2).indices):
+        assert not r._is_view()
+    np.testing.assert_array_equal(tgrad.searchsorted(seq, v).numpy(),
+                                  np.searchsorted([0.0, 1.0, 2.0], M))
+
+
+def test_broadcast_tensors_returns_a_tensor_of_the_broadcast_shape_itself():
+    a, b = f64(M), f64([1.0, 2.0, 3.0])
+    ra, rb = tgrad.broadcast_tensors(a, b)
+    assert ra is a and rb._is_view() and rb._base is b  # (PyTorch's expand_outplace)
+    np.testing.assert_array_equal(rb.numpy(), np.broadcast_to([1.0, 2.0, 3.0], (2, 3)))
+
+
+def test_select_takes_a_one_element_integer_tensor_index():
+    x = f64(M)
+    s = tgrad.select(x, 1, tgrad.tensor([2]))
+    assert s.shape == (2,) and s._is_view()
+    np.testing.assert_array_equal(s.numpy(), M[:, 2])
+    with pytest.raises(TypeError, match=r"select\(\): argument 'index' \(position 3\) must "
+                                        r"be int, not Tensor"):
+        tgrad.select(x, 0, tgrad.tensor([1.0]))
+    with pytest.raises(TypeError, match="must be int, not float"):
+        tgrad.select(x, 0, 1.5)

@@ -142,6 +142,21 @@ def make_view(x: Tensor, arr) -> Tensor:
     return out
 
 
+def fresh(out: Tensor) -> Tensor:
+    """``out``, a view of a temporary the op made itself (a reshape, narrow, permute... of
+    an intermediate result), as the new tensor PyTorch's op returns: its ``_base`` dropped,
+    so ``_is_view()`` is False and an in-place op on it is an ordinary one (no write
+    through a view: no CopySlices onto the unreachable temporary). Its grad_fn (the view
+    op's node) and its memory (the temporary's, nobody else's) stay. Never for a view of
+    an input: that shares the caller's memory and must be cloned."""
+    if out._base is not None:
+        out._base = None
+        out._view_chain = None
+        out._multi_output_view = False
+        out._inference_mode_view = False
+    return out
+
+
 def view_apply(cls, x: Tensor, *args) -> Tensor:
     """Run a view op and record how to replay it on the base (for in-place through views)."""
     out = cls.apply(x, *args)

@@ -34,6 +34,7 @@ from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
+    fresh,
     require_tensor,
     rounded_to,
     sizes_keyword,
@@ -226,7 +227,7 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
         if len(shifts) != 1:
             raise RuntimeError(f"roll: shifts {list(shifts)} need dims when there is more "
                                f"than one")
-        return roll(input.flatten(), shifts, 0).reshape(input.shape)
+        return fresh(roll(input.flatten(), shifts, 0).reshape(input.shape))
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, "

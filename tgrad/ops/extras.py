@@ -19,7 +19,7 @@ from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
-from tgrad.ops._common import rounded_to, sparse_routed, tensor_method, widen_halves
+from tgrad.ops._common import fresh, rounded_to, sparse_routed, tensor_method, widen_halves
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.ops.inplace import apply_inplace, inplace_method
@@ -287,6 +287,8 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
         if lo < -n or hi >= n:
             raise IndexError(f"take(): index {lo if lo < -n else hi} out of range for tensor "
                              f"of size {list(input.shape)}")
+    if index.ndim == 0:  # (getitem would take a 0-d index as an int: a view of input)
+        return fresh(getitem(input.reshape(-1), index.reshape(1)).reshape(()))
     return getitem(input.reshape(-1), index)
 
 
@@ -375,7 +377,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
     unique = tensor(np.unique(key[-1].numpy(force=True)), device=x.device)
     out = x.clone()
     out[key[:-1] + (unique,)] = value
-    return out.reshape(()) if input.ndim == 0 else out  # (no view of out when not 0-d)
+    return fresh(out.reshape(())) if input.ndim == 0 else out
 
 
 @tensor_method("index_copy")
@@ -392,7 +394,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
                            f"{input.dtype.name}")
     out = x.clone()
     out[key] = src
-    return out.reshape(()) if input.ndim == 0 else out  # (no view of out when not 0-d)
+    return fresh(out.reshape(())) if input.ndim == 0 else out
 
 
 @tensor_method("index_put")

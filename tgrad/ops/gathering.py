@@ -16,7 +16,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.ops._common import rounded_to, same_device, tensor_method, widen_halves
+from tgrad.ops._common import fresh, rounded_to, same_device, tensor_method, widen_halves
 from tgrad.ops.creation import arange, full, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.tensor import Tensor, _wrap_dim
@@ -104,7 +104,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
                            f"as input tensor ({index.ndim} and {input.ndim})")
     _check_index("gather", input, index, d, input.shape[d] if input.ndim else 1)
     if input.ndim == 0:
-        return gather(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
+        return fresh(gather(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape))
     _check_sizes("gather", index, d, input)
     key = _along_key(index, d, input.device)
     return getitem(input, key)
@@ -112,7 +112,14 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 @tensor_method("select")
 def select(input: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
-    """input[..., index, ...] at ``dim`` (a view without that dim)."""
+    """input[..., index, ...] at ``dim`` (a view without that dim). ``index``: an int, or
+    a one-element integer tensor (its value, as PyTorch's __index__)."""
+    if isinstance(index, Tensor) and index.numel() == 1 and not (
+            index.dtype.is_floating_point or index.dtype.is_complex):
+        index = int(index.item())
+    if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+        raise TypeError(f"select(): argument 'index' (position 3) must be int, not "
+                        f"{type(index).__name__}")
     d = _wrap_dim(dim, input.ndim, "select")
     n = input.shape[d] if input.ndim else 0
     if not -n <= index < n:
@@ -179,8 +186,8 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: 
     """A copy of input with src[i][j] added at [i][index[i][j]] (dim = 1; repeats add up);
     d input = g, d src = g gathered at index."""
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
-        return scatter_add(input.reshape(1), dim, index.reshape(-1),
-                           src.reshape(-1)).reshape(())
+        return fresh(scatter_add(input.reshape(1), dim, index.reshape(-1),
+                                 src.reshape(-1)).reshape(()))
     key, part = _scatter_key("scatter_add", input, dim, index, src)
     nkey, _ = normalize_key(key, input.device)
     (x, part), half = widen_halves(input, part)
@@ -210,7 +217,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # 
         return scatter_reduce(input, dim, index, src, modes[reduce], include_self=True)
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         flat = src.reshape(-1) if isinstance(src, Tensor) else src
-        return scatter(input.reshape(1), dim, index.reshape(-1), flat).reshape(())
+        return fresh(scatter(input.reshape(1), dim, index.reshape(-1), flat).reshape(()))
     key, part = _scatter_key("scatter", input, dim, index, src)
     out = input.clone()
     out[key] = part
@@ -222,8 +229,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
               alpha=1) -> Tensor:
     """A copy of input with alpha * source's slices added at ``index`` along ``dim``."""
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
-        return index_add(input.reshape(1), dim, index.reshape(-1), source.reshape(-1),
-                         alpha=alpha).reshape(())
+        return fresh(index_add(input.reshape(1), dim, index.reshape(-1), source.reshape(-1),
+                               alpha=alpha).reshape(()))
     d = _wrap_dim(dim, input.ndim, "index_add")
     if index.ndim > 1:
         raise IndexError("index_add_(): Index is supposed to be a vector")

@@ -50,6 +50,7 @@ from tgrad.autograd.grad_mode import STATE
 from tgrad.ops import composite as cp
 from tgrad.ops._common import (
     backend_of,
+    fresh,
     make_view,
     register_op,
     require_tensor,
@@ -196,7 +197,8 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     order = [None] * nd
     order[d1], order[d2] = nd - 2, nd - 1
     rest = iter(range(nd - 2))
-    return permute(out, [next(rest) if o is None else o for o in order])
+    # a new row-major tensor, as PyTorch's (not a view of the (..., m, m) temporary)
+    return fresh(permute(out, [next(rest) if o is None else o for o in order]).contiguous())
 
 
 # ------------------------------------------------------------------------------ splits, stacks
@@ -339,12 +341,12 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:  # noqa: A002
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
                            f"and dim1 = {dims[1]}")
     k = _int_arg("rot90", "k", k) % 4
-    if k == 1:
-        return transpose(cp.flip(input, (b,)), a, b)
+    if k == 1:  # (PyTorch's strides: the flip's transposed; a new tensor, not a view of it)
+        return fresh(transpose(cp.flip(input, (b,)), a, b))
     if k == 2:
         return cp.flip(input, (a, b))
     if k == 3:
-        return transpose(cp.flip(input, (a,)), a, b)
+        return fresh(transpose(cp.flip(input, (a,)), a, b))
     return input.clone()
 
 
@@ -392,7 +394,7 @@ def kron(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     t = (1,) * (nd - other.ndim) + other.shape
     a = input.reshape([n for p in s for n in (p, 1)])
     b = other.reshape([n for q in t for n in (1, q)])
-    return (a * b).reshape([p * q for p, q in zip(s, t)])
+    return fresh((a * b).reshape([p * q for p, q in zip(s, t)]))
 
 
 def _tensordot_dims(a: Tensor, b: Tensor, dims) -> tuple[list, list]:

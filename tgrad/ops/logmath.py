@@ -33,6 +33,7 @@ from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
+    fresh,
     require_tensor,
     rounded_to,
     same_device,
@@ -243,7 +244,7 @@ def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  
             k *= 2
         i = i.clone() if n == 1 else i  # (else the scan's cat made it)
     values = _take(x, i, d)  # d x = g scatter-added to the indices (PyTorch's rule)
-    return values_indices(values.reshape(input.shape), i.reshape(input.shape))
+    return values_indices(fresh(values.reshape(input.shape)), fresh(i.reshape(input.shape)))
 
 
 @tensor_method("cummax")

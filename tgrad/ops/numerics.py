@@ -26,7 +26,7 @@ import numbers
 from collections import namedtuple
 
 from tgrad import dtypes
-from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops._common import fresh, require_tensor, tensor_method
 from tgrad.ops.creation import linspace, zeros
 from tgrad.ops.gathering import scatter_add
 from tgrad.ops.searching import searchsorted
@@ -165,7 +165,7 @@ def histogramdd(input: Tensor, bins=10, *, range=None, weight=None,  # noqa: A00
     hist = zeros(total, dtype=input.dtype, device=input.device)
     if total and flat is not None:
         hist = scatter_add(hist, 0, flat, ones)
-    hist = hist.reshape(tuple(max(n, 0) for n in counts))
+    hist = fresh(hist.reshape(tuple(max(n, 0) for n in counts)))
     if density and total:
         vol = None
         for d, e in enumerate(edges_all):  # each bin's volume: the outer product of widths

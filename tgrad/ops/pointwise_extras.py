@@ -144,11 +144,12 @@ def broadcast_shapes(*shapes) -> tuple:
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple:
-    """The tensors expanded (as views) to their common broadcast shape."""
+    """The tensors expanded (as views) to their common broadcast shape; one that already
+    has that shape is returned itself (PyTorch's expand_outplace: not a view)."""
     for i, t in enumerate(tensors):
         require_tensor("broadcast_tensors", t, "tensors", i + 1)
     shape = broadcast_or_raise(None, *(t.shape for t in tensors))
-    return tuple(t.expand(shape) for t in tensors)
+    return tuple(t if t.shape == shape else t.expand(shape) for t in tensors)
 
 
 @tensor_method("diagflat")

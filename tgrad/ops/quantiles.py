@@ -25,7 +25,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops._common import fresh, require_tensor, tensor_method
 from tgrad.ops.composite import lerp
 from tgrad.ops.creation import tensor
 from tgrad.ops.gathering import gather
@@ -116,7 +116,7 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     else:
         result = below
     result = result.reshape((qs.shape[0],) + out_shape)
-    return result if isinstance(q, Tensor) and q.ndim == 1 else result[0]
+    return fresh(result if isinstance(q, Tensor) and q.ndim == 1 else result[0])
 
 
 @tensor_method("quantile")

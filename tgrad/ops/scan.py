@@ -12,6 +12,7 @@ from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops._common import (
     backend_of,
+    fresh,
     register_op,
     require_tensor,
     rounded_to,
@@ -70,7 +71,7 @@ def cumsum(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
         _check_scan_dtype("cumsum", input, dt)
         input = input.to(dt)  # noqa: A001
     if input.ndim == 0:
-        out = Cumsum.apply(input.reshape(1), 0, False).reshape(())
+        out = fresh(Cumsum.apply(input.reshape(1), 0, False).reshape(()))
     else:
         out = Cumsum.apply(input, d, False)
     return out if dt is None or out.dtype is dt else out.to(dt)  # integers: not int64
@@ -166,7 +167,7 @@ def cumprod(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
     (y,), half = widen_halves(input.reshape(1) if input.ndim == 0 else input)
     y = y.clone() if y.shape[d] <= 1 else Cumprod.apply(y, d)
     y = rounded_to(y, half)
-    return y.reshape(()) if input.ndim == 0 else y
+    return fresh(y.reshape(())) if input.ndim == 0 else y
 
 
 inplace_method("cumprod_", cumprod)

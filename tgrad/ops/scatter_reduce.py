@@ -42,6 +42,7 @@ from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     backend_of,
+    fresh,
     register_op,
     rounded_to,
     tensor_method,
@@ -183,8 +184,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
             raise RuntimeError("scatter_reduce does not support automatic differentiation "
                                "for outputs with complex dtype.")
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
-        return scatter_reduce(input.reshape(1), dim, index.reshape(-1), src.reshape(-1),
-                              reduce, include_self=include_self).reshape(())
+        return fresh(scatter_reduce(input.reshape(1), dim, index.reshape(-1),
+                                    src.reshape(-1), reduce,
+                                    include_self=include_self).reshape(()))
     key, part = _scatter_key("scatter_reduce", input, dim, index, src)
     nkey, _ = normalize_key(key, input.device)
     (x, part), half = widen_halves(input, part)

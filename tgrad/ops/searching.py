@@ -26,6 +26,7 @@ from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
+    fresh,
     same_device,
     tensor_method,
 )
@@ -97,7 +98,7 @@ def searchsorted(sorted_sequence: Tensor, values, *, out_int32: bool = False,
         out = _take(before, at, before.ndim - 1) if m else at
         if dt.is_floating_point:  # PyTorch's binary search puts NaN values past the end
             out = ew.where(ew.isnan(vals), n, out)
-        out = out.reshape(v.shape)
+        out = fresh(out.reshape(v.shape))  # (a view of a temporary: a new tensor)
         return out.to(dtypes.int32) if out_int32 else out
 
 
@@ -143,7 +144,7 @@ def _runs(flat: Tensor, return_inverse: bool, return_counts: bool, order, shape)
     input's (None: the identity). Returns unique's result (values or rows)."""
     n = flat.shape[0] if flat.ndim else 0
     if n == 0:
-        vals, inv = flat, zeros(shape, dtype=dtypes.int64, device=flat.device)
+        vals, inv = flat.clone(), zeros(shape, dtype=dtypes.int64, device=flat.device)
         counts = zeros(0, dtype=dtypes.int64, device=flat.device)
     else:
         change = ew.ne(narrow(flat, 0, 1, n - 1), narrow(flat, 0, 0, n - 1))
@@ -157,7 +158,7 @@ def _runs(flat: Tensor, return_inverse: bool, return_counts: bool, order, shape)
         else:
             inv = zeros(n, dtype=dtypes.int64, device=flat.device)
             inv[order] = run
-        inv = inv.reshape(shape)
+        inv = fresh(inv.reshape(shape))
         counts = index_add(zeros(vals.shape[0], dtype=dtypes.int64, device=flat.device), 0,
                            run, ones(n, dtype=dtypes.int64, device=flat.device))
     out = (vals,) + ((inv,) if return_inverse else ()) + ((counts,) if return_counts else ())
@@ -196,7 +197,7 @@ def _unique_dim(op: str, input: Tensor, dim, sort_rows: bool, return_inverse: bo
         rows = getitem(rows, order)
     res = _runs(rows, return_inverse, return_counts, order, (n,))
     vals = res[0] if isinstance(res, tuple) else res
-    vals = vals.reshape((vals.shape[0],) + moved.shape[1:]).movedim(0, d)
+    vals = fresh(vals.reshape((vals.shape[0],) + moved.shape[1:]).movedim(0, d))
     return (vals,) + res[1:] if isinstance(res, tuple) else vals
 
 

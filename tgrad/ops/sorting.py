@@ -24,7 +24,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
-from tgrad.ops._common import backend_of, register_op, require_tensor, tensor_method, wrap
+from tgrad.ops._common import backend_of, fresh, register_op, require_tensor, tensor_method, wrap
 from tgrad.ops.complex_ops import no_complex as _no_complex
 from tgrad.ops.creation import full
 from tgrad.ops.elementwise import where
@@ -93,7 +93,7 @@ def _take(x: Tensor, idx: Tensor, d: int) -> Tensor:
     keep = (o != 1, True, n != 1)
     xv = x.reshape([s for s, kp in zip((o, k, n), keep) if kp])
     iv = idx.reshape([s for s, kp in zip((o, idx.shape[d], n), keep) if kp])
-    return getitem(xv, _along_key(iv, int(keep[0]), x.device)).reshape(idx.shape)
+    return fresh(getitem(xv, _along_key(iv, int(keep[0]), x.device)).reshape(idx.shape))
 
 
 @tensor_method("sort")
@@ -108,7 +108,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A00
     idx = Argsort.apply(x, d, desc)
     vals = _take(x, idx, d)
     if input.ndim == 0:
-        return values_indices(vals.reshape(()), idx.reshape(()))
+        return values_indices(fresh(vals.reshape(())), fresh(idx.reshape(())))
     return values_indices(vals, idx)
 
 
@@ -120,7 +120,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: 
     x, d = _line_input("argsort", input, dim)
     _bool_arg("argsort", "stable", stable)
     idx = Argsort.apply(x, d, _bool_arg("argsort", "descending", descending))
-    return idx.reshape(()) if input.ndim == 0 else idx
+    return fresh(idx.reshape(())) if input.ndim == 0 else idx
 
 
 @tensor_method("msort")
@@ -146,10 +146,10 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
         k = 1
     else:  # (a float8 0-d input too)
         dtypes.refuse_float8("topk_cpu", input.dtype)
-    idx = Argsort.apply(x, d, _bool_arg("topk", "largest", largest)).narrow(d, 0, k)
+    idx = fresh(Argsort.apply(x, d, _bool_arg("topk", "largest", largest)).narrow(d, 0, k))
     vals = _take(x, idx, d)
     if input.ndim == 0:
-        return values_indices(vals.reshape(()), idx.reshape(()))
+        return values_indices(fresh(vals.reshape(())), fresh(idx.reshape(())))
     return values_indices(vals, idx)
 
 
@@ -160,10 +160,10 @@ def _pick(x: Tensor, d: int, pos, keepdim: bool, ndim: int) -> values_indices:
     idx = order.narrow(d, pos, 1) if isinstance(pos, int) else _take(order, pos, d)
     vals = _take(x, idx, d)
     if ndim == 0:
-        return values_indices(vals.reshape(()), idx.reshape(()))
+        return values_indices(fresh(vals.reshape(())), fresh(idx.reshape(())))
     if not keepdim:
         vals, idx = vals.squeeze(d), idx.squeeze(d)
-    return values_indices(vals, idx)
+    return values_indices(fresh(vals), fresh(idx))  # (views of temporaries: new tensors)
 
 
 def _median_pos(x: Tensor, d: int, ignore_nan: bool):
