@@ -137,3 +137,52 @@ def test_sampling_argument_edges():
         tgrad.full((1,), 10**400, dtype=tgrad.float32)
     with pytest.raises(RuntimeError, match="without overflow"):
         tgrad.tensor([2**64])
+
+
+def test_random_bounds_must_fit_the_dtype():
+    # PyTorch's check_random_bounds: from and to - 1 must lie in the dtype's range (no
+    # wrapping of a negative into uint8); bool is [0, 1]; complex is refused
+    for call, text in [
+            (lambda: tgrad.zeros(3, dtype=tgrad.uint8).random_(-3, 7),
+             "random_: from is out of bounds for unsigned char"),
+            (lambda: tgrad.randint(-5, 5, (3,), dtype=tgrad.uint8),
+             "randint: from is out of bounds for unsigned char"),
+            (lambda: tgrad.zeros(3, dtype=tgrad.int8).random_(0, 256),
+             "random_: to - 1 is out of bounds for signed char"),
+            (lambda: tgrad.zeros(3, dtype=tgrad.int16).random_(0, 2**53),
+             "to - 1 is out of bounds for short int"),
+            (lambda: tgrad.zeros(3, dtype=tgrad.bool).random_(3),
+             "to - 1 is out of bounds for bool"),
+            (lambda: tgrad.zeros(3, dtype=tgrad.float16).random_(0, 2**24),
+             "to - 1 is out of bounds for c10::Half"),
+            (lambda: tgrad.randint(0, 3, (2,), dtype=tgrad.complex64),
+             "handles only integral, floating-point and boolean types")]:
+        with pytest.raises(RuntimeError, match=text):
+            call()
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+        tgrad.randint(0, 2**63, (2,))
+    tgrad.manual_seed(3)
+    b = tgrad.randint(0, 2, (400,), dtype=tgrad.bool)  # bool is allowed, as in PyTorch
+    assert b.dtype is tgrad.bool and 100 < int(b.sum()) < 300
+    assert set(tgrad.zeros(400, dtype=tgrad.bool).random_().int().tolist()) == {0, 1}
+
+
+def test_random_from_none_and_full_64_bit_ranges():
+    tgrad.manual_seed(5)
+    # random_(from, None): [from, max] (int8: 133 values; each end missed with prob ~e^-30)
+    v = tgrad.zeros(4000, dtype=tgrad.int8).random_(-5, None).numpy()
+    assert v.min() == -5 and v.max() == 127
+    assert tgrad.zeros(4000, dtype=tgrad.float16).random_(2000, None).max().item() == 2048
+    # 64-bit ranges draw every bit: about half the values odd (not multiples of 2^11, as
+    # floor(u * 2^63) of a 53-bit u would be), and about half negative over int64's range
+    for x in (tgrad.zeros(4000, dtype=tgrad.int64).random_(),
+              tgrad.zeros(4000, dtype=tgrad.int64).random_(-2**63, 2**63 - 1),
+              tgrad.randint(-2**63, 2**63 - 1, (4000,))):
+        a = x.numpy()
+        assert 0.45 < (a % 2).mean() < 0.55
+    a = tgrad.randint(-2**63, 2**63 - 1, (4000,)).numpy()
+    assert 0.45 < (a < 0).mean() < 0.55
+    assert tgrad.zeros(4000, dtype=tgrad.int64).random_().min().item() >= 0
+    hi = 3 * 2**40 + 5  # a span past 2^32 that is no multiple of it
+    a = tgrad.randint(7, hi, (4000,)).numpy().astype(np.float64)
+    assert a.min() >= 7 and a.max() < hi and abs(a.mean() / hi - 0.5) < 0.03

@@ -30,7 +30,15 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.generator import drawing_from
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import tensor_method
-from tgrad.ops.creation import full, rand, rand_like, randn
+from tgrad.ops.creation import (
+    _FLOAT_DIGITS,
+    check_random_bounds,
+    full,
+    rand,
+    rand_like,
+    randn,
+    random_integers,
+)
 from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor
 
@@ -127,31 +135,42 @@ def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
                  generator)
 
 
-# random_() with no bounds: [0, 2^digits] for floats (every integer there is exact)
-_FLOAT_DIGITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
+class _NoTo:
+    """random_'s default ``to``: random_(to) as opposed to random_(from, None) (shown as
+    None, PyTorch's documented default)."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+_NO_TO = _NoTo()
 
 
 @tensor_method("random_")
-def random_(self: Tensor, from_: int | None = None, to: int | None = None, *,
+def random_(self: Tensor, from_: int | None = None, to=_NO_TO, *,
             generator=None) -> Tensor:
     """Integers uniform on [from, to); ``random_(to)`` means [0, to) (so random_(0) raises);
-    with no bounds, [0, 2^digits] for floats or [0, max] for integer dtypes (PyTorch's
-    ranges)."""
+    ``random_(from, None)`` means [from, top] and no bounds [0, top], top being 2^digits for
+    floats (every integer up to it is exact) and the max for integer dtypes (PyTorch's
+    ranges). from and to - 1 must fit self's dtype (PyTorch's check_random_bounds)."""
+    if self.dtype.is_floating_point:
+        top = 2 ** _FLOAT_DIGITS[self.dtype.name]
+    elif self.dtype is dtypes.bool_:
+        top = 1
+    elif self.dtype.is_complex:
+        top = 0  # (refused by check_random_bounds)
+    else:
+        top = int(np.iinfo(self.dtype.np).max)
+    to_given = to is not None and from_ is not None
     if from_ is None:
-        from_ = 0
-    elif to is None:
+        from_, to = 0, top + 1
+    elif to is _NO_TO:
         from_, to = 0, from_
-    if to is None:
-        if self.dtype.is_floating_point:
-            to = 2 ** _FLOAT_DIGITS[self.dtype.name] + 1
-        else:
-            to = 2 if self.dtype is dtypes.bool_ else int(np.iinfo(self.dtype.np).max) + 1
-    if to <= from_:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
-                           f"from={from_} >= to={to}")
-    span = float(to - from_)
-    return _fill(self, "random_", lambda x: ew.floor(
-        rand(x.shape, dtype=dtypes.float64, device=x.device) * span + float(from_)), generator)
+    elif to is None:
+        to = top + 1
+    check_random_bounds("random_", from_, to, self.dtype, to_given)
+    return _fill(self, "random_",
+                 lambda x: random_integers(tuple(x.shape), from_, to, x.device), generator)
 
 
 @tensor_method("bernoulli_")
