@@ -435,19 +435,21 @@ def randn(*args, size=None, generator=None, dtype=None, device=None,
 
 
 def rand_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-              layout=None) -> Tensor:
+              layout=None, *, generator=None) -> Tensor:
     if x._sparse and layout is not strided:
         _sparse_like(x, "rand_like", dtype, device, requires_grad, layout)  # (raises)
     dt, dev = _like(x, dtype, device, "rand_like", layout)
-    return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad,
+                generator=generator)
 
 
 def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-               layout=None) -> Tensor:
+               layout=None, *, generator=None) -> Tensor:
     if x._sparse and layout is not strided:
         _sparse_like(x, "randn_like", dtype, device, requires_grad, layout)  # (raises)
     dt, dev = _like(x, dtype, device, "randn_like", layout)
-    return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad,
+                 generator=generator)
 
 
 # randperm into a float dtype: every integer below n must be exact (PyTorch's limits;
