@@ -116,7 +116,8 @@ def test_in_place_fills_follow_autograd_rules():
     y.uniform_()  # the filled values do not depend on the old ones: zero gradient
     (y * 1.0).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 0.0])
-    with pytest.raises(RuntimeError, match="floating point"):
+    with pytest.raises(NotImplementedError, match="\"check_uniform_bounds\" not implemented "
+                                                  "for 'Long'"):  # PyTorch's error
         tgrad.zeros(2, dtype=tgrad.int64).uniform_()
 
 
@@ -137,3 +138,100 @@ def test_sampling_argument_edges():
         tgrad.full((1,), 10**400, dtype=tgrad.float32)
     with pytest.raises(RuntimeError, match="without overflow"):
         tgrad.tensor([2**64])
+
+
+def test_random_bounds_must_fit_the_dtype():
+    # PyTorch's check_random_bounds: from and to - 1 must lie in the dtype's range (no
+    # wrapping of a negative into uint8); bool is [0, 1]; complex is refused
+    for call, text in [
+            (lambda: tgrad.zeros(3, dtype=tgrad.uint8).random_(-3, 7),
+             "random_: from is out of bounds for unsigned char"),
+            (lambda: tgrad.randint(-5, 5, (3,), dtype=tgrad.uint8),
+             "randint: from is out of bounds for unsigned char"),
+            (lambda: tgrad.zeros(3, dtype=tgrad.int8).random_(0, 256),
+             "random_: to - 1 is out of bounds for signed char"),
+            (lambda: tgrad.zeros(3, dtype=tgrad.int16).random_(0, 2**53),
+             "to - 1 is out of bounds for short int"),
+            (lambda: tgrad.zeros(3, dtype=tgrad.bool).random_(3),
+             "to - 1 is out of bounds for bool"),
+            (lambda: tgrad.zeros(3, dtype=tgrad.float16).random_(0, 2**24),
+             "to - 1 is out of bounds for c10::Half"),
+            (lambda: tgrad.randint(0, 3, (2,), dtype=tgrad.complex64),
+             "handles only integral, floating-point and boolean types")]:
+        with pytest.raises(RuntimeError, match=text):
+            call()
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+        tgrad.randint(0, 2**63, (2,))
+    tgrad.manual_seed(3)
+    b = tgrad.randint(0, 2, (400,), dtype=tgrad.bool)  # bool is allowed, as in PyTorch
+    assert b.dtype is tgrad.bool and 100 < int(b.sum()) < 300
+    assert set(tgrad.zeros(400, dtype=tgrad.bool).random_().int().tolist()) == {0, 1}
+
+
+def test_random_from_none_and_full_64_bit_ranges():
+    tgrad.manual_seed(5)
+    # random_(from, None): [from, max] (int8: 133 values; each end missed with prob ~e^-30)
+    v = tgrad.zeros(4000, dtype=tgrad.int8).random_(-5, None).numpy()
+    assert v.min() == -5 and v.max() == 127
+    assert tgrad.zeros(4000, dtype=tgrad.float16).random_(2000, None).max().item() == 2048
+    # 64-bit ranges draw every bit: about half the values odd (not multiples of 2^11, as
+    # floor(u * 2^63) of a 53-bit u would be), and about half negative over int64's range
+    for x in (tgrad.zeros(4000, dtype=tgrad.int64).random_(),
+              tgrad.zeros(4000, dtype=tgrad.int64).random_(-2**63, 2**63 - 1),
+              tgrad.randint(-2**63, 2**63 - 1, (4000,))):
+        a = x.numpy()
+        assert 0.45 < (a % 2).mean() < 0.55
+    a = tgrad.randint(-2**63, 2**63 - 1, (4000,)).numpy()
+    assert 0.45 < (a < 0).mean() < 0.55
+    assert tgrad.zeros(4000, dtype=tgrad.int64).random_().min().item() >= 0
+    hi = 3 * 2**40 + 5  # a span past 2^32 that is no multiple of it
+    a = tgrad.randint(7, hi, (4000,)).numpy().astype(np.float64)
+    assert a.min() >= 7 and a.max() < hi and abs(a.mean() / hi - 0.5) < 0.03
+
+
+def test_fill_argument_checks_follow_pytorch():
+    # NaN parameters and non-finite uniform_ bounds raise (they gave NaN / inf silently)
+    nan, inf = float("nan"), float("inf")
+    for call, text in [(lambda: tgrad.zeros(3).uniform_(0.0, inf), "to is out of bounds for float"),
+                       (lambda: tgrad.zeros(3).uniform_(nan, 1.0), "from is out of bounds"),
+                       (lambda: tgrad.zeros(3, dtype=tgrad.float16).uniform_(0.0, 7e4),
+                        "to is out of bounds for c10::Half"),
+                       (lambda: tgrad.zeros(3).uniform_(-3e38, 3e38), "to-from <= "),
+                       (lambda: tgrad.zeros(3).normal_(0.0, nan), "std >= 0.0"),
+                       (lambda: tgrad.zeros(3).log_normal_(0.0, nan), "std > 0.0"),
+                       (lambda: tgrad.zeros(3).exponential_(nan), "lambda > 0.0"),
+                       (lambda: tgrad.zeros(3).cauchy_(0.0, nan), "sigma > 0.0"),
+                       (lambda: tgrad.normal(tgrad.zeros(2), tgrad.tensor([1.0, nan])),
+                        "all elements of std >= 0.0"),
+                       (lambda: tgrad.normal(0.0, nan, size=(2,)), "std >= 0.0"),
+                       (lambda: tgrad.normal(tgrad.zeros(2), tgrad.ones(3)),
+                        "normal: mean \\(2,\\) and std \\(3,\\) do not broadcast"),
+                       (lambda: tgrad.zeros(3, dtype=tgrad.int32).exponential_(),
+                        "Exponential distribution is a continuous probability distribution"),
+                       (lambda: tgrad.zeros(3, dtype=tgrad.bool).cauchy_(), "specified bool")]:
+        with pytest.raises(RuntimeError, match=text):
+            call()
+    with pytest.raises(NotImplementedError, match="\"normal_kernel_cpu\" not implemented for "
+                                                  "'Int'"):
+        tgrad.zeros(3, dtype=tgrad.int32).normal_()
+    with pytest.raises(NotImplementedError, match="\"geometric_cpu\" not implemented"):
+        tgrad.zeros(3, dtype=tgrad.bool).geometric_(0.5)
+
+
+def test_geometric_fills_integer_tensors_and_half_tails_are_not_cut():
+    tgrad.manual_seed(11)
+    g = tgrad.zeros(20000, dtype=tgrad.int32).geometric_(0.25)  # PyTorch takes int dtypes
+    v = g.numpy()
+    assert g.dtype is tgrad.int32 and v.min() == 1 and abs(v.mean() - 4.0) < 0.1
+    # bfloat16 draws on float32's grid: P(X > 6) = e^-6 ~ 0.25% of 20000 draws exceed the
+    # 5.5 that u on bfloat16's 2^-8 grid capped exponential_ at; no exact zeros (1/256 before)
+    x = tgrad.zeros(20000, dtype=tgrad.bfloat16).exponential_().float().numpy()
+    assert (x > 6.0).sum() > 10 and (x == 0).sum() == 0 and abs(x.mean() - 1.0) < 0.05
+
+
+def test_rand_like_and_randn_like_take_a_generator():
+    for like, draw in ((tgrad.rand_like, "random"), (tgrad.randn_like, "standard_normal")):
+        g = tgrad.Generator().manual_seed(42)
+        out = like(tgrad.zeros(2, 3, dtype=tgrad.float64), generator=g)
+        ref = getattr(np.random.default_rng(42), draw)((2, 3))  # the CPU generator is PCG64
+        np.testing.assert_array_equal(out.numpy(), ref)

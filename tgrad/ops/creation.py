@@ -440,19 +440,21 @@ def randn(*args, size=None, generator=None, dtype=None, device=None,
 
 
 def rand_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-              layout=None, *, memory_format=None) -> Tensor:
+              layout=None, *, memory_format=None, generator=None) -> Tensor:
     if x._sparse and layout is not strided:
         _sparse_like(x, "rand_like", dtype, device, requires_grad, layout)  # (raises)
     dt, dev = _like(x, dtype, device, "rand_like", layout, memory_format)
-    return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad,
+                generator=generator)
 
 
 def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
-               layout=None, *, memory_format=None) -> Tensor:
+               layout=None, *, memory_format=None, generator=None) -> Tensor:
     if x._sparse and layout is not strided:
         _sparse_like(x, "randn_like", dtype, device, requires_grad, layout)  # (raises)
     dt, dev = _like(x, dtype, device, "randn_like", layout, memory_format)
-    return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad,
+                 generator=generator)
 
 
 # randperm into a float dtype: every integer below n must be exact (PyTorch's limits;
@@ -460,6 +462,83 @@ def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
 _RANDPERM_MAX = {"float16": (2049, "2049", "Half"), "bfloat16": (257, "257", "BFloat16"),
                  "float32": (2 ** 24 + 1, "2^24+1", "Float"),
                  "float64": (2 ** 53 + 1, "2^53+1", "Double")}
+
+
+# PyTorch's C type names in check_random_bounds' errors
+_C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                 "int16": "short int", "int32": "int", "int64": "long int",
+                 "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+                 "float64": "double"}
+_FLOAT_DIGITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
+
+
+def check_random_bounds(op: str, from_: int, to: int, dt, to_given: bool = True) -> None:
+    """PyTorch's checks of integers drawn uniformly from [from, to) into ``dt`` (randint,
+    random_): both bounds are int64, from < to, and from and to - 1 lie in dt's range
+    [lowest, max] (bool: [0, 1]; check_from_to_in_range); a float dtype past +-2^digits
+    (where not every integer is exact) only warns; complex is refused. (``to_given``
+    False: ``to`` is the dtype's max + 1, which may be 2^63.)"""
+    import warnings
+    for v in (from_, to) if to_given else (from_,):
+        if not -2 ** 63 <= v < 2 ** 63:
+            raise ValueError(f"{op}: Overflow when unpacking long long ({v} is outside the "
+                             f"int64 range)")
+    if to <= from_:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={from_} >= to={to}")
+    to_inc = to - 1
+    if dt.is_complex or dt.name not in _C_TYPE_NAMES:
+        raise RuntimeError(f"{op}: check_random_bounds handles only integral, floating-point "
+                           f"and boolean types (got {dt.name})")
+    name = _C_TYPE_NAMES[dt.name]
+    if dt.is_floating_point:
+        lo, hi = float(dtypes.finfo(dt).min), float(dtypes.finfo(dt).max)
+    elif dt is dtypes.bool_:
+        lo, hi = 0, 1
+    else:
+        info = np.iinfo(dt.np)
+        lo, hi = int(info.min), int(info.max)
+    for value, what in ((from_, "from"), (to_inc, "to - 1")):
+        if not lo <= value <= hi:
+            raise RuntimeError(f"{op}: {what} is out of bounds for {name} ({value} does not "
+                               f"fit {dt.name}, whose range is [{lo}, {hi}])")
+    if dt.is_floating_point:
+        d = _FLOAT_DIGITS[dt.name]
+        for value, what in ((from_, "from"), (to_inc, "to - 1")):
+            if not -2 ** d <= value <= 2 ** d:
+                warnings.warn(f"{what} is out of bounds [-(2^{d}), 2^{d}]. Due to precision "
+                              f"limitations {name} can support discrete uniform distribution "
+                              f"only within this range.", UserWarning, stacklevel=3)
+
+
+def _int64_word(value: int) -> int:
+    """``value`` mod 2^64 as a signed 64-bit int (the two's complement bits)."""
+    value %= 2 ** 64
+    return value - 2 ** 64 if value >= 2 ** 63 else value
+
+
+def random_integers(shape: tuple, from_: int, to: int, device) -> Tensor:
+    """int64 integers uniform on [from, to) (to - from <= 2^64), every bit random. A span of
+    at most 2^32 is floor(u span) of a float64 uniform u (53 random bits: a bias below
+    2^-21); a wider one is hi 2^32 + lo of two 32-bit halves, hi uniform on [0, ceil(span /
+    2^32)), with the part past span folded back by subtracting span (PyTorch also reduces
+    a 64-bit word modulo the span). Sums wrap in int64 as two's complement, so from + r is
+    right even where r >= 2^63."""
+    span = to - from_
+    if span <= 2 ** 32:
+        u = rand(shape, dtype=dtypes.float64, device=device)
+        return (u * float(span)).floor().to(dtypes.int64) + from_
+    hi_n = -(-span // 2 ** 32)  # ceil(span / 2^32) <= 2^32
+    u = rand(tuple(shape) + (2,), dtype=dtypes.float64, device=device)
+    hi = (u[..., 0] * float(hi_n)).floor().to(dtypes.int64)
+    lo = (u[..., 1] * 2.0 ** 32).floor().to(dtypes.int64)
+    r = hi * 2 ** 32 + lo if hi_n <= 2 ** 31 else (hi - 2 ** 31) * 2 ** 32 + lo \
+        + _int64_word(2 ** 63)  # (hi 2^32 wraps past 2^63: the same bits)
+    span_hi, span_lo = divmod(span, 2 ** 32)
+    past = (hi > span_hi) | ((hi == span_hi) & (lo >= span_lo))  # r >= span, unsigned
+    from tgrad.ops import elementwise as ew
+    r = ew.where(past, r + _int64_word(-span), r)
+    return r + _int64_word(from_)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
@@ -481,16 +560,12 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         raise TypeError("randint() missing 1 required positional argument: 'size'")
     low = _int_arg("randint", "low", low, pos[0], allow_bool=False)
     high = _int_arg("randint", "high", high, pos[1], allow_bool=False)
-    if high <= low:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
-                           f">= to={high}")
     out_dt = dtypes.as_dtype(dtype or "int64")
-    if out_dt is dtypes.bool_:
-        raise RuntimeError("randint: dtype must be an integer or floating dtype, got bool")
-    for v in (low, high - 1):
-        dtypes.check_value_fits("randint", v, out_dt)
-    u = rand(size, generator=generator, dtype=dtypes.float64, device=device)
-    out = (u * float(high - low) + float(low)).floor().to(out_dt)
+    check_random_bounds("randint", low, high, out_dt)
+    from tgrad.generator import drawing_from
+    dev = as_device(device)
+    with drawing_from(generator, dev, "randint"):
+        out = random_integers(_shape(size), low, high, dev).to(out_dt)
     if requires_grad:
         out.requires_grad_(True)
     return out

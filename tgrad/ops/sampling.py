@@ -30,7 +30,15 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.generator import drawing_from
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import tensor_method
-from tgrad.ops.creation import full, rand, rand_like, randn
+from tgrad.ops.creation import (
+    _FLOAT_DIGITS,
+    check_random_bounds,
+    full,
+    rand,
+    rand_like,
+    randn,
+    random_integers,
+)
 from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor
 
@@ -40,6 +48,33 @@ __all__ = ["normal", "bernoulli", "multinomial"]
 def _float_only(op: str, t: Tensor) -> None:
     if not t.dtype.is_floating_point:
         raise RuntimeError(f"{op}: expected a floating point tensor, got {t.dtype.name}")
+
+
+# the in-place fills' errors for a dtype they do not take, PyTorch's texts: the kernel's
+# NotImplementedError, or exponential_'s / cauchy_'s RuntimeError
+_FILL_KERNELS = {"uniform_": "check_uniform_bounds", "normal_": "normal_kernel_cpu",
+                 "log_normal_": "log_normal_cpu", "geometric_": "geometric_cpu"}
+_CONTINUOUS = {"exponential_": ("Exponential", True), "cauchy_": ("Cauchy", False)}
+
+
+def _fill_dtype_check(op: str, t: Tensor) -> None:
+    """``op`` fills float tensors (geometric_ also integer ones); else PyTorch's error."""
+    dt = t.dtype
+    if dt.is_floating_point or (op == "geometric_" and not dt.is_complex
+                                and dt is not dtypes.bool_):
+        return
+    if op in _CONTINUOUS:
+        name, scalar_type = _CONTINUOUS[op]
+        from tgrad.ops.creation import _C_TYPE_NAMES
+        spelled = dtypes.SCALAR_TYPE_NAMES[dt] if scalar_type else _C_TYPE_NAMES.get(
+            dt.name, dt.name)
+        raise RuntimeError(f"{op}: {name} distribution is a continuous probability "
+                           f"distribution. dtype must be a floating point but you specified "
+                           f"{spelled}")
+    extra = " (tgrad fills real tensors only: build a complex one from two real fills with " \
+        "tgrad.complex(re, im))" if dt.is_complex else ""
+    raise NotImplementedError(f"{op}: \"{_FILL_KERNELS[op]}\" not implemented for "
+                              f"'{dtypes.SCALAR_TYPE_NAMES[dt]}'{extra}")
 
 
 def _fill(self: Tensor, op: str, sample, generator=None) -> Tensor:
@@ -58,15 +93,26 @@ def _fill(self: Tensor, op: str, sample, generator=None) -> Tensor:
 
 
 def _draw_dtype(x: Tensor):
-    """Samples are drawn in x's dtype, in float32 for halves (then rounded once)."""
+    """Samples are drawn in x's dtype, in float32 for halves (then rounded once), in
+    float64 for integer dtypes (geometric_)."""
+    if not x.dtype.is_floating_point:
+        return dtypes.float64
     return dtypes.float32 if x.dtype.itemsize == 2 else x.dtype
 
 
 def _u(x: Tensor) -> Tensor:
     """Uniform [0, 1) of x's shape, on x's dtype's grid (so u < 1 survives the rounding
     back to a half dtype), in the draw dtype."""
-    u = rand(x.shape, dtype=x.dtype, device=x.device)
+    u = rand(x.shape, dtype=_draw_dtype(x) if not x.dtype.is_floating_point else x.dtype,
+             device=x.device)
     return u if u.dtype is _draw_dtype(x) else u.to(_draw_dtype(x))
+
+
+def _u_fine(x: Tensor) -> Tensor:
+    """Uniform [0, 1) on the draw dtype's grid (float32's 2^-24 for halves, not their 2^-11
+    or 2^-8), for the transforms whose result may be rounded freely: the tails of
+    exponential_ / cauchy_ / geometric_ are not cut at -log(2^-8) = 5.5 in bfloat16."""
+    return rand(x.shape, dtype=_draw_dtype(x), device=x.device)
 
 
 def _z(x: Tensor) -> Tensor:
@@ -76,17 +122,29 @@ def _z(x: Tensor) -> Tensor:
 
 @tensor_method("uniform_")
 def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=None) -> Tensor:
-    _float_only("uniform_", self)
+    _fill_dtype_check("uniform_", self)
+    lo, hi = float(dtypes.finfo(self.dtype).min), float(dtypes.finfo(self.dtype).max)
+    for value, what in ((from_, "from"), (to, "to")):  # NaN and inf fail too
+        if not lo <= value <= hi:
+            from tgrad.ops.creation import _C_TYPE_NAMES
+            raise RuntimeError(f"uniform_: {what} is out of bounds for "
+                               f"{_C_TYPE_NAMES[self.dtype.name]} (got {value}; it must be "
+                               f"finite and within [{lo}, {hi}])")
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_} > to={to}")
+    if to - from_ > hi:
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<"
+                           f"{dtypes.SCALAR_TYPE_NAMES[self.dtype]}>::max(), but found "
+                           f"to={to} and from={from_} which result in to-from to exceed the "
+                           f"limit")
     return _fill(self, "uniform_", lambda x: _u(x) * (to - from_) + from_, generator)
 
 
 @tensor_method("normal_")
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
-    _float_only("normal_", self)
-    if std < 0:
+    _fill_dtype_check("normal_", self)
+    if not std >= 0:  # (NaN too)
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _fill(self, "normal_", lambda x: _z(x) * std + mean, generator)
 
@@ -94,64 +152,77 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None
 @tensor_method("log_normal_")
 def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
                 generator=None) -> Tensor:
-    _float_only("log_normal_", self)
-    if std <= 0:
+    _fill_dtype_check("log_normal_", self)
+    if not std > 0:  # (NaN too)
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     return _fill(self, "log_normal_", lambda x: (_z(x) * std + mean).exp(), generator)
 
 
 @tensor_method("exponential_")
 def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
-    _float_only("exponential_", self)
-    if lambd <= 0:
+    _fill_dtype_check("exponential_", self)
+    if not lambd > 0:  # (NaN too)
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    return _fill(self, "exponential_", lambda x: -ew.log1p(-_u(x)) / lambd, generator)
+    return _fill(self, "exponential_", lambda x: -ew.log1p(-_u_fine(x)) / lambd, generator)
 
 
 @tensor_method("cauchy_")
 def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *,
             generator=None) -> Tensor:
-    _float_only("cauchy_", self)
-    if sigma <= 0:
+    _fill_dtype_check("cauchy_", self)
+    if not sigma > 0:  # (NaN too)
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     return _fill(self, "cauchy_",
-                 lambda x: ew.tan((_u(x) - 0.5) * math.pi) * sigma + median, generator)
+                 lambda x: ew.tan((_u_fine(x) - 0.5) * math.pi) * sigma + median, generator)
 
 
 @tensor_method("geometric_")
 def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
+    """Trials to the first success, 1, 2, ... (any real or integer dtype but bool)."""
+    _fill_dtype_check("geometric_", self)
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     return _fill(self, "geometric_",
-                 lambda x: ew.clamp(ew.ceil(ew.log1p(-_u(x)) / math.log1p(-p)), 1.0),
+                 lambda x: ew.clamp(ew.ceil(ew.log1p(-_u_fine(x)) / math.log1p(-p)), 1.0),
                  generator)
 
 
-# random_() with no bounds: [0, 2^digits] for floats (every integer there is exact)
-_FLOAT_DIGITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
+class _NoTo:
+    """random_'s default ``to``: random_(to) as opposed to random_(from, None) (shown as
+    None, PyTorch's documented default)."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+_NO_TO = _NoTo()
 
 
 @tensor_method("random_")
-def random_(self: Tensor, from_: int | None = None, to: int | None = None, *,
+def random_(self: Tensor, from_: int | None = None, to=_NO_TO, *,
             generator=None) -> Tensor:
     """Integers uniform on [from, to); ``random_(to)`` means [0, to) (so random_(0) raises);
-    with no bounds, [0, 2^digits] for floats or [0, max] for integer dtypes (PyTorch's
-    ranges)."""
+    ``random_(from, None)`` means [from, top] and no bounds [0, top], top being 2^digits for
+    floats (every integer up to it is exact) and the max for integer dtypes (PyTorch's
+    ranges). from and to - 1 must fit self's dtype (PyTorch's check_random_bounds)."""
+    if self.dtype.is_floating_point:
+        top = 2 ** _FLOAT_DIGITS[self.dtype.name]
+    elif self.dtype is dtypes.bool_:
+        top = 1
+    elif self.dtype.is_complex:
+        top = 0  # (refused by check_random_bounds)
+    else:
+        top = int(np.iinfo(self.dtype.np).max)
+    to_given = to is not None and from_ is not None
     if from_ is None:
-        from_ = 0
-    elif to is None:
+        from_, to = 0, top + 1
+    elif to is _NO_TO:
         from_, to = 0, from_
-    if to is None:
-        if self.dtype.is_floating_point:
-            to = 2 ** _FLOAT_DIGITS[self.dtype.name] + 1
-        else:
-            to = 2 if self.dtype is dtypes.bool_ else int(np.iinfo(self.dtype.np).max) + 1
-    if to <= from_:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
-                           f"from={from_} >= to={to}")
-    span = float(to - from_)
-    return _fill(self, "random_", lambda x: ew.floor(
-        rand(x.shape, dtype=dtypes.float64, device=x.device) * span + float(from_)), generator)
+    elif to is None:
+        to = top + 1
+    check_random_bounds("random_", from_, to, self.dtype, to_given)
+    return _fill(self, "random_",
+                 lambda x: random_integers(tuple(x.shape), from_, to, x.device), generator)
 
 
 @tensor_method("bernoulli_")
@@ -199,21 +270,27 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     if not tensors:
         if size is None:
             raise TypeError("normal(): with number mean and std, pass size=")
-        if std < 0:
+        if not std >= 0:  # (NaN too)
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         out = randn(size, generator=generator, dtype=dtype, device=device) * std + mean
     else:
         if size is not None:
             raise TypeError("normal(): size= is only for number mean and std")
-        if isinstance(std, Tensor) and std.numel() and float(std.detach().amin()) < 0:
+        if isinstance(std, Tensor) and std.numel() and not bool(
+                (std.detach() >= 0).all()):  # (NaN fails too)
             raise RuntimeError("normal expects all elements of std >= 0.0")
-        if not isinstance(std, Tensor) and std < 0:
+        if not isinstance(std, Tensor) and not std >= 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         with no_grad():
             m = mean.detach() if isinstance(mean, Tensor) else mean
             s = std.detach() if isinstance(std, Tensor) else std
             ref = tensors[0]  # mean when a tensor, else std: its dtype is the result's
-            shape = np.broadcast_shapes(*(t.shape for t in tensors))
+            from tgrad.ops.pointwise_extras import broadcast_shapes
+            try:
+                shape = broadcast_shapes(*(t.shape for t in tensors))
+            except RuntimeError as e:
+                raise RuntimeError(f"normal: mean {tuple(mean.shape)} and std "
+                                   f"{tuple(std.shape)} do not broadcast: {e}") from None
             z = randn(shape, generator=generator, dtype=ref.dtype, device=ref.device)
             # PyTorch's z.mul_(std).add_(mean): each step rounded into z's dtype
             out = ((z * s).to(ref.dtype) + m).to(ref.dtype)
