@@ -290,6 +290,25 @@ def test_max_pool_window_of_only_minus_inf_picks_its_first_input_element():
             RuntimeError, "pad should be smaller than or equal to half of kernel size")
 
 
+def test_max_pool_window_with_nans_picks_its_last_nan():
+    # PyTorch's kernels take val when val > max or isnan(val): the last NaN of a window wins
+    # (index and gradient); windows without NaN keep the first maximum
+    nan = float("nan")
+    x = _t([[[1.0, nan, 2.0, nan, nan, 3.0, 5.0, nan, 4.0, 4.0, 4.0]]], requires_grad=True)
+    y, idx = F.max_pool1d(x, 3, 1, return_indices=True)
+    assert idx.tolist() == [[[1, 3, 4, 4, 4, 7, 7, 7, 8]]]
+    assert np.isnan(y.detach().numpy()[..., :8]).all() and y[0, 0, 8].item() == 4.0
+    y.sum().backward()
+    assert x.grad.tolist() == [[[0.0, 1.0, 0.0, 1.0, 3.0, 0.0, 0.0, 3.0, 1.0, 0.0, 0.0]]]
+    # adaptive windows of 11 -> 3: [0, 4), [3, 8), [7, 11): the same rule
+    ya, ia = F.adaptive_max_pool1d(x.detach(), 3, return_indices=True)
+    assert ia.tolist() == [[[3, 7, 7]]]
+    # 2-d windows are scanned row-major: (1, 1) is the last NaN of the 2x2 window
+    x2 = _t([[[[nan, 1.0], [2.0, nan]]]])
+    assert F.max_pool2d(x2, 2, return_indices=True)[1].tolist() == [[[[3]]]]
+    assert F.adaptive_max_pool2d(x2, 1, return_indices=True)[1].tolist() == [[[[3]]]]
+
+
 def test_rms_norm_half_default_eps_is_float32s():
     y = F.rms_norm(tgrad.full((2, 4), 1e-2, dtype=tgrad.bfloat16), (4,)).float().numpy()
     np.testing.assert_allclose(y, np.full((2, 4), 1e-2 / math.sqrt(1e-4 + 2.0 ** -23)),
