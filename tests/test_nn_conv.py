@@ -309,6 +309,21 @@ def test_max_pool_window_with_nans_picks_its_last_nan():
     assert F.adaptive_max_pool2d(x2, 1, return_indices=True)[1].tolist() == [[[[3]]]]
 
 
+@pytest.mark.parametrize("fn, shape, kernel", [
+    (F.adaptive_avg_pool1d, (1, 2, 4), "adaptive_avg_pool2d"),
+    (F.adaptive_avg_pool2d, (1, 2, 4, 4), "adaptive_avg_pool2d"),
+    (F.adaptive_avg_pool3d, (1, 2, 4, 4, 4), "adaptive_avg_pool3d_cpu"),
+    (F.adaptive_max_pool1d, (1, 2, 4), "adaptive_max_pool2d"),
+    (F.adaptive_max_pool2d, (1, 2, 4, 4), "adaptive_max_pool2d"),
+    (F.adaptive_max_pool3d, (1, 2, 4, 4, 4), "adaptive_max_pool3d_cpu"),
+])
+def test_adaptive_pool_integer_input_raises_not_implemented(fn, shape, kernel):
+    # PyTorch: NotImplementedError naming its CPU kernel, for integer and bool inputs
+    for dt in (tgrad.int64, tgrad.bool):
+        _raises(lambda dt=dt: fn(tgrad.ones(shape, dtype=dt), 2), NotImplementedError,
+                f"\"{kernel}\" not implemented for")
+
+
 def test_rms_norm_half_default_eps_is_float32s():
     y = F.rms_norm(tgrad.full((2, 4), 1e-2, dtype=tgrad.bfloat16), (4,)).float().numpy()
     np.testing.assert_allclose(y, np.full((2, 4), 1e-2 / math.sqrt(1e-4 + 2.0 ** -23)),

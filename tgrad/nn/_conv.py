@@ -28,7 +28,7 @@ from tgrad._autocast import autocast_policy
 from tgrad.nn._composite import pad as _pad
 from tgrad.nn._ntuple import _ntuple
 from tgrad.nn._piecewise import tie
-from tgrad.nn.functional import _check_tensor
+from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import device_constant
 from tgrad.ops.creation import tensor as _tensor
@@ -526,9 +526,9 @@ def _adaptive_args(op: str, input: Tensor, output_size, spatial: int) -> tuple: 
             raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
                                f"dimensions, but input has sizes {list(input.shape)} with "
                                f"dimension {d} being empty")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: not implemented for {input.dtype.name}; convert with "
-                           f".float() first")
+    if not input.dtype.is_floating_point:  # PyTorch's NotImplementedError, naming its kernel
+        kernel = op[:-2] + ("3d_cpu" if spatial == 3 else "2d")
+        _check_float(op, input, kernel)
     sizes = input.shape[input.ndim - spatial:]
     outs = (output_size,) * spatial if output_size is None or isinstance(output_size, int) \
         else tuple(output_size)
