@@ -56,6 +56,13 @@ def test_binary_cross_entropy_clamps_like_pytorch():
     assert t.grad.tolist()[:2] == [math.inf, -math.inf]  # log(1 - x) - log(x), unclamped
     with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
         F.binary_cross_entropy(_t([1.5]), _t([1.0]))
+    # PyTorch 2.13 checks the target's range too (NaN fails); 0 and 1 are in range
+    for bad in ([2.0], [-0.1], [math.nan]):
+        with pytest.raises(RuntimeError,
+                           match="all elements of target should be between 0 and 1"):
+            F.binary_cross_entropy(_t([0.5]), _t(bad))
+    assert F.binary_cross_entropy(_t([0.5, 0.5]), _t([0.0, 1.0])).item() == \
+        pytest.approx(math.log(2.0), rel=1e-15)
     with pytest.raises(ValueError, match=r"target size \(\[2\]\) that is different to the input "
                                          r"size \(\[1\]\)"):
         F.binary_cross_entropy(_t([0.5]), _t([1.0, 0.0]))

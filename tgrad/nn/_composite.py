@@ -344,6 +344,11 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                            f"{dtypes.SCALAR_TYPE_NAMES[target.dtype]} but expected "
                            f"{dtypes.SCALAR_TYPE_NAMES[input.dtype]} (the target must have "
                            f"input's dtype; convert it with target.to(input.dtype))")
+    if target.numel():  # PyTorch 2.13 checks the target's range too
+        lo, hi = float(target.detach().amin()), float(target.detach().amax())
+        if not (0.0 <= lo and hi <= 1.0):  # NaN fails too
+            raise RuntimeError(f"binary_cross_entropy: all elements of target should be "
+                               f"between 0 and 1 (got values in [{lo}, {hi}])")
     (x, t), half = _compute(input, target)
     loss = BinaryCrossEntropy.apply(x, t)
     if weight is not None:
