@@ -42,6 +42,18 @@ def test_batch_norm_updates_running_statistics():
     np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12)
 
 
+def test_batch_norm_eps_checks():
+    # PyTorch 2.13's F.batch_norm: eps > 0 when training, eps >= 0 in evaluation
+    x = _t(np.arange(6.0).reshape(3, 2))
+    for eps in (0.0, -1.0):
+        _raises(lambda eps=eps: F.batch_norm(x, None, None, training=True, eps=eps),
+                ValueError, f"batch_norm eps must be positive during training, but got {eps}")
+    _raises(lambda: F.batch_norm(x, _t(np.zeros(2)), _t(np.ones(2)), eps=-1.0), ValueError,
+            "batch_norm eps must be non-negative, but got -1.0")
+    y = F.batch_norm(x, _t(np.ones(2)), _t(np.full(2, 4.0)), eps=0.0)  # (x - 1) / 2
+    np.testing.assert_array_equal(y.numpy(), (np.arange(6.0).reshape(3, 2) - 1) / 2)
+
+
 def test_batchnorm_module_train_eval_and_state():
     rng = np.random.default_rng(1)
     bn = nn.BatchNorm2d(2, momentum=None, dtype=tgrad.float64)
