@@ -108,6 +108,11 @@ def test_cosine_similarity_with_a_zero_vector_is_zero_with_finite_gradient():
 def test_normalize_one_hot_pad_embedding():
     assert F.normalize(_t([[3.0, 4.0]])).tolist() == [[0.6, 0.8]]
     assert F.normalize(_t([[0.0, 0.0]])).tolist() == [[0.0, 0.0]]  # eps keeps it finite
+    # out=: PyTorch's torch.div(input, denom, out=out): written in place, not differentiable
+    out = tgrad.empty(1, 2, dtype=tgrad.float64)
+    assert F.normalize(_t([[3.0, 4.0]]), out=out) is out and out.tolist() == [[0.6, 0.8]]
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        F.normalize(_t([[3.0, 4.0]], requires_grad=True), out=out)
     oh = F.one_hot(tgrad.tensor([2, 0]))
     assert oh.dtype is tgrad.int64 and oh.tolist() == [[0, 0, 1], [1, 0, 0]]
     assert F.one_hot(tgrad.tensor([1]), 4).tolist() == [[0, 1, 0, 0]]

@@ -489,9 +489,11 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  
     PyTorch's)."""
     if not (isinstance(input, Tensor) and input.dtype.is_complex):
         _check_float("normalize", input)
-    if out is not None:
-        raise RuntimeError("normalize: out= is not supported; assign the result instead")
-    return input / clamp(input.norm(p, dim, keepdim=True), min=eps)
+    denom = clamp(input.norm(p, dim, keepdim=True), min=eps)
+    if out is not None:  # PyTorch's torch.div(input, denom, out=out): out='s rules, no grad
+        import tgrad
+        return tgrad.div(input, denom.expand_as(input), out=out)
+    return input / denom
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
