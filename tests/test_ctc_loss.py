@@ -111,6 +111,34 @@ def test_impossible_targets_and_zero_infinity():
     assert np.isfinite(x.grad.numpy()).all() and not x.grad.numpy()[:, 0].any()
 
 
+def test_infinite_loss_gradient_is_nan_in_its_frames():
+    # PyTorch: without zero_infinity the gradient of an infinite loss is NaN in the sample's
+    # frames t < T_n (exp(y) - exp(log(alpha beta) + nll - y) = inf - inf) and 0 after them;
+    # the other samples keep their gradient (finite differences of the finite sample alone)
+    lp = _log_softmax(np.random.default_rng(11).standard_normal((4, 2, 4)))
+    targets = [[1, 1, 2], [1, 2, 3]]  # 1 1 2 needs 4 frames, sample 0 has 3
+    x = tgrad.tensor(lp, requires_grad=True)
+    loss = F.ctc_loss(x, tgrad.tensor(targets), [3, 4], [3, 3], reduction="sum")
+    assert math.isinf(loss.item())
+    loss.backward()
+    g = x.grad.numpy()
+    assert np.isnan(g[:3, 0]).all() and not g[3, 0].any()
+    num, h = np.zeros((4, 4)), 1e-6
+    for t in range(4):
+        for c in range(4):
+            up, dn = lp[:, 1].copy(), lp[:, 1].copy()
+            up[t, c] += h
+            dn[t, c] -= h
+            num[t, c] = (_np_ctc_one(up, [1, 2, 3]) - _np_ctc_one(dn, [1, 2, 3])) / (2 * h)
+    np.testing.assert_allclose(g[:, 1], num, rtol=1e-6, atol=1e-8)
+    # under create_graph the NaNs stay, and a second backward runs
+    x2 = tgrad.tensor(lp, requires_grad=True)
+    g2, = tgrad.autograd.grad(F.ctc_loss(x2, tgrad.tensor(targets), [3, 4], [3, 3],
+                                         reduction="sum"), x2, create_graph=True)
+    assert np.isnan(g2.detach().numpy()[:3, 0]).all()
+    g2[:, 1].sum().backward()
+
+
 def test_gradcheck_and_gradgradcheck():
     lp, targets, in_len, tg_len = _batch()
     logits = tgrad.tensor(RNG.standard_normal((5, 2, 4)), requires_grad=True)

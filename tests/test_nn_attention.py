@@ -129,6 +129,24 @@ def test_sdpa_dropout_and_gqa():
                                               enable_gqa=True).numpy().any()
 
 
+def test_sdpa_float32_mask_with_a_float64_query():
+    # PyTorch's "float" mask is float32: it is added to the scores of any query dtype
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4)),
+               rng.standard_normal((2, 5, 2)))
+    m = rng.standard_normal((3, 5)).astype(np.float32)
+    s = q @ k.transpose(0, 2, 1) / 2.0 + m.astype(np.float64)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    ref = (w / w.sum(-1, keepdims=True)) @ v
+    mt = tgrad.tensor(m, requires_grad=True)
+    y = F.scaled_dot_product_attention(tgrad.tensor(q), tgrad.tensor(k), tgrad.tensor(v),
+                                       attn_mask=mt)
+    assert y.dtype is tgrad.float64
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12, atol=1e-14)
+    y.sum().backward()
+    assert mt.grad.dtype is tgrad.float32 and mt.grad.shape == (3, 5)
+
+
 @pytest.mark.parametrize("fn, exc, text", [
     (lambda: nn.MultiheadAttention(8, 3), AssertionError,
      "embed_dim must be divisible by num_heads"),
@@ -166,6 +184,17 @@ def test_sdpa_dropout_and_gqa():
                                             tgrad.ones(2, 3), tgrad.ones(2, 2, dtype=tgrad.int64)),
      RuntimeError, "Expected attn_mask dtype to be bool or float or to match query dtype, but "
                    "got attn_mask.dtype: int64 and query.dtype: float32 instead."),
+    (lambda: F.scaled_dot_product_attention(tgrad.ones(2, 3), tgrad.ones(2, 3),
+                                            tgrad.ones(2, 3),
+                                            tgrad.ones(2, 2, dtype=tgrad.float64)),
+     RuntimeError, "Expected attn_mask dtype to be bool or float or to match query dtype, but "
+                   "got attn_mask.dtype: float64 and query.dtype: float32 instead."),
+    (lambda: F.scaled_dot_product_attention(tgrad.ones(2, 3, dtype=tgrad.float64),
+                                            tgrad.ones(2, 3, dtype=tgrad.float64),
+                                            tgrad.ones(2, 3, dtype=tgrad.float64),
+                                            tgrad.ones(2, 2, dtype=tgrad.float16)),
+     RuntimeError, "Expected attn_mask dtype to be bool or float or to match query dtype, but "
+                   "got attn_mask.dtype: float16 and query.dtype: float64 instead."),
     (lambda: F.scaled_dot_product_attention(tgrad.ones(2, 3, dtype=tgrad.float64),
                                             tgrad.ones(2, 3), tgrad.ones(2, 3)),
      RuntimeError, "Expected query, key, and value to have the same dtype, but got "

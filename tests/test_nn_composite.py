@@ -56,6 +56,13 @@ def test_binary_cross_entropy_clamps_like_pytorch():
     assert t.grad.tolist()[:2] == [math.inf, -math.inf]  # log(1 - x) - log(x), unclamped
     with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
         F.binary_cross_entropy(_t([1.5]), _t([1.0]))
+    # PyTorch 2.13 checks the target's range too (NaN fails); 0 and 1 are in range
+    for bad in ([2.0], [-0.1], [math.nan]):
+        with pytest.raises(RuntimeError,
+                           match="all elements of target should be between 0 and 1"):
+            F.binary_cross_entropy(_t([0.5]), _t(bad))
+    assert F.binary_cross_entropy(_t([0.5, 0.5]), _t([0.0, 1.0])).item() == \
+        pytest.approx(math.log(2.0), rel=1e-15)
     with pytest.raises(ValueError, match=r"target size \(\[2\]\) that is different to the input "
                                          r"size \(\[1\]\)"):
         F.binary_cross_entropy(_t([0.5]), _t([1.0, 0.0]))
@@ -101,6 +108,11 @@ def test_cosine_similarity_with_a_zero_vector_is_zero_with_finite_gradient():
 def test_normalize_one_hot_pad_embedding():
     assert F.normalize(_t([[3.0, 4.0]])).tolist() == [[0.6, 0.8]]
     assert F.normalize(_t([[0.0, 0.0]])).tolist() == [[0.0, 0.0]]  # eps keeps it finite
+    # out=: PyTorch's torch.div(input, denom, out=out): written in place, not differentiable
+    out = tgrad.empty(1, 2, dtype=tgrad.float64)
+    assert F.normalize(_t([[3.0, 4.0]]), out=out) is out and out.tolist() == [[0.6, 0.8]]
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        F.normalize(_t([[3.0, 4.0]], requires_grad=True), out=out)
     oh = F.one_hot(tgrad.tensor([2, 0]))
     assert oh.dtype is tgrad.int64 and oh.tolist() == [[0, 0, 1], [1, 0, 0]]
     assert F.one_hot(tgrad.tensor([1]), 4).tolist() == [[0, 1, 0, 0]]

@@ -42,6 +42,18 @@ def test_batch_norm_updates_running_statistics():
     np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12)
 
 
+def test_batch_norm_eps_checks():
+    # PyTorch 2.13's F.batch_norm: eps > 0 when training, eps >= 0 in evaluation
+    x = _t(np.arange(6.0).reshape(3, 2))
+    for eps in (0.0, -1.0):
+        _raises(lambda eps=eps: F.batch_norm(x, None, None, training=True, eps=eps),
+                ValueError, f"batch_norm eps must be positive during training, but got {eps}")
+    _raises(lambda: F.batch_norm(x, _t(np.zeros(2)), _t(np.ones(2)), eps=-1.0), ValueError,
+            "batch_norm eps must be non-negative, but got -1.0")
+    y = F.batch_norm(x, _t(np.ones(2)), _t(np.full(2, 4.0)), eps=0.0)  # (x - 1) / 2
+    np.testing.assert_array_equal(y.numpy(), (np.arange(6.0).reshape(3, 2) - 1) / 2)
+
+
 def test_batchnorm_module_train_eval_and_state():
     rng = np.random.default_rng(1)
     bn = nn.BatchNorm2d(2, momentum=None, dtype=tgrad.float64)
@@ -288,6 +300,40 @@ def test_max_pool_window_of_only_minus_inf_picks_its_first_input_element():
     assert x.grad.tolist() == [[[1.0, 0.0, 0.0]]]
     _raises(lambda: F.max_pool2d(_t(np.ones((1, 1, 2, 2))), 2, 1, padding=2, dilation=3),
             RuntimeError, "pad should be smaller than or equal to half of kernel size")
+
+
+def test_max_pool_window_with_nans_picks_its_last_nan():
+    # PyTorch's kernels take val when val > max or isnan(val): the last NaN of a window wins
+    # (index and gradient); windows without NaN keep the first maximum
+    nan = float("nan")
+    x = _t([[[1.0, nan, 2.0, nan, nan, 3.0, 5.0, nan, 4.0, 4.0, 4.0]]], requires_grad=True)
+    y, idx = F.max_pool1d(x, 3, 1, return_indices=True)
+    assert idx.tolist() == [[[1, 3, 4, 4, 4, 7, 7, 7, 8]]]
+    assert np.isnan(y.detach().numpy()[..., :8]).all() and y[0, 0, 8].item() == 4.0
+    y.sum().backward()
+    assert x.grad.tolist() == [[[0.0, 1.0, 0.0, 1.0, 3.0, 0.0, 0.0, 3.0, 1.0, 0.0, 0.0]]]
+    # adaptive windows of 11 -> 3: [0, 4), [3, 8), [7, 11): the same rule
+    ya, ia = F.adaptive_max_pool1d(x.detach(), 3, return_indices=True)
+    assert ia.tolist() == [[[3, 7, 7]]]
+    # 2-d windows are scanned row-major: (1, 1) is the last NaN of the 2x2 window
+    x2 = _t([[[[nan, 1.0], [2.0, nan]]]])
+    assert F.max_pool2d(x2, 2, return_indices=True)[1].tolist() == [[[[3]]]]
+    assert F.adaptive_max_pool2d(x2, 1, return_indices=True)[1].tolist() == [[[[3]]]]
+
+
+@pytest.mark.parametrize("fn, shape, kernel", [
+    (F.adaptive_avg_pool1d, (1, 2, 4), "adaptive_avg_pool2d"),
+    (F.adaptive_avg_pool2d, (1, 2, 4, 4), "adaptive_avg_pool2d"),
+    (F.adaptive_avg_pool3d, (1, 2, 4, 4, 4), "adaptive_avg_pool3d_cpu"),
+    (F.adaptive_max_pool1d, (1, 2, 4), "adaptive_max_pool2d"),
+    (F.adaptive_max_pool2d, (1, 2, 4, 4), "adaptive_max_pool2d"),
+    (F.adaptive_max_pool3d, (1, 2, 4, 4, 4), "adaptive_max_pool3d_cpu"),
+])
+def test_adaptive_pool_integer_input_raises_not_implemented(fn, shape, kernel):
+    # PyTorch: NotImplementedError naming its CPU kernel, for integer and bool inputs
+    for dt in (tgrad.int64, tgrad.bool):
+        _raises(lambda dt=dt: fn(tgrad.ones(shape, dtype=dt), 2), NotImplementedError,
+                f"\"{kernel}\" not implemented for")
 
 
 def test_rms_norm_half_default_eps_is_float32s():

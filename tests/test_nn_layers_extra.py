@@ -16,6 +16,26 @@ from tgrad.autograd import gradcheck
 ALPHA = 1.7580993408473766  # SELU's alpha * scale
 
 
+def test_rrelu_lower_above_upper_raises():
+    # PyTorch checks the bounds in training and evaluation alike; equal bounds are fine
+    x = tgrad.tensor([-2.0, 1.0], dtype=tgrad.float64)
+    for training in (False, True):
+        with pytest.raises(RuntimeError, match="Lower bound should be less than or equal to "
+                                               "the upper bound"):
+            F.rrelu(x, 0.5, 0.1, training=training)
+        assert F.rrelu(x, 0.25, 0.25, training=training).tolist() == [-0.5, 1.0]
+
+
+def test_local_response_norm_size_must_be_positive():
+    x = tgrad.ones(1, 3, 2, dtype=tgrad.float64)
+    for size in (0, -1):
+        with pytest.raises(RuntimeError, match="kernel size should be greater than zero"):
+            F.local_response_norm(x, size)
+    # size 1: x / (k + alpha x^2)^beta
+    np.testing.assert_allclose(F.local_response_norm(x * 2, 1, 0.5, 1.0, 1.0).numpy(),
+                               np.full((1, 3, 2), 2.0 / 3.0), rtol=1e-15)
+
+
 def test_rrelu_training_slopes_and_gradient():
     tgrad.manual_seed(3)
     x = tgrad.tensor(np.concatenate([-np.ones(20000), np.ones(10)]), requires_grad=True)

@@ -427,6 +427,19 @@ def test_double_backward_mixed_terms_kept():
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.where(XS > 0, 1.0, 0.01), rtol=1e-15)
 
 
+def test_prelu_zero_dim_input():
+    # PyTorch: a 0-d input takes a one-element weight (result 0-d); a longer weight raises
+    x = tgrad.tensor(-2.0, dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.tensor([0.25], dtype=tgrad.float64, requires_grad=True)
+    y = F.prelu(x, w)
+    assert y.shape == () and y.item() == -0.5
+    y.backward()
+    assert x.grad.item() == 0.25 and w.grad.tolist() == [-2.0]
+    assert F.prelu(tgrad.tensor(3.0), tgrad.tensor([0.25])).item() == 3.0
+    with pytest.raises(RuntimeError, match="Not allow zero-dim input tensor"):
+        F.prelu(tgrad.tensor(3.0), tgrad.tensor([0.25, 0.5]))
+
+
 def test_first_order_unchanged_without_create_graph():
     x = tgrad.tensor(XS, requires_grad=True)
     g, = tgrad.autograd.grad(F.leaky_relu(x, 0.1).sum(), x)

@@ -148,11 +148,11 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
                         f"{type(weight).__name__}")
     channels = input.shape[1] if input.ndim >= 2 else 1
     n = weight.numel()
+    if input.ndim == 0 and n != 1:  # a 0-d input takes a one-element weight only
+        raise RuntimeError("prelu: Not allow zero-dim input tensor.")
     if weight.ndim > 1 or n not in (1, channels):
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
                            f"parameter numbers = {n} and channel size = {channels}.")
-    if input.ndim == 0:
-        raise RuntimeError("prelu: Not allow zero-dim input tensor.")
     w = weight.reshape(()) if n == 1 else weight.reshape((n,) + (1,) * (input.ndim - 2))
     x = tie(input)  # dx in x's graph even for a constant weight (_piecewise.py)
     return where(x > 0, x, w * x)

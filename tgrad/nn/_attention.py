@@ -94,7 +94,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                             f"{type(attn_mask).__name__}")
         if attn_mask.dtype is dtypes.bool_:
             scores = scores.masked_fill(attn_mask.logical_not(), _NEG_INF)
-        elif attn_mask.dtype is query.dtype:
+        elif attn_mask.dtype is query.dtype or attn_mask.dtype is dtypes.float32:
+            # PyTorch's "float" is float32: such a mask is added to any query dtype's scores
             scores = scores + attn_mask.to(scores.dtype)
         else:
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "

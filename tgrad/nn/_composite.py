@@ -344,6 +344,11 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                            f"{dtypes.SCALAR_TYPE_NAMES[target.dtype]} but expected "
                            f"{dtypes.SCALAR_TYPE_NAMES[input.dtype]} (the target must have "
                            f"input's dtype; convert it with target.to(input.dtype))")
+    if target.numel():  # PyTorch 2.13 checks the target's range too
+        lo, hi = float(target.detach().amin()), float(target.detach().amax())
+        if not (0.0 <= lo and hi <= 1.0):  # NaN fails too
+            raise RuntimeError(f"binary_cross_entropy: all elements of target should be "
+                               f"between 0 and 1 (got values in [{lo}, {hi}])")
     (x, t), half = _compute(input, target)
     loss = BinaryCrossEntropy.apply(x, t)
     if weight is not None:
@@ -484,9 +489,11 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  
     PyTorch's)."""
     if not (isinstance(input, Tensor) and input.dtype.is_complex):
         _check_float("normalize", input)
-    if out is not None:
-        raise RuntimeError("normalize: out= is not supported; assign the result instead")
-    return input / clamp(input.norm(p, dim, keepdim=True), min=eps)
+    denom = clamp(input.norm(p, dim, keepdim=True), min=eps)
+    if out is not None:  # PyTorch's torch.div(input, denom, out=out): out='s rules, no grad
+        import tgrad
+        return tgrad.div(input, denom.expand_as(input), out=out)
+    return input / denom
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

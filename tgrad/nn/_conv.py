@@ -28,7 +28,7 @@ from tgrad._autocast import autocast_policy
 from tgrad.nn._composite import pad as _pad
 from tgrad.nn._ntuple import _ntuple
 from tgrad.nn._piecewise import tie
-from tgrad.nn.functional import _check_tensor
+from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import device_constant
 from tgrad.ops.creation import tensor as _tensor
@@ -355,7 +355,8 @@ def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  #
     flat_pads = tuple(v for i in reversed(range(len(sizes))) for v in (pad[i], pad[i] + extra[i]))
     xp = _pad(x, flat_pads, value=low) if any(flat_pads) else x
     cols = _columns(xp, kernel, stride, dilation, out)  # (N, C, k, L)
-    _, arg = cols.max(dim=2)  # (N, C, L): the first maximum of each window
+    first, arg = cols.max(dim=2)  # (N, C, L): the first maximum of each window
+    arg = _last_nan_wins(cols, first, arg)
     # A window whose input values are all -inf (or the integer minimum) ties with its
     # padding: PyTorch then takes the window's first element inside the input, so the
     # first maximum is replaced by it where it fell on padding.
@@ -381,6 +382,24 @@ def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  #
     position = _tensor(flat_position, dtype=dtypes.int64, device=x.device)
     indices = position.gather(0, arg.reshape(n * c, math.prod(out)))
     return y, _pool_result(indices.reshape(n, c, *out), added, spatial)
+
+
+def _last_nan_wins(cols: Tensor, first: Tensor, arg: Tensor) -> Tensor:
+    """cols (..., k, L) windows along dim -2, first/arg (..., L) their first maximum and its
+    position (max's). PyTorch's max-pooling kernels take an element when val > max or
+    isnan(val), so in a window holding a NaN the last NaN wins: there arg becomes the last
+    NaN's position (the value is NaN either way; the index and the gradient move). On the
+    CPU a host check skips the extra pass when no window has a NaN; other devices compute
+    it always (no host sync)."""
+    if not cols.dtype.is_floating_point:
+        return arg
+    has_nan = first.isnan()
+    if cols.device.type == "cpu" and not bool(has_nan.any()):
+        return arg
+    k = cols.shape[-2]
+    position = _tensor(np.arange(k).reshape(k, 1), dtype=dtypes.int64, device=cols.device)
+    last = where(cols.isnan(), position, -1).amax(-2)
+    return where(has_nan, last, arg)
 
 
 def _int_min(dt) -> int:
@@ -507,9 +526,9 @@ def _adaptive_args(op: str, input: Tensor, output_size, spatial: int) -> tuple: 
             raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
                                f"dimensions, but input has sizes {list(input.shape)} with "
                                f"dimension {d} being empty")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: not implemented for {input.dtype.name}; convert with "
-                           f".float() first")
+    if not input.dtype.is_floating_point:  # PyTorch's NotImplementedError, naming its kernel
+        kernel = op[:-2] + ("3d_cpu" if spatial == 3 else "2d")
+        _check_float(op, input, kernel)
     sizes = input.shape[input.ndim - spatial:]
     outs = (output_size,) * spatial if output_size is None or isinstance(output_size, int) \
         else tuple(output_size)
@@ -555,7 +574,8 @@ def _adaptive_max(op: str, input: Tensor, output_size, return_indices: bool,  # 
                   spatial: int):
     """Max over PyTorch's adaptive windows: every window of the output grid gathered as its
     candidates (dim by dim; short windows padded with -inf, never chosen over a real
-    element: windows are never empty), the first maximum taken (a NaN wins), the value
+    element: windows are never empty), the first maximum taken (a NaN wins, the last one:
+    _last_nan_wins), the value
     read through that index so the gradient goes to it alone, as PyTorch's kernel."""
     sizes, outs = _adaptive_args(op, input, output_size, spatial)
     input = tie(input)  # noqa: A001 - dx in x's graph (_piecewise.py)
@@ -572,7 +592,8 @@ def _adaptive_max(op: str, input: Tensor, output_size, return_indices: bool,  # 
     order = list(range(nl)) + [nl + 2 * i for i in range(spatial)] + \
         [nl + 2 * i + 1 for i in range(spatial)]
     g = g.permute(*order).reshape(*lead, *outs, -1)
-    _, arg = g.max(-1)
+    first, arg = g.max(-1)
+    arg = _last_nan_wins(g.unsqueeze(-1), first.unsqueeze(-1), arg.unsqueeze(-1)).squeeze(-1)
     y = g.gather(-1, arg.unsqueeze(-1)).squeeze(-1)
     if not return_indices:
         return y

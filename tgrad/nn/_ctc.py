@@ -16,12 +16,15 @@ L_n) the extended target l' = (blank, l_1, blank, ..., l_L, blank) has 2 L_n + 1
 forward is T steps of a few vector ops. logaddexp is exact at -inf, so impossible paths
 give no NaN. reduction 'mean' divides each loss by its target length (at least 1) and
 averages; zero_infinity replaces infinite losses (a target longer than its input allows)
-and their gradients by 0.
+and their gradients by 0. Without it, an infinite loss's gradient is NaN in its sample's
+frames t < T_n (0 after them), as PyTorch's backward exp(y) - exp(log(alpha beta) + nll - y)
+gives (inf - inf); the recursion alone would give finite values there.
 """
 
 from __future__ import annotations
 
 from tgrad import dtypes
+from tgrad.autograd.function import Function
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import arange, full, tensor, zeros
@@ -30,6 +33,24 @@ from tgrad.ops.shape import cat
 from tgrad.tensor import Tensor
 
 __all__ = ["ctc_loss"]
+
+
+class _NanWhereInfinite(Function):
+    """y = log_probs (T, N, C); dlog_probs = g, NaN where mask (T, N, 1) is True. The mask
+    (frames t < T_n of samples with an infinite loss) is known only after the recursion:
+    ctc_loss puts it in ``holder`` before returning, so before any backward."""
+
+    name = "ctc_nan_where_infinite"
+    node_name = "CtcLossBackward0"
+
+    @staticmethod
+    def forward(ctx, lp, holder):
+        ctx.holder = holder
+        return lp
+
+    @staticmethod
+    def backward(ctx, g):
+        return ew.where(ctx.holder[0], float("nan"), g), None
 
 
 def _int_list(op: str, what: str, value) -> list:
@@ -56,6 +77,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
     if not lp.dtype.is_floating_point:
         raise RuntimeError(f"{op}: log_probs must be floating point, got {lp.dtype.name}")
     t_max, n, c = lp.shape
+    holder = []  # the NaN-gradient mask, set below (see _NanWhereInfinite)
+    if lp.requires_grad and not zero_infinity:
+        lp = _NanWhereInfinite.apply(lp, holder)
     in_len = _int_list(op, "input_lengths", input_lengths)
     tg_len = _int_list(op, "target_lengths", target_lengths)
     if len(in_len) != n or len(tg_len) != n:
@@ -125,6 +149,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
         loss = ew.where(no_input, ew.where(has_label, float("inf"), 0.0), loss)
     if zero_infinity:
         loss = ew.where(ew.isinf(loss), 0.0, loss)
+    else:  # (T, N, 1): the frames of the samples whose loss is infinite
+        holder.append((ew.isinf(loss.detach()) & (arange(t_max, device=dev).unsqueeze(1)
+                                                  < lengths.squeeze(1))).unsqueeze(2))
     if unbatched:
         loss = loss.squeeze(0)
     if reduction == "none":

@@ -83,6 +83,9 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4,  # noqa: 
     if input.numel() == 0:
         return input
     _check_float("local_response_norm", input)
+    if size <= 0:  # PyTorch's avg_pool error (an empty window would give NaN)
+        raise RuntimeError(f"local_response_norm: kernel size should be greater than zero, "
+                           f"but got size {size}")
     sq = (input * input).movedim(1, -1)  # channels last: pad, then one window per channel
     sq = pad(sq, (size // 2, (size - 1) // 2))
     mean = sq.unfold(-1, size, 1).mean(-1).movedim(-1, 1)
@@ -108,6 +111,9 @@ def rrelu_impl(input: Tensor, lower: float, upper: float, training: bool,  # noq
     torch.rrelu's form."""
     from tgrad.nn.functional import leaky_relu
     _check_float("rrelu", input)
+    if not lower <= upper:
+        raise RuntimeError(f"Lower bound should be less than or equal to the upper bound (rrelu "
+                           f"got lower={lower}, upper={upper})")
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     from tgrad.ops.creation import empty

@@ -80,6 +80,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if count == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got "
                              f"input size {list(input.shape)}")
+        if not eps > 0.0:  # PyTorch 2.13: the batch's variance may be 0
+            raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
         # Rows = channels: (C, N * spatial), normalised by the fused layer_norm.
         x = _widened(input)
         rows = x.movedim(1, 0).reshape(c, -1)
@@ -88,6 +90,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if (running_mean is not None or running_var is not None) and count:
             _update_running(rows, running_mean, running_var, momentum)
         return _affine(y, weight, bias).to(input.dtype)
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     if running_mean is None or running_var is None:
         raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be "
                            f"defined in evaluation mode")
