@@ -89,6 +89,10 @@ def test_get_total_norm_and_clip_grads_with_norm():
     np.testing.assert_allclose(params[0].grad.numpy(), np.array([3.0, 4.0]) / (5 + 1e-6),
                                rtol=1e-6)
     assert params[1].grad is None
+    with pytest.raises(TypeError, match="clip_grads_with_norm_.*total_norm must be a Tensor"):
+        clip_grads_with_norm_(params, 1.0, 5.0)  # PyTorch's TypeError, not AttributeError
+    np.testing.assert_allclose(params[0].grad.numpy(), np.array([3.0, 4.0]) / (5 + 1e-6),
+                               rtol=1e-6)  # left as it was
 
 
 def test_parameters_to_vector_and_back():
