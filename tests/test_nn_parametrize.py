@@ -300,6 +300,30 @@ def test_spectral_norm_power_iteration_and_modes():
     assert gradcheck(lambda a: lin(a), (x,))  # eval mode: a fixed u, v
 
 
+def test_spectral_norm_complex_weight_and_in_place_buffers():
+    # complex weights (PyTorch's: u, v complex, sigma = u^H W v, v <- W^H u); the
+    # buffers are refined in place, so a state_dict taken earlier follows them
+    w0 = np.random.default_rng(8).standard_normal((3, 4, 2)) @ [1.0, 1j]
+    mod = nn.Module()
+    mod.register_parameter("weight", nn.Parameter(tgrad.tensor(w0)))
+    tgrad.manual_seed(9)
+    PS.spectral_norm(mod)
+    sn = mod.parametrizations.weight[0]
+    assert sn._u.dtype == sn._v.dtype == tgrad.complex128
+    u_buf, saved = sn._u, mod.state_dict()["parametrizations.weight.0._u"]
+    for _ in range(40):
+        w = mod.weight
+    assert sn._u is u_buf
+    np.testing.assert_allclose(saved.numpy(), sn._u.numpy(), rtol=0, atol=0)
+    sigma = np.linalg.svd(w0, compute_uv=False)[0]
+    np.testing.assert_allclose(w.detach().numpy(), w0 / sigma, rtol=1e-8)
+    mod.eval()
+    u, v = sn._u.numpy(), sn._v.numpy()
+    np.testing.assert_allclose(np.linalg.norm(u), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(mod.weight.detach().numpy(), w0 / (u.conj() @ w0 @ v),
+                               rtol=1e-12)
+
+
 def test_spectral_norm_conv_transpose_vector_and_errors():
     tgrad.manual_seed(6)
     ct = nn.ConvTranspose2d(3, 2, 2, dtype=F64)  # weight (3, 2, 2, 2): dim 1 by default

@@ -17,11 +17,12 @@
                     for dim=None or -1, as PyTorch reads -1); originals original0 = g
                     (||weight|| per slice, shaped like weight with 1s except at ``dim``),
                     original1 = v (= weight).
-    spectral_norm:  weight = W / sigma, sigma = u^T W_mat v from power iteration on
-                    W_mat (``dim`` first, the rest flattened); buffers _u, _v start
-                    normalised normal draws refined by 15 iterations, and each forward in
-                    training mode runs ``n_power_iterations`` more (no gradient through
-                    them, as PyTorch). A 1-D weight is just normalised.
+    spectral_norm:  weight = W / sigma, sigma = u^H W_mat v from power iteration on
+                    W_mat (``dim`` first, the rest flattened; complex W too); buffers
+                    _u, _v start normalised normal draws refined by 15 iterations, and
+                    each forward in training mode runs ``n_power_iterations`` more, in
+                    place (no gradient through them, as PyTorch). A 1-D weight is just
+                    normalised.
 """
 
 from __future__ import annotations
@@ -227,8 +228,10 @@ class _SpectralNorm(Module):
             self.n_power_iterations = n_power_iterations
             mat = self._reshape_weight_to_matrix(weight)
             h, w = mat.shape
-            u = mat.new_empty(h).normal_(0, 1)
-            v = mat.new_empty(w).normal_(0, 1)
+            # complex weights: complex normal draws (normal_ takes floating dtypes only)
+            from tgrad.ops.creation import randn
+            u = randn(h, dtype=mat.dtype, device=mat.device)
+            v = randn(w, dtype=mat.dtype, device=mat.device)
             self.register_buffer("_u", F.normalize(u, dim=0, eps=self.eps))
             self.register_buffer("_v", F.normalize(v, dim=0, eps=self.eps))
             self._power_method(mat, 15)
@@ -237,10 +240,13 @@ class _SpectralNorm(Module):
         return weight_matrix(weight, self.dim)
 
     def _power_method(self, mat: Tensor, n: int) -> None:
+        # u <- W v / ||W v||, v <- W^H u / ||W^H u||, written into the buffers in place
+        # (as PyTorch's out=, so tensors taken from state_dict() follow them)
         with no_grad():
+            mat_h = mat.mH if mat.dtype.is_complex else mat.mT
             for _ in range(n):
-                self._u = F.normalize(mat @ self._v, dim=0, eps=self.eps)
-                self._v = F.normalize(mat.mT @ self._u, dim=0, eps=self.eps)
+                self._u.copy_(F.normalize(mat @ self._v, dim=0, eps=self.eps))
+                self._v.copy_(F.normalize(mat_h @ self._u, dim=0, eps=self.eps))
 
     def forward(self, weight: Tensor) -> Tensor:
         if weight.ndim == 1:
@@ -249,7 +255,9 @@ class _SpectralNorm(Module):
         if self.training:
             self._power_method(mat.detach(), self.n_power_iterations)
         u, v = self._u.clone(), self._v.clone()
-        sigma = (u * (mat @ v)).sum()
+        if u.dtype.is_complex:
+            u = u.conj()
+        sigma = (u * (mat @ v)).sum()  # vdot(u, W v) = u^H W v
         return weight / sigma
 
     def right_inverse(self, value: Tensor) -> Tensor:
