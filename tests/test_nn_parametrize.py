@@ -457,6 +457,25 @@ def test_hook_spectral_norm_and_removal():
     np.testing.assert_allclose(lin.weight.detach().numpy(), w0 / (u @ w0 @ v), rtol=1e-12)
 
 
+def test_hook_spectral_norm_complex_weight():
+    # registering failed (normal_ refuses complex); sigma = u^H W v, v <- W^H u converges to
+    # the largest singular value (NumPy's svd)
+    from tgrad.nn.utils import spectral_norm
+    w0 = np.random.default_rng(16).standard_normal((4, 3, 2)) @ [1.0, 1j]
+    mod = nn.Module()
+    mod.register_parameter("weight", nn.Parameter(tgrad.tensor(w0)))
+    tgrad.manual_seed(17)
+    spectral_norm(mod)
+    hook = next(iter(mod._forward_pre_hooks.values()))
+    for _ in range(40):
+        hook(mod, ())
+    u, v = mod.weight_u.numpy(), mod.weight_v.numpy()
+    np.testing.assert_allclose(mod.weight.detach().numpy(), w0 / (u.conj() @ w0 @ v),
+                               rtol=1e-12)
+    np.testing.assert_allclose(mod.weight.detach().numpy(),
+                               w0 / np.linalg.svd(w0, compute_uv=False)[0], rtol=1e-8)
+
+
 @pytest.mark.parametrize("old_form", [False, True])
 def test_weight_norm_of_conv_weights_and_dim_range(old_form):
     """g is the 2-norm over every dim but ``dim`` of a 4-D/5-D weight (PyTorch's
