@@ -3,11 +3,12 @@
 ``spectral_norm``, registered through ``parametrize``.
 
     orthogonal:     weight (n x k, or its transpose when n < k) with orthonormal columns:
-                    'matrix_exp' / 'cayley' map the skew-symmetric A = X - X^T of the
-                    lower triangle of X (padded to n x n) to exp(A) / (I - A/2)^{-1}
-                    (I + A/2) and keep k columns; 'householder' is the product of the
-                    reflectors below X's diagonal (tau = 2 / (1 + |v|^2)), columns signed
-                    by int(X's diagonal). Default: 'matrix_exp' for square weights, else
+                    'matrix_exp' / 'cayley' map the skew-symmetric (complex:
+                    skew-Hermitian) A = X - X^H of the lower triangle of X (padded to
+                    n x n) to exp(A) / (I - A/2)^{-1} (I + A/2) and keep k columns;
+                    'householder' (real only) is the product of the reflectors below X's
+                    diagonal (tau = 2 / (1 + |v|^2)), columns signed by int(X's
+                    diagonal). Default: 'matrix_exp' for square or complex weights, else
                     'householder'. With ``use_trivialization`` (the default) the result is
                     multiplied on the left by a buffer ``base`` (the initial orthogonal
                     matrix: the weight itself when orthogonal, else the Q of its QR with
@@ -43,10 +44,13 @@ _MAPS = ("matrix_exp", "cayley", "householder")
 
 
 def _make_orthogonal(A: Tensor) -> Tensor:
-    """The Q of A's QR with R's diagonal made positive (columns of Q signed)."""
+    """The Q of A's QR with R's diagonal made positive (columns of Q times sgn(R_ii):
+    the sign, or for complex A the phase d / |d|)."""
     from tgrad.linalg import qr
     Q, R = qr(A)
     d = R.diagonal(dim1=-2, dim2=-1)
+    if d.dtype.is_complex:
+        return Q * d.sgn().unsqueeze(-2)
     return Q * ew.where(d < 0, -1.0, 1.0).unsqueeze(-2)
 
 
@@ -54,7 +58,7 @@ def _is_orthogonal(Q: Tensor) -> bool:
     n, k = Q.shape[-2], Q.shape[-1]
     eps = 10 * n * dtypes.finfo(Q.dtype).eps
     eye_k = eye(k, dtype=Q.dtype, device=Q.device)
-    return bool(((Q.mT @ Q - eye_k).abs() <= eps).all())
+    return bool(((Q.mH @ Q - eye_k).abs() <= eps).all())
 
 
 class _Orthogonal(Module):
@@ -76,7 +80,7 @@ class _Orthogonal(Module):
             if n != k:
                 X = cat([X, zeros(X.shape[:-2] + (n, n - k), dtype=X.dtype,
                                   device=X.device)], -1)
-            A = X - X.mT
+            A = X - X.mH  # skew-symmetric (skew-Hermitian for complex X)
             if self.orthogonal_map == "matrix_exp":
                 from tgrad.linalg import matrix_exp
                 Q = matrix_exp(A)
@@ -122,7 +126,9 @@ class _Orthogonal(Module):
             if n == k:
                 Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
             else:  # complete to an n x n orthogonal matrix
-                extra = Q.new_empty(tuple(Q.shape[:-2]) + (n, n - k)).normal_(0, 1)
+                from tgrad.ops.creation import randn  # complex too (normal_ is real-only)
+                extra = randn(tuple(Q.shape[:-2]) + (n, n - k), dtype=Q.dtype,
+                              device=Q.device)
                 Q = _make_orthogonal(cat([Q, extra], -1))
             self.base = Q
             neg_id = zeros(Q_init.shape, dtype=Q_init.dtype, device=Q_init.device)
@@ -141,11 +147,14 @@ def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None 
         raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of "
                          f"{weight.ndim} dimensions.")
     if orthogonal_map is None:
-        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] \
+        orthogonal_map = "matrix_exp" \
+            if weight.shape[-2] == weight.shape[-1] or weight.dtype.is_complex \
             else "householder"
     if orthogonal_map not in _MAPS:
         raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", '
                          f'"householder". Got: {orthogonal_map}')
+    if orthogonal_map == "householder" and weight.dtype.is_complex:
+        raise ValueError("The householder parametrization does not support complex tensors.")
     parametrize.register_parametrization(
         module, name, _Orthogonal(weight, orthogonal_map, use_trivialization), unsafe=True)
     return module
