@@ -213,6 +213,10 @@ def test_random_sampler():
         RandomSampler([])
     with pytest.raises(TypeError, match="numpy.random.Generator"):
         list(RandomSampler(range(3), generator="seed"))
+    # drawing with replacement from nothing: PyTorch's RuntimeError (NumPy's "high <= 0")
+    with pytest.raises(RuntimeError, match="RandomSampler: cannot draw 2 samples from an "
+                                           "empty data_source"):
+        list(RandomSampler([], replacement=True, num_samples=2))
 
 
 def test_subset_and_weighted_samplers():
@@ -237,7 +241,14 @@ def test_subset_and_weighted_samplers():
     with pytest.raises(RuntimeError, match="sum of probabilities <= 0"):
         WeightedRandomSampler([0.0, 0.0], 1)
     with pytest.raises(RuntimeError, match="without replacement"):
-        WeightedRandomSampler([1.0, 0.0], 2, replacement=False)
+        WeightedRandomSampler([1.0, 0.0], 3, replacement=False)
+    # without replacement, more samples than nonzero weights: PyTorch's CPU multinomial
+    # draws every nonzero-weight index first, then the zero-weight ones
+    assert list(WeightedRandomSampler([1.0, 0.0], 2, replacement=False)) == [0, 1]
+    for seed in range(5):
+        d = list(WeightedRandomSampler([0.0, 2.0, 0.0, 1.0, 0.0], 4, replacement=False,
+                                       generator=np.random.default_rng(seed)))
+        assert sorted(d[:2]) == [1, 3] and len(set(d)) == 4 and set(d[2:]) <= {0, 2, 4}
 
 
 # ----------------------------------------------------------------------------- collate

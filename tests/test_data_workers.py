@@ -420,3 +420,26 @@ def test_workers_stop_at_exit():
     for pid in map(int, out.stdout.split()):  # every worker is gone (and was reaped)
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+class Shapes(Dataset):
+    """Tensors of several shapes, dtypes and layouts, built from NumPy references."""
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, i):
+        return (tgrad.tensor(3.5, dtype=tgrad.float64), tgrad.tensor(7),
+                tgrad.tensor(XA).t()[:, ::3], tgrad.zeros(0, 2), tgrad.tensor(True))
+
+
+def test_tensor_shapes_survive_the_worker_pipe():
+    # a 0-d sample came back 1-d (np.ascontiguousarray makes 0-d arrays 1-d)
+    (s, i, view, empty, flag), = DataLoader(Shapes(), batch_size=None, num_workers=1)
+    assert (s.shape, i.shape, flag.shape) == ((), (), ())
+    assert (s.item(), i.item(), flag.item()) == (3.5, 7, True)
+    assert (s.dtype, i.dtype) == (tgrad.float64, tgrad.int64)
+    assert view.shape == (2, 4) and np.array_equal(view.numpy(), XA.T[:, ::3])
+    assert empty.shape == (0, 2)
+    got = list(DataLoader(make_ds(), batch_size=None, num_workers=1))
+    assert [y.shape for _, y in got] == [()] * 10

@@ -300,6 +300,30 @@ def test_spectral_norm_power_iteration_and_modes():
     assert gradcheck(lambda a: lin(a), (x,))  # eval mode: a fixed u, v
 
 
+def test_spectral_norm_complex_weight_and_in_place_buffers():
+    # complex weights (PyTorch's: u, v complex, sigma = u^H W v, v <- W^H u); the
+    # buffers are refined in place, so a state_dict taken earlier follows them
+    w0 = np.random.default_rng(8).standard_normal((3, 4, 2)) @ [1.0, 1j]
+    mod = nn.Module()
+    mod.register_parameter("weight", nn.Parameter(tgrad.tensor(w0)))
+    tgrad.manual_seed(9)
+    PS.spectral_norm(mod)
+    sn = mod.parametrizations.weight[0]
+    assert sn._u.dtype == sn._v.dtype == tgrad.complex128
+    u_buf, saved = sn._u, mod.state_dict()["parametrizations.weight.0._u"]
+    for _ in range(40):
+        w = mod.weight
+    assert sn._u is u_buf
+    np.testing.assert_allclose(saved.numpy(), sn._u.numpy(), rtol=0, atol=0)
+    sigma = np.linalg.svd(w0, compute_uv=False)[0]
+    np.testing.assert_allclose(w.detach().numpy(), w0 / sigma, rtol=1e-8)
+    mod.eval()
+    u, v = sn._u.numpy(), sn._v.numpy()
+    np.testing.assert_allclose(np.linalg.norm(u), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(mod.weight.detach().numpy(), w0 / (u.conj() @ w0 @ v),
+                               rtol=1e-12)
+
+
 def test_spectral_norm_conv_transpose_vector_and_errors():
     tgrad.manual_seed(6)
     ct = nn.ConvTranspose2d(3, 2, 2, dtype=F64)  # weight (3, 2, 2, 2): dim 1 by default
@@ -381,6 +405,45 @@ def test_orthogonal_errors_and_matrix_exp_without_trivialization():
         PS.orthogonal(nn.Linear(2, 2), name="bias")
 
 
+def _unitary_error(w: np.ndarray) -> float:
+    n, k = w.shape[-2:]
+    wh = np.swapaxes(w, -1, -2).conj()
+    g = wh @ w if n >= k else w @ wh
+    return float(np.abs(g - np.eye(min(n, k))).max())
+
+
+@pytest.mark.parametrize("shape,orthogonal_map,triv", [
+    ((3, 3), None, True), ((4, 2), None, True), ((2, 4), "cayley", True),
+    ((2, 3, 3), "cayley", False), ((4, 2), "matrix_exp", False)])
+def test_orthogonal_complex_weights_are_unitary(shape, orthogonal_map, triv):
+    # complex weights were silently not unitary (X - X^T is not skew-Hermitian; the QR
+    # signs were taken with d < 0) or failed (normal_ on complex). PyTorch: A = X - X^H,
+    # signs sgn(diag R), and matrix_exp as the default map of a complex weight
+    w0 = np.random.default_rng(18).standard_normal(shape + (2,)) @ [1.0, 1j]
+    mod = nn.Module()
+    mod.register_parameter("weight", nn.Parameter(tgrad.tensor(w0)))
+    tgrad.manual_seed(19)
+    PS.orthogonal(mod, orthogonal_map=orthogonal_map, use_trivialization=triv)
+    orth = mod.parametrizations.weight[0]
+    assert orth.orthogonal_map == (orthogonal_map or "matrix_exp")
+    assert ("parametrizations.weight.0.base" in mod.state_dict()) == triv
+    assert mod.weight.dtype == tgrad.complex128
+    assert _unitary_error(mod.weight.detach().numpy()) < 1e-13
+    if triv and shape[-2] >= shape[-1]:  # starts at w0's Q, columns scaled by sgn(R_ii)
+        q, r = np.linalg.qr(w0)
+        d = np.diagonal(r, axis1=-2, axis2=-1)
+        np.testing.assert_allclose(mod.weight.detach().numpy(),
+                                   q * (d / np.abs(d))[..., None, :], atol=1e-13)
+    x = tgrad.tensor(np.random.default_rng(20).standard_normal(shape + (2,)) @ [0.3, 0.3j])
+    assert _unitary_error(orth(mod.parametrizations.weight.original + x).detach().numpy()) \
+        < 1e-12
+    (mod.weight.abs() ** 2 * tgrad.tensor(np.abs(w0))).sum().backward()
+    assert mod.parametrizations.weight.original.grad.shape == shape
+    with pytest.raises(ValueError, match="householder parametrization does not support "
+                                         "complex tensors"):
+        PS.orthogonal(mod, orthogonal_map="householder")
+
+
 # ------------------------------------------------- the older hook-based weight/spectral norm
 def test_hook_weight_norm_and_removal():
     from tgrad.nn.utils import remove_weight_norm, weight_norm
@@ -431,6 +494,25 @@ def test_hook_spectral_norm_and_removal():
     remove_spectral_norm(lin)
     assert sorted(lin.state_dict()) == ["bias", "weight"]
     np.testing.assert_allclose(lin.weight.detach().numpy(), w0 / (u @ w0 @ v), rtol=1e-12)
+
+
+def test_hook_spectral_norm_complex_weight():
+    # registering failed (normal_ refuses complex); sigma = u^H W v, v <- W^H u converges to
+    # the largest singular value (NumPy's svd)
+    from tgrad.nn.utils import spectral_norm
+    w0 = np.random.default_rng(16).standard_normal((4, 3, 2)) @ [1.0, 1j]
+    mod = nn.Module()
+    mod.register_parameter("weight", nn.Parameter(tgrad.tensor(w0)))
+    tgrad.manual_seed(17)
+    spectral_norm(mod)
+    hook = next(iter(mod._forward_pre_hooks.values()))
+    for _ in range(40):
+        hook(mod, ())
+    u, v = mod.weight_u.numpy(), mod.weight_v.numpy()
+    np.testing.assert_allclose(mod.weight.detach().numpy(), w0 / (u.conj() @ w0 @ v),
+                               rtol=1e-12)
+    np.testing.assert_allclose(mod.weight.detach().numpy(),
+                               w0 / np.linalg.svd(w0, compute_uv=False)[0], rtol=1e-8)
 
 
 @pytest.mark.parametrize("old_form", [False, True])

@@ -103,6 +103,13 @@ def test_prune_errors():
     with pytest.raises(TypeError, match='Only "unstructured" PRUNING_TYPE supported'):
         prune.global_unstructured([(_lin(), "weight")], prune.LnStructured, amount=1, n=2,
                                   dim=0)
+    # a buffer cannot be pruned: PyTorch's TypeError (was a KeyError), module unchanged
+    bn = nn.BatchNorm1d(3)
+    with pytest.raises(TypeError, match="'running_mean' of BatchNorm1d is not a parameter"):
+        prune.l1_unstructured(bn, "running_mean", amount=1)
+    assert sorted(bn.state_dict()) == ["bias", "num_batches_tracked", "running_mean",
+                                       "running_var", "weight"]
+    assert not bn._forward_pre_hooks
 
 
 # ------------------------------------------------------------------ fusion and stateless

@@ -255,10 +255,24 @@ def test_pack_sequence_and_the_legacy_forms():
     assert packed.to(tgrad.float32) is packed and packed.cpu() is packed
     assert not packed.is_cuda
     for conv, dt in ((packed.double, tgrad.float64), (packed.half, tgrad.float16),
-                     (packed.double().float, tgrad.float32)):
+                     (packed.double().float, tgrad.float32), (packed.long, tgrad.int64),
+                     (packed.int, tgrad.int32), (packed.short, tgrad.int16),
+                     (packed.char, tgrad.int8), (packed.byte, tgrad.uint8)):
         q = conv()
         assert q.data.dtype is dt and q.sorted_indices.tolist() == [1, 0, 2]
         assert q.batch_sizes is packed.batch_sizes
+        if not dt.is_floating_point:
+            assert q.data.tolist() == [int(v) for v in packed.data.tolist()]
+    # PyTorch's is_pinned / pin_memory (Tensor.pin_memory's: a copy, or its error
+    # without an accelerator)
+    assert packed.is_pinned() is False
+    if tgrad.cuda.is_available():
+        pinned = packed.pin_memory()
+        assert pinned.data.tolist() == packed.data.tolist()
+        assert pinned.sorted_indices.tolist() == [1, 0, 2]
+    else:
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+            packed.pin_memory()
 
 
 _SORT_MSG = ("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "

@@ -89,6 +89,10 @@ def test_get_total_norm_and_clip_grads_with_norm():
     np.testing.assert_allclose(params[0].grad.numpy(), np.array([3.0, 4.0]) / (5 + 1e-6),
                                rtol=1e-6)
     assert params[1].grad is None
+    with pytest.raises(TypeError, match="clip_grads_with_norm_.*total_norm must be a Tensor"):
+        clip_grads_with_norm_(params, 1.0, 5.0)  # PyTorch's TypeError, not AttributeError
+    np.testing.assert_allclose(params[0].grad.numpy(), np.array([3.0, 4.0]) / (5 + 1e-6),
+                               rtol=1e-6)  # left as it was
 
 
 def test_parameters_to_vector_and_back():
@@ -98,6 +102,8 @@ def test_parameters_to_vector_and_back():
     vec = parameters_to_vector([w, b])
     assert vec.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 8.0]
     (vec * tgrad.arange(8.0)).sum().backward()  # differentiable, like cat
+    with pytest.raises(ValueError, match="expected a non-empty list of Tensors"):
+        parameters_to_vector([])  # PyTorch's ValueError (was cat's RuntimeError)
     assert w.grad.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]] and b.grad.tolist() == [6.0, 7.0]
     new = tgrad.arange(10.0, 18.0)
     vector_to_parameters(new, [w, b])

@@ -68,7 +68,11 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
 
 def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
                           total_norm: Tensor, foreach=None) -> None:
-    """Scale every gradient by min(1, max_norm / (total_norm + 1e-6)) in place."""
+    """Scale every gradient by min(1, max_norm / (total_norm + 1e-6)) in place;
+    ``total_norm`` is a Tensor (as ``get_total_norm`` returns)."""
+    if not isinstance(total_norm, Tensor):  # PyTorch's TypeError (from clamp)
+        raise TypeError(f"clip_grads_with_norm_(): total_norm must be a Tensor (as "
+                        f"get_total_norm returns), got {type(total_norm).__name__}")
     grads = _grads(parameters)
     if not grads:
         return

@@ -14,7 +14,11 @@ __all__ = ["parameters_to_vector", "vector_to_parameters"]
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """The parameters flattened and concatenated in order (one vector of their promoted
     dtype; differentiable, like ``cat``)."""
-    return cat([p.reshape(-1) for p in parameters])
+    flat = [p.reshape(-1) for p in parameters]
+    if not flat:  # PyTorch's ValueError (from torch.cat)
+        raise ValueError("parameters_to_vector(): expected a non-empty iterable of "
+                         "parameters (torch.cat(): expected a non-empty list of Tensors)")
+    return cat(flat)
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:

@@ -5,10 +5,11 @@ before every call:
 
     weight_norm:    weight = <name>_v * <name>_g / ||<name>_v|| (norm over every dim but
                     ``dim``; None / -1: all), parameters <name>_g and <name>_v.
-    spectral_norm:  weight = <name>_orig / sigma, sigma = u^T W_mat v with buffers <name>_u,
+    spectral_norm:  weight = <name>_orig / sigma, sigma = u^H W_mat v with buffers <name>_u,
                     <name>_v (random unit vectors at first), refined in training mode by
                     ``n_power_iterations`` steps (v first, then u, as PyTorch's), without
-                    gradient.
+                    gradient. A complex weight uses W^H and conj(u), so sigma is its
+                    spectral norm (PyTorch's hook uses W^T and u^T there, which is not).
 """
 
 from __future__ import annotations
@@ -94,12 +95,15 @@ class SpectralNorm:
         if do_power_iteration:
             with no_grad():
                 m = mat.detach()
+                m_h = m.mH if m.dtype.is_complex else m.mT
                 for _ in range(self.n_power_iterations):
-                    v = F.normalize(m.mT @ u, dim=0, eps=self.eps)
+                    v = F.normalize(m_h @ u, dim=0, eps=self.eps)
                     u = F.normalize(m @ v, dim=0, eps=self.eps)
                 setattr(module, self.name + "_u", u)
                 setattr(module, self.name + "_v", v)
             u, v = u.clone(), v.clone()
+        if u.dtype.is_complex:  # sigma = u^H W v
+            u = u.conj()
         sigma = (u * (mat @ v)).sum()
         return weight / sigma
 
@@ -123,8 +127,9 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
     with no_grad():
         mat = fn.matrix(weight)
         h, w = mat.shape
-        u = F.normalize(mat.new_empty(h).normal_(0, 1), dim=0, eps=eps)
-        v = F.normalize(mat.new_empty(w).normal_(0, 1), dim=0, eps=eps)
+        from tgrad.ops.creation import randn  # complex too (normal_ refuses complex)
+        u = F.normalize(randn(h, dtype=mat.dtype, device=mat.device), dim=0, eps=eps)
+        v = F.normalize(randn(w, dtype=mat.dtype, device=mat.device), dim=0, eps=eps)
     del module._parameters[name]
     module.register_parameter(name + "_orig", weight)
     setattr(module, name, weight.detach())

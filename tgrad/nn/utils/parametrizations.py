@@ -3,11 +3,12 @@
 ``spectral_norm``, registered through ``parametrize``.
 
     orthogonal:     weight (n x k, or its transpose when n < k) with orthonormal columns:
-                    'matrix_exp' / 'cayley' map the skew-symmetric A = X - X^T of the
-                    lower triangle of X (padded to n x n) to exp(A) / (I - A/2)^{-1}
-                    (I + A/2) and keep k columns; 'householder' is the product of the
-                    reflectors below X's diagonal (tau = 2 / (1 + |v|^2)), columns signed
-                    by int(X's diagonal). Default: 'matrix_exp' for square weights, else
+                    'matrix_exp' / 'cayley' map the skew-symmetric (complex:
+                    skew-Hermitian) A = X - X^H of the lower triangle of X (padded to
+                    n x n) to exp(A) / (I - A/2)^{-1} (I + A/2) and keep k columns;
+                    'householder' (real only) is the product of the reflectors below X's
+                    diagonal (tau = 2 / (1 + |v|^2)), columns signed by int(X's
+                    diagonal). Default: 'matrix_exp' for square or complex weights, else
                     'householder'. With ``use_trivialization`` (the default) the result is
                     multiplied on the left by a buffer ``base`` (the initial orthogonal
                     matrix: the weight itself when orthogonal, else the Q of its QR with
@@ -17,11 +18,12 @@
                     for dim=None or -1, as PyTorch reads -1); originals original0 = g
                     (||weight|| per slice, shaped like weight with 1s except at ``dim``),
                     original1 = v (= weight).
-    spectral_norm:  weight = W / sigma, sigma = u^T W_mat v from power iteration on
-                    W_mat (``dim`` first, the rest flattened); buffers _u, _v start
-                    normalised normal draws refined by 15 iterations, and each forward in
-                    training mode runs ``n_power_iterations`` more (no gradient through
-                    them, as PyTorch). A 1-D weight is just normalised.
+    spectral_norm:  weight = W / sigma, sigma = u^H W_mat v from power iteration on
+                    W_mat (``dim`` first, the rest flattened; complex W too); buffers
+                    _u, _v start normalised normal draws refined by 15 iterations, and
+                    each forward in training mode runs ``n_power_iterations`` more, in
+                    place (no gradient through them, as PyTorch). A 1-D weight is just
+                    normalised.
 """
 
 from __future__ import annotations
@@ -42,10 +44,13 @@ _MAPS = ("matrix_exp", "cayley", "householder")
 
 
 def _make_orthogonal(A: Tensor) -> Tensor:
-    """The Q of A's QR with R's diagonal made positive (columns of Q signed)."""
+    """The Q of A's QR with R's diagonal made positive (columns of Q times sgn(R_ii):
+    the sign, or for complex A the phase d / |d|)."""
     from tgrad.linalg import qr
     Q, R = qr(A)
     d = R.diagonal(dim1=-2, dim2=-1)
+    if d.dtype.is_complex:
+        return Q * d.sgn().unsqueeze(-2)
     return Q * ew.where(d < 0, -1.0, 1.0).unsqueeze(-2)
 
 
@@ -53,7 +58,7 @@ def _is_orthogonal(Q: Tensor) -> bool:
     n, k = Q.shape[-2], Q.shape[-1]
     eps = 10 * n * dtypes.finfo(Q.dtype).eps
     eye_k = eye(k, dtype=Q.dtype, device=Q.device)
-    return bool(((Q.mT @ Q - eye_k).abs() <= eps).all())
+    return bool(((Q.mH @ Q - eye_k).abs() <= eps).all())
 
 
 class _Orthogonal(Module):
@@ -75,7 +80,7 @@ class _Orthogonal(Module):
             if n != k:
                 X = cat([X, zeros(X.shape[:-2] + (n, n - k), dtype=X.dtype,
                                   device=X.device)], -1)
-            A = X - X.mT
+            A = X - X.mH  # skew-symmetric (skew-Hermitian for complex X)
             if self.orthogonal_map == "matrix_exp":
                 from tgrad.linalg import matrix_exp
                 Q = matrix_exp(A)
@@ -121,7 +126,9 @@ class _Orthogonal(Module):
             if n == k:
                 Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
             else:  # complete to an n x n orthogonal matrix
-                extra = Q.new_empty(tuple(Q.shape[:-2]) + (n, n - k)).normal_(0, 1)
+                from tgrad.ops.creation import randn  # complex too (normal_ is real-only)
+                extra = randn(tuple(Q.shape[:-2]) + (n, n - k), dtype=Q.dtype,
+                              device=Q.device)
                 Q = _make_orthogonal(cat([Q, extra], -1))
             self.base = Q
             neg_id = zeros(Q_init.shape, dtype=Q_init.dtype, device=Q_init.device)
@@ -140,11 +147,14 @@ def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None 
         raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of "
                          f"{weight.ndim} dimensions.")
     if orthogonal_map is None:
-        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] \
+        orthogonal_map = "matrix_exp" \
+            if weight.shape[-2] == weight.shape[-1] or weight.dtype.is_complex \
             else "householder"
     if orthogonal_map not in _MAPS:
         raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", '
                          f'"householder". Got: {orthogonal_map}')
+    if orthogonal_map == "householder" and weight.dtype.is_complex:
+        raise ValueError("The householder parametrization does not support complex tensors.")
     parametrize.register_parametrization(
         module, name, _Orthogonal(weight, orthogonal_map, use_trivialization), unsafe=True)
     return module
@@ -227,8 +237,10 @@ class _SpectralNorm(Module):
             self.n_power_iterations = n_power_iterations
             mat = self._reshape_weight_to_matrix(weight)
             h, w = mat.shape
-            u = mat.new_empty(h).normal_(0, 1)
-            v = mat.new_empty(w).normal_(0, 1)
+            # complex weights: complex normal draws (normal_ takes floating dtypes only)
+            from tgrad.ops.creation import randn
+            u = randn(h, dtype=mat.dtype, device=mat.device)
+            v = randn(w, dtype=mat.dtype, device=mat.device)
             self.register_buffer("_u", F.normalize(u, dim=0, eps=self.eps))
             self.register_buffer("_v", F.normalize(v, dim=0, eps=self.eps))
             self._power_method(mat, 15)
@@ -237,10 +249,13 @@ class _SpectralNorm(Module):
         return weight_matrix(weight, self.dim)
 
     def _power_method(self, mat: Tensor, n: int) -> None:
+        # u <- W v / ||W v||, v <- W^H u / ||W^H u||, written into the buffers in place
+        # (as PyTorch's out=, so tensors taken from state_dict() follow them)
         with no_grad():
+            mat_h = mat.mH if mat.dtype.is_complex else mat.mT
             for _ in range(n):
-                self._u = F.normalize(mat @ self._v, dim=0, eps=self.eps)
-                self._v = F.normalize(mat.mT @ self._u, dim=0, eps=self.eps)
+                self._u.copy_(F.normalize(mat @ self._v, dim=0, eps=self.eps))
+                self._v.copy_(F.normalize(mat_h @ self._u, dim=0, eps=self.eps))
 
     def forward(self, weight: Tensor) -> Tensor:
         if weight.ndim == 1:
@@ -249,7 +264,9 @@ class _SpectralNorm(Module):
         if self.training:
             self._power_method(mat.detach(), self.n_power_iterations)
         u, v = self._u.clone(), self._v.clone()
-        sigma = (u * (mat @ v)).sum()
+        if u.dtype.is_complex:
+            u = u.conj()
+        sigma = (u * (mat @ v)).sum()  # vdot(u, W v) = u^H W v
         return weight / sigma
 
     def right_inverse(self, value: Tensor) -> Tensor:

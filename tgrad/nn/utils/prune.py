@@ -85,6 +85,10 @@ class BasePruningMethod:
             if not isinstance(orig, Tensor):
                 raise AttributeError(f"Parameter '{name}' of module {module} has to be pruned "
                                      f"but it is not a Tensor")
+            if name not in module._parameters:  # a buffer: PyTorch's TypeError (and no KeyError)
+                raise TypeError(f"prune: '{name}' of {type(module).__name__} is not a "
+                                f"parameter (torch.nn.Parameter required); only parameters "
+                                f"can be pruned")
             default_mask = ones_like(orig)
         else:
             current = getattr(module, name)  # orig * mask: what the new method scores

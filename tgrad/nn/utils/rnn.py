@@ -182,6 +182,38 @@ class PackedSequence(_PackedFields):
         """``data`` as float16 (same shapes)."""
         return self.to(dtype=dtypes.float16)
 
+    def long(self) -> PackedSequence:
+        """``data`` as int64 (same shapes)."""
+        return self.to(dtype=dtypes.int64)
+
+    def int(self) -> PackedSequence:  # noqa: A003
+        """``data`` as int32 (same shapes)."""
+        return self.to(dtype=dtypes.int32)
+
+    def short(self) -> PackedSequence:
+        """``data`` as int16 (same shapes)."""
+        return self.to(dtype=dtypes.int16)
+
+    def char(self) -> PackedSequence:
+        """``data`` as int8 (same shapes)."""
+        return self.to(dtype=dtypes.int8)
+
+    def byte(self) -> PackedSequence:
+        """``data`` as uint8 (same shapes)."""
+        return self.to(dtype=dtypes.uint8)
+
+    def is_pinned(self) -> bool:
+        """Whether ``data`` is in pinned host memory (never, in tgrad)."""
+        return self.data.is_pinned()
+
+    def pin_memory(self) -> PackedSequence:
+        """The PackedSequence with ``data`` and the indices pinned (``Tensor.pin_memory``)."""
+        sorted_indices, unsorted_indices = (
+            None if t is None else t.pin_memory()
+            for t in (self.sorted_indices, self.unsorted_indices))
+        return type(self)(self.data.pin_memory(), self.batch_sizes, sorted_indices,
+                          unsorted_indices)
+
     @property
     def is_cuda(self) -> bool:
         """True when ``data`` is on a cuda device."""

@@ -134,7 +134,8 @@ class _TensorPickler(pickle.Pickler):
                 "autograd does not support crossing process boundaries.  If you just want to "
                 "transfer the data, call detach() on the tensor before serializing (e.g., "
                 "putting it on the queue).")
-        arr = np.ascontiguousarray(obj.numpy(force=True))
+        arr = obj.numpy(force=True)
+        arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes 0-d 1-d
         return _rebuild_tensor, (arr, str(obj.device), obj.requires_grad)
 
 

@@ -104,6 +104,10 @@ class RandomSampler(Sampler[int]):
         n = len(self.data_source)
         rng = _rng(self.generator, "RandomSampler")
         if self.replacement:
+            if n == 0:  # NumPy's "high <= 0" otherwise
+                raise RuntimeError(f"RandomSampler: cannot draw {self.num_samples} samples "
+                                   f"from an empty data_source (random_ expects 'from' to be "
+                                   f"less than 'to', but got from=0 >= to=0)")
             yield from rng.integers(0, n, size=self.num_samples).tolist()
             return
         for _ in range(self.num_samples // n):
@@ -131,8 +135,10 @@ class SubsetRandomSampler(Sampler[int]):
 
 class WeightedRandomSampler(Sampler[int]):
     """``num_samples`` indices of ``[0, len(weights))`` drawn with probability proportional
-    to ``weights`` (PyTorch's multinomial sampling; without replacement, each index at most
-    once, so ``num_samples`` must not exceed the number of nonzero weights)."""
+    to ``weights`` (PyTorch's multinomial sampling). Without replacement each index comes at
+    most once, so ``num_samples`` may not exceed ``len(weights)``; as PyTorch's CPU
+    multinomial, once every index of nonzero weight has been drawn the zero-weight ones
+    follow (here in a random order)."""
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
                  generator: Any = None) -> None:
@@ -153,7 +159,7 @@ class WeightedRandomSampler(Sampler[int]):
         if w.sum() <= 0:
             raise RuntimeError("WeightedRandomSampler: invalid multinomial distribution "
                                "(sum of probabilities <= 0)")
-        if not replacement and num_samples > int(np.count_nonzero(w)):
+        if not replacement and num_samples > len(w):
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                                "replacement")
         from tgrad import float64, tensor
@@ -165,8 +171,16 @@ class WeightedRandomSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         rng = _rng(self.generator, "WeightedRandomSampler")
-        yield from rng.choice(len(self._p), size=self.num_samples, replace=self.replacement,
-                              p=self._p).tolist()
+        n_nonzero = int(np.count_nonzero(self._p))
+        if self.replacement or self.num_samples <= n_nonzero:
+            yield from rng.choice(len(self._p), size=self.num_samples,
+                                  replace=self.replacement, p=self._p).tolist()
+            return
+        # without replacement, more samples than nonzero weights: all of those, then
+        # zero-weight indices (PyTorch's topk of p / Exp(1) draws puts them last)
+        yield from rng.choice(len(self._p), size=n_nonzero, replace=False, p=self._p).tolist()
+        zeros = np.flatnonzero(self._p == 0)
+        yield from rng.permutation(zeros)[: self.num_samples - n_nonzero].tolist()
 
     def __len__(self) -> int:
         return self.num_samples
