@@ -223,3 +223,18 @@ def test_interpreted_cuda_dropout():
     assert 0 < res["kept_cols"] < 12
     assert res["gradcheck"]
     assert res["p1"] == [[0.0] * 4] * 3
+
+
+def test_feature_dropout_p_one_is_x_times_zero_at_any_rank():
+    # PyTorch's p == 1 path multiplies by 0 before the rank check: 0-d and 1-d inputs work
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for fn in (F.dropout2d, F.dropout3d):
+            assert fn(tgrad.ones(()), 1.0).tolist() == 0.0
+            y = fn(tgrad.tensor([1.0, float("inf"), 2.0]), 1.0).numpy()
+            np.testing.assert_array_equal(np.isnan(y), [False, True, False])
+            x = tgrad.ones(3)
+            assert fn(x, 1.0, inplace=True) is x and x.tolist() == [0.0, 0.0, 0.0]
+        with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+            F.dropout2d(tgrad.ones(3), 0.5)  # p < 1 still needs (N, C, ...)

@@ -81,10 +81,16 @@ def test_state_round_trip_seed_and_initial_seed():
     assert _gen(-1).initial_seed() == 2 ** 64 - 1
     s = tgrad.seed()
     assert tgrad.initial_seed() == s
-    with pytest.raises(RuntimeError, match="Overflow when unpacking long"):
+    with pytest.raises(ValueError, match="Overflow when unpacking long"):
         tgrad.manual_seed(2 ** 64)
-    with pytest.raises(TypeError, match="manual_seed expected an int seed, got float"):
+    with pytest.raises(ValueError, match="Overflow when unpacking long"):
+        tgrad.Generator().manual_seed(-2 ** 63 - 1)
+    assert tgrad.Generator().manual_seed(-2 ** 63).initial_seed() == 2 ** 63
+    with pytest.raises(RuntimeError, match="manual_seed expected a long, but got float"):
         tgrad.Generator().manual_seed(1.5)
+    # torch.manual_seed converts with int() first (torch.random.manual_seed: int(seed))
+    assert tgrad.manual_seed(7.9).initial_seed() == 7
+    assert tgrad.manual_seed("5").initial_seed() == 5
 
 
 def test_default_generator_is_the_global_stream():

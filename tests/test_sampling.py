@@ -235,3 +235,96 @@ def test_rand_like_and_randn_like_take_a_generator():
         out = like(tgrad.zeros(2, 3, dtype=tgrad.float64), generator=g)
         ref = getattr(np.random.default_rng(42), draw)((2, 3))  # the CPU generator is PCG64
         np.testing.assert_array_equal(out.numpy(), ref)
+
+
+def test_complex_uniform_and_normal_fill_both_parts():
+    # PyTorch fills the real view: both parts uniform on [from, to) / N(mean, std^2 / 2),
+    # independently (so E|x - mean (1 + i)|^2 = std^2)
+    n = 40000
+    tgrad.manual_seed(5)
+    u = tgrad.zeros(n, dtype=tgrad.complex64).uniform_(2.0, 3.0).numpy()
+    for part in (u.real, u.imag):
+        assert 2.0 <= part.min() and part.max() < 3.0
+        assert abs(part.mean() - 2.5) < 6 / math.sqrt(12 * n)
+    assert abs(np.corrcoef(u.real, u.imag)[0, 1]) < 0.03
+    z = tgrad.zeros(n, dtype=tgrad.complex128).normal_(1.0, 2.0).numpy()
+    for part in (z.real, z.imag):  # variance std^2 / 2 = 2 each, mean 1 each
+        assert abs(part.mean() - 1.0) < 6 * math.sqrt(2.0 / n) and abs(part.var() - 2.0) < 0.1
+    assert abs(np.corrcoef(z.real, z.imag)[0, 1]) < 0.03
+    t = tgrad.zeros(4, 3, dtype=tgrad.complex64).t().normal_()  # a non-contiguous view
+    assert t.dtype is tgrad.complex64 and np.all(t.numpy() != 0)
+    for call, kernel in [(lambda: tgrad.zeros(2, dtype=tgrad.complex64).bernoulli_(0.5),
+                          "bernoulli_scalar_cpu_"),
+                         (lambda: tgrad.zeros(2, dtype=tgrad.complex64).random_(),
+                          "random_kernel_cpu"),
+                         (lambda: tgrad.bernoulli(tgrad.zeros(2, dtype=tgrad.int64)),
+                          "bernoulli_tensor_cpu_p_"),
+                         (lambda: tgrad.zeros(2, dtype=tgrad.complex64).log_normal_(),
+                          "log_normal_cpu")]:
+        with pytest.raises(NotImplementedError, match=kernel):
+            call()
+
+
+def test_from_keyword_and_rand_size_and_dtype_errors():
+    x = tgrad.zeros(500, dtype=tgrad.float64)
+    v = x.uniform_(**{"from": 1.0, "to": 2.0}).numpy()
+    assert 1.0 <= v.min() and v.max() < 2.0
+    v = x.random_(**{"from": 1, "to": 5}).numpy()
+    assert set(v.tolist()) == {1.0, 2.0, 3.0, 4.0}
+    with pytest.raises(TypeError, match="random_\\(\\) received an invalid combination"):
+        x.random_(**{"from": 1})  # PyTorch: from needs to
+    with pytest.raises(TypeError, match="multiple values for argument 'from'"):
+        x.uniform_(0.5, **{"from": 1.0})
+    for fn in (tgrad.rand, tgrad.randn):
+        with pytest.raises(TypeError, match="received an invalid combination of arguments"):
+            fn()
+        assert fn(()).shape == () and fn([]).shape == () and fn(size=()).shape == ()
+    with pytest.raises(NotImplementedError, match="\"check_uniform_bounds\" not implemented "
+                                                  "for 'Long'"):
+        tgrad.rand(3, dtype=tgrad.int64)
+    with pytest.raises(NotImplementedError, match="\"normal_kernel_cpu\" not implemented for "
+                                                  "'Bool'"):
+        tgrad.randn_like(tgrad.zeros(2, dtype=tgrad.bool))
+
+
+def test_bernoulli_normal_multinomial_out():
+    tgrad.manual_seed(3)
+    p = tgrad.tensor([[0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    for dt in (tgrad.float64, tgrad.int64, tgrad.bool):  # any real or bool out dtype
+        out = tgrad.empty(5, dtype=dt)  # resized silently, as PyTorch's bernoulli_out
+        assert tgrad.bernoulli(p, out=out) is out and out.dtype is dt
+        np.testing.assert_array_equal(out.double().numpy(), p.double().numpy())
+    with pytest.raises(TypeError, match="out= is not supported together with p"):
+        tgrad.bernoulli(p, 0.5, out=tgrad.empty(2, 3))
+    with pytest.raises(RuntimeError, match="bernoulli\\(\\): functions with out=.*"
+                                           "requires grad"):
+        tgrad.bernoulli(p.clone().requires_grad_(), out=tgrad.empty(2, 3))
+    # tensor overloads draw in out's dtype: N(mean, std^2) per element
+    mean = tgrad.tensor([[-5.0], [5.0]], dtype=tgrad.float32).expand(2, 4000)
+    out = tgrad.empty(2, 4000, dtype=tgrad.float64)
+    assert tgrad.normal(mean, 0.5, out=out) is out and out.dtype is tgrad.float64
+    assert np.any(v64 := out.numpy()) and np.any(v64 != v64.astype(np.float32))  # float64 draws
+    v = out.numpy()
+    assert np.abs(v.mean(1) - [-5.0, 5.0]).max() < 0.05 and np.abs(v.std(1) - 0.5).max() < 0.03
+    with pytest.warns(UserWarning, match="was resized"):
+        tgrad.normal(tgrad.zeros(3), tgrad.ones(3), out=tgrad.empty(4))
+    with pytest.raises(RuntimeError, match="normal\\(\\): functions with out="):
+        tgrad.normal(tgrad.zeros(3, requires_grad=True), 1.0, out=tgrad.empty(3))
+    with pytest.raises(NotImplementedError, match="normal_kernel_cpu"):
+        tgrad.normal(tgrad.zeros(3), 1.0, out=tgrad.empty(3, dtype=tgrad.int64))
+    # number overload: out's dtype stands in for dtype=; requires_grad=True sets it on out
+    out = tgrad.empty(7, dtype=tgrad.float64)
+    r = tgrad.normal(3.0, 0.0, (2, 2), out=out, requires_grad=True)
+    assert r is out and out.shape == (2, 2) and out.requires_grad
+    np.testing.assert_array_equal(out.detach().numpy(), np.full((2, 2), 3.0))
+    with pytest.raises(RuntimeError, match="dtype Float does not match dtype of out"):
+        tgrad.normal(0.0, 1.0, (2,), dtype=tgrad.float32, out=tgrad.empty(2, dtype=tgrad.float64))
+    # multinomial: int64 out only; the weights may require grad
+    w = tgrad.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]], requires_grad=True)
+    out = tgrad.empty(7, dtype=tgrad.int64)
+    assert tgrad.multinomial(w, 2, replacement=True, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), [[1, 1], [2, 2]])
+    with pytest.raises(RuntimeError, match="multinomial expects Long tensor out, got: Int"):
+        tgrad.multinomial(w, 2, out=tgrad.empty(2, 2, dtype=tgrad.int32))
+    with pytest.raises(TypeError):  # the Tensor methods take no out=, as PyTorch's
+        p.bernoulli(out=tgrad.empty(2, 3))

@@ -29,13 +29,15 @@ _SEED_MIN, _SEED_MAX = -0x8000_0000_0000_0000, 0xFFFF_FFFF_FFFF_FFFF
 
 
 def normalize_seed(seed: Any) -> int:
-    """``seed`` as PyTorch reads it: an int in [-2^63, 2^64), negatives taken modulo 2^64."""
+    """``seed`` as PyTorch's Generator.manual_seed reads it: an int in [-2^63, 2^64),
+    negatives taken modulo 2^64 (PyTorch's RuntimeError for a non-int, ValueError past the
+    range). ``tgrad.manual_seed`` converts with int() first, as torch.manual_seed does."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"manual_seed expected an int seed, got {type(seed).__name__}")
+        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
     seed = int(seed)
     if not _SEED_MIN <= seed <= _SEED_MAX:
-        raise RuntimeError(f"Overflow when unpacking long long (seed {seed} is outside "
-                           f"[{_SEED_MIN}, {_SEED_MAX}])")
+        raise ValueError(f"Overflow when unpacking long long (seed {seed} is outside "
+                         f"[{_SEED_MIN}, {_SEED_MAX}])")
     return seed % 2 ** 64
 
 

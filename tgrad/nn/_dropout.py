@@ -25,7 +25,10 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,  # 
     if not training or p == 0.0 or input.numel() == 0:
         return input
     _check_float(op, input)
-    from tgrad.ops.creation import ones
+    from tgrad.ops.creation import ones, zeros
+    if p == 1.0:  # PyTorch's x * 0 before any rank check (so NaN/inf give NaN, 0-d works)
+        zero = zeros((), dtype=input.dtype, device=input.device)
+        return input.mul_(zero) if inplace else input * zero
     shape = _channel_shape(input, 2 if batched else 1)
     mask = dropout(ones(shape, dtype=input.dtype, device=input.device), p, True)
     return input.mul_(mask) if inplace else input * mask

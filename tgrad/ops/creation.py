@@ -362,10 +362,11 @@ LAST_SEED: list = [None]  # the last manual_seed value (a backend loaded later m
 def manual_seed(seed: int):
     """Seed tgrad's random generators: the CPU one, and every device backend that is
     available (an unavailable device, e.g. cuda without a driver, is skipped). Returns
-    ``tgrad.default_generator``, as PyTorch does."""
+    ``tgrad.default_generator``, as PyTorch does. Like torch.manual_seed, the seed goes
+    through int() first (1.5 seeds 1, "7" seeds 7)."""
     from tgrad import backends
     from tgrad.generator import normalize_seed
-    seed = normalize_seed(seed)
+    seed = normalize_seed(int(seed))
     LAST_SEED[0] = seed
     numpy_backend.manual_seed(seed)
     for b in list(backends._BACKENDS.values()):
@@ -395,6 +396,9 @@ def set_rng_state(state: dict, device=None) -> None:
     get_backend(as_device(device or "cpu")).set_rng_state(state)
 
 
+_RANDOM_KERNELS = {"rand": "check_uniform_bounds", "randn": "normal_kernel_cpu"}
+
+
 def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Tensor:
     from tgrad.generator import drawing_from
     dt = _dtype_or_default(dtype)
@@ -413,8 +417,10 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
         if requires_grad:
             t.requires_grad_(True)
         return t
-    if not dt.is_floating_point:
-        raise RuntimeError(f"{kind}: expected a floating point dtype, got {dt}")
+    if not dt.is_floating_point:  # PyTorch's kernel error
+        raise NotImplementedError(f"{kind}: \"{_RANDOM_KERNELS[kind]}\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (expected a floating "
+                                  f"point or complex dtype, got {dt.name})")
     with drawing_from(generator, dev, kind):
         arr = getattr(get_backend(dev), kind)(_shape(size), dt.np)
     t = Tensor(arr, None, dev)
@@ -423,10 +429,19 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
     return t
 
 
+def _check_size_given(op: str, args: tuple, size) -> None:
+    """rand() / randn() need a size (PyTorch's TypeError); rand(()) is 0-d."""
+    if not args and size is None:
+        raise TypeError(f"{op}() received an invalid combination of arguments - got (), but "
+                        f"expected (tuple of ints size, ...): pass a size, e.g. {op}(()) for a "
+                        f"0-d tensor")
+
+
 def rand(*args, size=None, generator=None, dtype=None, device=None,
          requires_grad: bool = False, layout=None) -> Tensor:
     """Uniform samples on [0, 1) (from ``generator``, a tgrad.Generator, if given)."""
     check_layout("rand", layout)
+    _check_size_given("rand", args, size)
     shape = sizes_keyword("rand", "size", args, size)
     return _random("rand", shape, dtype, device, requires_grad, generator)
 
@@ -435,6 +450,7 @@ def randn(*args, size=None, generator=None, dtype=None, device=None,
           requires_grad: bool = False, layout=None) -> Tensor:
     """Standard normal samples (from ``generator``, a tgrad.Generator, if given)."""
     check_layout("randn", layout)
+    _check_size_given("randn", args, size)
     shape = sizes_keyword("randn", "size", args, size)
     return _random("randn", shape, dtype, device, requires_grad, generator)
 

@@ -22,6 +22,7 @@ requires grad it raises, as PyTorch does.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -63,6 +64,8 @@ def _fill_dtype_check(op: str, t: Tensor) -> None:
     if dt.is_floating_point or (op == "geometric_" and not dt.is_complex
                                 and dt is not dtypes.bool_):
         return
+    if dt.is_complex and op in ("uniform_", "normal_"):
+        return  # (PyTorch fills the real view: _complex_parts)
     if op in _CONTINUOUS:
         name, scalar_type = _CONTINUOUS[op]
         from tgrad.ops.creation import _C_TYPE_NAMES
@@ -71,10 +74,24 @@ def _fill_dtype_check(op: str, t: Tensor) -> None:
         raise RuntimeError(f"{op}: {name} distribution is a continuous probability "
                            f"distribution. dtype must be a floating point but you specified "
                            f"{spelled}")
-    extra = " (tgrad fills real tensors only: build a complex one from two real fills with " \
-        "tgrad.complex(re, im))" if dt.is_complex else ""
+    extra = " (of the fills only uniform_ and normal_ take complex tensors: build one from " \
+        "two real fills with tgrad.complex(re, im))" if dt.is_complex else ""
     raise NotImplementedError(f"{op}: \"{_FILL_KERNELS[op]}\" not implemented for "
                               f"'{dtypes.SCALAR_TYPE_NAMES[dt]}'{extra}")
+
+
+def _complex_parts(sample):
+    """``sample`` for a complex tensor x fills x's real view (x.shape + (2,), as PyTorch's
+    uniform_ / normal_ do): real and imaginary parts drawn independently, each with the
+    parameters ``sample`` was given. Real tensors: ``sample`` itself."""
+    def draw(x: Tensor) -> Tensor:
+        if not x.dtype.is_complex:
+            return sample(x)
+        from tgrad.ops.complex_ops import view_as_complex
+        from tgrad.ops.creation import empty
+        parts = empty(tuple(x.shape) + (2,), dtype=dtypes.to_real(x.dtype), device=x.device)
+        return view_as_complex(sample(parts).contiguous())
+    return draw
 
 
 def _fill(self: Tensor, op: str, sample, generator=None) -> Tensor:
@@ -120,33 +137,55 @@ def _z(x: Tensor) -> Tensor:
     return randn(x.shape, dtype=_draw_dtype(x), device=x.device)
 
 
+def _keyword_from(op: str, from_, default, kwargs: dict):
+    """PyTorch's keyword ``from`` (a Python keyword, so passed as ``**{"from": v}``) in
+    place of tgrad's ``from_``; any other extra keyword is Python's TypeError."""
+    if "from" in kwargs:
+        if from_ is not default:
+            raise TypeError(f"{op}() got multiple values for argument 'from'")
+        from_ = kwargs.pop("from")
+    if kwargs:
+        raise TypeError(f"{op}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return from_
+
+
 @tensor_method("uniform_")
-def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=None) -> Tensor:
+def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=None,
+             **kwargs) -> Tensor:
+    """Uniform on [from, to) (keyword ``from`` as PyTorch: ``**{"from": a}``); a complex
+    tensor gets both parts uniform on [from, to), independently."""
+    from_ = _keyword_from("uniform_", from_, 0.0, kwargs)
     _fill_dtype_check("uniform_", self)
-    lo, hi = float(dtypes.finfo(self.dtype).min), float(dtypes.finfo(self.dtype).max)
+    part = dtypes.to_real(self.dtype)
+    lo, hi = float(dtypes.finfo(part).min), float(dtypes.finfo(part).max)
     for value, what in ((from_, "from"), (to, "to")):  # NaN and inf fail too
         if not lo <= value <= hi:
             from tgrad.ops.creation import _C_TYPE_NAMES
             raise RuntimeError(f"uniform_: {what} is out of bounds for "
-                               f"{_C_TYPE_NAMES[self.dtype.name]} (got {value}; it must be "
+                               f"{_C_TYPE_NAMES[part.name]} (got {value}; it must be "
                                f"finite and within [{lo}, {hi}])")
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_} > to={to}")
     if to - from_ > hi:
         raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<"
-                           f"{dtypes.SCALAR_TYPE_NAMES[self.dtype]}>::max(), but found "
+                           f"{dtypes.SCALAR_TYPE_NAMES[part]}>::max(), but found "
                            f"to={to} and from={from_} which result in to-from to exceed the "
                            f"limit")
-    return _fill(self, "uniform_", lambda x: _u(x) * (to - from_) + from_, generator)
+    return _fill(self, "uniform_", _complex_parts(lambda x: _u(x) * (to - from_) + from_),
+                 generator)
 
 
 @tensor_method("normal_")
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    """N(mean, std^2); a complex tensor gets each part N(mean, std^2 / 2) independently
+    (PyTorch's: E|x - mean (1 + i)|^2 = std^2)."""
     _fill_dtype_check("normal_", self)
     if not std >= 0:  # (NaN too)
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _fill(self, "normal_", lambda x: _z(x) * std + mean, generator)
+    part_std = std / math.sqrt(2.0) if self.dtype.is_complex else std
+    return _fill(self, "normal_", _complex_parts(lambda x: _z(x) * part_std + mean),
+                 generator)
 
 
 @tensor_method("log_normal_")
@@ -200,17 +239,24 @@ _NO_TO = _NoTo()
 
 @tensor_method("random_")
 def random_(self: Tensor, from_: int | None = None, to=_NO_TO, *,
-            generator=None) -> Tensor:
+            generator=None, **kwargs) -> Tensor:
     """Integers uniform on [from, to); ``random_(to)`` means [0, to) (so random_(0) raises);
     ``random_(from, None)`` means [from, top] and no bounds [0, top], top being 2^digits for
     floats (every integer up to it is exact) and the max for integer dtypes (PyTorch's
-    ranges). from and to - 1 must fit self's dtype (PyTorch's check_random_bounds)."""
+    ranges). from and to - 1 must fit self's dtype (PyTorch's check_random_bounds).
+    Keyword ``from`` as PyTorch (``**{"from": a, "to": b}``; it needs ``to``)."""
+    if "from" in kwargs and to is _NO_TO:
+        raise TypeError("random_() received an invalid combination of arguments - got "
+                        "(from=int, ): 'from' needs 'to' (random_(from, to) or random_(to))")
+    from_ = _keyword_from("random_", from_, None, kwargs)
     if self.dtype.is_floating_point:
         top = 2 ** _FLOAT_DIGITS[self.dtype.name]
     elif self.dtype is dtypes.bool_:
         top = 1
     elif self.dtype.is_complex:
-        top = 0  # (refused by check_random_bounds)
+        raise NotImplementedError(f"random_: \"random_kernel_cpu\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[self.dtype]}' (random_ fills "
+                                  f"real and bool tensors)")
     else:
         top = int(np.iinfo(self.dtype.np).max)
     to_given = to is not None and from_ is not None
@@ -229,6 +275,8 @@ def random_(self: Tensor, from_: int | None = None, to=_NO_TO, *,
 def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
     """Self filled with 1 with probability p (a number or a tensor broadcast to self), else
     0."""
+    _bernoulli_dtype_check(self, "bernoulli_tensor_cpu_self_" if isinstance(p, Tensor)
+                           else "bernoulli_scalar_cpu_")
     if isinstance(p, Tensor):
         _check_probabilities("bernoulli_", p)
     elif not 0 <= p <= 1:
@@ -238,8 +286,23 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
         p.detach().to(dtypes.float64) if isinstance(p, Tensor) else float(p)), generator)
 
 
+def _bernoulli_dtype_check(t: Tensor, kernel: str) -> None:
+    """bernoulli fills real and bool tensors; complex ones raise PyTorch's kernel error
+    (``kernel``: bernoulli_scalar_cpu_ for a number p, else bernoulli_tensor_cpu_self_)."""
+    if t.dtype.is_complex:
+        raise NotImplementedError(f"bernoulli: \"{kernel}\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[t.dtype]}' (bernoulli draws "
+                                  f"into real and bool tensors)")
+
+
 def _check_probabilities(op: str, p: Tensor) -> None:
-    _float_only(op, p)
+    """Probabilities are a float tensor (PyTorch's kernel error otherwise) in [0, 1]."""
+    if p.dtype.is_complex:
+        _bernoulli_dtype_check(p, "bernoulli_tensor_cpu_self_")
+    if not p.dtype.is_floating_point:
+        raise NotImplementedError(f"{op}: \"bernoulli_tensor_cpu_p_\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[p.dtype]}' (probabilities "
+                                  f"must be a floating point tensor, got {p.dtype.name})")
     if p.numel():
         lo, hi = float(p.detach().amin()), float(p.detach().amax())
         if not (0.0 <= lo and hi <= 1.0):  # NaN fails too
@@ -247,10 +310,63 @@ def _check_probabilities(op: str, p: Tensor) -> None:
                                f"[{lo}, {hi}]")
 
 
-@tensor_method("bernoulli")
-def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tensor:  # noqa: A002
+def _prepare_out(op: str, out, shape: tuple, device, inputs: list, warn: bool,
+                 grad: bool = True) -> None:
+    """PyTorch's out= rules for the samplers: ``out`` a Tensor on ``device``, not requiring
+    grad nor any of ``inputs`` (when ``grad`` and grad mode is on), not an inference tensor
+    nor partly overlapping an input; then resized to ``shape`` (contiguous; PyTorch's
+    UserWarning when ``warn`` and it had elements: normal's tensor overloads warn,
+    bernoulli / multinomial / normal(number, number, size) resize silently)."""
+    from tgrad._out import _check_overlap, _resize
+    from tgrad.autograd.grad_mode import is_grad_enabled
+    from tgrad.tensor import check_not_inference
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if grad and is_grad_enabled():
+        _check_out_grad(op, out, inputs)
+    if out.device != device:
+        raise RuntimeError(f"{op}(): Expected out tensor to have device {device}, but got "
+                           f"{out.device} instead")
+    check_not_inference(out)
+    _check_overlap(out, inputs)
+    if tuple(out.shape) != tuple(shape):
+        with warnings.catch_warnings():
+            if not warn:
+                warnings.simplefilter("ignore")
+            _resize(out, tuple(shape))
+
+
+def _check_out_grad(op: str, out, inputs: list) -> None:
+    """out= is not differentiable: PyTorch's error when out or an input requires grad
+    (called while grad mode is on)."""
+    if any(isinstance(t, Tensor) and t.requires_grad for t in inputs + [out]):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support "
+                           f"automatic differentiation, but one of the arguments requires "
+                           f"grad.")
+
+
+def _write_out(out: Tensor, res: Tensor) -> Tensor:
+    """``res`` (out's shape) written into ``out`` in place (version bump); returns out."""
+    with no_grad():
+        out.copy_(res)
+    return out
+
+
+def bernoulli(input: Tensor, p: float | None = None, *, generator=None,  # noqa: A002
+              out: Tensor | None = None) -> Tensor:
     """1 with probability input[i] (or ``p``), else 0, in input's dtype (not
-    differentiable)."""
+    differentiable). ``out=`` (not with ``p``, as PyTorch): any real or bool dtype, resized
+    to input's shape without a warning (PyTorch's bernoulli_out)."""
+    if out is not None:
+        if p is not None:
+            raise TypeError("bernoulli(): out= is not supported together with p (PyTorch's "
+                            "bernoulli(input, p) takes no out=): use "
+                            "out.bernoulli_(p) instead")
+        _prepare_out("bernoulli", out, tuple(input.shape), input.device, [input], warn=False)
+        _bernoulli_dtype_check(out, "bernoulli_tensor_cpu_self_")
+        _check_probabilities("bernoulli", input)
+        with no_grad():
+            return out.bernoulli_(input.detach(), generator=generator)
     if p is not None:
         return input.detach().clone().bernoulli_(p, generator=generator)
     _check_probabilities("bernoulli", input)
@@ -259,19 +375,34 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tenso
             .to(input.dtype)
 
 
+@tensor_method("bernoulli")
+def _bernoulli_method(self: Tensor, p: float | None = None, *, generator=None) -> Tensor:
+    """Tensor.bernoulli: tgrad.bernoulli without out= (as PyTorch's method)."""
+    return bernoulli(self, p, generator=generator)
+
+
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
-           requires_grad: bool = False) -> Tensor:
+           requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
     """Normal samples: tensor ``mean`` and/or ``std`` (broadcast; the result takes their
     shape), or two numbers and ``size``. The dtype is mean's when mean is a tensor, else
     std's (as PyTorch: float32 mean with float64 std gives float32). The result does not
     require grad (PyTorch records a node whose gradients to mean and std are zeros: a
-    documented difference)."""
+    documented difference).
+
+    ``out=`` (PyTorch's rules): the samples are drawn in out's dtype (a float or complex
+    one) and written into it, resized to the result's shape; with tensor mean/std a resize
+    warns and neither they nor out may require grad; with number mean/std out's dtype and
+    device stand in for dtype= / device= (a different dtype= raises), the resize is silent
+    and requires_grad=True makes out require grad."""
     tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
     if not tensors:
         if size is None:
             raise TypeError("normal(): with number mean and std, pass size=")
         if not std >= 0:  # (NaN too)
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        if out is not None:
+            return _normal_numbers_out(mean, std, size, generator, dtype, device,
+                                       requires_grad, out)
         out = randn(size, generator=generator, dtype=dtype, device=device) * std + mean
     else:
         if size is not None:
@@ -281,6 +412,10 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
             raise RuntimeError("normal expects all elements of std >= 0.0")
         if not isinstance(std, Tensor) and not std >= 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        if out is not None:
+            from tgrad.autograd.grad_mode import is_grad_enabled
+            if is_grad_enabled():  # (checked here: the draw below runs under no_grad)
+                _check_out_grad("normal", out, tensors)
         with no_grad():
             m = mean.detach() if isinstance(mean, Tensor) else mean
             s = std.detach() if isinstance(std, Tensor) else std
@@ -291,6 +426,10 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
             except RuntimeError as e:
                 raise RuntimeError(f"normal: mean {tuple(mean.shape)} and std "
                                    f"{tuple(std.shape)} do not broadcast: {e}") from None
+            if out is not None:  # drawn in out's dtype: out.normal_(0, 1) * std + mean
+                _prepare_out("normal", out, shape, ref.device, tensors, warn=True)
+                z = randn(shape, generator=generator, dtype=out.dtype, device=out.device)
+                return _write_out(out, ((z * s).to(out.dtype) + m).to(out.dtype))
             z = randn(shape, generator=generator, dtype=ref.dtype, device=ref.device)
             # PyTorch's z.mul_(std).add_(mean): each step rounded into z's dtype
             out = ((z * s).to(ref.dtype) + m).to(ref.dtype)
@@ -298,10 +437,41 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     return out.requires_grad_(True) if requires_grad else out
 
 
+def _normal_numbers_out(mean: float, std: float, size, generator, dtype, device,
+                        requires_grad: bool, out) -> Tensor:
+    """normal(number, number, size, out=out): a creation function's out= (see normal)."""
+    if isinstance(out, Tensor) and dtype is not None and dtypes.as_dtype(dtype) is not out.dtype:
+        names = dtypes.SCALAR_TYPE_NAMES
+        raise RuntimeError(f"dtype {names[dtypes.as_dtype(dtype)]} does not match dtype of out "
+                           f"parameter ({names[out.dtype]})")
+    from tgrad.device import as_device
+    from tgrad.ops.creation import _shape
+    shape = _shape(size if isinstance(size, (tuple, list)) else (size,))
+    if isinstance(out, Tensor) and device is None:
+        device = out.device
+    _prepare_out("normal", out, shape, as_device(device), [], warn=False)
+    with no_grad():
+        z = randn(shape, generator=generator, dtype=out.dtype, device=out.device)
+        _write_out(out, (z * std + mean).to(out.dtype))
+    return out.requires_grad_(True) if requires_grad else out
+
+
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  # noqa: A002
-                generator=None) -> Tensor:
+                generator=None, out: Tensor | None = None) -> Tensor:
     """``num_samples`` category indices per row of non-negative weights ``input`` (1-d or
-    2-d), int64."""
+    2-d), int64. ``out=``: an int64 tensor (PyTorch's error otherwise), resized without a
+    warning; input may require grad (the draw is not differentiable)."""
+    if out is not None:
+        if not isinstance(out, Tensor):
+            raise TypeError(f"multinomial(): argument 'out' must be Tensor, not "
+                            f"{type(out).__name__}")
+        if out.dtype is not dtypes.int64:
+            raise RuntimeError(f"multinomial expects Long tensor out, got: "
+                               f"{dtypes.SCALAR_TYPE_NAMES[out.dtype]}")
+        res = multinomial(input, num_samples, replacement, generator=generator)
+        _prepare_out("multinomial", out, tuple(res.shape), input.device, [input], warn=False,
+                     grad=False)
+        return _write_out(out, res)
     from tgrad.ops.searching import searchsorted
     from tgrad.ops.sorting import topk
     if input.ndim not in (1, 2):
@@ -346,4 +516,8 @@ def _open_uniform(shape: tuple, device) -> Tensor:
     return ew.maximum(u, full((), 2.0 ** -1074, dtype=dtypes.float64, device=device))
 
 
-tensor_method("multinomial")(multinomial)
+@tensor_method("multinomial")
+def _multinomial_method(self: Tensor, num_samples: int, replacement: bool = False, *,
+                        generator=None) -> Tensor:
+    """Tensor.multinomial: tgrad.multinomial without out= (as PyTorch's method)."""
+    return multinomial(self, num_samples, replacement, generator=generator)
