@@ -129,3 +129,18 @@ def test_metadata():
     with pytest.raises(RuntimeError, match="Boolean value of Tensor with no values is "
                                            "ambiguous"):
         tgrad.tensor([]).is_nonzero()
+
+
+def test_real_imag_setters_and_adjoint_of_0d():
+    z = tgrad.tensor([1 + 2j, 3j])
+    z.real = tgrad.tensor([5.0, 6.0])
+    z.imag = 7  # a number, broadcast
+    np.testing.assert_array_equal(z.numpy(), [5 + 7j, 6 + 7j])
+    w = tgrad.tensor([1.0, 2.0])
+    w.real = tgrad.tensor([3.0, 4.0])  # a real tensor's real part is itself
+    assert w.tolist() == [3.0, 4.0]
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with "
+                                           "non-complex dtypes"):
+        w.imag = tgrad.tensor([3.0, 4.0])
+    with pytest.warns(UserWarning, match="adjoint\\(\\) is deprecated on 0-D tensors"):
+        assert tgrad.tensor(2 + 1j).adjoint().item() == 2 - 1j

@@ -480,3 +480,109 @@ def test_like_factories_take_memory_format(make):
     with pytest.raises(TypeError, match="memory_format"):
         make(x, memory_format="contiguous")
     assert tgrad.full_like(x, 2.5, memory_format=tgrad.preserve_format).numpy().sum() == 300.0
+
+
+# ------------------------------------------------- Tensor object API (PyTorch 2.13 parity)
+def test_size_stride_dim_must_be_an_int_before_the_rank_check():
+    t, s = tgrad.zeros(2, 3), tgrad.tensor(1.0)
+    for bad, name in ((True, "bool"), (1.0, "float"), ("0", "str")):
+        for meth in ("size", "stride"):
+            for x in (t, s):  # a 0-d tensor too: the type is checked first, as PyTorch
+                with pytest.raises(TypeError, match=f"{meth}\\(\\): argument 'dim' "
+                                                    f"\\(position 1\\) must be int, not {name}"):
+                    getattr(x, meth)(bad)
+    assert t.size(np.int64(-1)) == 3 and t.stride(-2) == 3  # NumPy ints still count
+
+
+def test_is_contiguous_memory_format():
+    x = tgrad.zeros(2, 3, 4, 5)
+    nhwc = x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)  # strides (60, 1, 15, 3)
+    assert nhwc.stride() == (60, 1, 15, 3)
+    assert nhwc.is_contiguous(memory_format=tgrad.channels_last)
+    assert not nhwc.is_contiguous() and x.is_contiguous(memory_format=tgrad.contiguous_format)
+    assert not x.is_contiguous(memory_format=tgrad.channels_last)
+    # a size-1 dim's stride does not matter; other ranks are never channels_last
+    assert tgrad.zeros(2, 1, 1, 1).is_contiguous(memory_format=tgrad.channels_last)
+    assert not tgrad.zeros(2, 3, 4).is_contiguous(memory_format=tgrad.channels_last)
+    ndhwc = tgrad.zeros(2, 3, 2, 2, 2).permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
+    assert ndhwc.is_contiguous(memory_format=tgrad.channels_last_3d)
+    with pytest.raises(TypeError, match="is_contiguous\\(\\): argument 'memory_format'"):
+        x.is_contiguous(memory_format="channels_last")
+
+
+def test_python_conversions_of_empty_and_many_element_tensors():
+    with pytest.raises(RuntimeError, match="Boolean value of Tensor with no values is "
+                                           "ambiguous"):
+        bool(tgrad.zeros(0))
+    with pytest.raises(RuntimeError, match="with more than one value is ambiguous"):
+        bool(tgrad.zeros(2))
+    for t in (tgrad.zeros(0), tgrad.zeros(3, dtype=tgrad.complex128)):
+        with pytest.raises(ValueError, match="only one element tensors can be converted"):
+            complex(t)
+    assert complex(tgrad.tensor([[1 - 2j]])) == 1 - 2j
+    assert 1 + 0j in tgrad.tensor([1.0, 2.0]) and 2j not in tgrad.tensor([1.0, 2.0])
+    assert 2j in tgrad.tensor([1 + 0j, 2j])
+    x = tgrad.tensor(1.5, requires_grad=True)
+    with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a "
+                                         "scalar may lead to unexpected behavior"):
+        assert float(x) == 1.5
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # int() and item() do not warn (PyTorch 2.13)
+        assert int(x) == 1 and x.item() == 1.5
+
+
+def test_numpy_ufuncs_on_tensors_return_tensors():
+    n = np.array([1.0, 0.5])
+    t = tgrad.tensor([1, 2])
+    for r, ref in ((np.add(n, t), n + [1, 2]), (np.add(t, n), n + [1, 2]),
+                   (np.exp(t), np.exp([1.0, 2.0])), (np.maximum(n, t), [1.0, 2.0])):
+        assert type(r) is tgrad.Tensor and r.dtype is tgrad.float64
+        np.testing.assert_allclose(r.numpy(), ref, rtol=1e-15)
+    r = np.isnan(tgrad.tensor([1.0, float("nan")]))
+    assert type(r) is tgrad.Tensor and r.tolist() == [False, True]  # bool (PyTorch: uint8)
+    r = np.add(np.float64(1.0), tgrad.tensor(2.0))
+    assert type(r) is tgrad.Tensor and r.shape == () and r.item() == 3.0
+    assert type(np.asarray(t)) is np.ndarray  # not a ufunc: still the array
+
+
+def test_deepcopy_keeps_shared_storage_and_strides():
+    import copy
+    a = tgrad.arange(6.0)
+    v, w = a[1:4], a[::2]
+    ca, cv, cw = copy.deepcopy([a, v, w])
+    assert cv.storage_offset() == 1 and cw.stride() == (2,) and cv._base is None
+    ca[2] = 100.0  # the copies share one new storage, as the originals share theirs
+    assert cv.tolist() == [1.0, 100.0, 3.0] and cw.tolist() == [0.0, 100.0, 4.0]
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # ... which is not the source's
+    e = copy.deepcopy(tgrad.zeros(1).expand(3))
+    assert e.stride() == (0,) and e.tolist() == [0.0, 0.0, 0.0]
+    f = copy.deepcopy(tgrad.arange(5.0).flip(0))
+    assert f.tolist() == [4.0, 3.0, 2.0, 1.0, 0.0]
+    assert copy.deepcopy(tgrad.zeros(0, 3)).shape == (0, 3)
+    # two separate deepcopy calls do not share
+    x, y = copy.deepcopy(v), copy.deepcopy(v)
+    x[0] = -1.0
+    assert y.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_data_grad_and_requires_grad_setter_checks():
+    w = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="data set to a tensor that requires gradients "
+                                           "must be floating point or complex dtype"):
+        w.data = tgrad.tensor([1, 2])
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+        w.data = [1.0, 2.0]
+    u = tgrad.tensor([1.0, 2.0])
+    u.data = tgrad.tensor([3, 4])  # allowed when it does not require grad
+    assert u.dtype is tgrad.int64 and u.tolist() == [3, 4]
+    w.grad = tgrad.tensor([1.0, 1.0])
+    del w.grad
+    assert w.grad is None
+    for bad in (1, None, "yes"):
+        with pytest.raises(TypeError, match="requires_grad_\\(\\): argument 'requires_grad' "
+                                            "\\(position 1\\) must be bool"):
+            u.requires_grad_(bad)
+        with pytest.raises(TypeError, match="requires_grad must be a bool"):
+            w.requires_grad = bad
+    assert w.requires_grad_(np.bool_(False)).requires_grad is False

@@ -348,6 +348,31 @@ def test_apply_and_map():
         f64(A).map_(leaf(A), lambda a, b: a)
 
 
+def test_apply_and_map_check_the_callable_result_and_other():
+    for bad, name in ((None, "NoneType"), ("a", "str"), (1 + 2j, "complex")):
+        with pytest.raises(TypeError, match=f"apply_\\(\\): the callable must return a real "
+                                            f"number, not {name}"):
+            f64([1.0, 2.0]).apply_(lambda v, bad=bad: bad)
+    c = tgrad.tensor([1 + 1j, 2.0])
+    c.apply_(lambda v: v * 1j)  # a complex self takes complex results
+    np.testing.assert_array_equal(c.numpy(), [-1 + 1j, 2j])
+    x = f64([1.0, 2.0])
+    x.apply_(lambda v: tgrad.tensor(v + 0.5))  # a one-element tensor is a number
+    assert x.tolist() == [1.5, 2.5]
+    with pytest.raises(RuntimeError, match="apply_\\(\\): value 300 .* cannot be converted "
+                                           "to type uint8 without overflow"):
+        tgrad.tensor([1], dtype=tgrad.uint8).apply_(lambda v: 300)
+    with pytest.raises(TypeError, match="map_: expected tgrad.DoubleTensor for 'other' "
+                                        "\\(got tgrad.LongTensor\\)"):
+        f64([1.0, 2.0]).map_(tgrad.tensor([1, 2]), lambda a, b: a + b)
+    with pytest.raises(RuntimeError, match="map_: .*'other' of shape \\[2\\] cannot be "
+                                           "broadcast to self's shape \\[1\\]"):
+        f64([1.0]).map_(f64([1.0, 2.0]), lambda a, b: a + b)
+    y = f64([[1.0, 2.0]])
+    y.map_(f64([10.0]), lambda a, b: a * b)  # other broadcast to self's shape
+    assert y.tolist() == [[10.0, 20.0]]
+
+
 # ---------------------------------------------------------------- cuda (Triton interpreter)
 _CUDA_SCRIPT = """
 import json, tgrad

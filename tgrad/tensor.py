@@ -116,6 +116,8 @@ class Tensor:
     def size(self, dim: int | None = None):
         if dim is None:
             return self._data.shape
+        if type(dim) is not int:  # PyTorch's TypeError first (a bool or 1.0 is no dim)
+            dim = _int_arg("size", "dim", dim, 1, allow_bool=False)
         if self.ndim == 0:
             raise IndexError(f"size(): dimension specified as {dim} but tensor has no "
                              f"dimensions")
@@ -147,6 +149,8 @@ class Tensor:
             # it) keeps its strides, which are PyTorch's (docs/design.md: the exceptions)
             from tgrad.cuda.array import contiguous_strides
             st = contiguous_strides(self._data.shape)
+        if dim is not None and type(dim) is not int:  # PyTorch's TypeError first
+            dim = _int_arg("stride", "dim", dim, 1, allow_bool=False)
         if dim is not None and self.ndim == 0:
             raise IndexError(f"stride(): dimension specified as {dim} but tensor has no "
                              f"dimensions")
@@ -166,8 +170,13 @@ class Tensor:
             return self._data.data_ptr()
         return self._data.__array_interface__["data"][0]
 
-    def is_contiguous(self) -> bool:
-        return self._data.flags.c_contiguous
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Row-major contiguity; ``memory_format=channels_last`` (``channels_last_3d``) asks,
+        as PyTorch, whether a 4-D (5-D) tensor's strides are NHWC's (NDHWC's), dims of size 1
+        ignored (False for other ranks)."""
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        return _is_contiguous_as(self, memory_format)
 
     @property
     def is_cuda(self) -> bool:
@@ -215,9 +224,15 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
+        if type(flag) is not bool and not isinstance(flag, np.bool_):
+            raise TypeError(f"requires_grad must be a bool (t.requires_grad = value, got "
+                            f"{type(flag).__name__})")
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if type(requires_grad) is not bool and not isinstance(requires_grad, np.bool_):
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {type(requires_grad).__name__}")
         if self._grad_fn is not None and not requires_grad:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to "
@@ -279,6 +294,10 @@ class Tensor:
                                    f"{value.device} vs {self.device}")
         self._grad = value
 
+    @grad.deleter
+    def grad(self) -> None:  # ``del t.grad``: PyTorch sets it to None
+        self._grad = None
+
     @property
     def data(self) -> Tensor:
         """A tensor sharing memory with this one but outside the autograd graph and, unlike
@@ -294,7 +313,13 @@ class Tensor:
     @data.setter
     def data(self, other: Tensor) -> None:
         if not isinstance(other, Tensor):
-            raise TypeError("data must be set to a Tensor")
+            raise TypeError(f"Variable data has to be a tensor, but got "
+                            f"{type(other).__name__} (t.data = value)")
+        if self._requires_grad and not (other.dtype.is_floating_point
+                                        or other.dtype.is_complex):
+            raise RuntimeError(f"data set to a tensor that requires gradients must be floating "
+                               f"point or complex dtype (got {other.dtype}); call "
+                               f"requires_grad_(False) first")
         # PyTorch's set_data: this tensor now shows other's memory but keeps its own version
         # counter (shared with its views while the memory is the same), so
         # ``w.data -= lr * g`` neither bumps w's version nor hands w the temporary's counter.
@@ -396,6 +421,14 @@ class Tensor:
             arr = arr.astype(dtype)
         return arr
 
+    def __array_wrap__(self, array, context=None, return_scalar: bool = False) -> Tensor:
+        """A NumPy ufunc given a tensor (``np.add(ndarray, t)``, ``np.exp(t)``) returns a CPU
+        tensor of its result, as PyTorch's (Tensor's ``__array_priority__`` makes NumPy ask
+        it); a 0-d result too (``return_scalar``). A bool result stays bool (PyTorch's
+        converts it to uint8, a leftover from before its bool dtype)."""
+        from tgrad.ops.creation import from_numpy
+        return from_numpy(np.asarray(array))
+
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
@@ -421,8 +454,9 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is "
-                               f"ambiguous (shape {list(self.shape)})")
+            how = "no values" if self._data.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {how} is ambiguous (shape "
+                               f"{list(self.shape)})")
         return bool(self.item())
 
     def _python_real(self, kind: str):
@@ -443,12 +477,19 @@ class Tensor:
         return v
 
     def __float__(self) -> float:
+        if self._requires_grad:  # PyTorch 2.13 warns for float() only (not int(), item())
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                          "unexpected behavior.\nConsider using tensor.detach() first.",
+                          UserWarning, stacklevel=2)
         return float(self._python_real("float"))
 
     def __int__(self) -> int:
         return int(self._python_real("int"))
 
     def __complex__(self) -> complex:  # complex(t) of a complex tensor (__float__ refuses it)
+        if self._data.size != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars "
+                             f"(got complex() of a tensor of shape {list(self.shape)})")
         return complex(self.item())
 
     def __index__(self) -> int:
@@ -468,7 +509,7 @@ class Tensor:
 
     def __contains__(self, element) -> bool:
         """``element in t``: whether any element equals it (PyTorch's rule)."""
-        if not isinstance(element, (Tensor, int, float, bool, np.number, np.bool_)):
+        if not isinstance(element, (Tensor, int, float, bool, complex, np.number, np.bool_)):
             raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
                                f"passed in a {type(element).__name__}.")
         return bool((self == element).any().item())
@@ -496,8 +537,11 @@ class Tensor:
 
     def __deepcopy__(self, memo: dict) -> Tensor:
         """``copy.deepcopy``, as PyTorch's: graph leaves only (a non-leaf raises PyTorch's
-        RuntimeError); the copy keeps the values and strides, ``requires_grad``, a deep copy
-        of ``.grad`` and of the Python attributes, and no autograd history."""
+        RuntimeError); the copy keeps the values, ``requires_grad``, a deep copy of ``.grad``
+        and of the Python attributes, and no autograd history. On the CPU the storage is
+        copied whole, once per deepcopy call (the memo), and the copy views it with the
+        original's offset and strides: tensors that shared memory (a tensor and its views,
+        tied slices) still share it in the copy, as PyTorch's."""
         if not self.is_leaf:
             raise RuntimeError(
                 "Only Tensors created explicitly by the user (graph leaves) support the "
@@ -507,12 +551,17 @@ class Tensor:
         if id(self) in memo:
             return memo[id(self)]
         import copy
-        if isinstance(self._data, np.ndarray):
-            data = self._data.copy(order="A")  # the layout a pickle keeps
-        else:  # a device array: a row-major device copy
-            from tgrad.backends import get_backend
-            data = get_backend(self.device).clone(self._data)
-        out = _rebuild_tensor(type(self), data, self.device, self.requires_grad, None)
+        shared = _deepcopy_storage_view(self, memo)
+        if shared is not None:  # the view over a copy of the whole storage (PyTorch's)
+            out = _rebuild_tensor(type(self), shared[0], self.device, self.requires_grad, None)
+            out._storage = shared[1]
+        else:
+            if isinstance(self._data, np.ndarray):
+                data = self._data.copy(order="A")  # the layout a pickle keeps
+            else:  # a device array: a row-major device copy
+                from tgrad.backends import get_backend
+                data = get_backend(self.device).clone(self._data)
+            out = _rebuild_tensor(type(self), data, self.device, self.requires_grad, None)
         memo[id(self)] = out
         state = _picklable_dict(self)
         if state:
@@ -614,6 +663,29 @@ def _rebuild_tensor(cls: type, data: Any, device: Device, requires_grad: bool,
     return t
 
 
+def _deepcopy_storage_view(t: Tensor, memo: dict) -> tuple | None:
+    """For Tensor.__deepcopy__: (array, storage) viewing a copy of t's storage root with
+    t's byte offset and strides, the root copied and its Storage made once per ``memo``
+    (so views copied together share memory again); None where the root is not a
+    C-contiguous host array (a device array, a rare strided root): the caller copies t
+    alone."""
+    root = t._storage.root
+    if not (isinstance(t._data, np.ndarray) and isinstance(root, np.ndarray)
+            and root.flags.c_contiguous):
+        return None
+    key = ("tgrad.Storage", id(root))  # (not an int: no clash with deepcopy's id keys)
+    hit = memo.get(key)
+    if hit is None:
+        new_root = root.copy()
+        hit = memo[key] = (new_root, _new_storage(new_root), root)  # root: kept alive
+    new_root, storage = hit[0], hit[1]
+    offset = (t._data.__array_interface__["data"][0]
+              - root.__array_interface__["data"][0]) if t._data.size else 0
+    data = np.ndarray(t._data.shape, t._data.dtype, buffer=new_root, offset=offset,
+                      strides=t._data.strides)
+    return data, storage
+
+
 def _picklable_dict(t: Tensor) -> dict:
     """The Python attributes a pickle or deepcopy of ``t`` keeps: all but forward-mode AD's
     dual (``_fw``), which belongs to a dual level of this process."""
@@ -632,6 +704,30 @@ def _to(*args, **kwargs) -> Tensor:
     from tgrad.ops.movement import to
     _to = to  # bound on first use (the op library imports this module)
     return to(*args, **kwargs)
+
+
+def _is_contiguous_as(t: Tensor, fmt) -> bool:
+    """Tensor.is_contiguous(memory_format=fmt): PyTorch's rule. contiguous_format (and
+    preserve_format, which PyTorch answers alike) is row-major contiguity; channels_last
+    (channels_last_3d) needs a 4-D (5-D) tensor whose strides, dims of size 1 skipped, are
+    those of a row-major (N, H, W, C) ((N, D, H, W, C)) array."""
+    from tgrad.ops.movement import channels_last, channels_last_3d, memory_format
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"is_contiguous(): argument 'memory_format' must be "
+                        f"tgrad.memory_format, not {type(fmt).__name__}")
+    order = {channels_last: (4, (1, 3, 2, 0)),
+             channels_last_3d: (5, (1, 4, 3, 2, 0))}.get(fmt)
+    if order is None:
+        return t._data.flags.c_contiguous
+    if t.ndim != order[0]:
+        return False
+    sizes, strides, expected = t.shape, t.stride(), 1
+    for d in order[1]:  # innermost first: C, W, H, (D,) N
+        if sizes[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= sizes[d]
+    return True
 
 
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:

@@ -10,8 +10,9 @@ runs unchanged:
   conjugate bit, so ``is_conj`` is always False) and return a real one as it is;
   ``resolve_neg`` returns the tensor, ``is_neg`` is False; ``real`` is a view of a complex
   tensor's real parts (the tensor itself when real), ``imag`` of its imaginary parts (real
-  tensors raise PyTorch's error); ``isreal`` is imag == 0; ``mH``/``H``/``adjoint`` are
-  conjugate transposes;
+  tensors raise PyTorch's error); ``t.real = v`` / ``t.imag = v`` copy ``v`` into those
+  views (PyTorch's setters); ``isreal`` is imag == 0; ``mH``/``H``/``adjoint`` are
+  conjugate transposes (on a 0-d tensor PyTorch's deprecation warning, then ``conj()``);
 - metadata: ``ndimension``, ``nbytes``, ``itemsize``, ``is_cpu``, ``get_device``,
   ``is_signed``, ``is_same_size``; ``layout`` (always ``tgrad.strided``) and PyTorch's
   other-kind flags ``is_sparse``, ``is_sparse_csr``, ``is_quantized``, ``is_meta``,
@@ -194,13 +195,31 @@ def isreal(input: Tensor) -> Tensor:  # noqa: A002
 
 real = cx.real
 imag = cx.imag
-Tensor.real = property(real)
-Tensor.imag = property(imag)
+
+
+def _part_setter(part):
+    def setter(self: Tensor, value) -> None:
+        """``t.real = value`` / ``t.imag = value``: PyTorch's ``t.real.copy_(value)`` (a
+        number or a tensor broadcast to t's shape; in place, so autograd records it)."""
+        if not isinstance(value, Tensor):
+            from tgrad.ops.creation import tensor
+            value = tensor(value, device=self.device)
+        part(self).copy_(value)
+
+    return setter
+
+
+Tensor.real = property(real, _part_setter(real))
+Tensor.imag = property(imag, _part_setter(imag))
 
 
 @tensor_method("adjoint")
 def adjoint(input: Tensor) -> Tensor:  # noqa: A002
     """The conjugate transpose of the last two dims (a transpose, for real tensors)."""
+    if input.ndim == 0:  # PyTorch 2.13: deprecated, x.conj()
+        warnings.warn("adjoint() is deprecated on 0-D tensors. Consider using x.conj().",
+                      UserWarning, stacklevel=2)
+        return cx.complex_conj(input)
     if input.ndim < 2:
         raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {input.ndim}-D tensor.")

@@ -13,8 +13,9 @@
   storage offset, at the new shape, within its storage (growing the storage is not
   supported: tgrad's storages have a fixed size); not on a tensor requiring grad;
 - ``Tensor.apply_(fn)`` / ``map_(other, fn)``: self[i] = fn(self[i]) / fn(self[i],
-  other[i]) (other broadcast), a Python call per element, on the CPU only and not on a
-  tensor requiring grad (as PyTorch).
+  other[i]) (other broadcast to self's shape, of self's dtype), a Python call per element,
+  on the CPU only and not on a tensor requiring grad; the callable must return a number
+  (a real one for a real self), as PyTorch.
 """
 
 from __future__ import annotations
@@ -165,6 +166,9 @@ def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor
 
 
 def _python_map(self: Tensor, op: str, fn, *others: Tensor) -> Tensor:
+    """self[i] = fn(self[i], *(o[i] for o in others)), each ``other`` broadcast to self's
+    shape (PyTorch's checks: CPU, no tensor requiring grad, ``other`` of self's dtype, a
+    number returned, a real one for a real self)."""
     if self.device.type != "cpu":
         raise TypeError(f"{op} is only implemented on CPU tensors")
     if self._requires_grad or any(o._requires_grad for o in others):
@@ -173,11 +177,32 @@ def _python_map(self: Tensor, op: str, fn, *others: Tensor) -> Tensor:
     import numpy as np
 
     from tgrad.ops.inplace import _write
+    from tgrad.tensor import _TYPE_NAMES
+    for o in others:
+        if o.dtype is not self.dtype:  # PyTorch's text
+            raise TypeError(f"{op}: expected tgrad.{_TYPE_NAMES[self.dtype]} for 'other' "
+                            f"(got tgrad.{_TYPE_NAMES[o.dtype]})")
+        if np.broadcast_shapes(o.shape, self.shape) != self.shape:
+            raise RuntimeError(f"{op}: the expanded size of the tensor must match the existing "
+                               f"size: 'other' of shape {list(o.shape)} cannot be broadcast "
+                               f"to self's shape {list(self.shape)}")
     vals = [np.broadcast_to(np.asarray(o.numpy(force=True)), self.shape) for o in others]
     out = np.empty(self.shape, self.dtype.np)
     mine = self.numpy(force=True)
+    real = not self.dtype.is_complex
     for i in np.ndindex(self.shape):
-        out[i] = fn(mine[i].item(), *[v[i].item() for v in vals])
+        v = fn(mine[i].item(), *[v[i].item() for v in vals])
+        if isinstance(v, Tensor) and v.numel() == 1:
+            v = v.item()
+        if not isinstance(v, (bool, int, float, complex, np.number, np.bool_)) or (
+                real and isinstance(v, (complex, np.complexfloating))):
+            raise TypeError(f"{op}(): the callable must return a "
+                            f"{'real ' if real else ''}number, not {type(v).__name__}")
+        try:
+            out[i] = v
+        except OverflowError:
+            raise RuntimeError(f"{op}(): value {v} returned by the callable cannot be "
+                               f"converted to type {self.dtype.name} without overflow") from None
     _write(self, out)
     return self
 
