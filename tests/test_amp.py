@@ -412,3 +412,143 @@ print(json.dumps(out))
 """)
     assert res == {"exp": "float32", "sum": "float32", "softmax": "float32", "mv": "float16",
                    "matmul": "float16", "bce": True, "bce_cpu": "float32"}
+
+
+def test_cpu_lower_policy_casts_the_other_half_dtype():
+    # PyTorch's cached_cast: every floating dtype but float64 goes to the region's dtype, so
+    # float16 operands in a bfloat16 region (and bfloat16 in a float16 one) are cast too
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal((4, 2)).astype(np.float32)
+    ah, bh = a.astype(np.float16), b.astype(np.float16)
+    with tgrad.autocast("cpu"):
+        mm = tgrad.tensor(ah) @ tgrad.tensor(bh)
+        lin = F.linear(tgrad.tensor(ah), tgrad.tensor(bh.T.copy()))
+        f64 = tgrad.tensor(a.astype(np.float64)) @ tgrad.tensor(b.astype(np.float64))
+    assert mm.dtype is tgrad.bfloat16 and lin.dtype is tgrad.bfloat16
+    assert f64.dtype is tgrad.float64
+    want = _bf16(_bf16(ah) @ _bf16(bh))  # float16 values rounded to bfloat16, then the product
+    np.testing.assert_allclose(mm.float().numpy(), want, rtol=1e-2, atol=1e-2)
+    with tgrad.autocast("cpu", dtype=tgrad.float16):
+        assert (tgrad.tensor(a).to(tgrad.bfloat16) @ tgrad.tensor(b)).dtype is tgrad.float16
+
+
+def test_autocast_dtype_defaults_to_the_enclosing_regions():
+    x = tgrad.ones(2, 2)
+    with autocast("cpu", dtype=tgrad.float16):
+        with autocast("cpu"):  # PyTorch's default: get_autocast_dtype("cpu") now
+            assert (x @ x).dtype is tgrad.float16
+        with autocast("cpu", enabled=False):  # off, but the dtype stays
+            assert not tgrad.is_autocast_enabled("cpu")
+            assert tgrad.get_autocast_dtype("cpu") is tgrad.float16
+            assert (x @ x).dtype is tgrad.float32
+    assert tgrad.get_autocast_dtype("cpu") is tgrad.bfloat16
+    with autocast("cpu", dtype=tgrad.float16, enabled=False):
+        with autocast("cpu"):
+            assert (x @ x).dtype is tgrad.float16
+    region = autocast("cpu", dtype=tgrad.float16)  # one instance entered inside itself
+    with region:
+        with region:
+            assert tgrad.is_autocast_enabled("cpu")
+        assert tgrad.is_autocast_enabled("cpu")
+    assert not tgrad.is_autocast_enabled("cpu")
+    assert tgrad.get_autocast_dtype("cpu") is tgrad.bfloat16
+
+
+def test_custom_fwd_cast_inputs_leaves_float64_alone():
+    seen = {}
+
+    class Fn(tgrad.autograd.Function):
+        @staticmethod
+        @tgrad.amp.custom_fwd(device_type="cpu", cast_inputs=tgrad.float32)
+        def forward(ctx, x, y):
+            seen["dtypes"] = (x.dtype, y.dtype)
+            return x * 2
+
+        @staticmethod
+        @tgrad.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            return g * 2, None
+
+    x = tgrad.ones(2, dtype=tgrad.bfloat16, requires_grad=True)
+    with autocast("cpu"):
+        Fn.apply(x, tgrad.ones(2, dtype=tgrad.float64)).sum().backward()
+    assert seen["dtypes"] == (tgrad.float32, tgrad.float64)
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_grad_scaler_keeps_a_float32_scale():
+    f32 = lambda v: float(np.float32(v))  # noqa: E731
+    scaler = GradScaler("cpu", init_scale=0.1, growth_factor=1.1, backoff_factor=0.3,
+                        growth_interval=1)
+    assert scaler.get_scale() == 0.1  # init_scale as given until scale() is called
+    scaler.scale(tgrad.tensor(1.0))
+    assert scaler.get_scale() == f32(0.1) and scaler.state_dict()["scale"] == f32(0.1)
+    w, opt = _setup()
+    w.grad = tgrad.tensor([1.0, 7.0])
+    scaler.step(opt)
+    scaler.update()  # float32(0.1) * 1.1 in float64, rounded to float32
+    assert scaler.get_scale() == f32(f32(0.1) * 1.1)
+    w.grad = tgrad.tensor([float("nan"), 1.0])
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == f32(f32(f32(0.1) * 1.1) * 0.3)
+    scaler.update(0.7)
+    assert scaler.get_scale() == f32(0.7)
+    # a growth that overflows float32 is not taken (the tracker restarts)
+    big = GradScaler("cpu", init_scale=2.0 ** 127, growth_interval=1)
+    big.scale(tgrad.tensor(1.0))
+    w, opt = _setup()
+    w.grad = tgrad.tensor([1.0, 1.0])
+    big.step(opt)
+    big.update()
+    assert big.get_scale() == 2.0 ** 127 and big.state_dict()["_growth_tracker"] == 0
+    # unscale_ multiplies by float32(1 / scale), also float64 gradients
+    s3 = GradScaler("cpu", init_scale=3.0)
+    s3.scale(tgrad.tensor(1.0))
+    wd = nn.Parameter(tgrad.tensor([1.0, 2.0], dtype=tgrad.float64))
+    wd.grad = tgrad.tensor([1.0, 7.0], dtype=tgrad.float64)
+    s3.unscale_(tgrad.optim.SGD([wd], lr=0.1))
+    assert wd.grad.tolist() == [f32(1 / 3), 7.0 * f32(1 / 3)]
+
+
+def test_grad_scaler_scale_dtypes_and_checks():
+    scaler = GradScaler("cpu", init_scale=4.0)
+    # times a 0-dim float32 tensor: n-d half outputs keep their dtype, 0-dim ones do not
+    out = scaler.scale(tgrad.tensor([1.5, 2.0], dtype=tgrad.float16))
+    assert out.dtype is tgrad.float16 and out.tolist() == [6.0, 8.0]
+    assert scaler.scale(tgrad.tensor(1.5, dtype=tgrad.bfloat16)).dtype is tgrad.float32
+    assert scaler.scale(tgrad.tensor([3])).dtype is tgrad.float32
+    # update(new_scale) with a tensor: one element, no grad (PyTorch's AssertionError)
+    for bad in (tgrad.tensor([1.0, 2.0]), tgrad.tensor(2.0, requires_grad=True)):
+        with pytest.raises(AssertionError, match="new_scale should be a float or a 1-element"):
+            scaler.update(bad)
+    scaler.update(tgrad.tensor(16.0))
+    assert scaler.get_scale() == 16.0
+    # no gradient at all: no inf check was recorded
+    w, opt = _setup()
+    w.grad = None
+    scaler.scale(tgrad.tensor(1.0))
+    with pytest.raises(AssertionError, match="No inf checks were recorded for this optimizer"):
+        scaler.step(opt)
+    s2 = GradScaler("cpu")
+    s2.scale(tgrad.tensor(1.0))
+    s2.unscale_(opt)
+    with pytest.raises(AssertionError, match="No inf checks were recorded prior to update"):
+        s2.update()
+    # a disabled scaler does not check its factors
+    assert not GradScaler("cpu", growth_factor=0.5, enabled=False).is_enabled()
+
+
+def test_cpu_amp_deprecated_aliases():
+    from tgrad.cpu.amp import GradScaler as CpuScaler
+    x = tgrad.ones(2, 2)
+    with pytest.warns(FutureWarning, match=r"torch.cpu.amp.autocast\(args...\)` is deprecated"):
+        region = tgrad.cpu.amp.autocast(dtype=tgrad.float16)
+    with region:
+        assert (x @ x).dtype is tgrad.float16
+    with pytest.warns(FutureWarning):
+        with tgrad.cpu.amp.autocast():
+            assert (x @ x).dtype is tgrad.bfloat16
+    with pytest.warns(FutureWarning, match="torch.amp.GradScaler\\('cpu', args...\\)"):
+        scaler = CpuScaler(init_scale=8.0)
+    assert isinstance(scaler, GradScaler) and scaler.scale(tgrad.tensor(1.0)).item() == 8.0

@@ -3,8 +3,9 @@ the registered ops given a policy (tgrad/amp/autocast_mode.py's table), the
 ``autocast_policy`` decorator on composite functions (F.linear, the convolutions, matmul,
 the losses...), written where each is defined. PyTorch's three kinds:
 
-    "lower":   float32 tensors on an autocast device -> that device's autocast dtype
-               (float16 / bfloat16): matmul, linear, convolutions...
+    "lower":   float32 tensors, and the other half dtype, on an autocast device -> that
+               device's autocast dtype (float16 / bfloat16): matmul, linear, convolutions...
+               (PyTorch's cached_cast: a float16 tensor in a bfloat16 region is cast too)
     "fp32":    float16 / bfloat16 tensors -> float32: exp, log, pow, sum, softmax, the losses
     "promote": every floating tensor -> the widest floating dtype among them
     "native":  no cast, and the function's own ops run with autocast off on that device type
@@ -49,8 +50,8 @@ def _cast(t, kind: str, low, widest):
     dt = t.dtype
     if not dt.is_floating_point:
         return t
-    if kind == "lower":
-        return t.to(low) if dt.name == "float32" else t
+    if kind == "lower":  # every floating dtype but float64 and the target itself
+        return t.to(low) if dt is not low and dt.name != "float64" else t
     if kind == "fp32":
         return t.to(_float32()) if dt.itemsize == 2 else t
     return t.to(widest) if dt is not widest else t

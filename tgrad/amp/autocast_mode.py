@@ -1,6 +1,7 @@
 """``tgrad.autocast`` / ``tgrad.amp.autocast``: PyTorch's automatic mixed precision region.
 
-Inside ``with tgrad.autocast("cuda"):`` (dtype float16 by default; "cpu": bfloat16) the ops
+Inside ``with tgrad.autocast("cuda"):`` (dtype float16 by default; "cpu": bfloat16; inside
+another region for that device type, enabled or not, that region's dtype) the ops
 of the three lists below cast their floating arguments on that device type first
 (tgrad/_autocast.py): matrix products and convolutions run in the lower precision,
 numerically sensitive ops (exp, log, pow, sums, softmax, norms, the losses) in float32, and
@@ -13,13 +14,14 @@ op lists, per device type (CPU's are much shorter: exp, sum, softmax... keep the
 dtype there); float64 is never cast; F.binary_cross_entropy raises inside a CUDA region
 (PyTorch's "unsafe to autocast" error; float32 in a CPU one). ``dtype`` other than float16 /
 bfloat16 on "cpu" warns and disables the region (PyTorch's). Regions nest;
-``enabled=False`` turns a region off inside another. ``cache_enabled`` is accepted (tgrad
-casts again at every use).
+``enabled=False`` turns a region off inside another (keeping its dtype, as PyTorch's).
+``cache_enabled`` is accepted (tgrad casts again at every use).
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from typing import Any
 
@@ -46,6 +48,7 @@ CPU_FP32_OPS = ("prod", "cross_entropy")
 CPU_PROMOTE_OPS = ("cat",)
 
 _DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16"}
+_LOCAL = threading.local()  # .dtypes: see _dtypes()
 
 
 def _install() -> None:
@@ -78,8 +81,9 @@ class autocast:  # noqa: N801 - PyTorch's name
             raise RuntimeError(f"User specified an unsupported autocast device_type "
                                f"'{device_type}'")
         self.device_type = device_type
+        # PyTorch's default: the dtype in force for device_type (an enclosing region's)
         self.fast_dtype = dtypes.as_dtype(dtype if dtype is not None
-                                          else _DEFAULT_DTYPE[device_type])
+                                          else get_autocast_dtype(device_type))
         enabled = bool(enabled)
         if self.fast_dtype.name not in ("float16", "bfloat16") and enabled:
             if device_type == "cpu":  # PyTorch's: a warning, and the region is disabled
@@ -93,19 +97,23 @@ class autocast:  # noqa: N801 - PyTorch's name
                                    f"torch.bfloat16 (got {self.fast_dtype})")
         self._enabled = enabled
         self.cache_enabled = cache_enabled
+        self._prev: list = []
 
     def __enter__(self) -> autocast:
-        self.prev = STATE.autocast
-        region = dict(self.prev or {})
+        # the state to restore, on a stack: one instance may be entered again inside itself
+        self._prev.append((STATE.autocast, _dtypes()))
+        region = dict(STATE.autocast or {})
         if self._enabled:
             region[self.device_type] = self.fast_dtype
         else:
             region.pop(self.device_type, None)
         STATE.autocast = region or None
+        # the region's dtype is get_autocast_dtype's answer inside it, enabled or not
+        _LOCAL.dtypes = {**_dtypes(), self.device_type: self.fast_dtype}
         return self
 
     def __exit__(self, *exc) -> None:
-        STATE.autocast = self.prev
+        STATE.autocast, _LOCAL.dtypes = self._prev.pop()
 
     def __call__(self, fn):
         @functools.wraps(fn)
@@ -140,16 +148,25 @@ def is_autocast_available(device_type: str) -> bool:
     return kind in ("cpu", "cuda")
 
 
+def _dtypes() -> dict:
+    """{device type: dtype} of the innermost regions entered in this thread, enabled or not."""
+    return getattr(_LOCAL, "dtypes", None) or {}
+
+
 def get_autocast_dtype(device_type: str = "cuda"):
-    """The dtype autocast uses on ``device_type`` (its default outside a region)."""
+    """The dtype autocast uses on ``device_type``: the innermost region's (also one entered
+    with ``enabled=False``: PyTorch keeps the dtype apart from the on/off state), else the
+    default (float16 on 'cuda', bfloat16 on 'cpu')."""
     region = STATE.autocast or {}
-    return region.get(device_type) or dtypes.as_dtype(_DEFAULT_DTYPE[device_type])
+    return (region.get(device_type) or _dtypes().get(device_type)
+            or dtypes.as_dtype(_DEFAULT_DTYPE[device_type]))
 
 
 def _cast_floats(value, device_type: str, dtype):
     from tgrad.tensor import Tensor
     if isinstance(value, Tensor):
-        if value.dtype.is_floating_point and value.device.type == device_type:
+        if (value.dtype.is_floating_point and value.device.type == device_type
+                and value.dtype.name != "float64"):  # PyTorch's: float64 is left alone
             return value.to(dtype)
         return value
     if isinstance(value, (tuple, list)):
@@ -162,7 +179,8 @@ def _cast_floats(value, device_type: str, dtype):
 def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
     """Decorator for a custom Function's ``forward``: remembers the autocast state for
     ``custom_bwd``; with ``cast_inputs`` (a dtype) the forward runs outside autocast on
-    inputs cast to that dtype when called inside a region."""
+    inputs cast to that dtype when called inside a region (floating tensors on
+    ``device_type`` but float64 ones, also inside lists, tuples and dicts)."""
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
 

@@ -5,37 +5,64 @@
                                     # some gradient is inf/NaN (that step is skipped)
     scaler.update()                 # scale *= backoff_factor after a skipped step, or
                                     # *= growth_factor after growth_interval good ones
+
+As PyTorch's, the scale is a float32 value once ``scale`` has been called (before, get_scale
+is ``init_scale`` as given): updates round to float32 and a growth to inf is not taken, and
+unscale_ multiplies by float32(1 / scale).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+import numpy as np
+
+from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
+from tgrad.ops.creation import tensor
 from tgrad.tensor import Tensor
 
 __all__ = ["GradScaler"]
 
 _READY, _UNSCALED, _STEPPED = 0, 1, 2
+_NEW_SCALE = ("new_scale should be a float or a 1-element torch.cuda.FloatTensor or "
+              "torch.FloatTensor with requires_grad=False.")
+
+
+def _f32(x: float) -> float:
+    """x rounded to float32 (PyTorch keeps the scale in a float32 tensor)."""
+    with np.errstate(over="ignore"):  # too large: inf (update() then keeps the old scale)
+        return float(np.float32(x))
 
 
 class GradScaler:
     """Scales the loss, unscales the gradients and skips the optimizer steps that met an
     inf/NaN gradient, adapting the scale (module docstring). ``enabled=False`` makes every
-    method a pass-through (scale() returns its argument, step() just steps)."""
+    method a pass-through (scale() returns its argument, step() just steps); so does
+    ``device="cuda"`` (the default) where tgrad.cuda is not available, with PyTorch's
+    warning."""
 
     def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16,
                  growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000, enabled: bool = True) -> None:
-        if growth_factor <= 1.0:
-            raise AssertionError("The growth factor must be > 1.0.")
-        if backoff_factor >= 1.0:
-            raise AssertionError("The backoff factor must be < 1.0.")
+        if device == "cuda" and enabled:
+            from tgrad import cuda
+            if not cuda.is_available():  # PyTorch's warning, and the scaler is disabled
+                warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not "
+                              "available.  Disabling.", stacklevel=2)
+                enabled = False
+        if enabled:  # PyTorch checks the factors of an enabled scaler only
+            if growth_factor <= 1.0:
+                raise AssertionError("The growth factor must be > 1.0.")
+            if backoff_factor >= 1.0:
+                raise AssertionError("The backoff factor must be < 1.0.")
         self._device = device
         self._enabled = enabled
-        self._scale = float(init_scale)
-        self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
-        self._growth_interval = int(growth_interval)
+        self._scale = float(init_scale)  # float32-rounded from the first scale() on
+        # kept as given (PyTorch's getters and state_dict return them so)
+        self._growth_factor, self._backoff_factor = growth_factor, backoff_factor
+        self._growth_interval = growth_interval
         self._growth_tracker = 0
         self._per_optimizer: dict = {}
         self._scale_used = False  # PyTorch creates its _scale tensor at the first scale()
@@ -50,30 +77,32 @@ class GradScaler:
         return self._growth_factor
 
     def set_growth_factor(self, new_factor: float) -> None:
-        self._growth_factor = float(new_factor)
+        self._growth_factor = new_factor
 
     def get_backoff_factor(self) -> float:
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor: float) -> None:
-        self._backoff_factor = float(new_factor)
+        self._backoff_factor = new_factor
 
     def get_growth_interval(self) -> int:
         return self._growth_interval
 
     def set_growth_interval(self, new_interval: int) -> None:
-        self._growth_interval = int(new_interval)
+        self._growth_interval = new_interval
 
     def scale(self, outputs: Any) -> Any:
         """``outputs`` (a tensor, or a list / tuple of them) times the current scale."""
         if not self._enabled:
             return outputs
         if isinstance(outputs, Tensor):
-            self._scale_used = True
-            # PyTorch's scale is a float32 tensor: a float16 / bfloat16 loss comes back float32
-            if outputs.dtype.is_floating_point and outputs.dtype.itemsize < 4:
-                outputs = outputs.float()
-            return outputs * self._scale
+            if not self._scale_used:  # PyTorch's float32 scale tensor is made here
+                self._scale_used = True
+                self._scale = _f32(self._scale)
+            # times PyTorch's 0-dim float32 scale tensor, with its dtype promotion: a 0-dim
+            # float16 / bfloat16 loss (or an integer tensor) comes back float32, an n-d
+            # float16 / bfloat16 output keeps its dtype
+            return outputs * tensor(self._scale, dtype=dtypes.float32, device=outputs.device)
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
@@ -86,7 +115,8 @@ class GradScaler:
 
     def _state(self, optimizer) -> dict:
         return self._per_optimizer.setdefault(id(optimizer), {"stage": _READY,
-                                                              "found_inf": False})
+                                                              "found_inf": False,
+                                                              "checked": False})
 
     def unscale_(self, optimizer) -> None:
         """Divide ``optimizer``'s gradients by the scale in place and note whether any is
@@ -105,17 +135,15 @@ class GradScaler:
         if any(g.dtype.name == "float16" for g in grads):  # PyTorch's: fp32 master weights
             raise ValueError("Attempting to unscale FP16 gradients.")
         state = self._state(optimizer)
-        inv = 1.0 / self._scale
+        inv = _f32(1.0 / self._scale)  # PyTorch's: scale.double().reciprocal().float()
         found = False
         with no_grad():
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    p.grad.mul_(inv)
-                    if not found and not bool(p.grad.isfinite().all()):
-                        found = True
+            for g in grads:
+                g.mul_(inv)
+                if not found and not bool(g.isfinite().all()):
+                    found = True
         state["found_inf"] = found
+        state["checked"] = bool(grads)  # PyTorch records no inf check without gradients
         state["stage"] = _UNSCALED
 
     def step(self, optimizer, *args, **kwargs):
@@ -132,6 +160,8 @@ class GradScaler:
             raise RuntimeError("step() has already been called since the last update().")
         if state["stage"] == _READY:
             self.unscale_(optimizer)
+        if not state["checked"]:
+            raise AssertionError("No inf checks were recorded for this optimizer.")
         result = None if state["found_inf"] else optimizer.step(*args, **kwargs)
         state["stage"] = _STEPPED
         return result
@@ -142,18 +172,26 @@ class GradScaler:
             return
         self._check_scale("update")
         if new_scale is not None:
-            self._scale = float(new_scale.item() if isinstance(new_scale, Tensor)
-                                else new_scale)
+            if isinstance(new_scale, Tensor):  # PyTorch's checks (its message names torch)
+                if (new_scale.device.type != self._device or new_scale.numel() != 1
+                        or new_scale.requires_grad):
+                    raise AssertionError(_NEW_SCALE)
+                new_scale = new_scale.item()
+            self._scale = _f32(new_scale)
         else:
-            if not self._per_optimizer:
+            if not any(s.get("checked") for s in self._per_optimizer.values()):
                 raise AssertionError("No inf checks were recorded prior to update.")
+            # PyTorch's _amp_update_scale_: float32 scale times the (double) factor, rounded
+            # to float32; a growth that overflows to inf is not taken
             if any(s["found_inf"] for s in self._per_optimizer.values()):
-                self._scale *= self._backoff_factor
+                self._scale = _f32(self._scale * self._backoff_factor)
                 self._growth_tracker = 0
             else:
                 self._growth_tracker += 1
                 if self._growth_tracker == self._growth_interval:
-                    self._scale *= self._growth_factor
+                    grown = _f32(self._scale * self._growth_factor)
+                    if np.isfinite(grown):
+                        self._scale = grown
                     self._growth_tracker = 0
         self._per_optimizer = {}
 
@@ -171,7 +209,8 @@ class GradScaler:
         if not state_dict:
             raise RuntimeError("The source state dict is empty, possibly because it was "
                                "saved from a disabled instance of GradScaler.")
-        self._scale = float(state_dict["scale"])
+        scale = float(state_dict["scale"])
+        self._scale = _f32(scale) if self._scale_used else scale
         self._growth_factor = float(state_dict["growth_factor"])
         self._backoff_factor = float(state_dict["backoff_factor"])
         self._growth_interval = int(state_dict["growth_interval"])
