@@ -471,3 +471,84 @@ def test_jacfwd_randomness_modes():
     tgrad.manual_seed(3)
     j = FT.jacfwd(f, randomness="different")(x).numpy()
     assert j[0, 1] == 0 and j[1, 0] == 0 and j[0, 0] == r[0] and j[1, 1] != r[1]
+
+
+def test_vmap_in_dims_and_out_dims_broadcast_as_pytree_prefixes():
+    a, b, c = np.arange(12.0).reshape(3, 4), np.ones((3, 4)) * 2, np.arange(12.0).reshape(4, 3)
+    # (0, 1) covers the pair (a, b) with 0 and c with 1 (PyTorch's prefix broadcasting)
+    out = FT.vmap(lambda p: p[0][0] * p[0][1] + p[1], in_dims=((0, 1),))(
+        ((_t(a), _t(b)), _t(c)))
+    np.testing.assert_array_equal(out.numpy(), a * b + c.T)
+    # a dict of in_dims is paired with the argument's entries by key, not by position
+    out = FT.vmap(lambda d: d["a"] - d["b"], in_dims=({"b": 1, "a": 0},))(
+        {"a": _t(a), "b": _t(c)})
+    np.testing.assert_array_equal(out.numpy(), a - c.T)
+    with pytest.raises(ValueError, match=re.escape(
+            "in_dims is not compatible with the structure of `inputs`. in_dims has structure "
+            "((*, *),) but inputs has structure ([*, *],).")):
+        FT.vmap(lambda p: p[0], in_dims=((0, 1),))([_t(a), _t(c)])
+    with pytest.raises(ValueError, match=re.escape(
+            "Got in_dim=0.0 for an input but in_dim must be either an integer dimension or "
+            "None.")):
+        FT.vmap(lambda r: r, in_dims=(0.0,))(_t(a))
+    # out_dims (1, 0): the pair of outputs goes out along dim 1, the sum along dim 0
+    (p, q), s = FT.vmap(lambda r: ((r, r * 2), r.sum()), out_dims=(1, 0))(_t(a))
+    np.testing.assert_array_equal(p.numpy(), a.T)
+    np.testing.assert_array_equal(q.numpy(), 2 * a.T)
+    np.testing.assert_array_equal(s.numpy(), a.sum(1))
+    calls = []
+    with pytest.raises(ValueError, match=re.escape(
+            "vmap(<lambda>, ..., out_dims=('x',)): `out_dims` must be an int, None or a python "
+            "collection of ints")):
+        FT.vmap(lambda r: calls.append(r) or r, out_dims=("x",))(_t(a))
+    assert calls == []  # checked before f runs, as PyTorch
+    with pytest.raises(ValueError, match=re.escape(
+            "got sizes [3, 3, 4] for the mapped dimension")):
+        FT.vmap(lambda x, y, z: x)(_t(a), _t(b), _t(c))
+
+
+def test_vmap_non_tensor_outputs_with_out_dims_none():
+    a = np.arange(6.0).reshape(3, 2)
+    t, n, s = FT.vmap(lambda r: (r * 2, 3, None), out_dims=(0, None, None))(_t(a))
+    np.testing.assert_array_equal(t.numpy(), 2 * a)
+    assert n == 3 and s is None
+    with pytest.raises(ValueError, match="must only return Tensors, got type <class 'int'>"):
+        FT.vmap(lambda r: (r * 2, 3))(_t(a))
+    with pytest.raises(ValueError, match="non-Tensor output 0.0 for one batch element"):
+        FT.vmap(lambda r: float(r[0]), out_dims=None)(_t(a))
+
+
+def test_vmap_data_dependent_output_shapes_and_structures_raise():
+    x = _t([[1.0, -1.0], [1.0, 2.0]])
+    with pytest.raises(RuntimeError, match=re.escape(
+            "returned outputs of different shapes for different batch elements ([1] and "
+            "[2])")):
+        FT.vmap(lambda r: r[r > 0])(x)
+    with pytest.raises(ValueError, match="returned outputs of different structures"):
+        FT.vmap(lambda r: r if bool(r[1] < 0) else (r, r))(x)
+
+
+def test_vmap_in_place_on_an_unmapped_input_raises_after_the_first_element():
+    a = np.arange(6.0).reshape(3, 2)
+    w = _t([10.0, 20.0])
+    with pytest.raises(RuntimeError, match=re.escape(
+            "modified in place an input that is not mapped (in_dim None)")):
+        FT.vmap(lambda r, v: v.add_(r), in_dims=(0, None))(_t(a), w)
+    np.testing.assert_array_equal(w.numpy(), [10.0, 20.0] + a[0])  # once, not 3 times
+    # in place on the mapped input writes through to it (PyTorch's vmap does too)
+    x = _t(a)
+    out = FT.vmap(lambda r, v: r.mul_(v), in_dims=(0, None))(x, _t([2.0, 3.0]))
+    np.testing.assert_array_equal(x.numpy(), a * [2.0, 3.0])
+    np.testing.assert_array_equal(out.numpy(), a * [2.0, 3.0])
+
+
+def test_vmap_over_an_empty_batch_of_matrices_for_linalg():
+    # zeros would be singular: the shapes come from identity stand-ins
+    inv = FT.vmap(tgrad.linalg.inv)(tgrad.zeros(0, 3, 3, dtype=F64))
+    assert inv.shape == (0, 3, 3) and inv.dtype is F64
+    sol = FT.vmap(tgrad.linalg.solve)(tgrad.zeros(0, 3, 3, dtype=F64),
+                                      tgrad.zeros(0, 3, dtype=F64))
+    assert sol.shape == (0, 3)
+    with pytest.raises(ValueError, match="Expected primal to be floating point or complex, "
+                                         "but got: tgrad.int64"):
+        FT.jacfwd(lambda r: r * 2)(tgrad.tensor([1, 2]))

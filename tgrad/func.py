@@ -428,10 +428,13 @@ def _jacfwd(func: Callable, argnums, has_aux: bool, who: str, args: tuple, kwarg
     leaves, rebuild = _flatten(chosen[0] if isinstance(argnums, int) else chosen)
     _check_real(leaves, who, "inputs")
     for t in leaves:
-        if not isinstance(t, Tensor) or not t.dtype.is_floating_point:
+        if isinstance(t, Tensor) and not t.dtype.is_floating_point:  # PyTorch's make_dual
+            raise ValueError(f"{who}: Expected primal to be floating point or complex, but "
+                             f"got: {t.dtype}")
+        if not isinstance(t, Tensor):
             raise RuntimeError(f"{who}: Expected the differentiated arguments to be "
                                f"floating point Tensors (or tuples / lists / dicts of "
-                               f"them), got {getattr(t, 'dtype', type(t).__name__)}")
+                               f"them), got {type(t).__name__}")
 
     def call(values):
         new_args = list(args)
@@ -523,32 +526,53 @@ def _set_rng_states(states: list) -> None:
         tgrad.set_rng_state(states[1], "cuda")
 
 
+def _broadcast_prefix(prefix, tree):
+    """One entry of ``prefix`` per leaf of ``tree`` (PyTorch's pytree prefix broadcasting for
+    in_dims / out_dims): an entry that is not a tuple / list / dict stands for the whole
+    subtree at its place; a container must match ``tree``'s (same type and length; a dict
+    the same keys, paired by key). None where they do not match."""
+    if not isinstance(prefix, (tuple, list, dict)):
+        return [prefix] * len(_flatten(tree)[0])
+    if isinstance(prefix, dict):
+        if not isinstance(tree, dict) or set(prefix) != set(tree):
+            return None
+        pairs = [(prefix[k], tree[k]) for k in tree]
+    else:
+        if type(prefix) is not type(tree) or len(prefix) != len(tree):
+            return None
+        pairs = list(zip(prefix, tree))
+    out = []
+    for p, t in pairs:
+        sub = _broadcast_prefix(p, t)
+        if sub is None:
+            return None
+        out.extend(sub)
+    return out
+
+
 def _dims_for(func, in_dims, args: tuple) -> list:
     """One in_dim (int or None) per leaf of ``args`` (PyTorch's structure errors)."""
     name = _func_name(func)
-    if isinstance(in_dims, int):
-        return [in_dims] * len(_flatten(args)[0])
-    if not isinstance(in_dims, tuple):
+    if not isinstance(in_dims, (int, tuple)):
         raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` "
                          f"to be int or a (potentially nested) tuple matching the structure "
                          f"of inputs, got: {type(in_dims)}.")
-    if len(in_dims) != len(args):
+    dims = _broadcast_prefix(in_dims, args)
+    if dims is None:
         raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is not "
-                         f"compatible with the structure of `inputs`: expected one entry per "
-                         f"positional argument ({len(args)})")
-    dims = []
-    for d, a in zip(in_dims, args):
-        n = len(_flatten(a)[0])
-        if isinstance(d, (tuple, list, dict)):
-            sub = _flatten(d)[0]
-            if len(sub) != n:
-                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims "
-                                 f"is not compatible with the structure of `inputs`: {d} "
-                                 f"does not match its argument's structure")
-            dims.extend(sub)
-        else:
-            dims.extend([d] * n)
+                         f"compatible with the structure of `inputs`. in_dims has structure "
+                         f"{_spec(in_dims)} but inputs has structure {_spec(args)}.")
     return dims
+
+
+def _check_out_dims(func, out_dims) -> None:
+    """PyTorch's check, before ``func`` runs, that out_dims is an int / None tree."""
+    bad = [d for d in _flatten(out_dims)[0]
+           if d is not None and (not isinstance(d, int) or isinstance(d, bool))]
+    if bad:
+        raise ValueError(f"vmap({_func_name(func)}, ..., out_dims={out_dims}): `out_dims` must "
+                         f"be an int, None or a python collection of ints representing where "
+                         f"in the outputs the vmapped dimension should appear.")
 
 
 def _same_values(a: Tensor, b: Tensor) -> bool:
@@ -571,6 +595,7 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
 
     def wrapper(*args, **kwargs):
         name = _func_name(func)
+        _check_out_dims(func, out_dims)
         if not args:
             raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add "
                              f"inputs, or you are trying to vmap over a function with no "
@@ -581,8 +606,9 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
             if d is None:
                 continue
             if not isinstance(d, int):
-                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims "
-                                 f"must be int or None, got {type(d)}")
+                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got "
+                                 f"in_dim={d} for an input but in_dim must be either an "
+                                 f"integer dimension or None.")
             if not isinstance(x, Tensor):
                 raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got "
                                  f"in_dim={d} for an input but the input is of type "
@@ -593,13 +619,13 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
                                  f"in_dim={d} for some input, but that input is a Tensor of "
                                  f"dimensionality {x.ndim} so expected in_dim to satisfy "
                                  f"-{x.ndim} <= in_dim < {x.ndim}.")
-        sizes = {x.shape[d] for x, d in zip(leaves, dims) if d is not None}
+        sizes = [x.shape[d] for x, d in zip(leaves, dims) if d is not None]
         if not sizes:
             raise ValueError("vmap: Expected at least one Tensor to vmap over")
-        if len(sizes) > 1:
+        if any(s != sizes[0] for s in sizes):
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
-                             f"dimension, got sizes {sorted(sizes)} for the mapped dimension")
-        n = sizes.pop()
+                             f"dimension, got sizes {sizes} for the mapped dimension")
+        n = sizes[0]
         with _transform(vmaps=True):
             results = _vmap_calls(func, leaves, dims, rebuild, kwargs, n, randomness)
         return _vmap_stack(func, results, out_dims, empty=n == 0)
@@ -609,43 +635,105 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
 def _vmap_calls(func, leaves, dims, rebuild, kwargs, n: int, randomness: str) -> list:
     """vmap's loop: ``func`` on each batch element, under the ``randomness`` rule."""
     start = _rng_states() if randomness != "different" else None
+    if n == 0:  # an empty batch: f runs once, on stand-ins of an element's shape
+        result = _vmap_empty_call(func, leaves, dims, rebuild, kwargs)
+        if randomness == "error" and start != _rng_states():
+            raise RuntimeError(_RANDOM_ERROR)
+        return [result]
     results = []
-    for i in range(max(n, 1)):  # an empty batch: f runs once, on zeros of an element's shape
+    for i in range(n):
         if randomness == "same":
             _set_rng_states(start)
-        sliced = [x if d is None else x.select(d, i) if n else
-                  x.detach().new_zeros(x.shape[:d % x.ndim] + x.shape[d % x.ndim + 1:])
-                  for x, d in zip(leaves, dims)]
+        sliced = [x if d is None else x.select(d, i) for x, d in zip(leaves, dims)]
         before = _rng_states() if randomness == "error" else None
+        versions = _unmapped_versions(leaves, dims) if i == 0 and n > 1 else None
         results.append(func(*rebuild(sliced), **kwargs))
         if before is not None and before != _rng_states():
             raise RuntimeError(_RANDOM_ERROR)
+        if versions and versions != _unmapped_versions(leaves, dims):
+            name = _func_name(func)
+            raise RuntimeError(
+                f"vmap({name}, ...): `{name}` modified in place an input that is not mapped "
+                f"(in_dim None). tgrad's vmap calls `{name}` once per batch element, so the "
+                f"change would be made {n} times where PyTorch makes it once (or raises 'vmap: "
+                f"inplace arithmetic(self, *extra_args) is not possible' when the value "
+                f"written is mapped); it was made for the first element only. Use "
+                f"out-of-place operators, or clone the input inside `{name}`.")
     return results
 
 
+def _vmap_empty_call(func, leaves: list, dims: list, rebuild, kwargs):
+    """``func``'s output on stand-ins for one element of an empty batch (only its structure,
+    shapes and dtypes are used): zeros, as PyTorch's kernels see no values; where ``func``
+    raises on zeros (a singular matrix: linalg.inv, solve), identity matrices in the last
+    two dims of floating point inputs, else the first error."""
+    def stand_ins(eye: bool) -> list:
+        out = []
+        for x, d in zip(leaves, dims):
+            if d is None:
+                out.append(x)
+                continue
+            shape = x.shape[:d % x.ndim] + x.shape[d % x.ndim + 1:]
+            z = x.detach().new_zeros(shape)
+            if eye and len(shape) >= 2 and (x.dtype.is_floating_point or x.dtype.is_complex):
+                from tgrad.ops.creation import eye as _eye
+                z = z + _eye(shape[-2], shape[-1], dtype=x.dtype, device=x.device)
+            out.append(z)
+        return out
+    try:
+        return func(*rebuild(stand_ins(False)), **kwargs)
+    except Exception as first:
+        try:
+            return func(*rebuild(stand_ins(True)), **kwargs)
+        except Exception:
+            raise first from None
+
+
+def _unmapped_versions(leaves: list, dims: list) -> list:
+    """The version counters of the unmapped (in_dim None) tensor inputs whose storage no
+    mapped input shares (an in-place op on a mapped slice bumps its storage's counter)."""
+    mapped = {id(x._storage) for x, d in zip(leaves, dims) if d is not None}
+    return [getattr(x._storage, "version", None) for x, d in zip(leaves, dims)
+            if d is None and isinstance(x, Tensor) and id(x._storage) not in mapped]
+
+
 def _vmap_stack(func, results: list, out_dims, empty: bool = False):
-    """vmap's result: the per-element outputs stacked along ``out_dims`` (``empty``: the
-    batch has size 0 and ``results`` holds f's output on zeros, giving only shapes)."""
+    """vmap's result: the per-element outputs stacked along ``out_dims`` (an int, None or a
+    prefix of the outputs' tree, as PyTorch broadcasts it; ``empty``: the batch has size 0
+    and ``results`` holds f's output on zeros, giving only shapes). An output with out_dim
+    None is returned once: a tensor only if it does not depend on the batch (PyTorch), any
+    other value as it is."""
     name = _func_name(func)
     per_call = [_flatten(r) for r in results]
     out_rebuild = per_call[0][1]
+    spec = _spec(results[0])
+    for r in results[1:]:  # data-dependent structure (PyTorch cannot trace it and raises)
+        if _spec(r) != spec:
+            raise ValueError(f"vmap({name}, ...): `{name}` returned outputs of different "
+                             f"structures for different batch elements ({spec} and "
+                             f"{_spec(r)}); vmap needs one output structure for the batch")
     columns = list(zip(*[leaves_ for leaves_, _ in per_call]))
-    if isinstance(out_dims, (tuple, list, dict)):
-        odims = _flatten(out_dims)[0]
-        single = not isinstance(results[0], (tuple, list, dict))
-        if (not (isinstance(out_dims, tuple) and len(odims) == 1) if single
-                else len(odims) != len(columns)):
-            raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims "
-                             f"is not compatible with the structure of `outputs`: "
-                             f"{len(odims)} out_dims for {len(columns)} outputs")
-    elif out_dims is None or isinstance(out_dims, int):
-        odims = [out_dims] * len(columns)
+    if isinstance(results[0], Tensor):  # PyTorch's edge case: a 1-tuple fits one tensor
+        ok = (isinstance(out_dims, int) or out_dims is None
+              or (isinstance(out_dims, tuple) and len(out_dims) == 1
+                  and not isinstance(out_dims[0], (tuple, list, dict))))
+        odims = _flatten(out_dims)[0] if ok else None
     else:
-        raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): `out_dims` must be an int, "
-                         f"None or a python collection of ints representing where in the "
-                         f"outputs the vmapped dimension should appear.")
+        odims = _broadcast_prefix(out_dims, results[0])
+    if odims is None:
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+                         f"compatible with the structure of `outputs`. out_dims has structure "
+                         f"{_spec(out_dims)} but outputs has structure {spec}.")
     outs = []
     for col, od in zip(columns, odims):
+        if od is None and not isinstance(col[0], Tensor):
+            if not all(c is col[0] or _equal_objects(c, col[0]) for c in col[1:]):
+                raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): `{name}` returned "
+                                 f"the non-Tensor output {col[0]!r} for one batch element and "
+                                 f"another value for another; an output with out_dim None "
+                                 f"must not depend on the batch")
+            outs.append(col[0])
+            continue
         if not isinstance(col[0], Tensor):
             raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
                              f"{type(col[0])}. Did you mean to set out_dims= to None for "
@@ -655,10 +743,26 @@ def _vmap_stack(func, results: list, out_dims, empty: bool = False):
                 raise ValueError(f"vmap({name}, ...): `{name}` can not return a "
                                  f"BatchedTensor when out_dim is None")
             outs.append(col[0])
-        else:
-            out = stack(list(col), od)
-            outs.append(out.narrow(od, 0, 0) if empty else out)
+            continue
+        for c in col[1:]:  # a data-dependent shape (PyTorch cannot batch it and raises)
+            if not isinstance(c, Tensor) or c.shape != col[0].shape:
+                got = list(c.shape) if isinstance(c, Tensor) else type(c)
+                raise RuntimeError(f"vmap({name}, ...): `{name}` returned outputs of different "
+                                   f"shapes for different batch elements ({list(col[0].shape)} "
+                                   f"and {got}); vmap stacks them, so they must have one shape "
+                                   f"(PyTorch's vmap does not support operators with "
+                                   f"data-dependent output shapes)")
+        out = stack(list(col), od)
+        outs.append(out.narrow(od, 0, 0) if empty else out)
     return out_rebuild(outs)
+
+
+def _equal_objects(a, b) -> bool:
+    """Whether two non-Tensor outputs are equal (False where == does not give a bool)."""
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 # ----------------------------------------------------------------------- functional_call
