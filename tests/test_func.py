@@ -157,6 +157,38 @@ def test_vmap_randomness_modes():
     np.testing.assert_allclose(same[0], diff[0])  # both start from the same state
 
 
+def test_functional_call_names_other_attributes_as_pytorch():
+    # a plain tensor attribute is replaced for the call; a new name is set and removed; a
+    # name that is a submodule or a non-tensor, or a path through one, is refused
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2, bias=False, dtype=F64)
+            self.scale = _t(2.0)
+            self.note = "x"
+
+        def forward(self, x):
+            return self.lin(x) * self.scale
+
+    m = Scaled()
+    x = _t(np.ones((1, 2)))
+    w = m.lin.weight.detach().numpy()
+    out = FT.functional_call(m, {"scale": _t(5.0)}, (x,))
+    np.testing.assert_allclose(out.detach().numpy(), 5.0 * np.ones((1, 2)) @ w.T, rtol=1e-14)
+    assert m.scale.item() == 2.0  # restored
+    FT.functional_call(m, {"lin.extra": _t(1.0)}, (x,))
+    assert not hasattr(m.lin, "extra")  # removed after the call
+    with pytest.raises(TypeError, match="(?s)attribute `lin`: .* is not an instance of"):
+        FT.functional_call(m, {"lin": _t(1.0)}, (x,))
+    with pytest.raises(TypeError, match="attribute `note`: x is not an instance of"):
+        FT.functional_call(m, {"note": _t(1.0)}, (x,))
+    with pytest.raises(TypeError, match="(?s)submodule `lin.weight`: .* not an instance of"):
+        FT.functional_call(m, {"lin.weight.x": _t(1.0)}, (x,))
+    with pytest.raises(AttributeError, match="Scaled has no attribute `nope`"):
+        FT.functional_call(m, {"nope.w": _t(1.0)}, (x,))
+    assert m.scale.item() == 2.0 and isinstance(m.lin.weight, nn.Parameter)
+
+
 def test_functional_call():
     tgrad.manual_seed(2)
     lin = nn.Linear(3, 2, dtype=F64)

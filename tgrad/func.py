@@ -766,13 +766,22 @@ def _equal_objects(a, b) -> bool:
 
 
 # ----------------------------------------------------------------------- functional_call
+_MISSING = object()  # an attribute functional_call set that the module did not have
+
+
 def _resolve(module, dotted: str) -> tuple:
+    """(owning module, attribute name) of a dotted name, with PyTorch's errors: a missing
+    path element is an AttributeError, one that is not a Module a TypeError."""
+    from tgrad.nn.modules.module import Module
     *path, name = dotted.split(".")
     owner = module
-    for part in path:
-        owner = owner._modules.get(part) if hasattr(owner, "_modules") else None
-        if owner is None:
-            return None, name
+    for i, part in enumerate(path):
+        if not hasattr(owner, part):
+            raise AttributeError(f"{type(owner).__name__} has no attribute `{part}`")
+        owner = getattr(owner, part)
+        if not isinstance(owner, Module):
+            raise TypeError(f"submodule `{'.'.join(path[:i + 1])}`: {owner} is not an "
+                            f"instance of tgrad.nn.Module")
     return owner, name
 
 
@@ -823,19 +832,29 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     try:
         for k, v in values.items():
             owner, name = _resolve(module, k)
-            if owner is None:
-                continue
             table = owner._parameters if name in owner._parameters else (
                 owner._buffers if name in owner._buffers else None)
-            if table is None:
+            if table is not None:
+                swapped.append((table, name, table[name]))
+                table[name] = v
                 continue
-            swapped.append((table, name, table[name]))
-            table[name] = v
+            # any other attribute (PyTorch's accessor): a tensor attribute is replaced for
+            # the call, a missing one set and removed after; anything else is refused
+            old = owner._modules[name] if name in owner._modules else \
+                owner.__dict__.get(name, _MISSING)
+            if old is not _MISSING and not isinstance(old, Tensor):
+                raise TypeError(f"attribute `{name}`: {old} is not an instance of "
+                                f"tgrad.Tensor")
+            swapped.append((owner.__dict__, name, old))
+            owner.__dict__[name] = v
         args = () if args is None else (args if isinstance(args, tuple) else (args,))
         return module(*args, **(kwargs or {}))
     finally:
         for table, name, old in reversed(swapped):
-            table[name] = old
+            if old is _MISSING:
+                del table[name]
+            else:
+                table[name] = old
 
 
 
