@@ -539,6 +539,24 @@ def test_sinc_of_complex():
     assert gradcheck(tgrad.sinc, (tgrad.tensor(z[[0, 2]], requires_grad=True),))
 
 
+@pytest.mark.parametrize("dt,tol", [(C64, 2e-6), (tgrad.complex128, 1e-11)])
+def test_sinc_of_complex_gradient_near_zero(dt, tol):
+    # d sinc(z)/dz = pi (t cos t - sin t) / t^2, t = pi z, cancels near 0: composed of the
+    # complex sin and division, complex64's gradient at z = 1e-8 (1 + i) was 1.57 (not
+    # ~-3e-8), complex128's 10% off. Reference: the leading term -pi^2 z / 3 for tiny z
+    # (relative error ~z^2), the closed form in complex128 elsewhere; gradient conj(f') g
+    tiny = np.array([1e-8 + 1e-8j, -3e-9 + 2e-9j, 0j])
+    rest = np.array([0.01 - 0.02j, 0.1 + 0.05j, 0.3 + 0.2j, 1.5 - 0.5j])
+    t = np.pi * rest
+    want = np.concatenate([-np.pi ** 2 * tiny / 3,
+                           np.pi * (t * np.cos(t) - np.sin(t)) / t ** 2])
+    z = tgrad.tensor(np.concatenate([tiny, rest]), dtype=dt, requires_grad=True)
+    g = np.linspace(0.5, 2.0, z.numel()) - 0.7j
+    tgrad.sinc(z).backward(tgrad.tensor(g, dtype=dt))
+    assert z.grad.dtype is dt
+    np.testing.assert_allclose(z.grad.numpy(), g * np.conj(want), rtol=tol, atol=tol * 1e-7)
+
+
 def test_float_and_int_of_a_complex_tensor():
     # PyTorch: a complex value with a zero imaginary part converts; otherwise RuntimeError
     assert float(tgrad.tensor(1.5 + 0j)) == 1.5 and type(float(tgrad.tensor(0j))) is float

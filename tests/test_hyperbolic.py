@@ -152,7 +152,8 @@ def test_complex_inputs_give_principal_branch_values_and_gradients(name):
     # PyTorch takes complex inputs (std::asinh...); tgrad cast them to float32, dropping the
     # imaginary part. Values vs NumPy's principal branches, branch cuts, signed zeros and
     # infinities included; gradient conj(f'(z)) g (PyTorch's convention for holomorphic f)
-    parts = [-3.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, -np.inf]
+    # NaN parts too: acosh(+-0 + NaN i) is NaN + i pi/2 (C99 G.6.2.1, NumPy; it was -pi/2)
+    parts = [-3.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, -np.inf, np.nan]
     z = np.array([complex(a, b) for a in parts for b in parts])
     with np.errstate(all="ignore"):
         want = OPS[name](z)

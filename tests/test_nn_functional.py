@@ -202,6 +202,23 @@ def test_cross_entropy_large_logits_and_all_ignored():
     np.testing.assert_array_equal(_np(y.grad), np.zeros((3, 4)))
 
 
+@pytest.mark.parametrize("dtype,rtol", [("float32", 2e-6), ("float16", 1e-3),
+                                         ("bfloat16", 1.6e-2)])
+def test_cross_entropy_gradient_of_large_logits_keeps_the_compute_precision(dtype, rtol):
+    """dx = softmax(x) - onehot from the row's own shifted exponentials: the saved
+    log-sum-exp ~1000 is rounded to float32 (ulp 6e-5), so exp(x - lse) was ~1e-5 off in
+    float32. Reference: NumPy float64 softmax of the (rounded) logits, rounded to the dtype."""
+    dt = getattr(tgrad, dtype)
+    x = tgrad.tensor([[1000.0, 1001.0, -3.0, 999.5], [6e4, 6e4, -6e4, 1.0]], dtype=dt,
+                     requires_grad=True)
+    t = np.array([0, 3])
+    F.cross_entropy(x, tgrad.tensor(t), reduction="sum").backward()
+    x64 = x.detach().to(D).numpy()
+    want = _softmax(x64, 1) - np.eye(4)[t]
+    want = tgrad.tensor(want).to(dt).to(D).numpy()
+    np.testing.assert_allclose(x.grad.to(D).numpy(), want, rtol=rtol, atol=1e-7)
+
+
 def test_cross_entropy_target_modified_in_place_is_detected():
     x = tgrad.randn(3, 4, dtype=D, requires_grad=True)
     t = tgrad.tensor([0, 1, 2])

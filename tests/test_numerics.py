@@ -4,6 +4,8 @@ inputs; uniform and coordinate spacings, both edge orders, dims; gradcheck; erro
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -184,3 +186,38 @@ def test_gradient_takes_complex_spacing(edge_order):
     (g,) = tgrad.gradient(tgrad.tensor(f * (1 + 2j)), spacing=(tgrad.tensor(xs.real),), dim=0)
     np.testing.assert_allclose(g.numpy(), np.gradient(f * (1 + 2j), xs.real, axis=0),
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_2norm_gradient_divides_before_scaling(dtype):
+    """d||x||_2/dx = g (x / ||x||): the ratio first, as PyTorch's norm_backward, so neither
+    g x overflowing (x = 6e4, g = 2 in float16 gave inf; with ||x|| = inf, NaN) nor g x
+    falling into the subnormals (x ~ 1e-7) spoils the gradient. Reference: NumPy float64 of
+    the rounded inputs, rounded to the dtype."""
+    dt = getattr(tgrad, dtype)
+    rtol = {"float16": 1e-3, "bfloat16": 1.6e-2}[dtype]
+    for xs, g in (([6e4, 1.0, -3e4], 2.0), ([1e-7, 2e-7, 0.0, -1e-7], 0.5),
+                  ([6e4, 6e4, 1.0], 3.0)):  # the last: ||x|| overflows float16, x / inf = 0
+        for f in (lambda x: x.norm(), lambda x: tgrad.linalg.vector_norm(x, dim=0),
+                  lambda x: tgrad.dist(x, tgrad.zeros_like(x))):
+            x = tgrad.tensor(xs, dtype=dt, requires_grad=True)
+            y = f(x)
+            y.backward(tgrad.tensor(g, dtype=dt))
+            x64 = x.detach().to(tgrad.float64).numpy()
+            y64 = y.detach().to(tgrad.float64).numpy()  # the forward's (possibly inf) norm
+            want = tgrad.tensor(g * (x64 / y64)).to(dt).to(tgrad.float64).numpy()
+            np.testing.assert_allclose(x.grad.to(tgrad.float64).numpy(), want, rtol=rtol,
+                                       atol=1e-5)
+
+
+@pytest.mark.parametrize("p", [math.inf, -math.inf])
+def test_inf_norm_gradient_of_a_row_with_nan_stays_at_the_nan(p):
+    """The +-inf norm of a row holding a NaN is NaN; its gradient goes to the NaN element(s)
+    only (PyTorch's mask |x| == y or isnan(x)), not NaN over the whole row (the tie count
+    was 0 there, g / 0 * 0). The NaN element's own gradient is g sign(NaN) = NaN (tgrad's
+    sign of NaN, docs/design.md). By hand; a NaN-free row is unchanged (ties share)."""
+    x = tgrad.tensor([[1.0, math.nan, -2.0, 3.0], [-3.0, 1.0, 3.0, 3.0]], dtype=F64,
+                     requires_grad=True)
+    tgrad.linalg.vector_norm(x, p, dim=1).backward(tgrad.tensor([2.0, 3.0], dtype=F64))
+    row1 = [-1.0, 0.0, 1.0, 1.0] if p > 0 else [0.0, 3.0, 0.0, 0.0]
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, math.nan, 0.0, 0.0], row1])

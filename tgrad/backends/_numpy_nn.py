@@ -121,7 +121,10 @@ def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index:
 def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.ndarray,
                       axis: int, ignore_index: int, reduction: str) -> np.ndarray:
     """dx = c_i (softmax(x)_i - onehot(t_i)) with c_i = g_i rw_i ("none"), g rw_i ("sum") or
-    g rw_i / sum(rw) ("mean"; / 1 when that sum is 0), c_i = 0 on ignored rows."""
+    g rw_i / sum(rw) ("mean"; / 1 when that sum is 0), c_i = 0 on ignored rows. softmax is
+    recomputed from the shifted exponentials, not exp(x - lse): ``lse`` is rounded to the
+    compute dtype at its own magnitude (float32 ulp 6e-5 at 1000), which exp(x - lse) turned
+    into a relative error of that size; PyTorch's softmax has the shifted one's precision."""
     dt = x.dtype
     xf = _up(x)
     gf = _up(g)
@@ -131,7 +134,8 @@ def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.n
         w = w / (total if total != 0 else 1)
     c = np.expand_dims((gf * w).astype(xf.dtype, copy=False), axis)
     with np.errstate(all="ignore"):
-        p = np.exp(xf - np.expand_dims(lse, axis))
+        e = np.exp(xf - _max_keep(xf, axis))
+        p = e / np.sum(e, axis=axis, keepdims=True)
         classes = np.arange(x.shape[axis]).reshape(
             [-1 if i == axis else 1 for i in range(x.ndim)])
         onehot = classes == np.expand_dims(t, axis)

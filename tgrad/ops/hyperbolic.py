@@ -94,8 +94,9 @@ class Atanh(Function):
 # complex z (principal branches, as PyTorch's std:: functions), through the complex asin,
 # acos and atan (differentiable, so the gradients are theirs: conj(f'(z)) g):
 #   asinh(z) = -i asin(i z),  atanh(z) = -i atan(i z),
-#   acosh(z) = i w where Im w has its sign bit set (Im z >= +0), else -i w, w = acos(z)
-#   (the branch with Re >= 0 and Im of Im z's sign, signed zeros included); its own node
+#   acosh(z) = i w where Im w has its sign bit set (Im z >= +0) or is NaN, else -i w,
+#   w = acos(z) (the branch with Re >= 0 and Im of Im z's sign, signed zeros included;
+#   acosh(+-0 + NaN i) = NaN + i pi/2, C99's and NumPy's, from acos's pi/2 + NaN i); its own node
 #   with PyTorch's rule g conj(rsqrt(z + 1) rsqrt(z - 1)), where z - 1 gets a +0 imaginary
 #   part for real z of either zero sign, as PyTorch's arithmetic gives it: on the cut
 #   (-inf, 1) the gradient is the one from above for 0.0 and -0.0 alike (PyTorch's).
@@ -120,7 +121,8 @@ class _ComplexAcosh(Function):
     def forward(ctx, z):
         ctx.save_for_backward(z)
         w = ew.acos(z)
-        return ew.where(signbit(w.imag), _times_i(w, 1.0), _times_i(w, -1.0))
+        wi = w.imag
+        return ew.where(signbit(wi) | ew.isnan(wi), _times_i(w, 1.0), _times_i(w, -1.0))
 
     @staticmethod
     def backward(ctx, g):

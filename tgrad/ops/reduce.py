@@ -719,11 +719,14 @@ def _complex_logsumexp(x: Tensor, axes, keepdim: bool) -> Tensor:
 def _norm_grad(g, x, y, p):
     """Rules of the vector p-norm, g and y already broadcast to x's shape.
 
-    p=2:      g x / y              (0 where y == 0, as PyTorch)
+    p=2:      g (x / y)            (0 where y == 0, as PyTorch; the ratio first, as PyTorch's
+              norm_backward: g x overflows or goes subnormal in float16 where x / y <= 1)
     p=1:      g sign(x)
-    p=+-inf:  g sign(x) [|x| == y] / count   (ties share evenly)
+    p=+-inf:  g sign(x) [|x| == y or x is NaN] / count   (ties share evenly; a NaN row's
+              gradient goes to its NaN elements, PyTorch's mask)
     p=0:      0
-    other p:  g sign(x) |x|^(p-1) / y^(p-1)   (0 where x == 0: for p < 1 PyTorch's
+    other p:  g sign(x) |x|^(p-1) / y^(p-1)   (p > 1 as sign(x)|x|^(p-1) (g / y^(p-1)),
+              PyTorch's order; 0 where x == 0: for p < 1 PyTorch's
               choice of subgradient; for p > 1 the limit, which x |x|^(p-2) would make 0/0;
               and 0 where y == 0, as PyTorch)
     """
@@ -734,13 +737,20 @@ def _norm_grad(g, x, y, p):
         return g * sign(x)
     safe_y = where(y == 0.0, 1.0, y)
     if p == 2:
-        return g * x / safe_y
+        return g * (x / safe_y)
     if p in (math.inf, -math.inf):
-        return g * sign(x) * (x.abs() == y)
+        return g * sign(x) * _inf_norm_mask(x, y)
     t = sign(x) * x.abs() ** (p - 1.0)
     if p < 1:  # y^(1-p) is 0 where y is (a zero element makes a p < 0 norm 0)
         return g * where(x == 0.0, 0.0, t) * y ** (1.0 - p)
-    return g * t / safe_y ** (p - 1.0)
+    return t * (g / safe_y ** (p - 1.0))
+
+
+def _inf_norm_mask(x, y):
+    """Where |x| is the +-inf norm y, or is NaN (PyTorch's mask: a NaN makes y NaN)."""
+    from tgrad.ops.elementwise import isnan
+    a = x.abs()
+    return (a == y) | isnan(a)
 
 
 class Norm(Function):
@@ -766,7 +776,7 @@ class Norm(Function):
         gx = _expand_back(g, x.shape, axes, keep)
         yb = _expand_back(y, x.shape, axes, keep)
         if ctx.p in (math.inf, -math.inf):
-            count = (x.abs() == yb).sum(dim=axes, keepdim=True)
+            count = _inf_norm_mask(x, yb).sum(dim=axes, keepdim=True)
             gx = gx / _expand_back(count, x.shape, axes, True)
         return _norm_grad(gx, x, yb, ctx.p), None, None, None
 
