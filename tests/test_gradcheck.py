@@ -85,7 +85,7 @@ def test_non_reentrant_backward_detected():
         @staticmethod
         def backward(ctx, g):
             # noise scaled by g: a backward must stay linear in g (gradcheck checks that)
-            return g * (2 + tgrad.randn(*g.shape, dtype=g.dtype) * 1e-7)
+            return g * (2 + tgrad.randn(g.shape, dtype=g.dtype) * 1e-7)
 
     x = leaf(3)
     with pytest.raises(RuntimeError, match="Backward is not reentrant"):

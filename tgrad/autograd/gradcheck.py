@@ -270,7 +270,7 @@ def _batched_forward_problem(func, inputs: tuple, diff_out: list) -> str | None:
                     result.append(zeros_like(outs[oi]).detach() if t is None else t.detach())
                 return tuple(result)
 
-        tangents = [randn(*inp.shape, dtype=inp.dtype, device=inp.device) for _ in range(2)]
+        tangents = [randn(inp.shape, dtype=inp.dtype, device=inp.device) for _ in range(2)]
         expected = [stack(list(col)) for col in zip(*[jvp(t) for t in tangents])]
         got = tfunc.vmap(jvp)(stack(tangents))
         for oi, (res, exp) in enumerate(zip(got, expected)):
@@ -296,7 +296,7 @@ def _batched_grad_problem(inputs: tuple, outputs: tuple) -> str | None:
             return [zeros_like(inp).detach() if g is None else g
                     for g, inp in zip(gs, diff_inputs)]
 
-        gos = [randn(*out.shape, dtype=out.dtype, device=out.device) for _ in range(2)]
+        gos = [randn(out.shape, dtype=out.dtype, device=out.device) for _ in range(2)]
         expected = [stack(list(col)) for col in zip(*[vjp(g) for g in gos])]
         got = autograd_grad(out, diff_inputs, stack(gos), retain_graph=True,
                             allow_unused=True, is_grads_batched=True)
@@ -429,9 +429,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: floa
         grad_outputs = []
         for o in outputs:
             if gen_non_contig_grad_outputs and o.ndim > 0:
-                g = randn(*(o.shape + (2,)), dtype=o.dtype, device=o.device)[..., 0]
+                g = randn(o.shape + (2,), dtype=o.dtype, device=o.device)[..., 0]
             else:
-                g = randn(*o.shape, dtype=o.dtype, device=o.device)
+                g = randn(o.shape, dtype=o.dtype, device=o.device)
             grad_outputs.append(g.requires_grad_(True))
     grad_outputs = list(_as_tuple(grad_outputs))
     n_in = len(inputs)

@@ -129,7 +129,7 @@ class ContinuousBernoulli(ExponentialFamily):
         return ew.where(self._outside_unstable_region(), var, taylor)
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
-        u = rand(*self._extended_shape(sample_shape), dtype=self.probs.dtype,
+        u = rand(self._extended_shape(sample_shape), dtype=self.probs.dtype,
                  device=self.probs.device)
         return self.icdf(u)
 

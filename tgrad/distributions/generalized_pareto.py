@@ -57,7 +57,7 @@ class GeneralizedPareto(Distribution):
         return constraints.interval(self.loc, upper)
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
-        u = rand(*self._extended_shape(sample_shape), dtype=self.loc.dtype,
+        u = rand(self._extended_shape(sample_shape), dtype=self.loc.dtype,
                  device=self.loc.device)
         return self.icdf(u)
 
