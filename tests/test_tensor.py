@@ -159,7 +159,12 @@ def test_creation_shapes_varargs_tuple_list(fn):
     assert fn((2, 3)).shape == (2, 3)
     assert fn([2, 3]).shape == (2, 3)
     assert fn(4).shape == (4,)
-    assert fn().shape == ()
+    assert fn(()).shape == ()
+    if fn in (tgrad.rand, tgrad.randn):  # PyTorch's TypeError without a size
+        with pytest.raises(TypeError, match="invalid combination of arguments"):
+            fn()
+    else:  # (tgrad's zeros/ones/empty keep the 0-d reading of no size)
+        assert fn().shape == ()
     assert fn(2, 3, dtype=tgrad.float64).dtype is tgrad.float64
     t = fn(2, requires_grad=True)
     assert t.requires_grad and t.is_leaf
