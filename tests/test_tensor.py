@@ -546,6 +546,45 @@ def test_numpy_ufuncs_on_tensors_return_tensors():
     assert type(np.asarray(t)) is np.ndarray  # not a ufunc: still the array
 
 
+def test_operators_with_a_numpy_array_operand():
+    # PyTorch's operators give NotImplemented for an ndarray: t op ndarray is NumPy's
+    # result (NumPy's promotion) as a tensor, ndarray op t Python's TypeError
+    import operator as op
+    t = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]])  # float32
+    tn = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+    n = np.array([[1.0, 0.5], [-2.0, 2.0]])
+    for f in (op.add, op.sub, op.mul, op.truediv, op.pow, op.floordiv, op.mod, op.matmul):
+        r = f(t, n)
+        assert type(r) is tgrad.Tensor and r.dtype is tgrad.float64, f
+        np.testing.assert_allclose(r.numpy(), f(tn.astype(np.float64), n), rtol=1e-15)
+    r = t + np.array([1.0, 2.0], dtype=np.float32)  # broadcast, float32 kept
+    assert r.dtype is tgrad.float32 and r.tolist() == [[2.0, 4.0], [4.0, 6.0]]
+    r = tgrad.tensor([6, 3]) & np.array([3, 1])
+    assert r.dtype is tgrad.int64 and r.tolist() == [2, 1]
+    r = n / t  # PyTorch's __rtruediv__ computes it too
+    assert type(r) is tgrad.Tensor
+    np.testing.assert_allclose(r.numpy(), n / tn.astype(np.float64), rtol=1e-15)
+    for f, sym in ((op.sub, "-"), (op.mul, r"\*"), (op.matmul, "@"), (op.floordiv, "//"),
+                   (op.pow, r"\*\*")):
+        with pytest.raises(TypeError, match=f"unsupported operand type\\(s\\) for {sym}"):
+            f(n, t)
+    with pytest.raises(TypeError, match="'<' not supported between instances of 'Tensor' "
+                                        "and 'numpy.ndarray'"):
+        t < n  # noqa: B015
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires "
+                                           "grad"):
+        tgrad.tensor([1.0, 2.0], requires_grad=True) + np.array([1.0, 2.0])
+    # the functions take tensors only (PyTorch's TypeError)
+    with pytest.raises(TypeError, match="add\\(\\)"):
+        tgrad.add(t, n)
+    with pytest.raises(TypeError, match="matmul\\(\\): argument 'other' \\(position 2\\) must "
+                                        "be Tensor, not numpy.ndarray"):
+        tgrad.matmul(t, n)
+    with pytest.raises(TypeError, match="argument 'input' \\(position 1\\) must be Tensor, "
+                                        "not list"):
+        tgrad.matmul([1.0], t)
+
+
 def test_deepcopy_keeps_shared_storage_and_strides():
     import copy
     a = tgrad.arange(6.0)
