@@ -1,6 +1,8 @@
 """In-place ops: version counters shared by views, the saved-tensor check, leaf checks and
 correct gradients through in-place ops on non-leaves and views (vs NumPy and gradcheck)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -649,3 +651,33 @@ def test_inplace_through_view_as_complex_and_transposed_complex_base():
     (b.abs() ** 2).sum().backward()
     k = np.array([[1.0], [4.0]])
     np.testing.assert_allclose(z.grad.numpy(), 2 * zm.real + 2j * k * zm.imag, rtol=1e-12)
+
+
+def test_copy_takes_a_number_and_warns_when_dropping_imaginary_parts():
+    # a number is PyTorch's wrapped number (its own dtype), cast by the copy
+    assert tgrad.zeros(2).copy_(3.0).tolist() == [3.0, 3.0]
+    assert tgrad.zeros(2, dtype=tgrad.float64).copy_(0.1).tolist() == [0.1, 0.1]  # float64
+    assert tgrad.zeros(2, dtype=tgrad.int64).copy_(2.7).tolist() == [2, 2]
+    assert tgrad.zeros(2, dtype=tgrad.uint8).copy_(300).tolist() == [300 % 256] * 2
+    assert tgrad.zeros(2).copy_(True).tolist() == [1.0, 1.0]
+    with pytest.raises(OverflowError, match="int too big to convert"):
+        tgrad.zeros(2, dtype=tgrad.int8).copy_(2 ** 70)
+    with pytest.raises(TypeError, match="copy_\\(\\): argument 'src' must be Tensor, not list"):
+        tgrad.zeros(2).copy_([1.0, 2.0])
+    a = leaf([1.0, 2.0])
+    b = a * 2
+    b.copy_(3.0)  # b no longer depends on a
+    b.sum().backward()
+    assert a.grad.tolist() == [0.0, 0.0]
+    # complex into real: the real parts, with PyTorch's warning
+    c = tgrad.tensor([1 + 2j, 3 - 1j])
+    for dst in (tgrad.zeros(2), tgrad.zeros(2, dtype=tgrad.int64)):
+        with pytest.warns(UserWarning, match="Casting complex values to real discards the "
+                                             "imaginary part"):
+            dst.copy_(c)
+        assert dst.tolist() == [1, 3]
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        assert tgrad.zeros(2).copy_(2 + 5j).tolist() == [2.0, 2.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # complex into complex does not warn
+        tgrad.zeros(2, dtype=tgrad.complex64).copy_(c)
