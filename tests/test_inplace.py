@@ -1,6 +1,8 @@
 """In-place ops: version counters shared by views, the saved-tensor check, leaf checks and
 correct gradients through in-place ops on non-leaves and views (vs NumPy and gradcheck)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -570,3 +572,112 @@ def test_select_takes_a_one_element_integer_tensor_index():
         tgrad.select(x, 0, tgrad.tensor([1.0]))
     with pytest.raises(TypeError, match="must be int, not float"):
         tgrad.select(x, 0, 1.5)
+
+
+# ------------------------------------ in-place writes through .real / .imag of a complex
+# The written region of a complex base is per component: b.real covers the real parts
+# only, so the imaginary parts' gradient still flows to b's old values (and vice versa).
+
+Z = np.array([1 + 1j, 2 - 3j, 0.5 + 2j])
+_W = np.array([1.0, 2.0, 3.0])
+
+
+def _through_component(z, op):
+    b = z * 1
+    if op == "real_copy":
+        b.real.copy_(tgrad.zeros(3, dtype=tgrad.float64))
+    elif op == "imag_mul":
+        b.imag.mul_(2)
+    elif op == "real_slice_mul":
+        b.real[::2].mul_(3)
+    elif op == "view_as_real_mul":
+        tgrad.view_as_real(b)[..., 0].mul_(5)
+    elif op == "chained_imag_mul":
+        b[1:].imag.mul_(2)
+    elif op == "imag_zero":
+        b.imag.zero_()
+    elif op == "imag_add":
+        b.imag.add_(z.real ** 2)
+    return b
+
+
+@pytest.mark.parametrize("op", ["real_copy", "imag_mul", "real_slice_mul",
+                                "view_as_real_mul", "chained_imag_mul", "imag_zero",
+                                "imag_add"])
+def test_inplace_through_real_imag_views_of_complex(op):
+    # hand-computed: the loss sum(w |b|^2) after the write; its gradient with respect to
+    # z = x + iy is dL/dx + i dL/dy
+    x, y = Z.real.copy(), Z.imag.copy()
+    if op == "real_copy":
+        gx, gy = 0 * x, 2 * _W * y
+    elif op == "imag_mul":
+        gx, gy = 2 * _W * x, 8 * _W * y
+    elif op == "real_slice_mul":
+        k = np.array([9.0, 1.0, 9.0])
+        gx, gy = 2 * _W * k * x, 2 * _W * y
+    elif op == "view_as_real_mul":
+        gx, gy = 50 * _W * x, 2 * _W * y
+    elif op == "chained_imag_mul":
+        k = np.array([1.0, 4.0, 4.0])
+        gx, gy = 2 * _W * x, 2 * _W * k * y
+    elif op == "imag_zero":
+        gx, gy = 2 * _W * x, 0 * y
+    else:  # b.imag = y + x^2
+        gx = 2 * _W * x + 2 * _W * (y + x ** 2) * 2 * x
+        gy = 2 * _W * (y + x ** 2)
+    z = tgrad.tensor(Z, dtype=tgrad.complex128, requires_grad=True)
+    b = _through_component(z, op)
+    assert b.grad_fn.name() == "CopySlices"
+    (b.abs() ** 2 * f64(_W)).sum().backward()
+    np.testing.assert_allclose(z.grad.numpy(), gx + 1j * gy, rtol=1e-12, atol=1e-12)
+    z = tgrad.tensor(Z, dtype=tgrad.complex128, requires_grad=True)
+    assert gradcheck(lambda t: _through_component(t, op), (z,))
+    assert gradgradcheck(lambda t: _through_component(t, op) ** 2, (z,))
+
+
+def test_inplace_through_view_as_complex_and_transposed_complex_base():
+    # a real base written through view_as_complex(b).imag: only its odd elements scale
+    a = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=tgrad.float64, requires_grad=True)
+    b = a * 1
+    tgrad.view_as_complex(b).imag.mul_(3)
+    (b ** 2).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [[2.0, 36.0], [6.0, 72.0]], rtol=1e-12)
+    # a complex base laid out transposed (its mask built in its own layout)
+    zm = np.array([[1 + 2j, -1j], [3 - 1j, 0.5 + 0.5j]])
+    z = tgrad.tensor(zm, dtype=tgrad.complex128, requires_grad=True)
+    b = z.t() * 1
+    b.t_()
+    b.imag[1:].mul_(2)
+    (b.abs() ** 2).sum().backward()
+    k = np.array([[1.0], [4.0]])
+    np.testing.assert_allclose(z.grad.numpy(), 2 * zm.real + 2j * k * zm.imag, rtol=1e-12)
+
+
+def test_copy_takes_a_number_and_warns_when_dropping_imaginary_parts():
+    # a number is PyTorch's wrapped number (its own dtype), cast by the copy
+    assert tgrad.zeros(2).copy_(3.0).tolist() == [3.0, 3.0]
+    assert tgrad.zeros(2, dtype=tgrad.float64).copy_(0.1).tolist() == [0.1, 0.1]  # float64
+    assert tgrad.zeros(2, dtype=tgrad.int64).copy_(2.7).tolist() == [2, 2]
+    assert tgrad.zeros(2, dtype=tgrad.uint8).copy_(300).tolist() == [300 % 256] * 2
+    assert tgrad.zeros(2).copy_(True).tolist() == [1.0, 1.0]
+    with pytest.raises(OverflowError, match="int too big to convert"):
+        tgrad.zeros(2, dtype=tgrad.int8).copy_(2 ** 70)
+    with pytest.raises(TypeError, match="copy_\\(\\): argument 'src' must be Tensor, not list"):
+        tgrad.zeros(2).copy_([1.0, 2.0])
+    a = leaf([1.0, 2.0])
+    b = a * 2
+    b.copy_(3.0)  # b no longer depends on a
+    b.sum().backward()
+    assert a.grad.tolist() == [0.0, 0.0]
+    # complex into real: the real parts, with PyTorch's warning
+    c = tgrad.tensor([1 + 2j, 3 - 1j])
+    for dst in (tgrad.zeros(2), tgrad.zeros(2, dtype=tgrad.int64)):
+        with pytest.warns(UserWarning, match="Casting complex values to real discards the "
+                                             "imaginary part"):
+            dst.copy_(c)
+        assert dst.tolist() == [1, 3]
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        assert tgrad.zeros(2).copy_(2 + 5j).tolist() == [2.0, 2.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # complex into complex does not warn
+        tgrad.zeros(2, dtype=tgrad.complex64).copy_(c)

@@ -378,7 +378,8 @@ def test_to_copy_true_makes_a_new_buffer():
 
 def test_tensor_from_tensor_warns_and_copies():
     x = tgrad.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.warns(UserWarning, match="clone\\(\\).detach\\(\\)"):
+    with pytest.warns(UserWarning, match="use sourceTensor.detach\\(\\).clone\\(\\) or .*rather "
+                                         "than tgrad.tensor\\(sourceTensor\\)"):
         y = tgrad.tensor(x)
     assert not y.requires_grad and y.data_ptr() != x.data_ptr()
     assert y.tolist() == [1.0, 2.0]
@@ -407,9 +408,48 @@ def test_new_factory_methods_take_this_tensors_dtype_and_device():
     assert t.dtype is tgrad.float64 and t.tolist() == [3.0, 4.0]
     z = x.new_zeros(2, requires_grad=True)
     assert z.requires_grad and z.is_leaf
-    c = x.new_tensor(x)  # a copy, not a view
+    with pytest.warns(UserWarning, match="To copy construct from a tensor, it is recommended "
+                                         "to use sourceTensor.detach\\(\\).clone\\(\\) .*rather "
+                                         "than tensor.new_tensor\\(sourceTensor\\)"):
+        c = x.new_tensor(x)  # a copy, not a view
     c.add_(1.0)
     assert x.tolist() == [1.0, 2.0]
+
+
+def test_new_factory_size_keyword_and_argument_errors():
+    x = tgrad.tensor([1.0, 2.0], dtype=tgrad.float64)
+    for name, value in (("new_zeros", 0.0), ("new_ones", 1.0), ("new_empty", None)):
+        f = getattr(x, name)
+        for t in (f(size=(2, 3)), f(size=[2, 3]), f(size=x.new_zeros(2, 3).size())):
+            assert t.shape == (2, 3) and t.dtype is tgrad.float64
+            if value is not None:
+                assert np.array_equal(t.numpy(), np.full((2, 3), value))
+        assert f(size=(2,), dtype=tgrad.int64).dtype is tgrad.int64 and f(size=()).shape == ()
+        with pytest.raises(TypeError, match=f"{name}\\(\\) missing 1 required positional "
+                                            f"arguments: \"size\""):
+            f()
+        with pytest.raises(TypeError, match=f"{name}\\(\\) got multiple values for argument "
+                                            f"'size'"):
+            f(2, size=(3,))
+        with pytest.raises(TypeError, match=f"{name}\\(\\): argument 'size' must be tuple of "
+                                            f"ints, not int"):
+            f(size=2)
+    assert x.new_full(size=[2], fill_value=3).tolist() == [3.0, 3.0]
+    with pytest.raises(TypeError, match="new_full\\(\\): argument 'size' \\(position 1\\) must be "
+                                        "tuple of ints, not int"):
+        x.new_full(2, 3.0)
+
+
+def test_as_methods_refuse_non_tensor_other():
+    x = tgrad.ones(2, 3)
+    for name, bad in (("type_as", 3), ("view_as", (2, 3)), ("reshape_as", (3, 2)),
+                      ("expand_as", None)):
+        with pytest.raises(TypeError, match=f"{name}\\(\\): argument 'other' \\(position 1\\) "
+                                            f"must be Tensor, not {type(bad).__name__}"):
+            getattr(x, name)(bad)
+    assert x.type_as(tgrad.zeros(1, dtype=tgrad.int64)).dtype is tgrad.int64
+    assert x.view_as(tgrad.zeros(3, 2)).shape == (3, 2)
+    assert x[:1].expand_as(x).shape == (2, 3)
 
 
 def test_arange_with_an_integer_dtype_truncates_bounds_first():
@@ -549,6 +589,45 @@ def test_numpy_ufuncs_on_tensors_return_tensors():
     r = np.add(np.float64(1.0), tgrad.tensor(2.0))
     assert type(r) is tgrad.Tensor and r.shape == () and r.item() == 3.0
     assert type(np.asarray(t)) is np.ndarray  # not a ufunc: still the array
+
+
+def test_operators_with_a_numpy_array_operand():
+    # PyTorch's operators give NotImplemented for an ndarray: t op ndarray is NumPy's
+    # result (NumPy's promotion) as a tensor, ndarray op t Python's TypeError
+    import operator as op
+    t = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]])  # float32
+    tn = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+    n = np.array([[1.0, 0.5], [-2.0, 2.0]])
+    for f in (op.add, op.sub, op.mul, op.truediv, op.pow, op.floordiv, op.mod, op.matmul):
+        r = f(t, n)
+        assert type(r) is tgrad.Tensor and r.dtype is tgrad.float64, f
+        np.testing.assert_allclose(r.numpy(), f(tn.astype(np.float64), n), rtol=1e-15)
+    r = t + np.array([1.0, 2.0], dtype=np.float32)  # broadcast, float32 kept
+    assert r.dtype is tgrad.float32 and r.tolist() == [[2.0, 4.0], [4.0, 6.0]]
+    r = tgrad.tensor([6, 3]) & np.array([3, 1])
+    assert r.dtype is tgrad.int64 and r.tolist() == [2, 1]
+    r = n / t  # PyTorch's __rtruediv__ computes it too
+    assert type(r) is tgrad.Tensor
+    np.testing.assert_allclose(r.numpy(), n / tn.astype(np.float64), rtol=1e-15)
+    for f, sym in ((op.sub, "-"), (op.mul, r"\*"), (op.matmul, "@"), (op.floordiv, "//"),
+                   (op.pow, r"\*\*")):
+        with pytest.raises(TypeError, match=f"unsupported operand type\\(s\\) for {sym}"):
+            f(n, t)
+    with pytest.raises(TypeError, match="'<' not supported between instances of 'Tensor' "
+                                        "and 'numpy.ndarray'"):
+        t < n  # noqa: B015
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires "
+                                           "grad"):
+        tgrad.tensor([1.0, 2.0], requires_grad=True) + np.array([1.0, 2.0])
+    # the functions take tensors only (PyTorch's TypeError)
+    with pytest.raises(TypeError, match="add\\(\\)"):
+        tgrad.add(t, n)
+    with pytest.raises(TypeError, match="matmul\\(\\): argument 'other' \\(position 2\\) must "
+                                        "be Tensor, not numpy.ndarray"):
+        tgrad.matmul(t, n)
+    with pytest.raises(TypeError, match="argument 'input' \\(position 1\\) must be Tensor, "
+                                        "not list"):
+        tgrad.matmul([1.0], t)
 
 
 def test_deepcopy_keeps_shared_storage_and_strides():

@@ -4,6 +4,11 @@ After ``view op= value`` the base ``B`` holds ``B_old`` outside the view's regio
 op's result ``R`` inside it. So for an incoming gradient ``g`` of the new base:
     dB_old = g outside the region, exactly 0 inside (where, so a NaN g stays out)
     dR     = view(g)       (the same view ops replayed on g)
+The region is found by replaying the view ops on a mask of ones and zeroing the view. A
+chain that changes dtype (.real/.imag/view_as_real of a complex base, view_as_complex of a
+real one) needs the mask in the base's dtype: for a complex base the region is per
+component (b.real covers the real parts only), so
+    dB_old = (Re g where Re mask != 0) + i (Im g where Im mask != 0).
 The view's own grad_fn is then regenerated lazily from the base (see Tensor.grad_fn).
 """
 
@@ -28,6 +33,10 @@ class CopySlices(Node):
         self.shape = base.shape
         self.dtype = base.dtype
         self.device = base.device
+        # the mask in the base's dtype (not bool) when the chain reinterprets the dtype
+        from tgrad.ops.complex_ops import ViewAsComplex
+        self.split = base.dtype.is_complex or any(
+            getattr(fn, "__self__", None) is ViewAsComplex for fn, _ in chain)
         # a base not laid out contiguously over all its storage (x.t_()): the mask is built
         # in its layout, so that view ops by storage geometry (as_strided) write the mask
         self.layout = None
@@ -41,24 +50,35 @@ class CopySlices(Node):
 
     def apply(self, grads: list) -> tuple:
         from tgrad import bool as bool_
-        from tgrad.ops.creation import ones, zeros
-        from tgrad.ops.elementwise import where
+        from tgrad.ops.creation import full, zeros
+        from tgrad.ops.elementwise import ne, where
         g = grads[0]
         if g is None:
             g = zeros(self.shape, dtype=self.dtype, device=self.device)
+        mdt = self.dtype if self.split else bool_
+        one = (1 + 1j) if mdt.is_complex else 1  # both components of a complex mask set
         prev = STATE.enabled
         STATE.enabled = False
         try:
             if self.layout is None:
-                outside = ones(self.shape, dtype=bool_, device=self.device)
+                outside = full(self.shape, one, dtype=mdt, device=self.device)
             else:
                 from tgrad.ops.layout import with_geometry
-                outside = with_geometry(ones((), dtype=bool_, device=self.device), self.layout,
-                                        fill=True)
-            replay_view(self.chain, outside).fill_(False)
+                outside = with_geometry(zeros((), dtype=mdt, device=self.device), self.layout,
+                                        fill=one)
+            replay_view(self.chain, outside).fill_(0)
+            if self.split and not self.dtype.is_complex:
+                outside = ne(outside, 0)
         finally:
             STATE.enabled = prev
-        return (where(outside, g, 0.0), replay_view(self.chain, g))
+        if self.split and self.dtype.is_complex:
+            from tgrad.ops.complex_ops import complex as complex_
+            from tgrad.ops.complex_ops import imag, real
+            kept = complex_(where(ne(real(outside), 0), real(g), 0.0),
+                            where(ne(imag(outside), 0), imag(g), 0.0))
+        else:
+            kept = where(outside, g, 0.0)
+        return (kept, replay_view(self.chain, g))
 
 
 def rebase_base(view, result_edge: tuple) -> None:

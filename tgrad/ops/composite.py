@@ -517,7 +517,11 @@ for _name, _fn in (("absolute", ew.abs), ("greater", ew.gt), ("greater_equal", e
                    ("swapdims", transpose)):
     tensor_method(_name)(_fn)
 tensor_method("absolute_")(lambda self: self.abs_())
-tensor_method("type_as")(lambda self, other: self.to(other.dtype))
+@tensor_method("type_as")
+def _type_as(self: Tensor, other: Tensor) -> Tensor:
+    """``self.to(other.dtype)`` (PyTorch's TypeError for a non-tensor ``other``)."""
+    require_tensor("type_as", other, "other")
+    return self.to(other.dtype)
 
 
 def numel(input: Tensor) -> int:  # noqa: A002

@@ -126,8 +126,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     """A new tensor (always a copy) from nested lists, scalars, NumPy arrays or tensors."""
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use "
-                      "sourceTensor.clone().detach() or "
-                      "sourceTensor.clone().detach().requires_grad_(True), rather than "
+                      "sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
                       "tgrad.tensor(sourceTensor).", UserWarning, stacklevel=2)
         host = np.array(data.numpy(force=True), copy=True)
         dt = dtypes.as_dtype(dtype) if dtype is not None else data.dtype
@@ -795,12 +795,32 @@ def eye(n: int, m: int | None = None, dtype=None, device=None,
 
 # Tensor.new_*: a new tensor with this one's dtype and device unless given (PyTorch's
 # factory methods; the data is not shared and nothing is recorded)
+def _new_size(op: str, args: tuple, size) -> tuple:
+    """The size of a new_* factory, given as varargs (``new_ones(2, 3)``, ``new_ones((2,
+    3))``) or as the keyword ``size=`` (a tuple or list), required: PyTorch's TypeErrors."""
+    if size is None:
+        if not args:
+            raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
+        return _shape(args)
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument 'size'")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    return _shape((size,))
+
+
 def _new_factory(make):
-    def method(self: Tensor, *size, dtype=None, device=None,
+    op = "new_" + make.__name__
+
+    def method(self: Tensor, *args, size=None, dtype=None, device=None,
                requires_grad: bool = False, layout=None) -> Tensor:
-        dt, dev = _like(self, dtype, device, "new_" + make.__name__, layout)
-        return make(_shape(size), dtype=dt, device=dev, requires_grad=requires_grad)
-    method.__name__ = "new_" + make.__name__
+        dt, dev = _like(self, dtype, device, op, layout)
+        return make(_new_size(op, args, size), dtype=dt, device=dev,
+                    requires_grad=requires_grad)
+    method.__name__ = op
+    method.__doc__ = (f"A new tensor as ``tgrad.{make.__name__}(size)`` with self's dtype and "
+                      f"device unless given; ``size`` as varargs or a tuple (also ``size=``).")
     return method
 
 
@@ -841,6 +861,9 @@ Tensor.new_empty_strided = _new_empty_strided
 def _new_full(self: Tensor, size, fill_value, *, dtype=None, device=None,
               requires_grad: bool = False, layout=None) -> Tensor:
     dt, dev = _like(self, dtype, device, "new_full", layout)
+    if not isinstance(size, (tuple, list)):  # PyTorch's: no bare int
+        raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(size).__name__}")
     return full(_shape((size,)), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -848,6 +871,10 @@ def _new_tensor(self: Tensor, data, *, dtype=None, device=None,
                 requires_grad: bool = False, layout=None) -> Tensor:
     dt, dev = _like(self, dtype, device, "new_tensor", layout)
     if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
         data = data.detach().cpu().numpy()
     return tensor(data, dtype=dt, device=dev, requires_grad=requires_grad)
 

@@ -966,30 +966,62 @@ def _pow_class(base, exponent):
 def _binary_fn(name: str, methods=(), reflected=()):
     cls = _BINARY[name]
 
-    def fn(input, other) -> Tensor:  # noqa: A002
-        if type(other) is Tensor and type(input) is Tensor and other.device is not input.device:
-            input, other = _cpu_scalars_moved(input, other)  # noqa: A001
-        try:
-            return cls.apply(input, other)
-        except NotImplementedError:  # (free when nothing raises) a sparse COO operand
-            if getattr(input, "_sparse", False) or getattr(other, "_sparse", False):
-                from tgrad.sparse import binary
-                return binary(name, input, other)
-            raise
+    def make(operator: bool):
+        """The function (``operator`` False) or its operator (``t + x``, ``operator`` True,
+        the same body): an operator given a NumPy array returns NotImplemented, as
+        PyTorch's, so that NumPy computes ``t + ndarray`` (ndarray.__radd__, made a tensor
+        by Tensor.__array_wrap__) and ``ndarray + t`` is Python's TypeError."""
+        def fn(input, other) -> Tensor:  # noqa: A002
+            if type(other) is Tensor and type(input) is Tensor and \
+                    other.device is not input.device:
+                input, other = _cpu_scalars_moved(input, other)  # noqa: A001
+            try:
+                return cls.apply(input, other)
+            except NotImplementedError:  # (free when nothing raises) a sparse COO operand
+                if getattr(input, "_sparse", False) or getattr(other, "_sparse", False):
+                    from tgrad.sparse import binary
+                    return binary(name, input, other)
+                raise
+            except TypeError:  # (free when nothing raises) an unusual operand
+                if operator and isinstance(other, np.ndarray):
+                    return NotImplemented
+                raise
+        return fn
+
+    fn = make(False)
 
     def rfn(self, other) -> Tensor:
-        return cls.apply(other, self)
+        try:
+            return cls.apply(other, self)
+        except TypeError:  # ndarray op t: Python's TypeError, as PyTorch's
+            if isinstance(other, np.ndarray):
+                return NotImplemented
+            raise
 
     if name == "mul":  # c * x is x * c (PyTorch's __rmul__): the number is _saved_other
         def rfn(self, other) -> Tensor:  # noqa: F811
-            return cls.apply(self, other)
+            try:
+                return cls.apply(self, other)
+            except TypeError:
+                if isinstance(other, np.ndarray):
+                    return NotImplemented
+                raise
     elif name == "sub":  # other - self: rsub's nodes
         def rfn(self, other) -> Tensor:  # noqa: F811
-            return (_RSUB_TT if isinstance(other, Tensor) else _RSUB_NT).apply(other, self)
+            try:
+                return (_RSUB_TT if isinstance(other, Tensor) else _RSUB_NT).apply(other, self)
+            except TypeError:
+                if isinstance(other, np.ndarray):
+                    return NotImplemented
+                raise
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting and PyTorch type promotion."
-    tensor_method(name, *methods)(fn)
+    tensor_method(name)(fn)
+    if methods:
+        op = make(True)
+        op.__name__, op.__doc__ = methods[0], fn.__doc__
+        tensor_method(*methods)(op)
     if reflected:
         tensor_method(*reflected)(rfn)
     return fn
@@ -1062,14 +1094,20 @@ div = _binary_fn("div", ("__truediv__",))
 def _rtruediv(self: Tensor, other) -> Tensor:
     """``other / self`` is ``self.reciprocal() * other``: PyTorch's own definition (its
     grad_fn is MulBackward0, and a half tensor's reciprocal is rounded before the product:
-    10 / float16(3) is 3.332, 1e-3 / float16(1e-5) is inf)."""
-    return mul(reciprocal(self), other)
+    10 / float16(3) is 3.332, 1e-3 / float16(1e-5) is inf). ``ndarray / t`` is NumPy's
+    division made a tensor, as PyTorch's."""
+    try:
+        return mul(reciprocal(self), other)
+    except TypeError:
+        if isinstance(other, np.ndarray):
+            return np.true_divide(other, self)  # (Tensor.__array_wrap__: a tensor)
+        raise
 
 
 # pow's one place for devices and operand kinds (Tensor.pow, ** and the reflected **): a
 # 0-d CPU tensor meets a tensor on another device as a scalar (_cpu_scalars_moved), and
 # _pow_class picks the node by the operand kinds
-@tensor_method("pow", "__pow__")
+@tensor_method("pow")
 def pow(input, exponent) -> Tensor:  # noqa: A001,A002
     """``input ** exponent`` elementwise (PyTorch's argument names: pow(x, exponent=2));
     the node is PowBackward0, 1 or 2 as PyTorch's overloads (number exponent, two tensors,
@@ -1080,11 +1118,30 @@ def pow(input, exponent) -> Tensor:  # noqa: A001,A002
     return _pow_class(input, exponent).apply(input, exponent)
 
 
+@tensor_method("__pow__")
+def _pow_operator(self, exponent) -> Tensor:
+    """``t ** exponent``: pow's body; a NumPy array exponent gives NotImplemented (NumPy
+    computes it, as for PyTorch's operator: see _binary_fn)."""
+    if type(exponent) is Tensor and type(self) is Tensor and exponent.device is not self.device:
+        self, exponent = _cpu_scalars_moved(self, exponent)
+    try:
+        return _pow_class(self, exponent).apply(self, exponent)
+    except TypeError:
+        if isinstance(exponent, np.ndarray):
+            return NotImplemented
+        raise
+
+
 @tensor_method("__rpow__")
 def _rpow(self: Tensor, other) -> Tensor:
     """``other ** self`` (other a number: PowBackward2; Python calls this only when other is
     not a tensor, so pow's device handling has nothing to do)."""
-    return _pow_class(other, self).apply(other, self)
+    try:
+        return _pow_class(other, self).apply(other, self)
+    except TypeError:  # ndarray ** t: Python's TypeError, as PyTorch's
+        if isinstance(other, np.ndarray):
+            return NotImplemented
+        raise
 
 
 atan2 = _binary_fn("atan2")

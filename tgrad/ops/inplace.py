@@ -385,9 +385,23 @@ def zero_(self: Tensor) -> Tensor:
 
 @tensor_method("copy_")
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
-    """Copy ``src`` (broadcast, cast, moved) into ``self``; the gradient flows to ``src``."""
+    """Copy ``src`` (broadcast, cast, moved) into ``self``; the gradient flows to ``src``.
+    A number is copied as PyTorch's wrapped number: a 0-d tensor of its own dtype (float64,
+    int64, complex128, bool; a NumPy scalar's), cast by the copy (uint8 300 wraps to 44).
+    A complex source into a real tensor warns, as PyTorch (the imaginary part is dropped)."""
     if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+        if not isinstance(src, (int, float, bool, complex, np.number, np.bool_)):
+            raise TypeError(f"copy_(): argument 'src' must be Tensor, not "
+                            f"{type(src).__name__}")
+        if isinstance(src, int) and not -2 ** 63 <= src < 2 ** 63:
+            raise OverflowError(f"copy_(): int too big to convert ({src}); PyTorch's wrapped "
+                                f"numbers are int64")
+        from tgrad.ops.creation import from_numpy
+        src = from_numpy(np.asarray(src))
+    if src.dtype.is_complex and not self.dtype.is_complex:
+        import warnings
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=2)
     return apply_inplace(self, "copy_", CopyFrom.apply, _as_src("copy_", self, src))
 
 

@@ -174,33 +174,58 @@ def _desc(t: Tensor) -> str:
     return "x".join(str(s) for s in t.shape)
 
 
-@tensor_method("matmul", "__matmul__")
-def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
-    """Matrix product with NumPy's matmul rules (broadcast batch dims)."""
-    if input._sparse or other._sparse:  # a sparse COO operand: tgrad.sparse's kernels
-        return input @ other
-    if STATE.autocast is not None:  # tgrad.amp's "lower" policy, inline (the hot path)
-        (input, other), _ = cast_args("lower", (input, other))  # noqa: A001
-    _check("matmul", input, other)
-    a, b = input, other
-    an, bn = a._data.ndim, b._data.ndim
-    if an == 2 and bn == 2:  # the common case first (the cases are exclusive)
+def _make_matmul(operator: bool):
+    """matmul (``operator`` False) or ``Tensor.__matmul__`` (True, the same body): given a
+    NumPy array the operator returns NotImplemented, as PyTorch's, so that NumPy computes
+    ``t @ ndarray`` (a tensor by Tensor.__array_wrap__); the function raises TypeError."""
+    def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+        """Matrix product with NumPy's matmul rules (broadcast batch dims)."""
+        try:
+            sparse = input._sparse or other._sparse
+        except AttributeError:  # (free when nothing raises) an operand that is no tensor
+            if operator and isinstance(other, np.ndarray):
+                return NotImplemented
+            for pos, (arg, t) in enumerate((("input", input), ("other", other)), 1):
+                if not isinstance(t, Tensor):
+                    kind = type(t).__qualname__ if type(t).__module__ == "builtins" else \
+                        f"{type(t).__module__}.{type(t).__qualname__}"
+                    raise TypeError(f"matmul(): argument '{arg}' (position {pos}) must be "
+                                    f"Tensor, not {kind}") from None
+            raise
+        if sparse:  # a sparse COO operand: tgrad.sparse's kernels
+            return input @ other
+        if STATE.autocast is not None:  # tgrad.amp's "lower" policy, inline (the hot path)
+            (input, other), _ = cast_args("lower", (input, other))  # noqa: A001
+        _check("matmul", input, other)
+        a, b = input, other
+        an, bn = a._data.ndim, b._data.ndim
+        if an == 2 and bn == 2:  # the common case first (the cases are exclusive)
+            return MatMul.apply(a, b)
+        if an == 1 and bn == 1:
+            return Dot.apply(a, b)
+        if an == 1:
+            return MatMul.apply(a.unsqueeze(0), b).squeeze(-2)
+        if bn == 1:
+            return MatMul.apply(a, b.unsqueeze(1)).squeeze(-1)
+        try:  # checked here, so that another ValueError (e.g. a launch's) is not reported as
+            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # this
+        except ValueError:
+            raise RuntimeError(f"matmul: batch dimensions cannot be broadcast "
+                               f"({list(a.shape)} and {list(b.shape)})") from None
         return MatMul.apply(a, b)
-    if an == 1 and bn == 1:
-        return Dot.apply(a, b)
-    if an == 1:
-        return MatMul.apply(a.unsqueeze(0), b).squeeze(-2)
-    if bn == 1:
-        return MatMul.apply(a, b.unsqueeze(1)).squeeze(-1)
-    try:  # checked here, so that another ValueError (e.g. a launch's) is not reported as this
-        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except ValueError:
-        raise RuntimeError(f"matmul: batch dimensions cannot be broadcast "
-                           f"({list(a.shape)} and {list(b.shape)})") from None
-    return MatMul.apply(a, b)
+    return matmul
 
 
-tensor_method("__rmatmul__")(lambda self, other: matmul(other, self))
+matmul = tensor_method("matmul")(_make_matmul(False))
+tensor_method("__matmul__")(_make_matmul(True))
+
+
+@tensor_method("__rmatmul__")
+def _rmatmul(self: Tensor, other) -> Tensor:
+    """``other @ self``; ``ndarray @ t`` is Python's TypeError, as PyTorch's."""
+    if isinstance(other, np.ndarray):
+        return NotImplemented
+    return matmul(other, self)
 
 
 @tensor_method("mm")

@@ -20,6 +20,7 @@ from tgrad.ops._common import (
     backend_of,
     make_view,
     register_op,
+    require_tensor,
     same_device,
     sizes_keyword,
     tensor_method,
@@ -409,7 +410,10 @@ def broadcast_to(input: Tensor, shape) -> Tensor:  # noqa: A002
 
 
 tensor_method("broadcast_to")(broadcast_to)
-tensor_method("expand_as")(lambda self, other: expand(self, other.shape))
+@tensor_method("expand_as")
+def expand_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    require_tensor("expand_as", other, "other")
+    return expand(input, other.shape)
 
 
 @tensor_method("squeeze")
@@ -456,11 +460,13 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:  # 
 
 @tensor_method("view_as")
 def view_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    require_tensor("view_as", other, "other")
     return view(input, other.shape)
 
 
 @tensor_method("reshape_as")
 def reshape_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    require_tensor("reshape_as", other, "other")
     return reshape(input, other.shape)
 
 
