@@ -552,3 +552,280 @@ def test_cpu_amp_deprecated_aliases():
     with pytest.warns(FutureWarning, match="torch.amp.GradScaler\\('cpu', args...\\)"):
         scaler = CpuScaler(init_scale=8.0)
     assert isinstance(scaler, GradScaler) and scaler.scale(tgrad.tensor(1.0)).item() == 8.0
+
+
+# ---------------------------------------------------------------- CPU autocast: composites
+# PyTorch runs a listed op's kernel with autocast off: an "fp32" linalg op's inner matmuls
+# are not lowered, and ops that are one CPU kernel there (matrix_exp, addmv, addr,
+# solve_triangular, linalg.lu_solve...) are not lowered inside either.
+def _spd(n, seed):
+    a = np.random.default_rng(seed).standard_normal((n, n))
+    return (a @ a.T + n * np.eye(n)).astype(np.float32)
+
+
+_SPD = _spd(4, 3)
+_L = np.linalg.cholesky(_SPD.astype(np.float64)).astype(np.float32)
+_B = np.random.default_rng(4).standard_normal((4, 3)).astype(np.float32)
+_R = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
+
+
+def _expm(a):  # float64 reference: exp(A) = V diag(exp(w)) V^-1 (a diagonalizable A)
+    w, v = np.linalg.eig(a)
+    return (v @ np.diag(np.exp(w)) @ np.linalg.inv(v)).real
+
+
+def _hh_product(a, tau):  # float64 reference: prod_i (I - tau_i v_i v_i^H), LAPACK's orgqr
+    m = a.shape[0]
+    q = np.eye(m)
+    for i, t in enumerate(tau):
+        v = np.zeros(m)
+        v[i], v[i + 1:] = 1.0, a[i + 1:, i]
+        q = q @ (np.eye(m) - t * np.outer(v, v))
+    return q[:, :a.shape[1]]
+
+
+_F64 = np.float64
+_COMPOSITES = {  # name: (call on tgrad tensors, NumPy float64 reference on float64 arrays)
+    "matrix_exp": (lambda a, b: tgrad.linalg.matrix_exp(a / 10), lambda a, b: _expm(a / 10)),
+    "pinverse": (lambda a, b: tgrad.pinverse(b.mT), lambda a, b: np.linalg.pinv(b.T)),
+    "lstsq": (lambda a, b: tgrad.linalg.lstsq(a, b).solution,
+              lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0]),
+    "inv": (lambda a, b: tgrad.linalg.inv(a), lambda a, b: np.linalg.inv(a)),
+    "inverse": (lambda a, b: a.inverse(), lambda a, b: np.linalg.inv(a)),
+    "solve": (lambda a, b: tgrad.linalg.solve(a, b), lambda a, b: np.linalg.solve(a, b)),
+    "solve_ex": (lambda a, b: tgrad.linalg.solve_ex(a, b).result,
+                 lambda a, b: np.linalg.solve(a, b)),
+    "cholesky": (lambda a, b: tgrad.linalg.cholesky(a), lambda a, b: np.linalg.cholesky(a)),
+    "cholesky_solve": (lambda a, b: tgrad.cholesky_solve(b, tgrad.linalg.cholesky(a)),
+                       lambda a, b: np.linalg.solve(a, b)),
+    "cholesky_inverse": (lambda a, b: tgrad.cholesky_inverse(tgrad.linalg.cholesky(a)),
+                         lambda a, b: np.linalg.inv(a)),
+    "triangular_solve": (lambda a, b: tgrad.triangular_solve(b, tgrad.tensor(_L),
+                                                             upper=False).solution,
+                         lambda a, b: np.linalg.solve(_L.astype(_F64), b)),
+    "solve_triangular": (lambda a, b: tgrad.linalg.solve_triangular(tgrad.tensor(_L), b,
+                                                                    upper=False),
+                         lambda a, b: np.linalg.solve(_L.astype(_F64), b)),
+    "lu_solve": (lambda a, b: tgrad.linalg.lu_solve(*tgrad.linalg.lu_factor(a), b),
+                 lambda a, b: np.linalg.solve(a, b)),
+    "lu_solve_legacy": (lambda a, b: tgrad.lu_solve(b, *tgrad.linalg.lu_factor(a)),
+                        lambda a, b: np.linalg.solve(a, b)),
+    "tensorinv": (lambda a, b: tgrad.linalg.tensorinv(a.reshape(4, 2, 2), ind=1),
+                  lambda a, b: np.linalg.inv(a).reshape(2, 2, 4)),
+    "matrix_power_-1": (lambda a, b: tgrad.linalg.matrix_power(a, -1),
+                        lambda a, b: np.linalg.inv(a)),
+    "cond_fro": (lambda a, b: tgrad.linalg.cond(a, "fro"),
+                 lambda a, b: np.linalg.cond(a, "fro")),
+    "householder_product": (lambda a, b: tgrad.linalg.householder_product(a / 10, b[:3, 0]),
+                            lambda a, b: _hh_product(a / 10, b[:3, 0])),
+    "addmv": (lambda a, b: tgrad.addmv(b[:, 0], a, b[:, 1]),
+              lambda a, b: b[:, 0] + a @ b[:, 1]),
+    "addr": (lambda a, b: tgrad.addr(a, b[:, 0], b[:, 1]),
+             lambda a, b: a + np.outer(b[:, 0], b[:, 1])),
+}
+
+
+@pytest.mark.parametrize("region", ["bfloat16", "float16"])
+def test_cpu_autocast_float32_composites_are_not_lowered_inside(region):
+    a, b = tgrad.tensor(_SPD), tgrad.tensor(_B)
+    outside = {n: f(a, b) for n, (f, _) in _COMPOSITES.items()}
+    with tgrad.autocast("cpu", dtype=getattr(tgrad, region)):
+        inside = {n: f(a, b) for n, (f, _) in _COMPOSITES.items()}
+        assert tgrad.is_autocast_enabled("cpu")  # each op's exit restored the region
+        assert (a @ b).dtype.name == region
+    for n, (_, ref) in _COMPOSITES.items():
+        got = inside[n]
+        assert got.dtype is tgrad.float32, n
+        np.testing.assert_array_equal(got.numpy(), outside[n].numpy(), err_msg=n)
+        np.testing.assert_allclose(got.numpy(), ref(_SPD.astype(_F64), _B.astype(_F64)),
+                                   rtol=1e-4, atol=1e-5, err_msg=n)
+
+
+def _half(x, region):  # the half-rounded values, in float64
+    return tgrad.tensor(x).to(getattr(tgrad, region)).double().numpy()
+
+
+_HALF_INPUTS = {  # PyTorch's CPU fp32 list: half inputs run in float32 (they raised)
+    "inverse": (lambda a, b: tgrad.inverse(a), lambda a, b: np.linalg.inv(a)),
+    "linalg.inv_ex": (lambda a, b: tgrad.linalg.inv_ex(a).inverse, lambda a, b: np.linalg.inv(a)),
+    "solve": (lambda a, b: tgrad.linalg.solve(a, b), lambda a, b: np.linalg.solve(a, b)),
+    "lstsq": (lambda a, b: tgrad.linalg.lstsq(a, b).solution,
+              lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0]),
+    "pinverse": (lambda a, b: tgrad.pinverse(b), lambda a, b: np.linalg.pinv(b)),
+    "cholesky": (lambda a, b: tgrad.cholesky(a), lambda a, b: np.linalg.cholesky(a)),
+    "cholesky_ex": (lambda a, b: tgrad.linalg.cholesky_ex(a).L,
+                    lambda a, b: np.linalg.cholesky(a)),
+    "cholesky_solve": (lambda a, b: tgrad.cholesky_solve(b, a.tril()),
+                       lambda a, b: np.linalg.solve(np.tril(a) @ np.tril(a).T, b)),
+    "lu_solve": (lambda a, b: tgrad.lu_solve(b, *tgrad.linalg.lu_factor(a.float())),
+                 lambda a, b: np.linalg.solve(a, b)),
+    "triangular_solve": (lambda a, b: tgrad.triangular_solve(b, a.tril(), upper=False)[0],
+                         lambda a, b: np.linalg.solve(np.tril(a), b)),
+    "lu": (lambda a, b: tgrad.lu(a)[0].triu(), None),
+    "qr": (lambda a, b: tgrad.linalg.qr(a).R.abs(), lambda a, b: np.abs(np.linalg.qr(a)[1])),
+    "svd": (lambda a, b: tgrad.svd(a).S, lambda a, b: np.linalg.svd(a)[1]),
+    "svdvals": (lambda a, b: tgrad.linalg.svdvals(a), lambda a, b: np.linalg.svd(a)[1]),
+    "eigh": (lambda a, b: tgrad.linalg.eigh(a).eigenvalues, lambda a, b: np.linalg.eigh(a)[0]),
+    "eigvalsh": (lambda a, b: tgrad.linalg.eigvalsh(a), lambda a, b: np.linalg.eigh(a)[0]),
+    "eigvals": (lambda a, b: tgrad.linalg.eigvals(a).abs().sort().values,
+                lambda a, b: np.sort(np.abs(np.linalg.eigvals(a)))),
+    "cond": (lambda a, b: tgrad.linalg.cond(a), lambda a, b: np.linalg.cond(a)),
+    "matrix_rank": (lambda a, b: tgrad.linalg.matrix_rank(a), lambda a, b: 4),
+    "tensorsolve": (lambda a, b: tgrad.linalg.tensorsolve(a, b[:, 0]),
+                    lambda a, b: np.linalg.solve(a, b[:, 0])),
+    "geqrf": (lambda a, b: tgrad.geqrf(a)[0].diagonal().abs(),
+              lambda a, b: np.abs(np.diag(np.linalg.qr(a)[1]))),
+    "orgqr": (lambda a, b: tgrad.orgqr(*tgrad.geqrf(a)).abs(),
+              lambda a, b: np.abs(np.linalg.qr(a)[0])),
+    "trace": (lambda a, b: tgrad.trace(a), lambda a, b: np.trace(a)),
+    "quantile": (lambda a, b: tgrad.quantile(b, 0.3), lambda a, b: np.quantile(b, 0.3)),
+    "nanquantile": (lambda a, b: b.nanquantile(0.3, dim=0),
+                    lambda a, b: np.nanquantile(b, 0.3, axis=0)),
+    "polar": (lambda a, b: tgrad.polar(a.abs(), b[:, :1]),
+              lambda a, b: np.abs(a) * np.exp(1j * b[:, :1])),
+    "view_as_complex": (lambda a, b: tgrad.view_as_complex(a.reshape(4, 2, 2)),
+                        lambda a, b: a.reshape(4, 2, 2) @ np.array([1, 1j])),
+    "fft.fft": (lambda a, b: tgrad.fft.fft(a), lambda a, b: np.fft.fft(a)),
+    "fft.rfft2": (lambda a, b: tgrad.fft.rfft2(a), lambda a, b: np.fft.rfft2(a)),
+    "fft.ihfft": (lambda a, b: tgrad.fft.ihfft(a), lambda a, b: np.fft.ihfft(a)),
+    "fft.irfft": (lambda a, b: tgrad.fft.irfft(a), lambda a, b: np.fft.irfft(a)),
+    "stft": (lambda a, b: tgrad.stft(a.reshape(-1), 4, return_complex=True, center=False),
+             lambda a, b: np.fft.rfft(np.lib.stride_tricks.sliding_window_view(
+                 a.reshape(-1), 4)[::1], axis=-1).T),
+}
+
+
+@pytest.mark.parametrize("region", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", sorted(_HALF_INPUTS))
+def test_cpu_autocast_fp32_list_runs_half_inputs_in_float32(region, name):
+    f, ref = _HALF_INPUTS[name]
+    half = getattr(tgrad, region)
+    a, b = tgrad.tensor(_SPD).to(half), tgrad.tensor(_B).to(half)
+    with tgrad.autocast("cpu", dtype=half):
+        got = f(a, b)
+    # the same op outside autocast on the float32 values of the half inputs: bit-identical
+    want32 = f(a.float(), b.float())
+    assert got.dtype is want32.dtype and got.dtype.name in ("float32", "complex64", "int64")
+    np.testing.assert_array_equal(got.numpy(), want32.numpy())
+    if ref is not None:
+        np.testing.assert_allclose(got.numpy(), ref(_half(_SPD, region), _half(_B, region)),
+                                   rtol=1e-4, atol=1e-4)
+
+
+def _pool3(x, k, op):  # (N, C, D, H, W) windows k^3, stride k
+    n, c, d, h, w = x.shape
+    r = x[:, :, :d // k * k, :h // k * k, :w // k * k].reshape(
+        n, c, d // k, k, h // k, k, w // k, k)
+    return op(r, axis=(3, 5, 7))
+
+
+_X5 = np.random.default_rng(6).standard_normal((1, 2, 4, 4, 6)).astype(np.float32)
+_X4 = np.random.default_rng(7).standard_normal((1, 2, 4, 6)).astype(np.float32)
+_X3 = np.random.default_rng(8).standard_normal((2, 3, 8)).astype(np.float32)
+
+
+def _unpool(x, k, spatial):  # max_pool then max_unpool: the maxima at their places, else 0
+    pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[spatial]
+    unpool = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}[spatial]
+    return unpool(*pool(x.float(), k, return_indices=True), k) if x.dtype.itemsize != 2 \
+        else unpool(*pool(x, k, return_indices=True), k)
+
+
+_P = np.abs(_X4[0, 1]) / np.abs(_X4[0, 1]).sum(-1, keepdims=True)  # class probabilities
+
+
+def _log_softmax(x):
+    m = x.max(-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
+
+
+_NN_FP32 = {  # name: (call, NumPy float64 reference or None, input)
+    "avg_pool3d": (lambda x: F.avg_pool3d(x, 2), lambda x: _pool3(x, 2, np.mean), _X5),
+    "max_pool3d": (lambda x: F.max_pool3d(x, 2), lambda x: _pool3(x, 2, np.max), _X5),
+    "MaxPool3d": (lambda x: nn.MaxPool3d(2)(x), lambda x: _pool3(x, 2, np.max), _X5),
+    "adaptive_avg_pool3d": (lambda x: F.adaptive_avg_pool3d(x, (2, 2, 3)),
+                            lambda x: _pool3(x, 2, np.mean), _X5),
+    "adaptive_max_pool3d": (lambda x: F.adaptive_max_pool3d(x, (2, 2, 3)),
+                            lambda x: _pool3(x, 2, np.max), _X5),
+    "adaptive_max_pool3d_idx": (lambda x: F.adaptive_max_pool3d(x, (2, 2, 3), True)[0],
+                                lambda x: _pool3(x, 2, np.max), _X5),
+    "fractional_max_pool2d": (lambda x: F.fractional_max_pool2d(
+        x, 2, output_size=(2, 3), _random_samples=tgrad.full((1, 2, 2), 0.5)),
+        lambda x: x.reshape(1, 2, 2, 2, 3, 2).max(axis=(3, 5)), _X4),
+    "fractional_max_pool3d": (lambda x: F.fractional_max_pool3d(
+        x, 2, output_size=(2, 2, 3), _random_samples=tgrad.full((1, 2, 3), 0.5)),
+        lambda x: _pool3(x, 2, np.max), _X5),
+    "max_unpool1d": (lambda x: _unpool(x, 2, 1), None, _X3),
+    "max_unpool2d": (lambda x: _unpool(x, 2, 2), None, _X4),
+    "max_unpool3d": (lambda x: _unpool(x, 2, 3), None, _X5),
+    "reflect1d": (lambda x: F.pad(x, (2, 1), mode="reflect"),
+                  lambda x: np.pad(x, ((0, 0), (0, 0), (2, 1)), mode="reflect"), _X3),
+    "reflect2d": (lambda x: nn.ReflectionPad2d(1)(x),
+                  lambda x: np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="reflect"), _X4),
+    "replicate1d": (lambda x: F.pad(x, (1, 2), mode="replicate"),
+                    lambda x: np.pad(x, ((0, 0), (0, 0), (1, 2)), mode="edge"), _X3),
+    "replicate2d": (lambda x: F.pad(x, (1, 1, 2, 0), mode="replicate"),
+                    lambda x: np.pad(x, ((0, 0), (0, 0), (2, 0), (1, 1)), mode="edge"), _X4),
+    "replicate3d": (lambda x: nn.ReplicationPad3d(1)(x),
+                    lambda x: np.pad(x, ((0, 0), (0, 0)) + ((1, 1),) * 3, mode="edge"), _X5),
+    "trace": (lambda x: x[0, 0].trace(), lambda x: np.trace(x[0, 0]), _X4),
+    "cross_entropy_probs": (lambda x: F.cross_entropy(x[0, 0], tgrad.tensor(_P)),
+                            lambda x: -(_P * _log_softmax(x[0, 0])).sum(-1).mean(), _X4),
+    "ctc_loss": (lambda x: F.ctc_loss(x.reshape(4, 2, 6), tgrad.tensor([[1, 2], [3, 3]]),
+                                      [4, 4], [2, 2]), None, _X4),
+}
+_NN_KEEP = {  # not on PyTorch's CPU list: the input's dtype (their return_indices forms too)
+    "max_pool3d_indices": lambda x: F.max_pool3d(x, 2, return_indices=True)[0],
+    "max_pool3d_with_indices": lambda x: F.max_pool3d_with_indices(x, 2)[0],
+    "reflect3d": lambda x: F.pad(x, (1, 1, 1, 1, 1, 1), mode="reflect"),
+    "circular2d": lambda x: F.pad(x[0], (1, 1, 1, 1), mode="circular"),
+    "constant3d": lambda x: F.pad(x, (1, 1, 1, 1, 1, 1), value=2.0),
+}
+
+
+@pytest.mark.parametrize("region", ["bfloat16", "float16"])
+def test_cpu_autocast_fp32_list_pools_pads_and_losses(region):
+    half = getattr(tgrad, region)
+    for name, (f, ref, x) in _NN_FP32.items():
+        t = tgrad.tensor(x).to(half)
+        with tgrad.autocast("cpu", dtype=half):
+            got = f(t)
+        assert got.dtype is tgrad.float32, name
+        np.testing.assert_array_equal(got.numpy(), f(t.float()).numpy(), err_msg=name)
+        if ref is not None:
+            np.testing.assert_allclose(got.numpy(), ref(_half(x, region)), rtol=1e-6,
+                                       atol=1e-6, err_msg=name)
+    t = tgrad.tensor(_X5).to(half)
+    with tgrad.autocast("cpu", dtype=half):
+        kept = {name: f(t).dtype for name, f in _NN_KEEP.items()}
+    assert kept == dict.fromkeys(_NN_KEEP, half)
+
+
+def test_cpu_autocast_vecdot_lowered_index_copy_promoted():
+    x, y = _t((3, 4), tgrad.float32), _t((3, 4), tgrad.float32, seed=1)
+    src = _t((2, 4), tgrad.bfloat16, seed=2)
+    with tgrad.autocast("cpu"):
+        vd = tgrad.linalg.vecdot(x, y)
+        ic = tgrad.index_copy(x, 0, tgrad.tensor([2, 0]), src)
+        icm = src.index_copy(0, tgrad.tensor([1]), x[:1])
+        with pytest.raises(RuntimeError, match="index_copy"):  # float64: neither cast
+            x.index_copy(0, tgrad.tensor([1]), x[:1].double())  # nor counted (PyTorch's)
+    assert vd.dtype is tgrad.bfloat16 and ic.dtype is tgrad.float32
+    assert icm.dtype is tgrad.float32
+    xb, yb = _bf16(x.numpy()), _bf16(y.numpy())
+    # a product and a sum: bfloat16 products, a float32 sum rounded to bfloat16
+    np.testing.assert_allclose(vd.float().numpy(), _bf16(_bf16(xb * yb).sum(-1)), rtol=1e-2)
+    want = x.numpy().astype(np.float64)
+    want[[2, 0]] = src.double().numpy()
+    np.testing.assert_array_equal(ic.numpy(), want)
+    want = src.double().numpy()
+    want[1] = x.numpy()[0]
+    np.testing.assert_array_equal(icm.numpy(), want)
+
+
+def test_cpu_autocast_region_restored_after_an_op_raises():
+    with tgrad.autocast("cpu"):
+        with pytest.raises(RuntimeError):
+            tgrad.linalg.inv(tgrad.ones(2, 3))  # not square: raises inside the fp32 op
+        assert tgrad.is_autocast_enabled("cpu")
+        assert (tgrad.ones(2, 2) @ tgrad.ones(2, 2)).dtype is tgrad.bfloat16

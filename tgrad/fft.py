@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
 from tgrad.ops._common import register_op, require_tensor, wrap
@@ -279,6 +280,7 @@ def _last_given(s) -> bool:
 
 
 # ------------------------------------------------------------------------- public API
+@autocast_policy(None, cpu="fp32")
 def fft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
         norm: str | None = None) -> Tensor:
     """The 1-D discrete Fourier transform along ``dim``; ``n`` zero-pads or trims the
@@ -288,6 +290,7 @@ def fft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
     return _c2c(x, dims, sizes, True, norm)
 
 
+@autocast_policy(None, cpu="fp32")
 def ifft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
          norm: str | None = None) -> Tensor:
     """The 1-D inverse discrete Fourier transform along ``dim`` (``n``: as fft)."""
@@ -296,6 +299,7 @@ def ifft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
     return _c2c(x, dims, sizes, False, norm)
 
 
+@autocast_policy(None, cpu="fp32")
 def fftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:  # noqa: A002
     """The N-D discrete Fourier transform over ``dim`` (default: the last len(s) dims, or
     all), each signal zero-padded or trimmed to ``s``."""
@@ -304,6 +308,7 @@ def fftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:  #
     return _c2c(x, dims, sizes, True, norm)
 
 
+@autocast_policy(None, cpu="fp32")
 def ifftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:  # noqa: A002
     """The N-D inverse discrete Fourier transform (``s``, ``dim``: as fftn)."""
     x = _input("ifftn", input, "c")
@@ -311,6 +316,7 @@ def ifftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:  
     return _c2c(x, dims, sizes, False, norm)
 
 
+@autocast_policy(None, cpu="fp32")
 def fft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:  # noqa: A002
     """fftn over the last two dims."""
     x = _input("fft2", input, "c")
@@ -318,6 +324,7 @@ def fft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor
     return _c2c(x, dims, sizes, True, norm)
 
 
+@autocast_policy(None, cpu="fp32")
 def ifft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:  # noqa: A002
     """ifftn over the last two dims."""
     x = _input("ifft2", input, "c")
@@ -325,6 +332,7 @@ def ifft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tenso
     return _c2c(x, dims, sizes, False, norm)
 
 
+@autocast_policy(None, cpu="fp32")
 def rfft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
          norm: str | None = None) -> Tensor:
     """The 1-D Fourier transform of a real signal: the n // 2 + 1 non-negative frequency
@@ -334,6 +342,7 @@ def rfft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
     return _r2c("rfft", x, dims, sizes, norm, False)
 
 
+@autocast_policy(None, cpu="fp32")
 def irfft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
           norm: str | None = None) -> Tensor:
     """The inverse of rfft: ``n`` real outputs (default 2 (m - 1) for m input bins) from
@@ -343,6 +352,7 @@ def irfft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
     return _c2r("irfft", x, dims, sizes, n is not None, norm, False)
 
 
+@autocast_policy(None, cpu="fp32")
 def rfftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:  # noqa: A002
     """The N-D Fourier transform of a real signal, one-sided along the last of ``dim``."""
     x = _input("rfftn", input, "r")
@@ -350,6 +360,7 @@ def rfftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:  
     return _r2c("rfftn", x, dims, sizes, norm, False)
 
 
+@autocast_policy(None, cpu="fp32")
 def irfftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:  # noqa: A002
     """The inverse of rfftn; ``s`` gives the output sizes (the last defaults to
     2 (m - 1))."""
@@ -358,6 +369,7 @@ def irfftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor: 
     return _c2r("irfftn", x, dims, sizes, _last_given(s), norm, False)
 
 
+@autocast_policy(None, cpu="fp32")
 def rfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:  # noqa: A002
     """rfftn over the last two dims."""
     x = _input("rfft2", input, "r")
@@ -365,6 +377,7 @@ def rfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tenso
     return _r2c("rfft2", x, dims, sizes, norm, False)
 
 
+@autocast_policy(None, cpu="fp32")
 def irfft2(input: Tensor, s=None, dim=(-2, -1),  # noqa: A002
            norm: str | None = None) -> Tensor:
     """irfftn over the last two dims."""
@@ -373,6 +386,7 @@ def irfft2(input: Tensor, s=None, dim=(-2, -1),  # noqa: A002
     return _c2r("irfft2", x, dims, sizes, _last_given(s), norm, False)
 
 
+@autocast_policy(None, cpu="fp32")
 def hfft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
          norm: str | None = None) -> Tensor:
     """The Fourier transform of a Hermitian-symmetric signal given by its one-sided half:
@@ -382,6 +396,7 @@ def hfft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
     return _c2r("hfft", x, dims, sizes, n is not None, norm, True)
 
 
+@autocast_policy(None, cpu="fp32")
 def ihfft(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
           norm: str | None = None) -> Tensor:
     """The inverse of hfft: the n // 2 + 1 one-sided bins of ifft of a real signal."""

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.linalg._jacobi import check_phase
@@ -125,6 +126,7 @@ def _eig_checks(op: str, A: Tensor, finite: bool = True) -> None:
         raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
 
 
+@autocast_policy(None, cpu="fp32")
 def eig(A: Tensor) -> EigResult:
     """(eigenvalues (..., n), eigenvectors (..., n, n) as columns) of square A, batched;
     complex results (complex64 for float32 / complex64 input, else complex128), geev's
@@ -136,6 +138,7 @@ def eig(A: Tensor) -> EigResult:
     return EigResult(L, V)
 
 
+@autocast_policy(None, cpu="fp32")
 def eigvals(A: Tensor) -> Tensor:
     """The eigenvalues (..., n) of square A, batched, complex (see eig); the gradient needs
     no eigenvector gradient: V^{-H} diag(gL) V^H. A NaN or inf raises eig's error when A

@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.linalg._norms import vector_norm
 from tgrad.linalg._qr import check_linalg_dtype, from_lapack, householder_qr, lapack_path
@@ -319,6 +320,7 @@ class LinalgEigh(Function):
         return V @ inner @ V.mH, None
 
 
+@autocast_policy(None, cpu="fp32")
 def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A, batched; reads
     A's lower triangle (UPLO='U': the upper one). Parallel Jacobi (module docstring)."""
@@ -332,6 +334,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     return EighResult(L, V)
 
 
+@autocast_policy(None, cpu="fp32")
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """The eigenvalues (ascending) of symmetric A, batched (see eigh)."""
     return eigh(A, UPLO).eigenvalues
@@ -416,6 +419,7 @@ def _svd_checks(op: str, A: Tensor, driver) -> None:
                           "matrix contained non-finite values.")
 
 
+@autocast_policy(None, cpu="fp32")
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None) -> SVDResult:
     """(U, S, Vh) with A = U diag(S) Vh, S descending, batched: U (m, m) and Vh (n, n) when
     ``full_matrices`` (PyTorch's default), else (m, k) and (k, n); one-sided Jacobi."""
@@ -424,6 +428,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None) -> SVDResult:
     return SVDResult(U, S, Vh)
 
 
+@autocast_policy(None, cpu="fp32")
 def svdvals(A: Tensor, *, driver=None) -> Tensor:
     """The singular values of A, descending, batched (see svd)."""
     _svd_checks("linalg.svdvals", A, driver)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from tgrad._autocast import autocast_policy
 from tgrad.linalg._jacobi import svd as _svd
 from tgrad.linalg._jacobi import svdvals
 from tgrad.linalg._lu_factor import _perm_from_pivots, _perm_matrix, _unpack, lu_factor_ex
@@ -56,6 +57,7 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SVDResult:
     return SVDResult(U, S, Vh.mH)
 
 
+@autocast_policy(None, cpu="fp32")
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:  # noqa: A002
     """``torch.pinverse``: linalg.pinv with rtol=rcond."""
     return pinv(input, rtol=rcond)
@@ -66,6 +68,7 @@ def cholesky(input: Tensor, upper: bool = False) -> Tensor:  # noqa: A002
     return _cholesky(input, upper=upper)
 
 
+@autocast_policy(None, cpu="fp32")
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """A^{-1} of A = L L^H (upper: U^H U) from its Cholesky factor (two triangular solves
     against the identity; differentiable in L)."""
@@ -78,12 +81,14 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     return cholesky_solve(identity, L, upper)
 
 
+@autocast_policy(None, cpu="fp32")
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple:
     """``torch.lu``: (LU, pivots) of linalg.lu_factor_ex, with ``info`` when get_infos."""
     LU, pivots, info = lu_factor_ex(A, pivot=pivot)
     return (LU, pivots, info) if get_infos else (LU, pivots)
 
 
+@autocast_policy(None, cpu="fp32")
 def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """``torch.lu_solve`` (B first): linalg.lu_solve(LU, pivots, B)."""
     return _lu_solve(LU_data, LU_pivots, b)
@@ -101,6 +106,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     return P, L, U
 
 
+@autocast_policy(None, cpu="fp32")
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False) -> TriangularSolveResult:
     """``torch.triangular_solve``: X with A X = b (transpose: A^T X = b), A triangular;

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from tgrad.linalg._triangular import (
@@ -210,6 +211,7 @@ def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
     return A, B, vector
 
 
+@autocast_policy(None, cpu="native")
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> SolveEx:
     """(X, info): X with A X = B (left=False: X A = B) and, per matrix, 0 or the 1-based
     index of the first zero pivot of A's LU factorisation (int32, A's own batch shape). A singular
@@ -230,6 +232,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     return SolveEx(X.squeeze(-1) if vector else X, info)
 
 
+@autocast_policy(None, cpu="fp32")
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """X with A X = B (left=False: X A = B) for square A, batch dims broadcast; B is a
     vector (batch) when it is 1-D or has A's shape minus the last dim. LU with partial
@@ -253,6 +256,7 @@ class InvEx(NamedTuple):
     info: Tensor
 
 
+@autocast_policy(None, cpu="fp32")
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvEx:
     """(A^{-1}, info) as ``solve_ex(A, I)``: a singular A gives inf/NaN, not an error,
     unless ``check_errors``."""

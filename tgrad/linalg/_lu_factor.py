@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.linalg._lu import (
     _check_dtype,
@@ -165,6 +166,7 @@ def lu(A: Tensor, *, pivot: bool = True) -> PLU:
     return PLU(P, L, U)
 
 
+@autocast_policy(None, cpu="native")
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
              adjoint: bool = False) -> Tensor:
     """X with A X = B (left=False: X A = B; adjoint: A^H in place of A) from A's

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.linalg._lu import graph_constant
 from tgrad.linalg._triangular import _torch_dtype_name, not_floating_error
 from tgrad.ops import elementwise as ew
@@ -62,6 +63,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  
     return _vnorm(x, float(ord), dim, keepdim)  # (the empty-dim check is norm's)
 
 
+@autocast_policy(None, cpu="native")  # CPU: half ord 2 / 'nuc' raise, as PyTorch's
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: A002
                 dtype=None) -> Tensor:
     """The matrix norm over the two dims ``dim``: 'fro' (sqrt of the sum of squares),
@@ -188,6 +190,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return _matmul(input, other)
 
 
+@autocast_policy("lower")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """sum(conj(x) * y) along ``dim``, other dims broadcast (PyTorch's: x is conjugated
     when complex, as in ``vdot``; real tensors: sum(x * y))."""

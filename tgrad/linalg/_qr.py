@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.linalg._lu import _check_dtype as check_linalg_dtype
@@ -181,6 +182,7 @@ class LinalgQR(Function):
         return cat([gX, Q @ gV], -1), None
 
 
+@autocast_policy(None, cpu="fp32")
 def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     """(Q, R) with A = Q R, batched over leading dims: 'reduced' Q (m, k), R (k, n);
     'complete' Q (m, m), R (m, n); 'r' R only (Q empty, no derivative). k = min(m, n).
@@ -213,6 +215,7 @@ class Geqrf(Function):
         raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
 
 
+@autocast_policy(None, cpu="fp32")
 def geqrf(input: Tensor) -> tuple:  # noqa: A002
     """``torch.geqrf``: LAPACK's packed QR (a, tau) (see geqrf_packed); complex input
     (CPU): LAPACK's zgeqrf (H_j = I - tau_j v_j v_j^H, R's diagonal real). No derivative,
@@ -229,6 +232,7 @@ def geqrf(input: Tensor) -> tuple:  # noqa: A002
     return a, tau
 
 
+@autocast_policy(None, cpu="fp32")
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_i^H, v_i the
     i-th column of A (..., m, n) below the diagonal with a 1 on it (LAPACK's orgqr; k =
@@ -268,6 +272,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     return Q
 
 
+@autocast_policy(None, cpu="fp32")
 def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,  # noqa: A002
           transpose: bool = False) -> Tensor:
     """``torch.ormqr``: Q C (left) or C Q, with Q^H for ``transpose``, Q the m x m product

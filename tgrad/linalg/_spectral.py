@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.linalg._jacobi import eigh, svd, svdvals
@@ -118,6 +119,7 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     return LinalgPinv.apply(A, atol, rtol, bool(hermitian))
 
 
+@autocast_policy(None, cpu="fp32")
 def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None,
                 rtol=None) -> Tensor:
     """The number of singular values (hermitian: |eigenvalues|) above max(atol, rtol *
@@ -138,6 +140,7 @@ def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None,
         return (S > _threshold(S, atol, rtol, m, n)).sum(-1)
 
 
+@autocast_policy(None, cpu="fp32")
 def cond(A: Tensor, p=None) -> Tensor:
     """The condition number in the norm ``p``: None / 2 (S_max / S_min), -2 (S_min /
     S_max), or 'fro', 'nuc', 1, -1, inf, -inf (norm(A) norm(A^{-1}), square A only; inf
@@ -173,6 +176,7 @@ class LstsqResult(NamedTuple):
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
+@autocast_policy(None, cpu="fp32")
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
           ) -> LstsqResult:
     """X minimising ||A X - B||_F, batched (batch dims broadcast; B may be a batch of
@@ -249,6 +253,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
 _TAYLOR_DEGREE = 18
 
 
+@autocast_policy(None, cpu="native")  # CPU: one kernel, not listed
 def matrix_exp(A: Tensor) -> Tensor:
     """exp(A) of square matrices, batched: scaling and squaring with a Taylor polynomial
     (module docstring); differentiable through its matmuls."""
@@ -278,6 +283,7 @@ def matrix_exp(A: Tensor) -> Tensor:
 
 
 # -------------------------------------------------------------------- tensorinv / tensorsolve
+@autocast_policy(None, cpu="fp32")
 def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     """The inverse of A read as a matrix (prod(shape[:ind]) x prod(shape[ind:])), shaped
     shape[ind:] + shape[:ind], so that tensordot(tensorinv(A), A, ind) is the identity."""
@@ -294,6 +300,7 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     return inv(A.reshape(math.prod(rows), math.prod(cols))).reshape(tuple(cols) + tuple(rows))
 
 
+@autocast_policy(None, cpu="fp32")
 def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
     """X with tensordot(A, X, X.ndim) = B: A's dims are first B's shape, then X's (``dims``
     of A are moved to the end first)."""

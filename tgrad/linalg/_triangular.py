@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor
@@ -110,6 +111,7 @@ class CholeskyEx(NamedTuple):
     info: Tensor
 
 
+@autocast_policy(None, cpu="fp32")
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> CholeskyEx:
     """(L, info): the Cholesky factor and, per matrix, 0 or the order k of the first
     leading minor that is not positive-definite (int32, batch shape); never raises for a
@@ -149,6 +151,7 @@ def _raise_not_pd(op: str, info: Tensor) -> None:
                                f"minor of order {k} is not positive-definite).")
 
 
+@autocast_policy(None, cpu="fp32")
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The Cholesky factor L (lower; upper=True: U = L^H) of Hermitian positive-definite
     matrices A = L L^H, batched over leading dims; reads A's lower triangle (upper: its
@@ -207,6 +210,7 @@ def _substitute(A: Tensor, B: Tensor, upper: bool, unit: bool) -> Tensor:
     return X
 
 
+@autocast_policy(None, cpu="native")
 def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                      unitriangular: bool = False) -> Tensor:
     """X with A X = B (left=True) or X A = B (left=False) for triangular A (upper or lower
@@ -235,6 +239,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
     return SolveTriangular.apply(A, B, bool(upper), bool(left), bool(unitriangular))
 
 
+@autocast_policy(None, cpu="fp32")
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """X with A X = B for A = L L^H (upper: A = U^H U) given the Cholesky factor: two
     triangular solves (differentiable in B and L)."""

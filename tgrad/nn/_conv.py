@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from tgrad import dtypes
-from tgrad._autocast import autocast_policy
+from tgrad._autocast import autocast_policy, max_pool3d_cpu_policy
 from tgrad.nn._composite import pad as _pad
 from tgrad.nn._ntuple import _ntuple
 from tgrad.nn._piecewise import tie
@@ -414,6 +414,7 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  
                      return_indices, 2)
 
 
+@autocast_policy(None, cpu=max_pool3d_cpu_policy)
 def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
                ceil_mode: bool = False, return_indices: bool = False):
     """Max over kd x kh x kw windows of (N, C, D, H, W) or (C, D, H, W) (implicit -inf
@@ -487,6 +488,7 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
                      count_include_pad, divisor_override, 2)
 
 
+@autocast_policy(None, cpu="fp32")
 def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
@@ -608,6 +610,7 @@ def _adaptive_max(op: str, input: Tensor, output_size, return_indices: bool,  # 
     return y, pos.expand(*lead, *pos.shape).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
 
 
+@autocast_policy(None, cpu="fp32")
 def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
     """Max over adaptive windows so the output's last three dims are ``output_size``; with
     ``return_indices`` also each maximum's flat D H W position."""
@@ -647,11 +650,13 @@ def adaptive_max_pool2d_with_indices(input: Tensor, output_size,  # noqa: A002
     return _adaptive_max("adaptive_max_pool2d", input, output_size, True, 2)
 
 
+@autocast_policy(None, cpu="fp32")
 def adaptive_max_pool3d_with_indices(input: Tensor, output_size,  # noqa: A002
                                      return_indices: bool = False) -> tuple[Tensor, Tensor]:
     return _adaptive_max("adaptive_max_pool3d", input, output_size, True, 3)
 
 
+@autocast_policy(None, cpu="fp32")
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:  # noqa: A002
     """Mean over adaptive windows so the output's last three dims are ``output_size``."""
     return _adaptive_avg("adaptive_avg_pool3d", input, output_size, 3)
@@ -715,6 +720,7 @@ def _max_unpool(op: str, input: Tensor, indices: Tensor, kernel_size, stride, pa
     return y.squeeze(0) if added else y
 
 
+@autocast_policy(None, cpu="fp32")
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
                  output_size=None) -> Tensor:
     """Undo max_pool2d: (N, C, H, W) values at their ``indices`` in a zero
@@ -723,6 +729,7 @@ def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
                        output_size, 2)
 
 
+@autocast_policy(None, cpu="fp32")
 def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
                  output_size=None) -> Tensor:
     """Undo max_pool1d (see max_unpool2d)."""
@@ -730,6 +737,7 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
                        output_size, 1)
 
 
+@autocast_policy(None, cpu="fp32")
 def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
                  output_size=None) -> Tensor:
     """Undo max_pool3d (see max_unpool2d)."""

@@ -24,6 +24,7 @@ gives (inf - inf); the recursion alone would give finite values there.
 from __future__ import annotations
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops import elementwise as ew
@@ -61,6 +62,7 @@ def _int_list(op: str, what: str, value) -> list:
     return [int(v) for v in value]
 
 
+@autocast_policy(None, cpu="fp32")
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
              blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
     """CTC loss of log_probs (T, N, C) against targets (see the module docstring)."""

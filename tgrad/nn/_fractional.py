@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tgrad._autocast import autocast_policy
 from tgrad.nn._ntuple import _ntuple
 from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.tensor import Tensor
@@ -107,6 +108,7 @@ def _fractional(op: str, input: Tensor, kernel_size, output_size, output_ratio, 
     return y, idx
 
 
+@autocast_policy(None, cpu="fp32")
 def fractional_max_pool2d_with_indices(input: Tensor, kernel_size, output_size=None,  # noqa: A002
                                        output_ratio=None, return_indices: bool = False,
                                        _random_samples: Tensor | None = None
@@ -116,6 +118,7 @@ def fractional_max_pool2d_with_indices(input: Tensor, kernel_size, output_size=N
                        output_ratio, _random_samples, 2)
 
 
+@autocast_policy(None, cpu="fp32")
 def fractional_max_pool3d_with_indices(input: Tensor, kernel_size, output_size=None,  # noqa: A002
                                        output_ratio=None, return_indices: bool = False,
                                        _random_samples: Tensor | None = None
@@ -126,6 +129,7 @@ def fractional_max_pool3d_with_indices(input: Tensor, kernel_size, output_size=N
                        output_ratio, _random_samples, 3)
 
 
+@autocast_policy(None, cpu="fp32")
 def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None,  # noqa: A002
                           output_ratio=None, return_indices: bool = False,
                           _random_samples: Tensor | None = None):
@@ -136,6 +140,7 @@ def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None,  # noqa:
     return (y, idx) if return_indices else y
 
 
+@autocast_policy(None, cpu="fp32")
 def fractional_max_pool3d(input: Tensor, kernel_size, output_size=None,  # noqa: A002
                           output_ratio=None, return_indices: bool = False,
                           _random_samples: Tensor | None = None):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy, pad_cpu_policy
 from tgrad.nn._piecewise import tie
 from tgrad.ops.creation import tensor
 from tgrad.ops.gathering import index_select
@@ -66,6 +67,7 @@ def _check_sizes(mode: str, x: Tensor, pads: list, k: int) -> None:
             + ", ".join(f"{n}: {s}" for n, s in zip(names, ins)) + ")")
 
 
+@autocast_policy(None, cpu=pad_cpu_policy)
 def pad_nonconstant(input: Tensor, pad: list, mode: str,  # noqa: A002
                     value: float | None) -> Tensor:
     """``input`` padded in ``mode`` (see the module docstring); ``pad`` already checked to

@@ -414,6 +414,7 @@ def _check_targets_in_range(target: Tensor, n_classes: int, ignore_index: int) -
                          f"ignore_index={ignore_index}).")
 
 
+@autocast_policy(None, cpu="fp32")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                   size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:

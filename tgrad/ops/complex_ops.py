@@ -16,6 +16,7 @@ import builtins
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops._common import (
     backend_of,
@@ -161,6 +162,7 @@ def view_as_real(input: Tensor) -> Tensor:  # noqa: A002
 
 
 @tensor_method("view_as_complex")
+@autocast_policy(None, cpu="fp32")
 def view_as_complex(input: Tensor) -> Tensor:  # noqa: A002
     """A float32/float64 tensor of shape S + (2,) as a complex64/complex128 one of shape S
     in the same storage; the last dim must have size 2 and stride 1, the other strides and
@@ -282,6 +284,7 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001
     return Complex.apply(real, imag)
 
 
+@autocast_policy(None, cpu="fp32")
 def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
     """``abs * (cos(angle) + i sin(angle))`` (complex(abs cos angle, abs sin angle):
     differentiable through those ops)."""

@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
@@ -381,6 +382,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
 
 
 @tensor_method("index_copy")
+@autocast_policy(None, cpu="promote")
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:  # noqa: A002
     """A copy with source's slices written at ``index`` along ``dim``."""
     x = input.reshape(1) if input.ndim == 0 else input

@@ -159,7 +159,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 
 # ------------------------------------------------------------------------------ products
 @tensor_method("addr")
-@autocast_policy("lower", cpu=None)
+@autocast_policy("lower", cpu="native")  # CPU: one kernel, not lowered
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * outer(vec1, vec2): vec1 (n,), vec2 (m,), input broadcast to
     (n, m) -> (n, m). beta = 0 ignores input's values (NaN/inf too), as PyTorch; bool tensors

@@ -107,7 +107,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 
 
 @tensor_method("addmv")
-@autocast_policy("lower", cpu=None)
+@autocast_policy("lower", cpu="native")  # CPU: one kernel, not lowered
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat @ vec)."""
     _dims("addmv", (2, 1), mat, vec)
@@ -151,6 +151,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
 
 
 @tensor_method("trace")
+@autocast_policy(None, cpu="fp32")
 def trace(input: Tensor) -> Tensor:  # noqa: A002
     """Sum of the main diagonal of a 2-D tensor."""
     if input.ndim != 2:

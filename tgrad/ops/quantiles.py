@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import fresh, require_tensor, tensor_method
 from tgrad.ops.composite import lerp
@@ -120,6 +121,7 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
 
 
 @tensor_method("quantile")
+@autocast_policy(None, cpu="fp32")
 def quantile(input: Tensor, q, dim: int | None = None, keepdim: bool = False, *,  # noqa: A002
              interpolation: str = "linear") -> Tensor:
     """The q-th quantiles of each slice along ``dim`` (see the module docstring); NaN where a
@@ -128,6 +130,7 @@ def quantile(input: Tensor, q, dim: int | None = None, keepdim: bool = False, *,
 
 
 @tensor_method("nanquantile")
+@autocast_policy(None, cpu="fp32")
 def nanquantile(input: Tensor, q, dim: int | None = None, keepdim: bool = False, *,  # noqa: A002
                 interpolation: str = "linear") -> Tensor:
     """``quantile`` ignoring NaN values (NaN only for an all-NaN slice)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 
 from tgrad import dtypes
+from tgrad._autocast import autocast_policy
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.tensor import Tensor
 
@@ -66,6 +67,7 @@ def _istft_call(input: Tensor, n_fft: int, hop: int, win: int, window, center: b
 
 
 @tensor_method("stft")
+@autocast_policy(None, cpu="fp32")
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None,  # noqa: A002
          win_length: int | None = None, window: Tensor | None = None, center: bool = True,
          pad_mode: str = "reflect", normalized: bool = False, onesided: bool | None = None,
