@@ -502,7 +502,10 @@ _NEW_RESULT_OPS = {
 
 @pytest.mark.parametrize("name", sorted(_NEW_RESULT_OPS))
 def test_composite_results_are_not_views_and_take_inplace_ops(name):
-    fn, shape = _NEW_RESULT_OPS[name]
+    _check_new_result(name, *_NEW_RESULT_OPS[name])
+
+
+def _check_new_result(name, fn, shape):
     x = leaf(np.random.default_rng(3).permutation(np.prod(shape)).reshape(shape) * 0.37 - 1.0)
     y = fn(x)
     assert not y._is_view() and y._base is None, name
@@ -570,3 +573,61 @@ def test_select_takes_a_one_element_integer_tensor_index():
         tgrad.select(x, 0, tgrad.tensor([1.0]))
     with pytest.raises(TypeError, match="must be int, not float"):
         tgrad.select(x, 0, 1.5)
+
+
+# -------------------------- nn.functional / linalg results are new tensors, not views
+# The same for composites outside tgrad.ops: their last step (a squeeze of an unbatched
+# input's added dim, a reshape back to 0-d, a transpose) viewed the op's own temporary.
+F = tgrad.nn.functional
+_W3 = np.random.default_rng(5).standard_normal((2, 3, 2))
+_NN_NEW_RESULT_OPS = {
+    "group_norm": (lambda x: F.group_norm(x, 1), (3, 4)),
+    "instance_norm": (lambda x: F.instance_norm(x), (2, 2, 3)),
+    "batch_norm_train": (lambda x: F.batch_norm(x, None, None, training=True), (3, 2)),
+    "max_pool1d": (lambda x: F.max_pool1d(x, 2), (3, 4)),
+    "max_pool2d_unbatched": (lambda x: F.max_pool2d(x, 2), (2, 4, 4)),
+    "max_pool2d_indices": (lambda x: F.max_pool2d(x, 1, return_indices=True)[0], (1, 2, 3)),
+    "avg_pool2d_unbatched": (lambda x: F.avg_pool2d(x, 2), (2, 4, 4)),
+    "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, 2), (2, 4, 3)),
+    "adaptive_max_pool2d": (lambda x: F.adaptive_max_pool2d(x, (2, 1)), (2, 4, 3)),
+    "conv1d_unbatched": (lambda x: F.conv1d(x, f64(_W3)), (3, 4)),
+    "conv2d": (lambda x: F.conv2d(x, f64(_W3[:, :, None])), (1, 3, 1, 4)),
+    "conv_transpose1d": (lambda x: F.conv_transpose1d(x, f64(_W3.transpose(1, 0, 2))),
+                         (3, 4)),
+    "unfold_unbatched": (lambda x: F.unfold(x, 2), (2, 3, 3)),
+    "fold_padded": (lambda x: F.fold(x, (2, 2), 1, padding=1), (1, 16)),
+    "lu_L": (lambda x: tgrad.linalg.lu(x).L, (3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NN_NEW_RESULT_OPS))
+def test_nn_linalg_results_are_not_views_and_take_inplace_ops(name):
+    _check_new_result(name, *_NN_NEW_RESULT_OPS[name])
+
+
+# ... and where the op saves its result for backward (softmax's y, amax's maximum), an
+# in-place op on it makes backward raise the saved-tensor error (as PyTorch's does)
+_NN_SAVED_RESULT_OPS = {
+    "softmax_0d": (lambda x: F.softmax(x.sum(), 0), "SoftmaxBackward0"),
+    "log_softmax_0d": (lambda x: F.log_softmax(x.sum(), 0), "LogSoftmaxBackward0"),
+    "softmin_0d": (lambda x: F.softmin(x.sum(), 0), "SoftmaxBackward0"),
+    "matrix_norm_1": (lambda x: tgrad.linalg.matrix_norm(x, 1), ""),
+    "norm_-1": (lambda x: tgrad.linalg.norm(x, -1), ""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NN_SAVED_RESULT_OPS))
+def test_nn_linalg_saved_results_are_not_views(name):
+    fn, node = _NN_SAVED_RESULT_OPS[name]
+    x = leaf(M)
+    y = fn(x)
+    assert not y._is_view() and y._base is None
+    # by hand: softmax of one element is 1, log_softmax 0; the max / min column sum of |M|
+    hand = {"softmax_0d": 1.0, "log_softmax_0d": 0.0, "softmin_0d": 1.0,
+            "matrix_norm_1": np.abs(M).sum(0).max(), "norm_-1": np.abs(M).sum(0).min()}
+    assert float(y) == pytest.approx(hand[name])
+    y.mul_(2.0)
+    assert float(y) == pytest.approx(2.0 * hand[name])
+    with pytest.raises(RuntimeError, match=f"modified by an inplace operation.*{node}"):
+        y.backward()
+    np.testing.assert_array_equal(x.detach().numpy(), M)

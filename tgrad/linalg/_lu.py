@@ -457,6 +457,8 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     if n == 0:  # identities, in A's graph with a zero gradient (PyTorch's)
         eye_m = eye(m, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, m).clone()
         return graph_constant(eye_m, A, zero=True)
+    if n == 1:  # a copy of A, not A itself (PyTorch's clone: writes must not reach A)
+        return A.clone()
     if n < 0:
         _check_dtype(op, A.dtype)
         A, n = inv(A), -n

@@ -23,6 +23,7 @@ import numpy as np
 
 from tgrad.nn._ntuple import _ntuple
 from tgrad.nn.functional import _check_float, _check_tensor
+from tgrad.ops._common import fresh
 from tgrad.tensor import Tensor
 
 __all__ = ["fractional_max_pool2d", "fractional_max_pool3d",
@@ -102,9 +103,9 @@ def _fractional(op: str, input: Tensor, kernel_size, output_size, output_ratio, 
     index = np.take_along_axis(flat, choice[..., None], -1)[..., 0]  # (N, C, *out)
     idx = tensor(np.ascontiguousarray(index), device=input.device)
     y = x.flatten(2).gather(2, idx.flatten(2)).view(planes + out)
-    if unbatched:
-        return y.squeeze(0), idx.squeeze(0)
-    return y, idx
+    if unbatched:  # (views of the op's own temporaries: new tensors, PyTorch's)
+        return fresh(y.squeeze(0)), fresh(idx.squeeze(0))
+    return fresh(y), idx
 
 
 def fractional_max_pool2d_with_indices(input: Tensor, kernel_size, output_size=None,  # noqa: A002
