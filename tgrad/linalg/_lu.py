@@ -39,7 +39,7 @@ from tgrad.linalg._triangular import (
     solve_triangular,
 )
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import fresh, require_tensor
 from tgrad.ops.complex_ops import complex_sgn
 from tgrad.ops.creation import arange, eye, ones, zeros
 from tgrad.ops.gathering import take_along_dim
@@ -227,7 +227,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
                         "matrix is singular.")
     if not left:
         X = X.mT
-    return SolveEx(X.squeeze(-1) if vector else X, info)
+    return SolveEx(fresh(X.squeeze(-1)) if vector else X, info)  # (a new tensor, not a view)
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:

@@ -42,7 +42,7 @@ from tgrad.nn.functional import (
     softmax,
     softplus,
 )
-from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops._common import fresh, rounded_to, widen_halves
 from tgrad.ops.creation import arange, full
 from tgrad.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, where
 from tgrad.ops.inplace import apply_inplace
@@ -587,7 +587,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     if sparse:
         from tgrad.sparse import sparse_embedding
         return sparse_embedding(weight, input, padding_idx, scale_grad_by_freq)
-    out = weight[input]
+    # (a 0-d index would be basic indexing: a view of weight, writes to it reaching the
+    # row; PyTorch's embedding copies the row)
+    out = weight[input] if input.ndim else fresh(weight[input.reshape(1)][0])
     if scale_grad_by_freq and out.requires_grad:
         # each position's gradient / the count of its index in the whole input
         from tgrad.ops.searching import bincount
