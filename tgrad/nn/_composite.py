@@ -470,7 +470,11 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 def _unit_or_scaled(x: Tensor, dim: int, eps: float) -> Tensor:
     """x / max(|x|, eps) along ``dim``, without overflow or underflow of |x|: with the
     (constant) scale s = max |x_i|, x / |x| = u / |u| for u = x / s, whose norm lies in
-    [1, sqrt(n)]; the eps test uses |x| = s |u|. The clamp is not differentiated."""
+    [1, sqrt(n)]; the eps test uses |x| = s |u|. The clamp is not differentiated. An empty
+    x is returned as is (nothing to scale; amax of an empty dim would raise): the caller's
+    sum over an empty ``dim`` is 0, PyTorch's cosine."""
+    if x.numel() == 0:
+        return x
     s = x.detach().abs().amax(dim, keepdim=True)
     s = where((s > 0) & (s < math.inf), s, 1.0)
     u = x / s

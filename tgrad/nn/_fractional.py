@@ -60,6 +60,10 @@ def _fractional(op: str, input: Tensor, kernel_size, output_size, output_ratio, 
                            f"{input.ndim}D input of shape {tuple(input.shape)}")
     _check_float(op, input)
     kernel = _n_args(op, "kernel_size", kernel_size, n)
+    if any(k <= 0 for k in kernel):  # (PyTorch 2.13 does not check: its windows are empty
+        # and its values -inf; no window to take a maximum of is an error here)
+        raise RuntimeError(f"{op}(): kernel_size must be greater than zero, but got "
+                           f"{list(kernel)}")
     spatial = tuple(input.shape[-n:])
     if output_size is None:
         if output_ratio is None:
