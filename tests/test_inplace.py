@@ -504,7 +504,10 @@ _NEW_RESULT_OPS = {
 
 @pytest.mark.parametrize("name", sorted(_NEW_RESULT_OPS))
 def test_composite_results_are_not_views_and_take_inplace_ops(name):
-    fn, shape = _NEW_RESULT_OPS[name]
+    _check_new_result(name, *_NEW_RESULT_OPS[name])
+
+
+def _check_new_result(name, fn, shape):
     x = leaf(np.random.default_rng(3).permutation(np.prod(shape)).reshape(shape) * 0.37 - 1.0)
     y = fn(x)
     assert not y._is_view() and y._base is None, name
@@ -681,3 +684,84 @@ def test_copy_takes_a_number_and_warns_when_dropping_imaginary_parts():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # complex into complex does not warn
         tgrad.zeros(2, dtype=tgrad.complex64).copy_(c)
+
+
+# -------------------------- nn.functional / linalg results are new tensors, not views
+# The same for composites outside tgrad.ops: their last step (a squeeze of an unbatched
+# input's added dim, a reshape back to 0-d, a transpose) viewed the op's own temporary.
+F = tgrad.nn.functional
+_W3 = np.random.default_rng(5).standard_normal((2, 3, 2))
+_NN_NEW_RESULT_OPS = {
+    "group_norm": (lambda x: F.group_norm(x, 1), (3, 4)),
+    "instance_norm": (lambda x: F.instance_norm(x), (2, 2, 3)),
+    "batch_norm_train": (lambda x: F.batch_norm(x, None, None, training=True), (3, 2)),
+    "max_pool1d": (lambda x: F.max_pool1d(x, 2), (3, 4)),
+    "max_pool2d_unbatched": (lambda x: F.max_pool2d(x, 2), (2, 4, 4)),
+    "max_pool2d_indices": (lambda x: F.max_pool2d(x, 1, return_indices=True)[0], (1, 2, 3)),
+    "avg_pool2d_unbatched": (lambda x: F.avg_pool2d(x, 2), (2, 4, 4)),
+    "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, 2), (2, 4, 3)),
+    "adaptive_max_pool2d": (lambda x: F.adaptive_max_pool2d(x, (2, 1)), (2, 4, 3)),
+    "conv1d_unbatched": (lambda x: F.conv1d(x, f64(_W3)), (3, 4)),
+    "conv2d": (lambda x: F.conv2d(x, f64(_W3[:, :, None])), (1, 3, 1, 4)),
+    "conv_transpose1d": (lambda x: F.conv_transpose1d(x, f64(_W3.transpose(1, 0, 2))),
+                         (3, 4)),
+    "unfold_unbatched": (lambda x: F.unfold(x, 2), (2, 3, 3)),
+    "fold_padded": (lambda x: F.fold(x, (2, 2), 1, padding=1), (1, 16)),
+    "lu_L": (lambda x: tgrad.linalg.lu(x).L, (3, 4)),
+    "embedding_0d_index": (lambda x: F.embedding(tgrad.tensor(1), x), (3, 2)),
+    "multi_margin_1d": (lambda x: F.multi_margin_loss(x, tgrad.tensor(1), reduction="none"),
+                        (4,)),
+    "multilabel_margin_1d": (lambda x: F.multilabel_margin_loss(
+        x, tgrad.tensor([1, -1, 0, 0]), reduction="none"), (4,)),
+    "affine_grid": (lambda x: F.affine_grid(x, [1, 1, 2, 3], align_corners=False), (1, 2, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NN_NEW_RESULT_OPS))
+def test_nn_linalg_results_are_not_views_and_take_inplace_ops(name):
+    _check_new_result(name, *_NN_NEW_RESULT_OPS[name])
+
+
+# ... and where the op saves its result for backward (softmax's y, amax's maximum, the
+# Cholesky factor, solve's X), an in-place op on it makes backward raise the saved-tensor
+# error, as PyTorch's does. References: by hand (softmax of one element is 1, log_softmax
+# 0, the max / min column sum of |M|) and NumPy float64.
+_SPD = M.T @ M + np.eye(3)
+_NN_SAVED_RESULT_OPS = {
+    "softmax_0d": (lambda x: F.softmax(x.sum(), 0), "SoftmaxBackward0", 1.0),
+    "log_softmax_0d": (lambda x: F.log_softmax(x.sum(), 0), "LogSoftmaxBackward0", 0.0),
+    "softmin_0d": (lambda x: F.softmin(x.sum(), 0), "SoftmaxBackward0", 1.0),
+    "matrix_norm_1": (lambda x: tgrad.linalg.matrix_norm(x, 1), "", np.abs(M).sum(0).max()),
+    "norm_-1": (lambda x: tgrad.linalg.norm(x, -1), "", np.abs(M).sum(0).min()),
+    "cholesky_upper": (lambda x: tgrad.linalg.cholesky(x.mT @ x + tgrad.eye(3, dtype=x.dtype),
+                                                       upper=True),
+                       "LinalgCholeskyExBackward0", np.linalg.cholesky(_SPD).T),
+    "solve_vector": (lambda x: tgrad.linalg.solve(x.mT @ x + tgrad.eye(3, dtype=x.dtype),
+                                                  x[0]),
+                     "LinalgSolveExBackward0", np.linalg.solve(_SPD, M[0])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NN_SAVED_RESULT_OPS))
+def test_nn_linalg_saved_results_are_not_views(name):
+    fn, node, want = _NN_SAVED_RESULT_OPS[name]
+    x = leaf(M)
+    y = fn(x)
+    assert not y._is_view() and y._base is None
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-12, atol=1e-12)
+    y.mul_(2.0)
+    np.testing.assert_allclose(y.detach().numpy(), 2.0 * np.asarray(want), rtol=1e-12)
+    with pytest.raises(RuntimeError, match=f"modified by an inplace operation.*{node}"):
+        y.sum().backward()
+    np.testing.assert_array_equal(x.detach().numpy(), M)
+
+
+def test_embedding_of_a_0d_index_copies_the_row():
+    # weight[tensor(1)] is basic indexing (a view of the row); embedding copies it, as
+    # PyTorch's: a write to the result must not reach the weight
+    w = f64(M.T)
+    e = F.embedding(tgrad.tensor(1), w)
+    assert e.shape == (2,) and not e._is_view()
+    np.testing.assert_array_equal(e.numpy(), M.T[1])
+    e.fill_(0.0)
+    np.testing.assert_array_equal(w.numpy(), M.T)

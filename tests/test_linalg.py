@@ -375,6 +375,38 @@ def test_matrix_power_zero_has_a_zero_gradient():
     assert gradcheck(lambda x: LA.matrix_power(x, 0), (_t(a[0], requires_grad=True),))
 
 
+def test_matrix_power_one_is_a_copy():
+    # PyTorch returns A.clone(): the result was A itself, so a write to it changed A
+    a = RNG.standard_normal((2, 3, 3))
+    m = _t(a, requires_grad=True)
+    for x in (m, m.detach(), m.detach().mT):
+        p = LA.matrix_power(x, 1)
+        assert p is not x and not p._is_view()
+        assert p.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    np.testing.assert_array_equal(LA.matrix_power(m.detach(), 1).fill_(0.0).numpy(), 0.0)
+    np.testing.assert_array_equal(m.detach().numpy(), a)
+    assert gradcheck(lambda x: LA.matrix_power(x * 1.0, 1).mul_(2.0), (m,))
+    np.testing.assert_allclose(LA.matrix_power(m, -1).detach().numpy(), np.linalg.inv(a))
+
+
+def test_lu_permutation_and_empty_svd_factors_are_new_tensors():
+    # P was the transpose of a one-hot (a view, column-major); the identities of an empty
+    # svd were a view of eye's result: PyTorch's are new row-major tensors
+    a = np.array([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 9.0]])
+    p, lo, up = LA.lu(_t(a))
+    assert not p._is_view() and p.is_contiguous()
+    # by hand, partial pivoting: rows 0 and 2 swap (pivot 6), then rows 1 and 2 (|1| >
+    # |0.5|), so P^T A = A[[2, 0, 1]], P[perm[i], i] = 1
+    np.testing.assert_array_equal(p.numpy(), [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    np.testing.assert_allclose((p @ lo @ up).numpy(), a, atol=1e-12)
+    for shape in ((0, 3), (3, 0), (0, 0)):
+        u, s, vh = LA.svd(tgrad.zeros(*shape, dtype=F64))
+        assert not u._is_view() and not vh._is_view()
+        np.testing.assert_array_equal(u.numpy(), np.eye(shape[0]))
+        np.testing.assert_array_equal(vh.numpy(), np.eye(shape[1]))
+        assert s.shape == (0,)
+
+
 def test_householder_product_of_no_reflectors_is_in_the_graph():
     m = _t(RNG.standard_normal((2, 4, 3)), requires_grad=True)
     tau = tgrad.zeros(2, 0, dtype=F64, requires_grad=True)

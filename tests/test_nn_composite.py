@@ -105,6 +105,18 @@ def test_cosine_similarity_with_a_zero_vector_is_zero_with_finite_gradient():
     assert np.isfinite(a.grad.numpy()).all()
 
 
+def test_cosine_similarity_over_an_empty_dim_is_zero():
+    # PyTorch: the sum over no elements, 0 (it was amax's empty-dim IndexError)
+    a = tgrad.zeros(2, 0, 3, dtype=tgrad.float64, requires_grad=True)
+    cos = F.cosine_similarity(a, a)
+    assert cos.shape == (2, 3) and cos.tolist() == [[0.0] * 3] * 2
+    cos.sum().backward()
+    assert a.grad.shape == (2, 0, 3)
+    assert F.cosine_similarity(_t(np.zeros((0, 3))), _t(np.zeros((0, 3))), 0).tolist() == \
+        [0.0, 0.0, 0.0]
+    assert F.cosine_similarity(_t(np.zeros((0, 3))), _t(np.zeros((0, 3)))).shape == (0,)
+
+
 def test_normalize_one_hot_pad_embedding():
     assert F.normalize(_t([[3.0, 4.0]])).tolist() == [[0.6, 0.8]]
     assert F.normalize(_t([[0.0, 0.0]])).tolist() == [[0.0, 0.0]]  # eps keeps it finite

@@ -321,6 +321,22 @@ def test_max_pool_window_with_nans_picks_its_last_nan():
     assert F.adaptive_max_pool2d(x2, 1, return_indices=True)[1].tolist() == [[[[3]]]]
 
 
+def test_adaptive_max_pool_to_an_empty_output_size():
+    # PyTorch: no windows, an empty result (and int64 indices); it was a reshape error
+    x = _t(np.arange(24.0).reshape(2, 3, 4), requires_grad=True)
+    for call, shape in ((lambda z: F.adaptive_max_pool1d(z, 0, True), (2, 3, 0)),
+                        (lambda z: F.adaptive_max_pool2d(z, (0, 2), True), (2, 0, 2)),
+                        (lambda z: F.adaptive_max_pool2d(z, (3, 0), True), (2, 3, 0)),
+                        (lambda z: F.adaptive_max_pool3d(z[None], (0, 1, 2), True),
+                         (1, 0, 1, 2))):
+        y, idx = call(x)
+        assert y.shape == idx.shape == shape and idx.dtype == tgrad.int64
+        assert y.requires_grad and not y._is_view()
+        (g,) = tgrad.autograd.grad(y.sum(), x)  # nothing read: a zero gradient
+        np.testing.assert_array_equal(g.numpy(), np.zeros((2, 3, 4)))
+    assert F.adaptive_max_pool1d(x, 0).shape == (2, 3, 0)
+
+
 @pytest.mark.parametrize("fn, shape, kernel", [
     (F.adaptive_avg_pool1d, (1, 2, 4), "adaptive_avg_pool2d"),
     (F.adaptive_avg_pool2d, (1, 2, 4, 4), "adaptive_avg_pool2d"),

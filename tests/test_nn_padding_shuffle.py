@@ -260,6 +260,34 @@ def test_shuffle_gradients():
         assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
 
 
+_SAME = lambda a: a  # noqa: E731
+
+
+@pytest.mark.parametrize("call, shape, ref", [
+    (lambda z: F.pixel_shuffle(z, 1), (2, 3, 2, 2), _SAME),
+    (lambda z: F.pixel_unshuffle(z, 1), (2, 3, 2, 2), _SAME),
+    (lambda z: F.channel_shuffle(z, 1), (2, 3, 2), _SAME),
+    (lambda z: F.native_channel_shuffle(z, 1), (2, 3, 2), _SAME),
+    (lambda z: F.channel_shuffle(z, 2), (1, 2, 1, 2), _SAME),  # (C / groups = 1: identity)
+    (lambda z: F.pixel_shuffle(z, 2), (0, 4, 1, 1), lambda a: a.reshape(0, 1, 2, 2)),
+    (lambda z: F.pixel_shuffle(z.transpose(2, 3), 1), (1, 2, 3, 2),
+     lambda a: np.swapaxes(a, 2, 3)),
+])
+def test_shuffles_return_a_new_tensor_never_the_input_s_memory(call, shape, ref):
+    # PyTorch's shuffles always return a new tensor; factor / groups 1 (or C / groups 1) is
+    # the identity, whose reshapes and permute were all views of the input: a write to the
+    # result reached the input. Here the result is a copy: x's values, x left untouched.
+    a = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+    x = _t(a, requires_grad=True)
+    y = call(x)
+    assert not y._is_view() and y._base is None
+    np.testing.assert_array_equal(y.detach().numpy(), ref(a))
+    y.detach().fill_(0.0)
+    np.testing.assert_array_equal(x.detach().numpy(), a)
+    if x.numel():  # an in-place op on the result, then backward: the right gradient
+        assert gradcheck(lambda z: call(z).mul_(2.0), (x,))
+
+
 @pytest.mark.parametrize("shape, g", [((2, 6, 3), 3), ((1, 4, 1), 2), ((3, 17, 2, 2), 17),
                                       ((2, 12, 1, 1, 2), 4), ((0, 4, 1), 2), ((1, 0, 1), 2)])
 def test_channel_shuffle(shape, g):

@@ -663,6 +663,10 @@ def test_fractional_max_pool_hand_values_and_module():
         F.fractional_max_pool2d(_t(np.ones((1, 1, 10, 10))), 2, output_size=(10, 10))
     with pytest.raises(ValueError, match="requires specifying either an output_size"):
         F.fractional_max_pool2d(_t(np.ones((1, 1, 4, 4))), 2)
+    for k in (0, (2, -1)):  # empty windows (PyTorch gives -inf): a clear error, not NumPy's
+        with pytest.raises(RuntimeError, match=r"fractional_max_pool2d\(\): kernel_size must be "
+                                               r"greater than zero, but got \[\d, -?\d\]"):
+            F.fractional_max_pool2d(_t(np.ones((1, 1, 4, 4))), k, output_size=1)
     with pytest.raises(RuntimeError, match=r"_random_samples of shape \(1, 1, 2\)"):
         F.fractional_max_pool2d(_t(np.ones((1, 1, 4, 4))), 2, output_size=2,
                                 _random_samples=_t(np.zeros((1, 1, 3))))

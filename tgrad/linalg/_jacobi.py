@@ -44,7 +44,7 @@ from tgrad.linalg._norms import vector_norm
 from tgrad.linalg._qr import check_linalg_dtype, from_lapack, householder_qr, lapack_path
 from tgrad.linalg._triangular import LinAlgError, _check_square
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import fresh, require_tensor
 from tgrad.ops.composite import tril, triu
 from tgrad.ops.creation import eye, tensor, zeros
 from tgrad.ops.layout import diag_embed
@@ -131,7 +131,8 @@ def _pad_even(X: Tensor, rows: bool) -> Tensor:
 
 def _identity(n: int, like: Tensor) -> Tensor:
     batch = tuple(like.shape[:-2])
-    return eye(n, dtype=like.dtype, device=like.device).expand(*batch, n, n).contiguous()
+    # (with no batch the expand is a view of eye's result: a new tensor all the same)
+    return fresh(eye(n, dtype=like.dtype, device=like.device).expand(*batch, n, n).contiguous())
 
 
 def _jacobi_eigh(A: Tensor) -> tuple:

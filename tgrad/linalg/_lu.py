@@ -40,7 +40,7 @@ from tgrad.linalg._triangular import (
     solve_triangular,
 )
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import fresh, require_tensor
 from tgrad.ops.complex_ops import complex_sgn
 from tgrad.ops.creation import arange, eye, ones, zeros
 from tgrad.ops.gathering import take_along_dim
@@ -229,7 +229,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
                         "matrix is singular.")
     if not left:
         X = X.mT
-    return SolveEx(X.squeeze(-1) if vector else X, info)
+    return SolveEx(fresh(X.squeeze(-1)) if vector else X, info)  # (a new tensor, not a view)
 
 
 @autocast_policy(None, cpu="fp32")
@@ -461,6 +461,8 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     if n == 0:  # identities, in A's graph with a zero gradient (PyTorch's)
         eye_m = eye(m, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, m).clone()
         return graph_constant(eye_m, A, zero=True)
+    if n == 1:  # a copy of A, not A itself (PyTorch's clone: writes must not reach A)
+        return A.clone()
     if n < 0:
         _check_dtype(op, A.dtype)
         A, n = inv(A), -n

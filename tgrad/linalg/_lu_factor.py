@@ -89,8 +89,10 @@ def _perm_from_pivots(pivots: Tensor, m: int) -> Tensor:
 def _perm_matrix(perm: Tensor, dtype) -> Tensor:
     """P with P[perm[i], i] = 1, so that A = P (P^T A) = P L U."""
     m = perm.shape[-1]
-    onehot = perm.unsqueeze(-1) == arange(m, device=perm.device)  # [i, j]: perm[i] == j
-    return onehot.to(dtype).mT
+    # [i, j]: i == perm[j]; built in place of a transpose so that P is a new row-major
+    # tensor (PyTorch's), not a view
+    onehot = arange(m, device=perm.device).unsqueeze(-1) == perm.unsqueeze(-2)
+    return onehot.to(dtype)
 
 
 class LinalgLUFactor(Function):

@@ -16,7 +16,7 @@ from tgrad.linalg._lu import graph_constant
 from tgrad.linalg._triangular import _torch_dtype_name, not_floating_error
 from tgrad.ops import elementwise as ew
 from tgrad.ops import mathcomposites as mc
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import fresh, require_tensor
 from tgrad.ops.matmul import matmul as _matmul
 from tgrad.ops.reduce import norm as _vnorm
 from tgrad.tensor import Tensor, _wrap_dim
@@ -86,8 +86,9 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  #
         # (an empty matrix: norms 2 and 'nuc' are 0, as PyTorch; -2 raises amin's error)
         out = S.sum(-1) if ord == "nuc" or (ord == 2 and S.shape[-1] == 0) else (
             S.amax(-1) if ord == 2 else S.amin(-1))
-        return out.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), (d0, d1)) if keepdim \
-            else out
+        # (views of the op's own temporary: new tensors, PyTorch's; also below)
+        return fresh(out.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), (d0, d1))) \
+            if keepdim else out
     if A.dtype.is_complex:  # the other norms are those of |A| (real)
         A = ew.abs(A)
     if ord == "fro":
@@ -101,7 +102,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  #
         out = s.amax(reduced, keepdim=True) if s.shape[reduced] else s.sum(reduced, True)
     else:
         out = s.amin(reduced, keepdim=True)
-    return out if keepdim else out.squeeze((d0, d1))
+    return out if keepdim else fresh(out.squeeze((d0, d1)))
 
 
 def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *,  # noqa: A002

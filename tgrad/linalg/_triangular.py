@@ -26,7 +26,7 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import fresh, require_tensor
 from tgrad.ops.composite import tril, triu
 from tgrad.ops.creation import zeros
 from tgrad.ops.matmul import matmul
@@ -132,7 +132,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
         info = ew.where(bad.any(-1), first, 0).to(dtypes.int32)
     if check_errors:
         _raise_not_pd("linalg.cholesky", info)
-    return CholeskyEx(L.mH if upper else L, info)
+    return CholeskyEx(fresh(L.mH) if upper else L, info)  # (U: a new tensor, not a view)
 
 
 class LinAlgError(RuntimeError):

@@ -42,7 +42,7 @@ from tgrad.nn.functional import (
     softmax,
     softplus,
 )
-from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops._common import fresh, rounded_to, widen_halves
 from tgrad.ops.creation import arange, full
 from tgrad.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, where
 from tgrad.ops.inplace import apply_inplace
@@ -470,7 +470,11 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 def _unit_or_scaled(x: Tensor, dim: int, eps: float) -> Tensor:
     """x / max(|x|, eps) along ``dim``, without overflow or underflow of |x|: with the
     (constant) scale s = max |x_i|, x / |x| = u / |u| for u = x / s, whose norm lies in
-    [1, sqrt(n)]; the eps test uses |x| = s |u|. The clamp is not differentiated."""
+    [1, sqrt(n)]; the eps test uses |x| = s |u|. The clamp is not differentiated. An empty
+    x is returned as is (nothing to scale; amax of an empty dim would raise): the caller's
+    sum over an empty ``dim`` is 0, PyTorch's cosine."""
+    if x.numel() == 0:
+        return x
     s = x.detach().abs().amax(dim, keepdim=True)
     s = where((s > 0) & (s < math.inf), s, 1.0)
     u = x / s
@@ -587,7 +591,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     if sparse:
         from tgrad.sparse import sparse_embedding
         return sparse_embedding(weight, input, padding_idx, scale_grad_by_freq)
-    out = weight[input]
+    # (a 0-d index would be basic indexing: a view of weight, writes to it reaching the
+    # row; PyTorch's embedding copies the row)
+    out = weight[input] if input.ndim else fresh(weight[input.reshape(1)][0])
     if scale_grad_by_freq and out.requires_grad:
         # each position's gradient / the count of its index in the whole input
         from tgrad.ops.searching import bincount

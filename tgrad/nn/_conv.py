@@ -29,7 +29,7 @@ from tgrad.nn._composite import pad as _pad
 from tgrad.nn._ntuple import _ntuple
 from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import _check_float, _check_tensor
-from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops._common import fresh, rounded_to, widen_halves
 from tgrad.ops.creation import device_constant
 from tgrad.ops.creation import tensor as _tensor
 from tgrad.ops.elementwise import where
@@ -203,7 +203,8 @@ def _conv(op: str, input: Tensor, weight: Tensor, bias, stride, padding, dilatio
         y = y + bias.reshape((out_ch,) + (1,) * len(out))
     if spatial == 1:
         y = y.squeeze(2)
-    return rounded_to(y.squeeze(0) if added else y, half)
+    # (squeezes of the op's own temporary: a new tensor, PyTorch's, not a view)
+    return fresh(rounded_to(y.squeeze(0) if added else y, half))
 
 
 def _conv_core(x: Tensor, weight: Tensor, groups: int, kernel: tuple, stride: tuple,
@@ -263,7 +264,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     cols = _columns(x, kernel, stride, dilation, out)
     n, c = cols.shape[0], cols.shape[1]
     y = cols.reshape(n, c * cols.shape[2], cols.shape[3])
-    return y.squeeze(0) if added else y
+    return fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
 
 
 # ---------------------------------------------------------------------------- pooling
@@ -326,9 +327,11 @@ def _pool_input(op: str, input: Tensor, spatial: int) -> tuple:  # noqa: A002
 
 
 def _pool_result(y: Tensor, added: bool, spatial: int) -> Tensor:
+    """The pooled (N, C, *out) temporary without the dims _pool_input added: a new tensor
+    (PyTorch's), not a view of the temporary."""
     if spatial == 1:
         y = y.squeeze(2)
-    return y.squeeze(0) if added else y
+    return fresh(y.squeeze(0) if added else y)
 
 
 def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  # noqa: A002
@@ -558,7 +561,7 @@ def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor: 
         windows = z.index_select(-1, flat).reshape(z.shape[:-1] + index.shape)
         mean = windows.sum(-1) / _tensor(lengths, dtype=y.dtype, device=input.device)
         y = mean.movedim(-1, dim)
-    return rounded_to(y, half)
+    return fresh(rounded_to(y, half))  # (a view of the last mean: a new tensor)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
@@ -593,10 +596,13 @@ def _adaptive_max(op: str, input: Tensor, output_size, return_indices: bool,  # 
     # (lead, o_1, k_1, ..., o_n, k_n) -> (lead, o_1, ..., o_n, k_1 ... k_n)
     order = list(range(nl)) + [nl + 2 * i for i in range(spatial)] + \
         [nl + 2 * i + 1 for i in range(spatial)]
-    g = g.permute(*order).reshape(*lead, *outs, -1)
+    g = g.permute(*order).reshape(*lead, *outs, math.prod(w.shape[1] for w in windows))
+    if 0 in outs:  # no windows: empty results (PyTorch's), y still in x's graph
+        y = g.sum(-1)
+        return (y, y.new_zeros(y.shape, dtype=dtypes.int64)) if return_indices else y
     first, arg = g.max(-1)
     arg = _last_nan_wins(g.unsqueeze(-1), first.unsqueeze(-1), arg.unsqueeze(-1)).squeeze(-1)
-    y = g.gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+    y = fresh(g.gather(-1, arg.unsqueeze(-1)).squeeze(-1))  # (new tensors, not views)
     if not return_indices:
         return y
     # candidate k of window w sits at the flat position sum_i windows_i[w_i, k_i] place_i
@@ -607,7 +613,7 @@ def _adaptive_max(op: str, input: Tensor, output_size, return_indices: bool,  # 
         shape[i], shape[spatial + i] = idx.shape
         pos = pos + idx.reshape(shape) * int(place[i])
     pos = _tensor(pos.reshape(*outs, -1), dtype=dtypes.int64, device=input.device)
-    return y, pos.expand(*lead, *pos.shape).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+    return y, fresh(pos.expand(*lead, *pos.shape).gather(-1, arg.unsqueeze(-1)).squeeze(-1))
 
 
 @autocast_policy(None, cpu="fp32")
@@ -717,7 +723,7 @@ def _max_unpool(op: str, input: Tensor, indices: Tensor, kernel_size, stride, pa
                                f"(output volumes are of size {'x'.join(map(str, out))})")
     zeros = x.new_zeros((n, c, plane))
     y = zeros.scatter(2, flat_idx, x.reshape(n, c, -1)).reshape(n, c, *out)
-    return y.squeeze(0) if added else y
+    return fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
 
 
 @autocast_policy(None, cpu="fp32")

@@ -27,7 +27,7 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.nn._conv import _batched, _check_like_input, _tuple, _window_index
 from tgrad.nn.functional import _check_tensor
-from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops._common import fresh, rounded_to, widen_halves
 from tgrad.ops.creation import device_constant, zeros
 from tgrad.tensor import Tensor
 
@@ -105,8 +105,8 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0,  # noqa
     n, c = x.shape[0], x.shape[1] // k
     (x,), half = widen_halves(x)  # halves: float32 sums, rounded once
     y = _col2im(x.reshape(n, c, k, x.shape[2]), padded, kernel, stride, dilation, blocks)
-    y = _crop(y, pad, size)
-    return rounded_to(y.squeeze(0) if input.ndim == 2 else y, half)
+    y = _crop(y, pad, size)  # (a crop and squeeze of the op's own temporary: a new tensor)
+    return fresh(rounded_to(y.squeeze(0) if input.ndim == 2 else y, half))
 
 
 # ---------------------------------------------------------------------------- conv_transpose
@@ -194,7 +194,7 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
         y = y + bias.reshape((out_ch,) + (1,) * len(out))
     if spatial == 1:
         y = y.squeeze(2)
-    return rounded_to(y.squeeze(0) if added else y, half)
+    return fresh(rounded_to(y.squeeze(0) if added else y, half))  # (not a view: PyTorch's)
 
 
 @autocast_policy("lower")

@@ -24,6 +24,7 @@ import numpy as np
 from tgrad._autocast import autocast_policy
 from tgrad.nn._ntuple import _ntuple
 from tgrad.nn.functional import _check_float, _check_tensor
+from tgrad.ops._common import fresh
 from tgrad.tensor import Tensor
 
 __all__ = ["fractional_max_pool2d", "fractional_max_pool3d",
@@ -60,6 +61,10 @@ def _fractional(op: str, input: Tensor, kernel_size, output_size, output_ratio, 
                            f"{input.ndim}D input of shape {tuple(input.shape)}")
     _check_float(op, input)
     kernel = _n_args(op, "kernel_size", kernel_size, n)
+    if any(k <= 0 for k in kernel):  # (PyTorch 2.13 does not check: its windows are empty
+        # and its values -inf; no window to take a maximum of is an error here)
+        raise RuntimeError(f"{op}(): kernel_size must be greater than zero, but got "
+                           f"{list(kernel)}")
     spatial = tuple(input.shape[-n:])
     if output_size is None:
         if output_ratio is None:
@@ -103,9 +108,9 @@ def _fractional(op: str, input: Tensor, kernel_size, output_size, output_ratio, 
     index = np.take_along_axis(flat, choice[..., None], -1)[..., 0]  # (N, C, *out)
     idx = tensor(np.ascontiguousarray(index), device=input.device)
     y = x.flatten(2).gather(2, idx.flatten(2)).view(planes + out)
-    if unbatched:
-        return y.squeeze(0), idx.squeeze(0)
-    return y, idx
+    if unbatched:  # (views of the op's own temporaries: new tensors, PyTorch's)
+        return fresh(y.squeeze(0)), fresh(idx.squeeze(0))
+    return fresh(y), idx
 
 
 @autocast_policy(None, cpu="fp32")

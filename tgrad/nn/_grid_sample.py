@@ -35,7 +35,7 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops._common import fresh, rounded_to, widen_halves
 from tgrad.ops.creation import arange, ones
 from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
@@ -86,7 +86,7 @@ def affine_grid(theta: Tensor, size, align_corners: bool = False) -> Tensor:
     base = stack(cols, -1)  # (*spatial, k + 1)
     numel = base.numel() // (k + 1)
     out = base.reshape(1, numel, k + 1) @ theta.mT  # (N, numel, k)
-    return rounded_to(out.reshape(n, *spatial, k), half)
+    return fresh(rounded_to(out.reshape(n, *spatial, k), half))  # (not a view: PyTorch's)
 
 
 def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:

@@ -28,7 +28,7 @@ from tgrad.nn.functional import (
     _reduced,
     softplus,
 )
-from tgrad.ops._common import broadcast_or_raise
+from tgrad.ops._common import broadcast_or_raise, fresh
 from tgrad.ops.creation import arange
 from tgrad.ops.creation import full as _full
 from tgrad.ops.distances import pairwise_distance
@@ -214,7 +214,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
     if weight is not None:
         loss = loss * weight.detach().to(x.dtype)[t]
     if input.ndim < 2:
-        loss = loss.reshape(())
+        loss = fresh(loss.reshape(()))  # (a view of the op's own temporary: a new tensor)
     return _reduced(loss, reduction, half)
 
 
@@ -249,7 +249,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None,  # 
     h = clamp(1.0 - x.unsqueeze(2) + x.unsqueeze(1), min=0.0)
     loss = (h * cnt.unsqueeze(2) * other.unsqueeze(1)).sum((1, 2)) / c
     if input.ndim < 2:
-        loss = loss.reshape(())
+        loss = fresh(loss.reshape(()))  # (a view of the op's own temporary: a new tensor)
     return _reduced(loss, reduction, half)
 
 

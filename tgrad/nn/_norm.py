@@ -19,7 +19,7 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.nn.functional import _check_tensor
-from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops._common import fresh, rounded_to, widen_halves
 from tgrad.tensor import Tensor
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
@@ -37,13 +37,15 @@ def _widened(x: Tensor) -> Tensor:
 
 def _affine(y: Tensor, weight, bias) -> Tensor:
     """y * weight + bias with (C,) parameters broadcast along dim 1 of y (N, C, *), in y's
-    dtype (float32 for a widened half input: the caller rounds once)."""
+    dtype (float32 for a widened half input: the caller rounds once). y is the norm's own
+    temporary (often a reshape or movedim of one): without parameters it is returned as a
+    new tensor (PyTorch's), not a view."""
     shape = (y.shape[1],) + (1,) * (y.ndim - 2)
     if weight is not None:
         y = y * weight.to(y.dtype).reshape(shape)
     if bias is not None:
         y = y + bias.to(y.dtype).reshape(shape)
-    return y
+    return fresh(y)
 
 
 def _check_params(op: str, x: Tensor, c: int, **params) -> None:

@@ -3,7 +3,8 @@ tgrad.nn.functional: pixel_shuffle, pixel_unshuffle, channel_shuffle
 (native_channel_shuffle), gumbel_softmax, and the in-place activations relu_, elu_,
 selu_, celu_, leaky_relu_, hardtanh_, threshold_ (the ``inplace=True`` forms).
 The shuffles are one reshape, one permute and one reshape, so gradients are the inverse
-permutation of the output gradient.
+permutation of the output gradient; their result is always a new tensor (PyTorch's), never
+a view of the input.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from tgrad.nn._activations import celu
 from tgrad.nn._activations import threshold as _threshold
 from tgrad.nn._composite import elu, hardtanh, leaky_relu, selu
 from tgrad.nn.functional import _check_float, _check_tensor, relu, softmax
+from tgrad.ops._common import fresh
 from tgrad.ops.creation import empty_like, zeros_like
 from tgrad.ops.sorting import _int_arg
 from tgrad.tensor import Tensor, _wrap_dim
@@ -37,6 +39,13 @@ def _at_least_3d(op: str, input: Tensor) -> None:  # noqa: A002
                            f"with {input.ndim} dimension(s)")
 
 
+def _new(out: Tensor, input: Tensor) -> Tensor:  # noqa: A002
+    """The shuffle's result as the new tensor PyTorch returns: a copy when every reshape
+    was a view of ``input`` (factor or groups 1, size-1 or empty dims: writes to it would
+    reach ``input``), else the reshape's copy (or a view of it) as a non-view."""
+    return out.clone() if out._storage.root is input._storage.root else fresh(out)
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
     """(*, C r^2, H, W) -> (*, C, H r, W r): out[..., c, h r + i, w r + j] =
     in[..., c r^2 + i r + j, h, w] (r = upscale_factor)."""
@@ -50,7 +59,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
     k = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    return _new(x.reshape(*lead, c // (r * r), h * r, w * r), input)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A002
@@ -68,7 +77,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A0
     k = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return _new(x.reshape(*lead, c * r * r, h // r, w // r), input)
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
@@ -87,7 +96,7 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
                            f"and {groups} groups.")
     x = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
-    return x.reshape(n, c, *rest)
+    return _new(x.reshape(n, c, *rest), input)
 
 
 native_channel_shuffle = channel_shuffle

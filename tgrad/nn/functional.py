@@ -24,6 +24,7 @@ from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE, is_grad_enabled
 from tgrad.ops._common import (
     backend_of,
+    fresh,
     register_op,
     require_tensor,
     shape_str,
@@ -210,7 +211,7 @@ def _softmax_like(op: str, cls, input: Tensor, dim, dtype) -> Tensor:  # noqa: A
     _check_float(op, input, f"{base}_lastdim_kernel_impl" if d == input.ndim - 1 or
                  input.ndim == 0 else f"{base}_kernel_impl")
     if input.ndim == 0:
-        return cls.apply(input.reshape(1), 0).reshape(())
+        return fresh(cls.apply(input.reshape(1), 0).reshape(()))  # (not a view: PyTorch's)
     return cls.apply(input, d)
 
 
