@@ -150,3 +150,49 @@ def test_nn_init_takes_a_generator():
     w = init.normal_(tgrad.empty(5, dtype=tgrad.float64), 0.5, 2.0, generator=_gen(13))
     np.testing.assert_allclose(w.numpy(), np.random.default_rng(13).standard_normal(5) * 2
                                + 0.5, rtol=1e-15)
+
+
+def test_state_is_a_uint8_cpu_tensor_with_pytorchs_errors():
+    """get_state / get_rng_state: a 1-D uint8 CPU tensor (tgrad's 40-byte PCG64 layout:
+    state, inc as 128-bit little-endian words, then has_uint32, uinteger as 32-bit ones);
+    set_state takes it (and the legacy NumPy dict) and raises PyTorch's errors."""
+    g = tgrad.Generator().manual_seed(5)
+    st = g.get_state()
+    assert st.dtype is tgrad.uint8 and st.shape == (40,) and st.device.type == "cpu"
+    ref = np.random.default_rng(5).bit_generator.state  # the independent PCG64 reference
+    raw = bytes(st.tolist())
+    assert int.from_bytes(raw[:16], "little") == ref["state"]["state"]
+    assert int.from_bytes(raw[16:32], "little") == ref["state"]["inc"]
+    assert raw[32:] == bytes(8)
+    a = tgrad.rand(3, generator=g).tolist()
+    g.set_state(st)
+    assert tgrad.rand(3, generator=g).tolist() == a
+    g.set_state(ref)  # the dict form tgrad used to return
+    assert tgrad.rand(3, generator=g).tolist() == a
+    tgrad.manual_seed(7)
+    gst = tgrad.get_rng_state()
+    b = tgrad.randn(4).tolist()
+    tgrad.random.set_rng_state(gst)
+    assert tgrad.randn(4).tolist() == b
+    for f in (g.set_state, tgrad.set_rng_state, tgrad.random.set_rng_state):
+        for bad, name in (([1, 2], "list"), (None, "NoneType"), ({}, "dict"),
+                          (np.zeros(40, np.uint8), "numpy.ndarray")):
+            with pytest.raises(TypeError, match=f"expected a torch.ByteTensor, but got {name}"):
+                f(bad)
+        with pytest.raises(TypeError, match="RNG state must be a torch.ByteTensor"):
+            f(tgrad.zeros(40))
+        with pytest.raises(RuntimeError, match="of size 40 but found the input RNG state "
+                                               "size to be 10"):
+            f(tgrad.zeros(10, dtype=tgrad.uint8))
+
+
+def test_fork_rng_cpu_device_type():
+    tgrad.manual_seed(3)
+    first = tgrad.rand(3).tolist()
+    tgrad.manual_seed(3)
+    with tgrad.random.fork_rng(devices=[], device_type="cpu"):
+        tgrad.rand(5)
+    assert tgrad.rand(3).tolist() == first
+    with pytest.raises(AttributeError, match="get_rng_state"):
+        with tgrad.random.fork_rng(device_type="cpu"):  # torch.cpu has a device 0 to fork
+            pass

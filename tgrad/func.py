@@ -516,14 +516,23 @@ def _rng_states() -> list:
     states = [tgrad.get_rng_state()]
     if cuda.is_available() and cuda.is_initialized():
         states.append(tgrad.get_rng_state("cuda"))
-    return states
+    return [_StateBytes(s) for s in states]
+
+
+class _StateBytes(bytes):
+    """A generator state (a uint8 tensor) as bytes, so states compare with == / !=."""
+
+    def __new__(cls, state):
+        self = super().__new__(cls, state.numpy().tobytes())
+        self.tensor = state
+        return self
 
 
 def _set_rng_states(states: list) -> None:
     import tgrad
-    tgrad.set_rng_state(states[0])
+    tgrad.set_rng_state(states[0].tensor)
     if len(states) > 1:
-        tgrad.set_rng_state(states[1], "cuda")
+        tgrad.set_rng_state(states[1].tensor, "cuda")
 
 
 def _broadcast_prefix(prefix, tree):

@@ -8,6 +8,12 @@ swapped for the generator's (``drawing_from``), so every sampler honours it with
 generator argument on each primitive, and the global stream is left untouched. (Like the
 global generator, a Generator is not meant to be drawn from by two threads at once.)
 
+States (``get_state`` / ``tgrad.get_rng_state``) are 1-D uint8 CPU tensors, as PyTorch's
+ByteTensors, in tgrad's own little-endian layout: a CPU state is PCG64's 128-bit ``state``
+and ``inc``, then ``has_uint32`` and ``uinteger`` as 32-bit words (40 bytes; PyTorch's
+mt19937 state is 5056); a cuda state is the Philox ``seed`` and ``offset`` as 64-bit words
+(16 bytes). ``set_state`` also takes the NumPy / (seed, offset) dict tgrad used to return.
+
 ``tgrad.default_generator`` is the global CPU generator; ``tgrad.seed()`` reseeds every
 device nondeterministically, ``tgrad.initial_seed()`` is the CPU generator's seed.
 """
@@ -39,6 +45,60 @@ def normalize_seed(seed: Any) -> int:
         raise ValueError(f"Overflow when unpacking long long (seed {seed} is outside "
                          f"[{_SEED_MIN}, {_SEED_MAX}])")
     return seed % 2 ** 64
+
+
+CPU_STATE_SIZE = 40   # PCG64 state (16) | inc (16) | has_uint32 (4) | uinteger (4)
+CUDA_STATE_SIZE = 16  # Philox seed (8) | offset (8)
+
+
+def state_tensor(state: dict, device_type: str):
+    """A backend's state dict as the uint8 CPU tensor ``get_state`` returns (module doc)."""
+    from tgrad.ops.creation import from_numpy
+    if device_type == "cpu":
+        raw = (state["state"]["state"].to_bytes(16, "little")
+               + state["state"]["inc"].to_bytes(16, "little")
+               + int(state["has_uint32"]).to_bytes(4, "little")
+               + int(state["uinteger"]).to_bytes(4, "little"))
+    else:
+        raw = int(state["seed"]).to_bytes(8, "little") + int(state["offset"]).to_bytes(8, "little")
+    return from_numpy(np.frombuffer(raw, dtype=np.uint8).copy())
+
+
+def state_dict(new_state: Any, device_type: str) -> dict:
+    """The backend's state dict of a ``get_state`` tensor (or of a legacy dict), with
+    PyTorch's errors: TypeError for a non-tensor or a tensor that is not a uint8 CPU one,
+    RuntimeError for a wrong size."""
+    from tgrad import dtypes
+    from tgrad.tensor import Tensor
+    if isinstance(new_state, dict):  # the dict tgrad's get_state used to return
+        keys = {"seed", "offset"} if device_type == "cuda" else {"state", "has_uint32"}
+        if not keys <= set(new_state):
+            raise TypeError(f"expected a torch.ByteTensor, but got dict (a dict state needs "
+                            f"the keys {sorted(keys)}; pass "
+                            "the uint8 tensor get_state() returns)")
+        return dict(new_state)
+    if not isinstance(new_state, Tensor):
+        kind = type(new_state)
+        name = kind.__name__ if kind.__module__ == "builtins" else \
+            f"{kind.__module__.split('.')[0]}.{kind.__qualname__}"
+        raise TypeError(f"expected a torch.ByteTensor, but got {name}")
+    if new_state.dtype is not dtypes.uint8 or new_state.device.type != "cpu":
+        raise TypeError("RNG state must be a torch.ByteTensor")
+    size = CPU_STATE_SIZE if device_type == "cpu" else CUDA_STATE_SIZE
+    if new_state.numel() != size:
+        what = "CPUGeneratorImplState" if device_type == "cpu" else "PhiloxCudaState"
+        raise RuntimeError(f"Expected a {what} of size {size} but found the input RNG state "
+                           f"size to be {new_state.numel()} (tgrad's {device_type} generator "
+                           f"state is {size} bytes)")
+    raw = np.ascontiguousarray(new_state.detach().numpy()).reshape(-1).tobytes()
+    if device_type == "cpu":
+        return {"bit_generator": "PCG64",
+                "state": {"state": int.from_bytes(raw[:16], "little"),
+                          "inc": int.from_bytes(raw[16:32], "little")},
+                "has_uint32": int.from_bytes(raw[32:36], "little"),
+                "uinteger": int.from_bytes(raw[36:40], "little")}
+    return {"seed": int.from_bytes(raw[:8], "little"),
+            "offset": int.from_bytes(raw[8:], "little")}
 
 
 def _random_seed() -> int:
@@ -77,19 +137,19 @@ class Generator:
         """The seed of the last ``manual_seed`` / ``seed`` (PyTorch's default seed before)."""
         return self._initial
 
-    def get_state(self) -> dict:
-        """The generator's state, for ``set_state`` (PyTorch returns a ByteTensor; tgrad the
-        backend's state as a dict)."""
+    def get_state(self):
+        """The generator's state for ``set_state``: a 1-D uint8 CPU tensor (module doc)."""
         if self.device.type == "cpu":
-            return self._np.bit_generator.state
-        return dict(self._philox)
+            return state_tensor(self._np.bit_generator.state, "cpu")
+        return state_tensor(self._philox, "cuda")
 
-    def set_state(self, new_state: dict) -> Generator:
+    def set_state(self, new_state) -> Generator:
         """Restore a state from ``get_state`` of a generator of the same device type."""
+        state = state_dict(new_state, self.device.type)
         if self.device.type == "cpu":
-            self._np.bit_generator.state = new_state
+            self._np.bit_generator.state = state
         else:
-            self._philox = dict(new_state)
+            self._philox = state
         return self
 
     def __repr__(self) -> str:
@@ -144,17 +204,13 @@ class _DefaultCudaGenerator(Generator):
         nn.ensure_seeded()
         return nn._INITIAL_SEED[0]
 
-    def get_state(self) -> dict:
+    def get_state(self):
         nn = self._triton_nn()
         nn.ensure_seeded()
-        return nn.get_rng_state()
+        return state_tensor(nn.get_rng_state(), "cuda")
 
-    def set_state(self, new_state: dict) -> Generator:
-        if not isinstance(new_state, dict) or set(new_state) != {"seed", "offset"}:
-            raise TypeError("set_state: expected a cuda generator state from get_state() / "
-                            "tgrad.cuda.get_rng_state() (a dict with 'seed' and 'offset'), "
-                            f"got {type(new_state).__name__}")
-        self._triton_nn().set_rng_state(new_state)
+    def set_state(self, new_state) -> Generator:
+        self._triton_nn().set_rng_state(state_dict(new_state, "cuda"))
         return self
 
 

@@ -16,12 +16,13 @@ __all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_stat
            "fork_rng", "default_generator"]
 
 
-def get_rng_state() -> dict:
-    """The global CPU generator's state (a dict; PyTorch returns a ByteTensor)."""
+def get_rng_state():
+    """The global CPU generator's state: a uint8 CPU tensor (tgrad's 40-byte PCG64 layout,
+    tgrad.generator's doc; PyTorch's mt19937 state is 5056 bytes)."""
     return _get_state()
 
 
-def set_rng_state(new_state: dict) -> None:
+def set_rng_state(new_state) -> None:
     """Restore the global CPU generator's state from ``get_rng_state``."""
     _set_state(new_state)
 
@@ -34,15 +35,22 @@ def fork_rng(devices: Iterable[int] | None = None, enabled: bool = True,
     and the ``device_type`` ('cuda' by default) generators of ``devices`` (default: every
     device; none without cuda) are restored to their states on entry. ``enabled=False``:
     no fork. tgrad keeps one generator for all cuda devices, so forking any cuda device
-    forks it."""
+    forks it. ``device_type='cpu'`` with ``devices=[]`` forks the CPU generator only (as
+    PyTorch; other devices of 'cpu' raise PyTorch's AttributeError)."""
     if device_type == "meta" or not enabled:
         yield
         return
     device_type = device_type or "cuda"
-    if device_type != "cuda":
+    if device_type not in ("cuda", "cpu"):
         raise RuntimeError(f"tgrad has no module of `{device_type}`: fork_rng forks the cpu "
                            "generator and the 'cuda' ones")
     from tgrad import cuda
+    if device_type == "cpu":
+        if devices is None or list(devices):  # torch.cpu has 1 device and no get_rng_state
+            raise AttributeError("module 'tgrad.cpu' has no attribute 'get_rng_state' "
+                                 "(fork_rng(device_type='cpu') forks the CPU generator with "
+                                 "devices=[])")
+        devices = []
     devices = list(range(cuda.device_count())) if devices is None else list(devices)
     cpu_state = get_rng_state()
     device_states = [cuda.get_rng_state(d) for d in devices]

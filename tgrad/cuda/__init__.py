@@ -340,19 +340,19 @@ def initial_seed() -> int:
     return _gen().initial_seed()
 
 
-def get_rng_state(device="cuda") -> dict:
-    """The cuda generator's state (a dict for ``set_rng_state``; PyTorch returns a
-    ByteTensor). Raises without cuda."""
+def get_rng_state(device="cuda"):
+    """The cuda generator's state for ``set_rng_state``: a 16-byte uint8 CPU tensor (Philox
+    seed and offset; tgrad.generator's doc). Raises without cuda."""
     return _gen(device).get_state()
 
 
-def set_rng_state(new_state: dict, device="cuda") -> None:
+def set_rng_state(new_state, device="cuda") -> None:
     """Restore a state from ``get_rng_state`` (ignored without cuda, as in PyTorch)."""
     if is_available():
         _gen(device).set_state(new_state)
 
 
-def get_rng_state_all() -> list[dict]:
+def get_rng_state_all() -> list:
     """``get_rng_state`` of every device ([] without cuda)."""
     return [get_rng_state(i) for i in range(device_count())]
 

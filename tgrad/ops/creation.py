@@ -381,19 +381,29 @@ def manual_seed(seed: int):
     return default_generator
 
 
-def get_rng_state(device=None) -> dict:
-    """The state of tgrad's generator for ``device`` (default: the CPU one) as an opaque
-    value for ``set_rng_state`` (PyTorch returns a ByteTensor; tgrad a dict)."""
-    from tgrad.backends import get_backend
-    from tgrad.device import as_device
-    return get_backend(as_device(device or "cpu")).get_rng_state()
+def get_rng_state(device=None) -> Tensor:
+    """The state of tgrad's generator for ``device`` (default: the CPU one) for
+    ``set_rng_state``: a 1-D uint8 CPU tensor, as PyTorch's ByteTensor, in tgrad's own layout
+    (tgrad.generator's doc: 40 bytes on the CPU, 16 on cuda)."""
+    return _global_generator(device).get_state()
 
 
-def set_rng_state(state: dict, device=None) -> None:
-    """Restore a state from ``get_rng_state`` (the same device)."""
-    from tgrad.backends import get_backend
+def set_rng_state(state: Tensor, device=None) -> None:
+    """Restore a state from ``get_rng_state`` (the same device type; PyTorch's TypeError for
+    a non-ByteTensor, RuntimeError for a wrong size)."""
+    _global_generator(device).set_state(state)
+
+
+def _global_generator(device):
     from tgrad.device import as_device
-    get_backend(as_device(device or "cpu")).set_rng_state(state)
+    from tgrad.generator import _DefaultCudaGenerator, default_generator
+    dev = as_device(device or "cpu")
+    if dev.type == "cpu":
+        return default_generator
+    if dev.type != "cuda":
+        raise RuntimeError(f"get_rng_state / set_rng_state: tgrad has generators for 'cpu' "
+                           f"and 'cuda', not {dev.type!r}")
+    return _DefaultCudaGenerator(dev.index or 0)
 
 
 _RANDOM_KERNELS = {"rand": "check_uniform_bounds", "randn": "normal_kernel_cpu"}
