@@ -338,8 +338,73 @@ def test_set_errors():
         tgrad.zeros(2, requires_grad=True).set_(tgrad.zeros(2))
     with pytest.raises(NotImplementedError, match="does not differentiate through set_"):
         tgrad.zeros(2).set_(tgrad.ones(2, requires_grad=True))
-    with pytest.raises(NotImplementedError, match="storage source"):
-        tgrad.zeros(2).set_(tgrad.ones(2).untyped_storage())
+    st = tgrad.ones(2).untyped_storage()
+    with pytest.raises(RuntimeError, match="invalid storage offset -1"):
+        tgrad.zeros(0).set_(st, -1, (1,))
+    with pytest.raises(RuntimeError, match="cannot grow a storage"):
+        tgrad.zeros(0).set_(st, 1, (2,))
+    with pytest.raises(TypeError, match="set_"):
+        tgrad.zeros(0).set_(st, 1)
+
+
+def test_storage_bytes_read_write_and_identity():
+    """PyTorch's storage element API over the bytes (NumPy's view of the same memory is the
+    reference); writes reach every view and, as in PyTorch, leave _version alone."""
+    x = tgrad.arange(6.0)  # float32
+    ref = x.numpy().view(np.uint8)
+    s = x.untyped_storage()
+    assert x[1:].untyped_storage() is s and x.t().untyped_storage() == s
+    assert s.tolist() == list(s) == ref.tolist() and s[-1] == ref[-1] and s[7] == 63
+    part = s[4:8]
+    assert part.data_ptr() == s.data_ptr() + 4 and part.tolist() == ref[4:8].tolist()
+    v = x._version
+    s[4] = 300  # the low byte, as PyTorch: 300 % 256
+    assert ref[4] == 44 and x._version == v
+    s[4:8] = 0
+    assert x[1].item() == 0.0
+    s.fill_(-1)  # 0xff bytes: NaN floats
+    assert np.isnan(x.numpy()).all()
+    c = tgrad.arange(6.0).untyped_storage()
+    assert s.copy_(c) is s and x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    k = s.clone()
+    assert k.data_ptr() != s.data_ptr() and k.tolist() == s.tolist() and s.cpu() is s
+    with pytest.raises(IndexError, match="index 24 out of range for storage of size 24"):
+        s[24]
+    with pytest.raises(TypeError, match="can't index"):
+        s[1.0]
+    with pytest.raises(RuntimeError, match="can only set storage content with a int types"):
+        s[0] = 1.5
+    with pytest.raises(RuntimeError, match="size does not match"):
+        s.copy_(tgrad.zeros(2).untyped_storage())
+    with pytest.raises(RuntimeError, match="only a step of 1"):
+        s[::2]
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+        ts = x[2:].storage()
+    assert ts[3] == 3.0 and ts.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert ts.untyped() is s and x._typed_storage().size() == 6
+    ts[0] = 9.5
+    assert x[0].item() == 9.5
+    ts.fill_(2)
+    assert x.tolist() == [2.0] * 6
+
+
+def test_set_storage_round_trip():
+    x = tgrad.arange(6.0)
+    st = x.untyped_storage()
+    y = tgrad.zeros(0).set_(st, 2, (2, 2), (1, 2))
+    assert y.tolist() == [[2.0, 4.0], [3.0, 5.0]] and y.storage_offset() == 2
+    assert y.stride() == (1, 2) and y.untyped_storage() is st
+    y[0, 0] = 100.0
+    assert x[2].item() == 100.0
+    assert tgrad.zeros(0).set_(st).tolist() == [0.0, 1.0, 100.0, 3.0, 4.0, 5.0]
+    # an UntypedStorage reinterprets its bytes as self's dtype (NumPy's view as reference)
+    w = tgrad.zeros(0, dtype=tgrad.int32).set_(st, 1, (2,))
+    assert w.tolist() == x.numpy().view(np.int32)[1:3].tolist()
+    with pytest.warns(UserWarning):
+        typed = x.storage()
+    with pytest.raises(RuntimeError, match="Expected a Storage of type double or an "
+                                           "UntypedStorage, but got type float"):
+        tgrad.zeros(0, dtype=tgrad.float64).set_(typed)
 
 
 def test_resize_as_and_as_subclass():

@@ -20,8 +20,9 @@
   storage offset (``set_(source, storage_offset, size, stride)``: that geometry over
   source's storage; ``set_()``: empty). Same dtype and device required; self keeps a
   version counter of its own (bumped), as PyTorch's. Not differentiable (PyTorch's
-  set_ has no derivative): a source or self that requires grad raises; a storage source
-  raises NotImplementedError (pass a tensor);
+  set_ has no derivative): a source or self that requires grad raises. A CPU storage
+  source (``set_(storage[, storage_offset, size, stride])``) views its bytes as self's
+  dtype; a view past its end raises (PyTorch grows the storage);
 - ``as_subclass(cls)``: an alias of self (a view, attached to the graph) of type ``cls``.
 """
 
@@ -160,8 +161,8 @@ def set_(self: Tensor, source: Tensor | None = None, storage_offset: int | None 
     from tgrad.storage import UntypedStorage
     from tgrad.tensor import Storage
     if isinstance(source, UntypedStorage):
-        raise NotImplementedError("set_: a storage source is not supported by tgrad; pass a "
-                                  "tensor that views it (tensor.set_(other))")
+        check_inplace(self, "set_")
+        return _set_storage(self, source, storage_offset, size, stride)
     check_inplace(self, "set_")
     if source is None:
         if storage_offset is not None or size is not None:
@@ -199,6 +200,72 @@ def set_(self: Tensor, source: Tensor | None = None, storage_offset: int | None 
     self._view_chain = None
     self._storage.version += 1
     return self
+
+
+def _set_storage(self: Tensor, source, storage_offset, size, stride) -> Tensor:
+    """set_(storage[, storage_offset, size, stride]): self views the storage's bytes as its
+    dtype (the whole storage, 1-D, without a size). CPU only; tgrad cannot grow a storage,
+    so a view past its end raises (PyTorch resizes the storage)."""
+    from tgrad._out import _C10_NAMES
+    from tgrad._strides import contiguous_strides
+    from tgrad.autograd.grad_mode import STATE
+    from tgrad.storage import TypedStorage
+    from tgrad.tensor import Storage
+    if isinstance(source, TypedStorage) and source.dtype is not self.dtype:
+        raise RuntimeError(f"Expected a Storage of type {_C10_NAMES[self.dtype].lower()} or an "
+                           f"UntypedStorage, but got type {_C10_NAMES[source.dtype]} for "
+                           "argument 1 'storage'")
+    if source.device != self.device:
+        raise RuntimeError(f"set_: the storage is on {source.device} but self is on "
+                           f"{self.device}; move one of them with .to()")
+    if storage_offset is not None and size is None:
+        raise TypeError("set_(): received an invalid combination of arguments: "
+                        "(Storage source, int storage_offset) needs a size too")
+    if STATE.enabled and self._requires_grad:
+        raise NotImplementedError("set_: tgrad does not differentiate through set_ (PyTorch "
+                                  "has no derivative for it either); call it under "
+                                  "tgrad.no_grad()")
+    raw = source._bytes("set_")
+    item = self.dtype.itemsize
+    elems = raw[:len(raw) - len(raw) % item].view(self.dtype.np)
+    off = 0 if storage_offset is None else int(storage_offset)
+    if off < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {off}")
+    size = (len(elems),) if size is None else tuple(int(n) for n in size)
+    stride = contiguous_strides(size) if stride is None else tuple(int(st) for st in stride)
+    if len(stride) != len(size) or any(n < 0 for n in size):
+        raise RuntimeError(f"set_: size {list(size)} and stride {list(stride)} must have the "
+                           "same length, with sizes >= 0")
+    if any(n == 0 for n in size):
+        lo = hi = off
+    else:
+        lo = off + sum((n - 1) * st for n, st in zip(size, stride) if st < 0)
+        hi = off + sum((n - 1) * st for n, st in zip(size, stride) if st > 0) + 1
+    if lo < 0 or hi > len(elems):
+        raise RuntimeError(f"set_: size {list(size)}, stride {list(stride)} and storage "
+                           f"offset {off} need {hi} elements of {self.dtype} but the storage "
+                           f"holds {len(elems)} ({source.nbytes()} bytes); tgrad cannot grow "
+                           "a storage (PyTorch resizes it)")
+    data = np.lib.stride_tricks.as_strided(elems[off:] if off < len(elems) else elems[:0],
+                                           size, tuple(st * item for st in stride))
+    if any(n == 0 for n in size):
+        data = np.empty(size, self.dtype.np)
+    self._data = data
+    if source._root is not self._storage.root:
+        storage = Storage(source._root)  # its memory, self's own version counter
+        storage.version = self._storage.version
+        self._storage = storage
+    self._base = None
+    self._view_chain = None
+    self._storage.version += 1
+    return self
+
+
+@tensor_method("_typed_storage")
+def _typed_storage(self: Tensor):
+    """storage() without the deprecation warning (PyTorch's internal accessor)."""
+    from tgrad.storage import TypedStorage
+    return TypedStorage._of(self)
 
 
 @tensor_method("as_subclass")
