@@ -647,3 +647,24 @@ def test_pytorch_keyword_names_of_shape_ops():
     a = tgrad.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     assert gradcheck(lambda t: t.permute(dims=(1, 0)).reshape(shape=(6,)).expand(size=(2, 6)),
                      (a,))
+
+
+def test_broadcast_to_method_takes_ints_the_function_a_sequence():
+    """Tensor.broadcast_to takes sizes as expand does (ints, one sequence or size=); the
+    function torch.broadcast_to refuses a bare int size with PyTorch's TypeError."""
+    x = tgrad.tensor(1.0)
+    assert x.broadcast_to(0).shape == (0,) and x.broadcast_to(3).tolist() == [1.0] * 3
+    y = tgrad.tensor([1.0, 2.0])
+    ref = np.broadcast_to([1.0, 2.0], (3, 2))
+    for got in (y.broadcast_to(3, 2), y.broadcast_to((3, 2)), y.broadcast_to(size=[3, -1]),
+                tgrad.broadcast_to(y, (3, 2)), tgrad.broadcast_to(y, size=[3, 2])):
+        np.testing.assert_array_equal(got.numpy(), ref)
+    with pytest.raises(TypeError, match=r"broadcast_to\(\): argument 'size' \(position 2\) must "
+                                        r"be tuple of ints, not int"):
+        tgrad.broadcast_to(y, 2)
+    for call in (lambda: y.broadcast_to(size=2), lambda: y.broadcast_to(),
+                 lambda: y.broadcast_to(2, size=(2,))):
+        with pytest.raises(TypeError, match="broadcast_to"):
+            call()
+    a = tgrad.tensor([[1.0], [2.0]], dtype=D, requires_grad=True)
+    assert gradcheck(lambda t: t.broadcast_to(3, 2, 4), (a,))
