@@ -318,6 +318,24 @@ def test_matmul_shapes_values_grads(sa, sb):
     assert gradcheck(tgrad.matmul, (a, b)) and gradgradcheck(tgrad.matmul, (a, b))
 
 
+def test_matmul_with_a_1d_operand_is_not_a_view():
+    # PyTorch squeezes the product in place: the result is its own tensor (no _base), and
+    # writing into it in place keeps the gradient right
+    rng = np.random.default_rng(5)
+    v_np, m_np, b_np = rng.standard_normal(3), rng.standard_normal((3, 4)), rng.standard_normal(
+        (2, 4, 3))
+    v, m, bt = _t(v_np, True), _t(m_np, True), _t(b_np, True)
+    for y, ref in ((v @ m, v_np @ m_np), (m.t() @ v, m_np.T @ v_np), (bt @ v, b_np @ v_np),
+                   (tgrad.nn.functional.linear(v, m.t()), v_np @ m_np)):
+        assert not y._is_view() and y._base is None
+        np.testing.assert_allclose(_np(y), ref, rtol=1e-12)
+    y = v @ m
+    y.mul_(2.0)
+    y.sum().backward()
+    np.testing.assert_allclose(_np(v.grad), 2 * m_np.sum(1), rtol=1e-12)
+    np.testing.assert_allclose(_np(m.grad), 2 * np.outer(v_np, np.ones(4)), rtol=1e-12)
+
+
 def test_matmul_non_contiguous_and_empty():
     rng = np.random.default_rng(4)
     base = rng.standard_normal((6, 8))
