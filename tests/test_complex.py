@@ -159,6 +159,15 @@ def test_real_imag_views_share_storage():
     assert not z.is_conj() and z.resolve_conj() is z
 
 
+def test_real_imag_views_of_an_empty_tensor_have_doubled_strides():
+    # a real view of complex storage steps two floats per element, empty or not (PyTorch)
+    z = tgrad.zeros(3, 0, dtype=C128)
+    assert z.real.stride() == z.imag.stride() == (2, 2)
+    assert tgrad.zeros(0, dtype=C128).real.stride() == (2,)
+    assert tgrad.view_as_real(z).stride() == (2, 2, 1) and tgrad.view_as_real(z).shape == (3, 0, 2)
+    assert tgrad.zeros(4, 5, dtype=C64)[:, 5:].real.stride() == (10, 2)
+
+
 def test_complex_polar_and_casts():
     re, im = tgrad.tensor([1.0, -2.0]), tgrad.tensor([0.5, 3.0])
     np.testing.assert_array_equal(tgrad.complex(re, im).numpy(), [1 + 0.5j, -2 + 3j])

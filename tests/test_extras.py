@@ -250,3 +250,19 @@ def test_nanmean_logit_gradients_outside_their_domain_match_pytorch():
         [0.3, 0.5, 0.7], requires_grad=True))
     assert tgrad.autograd.gradgradcheck(lambda t: tgrad.nanmean(t, 0), _t(
         [[0.3, np.nan], [0.7, 0.2]], requires_grad=True))
+
+
+def test_logit_negative_eps_is_no_eps_and_its_gradient_at_signed_zero():
+    # PyTorch: eps < 0 means no clamp (NaN outside [0, 1], values and gradient), and the
+    # gradient at 0 and 1 is g * inf for -0.0 too (x (1 - x) = -0.0 there, g / -0.0 = -inf)
+    xv = np.array([-0.5, -0.0, 0.0, 0.25, 1.0, 1.5])
+    x = _t(xv, requires_grad=True)
+    y = tgrad.logit(x, eps=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_allclose(y.detach().numpy(), np.log(xv / (1 - xv)), rtol=1e-15)
+    (y * _t([1, 1, 1, 1, -1, 1])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(),
+                                  [np.nan, np.inf, np.inf, 1 / 0.1875, -np.inf, np.nan])
+    z = _t([-0.0], requires_grad=True)
+    (-tgrad.logit(z)).sum().backward()
+    assert z.grad.item() == -math.inf

@@ -590,3 +590,16 @@ def test_levels_are_per_thread_and_concurrent_use_is_correct():
     assert seen["unpack"] is None and seen["op"] is None and seen["own"] is None
     assert fwAD.unpack_dual(seen["dual"]).tangent is None  # nor in the main thread
     assert not tgrad.func._forward_level_active()
+
+
+def test_inplace_view_ops_carry_the_tangent():
+    # squeeze_ / t_ re-point the tensor at a view: its tangent is viewed the same way
+    with fwAD.dual_level():
+        x = fwAD.make_dual(_t([[1.0, 2.0]]), _t([[3.0, 4.0]]))
+        y = (x * 1.0).squeeze_(0)
+        assert fwAD.unpack_dual(y).tangent.tolist() == [3.0, 4.0]
+        z = (x * 1.0).t_()
+        assert fwAD.unpack_dual(z).tangent.tolist() == [[3.0], [4.0]]
+        m = fwAD.make_dual(_t([[1.0, 2.0], [3.0, 5.0]]), _t([[1.0, 0.0], [0.0, 1.0]]))
+        out = _t([2.0, -1.0]) @ m  # a 1-D operand: the product squeezed in place
+        assert fwAD.unpack_dual(out).tangent.tolist() == [2.0, -1.0]  # v @ I

@@ -465,6 +465,21 @@ def test_vector_norm_dtype_argument_checks():
     assert got.dtype is F64 and got.item() == 5.0
 
 
+def test_vector_norm_takes_a_0d_tensor_ord():
+    # PyTorch reads a 0-d tensor ord (not requiring grad) as the number (True as 1)
+    x = _t([3.0, -4.0])
+    assert LA.vector_norm(x, tgrad.tensor(2.0)).item() == 5.0
+    assert LA.vector_norm(x, tgrad.tensor(1)).item() == 7.0
+    assert LA.vector_norm(x, tgrad.tensor(True)).item() == 7.0
+    assert LA.vector_norm(x, tgrad.tensor(math.inf)).item() == 4.0
+    assert LA.norm(x, tgrad.tensor(1.0)).item() == 7.0
+    for bad in (tgrad.tensor([2.0]), tgrad.tensor(2.0, requires_grad=True)):
+        with pytest.raises(TypeError, match="'ord' must be Number, not Tensor"):
+            LA.vector_norm(x, bad)
+    with pytest.raises(RuntimeError, match="linalg.vector_norm: Expected a non-complex scalar"):
+        LA.vector_norm(x, tgrad.tensor(1 + 0j))
+
+
 # --------------------------------------------------------------------- det at a NaN input
 def test_det_backward_of_a_non_finite_matrix_is_nan():
     g = _t([[1.0, math.nan], [0.0, 1.0]], requires_grad=True)

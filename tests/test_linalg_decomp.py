@@ -298,6 +298,18 @@ def test_pinv_and_matrix_rank():
     assert gradgradcheck(LA.pinv, (x,))
 
 
+def test_pinv_deprecated_positional_rcond():
+    # PyTorch's deprecated overload pinv(A, rcond, hermitian=False): rtol=rcond, atol=0
+    d = _t(np.diag([3.0, 1.0, 1e-3]))
+    want = np.diag([1 / 3, 1.0, 0.0])
+    for got in (LA.pinv(d, 1e-2), LA.pinv(d, rcond=1e-2), LA.pinv(d, 1e-2, True),
+                LA.pinv(d, tgrad.tensor(1e-2, dtype=tgrad.float64))):
+        np.testing.assert_allclose(got.numpy(), want, **TOL)
+    np.testing.assert_allclose(LA.pinv(d, 0.5).numpy(), np.diag([1 / 3, 0.0, 0.0]), **TOL)
+    with pytest.raises(TypeError, match="rcond"):
+        LA.pinv(d, 1e-2, rtol=0.1)
+
+
 @pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf])
 def test_cond(p):
     a = RNG.standard_normal((2, 4, 4))

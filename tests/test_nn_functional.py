@@ -191,6 +191,23 @@ def test_cross_entropy_spatial_and_1d():
                                -np.log(_softmax(v, 0))[3], rtol=1e-12)
 
 
+def test_cross_entropy_1d_input_with_a_target_of_size_1():
+    # PyTorch: for a [C] input a [1] target is that class index (a 0-d loss, any reduction);
+    # another size is PyTorch's ValueError
+    v = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    want = -np.log(_softmax(v, 0))[0]
+    x = _t(v, requires_grad=True)
+    for red in ("mean", "sum", "none"):
+        got = F.cross_entropy(x, tgrad.tensor([0]), reduction=red)
+        assert got.shape == () and abs(got.item() - want) < 1e-13
+    F.cross_entropy(x, tgrad.tensor([0])).backward()
+    np.testing.assert_allclose(_np(x.grad), _softmax(v, 0) - np.eye(5)[0], rtol=1e-12)
+    assert F.cross_entropy(x, tgrad.tensor([-100]), reduction="sum").item() == 0.0
+    with pytest.raises(ValueError, match="For 1D input, 1D target must have size 1, but got "
+                                         "target size: 2"):
+        F.cross_entropy(x, tgrad.tensor([0, 1]))
+
+
 def test_cross_entropy_large_logits_and_all_ignored():
     x = _t([[1000.0, 0.0], [0.0, -1000.0]], requires_grad=True)
     loss = F.cross_entropy(x, tgrad.tensor([1, 0]), reduction="none")

@@ -318,6 +318,24 @@ def test_matmul_shapes_values_grads(sa, sb):
     assert gradcheck(tgrad.matmul, (a, b)) and gradgradcheck(tgrad.matmul, (a, b))
 
 
+def test_matmul_with_a_1d_operand_is_not_a_view():
+    # PyTorch squeezes the product in place: the result is its own tensor (no _base), and
+    # writing into it in place keeps the gradient right
+    rng = np.random.default_rng(5)
+    v_np, m_np, b_np = rng.standard_normal(3), rng.standard_normal((3, 4)), rng.standard_normal(
+        (2, 4, 3))
+    v, m, bt = _t(v_np, True), _t(m_np, True), _t(b_np, True)
+    for y, ref in ((v @ m, v_np @ m_np), (m.t() @ v, m_np.T @ v_np), (bt @ v, b_np @ v_np),
+                   (tgrad.nn.functional.linear(v, m.t()), v_np @ m_np)):
+        assert not y._is_view() and y._base is None
+        np.testing.assert_allclose(_np(y), ref, rtol=1e-12)
+    y = v @ m
+    y.mul_(2.0)
+    y.sum().backward()
+    np.testing.assert_allclose(_np(v.grad), 2 * m_np.sum(1), rtol=1e-12)
+    np.testing.assert_allclose(_np(m.grad), 2 * np.outer(v_np, np.ones(4)), rtol=1e-12)
+
+
 def test_matmul_non_contiguous_and_empty():
     rng = np.random.default_rng(4)
     base = rng.standard_normal((6, 8))
@@ -647,3 +665,24 @@ def test_pytorch_keyword_names_of_shape_ops():
     a = tgrad.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     assert gradcheck(lambda t: t.permute(dims=(1, 0)).reshape(shape=(6,)).expand(size=(2, 6)),
                      (a,))
+
+
+def test_broadcast_to_method_takes_ints_the_function_a_sequence():
+    """Tensor.broadcast_to takes sizes as expand does (ints, one sequence or size=); the
+    function torch.broadcast_to refuses a bare int size with PyTorch's TypeError."""
+    x = tgrad.tensor(1.0)
+    assert x.broadcast_to(0).shape == (0,) and x.broadcast_to(3).tolist() == [1.0] * 3
+    y = tgrad.tensor([1.0, 2.0])
+    ref = np.broadcast_to([1.0, 2.0], (3, 2))
+    for got in (y.broadcast_to(3, 2), y.broadcast_to((3, 2)), y.broadcast_to(size=[3, -1]),
+                tgrad.broadcast_to(y, (3, 2)), tgrad.broadcast_to(y, size=[3, 2])):
+        np.testing.assert_array_equal(got.numpy(), ref)
+    with pytest.raises(TypeError, match=r"broadcast_to\(\): argument 'size' \(position 2\) must "
+                                        r"be tuple of ints, not int"):
+        tgrad.broadcast_to(y, 2)
+    for call in (lambda: y.broadcast_to(size=2), lambda: y.broadcast_to(),
+                 lambda: y.broadcast_to(2, size=(2,))):
+        with pytest.raises(TypeError, match="broadcast_to"):
+            call()
+    a = tgrad.tensor([[1.0], [2.0]], dtype=D, requires_grad=True)
+    assert gradcheck(lambda t: t.broadcast_to(3, 2, 4), (a,))

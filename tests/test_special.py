@@ -281,6 +281,44 @@ def test_erfinv_ndtri_and_xlog1py_gradients():
                                                                       (a, b))
 
 
+def test_erf_family_saves_what_pytorch_saves():
+    """erfc, erfinv and ndtr save their input (an in-place change of the result is fine:
+    y.mul_(2) doubles the gradient), ndtri its result (an in-place change of the input is
+    fine), as PyTorch."""
+    v = np.array([-1.3, 0.2, 0.8])
+    x = tgrad.tensor(v, dtype=F64, requires_grad=True)
+    y = tgrad.erfc(x)
+    y.mul_(2.0)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), -4 / math.sqrt(math.pi) * np.exp(-v * v),
+                               rtol=1e-14)
+    x.grad = None
+    y = tgrad.special.ndtr(x)
+    y.mul_(2.0)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(-v * v / 2) / math.sqrt(2 * math.pi),
+                               rtol=1e-14)
+    e = tgrad.tensor([math.erf(t) for t in v], dtype=F64, requires_grad=True)  # erfinv(e) = v
+    y = tgrad.erfinv(e)
+    y.mul_(2.0)
+    y.sum().backward()
+    np.testing.assert_allclose(e.grad.numpy(), math.sqrt(math.pi) * np.exp(v * v),
+                               rtol=1e-13)
+    p = tgrad.tensor([0.5 * (1 + math.erf(t / math.sqrt(2))) for t in v], dtype=F64,
+                     requires_grad=True)  # ndtri(p) = v
+    q = p * 1.0
+    y = tgrad.special.ndtri(q)
+    q.mul_(2.0)
+    y.sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), math.sqrt(2 * math.pi) * np.exp(v * v / 2),
+                               rtol=1e-13)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y = tgrad.special.ndtri(p * 1.0)
+        y.mul_(2.0)
+        y.sum().backward()
+    assert gradgradcheck(tgrad.erfc, (x,)) and gradgradcheck(tgrad.special.ndtr, (x,))
+
+
 def test_backward_rules():
     x = tgrad.tensor([0.7, 3.2, -1.3], dtype=F64, requires_grad=True)
     (g,) = tgrad.autograd.grad(tgrad.lgamma(x).sum(), x)

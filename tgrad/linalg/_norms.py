@@ -49,6 +49,12 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  
     gradient, as PyTorch's). inf and ord < 0 raise PyTorch's error over an empty reduced
     dim (no identity)."""
     require_tensor("linalg.vector_norm", x)
+    if isinstance(ord, Tensor) and ord.ndim == 0 and not ord.requires_grad:
+        # a 0-d tensor (not requiring grad) is read as a number, as PyTorch's (True is 1)
+        if ord.dtype.is_complex:
+            raise RuntimeError("linalg.vector_norm: Expected a non-complex scalar as the order "
+                               "of norm.")
+        ord = ord.item() if ord.dtype.is_floating_point else int(ord.item())  # noqa: A001
     if isinstance(ord, str) or isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not "
                         f"{type(ord).__name__}")

@@ -111,10 +111,19 @@ class LinalgPinv(Function):
         return gA, None, None, None
 
 
-def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None,
+         rtol=None) -> Tensor:
     """The Moore-Penrose pseudo-inverse (n, m) of A (..., m, n), from its SVD (hermitian:
     its eigendecomposition, reading the lower triangle); singular values at or below
-    max(atol, rtol * largest) count as zero. Differentiable where the rank is constant."""
+    max(atol, rtol * largest) count as zero. Differentiable where the rank is constant.
+    ``rcond`` (PyTorch's deprecated overload, also positional, with ``hermitian`` then
+    positional too): rtol=rcond, atol=0; it cannot be combined with atol or rtol."""
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError("linalg_pinv(): received an invalid combination of arguments: "
+                            "rcond (the deprecated overload) cannot be combined with atol or "
+                            "rtol; pass rtol= (and atol=) alone")
+        atol, rtol = 0.0, rcond
     _matrix_checks("linalg.pinv", A)
     return LinalgPinv.apply(A, atol, rtol, bool(hermitian))
 

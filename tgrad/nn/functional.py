@@ -460,6 +460,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     if input.device != target.device:
         raise RuntimeError(f"cross_entropy: input is on {input.device} but target is on "
                            f"{target.device}; move them to the same device")
+    if input.ndim == 1 and target.ndim == 1:  # PyTorch: a 1-D target of size 1 is that index
+        if target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{target.shape[0]}")
+        target = target.reshape(())
     axis = _check_class_target("cross_entropy", input, target)
     target = _check_index_target("cross_entropy", target)
     _check_targets_in_range(target, input.shape[axis], ignore_index)

@@ -59,6 +59,16 @@ def conj_of(v):
 
 
 # ------------------------------------------------------------------------- views
+def _part(x: Tensor, arr, shape: tuple = (), last: tuple = ()):
+    """``arr`` (x's real or imaginary parts, maybe with a trailing ``shape`` of size-``last``
+    strides) with PyTorch's strides when empty: x's own, doubled, where NumPy zeroes them
+    (an empty array's .real)."""
+    if arr.size == 0 and isinstance(arr, np.ndarray):
+        strides = tuple(2 * s * arr.itemsize for s in x.stride()) + last
+        arr = np.lib.stride_tricks.as_strided(arr, arr.shape[:x.ndim] + shape, strides)
+    return arr
+
+
 class Real(Function):
     """y = Re z (a view of the real parts);  dz = g + 0i."""
 
@@ -68,7 +78,7 @@ class Real(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.dtype = x.dtype
-        return make_view(x, x._data.real)
+        return make_view(x, _part(x, x._data.real))
 
     @staticmethod
     def backward(ctx, g):
@@ -83,7 +93,7 @@ class Imag(Function):
 
     @staticmethod
     def forward(ctx, x):
-        return make_view(x, x._data.imag)
+        return make_view(x, _part(x, x._data.imag))
 
     @staticmethod
     def backward(ctx, g):
@@ -102,7 +112,7 @@ class ViewAsReal(Function):
         re = x._data.real
         half = re.itemsize
         arr = np.lib.stride_tricks.as_strided(re, re.shape + (2,), re.strides + (half,))
-        return make_view(x, arr)
+        return make_view(x, _part(x, arr, (2,), (half,)))
 
     @staticmethod
     def backward(ctx, g):

@@ -188,12 +188,16 @@ def _erfinv(y: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ Functions
-def _unary(name: str, forward, backward, doc: str) -> type:
-    """A Function y = forward(x), dx = backward(g, x, y) (x and y saved: the rules written
-    with differentiable ops, so higher-order gradients work)."""
+def _unary(name: str, forward, backward, doc: str, saves: str = "xy") -> type:
+    """A Function y = forward(x), dx = backward(g, x, y) (the rules written with
+    differentiable ops, so higher-order gradients work). ``saves``: which of x and y are
+    saved, as PyTorch's derivatives.yaml (the other is passed as None), so that an in-place
+    change of the one not saved does not break the backward."""
+    keep_x, keep_y = "x" in saves, "y" in saves
+
     def fwd(ctx, x):
         y = forward(x)
-        ctx.save_for_backward(x, y)
+        ctx.save_for_backward(x if keep_x else None, y if keep_y else None)
         return y
 
     def bwd(ctx, g):
@@ -217,17 +221,20 @@ def _log_ndtr_grad(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
 
 
 Erfc = _unary("Erfc", _erfc, lambda g, x, y: g * _exp_sq(x, -1.0) * (-2 / _SQRT_PI),
-              "y = erfc(x) = 1 - erf(x);  dx = -g 2/sqrt(pi) exp(-x^2).")
+              "y = erfc(x) = 1 - erf(x);  dx = -g 2/sqrt(pi) exp(-x^2) (x saved).", "x")
 Erfcx = _unary("Erfcx", _erfcx, lambda g, x, y: g * (x * y * 2.0 - 2 / _SQRT_PI),
                "y = exp(x^2) erfc(x);  dx = g (2 x y - 2/sqrt(pi)).")
 Ndtr = _unary("Ndtr", _ndtr, lambda g, x, y: g * _exp_sq(x, -0.5)
-              * (1 / math.sqrt(2 * math.pi)), "y = Phi(x);  dx = g phi(x).")
+              * (1 / math.sqrt(2 * math.pi)), "y = Phi(x);  dx = g phi(x) (x saved).", "x")
 LogNdtr = _unary("LogNdtr", _log_ndtr, _log_ndtr_grad,
                  "y = log Phi(x);  dx = g phi(x) / Phi(x).")
 Ndtri = _unary("Ndtri", _ndtri, lambda g, x, y: g * _exp_sq(y, 0.5)
-               * math.sqrt(2 * math.pi), "x = Phi^-1(p);  dp = g sqrt(2 pi) exp(x^2 / 2).")
-Erfinv = _unary("Erfinv", _erfinv, lambda g, x, y: g * _exp_sq(y, 1.0) * (_SQRT_PI / 2),
-                "x = erf^-1(y);  dy = g sqrt(pi)/2 exp(x^2).")
+               * math.sqrt(2 * math.pi),
+               "x = Phi^-1(p);  dp = g sqrt(2 pi) exp(x^2 / 2) (the result saved).", "y")
+# erfinv saves its input and recomputes erfinv in the backward, as PyTorch
+Erfinv = _unary("Erfinv", _erfinv,
+                lambda g, x, y: g * _exp_sq(Erfinv.apply(x), 1.0) * (_SQRT_PI / 2),
+                "x = erf^-1(y);  dy = g sqrt(pi)/2 exp(x^2) (y saved, x recomputed).", "x")
 
 
 @tensor_method("erfc")

@@ -156,7 +156,8 @@ def _tensors_in_result_dtype(a, b) -> tuple:
 
 class Logit(Function):
     """y = log(x / (1 - x)) (as log x - log1p(-x)), x first clamped to [eps, 1 - eps] when
-    ``eps`` is given.  dx = g / (x (1 - x)) (inf at 0 and 1), PyTorch's rule outside the
+    ``eps`` is given.  dx = g / |x (1 - x)| (g * inf at 0 and 1, -0.0 included: the product
+    is >= 0 inside the domain, abs only turns -0.0 into +0.0), PyTorch's rule outside the
     domain: 0 outside [eps, 1 - eps] (the bounds included in the domain), NaN outside
     [0, 1] without eps."""
 
@@ -176,7 +177,7 @@ class Logit(Function):
             ctx.eps, 1.0 - ctx.eps, 0.0)
         out = ew.logical_or(ew.lt(x, lo), ew.gt(x, hi))
         safe = ew.where(out, 0.5, x)  # keeps the branch not taken finite
-        return ew.where(out, outside, g / (safe * (1.0 - safe))), None
+        return ew.where(out, outside, g / ew.abs(safe * (1.0 - safe))), None
 
 
 @tensor_method("logit")
@@ -184,7 +185,10 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when ``eps`` is given;
     dx = 1 / (x (1 - x)) (see ``Logit``). ``eps`` is rounded to the input's dtype first, as
     PyTorch does (0.1 is 0.0999755859375 in float16). Bool and integer tensors give the
-    default float dtype (logit(True) = inf)."""
+    default float dtype (logit(True) = inf). A negative ``eps`` is no eps (PyTorch: no
+    clamp, and a NaN gradient outside [0, 1])."""
+    if eps is not None and eps < 0:
+        eps = None
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         # bool and integers in the default float dtype first: a bool has no neg, and uint8
         # would negate modulo 256 inside log1p(-x) (logit(uint8 1) = -log 256, not inf)

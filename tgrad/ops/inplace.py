@@ -539,6 +539,9 @@ def _inplace_view(self: Tensor, op: str, key: str, *args) -> Tensor:
         v = view_apply(cls, self, *args)
     self._data = v._data
     self._storage.version += 1
+    fw = v.__dict__.get("_fw")
+    if fw is not None:  # a forward-AD tangent: self's becomes the view's (same view op)
+        self.__dict__["_fw"] = fw
     if v._grad_fn is not None:
         self._grad_fn = v._grad_fn
         self._output_nr = v._output_nr

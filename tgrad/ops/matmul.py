@@ -203,10 +203,14 @@ def _make_matmul(operator: bool):
             return MatMul.apply(a, b)
         if an == 1 and bn == 1:
             return Dot.apply(a, b)
+        # a 1-D operand: squeezed in place (PyTorch's squeeze_), so the result is no view
+        # of the product, as PyTorch's
         if an == 1:
-            return MatMul.apply(a.unsqueeze(0), b).squeeze(-2)
+            y = MatMul.apply(a.unsqueeze(0), b)
+            return y.squeeze_(y.ndim - 2)
         if bn == 1:
-            return MatMul.apply(a, b.unsqueeze(1)).squeeze(-1)
+            y = MatMul.apply(a, b.unsqueeze(1))
+            return y.squeeze_(y.ndim - 1)
         try:  # checked here, so that another ValueError (e.g. a launch's) is not reported as
             np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # this
         except ValueError:

@@ -405,11 +405,24 @@ def expand(input: Tensor, *sizes, size=None) -> Tensor:  # noqa: A002
     return view_apply(Expand, input, shape)
 
 
-def broadcast_to(input: Tensor, shape) -> Tensor:  # noqa: A002
-    return expand(input, tuple(shape))
+def broadcast_to(input: Tensor, size) -> Tensor:  # noqa: A002
+    """``input`` broadcast to ``size`` (a sequence of ints; -1 keeps a dim) as a view. As in
+    PyTorch the function refuses a bare int size; the Tensor method also takes ints
+    (``t.broadcast_to(3)``, ``t.broadcast_to(2, 3)``), as ``expand``."""
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"broadcast_to(): argument 'size' (position 2) must be tuple of ints, "
+                        f"not {type(size).__name__}")
+    return expand(input, tuple(size))
 
 
-tensor_method("broadcast_to")(broadcast_to)
+@tensor_method("broadcast_to")
+def _broadcast_to_method(self: Tensor, *sizes, size=None) -> Tensor:
+    """Tensor.broadcast_to(*sizes | size=sequence): ints, one sequence or the keyword."""
+    if size is not None:
+        sizes = sizes_keyword("broadcast_to", "size", sizes, size)
+    elif not sizes:
+        raise TypeError('broadcast_to() missing 1 required positional arguments: "size"')
+    return expand(self, *sizes)
 @tensor_method("expand_as")
 def expand_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     require_tensor("expand_as", other, "other")
