@@ -462,6 +462,19 @@ def test_bernoulli_gradients_for_very_negative_logits():
         np.testing.assert_allclose(gh.numpy(), -ls * p * (1 - p), rtol=10 * rtol)
 
 
+def test_mixture_same_family_support_holds_every_component():
+    # PyTorch's MixtureSameFamilyConstraint: each value is checked against all K components
+    # of its own batch row (the components' support alone broadcast the value along K)
+    m = D.MixtureSameFamily(D.Categorical(_t([[0.25, 0.75], [0.25, 0.75]])),
+                            D.Uniform(_t([[0.0, 1.0], [0.0, 2.0]]), _t([[2.0, 3.0], [2.0, 3.0]])))
+    assert repr(m.support).startswith("MixtureSameFamilyConstraint(Interval(")
+    with pytest.raises(ValueError, match="to be within the support"):
+        m.log_prob(_t([1.0, 2.5]))  # 2.5 is outside row 1's [0, 2]
+    # row 0: both densities 1/2; row 1: 2.0 is in both closed supports, and the densities
+    # are 0 (Uniform(0, 2)'s log_prob is -inf at its high end, as PyTorch's) and 1
+    _close(m.log_prob(_t([1.5, 2.0])), [math.log(0.5), math.log(0.75)])
+
+
 def test_expand_of_mixture_and_relaxed_families():
     mix = D.MixtureSameFamily(D.Categorical(logits=_t([[0.1, 0.5, -1.0], [0.0, 0.2, 0.3]])),
                               D.Normal(_t([[0.0, 1.0, 2.0], [-1.0, 0.0, 3.0]]),

@@ -314,3 +314,58 @@ def test_affine_transform_shapes_broadcast_as_pytorch():
     with pytest.raises(RuntimeError, match="Attempting to broadcast a dimension of length 3 "
                                            "at -1! Mismatching argument at index 2"):
         D.AffineTransform(0.0, tgrad.ones(3)).forward_shape((2,))
+
+
+def test_power_transform_tensor_exponent_broadcasts_shapes():
+    # a (2,) exponent maps a 0-d base to a (2,) batch, as PyTorch's forward_shape does
+    t = D.PowerTransform(_t([0.5, 2.0]))
+    assert t.forward_shape(()) == (2,) and t.inverse_shape((3, 1)) == (3, 2)
+    d = D.TransformedDistribution(D.Exponential(_t(1.0)), [t])
+    assert d.batch_shape == (2,) and d.sample((4,)).shape == (4, 2)
+    # y = x^e, x ~ Exp(1): log p(y) = -x - log|e x^(e-1)|, x = y^(1/e)
+    y = np.array([0.7, 1.9])
+    x = y ** (1 / np.array([0.5, 2.0]))
+    ref = -x - np.log(np.abs(np.array([0.5, 2.0]) * x ** (np.array([0.5, 2.0]) - 1)))
+    np.testing.assert_allclose(_np(d.log_prob(_t(y))), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_corr_cholesky_smallest_sizes(d):
+    # D = 2: one angle, y = [[1, 0], [r, sqrt(1 - r^2)]], r = tanh(x); ladj = log(1 - r^2) +
+    # 1/2 sum over rows i >= 2 of log(1 - y_i1^2) (no such row here); D = 1: nothing to map
+    t = D.CorrCholeskyTransform()
+    x = _t(RNG.normal(size=(3, d * (d - 1) // 2)), requires_grad=True)
+    y = t(x)
+    assert y.shape == (3, d, d)
+    np.testing.assert_allclose(_np(t.inv(y)), _np(x), rtol=1e-12)
+    ladj = t.log_abs_det_jacobian(x, y)
+    r = np.tanh(_np(x))[:, 0] if d == 2 else np.zeros(3)
+    np.testing.assert_allclose(_np(ladj), np.log1p(-r ** 2), rtol=1e-12, atol=1e-15)
+    if d == 2:
+        assert gradcheck(lambda v: t.log_abs_det_jacobian(v, t(v)), (x,))
+
+
+def test_transform_to_positive_semidefinite_and_integer_dtypes():
+    t = D.transform_to(C.positive_semidefinite)
+    assert isinstance(t, D.PositiveDefiniteTransform)
+    x = RNG.normal(size=(3, 3))
+    lower = np.tril(x, -1) + np.diag(np.exp(np.diag(x)))
+    np.testing.assert_allclose(_np(t(_t(x))), lower @ lower.T, rtol=1e-12)
+    # an integer input: PyTorch's TypeError (was NumPy's ValueError "not inexact")
+    with pytest.raises(TypeError, match="finfo"):
+        D.SigmoidTransform()(tgrad.tensor([0, 1]))
+
+
+def test_identity_transform_ladj_is_zero_everywhere():
+    x = _t([-1.0, np.inf, -np.inf, 2.0])
+    ladj = D.identity_transform.log_abs_det_jacobian(x, x)
+    assert ladj.shape == (4,) and ladj.dtype == F64
+    np.testing.assert_array_equal(_np(ladj), np.zeros(4))
+    assert not np.signbit(_np(ladj)).any()
+
+
+def test_transform_reprs_are_pytorchs():
+    assert repr(D.ExpTransform().inv) == "_InverseTransform(ExpTransform())"
+    t = D.ComposeTransform([D.ExpTransform(), D.AffineTransform(1.0, 2.0)])
+    assert repr(t) == "ComposeTransform(\n    ExpTransform(),\n    AffineTransform()\n)"
+    assert repr(D.identity_transform) == "ComposeTransform(\n    \n)"

@@ -14,7 +14,7 @@ better for optimisation (the simplex: SoftmaxTransform instead of stick breaking
     interval / half_open_interval    sigmoid (then lb + (ub - lb) y unless [0, 1])  (same)
     simplex                          StickBreakingTransform       SoftmaxTransform
     lower_cholesky                   -                            LowerCholeskyTransform
-    positive_definite                -                            PositiveDefiniteTransform
+    positive_(semi)definite          -                            PositiveDefiniteTransform
     corr_cholesky                    CorrCholeskyTransform        (the same)
     cat(cs, dim, lengths), stack     CatTransform / StackTransform of the parts' transforms
 
@@ -136,6 +136,7 @@ def _transform_to_lower_cholesky(constraint):
 
 
 @transform_to.register(constraints.positive_definite)
+@transform_to.register(constraints.positive_semidefinite)
 def _transform_to_positive_definite(constraint):
     return transforms.PositiveDefiniteTransform()
 

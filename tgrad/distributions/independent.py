@@ -57,6 +57,9 @@ class Independent(Distribution):
 
     @property
     def support(self):
+        # the base's own constraint when no dims are reinterpreted (PyTorch's)
+        if not self.reinterpreted_batch_ndims:
+            return self.base_dist.support
         return constraints.independent(self.base_dist.support, self.reinterpreted_batch_ndims)
 
     @property

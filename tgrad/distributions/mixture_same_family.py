@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tgrad.autograd.grad_mode import no_grad
+from tgrad.distributions import constraints
 from tgrad.distributions.categorical import Categorical
 from tgrad.distributions.distribution import Distribution
 from tgrad.nn import functional as F
@@ -80,7 +81,8 @@ class MixtureSameFamily(Distribution):
 
     @property
     def support(self):
-        return self._component_distribution.support
+        # PyTorch's: a value is in the support when every component's support holds it
+        return constraints.MixtureSameFamilyConstraint(self._component_distribution.support)
 
     def _pad(self, x: Tensor) -> Tensor:
         """x with a size-1 component dim before its event dims."""

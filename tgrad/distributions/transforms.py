@@ -178,8 +178,8 @@ class _InverseTransform(Transform):
 
     __hash__ = Transform.__hash__
 
-    def __repr__(self) -> str:
-        return f"{self._inv!r}.inv"
+    def __repr__(self) -> str:  # PyTorch's
+        return f"{type(self).__name__}({self._inv!r})"
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         return -self._inv.log_abs_det_jacobian(y, x)
@@ -298,6 +298,13 @@ class PowerTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         return (y * self.exponent / x).abs().log()
+
+    def forward_shape(self, shape):
+        # a tensor exponent broadcasts against x (PyTorch's torch.broadcast_shapes)
+        return broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
+
+    def inverse_shape(self, shape):
+        return self.forward_shape(shape)
 
 
 class AffineTransform(Transform):
@@ -440,8 +447,8 @@ class ComposeTransform(Transform):
         return inv
 
     def log_abs_det_jacobian(self, x, y):
-        if not self.parts:
-            return 0.0 * x
+        if not self.parts:  # zeros (not 0 * x: NaN at an infinite x)
+            return x.new_zeros(tuple(x.shape))
         event_dim = self.domain.event_dim
         result = 0.0
         for p in self.parts:
@@ -462,8 +469,9 @@ class ComposeTransform(Transform):
             shape = p.inverse_shape(shape)
         return tuple(shape)
 
-    def __repr__(self) -> str:
-        return "ComposeTransform(" + ", ".join(repr(p) for p in self.parts) + ")"
+    def __repr__(self) -> str:  # PyTorch's: one part a line
+        return (type(self).__name__ + "(\n    " + ",\n    ".join(repr(p) for p in self.parts)
+                + "\n)")
 
 
 identity_transform = ComposeTransform([])

@@ -54,7 +54,8 @@ def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
     """The entries of (..., n, n) ``mat`` on and below diagonal ``diag``, row by row, as
     (..., m) (a gather: differentiable)."""
     n = mat.shape[-1]
-    idx = tensor(_tril_flat_indices(n, diag), device=mat.device)
+    # int64 given: the list is empty for n < 2 - diag
+    idx = tensor(_tril_flat_indices(n, diag), dtype=dtypes.int64, device=mat.device)
     return mat.reshape(tuple(mat.shape[:-2]) + (n * n,)).index_select(-1, idx)
 
 
@@ -72,7 +73,7 @@ def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
     for k, flat in enumerate(_tril_flat_indices(n, diag)):
         where[flat] = k
     padded = F.pad(vec, [0, 1], value=0.0)
-    out = padded.index_select(-1, tensor(where, device=vec.device))
+    out = padded.index_select(-1, tensor(where, dtype=dtypes.int64, device=vec.device))
     return out.reshape(tuple(vec.shape[:-1]) + (n, n))
 
 
@@ -89,7 +90,11 @@ def set_probs_or_logits(dist, probs, logits) -> Tensor:
 
 
 def _finfo(dtype: dtypes.DType):
-    """NumPy's finfo of a floating tgrad dtype (bfloat16's from ml_dtypes)."""
+    """NumPy's finfo of a floating tgrad dtype (bfloat16's from ml_dtypes); TypeError
+    (PyTorch's torch.finfo text) for an integer or bool dtype."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo "
+                        f"to handle 'torch.finfo' (got {dtype})")
     return ml_dtypes.finfo(dtype.np)
 
 
