@@ -66,6 +66,8 @@ def test_cdist_empty():
     assert tgrad.cdist(tgrad.zeros(0, 3), tgrad.zeros(4, 3)).shape == (0, 4)
     assert tgrad.cdist(tgrad.zeros(2, 0, 3), tgrad.zeros(2, 4, 3)).shape == (2, 0, 4)
     _same(tgrad.cdist(_t(np.zeros((2, 0))), _t(np.zeros((3, 0)))), np.zeros((2, 3)))
+    for p in (0.0, 1.0, 3.0, INF):  # M = 0: every distance is 0, the inf norm included
+        _same(tgrad.cdist(_t(np.zeros((2, 0))), _t(np.zeros((3, 0))), p), np.zeros((2, 3)))
 
 
 @pytest.mark.parametrize("p", [1.0, 2.0, 3.0, 0.5, INF])
