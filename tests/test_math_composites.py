@@ -144,6 +144,7 @@ def test_pdist_values(p, n):
 def test_pdist_empty_gradients_and_errors():
     assert tgrad.pdist(tgrad.zeros(0, 3)).shape == (0,)
     _same(tgrad.pdist(_t(np.zeros((3, 0)))), np.zeros(3))
+    _same(tgrad.pdist(_t(np.zeros((3, 0))), INF), np.zeros(3))  # M = 0, the inf norm too
     _checks(lambda x: tgrad.pdist(x, 2.0), _leaf(_randn(5, 3)))
     _checks(lambda x: tgrad.pdist(x, 1.5), _leaf(_randn(4, 2)))
     with pytest.raises(RuntimeError, match="pdist only supports 2D tensors, got: 3D"):

@@ -129,6 +129,8 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     (x,), half = widen_halves(input)
     pairs = triu_indices(n, n, 1, device=input.device)  # (2, N (N - 1) / 2)
     diff = index_select(x, 0, pairs[0]) - index_select(x, 0, pairs[1])
+    if diff.shape[-1] == 0:  # M = 0: every distance is 0 (the inf norm has no identity)
+        p = 2.0
     return rounded_to(norm(diff, p, -1), half)
 
 
