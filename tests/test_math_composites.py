@@ -415,6 +415,9 @@ def test_cumulative_trapezoid(n):
     y, x = _randn(2, n), np.cumsum(RNG.random(n))
     _same(tgrad.cumulative_trapezoid(_t(y)), _cumtrapz_ref(y))
     _same(tgrad.cumulative_trapezoid(_t(y), dx=0.3), _cumtrapz_ref(y, dx=0.3))
+    # a 0-d tensor dx is a number (PyTorch's binding)
+    _same(tgrad.cumulative_trapezoid(_t(y), dx=_t(0.3)), _cumtrapz_ref(y, dx=0.3))
+    _same(tgrad.trapezoid(_t(y), dx=tgrad.tensor(2)), np.trapezoid(y, dx=2.0, axis=-1))
     _same(tgrad.cumulative_trapezoid(_t(y), _t(x)), _cumtrapz_ref(y, x))
     _same(tgrad.cumulative_trapezoid(_t(y.T.copy()).t(), _t(x), dim=-1), _cumtrapz_ref(y, x))
 

@@ -88,6 +88,8 @@ def test_gradient_gradcheck_and_errors():
         tgrad.gradient(_t([1.0, 2.0]), edge_order=2)
     with pytest.raises(RuntimeError, match="same length"):
         tgrad.gradient(x, spacing=[1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match="dim 1 appears multiple times in the list of dims"):
+        tgrad.gradient(x, dim=[1, -1])
 
 
 def test_float32_cumsum_accumulates_in_float64_on_cpu():

@@ -248,6 +248,10 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
     dims = list(range(input.ndim)) if dim is None else (
         [dim] if isinstance(dim, int) else list(dim))
     dims = [_wrap_dim(d, input.ndim, "gradient") for d in dims]
+    for i, d in enumerate(dims):
+        if d in dims[:i]:
+            raise RuntimeError(f"torch.gradient: dim {d} appears multiple times in the list "
+                               f"of dims")
     f = (input if input.dtype.is_floating_point or input.dtype.is_complex  # complex stays
          else input.to(dtypes.get_default_dtype()))
     values = f
