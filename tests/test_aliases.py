@@ -53,6 +53,14 @@ def test_arithmetic_names():
     assert tgrad.tensor([7.0]).divide_(2, rounding_mode="floor").tolist() == [3.0]
     assert tgrad.tensor([7.0]).true_divide_(2).tolist() == [3.5]
     assert tgrad.tensor([7.0]).subtract_(2, alpha=2).tolist() == [3.0]
+    # a float alpha with complex tensors (not integral: allowed, as PyTorch)
+    z, w = np.array([1 + 2j, -3j]), np.array([0.5, 2 - 1j])
+    np.testing.assert_allclose(tgrad.rsub(tgrad.tensor(z), tgrad.tensor(w), alpha=0.5).numpy(),
+                               w - 0.5 * z, rtol=1e-15)
+    np.testing.assert_allclose(tgrad.add(tgrad.tensor(z), tgrad.tensor(z), alpha=1.5).numpy(),
+                               2.5 * z, rtol=1e-15)
+    np.testing.assert_allclose(tgrad.rsub(tgrad.tensor(z), 2.0, alpha=0.5).numpy(),
+                               2.0 - 0.5 * z, rtol=1e-15)
     assert tgrad.tensor([7.0]).negative_().tolist() == [-7.0]
     assert tgrad.tensor([-2.5, 2.5]).fix_().tolist() == [-2.0, 2.0]
     assert tgrad.fix(tgrad.tensor([-2.7, 2.7])).tolist() == [-2.0, 2.0]
@@ -69,8 +77,8 @@ def test_arithmetic_names():
     np.testing.assert_array_equal(a.grad.numpy(), np.sign(x))
     t = tgrad.tensor(x)
     assert tgrad.positive(t) is t
-    with pytest.raises(NotImplementedError, match="The `\\+` operator, on a bool tensor is "
-                                                  "not supported."):
+    with pytest.raises(RuntimeError, match="The `\\+` operator, on a bool tensor is "
+                                           "not supported."):
         tgrad.positive(tgrad.tensor([True]))
 
 
@@ -123,6 +131,8 @@ def test_metadata():
     assert t.is_signed() and not tgrad.tensor([True]).is_signed()
     assert t.is_same_size(tgrad.ones(2, 3)) and not t.is_same_size(tgrad.ones(3, 2))
     assert tgrad.tensor([NAN]).is_nonzero() and not tgrad.tensor(0.0).is_nonzero()
+    assert tgrad.is_storage(t.untyped_storage()) and not tgrad.is_storage(t)
+    assert not tgrad.is_storage([1.0]) and tgrad.is_tensor(t) and not tgrad.is_tensor(1.0)
     with pytest.raises(RuntimeError, match="Boolean value of Tensor with more than one value "
                                            "is ambiguous"):
         tgrad.tensor([1, 2]).is_nonzero()

@@ -119,6 +119,9 @@ def test_flatten_of_a_0d_tensor_checks_its_dims():
     (lambda: tgrad.ones(3).repeat_interleave(-1), RuntimeError, "repeats can not be negative"),
     (lambda: tgrad.diff(tgrad.tensor(1.0)), RuntimeError,
      "diff expects input to be at least one-dimensional"),
+    (lambda: tgrad.diff(tgrad.ones(3, 4), prepend=tgrad.ones(4)), RuntimeError,
+     r"diff expects prepend or append to be the same dimension as input \(got prepend of "
+     r"shape \[4\] for input of shape \[3, 4\]\)"),
     (lambda: tgrad.fliplr(tgrad.ones(3)), RuntimeError, "Input must be >= 2-d"),
     (lambda: tgrad.inner(tgrad.ones(2), tgrad.ones(3)), RuntimeError,
      r"inner\(\) the last dimension must match"),

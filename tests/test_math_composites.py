@@ -66,6 +66,8 @@ def test_cdist_empty():
     assert tgrad.cdist(tgrad.zeros(0, 3), tgrad.zeros(4, 3)).shape == (0, 4)
     assert tgrad.cdist(tgrad.zeros(2, 0, 3), tgrad.zeros(2, 4, 3)).shape == (2, 0, 4)
     _same(tgrad.cdist(_t(np.zeros((2, 0))), _t(np.zeros((3, 0)))), np.zeros((2, 3)))
+    for p in (0.0, 1.0, 3.0, INF):  # M = 0: every distance is 0, the inf norm included
+        _same(tgrad.cdist(_t(np.zeros((2, 0))), _t(np.zeros((3, 0))), p), np.zeros((2, 3)))
 
 
 @pytest.mark.parametrize("p", [1.0, 2.0, 3.0, 0.5, INF])
@@ -142,6 +144,7 @@ def test_pdist_values(p, n):
 def test_pdist_empty_gradients_and_errors():
     assert tgrad.pdist(tgrad.zeros(0, 3)).shape == (0,)
     _same(tgrad.pdist(_t(np.zeros((3, 0)))), np.zeros(3))
+    _same(tgrad.pdist(_t(np.zeros((3, 0))), INF), np.zeros(3))  # M = 0, the inf norm too
     _checks(lambda x: tgrad.pdist(x, 2.0), _leaf(_randn(5, 3)))
     _checks(lambda x: tgrad.pdist(x, 1.5), _leaf(_randn(4, 2)))
     with pytest.raises(RuntimeError, match="pdist only supports 2D tensors, got: 3D"):
@@ -412,6 +415,9 @@ def test_cumulative_trapezoid(n):
     y, x = _randn(2, n), np.cumsum(RNG.random(n))
     _same(tgrad.cumulative_trapezoid(_t(y)), _cumtrapz_ref(y))
     _same(tgrad.cumulative_trapezoid(_t(y), dx=0.3), _cumtrapz_ref(y, dx=0.3))
+    # a 0-d tensor dx is a number (PyTorch's binding)
+    _same(tgrad.cumulative_trapezoid(_t(y), dx=_t(0.3)), _cumtrapz_ref(y, dx=0.3))
+    _same(tgrad.trapezoid(_t(y), dx=tgrad.tensor(2)), np.trapezoid(y, dx=2.0, axis=-1))
     _same(tgrad.cumulative_trapezoid(_t(y), _t(x)), _cumtrapz_ref(y, x))
     _same(tgrad.cumulative_trapezoid(_t(y.T.copy()).t(), _t(x), dim=-1), _cumtrapz_ref(y, x))
 

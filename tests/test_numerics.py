@@ -44,6 +44,20 @@ def test_histogram_edges_weights_density_and_edge_cases():
     np.testing.assert_array_equal(h.numpy(), np.histogram([3.0, 3.0], 4)[0])
     with pytest.raises(RuntimeError, match="bins must be > 0"):
         tgrad.histogram(_t(x), 0)
+    h, e = tgrad.histogram(_t(np.zeros(0)), 4)  # empty input: the range is [0, 1] (NumPy's)
+    np.testing.assert_allclose(e.numpy(), np.histogram(np.zeros(0), 4)[1])
+    np.testing.assert_array_equal(h.numpy(), [0.0] * 4)
+    h, e = tgrad.histogramdd(_t(np.zeros((0, 2))), [2, 3])
+    np.testing.assert_allclose(e[1].numpy(), [0.0, 1 / 3, 2 / 3, 1.0])
+    assert h.shape == (2, 3)
+    for bad in ([1.0, np.nan, 2.0], [1.0, np.inf]):  # a non-finite range raises (PyTorch's)
+        with pytest.raises(RuntimeError, match=r"torch\.histogram: dimension 0's range .* is "
+                                               r"not finite"):
+            tgrad.histogram(_t(bad), 4)
+    with pytest.raises(RuntimeError, match=r"histogram: dimension 0's range \[0, inf\]"):
+        tgrad.histogram(_t(x), 4, range=(0.0, math.inf))
+    with pytest.raises(RuntimeError, match=r"histogramdd: dimension 1's range \[nan, nan\]"):
+        tgrad.histogramdd(_t([[1.0, np.nan]]), 2)
     with pytest.raises(RuntimeError, match="same shape as the input"):
         tgrad.histogram(_t(x), 3, weight=_t([1.0]))
 
@@ -74,6 +88,8 @@ def test_gradient_gradcheck_and_errors():
         tgrad.gradient(_t([1.0, 2.0]), edge_order=2)
     with pytest.raises(RuntimeError, match="same length"):
         tgrad.gradient(x, spacing=[1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match="dim 1 appears multiple times in the list of dims"):
+        tgrad.gradient(x, dim=[1, -1])
 
 
 def test_float32_cumsum_accumulates_in_float64_on_cpu():

@@ -126,9 +126,20 @@ def test_renorm():
                                rtol=1e-15)
     assert gradcheck(lambda u: tgrad.renorm(u, 2, 0, 1.0), (_leaf(3, 4),))
     assert gradgradcheck(lambda u: tgrad.renorm(u, 2, 1, 1.0), (_leaf(3, 4),))
+    # complex input: each slice's p-norm of |x|, a real factor (PyTorch's)
+    z = RNG.standard_normal((3, 4)) + 1j * RNG.standard_normal((3, 4))
+    norms = np.sum(np.abs(z) ** 2, axis=1, keepdims=True) ** 0.5
+    got = tgrad.renorm(tgrad.tensor(z), 2, 0, 1.0)
+    assert got.dtype is tgrad.complex128
+    np.testing.assert_allclose(got.numpy(), z * np.where(norms > 1, 1 / (norms + 1e-7), 1.0),
+                               rtol=1e-14)
+    assert gradcheck(lambda u: tgrad.renorm(u, 1, 1, 0.5),
+                     (tgrad.tensor(z, requires_grad=True),))
     cases = [((tgrad.zeros(2, 2), -1, 0, 3.0), "renorm: non-positive-norm not supported"),
              ((tgrad.zeros(2, 2), 2, 0, -3.0), "renorm: expected maxnorm to be >= 0 but got -3"),
-             ((tgrad.zeros(2), 2, 0, 3.0), "renorm: input needs at least 2 dimensions, got 1")]
+             ((tgrad.zeros(2), 2, 0, 3.0), "renorm: input needs at least 2 dimensions, got 1"),
+             ((tgrad.zeros(2, 2, dtype=tgrad.int64), 2, 0, 3.0),
+              "renorm: expected a floating point or complex tensor as input, got int64")]
     for args, message in cases:
         with pytest.raises(RuntimeError, match=message):
             tgrad.renorm(*args)

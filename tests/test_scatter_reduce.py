@@ -135,6 +135,36 @@ def test_errors():
         _t(np.zeros((3, 2))).index_reduce(0, idx, _t(np.zeros((2, 3))), "amax")
 
 
+def test_index_reduce_bool_index_checks_and_tied_extremes():
+    b = tgrad.tensor([[True, False, True]])
+    src = tgrad.tensor([[False, True]])
+    idx = tgrad.tensor([0, 0])
+    # bool input with include_self: prod is all, amax any, amin all (PyTorch's)
+    assert b.index_reduce(1, idx, src, "amax").tolist() == [[True, False, True]]
+    assert b.index_reduce(1, idx, src, "amin").tolist() == [[False, False, True]]
+    assert b.index_reduce(1, idx, src, "prod").tolist() == [[False, False, True]]
+    for reduce, include_self in (("mean", True), ("amax", False)):
+        with pytest.raises(NotImplementedError, match="not implemented for bool"):
+            b.index_reduce(1, idx, src, reduce, include_self=include_self)
+    x = _t(np.zeros((5, 3)))
+    with pytest.raises(RuntimeError, match=r"Number of indices \(2\) should be equal to "
+                                           r"source\.size\(dim\): \(3\), for dim: 0"):
+        x.index_reduce(0, tgrad.tensor([0, 1]), _t(np.ones((3, 3))), "prod")
+    for bad in (7, -1):
+        with pytest.raises(IndexError, match=f"index_reduce\\(\\): index {bad} is out of range "
+                                             f"for dimension 0 with size 5"):
+            x.index_reduce(0, tgrad.tensor([0, bad]), _t(np.ones((2, 3))), "amax")
+    # amax, include_self=False: the two tied sources share the gradient (w / 2 each) though
+    # input's own value ties too (it does not take part); hand-computed
+    a = _t([1.0, 2.0, 3.0], requires_grad=True)
+    s = _t([1.0, 1.0, 2.0], requires_grad=True)
+    out = a.index_reduce(0, tgrad.tensor([0, 0, 1]), s, "amax", include_self=False)
+    assert out.tolist() == [1.0, 2.0, 3.0]
+    out.backward(_t([4.0, 6.0, 8.0]))
+    assert s.grad.tolist() == [2.0, 2.0, 6.0]
+    assert a.grad.tolist() == [0.0, 0.0, 8.0]
+
+
 def test_scatter_with_the_deprecated_reduce_argument():
     # PyTorch's scatter(..., reduce='add' | 'multiply'): accumulate into a copy of input
     x = tgrad.ones(2, 4, dtype=tgrad.float64)

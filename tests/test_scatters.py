@@ -45,8 +45,6 @@ def test_errors():
                                            r"equal to the slice of self\. src size = \[2, 3\], "
                                            r"slice size = \[4, 2\]"):
         x.slice_scatter(tgrad.ones(2, 3), dim=1, start=1)
-    with pytest.raises(RuntimeError, match="expected src to have the same dtype"):
-        x.select_scatter(tgrad.ones(3, dtype=tgrad.float64), 0, 0)
     with pytest.raises(IndexError, match=r"select_scatter\(\): index 4 out of range"):
         x.select_scatter(tgrad.ones(3), 0, 4)
     with pytest.raises(RuntimeError, match=r"diagonal_scatter\(\): expected src to have a "
@@ -192,3 +190,32 @@ def test_scatter_reduce_on_bool_tensors():
         tgrad.tensor(b).scatter_reduce(0, tgrad.tensor([0]), tgrad.tensor([1.0]), "sum")
     assert tgrad.tensor(True).scatter_reduce(0, tgrad.tensor([0, 0]),
                                              tgrad.tensor([False, True]), "amin").item() is False
+
+
+def test_src_of_another_dtype_is_cast():
+    # PyTorch's *_scatter copy src into input's dtype (copy_), src's gradient in src's dtype
+    src = tgrad.tensor([1.75, -2.5], dtype=tgrad.float32, requires_grad=True)
+    out = tgrad.select_scatter(tgrad.zeros(2, 2, dtype=tgrad.float64), src, 0, 0)
+    assert out.dtype is tgrad.float64 and out.tolist() == [[1.75, -2.5], [0.0, 0.0]]
+    out.backward(tgrad.tensor([[3.0, 4.0], [5.0, 6.0]], dtype=tgrad.float64))
+    assert src.grad.dtype is tgrad.float32 and src.grad.tolist() == [3.0, 4.0]
+    ints = tgrad.zeros(2, 3, dtype=tgrad.int64)
+    got = tgrad.slice_scatter(ints, tgrad.tensor([[1.7, -2.5, 3.2]]), 0, 1, 2)
+    assert got.dtype is tgrad.int64 and got.tolist() == [[0, 0, 0], [1, -2, 3]]  # truncated
+    got = tgrad.diagonal_scatter(ints, tgrad.tensor([True, True]))
+    assert got.tolist() == [[1, 0, 0], [0, 1, 0]]
+
+
+def test_masked_scatter_broadcasts_input_to_the_mask():
+    # out of place, input and mask broadcast together (PyTorch's): (4,) with a (2, 4) mask
+    x = tgrad.zeros(4, dtype=tgrad.float64, requires_grad=True)
+    mask = tgrad.tensor([[True, False, True, False], [True, True, True, True]])
+    out = tgrad.masked_scatter(x, mask, tgrad.arange(10.0, dtype=tgrad.float64))
+    assert out.tolist() == [[0.0, 0.0, 1.0, 0.0], [2.0, 3.0, 4.0, 5.0]]
+    out.backward(tgrad.ones(2, 4, dtype=tgrad.float64))
+    assert x.grad.tolist() == [0.0, 1.0, 0.0, 1.0]  # the unmasked places of both rows
+    with pytest.raises(RuntimeError, match=r"masked_scatter_: the shape of the mask \[2, 4\] "
+                                           r"must broadcast to self's \[4\]"):
+        tgrad.zeros(4).masked_scatter_(mask, tgrad.ones(8))
+    with pytest.raises(RuntimeError, match="must broadcast with the input's"):
+        tgrad.zeros(3).masked_scatter(mask, tgrad.ones(8))

@@ -114,7 +114,8 @@ __all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "
            "get_default_complex_dtype",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "finfo",
            "iinfo",
-           "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor", "softmax",
+           "save", "load", "nn", "optim", "cuda", "from_dlpack", "is_tensor",
+           "is_storage", "softmax",
            "log_softmax", "dropout", "cosine_similarity", "set_printoptions",
            "pi", "e", "inf", "nan", "newaxis", "layout", "strided", "sparse_coo", "sparse_csr",
            "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged", "get_device",
@@ -125,6 +126,11 @@ __all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "
 def is_tensor(obj: object) -> _builtins.bool:
     """True if ``obj`` is a tgrad Tensor."""
     return isinstance(obj, Tensor)
+
+
+def is_storage(obj: object) -> _builtins.bool:
+    """True if ``obj`` is a tgrad storage (UntypedStorage or TypedStorage), as PyTorch's."""
+    return isinstance(obj, UntypedStorage)
 
 
 def get_device(input: Tensor) -> _builtins.int:  # noqa: A002

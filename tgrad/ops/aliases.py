@@ -111,7 +111,7 @@ def positive(input: Tensor) -> Tensor:  # noqa: A002
     """``input`` itself (unary plus); bool tensors raise, as in PyTorch."""
     require_tensor("positive", input)
     if input.dtype is dtypes.bool_:
-        raise NotImplementedError("The `+` operator, on a bool tensor is not supported.")
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 

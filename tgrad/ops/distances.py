@@ -92,6 +92,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     broadcast_or_raise("cdist", x1.shape[:-2], x2.shape[:-2])
     (a, b), half = widen_halves(x1, x2)
     diff = a.unsqueeze(-2) - b.unsqueeze(-3)  # (B..., P, R, M)
+    if diff.shape[-1] == 0:  # M = 0: every distance is 0 (the inf norm has no identity)
+        p = 2.0
     return rounded_to(norm(diff, p, -1), half)
 
 
@@ -127,6 +129,8 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     (x,), half = widen_halves(input)
     pairs = triu_indices(n, n, 1, device=input.device)  # (2, N (N - 1) / 2)
     diff = index_select(x, 0, pairs[0]) - index_select(x, 0, pairs[1])
+    if diff.shape[-1] == 0:  # M = 0: every distance is 0 (the inf norm has no identity)
+        p = 2.0
     return rounded_to(norm(diff, p, -1), half)
 
 
@@ -146,14 +150,15 @@ def dist(input: Tensor, other: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:  # noqa: A002
     """Each slice input.select(dim, i) whose p-norm exceeds ``maxnorm`` is scaled to it:
     y = x * where(norm > maxnorm, maxnorm / (norm + 1e-7), 1), norm taken over all dims but
-    ``dim`` (shape of input); the gradient goes through the norm as well."""
+    ``dim`` (shape of input; complex input: the norm of |x|, a real factor); the gradient
+    goes through the norm as well."""
     require_tensor("renorm", input)
     if input.ndim < 2:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
                            f"dimensions")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"renorm: expected a floating point tensor as input, got "
-                           f"{input.dtype.name}")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"renorm: expected a floating point or complex tensor as input, "
+                           f"got {input.dtype.name}")
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:

@@ -1041,7 +1041,7 @@ def _alpha_apply(name: str, apply, input, other, alpha) -> Tensor:  # noqa: A002
                                f"results (got alpha={alpha} for {dt.name})")
         if alpha:
             return apply(input, other)
-    if isinstance(alpha, float) and not dt.is_floating_point:
+    if isinstance(alpha, float) and not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"{name}: for integral input tensors, argument alpha "
                            f"must not be a floating point number (got {alpha})")
     dtypes.check_value_fits(name, alpha, dt)  # PyTorch: alpha=1e5 for halves raises

@@ -213,6 +213,11 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
+    for name, t in (("prepend", prepend), ("append", append)):
+        if t is not None and t.ndim != input.ndim:
+            raise RuntimeError(f"diff expects prepend or append to be the same dimension as "
+                               f"input (got {name} of shape {list(t.shape)} for input of "
+                               f"shape {list(input.shape)})")
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     (x,), half = widen_halves(x)  # halves: n subtractions in float32, one rounding

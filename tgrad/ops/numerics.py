@@ -1,11 +1,12 @@
 """NumPy-style numerical helpers with PyTorch's signatures, composed of tgrad ops:
 
 - ``histogram(input, bins, *, range, weight, density)``: (hist, bin_edges). ``bins`` an int
-  (equal bins over ``range``, default [min, max] of the input, widened by 1/2 on each side
-  when they are equal, as NumPy) or a tensor of increasing edges; each bin is [e_i, e_i+1)
-  except the last, which holds its right edge; values outside are not counted; ``density``
-  divides by the total and the bin widths. (PyTorch has it for CPU tensors only; tgrad runs
-  it on any device.)
+  (equal bins over ``range``, default [min, max] of the input ([0, 1] when it is empty),
+  widened by 1/2 on each side when they are equal, as NumPy; a range that is not finite,
+  e.g. from a NaN or inf in the input, raises, as PyTorch) or a tensor of increasing edges;
+  each bin is [e_i, e_i+1) except the last, which holds its right edge; values outside
+  are not counted; ``density`` divides by the total and the bin widths. (PyTorch has it
+  for CPU tensors only; tgrad runs it on any device.)
 - ``histogramdd(input, bins, *, range, weight, density)``: (hist, bin_edges) of the points
   in the rows of ``input`` (..., N): per dim, edges as histogram's (``bins`` an int, N ints
   or N edge tensors; ``range`` 2N floats, min and max per dim); a point outside any dim's
@@ -22,6 +23,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 import numbers
 from collections import namedtuple
 
@@ -64,7 +66,8 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
         elif x.numel():
             lo, hi = float(x.min()), float(x.max())
         else:
-            lo, hi = 0.0, 0.0
+            lo, hi = 0.0, 1.0  # empty input: [0, 1] (PyTorch's and NumPy's)
+        _check_finite("histogram", 0, lo, hi)
         if lo > hi:
             raise RuntimeError(f"torch.histogram(): max must be larger than min (got "
                                f"{lo} > {hi})")
@@ -89,9 +92,17 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
     return histogram_result(hist, edges)
 
 
-def _edges_1d(op: str, x: Tensor, bins, lo_hi) -> Tensor:
+def _check_finite(op: str, dim: int, lo: float, hi: float) -> None:
+    """A bin range must be finite: a NaN or inf in the range (or, with no range, in the
+    input) raises, as PyTorch."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.{op}: dimension {dim}'s range [{lo:g}, {hi:g}] is not "
+                           f"finite; pass a finite range= or remove the NaN/inf values")
+
+
+def _edges_1d(op: str, x: Tensor, bins, lo_hi, dim: int = 0) -> Tensor:
     """One dim's edges: a given 1-D tensor, or ``bins`` equal bins over ``lo_hi`` (default
-    [min, max] of ``x``, widened by 1/2 on each side when equal)."""
+    [min, max] of ``x``, [0, 1] when empty, widened by 1/2 on each side when equal)."""
     if isinstance(bins, Tensor):
         edges = bins.to(x.dtype)
         if edges.ndim != 1 or edges.numel() < 1:
@@ -106,7 +117,8 @@ def _edges_1d(op: str, x: Tensor, bins, lo_hi) -> Tensor:
     elif x.numel():
         lo, hi = float(x.min()), float(x.max())
     else:
-        lo, hi = 0.0, 0.0
+        lo, hi = 0.0, 1.0  # empty input: [0, 1] (PyTorch's and NumPy's)
+    _check_finite(op, dim, lo, hi)
     if lo > hi:
         raise RuntimeError(f"torch.{op}(): max must be larger than min (got {lo} > {hi})")
     if lo == hi:
@@ -148,7 +160,8 @@ def histogramdd(input: Tensor, bins=10, *, range=None, weight=None,  # noqa: A00
     edges_all, counts = [], []
     for d in builtins.range(dims):
         x = pts[:, d]
-        edges = _edges_1d(op, x, bins[d], None if range is None else range[2 * d:2 * d + 2])
+        edges = _edges_1d(op, x, bins[d], None if range is None else range[2 * d:2 * d + 2],
+                         d)
         n = edges.numel() - 1
         edges_all.append(edges)
         counts.append(n)
@@ -235,6 +248,10 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
     dims = list(range(input.ndim)) if dim is None else (
         [dim] if isinstance(dim, int) else list(dim))
     dims = [_wrap_dim(d, input.ndim, "gradient") for d in dims]
+    for i, d in enumerate(dims):
+        if d in dims[:i]:
+            raise RuntimeError(f"torch.gradient: dim {d} appears multiple times in the list "
+                               f"of dims")
     f = (input if input.dtype.is_floating_point or input.dtype.is_complex  # complex stays
          else input.to(dtypes.get_default_dtype()))
     values = f

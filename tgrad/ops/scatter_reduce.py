@@ -197,13 +197,17 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,  # noqa: A002
                  include_self: bool = True) -> Tensor:
     """A copy of input with source's slices folded in at ``index`` (a vector) along ``dim``
-    by ``reduce`` (prod, mean, amax, amin); ``include_self``: input's value takes part."""
+    by ``reduce`` (prod, mean, amax, amin); ``include_self``: input's value takes part.
+    Bool input: prod / amax / amin with include_self only (PyTorch's). amax / amin's
+    gradient is shared evenly among the tied values that take part (with include_self=False
+    input's value is not one of them; PyTorch 2.13 still counts it when equal)."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
-    if input.dtype is dtypes.bool_:
-        raise NotImplementedError("index_reduce(): not implemented for bool tensors (as in "
-                                  "PyTorch); convert with .int() first")
+    if input.dtype is dtypes.bool_ and (reduce == "mean" or not include_self):
+        raise NotImplementedError(f"index_reduce(): reduce='{reduce}' with include_self="
+                                  f"{include_self} is not implemented for bool tensors (as in "
+                                  f"PyTorch); convert with .int() first")
     if not isinstance(index, Tensor) or index.ndim > 1:
         raise IndexError("index_reduce_(): Index is supposed to be a vector")
     if not isinstance(source, Tensor):
@@ -212,9 +216,15 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     d = _wrap_dim(dim, max(input.ndim, 1), "index_reduce")
     n = source.shape[d] if source.ndim else 1
     if index.numel() != n:
-        raise IndexError(f"index_reduce_(): Index should have dimension 1 or 0 (got "
-                         f"{index.ndim}) and the same number of elements as source's dim "
-                         f"{d} ({index.numel()} and {n})")
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
+                           f"equal to source.size(dim): ({n}), for dim: {d}")
+    size = input.shape[d] if input.ndim else 1
+    if index.numel():
+        lo, hi = int(index.min()), int(index.max())  # on a GPU: synchronizing reads
+        if lo < 0 or hi >= size:
+            raise IndexError(f"index_reduce(): index {lo if lo < 0 else hi} is out of range "
+                             f"for dimension {d} with size {size} (index out of range in "
+                             f"self; negative indices are not allowed)")
     for k in range(source.ndim):
         if k != d and source.shape[k] != input.shape[k]:
             raise RuntimeError(f"index_reduce_(): Source/destination tensor must have same "

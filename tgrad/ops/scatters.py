@@ -15,6 +15,7 @@ from __future__ import annotations
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.composite import _check_mask
 from tgrad.ops.layout import as_strided, diagonal
+from tgrad.ops.pointwise_extras import broadcast_shapes
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter",
@@ -22,12 +23,10 @@ __all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_sc
 
 
 def _write(op: str, input: Tensor, src: Tensor, view_of) -> Tensor:  # noqa: A002
-    """A copy of input with ``view_of(copy)`` replaced by src (checked like PyTorch)."""
+    """A copy of input with ``view_of(copy)`` replaced by src (checked like PyTorch); src of
+    another dtype is cast to input's by the copy (PyTorch's copy_), its gradient in src's."""
     require_tensor(op, input)
     require_tensor(op, src, "src", 2)
-    if src.dtype is not input.dtype:
-        raise RuntimeError(f"{op}(): expected src to have the same dtype as input, got "
-                           f"{src.dtype.name} and {input.dtype.name}")
     out = input.clone()
     view = view_of(out)
     if tuple(view.shape) != tuple(src.shape):
@@ -83,7 +82,8 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride,  # noqa: A002
 
 @tensor_method("masked_scatter")
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # noqa: A002
-    """input with the positions where mask (broadcast to input) holds taken, in row-major
+    """input with the positions where mask (input and mask broadcast together; the in-place
+    method: mask broadcast to self) holds taken, in row-major
     order, by source's first elements (source read flat);  d source = g at those positions
     (zeros for source's unused tail), d input = g elsewhere."""
     _check_mask("masked_scatter", mask)
@@ -92,10 +92,13 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # no
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
                            f"got {input.dtype.name} and {source.dtype.name}")
     try:
-        mask = mask.expand(input.shape)
+        shape = broadcast_shapes(input.shape, mask.shape)
     except RuntimeError:
         raise RuntimeError(f"masked_scatter: the shape of the mask {list(mask.shape)} must "
-                           f"broadcast to the input's {list(input.shape)}") from None
+                           f"broadcast with the input's {list(input.shape)}") from None
+    mask = mask.expand(shape)
+    if tuple(input.shape) != tuple(shape):  # out of place: input broadcasts too (PyTorch's)
+        input = input.expand(shape)  # noqa: A001
     count = int(mask.sum())  # on a GPU: one synchronizing read
     if count > source.numel():
         raise RuntimeError(f"masked_scatter: expected source to have at least {count} "
@@ -111,5 +114,12 @@ def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """In place (the only in-place form PyTorch has of these): masked_scatter written into
     self, recorded as one in-place op."""
     from tgrad.ops.inplace import apply_inplace
+    _check_mask("masked_scatter_", mask)
+    try:
+        mask = mask.expand(self.shape)
+    except RuntimeError:
+        raise RuntimeError(f"masked_scatter_: the shape of the mask {list(mask.shape)} must "
+                           f"broadcast to self's {list(self.shape)} (in place, self cannot "
+                           f"grow)") from None
     return apply_inplace(self, "masked_scatter_", lambda x, s: masked_scatter(x, mask, s),
                          source)

@@ -56,6 +56,8 @@ def _spacing(op: str, y: Tensor, x, dx, d: int):
             raise RuntimeError(f"{op}: received a bool input for `y`, but bool is not "
                                f"supported")
         dx = 1 if dx is None else dx
+        if isinstance(dx, Tensor) and dx.ndim == 0 and not dx.dtype.is_complex:
+            dx = dx.item()  # a 0-d tensor is a Number (PyTorch's binding)
         if isinstance(dx, bool) or not isinstance(dx, (int, float)):
             raise RuntimeError(f"{op}: Currently, we only support dx as a real number.")
         return dx
