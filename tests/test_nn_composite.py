@@ -199,6 +199,25 @@ def test_modules_call_their_functions():
     assert "weight" in nll.state_dict()
 
 
+def test_unflatten_checks_sizes_and_keeps_them_as_given():
+    # PyTorch: the constructor takes a tuple or list of ints (TypeError otherwise), repr keeps
+    # the list / tuple as given, forward is Tensor.unflatten (its error names the sizes)
+    with pytest.raises(TypeError, match="unflattened_size must be a tuple of ints, but found "
+                                        "type int"):
+        nn.Unflatten(1, 5)
+    with pytest.raises(TypeError, match="found element of type float at pos 0"):
+        nn.Unflatten(1, (2.0, 2))
+    assert repr(nn.Unflatten(1, [5, 1])) == "Unflatten(dim=1, unflattened_size=[5, 1])"
+    assert repr(nn.Unflatten(1, (5, 1))) == "Unflatten(dim=1, unflattened_size=(5, 1))"
+    x = tgrad.tensor(np.arange(10.0).reshape(2, 5))
+    with pytest.raises(RuntimeError, match=r"unflatten: Provided sizes \[2, -1\] don't multiply "
+                                           r"up to the size of dim 1 \(5\)"):
+        nn.Unflatten(1, [2, -1])(x)
+    y = nn.Unflatten(-1, [5, 1])(x)
+    assert y.shape == (2, 5, 1)
+    np.testing.assert_array_equal(y.numpy(), np.arange(10.0).reshape(2, 5, 1))
+
+
 def test_flatten_unflatten_moduledict():
     x = tgrad.zeros(2, 3, 4)
     assert nn.Flatten()(x).shape == (2, 12)
