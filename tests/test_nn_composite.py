@@ -218,6 +218,22 @@ def test_unflatten_checks_sizes_and_keeps_them_as_given():
     np.testing.assert_array_equal(y.numpy(), np.arange(10.0).reshape(2, 5, 1))
 
 
+def test_module_constructor_errors_are_pytorchs():
+    # PyTorch 2.13: nn.Hardtanh asserts max_val > min_val (equal bounds refused too),
+    # nn.Embedding asserts the given _weight's shape, Bilinear refuses in1_features <= 0
+    with pytest.raises(AssertionError, match=r"max_val \(0.5\) must be greater than min_val "
+                                             r"\(1.0\)"):
+        nn.Hardtanh(1.0, 0.5)
+    with pytest.raises(AssertionError, match="must be greater than min_val"):
+        nn.Hardtanh(1.0, 1.0)
+    with pytest.raises(AssertionError, match="Shape of weight does not match num_embeddings "
+                                             "and embedding_dim"):
+        nn.Embedding(5, 3, _weight=tgrad.zeros(4, 3))
+    with pytest.raises(ValueError, match=r"in1_features must be > 0, but got "
+                                         r"\(in1_features=0\)"):
+        nn.Bilinear(0, 2, 3)
+
+
 def test_flatten_unflatten_moduledict():
     x = tgrad.zeros(2, 3, 4)
     assert nn.Flatten()(x).shape == (2, 12)
