@@ -156,7 +156,7 @@ def test_normalize_one_hot_pad_embedding():
     (lambda: F.l1_loss(_t([1.0]), _t([0.0]), reduction="avg"), ValueError,
      "avg is not a valid value for reduction"),
     (lambda: F.hardtanh(_t([1.0]), 2.0, 1.0), ValueError,
-     "max_val cannot be less than min_val"),
+     "min_val cannot be greater than max_val"),
     (lambda: F.one_hot(_t([1.0])), RuntimeError,
      "one_hot is only applicable to index tensor"),
 ])
