@@ -156,7 +156,7 @@ def test_normalize_one_hot_pad_embedding():
     (lambda: F.l1_loss(_t([1.0]), _t([0.0]), reduction="avg"), ValueError,
      "avg is not a valid value for reduction"),
     (lambda: F.hardtanh(_t([1.0]), 2.0, 1.0), ValueError,
-     "max_val cannot be less than min_val"),
+     "min_val cannot be greater than max_val"),
     (lambda: F.one_hot(_t([1.0])), RuntimeError,
      "one_hot is only applicable to index tensor"),
 ])
@@ -197,6 +197,41 @@ def test_modules_call_their_functions():
         nll(logp, target).numpy(),
         F.nll_loss(logp, target, _t([1.0, 2.0, 0.5, 1.0]), ignore_index=1).numpy())
     assert "weight" in nll.state_dict()
+
+
+def test_unflatten_checks_sizes_and_keeps_them_as_given():
+    # PyTorch: the constructor takes a tuple or list of ints (TypeError otherwise), repr keeps
+    # the list / tuple as given, forward is Tensor.unflatten (its error names the sizes)
+    with pytest.raises(TypeError, match="unflattened_size must be a tuple of ints, but found "
+                                        "type int"):
+        nn.Unflatten(1, 5)
+    with pytest.raises(TypeError, match="found element of type float at pos 0"):
+        nn.Unflatten(1, (2.0, 2))
+    assert repr(nn.Unflatten(1, [5, 1])) == "Unflatten(dim=1, unflattened_size=[5, 1])"
+    assert repr(nn.Unflatten(1, (5, 1))) == "Unflatten(dim=1, unflattened_size=(5, 1))"
+    x = tgrad.tensor(np.arange(10.0).reshape(2, 5))
+    with pytest.raises(RuntimeError, match=r"unflatten: Provided sizes \[2, -1\] don't multiply "
+                                           r"up to the size of dim 1 \(5\)"):
+        nn.Unflatten(1, [2, -1])(x)
+    y = nn.Unflatten(-1, [5, 1])(x)
+    assert y.shape == (2, 5, 1)
+    np.testing.assert_array_equal(y.numpy(), np.arange(10.0).reshape(2, 5, 1))
+
+
+def test_module_constructor_errors_are_pytorchs():
+    # PyTorch 2.13: nn.Hardtanh asserts max_val > min_val (equal bounds refused too),
+    # nn.Embedding asserts the given _weight's shape, Bilinear refuses in1_features <= 0
+    with pytest.raises(AssertionError, match=r"max_val \(0.5\) must be greater than min_val "
+                                             r"\(1.0\)"):
+        nn.Hardtanh(1.0, 0.5)
+    with pytest.raises(AssertionError, match="must be greater than min_val"):
+        nn.Hardtanh(1.0, 1.0)
+    with pytest.raises(AssertionError, match="Shape of weight does not match num_embeddings "
+                                             "and embedding_dim"):
+        nn.Embedding(5, 3, _weight=tgrad.zeros(4, 3))
+    with pytest.raises(ValueError, match=r"in1_features must be > 0, but got "
+                                         r"\(in1_features=0\)"):
+        nn.Bilinear(0, 2, 3)
 
 
 def test_flatten_unflatten_moduledict():

@@ -607,6 +607,35 @@ def test_conv_transpose3d_module_is_conv3d_adjoint():
     assert (conv * g).sum().item() == pytest.approx((x * y.detach()).sum().item(), rel=1e-12)
 
 
+# ============================================================ batch_norm dtype rule
+def test_batch_norm_refuses_mixed_dtypes_as_pytorch():
+    # PyTorch 2.13 CPU: a float64 input with a float32 module (weight, bias or running
+    # statistics) is a RuntimeError 'mixed dtype'; a float16/bfloat16 input may take float32
+    # parameters; no parameters at all is fine
+    x = tgrad.tensor(np.arange(12.0).reshape(4, 3))
+    bn = nn.BatchNorm1d(3)  # float32
+    with pytest.raises(RuntimeError, match=r"batch_norm: mixed dtype \(CPU\): all inputs must "
+                                           r"share same datatype; got input float64 and "
+                                           r"weight float32"):
+        bn(x)
+    with pytest.raises(RuntimeError, match="mixed dtype"):
+        F.batch_norm(x, tgrad.zeros(3), tgrad.ones(3), training=True)
+    with pytest.raises(RuntimeError, match="running_mean float64"):
+        F.batch_norm(x.float(), tgrad.zeros(3, dtype=F64), tgrad.ones(3, dtype=F64))
+    lazy = nn.LazyBatchNorm1d()
+    with pytest.raises(RuntimeError, match="mixed dtype"):
+        lazy(x)
+    # allowed: same dtype, half input with float32 parameters, no parameters
+    xn = np.arange(12.0).reshape(4, 3)
+    want = (xn - xn.mean(0)) / np.sqrt(xn.var(0) + 1e-5)
+    np.testing.assert_allclose(bn.to(F64)(x).detach().numpy(), want, rtol=1e-10)
+    np.testing.assert_allclose(F.batch_norm(x, None, None, training=True).numpy(), want,
+                               rtol=1e-10)
+    y = nn.BatchNorm1d(3)(x.to(tgrad.bfloat16))
+    assert y.dtype is tgrad.bfloat16
+    np.testing.assert_allclose(y.float().detach().numpy(), want, rtol=1e-2, atol=1e-2)
+
+
 # ===================================================================== BatchNorm bias=
 @pytest.mark.parametrize("cls,shape", [(nn.BatchNorm1d, (4, 3)), (nn.BatchNorm1d, (4, 3, 5)),
                                        (nn.BatchNorm2d, (4, 3, 2, 3)),

@@ -136,7 +136,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa
     dtype as PyTorch's (bool raises)."""
     _check_tensor("hardtanh", input)
     if max_val < min_val:
-        raise ValueError("max_val cannot be less than min_val")
+        raise ValueError("min_val cannot be greater than max_val")  # PyTorch's text
     if input.dtype is dtypes.bool_:
         raise RuntimeError("Bool inputs not supported for hardtanh")
     if not input.dtype.is_floating_point:

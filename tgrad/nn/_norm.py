@@ -60,6 +60,22 @@ def _check_params(op: str, x: Tensor, c: int, **params) -> None:
                                f"got {p.device}")
 
 
+def _check_param_dtypes(op: str, x: Tensor, **params) -> None:
+    """PyTorch's CPU batch_norm dtype rule: a float16/bfloat16 input takes float32 or its own
+    dtype's parameters and statistics; any other input only its own dtype (a float64 input
+    with a float32 module is a RuntimeError, not a silent promotion)."""
+    if not x.dtype.is_floating_point:
+        return
+    ok = ((x.dtype, dtypes.float32) if x.dtype in (dtypes.float16, dtypes.bfloat16)
+          else (x.dtype,))
+    for name, p in params.items():
+        if isinstance(p, Tensor) and p.dtype not in ok:
+            raise RuntimeError(
+                f"{op}: mixed dtype (CPU): all inputs must share same datatype; got input "
+                f"{x.dtype.name} and {name} {p.dtype.name}. Convert the module (.to("
+                f"{x.dtype.name})) or the input (.to({p.dtype.name}))")
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
                weight: Tensor | None = None, bias: Tensor | None = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -68,6 +84,16 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     r = (1 - momentum) r + momentum s, s the batch mean / unbiased variance), else with the
     running ones; then y * weight + bias."""
     _check_tensor("batch_norm", input, "input")
+    _check_param_dtypes("batch_norm", input, weight=weight, bias=bias,
+                        running_mean=running_mean, running_var=running_var)
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
+                weight: Tensor | None, bias: Tensor | None, training: bool, momentum: float,
+                eps: float) -> Tensor:
+    """batch_norm without its dtype rule (instance_norm's eval path: PyTorch's takes a
+    float64 input with float32 running statistics there)."""
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected 2D or more input (N, C, *), got input of size "
                          f"{list(input.shape)}")
@@ -165,7 +191,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
         raise ValueError(f"instance_norm: expected 3D or more input (N, C, *), got input of "
                          f"size {list(input.shape)}")
     if not use_input_stats:
-        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+        return _batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     n, c = input.shape[0], input.shape[1]
     _check_params("instance_norm", input, c, running_mean=running_mean,
                   running_var=running_var, weight=weight, bias=bias)

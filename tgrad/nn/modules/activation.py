@@ -141,8 +141,9 @@ class Hardtanh(Module):
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
                  inplace: bool = False) -> None:
         super().__init__()
-        if max_val < min_val:
-            raise ValueError("max_val cannot be less than min_val")
+        if max_val <= min_val:  # PyTorch's module check (F.hardtanh allows equal bounds)
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val "
+                                 f"({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002

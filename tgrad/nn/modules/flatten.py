@@ -24,13 +24,21 @@ class Flatten(Module):
 class Unflatten(Module):
     """Split dim ``dim`` into ``unflattened_size`` (one entry may be -1)."""
 
-    def __init__(self, dim: int, unflattened_size) -> None:
+    def __init__(self, dim: int, unflattened_size: tuple[int, ...] | list[int]) -> None:
         super().__init__()
-        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+        # PyTorch's check and its TypeErrors; the size is kept as given (its repr shows it)
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"unflattened_size must be a tuple of ints, but found type "
+                            f"{type(unflattened_size).__name__}")
+        for i, n in enumerate(unflattened_size):
+            if not isinstance(n, int):
+                raise TypeError(f"unflattened_size must be tuple of ints, but found element "
+                                f"of type {type(n).__name__} at pos {i}")
+        self.dim, self.unflattened_size = dim, unflattened_size
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        d = _wrap_dim(self.dim, input.ndim, "Unflatten")
-        return input.reshape(input.shape[:d] + self.unflattened_size + input.shape[d + 1:])
+        _wrap_dim(self.dim, input.ndim, "Unflatten")
+        return input.unflatten(self.dim, tuple(self.unflattened_size))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -75,6 +75,9 @@ class Bilinear(Module):
         _weight_and_bias(self, (out_features, in1_features, in2_features), bias, device, dtype)
 
     def reset_parameters(self) -> None:
+        if self.in1_features <= 0:  # PyTorch's check (the bound divides by it)
+            raise ValueError(f"in1_features must be > 0, but got "
+                             f"(in1_features={self.in1_features})")
         bound = 1 / math.sqrt(self.weight.shape[1])
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:

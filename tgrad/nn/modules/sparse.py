@@ -9,10 +9,10 @@ from tgrad.tensor import Tensor
 
 
 def _setup_table(module: Module, num_embeddings: int, embedding_dim: int, padding_idx,
-                 weight, trainable: bool, device, dtype, pad_name: str, shape_error) -> None:
+                 weight, trainable: bool, device, dtype, pad_name: str) -> None:
     """The (num_embeddings, embedding_dim) table of Embedding and EmbeddingBag: padding_idx
     checked and made non-negative, the weight given (its storage shared) or drawn by the
-    module's reset_parameters. pad_name and shape_error keep each module's PyTorch texts."""
+    module's reset_parameters. pad_name keeps each module's PyTorch text."""
     module.num_embeddings, module.embedding_dim = num_embeddings, embedding_dim
     if padding_idx is not None:
         if not -num_embeddings <= padding_idx < num_embeddings:
@@ -26,8 +26,8 @@ def _setup_table(module: Module, num_embeddings: int, embedding_dim: int, paddin
         module.reset_parameters()
     else:
         if tuple(weight.shape) != (num_embeddings, embedding_dim):
-            raise shape_error("Shape of weight does not match num_embeddings and "
-                              "embedding_dim")
+            raise AssertionError("Shape of weight does not match num_embeddings and "
+                                 "embedding_dim")
         module.weight = Parameter(weight, requires_grad=trainable)
 
 
@@ -48,7 +48,7 @@ class Embedding(Module):
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         _setup_table(self, num_embeddings, embedding_dim, padding_idx, _weight, not _freeze,
-                     device, dtype, "Padding_idx", ValueError)
+                     device, dtype, "Padding_idx")
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
@@ -112,7 +112,7 @@ class EmbeddingBag(Module):
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         self.max_norm, self.norm_type = max_norm, norm_type
         _setup_table(self, num_embeddings, embedding_dim, padding_idx, _weight, True, device,
-                     dtype, "padding_idx", AssertionError)
+                     dtype, "padding_idx")
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
