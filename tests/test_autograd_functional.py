@@ -209,6 +209,15 @@ def test_strict_mode_errors():
     with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not "
                        "supported together"):
         AF.jacobian(lambda x: x, a, strict=True, vectorize=True)
+    # PyTorch's order: the outputs' strict check comes before the vectorize refusal, and
+    # forward-mode refuses strict before it looks at vectorize
+    with pytest.raises(RuntimeError, match="Output 0 of the user-provided function does not "
+                       "require gradients"):
+        AF.jacobian(lambda x: tgrad.ones(2), a, strict=True, vectorize=True)
+    for vec in (False, True):
+        with pytest.raises(RuntimeError, match='`strict=True` and `strategy="forward-mode"` '
+                           'are not supported together'):
+            AF.jacobian(lambda x: x, a, strict=True, vectorize=vec, strategy="forward-mode")
     # non-strict: the same calls give zeros
     _, (ga, gb) = AF.vjp(lambda x, y: x * 2, (a, b), tgrad.ones(3, dtype=D))
     np.testing.assert_array_equal(_np(gb), np.zeros(2))

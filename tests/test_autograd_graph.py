@@ -331,6 +331,62 @@ def test_get_gradient_edge_and_increment_version():
         z.backward()
 
 
+def test_increment_version_takes_an_iterable_of_tensors():
+    # PyTorch's signature: increment_version(tensor: Tensor | Iterable[Tensor])
+    a, b = _leaf(2) * 1.0, _leaf(3) * 1.0
+    va, vb = a._version, b._version
+    increment_version((a, b))
+    increment_version([a])
+    assert (a._version, b._version) == (va + 2, vb + 1)
+
+
+def test_node_post_hook_sees_one_grad_input_per_edge():
+    # PyTorch's grad_inputs hold one gradient per next_functions edge: split's sizes and a
+    # custom Function's number argument get no slot. d/dx sum(3 * x[:2]) = [3, 3, 0, 0].
+    x = tgrad.tensor([1.0, 2.0, 3.0, 4.0], dtype=tgrad.float64, requires_grad=True)
+    a, _ = x.split(2)
+    seen = []
+
+    def hook(gi, go):
+        seen.append(len(gi))
+        return (gi[0] * 2.0,)  # a replacement maps back to the tensor argument
+
+    assert len(a.grad_fn.next_functions) == 1
+    a.grad_fn.register_hook(hook)
+    (a * 3.0).sum().backward()
+    assert seen == [1]
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0, 0.0, 0.0])
+
+    class Scale(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, t, u, k):
+            ctx.k = k
+            return t * u * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, g * ctx.k, None
+
+    t, u = _leaf(2), _leaf(2)
+    out = Scale.apply(t, u, 5.0)
+    out.grad_fn.register_hook(lambda gi, go: seen.append(len(gi)))
+    out.sum().backward()
+    assert seen[-1] == 2 and len(out.grad_fn.next_functions) == 2
+    np.testing.assert_array_equal(t.grad.numpy(), [5.0, 5.0])
+
+
+def test_node_hook_must_return_a_tuple():
+    x = _leaf(3)
+    y = x.exp()
+    y.grad_fn.register_prehook(lambda go: go[0])  # a tensor, not a tuple: PyTorch's TypeError
+    with pytest.raises(TypeError, match="^expected tuple, but hook returned 'Tensor'$"):
+        y.sum().backward()
+    y = x.exp()
+    y.grad_fn.register_hook(lambda gi, go: list(gi))
+    with pytest.raises(TypeError, match="^expected tuple, but hook returned 'list'$"):
+        y.sum().backward()
+
+
 def test_multi_grad_hook_all_mode_waits_for_the_gradients_this_backward_computes():
     from tgrad.autograd.graph import register_multi_grad_hook
 

@@ -296,17 +296,39 @@ def _call_node(node, grads: list, prof) -> tuple:
         if prof is not None:
             prof.node_end(handle)
     if node._post_hooks:
+        # PyTorch's grad_inputs: one per next_functions edge, so a Function node's slots for
+        # non-tensor forward arguments (split's sizes, a custom Function's number) are left out
+        keep = _edge_slots(node, len(outputs))
         for hook in list(node._post_hooks.values()):
-            new = hook(outputs, tuple(grads))
+            shown = tuple(outputs) if keep is None else tuple(outputs[i] for i in keep)
+            new = hook(shown, tuple(grads))
             if new is not None:
-                outputs = _hook_result(hook, new, outputs)
+                new = _hook_result(hook, new, shown)
+                if keep is None:
+                    outputs = new
+                else:
+                    full = [None] * len(outputs)
+                    for i, g in zip(keep, new):
+                        full[i] = g
+                    outputs = tuple(full)
     return outputs
+
+
+def _edge_slots(node, n: int) -> list | None:
+    """The positions of ``node``'s ``n`` backward results that next_functions lists (the
+    tensor arguments of a Function node), or None when it lists them all."""
+    from tgrad.autograd.function import _NOT_TENSOR
+    metas = getattr(node, "_in_meta", ())
+    if getattr(node, "_scalar_edges", True) or len(metas) != n or _NOT_TENSOR not in metas:
+        return None
+    return [i for i, m in enumerate(metas) if m is not _NOT_TENSOR]
 
 
 def _hook_result(hook, new, old) -> tuple:
     """A node hook's replacement gradients, checked as PyTorch checks them: one value per
     gradient, and no value where the node produced None (nothing would receive it)."""
-    new = tuple(new)
+    if not isinstance(new, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(new).__name__}'")
     if len(new) != len(old):
         name = getattr(hook, "__name__", repr(hook))
         raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got "

@@ -258,14 +258,16 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
                 'torch.autograd.functional.jacobian: `create_graph=True` and '
                 '`strategy="forward-mode"` are not supported together (yet). Please either '
                 'set `create_graph=False` or `strategy="reverse-mode"`.')
+        # PyTorch's order: strict is refused before vectorize is looked at
+        if strict:
+            raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
+                               '`strategy="forward-mode"` are not supported together (yet). '
+                               'Please either set `strict=False` or '
+                               '`strategy="reverse-mode"`.')
         if not vectorize:
             raise NotImplementedError("Computing Jacobian using forward-AD or "
                                       "forward-over-reverse Hessian is only implemented for "
                                       "`vectorize=True`.")
-    if vectorize and strict:
-        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
-                           "`vectorized=True` are not supported together. Please either set "
-                           "`strict=False` or `vectorize=False`.")
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -273,6 +275,10 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
         is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
                                               "jacobian")
         _check_requires_grad(outputs, "outputs", strict=strict)
+        if vectorize and strict:  # (after the outputs' strict check, as PyTorch)
+            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                               "`vectorized=True` are not supported together. Please either "
+                               "set `strict=False` or `vectorize=False`.")
         jac = []
         for i, out in enumerate(outputs):
             rows = tuple([] for _ in inputs)

@@ -138,8 +138,17 @@ def get_gradient_edge(tensor) -> GradientEdge:
 def increment_version(tensor) -> None:
     """Bump ``tensor``'s version counter (shared by its views), as an in-place op would:
     for code that changes a tensor's memory behind autograd's back, so saved-tensor checks
-    still catch it."""
-    tensor._storage.version += 1
+    still catch it. ``tensor`` may also be an iterable of tensors (PyTorch's signature): each
+    is bumped once."""
+    from tgrad.tensor import Tensor
+    if isinstance(tensor, Tensor):
+        tensor._storage.version += 1
+        return
+    for t in tensor:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"increment_version: expected a Tensor or an iterable of Tensors, "
+                            f"got an element of type {type(t).__name__}")
+        t._storage.version += 1
 
 
 class _MultiHandle:
