@@ -238,8 +238,12 @@ def test_cat_values_promotion_and_grad():
 
 
 def test_cat_stack_errors():
-    with pytest.raises(RuntimeError, match="expected a non-empty list of Tensors"):
+    # PyTorch's types: cat's empty list is a ValueError, the stacking ops' a RuntimeError
+    with pytest.raises(ValueError, match=r"^cat\(\): expected a non-empty list of Tensors"):
         tgrad.cat([])
+    for name in ("stack", "hstack", "vstack", "dstack", "column_stack"):
+        with pytest.raises(RuntimeError, match=f"^{name} expects a non-empty TensorList"):
+            getattr(tgrad, name)([])
     with pytest.raises(RuntimeError, match=r"cat\(\): Sizes of tensors must match except in "
                        r"dimension 0. Expected size 3 but got size 4 for tensor number 1"):
         tgrad.cat([tgrad.zeros(2, 3), tgrad.zeros(2, 4)])

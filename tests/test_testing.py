@@ -540,3 +540,82 @@ def test_interpreted_cuda():
     assert res["make"] == ["cuda:0", [3, 4], False, True]
     assert res["same_seed"] is None and res["range"]
     assert res["ints"] == list(range(-9, 10))
+
+
+def test_complex_tensors_use_complex_tolerances_and_moduli():
+    # complex64/complex128 take float32's / float64's default tolerances; differences are
+    # moduli |a - e| (hand-computed: |(2+1j) - (2+3j)| = 2, relative 2 / |2+3j| = 2/sqrt(13))
+    a = tgrad.tensor([1 + 1j, 2 + 1j, 3 + 1j], dtype=tgrad.complex128)
+    assert_close(a, a + 5e-8)  # within float64's rtol 1e-7 / atol 1e-7
+    e = tgrad.tensor([1 + 1j, 2 + 3j, 3 + 1j], dtype=tgrad.complex128)
+    with pytest.raises(AssertionError) as info:
+        assert_close(a, e)
+    assert str(info.value) == (
+        "Tensor-likes are not close!\n\nMismatched elements: 1 / 3 (33.3%)\n"
+        "Greatest absolute difference: 2.0 at index (1,) (up to 1e-07 allowed)\n"
+        f"Greatest relative difference: {2 / abs(2 + 3j)} at index (1,) (up to 1e-07 allowed)")
+    c64 = tgrad.tensor([1 + 1j], dtype=tgrad.complex64)
+    assert_close(c64, c64 * (1 + 1e-6))  # float32's rtol 1.3e-6
+    with pytest.raises(AssertionError, match=r"difference: nan at index \(0,\)"):
+        assert_close(c64, tgrad.tensor([complex("nan+1j")], dtype=tgrad.complex64))
+    with pytest.raises(AssertionError) as info:  # a 0-d complex tensor: the scalar message
+        assert_close(tgrad.tensor(2 + 0j, dtype=tgrad.complex128),
+                     tgrad.tensor(2.5 + 0j, dtype=tgrad.complex128))
+    assert str(info.value) == (
+        "Scalars are not close!\n\nExpected (2.5+0j) but got (2+0j).\n"
+        "Absolute difference: 0.5 (up to 1e-07 allowed)\nRelative difference: 0.2 (up to 1e-07 "
+        "allowed)")
+
+
+def test_float8_tensors_compare_bitwise():
+    x = tgrad.tensor([1.0, 2.0, 3.0]).to(tgrad.float8_e4m3fn)
+    assert_close(x, x.clone())
+    with pytest.raises(AssertionError) as info:
+        assert_close(x, tgrad.tensor([1.0, 2.0, 4.0]).to(tgrad.float8_e4m3fn))
+    assert str(info.value) == ("Tensor-likes are not 'equal'!\n\nMismatched elements: 1 / 3 "
+                               "(33.3%)\nThe first mismatched element is at index (2,).")
+    with pytest.raises(AssertionError, match=r"^Rtol=0.1 and atol=0.1 are not supported for "
+                                             r"bitwise comparison of low dimensional floats"):
+        assert_close(x, x, rtol=0.1, atol=0.1)
+
+
+def test_assert_allclose_is_deprecated_with_its_own_defaults():
+    from tgrad.testing import assert_allclose
+    x = tgrad.tensor([1.0, 2.0, float("nan")])
+    with pytest.warns(FutureWarning, match=r"assert_allclose\(\)` is deprecated"):
+        assert_allclose(x, [1.0, 2.00015, float("nan")])  # rtol 1e-4, NaN == NaN, a list
+    with pytest.warns(FutureWarning), pytest.raises(AssertionError) as info:
+        assert_allclose(x, [1.0, 2.0003, float("nan")])
+    assert "at index (1,) (up to 1e-05 allowed)" in str(info.value)
+    assert "at index (1,) (up to 0.0001 allowed)" in str(info.value)
+    with pytest.warns(FutureWarning), pytest.raises(AssertionError, match="NaN"):
+        assert_allclose(x, x, equal_nan=False, msg="NaN")
+    with pytest.warns(FutureWarning):  # check_dtype=False: float64 vs float32, their defaults
+        assert_allclose(tgrad.tensor([1.0], dtype=tgrad.float64), tgrad.tensor([1.00005]))
+
+
+@pytest.mark.parametrize("dtype", [tgrad.complex64, tgrad.complex128])
+def test_make_tensor_complex(dtype):
+    tgrad.manual_seed(0)
+    x = make_tensor(50, dtype=dtype, device="cpu", low=-2, high=3, requires_grad=True)
+    assert x.dtype is dtype and x.shape == (50,) and x.requires_grad
+    parts = tgrad.view_as_real(x.detach()).numpy()  # both parts drawn from [low, high)
+    assert parts.min() >= -2 and parts.max() < 3 and np.unique(parts[:, 1]).size > 10
+    y = make_tensor(3, 4, dtype=dtype, device="cpu", noncontiguous=True, exclude_zero=True)
+    assert y.shape == (3, 4) and not y.is_contiguous() and bool((y != 0).all())
+
+
+@pytest.mark.parametrize("dtype", [tgrad.float8_e4m3fn, tgrad.float8_e5m2])
+def test_make_tensor_float8(dtype):
+    tgrad.manual_seed(0)
+    x = make_tensor(40, dtype=dtype, device="cpu", low=-1, high=1, requires_grad=True)
+    assert x.dtype is dtype and not x.requires_grad  # as PyTorch: float8 never requires grad
+    v = x.to(tgrad.float32).numpy()
+    assert v.min() >= -1 and v.max() <= 1  # rounded from float32 draws in [-1, 1)
+    z = make_tensor(8, dtype=dtype, device="cpu", low=-1e-9, high=1e-9, exclude_zero=True)
+    tiny = float(ml_dtypes.finfo(dtype.np).tiny)
+    assert (z.to(tgrad.float32).numpy() == tiny).all()  # every draw rounds to 0: replaced
+    with pytest.raises(ValueError, match="`low` must be less than `high`"):  # no full() warning
+        make_tensor(2, dtype=dtype, device="cpu", low=1, high=1)
+    with pytest.raises(TypeError, match="float8_e8m0fnu' is not supported"):
+        make_tensor(2, dtype=tgrad.float8_e8m0fnu, device="cpu")

@@ -1,4 +1,5 @@
-"""tgrad.testing: ``torch.testing``'s ``assert_close`` and ``make_tensor`` for tgrad tensors.
+"""tgrad.testing: ``torch.testing``'s ``assert_close``, ``make_tensor`` and the deprecated
+``assert_allclose`` for tgrad tensors.
 
 ``assert_close(actual, expected)`` compares tensors, Python numbers (and NumPy scalars),
 NumPy arrays (with each other: converted by ``tgrad.as_tensor``), ``None`` and booleans,
@@ -24,7 +25,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.tensor import Tensor
 
-__all__ = ["assert_close", "make_tensor"]
+__all__ = ["assert_allclose", "assert_close", "make_tensor"]
 
 # PyTorch's default (rtol, atol) per dtype; every other dtype (integers, bool) is (0, 0).
 _DTYPE_PRECISIONS = {
@@ -32,7 +33,8 @@ _DTYPE_PRECISIONS = {
     dtypes.bfloat16: (0.016, 1e-5),
     dtypes.float32: (1.3e-6, 1e-5),
     dtypes.float64: (1e-7, 1e-7),
-    "complex128": (1e-7, 1e-7),  # Python complex numbers (tgrad has no complex tensors)
+    dtypes.complex64: (1.3e-6, 1e-5),
+    dtypes.complex128: (1e-7, 1e-7),  # also Python complex numbers
 }
 
 
@@ -123,7 +125,7 @@ class _BooleanPair:
 
 def _number_key(x) -> object:
     if isinstance(x, complex):
-        return "complex128"
+        return dtypes.complex128
     return dtypes.float64 if isinstance(x, float) else dtypes.int64
 
 
@@ -196,15 +198,19 @@ def _tensor_mismatch_msg(a: np.ndarray, e: np.ndarray, matches: np.ndarray, rtol
     n = matches.size
     mismatches = n - int(matches.sum())
     extra = f"Mismatched elements: {mismatches} / {n} ({mismatches / n:.1%})"
-    floating = a.dtype.kind == "f" or a.dtype == ml_dtypes.bfloat16
+    # complex differences are moduli: real floats, as PyTorch's abs of a complex tensor
+    floating = a.dtype.kind in "fc" or a.dtype == ml_dtypes.bfloat16
     a_flat, e_flat, m_flat = a.reshape(-1), e.reshape(-1), matches.reshape(-1)
     if not floating:
         a_flat, e_flat = a_flat.astype(np.int64), e_flat.astype(np.int64)
+    def modulus(x: np.ndarray) -> np.ndarray:  # hypot: NumPy's complex abs can be an ulp off
+        return np.hypot(x.real, x.imag) if x.dtype.kind == "c" else np.abs(x)
+
     with np.errstate(all="ignore"):
-        abs_diff = np.abs(a_flat - e_flat)
+        abs_diff = modulus(a_flat - e_flat)
         abs_diff[m_flat] = 0
         if floating:
-            rel_diff = abs_diff / np.abs(e_flat)
+            rel_diff = abs_diff / modulus(e_flat)
         else:  # true division of integers: the default float dtype
             default = dtypes.get_default_dtype().np
             rel_diff = abs_diff.astype(default) / np.abs(e_flat).astype(default)
@@ -252,15 +258,26 @@ class _TensorLikePair:
         if self.check_dtype:
             self._attribute("dtype", a.dtype, e.dtype)
         dt = dtypes.promote_types(a.dtype, e.dtype)
+        bitwise = dt.is_floating_point and dt.itemsize == 1  # float8: compared exactly
+        if bitwise and (self.rtol != 0.0 or self.atol != 0.0):
+            self._fail(f"Rtol={self.rtol} and atol={self.atol} are not supported for bitwise "
+                       f"comparison of low dimensional floats. Please use rtol=0.0 and "
+                       f"atol=0.0.")
         matches = _matches(a, e, dt, self.rtol, self.atol, self.equal_nan)
         if bool(matches.all()):  # the one read of the device on success
             return
         a_np, e_np = (_host(t).astype(dt.np, copy=False) for t in (a, e))
         matches = _host(matches)
         if a_np.shape == ():
-            self._fail(_scalar_mismatch_msg(a_np.item() if dt.category < 2 else float(a_np),
-                                            e_np.item() if dt.category < 2 else float(e_np),
-                                            self.rtol, self.atol))
+            as_py = (lambda x: x.item()) if dt.category < 2 else (
+                complex if dt.is_complex else float)
+            self._fail(_scalar_mismatch_msg(as_py(a_np), as_py(e_np), self.rtol, self.atol))
+        if bitwise:
+            n, mismatches = matches.size, matches.size - int(matches.sum())
+            first = tuple(int(i) for i in np.argwhere(~matches)[0])
+            self._fail(f"Tensor-likes are not 'equal'!\n\nMismatched elements: {mismatches} / "
+                       f"{n} ({mismatches / n:.1%})\nThe first mismatched element is at index "
+                       f"{first}.")
         self._fail(_tensor_mismatch_msg(a_np, e_np, matches, self.rtol, self.atol))
 
 
@@ -318,7 +335,9 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
     host) and dtype (``check_dtype``; otherwise both are promoted by ``promote_types``), and
     with ``check_stride`` the same strides. Default tolerances per dtype (for two dtypes,
     the larger of each): float16 1e-3 / 1e-5, bfloat16 1.6e-2 / 1e-5, float32 1.3e-6 / 1e-5,
-    float64 1e-7 / 1e-7, integers and bool 0 / 0; ``rtol`` and ``atol`` must be given
+    float64 1e-7 / 1e-7, complex64 and complex128 as float32 and float64 (differences are
+    moduli), integers, bool and float8 0 / 0 (float8 only compares exactly, as PyTorch's
+    bitwise comparison); ``rtol`` and ``atol`` must be given
     together. Python numbers (int as int64, float as float64, complex) and NumPy scalars are
     compared likewise (mixed int/float only with ``check_dtype=False``), two NumPy arrays as
     tensors, ``None`` and booleans by identity; sequences (not strings) and mappings are
@@ -345,6 +364,42 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
             raise error.to_error(msg) from None
 
 
+# assert_allclose's own defaults (float16 1e-3 / 1e-3, float32 1e-4 / 1e-5, float64 1e-5 / 1e-8)
+_ALLCLOSE_PRECISIONS = {
+    dtypes.float16: (1e-3, 1e-3),
+    dtypes.float32: (1e-4, 1e-5),
+    dtypes.float64: (1e-5, 1e-8),
+}
+
+
+def assert_allclose(actual: Any, expected: Any, rtol: float | None = None,
+                    atol: float | None = None, equal_nan: bool = True, msg: str = "") -> None:
+    """Deprecated ``torch.testing.assert_allclose``: warns (FutureWarning) and compares with
+    ``assert_close(..., check_dtype=False, check_device=True, check_stride=False)``.
+
+    Non-tensors are made tensors (``expected`` in ``actual``'s dtype); NaN equals NaN by
+    default; when neither tolerance is given they are the larger of each dtype's (float16
+    1e-3 / 1e-3, float32 1e-4 / 1e-5, float64 1e-5 / 1e-8, others 0 / 0).
+    """
+    __tracebackhide__ = True
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be "
+                  "removed in a future release. Please use `torch.testing.assert_close()` "
+                  "instead. You can find detailed upgrade instructions in "
+                  "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning,
+                  stacklevel=2)
+    from tgrad.ops.creation import tensor
+    if not isinstance(actual, Tensor):
+        actual = tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        rtols, atols = zip(*[_ALLCLOSE_PRECISIONS.get(t.dtype, (0.0, 0.0))
+                             for t in (actual, expected)])
+        rtol, atol = max(rtols), max(atols)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_device=True, check_dtype=False, check_stride=False, msg=msg or None)
+
+
 def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
                 low: float | None = None, high: float | None = None,
                 requires_grad: bool = False, noncontiguous: bool = False,
@@ -352,11 +407,13 @@ def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
     """A tensor of ``shape`` (ints, or one tuple/list) with values drawn uniformly from
     [low, high) by tgrad's generator (``torch.testing.make_tensor``).
 
-    Defaults: bool [0, 2), integers [-9, 10), floats [-9, 9). Bounds outside the dtype's
+    Defaults: bool [0, 2), integers [-9, 10), floats [-9, 9) (complex: both parts; float8:
+    drawn in float32, then rounded; float8_e8m0fnu is a TypeError). Bounds outside the dtype's
     finite range are clamped to it; integer bounds are rounded up. ``noncontiguous`` (for
     more than one element) returns every second element of a tensor twice as long in the
     last dim (offset 1); ``exclude_zero`` replaces zeros by 1 (bool, integers) or the
-    dtype's smallest normal number; ``requires_grad`` is for floating dtypes only.
+    dtype's smallest normal number; ``requires_grad`` is for floating and complex dtypes
+    (float8 results never require grad, as PyTorch's).
 
     Raises ValueError (PyTorch's texts) for ``requires_grad`` with a bool or integer dtype,
     NaN bounds, ``low >= high``, or an interval outside the dtype's range; ``low == high``
@@ -366,8 +423,14 @@ def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
     if len(shape) == 1 and isinstance(shape[0], collections.abc.Sequence):
         shape = shape[0]
     shape = tuple(int(s) for s in shape)
-    floating = dt.is_floating_point
-    if requires_grad and not floating:
+    float8 = dt in dtypes.FLOAT8_DTYPES
+    if dt is dtypes.float8_e8m0fnu:  # not in PyTorch's make_tensor either
+        raise TypeError(f"The requested dtype '{dt}' is not supported by "
+                        f"torch.testing.make_tensor(). To request support, file an issue at: "
+                        f"https://github.com/pytorch/pytorch/issues")
+    floating = (dt.is_floating_point and not float8) or dt.is_complex  # PyTorch's set
+    integral = dt.category < 2  # bool and integers
+    if requires_grad and integral:
         raise ValueError(f"`requires_grad=True` is not supported for boolean and integral "
                          f"dtypes, but got dtype={dt}")
 
@@ -386,32 +449,42 @@ def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
             raise ValueError(f"The value interval specified by `low` and `high` is [{lo}, "
                              f"{hi}), but {dt} only supports [{lowest}, {highest})")
         lo, hi = min(max(lo, lowest), highest), min(max(hi, lowest), highest)
-        return (lo, hi) if floating else (math.ceil(lo), math.ceil(hi))
+        return (math.ceil(lo), math.ceil(hi)) if integral else (lo, hi)
 
+    from tgrad.ops.complex_ops import view_as_real
     from tgrad.ops.creation import empty, randint
+
+    def uniform_(t: Tensor, lo: float, hi: float) -> None:
+        if hi - lo >= float(ml_dtypes.finfo(t.dtype.np).max):  # the span overflows: draw
+            t.uniform_(lo / 2, hi / 2).mul_(2)                 # half of it, then double
+        else:
+            t.uniform_(lo, hi)
+
     noncontiguous = noncontiguous and math.prod(shape) > 1
     if noncontiguous:
         shape = (*shape[:-1], 2 * shape[-1])
     if dt is dtypes.bool_:
         lo, hi = bounds(0, 2, 0, 2)
         result = randint(lo, hi, shape, dtype=dtypes.int64, device=device) != 0
-    elif not floating:
+    elif integral:
         info = np.iinfo(dt.np)
         # randint cannot draw int64's maximum (as PyTorch's): the bound stays exclusive.
         lo, hi = bounds(int(info.min), int(info.max) + (dt is not dtypes.int64), -9, 10)
         result = randint(lo, hi, shape, dtype=dt, device=device)
     else:
-        info = ml_dtypes.finfo(dt.np)  # NumPy's finfo, bfloat16's too
+        info = ml_dtypes.finfo(dt.np)  # NumPy's finfo, bfloat16's and float8's too
         lo, hi = bounds(float(info.min), float(info.max), -9, 9)
-        result = empty(shape, dtype=dt, device=device)
-        if hi - lo >= float(info.max):  # the span overflows: draw half of it, then double
-            result.uniform_(lo / 2, hi / 2).mul_(2)
-        else:
-            result.uniform_(lo, hi)
+        if float8:  # drawn in float32, then rounded (as PyTorch)
+            result = empty(shape, dtype=dtypes.float32, device=device)
+            uniform_(result, lo, hi)
+            result = result.to(dt)
+        else:  # complex: real and imaginary parts drawn alike
+            result = empty(shape, dtype=dt, device=device)
+            uniform_(view_as_real(result) if dt.is_complex else result, lo, hi)
     if noncontiguous:
         result = result[..., 1::2]
     if exclude_zero:
-        result.masked_fill_(result == 0, float(info.tiny) if floating else 1)
+        result.masked_fill_(result == 0, 1 if integral else float(info.tiny))
     if floating:
         result.requires_grad_(requires_grad)
     return result

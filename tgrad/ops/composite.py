@@ -386,13 +386,15 @@ def _tensor_args(tensors) -> list:
 
 def hstack(tensors) -> Tensor:
     """cat along dim 1 (dim 0 for 1-D tensors)."""
-    ts = [atleast_1d(t) for t in tensors]
+    from tgrad.ops.layout import _nonempty
+    ts = [atleast_1d(t) for t in _nonempty("hstack", tensors)]
     return cat(ts, 0 if ts and ts[0].ndim == 1 else 1)
 
 
 def vstack(tensors) -> Tensor:
     """cat along dim 0 of the tensors made at least 2-D."""
-    return cat([atleast_2d(t) for t in tensors], 0)
+    from tgrad.ops.layout import _nonempty
+    return cat([atleast_2d(t) for t in _nonempty("vstack", tensors)], 0)
 
 
 def meshgrid(*tensors, indexing: str | None = None) -> tuple:

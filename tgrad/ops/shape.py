@@ -525,8 +525,10 @@ def _tensor_list(op: str, tensors) -> list:
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{op}(): argument 'tensors' must be a tuple or list of Tensors, not "
                         f"{type(tensors).__name__}")
-    if len(tensors) == 0:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    if len(tensors) == 0:  # PyTorch: cat's is a ValueError, stack's a RuntimeError
+        if op == "cat":
+            raise ValueError("cat(): expected a non-empty list of Tensors")
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
     for i, x in enumerate(tensors):
         if not isinstance(x, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
