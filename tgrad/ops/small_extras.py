@@ -20,7 +20,7 @@ from tgrad._layout import check_layout
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.creation import _finish, ones, randint, spaced_dtype, spaced_integers
 from tgrad.ops.shape import cat, narrow
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["logspace", "randint_like", "narrow_copy", "is_floating_point", "unravel_index",
            "vander"]
@@ -125,7 +125,7 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     require_tensor("vander", x, "x")
     if x.ndim != 1:
         raise RuntimeError(f"x must be a one-dimensional tensor, got {x.ndim} dimensions")
-    n = x.shape[0] if N is None else int(N)
+    n = x.shape[0] if N is None else _int_arg("vander", "N", N, allow_bool=False)
     if n < 0:
         raise RuntimeError("N must be non-negative.")
     dt = x.dtype if x.dtype is not dtypes.bool_ else dtypes.int64

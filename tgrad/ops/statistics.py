@@ -150,7 +150,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  
                            f"input with {input.ndim} dimensions")
     if input.dtype is dtypes.bool_:
         raise RuntimeError("cov(): bool dtype is not supported for input")
-    correction = _int_arg("cov", "correction", correction)
+    correction = _int_arg("cov", "correction", correction, allow_bool=False)
     x = input.reshape(1, -1) if input.ndim < 2 else input
     n = x.shape[1]
     w = None
