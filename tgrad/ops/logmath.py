@@ -25,7 +25,9 @@ Maths (float16/bfloat16 computed in float32, rounded once):
   Complex: the same scan of the complex rule, its first element combined with PyTorch's
   initial value -inf + 0j (a leading run of -inf real parts gives -inf + 0j, as PyTorch's
   sequential loop; other non-finite runs may differ from that loop's order in the sign of
-  a NaN or infinite imaginary part).
+  a NaN or infinite imaginary part). The scan's order also picks the log's branch: an
+  imaginary part can differ from PyTorch's by a multiple of 2 pi (the same exp(out), the
+  same gradient).
 - ``cummax``/``cummin(x, dim)``: the indices by the same scan over (value, index) pairs
   (the later pair wins when its value is >= (<=) or NaN, unless the earlier is NaN: the last
   index of the running extreme, NaN sticking, as PyTorch); values = x at the indices, so
