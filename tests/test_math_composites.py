@@ -564,6 +564,21 @@ def test_histc_edges_nan_constant_empty_float32_and_errors():
         tgrad.histc(tgrad.tensor([1, 2]))
 
 
+def test_histc_bins_in_the_input_dtype():
+    # PyTorch's kernel: bin = trunc((x - lo) * bins / (hi - lo)), every step rounded to the
+    # input dtype. x = 179/256 (exact in bfloat16/float16): x * 100 = 69.921875, which
+    # bfloat16 (8 significant bits, spacing 0.5 in [64, 128)) rounds to 70.0 -> bin 70;
+    # float16 (spacing 1/16) rounds to 69.9375 -> bin 69, as float32/float64
+    x = np.array([0.0, 179 / 256, 1.0])
+    for dt, mid in ((tgrad.bfloat16, 70), (tgrad.float16, 69), (tgrad.float32, 69),
+                    (tgrad.float64, 69)):
+        h = tgrad.histc(_t(x).to(dt), 100)
+        assert h.dtype is dt
+        want = np.zeros(100)
+        want[[0, mid, 99]] = 1.0
+        _same(h.double(), want)
+
+
 # ------------------------------------------------------------------------------ cumprod
 @pytest.mark.parametrize("n", [0, 1, 2, 17, 33])
 def test_cumprod_values(n):

@@ -420,6 +420,68 @@ def test_logaddexp_is_stable_and_its_gradient_is_the_sigmoid():
     assert not np.isnan(_np(z.grad)).any()
 
 
+def _same_complex(got, want, rtol=1e-13, mod_2pi=False):
+    """Real and imaginary parts compared apart (NaN == NaN, equal infinities equal); with
+    ``mod_2pi`` the imaginary parts only up to a multiple of 2 pi (a log's branch)."""
+    want = np.asarray(want, dtype=np.complex128)
+    _same(got.real, want.real, rtol=rtol)
+    if mod_2pi:
+        d = _np(got.imag) - want.imag
+        _same(_t((d + np.pi) % (2 * np.pi) - np.pi), np.zeros(want.shape), atol=1e-12)
+    else:
+        _same(got.imag, want.imag, rtol=rtol)
+
+
+def test_logaddexp_complex_values_infinities_and_gradients():
+    a = _randn(3, 4) * 3 + 1j * _randn(3, 4) * 3
+    b = _randn(4) * 3 + 1j * _randn(4) * 3
+    _same_complex(tgrad.logaddexp(_t(a), _t(b)), np.log(np.exp(a) + np.exp(b)),
+                  mod_2pi=True)
+    _same_complex(tgrad.logaddexp(_t([1 + 2j]), _t([0.5 - 1j])),
+                  [np.log(np.exp(1 + 2j) + np.exp(0.5 - 1j))])
+    # stable where exp overflows: 1000 + log(1 + e^(-1 + 1j)) + 2j
+    _same_complex(tgrad.logaddexp(_t([1000 + 2j]), _t([999 + 3j])),
+                  [1000 + 2j + np.log1p(np.exp(-1 + 1j))])
+    assert tgrad.logaddexp(_t([1 + 1j]).to(tgrad.complex64), tgrad.ones(1)).dtype is \
+        tgrad.complex64
+    inf, nan = INF, NAN
+    x = _t([complex(-inf, 1), complex(-inf, 2), complex(inf, 0), complex(nan, 0),
+            complex(0, nan), complex(-inf, 0), 3 + 1j])
+    y = _t([complex(-inf, 3), complex(5, 2), complex(inf, 0), 1 + 0j, 0j, 2 - 1j,
+            3 + 1j])
+    # by hand (PyTorch's rule): -inf ties give `other`; -inf + finite gives the finite
+    # one; inf + inf (imag 0): log(inf) = inf; any NaN part: NaN + NaN j; equal: + log 2
+    _same_complex(tgrad.logaddexp(x, y),
+                  [complex(-inf, 3), 5 + 2j, complex(inf, 0), complex(nan, nan),
+                   complex(nan, nan), 2 - 1j, 3 + math.log(2) + 1j])
+    p = tgrad.tensor(a, requires_grad=True)
+    q = tgrad.tensor(b, requires_grad=True)
+    _checks(tgrad.logaddexp, p, q)
+    tgrad.logaddexp(p, q).backward(tgrad.ones(3, 4, dtype=tgrad.complex128))
+    _same_complex(p.grad, np.conj(1 / (1 + np.exp(b - a))))  # derivatives.yaml's rule
+
+
+def test_logcumsumexp_complex():
+    x = _randn(3, 6) * 3 + 1j * _randn(3, 6) * 3
+    want = np.log(np.cumsum(np.exp(x), axis=1))
+    _same_complex(tgrad.logcumsumexp(_t(x), 1), want, rtol=1e-12, mod_2pi=True)
+    _same_complex(_t(x).t().logcumsumexp(0), want.T, rtol=1e-12, mod_2pi=True)
+    _same_complex(tgrad.logcumsumexp(_t(x)[:, ::2], -1),
+                  np.log(np.cumsum(np.exp(x[:, ::2]), axis=1)), rtol=1e-12, mod_2pi=True)
+    # PyTorch's loop starts from -inf + 0j: a leading -inf real part gives -inf + 0j
+    _same_complex(tgrad.logcumsumexp(_t([complex(-INF, 1), complex(-INF, 2), 1 + 1j,
+                                         complex(INF, 1), 2j]), 0),
+                  [complex(-INF, 0), complex(-INF, 0), 1 + 1j, complex(INF, 1),
+                   complex(INF, 1)])
+    _same_complex(tgrad.logcumsumexp(_t(complex(-INF, 1)), 0), complex(-INF, 0))
+    _same_complex(tgrad.logcumsumexp(_t([1 + 1j, complex(NAN, 0), 2 + 0j]), 0),
+                  [1 + 1j, complex(NAN, NAN), complex(NAN, NAN)])
+    assert tgrad.logcumsumexp(tgrad.ones(3, dtype=tgrad.complex64), 0).dtype is \
+        tgrad.complex64
+    assert tgrad.logcumsumexp(tgrad.ones(0, dtype=tgrad.complex128), 0).shape == (0,)
+    _checks(lambda t: tgrad.logcumsumexp(t, 1), tgrad.tensor(x[:2, :5], requires_grad=True))
+
+
 def test_hypot_does_not_overflow_or_underflow():
     a, b = np.array([3e300, 3e-300, 1e308, 0.0]), np.array([4e300, 4e-300, 1e308, 0.0])
     _same(tgrad.hypot(_t(a), _t(b)), np.hypot(a, b), rtol=1e-15)

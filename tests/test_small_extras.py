@@ -3,6 +3,8 @@ NumPy (np.logspace, np.unravel_index, np.vander) and PyTorch's documented behavi
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,19 @@ def test_logspace():
     assert tgrad.logspace(0, 1, 2).dtype is tgrad.float32
     with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
         tgrad.logspace(0, 1, -1)
+
+
+def test_logspace_float64_is_c_pow_of_pytorchs_exponents():
+    # PyTorch: exponent i < steps // 2 is start + step i, else end - step (steps - 1 - i),
+    # then C's pow (math.pow) per element: logspace(0, 3, 7)[5] is 10 ** 2.5 exactly
+    assert tgrad.logspace(0, 3, 7, dtype=tgrad.float64)[5].item() == math.pow(10.0, 2.5)
+    for start, end, steps, base in ((0, 3, 7, 10.0), (-7.3, 11.9, 33, 10.0),
+                                    (1.25, -4.5, 10, 2.0), (-3, 3, 100, 3.5)):
+        step = (end - start) / (steps - 1)
+        want = [math.pow(base, start + step * i if i < steps // 2
+                         else end - step * (steps - 1 - i)) for i in range(steps)]
+        got = tgrad.logspace(start, end, steps, base, dtype=tgrad.float64).tolist()
+        assert got == want
 
 
 def test_randint_like_narrow_copy_is_floating_point():

@@ -366,6 +366,36 @@ def test_scalar_tensor_and_range():
         np.testing.assert_allclose(_np(tgrad.range(3, 0, -1.5, dtype=D)), [3, 1.5, 0])
 
 
+def test_scalar_tensor_numel_cov_vander_argument_errors():
+    # PyTorch's parser: s is a Number (a 0-d tensor counts as one); a complex s with an
+    # imaginary part does not fit a real dtype; numel takes a Tensor; cov's correction and
+    # vander's N are ints (not bool, not float)
+    assert tgrad.scalar_tensor(1j, dtype=tgrad.complex128).item() == 1j
+    assert tgrad.scalar_tensor(2 + 0j).item() == 2.0
+    assert tgrad.scalar_tensor(2 + 1j, dtype=tgrad.bool).item() is True
+    assert tgrad.scalar_tensor(tgrad.tensor(2.5)).item() == 2.5
+    with pytest.raises(RuntimeError, match="scalar_tensor.*cannot be converted to type "
+                                           "float32 without overflow"):
+        tgrad.scalar_tensor(1j)
+    for bad, name in (("a", "str"), (None, "NoneType"), (tgrad.ones(1), "Tensor")):
+        with pytest.raises(TypeError, match=rf"scalar_tensor\(\): argument 's' \(position 1\) "
+                                            rf"must be Number, not {name}"):
+            tgrad.scalar_tensor(bad)
+    assert tgrad.numel(tgrad.ones(2, 3)) == 6
+    with pytest.raises(TypeError, match=r"numel\(\): argument 'input' \(position 1\) must be "
+                                        r"Tensor, not list"):
+        tgrad.numel([1, 2])
+    x = tgrad.tensor([[1.0, 2.0, 4.0], [0.0, 1.0, 1.0]])
+    for bad in (True, 1.0):
+        with pytest.raises(TypeError, match=rf"cov\(\): argument 'correction' must be int, "
+                                            rf"not {type(bad).__name__}"):
+            tgrad.cov(x, correction=bad)
+        with pytest.raises(TypeError, match=rf"vander\(\): argument 'N' must be int, not "
+                                            rf"{type(bad).__name__}"):
+            tgrad.vander(x[0], N=bad)
+    assert tgrad.vander(x[0], N=2).tolist() == [[1.0, 1.0], [2.0, 1.0], [4.0, 1.0]]
+
+
 def test_split_forms():
     x = tgrad.arange(10.0)
     parts = tgrad.split_with_sizes(x, [3, 7])

@@ -527,5 +527,6 @@ def _type_as(self: Tensor, other: Tensor) -> Tensor:
 
 
 def numel(input: Tensor) -> int:  # noqa: A002
-    """The number of elements of ``input``."""
+    """The number of elements of ``input`` (PyTorch's TypeError for a non-tensor)."""
+    require_tensor("numel", input)
     return math.prod(input.shape)

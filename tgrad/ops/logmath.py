@@ -6,6 +6,10 @@ Maths (float16/bfloat16 computed in float32, rounded once):
 - ``logaddexp(a, b)`` = max(a, b) + log1p(exp(-|a - b|)), with a - b taken as 0 where
   a == b (so equal infinities give +-inf, not NaN);  da = sigmoid(a - b) (1/2 on ties,
   through maximum's tie share).  ``logaddexp2`` = max + log1p(2^-|a - b|) / ln 2.
+  Complex (PyTorch's CPU helper): (mn, mx) = the operands ordered by real part (a tie puts
+  ``other`` first), log1p(exp(mn - mx)) + mx; NaN + NaN j where either has a NaN part;
+  equal infinite real parts give mn for -inf and log(exp(mn) + exp(mx)) for +inf;
+  da = g / conj(1 + exp(b - a)) (PyTorch's derivatives.yaml), through the composition.
 - ``hypot(a, b)`` = m sqrt(1 + (n / m)^2), m = max(|a|, |b|), n = min(|a|, |b|): no
   overflow for large values; inf where either is infinite (even with a NaN, as C's hypot);
   da = a / hypot (0 at a = b = 0 and at infinities, where PyTorch's a / hypot is NaN).
@@ -18,6 +22,12 @@ Maths (float16/bfloat16 computed in float32, rounded once):
 - ``float_power(a, b)`` = pow in float64.
 - ``logcumsumexp(x, dim)``: a Hillis-Steele scan of logaddexp (log2(n) steps of
   y[k:] = logaddexp(y[k:], y[:-k])), stable without a global shift; O(n log n) work.
+  Complex: the same scan of the complex rule, its first element combined with PyTorch's
+  initial value -inf + 0j (a leading run of -inf real parts gives -inf + 0j, as PyTorch's
+  sequential loop; other non-finite runs may differ from that loop's order in the sign of
+  a NaN or infinite imaginary part). The scan's order also picks the log's branch: an
+  imaginary part can differ from PyTorch's by a multiple of 2 pi (the same exp(out), the
+  same gradient).
 - ``cummax``/``cummin(x, dim)``: the indices by the same scan over (value, index) pairs
   (the later pair wins when its value is >= (<=) or NaN, unless the earlier is NaN: the last
   index of the running extreme, NaN sticking, as PyTorch); values = x at the indices, so
@@ -41,7 +51,7 @@ from tgrad.ops._common import (
     tensor_method,
     widen_halves,
 )
-from tgrad.ops.creation import arange, zeros
+from tgrad.ops.creation import arange, full_like, zeros
 from tgrad.ops.reduce import values_indices
 from tgrad.ops.shape import cat, narrow
 from tgrad.ops.sorting import _take
@@ -56,12 +66,12 @@ def _tensor_pair(op: str, input, other) -> None:  # noqa: A002
     require_tensor(op, other, "other", 2)
 
 
-def _float_pair(op: str, input, other) -> tuple:  # noqa: A002
-    """input and other in their promoted dtype, which must be floating (PyTorch has no
-    integer kernel for these ops)."""
+def _float_pair(op: str, input, other, complex_ok: bool = False) -> tuple:  # noqa: A002
+    """input and other in their promoted dtype, which must be floating (or complex where
+    ``complex_ok``: PyTorch has no integer kernel for these ops)."""
     _tensor_pair(op, input, other)
     dt = dtypes.result_type(input, other)
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or (complex_ok and dt.is_complex)):
         raise NotImplementedError(f"\"{op}\" not implemented for {dt.name} tensors (as in "
                                   f"PyTorch); it takes floating point tensors")
     return input.to(dt), other.to(dt)
@@ -77,10 +87,34 @@ def _logaddexp(a: Tensor, b: Tensor, base2: bool = False) -> Tensor:
     return ew.maximum(a, b) + tail
 
 
+def _logaddexp_complex(x: Tensor, y: Tensor) -> Tensor:
+    """PyTorch's complex _log_add_exp_helper(x, y): (mn, mx) = (x, y) if x.real < y.real
+    else (y, x); NaN + NaN j if either has a NaN part; where x.real == y.real = +-inf: mn
+    (-inf) or log(exp(mn) + exp(mx)) (+inf); else log1p(exp(mn - mx)) + mx.  The branches
+    not taken see finite stand-ins, so their backward adds no NaN."""
+    xr, yr = x.detach().real, y.detach().real
+    lo = ew.lt(xr, yr)
+    mn, mx = ew.where(lo, x, y), ew.where(lo, y, x)
+    nan = ew.logical_or(ew.isnan(x), ew.isnan(y))
+    tie = ew.logical_and(ew.eq(xr, yr), ew.isinf(xr))  # equal infinite real parts
+    safe = ew.logical_or(nan, tie)
+    d = ew.where(safe, 0.0, mn - mx)
+    out = ew.log1p(ew.exp(d)) + ew.where(safe, 0.0, mx)
+    up = ew.logical_and(tie, ew.gt(xr, 0.0))
+    lo_i, hi_i = ew.where(up, mn, 0.0), ew.where(up, mx, 0.0)
+    out = ew.where(up, ew.log(ew.exp(lo_i) + ew.exp(hi_i)), out)
+    out = ew.where(ew.logical_and(tie, ew.lt(xr, 0.0)), mn, out)
+    return ew.where(nan, complex(math.nan, math.nan), out)
+
+
 @tensor_method("logaddexp")
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
-    """log(e^a + e^b), stable;  da = sigmoid(a - b), db = sigmoid(b - a)."""
-    (a, b), half = widen_halves(*_float_pair("logaddexp", input, other))
+    """log(e^a + e^b), stable;  da = sigmoid(a - b), db = sigmoid(b - a) (complex:
+    da = g / conj(1 + e^(b - a)))."""
+    a, b = _float_pair("logaddexp", input, other, complex_ok=True)
+    if a.dtype.is_complex:
+        return _logaddexp_complex(a, b)
+    (a, b), half = widen_halves(a, b)
     return rounded_to(_logaddexp(a, b), half)
 
 
@@ -205,17 +239,26 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
     """out_k = log sum_{j <= k} exp(x_j) along ``dim``, stable (no global shift:
     [-1000, 0] gives [-1000, log(1 + e^-1000)]);  dx_j = sum_{k >= j} g_k e^(x_j - out_k)."""
     x, d = _scan_input("logcumsumexp", input, dim)
-    if not x.dtype.is_floating_point:
+    cplx = x.dtype.is_complex
+    if not (x.dtype.is_floating_point or cplx):
         raise NotImplementedError(f"\"logcumsumexp\" not implemented for {x.dtype.name} "
-                                  f"tensors (as in PyTorch); it takes floating point tensors")
+                                  f"tensors (as in PyTorch); it takes floating point or "
+                                  f"complex tensors")
     n, k = x.shape[d], 1
-    if n <= 1:
+    if n == 0 or (n == 1 and not cplx):
         return input.clone()
     (y,), half = widen_halves(x)
+    if cplx:  # PyTorch's loop starts from -inf + 0j: x_0 = -inf + bj gives -inf + 0j
+        head = narrow(y, d, 0, 1)
+        y = cat([_logaddexp_complex(head, full_like(head, complex(-math.inf, 0.0))),
+                 narrow(y, d, 1, n - 1)], d)
+    step = _logaddexp_complex if cplx else _logaddexp
     while k < n:  # after the step with span k, y_j covers (j - 2k, j]
         head = narrow(y, d, 0, k)
-        y = cat([head, _logaddexp(narrow(y, d, k, n - k), narrow(y, d, 0, n - k))], d)
+        y = cat([head, step(narrow(y, d, k, n - k), narrow(y, d, 0, n - k))], d)
         k *= 2
+    if input.ndim == 0:
+        y = y.reshape(())
     return rounded_to(y, half)
 
 

@@ -20,7 +20,7 @@ from tgrad._layout import check_layout
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.creation import _finish, ones, randint, spaced_dtype, spaced_integers
 from tgrad.ops.shape import cat, narrow
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["logspace", "randint_like", "narrow_copy", "is_floating_point", "unravel_index",
            "vander"]
@@ -44,11 +44,28 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype=Non
                        device, requires_grad)
     if dt in dtypes.FLOAT8_DTYPES and steps > 1:  # PyTorch has no float8 logspace kernel
         dtypes.refuse_float8("logspace_cpu", dt)  # (0 or 1 value, base^start, it fills)
-    with np.errstate(over="ignore"):
-        values = np.power(float(base), np.linspace(start, end, steps))
+    values = _real_logspace(start, end, steps, float(base), dt.np)
     if dt in dtypes.FLOAT8_DTYPES:
         return _finish(dtypes.to_float8(values, dt.np), device, requires_grad)
     return _finish(values.astype(dt.np), device, requires_grad)
+
+
+def _real_logspace(start, end, steps: int, base: float, np_dtype) -> np.ndarray:
+    """PyTorch's CPU logspace for a real floating dtype, in float64: start and end rounded to
+    the dtype, step = double(end - start) / (steps - 1) (the difference in the dtype),
+    exponent i < steps // 2 start + step * i, else end - step * (steps - 1 - i), then
+    base ** exponent by C's pow (np.float_power: bit for bit math.pow, where np.power's
+    vector loop can be 1 ulp off) rounded to the dtype; one value: base ** start."""
+    lo, hi = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    with np.errstate(all="ignore"):
+        if steps <= 1:
+            return np.float_power(base, np.full(steps, float(lo)))
+        lo_t, hi_t = np_dtype.type(lo), np_dtype.type(hi)
+        step = np.float64(hi_t - lo_t) / (steps - 1)
+        i = np.arange(steps, dtype=np.float64)
+        ex = np.where(i < steps // 2, np.float64(lo_t) + step * i,
+                      np.float64(hi_t) - step * (steps - 1 - i))
+        return np.float_power(base, ex)
 
 
 def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,  # noqa: A002
@@ -108,7 +125,7 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     require_tensor("vander", x, "x")
     if x.ndim != 1:
         raise RuntimeError(f"x must be a one-dimensional tensor, got {x.ndim} dimensions")
-    n = x.shape[0] if N is None else int(N)
+    n = x.shape[0] if N is None else _int_arg("vander", "N", N, allow_bool=False)
     if n < 0:
         raise RuntimeError("N must be non-negative.")
     dt = x.dtype if x.dtype is not dtypes.bool_ else dtypes.int64

@@ -9,8 +9,9 @@ their own; gradients, where there are any, come from the parts), with PyTorch's 
   the outer product of the standard deviations, clipped to [-1, 1]);
 - ``isin`` (bool, not differentiable): a sort of the test elements and a searchsorted;
 - ``histc`` (not differentiable): bins of equal width between min and max (the input's
-  extremes when min == max), the last bin closed; edges from PyTorch's linspace formula,
-  each element's bin by searchsorted, counted by index_add (no host read of the data
+  extremes when min == max), the last bin closed; each element's bin by PyTorch's linear
+  interpolation trunc((x - min) * bins / (max - min)) in the input's dtype (each step
+  rounded to it, as PyTorch's CPU kernel), counted by index_add (no host read of the data
   except the extremes when min == max).
 """
 
@@ -18,8 +19,6 @@ from __future__ import annotations
 
 import math
 import warnings
-
-import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
@@ -151,7 +150,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  
                            f"input with {input.ndim} dimensions")
     if input.dtype is dtypes.bool_:
         raise RuntimeError("cov(): bool dtype is not supported for input")
-    correction = _int_arg("cov", "correction", correction)
+    correction = _int_arg("cov", "correction", correction, allow_bool=False)
     x = input.reshape(1, -1) if input.ndim < 2 else input
     n = x.shape[1]
     w = None
@@ -233,13 +232,6 @@ def isin(elements: Tensor | int | float, test_elements: Tensor | int | float, *,
         return ew.logical_not(found) if invert else found
 
 
-def _histc_edges(bins: int, lo: float, hi: float) -> np.ndarray:
-    """PyTorch's linspace(lo, hi, bins + 1): from lo for the first half, from hi after."""
-    step = (hi - lo) / bins
-    i = np.arange(bins + 1, dtype=np.float64)
-    return np.where(i < (bins + 1) // 2, lo + step * i, hi - step * (bins - i))
-
-
 @tensor_method("histc")
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
     """The histogram of ``input``'s elements in ``bins`` bins of equal width over
@@ -265,8 +257,14 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
             raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
         if not lo < hi:
             raise RuntimeError("torch.histc: max must be larger than min")
-        edges = tensor(_histc_edges(bins, lo, hi), dtype=input.dtype, device=input.device)
-        inside = ew.logical_and(ew.ge(x, edges[0]), ew.le(x, edges[bins]))
-        k = ew.clamp(searchsorted(edges, x, right=True) - 1, 0, bins - 1)
+        # PyTorch's histc kernel (LINEAR_INTERPOLATION): edges lo, hi rounded to the input
+        # dtype, bin = trunc((x - lo) * bins / (hi - lo)) with every step rounded to the
+        # input dtype (so bfloat16/float16 bins come from bfloat16/float16 arithmetic)
+        dt, dev = input.dtype, input.device
+        lo_t, hi_t = (tensor(v, dtype=dt, device=dev) for v in (lo, hi))
+        inside = ew.logical_and(ew.ge(x, lo_t), ew.le(x, hi_t))
+        v = ew.where(inside, x, lo_t)  # NaN and outside elements: bin 0, not counted
+        pos = ((v - lo_t) * tensor(float(bins), dtype=dt, device=dev)) / (hi_t - lo_t)
+        k = ew.clamp(pos.to(dtypes.int64), 0, bins - 1)  # x == hi: the last bin (closed)
         return index_add(zeros(bins, dtype=input.dtype, device=input.device), 0, k,
                          inside.to(input.dtype))

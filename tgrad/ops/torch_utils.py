@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import numbers
 import warnings
 
 import numpy as np
@@ -126,10 +127,26 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
 
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory: bool = False,
                   requires_grad: bool = False) -> Tensor:
-    """A 0-d tensor holding ``s``, of the default dtype unless ``dtype`` is given."""
+    """A 0-d tensor holding the number ``s`` (a 0-d tensor counts as its number), of the
+    default dtype unless ``dtype`` is given. PyTorch's errors: TypeError for a non-number,
+    RuntimeError for a complex ``s`` with an imaginary part into a real dtype (not bool)."""
     check_layout("scalar_tensor", layout)
     from tgrad.ops.creation import tensor
+    if isinstance(s, Tensor) and s.ndim == 0:
+        s = s.item()
+    if not isinstance(s, numbers.Number):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not "
+                        f"{type(s).__name__}")
     dt = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
+    if isinstance(s, numbers.Complex) and not isinstance(s, numbers.Real) and \
+            not dt.is_complex:
+        if dt is dtypes.bool_:
+            s = s != 0
+        elif s.imag != 0:
+            raise RuntimeError(f"scalar_tensor(): value {s} cannot be converted to type "
+                               f"{dt.name} without overflow; pass a complex dtype")
+        else:
+            s = s.real
     return tensor(s, dtype=dt, device=device, requires_grad=requires_grad)
 
 
