@@ -115,8 +115,8 @@ def sparse_routed(fn):
     def routed(input, *args, **kwargs):  # noqa: A002
         try:
             return fn(input, *args, **kwargs)
-        except Exception:
-            if not getattr(input, "_sparse", False):
+        except RuntimeError:  # (NotImplementedError from the sparse placeholder, or a
+            if not getattr(input, "_sparse", False):  # RuntimeError of a strided op on it)
                 raise
         return getattr(input, name)(*args, **kwargs)  # (outside the handler: no chaining)
     return routed

@@ -396,14 +396,15 @@ def set_rng_state(state: Tensor, device=None) -> None:
 
 def _global_generator(device):
     from tgrad.device import as_device
-    from tgrad.generator import _DefaultCudaGenerator, default_generator
+    from tgrad.generator import default_generator
     dev = as_device(device or "cpu")
     if dev.type == "cpu":
         return default_generator
     if dev.type != "cuda":
         raise RuntimeError(f"get_rng_state / set_rng_state: tgrad has generators for 'cpu' "
                            f"and 'cuda', not {dev.type!r}")
-    return _DefaultCudaGenerator(dev.index or 0)
+    from tgrad.cuda import _gen  # (the current device for "cuda", the index checked)
+    return _gen(dev)
 
 
 _RANDOM_KERNELS = {"rand": "check_uniform_bounds", "randn": "normal_kernel_cpu"}

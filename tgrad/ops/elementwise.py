@@ -1230,12 +1230,12 @@ def _with_rounding_mode(true_div):
     apply = _BINARY["div"].apply
 
     def div(input, other, *, rounding_mode=None) -> Tensor:  # noqa: A002
-        if rounding_mode not in (None, "trunc", "floor"):
-            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
-                             f"'floor' but found '{rounding_mode}'")
         try:
-            if rounding_mode is None:
+            if rounding_mode is None:  # the common case first
                 return apply(input, other)
+            if rounding_mode not in ("trunc", "floor"):
+                raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', "
+                                 f"or 'floor' but found '{rounding_mode}'")
             if dtypes.result_type(input, other).is_floating_point:
                 return _RoundedDiv.apply(input, other, rounding_mode)
             if rounding_mode == "floor":

@@ -75,7 +75,8 @@ def _write(t: Tensor, src_data, overlap_ok: bool = False) -> None:
     gradient would be wrong)."""
     if type(t._storage) is InferenceStorage:
         check_not_inference(t)
-    if not overlap_ok and t._data.size > 1 and has_internal_overlap(t.shape, t._data.strides):
+    if (not overlap_ok and t._data.size > 1 and not t._data.flags.c_contiguous  # (a
+            and has_internal_overlap(t.shape, t._data.strides)):  # dense array cannot)
         raise RuntimeError(_OVERLAP)
     if STATE.mutation_ctx is not None:  # allow_mutation_on_saved_tensors: clone saved first
         STATE.mutation_ctx.before_write(t)

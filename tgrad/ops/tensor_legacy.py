@@ -32,7 +32,7 @@ import weakref
 
 import numpy as np
 
-from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops._common import fresh, require_tensor, tensor_method
 from tgrad.tensor import Tensor
 
 __all__ = ["nonzero_static"]
@@ -196,8 +196,7 @@ def set_(self: Tensor, source: Tensor | None = None, storage_offset: int | None 
         storage = Storage(source._storage.root)  # its memory, self's own version counter
         storage.version = self._storage.version
         self._storage = storage
-    self._base = None  # no longer a view of what it viewed
-    self._view_chain = None
+    fresh(self)  # no longer a view of what it viewed
     self._storage.version += 1
     return self
 
@@ -255,8 +254,7 @@ def _set_storage(self: Tensor, source, storage_offset, size, stride) -> Tensor:
         storage = Storage(source._root)  # its memory, self's own version counter
         storage.version = self._storage.version
         self._storage = storage
-    self._base = None
-    self._view_chain = None
+    fresh(self)  # no longer a view of what it viewed
     self._storage.version += 1
     return self
 
