@@ -219,14 +219,28 @@ def _resize(out: Tensor, shape: tuple) -> None:
     out._data, out._storage = fresh._data, storage
 
 
+def check_out_tensor(name: str, out) -> None:
+    """PyTorch's TypeError for an out= that is not a tensor."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+
+
+def check_out_grad(name: str, outs: list, inputs: list) -> None:
+    """out= is not differentiable: PyTorch's error when an out or an input requires grad
+    (callers test grad mode first)."""
+    if any(isinstance(t, Tensor) and t.requires_grad for t in inputs + outs):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           f"automatic differentiation, but one of the arguments requires "
+                           f"grad.")
+
+
 def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool, check=None,
            index: int = 0) -> None:
     """Write result ``res`` (output ``index`` of the function) into ``out`` (checks, resize,
     cast, version bump); ``check``: a dtype rule of _dtype_rule, else exact_dtype says
     which torch-level rule applies."""
     from tgrad.ops.inplace import _write, check_castable
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    check_out_tensor(name, out)
     if check is not None:
         check(index, res.dtype, out.dtype)
     elif exact_dtype and res.dtype is not out.dtype:
@@ -250,14 +264,10 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
     the dtype rule of _dtype_rule, if any."""
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     for o in outs:
-        if not isinstance(o, Tensor):
-            raise TypeError(f"{name}(): argument 'out' must be Tensor, not "
-                            f"{type(o).__name__}")
+        check_out_tensor(name, o)
     inputs = _tensors_in(list(args) + list(kwargs.values()))
-    if STATE.enabled and any(t.requires_grad for t in inputs + list(outs)):
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
-                           f"automatic differentiation, but one of the arguments requires "
-                           f"grad.")
+    if STATE.enabled:
+        check_out_grad(name, list(outs), inputs)
     if creation:
         given = kwargs.get("dtype")
         if given is not None and given is not outs[0].dtype:

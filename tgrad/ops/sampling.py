@@ -317,13 +317,12 @@ def _prepare_out(op: str, out, shape: tuple, device, inputs: list, warn: bool,
     nor partly overlapping an input; then resized to ``shape`` (contiguous; PyTorch's
     UserWarning when ``warn`` and it had elements: normal's tensor overloads warn,
     bernoulli / multinomial / normal(number, number, size) resize silently)."""
-    from tgrad._out import _check_overlap, _resize
+    from tgrad._out import _check_overlap, _resize, check_out_grad, check_out_tensor
     from tgrad.autograd.grad_mode import is_grad_enabled
     from tgrad.tensor import check_not_inference
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    check_out_tensor(op, out)
     if grad and is_grad_enabled():
-        _check_out_grad(op, out, inputs)
+        check_out_grad(op, [out], inputs)
     if out.device != device:
         raise RuntimeError(f"{op}(): Expected out tensor to have device {device}, but got "
                            f"{out.device} instead")
@@ -334,15 +333,6 @@ def _prepare_out(op: str, out, shape: tuple, device, inputs: list, warn: bool,
             if not warn:
                 warnings.simplefilter("ignore")
             _resize(out, tuple(shape))
-
-
-def _check_out_grad(op: str, out, inputs: list) -> None:
-    """out= is not differentiable: PyTorch's error when out or an input requires grad
-    (called while grad mode is on)."""
-    if any(isinstance(t, Tensor) and t.requires_grad for t in inputs + [out]):
-        raise RuntimeError(f"{op}(): functions with out=... arguments don't support "
-                           f"automatic differentiation, but one of the arguments requires "
-                           f"grad.")
 
 
 def _write_out(out: Tensor, res: Tensor) -> Tensor:
@@ -413,9 +403,10 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         if not isinstance(std, Tensor) and not std >= 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         if out is not None:
+            from tgrad._out import check_out_grad
             from tgrad.autograd.grad_mode import is_grad_enabled
             if is_grad_enabled():  # (checked here: the draw below runs under no_grad)
-                _check_out_grad("normal", out, tensors)
+                check_out_grad("normal", [out], tensors)
         with no_grad():
             m = mean.detach() if isinstance(mean, Tensor) else mean
             s = std.detach() if isinstance(std, Tensor) else std
@@ -462,9 +453,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  
     2-d), int64. ``out=``: an int64 tensor (PyTorch's error otherwise), resized without a
     warning; input may require grad (the draw is not differentiable)."""
     if out is not None:
-        if not isinstance(out, Tensor):
-            raise TypeError(f"multinomial(): argument 'out' must be Tensor, not "
-                            f"{type(out).__name__}")
+        from tgrad._out import check_out_tensor
+        check_out_tensor("multinomial", out)
         if out.dtype is not dtypes.int64:
             raise RuntimeError(f"multinomial expects Long tensor out, got: "
                                f"{dtypes.SCALAR_TYPE_NAMES[out.dtype]}")
