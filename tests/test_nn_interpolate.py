@@ -648,6 +648,24 @@ def test_conv_transpose_empty_batch_and_half():
     np.testing.assert_allclose(y.float().numpy(), ref, atol=5e-2, rtol=1e-2)
 
 
+def test_nearest_modes_take_uint8():
+    """PyTorch's CPU 'nearest' / 'nearest-exact' kernels take uint8 (tgrad raised): a copy of
+    the source pixels, uint8 kept; the interpolating modes still refuse it here."""
+    a = RNG.integers(0, 256, (1, 2, 3, 4)).astype(np.uint8)
+    x = tgrad.tensor(a)
+    y = F.interpolate(x, scale_factor=2, mode="nearest")
+    assert y.dtype is tgrad.uint8
+    np.testing.assert_array_equal(y.numpy(), a.repeat(2, 2).repeat(2, 3))
+    # nearest-exact 3 -> 5: source floor((j + 0.5) 3 / 5) = 0, 0, 1, 2, 2
+    y = F.interpolate(x[:, :, :, 0], size=5, mode="nearest-exact")
+    np.testing.assert_array_equal(y.numpy(), a[:, :, [0, 0, 1, 2, 2], 0])
+    y = F.interpolate(tgrad.tensor(a[:, :1, None]), size=(2, 6, 2), mode="nearest")
+    np.testing.assert_array_equal(y.numpy(), a[:, :1, None][:, :, [0, 0]][:, :, :, [
+        0, 0, 1, 1, 2, 2]][..., [0, 2]])
+    with pytest.raises(NotImplementedError, match="interpolate: mode 'nearest'.*int64"):
+        F.interpolate(x.long(), scale_factor=2)
+
+
 def test_conv_transpose_int64_and_other_integers():
     """PyTorch's CPU conv_transpose takes int64 (exact integer sums, int64 result; tgrad
     raised) and raises NotImplementedError for the other integer dtypes and bool."""
