@@ -188,6 +188,17 @@ def test_cholesky():
     assert LA.cholesky_ex(_t(-PD_NP)).info.tolist() == [1, 1]
 
 
+def test_cholesky_ignores_imaginary_diagonal():
+    """As LAPACK's potrf (PyTorch's, NumPy's): A's diagonal is taken as real (a Hermitian
+    matrix's is), so L's diagonal is real and positive; it was pivot / sqrt(Re pivot)."""
+    noisy = PD_NP + np.diag([0.5j, -0.25j, 0.125j])
+    ref = np.linalg.cholesky(PD_NP)
+    for upper in (False, True):
+        L = LA.cholesky_ex(_t(noisy), upper=upper).L.numpy()
+        np.testing.assert_allclose(L, np.conj(np.swapaxes(ref, -1, -2)) if upper else ref,
+                                   **TOL)
+
+
 def test_eigh_svd_values():
     H, M = _t(H_NP), _t(M_NP)
     L, V = LA.eigh(H)

@@ -405,6 +405,26 @@ def test_matrix_exp_matches_references():
         LA.matrix_exp(_t(np.ones((2, 3))))
 
 
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_matrix_exp_of_halves_computes_in_float32(dt):
+    """PyTorch computes matrix_exp for float16 / bfloat16 (tgrad raised): in float32, the
+    result rounded once to the input's dtype; the gradient reaches the half input."""
+    dtype = getattr(tgrad, dt)
+    a = RNG.standard_normal((2, 3, 3)) * np.array([0.2, 2.0])[:, None, None]
+    x = _t(a).to(dtype)
+    exact = np.stack([_expm_reference(m) for m in x.double().numpy()])
+    got = LA.matrix_exp(x)
+    assert got.dtype is dtype
+    want = _t(exact).float().to(dtype).double().numpy()  # the float32 result rounded once
+    np.testing.assert_allclose(got.double().numpy(), want, rtol=1e-2 if dt == "bfloat16"
+                               else 2e-3, atol=1e-3)
+    leaf = x.detach().requires_grad_(True)
+    tgrad.matrix_exp(leaf).diagonal(dim1=-2, dim2=-1).sum().backward()
+    assert leaf.grad.dtype is dtype  # d tr exp(A) / dA = exp(A)^T
+    np.testing.assert_allclose(leaf.grad.double().numpy(), np.swapaxes(exact, -1, -2),
+                               rtol=2e-2, atol=2e-2)
+
+
 # ------------------------------------------------------------- tensorinv, tensorsolve, vander
 def test_tensorinv_tensorsolve():
     a = RNG.standard_normal((4, 6, 8, 3))

@@ -7,6 +7,7 @@ gradcheck / gradgradcheck, modules and errors."""
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -645,6 +646,49 @@ def test_conv_transpose_empty_batch_and_half():
     assert y.dtype is tgrad.float16
     ref = ref_conv_transpose(x, wn, None, (2, 2), (1, 1), (0, 0), 1, (1, 1))
     np.testing.assert_allclose(y.float().numpy(), ref, atol=5e-2, rtol=1e-2)
+
+
+def test_nearest_modes_take_uint8():
+    """PyTorch's CPU 'nearest' / 'nearest-exact' kernels take uint8 (tgrad raised): a copy of
+    the source pixels, uint8 kept; the interpolating modes still refuse it here."""
+    a = RNG.integers(0, 256, (1, 2, 3, 4)).astype(np.uint8)
+    x = tgrad.tensor(a)
+    y = F.interpolate(x, scale_factor=2, mode="nearest")
+    assert y.dtype is tgrad.uint8
+    np.testing.assert_array_equal(y.numpy(), a.repeat(2, 2).repeat(2, 3))
+    # nearest-exact 3 -> 5: source floor((j + 0.5) 3 / 5) = 0, 0, 1, 2, 2
+    y = F.interpolate(x[:, :, :, 0], size=5, mode="nearest-exact")
+    np.testing.assert_array_equal(y.numpy(), a[:, :, [0, 0, 1, 2, 2], 0])
+    y = F.interpolate(tgrad.tensor(a[:, :1, None]), size=(2, 6, 2), mode="nearest")
+    np.testing.assert_array_equal(y.numpy(), a[:, :1, None][:, :, [0, 0]][:, :, :, [
+        0, 0, 1, 1, 2, 2]][..., [0, 2]])
+    with pytest.raises(NotImplementedError, match="interpolate: mode 'nearest'.*int64"):
+        F.interpolate(x.long(), scale_factor=2)
+
+
+def test_conv_transpose_int64_and_other_integers():
+    """PyTorch's CPU conv_transpose takes int64 (exact integer sums, int64 result; tgrad
+    raised) and raises NotImplementedError for the other integer dtypes and bool."""
+    x = RNG.integers(-4, 5, (2, 4, 3, 3))
+    w = RNG.integers(-3, 4, (4, 1, 2, 3))
+    b = RNG.integers(-5, 5, 2)
+    y = F.conv_transpose2d(tgrad.tensor(x), tgrad.tensor(w), tgrad.tensor(b), stride=2,
+                           padding=1, output_padding=1, groups=2)
+    assert y.dtype is tgrad.int64
+    np.testing.assert_array_equal(y.numpy(), ref_conv_transpose(
+        x, w, b, (2, 2), (1, 1), (1, 1), 2, (1, 1)).astype(np.int64))
+    y = F.conv_transpose1d(tgrad.tensor(x[..., 0]), tgrad.tensor(w[..., 0]), groups=2)
+    assert y.dtype is tgrad.int64
+    np.testing.assert_array_equal(y.numpy(), ref_conv_transpose(
+        x[..., 0], w[..., 0], None, (1,), (0,), (0,), 2, (1,)).astype(np.int64))
+    for dt, name in ((tgrad.int32, "Int"), (tgrad.uint8, "Byte"), (tgrad.bool, "Bool")):
+        with pytest.raises(NotImplementedError, match=re.escape(
+                f"\"slow_conv_transpose2d_out_cpu\" not implemented for '{name}'")):
+            F.conv_transpose1d(tgrad.tensor(x[..., 0]).to(dt), tgrad.tensor(w[..., 0]).to(dt))
+    with pytest.raises(NotImplementedError, match=re.escape(
+            "\"slow_conv_transpose3d_out_cpu\" not implemented for 'Char'")):
+        F.conv_transpose3d(tgrad.ones(1, 1, 2, 2, 2, dtype=tgrad.int8),
+                           tgrad.ones(1, 1, 2, 2, 2, dtype=tgrad.int8))
 
 
 @pytest.mark.parametrize("spatial", [1, 2])

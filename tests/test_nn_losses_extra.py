@@ -663,3 +663,80 @@ def test_softsign_tanhshrink_bool_input_raises():
     with pytest.raises(RuntimeError, match=r"tanhshrink: Subtraction, the `-` operator, with a "
                        r"bool tensor is not supported"):
         F.tanhshrink(b)
+
+
+# ------------------------------------------- integer and complex inputs (PyTorch's dtypes)
+def test_integer_inputs_compute_in_the_default_float_dtype():
+    """PyTorch's formulas take integer tensors (the float margin / exp / log / eps promote
+    them to the default dtype, float32); the values are the float64 references'."""
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.integers(0, 6, (4, 3)) for _ in range(3))
+    y = np.where(rng.random((4, 3)) < 0.5, -1, 1)
+    i64 = lambda v: tgrad.tensor(v)  # noqa: E731
+    for dt in (tgrad.int64, tgrad.int32, tgrad.int8):
+        got = F.margin_ranking_loss(i64(a).to(dt), i64(b).to(dt), i64(y).to(dt),
+                                    margin=0.5, reduction="none")
+        assert got.dtype is tgrad.float32
+        np.testing.assert_allclose(got.numpy(), ref_margin_ranking(a, b, y, 0.5), rtol=1e-6)
+        got = F.poisson_nll_loss(i64(a).to(dt), i64(b).to(dt), full=True, reduction="sum")
+        assert got.dtype is tgrad.float32
+        np.testing.assert_allclose(got.numpy(), ref_poisson(a, b, True, True, 1e-8).sum(),
+                                   rtol=1e-6)
+        got = F.poisson_nll_loss(i64(a + 1).to(dt), i64(b).to(dt), log_input=False,
+                                 reduction="none")
+        np.testing.assert_allclose(got.numpy(), ref_poisson(a + 1, b, False, False, 1e-8),
+                                   rtol=1e-6)
+        got = F.triplet_margin_loss(i64(a).to(dt), i64(b).to(dt), i64(c).to(dt),
+                                    reduction="none")
+        assert got.dtype is tgrad.float32
+        np.testing.assert_allclose(got.numpy(), ref_triplet(a, b, c, 1.0, 2, 1e-6, False),
+                                   rtol=1e-6)
+    # uint8 wraps as PyTorch's: -1 * 1 in uint8 is 255, so max(0, 255 * (1 - 0)) = 255
+    u8 = tgrad.tensor([1, 2], dtype=tgrad.uint8)
+    got = F.margin_ranking_loss(u8, u8 * 0, u8, reduction="none")
+    np.testing.assert_array_equal(got.numpy(), [255.0, 252.0])
+    # an integer target with a float64 input: float64, the target not rounded
+    got = F.poisson_nll_loss(_t(a), i64(b), reduction="none")
+    assert got.dtype is tgrad.float64
+    _close(got, ref_poisson(a, b, True, False, 1e-8))
+    b_ = tgrad.tensor([True, False])
+    with pytest.raises(RuntimeError, match="bool"):
+        F.margin_ranking_loss(b_, b_, b_)
+
+
+def test_complex_inputs_follow_pytorch_formulas():
+    """soft_margin_loss: log(1 + exp(-y x)); poisson_nll_loss: exp(x) - t x or
+    x - t log(x + eps) (complex results); triplet_margin_loss: real distances of complex
+    differences. Gradients (PyTorch's convention) by gradcheck."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    p = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    n = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    y = _signs(rng, (3, 4))
+    t = rng.uniform(0.5, 3.0, (3, 4))
+    cx = lambda v, **kw: tgrad.tensor(v, dtype=tgrad.complex128, **kw)  # noqa: E731
+    for red in REDUCTIONS:
+        got = F.soft_margin_loss(cx(x), _t(y), reduction=red)
+        assert got.dtype is tgrad.complex128
+        np.testing.assert_allclose(got.numpy(), _red(np.log1p(np.exp(-y * x)), red),
+                                   rtol=1e-12)
+        for log_input in (True, False):
+            got = F.poisson_nll_loss(cx(x), _t(t), log_input=log_input, reduction=red)
+            assert got.dtype is tgrad.complex128
+            want = np.exp(x) - t * x if log_input else x - t * np.log(x + 1e-8)
+            np.testing.assert_allclose(got.numpy(), _red(want, red), rtol=1e-12)
+        got = F.triplet_margin_loss(cx(x), cx(p), cx(n), swap=True, reduction=red)
+        assert got.dtype is tgrad.float64
+        np.testing.assert_allclose(got.numpy(),
+                                   _red(ref_triplet(x, p, n, 1.0, 2, 1e-6, True), red),
+                                   rtol=1e-12)
+    got = F.triplet_margin_loss(cx(x), cx(p), cx(n), reduction="none").numpy()
+    assert got.dtype == np.float64
+    xg = cx(x, requires_grad=True)
+    assert gradcheck(lambda v: F.poisson_nll_loss(v, _t(t)), (xg,))
+    assert gradcheck(lambda v: F.poisson_nll_loss(v, _t(t), log_input=False), (xg,))
+    assert gradcheck(lambda v: F.triplet_margin_loss(v, cx(p), cx(n), reduction="sum"), (xg,))
+    with pytest.raises(NotImplementedError, match="poisson_nll_loss.*full"):
+        F.poisson_nll_loss(cx(x), _t(t), full=True)
+    with pytest.raises(RuntimeError, match="margin_ranking_loss"):
+        F.margin_ranking_loss(cx(x), cx(x), _t(y))

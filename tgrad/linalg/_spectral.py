@@ -265,12 +265,15 @@ _TAYLOR_DEGREE = 18
 @autocast_policy(None, cpu="native")  # CPU: one kernel, not listed
 def matrix_exp(A: Tensor) -> Tensor:
     """exp(A) of square matrices, batched: scaling and squaring with a Taylor polynomial
-    (module docstring); differentiable through its matmuls."""
+    (module docstring); differentiable through its matmuls. float16 / bfloat16 (which
+    PyTorch takes too) compute in float32 and round once."""
     op = "linalg.matrix_exp"
     require_tensor(op, A, "A")
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: Expected a tensor with 2 or more dimensions of shape "
                            f"(*, n, n), but got {list(A.shape)}")
+    if A.dtype in (dtypes.float16, dtypes.bfloat16):
+        return matrix_exp(A.float()).to(A.dtype)
     check_linalg_dtype(op, A.dtype)
     n = A.shape[-1]
     if n == 0:

@@ -72,7 +72,8 @@ def check_same_dtype(op: str, a_name: str, A: Tensor, b_name: str, B: Tensor,
 # --------------------------------------------------------------------------------- cholesky
 class Cholesky(Function):
     """L (lower) with A = L L^H, reading A's lower triangle (Cholesky-Crout, column by
-    column: L[j:, j] = (A[j:, j] - L[j:, :j] L[j, :j]^H) / sqrt(Re of that at j)). A column whose
+    column: L[j:, j] = (A[j:, j] - L[j:, :j] L[j, :j]^H) / sqrt(Re of that at j), L[j, j] =
+    that square root: A's diagonal is taken as real, as LAPACK's potrf). A column whose
     pivot is not > 0 gets NaN (cholesky_ex reports it in ``info``)."""
 
     node_name = "LinalgCholeskyExBackward0"
@@ -94,6 +95,8 @@ class Cholesky(Function):
                 d = d.real
             piv = ew.sqrt(ew.where(d > 0, d, math.nan))  # NaN, not a warning, when not PD
             L[..., j:, j] = col / piv.unsqueeze(-1)
+            if col.dtype.is_complex:  # L[j, j] = Re(pivot) / sqrt(Re pivot), real (LAPACK's)
+                L[..., j, j] = piv.to(col.dtype)
         ctx.save_for_backward(L)
         return L
 

@@ -229,14 +229,15 @@ def _check_sizes(x: Tensor, out: list) -> None:
 def _resample(x: Tensor, output_size, scale_factors, mode: str, align_corners,
               antialias: bool = False) -> Tensor:
     """x (N, C, *spatial) resized one spatial dim at a time (see the module docstring)."""
-    if not x.dtype.is_floating_point:
+    nearest = mode in ("nearest", "nearest-exact")
+    if not (x.dtype.is_floating_point or (nearest and x.dtype is dtypes.uint8)):
         raise NotImplementedError(f"interpolate: mode '{mode}' is not implemented for "
-                                  f"{x.dtype.name} inputs (floating point only, as PyTorch's "
-                                  f"CPU kernels); convert with .float() first")
+                                  f"{x.dtype.name} inputs (floating point only, uint8 too for "
+                                  f"the nearest modes, as PyTorch's CPU kernels); convert "
+                                  f"with .float() first")
     out = _out_sizes(x, output_size, scale_factors)
     _check_sizes(x, out)
     double = x.dtype is dtypes.float64
-    nearest = mode in ("nearest", "nearest-exact")
     (y,), half = ((x,), None) if nearest else widen_halves(x)  # linear: halves in float32
     changed = False
     for i, o in enumerate(out):

@@ -50,8 +50,21 @@ def _size(shape) -> str:
 def _as_operand(target: Tensor, input: Tensor) -> Tensor:  # noqa: A002
     """``target`` as an operand of input's arithmetic: a float target keeps its dtype, so
     the loss is computed in the promoted dtype (float32 input, float64 target: float64, as
-    PyTorch; the target is never rounded); an integer/bool target is taken in input's."""
-    return target if target.dtype.is_floating_point else target.to(input.dtype)
+    PyTorch; the target is never rounded); an integer/bool target is taken in a floating or
+    complex input's dtype (with an integer input both promote, as PyTorch's arithmetic)."""
+    if target.dtype.is_floating_point or not (input.dtype.is_floating_point
+                                              or input.dtype.is_complex):
+        return target
+    return target.to(input.dtype)
+
+
+def _check_real_or_int(op: str, x: Tensor) -> None:
+    """A real input of any dtype, as PyTorch's loss formulas take: an integer one is promoted
+    by the float margin / exp / log in them (to the default dtype), a bool one raises the
+    arithmetic's error; a complex one raises ``_check_float``'s error (no order for max(0, .))."""
+    _check_tensor(op, x)
+    if x.dtype.is_complex:
+        _check_float(op, x)
 
 
 @autocast_policy("fp32")
@@ -60,7 +73,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
                         reduction: str = "mean") -> Tensor:
     """max(0, -y (x1 - x2) + margin), reduced. x1, x2, y of one number of dims (they
     broadcast); y is 1 (x1 should rank higher) or -1."""
-    _check_float("margin_ranking_loss", input1)
+    _check_real_or_int("margin_ranking_loss", input1)
     _check_tensor("margin_ranking_loss", input2, "input2")
     _check_tensor("margin_ranking_loss", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -94,7 +107,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None,  # noqa: 
                      reduce=None, reduction: str = "mean") -> Tensor:
     """log(1 + exp(-y x)) (as a stable softplus), reduced; target broadcasts to input's
     shape but may not enlarge it."""
-    _check_float("soft_margin_loss", input)
+    if not input.dtype.is_complex:
+        _check_float("soft_margin_loss", input)
     _check_tensor("soft_margin_loss", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -103,6 +117,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None,  # noqa: 
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
                            f"shape {list(shape)}")
     (x, y), half = _compute(input, target.to(input.dtype))
+    if x.dtype.is_complex:  # PyTorch's formula, log1p(exp(-y x)) (softplus has no complex)
+        return _reduced((-y * x).exp().log1p(), reduction, half)
     return _reduced(softplus(-y * x, 1.0, math.inf), reduction, half)
 
 
@@ -273,7 +289,8 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     _check_reduction(reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
-    _check_float("triplet_margin_loss", anchor)
+    _check_tensor("triplet_margin_loss", anchor, "anchor")  # integer: promoted by eps;
+    # complex: real distances (pairwise_distance's norm of the complex differences)
     _triplet_dims(anchor, positive, negative)
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
@@ -305,8 +322,14 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
                      reduce=None, reduction: str = "mean") -> Tensor:
     """exp(x) - t x (log_input) or x - t log(x + eps); with ``full`` plus the Stirling term
     t log(t) - t + 0.5 log(2 pi t) where t > 1. Input and target broadcast; reduced."""
-    _check_float("poisson_nll_loss", input)
-    _check_tensor("poisson_nll_loss", target, "target")
+    _check_tensor("poisson_nll_loss", input)  # integer: exp / log promote it; complex: a
+    _check_tensor("poisson_nll_loss", target, "target")  # complex loss (PyTorch's formula)
+    if full and (input.dtype.is_complex or target.dtype.is_complex):
+        dt = input.dtype if input.dtype.is_complex else target.dtype
+        raise NotImplementedError(f"\"le_cpu\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (poisson_nll_loss: "
+                                  f"full=True compares the target with 1, which needs real "
+                                  f"tensors)")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     broadcast_or_raise("poisson_nll_loss", input.shape, target.shape)
