@@ -184,11 +184,13 @@ def _ce_rows(x: DeviceArray, axis: int, *others: DeviceArray):
 def cross_entropy_fwd(x: DeviceArray, t: DeviceArray, rw, axis: int, ignore_index: int,
                       reduction: str) -> tuple:
     """(loss, lse): loss_i = rw_i (lse_i - x[i, t_i]) (0 where ignored), reduced ("mean":
-    / sum(rw) over kept rows); lse per row in the compute dtype, saved for backward."""
+    / sum(rw) over kept rows); lse: (2,) + t.shape in the compute dtype, saved for
+    backward: lse[0] the row max, lse[1] log(sum exp(x - max)), so a float32 lse of large
+    logits is not rounded at its own magnitude (see tgrad/kernels/cross_entropy.py)."""
     tb = _tb()
     cdt = _compute_dtype(x.dtype)
     if t.size == 0:  # no rows: PyTorch's empty / 0 / nan (0 / 0) results
-        lse = _empty(t.shape, cdt)
+        lse = _empty((2,) + t.shape, cdt)
         if reduction == "none":
             return _empty(t.shape, x.dtype), lse
         return tb.full((), 0.0 if reduction == "sum" else float("nan"), x.dtype), lse
@@ -201,7 +203,7 @@ def cross_entropy_fwd(x: DeviceArray, t: DeviceArray, rw, axis: int, ignore_inde
     (xv,), (m, n, m0, (sx,)) = _ce_rows(x, axis)
     # "none": the kernel writes the loss in x's dtype (no cast launch after it)
     loss = _empty(t.shape, x.dtype if reduction == "none" else cdt)
-    lse, w = _empty(t.shape, cdt), _empty(t.shape, cdt)
+    lse, w = _empty((2,) + t.shape, cdt), _empty(t.shape, cdt)
     cfg = _row_cfg(n, x.dtype, forward=True)
     from tgrad.kernels.launch import karg, triton_cdiv
     with np.errstate(all="ignore"):
@@ -223,7 +225,8 @@ def cross_entropy_fwd(x: DeviceArray, t: DeviceArray, rw, axis: int, ignore_inde
 def cross_entropy_bwd(g: DeviceArray, x: DeviceArray, t: DeviceArray, rw, lse: DeviceArray,
                       axis: int, ignore_index: int, reduction: str) -> DeviceArray:
     """dx = c_i (softmax(x)_i - onehot(t_i)), c_i = g_i rw_i ("none"), g rw_i ("sum"),
-    g rw_i / sum(rw) ("mean"; / 1 when that sum is 0); 0 on ignored rows."""
+    g rw_i / sum(rw) ("mean"; / 1 when that sum is 0); 0 on ignored rows. lse: the
+    forward's (2,) + t.shape head (row max) and tail (log-sum of the shifted row)."""
     tb = _tb()
     cdt = _compute_dtype(x.dtype)
     dx = _empty(x.shape, x.dtype)

@@ -1,7 +1,8 @@
 # ruff: noqa: N803, N806  (Triton convention: pointers and constexprs in capitals)
 """cross_entropy with class indices: a fused log-softmax + NLL forward and its fused
 backward. Row layout as in tgrad/kernels/softmax.py (x rows of N classes read in place);
-the per-row arrays (targets T, row weights RW, LOSS, LSE, W) are contiguous over the M rows.
+the per-row arrays (targets T, row weights RW, LOSS, LSE, W) are contiguous over the M rows;
+LSE holds two of them: [0, M) the row max m_i, [M, 2M) log(sum_c e^(x_ic - m_i)).
 
 Forward, per row i (never materialises the probabilities):
     lse_i = m_i + log(sum_c e^(x_ic - m_i))              (one pass, or online over tiles)
@@ -10,7 +11,9 @@ Forward, per row i (never materialises the probabilities):
       exact when they are close, so logits near 1e4 lose no digits to lse's rounding)
   bytes = M N itemsize (+ 8 M targets + 3 M 4-byte outputs); FLOPs ~ 3 M N.
   "sum"/"mean" then reduce loss (and w) with the deterministic reduction kernel.
-Backward: dx_ic = c_i (e^(x_ic - lse_i) - [c == t_i]),
+  lse_i is kept as its head m_i and tail log_s_i (not rounded to one float: a float32 lse of
+  logits ~1000 has ulp 6e-5, which e^(x - lse) turns into a relative error of that size).
+Backward: dx_ic = c_i (e^((x_ic - m_i) - log_s_i) - [c == t_i]) (x - m exact where p matters),
     c_i = g_i w_i ("none"), g w_i ("sum"), g w_i / sum_j w_j ("mean"; / 1 when that is 0)
   bytes = M N (in + out itemsize); no reduction, so one streaming pass over column tiles.
 """
@@ -80,10 +83,10 @@ def _ce_fwd_rows(rb, X, T, RW, LOSS, LSE, WOUT, M, N, M0, SX1, SX0, SXN, ignore_
     else:
         m, s = online_max_sum(X, xo, rmask, N, SXN, ACC64, BLOCK_M, BLOCK_N)
         log_s = tl.log(s)
-    lse = m + log_s
     loss = tl.where(keep, w * ((m - picked) + log_s), 0.0)  # m - x[t]: exact when close
     tl.store(LOSS + rows, loss.to(LOSS.dtype.element_ty), mask=rmask)
-    tl.store(LSE + rows, lse.to(LSE.dtype.element_ty), mask=rmask)
+    tl.store(LSE + rows, m.to(LSE.dtype.element_ty), mask=rmask)  # lse = m + log_s
+    tl.store(LSE + M + rows, log_s.to(LSE.dtype.element_ty), mask=rmask)
     tl.store(WOUT + rows, w.to(WOUT.dtype.element_ty), mask=rmask)
 
 
@@ -116,13 +119,14 @@ def ce_bwd_kernel(G, X, T, RW, LSE, TOTAL, DX, M, N, M0, SX1, SX0, SXN, SD1, SD0
     if MEAN:
         total = load_acc(TOTAL + rows * 0, rmask, 1.0, ACC64)
         c = c / tl.where(total != 0.0, total, 1.0)
-    lse = load_acc(LSE + rows, rmask, 0.0, ACC64)
+    hi = load_acc(LSE + rows, rmask, 0.0, ACC64)  # lse = hi + lo: the row max, log(sum)
+    lo = load_acc(LSE + M + rows, rmask, 0.0, ACC64)
     cols0 = tl.arange(0, BLOCK_N).to(tl.int64)
     for start in range(0, N, BLOCK_N):
         cols = start + cols0
         mask = rmask[:, None] & (cols < N)[None, :]
         x = load_acc(X + xo + cols[None, :] * SXN, mask, 0.0, ACC64)
-        p = tl.exp(x - lse[:, None])
+        p = tl.exp((x - hi[:, None]) - lo[:, None])
         onehot = cols[None, :] == t.to(tl.int64)[:, None]
         dx = c[:, None] * (p - tl.where(onehot, 1.0, 0.0))
         dx = tl.where(keep[:, None], dx, 0.0)
