@@ -328,3 +328,22 @@ def test_bernoulli_normal_multinomial_out():
         tgrad.multinomial(w, 2, out=tgrad.empty(2, 2, dtype=tgrad.int32))
     with pytest.raises(TypeError):  # the Tensor methods take no out=, as PyTorch's
         p.bernoulli(out=tgrad.empty(2, 3))
+
+
+def test_integer_draws_into_a_float_dtype_stay_below_to():
+    # PyTorch's update_to: to - 1 that rounds up to `to` in the dtype moves `to` down by the
+    # dtype's spacing there (float16 spacing in [2^15, 2^16) is 32, bfloat16's in
+    # [2^39, 2^40) is 2^32), so no drawn value equals `to` after the cast
+    import warnings
+    tgrad.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (PyTorch's precision warning past 2^digits)
+        h = tgrad.zeros(50000, dtype=tgrad.float16).random_(0, 60000)
+        assert float(h.max()) <= 60000 - 32
+        b = tgrad.zeros(50000, dtype=tgrad.bfloat16).random_(0, 2 ** 40)
+        assert float(b.max()) <= 2 ** 40 - 2 ** 32
+        r = tgrad.randint(0, 60000, (50000,), dtype=tgrad.float16)
+        assert float(r.max()) <= 60000 - 32 and float(r.min()) >= 0
+    # exact ranges (every integer representable) are untouched
+    x = tgrad.zeros(2000, dtype=tgrad.float32).random_(0, 100)
+    assert float(x.max()) == 99.0 and float(x.min()) == 0.0

@@ -538,6 +538,32 @@ def check_random_bounds(op: str, from_: int, to: int, dt, to_given: bool = True)
                               f"only within this range.", UserWarning, stacklevel=3)
 
 
+def float_draw_bounds(from_: int, to: int, dt, to_given: bool = True) -> tuple:
+    """PyTorch's update_from / update_to for integers drawn into a floating dtype: an int
+    that rounds (to nearest) past the bound once cast is moved in by the dtype's spacing
+    there, so that the drawn values stay inside [from, to) after the cast (float16
+    random_(0, 60000) never gives 60000; its to becomes 59968). ``to`` is left alone when
+    not given (the [from, 2^digits] range)."""
+    if not dt.is_floating_point:
+        return from_, to
+    digits = _FLOAT_DIGITS[dt.name]
+
+    def cast(v: int) -> int:  # static_cast<scalar_t>(v), back to an int
+        return int(np.asarray(float(v)).astype(dt.np))
+
+    from_plus_1 = cast(from_ + 1)
+    if from_plus_1 < from_:
+        from_ = from_plus_1 + (1 << (abs(from_ + 1).bit_length() - 1 - digits + 1))
+    if to_given:
+        to_minus_1 = cast(to - 1)
+        if to_minus_1 >= to:
+            to = to_minus_1 - (1 << (abs(to - 1).bit_length() - 1 - digits + 1))
+        if from_ >= to:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than 'to' "
+                               f"casted to dtype, but got from={from_} >= to={to}")
+    return from_, to
+
+
 def _int64_word(value: int) -> int:
     """``value`` mod 2^64 as a signed 64-bit int (the two's complement bits)."""
     value %= 2 ** 64
@@ -589,6 +615,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     high = _int_arg("randint", "high", high, pos[1], allow_bool=False)
     out_dt = dtypes.as_dtype(dtype or "int64")
     check_random_bounds("randint", low, high, out_dt)
+    low, high = float_draw_bounds(low, high, out_dt)
     from tgrad.generator import drawing_from
     dev = as_device(device)
     with drawing_from(generator, dev, "randint"):

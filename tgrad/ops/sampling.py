@@ -34,6 +34,7 @@ from tgrad.ops._common import tensor_method
 from tgrad.ops.creation import (
     _FLOAT_DIGITS,
     check_random_bounds,
+    float_draw_bounds,
     full,
     rand,
     rand_like,
@@ -267,6 +268,7 @@ def random_(self: Tensor, from_: int | None = None, to=_NO_TO, *,
     elif to is None:
         to = top + 1
     check_random_bounds("random_", from_, to, self.dtype, to_given)
+    from_, to = float_draw_bounds(from_, to, self.dtype, to_given)
     return _fill(self, "random_",
                  lambda x: random_integers(tuple(x.shape), from_, to, x.device), generator)
 
