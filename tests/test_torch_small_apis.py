@@ -161,6 +161,15 @@ def test_get_device_and_device_module():
     assert tgrad.cpu.is_available() and tgrad.cpu.device_count() == 1
 
 
+def test_cuda_set_device_negative_index_and_non_cuda_device():
+    # PyTorch's torch.cuda.set_device: a negative index is a no-op and a non-cuda device a
+    # ValueError, both decided before cuda is touched (so also without cuda)
+    tgrad.cuda.set_device(-1)
+    for bad in ("cpu", tgrad.device("cpu")):
+        with pytest.raises(ValueError, match="Expected a cuda device, but got: cpu"):
+            tgrad.cuda.set_device(bad)
+
+
 def test_cpu_device_module_has_pytorchs_names():
     # torch.cpu's names for device-agnostic code (tgrad.cpu.current_stream was missing)
     cpu = tgrad.cpu
