@@ -771,6 +771,19 @@ def test_finfo_and_iinfo_give_pytorchs_limits():
         tgrad.finfo(tgrad.int64)
     with pytest.raises(TypeError, match="iinfo\\(\\) requires an integer input type"):
         tgrad.iinfo(tgrad.float32)
+    with pytest.raises(TypeError, match="tgrad.bool is not supported by tgrad.iinfo"):
+        tgrad.iinfo(tgrad.bool)
+    # PyTorch's: limits of one dtype compare equal; the repr has 6 significant digits
+    assert tgrad.finfo(tgrad.float32) == tgrad.finfo(tgrad.float32)
+    assert tgrad.finfo(tgrad.complex64) == tgrad.finfo(tgrad.float32)
+    assert tgrad.finfo(tgrad.float32) != tgrad.finfo(tgrad.float64)
+    assert tgrad.iinfo(tgrad.int8) == tgrad.iinfo(tgrad.int8) != tgrad.iinfo(tgrad.int16)
+    assert len({tgrad.finfo(tgrad.float16), tgrad.finfo(tgrad.float16)}) == 1
+    assert repr(tgrad.finfo(tgrad.float16)) == (
+        "finfo(resolution=0.001, min=-65504, max=65504, eps=0.000976562, "
+        "smallest_normal=6.10352e-05, tiny=6.10352e-05, dtype=float16)")
+    assert repr(tgrad.iinfo(tgrad.int32)) == \
+        "iinfo(min=-2.14748e+09, max=2.14748e+09, dtype=int32)"
     # the mask value float16 attention code uses where -1e9 would raise
     h = tgrad.zeros(2, dtype=tgrad.float16)
     assert h.masked_fill(tgrad.tensor([True, False]), f.min).tolist() == [-65504.0, 0.0]

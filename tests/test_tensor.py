@@ -60,6 +60,26 @@ def test_set_default_dtype_round_trip():
         tgrad.set_default_dtype(tgrad.int64)
 
 
+def test_set_default_dtype_takes_only_the_four_float_dtypes():
+    # PyTorch: a dtype object of float16/bfloat16/float32/float64; None (which NumPy reads
+    # as float64), Python's float, a name and the float8 storage types are TypeErrors and
+    # leave the default unchanged
+    for bad in (None, float, "float64", np.float64):
+        with pytest.raises(TypeError, match="invalid dtype object: only floating-point"):
+            tgrad.set_default_dtype(bad)
+    for f8 in (tgrad.float8_e4m3fn, tgrad.float8_e5m2, tgrad.float8_e8m0fnu):
+        with pytest.raises(TypeError, match="only floating-point types are supported"):
+            tgrad.set_default_dtype(f8)
+    assert tgrad.get_default_dtype() is tgrad.float32
+    assert tgrad.tensor([1.0]).dtype is tgrad.float32
+    try:
+        for dt in (tgrad.float16, tgrad.bfloat16, tgrad.float64):
+            tgrad.set_default_dtype(dt)
+            assert tgrad.tensor([1.0]).dtype is dt and tgrad.arange(2.0).dtype is dt
+    finally:
+        tgrad.set_default_dtype(tgrad.float32)
+
+
 def test_bad_dtype_is_a_clear_error():
     with pytest.raises(TypeError, match="not support NumPy dtype uint32"):
         tgrad.tensor(np.ones(2, np.uint32))

@@ -161,6 +161,40 @@ def test_get_device_and_device_module():
     assert tgrad.cpu.is_available() and tgrad.cpu.device_count() == 1
 
 
+def test_device_as_a_context_manager_sets_the_default_device():
+    # PyTorch's ``with torch.device(d):`` - d is the default device inside, blocks nest, the
+    # previous default comes back after (also on an exception); no cuda tensor is made here
+    cpu, cuda = tgrad.device("cpu"), tgrad.device("cuda", 0)
+    try:
+        with cpu as d:
+            assert d is cpu and tgrad.get_default_device() == cpu
+            assert tgrad.zeros(1).device == cpu
+            with cuda:
+                assert tgrad.get_default_device() == cuda
+                with cpu:
+                    assert tgrad.get_default_device() == cpu
+                assert tgrad.get_default_device() == cuda
+            assert tgrad.get_default_device() == cpu
+        tgrad.set_default_device("cuda")
+        with pytest.raises(KeyError):
+            with cpu:
+                assert tgrad.get_default_device() == cpu
+                raise KeyError("x")
+        assert tgrad.get_default_device() == cuda
+    finally:
+        tgrad.set_default_device(None)
+    assert tgrad.get_default_device() == cpu
+
+
+def test_cuda_set_device_negative_index_and_non_cuda_device():
+    # PyTorch's torch.cuda.set_device: a negative index is a no-op and a non-cuda device a
+    # ValueError, both decided before cuda is touched (so also without cuda)
+    tgrad.cuda.set_device(-1)
+    for bad in ("cpu", tgrad.device("cpu")):
+        with pytest.raises(ValueError, match="Expected a cuda device, but got: cpu"):
+            tgrad.cuda.set_device(bad)
+
+
 def test_cpu_device_module_has_pytorchs_names():
     # torch.cpu's names for device-agnostic code (tgrad.cpu.current_stream was missing)
     cpu = tgrad.cpu

@@ -67,10 +67,22 @@ class Device:
     def __hash__(self) -> int:
         return hash((self.type, self.index))
 
+    def __enter__(self) -> Device:
+        """``with tgrad.device(...)``: this device is the default device inside the block,
+        the previous default after it (PyTorch's; blocks nest)."""
+        _entered.append(_default_device)
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        set_default_device(_entered.pop())
+        return False
+
 
 CPU = Device("cpu")
 _cache: dict = {"cpu": CPU, None: None}
 _default_device = CPU
+_entered: list = []  # the defaults that enclosing ``with device(...)`` blocks replaced
 
 
 def as_device(dev) -> Device:

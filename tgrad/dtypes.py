@@ -136,11 +136,17 @@ def to_real(dt: DType) -> DType:
 
 
 def set_default_dtype(dtype: DType) -> None:
+    """The dtype of Python floats and of float factories: float16, bfloat16, float32 or
+    float64, given as a tgrad dtype (PyTorch's rule: no name, no ``float``, no None, no
+    float8 storage type, each a TypeError)."""
     global _default_float
-    dtype = as_dtype(dtype)
-    if not dtype.is_floating_point:
+    if not isinstance(dtype, DType):
+        raise TypeError(f"set_default_dtype: invalid dtype object: only floating-point types "
+                        f"are supported as the default type, got {dtype!r}; pass a tgrad "
+                        f"dtype such as tgrad.float64")
+    if not dtype.is_floating_point or dtype in FLOAT8_DTYPES:
         raise TypeError(f"set_default_dtype: only floating-point types are supported as the "
-                        f"default type, got {dtype}")
+                        f"default type (float16, bfloat16, float32, float64), got {dtype}")
     _default_float = dtype
 
 
@@ -442,10 +448,16 @@ class finfo:  # noqa: N801 - PyTorch's name
         self.resolution = 1.0 if dt in FLOAT8_DTYPES else 10.0 ** -int(info.precision)
         self.dtype = dt.name
 
-    def __repr__(self) -> str:
-        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, "
-                f"eps={self.eps}, smallest_normal={self.smallest_normal}, tiny={self.tiny}, "
-                f"dtype={self.dtype})")
+    def __repr__(self) -> str:  # PyTorch's: 6 significant digits ("min=-65504")
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+    def __eq__(self, other: object) -> bool:  # PyTorch's: the same dtype's limits
+        return isinstance(other, finfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("finfo", self.dtype))
 
 
 class iinfo:  # noqa: N801 - PyTorch's name
@@ -454,12 +466,20 @@ class iinfo:  # noqa: N801 - PyTorch's name
 
     def __init__(self, dtype) -> None:
         dt = as_dtype(dtype)
-        if dt.is_floating_point or dt.is_complex or dt is bool_:
+        if dt is bool_:
+            raise TypeError(f"{dt!r} is not supported by tgrad.iinfo")
+        if dt.is_floating_point or dt.is_complex:
             raise TypeError(f"iinfo() requires an integer input type. Use finfo to handle "
                             f"'{dt!r}'")
         info = np.iinfo(dt.np)
         self.bits, self.min, self.max, self.dtype = int(info.bits), int(info.min), \
             int(info.max), dt.name
 
-    def __repr__(self) -> str:
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+    def __repr__(self) -> str:  # PyTorch's: 6 significant digits ("min=-2.14748e+09")
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, iinfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("iinfo", self.dtype))

@@ -75,7 +75,12 @@ def current_device() -> int:
 
 
 def set_device(device) -> None:
-    runtime().set_device(_device_index(device))
+    """Make ``device`` (an index, a cuda device or its string) the current device; a
+    negative index is a no-op and a non-cuda device a ValueError, as in PyTorch (both
+    without needing cuda)."""
+    idx = _device_index(device)
+    if idx >= 0:
+        runtime().set_device(idx)
 
 
 def get_device_properties(device=None) -> DeviceProperties:
