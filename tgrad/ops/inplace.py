@@ -180,7 +180,15 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     _check_fits(op, res, self)
     if res.dtype is not self.dtype:
         res = res.to(self.dtype)
-    if res._grad_fn is None or any(res is a for a in args):
+    if not res._requires_grad:  # a non-differentiable op (heaviside_, floor_divide_...)
+        if not old._requires_grad:  # only an operand required grad: nothing to record
+            _write(self, res._data)
+            if fw is not None:
+                from tgrad.autograd.forward_ad import inplace_update
+                inplace_update(self, res)
+            return self
+        res = CopyFrom.apply(old, res)  # the old values get gradient 0 (self stays a non-leaf)
+    elif res._grad_fn is None or any(res is a for a in args):
         res = clone(res)  # the written values need a node of their own
     _write(self, res._data)
     if fw is not None:
@@ -259,7 +267,15 @@ def inplace_method(name: str, fn):
     return tensor_method(name)(method)
 
 
-for _name in ("neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "sin", "cos",
+def _abs_real(x: Tensor) -> Tensor:
+    """``abs`` for ``abs_``: |z| of a complex tensor is real, so PyTorch refuses it in place."""
+    if x.dtype.is_complex:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return ew.abs(x)
+
+
+inplace_method("abs_", _abs_real)
+for _name in ("neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "sin", "cos",
               "floor", "ceil", "round", "reciprocal", "log1p", "expm1", "rsqrt", "erf",
               "square", "sign", "trunc", "log2", "log10", "exp2", "sinh", "cosh", "tan",
               "atan", "asin", "acos", "atan2"):
