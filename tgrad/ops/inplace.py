@@ -158,11 +158,14 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     if base is not None and self._view_chain is None:
         if self._inference_mode_view:
             raise RuntimeError(_INFERENCE_VIEW)
+        # PyTorch's text (CreationMeta::NO_GRAD_MODE: also a view made in a custom
+        # Function's forward, which runs without grad)
         raise RuntimeError(
-            f"{op}: a view created in no_grad mode (or inside a custom Function's forward) is "
-            f"being modified in-place with grad mode enabled, so the gradient of its base "
-            f"cannot be tracked. Create the view and modify it both inside or both outside "
-            f"the no_grad block, or modify a clone() of the view.")
+            f"{op}: A view was created in no_grad mode and is being modified inplace with "
+            f"grad mode enabled. Given that this use case is ambiguous and error-prone, it is "
+            f"forbidden. You can clarify your code by moving both the view and the inplace "
+            f"either both inside the no_grad block (if you don't want the inplace to be "
+            f"tracked) or both outside (if you want the inplace to be tracked).")
     view_rebase = self._base is not None
     if view_rebase:
         from tgrad.ops.layout import replay_on_base
