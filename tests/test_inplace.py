@@ -317,7 +317,10 @@ def test_inplace_on_view_created_in_no_grad_mode_raises():
     b = a * 1
     with tgrad.no_grad():
         v = b[0:2]
-    with pytest.raises(RuntimeError, match="view created in no_grad mode"):
+    # PyTorch's text
+    with pytest.raises(RuntimeError, match=r"^mul_: A view was created in no_grad mode and is "
+                                           r"being modified inplace with grad mode enabled\. "
+                                           r"Given that this use case is ambiguous"):
         v.mul_(2)
     with tgrad.no_grad():
         v.mul_(2)  # both in no_grad: allowed, not tracked
@@ -765,3 +768,45 @@ def test_embedding_of_a_0d_index_copies_the_row():
     np.testing.assert_array_equal(e.numpy(), M.T[1])
     e.fill_(0.0)
     np.testing.assert_array_equal(w.numpy(), M.T)
+
+
+# ------------------------------------------- non-differentiable in-place ops (regressions)
+
+@pytest.mark.parametrize("op", ["heaviside_", "floor_divide_", "nextafter_"])
+def test_non_differentiable_inplace_keeps_a_non_leaf_in_the_graph(op):
+    # x.op_(y) on a non-leaf used to turn x into a leaf requiring grad: backward then filled
+    # x.grad and dropped the gradient of what x came from. The op is not differentiable
+    # (its out-of-place result does not require grad), so x's old values get gradient 0.
+    a = leaf(X)
+    x = a * 3.0
+    y = f64([1.0, 2.0, 0.5, 3.0])
+    assert getattr(x, op)(y) is x
+    assert not x.is_leaf and x.requires_grad and x.grad_fn is not None
+    (x * f64([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.zeros(4))
+    # a write through a view: the rest of the base keeps its gradient (3 * w)
+    a = leaf(X)
+    x = a * 3.0
+    getattr(x[1:3], op)(y[1:3])
+    (x * f64([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [3.0, 0.0, 0.0, 12.0])
+
+
+def test_non_differentiable_inplace_with_a_grad_operand_records_nothing():
+    # only the operand requires grad: the result does not depend on it differentiably
+    x = f64([0.5, -1.5, 2.0])
+    x.heaviside_(leaf([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(x.numpy(), [1.0, 0.0, 1.0])
+    assert not x.requires_grad and x.is_leaf
+
+
+def test_abs_inplace_refuses_complex():
+    # PyTorch: |z| is real, it cannot be stored in place into a complex tensor
+    z = tgrad.tensor([3 + 4j, -1j], dtype=tgrad.complex128)
+    for op in ("abs_", "absolute_"):
+        with pytest.raises(RuntimeError, match="In-place abs is not supported for complex"):
+            getattr(z, op)()
+    np.testing.assert_array_equal(z.numpy(), [3 + 4j, -1j])
+    x = f64([-1.5, 2.0])
+    assert x.abs_() is x
+    np.testing.assert_array_equal(x.numpy(), [1.5, 2.0])

@@ -606,6 +606,19 @@ def test_cumprod_dtypes_0d_and_inplace():
         tgrad.cumprod(tgrad.zeros(2, 3), 2)
 
 
+def test_cumsum_cumprod_inplace_dtype_must_be_self_dtype():
+    # PyTorch: "Bad in-place call: input tensor dtype float and output tensor dtype double
+    # should match"; the dtype was silently computed in and cast back before
+    for op in ("cumsum_", "cumprod_"):
+        x = tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float32)
+        with pytest.raises(RuntimeError, match=rf"{op}: Bad in-place call: input tensor dtype "
+                                               r"float32 and output tensor dtype float64"):
+            getattr(x, op)(0, dtype=tgrad.float64)
+        assert x.tolist() == [1.0, 2.0, 3.0] and x._version == 0
+        assert getattr(x, op)(0, dtype=tgrad.float32) is x
+        assert x.tolist() == ([1.0, 3.0, 6.0] if op == "cumsum_" else [1.0, 2.0, 6.0])
+
+
 def _cumprod_grad_ref(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     """dx_j = sum_{k >= j} g_k prod_{i <= k, i != j} x_i, by brute force (1-D)."""
     n = x.shape[0]

@@ -158,11 +158,14 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     if base is not None and self._view_chain is None:
         if self._inference_mode_view:
             raise RuntimeError(_INFERENCE_VIEW)
+        # PyTorch's text (CreationMeta::NO_GRAD_MODE: also a view made in a custom
+        # Function's forward, which runs without grad)
         raise RuntimeError(
-            f"{op}: a view created in no_grad mode (or inside a custom Function's forward) is "
-            f"being modified in-place with grad mode enabled, so the gradient of its base "
-            f"cannot be tracked. Create the view and modify it both inside or both outside "
-            f"the no_grad block, or modify a clone() of the view.")
+            f"{op}: A view was created in no_grad mode and is being modified inplace with "
+            f"grad mode enabled. Given that this use case is ambiguous and error-prone, it is "
+            f"forbidden. You can clarify your code by moving both the view and the inplace "
+            f"either both inside the no_grad block (if you don't want the inplace to be "
+            f"tracked) or both outside (if you want the inplace to be tracked).")
     view_rebase = self._base is not None
     if view_rebase:
         from tgrad.ops.layout import replay_on_base
@@ -180,7 +183,15 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     _check_fits(op, res, self)
     if res.dtype is not self.dtype:
         res = res.to(self.dtype)
-    if res._grad_fn is None or any(res is a for a in args):
+    if not res._requires_grad:  # a non-differentiable op (heaviside_, floor_divide_...)
+        if not old._requires_grad:  # only an operand required grad: nothing to record
+            _write(self, res._data)
+            if fw is not None:
+                from tgrad.autograd.forward_ad import inplace_update
+                inplace_update(self, res)
+            return self
+        res = CopyFrom.apply(old, res)  # the old values get gradient 0 (self stays a non-leaf)
+    elif res._grad_fn is None or any(res is a for a in args):
         res = clone(res)  # the written values need a node of their own
     _write(self, res._data)
     if fw is not None:
@@ -259,7 +270,15 @@ def inplace_method(name: str, fn):
     return tensor_method(name)(method)
 
 
-for _name in ("neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "sin", "cos",
+def _abs_real(x: Tensor) -> Tensor:
+    """``abs`` for ``abs_``: |z| of a complex tensor is real, so PyTorch refuses it in place."""
+    if x.dtype.is_complex:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return ew.abs(x)
+
+
+inplace_method("abs_", _abs_real)
+for _name in ("neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "sin", "cos",
               "floor", "ceil", "round", "reciprocal", "log1p", "expm1", "rsqrt", "erf",
               "square", "sign", "trunc", "log2", "log10", "exp2", "sinh", "cosh", "tan",
               "atan", "asin", "acos", "atan2"):

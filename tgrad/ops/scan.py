@@ -77,7 +77,19 @@ def cumsum(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
     return out if dt is None or out.dtype is dt else out.to(dt)  # integers: not int64
 
 
-inplace_method("cumsum_", cumsum)
+def _scan_inplace(name: str, fn) -> None:
+    """The in-place scan ``name`` of ``fn``: its ``dtype`` must be self's (PyTorch's check;
+    computing in another dtype and casting back is refused)."""
+    def scan_(x: Tensor, *args, dtype=None, **kwargs) -> Tensor:
+        if dtype is not None and dtypes.as_dtype(dtype) is not x.dtype:
+            raise RuntimeError(f"{name}: Bad in-place call: input tensor dtype {x.dtype.name} "
+                               f"and output tensor dtype {dtypes.as_dtype(dtype).name} should "
+                               f"match")
+        return fn(x, *args, dtype=dtype, **kwargs)
+    inplace_method(name, scan_)
+
+
+_scan_inplace("cumsum_", cumsum)
 
 
 def _cumprod_scan(x: Tensor, d: int) -> Tensor:
@@ -170,4 +182,4 @@ def cumprod(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
     return fresh(y.reshape(())) if input.ndim == 0 else y
 
 
-inplace_method("cumprod_", cumprod)
+_scan_inplace("cumprod_", cumprod)
