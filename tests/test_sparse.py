@@ -636,6 +636,33 @@ def test_public_unary_functions_route_sparse():
         tgrad.isposinf(z)
 
 
+def test_route_sparse_one_rule():
+    # the one route of the public functions (tgrad.ops._common.route_sparse): a dense
+    # operand's error is re-raised unchanged (the same exception object), a sparse operand
+    # goes to its method (one operand) or tgrad.sparse.binary (two), and a sparse error
+    # raised there is not chained to the strided one
+    from tgrad.ops._common import route_sparse
+    err = RuntimeError("dense error")
+    with pytest.raises(RuntimeError) as info:
+        route_sparse("sin", err, tgrad.ones(2), 3.0)
+    assert info.value is err
+    s = tgrad.sparse_coo_tensor([[0, 2]], tgrad.tensor([0.5, -2.0], dtype=tgrad.float64), (3,))
+    r = route_sparse("nan_to_num", err, s, nan=1.0, posinf=None, neginf=None)
+    np.testing.assert_array_equal(r.to_dense().numpy(), [0.5, 0.0, -2.0])
+    r = route_sparse("add", err, tgrad.ones(3, dtype=tgrad.float64), s, alpha=2)
+    np.testing.assert_array_equal(r.numpy(), [2.0, 1.0, -3.0])  # 1 + 2 * s, dense
+    for call in (lambda: tgrad.exp(s), lambda: tgrad.atan2(s, s),
+                 lambda: tgrad.add(tgrad.ones(2), s)):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert info.value.__suppress_context__ and info.value.__cause__ is None
+    # the dense functions keep their own errors (nothing sparse to route)
+    with pytest.raises(RuntimeError, match="isposinf does not support complex"):
+        tgrad.isposinf(tgrad.tensor([1j]))
+    with pytest.raises(RuntimeError, match="frac"):
+        tgrad.frac(tgrad.tensor([1, 2]))
+
+
 def test_sum_keepdim_and_dense_gradient():
     # Tensor.sum(dim, keepdim=True): summed dims kept as size 1 (a sparse result flagged
     # uncoalesced); the gradient is g broadcast to every element, dense (PyTorch's)

@@ -103,23 +103,29 @@ def tensor_method(*names: str):
     return deco
 
 
-def sparse_routed(fn):
-    """The public function ``fn`` (a zero-preserving unary op, applied above
-    ``tensor_method`` so the Tensor method stays ``fn``) also taking a sparse COO tensor:
-    the strided body runs as before; only when it raised (every strided op raises on the
-    sparse placeholder) and ``input`` is sparse does the input's own method of that name
-    (tgrad.sparse) give the result or its sparse error. The dense path pays one call."""
-    name = fn.__name__
+def route_sparse(name: str, exc: BaseException, *operands, **kwargs):
+    """The one sparse COO route of the public functions, called only inside their
+    ``except RuntimeError as exc:`` (NotImplementedError included: the sparse placeholder
+    raises it for every strided op), so the dense path pays nothing (a ``try:`` is free):
 
-    @functools.wraps(fn)
-    def routed(input, *args, **kwargs):  # noqa: A002
         try:
-            return fn(input, *args, **kwargs)
-        except RuntimeError:  # (NotImplementedError from the sparse placeholder, or a
-            if not getattr(input, "_sparse", False):  # RuntimeError of a strided op on it)
-                raise
-        return getattr(input, name)(*args, **kwargs)  # (outside the handler: no chaining)
-    return routed
+            <strided body>
+        except RuntimeError as e:
+            return route_sparse("sin", e, input)
+
+    No operand sparse: ``exc`` is re-raised (a dense error stays the dense error). One
+    operand: its own method ``name`` (tgrad.sparse; ``kwargs`` passed on); two: the binary
+    route ``tgrad.sparse.binary(name, input, other, **kwargs)``. A sparse error raised there
+    is raised without the strided error as its context."""
+    if not any(getattr(x, "_sparse", False) for x in operands):
+        raise exc
+    try:
+        if len(operands) == 1:
+            return getattr(operands[0], name)(**kwargs)
+        from tgrad.sparse import binary
+        return binary(name, *operands, **kwargs)
+    except Exception as err:
+        raise err from None  # (the sparse op's own error, not chained to the strided one)
 
 
 def backend_of(t: Tensor):

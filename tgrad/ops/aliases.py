@@ -35,7 +35,7 @@ from tgrad import _layout, dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import complex_ops as cx
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor, sparse_routed, tensor_method
+from tgrad.ops._common import require_tensor, route_sparse, tensor_method
 from tgrad.ops.composite import logical_xor
 from tgrad.ops.inplace import apply_inplace, inplace_method
 from tgrad.ops.logmath import copysign, hypot
@@ -115,13 +115,15 @@ def positive(input: Tensor) -> Tensor:  # noqa: A002
     return input
 
 
-@sparse_routed
 @tensor_method("sgn")
 def sgn(input: Tensor) -> Tensor:  # noqa: A002
     """sign(x) for real x; x / |x| (0 at 0) for complex x."""
-    if isinstance(input, Tensor) and input.dtype.is_complex:
-        return cx.complex_sgn(input)
-    return ew.sign(input)
+    try:
+        if isinstance(input, Tensor) and input.dtype.is_complex:
+            return cx.complex_sgn(input)
+        return ew.sign(input)
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("sgn", e, input)
 
 
 inplace_method("sgn_", sgn)
@@ -151,12 +153,15 @@ def _self(name: str):
 
 def _conj(name: str):
     def fn(input: Tensor) -> Tensor:  # noqa: A002
-        return cx.complex_conj(input)
+        try:
+            return cx.complex_conj(input)
+        except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+            return route_sparse(name, e, input)
 
     fn.__name__ = name
     fn.__doc__ = ("The complex conjugate, materialised (tgrad has no lazy conjugate bit); a "
                   "real tensor is returned as it is.")
-    return sparse_routed(tensor_method(name)(fn))
+    return tensor_method(name)(fn)
 
 
 conj = _conj("conj")

@@ -132,7 +132,10 @@ inplace_method("triu_", lambda x, diagonal=0: _triangle("triu_", x, diagonal, Fa
 @tensor_method("frac")
 def frac(input: Tensor) -> Tensor:  # noqa: A002
     """x - trunc(x) (the sign of x kept);  dx = g."""
-    if input._sparse:  # (a sparse COO tensor: its own zero-preserving op, coalesced first)
+    # a sparse COO tensor: its own zero-preserving op (coalesced first). Tested up front,
+    # not in the shared except form (_common.route_sparse): the body below runs on the
+    # sparse operators without raising (an uncoalesced s - trunc(s)). One attribute read.
+    if input._sparse:
         return input.frac()
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"frac: not implemented for {input.dtype.name} tensors; it takes "

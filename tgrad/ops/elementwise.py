@@ -22,8 +22,8 @@ from tgrad.ops._common import (
     backend_of,
     register_op,
     require_tensor,
+    route_sparse,
     same_device,
-    sparse_routed,
     tensor_method,
     wrap,
 )
@@ -268,10 +268,8 @@ def _unary_fn(name: str):
     def fn(input: Tensor) -> Tensor:  # noqa: A002
         try:
             return cls.apply(input)
-        except NotImplementedError:  # (free when nothing raises) a sparse COO input: its
-            if getattr(input, "_sparse", False):  # own method (tgrad.sparse)
-                return getattr(input, name)()
-            raise
+        except RuntimeError as e:  # (free when nothing raises) a sparse COO input: its
+            return route_sparse(name, e, input)  # own method (tgrad.sparse), else e
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name}."
     return tensor_method(name)(fn)
@@ -977,11 +975,8 @@ def _binary_fn(name: str, methods=(), reflected=()):
                 input, other = _cpu_scalars_moved(input, other)  # noqa: A001
             try:
                 return cls.apply(input, other)
-            except NotImplementedError:  # (free when nothing raises) a sparse COO operand
-                if getattr(input, "_sparse", False) or getattr(other, "_sparse", False):
-                    from tgrad.sparse import binary
-                    return binary(name, input, other)
-                raise
+            except RuntimeError as e:  # (free when nothing raises) a sparse COO operand
+                return route_sparse(name, e, input, other)
             except TypeError:  # (free when nothing raises) an unusual operand
                 if operator and isinstance(other, np.ndarray):
                     return NotImplemented
@@ -1072,11 +1067,8 @@ def _with_alpha(fn):
                     and other.device is not input.device):
                 return apply(input, other)  # the common case
             return _alpha_apply(name, apply, input, other, alpha)
-        except NotImplementedError:  # (free when nothing raises) a sparse COO operand
-            if getattr(input, "_sparse", False) or getattr(other, "_sparse", False):
-                from tgrad.sparse import binary
-                return binary(name, input, other, alpha)
-            raise
+        except RuntimeError as e:  # (free when nothing raises) a sparse COO operand
+            return route_sparse(name, e, input, other, alpha=alpha)
     op.__name__ = fn.__name__
     op.__doc__ = f"{fn.__doc__[:-1]}; ``other`` is scaled by ``alpha`` first."
     tensor_method(fn.__name__)(op)
@@ -1242,11 +1234,8 @@ def _with_rounding_mode(true_div):
                 return floor_divide(input, other)
             q = floor_divide(input, other)  # (checks division by zero) moved toward zero:
             return where(logical_and(ne(q * other, input), lt(q, 0)), q + 1, q)
-        except NotImplementedError:  # (free when nothing raises) a sparse COO operand
-            if not (getattr(input, "_sparse", False) or getattr(other, "_sparse", False)):
-                raise
-        from tgrad.sparse import binary
-        return binary("div", input, other, rounding_mode=rounding_mode)
+        except RuntimeError as e:  # (free when nothing raises) a sparse COO operand
+            return route_sparse("div", e, input, other, rounding_mode=rounding_mode)
     div.__doc__ = f"{true_div.__doc__[:-1]}; ``rounding_mode`` None, 'trunc' or 'floor'."
     return tensor_method("div", "true_divide", "divide")(div)
 
@@ -1397,10 +1386,8 @@ register_op(Relu)
 def relu(input: Tensor) -> Tensor:  # noqa: A002
     try:
         return Relu.apply(input)
-    except NotImplementedError:  # (free when nothing raises) a sparse COO input
-        if getattr(input, "_sparse", False):
-            return input.relu()
-        raise
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("relu", e, input)
 
 
 # g where x == y, else exactly 0: amax/amin's gradient mask, one kernel when fused
@@ -1540,18 +1527,24 @@ clip = clamp
 
 
 def isnan(input: Tensor) -> Tensor:  # noqa: A002
-    return ne(input, input)
+    try:
+        return ne(input, input)
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("isnan", e, input)
 
 
 def isinf(input: Tensor) -> Tensor:  # noqa: A002
-    x = input.detach()
-    if x.dtype in dtypes.FLOAT8_DTYPES:  # PyTorch has it for float8_e5m2 only
-        if x.dtype is not dtypes.float8_e5m2:
-            dtypes.refuse_float8("isinf", x.dtype)
-        x = x.float()
-    if x.dtype is dtypes.bool_:  # (abs refuses bools): never infinite
-        return ne(x, x)
-    return eq(abs(x), math.inf)
+    try:
+        x = input.detach()
+        if x.dtype in dtypes.FLOAT8_DTYPES:  # PyTorch has it for float8_e5m2 only
+            if x.dtype is not dtypes.float8_e5m2:
+                dtypes.refuse_float8("isinf", x.dtype)
+            x = x.float()
+        if x.dtype is dtypes.bool_:  # (abs refuses bools): never infinite
+            return ne(x, x)
+        return eq(abs(x), math.inf)
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("isinf", e, input)
 
 
 def isfinite(input: Tensor) -> Tensor:  # noqa: A002
@@ -1565,7 +1558,7 @@ def isfinite(input: Tensor) -> Tensor:  # noqa: A002
     return logical_and(eq(x, x), ne(abs(x), math.inf))
 
 
-isnan = sparse_routed(tensor_method("isnan")(isnan))  # (a sparse input: its method)
-isinf = sparse_routed(tensor_method("isinf")(isinf))
+tensor_method("isnan")(isnan)
+tensor_method("isinf")(isinf)
 tensor_method("isfinite")(isfinite)
 

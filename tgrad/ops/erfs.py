@@ -22,7 +22,7 @@ from decimal import Decimal, localcontext
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import apply_float_unary, sparse_routed, tensor_method
+from tgrad.ops._common import apply_float_unary, route_sparse, tensor_method
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.special import _horner
 from tgrad.tensor import Tensor
@@ -264,13 +264,15 @@ def ndtri(input: Tensor) -> Tensor:  # noqa: A002
     return apply_float_unary(Ndtri, "ndtri", input)
 
 
-@sparse_routed
 @tensor_method("erfinv")
 @autocast_policy("fp32", cpu=None)
 def erfinv(input: Tensor) -> Tensor:  # noqa: A002
     """The inverse error function elementwise (any shape): +-inf at +-1, NaN outside
     [-1, 1]. dy = sqrt(pi)/2 exp(erfinv(y)^2)."""
-    return apply_float_unary(Erfinv, "erfinv", input)
+    try:
+        return apply_float_unary(Erfinv, "erfinv", input)
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("erfinv", e, input)
 
 
 inplace_method("erfc_", erfc)

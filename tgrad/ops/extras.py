@@ -20,7 +20,7 @@ from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
-from tgrad.ops._common import fresh, rounded_to, sparse_routed, tensor_method, widen_halves
+from tgrad.ops._common import fresh, rounded_to, route_sparse, tensor_method, widen_halves
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.ops.inplace import apply_inplace, inplace_method
@@ -87,19 +87,21 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # no
     return nansum(input, dim, keepdim) / kept.sum(dim, keepdim).to(input.dtype)
 
 
-@sparse_routed
 @tensor_method("nan_to_num")
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # noqa: A002
                neginf: float | None = None) -> Tensor:
     """NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's largest finite value),
     -inf -> ``neginf`` (its lowest);  dx = g where x is finite, else 0."""
-    if not input.dtype.is_floating_point:
-        return input.clone()
-    info = ml_dtypes.finfo(input.dtype.np)  # bfloat16 too (np.finfo may not know it)
-    hi = float(info.max) if posinf is None else posinf
-    lo = float(info.min) if neginf is None else neginf
-    x = ew.where(ew.isnan(input), nan, input)
-    return ew.where(ew.eq(x, np.inf), hi, ew.where(ew.eq(x, -np.inf), lo, x))
+    try:
+        if not input.dtype.is_floating_point:
+            return input.clone()
+        info = ml_dtypes.finfo(input.dtype.np)  # bfloat16 too (np.finfo may not know it)
+        hi = float(info.max) if posinf is None else posinf
+        lo = float(info.min) if neginf is None else neginf
+        x = ew.where(ew.isnan(input), nan, input)
+        return ew.where(ew.eq(x, np.inf), hi, ew.where(ew.eq(x, -np.inf), lo, x))
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("nan_to_num", e, input, nan=nan, posinf=posinf, neginf=neginf)
 
 
 inplace_method("nan_to_num_", nan_to_num)

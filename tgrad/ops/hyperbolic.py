@@ -21,7 +21,7 @@ import math
 
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import apply_float_unary, sparse_routed, tensor_method
+from tgrad.ops._common import apply_float_unary, route_sparse, tensor_method
 from tgrad.ops.complex_ops import complex as complex_
 from tgrad.ops.complex_ops import conj_of
 from tgrad.ops.inplace import inplace_method
@@ -135,13 +135,15 @@ def _complex_acosh(z: Tensor) -> Tensor:
     return _ComplexAcosh.apply(z)
 
 
-@sparse_routed
 @tensor_method("asinh", "arcsinh")
 def asinh(input: Tensor) -> Tensor:  # noqa: A002
     """Inverse hyperbolic sine, elementwise;  d/dx = 1 / sqrt(x^2 + 1)."""
-    if isinstance(input, Tensor) and input.dtype.is_complex:
-        return _complex_asinh(input)
-    return apply_float_unary(Asinh, "asinh", input)
+    try:
+        if isinstance(input, Tensor) and input.dtype.is_complex:
+            return _complex_asinh(input)
+        return apply_float_unary(Asinh, "asinh", input)
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("asinh", e, input)
 
 
 @tensor_method("acosh", "arccosh")
@@ -152,14 +154,16 @@ def acosh(input: Tensor) -> Tensor:  # noqa: A002
     return apply_float_unary(Acosh, "acosh", input)
 
 
-@sparse_routed
 @tensor_method("atanh", "arctanh")
 def atanh(input: Tensor) -> Tensor:  # noqa: A002
     """Inverse hyperbolic tangent, elementwise (+-inf at +-1, NaN beyond);
     d/dx = 1 / (1 - x^2)."""
-    if isinstance(input, Tensor) and input.dtype.is_complex:
-        return _complex_atanh(input)
-    return apply_float_unary(Atanh, "atanh", input)
+    try:
+        if isinstance(input, Tensor) and input.dtype.is_complex:
+            return _complex_atanh(input)
+        return apply_float_unary(Atanh, "atanh", input)
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("atanh", e, input)
 
 
 arcsinh, arccosh, arctanh = asinh, acosh, atanh

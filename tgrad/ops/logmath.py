@@ -46,8 +46,8 @@ from tgrad.ops._common import (
     fresh,
     require_tensor,
     rounded_to,
+    route_sparse,
     same_device,
-    sparse_routed,
     tensor_method,
     widen_halves,
 )
@@ -139,18 +139,20 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return rounded_to(out, half)
 
 
-@sparse_routed
 @tensor_method("signbit")
 def signbit(input: Tensor) -> Tensor:  # noqa: A002
     """True where the sign is negative, -0.0 and -inf included (bool); False for NaN."""
-    with no_grad():
-        x = input.detach()
-        if x.dtype is dtypes.bool_:
-            return ew.ne(x, x)
-        if not x.dtype.is_floating_point:
-            return ew.lt(x, 0)
-        # atan2(x, -1) is -pi for -0.0 and pi for +0.0, negative exactly for negative x
-        return ew.lt(ew.atan2(x, -1.0), 0.0)
+    try:
+        with no_grad():
+            x = input.detach()
+            if x.dtype is dtypes.bool_:
+                return ew.ne(x, x)
+            if not x.dtype.is_floating_point:
+                return ew.lt(x, 0)
+            # atan2(x, -1) is -pi for -0.0 and pi for +0.0, negative exactly for negative x
+            return ew.lt(ew.atan2(x, -1.0), 0.0)
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("signbit", e, input)
 
 
 class _CopysignTensor(Function):

@@ -30,7 +30,7 @@ from tgrad.ops._common import (
     float_input,
     promoted_float_dtype,
     require_tensor,
-    sparse_routed,
+    route_sparse,
     tensor_method,
 )
 from tgrad.ops.inplace import inplace_method
@@ -52,7 +52,10 @@ def _as_float(op: str, input: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("deg2rad")
 def deg2rad(input: Tensor) -> Tensor:  # noqa: A002
     """Degrees to radians: x * (pi / 180)."""
-    if getattr(input, "_sparse", False):  # (a sparse COO tensor: its own op, coalesced)
+    # a sparse COO tensor: its own op (coalesced). Tested up front, not in the shared except
+    # form (_common.route_sparse): the body runs on the sparse operators without raising
+    # (s * c, uncoalesced). One attribute read.
+    if getattr(input, "_sparse", False):
         return input.deg2rad()
     return _as_float("deg2rad", input) * (math.pi / 180.0)
 
@@ -60,7 +63,7 @@ def deg2rad(input: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("rad2deg")
 def rad2deg(input: Tensor) -> Tensor:  # noqa: A002
     """Radians to degrees: x * (180 / pi)."""
-    if getattr(input, "_sparse", False):
+    if getattr(input, "_sparse", False):  # (up front, as deg2rad's)
         return input.rad2deg()
     return _as_float("rad2deg", input) * (180.0 / math.pi)
 
@@ -97,24 +100,28 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
     return ew.where(ew.ne(x, x), x, step) if x.dtype.is_floating_point else step
 
 
-@sparse_routed
 @tensor_method("isposinf")
 def isposinf(input: Tensor) -> Tensor:  # noqa: A002
     """True where x is +inf."""
-    require_tensor("isposinf", input)
-    if input.dtype.is_complex:
-        raise RuntimeError("isposinf does not support complex inputs.")
-    return ew.eq(input.detach(), math.inf)
+    try:
+        require_tensor("isposinf", input)
+        if input.dtype.is_complex:
+            raise RuntimeError("isposinf does not support complex inputs.")
+        return ew.eq(input.detach(), math.inf)
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("isposinf", e, input)
 
 
-@sparse_routed
 @tensor_method("isneginf")
 def isneginf(input: Tensor) -> Tensor:  # noqa: A002
     """True where x is -inf."""
-    require_tensor("isneginf", input)
-    if input.dtype.is_complex:
-        raise RuntimeError("isneginf does not support complex inputs.")
-    return ew.eq(input.detach(), -math.inf)
+    try:
+        require_tensor("isneginf", input)
+        if input.dtype.is_complex:
+            raise RuntimeError("isneginf does not support complex inputs.")
+        return ew.eq(input.detach(), -math.inf)
+    except RuntimeError as e:  # (free when nothing raises) a sparse COO input
+        return route_sparse("isneginf", e, input)
 
 
 for _name, _fn in (("deg2rad_", deg2rad), ("rad2deg_", rad2deg), ("ldexp_", ldexp),
