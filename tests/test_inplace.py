@@ -333,6 +333,11 @@ def test_fills_into_expanded_view_fill_every_alias():
     t = tgrad.zeros(5)  # overlapping unfold windows: element i is in windows i-2..i
     t.unfold(0, 3, 1).index_fill_(1, tgrad.tensor([2]), 4.0)
     assert t.tolist() == [0.0, 0.0, 4.0, 4.0, 4.0]
+    for dt in (tgrad.bfloat16, tgrad.float8_e4m3fn):  # ml_dtypes storage, written through
+        t = tgrad.zeros(3, dtype=dt)  # a writable alias of the read-only expanded view
+        t.expand(2, 3).fill_(1.5)
+        t.expand(2, 3).masked_fill_(tgrad.tensor([True, False, False]), 2.0)
+        assert t.float().tolist() == [2.0, 1.5, 1.5]
     t = tgrad.zeros(3)  # an overlapping view of a tensor that requires grad: refused
     w = tgrad.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):

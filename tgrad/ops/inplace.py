@@ -133,7 +133,8 @@ def _writable(t: Tensor):
         raise RuntimeError(f"in-place write into read-only memory (a tensor of shape "
                            f"{list(t.shape)} over a read-only NumPy array or a cached "
                            f"constant); clone() the tensor first")
-    return np.asarray(_Alias(arr))
+    out = np.asarray(_Alias(arr))  # (an ml_dtypes dtype, bfloat16 / float8, comes back as
+    return out if out.dtype == arr.dtype else out.view(arr.dtype)  # raw bytes: re-typed)
 
 
 # In-place ops whose out-of-place op does not save its first input for backward: they read
