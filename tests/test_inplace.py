@@ -312,6 +312,84 @@ def test_expanded_view_cannot_be_written():
         e.add_(1)
 
 
+def test_fills_into_expanded_view_fill_every_alias():
+    # PyTorch's masked_fill_ / index_fill_ of an overlapping view: a memory element written
+    # through any of its aliases holds the value, seen through all of them; the rest keep
+    # theirs. Hand-computed expectations.
+    t = tgrad.tensor([1.0, 2.0, 3.0])
+    e = t.expand(2, 3)
+    e.masked_fill_(tgrad.tensor([[True, False, False], [False, True, False]]), 9.0)
+    assert t.tolist() == [9.0, 9.0, 3.0]
+    assert e.tolist() == [[9.0, 9.0, 3.0], [9.0, 9.0, 3.0]]
+    t = tgrad.tensor([1, 2, 3])  # a broadcast mask, an int64 tensor, a 0-d tensor value
+    t.expand(2, 3).masked_fill_(tgrad.tensor([False, False, True]), tgrad.tensor(7))
+    assert t.tolist() == [1, 2, 7]
+    t = tgrad.tensor([1.0, 2.0, 3.0])  # a negative dim and index
+    t.expand(2, 3).index_fill_(-1, tgrad.tensor([-1]), -1.0)
+    assert t.tolist() == [1.0, 2.0, -1.0]
+    t = tgrad.tensor([1.0, 2.0, 3.0])  # one row of the expanded dim: every element
+    t.expand(2, 3).index_fill_(0, tgrad.tensor([1]), 0.5)
+    assert t.tolist() == [0.5, 0.5, 0.5]
+    t = tgrad.zeros(5)  # overlapping unfold windows: element i is in windows i-2..i
+    t.unfold(0, 3, 1).index_fill_(1, tgrad.tensor([2]), 4.0)
+    assert t.tolist() == [0.0, 0.0, 4.0, 4.0, 4.0]
+    for dt in (tgrad.bfloat16, tgrad.float8_e4m3fn):  # ml_dtypes storage, written through
+        t = tgrad.zeros(3, dtype=dt)  # a writable alias of the read-only expanded view
+        t.expand(2, 3).fill_(1.5)
+        t.expand(2, 3).masked_fill_(tgrad.tensor([True, False, False]), 2.0)
+        assert t.float().tolist() == [2.0, 1.5, 1.5]
+    t = tgrad.zeros(3)  # an overlapping view of a tensor that requires grad: refused
+    w = tgrad.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        (t + w).expand(2, 3).masked_fill_(tgrad.tensor([True, False, False]), 1.0)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        tgrad.zeros(3).expand(2, 3).copy_(tgrad.ones(2, 3))  # PyTorch refuses it too
+
+
+def test_fill_with_complex_value_into_real_tensor():
+    # PyTorch: masked_fill reads a complex 0-d tensor as a number (a nonzero imaginary part
+    # raises, 1+0j is 1, a bool tensor takes any value); index_fill refuses any complex value
+    m = tgrad.tensor([True, False, True])
+    for fill in (lambda x, v: x.masked_fill_(m, v), lambda x, v: x.masked_fill(m, v)):
+        for dt in (tgrad.float32, tgrad.int64, tgrad.float16):
+            with pytest.raises(RuntimeError, match="cannot be converted to type"):
+                fill(tgrad.zeros(3, dtype=dt), tgrad.tensor(1 + 2j))
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # no "discards the imaginary part" warning
+                assert fill(tgrad.zeros(3, dtype=dt), tgrad.tensor(2 + 0j)).tolist() == \
+                    [2, 0, 2]
+        assert fill(tgrad.zeros(3, dtype=tgrad.bool), tgrad.tensor(1j)).tolist() == \
+            [True, False, True]
+    for value in (tgrad.tensor(1 + 2j), tgrad.tensor(1 + 0j), 1 + 0j, 2j):
+        for dt in (tgrad.float32, tgrad.int64, tgrad.bool):
+            for name in ("index_fill_", "index_fill"):
+                with pytest.raises(RuntimeError, match=r"^index_fill_\(\): Converting complex "
+                                                       r"Scalar to non-complex type"):
+                    getattr(tgrad.zeros(3, dtype=dt), name)(0, tgrad.tensor([1]), value)
+    z = tgrad.zeros(3, dtype=tgrad.complex64).index_fill_(0, tgrad.tensor([1]), tgrad.tensor(2j))
+    assert z.tolist() == [0, 2j, 0]
+
+
+def test_inplace_operator_with_ndarray_falls_back_to_out_of_place():
+    # PyTorch's x += ndarray: __iadd__ gives NotImplemented, so Python computes x + ndarray
+    # (a new tensor, NumPy's float64 promoting) and rebinds x; the old tensor is unchanged
+    x = tgrad.ones(2)
+    old = x
+    x += np.array([1.0, 2.0])
+    assert x is not old and x.dtype is tgrad.float64 and x.tolist() == [2.0, 3.0]
+    assert old.tolist() == [1.0, 1.0]
+    y = tgrad.tensor([2, 3])
+    y *= np.full((2, 2), 0.5)
+    assert y.dtype is tgrad.float64 and y.tolist() == [[1.0, 1.5], [1.0, 1.5]]
+    for op in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__imod__",
+               "__ifloordiv__"):
+        assert getattr(tgrad.ones(2), op)(np.ones(2)) is NotImplemented
+    assert tgrad.ones(2, dtype=tgrad.int64).__iand__(np.ones(2, dtype=np.int64)) is \
+        NotImplemented
+    with pytest.raises(TypeError, match="add"):  # the method itself still refuses it
+        tgrad.ones(2).add_(np.ones(2))
+
+
 def test_inplace_on_view_created_in_no_grad_mode_raises():
     a = leaf(X)
     b = a * 1

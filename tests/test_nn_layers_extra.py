@@ -183,3 +183,23 @@ def test_grid_sample_3d_identity_and_bicubic_by_hand():
     y = F.grid_sample(tgrad.tensor(np.full((1, 1, 3, 8), 2.5)), tgrad.tensor(grid),
                       mode="bicubic", align_corners=False).numpy().ravel()
     np.testing.assert_allclose(y, 2.5, rtol=1e-14)
+
+
+def test_local_response_norm_int64_truncates_window_means():
+    # PyTorch runs an int64 input through its integer avg_pool (the window mean of x^2
+    # truncated) and the float formula after it (float32). x = [3, 1, 2] over channels,
+    # size 2 (one zero padded before): sums 9, 10, 5 -> means 4, 5, 2 (not 4.5, 5, 2.5)
+    x = tgrad.tensor([[[3], [1], [2]]])
+    y = F.local_response_norm(x, 2, alpha=1.0, beta=1.0, k=0.0)
+    assert y.dtype is tgrad.float32
+    np.testing.assert_allclose(y.numpy()[0, :, 0], [3 / 4, 1 / 5, 2 / 2], rtol=1e-6)
+    # a 4-d input, against NumPy float64 with the truncated means
+    xs = np.arange(-5, 19).reshape(1, 4, 2, 3)
+    sq = np.pad(xs * xs, ((0, 0), (1, 1), (0, 0), (0, 0)))
+    mean = sum(sq[:, i:i + 4] for i in range(3)) // 3
+    want = xs / (mean * 0.5 + 2.0) ** 0.75
+    y = F.local_response_norm(tgrad.tensor(xs), 3, alpha=0.5, beta=0.75, k=2.0)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    for dt in (tgrad.int32, tgrad.bool):  # PyTorch's avg_pool has no other integer kernel
+        with pytest.raises(NotImplementedError, match="avg_pool2d"):
+            F.local_response_norm(tgrad.ones(1, 2, 3, dtype=dt), 2)

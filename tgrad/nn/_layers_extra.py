@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+from tgrad import dtypes
 from tgrad.nn._dropout import _channel_shape, _check_p
 from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import _check_float, _check_tensor, dropout
@@ -82,13 +83,20 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4,  # noqa: 
                          f"dimensions)")
     if input.numel() == 0:
         return input
-    _check_float("local_response_norm", input)
     if size <= 0:  # PyTorch's avg_pool error (an empty window would give NaN)
         raise RuntimeError(f"local_response_norm: kernel size should be greater than zero, "
                            f"but got size {size}")
+    integer = input.dtype is dtypes.int64  # PyTorch's avg_pool has an int64 kernel only
+    if not integer:
+        _check_float("local_response_norm", input,
+                     "avg_pool2d" if input.ndim == 3 else "avg_pool3d_out_frame")
     sq = (input * input).movedim(1, -1)  # channels last: pad, then one window per channel
     sq = pad(sq, (size // 2, (size - 1) // 2))
-    mean = sq.unfold(-1, size, 1).mean(-1).movedim(-1, 1)
+    win = sq.unfold(-1, size, 1)
+    # an int64 input: PyTorch's integer avg_pool truncates the window mean (sum // size);
+    # the float formula then gives the default float dtype (int64 * alpha)
+    mean = (ew.div(win.sum(-1), size, rounding_mode="trunc") if integer
+            else win.mean(-1)).movedim(-1, 1)
     return input / (mean * alpha + k).pow(beta)
 
 

@@ -44,7 +44,7 @@ from tgrad.ops._common import (
 from tgrad.ops.creation import arange
 from tgrad.ops.gathering import index_select
 from tgrad.ops.index import getitem
-from tgrad.ops.inplace import apply_inplace, inplace_method
+from tgrad.ops.inplace import alias_closure, apply_inplace, inplace_method, overlapping
 from tgrad.ops.reduce import sum_to
 from tgrad.ops.shape import cat, narrow, transpose
 from tgrad.tensor import Tensor, _wrap_dim
@@ -66,6 +66,11 @@ def _fill_value(op: str, input: Tensor, value):  # noqa: A002
         if value.ndim != 0:
             raise RuntimeError(f"{op} only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.ndim} dimension(s).")
+        if value.dtype.is_complex and not input.dtype.is_complex:
+            # PyTorch reads the value as a number: a nonzero imaginary part raises (a bool
+            # input takes any value), 1+0j is 1 (no "discards the imaginary part" warning)
+            dtypes.check_value_fits(op, value.item(), input.dtype)
+            value = value != 0 if input.dtype is dtypes.bool_ else value.real
         if value.dtype is not input.dtype or value.device != input.device:
             value = value.to(device=input.device, dtype=input.dtype)
         return value
@@ -98,6 +103,10 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
 def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     _check_mask("masked_fill_", mask)
     value = _fill_value("masked_fill_", self, value)
+    if overlapping(self):  # an expanded tensor (rare): every alias of a filled element too
+        mask = alias_closure(self, mask)  # (PyTorch's result; with grad tgrad refuses)
+        return apply_inplace(self, "masked_fill_", lambda x, v: ew.where(mask, v, x), value,
+                             overlap_ok=True)
     return apply_inplace(self, "masked_fill_", lambda x, v: ew.where(mask, v, x), value)
 
 

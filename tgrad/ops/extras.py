@@ -22,8 +22,9 @@ from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
 from tgrad.ops._common import fresh, rounded_to, route_sparse, tensor_method, widen_halves
 from tgrad.ops.creation import arange, tensor
+from tgrad.ops.creation import zeros as tgrad_zeros
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
-from tgrad.ops.inplace import apply_inplace, inplace_method
+from tgrad.ops.inplace import alias_closure, apply_inplace, inplace_method, overlapping
 from tgrad.ops.reduce import _dim_or_axis
 from tgrad.ops.shape import cat, narrow
 from tgrad.tensor import Tensor, _wrap_dim
@@ -382,6 +383,11 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.ndim} dimension(s).")
+    if not input.dtype.is_complex and (
+            value.dtype.is_complex if isinstance(value, Tensor)
+            else isinstance(value, (complex, np.complexfloating))):  # PyTorch's error, even
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is "
+                           "not supported")  # for 1+0j and a bool input
     if not isinstance(value, Tensor):
         dtypes.check_value_fits("index_fill", value, input.dtype)
     x = input.reshape(1) if input.ndim == 0 else input
@@ -390,6 +396,22 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
     out = x.clone()
     out[key[:-1] + (unique,)] = value
     return fresh(out.reshape(())) if input.ndim == 0 else out
+
+
+@tensor_method("index_fill_")
+def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """``index_fill`` in place. Into an expanded (overlapping) tensor without grad, as
+    PyTorch's: every element sharing memory with a filled one holds the value too."""
+    if isinstance(index, Tensor) and overlapping(self):  # rare
+        sel = index_fill(tgrad_zeros(self.shape, dtype=dtypes.bool_, device=self.device),
+                         dim, index, True)
+        # the value as index_fill checks and casts it: a 1-element fill (keeps its graph)
+        one = tgrad_zeros(1, dtype=self.dtype, device=self.device)
+        value = index_fill(one, 0, tensor([0], device=self.device), value).reshape(())
+        mask = alias_closure(self, sel)
+        return apply_inplace(self, "index_fill_", lambda x, v: ew.where(mask, v, x), value,
+                             overlap_ok=True)
+    return apply_inplace(self, "index_fill_", index_fill, dim, index, value)
 
 
 @tensor_method("index_copy")
@@ -448,7 +470,7 @@ for _name, _fn in (("index_add_", ga.index_add), ("scatter_", ga.scatter),
                    ("scatter_add_", ga.scatter_add), ("lerp_", cp.lerp),
                    ("addcmul_", cp.addcmul), ("addcdiv_", cp.addcdiv),
                    ("clamp_min_", cp.clamp_min), ("clamp_max_", cp.clamp_max),
-                   ("index_fill_", index_fill), ("index_copy_", index_copy),
+                   ("index_copy_", index_copy),
                    ("xlogy_", xlogy), ("logit_", logit),
                    ("scatter_reduce_", sr.scatter_reduce), ("index_reduce_", sr.index_reduce)):
     inplace_method(_name, _fn)

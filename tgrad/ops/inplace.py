@@ -84,6 +84,33 @@ def _write(t: Tensor, src_data, overlap_ok: bool = False) -> None:
     t._storage.version += 1
 
 
+def overlapping(t: Tensor) -> bool:
+    """Whether two elements of ``t`` share one memory location (an expanded view...)."""
+    return (t._data.size > 1 and not t._data.flags.c_contiguous
+            and has_internal_overlap(t.shape, t._data.strides))
+
+
+def alias_closure(t: Tensor, sel: Tensor) -> Tensor:
+    """For a fill into an overlapping ``t`` (see ``overlapping``): ``sel`` (a bool tensor
+    broadcastable to t's shape, the positions written) widened to every position sharing a
+    memory location with a written one, as PyTorch's masked_fill_ / index_fill_ of an
+    expanded tensor leave it (each aliased element holds the value). Shape t.shape."""
+    itemsize = t._data.itemsize
+    offsets = np.zeros(t.shape, dtype=np.int64)  # each position's memory offset (elements)
+    for d, (n, st) in enumerate(zip(t.shape, t._data.strides)):
+        offsets += (np.arange(n, dtype=np.int64) * (st // itemsize)).reshape(
+            (n,) + (1,) * (t.ndim - d - 1))
+    offsets -= offsets.min(initial=0)
+    hit = np.zeros(int(offsets.max(initial=0)) + 1, dtype=bool)
+    try:
+        sel_np = np.broadcast_to(sel.numpy(force=True), t.shape)
+    except ValueError:  # not broadcastable: the op's own shape error follows
+        return sel
+    hit[offsets[sel_np]] = True
+    from tgrad.ops.creation import tensor
+    return tensor(hit[offsets], device=t.device)
+
+
 class _Alias:
     """An array interface for NumPy: ``arr``'s memory marked writable (kept alive by it)."""
 
@@ -106,7 +133,8 @@ def _writable(t: Tensor):
         raise RuntimeError(f"in-place write into read-only memory (a tensor of shape "
                            f"{list(t.shape)} over a read-only NumPy array or a cached "
                            f"constant); clone() the tensor first")
-    return np.asarray(_Alias(arr))
+    out = np.asarray(_Alias(arr))  # (an ml_dtypes dtype, bfloat16 / float8, comes back as
+    return out if out.dtype == arr.dtype else out.view(arr.dtype)  # raw bytes: re-typed)
 
 
 # In-place ops whose out-of-place op does not save its first input for backward: they read
@@ -245,6 +273,21 @@ def _binary_inplace(name: str, fn, keywords: tuple = ()):
     return method
 
 
+def _inplace_dunder(name: str, method):
+    """``x op= other``: ``method`` (x.add_(other)...), but an operand it refuses that is not
+    a Tensor or a number (a NumPy array) gives NotImplemented, as PyTorch's, so Python falls
+    back to ``x = x op other`` (a new tensor: ``x += np.ones(2)`` gives float64)."""
+    def dunder(self, other) -> Tensor:
+        try:
+            return method(self, other)
+        except TypeError:
+            if isinstance(other, np.ndarray):
+                return NotImplemented
+            raise
+    dunder.__name__ = name
+    return dunder
+
+
 for _name, _fn, _dunder in (("add_", ew.add, "__iadd__"), ("sub_", ew.sub, "__isub__"),
                             ("mul_", ew.mul, "__imul__"), ("pow_", ew.pow, "__ipow__"),
                             ("floor_divide_", ew.floor_divide, "__ifloordiv__"),
@@ -255,8 +298,11 @@ for _name, _fn, _dunder in (("add_", ew.add, "__iadd__"), ("sub_", ew.sub, "__is
                             ("bitwise_left_shift_", ew.bitwise_left_shift, "__ilshift__"),
                             ("bitwise_right_shift_", ew.bitwise_right_shift, "__irshift__"),
                             ("gcd_", ew.gcd, None), ("lcm_", ew.lcm, None)):
-    tensor_method(_name, *([_dunder] if _dunder else []))(_binary_inplace(_name, _fn))
-tensor_method("div_", "__itruediv__")(_binary_inplace("div_", ew.div, ("rounding_mode",)))
+    _m = tensor_method(_name)(_binary_inplace(_name, _fn))
+    if _dunder:
+        tensor_method(_dunder)(_inplace_dunder(_dunder, _m))
+_m = tensor_method("div_")(_binary_inplace("div_", ew.div, ("rounding_mode",)))
+tensor_method("__itruediv__")(_inplace_dunder("__itruediv__", _m))
 tensor_method("fmod_")(_binary_inplace("fmod_", ew.fmod))
 
 

@@ -14,7 +14,8 @@ Supported: creation (``sparse_coo_tensor``, ``Tensor.to_sparse`` / ``to_sparse_c
 ``coalesce`` (sums duplicates, sorts), ``is_coalesced``, ``_nnz``, ``sparse_dim``,
 ``dense_dim`` (hybrid tensors), ``to(dtype)``, ``clone``, ``detach``, ``mul`` by a number,
 sparse +- sparse (PyTorch's merge), dense +- sparse (dense; ``tgrad.add`` / ``sub`` with
-alpha), sparse * sparse (the patterns' intersection), ``sparse.sum``, ``sparse.mm`` /
+alpha), sparse * sparse (the coalesced patterns' intersection, or an uncoalesced
+operand's entries), ``sparse.sum``, ``sparse.mm`` /
 ``mm`` / ``@`` with a dense or sparse matrix, ``mv`` / ``@`` a vector, the zero-preserving
 unary ops of ``_UNARY_OPS`` as methods (one table), as ``tgrad.sin(s)`` ... (the public
 functions route a sparse operand here when the strided op raised) and in place
@@ -603,10 +604,16 @@ def _values_at(g: Tensor, indices: np.ndarray, shape: tuple) -> np.ndarray:
     ``indices`` (sparse_dim, nnz): (nnz, *dense_shape); a sparse g's missing entries are 0."""
     if not g._sparse:
         return np.asarray(g.numpy())[tuple(indices)]
-    sd = indices.shape[0]
     gi, gv = (g._sp_indices, g._sp_values) if g._coalesced else _coalesce(
         g._sp_indices, g._sp_values, shape)
-    glin, want = _linear(gi, shape[:sd]), _linear(indices, shape[:sd])
+    return _entries_at(gi, gv, indices, shape[:indices.shape[0]])
+
+
+def _entries_at(gi: np.ndarray, gv: np.ndarray, indices: np.ndarray,
+                sizes: tuple) -> np.ndarray:
+    """The values of coalesced entries (gi, gv) at the index columns ``indices`` over the
+    sparse ``sizes``: (nnz, *dense_shape), 0 where there is no entry."""
+    glin, want = _linear(gi, sizes), _linear(indices, sizes)
     pos = np.searchsorted(glin, want)
     hit = pos < len(glin)
     hit[hit] = glin[pos[hit]] == want[hit]
@@ -848,41 +855,66 @@ class DivScalar(Function):
         return g.div(ctx.c) if g._sparse else g / ctx.c, None
 
 
+def _mul_entries(xi: np.ndarray, xv: np.ndarray, xc: bool, yi: np.ndarray,
+                 yv: np.ndarray, yc: bool, shape: tuple):
+    """sparse * sparse's entries as PyTorch's sparse_binary_op_intersection ->
+    (indices, values, coalesced flag); xv and yv already of the result dtype. Both
+    coalesced: the patterns' intersection (coalesced). Otherwise the result keeps every entry
+    of the uncoalesced operand (of the one with fewer entries when both are, the second on
+    a tie), each times the other's coalesced value there (0 where it has none, kept), flagged
+    uncoalesced. An operand without entries gives an empty coalesced result."""
+    sd = xi.shape[0]
+    sizes = shape[:sd]
+    if not (xi.shape[1] and yi.shape[1]):
+        return xi[:, :0], (xv[:0] * yv[:0]), True
+    if xc and yc:
+        _, pa, pb = np.intersect1d(_linear(xi, sizes), _linear(yi, sizes),
+                                   assume_unique=True, return_indices=True)
+        return xi[:, pa], xv[pa] * yv[pb], True
+    u_is_x = (not xc) if (xc or yc) else xi.shape[1] < yi.shape[1]
+    (ui, uv), (si, sv) = ((xi, xv), (yi, yv)) if u_is_x else ((yi, yv), (xi, xv))
+    if not (yc if u_is_x else xc):
+        si, sv = _coalesce(si, sv, shape)
+    return ui, uv * _entries_at(si, sv, ui, sizes), False
+
+
 class MulSparse(Function):
-    """y = A * B (both sparse, same shape): the intersection of their coalesced patterns,
-    values va * vb (coalesced; PyTorch's sparse_binary_op_intersection);
-    dA = g[idx] * vb, dB = g[idx] * va, sparse at the intersection."""
+    """y = A * B (both sparse, same shape), PyTorch's entries (see ``_mul_entries``: the
+    coalesced intersection of two coalesced operands, else an uncoalesced operand's pattern);
+    dA = g * conj(B), dB = g * conj(A) by the same rule (a sparse g taken coalesced, as
+    to_dense's masked gradient; a dense g: the operand's own pattern, its values times g
+    there), cast to each input's dtype."""
 
     name = "mul_sparse_sparse"
     node_name = "MulBackward0"
 
     @staticmethod
     def forward(ctx, a, b):
-        ai, av = (a._sp_indices, a._sp_values) if a._coalesced else _coalesce(
-            a._sp_indices, a._sp_values, a.shape)
-        bi, bv = (b._sp_indices, b._sp_values) if b._coalesced else _coalesce(
-            b._sp_indices, b._sp_values, b.shape)
-        sizes = a.shape[:a.sparse_dim()]
-        _, pa, pb = np.intersect1d(_linear(ai, sizes), _linear(bi, sizes),
-                                   assume_unique=True, return_indices=True)
-        idx = ai[:, pa]
         dt = dtypes.result_type(a, b).np
-        va, vb = av[pa].astype(dt, copy=False), bv[pb].astype(dt, copy=False)
-        ctx.idx, ctx.va, ctx.vb, ctx.shape = idx, va, vb, a.shape
-        ctx.dts = (a._sp_values.dtype, b._sp_values.dtype)
-        return SparseTensor(idx, va * vb, a.shape, True)
+        ctx.a = (a._sp_indices, a._sp_values.astype(dt, copy=False), a._coalesced)
+        ctx.b = (b._sp_indices, b._sp_values.astype(dt, copy=False), b._coalesced)
+        ctx.shape, ctx.dts = a.shape, (a._sp_values.dtype, b._sp_values.dtype)
+        idx, vals, coalesced = _mul_entries(*ctx.a, *ctx.b, a.shape)
+        return SparseTensor(idx, vals, a.shape, coalesced)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        gv = _values_at(g, ctx.idx, ctx.shape)
-        da = db = None
-        if ctx.needs_input_grad[0]:
-            da = SparseTensor(ctx.idx, (gv * np.conj(ctx.vb)).astype(ctx.dts[0], copy=False),
-                              ctx.shape, True)
-        if ctx.needs_input_grad[1]:
-            db = SparseTensor(ctx.idx, (gv * np.conj(ctx.va)).astype(ctx.dts[1], copy=False),
-                              ctx.shape, True)
+        shape = ctx.shape
+
+        def times_g(other, dt):  # g * conj(other), other's entries (oi, ov, coalesced flag)
+            oi, ov, oc = other
+            ov = np.conj(ov)
+            if not g._sparse:  # dense g: other's pattern
+                gv = _values_at(g, oi, shape)
+                return SparseTensor(oi, (ov * gv).astype(dt, copy=False), shape, oc)
+            gi, gv = (g._sp_indices, g._sp_values) if g._coalesced else _coalesce(
+                g._sp_indices, g._sp_values, shape)
+            idx, vals, coalesced = _mul_entries(gi, gv, True, oi, ov, oc, shape)
+            return SparseTensor(idx, vals.astype(dt, copy=False), shape, coalesced)
+
+        da = times_g(ctx.b, ctx.dts[0]) if ctx.needs_input_grad[0] else None
+        db = times_g(ctx.a, ctx.dts[1]) if ctx.needs_input_grad[1] else None
         return da, db
 
 
