@@ -829,3 +829,21 @@ def test_cpu_autocast_region_restored_after_an_op_raises():
             tgrad.linalg.inv(tgrad.ones(2, 3))  # not square: raises inside the fp32 op
         assert tgrad.is_autocast_enabled("cpu")
         assert (tgrad.ones(2, 2) @ tgrad.ones(2, 2)).dtype is tgrad.bfloat16
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16", "float32"])
+def test_cpu_autocast_matrix_power_negative_half_inputs(dt):
+    # PyTorch: matrix_power(A, n < 0) is inv(A) (CPU fp32 list: half A runs in float32)
+    # then matmuls (lowered to the region's dtype); outside autocast a half A raises
+    a = tgrad.tensor(_SPD[:3, :3] / 4).to(getattr(tgrad, dt))
+    ah = a.double().numpy()
+    with tgrad.autocast("cpu", dtype=tgrad.bfloat16):
+        p1, p2 = tgrad.linalg.matrix_power(a, -1), tgrad.linalg.matrix_power(a, -2)
+    assert p1.dtype is tgrad.float32 and p2.dtype is tgrad.bfloat16
+    np.testing.assert_allclose(p1.numpy(), np.linalg.inv(ah), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p2.double().numpy(), np.linalg.matrix_power(ah, -2),
+                               rtol=3e-2, atol=1e-2)
+    if dt != "float32":
+        with pytest.raises(RuntimeError, match=r"^linalg\.inv: Low precision dtypes not "
+                                               r"supported"):
+            tgrad.linalg.matrix_power(a, -1)

@@ -463,8 +463,10 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         return graph_constant(eye_m, A, zero=True)
     if n == 1:  # a copy of A, not A itself (PyTorch's clone: writes must not reach A)
         return A.clone()
-    if n < 0:
-        _check_dtype(op, A.dtype)
+    if n < 0:  # inv(A) refuses half dtypes itself, after CPU autocast's fp32 policy
+        dt = A.dtype  # (PyTorch: float32 for n = -1, n < -1's matmuls lowered again)
+        if not (dt.is_floating_point or dt.is_complex):
+            raise not_floating_error(op, dt)
         A, n = inv(A), -n
     result = None
     while True:  # binary powering: result = A^(bits of n seen so far)
