@@ -33,6 +33,29 @@ def test_dtype_objects_and_aliases():
         tgrad.set_default_dtype(F32)
 
 
+def test_dtype_to_complex_and_to_real():
+    # PyTorch's torch.dtype.to_complex / to_real: the complex dtype whose parts have the
+    # float's width (bfloat16's is complex64), the parts' dtype; real dtypes' to_real is
+    # themselves, complex dtypes' to_complex too
+    for real, cplx in ((F32, C64), (tgrad.bfloat16, C64), (F64, C128)):
+        assert real.to_complex() is cplx and real.to_real() is real
+    assert C64.to_real() is F32 and C128.to_real() is F64
+    assert C64.to_complex() is C64 and C128.to_complex() is C128
+    for d in (tgrad.bool, tgrad.uint8, tgrad.int64, tgrad.float8_e4m3fn):
+        assert d.to_real() is d
+    assert tgrad.float16.to_real() is tgrad.float16
+    with pytest.raises(RuntimeError, match="complex32"):  # PyTorch's is complex32
+        tgrad.float16.to_complex()
+    for d, name in ((tgrad.int64, "Long"), (tgrad.bool, "Bool"),
+                    (tgrad.float8_e5m2, "Float8_e5m2")):
+        with pytest.raises(RuntimeError, match=f"^Unknown Complex ScalarType for {name}$"):
+            d.to_complex()
+    # itemsize / is_signed (PyTorch's values)
+    assert [d.itemsize for d in (tgrad.bool, tgrad.bfloat16, C64, C128)] == [1, 2, 8, 16]
+    assert [d.is_signed for d in (tgrad.bool, tgrad.uint8, tgrad.int8, F32, C64)] == \
+        [False, False, True, True, True]
+
+
 @pytest.mark.parametrize("a, b, want", [
     (F32, C64, C64), (F64, C64, C128), (tgrad.float16, C64, C64), (tgrad.bfloat16, C64, C64),
     (tgrad.int64, C64, C64), (tgrad.bool, C128, C128), (C64, C128, C128), (F64, C128, C128)])

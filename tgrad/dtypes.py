@@ -49,6 +49,30 @@ class DType:
         # bool, uint8 and float8_e8m0fnu (no sign bit) are unsigned
         return self.category != 0 and self.np.kind != "u" and self.name != "float8_e8m0fnu"
 
+    def to_complex(self) -> DType:
+        """PyTorch's ``torch.dtype.to_complex``: the complex dtype of this width (float32
+        and bfloat16 -> complex64, float64 -> complex128, a complex dtype itself). float16
+        -> complex32 raises (tgrad has no complex32); bool, integer and float8 dtypes raise
+        PyTorch's RuntimeError."""
+        if self.is_complex:
+            return self
+        if self is float16:
+            raise RuntimeError("float16.to_complex(): its complex dtype is complex32 "
+                               "(ComplexHalf), which tgrad does not have; convert to "
+                               "float32 first (float32.to_complex() is complex64)")
+        if self in (bfloat16, float32):
+            return complex64
+        if self is float64:
+            return complex128
+        raise RuntimeError(f"Unknown Complex ScalarType for {SCALAR_TYPE_NAMES[self]}")
+
+    def to_real(self) -> DType:
+        """PyTorch's ``torch.dtype.to_real``: the dtype of a complex dtype's parts
+        (complex64 -> float32, complex128 -> float64); every real dtype is returned as is."""
+        if self is complex64:
+            return float32
+        return float64 if self is complex128 else self
+
     def __repr__(self) -> str:
         return f"tgrad.{self.name}"
 
