@@ -149,6 +149,36 @@ def test_accelerator_without_cuda():
     with acc.device_index(None):  # None: a no-op
         pass
     assert tgrad.get_device_module() is tgrad.cpu
+    # PyTorch's _get_device_index: a device (or string) needs an accelerator; a negative
+    # index is a no-op; None / a float are refused
+    for dev in ("cpu", "cuda:0", tgrad.device("cuda", 0)):
+        with pytest.raises(RuntimeError, match="^Accelerator expected$"):
+            acc.set_device_index(dev)
+    assert acc.set_device_index(-1) is None
+    for bad in (None, 1.5):
+        with pytest.raises(ValueError, match="with a specified index or an integer"):
+            acc.set_device_index(bad)
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="the no-cuda behaviour")
+def test_set_default_device_without_cuda():
+    # PyTorch: an int (the accelerator's index) or "cuda" without an index raise at once;
+    # an indexed cuda device only when a tensor is made on it
+    try:
+        with pytest.raises(RuntimeError, match="^Cannot access accelerator device when none"):
+            tgrad.set_default_device(0)
+        with pytest.raises(RuntimeError, match="^Device index must not be negative$"):
+            tgrad.set_default_device(-1)
+        with pytest.raises(RuntimeError, match=r"set_default_device\('cuda'\): device 'cuda' "
+                                               r"is not available"):
+            tgrad.set_default_device("cuda")
+        assert tgrad.get_default_device() == tgrad.device("cpu")  # unchanged
+        tgrad.set_default_device("cuda:1")
+        assert tgrad.get_default_device() == tgrad.device("cuda", 1)
+        with pytest.raises(RuntimeError, match="device 'cuda' is not available"):
+            tgrad.zeros(1)
+    finally:
+        tgrad.set_default_device(None)
 
 
 def test_get_device_and_device_module():
@@ -175,7 +205,7 @@ def test_device_as_a_context_manager_sets_the_default_device():
                     assert tgrad.get_default_device() == cpu
                 assert tgrad.get_default_device() == cuda
             assert tgrad.get_default_device() == cpu
-        tgrad.set_default_device("cuda")
+        tgrad.set_default_device(cuda)  # an indexed device: checked by its first tensor
         with pytest.raises(KeyError):
             with cpu:
                 assert tgrad.get_default_device() == cpu
@@ -232,6 +262,14 @@ out = {"avail": acc.is_available(),
        "count": acc.device_count(), "idx": acc.current_device_index()}
 acc.set_device_index(0)
 acc.set_device_index("cuda:0")
+acc.set_device_index(-1)  # a no-op
+try:
+    acc.set_device_index("cpu")
+except ValueError as e:
+    out["cpu_err"] = str(e)
+tgrad.set_default_device("cuda")
+out["default"] = str(tgrad.get_default_device())
+tgrad.set_default_device(None)
 with acc.device_index(0):
     out["inside"] = acc.current_device_index()
 x = tgrad.ones(3, device="cuda")
@@ -262,6 +300,8 @@ def test_accelerator_on_the_interpreted_device():
     assert r["avail"] is True and r["acc"] and r["count"] >= 1 and r["idx"] == 0
     assert r["inside"] == 0 and r["get_device"] == 0 and r["module"] == "tgrad.cuda"
     assert r["set"] and r["back"]
+    assert r["cpu_err"] == "cpu doesn't match the current accelerator cuda."
+    assert r["default"] == "cuda:0"
     assert r["share"] and r["nbytes"] == 12 and r["storage_dev"] == "cuda:0"
     assert r["set_"] == [1.0, 1.0] and r["set_share"]
 

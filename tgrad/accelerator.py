@@ -27,20 +27,21 @@ def _cuda():
 
 
 def _index(device, optional: bool) -> int:
-    """PyTorch's _get_device_index: an int as it is, a cuda device's index, None (with
-    ``optional``) or an index-less cuda device: the current device."""
+    """PyTorch's _get_device_index: an int as it is; a device (or its string) needs the
+    accelerator (none: RuntimeError "Accelerator expected"), must be of its type (else
+    ValueError) and gives its index; None (with ``optional``): the current device."""
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
     if isinstance(device, str):
         device = as_device(device)
     if isinstance(device, Device):
-        if device.type == "cpu":
-            raise ValueError(f"Expected a non cpu device, but got: {device}")
-        if device.type != "cuda":
-            raise ValueError(f"Expected a cuda device (tgrad's accelerator), but got: {device}")
-        if device.index is not None:
-            return device.index
-        device = None
-    if isinstance(device, int) and not isinstance(device, bool):
-        return device
+        acc = current_accelerator()
+        if acc is None:
+            raise RuntimeError("Accelerator expected")
+        if device.type != acc.type:
+            raise ValueError(f"{device.type} doesn't match the current accelerator "
+                             f"{acc.type}.")
+        return device.index
     if device is None and optional:
         return _cuda().current_device()
     raise ValueError(f"Expected a tgrad.device with a specified index or an integer, but "
@@ -74,8 +75,11 @@ current_device_idx = current_device_index  # PyTorch's deprecated name
 
 
 def set_device_index(device, /) -> None:
-    """Make ``device`` (an index, or a cuda device with an index) the current device."""
+    """Make ``device`` (an index, or a cuda device with an index) the current device; a
+    negative index is a no-op."""
     idx = _index(device, optional=False)
+    if idx < 0:  # PyTorch's: a negative index is a no-op (even without an accelerator)
+        return
     _cuda().set_device(idx)
 
 

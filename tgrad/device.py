@@ -104,9 +104,24 @@ def as_device(dev) -> Device:
 
 
 def set_default_device(dev) -> None:
-    """Device used by creation functions when none is given (``tgrad.set_default_device``)."""
+    """Device used by creation functions when none is given (``tgrad.set_default_device``).
+    As PyTorch, an int (the accelerator's index) or ``"cuda"`` with no index (the current
+    device) needs CUDA at once and raises without it; a cuda device with an index is only
+    checked by the first tensor made on it."""
     global _default_device
-    _default_device = CPU if dev is None else as_device(dev)
+    if dev is None:
+        _default_device = CPU
+        return
+    if isinstance(dev, int) and not isinstance(dev, bool) and dev < 0:
+        raise RuntimeError("Device index must not be negative")
+    if (dev == "cuda" or isinstance(dev, int)) and type(dev) is not Device:
+        from tgrad import cuda
+        if not cuda.is_available():
+            if isinstance(dev, int):  # PyTorch's text for an int without an accelerator
+                raise RuntimeError("Cannot access accelerator device when none is available.")
+            raise RuntimeError(f"set_default_device('cuda'): device 'cuda' is not available: "
+                               f"{cuda.why_unavailable()}; use 'cpu'")
+    _default_device = as_device(dev)
 
 
 def get_default_device() -> Device:
