@@ -292,3 +292,20 @@ def test_skip_init():
 
     with pytest.raises(RuntimeError, match="support a 'device' arg"):
         tgrad.nn.utils.skip_init(NoDevice)
+
+
+def test_backends_cuda_preferred_libraries():
+    # torch.backends.cuda.preferred_linalg_library / preferred_blas_library: tgrad's cuda
+    # ops are its own kernels, so "default" is the one choice; a library it lacks raises
+    bc = tgrad.backends.cuda
+    assert repr(bc.preferred_linalg_library()) == "_LinalgBackend.Default"
+    assert repr(bc.preferred_blas_library()) == "_BlasBackend.Default"
+    assert bc.preferred_linalg_library("default") is bc.preferred_linalg_library()
+    assert bc.preferred_blas_library("Default") is bc.preferred_blas_library()
+    with pytest.raises(RuntimeError, match="Cannot set preferred backend to cuSOLVER"):
+        bc.preferred_linalg_library("cusolver")
+    with pytest.raises(RuntimeError, match="Cannot set preferred backend to cuBLASLt"):
+        bc.preferred_blas_library("cublaslt")
+    with pytest.raises(RuntimeError, match=r"^Unknown input value\. Choose from: default, "
+                                           r"cusolver, magma\.$"):
+        bc.preferred_linalg_library("bad")

@@ -18,7 +18,8 @@ from typing import Any
 
 __all__ = ["matmul", "is_built", "enable_flash_sdp", "flash_sdp_enabled",
            "enable_mem_efficient_sdp", "mem_efficient_sdp_enabled", "enable_math_sdp",
-           "math_sdp_enabled", "enable_cudnn_sdp", "cudnn_sdp_enabled", "sdp_kernel"]
+           "math_sdp_enabled", "enable_cudnn_sdp", "cudnn_sdp_enabled", "sdp_kernel",
+           "preferred_linalg_library", "preferred_blas_library"]
 
 _FLAG_NAMES = ("allow_tf32",)
 _LOCAL: dict[str, Any] = {"allow_tf32": False}  # used only when Triton is not installed
@@ -133,3 +134,50 @@ def sdp_kernel(enable_flash: bool = True, enable_math: bool = True,
                               (SDPBackend.MATH, enable_math),
                               (SDPBackend.CUDNN_ATTENTION, enable_cudnn)) if on]
     return sdpa_kernel(chosen)
+
+
+# Preferred libraries (torch.backends.cuda.preferred_linalg_library / preferred_blas_library).
+# tgrad's cuda linear algebra and matmuls are its own Triton kernels (no cuSOLVER, MAGMA or
+# cuBLAS), so the one choice is "default"; naming a library tgrad lacks raises.
+class _Backend:
+    """An enum member as PyTorch's _LinalgBackend / _BlasBackend: prints as Kind.Name."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        self.kind, self.name = kind, name
+
+    def __repr__(self) -> str:
+        return f"{self.kind}.{self.name}"
+
+
+_LINALG_DEFAULT = _Backend("_LinalgBackend", "Default")
+_BLAS_DEFAULT = _Backend("_BlasBackend", "Default")
+_LINALG_NAMES = {"cusolver": "cuSOLVER", "magma": "MAGMA"}
+_BLAS_NAMES = {"cublas": "cuBLAS", "hipblas": "hipBLAS", "cublaslt": "cuBLASLt",
+               "hipblaslt": "hipBLASLt", "ck": "CK"}
+
+
+def _preferred(op: str, backend, default: _Backend, names: dict) -> _Backend:
+    if backend is None or backend is default:
+        return default
+    if not isinstance(backend, str):
+        raise RuntimeError(f"{op}: Unknown input value type {type(backend).__name__}; give "
+                           f"None or a string")
+    key = backend.lower()
+    if key == "default":
+        return default
+    if key in names:
+        raise RuntimeError(f"Cannot set preferred backend to {names[key]}: tgrad has no "
+                           f"{names[key]} (its cuda ops are Triton kernels); use 'default'")
+    raise RuntimeError(f"Unknown input value. Choose from: default, {', '.join(names)}.")
+
+
+def preferred_linalg_library(backend: str | None = None) -> _Backend:
+    """The linear-algebra library cuda ops use: always ``_LinalgBackend.Default`` (tgrad's
+    own kernels; 'cusolver' / 'magma' raise). CPU linear algebra is NumPy's LAPACK."""
+    return _preferred("preferred_linalg_library", backend, _LINALG_DEFAULT, _LINALG_NAMES)
+
+
+def preferred_blas_library(backend: str | None = None) -> _Backend:
+    """The BLAS cuda matmuls use: always ``_BlasBackend.Default`` (tgrad's Triton matmul;
+    'cublas', 'cublaslt', ... raise). CPU matmuls are NumPy's BLAS."""
+    return _preferred("preferred_blas_library", backend, _BLAS_DEFAULT, _BLAS_NAMES)
