@@ -509,3 +509,11 @@ def test_to_dlpack_round_trip_shares_memory():
     np.testing.assert_array_equal(np.from_dlpack(x), [0.0, 1.0, 2.0, 3.0])
     with pytest.raises(TypeError, match="must be Tensor"):
         tgrad.to_dlpack([1.0])
+
+
+def test_a_negative_int_device_is_refused_as_pytorch():
+    # PyTorch: "Device index must not be negative" wherever an int names a device
+    for make in (lambda: tgrad.zeros(1).to(-1), lambda: tgrad.zeros(1, device=-1)):
+        with pytest.raises(RuntimeError, match="Device index must not be negative"):
+            make()
+    assert tgrad.zeros(1).to(tgrad.float64).dtype is tgrad.float64  # (a dtype is no device)

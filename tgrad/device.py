@@ -95,6 +95,8 @@ def as_device(dev) -> Device:
     if d is not None:
         return d
     if isinstance(dev, int):
+        if dev < 0:  # (PyTorch's check; only the int form reaches here)
+            raise RuntimeError("Device index must not be negative")
         d = Device("cuda", dev)
     else:
         d = Device(dev)

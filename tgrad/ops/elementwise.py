@@ -577,6 +577,10 @@ _INT_ONLY = ("bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", *_INT_ONLY)
 _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", *_INT_ONLY)
+# PyTorch's CPU kernel names in its NotImplementedError for float / bool operands of these
+_INT_KERNELS = {"bitwise_and": "bitwise_and_cpu", "bitwise_or": "bitwise_or_cpu",
+                "bitwise_xor": "bitwise_xor_cpu", "bitwise_left_shift": "lshift_cpu",
+                "bitwise_right_shift": "rshift_cpu", "gcd": "gcd_cpu", "lcm": "lcm_cpu"}
 _NODE_NAMES = {"maximum": "MaximumBackward0", "minimum": "MinimumBackward0"}
 
 
@@ -642,13 +646,16 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
                                       f"({name}: convert bool tensors with .int() or .float() "
                                       f"first)")
         elif name in _INT_ONLY and (dt.is_floating_point or dt is dtypes.bool_):
-            raise RuntimeError(f"{name}: not implemented for {dt.name} (operands "
-                               f"{_dtype_name(a)} and {_dtype_name(b)}); it takes integer "
-                               f"tensors, as in PyTorch")
+            raise NotImplementedError(
+                f"{name}: not implemented for {dt.name} (operands {_dtype_name(a)} and "
+                f"{_dtype_name(b)}); it takes integer tensors, as in PyTorch (\""
+                f"{_INT_KERNELS[name]}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[dt]}')")
         elif dt.is_floating_point and name in _BITWISE:
-            raise RuntimeError(f"{name}: not implemented for {dt.name} (operands "
-                               f"{_dtype_name(a)} and {_dtype_name(b)}); bitwise ops take bool "
-                               f"or integer tensors, as in PyTorch")
+            raise NotImplementedError(
+                f"{name}: not implemented for {dt.name} (operands {_dtype_name(a)} and "
+                f"{_dtype_name(b)}); bitwise ops take bool or integer tensors, as in PyTorch "
+                f"(\"{_INT_KERNELS[name]}\" not implemented for "
+                f"'{dtypes.SCALAR_TYPE_NAMES[dt]}')")
     return dev, be, _operand(a, dt, be, name), _operand(b, dt, be, name)
 
 
@@ -1274,8 +1281,10 @@ class BitwiseNot(Function):
     @staticmethod
     def forward(ctx, x):
         if x.dtype.is_floating_point:
-            raise RuntimeError(f"bitwise_not: not implemented for {x.dtype.name}; the ~ "
-                               f"operator takes bool or integer tensors, as in PyTorch")
+            raise NotImplementedError(
+                f"bitwise_not: not implemented for {x.dtype.name}; the ~ operator takes bool or "
+                f"integer tensors, as in PyTorch (\"bitwise_not_cpu\" not implemented for "
+                f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}')")
         return wrap(backend_of(x).unary("bitwise_not", x._data), x.device)
 
 
