@@ -273,13 +273,14 @@ def _binary_inplace(name: str, fn, keywords: tuple = ()):
     return method
 
 
-def _inplace_dunder(name: str, method):
-    """``x op= other``: ``method`` (x.add_(other)...), but an operand it refuses that is not
+def _inplace_dunder(name: str, op: str, fn):
+    """``x op= other``: the in-place op ``op`` (x.add_(other)...) without the method's
+    keyword handling (one call, as the method itself), but an operand it refuses that is not
     a Tensor or a number (a NumPy array) gives NotImplemented, as PyTorch's, so Python falls
     back to ``x = x op other`` (a new tensor: ``x += np.ones(2)`` gives float64)."""
     def dunder(self, other) -> Tensor:
         try:
-            return method(self, other)
+            return apply_inplace(self, op, fn, other)
         except TypeError:
             if isinstance(other, np.ndarray):
                 return NotImplemented
@@ -298,11 +299,11 @@ for _name, _fn, _dunder in (("add_", ew.add, "__iadd__"), ("sub_", ew.sub, "__is
                             ("bitwise_left_shift_", ew.bitwise_left_shift, "__ilshift__"),
                             ("bitwise_right_shift_", ew.bitwise_right_shift, "__irshift__"),
                             ("gcd_", ew.gcd, None), ("lcm_", ew.lcm, None)):
-    _m = tensor_method(_name)(_binary_inplace(_name, _fn))
+    tensor_method(_name)(_binary_inplace(_name, _fn))
     if _dunder:
-        tensor_method(_dunder)(_inplace_dunder(_dunder, _m))
-_m = tensor_method("div_")(_binary_inplace("div_", ew.div, ("rounding_mode",)))
-tensor_method("__itruediv__")(_inplace_dunder("__itruediv__", _m))
+        tensor_method(_dunder)(_inplace_dunder(_dunder, _name, _fn))
+tensor_method("div_")(_binary_inplace("div_", ew.div, ("rounding_mode",)))
+tensor_method("__itruediv__")(_inplace_dunder("__itruediv__", "div_", ew.div))
 tensor_method("fmod_")(_binary_inplace("fmod_", ew.fmod))
 
 

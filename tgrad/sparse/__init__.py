@@ -1018,10 +1018,18 @@ class SumDim(Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        s = ctx.s
-        gd = _to_dense_array(g) if g._sparse else np.asarray(g.numpy())
-        gd = np.broadcast_to(np.expand_dims(gd, tuple(ctx.dims)), s.shape)
-        return _pattern_of(s, gd.astype(s._sp_values.dtype, copy=False)), None, None
+        return _pattern_of(ctx.s, _summed_grad(ctx, g, True)), None, None
+
+
+def _summed_grad(ctx, g, expand: bool) -> np.ndarray:
+    """The gradient of a sum of sparse ``ctx.s`` over ``ctx.dims``: g (dense or sparse) as a
+    dense array in s's dtype broadcast back to s's shape (``expand``: the summed dims were
+    dropped, so they are put back first). A read-only broadcast view."""
+    s = ctx.s
+    gd = _to_dense_array(g) if g._sparse else np.asarray(g.numpy())
+    if expand:
+        gd = np.expand_dims(gd, tuple(ctx.dims))
+    return np.broadcast_to(gd.astype(s._sp_values.dtype, copy=False), s.shape)
 
 
 class SumDimDense(Function):
@@ -1053,12 +1061,7 @@ class SumDimDense(Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        s = ctx.s
-        gd = _to_dense_array(g) if g._sparse else np.asarray(g.numpy())
-        if not ctx.keepdim:
-            gd = np.expand_dims(gd, ctx.dims)
-        gd = np.broadcast_to(gd, s.shape).astype(s._sp_values.dtype)
-        return Tensor(gd), None, None, None
+        return Tensor(np.array(_summed_grad(ctx, g, not ctx.keepdim))), None, None, None
 
 
 class SparseSparseMM(Function):
