@@ -92,7 +92,8 @@ def test_lambda_lr_saves_callable_objects_not_functions():
 
 def test_resuming_needs_initial_lr_and_factors_are_checked():
     with pytest.raises(KeyError, match=r"param 'initial_lr' is not specified in "
-                                       r"param_groups\[0\] when resuming an optimizer"):
+                                       r"param_groups\[0\] when resuming scheduler with "
+                                       r"last_epoch >= 0"):
         S.StepLR(_opt(), 2, last_epoch=3)
     opt = _opt()
     S.StepLR(opt, 2)

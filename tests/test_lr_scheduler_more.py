@@ -429,3 +429,94 @@ def test_cyclic_lr_adam_betas_custom_scale_state_dict_and_errors():
         S.CyclicLR(_opt(kind="adagrad"), 0.01, 0.1)
     plain = S.CyclicLR(_opt(kind="adagrad"), 0.01, 0.1, cycle_momentum=False)
     assert plain.get_last_lr() == [0.01, 0.01]
+
+
+# ---- PyTorch 2.13's warnings, Tensor lr and closed-form bits (differential checks) ----
+
+_BEFORE = r"Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`"
+
+
+def test_step_before_optimizer_step_warns_as_pytorch():
+    import warnings
+    opt = _opt()
+    sched = S.StepLR(opt, 2)
+    with pytest.warns(UserWarning, match=_BEFORE):
+        sched.step()
+    with warnings.catch_warnings():  # only the first step is checked
+        warnings.simplefilter("error")
+        sched.step()
+    opt = _opt()
+    sched = S.ExponentialLR(opt, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.step()
+        sched.step()
+    assert sched.get_last_lr() == [0.05, 0.015]
+    opt = _opt()
+    sched = S.StepLR(opt, 2)
+    opt.step = lambda closure=None: None  # replaced on the instance after the scheduler
+    with pytest.warns(UserWarning, match=r"Seems like `optimizer.step\(\)` has been "
+                                         r"overridden after learning rate scheduler"):
+        sched.step()
+
+
+def test_get_lr_outside_step_warns_and_the_flag_is_saved():
+    import warnings
+    opt = _opt()
+    sched = S.CosineAnnealingLR(opt, T_max=4)
+    with pytest.warns(UserWarning, match=r"To get the last learning rate computed by the "
+                                         r"scheduler, please use `get_last_lr\(\)`"):
+        sched.get_lr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.step()
+        sched.step()
+    assert sched.state_dict()["_get_lr_called_within_step"] is False
+    plateau = S.CosineAnnealingWarmRestarts(_opt(), 3)
+    with pytest.warns(UserWarning, match="To get the last learning rate"):
+        plateau.get_lr()
+
+
+def test_epoch_deprecation_warning_is_pytorchs_full_text():
+    with pytest.warns(UserWarning, match="During the deprecation, if epoch is different from "
+                                         "None, the closed form is used instead of the new "
+                                         "chainable form, where available."):
+        S.ExponentialLR(_opt(), 0.5).step(3)
+
+
+def test_tensor_lr_is_updated_in_place():
+    lr = tgrad.tensor(0.1, dtype=tgrad.float64)
+    opt = tgrad.optim.SGD([tgrad.zeros(1, requires_grad=True)], lr=lr)
+    sched = S.ExponentialLR(opt, 0.5)
+    for k in range(1, 4):
+        opt.step()
+        sched.step()
+        assert opt.param_groups[0]["lr"] is lr and lr.item() == 0.1 * 0.5 ** k
+        last = sched.get_last_lr()[0]
+        assert last is not lr and last.item() == lr.item()  # a copy, as PyTorch's clone
+    assert opt.param_groups[0]["initial_lr"] is not lr
+    assert opt.param_groups[0]["initial_lr"].item() == 0.1
+    lr = tgrad.tensor(1.0, dtype=tgrad.float64)
+    opt = tgrad.optim.SGD([tgrad.zeros(1, requires_grad=True)], lr=lr)
+    plateau = S.ReduceLROnPlateau(opt, patience=0, factor=0.5)
+    plateau.step(1.0)
+    plateau.step(1.0)  # no improvement > patience 0: lr * factor
+    assert opt.param_groups[0]["lr"] is lr and lr.item() == 0.5
+    lr = tgrad.tensor(1.0, dtype=tgrad.float64)
+    opt = tgrad.optim.SGD([tgrad.zeros(1, requires_grad=True)], lr=lr, momentum=0.9)
+    S.CyclicLR(opt, 0.01, 0.1, step_size_up=2)
+    assert opt.param_groups[0]["lr"] is lr and lr.item() == 0.01  # base_lr written in place
+
+
+def test_linear_lr_closed_form_is_pytorchs_expression():
+    opt = _opt()
+    sched = S.LinearLR(opt, start_factor=0.1, end_factor=0.9, total_iters=13)
+    for e in (3, 7, 2, 20, 0):
+        with pytest.warns(UserWarning):
+            sched.step(e)
+        # the documented closed form, evaluated in PyTorch's order of operations
+        assert sched.get_last_lr() == [b * (0.1 + (0.9 - 0.1) * min(13, e) / 13) for b in LRS]
+    sched = S.LinearLR(_opt(), total_iters=0)
+    with pytest.warns(UserWarning), pytest.raises(ZeroDivisionError,
+                                                  match="float division by zero"):
+        sched.step(2)

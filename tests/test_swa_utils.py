@@ -137,3 +137,19 @@ def test_ema_decay_must_lie_in_zero_one():
             with pytest.raises(ValueError, match="Invalid decay value"):
                 fn(bad)
         fn(0.0), fn(1.0)
+
+
+def test_update_bn_builds_no_graph_and_swalr_get_lr_warns():
+    model = _model(0)
+    seen = []
+    model[1].register_forward_hook(lambda m, i, o: seen.append(o.requires_grad))
+    loader = [tgrad.randn(5, 3, dtype=F64) for _ in range(2)]
+    swa.update_bn(loader, model)
+    assert seen == [False, False]  # PyTorch's update_bn runs under no_grad
+    assert tgrad.is_grad_enabled()
+    opt = tgrad.optim.SGD(model.parameters(), lr=0.1)
+    sched = swa.SWALR(opt, swa_lr=0.05, anneal_epochs=2)
+    with pytest.warns(UserWarning, match="To get the last learning rate computed by the "
+                                         "scheduler, please use `get_last_lr"):
+        sched.get_lr()
+    assert sched.state_dict()["_get_lr_called_within_step"] is False

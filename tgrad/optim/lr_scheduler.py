@@ -3,8 +3,9 @@
 
 The rates follow PyTorch's recursive ("chainable") forms, so two schedulers on one optimizer
 compose as in PyTorch, and the values match PyTorch's to the last bit; ``step(epoch)`` uses
-the closed forms. Not carried over: the warning when ``step()`` comes before
-``optimizer.step()``.
+the closed forms. As PyTorch, the first ``step()`` warns when ``optimizer.step()`` has not
+run yet (or was replaced on the instance), and ``get_lr()`` called outside ``step()`` warns
+to use ``get_last_lr()``. A Tensor ``lr`` is updated in place (``fill_``), as PyTorch's.
 """
 
 from __future__ import annotations
@@ -17,11 +18,40 @@ from collections import Counter
 from typing import Callable
 
 from tgrad.optim.optimizer import Optimizer
+from tgrad.tensor import Tensor
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
            "CosineAnnealingLR", "LinearLR", "MultiplicativeLR", "ConstantLR", "PolynomialLR",
            "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau",
            "CosineAnnealingWarmRestarts", "OneCycleLR", "CyclicLR"]
+
+
+_EPOCH_WARNING = ("The epoch parameter in `scheduler.step()` was not necessary and is being "
+                  "deprecated where possible. Please use `scheduler.step()` to step the "
+                  "scheduler. During the deprecation, if epoch is different from None, the "
+                  "closed form is used instead of the new chainable form, where available. "
+                  "Please open an issue if you are unable to replicate your use case: "
+                  "https://github.com/pytorch/pytorch/issues/new/choose.")
+
+
+def _clone(value):
+    """A Tensor hyper-parameter is copied (PyTorch clones them), a number kept."""
+    return value.clone() if isinstance(value, Tensor) else value
+
+
+def _set_group_val(group: dict, key: str, value) -> None:
+    """Write ``value`` into ``group[key]``: a Tensor entry is filled in place (so references
+    to it, e.g. a capturable optimizer's lr, see the change), anything else replaced."""
+    if isinstance(group[key], Tensor):
+        group[key].fill_(value.item() if isinstance(value, Tensor) else value)
+    else:
+        group[key] = value
+
+
+def _warn_get_lr_called_within_step(sched: LRScheduler) -> None:
+    if not sched._get_lr_called_within_step:
+        warnings.warn("To get the last learning rate computed by the scheduler, please use "
+                      "`get_last_lr()`.", UserWarning, stacklevel=3)
 
 
 class LRScheduler:
@@ -34,17 +64,22 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                group.setdefault("initial_lr", _clone(group["lr"]))
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] "
-                                   f"when resuming an optimizer")
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+                    raise KeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when "
+                        "resuming scheduler with last_epoch >= 0.\nThis typically happens "
+                        "when:\n1. You're trying to resume training from a checkpoint but "
+                        "haven't properly loaded the optimizer state\n2. You're using "
+                        "last_epoch >= 0 for a fresh training run (not recommended)")
+        self.base_lrs = [_clone(group["initial_lr"]) for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._initial_step()
 
     _is_initial: bool = False  # True only during the step __init__ makes
+    _get_lr_called_within_step: bool = False  # True while step() calls get_lr()
 
     def _initial_step(self) -> None:
         """Reset the step count and take the first step (``_is_initial`` set meanwhile)."""
@@ -63,26 +98,50 @@ class LRScheduler:
         return self._last_lr
 
     def step(self, epoch: int | None = None) -> None:
+        if self._step_count == 1:  # the first step after the one __init__ took
+            opt = self.optimizer
+            if "step" in opt.__dict__ and not getattr(opt.step, "hooked", False):
+                warnings.warn(
+                    "Seems like `optimizer.step()` has been overridden after learning rate "
+                    "scheduler initialization. Please, make sure to call `optimizer.step()` "
+                    "before `lr_scheduler.step()`. See more details at "
+                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    UserWarning, stacklevel=2)
+            elif not opt.__dict__.get("_opt_called", False):
+                warnings.warn(
+                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In "
+                    "PyTorch 1.1.0 and later, you should call them in the opposite order: "
+                    "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+                    "will result in PyTorch skipping the first value of the learning rate "
+                    "schedule. See more details at "
+                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
-            warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is "
-                          "being deprecated where possible. Please use `scheduler.step()` to "
-                          "step the scheduler.", UserWarning, stacklevel=2)
+            warnings.warn(_EPOCH_WARNING, UserWarning, stacklevel=2)
         self._update_lr(epoch)
 
     def _update_lr(self, epoch: int | None = None) -> None:
         """Advance ``last_epoch`` (or set it to ``epoch``, then use the closed form where
         there is one) and write the new rates into the groups."""
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            self.last_epoch = epoch
-            closed = getattr(self, "_get_closed_form_lr", None)
-            values = closed() if closed is not None else self.get_lr()
+        self._get_lr_called_within_step = True
+        try:
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                closed = getattr(self, "_get_closed_form_lr", None)
+                values = closed() if closed is not None else self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        self._write_lrs(values)
+
+    def _write_lrs(self, values: list) -> None:
+        """Set the groups' rates (a Tensor lr in place) and ``_last_lr`` (copies)."""
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+            _set_group_val(group, "lr", lr)
+        self._last_lr = self._lrs()
 
     def state_dict(self) -> dict:
         """Every attribute except the optimizer."""
@@ -92,7 +151,8 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
     def _lrs(self) -> list:
-        return [group["lr"] for group in self.optimizer.param_groups]
+        """The groups' current rates (Tensor ones copied)."""
+        return [_clone(group["lr"]) for group in self.optimizer.param_groups]
 
 
 def _lambdas(optimizer: Optimizer, lr_lambda) -> list:
@@ -120,6 +180,7 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
     def state_dict(self) -> dict:
@@ -148,6 +209,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
@@ -165,6 +227,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch not in self.milestones:
             return self._lrs()
         return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._lrs()]
@@ -182,6 +245,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         if self._is_initial:  # construction keeps the rates (also when resuming, epoch > 0)
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
@@ -200,6 +264,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         e, t, lo = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:  # construction keeps the rates (also when resuming, epoch > 0)
             return self._lrs()
@@ -233,6 +298,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return [lr * self.start_factor for lr in self._lrs()]
         if self._is_initial or self.last_epoch > self.total_iters:  # resuming: keep the rates
@@ -243,13 +309,9 @@ class LinearLR(LRScheduler):
 
     def _get_closed_form_lr(self) -> list:
         s, d = self.start_factor, self.end_factor - self.start_factor
-        frac = min(self.total_iters, self.last_epoch) / self.total_iters
-        return [b * (s + d * frac) for b in self.base_lrs]
-
-
-_EPOCH_WARNING = ("The epoch parameter in `scheduler.step()` was not necessary and is being "
-                  "deprecated where possible. Please use `scheduler.step()` to step the "
-                  "scheduler.")
+        # PyTorch's order of operations (d * min / total, not d * (min / total)): same bits
+        return [b * (s + d * min(self.total_iters, self.last_epoch) / self.total_iters)
+                for b in self.base_lrs]
 
 
 class MultiplicativeLR(LRScheduler):
@@ -266,6 +328,7 @@ class MultiplicativeLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         if self._is_initial:
             return self._lrs()
         return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._lrs())]
@@ -286,6 +349,7 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return [lr * self.factor for lr in self._lrs()]
         if self.last_epoch != self.total_iters:
@@ -306,6 +370,7 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         e, t = self.last_epoch, self.total_iters
         if self._is_initial or e > t:
             return self._lrs()
@@ -369,7 +434,7 @@ class SequentialLR(_Composite):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in optimizer.param_groups:  # undo the children's initial steps
-            group["lr"] = group["initial_lr"]
+            _set_group_val(group, "lr", group["initial_lr"])
         self.recursive_undo()
         idx = bisect_right(self._milestones, 0)
         self._schedulers[idx]._initial_step()
@@ -487,7 +552,7 @@ class ReduceLROnPlateau(LRScheduler):
             old = float(group["lr"])
             new = max(old * self.factor, self.min_lrs[i])
             if old - new > self.eps:
-                group["lr"] = new
+                _set_group_val(group, "lr", new)
 
     @property
     def in_cooldown(self) -> bool:
@@ -534,6 +599,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         lo = self.eta_min
         return [lo + (b - lo) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
                 for b in self.base_lrs]
@@ -561,9 +627,12 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            group["lr"] = lr
-        self._last_lr = self._lrs()
+        self._get_lr_called_within_step = True
+        try:
+            values = self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        self._write_lrs(values)
 
 
 def _per_group(name: str, optimizer: Optimizer, value) -> list:
@@ -572,8 +641,8 @@ def _per_group(name: str, optimizer: Optimizer, value) -> list:
             raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
                              f"{name} has {len(value)} values, param_groups has "
                              f"{len(optimizer.param_groups)}.")
-        return list(value)
-    return [value] * len(optimizer.param_groups)
+        return [_clone(v) for v in value]
+    return [_clone(value) for _ in optimizer.param_groups]
 
 
 class OneCycleLR(LRScheduler):
@@ -660,6 +729,7 @@ class OneCycleLR(LRScheduler):
     def get_lr(self) -> list:
         """The rates at step ``last_epoch``; with ``cycle_momentum`` it also writes the
         groups' momentum / beta1."""
+        _warn_get_lr_called_within_step(self)
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"Tried to step {step} times. The specified number of total steps "
@@ -707,7 +777,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _per_group("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                _set_group_val(group, "lr", lr)
         self.max_lrs = _per_group("max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
@@ -751,6 +821,7 @@ class CyclicLR(LRScheduler):
             group["momentum"] = value
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle  # position in the cycle, [0, 1)
         if x <= self.step_ratio:

@@ -72,6 +72,7 @@ def _hook_step(func: Callable) -> Callable:
         if self.__dict__.get("_in_hooked_step"):
             return func(*args, **kwargs)
         d = self.__dict__
+        d["_opt_called"] = True  # LRScheduler's check that optimizer.step() ran first
         for hook in list(chain(_global_optimizer_pre_hooks.values(),
                                d.get("_optimizer_step_pre_hooks", {}).values())):
             result = hook(self, args, kwargs)

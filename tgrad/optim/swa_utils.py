@@ -20,7 +20,7 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.nn.modules.batchnorm import _BatchNorm
 from tgrad.nn.modules.module import Module
 from tgrad.ops.creation import tensor
-from tgrad.optim.lr_scheduler import LRScheduler, _per_group
+from tgrad.optim.lr_scheduler import LRScheduler, _per_group, _warn_get_lr_called_within_step
 from tgrad.optim.optimizer import Optimizer
 from tgrad.tensor import Tensor
 
@@ -126,6 +126,11 @@ def update_bn(loader: Iterable, model: Module, device=None) -> None:
     """Recompute the BatchNorm running statistics of ``model`` in one pass over ``loader``
     (each item an input, or a list/tuple whose first element is): the statistics are reset
     and averaged over all batches (momentum None meanwhile), training mode restored after."""
+    with no_grad():  # as PyTorch's @torch.no_grad(): the passes build no graph
+        _update_bn(loader, model, device)
+
+
+def _update_bn(loader: Iterable, model: Module, device) -> None:
     momenta = {}
     for m in model.modules():
         if isinstance(m, _BatchNorm):
@@ -179,6 +184,7 @@ class SWALR(LRScheduler):
         return t if self._anneal_strategy == "linear" else (1 - math.cos(math.pi * t)) / 2
 
     def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         step = self._step_count - 1
         if self.anneal_epochs == 0:
             step = max(1, step)
