@@ -429,9 +429,9 @@ class Tensor:
                                  f"(np.asarray(tensor, dtype={np.dtype(dtype)}, copy=False) "
                                  f"of a {self.dtype} tensor converts it; leave out copy=False)")
             return arr.astype(dtype)  # (a new array)
-        if copy:
-            return arr.copy(order="K")
-        if copy is False and self.device.type != "cpu":
+        if self.device.type == "cpu":
+            return arr.copy(order="K") if copy else arr
+        if copy is False:  # (from a GPU numpy() is already a new host array)
             raise ValueError(f"Unable to avoid copy while creating an array as requested "
                              f"(np.asarray(tensor, copy=False) of a tensor on {self.device} "
                              f"copies it to the host; leave out copy=False)")
