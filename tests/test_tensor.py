@@ -276,6 +276,65 @@ def test_numpy_refuses_tensors_that_require_grad():
     assert np.asarray(tgrad.ones(2), dtype=np.float64).dtype == np.float64
 
 
+def test_array_protocol_copy_keyword():
+    # NumPy's __array__ copy protocol: np.array(t) (copy=True) is a copy, never t's memory
+    # (it was: writing to it changed t); copy=False refuses a conversion
+    t = tgrad.tensor([1.0, 2.0])
+    a = np.array(t)
+    a[0] = 9.0
+    assert t.tolist() == [1.0, 2.0] and a.tolist() == [9.0, 2.0]
+    c = np.array(t, dtype=np.float64)
+    c[1] = 7.0
+    assert t.tolist() == [1.0, 2.0] and c.dtype == np.float64
+    # the copy keeps the layout (NumPy's order='K'): a transpose's copy is column-major
+    m = tgrad.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    mt = np.array(m.t())
+    assert mt.flags.f_contiguous and mt.tolist() == [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]
+    ms = np.array(m[:, ::2])
+    assert ms.flags.c_contiguous and ms.tolist() == [[1.0, 3.0], [4.0, 6.0]]
+    # np.asarray (copy=None) and copy=False without a conversion share t's memory
+    for b in (np.asarray(t), np.asarray(t, copy=False),
+              np.asarray(t, dtype=np.float32, copy=False)):
+        b[1] = 5.0
+        assert t.tolist() == [1.0, 5.0]
+    with pytest.raises(ValueError, match="Unable to avoid copy"):
+        np.asarray(t, dtype=np.float64, copy=False)
+    with pytest.raises(ValueError, match="Unable to avoid copy"):
+        np.array(t, dtype=np.int32, copy=False)
+
+
+def test_numpy_force_must_be_bool():
+    t = tgrad.tensor([1.0, 2.0])
+    for bad in (1, None, np.bool_(True)):
+        with pytest.raises(TypeError, match="numpy\\(\\): argument 'force' must be bool"):
+            t.numpy(force=bad)
+    assert t.numpy(force=False).tolist() == [1.0, 2.0]
+
+
+def test_iteration_is_unbind():
+    # iter(t) gives unbind(0)'s views, as PyTorch's: UnbindBackward0, views of t that
+    # refuse in-place changes while grad is recorded (outputs of a multi-view op)
+    x = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=tgrad.float64, requires_grad=True)
+    y = x * 1
+    rows = list(y)
+    assert [r.grad_fn.name() for r in rows] == ["UnbindBackward0"] * 2
+    assert all(r._base is y for r in rows)
+    with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view"):
+        rows[0].mul_(2)
+    # rows of a tensor without grad are writable views of it
+    z = tgrad.tensor([[1, 2], [3, 4]])
+    next(iter(z)).add_(10)
+    assert z.tolist() == [[11, 12], [3, 4]]
+    # gradient: d/dx sum_i (i + 1) * w_i . x_i = (i + 1) * w_i (hand computation)
+    w = np.array([[1.0, -2.0], [0.5, 3.0]])
+    s = sum((r * tgrad.tensor(w[i])).sum() * (i + 1) for i, r in enumerate(x))
+    s.backward()
+    np.testing.assert_allclose(x.grad.numpy(), w * np.array([[1.0], [2.0]]), rtol=1e-15)
+    assert tgrad.autograd.gradcheck(lambda a: tgrad.stack([r * (i + 1) for i, r in
+                                                           enumerate(a)]), (x,))
+    assert list(tgrad.zeros(0, 3)) == [] and [r.shape for r in tgrad.zeros(2, 0)] == [(0,)] * 2
+
+
 def test_item_tolist_and_python_scalars():
     assert tgrad.tensor([2.5]).item() == 2.5
     assert isinstance(tgrad.tensor(3).item(), int)

@@ -404,6 +404,9 @@ class Tensor:
         """The data as a NumPy array (this CPU tensor's own memory; a copy from a GPU). A
         tensor that requires grad raises while grad mode is on (as PyTorch: inside
         ``no_grad()`` it is allowed); ``force=True`` always returns it."""
+        if force.__class__ is not bool:  # (PyTorch's argument parser: a bool only)
+            raise TypeError(f"numpy(): argument 'force' must be bool, not "
+                            f"{type(force).__name__}")
         if self._requires_grad and not force and (
                 STATE.enabled or (STATE.inference and STATE.inference_grad)):
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
@@ -415,10 +418,23 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         """``np.asarray(t)``: ``numpy()``'s array, so a tensor that requires grad raises
-        while grad mode is on, as PyTorch's (use ``t.detach()``)."""
+        while grad mode is on, as PyTorch's (use ``t.detach()``). NumPy's ``copy`` protocol:
+        ``np.array(t)`` (copy=True) gets a copy in t's layout, never t's memory; with
+        ``copy=False`` a conversion to another ``dtype`` (or a copy from a GPU) raises
+        NumPy's ValueError; ``np.asarray(t)`` (copy=None) shares a CPU tensor's memory."""
         arr = self.numpy()
-        if dtype is not None:
-            arr = arr.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"Unable to avoid copy while creating an array as requested "
+                                 f"(np.asarray(tensor, dtype={np.dtype(dtype)}, copy=False) "
+                                 f"of a {self.dtype} tensor converts it; leave out copy=False)")
+            return arr.astype(dtype)  # (a new array)
+        if self.device.type == "cpu":
+            return arr.copy(order="K") if copy else arr
+        if copy is False:  # (from a GPU numpy() is already a new host array)
+            raise ValueError(f"Unable to avoid copy while creating an array as requested "
+                             f"(np.asarray(tensor, copy=False) of a tensor on {self.device} "
+                             f"copies it to the host; leave out copy=False)")
         return arr
 
     def __array_wrap__(self, array, context=None, return_scalar: bool = False) -> Tensor:
@@ -444,9 +460,11 @@ class Tensor:
         return self.shape[0]
 
     def __iter__(self):
+        """The tensor's ``unbind(0)`` views, as PyTorch's (UnbindBackward0; being outputs of
+        one multi-view op they refuse in-place changes while grad is recorded)."""
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self.shape[0]))
+        return iter(self.unbind(0))
 
     def __reversed__(self) -> Tensor:
         """The tensor flipped along dim 0 (a 0-d tensor is itself), as in PyTorch."""
