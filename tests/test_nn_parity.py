@@ -454,3 +454,23 @@ def test_hardswish_gradient_at_nan_and_the_kinks():
                      requires_grad=True)
     F.hardswish(x).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 1.0, 0.0, 0.5, 1.0])
+
+
+# ====================================================================== module reprs
+def test_selu_mish_repr_show_inplace():
+    # PyTorch's SELU/Mish extra_repr: "inplace=True" when set, nothing otherwise
+    assert repr(nn.SELU(inplace=True)) == "SELU(inplace=True)"
+    assert repr(nn.Mish(inplace=True)) == "Mish(inplace=True)"
+    assert repr(nn.SELU()) == "SELU()" and repr(nn.Mish()) == "Mish()"
+
+
+def test_parameter_list_repr_names_a_gpu_device_as_pytorch():
+    # PyTorch 2.13's ParameterList/ParameterDict extra_repr: " (cuda:1)" after the size of a
+    # tensor on a cuda device (older releases printed " (GPU 1)"). A Parameter relabelled
+    # as on cuda:1 stands in for one here (the repr reads no values), so no GPU is needed.
+    on_cuda = nn.Parameter(tgrad.zeros(2, 3))
+    on_cuda.device = tgrad.device("cuda", 1)
+    pl = nn.ParameterList([on_cuda, nn.Parameter(tgrad.zeros(2))])
+    assert repr(pl) == ("ParameterList(\n"
+                        "    (0): Parameter containing: [tgrad.float32 of size 2x3 (cuda:1)]\n"
+                        "    (1): Parameter containing: [tgrad.float32 of size 2]\n)")

@@ -516,3 +516,30 @@ def test_cuda_repr_keeps_device_suffix_and_copies_once(monkeypatch):
     assert len(calls) == 1
     assert repr(tgrad.zeros(0, 3, device="cuda")) == \
         f"tensor([], device='{t.device}', size=(0, 3))"
+
+
+def test_return_types_print_as_pytorch_structseqs():
+    # PyTorch's torch.return_types repr: the type's qualified name, then one "field=repr"
+    # per line (torch.return_types.max(\nvalues=tensor(2.),\nindices=tensor(1)))
+    x = tgrad.tensor([[1.0, 3.0], [4.0, 2.0]])
+    r = x.max(1)
+    assert type(r).__module__ == "tgrad.return_types" and type(r).__name__ == "max"
+    assert repr(r) == ("tgrad.return_types.max(\n"
+                       "values=tensor([3., 4.]),\n"
+                       "indices=tensor([1, 0]))")
+    assert str(x.sort(1)) == ("tgrad.return_types.sort(\n"
+                              "values=tensor([[1., 3.],\n"
+                              "        [2., 4.]]),\n"
+                              "indices=tensor([[0, 1],\n"
+                              "        [1, 0]]))")
+    assert repr(tgrad.aminmax(x)) == ("tgrad.return_types.aminmax(\n"
+                                      "min=tensor(1.),\n"
+                                      "max=tensor(4.))")
+    for op, args in [("min", (1,)), ("topk", (1,)), ("kthvalue", (1,)), ("median", (1,)),
+                     ("nanmedian", (1,)), ("mode", (1,)), ("cummax", (1,)),
+                     ("cummin", (1,))]:
+        r = getattr(x, op)(*args)
+        assert type(r) is getattr(tgrad.return_types, op)
+        assert repr(r).startswith(f"tgrad.return_types.{op}(\nvalues=tensor(")
+    assert type(tgrad.frexp(x)) is tgrad.return_types.frexp
+    assert type(tgrad.histogram(x.flatten(), 2)) is tgrad.return_types.histogram

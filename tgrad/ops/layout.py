@@ -38,11 +38,10 @@ Views and shapes:
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
@@ -67,7 +66,7 @@ __all__ = ["diagonal", "diag_embed", "tensor_split", "hsplit", "vsplit", "dsplit
            "dstack", "column_stack", "row_stack", "atleast_3d", "rot90", "tril_indices",
            "triu_indices", "kron", "tensordot", "aminmax", "unfold", "as_strided"]
 
-aminmax_result = namedtuple("aminmax", ["min", "max"])
+aminmax_result = return_types.aminmax
 
 
 # ------------------------------------------------------------------------------ diagonals

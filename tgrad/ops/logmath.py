@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
@@ -52,9 +52,9 @@ from tgrad.ops._common import (
     widen_halves,
 )
 from tgrad.ops.creation import arange, full_like, zeros
-from tgrad.ops.reduce import values_indices
 from tgrad.ops.shape import cat, narrow
 from tgrad.ops.sorting import _take
+from tgrad.return_types import values_indices
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["logaddexp", "logaddexp2", "hypot", "copysign", "signbit", "fmax", "fmin",
@@ -268,7 +268,7 @@ def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  
     x, d = _scan_input(op, input, dim)
     n = x.shape[d]
     if x.numel() == 0:
-        return values_indices(input.clone(), zeros(input.shape, dtype=dtypes.int64,
+        return getattr(return_types, op)(input.clone(), zeros(input.shape, dtype=dtypes.int64,
                                                   device=input.device))
     with no_grad():
         v = x.detach()
@@ -289,7 +289,8 @@ def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  
             k *= 2
         i = i.clone() if n == 1 else i  # (else the scan's cat made it)
     values = _take(x, i, d)  # d x = g scatter-added to the indices (PyTorch's rule)
-    return values_indices(fresh(values.reshape(input.shape)), fresh(i.reshape(input.shape)))
+    return getattr(return_types, op)(fresh(values.reshape(input.shape)),
+                                     fresh(i.reshape(input.shape)))
 
 
 @tensor_method("cummax")

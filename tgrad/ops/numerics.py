@@ -25,9 +25,8 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
-from collections import namedtuple
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad.ops._common import fresh, require_tensor, tensor_method
 from tgrad.ops.creation import linspace, zeros
 from tgrad.ops.gathering import scatter_add
@@ -37,8 +36,8 @@ from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["histogram", "histogramdd", "gradient"]
 
-histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
-histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
+histogram_result = return_types.histogram
+histogramdd_result = return_types.histogramdd
 
 
 @tensor_method("histogram")

@@ -18,11 +18,10 @@
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
@@ -184,7 +183,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 
 inplace_method("nextafter_", nextafter)
 
-frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+frexp_result = return_types.frexp
 
 
 class Frexp(Function):

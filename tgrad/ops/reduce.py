@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections import namedtuple
 
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
@@ -29,12 +28,12 @@ from tgrad.ops._common import (
 )
 from tgrad.ops.complex_ops import no_complex as _no_complex
 from tgrad.ops.elementwise import _EQ_MASK, _fused, where
+from tgrad.return_types import values_indices  # noqa: F401  (re-exported)
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var",
            "std", "var_mean", "std_mean", "logsumexp", "norm", "all", "any", "sum_to"]
 
-values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 def _reduce_dims(op: str, dim, ndim: int) -> tuple | None:
@@ -430,7 +429,8 @@ def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
     if input.ndim and input.numel():  # PyTorch's float8 error (0-d, empty: no kernel runs)
         dtypes.refuse_float8(f"{op}_cpu", input.dtype)
     cls = MaxDim if op == "max" else MinDim
-    return values_indices(*cls.apply(input, _single_dim(op, dim, input.ndim), keepdim))
+    return getattr(return_types, op)(*cls.apply(input, _single_dim(op, dim, input.ndim),
+                                                 keepdim))
 
 
 @tensor_method("max")

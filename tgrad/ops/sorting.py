@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function
 from tgrad.ops._common import backend_of, fresh, register_op, require_tensor, tensor_method, wrap
 from tgrad.ops.complex_ops import no_complex as _no_complex
@@ -30,7 +30,7 @@ from tgrad.ops.creation import full
 from tgrad.ops.elementwise import where
 from tgrad.ops.gathering import _along_key
 from tgrad.ops.index import getitem
-from tgrad.ops.reduce import values_indices
+from tgrad.return_types import values_indices
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode"]
@@ -108,8 +108,8 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A00
     idx = Argsort.apply(x, d, desc)
     vals = _take(x, idx, d)
     if input.ndim == 0:
-        return values_indices(fresh(vals.reshape(())), fresh(idx.reshape(())))
-    return values_indices(vals, idx)
+        return return_types.sort(fresh(vals.reshape(())), fresh(idx.reshape(())))
+    return return_types.sort(vals, idx)
 
 
 @tensor_method("argsort")
@@ -149,21 +149,23 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
     idx = fresh(Argsort.apply(x, d, _bool_arg("topk", "largest", largest)).narrow(d, 0, k))
     vals = _take(x, idx, d)
     if input.ndim == 0:
-        return values_indices(fresh(vals.reshape(())), fresh(idx.reshape(())))
-    return values_indices(vals, idx)
+        return return_types.topk(fresh(vals.reshape(())), fresh(idx.reshape(())))
+    return return_types.topk(vals, idx)
 
 
-def _pick(x: Tensor, d: int, pos, keepdim: bool, ndim: int) -> values_indices:
+def _pick(x: Tensor, d: int, pos, keepdim: bool, ndim: int,
+          result: type = values_indices) -> values_indices:
     """(values, indices) at sorted position ``pos`` (an int, or an int64 tensor of x's shape
-    with size 1 along ``d``) of each line of x along ``d``."""
+    with size 1 along ``d``) of each line of x along ``d``, as the named tuple ``result``
+    (the op's tgrad.return_types type)."""
     order = Argsort.apply(x, d, False)
     idx = order.narrow(d, pos, 1) if isinstance(pos, int) else _take(order, pos, d)
     vals = _take(x, idx, d)
     if ndim == 0:
-        return values_indices(fresh(vals.reshape(())), fresh(idx.reshape(())))
+        return result(fresh(vals.reshape(())), fresh(idx.reshape(())))
     if not keepdim:
         vals, idx = vals.squeeze(d), idx.squeeze(d)
-    return values_indices(fresh(vals), fresh(idx))  # (views of temporaries: new tensors)
+    return result(fresh(vals), fresh(idx))  # (views of temporaries: new tensors)
 
 
 def _median_pos(x: Tensor, d: int, ignore_nan: bool):
@@ -231,7 +233,8 @@ def _median(op: str, input: Tensor, dim, keepdim: bool,  # noqa: A002
     _no_bool(op, input)
     _nonempty_dim(op, input, d)
     dtypes.refuse_float8("median_out", input.dtype)
-    return _pick(x, d, _median_pos(x, d, ignore_nan), keepdim, input.ndim)
+    return _pick(x, d, _median_pos(x, d, ignore_nan), keepdim, input.ndim,
+                 getattr(return_types, op))
 
 
 @tensor_method("median")
@@ -263,7 +266,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1,  # noqa: A002
                            f"(k = {k}, size {x.shape[d]}; use 1 <= k <= size)")
     if input.ndim:  # PyTorch's float8 error (a 0-d tensor needs no kernel)
         dtypes.refuse_float8("kthvalue_cpu", input.dtype)
-    return _pick(x, d, k - 1, keepdim, input.ndim)
+    return _pick(x, d, k - 1, keepdim, input.ndim, return_types.kthvalue)
 
 
 def _mode_pos(x: Tensor, d: int) -> Tensor:
@@ -298,6 +301,6 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
     if input.ndim and x.numel():  # PyTorch's float8 error (0-d, empty: no kernel runs)
         dtypes.refuse_float8("mode_cpu", input.dtype)
     if x.numel() == 0:
-        return _pick(x, d, 0, keepdim, input.ndim)
-    return _pick(x, d, _mode_pos(x.detach(), d), keepdim, input.ndim)
+        return _pick(x, d, 0, keepdim, input.ndim, return_types.mode)
+    return _pick(x, d, _mode_pos(x.detach(), d), keepdim, input.ndim, return_types.mode)
 

@@ -120,6 +120,9 @@ class SELU(Module):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.selu(input, self.inplace)
 
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
 
 class Softplus(Module):
     """log(1 + exp(beta x)) / beta (x where beta x > threshold)."""
@@ -174,6 +177,9 @@ class Mish(Module):
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.mish(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class GLU(Module):

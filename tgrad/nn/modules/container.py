@@ -280,11 +280,10 @@ def _as_parameter(value: Any) -> Any:
 def _describe(value: Any, type_name: bool = False) -> str:
     """A ParameterList/ParameterDict entry as PyTorch's extra_repr shows it: the dtype, or
     (ParameterDict, ``type_name``) the tensor type's name (tgrad.FloatTensor); a GPU
-    tensor's device as " (CUDA 0)"."""
+    tensor's device as " (cuda:0)" (PyTorch 2.13's text)."""
     if isinstance(value, Tensor):
         size = "x".join(str(s) for s in value.shape)
-        device = "" if value.device.type == "cpu" else \
-            f" ({value.device.type.upper()} {value.device.index or 0})"
+        device = "" if value.device.type == "cpu" else f" ({value.device})"
         kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
         what = typename(value) if type_name else value.dtype
         return f"{kind} containing: [{what} of size {size}{device}]"

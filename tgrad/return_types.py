@@ -1,0 +1,43 @@
+"""PyTorch's ``torch.return_types``: the named tuples ops return, one type per op.
+
+Each is a namedtuple and prints as PyTorch's structseq does, one field per line::
+
+    tgrad.return_types.max(
+    values=tensor([2.]),
+    indices=tensor([1]))
+
+The (values, indices) results (max/min with a dim, sort, topk, kthvalue, median, nanmedian,
+mode, cummax, cummin) subclass ``values_indices``, so code that tests for it still works.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+
+def _structseq_repr(self) -> str:
+    fields = ",\n".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
+    return f"tgrad.return_types.{type(self).__name__}(\n{fields})"
+
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+values_indices.__module__ = __name__
+
+
+def _return_type(name: str, base: type) -> type:
+    return type(name, (base,), {"__slots__": (), "__repr__": _structseq_repr,
+                                "__module__": __name__, "__qualname__": name})
+
+
+_VALUES_INDICES_OPS = ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian",
+                       "mode", "cummax", "cummin")
+_OTHERS = {"aminmax": ("min", "max"), "frexp": ("mantissa", "exponent"),
+           "histogram": ("hist", "bin_edges"), "histogramdd": ("hist", "bin_edges")}
+
+for _name in _VALUES_INDICES_OPS:
+    globals()[_name] = _return_type(_name, values_indices)
+for _name, _fields in _OTHERS.items():
+    globals()[_name] = _return_type(_name, namedtuple(_name, _fields))
+del _name, _fields
+
+__all__ = ["values_indices", *_VALUES_INDICES_OPS, *_OTHERS]
