@@ -513,3 +513,81 @@ def test_register_backward_hook_hooks_the_output_node():
     full.register_full_backward_hook(lambda *a: None)
     with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks and full"):
         full.register_backward_hook(lambda *a: None)
+
+
+def test_to_a_tensor_takes_its_dtype_for_float_tensors_only():
+    bn = nn.BatchNorm1d(2)
+    out = bn.to(tgrad.zeros(1, dtype=F64))
+    assert out is bn and bn.weight.dtype == F64 and bn.running_mean.dtype == F64
+    assert bn.num_batches_tracked.dtype == tgrad.int64  # integer buffers keep their dtype
+    with pytest.raises(TypeError, match="only accepts floating point or complex dtypes"):
+        bn.to(tgrad.zeros(1, dtype=tgrad.int32))
+
+
+def test_dtype_conversion_converts_grad_in_place():
+    lin = _lin([[1.0, 2.0]], [0.5])
+    lin.weight.grad = _t([[3.0, 4.0]])
+    g = lin.weight.grad
+    lin.float()
+    assert lin.weight.grad is g and g.dtype == tgrad.float32 and g.tolist() == [[3.0, 4.0]]
+
+
+def test_share_memory_of_a_lazy_module_raises():
+    with pytest.raises(RuntimeError, match="Can't share memory on an uninitialized parameter"):
+        nn.LazyLinear(3).share_memory()
+    lin = nn.LazyLinear(3)
+    lin(tgrad.ones(1, 2))
+    assert lin.share_memory() is lin
+
+
+def test_module_compile_returns_none_and_keeps_forward():
+    lin = _lin([[1.0, 2.0]], [0.5])
+    assert lin.compile(mode="reduce-overhead") is None
+    assert lin(_t([[1.0, 1.0]])).tolist() == [[3.5]]
+    with pytest.raises(RuntimeError, match="Unrecognized mode=fast"):
+        lin.compile(mode="fast")
+
+
+def test_assignment_and_registration_errors_have_pytorchs_texts():
+    lin = nn.Linear(1, 1)
+    with pytest.raises(TypeError, match=r"cannot assign 'tgrad\.FloatTensor' as parameter "
+                                        r"'weight' \(tgrad\.nn\.Parameter or None expected\)"):
+        lin.weight = tgrad.ones(1, 1)
+    seq = nn.Sequential(nn.ReLU())
+    with pytest.raises(TypeError, match=r"cannot assign 'tgrad\.LongTensor' as child module "
+                                        "'0'"):
+        setattr(seq, "0", tgrad.ones(1, dtype=tgrad.int64))
+    bn = nn.BatchNorm1d(1)
+    with pytest.raises(TypeError, match=r"as buffer 'running_mean' \(tgrad\.nn\.Buffer, "
+                                        r"tgrad\.Tensor or None expected\)"):
+        bn.running_mean = 3
+    with pytest.raises(TypeError, match=r"cannot assign 'tgrad\.FloatTensor' object to "
+                                        "parameter 'w'"):
+        lin.register_parameter("w", tgrad.ones(1))
+    with pytest.raises(KeyError, match=r'parameter name can\\\'t contain "\."\'$'):
+        lin.register_parameter("a.b", None)
+    with pytest.raises(KeyError, match=r'buffer name can\\\'t contain "\."\'$'):
+        lin.register_buffer("a.b", None)
+    with pytest.raises(KeyError, match='module name can\\\\\'t contain ".", got: a.b'):
+        lin.add_module("a.b", None)
+    sd = lin.state_dict()
+    sd["bias"] = 1.0
+    with pytest.raises(RuntimeError, match='While copying the parameter named "bias", expected '
+                                           "tgrad.Tensor or Tensor-like object from checkpoint "
+                                           "but received <class 'float'>"):
+        lin.load_state_dict(sd)
+
+
+def test_module_dict_update_errors_and_container_dir():
+    md = nn.ModuleDict()
+    with pytest.raises(TypeError, match="ModuleDict.update should be called with an iterable "
+                                        "of key/value pairs, but got int"):
+        md.update(3)
+    with pytest.raises(TypeError, match="element #0 should be Iterable; isint"):
+        md.update([3])
+    with pytest.raises(ValueError, match="element #1 has length 1; 2 is required"):
+        md.update([("a", nn.ReLU()), ("b",)])
+    assert list(md.keys()) == ["a"]  # the entries before the bad one are added (PyTorch)
+    for c in (nn.Sequential(nn.ReLU(), nn.Tanh()), nn.ModuleList([nn.ReLU()])):
+        d = dir(c)
+        assert not any(k.isdigit() for k in d) and "append" in d

@@ -99,7 +99,7 @@ def test_load_state_dict_copies_in_place_and_checks_keys():
 
 def test_setattr_rules():
     m = nn.Linear(2, 2)
-    with pytest.raises(TypeError, match="cannot assign 'Tensor' as parameter 'weight'"):
+    with pytest.raises(TypeError, match="cannot assign 'tgrad.FloatTensor' as parameter 'weight'"):
         m.weight = tgrad.ones(2, 2)
     m.bias = None
     assert m.bias is None and [n for n, _ in m.named_parameters()] == ["weight"]

@@ -101,3 +101,44 @@ def test_entries_for_numbers_and_outputs_without_gradient():
     gi, go = seen[0]
     assert len(gi) == 2 and gi[1] is None and gi[0].tolist() == [2.0, 2.0]
     assert len(go) == 2 and go[1] is None and go[0].tolist() == [1.0, 1.0]
+
+
+def test_unused_input_that_needs_grad_shows_zeros_and_keeps_grad_none():
+    # PyTorch: every tensor input's grad_input entry is a tensor (zeros when no gradient
+    # reached it); the hook's view does not change the input's own .grad
+    class First(nn.Module):
+        def forward(self, a, c):
+            return a * 2.0
+
+    m = First()
+    seen = []
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append(gi))
+    a = _t([1.0, 2.0], requires_grad=True)
+    c = _t([5.0], requires_grad=True)
+    m(a, c).sum().backward()
+    (gi,) = seen
+    assert gi[0].tolist() == [2.0, 2.0] and gi[1].tolist() == [0.0]
+    assert a.grad.tolist() == [2.0, 2.0] and c.grad is None
+
+
+def test_hooks_skipped_when_outputs_are_not_tensors_or_tuples():
+    # a list / dict output is not hooked (PyTorch's): no grad_output, so the full backward
+    # hook is not called (it was called with grad_output None)
+    class AsList(nn.Module):
+        def forward(self, a):
+            return [a * 3.0]
+
+    m = AsList()
+    calls = []
+    m.register_full_backward_hook(lambda mod, gi, go: calls.append((gi, go)))
+    a = _t([1.0, 2.0], requires_grad=True)
+    m(a)[0].sum().backward()
+    assert calls == [] and a.grad.tolist() == [3.0, 3.0]
+
+
+def test_wrong_number_of_grads_has_pytorchs_text():
+    m = nn.Linear(2, 2).double()
+    m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match="Backward hook returned an invalid number of "
+                                           "grad_input, got 2, but expected 1"):
+        m(_t([[1.0, 2.0]], requires_grad=True)).sum().backward()

@@ -108,7 +108,7 @@ def test_parameter_dict_behaves_like_an_ordered_dict():
     with pytest.raises(ValueError, match="ParameterDict update sequence element #0 has "
                                          "length 3; 2 is required"):
         pd.update([("a", 1, 2)])
-    with pytest.raises(KeyError, match=r"parameter name can.*t contain \"\.\", got: a\.b"):
+    with pytest.raises(KeyError, match=r"parameter name can.*t contain \"\.\""):
         pd["a.b"] = tgrad.ones(1)
     assert "a.b" not in pd
     with pytest.raises(RuntimeError, match="ParameterDict should not be called."):

@@ -41,12 +41,11 @@ class BackwardHookFunction(Function):
         return (None,) + tuple(ctx.callback(grads))
 
 
-def _replaced(hook, new, old: tuple, what: str) -> tuple:
+def _replaced(new, old: tuple, what: str) -> tuple:
     new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
-    if len(new) != len(old):
-        name = getattr(hook, "__name__", repr(hook))
-        raise RuntimeError(f"Backward hook '{name}' returned an invalid number of {what} "
-                           f"(expected {len(old)}, got {len(new)})")
+    if len(new) != len(old):  # PyTorch's text
+        raise RuntimeError(f"Backward hook returned an invalid number of {what}, got "
+                           f"{len(new)}, but expected {len(old)}")
     return new
 
 
@@ -61,17 +60,23 @@ def run_with_backward_hooks(module, args: tuple, kwargs: dict, hooks: dict, pre_
     wanted = [i for i, a in enumerate(args) if _is_grad_tensor(a)]
 
     def on_inputs(grads: tuple) -> tuple:
+        if state["grad_output"] is None:
+            # the gradient reached the inputs without passing through the hooked outputs
+            # (outputs in a list or dict, or a double backward): PyTorch skips the hooks
+            return grads
         # one entry per positional argument: None for numbers, zeros for tensors that
-        # need no gradient (PyTorch's)
+        # need no gradient or got none (PyTorch's)
         by_pos = dict(zip(wanted, grads))
-        grad_input = tuple(by_pos[i] if i in by_pos else
-                           zeros_like(a) if isinstance(a, Tensor) else None
-                           for i, a in enumerate(args))
+        grad_input = tuple(zeros_like(a) if isinstance(a, Tensor) and by_pos.get(i) is None
+                           else by_pos.get(i) for i, a in enumerate(args))
+        replaced = False
         for hook in list(hooks.values()):
             res = hook(module, grad_input, state["grad_output"])
             if res is not None:
-                grad_input = _replaced(hook, res, grad_input, "grad_input")
-        return tuple(grad_input[i] for i in wanted)
+                grad_input, replaced = _replaced(res, grad_input, "grad_input"), True
+        # (the zeros shown for inputs that got no gradient are not passed on: their .grad
+        # stays None unless a hook replaced it; PyTorch accumulates the zeros)
+        return tuple(grad_input[i] for i in wanted) if replaced else grads
 
     if wanted and hooks and STATE.enabled:
         wrapped = BackwardHookFunction.apply(on_inputs, *[args[i] for i in wanted])
@@ -94,7 +99,7 @@ def run_with_backward_hooks(module, args: tuple, kwargs: dict, hooks: dict, pre_
         for hook in list(pre_hooks.values()):
             res = hook(module, grad_output)
             if res is not None:
-                grad_output = _replaced(hook, res, grad_output, "grad_output")
+                grad_output = _replaced(res, grad_output, "grad_output")
         state["grad_output"] = grad_output
         if not wanted and hooks:  # nothing upstream will call them: call them now
             warnings.warn("Full backward hook is firing when gradients are computed with "

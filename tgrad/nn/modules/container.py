@@ -124,6 +124,9 @@ class Sequential(Module):
             combined.add_module(str(i), m)
         return combined
 
+    def __dir__(self):
+        return [k for k in super().__dir__() if not k.isdigit()]  # (PyTorch's)
+
     def __rmul__(self, other: int) -> Sequential:
         return self.__mul__(other)
 
@@ -215,6 +218,9 @@ class ModuleList(Module):
             "\n", "\n  ") for a, b, r in blocks]
         return type(self).__name__ + "(\n  " + "\n  ".join(lines) + "\n)"
 
+    def __dir__(self):
+        return [k for k in super().__dir__() if not k.isdigit()]  # (PyTorch's)
+
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 
@@ -264,10 +270,23 @@ class ModuleDict(Module):
         self._modules.clear()
 
     def update(self, modules) -> None:
-        """Add ``modules``: a mapping, or an iterable of (key, module) pairs."""
-        pairs = modules.items() if hasattr(modules, "items") else modules
-        for key, module in pairs:
-            self[key] = module
+        """Add ``modules``: a mapping, or an iterable of (key, module) pairs (PyTorch's
+        errors for anything else)."""
+        if not isinstance(modules, _Iterable):
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value "
+                            "pairs, but got " + type(modules).__name__)
+        if isinstance(modules, (Mapping, ModuleDict)):
+            for key, module in modules.items():
+                self[key] = module
+            return
+        for j, pair in enumerate(modules):
+            if not isinstance(pair, _Iterable):
+                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; "
+                                f"is{type(pair).__name__}")
+            if len(pair) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length "
+                                 f"{len(pair)}; 2 is required")
+            self[pair[0]] = pair[1]
 
 
 def _as_parameter(value: Any) -> Any:

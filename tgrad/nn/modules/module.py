@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.nn.parameter import Buffer, Parameter
+from tgrad.ops.torch_utils import typename
 from tgrad.tensor import Tensor
 
 
@@ -298,7 +299,7 @@ class Module:
         self._check_ready("parameter")
         _check_name(name, self, "parameter", self._parameters)
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+            raise TypeError(f"cannot assign '{typename(param)}' object to parameter "
                             f"'{name}' (tgrad.nn.Parameter or None required)")
         if param is not None and param.grad_fn is not None:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
@@ -312,7 +313,7 @@ class Module:
         self._check_ready("buffer")
         _check_name(name, self, "buffer", self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
+            raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer "
                             f"'{name}' (tgrad Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
@@ -338,7 +339,7 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter "
+                raise TypeError(f"cannot assign '{typename(value)}' as parameter "
                                 f"'{name}' (tgrad.nn.Parameter or None expected)")
             params[name] = None
         elif isinstance(value, Module):
@@ -347,15 +348,15 @@ class Module:
             self._modules[name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
+                raise TypeError(f"cannot assign '{typename(value)}' as child module "
                                 f"'{name}' (tgrad.nn.Module or None expected)")
             d["_modules"][name] = None
         elif isinstance(value, Buffer):  # nn.Buffer(t, persistent=...): register it
             self.register_buffer(name, value, value.persistent)
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                                "(tgrad.nn.Buffer, tgrad Tensor or None expected)")
+                raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
+                                "(tgrad.nn.Buffer, tgrad.Tensor or None expected)")
             d["_buffers"][name] = value
         else:
             object.__setattr__(self, name, value)
@@ -562,8 +563,13 @@ class Module:
                 with no_grad():
                     new = fn(p)
                     p.data = new
-                    if p._grad is not None:
-                        p._grad = fn(p._grad)
+                    g = p._grad
+                    if g is not None:
+                        new_g = fn(g)
+                        if type(g) is Tensor and type(new_g) is Tensor:
+                            g.data = new_g  # in place, as PyTorch (the same object)
+                        else:  # (a sparse grad: replaced)
+                            p._grad = new_g
             for name, b in m._buffers.items():
                 if getattr(b, "_is_uninitialized", False):
                     b._set_placeholder(fn(b._placeholder()))
@@ -577,6 +583,9 @@ class Module:
         dtype, as PyTorch)."""
         from tgrad import dtypes as _dt
 
+        # to(tensor): that tensor's device and dtype (PyTorch's _parse_to)
+        args = tuple(y for x in args for y in ((x.device, x.dtype) if isinstance(x, Tensor)
+                                               else (x,)))
         for want in [x for x in args if isinstance(x, _dt.DType)] + (
                 [_dt.as_dtype(kwargs["dtype"])] if kwargs.get("dtype") is not None else []):
             if not (want.is_floating_point or want.is_complex):  # PyTorch's check
@@ -604,8 +613,18 @@ class Module:
 
     def share_memory(self) -> Module:
         """Returns self. PyTorch moves the tensors to shared memory for
-        ``torch.multiprocessing``; tgrad has no such sharing, so this is a no-op."""
+        ``torch.multiprocessing``; tgrad has no such sharing, so this is a no-op (an
+        uninitialised parameter or buffer of a lazy module raises, as PyTorch)."""
+        for t in itertools.chain(self.parameters(), self.buffers()):
+            if getattr(t, "_is_uninitialized", False):
+                t.share_memory_()  # PyTorch's RuntimeError
         return self
+
+    def compile(self, *args, **kwargs) -> None:
+        """PyTorch's ``Module.compile``: ``tgrad.compile``'s arguments (checked as it checks
+        them), returns None. tgrad has no compiler: the module runs as before."""
+        from tgrad.ops.torch_utils import compile as _compile
+        _compile(self, *args, **kwargs)
 
     def float(self) -> Module:
         from tgrad import dtypes
@@ -747,8 +766,9 @@ class Module:
             if getattr(param, "_is_uninitialized", False):
                 continue  # still lazy: the state has a placeholder too (nothing to copy)
             if not isinstance(src, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected a '
-                                  f"Tensor in the state_dict but got {type(src).__name__}.")
+                error_msgs.append(f'While copying the parameter named "{key}", expected '
+                                  "tgrad.Tensor or Tensor-like object from checkpoint but "
+                                  f"received {type(src)}")
                 continue
             if param.ndim == 0 and src.shape == (1,):  # PyTorch 0.3's 1-element tensors
                 src = src[0]
@@ -881,8 +901,9 @@ def _size(shape) -> str:
 def _check_name(name: str, mod: Module, what: str, table: dict) -> None:
     if not isinstance(name, str):
         raise TypeError(f"{what} name should be a string. Got {type(name).__name__}")
-    if "." in name:
-        raise KeyError(f'{what} name can\'t contain ".", got: {name}')
+    if "." in name:  # (PyTorch's texts: only add_module's shows the name)
+        raise KeyError(f'{what} name can\'t contain "."'
+                       + (f", got: {name}" if what == "module" else ""))
     if name == "":
         raise KeyError(f'{what} name can\'t be empty string ""')
     # PyTorch's rule: any existing attribute (a class attribute, an instance attribute, or a
