@@ -6,6 +6,7 @@ PyTorch's parameter names and error texts."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -489,3 +490,89 @@ def test_exported():
         assert name in nn.__all__ and hasattr(nn, name)
     assert F.relu is nn.TransformerEncoderLayer(4, 2, 6).activation
     assert F.gelu is nn.TransformerDecoderLayer(4, 2, 6, activation="gelu").activation
+
+
+# --- PyTorch's sparsity fast path: eval, no grad, batch_first, left-aligned padding --------
+
+def _fast_encoder(norm_first=False, heads=2, enable=True, **kw):
+    tgrad.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(4, heads, 6, dropout=0.0, batch_first=True,
+                                       norm_first=norm_first, dtype=tgrad.float64, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(4, dtype=tgrad.float64),
+                                    enable_nested_tensor=enable)
+    p = _params(enc, seed=13)
+    return enc.eval(), p
+
+
+def _np_encoder_stack(x, p, kpm, norm_first=False, act="relu", h=2):
+    for i in range(2):
+        x = _np_encoder_layer(x, p, f"layers.{i}.", norm_first, act, None, kpm, h)
+    return _ln(x, p, "norm")
+
+
+_KPM_LEFT = np.array([[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]])
+
+
+def test_encoder_nested_fast_path_zeroes_padded_positions():
+    # PyTorch's TransformerEncoder in eval without grad, with a left-aligned padding mask,
+    # runs on a nested tensor: the padded positions of its output are 0; the others are the
+    # masked computation's values
+    enc, p = _fast_encoder()
+    assert enc.use_nested_tensor
+    x = np.random.default_rng(14).standard_normal((3, 5, 4))
+    ref = _np_encoder_stack(x.transpose(1, 0, 2), p, _KPM_LEFT).transpose(1, 0, 2)
+    ref[_KPM_LEFT] = 0.0
+    # a float mask's nonzero entries are padding, dropped whatever their value (-3 here)
+    for kpm in (_t(_KPM_LEFT), tgrad.zeros(3, 5, dtype=tgrad.float64).masked_fill(
+            _t(_KPM_LEFT), float("-inf")), tgrad.zeros(3, 5, dtype=tgrad.float64).masked_fill(
+            _t(_KPM_LEFT), -3.0)):
+        with tgrad.no_grad():
+            out = enc(tgrad.tensor(x), src_key_padding_mask=kpm)
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+    # a fully padded sequence: zeros (the masked computation alone gives NaN there)
+    full = _KPM_LEFT.copy()
+    full[2] = True
+    with tgrad.no_grad():
+        out = enc(tgrad.tensor(x), src_key_padding_mask=_t(full)).numpy()
+    np.testing.assert_array_equal(out[2], 0.0)
+    np.testing.assert_allclose(out[:2], ref[:2], rtol=1e-12, atol=1e-12)
+
+
+def test_encoder_without_fast_path_keeps_padded_positions():
+    x = np.random.default_rng(14).standard_normal((3, 5, 4))
+    right = np.array([[False] * 5, [True] + [False] * 4, [False] * 5])  # not left-aligned
+    for norm_first, heads, enable, kpm in [(True, 2, True, _KPM_LEFT), (False, 1, True, _KPM_LEFT),
+                                           (False, 2, False, _KPM_LEFT), (False, 2, True, right)]:
+        enc, p = _fast_encoder(norm_first, heads, enable)
+        assert enc.use_nested_tensor == (enable and not norm_first and heads == 2)
+        ref = _np_encoder_stack(x.transpose(1, 0, 2), p, kpm, norm_first,
+                                h=heads).transpose(1, 0, 2)
+        with tgrad.no_grad():
+            out = enc(tgrad.tensor(x), src_key_padding_mask=_t(kpm))
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+    # training mode, grad enabled with parameters requiring grad, or a mask given as well
+    enc, p = _fast_encoder()
+    ref = _np_encoder_stack(x.transpose(1, 0, 2), p, _KPM_LEFT).transpose(1, 0, 2)
+    out = enc(tgrad.tensor(x), src_key_padding_mask=_t(_KPM_LEFT))
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+    with tgrad.no_grad():
+        out = enc(tgrad.tensor(x), src_key_padding_mask=_t(_KPM_LEFT),
+                  mask=tgrad.zeros(5, 5, dtype=tgrad.float64))
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+        out = enc.train()(tgrad.tensor(x), src_key_padding_mask=_t(_KPM_LEFT))
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_encoder_nested_tensor_warning():
+    # PyTorch's UserWarning when enable_nested_tensor is True but the layer rules it out
+    layer = nn.TransformerEncoderLayer(4, 2, 6, batch_first=True, norm_first=True)
+    with pytest.warns(UserWarning, match="enable_nested_tensor is True, but "
+                      "self.use_nested_tensor is False because encoder_layer.norm_first "
+                      "was True"):
+        enc = nn.TransformerEncoder(layer, 1)
+    assert enc.enable_nested_tensor and not enc.use_nested_tensor
+    assert nn.TransformerEncoderLayer(4, 2, 6).activation_relu_or_gelu == 1
+    assert nn.TransformerEncoderLayer(4, 2, 6, activation="gelu").activation_relu_or_gelu == 2
+    assert nn.TransformerEncoderLayer(4, 2, 6, activation=nn.Tanh()).activation_relu_or_gelu == 0

@@ -1,5 +1,6 @@
 """Transformer, TransformerEncoder/Decoder and their layers (PyTorch's modules, parameter
-names and maths; no nested tensors and no fused fast path).
+names and maths; no nested tensors and no fused fast path: only the one visible effect of
+PyTorch's nested-tensor path, zeros at padded output positions, is reproduced).
 
 Shapes (S source length, T target length, N batch, E = d_model): src (S, N, E), tgt
 (T, N, E), or (N, S, E) / (N, T, E) with ``batch_first``, or unbatched (S, E) / (T, E);
@@ -19,11 +20,15 @@ m)) over the memory m between the two, norm2 for CA and norm3 for FF (dropout3 a
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any, Callable
 
+from tgrad.amp.autocast_mode import is_autocast_enabled
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.nn import functional as F
 from tgrad.nn import init
 from tgrad.nn._mha import _float_mask
+from tgrad.nn.modules.activation import GELU, ReLU
 from tgrad.nn.modules.attention import MultiheadAttention
 from tgrad.nn.modules.container import ModuleList
 from tgrad.nn.modules.dropout import Dropout
@@ -82,6 +87,13 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
+        # PyTorch's flag read by its fast paths: 1 relu, 2 gelu, 0 any other activation
+        if activation is F.relu or isinstance(activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or isinstance(activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
         self.activation = activation
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
@@ -174,8 +186,10 @@ class TransformerDecoderLayer(Module):
 
 class TransformerEncoder(Module):
     """``num_layers`` deep copies of ``encoder_layer`` (``layers.0``, ``layers.1``, ...)
-    applied in turn, then ``norm`` if given. ``enable_nested_tensor`` and ``mask_check`` are
-    accepted and stored (tgrad has no nested tensors; ``use_nested_tensor`` is False)."""
+    applied in turn, then ``norm`` if given. ``use_nested_tensor`` is set as PyTorch's (False,
+    with its UserWarning, when ``enable_nested_tensor`` is True but the layer rules PyTorch's
+    nested-tensor path out). Where that path would run (see ``_nested_fast_path``) tgrad
+    computes as usual and, as PyTorch's path does, writes 0 at the padded positions."""
 
     def __init__(self, encoder_layer: Module, num_layers: int, norm: Module | None = None,
                  enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
@@ -184,8 +198,13 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why_not}", stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None,
@@ -195,13 +214,69 @@ class TransformerEncoder(Module):
         src_key_padding_mask = _float_mask(src_key_padding_mask, src.dtype,
                                            "src_key_padding_mask")
         mask = _float_mask(mask, src.dtype, "mask")
+        pad = None
+        if self._nested_fast_path(src, mask, src_key_padding_mask):
+            # PyTorch drops the padded positions, the nonzero entries of the float mask
+            # (N, S), (a nested tensor) and pads its result (N, S, E) back with 0: the
+            # other positions attend only to each other, whatever the mask's values
+            pad = src_key_padding_mask != 0
+            src_key_padding_mask = _float_mask(pad, src.dtype, "src_key_padding_mask")
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=_hint(is_causal),
                          src_key_padding_mask=src_key_padding_mask)
         if self.norm is not None:
             output = self.norm(output)
+        if pad is not None:
+            output = output.masked_fill(pad.unsqueeze(-1), 0.0)
         return output
+
+    def _nested_fast_path(self, src: Tensor, mask, src_key_padding_mask) -> bool:
+        """Whether PyTorch's TransformerEncoder.forward would take its nested-tensor (sparsity)
+        fast path: use_nested_tensor, the first layer in eval mode, a batched (3-D) src, a
+        key padding mask whose unpadded positions (zeros of the float mask) form a prefix of
+        each sequence, no ``mask``, no autocast, and no gradient to record for src or the
+        first layer's attention, norm and linear parameters."""
+        if (src_key_padding_mask is None or not getattr(self, "use_nested_tensor", False)
+                or mask is not None or src.ndim != 3 or self.layers[0].training
+                or is_autocast_enabled(src.device.type)):
+            return False
+        if is_grad_enabled():
+            first = self.layers[0]
+            args = (src, first.self_attn.in_proj_weight, first.self_attn.in_proj_bias,
+                    first.self_attn.out_proj.weight, first.self_attn.out_proj.bias,
+                    first.norm1.weight, first.norm1.bias, first.norm2.weight, first.norm2.bias,
+                    first.linear1.weight, first.linear1.bias, first.linear2.weight,
+                    first.linear2.bias)
+            if any(a is not None and a.requires_grad for a in args):
+                return False
+        pad = src_key_padding_mask != 0
+        # left-aligned (PyTorch's mask_check): no unpadded position after a padded one
+        return not bool((pad[:, :-1] & ~pad[:, 1:]).any())
+
+
+def _why_not_nested(layer: Module) -> str:
+    """PyTorch's reason (its text) why an encoder of ``layer`` cannot use nested tensors;
+    "" if it can."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return (f"{name}.self_attn.batch_first was not True(use batch_first for better "
+                f"inference performance)")
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not getattr(layer, "activation_relu_or_gelu", 0):
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
 
 
 class TransformerDecoder(Module):
