@@ -615,3 +615,22 @@ def test_pooling_and_im2col_of_types_pytorch_has_no_kernel_for():
     with pytest.raises(NotImplementedError, match="\"col2im_out_cpu\" not implemented for "
                                                   "'Int'"):
         F.fold(tgrad.ones(4, 4, dtype=tgrad.int32), (3, 3), 2)
+
+
+def test_norms_grid_sample_and_losses_of_integers_raise_pytorchs_kernel_error():
+    # PyTorch has no CPU kernel for these on integer / bool inputs: NotImplementedError
+    i = tgrad.ones(2, 3, 4, 4, dtype=tgrad.int64)
+    for call, kernel in (
+            (lambda: F.batch_norm(i, None, None, training=True), "batch_norm"),
+            (lambda: F.group_norm(i, 3), "GroupNormKernelImpl"),
+            (lambda: F.rms_norm(i, (4,)), "rms_norm"),
+            (lambda: F.grid_sample(i, tgrad.zeros(2, 1, 1, 2, dtype=tgrad.int64),
+                                   align_corners=False), "grid_sampler_2d_cpu_kernel_impl"),
+            (lambda: F.multilabel_margin_loss(i[0, 0], tgrad.zeros(4, 4, dtype=tgrad.int64)),
+             "multilabel_margin_loss_forward_out_frame"),
+            (lambda: F.ctc_loss(tgrad.ones(5, 2, 4, dtype=tgrad.int32),
+                                tgrad.tensor([[1, 2], [1, 1]]), tgrad.tensor([5, 5]),
+                                tgrad.tensor([2, 2])), "ctc_loss_cpu")):
+        with pytest.raises(NotImplementedError, match=rf"\"{kernel}\" not implemented for "
+                                                      rf"'(Long|Int)'"):
+            call()

@@ -82,6 +82,9 @@ _FLOAT_KERNELS = {
     "binary_cross_entropy_with_logits": "log_sigmoid_cpu",
     "multilabel_soft_margin_loss": "log_sigmoid_cpu", "nll_loss": "nll_loss_out_frame",
     "multi_margin_loss": "multi_margin_loss_cpu_kernel",
+    "multilabel_margin_loss": "multilabel_margin_loss_forward_out_frame",
+    "batch_norm": "batch_norm", "group_norm": "GroupNormKernelImpl",
+    "grid_sample": "grid_sampler_2d_cpu_kernel_impl", "ctc_loss": "ctc_loss_cpu",
 }
 
 
