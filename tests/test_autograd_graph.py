@@ -375,6 +375,34 @@ def test_node_post_hook_sees_one_grad_input_per_edge():
     np.testing.assert_array_equal(t.grad.numpy(), [5.0, 5.0])
 
 
+def test_where_and_rsub_nodes_list_pytorchs_edges():
+    # PyTorch: WhereBackward0 has edges for input and other only (a number keeps a (None, 0)
+    # slot), none for the bool condition; RsubBackward1 (number - x) one edge, self's
+    x = tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float64, requires_grad=True)
+    y = tgrad.tensor([4.0, 5.0, 6.0], dtype=tgrad.float64, requires_grad=True)
+    c = tgrad.tensor([True, False, True])
+    w = tgrad.where(c, x, y)
+    (ex, _), (ey, _) = w.grad_fn.next_functions  # (only two edges)
+    assert ex.variable is x and ey.variable is y
+    assert [n for n, _ in tgrad.where(c, x, 0.0).grad_fn.next_functions][1] is None
+    assert len(tgrad.where(c, 0.0, x).grad_fn.next_functions) == 2
+    for r in (tgrad.rsub(x, 2.0), 2.0 - x):
+        assert r.grad_fn.name() == "RsubBackward1" and len(r.grad_fn.next_functions) == 1
+    # a post hook sees one gradient per edge and its replacement reaches input and other:
+    # d/dx sum(where(c, x, y)) = c, d/dy = not c; doubled by the hook
+    seen = []
+
+    def hook(gi, go):
+        seen.append(len(gi))
+        return tuple(g * 2.0 for g in gi)
+
+    w.grad_fn.register_hook(hook)
+    w.sum().backward()
+    assert seen == [2]
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [0.0, 2.0, 0.0])
+
+
 def test_node_hook_must_return_a_tuple():
     x = _leaf(3)
     y = x.exp()

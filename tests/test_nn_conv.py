@@ -587,3 +587,50 @@ def test_conv_module_int_or_sequence_arguments():
     _raises(lambda: F.conv2d(_t(x), conv.weight, stride=2.0), TypeError, "not iterable")
     _raises(lambda: F.conv2d(_t(x), conv.weight, stride=(1, 1, 1)), RuntimeError,
             "stride must either be a single int, or a tuple of 2 ints")
+
+
+def test_pooling_and_im2col_of_types_pytorch_has_no_kernel_for():
+    # PyTorch: no bool max-pooling; max_pool1d without indices (max_pool1d_impl) and
+    # unfold/fold (im2col/col2im) no integers; max_pool2d/3d and max_pool1d's indices path
+    # take integers
+    b = tgrad.ones(1, 2, 4, 4, dtype=tgrad.bool)
+    for call, kernel in ((lambda: F.max_pool1d(b[0], 2), "max_pool1d_impl"),
+                         (lambda: F.max_pool1d(b[0], 2, return_indices=True), "max_pool2d"),
+                         (lambda: F.max_pool2d(b, 2), "max_pool2d"),
+                         (lambda: F.max_pool3d(b[None], 2), "max_pool3d")):
+        with pytest.raises(NotImplementedError, match=rf"^max_pool\dd: .*\"{kernel}\" not "
+                                                      rf"implemented for 'Bool'"):
+            call()
+    i = tgrad.tensor(np.arange(8).reshape(1, 2, 4))
+    with pytest.raises(NotImplementedError, match="\"max_pool1d_impl\" not implemented for "
+                                                  "'Long'"):
+        F.max_pool1d(i, 2)
+    values, idx = F.max_pool1d(i, 2, return_indices=True)
+    np.testing.assert_array_equal(values.numpy(), [[[1, 3], [5, 7]]])  # max of each pair
+    np.testing.assert_array_equal(idx.numpy(), [[[1, 3], [1, 3]]])
+    np.testing.assert_array_equal(F.max_pool2d(i[None], (1, 2)).numpy(), [[[[1, 3], [5, 7]]]])
+    with pytest.raises(NotImplementedError, match="\"im2col_out_cpu\" not implemented for "
+                                                  "'Long'"):
+        F.unfold(i[None], 2)
+    with pytest.raises(NotImplementedError, match="\"col2im_out_cpu\" not implemented for "
+                                                  "'Int'"):
+        F.fold(tgrad.ones(4, 4, dtype=tgrad.int32), (3, 3), 2)
+
+
+def test_norms_grid_sample_and_losses_of_integers_raise_pytorchs_kernel_error():
+    # PyTorch has no CPU kernel for these on integer / bool inputs: NotImplementedError
+    i = tgrad.ones(2, 3, 4, 4, dtype=tgrad.int64)
+    for call, kernel in (
+            (lambda: F.batch_norm(i, None, None, training=True), "batch_norm"),
+            (lambda: F.group_norm(i, 3), "GroupNormKernelImpl"),
+            (lambda: F.rms_norm(i, (4,)), "rms_norm"),
+            (lambda: F.grid_sample(i, tgrad.zeros(2, 1, 1, 2, dtype=tgrad.int64),
+                                   align_corners=False), "grid_sampler_2d_cpu_kernel_impl"),
+            (lambda: F.multilabel_margin_loss(i[0, 0], tgrad.zeros(4, 4, dtype=tgrad.int64)),
+             "multilabel_margin_loss_forward_out_frame"),
+            (lambda: F.ctc_loss(tgrad.ones(5, 2, 4, dtype=tgrad.int32),
+                                tgrad.tensor([[1, 2], [1, 1]]), tgrad.tensor([5, 5]),
+                                tgrad.tensor([2, 2])), "ctc_loss_cpu")):
+        with pytest.raises(NotImplementedError, match=rf"\"{kernel}\" not implemented for "
+                                                      rf"'(Long|Int)'"):
+            call()

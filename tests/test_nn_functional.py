@@ -3,6 +3,7 @@ primitives that are ops themselves), higher derivatives, stability, NaN/inf, err
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -332,6 +333,44 @@ def test_nll_loss_matches_cross_entropy():
     b = F.cross_entropy(x, t)
     np.testing.assert_allclose(a.item(), b.item(), rtol=1e-12)
     assert gradcheck(lambda z: F.nll_loss(z, t, reduction="sum"), (x,))
+
+
+def test_nll_loss_is_one_node_with_a_correct_fused_backward():
+    # PyTorch's single NllLossBackward0 (NllLoss2DBackward0 for (N, C, d1, ...)) with one
+    # edge; values against NumPy float64, gradients by gradcheck / gradgradcheck over
+    # weight, ignore_index, the reductions, 1-d and k-d inputs
+    rng = np.random.default_rng(7)
+    wn = np.array([0.5, 1.0, 2.0, 1.5])
+    cases = [((4,), np.array(2)), ((3, 4), np.array([1, -100, 3])),
+             ((2, 4, 3), np.array([[0, 3, -100], [2, 2, 1]]))]
+    for shape, tn in cases:
+        xn = rng.standard_normal(shape)
+        x = tgrad.tensor(xn, dtype=D, requires_grad=True)
+        t = tgrad.tensor(tn)
+        for reduction, weight in itertools.product(("none", "sum", "mean"), (None, wn)):
+            out = F.nll_loss(x, t, weight=None if weight is None else tgrad.tensor(weight),
+                             reduction=reduction)
+            # reference: -w[t] x[t] per row (the class axis is 0 for a 1-d input, else 1)
+            xm = np.moveaxis(xn, 0 if xn.ndim == 1 else 1, -1)
+            keep = tn != -100
+            safe = np.where(keep, tn, 0)
+            wr = (np.ones(4) if weight is None else weight)[safe] * keep
+            rows = -np.take_along_axis(xm, safe[..., None], -1)[..., 0] * wr
+            ref = {"none": rows, "sum": rows.sum(), "mean": rows.sum() / wr.sum()}[reduction]
+            np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-12)
+            node = out.grad_fn
+            assert node.name() == ("NllLoss2DBackward0" if xn.ndim > 2 else "NllLossBackward0")
+            assert len(node.next_functions) == 1 and node.next_functions[0][0].variable is x
+
+            def f(z, t=t, reduction=reduction, weight=weight):
+                return F.nll_loss(z, t, reduction=reduction,
+                                  weight=None if weight is None else tgrad.tensor(weight))
+            assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
+    # every row ignored: the mean is 0/0 (NaN, as PyTorch) and the gradient 0
+    x = tgrad.tensor(rng.standard_normal((2, 3)), dtype=D, requires_grad=True)
+    out = F.nll_loss(x, tgrad.tensor([-100, -100]))
+    out.backward()
+    assert math.isnan(out.item()) and not x.grad.numpy().any()
 
 
 # ---------------------------------------------------------------------- layer norm

@@ -338,3 +338,60 @@ def test_bool_scans_are_not_implemented():
     for name in ("cumsum", "cumprod"):
         with pytest.raises(NotImplementedError, match=rf"\"{name}\" not implemented for 'Bool'"):
             getattr(x, name)(0, dtype=tgrad.bool)
+
+
+def test_ops_without_a_pytorch_kernel_raise_not_implemented_with_its_text():
+    # PyTorch raises NotImplementedError naming its CPU kernel; tgrad's explanation first
+    b, i = tgrad.tensor([True, False]), tgrad.tensor([1, 2])
+    for name in ("floor", "ceil", "round", "trunc"):
+        with pytest.raises(NotImplementedError, match=rf"^{name}: .*\"{name}_vml_cpu\" not "
+                                                      rf"implemented for 'Bool'"):
+            getattr(tgrad, name)(b)
+    for t, st in ((b, "Bool"), (i, "Long"), (i.to(tgrad.uint8), "Byte")):
+        with pytest.raises(NotImplementedError, match=rf"^frac: .*\"frac_cpu\" not implemented "
+                                                      rf"for '{st}'"):
+            tgrad.frac(t)
+    m, v, m3 = tgrad.ones(2, 2, dtype=tgrad.bool), b, tgrad.ones(2, 2, 2, dtype=tgrad.bool)
+    for call, kernel in ((lambda: v @ v, "dot"), (lambda: m @ v, "addmv_impl_cpu"),
+                         (lambda: m @ m, "addmm_impl_cpu_"), (lambda: v @ m, "addmm_impl_cpu_"),
+                         (lambda: tgrad.bmm(m3, m3), "bmm")):
+        with pytest.raises(NotImplementedError, match=rf"^matmul: .*\"{kernel}\" not "
+                                                      rf"implemented for 'Bool'"):
+            call()
+    with pytest.raises(NotImplementedError, match="\"searchsorted_out_cpu\" not implemented "
+                                                  "for 'Bool'"):
+        tgrad.searchsorted(b, b)
+    assert tgrad.searchsorted(tgrad.tensor([0, 1]), b).tolist() == [1, 0]  # (int64: fine)
+    for r in (tgrad.tensor([1, 2], dtype=tgrad.int16), tgrad.tensor([1.0, 2.0])):
+        with pytest.raises(NotImplementedError, match="^repeat_interleave\\(\\): .*"
+                                                      "\"repeat_interleave_cpu\" not"):
+            tgrad.repeat_interleave(tgrad.ones(2), r)
+    assert tgrad.repeat_interleave(tgrad.tensor([1, 2], dtype=tgrad.int32)).tolist() == [0, 1, 1]
+    h = tgrad.ones(2, dtype=tgrad.float16)
+    with pytest.raises(NotImplementedError, match="\"binomial_cpu\" not implemented for 'Half'"):
+        tgrad.binomial(h, h / 2)
+    with pytest.raises(RuntimeError, match="^binomial: Found dtype Double but expected Float"):
+        tgrad.binomial(tgrad.ones(2), tgrad.ones(2, dtype=tgrad.float64) / 2)
+    with pytest.raises(NotImplementedError, match="\"polar_cpu\" not implemented for 'Half'"):
+        tgrad.polar(h, h)
+
+
+def test_histogram_dtypes_as_pytorch():
+    # int / bool inputs: no kernel; float16/bfloat16 only with edge tensors of their dtype
+    x = tgrad.tensor([0.25, 0.5, 1.5, 1.75, 1.0])
+    for t, bins, kernel in ((x.long(), 2, "histogramdd"), (x.long(), x.long(), "histogram_cpu"),
+                            (x.half(), 2, "histogramdd")):
+        with pytest.raises(NotImplementedError, match=rf"^torch\.histogram: .*\"{kernel}\" not "
+                                                      rf"implemented for"):
+            tgrad.histogram(t, bins)
+    with pytest.raises(NotImplementedError, match="\"histogramdd\" not implemented for 'Half'"):
+        tgrad.histogramdd(x.half().reshape(-1, 1), 2)
+    with pytest.raises(RuntimeError, match="same dtype, but got input with dtype float32 and "
+                                           "bins for dimension 0 with dtype float64"):
+        tgrad.histogram(x, tgrad.tensor([0.0, 1.0, 2.0], dtype=tgrad.float64))
+    edges = np.array([0.0, 1.0, 2.0])
+    for dt in (tgrad.float16, tgrad.bfloat16):
+        hist, e = tgrad.histogram(x.to(dt), tgrad.tensor(edges).to(dt))
+        assert hist.dtype is dt and e.dtype is dt
+        np.testing.assert_array_equal(hist.float().numpy(),
+                                      np.histogram(x.numpy().astype(np.float64), edges)[0])

@@ -317,11 +317,8 @@ def _call_node(node, grads: list, prof) -> tuple:
 def _edge_slots(node, n: int) -> list | None:
     """The positions of ``node``'s ``n`` backward results that next_functions lists (the
     tensor arguments of a Function node), or None when it lists them all."""
-    from tgrad.autograd.function import _NOT_TENSOR
-    metas = getattr(node, "_in_meta", ())
-    if getattr(node, "_scalar_edges", True) or len(metas) != n or _NOT_TENSOR not in metas:
-        return None
-    return [i for i, m in enumerate(metas) if m is not _NOT_TENSOR]
+    listed = getattr(node, "_listed_slots", None)
+    return None if listed is None else listed(n)
 
 
 def _hook_result(hook, new, old) -> tuple:

@@ -96,6 +96,8 @@ class BackwardCFunction(Node):
     # True for ops whose number arguments are operands (a + 2, x * 0.5): PyTorch wraps those
     # in tensors, so they keep a (None, 0) slot in next_functions.
     _scalar_edges: bool = False
+    # forward argument positions PyTorch's node has no edge for (where's condition)
+    _hidden_edges: tuple = ()
     # ctx.save_for_forward: the saved_tensors of a custom jvp (forward_ad._jvp_ctx_cls)
     saved_for_forward: tuple = ()
 
@@ -107,10 +109,20 @@ class BackwardCFunction(Node):
         """One ``(node, output_nr)`` per tensor argument of forward, as PyTorch lists them
         (``_edges`` keeps one per argument for the engine and gradient validation)."""
         edges = self._edges
-        if self._scalar_edges:
+        if self._scalar_edges and not self._hidden_edges:
             return edges
-        metas = self._in_meta
-        return tuple([e for e, m in zip(edges, metas) if m is not _NOT_TENSOR])
+        keep = self._listed_slots(len(edges))
+        return edges if keep is None else tuple([edges[i] for i in keep])
+
+    def _listed_slots(self, n: int) -> list | None:
+        """The positions of the node's ``n`` per-argument slots that next_functions lists
+        (tensor arguments, numbers too for scalar_edges ops, less hidden_edges), or None
+        when it lists them all."""
+        metas, hidden, numbers = self._in_meta, self._hidden_edges, self._scalar_edges
+        if len(metas) != n or (not hidden and (numbers or _NOT_TENSOR not in metas)):
+            return None
+        return [i for i, m in enumerate(metas)
+                if i not in hidden and (numbers or m is not _NOT_TENSOR)]
 
     @next_functions.setter
     def next_functions(self, edges) -> None:
@@ -368,7 +380,8 @@ class _FunctionMeta(type):
         node_name = attrs.get("node_name") or f"{name}Backward"
         cls._backward_cls = type(node_name, (BackwardCFunction,),
                                  {"_forward_cls": cls, "_node_name": node_name,
-                                  "_scalar_edges": cls.scalar_edges})
+                                  "_scalar_edges": cls.scalar_edges,
+                                  "_hidden_edges": cls.hidden_edges})
         _install_saved_attributes(cls)
 
     def __setattr__(cls, name: str, value) -> None:
@@ -422,6 +435,9 @@ class Function(metaclass=_FunctionMeta):
     node_name: str | None = None
     # Built-in binary arithmetic: number operands keep a (None, 0) slot in next_functions.
     scalar_edges: bool = False
+    # Forward argument positions that get no next_functions entry (PyTorch's node has no
+    # edge for them: where's bool condition)
+    hidden_edges: tuple = ()
     # tgrad.amp's cast policy inside an autocast region: "lower", "fp32", "promote" or None,
     # or a dict of them per device type ({"cuda": ..., "cpu": ...}; set for the built-in ops
     # by tgrad/amp/autocast_mode.py's tables)

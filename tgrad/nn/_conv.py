@@ -245,10 +245,20 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _conv("conv1d", input, weight, bias, stride, padding, dilation, groups, 1)
 
 
+def _no_integer_kernel(op: str, input: Tensor, kernel: str) -> None:  # noqa: A002
+    """PyTorch's im2col / col2im take floating, complex and bool inputs, not integers."""
+    dt = input.dtype
+    if not (dt.is_floating_point or dt.is_complex or dt is dtypes.bool_):
+        raise NotImplementedError(f"{op}: not implemented for {dt.name} inputs; convert with "
+                                  f".float() first (\"{kernel}\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[dt]}')")
+
+
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
     """Sliding blocks of a (N, C, H, W) or (C, H, W) input as columns
     (N, C kh kw, L), L = oh ow (PyTorch's im2col; zero padding)."""
     _check_tensor("unfold", input, "input")
+    _no_integer_kernel("unfold", input, "im2col_out_cpu")
     x, added = _batched("unfold", input, 2)
     kernel = _tuple("unfold", "kernel_size", kernel_size, 2)
     dilation = _tuple("unfold", "dilation", dilation, 2)
@@ -341,6 +351,15 @@ def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  #
         raise NotImplementedError(f"\"{op}\" not implemented for "
                                   f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}': complex numbers have "
                                   f"no order; pool .real, .imag or .abs() instead")
+    if x.dtype is dtypes.bool_ or (spatial == 1 and not return_indices
+                                   and not x.dtype.is_floating_point):
+        # PyTorch's CPU kernels: none for bool; max_pool1d's own (max_pool1d_impl, taken
+        # without return_indices) none for integers either (its indices path is 2-D's)
+        kernel = "max_pool1d_impl" if spatial == 1 and not return_indices else \
+            f"max_pool{max(spatial, 2)}d"
+        raise NotImplementedError(f"{op}: not implemented for {x.dtype.name} inputs; convert "
+                                  f"with .float() first (\"{kernel}\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}')")
     x = tie(x)  # dx = the gradient gathered back to the maxima, in x's graph (_piecewise.py)
     kernel, stride, pad, dilation = _pool_args(op, kernel_size, stride, padding, dilation,
                                                spatial)

@@ -25,7 +25,13 @@ import math
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.nn._conv import _batched, _check_like_input, _tuple, _window_index
+from tgrad.nn._conv import (
+    _batched,
+    _check_like_input,
+    _no_integer_kernel,
+    _tuple,
+    _window_index,
+)
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import fresh, rounded_to, widen_halves
 from tgrad.ops.creation import device_constant, zeros
@@ -62,6 +68,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0,  # noqa
     same arguments (overlapping entries add up; fold(unfold(x)) = x times the number of
     blocks covering each pixel)."""
     _check_tensor("fold", input, "input")
+    _no_integer_kernel("fold", input, "col2im_out_cpu")
     if input.ndim not in (2, 3) or 0 in input.shape[input.ndim - 2:]:
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
                            f"batch size and non-zero dimensions for input, but got: "

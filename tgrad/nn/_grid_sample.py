@@ -33,7 +33,7 @@ import itertools
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.nn.functional import _check_tensor
+from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import fresh, rounded_to, widen_halves
 from tgrad.ops.creation import arange, ones
@@ -171,8 +171,7 @@ def _check_grid_sample(input: Tensor, grid: Tensor, mode: str,  # noqa: A002
     if input.dtype is not grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but "
                            f"input has {input.dtype.name} and grid has {grid.dtype.name}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"grid_sample: not implemented for {input.dtype.name}")
+    _check_float("grid_sample", input)  # (PyTorch's NotImplementedError, its kernel text)
 
 
 @autocast_policy("promote", cpu="fp32")

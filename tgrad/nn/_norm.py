@@ -18,7 +18,7 @@ import ml_dtypes
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.grad_mode import no_grad
-from tgrad.nn.functional import _check_tensor
+from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.ops._common import fresh, rounded_to, widen_halves
 from tgrad.tensor import Tensor
 
@@ -100,9 +100,7 @@ def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor 
     c = input.shape[1]
     _check_params("batch_norm", input, c, running_mean=running_mean, running_var=running_var,
                   weight=weight, bias=bias)
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"batch_norm: expected a floating point input, got "
-                           f"{input.dtype.name}")
+    _check_float("batch_norm", input)  # (PyTorch's NotImplementedError, its kernel text)
     if training:
         count = input.numel() // max(c, 1)
         if count == 1:
@@ -169,9 +167,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
     _check_params("group_norm", input, c, weight=weight, bias=bias)
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"group_norm: expected a floating point input, got "
-                           f"{input.dtype.name}")
+    _check_float("group_norm", input)  # (PyTorch's NotImplementedError, its kernel text)
     per_group = (c // g) * math.prod(input.shape[2:])
     if n * per_group == 1:  # PyTorch's _verify_batch_size: one value normalises to 0
         raise ValueError(f"Expected more than 1 value per channel when training, got input "
@@ -233,8 +229,10 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
                                f"normalized_shape, but got weight of shape "
                                f"{list(weight.shape)} and normalized_shape = {list(ns)}")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
-        raise RuntimeError(f"rms_norm: expected a floating point or complex input, got "
-                           f"{input.dtype.name}")
+        raise NotImplementedError(f"\"rms_norm\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (rms_norm: "
+                                  f"expected a floating point or complex input, got "
+                                  f"{input.dtype.name})")
     if eps is None:  # the compute dtype's epsilon: float32's for float16/bfloat16 (PyTorch)
         eps = float(ml_dtypes.finfo(_widened(input).dtype.np).eps)
     (x, w), half = widen_halves(input, weight)

@@ -82,6 +82,9 @@ _FLOAT_KERNELS = {
     "binary_cross_entropy_with_logits": "log_sigmoid_cpu",
     "multilabel_soft_margin_loss": "log_sigmoid_cpu", "nll_loss": "nll_loss_out_frame",
     "multi_margin_loss": "multi_margin_loss_cpu_kernel",
+    "multilabel_margin_loss": "multilabel_margin_loss_forward_out_frame",
+    "batch_norm": "batch_norm", "group_norm": "GroupNormKernelImpl",
+    "grid_sample": "grid_sampler_2d_cpu_kernel_impl", "ctc_loss": "ctc_loss_cpu",
 }
 
 
@@ -543,14 +546,50 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
                                f"{input.shape[axis]} classes or no classes but got weight "
                                f"tensor of shape: {shape_str(weight.shape)}")
         w = w * weight.detach().to(input.dtype)[safe]
-    # where, not only * w: ignored rows get exactly 0 (and no gradient, even when every row
-    # is ignored and the mean's 1 / sum(w) is inf)
-    loss = where(keep, -_take_class(input, safe, axis) * w, 0.0)
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
+    cls = NllLoss if input.ndim <= 2 else NllLoss2d
+    return cls.apply(input, safe, w, keep, axis, reduction)
+
+
+class NllLoss(Function):
+    """One node, as PyTorch's: loss_i = -w_i x[i, t_i] (0 where t_i is ignored; w_i =
+    weight[t_i] times kept), reduced ('mean' divides by sum(w)).
+    dx = scatter of -c_i at t_i along the class axis, c_i = g_i w_i ('none'), g w_i ('sum'),
+    g w_i / sum(w) ('mean'); 0 in ignored rows (also when every row is: no 0/0). Linear in
+    g and independent of x, so its double backward is the same scatter of gg."""
+
+    name = "nll_loss"
+    node_name = "NllLossBackward0"
+    hidden_edges = (1, 2, 3)  # PyTorch's node has one edge, the input's
+
+    @staticmethod
+    def forward(ctx, x, safe, w, keep, axis, reduction):
+        # where, not only * w: ignored rows get exactly 0 (a -inf there stays out)
+        loss = where(keep, -_take_class(x, safe, axis) * w, 0.0)
+        ctx.save_for_backward(safe, w, keep)
+        ctx.meta = (axis, reduction, tuple(x.shape))
+        if reduction == "none":
+            return loss
+        if reduction == "sum":
+            return loss.sum()
+        return loss.sum() / w.sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.creation import zeros
+        from tgrad.ops.gathering import scatter
+        safe, w, keep = ctx.saved_tensors
+        axis, reduction, shape = ctx.meta
+        c = g * w if reduction != "mean" else g * (w / w.sum())
+        c = where(keep, -c, 0.0)
+        dx = scatter(zeros(shape, dtype=c.dtype, device=c.device), axis, safe.unsqueeze(axis),
+                     c.unsqueeze(axis))
+        return dx, None, None, None, None, None
+
+
+class NllLoss2d(NllLoss):
+    """nll_loss of a (N, C, d1, ...) input: PyTorch's NllLoss2DBackward0 node."""
+
+    node_name = "NllLoss2DBackward0"
 
 
 def _take_class(x: Tensor, t: Tensor, axis: int) -> Tensor:

@@ -301,6 +301,10 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
     from tgrad.ops import elementwise as ew
     require_tensor("polar", abs, "abs", 1)
     require_tensor("polar", angle, "angle", 2)
+    if abs.dtype is angle.dtype is dtypes.float16:  # (PyTorch's ComplexHalf; tgrad has none)
+        raise NotImplementedError("polar: float16 parts would make complex32, which tgrad does "
+                                  "not have; convert them with .float() first (\"polar_cpu\" "
+                                  "not implemented for 'Half')")
     if abs.dtype is not angle.dtype or abs.dtype not in (dtypes.float32, dtypes.float64):
         raise RuntimeError(f"polar: Expected both inputs to be Float or Double tensors but "
                            f"got {dtypes.SCALAR_TYPE_NAMES[abs.dtype]} and "

@@ -147,8 +147,10 @@ def frac(input: Tensor) -> Tensor:  # noqa: A002
     if input._sparse:
         return input.frac()
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"frac: not implemented for {input.dtype.name} tensors; it takes "
-                           f"floating point tensors, as in PyTorch")
+        raise NotImplementedError(  # PyTorch's type and kernel text, after tgrad's words
+            f"frac: not implemented for {input.dtype.name} tensors; it takes floating point "
+            f"tensors, as in PyTorch (\"frac_cpu\" not implemented for "
+            f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}')")
     return input - ew.trunc(input)
 
 

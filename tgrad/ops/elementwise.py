@@ -234,6 +234,10 @@ def _make_unary(name: str, saves: str, float_only: bool, rule):
             if name == "abs":  # PyTorch's error (sign takes bools; abs does not)
                 raise NotImplementedError("abs: \"abs_cpu\" not implemented for 'Bool'; "
                                           "convert with .int() or .float() first")
+            if name in ("floor", "ceil", "round", "trunc"):  # PyTorch has no bool kernel
+                raise NotImplementedError(f"{name}: not supported for bool tensors; convert "
+                                          f"with .float() (\"{name}_vml_cpu\" not "
+                                          f"implemented for 'Bool')")
             raise RuntimeError(f"{name}: not supported for bool tensors; convert with .float()")
         y = wrap(backend_of(x).unary(name, data), x.device)
         if saves == "x":
@@ -943,12 +947,16 @@ def _cpu_scalars_moved(a, b) -> tuple:
     return a, b
 
 
-def _node_variant(name: str, node_name: str):
+def _node_variant(name: str, node_name: str, scalar_edges: bool | None = None):
     """Binary op ``name`` (the same forward and backward) under another of PyTorch's node
-    names, which depend on the overload: ``RsubBackward0/1``, ``PowBackward1/2``."""
+    names, which depend on the overload: ``RsubBackward0/1``, ``PowBackward1/2``.
+    ``scalar_edges`` False: a number operand gets no next_functions slot (RsubBackward1's
+    only edge is self's, as PyTorch's)."""
     base = _BINARY[name]
     saved = _POW_SAVED if name == "pow" else base.saved_attributes
-    cls = type(base.__name__, (base,), {"node_name": node_name, "saved_attributes": saved})
+    cls = type(base.__name__, (base,), {
+        "node_name": node_name, "saved_attributes": saved,
+        "scalar_edges": base.scalar_edges if scalar_edges is None else scalar_edges})
     cls._backward_cls.scalars = None
     return cls
 
@@ -959,7 +967,7 @@ def _node_variant(name: str, node_name: str):
 _POW_TT = _node_variant("pow", "PowBackward1")
 _POW_NT = _node_variant("pow", "PowBackward2")
 _RSUB_TT = _node_variant("sub", "RsubBackward0")
-_RSUB_NT = _node_variant("sub", "RsubBackward1")
+_RSUB_NT = _node_variant("sub", "RsubBackward1", scalar_edges=False)
 
 
 def _pow_class(base, exponent):
@@ -1303,6 +1311,9 @@ class Where(Function):
 
     name = "where"
     node_name = "WhereBackward0"
+    # PyTorch's node: edges for input and other (a number keeps its slot), none for cond
+    scalar_edges = True
+    hidden_edges = (0,)
 
     @staticmethod
     def forward(ctx, cond, a, b):

@@ -252,9 +252,11 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
     x = input.reshape(-1) if dim is None or input.ndim == 0 else input
     d = 0 if dim is None else _wrap_dim(dim, x.ndim, "repeat_interleave")
     if isinstance(repeats, Tensor):
-        if repeats.dtype.is_floating_point or repeats.dtype is dtypes.bool_:
-            raise RuntimeError(f"repeat_interleave(): repeats must be an integer tensor, got "
-                               f"{repeats.dtype.name}")
+        if repeats.dtype not in (dtypes.int32, dtypes.int64):  # PyTorch's type and text
+            raise NotImplementedError(
+                f"repeat_interleave(): repeats must be an int32 or int64 tensor, got "
+                f"{repeats.dtype.name}; convert it with .long() (\"repeat_interleave_cpu\" "
+                f"not implemented for '{dtypes.SCALAR_TYPE_NAMES[repeats.dtype]}')")
         counts = np.asarray(repeats.numpy(force=True)).reshape(-1)
         if counts.size == 1:
             repeats = int(counts[0])

@@ -158,9 +158,13 @@ def _check(op: str, a: Tensor, b: Tensor) -> None:
     if a.dtype is not b.dtype:
         raise RuntimeError(f"{op}: expected both operands to have the same dtype, but got "
                            f"{a.dtype} and {b.dtype}")
-    if a.dtype is dtypes.bool_:
-        raise RuntimeError(f"{op}: not implemented for bool tensors")
     an, bn = a._data.ndim, b._data.ndim  # (Tensor.ndim, without the property call)
+    if a.dtype is dtypes.bool_:  # PyTorch's type and the kernel its shapes reach
+        kernel = ("dot" if an == bn == 1 else "addmv_impl_cpu" if bn == 1 else
+                  "addmm_impl_cpu_" if bn == 2 else "bmm")
+        raise NotImplementedError(f"{op}: not implemented for bool tensors; convert them with "
+                                  f".int() or .float() first (\"{kernel}\" not implemented "
+                                  f"for 'Bool')")
     if an == 0 or bn == 0:
         raise RuntimeError(f"{op}: both arguments to matmul need to be at least 1D, but they "
                            f"are {an}D and {bn}D")

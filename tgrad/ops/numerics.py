@@ -6,7 +6,9 @@
   e.g. from a NaN or inf in the input, raises, as PyTorch) or a tensor of increasing edges;
   each bin is [e_i, e_i+1) except the last, which holds its right edge; values outside
   are not counted; ``density`` divides by the total and the bin widths. (PyTorch has it
-  for CPU tensors only; tgrad runs it on any device.)
+  for CPU tensors only; tgrad runs it on any device.) float32/float64 inputs; float16 and
+  bfloat16 only with edge tensors (of the input's dtype, as any edges), as PyTorch's
+  kernels: other dtypes raise its NotImplementedError.
 - ``histogramdd(input, bins, *, range, weight, density)``: (hist, bin_edges) of the points
   in the rows of ``input`` (..., N): per dim, edges as histogram's (``bins`` an int, N ints
   or N edge tensors; ``range`` 2N floats, min and max per dim); a point outside any dim's
@@ -45,13 +47,10 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
               density: bool = False) -> tuple:
     """(hist, bin_edges) of ``input``'s values (module docstring)."""
     require_tensor("histogram", input)
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the "
-                           f"same dtype, but got input {input.dtype}; histogram takes "
-                           f"floating inputs")
+    _check_dtypes("histogram", input, [bins] if isinstance(bins, Tensor) else None)
     x = input.reshape(-1)
     if isinstance(bins, Tensor):
-        edges = bins.to(input.dtype)
+        edges = bins
         if edges.ndim != 1 or edges.numel() < 2:
             raise RuntimeError("torch.histogram: bins tensor should have one dimension and "
                                "at least 2 elements")
@@ -91,6 +90,27 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
     return histogram_result(hist, edges)
 
 
+def _check_dtypes(op: str, input: Tensor, edges: list | None) -> None:  # noqa: A002
+    """PyTorch's dtype rules: edge tensors (``edges``) take float16/bfloat16/float32/float64
+    inputs of their own dtype; int bin counts (``edges`` None) float32/float64 only. Other
+    dtypes raise its NotImplementedError ("histogram_cpu" / "histogramdd" not implemented
+    for 'Long'), a bins tensor of another dtype its RuntimeError."""
+    dt = input.dtype
+    ok = (dtypes.float32, dtypes.float64) if edges is None else \
+        (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+    if dt not in ok:
+        kernel = "histogramdd" if edges is None else "histogram_cpu"
+        raise NotImplementedError(
+            f"torch.{op}: not implemented for {dt.name} inputs: it takes float32/float64 "
+            f"(float16/bfloat16 only with bins edge tensors); convert with .double() "
+            f"(\"{kernel}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[dt]}')")
+    for d, e in enumerate(edges or ()):
+        if isinstance(e, Tensor) and e.dtype is not dt:
+            raise RuntimeError(f"torch.{op}: input tensor and bins tensors should have the "
+                               f"same dtype, but got input with dtype {dt.name} and bins for "
+                               f"dimension {d} with dtype {e.dtype.name}")
+
+
 def _check_finite(op: str, dim: int, lo: float, hi: float) -> None:
     """A bin range must be finite: a NaN or inf in the range (or, with no range, in the
     input) raises, as PyTorch."""
@@ -103,7 +123,7 @@ def _edges_1d(op: str, x: Tensor, bins, lo_hi, dim: int = 0) -> Tensor:
     """One dim's edges: a given 1-D tensor, or ``bins`` equal bins over ``lo_hi`` (default
     [min, max] of ``x``, [0, 1] when empty, widened by 1/2 on each side when equal)."""
     if isinstance(bins, Tensor):
-        edges = bins.to(x.dtype)
+        edges = bins
         if edges.ndim != 1 or edges.numel() < 1:
             raise RuntimeError(f"torch.{op}: bins tensors should have one dimension and at "
                                f"least 1 element, but got {list(edges.shape)}")
@@ -133,13 +153,10 @@ def histogramdd(input: Tensor, bins=10, *, range=None, weight=None,  # noqa: A00
     require_tensor(op, input)
     if input.ndim < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the "
-                           f"same dtype, but got input {input.dtype}; histogramdd takes "
-                           f"floating inputs")
     dims = input.shape[-1]
     pts = input.reshape(-1, dims)
     bins = [bins] * dims if isinstance(bins, numbers.Integral) else list(bins)
+    _check_dtypes(op, input, bins if any(isinstance(b, Tensor) for b in bins) else None)
     if len(bins) != dims:
         raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
                            "dimension of the input.")

@@ -82,6 +82,10 @@ def searchsorted(sorted_sequence: Tensor, values, *, out_int32: bool = False,
                                    f"{sorter.dtype.name} {list(sorter.shape)}")
             seq = take_along_dim(seq, sorter, -1)
         dt = dtypes.result_type(seq, v)
+        if dt is dtypes.bool_:  # (PyTorch's type and kernel text; a bool with a number is fine)
+            raise NotImplementedError("torch.searchsorted(): not implemented for bool "
+                                      "boundaries and values; convert them with .int() first "
+                                      "(\"searchsorted_out_cpu\" not implemented for 'Bool')")
         n = seq.shape[-1]
         rows = seq.reshape(1, n) if seq.ndim == 1 else seq
         vals = v.reshape(1, -1) if seq.ndim == 1 else v

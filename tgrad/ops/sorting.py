@@ -72,10 +72,16 @@ def _line_input(op: str, input: Tensor, dim, dim_pos: int = 2) -> tuple:  # noqa
     return (input.reshape(1) if input.ndim == 0 else input), d
 
 
-def _no_bool(op: str, input: Tensor) -> None:  # noqa: A002
-    if input.dtype is dtypes.bool_:
-        raise RuntimeError(f"{op}(): \"{op}\" not implemented for 'Bool' (as in PyTorch); "
-                           f"convert the tensor first, e.g. input.int()")
+def _no_bool(op: str, input: Tensor, kernel: str | None = None) -> None:  # noqa: A002
+    """Refuse a bool input: PyTorch's NotImplementedError naming its CPU ``kernel``, or
+    (topk, no kernel) its RuntimeError 'topk does not support bool dtypes on CPU'."""
+    if input.dtype is not dtypes.bool_:
+        return
+    if kernel is None:
+        raise RuntimeError(f"{op}(): {op} does not support bool dtypes on CPU (as in "
+                           f"PyTorch); convert the tensor first, e.g. input.int()")
+    raise NotImplementedError(f"{op}(): \"{kernel}\" not implemented for 'Bool' (as in "
+                              f"PyTorch); convert the tensor first, e.g. input.int()")
 
 
 def _nonempty_dim(op: str, input: Tensor, d: int) -> None:  # noqa: A002
@@ -225,12 +231,12 @@ def _median(op: str, input: Tensor, dim, keepdim: bool,  # noqa: A002
                                f"no order; take the median of .real, .imag or .abs())")
     if dim is None:
         require_tensor(op, input)
-        _no_bool(op, input)
+        _no_bool(op, input, "median_cpu")
         if input.numel():  # PyTorch's float8 errors (median and nanmedian share kernels)
             dtypes.refuse_float8("median_cpu", input.dtype)
         return MedianAll.apply(input, ignore_nan)
     x, d = _line_input(op, input, dim)
-    _no_bool(op, input)
+    _no_bool(op, input, "median_out")
     _nonempty_dim(op, input, d)
     dtypes.refuse_float8("median_out", input.dtype)
     return _pick(x, d, _median_pos(x, d, ignore_nan), keepdim, input.ndim,
@@ -259,7 +265,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1,  # noqa: A002
     """(values, indices) of the k-th smallest entry (1-based) of each line along ``dim``."""
     x, d = _line_input("kthvalue", input, dim, 3)
     k = _int_arg("kthvalue", "k", 2, k)
-    _no_bool("kthvalue", input)
+    _no_bool("kthvalue", input, "kthvalue_cpu")
     _nonempty_dim("kthvalue", input, d)
     if not 1 <= k <= x.shape[d]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} "

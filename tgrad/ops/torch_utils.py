@@ -340,6 +340,14 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
         if not t.dtype.is_floating_point:
             raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
                              f"{dtypes.SCALAR_TYPE_NAMES[t.dtype]}")
+    if prob.dtype is not count.dtype:  # PyTorch's check (it does not promote)
+        raise RuntimeError(f"binomial: Found dtype {dtypes.SCALAR_TYPE_NAMES[prob.dtype]} but "
+                           f"expected {dtypes.SCALAR_TYPE_NAMES[count.dtype]} (count and prob "
+                           f"must share a dtype)")
+    if count.dtype not in (dtypes.float32, dtypes.float64):  # PyTorch's type and kernel text
+        raise NotImplementedError(f"binomial: not implemented for {count.dtype.name}; convert "
+                                  f"count and prob with .float() (\"binomial_cpu\" not "
+                                  f"implemented for '{dtypes.SCALAR_TYPE_NAMES[count.dtype]}')")
     with no_grad():
         n, p = (t.detach().to(dtypes.float64) for t in (count, prob))
         if bool((n < 0).any()) or bool((n != n.floor()).any()):
@@ -350,7 +358,7 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
             n.broadcast_to(np.broadcast_shapes(n.shape, p.shape)))
         with drawing_from(generator, count.device, "binomial"):
             sample = _binomial_draw(n.contiguous(), p.contiguous())
-        return sample.to(dtypes.promote_types(count.dtype, prob.dtype))
+        return sample.to(count.dtype)
 
 
 # ------------------------------------------------------------------ utilities
