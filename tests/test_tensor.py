@@ -749,3 +749,113 @@ def test_data_grad_and_requires_grad_setter_checks():
         with pytest.raises(TypeError, match="requires_grad must be a bool"):
             w.requires_grad = bad
     assert w.requires_grad_(np.bool_(False)).requires_grad is False
+
+
+def test_index_tensor_dtypes_as_pytorch():
+    # a complex or float index tensor raises (a complex one was cast to int: t[[1j]] gave
+    # t[0]); a 0-d int8/int16 one is an int, as in PyTorch; a 1-d one raises
+    t = tgrad.tensor([1, 2, 3, 4])
+    for bad in (tgrad.tensor([1j]), tgrad.tensor(1j), tgrad.tensor([1.0]),
+                tgrad.tensor([1], dtype=tgrad.int8)):
+        with pytest.raises(IndexError, match="must be long, int, byte or bool"):
+            t[bad]
+        with pytest.raises(IndexError, match="must be long, int, byte or bool"):
+            t.clone()[bad] = 9
+        with pytest.raises(IndexError, match="must be long, int, byte or bool"):
+            t.clone().index_put_((bad,), tgrad.tensor(9))
+    for dt in (tgrad.int8, tgrad.int16):
+        i = tgrad.tensor(1, dtype=dt)
+        assert t[i].item() == 2 and t[i].shape == ()
+        m = tgrad.arange(12).reshape(3, 4)
+        assert m[1, tgrad.tensor(2, dtype=dt)].item() == 6
+        u = t.clone()
+        u[i] = 9
+        assert u.tolist() == [1, 9, 3, 4]
+        with pytest.raises(IndexError, match="index_put_"):  # PyTorch: index_put_ refuses it
+            t.clone().index_put_((i,), tgrad.tensor(9))
+    with pytest.raises(RuntimeError, match="index_reduce_"):
+        t.clone().index_reduce_(0, tgrad.tensor([1j]), tgrad.tensor([5]), "prod")
+    with pytest.raises(IndexError, match="index_fill_"):
+        t.clone().index_fill_(0, tgrad.tensor([1.0]), 5)
+
+
+class _Reflected:
+    """An operand the tensor cannot convert, with its own reflected operators."""
+    def __radd__(self, o): return "radd"
+    def __rsub__(self, o): return "rsub"
+    def __rmul__(self, o): return "rmul"
+    def __rtruediv__(self, o): return "rtruediv"
+    def __rfloordiv__(self, o): return "rfloordiv"
+    def __rmod__(self, o): return "rmod"
+    def __rpow__(self, o): return "rpow"
+    def __rmatmul__(self, o): return "rmatmul"
+    def __rand__(self, o): return "rand"
+    def __ror__(self, o): return "ror"
+    def __rxor__(self, o): return "rxor"
+    def __rlshift__(self, o): return "rlshift"
+    def __rrshift__(self, o): return "rrshift"
+    def __gt__(self, o): return "gt"
+
+
+def test_operators_defer_to_unknown_operands():
+    # PyTorch's dunders return NotImplemented for an operand they cannot convert, so
+    # Python calls the operand's reflected method (and the in-place forms fall back to it)
+    import operator as op
+    t, o = tgrad.tensor([1, 2]), _Reflected()
+    for name, want in (("add", "radd"), ("sub", "rsub"), ("mul", "rmul"),
+                       ("truediv", "rtruediv"), ("floordiv", "rfloordiv"), ("mod", "rmod"),
+                       ("pow", "rpow"), ("matmul", "rmatmul"), ("and_", "rand"),
+                       ("or_", "ror"), ("xor", "rxor"), ("lshift", "rlshift"),
+                       ("rshift", "rrshift")):
+        assert getattr(op, name)(t, o) == want
+        assert getattr(op, "i" + name.rstrip("_"))(t.clone(), o) == want
+    assert (t < o) == "gt"
+    assert t.__add__("a") is NotImplemented and t.__radd__("a") is NotImplemented
+    assert t.__matmul__(2) is NotImplemented and t.__rmatmul__(2) is NotImplemented
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \+: 'Tensor' "
+                                        r"and 'str'"):
+        t + "a"
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for /: 'str'"):
+        "a" / t
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for @"):
+        t @ 2
+    with pytest.raises(TypeError, match="'<' not supported"):
+        _ = t < object()
+    with pytest.raises(TypeError, match="add"):  # the function still names itself
+        tgrad.add(t, "a")
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \*\* or pow"):
+        pow(t, 2, 3)
+    assert t.__pow__(2, 3) is NotImplemented and t.__rpow__(2, 3) is NotImplemented
+    assert (t + 1).tolist() == [2, 3] and (2 ** t).tolist() == [2, 4]
+
+
+def test_invert_of_float_is_a_type_error():
+    # ~float: PyTorch's operator TypeError; bitwise_not(float) the kernel's error
+    for x in (tgrad.tensor(1.5), tgrad.tensor([1j])):
+        with pytest.raises(TypeError, match=r"~ \(operator.invert\) is only implemented"):
+            _ = ~x
+        with pytest.raises(NotImplementedError, match="bitwise_not"):
+            tgrad.bitwise_not(x)
+    assert (~tgrad.tensor([0, 5], dtype=tgrad.int8)).tolist() == [-1, -6]
+
+
+def test_numpy_arrays_pytorch_refuses():
+    be = np.arange(3.0).astype(">f8")
+    for f in (tgrad.from_numpy, tgrad.tensor, tgrad.as_tensor, tgrad.asarray,
+              lambda a: tgrad.tensor(a, dtype=tgrad.float32),
+              lambda a: tgrad.asarray(a, copy=False)):
+        with pytest.raises(ValueError, match="byte order different from the native"):
+            f(be)
+    assert tgrad.tensor(be.astype("=f8")).tolist() == [0.0, 1.0, 2.0]
+    days = np.array(["2020-01-01"], dtype="datetime64[D]")
+    for f in (tgrad.from_numpy, tgrad.tensor, tgrad.as_tensor, tgrad.asarray,
+              lambda a: tgrad.tensor(a, dtype=tgrad.float32),
+              lambda a: tgrad.asarray(a, dtype=tgrad.float32)):
+        with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.datetime64"):
+            f(days)
+    with pytest.raises(TypeError, match="numpy.datetime64"):
+        tgrad.tensor(days[0], dtype=tgrad.float32)
+    with pytest.raises(RuntimeError, match="can't alias NumPy scalars"):
+        tgrad.asarray(np.float32(2), copy=False)
+    assert tgrad.asarray(np.float32(2)).item() == 2.0
+    assert tgrad.asarray(np.array(2.0, dtype=np.float32), copy=False).item() == 2.0

@@ -122,6 +122,21 @@ def _untensor(data):
     return data.item() if isinstance(data, Tensor) else data
 
 
+def check_numpy_array(op: str, arr: np.ndarray) -> None:
+    """PyTorch's refusals of a NumPy array for tensor / as_tensor / asarray / from_numpy,
+    whatever dtype is asked for: a non-native byte order (ValueError) and dates, times,
+    strings, objects and records (TypeError): no number is read from those."""
+    if not arr.dtype.isnative:
+        raise ValueError(f"{op}: given numpy array has byte order different from the native "
+                         f"byte order. Conversion between byte orders is currently not "
+                         f"supported. Convert it first: "
+                         f"arr.astype(arr.dtype.newbyteorder('='))")
+    if arr.dtype.kind in "MmOSU" or arr.dtype.names is not None:  # (ml_dtypes' are kind V)
+        raise TypeError(f"{op}: can't convert np.ndarray of type numpy."
+                        f"{arr.dtype.type.__name__}. The only supported types are: "
+                        f"{', '.join(x.name for x in dtypes.SUPPORTED_DTYPES)}")
+
+
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor (always a copy) from nested lists, scalars, NumPy arrays or tensors."""
     if isinstance(data, Tensor):
@@ -132,11 +147,14 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         host = np.array(data.numpy(force=True), copy=True)
         dt = dtypes.as_dtype(dtype) if dtype is not None else data.dtype
     elif isinstance(data, np.ndarray):
+        check_numpy_array("tensor", data)
         dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
         host = np.array(data, copy=True)
     else:
         if isinstance(data, range):
             data = list(data)
+        elif isinstance(data, np.generic):  # np.datetime64(...): refused as its array
+            check_numpy_array("tensor", np.asarray(data))
         has_tensor = _check_leaves(data)
         dt = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
         if dt is dtypes.bool_:
@@ -199,9 +217,11 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
             return data
         return data.to(device=data.device if device is None else device,
                        dtype=data.dtype if dtype is None else dtypes.as_dtype(dtype))
-    if isinstance(data, np.ndarray) and (dtype is None or dtypes.as_dtype(dtype).np ==
-                                         data.dtype) and as_device(device).type == "cpu":
-        return from_numpy(data)
+    if isinstance(data, np.ndarray):
+        check_numpy_array("as_tensor", data)
+        if (dtype is None or dtypes.as_dtype(dtype).np == data.dtype) and \
+                as_device(device).type == "cpu":
+            return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -209,6 +229,7 @@ def from_numpy(arr: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with ``arr`` (writes through either are visible)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(arr).__name__})")
+    check_numpy_array("from_numpy", arr)
     dtypes.from_numpy_dtype(arr.dtype)
     if any(s % arr.itemsize for s in arr.strides) or any(s < 0 for s in arr.strides):
         raise ValueError("from_numpy: arrays with negative or unaligned strides are not "

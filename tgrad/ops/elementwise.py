@@ -976,6 +976,14 @@ def _pow_class(base, exponent):
     return _BINARY["pow"]
 
 
+# what an operator dunder computes with; any other operand (a NumPy array, a str, a list,
+# an object with its own reflected method) gives NotImplemented, as PyTorch's dunders do,
+# so that Python tries the operand's __radd__... (or NumPy computes ndarray's) and raises
+# its own "unsupported operand type(s)" TypeError when none applies. Checked only in the
+# operators' except branches (free when nothing raises).
+OPERANDS = (Tensor, int, float, complex, np.number, np.bool_)
+
+
 def _binary_fn(name: str, methods=(), reflected=()):
     cls = _BINARY[name]
 
@@ -983,7 +991,8 @@ def _binary_fn(name: str, methods=(), reflected=()):
         """The function (``operator`` False) or its operator (``t + x``, ``operator`` True,
         the same body): an operator given a NumPy array returns NotImplemented, as
         PyTorch's, so that NumPy computes ``t + ndarray`` (ndarray.__radd__, made a tensor
-        by Tensor.__array_wrap__) and ``ndarray + t`` is Python's TypeError."""
+        by Tensor.__array_wrap__) and ``ndarray + t`` is Python's TypeError; so does any
+        operand that is no Tensor or number (OPERANDS: obj.__radd__ is called)."""
         def fn(input, other) -> Tensor:  # noqa: A002
             if type(other) is Tensor and type(input) is Tensor and \
                     other.device is not input.device:
@@ -993,7 +1002,7 @@ def _binary_fn(name: str, methods=(), reflected=()):
             except RuntimeError as e:  # (free when nothing raises) a sparse COO operand
                 return route_sparse(name, e, input, other)
             except TypeError:  # (free when nothing raises) an unusual operand
-                if operator and isinstance(other, np.ndarray):
+                if operator and not isinstance(other, OPERANDS):
                     return NotImplemented
                 raise
         return fn
@@ -1003,8 +1012,8 @@ def _binary_fn(name: str, methods=(), reflected=()):
     def rfn(self, other) -> Tensor:
         try:
             return cls.apply(other, self)
-        except TypeError:  # ndarray op t: Python's TypeError, as PyTorch's
-            if isinstance(other, np.ndarray):
+        except TypeError:  # ndarray op t, str op t: Python's TypeError, as PyTorch's
+            if not isinstance(other, OPERANDS):
                 return NotImplemented
             raise
 
@@ -1013,7 +1022,7 @@ def _binary_fn(name: str, methods=(), reflected=()):
             try:
                 return cls.apply(self, other)
             except TypeError:
-                if isinstance(other, np.ndarray):
+                if not isinstance(other, OPERANDS):
                     return NotImplemented
                 raise
     elif name == "sub":  # other - self: rsub's nodes
@@ -1021,7 +1030,7 @@ def _binary_fn(name: str, methods=(), reflected=()):
             try:
                 return (_RSUB_TT if isinstance(other, Tensor) else _RSUB_NT).apply(other, self)
             except TypeError:
-                if isinstance(other, np.ndarray):
+                if not isinstance(other, OPERANDS):
                     return NotImplemented
                 raise
 
@@ -1108,6 +1117,11 @@ def _rtruediv(self: Tensor, other) -> Tensor:
     except TypeError:
         if isinstance(other, np.ndarray):
             return np.true_divide(other, self)  # (Tensor.__array_wrap__: a tensor)
+        if not isinstance(other, OPERANDS):  # PyTorch's reciprocal() * other: the
+            try:  # operator, so other.__rmul__ may answer; none: Python's TypeError
+                return reciprocal(self) * other
+            except TypeError:
+                return NotImplemented
         raise
 
 
@@ -1126,27 +1140,34 @@ def pow(input, exponent) -> Tensor:  # noqa: A001,A002
 
 
 @tensor_method("__pow__")
-def _pow_operator(self, exponent) -> Tensor:
+def _pow_operator(self, exponent, modulo=None) -> Tensor:
     """``t ** exponent``: pow's body; a NumPy array exponent gives NotImplemented (NumPy
-    computes it, as for PyTorch's operator: see _binary_fn)."""
+    computes it, as for PyTorch's operator: see _binary_fn), as does any exponent that is
+    no Tensor or number and a ``modulo`` (three-argument pow(t, e, m): Python's TypeError,
+    as PyTorch's)."""
+    if modulo is not None:
+        return NotImplemented
     if type(exponent) is Tensor and type(self) is Tensor and exponent.device is not self.device:
         self, exponent = _cpu_scalars_moved(self, exponent)
     try:
         return _pow_class(self, exponent).apply(self, exponent)
     except TypeError:
-        if isinstance(exponent, np.ndarray):
+        if not isinstance(exponent, OPERANDS):
             return NotImplemented
         raise
 
 
 @tensor_method("__rpow__")
-def _rpow(self: Tensor, other) -> Tensor:
+def _rpow(self: Tensor, other, modulo=None) -> Tensor:
     """``other ** self`` (other a number: PowBackward2; Python calls this only when other is
-    not a tensor, so pow's device handling has nothing to do)."""
+    not a tensor, so pow's device handling has nothing to do); a ``modulo``: NotImplemented,
+    as __pow__'s."""
+    if modulo is not None:
+        return NotImplemented
     try:
         return _pow_class(other, self).apply(other, self)
-    except TypeError:  # ndarray ** t: Python's TypeError, as PyTorch's
-        if isinstance(other, np.ndarray):
+    except TypeError:  # ndarray ** t, str ** t: Python's TypeError, as PyTorch's
+        if not isinstance(other, OPERANDS):
             return NotImplemented
         raise
 
@@ -1288,7 +1309,7 @@ class BitwiseNot(Function):
 
     @staticmethod
     def forward(ctx, x):
-        if x.dtype.is_floating_point:
+        if x.dtype.is_floating_point or x.dtype.is_complex:
             raise NotImplementedError(
                 f"bitwise_not: not implemented for {x.dtype.name}; the ~ operator takes bool or "
                 f"integer tensors, as in PyTorch (\"bitwise_not_cpu\" not implemented for "
@@ -1299,10 +1320,22 @@ class BitwiseNot(Function):
 register_op(BitwiseNot)
 
 
-@tensor_method("bitwise_not", "__invert__")
+@tensor_method("bitwise_not")
 def bitwise_not(input: Tensor) -> Tensor:  # noqa: A002
     """Elementwise ~ of a bool or integer tensor (not differentiable)."""
     return BitwiseNot.apply(input)
+
+
+@tensor_method("__invert__")
+def _invert(self: Tensor) -> Tensor:
+    """``~t``: bitwise_not; a float or complex t raises PyTorch's operator TypeError (the
+    function's error is the kernel's NotImplementedError)."""
+    try:
+        return BitwiseNot.apply(self)
+    except NotImplementedError:  # (free when nothing raises)
+        raise TypeError(f"~ (operator.invert) is only implemented on integer and Boolean-type "
+                        f"tensors (got {self.dtype.name}); use logical_not() for a truth "
+                        f"value") from None
 
 
 # ------------------------------------------------------------------------------ where

@@ -366,7 +366,10 @@ def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
     int64 indices in range ([-n, n) where ``negatives``), repeats removed, as PyTorch."""
     d = _wrap_dim(dim, input.ndim, op)
     if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
+        # PyTorch's: index_fill's is an IndexError, index_copy's a RuntimeError
+        raise (IndexError if op == "index_fill" else RuntimeError)(
+            f"{op}_(): Expected a long (int64) tensor for index, but got {got}")
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     n = input.shape[d] if input.ndim else 1
@@ -451,6 +454,9 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
         if not isinstance(k, Tensor):
             raise TypeError(f"index_put_(): expected Tensor as element {i} in argument 0 "
                             f"(indices), but got {type(k).__name__}")
+        if k.dtype in (dtypes.int8, dtypes.int16):  # a 0-d one too (unlike t[k])
+            raise IndexError(f"tensors used as indices must be long, int, byte or bool "
+                             f"tensors (index_put_ got {k.dtype})")
     if isinstance(values, Tensor) and values.dtype is not self.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{self.dtype.name} for the destination and {values.dtype.name} "

@@ -85,7 +85,10 @@ def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, boo
     basic = True
     for k in key:
         if isinstance(k, Tensor):
-            if k.dtype.is_floating_point or k.dtype in (dtypes.int8, dtypes.int16):
+            # PyTorch's index dtypes: int64, int32, uint8 (a mask) and bool; a 0-d int8/int16
+            # tensor is read as a Python int there (a complex index was cast to int: wrong)
+            if k.dtype.is_floating_point or k.dtype.is_complex or (
+                    k.dtype in (dtypes.int8, dtypes.int16) and k.ndim):
                 raise IndexError(f"tensors used as indices must be long, int, byte or bool "
                                  f"tensors (got {k.dtype})")
             if k.dtype is dtypes.uint8:  # PyTorch reads a uint8 index as a boolean mask

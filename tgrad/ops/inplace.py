@@ -277,12 +277,13 @@ def _inplace_dunder(name: str, op: str, fn):
     """``x op= other``: the in-place op ``op`` (x.add_(other)...) without the method's
     keyword handling (one call, as the method itself), but an operand it refuses that is not
     a Tensor or a number (a NumPy array) gives NotImplemented, as PyTorch's, so Python falls
-    back to ``x = x op other`` (a new tensor: ``x += np.ones(2)`` gives float64)."""
+    back to ``x = x op other`` (a new tensor: ``x += np.ones(2)`` gives float64; an object
+    with __radd__: its result)."""
     def dunder(self, other) -> Tensor:
         try:
             return apply_inplace(self, op, fn, other)
         except TypeError:
-            if isinstance(other, np.ndarray):
+            if not isinstance(other, ew.OPERANDS):
                 return NotImplemented
             raise
     dunder.__name__ = name

@@ -181,13 +181,15 @@ def _desc(t: Tensor) -> str:
 def _make_matmul(operator: bool):
     """matmul (``operator`` False) or ``Tensor.__matmul__`` (True, the same body): given a
     NumPy array the operator returns NotImplemented, as PyTorch's, so that NumPy computes
-    ``t @ ndarray`` (a tensor by Tensor.__array_wrap__); the function raises TypeError."""
+    ``t @ ndarray`` (a tensor by Tensor.__array_wrap__), as it does for any operand that is
+    no Tensor, a number too (obj.__rmatmul__ is called; none: Python's TypeError
+    "unsupported operand type(s) for @"); the function raises TypeError."""
     def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
         """Matrix product with NumPy's matmul rules (broadcast batch dims)."""
         try:
             sparse = input._sparse or other._sparse
         except AttributeError:  # (free when nothing raises) an operand that is no tensor
-            if operator and isinstance(other, np.ndarray):
+            if operator and not isinstance(other, Tensor):
                 return NotImplemented
             for pos, (arg, t) in enumerate((("input", input), ("other", other)), 1):
                 if not isinstance(t, Tensor):
@@ -230,8 +232,9 @@ tensor_method("__matmul__")(_make_matmul(True))
 
 @tensor_method("__rmatmul__")
 def _rmatmul(self: Tensor, other) -> Tensor:
-    """``other @ self``; ``ndarray @ t`` is Python's TypeError, as PyTorch's."""
-    if isinstance(other, np.ndarray):
+    """``other @ self``; ``ndarray @ t`` (or 5 @ t...) is Python's TypeError, as
+    PyTorch's."""
+    if not isinstance(other, Tensor):
         return NotImplemented
     return matmul(other, self)
 

@@ -210,6 +210,9 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                                   f"PyTorch); convert with .int() first")
     if not isinstance(index, Tensor) or index.ndim > 1:
         raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if index.dtype not in (dtypes.int64, dtypes.int32):  # before index.min() reads it
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
+                           f"{index.dtype.name}")
     if not isinstance(source, Tensor):
         raise TypeError(f"index_reduce(): argument 'source' (position 3) must be Tensor, not "
                         f"{type(source).__name__}")

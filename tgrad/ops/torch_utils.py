@@ -59,7 +59,7 @@ def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
             requires_grad: bool = False) -> Tensor:
     """``obj`` as a tensor, sharing memory with it when possible (see the module doc)."""
     from tgrad.device import as_device
-    from tgrad.ops.creation import from_numpy, tensor
+    from tgrad.ops.creation import check_numpy_array, from_numpy, tensor
     dt = None if dtype is None else dtypes.as_dtype(dtype)
     if isinstance(obj, Tensor):
         same = (dt is None or dt is obj.dtype) and (device is None
@@ -75,9 +75,13 @@ def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
     array = None
     if isinstance(obj, np.ndarray):
         array = obj
+    elif isinstance(obj, np.generic) and copy is False:  # no memory of its own to share
+        raise RuntimeError("asarray: can't alias NumPy scalars. Either remove copy=False or "
+                           "transform it in a ndarray.")
     elif hasattr(obj, "__array__") or isinstance(obj, (bytes, bytearray, memoryview)):
         array = np.asarray(obj)
     if array is not None:
+        check_numpy_array("asarray", array)
         shares = (copy is not True and (device is None or as_device(device).type == "cpu")
                   and array.dtype.kind in "biuf"
                   and (dt is None or dtypes.as_dtype(array.dtype) is dt))
