@@ -787,3 +787,32 @@ def test_finfo_and_iinfo_give_pytorchs_limits():
     # the mask value float16 attention code uses where -1e9 would raise
     h = tgrad.zeros(2, dtype=tgrad.float16)
     assert h.masked_fill(tgrad.tensor([True, False]), f.min).tolist() == [-65504.0, 0.0]
+
+
+def test_node_names_of_single_ops_are_pytorchs():
+    # PyTorch 2.13's grad_fn names (name() and the node's type name): log1p's is
+    # Log1PBackward0, square is pow(x, 2) (PowBackward0), sgn / digamma / igammac /
+    # nanmedian have their own names, prod over all elements is ProdBackward0 (over a dim
+    # ProdBackward1). Values and gradients against hand-computed ones.
+    x = tgrad.tensor([0.5, 2.0, 1.5], dtype=tgrad.float64, requires_grad=True)
+    a = tgrad.tensor([1.0, 1.0, 1.0], dtype=tgrad.float64)
+    cases = [(x.log1p(), "Log1PBackward0"), (x.square(), "PowBackward0"),
+             (tgrad.square(x), "PowBackward0"), (x.sgn(), "SgnBackward0"),
+             (x.digamma(), "DigammaBackward0"), (tgrad.igammac(a, x), "IgammacBackward0"),
+             (tgrad.igamma(a, x), "IgammaBackward0"), (x.nanmedian(), "NanmedianBackward0"),
+             (x.median(), "MedianBackward0"), (x.prod(), "ProdBackward0"),
+             (x.prod(0), "ProdBackward1"), (tgrad.polygamma(1, x), "PolygammaBackward0")]
+    for y, name in cases:
+        assert y.grad_fn.name() == name and type(y.grad_fn).__name__ == name
+    xs = np.array([0.5, 2.0, 1.5])
+    (g,) = tgrad.autograd.grad(x.square().sum() + x.log1p().sum() + x.prod(), x)
+    np.testing.assert_allclose(g.numpy(), 2 * xs + 1 / (1 + xs) + xs.prod() / xs, rtol=1e-14)
+    # igammac(1, x) = exp(-x): d/dx = -exp(-x); sgn: 0 gradient
+    (g,) = tgrad.autograd.grad(tgrad.igammac(a, x).sum() + x.sgn().sum(), x)
+    np.testing.assert_allclose(g.numpy(), -np.exp(-xs), rtol=1e-12)
+    # digamma(1) = -Euler's gamma; d digamma = polygamma(1, .): pi^2 / 6 at 1
+    one = tgrad.tensor(1.0, dtype=tgrad.float64, requires_grad=True)
+    d = one.digamma()
+    assert abs(d.item() + 0.5772156649015329) < 1e-14
+    (g,) = tgrad.autograd.grad(d, one, create_graph=True)
+    assert abs(g.item() - np.pi ** 2 / 6) < 1e-13

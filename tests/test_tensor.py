@@ -606,6 +606,31 @@ def test_like_factories_take_memory_format(make):
     assert tgrad.full_like(x, 2.5, memory_format=tgrad.preserve_format).numpy().sum() == 300.0
 
 
+def test_to_and_module_to_take_memory_format():
+    # PyTorch's keyword on Tensor.to: without a dtype/device change x itself comes back
+    # (also for a non-contiguous x), a cast casts; channels_last is refused as by clone
+    x = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=tgrad.float64, requires_grad=True)
+    for fmt in (tgrad.preserve_format, tgrad.contiguous_format):
+        assert x.to(memory_format=fmt) is x and x.t().to(memory_format=fmt).shape == (2, 2)
+        y = x.to(tgrad.float32, memory_format=fmt)
+        assert y.dtype is tgrad.float32 and y.grad_fn.name() == "ToCopyBackward0"
+        np.testing.assert_array_equal(y.detach().numpy(), [[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last"):
+        x.to(memory_format=tgrad.channels_last)
+    with pytest.raises(RuntimeError, match="channels_last is not supported"):
+        tgrad.ones(1, 2, 3, 4).to(memory_format=tgrad.channels_last)
+    with pytest.raises(TypeError, match="memory_format"):
+        x.to(memory_format="contiguous")
+    # Module.to: memory_format goes to 4-D / 5-D parameters only (a Linear ignores it)
+    lin = tgrad.nn.Linear(2, 3)
+    assert lin.to(tgrad.float64, memory_format=tgrad.channels_last) is lin
+    assert lin.weight.dtype is tgrad.float64
+    conv = tgrad.nn.Conv2d(1, 1, 2)
+    assert conv.to(memory_format=tgrad.contiguous_format) is conv
+    with pytest.raises(RuntimeError, match="channels_last is not supported"):
+        conv.to(memory_format=tgrad.channels_last)
+
+
 # ------------------------------------------------- Tensor object API (PyTorch 2.13 parity)
 def test_size_stride_dim_must_be_an_int_before_the_rank_check():
     t, s = tgrad.zeros(2, 3), tgrad.tensor(1.0)

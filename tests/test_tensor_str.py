@@ -543,3 +543,66 @@ def test_return_types_print_as_pytorch_structseqs():
         assert repr(r).startswith(f"tgrad.return_types.{op}(\nvalues=tensor(")
     assert type(tgrad.frexp(x)) is tgrad.return_types.frexp
     assert type(tgrad.histogram(x.flatten(), 2)) is tgrad.return_types.histogram
+
+
+def test_linalg_return_types_print_as_pytorch_structseqs():
+    # PyTorch 2.13: tgrad.linalg.<op> -> torch.return_types.linalg_<op>, the older top-level
+    # names -> torch.return_types.<op>; named fields, unpacking, indexing and pickling kept.
+    import pickle
+    x = tgrad.tensor([[2.0, 1.0], [1.0, 2.0]], dtype=tgrad.float64)  # det 3, eigenvalues 1, 3
+    # LU of x by hand: no row swap, L21 = 1/2, U22 = 2 - 1/2
+    assert repr(tgrad.linalg.lu_factor(x)) == (
+        "tgrad.return_types.linalg_lu_factor(\n"
+        "LU=tensor([[2.0000, 1.0000],\n"
+        "        [0.5000, 1.5000]], dtype=tgrad.float64),\n"
+        "pivots=tensor([1, 2], dtype=tgrad.int32))")
+    # log 3 = 1.0986...
+    assert repr(tgrad.slogdet(x)) == ("tgrad.return_types.slogdet(\n"
+                                      "sign=tensor(1., dtype=tgrad.float64),\n"
+                                      "logabsdet=tensor(1.0986, dtype=tgrad.float64))")
+    assert repr(x.slogdet()).startswith("tgrad.return_types.slogdet(\nsign=")
+    assert repr(tgrad.linalg.slogdet(x)).startswith("tgrad.return_types.linalg_slogdet(\nsign=")
+    # geqrf of [[3, 0], [4, 5]] by hand (dlarfg): beta = -5, tau = 8/5, v = 4/8; R = [[-5, -4],
+    # [., 3]]
+    a = tgrad.tensor([[3.0, 0.0], [4.0, 5.0]], dtype=tgrad.float64)
+    assert repr(tgrad.geqrf(a)) == ("tgrad.return_types.geqrf(\n"
+                                    "a=tensor([[-5.0000, -4.0000],\n"
+                                    "        [ 0.5000,  3.0000]], dtype=tgrad.float64),\n"
+                                    "tau=tensor([1.6000, 0.0000], dtype=tgrad.float64))")
+    r = tgrad.linalg.eigh(x)
+    assert type(r) is tgrad.return_types.linalg_eigh
+    assert repr(r).startswith("tgrad.return_types.linalg_eigh(\n"
+                              "eigenvalues=tensor([1., 3.], dtype=tgrad.float64),\n"
+                              "eigenvectors=tensor([[")
+    w, v = r
+    assert w is r.eigenvalues is r[0] and v is r.eigenvectors is r[1]
+    r2 = pickle.loads(pickle.dumps(r))
+    assert type(r2) is tgrad.return_types.linalg_eigh
+    np.testing.assert_array_equal(r2.eigenvalues.numpy(), [1.0, 3.0])
+    lu_data, piv = tgrad.linalg.lu_factor(x)
+    rt = tgrad.return_types
+    cases = [
+        (tgrad.linalg.eig(x), rt.linalg_eig, ("eigenvalues", "eigenvectors")),
+        (tgrad.linalg.svd(x), rt.linalg_svd, ("U", "S", "Vh")),
+        (tgrad.linalg.qr(x), rt.linalg_qr, ("Q", "R")),
+        (tgrad.linalg.lu(x), rt.linalg_lu, ("P", "L", "U")),
+        (tgrad.linalg.lu_factor_ex(x), rt.linalg_lu_factor_ex, ("LU", "pivots", "info")),
+        (tgrad.linalg.inv_ex(x), rt.linalg_inv_ex, ("inverse", "info")),
+        (tgrad.linalg.cholesky_ex(x), rt.linalg_cholesky_ex, ("L", "info")),
+        (tgrad.linalg.solve_ex(x, x), rt.linalg_solve_ex, ("result", "info")),
+        (tgrad.linalg.lstsq(x, x), rt.linalg_lstsq,
+         ("solution", "residuals", "rank", "singular_values")),
+        (tgrad.linalg.ldl_factor(x), rt.linalg_ldl_factor, ("LD", "pivots")),
+        (tgrad.linalg.ldl_factor_ex(x), rt.linalg_ldl_factor_ex, ("LD", "pivots", "info")),
+        (tgrad.qr(x), rt.qr, ("Q", "R")), (x.qr(), rt.qr, ("Q", "R")),
+        (tgrad.svd(x), rt.svd, ("U", "S", "V")),
+        (tgrad.lu_unpack(lu_data, piv), rt.lu_unpack, ("P", "L", "U")),
+        (tgrad.triangular_solve(x, x), rt.triangular_solve, ("solution", "cloned_coefficient")),
+    ]
+    for res, typ, fields in cases:
+        assert type(res) is typ and res._fields == fields, (typ, type(res))
+        assert repr(res).startswith(f"tgrad.return_types.{typ.__name__}(\n{fields[0]}=")
+        assert type(pickle.loads(pickle.dumps(res))) is typ
+    assert type(tgrad.lu(x)) is tuple  # torch.lu: a plain tuple
+    out = (tgrad.empty(2, dtype=tgrad.float64), tgrad.empty(2, 2, dtype=tgrad.float64))
+    assert type(tgrad.linalg.eigh(x, out=out)) is rt.linalg_eigh

@@ -177,9 +177,10 @@ def dropout(input: Tensor, p: _builtins.float, train: _builtins.bool) -> Tensor:
 cosine_similarity = nn.functional.cosine_similarity
 
 
-_LINALG_ALIASES = ("inverse", "det", "logdet", "slogdet", "matrix_power")
-_LEGACY_LINALG = ("qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_inverse", "lu",
-                  "lu_solve", "lu_unpack", "triangular_solve", "geqrf", "orgqr", "ormqr")
+_LINALG_ALIASES = ("inverse", "det", "logdet", "matrix_power")
+_LEGACY_LINALG = ("qr", "svd", "slogdet", "pinverse", "matrix_exp", "cholesky",
+                  "cholesky_inverse", "lu", "lu_solve", "lu_unpack", "triangular_solve",
+                  "geqrf", "orgqr", "ormqr")
 
 
 def __getattr__(name: str) -> object:
@@ -196,13 +197,13 @@ def __getattr__(name: str) -> object:
     if name == "cholesky_solve":  # torch.cholesky_solve(B, L, upper=False)
         from tgrad.linalg import cholesky_solve
         return cholesky_solve
-    if name in _LINALG_ALIASES:  # torch.inverse, torch.det, torch.logdet, torch.slogdet
+    if name in _LINALG_ALIASES:  # torch.inverse, torch.det, torch.logdet
         from tgrad.linalg import _lu
         return getattr(_lu, name)
     if name in ("svd_lowrank", "pca_lowrank"):  # randomized low-rank SVD / PCA
         from tgrad.linalg import _lowrank
         return getattr(_lowrank, name)
-    if name in _LEGACY_LINALG:  # torch.qr, torch.svd, torch.pinverse, torch.lu, ...
+    if name in _LEGACY_LINALG:  # torch.qr, torch.svd, torch.slogdet, torch.pinverse, torch.lu, ...
         from tgrad.linalg import _legacy
         return getattr(_legacy, name)
     raise AttributeError(f"module 'tgrad' has no attribute {name!r}")

@@ -8,6 +8,9 @@ Each is a namedtuple and prints as PyTorch's structseq does, one field per line:
 
 The (values, indices) results (max/min with a dim, sort, topk, kthvalue, median, nanmedian,
 mode, cummax, cummin) subclass ``values_indices``, so code that tests for it still works.
+tgrad.linalg's results are ``linalg_<op>`` (linalg_eigh, linalg_svd, linalg_slogdet, ...);
+the older top-level tgrad.qr / svd / slogdet / geqrf / lu_unpack / triangular_solve return
+``qr``, ``svd``, ... (PyTorch's; tgrad.lu returns a plain tuple, as torch.lu).
 """
 
 from __future__ import annotations
@@ -32,7 +35,21 @@ def _return_type(name: str, base: type) -> type:
 _VALUES_INDICES_OPS = ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian",
                        "mode", "cummax", "cummin")
 _OTHERS = {"aminmax": ("min", "max"), "frexp": ("mantissa", "exponent"),
-           "histogram": ("hist", "bin_edges"), "histogramdd": ("hist", "bin_edges")}
+           "histogram": ("hist", "bin_edges"), "histogramdd": ("hist", "bin_edges"),
+           # linear algebra: tgrad.linalg.<op> returns linalg_<op>, the top-level tgrad.<op>
+           # (PyTorch's older names) <op>
+           "geqrf": ("a", "tau"), "lu_unpack": ("P", "L", "U"), "qr": ("Q", "R"),
+           "slogdet": ("sign", "logabsdet"), "svd": ("U", "S", "V"),
+           "triangular_solve": ("solution", "cloned_coefficient"),
+           "linalg_cholesky_ex": ("L", "info"), "linalg_eig": ("eigenvalues", "eigenvectors"),
+           "linalg_eigh": ("eigenvalues", "eigenvectors"), "linalg_inv_ex": ("inverse", "info"),
+           "linalg_ldl_factor": ("LD", "pivots"),
+           "linalg_ldl_factor_ex": ("LD", "pivots", "info"),
+           "linalg_lstsq": ("solution", "residuals", "rank", "singular_values"),
+           "linalg_lu": ("P", "L", "U"), "linalg_lu_factor": ("LU", "pivots"),
+           "linalg_lu_factor_ex": ("LU", "pivots", "info"), "linalg_qr": ("Q", "R"),
+           "linalg_slogdet": ("sign", "logabsdet"), "linalg_solve_ex": ("result", "info"),
+           "linalg_svd": ("U", "S", "Vh")}
 
 for _name in _VALUES_INDICES_OPS:
     globals()[_name] = _return_type(_name, values_indices)

@@ -20,11 +20,9 @@ real part of gA (the engine takes it).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import is_grad_enabled
@@ -41,9 +39,7 @@ from tgrad.tensor import Tensor
 __all__ = ["eig", "eigvals"]
 
 
-class EigResult(NamedTuple):
-    eigenvalues: Tensor
-    eigenvectors: Tensor
+EigResult = return_types.linalg_eig  # PyTorch's torch.return_types.linalg_eig
 
 
 def _geev(a: np.ndarray) -> tuple:

@@ -33,11 +33,10 @@ gradient is the symmetric one (PyTorch's), not projected on the triangle UPLO re
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import NamedTuple
 
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.linalg._norms import vector_norm
@@ -56,15 +55,10 @@ __all__ = ["eigh", "eigvalsh", "svd", "svdvals"]
 MAX_SWEEPS = 40
 
 
-class EighResult(NamedTuple):
-    eigenvalues: Tensor
-    eigenvectors: Tensor
+EighResult = return_types.linalg_eigh  # PyTorch's torch.return_types.linalg_eigh
 
 
-class SVDResult(NamedTuple):
-    U: Tensor
-    S: Tensor
-    Vh: Tensor
+SVDResult = return_types.linalg_svd  # PyTorch's torch.return_types.linalg_svd
 
 
 # ------------------------------------------------------------------------------ rotations

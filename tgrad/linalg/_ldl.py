@@ -31,11 +31,10 @@ device raises (factor on the CPU). No derivatives, as in PyTorch 2.13 (backward 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function
 from tgrad.linalg._lu import _raise_singular
 from tgrad.linalg._triangular import _torch_dtype_name, check_same_dtype, not_floating_error
@@ -48,15 +47,10 @@ __all__ = ["ldl_factor", "ldl_factor_ex", "ldl_solve"]
 _ALPHA = (1.0 + math.sqrt(17.0)) / 8.0  # Bunch-Kaufman's growth bound
 
 
-class LDLFactor(NamedTuple):
-    LD: Tensor
-    pivots: Tensor
+LDLFactor = return_types.linalg_ldl_factor  # PyTorch's torch.return_types.linalg_ldl_factor
 
 
-class LDLFactorEx(NamedTuple):
-    LD: Tensor
-    pivots: Tensor
-    info: Tensor
+LDLFactorEx = return_types.linalg_ldl_factor_ex  # PyTorch's torch.return_types.linalg_ldl_factor_ex
 
 
 def _abs1(x):

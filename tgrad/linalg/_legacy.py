@@ -7,14 +7,14 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from tgrad import return_types
 from tgrad._autocast import autocast_policy
 from tgrad.linalg._jacobi import svd as _svd
 from tgrad.linalg._jacobi import svdvals
+from tgrad.linalg._lu import slogdet as _slogdet
 from tgrad.linalg._lu_factor import _perm_from_pivots, _perm_matrix, _unpack, lu_factor_ex
 from tgrad.linalg._lu_factor import lu_solve as _lu_solve
-from tgrad.linalg._qr import QRResult, geqrf, ormqr
+from tgrad.linalg._qr import geqrf, ormqr
 from tgrad.linalg._qr import householder_product as orgqr
 from tgrad.linalg._qr import qr as _qr
 from tgrad.linalg._spectral import matrix_exp, pinv
@@ -24,24 +24,24 @@ from tgrad.ops._common import require_tensor
 from tgrad.ops.creation import eye, zeros
 from tgrad.tensor import Tensor
 
-__all__ = ["qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_inverse", "lu",
-           "lu_solve", "lu_unpack", "triangular_solve", "geqrf", "orgqr", "ormqr"]
+__all__ = ["qr", "svd", "slogdet", "pinverse", "matrix_exp", "cholesky", "cholesky_inverse",
+           "lu", "lu_solve", "lu_unpack", "triangular_solve", "geqrf", "orgqr", "ormqr"]
 
 
-class SVDResult(NamedTuple):  # torch.svd: V, not Vh
-    U: Tensor
-    S: Tensor
-    V: Tensor
+SVDResult = return_types.svd  # PyTorch's torch.return_types.svd: V, not Vh
 
 
-class TriangularSolveResult(NamedTuple):
-    solution: Tensor
-    cloned_coefficient: Tensor
+TriangularSolveResult = return_types.triangular_solve  # PyTorch's torch.return_types's
 
 
-def qr(input: Tensor, some: bool = True) -> QRResult:  # noqa: A002
+def qr(input: Tensor, some: bool = True) -> return_types.qr:  # noqa: A002
     """``torch.qr``: linalg.qr with mode 'reduced' (some=True) or 'complete'."""
-    return _qr(input, "reduced" if some else "complete")
+    return return_types.qr(*_qr(input, "reduced" if some else "complete"))
+
+
+def slogdet(input: Tensor) -> return_types.slogdet:  # noqa: A002
+    """``torch.slogdet``: linalg.slogdet (as PyTorch's return_types.slogdet)."""
+    return return_types.slogdet(*_slogdet(input))
 
 
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SVDResult:  # noqa: A002
@@ -95,7 +95,7 @@ def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
 
 
 def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
-              unpack_pivots: bool = True) -> tuple:
+              unpack_pivots: bool = True) -> return_types.lu_unpack:
     """(P, L, U) with A = P L U from packed factors; the parts not unpacked are empty."""
     require_tensor("lu_unpack", LU_data, "LU_data")
     require_tensor("lu_unpack", LU_pivots, "LU_pivots", 2)
@@ -103,7 +103,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     L, U = _unpack(LU_data) if unpack_data else (empty, empty)
     P = _perm_matrix(_perm_from_pivots(LU_pivots, LU_data.shape[-2]), LU_data.dtype) \
         if unpack_pivots else empty
-    return P, L, U
+    return return_types.lu_unpack(P, L, U)
 
 
 @autocast_policy(None, cpu="fp32")

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
@@ -173,9 +173,7 @@ def _solve(A: Tensor, B: Tensor) -> Tensor:
     return X
 
 
-class SolveEx(NamedTuple):
-    result: Tensor
-    info: Tensor
+SolveEx = return_types.linalg_solve_ex  # PyTorch's torch.return_types.linalg_solve_ex
 
 
 def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
@@ -251,9 +249,7 @@ def _raise_singular(op: str, info: Tensor, what: str, error: type = LinAlgError)
 
 
 # -------------------------------------------------------------------------------------- inv
-class InvEx(NamedTuple):
-    inverse: Tensor
-    info: Tensor
+InvEx = return_types.linalg_inv_ex  # PyTorch's torch.return_types.linalg_inv_ex
 
 
 @autocast_policy(None, cpu="fp32")
@@ -424,9 +420,7 @@ class LinalgSlogdet(Function):
         return g.unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
 
 
-class Slogdet(NamedTuple):
-    sign: Tensor
-    logabsdet: Tensor
+Slogdet = return_types.linalg_slogdet  # PyTorch's torch.return_types.linalg_slogdet
 
 
 def slogdet(A: Tensor) -> Slogdet:

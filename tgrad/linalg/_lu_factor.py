@@ -26,9 +26,7 @@ batched over leading dims, from tgrad/linalg/_lu.py's getrf.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.linalg._lu import (
@@ -50,21 +48,13 @@ from tgrad.tensor import Tensor
 __all__ = ["lu_factor", "lu_factor_ex", "lu", "lu_solve"]
 
 
-class LUFactor(NamedTuple):
-    LU: Tensor
-    pivots: Tensor
+LUFactor = return_types.linalg_lu_factor  # PyTorch's torch.return_types.linalg_lu_factor
 
 
-class LUFactorEx(NamedTuple):
-    LU: Tensor
-    pivots: Tensor
-    info: Tensor
+LUFactorEx = return_types.linalg_lu_factor_ex  # PyTorch's torch.return_types.linalg_lu_factor_ex
 
 
-class PLU(NamedTuple):
-    P: Tensor
-    L: Tensor
-    U: Tensor
+PLU = return_types.linalg_lu  # PyTorch's torch.return_types.linalg_lu
 
 
 def _unpack(LU: Tensor) -> tuple:

@@ -25,11 +25,9 @@ CPU too (``LAPACK_ON_CPU = False``).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import is_grad_enabled
@@ -67,9 +65,7 @@ def from_lapack(arrays, like: Tensor) -> tuple:
                  for a in arrays)
 
 
-class QRResult(NamedTuple):
-    Q: Tensor
-    R: Tensor
+QRResult = return_types.linalg_qr  # PyTorch's torch.return_types.linalg_qr
 
 
 def _reflections(A: Tensor) -> tuple:
@@ -216,7 +212,7 @@ class Geqrf(Function):
 
 
 @autocast_policy(None, cpu="fp32")
-def geqrf(input: Tensor) -> tuple:  # noqa: A002
+def geqrf(input: Tensor) -> return_types.geqrf:  # noqa: A002
     """``torch.geqrf``: LAPACK's packed QR (a, tau) (see geqrf_packed); complex input
     (CPU): LAPACK's zgeqrf (H_j = I - tau_j v_j v_j^H, R's diagonal real). No derivative,
     as in PyTorch (whose complex geqrf refuses an input that requires grad)."""
@@ -228,8 +224,7 @@ def geqrf(input: Tensor) -> tuple:  # noqa: A002
     if input.dtype.is_complex and input.requires_grad and is_grad_enabled():
         raise RuntimeError("geqrf does not support automatic differentiation for outputs "
                            "with complex dtype.")
-    a, tau = Geqrf.apply(input)
-    return a, tau
+    return return_types.geqrf(*Geqrf.apply(input))
 
 
 @autocast_policy(None, cpu="fp32")

@@ -19,11 +19,10 @@ and ``matrix_exp``, ``tensorinv``, ``tensorsolve``, ``vander``.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
@@ -175,11 +174,7 @@ def cond(A: Tensor, p=None) -> Tensor:
 
 
 # ----------------------------------------------------------------------------------- lstsq
-class LstsqResult(NamedTuple):
-    solution: Tensor
-    residuals: Tensor
-    rank: Tensor
-    singular_values: Tensor
+LstsqResult = return_types.linalg_lstsq  # PyTorch's torch.return_types.linalg_lstsq
 
 
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")

@@ -18,11 +18,10 @@ differentiable again (double backward works).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
-from tgrad import dtypes
+from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
@@ -109,9 +108,7 @@ class Cholesky(Function):
         return solve_triangular(L, gA, upper=False, left=False), None
 
 
-class CholeskyEx(NamedTuple):
-    L: Tensor
-    info: Tensor
+CholeskyEx = return_types.linalg_cholesky_ex  # PyTorch's torch.return_types.linalg_cholesky_ex
 
 
 @autocast_policy(None, cpu="fp32")

@@ -115,13 +115,17 @@ def positive(input: Tensor) -> Tensor:  # noqa: A002
     return input
 
 
+# sgn of a real tensor: sign's node under PyTorch's name for it
+_RealSgn = type("Sgn", (ew._UNARY["sign"],), {"node_name": "SgnBackward0"})
+
+
 @tensor_method("sgn")
 def sgn(input: Tensor) -> Tensor:  # noqa: A002
     """sign(x) for real x; x / |x| (0 at 0) for complex x."""
     try:
         if isinstance(input, Tensor) and input.dtype.is_complex:
             return cx.complex_sgn(input)
-        return ew.sign(input)
+        return _RealSgn.apply(input)
     except RuntimeError as e:  # (free when nothing raises) a sparse COO input
         return route_sparse("sgn", e, input)
 

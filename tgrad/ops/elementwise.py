@@ -213,9 +213,14 @@ def _complex_unary_grad(name: str, g, x, y):
     return g * conj_of(COMPLEX_DERIVATIVES[name](x, y))
 
 
-# Node names follow PyTorch's (TanhBackward0, ...); "neg" is NegBackward0, etc.
+# Node names follow PyTorch's (TanhBackward0, ...); "neg" is NegBackward0, etc., but
+# log1p's is Log1PBackward0 and square's PowBackward0 (PyTorch's square is pow(x, 2))
+_UNARY_NODE_NAMES = {"log1p": "Log1PBackward0", "square": "PowBackward0"}
+
+
 def _node(name: str) -> str:
-    return "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+    return _UNARY_NODE_NAMES.get(name) or \
+        "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
 
 def _make_unary(name: str, saves: str, float_only: bool, rule):

@@ -220,6 +220,12 @@ class _IncompleteGamma(Function):
         return None, (-dx if ctx.upper else dx) * g, None
 
 
+class _UpperIncompleteGamma(_IncompleteGamma):
+    """igammac (upper=True) under PyTorch's name for it."""
+
+    node_name = "IgammacBackward0"
+
+
 def _prepare(op: str, input, other) -> tuple:  # noqa: A002
     """The two tensors in their promoted dtype (PyTorch's rules: a 0-d tensor does not
     promote a dimensioned one of its category; an integer or bool tensor takes a float
@@ -239,4 +245,4 @@ def igamma(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 def igammac(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """Q(input, other) = 1 - P: the regularized upper incomplete gamma function."""
     a, x = _prepare("igammac", input, other)
-    return _IncompleteGamma.apply(a, x, True)
+    return _UpperIncompleteGamma.apply(a, x, True)

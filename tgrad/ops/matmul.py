@@ -272,9 +272,9 @@ def _linalg_method(name: str, module: str):
     return method
 
 
-for _name in ("inverse", "det", "logdet", "slogdet", "matrix_power"):
+for _name in ("inverse", "det", "logdet", "matrix_power"):
     tensor_method(_name)(_linalg_method(_name, "_lu"))
-for _name in ("qr", "svd", "pinverse", "matrix_exp", "cholesky", "cholesky_inverse", "lu",
-              "triangular_solve", "geqrf", "orgqr", "ormqr"):
+for _name in ("qr", "svd", "slogdet", "pinverse", "matrix_exp", "cholesky",
+              "cholesky_inverse", "lu", "triangular_solve", "geqrf", "orgqr", "ormqr"):
     tensor_method(_name)(_linalg_method(_name, "_legacy"))
 tensor_method("cholesky_solve")(_linalg_method("cholesky_solve", "_triangular"))

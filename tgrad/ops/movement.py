@@ -129,8 +129,11 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     device = kwargs.pop("device", None)
     kwargs.pop("non_blocking", None)
     copy = kwargs.pop("copy", False)
+    fmt = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    if fmt is not None:  # checked as clone's: the channels-last formats are refused; with
+        _check_format("to", x, fmt)  # neither a dtype nor a device change x is returned
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device

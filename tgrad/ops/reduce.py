@@ -514,6 +514,12 @@ def _prod_of_others(x: Tensor, axes) -> Tensor:
 register_op(Prod)
 
 
+class ProdAll(Prod):
+    """Prod of every element: PyTorch's ProdBackward0 (over a dim: ProdBackward1)."""
+
+    node_name = "ProdBackward0"
+
+
 @tensor_method("prod")
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
          axis=None) -> Tensor:
@@ -524,7 +530,7 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa:
     axes = normalize_dims("prod", dim, input.ndim)
     dt = None if dtype is None else dtypes.as_dtype(dtype)
     check_grad_dtype("prod", input, dt)
-    out = Prod.apply(input, axes, keepdim, dt)
+    out = (Prod if dim is not None else ProdAll).apply(input, axes, keepdim, dt)
     return out if dt is None or out.dtype is dt else out.to(dt)  # e.g. int32: not int64
 
 

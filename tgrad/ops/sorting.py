@@ -219,6 +219,12 @@ class MedianAll(Function):
         return where(hit, share.expand(x.shape), 0.0), None
 
 
+class NanmedianAll(MedianAll):
+    """MedianAll ignoring NaNs, under PyTorch's name for it."""
+
+    node_name = "NanmedianBackward0"
+
+
 register_op(MedianAll)
 
 
@@ -234,7 +240,7 @@ def _median(op: str, input: Tensor, dim, keepdim: bool,  # noqa: A002
         _no_bool(op, input, "median_cpu")
         if input.numel():  # PyTorch's float8 errors (median and nanmedian share kernels)
             dtypes.refuse_float8("median_cpu", input.dtype)
-        return MedianAll.apply(input, ignore_nan)
+        return (NanmedianAll if ignore_nan else MedianAll).apply(input, ignore_nan)
     x, d = _line_input(op, input, dim)
     _no_bool(op, input, "median_out")
     _nonempty_dim(op, input, d)

@@ -207,6 +207,12 @@ class Polygamma(Function):
         return g * Polygamma.apply(x, ctx.n + 1), None
 
 
+class Digamma(Polygamma):
+    """Polygamma with n = 0, under PyTorch's name for it (its derivative: polygamma(1))."""
+
+    node_name = "DigammaBackward0"
+
+
 @tensor_method("lgamma")
 def lgamma(input: Tensor) -> Tensor:  # noqa: A002
     """log |Gamma(x)| elementwise (any shape); +inf at 0, -1, -2, ... and at +-inf, as
@@ -219,7 +225,7 @@ def lgamma(input: Tensor) -> Tensor:  # noqa: A002
 def digamma(input: Tensor) -> Tensor:  # noqa: A002
     """psi(x) = d/dx lgamma(x) elementwise (any shape); PyTorch's values at the poles: -inf at
     +0, +inf at -0, NaN at negative integers and -inf; +inf at +inf. dx = polygamma(1, x)."""
-    return apply_float_unary(Polygamma, "digamma", input, 0)
+    return apply_float_unary(Digamma, "digamma", input, 0)
 
 
 def polygamma(n: int, input: Tensor) -> Tensor:  # noqa: A002

@@ -580,9 +580,11 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``; dtype changes apply to
         floating point and complex parameters and buffers only (a floating point or complex
-        dtype, as PyTorch)."""
+        dtype, as PyTorch). ``memory_format`` is passed to the 4-D and 5-D ones only (as
+        PyTorch; Tensor.to refuses the channels-last formats)."""
         from tgrad import dtypes as _dt
 
+        fmt = kwargs.pop("memory_format", None)
         # to(tensor): that tensor's device and dtype (PyTorch's _parse_to)
         args = tuple(y for x in args for y in ((x.device, x.dtype) if isinstance(x, Tensor)
                                                else (x,)))
@@ -596,6 +598,8 @@ class Module:
             keep = not (t.dtype.is_floating_point or t.dtype.is_complex)  # integer / bool
             a = [x for x in args if not (isinstance(x, _dt.DType) and keep)]
             kw = {k: v for k, v in kwargs.items() if not (k == "dtype" and keep)}
+            if fmt is not None and t.ndim in (4, 5):
+                kw["memory_format"] = fmt
             return t.to(*a, **kw) if (a or kw) else t
         return self._apply(conv)
 
