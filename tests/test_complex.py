@@ -625,3 +625,20 @@ def test_complex_random_0d_is_0d():
     x = tgrad.tensor([[1 + 1j, 2], [3, 4 - 1j]], dtype=C128, requires_grad=True)
     assert tgrad.autograd.gradgradcheck(tgrad.linalg.det, (x,))
     assert tgrad.autograd.gradgradcheck(tgrad.trace, (x,))
+
+
+def test_index_add_complex_alpha():
+    # a complex alpha on a complex tensor (PyTorch: kept; it raised TypeError from
+    # math.trunc); on a real tensor it cannot be converted (PyTorch's overflow error)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))
+    s = rng.standard_normal((2, 2)) + 1j * rng.standard_normal((2, 2))
+    want = x.copy()
+    np.add.at(want, (slice(None), [0, 2]), (2 - 1j) * s)
+    xt = tgrad.tensor(x, requires_grad=True)
+    st = tgrad.tensor(s, requires_grad=True)
+    idx = tgrad.tensor([0, 2])
+    np.testing.assert_allclose(xt.index_add(1, idx, st, alpha=2 - 1j).detach().numpy(), want)
+    assert gradcheck(lambda a, b: a.index_add(1, idx, b, alpha=2 - 1j), (xt, st))
+    with pytest.raises(RuntimeError, match="index_add: value .* float64 without overflow"):
+        tgrad.zeros(3, dtype=F64).index_add(0, idx[:1], tgrad.ones(1, dtype=F64), alpha=1j)
