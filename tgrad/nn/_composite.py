@@ -431,8 +431,13 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noq
     """Pointwise KL divergence t (log t - x) of log-probabilities ``input`` (0 where t == 0;
     with ``log_target``: e^t (t - x)); reduction "batchmean" divides the sum by the batch
     size (the mathematically right KL), "mean" by the number of elements."""
-    _check_float("kl_div", input)
+    _check_tensor("kl_div", input)
     _check_tensor("kl_div", target, "target")
+    if input.dtype.is_complex or target.dtype.is_complex:  # PyTorch's text
+        raise RuntimeError(f"kl_div: Complex inputs not supported. (input {input.dtype.name}, "
+                           f"target {target.dtype.name}: pass real log-probabilities and "
+                           f"probabilities)")
+    _check_float("kl_div", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
