@@ -770,3 +770,19 @@ def test_complex_target_of_real_input_keeps_its_imaginary_part():
     for a, b in ((_t(x), ct), (ct, _t(x))):
         with pytest.raises(RuntimeError, match="kl_div: Complex inputs not supported"):
             F.kl_div(a, b)
+    # binary_cross_entropy_with_logits: (1 - t) x + softplus(-x), complex (PyTorch's
+    # forward; its autograd refuses complex, tgrad's gives the real input a real gradient)
+    xg = _t(3 * x, requires_grad=True)
+    got = F.binary_cross_entropy_with_logits(xg, ct, reduction="none")
+    assert got.dtype is tgrad.complex128
+    np.testing.assert_allclose(got.detach().numpy(), (1 - t) * 3 * x + np.logaddexp(0, -3 * x),
+                               rtol=1e-12)
+    (got * tgrad.tensor(t)).real.sum().backward()  # d/dx Re(t ((1 - t) + sigmoid(x) - 1))
+    sig = 1 / (1 + np.exp(-3 * x))
+    np.testing.assert_allclose(xg.grad.numpy(), (t * (sig - t)).real, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="binary_cross_entropy_with_logits: result type "
+                                           "ComplexDouble can't be cast .* Double"):
+        F.binary_cross_entropy_with_logits(_t(x), ct, pos_weight=_t(np.ones(4)))
+    with pytest.raises(RuntimeError, match="soft_margin_loss: result type ComplexDouble "
+                                           "can't be cast to the desired output type Double"):
+        F.soft_margin_loss(_t(x), ct)

@@ -118,6 +118,11 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None,  # noqa: 
     if shape != input.shape:
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
                            f"shape {list(shape)}")
+    if target.dtype.is_complex and not input.dtype.is_complex:  # PyTorch's error
+        raise RuntimeError(f"soft_margin_loss: result type "
+                           f"{dtypes.SCALAR_TYPE_NAMES[target.dtype]} can't be cast to the "
+                           f"desired output type {dtypes.SCALAR_TYPE_NAMES[input.dtype]} "
+                           f"(a complex target needs a complex input)")
     (x, y), half = _compute(input, target.to(input.dtype))
     if x.dtype.is_complex:  # PyTorch's formula, log1p(exp(-y x)) (softplus has no complex)
         return _reduced((-y * x).exp().log1p(), reduction, half)
