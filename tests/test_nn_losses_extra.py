@@ -740,3 +740,49 @@ def test_complex_inputs_follow_pytorch_formulas():
         F.poisson_nll_loss(cx(x), _t(t), full=True)
     with pytest.raises(RuntimeError, match="margin_ranking_loss"):
         F.margin_ranking_loss(cx(x), cx(x), _t(y))
+
+
+def test_complex_target_of_real_input_keeps_its_imaginary_part():
+    # PyTorch's arithmetic: a real input with a complex target gives a complex loss (tgrad
+    # cast the target to the input's dtype, dropping its imaginary part with a warning);
+    # the real input's gradient is real (the engine takes the real part)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 4))
+    t = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    ct = tgrad.tensor(t, dtype=tgrad.complex128)
+    got = F.poisson_nll_loss(_t(x), ct)
+    assert got.dtype is tgrad.complex128
+    np.testing.assert_allclose(got.numpy(), np.mean(np.exp(x) - t * x), rtol=1e-12)
+    got = F.poisson_nll_loss(_t(np.abs(x) + 0.1), ct, log_input=False, reduction="sum")
+    np.testing.assert_allclose(got.numpy(),
+                               np.sum(np.abs(x) + 0.1 - t * np.log(np.abs(x) + 0.1 + 1e-8)),
+                               rtol=1e-12)
+    # multilabel_soft_margin_loss: -mean_C(t log sigmoid(x) + (1 - t) log sigmoid(-x))
+    got = F.multilabel_soft_margin_loss(_t(x), ct, reduction="none")
+    ls = -np.logaddexp(0.0, -x)
+    want = -np.mean(t * ls + (1 - t) * (ls - x), axis=1)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    xg = _t(x, requires_grad=True)
+    (F.poisson_nll_loss(xg, ct) * (0.5 - 2j)).real.backward()
+    assert xg.grad.dtype is tgrad.float64  # d/dx Re((0.5 - 2j) mean(e^x - t x))
+    np.testing.assert_allclose(xg.grad.numpy(), ((0.5 - 2j) * (np.exp(x) - t)).real / x.size,
+                               rtol=1e-12)
+    for a, b in ((_t(x), ct), (ct, _t(x))):
+        with pytest.raises(RuntimeError, match="kl_div: Complex inputs not supported"):
+            F.kl_div(a, b)
+    # binary_cross_entropy_with_logits: (1 - t) x + softplus(-x), complex (PyTorch's
+    # forward; its autograd refuses complex, tgrad's gives the real input a real gradient)
+    xg = _t(3 * x, requires_grad=True)
+    got = F.binary_cross_entropy_with_logits(xg, ct, reduction="none")
+    assert got.dtype is tgrad.complex128
+    np.testing.assert_allclose(got.detach().numpy(), (1 - t) * 3 * x + np.logaddexp(0, -3 * x),
+                               rtol=1e-12)
+    (got * tgrad.tensor(t)).real.sum().backward()  # d/dx Re(t ((1 - t) + sigmoid(x) - 1))
+    sig = 1 / (1 + np.exp(-3 * x))
+    np.testing.assert_allclose(xg.grad.numpy(), (t * (sig - t)).real, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="binary_cross_entropy_with_logits: result type "
+                                           "ComplexDouble can't be cast .* Double"):
+        F.binary_cross_entropy_with_logits(_t(x), ct, pos_weight=_t(np.ones(4)))
+    with pytest.raises(RuntimeError, match="soft_margin_loss: result type ComplexDouble "
+                                           "can't be cast to the desired output type Double"):
+        F.soft_margin_loss(_t(x), ct)

@@ -247,6 +247,21 @@ def test_squeeze_inplace_stride_and_grad():
     assert y.grad_fn.name() == "SqueezeBackward2"
 
 
+def test_squeeze_of_0d_tensor_with_dim():
+    # PyTorch: a 0-d tensor takes dim 0 / -1 / (0,) and stays 0-d (it raised IndexError
+    # 'tuple index out of range'); dim 1 is out of range [-1, 0]
+    z = tgrad.tensor(2.0 - 1.0j, dtype=tgrad.complex128, requires_grad=True)
+    for d in (0, -1, (0,)):
+        assert z.squeeze(d).shape == ()
+    z.squeeze(0).abs().backward()
+    np.testing.assert_allclose(z.grad.numpy(), (2.0 - 1.0j) / np.sqrt(5.0))
+    with pytest.raises(IndexError, match="range of \\[-1, 0\\]"):
+        z.squeeze(1)
+    x = tgrad.tensor(3.0)
+    x.squeeze_(0)
+    assert x.shape == ()
+
+
 # ------------------------------------------------------------------ embedding_bag freq scaling
 def _bag_grad(mode, idx, offsets=None, psw=None, padding_idx=None, **kw):
     w = tgrad.ones(5, 2, dtype=tgrad.float64, requires_grad=True)

@@ -417,8 +417,16 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     # a float target keeps its dtype: the loss is in the promoted dtype (float32 input,
     # float64 target: float64, as PyTorch; the target is never rounded)
     (x, t), half = _compute(input, target if target.dtype.is_floating_point
-                            else target.to(input.dtype))
-    loss = BinaryCrossEntropyWithLogits.apply(x, t, pos_weight)
+                            or target.dtype.is_complex else target.to(input.dtype))
+    if t.dtype.is_complex:  # (a real input: _check_float) PyTorch's formula, a complex loss
+        if pos_weight is not None:  # PyTorch's error (its kernel writes input's dtype)
+            raise RuntimeError(f"binary_cross_entropy_with_logits: result type "
+                               f"{dtypes.SCALAR_TYPE_NAMES[t.dtype]} can't be cast to the "
+                               f"desired output type {dtypes.SCALAR_TYPE_NAMES[x.dtype]} "
+                               f"(a complex target with pos_weight)")
+        loss = (1.0 - t) * x + (log1p(exp(-x.abs())) + clamp(-x, min=0.0))  # softplus(-x)
+    else:
+        loss = BinaryCrossEntropyWithLogits.apply(x, t, pos_weight)
     if weight is not None:
         _check_loss_weight("binary_cross_entropy_with_logits", weight, input)
         loss = loss * weight
@@ -431,8 +439,13 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noq
     """Pointwise KL divergence t (log t - x) of log-probabilities ``input`` (0 where t == 0;
     with ``log_target``: e^t (t - x)); reduction "batchmean" divides the sum by the batch
     size (the mathematically right KL), "mean" by the number of elements."""
-    _check_float("kl_div", input)
+    _check_tensor("kl_div", input)
     _check_tensor("kl_div", target, "target")
+    if input.dtype.is_complex or target.dtype.is_complex:  # PyTorch's text
+        raise RuntimeError(f"kl_div: Complex inputs not supported. (input {input.dtype.name}, "
+                           f"target {target.dtype.name}: pass real log-probabilities and "
+                           f"probabilities)")
+    _check_float("kl_div", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")

@@ -50,10 +50,12 @@ def _size(shape) -> str:
 def _as_operand(target: Tensor, input: Tensor) -> Tensor:  # noqa: A002
     """``target`` as an operand of input's arithmetic: a float target keeps its dtype, so
     the loss is computed in the promoted dtype (float32 input, float64 target: float64, as
-    PyTorch; the target is never rounded); an integer/bool target is taken in a floating or
-    complex input's dtype (with an integer input both promote, as PyTorch's arithmetic)."""
-    if target.dtype.is_floating_point or not (input.dtype.is_floating_point
-                                              or input.dtype.is_complex):
+    PyTorch; the target is never rounded), a complex one too (a real input's loss is then
+    complex, as PyTorch's arithmetic: its imaginary part is not dropped); an integer/bool
+    target is taken in a floating or complex input's dtype (with an integer input both
+    promote, as PyTorch's arithmetic)."""
+    if target.dtype.is_floating_point or target.dtype.is_complex \
+            or not (input.dtype.is_floating_point or input.dtype.is_complex):
         return target
     return target.to(input.dtype)
 
@@ -116,6 +118,11 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None,  # noqa: 
     if shape != input.shape:
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
                            f"shape {list(shape)}")
+    if target.dtype.is_complex and not input.dtype.is_complex:  # PyTorch's error
+        raise RuntimeError(f"soft_margin_loss: result type "
+                           f"{dtypes.SCALAR_TYPE_NAMES[target.dtype]} can't be cast to the "
+                           f"desired output type {dtypes.SCALAR_TYPE_NAMES[input.dtype]} "
+                           f"(a complex target needs a complex input)")
     (x, y), half = _compute(input, target.to(input.dtype))
     if x.dtype.is_complex:  # PyTorch's formula, log1p(exp(-y x)) (softplus has no complex)
         return _reduced((-y * x).exp().log1p(), reduction, half)

@@ -445,7 +445,8 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
         if kind == "randn":
             pair = pair * part.type(math.sqrt(0.5))
         arr = np.ascontiguousarray(pair).view(dt.np)[..., 0]
-        t = Tensor(np.ascontiguousarray(arr), None, dev)
+        # (reshape: np.ascontiguousarray makes a 0-d array 1-d; rand((), complex) is 0-d)
+        t = Tensor(np.ascontiguousarray(arr).reshape(arr.shape), None, dev)
         if requires_grad:
             t.requires_grad_(True)
         return t

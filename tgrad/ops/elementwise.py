@@ -562,7 +562,10 @@ def _complex_binary_grads(name: str, g, a, b, y, need_a: bool, need_b: bool) -> 
             if isinstance(a, Tensor):  # (b is a tensor: it needs a gradient)
                 from tgrad.ops.complex_ops import real
                 mask = logical_and(eq(a, 0), ge(real(b), 0.0))
-                gb = where(mask, 0.0, g * cj(y * log(a)))
+                # a real base is promoted first (as PyTorch): log of a negative real is
+                # log|a| + i pi, not NaN
+                ac = a if a.dtype.is_complex else a.to(y.dtype)
+                gb = where(mask, 0.0, g * cj(y * log(ac)))
             else:
                 gb = g * cj(y) * cj(np.log(complex(a)))
         return ga, gb

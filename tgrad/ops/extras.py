@@ -94,6 +94,11 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
     """NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's largest finite value),
     -inf -> ``neginf`` (its lowest);  dx = g where x is finite, else 0."""
     try:
+        if input.dtype.is_complex:  # PyTorch: the real and imaginary parts each replaced
+            from tgrad.ops.complex_ops import complex as make_complex
+            from tgrad.ops.complex_ops import imag, real
+            return make_complex(nan_to_num(real(input), nan, posinf, neginf),
+                                nan_to_num(imag(input), nan, posinf, neginf))
         if not input.dtype.is_floating_point:
             return input.clone()
         info = ml_dtypes.finfo(input.dtype.np)  # bfloat16 too (np.finfo may not know it)

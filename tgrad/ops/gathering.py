@@ -246,7 +246,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
     dtypes.check_value_fits("index_add", alpha, input.dtype)
     if input.dtype is dtypes.bool_:
         alpha = bool(alpha)
-    elif not input.dtype.is_floating_point:
+    elif not (input.dtype.is_floating_point or input.dtype.is_complex):
         alpha = math.trunc(alpha)
     nkey, _ = normalize_key((slice(None),) * d + (index.reshape(-1),), input.device)
     (x, src), half = widen_halves(input, source)

@@ -448,6 +448,8 @@ def squeeze_dims(input: Tensor, dim) -> tuple:  # noqa: A002
         dup = next(d for d in wrapped if wrapped.count(d) > 1)
         raise RuntimeError(f"squeeze: dim {dup} appears multiple times in the list of dims "
                            f"{list(set(wrapped))}")
+    if not input.ndim:  # a 0-d tensor takes dim 0 / -1 (PyTorch) and has none to remove
+        return ()
     return tuple(sorted(d for d in set(wrapped) if input.shape[d] == 1))
 
 
