@@ -462,6 +462,11 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
                            f"{self.dtype.name} for the destination and {values.dtype.name} "
                            f"for the source.")
     key = tuple(indices)
+    if (not accumulate and len(key) == 1 and key[0].dtype is dtypes.uint8
+            and np.size(values._data if isinstance(values, Tensor) else values) == 1):
+        # PyTorch writes one mask and a one-element value by masked_fill_ (a 0-d mask too)
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           "unsigned char (index_put_ of a uint8 mask; use mask.bool())")
     if accumulate:
         nkey, _ = normalize_key(key, self.device)
         vals = values if isinstance(values, Tensor) else tensor(values, dtype=self.dtype,
