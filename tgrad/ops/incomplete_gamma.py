@@ -195,7 +195,7 @@ def _regularized(a: Tensor, x: Tensor, upper: bool) -> Tensor:
 
 
 class _IncompleteGamma(Function):
-    node_name = "IgammaBackward0"
+    node_name = "IgammaBackward0"  # IgammacBackward0 for igammac (see below)
 
     @staticmethod
     def forward(ctx, a, x, upper):
@@ -218,6 +218,11 @@ class _IncompleteGamma(Function):
                                       "PyTorch)")
         dx = ew.exp((a - 1) * ew.log(x) - x - lgamma(a))
         return None, (-dx if ctx.upper else dx) * g, None
+
+
+# PyTorch's node of igammac is IgammacBackward0 (the node keeps forward's ctx.upper)
+_IncompleteGamma._backward_cls.name = lambda node: ("IgammacBackward0" if node.upper
+                                                    else "IgammaBackward0")
 
 
 def _prepare(op: str, input, other) -> tuple:  # noqa: A002
