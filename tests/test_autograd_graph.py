@@ -375,6 +375,48 @@ def test_node_post_hook_sees_one_grad_input_per_edge():
     np.testing.assert_array_equal(t.grad.numpy(), [5.0, 5.0])
 
 
+def test_binary_nodes_with_a_number_operand_as_pytorchs_overloads():
+    # PyTorch names the node by overload and gives a number operand no edge; rsub's two
+    # edges are (input, other) (they were listed swapped); values and gradients unchanged
+    x = tgrad.tensor([0.5, 1.5, -2.5], dtype=tgrad.float64, requires_grad=True)
+    y = tgrad.tensor([0.7, 2.0, 1.25], dtype=tgrad.float64, requires_grad=True)
+    sp = tgrad.special
+    for f, name, edges in (
+            (lambda: tgrad.fmod(x, y), "FmodBackward1", [x, y]),
+            (lambda: tgrad.fmod(x, 2.0), "FmodBackward0", [x]),
+            (lambda: tgrad.fmod(x, tgrad.tensor(2.0, dtype=tgrad.float64)), "FmodBackward1",
+             [x, None]),
+            (lambda: tgrad.remainder(x, y), "RemainderBackward1", [x, y]),
+            (lambda: x % 2.0, "RemainderBackward0", [x]),
+            (lambda: tgrad.xlogy(x, y), "XlogyBackward0", [x, y]),
+            (lambda: tgrad.xlogy(x, 2.0), "XlogyBackward2", [x]),
+            (lambda: tgrad.xlogy(2.0, y), "XlogyBackward1", [y]),
+            (lambda: sp.xlog1py(x, 2.0), "SpecialXlog1PyBackward2", [x]),
+            (lambda: sp.xlog1py(2.0, y), "SpecialXlog1PyBackward1", [y]),
+            (lambda: sp.zeta(3.0, y), "SpecialZetaBackward1", [y]),
+            (lambda: tgrad.igamma(y, x.abs().detach().requires_grad_()), "IgammaBackward0",
+             None),
+            (lambda: tgrad.igammac(y.detach(), y), "IgammacBackward0", [None, y]),
+            (lambda: tgrad.rsub(x, y), "RsubBackward0", [x, y]),
+            (lambda: y.__rsub__(x), "RsubBackward0", [y, x])):
+        node = f().grad_fn
+        assert node.name() == name
+        if edges is not None:
+            assert [None if n is None else n.variable for n, _ in node.next_functions] == edges
+    xv, yv = x.detach().numpy(), y.detach().numpy()
+    r = tgrad.rsub(x, y, alpha=3.0)
+    np.testing.assert_allclose(r.detach().numpy(), yv - 3.0 * xv, rtol=1e-15)
+    r.backward(tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float64))
+    np.testing.assert_array_equal(x.grad.numpy(), [-3.0, -6.0, -9.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [1.0, 2.0, 3.0])
+    m = tgrad.fmod(x, 2.0)  # d/dx fmod(x, c) = 1
+    np.testing.assert_array_equal(m.detach().numpy(), np.fmod(xv, 2.0))
+    assert tgrad.autograd.gradcheck(lambda a, b: tgrad.rsub(a, b) * a, (x, y))
+    assert tgrad.autograd.gradgradcheck(lambda a, b: b.__rsub__(a) * b, (x, y))
+    assert tgrad.autograd.gradgradcheck(lambda a: tgrad.xlogy(a, 2.0) + tgrad.xlogy(2.0, a),
+                                        (y,))
+
+
 def test_where_and_rsub_nodes_list_pytorchs_edges():
     # PyTorch: WhereBackward0 has edges for input and other only (a number keeps a (None, 0)
     # slot), none for the bool condition; RsubBackward1 (number - x) one edge, self's

@@ -111,6 +111,16 @@ def test_float32_cumsum_accumulates_in_float64_on_cpu():
     np.testing.assert_array_equal(t.grad.numpy(), want_grad)
 
 
+def test_gradient_refuses_uint8_and_bool_as_pytorch():
+    # PyTorch raises (a uint8 difference would wrap); int32/int64 compute in float
+    with pytest.raises(RuntimeError, match="torch.gradient does not support uint8 input"):
+        tgrad.gradient(tgrad.tensor([1, 0, 1, 1], dtype=tgrad.uint8))
+    with pytest.raises(RuntimeError, match="with two bool tensors is not supported"):
+        tgrad.gradient(tgrad.tensor([True, False, True]))
+    (g,) = tgrad.gradient(tgrad.tensor([1, 0, 1, 1], dtype=tgrad.int32))
+    np.testing.assert_array_equal(g.numpy(), np.gradient(np.array([1.0, 0.0, 1.0, 1.0])))
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("shape,dim", [((3,), None), ((7, 2049), 1), ((5, 3, 6), (0, 2))])
 def test_mean_backward_divides_once_in_the_gradient_dtype(dtype, shape, dim):

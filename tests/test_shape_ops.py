@@ -251,8 +251,20 @@ def test_cat_stack_errors():
         tgrad.cat([tgrad.zeros(2, 3), tgrad.zeros(3)])
     with pytest.raises(RuntimeError, match="zero-dimensional tensor"):
         tgrad.cat([tgrad.zeros(()), tgrad.zeros(())])
-    with pytest.raises(TypeError, match="must be a tuple or list of Tensors"):
-        tgrad.cat(tgrad.zeros(3))
+    # one tensor (or a generator, an array) is no sequence of tensors: PyTorch's TypeError
+    # naming the op (hstack/vstack/dstack/column_stack/row_stack took it as its rows)
+    for name in ("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
+                 "column_stack", "row_stack"):
+        for bad, kind in ((tgrad.zeros(3), "Tensor"), ((t for t in [tgrad.zeros(3)]),
+                                                       "generator")):
+            with pytest.raises(TypeError, match=f"^{name}\\(\\): argument 'tensors' \\(position "
+                                                f"1\\) must be tuple of Tensors, not {kind}"):
+                getattr(tgrad, name)(bad)
+    with pytest.raises(TypeError, match="hstack\\(\\): expected Tensor as element 1 in argument "
+                                        "0, but got int"):
+        tgrad.hstack([tgrad.zeros(2), 1])
+    assert tgrad.row_stack((tgrad.zeros(2), tgrad.ones(2))).tolist() == [[0, 0], [1, 1]]
+    assert tgrad.concat((tgrad.zeros(1), tgrad.ones(1))).tolist() == [0, 1]
     with pytest.raises(IndexError, match="cat: Dimension out of range"):
         tgrad.cat([tgrad.zeros(2)], 1)
     with pytest.raises(RuntimeError, match=r"stack expects each tensor to be equal size, but "

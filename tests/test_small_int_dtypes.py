@@ -371,6 +371,64 @@ def test_indexing_with_small_int_tensors():
     assert u.tolist() == [7, 20, 30]
 
 
+def test_uint8_arrays_and_lists_index_as_masks_and_masks_must_match_shapes():
+    t = tgrad.tensor([1, 2, 3, 4])
+    m = np.array([1, 0, 1, 0], dtype=np.uint8)
+    # a NumPy uint8 array (or a list of NumPy uint8s) is a mask, as a uint8 tensor (was
+    # read as the indices [1, 0, 1, 0]: [2, 1, 2, 1])
+    with pytest.warns(UserWarning, match="indexing with dtype tgrad.uint8 is now deprecated"):
+        assert t[m].tolist() == [1, 3]
+    with pytest.warns(UserWarning):
+        assert t[[np.uint8(0), np.uint8(1), np.uint8(1), np.uint8(0)]].tolist() == [2, 3]
+    with pytest.warns(UserWarning):  # a 0-d one is a 0-d mask: a new dim, all or nothing
+        assert t[np.array(1, dtype=np.uint8)].shape == (1, 4)
+        assert t[np.array(0, dtype=np.uint8)].shape == (0, 4)
+    a = tgrad.arange(6).reshape(2, 3)
+    with pytest.warns(UserWarning):
+        assert a[np.array([[1, 0, 1], [0, 0, 1]], dtype=np.uint8)].tolist() == [0, 2, 5]
+        assert a[np.array([0, 1], dtype=np.uint8), 1].tolist() == [4]
+    assert t[[True, False, True, False]].tolist() == [1, 3]
+    assert t[np.array([False, True, True, False])].tolist() == [2, 3]
+    u = t.clone()
+    with pytest.warns(UserWarning):  # more values than one: written at the True positions
+        u[m] = tgrad.tensor([8, 9])
+    assert u.tolist() == [8, 2, 9, 4]
+    assert t.clone().index_put_((tgrad.tensor([1, 0, 1, 0], dtype=tgrad.uint8),),
+                                tgrad.tensor([7, 9])).tolist() == [7, 2, 9, 4]
+    # one uint8 mask with a one-element value: PyTorch's masked_fill_ refuses the dtype (a
+    # 0-d mask in index_put_ filled every element)
+    fill = "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char"
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match=fill):
+        t.clone()[m] = 9
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match=fill):
+        a.clone()[:, np.array([1, 0, 1], dtype=np.uint8)] = tgrad.tensor([9])
+    for k in (tgrad.tensor(1, dtype=tgrad.uint8), tgrad.tensor(m)):
+        with pytest.raises(RuntimeError, match=fill):
+            t.clone().index_put_((k,), tgrad.tensor(9))
+    b = a.clone()  # with a second index array it is an index_put_, as PyTorch's
+    with pytest.warns(UserWarning):
+        b[tgrad.tensor([1, 0], dtype=tgrad.uint8), [0]] = 9
+    assert b.tolist() == [[9, 1, 2], [3, 4, 5]]
+    # a mask's dims must equal the dims it indexes (an empty mask indexed nothing)
+    for key, ms, at, sh, dim in ((tgrad.tensor([], dtype=tgrad.bool), [0], 0, [4], 0),
+                                 (np.array([True, False]), [2], 0, [4], 0),
+                                 ([True, False, True], [3], 0, [4], 0)):
+        text = re.escape(f"The shape of the mask {ms} at index {at} does not match the "
+                         f"shape of the indexed tensor {sh} at index {dim}")
+        with pytest.raises(IndexError, match=text):
+            t[key]
+        with pytest.raises(IndexError, match=text):
+            t.clone()[key] = 9
+        if isinstance(key, tgrad.Tensor):
+            for acc in (False, True):
+                with pytest.raises(IndexError, match=text):
+                    t.clone().index_put_((key,), tgrad.tensor(9), accumulate=acc)
+    with pytest.raises(IndexError, match=r"mask \[2\] at index 0 .* tensor \[2, 3\] at index 1"):
+        a[:, tgrad.tensor([True, False])]
+    with pytest.raises(IndexError, match=r"mask \[2, 2\] at index 1 .* \[2, 3\] at index 1"):
+        a[..., tgrad.tensor([[True, False], [True, True]])]
+
+
 def test_losses_take_uint8_class_targets():
     x = tgrad.tensor([[1.0, 2.0, 0.5], [0.1, 0.2, 3.0]], dtype=tgrad.float64)
     want = F.cross_entropy(x, tgrad.tensor([1, 2]))

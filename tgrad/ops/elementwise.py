@@ -16,7 +16,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd import function as _function
 from tgrad.autograd import profiler_hooks
-from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.autograd.function import _NOT_TENSOR, Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import (
     backend_of,
@@ -932,15 +932,31 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
 
     node = _NODE_NAMES.get(name, _node(name))
     cls = type(name.capitalize(), (Function,), {
-        "name": name, "node_name": node, "scalar_edges": name != "pow",
+        "name": name, "node_name": node, "scalar_edges": name not in _NUMBER_NO_EDGE,
         "saved_attributes": _BINARY_SAVED.get(name),
         "forward": staticmethod(forward), "backward": staticmethod(backward)})
     cls._backward_cls.scalars = None  # forward sets (number or None, number or None)
     return register_op(cls)
 
 
+# ops whose PyTorch node has no slot for a number operand (a Scalar overload): pow's, and
+# fmod's / remainder's (FmodBackward0 / RemainderBackward0 of (tensor, number) have one edge)
+_NUMBER_NO_EDGE = ("pow", "fmod", "remainder")
 _BINARY = {n: _make_binary(n, *spec) for n, spec in BINARY_RULES.items()}
 _BINARY.update({n: _make_binary(n, ("", ""), None, None) for n in COMPARISONS})
+
+
+def _name_by_operands(name: str, two_tensors: str) -> None:
+    """PyTorch names fmod's / remainder's node by overload: ``two_tensors`` (FmodBackward1)
+    for two tensors, the class's node_name (FmodBackward0) with a number operand. Read from
+    the node's argument kinds when asked (nothing added to the op's call)."""
+    node = _BINARY[name]._backward_cls
+    number = node._node_name
+    node.name = lambda self: number if _NOT_TENSOR in self._in_meta else two_tensors
+
+
+_name_by_operands("fmod", "FmodBackward1")
+_name_by_operands("remainder", "RemainderBackward1")
 
 
 def _cpu_scalars_moved(a, b) -> tuple:
@@ -974,7 +990,24 @@ def _node_variant(name: str, node_name: str, scalar_edges: bool | None = None):
 # operator and tgrad.rsub): RsubBackward0 of two tensors, RsubBackward1 of a number other
 _POW_TT = _node_variant("pow", "PowBackward1")
 _POW_NT = _node_variant("pow", "PowBackward2")
-_RSUB_TT = _node_variant("sub", "RsubBackward0")
+class _RSUB_TT(_BINARY["sub"]):  # noqa: N801
+    """rsub(input, other) = other - input of two tensors (and ``other - input`` by
+    input.__rsub__): PyTorch's RsubBackward0, whose edges are (input, other) in that order
+    (sub(other, input) listed them swapped). d input = -g;  d other = g."""
+
+    node_name = "RsubBackward0"
+
+    @staticmethod
+    def forward(ctx, input, other):  # noqa: A002
+        return _BINARY["sub"].forward(ctx, other, input)
+
+    @staticmethod
+    def backward(ctx, g):
+        need_input, need_other = ctx.needs_input_grad
+        return (neg(g) if need_input else None), (g if need_other else None)
+
+
+_RSUB_TT._backward_cls.scalars = None
 _RSUB_NT = _node_variant("sub", "RsubBackward1", scalar_edges=False)
 
 
@@ -1036,7 +1069,9 @@ def _binary_fn(name: str, methods=(), reflected=()):
     elif name == "sub":  # other - self: rsub's nodes
         def rfn(self, other) -> Tensor:  # noqa: F811
             try:
-                return (_RSUB_TT if isinstance(other, Tensor) else _RSUB_NT).apply(other, self)
+                if isinstance(other, Tensor):
+                    return _RSUB_TT.apply(self, other)
+                return _RSUB_NT.apply(other, self)
             except TypeError:
                 if not isinstance(other, OPERANDS):
                     return NotImplemented
@@ -1083,8 +1118,9 @@ def _alpha_apply(name: str, apply, input, other, alpha) -> Tensor:  # noqa: A002
 
 def rsub_apply(input: Tensor, other, alpha=1) -> Tensor:  # noqa: A002
     """``other - alpha * input`` under rsub's node (RsubBackward0/1, PyTorch's names)."""
-    cls = _RSUB_TT if isinstance(other, Tensor) else _RSUB_NT
-    return _alpha_apply("sub", cls.apply, other, input, alpha)
+    if isinstance(other, Tensor):  # the node's edges in rsub's order (input, other)
+        return _alpha_apply("sub", lambda o, i: _RSUB_TT.apply(i, o), other, input, alpha)
+    return _alpha_apply("sub", _RSUB_NT.apply, other, input, alpha)
 
 
 def _with_alpha(fn):

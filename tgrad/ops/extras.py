@@ -139,12 +139,28 @@ class Xlogy(Function):
         return gx, gy
 
 
+def number_operand_nodes(cls: type) -> dict:
+    """PyTorch's nodes of binary op ``cls`` (node_name ``...Backward0``) with a number
+    operand, by (input is a tensor, other is a tensor): ``...Backward1`` for (number,
+    tensor), ``...Backward2`` for (tensor, number), without the number's edge (it is made a
+    0-d tensor here); ``cls`` itself for two tensors."""
+    base = cls.node_name[:-1]
+    return {(False, True): type(cls.__name__, (cls,), {"node_name": base + "1",
+                                                       "hidden_edges": (0,)}),
+            (True, False): type(cls.__name__, (cls,), {"node_name": base + "2",
+                                                       "hidden_edges": (1,)})}
+
+
+_XLOGY_NODES = number_operand_nodes(Xlogy)
+
+
 @tensor_method("xlogy")
 def xlogy(input, other) -> Tensor:  # noqa: A002
     """x log(y), 0 where x == 0 unless y is NaN (PyTorch's rule), in the promoted dtype;
     dx = xlogy(g, y) (0 where x == 0 and y <= 0), dy = g x / y (see ``Xlogy``)."""
+    cls = _XLOGY_NODES.get((isinstance(input, Tensor), isinstance(other, Tensor)), Xlogy)
     x, y = _tensors_in_result_dtype(input, other)
-    return Xlogy.apply(x, y)
+    return cls.apply(x, y)
 
 
 def _tensors_in_result_dtype(a, b) -> tuple:
@@ -467,6 +483,11 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
                            f"{self.dtype.name} for the destination and {values.dtype.name} "
                            f"for the source.")
     key = tuple(indices)
+    if (not accumulate and len(key) == 1 and key[0].dtype is dtypes.uint8
+            and np.size(values._data if isinstance(values, Tensor) else values) == 1):
+        # PyTorch writes one mask and a one-element value by masked_fill_ (a 0-d mask too)
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           "unsigned char (index_put_ of a uint8 mask; use mask.bool())")
     if accumulate:
         nkey, _ = normalize_key(key, self.device)
         vals = values if isinstance(values, Tensor) else tensor(values, dtype=self.dtype,

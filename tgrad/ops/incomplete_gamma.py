@@ -195,7 +195,7 @@ def _regularized(a: Tensor, x: Tensor, upper: bool) -> Tensor:
 
 
 class _IncompleteGamma(Function):
-    node_name = "IgammaBackward0"
+    node_name = "IgammaBackward0"  # IgammacBackward0 for igammac (see below)
 
     @staticmethod
     def forward(ctx, a, x, upper):

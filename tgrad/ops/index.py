@@ -67,7 +67,8 @@ def _extra_ellipses(key: tuple, ndim: int | None) -> tuple:
     return key[:second]
 
 
-def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, bool]:
+def normalize_key(key, device=None, ndim: int | None = None,
+                  byte_fill: bool = False) -> tuple[tuple, bool]:
     """The key as a tuple of backend-ready items, and whether it is basic (a view).
 
     Index tensors become NumPy arrays, except integer index tensors of one or more dims on
@@ -76,13 +77,17 @@ def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, boo
     arrays are always copied, so changing one in place later cannot change what a backward
     scatters to (PyTorch raises there; tgrad keeps the indices the forward used). Backend
     arrays already in ``key`` (a key normalized before, e.g. reused by a backward) are kept
-    as they are."""
+    as they are. A uint8 tensor, NumPy array or list of NumPy uint8s is a boolean mask, as
+    PyTorch reads it (with its deprecation warning). ``byte_fill`` (``x[key] = v`` with a
+    one-element v): a key whose only index array is such a uint8 mask of 1+ dims raises
+    PyTorch's RuntimeError (PyTorch writes it by masked_fill_, which takes bool masks only)."""
     if not isinstance(key, tuple):
         key = tuple(key) if _sequence_as_tuple(key) else (key,)
     if sum(k is Ellipsis for k in key) > 1:
         key = _extra_ellipses(key, ndim)
     out = []
     basic = True
+    n_arrays = n_bytes = 0  # index arrays of 1+ dims; those of them read from uint8
     for k in key:
         if isinstance(k, Tensor):
             # PyTorch's index dtypes: int64, int32, uint8 (a mask) and bool; a 0-d int8/int16
@@ -91,9 +96,10 @@ def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, boo
                     k.dtype in (dtypes.int8, dtypes.int16) and k.ndim):
                 raise IndexError(f"tensors used as indices must be long, int, byte or bool "
                                  f"tensors (got {k.dtype})")
+            n_arrays += k.ndim > 0
             if k.dtype is dtypes.uint8:  # PyTorch reads a uint8 index as a boolean mask
-                warnings.warn("indexing with dtype tgrad.uint8 is now deprecated, please use "
-                              "a dtype tgrad.bool instead.", UserWarning, stacklevel=4)
+                _warn_byte_mask()
+                n_bytes += k.ndim > 0
                 k = k.to(dtypes.bool_)
             if (k.ndim and k.device is device and device.type != "cpu"
                     and k.dtype is not dtypes.bool_):
@@ -113,6 +119,11 @@ def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, boo
             if arr.dtype.kind == "f":
                 raise IndexError("tensors used as indices must be long, int, byte or bool "
                                  "tensors")
+            n_arrays += arr.ndim > 0
+            if arr.dtype == np.uint8:  # as a uint8 tensor: a mask (t[[np.uint8(1), ...]] too)
+                _warn_byte_mask()
+                n_bytes += arr.ndim > 0
+                arr = arr.astype(np.bool_)
             out.append(arr)
             basic = False
         elif isinstance(k, slice):
@@ -120,6 +131,7 @@ def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, boo
                 raise ValueError("step must be greater than zero")
             out.append(k)
         elif isinstance(k, DeviceArray):
+            n_arrays += 1
             out.append(k)
             basic = False
         elif k is None or k is Ellipsis or isinstance(k, (int, np.integer)):
@@ -131,9 +143,45 @@ def normalize_key(key, device=None, ndim: int | None = None) -> tuple[tuple, boo
         else:
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"byte Variables are valid indices (got {type(k).__name__})")
+    if byte_fill and n_bytes == 1 and n_arrays == 1:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           "unsigned char (x[mask] = value with a uint8 mask and a one-element "
+                           "value; use mask.bool())")
     if not basic and ndim is not None and any(k is Ellipsis for k in out):
         return _drop_empty_ellipsis(tuple(out), ndim), basic
     return tuple(out), basic
+
+
+def _warn_byte_mask() -> None:
+    warnings.warn("indexing with dtype tgrad.uint8 is now deprecated, please use a dtype "
+                  "tgrad.bool instead.", UserWarning, stacklevel=5)
+
+
+def check_masks(key: tuple, shape: tuple) -> None:
+    """PyTorch's check of each boolean mask of a normalized ``key`` against the dims of
+    ``shape`` it covers: each mask dim must equal its dim's size (NumPy reads an empty mask
+    as an empty integer index, x[tensor([], dtype=bool)] of a 4-element x indexed nothing).
+    An IndexError with PyTorch's text; a key indexing past the last dim is left to the
+    backend's error."""
+    if not any(isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim for k in key):
+        return
+    used = sum(k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1
+               for k in key if k is not None and k is not Ellipsis)
+    dim = 0
+    for k in key:
+        if k is None:
+            continue
+        if k is Ellipsis:
+            dim += max(len(shape) - used, 0)
+        elif isinstance(k, np.ndarray) and k.dtype == np.bool_:
+            for j, n in enumerate(k.shape):
+                if dim + j < len(shape) and n != shape[dim + j]:
+                    raise IndexError(f"The shape of the mask {list(k.shape)} at index {j} "
+                                     f"does not match the shape of the indexed tensor "
+                                     f"{list(shape)} at index {dim + j}")
+            dim += k.ndim
+        else:
+            dim += 1
 
 
 def _index_error(x: Tensor, e: Exception) -> IndexError:
@@ -324,6 +372,7 @@ def getitem(self: Tensor, key) -> Tensor:
     key, basic = normalize_key(key, self.device, self.ndim)
     if basic:
         return view_apply(_basic_cls(key), self, key)
+    check_masks(key, self.shape)
     split = split_selects(key)
     if split is not None:
         self = view_apply(_basic_cls(split[0]), self, split[0])

@@ -59,7 +59,7 @@ from tgrad.ops._common import (
 from tgrad.ops.creation import arange, tensor, zeros
 from tgrad.ops.index import getitem
 from tgrad.ops.reduce import amax, amin
-from tgrad.ops.shape import cat, narrow, permute, transpose
+from tgrad.ops.shape import _tensor_list, cat, check_tensor_seq, narrow, permute, transpose
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["diagonal", "diag_embed", "tensor_split", "hsplit", "vsplit", "dsplit",
@@ -307,9 +307,8 @@ def atleast_3d(*tensors):
 
 
 def _nonempty(op: str, tensors) -> list:
-    if isinstance(tensors, (list, tuple)) and not tensors:
-        raise RuntimeError(f"{op} expects a non-empty TensorList")
-    return list(tensors)
+    """``tensors`` as a list: a non-empty list or tuple of tensors (PyTorch's errors)."""
+    return _tensor_list(op, tensors)
 
 
 def dstack(tensors) -> Tensor:
@@ -323,7 +322,10 @@ def column_stack(tensors) -> Tensor:
                 for t in _nonempty("column_stack", tensors)], 1)
 
 
-row_stack = cp.vstack
+def row_stack(tensors) -> Tensor:
+    """Alias of ``vstack``."""
+    check_tensor_seq("row_stack", tensors)
+    return cp.vstack(tensors)
 
 
 @tensor_method("rot90")

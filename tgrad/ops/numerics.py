@@ -258,6 +258,12 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
     """NumPy's gradient of ``input`` along ``dim`` (an int, a list, or all dims), one
     tensor per dim (module docstring)."""
     require_tensor("gradient", input)
+    if input.dtype is dtypes.uint8:  # PyTorch's errors (the differences would wrap)
+        raise RuntimeError("torch.gradient does not support uint8 input.")
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead. "
+                           "(gradient of a bool tensor: convert it with .float())")
     if edge_order not in (1, 2):
         raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, "
                            f"got {edge_order}")

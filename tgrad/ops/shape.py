@@ -523,10 +523,16 @@ def _legacy_empty(x: Tensor) -> bool:
     return x.ndim == 1 and x.shape[0] == 0
 
 
-def _tensor_list(op: str, tensors) -> list:
+def check_tensor_seq(op: str, tensors) -> None:
+    """PyTorch's TypeError for a ``tensors`` argument that is no list or tuple (one tensor,
+    a generator, an array)."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"{op}(): argument 'tensors' must be a tuple or list of Tensors, not "
-                        f"{type(tensors).__name__}")
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {type(tensors).__name__} (pass a list or tuple of tensors)")
+
+
+def _tensor_list(op: str, tensors) -> list:
+    check_tensor_seq(op, tensors)
     if len(tensors) == 0:  # PyTorch: cat's is a ValueError, stack's a RuntimeError
         if op == "cat":
             raise ValueError("cat(): expected a non-empty list of Tensors")
@@ -564,7 +570,16 @@ def cat(tensors, dim: int = 0) -> Tensor:
     return Cat.apply(d, *[x if x.dtype is dt else x.to(dt) for x in xs])
 
 
-concat = concatenate = cat
+def concat(tensors, dim: int = 0) -> Tensor:
+    """Alias of ``cat``."""
+    check_tensor_seq("concat", tensors)
+    return cat(tensors, dim)
+
+
+def concatenate(tensors, dim: int = 0) -> Tensor:
+    """Alias of ``cat``."""
+    check_tensor_seq("concatenate", tensors)
+    return cat(tensors, dim)
 
 
 @autocast_policy("promote")

@@ -35,7 +35,7 @@ from tgrad.ops._common import (
     tensor_method,
 )
 from tgrad.ops.complex_ops import conj_of
-from tgrad.ops.extras import _tensors_in_result_dtype
+from tgrad.ops.extras import _tensors_in_result_dtype, number_operand_nodes
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.logmath import signbit
 from tgrad.tensor import Tensor
@@ -334,8 +334,12 @@ def xlog1py(input, other) -> Tensor:  # noqa: A002
     """x log1p(y) (broadcast, in the promoted float dtype), 0 where x == 0 unless y is NaN
     (PyTorch's rule); dx = xlog1py(g, y) (0 where x == 0 and y <= -1), dy = g x / (1 + y)
     (see ``Xlog1py``)."""
+    cls = _XLOG1PY_NODES.get((isinstance(input, Tensor), isinstance(other, Tensor)), Xlog1py)
     x, y = _tensors_in_result_dtype(input, other)
-    return Xlog1py.apply(x, y)
+    return cls.apply(x, y)
+
+
+_XLOG1PY_NODES = number_operand_nodes(Xlog1py)  # SpecialXlog1PyBackward1/2, as PyTorch's
 
 
 class Entr(Function):

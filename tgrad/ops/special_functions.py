@@ -47,7 +47,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops._common import float_input, rounded_to, widen_halves
 from tgrad.ops.bessel import i0, i1
 from tgrad.ops.creation import ones_like
-from tgrad.ops.extras import _tensors_in_result_dtype
+from tgrad.ops.extras import _tensors_in_result_dtype, number_operand_nodes
 from tgrad.tensor import Tensor
 
 __all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
@@ -460,10 +460,14 @@ def zeta(input, other) -> Tensor:  # noqa: A002
     broadcast, in their promoted float dtype; zeta(x, 1) is Riemann's zeta). Differentiable
     in q only (d/dq = -x zeta(x + 1, q)), as PyTorch."""
     from tgrad.ops.pointwise_extras import broadcast_tensors
+    cls = _ZETA_NODES.get((isinstance(input, Tensor), isinstance(other, Tensor)), Zeta)
     x, q = _tensors_in_result_dtype(input, other)
     x, q = broadcast_tensors(x, q)
     (x, q), half = widen_halves(x, q)
-    return rounded_to(Zeta.apply(x, q), half)
+    return rounded_to(cls.apply(x, q), half)
+
+
+_ZETA_NODES = number_operand_nodes(Zeta)  # SpecialZetaBackward1/2, as PyTorch's
 
 
 # ------------------------------------------------------------------ orthogonal polynomials
