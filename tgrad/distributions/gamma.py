@@ -31,7 +31,7 @@ from tgrad.distributions import constraints
 from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.utils import broadcast_all, in_float64
 from tgrad.ops import elementwise as ew
-from tgrad.ops.creation import arange, rand, randn
+from tgrad.ops.creation import arange, as_tensor, rand, randn
 from tgrad.ops.extras import xlogy
 from tgrad.ops.incomplete_gamma import _TERMS, _converged, _temme, igamma, uniform_region
 from tgrad.ops.shape import stack
@@ -228,6 +228,9 @@ class Gamma(ExponentialFamily):
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
+        # PyTorch casts the value to rate's dtype (a float64 value of a float32 Gamma
+        # gives float32)
+        value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         a, b = self.concentration, self.rate
         # xlogy: (a - 1) log x is 0 at a = 1, x = 0 (the density e^-bx b is finite there)
         return xlogy(a, b) + xlogy(a - 1, value) - b * value - lgamma(a)
