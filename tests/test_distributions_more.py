@@ -633,6 +633,9 @@ def test_half_cauchy_and_gamma_log_prob_take_the_parameter_dtype():
     np.testing.assert_allclose(lp.numpy(), np.log(9.0 * x[1:]) - 3.0 * x[1:], rtol=1e-6,
                                atol=1e-6)
     assert D.Chi2(tgrad.tensor([np.float32(3.0)])).log_prob(_t([1.0])).dtype == tgrad.float32
+    # the cast comes before validation there, so a Python float value is accepted
+    g = D.Gamma(_t(2.0), _t(3.0), validate_args=True).log_prob(0.5)
+    assert g.dtype == F64 and abs(g.item() - (math.log(4.5) - 1.5)) < 1e-14
     assert D.HalfNormal(_t([2.0])).log_prob(tgrad.tensor([0.5])).dtype == F64  # no cast
 
 

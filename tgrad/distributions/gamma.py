@@ -226,11 +226,11 @@ class Gamma(ExponentialFamily):
         return x.clamp(min=tiny)  # PyTorch clamps to the smallest normal too
 
     def log_prob(self, value: Tensor) -> Tensor:
+        # PyTorch casts the value to rate's dtype first (a float64 value of a float32 Gamma
+        # gives float32; a Python float is accepted)
+        value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
-        # PyTorch casts the value to rate's dtype (a float64 value of a float32 Gamma
-        # gives float32)
-        value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         a, b = self.concentration, self.rate
         # xlogy: (a - 1) log x is 0 at a = 1, x = 0 (the density e^-bx b is finite there)
         return xlogy(a, b) + xlogy(a - 1, value) - b * value - lgamma(a)
