@@ -490,7 +490,10 @@ def test_bad_parameters_raise_pytorch_messages():
     with pytest.raises(ValueError, match=r"parameter logits .* constraint "
                                          r"IndependentConstraint\(Real\(\), 1\)"):
         Categorical(logits=_t([0.0, math.nan]))
-    with pytest.raises(ValueError, match="^Uniform is not defined when low>= high$"):
+    # PyTorch 2.13: low < high through arg_constraints (less_than(high), greater_than(low))
+    with pytest.raises(ValueError, match=r"^Expected parameter low \(Tensor of shape \(2,\)\) "
+                                         r"of distribution Uniform\(low: \(2,\), high: \(2,\)\) "
+                                         r"to satisfy the constraint LessThan\(upper_bound="):
         Uniform(_t([0.0, 1.0]), _t([1.0, 1.0]))
     for cls in (Bernoulli, Categorical):
         with pytest.raises(ValueError, match="Either `probs` or `logits` must be specified, "

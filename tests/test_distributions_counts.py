@@ -81,6 +81,14 @@ def test_poisson_large_rate_moments_and_zero_rate():
     assert (draws[:, 1] == 0).all()
 
 
+def test_poisson_integer_rate_moments_but_no_samples():
+    # PyTorch: the moments of an int64 rate are int64, sample() raises torch.poisson's error
+    d = D.Poisson(tgrad.tensor([2, 5]))
+    assert d.mean.dtype == tgrad.int64 and d.mean.tolist() == [2, 5]
+    with pytest.raises(NotImplementedError, match="\"poisson_cpu\" not implemented for 'Long'"):
+        d.sample()
+
+
 # ---------------------------------------------------------------------------- Binomial
 def test_binomial_closed_forms_probs_and_logits():
     n, p, k = [1.0, 5.0, 10.0, 40.0], [0.3, 0.5, 0.9, 0.05], [1.0, 2.0, 10.0, 3.0]

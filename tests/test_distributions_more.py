@@ -103,8 +103,10 @@ def test_geometric():
     tgrad.manual_seed(4)
     draws = d.sample((40000,)).numpy()
     assert (draws == np.floor(draws)).all() and abs(draws.mean() - (1 - p) / p) < 0.05
-    with pytest.raises(ValueError, match="probs > 0"):
-        D.Geometric(_t(0.0))
+    # PyTorch's text, listing the invalid values only
+    with pytest.raises(ValueError, match=r"of distribution Geometric\(probs: \(2,\)\) to be "
+                                         r"positive but found invalid values:\ntensor\(\[0\.\]"):
+        D.Geometric(_t([0.0, 0.5]))
 
 
 def test_independent_and_one_hot_categorical():
@@ -592,3 +594,76 @@ def test_kl_poisson_bernoulli_pairs():
     assert kl.tolist() == [math.inf, math.inf]
     kl = D.kl_divergence(D.Poisson(_t([0.3, 1.0])), D.Binomial(5, _t([0.5, 0.2])))
     assert kl.tolist() == [math.inf, math.inf]
+
+
+def test_sample_n_is_sample_of_n_with_a_future_warning():
+    # PyTorch's deprecated Distribution.sample_n(n) = sample((n,)), FutureWarning
+    for d in (D.Normal(_t([0.0, 1.0]), 1.0), D.Categorical(_t([[0.2, 0.8]] * 3)),
+              D.MultivariateNormal(_t([0.0, 0.0]), scale_tril=_t(np.eye(2)))):
+        with pytest.warns(FutureWarning, match=r"`sample_n\(n\)` will be deprecated"):
+            s = d.sample_n(4)
+        assert s.shape == (4,) + d.batch_shape + d.event_shape
+
+
+def test_one_hot_straight_through_expand_keeps_its_class():
+    d = D.OneHotCategoricalStraightThrough(_t([0.2, 0.3, 0.5]))
+    e = d.expand((2,))
+    assert type(e) is D.OneHotCategoricalStraightThrough and e.has_rsample
+    assert e.batch_shape == (2,) and e.event_shape == (3,)
+    p = _t([0.2, 0.3, 0.5], requires_grad=True)
+    tgrad.manual_seed(0)
+    x = D.OneHotCategoricalStraightThrough(p).expand((2,)).rsample()
+    w = np.array([1.0, 2.0, 3.0])
+    (x * _t(w)).sum().backward()
+    # straight through the normalised probs q = p / sum(p) (sum 1 here), two rows:
+    # d/dp_j = 2 (w_j - w . p)
+    np.testing.assert_allclose(p.grad.numpy(), 2 * (w - w @ [0.2, 0.3, 0.5]), rtol=1e-12)
+
+
+def test_half_cauchy_and_gamma_log_prob_take_the_parameter_dtype():
+    # PyTorch casts the value to scale's (HalfCauchy) / rate's (Gamma) dtype
+    x = np.array([0.0, 0.5, 2.0])
+    s = np.float32(2.0)
+    lp = D.HalfCauchy(tgrad.tensor([s])).log_prob(_t(x))
+    assert lp.dtype == tgrad.float32
+    np.testing.assert_allclose(lp.numpy(), np.log(2 / (np.pi * 2.0 * (1 + (x / 2.0) ** 2))),
+                               rtol=1e-6)
+    lp = D.Gamma(2, tgrad.tensor([np.float32(3.0)])).log_prob(_t(x[1:]))
+    assert lp.dtype == tgrad.float32
+    np.testing.assert_allclose(lp.numpy(), np.log(9.0 * x[1:]) - 3.0 * x[1:], rtol=1e-6,
+                               atol=1e-6)
+    assert D.Chi2(tgrad.tensor([np.float32(3.0)])).log_prob(_t([1.0])).dtype == tgrad.float32
+    # the cast comes before validation there, so a Python float value is accepted
+    g = D.Gamma(_t(2.0), _t(3.0), validate_args=True).log_prob(0.5)
+    assert g.dtype == F64 and abs(g.item() - (math.log(4.5) - 1.5)) < 1e-14
+    assert D.HalfNormal(_t([2.0])).log_prob(tgrad.tensor([0.5])).dtype == F64  # no cast
+
+
+def test_uniform_arg_constraints_are_per_instance():
+    u = D.Uniform(_t([0.0, 1.0]), _t([2.0, 3.0]))
+    c = u.arg_constraints  # PyTorch: {"low": less_than(high), "high": greater_than(low)}
+    assert repr(c["low"]).startswith("LessThan(upper_bound=")
+    assert repr(c["high"]).startswith("GreaterThan(lower_bound=")
+    assert c["low"].check(_t([1.9, 3.0])).tolist() == [True, False]
+    assert c["high"].check(_t([0.0, 1.5])).tolist() == [False, True]
+    e = u.expand((3, 2))
+    assert e.arg_constraints["low"].check(_t(np.full((3, 2), 1.0))).all()
+    with pytest.raises(ValueError, match=r"^Expected parameter low \(Tensor of shape \(\)\) of "
+                                         r"distribution Uniform\(low: 1.0, high: 1.0\) to satisfy "
+                                         r"the constraint LessThan\(upper_bound=1.0\)"):
+        D.Uniform(1.0, 1.0)
+    assert D.Uniform(1.0, 0.0, validate_args=False).low.item() == 1.0
+
+
+def test_independent_enumerate_support_without_reinterpreted_dims():
+    base = D.Bernoulli(_t([[0.3, 0.4]]))
+    ind0 = D.Independent(base, 0)
+    assert ind0.has_enumerate_support
+    np.testing.assert_array_equal(ind0.enumerate_support().numpy(),
+                                  np.array([0.0, 1.0]).reshape(2, 1, 1) * np.ones((2, 1, 2)))
+    assert ind0.enumerate_support(expand=False).shape == (2, 1, 1)
+    ind1 = D.Independent(base, 1)
+    assert not ind1.has_enumerate_support
+    with pytest.raises(NotImplementedError, match="cartesian product"):
+        ind1.enumerate_support()
+    assert not D.Independent(D.Normal(_t([0.0]), 1.0), 0).has_enumerate_support

@@ -186,6 +186,12 @@ class Poisson(ExponentialFamily):
         return self.rate
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        if not self.rate.dtype.is_floating_point:  # PyTorch's torch.poisson error
+            from tgrad import dtypes
+            raise NotImplementedError(
+                f"Poisson.sample: \"poisson_cpu\" not implemented for "
+                f"'{dtypes.SCALAR_TYPE_NAMES[self.rate.dtype]}': rate must be a floating "
+                f"tensor (got {self.rate.dtype}); convert it with .float()")
         rate = self.rate.expand(tuple(self._extended_shape(sample_shape)))
         return _in_float64(_poisson_draw, rate)
 

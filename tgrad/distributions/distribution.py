@@ -125,6 +125,12 @@ class Distribution:
         with no_grad():
             return self.rsample(sample_shape)
 
+    def sample_n(self, n: int) -> Tensor:
+        """``sample((n,))``, deprecated as in PyTorch (a FutureWarning)."""
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+                      FutureWarning, stacklevel=2)
+        return self.sample((n,))
+
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         """A reparameterised sample (a differentiable function of the parameters and of
         parameter-free noise) of shape sample_shape + batch_shape + event_shape."""

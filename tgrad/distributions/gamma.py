@@ -31,7 +31,7 @@ from tgrad.distributions import constraints
 from tgrad.distributions.exp_family import ExponentialFamily
 from tgrad.distributions.utils import broadcast_all, in_float64
 from tgrad.ops import elementwise as ew
-from tgrad.ops.creation import arange, rand, randn
+from tgrad.ops.creation import arange, as_tensor, rand, randn
 from tgrad.ops.extras import xlogy
 from tgrad.ops.incomplete_gamma import _TERMS, _converged, _temme, igamma, uniform_region
 from tgrad.ops.shape import stack
@@ -226,6 +226,9 @@ class Gamma(ExponentialFamily):
         return x.clamp(min=tiny)  # PyTorch clamps to the smallest normal too
 
     def log_prob(self, value: Tensor) -> Tensor:
+        # PyTorch casts the value to rate's dtype first (a float64 value of a float32 Gamma
+        # gives float32; a Python float is accepted)
+        value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
         a, b = self.concentration, self.rate

@@ -56,6 +56,20 @@ class Independent(Distribution):
         return self.base_dist.has_rsample
 
     @property
+    def has_enumerate_support(self) -> bool:
+        """The base's when no dims are reinterpreted; False otherwise (PyTorch's: no
+        cartesian products)."""
+        if self.reinterpreted_batch_ndims > 0:
+            return False
+        return self.base_dist.has_enumerate_support
+
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        """The base's support values (reinterpreted_batch_ndims = 0 only)."""
+        if self.reinterpreted_batch_ndims > 0:
+            raise NotImplementedError("Enumeration over cartesian product is not implemented")
+        return self.base_dist.enumerate_support(expand=expand)
+
+    @property
     def support(self):
         # the base's own constraint when no dims are reinterpreted (PyTorch's)
         if not self.reinterpreted_batch_ndims:
@@ -113,7 +127,7 @@ class OneHotCategorical(Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance=None) -> OneHotCategorical:
-        new = OneHotCategorical.__new__(OneHotCategorical)
+        new = type(self).__new__(type(self)) if _instance is None else _instance
         new._categorical = self._categorical.expand(batch_shape)
         Distribution.__init__(new, tuple(batch_shape), self.event_shape, validate_args=False)
         return new

@@ -38,7 +38,7 @@ from tgrad.distributions.utils import (
 )
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
-from tgrad.ops.creation import empty, full
+from tgrad.ops.creation import as_tensor, empty, full
 from tgrad.ops.special import lgamma
 from tgrad.tensor import Tensor
 
@@ -141,6 +141,14 @@ class HalfCauchy(_Half):
     """|Cauchy(0, scale)|."""
 
     _base_cls = Cauchy
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        # PyTorch's HalfCauchy (not HalfNormal) casts the value to scale's dtype.
+        if self._validate_args:
+            self._validate_sample(value)
+        value = as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)
+        lp = self.base_dist.log_prob(value) + math.log(2)
+        return ew.where(value >= 0, lp, -math.inf)
 
     @property
     def mean(self) -> Tensor:
@@ -260,11 +268,12 @@ class Geometric(Distribution):
         param = set_probs_or_logits(self, probs, logits)
         super().__init__(tuple(param.shape), validate_args=validate_args)
         if self._validate_args and probs is not None:
-            if not bool((self.probs > 0).all()):
+            valid = self.probs > 0
+            if not bool(valid.all()):  # PyTorch's text, listing the invalid values only
                 raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of "
                                  f"shape {tuple(self.probs.shape)}) of distribution "
-                                 f"{self!r} to satisfy the constraint probs > 0, but found "
-                                 f"invalid values:\n{self.probs}")
+                                 f"{self!r} to be positive but found invalid values:\n"
+                                 f"{self.probs.detach()[~valid]}")
 
     logits = binary_logits
     probs = binary_probs

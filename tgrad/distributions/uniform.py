@@ -25,16 +25,19 @@ class Uniform(Distribution):
     rsample = low + u (high - low) with u ~ U[0, 1) drawn by ``tgrad.rand``.
     """
 
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict[str, constraints.Constraint]:
+        """low < high, as PyTorch: {"low": less_than(high), "high": greater_than(low)}
+        (an instance property; validation names ``low`` first)."""
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     def __init__(self, low: Tensor | float, high: Tensor | float,
                  validate_args: bool | None = None) -> None:
         self.low, self.high = broadcast_all(low, high)
         super().__init__(tuple(self.low.shape), validate_args=validate_args)
-        if self._validate_args and not bool(self.low.lt(self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> constraints.Constraint:
