@@ -345,6 +345,11 @@ class AccumulateGrad(Node):
         var = self.variable
         if var._hooks and not self._leaf_hooks_done:
             grad = run_leaf_hooks(var, grad)
+        if not var._requires_grad:  # made not to require grad (requires_grad_(False),
+            # detach_()) after the graph was recorded: nothing accumulates, but its
+            # post-accumulate hooks still run (PyTorch)
+            _run_post_accumulate_hooks(var)
+            return ()
         if grad._sparse or var._sparse:  # a sparse COO gradient or leaf (tgrad.sparse)
             return _accumulate_sparse(var, grad)
         with _ACCUMULATE_LOCK:
@@ -378,10 +383,14 @@ class AccumulateGrad(Node):
                 if STATE.fw_level is not None:  # forward AD: old's tangent += grad's
                     _accumulate_tangent(old, grad)
         if var._post_accumulate_hooks:
-            for hook in list(var._post_accumulate_hooks.values()):
-                if hook(var) is not None:
-                    raise RuntimeError("post accumulate grad hooks should return None")
+            _run_post_accumulate_hooks(var)
         return ()
+
+
+def _run_post_accumulate_hooks(var) -> None:
+    for hook in list((var._post_accumulate_hooks or {}).values()):
+        if hook(var) is not None:
+            raise RuntimeError("post accumulate grad hooks should return None")
 
 
 def _accumulate_sparse(var, grad) -> tuple:
