@@ -115,6 +115,45 @@ def test_node_prehook_may_not_change_type():
         (b * 2).sum().backward()
 
 
+@pytest.mark.parametrize("drop", ["requires_grad_", "detach_"])
+def test_leaf_made_not_to_require_grad_after_recording_gets_no_grad(drop):
+    # PyTorch's AccumulateGrad accumulates nothing into a leaf that no longer requires grad
+    # (its tensor and post-accumulate hooks still run); the other leaf is unaffected:
+    # d/db sum(3 a b) = 3 a = [3, 6]
+    a, b = _leaf([1.0, 2.0]), _leaf([1.0, 1.0])
+    log = []
+    a.register_hook(lambda g: log.append(g.tolist()))
+    a.register_post_accumulate_grad_hook(lambda t: log.append("post"))
+    y = (a * b * 3).sum()
+    a.requires_grad_(False) if drop == "requires_grad_" else a.detach_()
+    y.backward()
+    assert a.grad is None and b.grad.tolist() == [3.0, 6.0]
+    assert log == [[3.0, 3.0], "post"]
+
+
+def test_saved_input_detached_in_place_raises_in_backward():
+    # PyTorch: a non-leaf saved as an input (sin saves y) and then detach_()ed raises on
+    # unpack; a saved output (exp's) or a tensor detached before being saved does not
+    x = _leaf([1.0, 2.0])
+    y = x * 1
+    z = y.sin()
+    y.detach_()
+    with pytest.raises(RuntimeError, match=r"^Trying to use a saved tensor that has been "
+                                           r"detached in-place, i\.e\. with \.detach_\(\)"):
+        z.sum().backward()
+    x = _leaf([1.0, 2.0])
+    y = x.exp()
+    z = y * 2.0  # (a number: y not saved by the mul)
+    y.detach_()
+    z.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp([1.0, 2.0]), rtol=1e-12)
+    x = _leaf([1.0, 2.0])
+    y = x * 1
+    y.detach_()
+    y.requires_grad_()
+    y.sin().sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), np.cos([1.0, 2.0]), rtol=1e-12)
+
 def test_leaf_tensor_hooks_run_before_its_accumulate_grad_prehooks():
     # PyTorch's order for a leaf: tensor hooks, then AccumulateGrad's pre-hooks (which see
     # the hooked gradient), then accumulation, then post-accumulate-grad hooks.

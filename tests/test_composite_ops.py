@@ -260,6 +260,25 @@ def test_einsum_size_one_labels_broadcast():
     assert tgrad.einsum("i,i->", [_t([1.0, 2.0]), _t([3.0, 4.0])]).item() == 11.0  # a list
 
 
+
+def test_einsum_mixed_dtypes_promote_when_nothing_is_summed():
+    # PyTorch: products without a summed label promote (real x complex is complex, int x
+    # float the float); a contraction of mixed dtypes raises naming both scalar types
+    z = tgrad.tensor(np.array([1 + 2j, 3 - 1j]), requires_grad=True)
+    x = _t([2.0, -1.0], dtype=tgrad.float64, requires_grad=True)
+    y = tgrad.einsum("...,...->...", z, x)
+    assert y.dtype == tgrad.complex128 and y.tolist() == [2 + 4j, -3 + 1j]
+    assert tgrad.einsum("i,j->ij", x, z).dtype == tgrad.complex128
+    assert tgrad.einsum("i,i->i", tgrad.tensor([1, 2]), _t([0.5, 1.5])).tolist() == [0.5, 3.0]
+    # d/dx sum(Re(z x)) = Re z; d/dz = x (conjugate convention: dL/dRe + i dL/dIm)
+    y.real.sum().backward()
+    assert x.grad.tolist() == [1.0, 3.0] and z.grad.tolist() == [2 + 0j, -1 + 0j]
+    with pytest.raises(RuntimeError, match="einsum\\(\\): expected scalar type Double but found "
+                                           "ComplexDouble"):
+        tgrad.einsum("i,i->", x, z)
+    with pytest.raises(RuntimeError, match="expected scalar type Long but found Float"):
+        tgrad.einsum("ij,jk->ik", tgrad.ones(2, 2, dtype=tgrad.int64), tgrad.ones(2, 2))
+
 @pytest.mark.parametrize("eq, shapes, err, msg", [
     ("ij,jk->ik", [(2, 3)], RuntimeError, r"einsum\(\): fewer operands were provided"),
     ("ij->ij", [(2, 3), (3,)], RuntimeError, r"einsum\(\): more operands were provided"),

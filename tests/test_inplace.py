@@ -737,6 +737,56 @@ def test_inplace_through_view_as_complex_and_transposed_complex_base():
     np.testing.assert_allclose(z.grad.numpy(), 2 * zm.real + 2j * k * zm.imag, rtol=1e-12)
 
 
+
+@pytest.mark.parametrize("part, where", [("imag", [1, 2, 3]), ("real", [0, 1, 2]),
+                                         ("view_as_real", [0, 1, 2])])
+def test_as_strided_of_a_real_view_of_a_complex_base_counts_real_elements(part, where):
+    # PyTorch: a real view of complex storage (.real / .imag / view_as_real) is strided in
+    # real elements, so as_strided((3,), (1,)) of b.imag reads Im b0, Re b1, Im b1 (storage
+    # positions 1, 2, 3 of [Re b0, Im b0, Re b1, Im b1]) and writes back there
+    zm = np.array([1 + 2j, 3 + 4j])
+    flat = zm.view(np.float64)
+    z = tgrad.tensor(zm, requires_grad=True)
+    b = z * 1
+    view = tgrad.view_as_real(b) if part == "view_as_real" else getattr(b, part)
+    assert view.as_strided((3,), (1,)).tolist() == flat[where].tolist()
+    view.as_strided_((3,), (1,))
+    assert view.dtype == tgrad.float64 and view.tolist() == flat[where].tolist()
+    view.mul_(f64([5.0, 6.0, 7.0]))
+    want = flat.copy()
+    want[where] *= [5.0, 6.0, 7.0]
+    np.testing.assert_array_equal(b.detach().numpy().view(np.float64), want)
+    # d/dz of sum(w * view_as_real(b)): dL/dRe + i dL/dIm, w scaled where written
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    (tgrad.view_as_real(b) * f64(w.reshape(2, 2))).sum().backward()
+    gw = w.copy()
+    gw[where] *= [5.0, 6.0, 7.0]
+    np.testing.assert_array_equal(z.grad.numpy(), gw[0::2] + 1j * gw[1::2])
+
+
+def test_write_through_a_flat_view_then_a_transposed_use():
+    # b.view(-1)[k] = v and then b.mT: the base's gradient arrives transposed, on which the
+    # view chain's view(-1) is illegal; the region's gradient is still read (PyTorch:
+    # CopySlices copies the gradient into the base's layout). d/da sum(W b^T): W^T, 0 at k
+    a = leaf(np.ones((3, 3)))
+    v = leaf(2.0)
+    b = a * 1
+    b.view(-1)[5] = v * 3
+    wm = np.arange(9.0).reshape(3, 3)
+    (b.mT * f64(wm)).sum().backward()
+    want = wm.T.copy()
+    want.flat[5] = 0.0
+    np.testing.assert_array_equal(a.grad.numpy(), want)
+    assert v.grad.item() == 3 * wm.T.flat[5]
+    assert tgrad.autograd.gradcheck(lambda t: _flat_write_then_mT(t), (leaf(np.ones((2, 3))),))
+    assert tgrad.autograd.gradgradcheck(lambda t: _flat_write_then_mT(t), (leaf(np.ones((2, 3))),))
+
+
+def _flat_write_then_mT(t):  # noqa: N802
+    b = t * t
+    b.view(-1)[1:3] = b.view(-1)[3:5] * 2
+    return b.mT * 2
+
 def test_copy_takes_a_number_and_warns_when_dropping_imaginary_parts():
     # a number is PyTorch's wrapped number (its own dtype), cast by the copy
     assert tgrad.zeros(2).copy_(3.0).tolist() == [3.0, 3.0]

@@ -235,6 +235,16 @@ def test_view_as_complex_over_strided_roots():
                                       np.ascontiguousarray(arr)[None].view(np.int32))
 
 
+def test_view_as_complex_ignores_the_stride_of_a_size_one_dim():
+    # PyTorch: an odd stride is refused only on a dim that is stepped (size > 1)
+    a = tgrad.tensor([[1.0], [2.0]], dtype=tgrad.float64, requires_grad=True)
+    z = tgrad.view_as_complex(a.t())  # shape (1, 2), strides (1, 1)
+    assert z.tolist() == [1 + 2j]
+    (z.abs() ** 2).sum().backward()  # d|z|^2 = 2 Re z, 2 Im z
+    np.testing.assert_allclose(a.grad.numpy(), [[2.0], [4.0]], rtol=1e-12)
+    with pytest.raises(RuntimeError, match="stride divisible by 2 for all but last"):
+        tgrad.view_as_complex(tgrad.zeros(2, 3, dtype=tgrad.float64)[:, :2])
+
 def test_squeeze_inplace_stride_and_grad():
     x = tgrad.zeros(3, 1, 4).transpose(0, 1)
     x.squeeze_(1)

@@ -352,6 +352,9 @@ class Tensor:
     def detach_(self) -> Tensor:
         if self._base is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self._grad_fn is not None:  # nodes recorded before now that saved self as an
+            from tgrad.autograd.node import _seq  # input raise on unpack (PyTorch)
+            self.__dict__["_detached_seq"] = next(_seq)
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
@@ -376,6 +379,8 @@ class Tensor:
     # chunk, unbind) made in grad mode, and on the views taken of it in grad mode: PyTorch's
     # MULTI_OUTPUT_NODE views, which must not be modified in place (multi_output_view_error)
     _multi_output_view = False
+    # set per tensor by detach_() of a non-leaf: the node counter then (see SavedTensor)
+    _detached_seq = None
     # an output of a custom Function that is a view (made in its forward, or an input
     # returned as is), or a view of one: no in-place (custom_function_view_error)
     _custom_function_view = False

@@ -78,7 +78,11 @@ class CopySlices(Node):
                             where(ne(imag(outside), 0), imag(g), 0.0))
         else:
             kept = where(outside, g, 0.0)
-        return (kept, replay_view(self.chain, g))
+        try:
+            region = replay_view(self.chain, g)
+        except RuntimeError:  # g laid out otherwise than the base (transposed by a later
+            region = replay_view(self.chain, g.contiguous())  # mT): view(-1) needs it dense
+        return (kept, region)
 
 
 def rebase_base(view, result_edge: tuple) -> None:

@@ -179,6 +179,11 @@ class SavedTensor:
             if fw is not None:  # the output's forward-AD tangent (forward_ad._attach_saved)
                 out.__dict__["_fw"] = fw
             return out
+        if t._grad_fn is None and t._detached_seq is not None and t._detached_seq > getattr(
+                node, "_seq", -1):  # (rare) a non-leaf input saved, then detach_()ed
+            raise RuntimeError(
+                "Trying to use a saved tensor that has been detached in-place, i.e. with "
+                ".detach_().This is not supported, please use out-of-place `.detach()` instead")
         return t
 
     def output_alias(self, node: Node):
@@ -345,6 +350,11 @@ class AccumulateGrad(Node):
         var = self.variable
         if var._hooks and not self._leaf_hooks_done:
             grad = run_leaf_hooks(var, grad)
+        if not var._requires_grad:  # made not to require grad (requires_grad_(False),
+            # detach_()) after the graph was recorded: nothing accumulates, but its
+            # post-accumulate hooks still run (PyTorch)
+            _run_post_accumulate_hooks(var)
+            return ()
         if grad._sparse or var._sparse:  # a sparse COO gradient or leaf (tgrad.sparse)
             return _accumulate_sparse(var, grad)
         with _ACCUMULATE_LOCK:
@@ -378,10 +388,14 @@ class AccumulateGrad(Node):
                 if STATE.fw_level is not None:  # forward AD: old's tangent += grad's
                     _accumulate_tangent(old, grad)
         if var._post_accumulate_hooks:
-            for hook in list(var._post_accumulate_hooks.values()):
-                if hook(var) is not None:
-                    raise RuntimeError("post accumulate grad hooks should return None")
+            _run_post_accumulate_hooks(var)
         return ()
+
+
+def _run_post_accumulate_hooks(var) -> None:
+    for hook in list((var._post_accumulate_hooks or {}).values()):
+        if hook(var) is not None:
+            raise RuntimeError("post accumulate grad hooks should return None")
 
 
 def _accumulate_sparse(var, grad) -> tuple:

@@ -188,7 +188,8 @@ def view_as_complex(input: Tensor) -> Tensor:  # noqa: A002
     st = input.stride()
     if st[-1] != 1:
         raise RuntimeError("Tensor must have a last dimension with stride 1")
-    if any(s % 2 for s in st[:-1]):
+    if any(s % 2 for s, n in zip(st[:-1], input.shape[:-1]) if n != 1):  # (PyTorch skips
+        # a size-1 dim: its stride is never stepped)
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last "
                            "dimension")
     if input.storage_offset() % 2:

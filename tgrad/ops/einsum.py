@@ -15,9 +15,11 @@ from the parts):
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
+from tgrad import dtypes
 from tgrad.ops.creation import arange
 from tgrad.ops.index import getitem
 from tgrad.ops.matmul import matmul
@@ -209,6 +211,19 @@ def einsum(equation: str, *operands) -> Tensor:
         if not isinstance(t, Tensor):
             raise TypeError(f"einsum(): operand {k} must be a Tensor, not {type(t).__name__}")
     labels, out = _parse(equation, operands)
+    dts = {t.dtype for t in operands}
+    if len(dts) > 1:
+        if not set(out).issuperset(set().union(*labels)):  # a contraction: PyTorch's error
+            names = dtypes.SCALAR_TYPE_NAMES
+            other = next(t.dtype for t in operands if t.dtype != operands[0].dtype)
+            raise RuntimeError(
+                f"einsum(): expected scalar type {names.get(operands[0].dtype)} but found "
+                f"{names.get(other)} (operands {[str(t.dtype) for t in operands]} of a "
+                f"contraction must have one dtype: convert them with .to(dtype))")
+        # nothing summed: PyTorch's products promote the operands to their common dtype
+        # (real x complex is complex)
+        common = functools.reduce(dtypes.promote_types, dts)
+        operands = tuple(t if t.dtype == common else t.to(common) for t in operands)
     terms = [_diagonal(t, ls) for t, ls in zip(operands, labels)]
     size = _sizes([ls for _, ls in terms], [t for t, _ in terms])
     # Sum at once the labels of one operand that nothing else (output or operand) has.

@@ -45,7 +45,7 @@ from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
-from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.grad_mode import STATE, no_grad
 from tgrad.ops import composite as cp
 from tgrad.ops._common import (
     backend_of,
@@ -465,9 +465,23 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):  #
 
 
 # ------------------------------------------------------------------------------ as_strided
+def _root_in_dtype(x: Tensor):
+    """x's storage root, read in x's dtype: a real view of a complex root (.real, .imag,
+    view_as_real) counts its storage in real elements, as PyTorch's (and a complex view
+    of a real root in complex ones); a root laid out otherwise is left as is."""
+    root = x._storage.root
+    if (isinstance(root, np.ndarray) and root.dtype != x._data.dtype and root.size
+            and root.flags.c_contiguous):
+        try:
+            return root.reshape(-1).view(x._data.dtype)
+        except ValueError:
+            pass
+    return root
+
+
 def _storage_span(x: Tensor) -> tuple[int, int]:
     """[lo, hi) element offsets of x's storage root (offset 0 = the root's first element)."""
-    root = x._storage.root
+    root = _root_in_dtype(x)
     if not isinstance(root, np.ndarray):  # DeviceArray (cuda): offsets are absolute
         return root.span() if root.size else (root.offset, root.offset)
     if root.size == 0:
@@ -502,7 +516,7 @@ class AsStrided(Function):
 
     @staticmethod
     def forward(ctx, x, size, stride, offset):
-        root = x._storage.root
+        root = _root_in_dtype(x)
         if isinstance(root, np.ndarray):
             lo, hi = _storage_span(x)
             flat = np.lib.stride_tricks.as_strided(root, (max(hi, 1),), (root.itemsize,))
@@ -566,8 +580,15 @@ def as_strided_view(cls, x: Tensor, size: tuple, stride: tuple, offset: int) -> 
     out = cls.apply(x, size, stride, offset)
     if STATE.enabled and (x._base is None or x._view_chain is not None):
         root = x if x._base is None else x._base
+        pre = ()
+        if root.dtype.is_complex and not x.dtype.is_complex:  # x: .real/.imag/view_as_real
+            from tgrad.ops.complex_ops import view_as_real  # of a complex base: replayed on
+            pre = ((view_as_real, ()),)  # the base read as reals (offsets in real units)
+            with no_grad():
+                root = view_as_real(root)
         rel = offset - _storage_span(root)[0]
-        out._view_chain = ((_as_strided_replay, (size, stride, rel, storage_geometry(root))),)
+        out._view_chain = pre + (
+            (_as_strided_replay, (size, stride, rel, storage_geometry(root))),)
         if x._multi_output_view:  # a view of a split's output is one too (PyTorch)
             out._multi_output_view = True
     return out
@@ -615,10 +636,13 @@ def replay_on_base(view: Tensor) -> Tensor:
     chain replaced (None when the base does not span its storage, see _spans_storage)."""
     base = view._base
     t = base
-    for fn, args in view._view_chain:
-        t = fn(t, *args)
-    if (t._data.shape == view._data.shape and t._data.strides == view._data.strides
-            and t.data_ptr() == view.data_ptr()):
+    try:
+        for fn, args in view._view_chain:
+            t = fn(t, *args)
+    except (RuntimeError, ValueError, IndexError):  # the base's new geometry (x.t_(),
+        t = None  # as_strided_) no longer fits the chain (view(-1) of a transpose...)
+    if (t is not None and t._data.shape == view._data.shape
+            and t._data.strides == view._data.strides and t.data_ptr() == view.data_ptr()):
         return t
     out = as_strided_view(AsStrided, base, view.shape, view.stride(), view.storage_offset())
     view._view_chain = out._view_chain
