@@ -144,9 +144,8 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
         _check_float("normal_", tensor)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    if tensor.numel() == 0:  # nothing to draw: any dtype, as PyTorch's normal_ kernel
-        return tensor
-    _check_float("normal_", tensor, random=True, complex_ok=True)
+    if tensor.numel() != 0:  # nothing to draw: any dtype, as PyTorch's normal_ kernel
+        _check_float("normal_", tensor, random=True, complex_ok=True)
     part_std = std / math.sqrt(2.0) if tensor.dtype.is_complex else std
     n = _real_samples("randn", tensor, generator)
     return _fill_from(tensor, _as_tensor_dtype(tensor, n * part_std + mean))
@@ -358,8 +357,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
     _check_float("sparse_", tensor)
     if tensor.ndim != 2:  # (checked before the dtype, as PyTorch)
         raise ValueError("Only tensors with 2 dimensions are supported")
-    if tensor.numel() == 0:  # a no-op for any dtype, as PyTorch
-        return tensor
+    if tensor.numel() == 0:  # only PyTorch's normal_ (any dtype, a version bump)
+        return normal_(tensor, 0.0, std, generator)
     _check_float("sparse_", tensor, random=True, complex_ok=True)
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
