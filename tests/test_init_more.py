@@ -228,3 +228,34 @@ def test_init_checks_in_pytorchs_order():
         init.sparse_(tgrad.empty(4, dtype=tgrad.int64), 0.5)
     with pytest.raises(NotImplementedError, match="int64"):
         init.sparse_(tgrad.empty(4, 2, dtype=tgrad.int64), 0.5)
+
+
+def test_calculate_gain_linear_ones_are_int_one():
+    # PyTorch returns the int 1 for the linear functions and sigmoid
+    for name in ("linear", "conv1d", "conv_transpose3d", "sigmoid"):
+        g = init.calculate_gain(name)
+        assert g == 1 and type(g) is int
+
+
+@pytest.mark.parametrize("fill", [init.kaiming_uniform_, init.kaiming_normal_])
+def test_kaiming_mode_is_case_insensitive(fill):
+    # PyTorch lowers ``mode``: 'FAN_OUT' is fan_out = 40 * 3 = 120 for a (40, 200, 3) weight
+    w = fill(tgrad.empty(40, 200, 3, dtype=F64), mode="FAN_OUT", nonlinearity="relu")
+    std = math.sqrt(2.0) / math.sqrt(120)  # gain / sqrt(fan); uniform: bound / sqrt(3)
+    assert abs(w.numpy().std() / std - 1) < 0.05
+    with pytest.raises(ValueError, match=r"Mode fan_avg not supported"):
+        fill(tgrad.empty(3, 4), mode="Fan_Avg")
+
+
+def test_empty_tensors_of_any_dtype_are_a_no_op():
+    # nothing to draw: PyTorch's normal_ / orthogonal_ / sparse_ accept an empty int tensor
+    for dt in (tgrad.int64, tgrad.bool):
+        for fill, args in ((init.normal_, ()), (init.xavier_normal_, ()),
+                           (init.orthogonal_, ()), (init.sparse_, (0.5,))):
+            t = tgrad.empty(0, 3, dtype=dt)
+            version = t._version
+            assert fill(t, *args) is t and t.shape == (0, 3) and t.dtype == dt
+            # PyTorch still runs normal_ (a version bump); orthogonal_ returns at once
+            assert t._version - version == (0 if fill is init.orthogonal_ else 1)
+    with pytest.raises(NotImplementedError, match="int64"):
+        init.normal_(tgrad.empty(1, 3, dtype=tgrad.int64))

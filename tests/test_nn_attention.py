@@ -199,6 +199,14 @@ def test_sdpa_float32_mask_with_a_float64_query():
                                             tgrad.ones(2, 3), tgrad.ones(2, 3)),
      RuntimeError, "Expected query, key, and value to have the same dtype, but got "
                    "query.dtype: float64 key.dtype: float32 and value.dtype: float32 instead."),
+    # a mask that would grow the (L, S) weights is refused, as PyTorch's in-place add does
+    (lambda: F.scaled_dot_product_attention(tgrad.ones(3, 4), tgrad.ones(3, 4), tgrad.ones(3, 4),
+                                            tgrad.ones(2, 3, 3, dtype=tgrad.bool)),
+     RuntimeError, "attn_mask of shape [2, 3, 3] does not broadcast to the attention weights' "
+                   "shape [3, 3]"),
+    (lambda: F.scaled_dot_product_attention(tgrad.ones(2, 3, 4), tgrad.ones(2, 3, 4),
+                                            tgrad.ones(2, 3, 4), tgrad.zeros(2, 2, 3, 3)),
+     RuntimeError, "scaled_dot_product_attention: attn_mask of shape [2, 2, 3, 3]"),
 ])
 def test_errors(fn, exc, text):
     with pytest.raises(exc) as info:

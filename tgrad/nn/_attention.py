@@ -46,6 +46,21 @@ def _check(q: Tensor, k: Tensor, v: Tensor) -> None:
                            f"not agree on E and S")
 
 
+def _check_mask_shape(attn_mask: Tensor, scores: Tensor) -> None:
+    """attn_mask must broadcast to the scores' shape (*, L, S) without growing it (PyTorch
+    adds it in place, so a mask of more dims or larger sizes is refused)."""
+    from tgrad.ops.pointwise_extras import broadcast_shapes
+    want = tuple(scores.shape)
+    try:
+        ok = broadcast_shapes(tuple(attn_mask.shape), want) == want
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"scaled_dot_product_attention: attn_mask of shape "
+                           f"{list(attn_mask.shape)} does not broadcast to the attention "
+                           f"weights' shape {list(want)} (*, L, S)")
+
+
 def _grouped(q: Tensor, t: Tensor, enable_gqa: bool) -> Tensor:
     """Key/value heads (dim -3) repeated to the query's head count (grouped-query attention)."""
     if not enable_gqa or q.ndim < 3 or t.ndim < 3 or t.shape[-3] == q.shape[-3]:
@@ -92,6 +107,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         if not isinstance(attn_mask, Tensor):
             raise TypeError(f"scaled_dot_product_attention(): attn_mask must be a Tensor, not "
                             f"{type(attn_mask).__name__}")
+        _check_mask_shape(attn_mask, scores)
         if attn_mask.dtype is dtypes.bool_:
             scores = scores.masked_fill(attn_mask.logical_not(), _NEG_INF)
         elif attn_mask.dtype is query.dtype or attn_mask.dtype is dtypes.float32:

@@ -22,11 +22,12 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
-    """The recommended gain for a nonlinearity (PyTorch's table)."""
+    """The recommended gain for a nonlinearity (PyTorch's table; the linear ones and sigmoid
+    give the int 1, as PyTorch)."""
     linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
               "conv_transpose3d", "sigmoid")
     if nonlinearity in linear:
-        return 1.0
+        return 1
     if nonlinearity == "tanh":
         return 5.0 / 3
     if nonlinearity == "relu":
@@ -65,6 +66,8 @@ def _layer_default_(weight: Tensor, bias: Tensor | None) -> None:
 
 
 def _fan(tensor: Tensor, mode: str) -> int:
+    """fan_in or fan_out by ``mode``, in any case ('FAN_IN' too, as PyTorch lowers it)."""
+    mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"Mode {mode} not supported, please use one of "
                          f"{['fan_in', 'fan_out']}")
@@ -141,7 +144,8 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
         _check_float("normal_", tensor)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    _check_float("normal_", tensor, random=True, complex_ok=True)
+    if tensor.numel() != 0:  # nothing to draw: any dtype, as PyTorch's normal_ kernel
+        _check_float("normal_", tensor, random=True, complex_ok=True)
     part_std = std / math.sqrt(2.0) if tensor.dtype.is_complex else std
     n = _real_samples("randn", tensor, generator)
     return _fill_from(tensor, _as_tensor_dtype(tensor, n * part_std + mean))
@@ -296,9 +300,9 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0,
     _check_float("orthogonal_", tensor)
     if tensor.ndim < 2:  # (checked before the dtype, as PyTorch)
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    _check_float("orthogonal_", tensor, random=True)
-    if tensor.numel() == 0:
+    if tensor.numel() == 0:  # a no-op for any dtype, as PyTorch
         return tensor
+    _check_float("orthogonal_", tensor, random=True)
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     flat = randn((rows, cols), generator=generator, dtype="float64",
@@ -353,6 +357,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
     _check_float("sparse_", tensor)
     if tensor.ndim != 2:  # (checked before the dtype, as PyTorch)
         raise ValueError("Only tensors with 2 dimensions are supported")
+    if tensor.numel() == 0:  # only PyTorch's normal_ (any dtype, a version bump)
+        return normal_(tensor, 0.0, std, generator)
     _check_float("sparse_", tensor, random=True, complex_ok=True)
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
