@@ -588,3 +588,25 @@ def test_norms_and_cond_of_empty_matrices():
     for p in (None, 1, -1, 2, -2, math.inf, -math.inf, "fro", "nuc"):
         assert LA.cond(tgrad.zeros(0, 0)).item() == 0.0
         np.testing.assert_array_equal(LA.cond(tgrad.zeros(3, 0, 0), p).numpy(), [0.0] * 3)
+
+
+def test_legacy_linalg_on_1d_and_empty_inputs():
+    # torch.cholesky returns an empty input as an empty copy before any check (any shape)
+    for x in (tgrad.zeros(0), tgrad.zeros(2, 0, 3), tgrad.zeros(0, dtype=tgrad.int64)):
+        r = tgrad.cholesky(x)
+        assert r.shape == x.shape and r.dtype is x.dtype
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        tgrad.cholesky(tgrad.ones(3))
+    # 1-D inputs: PyTorch's errors (lu_factor read shape[-2]: IndexError; lu_unpack a
+    # ValueError from its unpacking)
+    with pytest.raises(RuntimeError, match=r"lu_factor: Expected tensor with 2 or more "
+                                           r"dimensions. Got size: \[0\] instead"):
+        LA.lu_factor(tgrad.zeros(0))
+    with pytest.raises(RuntimeError, match=r"lu_unpack: Expected tensor with 2 or more "
+                                           r"dimensions. Got size: \[0\] instead"):
+        tgrad.lu_unpack(tgrad.zeros(0), tgrad.zeros(0, dtype=tgrad.int32))
+    with pytest.raises(RuntimeError, match="cholesky_inverse: The input tensor A must have "
+                                           "at least 2 dimensions."):
+        tgrad.cholesky_inverse(tgrad.zeros(0))
+    with pytest.raises(RuntimeError, match="they are 0 by 3 matrices"):
+        tgrad.cholesky_inverse(tgrad.zeros(0, 3))

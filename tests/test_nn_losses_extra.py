@@ -786,3 +786,28 @@ def test_complex_target_of_real_input_keeps_its_imaginary_part():
     with pytest.raises(RuntimeError, match="soft_margin_loss: result type ComplexDouble "
                                            "can't be cast to the desired output type Double"):
         F.soft_margin_loss(_t(x), ct)
+
+
+def test_hinge_embedding_loss_integer_input_as_pytorch():
+    # PyTorch computes margin - x in the integer input's dtype (margin converted to it,
+    # truncated): 'none'/'sum' are integers, 'mean' raises mean()'s dtype error
+    x = tgrad.tensor([1, 0, 3, 1])
+    y = tgrad.tensor([1, -1, -1, 1])
+    out = F.hinge_embedding_loss(x, y, margin=2, reduction="none")
+    assert out.dtype is tgrad.int64
+    assert out.tolist() == [1, 2, 0, 1]  # x, max(0, 2 - 0), max(0, 2 - 3), x
+    s = F.hinge_embedding_loss(x, y, margin=2, reduction="sum")
+    assert s.dtype is tgrad.int64 and s.item() == 4
+    # margin 1.5 truncates to 1; a float target only selects
+    assert F.hinge_embedding_loss(x, y.float(), margin=1.5, reduction="none").tolist() == \
+        [1, 1, 0, 1]
+    # uint8: 2 - 3 wraps to 255 (two's complement), max(0, 255) keeps it
+    u = F.hinge_embedding_loss(x.to(tgrad.uint8), y, margin=2, reduction="none")
+    assert u.dtype is tgrad.uint8 and u.tolist() == [1, 2, 255, 1]
+    with pytest.raises(RuntimeError, match=r"mean\(\): could not infer output dtype"):
+        F.hinge_embedding_loss(x, y, margin=2)
+    with pytest.raises(RuntimeError, match="cannot be converted to type uint8"):
+        F.hinge_embedding_loss(x.to(tgrad.uint8), y, margin=300, reduction="none")
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
+        F.hinge_embedding_loss(tgrad.tensor([True, False]), tgrad.tensor([1, -1]),
+                               reduction="none")

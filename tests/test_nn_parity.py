@@ -194,6 +194,37 @@ def test_lp_pool_finite_norm_unchanged_and_gradcheck_infinite():
     assert gradcheck(lambda t: F.lp_pool1d(t, math.inf, 2), (x,))
 
 
+def test_lp_pool_integer_and_bool_inputs_as_pytorch():
+    # PyTorch composes lp_pool of pow, avg_pool (an int64 kernel: the window sum divided by
+    # its size in integers) and ^(1/p): int64/bool give a float32 result
+    xs = np.array([[[[1, 2, 3], [0, 5, 1], [7, 1, 1]]]])
+    win = np.stack([xs[0, 0, i:i + 2, j:j + 2].ravel() for i in (0, 1) for j in (0, 1)])
+    # integer p: x^2 stays int64, the window mean is truncated (30 // 4 = 7, ...)
+    y = F.lp_pool2d(tgrad.tensor(xs), 2, 2, 1)
+    assert y.dtype is tgrad.float32
+    want = np.sqrt(((win ** 2).sum(1) // 4) * 4).reshape(1, 1, 2, 2)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)  # [sqrt 28, 6, sqrt 72, sqrt 28]
+    # float p: x^2.0 is float32, nothing truncated
+    y = F.lp_pool2d(tgrad.tensor(xs), 2.0, 2, 1)
+    assert y.dtype is tgrad.float32
+    np.testing.assert_allclose(y.numpy(), np.sqrt((win ** 2).sum(1)).reshape(1, 1, 2, 2),
+                               rtol=1e-6)
+    # bool: x^2 is int64 0/1; a window with one of two set truncates to 1 // 2 = 0
+    yb = F.lp_pool1d(tgrad.tensor([[True, True, False, True]]), 2, 2)
+    assert yb.dtype is tgrad.float32
+    np.testing.assert_allclose(yb.numpy(), [[np.sqrt(2.0), 0.0]], rtol=1e-6)
+    y3 = F.lp_pool3d(tgrad.ones(1, 1, 2, 2, 2, dtype=tgrad.int64), 1, 2)
+    assert y3.dtype is tgrad.float32 and y3.item() == 8.0
+    # the other integer dtypes have no avg_pool kernel: PyTorch's NotImplementedError
+    for fn, shape, kernel in ((F.lp_pool1d, (1, 4), "avg_pool2d"),
+                              (F.lp_pool2d, (1, 4, 4), "avg_pool2d"),
+                              (F.lp_pool3d, (1, 2, 2, 2), "avg_pool3d_out_frame")):
+        for dt, name in ((tgrad.int32, "Int"), (tgrad.uint8, "Byte")):
+            with pytest.raises(NotImplementedError,
+                               match=f"\"{kernel}\" not implemented for '{name}'"):
+                fn(tgrad.ones(*shape, dtype=dt), 2, 2)
+
+
 # ====================================================================== 3. embedding_bag
 def _np_bag_max(w: np.ndarray, bags: list) -> tuple:
     """PyTorch's rule: the first maximal entry of each bag and column takes the gradient

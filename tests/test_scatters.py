@@ -214,8 +214,31 @@ def test_masked_scatter_broadcasts_input_to_the_mask():
     assert out.tolist() == [[0.0, 0.0, 1.0, 0.0], [2.0, 3.0, 4.0, 5.0]]
     out.backward(tgrad.ones(2, 4, dtype=tgrad.float64))
     assert x.grad.tolist() == [0.0, 1.0, 0.0, 1.0]  # the unmasked places of both rows
-    with pytest.raises(RuntimeError, match=r"masked_scatter_: the shape of the mask \[2, 4\] "
-                                           r"must broadcast to self's \[4\]"):
+    # PyTorch's texts: expand's in place (self cannot grow), broadcasting's out of place
+    with pytest.raises(RuntimeError, match=r"masked_scatter_: expand: the number of sizes "
+                                           r"provided \(1\) must be greater or equal"):
         tgrad.zeros(4).masked_scatter_(mask, tgrad.ones(8))
-    with pytest.raises(RuntimeError, match="must broadcast with the input's"):
+    with pytest.raises(RuntimeError, match=r"masked_scatter_: The expanded size of the tensor "
+                                           r"must match the existing size"):
+        tgrad.zeros(4).masked_scatter_(tgrad.ones(3, dtype=tgrad.bool), tgrad.ones(8))
+    with pytest.raises(RuntimeError, match=r"masked_scatter: The size of tensor a \(4\) must "
+                                           r"match the size of tensor b \(3\) at "
+                                           r"non-singleton dimension 1"):
         tgrad.zeros(3).masked_scatter(mask, tgrad.ones(8))
+
+
+def test_masked_ops_shape_mismatch_errors_as_pytorch():
+    # "The size of tensor a (mask) must match the size of tensor b (input) ..." (masked_fill_:
+    # a is self), PyTorch's broadcasting text naming the op (masked_fill said where's)
+    m = tgrad.tensor([True, False, True])
+    x = tgrad.zeros(4)
+    txt = r"The size of tensor a \({}\) must match the size of tensor b \({}\) at " \
+          r"non-singleton dimension 0"
+    with pytest.raises(RuntimeError, match="masked_fill: " + txt.format(3, 4)):
+        x.masked_fill(m, 1.0)
+    with pytest.raises(RuntimeError, match="masked_fill_: " + txt.format(4, 3)):
+        x.masked_fill_(m, 1.0)
+    with pytest.raises(RuntimeError, match="masked_select: " + txt.format(3, 4)):
+        x.masked_select(m)
+    # broadcasting ones still work: a (2, 4) mask fills a (4,) input out of place
+    assert x.masked_fill(tgrad.ones(2, 4, dtype=tgrad.bool), 1.0).tolist() == [[1.0] * 4] * 2

@@ -851,6 +851,9 @@ def test_operators_defer_to_unknown_operands():
     with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \*\* or pow"):
         pow(t, 2, 3)
     assert t.__pow__(2, 3) is NotImplemented and t.__rpow__(2, 3) is NotImplemented
+    # an explicit modulo, even None, is refused (pow(t, 2, None) calls __pow__(2): computes)
+    assert t.__pow__(2, None) is NotImplemented and t.__rpow__(2, None) is NotImplemented
+    assert pow(t, 2, None).tolist() == [1, 4]
     assert (t + 1).tolist() == [2, 3] and (2 ** t).tolist() == [2, 4]
 
 

@@ -64,7 +64,11 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:  # noqa: A002
 
 
 def cholesky(input: Tensor, upper: bool = False) -> Tensor:  # noqa: A002
-    """``torch.cholesky`` (PyTorch deprecates it for linalg.cholesky)."""
+    """``torch.cholesky`` (PyTorch deprecates it for linalg.cholesky). An empty input of
+    any shape or dtype returns an empty copy unchecked, as PyTorch's (it returns before its
+    checks): cholesky(zeros(0)) is tensor([])."""
+    if isinstance(input, Tensor) and input.numel() == 0:
+        return input.clone()
     return _cholesky(input, upper=upper)
 
 
@@ -73,9 +77,12 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """A^{-1} of A = L L^H (upper: U^H U) from its Cholesky factor (two triangular solves
     against the identity; differentiable in L)."""
     require_tensor("cholesky_inverse", L)
-    if L.ndim < 2 or L.shape[-1] != L.shape[-2]:
+    if L.ndim < 2:  # PyTorch's text
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if L.shape[-1] != L.shape[-2]:
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but "
-                           f"they are {list(L.shape)}")
+                           f"they are {L.shape[-2]} by {L.shape[-1]} matrices")
     n = L.shape[-1]
     identity = eye(n, dtype=L.dtype, device=L.device).expand(*L.shape[:-2], n, n)
     return cholesky_solve(identity, L, upper)
@@ -99,6 +106,9 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     """(P, L, U) with A = P L U from packed factors; the parts not unpacked are empty."""
     require_tensor("lu_unpack", LU_data, "LU_data")
     require_tensor("lu_unpack", LU_pivots, "LU_pivots", 2)
+    if LU_data.ndim < 2:  # PyTorch's text
+        raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got "
+                           f"size: {list(LU_data.shape)} instead")
     empty = zeros((0,), dtype=LU_data.dtype, device=LU_data.device)
     L, U = _unpack(LU_data) if unpack_data else (empty, empty)
     P = _perm_matrix(_perm_from_pivots(LU_pivots, LU_data.shape[-2]), LU_data.dtype) \

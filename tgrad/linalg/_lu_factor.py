@@ -145,7 +145,9 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -
 
 def lu_factor(A: Tensor, *, pivot: bool = True) -> LUFactor:
     """(LU, pivots) of ``lu_factor_ex``; raises for a singular square A (one host read)."""
-    res = lu_factor_ex(A, pivot=pivot, check_errors=A.shape[-1] == A.shape[-2])
+    # (checked as lu_factor: a non-tensor or fewer than 2 dims raise under its name)
+    square = not isinstance(A, Tensor) or A.ndim < 2 or A.shape[-1] == A.shape[-2]
+    res = lu_factor_ex(A, pivot=pivot, check_errors=square)
     return LUFactor(res.LU, res.pivots)
 
 

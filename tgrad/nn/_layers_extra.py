@@ -38,7 +38,10 @@ _SELU_ALPHA_SCALE = 1.7580993408473766  # selu's alpha * scale: its negative sat
 def _lp_pool(op: str, input: Tensor, norm_type: float, kernel_size, stride,  # noqa: A002
              ceil_mode: bool, spatial: int) -> Tensor:
     from tgrad.nn import functional as F
-    _check_float(op, input)
+    # no dtype check of its own: an integer or bool input runs PyTorch's composition (x^p in
+    # pow's dtype, avg_pool's int64 kernel, the final ^(1/p) a float), so int64/bool give a
+    # float result and int32/uint8 its avg_pool's NotImplementedError, as PyTorch
+    _check_tensor(op, input)
     if norm_type in (math.inf, -math.inf):  # the limits, as PyTorch: max (min) of |x|
         max_pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[spatial]
         if norm_type > 0:

@@ -92,11 +92,26 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # noqa: A002
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """x where y == 1, max(0, margin - x) where y == -1 (PyTorch's sum of both masks for
-    other y), input and target broadcast; reduced."""
-    _check_float("hinge_embedding_loss", input)
+    other y), input and target broadcast; reduced. An integer input computes in its dtype
+    as PyTorch's (margin converted to it, truncated; uint8's margin - x wraps), so 'none' and
+    'sum' give integers and 'mean' raises mean()'s error; a bool input raises."""
+    _check_tensor("hinge_embedding_loss", input)
     _check_tensor("hinge_embedding_loss", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    dt = input.dtype
+    if dt is dtypes.bool_:  # PyTorch computes margin - x: its bool-subtraction error
+        raise RuntimeError("hinge_embedding_loss: Subtraction, the `-` operator, with two "
+                           "bool tensors is not supported. Use the `^` or `logical_xor()` "
+                           "operator instead.")
+    if not (dt.is_floating_point or dt.is_complex):
+        broadcast_or_raise("hinge_embedding_loss", input.shape, target.shape)
+        dtypes.check_value_fits("hinge_embedding_loss", margin, dt)
+        m = _full(input.shape, int(margin), dtype=dt, device=input.device)
+        loss = (where(target != 1, clamp(m - input, min=0), 0)
+                + where(target != -1, input, 0))
+        return _reduced(loss, reduction, None)
+    _check_float("hinge_embedding_loss", input)
     (x,), half = _compute(input)
     broadcast_or_raise("hinge_embedding_loss", x.shape, target.shape)
     loss = (where(target != 1, clamp(-x + margin, min=0.0), 0.0)

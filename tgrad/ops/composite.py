@@ -34,6 +34,7 @@ from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
+    broadcast_or_raise,
     fresh,
     require_tensor,
     rounded_to,
@@ -96,12 +97,14 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
     d input = g where not mask;  d value (a 0-d tensor) = sum of g where mask."""
     _check_mask("masked_fill", mask)
     dtypes.refuse_float8("masked_fill", input.dtype)
+    broadcast_or_raise("masked_fill", mask.shape, input.shape)  # PyTorch's text (not where's)
     return ew.where(mask, _fill_value("masked_fill", input, value), input)
 
 
 @tensor_method("masked_fill_")
 def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     _check_mask("masked_fill_", mask)
+    broadcast_or_raise("masked_fill_", self.shape, mask.shape)  # PyTorch's text and order
     value = _fill_value("masked_fill_", self, value)
     if overlapping(self):  # an expanded tensor (rare): every alias of a filled element too
         mask = alias_closure(self, mask)  # (PyTorch's result; with grad tgrad refuses)
@@ -452,11 +455,8 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
     """The elements of input (broadcast with mask) where mask holds, as a 1-D tensor."""
     _check_mask("masked_select", mask)
-    try:
-        shape = tuple(np.broadcast_shapes(input.shape, mask.shape))
-    except ValueError:
-        raise RuntimeError(f"masked_select: the shape of the mask {list(mask.shape)} must "
-                           f"broadcast with the input's {list(input.shape)}") from None
+    # PyTorch's "The size of tensor a (mask) must match the size of tensor b (input) ..."
+    shape = broadcast_or_raise("masked_select", mask.shape, input.shape)
     return getitem(input.expand(shape), mask.expand(shape))
 
 

@@ -1183,13 +1183,16 @@ def pow(input, exponent) -> Tensor:  # noqa: A001,A002
     return _pow_class(input, exponent).apply(input, exponent)
 
 
+_NO_MODULO = object()  # pow(t, e) passes no modulo; an explicit one, even None, is refused
+
+
 @tensor_method("__pow__")
-def _pow_operator(self, exponent, modulo=None) -> Tensor:
+def _pow_operator(self, exponent, modulo=_NO_MODULO) -> Tensor:
     """``t ** exponent``: pow's body; a NumPy array exponent gives NotImplemented (NumPy
     computes it, as for PyTorch's operator: see _binary_fn), as does any exponent that is
     no Tensor or number and a ``modulo`` (three-argument pow(t, e, m): Python's TypeError,
-    as PyTorch's)."""
-    if modulo is not None:
+    as PyTorch's; t.__pow__(e, None) too, as PyTorch's: pow(t, e, None) calls __pow__(e))."""
+    if modulo is not _NO_MODULO:
         return NotImplemented
     if type(exponent) is Tensor and type(self) is Tensor and exponent.device is not self.device:
         self, exponent = _cpu_scalars_moved(self, exponent)
@@ -1202,11 +1205,11 @@ def _pow_operator(self, exponent, modulo=None) -> Tensor:
 
 
 @tensor_method("__rpow__")
-def _rpow(self: Tensor, other, modulo=None) -> Tensor:
+def _rpow(self: Tensor, other, modulo=_NO_MODULO) -> Tensor:
     """``other ** self`` (other a number: PowBackward2; Python calls this only when other is
     not a tensor, so pow's device handling has nothing to do); a ``modulo``: NotImplemented,
     as __pow__'s."""
-    if modulo is not None:
+    if modulo is not _NO_MODULO:
         return NotImplemented
     try:
         return _pow_class(other, self).apply(other, self)

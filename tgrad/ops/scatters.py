@@ -12,10 +12,9 @@ elements as mask has True values (counting them costs one host read on a GPU).
 
 from __future__ import annotations
 
-from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops._common import broadcast_or_raise, require_tensor, tensor_method
 from tgrad.ops.composite import _check_mask
 from tgrad.ops.layout import as_strided, diagonal
-from tgrad.ops.pointwise_extras import broadcast_shapes
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter",
@@ -91,11 +90,8 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # no
     if source.dtype is not input.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
                            f"got {input.dtype.name} and {source.dtype.name}")
-    try:
-        shape = broadcast_shapes(input.shape, mask.shape)
-    except RuntimeError:
-        raise RuntimeError(f"masked_scatter: the shape of the mask {list(mask.shape)} must "
-                           f"broadcast with the input's {list(input.shape)}") from None
+    # PyTorch's "The size of tensor a (mask) must match the size of tensor b (input) ..."
+    shape = broadcast_or_raise("masked_scatter", mask.shape, input.shape)
     mask = mask.expand(shape)
     if tuple(input.shape) != tuple(shape):  # out of place: input broadcasts too (PyTorch's)
         input = input.expand(shape)  # noqa: A001
@@ -117,9 +113,7 @@ def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     _check_mask("masked_scatter_", mask)
     try:
         mask = mask.expand(self.shape)
-    except RuntimeError:
-        raise RuntimeError(f"masked_scatter_: the shape of the mask {list(mask.shape)} must "
-                           f"broadcast to self's {list(self.shape)} (in place, self cannot "
-                           f"grow)") from None
+    except RuntimeError as e:  # expand's (PyTorch's) text: in place, self cannot grow
+        raise RuntimeError(f"masked_scatter_: {e}") from None
     return apply_inplace(self, "masked_scatter_", lambda x, s: masked_scatter(x, mask, s),
                          source)
