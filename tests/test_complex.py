@@ -222,6 +222,52 @@ def test_cuda_creation_raises_clearly():
         tgrad.tensor([1j], device="cuda")
 
 
+def test_real_cuda_tensor_with_a_complex_number_raises_clearly():
+    # x + 1j, pow(x, 1j), where(c, x, 1j) of a real cuda tensor would be complex, which is
+    # CPU-only: the op's clear error (they crashed in Triton with KeyError 'complex64');
+    # real results (x + 2.0) still compute. Run on the interpreted cuda device.
+    import os
+    import sys
+    pytest.importorskip("triton")
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    from interpreted import run_json
+    res = run_json("""
+import json, tgrad
+x = tgrad.tensor([1.0, -2.0], device="cuda")
+out = {}
+for name, f in [("add", lambda: x + 1j), ("mul", lambda: tgrad.mul(x, 2j)),
+                ("pow", lambda: tgrad.pow(x, 1 + 2j)), ("pow", lambda: (1j) ** x),
+                ("sub", lambda: x - 1j), ("div", lambda: x / 1j),
+                ("where", lambda: tgrad.where(x > 0, x, 1j))]:
+    try:
+        f()
+        out[name] = "computed"
+    except Exception as e:
+        out[name] = [type(e).__name__, str(e)]
+out["real"] = (x + 2.0).cpu().numpy().tolist()
+print(json.dumps(out))
+""")
+    assert res.pop("real") == [3.0, 0.0]
+    for name, (typ, msg) in res.items():
+        assert typ == "RuntimeError" and msg.startswith(
+            f"{name}: complex dtypes are CPU-only in tgrad (got tgrad.complex64 on cuda:0)"), \
+            (name, typ, msg)
+
+
+def test_clamp_takes_real_number_bounds_only():
+    # PyTorch reads clamp's number bounds as real Scalars: 2+0j is 2.0, 1j raises (it made a
+    # complex result)
+    x = tgrad.tensor([1.0, -2.0, 3.0])
+    np.testing.assert_array_equal(tgrad.clamp(x, -1 + 0j, 2 + 0j).numpy(), [1.0, -1.0, 2.0])
+    assert tgrad.clamp(x, max=2 + 0j).dtype is tgrad.float32
+    for f in (lambda: tgrad.clamp(x, 1j), lambda: x.clip(max=1 + 1j),
+              lambda: x.clone().clamp_(0, 1j)):
+        with pytest.raises(RuntimeError, match="clamp: value cannot be converted to type "
+                                               "double without overflow"):
+            f()
+
+
 def test_backward_on_complex_scalar_raises():
     z = tgrad.tensor([1 + 1j], requires_grad=True)
     with pytest.raises(RuntimeError, match="only for real scalar outputs"):

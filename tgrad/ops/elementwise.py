@@ -645,12 +645,15 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
         dt = dtypes.bool_
     else:
         dt = dtypes.result_type(a, b)
-        if dt.is_complex and name in _NO_COMPLEX_BINARY:
-            raise NotImplementedError(
-                f"{name}: \"{name}_cpu\" not implemented for "
-                f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (operands {_dtype_name(a)} and "
-                f"{_dtype_name(b)}): complex numbers have no order; apply it to .real, "
-                f".imag or .abs() instead")
+        if dt.is_complex:
+            if name in _NO_COMPLEX_BINARY:
+                raise NotImplementedError(
+                    f"{name}: \"{name}_cpu\" not implemented for "
+                    f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (operands {_dtype_name(a)} and "
+                    f"{_dtype_name(b)}): complex numbers have no order; apply it to .real, "
+                    f".imag or .abs() instead")
+            # a real GPU tensor with a complex number (x + 1j): complex is CPU-only there
+            dtypes.check_complex_device(name, dt, dev)
         if name in ("div", "atan2") and not (dt.is_floating_point or dt.is_complex):
             dt = dtypes.get_default_dtype()  # true division / atan2 of integers (and bools)
         elif dt is dtypes.bool_ and name in _BOOL_KERNELS:
@@ -1403,6 +1406,8 @@ class Where(Function):
         t = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
         dev = same_device("where", cond, a, b)
         dt = dtypes.result_type(*(x for x in (a, b)))
+        if dt.is_complex:  # where(x > 0, x, 1j) of a real GPU tensor: complex is CPU-only
+            dtypes.check_complex_device("where", dt, dev)
         be = backend_of(t)
         ctx.save_for_backward(cond)  # versioned: changing the mask later raises in backward
         try:
@@ -1610,12 +1615,25 @@ class ClampTensor(Function):
 register_op(ClampTensor)
 
 
+def _real_bound(value: complex) -> float:
+    """A complex number bound of clamp as PyTorch's real Scalar: 2+0j is 2.0, a nonzero
+    imaginary part raises (clamp(x, 1j) made a complex result)."""
+    if value.imag != 0:
+        raise RuntimeError("clamp: value cannot be converted to type double without overflow "
+                           "(a complex bound; clamp takes real numbers)")
+    return float(value.real)
+
+
 @tensor_method("clamp", "clip")
 def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """Limit values to [min, max] (either bound may be None; numbers or tensors that
     broadcast with ``input``; tensor bounds also receive gradient where they bind)."""
     require_tensor("clamp", input)
     _no_complex("clamp", input, "clamp is not supported for complex types")
+    if isinstance(min, (complex, np.complexfloating)):
+        min = _real_bound(min)  # noqa: A001
+    if isinstance(max, (complex, np.complexfloating)):
+        max = _real_bound(max)  # noqa: A001
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if min is None and max is None:
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
