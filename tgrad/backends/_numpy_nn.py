@@ -228,13 +228,26 @@ def _same_layout(a, b) -> bool:
             and a.strides == b.strides)
 
 
+def _gelu_tanh_t(xf):
+    """tanh(sqrt(2/pi) (x + 0.044715 x^3)) in one new array of x's layout (x not 0-d)."""
+    u = xf ** 3
+    np.multiply(_GELU_K, u, out=u)
+    np.add(xf, u, out=u)
+    np.multiply(_SQRT_2_PI, u, out=u)
+    return np.tanh(u, out=u)
+
+
 def gelu_fwd(x: np.ndarray, approximate: str) -> np.ndarray:
     """'none': x * Phi(x);  'tanh': 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     dt = x.dtype
     xf = _up(x)
     with np.errstate(all="ignore"):
-        if approximate == "tanh":
+        if approximate == "tanh" and xf.ndim == 0:
             y = 0.5 * xf * (1.0 + np.tanh(_SQRT_2_PI * (xf + _GELU_K * xf ** 3)))
+        elif approximate == "tanh":  # the same steps in two buffers (were five temporaries)
+            t = _gelu_tanh_t(xf)
+            np.add(t, 1.0, out=t)
+            y = np.multiply(np.multiply(0.5, xf), t, out=t)
         else:
             c = _cdf(xf)
             y = np.multiply(xf, c, out=c) if _same_layout(c, xf) else xf * c
@@ -247,10 +260,28 @@ def gelu_bwd(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
     dt = g.dtype
     gf, xf = _up(g), _up(x)
     with np.errstate(all="ignore"):
-        if approximate == "tanh":
+        if approximate == "tanh" and xf.ndim == 0:
             t = np.tanh(_SQRT_2_PI * (xf + _GELU_K * xf ** 3))
             du = _SQRT_2_PI * (1.0 + 3.0 * _GELU_K * xf * xf)
             d = 0.5 * (1.0 + t) + 0.5 * xf * (1.0 - t * t) * du
+        elif approximate == "tanh":  # the same steps in at most three buffers (were ~six)
+            t = _gelu_tanh_t(xf)
+            v = np.multiply(t, t)
+            np.subtract(1.0, v, out=v)
+            r = np.multiply(0.5, xf)
+            np.multiply(r, v, out=v)  # 0.5 x (1 - t^2)
+            np.multiply(3.0 * _GELU_K, xf, out=r)  # du = sqrt(2/pi) (1 + 3 k x x), in r
+            np.multiply(r, xf, out=r)
+            np.add(r, 1.0, out=r)
+            np.multiply(_SQRT_2_PI, r, out=r)
+            np.multiply(v, r, out=v)
+            del r
+            np.add(t, 1.0, out=t)
+            np.multiply(0.5, t, out=t)
+            d = np.add(t, v, out=t)  # 0.5 (1 + t) + 0.5 x (1 - t^2) du
+            del v
+            if _same_layout(d, gf):
+                return _down(np.multiply(gf, d, out=d), dt)
         else:
             # d = cdf + x pdf, in cdf's and pdf's arrays (the functions' own)
             d, p = _cdf(xf), _pdf(xf)
