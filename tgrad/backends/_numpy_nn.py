@@ -201,10 +201,40 @@ def layer_norm_bwd(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndar
 
 
 # ------------------------------------------------------------------ activations
-def _phi_cdf(x):
-    """(Phi(x), phi(x)): standard normal CDF and density."""
-    from tgrad.backends.numpy import _erf
-    return 0.5 * (1.0 + _erf(x / math.sqrt(2.0))), np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+def _cdf(x):
+    """Phi(x) = 0.5 (1 + erf(x / sqrt 2)), standard normal CDF, in the array erf returns
+    (x's layout; owned, so the callers may write into it)."""
+    c = sys.modules["tgrad.backends.numpy"]._erf(np.divide(x, math.sqrt(2.0)))
+    if type(c) is not np.ndarray:  # (0-d)
+        return 0.5 * (1.0 + c)
+    np.add(c, 1.0, out=c)
+    return np.multiply(c, 0.5, out=c)
+
+
+def _pdf(x):
+    """phi(x) = exp(-0.5 x x) / sqrt(2 pi), standard normal density, in one new array."""
+    p = np.multiply(x, -0.5)
+    if type(p) is not np.ndarray:  # (0-d)
+        return np.exp(p * x) / math.sqrt(2 * math.pi)
+    np.multiply(p, x, out=p)
+    np.exp(p, out=p)
+    return np.divide(p, math.sqrt(2 * math.pi), out=p)
+
+
+def _same_layout(a, b) -> bool:
+    """a and b are arrays of one shape and strides: a product can go into either (out=)
+    and has the layout NumPy would give it."""
+    return (type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape
+            and a.strides == b.strides)
+
+
+def _gelu_tanh_t(xf):
+    """tanh(sqrt(2/pi) (x + 0.044715 x^3)) in one new array of x's layout (x not 0-d)."""
+    u = xf ** 3
+    np.multiply(_GELU_K, u, out=u)
+    np.add(xf, u, out=u)
+    np.multiply(_SQRT_2_PI, u, out=u)
+    return np.tanh(u, out=u)
 
 
 def gelu_fwd(x: np.ndarray, approximate: str) -> np.ndarray:
@@ -212,10 +242,15 @@ def gelu_fwd(x: np.ndarray, approximate: str) -> np.ndarray:
     dt = x.dtype
     xf = _up(x)
     with np.errstate(all="ignore"):
-        if approximate == "tanh":
+        if approximate == "tanh" and xf.ndim == 0:
             y = 0.5 * xf * (1.0 + np.tanh(_SQRT_2_PI * (xf + _GELU_K * xf ** 3)))
+        elif approximate == "tanh":  # the same steps in two buffers (were five temporaries)
+            t = _gelu_tanh_t(xf)
+            np.add(t, 1.0, out=t)
+            y = np.multiply(np.multiply(0.5, xf), t, out=t)
         else:
-            y = xf * _phi_cdf(xf)[0]
+            c = _cdf(xf)
+            y = np.multiply(xf, c, out=c) if _same_layout(c, xf) else xf * c
     return _down(y, dt)
 
 
@@ -225,19 +260,45 @@ def gelu_bwd(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
     dt = g.dtype
     gf, xf = _up(g), _up(x)
     with np.errstate(all="ignore"):
-        if approximate == "tanh":
+        if approximate == "tanh" and xf.ndim == 0:
             t = np.tanh(_SQRT_2_PI * (xf + _GELU_K * xf ** 3))
             du = _SQRT_2_PI * (1.0 + 3.0 * _GELU_K * xf * xf)
             d = 0.5 * (1.0 + t) + 0.5 * xf * (1.0 - t * t) * du
+        elif approximate == "tanh":  # the same steps in at most three buffers (were ~six)
+            t = _gelu_tanh_t(xf)
+            v = np.multiply(t, t)
+            np.subtract(1.0, v, out=v)
+            r = np.multiply(0.5, xf)
+            np.multiply(r, v, out=v)  # 0.5 x (1 - t^2)
+            np.multiply(3.0 * _GELU_K, xf, out=r)  # du = sqrt(2/pi) (1 + 3 k x x), in r
+            np.multiply(r, xf, out=r)
+            np.add(r, 1.0, out=r)
+            np.multiply(_SQRT_2_PI, r, out=r)
+            np.multiply(v, r, out=v)
+            del r
+            np.add(t, 1.0, out=t)
+            np.multiply(0.5, t, out=t)
+            d = np.add(t, v, out=t)  # 0.5 (1 + t) + 0.5 x (1 - t^2) du
+            del v
+            if _same_layout(d, gf):
+                return _down(np.multiply(gf, d, out=d), dt)
         else:
-            cdf, pdf = _phi_cdf(xf)
-            d = cdf + xf * pdf
+            # d = cdf + x pdf, in cdf's and pdf's arrays (the functions' own)
+            d, p = _cdf(xf), _pdf(xf)
+            if _same_layout(d, p):
+                np.multiply(xf, p, out=p)
+                d = np.add(d, p, out=d)
+            else:
+                d = d + xf * p
+            del p
+            if _same_layout(d, gf):
+                return _down(np.multiply(gf, d, out=d), dt)
         return _down(gf * d, dt)  # inf g where d is 0 (x = -inf): NaN, silently
 
 
 def _sigmoid(x):
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+    """The numpy backend's (stable; a new array of x's layout)."""
+    return sys.modules["tgrad.backends.numpy"]._sigmoid(x)
 
 
 def silu_fwd(x: np.ndarray) -> np.ndarray:
@@ -245,7 +306,8 @@ def silu_fwd(x: np.ndarray) -> np.ndarray:
     dt = x.dtype
     xf = _up(x)
     with np.errstate(all="ignore"):
-        return _down(xf * _sigmoid(xf), dt)
+        s = _sigmoid(xf)
+        return _down(np.multiply(xf, s, out=s) if _same_layout(s, xf) else xf * s, dt)
 
 
 def silu_bwd(g: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -254,7 +316,13 @@ def silu_bwd(g: np.ndarray, x: np.ndarray) -> np.ndarray:
     gf, xf = _up(g), _up(x)
     with np.errstate(all="ignore"):
         s = _sigmoid(xf)
-        return _down(gf * s * (1.0 + xf * (1.0 - s)), dt)
+        if not _same_layout(s, gf):
+            return _down(gf * s * (1.0 + xf * (1.0 - s)), dt)
+        b = np.subtract(1.0, s, out=np.empty_like(s))  # (1 + x (1 - s)), then (g s) b
+        np.multiply(xf, b, out=b)
+        np.add(b, 1.0, out=b)
+        np.multiply(gf, s, out=s)
+        return _down(np.multiply(s, b, out=s), dt)
 
 
 def softplus_fwd(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
