@@ -579,6 +579,8 @@ def test_detect_anomaly_reports_nan_and_forward_traceback():
     assert not tgrad.autograd.is_anomaly_enabled()
     traces = [str(m.message) for m in w if "Traceback of forward call" in str(m.message)]
     assert len(traces) == 1
+    # PyTorch's category (its C++ TORCH_WARN): a UserWarning (was RuntimeWarning)
+    assert [m.category for m in w if "Error detected" in str(m.message)] == [UserWarning]
     assert "Error detected in LogBackward0" in traces[0]
     assert "test_detect_anomaly_reports_nan_and_forward_traceback" in traces[0]
     assert "(x * 0).log()" in traces[0]

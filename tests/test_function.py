@@ -158,12 +158,44 @@ def test_mark_dirty():
     b = a * 1
     c = MulTwoInplace.apply(b)
     assert c is b and b.grad_fn.name() == "MulTwoInplaceBackward"
-    assert b._version == 1
+    assert b._version == 2  # mul_ and mark_dirty each bump it, as in PyTorch
     (c * c).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), 8 * X, rtol=1e-12)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
                                            "in an in-place operation"):
         MulTwoInplace.apply(leaf())
+
+
+def test_mark_dirty_bumps_the_version_of_memory_changed_behind_autograd():
+    # The "Extending PyTorch" example: forward changes x through .numpy() and marks it
+    # dirty; a graph that saved x before must refuse to backward (a * a saved the old a).
+    class AddOneNumpy(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x_npy = x.numpy()  # shares memory with x
+            x_npy += 1
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = leaf() * 1
+    b = a * a
+    v = a._version
+    assert AddOneNumpy.apply(a) is a and a._version == v + 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()
+    # without requires_grad too (PyTorch bumps it whenever mark_dirty is called)
+    p = tgrad.tensor(X)
+    AddOneNumpy.apply(p)
+    assert p._version == 1
+    np.testing.assert_array_equal(p.numpy(), X + 1)
+    # the graph through the marked tensor is right: d/dx sum(3 * (x + 1)) = 3
+    x = leaf()
+    (AddOneNumpy.apply(x * 1) * 3).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 3.0))
 
 
 def test_mark_non_differentiable_and_materialized_zero_grads():

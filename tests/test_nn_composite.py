@@ -303,6 +303,32 @@ def test_bce_with_logits_gradient_is_sigmoid_minus_target_far_out():
                                rtol=1e-15)
 
 
+def test_bce_with_logits_reduced_is_one_node():
+    # "Automatic Differentiation with torch.autograd" prints loss.grad_fn:
+    # BinaryCrossEntropyWithLogitsBackward0 (the reduction is in PyTorch's node; tgrad's
+    # was MeanBackward0). Values, gradients and double backward through the fused node.
+    rng = np.random.default_rng(5)
+    xn, tn, pwn = rng.normal(size=(3, 4)) * 3, rng.uniform(size=(3, 4)), rng.uniform(0.5, 2, 4)
+    x, t = _t(xn, requires_grad=True), _t(tn, requires_grad=True)
+    pw = _t(pwn, requires_grad=True)
+    per = (1 - tn) * xn + (1 + (pwn - 1) * tn) * np.logaddexp(0, -xn)
+    for red, ref, scale in (("mean", per.mean(), 1 / 12), ("sum", per.sum(), 1.0)):
+        loss = F.binary_cross_entropy_with_logits(x, t, reduction=red, pos_weight=pw)
+        assert type(loss.grad_fn).__name__ == "BinaryCrossEntropyWithLogitsBackward0"
+        assert loss.shape == ()
+        np.testing.assert_allclose(loss.item(), ref, rtol=1e-14)
+        (gx,) = tgrad.autograd.grad(loss, x)
+        s = 1 / (1 + np.exp(-xn))
+        np.testing.assert_allclose(gx.numpy(), scale * (s * (1 + (pwn - 1) * tn) - pwn * tn),
+                                   rtol=1e-13)
+
+        def fn(x, t, pw, red=red):
+            return F.binary_cross_entropy_with_logits(x, t, reduction=red, pos_weight=pw)
+        assert gradcheck(fn, (x, t, pw)) and gradgradcheck(fn, (x, t, pw))
+    assert type(F.binary_cross_entropy_with_logits(x, t, reduction="none").grad_fn).__name__ \
+        == "BinaryCrossEntropyWithLogitsBackward0"
+
+
 def test_bce_with_logits_gradcheck_all_inputs():
     rng = np.random.default_rng(3)
     x = _t(rng.normal(size=(3, 4)) * 3, requires_grad=True)

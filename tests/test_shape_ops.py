@@ -201,6 +201,26 @@ def test_empty_list_index():
     assert x[[]].shape == (0, 4)
 
 
+def test_a_range_in_the_key_is_an_index_sequence():
+    # "What is torch.nn really?": nll as -input[range(n), target].mean(); PyTorch reads a
+    # range as a sequence of indices (tgrad raised IndexError 'got range')
+    a = np.arange(24.0).reshape(4, 6)
+    target = np.array([5, 0, 2, 1])
+    x = _t(a, requires_grad=True)
+    y = -x[range(4), tgrad.tensor(target)].mean()
+    np.testing.assert_allclose(_np(y), -a[np.arange(4), target].mean(), rtol=1e-15)
+    y.backward()
+    g = np.zeros((4, 6))
+    g[np.arange(4), target] = -0.25
+    np.testing.assert_array_equal(_np(x.grad), g)
+    np.testing.assert_array_equal(_np(x[range(1, 4, 2)]), a[[1, 3]])
+    np.testing.assert_array_equal(_np(x[:, range(5, 0, -2)]), a[:, [5, 3, 1]])
+    assert x[range(0)].shape == (0, 6)
+    z = tgrad.zeros(4, 6, dtype=D)
+    z[range(4), tgrad.tensor(target)] = 1.0
+    np.testing.assert_array_equal(_np(z), (g != 0).astype(float))
+
+
 def test_a_tuple_inside_the_key_is_an_index_sequence():
     # PyTorch (and NumPy): x[(2, 0), 1:] indexes dim 0 with the sequence (2, 0), as a list
     # does (tgrad raised IndexError 'got tuple')

@@ -357,8 +357,8 @@ def _warn_forward_trace(node) -> None:
     stack = node._metadata.get("traceback_") if node._metadata else None
     if stack:
         warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
-                      f"the error:\n{''.join(stack)}", RuntimeWarning, stacklevel=3)
+                      f"the error:\n{''.join(stack)}", UserWarning, stacklevel=3)
     else:
         warnings.warn(f"Error detected in {node.name()}. No forward pass information available. "
                       "Enable detect anomaly during forward pass for more information.",
-                      RuntimeWarning, stacklevel=3)
+                      UserWarning, stacklevel=3)

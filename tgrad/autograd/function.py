@@ -163,8 +163,18 @@ class BackwardCFunction(Node):
     # specialised attribute loads, which slowed every node attribute read in backward.
 
     def mark_dirty(self, *tensors) -> None:
-        """Declare inputs that ``forward`` modified in place (they must be returned)."""
+        """Declare inputs that ``forward`` modified in place (they must be returned).
+
+        Bumps each one's version counter, as PyTorch's does: ``forward`` may have changed
+        the memory behind autograd's back (through ``.numpy()``), and a graph that saved
+        the old values must then refuse to backward (an in-place op inside ``forward``
+        bumps it once more, as in PyTorch)."""
         self.dirty_tensors = tensors
+        if Tensor is None:
+            _bind_tensor()
+        for t in tensors:
+            if isinstance(t, Tensor):
+                t._storage.version += 1
 
     def mark_non_differentiable(self, *tensors) -> None:
         """Declare outputs that get no gradient (e.g. indices)."""

@@ -365,30 +365,39 @@ class BinaryCrossEntropyWithLogits(Function):
     sigmoid(x) ~ 2e-9 at x = -20 in float32);
     dl/dt = pw softplus(-x) - softplus(x)  (-x without pos_weight);
     dl/dpw = t softplus(-x).
+    ``reduction`` 'mean' / 'sum' reduces in the node (one node, PyTorch's
+    BinaryCrossEntropyWithLogitsBackward0 on the loss), so g is the reduced loss's gradient:
+    each element's is g / numel ('mean') or g ('sum'), broadcast in the products below.
     Forward and backward are tgrad ops, so the backward differentiates again."""
 
     name = "binary_cross_entropy_with_logits"
     node_name = "BinaryCrossEntropyWithLogitsBackward0"
 
     @staticmethod
-    def forward(ctx, x, t, pw):
+    def forward(ctx, x, t, pw, reduction="none"):
         ctx.save_for_backward(x, t, pw)
+        ctx.reduction = reduction
         sp = softplus(-x, 1.0, math.inf)
         if pw is not None:
             sp = sp * ((pw - 1.0) * t + 1.0)
-        return (1.0 - t) * x + sp
+        loss = (1.0 - t) * x + sp
+        if reduction == "mean":
+            return loss.mean()
+        return loss.sum() if reduction == "sum" else loss
 
     @staticmethod
     def backward(ctx, g):
         x, t, pw = ctx.saved_tensors
         need_x, need_t, need_pw = ctx.needs_input_grad[:3]
+        if ctx.reduction == "mean":
+            g = g / float(x.numel())
         gx = gt = gpw = None
         if pw is None:
             if need_x:
                 gx = g * (sigmoid(x) - t)
             if need_t:
                 gt = g * -x
-            return gx, gt, None
+            return gx, gt, None, None
         if need_x:
             pt = pw * t
             gx = g * ((pt + 1.0 - t) * sigmoid(x) - pt)
@@ -396,7 +405,7 @@ class BinaryCrossEntropyWithLogits(Function):
             gt = g * (pw * softplus(-x, 1.0, math.inf) - softplus(x, 1.0, math.inf))
         if need_pw:
             gpw = g * (t * softplus(-x, 1.0, math.inf))
-        return gx, gt, gpw
+        return gx, gt, gpw, None
 
 
 @autocast_policy("fp32")
@@ -406,7 +415,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
                                      pos_weight: Tensor | None = None) -> Tensor:
     """(1 - t) x + (1 + (pos_weight - 1) t) softplus(-x): BCE of sigmoid(x), stable for
     any x;  dx = g (sigmoid(x) (1 + (pw - 1) t) - pw t) (see BinaryCrossEntropyWithLogits),
-    times the weight (and 1 / n for reduction="mean")."""
+    times the weight (and 1 / n for reduction="mean"). Without a weight it is one node
+    with the reduction (PyTorch's BinaryCrossEntropyWithLogitsBackward0)."""
     _check_float("binary_cross_entropy_with_logits", input)
     _check_tensor("binary_cross_entropy_with_logits", target, "target")
     if target.shape != input.shape:
@@ -425,6 +435,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
                                f"desired output type {dtypes.SCALAR_TYPE_NAMES[x.dtype]} "
                                f"(a complex target with pos_weight)")
         loss = (1.0 - t) * x + (log1p(exp(-x.abs())) + clamp(-x, min=0.0))  # softplus(-x)
+    elif weight is None and half is None:  # one node, reduced in it (PyTorch's grad_fn)
+        return BinaryCrossEntropyWithLogits.apply(x, t, pos_weight, reduction)
     else:
         loss = BinaryCrossEntropyWithLogits.apply(x, t, pos_weight)
     if weight is not None:

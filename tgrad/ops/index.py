@@ -112,7 +112,7 @@ def normalize_key(key, device=None, ndim: int | None = None,
                 continue
             out.append(arr.copy() if arr.dtype == np.bool_ else arr.astype(np.int64))
             basic = False
-        elif isinstance(k, (list, tuple, np.ndarray)):
+        elif isinstance(k, (list, tuple, range, np.ndarray)):
             arr = np.array(k)
             if arr.size == 0 and arr.dtype.kind == "f":
                 arr = arr.astype(np.int64)  # [] indexes nothing (PyTorch: an empty long index)
