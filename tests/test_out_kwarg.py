@@ -150,7 +150,7 @@ def test_multi_output_out_tuple():
 
 def test_matmul_family_and_cat_stack():
     x, y = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
-    out = tgrad.empty(1)
+    out = tgrad.empty(1, dtype=tgrad.float64)  # (mm's out wants the exact dtype)
     with pytest.warns(UserWarning):
         tgrad.matmul(t(x), t(y), out=out)
     np.testing.assert_allclose(out.numpy(), x @ y)
@@ -208,3 +208,78 @@ def test_signature_lists_out():
     import inspect
     assert inspect.signature(tgrad.sum).parameters["out"].kind is inspect.Parameter.KEYWORD_ONLY
     assert "out" in inspect.signature(tgrad.zeros).parameters
+
+
+def test_non_differentiable_results_take_inputs_requiring_grad():
+    # comparisons, argmax, all, searchsorted, ... give bool / integer results: PyTorch
+    # writes them even when an input requires grad (only differentiable ones raise)
+    a = t(A, requires_grad=True)
+    mask = tgrad.empty(0, dtype=tgrad.bool)
+    assert tgrad.gt(a, 2.5, out=mask) is mask
+    np.testing.assert_array_equal(mask.numpy(), A > 2.5)
+    idx = tgrad.empty(0, dtype=tgrad.int64)
+    tgrad.argmax(a, 1, out=idx)
+    np.testing.assert_array_equal(idx.numpy(), [2, 2])
+    tgrad.searchsorted(t([0.5, 3.5], requires_grad=True), a, out=idx)
+    np.testing.assert_array_equal(idx.numpy(), np.searchsorted([0.5, 3.5], A))
+    with pytest.raises(RuntimeError, match=r"^max\(\): functions with out=\.\.\. arguments "
+                       r"don't support automatic differentiation"):
+        tgrad.max(a, 1, out=(tgrad.empty(0, dtype=tgrad.float64), idx))  # values: float
+
+
+def test_exact_dtype_functions():
+    # PyTorch's mm / argmax / gather / softmax / ... out kernels want the result's dtype
+    x = t(A)
+    with pytest.raises(RuntimeError, match=r"^Expected out tensor to have dtype double, but "
+                       r"got float instead$"):
+        tgrad.mm(x, x.T, out=tgrad.empty(0))
+    with pytest.raises(RuntimeError, match="dtype long int, but got int instead"):
+        tgrad.argmax(x, out=tgrad.empty(0, dtype=tgrad.int32))
+    with pytest.raises(RuntimeError, match="dtype double, but got float instead"):
+        tgrad.softmax(x, 1, out=tgrad.empty(0))
+    out = tgrad.empty(0, dtype=tgrad.float64)
+    tgrad.gather(x, 1, t(np.array([[2, 0], [1, 1]])), out=out)
+    np.testing.assert_array_equal(out.numpy(), [[2.0, 0.0], [4.0, 4.0]])
+
+
+def test_out_on_more_torch_functions():
+    # torch.softmax / take / isin / clamp_min / diff / index_add / scatter_add / inverse /
+    # cholesky / qr / svd / slogdet / lu_unpack / ... take out= (hand / NumPy values)
+    x = t(A)
+    out = tgrad.empty(0, dtype=tgrad.float64)
+    assert tgrad.softmax(x, 1, out=out) is out
+    e = np.exp(A - A.max(1, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), e / e.sum(1, keepdims=True), rtol=1e-12)
+    tgrad.log_softmax(x, 1, out=out)
+    np.testing.assert_allclose(out.numpy(), np.log(e / e.sum(1, keepdims=True)), rtol=1e-12)
+    tgrad.take(x, t(np.array([5, 0])), out=out)
+    np.testing.assert_array_equal(out.numpy(), [5.0, 0.0])
+    tgrad.clamp_min(x, 2.0, out=out)
+    np.testing.assert_array_equal(out.numpy(), np.maximum(A, 2.0))
+    tgrad.diff(x, dim=1, out=out)
+    np.testing.assert_array_equal(out.numpy(), np.diff(A, axis=1))
+    tgrad.index_add(x, 1, t(np.array([0, 0])), t(np.ones((2, 2))), alpha=3, out=out)
+    np.testing.assert_array_equal(out.numpy(), A + [[6, 0, 0], [6, 0, 0]])
+    mask = tgrad.empty(0, dtype=tgrad.bool)
+    tgrad.isin(x, t([1.0, 4.0]), out=mask)
+    np.testing.assert_array_equal(mask.numpy(), np.isin(A, [1.0, 4.0]))
+    m = np.array([[4.0, 2.0], [2.0, 3.0]])  # SPD: inverse [[3, -2], [-2, 4]] / 8
+    out = tgrad.empty(5, dtype=tgrad.float64)
+    with pytest.warns(UserWarning, match=r"had shape \[5\], which does not match the required "
+                      r"output shape \[2, 2\]"):
+        assert tgrad.inverse(t(m), out=out) is out
+    np.testing.assert_allclose(out.numpy(), np.array([[3, -2], [-2, 4]]) / 8, rtol=1e-12)
+    tgrad.cholesky(t(m), out=out)
+    np.testing.assert_allclose(out.numpy(), [[2, 0], [1, np.sqrt(2)]], rtol=1e-12)
+    sign, logabs = tgrad.empty(0, dtype=tgrad.float64), tgrad.empty(0, dtype=tgrad.float64)
+    r = tgrad.slogdet(t(m), out=(sign, logabs))
+    assert r[0] is sign and r[1] is logabs and r.logabsdet is logabs
+    assert sign.item() == 1.0 and abs(logabs.item() - np.log(8.0)) < 1e-12
+    q, rr = tgrad.empty(0, dtype=tgrad.float64), tgrad.empty(0, dtype=tgrad.float64)
+    tgrad.qr(t(m), out=(q, rr))
+    np.testing.assert_allclose((q @ rr).numpy(), m, rtol=1e-12)
+    with pytest.raises(RuntimeError, match=r"^inverse\(\): functions with out=\.\.\."):
+        tgrad.inverse(t(m, requires_grad=True), out=out)
+    with tgrad.no_grad():
+        tgrad.inverse(t(m, requires_grad=True), out=out)
+    np.testing.assert_allclose(out.numpy(), np.array([[3, -2], [-2, 4]]) / 8, rtol=1e-12)

@@ -169,6 +169,10 @@ def log_softmax(input: Tensor, dim: _builtins.int, dtype=None) -> Tensor:  # noq
     return nn.functional.log_softmax(input, dim, dtype=dtype)
 
 
+softmax = _out.with_out(softmax, "softmax")  # (defined after _out.install)
+log_softmax = _out.with_out(log_softmax, "log_softmax")
+
+
 def dropout(input: Tensor, p: _builtins.float, train: _builtins.bool) -> Tensor:  # noqa: A002
     return nn.functional.dropout(input, p, training=train)
 
@@ -183,6 +187,16 @@ _LEGACY_LINALG = ("qr", "svd", "slogdet", "pinverse", "matrix_exp", "cholesky",
                   "geqrf", "orgqr", "ormqr")
 
 
+_LAZY_OUT: dict = {}  # the lazily imported torch-level functions given out= (one wrapper each)
+
+
+def _lazy_out(name: str, fn):
+    """``fn`` with PyTorch's out= when torch.<name> takes it (_out.OUT_FUNCTIONS), cached."""
+    if name not in _out.OUT_FUNCTIONS:
+        return fn
+    return _LAZY_OUT.setdefault(name, _out.with_out(fn, name))
+
+
 def __getattr__(name: str) -> object:
     # tgrad.accelerator, amp, cpu, distributions, fft, func, linalg, profiler, signal,
     # special, testing and utils are imported on first use (as torch.distributions and
@@ -194,16 +208,18 @@ def __getattr__(name: str) -> object:
     if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype"):  # torch.autocast
         from tgrad import amp
         return getattr(amp, name)
+    if name in _LAZY_OUT:
+        return _LAZY_OUT[name]
     if name == "cholesky_solve":  # torch.cholesky_solve(B, L, upper=False)
         from tgrad.linalg import cholesky_solve
-        return cholesky_solve
+        return _lazy_out(name, cholesky_solve)
     if name in _LINALG_ALIASES:  # torch.inverse, torch.det, torch.logdet
         from tgrad.linalg import _lu
-        return getattr(_lu, name)
+        return _lazy_out(name, getattr(_lu, name))
     if name in ("svd_lowrank", "pca_lowrank"):  # randomized low-rank SVD / PCA
         from tgrad.linalg import _lowrank
         return getattr(_lowrank, name)
     if name in _LEGACY_LINALG:  # torch.qr, torch.svd, torch.slogdet, torch.pinverse, torch.lu, ...
         from tgrad.linalg import _legacy
-        return getattr(_legacy, name)
+        return _lazy_out(name, getattr(_legacy, name))
     raise AttributeError(f"module 'tgrad' has no attribute {name!r}")

@@ -6,9 +6,11 @@ and by ``tgrad.linalg`` / ``tgrad.fft`` / ``tgrad.special`` to theirs in
 computed as usual, then written into ``out`` with PyTorch's out semantics:
 
 * grad mode on and an input or ``out`` requiring grad: PyTorch's error (out= is not
-  differentiable);
+  differentiable), unless every result is bool / integer (comparisons, argmax, all, ...,
+  not differentiable: PyTorch writes them);
 * the result must be castable to ``out``'s dtype (same or lower category; a multi-output
-  function's outs must have the results' dtypes exactly; the namespaces' rules are
+  function's outs, and those of _EXACT_DTYPE, must have the results' dtypes exactly; the
+  namespaces' rules are
   PyTorch's, see _dtype_rule), and be on ``out``'s device; sum/prod/cumsum/cumprod/nansum
   compute in ``out``'s dtype (_DTYPE_FROM_OUT);
 * an ``out`` of another shape is resized (contiguous; PyTorch's UserWarning when it had
@@ -53,12 +55,26 @@ polygamma pow prod quantile rad2deg reciprocal remainder renorm round row_stack 
 searchsorted sgn sigmoid sign signbit sin sinc sinh sort sqrt square stack std sub subtract
 sum take_along_dim tan tanh tensordot topk tril triu true_divide trunc var vdot vstack where
 xlogy
+argsort chain_matmul cholesky cholesky_inverse cholesky_solve clamp_max clamp_min detach_copy
+diff geqrf hardshrink index_add index_copy index_reduce inverse isin log_softmax lu lu_solve
+lu_unpack matrix_power norm orgqr ormqr qr scatter scatter_add scatter_reduce slice_scatter
+slogdet softmax svd take threshold triangular_solve
 """.split())
 
 # reductions whose out's dtype stands in for a missing dtype= (PyTorch's sum/prod/cumsum/
 # cumprod/nansum out kernels): the input is cast to it first, so a float input sums into an
 # int64 out (sum([0.6, 0.6], out=long) is 0, not int(1.2)); a given dtype= must equal it.
 _DTYPE_FROM_OUT = frozenset({"sum", "prod", "cumsum", "cumprod", "nansum"})
+
+# torch-level functions whose out must have the result's dtype exactly (PyTorch's
+# "Expected out tensor to have dtype double, but got float instead"), as their PyTorch out
+# kernels check it instead of casting: the matmul family, the index / scatter ops, argmax,
+# argsort, softmax, ... (others, e.g. abs or all, check it with their own texts: not here).
+_EXACT_DTYPE = frozenset("""
+addmm addmv argmax argmin argsort baddbmm bmm cross detach_copy diag gather index_add
+index_copy index_reduce inverse isin log_softmax lu_solve matmul matrix_power mm msort mv
+norm renorm scatter scatter_add scatter_reduce slice_scatter softmax take_along_dim tril triu
+""".split())
 
 # creation functions: out's dtype and device stand in for missing dtype= / device=.
 CREATION_FUNCTIONS = frozenset("""
@@ -266,8 +282,6 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
     for o in outs:
         check_out_tensor(name, o)
     inputs = _tensors_in(list(args) + list(kwargs.values()))
-    if STATE.enabled:
-        check_out_grad(name, list(outs), inputs)
     if creation:
         given = kwargs.get("dtype")
         if given is not None and given is not outs[0].dtype:
@@ -292,6 +306,10 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
     if not all(isinstance(r, Tensor) for r in results):
         raise TypeError(f"{name}(): out= is not supported for this call (its result is not "
                         f"Tensors)")
+    # PyTorch's error only for a differentiable result: comparisons, argmax, all/any,
+    # searchsorted, matrix_rank, ... (bool / integer results) take inputs requiring grad.
+    if STATE.enabled and any(r.dtype.category >= 2 for r in results):
+        check_out_grad(name, list(outs), inputs)
     if multi != isinstance(out, (tuple, list)):  # PyTorch's texts
         raise TypeError(f"{name}(): argument 'out' must be "
                         f"{'tuple of Tensors' if multi else 'Tensor'}, not "
@@ -300,7 +318,7 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
         raise TypeError(f"{name}(): expected tuple of {len(results)} elements but got "
                         f"{len(outs)}")
     for i, (o, r) in enumerate(zip(outs, results)):
-        _store(name, o, r, exact_dtype=multi, check=check, index=i)
+        _store(name, o, r, exact_dtype=multi or name in _EXACT_DTYPE, check=check, index=i)
     if creation and kwargs.get("requires_grad"):
         outs[0].requires_grad_(True)  # PyTorch's factories set it on out too
     if not multi:
