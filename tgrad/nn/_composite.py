@@ -83,8 +83,11 @@ class Elu(Function):
     dx = g for x > 0 (and NaN: PyTorch's elu_backward tests x <= 0), else alpha s e^(s x) g.
     The negative branch's derivative is alpha s e^(s x) itself, not s (y + alpha), which
     cancels to a few ulps of alpha for very negative x in float32. Both are tgrad ops, so the
-    backward differentiates again: d(dx)/dx = alpha s^2 e^(s x) g, d(dx)/dg as above.
-    The exponentials take x where x <= 0, 0 elsewhere: no inf in the branch not taken."""
+    backward differentiates again: d(dx)/dx = alpha s^2 e^(s x) g for x < 0, else 0 (at
+    x = 0 too: PyTorch's elu_double_backward masks x < 0, while its elu_backward takes the
+    negative branch at x <= 0), d(dx)/dg as above.
+    The exponentials take x where x < 0, 0 elsewhere: no inf in the branch not taken (and
+    e^0 = 1 carries no gradient to an x of 0)."""
 
     name = "elu"
     node_name = "EluBackward0"
@@ -100,7 +103,7 @@ class Elu(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         neg = x <= 0
-        return where(neg, g * (exp(where(neg, x, 0.0) * ctx.s) * (ctx.alpha * ctx.s)), g), \
+        return where(neg, g * (exp(where(x < 0, x, 0.0) * ctx.s) * (ctx.alpha * ctx.s)), g), \
             None, None
 
 
