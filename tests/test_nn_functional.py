@@ -431,6 +431,20 @@ def test_activation_third_order(fn):
     assert gradcheck(first, (x,)) and gradgradcheck(first, (x,))
 
 
+def test_softplus_second_derivative_at_the_threshold():
+    # beta x == threshold: the first derivative takes the smooth branch, sigmoid(beta x)
+    # (PyTorch's softplus_backward tests beta x > threshold), the second is 0 (PyTorch's
+    # softplus_double_backward masks beta x < threshold); below it beta s (1 - s); NaN stays
+    a = np.array([0.5, 0.25, 2.0, np.nan])
+    x = _t(a, requires_grad=True)
+    g, = grad(F.softplus(x, 2.0, 1.0).sum(), x, create_graph=True)
+    s = 1.0 / (1.0 + np.exp(-2.0 * a))
+    np.testing.assert_allclose(_np(g), [s[0], s[1], 1.0, np.nan], rtol=1e-14)
+    h, = grad(g.sum(), x)
+    np.testing.assert_allclose(_np(h), [0.0, 2.0 * s[1] * (1 - s[1]), 0.0, np.nan],
+                               rtol=1e-14, atol=0)
+
+
 def test_activation_errors_and_inplace():
     with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
         F.gelu(tgrad.zeros(2), approximate="fast")

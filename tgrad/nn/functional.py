@@ -892,9 +892,11 @@ def _silu_dd(x: Tensor) -> Tensor:
 
 
 def _softplus_dd(x: Tensor, beta: float, threshold: float) -> Tensor:
-    """d^2 softplus / dx^2 = beta s (1 - s), s = sigmoid(beta x); 0 past the threshold."""
+    """d^2 softplus / dx^2 = beta s (1 - s), s = sigmoid(beta x); 0 where beta x >= threshold
+    (at the threshold too: PyTorch's softplus_double_backward masks beta x < threshold, while
+    the first derivative takes the smooth branch there), NaN for a NaN x."""
     s = sigmoid(x * beta)
-    return where(x * beta > threshold, 0.0, s * (1.0 - s) * beta)
+    return where(x * beta >= threshold, 0.0, s * (1.0 - s) * beta)
 
 
 # name: (node name, second derivative rule dd(x, *params), flops per element fwd, bwd)
