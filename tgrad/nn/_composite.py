@@ -42,7 +42,7 @@ from tgrad.nn.functional import (
     softmax,
     softplus,
 )
-from tgrad.ops._common import fresh, rounded_to, widen_halves
+from tgrad.ops._common import broadcast_or_raise, fresh, rounded_to, widen_halves
 from tgrad.ops.creation import arange, full
 from tgrad.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, where
 from tgrad.ops.inplace import apply_inplace
@@ -464,7 +464,9 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, "
                            f"yet common dtype is {dtypes.SCALAR_TYPE_NAMES[common]}")
     (a, b), half = _compute(x1, x2)
-    shape = tuple(np.broadcast_shapes(a.shape, b.shape))  # dim counts in the broadcast shape
+    # dim counts in the broadcast shape; PyTorch's errors name the op
+    shape = broadcast_or_raise("cosine_similarity", a.shape, b.shape)
+    _wrap_dim(dim, len(shape), "cosine_similarity")
     a, b = a.expand(shape), b.expand(shape)
     cos = (_unit_or_scaled(a, dim, eps) * _unit_or_scaled(b, dim, eps)).sum(dim)
     return cos if half is None else cos.to(half)
