@@ -459,6 +459,21 @@ def test_prelu_zero_dim_input():
         F.prelu(tgrad.tensor(3.0), tgrad.tensor([0.25, 0.5]))
 
 
+def test_prelu_weight_ndim_and_celu_alpha_zero_errors():
+    # PyTorch's texts: a weight of 2+ dims (even one element) is refused for its ndim (the
+    # text named a parameter-count mismatch), a wrong count for the channels; celu(alpha=0)
+    x = tgrad.ones(2, 3, dtype=tgrad.float64)
+    for w in (tgrad.ones(3, 1), tgrad.ones(1, 1)):
+        with pytest.raises(RuntimeError, match=r"^prelu: Expected `weight` to be a scalar or "
+                                               r"1D tensor, but got: ndim = 2$"):
+            F.prelu(x, w)
+    with pytest.raises(RuntimeError, match="Found parameter numbers = 2 and channel size = 3"):
+        F.prelu(x, tgrad.ones(2))
+    assert F.prelu(tgrad.tensor([[-2.0, 1.0]]), tgrad.tensor(0.5)).tolist() == [[-1.0, 1.0]]
+    with pytest.raises(RuntimeError, match="^ZeroDivisionError: alpha cannot be 0 for CELU$"):
+        F.celu(x, 0.0)
+
+
 def test_first_order_unchanged_without_create_graph():
     x = tgrad.tensor(XS, requires_grad=True)
     g, = tgrad.autograd.grad(F.leaky_relu(x, 0.1).sum(), x)
