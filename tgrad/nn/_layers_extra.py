@@ -38,7 +38,12 @@ _SELU_ALPHA_SCALE = 1.7580993408473766  # selu's alpha * scale: its negative sat
 def _lp_pool(op: str, input: Tensor, norm_type: float, kernel_size, stride,  # noqa: A002
              ceil_mode: bool, spatial: int) -> Tensor:
     from tgrad.nn import functional as F
-    _check_float(op, input)
+    _check_tensor(op, input)
+    if input.dtype.is_complex:
+        _check_float(op, input)
+    # an integer or bool input as PyTorch's: x^p (int64 for an integer p, float for a float
+    # p; bool^p is int64) through avg_pool, whose int64 kernel truncates the window mean and
+    # whose error names the dtypes it lacks (int32...); the final 1/p power gives float
     if norm_type in (math.inf, -math.inf):  # the limits, as PyTorch: max (min) of |x|
         max_pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[spatial]
         if norm_type > 0:
