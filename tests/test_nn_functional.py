@@ -334,6 +334,23 @@ def test_nll_loss_matches_cross_entropy():
     assert gradcheck(lambda z: F.nll_loss(z, t, reduction="sum"), (x,))
 
 
+def test_nll_loss_weight_that_requires_grad_raises():
+    # PyTorch's nll_loss does not differentiate its class weight and refuses one that
+    # requires grad (tgrad detached it silently: weight.grad stayed None); under no_grad, or
+    # detached, it weighs the rows: -(w1 x01 + w0 x10) / (w1 + w0)
+    x = _t([[0.1, 0.2], [0.3, 0.4]], requires_grad=True)
+    t = tgrad.tensor([1, 0])
+    w = _t([2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="The function 'nll_loss_forward' is not "
+                                           "differentiable with respect to argument 'weight'"):
+        F.nll_loss(x, t, weight=w)
+    with tgrad.no_grad():
+        v = F.nll_loss(x, t, weight=w).item()
+    want = -(3.0 * 0.2 + 2.0 * 0.3) / 5.0
+    assert v == pytest.approx(want, rel=1e-15)
+    assert F.nll_loss(x, t, weight=w.detach()).item() == pytest.approx(want, rel=1e-15)
+
+
 # ---------------------------------------------------------------------- layer norm
 def _ln_ref(x, k, w=None, b=None, eps=1e-5):
     axes = tuple(range(x.ndim - k, x.ndim))

@@ -99,6 +99,14 @@ def _check_float(op: str, x: Tensor, kernel: str | None = None) -> None:
                                   f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}' ({msg})")
 
 
+def _not_differentiable(fn: str, arg: str, t) -> None:
+    """PyTorch's error for a tensor argument its loss kernel does not differentiate (a class
+    weight, a pos_weight...) that requires grad while grad mode is on."""
+    if isinstance(t, Tensor) and t.requires_grad and is_grad_enabled():
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument "
+                           f"'{arg}'. This input cannot have requires_grad True.")
+
+
 # ====================================================================== softmax family
 class Softmax(Function):
     """y = softmax(x, dim);  dx = softmax_backward(g, y, dim) = y (g - sum(g y))."""
@@ -542,6 +550,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
             raise RuntimeError(f"nll_loss: weight tensor should be defined either for all "
                                f"{input.shape[axis]} classes or no classes but got weight "
                                f"tensor of shape: {shape_str(weight.shape)}")
+        _not_differentiable("nll_loss_forward", "weight", weight)
         w = w * weight.detach().to(input.dtype)[safe]
     # where, not only * w: ignored rows get exactly 0 (and no gradient, even when every row
     # is ignored and the mean's 1 / sum(w) is inf)
