@@ -139,6 +139,14 @@ def test_grid_sample_identity_and_errors():
         F.grid_sample(x, g[:1])
     with pytest.raises(RuntimeError, match="expected input and grid to have same dtype"):
         F.grid_sample(x, g.float())
+    # an integer (or bool) input: PyTorch's NotImplementedError naming its kernel
+    with pytest.raises(NotImplementedError, match="\"grid_sampler_2d_cpu_kernel_impl\" not "
+                                                  "implemented for 'Long'"):
+        F.grid_sample(x.long(), g.long())
+    with pytest.raises(NotImplementedError, match="\"grid_sampler3d_cpu\" not implemented for "
+                                                  "'Int'"):
+        F.grid_sample(tgrad.ones(1, 1, 2, 2, 2, dtype=tgrad.int32),
+                      tgrad.zeros(1, 1, 1, 1, 3, dtype=tgrad.int32))
     with pytest.raises(ValueError, match=r"Expected a batch of 2D affine matrices of shape "
                                          r"Nx2x3 for size \[2, 3, 4, 5\]"):
         F.affine_grid(eye[:1], (2, 3, 4, 5))
