@@ -238,3 +238,26 @@ def test_lp_pool_int64_input_truncates_window_means():
             F.lp_pool1d(x.to(dt), 2, 2)
     with pytest.raises(NotImplementedError, match="avg_pool3d_out_frame"):
         F.lp_pool3d(tgrad.ones(1, 2, 2, 2, dtype=tgrad.int16), 2, 1)
+
+
+def test_grid_sample_affine_grid_and_kl_div_warnings():
+    # PyTorch's UserWarnings: align_corners left None (then False), affine_grid's unit-size
+    # grid with align_corners=True, kl_div's reduction='mean'
+    import warnings
+    theta = tgrad.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], dtype=tgrad.float64)
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior has "
+                                         "changed to align_corners=False since 1.3.0"):
+        grid = F.affine_grid(theta, (1, 1, 2, 3))
+    np.testing.assert_allclose(grid.numpy()[0, 0, :, 0], [-2 / 3, 0.0, 2 / 3], rtol=1e-15)
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior"):
+        F.grid_sample(tgrad.ones(1, 1, 2, 3, dtype=tgrad.float64), grid)
+    with pytest.warns(UserWarning, match="affine_grid behavior has changed for unit-size grids "
+                                         "when align_corners=True"):
+        F.affine_grid(theta, (1, 1, 1, 3), align_corners=True)
+    with pytest.warns(UserWarning, match="reduction: 'mean' divides the total loss by both the "
+                                         "batch size and the support size"):
+        F.kl_div(tgrad.zeros(2, 3), tgrad.ones(2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        F.affine_grid(theta, (1, 1, 2, 3), align_corners=False)
+        F.kl_div(tgrad.zeros(2, 3), tgrad.ones(2, 3), reduction="batchmean")

@@ -21,6 +21,7 @@ float16/bfloat16 losses compute in float32 and round once, as the fused ops do.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -436,6 +437,11 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noq
     size (the mathematically right KL), "mean" by the number of elements."""
     _check_float("kl_div", input)
     _check_tensor("kl_div", target, "target")
+    if size_average is None and reduce is None and reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", stacklevel=2)  # PyTorch's text
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
