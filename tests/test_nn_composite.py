@@ -117,6 +117,21 @@ def test_cosine_similarity_over_an_empty_dim_is_zero():
     assert F.cosine_similarity(_t(np.zeros((0, 3))), _t(np.zeros((0, 3)))).shape == (0,)
 
 
+def test_cosine_similarity_shape_and_dim_errors_name_the_op():
+    # PyTorch's RuntimeError for shapes that do not broadcast (was NumPy's ValueError), and
+    # its IndexError for a dim out of range (was named after amax)
+    with pytest.raises(RuntimeError, match=r"cosine_similarity: The size of tensor a \(3\) "
+                                           r"must match the size of tensor b \(4\) at "
+                                           r"non-singleton dimension 1"):
+        F.cosine_similarity(_t(np.ones((2, 3))), _t(np.ones((2, 4))))
+    with pytest.raises(IndexError, match=r"cosine_similarity: Dimension out of range \(expected "
+                                         r"to be in range of \[-3, 2\], but got 3\)"):
+        F.cosine_similarity(_t(np.ones((2, 1, 4))), _t(np.ones((3, 4))), dim=3)
+    # the broadcast shape's dims count: (2, 1, 4) with (3, 4) is (2, 3, 4), dim 2 its last
+    cos = F.cosine_similarity(_t(np.ones((2, 1, 4))), _t(np.ones((3, 4))), dim=2)
+    np.testing.assert_allclose(cos.numpy(), np.ones((2, 3)), rtol=1e-15)
+
+
 def test_normalize_one_hot_pad_embedding():
     assert F.normalize(_t([[3.0, 4.0]])).tolist() == [[0.6, 0.8]]
     assert F.normalize(_t([[0.0, 0.0]])).tolist() == [[0.0, 0.0]]  # eps keeps it finite

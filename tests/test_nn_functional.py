@@ -373,6 +373,23 @@ def test_nll_loss_is_one_node_with_a_correct_fused_backward():
     assert math.isnan(out.item()) and not x.grad.numpy().any()
 
 
+def test_nll_loss_weight_that_requires_grad_raises():
+    # PyTorch's nll_loss does not differentiate its class weight and refuses one that
+    # requires grad (tgrad detached it silently: weight.grad stayed None); under no_grad, or
+    # detached, it weighs the rows: -(w1 x01 + w0 x10) / (w1 + w0)
+    x = _t([[0.1, 0.2], [0.3, 0.4]], requires_grad=True)
+    t = tgrad.tensor([1, 0])
+    w = _t([2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="The function 'nll_loss_forward' is not "
+                                           "differentiable with respect to argument 'weight'"):
+        F.nll_loss(x, t, weight=w)
+    with tgrad.no_grad():
+        v = F.nll_loss(x, t, weight=w).item()
+    want = -(3.0 * 0.2 + 2.0 * 0.3) / 5.0
+    assert v == pytest.approx(want, rel=1e-15)
+    assert F.nll_loss(x, t, weight=w.detach()).item() == pytest.approx(want, rel=1e-15)
+
+
 # ---------------------------------------------------------------------- layer norm
 def _ln_ref(x, k, w=None, b=None, eps=1e-5):
     axes = tuple(range(x.ndim - k, x.ndim))
@@ -468,6 +485,20 @@ def test_activation_third_order(fn):
     def first(t):
         return grad(fn(t).sum(), t, create_graph=True)[0]
     assert gradcheck(first, (x,)) and gradgradcheck(first, (x,))
+
+
+def test_softplus_second_derivative_at_the_threshold():
+    # beta x == threshold: the first derivative takes the smooth branch, sigmoid(beta x)
+    # (PyTorch's softplus_backward tests beta x > threshold), the second is 0 (PyTorch's
+    # softplus_double_backward masks beta x < threshold); below it beta s (1 - s); NaN stays
+    a = np.array([0.5, 0.25, 2.0, np.nan])
+    x = _t(a, requires_grad=True)
+    g, = grad(F.softplus(x, 2.0, 1.0).sum(), x, create_graph=True)
+    s = 1.0 / (1.0 + np.exp(-2.0 * a))
+    np.testing.assert_allclose(_np(g), [s[0], s[1], 1.0, np.nan], rtol=1e-14)
+    h, = grad(g.sum(), x)
+    np.testing.assert_allclose(_np(h), [0.0, 2.0 * s[1] * (1 - s[1]), 0.0, np.nan],
+                               rtol=1e-14, atol=0)
 
 
 def test_activation_errors_and_inplace():

@@ -139,6 +139,14 @@ def test_grid_sample_identity_and_errors():
         F.grid_sample(x, g[:1])
     with pytest.raises(RuntimeError, match="expected input and grid to have same dtype"):
         F.grid_sample(x, g.float())
+    # an integer (or bool) input: PyTorch's NotImplementedError naming its kernel
+    with pytest.raises(NotImplementedError, match="\"grid_sampler_2d_cpu_kernel_impl\" not "
+                                                  "implemented for 'Long'"):
+        F.grid_sample(x.long(), g.long())
+    with pytest.raises(NotImplementedError, match="\"grid_sampler3d_cpu\" not implemented for "
+                                                  "'Int'"):
+        F.grid_sample(tgrad.ones(1, 1, 2, 2, 2, dtype=tgrad.int32),
+                      tgrad.zeros(1, 1, 1, 1, 3, dtype=tgrad.int32))
     with pytest.raises(ValueError, match=r"Expected a batch of 2D affine matrices of shape "
                                          r"Nx2x3 for size \[2, 3, 4, 5\]"):
         F.affine_grid(eye[:1], (2, 3, 4, 5))
@@ -203,3 +211,53 @@ def test_local_response_norm_int64_truncates_window_means():
     for dt in (tgrad.int32, tgrad.bool):  # PyTorch's avg_pool has no other integer kernel
         with pytest.raises(NotImplementedError, match="avg_pool2d"):
             F.local_response_norm(tgrad.ones(1, 2, 3, dtype=dt), 2)
+
+
+def test_lp_pool_int64_input_truncates_window_means():
+    # PyTorch's composite on an int64 input: x^p (int64 for an integer p), its integer
+    # avg_pool (the window mean truncated toward zero), times the window, to 1/p (float32).
+    # x = [1, -2, 3, 4, -5, 7, 2], p = 2, k = 2: x^2 = 1, 4 | 9, 16 | 25, 49 -> means 2, 12,
+    # 37 -> sqrt(4), sqrt(24), sqrt(74)
+    x = tgrad.tensor([[[1, -2, 3, 4, -5, 7, 2]]])
+    y = F.lp_pool1d(x, 2, 2)
+    assert y.dtype is tgrad.float32
+    np.testing.assert_allclose(y.numpy().ravel(), np.sqrt([4.0, 24.0, 74.0]), rtol=1e-6)
+    # p = 1, ceil_mode: means trunc(-1 / 2) = 0, trunc(7 / 2) = 3, trunc(2 / 2) = 1 and the
+    # last window (one element) 2, each times k = 2
+    y = F.lp_pool1d(x, 1, 2, ceil_mode=True)
+    np.testing.assert_allclose(y.numpy().ravel(), [0.0, 6.0, 2.0, 4.0], rtol=1e-6)
+    # 2-d, against NumPy with the truncated means: windows (2, 2), stride 1
+    xs = np.array([[1, 2, -3], [4, 5, 7], [2, 2, 1]])
+    sq = xs * xs
+    sums = np.array([[sq[i:i + 2, j:j + 2].sum() for j in range(2)] for i in range(2)])
+    want = np.sqrt((sums // 4) * 4.0)
+    y = F.lp_pool2d(tgrad.tensor(xs[None, None]), 2, 2, 1)
+    np.testing.assert_allclose(y.numpy()[0, 0], want, rtol=1e-6)
+    for dt, kernel in ((tgrad.int32, "avg_pool2d"), (tgrad.uint8, "avg_pool2d")):
+        with pytest.raises(NotImplementedError, match=kernel):  # no other integer kernel
+            F.lp_pool1d(x.to(dt), 2, 2)
+    with pytest.raises(NotImplementedError, match="avg_pool3d_out_frame"):
+        F.lp_pool3d(tgrad.ones(1, 2, 2, 2, dtype=tgrad.int16), 2, 1)
+
+
+def test_grid_sample_affine_grid_and_kl_div_warnings():
+    # PyTorch's UserWarnings: align_corners left None (then False), affine_grid's unit-size
+    # grid with align_corners=True, kl_div's reduction='mean'
+    import warnings
+    theta = tgrad.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], dtype=tgrad.float64)
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior has "
+                                         "changed to align_corners=False since 1.3.0"):
+        grid = F.affine_grid(theta, (1, 1, 2, 3))
+    np.testing.assert_allclose(grid.numpy()[0, 0, :, 0], [-2 / 3, 0.0, 2 / 3], rtol=1e-15)
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior"):
+        F.grid_sample(tgrad.ones(1, 1, 2, 3, dtype=tgrad.float64), grid)
+    with pytest.warns(UserWarning, match="affine_grid behavior has changed for unit-size grids "
+                                         "when align_corners=True"):
+        F.affine_grid(theta, (1, 1, 1, 3), align_corners=True)
+    with pytest.warns(UserWarning, match="reduction: 'mean' divides the total loss by both the "
+                                         "batch size and the support size"):
+        F.kl_div(tgrad.zeros(2, 3), tgrad.ones(2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        F.affine_grid(theta, (1, 1, 2, 3), align_corners=False)
+        F.kl_div(tgrad.zeros(2, 3), tgrad.ones(2, 3), reduction="batchmean")

@@ -368,6 +368,25 @@ def test_elu_special_values_and_double_backward():
                                rtol=1e-14)
 
 
+_SELU = (1.6732632423543772, 1.0507009873554805)  # alpha, scale
+
+
+@pytest.mark.parametrize("fn,alpha,s,pos", [c + (1.0,) for c in ELU_CASES]
+                         + [(F.selu, _SELU[0] * _SELU[1], 1.0, _SELU[1])])
+def test_elu_second_derivative_at_zero_is_zero(fn, alpha, s, pos):
+    # PyTorch's elu_backward takes the negative branch at x <= 0 (dy/dx = alpha s at 0), its
+    # elu_double_backward masks x < 0: d2y/dx2 is alpha s^2 e^(s x) for x < 0, else 0 (x = 0
+    # and -0 included)
+    xs = np.array([-1.5, -0.0, 0.0, 0.8])
+    x = tgrad.tensor(xs, requires_grad=True)
+    g, = tgrad.autograd.grad(fn(x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [alpha * s * np.exp(-1.5 * s), alpha * s,
+                                                    alpha * s, pos], rtol=1e-14)
+    h, = tgrad.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), [alpha * s * s * np.exp(-1.5 * s), 0.0, 0.0, 0.0],
+                               rtol=1e-14, atol=0)
+
+
 # ====================================================================== 7. double backward
 def _pool_in(x):
     return x.reshape(1, 1, -1)
@@ -469,6 +488,21 @@ def test_prelu_zero_dim_input():
     assert F.prelu(tgrad.tensor(3.0), tgrad.tensor([0.25])).item() == 3.0
     with pytest.raises(RuntimeError, match="Not allow zero-dim input tensor"):
         F.prelu(tgrad.tensor(3.0), tgrad.tensor([0.25, 0.5]))
+
+
+def test_prelu_weight_ndim_and_celu_alpha_zero_errors():
+    # PyTorch's texts: a weight of 2+ dims (even one element) is refused for its ndim (the
+    # text named a parameter-count mismatch), a wrong count for the channels; celu(alpha=0)
+    x = tgrad.ones(2, 3, dtype=tgrad.float64)
+    for w in (tgrad.ones(3, 1), tgrad.ones(1, 1)):
+        with pytest.raises(RuntimeError, match=r"^prelu: Expected `weight` to be a scalar or "
+                                               r"1D tensor, but got: ndim = 2$"):
+            F.prelu(x, w)
+    with pytest.raises(RuntimeError, match="Found parameter numbers = 2 and channel size = 3"):
+        F.prelu(x, tgrad.ones(2))
+    assert F.prelu(tgrad.tensor([[-2.0, 1.0]]), tgrad.tensor(0.5)).tolist() == [[-1.0, 1.0]]
+    with pytest.raises(RuntimeError, match="^ZeroDivisionError: alpha cannot be 0 for CELU$"):
+        F.celu(x, 0.0)
 
 
 def test_first_order_unchanged_without_create_graph():

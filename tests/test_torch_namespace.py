@@ -707,3 +707,18 @@ def test_fractional_max_pool_hand_values_and_module():
     b = F.fractional_max_pool2d(_t(np.random.default_rng(0).standard_normal((1, 4, 9, 9))), 2,
                                 output_size=4, return_indices=True)[1]
     assert a.tolist() == b.tolist()  # the samples come from tgrad's generator
+
+
+@pytest.mark.parametrize("n,shape", [(2, (0, 3, 5, 5)), (2, (0, 5, 5)), (3, (0, 2, 4, 5, 5))])
+def test_fractional_max_pool_empty_batch(n, shape):
+    # an empty batch (or unbatched channel) dim gives an empty result, as PyTorch (it
+    # raised NumPy's reshape error); an empty channel dim of a batch raises PyTorch's error
+    f = getattr(F, f"fractional_max_pool{n}d")
+    x = _t(np.zeros(shape), True)
+    v, i = f(x, 2, output_size=2, return_indices=True)
+    assert v.shape == i.shape == shape[:-n] + (2,) * n and i.dtype is tgrad.int64
+    v.sum().backward()
+    assert x.grad.shape == shape
+    with pytest.raises(RuntimeError, match=r"non-zero size for non-batch dimensions, but "
+                                           r"got\[2, 0, 5, 5\] with dimension 1 being empty"):
+        F.fractional_max_pool2d(_t(np.zeros((2, 0, 5, 5))), 2, output_size=2)

@@ -114,7 +114,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  #
     PyTorch's elu with input_scale 1 / alpha (the Elu Function of _composite.py)."""
     _check_float("celu", input)
     if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")  # PyTorch's text for celu(alpha=0)
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")  # PyTorch's text
     fn = _rounded_once(lambda x: Elu.apply(x, alpha, 1.0 / alpha))
     return apply_inplace(input, "celu_", fn) if inplace else fn(input)
 
@@ -150,7 +150,10 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     n = weight.numel()
     if input.ndim == 0 and n != 1:  # a 0-d input takes a one-element weight only
         raise RuntimeError("prelu: Not allow zero-dim input tensor.")
-    if weight.ndim > 1 or n not in (1, channels):
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.ndim}")
+    if n not in (1, channels):
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
                            f"parameter numbers = {n} and channel size = {channels}.")
     w = weight.reshape(()) if n == 1 else weight.reshape((n,) + (1,) * (input.ndim - 2))

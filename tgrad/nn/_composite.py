@@ -21,6 +21,7 @@ float16/bfloat16 losses compute in float32 and round once, as the fused ops do.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -42,7 +43,7 @@ from tgrad.nn.functional import (
     softmax,
     softplus,
 )
-from tgrad.ops._common import fresh, rounded_to, widen_halves
+from tgrad.ops._common import broadcast_or_raise, fresh, rounded_to, widen_halves
 from tgrad.ops.creation import arange, full
 from tgrad.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, where
 from tgrad.ops.inplace import apply_inplace
@@ -83,8 +84,11 @@ class Elu(Function):
     dx = g for x > 0 (and NaN: PyTorch's elu_backward tests x <= 0), else alpha s e^(s x) g.
     The negative branch's derivative is alpha s e^(s x) itself, not s (y + alpha), which
     cancels to a few ulps of alpha for very negative x in float32. Both are tgrad ops, so the
-    backward differentiates again: d(dx)/dx = alpha s^2 e^(s x) g, d(dx)/dg as above.
-    The exponentials take x where x <= 0, 0 elsewhere: no inf in the branch not taken."""
+    backward differentiates again: d(dx)/dx = alpha s^2 e^(s x) g for x < 0, else 0 (at
+    x = 0 too: PyTorch's elu_double_backward masks x < 0, while its elu_backward takes the
+    negative branch at x <= 0), d(dx)/dg as above.
+    The exponentials take x where x < 0, 0 elsewhere: no inf in the branch not taken (and
+    e^0 = 1 carries no gradient to an x of 0)."""
 
     name = "elu"
     node_name = "EluBackward0"
@@ -100,7 +104,7 @@ class Elu(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         neg = x <= 0
-        return where(neg, g * (exp(where(neg, x, 0.0) * ctx.s) * (ctx.alpha * ctx.s)), g), \
+        return where(neg, g * (exp(where(x < 0, x, 0.0) * ctx.s) * (ctx.alpha * ctx.s)), g), \
             None, None
 
 
@@ -458,6 +462,11 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noq
                            f"target {target.dtype.name}: pass real log-probabilities and "
                            f"probabilities)")
     _check_float("kl_div", input)
+    if size_average is None and reduce is None and reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", stacklevel=2)  # PyTorch's text
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -486,7 +495,9 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, "
                            f"yet common dtype is {dtypes.SCALAR_TYPE_NAMES[common]}")
     (a, b), half = _compute(x1, x2)
-    shape = tuple(np.broadcast_shapes(a.shape, b.shape))  # dim counts in the broadcast shape
+    # dim counts in the broadcast shape; PyTorch's errors name the op
+    shape = broadcast_or_raise("cosine_similarity", a.shape, b.shape)
+    _wrap_dim(dim, len(shape), "cosine_similarity")
     a, b = a.expand(shape), b.expand(shape)
     cos = (_unit_or_scaled(a, dim, eps) * _unit_or_scaled(b, dim, eps)).sum(dim)
     return cos if half is None else cos.to(half)

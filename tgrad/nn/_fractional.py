@@ -60,6 +60,11 @@ def _fractional(op: str, input: Tensor, kernel_size, output_size, output_ratio, 
         raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got "
                            f"{input.ndim}D input of shape {tuple(input.shape)}")
     _check_float(op, input)
+    empty = [d for d in range(1, input.ndim) if input.shape[d] == 0]
+    if empty:  # only the leading (batch, or unbatched channel) dim may be empty, as PyTorch
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but got{list(input.shape)} with dimension "
+                           f"{empty[0]} being empty.")
     kernel = _n_args(op, "kernel_size", kernel_size, n)
     if any(k <= 0 for k in kernel):  # (PyTorch 2.13 does not check: its windows are empty
         # and its values -inf; no window to take a maximum of is an error here)
@@ -99,9 +104,12 @@ def _fractional(op: str, input: Tensor, kernel_size, output_size, output_ratio, 
                           + (1,) * d + (kernel[d],) + (1,) * (n - 1 - d))
         flat = flat + pos * stride
         stride *= spatial[d]
-    flat = np.broadcast_to(flat, planes + out + kernel).reshape(planes + out + (-1,))
-    values = np.asarray(x.detach().numpy(force=True)).reshape(planes + (-1,))
-    window = np.take_along_axis(values, flat.reshape(planes + (-1,)), 2).reshape(flat.shape)
+    flat = np.broadcast_to(flat, planes + out + kernel).reshape(planes + out
+                                                                + (int(np.prod(kernel)),))
+    values = np.asarray(x.detach().numpy(force=True)).reshape(planes + (stride,))  # no -1:
+    # an empty batch or channel dim (planes of 0) leaves it undetermined
+    taps = flat.reshape(planes + (int(np.prod(flat.shape[2:])),))
+    window = np.take_along_axis(values, taps, 2).reshape(flat.shape)
     nan = np.isnan(window)
     last_nan = window.shape[-1] - 1 - np.argmax(nan[..., ::-1], -1)
     choice = np.where(nan.any(-1), last_nan, np.argmax(np.where(nan, -np.inf, window), -1))

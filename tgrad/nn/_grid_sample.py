@@ -30,10 +30,11 @@ gradients are PyTorch's: d input scatters g * weight, d grid = g * (d weight / d
 from __future__ import annotations
 
 import itertools
+import warnings
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.nn.functional import _check_float, _check_tensor
+from tgrad.nn.functional import _check_tensor
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import fresh, rounded_to, widen_halves
 from tgrad.ops.creation import arange, ones
@@ -55,10 +56,19 @@ def _base(n: int, align_corners: bool, like: Tensor) -> Tensor:
 
 
 
-def affine_grid(theta: Tensor, size, align_corners: bool = False) -> Tensor:
+_DEFAULT_ALIGN = ("Default grid_sample and affine_grid behavior has changed to "
+                  "align_corners=False since 1.3.0. Please specify align_corners=True if the "
+                  "old behavior is desired. See the documentation of grid_sample for details.")
+
+
+def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
     """The (N, H, W, 2) sampling grid of the affine maps theta (N, 2, 3) for an output of
     ``size`` (N, C, H, W); volumetric: (N, D, H, W, 3) of theta (N, 3, 4) for size
-    (N, C, D, H, W)."""
+    (N, C, D, H, W). align_corners None means False, with PyTorch's UserWarning; True
+    with a spatial size of 1 gives PyTorch's unit-size UserWarning."""
+    if align_corners is None:
+        warnings.warn(_DEFAULT_ALIGN, stacklevel=2)
+        align_corners = False
     _check_tensor("affine_grid", theta, "theta")
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got "
@@ -72,6 +82,11 @@ def affine_grid(theta: Tensor, size, align_corners: bool = False) -> Tensor:
     if theta.ndim != 3 or tuple(theta.shape) != (n, k, k + 1):
         raise ValueError(f"Expected a batch of {k}D affine matrices of shape Nx{k}x{k + 1} for "
                          f"size {size}. Got {list(theta.shape)}.")
+    if align_corners and min(size[2:]) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      stacklevel=2)
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     (theta,), half = widen_halves(theta)  # halves: float32, rounded once
@@ -171,7 +186,11 @@ def _check_grid_sample(input: Tensor, grid: Tensor, mode: str,  # noqa: A002
     if input.dtype is not grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but "
                            f"input has {input.dtype.name} and grid has {grid.dtype.name}")
-    _check_float("grid_sample", input)  # (PyTorch's NotImplementedError, its kernel text)
+    if not input.dtype.is_floating_point:  # PyTorch's NotImplementedError, its kernel named
+        kernel = "grid_sampler_2d_cpu_kernel_impl" if input.ndim == 4 else "grid_sampler3d_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (grid_sample of "
+                                  f"{input.dtype.name} tensors; convert them with .float())")
 
 
 @autocast_policy("promote", cpu="fp32")
@@ -181,6 +200,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
     (N, C, Ho, Wo), or volumetric input (N, C, D, H, W) at grid (N, Do, Ho, Wo, 3) ->
     (N, C, Do, Ho, Wo); see the module docstring."""
     _check_grid_sample(input, grid, mode, padding_mode)
+    if align_corners is None:  # PyTorch's UserWarning, then False
+        warnings.warn(_DEFAULT_ALIGN, stacklevel=2)
     align = bool(align_corners)
     (input, grid), half = widen_halves(input, grid)  # noqa: A001 - halves: float32
     n, c, *spatial = input.shape

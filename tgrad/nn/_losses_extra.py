@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.nn._composite import logsigmoid
 from tgrad.nn.functional import (
     _check_float,
@@ -25,6 +24,7 @@ from tgrad.nn.functional import (
     _check_tensor,
     _compute,
     _legacy_reduction,
+    _not_differentiable,
     _reduced,
     softplus,
 )
@@ -235,10 +235,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
         if weight.numel() != c:
             raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                                f"{list(weight.shape)}")
-        if weight.requires_grad and is_grad_enabled():
-            raise RuntimeError("The function 'multi_margin_loss' is not differentiable with "
-                               "respect to argument 'weight'. This input cannot have "
-                               "requires_grad True.")
+        _not_differentiable("multi_margin_loss", "weight", weight)
     t = target.reshape(n)
     if bool(((t < 0) | (t >= c)).any()):  # one synchronizing read on a GPU
         raise RuntimeError("target out of range")

@@ -102,6 +102,14 @@ def _check_float(op: str, x: Tensor, kernel: str | None = None) -> None:
                                   f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}' ({msg})")
 
 
+def _not_differentiable(fn: str, arg: str, t) -> None:
+    """PyTorch's error for a tensor argument its loss kernel does not differentiate (a class
+    weight, a pos_weight...) that requires grad while grad mode is on."""
+    if isinstance(t, Tensor) and t.requires_grad and is_grad_enabled():
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument "
+                           f"'{arg}'. This input cannot have requires_grad True.")
+
+
 # ====================================================================== softmax family
 class Softmax(Function):
     """y = softmax(x, dim);  dx = softmax_backward(g, y, dim) = y (g - sum(g y))."""
@@ -545,6 +553,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
             raise RuntimeError(f"nll_loss: weight tensor should be defined either for all "
                                f"{input.shape[axis]} classes or no classes but got weight "
                                f"tensor of shape: {shape_str(weight.shape)}")
+        _not_differentiable("nll_loss_forward", "weight", weight)
         w = w * weight.detach().to(input.dtype)[safe]
     cls = NllLoss if input.ndim <= 2 else NllLoss2d
     return cls.apply(input, safe, w, keep, axis, reduction)
@@ -931,9 +940,11 @@ def _silu_dd(x: Tensor) -> Tensor:
 
 
 def _softplus_dd(x: Tensor, beta: float, threshold: float) -> Tensor:
-    """d^2 softplus / dx^2 = beta s (1 - s), s = sigmoid(beta x); 0 past the threshold."""
+    """d^2 softplus / dx^2 = beta s (1 - s), s = sigmoid(beta x); 0 where beta x >= threshold
+    (at the threshold too: PyTorch's softplus_double_backward masks beta x < threshold, while
+    the first derivative takes the smooth branch there), NaN for a NaN x."""
     s = sigmoid(x * beta)
-    return where(x * beta > threshold, 0.0, s * (1.0 - s) * beta)
+    return where(x * beta >= threshold, 0.0, s * (1.0 - s) * beta)
 
 
 # name: (node name, second derivative rule dd(x, *params), flops per element fwd, bwd)
