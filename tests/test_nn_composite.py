@@ -454,6 +454,10 @@ def test_activations_are_one_node():
     assert g.requires_grad
     (gg,) = tgrad.autograd.grad(g.sum(), x)
     np.testing.assert_array_equal(gg.numpy(), np.zeros((3, 4)))
+    # hardtanh_backward zeroes x <= lo or x >= hi only: a NaN input passes g (PyTorch's)
+    x = _t([np.nan, -1.0, 0.5, 1.0, -3.0], requires_grad=True)
+    F.hardtanh(x).backward(_t([2.0, 2.0, 2.0, 2.0, 2.0]))
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0, 0.0, 0.0])
 
 
 def test_one_node_losses_forward_ad():

@@ -111,8 +111,8 @@ class LeakyRelu(_Piecewise):
 
 
 class Hardtanh(_Piecewise):
-    """y = clamp(x, lo, hi);  dx = g strictly inside (lo, hi), else 0 (NaN: 0), as PyTorch's
-    hardtanh_backward (clamp passes it at the bounds too)."""
+    """y = clamp(x, lo, hi);  dx = 0 where x <= lo or x >= hi, else g (NaN: g), as
+    PyTorch's hardtanh_backward (clamp passes it at the bounds too)."""
 
     name = "hardtanh"
     node_name = "HardtanhBackward0"
@@ -123,7 +123,7 @@ class Hardtanh(_Piecewise):
 
     @staticmethod
     def mask_grad(x: Tensor, g: Tensor, lo: float, hi: float) -> Tensor:
-        return where((x > lo) & (x < hi), g, 0.0)
+        return where((x <= lo) | (x >= hi), 0.0, g)
 
 
 class Threshold(_Piecewise):
