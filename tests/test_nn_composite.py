@@ -364,3 +364,157 @@ def test_bce_with_logits_gradcheck_all_inputs():
     xn, pwn = x.detach().numpy(), pw.detach().numpy()
     np.testing.assert_allclose(gt.numpy(), pwn * np.logaddexp(0, -xn) - np.logaddexp(0, xn),
                                rtol=1e-13)
+
+
+def _fd_jvp(f, xn, tn, eps=1e-6):
+    """Central finite difference of f (NumPy in, NumPy out) along tn at xn."""
+    return (f(xn + eps * tn) - f(xn - eps * tn)) / (2 * eps)
+
+
+def test_pointwise_losses_are_one_node():
+    # PyTorch's mse/smooth_l1/huber/binary_cross_entropy are one node with their reduction
+    # (tutorials print loss.grad_fn: <MseLossBackward0>); tgrad's were MeanBackward0.
+    # Values (NumPy float64), gradients (hand formulas), gradcheck + gradgradcheck.
+    rng = np.random.default_rng(11)
+    xn, tn = rng.normal(size=(3, 4)) * 2, rng.normal(size=(3, 4))
+    dn = xn - tn
+    ad = np.abs(dn)
+    cases = {  # name: (fn, node, per-element loss, dl/dd)
+        "mse": (F.mse_loss, "MseLossBackward0", dn ** 2, 2 * dn),
+        "smooth_l1": (lambda x, t, reduction: F.smooth_l1_loss(x, t, reduction=reduction,
+                                                                beta=0.7),
+                      "SmoothL1LossBackward0",
+                      np.where(ad < 0.7, 0.5 * dn ** 2 / 0.7, ad - 0.35),
+                      np.where(ad < 0.7, dn / 0.7, np.sign(dn))),
+        "huber": (lambda x, t, reduction: F.huber_loss(x, t, reduction=reduction, delta=0.8),
+                  "HuberLossBackward0",
+                  np.where(ad < 0.8, 0.5 * dn ** 2, 0.8 * (ad - 0.4)),
+                  np.where(ad < 0.8, dn, 0.8 * np.sign(dn))),
+    }
+    for fn, node, per, dper in cases.values():
+        for red, ref, scale in (("mean", per.mean(), 1 / 12), ("sum", per.sum(), 1.0),
+                                ("none", per, 1.0)):
+            x, t = _t(xn, requires_grad=True), _t(tn, requires_grad=True)
+            loss = fn(x, t, reduction=red)
+            assert type(loss.grad_fn).__name__ == node
+            np.testing.assert_allclose(loss.detach().numpy(), ref, rtol=1e-14)
+            gx, gt = tgrad.autograd.grad(loss.sum(), (x, t))
+            np.testing.assert_allclose(gx.numpy(), scale * dper, rtol=1e-14)
+            np.testing.assert_allclose(gt.numpy(), -scale * dper, rtol=1e-14)
+            assert gradcheck(lambda x, t, red=red, fn=fn: fn(x, t, reduction=red), (x, t))
+            assert gradgradcheck(lambda x, t, red=red, fn=fn: fn(x, t, reduction=red), (x, t))
+    # a broadcast target: 'mean' over the broadcast numel, t's gradient summed to its shape
+    x, t = _t(xn, requires_grad=True), _t(tn[0], requires_grad=True)
+    with pytest.warns(UserWarning, match="target size"):
+        loss = F.mse_loss(x, t)
+    gx, gt = tgrad.autograd.grad(loss, (x, t))
+    np.testing.assert_allclose(loss.item(), ((xn - tn[0]) ** 2).mean(), rtol=1e-14)
+    np.testing.assert_allclose(gt.numpy(), (-2 * (xn - tn[0]) / 12).sum(0), rtol=1e-14)
+
+
+def test_binary_cross_entropy_is_one_node_with_weight():
+    rng = np.random.default_rng(12)
+    pn, tn, wn = rng.uniform(0.1, 0.9, (3, 4)), rng.uniform(size=(3, 4)), rng.uniform(0.5, 2, 4)
+    per = -wn * (tn * np.log(pn) + (1 - tn) * np.log(1 - pn))
+    for w in (None, wn):
+        for red, ref, scale in (("mean", per.mean(), 1 / 12), ("sum", per.sum(), 1.0)):
+            ref_w = 1.0 if w is None else wn
+            p, t = _t(pn, requires_grad=True), _t(tn, requires_grad=True)
+            wt = None if w is None else _t(w, requires_grad=True)
+            loss = F.binary_cross_entropy(p, t, wt, reduction=red)
+            assert type(loss.grad_fn).__name__ == "BinaryCrossEntropyBackward0"
+            assert len(loss.grad_fn.next_functions) == 2  # input, target (as PyTorch's)
+            np.testing.assert_allclose(loss.item(), ref if w is not None else (per / wn).sum()
+                                       * scale, rtol=1e-14)
+            (gp,) = tgrad.autograd.grad(loss, p)
+            np.testing.assert_allclose(gp.numpy(), scale * ref_w * (pn - tn) / (pn * (1 - pn)),
+                                       rtol=1e-13)
+            args = (p, t) if wt is None else (p, t, wt)
+
+            def fn(*a, red=red):
+                return F.binary_cross_entropy(a[0] * 0.5 + 0.25, *a[1:], reduction=red)
+            assert gradcheck(fn, args) and gradgradcheck(fn, args)
+
+
+def test_activations_are_one_node():
+    # PyTorch's HardtanhBackward0 (hardtanh, relu6), LeakyReluBackward0, ThresholdBackward0,
+    # HardsigmoidBackward0, GluBackward0, LogSigmoidBackward0, EluBackward0 (selu),
+    # CeluBackward0; values against NumPy float64, gradcheck + gradgradcheck away from kinks
+    rng = np.random.default_rng(13)
+    xn = rng.uniform(0.1, 4, (3, 4)) * rng.choice([-1, 1], (3, 4))
+    sa, ss = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    cases = {
+        "HardtanhBackward0": (lambda x: F.hardtanh(x, -2.0, 3.0), np.clip(xn, -2, 3)),
+        "HardtanhBackward0 relu6": (F.relu6, np.clip(xn, 0, 6)),
+        "LeakyReluBackward0": (lambda x: F.leaky_relu(x, 0.2), np.where(xn > 0, xn, 0.2 * xn)),
+        "ThresholdBackward0": (lambda x: F.threshold(x, 0.05, -7.0),
+                               np.where(xn <= 0.05, -7.0, xn)),
+        "HardsigmoidBackward0": (F.hardsigmoid, np.clip(xn + 3, 0, 6) / 6),
+        "GluBackward0": (lambda x: F.glu(x, 1),
+                         xn[:, :2] / (1 + np.exp(-xn[:, 2:]))),
+        "LogSigmoidBackward0": (F.logsigmoid, -np.logaddexp(0, -xn)),
+        "EluBackward0": (F.selu, ss * np.where(xn > 0, xn, sa * np.expm1(xn))),
+        "CeluBackward0": (lambda x: F.celu(x, 0.5), np.where(xn > 0, xn,
+                                                             0.5 * np.expm1(xn / 0.5))),
+    }
+    for node, (fn, ref) in cases.items():
+        x = _t(xn, requires_grad=True)
+        y = fn(x)
+        assert type(y.grad_fn).__name__ == node.split()[0], node
+        np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-14, err_msg=node)
+        assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,)), node
+    # a piecewise node's gradient stays in x's graph under create_graph (zero 2nd derivative)
+    x = _t(xn, requires_grad=True)
+    (g,) = tgrad.autograd.grad(F.leaky_relu(x, 0.2).sum(), x, create_graph=True)
+    assert g.requires_grad
+    (gg,) = tgrad.autograd.grad(g.sum(), x)
+    np.testing.assert_array_equal(gg.numpy(), np.zeros((3, 4)))
+    # hardtanh_backward zeroes x <= lo or x >= hi only: a NaN input passes g (PyTorch's)
+    x = _t([np.nan, -1.0, 0.5, 1.0, -3.0], requires_grad=True)
+    F.hardtanh(x).backward(_t([2.0, 2.0, 2.0, 2.0, 2.0]))
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0, 0.0, 0.0])
+
+
+def test_one_node_losses_forward_ad():
+    # forward-mode AD through the new nodes (their vjp of the vjp) against finite differences
+    import tgrad.autograd.forward_ad as fwAD
+    rng = np.random.default_rng(14)
+    xn, tn = rng.uniform(0.2, 0.8, (2, 3)), rng.uniform(0.2, 0.8, (2, 3))
+    un = rng.normal(size=(2, 3))
+    fns = {
+        "mse": (lambda x: F.mse_loss(x, _t(tn)), lambda a: ((a - tn) ** 2).mean()),
+        "huber": (lambda x: F.huber_loss(x * 4, _t(tn), reduction="sum"),
+                  lambda a: np.where(np.abs(4 * a - tn) < 1, 0.5 * (4 * a - tn) ** 2,
+                                     np.abs(4 * a - tn) - 0.5).sum()),
+        "bce": (lambda x: F.binary_cross_entropy(x, _t(tn)),
+                lambda a: -(tn * np.log(a) + (1 - tn) * np.log(1 - a)).mean()),
+        "leaky_relu": (lambda x: F.leaky_relu(x - 0.5, 0.1),
+                       lambda a: np.where(a > 0.5, a - 0.5, 0.1 * (a - 0.5))),
+        "glu": (lambda x: F.glu(x, 0), lambda a: a[:1] / (1 + np.exp(-a[1:]))),
+        "logsigmoid": (F.logsigmoid, lambda a: -np.logaddexp(0, -a)),
+    }
+    for name, (fn, ref) in fns.items():
+        with fwAD.dual_level():
+            y = fn(fwAD.make_dual(_t(xn), _t(un)))
+            tangent = fwAD.unpack_dual(y).tangent
+        np.testing.assert_allclose(tangent.numpy(), _fd_jvp(ref, xn, un), rtol=1e-7,
+                                   atol=1e-9, err_msg=name)
+
+
+def test_one_node_loss_on_cuda_interpreter():
+    from interpreted import run_json
+    res = run_json("""
+import json, numpy as np, tgrad, tgrad.nn.functional as F
+z = np.array([[0.5, -1.5, 2.0], [0.25, 3.0, -0.75]])
+out = {}
+for dev in ("cpu", "cuda"):
+    x = tgrad.tensor(z, device=dev, requires_grad=True)
+    loss = F.mse_loss(x, tgrad.zeros(2, 3, dtype=tgrad.float64, device=dev))
+    loss.backward()
+    out[dev] = [type(loss.grad_fn).__name__, loss.item(), x.grad.cpu().numpy().ravel().tolist()]
+print(json.dumps(out))
+""")
+    z = np.array([[0.5, -1.5, 2.0], [0.25, 3.0, -0.75]])
+    assert res["cuda"][0] == "MseLossBackward0"
+    assert res["cuda"][1] == pytest.approx((z ** 2).mean(), rel=1e-14)
+    np.testing.assert_allclose(res["cuda"][2], (2 * z / 6).ravel(), rtol=1e-14)

@@ -10,7 +10,14 @@ from __future__ import annotations
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
-from tgrad.nn._composite import Elu, _check_float, _int_scalars, _rounded_once, relu6
+from tgrad.nn._composite import (
+    Celu,
+    Hardsigmoid,
+    Threshold,
+    _check_float,
+    _int_scalars,
+    _rounded_once,
+)
 from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops.elementwise import clamp, tanh, where
@@ -52,7 +59,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """relu6(x + 3) / 6;  dx = g / 6 strictly inside (-3, 3), else 0."""
     _check_float("hardsigmoid", input)
-    fn = _rounded_once(lambda x: relu6(x + 3.0) / 6.0)
+    fn = _rounded_once(Hardsigmoid.apply)
     return apply_inplace(input, "hardsigmoid_", fn) if inplace else fn(input)
 
 
@@ -115,7 +122,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  #
     _check_float("celu", input)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")  # PyTorch's text
-    fn = _rounded_once(lambda x: Elu.apply(x, alpha, 1.0 / alpha))
+    fn = _rounded_once(lambda x: Celu.apply(x, alpha, 1.0 / alpha))
     return apply_inplace(input, "celu_", fn) if inplace else fn(input)
 
 
@@ -132,9 +139,7 @@ def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
         th, v = _int_scalars("threshold", input.dtype, threshold, value)
         fn = lambda x: where(x <= th, v, x)  # noqa: E731
     else:
-        def fn(x):
-            x = tie(x)
-            return where(x <= threshold, value, x)
+        fn = lambda x: Threshold.apply(x, threshold, value)  # noqa: E731
     return apply_inplace(input, "threshold_", fn) if inplace else fn(input)
 
 

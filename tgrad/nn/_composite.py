@@ -28,7 +28,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import UNSAFE_BCE, autocast_policy, refuse_in_region
 from tgrad.autograd.function import Function, expandable
-from tgrad.nn._piecewise import tie
+from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import (
     _check_elementwise_weight,
     _check_float,
@@ -37,6 +37,8 @@ from tgrad.nn.functional import (
     _check_tensor,
     _compute,
     _legacy_reduction,
+    _mean_scaled,
+    _reduce_loss,
     _reduced,
     _warn_if_shapes_differ,
     _weighted_reduced,
@@ -71,11 +73,90 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01,  # noqa: A002
     """x where x > 0, else negative_slope x;  dx = g or negative_slope g (at 0: the slope),
     in x's graph (tie: d(dx)/dx = 0)."""
     _check_float("leaky_relu", input)
-
-    def fn(x):
-        x = tie(x)
-        return where(x > 0, x, x * negative_slope)
+    fn = lambda x: LeakyRelu.apply(x, negative_slope)  # noqa: E731
     return apply_inplace(input, "leaky_relu_", fn) if inplace else fn(input)
+
+
+class _Piecewise(Function):
+    """One node for a piecewise-linear activation y = f(x), as PyTorch's: dx = J(x) g with
+    J piecewise constant (``mask_grad``), attached to x's graph (_piecewise._Attach: under
+    create_graph dx requires grad when x does, d(dx)/dx = 0, PyTorch's double backward);
+    d(dx)/dg is the same masking, so the backward differentiates again."""
+
+    @classmethod
+    def forward(cls, ctx, x, *p):
+        ctx.save_for_backward(x)
+        ctx.p = p
+        return cls.value(x, *p)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        (x,) = ctx.saved_tensors
+        return (_Attach.apply(cls.mask_grad(x, g, *ctx.p), x),) + (None,) * len(ctx.p)
+
+
+class LeakyRelu(_Piecewise):
+    """y = x where x > 0, else slope x;  dx = g where x > 0, else slope g (at 0 and NaN
+    too, as PyTorch's leaky_relu_backward)."""
+
+    name = "leaky_relu"
+    node_name = "LeakyReluBackward0"
+
+    @staticmethod
+    def value(x: Tensor, slope: float) -> Tensor:
+        return where(x > 0, x, x * slope)
+
+    @staticmethod
+    def mask_grad(x: Tensor, g: Tensor, slope: float) -> Tensor:
+        return where(x > 0, g, g * slope)
+
+
+class Hardtanh(_Piecewise):
+    """y = clamp(x, lo, hi);  dx = 0 where x <= lo or x >= hi, else g (NaN: g), as
+    PyTorch's hardtanh_backward (clamp passes it at the bounds too)."""
+
+    name = "hardtanh"
+    node_name = "HardtanhBackward0"
+
+    @staticmethod
+    def value(x: Tensor, lo: float, hi: float) -> Tensor:
+        return clamp(x, lo, hi)
+
+    @staticmethod
+    def mask_grad(x: Tensor, g: Tensor, lo: float, hi: float) -> Tensor:
+        return where((x <= lo) | (x >= hi), 0.0, g)
+
+
+class Threshold(_Piecewise):
+    """y = value where x <= threshold, else x (NaN passes);  dx = g where x > threshold or
+    NaN, else 0 (PyTorch's threshold_backward)."""
+
+    name = "threshold"
+    node_name = "ThresholdBackward0"
+
+    @staticmethod
+    def value(x: Tensor, th: float, v: float) -> Tensor:
+        return where(x <= th, v, x)
+
+    @staticmethod
+    def mask_grad(x: Tensor, g: Tensor, th: float, v: float) -> Tensor:
+        return where(x <= th, 0.0, g)
+
+
+class Hardsigmoid(_Piecewise):
+    """y = clamp(x + 3, 0, 6) / 6;  dx = g / 6 strictly inside (-3, 3), else 0 (PyTorch's
+    hardsigmoid_backward)."""
+
+    name = "hardsigmoid"
+    node_name = "HardsigmoidBackward0"
+
+    @staticmethod
+    def value(x: Tensor) -> Tensor:
+        return clamp(x + 3.0, 0.0, 6.0) / 6.0
+
+    @staticmethod
+    def mask_grad(x: Tensor, g: Tensor) -> Tensor:
+        return where((x > -3.0) & (x < 3.0), g / 6.0, 0.0)
 
 
 class Elu(Function):
@@ -94,18 +175,27 @@ class Elu(Function):
     node_name = "EluBackward0"
 
     @staticmethod
-    def forward(ctx, x, alpha, s):
+    def forward(ctx, x, alpha, s, scale=None):
         ctx.save_for_backward(x)
-        ctx.alpha, ctx.s = alpha, s
+        ctx.alpha, ctx.s, ctx.scale = alpha, s, scale
         neg = x <= 0
-        return where(neg, expm1(where(neg, x, 0.0) * s) * alpha, x)
+        y = where(neg, expm1(where(neg, x, 0.0) * s) * alpha, x)
+        return y if scale is None else y * scale  # selu: scale * elu(x, alpha)
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
+        if ctx.scale is not None:
+            g = g * ctx.scale
         neg = x <= 0
         return where(neg, g * (exp(where(x < 0, x, 0.0) * ctx.s) * (ctx.alpha * ctx.s)), g), \
-            None, None
+            None, None, None
+
+
+class Celu(Elu):
+    """celu: PyTorch's CeluBackward0 node (Elu with s = 1 / alpha)."""
+
+    node_name = "CeluBackward0"
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
@@ -120,9 +210,10 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
-    """scale * elu(x, alpha) with the self-normalising constants."""
+    """scale * elu(x, alpha) with the self-normalising constants (one node, PyTorch's
+    EluBackward0: dx = scale g or scale alpha e^x g)."""
     _check_float("selu", input)
-    fn = _rounded_once(lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE)
+    fn = _rounded_once(lambda x: Elu.apply(x, _SELU_ALPHA, 1.0, _SELU_SCALE))  # EluBackward0
     return apply_inplace(input, "selu_", fn) if inplace else fn(input)
 
 
@@ -130,7 +221,27 @@ def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
     """log(sigmoid(x)) = -softplus(-x), never switched to the linear form (softplus' stable
     max + log1p form keeps float64 exact for any x);  dx = g sigmoid(-x)."""
     _check_float("logsigmoid", input, "log_sigmoid_cpu")
-    return -softplus(-input, 1.0, math.inf)
+    if input.dtype in (dtypes.float16, dtypes.bfloat16):  # softplus' own half rounding
+        return -softplus(-input, 1.0, math.inf)
+    return LogSigmoid.apply(input)
+
+
+class LogSigmoid(Function):
+    """One node, PyTorch's LogSigmoidBackward0: y = -softplus(-x);  dx = g sigmoid(-x), tgrad
+    ops, so the backward differentiates again (d(dx)/dx = -g sigmoid(x) sigmoid(-x))."""
+
+    name = "logsigmoid"
+    node_name = "LogSigmoidBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return -softplus(-x, 1.0, math.inf)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * sigmoid(-x)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
@@ -147,10 +258,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa
         lo, hi = _int_scalars("hardtanh", input.dtype, min_val, max_val)
         fn = lambda x: clamp(x, lo, hi)  # noqa: E731
     else:
-        def fn(x):
-            x = tie(x)
-            y = clamp(x, min_val, max_val)
-            return where((x > min_val) & (x < max_val), y, y.detach())
+        fn = lambda x: Hardtanh.apply(x, min_val, max_val)  # noqa: E731
     return apply_inplace(input, "hardtanh_", fn) if inplace else fn(input)
 
 
@@ -177,10 +285,32 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
                            f"{input.shape[d]}")
 
-    def gated(x: Tensor) -> Tensor:
+    return _rounded_once(lambda x: Glu.apply(x, d))(input)
+
+
+class Glu(Function):
+    """One node, PyTorch's GluBackward0: y = a sigmoid(b), (a, b) = x.chunk(2, dim);
+    dx = cat(g s, g a s (1 - s)) along dim, s = sigmoid(b): tgrad ops of the saved x, so
+    the backward differentiates again."""
+
+    name = "glu"
+    node_name = "GluBackward0"
+
+    @staticmethod
+    def forward(ctx, x, d):
+        ctx.save_for_backward(x)
+        ctx.d = d
         a, b = x.chunk(2, d)
         return a * sigmoid(b)
-    return _rounded_once(gated)(input)
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.shape import cat
+        (x,) = ctx.saved_tensors
+        a, b = x.chunk(2, ctx.d)
+        s = sigmoid(b)
+        ga = g * s
+        return cat([ga, ga * a * (1.0 - s)], ctx.d), None
 
 
 @autocast_policy("fp32", cpu=None)
@@ -256,12 +386,80 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     x, t, half, reduction = _pair("smooth_l1_loss", "smooth_l1_cpu", input, target,
                                   size_average, reduce, reduction)
-    d = x - t
-    ad = d.abs()
-    if beta == 0.0:
-        return _reduced(ad, reduction, half)
-    dq = clamp(d, -beta, beta)  # the quadratic branch stays finite where it is not taken
-    return _reduced(where(ad < beta, dq * dq * (0.5 / beta), ad - 0.5 * beta), reduction, half)
+    if beta == 0.0:  # PyTorch's l1_loss composition (its grad_fn is the reduction's)
+        return _reduced((x - t).abs(), reduction, half)
+    loss = SmoothL1Loss.apply(x, t, reduction, beta)
+    return loss if half is None else loss.to(half)
+
+
+class _DiffLoss(Function):
+    """One node with its reduction for an elementwise loss l(d) of d = x - t (x and t
+    broadcast), as PyTorch's fused losses: subclasses give ``loss(d, p)`` and its
+    derivative ``dloss(d, p)`` (tgrad ops, so the backward differentiates again).
+    dl/dx = g' dloss(d), dl/dt = -g' dloss(d), g' = g / numel ('mean'), else g; the engine
+    sums a broadcast gradient to each input's shape."""
+
+    @staticmethod
+    def loss(d: Tensor, p: float) -> Tensor:
+        raise NotImplementedError
+
+    @staticmethod
+    def dloss(d: Tensor, p: float) -> Tensor:
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, x, t, reduction, p):
+        ctx.save_for_backward(x, t)
+        loss = cls.loss(x - t, p)
+        ctx.meta = (reduction, loss.numel(), p)
+        return _reduce_loss(loss, reduction)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        x, t = ctx.saved_tensors
+        reduction, n, p = ctx.meta
+        dd = _mean_scaled(g, reduction, n) * cls.dloss(x - t, p)
+        return (dd if ctx.needs_input_grad[0] else None,
+                -dd if ctx.needs_input_grad[1] else None, None, None)
+
+
+class SmoothL1Loss(_DiffLoss):
+    """l = 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta > 0);
+    dl/dd = d / beta where |d| < beta, else sign(d) (NaN for NaN: PyTorch's
+    smooth_l1_backward), so d(dl/dd)/dd = 1 / beta strictly inside, else 0 (PyTorch's
+    double backward)."""
+
+    name = "smooth_l1_loss"
+    node_name = "SmoothL1LossBackward0"
+
+    @staticmethod
+    def loss(d: Tensor, beta: float) -> Tensor:
+        ad = d.abs()
+        dq = clamp(d, -beta, beta)  # the quadratic branch stays finite where it is not taken
+        return where(ad < beta, dq * dq * (0.5 / beta), ad - 0.5 * beta)
+
+    @staticmethod
+    def dloss(d: Tensor, beta: float) -> Tensor:
+        return where(d.abs() < beta, d * (1.0 / beta), d.sign())
+
+
+class HuberLoss(_DiffLoss):
+    """l = 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta);
+    dl/dd = d where |d| < delta, else delta sign(d) (NaN for NaN: PyTorch's
+    huber_backward), so d(dl/dd)/dd = 1 strictly inside, else 0."""
+
+    name = "huber_loss"
+    node_name = "HuberLossBackward0"
+
+    @staticmethod
+    def loss(d: Tensor, delta: float) -> Tensor:
+        ad = d.abs()
+        dq = clamp(d, -delta, delta)  # the quadratic branch stays finite where not taken
+        return where(ad < delta, dq * dq * 0.5, (ad - 0.5 * delta) * delta)
+
+    @staticmethod
+    def dloss(d: Tensor, delta: float) -> Tensor:
+        return where(d.abs() < delta, d, d.sign() * delta)
 
 
 @autocast_policy("fp32")
@@ -278,13 +476,11 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
         raise RuntimeError(f"huber_loss: result type {names[common]} can't be cast to the "
                            f"desired output type {names[input.dtype]}")
     _check_elementwise_weight("huber_loss", input, weight)
-    d = x - t
-    ad = d.abs()
-    dq = clamp(d, -delta, delta)  # the quadratic branch stays finite where it is not taken
-    loss = where(ad < delta, dq * dq * 0.5, (ad - 0.5 * delta) * delta)
-    if weight is not None:  # 'mean' is the plain mean of w l here (PyTorch's)
-        return _weighted_reduced(loss, weight, reduction, half, by_weight=False)
-    return _reduced(loss, reduction, half)
+    if weight is not None:  # 'mean' is the plain mean of w l here (PyTorch's composition)
+        return _weighted_reduced(HuberLoss.apply(x, t, "none", delta), weight, reduction,
+                                 half, by_weight=False)
+    loss = HuberLoss.apply(x, t, reduction, delta)
+    return loss if half is None else loss.to(half)
 
 
 _LOG_FLOOR = -100.0  # PyTorch clamps BCE's logs at -100
@@ -292,25 +488,42 @@ _BCE_EPS = 9.999999960041972e-13  # floor of x (1 - x) in its gradient: float32 
 
 
 class BinaryCrossEntropy(Function):
-    """l = -(t log x + (1 - t) log(1 - x)), logs clamped at -100;
-    dl/dx = (x - t) / max(x (1 - x), 1e-12);  dl/dt = log(1 - x) - log(x) (unclamped).
+    """l = -w (t log x + (1 - t) log(1 - x)), logs clamped at -100 (w: the optional weight,
+    broadcast to x's shape), reduced in the node (one node, PyTorch's
+    BinaryCrossEntropyBackward0 with or without a weight);
+    dl/dx = g' w (x - t) / max(x (1 - x), 1e-12);  dl/dt = g' w (log(1 - x) - log(x))
+    (unclamped);  dl/dw = g' times the unweighted loss (PyTorch raises for a weight that
+    requires grad), with g' = g / numel ('mean'), else g.
     Forward and backward are tgrad ops, so the backward differentiates again."""
 
     name = "binary_cross_entropy"
     node_name = "BinaryCrossEntropyBackward0"
+    hidden_edges = (2,)  # PyTorch's node lists input and target (weight: not differentiable)
 
     @staticmethod
-    def forward(ctx, x, t):
-        ctx.save_for_backward(x, t)
-        return -(t * _clamped_log(x) + (1.0 - t) * _clamped_log(1.0 - x))
+    def forward(ctx, x, t, w=None, reduction="none"):
+        ctx.save_for_backward(x, t, w)
+        ctx.reduction = reduction
+        loss = _bce(x, t)
+        if w is not None:
+            loss = loss * w
+        return _reduce_loss(loss, reduction)
 
     @staticmethod
     def backward(ctx, g):
-        x, t = ctx.saved_tensors
-        need_x, need_t = ctx.needs_input_grad
+        x, t, w = ctx.saved_tensors
+        need_x, need_t, need_w = ctx.needs_input_grad[:3]
+        g = _mean_scaled(g, ctx.reduction, x.numel())
+        gw = g * _bce(x, t) if need_w else None
+        if w is not None:
+            g = g * w
         gx = g * (x - t) / clamp(x * (1.0 - x), min=_BCE_EPS) if need_x else None
         gt = g * (log1p(-x) - log(x)) if need_t else None
-        return gx, gt
+        return gx, gt, gw, None
+
+
+def _bce(x: Tensor, t: Tensor) -> Tensor:
+    return -(t * _clamped_log(x) + (1.0 - t) * _clamped_log(1.0 - x))
 
 
 def _clamped_log(x: Tensor) -> Tensor:
@@ -354,11 +567,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
             raise RuntimeError(f"binary_cross_entropy: all elements of target should be "
                                f"between 0 and 1 (got values in [{lo}, {hi}])")
     (x, t), half = _compute(input, target)
-    loss = BinaryCrossEntropy.apply(x, t)
     if weight is not None:
         _check_loss_weight("binary_cross_entropy", weight, input)
-        loss = loss * weight
-    return _reduced(loss, reduction, half)
+    loss = BinaryCrossEntropy.apply(x, t, weight, reduction)
+    return loss if half is None else loss.to(half)
 
 
 class BinaryCrossEntropyWithLogits(Function):

@@ -623,10 +623,50 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # n
     _warn_if_shapes_differ(input, target, stacklevel=2)
     _check_elementwise_weight("mse_loss", input, weight)
     (x, t), half = _compute(input, target)
-    d = x - t
-    if weight is not None:
+    if weight is not None:  # PyTorch's weighted mse_loss is a composition too
+        d = x - t
         return _weighted_reduced(d * d, weight, reduction, half, by_weight=True)
-    return _reduced(d * d, reduction, half)
+    loss = MseLoss.apply(x, t, reduction)
+    return loss if half is None else loss.to(half)
+
+
+class MseLoss(Function):
+    """One node with its reduction, as PyTorch's (MseLossBackward0): l = (x - t)^2 (x and t
+    broadcast), reduced; dl/dx = 2 (x - t) g', dl/dt = -2 (x - t) g' with g' = g / numel
+    ('mean'), g ('sum', 'none'); the engine sums a broadcast gradient to each input's
+    shape. The backward is tgrad ops of the saved x, t, so it differentiates again."""
+
+    name = "mse_loss"
+    node_name = "MseLossBackward0"
+
+    @staticmethod
+    def forward(ctx, x, t, reduction):
+        ctx.save_for_backward(x, t)
+        d = x - t
+        loss = d * d
+        ctx.meta = (reduction, loss.numel())
+        return _reduce_loss(loss, reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        reduction, n = ctx.meta
+        dd = _mean_scaled(g, reduction, n) * ((x - t) * 2.0)
+        return (dd if ctx.needs_input_grad[0] else None,
+                -dd if ctx.needs_input_grad[1] else None, None)
+
+
+def _reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    """An elementwise loss reduced inside a loss node's forward ('mean' / 'sum' / 'none')."""
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _mean_scaled(g: Tensor, reduction: str, n: int) -> Tensor:
+    """A loss node's incoming gradient per element: g / n for 'mean' (n: the elementwise
+    loss's numel), else g (a 0-d g broadcasts in the products of the backward)."""
+    return g / float(n) if reduction == "mean" else g
 
 
 def _warn_if_shapes_differ(input: Tensor, target: Tensor, stacklevel: int) -> None:  # noqa: A002
