@@ -283,3 +283,90 @@ def test_out_on_more_torch_functions():
     with tgrad.no_grad():
         tgrad.inverse(t(m, requires_grad=True), out=out)
     np.testing.assert_allclose(out.numpy(), np.array([[3, -2], [-2, 4]]) / 8, rtol=1e-12)
+
+
+def test_unary_and_index_ops_want_their_own_dtype_with_pytorchs_texts():
+    x = t(np.array([0.5, -1.5, 2.0]))  # float64
+    f32 = tgrad.empty(0)
+    with pytest.raises(RuntimeError, match="Found dtype Float but expected Double"):
+        tgrad.abs(x, out=f32)
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Long"):
+        tgrad.neg(t(np.array([1, 2])), out=tgrad.empty(0, dtype=tgrad.float64))
+    with pytest.raises(RuntimeError, match="Found dtype Float but expected Double"):
+        tgrad.clamp_min(x, 0.0, out=f32)
+    with pytest.raises(RuntimeError, match="signbit does not support non-boolean outputs"):
+        tgrad.signbit(x, out=f32)
+    with pytest.raises(RuntimeError, match="all only supports bool tensor for result, got: "
+                                           "Float"):
+        tgrad.all(x, out=f32)
+    with pytest.raises(RuntimeError, match="nonzero: Expected out tensor to have scalar type "
+                                           "Long"):
+        tgrad.nonzero(x, out=f32)
+    with pytest.raises(RuntimeError, match=r"take\(\): self and out expected to have the same "
+                                           r"dtype, but got self.dtype = Double and out.dtype "
+                                           r"= Float"):
+        tgrad.take(x, t(np.array([0])), out=f32)
+    with pytest.raises(RuntimeError, match="tensordot: Expected the output tensor to have "
+                                           "dtype Double"):
+        tgrad.inner(x, x, out=f32)
+    with pytest.raises(RuntimeError, match="output tensor's dtype is wrong"):
+        tgrad.searchsorted(t(np.array([0.0, 1.0])), x, out=f32)
+    with pytest.raises(RuntimeError, match="nan_to_num: dtype of out: Float should be same "
+                                           "as input: Double"):
+        tgrad.nan_to_num(x, out=f32)
+    assert f32.shape == (0,)  # untouched by the refused writes
+    # still allowed: sin(int) into float, abs(complex) into a real out, all(uint8) into bool
+    r = tgrad.sin(t(np.array([1, 2])), out=tgrad.empty(0, dtype=tgrad.float64))
+    np.testing.assert_allclose(r.numpy(), np.sin([1.0, 2.0]), rtol=1e-6)  # (in float32)
+    r = tgrad.abs(t(np.array([3 + 4j])), out=tgrad.empty(0, dtype=tgrad.float32))
+    np.testing.assert_array_equal(r.numpy(), [5.0])
+    r = tgrad.all(t(np.array([1, 2], dtype=np.uint8)), out=tgrad.empty(0, dtype=tgrad.bool))
+    assert r.item() is True
+    r = tgrad.abs(x, out=tgrad.empty(0, dtype=tgrad.float64))
+    np.testing.assert_array_equal(r.numpy(), [0.5, 1.5, 2.0])
+
+
+def test_composite_out_functions_record_the_copy():
+    # PyTorch's composite inner / quantile / linalg.cond write a result requiring grad into
+    # out (a CopyBackwards) instead of raising the out= autograd error
+    a = t(np.array([1.0, 2.0, 4.0]), requires_grad=True)
+    out = tgrad.empty(0, dtype=tgrad.float64)
+    assert tgrad.inner(a, a, out=out) is out
+    assert out.requires_grad and out.item() == 21.0
+    (3 * out).backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [6.0, 12.0, 24.0])  # d(3 a.a) = 6 a
+    a.grad = None
+    out = tgrad.empty(0, dtype=tgrad.float64)
+    tgrad.quantile(a, 0.5, out=out)
+    out.backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [0.0, 1.0, 0.0])  # the median picks a[1]
+    with pytest.raises(RuntimeError, match=r"inner\(\): functions with out=... arguments"):
+        tgrad.inner(a, a, out=tgrad.empty(0, dtype=tgrad.float64, requires_grad=True))
+    # aliases name the canonical op, histc (not differentiable) writes
+    with pytest.raises(RuntimeError, match=r"^neg\(\): functions with out="):
+        tgrad.negative(a, out=tgrad.empty(0, dtype=tgrad.float64))
+    with pytest.raises(RuntimeError, match=r"^abs\(\): functions with out="):
+        tgrad.absolute(a, out=tgrad.empty(0, dtype=tgrad.float64))
+    h = tgrad.histc(a, 3, min=1, max=4, out=tgrad.empty(0, dtype=tgrad.float64))
+    np.testing.assert_array_equal(h.numpy(), [1.0, 1.0, 1.0])  # bins [1,2) [2,3) [3,4]
+    assert not h.requires_grad
+
+
+def test_argsort_out_needs_stable_and_linalg_outs_are_column_major():
+    x = t(np.array([[3.0, 1.0, 2.0]]))
+    with pytest.raises(TypeError, match=r"argsort\(\) received an invalid combination"):
+        tgrad.argsort(x, out=tgrad.empty(0, dtype=tgrad.int64))
+    r = tgrad.argsort(x, stable=True, out=tgrad.empty(0, dtype=tgrad.int64))
+    np.testing.assert_array_equal(r.numpy(), [[1, 2, 0]])
+    m = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 0.5], [0.0, 0.5, 4.0]])
+    out = tgrad.linalg.inv(t(m), out=tgrad.empty(0, dtype=tgrad.float64))
+    assert out.stride() == (1, 3)  # LAPACK's layout, as PyTorch's resized out
+    np.testing.assert_allclose(out.numpy() @ m, np.eye(3), atol=1e-14)
+    batch = tgrad.linalg.inv(t(np.stack([m, 2 * m])), out=tgrad.empty(0, dtype=tgrad.float64))
+    assert batch.stride() == (9, 1, 3)
+    np.testing.assert_allclose(batch.numpy()[1] @ (2 * m), np.eye(3), atol=1e-14)
+    kept = tgrad.empty(3, 3, dtype=tgrad.float64)  # an out of the right shape keeps its own
+    assert tgrad.linalg.inv(t(m), out=kept).stride() == (3, 1)
+    nz = tgrad.nonzero(t(np.array([[0, 1], [2, 0]])), out=tgrad.empty(0, dtype=tgrad.int64))
+    assert nz.stride() == (1, 2)
+    np.testing.assert_array_equal(nz.numpy(), [[0, 1], [1, 0]])

@@ -9,7 +9,8 @@ computed as usual, then written into ``out`` with PyTorch's out semantics:
   differentiable), unless every result is bool / integer (comparisons, argmax, all, ...,
   not differentiable: PyTorch writes them);
 * the result must be castable to ``out``'s dtype (same or lower category; a multi-output
-  function's outs, and those of _EXACT_DTYPE, must have the results' dtypes exactly; the
+  function's outs, and those of _EXACT_DTYPE, must have the results' dtypes exactly;
+  _TORCH_RULES: ops checking it with their own texts, as abs or nonzero; the
   namespaces' rules are
   PyTorch's, see _dtype_rule), and be on ``out``'s device; sum/prod/cumsum/cumprod/nansum
   compute in ``out``'s dtype (_DTYPE_FROM_OUT);
@@ -76,6 +77,151 @@ index_copy index_reduce inverse isin log_softmax lu_solve matmul matrix_power mm
 norm renorm scatter scatter_add scatter_reduce slice_scatter softmax take_along_dim tril triu
 """.split())
 
+# torch-level functions whose PyTorch out kernels check out's dtype with their own texts
+# (instead of casting): _TORCH_RULES[name](i, src, dst, x) raises PyTorch's error for
+# result i of dtype src into an out of dtype dst (x: the first input's dtype) and returns
+# True where a result that is not castable may still be written (all/any into uint8/bool).
+def _found(i, src, dst, x):  # the unary / clamp family: out wants the result's dtype
+    if src is not dst:
+        raise RuntimeError(f"Found dtype {_N[dst]} but expected {_N[src]}")
+
+
+def _abs(i, src, dst, x):  # abs of a complex input casts (its result is real)
+    if x is None or not x.is_complex:
+        _found(i, src, dst, x)
+
+
+def _same(text):  # out wants the result's dtype, with PyTorch's text
+    def check(i, src, dst, x):
+        if src is not dst:
+            raise RuntimeError(text.format(src=_N[src], dst=_N[dst], x=_N.get(x),
+                                           src_c10=_C10_NAMES[src], dst_c10=_C10_NAMES[dst]))
+    return check
+
+
+def _bool_only(text):
+    def check(i, src, dst, x):
+        if dst is not dtypes.bool_:
+            raise RuntimeError(text.format(dst=_N[dst]))
+    return check
+
+
+def _all_any(name):
+    def check(i, src, dst, x):
+        if dst not in (dtypes.bool_, dtypes.uint8):
+            raise RuntimeError(f"{name} only supports bool tensor for result, got: {_N[dst]}")
+        return True
+    return check
+
+
+def _searchsorted(i, src, dst, x):
+    if src is not dst:
+        raise RuntimeError(f"torch.searchsorted(): output tensor's dtype is wrong, it can "
+                           f"only be Int(int32) or Long(int64) depending on whether out_int32 "
+                           f"flag is True, but we got output tensor's dtype {_N[dst]} and "
+                           f"out_int32 flag is {src is dtypes.int32}")
+
+
+def _first(check):  # a multi-output function's first out (values / mantissa)
+    def first(i, src, dst, x):
+        if i == 0:
+            check(i, src, dst, x)
+    return first
+
+
+_SCALAR = "expected scalar_type {src} but found {dst}"
+_TORCH_RULES = {n: _found for n in """
+bitwise_not ceil clamp clamp_max clamp_min clip conj_physical fix floor frac hardshrink neg
+negative round sgn sign trunc""".split()}
+_TORCH_RULES.update({
+    "abs": _abs, "absolute": _abs,
+    "signbit": _bool_only("signbit does not support non-boolean outputs."),
+    "isposinf": _bool_only("isposinf does not support non-boolean outputs."),
+    "isneginf": _bool_only("isneginf does not support non-boolean outputs."),
+    "all": _all_any("all"), "any": _all_any("any"),
+    "nonzero": _same("nonzero: Expected out tensor to have scalar type Long but got scalar "
+                     "type{dst}"),
+    "nan_to_num": _same("nan_to_num: dtype of out: {dst} should be same as input: {src}"),
+    "float_power": _same("the output given to float_power has dtype {dst} but the operation's "
+                         "result requires dtype {src}"),
+    "take": _same("take(): self and out expected to have the same dtype, but got self.dtype "
+                  "= {src} and out.dtype = {dst}"),
+    "index_select": _same("index_select(): self and result must have the same scalar type"),
+    "masked_select": _same("masked_select(): self and result must have the same scalar type"),
+    "tensordot": _same("tensordot: Expected the output tensor to have dtype {src}, but got an "
+                       "output tensor with dtype {dst}"),
+    "dot": _same("result dtype {dst} does not match input dtype {src}"),
+    "vdot": _same("result dtype {dst} does not match input dtype {src}"),
+    "ormqr": _same("torch.ormqr: Expected input and result to have the same dtype, but input "
+                   "has dtype{src} and result has dtype {dst}"),
+    "histc": _same("histogram: input tensor and hist tensor should have the same dtype, but "
+                   "got input {src_c10} and hist {dst_c10}"),
+    "searchsorted": _searchsorted, "bucketize": _searchsorted,
+    "logcumsumexp": _same(_SCALAR),
+    "cummax": _first(_same(_SCALAR)), "cummin": _first(_same(_SCALAR)),
+    "frexp": _first(_same("frexp() expects mantissa to have dtype {src_c10} but got "
+                          "{dst_c10}")),
+    "narrow_copy": _same("Expected self.dtype() == output.dtype() to be true, but got false.  "
+                         "(Could this error message be improved?  If so, please report an "
+                         "enhancement request to PyTorch.)"),
+    "quantile": _same("quantile() out tensor must be same dtype as the input tensor"),
+    "nanquantile": _same("quantile() out tensor must be same dtype as the input tensor"),
+    "amax": _same("Expected the dtype for input and out to match, but got {src} for input's "
+                  "dtype and {dst} for out's dtype."),
+    "amin": _same("Expected the dtype for input and out to match, but got {src} for input's "
+                  "dtype and {dst} for out's dtype."),
+    "where": _same("Expected out type to be {src} but got {dst}"),
+    "polar": _same("Expected object of scalar type {src} but got scalar type {dst} for "
+                   "argument 'out'"),
+    "complex": _same("Expected object of scalar type {src} but got scalar type {dst} for "
+                     "argument 'out'"),
+    "heaviside": _same("heaviside is not yet implemented for tensors with different dtypes."),
+})
+_TORCH_RULES["inner"] = _TORCH_RULES["tensordot"]  # (PyTorch's inner is a tensordot)
+
+# the name PyTorch's out= autograd error gives an alias (its canonical op; the composite
+# functions name the op they call): negative -> neg(), linalg.multi_dot -> mm(), ...
+_ERROR_NAMES = {
+    "absolute": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
+    "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh", "arctan2": "atan2",
+    "negative": "neg", "multiply": "mul", "divide": "div", "true_divide": "div",
+    "subtract": "sub", "clip": "clamp", "fix": "trunc", "concat": "cat", "concatenate": "cat",
+    "row_stack": "cat", "vstack": "cat", "hstack": "cat", "dstack": "cat",
+    "column_stack": "cat", "ger": "mul", "outer": "mul", "kron": "mul", "square": "pow",
+    "float_power": "pow", "diff": "sub", "take_along_dim": "gather", "chain_matmul": "mm",
+    "norm": "linalg_vector_norm", "nanmean": "nansum",
+    "special_expit": "sigmoid", "special_psi": "digamma", "special_digamma": "digamma",
+    "special_gammaln": "lgamma", "special_multigammaln": "mvlgamma",
+    "linalg_matmul": "matmul", "linalg_det": "_linalg_det", "linalg_multi_dot": "mm",
+    "linalg_matrix_power": "matmul", "linalg_vecdot": "vdot", "linalg_inv": "linalg_inv_ex",
+    "linalg_solve": "_linalg_solve_ex", "linalg_eigh": "_linalg_eigh",
+    "linalg_eigvalsh": "_linalg_eigh",
+    "linalg_svdvals": "_linalg_svd",
+}
+_ERROR_NAMES.update({f"special_{n}": n for n in """
+erf erfc erfinv exp2 expm1 i0 log1p logit logsumexp polygamma round sinc xlogy""".split()})
+
+# PyTorch's CompositeImplicit out= functions whose out records the copy (a CopyBackwards):
+# inputs requiring grad give an out requiring grad, with their gradient (no out= error).
+_COMPOSITE_GRAD = frozenset("""
+inner tensordot quantile nanquantile linalg_norm linalg_matrix_norm linalg_cond
+linalg_tensorinv linalg_tensorsolve special_ndtr
+""".split())
+# float results PyTorch writes without the out= autograd error (not differentiable)
+_NOT_DIFFERENTIABLE = frozenset({"histc"})
+
+# LAPACK-backed functions whose resized outs PyTorch makes column-major (strides (1, m) per
+# matrix; values the same; nonzero too): the indices of those outs (1-D results stay
+# contiguous).
+_COLUMN_MAJOR = {n: (0,) for n in """
+linalg_inv linalg_inv_ex linalg_cholesky linalg_cholesky_ex linalg_solve linalg_solve_ex
+linalg_lu_solve linalg_lu_factor linalg_lu_factor_ex linalg_solve_triangular
+linalg_householder_product linalg_ldl_factor linalg_ldl_factor_ex linalg_ldl_solve
+linalg_lstsq inverse cholesky_inverse lu_solve svd geqrf orgqr ormqr nonzero
+""".split()}
+_COLUMN_MAJOR.update({"linalg_qr": (0, 1), "linalg_eigh": (1,), "linalg_eig": (1,),
+                      "linalg_svd": (0, 2), "triangular_solve": (0, 1), "qr": (0, 1)})
+
 # creation functions: out's dtype and device stand in for missing dtype= / device=.
 CREATION_FUNCTIONS = frozenset("""
 arange empty eye full linspace logspace ones rand randint randn randperm range zeros
@@ -127,6 +273,7 @@ _LINALG_TEXTS = {
     "solve_triangular": "linalg.solve_triangular: expected scalar type {src} but found {dst}",
     "multi_dot": "multi_dot(): expected out tensor to have dtype {src_c10} but got {dst_c10}",
 }
+_N = dtypes.SCALAR_TYPE_NAMES
 _EXACT_TEXT = "Expected out tensor to have dtype {src_c10}, but got {dst_c10} instead"
 # the fft functions' names in PyTorch's out dtype errors (the n-d forms share one kernel)
 _FFT_OP = {"fft2": "fftn", "ifft2": "fftn", "ifftn": "fftn", "rfft2": "rfftn",
@@ -156,6 +303,8 @@ def _dtype_rule(ns: str, fn_name: str):
                 raise RuntimeError(f"{op} expects a floating point output tensor, but got "
                                    f"{names[dst]}")
         return check
+    if ns == "special" and fn_name == "round":
+        return lambda i, src, dst: _found(i, src, dst, None)
     if ns != "linalg" or fn_name in _LINALG_CAST:
         return None
     if fn_name in ("eig", "eigvals"):
@@ -210,10 +359,18 @@ def _check_overlap(out: Tensor, inputs: list) -> None:
             raise RuntimeError(_PARTIAL_OVERLAP)
 
 
-def _resize(out: Tensor, shape: tuple) -> None:
-    """Give ``out`` the contiguous ``shape`` (PyTorch's resize_output): in its own storage
-    when that has room from its offset, else in new memory (its version counter carries
-    on); PyTorch's UserWarning when ``out`` had elements."""
+def _column_major(shape: tuple) -> tuple:
+    """Strides of a batch of column-major (Fortran) matrices of ``shape`` (ndim >= 2), as
+    LAPACK's results in PyTorch: (..., m, n) -> (..., 1, m), the batch dims outside."""
+    m, n = shape[-2], shape[-1]
+    return contiguous_strides(shape[:-2] + (m * n,))[:-1] + (1, max(m, 1))
+
+
+def _resize(out: Tensor, shape: tuple, strides: tuple | None = None) -> None:
+    """Give ``out`` the contiguous ``shape`` (PyTorch's resize_output; ``strides``: those
+    instead, of a dense layout): in its own storage when that has room from its offset,
+    else in new memory (its version counter carries on); PyTorch's UserWarning when
+    ``out`` had elements."""
     if out._data.size:
         warnings.warn(
             f"An output with one or more elements was resized since it had shape "
@@ -225,11 +382,14 @@ def _resize(out: Tensor, shape: tuple) -> None:
     from tgrad.ops.layout import _storage_span, as_strided
     n = math.prod(shape)
     off = out.storage_offset()
+    strides = contiguous_strides(shape) if strides is None else strides
     if out._data.size and off + n <= _storage_span(out)[1]:
-        out._data = as_strided(out.detach(), shape, contiguous_strides(shape), off)._data
+        out._data = as_strided(out.detach(), shape, strides, off)._data
         return
     from tgrad.ops.creation import empty
     fresh = empty(shape, dtype=out.dtype, device=out.device)
+    if strides != fresh.stride():
+        fresh = as_strided(fresh, shape, strides, 0)
     storage = type(out._storage)(fresh._storage.root)  # (an inference tensor stays one)
     storage.version = out._storage.version
     out._data, out._storage = fresh._data, storage
@@ -251,10 +411,11 @@ def check_out_grad(name: str, outs: list, inputs: list) -> None:
 
 
 def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool, check=None,
-           index: int = 0) -> None:
+           index: int = 0, cast_ok: bool = False, grad: bool = False) -> None:
     """Write result ``res`` (output ``index`` of the function) into ``out`` (checks, resize,
     cast, version bump); ``check``: a dtype rule of _dtype_rule, else exact_dtype says
-    which torch-level rule applies."""
+    which torch-level rule applies; ``cast_ok``: any cast is fine (a _TORCH_RULES rule said
+    so); ``grad``: a ``res`` requiring grad is copied with autograd (_COMPOSITE_GRAD)."""
     from tgrad.ops.inplace import _write, check_castable
     check_out_tensor(name, out)
     if check is not None:
@@ -262,13 +423,18 @@ def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool, check=None,
     elif exact_dtype and res.dtype is not out.dtype:
         raise RuntimeError(_EXACT_TEXT.format(src_c10=_C10_NAMES[res.dtype],
                                               dst_c10=_C10_NAMES[out.dtype]))
-    check_castable("", res.dtype, out.dtype)
+    if not cast_ok:
+        check_castable("", res.dtype, out.dtype)
     if res.device != out.device:
         raise RuntimeError(f"{name}(): Expected out tensor to have device {res.device}, but "
                            f"got {out.device} instead")
     check_not_inference(out)  # before a resize
     if tuple(out.shape) != tuple(res.shape):
-        _resize(out, tuple(res.shape))
+        column = res.ndim >= 2 and index in _COLUMN_MAJOR.get(name, ())
+        _resize(out, tuple(res.shape), _column_major(tuple(res.shape)) if column else None)
+    if grad and res.requires_grad:  # a _COMPOSITE_GRAD function with grad mode on
+        out.copy_(res)
+        return
     if res.dtype is not out.dtype:
         res = res.to(out.dtype)
     _write(out, res._data)
@@ -299,8 +465,18 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
         kwargs["dtype"] = outs[0].dtype
     for o in outs:
         _check_overlap(o, inputs)
-    with no_grad():
+    if name == "argsort" and kwargs.get("stable") is None:  # PyTorch's out= overload needs it
+        raise TypeError("argsort() received an invalid combination of arguments - got "
+                        "out= without stable=, but expected one of: (Tensor input, *, bool "
+                        "stable, int dim = -1, bool descending = False, Tensor out = None)")
+    # PyTorch's composite functions record the copy into out when an input requires grad
+    composite = (name in _COMPOSITE_GRAD and STATE.enabled
+                 and not any(o.requires_grad for o in outs))
+    if composite:
         res = fn(*args, **kwargs)
+    else:
+        with no_grad():
+            res = fn(*args, **kwargs)
     multi = isinstance(res, tuple)
     results = res if multi else (res,)
     if not all(isinstance(r, Tensor) for r in results):
@@ -308,8 +484,9 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
                         f"Tensors)")
     # PyTorch's error only for a differentiable result: comparisons, argmax, all/any,
     # searchsorted, matrix_rank, ... (bool / integer results) take inputs requiring grad.
-    if STATE.enabled and any(r.dtype.category >= 2 for r in results):
-        check_out_grad(name, list(outs), inputs)
+    if (STATE.enabled and not composite and name not in _NOT_DIFFERENTIABLE
+            and any(r.dtype.category >= 2 for r in results)):
+        check_out_grad(_ERROR_NAMES.get(name, name), list(outs), inputs)
     if multi != isinstance(out, (tuple, list)):  # PyTorch's texts
         raise TypeError(f"{name}(): argument 'out' must be "
                         f"{'tuple of Tensors' if multi else 'Tensor'}, not "
@@ -317,8 +494,12 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
     if len(results) != len(outs):
         raise TypeError(f"{name}(): expected tuple of {len(results)} elements but got "
                         f"{len(outs)}")
+    rule = _TORCH_RULES.get(name) if check is None else None
+    x = inputs[0].dtype if inputs else None
     for i, (o, r) in enumerate(zip(outs, results)):
-        _store(name, o, r, exact_dtype=multi or name in _EXACT_DTYPE, check=check, index=i)
+        cast_ok = rule is not None and rule(i, r.dtype, o.dtype, x)
+        _store(name, o, r, exact_dtype=multi or name in _EXACT_DTYPE, check=check, index=i,
+               cast_ok=bool(cast_ok), grad=composite)
     if creation and kwargs.get("requires_grad"):
         outs[0].requires_grad_(True)  # PyTorch's factories set it on out too
     if not multi:

@@ -120,11 +120,13 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A00
 
 @tensor_method("argsort")
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A002
-            stable: bool = False) -> Tensor:
-    """The indices that sort ``input`` along ``dim`` (int64; always stable)."""
+            stable: bool | None = None) -> Tensor:
+    """The indices that sort ``input`` along ``dim`` (int64; always stable; ``stable=None``
+    is False: PyTorch's out= overload needs it given, see tgrad/_out.py)."""
     _no_complex("argsort", input, "Sort does not support complex dtypes on CPU")
     x, d = _line_input("argsort", input, dim)
-    _bool_arg("argsort", "stable", stable)
+    if stable is not None:
+        _bool_arg("argsort", "stable", stable)
     idx = Argsort.apply(x, d, _bool_arg("argsort", "descending", descending))
     return fresh(idx.reshape(())) if input.ndim == 0 else idx
 
