@@ -619,16 +619,23 @@ def where(cond: np.ndarray, a, b) -> np.ndarray:
 
 
 # Paired backward formulas (grad, saved) -> grad_input; the GPU runs each as one kernel.
+_REUSE_MIN = 1 << 15  # elements from which a backward reuses its temporary in place
+
+
 def tanh_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """d tanh(x) = 1 - y^2 with y = tanh(x); an inf g where y = +-1 gives NaN silently."""
     dt = g.dtype
     g, y = _up(g), _up(y)
     with quiet():
         t = np.multiply(y, y)
-        if type(t) is not np.ndarray or t.strides != g.strides or t.shape != g.shape:
-            return _down(g * (1 - t), dt)  # 0-d, or layouts differ: g * t picks the layout
-        np.subtract(1, t, out=t)  # one temporary, reused
-        return _down(np.multiply(g, t, out=t), dt)
+        # large arrays of one layout: one temporary, reused (small ones, 0-d, or layouts
+        # that differ: g * (1 - t), whose result layout NumPy picks; the test costs the
+        # small path one size comparison)
+        if t.size >= _REUSE_MIN and type(t) is np.ndarray and t.strides == g.strides \
+                and t.shape == g.shape:
+            np.subtract(1, t, out=t)
+            return _down(np.multiply(g, t, out=t), dt)
+        return _down(g * (1 - t), dt)
 
 
 def sigmoid_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
