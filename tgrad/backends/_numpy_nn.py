@@ -323,9 +323,10 @@ def gelu_bwd(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
         return _down(gf * d, dt)  # inf g where d is 0 (x = -inf): NaN, silently
 
 
-def _sigmoid(x):
-    """The numpy backend's (stable; a new array of x's layout)."""
-    return sys.modules["tgrad.backends.numpy"]._sigmoid(x)
+def _sigmoid(x, consume: bool = False):
+    """The numpy backend's (stable; a new array of x's layout; ``consume``: x, a float
+    ndarray of the caller's own, is overwritten)."""
+    return sys.modules["tgrad.backends.numpy"]._sigmoid(x, consume)
 
 
 def silu_fwd(x: np.ndarray) -> np.ndarray:
@@ -373,10 +374,11 @@ def softplus_bwd(g: np.ndarray, x: np.ndarray, beta: float, threshold: float) ->
     gf, xf = _up(g), _up(x)
     with np.errstate(all="ignore"):
         bx = xf * beta
-        s = _sigmoid(bx)
-        if not (_same_layout(s, gf) and s.dtype == np.result_type(gf, s)):
-            return _down(np.where(bx > threshold, gf, gf * s), dt)
+        if not (_same_layout(bx, gf) and bx.dtype == np.result_type(gf, bx)
+                and bx.dtype.kind == "f"):
+            return _down(np.where(bx > threshold, gf, gf * _sigmoid(bx)), dt)
         big = bx > threshold  # g s in sigmoid's buffer, g copied in where beta x > threshold
+        s = _sigmoid(bx, consume=True)  # (bx is overwritten)
         del bx
         np.multiply(gf, s, out=s)
         np.copyto(s, gf, where=big)

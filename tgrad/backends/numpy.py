@@ -435,16 +435,18 @@ def _erf_block(x: np.ndarray) -> np.ndarray:
     return out.astype(dt, copy=False)
 
 
-def _sigmoid(x):
+def _sigmoid(x, consume: bool = False):
     if x.dtype.kind == "c":  # complex: 1 / (1 + e^-z) (poles at z = i pi (2k + 1))
         return 1.0 / (1.0 + np.exp(-x))
     # Stable for large |x|: exp of a non-positive number only. where(x >= 0, 1, e) / (1 + e),
-    # in two buffers the function owns (was five temporaries and np.where's result).
-    e = np.abs(x, out=np.empty_like(x))  # (out=: an array also for a 0-d x)
+    # in two buffers the function owns (was five temporaries and np.where's result);
+    # ``consume``: x is a float ndarray of the caller's own, e is built in it (one buffer less)
+    pos = x >= 0
+    e = np.abs(x, out=x if consume else np.empty_like(x))  # (out=: an array for a 0-d x)
     np.negative(e, out=e)
     np.exp(e, out=e)
     d = np.add(e, 1.0, out=np.empty_like(e))
-    np.copyto(e, 1.0, where=x >= 0)  # the numerator: 1 where x >= 0, else e (NaN: e)
+    np.copyto(e, 1.0, where=pos)  # the numerator: 1 where x >= 0, else e (NaN: e)
     return np.divide(e, d, out=d).astype(x.dtype, copy=False)
 
 
