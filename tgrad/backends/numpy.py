@@ -1144,10 +1144,11 @@ def argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     Descending is the ascending order of the reversed line, reversed back: ties then come
     out in ascending position, NaNs first."""
     a = x.astype(np.float32) if x.dtype in _HALF_SET else x
-    if not descending:
-        return np.argsort(a, axis=axis, kind="stable").astype(np.int64)
-    rev = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
-    return np.ascontiguousarray(a.shape[axis] - 1 - np.flip(rev, axis)).astype(np.int64)
+    if not descending:  # (argsort's own int64 array: no copy)
+        return np.argsort(a, axis=axis, kind="stable").astype(np.int64, copy=False)
+    rev = np.argsort(np.flip(a, axis), axis=axis, kind="stable").astype(np.int64, copy=False)
+    np.subtract(a.shape[axis] - 1, rev, out=rev)  # positions in the line, in reversed order
+    return np.flip(rev, axis).copy(order="C")  # (one copy, where there were three)
 
 
 # ---------------------------------------------------------------- matmul
