@@ -1085,6 +1085,12 @@ def gather(x: np.ndarray, key) -> np.ndarray:
     allocated C-contiguous (PyTorch's layout for a contiguous x: NumPy puts the indexed dims
     outermost in memory when slices come before them, x[:, idx] of a (2, 3) x has strides
     (1, 2) there)."""
+    if (type(key) is tuple and 1 < len(key) <= x.ndim and type(key[-1]) is np.ndarray
+            and key[-1].dtype.kind in "iu"
+            and all(type(k) is slice and k == _FULL for k in key[:-1])):
+        # index_select along a later dim (im2col's columns): np.take writes the C-contiguous
+        # result directly, where x[key] built NumPy's layout and copied it
+        return np.take(x, key[-1], axis=len(key) - 1)
     out = np.asarray(x[key])
     return out if out.flags.c_contiguous else out.copy(order="C")
 
