@@ -122,6 +122,23 @@ def _ops():
     add("scatter_add", sq2, lambda tg, nnf, x, s: tg.scatter_add(
         x, 1, tg.tensor(idx(x.numel(), x.shape[1]).reshape(x.shape)), s), saved=2.0)
     add("masked_fill", flat, lambda tg, nnf, x: x.masked_fill(x > 0, 0.0), saved=0.25)
+    add("masked_select", flat, lambda tg, nnf, x: x.masked_select(x > 1.25), saved=0.25)
+    add("embedding", sq, lambda tg, nnf, w: nnf.embedding(
+        tg.tensor(idx(w.shape[0], w.shape[0])), w), saved=0.01)  # int64 rows
+    add("nll_loss", sq, lambda tg, nnf, x: nnf.nll_loss(
+        x, tg.tensor(idx(x.shape[0], x.shape[1]))))
+    add("normalize", sq, lambda tg, nnf, x: nnf.normalize(x, dim=1))
+
+    def img(n):  # (1, 64, h, h): 64 channels
+        h = int(math.isqrt(n // 64))
+        return [(1, 64, h, h)]
+
+    add("conv2d_3x3", lambda n: img(n) + [(64, 64, 3, 3)],
+        lambda tg, nnf, x, w: nnf.conv2d(x, w, padding=1))
+    add("max_pool2d", img, lambda tg, nnf, x: nnf.max_pool2d(x, 2), saved=0.5)  # int64 argmax
+    add("avg_pool2d", img, lambda tg, nnf, x: nnf.avg_pool2d(x, 2))
+    add("batch_norm", img, lambda tg, nnf, x: nnf.batch_norm(
+        x, None, None, training=True))
     add("cat", flat2, lambda tg, nnf, a, b: tg.cat([a, b]))
     add("stack", flat2, lambda tg, nnf, a, b: tg.stack([a, b]))
     add("transpose_contig", sq, lambda tg, nnf, x: x.t().contiguous())

@@ -91,3 +91,34 @@ def test_casts_that_overflow_or_meet_nan_do_not_warn():
         assert nb.cast(np.array([3e38]), np.dtype(np.float32)) == np.float32(3e38)
         assert np.isinf(nb.cast(np.array([1e39]), np.dtype(np.float32))).all()
         assert nb.cast(np.array([np.nan, 2.5], np.float32), np.dtype(np.int64))[1] == 2
+
+
+@pytest.mark.parametrize("layout", ["c", "transposed", "strided"])
+def test_gather_along_a_later_dim_is_c_contiguous_and_matches_numpy(layout):
+    # index_select along dim 2 (im2col's columns) goes through np.take: NumPy's x[:, :, idx]
+    # values, in a C-contiguous array of the result's shape
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((3, 4, 10)).astype(np.float32)
+    x = {"c": base, "transposed": base.transpose(1, 0, 2).copy().transpose(1, 0, 2),
+         "strided": np.repeat(base, 2, 2)[:, :, ::2]}[layout]
+    idx = np.array([9, 0, 0, -1, 4])
+    for key in ((slice(None), slice(None), idx), (slice(None), (idx % 4)[:, None].repeat(2, 1))):
+        out = nb.gather(x, key)
+        ref = x[key]
+        assert out.flags.c_contiguous and out.shape == ref.shape and out.dtype == ref.dtype
+        np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64, ml_dtypes.bfloat16])
+def test_index_add_without_integer_arrays_is_zeros_plus_values(dt):
+    # masks/slices/ints select each position once: an assignment, then + 0 (-0.0 reads 0.0,
+    # as 0 + -0.0 does); integer arrays still add their repeats up
+    x = np.array([[-0.0, 1.5, np.inf], [np.nan, -2.0, 3.0]]).astype(dt)
+    mask = np.array([[True, False, True], [True, True, False]])
+    out = nb.index_add(x.shape, x.dtype, (mask,), x[mask])
+    ref = np.zeros(x.shape, np.float64).astype(dt)
+    ref[mask] = x[mask]
+    np.testing.assert_array_equal(out, ref)
+    assert not np.signbit(np.real(out[0, 0]).astype(np.float64))  # 0 + -0.0 = 0.0
+    out = nb.index_add((3,), x.dtype, (np.array([2, 0, 2]),), np.array([1.0, 2.0, 3.0]).astype(dt))
+    np.testing.assert_array_equal(out, np.array([2.0, 0.0, 4.0]).astype(dt))

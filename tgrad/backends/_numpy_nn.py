@@ -52,8 +52,11 @@ def softmax_fwd(x: np.ndarray, axis: int) -> np.ndarray:
     dt = x.dtype
     xf = _up(x)
     with np.errstate(all="ignore"):
-        e = np.exp(xf - _max_keep(xf, axis))
-        return _down(e / np.sum(e, axis=axis, keepdims=True), dt)
+        e = xf - _max_keep(xf, axis)  # one buffer of x's layout: exp and the division in it
+        if type(e) is not np.ndarray:
+            return _down(np.exp(e) / np.sum(np.exp(e), axis=axis, keepdims=True), dt)
+        np.exp(e, out=e)
+        return _down(np.divide(e, np.sum(e, axis=axis, keepdims=True), out=e), dt)
 
 
 def softmax_bwd(g: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
@@ -78,7 +81,11 @@ def log_softmax_bwd(g: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
     dt = g.dtype
     g, y = _up(g), _up(y)
     with np.errstate(all="ignore"):
-        return _down(g - np.exp(y) * np.sum(g, axis=axis, keepdims=True), dt)
+        e = np.exp(y)  # exp(y) * sum(g), then g - that, in this one buffer (y's layout)
+        if not (_same_layout(e, g) and e.dtype == g.dtype):
+            return _down(g - e * np.sum(g, axis=axis, keepdims=True), dt)
+        np.multiply(e, np.sum(g, axis=axis, keepdims=True), out=e)
+        return _down(np.subtract(g, e, out=e), dt)
 
 
 # ------------------------------------------------------------------ cross entropy
@@ -149,7 +156,11 @@ def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.n
         classes = np.arange(x.shape[axis]).reshape(
             [-1 if i == axis else 1 for i in range(x.ndim)])
         onehot = classes == np.expand_dims(t, axis)
-        return _down(c * (p - onehot), dt)
+        if type(p) is not np.ndarray or not p.flags.c_contiguous:
+            return _down(c * (p - onehot), dt)
+        # in p (a C-contiguous buffer of its own, the layout c * (p - onehot) gets)
+        np.subtract(p, onehot, out=p)
+        return _down(np.multiply(c, p, out=p), dt)
 
 
 # ------------------------------------------------------------------ layer norm
@@ -190,12 +201,28 @@ def layer_norm_bwd(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndar
     with np.errstate(all="ignore"):
         xhat = (xf - mean) * rstd
         gw = gf * _up(w) if w is not None else gf
+        dw = None
         if x.size == 0:
             dx = np.zeros(x.shape, xf.dtype)
-        else:
+        elif not (_same_layout(xhat, gw) and _same_layout(xhat, gf) and xhat.flags.c_contiguous
+                  and gw.dtype == xhat.dtype):
             dx = rstd * (gw - np.mean(gw, axis=axes, keepdims=True)
                          - xhat * np.mean(gw * xhat, axis=axes, keepdims=True))
-        dw = _down(np.sum(gf * xhat, axis=batch), pdt) if need_w else None
+        else:  # the same steps in two buffers: xhat, then xhat * mean(gw xhat), and dx
+            t = gw * xhat
+            m2 = np.mean(t, axis=axes, keepdims=True)
+            if need_w:  # sum_batch(g * xhat): t itself when w is None
+                dw = _down(np.sum(t if w is None else np.multiply(gf, xhat, out=t),
+                                  axis=batch), pdt)
+            del t
+            np.multiply(xhat, m2, out=xhat)
+            dx = np.subtract(gw, np.mean(gw, axis=axes, keepdims=True),
+                             out=None if gw is gf else gw)
+            np.subtract(dx, xhat, out=dx)
+            np.multiply(rstd, dx, out=dx)
+            xhat = None
+        if need_w and dw is None:
+            dw = _down(np.sum(gf * xhat, axis=batch), pdt)
         db = _down(np.sum(gf, axis=batch), pdt) if need_b else None
     return _down(dx, dt), dw, db
 
@@ -296,9 +323,10 @@ def gelu_bwd(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
         return _down(gf * d, dt)  # inf g where d is 0 (x = -inf): NaN, silently
 
 
-def _sigmoid(x):
-    """The numpy backend's (stable; a new array of x's layout)."""
-    return sys.modules["tgrad.backends.numpy"]._sigmoid(x)
+def _sigmoid(x, consume: bool = False):
+    """The numpy backend's (stable; a new array of x's layout; ``consume``: x, a float
+    ndarray of the caller's own, is overwritten)."""
+    return sys.modules["tgrad.backends.numpy"]._sigmoid(x, consume)
 
 
 def silu_fwd(x: np.ndarray) -> np.ndarray:
@@ -331,7 +359,12 @@ def softplus_fwd(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
     xf = _up(x)
     with np.errstate(all="ignore"):
         bx = xf * beta
-        y = np.where(bx > threshold, xf, np.logaddexp(0, bx) / beta)
+        if not _same_layout(bx, xf) or bx.dtype.kind != "f":
+            return _down(np.where(bx > threshold, xf, np.logaddexp(0, bx) / beta), dt)
+        big = bx > threshold  # then y in bx's buffer, x copied in where beta x > threshold
+        y = np.logaddexp(0, bx, out=bx)
+        np.divide(y, beta, out=y)
+        np.copyto(y, xf, where=big)
     return _down(y, dt)
 
 
@@ -341,7 +374,15 @@ def softplus_bwd(g: np.ndarray, x: np.ndarray, beta: float, threshold: float) ->
     gf, xf = _up(g), _up(x)
     with np.errstate(all="ignore"):
         bx = xf * beta
-        return _down(np.where(bx > threshold, gf, gf * _sigmoid(bx)), dt)
+        if not (_same_layout(bx, gf) and bx.dtype == np.result_type(gf, bx)
+                and bx.dtype.kind == "f"):
+            return _down(np.where(bx > threshold, gf, gf * _sigmoid(bx)), dt)
+        big = bx > threshold  # g s in sigmoid's buffer, g copied in where beta x > threshold
+        s = _sigmoid(bx, consume=True)  # (bx is overwritten)
+        del bx
+        np.multiply(gf, s, out=s)
+        np.copyto(s, gf, where=big)
+        return _down(s, dt)
 
 
 # ------------------------------------------------------------------ dropout

@@ -435,16 +435,18 @@ def _erf_block(x: np.ndarray) -> np.ndarray:
     return out.astype(dt, copy=False)
 
 
-def _sigmoid(x):
+def _sigmoid(x, consume: bool = False):
     if x.dtype.kind == "c":  # complex: 1 / (1 + e^-z) (poles at z = i pi (2k + 1))
         return 1.0 / (1.0 + np.exp(-x))
     # Stable for large |x|: exp of a non-positive number only. where(x >= 0, 1, e) / (1 + e),
-    # in two buffers the function owns (was five temporaries and np.where's result).
-    e = np.abs(x, out=np.empty_like(x))  # (out=: an array also for a 0-d x)
+    # in two buffers the function owns (was five temporaries and np.where's result);
+    # ``consume``: x is a float ndarray of the caller's own, e is built in it (one buffer less)
+    pos = x >= 0
+    e = np.abs(x, out=x if consume else np.empty_like(x))  # (out=: an array for a 0-d x)
     np.negative(e, out=e)
     np.exp(e, out=e)
     d = np.add(e, 1.0, out=np.empty_like(e))
-    np.copyto(e, 1.0, where=x >= 0)  # the numerator: 1 where x >= 0, else e (NaN: e)
+    np.copyto(e, 1.0, where=pos)  # the numerator: 1 where x >= 0, else e (NaN: e)
     return np.divide(e, d, out=d).astype(x.dtype, copy=False)
 
 
@@ -1090,6 +1092,12 @@ def gather(x: np.ndarray, key) -> np.ndarray:
     allocated C-contiguous (PyTorch's layout for a contiguous x: NumPy puts the indexed dims
     outermost in memory when slices come before them, x[:, idx] of a (2, 3) x has strides
     (1, 2) there)."""
+    if (type(key) is tuple and 1 < len(key) <= x.ndim and type(key[-1]) is np.ndarray
+            and key[-1].dtype.kind in "iu"
+            and all(type(k) is slice and k == _FULL for k in key[:-1])):
+        # index_select along a later dim (im2col's columns): np.take writes the C-contiguous
+        # result directly, where x[key] built NumPy's layout and copied it
+        return np.take(x, key[-1], axis=len(key) - 1)
     out = np.asarray(x[key])
     return out if out.flags.c_contiguous else out.copy(order="C")
 
@@ -1102,7 +1110,16 @@ def index_add(shape: tuple, dtype: np.dtype, key, values: np.ndarray) -> np.ndar
     """zeros(shape) with ``values`` scatter-added at ``key`` (repeated indices add up)."""
     out = np.zeros(shape, compute_dtype(dtype))
     with quiet():  # inf + -inf: NaN without a warning, as PyTorch
-        np.add.at(out, key, _up(values))
+        if all(type(k) is not np.ndarray or k.dtype == np.bool_
+               for k in (key if type(key) is tuple else (key,))):
+            # no integer index array (masks, slices, ints): each position at most once, so
+            # an assignment, then + 0 for 0 + -0.0 = 0.0; np.add.at would turn a mask into
+            # int64 positions (8 bytes per selected element) and run 2x slower
+            out[key] = _up(values)
+            if out.dtype.kind in "fc":
+                np.add(out, out.dtype.type(0), out=out)
+        else:
+            np.add.at(out, key, _up(values))
     return _down(out, dtype)
 
 
@@ -1149,10 +1166,11 @@ def argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     Descending is the ascending order of the reversed line, reversed back: ties then come
     out in ascending position, NaNs first."""
     a = x.astype(np.float32) if x.dtype in _HALF_SET else x
-    if not descending:
-        return np.argsort(a, axis=axis, kind="stable").astype(np.int64)
-    rev = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
-    return np.ascontiguousarray(a.shape[axis] - 1 - np.flip(rev, axis)).astype(np.int64)
+    if not descending:  # (argsort's own int64 array: no copy)
+        return np.argsort(a, axis=axis, kind="stable").astype(np.int64, copy=False)
+    rev = np.argsort(np.flip(a, axis), axis=axis, kind="stable").astype(np.int64, copy=False)
+    np.subtract(a.shape[axis] - 1, rev, out=rev)  # positions in the line, in reversed order
+    return np.flip(rev, axis).copy(order="C")  # (one copy, where there were three)
 
 
 # ---------------------------------------------------------------- matmul

@@ -584,14 +584,17 @@ class NllLoss(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from tgrad.ops.creation import zeros
-        from tgrad.ops.gathering import scatter
+        from tgrad.ops.gathering import _along_key
+        from tgrad.ops.index import IndexAdd, normalize_key
         safe, w, keep = ctx.saved_tensors
         axis, reduction, shape = ctx.meta
         c = g * w if reduction != "mean" else g * (w / w.sum())
         c = where(keep, -c, 0.0)
-        dx = scatter(zeros(shape, dtype=c.dtype, device=c.device), axis, safe.unsqueeze(axis),
-                     c.unsqueeze(axis))
+        # zeros(shape) with c added at (i, t_i): one position per row, so the same values as
+        # a scatter into zeros (a -0.0 becomes 0.0) in one buffer, where scatter cloned the
+        # zeros and wrote through an index_put (3 full-size buffers); its backward gathers.
+        key, _ = normalize_key(_along_key(safe.unsqueeze(axis), axis, c.device), c.device)
+        dx = IndexAdd.apply(c.unsqueeze(axis), key, shape)
         return dx, None, None, None, None, None
 
 
