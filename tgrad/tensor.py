@@ -409,7 +409,7 @@ class Tensor:
         """The data as a NumPy array (this CPU tensor's own memory; a copy from a GPU). A
         tensor that requires grad raises while grad mode is on (as PyTorch: inside
         ``no_grad()`` it is allowed); ``force=True`` always returns it."""
-        if force.__class__ is not bool:  # (PyTorch's argument parser: a bool only)
+        if force is not False and force is not True:  # (PyTorch's parser: a bool only)
             raise TypeError(f"numpy(): argument 'force' must be bool, not "
                             f"{type(force).__name__}")
         if self._requires_grad and not force and (

@@ -179,7 +179,7 @@ class SavedTensor:
             if fw is not None:  # the output's forward-AD tangent (forward_ad._attach_saved)
                 out.__dict__["_fw"] = fw
             return out
-        if t._grad_fn is None and t._detached_seq is not None and t._detached_seq > getattr(
+        if t._detached_seq is not None and t._grad_fn is None and t._detached_seq > getattr(
                 node, "_seq", -1):  # (rare) a non-leaf input saved, then detach_()ed
             raise RuntimeError(
                 "Trying to use a saved tensor that has been detached in-place, i.e. with "
