@@ -199,6 +199,21 @@ def test_prod_of_one_factor_is_in_the_graph_under_create_graph():
     assert tgrad.autograd.gradgradcheck(lambda t: t.reshape(1, 2).prod(0), (x,))
 
 
+@pytest.mark.parametrize("value", [2.0, np.inf, -np.inf])
+def test_logcumsumexp_of_one_element_is_in_the_graph_under_create_graph(value):
+    # logcumsumexp of one element is the element: dy/dx = 1, d2y/dx2 = 0 (hand); under
+    # create_graph the gradient is a node of x's graph (PyTorch's), so a second grad works
+    for shape in ((1,), (2, 1), ()):
+        x = tgrad.tensor(np.full(shape, value), dtype=tgrad.float64, requires_grad=True)
+        y = x.logcumsumexp(-1)
+        np.testing.assert_array_equal(y.detach().numpy(), np.full(shape, value))
+        (g,) = tgrad.autograd.grad(y.sum(), x, create_graph=True)
+        assert g.requires_grad
+        np.testing.assert_array_equal(g.detach().numpy(), np.ones(shape))
+        (g2,) = tgrad.autograd.grad((g * g).sum(), x)
+        np.testing.assert_array_equal(g2.numpy(), np.zeros(shape))
+
+
 def test_norm_second_derivative_at_zero_is_nan():
     # ||x||_2 at x = 0: the first derivative is PyTorch's subgradient 0, the second does not
     # exist (the Hessian (I - x x^T / |x|^2) / |x| is unbounded near 0): NaN, as PyTorch's;
