@@ -202,8 +202,12 @@ def test_prod_of_one_factor_is_in_the_graph_under_create_graph():
 @pytest.mark.parametrize("value", [2.0, np.inf, -np.inf])
 def test_logcumsumexp_of_one_element_is_in_the_graph_under_create_graph(value):
     # logcumsumexp of one element is the element: dy/dx = 1, d2y/dx2 = 0 (hand); under
-    # create_graph the gradient is a node of x's graph (PyTorch's), so a second grad works
-    for shape in ((1,), (2, 1), ()):
+    # create_graph the gradient of a >= 1-d x is a node of x's graph (PyTorch's), so a
+    # second grad works; a 0-d x's is g itself, a constant, as PyTorch's
+    x0 = tgrad.tensor(value, dtype=tgrad.float64, requires_grad=True)
+    (g,) = tgrad.autograd.grad(x0.logcumsumexp(0), x0, create_graph=True)
+    assert not g.requires_grad and g.item() == 1.0
+    for shape in ((1,), (2, 1)):
         x = tgrad.tensor(np.full(shape, value), dtype=tgrad.float64, requires_grad=True)
         y = x.logcumsumexp(-1)
         np.testing.assert_array_equal(y.detach().numpy(), np.full(shape, value))
