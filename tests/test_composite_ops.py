@@ -261,6 +261,23 @@ def test_einsum_size_one_labels_broadcast():
 
 
 
+def test_einsum_result_of_several_operands_is_contiguous_so_view_works():
+    # PyTorch's layout for these is contiguous, so .view(-1) works there: values against
+    # numpy.einsum, the view as a flattening of the same values
+    rng = np.random.default_rng(0)
+    for eq, shapes in [("...,...->...", [(2, 1, 2), (2, 1)]), ("ij,jk->ki", [(2, 3), (3, 4)]),
+                       ("i,j->ji", [(2,), (3,)]), ("ijk,k->ji", [(2, 3, 4), (4,)]),
+                       ("ij,kj->ikj", [(2, 3), (4, 3)]), ("bij,bjk->kib", [(2, 2, 3), (2, 3, 4)])]:
+        ops = [rng.standard_normal(s) for s in shapes]
+        y = tgrad.einsum(eq, *[_t(o) for o in ops])
+        want = np.einsum(eq, *ops)
+        assert y.is_contiguous()
+        np.testing.assert_allclose(y.view(-1).numpy(), want.reshape(-1), rtol=1e-12)
+    a = _t(np.arange(6.0).reshape(2, 3))
+    t = tgrad.einsum("ij->ji", a)  # one operand, nothing computed: a view of it (PyTorch's)
+    assert t.stride() == (1, 3) and t._base is a
+
+
 def test_einsum_mixed_dtypes_promote_when_nothing_is_summed():
     # PyTorch: products without a summed label promote (real x complex is complex, int x
     # float the float); a contraction of mixed dtypes raises naming both scalar types

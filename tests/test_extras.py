@@ -269,3 +269,32 @@ def test_logit_negative_eps_is_no_eps_and_its_gradient_at_signed_zero():
     z = _t([-0.0], requires_grad=True)
     (-tgrad.logit(z)).sum().backward()
     assert z.grad.item() == -math.inf
+
+
+def test_advanced_index_assignment_requires_matching_dtypes_as_pytorch():
+    # PyTorch's index_put_ refuses a source of another dtype ("Index put requires the source
+    # and destination dtypes match"), also a 0-d one, for integer-array keys; a Python
+    # number is cast. One bool mask with a one-element source is written by masked_fill_,
+    # which casts (setitem and index_put_ alike); accumulate=True always checks
+    msg = "Index put requires the source and destination dtypes match, got float32 for the " \
+          "destination and float64 for the source"
+    for src in (tgrad.ones(1, dtype=tgrad.float64), tgrad.tensor(1.0, dtype=tgrad.float64)):
+        for write in (lambda x, s=src: x.__setitem__(tgrad.tensor([0]), s),
+                      lambda x, s=src: x.__setitem__([0, 1], s),
+                      lambda x, s=src: x[:, None].__setitem__(tgrad.tensor([0]), s),
+                      lambda x, s=src: x.index_put_((tgrad.tensor([0]),), s),
+                      lambda x, s=src: x.index_put_((tgrad.tensor([True, False, True]),), s,
+                                                    accumulate=True)):
+            x = tgrad.zeros(3)
+            with pytest.raises(RuntimeError, match=msg):
+                write(x)
+            assert x.tolist() == [0.0, 0.0, 0.0]
+    x = tgrad.zeros(3)
+    x[tgrad.tensor([0, 2])] = 1.5  # a number: cast
+    x[tgrad.tensor([False, True, False])] = tgrad.tensor([2], dtype=tgrad.int64)  # mask fill
+    assert x.tolist() == [1.5, 2.0, 1.5] and x.dtype is tgrad.float32
+    y = tgrad.zeros(3, dtype=tgrad.int64)
+    y.index_put_((tgrad.tensor([True, False, True]),), tgrad.tensor(2.7, dtype=tgrad.float64))
+    assert y.tolist() == [2, 0, 2]
+    with pytest.raises(RuntimeError, match="Index put requires the source"):
+        y[tgrad.tensor([True, False, True])] = tgrad.tensor([1.0, 2.0])  # two elements

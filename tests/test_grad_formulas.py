@@ -181,6 +181,61 @@ def test_prod_of_one_factor_passes_the_gradient_through(value):
             np.testing.assert_array_equal(gx.detach().numpy(), g.reshape(shape))
 
 
+def test_prod_of_one_factor_is_in_the_graph_under_create_graph():
+    # y = prod of one element x_i is x_i: dy/dx = 1 (hand), d2y/dx2 = 0. With create_graph
+    # the gradient of a >= 1-d x is a node of x's graph (PyTorch's), so a second grad
+    # works and gives 0; a 0-d x's gradient is g itself, a constant, as PyTorch's
+    for shape, kw in (((1,), {"dim": 0, "keepdim": True}), ((1,), {}), ((2, 1), {"dim": 1})):
+        x = tgrad.tensor(np.full(shape, 2.0), dtype=tgrad.float64, requires_grad=True)
+        (g,) = tgrad.autograd.grad(tgrad.prod(x, **kw).sum(), x, create_graph=True)
+        assert g.requires_grad and g.grad_fn is not None
+        np.testing.assert_array_equal(g.detach().numpy(), np.ones(shape))
+        (g2,) = tgrad.autograd.grad((g * g).sum() + g.sin().sum(), x)
+        np.testing.assert_array_equal(g2.numpy(), np.zeros(shape))
+    x0 = tgrad.tensor(2.0, dtype=tgrad.float64, requires_grad=True)
+    (g,) = tgrad.autograd.grad(x0.prod(), x0, create_graph=True)
+    assert not g.requires_grad and g.item() == 1.0
+    x = tgrad.tensor([1.5, 2.0], dtype=tgrad.float64, requires_grad=True)
+    assert tgrad.autograd.gradgradcheck(lambda t: t.reshape(1, 2).prod(0), (x,))
+
+
+@pytest.mark.parametrize("value", [2.0, np.inf, -np.inf])
+def test_logcumsumexp_of_one_element_is_in_the_graph_under_create_graph(value):
+    # logcumsumexp of one element is the element: dy/dx = 1, d2y/dx2 = 0 (hand); under
+    # create_graph the gradient of a >= 1-d x is a node of x's graph (PyTorch's), so a
+    # second grad works; a 0-d x's is g itself, a constant, as PyTorch's
+    x0 = tgrad.tensor(value, dtype=tgrad.float64, requires_grad=True)
+    (g,) = tgrad.autograd.grad(x0.logcumsumexp(0), x0, create_graph=True)
+    assert not g.requires_grad and g.item() == 1.0
+    for shape in ((1,), (2, 1)):
+        x = tgrad.tensor(np.full(shape, value), dtype=tgrad.float64, requires_grad=True)
+        y = x.logcumsumexp(-1)
+        np.testing.assert_array_equal(y.detach().numpy(), np.full(shape, value))
+        (g,) = tgrad.autograd.grad(y.sum(), x, create_graph=True)
+        assert g.requires_grad
+        np.testing.assert_array_equal(g.detach().numpy(), np.ones(shape))
+        (g2,) = tgrad.autograd.grad((g * g).sum(), x)
+        np.testing.assert_array_equal(g2.numpy(), np.zeros(shape))
+
+
+def test_norm_second_derivative_at_zero_is_nan():
+    # ||x||_2 at x = 0: the first derivative is PyTorch's subgradient 0, the second does not
+    # exist (the Hessian (I - x x^T / |x|^2) / |x| is unbounded near 0): NaN, as PyTorch's;
+    # an identity Hessian (tgrad's x / 1 rule) was wrong
+    for f in (lambda t: t.norm(dim=0), lambda t: t.norm(), lambda t: tgrad.linalg.vector_norm(t)):
+        x = tgrad.zeros(2, dtype=tgrad.float64, requires_grad=True)
+        (g,) = tgrad.autograd.grad(f(x), x, create_graph=True)
+        np.testing.assert_array_equal(g.detach().numpy(), [0.0, 0.0])
+        (g2,) = tgrad.autograd.grad((g * g).sum() * 0.5 + g.sin().sum(), x)
+        assert np.isnan(g2.numpy()).all()
+    x = tgrad.tensor([[0.0, 0.0], [3.0, -4.0]], dtype=tgrad.float64, requires_grad=True)
+    (g,) = tgrad.autograd.grad(x.norm(dim=1).sum(), x, create_graph=True)
+    (h,) = tgrad.autograd.grad(g[1].sum(), x)  # row 1: (I - u u^T) / 5 summed, u = x / 5
+    u = np.array([3.0, -4.0]) / 5
+    np.testing.assert_allclose(h.numpy()[1], ((np.eye(2) - np.outer(u, u)) / 5).sum(0),
+                               rtol=1e-12)
+
+
 def test_var_with_too_few_elements_gives_nan_gradient_like_composite():
     x = tgrad.tensor([[1.0], [2.0]], dtype=tgrad.float64, requires_grad=True)
     fused = tgrad.autograd.grad(x.var(dim=1).sum(), x)[0].numpy()

@@ -607,3 +607,31 @@ def test_norm_with_a_string_ord_is_a_matrix_norm_and_dim_lengths_are_checked():
                                np.sqrt((x ** 2).sum((0, 2))), rtol=1e-12)
     np.testing.assert_allclose(LA.norm(_t(x[0]), 1).numpy(), np.abs(x[0]).sum(0).max(),
                                rtol=1e-12)
+
+
+def _inv_second_grad(a_np, w_np, hook):
+    a = tgrad.tensor(a_np, dtype=tgrad.float64, requires_grad=True)
+    x_inv = tgrad.linalg.inv(a)
+    if hook:
+        x_inv.register_hook(lambda g: g * 3)
+    (g,) = tgrad.autograd.grad((x_inv * tgrad.tensor(w_np)).sum(), a, create_graph=True)
+    (g2,) = tgrad.autograd.grad((g * g).sum() * 0.5 + g.sin().sum(), a)
+    return g.detach().numpy(), g2.numpy()
+
+
+def test_inv_backward_reads_only_its_output_as_pytorch():
+    # PyTorch's linalg_inv_ex rule dA = -X^H g X^H uses the saved output X alone, so a hook
+    # on X (g -> 3 g) triples the first-order gradient and every second-order path: with
+    # the hook and weights w, the results are 3x those without it at weights 3 w
+    rng = np.random.default_rng(0)
+    a_np = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    w_np = rng.standard_normal((3, 3))
+    g, g2 = _inv_second_grad(a_np, w_np, hook=True)
+    rg, rg2 = _inv_second_grad(a_np, 3 * w_np, hook=False)
+    np.testing.assert_allclose(g, rg, rtol=1e-12)
+    np.testing.assert_allclose(g2, 3 * rg2, rtol=1e-10)
+    ai = np.linalg.inv(a_np)  # the first order by hand: -A^-T (3 w) A^-T
+    np.testing.assert_allclose(g, -ai.T @ (3 * w_np) @ ai.T, rtol=1e-12)
+    a = tgrad.tensor(a_np, dtype=tgrad.float64, requires_grad=True)
+    assert tgrad.linalg.inv(a).grad_fn.name() == "LinalgInvExBackward0"
+    assert tgrad.autograd.gradgradcheck(tgrad.linalg.inv, (a,))

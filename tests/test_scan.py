@@ -48,3 +48,54 @@ def test_cumsum_inplace_and_errors():
     with pytest.raises(TypeError,
                        match=r"cumsum\(\): argument 'input' \(position 1\) must be Tensor"):
         tgrad.cumsum(np.ones(3), 0)
+
+
+def _cumprod_second_grad(x_np, hook, scale=1.0):
+    x = tgrad.tensor(x_np, dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.tensor(scale * np.linspace(-1.0, 1.5, x_np.size).reshape(x_np.shape),
+                     dtype=tgrad.float64)
+    v = x.pow(2).cumprod(1)
+    if hook:
+        v.register_hook(lambda g: g * 3)
+    (g,) = tgrad.autograd.grad((v * w).sum(), x, create_graph=True)
+    (g2,) = tgrad.autograd.grad((g * g).sum() * 0.5 + g.sin().sum(), x)
+    return g.detach().numpy(), g2.numpy()
+
+
+def _reference_second_grad(x_np, with_zero):
+    """PyTorch's cumprod_backward written in elementary tgrad ops on the same graph (the
+    hook on the output y): no zero in x: reversed_cumsum(y g) / x, so the second-order
+    gradient reaching y is tripled; with zeros, from x alone (the hook does not act)."""
+    x = tgrad.tensor(x_np, dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.tensor(np.linspace(-1.0, 1.5, x_np.size).reshape(x_np.shape), dtype=tgrad.float64)
+    p = x.pow(2)
+    cols = [p[:, :1]]
+    for j in range(1, p.shape[1]):
+        cols.append(cols[-1] * p[:, j:j + 1])
+    y = tgrad.cat(cols, 1)
+    y3 = y if with_zero else y * 1.0
+    if not with_zero:
+        y3.register_hook(lambda g: g * 3)
+    gp = (y3 * (3 * w)).flip(1).cumsum(1).flip(1) / p  # 3 w: the hook on the first grad
+    (g,) = tgrad.autograd.grad(p, x, gp, create_graph=True)
+    (g2,) = tgrad.autograd.grad((g * g).sum() * 0.5 + g.sin().sum(), x)
+    return g.detach().numpy(), g2.numpy()
+
+
+def test_cumprod_double_backward_uses_the_saved_output_as_pytorch():
+    # A hook on cumprod's output also scales the second-order gradient that reaches the
+    # output through the backward's use of it (PyTorch: reversed_cumsum(y g) / x)
+    x_np = np.array([[0.5, -1.2, 0.8], [1.1, 0.7, -0.9]])
+    g, g2 = _cumprod_second_grad(x_np, hook=True)
+    rg, rg2 = _reference_second_grad(x_np, with_zero=False)
+    np.testing.assert_allclose(g, rg, rtol=1e-12)
+    np.testing.assert_allclose(g2, rg2, rtol=1e-10)
+    # with a zero: PyTorch's x-only formula, so the hook acts on the first-order gradient
+    # only: the same as no hook and the weights tripled (that path gradgradchecked below)
+    x_np[0, 1] = 0.0
+    g, g2 = _cumprod_second_grad(x_np, hook=True)
+    rg, rg2 = _cumprod_second_grad(x_np, hook=False, scale=3.0)
+    np.testing.assert_allclose(g, rg, rtol=1e-12)
+    np.testing.assert_allclose(g2, rg2, rtol=1e-12)
+    x = tgrad.tensor(x_np, dtype=tgrad.float64, requires_grad=True)
+    assert tgrad.autograd.gradgradcheck(lambda t: t.cumprod(1), (x,))

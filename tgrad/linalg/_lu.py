@@ -168,6 +168,20 @@ class LinalgSolve(Function):
         return gA, (gB if need_b else None)
 
 
+class LinalgInv(LinalgSolve):
+    """X = A^{-1} (B the identity, as solve's); dA = -X^H g X^H, from the saved output X
+    alone (PyTorch's linalg_inv_ex rule), so a hook on X acts on the double backward as in
+    PyTorch (solve's rule reads A too)."""
+
+    node_name = "LinalgInvExBackward0"
+
+    @staticmethod
+    def backward(ctx, gX, _ginfo):
+        _, X = ctx.saved_tensors
+        Xh = X.mH
+        return -(Xh @ gX @ Xh), None
+
+
 def _solve(A: Tensor, B: Tensor) -> Tensor:
     X, info = LinalgSolve.apply(A, B)
     return X
@@ -262,7 +276,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvEx:
     _check_dtype(op, A.dtype)
     n = A.shape[-1]
     eye_b = eye(n, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], n, n)
-    X, info = LinalgSolve.apply(A, eye_b)
+    X, info = LinalgInv.apply(A, eye_b)
     if check_errors:
         _raise_singular("linalg.inv", info, "The diagonal element {k} is zero, the inversion "
                         "could not be completed because the input matrix is singular.")

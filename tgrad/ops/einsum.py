@@ -10,7 +10,8 @@ from the parts):
    batch dims, shared labels nothing later needs are contracted; each step is one batched
    ``matmul`` of (batch, left, contracted) @ (batch, contracted, right), size-1 dims
    expanded to the label's size first (they broadcast, as in PyTorch).
-4. Labels left over that the output lacks are summed; the rest are permuted to its order.
+4. Labels left over that the output lacks are summed; the rest are permuted to its order,
+   and with two or more operands made contiguous in it (so .view works where PyTorch's does).
 """
 
 from __future__ import annotations
@@ -237,4 +238,11 @@ def einsum(equation: str, *operands) -> Tensor:
         needed = keep.union(*(set(terms[j][1]) for j in range(k + 1, len(terms))))
         cur, lc = _contract(cur, lc, t, ls, needed, size)
     cur, lc = _sum_labels(cur, lc, set(lc) - keep)
-    return _arranged(cur, lc, out, size)
+    res = _arranged(cur, lc, out, size)
+    # Two or more operands: a fresh result, made contiguous in the output's label order so
+    # that .view works wherever PyTorch's does (PyTorch's layout, from its own pairwise
+    # products, is contiguous for most equations: "ij,jk->ki", "...,...->..."; where it is
+    # not, tgrad's contiguous strides still allow every view PyTorch's allow). One operand:
+    # the permuted (maybe summed) operand as it is, a view where nothing is computed, as
+    # PyTorch's ("ij->ji").
+    return res.contiguous() if len(terms) > 1 else res

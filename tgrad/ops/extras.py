@@ -465,6 +465,14 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
     return index_put_(input.clone(), indices, values, accumulate)
 
 
+def _mask_fill_index(key: tuple, values: Tensor) -> bool:
+    """PyTorch's masked_fill_ dispatch of index_put_ (no accumulate): one bool mask as the
+    only index tensor and a one-element CPU value, which is then cast (item())."""
+    return (values.numel() == 1 and values.device.type == "cpu"
+            and len([k for k in key if k is not None]) == 1
+            and next(k for k in key if k is not None).dtype in (dtypes.bool_, dtypes.uint8))
+
+
 @tensor_method("index_put_")
 def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     """self[indices] = values (or += with ``accumulate``, repeated indices adding up)."""
@@ -478,11 +486,11 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
         if k.dtype in (dtypes.int8, dtypes.int16):  # a 0-d one too (unlike t[k])
             raise IndexError(f"tensors used as indices must be long, int, byte or bool "
                              f"tensors (index_put_ got {k.dtype})")
-    if isinstance(values, Tensor) and values.dtype is not self.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{self.dtype.name} for the destination and {values.dtype.name} "
-                           f"for the source.")
     key = tuple(indices)
+    if isinstance(values, Tensor) and values.dtype is not self.dtype and (
+            accumulate or not _mask_fill_index(key, values)):
+        from tgrad.ops.inplace import index_put_dtype_error
+        raise index_put_dtype_error(self, values)
     if (not accumulate and len(key) == 1 and key[0].dtype is dtypes.uint8
             and np.size(values._data if isinstance(values, Tensor) else values) == 1):
         # PyTorch writes one mask and a one-element value by masked_fill_ (a 0-d mask too)

@@ -528,6 +528,23 @@ def _half_item_value(value, dt):
         return float(np.asarray(float(value), np.float32).astype(dt.np))
 
 
+def _mask_fill_key(nkey: tuple, value: Tensor) -> bool:
+    """Whether PyTorch's index_put_ writes ``value`` by masked_fill_ (which casts it): a
+    one-element CPU value and a key whose only index array is one boolean mask. Any other
+    advanced key needs value's dtype to be the destination's (index_put_'s check)."""
+    if value.numel() != 1 or value.device.type != "cpu":
+        return False
+    arrays = [k for k in nkey if not (k is None or k is Ellipsis or isinstance(k, (slice, int)))]
+    return len(arrays) == 1 and getattr(arrays[0], "dtype", None) == np.bool_
+
+
+def index_put_dtype_error(self: Tensor, value: Tensor) -> RuntimeError:
+    """PyTorch's index_put_ error for a source whose dtype is not the destination's."""
+    return RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                        f"{self.dtype.name} for the destination and {value.dtype.name} for "
+                        f"the source. (convert the source with .to({self.dtype}))")
+
+
 @tensor_method("__setitem__")
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value``: basic keys write through a view, array keys via index_put."""
@@ -561,7 +578,9 @@ def setitem(self: Tensor, key, value) -> None:
         setitem(self[split[0]], split[1], value)
         return
     if isinstance(value, Tensor) and value.dtype is not self.dtype:
-        value = value.to(self.dtype)
+        if not _mask_fill_key(nkey, value):
+            raise index_put_dtype_error(self, value)
+        value = value.to(self.dtype)  # PyTorch's masked_fill_ path: value.item(), cast
     elif not isinstance(value, Tensor) and self.dtype is dtypes.uint8 and value < 0:
         value = dtypes.number_as(value, self.dtype)  # -255..-1 (checked above) wrap: -1 is 255
     apply_inplace(self, "index_put_", lambda x, v: IndexPut.apply(x, nkey, v), value)

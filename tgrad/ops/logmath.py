@@ -40,7 +40,7 @@ import math
 
 from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function
-from tgrad.autograd.grad_mode import no_grad
+from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     fresh,
@@ -247,6 +247,13 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
                                   f"tensors (as in PyTorch); it takes floating point or "
                                   f"complex tensors")
     n, k = x.shape[d], 1
+    if n == 1 and input.ndim and not cplx and input.requires_grad and is_grad_enabled():
+        # one element of a >= 1-d x: y = x, written x * w with w = where(True, 1, x), so
+        # that dx = g w (+ 0 from the where) is a node of x's graph as PyTorch's rule's
+        # (second derivative 0), and exactly g also where x is +-inf or NaN (a 0-d x: g
+        # itself, a constant, as PyTorch's)
+        w = ew.where(full_like(input, True, dtype=dtypes.bool_), 1.0, input)
+        return input * w
     if n == 0 or (n == 1 and not cplx):
         return input.clone()
     (y,), half = widen_halves(x)

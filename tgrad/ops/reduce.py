@@ -16,7 +16,7 @@ import numpy as np
 from tgrad import dtypes, return_types
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula
-from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.grad_mode import STATE, is_grad_enabled
 from tgrad.ops._common import (
     backend_of,
     make_view,
@@ -478,8 +478,14 @@ class Prod(Function):
         if x.numel() == 0:
             return gx, None, None, None
         red = tuple(range(x.ndim)) if ctx.axes is None else ctx.axes
-        if _reduced_numel(x.shape, red) == 1:  # one factor (a 0-d x): dx = g, also where
-            return gx, None, None, None        # x is inf or NaN (y / x would be NaN there)
+        if _reduced_numel(x.shape, red) == 1:  # one factor: dx = g, also where x is inf or
+            # NaN (y / x would be NaN there; PyTorch's g * y / x gives NaN for a >= 1-d x).
+            # A 0-d x: g itself, a constant (PyTorch's rule); a >= 1-d x under create_graph:
+            # g times the empty product of the others (1, a node of x's graph), so dx is in
+            # x's graph with a zero second derivative, as PyTorch's (there by y / x)
+            if x.ndim == 0 or not is_grad_enabled():
+                return gx, None, None, None
+            return gx * _prod_of_others(x, ctx.axes), None, None, None
         if x.dtype.is_complex:  # g * conj(prod of the others) (PyTorch's convention)
             from tgrad.ops.complex_ops import conj_of
             return gx * conj_of(_prod_of_others(x, ctx.axes)), None, None, None
@@ -741,9 +747,9 @@ def _norm_grad(g, x, y, p):
         return g * 0.0
     if p == 1:
         return g * sign(x)
-    safe_y = where(y == 0.0, 1.0, y)
-    if p == 2:
-        return g * (x / safe_y)
+    if p == 2:  # x / y masked (not x / safe_y): the rule's own derivative is then NaN
+        return g * where(y == 0.0, 0.0, x / y)  # at y == 0 (0 * (1 / 0)) as PyTorch's, not
+    safe_y = where(y == 0.0, 1.0, y)            # the identity that x / 1 would give
     if p in (math.inf, -math.inf):
         return g * sign(x) * _inf_norm_mask(x, y)
     t = sign(x) * x.abs() ** (p - 1.0)

@@ -112,7 +112,10 @@ class Cumprod(Function):
     out rather than multiplied (so an infinite g past a zero gives no NaN: x = [1, 0, 3],
     g = inf gives [inf, inf, 0]); under create_graph the plain differentiable products (as
     PyTorch's double-backward branch: 0 * inf = NaN there). Exact where PyTorch divides by
-    x (no zeros: reversed_cumsum(y g) / x), e.g. where y overflows or x holds an inf."""
+    x (no zeros: reversed_cumsum(y g) / x), e.g. where y overflows or x holds an inf; under
+    create_graph PyTorch's own formulas (that division where x has no zero, else the prefix
+    products from x alone), so the saved output y is used where PyTorch uses it and a hook
+    on y changes the second-order gradient as in PyTorch."""
 
     name = "cumprod"
     node_name = "CumprodBackward0"
@@ -130,9 +133,18 @@ class Cumprod(Function):
         d, n = ctx.d, x.shape[ctx.d]
         xc, yc = x.conj(), y.conj()
         one = narrow(xc, d, 0, 1).new_ones(narrow(xc, d, 0, 1).shape)
-        before = cat([one, narrow(yc, d, 0, n - 1)], d)  # conj(prod_{i < j} x_i)
-        a = cat([narrow(xc, d, 1, n - 1), one], d)  # a_j = conj(x_{j+1}) (last: unused)
         masked = not is_grad_enabled()  # no create_graph: drop the terms with a zero
+        if masked:
+            before = cat([one, narrow(yc, d, 0, n - 1)], d)  # conj(prod_{i < j} x_i)
+        else:  # create_graph: the saved output y enters the graph as in PyTorch's
+            # cumprod_backward (a hook on y sees the same second-order gradient): no zero in
+            # x: reversed_cumsum(conj(y) g) / conj(x); with zeros: from x alone (PyTorch's
+            # O(n^2) branch), the prefix products by cumprod of x, not taken from y
+            if not bool((x == 0).any()):
+                from tgrad.ops.composite import flip
+                return flip(cumsum(flip(yc * g, (d,)), d), (d,)) / xc, None
+            before = cat([one, cumprod(narrow(xc, d, 0, n - 1), d)], d)
+        a = cat([narrow(xc, d, 1, n - 1), one], d)  # a_j = conj(x_{j+1}) (last: unused)
         if masked:
             z = a == 0  # z_j: a zero among x_i, i in (j, j + span]
         s, span = g, 1
