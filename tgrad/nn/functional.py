@@ -64,10 +64,9 @@ def _check_float_kernel(op: str, kernel: str, *tensors: Tensor) -> None:
     input with a float target is fine) and has no integer or bool kernel for them."""
     common = functools.reduce(dtypes.promote_types, (t.dtype for t in tensors))
     if not common.is_floating_point:
-        raise NotImplementedError(
-            f"\"{kernel}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[common]}' ({op} of "
-            f"{' and '.join(t.dtype.name for t in tensors)} tensors; convert them with "
-            f".float())")
+        raise dtypes.kernel_not_implemented(
+            kernel, common, f" ({op} of {' and '.join(t.dtype.name for t in tensors)} tensors; "
+            f"convert them with .float())")
 
 
 # PyTorch's CPU kernel names, named by its NotImplementedError for an integer or bool input
@@ -84,7 +83,6 @@ _FLOAT_KERNELS = {
     "multi_margin_loss": "multi_margin_loss_cpu_kernel",
     "multilabel_margin_loss": "multilabel_margin_loss_forward_out_frame",
     "batch_norm": "batch_norm", "group_norm": "GroupNormKernelImpl",
-    "grid_sample": "grid_sampler_2d_cpu_kernel_impl", "ctc_loss": "ctc_loss_cpu",
 }
 
 
@@ -98,8 +96,7 @@ def _check_float(op: str, x: Tensor, kernel: str | None = None) -> None:
                f".float()")
         if kernel is None:
             raise RuntimeError(msg)
-        raise NotImplementedError(f"\"{kernel}\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}' ({msg})")
+        raise dtypes.kernel_not_implemented(kernel, x.dtype, f" ({msg})")
 
 
 def _not_differentiable(fn: str, arg: str, t) -> None:
