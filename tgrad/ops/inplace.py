@@ -610,6 +610,7 @@ def _inplace_view(self: Tensor, op: str, key: str, *args) -> Tensor:
         v = view_apply(cls, self, *args)
     self._data = v._data
     self._storage.version += 1
+    self._geometry_changed = True
     fw = v.__dict__.get("_fw")
     if fw is not None:  # a forward-AD tangent: self's becomes the view's (same view op)
         self.__dict__["_fw"] = fw
