@@ -151,10 +151,8 @@ def number_operand_nodes(cls: type) -> dict:
     tensor), ``...Backward2`` for (tensor, number), without the number's edge (it is made a
     0-d tensor here); ``cls`` itself for two tensors."""
     base = cls.node_name[:-1]
-    return {(False, True): type(cls.__name__, (cls,), {"node_name": base + "1",
-                                                       "hidden_edges": (0,)}),
-            (True, False): type(cls.__name__, (cls,), {"node_name": base + "2",
-                                                       "hidden_edges": (1,)})}
+    return {(False, True): ew.node_variant(cls, base + "1", hidden_edges=(0,)),
+            (True, False): ew.node_variant(cls, base + "2", hidden_edges=(1,))}
 
 
 _XLOGY_NODES = number_operand_nodes(Xlogy)
