@@ -366,6 +366,36 @@ def test_bce_with_logits_gradcheck_all_inputs():
                                rtol=1e-13)
 
 
+def test_bce_with_logits_pos_weight_may_not_enlarge_the_loss():
+    # PyTorch 2.13 multiplies the loss by pos_weight in place: a pos_weight that broadcasts
+    # the loss past input's shape is refused with its text (tgrad's mean divided the
+    # gradient by input's numel, not the loss's: 2x in this repro)
+    x = _t([0.1, -0.2, 0.3], requires_grad=True)
+    for red in ("mean", "sum", "none"):
+        with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the "
+                                               r"broadcast shape \[2, 3\]"):
+            F.binary_cross_entropy_with_logits(x, _t([1.0, 0.0, 1.0]),
+                                               pos_weight=tgrad.ones(2, 3, dtype=tgrad.float64),
+                                               reduction=red)
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+        F.binary_cross_entropy_with_logits(x, _t([1.0, 0.0, 1.0]), pos_weight=_t([1.0, 2.0]))
+    # a pos_weight that broadcasts up to input's shape: 'mean' divides by input's numel
+    rng = np.random.default_rng(11)
+    xn, tn, pwn = rng.normal(size=(2, 3)), rng.uniform(size=(2, 3)), rng.uniform(0.5, 2, (1, 3))
+    x, t, pw = _t(xn, requires_grad=True), _t(tn), _t(pwn, requires_grad=True)
+    loss = F.binary_cross_entropy_with_logits(x, t, pos_weight=pw)
+    per = (1 - tn) * xn + (1 + (pwn - 1) * tn) * np.logaddexp(0, -xn)
+    np.testing.assert_allclose(loss.item(), per.mean(), rtol=1e-14)
+    (gx,) = tgrad.autograd.grad(loss, x)
+    s = 1 / (1 + np.exp(-xn))
+    np.testing.assert_allclose(gx.numpy(), (s * (1 + (pwn - 1) * tn) - pwn * tn) / 6,
+                               rtol=1e-13)
+
+    def fn(x, pw):
+        return F.binary_cross_entropy_with_logits(x, t, pos_weight=pw)
+    assert gradcheck(fn, (x, pw)) and gradgradcheck(fn, (x, pw))
+
+
 def _fd_jvp(f, xn, tn, eps=1e-6):
     """Central finite difference of f (NumPy in, NumPy out) along tn at xn."""
     return (f(xn + eps * tn) - f(xn - eps * tn)) / (2 * eps)

@@ -531,3 +531,36 @@ def test_small_int_ops_on_cuda_interpreted():
             assert dev == "cuda", (name, k)
             assert dt == f"tgrad.{'bool' if w.dtype == np.bool_ else w.dtype.name}", (name, k, dt)
             np.testing.assert_array_equal(np.array(vals), w, err_msg=f"{name} {k}")
+
+
+def test_uint8_mask_fill_refused_only_for_a_cpu_value():
+    # PyTorch's canDispatchToMaskedFill: one uint8 mask and a one-element value on the CPU
+    # (a number is one) go to masked_fill_, which refuses the dtype; a one-element value on
+    # the GPU takes the index_put path and fills the mask's positions
+    script = r"""
+import json, warnings
+import tgrad
+warnings.simplefilter("ignore")
+out = {}
+m = tgrad.tensor([1, 0, 1], dtype=tgrad.uint8, device="cuda")
+for how in ("number", "cpu", "cuda"):
+    x = tgrad.zeros(3, device="cuda")
+    v = {"number": 9.0, "cpu": tgrad.tensor([9.0]), "cuda": tgrad.tensor([9.0], device="cuda")}
+    for op in ("setitem", "index_put_"):
+        y = x.clone()
+        try:
+            if op == "setitem":
+                y[m] = v[how]
+            else:
+                y.index_put_((m,), v[how] if how != "number" else tgrad.tensor(9.0))
+            out[how + op] = y.cpu().tolist()
+        except RuntimeError as e:
+            out[how + op] = str(e)
+print(json.dumps(out))
+"""
+    from interpreted import run_json
+    r = run_json(script)
+    refused = "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char"
+    for key in ("numbersetitem", "numberindex_put_", "cpusetitem", "cpuindex_put_"):
+        assert r[key].startswith(refused), (key, r[key])
+    assert r["cudasetitem"] == r["cudaindex_put_"] == [9.0, 0.0, 9.0]

@@ -225,10 +225,18 @@ def check_float8_device(op: str, dt: DType, device) -> None:
                            f"float32/bfloat16/float16 tensor to {device} instead")
 
 
+def kernel_not_implemented(kernel: str, dt: DType, explanation: str = "") -> NotImplementedError:
+    """PyTorch's error for a dtype its kernel ``kernel`` lacks: '"kernel" not implemented for
+    'Long'' (dt's scalar type name), followed by ``explanation`` as given (" (...)", ": ...",
+    "; convert ..." - tgrad's hint)."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for "
+                               f"'{SCALAR_TYPE_NAMES[dt]}'{explanation}")
+
+
 def float8_not_implemented(kernel: str, dt: DType) -> NotImplementedError:
     """PyTorch's error for an op its float8 dtypes lack (most arithmetic):
     '"add_stub" not implemented for 'Float8_e4m3fn'' (``kernel`` names tgrad's op)."""
-    return NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAMES[dt]}'")
+    return kernel_not_implemented(kernel, dt)
 
 
 def refuse_float8(kernel: str, *dts) -> None:

@@ -324,6 +324,7 @@ class Tensor:
         # counter (shared with its views while the memory is the same), so
         # ``w.data -= lr * g`` neither bumps w's version nor hands w the temporary's counter.
         self._data = other._data
+        self._geometry_changed = True  # (ops/layout.replay_on_base)
         if other._storage.root is not self._storage.root:
             # other memory: a storage of its own (views made before keep the old one and
             # its root), carrying on this tensor's version; an inference tensor's memory
@@ -387,6 +388,10 @@ class Tensor:
     # True (set per tensor) on a view made inside inference_mode (ops/_common.view_apply),
     # and views of it: an in-place through it outside, in grad mode, raises PyTorch's error
     _inference_mode_view = False
+    # True (set per tensor) once an in-place view op (t_, transpose_, as_strided_, ...)
+    # changed the tensor's shape or strides: views taken of it before may no longer replay
+    # their chain on it (ops/layout.replay_on_base)
+    _geometry_changed = False
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(tensor)`` after a backward has accumulated into this leaf's ``.grad``

@@ -81,7 +81,9 @@ class CopySlices(Node):
         try:
             region = replay_view(self.chain, g)
         except RuntimeError:  # g laid out otherwise than the base (transposed by a later
-            region = replay_view(self.chain, g.contiguous())  # mT): view(-1) needs it dense
+            if g.is_contiguous():  # mT): view(-1) needs it dense; a dense g failing is a bug
+                raise
+            region = replay_view(self.chain, g.contiguous())
         return (kept, region)
 
 

@@ -14,6 +14,7 @@ import math
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
+from tgrad.autograd.function import expandable
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import ones
 from tgrad.ops.elementwise import where
@@ -49,13 +50,8 @@ def _check(q: Tensor, k: Tensor, v: Tensor) -> None:
 def _check_mask_shape(attn_mask: Tensor, scores: Tensor) -> None:
     """attn_mask must broadcast to the scores' shape (*, L, S) without growing it (PyTorch
     adds it in place, so a mask of more dims or larger sizes is refused)."""
-    from tgrad.ops.pointwise_extras import broadcast_shapes
     want = tuple(scores.shape)
-    try:
-        ok = broadcast_shapes(tuple(attn_mask.shape), want) == want
-    except RuntimeError:
-        ok = False
-    if not ok:
+    if not expandable(tuple(attn_mask.shape), want):
         raise RuntimeError(f"scaled_dot_product_attention: attn_mask of shape "
                            f"{list(attn_mask.shape)} does not broadcast to the attention "
                            f"weights' shape {list(want)} (*, L, S)")

@@ -36,6 +36,7 @@ from tgrad.nn.functional import (
     _check_reduction,
     _check_tensor,
     _compute,
+    _DiffLoss,
     _legacy_reduction,
     _mean_scaled,
     _reduce_loss,
@@ -392,37 +393,6 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     return loss if half is None else loss.to(half)
 
 
-class _DiffLoss(Function):
-    """One node with its reduction for an elementwise loss l(d) of d = x - t (x and t
-    broadcast), as PyTorch's fused losses: subclasses give ``loss(d, p)`` and its
-    derivative ``dloss(d, p)`` (tgrad ops, so the backward differentiates again).
-    dl/dx = g' dloss(d), dl/dt = -g' dloss(d), g' = g / numel ('mean'), else g; the engine
-    sums a broadcast gradient to each input's shape."""
-
-    @staticmethod
-    def loss(d: Tensor, p: float) -> Tensor:
-        raise NotImplementedError
-
-    @staticmethod
-    def dloss(d: Tensor, p: float) -> Tensor:
-        raise NotImplementedError
-
-    @classmethod
-    def forward(cls, ctx, x, t, reduction, p):
-        ctx.save_for_backward(x, t)
-        loss = cls.loss(x - t, p)
-        ctx.meta = (reduction, loss.numel(), p)
-        return _reduce_loss(loss, reduction)
-
-    @classmethod
-    def backward(cls, ctx, g):
-        x, t = ctx.saved_tensors
-        reduction, n, p = ctx.meta
-        dd = _mean_scaled(g, reduction, n) * cls.dloss(x - t, p)
-        return (dd if ctx.needs_input_grad[0] else None,
-                -dd if ctx.needs_input_grad[1] else None, None, None)
-
-
 class SmoothL1Loss(_DiffLoss):
     """l = 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta > 0);
     dl/dd = d / beta where |d| < beta, else sign(d) (NaN for NaN: PyTorch's
@@ -583,7 +553,9 @@ class BinaryCrossEntropyWithLogits(Function):
     dl/dpw = t softplus(-x).
     ``reduction`` 'mean' / 'sum' reduces in the node (one node, PyTorch's
     BinaryCrossEntropyWithLogitsBackward0 on the loss), so g is the reduced loss's gradient:
-    each element's is g / numel ('mean') or g ('sum'), broadcast in the products below.
+    each element's is g / numel ('mean', numel of the loss, which is input's shape: the
+    caller refuses a pos_weight that enlarges it) or g ('sum'), broadcast in the products
+    below.
     Forward and backward are tgrad ops, so the backward differentiates again."""
 
     name = "binary_cross_entropy_with_logits"
@@ -592,21 +564,18 @@ class BinaryCrossEntropyWithLogits(Function):
     @staticmethod
     def forward(ctx, x, t, pw, reduction="none"):
         ctx.save_for_backward(x, t, pw)
-        ctx.reduction = reduction
         sp = softplus(-x, 1.0, math.inf)
         if pw is not None:
             sp = sp * ((pw - 1.0) * t + 1.0)
         loss = (1.0 - t) * x + sp
-        if reduction == "mean":
-            return loss.mean()
-        return loss.sum() if reduction == "sum" else loss
+        ctx.meta = (reduction, loss.numel())
+        return _reduce_loss(loss, reduction)
 
     @staticmethod
     def backward(ctx, g):
         x, t, pw = ctx.saved_tensors
         need_x, need_t, need_pw = ctx.needs_input_grad[:3]
-        if ctx.reduction == "mean":
-            g = g / float(x.numel())
+        g = _mean_scaled(g, *ctx.meta)
         gx = gt = gpw = None
         if pw is None:
             if need_x:
@@ -640,6 +609,15 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
                          f"({list(input.shape)})")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    if pos_weight is not None:  # PyTorch multiplies input's softplus by it in place
+        _check_tensor("binary_cross_entropy_with_logits", pos_weight, "pos_weight")
+        shape = broadcast_or_raise("binary_cross_entropy_with_logits", pos_weight.shape,
+                                   input.shape)
+        if shape != tuple(input.shape):
+            raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)} (binary_cross_entropy_with_"
+                               f"logits: pos_weight of shape {list(pos_weight.shape)} must "
+                               f"broadcast to input's shape)")
     # a float target keeps its dtype: the loss is in the promoted dtype (float32 input,
     # float64 target: float64, as PyTorch; the target is never rounded)
     (x, t), half = _compute(input, target if target.dtype.is_floating_point

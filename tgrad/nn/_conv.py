@@ -348,9 +348,8 @@ def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  #
               ceil_mode: bool, return_indices: bool, spatial: int):
     x, added = _pool_input(op, input, spatial)
     if x.dtype.is_complex:  # PyTorch's error: maxima need an order
-        raise NotImplementedError(f"\"{op}\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}': complex numbers have "
-                                  f"no order; pool .real, .imag or .abs() instead")
+        raise dtypes.kernel_not_implemented(op, x.dtype, ": complex numbers have no order; "
+                                            "pool .real, .imag or .abs() instead")
     if x.dtype is dtypes.bool_ or (spatial == 1 and not return_indices
                                    and not x.dtype.is_floating_point):
         # PyTorch's CPU kernels: none for bool; max_pool1d's own (max_pool1d_impl, taken
@@ -458,9 +457,9 @@ def _avg_pool(op: str, input: Tensor, kernel_size, stride, padding, ceil_mode: b
     if not x.dtype.is_floating_point and x.dtype is not dtypes.int64:
         # PyTorch's CPU kernels take int64 (below) but no other integer or bool dtype
         kernel_name = "avg_pool3d_out_frame" if spatial == 3 else "avg_pool2d"
-        raise NotImplementedError(f"\"{kernel_name}\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}' ({op} of an input of "
-                                  f"dtype {x.dtype.name}; convert it with .float() or .long())")
+        raise dtypes.kernel_not_implemented(kernel_name, x.dtype, f" ({op} of an input of "
+                                            f"dtype {x.dtype.name}; convert it with .float() "
+                                            f"or .long())")
     x = tie(x)  # dx = the window sums of g / divisor, in x's graph (_piecewise.py)
     kernel, stride, pad, _ = _pool_args(op, kernel_size, stride, padding, 1, spatial)
     if spatial == 1:

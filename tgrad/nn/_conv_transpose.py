@@ -173,10 +173,9 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
     _check_like_input(op, x, weight, bias)
     if not (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype is dtypes.int64):
         kernel = f"slow_conv_transpose{3 if spatial == 3 else 2}d_out_cpu"  # PyTorch's
-        raise NotImplementedError(f"\"{kernel}\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}' ({op}: floating "
-                                  f"point, complex or int64 inputs only, as PyTorch's CPU "
-                                  f"kernels; convert with .float() first)")
+        raise dtypes.kernel_not_implemented(kernel, x.dtype, f" ({op}: floating point, "
+                                            f"complex or int64 inputs only, as PyTorch's CPU "
+                                            f"kernels; convert with .float() first)")
     kernel, sizes = tuple(weight.shape[2:]), tuple(x.shape[2:])
     out = tuple((i - 1) * s - 2 * p + d * (k - 1) + o + 1 for i, s, p, d, k, o in zip(
         sizes, stride, padding, dilation, kernel, output_padding))

@@ -77,9 +77,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
         raise RuntimeError(f"{op}: log_probs must be 2-D (T, C) or 3-D (T, N, C), got shape "
                            f"{list(log_probs.shape)}")
     if not lp.dtype.is_floating_point:
-        raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[lp.dtype]}' ({op}: log_probs "
-                                  f"must be floating point, got {lp.dtype.name})")
+        raise dtypes.kernel_not_implemented("ctc_loss_cpu", lp.dtype, f" ({op}: log_probs must "
+                                            f"be floating point, got {lp.dtype.name})")
     t_max, n, c = lp.shape
     holder = []  # the NaN-gradient mask, set below (see _NanWhereInfinite)
     if lp.requires_grad and not zero_infinity:

@@ -188,9 +188,9 @@ def _check_grid_sample(input: Tensor, grid: Tensor, mode: str,  # noqa: A002
                            f"input has {input.dtype.name} and grid has {grid.dtype.name}")
     if not input.dtype.is_floating_point:  # PyTorch's NotImplementedError, its kernel named
         kernel = "grid_sampler_2d_cpu_kernel_impl" if input.ndim == 4 else "grid_sampler3d_cpu"
-        raise NotImplementedError(f"\"{kernel}\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (grid_sample of "
-                                  f"{input.dtype.name} tensors; convert them with .float())")
+        raise dtypes.kernel_not_implemented(kernel, input.dtype, f" (grid_sample of "
+                                            f"{input.dtype.name} tensors; convert them with "
+                                            f".float())")
 
 
 @autocast_policy("promote", cpu="fp32")

@@ -345,10 +345,9 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
     _check_tensor("poisson_nll_loss", target, "target")  # complex loss (PyTorch's formula)
     if full and (input.dtype.is_complex or target.dtype.is_complex):
         dt = input.dtype if input.dtype.is_complex else target.dtype
-        raise NotImplementedError(f"\"le_cpu\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (poisson_nll_loss: "
-                                  f"full=True compares the target with 1, which needs real "
-                                  f"tensors)")
+        raise dtypes.kernel_not_implemented("le_cpu", dt, " (poisson_nll_loss: full=True "
+                                            "compares the target with 1, which needs real "
+                                            "tensors)")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     broadcast_or_raise("poisson_nll_loss", input.shape, target.shape)

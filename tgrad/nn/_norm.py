@@ -229,10 +229,9 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
                                f"normalized_shape, but got weight of shape "
                                f"{list(weight.shape)} and normalized_shape = {list(ns)}")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
-        raise NotImplementedError(f"\"rms_norm\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (rms_norm: "
-                                  f"expected a floating point or complex input, got "
-                                  f"{input.dtype.name})")
+        raise dtypes.kernel_not_implemented("rms_norm", input.dtype, f" (rms_norm: expected a "
+                                            f"floating point or complex input, got "
+                                            f"{input.dtype.name})")
     if eps is None:  # the compute dtype's epsilon: float32's for float16/bfloat16 (PyTorch)
         eps = float(ml_dtypes.finfo(_widened(input).dtype.np).eps)
     (x, w), half = widen_halves(input, weight)

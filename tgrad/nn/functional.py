@@ -64,10 +64,9 @@ def _check_float_kernel(op: str, kernel: str, *tensors: Tensor) -> None:
     input with a float target is fine) and has no integer or bool kernel for them."""
     common = functools.reduce(dtypes.promote_types, (t.dtype for t in tensors))
     if not common.is_floating_point:
-        raise NotImplementedError(
-            f"\"{kernel}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[common]}' ({op} of "
-            f"{' and '.join(t.dtype.name for t in tensors)} tensors; convert them with "
-            f".float())")
+        raise dtypes.kernel_not_implemented(
+            kernel, common, f" ({op} of {' and '.join(t.dtype.name for t in tensors)} tensors; "
+            f"convert them with .float())")
 
 
 # PyTorch's CPU kernel names, named by its NotImplementedError for an integer or bool input
@@ -84,7 +83,6 @@ _FLOAT_KERNELS = {
     "multi_margin_loss": "multi_margin_loss_cpu_kernel",
     "multilabel_margin_loss": "multilabel_margin_loss_forward_out_frame",
     "batch_norm": "batch_norm", "group_norm": "GroupNormKernelImpl",
-    "grid_sample": "grid_sampler_2d_cpu_kernel_impl", "ctc_loss": "ctc_loss_cpu",
 }
 
 
@@ -98,8 +96,7 @@ def _check_float(op: str, x: Tensor, kernel: str | None = None) -> None:
                f".float()")
         if kernel is None:
             raise RuntimeError(msg)
-        raise NotImplementedError(f"\"{kernel}\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}' ({msg})")
+        raise dtypes.kernel_not_implemented(kernel, x.dtype, f" ({msg})")
 
 
 def _not_differentiable(fn: str, arg: str, t) -> None:
@@ -633,30 +630,51 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # n
     return loss if half is None else loss.to(half)
 
 
-class MseLoss(Function):
-    """One node with its reduction, as PyTorch's (MseLossBackward0): l = (x - t)^2 (x and t
-    broadcast), reduced; dl/dx = 2 (x - t) g', dl/dt = -2 (x - t) g' with g' = g / numel
-    ('mean'), g ('sum', 'none'); the engine sums a broadcast gradient to each input's
-    shape. The backward is tgrad ops of the saved x, t, so it differentiates again."""
+class _DiffLoss(Function):
+    """One node with its reduction for an elementwise loss l(d) of d = x - t (x and t
+    broadcast), as PyTorch's fused losses: subclasses give ``loss(d, p)`` and its
+    derivative ``dloss(d, p)`` (tgrad ops, so the backward differentiates again).
+    dl/dx = g' dloss(d), dl/dt = -g' dloss(d), g' = g / numel ('mean'), else g; the engine
+    sums a broadcast gradient to each input's shape."""
+
+    @staticmethod
+    def loss(d: Tensor, p) -> Tensor:
+        raise NotImplementedError
+
+    @staticmethod
+    def dloss(d: Tensor, p) -> Tensor:
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, x, t, reduction, p=None):
+        ctx.save_for_backward(x, t)
+        loss = cls.loss(x - t, p)
+        ctx.meta = (reduction, loss.numel(), p)
+        return _reduce_loss(loss, reduction)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        x, t = ctx.saved_tensors
+        reduction, n, p = ctx.meta
+        dd = _mean_scaled(g, reduction, n) * cls.dloss(x - t, p)
+        return (dd if ctx.needs_input_grad[0] else None,
+                -dd if ctx.needs_input_grad[1] else None, None, None)
+
+
+class MseLoss(_DiffLoss):
+    """One node with its reduction, as PyTorch's (MseLossBackward0): l = d^2 (d = x - t),
+    dl/dd = 2 d (see _DiffLoss)."""
 
     name = "mse_loss"
     node_name = "MseLossBackward0"
 
     @staticmethod
-    def forward(ctx, x, t, reduction):
-        ctx.save_for_backward(x, t)
-        d = x - t
-        loss = d * d
-        ctx.meta = (reduction, loss.numel())
-        return _reduce_loss(loss, reduction)
+    def loss(d: Tensor, p) -> Tensor:
+        return d * d
 
     @staticmethod
-    def backward(ctx, g):
-        x, t = ctx.saved_tensors
-        reduction, n = ctx.meta
-        dd = _mean_scaled(g, reduction, n) * ((x - t) * 2.0)
-        return (dd if ctx.needs_input_grad[0] else None,
-                -dd if ctx.needs_input_grad[1] else None, None)
+    def dloss(d: Tensor, p) -> Tensor:
+        return d * 2.0
 
 
 def _reduce_loss(loss: Tensor, reduction: str) -> Tensor:

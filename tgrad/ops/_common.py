@@ -242,9 +242,7 @@ def float_input(op: str, x) -> tuple:
     from tgrad import dtypes
     require_tensor(op, x)
     if x.dtype.is_complex:  # PyTorch's error (the cast below would drop the imaginary part)
-        raise NotImplementedError(f"\"{op}_cpu\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}': {op} takes real "
-                                  f"tensors")
+        raise dtypes.kernel_not_implemented(f"{op}_cpu", x.dtype, f": {op} takes real tensors")
     if not x.dtype.is_floating_point:
         x = x.to(dtypes.get_default_dtype())
     (x,), half = widen_halves(x)

@@ -974,18 +974,28 @@ def _cpu_scalars_moved(a, b) -> tuple:
     return a, b
 
 
-def _node_variant(name: str, node_name: str, scalar_edges: bool | None = None):
-    """Binary op ``name`` (the same forward and backward) under another of PyTorch's node
-    names, which depend on the overload: ``RsubBackward0/1``, ``PowBackward1/2``.
-    ``scalar_edges`` False: a number operand gets no next_functions slot (RsubBackward1's
-    only edge is self's, as PyTorch's)."""
-    base = _BINARY[name]
-    saved = _POW_SAVED if name == "pow" else base.saved_attributes
-    cls = type(base.__name__, (base,), {
-        "node_name": node_name, "saved_attributes": saved,
-        "scalar_edges": base.scalar_edges if scalar_edges is None else scalar_edges})
-    cls._backward_cls.scalars = None
+def node_variant(base: type, node_name: str, **attrs) -> type:
+    """Op class ``base`` (the same forward and backward) under another of PyTorch's node
+    names, which depend on the overload (PowBackward1/2, RsubBackward1,
+    SpecialXlogyBackward1/2...), with class attributes ``attrs``: ``scalar_edges`` False
+    (a number operand gets no next_functions slot: RsubBackward1's only edge is self's) or
+    ``hidden_edges`` (positions of a number made a 0-d tensor), ``saved_attributes``. The
+    caller picks the class when it selects the op (nothing is added to the op's call);
+    fmod's / remainder's, which share the binary operators' function, are named by the
+    node instead (_name_by_operands)."""
+    cls = type(base.__name__, (base,), {"node_name": node_name, **attrs})
+    if hasattr(base._backward_cls, "scalars"):  # a binary op's (set by its forward)
+        cls._backward_cls.scalars = None
     return cls
+
+
+def _node_variant(name: str, node_name: str, scalar_edges: bool | None = None):
+    """Binary op ``name`` as node_variant (pow's saved attributes are PyTorch's per
+    overload, _POW_SAVED)."""
+    base = _BINARY[name]
+    return node_variant(base, node_name,
+                        saved_attributes=_POW_SAVED if name == "pow" else base.saved_attributes,
+                        scalar_edges=base.scalar_edges if scalar_edges is None else scalar_edges)
 
 
 # PyTorch's pow overloads: PowBackward0 tensor ** number (_BINARY["pow"]), PowBackward1

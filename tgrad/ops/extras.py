@@ -23,7 +23,13 @@ from tgrad.ops import scatter_reduce as sr
 from tgrad.ops._common import fresh, rounded_to, route_sparse, tensor_method, widen_halves
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.creation import zeros as tgrad_zeros
-from tgrad.ops.index import IndexAdd, getitem, normalize_key
+from tgrad.ops.index import (
+    IndexAdd,
+    byte_mask_fill_error,
+    fills_by_masked_fill,
+    getitem,
+    normalize_key,
+)
 from tgrad.ops.inplace import alias_closure, apply_inplace, inplace_method, overlapping
 from tgrad.ops.reduce import _dim_or_axis
 from tgrad.ops.shape import cat, narrow
@@ -145,10 +151,8 @@ def number_operand_nodes(cls: type) -> dict:
     tensor), ``...Backward2`` for (tensor, number), without the number's edge (it is made a
     0-d tensor here); ``cls`` itself for two tensors."""
     base = cls.node_name[:-1]
-    return {(False, True): type(cls.__name__, (cls,), {"node_name": base + "1",
-                                                       "hidden_edges": (0,)}),
-            (True, False): type(cls.__name__, (cls,), {"node_name": base + "2",
-                                                       "hidden_edges": (1,)})}
+    return {(False, True): ew.node_variant(cls, base + "1", hidden_edges=(0,)),
+            (True, False): ew.node_variant(cls, base + "2", hidden_edges=(1,))}
 
 
 _XLOGY_NODES = number_operand_nodes(Xlogy)
@@ -492,10 +496,8 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
         from tgrad.ops.inplace import index_put_dtype_error
         raise index_put_dtype_error(self, values)
     if (not accumulate and len(key) == 1 and key[0].dtype is dtypes.uint8
-            and np.size(values._data if isinstance(values, Tensor) else values) == 1):
-        # PyTorch writes one mask and a one-element value by masked_fill_ (a 0-d mask too)
-        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
-                           "unsigned char (index_put_ of a uint8 mask; use mask.bool())")
+            and fills_by_masked_fill(values)):  # (a 0-d mask too)
+        raise byte_mask_fill_error("index_put_")
     if accumulate:
         nkey, _ = normalize_key(key, self.device)
         vals = values if isinstance(values, Tensor) else tensor(values, dtype=self.dtype,

@@ -78,8 +78,8 @@ def normalize_key(key, device=None, ndim: int | None = None,
     scatters to (PyTorch raises there; tgrad keeps the indices the forward used). Backend
     arrays already in ``key`` (a key normalized before, e.g. reused by a backward) are kept
     as they are. A uint8 tensor, NumPy array or list of NumPy uint8s is a boolean mask, as
-    PyTorch reads it (with its deprecation warning). ``byte_fill`` (``x[key] = v`` with a
-    one-element v): a key whose only index array is such a uint8 mask of 1+ dims raises
+    PyTorch reads it (with its deprecation warning). ``byte_fill`` (``x[key] = v`` with a v
+    that fills_by_masked_fill): a key whose only index array is such a uint8 mask of 1+ dims raises
     PyTorch's RuntimeError (PyTorch writes it by masked_fill_, which takes bool masks only)."""
     if not isinstance(key, tuple):
         key = tuple(key) if _sequence_as_tuple(key) else (key,)
@@ -144,12 +144,26 @@ def normalize_key(key, device=None, ndim: int | None = None,
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"byte Variables are valid indices (got {type(k).__name__})")
     if byte_fill and n_bytes == 1 and n_arrays == 1:
-        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
-                           "unsigned char (x[mask] = value with a uint8 mask and a one-element "
-                           "value; use mask.bool())")
+        raise byte_mask_fill_error("x[mask] = value")
     if not basic and ndim is not None and any(k is Ellipsis for k in out):
         return _drop_empty_ellipsis(tuple(out), ndim), basic
     return tuple(out), basic
+
+
+def fills_by_masked_fill(value) -> bool:
+    """The value's half of PyTorch's canDispatchToMaskedFill (``x[mask] = value`` and
+    index_put_ with one mask write by masked_fill_): one element on the CPU (a number is a
+    CPU tensor there; a one-element value on another device takes the index_put path)."""
+    if isinstance(value, Tensor):
+        return value.numel() == 1 and value.device.type == "cpu"
+    return np.size(value) == 1
+
+
+def byte_mask_fill_error(how: str) -> RuntimeError:
+    """PyTorch's error for a uint8 mask written by masked_fill_ (see fills_by_masked_fill)."""
+    return RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                        f"unsigned char ({how} with a uint8 mask and a one-element value on "
+                        f"the CPU; use mask.bool())")
 
 
 def _warn_byte_mask() -> None:

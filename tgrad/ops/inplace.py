@@ -20,7 +20,7 @@ from tgrad.autograd.hooks import move_retain_grad
 from tgrad.autograd.node import gradient_edge
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
-from tgrad.ops.index import check_masks, normalize_key, split_selects
+from tgrad.ops.index import check_masks, fills_by_masked_fill, normalize_key, split_selects
 from tgrad.ops.movement import clone
 from tgrad.ops.reduce import sum_to
 from tgrad.tensor import (
@@ -549,9 +549,9 @@ def index_put_dtype_error(self: Tensor, value: Tensor) -> RuntimeError:
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value``: basic keys write through a view, array keys via index_put."""
     scalar = isinstance(value, (int, float, bool, complex, np.number, np.bool_))
-    nkey, basic = normalize_key(key, self.device, self.ndim, byte_fill=scalar or (
-        isinstance(value, Tensor) and value.numel() == 1 and value.device.type == "cpu"))
-    if isinstance(value, (int, float, bool, complex, np.number, np.bool_)):
+    nkey, basic = normalize_key(key, self.device, self.ndim, byte_fill=(
+        scalar or isinstance(value, Tensor)) and fills_by_masked_fill(value))
+    if scalar:
         dtypes.check_value_fits("__setitem__", value, self.dtype)
         if isinstance(value, (complex, np.complexfloating)):
             if not self.dtype.is_complex:  # 2+0j (a nonzero imaginary part was refused)
@@ -629,6 +629,7 @@ def _inplace_view(self: Tensor, op: str, key: str, *args) -> Tensor:
         v = view_apply(cls, self, *args)
     self._data = v._data
     self._storage.version += 1
+    self._geometry_changed = True
     fw = v.__dict__.get("_fw")
     if fw is not None:  # a forward-AD tangent: self's becomes the view's (same view op)
         self.__dict__["_fw"] = fw

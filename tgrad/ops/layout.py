@@ -640,7 +640,9 @@ def replay_on_base(view: Tensor) -> Tensor:
         for fn, args in view._view_chain:
             t = fn(t, *args)
     except (RuntimeError, ValueError, IndexError):  # the base's new geometry (x.t_(),
-        t = None  # as_strided_) no longer fits the chain (view(-1) of a transpose...)
+        if not base._geometry_changed:  # as_strided_) no longer fits the chain (view(-1)
+            raise  # of a transpose...); any other error is a bug
+        t = None
     if (t is not None and t._data.shape == view._data.shape
             and t._data.strides == view._data.strides and t.data_ptr() == view.data_ptr()):
         return t

@@ -182,9 +182,8 @@ def copysign(input: Tensor, other) -> Tensor:  # noqa: A002
     require_tensor("copysign", input)
     dt = dtypes.result_type(input, other)
     if dt.is_complex:
-        raise NotImplementedError(f"\"copysign_cpu\" not implemented for "
-                                  f"'{dtypes.SCALAR_TYPE_NAMES[dt]}': complex numbers have no "
-                                  f"sign; apply it to .real or .imag instead")
+        raise dtypes.kernel_not_implemented("copysign_cpu", dt, ": complex numbers have no "
+                                            "sign; apply it to .real or .imag instead")
     if not dt.is_floating_point:
         dt = dtypes.get_default_dtype()
     mag = ew.abs(input.to(dt))

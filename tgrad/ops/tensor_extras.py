@@ -155,6 +155,7 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
                            f"{off + math.prod(sizes)} elements, the storage has "
                            f"{_storage_span(self)[1]})")
     self._data = as_strided(self.detach(), sizes, contiguous_strides(tuple(sizes)), off)._data
+    self._geometry_changed = True  # (layout.replay_on_base)
     self._storage.version += 1
     return self
 

@@ -192,6 +192,7 @@ def set_(self: Tensor, source: Tensor | None = None, storage_offset: int | None 
         off = source.storage_offset() if storage_offset is None else int(storage_offset)
         data = as_strided(source.detach(), size, stride, off)._data
     self._data = data
+    self._geometry_changed = True  # (layout.replay_on_base)
     if source._storage.root is not self._storage.root:
         storage = Storage(source._storage.root)  # its memory, self's own version counter
         storage.version = self._storage.version
@@ -250,6 +251,7 @@ def _set_storage(self: Tensor, source, storage_offset, size, stride) -> Tensor:
     if any(n == 0 for n in size):
         data = np.empty(size, self.dtype.np)
     self._data = data
+    self._geometry_changed = True  # (layout.replay_on_base)
     if source._root is not self._storage.root:
         storage = Storage(source._root)  # its memory, self's own version counter
         storage.version = self._storage.version

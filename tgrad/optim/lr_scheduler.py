@@ -10,6 +10,7 @@ to use ``get_last_lr()``. A Tensor ``lr`` is updated in place (``fill_``), as Py
 
 from __future__ import annotations
 
+import contextlib
 import math
 import types
 import warnings
@@ -52,6 +53,17 @@ def _warn_get_lr_called_within_step(sched: LRScheduler) -> None:
     if not sched._get_lr_called_within_step:
         warnings.warn("To get the last learning rate computed by the scheduler, please use "
                       "`get_last_lr()`.", UserWarning, stacklevel=3)
+
+
+@contextlib.contextmanager
+def _lr_in_step(sched: LRScheduler):
+    """``_get_lr_called_within_step`` set while step() computes the rates, so get_lr()
+    does not warn (reset even when get_lr raises)."""
+    sched._get_lr_called_within_step = True
+    try:
+        yield
+    finally:
+        sched._get_lr_called_within_step = False
 
 
 class LRScheduler:
@@ -124,8 +136,7 @@ class LRScheduler:
     def _update_lr(self, epoch: int | None = None) -> None:
         """Advance ``last_epoch`` (or set it to ``epoch``, then use the closed form where
         there is one) and write the new rates into the groups."""
-        self._get_lr_called_within_step = True
-        try:
+        with _lr_in_step(self):
             if epoch is None:
                 self.last_epoch += 1
                 values = self.get_lr()
@@ -133,8 +144,6 @@ class LRScheduler:
                 self.last_epoch = epoch
                 closed = getattr(self, "_get_closed_form_lr", None)
                 values = closed() if closed is not None else self.get_lr()
-        finally:
-            self._get_lr_called_within_step = False
         self._write_lrs(values)
 
     def _write_lrs(self, values: list) -> None:
@@ -627,11 +636,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        self._get_lr_called_within_step = True
-        try:
+        with _lr_in_step(self):
             values = self.get_lr()
-        finally:
-            self._get_lr_called_within_step = False
         self._write_lrs(values)
 
 
