@@ -5,6 +5,7 @@ inputs; uniform and coordinate spacings, both edge orders, dims; gradcheck; erro
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -159,11 +160,12 @@ def test_mean_backward_divides_once_in_the_gradient_dtype(dtype, shape, dim):
 def test_std_is_rooted_before_rounding_to_the_input_dtype(dtype, values):
     """std = sqrt(var) taken before the one rounding to the input's dtype, as PyTorch's CPU
     std (double accumulation): the std fits where the variance does not (before: inf or 0,
-    with a 0 gradient). Reference: NumPy float64 of the same (rounded) values."""
+    with a 0 gradient). Reference: Python's statistics.stdev (exact rational variance) of
+    the same (rounded) values; NumPy's two-pass is 1 ulp off for [1, 2, 4]."""
     dt = getattr(tgrad, dtype)
     x = tgrad.tensor(values, dtype=dt, requires_grad=True)
     xs = x.detach().to(tgrad.float64).numpy()
-    want = np.std(xs, ddof=1)
+    want = np.float64(statistics.stdev(xs.tolist()))
     y = x.std()
     np.testing.assert_array_equal(y.detach().to(tgrad.float64).numpy(),
                                   tgrad.tensor(want).to(dt).to(tgrad.float64).numpy())
@@ -186,6 +188,38 @@ def test_float32_var_accumulates_in_float64_on_cpu():
     np.testing.assert_array_equal(tgrad.tensor(x).std(1).numpy(),
                                   np.sqrt(np.var(x.astype(np.float64), axis=1, ddof=1))
                                   .astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_var_std_of_constant_slices_are_exactly_zero(dtype):
+    """var/std shift each slice by its first element before the mean (var is shift-invariant):
+    a constant slice gives exactly 0, as PyTorch's Welford does (the plain mean of 3 copies
+    of 0.846 rounds, leaving std 1.4e-16 and a 1/std gradient of ~1e15). Reference: hand
+    values (0 for constant slices, the std gradient's 0 subgradient there) and NumPy float64
+    for the non-constant slices."""
+    dt = getattr(tgrad, dtype)
+    c = tgrad.tensor([[0.846]], dtype=dt).expand(3, 1, 1)  # a stride-0 view
+    for f in (lambda t: t.var(0), lambda t: t.std(0), lambda t: tgrad.var_mean(t, 0)[0],
+              lambda t: tgrad.std_mean(t, 0)[0], lambda t: t.std(), lambda t: t.var((0, 2))):
+        np.testing.assert_array_equal(f(c).numpy(), np.zeros(f(c).shape))
+    vals = np.array([[0.846, 0.846, 0.846, 0.846, 0.846], [-5.356693731611109] * 5,
+                     [1.0, 2.0, 4.0, 8.0, 1e8]])
+    x = tgrad.tensor(vals, dtype=dt, requires_grad=True)
+    xs = x.detach().numpy().astype(np.complex128 if dtype == "complex128" else np.float64)
+    want = np.std(xs, axis=1, ddof=1)
+    y = x.std(1)
+    np.testing.assert_array_equal(y.detach().numpy()[:2], [0.0, 0.0])
+    np.testing.assert_allclose(y.detach().numpy()[2], want[2], rtol=1e-6 if dtype == "float32"
+                               else 1e-14)
+    y.sum().backward()
+    gw = (xs - xs.mean(1, keepdims=True)) / (4 * want[:, None])  # 0 rows 0: the subgradient
+    gw[:2] = 0
+    np.testing.assert_array_equal(x.grad.numpy()[:2], np.zeros((2, 5)))
+    np.testing.assert_allclose(x.grad.numpy()[2], gw[2], rtol=1e-5 if dtype == "float32"
+                               else 1e-12)
+    # inf / NaN as before: any non-finite element makes the slice's variance NaN
+    z = tgrad.tensor([[math.inf, 1.0], [1.0, math.inf], [math.nan, 1.0]], dtype=dt)
+    assert np.isnan(z.var(1).numpy()).all()
 
 
 @pytest.mark.parametrize("edge_order", [1, 2])

@@ -1027,9 +1027,19 @@ def var(x: np.ndarray, axes, correction: float, keepdim: bool,
         dt = np.empty(0, dt).real.dtype
     with quiet(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        # d = x - mean, squared in place: into the float64 copy when x was cast (one
-        # temporary of x's size, was three)
-        d = np.subtract(xf, np.mean(xf, axis=axes, keepdims=True), out=None if xf is x else xf)
+        # Shifted two-pass: d = (x - r) - mean(x - r), r = each slice's first element
+        # (var is shift-invariant). A constant slice then gives exactly 0, as PyTorch's
+        # Welford does (the plain mean of n equal values can round, and 1/std in the
+        # gradient blows up on the leftover), and values near r lose less to cancellation.
+        # A non-finite r is replaced by 0 (x - inf would turn finite values into -inf).
+        # d is written into the float64 copy when x was cast, else into the one new array
+        # x - r, then squared in place: one temporary of x's size.
+        ax = range(x.ndim) if axes is None else axes
+        r = xf[tuple(slice(0, 1) if i in ax else slice(None) for i in range(x.ndim))]
+        r = np.where(np.isfinite(r), r, 0)
+        d = np.subtract(xf, r, out=None if xf is x else xf)
+        d = np.subtract(d, np.mean(d, axis=axes, keepdims=True),
+                        out=d if type(d) is np.ndarray else None)
         if not cplx:
             d = np.multiply(d, d, out=d) if type(d) is np.ndarray else d * d  # (0-d: scalar)
         s = np.sum(d.real * d.real + d.imag * d.imag if cplx else d, axis=axes,
