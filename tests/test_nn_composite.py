@@ -486,6 +486,10 @@ def test_activations_are_one_node():
         "EluBackward0": (F.selu, ss * np.where(xn > 0, xn, sa * np.expm1(xn))),
         "CeluBackward0": (lambda x: F.celu(x, 0.5), np.where(xn > 0, xn,
                                                              0.5 * np.expm1(xn / 0.5))),
+        "SoftshrinkBackward0": (lambda x: F.softshrink(x, 0.5),
+                                np.where(np.abs(xn) > 0.5, xn - 0.5 * np.sign(xn), 0.0)),
+        "HardshrinkBackward0": (lambda x: F.hardshrink(x, 0.5),
+                                np.where(np.abs(xn) > 0.5, xn, 0.0)),
     }
     for node, (fn, ref) in cases.items():
         x = _t(xn, requires_grad=True)
@@ -505,6 +509,31 @@ def test_activations_are_one_node():
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0, 0.0, 0.0])
 
 
+def test_softshrink_hardshrink_nodes_nan_inf_and_halves():
+    # hand values: NaN stays NaN, +-inf shift to +-inf; dx = g strictly outside [-l, l], 0 at
+    # the kinks and for NaN (PyTorch's vectorized loop), in x's graph under create_graph
+    x = _t([np.nan, np.inf, -np.inf, 0.5, -0.5, 0.7, 0.0], requires_grad=True)
+    for fn, want in ((F.softshrink, [np.nan, np.inf, -np.inf, 0.0, 0.0, 0.7 - 0.5, 0.0]),
+                     (F.hardshrink, [np.nan, np.inf, -np.inf, 0.0, 0.0, 0.7, 0.0])):
+        y = fn(x, 0.5)
+        np.testing.assert_array_equal(y.detach().numpy(), want)
+        (g,) = tgrad.autograd.grad(y, x, _t([3.0] * 7), create_graph=True)
+        np.testing.assert_array_equal(g.detach().numpy(), [0, 3, 3, 0, 0, 3, 0])
+        assert g.requires_grad
+    # float16/bfloat16 softshrink compares and shifts in float32, rounded once (PyTorch's
+    # opmath): bfloat16(0.3) = 0.30078125 > 0.3 gives 0.30078125 - 0.3 rounded, not 0
+    for dt in (tgrad.bfloat16, tgrad.float16):
+        xh = tgrad.tensor([0.3, -0.3, 1.0], dtype=dt)
+        xs = xh.to(tgrad.float64).numpy()
+        want = np.where(np.abs(xs) > 0.3, xs - 0.3 * np.sign(xs), 0.0)
+        y = F.softshrink(xh, 0.3)
+        assert y.dtype is dt
+        np.testing.assert_array_equal(y.to(tgrad.float64).numpy(),
+                                      tgrad.tensor(want).to(dt).to(tgrad.float64).numpy())
+        xr = xh.clone().requires_grad_()
+        assert type(F.softshrink(xr, 0.3).grad_fn).__name__ == "SoftshrinkBackward0"
+
+
 def test_one_node_losses_forward_ad():
     # forward-mode AD through the new nodes (their vjp of the vjp) against finite differences
     import tgrad.autograd.forward_ad as fwAD
@@ -522,6 +551,10 @@ def test_one_node_losses_forward_ad():
                        lambda a: np.where(a > 0.5, a - 0.5, 0.1 * (a - 0.5))),
         "glu": (lambda x: F.glu(x, 0), lambda a: a[:1] / (1 + np.exp(-a[1:]))),
         "logsigmoid": (F.logsigmoid, lambda a: -np.logaddexp(0, -a)),
+        "softshrink": (lambda x: F.softshrink(x, 0.4),
+                       lambda a: np.where(np.abs(a) > 0.4, a - 0.4 * np.sign(a), 0.0)),
+        "hardshrink": (lambda x: F.hardshrink(x, 0.4),
+                       lambda a: np.where(np.abs(a) > 0.4, a, 0.0)),
     }
     for name, (fn, ref) in fns.items():
         with fwAD.dual_level():

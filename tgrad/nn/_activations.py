@@ -16,10 +16,12 @@ from tgrad.nn._composite import (
     Threshold,
     _check_float,
     _int_scalars,
+    _Piecewise,
     _rounded_once,
 )
 from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import _check_tensor
+from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.elementwise import clamp, tanh, where
 from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor
@@ -97,23 +99,55 @@ def _check_lambd(op: str, lambd: float) -> None:
                            f"{lambd}.")
 
 
+class Softshrink(_Piecewise):
+    """y = x - l for x > l, x + l for x < -l, else 0 (NaN stays NaN);
+    dx = g outside [-l, l], else exactly 0 (also for an infinite g), as PyTorch's
+    softshrink_backward; NaN: 0 (PyTorch's vectorized loop; its scalar tail gives g)."""
+
+    name = "softshrink"
+    node_name = "SoftshrinkBackward0"
+
+    @staticmethod
+    def value(x: Tensor, lambd: float) -> Tensor:
+        # float16/bfloat16: compared and shifted in float32, rounded once (PyTorch's opmath:
+        # a bfloat16 0.30078 > 0.3 gives 7.8e-4, not 0)
+        (x,), half = widen_halves(x)
+        y = where(x > lambd, x - lambd, where(x < -lambd, x + lambd, where(x == x, 0.0, x)))
+        return rounded_to(y, half)
+
+    @staticmethod
+    def mask_grad(x: Tensor, g: Tensor, lambd: float) -> Tensor:
+        return where((x < -lambd) | (x > lambd), g, 0.0)
+
+
+class Hardshrink(_Piecewise):
+    """y = x outside [-l, l], NaN for NaN, else 0;  dx = g outside [-l, l], else 0 (NaN
+    too), as PyTorch's hardshrink_backward."""
+
+    name = "hardshrink"
+    node_name = "HardshrinkBackward0"
+
+    @staticmethod
+    def value(x: Tensor, lambd: float) -> Tensor:
+        return where((x < -lambd) | (x > lambd), x, where(x == x, 0.0, x))
+
+    @staticmethod
+    def mask_grad(x: Tensor, g: Tensor, lambd: float) -> Tensor:
+        return where((x < -lambd) | (x > lambd), g, 0.0)
+
+
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
-    """x - l for x > l, x + l for x < -l, else 0 (NaN stays NaN);
-    dx = g outside [-l, l], else exactly 0 (also for an infinite g, as PyTorch: the middle
-    value is a detached constant, not x * 0, whose gradient g * 0 would be NaN)."""
+    """x - l for x > l, x + l for x < -l, else 0: one node (SoftshrinkBackward0), dx in x's
+    graph (_piecewise._Attach: d(dx)/dx = 0)."""
     _check_float("softshrink", input)
     _check_lambd("softshrink", lambd)
-    x = tie(input)  # dx in x's graph: d(dx)/dx = 0 (_piecewise.py)
-    return where(x > lambd, x - lambd,
-                 where(x < -lambd, x + lambd, where(x == x, 0.0, x).detach()))
+    return Softshrink.apply(input, lambd)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
-    """x outside [-l, l], NaN for NaN, else 0;  dx = g outside [-l, l], else 0 (NaN too)."""
+    """x outside [-l, l], NaN for NaN, else 0: one node (HardshrinkBackward0)."""
     _check_float("hardshrink", input)
-    x = tie(input)  # dx in x's graph: d(dx)/dx = 0 (_piecewise.py)
-    keep = (x < -lambd) | (x > lambd)
-    return where(keep, x, where(x == x, 0.0, x).detach())
+    return Hardshrink.apply(input, lambd)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
