@@ -370,3 +370,110 @@ def test_argsort_out_needs_stable_and_linalg_outs_are_column_major():
     nz = tgrad.nonzero(t(np.array([[0, 1], [2, 0]])), out=tgrad.empty(0, dtype=tgrad.int64))
     assert nz.stride() == (1, 2)
     np.testing.assert_array_equal(nz.numpy(), [[0, 1], [1, 0]])
+
+
+_OVERLAP = "some elements of the input tensor and the written-to tensor refer to a single"
+
+
+def test_out_overlap_follows_pytorchs_overlap_status():
+    """PyTorch's get_overlap_status: the same memory with other strides (out=x, input x.t())
+    is a partial overlap; cat / gather / index ops / cross refuse even out=input; an out
+    repeating an element (stride 0) is refused; mm / reductions / fft check nothing (tgrad
+    reads the input whole before writing)."""
+    x = t(A[:, :2].reshape(2, 2).copy())  # [[0, 1], [3, 4]]
+    for call in (lambda: tgrad.add(x.t(), 1, out=x), lambda: tgrad.neg(x.t(), out=x),
+                 lambda: tgrad.cumsum(x.t(), 0, out=x),
+                 lambda: tgrad.cat([x, x], out=x), lambda: tgrad.index_select(
+                     x, 0, tgrad.tensor([1, 0]), out=x),
+                 lambda: tgrad.gather(x, 1, tgrad.tensor([[1, 0], [1, 0]]), out=x)):
+        with pytest.raises(RuntimeError, match=_OVERLAP):
+            call()
+    np.testing.assert_array_equal(x.numpy(), [[0.0, 1.0], [3.0, 4.0]])  # nothing written
+    v = t([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        tgrad.cross(v, t([[0.0, 1.0, 0.0]] * 2), dim=1, out=v)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        tgrad.add(t([1.0, 2.0]), 1, out=tgrad.zeros(1).expand(2))
+    tgrad.sub(x, x.t().t(), out=x)  # the same memory and strides: fine
+    np.testing.assert_array_equal(x.numpy(), np.zeros((2, 2)))
+    m = t([[1.0, 2.0], [3.0, 4.0]])
+    tgrad.mm(m.t(), t([[1.0, 0.0], [1.0, 1.0]]), out=m)  # m^T [[1, 0], [1, 1]]
+    np.testing.assert_array_equal(m.numpy(), [[4.0, 3.0], [6.0, 4.0]])
+    s = t([[1.0, 2.0], [3.0, 4.0]])
+    tgrad.sum(s, 0, out=s[0])  # column sums of the original [[1, 2], [3, 4]]
+    np.testing.assert_array_equal(s.numpy(), [[4.0, 6.0], [3.0, 4.0]])
+
+
+def test_out_dtype_checked_before_the_op():
+    """PyTorch checks these outs first: abs / ceil / frac of a bool or int input into an out
+    of another dtype is its 'Found dtype ... but expected ...', not the op's own error."""
+    b, i = t([True, False]), t([1, 2])
+    for fn, x, o in ((tgrad.abs, b, tgrad.float32), (tgrad.ceil, b, tgrad.int64),
+                     (tgrad.frac, i, tgrad.float64), (tgrad.bitwise_not, t([1.5]),
+                                                      tgrad.int64)):
+        want = {tgrad.float32: "Float", tgrad.int64: "Long", tgrad.float64: "Double"}[o]
+        have = {tgrad.bool: "Bool", tgrad.int64: "Long", tgrad.float32: "Float"}[x.dtype]
+        with pytest.raises(RuntimeError, match=f"Found dtype {want} but expected {have}"):
+            fn(x, out=tgrad.empty(x.shape, dtype=o))
+    np.testing.assert_array_equal(tgrad.abs(t([-2, 3]), out=tgrad.empty(2, dtype=tgrad.int64))
+                                  .numpy(), [2, 3])
+
+
+def test_out_castability_texts():
+    """PyTorch's own texts for a floating result into an integer out."""
+    spd = t([[4.0, 1.0], [1.0, 3.0]], dtype=tgrad.float64)
+    long_out = tgrad.empty(2, 2, dtype=tgrad.int64)
+    for fn, args in ((tgrad.cholesky, (spd,)), (tgrad.cholesky_inverse, (spd,)),
+                     (tgrad.cholesky_solve, (spd, spd))):
+        with pytest.raises(RuntimeError, match=f"{fn.__name__}: Expected result to be safely "
+                                               f"castable from Double dtype, but got result "
+                                               f"with dtype Long"):
+            fn(*args, out=long_out)
+    for fn in (tgrad.orgqr, tgrad.linalg.householder_product):
+        with pytest.raises(RuntimeError, match="householder_product: Expected result to be "
+                                               "safely castable from Double"):
+            fn(spd, t([1.0], dtype=tgrad.float64), out=long_out)
+    with pytest.raises(RuntimeError, match="linalg.cond: Expected result to be safely"):
+        tgrad.linalg.cond(spd, out=tgrad.empty((), dtype=tgrad.int64))
+    with pytest.raises(RuntimeError, match="logsumexp\\(\\): Expected floating point type for "
+                                           "result tensor, but got: Long"):
+        tgrad.logsumexp(spd, 0, out=tgrad.empty(2, dtype=tgrad.int64))
+    for fn in (tgrad.cat, tgrad.stack, tgrad.hstack):
+        with pytest.raises(TypeError, match="torch.cat\\(\\): input types can't be cast to the "
+                                            "desired output type Long"):
+            fn([spd, spd], out=tgrad.empty(0, dtype=tgrad.int64))
+    out = tgrad.empty(4, 2, dtype=tgrad.float32)  # a lower float precision is fine
+    tgrad.cat([spd, spd], out=out)
+    np.testing.assert_array_equal(out.numpy(), [[4, 1], [1, 3], [4, 1], [1, 3]])
+    # lse of [4, 1] and [1, 3] by hand
+    lse = tgrad.logsumexp(spd, 0, out=tgrad.empty(2, dtype=tgrad.float32))
+    np.testing.assert_allclose(lse.numpy(), [np.log(np.exp(4) + np.exp(1)),
+                                             np.log(np.exp(1) + np.exp(3))], rtol=1e-6)
+    for fn in (tgrad.median, tgrad.nanmedian):
+        with pytest.raises(TypeError, match=f'{fn.__name__}\\(\\) missing 1 required '
+                                            f'positional arguments: "dim"'):
+            fn(spd, out=tgrad.empty(()))
+
+
+def test_ormqr_input_checks():
+    """PyTorch's ormqr checks: tau holds min(m, n) reflectors, other's m-side matches."""
+    a = tgrad.eye(3, dtype=tgrad.float64)
+    c = tgrad.ones(3, 2, dtype=tgrad.float64)
+    tau2 = tgrad.zeros(2, dtype=tgrad.float64)
+    with pytest.raises(RuntimeError, match=r"torch.ormqr: tau.shape\[-1\] must be equal to "
+                                           r"min\(other.shape\[-2\], input.shape\[-1\]\)"):
+        tgrad.ormqr(a, tau2, c)
+    with pytest.raises(RuntimeError, match=r"torch.ormqr: other.shape\[-1\] must be equal to "
+                                           r"input.shape\[-2\]"):
+        tgrad.ormqr(a, tgrad.zeros(3, dtype=tgrad.float64), c, left=False)
+    with pytest.raises(RuntimeError, match="torch.ormqr: input must have at least 2 "
+                                           "dimensions"):
+        tgrad.ormqr(tgrad.ones(3, dtype=tgrad.float64), tau2, c)
+    with pytest.raises(RuntimeError, match="Expected input and tau to have the same dtype"):
+        tgrad.ormqr(a, tgrad.zeros(3), c)
+    with pytest.raises(RuntimeError, match="householder_product: Expected tau to have one "
+                                           "dimension less than input"):
+        tgrad.orgqr(a.expand(2, 3, 3), tgrad.zeros(2, dtype=tgrad.float64))
+    # a 3 x 2 input with its 2 reflectors, tau 0: Q is the identity, Q C = C
+    got = tgrad.ormqr(tgrad.ones(3, 2, dtype=tgrad.float64), tau2, c)
+    np.testing.assert_array_equal(got.numpy(), np.ones((3, 2)))

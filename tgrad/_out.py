@@ -122,6 +122,16 @@ def _searchsorted(i, src, dst, x):
                            f"out_int32 flag is {src is dtypes.int32}")
 
 
+def _castable(what, text="{what}: Expected result to be safely castable from {src} dtype, "
+                          "but got result with dtype {dst}", error=RuntimeError):
+    """out takes any dtype of the result's category or above, else PyTorch's ``text``."""
+    def check(i, src, dst, x=None):
+        if src.category > dst.category:
+            raise error(text.format(what=what, src=_N[src], dst=_N[dst]))
+        return True
+    return check
+
+
 def _first(check):  # a multi-output function's first out (values / mantissa)
     def first(i, src, dst, x):
         if i == 0:
@@ -177,6 +187,17 @@ _TORCH_RULES.update({
                      "argument 'out'"),
     "heaviside": _same("heaviside is not yet implemented for tensors with different dtypes."),
 })
+# (the unary ones whose result has the input's dtype, checked before the op runs)
+_CHECK_FIRST = frozenset("""
+abs absolute bitwise_not ceil conj_physical fix floor frac round sgn sign trunc""".split())
+_TORCH_RULES.update({n: _castable(n) for n in
+                     ("cholesky", "cholesky_inverse", "cholesky_solve")})
+_TORCH_RULES["orgqr"] = _castable("torch.linalg.householder_product")
+_TORCH_RULES["logsumexp"] = _castable(
+    "logsumexp", "logsumexp(): Expected floating point type for result tensor, but got: {dst}")
+_TORCH_RULES.update({n: _castable("torch.cat", "torch.cat(): input types can't be cast to the "
+                                  "desired output type {dst}", TypeError) for n in """
+cat concat concatenate stack hstack vstack dstack column_stack row_stack""".split()})
 _TORCH_RULES["inner"] = _TORCH_RULES["tensordot"]  # (PyTorch's inner is a tensordot)
 
 # the name PyTorch's out= autograd error gives an alias (its canonical op; the composite
@@ -305,6 +326,11 @@ def _dtype_rule(ns: str, fn_name: str):
         return check
     if ns == "special" and fn_name == "round":
         return lambda i, src, dst: _found(i, src, dst, None)
+    if ns == "linalg" and fn_name in ("cond", "householder_product"):
+        what = "linalg.cond" if fn_name == "cond" else "torch.linalg.householder_product"
+        return _castable(what)
+    if ns == "special" and fn_name == "logsumexp":
+        return _TORCH_RULES["logsumexp"]
     if ns != "linalg" or fn_name in _LINALG_CAST:
         return None
     if fn_name in ("eig", "eigvals"):
@@ -329,6 +355,11 @@ _PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor an
                     "tensor before performing the operation.")
 
 
+_INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor "
+                     "refers to a single memory location. Please clone() the tensor before "
+                     "performing the operation.")
+
+
 def _tensors_in(values) -> list:
     """The Tensors among ``values``, looking one level into lists/tuples (cat's sequence)."""
     found = []
@@ -340,22 +371,57 @@ def _tensors_in(values) -> list:
     return found
 
 
-def _check_overlap(out: Tensor, inputs: list) -> None:
-    """PyTorch's assert_no_partial_overlap: out may be an input (the same memory, read before
-    the write) but not overlap one in part (checked, as PyTorch, for contiguous tensors)."""
-    if not out._data.size or not out.is_contiguous():
+def _dense_span(t: Tensor) -> tuple | None:
+    """(first byte, end byte) of ``t``'s memory when it is non-overlapping and dense (with
+    non-negative strides), else None (PyTorch's MemOverlap::TooHard: not checked)."""
+    from tgrad.autograd.node import _dense
+    if min(t.stride(), default=0) < 0 or not _dense(t):
+        return None
+    lo = t.data_ptr()
+    return lo, lo + t._data.size * t.element_size()
+
+
+# PyTorch out= kernels that assert_no_overlap (the out may not even be an input: they read
+# the input after writing out): cat / stack, the index / scatter family, cross, nonzero, ...
+_NO_OVERLAP = frozenset("""
+cat concat concatenate stack hstack vstack dstack column_stack row_stack gather take_along_dim
+index_select take index_add index_copy index_reduce scatter scatter_add scatter_reduce cross
+linalg_cross nonzero masked_select kthvalue
+""".split())
+
+
+# PyTorch out= kernels that check no overlap at all (not TensorIterator's): the matmul
+# family, the reductions, fft / linalg (but linalg.cross), det, vdot, searchsorted, ...:
+# tgrad computes the result before writing it, so an out overlapping an input is read whole.
+_UNCHECKED = frozenset("""
+mm matmul bmm addmm addmv addbmm baddbmm mv dot vdot inner tensordot chain_matmul sum mean
+prod amax amin logsumexp special_logsumexp std var norm nansum nanmean diag bucketize
+searchsorted slice_scatter histc
+""".split())
+_LINALG_CHECKED = frozenset({"linalg_cross", "linalg_solve_triangular"})
+
+
+def _check_overlap(name: str, out: Tensor, inputs: list) -> None:
+    """PyTorch's assert_no_partial_overlap (get_overlap_status): ``out`` may be an input
+    (the same memory with the same strides, read before the write; not for _NO_OVERLAP)
+    but not overlap one otherwise (both non-overlapping and dense; others are not checked,
+    nor are _UNCHECKED functions, as in PyTorch)."""
+    if (not out._data.size or name in _UNCHECKED or name.startswith("fft_")
+            or (name.startswith("linalg_") and name not in _LINALG_CHECKED)):
         return
-    lo = out.data_ptr()
-    hi = lo + out._data.size * out.element_size()
+    span = None
     for t in inputs:
         if t._storage.root is not out._storage.root or not t._data.size:
             continue
-        if not t.is_contiguous():
-            continue
-        tlo = t.data_ptr()
-        thi = tlo + t._data.size * t.element_size()
-        same = tlo == lo and thi == hi
-        if not same and tlo < hi and lo < thi:
+        if t is out:
+            full = True
+        else:
+            span = span or _dense_span(out)
+            tspan = _dense_span(t)
+            if span is None or tspan is None or not (tspan[0] < span[1] and span[0] < tspan[1]):
+                continue
+            full = tspan == span and t.stride() == out.stride()
+        if not full or name in _NO_OVERLAP:
             raise RuntimeError(_PARTIAL_OVERLAP)
 
 
@@ -432,6 +498,8 @@ def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool, check=None,
     if tuple(out.shape) != tuple(res.shape):
         column = res.ndim >= 2 and index in _COLUMN_MAJOR.get(name, ())
         _resize(out, tuple(res.shape), _column_major(tuple(res.shape)) if column else None)
+    if any(st == 0 and n > 1 for st, n in zip(out.stride(), out.shape)):
+        raise RuntimeError(_INTERNAL_OVERLAP)  # (PyTorch's assert_no_internal_overlap)
     if grad and res.requires_grad:  # a _COMPOSITE_GRAD function with grad mode on
         out.copy_(res)
         return
@@ -463,8 +531,15 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
             raise RuntimeError(_EXACT_TEXT.format(src_c10=_C10_NAMES[dtypes.as_dtype(given)],
                                                   dst_c10=_C10_NAMES[outs[0].dtype]))
         kwargs["dtype"] = outs[0].dtype
+    if name in _CHECK_FIRST and inputs and not inputs[0].dtype.is_complex:
+        # PyTorch checks these outs before the op's own dtype errors (abs of a bool into a
+        # float out: "Found dtype Float but expected Bool"); their result has the input's dtype
+        _TORCH_RULES[name](0, inputs[0].dtype, outs[0].dtype, inputs[0].dtype)
     for o in outs:
-        _check_overlap(o, inputs)
+        _check_overlap(name, o, inputs)
+    if name in ("median", "nanmedian") and kwargs.get("dim") is None:  # PyTorch's out=
+        # overloads all take a dim
+        raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
     if name == "argsort" and kwargs.get("stable") is None:  # PyTorch's out= overload needs it
         raise TypeError("argsort() received an invalid combination of arguments - got "
                         "out= without stable=, but expected one of: (Tensor input, *, bool "

@@ -242,16 +242,23 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     if m < n:
         raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
                            f"input.shape[-1]")
-    k = tau.shape[-1] if tau.ndim else 0
+    if not tau.ndim:  # (PyTorch's tau.size(-1))
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    k = tau.shape[-1]
     if n < k:
         raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to "
                            f"tau.shape[-1]")
+    if A.ndim - tau.ndim != 1:
+        raise RuntimeError(f"{op}: Expected tau to have one dimension less than input, but "
+                           f"got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
+                           f"{A.ndim}")
     if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
         raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to "
                            f"input.shape[:-2], but got {list(tau.shape[:-1])}")
     if tau.dtype is not A.dtype:
-        raise RuntimeError(f"{op}: tau dtype {tau.dtype} does not match input dtype "
-                           f"{A.dtype}")
+        names = dtypes.SCALAR_TYPE_NAMES
+        raise RuntimeError(f"{op}: tau dtype {names[tau.dtype]} does not match input dtype "
+                           f"{names[A.dtype]}")
     check_linalg_dtype(op, A.dtype)
     batch = tuple(A.shape[:-2])
     Q = eye(m, n, dtype=A.dtype, device=A.device).expand(*batch, m, n)
@@ -267,12 +274,51 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     return Q
 
 
+def _check_ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool) -> None:  # noqa: A002
+    """PyTorch's ormqr input checks, in its order: input (..., m, n), tau (..., k) with
+    k = min(other's m-side, n), other (..., m, p) (left) or (..., p, m), the same batch
+    dims and dtype."""
+    op = "torch.ormqr"
+    if input.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if other.ndim < 2:
+        raise RuntimeError(f"{op}: other must have at least 2 dimensions.")
+    side = -2 if left else -1
+    if other.shape[side] != input.shape[-2]:
+        raise RuntimeError(f"{op}: other.shape[{side}] must be equal to input.shape[-2]")
+    if not tau.ndim:  # (PyTorch's tau.size(-1))
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    if tau.shape[-1] != min(other.shape[side], input.shape[-1]):
+        raise RuntimeError(f"{op}: tau.shape[-1] must be equal to min(other.shape[{side}], "
+                           f"input.shape[-1])")
+    for name, t, d in (("tau", tau, 1), ("other", other, 0)):
+        if input.ndim - t.ndim != d:
+            what = "one dimension less than" if d else "the same number of dimensions as"
+            raise RuntimeError(f"{op}: Expected {name} to have {what} input, but got "
+                               f"{name}.ndim equal to {t.ndim} and input.ndim is equal to "
+                               f"{input.ndim}")
+    batch = tuple(input.shape[:-2])
+    for name, t, d in (("tau", tau, 1), ("other", other, 2)):
+        if tuple(t.shape[:-d]) != batch:
+            raise RuntimeError(f"{op}: Expected batch dimensions of {name} to be equal to "
+                               f"input.shape[:-2], but got {list(t.shape[:-d])}")
+    names = dtypes.SCALAR_TYPE_NAMES
+    for name, t in (("tau", tau), ("other", other)):
+        if t.dtype is not input.dtype:
+            raise RuntimeError(f"{op}: Expected input and {name} to have the same dtype, but "
+                               f"input has dtype{names[input.dtype]} and {name} has dtype "
+                               f"{names[t.dtype]}")
+
+
 @autocast_policy(None, cpu="fp32")
 def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,  # noqa: A002
           transpose: bool = False) -> Tensor:
     """``torch.ormqr``: Q C (left) or C Q, with Q^H for ``transpose``, Q the m x m product
     of geqrf's reflectors (input (..., m, n), tau (..., k))."""
-    require_tensor("ormqr", other, "other", 3)
+    require_tensor("ormqr", input, "input")
+    require_tensor("ormqr", tau, "input2", 2)
+    require_tensor("ormqr", other, "input3", 3)
+    _check_ormqr(input, tau, other, left)
     m, n = input.shape[-2], input.shape[-1]
     if m > n:  # reflectors beyond n are identities: pad to a square product
         batch = tuple(input.shape[:-2])

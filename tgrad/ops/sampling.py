@@ -329,7 +329,7 @@ def _prepare_out(op: str, out, shape: tuple, device, inputs: list, warn: bool,
         raise RuntimeError(f"{op}(): Expected out tensor to have device {device}, but got "
                            f"{out.device} instead")
     check_not_inference(out)
-    _check_overlap(out, inputs)
+    _check_overlap(op, out, inputs)
     if tuple(out.shape) != tuple(shape):
         with warnings.catch_warnings():
             if not warn:
