@@ -634,3 +634,86 @@ def test_norms_grid_sample_and_losses_of_integers_raise_pytorchs_kernel_error():
         with pytest.raises(NotImplementedError, match=rf"\"{kernel}\" not implemented for "
                                                       rf"'(Long|Int)'"):
             call()
+
+
+def _np_col2im(cols, size, kernel, stride, dilation, blocks):
+    """Hand-written float64 col2im: every column entry [n, c, k, b] (k, b row-major
+    multi-indices) added at position (b_i s_i + k_i d_i)_i, one term at a time."""
+    n, c = cols.shape[:2]
+    out = np.zeros((n, c) + size)
+    src = cols.reshape((n, c) + kernel + blocks).astype(np.float64)
+    for k in np.ndindex(*kernel):
+        for b in np.ndindex(*blocks):
+            at = tuple(bi * si + ki * di for ki, bi, si, di in zip(k, b, stride, dilation))
+            out[(slice(None), slice(None)) + at] += src[(slice(None), slice(None)) + k + b]
+    return out.reshape(n, c, -1)
+
+
+@pytest.mark.parametrize("kernel, stride, dilation", [
+    ((3,), (1,), (1,)), ((1, 4), (1, 3), (1, 2)), ((3, 3), (1, 1), (1, 1)),
+    ((2, 3), (2, 1), (3, 1)), ((2, 2, 3), (1, 2, 1), (2, 1, 1))])
+def test_numpy_col2im_sums_each_kernel_offset_like_add_at(kernel, stride, dilation):
+    # the NumPy backend's col2im (conv's input gradient, conv_transpose, fold) adds one
+    # strided slice per kernel offset: the sums of a hand loop, and in float32 bit for bit
+    # those of np.add.at over the flat window index (the same order of terms per position)
+    from tgrad.backends import numpy as be
+    from tgrad.nn._conv import _window_index
+    rng = np.random.default_rng(3)
+    blocks = tuple(int(rng.integers(2, 5)) for _ in kernel)
+    size = tuple((b - 1) * s + d * (k - 1) + 1 + int(rng.integers(0, 3))
+                 for b, s, d, k in zip(blocks, stride, dilation, kernel))
+    idx = _window_index(size, kernel, stride, dilation, blocks).reshape(-1)
+    key = (slice(None), slice(None), idx)
+    cols = rng.standard_normal((2, 3, idx.size))
+    got = be.col2im(cols, key, size, kernel, stride, dilation, blocks)
+    np.testing.assert_allclose(got, _np_col2im(cols, size, kernel, stride, dilation, blocks),
+                               rtol=1e-12, atol=1e-12)
+    c32 = (cols * 1e3).astype(np.float32)
+    c32[0, 0, :3] = [np.inf, -np.inf, np.nan]
+    ref = np.zeros((2, 3, math.prod(size)), np.float32)
+    with np.errstate(invalid="ignore"):
+        np.add.at(ref, key, c32)
+    strided = np.zeros((2, 6, idx.size), np.float32)
+    strided[:, ::2] = c32  # a non-contiguous input
+    got32 = be.col2im(strided[:, ::2], key, size, kernel, stride, dilation, blocks)
+    assert got32.dtype == np.float32 and got32.tobytes() == ref.tobytes()
+    half = be.col2im(c32.astype(np.float16), key, size, kernel, stride, dilation, blocks)
+    ref16 = np.zeros_like(ref)
+    with np.errstate(invalid="ignore"):
+        np.add.at(ref16, key, c32.astype(np.float16).astype(np.float32))
+    assert half.dtype == np.float16  # float32 sums, rounded once
+    np.testing.assert_array_equal(half, ref16.astype(np.float16))
+
+
+def test_conv_fold_and_pool_gradients_through_col2im_match_finite_differences():
+    # strided, dilated, grouped 1/2/3-d convs, conv_transpose and fold: first and second
+    # derivatives in float64 against finite differences (Im2Col/Col2Im are each other's
+    # backward)
+    rng = np.random.default_rng(4)
+
+    def leaf(*shape):
+        return tgrad.tensor(rng.standard_normal(shape), requires_grad=True)
+
+    cases = [
+        (lambda x, w: F.conv1d(x, w, stride=2, padding=1, dilation=2, groups=2),
+         (leaf(1, 4, 9), leaf(2, 2, 3))),
+        (lambda x, w: F.conv2d(x, w, stride=(2, 1), padding="valid", dilation=(1, 2)),
+         (leaf(1, 2, 6, 7), leaf(2, 2, 2, 3))),
+        (lambda x, w: F.conv3d(x, w, padding="same", dilation=(2, 1, 1)),
+         (leaf(1, 1, 4, 3, 3), leaf(1, 1, 2, 2, 2))),
+        (lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, dilation=2),
+         (leaf(1, 2, 3, 3), leaf(2, 1, 2, 2))),
+        (lambda x: F.fold(x, (5, 4), (2, 2), dilation=(1, 2), padding=1, stride=2),
+         (leaf(1, 8, 6),)),
+        (lambda x: F.avg_pool2d(x, 3, 2, 1), (leaf(1, 2, 5, 5),)),
+    ]
+    for fn, args in cases:
+        assert tgrad.autograd.gradcheck(fn, args)
+        assert tgrad.autograd.gradgradcheck(fn, args)
+
+
+def test_fold_of_float8_raises_pytorchs_col2im_error():
+    x = tgrad.ones(1, 8, 4).to(tgrad.float8_e4m3fn)
+    with pytest.raises(NotImplementedError, match="\"col2im_out_cpu\" not implemented for "
+                                                  "'Float8_e4m3fn'"):
+        F.fold(x, (3, 3), 2)

@@ -35,7 +35,16 @@ __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
            "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd",
            "manual_seed", "get_rng_state", "set_rng_state", "rand", "randn", "dropout_fwd",
-           "dropout_bwd", "matmul", "gather", "index_add", "index_reduce", "index_put_"]
+           "dropout_bwd", "matmul", "gather", "index_add", "index_reduce", "index_put_",
+           "col2im"]
+
+
+def col2im(cols: DeviceArray, key, size: tuple, kernel: tuple, stride: tuple,
+           dilation: tuple, blocks: tuple) -> DeviceArray:
+    """cols (N, C, prod kernel prod blocks) summed into zeros (N, C, prod size) at ``key`` =
+    (:, :, the flat window index of the geometry): index_add's deterministic segmented sums
+    (the NumPy backend adds strided slices instead, in the same order)."""
+    return index_add((cols.shape[0], cols.shape[1], math.prod(size)), cols.dtype, key, cols)
 
 
 def _tb():

@@ -6,14 +6,15 @@ Shapes (PyTorch's): conv2d input (N, C, H, W) or unbatched (C, H, W), weight
 oh = (H + 2 ph - dh (kh - 1) - 1) // sh + 1 (ow likewise). The 1-d forms run as 2-d ones
 with H = 1.
 
-How: the padded input is flattened to (N, C, Hp Wp) and its windows are gathered with one
-``index_select`` into columns (N, C, kh kw, oh ow) ("im2col"); a convolution is then one
+How: the padded input is flattened to (N, C, Hp Wp) and its windows are gathered by one
+``Im2Col`` into columns (N, C, kh kw, oh ow) ("im2col"); a convolution is then one
 batched matmul of the weight (groups, O / groups, C / groups kh kw) with those columns, and
 a pooling a max or mean over the kh kw axis. Gradients come from the parts: the gather's
-backward scatter-adds the columns' gradient into the overlapping windows (deterministic
-kernels on the GPU), max's backward routes each window's gradient to the index it returned
-(the first maximum, as PyTorch's max_pool2d), so double backward works too. Memory is that
-of im2col: N C kh kw oh ow elements for the columns.
+backward (``Col2Im``) adds the columns' gradient into the overlapping windows (on the CPU
+one strided-slice add per kernel offset, deterministic kernels on the GPU), max's
+backward routes each window's gradient to the index it returned (the first maximum, as
+PyTorch's max_pool2d), so double backward works too. Memory is that of im2col:
+N C kh kw oh ow elements for the columns.
 """
 
 from __future__ import annotations
@@ -25,14 +26,16 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, max_pool3d_cpu_policy
+from tgrad.autograd.function import Function
 from tgrad.nn._composite import pad as _pad
 from tgrad.nn._ntuple import _ntuple
 from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import _check_float, _check_tensor
-from tgrad.ops._common import fresh, rounded_to, widen_halves
+from tgrad.ops._common import backend_of, fresh, rounded_to, widen_halves, wrap
 from tgrad.ops.creation import device_constant
 from tgrad.ops.creation import tensor as _tensor
 from tgrad.ops.elementwise import where
+from tgrad.ops.index import normalize_key
 from tgrad.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
@@ -84,14 +87,59 @@ def _window_index(size: tuple, kernel: tuple, stride: tuple, dilation: tuple,
     return idx
 
 
+def _window_key(geom: tuple, device) -> tuple:
+    """The backend key (:, :, flat window index) of ``geom`` = (size, kernel, stride,
+    dilation, blocks) for a (N, C, prod size) tensor on ``device``."""
+    idx = _window_index(*geom)
+    index = device_constant(idx, dtypes.int64, device).reshape(-1)
+    return normalize_key((slice(None), slice(None), index), device)[0]
+
+
+class Im2Col(Function):
+    """cols = x[:, :, idx] (x (N, C, prod size) flat planes, idx = _window_index(*geom):
+    every window's elements, (N, C, prod kernel prod blocks));  dx = Col2Im(g) (each
+    window's gradient added back where it was read: the adjoint of the gather)."""
+
+    name = "im2col"
+    node_name = "Im2ColBackward0"
+
+    @staticmethod
+    def forward(ctx, x, key, geom):
+        ctx.key, ctx.geom = key, geom
+        return wrap(backend_of(x).gather(x._data, key), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Col2Im.apply(g, ctx.key, ctx.geom), None, None
+
+
+class Col2Im(Function):
+    """y = zeros (N, C, prod size) with cols (N, C, prod kernel prod blocks) added at the
+    window positions (PyTorch's col2im: overlaps add up);  dcols = Im2Col(gy). Backend
+    ``col2im``: deterministic, in index_add's summation order over the key (the NumPy one
+    adds one strided slice per kernel offset, the GPU one runs index_add)."""
+
+    name = "col2im"
+    node_name = "Col2ImBackward0"
+
+    @staticmethod
+    def forward(ctx, cols, key, geom):
+        ctx.key, ctx.geom = key, geom
+        return wrap(backend_of(cols).col2im(cols._data, key, *geom), cols.device)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return Im2Col.apply(gg, ctx.key, ctx.geom), None, None
+
+
 def _columns(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple,
              out: tuple) -> Tensor:
     """im2col of a padded (N, C, *spatial) input: (N, C, prod kernel, prod out)."""
     n, c = x.shape[:2]
-    idx = _window_index(tuple(x.shape[2:]), kernel, stride, dilation, out)
+    geom = (tuple(x.shape[2:]), kernel, stride, dilation, out)
     flat = x.reshape(n, c, math.prod(x.shape[2:]))
-    index = device_constant(idx, dtypes.int64, x.device).reshape(-1)
-    return flat.index_select(2, index).reshape(n, c, idx.shape[0], idx.shape[1])
+    cols = Im2Col.apply(flat, _window_key(geom, x.device), geom)
+    return cols.reshape(n, c, math.prod(kernel), math.prod(out))
 
 
 def _check_like_input(op: str, x: Tensor, weight: Tensor, bias: Tensor | None) -> None:

@@ -12,10 +12,10 @@ How: conv_transpose is the adjoint of conv2d with respect to its input. Each inp
 (n, ci, iy, ix) spreads its value times the weight over a kh x kw window of the output at
 (iy sh + ky dh, ix sw + kx dw). One batched matmul of the weight (groups, C_out / groups
 kh kw, C_in / groups) with the input (N, groups, C_in / groups, H W) gives those windows as
-columns (N, C_out, kh kw, H W); one ``index_add`` ("col2im", the adjoint of the
-``index_select`` that conv2d's im2col uses) sums them into an (N, C_out, Hf, Wf) plane, and
-the padding is cropped off both sides. Gradients come from the parts (index_add's backward
-is a gather, the matmul's a matmul), so double backward works too. Memory is that of the
+columns (N, C_out, kh kw, H W); one ``Col2Im`` ("col2im", the adjoint of the gather that
+conv2d's im2col uses; tgrad/nn/_conv.py) sums them into an (N, C_out, Hf, Wf) plane, and
+the padding is cropped off both sides. Gradients come from the parts (col2im's backward
+is im2col's gather, the matmul's a matmul), so double backward works too. Memory is that of the
 columns: N C_out kh kw H W elements.
 """
 
@@ -26,15 +26,15 @@ import math
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.nn._conv import (
+    Col2Im,
     _batched,
     _check_like_input,
     _no_integer_kernel,
     _tuple,
-    _window_index,
+    _window_key,
 )
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import fresh, rounded_to, widen_halves
-from tgrad.ops.creation import device_constant, zeros
 from tgrad.tensor import Tensor
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "fold"]
@@ -46,10 +46,9 @@ def _col2im(cols: Tensor, size: tuple, kernel: tuple, stride: tuple, dilation: t
     (N, C, *size) plane, entry [n, c, ky kw + kx, by bw + bx] added at
     (by sh + ky dh, bx sw + kx dw)."""
     n, c = cols.shape[0], cols.shape[1]
-    idx = _window_index(size, kernel, stride, dilation, blocks)  # (kh kw, bh bw)
-    index = device_constant(idx, dtypes.int64, cols.device).reshape(-1)
-    base = zeros((n, c, math.prod(size)), dtype=cols.dtype, device=cols.device)
-    return base.index_add(2, index, cols.reshape(n, c, idx.size)).reshape(n, c, *size)
+    geom = (tuple(size), kernel, stride, dilation, blocks)
+    flat = cols.reshape(n, c, cols.shape[2] * cols.shape[3])
+    return Col2Im.apply(flat, _window_key(geom, cols.device), geom).reshape(n, c, *size)
 
 
 def _crop(y: Tensor, pad: tuple, out: tuple) -> Tensor:
