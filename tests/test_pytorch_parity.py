@@ -40,6 +40,24 @@ def test_std_gradient_is_zero_where_std_is_zero():
     assert gradcheck(lambda t: t.std(1), (x,)) and gradgradcheck(lambda t: t.std(1), (x,))
 
 
+def test_var_std_of_a_constant_slice_is_exactly_zero():
+    # a row of one repeated value has variance 0 (PyTorch's Welford var gives exactly 0);
+    # a plain two-pass var leaves ~1e-32 (mean(0.7, 0.7, 0.7) != 0.7 in float64), and std's
+    # gradient g / std then blows up to ~1e15 instead of PyTorch's 0 at std == 0
+    rows = np.array([[0.7] * 3, [3.3] * 3, [2.0, 3.0, 7.0]])
+    x = _leaf(np.concatenate([rows, np.full((1, 3), 0.1)]))
+    r = rows[2]
+    v = x.var(1)
+    assert np.array_equal(v.detach().numpy()[[0, 1, 3]], np.zeros(3))
+    assert np.allclose(v.detach().numpy()[2], ((r - r.mean()) ** 2).sum() / 2, rtol=1e-15)
+    assert np.array_equal(x.std(1, correction=0).detach().numpy()[[0, 1, 3]], np.zeros(3))
+    cx = tgrad.tensor(np.full(7, 0.7 - 0.1j))  # complex: sum |x - mean|^2
+    assert cx.var().item() == 0.0
+    g = _grad_of(lambda t: t.std(1), np.concatenate([rows, np.full((1, 3), 0.1)]))
+    assert np.array_equal(g[[0, 1, 3]], np.zeros((3, 3)))
+    assert np.allclose(g[2], (r - r.mean()) / (2 * r.std(ddof=1)), rtol=1e-14, atol=0)
+
+
 @pytest.mark.parametrize("op", ["sum", "mean", "var", "std", "logsumexp", "norm"])
 def test_empty_dim_reduces_every_dim(op):
     a = RNG.standard_normal((2, 3))

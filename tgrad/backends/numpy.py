@@ -1030,11 +1030,19 @@ def var(x: np.ndarray, axes, correction: float, keepdim: bool,
         # d = x - mean, squared in place: into the float64 copy when x was cast (one
         # temporary of x's size, was three)
         d = np.subtract(xf, np.mean(xf, axis=axes, keepdims=True), out=None if xf is x else xf)
+        # corrected two-pass (Chan, Golub, LeVeque): sum (d - c)^2 = sum d^2 - |sum d|^2 / N
+        # with c = mean(d), the rounding error of the mean; a slice of one repeated value
+        # then has variance exactly 0, as PyTorch's Welford var (d is a few ulps, every
+        # product exact), not ~1e-32, whose std would give std's backward g / std ~ 1e15
+        n = _count(x.shape, axes)
+        c = np.sum(d, axis=axes, keepdims=keepdim) if n else None
         if not cplx:
             d = np.multiply(d, d, out=d) if type(d) is np.ndarray else d * d  # (0-d: scalar)
         s = np.sum(d.real * d.real + d.imag * d.imag if cplx else d, axis=axes,
                    keepdims=keepdim)
-        v = s / np.float64(builtins.max(_count(x.shape, axes) - correction, 0))
+        if c is not None:
+            s = np.maximum(s - (c.real * c.real + c.imag * c.imag if cplx else c * c) / n, 0.0)
+        v = s / np.float64(builtins.max(n - correction, 0))
         return _down(np.sqrt(v) if sqrt else v, dt)
 
 
