@@ -134,6 +134,20 @@ def test_no_grad_integer_and_comparison_results():
         assert fwAD.unpack_dual(d.argmax()).tangent is None
 
 
+def test_detach_and_detach_inplace_drop_the_tangent():
+    # PyTorch: detach() and detach_() give a tensor with no forward gradient (a constant
+    # for forward AD as for backward); the primal values stay
+    xv = np.array([1.0, -2.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(_t(xv), _t([3.0, 4.0]))
+        assert fwAD.unpack_dual(d.detach()).tangent is None
+        y = d * 2
+        assert y.detach_() is y and fwAD.unpack_dual(y).tangent is None
+        np.testing.assert_array_equal(y.numpy(), 2 * xv)
+        z = (y * d).sum()  # y a constant: d z = y . t
+        np.testing.assert_allclose(fwAD.unpack_dual(z).tangent.item(), (2 * xv) @ [3.0, 4.0])
+
+
 def test_views_and_inplace():
     x = _t([1.0, 2.0, 3.0, 4.0])
     with fwAD.dual_level():
