@@ -58,6 +58,22 @@ def test_var_std_of_a_constant_slice_is_exactly_zero():
     assert np.allclose(g[2], (r - r.mean()) / (2 * r.std(ddof=1)), rtol=1e-14, atol=0)
 
 
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_of_a_permuted_input_is_contiguous(log):
+    # PyTorch's CPU softmax / log_softmax write a contiguous result whatever the input's
+    # layout, so .view(-1) of it works (it raised here: the result kept x.T's strides)
+    a = RNG.standard_normal((2, 3, 4))
+    x = tgrad.tensor(a).permute(2, 0, 1)
+    fn = F.log_softmax if log else F.softmax
+    for d in range(3):
+        y = fn(x, d)
+        e = np.exp(a.transpose(2, 0, 1) - a.transpose(2, 0, 1).max(d, keepdims=True))
+        want = e / e.sum(d, keepdims=True)
+        want = np.log(want) if log else want
+        assert y.is_contiguous() and y.stride() == (6, 3, 1)
+        assert np.allclose(y.view(-1).numpy(), want.reshape(-1), rtol=1e-14, atol=1e-15)
+
+
 @pytest.mark.parametrize("op", ["sum", "mean", "var", "std", "logsumexp", "norm"])
 def test_empty_dim_reduces_every_dim(op):
     a = RNG.standard_normal((2, 3))
