@@ -58,6 +58,25 @@ def test_var_std_of_a_constant_slice_is_exactly_zero():
     assert np.allclose(g[2], (r - r.mean()) / (2 * r.std(ddof=1)), rtol=1e-14, atol=0)
 
 
+def test_std_derivatives_of_a_constant_slice_are_zero_not_nan():
+    # std's backward is (g / std) masked to 0 where std == 0 (PyTorch's masked_fill_); its
+    # derivative in g there is 0 too (PyTorch's, through masked_fill), not 0 * (1 / 0) = NaN:
+    # the forward-AD tangent (the vjp of the vjp) and create_graph's second order
+    rows = np.array([[0.5, 0.5, 0.5], [2.0, 3.0, 7.0]])
+    with tgrad.autograd.forward_ad.dual_level():
+        fw = tgrad.autograd.forward_ad
+        t = np.array([[0.0, 0.0, 0.0], [1.0, -1.0, 0.5]])  # a constant row stays constant
+        y = fw.make_dual(tgrad.tensor(rows), tgrad.tensor(t)).std(1)
+        r, tr = rows[1], t[1]
+        want = (r - r.mean()) @ tr / (2 * r.std(ddof=1))  # d std = (x - m) . t / ((N-1) s)
+        assert np.allclose(fw.unpack_dual(y).tangent.numpy(), [0.0, want], rtol=1e-14, atol=0)
+    x = _leaf(rows)
+    (g,) = tgrad.autograd.grad(x.std(1).sum(), x, create_graph=True)
+    (gg,) = tgrad.autograd.grad((g * g).sum(), x)
+    assert np.array_equal(g.detach().numpy()[0], np.zeros(3))
+    assert np.array_equal(gg.numpy()[0], np.zeros(3)) and np.isfinite(gg.numpy()).all()
+
+
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax_of_a_permuted_input_is_contiguous(log):
     # PyTorch's CPU softmax / log_softmax write a contiguous result whatever the input's
