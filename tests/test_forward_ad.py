@@ -134,6 +134,48 @@ def test_no_grad_integer_and_comparison_results():
         assert fwAD.unpack_dual(d.argmax()).tangent is None
 
 
+def test_detach_and_detach_inplace_drop_the_tangent():
+    # PyTorch: detach() and detach_() give a tensor with no forward gradient (a constant
+    # for forward AD as for backward); the primal values stay
+    xv = np.array([1.0, -2.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(_t(xv), _t([3.0, 4.0]))
+        assert fwAD.unpack_dual(d.detach()).tangent is None
+        y = d * 2
+        assert y.detach_() is y and fwAD.unpack_dual(y).tangent is None
+        np.testing.assert_array_equal(y.numpy(), 2 * xv)
+        z = (y * d).sum()  # y a constant: d z = y . t
+        np.testing.assert_allclose(fwAD.unpack_dual(z).tangent.item(), (2 * xv) @ [3.0, 4.0])
+
+
+def test_index_put_with_repeated_indices_writes_the_tangents_as_the_values():
+    # PyTorch's rule: index_put's tangent is index_put of the tangents, so where an index
+    # repeats, the tangent comes from the same (last) writer as the value; it is not the
+    # sum of the writers' tangents
+    xv, wv = np.arange(8.0).reshape(4, 2) + 1, np.arange(8.0).reshape(4, 2)
+    idx = np.array([1, 2, 1, 2])
+    want_p, want_t = xv.copy(), np.ones((4, 2))
+    want_p[[1, 2]], want_t[[1, 2]] = (xv * wv)[[2, 3]], wv[[2, 3]]  # the last writers
+    with fwAD.dual_level():
+        for how in range(3):
+            d = fwAD.make_dual(_t(xv), _t(np.ones((4, 2))))
+            y, v = d * 1, d * _t(wv)  # v's tangent is wv
+            if how == 0:
+                y[tgrad.tensor(idx)] = v
+            elif how == 1:
+                y.index_put_((tgrad.tensor(idx),), v)
+            else:
+                y = y.index_put((tgrad.tensor(idx),), v)
+            p, t = fwAD.unpack_dual(y)
+            np.testing.assert_array_equal(p.numpy(), want_p)
+            np.testing.assert_array_equal(t.numpy(), want_t)
+        y = fwAD.make_dual(_t(xv), _t(np.ones((4, 2)))) * 1
+        y[tgrad.tensor(idx)] = 5.0  # a number written: tangent 0 there
+        want_t = np.ones((4, 2))
+        want_t[[1, 2]] = 0.0
+        np.testing.assert_array_equal(fwAD.unpack_dual(y).tangent.numpy(), want_t)
+
+
 def test_views_and_inplace():
     x = _t([1.0, 2.0, 3.0, 4.0])
     with fwAD.dual_level():

@@ -231,6 +231,24 @@ def test_errors():
     assert tgrad.func is FT
 
 
+def test_grad_and_vjp_of_complex_inputs():
+    # PyTorch's convention (as .backward()): for real f of z = x + iy the gradient is
+    # df/dx + i df/dy; grad of sum |z|^2 is 2z, and vjp of z -> z^2 with cotangent v is
+    # v * conj(2z). An integer input is still refused
+    zv = np.array([1 + 2j, -0.5 + 0.3j])
+    z = tgrad.tensor(zv)
+    np.testing.assert_allclose(FT.grad(lambda a: (a * a.conj()).real.sum())(z).numpy(), 2 * zv,
+                               rtol=1e-14)
+    g, val = FT.grad_and_value(lambda a: (a.abs() ** 2).sum())(z)
+    np.testing.assert_allclose(g.numpy(), 2 * zv, rtol=1e-14)
+    np.testing.assert_allclose(val.item(), (np.abs(zv) ** 2).sum(), rtol=1e-14)
+    v = np.array([0.5 - 1j, 2.0 + 0j])
+    (gz,) = FT.vjp(lambda a: a * a, z)[1](tgrad.tensor(v))
+    np.testing.assert_allclose(gz.numpy(), v * np.conj(2 * zv), rtol=1e-14)
+    with pytest.raises(RuntimeError, match="got tgrad.int64"):
+        FT.grad(lambda a: a.sum())(tgrad.tensor([1, 2]))
+
+
 def test_vmap_out_dims_none_only_for_batch_independent_outputs():
     """PyTorch: out_dims=None is for outputs that do not depend on the batch; a batched
     output raises instead of silently returning the first element."""

@@ -40,6 +40,59 @@ def test_std_gradient_is_zero_where_std_is_zero():
     assert gradcheck(lambda t: t.std(1), (x,)) and gradgradcheck(lambda t: t.std(1), (x,))
 
 
+def test_var_std_of_a_constant_slice_is_exactly_zero():
+    # a row of one repeated value has variance 0 (PyTorch's Welford var gives exactly 0);
+    # a plain two-pass var leaves ~1e-32 (mean(0.7, 0.7, 0.7) != 0.7 in float64), and std's
+    # gradient g / std then blows up to ~1e15 instead of PyTorch's 0 at std == 0
+    rows = np.array([[0.7] * 3, [3.3] * 3, [2.0, 3.0, 7.0]])
+    x = _leaf(np.concatenate([rows, np.full((1, 3), 0.1)]))
+    r = rows[2]
+    v = x.var(1)
+    assert np.array_equal(v.detach().numpy()[[0, 1, 3]], np.zeros(3))
+    assert np.allclose(v.detach().numpy()[2], ((r - r.mean()) ** 2).sum() / 2, rtol=1e-15)
+    assert np.array_equal(x.std(1, correction=0).detach().numpy()[[0, 1, 3]], np.zeros(3))
+    cx = tgrad.tensor(np.full(7, 0.7 - 0.1j))  # complex: sum |x - mean|^2
+    assert cx.var().item() == 0.0
+    g = _grad_of(lambda t: t.std(1), np.concatenate([rows, np.full((1, 3), 0.1)]))
+    assert np.array_equal(g[[0, 1, 3]], np.zeros((3, 3)))
+    assert np.allclose(g[2], (r - r.mean()) / (2 * r.std(ddof=1)), rtol=1e-14, atol=0)
+
+
+def test_std_derivatives_of_a_constant_slice_are_zero_not_nan():
+    # std's backward is (g / std) masked to 0 where std == 0 (PyTorch's masked_fill_); its
+    # derivative in g there is 0 too (PyTorch's, through masked_fill), not 0 * (1 / 0) = NaN:
+    # the forward-AD tangent (the vjp of the vjp) and create_graph's second order
+    rows = np.array([[0.5, 0.5, 0.5], [2.0, 3.0, 7.0]])
+    with tgrad.autograd.forward_ad.dual_level():
+        fw = tgrad.autograd.forward_ad
+        t = np.array([[0.0, 0.0, 0.0], [1.0, -1.0, 0.5]])  # a constant row stays constant
+        y = fw.make_dual(tgrad.tensor(rows), tgrad.tensor(t)).std(1)
+        r, tr = rows[1], t[1]
+        want = (r - r.mean()) @ tr / (2 * r.std(ddof=1))  # d std = (x - m) . t / ((N-1) s)
+        assert np.allclose(fw.unpack_dual(y).tangent.numpy(), [0.0, want], rtol=1e-14, atol=0)
+    x = _leaf(rows)
+    (g,) = tgrad.autograd.grad(x.std(1).sum(), x, create_graph=True)
+    (gg,) = tgrad.autograd.grad((g * g).sum(), x)
+    assert np.array_equal(g.detach().numpy()[0], np.zeros(3))
+    assert np.array_equal(gg.numpy()[0], np.zeros(3)) and np.isfinite(gg.numpy()).all()
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_of_a_permuted_input_is_contiguous(log):
+    # PyTorch's CPU softmax / log_softmax write a contiguous result whatever the input's
+    # layout, so .view(-1) of it works (it raised here: the result kept x.T's strides)
+    a = RNG.standard_normal((2, 3, 4))
+    x = tgrad.tensor(a).permute(2, 0, 1)
+    fn = F.log_softmax if log else F.softmax
+    for d in range(3):
+        y = fn(x, d)
+        e = np.exp(a.transpose(2, 0, 1) - a.transpose(2, 0, 1).max(d, keepdims=True))
+        want = e / e.sum(d, keepdims=True)
+        want = np.log(want) if log else want
+        assert y.is_contiguous() and y.stride() == (6, 3, 1)
+        assert np.allclose(y.view(-1).numpy(), want.reshape(-1), rtol=1e-14, atol=1e-15)
+
+
 @pytest.mark.parametrize("op", ["sum", "mean", "var", "std", "logsumexp", "norm"])
 def test_empty_dim_reduces_every_dim(op):
     a = RNG.standard_normal((2, 3))

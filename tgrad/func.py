@@ -133,9 +133,9 @@ def _prepare(args: tuple, argnums, who: str) -> tuple:
             raise RuntimeError(f"{who}: Expected the differentiated arguments to be Tensors "
                                f"(or tuples / lists / dicts of them), got "
                                f"{type(t).__name__}")
-        if not t.dtype.is_floating_point:
-            raise RuntimeError(f"{who}: only floating point inputs can be differentiated, "
-                               f"got {t.dtype}")
+        if not (t.dtype.is_floating_point or t.dtype.is_complex):  # (PyTorch's requires_grad)
+            raise RuntimeError(f"{who}: only floating point or complex inputs can be "
+                               f"differentiated, got {t.dtype}")
     outer = any(t.requires_grad for t in leaves)
     # a dual leaf (forward over reverse: jvp of grad, jacfwd of jacrev) keeps its tangent
     # (view_as carries it; a detached alias is given it)

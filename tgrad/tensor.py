@@ -359,6 +359,7 @@ class Tensor:
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
+        self.__dict__.pop("_fw", None)  # a forward-AD tangent goes too (PyTorch's detach_)
         return self
 
     def retain_grad(self) -> None:

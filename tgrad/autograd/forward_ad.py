@@ -15,7 +15,8 @@ nothing costs anything while no thread is in a level):
   use f'(z) itself, see _unary_rule), add / sub / mul / div, matmul, and the ops linear in
   their first tensor (views, reshape, getitem, index, expand, split, sum, mean, cumsum,
   clone, to, real, imag, view_as_real, conj: the same op applied to the tangent, so the
-  tangent of a view is the same view of the tangent) and cat;
+  tangent of a view is the same view of the tangent), cat and index_put (the same write
+  on the tangents: a repeated index keeps the value's writer);
 - custom Functions: their ``jvp(ctx, *tangents)`` staticmethod (ctx shared with forward /
   setup_context; ``ctx.save_for_forward`` tensors are its ``ctx.saved_tensors``);
 - every other built-in op: the vjp of the vjp, with one run of its forward. For y = f(x)
@@ -401,6 +402,19 @@ def _cat(args, tangents, out):
     return Cat.apply(args[0], *ts)
 
 
+def _index_put(args, tangents, out):
+    # d(x with x[key] = v) = tx with tx[key] = tv (PyTorch's rule: the same write on the
+    # tangents), so a repeated index keeps the primal's winner; the vjp of the vjp would
+    # add every writer's tangent there (the backward gives each duplicate g[key])
+    from tgrad.ops.inplace import IndexPut
+    x, key, v = args
+    tx, tv = tangents[0], tangents[2]
+    tx = _zeros_like(x) if tx is None else tx
+    if tv is None:
+        tv = 0.0 if _is_number(v) else _zeros_like(v)
+    return IndexPut.apply(tx, key, tv)
+
+
 def _build_rules() -> dict:
     """Rules keyed by op class (never by name: several classes share one, e.g. div and
     div with rounding_mode, round and round(decimals)). A subclass that keeps its parent's
@@ -422,7 +436,7 @@ def _build_rules() -> dict:
                     _KEEPS_COMPLEX.add(c)
     for op, rule in ((OPS["add"], _add_sub(1.0)), (OPS["sub"], _add_sub(-1.0)),
                      (OPS["mul"], _mul), (OPS["div"], _div), (OPS["matmul"], _matmul),
-                     (OPS["cat"], _cat)):
+                     (OPS["cat"], _cat), (OPS["index_put"], _index_put)):
         for c in _same_forward(op):  # sub's RsubBackward0/1 variants too
             rules[c] = rule
             if op is not OPS["matmul"]:  # (PyTorch's matmul refuses the mixed dtypes)

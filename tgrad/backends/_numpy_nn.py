@@ -52,7 +52,9 @@ def softmax_fwd(x: np.ndarray, axis: int) -> np.ndarray:
     dt = x.dtype
     xf = _up(x)
     with np.errstate(all="ignore"):
-        e = xf - _max_keep(xf, axis)  # one buffer of x's layout: exp and the division in it
+        # one C-contiguous buffer (PyTorch's result, whatever x's layout): exp and the
+        # division in it
+        e = np.subtract(xf, _max_keep(xf, axis), order="C")
         if type(e) is not np.ndarray:
             return _down(np.exp(e) / np.sum(np.exp(e), axis=axis, keepdims=True), dt)
         np.exp(e, out=e)
@@ -72,7 +74,7 @@ def log_softmax_fwd(x: np.ndarray, axis: int) -> np.ndarray:
     dt = x.dtype
     xf = _up(x)
     with np.errstate(all="ignore"):
-        s = xf - _max_keep(xf, axis)
+        s = np.subtract(xf, _max_keep(xf, axis), order="C")  # C-contiguous, as PyTorch's
         return _down(s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True)), dt)
 
 

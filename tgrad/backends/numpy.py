@@ -1041,11 +1041,12 @@ def var(x: np.ndarray, axes, correction: float, keepdim: bool,
         d = np.subtract(xf, r, out=None if xf is x else xf)
         d = np.subtract(d, np.mean(d, axis=axes, keepdims=True),
                         out=d if type(d) is np.ndarray else None)
+        n = _count(x.shape, axes)
         if not cplx:
             d = np.multiply(d, d, out=d) if type(d) is np.ndarray else d * d  # (0-d: scalar)
         s = np.sum(d.real * d.real + d.imag * d.imag if cplx else d, axis=axes,
                    keepdims=keepdim)
-        v = s / np.float64(builtins.max(_count(x.shape, axes) - correction, 0))
+        v = s / np.float64(builtins.max(n - correction, 0))
         return _down(np.sqrt(v) if sqrt else v, dt)
 
 

@@ -631,7 +631,10 @@ class Std(Function):
         # d std = d var / (2 std) = (g / std) (x - mean) / (N - c), and 0 where std is 0 (a
         # constant slice: PyTorch's choice of subgradient, instead of 0/0). g / std first:
         # PyTorch's 2 std overflows for a float32 std past 1.7e38 (its gradient is then 0)
-        gv = where(y == 0.0, 0.0, g / y)
+        # (the divisor is 1 where std is 0, so g's derivative there is 0, as through
+        # PyTorch's masked_fill_, not 0 * (1 / 0) = NaN: create_graph and forward AD)
+        zero = y == 0.0
+        gv = where(zero, 0.0, g / where(zero, 1.0, y))
         return _var_grad(gv, x, ctx.axes, ctx.correction, ctx.keepdim, 1.0), None, None, None
 
 
