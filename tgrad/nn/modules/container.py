@@ -279,14 +279,21 @@ class ModuleDict(Module):
             for key, module in modules.items():
                 self[key] = module
             return
-        for j, pair in enumerate(modules):
-            if not isinstance(pair, _Iterable):
-                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; "
-                                f"is{type(pair).__name__}")
-            if len(pair) != 2:
-                raise ValueError(f"ModuleDict update sequence element #{j} has length "
-                                 f"{len(pair)}; 2 is required")
-            self[pair[0]] = pair[1]
+        for key, module in _key_value_pairs("ModuleDict", modules):
+            self[key] = module
+
+
+def _key_value_pairs(owner: str, pairs):
+    """The (key, value) pairs of an update() sequence, with PyTorch's errors for an element
+    that is not an iterable of length 2."""
+    for j, pair in enumerate(pairs):
+        if not isinstance(pair, _Iterable):
+            raise TypeError(f"{owner} update sequence element #{j} should be Iterable; "
+                            f"is{type(pair).__name__}")
+        if len(pair) != 2:
+            raise ValueError(f"{owner} update sequence element #{j} has length {len(pair)}; "
+                             f"2 is required")
+        yield pair[0], pair[1]
 
 
 def _as_parameter(value: Any) -> Any:
@@ -460,14 +467,8 @@ class ParameterDict(Module):
             for k, v in sorted(parameters.items()):
                 self[k] = v
         else:
-            for j, pair in enumerate(parameters):
-                if not isinstance(pair, _Iterable):
-                    raise TypeError(f"ParameterDict update sequence element #{j} should be "
-                                    f"Iterable; is{type(pair).__name__}")
-                if len(pair) != 2:
-                    raise ValueError(f"ParameterDict update sequence element #{j} has length "
-                                     f"{len(pair)}; 2 is required")
-                self[pair[0]] = pair[1]
+            for k, v in _key_value_pairs("ParameterDict", parameters):
+                self[k] = v
 
     def extra_repr(self) -> str:
         return "\n".join(f"  ({k}): {_describe(p, True)}" for k, p in self.items())
