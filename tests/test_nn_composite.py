@@ -277,6 +277,16 @@ def test_logsigmoid_and_bce_with_logits_exact_in_float64_far_out():
     assert loss.item() == pytest.approx(25.0 + math.log1p(math.exp(-25.0)), rel=1e-15)
 
 
+def test_logsigmoid_at_plus_inf_is_positive_zero():
+    # log sigmoid(+inf) = log 1 = +0.0 (PyTorch's min(x, 0) - log1p(e^-|x|)); -softplus(-x)
+    # gave -0.0
+    for dt in (tgrad.float64, tgrad.float32):
+        out = F.logsigmoid(tgrad.tensor([math.inf, 1e300 if dt is tgrad.float64 else 1e30],
+                                        dtype=dt)).numpy()
+        np.testing.assert_array_equal(out, [0.0, 0.0])
+        assert not np.signbit(out).any()
+
+
 def test_kl_div_negative_target_is_nan_and_cosine_broadcasts_before_dim():
     assert math.isnan(F.kl_div(_t([-1.0]), _t([-0.5]), reduction="sum").item())
     cos = F.cosine_similarity(_t([1.0, 2.0, 3.0]), _t(np.ones((2, 3))), dim=1)

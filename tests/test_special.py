@@ -98,6 +98,17 @@ def test_lgamma_special_values():
     np.testing.assert_array_equal(_run(tgrad.lgamma, x), [math.inf] * 7 + [math.nan])
 
 
+def test_lgamma_negative_subnormal_and_tiny():
+    # lgamma(x) = -log|x| - gamma x + ... for tiny x: pi r rounded to a subnormal cost the
+    # reflection ~5% (lgamma(-5e-324) was 744.486, -log(5e-324) = 744.440)
+    x = np.array([-5e-324, -1e-310, -2.5e-320, -1e-300, -1e-200])
+    np.testing.assert_allclose(_run(tgrad.lgamma, x), -np.log(-x), rtol=1e-15)
+    x32 = np.array([-1e-45, -1e-40, -3e-39, -1e-30], np.float32)  # float32 subnormals too
+    ours = tgrad.lgamma(tgrad.tensor(x32)).numpy()
+    assert ours.dtype == np.float32
+    np.testing.assert_allclose(ours, -np.log(-x32.astype(np.float64)), rtol=1e-7)
+
+
 # ------------------------------------------------------------------------------ psi^(n)
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 5])
 def test_polygamma_vs_series_reference(n):
@@ -136,6 +147,37 @@ def test_digamma_polygamma_special_values():
     np.testing.assert_array_equal(_poly(2, x), [-inf] * 4 + [0.0, nan, nan])
     np.testing.assert_array_equal(_poly(3, x), [inf] * 4 + [0.0, nan, nan])
     assert _run(tgrad.digamma, [5e-324])[0] == -inf
+
+
+def test_digamma_polygamma_negative_subnormal_are_inf():
+    # psi^(n)(x) ~ (-1)^(n+1) n! / x^(n+1) = +n! / |x|^(n+1) past the float range for a
+    # negative subnormal x: +inf (1 / tan(pi x) overflowed, and the polynomial in it gave NaN)
+    x = [-5e-324, -1e-310, -4e-309]  # (|x| < 1 / max: digamma ~ -1/x overflows too)
+    np.testing.assert_array_equal(_run(tgrad.digamma, x), [math.inf] * 3)
+    for n in (1, 2, 3):
+        np.testing.assert_array_equal(_poly(n, x), [math.inf] * 3)
+    x32 = tgrad.tensor([-1e-40, -1e-45], dtype=tgrad.float32)
+    assert tgrad.digamma(x32).tolist() == [math.inf] * 2
+    assert tgrad.polygamma(2, x32).tolist() == [math.inf] * 2
+    # a normal tiny x keeps its finite value -1/x - gamma
+    np.testing.assert_allclose(_run(tgrad.digamma, [-1e-300, -1e-20]), [1e300, 1e20],
+                               rtol=1e-15)
+
+
+# ------------------------------------------------------------------------------ erf
+def test_erf_float64_within_an_ulp_from_1_to_2_5():
+    # math.erf (libm, ~0.6 ulp here) as the reference; tgrad's Chebyshev series on [1, 2.5)
+    # was 5 ulp off at 1 (erf(1) = 0.8427007929497154 against 0.8427007929497149)
+    x = np.concatenate([np.linspace(1.0, 2.5, 151), RNG.uniform(1.0, 2.5, 200),
+                        [np.nextafter(1.0, 0.0), np.nextafter(2.5, 0.0)]])
+    x = np.concatenate([x, -x])
+    ours = _run(tgrad.erf, x)
+    ref = np.vectorize(math.erf)(x)
+    assert np.all(np.abs(ours - ref) <= np.spacing(np.abs(ref)))
+    # 40-digit values (mpmath.erf) rounded to float64: erf(1), erf(1.5), erf(2)
+    np.testing.assert_array_equal(_run(tgrad.erf, [1.0, 1.5, 2.0, -1.0]),
+                                  [0.8427007929497149, 0.9661051464753108, 0.9953222650189527,
+                                   -0.8427007929497149])
 
 
 # ------------------------------------------------------------------------------ erfinv
@@ -575,6 +617,23 @@ def test_xlogy_xlog1py_backward_follows_pytorch_rules():
     (tgrad.xlogy(x, 0.0) * 0).backward()
     assert x.grad.item() == 0.0
     assert tgrad.xlogy(x, 3.0).grad_fn.name() == "XlogyBackward2"  # PyTorch's overload
+
+
+def test_xlogy_xlog1py_zero_x_gives_positive_zero():
+    # PyTorch: x == 0 returns 0 (+0.0) unless y is NaN; x log y was -0.0 for 0 < y < 1 or
+    # x = -0.0 (and log1p's -1 < y < 0)
+    x = [0.0, 0.0, -0.0, -0.0, 0.0, -0.0]
+    for fn, ys in ((tgrad.xlogy, [0.5, 1e-300, 2.0, 0.0, -1.0, math.inf]),
+                   (tgrad.special.xlog1py, [-0.5, -1e-300, 2.0, -1.0, -3.0, math.inf])):
+        for dt in (F64, tgrad.float32, tgrad.bfloat16):
+            out = fn(tgrad.tensor(x, dtype=dt), tgrad.tensor(ys, dtype=dt)).float().numpy()
+            np.testing.assert_array_equal(out, np.zeros(6))
+            assert not np.signbit(out).any(), (fn, dt)
+        assert math.isnan(fn(tgrad.tensor([-0.0]), tgrad.tensor([math.nan])).item())
+        # the ordinary values keep their sign: -2 log(2) (xlog1py: -2 log(3))
+        out = fn(tgrad.tensor([-2.0], dtype=F64), tgrad.tensor([2.0], dtype=F64)).numpy()
+        np.testing.assert_allclose(out, [-2.0 * math.log(2.0 if fn is tgrad.xlogy else 3.0)],
+                                   rtol=1e-15)
 
 
 def test_xlogy_xlog1py_gradcheck_and_gradgradcheck_with_broadcast():

@@ -237,7 +237,7 @@ class LogSigmoid(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return -softplus(-x, 1.0, math.inf)
+        return 0.0 - softplus(-x, 1.0, math.inf)  # +0.0 (not -0.0) at x = +inf, as PyTorch
 
     @staticmethod
     def backward(ctx, g):

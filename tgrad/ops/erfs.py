@@ -17,10 +17,10 @@ in float64 (see docs/design.md).
 from __future__ import annotations
 
 import math
-from decimal import Decimal, localcontext
 
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
+from tgrad.backends.numpy import erfcx_taylor as _erfcx_taylor
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import apply_float_unary, route_sparse, tensor_method
 from tgrad.ops.inplace import inplace_method
@@ -31,27 +31,6 @@ __all__ = ["erfc", "erfinv"]
 
 _SQRT_PI = math.sqrt(math.pi)
 _R2 = 1 / math.sqrt(2.0)
-_PI_50 = "3.14159265358979323846264338327950288419716939937510582097494"
-
-
-def _erfcx_taylor(c: float, terms: int) -> list:
-    """Taylor coefficients a_n of erfcx about c, in 80-digit decimals: a_0 = erfcx(c) =
-    sum_n (-c)^n / Gamma(n/2 + 1), then erfcx' = 2 x erfcx - 2/sqrt(pi) gives a_1 = 2c a_0 -
-    2/sqrt(pi) and (n + 1) a_(n+1) = 2c a_n + 2 a_(n-1)."""
-    with localcontext() as ctx:
-        ctx.prec = 80
-        cd, a0, power, n = Decimal(c), Decimal(0), Decimal(1), 0
-        two_over_sqrt_pi = 2 / Decimal(_PI_50).sqrt()
-        inv_gamma = [Decimal(1), two_over_sqrt_pi]  # 1/Gamma(1), 1/Gamma(3/2)
-        while n < 12 or abs(power * inv_gamma[n % 2]) > Decimal(10) ** -60:
-            a0 += power * inv_gamma[n % 2]
-            inv_gamma[n % 2] /= Decimal(n + 2) / 2  # 1/Gamma(n/2 + 1) -> 1/Gamma(n/2 + 2)
-            power *= -cd
-            n += 1
-        a = [a0, 2 * cd * a0 - two_over_sqrt_pi]
-        for n in range(1, terms - 1):
-            a.append((2 * cd * a[n] + 2 * a[n - 1]) / (n + 1))
-        return [float(v) for v in a]
 
 
 # (lo, hi, centre, coefficients): |x - centre| <= 1, to ~2 ulp

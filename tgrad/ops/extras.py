@@ -130,10 +130,11 @@ class Xlogy(Function):
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
-        # x == 0 with a finite positive y gives 0 by itself; only where log y is not finite
-        # does the 0 need a where, with log's argument replaced by 1
-        unsafe = ew.logical_and(ew.eq(x, 0), ew.logical_or(ew.le(y, 0), ew.eq(y, np.inf)))
-        return ew.where(unsafe, 0.0, x * ew.log(ew.where(unsafe, 1.0, y)))
+        # x == 0 (y not NaN) gives +0.0, as PyTorch's `if (x == 0) return 0`: x log y would
+        # be -0.0 for 0 < y < 1 or x = -0.0, and NaN for y <= 0 or y = inf; log's argument
+        # there is replaced by 1 (the branch not taken stays finite)
+        zero = ew.logical_and(ew.eq(x, 0), ew.eq(y, y))
+        return ew.where(zero, 0.0, x * ew.log(ew.where(zero, 1.0, y)))
 
     @staticmethod
     def backward(ctx, g):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
@@ -110,7 +111,12 @@ def _lgamma(x: Tensor) -> Tensor:
     neg = ew.lt(x, 0.0)
     lg = _lgamma_pos(ew.where(neg, 1.0 - x, x))
     r = ew.where(_poles(x), 0.25, _reduced(x))
-    refl = math.log(math.pi) - ew.log(ew.abs(ew.sin(r * math.pi))) - lg
+    # log |sin(pi r)|; below |r| = 2^-100 it is log(pi) + log |r| (to (pi r)^2 / 6 < 1e-59),
+    # taken so because pi r rounds to a subnormal (losing relative precision) for a
+    # subnormal r: lgamma(-5e-324) = -log(5e-324) = 744.44, not 744.49
+    tiny = ew.lt(ew.abs(r), 2.0 ** -100)
+    refl = ew.where(tiny, -ew.log(ew.abs(r)),
+                    math.log(math.pi) - ew.log(ew.abs(ew.sin(r * math.pi)))) - lg
     out = ew.where(neg, refl, lg)
     out = ew.where(ew.logical_or(_poles(x), ew.isinf(x)), math.inf, out)
     return ew.where(ew.isnan(x), x, out)
@@ -160,6 +166,11 @@ def _polygamma(n: int, x: Tensor) -> Tensor:
     far = ew.ge(ew.abs(r), 0.25)
     cot = ew.where(far, ew.tan((0.5 - ew.abs(r)) * math.pi) * ew.sign(r),
                    1.0 / ew.tan(ew.where(far, 0.25, r) * math.pi))
+    # 1 / tan(pi r) is +-inf for a subnormal r (the true cot is past the dtype's max): held
+    # at +-max, so that P_n(cot) overflows to +-inf with its sign (at +-inf, _horner's
+    # t * 0.0 gives NaN): psi^(n)(-5e-324) = +inf, as PyTorch
+    top = dtypes.finfo(cot.dtype).max
+    cot = ew.clamp(cot, -top, top)
     refl = (-1) ** n * pos - math.pi ** (n + 1) * _horner(
         [float(c) for c in _cot_derivative(n)], cot)
     out = ew.where(neg, refl, pos)
@@ -315,10 +326,11 @@ class Xlog1py(Function):
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
-        # where x == 0 and log1p(y) is not finite (y <= -1 or y = inf) the log1p is taken of
-        # 0 instead: the branch not taken stays finite
-        unsafe = ew.logical_and(ew.eq(x, 0), ew.logical_or(ew.le(y, -1), ew.eq(y, math.inf)))
-        return ew.where(unsafe, 0.0, x * ew.log1p(ew.where(unsafe, 0.0, y)))
+        # x == 0 (y not NaN) gives +0.0, as PyTorch's `if (x == 0) return 0` (x log1p y
+        # would be -0.0 for -1 < y < 0 or x = -0.0, NaN for y <= -1 or y = inf); log1p is
+        # taken of 0 there instead (the branch not taken stays finite)
+        zero = ew.logical_and(ew.eq(x, 0), ew.eq(y, y))
+        return ew.where(zero, 0.0, x * ew.log1p(ew.where(zero, 0.0, y)))
 
     @staticmethod
     def backward(ctx, g):
