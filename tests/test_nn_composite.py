@@ -277,6 +277,20 @@ def test_logsigmoid_and_bce_with_logits_exact_in_float64_far_out():
     assert loss.item() == pytest.approx(25.0 + math.log1p(math.exp(-25.0)), rel=1e-15)
 
 
+def test_binary_cross_entropy_small_probability_keeps_log1p_precision():
+    # -log(1 - p) for t = 0 is p + p^2/2 + ...: 1 - p rounded a small p away (the loss was 0;
+    # PyTorch takes log1p(-p))
+    p = np.array([1e-20, 1e-10, 3e-17, 0.25])
+    for dt, rtol in ((tgrad.float64, 1e-15), (tgrad.float32, 1e-7)):
+        pt = tgrad.tensor(p, dtype=dt)
+        out = F.binary_cross_entropy(pt, tgrad.zeros(4, dtype=dt), reduction="none")
+        ref = -np.log1p(-pt.numpy().astype(np.float64))
+        np.testing.assert_allclose(out.numpy(), ref, rtol=rtol)
+        out = F.binary_cross_entropy(1.0 - pt, tgrad.ones(4, dtype=dt), reduction="none")
+        np.testing.assert_allclose(out.numpy(), -np.log((1.0 - pt).numpy().astype(np.float64)),
+                                   rtol=rtol)
+
+
 def test_logsigmoid_at_plus_inf_is_positive_zero():
     # log sigmoid(+inf) = log 1 = +0.0 (PyTorch's min(x, 0) - log1p(e^-|x|)); -softplus(-x)
     # gave -0.0

@@ -458,7 +458,7 @@ _BCE_EPS = 9.999999960041972e-13  # floor of x (1 - x) in its gradient: float32 
 
 
 class BinaryCrossEntropy(Function):
-    """l = -w (t log x + (1 - t) log(1 - x)), logs clamped at -100 (w: the optional weight,
+    """l = -w (t log x + (1 - t) log1p(-x)), logs clamped at -100 (w: the optional weight,
     broadcast to x's shape), reduced in the node (one node, PyTorch's
     BinaryCrossEntropyBackward0 with or without a weight);
     dl/dx = g' w (x - t) / max(x (1 - x), 1e-12);  dl/dt = g' w (log(1 - x) - log(x))
@@ -493,7 +493,9 @@ class BinaryCrossEntropy(Function):
 
 
 def _bce(x: Tensor, t: Tensor) -> Tensor:
-    return -(t * _clamped_log(x) + (1.0 - t) * _clamped_log(1.0 - x))
+    # log(1 - x) as log1p(-x), PyTorch's: 1 - x rounds away a small x (bce(1e-20, 0) is
+    # 1e-20, not 0)
+    return -(t * _clamped_log(x) + (1.0 - t) * clamp(log1p(-x), min=_LOG_FLOOR))
 
 
 def _clamped_log(x: Tensor) -> Tensor:
