@@ -4,7 +4,9 @@ elementwise ops, composites of tgrad's elementwise ops, so they run on every bac
 Each is a Function whose backward is written with differentiable tgrad ops (higher-order
 gradients work): lgamma' = digamma, polygamma(n)' = polygamma(n + 1) (the error-function
 family is in tgrad.ops.erfs). float16/bfloat16 inputs are computed in float32 and rounded
-once; integer and bool inputs are promoted to the default float dtype (as PyTorch).
+once, except lgamma / digamma / polygamma, which compute float32 (so the halves too) in
+float64 (``_in_float64``); integer and bool inputs are promoted to the default float dtype
+(as PyTorch).
 
 Maths (x > 0, after the reflections x -> 1 - x for x < 0):
 - lgamma: Taylor series of lgamma(2 + z) = (1 - gamma) z + sum_k (-1)^k (zeta(k) - 1) z^k / k
@@ -183,16 +185,26 @@ def _polygamma(n: int, x: Tensor) -> Tensor:
     return ew.where(ew.eq(x, math.inf), 0.0, out)
 
 
+def _in_float64(fn, x: Tensor, *args) -> Tensor:
+    """fn(x, *args), a float32 x (the halves arrive as float32) computed in float64 and
+    rounded once, as igamma: in float32 the reflection's terms cancel (lgamma(-2.5) came out
+    16 ulp off, 77 near its root -2.4566; digamma ~45 ulp near -4.65), and the recurrences
+    and series add a few ulp more (PyTorch's float32 lgamma: ~1 ulp)."""
+    if x.dtype is dtypes.float32:
+        return fn(x.to(dtypes.float64), *args).to(x.dtype)
+    return fn(x, *args)
+
+
 class Lgamma(Function):
-    """y = log |Gamma(x)| (+inf at the poles 0, -1, -2, ... and at +-inf);
-    dx = g * digamma(x)."""
+    """y = log |Gamma(x)| (+inf at the poles 0, -1, -2, ... and at +-inf; float32 computed
+    in float64);  dx = g * digamma(x)."""
 
     node_name = "LgammaBackward0"
 
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return _lgamma(x)
+        return _in_float64(_lgamma, x)
 
     @staticmethod
     def backward(ctx, g):
@@ -201,8 +213,8 @@ class Lgamma(Function):
 
 
 class Polygamma(Function):
-    """y = psi^(n)(x), the n-th derivative of digamma psi = Gamma' / Gamma;
-    dx = g * psi^(n+1)(x)."""
+    """y = psi^(n)(x), the n-th derivative of digamma psi = Gamma' / Gamma (float32
+    computed in float64);  dx = g * psi^(n+1)(x)."""
 
     node_name = "PolygammaBackward0"
 
@@ -210,7 +222,7 @@ class Polygamma(Function):
     def forward(ctx, x, n):
         ctx.save_for_backward(x)
         ctx.n = n
-        return _polygamma(n, x)
+        return _in_float64(lambda v: _polygamma(n, v), x)
 
     @staticmethod
     def backward(ctx, g):
