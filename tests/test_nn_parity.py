@@ -493,7 +493,7 @@ def test_prelu_zero_dim_input():
 def test_prelu_weight_ndim_and_celu_alpha_zero_errors():
     # PyTorch's texts: a weight of 2+ dims (even one element) is refused for its ndim (the
     # text named a parameter-count mismatch), a wrong count for the channels; celu(alpha=0)
-    x = tgrad.ones(2, 3, dtype=tgrad.float64)
+    x = tgrad.ones(2, 3)
     for w in (tgrad.ones(3, 1), tgrad.ones(1, 1)):
         with pytest.raises(RuntimeError, match=r"^prelu: Expected `weight` to be a scalar or "
                                                r"1D tensor, but got: ndim = 2$"):
@@ -539,3 +539,101 @@ def test_parameter_list_repr_names_a_gpu_device_as_pytorch():
     assert repr(pl) == ("ParameterList(\n"
                         "    (0): Parameter containing: [tgrad.float32 of size 2x3 (cuda:1)]\n"
                         "    (1): Parameter containing: [tgrad.float32 of size 2]\n)")
+
+
+# ================================================= bad input: PyTorch's error types and texts
+def _ones(*shape, dtype=tgrad.float32):
+    return tgrad.ones(*shape, dtype=dtype)
+
+
+_IDX = tgrad.tensor([0, 4, 2, 1])
+_F64 = tgrad.float64
+# (call, exception type, text it contains): each one returned a value, leaked an internal
+# error or raised another type before; the texts are PyTorch's (plus tgrad's op names)
+_NN_BAD_INPUT = [
+    (lambda: F.embedding(tgrad.tensor([0]), _ones(5)), RuntimeError, "'weight' must be 2-D"),
+    (lambda: F.embedding(tgrad.tensor([0]), _ones(5, 3, 2)), RuntimeError,
+     "'weight' must be 2-D"),
+    (lambda: F.prelu(_ones(2, 4), _ones(4, dtype=_F64)), RuntimeError,
+     "prelu: Type promoting not supported. Got Float and Double"),
+    (lambda: F.prelu(_ones(2, 4, dtype=_F64), _ones(4)), RuntimeError,
+     "prelu: Type promoting not supported. Got Double and Float"),
+    (lambda: F.cross_entropy(_ones(4, 5), _IDX, weight=_ones(5, dtype=_F64)), RuntimeError,
+     "expected scalar type Float but found Double"),
+    (lambda: F.cross_entropy(_ones(4, 5), _IDX, weight=_ones(5, dtype=_F64),
+                             label_smoothing=0.1), RuntimeError,
+     "expected scalar type Float but found Double"),
+    (lambda: F.nll_loss(_ones(4, 5, dtype=_F64), _IDX, weight=_ones(5)), RuntimeError,
+     "expected scalar type Double but found Float"),
+    (lambda: F.multi_margin_loss(_ones(4, 5), _IDX, weight=_ones(5, dtype=_F64)),
+     RuntimeError, "expected scalar type Float but found Double"),
+    (lambda: F.nll_loss(tgrad.tensor(1.5), tgrad.tensor(0)), ValueError,
+     "Expected 1 or more dimensions (got 0)"),
+    (lambda: F.adaptive_avg_pool2d(_ones(1, 2, 4, 4), None), TypeError,
+     "adaptive_avg_pool2d(): argument 'output_size' must be tuple of ints, not NoneType"),
+    (lambda: F.adaptive_max_pool1d(_ones(1, 2, 4), None), TypeError,
+     "adaptive_max_pool1d(): argument 'output_size' must be tuple of ints, not NoneType"),
+    (lambda: nn.AdaptiveAvgPool3d(None)(_ones(1, 2, 4, 4, 4)), TypeError,
+     "argument 'output_size' must be tuple of ints, not NoneType"),
+    (lambda: nn.AvgPool1d(2.0)(_ones(1, 2, 4)), TypeError,
+     "avg_pool1d(): argument 'kernel_size' must be tuple of ints, but found element of "
+     "type float at pos 0"),
+    (lambda: F.max_pool2d(_ones(1, 1, 4, 4), (2, 2.0)), TypeError,
+     "max_pool2d(): argument 'kernel_size' must be tuple of ints, but found element of "
+     "type float at pos 1"),
+    (lambda: F.conv_transpose2d(_ones(1, 2, 4, 4), _ones(2, 1, 3, 3), padding="same"),
+     TypeError, "conv_transpose2d(): argument 'padding' must be tuple of ints, not str"),
+    (lambda: F.conv1d(_ones(1, 2, 5), _ones(3, 2, 3), padding=None), TypeError,
+     "conv1d(): argument 'padding' must be tuple of ints, not NoneType"),
+    (lambda: F.unfold(_ones(1, 2, 4, 4), 2, stride=1.5), TypeError,
+     "unfold(): argument 'stride' must be tuple of ints, not float"),
+    (lambda: F.scaled_dot_product_attention(_ones(2, 3, 4), _ones(2, 3, 4), _ones(2, 3, 4),
+                                            dropout_p=1.5), RuntimeError,
+     "dropout probability has to be between 0 and 1, but got 1.5"),
+    (lambda: F.affine_grid(tgrad.zeros(2, 2, 3), (3, 3, 4, 4), align_corners=False),
+     RuntimeError, "affine_grid: Expected theta's batch size 2 to match size[0] = 3"),
+    (lambda: nn.InstanceNorm2d(3, affine=True)(_ones(2, 4, 3, 3)), ValueError,
+     "expected input's size at dim=1 to match num_features (3), but got: 4."),
+    (lambda: nn.InstanceNorm1d(3, affine=True)(_ones(4, 5)), ValueError,
+     "expected input's size at dim=0 to match num_features (3), but got: 4."),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_NN_BAD_INPUT)))
+def test_nn_bad_input_raises_pytorchs_error(case):
+    call, exc, text = _NN_BAD_INPUT[case]
+    with pytest.raises(exc) as info:
+        call()
+    assert type(info.value) is exc and text in str(info.value), repr(info.value)
+
+
+def test_nn_bad_input_checks_keep_the_valid_calls():
+    # the same calls with matching dtypes / sizes give their values (hand-computed)
+    x = tgrad.tensor([[-2.0, 1.0], [3.0, -4.0]], dtype=_F64)
+    assert F.prelu(x, tgrad.tensor([0.5, 0.25], dtype=_F64)).tolist() == [[-1.0, 1.0],
+                                                                           [3.0, -1.0]]
+    logp = tgrad.log(tgrad.tensor([[0.5, 0.25, 0.25], [0.125, 0.5, 0.375]], dtype=_F64))
+    t = tgrad.tensor([0, 2])
+    w = tgrad.tensor([2.0, 1.0, 3.0], dtype=_F64)
+    want = (2.0 * math.log(2.0) + 3.0 * math.log(8 / 3)) / 5.0  # sum w_t (-log p_t) / sum w_t
+    assert math.isclose(F.nll_loss(logp, t, weight=w).item(), want, rel_tol=1e-12)
+    # class probabilities: a float64 weight promotes a float32 input's loss (PyTorch)
+    xs = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], dtype=np.float32)
+    q = np.array([[0.2, 0.3, 0.5], [0.6, 0.4, 0.0]], dtype=np.float32)
+    wv = np.array([2.0, 1.0, 3.0])
+    x64 = xs.astype(np.float64)
+    logsm = x64 - np.log(np.exp(x64).sum(1, keepdims=True))
+    got = F.cross_entropy(tgrad.tensor(xs), tgrad.tensor(q), weight=tgrad.tensor(wv))
+    assert got.dtype is _F64
+    assert math.isclose(got.item(), float(-(wv * q * logsm).sum(1).mean()), rel_tol=1e-6)
+    assert F.embedding(tgrad.tensor([1]), tgrad.tensor([[1.0], [2.0]])).tolist() == [[2.0]]
+    assert F.adaptive_avg_pool2d(_ones(1, 1, 4, 4), (None, 2)).shape == (1, 1, 4, 2)
+    assert F.max_pool2d(tgrad.arange(16.0).reshape(1, 1, 4, 4),
+                        (np.int64(2), tgrad.tensor(2))).tolist() == [[[[5.0, 7.0],
+                                                                         [13.0, 15.0]]]]
+    # InstanceNorm without affine: PyTorch's warning, then the per-instance normalisation
+    a = np.arange(8.0).reshape(1, 2, 4)
+    with pytest.warns(UserWarning, match="input's size at dim=1 does not match num_features"):
+        y = nn.InstanceNorm1d(3)(tgrad.tensor(a))
+    want = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-12)

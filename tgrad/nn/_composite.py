@@ -801,6 +801,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     if input.dtype not in (dtypes.int64, dtypes.int32):  # PyTorch: uint8 and int16 raise too
         raise RuntimeError(f"embedding: expected an integer index tensor (Long or Int), got "
                            f"{input.dtype.name}")
+    _check_tensor("embedding", weight, "weight")
+    if weight.ndim != 2:  # [num_embeddings, embedding_dim]
+        raise RuntimeError(f"'weight' must be 2-D (embedding: got a weight of shape "
+                           f"{list(weight.shape)}; it is [num_embeddings, embedding_dim])")
     # a negative index is out of range (weight[input] alone would count from the end)
     if input.device.type == "cpu":
         if input.numel() and int(input.min()) < 0:
