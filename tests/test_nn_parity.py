@@ -596,6 +596,47 @@ _NN_BAD_INPUT = [
      "expected input's size at dim=1 to match num_features (3), but got: 4."),
     (lambda: nn.InstanceNorm1d(3, affine=True)(_ones(4, 5)), ValueError,
      "expected input's size at dim=0 to match num_features (3), but got: 4."),
+    (lambda: F.batch_norm(_ones(2, 4, 3), tgrad.zeros(4, 1), _ones(4)), RuntimeError,
+     "Expected running_mean to be a vector of size equal to the number of channels in input"),
+    (lambda: F.group_norm(_ones(2, 4, 3), 2, _ones(4, 1)), RuntimeError,
+     "Expected weight to be a vector of size equal to the number of channels in input, but "
+     "got weight of shape [4, 1] and input of shape [2, 4, 3]"),
+    (lambda: F.group_norm(_ones(2, 4, 3), 2.0), TypeError,
+     "group_norm(): argument 'num_groups' (position 2) must be int, not float"),
+    (lambda: F.group_norm(_ones(2, 4, 3), 2, _ones(4, dtype=_F64)), RuntimeError,
+     "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+    (lambda: F.group_norm(_ones(2, 4, 3, dtype=_F64), 2, None, _ones(4)), RuntimeError,
+     "mixed dtype (CPU): all inputs must share same datatype."),
+    (lambda: F.instance_norm(_ones(2, 4, 3), weight=_ones(4, dtype=_F64)), RuntimeError,
+     "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+    (lambda: F.instance_norm(_ones(2, 4, 3), weight=_ones(4, 1)), RuntimeError,
+     "Expected weight to be a vector of size equal to the number of channels in input"),
+    (lambda: F.softmax(_ones(2, 3), 1.0), TypeError,
+     "softmax(): argument 'dim' must be int, not float"),
+    (lambda: F.linear(_ones(2, 3), _ones(4, 3), 3), TypeError,
+     "linear(): argument 'bias' must be Tensor, not int"),
+    (lambda: F.linear(_ones(2, 3), _ones(4, 3), _ones(4, dtype=_F64)), RuntimeError,
+     "self and mat2 must have the same dtype, but got Double and Float"),
+    (lambda: F.embedding(tgrad.tensor([0]), _ones(5, 3), padding_idx=1.5), TypeError,
+     "embedding(): argument 'padding_idx' (position 3) must be int, not float"),
+    (lambda: F.one_hot(tgrad.tensor([0, 1]), 2.0), TypeError,
+     "one_hot(): argument 'num_classes' (position 2) must be int, not float"),
+    (lambda: F.cosine_similarity(_ones(2, 3), _ones(2, 3), eps=-1.0), RuntimeError,
+     "eps must be non-negative, got: -1.0"),
+    (lambda: F.embedding_bag(tgrad.tensor([0, 1, 2]), _ones(5), tgrad.tensor([0, 2])),
+     ValueError, "weight has to be a 2D Tensor, but got Tensor of dimension 1"),
+    (lambda: F.embedding_bag(tgrad.tensor([0, 1, 2]), _ones(5, 3), tgrad.tensor([0, 2]),
+                             padding_idx=9), RuntimeError,
+     "padding_idx must be within the number of embeddings, -5 through 4, but got 9"),
+    (lambda: F.embedding_bag(tgrad.tensor([0, 1, 2]), _ones(5, 3), tgrad.tensor([0, 2]),
+                             mode="sum", per_sample_weights=_ones(3, dtype=_F64)),
+     RuntimeError, "to have the same type as tensor for argument #1 'per_sample_weights'"),
+    (lambda: F.kl_div(_ones(2, 3), tgrad.ones(2, 3, dtype=tgrad.int64), reduction="sum"),
+     RuntimeError, "kl_div: Integral inputs not supported."),
+    (lambda: F.nll_loss(_ones(4, 5), _IDX, ignore_index=1.5), TypeError,
+     "nll_loss_nd(): argument 'ignore_index' (position 5) must be int, not float"),
+    (lambda: F.cross_entropy(_ones(4, 5), _IDX, ignore_index=1.5), TypeError,
+     "cross_entropy_loss(): argument 'ignore_index' (position 5) must be int, not float"),
 ]
 
 
@@ -631,6 +672,13 @@ def test_nn_bad_input_checks_keep_the_valid_calls():
     assert F.max_pool2d(tgrad.arange(16.0).reshape(1, 1, 4, 4),
                         (np.int64(2), tgrad.tensor(2))).tolist() == [[[[5.0, 7.0],
                                                                          [13.0, 15.0]]]]
+    # group_norm of a float16 input takes float32 parameters (PyTorch's mixed-dtype rule)
+    h = np.arange(12.0).reshape(1, 4, 3) / 8
+    y = F.group_norm(tgrad.tensor(h).half(), 2, _ones(4), tgrad.zeros(4))
+    g = h.reshape(1, 2, 6)
+    want = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
+    assert y.dtype is tgrad.float16
+    np.testing.assert_allclose(y.float().numpy(), want.reshape(1, 4, 3), rtol=2e-3, atol=2e-3)
     # InstanceNorm without affine: PyTorch's warning, then the per-instance normalisation
     a = np.arange(8.0).reshape(1, 2, 4)
     with pytest.warns(UserWarning, match="input's size at dim=1 does not match num_features"):

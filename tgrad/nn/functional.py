@@ -35,7 +35,7 @@ from tgrad.ops._common import (
 from tgrad.ops.elementwise import exp, sigmoid, tanh, where
 from tgrad.ops.elementwise import relu as _relu_op
 from tgrad.ops.inplace import apply_inplace
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["relu", "gelu", "silu", "softplus", "softmax", "log_softmax", "cross_entropy",
            "nll_loss", "mse_loss", "layer_norm", "linear", "dropout"]  # + _composite's below
@@ -207,7 +207,7 @@ def _softmax_dim(op: str, x: Tensor, dim) -> int:
         warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the "
                       f"call to include dim=X as an argument.", stacklevel=3)
         dim = 0 if x.ndim in (0, 1, 3) else 1
-    return _wrap_dim(int(dim), x.ndim, op)
+    return _wrap_dim(dim, x.ndim, op)  # (an int: a float or str is PyTorch's TypeError)
 
 
 def _softmax_like(op: str, cls, input: Tensor, dim, dtype) -> Tensor:  # noqa: A002
@@ -488,6 +488,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
         target = target.reshape(())
     axis = _check_class_target("cross_entropy", input, target)
     target = _check_index_target("cross_entropy", target)
+    ignore_index = _int_arg("cross_entropy_loss", "ignore_index", ignore_index, 5)
     _check_targets_in_range(target, input.shape[axis], ignore_index)
     rw = None
     if weight is not None:
@@ -554,6 +555,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     _check_reduction(reduction)
     axis = _check_class_target("nll_loss", input, target)
     target = _check_index_target("nll_loss", target)
+    ignore_index = _int_arg("nll_loss_nd", "ignore_index", ignore_index, 5)
     _check_targets_in_range(target, input.shape[axis], ignore_index)
     keep = target != ignore_index
     safe = where(keep, target, 0)
@@ -752,6 +754,15 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.ndim not in (1, 2):
         raise RuntimeError(f"linear: weight must be 1-D or 2-D, got shape "
                            f"{shape_str(weight.shape)}")
+    if bias is not None:
+        _check_tensor("linear", bias, "bias")
+        if bias.dtype is not weight.dtype and weight.dtype is input.dtype:  # (no promotion)
+            names = dtypes.SCALAR_TYPE_NAMES
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                               f"{names.get(bias.dtype, bias.dtype.name)} and "
+                               f"{names.get(input.dtype, input.dtype.name)} (linear: bias of "
+                               f"dtype {bias.dtype.name} for an input and weight of dtype "
+                               f"{input.dtype.name}; convert it with bias.to(input.dtype))")
     if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
         rows = int(math.prod(input.shape[:-1])) if input.ndim else 1
         cols = input.shape[-1] if input.ndim else 1
