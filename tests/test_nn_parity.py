@@ -685,3 +685,31 @@ def test_nn_bad_input_checks_keep_the_valid_calls():
         y = nn.InstanceNorm1d(3)(tgrad.tensor(a))
     want = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-12)
+
+
+def test_loss_dtype_is_the_inputs_where_pytorch_writes_in_place():
+    # huber_loss writes into input's dtype; the (pos_)weight of binary_cross_entropy(_with_
+    # logits) multiplies the loss in place: a float64 one leaves a float32 loss (PyTorch)
+    xv = np.array([[0.2, -1.5, 3.0]])
+    tv = np.array([[0.7, 0.4, 0.1]])
+    wv = np.array([2.0, 0.5, 1.5])
+    x32, t64, w64 = tgrad.tensor(xv.astype(np.float32)), tgrad.tensor(tv), tgrad.tensor(wv)
+    d = xv.astype(np.float32) - tv
+    want = np.where(np.abs(d) < 1.0, 0.5 * d * d, np.abs(d) - 0.5).mean()
+    got = F.huber_loss(x32, t64)
+    assert got.dtype is tgrad.float32
+    assert math.isclose(got.item(), want, rel_tol=1e-6)
+    p32, q32 = tgrad.tensor(tv.astype(np.float32)), tgrad.tensor([[1.0, 0.0, 0.5]])
+    pv = tv.astype(np.float32).astype(np.float64)
+    qv = np.array([[1.0, 0.0, 0.5]])
+    got = F.binary_cross_entropy(p32, q32, weight=w64)
+    assert got.dtype is tgrad.float32
+    want = (-wv * (qv * np.log(pv) + (1 - qv) * np.log(1 - pv))).mean()
+    assert math.isclose(got.item(), want, rel_tol=1e-6)
+    x = xv.astype(np.float32).astype(np.float64)
+    sp = np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0)  # softplus(-x)
+    for kw, want in ((dict(weight=w64), (wv * ((1 - qv) * x + sp)).mean()),
+                     (dict(pos_weight=w64), ((1 - qv) * x + (1 + (wv - 1) * qv) * sp).mean())):
+        got = F.binary_cross_entropy_with_logits(x32, q32, **kw)
+        assert got.dtype is tgrad.float32
+        assert math.isclose(got.item(), want, rel_tol=1e-6)

@@ -450,6 +450,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
         return _weighted_reduced(HuberLoss.apply(x, t, "none", delta), weight, reduction,
                                  half, by_weight=False)
     loss = HuberLoss.apply(x, t, reduction, delta)
+    if half is None and loss.dtype is not input.dtype:  # PyTorch's kernel writes into
+        loss = loss.to(input.dtype)  # input's dtype (a float64 target: computed, then cast)
     return loss if half is None else loss.to(half)
 
 
@@ -539,6 +541,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     (x, t), half = _compute(input, target)
     if weight is not None:
         _check_loss_weight("binary_cross_entropy", weight, input)
+        if weight.dtype is not x.dtype and weight.dtype.is_floating_point:
+            weight = weight.to(x.dtype)  # PyTorch multiplies the loss by it in place
     loss = BinaryCrossEntropy.apply(x, t, weight, reduction)
     return loss if half is None else loss.to(half)
 
@@ -627,6 +631,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     # a float target keeps its dtype: the loss is in the promoted dtype (float32 input,
     # float64 target: float64, as PyTorch; the target is never rounded)
     (x, t), half = _compute(input, target)
+    if pos_weight is not None and pos_weight.dtype.is_floating_point and \
+            not t.dtype.is_complex:  # (PyTorch's in-place ops keep the loss's dtype)
+        pos_weight = pos_weight.to(dtypes.promote_types(x.dtype, t.dtype))
     if t.dtype.is_complex:  # (a real input: _check_float) PyTorch's formula, a complex loss
         if pos_weight is not None:  # PyTorch's error (its kernel writes input's dtype)
             raise RuntimeError(f"binary_cross_entropy_with_logits: result type "
@@ -640,7 +647,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
         loss = BinaryCrossEntropyWithLogits.apply(x, t, pos_weight)
     if weight is not None:
         _check_loss_weight("binary_cross_entropy_with_logits", weight, input)
-        loss = loss * weight
+        # PyTorch multiplies the loss by it in place: the loss keeps its dtype
+        loss = loss * (weight.to(loss.dtype) if weight.dtype.is_floating_point else weight)
     return _reduced(loss, reduction, half)
 
 
