@@ -908,6 +908,16 @@ _METHOD_BAD_INPUT = [
     (lambda x: setattr(x.requires_grad_() * 2, "requires_grad", True), RuntimeError,
      "you can only change requires_grad flags of leaf variables."),
     (lambda x: setattr(x, "requires_grad", 1), RuntimeError, "requires_grad must be a bool"),
+    (lambda x: x.to(tgrad.int64, "cpu"), TypeError,
+     "to() received an invalid combination of arguments - got (DType, str)"),
+    (lambda x: x.to(tgrad.float32, tgrad.float64), TypeError,
+     "to() received an invalid combination of arguments"),
+    (lambda x: x.to(tgrad.float64, 1), TypeError,
+     "to() received an invalid combination of arguments"),
+    (lambda x: x.to(non_blocking=1), TypeError,
+     "to() received an invalid combination of arguments - got (non_blocking=int)"),
+    (lambda x: x.to(x.double(), dtype=tgrad.int64), TypeError,
+     "to() received an invalid combination of arguments"),
 ]
 
 
@@ -928,6 +938,13 @@ def test_tensor_method_bad_input_checks_keep_the_valid_calls():
     np.testing.assert_array_equal(x.permute(np.int64(1), 0).numpy(), a.T)
     y = x.type(tgrad.Tensor)  # PyTorch: torch.Tensor is the default (float32) type
     assert y.dtype is tgrad.float32 and y.tolist() == a.tolist()
+    # Tensor.to's three signatures (dtype names are tgrad's too); copy=True copies
+    assert x.to("cpu", tgrad.float32, True).dtype is tgrad.float32
+    assert x.to(None, tgrad.int64).tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert x.to("float32", True, True).dtype is tgrad.float32
+    same = x.to(tgrad.float64, False, True)
+    assert same is not x and same.tolist() == a.tolist()
+    assert x.to(tgrad.ones(1, dtype=tgrad.int32), True).dtype is tgrad.int32
     w = tgrad.tensor([1.0, 2.0], requires_grad=True)
     v = (w * 2).requires_grad_(True)  # the method on a non-leaf: a no-op, as PyTorch
     assert v.requires_grad and not v.is_leaf
