@@ -918,6 +918,13 @@ _METHOD_BAD_INPUT = [
      "to() received an invalid combination of arguments - got (non_blocking=int)"),
     (lambda x: x.to(x.double(), dtype=tgrad.int64), TypeError,
      "to() received an invalid combination of arguments"),
+    (lambda x: x.index_put((tgrad.tensor([0]),), 1.0), TypeError,
+     "index_put(): argument 'values' (position 2) must be Tensor, not float"),
+    (lambda x: x.index_put_((tgrad.tensor([0]),), 1), TypeError,
+     "index_put_(): argument 'values' (position 2) must be Tensor, not int"),
+    (lambda x: x.scatter_add(1, tgrad.zeros(2, 3, 4, dtype=tgrad.int64), 1.0), TypeError,
+     "scatter_add(): argument 'src' (position 4) must be Tensor, not float"),
+    (lambda x: x.equal(3), TypeError, "equal(): argument 'other' (position 2) must be Tensor"),
 ]
 
 

@@ -511,6 +511,8 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 @tensor_method("equal")
 def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
     """True when both have the same shape and equal elements (NaN is never equal)."""
+    require_tensor("equal", input)
+    require_tensor("equal", other, "other", 2)
     dtypes.refuse_float8("equal_notnan_cpu", input.dtype, other.dtype)
     if input.shape != other.shape:
         return False

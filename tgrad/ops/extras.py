@@ -20,7 +20,14 @@ from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
-from tgrad.ops._common import fresh, rounded_to, route_sparse, tensor_method, widen_halves
+from tgrad.ops._common import (
+    fresh,
+    require_tensor,
+    rounded_to,
+    route_sparse,
+    tensor_method,
+    widen_halves,
+)
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.creation import zeros as tgrad_zeros
 from tgrad.ops.index import (
@@ -466,6 +473,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
     """A copy with values written (``accumulate``: added) at the advanced index ``indices``
     (a tuple of index tensors)."""
+    require_tensor("index_put", values, "values", 2)  # (PyTorch: no number)
     return index_put_(input.clone(), indices, values, accumulate)
 
 
@@ -490,6 +498,7 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
         if k.dtype in (dtypes.int8, dtypes.int16):  # a 0-d one too (unlike t[k])
             raise IndexError(f"tensors used as indices must be long, int, byte or bool "
                              f"tensors (index_put_ got {k.dtype})")
+    require_tensor("index_put_", values, "values", 2)  # (PyTorch: no number)
     key = tuple(indices)
     if isinstance(values, Tensor) and values.dtype is not self.dtype and (
             accumulate or not _mask_fill_index(key, values)):
