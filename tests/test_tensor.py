@@ -925,6 +925,8 @@ _METHOD_BAD_INPUT = [
     (lambda x: x.scatter_add(1, tgrad.zeros(2, 3, 4, dtype=tgrad.int64), 1.0), TypeError,
      "scatter_add(): argument 'src' (position 4) must be Tensor, not float"),
     (lambda x: x.equal(3), TypeError, "equal(): argument 'other' (position 2) must be Tensor"),
+    (lambda x: x.index_fill(1, tgrad.tensor([[0]]), 1.0), RuntimeError,
+     "Index has to be a vector/scalar"),
 ]
 
 
@@ -945,6 +947,16 @@ def test_tensor_method_bad_input_checks_keep_the_valid_calls():
     np.testing.assert_array_equal(x.permute(np.int64(1), 0).numpy(), a.T)
     y = x.type(tgrad.Tensor)  # PyTorch: torch.Tensor is the default (float32) type
     assert y.dtype is tgrad.float32 and y.tolist() == a.tolist()
+    # index_fill casts a 0-d tensor value of another dtype to the input's (PyTorch: its
+    # item()); the value's gradient is the count of filled positions, in its own dtype
+    v = tgrad.tensor(2.5, dtype=tgrad.float64, requires_grad=True)
+    y = tgrad.ones(2, 3).index_fill(0, tgrad.tensor([0]), v)
+    assert y.dtype is tgrad.float32 and y.tolist() == [[2.5] * 3, [1.0] * 3]
+    y.sum().backward()
+    assert v.grad.dtype is tgrad.float64 and v.grad.item() == 3.0
+    assert tgrad.tensor([[0, 1], [2, 3]]).index_fill(1, tgrad.tensor([1]),
+                                                     tgrad.tensor(7.9)).tolist() == [[0, 7],
+                                                                                      [2, 7]]
     # Tensor.to's three signatures (dtype names are tgrad's too); copy=True copies
     assert x.to("cpu", tgrad.float32, True).dtype is tgrad.float32
     assert x.to(None, tgrad.int64).tolist() == [[0, 1, 2], [3, 4, 5]]

@@ -403,6 +403,9 @@ def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
         raise (IndexError if op == "index_fill" else RuntimeError)(
             f"{op}_(): Expected a long (int64) tensor for index, but got {got}")
     if index.ndim > 1:
+        if op == "index_fill":  # PyTorch's text and type
+            raise RuntimeError(f"Index has to be a vector/scalar (index_fill got an index of "
+                               f"shape {list(index.shape)})")
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     n = input.shape[d] if input.ndim else 1
     idx = np.asarray(index.numpy(force=True)).reshape(-1)
@@ -427,6 +430,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
                            "not supported")  # for 1+0j and a bool input
     if not isinstance(value, Tensor):
         dtypes.check_value_fits("index_fill", value, input.dtype)
+    elif value.dtype is not input.dtype:  # PyTorch casts a 0-d tensor value (its item())
+        value = value.to(input.dtype)
     x = input.reshape(1) if input.ndim == 0 else input
     key = _dim_key(x, dim, index, "index_fill", negatives=True)
     unique = tensor(np.unique(key[-1].numpy(force=True)), device=x.device)
@@ -460,6 +465,9 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     key = _dim_key(x, dim, index, "index_copy")
     d = len(key) - 1
     want = x.shape[:d] + (index.numel(),) + x.shape[d + 1:]
+    if src.ndim == x.ndim and src.shape[d] != index.numel():  # PyTorch's IndexError
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
+                         f"to source.size(dim) ({src.shape[d]})")
     if src.shape != want or src.dtype is not x.dtype:
         raise RuntimeError(f"index_copy(): source of shape {list(source.shape)} and dtype "
                            f"{source.dtype.name} must have shape {list(want)} and dtype "
