@@ -125,8 +125,10 @@ def test_flatten_of_a_0d_tensor_checks_its_dims():
     (lambda: tgrad.fliplr(tgrad.ones(3)), RuntimeError, "Input must be >= 2-d"),
     (lambda: tgrad.inner(tgrad.ones(2), tgrad.ones(3)), RuntimeError,
      r"inner\(\) the last dimension must match"),
-    (lambda: tgrad.ones(2, 3).index_copy(1, tgrad.tensor([0]), tgrad.ones(2, 2)), RuntimeError,
-     r"index_copy\(\): source of shape \[2, 2\] and dtype float32 must have shape \[2, 1\]"),
+    (lambda: tgrad.ones(2, 3).index_copy(1, tgrad.tensor([0]), tgrad.ones(2, 2)), IndexError,
+     r"index_copy_\(\): Number of indices \(1\) should be equal to source.size\(dim\) \(2\)"),
+    (lambda: tgrad.ones(2, 3).index_copy(1, tgrad.tensor([0]), tgrad.ones(3, 1)), RuntimeError,
+     r"index_copy\(\): source of shape \[3, 1\] and dtype float32 must have shape \[2, 1\]"),
 ])
 def test_extras_errors(call, err, msg):
     with pytest.raises(err, match=msg):

@@ -584,7 +584,8 @@ def test_conv_module_int_or_sequence_arguments():
     want = np.array([[(xp[i:i + 3, j:j + 3] * w).sum() for j in range(0, 3, 2)]
                      for i in range(4)]) + conv.bias.item()
     np.testing.assert_allclose(conv(_t(x)).detach().numpy()[0, 0], want, rtol=1e-12)
-    _raises(lambda: F.conv2d(_t(x), conv.weight, stride=2.0), TypeError, "not iterable")
+    _raises(lambda: F.conv2d(_t(x), conv.weight, stride=2.0), TypeError,
+            "conv2d(): argument 'stride' must be tuple of ints, not float")
     _raises(lambda: F.conv2d(_t(x), conv.weight, stride=(1, 1, 1)), RuntimeError,
             "stride must either be a single int, or a tuple of 2 ints")
 

@@ -149,6 +149,9 @@ def test_grid_sample_identity_and_errors():
                       tgrad.zeros(1, 1, 1, 1, 3, dtype=tgrad.int32))
     with pytest.raises(ValueError, match=r"Expected a batch of 2D affine matrices of shape "
                                          r"Nx2x3 for size \[2, 3, 4, 5\]"):
+        F.affine_grid(tgrad.zeros(2, 3, 3), (2, 3, 4, 5))
+    with pytest.raises(RuntimeError, match=r"affine_grid: Expected theta's batch size 1 to "
+                                           r"match size\[0\] = 2"):  # (PyTorch: its bmm's)
         F.affine_grid(eye[:1], (2, 3, 4, 5))
     # PyTorch's check order: batch, grid's last dim, empty spatial dims, then 4D/5D
     with pytest.raises(RuntimeError, match=r"expected grid to have size 3 in last dimension, "

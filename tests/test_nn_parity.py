@@ -493,7 +493,7 @@ def test_prelu_zero_dim_input():
 def test_prelu_weight_ndim_and_celu_alpha_zero_errors():
     # PyTorch's texts: a weight of 2+ dims (even one element) is refused for its ndim (the
     # text named a parameter-count mismatch), a wrong count for the channels; celu(alpha=0)
-    x = tgrad.ones(2, 3, dtype=tgrad.float64)
+    x = tgrad.ones(2, 3)
     for w in (tgrad.ones(3, 1), tgrad.ones(1, 1)):
         with pytest.raises(RuntimeError, match=r"^prelu: Expected `weight` to be a scalar or "
                                                r"1D tensor, but got: ndim = 2$"):
@@ -539,3 +539,177 @@ def test_parameter_list_repr_names_a_gpu_device_as_pytorch():
     assert repr(pl) == ("ParameterList(\n"
                         "    (0): Parameter containing: [tgrad.float32 of size 2x3 (cuda:1)]\n"
                         "    (1): Parameter containing: [tgrad.float32 of size 2]\n)")
+
+
+# ================================================= bad input: PyTorch's error types and texts
+def _ones(*shape, dtype=tgrad.float32):
+    return tgrad.ones(*shape, dtype=dtype)
+
+
+_IDX = tgrad.tensor([0, 4, 2, 1])
+_F64 = tgrad.float64
+# (call, exception type, text it contains): each one returned a value, leaked an internal
+# error or raised another type before; the texts are PyTorch's (plus tgrad's op names)
+_NN_BAD_INPUT = [
+    (lambda: F.embedding(tgrad.tensor([0]), _ones(5)), RuntimeError, "'weight' must be 2-D"),
+    (lambda: F.embedding(tgrad.tensor([0]), _ones(5, 3, 2)), RuntimeError,
+     "'weight' must be 2-D"),
+    (lambda: F.prelu(_ones(2, 4), _ones(4, dtype=_F64)), RuntimeError,
+     "prelu: Type promoting not supported. Got Float and Double"),
+    (lambda: F.prelu(_ones(2, 4, dtype=_F64), _ones(4)), RuntimeError,
+     "prelu: Type promoting not supported. Got Double and Float"),
+    (lambda: F.cross_entropy(_ones(4, 5), _IDX, weight=_ones(5, dtype=_F64)), RuntimeError,
+     "expected scalar type Float but found Double"),
+    (lambda: F.cross_entropy(_ones(4, 5), _IDX, weight=_ones(5, dtype=_F64),
+                             label_smoothing=0.1), RuntimeError,
+     "expected scalar type Float but found Double"),
+    (lambda: F.nll_loss(_ones(4, 5, dtype=_F64), _IDX, weight=_ones(5)), RuntimeError,
+     "expected scalar type Double but found Float"),
+    (lambda: F.multi_margin_loss(_ones(4, 5), _IDX, weight=_ones(5, dtype=_F64)),
+     RuntimeError, "expected scalar type Float but found Double"),
+    (lambda: F.nll_loss(tgrad.tensor(1.5), tgrad.tensor(0)), ValueError,
+     "Expected 1 or more dimensions (got 0)"),
+    (lambda: F.adaptive_avg_pool2d(_ones(1, 2, 4, 4), None), TypeError,
+     "adaptive_avg_pool2d(): argument 'output_size' must be tuple of ints, not NoneType"),
+    (lambda: F.adaptive_max_pool1d(_ones(1, 2, 4), None), TypeError,
+     "adaptive_max_pool1d(): argument 'output_size' must be tuple of ints, not NoneType"),
+    (lambda: nn.AdaptiveAvgPool3d(None)(_ones(1, 2, 4, 4, 4)), TypeError,
+     "argument 'output_size' must be tuple of ints, not NoneType"),
+    (lambda: nn.AvgPool1d(2.0)(_ones(1, 2, 4)), TypeError,
+     "avg_pool1d(): argument 'kernel_size' must be tuple of ints, but found element of "
+     "type float at pos 0"),
+    (lambda: F.max_pool2d(_ones(1, 1, 4, 4), (2, 2.0)), TypeError,
+     "max_pool2d(): argument 'kernel_size' must be tuple of ints, but found element of "
+     "type float at pos 1"),
+    (lambda: F.conv_transpose2d(_ones(1, 2, 4, 4), _ones(2, 1, 3, 3), padding="same"),
+     TypeError, "conv_transpose2d(): argument 'padding' must be tuple of ints, not str"),
+    (lambda: F.conv1d(_ones(1, 2, 5), _ones(3, 2, 3), padding=None), TypeError,
+     "conv1d(): argument 'padding' must be tuple of ints, not NoneType"),
+    (lambda: F.unfold(_ones(1, 2, 4, 4), 2, stride=1.5), TypeError,
+     "unfold(): argument 'stride' must be tuple of ints, not float"),
+    (lambda: F.scaled_dot_product_attention(_ones(2, 3, 4), _ones(2, 3, 4), _ones(2, 3, 4),
+                                            dropout_p=1.5), RuntimeError,
+     "dropout probability has to be between 0 and 1, but got 1.5"),
+    (lambda: F.affine_grid(tgrad.zeros(2, 2, 3), (3, 3, 4, 4), align_corners=False),
+     RuntimeError, "affine_grid: Expected theta's batch size 2 to match size[0] = 3"),
+    (lambda: nn.InstanceNorm2d(3, affine=True)(_ones(2, 4, 3, 3)), ValueError,
+     "expected input's size at dim=1 to match num_features (3), but got: 4."),
+    (lambda: nn.InstanceNorm1d(3, affine=True)(_ones(4, 5)), ValueError,
+     "expected input's size at dim=0 to match num_features (3), but got: 4."),
+    (lambda: F.batch_norm(_ones(2, 4, 3), tgrad.zeros(4, 1), _ones(4)), RuntimeError,
+     "Expected running_mean to be a vector of size equal to the number of channels in input"),
+    (lambda: F.group_norm(_ones(2, 4, 3), 2, _ones(4, 1)), RuntimeError,
+     "Expected weight to be a vector of size equal to the number of channels in input, but "
+     "got weight of shape [4, 1] and input of shape [2, 4, 3]"),
+    (lambda: F.group_norm(_ones(2, 4, 3), 2.0), TypeError,
+     "group_norm(): argument 'num_groups' (position 2) must be int, not float"),
+    (lambda: F.group_norm(_ones(2, 4, 3), 2, _ones(4, dtype=_F64)), RuntimeError,
+     "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+    (lambda: F.group_norm(_ones(2, 4, 3, dtype=_F64), 2, None, _ones(4)), RuntimeError,
+     "mixed dtype (CPU): all inputs must share same datatype."),
+    (lambda: F.instance_norm(_ones(2, 4, 3), weight=_ones(4, dtype=_F64)), RuntimeError,
+     "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+    (lambda: F.instance_norm(_ones(2, 4, 3), weight=_ones(4, 1)), RuntimeError,
+     "Expected weight to be a vector of size equal to the number of channels in input"),
+    (lambda: F.softmax(_ones(2, 3), 1.0), TypeError,
+     "softmax(): argument 'dim' must be int, not float"),
+    (lambda: F.linear(_ones(2, 3), _ones(4, 3), 3), TypeError,
+     "linear(): argument 'bias' must be Tensor, not int"),
+    (lambda: F.linear(_ones(2, 3), _ones(4, 3), _ones(4, dtype=_F64)), RuntimeError,
+     "self and mat2 must have the same dtype, but got Double and Float"),
+    (lambda: F.embedding(tgrad.tensor([0]), _ones(5, 3), padding_idx=1.5), TypeError,
+     "embedding(): argument 'padding_idx' (position 3) must be int, not float"),
+    (lambda: F.one_hot(tgrad.tensor([0, 1]), 2.0), TypeError,
+     "one_hot(): argument 'num_classes' (position 2) must be int, not float"),
+    (lambda: F.cosine_similarity(_ones(2, 3), _ones(2, 3), eps=-1.0), RuntimeError,
+     "eps must be non-negative, got: -1.0"),
+    (lambda: F.embedding_bag(tgrad.tensor([0, 1, 2]), _ones(5), tgrad.tensor([0, 2])),
+     ValueError, "weight has to be a 2D Tensor, but got Tensor of dimension 1"),
+    (lambda: F.embedding_bag(tgrad.tensor([0, 1, 2]), _ones(5, 3), tgrad.tensor([0, 2]),
+                             padding_idx=9), RuntimeError,
+     "padding_idx must be within the number of embeddings, -5 through 4, but got 9"),
+    (lambda: F.embedding_bag(tgrad.tensor([0, 1, 2]), _ones(5, 3), tgrad.tensor([0, 2]),
+                             mode="sum", per_sample_weights=_ones(3, dtype=_F64)),
+     RuntimeError, "to have the same type as tensor for argument #1 'per_sample_weights'"),
+    (lambda: F.kl_div(_ones(2, 3), tgrad.ones(2, 3, dtype=tgrad.int64), reduction="sum"),
+     RuntimeError, "kl_div: Integral inputs not supported."),
+    (lambda: F.nll_loss(_ones(4, 5), _IDX, ignore_index=1.5), TypeError,
+     "nll_loss_nd(): argument 'ignore_index' (position 5) must be int, not float"),
+    (lambda: F.cross_entropy(_ones(4, 5), _IDX, ignore_index=1.5), TypeError,
+     "cross_entropy_loss(): argument 'ignore_index' (position 5) must be int, not float"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_NN_BAD_INPUT)))
+def test_nn_bad_input_raises_pytorchs_error(case):
+    call, exc, text = _NN_BAD_INPUT[case]
+    with pytest.raises(exc) as info:
+        call()
+    assert type(info.value) is exc and text in str(info.value), repr(info.value)
+
+
+def test_nn_bad_input_checks_keep_the_valid_calls():
+    # the same calls with matching dtypes / sizes give their values (hand-computed)
+    x = tgrad.tensor([[-2.0, 1.0], [3.0, -4.0]], dtype=_F64)
+    assert F.prelu(x, tgrad.tensor([0.5, 0.25], dtype=_F64)).tolist() == [[-1.0, 1.0],
+                                                                           [3.0, -1.0]]
+    logp = tgrad.log(tgrad.tensor([[0.5, 0.25, 0.25], [0.125, 0.5, 0.375]], dtype=_F64))
+    t = tgrad.tensor([0, 2])
+    w = tgrad.tensor([2.0, 1.0, 3.0], dtype=_F64)
+    want = (2.0 * math.log(2.0) + 3.0 * math.log(8 / 3)) / 5.0  # sum w_t (-log p_t) / sum w_t
+    assert math.isclose(F.nll_loss(logp, t, weight=w).item(), want, rel_tol=1e-12)
+    # class probabilities: a float64 weight promotes a float32 input's loss (PyTorch)
+    xs = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], dtype=np.float32)
+    q = np.array([[0.2, 0.3, 0.5], [0.6, 0.4, 0.0]], dtype=np.float32)
+    wv = np.array([2.0, 1.0, 3.0])
+    x64 = xs.astype(np.float64)
+    logsm = x64 - np.log(np.exp(x64).sum(1, keepdims=True))
+    got = F.cross_entropy(tgrad.tensor(xs), tgrad.tensor(q), weight=tgrad.tensor(wv))
+    assert got.dtype is _F64
+    assert math.isclose(got.item(), float(-(wv * q * logsm).sum(1).mean()), rel_tol=1e-6)
+    assert F.embedding(tgrad.tensor([1]), tgrad.tensor([[1.0], [2.0]])).tolist() == [[2.0]]
+    assert F.adaptive_avg_pool2d(_ones(1, 1, 4, 4), (None, 2)).shape == (1, 1, 4, 2)
+    assert F.max_pool2d(tgrad.arange(16.0).reshape(1, 1, 4, 4),
+                        (np.int64(2), tgrad.tensor(2))).tolist() == [[[[5.0, 7.0],
+                                                                         [13.0, 15.0]]]]
+    # group_norm of a float16 input takes float32 parameters (PyTorch's mixed-dtype rule)
+    h = np.arange(12.0).reshape(1, 4, 3) / 8
+    y = F.group_norm(tgrad.tensor(h).half(), 2, _ones(4), tgrad.zeros(4))
+    g = h.reshape(1, 2, 6)
+    want = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
+    assert y.dtype is tgrad.float16
+    np.testing.assert_allclose(y.float().numpy(), want.reshape(1, 4, 3), rtol=2e-3, atol=2e-3)
+    # InstanceNorm without affine: PyTorch's warning, then the per-instance normalisation
+    a = np.arange(8.0).reshape(1, 2, 4)
+    with pytest.warns(UserWarning, match="input's size at dim=1 does not match num_features"):
+        y = nn.InstanceNorm1d(3)(tgrad.tensor(a))
+    want = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-12)
+
+
+def test_loss_dtype_is_the_inputs_where_pytorch_writes_in_place():
+    # huber_loss writes into input's dtype; the (pos_)weight of binary_cross_entropy(_with_
+    # logits) multiplies the loss in place: a float64 one leaves a float32 loss (PyTorch)
+    xv = np.array([[0.2, -1.5, 3.0]])
+    tv = np.array([[0.7, 0.4, 0.1]])
+    wv = np.array([2.0, 0.5, 1.5])
+    x32, t64, w64 = tgrad.tensor(xv.astype(np.float32)), tgrad.tensor(tv), tgrad.tensor(wv)
+    d = xv.astype(np.float32) - tv
+    want = np.where(np.abs(d) < 1.0, 0.5 * d * d, np.abs(d) - 0.5).mean()
+    got = F.huber_loss(x32, t64)
+    assert got.dtype is tgrad.float32
+    assert math.isclose(got.item(), want, rel_tol=1e-6)
+    p32, q32 = tgrad.tensor(tv.astype(np.float32)), tgrad.tensor([[1.0, 0.0, 0.5]])
+    pv = tv.astype(np.float32).astype(np.float64)
+    qv = np.array([[1.0, 0.0, 0.5]])
+    got = F.binary_cross_entropy(p32, q32, weight=w64)
+    assert got.dtype is tgrad.float32
+    want = (-wv * (qv * np.log(pv) + (1 - qv) * np.log(1 - pv))).mean()
+    assert math.isclose(got.item(), want, rel_tol=1e-6)
+    x = xv.astype(np.float32).astype(np.float64)
+    sp = np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0)  # softplus(-x)
+    for kw, want in ((dict(weight=w64), (wv * ((1 - qv) * x + sp)).mean()),
+                     (dict(pos_weight=w64), ((1 - qv) * x + (1 + (wv - 1) * qv) * sp).mean())):
+        got = F.binary_cross_entropy_with_logits(x32, q32, **kw)
+        assert got.dtype is tgrad.float32
+        assert math.isclose(got.item(), want, rel_tol=1e-6)

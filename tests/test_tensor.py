@@ -771,7 +771,7 @@ def test_data_grad_and_requires_grad_setter_checks():
         with pytest.raises(TypeError, match="requires_grad_\\(\\): argument 'requires_grad' "
                                             "\\(position 1\\) must be bool"):
             u.requires_grad_(bad)
-        with pytest.raises(TypeError, match="requires_grad must be a bool"):
+        with pytest.raises(RuntimeError, match="requires_grad must be a bool"):
             w.requires_grad = bad
     assert w.requires_grad_(np.bool_(False)).requires_grad is False
 
@@ -887,3 +887,83 @@ def test_numpy_arrays_pytorch_refuses():
         tgrad.asarray(np.float32(2), copy=False)
     assert tgrad.asarray(np.float32(2)).item() == 2.0
     assert tgrad.asarray(np.array(2.0, dtype=np.float32), copy=False).item() == 2.0
+
+
+# (call on x = ones(2, 3, 4), exception type, text it contains): each returned a value
+# (a float size read as an int, a 1-element start tensor...) or leaked an internal error
+_METHOD_BAD_INPUT = [
+    (lambda x: x.expand(2, 3, 4.0), TypeError, "expand(): argument 'size' must be int, not float"),
+    (lambda x: x.expand("a"), TypeError, "expand(): argument 'size' must be int, not str"),
+    (lambda x: x.repeat(2.0, 1, 1), TypeError, "repeat(): argument 'repeats' must be int"),
+    (lambda x: x.tile(2.0), TypeError, "tile(): argument 'dims' must be int, not float"),
+    (lambda x: x.permute(0.0, 1, 2), TypeError, "permute(): argument 'dim' must be int"),
+    (lambda x: x.narrow(0, tgrad.tensor([1]), 1), RuntimeError,
+     "start must be an 0-dim integral Tensor."),
+    (lambda x: x.narrow(0, tgrad.tensor(1.0), 1), RuntimeError,
+     "start must be an 0-dim integral Tensor."),
+    (lambda x: x.resize_(2.0), TypeError, "resize_(): argument 'size' must be int, not float"),
+    (lambda x: x.resize_as_(3), TypeError,
+     "resize_as_(): argument 'the_template' (position 1) must be Tensor, not int"),
+    (lambda x: x.type(int), ValueError, "invalid type: 'int'"),
+    (lambda x: setattr(x.requires_grad_() * 2, "requires_grad", True), RuntimeError,
+     "you can only change requires_grad flags of leaf variables."),
+    (lambda x: setattr(x, "requires_grad", 1), RuntimeError, "requires_grad must be a bool"),
+    (lambda x: x.to(tgrad.int64, "cpu"), TypeError,
+     "to() received an invalid combination of arguments - got (DType, str)"),
+    (lambda x: x.to(tgrad.float32, tgrad.float64), TypeError,
+     "to() received an invalid combination of arguments"),
+    (lambda x: x.to(tgrad.float64, 1), TypeError,
+     "to() received an invalid combination of arguments"),
+    (lambda x: x.to(non_blocking=1), TypeError,
+     "to() received an invalid combination of arguments - got (non_blocking=int)"),
+    (lambda x: x.to(x.double(), dtype=tgrad.int64), TypeError,
+     "to() received an invalid combination of arguments"),
+    (lambda x: x.index_put((tgrad.tensor([0]),), 1.0), TypeError,
+     "index_put(): argument 'values' (position 2) must be Tensor, not float"),
+    (lambda x: x.index_put_((tgrad.tensor([0]),), 1), TypeError,
+     "index_put_(): argument 'values' (position 2) must be Tensor, not int"),
+    (lambda x: x.scatter_add(1, tgrad.zeros(2, 3, 4, dtype=tgrad.int64), 1.0), TypeError,
+     "scatter_add(): argument 'src' (position 4) must be Tensor, not float"),
+    (lambda x: x.equal(3), TypeError, "equal(): argument 'other' (position 2) must be Tensor"),
+    (lambda x: x.index_fill(1, tgrad.tensor([[0]]), 1.0), RuntimeError,
+     "Index has to be a vector/scalar"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_METHOD_BAD_INPUT)))
+def test_tensor_method_bad_input_raises_pytorchs_error(case):
+    call, exc, text = _METHOD_BAD_INPUT[case]
+    with pytest.raises(exc) as info:
+        call(tgrad.ones(2, 3, 4))
+    assert type(info.value) is exc and text in str(info.value), repr(info.value)
+
+
+def test_tensor_method_bad_input_checks_keep_the_valid_calls():
+    a = np.arange(6.0).reshape(2, 3)
+    x = tgrad.tensor(a)
+    np.testing.assert_array_equal(x.narrow(1, tgrad.tensor(1), 2).numpy(), a[:, 1:3])
+    np.testing.assert_array_equal(x.expand(np.int64(2), tgrad.tensor(3)).numpy(), a)
+    np.testing.assert_array_equal(x.repeat(np.int64(1), 2).numpy(), np.tile(a, (1, 2)))
+    np.testing.assert_array_equal(x.permute(np.int64(1), 0).numpy(), a.T)
+    y = x.type(tgrad.Tensor)  # PyTorch: torch.Tensor is the default (float32) type
+    assert y.dtype is tgrad.float32 and y.tolist() == a.tolist()
+    # index_fill casts a 0-d tensor value of another dtype to the input's (PyTorch: its
+    # item()); the value's gradient is the count of filled positions, in its own dtype
+    v = tgrad.tensor(2.5, dtype=tgrad.float64, requires_grad=True)
+    y = tgrad.ones(2, 3).index_fill(0, tgrad.tensor([0]), v)
+    assert y.dtype is tgrad.float32 and y.tolist() == [[2.5] * 3, [1.0] * 3]
+    y.sum().backward()
+    assert v.grad.dtype is tgrad.float64 and v.grad.item() == 3.0
+    assert tgrad.tensor([[0, 1], [2, 3]]).index_fill(1, tgrad.tensor([1]),
+                                                     tgrad.tensor(7.9)).tolist() == [[0, 7],
+                                                                                      [2, 7]]
+    # Tensor.to's three signatures (dtype names are tgrad's too); copy=True copies
+    assert x.to("cpu", tgrad.float32, True).dtype is tgrad.float32
+    assert x.to(None, tgrad.int64).tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert x.to("float32", True, True).dtype is tgrad.float32
+    same = x.to(tgrad.float64, False, True)
+    assert same is not x and same.tolist() == a.tolist()
+    assert x.to(tgrad.ones(1, dtype=tgrad.int32), True).dtype is tgrad.int32
+    w = tgrad.tensor([1.0, 2.0], requires_grad=True)
+    v = (w * 2).requires_grad_(True)  # the method on a non-leaf: a no-op, as PyTorch
+    assert v.requires_grad and not v.is_leaf

@@ -225,8 +225,10 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
         if type(flag) is not bool and not isinstance(flag, np.bool_):
-            raise TypeError(f"requires_grad must be a bool (t.requires_grad = value, got "
-                            f"{type(flag).__name__})")
+            raise RuntimeError(f"requires_grad must be a bool (t.requires_grad = value, got "
+                               f"{type(flag).__name__})")  # (PyTorch's type, not TypeError)
+        if flag and self.grad_fn is not None:  # PyTorch: assigning True to a non-leaf raises
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -662,6 +664,11 @@ class Tensor:
                 raise ValueError(f"invalid type: {dtype!r}")
             device = "cuda" if len(parts) == 3 else "cpu"
             return self.to(device=device, dtype=dt, non_blocking=non_blocking)
+        if isinstance(dtype, type):  # PyTorch: a Python type other than a tensor type
+            if not issubclass(dtype, Tensor):
+                raise ValueError(f"invalid type: {dtype.__name__!r}")
+            # (tgrad.Tensor: the default dtype, PyTorch's torch.Tensor being FloatTensor)
+            return self.to(dtypes.get_default_dtype(), non_blocking=non_blocking)
         if not isinstance(dtype, (str, dtypes.DType)):
             raise TypeError("dtype must be a type, str, or dtype object")
         return self.to(dtypes.as_dtype(dtype), non_blocking=non_blocking)

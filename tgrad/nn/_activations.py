@@ -185,6 +185,10 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     if not isinstance(weight, Tensor):
         raise TypeError(f"prelu(): argument 'weight' must be Tensor, not "
                         f"{type(weight).__name__}")
+    if weight.dtype is not input.dtype:  # PyTorch promotes neither way
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{dtypes.SCALAR_TYPE_NAMES.get(input.dtype, input.dtype.name)} and "
+                           f"{dtypes.SCALAR_TYPE_NAMES.get(weight.dtype, weight.dtype.name)}")
     channels = input.shape[1] if input.ndim >= 2 else 1
     n = weight.numel()
     if input.ndim == 0 and n != 1:  # a 0-d input takes a one-element weight only

@@ -115,5 +115,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                f"query.dtype: {query.dtype.name} instead.")
     weights = safe_softmax(scores)
     if dropout_p > 0.0:
+        if dropout_p > 1.0:  # (PyTorch's kernel: a RuntimeError; a p <= 0 drops nothing)
+            raise RuntimeError(f"dropout probability has to be between 0 and 1, but got "
+                               f"{dropout_p}")
         weights = dropout(weights, dropout_p, True)
     return rounded_to(weights @ v, half)

@@ -50,7 +50,7 @@ from tgrad.ops._common import broadcast_or_raise, fresh, rounded_to, widen_halve
 from tgrad.ops.creation import arange, full
 from tgrad.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, where
 from tgrad.ops.inplace import apply_inplace
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["leaky_relu", "elu", "selu", "logsigmoid", "hardtanh", "relu6", "glu", "softmin",
            "mish", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
@@ -450,6 +450,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
         return _weighted_reduced(HuberLoss.apply(x, t, "none", delta), weight, reduction,
                                  half, by_weight=False)
     loss = HuberLoss.apply(x, t, reduction, delta)
+    if half is None and loss.dtype is not input.dtype:  # PyTorch's kernel writes into
+        loss = loss.to(input.dtype)  # input's dtype (a float64 target: computed, then cast)
     return loss if half is None else loss.to(half)
 
 
@@ -541,6 +543,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     (x, t), half = _compute(input, target)
     if weight is not None:
         _check_loss_weight("binary_cross_entropy", weight, input)
+        if weight.dtype is not x.dtype and weight.dtype.is_floating_point:
+            weight = weight.to(x.dtype)  # PyTorch multiplies the loss by it in place
     loss = BinaryCrossEntropy.apply(x, t, weight, reduction)
     return loss if half is None else loss.to(half)
 
@@ -620,10 +624,18 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
                                f"broadcast shape {list(shape)} (binary_cross_entropy_with_"
                                f"logits: pos_weight of shape {list(pos_weight.shape)} must "
                                f"broadcast to input's shape)")
+    if not (target.dtype.is_floating_point or target.dtype.is_complex):  # PyTorch's text
+        raise RuntimeError(f"result type {dtypes.SCALAR_TYPE_NAMES[input.dtype]} can't be cast "
+                           f"to the desired output type "
+                           f"{dtypes.SCALAR_TYPE_NAMES[target.dtype]} (binary_cross_entropy_"
+                           f"with_logits: the target holds probabilities; convert it with "
+                           f"target.float())")
     # a float target keeps its dtype: the loss is in the promoted dtype (float32 input,
     # float64 target: float64, as PyTorch; the target is never rounded)
-    (x, t), half = _compute(input, target if target.dtype.is_floating_point
-                            or target.dtype.is_complex else target.to(input.dtype))
+    (x, t), half = _compute(input, target)
+    if pos_weight is not None and pos_weight.dtype.is_floating_point and \
+            not t.dtype.is_complex:  # (PyTorch's in-place ops keep the loss's dtype)
+        pos_weight = pos_weight.to(dtypes.promote_types(x.dtype, t.dtype))
     if t.dtype.is_complex:  # (a real input: _check_float) PyTorch's formula, a complex loss
         if pos_weight is not None:  # PyTorch's error (its kernel writes input's dtype)
             raise RuntimeError(f"binary_cross_entropy_with_logits: result type "
@@ -637,7 +649,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
         loss = BinaryCrossEntropyWithLogits.apply(x, t, pos_weight)
     if weight is not None:
         _check_loss_weight("binary_cross_entropy_with_logits", weight, input)
-        loss = loss * weight
+        # PyTorch multiplies the loss by it in place: the loss keeps its dtype
+        loss = loss * (weight.to(loss.dtype) if weight.dtype.is_floating_point else weight)
     return _reduced(loss, reduction, half)
 
 
@@ -654,6 +667,10 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noq
                            f"target {target.dtype.name}: pass real log-probabilities and "
                            f"probabilities)")
     _check_float("kl_div", input)
+    if not target.dtype.is_floating_point:  # PyTorch's text
+        raise RuntimeError(f"kl_div: Integral inputs not supported. (target of dtype "
+                           f"{target.dtype.name}: pass probabilities, or log-probabilities "
+                           f"with log_target=True, as a float tensor)")
     if size_average is None and reduce is None and reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
                       "support size.'batchmean' divides only by the batch size, and aligns with "
@@ -682,6 +699,8 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     and the clamp at eps is not differentiated (the gradient is the unclamped norm's)."""
     _check_tensor("cosine_similarity", x1, "x1")
     _check_tensor("cosine_similarity", x2, "x2")
+    if eps < 0:  # PyTorch's text
+        raise RuntimeError(f"eps must be non-negative, got: {eps} (cosine_similarity)")
     common = dtypes.promote_types(x1.dtype, x2.dtype)
     if not common.is_floating_point:
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, "
@@ -732,6 +751,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 tensor of shape (*tensor.shape, num_classes) with a 1 at each class index
     (num_classes = -1: one more than the largest index)."""
     _check_tensor("one_hot", tensor, "tensor")
+    num_classes = _int_arg("one_hot", "num_classes", num_classes, 2)
     if tensor.dtype is not dtypes.int64:
         raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, "
                            f"got {tensor.dtype.name}")
@@ -803,6 +823,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     if input.dtype not in (dtypes.int64, dtypes.int32):  # PyTorch: uint8 and int16 raise too
         raise RuntimeError(f"embedding: expected an integer index tensor (Long or Int), got "
                            f"{input.dtype.name}")
+    _check_tensor("embedding", weight, "weight")
+    if weight.ndim != 2:  # [num_embeddings, embedding_dim]
+        raise RuntimeError(f"'weight' must be 2-D (embedding: got a weight of shape "
+                           f"{list(weight.shape)}; it is [num_embeddings, embedding_dim])")
     # a negative index is out of range (weight[input] alone would count from the end)
     if input.device.type == "cpu":
         if input.numel() and int(input.min()) < 0:
@@ -811,6 +835,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     else:  # no extra host sync: negatives become row n, which the gather's check rejects
         input = where(input < 0, weight.shape[0], input)  # noqa: A001
     if padding_idx is not None:
+        padding_idx = _int_arg("embedding", "padding_idx", padding_idx, 3)
         if not -weight.shape[0] <= padding_idx < weight.shape[0]:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= weight.shape[0]

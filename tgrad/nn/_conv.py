@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -28,7 +30,6 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy, max_pool3d_cpu_policy
 from tgrad.autograd.function import Function
 from tgrad.nn._composite import pad as _pad
-from tgrad.nn._ntuple import _ntuple
 from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.ops._common import backend_of, fresh, rounded_to, widen_halves, wrap
@@ -49,10 +50,22 @@ __all__ = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d
 
 
 def _tuple(op: str, what: str, value, n: int) -> tuple:
-    """``value`` as n ints (an int repeats; a sequence must have 1 or n entries)."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-        value = tuple(value)  # only a sequence besides an int (a float is a TypeError)
-    vals = _ntuple(value, n, int)
+    """``value`` as n ints (an int repeats; a sequence must have 1 or n entries); anything
+    else (a float, even 2.0, a str, None; a float entry) is PyTorch's TypeError."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        vals = (int(value),)
+    elif isinstance(value, Iterable) and not isinstance(value, str):
+        vals = list(value)
+        for i, v in enumerate(vals):
+            try:  # (ints, NumPy integers, integer 0-d tensors)
+                vals[i] = operator.index(v)
+            except TypeError:
+                raise TypeError(f"{op}(): argument '{what}' must be tuple of ints, but found "
+                                f"element of type {type(v).__name__} at pos {i}") from None
+        vals = tuple(vals)
+    else:
+        raise TypeError(f"{op}(): argument '{what}' must be tuple of ints, not "
+                        f"{type(value).__name__}")
     if len(vals) == 1:
         return vals * n
     if len(vals) != n:
@@ -601,8 +614,9 @@ def _adaptive_args(op: str, input: Tensor, output_size, spatial: int) -> tuple: 
         kernel = op[:-2] + ("3d_cpu" if spatial == 3 else "2d")
         _check_float(op, input, kernel)
     sizes = input.shape[input.ndim - spatial:]
-    outs = (output_size,) * spatial if output_size is None or isinstance(output_size, int) \
-        else tuple(output_size)
+    if output_size is None:  # None keeps a size only per element, as in (None, 7) (PyTorch)
+        raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, not NoneType")
+    outs = (output_size,) * spatial if isinstance(output_size, int) else tuple(output_size)
     if len(outs) != spatial:
         raise RuntimeError(f"{op}: output_size must be an int or a tuple of {spatial} "
                            f"(got {output_size})")

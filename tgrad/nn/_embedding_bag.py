@@ -32,7 +32,7 @@ from __future__ import annotations
 from tgrad import dtypes
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import arange, full, ones, zeros
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["embedding_bag"]
 
@@ -134,6 +134,9 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
         raise RuntimeError(f"embedding_bag: Expected tensor for argument #1 'weight' to have "
                            f"one of the following scalar types: Half, BFloat16, Float, Double; "
                            f"but got {weight.dtype} instead")
+    if weight.ndim != 2:  # [num_embeddings, embedding_dim] (PyTorch's text)
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
     if mode not in MODES:
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
     if mode == "max" and scale_grad_by_freq:
@@ -146,14 +149,23 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
                                       f"per_sample_weights is only supported for mode='sum' "
                                       f"(got mode='{mode}'). Please open a feature request on "
                                       f"GitHub.")
+        if isinstance(per_sample_weights, Tensor) and per_sample_weights.dtype is not \
+                weight.dtype:  # (PyTorch's text; no promotion)
+            raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type "
+                               f"as tensor for argument #1 'per_sample_weights'; but type "
+                               f"{weight.type()} does not equal {per_sample_weights.type()} "
+                               f"(embedding_bag: convert per_sample_weights with "
+                               f".to(weight.dtype))")
         if tuple(per_sample_weights.shape) != tuple(input.shape):
             raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape})"
                              f" is not None, then it must have the same shape as the input "
                              f"({input.shape})")
     rows_n = weight.shape[0]
     if padding_idx is not None:
-        if not -rows_n <= padding_idx < rows_n:
-            raise AssertionError("padding_idx must be within num_embeddings")
+        padding_idx = _int_arg("embedding_bag", "padding_idx", padding_idx, 9)
+        if not -rows_n <= padding_idx < rows_n:  # PyTorch's RuntimeError (embedding's assert)
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, "
+                               f"{-rows_n} through {rows_n - 1}, but got {padding_idx}")
         padding_idx %= rows_n
     idx, seg, bags = _bag_ids(input, offsets, include_last_offset)
     dim = weight.shape[1]

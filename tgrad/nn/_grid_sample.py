@@ -79,9 +79,12 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
                                   f"affine transforms, respectively. Got size {size}.")
     k = len(size) - 2  # spatial dims
     n, spatial = size[0], size[2:]
-    if theta.ndim != 3 or tuple(theta.shape) != (n, k, k + 1):
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (k, k + 1):
         raise ValueError(f"Expected a batch of {k}D affine matrices of shape Nx{k}x{k + 1} for "
                          f"size {size}. Got {list(theta.shape)}.")
+    if theta.shape[0] != n:  # (PyTorch: the RuntimeError of its batched matmul)
+        raise RuntimeError(f"affine_grid: Expected theta's batch size {theta.shape[0]} to match "
+                           f"size[0] = {n} (theta of shape {list(theta.shape)}, size {size})")
     if align_corners and min(size[2:]) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
                       "grids when align_corners=True. This is not an intended use case of "

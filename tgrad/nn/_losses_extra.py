@@ -19,6 +19,7 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.nn._composite import logsigmoid
 from tgrad.nn.functional import (
+    _check_class_weight_dtype,
     _check_float,
     _check_reduction,
     _check_tensor,
@@ -235,6 +236,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
         if weight.numel() != c:
             raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                                f"{list(weight.shape)}")
+        _check_class_weight_dtype("multi_margin_loss", input, weight)
         _not_differentiable("multi_margin_loss", "weight", weight)
     t = target.reshape(n)
     if bool(((t < 0) | (t >= c)).any()):  # one synchronizing read on a GPU

@@ -20,7 +20,7 @@ from tgrad._autocast import autocast_policy
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.ops._common import fresh, rounded_to, widen_halves
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
 
@@ -58,6 +58,33 @@ def _check_params(op: str, x: Tensor, c: int, **params) -> None:
         if p.device != x.device:
             raise RuntimeError(f"{op}: expected {name} on {x.device} (the input's device), "
                                f"got {p.device}")
+
+
+def _check_vectors(op: str, x: Tensor, **params) -> None:
+    """Per-channel parameters / statistics must be vectors (C,): a (C, 1) one would
+    broadcast against the spatial dims (PyTorch's group_norm text; batch_norm's weight and
+    bias, which PyTorch reads by numel, are not checked here)."""
+    for name, p in params.items():
+        if isinstance(p, Tensor) and p.ndim != 1:
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
+                               f"channels in input, but got {name} of shape {list(p.shape)} "
+                               f"and input of shape {list(x.shape)} ({op})")
+
+
+def _check_affine_dtypes(op: str, x: Tensor, **params) -> None:
+    """PyTorch's CPU group_norm / instance_norm rule for weight and bias: a float16/bfloat16
+    input takes float32 or its own dtype, any other floating input only its own."""
+    if x.device.type != "cpu" or not x.dtype.is_floating_point:
+        return
+    half = x.dtype in (dtypes.float16, dtypes.bfloat16)
+    for name, p in params.items():
+        if not isinstance(p, Tensor) or p.dtype is x.dtype or (half and p.dtype is
+                                                               dtypes.float32):
+            continue
+        what = ("all inputs must share same datatype." if x.dtype is dtypes.float64 else
+                "expect parameter to have scalar type of Float")
+        raise RuntimeError(f"mixed dtype (CPU): {what} ({op}: input {x.dtype.name}, {name} "
+                           f"{p.dtype.name})")
 
 
 def _check_param_dtypes(op: str, x: Tensor, **params) -> None:
@@ -100,6 +127,7 @@ def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor 
     c = input.shape[1]
     _check_params("batch_norm", input, c, running_mean=running_mean, running_var=running_var,
                   weight=weight, bias=bias)
+    _check_vectors("batch_norm", input, running_mean=running_mean, running_var=running_var)
     _check_float("batch_norm", input)  # (PyTorch's NotImplementedError, its kernel text)
     if training:
         count = input.numel() // max(c, 1)
@@ -161,12 +189,14 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
         raise RuntimeError(f"group_norm: Expected at least 2 dimensions for input tensor but "
                            f"received {input.ndim}")
     n, c = input.shape[0], input.shape[1]
-    g = int(num_groups)
+    g = _int_arg("group_norm", "num_groups", num_groups, 2)
     if g <= 0 or c % g:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
     _check_params("group_norm", input, c, weight=weight, bias=bias)
+    _check_vectors("group_norm", input, weight=weight, bias=bias)
+    _check_affine_dtypes("group_norm", input, weight=weight, bias=bias)
     _check_float("group_norm", input)  # (PyTorch's NotImplementedError, its kernel text)
     per_group = (c // g) * math.prod(input.shape[2:])
     if n * per_group == 1:  # PyTorch's _verify_batch_size: one value normalises to 0
@@ -186,11 +216,14 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
     if input.ndim < 3:
         raise ValueError(f"instance_norm: expected 3D or more input (N, C, *), got input of "
                          f"size {list(input.shape)}")
-    if not use_input_stats:
-        return _batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     n, c = input.shape[0], input.shape[1]
     _check_params("instance_norm", input, c, running_mean=running_mean,
                   running_var=running_var, weight=weight, bias=bias)
+    _check_vectors("instance_norm", input, running_mean=running_mean, running_var=running_var,
+                   weight=weight, bias=bias)
+    _check_affine_dtypes("instance_norm", input, weight=weight, bias=bias)
+    if not use_input_stats:
+        return _batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     spatial = math.prod(input.shape[2:])
     if spatial == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "

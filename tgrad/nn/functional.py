@@ -35,7 +35,7 @@ from tgrad.ops._common import (
 from tgrad.ops.elementwise import exp, sigmoid, tanh, where
 from tgrad.ops.elementwise import relu as _relu_op
 from tgrad.ops.inplace import apply_inplace
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["relu", "gelu", "silu", "softplus", "softmax", "log_softmax", "cross_entropy",
            "nll_loss", "mse_loss", "layer_norm", "linear", "dropout"]  # + _composite's below
@@ -207,7 +207,7 @@ def _softmax_dim(op: str, x: Tensor, dim) -> int:
         warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the "
                       f"call to include dim=X as an argument.", stacklevel=3)
         dim = 0 if x.ndim in (0, 1, 3) else 1
-    return _wrap_dim(int(dim), x.ndim, op)
+    return _wrap_dim(dim, x.ndim, op)  # (an int: a float or str is PyTorch's TypeError)
 
 
 def _softmax_like(op: str, cls, input: Tensor, dim, dtype) -> Tensor:  # noqa: A002
@@ -383,9 +383,9 @@ def _check_reduction(reduction: str) -> None:
 
 def _check_class_target(op: str, input: Tensor, target: Tensor) -> int:  # noqa: A002
     """The class axis of ``input``; validates target's shape against input's."""
-    if input.ndim == 0:
-        raise RuntimeError(f"{op}: input must have at least 1 dimension (the classes), got a "
-                           f"0-d tensor")
+    if input.ndim == 0:  # (PyTorch's nll_loss_nd: a ValueError)
+        raise ValueError(f"Expected 1 or more dimensions (got 0) ({op}: the input must have "
+                         f"a dimension of classes, got a 0-d tensor)")
     if input.ndim == 1:
         if target.ndim != 0:
             raise RuntimeError(f"{op}: for a 1-D input of {input.shape[0]} classes the target "
@@ -399,6 +399,17 @@ def _check_class_target(op: str, input: Tensor, target: Tensor) -> int:  # noqa:
         raise RuntimeError(f"{op}: Expected target size {shape_str(want)}, got "
                            f"{shape_str(target.shape)} (input shape {shape_str(input.shape)})")
     return 1
+
+
+def _check_class_weight_dtype(op: str, input: Tensor, weight) -> None:  # noqa: A002
+    """The class ``weight`` of a class-index loss must have the input's dtype: PyTorch's
+    kernels promote neither (under autocast the kernel sees its own casts: not checked)."""
+    if weight is not None and weight.dtype is not input.dtype and STATE.autocast is None:
+        names = dtypes.SCALAR_TYPE_NAMES
+        raise RuntimeError(f"expected scalar type {names.get(input.dtype, input.dtype.name)} "
+                           f"but found {names.get(weight.dtype, weight.dtype.name)} ({op}: "
+                           f"weight of dtype {weight.dtype.name} for an input of dtype "
+                           f"{input.dtype.name}; convert it with weight.to(input.dtype))")
 
 
 def _check_index_target(op: str, target: Tensor) -> Tensor:
@@ -448,7 +459,6 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
             raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all "
                                f"{n_classes} classes or no classes but got weight tensor of "
                                f"shape: {shape_str(weight.shape)}")
-        weight = weight.to(input.dtype)
     if target.shape == input.shape and not target.dtype.is_floating_point:
         raise RuntimeError(f"cross_entropy: Expected floating point type for target with class "
                            f"probabilities, got "
@@ -462,6 +472,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
                                "target (class probabilities); leave it at -100")
         # composed from tgrad ops: the weight is differentiated too (as PyTorch)
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+    _check_class_weight_dtype("cross_entropy", input, weight)
+    if weight is not None:  # (of input's dtype but under autocast)
+        weight = weight.to(input.dtype)
     if weight is not None and weight.requires_grad and is_grad_enabled():
         raise RuntimeError("cross_entropy: the derivative for 'weight' is not implemented with "
                            "class-index targets (as PyTorch); pass weight.detach()")
@@ -475,6 +488,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
         target = target.reshape(())
     axis = _check_class_target("cross_entropy", input, target)
     target = _check_index_target("cross_entropy", target)
+    ignore_index = _int_arg("cross_entropy_loss", "ignore_index", ignore_index, 5)
     _check_targets_in_range(target, input.shape[axis], ignore_index)
     rw = None
     if weight is not None:
@@ -541,6 +555,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     _check_reduction(reduction)
     axis = _check_class_target("nll_loss", input, target)
     target = _check_index_target("nll_loss", target)
+    ignore_index = _int_arg("nll_loss_nd", "ignore_index", ignore_index, 5)
     _check_targets_in_range(target, input.shape[axis], ignore_index)
     keep = target != ignore_index
     safe = where(keep, target, 0)
@@ -550,6 +565,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
             raise RuntimeError(f"nll_loss: weight tensor should be defined either for all "
                                f"{input.shape[axis]} classes or no classes but got weight "
                                f"tensor of shape: {shape_str(weight.shape)}")
+        _check_class_weight_dtype("nll_loss", input, weight)
         _not_differentiable("nll_loss_forward", "weight", weight)
         w = w * weight.detach().to(input.dtype)[safe]
     cls = NllLoss if input.ndim <= 2 else NllLoss2d
@@ -738,6 +754,15 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.ndim not in (1, 2):
         raise RuntimeError(f"linear: weight must be 1-D or 2-D, got shape "
                            f"{shape_str(weight.shape)}")
+    if bias is not None:
+        _check_tensor("linear", bias, "bias")
+        if bias.dtype is not weight.dtype and weight.dtype is input.dtype:  # (no promotion)
+            names = dtypes.SCALAR_TYPE_NAMES
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                               f"{names.get(bias.dtype, bias.dtype.name)} and "
+                               f"{names.get(input.dtype, input.dtype.name)} (linear: bias of "
+                               f"dtype {bias.dtype.name} for an input and weight of dtype "
+                               f"{input.dtype.name}; convert it with bias.to(input.dtype))")
     if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
         rows = int(math.prod(input.shape[:-1])) if input.ndim else 1
         cols = input.shape[-1] if input.ndim else 1

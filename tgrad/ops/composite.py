@@ -48,7 +48,7 @@ from tgrad.ops.index import getitem
 from tgrad.ops.inplace import alias_closure, apply_inplace, inplace_method, overlapping
 from tgrad.ops.reduce import sum_to
 from tgrad.ops.shape import cat, narrow, transpose
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["masked_fill", "tril", "triu", "isclose",
            "allclose", "equal", "logical_xor", "absolute", "greater", "greater_equal", "less",
@@ -184,7 +184,7 @@ def repeat(input: Tensor, *sizes, repeats=None) -> Tensor:  # noqa: A002
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
-    sizes = tuple(int(r) for r in sizes)
+    sizes = tuple(_int_arg("repeat", "repeats", r) for r in sizes)  # (no floats: TypeError)
     if len(sizes) < input.ndim:
         raise RuntimeError(f"repeat: Number of dimensions of repeat dims ({len(sizes)}) can "
                            f"not be smaller than number of dimensions of tensor ({input.ndim})")
@@ -209,6 +209,7 @@ def own_copy(out: Tensor, input: Tensor) -> Tensor:  # noqa: A002
 def tile(input: Tensor, dims) -> Tensor:  # noqa: A002
     """``repeat`` with ``dims`` padded with leading 1s to input's number of dims."""
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    dims = tuple(_int_arg("tile", "dims", d) for d in dims)  # (no floats: TypeError)
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
@@ -510,6 +511,8 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 @tensor_method("equal")
 def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
     """True when both have the same shape and equal elements (NaN is never equal)."""
+    require_tensor("equal", input)
+    require_tensor("equal", other, "other", 2)
     dtypes.refuse_float8("equal_notnan_cpu", input.dtype, other.dtype)
     if input.shape != other.shape:
         return False

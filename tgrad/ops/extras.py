@@ -20,7 +20,14 @@ from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
-from tgrad.ops._common import fresh, rounded_to, route_sparse, tensor_method, widen_halves
+from tgrad.ops._common import (
+    fresh,
+    require_tensor,
+    rounded_to,
+    route_sparse,
+    tensor_method,
+    widen_halves,
+)
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.creation import zeros as tgrad_zeros
 from tgrad.ops.index import (
@@ -397,6 +404,9 @@ def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
         raise (IndexError if op == "index_fill" else RuntimeError)(
             f"{op}_(): Expected a long (int64) tensor for index, but got {got}")
     if index.ndim > 1:
+        if op == "index_fill":  # PyTorch's text and type
+            raise RuntimeError(f"Index has to be a vector/scalar (index_fill got an index of "
+                               f"shape {list(index.shape)})")
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     n = input.shape[d] if input.ndim else 1
     idx = np.asarray(index.numpy(force=True)).reshape(-1)
@@ -421,6 +431,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
                            "not supported")  # for 1+0j and a bool input
     if not isinstance(value, Tensor):
         dtypes.check_value_fits("index_fill", value, input.dtype)
+    elif value.dtype is not input.dtype:  # PyTorch casts a 0-d tensor value (its item())
+        value = value.to(input.dtype)
     x = input.reshape(1) if input.ndim == 0 else input
     key = _dim_key(x, dim, index, "index_fill", negatives=True)
     unique = tensor(np.unique(key[-1].numpy(force=True)), device=x.device)
@@ -454,6 +466,9 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     key = _dim_key(x, dim, index, "index_copy")
     d = len(key) - 1
     want = x.shape[:d] + (index.numel(),) + x.shape[d + 1:]
+    if src.ndim == x.ndim and src.shape[d] != index.numel():  # PyTorch's IndexError
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
+                         f"to source.size(dim) ({src.shape[d]})")
     if src.shape != want or src.dtype is not x.dtype:
         raise RuntimeError(f"index_copy(): source of shape {list(source.shape)} and dtype "
                            f"{source.dtype.name} must have shape {list(want)} and dtype "
@@ -467,6 +482,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
     """A copy with values written (``accumulate``: added) at the advanced index ``indices``
     (a tuple of index tensors)."""
+    require_tensor("index_put", values, "values", 2)  # (PyTorch: no number)
     return index_put_(input.clone(), indices, values, accumulate)
 
 
@@ -491,6 +507,7 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
         if k.dtype in (dtypes.int8, dtypes.int16):  # a 0-d one too (unlike t[k])
             raise IndexError(f"tensors used as indices must be long, int, byte or bool "
                              f"tensors (index_put_ got {k.dtype})")
+    require_tensor("index_put_", values, "values", 2)  # (PyTorch: no number)
     key = tuple(indices)
     if isinstance(values, Tensor) and values.dtype is not self.dtype and (
             accumulate or not _mask_fill_index(key, values)):

@@ -16,7 +16,14 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.ops._common import fresh, rounded_to, same_device, tensor_method, widen_halves
+from tgrad.ops._common import (
+    fresh,
+    require_tensor,
+    rounded_to,
+    same_device,
+    tensor_method,
+    widen_halves,
+)
 from tgrad.ops.creation import arange, full, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.tensor import Tensor, _wrap_dim
@@ -185,6 +192,7 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
     """A copy of input with src[i][j] added at [i][index[i][j]] (dim = 1; repeats add up);
     d input = g, d src = g gathered at index."""
+    require_tensor("scatter_add", src, "src", 4)  # (PyTorch: no number, unlike scatter)
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         return fresh(scatter_add(input.reshape(1), dim, index.reshape(-1),
                                  src.reshape(-1)).reshape(()))

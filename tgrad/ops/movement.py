@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.backends import get_backend, numpy_backend
@@ -124,26 +126,70 @@ def contiguous(input: Tensor, *,  # noqa: A002
     return Clone.apply(input)
 
 
+def _is_device_arg(a) -> bool:
+    """A device positional of Tensor.to: a Device, a device string (not a dtype name) or an
+    index."""
+    if isinstance(a, str):
+        return a not in dtypes._BY_NAME or a in ("cpu", "cuda")
+    return isinstance(a, Device) or (isinstance(a, int) and not isinstance(a, bool))
+
+
+def _to_signature_error(args: tuple, kwargs: dict) -> TypeError:
+    got = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}"
+                                                         for k, v in kwargs.items()])
+    return TypeError(f"to() received an invalid combination of arguments - got ({got}), but "
+                     f"expected one of: (dtype, bool non_blocking, bool copy), (device, dtype, "
+                     f"bool non_blocking, bool copy), (Tensor other, bool non_blocking, bool "
+                     f"copy)")
+
+
+def _to_args(args: tuple, kwargs: dict) -> tuple:
+    """(dtype, device, copy) from PyTorch's three Tensor.to signatures: to(dtype, ...),
+    to(device=None, dtype=None, ...), to(other, ...), each followed by non_blocking and copy
+    (bools); a dtype before a device, two dtypes or a non-bool flag is PyTorch's TypeError."""
+    given = dict(kwargs)
+    dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+    flags = {k: kwargs.pop(k) for k in ("non_blocking", "copy") if k in kwargs}
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):  # to(other, non_blocking, copy)
+        if dtype is not None or device is not None:
+            raise _to_signature_error(args, given)
+        dtype, device = rest[0].dtype, rest[0].device
+        rest.pop(0)
+    elif rest and (rest[0] is None or _is_device_arg(rest[0])):  # to(device, dtype, ...)
+        first = rest.pop(0)
+        if first is not None:
+            if device is not None:
+                raise TypeError("to() got multiple values for argument 'device'")
+            device = first
+        if rest and not isinstance(rest[0], (bool, np.bool_)):  # the dtype (or None)
+            second = rest.pop(0)
+            if second is not None:
+                if dtype is not None or _is_device_arg(second):
+                    raise _to_signature_error(args, given)
+                dtype = second
+    elif rest and not isinstance(rest[0], (bool, np.bool_)):  # to(dtype, ...)
+        if dtype is not None or device is not None:
+            raise _to_signature_error(args, given)
+        dtype = rest.pop(0)
+    if len(rest) > 2 or any(not isinstance(b, (bool, np.bool_)) for b in rest) or any(
+            not isinstance(v, (bool, np.bool_)) for v in flags.values()):
+        raise _to_signature_error(args, given)
+    if len(rest) == 2:
+        flags["copy"] = rest[1]
+    return dtype, device, bool(flags.get("copy", False))
+
+
 def to(x: Tensor, *args, **kwargs) -> Tensor:
-    dtype = kwargs.pop("dtype", None)
-    device = kwargs.pop("device", None)
-    kwargs.pop("non_blocking", None)
-    copy = kwargs.pop("copy", False)
     fmt = kwargs.pop("memory_format", None)
-    if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    unknown = sorted(set(kwargs) - {"dtype", "device", "non_blocking", "copy"})
+    if unknown:
+        raise TypeError(f"to() got unexpected keyword arguments {unknown}")
     if fmt is not None:  # checked as clone's: the channels-last formats are refused; with
         _check_format("to", x, fmt)  # neither a dtype nor a device change x is returned
-    for a in args:
-        if isinstance(a, Tensor):
-            dtype, device = a.dtype, a.device
-        elif isinstance(a, (str, Device, int)) and not isinstance(a, bool):
-            if isinstance(a, str) and a in dtypes._BY_NAME and a not in ("cpu", "cuda"):
-                dtype = dtypes.as_dtype(a)
-            else:
-                device = a
-        elif a is not None:
-            dtype = a
+    dtype, device, copy = _to_args(args, kwargs)
+    if isinstance(dtype, str):  # a dtype name ('float64'), as tgrad.dtype names
+        dtype = dtypes.as_dtype(dtype)
     dt = x.dtype if dtype is None else dtypes.as_dtype(dtype)
     dev = x.device if device is None else as_device(device)
     if dev.type != "cpu":

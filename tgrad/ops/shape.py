@@ -266,7 +266,7 @@ def permute(input: Tensor, *order, dims=None) -> Tensor:  # noqa: A002
                            f"not match the length of the desired ordering of dimensions i.e. "
                            f"input.dim() = {input.ndim} is not equal to len(dims) = {len(dims)}"
                            .replace("(sparse_coo)", ""))
-    dims = tuple(_wrap_dim(int(d), input.ndim, "permute") for d in dims)
+    dims = tuple(_wrap_dim(d, input.ndim, "permute") for d in dims)  # (no floats)
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"permute: repeated dim in {list(dims)}")
     return view_apply(Permute, input, dims)
@@ -384,6 +384,8 @@ def expand(input: Tensor, *sizes, size=None) -> Tensor:  # noqa: A002
         raise TypeError('expand() missing 1 required positional arguments: "size"')
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
+    if not all(type(s) is int for s in sizes):  # a float (even 2.0) is PyTorch's TypeError
+        sizes = tuple(_int_arg("expand", "size", s) for s in sizes)
     lead = len(sizes) - input.ndim
     if lead < 0:
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
@@ -602,6 +604,9 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, input.ndim, "narrow")
     size = input.shape[d]
+    if isinstance(start, Tensor) and (start.ndim or start.dtype.is_floating_point
+                                      or start.dtype.is_complex):
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
     start = _int_arg("narrow", "start", start)
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")

@@ -28,7 +28,7 @@ from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.creation import arange, full, full_like, zeros_like
-from tgrad.tensor import Tensor, check_not_inference
+from tgrad.tensor import Tensor, _int_arg, check_not_inference
 
 __all__ = ["angle", "put"]
 
@@ -143,7 +143,7 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
         raise RuntimeError("cannot resize variables that require grad")
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
-    sizes = tuple(int(n) for n in sizes)
+    sizes = tuple(_int_arg("resize_", "size", n) for n in sizes)  # (no floats: TypeError)
     if any(n < 0 for n in sizes):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(sizes)}")
     if sizes == self.shape and self.is_contiguous():
@@ -163,6 +163,7 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
 @tensor_method("resize_as_")
 def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor:
     """``self.resize_(the_template.shape)``."""
+    require_tensor("resize_as_", the_template, "the_template")
     return resize_(self, the_template.shape)
 
 

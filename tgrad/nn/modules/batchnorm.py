@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from tgrad import dtypes
 from tgrad.nn import functional as F
 from tgrad.nn import init
@@ -141,6 +143,14 @@ class _InstanceNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         self._check_input_dim(input)
         unbatched = input.ndim == self._spatial + 1
+        dim = 0 if unbatched else 1  # the channels (PyTorch's texts)
+        if input.shape[dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.shape[dim]}.")
+            warnings.warn(f"input's size at dim={dim} does not match num_features. You can "
+                          f"silence this warning by not passing in num_features, which is not "
+                          f"used because affine=False", stacklevel=2)
         x = input.unsqueeze(0) if unbatched else input
         momentum = 0.0 if self.momentum is None else self.momentum  # (no batch counting)
         y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
