@@ -82,46 +82,70 @@ def _scaled(nu: int, x: Tensor) -> Tensor:
     return out * ew.sign(x) if nu == 1 else out
 
 
-def _i0e_prime(x: Tensor) -> Tensor:
-    """i0e'(x) = i1e(x) - sign(x) i0e(x) = sign(x) e^-a (I1(a) - I0(a)), a = |x|: for
-    a >= 20 by the asymptotic series of the difference (``_ASYMPTOTIC_DIFF``), ~ -(2 pi
-    a)^-1/2 / (2a), where i1e - i0e cancelled (relative error ~2a eps: 4e-6 at 1e10 in
-    float64); below 20 the two power series' difference (cancellation <= 40 eps)."""
+def _scaled_parts(x: Tensor, with_i1e: bool) -> tuple:
+    """(i0e'(x), i1e(x) or None) from shared series, with i0e'(x) = i1e(x) - sign(x) i0e(x)
+    = sign(x) e^-a (I1(a) - I0(a)), a = |x|: for a >= 20 by the asymptotic series of the
+    difference (``_ASYMPTOTIC_DIFF``), ~ -(2 pi a)^-1/2 / (2a), where i1e - i0e cancelled
+    (relative error ~2a eps: 4e-6 at 1e10 in float64); below 20 the two power series'
+    difference (cancellation <= 40 eps)."""
     a = ew.abs(x)
     big = ew.ge(a, _SWITCH)
     ab = ew.where(big, a, _SWITCH)
-    diff = (_horner(_ASYMPTOTIC_DIFF, 1.0 / ab)
-            * (ew.rsqrt(ab) * (1.0 / math.sqrt(2 * math.pi))))
+    rs = ew.rsqrt(ab) * (1.0 / math.sqrt(2 * math.pi))
     small = ew.where(big, 0.0, a)
     t = small * small * 0.25
-    series = (_horner(_SERIES[1], t) * small * 0.5 - _horner(_SERIES[0], t)) * ew.exp(-small)
-    return ew.where(big, diff, series) * ew.sign(x)
+    s1 = _horner(_SERIES[1], t) * small * 0.5
+    scale = ew.exp(-small)
+    sign = ew.sign(x)
+    d0 = ew.where(big, _horner(_ASYMPTOTIC_DIFF, 1.0 / ab) * rs,
+                  (s1 - _horner(_SERIES[0], t)) * scale) * sign
+    if not with_i1e:
+        return d0, None
+    return d0, ew.where(big, _horner(_ASYMPTOTIC[1], 1.0 / ab) * rs, s1 * scale) * sign
 
 
 class _I0ePrime(Function):
-    """y = i0e'(x) (``_i0e_prime``), i0e's derivative;  dx = g (i1e'(x) - sign(x) i0e'(x))
-    (sign's derivative 0; 1/2 at 0, from i1e'(0))."""
+    """y = i0e'(x) (``_scaled_parts``), i0e's derivative;  dx = g (i1e'(x) - sign(x)
+    i0e'(x)) (sign's derivative 0; 1/2 at 0, from i1e'(0))."""
 
     node_name = "SpecialI0EBackwardBackward0"
 
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return _i0e_prime(x)
+        return _scaled_parts(x, False)[0]
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        d0 = _I0ePrime.apply(x)
-        return g * (_i1e_prime(x, d0) - ew.sign(x) * d0)
+        return g * (_I1ePrime.apply(x) - ew.sign(x) * _I0ePrime.apply(x))
 
 
-def _i1e_prime(x: Tensor, d0: Tensor) -> Tensor:
-    """i1e'(x) = i0e - i1e (sign(x) + 1 / x) = -sign(x) i0e'(x) - i1e(x) / x (1/2 at 0),
-    from d0 = i0e'(x): the difference i0e - i1e is -sign(x) d0, without its cancellation
-    for large |x| (what is left loses one bit: ~ -i1e / (2x))."""
-    zero, ratio = _over_x_at_zero(I1e.apply(x), x)
-    return ew.where(zero, 0.5, -ew.sign(x) * d0 - ratio)
+class _I1ePrime(Function):
+    """y = i1e'(x) = i0e - i1e (sign(x) + 1 / x) = -sign(x) i0e'(x) - i1e(x) / x (1/2 at
+    0): i0e - sign(x) i1e as -sign(x) i0e'(x), without its cancellation for large |x| (what
+    is left loses one bit: ~ -i1e / (2x)); one pass of shared series (``_scaled_parts``).
+    dx = g (-sign(x) i0e''(x) - (i1e'(x) - i1e(x) / x) / x), 0 at x = 0 (the old rule's
+    constant there), i0e'' = i1e' - sign(x) i0e'."""
+
+    node_name = "SpecialI1EBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        d0, y = _scaled_parts(x, True)
+        zero, ratio = _over_x_at_zero(y, x)
+        return ew.where(zero, 0.5, -ew.sign(x) * d0 - ratio)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        sign = ew.sign(x)
+        d1 = _I1ePrime.apply(x)
+        zero, ratio = _over_x_at_zero(I1e.apply(x), x)
+        _, inner = _over_x_at_zero(d1 - ratio, x)
+        dd = -sign * (d1 - sign * _I0ePrime.apply(x)) - inner
+        return g * ew.where(zero, 0.0, dd)
 
 
 def _over_x_at_zero(num: Tensor, x: Tensor) -> tuple:
@@ -183,7 +207,7 @@ class I0e(Function):
 
 class I1e(Function):
     """y = e^-|x| I1(x);  dx = g (I0e(x) - I1e(x) (sign(x) + 1 / x)), g / 2 at 0, with
-    I0e - sign(x) I1e as -sign(x) i0e'(x) (see ``_i1e_prime``)."""
+    I0e - sign(x) I1e as -sign(x) i0e'(x) (see ``_I1ePrime``)."""
 
     node_name = "SpecialI1EBackward0"
 
@@ -192,7 +216,7 @@ class I1e(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return g * _i1e_prime(x, _I0ePrime.apply(x))
+        return g * _I1ePrime.apply(x)
 
 
 @tensor_method("i0")
