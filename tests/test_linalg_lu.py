@@ -237,6 +237,31 @@ def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
         assert gradcheck(LA.det, (_t(a, requires_grad=True),))
 
 
+def test_det_hessian_at_singular_matrices():
+    """The create_graph backward of det at a singular A (the SVD branch) was NaN: where's
+    zero gradient to the inverse branch met the solve of the singular A (0 * inf). The
+    reference: the gradient of sum(W * cof(A)), cof's entries quadratic in A, so central
+    differences with step 1 are exact (NumPy float64); PyTorch is finite there too. (No
+    gradgradcheck here: finite differences of det's gradient at the nearly singular
+    neighbours lose ~1e-4.)"""
+    rng = np.random.default_rng(3)
+    mixed = np.stack([_mat(3), np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]])])
+    for a in (np.array([[1.0, 2, 3], [2, 4, 6], [3, 6, 9]]),  # rank 1
+              np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]]),  # rank 2
+              np.diag([1.0, 0.0, 2.0]), mixed):  # mixed: the regular one keeps A^-1's
+        w = rng.uniform(0.5, 1.5, a.shape)
+        want = np.zeros(a.shape)
+        for i in range(3):
+            for j in range(3):
+                e = np.zeros(a.shape)
+                e[..., i, j] = 1.0
+                want[..., i, j] = (w * (_cofactors(a + e) - _cofactors(a - e))).sum((-2, -1)) / 2
+        x = _t(a, requires_grad=True)
+        g, = tgrad.autograd.grad(LA.det(x).sum(), x, create_graph=True)
+        h, = tgrad.autograd.grad((g * _t(w)).sum(), x)
+        np.testing.assert_allclose(h.numpy(), want, rtol=1e-12, atol=1e-13)
+
+
 def test_det_errors():
     with pytest.raises(RuntimeError, match=r"^linalg\.det: A must be batches of square "
                                            r"matrices, but they are 2 by 3 matrices$"):

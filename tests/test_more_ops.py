@@ -420,6 +420,31 @@ def test_logaddexp_is_stable_and_its_gradient_is_the_sigmoid():
     assert not np.isnan(_np(z.grad)).any()
 
 
+def test_logaddexp_second_derivative_on_ties():
+    """d2/da2 logaddexp = sigmoid(d) sigmoid(-d) (d = a - b), 1/4 on a tie (the composite
+    of max and |a - b| gave 0 there: both kinks); ln 2 sigmoid2(d) sigmoid2(-d) for
+    logaddexp2 (sigmoid2(d) = 1 / (1 + 2^-d)); closed forms in NumPy float64. A tie of
+    logcumsumexp's scan, and gradgradcheck through ties (smooth there)."""
+    av = np.array([0.0, 7.0, 1e300, 30.0, -3.0, -800.0])
+    bv = np.array([0.0, 7.0, 1e300, 0.0, 1.0, 800.0])
+    d = av - bv
+    for fn, s, k in ((tgrad.logaddexp, lambda v: 1 / (1 + np.exp(-v)), 1.0),
+                     (tgrad.logaddexp2, lambda v: 1 / (1 + np.exp2(-v)), np.log(2.0))):
+        a, b = _leaf(av), _leaf(bv)
+        ga, gb = tgrad.autograd.grad(fn(a, b).sum(), (a, b), create_graph=True)
+        _same(ga, s(d), rtol=1e-15)
+        haa, hab = tgrad.autograd.grad(ga.sum(), (a, b))
+        _same(haa, k * s(d) * s(-d), rtol=1e-14)
+        _same(hab, -k * s(d) * s(-d), rtol=1e-14)
+    x = _leaf([0.0, 0.0])  # logcumsumexp: y1 = x0, y2 = logaddexp(x0, x1)
+    g, = tgrad.autograd.grad(tgrad.logcumsumexp(x, 0)[1], x, create_graph=True)
+    h = [_np(tgrad.autograd.grad(g[i], x, retain_graph=True)[0]) for i in range(2)]
+    _same(_t(np.stack(h)), np.array([[0.25, -0.25], [-0.25, 0.25]]), rtol=1e-15)
+    p, q = _leaf([0.5, -2.0, 3.0]), _leaf([0.5, -2.0, 1.0])
+    assert tgrad.autograd.gradgradcheck(tgrad.logaddexp, (p, q))
+    assert tgrad.autograd.gradgradcheck(tgrad.logaddexp2, (p, q))
+
+
 def _same_complex(got, want, rtol=1e-13, mod_2pi=False):
     """Real and imaginary parts compared apart (NaN == NaN, equal infinities equal); with
     ``mod_2pi`` the imaginary parts only up to a multiple of 2 pi (a log's branch)."""

@@ -323,6 +323,27 @@ def test_cosine_similarity_is_scale_free_far_from_one():
         np.testing.assert_allclose(xa.grad.numpy() * k, ta.grad.numpy(), rtol=1e-12)
 
 
+def test_cosine_similarity_gradient_of_tiny_inputs_below_eps():
+    """|x| < eps: cos = sum((a / eps) (b / eps)), so d/da = b / eps^2 (the norm's own term,
+    (a.b) a / (|a| eps^3), is ~1e-376 here). At |a| ~ 1e-200 the factors a / eps ~ 1e-192 must
+    not underflow (they did: u / (eps / s) with u = a / s is ~1e-392), nor the gradient (PyTorch
+    gets b / eps^2); values computed in NumPy float64."""
+    a = np.array([[1.0, -3.0, 2.0], [0.5, 0.25, -4.0]]) * 1e-200
+    b = np.array([[1.4, -2.1, 0.7], [-3.0, 1.0, 2.0]]) * 1e-200
+    eps = 1e-8
+    ta, tb = _t(a, requires_grad=True), _t(b, requires_grad=True)
+    cos = F.cosine_similarity(ta, tb, eps=eps)
+    np.testing.assert_array_equal(cos.detach().numpy(), [0.0, 0.0])  # ~1e-384: underflows
+    cos.sum().backward()
+    np.testing.assert_allclose(ta.grad.numpy(), b / eps / eps, rtol=1e-14)
+    np.testing.assert_allclose(tb.grad.numpy(), a / eps / eps, rtol=1e-14)
+    # subnormal entries: the gradient is b / eps^2 ~ 5e-308, not 0
+    ta = _t([[5e-324, 1e-320]], requires_grad=True)
+    F.cosine_similarity(ta, _t([[1e-300, 3e-300]]), eps=eps).sum().backward()
+    np.testing.assert_allclose(ta.grad.numpy(), [[1e-300 / eps / eps, 3e-300 / eps / eps]],
+                               rtol=1e-14)
+
+
 def test_bce_with_logits_gradient_is_sigmoid_minus_target_far_out():
     # d/dx = sigmoid(x) - t exactly (PyTorch's backward), not (1 - t) - sigmoid(-x), which
     # cancels to 0 (or loses digits) for very negative x

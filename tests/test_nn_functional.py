@@ -478,7 +478,7 @@ def test_activation_values():
 
 
 @pytest.mark.parametrize("fn", [F.gelu, lambda x: F.gelu(x, approximate="tanh"), F.silu,
-                                F.softplus, lambda x: F.softplus(x, 0.5, 1.0)])
+                                F.softplus, lambda x: F.softplus(x, 0.5, 1.0), F.logsigmoid])
 def test_activation_third_order(fn):
     x = _t(np.linspace(-2.9, 3.1, 7), requires_grad=True)  # (no point on a threshold)
 
@@ -499,6 +499,43 @@ def test_softplus_second_derivative_at_the_threshold():
     h, = grad(g.sum(), x)
     np.testing.assert_allclose(_np(h), [0.0, 2.0 * s[1] * (1 - s[1]), 0.0, np.nan],
                                rtol=1e-14, atol=0)
+
+
+def test_activation_second_derivatives_far_out():
+    """Second derivatives where s (1 - s) or 1 - tanh^2 cancel (float64, closed forms in NumPy
+    with each sigmoid from its own exp and sech^2 = 1 / cosh^2): logsigmoid'' = -s(x) s(-x)
+    (was 1e-3 off at x = -30 and 0 at -100), silu'' = s(x) s(-x) (2 + x (s(-x) - s(x))),
+    softplus'' = s(x) s(-x) (was 3e-8 off at 19.9), gelu-tanh'' = sech^2(u) (u' - x t u'^2
+    + x u''/2) (was 0 at |x| = 10 and NaN at 1e100; the limit 0 there, NaN at inf)."""
+    def second(fn, xs):
+        x = _t(xs, requires_grad=True)
+        g, = grad(fn(x).sum(), x, create_graph=True)
+        return _np(grad(g.sum(), x)[0])
+
+    def sig(v):
+        return 1.0 / (1.0 + np.exp(-v))
+
+    a = np.array([-100.0, -30.0, -15.0, 15.0, 30.0])
+    np.testing.assert_allclose(second(F.logsigmoid, a), -sig(a) * sig(-a), rtol=1e-14)
+    a = np.array([-30.0, 15.0, 30.0, 40.0])
+    np.testing.assert_allclose(second(F.silu, a),
+                               sig(a) * sig(-a) * (2.0 + a * (sig(-a) - sig(a))), rtol=1e-14)
+    a = np.array([-30.0, 15.0, 19.9])
+    np.testing.assert_allclose(second(F.softplus, a), sig(a) * sig(-a), rtol=1e-14)
+    a = np.array([-10.0, -5.0, 5.0, 10.0])
+    k0, k1 = math.sqrt(2.0 / math.pi), 0.044715
+    u = k0 * (a + k1 * a ** 3)
+    du, ddu = k0 * (1.0 + 3.0 * k1 * a * a), 6.0 * k0 * k1 * a
+    want = (du - a * np.tanh(u) * du * du + a * ddu / 2.0) / np.cosh(u) ** 2
+    tanh_gelu = lambda x: F.gelu(x, approximate="tanh")  # noqa: E731
+    np.testing.assert_allclose(second(tanh_gelu, a), want, rtol=1e-13)
+    np.testing.assert_array_equal(second(tanh_gelu, [1e100, -1e100, np.inf, -np.inf]),
+                                  [0.0, 0.0, np.nan, np.nan])
+    x = _t([-8.0, -3.0, 3.0, 8.0], requires_grad=True)  # logsigmoid's new backward node
+
+    def first(t):
+        return grad(F.logsigmoid(t).sum(), t, create_graph=True)[0]
+    assert gradgradcheck(first, (x,))
 
 
 def test_activation_errors_and_inplace():

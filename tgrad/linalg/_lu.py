@@ -392,9 +392,17 @@ class LinalgDet(Function):
         bad = ew.logical_and(bad, finite)
         if A.numel() and bool(bad.any()):  # one host read: the SVD only when needed
             # (of the finite matrices only: the others are replaced by identities first)
-            safe = ew.where(finite.unsqueeze(-1).unsqueeze(-1), A,
-                            eye(A.shape[-1], dtype=A.dtype, device=A.device))
-            cof = ew.where(bad.unsqueeze(-1).unsqueeze(-1), _cofactors_by_svd(safe), cof)
+            eye_n = eye(A.shape[-1], dtype=A.dtype, device=A.device)
+            bad_m = bad.unsqueeze(-1).unsqueeze(-1)
+            safe = ew.where(finite.unsqueeze(-1).unsqueeze(-1), A, eye_n)
+            # the inverse branch again with the bad matrices replaced by identities (and
+            # their det by 1): where's zero gradient to the branch not taken then meets
+            # finite values, so a create_graph backward (the Hessian of det at a singular
+            # A) is not 0 * inf = NaN through the solve of a singular matrix
+            d_ok = ew.where(bad, 1.0, d)
+            cof = (d_ok.conj().unsqueeze(-1).unsqueeze(-1)
+                   * _inv_h(ew.where(bad_m, eye_n, A)))
+            cof = ew.where(bad_m, _cofactors_by_svd(safe), cof)
         cof = ew.where(finite.unsqueeze(-1).unsqueeze(-1), cof, math.nan)
         return g.unsqueeze(-1).unsqueeze(-1) * cof
 

@@ -227,9 +227,30 @@ def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
     return LogSigmoid.apply(input)
 
 
+class _SigmoidOfNeg(Function):
+    """y = sigmoid(-x), logsigmoid's derivative;  dx = -g sigmoid(x) y, each factor from its
+    own exp: sigmoid's own rule y (1 - y) cancels where y -> 1 (x << 0: 1e-3 relative
+    error at x = -30, 0 instead of e^-100 at -100 in float64)."""
+
+    name = "logsigmoid_backward"
+    node_name = "LogSigmoidBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        y = sigmoid(-x)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors  # y = sigmoid(-x), the output (in the graph: higher orders)
+        return -(g * sigmoid(x) * y)
+
+
 class LogSigmoid(Function):
     """One node, PyTorch's LogSigmoidBackward0: y = -softplus(-x);  dx = g sigmoid(-x), tgrad
-    ops, so the backward differentiates again (d(dx)/dx = -g sigmoid(x) sigmoid(-x))."""
+    ops, so the backward differentiates again (d(dx)/dx = -g sigmoid(x) sigmoid(-x), see
+    ``_SigmoidOfNeg``)."""
 
     name = "logsigmoid"
     node_name = "LogSigmoidBackward0"
@@ -242,7 +263,7 @@ class LogSigmoid(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return g * sigmoid(-x)
+        return g * _SigmoidOfNeg.apply(x)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
@@ -728,8 +749,12 @@ def _unit_or_scaled(x: Tensor, dim: int, eps: float) -> Tensor:
     nu = u.norm(2, dim, keepdim=True)
     small = (s * nu.detach()) < eps  # |x| < eps: divide x itself by eps
     # Each branch's divisor is 1 where the other branch is taken, so the branch not taken
-    # has finite values and gradients (no 0 * inf in where's backward).
-    clamped = x / where(small, nu + (eps / s - nu).detach(), 1.0) / s
+    # has finite values and gradients (no 0 * inf in where's backward). The small branch
+    # divides x (not u) by a divisor of value eps and |x|'s gradient (|x| = s |u| < eps
+    # cannot overflow there): x / eps and its gradient g / eps stay normal numbers for a
+    # tiny x (u / (eps / s) underflowed to 0 at |x| ~ 1e-200, and so did the gradient).
+    nx = s * where(small, nu, 0.0)
+    clamped = x / (nx + where(small, eps - nx, 1.0 - nx).detach())  # (x's dtype: eps - nx)
     return where(small, clamped, u / where(small, 1.0, nu))
 
 

@@ -32,7 +32,7 @@ from tgrad.ops._common import (
     widen_halves,
     wrap,
 )
-from tgrad.ops.elementwise import exp, sigmoid, tanh, where
+from tgrad.ops.elementwise import exp, sigmoid, tanh, where  # noqa: F401 (F.tanh, as torch)
 from tgrad.ops.elementwise import relu as _relu_op
 from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
@@ -1008,29 +1008,41 @@ def layer_norm_backward(grad: Tensor, input: Tensor, weight, mean: Tensor,  # no
 # ====================================================================== activations
 def _gelu_dd(x: Tensor, approximate: str) -> Tensor:
     """d^2 gelu / dx^2.  'none': phi(x) (2 - x^2);
-    'tanh': (1 - t^2)(u' - x t u'^2 + x u''/2), u'' = 6 sqrt(2/pi) 0.044715 x."""
+    'tanh': (1 - t^2)(u' - x t u'^2 + x u''/2), u'' = 6 sqrt(2/pi) 0.044715 x, t = tanh(u),
+    with 1 - t^2 = sech(u)^2 = 4e / (1 + e)^2 and t = sign(u) (1 - e) / (1 + e) from one
+    e = exp(-2|u|): 1 - t^2 itself cancels to 0 from |u| ~ 19 (float64; ~9 in float32, 30%
+    off at x = 5) where the true value is ~4e. Where sech^2 is 0 (|u| > ~370, or u's cube
+    overflowed to inf) the result is 0 (the limit), not 0 * inf = NaN; at x = +-inf NaN, as
+    PyTorch's."""
     if approximate == "tanh":
         k0, k1 = math.sqrt(2.0 / math.pi), 0.044715
-        t = tanh((x + x * x * x * k1) * k0)
+        u = (x + x * x * x * k1) * k0
+        e = exp(u.abs() * -2.0)
+        sech2 = e * 4.0 / ((e + 1.0) * (e + 1.0))
+        t = (1.0 - e) / (1.0 + e) * u.sign()
         du = (x * x * (3.0 * k1) + 1.0) * k0
         ddu = x * (6.0 * k0 * k1)
-        return (1.0 - t * t) * (du - x * t * du * du + x * ddu * 0.5)
+        limit = (sech2 == 0.0) & (x.abs() < math.inf)
+        return where(limit, 0.0, sech2 * (du - x * t * du * du + x * ddu * 0.5))
     phi = exp(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
     return phi * (2.0 - x * x)
 
 
 def _silu_dd(x: Tensor) -> Tensor:
-    """d^2 silu / dx^2 = s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x)."""
+    """d^2 silu / dx^2 = s s' (2 + x (1 - 2 s)), s = sigmoid(x), s' = sigmoid(-x) (not
+    1 - s, which cancels for x >> 0: 1e-3 relative error at x = 30 in float64)."""
     s = sigmoid(x)
-    return s * (1.0 - s) * (x * (1.0 - s * 2.0) + 2.0)
+    return s * sigmoid(-x) * (x * (1.0 - s * 2.0) + 2.0)
 
 
 def _softplus_dd(x: Tensor, beta: float, threshold: float) -> Tensor:
-    """d^2 softplus / dx^2 = beta s (1 - s), s = sigmoid(beta x); 0 where beta x >= threshold
-    (at the threshold too: PyTorch's softplus_double_backward masks beta x < threshold, while
-    the first derivative takes the smooth branch there), NaN for a NaN x."""
-    s = sigmoid(x * beta)
-    return where(x * beta >= threshold, 0.0, s * (1.0 - s) * beta)
+    """d^2 softplus / dx^2 = beta s s', s = sigmoid(beta x), s' = sigmoid(-beta x) (1 - s
+    cancels for beta x >> 0: 3e-8 relative error at 19.9 in float64, 0 in float32); 0 where
+    beta x >= threshold (at the threshold too: PyTorch's softplus_double_backward masks
+    beta x < threshold, while the first derivative takes the smooth branch there), NaN for a
+    NaN x."""
+    bx = x * beta
+    return where(bx >= threshold, 0.0, sigmoid(bx) * sigmoid(-bx) * beta)
 
 
 # name: (node name, second derivative rule dd(x, *params), flops per element fwd, bwd)
