@@ -197,7 +197,8 @@ def test_det_slogdet_logdet_match_numpy():
 
 def test_det_slogdet_logdet_gradients():
     a = _t(_mat(3, (2,)), requires_grad=True)
-    spd = _mat(3) @ _mat(3).T + np.eye(3)
+    m = _mat(3)
+    spd = m @ m.T + np.eye(3)  # symmetric positive definite: logdet finite
     for fn, x in ((LA.det, a), (lambda m: LA.slogdet(m).logabsdet, a),
                   (tgrad.logdet, _t(spd, requires_grad=True)),
                   (LA.det, _t(PIVOTING[0], requires_grad=True))):
