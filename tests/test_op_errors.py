@@ -395,3 +395,148 @@ def test_histogram_dtypes_as_pytorch():
         assert hist.dtype is dt and e.dtype is dt
         np.testing.assert_array_equal(hist.float().numpy(),
                                       np.histogram(x.numpy().astype(np.float64), edges)[0])
+
+
+# ---- bad-input hunt against PyTorch 2.13: non-tensor inputs, Python's own TypeErrors,
+# complex orderings, dtype and int-sequence checks (PyTorch's error types; texts name the op)
+
+# (name, valid args with the first tensor at index 0; a second tensor checked too when
+# the entry has a third element, its argument name)
+_TENSOR_FIRST = [
+    ("flip", (0,)), ("roll", (1,)), ("tile", ((2,),)), ("clone", ()), ("unsqueeze", (0,)),
+    ("squeeze", ()), ("flatten", ()), ("permute", ((1, 0),)), ("transpose", (0, 1)),
+    ("swapaxes", (0, 1)), ("t", ()), ("movedim", (0, 1)), ("split", (1,)), ("chunk", (2,)),
+    ("unbind", ()), ("hsplit", (2,)), ("vsplit", (2,)), ("tensor_split", (2,)),
+    ("diagonal", ()), ("diag", ()), ("diag_embed", ()), ("trace", ()), ("tril", ()),
+    ("triu", ()), ("rot90", ()), ("select", (0, 0)), ("nonzero", ()), ("argwhere", ()),
+    ("unique", ()), ("unique_consecutive", ()), ("isinf", ()), ("isfinite", ()),
+    ("logical_not", ()), ("relu", ()), ("signbit", ()), ("frac", ()), ("logit", ()),
+    ("nan_to_num", ()), ("nansum", ()), ("nanmean", ()), ("diff", ()), ("aminmax", ()),
+    ("zeros_like", ()), ("ones_like", ()), ("full_like", (1.0,)), ("is_conj", ()),
+    ("is_neg", ()), ("resolve_conj", ()), ("resolve_neg", ()), ("repeat_interleave", (2,)),
+    ("mm", (None,), "mat2"), ("kron", (None,), "other"), ("tensordot", (None, 1), "b"),
+    ("addcmul", (None, None), "tensor1"), ("lerp", (None, 0.5), "end"),
+]
+
+
+@pytest.mark.parametrize("entry", _TENSOR_FIRST, ids=[e[0] for e in _TENSOR_FIRST])
+@pytest.mark.parametrize("bad", ["x", None, [1.0, 2.0]])
+def test_non_tensor_input_is_pytorchs_type_error(entry, bad):
+    # PyTorch: TypeError "<op>(): argument 'input' (position 1) must be Tensor, not str";
+    # tgrad leaked "'str' object has no attribute 'ndim'" or accepted it (is_conj, tile...)
+    name, rest = entry[0], entry[1]
+    fn = getattr(tgrad, name)
+    x = _x(2, 2)
+    args = tuple(x if a is None else a for a in rest)
+    assert fn(x, *args) is not None  # the valid call works
+    with pytest.raises(TypeError, match=rf"^{name}\(\): argument '\w+' \(position 1\) must be "
+                                        rf"Tensor, not {type(bad).__name__}"):
+        fn(bad, *args)
+    if len(entry) == 3:  # the second tensor operand too
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument '{entry[2]}' \(position "
+                                            rf"2\) must be Tensor, not float"):
+            fn(x, 2.5, *args[1:])
+
+
+@pytest.mark.parametrize("name", ["dot", "vdot", "outer"])
+def test_vector_products_refuse_non_tensors(name):
+    v = _x(3)
+    assert getattr(tgrad, name)(v, v) is not None
+    for args, pos, arg in (((None, v), 1, "input"), ((v, 2.5), 2, "other|vec2")):
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument '({arg})' \(position "
+                                            rf"{pos}\) must be Tensor"):
+            getattr(tgrad, name)(*args)
+
+
+@pytest.mark.parametrize("name", ["abs", "exp", "add", "mul", "div", "atanh", "clamp", "conj",
+                                  "resolve_neg"])
+def test_python_type_errors_name_the_op(name):
+    # an unknown keyword / too many arguments: Python's TypeError names the function by its
+    # __qualname__, which was the factory's ("_unary_fn.<locals>.fn() got an unexpected ...")
+    fn = getattr(tgrad, name)
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument "
+                                        rf"'bogus'"):
+        fn(_x(2), bogus=1)
+    with pytest.raises(TypeError, match=rf"^{name}\(\) takes"):
+        fn(_x(2), _x(2), _x(2), _x(2))
+
+
+_COMPLEX_ORDER = [  # PyTorch 2.13's exception types for ops over a complex order
+    ("sort", lambda z: tgrad.sort(z), RuntimeError, "Sort does not support complex"),
+    ("argsort", lambda z: tgrad.argsort(z), RuntimeError, "Sort does not support complex"),
+    ("msort", lambda z: tgrad.msort(z), RuntimeError, "Sort does not support complex"),
+    ("topk", lambda z: tgrad.topk(z, 1), RuntimeError, "topk does not support complex"),
+    ("argmax", lambda z: tgrad.argmax(z), RuntimeError, "does not support complex"),
+    ("argmin", lambda z: z.argmin(), RuntimeError, "does not support complex"),
+    ("maximum", lambda z: tgrad.maximum(z, z), RuntimeError, "not implemented for complex"),
+    ("minimum", lambda z: z.minimum(z), RuntimeError, "not implemented for complex"),
+    ("fmax", lambda z: tgrad.fmax(z, z), RuntimeError, "not implemented for complex"),
+    ("fmin", lambda z: tgrad.fmin(z, z), RuntimeError, "not implemented for complex"),
+    ("heaviside", lambda z: tgrad.heaviside(z, z), RuntimeError, "not yet implemented for "
+                                                                 "complex"),
+    ("kthvalue", lambda z: tgrad.kthvalue(z, 1), NotImplementedError,
+     "\"kthvalue_cpu\" not implemented for 'ComplexDouble'"),
+    ("cummax", lambda z: tgrad.cummax(z, 0), NotImplementedError,
+     "\"cummax_cpu\" not implemented for 'ComplexDouble'"),
+    ("cummin", lambda z: z.cummin(0), NotImplementedError,
+     "\"cummin_cpu\" not implemented for 'ComplexDouble'"),
+    ("searchsorted", lambda z: tgrad.searchsorted(z, z), NotImplementedError,
+     "\"searchsorted_out_cpu\" not implemented for 'ComplexDouble'"),
+    ("bucketize", lambda z: tgrad.bucketize(z, z), NotImplementedError,
+     "\"searchsorted_out_cpu\" not implemented"),
+    ("unique", lambda z: tgrad.unique(z), NotImplementedError,
+     "\"unique\" not implemented for 'ComplexDouble'"),
+]
+
+
+@pytest.mark.parametrize("name, fn, err, text", _COMPLEX_ORDER,
+                         ids=[e[0] for e in _COMPLEX_ORDER])
+def test_complex_orderings_raise_pytorchs_type(name, fn, err, text):
+    # kthvalue / cummax / cummin returned a value (NumPy's lexicographic complex order);
+    # sort / topk / argmax / maximum raised NotImplementedError where PyTorch's is a
+    # RuntimeError; heaviside / fmax named gt / ge
+    z = tgrad.tensor([1 + 2j, -1 + 0.5j, 3 - 1j], dtype=tgrad.complex128)
+    with pytest.raises(err, match=text) as info:
+        fn(z)
+    assert name in str(info.value) or name in ("msort", "bucketize")
+
+
+def test_linalg_vecdot_dtype_checks():
+    x = _x(2, 3)
+    with pytest.raises(RuntimeError, match=r"^linalg.vecdot: Expected x and y to have the same "
+                                           r"dtype, but found x of type Double and y of type "
+                                           r"Long instead"):
+        tgrad.linalg.vecdot(x, x.long())  # PyTorch does not promote (tgrad did)
+    with pytest.raises(RuntimeError, match=r"^linalg.vecdot: Expected a floating point or "
+                                           r"complex tensor as input. Got Long"):
+        tgrad.linalg.vecdot(x.long(), x.long())  # (tgrad returned an int64 sum)
+    np.testing.assert_allclose(tgrad.linalg.vecdot(x, x).numpy(),
+                               (x.numpy() ** 2).sum(-1), rtol=1e-15)
+
+
+def test_int_sequences_and_counts():
+    x = tgrad.tensor(np.arange(12.0).reshape(3, 4))
+    with pytest.raises(TypeError, match=r"^tile\(\): argument 'dims' \(position 2\) must be "
+                                        r"tuple of ints, but found element of type float at "
+                                        r"pos 0"):
+        tgrad.tile(x, [1.5, 1.5])  # (returned x unchanged)
+    with pytest.raises(TypeError, match=r"^roll\(\): argument 'shifts' \(position 2\) must be "
+                                        r"tuple of ints, not bool"):
+        tgrad.roll(x, True)
+    # a one-element integer tensor is an int (PyTorch's __index__), here and for steps
+    np.testing.assert_array_equal(tgrad.roll(x, tgrad.tensor(1), 1).numpy(),
+                                  np.roll(np.arange(12.0).reshape(3, 4), 1, 1))
+    np.testing.assert_array_equal(tgrad.tile(x, (2,)).numpy(),
+                                  np.tile(np.arange(12.0).reshape(3, 4), 2))
+    for name in ("linspace", "logspace"):
+        fn = getattr(tgrad, name)
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'steps' \(position 3\) "
+                                            rf"must be int, not float"):
+            fn(0, 1, 1.5)  # (linspace(0, 5, 1.5) gave 2 values)
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'steps'"):
+            fn(0, 1, True)
+    np.testing.assert_allclose(tgrad.linspace(0, 5, tgrad.tensor(3)).numpy(), [0, 2.5, 5])
+    with pytest.raises(TypeError, match=r"^bucketize\(\): argument 'input' \(position 1\) must "
+                                        r"be Tensor or Number, not list"):
+        tgrad.bucketize([1.0, 2.0], tgrad.tensor([0.0, 1.5, 3.0]))
+    assert tgrad.bucketize(2.0, tgrad.tensor([0.0, 1.5, 3.0])).item() == 2

@@ -200,8 +200,17 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 @autocast_policy("lower")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """sum(conj(x) * y) along ``dim``, other dims broadcast (PyTorch's: x is conjugated
-    when complex, as in ``vdot``; real tensors: sum(x * y))."""
+    when complex, as in ``vdot``; real tensors: sum(x * y)). x and y: one floating or
+    complex dtype (no promotion, as PyTorch)."""
     from tgrad.ops.complex_ops import conj_of
     require_tensor("linalg.vecdot", x)
     require_tensor("linalg.vecdot", y, "y", 2)
+    # PyTorch's checks: floating or complex, one dtype (no promotion)
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
+                           f"input. Got {_torch_dtype_name(x.dtype)}")
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but "
+                           f"found x of type {_torch_dtype_name(x.dtype)} and y of type "
+                           f"{_torch_dtype_name(y.dtype)} instead")
     return (conj_of(x) * y).sum(dim)

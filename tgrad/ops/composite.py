@@ -36,6 +36,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     broadcast_or_raise,
     fresh,
+    int_tuple,
     require_tensor,
     rounded_to,
     sizes_keyword,
@@ -128,12 +129,14 @@ def _triangle(op: str, input: Tensor, diagonal: int, lower: bool) -> Tensor:  # 
 @tensor_method("tril")
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     """The lower triangle (on and below diagonal ``diagonal``) of the last two dims."""
+    require_tensor("tril", input)
     return _triangle("tril", input, diagonal, True)
 
 
 @tensor_method("triu")
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     """The upper triangle (on and above diagonal ``diagonal``) of the last two dims."""
+    require_tensor("triu", input)
     return _triangle("triu", input, diagonal, False)
 
 
@@ -147,6 +150,7 @@ def frac(input: Tensor) -> Tensor:  # noqa: A002
     # a sparse COO tensor: its own zero-preserving op (coalesced first). Tested up front,
     # not in the shared except form (_common.route_sparse): the body below runs on the
     # sparse operators without raising (an uncoalesced s - trunc(s)). One attribute read.
+    require_tensor("frac", input)
     if input._sparse:
         return input.frac()
     if not input.dtype.is_floating_point:
@@ -208,7 +212,8 @@ def own_copy(out: Tensor, input: Tensor) -> Tensor:  # noqa: A002
 
 def tile(input: Tensor, dims) -> Tensor:  # noqa: A002
     """``repeat`` with ``dims`` padded with leading 1s to input's number of dims."""
-    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    require_tensor("tile", input)
+    dims = int_tuple("tile", "dims", dims, 2)
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
@@ -218,6 +223,7 @@ tensor_method("tile")(lambda self, *sizes, dims=None: tile(self, dims if dims is
 
 def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
     """A copy of ``input`` with the order of elements reversed along ``dims``."""
+    require_tensor("flip", input)
     dtypes.refuse_float8("flip_cpu", input.dtype)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     wrapped = [_wrap_dim(d, input.ndim, "flip") for d in dims]
@@ -239,7 +245,8 @@ tensor_method("flip")(lambda self, *dims: flip(
 def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
     """A copy with the elements shifted by ``shifts`` along ``dims`` (wrapping around);
     without dims, over the flattened tensor (shape kept)."""
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    require_tensor("roll", input)
+    shifts = int_tuple("roll", "shifts", shifts, 2)
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"roll: shifts {list(shifts)} need dims when there is more "
@@ -323,6 +330,8 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     d w = g conj(end - input), PyTorch's formulas (nodes LerpBackward0 for a number weight,
     LerpBackward1 for a tensor). Floating and complex tensors (PyTorch's lerp kernels; a
     complex weight's branch by |weight|)."""
+    require_tensor("lerp", input)
+    require_tensor("lerp", end, "end", 2)
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t.dtype is not input.dtype and (name == "end" or t.ndim):
             raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
@@ -341,10 +350,18 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
 @autocast_policy("promote", cpu=None)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 * tensor2 (broadcast)."""
+    _three_tensors("addcmul", input, tensor1, tensor2)
     value = _scalar_like(value, input, tensor1, tensor2)
     (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
     prod = tensor1 * tensor2
     return rounded_to(input + (prod if value == 1 else prod * value), half)
+
+
+def _three_tensors(op: str, input, tensor1, tensor2) -> None:  # noqa: A002
+    """PyTorch's TypeError unless input, tensor1 and tensor2 are all tensors."""
+    for pos, (name, v) in enumerate((("input", input), ("tensor1", tensor1),
+                                     ("tensor2", tensor2)), 1):
+        require_tensor(op, v, name, pos)
 
 
 def _scalar_like(value, *tensors):
@@ -359,6 +376,7 @@ def _scalar_like(value, *tensors):
 @autocast_policy("promote", cpu=None)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 / tensor2 (broadcast; integer division is refused)."""
+    _three_tensors("addcdiv", input, tensor1, tensor2)
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point \
             and not (tensor1.dtype.is_complex or tensor2.dtype.is_complex):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
@@ -510,6 +528,8 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 @tensor_method("equal")
 def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
     """True when both have the same shape and equal elements (NaN is never equal)."""
+    require_tensor("equal", input)
+    require_tensor("equal", other, "other", 2)
     dtypes.refuse_float8("equal_notnan_cpu", input.dtype, other.dtype)
     if input.shape != other.shape:
         return False

@@ -13,7 +13,7 @@ from tgrad._layout import check_layout, strided
 from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import as_device
 from tgrad.dtypes import DType
-from tgrad.ops._common import sizes_keyword
+from tgrad.ops._common import require_tensor, sizes_keyword
 from tgrad.tensor import Storage, Tensor, _int_arg
 
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
@@ -347,6 +347,7 @@ def _sparse_like(x: Tensor, op: str, dtype, device, requires_grad: bool, layout)
 
 def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
                layout=None, *, memory_format=None) -> Tensor:
+    require_tensor("zeros_like", x)
     if x._sparse and layout is not strided:  # a sparse COO x (tgrad.sparse)
         return _sparse_like(x, "zeros_like", dtype, device, requires_grad, layout)
     dt, dev = _like(x, dtype, device, "zeros_like", layout, memory_format)
@@ -355,6 +356,7 @@ def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
 
 def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
               layout=None, *, memory_format=None) -> Tensor:
+    require_tensor("ones_like", x)
     if x._sparse and layout is not strided:
         return _sparse_like(x, "ones_like", dtype, device, requires_grad, layout)
     dt, dev = _like(x, dtype, device, "ones_like", layout, memory_format)
@@ -363,6 +365,7 @@ def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
 
 def full_like(x: Tensor, fill_value, dtype=None, device=None,
               requires_grad: bool = False, layout=None, *, memory_format=None) -> Tensor:
+    require_tensor("full_like", x)
     if x._sparse and layout is not strided:
         return _sparse_like(x, "full_like", dtype, device, requires_grad, layout)
     dt, dev = _like(x, dtype, device, "full_like", layout, memory_format)
@@ -805,6 +808,7 @@ def linspace(start: float, end: float, steps: int, dtype=None, device=None,
     (see ``spaced_integers``)."""
     check_layout("linspace", layout)
     dt, _ = spaced_dtype("linspace", start, end, dtype)
+    steps = _int_arg("linspace", "steps", steps, 3, allow_bool=False)
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     if dt.is_complex:
@@ -878,7 +882,7 @@ def _new_factory(make):
         dt, dev = _like(self, dtype, device, op, layout)
         return make(_new_size(op, args, size), dtype=dt, device=dev,
                     requires_grad=requires_grad)
-    method.__name__ = op
+    method.__name__ = method.__qualname__ = op
     method.__doc__ = (f"A new tensor as ``tgrad.{make.__name__}(size)`` with self's dtype and "
                       f"device unless given; ``size`` as varargs or a tuple (also ``size=``).")
     return method

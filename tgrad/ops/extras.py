@@ -20,7 +20,14 @@ from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
-from tgrad.ops._common import fresh, rounded_to, route_sparse, tensor_method, widen_halves
+from tgrad.ops._common import (
+    fresh,
+    require_tensor,
+    rounded_to,
+    route_sparse,
+    tensor_method,
+    widen_halves,
+)
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.creation import zeros as tgrad_zeros
 from tgrad.ops.index import (
@@ -64,6 +71,7 @@ class NanToZero(Function):
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
            axis=None) -> Tensor:
     """sum treating NaN as 0;  dx = g * (x is not NaN)."""
+    require_tensor("nansum", input)
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("nansum", dim, axis)
     if not input.dtype.is_floating_point:
@@ -79,6 +87,7 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # no
             axis=None) -> Tensor:
     """mean over the non-NaN elements (NaN where there are none, and a NaN gradient there,
     as PyTorch)."""
+    require_tensor("nanmean", input)
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("nanmean", dim, axis)
     if not input.dtype.is_floating_point:
@@ -99,6 +108,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
                neginf: float | None = None) -> Tensor:
     """NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's largest finite value),
     -inf -> ``neginf`` (its lowest);  dx = g where x is finite, else 0."""
+    require_tensor("nan_to_num", input)
     try:
         if input.dtype.is_complex:  # PyTorch: the real and imaginary parts each replaced
             from tgrad.ops.complex_ops import complex as make_complex
@@ -215,6 +225,7 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     PyTorch does (0.1 is 0.0999755859375 in float16). Bool and integer tensors give the
     default float dtype (logit(True) = inf). A negative ``eps`` is no eps (PyTorch: no
     clamp, and a NaN gradient outside [0, 1])."""
+    require_tensor("logit", input)
     if eps is not None and eps < 0:
         eps = None
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
@@ -236,6 +247,7 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,  # noqa: A002
          append: Tensor | None = None) -> Tensor:
     """The n-th forward difference along ``dim`` (after concatenating prepend / append)."""
+    require_tensor("diff", input)
     d = _wrap_dim(dim, input.ndim, "diff")
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -265,6 +277,7 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
     times (an int, or a tensor of one count per element); the gradient sums the copies.
     With one tensor argument: arange(len) (in its dtype, int32 or int64) with element i
     repeated input[i] times."""
+    require_tensor("repeat_interleave", input)
     if repeats is None:
         dt = input.dtype if input.dtype in (dtypes.int32, dtypes.int64) else dtypes.int64
         return repeat_interleave(arange(input.numel(), dtype=dt, device=input.device), input,
@@ -336,6 +349,8 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
 def inner(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """Sum over the last dims: out[a..., b...] = sum_k input[a..., k] other[b..., k]
     (a product when either is 0-d)."""
+    require_tensor("inner", input)
+    require_tensor("inner", other, "other", 2)
     if input.ndim == 0 or other.ndim == 0:
         return input * other
     if input.shape[-1] != other.shape[-1]:
@@ -371,6 +386,7 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:  # noqa: A002
 @tensor_method("fliplr")
 def fliplr(input: Tensor) -> Tensor:  # noqa: A002
     """flip along dim 1 (input at least 2-D)."""
+    require_tensor("fliplr", input)
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return cp.flip(input, (1,))
@@ -379,6 +395,7 @@ def fliplr(input: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("flipud")
 def flipud(input: Tensor) -> Tensor:  # noqa: A002
     """flip along dim 0 (input at least 1-D)."""
+    require_tensor("flipud", input)
     if input.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return cp.flip(input, (0,))

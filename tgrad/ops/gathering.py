@@ -16,7 +16,14 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.ops._common import fresh, rounded_to, same_device, tensor_method, widen_halves
+from tgrad.ops._common import (
+    fresh,
+    require_tensor,
+    rounded_to,
+    same_device,
+    tensor_method,
+    widen_halves,
+)
 from tgrad.ops.creation import arange, full, tensor
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.tensor import Tensor, _wrap_dim
@@ -97,6 +104,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     dx = zeros with g scatter-added at the gathered positions (PyTorch's scatter_add).
     ``sparse_grad`` is accepted for PyTorch's signature; the gradient is always dense (the
     same values as PyTorch's sparse one)."""
+    require_tensor("gather", input)
     dtypes.refuse_float8("gather_expanded_index", input.dtype)
     d = _wrap_dim(dim, input.ndim, "gather")
     if isinstance(index, Tensor) and max(index.ndim, 1) != max(input.ndim, 1):
@@ -114,6 +122,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 def select(input: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
     """input[..., index, ...] at ``dim`` (a view without that dim). ``index``: an int, or
     a one-element integer tensor (its value, as PyTorch's __index__)."""
+    require_tensor("select", input)
     if isinstance(index, Tensor) and index.numel() == 1 and not (
             index.dtype.is_floating_point or index.dtype.is_complex):
         index = int(index.item())
@@ -257,6 +266,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
 def nonzero(input: Tensor, *, as_tuple: bool = False):  # noqa: A002
     """Indices of the nonzero elements: an int64 (count, ndim) tensor, or one 1-D tensor
     per dim with ``as_tuple`` (read on the host: the count decides the shape)."""
+    require_tensor("nonzero", input)
     dtypes.refuse_float8("nonzero_count_cpu", input.dtype)
     values = np.asarray(input.detach().numpy(force=True))
     idx = np.argwhere(values.reshape(values.shape or (1,)) != 0).astype(np.int64)
@@ -271,6 +281,7 @@ tensor_method("nonzero")(nonzero)
 
 def argwhere(input: Tensor) -> Tensor:  # noqa: A002
     """nonzero(input) as one (count, ndim) tensor."""
+    require_tensor("argwhere", input)
     return nonzero(input)
 
 

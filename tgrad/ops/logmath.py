@@ -142,6 +142,7 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("signbit")
 def signbit(input: Tensor) -> Tensor:  # noqa: A002
     """True where the sign is negative, -0.0 and -inf included (bool); False for NaN."""
+    require_tensor("signbit", input)
     try:
         with no_grad():
             x = input.detach()
@@ -200,6 +201,8 @@ def fmax(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """maximum ignoring NaN (NaN only where both are);  the gradient goes to the chosen
     operand, to input on ties."""
     _tensor_pair("fmax", input, other)
+    if input.dtype.is_complex or other.dtype.is_complex:  # (PyTorch's text)
+        raise RuntimeError("fmax not implemented for complex tensors.")
     return ew.where(ew.logical_or(ew.ge(input, other), ew.isnan(other)), input, other)
 
 
@@ -208,6 +211,8 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """minimum ignoring NaN (NaN only where both are);  the gradient goes to the chosen
     operand, to input on ties."""
     _tensor_pair("fmin", input, other)
+    if input.dtype.is_complex or other.dtype.is_complex:  # (PyTorch's text)
+        raise RuntimeError("fmin not implemented for complex tensors.")
     return ew.where(ew.logical_or(ew.le(input, other), ew.isnan(other)), input, other)
 
 
@@ -272,6 +277,9 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
 
 def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  # noqa: A002
     x, d = _scan_input(op, input, dim)
+    if x.dtype.is_complex:  # complex numbers have no order (PyTorch's kernels lack it)
+        raise NotImplementedError(f"{op}(): \"{op}_cpu\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}'")
     n = x.shape[d]
     if x.numel() == 0:
         return getattr(return_types, op)(input.clone(), zeros(input.shape, dtype=dtypes.int64,

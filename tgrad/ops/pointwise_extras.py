@@ -91,6 +91,8 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
     (broadcast; input and values of one dtype, as PyTorch requires)."""
     require_tensor("heaviside", input)
     require_tensor("heaviside", values, "values", 2)
+    if input.dtype.is_complex or values.dtype.is_complex:
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     if input.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")

@@ -8,7 +8,7 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import expandable
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import rounded_to, tensor_method, widen_halves
+from tgrad.ops._common import require_tensor, rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange, zeros
 from tgrad.ops.index import getitem
 from tgrad.ops.matmul import matmul
@@ -30,6 +30,8 @@ def _dims(op: str, want: tuple, *tensors: Tensor) -> None:
 @autocast_policy(None, cpu="native")  # CPU: not lowered (PyTorch's CPU lists omit dot)
 def dot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """sum(input * other) of two 1-D tensors of the same size and dtype."""
+    require_tensor("dot", input)
+    require_tensor("dot", other, "other", 2)
     _dims("dot", (1, 1), input, other)
     if input.shape != other.shape:
         raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
@@ -43,6 +45,8 @@ def dot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 def vdot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """sum(conj(input) * other) of two 1-D tensors (PyTorch's: the first argument is
     conjugated; real tensors: ``dot``)."""
+    require_tensor("vdot", input)
+    require_tensor("vdot", other, "other", 2)
     if isinstance(input, Tensor) and input.dtype.is_complex:
         from tgrad.ops.complex_ops import conj_of
         input = conj_of(input)  # noqa: A001
@@ -60,6 +64,8 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("outer", "ger")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:  # noqa: A002
     """out[i, j] = input[i] * vec2[j] of two 1-D tensors."""
+    require_tensor("outer", input)
+    require_tensor("outer", vec2, "vec2", 2)
     _dims("outer", (1, 1), input, vec2)
     return input.unsqueeze(1) * vec2
 
@@ -136,6 +142,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A0
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     """1-D input: a square matrix with input on its ``diagonal``-th diagonal; 2-D input: that
     diagonal as a 1-D tensor (a copy)."""
+    require_tensor("diag", input)
     if input.ndim == 1:
         n = input.shape[0] + abs(diagonal)
         out = zeros(n, n, dtype=input.dtype, device=input.device)
@@ -154,6 +161,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
 @autocast_policy(None, cpu="fp32")
 def trace(input: Tensor) -> Tensor:  # noqa: A002
     """Sum of the main diagonal of a 2-D tensor."""
+    require_tensor("trace", input)
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype is dtypes.bool_:  # (sum takes bools; PyTorch's trace does not)

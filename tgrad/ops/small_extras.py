@@ -33,6 +33,7 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype=Non
     dtype=int64)`` is [1, 1, 1]; see ``creation.spaced_integers``)."""
     check_layout("logspace", layout)
     dt, _ = spaced_dtype("logspace", start, end, dtype)
+    steps = _int_arg("logspace", "steps", steps, 3, allow_bool=False)
     if steps < 0:
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
     if dt.is_complex:  # base ** (complex exponents)

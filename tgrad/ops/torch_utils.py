@@ -215,7 +215,7 @@ def _copy(op: str, view, out_name: str | None = None):
         if isinstance(out, tuple):
             return tuple(o.clone() for o in out)
         return out.clone()
-    fn.__name__ = op
+    fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"A contiguous copy of {op[:-5]}'s view (in the graph)."
     return fn
 
