@@ -540,3 +540,76 @@ def test_int_sequences_and_counts():
                                         r"be Tensor or Number, not list"):
         tgrad.bucketize([1.0, 2.0], tgrad.tensor([0.0, 1.5, 3.0]))
     assert tgrad.bucketize(2.0, tgrad.tensor([0.0, 1.5, 3.0])).item() == 2
+
+
+def test_permute_refuses_float_dims():
+    # int() truncated them: permute(x, (0.5, 1.5)) returned x unpermuted
+    x = _x(2, 3)
+    with pytest.raises(TypeError, match=r"^permute\(\): argument 'dims' \(position 2\) must be "
+                                        r"tuple of ints, but found element of type float"):
+        tgrad.permute(x, (0.5, 1.5))
+    with pytest.raises(TypeError, match=r"^permute\(\): argument 'dims' \(position 2\) must be "
+                                        r"tuple of ints, not str"):
+        x.permute("ab")
+    ref = np.arange(1.0, 7.0).reshape(2, 3).T
+    for got in (x.permute(1, 0), x.permute([1, 0]), tgrad.permute(x, (1, 0)),
+                x.permute(dims=(1, 0)), x.permute(tgrad.tensor(1), 0)):
+        np.testing.assert_array_equal(got.numpy(), ref)
+
+
+@pytest.mark.parametrize("call, err, text", [
+    # NumPy's broadcast ValueError leaked
+    (lambda: tgrad.complex(_x(5).double(), _x(3, 4).double()), RuntimeError,
+     r"^complex: The size of tensor a \(5\) must match the size of tensor b \(4\) at "
+     r"non-singleton dimension 1"),
+    (lambda: tgrad.nextafter(_x(5), _x(3, 4)), RuntimeError,
+     r"^nextafter: The size of tensor a \(5\) must match"),
+    # a 0-d right-hand side: IndexError 'tuple index out of range'
+    (lambda: tgrad.linalg.solve(tgrad.eye(2), tgrad.tensor(1.0)), RuntimeError,
+     r"^linalg.solve: The input tensor B must have at least 2 dimensions"),
+    (lambda: tgrad.linalg.lstsq(tgrad.eye(2), tgrad.tensor(1.0)), RuntimeError,
+     r"lstsq: other must have at least 1 dimension"),
+    # non-tensors: AttributeError ('str' object has no attribute ...)
+    (lambda: tgrad.linalg.eigvals("x"), TypeError,
+     r"^linalg.eigvals\(\): argument 'input' \(position 1\) must be Tensor, not str"),
+    (lambda: tgrad.linalg.diagonal(None), TypeError,
+     r"^linalg.diagonal\(\): argument 'A' \(position 1\) must be Tensor, not NoneType"),
+    (lambda: tgrad.slice_scatter(2.5, _x(2)), TypeError,
+     r"^slice_scatter\(\): argument 'input' \(position 1\) must be Tensor, not float"),
+    (lambda: tgrad.atleast_2d(_x(2), 1), TypeError,
+     r"^atleast_2d\(\): expected Tensor as element 1 in argument 0, but got int"),
+    (lambda: tgrad.atleast_3d([1.0]), TypeError,
+     r"^atleast_3d\(\): expected Tensor as element 0 in argument 0, but got float"),
+    (lambda: tgrad.meshgrid(_x(2), None), TypeError,
+     r"^meshgrid\(\): expected Tensor as element 1 in argument 0, but got NoneType"),
+    (lambda: tgrad.gather(_x(2), 0, [0]), TypeError,  # (was a RuntimeError)
+     r"^gather\(\): argument 'index' \(position 3\) must be Tensor, not list"),
+    # strings where a number goes: NumPy's / float()'s ValueError leaked
+    (lambda: tgrad.xlogy(_x(2), "x"), TypeError,
+     r"^xlogy\(\): argument 'other' \(position 2\) must be Tensor or Number, not str"),
+    (lambda: tgrad.special.zeta("x", _x(2)), TypeError, r"^zeta\(\): argument 'input'"),
+    (lambda: tgrad.special.chebyshev_polynomial_t(_x(2), "x"), TypeError,
+     r"^chebyshev_polynomial_t\(\): argument"),
+    (lambda: tgrad.copysign(_x(2), "x"), TypeError, r"^copysign\(\): argument 'other'"),
+    (lambda: tgrad.float_power(_x(2), None), TypeError, r"^float_power\(\): argument 'exponent'"),
+    (lambda: tgrad.linspace("a", 1, 3), TypeError, r"^linspace\(\): argument 'start'"),
+    (lambda: tgrad.fft.fftfreq(3, "a"), TypeError,
+     r"^fftfreq\(\): argument 'd' \(position 2\) must be float, not str"),
+    (lambda: tgrad.linalg.vecdot(_x(2, 3), _x(2, 3), dim=(0, 1)), TypeError,
+     r"^linalg.vecdot\(\): argument 'dim' must be int, not tuple"),
+])
+def test_leaked_internal_errors_are_pytorchs(call, err, text):
+    with pytest.raises(err, match=text):
+        call()
+
+
+def test_number_operands_still_work():
+    # the checks above take numbers (NumPy's too) where PyTorch does
+    x = tgrad.tensor([0.5, 2.0], dtype=tgrad.float64)
+    np.testing.assert_allclose(tgrad.xlogy(3, x).numpy(), 3 * np.log([0.5, 2.0]), rtol=1e-15)
+    np.testing.assert_array_equal(tgrad.copysign(x, np.float32(-1)).numpy(), [-0.5, -2.0])
+    np.testing.assert_array_equal(tgrad.float_power(2, x).numpy(), 2.0 ** np.array([0.5, 2.0]))
+    np.testing.assert_array_equal(tgrad.fft.fftfreq(4, 2).numpy(), np.fft.fftfreq(4, 2))
+    np.testing.assert_allclose(tgrad.complex(x, x.reshape(2, 1)).numpy(),
+                               np.array([0.5, 2.0]) + 1j * np.array([[0.5], [2.0]]))
+    assert tgrad.atleast_2d([_x(2), _x(1, 2)])[0].shape == (1, 2)

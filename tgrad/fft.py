@@ -31,6 +31,8 @@ fftshift / ifftshift are tgrad ops and work on every device.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from tgrad import dtypes
@@ -439,6 +441,9 @@ def _freq(op: str, n: int, d: float, onesided: bool, dtype, device,
           requires_grad: bool) -> Tensor:
     from tgrad.ops.creation import tensor
     _int_arg(op, "n", n, optional=False)
+    if isinstance(d, (str, bytes)) or not isinstance(d, (numbers.Real, np.generic, Tensor)):
+        raise TypeError(f"{op}(): argument 'd' (position 2) must be float, not "
+                        f"{type(d).__name__}")
     if n < 0:
         raise RuntimeError(f"{op}: Trying to create tensor with negative dimension {n}: [{n}]")
     dt = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)

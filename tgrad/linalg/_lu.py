@@ -200,6 +200,8 @@ def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
     if A.device is not B.device:
         raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
                            f"at least two devices, {A.device} and {B.device}!")
+    if B.ndim == 0:  # PyTorch's text (a 1-D B is a vector)
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
     # PyTorch: B is a batch of vectors when it is 1-D or has A's shape without the last dim
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     if vector:

@@ -19,7 +19,7 @@ from tgrad.ops import mathcomposites as mc
 from tgrad.ops._common import fresh, require_tensor
 from tgrad.ops.matmul import matmul as _matmul
 from tgrad.ops.reduce import norm as _vnorm
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "multi_dot", "diagonal", "matmul",
            "vecdot"]
@@ -189,6 +189,7 @@ def multi_dot(tensors) -> Tensor:
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """``tgrad.diagonal`` with the last two dims as default (a view)."""
+    require_tensor("linalg.diagonal", A, "A")
     return A.diagonal(offset, dim1, dim2)
 
 
@@ -205,6 +206,7 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     from tgrad.ops.complex_ops import conj_of
     require_tensor("linalg.vecdot", x)
     require_tensor("linalg.vecdot", y, "y", 2)
+    dim = _int_arg("linalg.vecdot", "dim", dim)  # one dim (a tuple summed over several)
     # PyTorch's checks: floating or complex, one dtype (no promotion)
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "

@@ -197,6 +197,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     require_tensor(op, B, "B", 2)
     if A.ndim < 2:
         raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError(f"{op}: other must have at least 1 dimension.")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got "
                            f"input's dtype {_torch_dtype_name(A.dtype)} and other's dtype "

@@ -403,19 +403,25 @@ tensor_method("clamp_max")(clamp_max)
 
 def atleast_1d(*tensors):
     """Each tensor with at least 1 dim (0-d: shape (1,)); one tensor in, one out."""
-    out = [t.reshape(1) if t.ndim == 0 else t for t in _tensor_args(tensors)]
+    out = [t.reshape(1) if t.ndim == 0 else t for t in _tensor_args("atleast_1d", tensors)]
     return out[0] if len(out) == 1 else tuple(out)
 
 
 def atleast_2d(*tensors):
     """Each tensor with at least 2 dims (0-d: (1, 1); 1-D (n,): (1, n))."""
-    out = [t.reshape(1, -1) if t.ndim < 2 else t for t in _tensor_args(tensors)]
+    out = [t.reshape(1, -1) if t.ndim < 2 else t for t in _tensor_args("atleast_2d", tensors)]
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _tensor_args(tensors) -> list:
+def _tensor_args(op: str, tensors) -> list:
+    """The tensors given as separate arguments or as one sequence; anything else is
+    PyTorch's TypeError ('expected Tensor as element 1 in argument 0, but got int')."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        return list(tensors[0])
+        tensors = tensors[0]
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
     return list(tensors)
 
 
@@ -436,7 +442,7 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     """Coordinate grids of 1-D (or 0-d) tensors, as expanded views: 'ij' (PyTorch's
     default: grid k varies along dim k) or 'xy' (the first two dims of every grid swapped,
     NumPy's default)."""
-    ts = _tensor_args(tensors)
+    ts = _tensor_args("meshgrid", tensors)
     if not ts:
         raise RuntimeError("meshgrid expects a non-empty TensorList")
     for t in ts[1:]:

@@ -4,6 +4,7 @@ from_numpy, manual_seed. Shapes may be given as varargs or one tuple."""
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
 import numpy as np
@@ -788,6 +789,10 @@ def spaced_dtype(op: str, start, end, dtype) -> tuple[DType, bool]:
     """(the dtype of linspace/logspace, whether a bound is complex): PyTorch infers the
     default complex dtype from a complex bound (a number or tensor), else the default dtype;
     a given real dtype cannot take a complex bound."""
+    for pos, (name, v) in enumerate((("start", start), ("end", end)), 1):
+        if not isinstance(v, (Tensor, numbers.Number, np.generic)):  # PyTorch's TypeError
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Number or "
+                            f"Tensor, not {type(v).__name__}")
     cplx = any(v.dtype.is_complex if isinstance(v, Tensor)
                else isinstance(v, (complex, np.complexfloating)) for v in (start, end))
     if dtype is None:

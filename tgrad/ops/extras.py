@@ -9,6 +9,7 @@ be NaN), as in composite.py.
 from __future__ import annotations
 
 import math
+import numbers
 
 import ml_dtypes
 import numpy as np
@@ -177,8 +178,13 @@ def xlogy(input, other) -> Tensor:  # noqa: A002
     return cls.apply(x, y)
 
 
-def _tensors_in_result_dtype(a, b) -> tuple:
-    """a and b as tensors of their promoted floating dtype (numbers become 0-d tensors)."""
+def _tensors_in_result_dtype(a, b, op: str = "xlogy") -> tuple:
+    """a and b as tensors of their promoted floating dtype (numbers become 0-d tensors);
+    anything but a tensor or a number is PyTorch's TypeError naming ``op``."""
+    for pos, (name, v) in enumerate((("input", a), ("other", b)), 1):
+        if not isinstance(v, (Tensor, numbers.Number, np.generic)):
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor or "
+                            f"Number, not {type(v).__name__}")
     t = a if isinstance(a, Tensor) else b
     dt = dtypes.result_type(a, b)
     if not dt.is_floating_point:

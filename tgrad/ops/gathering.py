@@ -37,9 +37,10 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int,  # noqa: A0
     """An int32/int64 tensor on input's device with every value in [0, size) (PyTorch's
     RuntimeError, as gather, scatter* and index_add raise it; index_select's is an
     IndexError, ``error``)."""
-    if not isinstance(index, Tensor) or index.dtype not in (dtypes.int64, dtypes.int32):
-        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
-        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {got}")
+    require_tensor(op, index, "index", 3)  # (position 3 in gather, scatter*, index_*)
+    if index.dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got "
+                           f"{index.dtype.name}")
     same_device(op, input, index)
     if index.numel():
         lo, hi = int(index.min()), int(index.max())  # on a GPU: one synchronizing read each

@@ -300,7 +300,7 @@ def atleast_3d(*tensors):
     """Each tensor with at least 3 dims (views): 0-d -> (1, 1, 1), (n,) -> (1, n, 1),
     (m, n) -> (m, n, 1); one tensor in, one out."""
     out = []
-    for t in cp._tensor_args(tensors):
+    for t in cp._tensor_args("atleast_3d", tensors):
         if t.ndim == 0:
             t = t.reshape(1, 1, 1)
         elif t.ndim == 1:

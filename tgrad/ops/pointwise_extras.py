@@ -180,6 +180,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     integer tensor takes the float one's dtype; two integer tensors raise); not
     differentiable."""
     dt = promoted_float_dtype("nextafter", input, other)
+    broadcast_or_raise("nextafter", input.shape, other.shape)  # (NumPy's ValueError leaked)
     return _host(np.nextafter, input.device, input.to(dt), other.to(dt)).to(dt)
 
 

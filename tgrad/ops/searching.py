@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
@@ -119,7 +121,7 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False,  # noqa: A0
     """The bucket of each input value among the 1-D ``boundaries``: right=False:
     boundaries[i-1] < x <= boundaries[i]; right=True: boundaries[i-1] <= x < boundaries[i]
     (searchsorted(boundaries, input, right=right))."""
-    if not isinstance(input, (Tensor, numbers.Number)):
+    if not isinstance(input, (Tensor, numbers.Number, np.generic)):
         raise TypeError(f"bucketize(): argument 'input' (position 1) must be Tensor or Number, "
                         f"not {type(input).__name__}")
     require_tensor("bucketize", boundaries, "boundaries", 2)

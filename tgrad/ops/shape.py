@@ -18,6 +18,7 @@ from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import (
     backend_of,
+    int_tuple,
     make_view,
     register_op,
     require_tensor,
@@ -260,14 +261,15 @@ def permute(input: Tensor, *order, dims=None) -> Tensor:  # noqa: A002
     ``dims``)."""
     require_tensor("permute", input)
     dims = sizes_keyword("permute", "dims", order, dims)
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-        dims = tuple(dims[0])
+    if len(dims) == 1 and not isinstance(dims[0], Tensor):  # one sequence (or a bad value)
+        dims = dims[0]
+    dims = int_tuple("permute", "dims", dims, 2)  # (a float dim was truncated by int())
     if len(dims) != input.ndim:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
                            f"input.dim() = {input.ndim} is not equal to len(dims) = {len(dims)}"
                            .replace("(sparse_coo)", ""))
-    dims = tuple(_wrap_dim(int(d), input.ndim, "permute") for d in dims)
+    dims = tuple(_wrap_dim(d, input.ndim, "permute") for d in dims)
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"permute: repeated dim in {list(dims)}")
     return view_apply(Permute, input, dims)

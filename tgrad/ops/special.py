@@ -335,7 +335,7 @@ def xlog1py(input, other) -> Tensor:  # noqa: A002
     (PyTorch's rule); dx = xlog1py(g, y) (0 where x == 0 and y <= -1), dy = g x / (1 + y)
     (see ``Xlog1py``)."""
     cls = _XLOG1PY_NODES.get((isinstance(input, Tensor), isinstance(other, Tensor)), Xlog1py)
-    x, y = _tensors_in_result_dtype(input, other)
+    x, y = _tensors_in_result_dtype(input, other, "xlog1py")
     return cls.apply(x, y)
 
 
