@@ -3,6 +3,8 @@ integer division follows PyTorch (``/`` true-divides to float, ``//`` floors).""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -613,3 +615,20 @@ def test_number_operands_still_work():
     np.testing.assert_allclose(tgrad.complex(x, x.reshape(2, 1)).numpy(),
                                np.array([0.5, 2.0]) + 1j * np.array([[0.5], [2.0]]))
     assert tgrad.atleast_2d([_x(2), _x(1, 2)])[0].shape == (1, 2)
+
+
+def test_mvlgamma_and_broadcast_shapes_checks():
+    x = tgrad.tensor([3.0, 4.5], dtype=tgrad.float64)
+    for fn in (tgrad.mvlgamma, tgrad.special.multigammaln):  # a bool input was read as 0 / 1
+        with pytest.raises(RuntimeError, match="may not be a boolean tensor"):
+            fn(x > 0, 1)
+    with pytest.raises(TypeError, match=r"^mvlgamma\(\): argument 'p' \(position 2\) must be "
+                                        r"int, not float"):
+        tgrad.mvlgamma(x, 1.5)
+    # p = 2: lgamma(x) + lgamma(x - 1/2) + log(pi) / 2
+    ref = [math.lgamma(v) + math.lgamma(v - 0.5) + math.log(math.pi) / 2 for v in (3.0, 4.5)]
+    np.testing.assert_allclose(tgrad.mvlgamma(x, 2).numpy(), ref, rtol=1e-14)
+    with pytest.raises(TypeError, match=r"torch.Size\(\) takes an iterable of 'int' \(item 0 "
+                                        r"is 'float'\)"):
+        tgrad.broadcast_shapes((1.5, 2))  # (returned (1.5, 2))
+    assert tgrad.broadcast_shapes((2, 1), (3,), 1) == (2, 3)

@@ -133,6 +133,11 @@ for _name, _fn in (("deg2rad_", deg2rad), ("rad2deg_", rad2deg), ("ldexp_", ldex
 def broadcast_shapes(*shapes) -> tuple:
     """The shape the given shapes (tuples or ints) broadcast to, by PyTorch's rules."""
     dims = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    for shape in dims:  # PyTorch's TypeError (a float size was taken as it is)
+        for i, d in enumerate(shape):
+            if not isinstance(d, (int, np.integer)):
+                raise TypeError(f"broadcast_shapes: torch.Size() takes an iterable of 'int' "
+                                f"(item {i} is '{type(d).__name__}')")
     if any(d < 0 for shape in dims for d in shape):
         raise ValueError("Attempting to broadcast a dimension with negative length!")
     out: list = []

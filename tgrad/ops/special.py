@@ -26,11 +26,13 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     apply_float_unary,
     float_input,
+    require_tensor,
     rounded_to,
     tensor_method,
 )
@@ -38,7 +40,7 @@ from tgrad.ops.complex_ops import conj_of
 from tgrad.ops.extras import _tensors_in_result_dtype, number_operand_nodes
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.logmath import signbit
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "sinc"]
 
@@ -248,6 +250,10 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:  # noqa: A002
     sum_{i<p} lgamma(x - i/2) + p (p - 1)/4 log(pi). Where some x <= (p - 1)/2 the terms
     reach lgamma's poles and negative arguments, giving inf or lgamma's values there (as
     PyTorch 2.14, which no longer raises; no host sync to check)."""
+    require_tensor("mvlgamma", input)
+    p = _int_arg("mvlgamma", "p", p, 2, allow_bool=False)
+    if input.dtype is dtypes.bool_:  # PyTorch's check (a bool would read as 0 / 1)
+        raise RuntimeError("mvlgamma: The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     x, half = float_input("mvlgamma", input)
