@@ -632,3 +632,28 @@ def test_mvlgamma_and_broadcast_shapes_checks():
                                         r"is 'float'\)"):
         tgrad.broadcast_shapes((1.5, 2))  # (returned (1.5, 2))
     assert tgrad.broadcast_shapes((2, 1), (3,), 1) == (2, 3)
+
+
+@pytest.mark.parametrize("name, shapes, text", [
+    ("addmm", ((2, 2), (2, 3), (3, 2)),
+     r"^addmm: self and mat2 must have the same dtype, but got Float and Double"),
+    ("addmv", ((2,), (2, 3), (3,)),
+     r"^addmv input tensors must have the same dtype, but got Float, Double, and Double"),
+    ("baddbmm", ((1, 2, 2), (1, 2, 3), (1, 3, 2)),
+     r"^baddbmm: Input dtypes must be the same, got: input float32, batch1: float64"),
+    ("addbmm", ((2, 2), (1, 2, 3), (1, 3, 2)), r"^addbmm: self and mat2 must have the same"),
+])
+def test_add_matmul_family_does_not_promote_input(name, shapes, text):
+    # PyTorch's kernels take one dtype; tgrad promoted a float32 input to the float64 product
+    a, b, c = (tgrad.tensor(np.ones(s)) for s in shapes)
+    with pytest.raises(RuntimeError, match=text):
+        getattr(tgrad, name)(a.float(), b, c)
+
+
+def test_addr_promotes_as_pytorch():
+    # PyTorch's addr is a broadcast product: mixed dtypes promote (tgrad's matmul refused them)
+    m, u, v = np.arange(6.0).reshape(2, 3), np.array([1.0, 2.0]), np.array([0.5, -1.0, 2.0])
+    out = tgrad.addr(tgrad.tensor(m), tgrad.tensor(u), tgrad.tensor(v, dtype=tgrad.float32),
+                     beta=2, alpha=3)
+    assert out.dtype is tgrad.float64
+    np.testing.assert_allclose(out.numpy(), 2 * m + 3 * np.outer(u, v), rtol=1e-15)

@@ -79,7 +79,17 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
     broadcast to the product's shape (never the other way), halves in float32 and rounded
     once; beta == 0 ignores input's values (its NaN/inf too) but keeps it in the graph
     (a zero gradient), as PyTorch. Integer tensors with a float beta or alpha raise addr's
-    error (PyTorch's addmm & co truncate the scalar silently instead)."""
+    error (PyTorch's addmm & co truncate the scalar silently instead). addmm, addmv,
+    baddbmm and addbmm take one dtype, as PyTorch's kernels (no promotion of input)."""
+    if op != "addr" and a.dtype is b.dtype and input.dtype is not a.dtype:
+        names = [dtypes.SCALAR_TYPE_NAMES[t.dtype] for t in (input, a, b)]
+        raise RuntimeError({
+            "addmv": f"addmv input tensors must have the same dtype, but got {names[0]}, "
+                     f"{names[1]}, and {names[2]}",
+            "baddbmm": f"baddbmm: Input dtypes must be the same, got: input {input.dtype.name}, "
+                       f"batch1: {a.dtype.name}, batch2: {b.dtype.name}",
+        }.get(op, f"{op}: self and mat2 must have the same dtype, but got {names[0]} and "
+                  f"{names[2]}"))
     rt = dtypes.result_type(input, a, b)
     if not (rt.is_floating_point or rt.is_complex):
         for name, s in (("beta", beta), ("alpha", alpha)):
