@@ -657,3 +657,40 @@ def test_addr_promotes_as_pytorch():
                      beta=2, alpha=3)
     assert out.dtype is tgrad.float64
     np.testing.assert_allclose(out.numpy(), 2 * m + 3 * np.outer(u, v), rtol=1e-15)
+
+
+def _args_for(name):
+    x, i, v = _x(2, 2), tgrad.tensor([0, 1]), _x(2)
+    return {
+        "addmm": (x, x, x), "addmv": (v, x, v), "mv": (x, v), "baddbmm": (x[None], x[None],
+                                                                            x[None]),
+        "addbmm": (x, x[None], x[None]), "index_add": (x, 0, i, x), "index_copy": (x, 0, i, x),
+        "index_select": (x, 0, i), "scatter_add": (x, 0, i[None], x), "scatter": (x, 0, i[None], x),
+        "take_along_dim": (x, i[None], 0), "take": (x, i), "index_fill": (x, 0, i, 1.0),
+        "masked_fill": (x, x > 2, 0.0), "masked_scatter": (x, x > 2, x), "reshape": (x, (4,)),
+        "broadcast_to": (x, (2, 2, 2)), "narrow": (x, 0, 0, 1), "narrow_copy": (x, 0, 0, 1),
+        "unflatten": (v, 0, (1, 2)), "triplet_margin_loss": (x, x, x),
+    }[name]
+
+
+@pytest.mark.parametrize("name", ["addmm", "addmv", "mv", "baddbmm", "addbmm", "index_add",
+                                  "index_copy", "index_select", "scatter_add", "scatter",
+                                  "take_along_dim", "take", "index_fill", "masked_fill",
+                                  "masked_scatter", "reshape", "broadcast_to", "narrow",
+                                  "narrow_copy", "unflatten", "triplet_margin_loss"])
+def test_every_tensor_operand_is_checked(name):
+    # each tensor operand in turn replaced by a string: PyTorch's TypeError naming the
+    # argument and its position (tgrad leaked "'str' object has no attribute 'ndim'")
+    fn, args = getattr(tgrad, name), _args_for(name)
+    assert fn(*args) is not None
+    for pos, a in enumerate(args):
+        if not isinstance(a, tgrad.Tensor) or (name, pos) in {("scatter", 3), ("index_copy", 2),
+                                                              ("masked_fill", 1),
+                                                              ("masked_scatter", 1),
+                                                              ("index_fill", 2),
+                                                              ("triplet_margin_loss", 0)}:
+            continue  # (operands checked by other code: their own texts)
+        bad = args[:pos] + ("x",) + args[pos + 1:]
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument '\w+' \(position {pos + 1}"
+                                            rf"\) must be Tensor, not str"):
+            fn(*bad)

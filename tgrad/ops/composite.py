@@ -96,6 +96,7 @@ def _check_mask(op: str, mask) -> None:
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
     """``value`` where ``mask`` holds, else ``input`` (mask and input broadcast); input's dtype.
     d input = g where not mask;  d value (a 0-d tensor) = sum of g where mask."""
+    require_tensor("masked_fill", input)
     _check_mask("masked_fill", mask)
     dtypes.refuse_float8("masked_fill", input.dtype)
     broadcast_or_raise("masked_fill", mask.shape, input.shape)  # PyTorch's text (not where's)

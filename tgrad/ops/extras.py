@@ -337,9 +337,11 @@ def _check_output_size(output_size: int | None, total: int) -> None:
 @tensor_method("take")
 def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
     """input.flatten()[index] (shape of index; negative indices count from the end)."""
-    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
-        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
-        raise RuntimeError(f"take(): Expected a long tensor for index, but got {got}")
+    require_tensor("take", input)
+    require_tensor("take", index, "index", 2)
+    if index.dtype is not dtypes.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
+                           f"{index.dtype.name}")
     n = input.numel()
     if index.numel():
         lo, hi = int(index.min()), int(index.max())
@@ -373,6 +375,7 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:  # noqa: A002
     """Split dim ``dim`` into ``sizes`` (one entry may be -1). The -1 is inferred from the
     size of dim ``dim`` alone (PyTorch's infer_size over that dim), so it is defined even when
     another dim is 0: zeros(0, 1, 1, 2).unflatten(-1, (2, -1)) has shape (0, 1, 1, 2, 1)."""
+    require_tensor("unflatten", input)
     d = _wrap_dim(dim, input.ndim, "unflatten")
     sizes = tuple(int(v) for v in sizes)
     known = math.prod(v for v in sizes if v != -1)
@@ -433,6 +436,7 @@ def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa: A002
     """A copy with the slices at ``index`` along ``dim`` set to ``value`` (a number or a
     0-d tensor, whose gradient sums the filled positions once each)."""
+    require_tensor("index_fill", input)
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.ndim} dimension(s).")
@@ -471,6 +475,8 @@ def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
 @autocast_policy(None, cpu="promote")
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:  # noqa: A002
     """A copy with source's slices written at ``index`` along ``dim``."""
+    require_tensor("index_copy", input)
+    require_tensor("index_copy", source, "source", 4)
     x = input.reshape(1) if input.ndim == 0 else input
     src = source.reshape(1) if source.ndim == 0 else source
     key = _dim_key(x, dim, index, "index_copy")

@@ -84,6 +84,7 @@ def _check_sizes(op: str, index: Tensor, dim: int, input: Tensor, src=None) -> N
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
     """The entries ``index`` (a vector, or one 0-d index) of ``input`` along ``dim``:
     y.shape = input.shape with dim -> len(index);  dx scatter-adds g (repeats add up)."""
+    require_tensor("index_select", input)
     d = _wrap_dim(dim, input.ndim, "index_select")
     if isinstance(index, Tensor) and index.ndim > 1:
         raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
@@ -143,6 +144,8 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     ``dim``; negative indices in [-size, 0) count from the end (as NumPy's
     take_along_axis and PyTorch's). dim None: over the flattened input, indices in [0, numel)
     only (PyTorch's)."""
+    require_tensor("take_along_dim", input)
+    require_tensor("take_along_dim", indices, "indices", 2)
     if isinstance(indices, Tensor) and indices.dtype is not dtypes.int64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{dtypes.SCALAR_TYPE_NAMES[indices.dtype]}")
@@ -174,6 +177,7 @@ tensor_method("take_along_dim")(take_along_dim)
 def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:  # noqa: A002
     """(key, src restricted to index's shape) for writing src[j] at index's positions along
     ``dim``, after PyTorch's checks (dims, sizes, range, src dtype)."""
+    require_tensor(op, index, "index", 3)
     d = _wrap_dim(dim, input.ndim, op)
     if max(index.ndim, 1) != max(input.ndim, 1) or (
             isinstance(src, Tensor) and max(src.ndim, 1) != max(input.ndim, 1)):
@@ -195,6 +199,9 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
     """A copy of input with src[i][j] added at [i][index[i][j]] (dim = 1; repeats add up);
     d input = g, d src = g gathered at index."""
+    require_tensor("scatter_add", input)
+    require_tensor("scatter_add", index, "index", 3)
+    require_tensor("scatter_add", src, "src", 4)
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         return fresh(scatter_add(input.reshape(1), dim, index.reshape(-1),
                                  src.reshape(-1)).reshape(()))
@@ -211,6 +218,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # 
     d input = g where nothing was written, d src = g gathered at index. PyTorch's deprecated
     ``reduce='add' | 'multiply'`` accumulates instead: scatter_reduce's 'sum' / 'prod' with
     include_self (differentiable here; PyTorch's has no derivative)."""
+    require_tensor("scatter", input)
     if src is None:
         src = value
     if src is None:
@@ -238,6 +246,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa: A002
               alpha=1) -> Tensor:
     """A copy of input with alpha * source's slices added at ``index`` along ``dim``."""
+    require_tensor("index_add", input)
+    require_tensor("index_add", index, "index", 3)
+    require_tensor("index_add", source, "source", 4)
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         return fresh(index_add(input.reshape(1), dim, index.reshape(-1), source.reshape(-1),
                                alpha=alpha).reshape(()))

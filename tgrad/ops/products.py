@@ -57,6 +57,8 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 @autocast_policy("lower", cpu="native")
 def mv(input: Tensor, vec: Tensor) -> Tensor:  # noqa: A002
     """Matrix (n, m) times vector (m,) -> (n,)."""
+    require_tensor("mv", input)
+    require_tensor("mv", vec, "vec", 2)
     _dims("mv", (2, 1), input, vec)
     return matmul(input, vec)
 
@@ -118,6 +120,9 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
 @autocast_policy("lower")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2), input broadcast to (n, p)."""
+    require_tensor("addmm", input)
+    require_tensor("addmm", mat1, "mat1", 2)
+    require_tensor("addmm", mat2, "mat2", 3)
     _dims("addmm", (2, 2), mat1, mat2)
     return _scaled_sum("addmm", input, mat1, mat2, beta, alpha)
 
@@ -126,6 +131,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 @autocast_policy("lower", cpu="native")  # CPU: one kernel, not lowered
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat @ vec)."""
+    require_tensor("addmv", input)
+    require_tensor("addmv", mat, "mat", 2)
+    require_tensor("addmv", vec, "vec", 3)
     _dims("addmv", (2, 1), mat, vec)
     return _scaled_sum("addmv", input, mat, vec, beta, alpha)
 
@@ -135,6 +143,9 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
             alpha=1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2) for (b, n, m) @ (b, m, p)."""
+    require_tensor("baddbmm", input)
+    require_tensor("baddbmm", batch1, "batch1", 2)
+    require_tensor("baddbmm", batch2, "batch2", 3)
     _dims("baddbmm", (3, 3), batch1, batch2)
     return _scaled_sum("baddbmm", input, batch1, batch2, beta, alpha)
 
@@ -144,6 +155,9 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
            alpha=1) -> Tensor:
     """beta * input + alpha * sum_b batch1[b] @ batch2[b]."""
+    require_tensor("addbmm", input)
+    require_tensor("addbmm", batch1, "batch1", 2)
+    require_tensor("addbmm", batch2, "batch2", 3)
     _dims("addbmm", (3, 3), batch1, batch2)
     return _scaled_sum("addbmm", input, batch1, batch2, beta, alpha, batch_sum=True)
 

@@ -87,6 +87,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # no
     method: mask broadcast to self) holds taken, in row-major
     order, by source's first elements (source read flat);  d source = g at those positions
     (zeros for source's unused tail), d input = g elsewhere."""
+    require_tensor("masked_scatter", input)
     _check_mask("masked_scatter", mask)
     require_tensor("masked_scatter", source, "source", 3)
     if source.dtype is not input.dtype:

@@ -169,6 +169,7 @@ def view_dtype(input: Tensor, dtype) -> Tensor:  # noqa: A002
 def reshape(input: Tensor, *sizes, shape=None) -> Tensor:  # noqa: A002
     """A view when the strides allow, else a copy (as PyTorch); the new shape as ints, one
     sequence or the keyword ``shape``."""
+    require_tensor("reshape", input)
     if shape is not None:
         sizes = sizes_keyword("reshape", "shape", sizes, shape)
     shape = _infer_shape("reshape", sizes, input.numel())
@@ -416,6 +417,7 @@ def broadcast_to(input: Tensor, size) -> Tensor:  # noqa: A002
     """``input`` broadcast to ``size`` (a sequence of ints; -1 keeps a dim) as a view. As in
     PyTorch the function refuses a bare int size; the Tensor method also takes ints
     (``t.broadcast_to(3)``, ``t.broadcast_to(2, 3)``), as ``expand``."""
+    require_tensor("broadcast_to", input)
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"broadcast_to(): argument 'size' (position 2) must be tuple of ints, "
                         f"not {type(size).__name__}")
@@ -608,6 +610,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
 @tensor_method("narrow")
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa: A002
     """The view input[..., start:start + length, ...] along ``dim``."""
+    require_tensor("narrow", input)
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, input.ndim, "narrow")

@@ -86,6 +86,7 @@ def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,  # noq
 @tensor_method("narrow_copy")
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa: A002
     """``narrow`` as new memory (a copy, not a view)."""
+    require_tensor("narrow_copy", input)
     return narrow(input, dim, start, length).clone()
 
 
