@@ -694,3 +694,55 @@ def test_every_tensor_operand_is_checked(name):
         with pytest.raises(TypeError, match=rf"^{name}\(\): argument '\w+' \(position {pos + 1}"
                                             rf"\) must be Tensor, not str"):
             fn(*bad)
+
+
+@pytest.mark.parametrize("call, err, text", [
+    # float sizes were truncated by int(): broadcast_to(x, (3.7, 4.2)) had shape (3, 4)
+    (lambda: tgrad.broadcast_to(_x(1, 4), (3.7, 4.2)), TypeError,
+     r"^broadcast_to\(\): argument 'size' \(position 2\) must be tuple of ints, but found "
+     r"element of type float at pos 0"),
+    (lambda: tgrad.expand_copy(_x(1, 4), (3.7, 4)), TypeError, r"^expand_copy\(\): argument"),
+    (lambda: tgrad.unflatten(_x(4), 0, (2.0, 2.0)), TypeError,
+     r"^unflatten\(\): argument 'sizes' \(position 3\) must be tuple of ints"),
+    # out-of-range dims were wrapped modulo ndim
+    (lambda: tgrad.linalg.tensorsolve(_x(2, 3, 6), _x(6), dims=(5, 1)), IndexError,
+     r"^linalg.tensorsolve: Dimension out of range \(expected to be in range of \[-3, 2\], "
+     r"but got 5\)"),
+    (lambda: tgrad.linalg.tensorsolve(_x(2, 3, 6), _x(6), dims=1), TypeError,
+     r"argument 'dims' must be tuple of ints, not int"),
+    # leaked "'float' object is not iterable" / int('a') / iteration over a tensor
+    (lambda: tgrad.fft.fftn(_x(2, 4), dim=1.5), TypeError,
+     r"^fftn\(\): argument 'dim' must be tuple of ints, not float"),
+    (lambda: tgrad.fft.fftshift(_x(2, 4), dim=1.5), TypeError, r"^fftshift\(\): argument 'dim'"),
+    (lambda: tgrad.linalg.norm(_x(2, 4), dim=1.5), TypeError,
+     r"^linalg.norm\(\): argument 'dim' must be tuple of ints, not float"),
+    (lambda: tgrad.polygamma("a", _x(2)), TypeError,
+     r"^polygamma\(\): argument 'n' \(position 1\) must be int, not str"),
+    (lambda: tgrad.linalg.eigh(tgrad.eye(2), 1), TypeError, r"argument 'UPLO' \(position 2\)"),
+    (lambda: tgrad.linalg.qr(tgrad.eye(2), 1), TypeError, r"argument 'mode' \(position 2\)"),
+    (lambda: tgrad.linalg.multi_dot(tgrad.eye(2)), TypeError,
+     r"^linalg.multi_dot\(\): argument 'tensors' \(position 1\) must be tuple of Tensors"),
+    # a non-tensor mask / index: PyTorch's TypeError (was a RuntimeError / IndexError)
+    (lambda: tgrad.masked_fill(_x(2), "x", 1.0), TypeError,
+     r"^masked_fill\(\): argument 'mask' \(position 2\) must be Tensor, not str"),
+    (lambda: tgrad.masked_scatter(_x(2), None, _x(2)), TypeError,
+     r"^masked_scatter\(\): argument 'mask'"),
+    (lambda: tgrad.index_fill(_x(2), 0, [0], 1.0), TypeError,
+     r"^index_fill\(\): argument 'index' \(position 3\) must be Tensor, not list"),
+    (lambda: tgrad.index_copy(_x(2), 0, None, _x(1)), TypeError, r"^index_copy\(\): argument"),
+])
+def test_sizes_dims_and_operand_types(call, err, text):
+    with pytest.raises(err, match=text):
+        call()
+
+
+def test_sizes_and_dims_as_tensors_still_work():
+    x = tgrad.tensor(np.arange(8.0).reshape(2, 4))
+    np.testing.assert_allclose(tgrad.fft.fftn(x, dim=tgrad.tensor([0, 1])).numpy(),
+                               np.fft.fftn(np.arange(8.0).reshape(2, 4)), atol=1e-12)
+    assert tgrad.broadcast_to(x[:1], (tgrad.tensor(3), 4)).shape == (3, 4)
+    a = np.random.default_rng(1).standard_normal((2, 3, 6))
+    b = np.arange(6.0)
+    got = tgrad.linalg.tensorsolve(tgrad.tensor(a), tgrad.tensor(b), dims=(-3, 1)).numpy()
+    # dims (0, 1) moved to the end: A' = a.transpose(2, 0, 1) (6, 2, 3), A' X = b
+    np.testing.assert_allclose(np.tensordot(a.transpose(2, 0, 1), got, 2), b, atol=1e-10)

@@ -16,7 +16,7 @@ from tgrad.linalg._lu import graph_constant
 from tgrad.linalg._triangular import _torch_dtype_name, not_floating_error
 from tgrad.ops import elementwise as ew
 from tgrad.ops import mathcomposites as mc
-from tgrad.ops._common import fresh, require_tensor
+from tgrad.ops._common import fresh, int_tuple, require_tensor
 from tgrad.ops.matmul import matmul as _matmul
 from tgrad.ops.reduce import norm as _vnorm
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
@@ -119,10 +119,8 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *,  # noqa: A002
     op = "linalg.norm"
     require_tensor(op, A)
     given = dim
-    if isinstance(dim, int):
-        dim = (dim,)
     if dim is not None:
-        dim = tuple(dim)
+        dim = int_tuple(op, "dim", dim)  # (tuple(1.5) leaked "'float' object is not iterable")
         if len(dim) not in (1, 2):
             raise RuntimeError(f"{op}: If dim is specified, it must be of length 1 or 2. Got "
                                f"{list(dim)}")
@@ -149,6 +147,9 @@ def multi_dot(tensors) -> Tensor:
     """The product of a list of matrices (the first may be 1-D, a row vector, and the last
     1-D, a column vector, squeezed from the result), bracketed for the fewest scalar
     multiplications (``chain_matmul``'s order)."""
+    if not isinstance(tensors, (tuple, list)):  # (a tensor was iterated over its rows)
+        raise TypeError(f"linalg.multi_dot(): argument 'tensors' (position 1) must be tuple of "
+                        f"Tensors, not {type(tensors).__name__}")
     ts = list(tensors)
     if len(ts) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")

@@ -31,10 +31,10 @@ from tgrad.linalg._lu import inv, inv_ex, solve
 from tgrad.linalg._qr import check_linalg_dtype, qr
 from tgrad.linalg._triangular import _torch_dtype_name, solve_triangular
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import int_tuple, require_tensor
 from tgrad.ops.creation import eye, ones, zeros
 from tgrad.ops.shape import cat
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["pinv", "matrix_rank", "cond", "lstsq", "matrix_exp", "tensorinv", "tensorsolve",
            "vander"]
@@ -316,8 +316,11 @@ def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
     op = "linalg.tensorsolve"
     require_tensor(op, A, "A")
     require_tensor(op, B, "B", 2)
-    if dims is not None:
-        dims = [d % A.ndim for d in dims]
+    if dims is not None:  # PyTorch's checks (d % A.ndim wrapped an out-of-range dim)
+        if not isinstance(dims, (tuple, list)):
+            raise TypeError(f"linalg.tensorsolve(): argument 'dims' must be tuple of ints, not "
+                            f"{type(dims).__name__}")
+        dims = [_wrap_dim(d, A.ndim, op) for d in int_tuple(op, "dims", dims)]
         A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
     rest = tuple(A.shape[B.ndim:])
     if tuple(A.shape[:B.ndim]) != tuple(B.shape) or math.prod(rest) != B.numel():

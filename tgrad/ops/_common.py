@@ -67,6 +67,8 @@ def int_tuple(op: str, name: str, value, position: int | None = None) -> tuple:
             return operator.index(v)
         except TypeError:
             return None
+    if isinstance(value, Tensor) and value.ndim == 1:  # a 1-D integer tensor of sizes
+        value = value.tolist()
     if not isinstance(value, (tuple, list)):
         i = one(value)
         if i is None:

@@ -87,9 +87,11 @@ def _fill_value(op: str, input: Tensor, value):  # noqa: A002
 
 
 def _check_mask(op: str, mask) -> None:
-    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
-        got = mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__
-        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype {got}")
+    # PyTorch's TypeError for a non-tensor mask (the in-place methods take it first)
+    require_tensor(op, mask, "mask", 1 if op.endswith("_") else 2)
+    if mask.dtype is not dtypes.bool_:
+        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype.name}")
 
 
 @tensor_method("masked_fill")

@@ -23,6 +23,7 @@ from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
 from tgrad.ops._common import (
     fresh,
+    int_tuple,
     require_tensor,
     rounded_to,
     route_sparse,
@@ -377,7 +378,7 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:  # noqa: A002
     another dim is 0: zeros(0, 1, 1, 2).unflatten(-1, (2, -1)) has shape (0, 1, 1, 2, 1)."""
     require_tensor("unflatten", input)
     d = _wrap_dim(dim, input.ndim, "unflatten")
-    sizes = tuple(int(v) for v in sizes)
+    sizes = int_tuple("unflatten", "sizes", sizes, 3)  # (int() truncated a float size)
     known = math.prod(v for v in sizes if v != -1)
     n = input.shape[d] if input.ndim else 0
     if -1 in sizes and known == 0 and n == 0 and sizes.count(-1) == 1:
@@ -416,11 +417,11 @@ def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
     """The key writing the slices at ``index`` along ``dim`` (of input viewed at least 1-D);
     int64 indices in range ([-n, n) where ``negatives``), repeats removed, as PyTorch."""
     d = _wrap_dim(dim, input.ndim, op)
-    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
-        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
+    require_tensor(op, index, "index", 3)  # (PyTorch's TypeError for a non-tensor index)
+    if index.dtype is not dtypes.int64:
         # PyTorch's: index_fill's is an IndexError, index_copy's a RuntimeError
         raise (IndexError if op == "index_fill" else RuntimeError)(
-            f"{op}_(): Expected a long (int64) tensor for index, but got {got}")
+            f"{op}_(): Expected a long (int64) tensor for index, but got {index.dtype.name}")
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     n = input.shape[d] if input.ndim else 1

@@ -421,7 +421,7 @@ def broadcast_to(input: Tensor, size) -> Tensor:  # noqa: A002
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"broadcast_to(): argument 'size' (position 2) must be tuple of ints, "
                         f"not {type(size).__name__}")
-    return expand(input, tuple(size))
+    return expand(input, int_tuple("broadcast_to", "size", size, 2))  # (int() truncated)
 
 
 @tensor_method("broadcast_to")

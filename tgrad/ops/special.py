@@ -234,8 +234,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:  # noqa: A002
     """psi^(n)(x), the n-th derivative of digamma (n = 0: digamma), elementwise (any
     shape). For n >= 1: (-1)^(n+1) inf at the poles 0, -1, ..., 0 at +inf, NaN at -inf.
     dx = polygamma(n + 1, x)."""
-    if int(n) != n:
-        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    n = _int_arg("polygamma", "n", n, 1, allow_bool=False)  # (int('a') leaked ValueError)
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     return apply_float_unary(Polygamma, "polygamma", input, int(n))

@@ -41,7 +41,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import int_tuple, require_tensor
 from tgrad.tensor import Tensor
 
 __all__ = ["asarray", "frombuffer", "scalar_tensor", "range", "split_with_sizes",
@@ -252,7 +252,7 @@ def _view_as_complex(x: Tensor) -> Tensor:
 
 
 def _expand(x: Tensor, size, *, implicit: bool = False) -> Tensor:
-    return x.expand(tuple(size))
+    return x.expand(int_tuple("expand_copy", "size", size, 2))  # (a float size truncated)
 
 
 view_copy = _copy("view_copy", lambda x, *a, **k: x.view(*a, **k))
