@@ -746,3 +746,30 @@ def test_sizes_and_dims_as_tensors_still_work():
     got = tgrad.linalg.tensorsolve(tgrad.tensor(a), tgrad.tensor(b), dims=(-3, 1)).numpy()
     # dims (0, 1) moved to the end: A' = a.transpose(2, 0, 1) (6, 2, 3), A' X = b
     np.testing.assert_allclose(np.tensordot(a.transpose(2, 0, 1), got, 2), b, atol=1e-10)
+
+
+@pytest.mark.parametrize("call, text", [
+    (lambda: tgrad.tril(_x(3, 4), 1.5), r"^tril\(\): argument 'diagonal' \(position 2\) must "
+                                        r"be int, not float"),  # (was compared as it is)
+    (lambda: tgrad.triu(_x(3, 4), "a"), r"^triu\(\): argument 'diagonal'"),
+    (lambda: tgrad.diagflat(_x(2), 1.5), r"^diagflat\(\): argument 'offset'"),
+    (lambda: tgrad.diff(_x(3), 1.5), r"^diff\(\): argument 'n' \(position 2\) must be int"),
+    (lambda: tgrad.chunk(_x(3), "a"), r"^chunk\(\): argument 'chunks' \(position 2\)"),
+    (lambda: tgrad.eye(3, "a"), r"^eye\(\): argument 'm' \(position 2\) must be int, not str"),
+    (lambda: tgrad.eye(2.5), r"^eye\(\): argument 'n' \(position 1\) must be int, not float"),
+    (lambda: tgrad.empty_strided((2.5, 3), (3, 1)), r"^empty_strided\(\): argument 'size'"),
+    (lambda: tgrad.unravel_index(tgrad.tensor([5]), (2.5, 3)),
+     r"expected 'shape' sequence to only contain ints"),  # (int() truncated: gave [1], [2])
+])
+def test_int_arguments_refuse_other_types(call, text):
+    # leaked "'<=' not supported between instances of 'str' and 'int'" or accepted a float
+    with pytest.raises(TypeError, match=text):
+        call()
+
+
+def test_triangles_take_integer_diagonals():
+    a = np.arange(12.0).reshape(3, 4)
+    x = tgrad.tensor(a)
+    np.testing.assert_array_equal(tgrad.tril(x, 1).numpy(), np.tril(a, 1))
+    np.testing.assert_array_equal(tgrad.triu(x, np.int64(-1)).numpy(), np.triu(a, -1))
+    np.testing.assert_array_equal(tgrad.tril(x, tgrad.tensor(1)).numpy(), np.tril(a, 1))

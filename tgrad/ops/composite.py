@@ -49,7 +49,7 @@ from tgrad.ops.index import getitem
 from tgrad.ops.inplace import alias_closure, apply_inplace, inplace_method, overlapping
 from tgrad.ops.reduce import sum_to
 from tgrad.ops.shape import cat, narrow, transpose
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["masked_fill", "tril", "triu", "isclose",
            "allclose", "equal", "logical_xor", "absolute", "greater", "greater_equal", "less",
@@ -121,6 +121,7 @@ def _triangle(op: str, input: Tensor, diagonal: int, lower: bool) -> Tensor:  # 
     """``input`` with the elements above (tril) or below (triu) the ``diagonal``-th diagonal
     of its last two dims set to 0: the mask is column - row <= diagonal (tril) or >= (triu),
     one (rows, cols) bool tensor broadcast over the batch dims."""
+    diagonal = _int_arg(op, "diagonal", diagonal, 2)  # (a float one was compared as it is)
     if input.ndim < 2:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
     rows, cols = input.shape[-2:]

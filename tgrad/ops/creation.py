@@ -14,7 +14,7 @@ from tgrad._layout import check_layout, strided
 from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import as_device
 from tgrad.dtypes import DType
-from tgrad.ops._common import require_tensor, sizes_keyword
+from tgrad.ops._common import int_tuple, require_tensor, sizes_keyword
 from tgrad.tensor import Storage, Tensor, _int_arg
 
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
@@ -856,6 +856,8 @@ def _spaced_floats(start, end, steps: int, np_dtype) -> np.ndarray:
 def eye(n: int, m: int | None = None, dtype=None, device=None,
         requires_grad: bool = False, *, layout=None) -> Tensor:
     check_layout("eye", layout)
+    n = _int_arg("eye", "n", n, 1)  # (a str / float leaked Python's comparison TypeError)
+    m = None if m is None else _int_arg("eye", "m", m, 2)
     dt = _dtype_or_default(dtype)
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye: n and m must be >= 0, got n={n}, m={m}")
@@ -903,7 +905,9 @@ def empty_strided(size, stride, *, dtype=None, device=None,
     """An uninitialised tensor of shape ``size`` with element strides ``stride`` over new
     memory just large enough for them (not a view)."""
     check_layout("empty_strided", layout)
-    size, stride = tuple(map(int, size)), tuple(map(int, stride))
+    # (int() truncated a float size or stride)
+    size = int_tuple("empty_strided", "size", size, 1)
+    stride = int_tuple("empty_strided", "stride", stride, 2)
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
     if any(s < 0 for s in size) or any(s < 0 for s in stride):

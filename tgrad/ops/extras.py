@@ -42,7 +42,7 @@ from tgrad.ops.index import (
 from tgrad.ops.inplace import alias_closure, apply_inplace, inplace_method, overlapping
 from tgrad.ops.reduce import _dim_or_axis
 from tgrad.ops.shape import cat, narrow
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["nansum", "nanmean", "nan_to_num", "xlogy", "logit", "diff", "repeat_interleave",
            "take", "inner", "unflatten", "fliplr", "flipud", "index_fill", "index_copy",
@@ -255,6 +255,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
          append: Tensor | None = None) -> Tensor:
     """The n-th forward difference along ``dim`` (after concatenating prepend / append)."""
     require_tensor("diff", input)
+    n = _int_arg("diff", "n", n, 2)
     d = _wrap_dim(dim, input.ndim, "diff")
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")

@@ -34,7 +34,7 @@ from tgrad.ops._common import (
 )
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.products import diag
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["deg2rad", "rad2deg", "ldexp", "heaviside", "isposinf", "isneginf",
            "broadcast_shapes", "broadcast_tensors", "diagflat", "nextafter", "frexp"]
@@ -169,7 +169,7 @@ def broadcast_tensors(*tensors: Tensor) -> tuple:
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:  # noqa: A002
     """A square matrix with the flattened input on diagonal ``offset`` (zeros elsewhere)."""
     require_tensor("diagflat", input)
-    return diag(input.reshape(-1), offset)
+    return diag(input.reshape(-1), _int_arg("diagflat", "offset", offset, 2))
 
 
 def _host(fn, device, *xs: Tensor) -> Tensor:

@@ -12,7 +12,7 @@ from tgrad.ops._common import require_tensor, rounded_to, tensor_method, widen_h
 from tgrad.ops.creation import arange, zeros
 from tgrad.ops.index import getitem
 from tgrad.ops.matmul import matmul
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["dot", "vdot", "mv", "outer", "ger", "addmm", "addmv", "baddbmm", "addbmm", "diag",
            "trace"]
@@ -167,6 +167,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     """1-D input: a square matrix with input on its ``diagonal``-th diagonal; 2-D input: that
     diagonal as a 1-D tensor (a copy)."""
     require_tensor("diag", input)
+    diagonal = _int_arg("diag", "diagonal", diagonal, 2)
     if input.ndim == 1:
         n = input.shape[0] + abs(diagonal)
         out = zeros(n, n, dtype=input.dtype, device=input.device)

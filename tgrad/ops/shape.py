@@ -673,6 +673,7 @@ def _split_method(self: Tensor, split_size, dim: int = 0) -> tuple:
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
     """At most ``chunks`` views of size ceil(n / chunks) along ``dim`` (as PyTorch)."""
     require_tensor("chunk", input)
+    chunks = _int_arg("chunk", "chunks", chunks, 2)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     if input.ndim == 0:

@@ -102,7 +102,11 @@ def unravel_index(indices: Tensor, shape) -> tuple:
     require_tensor("unravel_index", indices, "indices")
     if indices.dtype.is_floating_point or indices.dtype is dtypes.bool_:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype.name}")
-    shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    for s in shape:  # PyTorch's TypeError (int() truncated a float size)
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"unravel_index: expected 'shape' sequence to only contain ints, "
+                            f"but got {type(s)}")
     if any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got "
                          f"{tuple(shape)}")
