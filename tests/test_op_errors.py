@@ -773,3 +773,31 @@ def test_triangles_take_integer_diagonals():
     np.testing.assert_array_equal(tgrad.tril(x, 1).numpy(), np.tril(a, 1))
     np.testing.assert_array_equal(tgrad.triu(x, np.int64(-1)).numpy(), np.triu(a, -1))
     np.testing.assert_array_equal(tgrad.tril(x, tgrad.tensor(1)).numpy(), np.tril(a, 1))
+
+
+@pytest.mark.parametrize("name, call", [
+    ("linalg.solve_triangular", lambda a, b: tgrad.linalg.solve_triangular(a, b, upper=True)),
+    ("lstsq", lambda a, b: tgrad.linalg.lstsq(a, b)),
+    ("linalg.solve", lambda a, b: tgrad.linalg.solve(a, b)),
+    ("ldl_solve", lambda a, b: tgrad.linalg.ldl_solve(*tgrad.linalg.ldl_factor(a), b)),
+])
+def test_linalg_batch_mismatch_is_pytorchs_error(name, call):
+    # NumPy's "shape mismatch: objects cannot be broadcast" ValueError leaked
+    a = tgrad.eye(3, dtype=tgrad.float64).expand(2, 3, 3)
+    b = tgrad.ones(4, 3, 1, dtype=tgrad.float64)
+    with pytest.raises(RuntimeError, match=rf"{name}: The size of tensor a \(2\) must match "
+                                           rf"the size of tensor b \(4\) at non-singleton "
+                                           rf"dimension 0"):
+        call(a, b)
+
+
+def test_solve_triangular_integers_and_round_decimals():
+    a = tgrad.tensor([[2, 1], [0, 4]])
+    with pytest.raises(NotImplementedError, match="\"triangular_solve_cpu\" not implemented "
+                                                  "for 'Long'"):
+        tgrad.linalg.solve_triangular(a, tgrad.tensor([[1], [2]]), upper=True)
+    x = tgrad.tensor([1.2345, -2.5], dtype=tgrad.float64)
+    with pytest.raises(TypeError, match=r"^round\(\): argument 'decimals' must be int, not "
+                                        r"float"):
+        tgrad.special.round(x, decimals=1.5)  # (int() truncated it to 1)
+    np.testing.assert_allclose(tgrad.round(x, decimals=2).numpy(), [1.23, -2.5])

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
@@ -31,7 +29,7 @@ from tgrad.linalg._lu import inv, inv_ex, solve
 from tgrad.linalg._qr import check_linalg_dtype, qr
 from tgrad.linalg._triangular import _torch_dtype_name, solve_triangular
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import int_tuple, require_tensor
+from tgrad.ops._common import broadcast_or_raise, int_tuple, require_tensor
 from tgrad.ops.creation import eye, ones, zeros
 from tgrad.ops.shape import cat
 from tgrad.tensor import Tensor, _wrap_dim
@@ -222,7 +220,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if B.shape[-2] != m:
         raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2) "
                            f"(got A {list(A.shape)} and B {list(B.shape)})")
-    batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    batch = broadcast_or_raise(op, A.shape[:-2], B.shape[:-2])  # (NumPy's ValueError leaked)
     A = A.expand(*batch, m, n)
     B = B.expand(*batch, m, B.shape[-1])
     empty = zeros((0,), dtype=dtypes.to_real(A.dtype), device=A.device)  # (real, as S)

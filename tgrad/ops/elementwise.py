@@ -28,7 +28,7 @@ from tgrad.ops._common import (
     wrap,
 )
 from tgrad.ops.complex_ops import no_complex as _no_complex
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
            "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round",
@@ -362,10 +362,11 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001,A002
     zero gradient."""
     if decimals == 0:
         return _round_half_even(input)
+    decimals = _int_arg("round", "decimals", decimals)  # (int() truncated 1.5; rare branch)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"round: decimals is only supported for floating point tensors, "
                            f"got {input.dtype}")
-    return _RoundDecimals.apply(input, int(decimals))
+    return _RoundDecimals.apply(input, decimals)
 negative = neg
 tensor_method("negative", "__neg__")(neg)
 tensor_method("__abs__")(abs)
