@@ -801,3 +801,13 @@ def test_solve_triangular_integers_and_round_decimals():
                                         r"float"):
         tgrad.special.round(x, decimals=1.5)  # (int() truncated it to 1)
     np.testing.assert_allclose(tgrad.round(x, decimals=2).numpy(), [1.23, -2.5])
+
+
+@pytest.mark.parametrize("name, args", [("zeros", (2.5,)), ("ones", ((2, "a"),)),
+                                        ("empty", (2, 3.0)), ("rand", (2, None)),
+                                        ("randn", (1.5,)), ("full", ((2.5, 2), 1.0))])
+def test_factory_sizes_name_the_op(name, args):
+    # was "size must be a sequence of ints, but got float (2.5)" without the op
+    with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'size' must be tuple of ints, "
+                                        rf"but found element of type \w+ at pos \d"):
+        getattr(tgrad, name)(*args)

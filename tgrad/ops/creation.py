@@ -23,14 +23,19 @@ __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like"
            "randint", "randperm", "empty_strided"]
 
 
-def _shape(size: tuple) -> tuple:
+def _shape(size: tuple, op: str | None = None) -> tuple:
+    """The sizes of a factory (ints, or one sequence); a non-int is PyTorch's TypeError,
+    naming ``op`` when given."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     out = []
-    for s in size:
+    for pos, s in enumerate(size):
         if isinstance(s, Tensor):
             s = int(s)
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            if op is not None:
+                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found "
+                                f"element of type {type(s).__name__} at pos {pos}")
             raise TypeError(f"size must be a sequence of ints, but got {type(s).__name__} ({s!r})")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
@@ -256,7 +261,7 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
             args, fill_value = (args[0],), args[1]
         else:
             raise TypeError("full() missing required argument 'fill_value'")
-    shape = _shape(tuple(args))
+    shape = _shape(tuple(args), "full")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if not isinstance(fill_value, (int, float, complex, bool, np.number, np.bool_)):
@@ -283,7 +288,7 @@ def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False
           layout=None) -> Tensor:
     if layout is not None:
         check_layout("zeros", layout)
-    return full(_shape(sizes_keyword("zeros", "size", args, size)), 0,
+    return full(_shape(sizes_keyword("zeros", "size", args, size), "zeros"), 0,
                 dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
 
 
@@ -291,7 +296,7 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
          layout=None) -> Tensor:
     if layout is not None:
         check_layout("ones", layout)
-    return full(_shape(sizes_keyword("ones", "size", args, size)), 1,
+    return full(_shape(sizes_keyword("ones", "size", args, size), "ones"), 1,
                 dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
 
 
@@ -303,7 +308,7 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     dt = _dtype_or_default(dtype)
     dtypes.check_complex_device("empty", dt, dev)
     dtypes.check_float8_device("empty", dt, dev)
-    shape = _shape(sizes_keyword("empty", "size", args, size))
+    shape = _shape(sizes_keyword("empty", "size", args, size), "empty")
     t = Tensor(get_backend(dev).empty(shape, dt.np), None, dev)
     if requires_grad:
         t.requires_grad_(True)
@@ -445,7 +450,7 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
         dtypes.check_complex_device(kind, dt, dev)
         part = dtypes.to_real(dt).np
         with drawing_from(generator, dev, kind):
-            pair = getattr(get_backend(dev), kind)(_shape(size) + (2,), part)
+            pair = getattr(get_backend(dev), kind)(_shape(size, kind) + (2,), part)
         if kind == "randn":
             pair = pair * part.type(math.sqrt(0.5))
         arr = np.ascontiguousarray(pair).view(dt.np)[..., 0]
@@ -459,7 +464,7 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
                                   f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (expected a floating "
                                   f"point or complex dtype, got {dt.name})")
     with drawing_from(generator, dev, kind):
-        arr = getattr(get_backend(dev), kind)(_shape(size), dt.np)
+        arr = getattr(get_backend(dev), kind)(_shape(size, kind), dt.np)
     t = Tensor(arr, None, dev)
     if requires_grad:
         t.requires_grad_(True)
@@ -645,7 +650,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     from tgrad.generator import drawing_from
     dev = as_device(device)
     with drawing_from(generator, dev, "randint"):
-        out = random_integers(_shape(size), low, high, dev).to(out_dt)
+        out = random_integers(_shape(size, "randint"), low, high, dev).to(out_dt)
     if requires_grad:
         out.requires_grad_(True)
     return out
