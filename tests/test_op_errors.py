@@ -811,3 +811,14 @@ def test_factory_sizes_name_the_op(name, args):
     with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'size' must be tuple of ints, "
                                         rf"but found element of type \w+ at pos \d"):
         getattr(tgrad, name)(*args)
+
+
+def test_eye_refuses_bools_and_isin_non_numbers():
+    for args in ((True,), (3, True)):  # (True was taken as 1)
+        with pytest.raises(TypeError, match=r"^eye\(\): argument '[nm]'"):
+            tgrad.eye(*args)
+    x = tgrad.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"^isin\(\): argument 'test_elements' \(position 2\) "
+                                        r"must be Tensor or Number, not list"):
+        tgrad.isin(x, [1.0])  # (the error named eq)
+    np.testing.assert_array_equal(tgrad.isin(x, 2.0).numpy(), [False, True])

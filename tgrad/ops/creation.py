@@ -861,8 +861,8 @@ def _spaced_floats(start, end, steps: int, np_dtype) -> np.ndarray:
 def eye(n: int, m: int | None = None, dtype=None, device=None,
         requires_grad: bool = False, *, layout=None) -> Tensor:
     check_layout("eye", layout)
-    n = _int_arg("eye", "n", n, 1)  # (a str / float leaked Python's comparison TypeError)
-    m = None if m is None else _int_arg("eye", "m", m, 2)
+    n = _int_arg("eye", "n", n, 1, allow_bool=False)  # (a str leaked a comparison error)
+    m = None if m is None else _int_arg("eye", "m", m, 2, allow_bool=False)
     dt = _dtype_or_default(dtype)
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye: n and m must be >= 0, got n={n}, m={m}")
