@@ -135,8 +135,12 @@ def test_vecdot_conjugates_x():
     np.testing.assert_allclose(got, [np.vdot(x[i], y[i]) for i in range(2)], **TOL)
     got = LA.vecdot(_t(x), _t(y), dim=0).numpy()
     np.testing.assert_allclose(got, [np.vdot(x[:, j], y[:, j]) for j in range(3)], **TOL)
-    r = RNG.standard_normal(3)  # real x: no conjugation, a complex y broadcast
-    np.testing.assert_allclose(LA.vecdot(_t(r), _t(y)).numpy(), y @ r, **TOL)
+    r = RNG.standard_normal(3)  # a real x in y's dtype: no conjugation, y broadcast
+    np.testing.assert_allclose(LA.vecdot(_t(r + 0j), _t(y)).numpy(), y @ r, **TOL)
+    with pytest.raises(RuntimeError, match="^linalg.vecdot: Expected x and y to have the "
+                                           "same dtype, but found x of type Double and y "
+                                           "of type ComplexDouble instead"):
+        LA.vecdot(_t(r), _t(y))  # PyTorch does not promote
     assert gradcheck(LA.vecdot, (_t(x, True), _t(y, True)))
 
 

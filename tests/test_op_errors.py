@@ -3,6 +3,8 @@ integer division follows PyTorch (``/`` true-divides to float, ``//`` floors).""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -395,3 +397,428 @@ def test_histogram_dtypes_as_pytorch():
         assert hist.dtype is dt and e.dtype is dt
         np.testing.assert_array_equal(hist.float().numpy(),
                                       np.histogram(x.numpy().astype(np.float64), edges)[0])
+
+
+# ---- bad-input hunt against PyTorch 2.13: non-tensor inputs, Python's own TypeErrors,
+# complex orderings, dtype and int-sequence checks (PyTorch's error types; texts name the op)
+
+# (name, valid args with the first tensor at index 0; a second tensor checked too when
+# the entry has a third element, its argument name)
+_TENSOR_FIRST = [
+    ("flip", (0,)), ("roll", (1,)), ("tile", ((2,),)), ("clone", ()), ("unsqueeze", (0,)),
+    ("squeeze", ()), ("flatten", ()), ("permute", ((1, 0),)), ("transpose", (0, 1)),
+    ("swapaxes", (0, 1)), ("t", ()), ("movedim", (0, 1)), ("split", (1,)), ("chunk", (2,)),
+    ("unbind", ()), ("hsplit", (2,)), ("vsplit", (2,)), ("tensor_split", (2,)),
+    ("diagonal", ()), ("diag", ()), ("diag_embed", ()), ("trace", ()), ("tril", ()),
+    ("triu", ()), ("rot90", ()), ("select", (0, 0)), ("nonzero", ()), ("argwhere", ()),
+    ("unique", ()), ("unique_consecutive", ()), ("isinf", ()), ("isfinite", ()),
+    ("logical_not", ()), ("relu", ()), ("signbit", ()), ("frac", ()), ("logit", ()),
+    ("nan_to_num", ()), ("nansum", ()), ("nanmean", ()), ("diff", ()), ("aminmax", ()),
+    ("zeros_like", ()), ("ones_like", ()), ("full_like", (1.0,)), ("is_conj", ()),
+    ("is_neg", ()), ("resolve_conj", ()), ("resolve_neg", ()), ("repeat_interleave", (2,)),
+    ("mm", (None,), "mat2"), ("kron", (None,), "other"), ("tensordot", (None, 1), "b"),
+    ("addcmul", (None, None), "tensor1"), ("lerp", (None, 0.5), "end"),
+]
+
+
+@pytest.mark.parametrize("entry", _TENSOR_FIRST, ids=[e[0] for e in _TENSOR_FIRST])
+@pytest.mark.parametrize("bad", ["x", None, [1.0, 2.0]])
+def test_non_tensor_input_is_pytorchs_type_error(entry, bad):
+    # PyTorch: TypeError "<op>(): argument 'input' (position 1) must be Tensor, not str";
+    # tgrad leaked "'str' object has no attribute 'ndim'" or accepted it (is_conj, tile...)
+    name, rest = entry[0], entry[1]
+    fn = getattr(tgrad, name)
+    x = _x(2, 2)
+    args = tuple(x if a is None else a for a in rest)
+    assert fn(x, *args) is not None  # the valid call works
+    with pytest.raises(TypeError, match=rf"^{name}\(\): argument '\w+' \(position 1\) must be "
+                                        rf"Tensor, not {type(bad).__name__}"):
+        fn(bad, *args)
+    if len(entry) == 3:  # the second tensor operand too
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument '{entry[2]}' \(position "
+                                            rf"2\) must be Tensor, not float"):
+            fn(x, 2.5, *args[1:])
+
+
+@pytest.mark.parametrize("name", ["dot", "vdot", "outer"])
+def test_vector_products_refuse_non_tensors(name):
+    v = _x(3)
+    assert getattr(tgrad, name)(v, v) is not None
+    for args, pos, arg in (((None, v), 1, "input"), ((v, 2.5), 2, "other|vec2")):
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument '({arg})' \(position "
+                                            rf"{pos}\) must be Tensor"):
+            getattr(tgrad, name)(*args)
+
+
+@pytest.mark.parametrize("name", ["abs", "exp", "add", "mul", "div", "atanh", "clamp", "conj",
+                                  "resolve_neg"])
+def test_python_type_errors_name_the_op(name):
+    # an unknown keyword / too many arguments: Python's TypeError names the function by its
+    # __qualname__, which was the factory's ("_unary_fn.<locals>.fn() got an unexpected ...")
+    fn = getattr(tgrad, name)
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument "
+                                        rf"'bogus'"):
+        fn(_x(2), bogus=1)
+    with pytest.raises(TypeError, match=rf"^{name}\(\) takes"):
+        fn(_x(2), _x(2), _x(2), _x(2))
+
+
+_COMPLEX_ORDER = [  # PyTorch 2.13's exception types for ops over a complex order
+    ("sort", lambda z: tgrad.sort(z), RuntimeError, "Sort does not support complex"),
+    ("argsort", lambda z: tgrad.argsort(z), RuntimeError, "Sort does not support complex"),
+    ("msort", lambda z: tgrad.msort(z), RuntimeError, "Sort does not support complex"),
+    ("topk", lambda z: tgrad.topk(z, 1), RuntimeError, "topk does not support complex"),
+    ("argmax", lambda z: tgrad.argmax(z), RuntimeError, "does not support complex"),
+    ("argmin", lambda z: z.argmin(), RuntimeError, "does not support complex"),
+    ("maximum", lambda z: tgrad.maximum(z, z), RuntimeError, "not implemented for complex"),
+    ("minimum", lambda z: z.minimum(z), RuntimeError, "not implemented for complex"),
+    ("fmax", lambda z: tgrad.fmax(z, z), RuntimeError, "not implemented for complex"),
+    ("fmin", lambda z: tgrad.fmin(z, z), RuntimeError, "not implemented for complex"),
+    ("heaviside", lambda z: tgrad.heaviside(z, z), RuntimeError, "not yet implemented for "
+                                                                 "complex"),
+    ("kthvalue", lambda z: tgrad.kthvalue(z, 1), NotImplementedError,
+     "\"kthvalue_cpu\" not implemented for 'ComplexDouble'"),
+    ("cummax", lambda z: tgrad.cummax(z, 0), NotImplementedError,
+     "\"cummax_cpu\" not implemented for 'ComplexDouble'"),
+    ("cummin", lambda z: z.cummin(0), NotImplementedError,
+     "\"cummin_cpu\" not implemented for 'ComplexDouble'"),
+    ("searchsorted", lambda z: tgrad.searchsorted(z, z), NotImplementedError,
+     "\"searchsorted_out_cpu\" not implemented for 'ComplexDouble'"),
+    ("bucketize", lambda z: tgrad.bucketize(z, z), NotImplementedError,
+     "\"searchsorted_out_cpu\" not implemented"),
+    ("unique", lambda z: tgrad.unique(z), NotImplementedError,
+     "\"unique\" not implemented for 'ComplexDouble'"),
+]
+
+
+@pytest.mark.parametrize("name, fn, err, text", _COMPLEX_ORDER,
+                         ids=[e[0] for e in _COMPLEX_ORDER])
+def test_complex_orderings_raise_pytorchs_type(name, fn, err, text):
+    # kthvalue / cummax / cummin returned a value (NumPy's lexicographic complex order);
+    # sort / topk / argmax / maximum raised NotImplementedError where PyTorch's is a
+    # RuntimeError; heaviside / fmax named gt / ge
+    z = tgrad.tensor([1 + 2j, -1 + 0.5j, 3 - 1j], dtype=tgrad.complex128)
+    with pytest.raises(err, match=text) as info:
+        fn(z)
+    assert name in str(info.value) or name in ("msort", "bucketize")
+
+
+def test_linalg_vecdot_dtype_checks():
+    x = _x(2, 3)
+    with pytest.raises(RuntimeError, match=r"^linalg.vecdot: Expected x and y to have the same "
+                                           r"dtype, but found x of type Double and y of type "
+                                           r"Long instead"):
+        tgrad.linalg.vecdot(x, x.long())  # PyTorch does not promote (tgrad did)
+    with pytest.raises(RuntimeError, match=r"^linalg.vecdot: Expected a floating point or "
+                                           r"complex tensor as input. Got Long"):
+        tgrad.linalg.vecdot(x.long(), x.long())  # (tgrad returned an int64 sum)
+    np.testing.assert_allclose(tgrad.linalg.vecdot(x, x).numpy(),
+                               (x.numpy() ** 2).sum(-1), rtol=1e-15)
+
+
+def test_int_sequences_and_counts():
+    x = tgrad.tensor(np.arange(12.0).reshape(3, 4))
+    with pytest.raises(TypeError, match=r"^tile\(\): argument 'dims' \(position 2\) must be "
+                                        r"tuple of ints, but found element of type float at "
+                                        r"pos 0"):
+        tgrad.tile(x, [1.5, 1.5])  # (returned x unchanged)
+    with pytest.raises(TypeError, match=r"^roll\(\): argument 'shifts' \(position 2\) must be "
+                                        r"tuple of ints, not bool"):
+        tgrad.roll(x, True)
+    # a one-element integer tensor is an int (PyTorch's __index__), here and for steps
+    np.testing.assert_array_equal(tgrad.roll(x, tgrad.tensor(1), 1).numpy(),
+                                  np.roll(np.arange(12.0).reshape(3, 4), 1, 1))
+    np.testing.assert_array_equal(tgrad.tile(x, (2,)).numpy(),
+                                  np.tile(np.arange(12.0).reshape(3, 4), 2))
+    for name in ("linspace", "logspace"):
+        fn = getattr(tgrad, name)
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'steps' \(position 3\) "
+                                            rf"must be int, not float"):
+            fn(0, 1, 1.5)  # (linspace(0, 5, 1.5) gave 2 values)
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'steps'"):
+            fn(0, 1, True)
+    np.testing.assert_allclose(tgrad.linspace(0, 5, tgrad.tensor(3)).numpy(), [0, 2.5, 5])
+    with pytest.raises(TypeError, match=r"^bucketize\(\): argument 'input' \(position 1\) must "
+                                        r"be Tensor or Number, not list"):
+        tgrad.bucketize([1.0, 2.0], tgrad.tensor([0.0, 1.5, 3.0]))
+    assert tgrad.bucketize(2.0, tgrad.tensor([0.0, 1.5, 3.0])).item() == 2
+
+
+def test_permute_refuses_float_dims():
+    # int() truncated them: permute(x, (0.5, 1.5)) returned x unpermuted
+    x = _x(2, 3)
+    with pytest.raises(TypeError, match=r"^permute\(\): argument 'dims' \(position 2\) must be "
+                                        r"tuple of ints, but found element of type float"):
+        tgrad.permute(x, (0.5, 1.5))
+    with pytest.raises(TypeError, match=r"^permute\(\): argument 'dims' \(position 2\) must be "
+                                        r"tuple of ints, not str"):
+        x.permute("ab")
+    ref = np.arange(1.0, 7.0).reshape(2, 3).T
+    for got in (x.permute(1, 0), x.permute([1, 0]), tgrad.permute(x, (1, 0)),
+                x.permute(dims=(1, 0)), x.permute(tgrad.tensor(1), 0)):
+        np.testing.assert_array_equal(got.numpy(), ref)
+
+
+@pytest.mark.parametrize("call, err, text", [
+    # NumPy's broadcast ValueError leaked
+    (lambda: tgrad.complex(_x(5).double(), _x(3, 4).double()), RuntimeError,
+     r"^complex: The size of tensor a \(5\) must match the size of tensor b \(4\) at "
+     r"non-singleton dimension 1"),
+    (lambda: tgrad.nextafter(_x(5), _x(3, 4)), RuntimeError,
+     r"^nextafter: The size of tensor a \(5\) must match"),
+    # a 0-d right-hand side: IndexError 'tuple index out of range'
+    (lambda: tgrad.linalg.solve(tgrad.eye(2), tgrad.tensor(1.0)), RuntimeError,
+     r"^linalg.solve: The input tensor B must have at least 2 dimensions"),
+    (lambda: tgrad.linalg.lstsq(tgrad.eye(2), tgrad.tensor(1.0)), RuntimeError,
+     r"lstsq: other must have at least 1 dimension"),
+    # non-tensors: AttributeError ('str' object has no attribute ...)
+    (lambda: tgrad.linalg.eigvals("x"), TypeError,
+     r"^linalg.eigvals\(\): argument 'input' \(position 1\) must be Tensor, not str"),
+    (lambda: tgrad.linalg.diagonal(None), TypeError,
+     r"^linalg.diagonal\(\): argument 'A' \(position 1\) must be Tensor, not NoneType"),
+    (lambda: tgrad.slice_scatter(2.5, _x(2)), TypeError,
+     r"^slice_scatter\(\): argument 'input' \(position 1\) must be Tensor, not float"),
+    (lambda: tgrad.atleast_2d(_x(2), 1), TypeError,
+     r"^atleast_2d\(\): expected Tensor as element 1 in argument 0, but got int"),
+    (lambda: tgrad.atleast_3d([1.0]), TypeError,
+     r"^atleast_3d\(\): expected Tensor as element 0 in argument 0, but got float"),
+    (lambda: tgrad.meshgrid(_x(2), None), TypeError,
+     r"^meshgrid\(\): expected Tensor as element 1 in argument 0, but got NoneType"),
+    (lambda: tgrad.gather(_x(2), 0, [0]), TypeError,  # (was a RuntimeError)
+     r"^gather\(\): argument 'index' \(position 3\) must be Tensor, not list"),
+    # strings where a number goes: NumPy's / float()'s ValueError leaked
+    (lambda: tgrad.xlogy(_x(2), "x"), TypeError,
+     r"^xlogy\(\): argument 'other' \(position 2\) must be Tensor or Number, not str"),
+    (lambda: tgrad.special.zeta("x", _x(2)), TypeError, r"^zeta\(\): argument 'input'"),
+    (lambda: tgrad.special.chebyshev_polynomial_t(_x(2), "x"), TypeError,
+     r"^chebyshev_polynomial_t\(\): argument"),
+    (lambda: tgrad.copysign(_x(2), "x"), TypeError, r"^copysign\(\): argument 'other'"),
+    (lambda: tgrad.float_power(_x(2), None), TypeError, r"^float_power\(\): argument 'exponent'"),
+    (lambda: tgrad.linspace("a", 1, 3), TypeError, r"^linspace\(\): argument 'start'"),
+    (lambda: tgrad.fft.fftfreq(3, "a"), TypeError,
+     r"^fftfreq\(\): argument 'd' \(position 2\) must be float, not str"),
+    (lambda: tgrad.linalg.vecdot(_x(2, 3), _x(2, 3), dim=(0, 1)), TypeError,
+     r"^linalg.vecdot\(\): argument 'dim' must be int, not tuple"),
+])
+def test_leaked_internal_errors_are_pytorchs(call, err, text):
+    with pytest.raises(err, match=text):
+        call()
+
+
+def test_number_operands_still_work():
+    # the checks above take numbers (NumPy's too) where PyTorch does
+    x = tgrad.tensor([0.5, 2.0], dtype=tgrad.float64)
+    np.testing.assert_allclose(tgrad.xlogy(3, x).numpy(), 3 * np.log([0.5, 2.0]), rtol=1e-15)
+    np.testing.assert_array_equal(tgrad.copysign(x, np.float32(-1)).numpy(), [-0.5, -2.0])
+    np.testing.assert_array_equal(tgrad.float_power(2, x).numpy(), 2.0 ** np.array([0.5, 2.0]))
+    np.testing.assert_array_equal(tgrad.fft.fftfreq(4, 2).numpy(), np.fft.fftfreq(4, 2))
+    np.testing.assert_allclose(tgrad.complex(x, x.reshape(2, 1)).numpy(),
+                               np.array([0.5, 2.0]) + 1j * np.array([[0.5], [2.0]]))
+    assert tgrad.atleast_2d([_x(2), _x(1, 2)])[0].shape == (1, 2)
+
+
+def test_mvlgamma_and_broadcast_shapes_checks():
+    x = tgrad.tensor([3.0, 4.5], dtype=tgrad.float64)
+    for fn in (tgrad.mvlgamma, tgrad.special.multigammaln):  # a bool input was read as 0 / 1
+        with pytest.raises(RuntimeError, match="may not be a boolean tensor"):
+            fn(x > 0, 1)
+    with pytest.raises(TypeError, match=r"^mvlgamma\(\): argument 'p' \(position 2\) must be "
+                                        r"int, not float"):
+        tgrad.mvlgamma(x, 1.5)
+    # p = 2: lgamma(x) + lgamma(x - 1/2) + log(pi) / 2
+    ref = [math.lgamma(v) + math.lgamma(v - 0.5) + math.log(math.pi) / 2 for v in (3.0, 4.5)]
+    np.testing.assert_allclose(tgrad.mvlgamma(x, 2).numpy(), ref, rtol=1e-14)
+    with pytest.raises(TypeError, match=r"torch.Size\(\) takes an iterable of 'int' \(item 0 "
+                                        r"is 'float'\)"):
+        tgrad.broadcast_shapes((1.5, 2))  # (returned (1.5, 2))
+    assert tgrad.broadcast_shapes((2, 1), (3,), 1) == (2, 3)
+
+
+@pytest.mark.parametrize("name, shapes, text", [
+    ("addmm", ((2, 2), (2, 3), (3, 2)),
+     r"^addmm: self and mat2 must have the same dtype, but got Float and Double"),
+    ("addmv", ((2,), (2, 3), (3,)),
+     r"^addmv input tensors must have the same dtype, but got Float, Double, and Double"),
+    ("baddbmm", ((1, 2, 2), (1, 2, 3), (1, 3, 2)),
+     r"^baddbmm: Input dtypes must be the same, got: input float32, batch1: float64"),
+    ("addbmm", ((2, 2), (1, 2, 3), (1, 3, 2)), r"^addbmm: self and mat2 must have the same"),
+])
+def test_add_matmul_family_does_not_promote_input(name, shapes, text):
+    # PyTorch's kernels take one dtype; tgrad promoted a float32 input to the float64 product
+    a, b, c = (tgrad.tensor(np.ones(s)) for s in shapes)
+    with pytest.raises(RuntimeError, match=text):
+        getattr(tgrad, name)(a.float(), b, c)
+
+
+def test_addr_promotes_as_pytorch():
+    # PyTorch's addr is a broadcast product: mixed dtypes promote (tgrad's matmul refused them)
+    m, u, v = np.arange(6.0).reshape(2, 3), np.array([1.0, 2.0]), np.array([0.5, -1.0, 2.0])
+    out = tgrad.addr(tgrad.tensor(m), tgrad.tensor(u), tgrad.tensor(v, dtype=tgrad.float32),
+                     beta=2, alpha=3)
+    assert out.dtype is tgrad.float64
+    np.testing.assert_allclose(out.numpy(), 2 * m + 3 * np.outer(u, v), rtol=1e-15)
+
+
+def _args_for(name):
+    x, i, v = _x(2, 2), tgrad.tensor([0, 1]), _x(2)
+    return {
+        "addmm": (x, x, x), "addmv": (v, x, v), "mv": (x, v), "baddbmm": (x[None], x[None],
+                                                                            x[None]),
+        "addbmm": (x, x[None], x[None]), "index_add": (x, 0, i, x), "index_copy": (x, 0, i, x),
+        "index_select": (x, 0, i), "scatter_add": (x, 0, i[None], x), "scatter": (x, 0, i[None], x),
+        "take_along_dim": (x, i[None], 0), "take": (x, i), "index_fill": (x, 0, i, 1.0),
+        "masked_fill": (x, x > 2, 0.0), "masked_scatter": (x, x > 2, x), "reshape": (x, (4,)),
+        "broadcast_to": (x, (2, 2, 2)), "narrow": (x, 0, 0, 1), "narrow_copy": (x, 0, 0, 1),
+        "unflatten": (v, 0, (1, 2)), "triplet_margin_loss": (x, x, x),
+    }[name]
+
+
+@pytest.mark.parametrize("name", ["addmm", "addmv", "mv", "baddbmm", "addbmm", "index_add",
+                                  "index_copy", "index_select", "scatter_add", "scatter",
+                                  "take_along_dim", "take", "index_fill", "masked_fill",
+                                  "masked_scatter", "reshape", "broadcast_to", "narrow",
+                                  "narrow_copy", "unflatten", "triplet_margin_loss"])
+def test_every_tensor_operand_is_checked(name):
+    # each tensor operand in turn replaced by a string: PyTorch's TypeError naming the
+    # argument and its position (tgrad leaked "'str' object has no attribute 'ndim'")
+    fn, args = getattr(tgrad, name), _args_for(name)
+    assert fn(*args) is not None
+    for pos, a in enumerate(args):
+        if not isinstance(a, tgrad.Tensor) or (name, pos) in {("scatter", 3), ("index_copy", 2),
+                                                              ("masked_fill", 1),
+                                                              ("masked_scatter", 1),
+                                                              ("index_fill", 2),
+                                                              ("triplet_margin_loss", 0)}:
+            continue  # (operands checked by other code: their own texts)
+        bad = args[:pos] + ("x",) + args[pos + 1:]
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument '\w+' \(position {pos + 1}"
+                                            rf"\) must be Tensor, not str"):
+            fn(*bad)
+
+
+@pytest.mark.parametrize("call, err, text", [
+    # float sizes were truncated by int(): broadcast_to(x, (3.7, 4.2)) had shape (3, 4)
+    (lambda: tgrad.broadcast_to(_x(1, 4), (3.7, 4.2)), TypeError,
+     r"^broadcast_to\(\): argument 'size' \(position 2\) must be tuple of ints, but found "
+     r"element of type float at pos 0"),
+    (lambda: tgrad.expand_copy(_x(1, 4), (3.7, 4)), TypeError, r"^expand_copy\(\): argument"),
+    (lambda: tgrad.unflatten(_x(4), 0, (2.0, 2.0)), TypeError,
+     r"^unflatten\(\): argument 'sizes' \(position 3\) must be tuple of ints"),
+    # out-of-range dims were wrapped modulo ndim
+    (lambda: tgrad.linalg.tensorsolve(_x(2, 3, 6), _x(6), dims=(5, 1)), IndexError,
+     r"^linalg.tensorsolve: Dimension out of range \(expected to be in range of \[-3, 2\], "
+     r"but got 5\)"),
+    (lambda: tgrad.linalg.tensorsolve(_x(2, 3, 6), _x(6), dims=1), TypeError,
+     r"argument 'dims' must be tuple of ints, not int"),
+    # leaked "'float' object is not iterable" / int('a') / iteration over a tensor
+    (lambda: tgrad.fft.fftn(_x(2, 4), dim=1.5), TypeError,
+     r"^fftn\(\): argument 'dim' must be tuple of ints, not float"),
+    (lambda: tgrad.fft.fftshift(_x(2, 4), dim=1.5), TypeError, r"^fftshift\(\): argument 'dim'"),
+    (lambda: tgrad.linalg.norm(_x(2, 4), dim=1.5), TypeError,
+     r"^linalg.norm\(\): argument 'dim' must be tuple of ints, not float"),
+    (lambda: tgrad.polygamma("a", _x(2)), TypeError,
+     r"^polygamma\(\): argument 'n' \(position 1\) must be int, not str"),
+    (lambda: tgrad.linalg.eigh(tgrad.eye(2), 1), TypeError, r"argument 'UPLO' \(position 2\)"),
+    (lambda: tgrad.linalg.qr(tgrad.eye(2), 1), TypeError, r"argument 'mode' \(position 2\)"),
+    (lambda: tgrad.linalg.multi_dot(tgrad.eye(2)), TypeError,
+     r"^linalg.multi_dot\(\): argument 'tensors' \(position 1\) must be tuple of Tensors"),
+    # a non-tensor mask / index: PyTorch's TypeError (was a RuntimeError / IndexError)
+    (lambda: tgrad.masked_fill(_x(2), "x", 1.0), TypeError,
+     r"^masked_fill\(\): argument 'mask' \(position 2\) must be Tensor, not str"),
+    (lambda: tgrad.masked_scatter(_x(2), None, _x(2)), TypeError,
+     r"^masked_scatter\(\): argument 'mask'"),
+    (lambda: tgrad.index_fill(_x(2), 0, [0], 1.0), TypeError,
+     r"^index_fill\(\): argument 'index' \(position 3\) must be Tensor, not list"),
+    (lambda: tgrad.index_copy(_x(2), 0, None, _x(1)), TypeError, r"^index_copy\(\): argument"),
+])
+def test_sizes_dims_and_operand_types(call, err, text):
+    with pytest.raises(err, match=text):
+        call()
+
+
+def test_sizes_and_dims_as_tensors_still_work():
+    x = tgrad.tensor(np.arange(8.0).reshape(2, 4))
+    np.testing.assert_allclose(tgrad.fft.fftn(x, dim=tgrad.tensor([0, 1])).numpy(),
+                               np.fft.fftn(np.arange(8.0).reshape(2, 4)), atol=1e-12)
+    assert tgrad.broadcast_to(x[:1], (tgrad.tensor(3), 4)).shape == (3, 4)
+    a = np.random.default_rng(1).standard_normal((2, 3, 6))
+    b = np.arange(6.0)
+    got = tgrad.linalg.tensorsolve(tgrad.tensor(a), tgrad.tensor(b), dims=(-3, 1)).numpy()
+    # dims (0, 1) moved to the end: A' = a.transpose(2, 0, 1) (6, 2, 3), A' X = b
+    np.testing.assert_allclose(np.tensordot(a.transpose(2, 0, 1), got, 2), b, atol=1e-10)
+
+
+@pytest.mark.parametrize("call, text", [
+    (lambda: tgrad.tril(_x(3, 4), 1.5), r"^tril\(\): argument 'diagonal' \(position 2\) must "
+                                        r"be int, not float"),  # (was compared as it is)
+    (lambda: tgrad.triu(_x(3, 4), "a"), r"^triu\(\): argument 'diagonal'"),
+    (lambda: tgrad.diagflat(_x(2), 1.5), r"^diagflat\(\): argument 'offset'"),
+    (lambda: tgrad.diff(_x(3), 1.5), r"^diff\(\): argument 'n' \(position 2\) must be int"),
+    (lambda: tgrad.chunk(_x(3), "a"), r"^chunk\(\): argument 'chunks' \(position 2\)"),
+    (lambda: tgrad.eye(3, "a"), r"^eye\(\): argument 'm' \(position 2\) must be int, not str"),
+    (lambda: tgrad.eye(2.5), r"^eye\(\): argument 'n' \(position 1\) must be int, not float"),
+    (lambda: tgrad.empty_strided((2.5, 3), (3, 1)), r"^empty_strided\(\): argument 'size'"),
+    (lambda: tgrad.unravel_index(tgrad.tensor([5]), (2.5, 3)),
+     r"expected 'shape' sequence to only contain ints"),  # (int() truncated: gave [1], [2])
+])
+def test_int_arguments_refuse_other_types(call, text):
+    # leaked "'<=' not supported between instances of 'str' and 'int'" or accepted a float
+    with pytest.raises(TypeError, match=text):
+        call()
+
+
+def test_triangles_take_integer_diagonals():
+    a = np.arange(12.0).reshape(3, 4)
+    x = tgrad.tensor(a)
+    np.testing.assert_array_equal(tgrad.tril(x, 1).numpy(), np.tril(a, 1))
+    np.testing.assert_array_equal(tgrad.triu(x, np.int64(-1)).numpy(), np.triu(a, -1))
+    np.testing.assert_array_equal(tgrad.tril(x, tgrad.tensor(1)).numpy(), np.tril(a, 1))
+
+
+@pytest.mark.parametrize("name, call", [
+    ("linalg.solve_triangular", lambda a, b: tgrad.linalg.solve_triangular(a, b, upper=True)),
+    ("lstsq", lambda a, b: tgrad.linalg.lstsq(a, b)),
+    ("linalg.solve", lambda a, b: tgrad.linalg.solve(a, b)),
+    ("ldl_solve", lambda a, b: tgrad.linalg.ldl_solve(*tgrad.linalg.ldl_factor(a), b)),
+])
+def test_linalg_batch_mismatch_is_pytorchs_error(name, call):
+    # NumPy's "shape mismatch: objects cannot be broadcast" ValueError leaked
+    a = tgrad.eye(3, dtype=tgrad.float64).expand(2, 3, 3)
+    b = tgrad.ones(4, 3, 1, dtype=tgrad.float64)
+    with pytest.raises(RuntimeError, match=rf"{name}: The size of tensor a \(2\) must match "
+                                           rf"the size of tensor b \(4\) at non-singleton "
+                                           rf"dimension 0"):
+        call(a, b)
+
+
+def test_solve_triangular_integers_and_round_decimals():
+    a = tgrad.tensor([[2, 1], [0, 4]])
+    with pytest.raises(NotImplementedError, match="\"triangular_solve_cpu\" not implemented "
+                                                  "for 'Long'"):
+        tgrad.linalg.solve_triangular(a, tgrad.tensor([[1], [2]]), upper=True)
+    x = tgrad.tensor([1.2345, -2.5], dtype=tgrad.float64)
+    with pytest.raises(TypeError, match=r"^round\(\): argument 'decimals' must be int, not "
+                                        r"float"):
+        tgrad.special.round(x, decimals=1.5)  # (int() truncated it to 1)
+    np.testing.assert_allclose(tgrad.round(x, decimals=2).numpy(), [1.23, -2.5])
+
+
+@pytest.mark.parametrize("name, args", [("zeros", (2.5,)), ("ones", ((2, "a"),)),
+                                        ("empty", (2, 3.0)), ("rand", (2, None)),
+                                        ("randn", (1.5,)), ("full", ((2.5, 2), 1.0))])
+def test_factory_sizes_name_the_op(name, args):
+    # was "size must be a sequence of ints, but got float (2.5)" without the op
+    with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'size' must be tuple of ints, "
+                                        rf"but found element of type \w+ at pos \d"):
+        getattr(tgrad, name)(*args)
+
+
+def test_eye_refuses_bools_and_isin_non_numbers():
+    for args in ((True,), (3, True)):  # (True was taken as 1)
+        with pytest.raises(TypeError, match=r"^eye\(\): argument '[nm]'"):
+            tgrad.eye(*args)
+    x = tgrad.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"^isin\(\): argument 'test_elements' \(position 2\) "
+                                        r"must be Tensor or Number, not list"):
+        tgrad.isin(x, [1.0])  # (the error named eq)
+    np.testing.assert_array_equal(tgrad.isin(x, 2.0).numpy(), [False, True])

@@ -31,13 +31,15 @@ fftshift / ifftshift are tgrad ops and work on every device.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
-from tgrad.ops._common import register_op, require_tensor, wrap
+from tgrad.ops._common import int_tuple, register_op, require_tensor, wrap
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
@@ -205,9 +207,8 @@ def _dims_nd(op: str, x: Tensor, s, dim) -> tuple:
     neither: all dims. An entry -1 of ``s`` keeps the input's size."""
     if isinstance(s, (int, np.integer)):
         s = (s,)
-    if isinstance(dim, (int, np.integer)):
-        dim = (dim,)
-    if dim is not None:
+    if dim is not None:  # ints (a float or str dim was iterated over or truncated)
+        dim = int_tuple(op, "dim", dim)
         dims = tuple(_wrap(op, d, x.ndim) for d in dim)
         if len(set(dims)) != len(dims):
             raise RuntimeError(f"{op}: FFT dims must be unique")
@@ -439,6 +440,9 @@ def _freq(op: str, n: int, d: float, onesided: bool, dtype, device,
           requires_grad: bool) -> Tensor:
     from tgrad.ops.creation import tensor
     _int_arg(op, "n", n, optional=False)
+    if isinstance(d, (str, bytes)) or not isinstance(d, (numbers.Real, np.generic, Tensor)):
+        raise TypeError(f"{op}(): argument 'd' (position 2) must be float, not "
+                        f"{type(d).__name__}")
     if n < 0:
         raise RuntimeError(f"{op}: Trying to create tensor with negative dimension {n}: [{n}]")
     dt = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
@@ -476,10 +480,8 @@ def _shift(op: str, input: Tensor, dim, inverse: bool) -> Tensor:  # noqa: A002
     require_tensor(op, input)
     if dim is None:
         dims = tuple(range(input.ndim))
-    elif isinstance(dim, (int, np.integer)):
-        dims = (_wrap(op, dim, input.ndim),)
     else:
-        dims = tuple(_wrap(op, d, input.ndim) for d in dim)
+        dims = tuple(_wrap(op, d, input.ndim) for d in int_tuple(op, "dim", dim))
     if not dims:  # a 0-d input (dim None) or dim=(): PyTorch's roll error
         raise RuntimeError(f"{op}: `shifts` required (no dim to shift: the input is 0-d or "
                            f"dim is empty; a 0-d tensor is its own shift, use it as is)")

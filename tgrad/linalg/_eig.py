@@ -140,5 +140,6 @@ def eigvals(A: Tensor) -> Tensor:
     no eigenvector gradient: V^{-H} diag(gL) V^H. A NaN or inf raises eig's error when A
     requires grad (grad mode on), as PyTorch's; else the eigenvalues are LAPACK's result
     for it (NaN where geev gives NaN)."""
+    require_tensor("linalg.eigvals", A)
     _eig_checks("linalg.eigvals", A, finite=A.requires_grad and is_grad_enabled())
     return LinalgEig.apply(A)[0]

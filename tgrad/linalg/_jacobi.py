@@ -323,6 +323,9 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     require_tensor(op, A, "A")
     _check_square(op, A)
     check_linalg_dtype(op, A.dtype)
+    if not isinstance(UPLO, str):  # PyTorch's TypeError
+        raise TypeError(f"{op}(): argument 'UPLO' (position 2) must be str, not "
+                        f"{type(UPLO).__name__}")
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"{op}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     L, V = LinalgEigh.apply(A, UPLO == "U")

@@ -38,7 +38,7 @@ from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function
 from tgrad.linalg._lu import _raise_singular
 from tgrad.linalg._triangular import _torch_dtype_name, check_same_dtype, not_floating_error
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import broadcast_or_raise, require_tensor
 from tgrad.ops.creation import tensor
 from tgrad.tensor import Tensor
 
@@ -362,6 +362,7 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False)
     _check_dtype(op, "ldl_solve_kernel_cpu", LD.dtype)
     check_same_dtype(op, "b", B, "A", LD, ".")
     _host_only(op, LD, pivots, B)
+    broadcast_or_raise(op, LD.shape[:-2], B.shape[:-2])  # (NumPy's ValueError leaked)
     p = pivots.numpy()
     if p.size and not ((p != 0) & (np.abs(p) <= n)).all():
         raise RuntimeError(f"{op}: pivots must be ldl_factor's: 1-based, nonzero and at most "

@@ -40,7 +40,7 @@ from tgrad.linalg._triangular import (
     solve_triangular,
 )
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import fresh, require_tensor
+from tgrad.ops._common import broadcast_or_raise, fresh, require_tensor
 from tgrad.ops.complex_ops import complex_sgn
 from tgrad.ops.creation import arange, eye, ones, zeros
 from tgrad.ops.gathering import take_along_dim
@@ -200,6 +200,8 @@ def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
     if A.device is not B.device:
         raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
                            f"at least two devices, {A.device} and {B.device}!")
+    if B.ndim == 0:  # PyTorch's text (a 1-D B is a vector)
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
     # PyTorch: B is a batch of vectors when it is 1-D or has A's shape without the last dim
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     if vector:
@@ -215,7 +217,7 @@ def _solve_operands(op: str, A: Tensor, B: Tensor, left: bool) -> tuple:
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
     if not left:  # X A = B  <=>  A^T X^T = B^T
         A, B = A.mT, B.mT
-    batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    batch = broadcast_or_raise(op, A.shape[:-2], B.shape[:-2])  # (NumPy's ValueError leaked)
     if tuple(A.shape[:-2]) != batch:
         A = A.expand(*batch, n, n)
     if tuple(B.shape[:-2]) != batch:

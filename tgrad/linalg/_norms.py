@@ -16,10 +16,10 @@ from tgrad.linalg._lu import graph_constant
 from tgrad.linalg._triangular import _torch_dtype_name, not_floating_error
 from tgrad.ops import elementwise as ew
 from tgrad.ops import mathcomposites as mc
-from tgrad.ops._common import fresh, require_tensor
+from tgrad.ops._common import fresh, int_tuple, require_tensor
 from tgrad.ops.matmul import matmul as _matmul
 from tgrad.ops.reduce import norm as _vnorm
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "multi_dot", "diagonal", "matmul",
            "vecdot"]
@@ -119,10 +119,8 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *,  # noqa: A002
     op = "linalg.norm"
     require_tensor(op, A)
     given = dim
-    if isinstance(dim, int):
-        dim = (dim,)
     if dim is not None:
-        dim = tuple(dim)
+        dim = int_tuple(op, "dim", dim)  # (tuple(1.5) leaked "'float' object is not iterable")
         if len(dim) not in (1, 2):
             raise RuntimeError(f"{op}: If dim is specified, it must be of length 1 or 2. Got "
                                f"{list(dim)}")
@@ -149,6 +147,9 @@ def multi_dot(tensors) -> Tensor:
     """The product of a list of matrices (the first may be 1-D, a row vector, and the last
     1-D, a column vector, squeezed from the result), bracketed for the fewest scalar
     multiplications (``chain_matmul``'s order)."""
+    if not isinstance(tensors, (tuple, list)):  # (a tensor was iterated over its rows)
+        raise TypeError(f"linalg.multi_dot(): argument 'tensors' (position 1) must be tuple of "
+                        f"Tensors, not {type(tensors).__name__}")
     ts = list(tensors)
     if len(ts) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
@@ -189,6 +190,7 @@ def multi_dot(tensors) -> Tensor:
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """``tgrad.diagonal`` with the last two dims as default (a view)."""
+    require_tensor("linalg.diagonal", A, "A")
     return A.diagonal(offset, dim1, dim2)
 
 
@@ -200,8 +202,18 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 @autocast_policy("lower")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """sum(conj(x) * y) along ``dim``, other dims broadcast (PyTorch's: x is conjugated
-    when complex, as in ``vdot``; real tensors: sum(x * y))."""
+    when complex, as in ``vdot``; real tensors: sum(x * y)). x and y: one floating or
+    complex dtype (no promotion, as PyTorch)."""
     from tgrad.ops.complex_ops import conj_of
     require_tensor("linalg.vecdot", x)
     require_tensor("linalg.vecdot", y, "y", 2)
+    dim = _int_arg("linalg.vecdot", "dim", dim)  # one dim (a tuple summed over several)
+    # PyTorch's checks: floating or complex, one dtype (no promotion)
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
+                           f"input. Got {_torch_dtype_name(x.dtype)}")
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but "
+                           f"found x of type {_torch_dtype_name(x.dtype)} and y of type "
+                           f"{_torch_dtype_name(y.dtype)} instead")
     return (conj_of(x) * y).sum(dim)

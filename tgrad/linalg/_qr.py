@@ -187,6 +187,9 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     require_tensor(op, A, "A")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if not isinstance(mode, str):  # PyTorch's TypeError
+        raise TypeError(f"{op}(): argument 'mode' (position 2) must be str, not "
+                        f"{type(mode).__name__}")
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
@@ -31,10 +29,10 @@ from tgrad.linalg._lu import inv, inv_ex, solve
 from tgrad.linalg._qr import check_linalg_dtype, qr
 from tgrad.linalg._triangular import _torch_dtype_name, solve_triangular
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import broadcast_or_raise, int_tuple, require_tensor
 from tgrad.ops.creation import eye, ones, zeros
 from tgrad.ops.shape import cat
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["pinv", "matrix_rank", "cond", "lstsq", "matrix_exp", "tensorinv", "tensorsolve",
            "vander"]
@@ -197,6 +195,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     require_tensor(op, B, "B", 2)
     if A.ndim < 2:
         raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError(f"{op}: other must have at least 1 dimension.")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got "
                            f"input's dtype {_torch_dtype_name(A.dtype)} and other's dtype "
@@ -220,7 +220,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if B.shape[-2] != m:
         raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2) "
                            f"(got A {list(A.shape)} and B {list(B.shape)})")
-    batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    batch = broadcast_or_raise(op, A.shape[:-2], B.shape[:-2])  # (NumPy's ValueError leaked)
     A = A.expand(*batch, m, n)
     B = B.expand(*batch, m, B.shape[-1])
     empty = zeros((0,), dtype=dtypes.to_real(A.dtype), device=A.device)  # (real, as S)
@@ -314,8 +314,11 @@ def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
     op = "linalg.tensorsolve"
     require_tensor(op, A, "A")
     require_tensor(op, B, "B", 2)
-    if dims is not None:
-        dims = [d % A.ndim for d in dims]
+    if dims is not None:  # PyTorch's checks (d % A.ndim wrapped an out-of-range dim)
+        if not isinstance(dims, (tuple, list)):
+            raise TypeError(f"linalg.tensorsolve(): argument 'dims' must be tuple of ints, not "
+                            f"{type(dims).__name__}")
+        dims = [_wrap_dim(d, A.ndim, op) for d in int_tuple(op, "dims", dims)]
         A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
     rest = tuple(A.shape[B.ndim:])
     if tuple(A.shape[:B.ndim]) != tuple(B.shape) or math.prod(rest) != B.numel():

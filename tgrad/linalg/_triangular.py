@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import fresh, require_tensor
+from tgrad.ops._common import broadcast_or_raise, fresh, require_tensor
 from tgrad.ops.composite import tril, triu
 from tgrad.ops.creation import zeros
 from tgrad.ops.matmul import matmul
@@ -228,10 +226,11 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {eq} "
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
     dt = dtypes.result_type(A, B)
-    if not (dt.is_floating_point or dt.is_complex):
-        raise not_floating_error(op, dt)
+    if not (dt.is_floating_point or dt.is_complex):  # PyTorch's (its kernel's) error
+        raise dtypes.kernel_not_implemented("triangular_solve_cpu", dt,
+                                            f" ({op} takes floating point or complex tensors)")
     A, B = A.to(dt), B.to(dt)
-    batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    batch = broadcast_or_raise(op, A.shape[:-2], B.shape[:-2])  # (NumPy's ValueError leaked)
     if tuple(A.shape[:-2]) != batch:
         A = A.expand(*batch, n, n)
     if tuple(B.shape[:-2]) != batch:

@@ -52,6 +52,39 @@ def promoted_float_dtype(op: str, input: Tensor, other: Tensor):  # noqa: A002
     return dt
 
 
+def int_tuple(op: str, name: str, value, position: int | None = None) -> tuple:
+    """``value`` (an int, or a sequence of ints: Python or NumPy integers, one-element
+    integer tensors) as a tuple of ints, or PyTorch's TypeError naming the op and the
+    argument: '... must be tuple of ints, not float' / '..., but found element of type
+    float at pos 0'. A bool is refused as PyTorch's parser does."""
+    import operator
+    where = f" (position {position})" if position else ""
+
+    def one(v):
+        if isinstance(v, (bool, np.bool_)):
+            return None
+        try:
+            return operator.index(v)
+        except TypeError:
+            return None
+    if isinstance(value, Tensor) and value.ndim == 1:  # a 1-D integer tensor of sizes
+        value = value.tolist()
+    if not isinstance(value, (tuple, list)):
+        i = one(value)
+        if i is None:
+            raise TypeError(f"{op}(): argument '{name}'{where} must be tuple of ints, not "
+                            f"{type(value).__name__}")
+        return (i,)
+    out = []
+    for pos, v in enumerate(value):
+        i = one(v)
+        if i is None:
+            raise TypeError(f"{op}(): argument '{name}'{where} must be tuple of ints, but "
+                            f"found element of type {type(v).__name__} at pos {pos}")
+        out.append(i)
+    return tuple(out)
+
+
 def require_tensor(op: str, value, name: str = "input", position: int | None = 1) -> None:
     """PyTorch's TypeError when an argument that must be a Tensor is not one."""
     if not isinstance(value, Tensor):

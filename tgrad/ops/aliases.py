@@ -71,7 +71,7 @@ def _inplace_compare(name: str, compare) -> None:
     def method(self: Tensor, other) -> Tensor:
         return apply_inplace(self, name, lambda x, o: CompareInto.apply(x, o, compare), other)
 
-    method.__name__ = name
+    method.__name__ = method.__qualname__ = name
     tensor_method(name)(method)
 
 
@@ -136,6 +136,7 @@ inplace_method("sgn_", sgn)
 @tensor_method("ravel")
 def ravel(input: Tensor) -> Tensor:  # noqa: A002
     """The elements as a 1-D tensor: a view when the layout allows, else a copy."""
+    require_tensor("ravel", input)
     return input.reshape(-1)
 
 
@@ -148,9 +149,10 @@ def split_with_sizes(self: Tensor, split_sizes, dim: int = 0) -> tuple:
 # ------------------------------------------------------------------- complex API
 def _self(name: str):
     def same(input: Tensor) -> Tensor:  # noqa: A002
+        require_tensor(name, input)
         return input
 
-    same.__name__ = name
+    same.__name__ = same.__qualname__ = name
     same.__doc__ = f"``input`` itself: tgrad has no lazy negation, so {name} has nothing to do."
     return tensor_method(name)(same)
 
@@ -162,7 +164,7 @@ def _conj(name: str):
         except RuntimeError as e:  # (free when nothing raises) a sparse COO input
             return route_sparse(name, e, input)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = ("The complex conjugate, materialised (tgrad has no lazy conjugate bit); a "
                   "real tensor is returned as it is.")
     return tensor_method(name)(fn)
@@ -178,24 +180,28 @@ inplace_method("conj_physical_", conj_physical)
 @tensor_method("is_conj")
 def is_conj(input: Tensor) -> bool:  # noqa: A002
     """False: tgrad never builds lazily conjugated tensors (conj() materialises)."""
+    require_tensor("is_conj", input)
     return False
 
 
 @tensor_method("is_neg")
 def is_neg(input: Tensor) -> bool:  # noqa: A002
     """False: tgrad never builds lazily negated tensors."""
+    require_tensor("is_neg", input)
     return False
 
 
 @tensor_method("is_complex")
 def is_complex(input: Tensor) -> bool:  # noqa: A002
     """Whether ``input`` has a complex dtype (complex64, complex128)."""
+    require_tensor("is_complex", input)
     return input.dtype.is_complex
 
 
 @tensor_method("isreal")
 def isreal(input: Tensor) -> Tensor:  # noqa: A002
     """imag == 0 for a complex tensor; all True for a real one (bool, input's shape)."""
+    require_tensor("isreal", input)
     from tgrad.ops.creation import ones_like
     if input.dtype.is_complex:
         return ew.eq(cx.imag(input), 0)
@@ -225,6 +231,7 @@ Tensor.imag = property(imag, _part_setter(imag))
 @tensor_method("adjoint")
 def adjoint(input: Tensor) -> Tensor:  # noqa: A002
     """The conjugate transpose of the last two dims (a transpose, for real tensors)."""
+    require_tensor("adjoint", input)
     if input.ndim == 0:  # PyTorch 2.13: deprecated, x.conj()
         warnings.warn("adjoint() is deprecated on 0-D tensors. Consider using x.conj().",
                       UserWarning, stacklevel=2)
@@ -277,12 +284,15 @@ def is_nonzero(input: Tensor) -> bool:  # noqa: A002
 @tensor_method("is_same_size")
 def is_same_size(input: Tensor, other: Tensor) -> bool:  # noqa: A002
     """Whether the two tensors have the same shape."""
+    require_tensor("is_same_size", input)
+    require_tensor("is_same_size", other, "other", 2)
     return tuple(input.shape) == tuple(other.shape)
 
 
 @tensor_method("is_signed")
 def is_signed(input: Tensor) -> bool:  # noqa: A002
     """Whether the dtype holds negative values (every dtype but bool)."""
+    require_tensor("is_signed", input)
     return input.dtype.is_signed
 
 

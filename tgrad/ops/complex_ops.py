@@ -20,6 +20,7 @@ from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops._common import (
     backend_of,
+    broadcast_or_raise,
     make_view,
     register_op,
     require_tensor,
@@ -292,6 +293,7 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001
                            "have; convert them with .float() first")
     dev = same_device("complex", real, imag)
     dtypes.check_complex_device("complex", dtypes.to_complex(real.dtype), dev)
+    broadcast_or_raise("complex", real.shape, imag.shape)  # (NumPy's ValueError leaked)
     return Complex.apply(real, imag)
 
 

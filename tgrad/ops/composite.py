@@ -36,6 +36,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     broadcast_or_raise,
     fresh,
+    int_tuple,
     require_tensor,
     rounded_to,
     sizes_keyword,
@@ -86,15 +87,18 @@ def _fill_value(op: str, input: Tensor, value):  # noqa: A002
 
 
 def _check_mask(op: str, mask) -> None:
-    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
-        got = mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__
-        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype {got}")
+    # PyTorch's TypeError for a non-tensor mask (the in-place methods take it first)
+    require_tensor(op, mask, "mask", 1 if op.endswith("_") else 2)
+    if mask.dtype is not dtypes.bool_:
+        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype.name}")
 
 
 @tensor_method("masked_fill")
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
     """``value`` where ``mask`` holds, else ``input`` (mask and input broadcast); input's dtype.
     d input = g where not mask;  d value (a 0-d tensor) = sum of g where mask."""
+    require_tensor("masked_fill", input)
     _check_mask("masked_fill", mask)
     dtypes.refuse_float8("masked_fill", input.dtype)
     broadcast_or_raise("masked_fill", mask.shape, input.shape)  # PyTorch's text (not where's)
@@ -117,6 +121,7 @@ def _triangle(op: str, input: Tensor, diagonal: int, lower: bool) -> Tensor:  # 
     """``input`` with the elements above (tril) or below (triu) the ``diagonal``-th diagonal
     of its last two dims set to 0: the mask is column - row <= diagonal (tril) or >= (triu),
     one (rows, cols) bool tensor broadcast over the batch dims."""
+    diagonal = _int_arg(op, "diagonal", diagonal, 2)  # (a float one was compared as it is)
     if input.ndim < 2:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
     rows, cols = input.shape[-2:]
@@ -128,12 +133,14 @@ def _triangle(op: str, input: Tensor, diagonal: int, lower: bool) -> Tensor:  # 
 @tensor_method("tril")
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     """The lower triangle (on and below diagonal ``diagonal``) of the last two dims."""
+    require_tensor("tril", input)
     return _triangle("tril", input, diagonal, True)
 
 
 @tensor_method("triu")
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     """The upper triangle (on and above diagonal ``diagonal``) of the last two dims."""
+    require_tensor("triu", input)
     return _triangle("triu", input, diagonal, False)
 
 
@@ -147,6 +154,7 @@ def frac(input: Tensor) -> Tensor:  # noqa: A002
     # a sparse COO tensor: its own zero-preserving op (coalesced first). Tested up front,
     # not in the shared except form (_common.route_sparse): the body below runs on the
     # sparse operators without raising (an uncoalesced s - trunc(s)). One attribute read.
+    require_tensor("frac", input)
     if input._sparse:
         return input.frac()
     if not input.dtype.is_floating_point:
@@ -208,8 +216,8 @@ def own_copy(out: Tensor, input: Tensor) -> Tensor:  # noqa: A002
 
 def tile(input: Tensor, dims) -> Tensor:  # noqa: A002
     """``repeat`` with ``dims`` padded with leading 1s to input's number of dims."""
-    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
-    dims = tuple(_int_arg("tile", "dims", d) for d in dims)  # (no floats: TypeError)
+    require_tensor("tile", input)
+    dims = int_tuple("tile", "dims", dims, 2)
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
@@ -219,6 +227,7 @@ tensor_method("tile")(lambda self, *sizes, dims=None: tile(self, dims if dims is
 
 def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
     """A copy of ``input`` with the order of elements reversed along ``dims``."""
+    require_tensor("flip", input)
     dtypes.refuse_float8("flip_cpu", input.dtype)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     wrapped = [_wrap_dim(d, input.ndim, "flip") for d in dims]
@@ -240,7 +249,8 @@ tensor_method("flip")(lambda self, *dims: flip(
 def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
     """A copy with the elements shifted by ``shifts`` along ``dims`` (wrapping around);
     without dims, over the flattened tensor (shape kept)."""
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    require_tensor("roll", input)
+    shifts = int_tuple("roll", "shifts", shifts, 2)
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"roll: shifts {list(shifts)} need dims when there is more "
@@ -324,6 +334,8 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     d w = g conj(end - input), PyTorch's formulas (nodes LerpBackward0 for a number weight,
     LerpBackward1 for a tensor). Floating and complex tensors (PyTorch's lerp kernels; a
     complex weight's branch by |weight|)."""
+    require_tensor("lerp", input)
+    require_tensor("lerp", end, "end", 2)
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t.dtype is not input.dtype and (name == "end" or t.ndim):
             raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
@@ -342,10 +354,18 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
 @autocast_policy("promote", cpu=None)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 * tensor2 (broadcast)."""
+    _three_tensors("addcmul", input, tensor1, tensor2)
     value = _scalar_like(value, input, tensor1, tensor2)
     (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
     prod = tensor1 * tensor2
     return rounded_to(input + (prod if value == 1 else prod * value), half)
+
+
+def _three_tensors(op: str, input, tensor1, tensor2) -> None:  # noqa: A002
+    """PyTorch's TypeError unless input, tensor1 and tensor2 are all tensors."""
+    for pos, (name, v) in enumerate((("input", input), ("tensor1", tensor1),
+                                     ("tensor2", tensor2)), 1):
+        require_tensor(op, v, name, pos)
 
 
 def _scalar_like(value, *tensors):
@@ -360,6 +380,7 @@ def _scalar_like(value, *tensors):
 @autocast_policy("promote", cpu=None)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 / tensor2 (broadcast; integer division is refused)."""
+    _three_tensors("addcdiv", input, tensor1, tensor2)
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point \
             and not (tensor1.dtype.is_complex or tensor2.dtype.is_complex):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
@@ -386,19 +407,25 @@ tensor_method("clamp_max")(clamp_max)
 
 def atleast_1d(*tensors):
     """Each tensor with at least 1 dim (0-d: shape (1,)); one tensor in, one out."""
-    out = [t.reshape(1) if t.ndim == 0 else t for t in _tensor_args(tensors)]
+    out = [t.reshape(1) if t.ndim == 0 else t for t in _tensor_args("atleast_1d", tensors)]
     return out[0] if len(out) == 1 else tuple(out)
 
 
 def atleast_2d(*tensors):
     """Each tensor with at least 2 dims (0-d: (1, 1); 1-D (n,): (1, n))."""
-    out = [t.reshape(1, -1) if t.ndim < 2 else t for t in _tensor_args(tensors)]
+    out = [t.reshape(1, -1) if t.ndim < 2 else t for t in _tensor_args("atleast_2d", tensors)]
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _tensor_args(tensors) -> list:
+def _tensor_args(op: str, tensors) -> list:
+    """The tensors given as separate arguments or as one sequence; anything else is
+    PyTorch's TypeError ('expected Tensor as element 1 in argument 0, but got int')."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        return list(tensors[0])
+        tensors = tensors[0]
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
     return list(tensors)
 
 
@@ -419,7 +446,7 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     """Coordinate grids of 1-D (or 0-d) tensors, as expanded views: 'ij' (PyTorch's
     default: grid k varies along dim k) or 'xy' (the first two dims of every grid swapped,
     NumPy's default)."""
-    ts = _tensor_args(tensors)
+    ts = _tensor_args("meshgrid", tensors)
     if not ts:
         raise RuntimeError("meshgrid expects a non-empty TensorList")
     for t in ts[1:]:

@@ -4,6 +4,7 @@ from_numpy, manual_seed. Shapes may be given as varargs or one tuple."""
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
 import numpy as np
@@ -13,7 +14,7 @@ from tgrad._layout import check_layout, strided
 from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import as_device
 from tgrad.dtypes import DType
-from tgrad.ops._common import sizes_keyword
+from tgrad.ops._common import int_tuple, require_tensor, sizes_keyword
 from tgrad.tensor import Storage, Tensor, _int_arg
 
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
@@ -22,14 +23,19 @@ __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like"
            "randint", "randperm", "empty_strided"]
 
 
-def _shape(size: tuple) -> tuple:
+def _shape(size: tuple, op: str | None = None) -> tuple:
+    """The sizes of a factory (ints, or one sequence); a non-int is PyTorch's TypeError,
+    naming ``op`` when given."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     out = []
-    for s in size:
+    for pos, s in enumerate(size):
         if isinstance(s, Tensor):
             s = int(s)
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            if op is not None:
+                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found "
+                                f"element of type {type(s).__name__} at pos {pos}")
             raise TypeError(f"size must be a sequence of ints, but got {type(s).__name__} ({s!r})")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
@@ -255,7 +261,7 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
             args, fill_value = (args[0],), args[1]
         else:
             raise TypeError("full() missing required argument 'fill_value'")
-    shape = _shape(tuple(args))
+    shape = _shape(tuple(args), "full")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if not isinstance(fill_value, (int, float, complex, bool, np.number, np.bool_)):
@@ -282,7 +288,7 @@ def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False
           layout=None) -> Tensor:
     if layout is not None:
         check_layout("zeros", layout)
-    return full(_shape(sizes_keyword("zeros", "size", args, size)), 0,
+    return full(_shape(sizes_keyword("zeros", "size", args, size), "zeros"), 0,
                 dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
 
 
@@ -290,7 +296,7 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
          layout=None) -> Tensor:
     if layout is not None:
         check_layout("ones", layout)
-    return full(_shape(sizes_keyword("ones", "size", args, size)), 1,
+    return full(_shape(sizes_keyword("ones", "size", args, size), "ones"), 1,
                 dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
 
 
@@ -302,7 +308,7 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     dt = _dtype_or_default(dtype)
     dtypes.check_complex_device("empty", dt, dev)
     dtypes.check_float8_device("empty", dt, dev)
-    shape = _shape(sizes_keyword("empty", "size", args, size))
+    shape = _shape(sizes_keyword("empty", "size", args, size), "empty")
     t = Tensor(get_backend(dev).empty(shape, dt.np), None, dev)
     if requires_grad:
         t.requires_grad_(True)
@@ -347,6 +353,7 @@ def _sparse_like(x: Tensor, op: str, dtype, device, requires_grad: bool, layout)
 
 def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
                layout=None, *, memory_format=None) -> Tensor:
+    require_tensor("zeros_like", x)
     if x._sparse and layout is not strided:  # a sparse COO x (tgrad.sparse)
         return _sparse_like(x, "zeros_like", dtype, device, requires_grad, layout)
     dt, dev = _like(x, dtype, device, "zeros_like", layout, memory_format)
@@ -355,6 +362,7 @@ def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
 
 def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
               layout=None, *, memory_format=None) -> Tensor:
+    require_tensor("ones_like", x)
     if x._sparse and layout is not strided:
         return _sparse_like(x, "ones_like", dtype, device, requires_grad, layout)
     dt, dev = _like(x, dtype, device, "ones_like", layout, memory_format)
@@ -363,6 +371,7 @@ def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
 
 def full_like(x: Tensor, fill_value, dtype=None, device=None,
               requires_grad: bool = False, layout=None, *, memory_format=None) -> Tensor:
+    require_tensor("full_like", x)
     if x._sparse and layout is not strided:
         return _sparse_like(x, "full_like", dtype, device, requires_grad, layout)
     dt, dev = _like(x, dtype, device, "full_like", layout, memory_format)
@@ -441,7 +450,7 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
         dtypes.check_complex_device(kind, dt, dev)
         part = dtypes.to_real(dt).np
         with drawing_from(generator, dev, kind):
-            pair = getattr(get_backend(dev), kind)(_shape(size) + (2,), part)
+            pair = getattr(get_backend(dev), kind)(_shape(size, kind) + (2,), part)
         if kind == "randn":
             pair = pair * part.type(math.sqrt(0.5))
         arr = np.ascontiguousarray(pair).view(dt.np)[..., 0]
@@ -455,7 +464,7 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
                                   f"'{dtypes.SCALAR_TYPE_NAMES[dt]}' (expected a floating "
                                   f"point or complex dtype, got {dt.name})")
     with drawing_from(generator, dev, kind):
-        arr = getattr(get_backend(dev), kind)(_shape(size), dt.np)
+        arr = getattr(get_backend(dev), kind)(_shape(size, kind), dt.np)
     t = Tensor(arr, None, dev)
     if requires_grad:
         t.requires_grad_(True)
@@ -641,7 +650,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     from tgrad.generator import drawing_from
     dev = as_device(device)
     with drawing_from(generator, dev, "randint"):
-        out = random_integers(_shape(size), low, high, dev).to(out_dt)
+        out = random_integers(_shape(size, "randint"), low, high, dev).to(out_dt)
     if requires_grad:
         out.requires_grad_(True)
     return out
@@ -785,6 +794,10 @@ def spaced_dtype(op: str, start, end, dtype) -> tuple[DType, bool]:
     """(the dtype of linspace/logspace, whether a bound is complex): PyTorch infers the
     default complex dtype from a complex bound (a number or tensor), else the default dtype;
     a given real dtype cannot take a complex bound."""
+    for pos, (name, v) in enumerate((("start", start), ("end", end)), 1):
+        if not isinstance(v, (Tensor, numbers.Number, np.generic)):  # PyTorch's TypeError
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Number or "
+                            f"Tensor, not {type(v).__name__}")
     cplx = any(v.dtype.is_complex if isinstance(v, Tensor)
                else isinstance(v, (complex, np.complexfloating)) for v in (start, end))
     if dtype is None:
@@ -805,6 +818,7 @@ def linspace(start: float, end: float, steps: int, dtype=None, device=None,
     (see ``spaced_integers``)."""
     check_layout("linspace", layout)
     dt, _ = spaced_dtype("linspace", start, end, dtype)
+    steps = _int_arg("linspace", "steps", steps, 3, allow_bool=False)
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     if dt.is_complex:
@@ -847,6 +861,8 @@ def _spaced_floats(start, end, steps: int, np_dtype) -> np.ndarray:
 def eye(n: int, m: int | None = None, dtype=None, device=None,
         requires_grad: bool = False, *, layout=None) -> Tensor:
     check_layout("eye", layout)
+    n = _int_arg("eye", "n", n, 1, allow_bool=False)  # (a str leaked a comparison error)
+    m = None if m is None else _int_arg("eye", "m", m, 2, allow_bool=False)
     dt = _dtype_or_default(dtype)
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye: n and m must be >= 0, got n={n}, m={m}")
@@ -878,7 +894,7 @@ def _new_factory(make):
         dt, dev = _like(self, dtype, device, op, layout)
         return make(_new_size(op, args, size), dtype=dt, device=dev,
                     requires_grad=requires_grad)
-    method.__name__ = op
+    method.__name__ = method.__qualname__ = op
     method.__doc__ = (f"A new tensor as ``tgrad.{make.__name__}(size)`` with self's dtype and "
                       f"device unless given; ``size`` as varargs or a tuple (also ``size=``).")
     return method
@@ -894,7 +910,9 @@ def empty_strided(size, stride, *, dtype=None, device=None,
     """An uninitialised tensor of shape ``size`` with element strides ``stride`` over new
     memory just large enough for them (not a view)."""
     check_layout("empty_strided", layout)
-    size, stride = tuple(map(int, size)), tuple(map(int, stride))
+    # (int() truncated a float size or stride)
+    size = int_tuple("empty_strided", "size", size, 1)
+    stride = int_tuple("empty_strided", "stride", stride, 2)
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
     if any(s < 0 for s in size) or any(s < 0 for s in stride):

@@ -28,7 +28,7 @@ from tgrad.ops._common import (
     wrap,
 )
 from tgrad.ops.complex_ops import no_complex as _no_complex
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
            "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round",
@@ -279,7 +279,7 @@ def _unary_fn(name: str):
             return cls.apply(input)
         except RuntimeError as e:  # (free when nothing raises) a sparse COO input: its
             return route_sparse(name, e, input)  # own method (tgrad.sparse), else e
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}."
     return tensor_method(name)(fn)
 
@@ -362,10 +362,11 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001,A002
     zero gradient."""
     if decimals == 0:
         return _round_half_even(input)
+    decimals = _int_arg("round", "decimals", decimals)  # (int() truncated 1.5; rare branch)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"round: decimals is only supported for floating point tensors, "
                            f"got {input.dtype}")
-    return _RoundDecimals.apply(input, int(decimals))
+    return _RoundDecimals.apply(input, decimals)
 negative = neg
 tensor_method("negative", "__neg__")(neg)
 tensor_method("__abs__")(abs)
@@ -646,6 +647,10 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     else:
         dt = dtypes.result_type(a, b)
         if dt.is_complex:
+            if name in ("maximum", "minimum"):  # PyTorch's RuntimeError for these two
+                raise RuntimeError(f"{name} not implemented for complex tensors (complex "
+                                   f"numbers have no order; apply it to .real, .imag or "
+                                   f".abs() instead)")
             if name in _NO_COMPLEX_BINARY:
                 raise NotImplementedError(
                     f"{name}: \"{name}_cpu\" not implemented for "
@@ -1090,7 +1095,7 @@ def _binary_fn(name: str, methods=(), reflected=()):
                     return NotImplemented
                 raise
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting and PyTorch type promotion."
     tensor_method(name)(fn)
     if methods:
@@ -1150,7 +1155,7 @@ def _with_alpha(fn):
             return _alpha_apply(name, apply, input, other, alpha)
         except RuntimeError as e:  # (free when nothing raises) a sparse COO operand
             return route_sparse(name, e, input, other, alpha=alpha)
-    op.__name__ = fn.__name__
+    op.__name__ = op.__qualname__ = fn.__name__
     op.__doc__ = f"{fn.__doc__[:-1]}; ``other`` is scaled by ``alpha`` first."
     tensor_method(fn.__name__)(op)
     return op
@@ -1332,6 +1337,7 @@ def _with_rounding_mode(true_div):
             return where(logical_and(ne(q * other, input), lt(q, 0)), q + 1, q)
         except RuntimeError as e:  # (free when nothing raises) a sparse COO operand
             return route_sparse("div", e, input, other, rounding_mode=rounding_mode)
+    div.__qualname__ = "div"  # (Python's own TypeErrors name the op)
     div.__doc__ = f"{true_div.__doc__[:-1]}; ``rounding_mode`` None, 'trunc' or 'floor'."
     return tensor_method("div", "true_divide", "divide")(div)
 
@@ -1358,6 +1364,7 @@ register_op(LogicalNot)
 
 @tensor_method("logical_not")
 def logical_not(input: Tensor) -> Tensor:  # noqa: A002
+    require_tensor("logical_not", input)
     return LogicalNot.apply(input)
 
 
@@ -1501,6 +1508,7 @@ register_op(Relu)
 
 @tensor_method("relu")
 def relu(input: Tensor) -> Tensor:  # noqa: A002
+    require_tensor("relu", input)
     try:
         return Relu.apply(input)
     except RuntimeError as e:  # (free when nothing raises) a sparse COO input
@@ -1664,6 +1672,7 @@ def isnan(input: Tensor) -> Tensor:  # noqa: A002
 
 
 def isinf(input: Tensor) -> Tensor:  # noqa: A002
+    require_tensor("isinf", input)
     try:
         x = input.detach()
         if x.dtype in dtypes.FLOAT8_DTYPES:  # PyTorch has it for float8_e5m2 only
@@ -1678,6 +1687,7 @@ def isinf(input: Tensor) -> Tensor:  # noqa: A002
 
 
 def isfinite(input: Tensor) -> Tensor:  # noqa: A002
+    require_tensor("isfinite", input)
     x = input.detach()
     if x.dtype in dtypes.FLOAT8_DTYPES:  # PyTorch has it for float8_e5m2 and e8m0fnu only
         if x.dtype not in (dtypes.float8_e5m2, dtypes.float8_e8m0fnu):

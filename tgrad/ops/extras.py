@@ -9,6 +9,7 @@ be NaN), as in composite.py.
 from __future__ import annotations
 
 import math
+import numbers
 
 import ml_dtypes
 import numpy as np
@@ -22,6 +23,7 @@ from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
 from tgrad.ops._common import (
     fresh,
+    int_tuple,
     require_tensor,
     rounded_to,
     route_sparse,
@@ -40,7 +42,7 @@ from tgrad.ops.index import (
 from tgrad.ops.inplace import alias_closure, apply_inplace, inplace_method, overlapping
 from tgrad.ops.reduce import _dim_or_axis
 from tgrad.ops.shape import cat, narrow
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["nansum", "nanmean", "nan_to_num", "xlogy", "logit", "diff", "repeat_interleave",
            "take", "inner", "unflatten", "fliplr", "flipud", "index_fill", "index_copy",
@@ -71,6 +73,7 @@ class NanToZero(Function):
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
            axis=None) -> Tensor:
     """sum treating NaN as 0;  dx = g * (x is not NaN)."""
+    require_tensor("nansum", input)
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("nansum", dim, axis)
     if not input.dtype.is_floating_point:
@@ -86,6 +89,7 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # no
             axis=None) -> Tensor:
     """mean over the non-NaN elements (NaN where there are none, and a NaN gradient there,
     as PyTorch)."""
+    require_tensor("nanmean", input)
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("nanmean", dim, axis)
     if not input.dtype.is_floating_point:
@@ -106,6 +110,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
                neginf: float | None = None) -> Tensor:
     """NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's largest finite value),
     -inf -> ``neginf`` (its lowest);  dx = g where x is finite, else 0."""
+    require_tensor("nan_to_num", input)
     try:
         if input.dtype.is_complex:  # PyTorch: the real and imaginary parts each replaced
             from tgrad.ops.complex_ops import complex as make_complex
@@ -175,8 +180,13 @@ def xlogy(input, other) -> Tensor:  # noqa: A002
     return cls.apply(x, y)
 
 
-def _tensors_in_result_dtype(a, b) -> tuple:
-    """a and b as tensors of their promoted floating dtype (numbers become 0-d tensors)."""
+def _tensors_in_result_dtype(a, b, op: str = "xlogy") -> tuple:
+    """a and b as tensors of their promoted floating dtype (numbers become 0-d tensors);
+    anything but a tensor or a number is PyTorch's TypeError naming ``op``."""
+    for pos, (name, v) in enumerate((("input", a), ("other", b)), 1):
+        if not isinstance(v, (Tensor, numbers.Number, np.generic)):
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor or "
+                            f"Number, not {type(v).__name__}")
     t = a if isinstance(a, Tensor) else b
     dt = dtypes.result_type(a, b)
     if not dt.is_floating_point:
@@ -223,6 +233,7 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     PyTorch does (0.1 is 0.0999755859375 in float16). Bool and integer tensors give the
     default float dtype (logit(True) = inf). A negative ``eps`` is no eps (PyTorch: no
     clamp, and a NaN gradient outside [0, 1])."""
+    require_tensor("logit", input)
     if eps is not None and eps < 0:
         eps = None
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
@@ -244,6 +255,8 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,  # noqa: A002
          append: Tensor | None = None) -> Tensor:
     """The n-th forward difference along ``dim`` (after concatenating prepend / append)."""
+    require_tensor("diff", input)
+    n = _int_arg("diff", "n", n, 2)
     d = _wrap_dim(dim, input.ndim, "diff")
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -273,6 +286,7 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
     times (an int, or a tensor of one count per element); the gradient sums the copies.
     With one tensor argument: arange(len) (in its dtype, int32 or int64) with element i
     repeated input[i] times."""
+    require_tensor("repeat_interleave", input)
     if repeats is None:
         dt = input.dtype if input.dtype in (dtypes.int32, dtypes.int64) else dtypes.int64
         return repeat_interleave(arange(input.numel(), dtype=dt, device=input.device), input,
@@ -326,9 +340,11 @@ def _check_output_size(output_size: int | None, total: int) -> None:
 @tensor_method("take")
 def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
     """input.flatten()[index] (shape of index; negative indices count from the end)."""
-    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
-        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
-        raise RuntimeError(f"take(): Expected a long tensor for index, but got {got}")
+    require_tensor("take", input)
+    require_tensor("take", index, "index", 2)
+    if index.dtype is not dtypes.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
+                           f"{index.dtype.name}")
     n = input.numel()
     if index.numel():
         lo, hi = int(index.min()), int(index.max())
@@ -344,6 +360,8 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
 def inner(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """Sum over the last dims: out[a..., b...] = sum_k input[a..., k] other[b..., k]
     (a product when either is 0-d)."""
+    require_tensor("inner", input)
+    require_tensor("inner", other, "other", 2)
     if input.ndim == 0 or other.ndim == 0:
         return input * other
     if input.shape[-1] != other.shape[-1]:
@@ -360,8 +378,9 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:  # noqa: A002
     """Split dim ``dim`` into ``sizes`` (one entry may be -1). The -1 is inferred from the
     size of dim ``dim`` alone (PyTorch's infer_size over that dim), so it is defined even when
     another dim is 0: zeros(0, 1, 1, 2).unflatten(-1, (2, -1)) has shape (0, 1, 1, 2, 1)."""
+    require_tensor("unflatten", input)
     d = _wrap_dim(dim, input.ndim, "unflatten")
-    sizes = tuple(int(v) for v in sizes)
+    sizes = int_tuple("unflatten", "sizes", sizes, 3)  # (int() truncated a float size)
     known = math.prod(v for v in sizes if v != -1)
     n = input.shape[d] if input.ndim else 0
     if -1 in sizes and known == 0 and n == 0 and sizes.count(-1) == 1:
@@ -379,6 +398,7 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:  # noqa: A002
 @tensor_method("fliplr")
 def fliplr(input: Tensor) -> Tensor:  # noqa: A002
     """flip along dim 1 (input at least 2-D)."""
+    require_tensor("fliplr", input)
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return cp.flip(input, (1,))
@@ -387,6 +407,7 @@ def fliplr(input: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("flipud")
 def flipud(input: Tensor) -> Tensor:  # noqa: A002
     """flip along dim 0 (input at least 1-D)."""
+    require_tensor("flipud", input)
     if input.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return cp.flip(input, (0,))
@@ -398,11 +419,11 @@ def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
     """The key writing the slices at ``index`` along ``dim`` (of input viewed at least 1-D);
     int64 indices in range ([-n, n) where ``negatives``), repeats removed, as PyTorch."""
     d = _wrap_dim(dim, input.ndim, op)
-    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
-        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
+    require_tensor(op, index, "index", 3)  # (PyTorch's TypeError for a non-tensor index)
+    if index.dtype is not dtypes.int64:
         # PyTorch's: index_fill's is an IndexError, index_copy's a RuntimeError
         raise (IndexError if op == "index_fill" else RuntimeError)(
-            f"{op}_(): Expected a long (int64) tensor for index, but got {got}")
+            f"{op}_(): Expected a long (int64) tensor for index, but got {index.dtype.name}")
     if index.ndim > 1:
         if op == "index_fill":  # PyTorch's text and type
             raise RuntimeError(f"Index has to be a vector/scalar (index_fill got an index of "
@@ -421,6 +442,7 @@ def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa: A002
     """A copy with the slices at ``index`` along ``dim`` set to ``value`` (a number or a
     0-d tensor, whose gradient sums the filled positions once each)."""
+    require_tensor("index_fill", input)
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.ndim} dimension(s).")
@@ -461,6 +483,8 @@ def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
 @autocast_policy(None, cpu="promote")
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:  # noqa: A002
     """A copy with source's slices written at ``index`` along ``dim``."""
+    require_tensor("index_copy", input)
+    require_tensor("index_copy", source, "source", 4)
     x = input.reshape(1) if input.ndim == 0 else input
     src = source.reshape(1) if source.ndim == 0 else source
     key = _dim_key(x, dim, index, "index_copy")

@@ -37,9 +37,10 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int,  # noqa: A0
     """An int32/int64 tensor on input's device with every value in [0, size) (PyTorch's
     RuntimeError, as gather, scatter* and index_add raise it; index_select's is an
     IndexError, ``error``)."""
-    if not isinstance(index, Tensor) or index.dtype not in (dtypes.int64, dtypes.int32):
-        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
-        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {got}")
+    require_tensor(op, index, "index", 3)  # (position 3 in gather, scatter*, index_*)
+    if index.dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got "
+                           f"{index.dtype.name}")
     same_device(op, input, index)
     if index.numel():
         lo, hi = int(index.min()), int(index.max())  # on a GPU: one synchronizing read each
@@ -83,6 +84,7 @@ def _check_sizes(op: str, index: Tensor, dim: int, input: Tensor, src=None) -> N
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
     """The entries ``index`` (a vector, or one 0-d index) of ``input`` along ``dim``:
     y.shape = input.shape with dim -> len(index);  dx scatter-adds g (repeats add up)."""
+    require_tensor("index_select", input)
     d = _wrap_dim(dim, input.ndim, "index_select")
     if isinstance(index, Tensor) and index.ndim > 1:
         raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
@@ -104,6 +106,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     dx = zeros with g scatter-added at the gathered positions (PyTorch's scatter_add).
     ``sparse_grad`` is accepted for PyTorch's signature; the gradient is always dense (the
     same values as PyTorch's sparse one)."""
+    require_tensor("gather", input)
     dtypes.refuse_float8("gather_expanded_index", input.dtype)
     d = _wrap_dim(dim, input.ndim, "gather")
     if isinstance(index, Tensor) and max(index.ndim, 1) != max(input.ndim, 1):
@@ -121,6 +124,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 def select(input: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
     """input[..., index, ...] at ``dim`` (a view without that dim). ``index``: an int, or
     a one-element integer tensor (its value, as PyTorch's __index__)."""
+    require_tensor("select", input)
     if isinstance(index, Tensor) and index.numel() == 1 and not (
             index.dtype.is_floating_point or index.dtype.is_complex):
         index = int(index.item())
@@ -140,6 +144,8 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     ``dim``; negative indices in [-size, 0) count from the end (as NumPy's
     take_along_axis and PyTorch's). dim None: over the flattened input, indices in [0, numel)
     only (PyTorch's)."""
+    require_tensor("take_along_dim", input)
+    require_tensor("take_along_dim", indices, "indices", 2)
     if isinstance(indices, Tensor) and indices.dtype is not dtypes.int64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{dtypes.SCALAR_TYPE_NAMES[indices.dtype]}")
@@ -171,6 +177,7 @@ tensor_method("take_along_dim")(take_along_dim)
 def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:  # noqa: A002
     """(key, src restricted to index's shape) for writing src[j] at index's positions along
     ``dim``, after PyTorch's checks (dims, sizes, range, src dtype)."""
+    require_tensor(op, index, "index", 3)
     d = _wrap_dim(dim, input.ndim, op)
     if max(index.ndim, 1) != max(input.ndim, 1) or (
             isinstance(src, Tensor) and max(src.ndim, 1) != max(input.ndim, 1)):
@@ -192,7 +199,9 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
     """A copy of input with src[i][j] added at [i][index[i][j]] (dim = 1; repeats add up);
     d input = g, d src = g gathered at index."""
-    require_tensor("scatter_add", src, "src", 4)  # (PyTorch: no number, unlike scatter)
+    require_tensor("scatter_add", input)
+    require_tensor("scatter_add", index, "index", 3)
+    require_tensor("scatter_add", src, "src", 4)
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         return fresh(scatter_add(input.reshape(1), dim, index.reshape(-1),
                                  src.reshape(-1)).reshape(()))
@@ -209,6 +218,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # 
     d input = g where nothing was written, d src = g gathered at index. PyTorch's deprecated
     ``reduce='add' | 'multiply'`` accumulates instead: scatter_reduce's 'sum' / 'prod' with
     include_self (differentiable here; PyTorch's has no derivative)."""
+    require_tensor("scatter", input)
     if src is None:
         src = value
     if src is None:
@@ -236,6 +246,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa: A002
               alpha=1) -> Tensor:
     """A copy of input with alpha * source's slices added at ``index`` along ``dim``."""
+    require_tensor("index_add", input)
+    require_tensor("index_add", index, "index", 3)
+    require_tensor("index_add", source, "source", 4)
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         return fresh(index_add(input.reshape(1), dim, index.reshape(-1), source.reshape(-1),
                                alpha=alpha).reshape(()))
@@ -265,6 +278,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
 def nonzero(input: Tensor, *, as_tuple: bool = False):  # noqa: A002
     """Indices of the nonzero elements: an int64 (count, ndim) tensor, or one 1-D tensor
     per dim with ``as_tuple`` (read on the host: the count decides the shape)."""
+    require_tensor("nonzero", input)
     dtypes.refuse_float8("nonzero_count_cpu", input.dtype)
     values = np.asarray(input.detach().numpy(force=True))
     idx = np.argwhere(values.reshape(values.shape or (1,)) != 0).astype(np.int64)
@@ -279,6 +293,7 @@ tensor_method("nonzero")(nonzero)
 
 def argwhere(input: Tensor) -> Tensor:  # noqa: A002
     """nonzero(input) as one (count, ndim) tensor."""
+    require_tensor("argwhere", input)
     return nonzero(input)
 
 

@@ -269,7 +269,7 @@ def _binary_inplace(name: str, fn, keywords: tuple = ()):
             other = other * alpha
         f = (lambda x, y: fn(x, y, **passed)) if passed else fn
         return apply_inplace(self, name, f, other)
-    method.__name__ = name
+    method.__name__ = method.__qualname__ = name
     return method
 
 
@@ -286,7 +286,7 @@ def _inplace_dunder(name: str, op: str, fn):
             if not isinstance(other, ew.OPERANDS):
                 return NotImplemented
             raise
-    dunder.__name__ = name
+    dunder.__name__ = dunder.__qualname__ = name
     return dunder
 
 
@@ -314,7 +314,7 @@ def inplace_method(name: str, fn):
     def method(self, *args, **kwargs) -> Tensor:
         f = (lambda x, *a: fn(x, *a, **kwargs)) if kwargs else fn
         return apply_inplace(self, name, f, *args)
-    method.__name__ = name
+    method.__name__ = method.__qualname__ = name
     return tensor_method(name)(method)
 
 

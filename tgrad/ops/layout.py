@@ -114,6 +114,7 @@ register_op(Diagonal)
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
     """The ``offset``-th diagonal of the (dim1, dim2) planes, as the last dim (a view):
     out[..., i] = input[..., i + max(-offset, 0) (dim1), ..., i + max(offset, 0) (dim2)]."""
+    require_tensor("diagonal", input)
     offset = _int_arg("diagonal", "offset", offset)
     d1 = _wrap_dim(dim1, input.ndim, "diagonal")
     d2 = _wrap_dim(dim2, input.ndim, "diagonal")
@@ -179,6 +180,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     """A tensor of one more dim, zero but for input's last dim written on the ``offset``-th
     diagonal of its (dim1, dim2) planes (of size n + |offset|); the other dims are input's
     leading ones, in order."""
+    require_tensor("diag_embed", input)
     offset = _int_arg("diag_embed", "offset", offset)
     if input.ndim == 0:
         raise IndexError("diag_embed: input must be at least 1-dimensional (its last dim "
@@ -209,6 +211,7 @@ def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, secti
     from the end, clamped, decreasing ones empty). A tensor argument: 0-d int64 = sections,
     1-D int64 = indices. Positional, or by PyTorch's keywords ``sections``, ``indices``,
     ``tensor_indices_or_sections``."""
+    require_tensor("tensor_split", input)
     given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections)
              if v is not None]
     if len(given) != 1:
@@ -275,6 +278,7 @@ def _split_dim(op: str, input: Tensor, indices_or_sections, need: int, dim: int)
 @tensor_method("hsplit")
 def hsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
     """tensor_split along dim 1 (dim 0 of a 1-D tensor); an int must divide that dim."""
+    require_tensor("hsplit", input)
     dim = 1 if input.ndim > 1 else 0
     return _split_dim("hsplit", input, indices_or_sections, 1, dim)
 
@@ -282,6 +286,7 @@ def hsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
 @tensor_method("vsplit")
 def vsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
     """tensor_split along dim 0 of a tensor of >= 2 dims."""
+    require_tensor("vsplit", input)
     return _split_dim("vsplit", input, indices_or_sections, 2, 0)
 
 
@@ -295,7 +300,7 @@ def atleast_3d(*tensors):
     """Each tensor with at least 3 dims (views): 0-d -> (1, 1, 1), (n,) -> (1, n, 1),
     (m, n) -> (m, n, 1); one tensor in, one out."""
     out = []
-    for t in cp._tensor_args(tensors):
+    for t in cp._tensor_args("atleast_3d", tensors):
         if t.ndim == 0:
             t = t.reshape(1, 1, 1)
         elif t.ndim == 1:
@@ -332,6 +337,7 @@ def row_stack(tensors) -> Tensor:
 def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:  # noqa: A002
     """A copy rotated by k * 90 degrees in the plane ``dims``, from dims[0] towards dims[1]:
     k = 1: flip(dims[1]) then transpose; 2: flip both; 3: flip(dims[0]) then transpose."""
+    require_tensor("rot90", input)
     dims = tuple(dims)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
@@ -388,6 +394,8 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype=dtypes.int64,
 def kron(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """Kronecker product: out[i * q + j] = input[i] other[j] per dim (shapes padded with
     leading 1s to the same number of dims); out.shape[d] = p_d q_d."""
+    require_tensor("kron", input)
+    require_tensor("kron", other, "other", 2)
     nd = max(input.ndim, other.ndim)
     if nd == 0:
         return input * other
@@ -422,6 +430,8 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """Sum over the paired dims: dims = n (a's last n with b's first n) or (dims_a, dims_b);
     out.shape = a's other dims + b's other dims. A contracted dim of size 1 against size n
     sums the other operand over that dim (PyTorch broadcasts it)."""
+    require_tensor("tensordot", a)
+    require_tensor("tensordot", b, "b", 2)
     if a.dtype is not b.dtype:
         raise RuntimeError(f"both inputs should have same dtype (tensordot got {a.dtype.name} "
                            f"and {b.dtype.name})")
@@ -453,6 +463,7 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):  # noqa: A002
     """(min, max) of all elements or along ``dim``: amin and amax (NaN propagates; the
     gradient is shared evenly by tied extremes, as amin/amax)."""
+    require_tensor("aminmax", input)
     if dim is None:
         if input.numel() == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "

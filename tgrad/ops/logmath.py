@@ -39,6 +39,9 @@ Maths (float16/bfloat16 computed in float32, rounded once):
 from __future__ import annotations
 
 import math
+import numbers
+
+import numpy as np
 
 from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function
@@ -236,6 +239,7 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("signbit")
 def signbit(input: Tensor) -> Tensor:  # noqa: A002
     """True where the sign is negative, -0.0 and -inf included (bool); False for NaN."""
+    require_tensor("signbit", input)
     try:
         with no_grad():
             x = input.detach()
@@ -274,6 +278,9 @@ def copysign(input: Tensor, other) -> Tensor:  # noqa: A002
     """|input| with the sign of ``other`` (a tensor or a number; -0.0 is negative), in the
     promoted floating dtype;  d input = g sign(out) sign(input) (0 at input = 0)."""
     require_tensor("copysign", input)
+    if not isinstance(other, (Tensor, numbers.Number, np.generic)):
+        raise TypeError(f"copysign(): argument 'other' (position 2) must be Tensor or Number, "
+                        f"not {type(other).__name__}")
     dt = dtypes.result_type(input, other)
     if dt.is_complex:
         raise dtypes.kernel_not_implemented("copysign_cpu", dt, ": complex numbers have no "
@@ -294,6 +301,8 @@ def fmax(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """maximum ignoring NaN (NaN only where both are);  the gradient goes to the chosen
     operand, to input on ties."""
     _tensor_pair("fmax", input, other)
+    if input.dtype.is_complex or other.dtype.is_complex:  # (PyTorch's text)
+        raise RuntimeError("fmax not implemented for complex tensors.")
     return ew.where(ew.logical_or(ew.ge(input, other), ew.isnan(other)), input, other)
 
 
@@ -302,6 +311,8 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """minimum ignoring NaN (NaN only where both are);  the gradient goes to the chosen
     operand, to input on ties."""
     _tensor_pair("fmin", input, other)
+    if input.dtype.is_complex or other.dtype.is_complex:  # (PyTorch's text)
+        raise RuntimeError("fmin not implemented for complex tensors.")
     return ew.where(ew.logical_or(ew.le(input, other), ew.isnan(other)), input, other)
 
 
@@ -312,6 +323,10 @@ def float_power(input, exponent) -> Tensor:  # noqa: A002
     if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         raise TypeError("float_power(): expected input or exponent to be a Tensor")
     pair = (input, exponent)
+    for pos, (name, v) in enumerate((("input", input), ("exponent", exponent)), 1):
+        if not isinstance(v, (Tensor, numbers.Number, np.generic)):
+            raise TypeError(f"float_power(): argument '{name}' (position {pos}) must be Tensor "
+                            f"or Number, not {type(v).__name__}")
     if any(v.dtype.is_complex if isinstance(v, Tensor) else isinstance(v, complex)
            for v in pair):
         dt, num = dtypes.complex128, complex
@@ -366,6 +381,9 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
 
 def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  # noqa: A002
     x, d = _scan_input(op, input, dim)
+    if x.dtype.is_complex:  # complex numbers have no order (PyTorch's kernels lack it)
+        raise NotImplementedError(f"{op}(): \"{op}_cpu\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}'")
     n = x.shape[d]
     if x.numel() == 0:
         return getattr(return_types, op)(input.clone(), zeros(input.shape, dtype=dtypes.int64,

@@ -182,7 +182,8 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
             raise RuntimeError(f"addr: the input of shape {list(input.shape)} can't be "
                                f"expanded to the product's shape {list(outer.shape)}")
         return ew.logical_or(outer, ew.logical_and(input, bool(beta)))
-    vec1, vec2 = (v.to(rt) if v.dtype == dtypes.bool_ else v for v in (vec1, vec2))  # matmul
+    # PyTorch's addr promotes (its vec1 vec2^T is a broadcast product); matmul does not
+    vec1, vec2 = (v if v.dtype is rt else v.to(rt) for v in (vec1, vec2))
     return _scaled_sum("addr", input, vec1.unsqueeze(1), vec2.unsqueeze(0), beta, alpha)
 
 

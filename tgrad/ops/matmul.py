@@ -17,7 +17,14 @@ from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula, saved_tensor_strides
 from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.node import AccumulateGrad
-from tgrad.ops._common import backend_of, register_op, same_device, tensor_method, wrap
+from tgrad.ops._common import (
+    backend_of,
+    register_op,
+    require_tensor,
+    same_device,
+    tensor_method,
+    wrap,
+)
 from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor
 
@@ -242,6 +249,8 @@ def _rmatmul(self: Tensor, other) -> Tensor:
 @tensor_method("mm")
 @autocast_policy("lower")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
+    require_tensor("mm", input)
+    require_tensor("mm", mat2, "mat2", 2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
     if input._sparse or mat2._sparse:  # a sparse COO operand (tgrad.sparse)
@@ -252,6 +261,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("bmm")
 @autocast_policy("lower")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
+    require_tensor("bmm", input)
+    require_tensor("bmm", mat2, "mat2", 2)
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
     if input.shape[0] != mat2.shape[0]:
@@ -267,7 +278,7 @@ def _linalg_method(name: str, module: str):
         import importlib
         return getattr(importlib.import_module("tgrad.linalg." + module), name)(
             self, *args, **kwargs)
-    method.__name__ = name
+    method.__name__ = method.__qualname__ = name
     method.__doc__ = f"``tgrad.{name}(self, ...)``, see tgrad.linalg."
     return method
 

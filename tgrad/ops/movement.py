@@ -11,7 +11,7 @@ from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import Device, as_device
-from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
+from tgrad.ops._common import backend_of, register_op, require_tensor, tensor_method, wrap
 from tgrad.tensor import Tensor
 
 __all__ = ["clone", "contiguous", "memory_format", "contiguous_format", "preserve_format",
@@ -109,6 +109,7 @@ def clone(input: Tensor, *,  # noqa: A002
     """A copy with its own storage, C-contiguous with either ``memory_format``
     (``preserve_format``, the default, does not keep a transposed input's strides as
     PyTorch's does); differentiable."""
+    require_tensor("clone", input)
     _check_format("clone", input, preserve_format if memory_format is None else memory_format)
     return Clone.apply(input)
 

@@ -34,7 +34,7 @@ from tgrad.ops._common import (
 )
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.products import diag
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["deg2rad", "rad2deg", "ldexp", "heaviside", "isposinf", "isneginf",
            "broadcast_shapes", "broadcast_tensors", "diagflat", "nextafter", "frexp"]
@@ -91,6 +91,8 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
     (broadcast; input and values of one dtype, as PyTorch requires)."""
     require_tensor("heaviside", input)
     require_tensor("heaviside", values, "values", 2)
+    if input.dtype.is_complex or values.dtype.is_complex:
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     if input.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")
@@ -131,6 +133,11 @@ for _name, _fn in (("deg2rad_", deg2rad), ("rad2deg_", rad2deg), ("ldexp_", ldex
 def broadcast_shapes(*shapes) -> tuple:
     """The shape the given shapes (tuples or ints) broadcast to, by PyTorch's rules."""
     dims = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    for shape in dims:  # PyTorch's TypeError (a float size was taken as it is)
+        for i, d in enumerate(shape):
+            if not isinstance(d, (int, np.integer)):
+                raise TypeError(f"broadcast_shapes: torch.Size() takes an iterable of 'int' "
+                                f"(item {i} is '{type(d).__name__}')")
     if any(d < 0 for shape in dims for d in shape):
         raise ValueError("Attempting to broadcast a dimension with negative length!")
     out: list = []
@@ -162,7 +169,7 @@ def broadcast_tensors(*tensors: Tensor) -> tuple:
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:  # noqa: A002
     """A square matrix with the flattened input on diagonal ``offset`` (zeros elsewhere)."""
     require_tensor("diagflat", input)
-    return diag(input.reshape(-1), offset)
+    return diag(input.reshape(-1), _int_arg("diagflat", "offset", offset, 2))
 
 
 def _host(fn, device, *xs: Tensor) -> Tensor:
@@ -178,6 +185,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     integer tensor takes the float one's dtype; two integer tensors raise); not
     differentiable."""
     dt = promoted_float_dtype("nextafter", input, other)
+    broadcast_or_raise("nextafter", input.shape, other.shape)  # (NumPy's ValueError leaked)
     return _host(np.nextafter, input.device, input.to(dt), other.to(dt)).to(dt)
 
 

@@ -8,11 +8,11 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import expandable
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import rounded_to, tensor_method, widen_halves
+from tgrad.ops._common import require_tensor, rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange, zeros
 from tgrad.ops.index import getitem
 from tgrad.ops.matmul import matmul
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["dot", "vdot", "mv", "outer", "ger", "addmm", "addmv", "baddbmm", "addbmm", "diag",
            "trace"]
@@ -30,6 +30,8 @@ def _dims(op: str, want: tuple, *tensors: Tensor) -> None:
 @autocast_policy(None, cpu="native")  # CPU: not lowered (PyTorch's CPU lists omit dot)
 def dot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """sum(input * other) of two 1-D tensors of the same size and dtype."""
+    require_tensor("dot", input)
+    require_tensor("dot", other, "other", 2)
     _dims("dot", (1, 1), input, other)
     if input.shape != other.shape:
         raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
@@ -43,6 +45,8 @@ def dot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 def vdot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """sum(conj(input) * other) of two 1-D tensors (PyTorch's: the first argument is
     conjugated; real tensors: ``dot``)."""
+    require_tensor("vdot", input)
+    require_tensor("vdot", other, "other", 2)
     if isinstance(input, Tensor) and input.dtype.is_complex:
         from tgrad.ops.complex_ops import conj_of
         input = conj_of(input)  # noqa: A001
@@ -53,6 +57,8 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 @autocast_policy("lower", cpu="native")
 def mv(input: Tensor, vec: Tensor) -> Tensor:  # noqa: A002
     """Matrix (n, m) times vector (m,) -> (n,)."""
+    require_tensor("mv", input)
+    require_tensor("mv", vec, "vec", 2)
     _dims("mv", (2, 1), input, vec)
     return matmul(input, vec)
 
@@ -60,6 +66,8 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("outer", "ger")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:  # noqa: A002
     """out[i, j] = input[i] * vec2[j] of two 1-D tensors."""
+    require_tensor("outer", input)
+    require_tensor("outer", vec2, "vec2", 2)
     _dims("outer", (1, 1), input, vec2)
     return input.unsqueeze(1) * vec2
 
@@ -73,7 +81,17 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
     broadcast to the product's shape (never the other way), halves in float32 and rounded
     once; beta == 0 ignores input's values (its NaN/inf too) but keeps it in the graph
     (a zero gradient), as PyTorch. Integer tensors with a float beta or alpha raise addr's
-    error (PyTorch's addmm & co truncate the scalar silently instead)."""
+    error (PyTorch's addmm & co truncate the scalar silently instead). addmm, addmv,
+    baddbmm and addbmm take one dtype, as PyTorch's kernels (no promotion of input)."""
+    if op != "addr" and a.dtype is b.dtype and input.dtype is not a.dtype:
+        names = [dtypes.SCALAR_TYPE_NAMES[t.dtype] for t in (input, a, b)]
+        raise RuntimeError({
+            "addmv": f"addmv input tensors must have the same dtype, but got {names[0]}, "
+                     f"{names[1]}, and {names[2]}",
+            "baddbmm": f"baddbmm: Input dtypes must be the same, got: input {input.dtype.name}, "
+                       f"batch1: {a.dtype.name}, batch2: {b.dtype.name}",
+        }.get(op, f"{op}: self and mat2 must have the same dtype, but got {names[0]} and "
+                  f"{names[2]}"))
     rt = dtypes.result_type(input, a, b)
     if not (rt.is_floating_point or rt.is_complex):
         for name, s in (("beta", beta), ("alpha", alpha)):
@@ -102,6 +120,9 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
 @autocast_policy("lower")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2), input broadcast to (n, p)."""
+    require_tensor("addmm", input)
+    require_tensor("addmm", mat1, "mat1", 2)
+    require_tensor("addmm", mat2, "mat2", 3)
     _dims("addmm", (2, 2), mat1, mat2)
     return _scaled_sum("addmm", input, mat1, mat2, beta, alpha)
 
@@ -110,6 +131,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 @autocast_policy("lower", cpu="native")  # CPU: one kernel, not lowered
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat @ vec)."""
+    require_tensor("addmv", input)
+    require_tensor("addmv", mat, "mat", 2)
+    require_tensor("addmv", vec, "vec", 3)
     _dims("addmv", (2, 1), mat, vec)
     return _scaled_sum("addmv", input, mat, vec, beta, alpha)
 
@@ -119,6 +143,9 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
             alpha=1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2) for (b, n, m) @ (b, m, p)."""
+    require_tensor("baddbmm", input)
+    require_tensor("baddbmm", batch1, "batch1", 2)
+    require_tensor("baddbmm", batch2, "batch2", 3)
     _dims("baddbmm", (3, 3), batch1, batch2)
     return _scaled_sum("baddbmm", input, batch1, batch2, beta, alpha)
 
@@ -128,6 +155,9 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
            alpha=1) -> Tensor:
     """beta * input + alpha * sum_b batch1[b] @ batch2[b]."""
+    require_tensor("addbmm", input)
+    require_tensor("addbmm", batch1, "batch1", 2)
+    require_tensor("addbmm", batch2, "batch2", 3)
     _dims("addbmm", (3, 3), batch1, batch2)
     return _scaled_sum("addbmm", input, batch1, batch2, beta, alpha, batch_sum=True)
 
@@ -136,6 +166,8 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A0
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     """1-D input: a square matrix with input on its ``diagonal``-th diagonal; 2-D input: that
     diagonal as a 1-D tensor (a copy)."""
+    require_tensor("diag", input)
+    diagonal = _int_arg("diag", "diagonal", diagonal, 2)
     if input.ndim == 1:
         n = input.shape[0] + abs(diagonal)
         out = zeros(n, n, dtype=input.dtype, device=input.device)
@@ -154,6 +186,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
 @autocast_policy(None, cpu="fp32")
 def trace(input: Tensor) -> Tensor:  # noqa: A002
     """Sum of the main diagonal of a 2-D tensor."""
+    require_tensor("trace", input)
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype is dtypes.bool_:  # (sum takes bools; PyTorch's trace does not)

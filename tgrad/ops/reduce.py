@@ -400,7 +400,8 @@ def argmax(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tens
     """Index of the maximum (of the flattened tensor when ``dim`` is None)."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("argmax", dim, axis)
-    _no_complex("argmax", input, "argmax(): does not support complex input")
+    if isinstance(input, Tensor) and input.dtype.is_complex:  # PyTorch's RuntimeError
+        raise RuntimeError("argmax(): does not support complex input")
     return _arg_extreme(Argmax, input, dim, keepdim)
 
 
@@ -408,7 +409,8 @@ def argmax(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tens
 def argmin(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A002
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("argmin", dim, axis)
-    _no_complex("argmin", input, "argmin(): does not support complex input")
+    if isinstance(input, Tensor) and input.dtype.is_complex:  # PyTorch's RuntimeError
+        raise RuntimeError("argmin(): does not support complex input")
     return _arg_extreme(Argmin, input, dim, keepdim)
 
 

@@ -39,6 +39,8 @@ def _write(op: str, input: Tensor, src: Tensor, view_of) -> Tensor:  # noqa: A00
 def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,  # noqa: A002
                   end: int | None = None, step: int = 1) -> Tensor:
     """input with input[..., start:end:step, ...] (along ``dim``) replaced by src."""
+    require_tensor("slice_scatter", input)
+    require_tensor("slice_scatter", src, "src", 2)
     d = _wrap_dim(dim, input.ndim, "slice_scatter")
     if step <= 0:
         raise RuntimeError(f"slice_scatter(): slice step must be positive, got {step}")
@@ -85,6 +87,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # no
     method: mask broadcast to self) holds taken, in row-major
     order, by source's first elements (source read flat);  d source = g at those positions
     (zeros for source's unused tail), d input = g elsewhere."""
+    require_tensor("masked_scatter", input)
     _check_mask("masked_scatter", mask)
     require_tensor("masked_scatter", source, "source", 3)
     if source.dtype is not input.dtype:

@@ -22,11 +22,16 @@ One-argument ``where(condition)`` is not here: ``where`` lives in elementwise.py
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     fresh,
+    require_tensor,
     same_device,
     tensor_method,
 )
@@ -60,7 +65,12 @@ def searchsorted(sorted_sequence: Tensor, values, *, out_int32: bool = False,
     ('right'). A 1-D sequence serves values of any shape; else its leading dims must equal
     values' leading dims. ``sorter``: the argsort of an unsorted sequence. int64 (int32
     with out_int32); not differentiable."""
+    require_tensor("searchsorted", sorted_sequence)
     seq = sorted_sequence
+    for t in (seq, values):  # PyTorch's kernel has no complex order (nor has tgrad's sort)
+        if isinstance(t, Tensor) and t.dtype.is_complex:
+            raise NotImplementedError(f"searchsorted(): \"searchsorted_out_cpu\" not "
+                                      f"implemented for '{dtypes.SCALAR_TYPE_NAMES[t.dtype]}'")
     right = _side("searchsorted", right, side)
     if seq.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
@@ -111,6 +121,10 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False,  # noqa: A0
     """The bucket of each input value among the 1-D ``boundaries``: right=False:
     boundaries[i-1] < x <= boundaries[i]; right=True: boundaries[i-1] <= x < boundaries[i]
     (searchsorted(boundaries, input, right=right))."""
+    if not isinstance(input, (Tensor, numbers.Number, np.generic)):
+        raise TypeError(f"bucketize(): argument 'input' (position 1) must be Tensor or Number, "
+                        f"not {type(input).__name__}")
+    require_tensor("bucketize", boundaries, "boundaries", 2)
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got "
                            f"dim({boundaries.ndim})")
@@ -213,6 +227,10 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     return_counts, how often each occurs. NaNs are all distinct (NaN != NaN), as
     PyTorch. With ``dim``: the distinct slices along dim, sorted lexicographically (the
     inverse and counts 1-D over dim). Not differentiable."""
+    require_tensor("unique", input)
+    if input.dtype.is_complex:  # (PyTorch's unique kernels; tgrad's sort has no order)
+        raise NotImplementedError(f"unique(): \"unique\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     dtypes.refuse_float8("unique" if dim is None else "unique_dim", input.dtype)
     with no_grad():
         if dim is not None:
@@ -228,6 +246,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,  # noqa: A00
     """The first element of every run of equal consecutive values of the flattened input
     (with the run index of each element, and the run lengths); with ``dim``, of every run
     of equal consecutive slices along dim. Not differentiable."""
+    require_tensor("unique_consecutive", input)
     if isinstance(input, Tensor) and input.dtype.is_complex:  # (PyTorch's unique kernels)
         raise NotImplementedError(f"\"unique\" not implemented for "
                                   f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")

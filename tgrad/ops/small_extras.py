@@ -33,6 +33,7 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype=Non
     dtype=int64)`` is [1, 1, 1]; see ``creation.spaced_integers``)."""
     check_layout("logspace", layout)
     dt, _ = spaced_dtype("logspace", start, end, dtype)
+    steps = _int_arg("logspace", "steps", steps, 3, allow_bool=False)
     if steps < 0:
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
     if dt.is_complex:  # base ** (complex exponents)
@@ -85,6 +86,7 @@ def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,  # noq
 @tensor_method("narrow_copy")
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa: A002
     """``narrow`` as new memory (a copy, not a view)."""
+    require_tensor("narrow_copy", input)
     return narrow(input, dim, start, length).clone()
 
 
@@ -100,7 +102,11 @@ def unravel_index(indices: Tensor, shape) -> tuple:
     require_tensor("unravel_index", indices, "indices")
     if indices.dtype.is_floating_point or indices.dtype is dtypes.bool_:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype.name}")
-    shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    for s in shape:  # PyTorch's TypeError (int() truncated a float size)
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"unravel_index: expected 'shape' sequence to only contain ints, "
+                            f"but got {type(s)}")
     if any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got "
                          f"{tuple(shape)}")

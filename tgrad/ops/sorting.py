@@ -72,6 +72,15 @@ def _line_input(op: str, input: Tensor, dim, dim_pos: int = 2) -> tuple:  # noqa
     return (input.reshape(1) if input.ndim == 0 else input), d
 
 
+def _complex_unordered(op: str, input) -> None:  # noqa: A002
+    """PyTorch's RuntimeError for sort/argsort/topk of a complex tensor (its CPU kernels
+    check the dtype: 'Sort does not support complex dtypes on CPU')."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        what = "topk" if op == "topk" else "Sort"
+        raise RuntimeError(f"{op}(): {what} does not support complex dtypes on CPU (complex "
+                           f"numbers have no order; apply it to .abs(), .real or .imag)")
+
+
 def _no_bool(op: str, input: Tensor, kernel: str | None = None) -> None:  # noqa: A002
     """Refuse a bool input: PyTorch's NotImplementedError naming its CPU ``kernel``, or
     (topk, no kernel) its RuntimeError 'topk does not support bool dtypes on CPU'."""
@@ -107,7 +116,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A00
          stable: bool | None = False) -> values_indices:
     """(values, indices) of ``input`` sorted along ``dim``; always stable (ties keep their
     order, ``stable`` is accepted as in PyTorch); NaN sorts as larger than +inf."""
-    _no_complex("sort", input, "Sort does not support complex dtypes on CPU")
+    _complex_unordered("sort", input)
     x, d = _line_input("sort", input, dim)
     desc = _bool_arg("sort", "descending", descending)
     _bool_arg("sort", "stable", stable, allow_none=True)
@@ -123,7 +132,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: 
             stable: bool | None = None) -> Tensor:
     """The indices that sort ``input`` along ``dim`` (int64; always stable; ``stable=None``
     is False: PyTorch's out= overload needs it given, see tgrad/_out.py)."""
-    _no_complex("argsort", input, "Sort does not support complex dtypes on CPU")
+    _complex_unordered("argsort", input)
     x, d = _line_input("argsort", input, dim)
     if stable is not None:
         _bool_arg("argsort", "stable", stable)
@@ -146,7 +155,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
     x, d = _line_input("topk", input, dim, 3)
     k = _int_arg("topk", "k", 2, k)
     _no_bool("topk", input)
-    _no_complex("topk", input)
+    _complex_unordered("topk", input)
     if not 0 <= k <= x.shape[d]:
         raise RuntimeError(f"selected index k out of range (topk(): k = {k} for dimension {d} "
                            f"of size {x.shape[d]}; use 0 <= k <= size)")
@@ -274,6 +283,9 @@ def kthvalue(input: Tensor, k: int, dim: int = -1,  # noqa: A002
     x, d = _line_input("kthvalue", input, dim, 3)
     k = _int_arg("kthvalue", "k", 2, k)
     _no_bool("kthvalue", input, "kthvalue_cpu")
+    _no_complex("kthvalue", input, f"kthvalue(): \"kthvalue_cpu\" not implemented for "
+                                   f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (complex numbers "
+                                   f"have no order; apply it to .abs(), .real or .imag)")
     _nonempty_dim("kthvalue", input, d)
     if not 1 <= k <= x.shape[d]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} "

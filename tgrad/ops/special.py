@@ -34,6 +34,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     apply_float_unary,
     float_input,
+    require_tensor,
     rounded_to,
     tensor_method,
 )
@@ -41,7 +42,7 @@ from tgrad.ops.complex_ops import conj_of
 from tgrad.ops.extras import _tensors_in_result_dtype, number_operand_nodes
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.logmath import signbit
-from tgrad.tensor import Tensor
+from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "sinc"]
 
@@ -255,8 +256,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:  # noqa: A002
     """psi^(n)(x), the n-th derivative of digamma (n = 0: digamma), elementwise (any
     shape). For n >= 1: (-1)^(n+1) inf at the poles 0, -1, ..., 0 at +inf, NaN at -inf.
     dx = polygamma(n + 1, x)."""
-    if int(n) != n:
-        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    n = _int_arg("polygamma", "n", n, 1, allow_bool=False)  # (int('a') leaked ValueError)
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     return apply_float_unary(Polygamma, "polygamma", input, int(n))
@@ -271,6 +271,10 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:  # noqa: A002
     sum_{i<p} lgamma(x - i/2) + p (p - 1)/4 log(pi). Where some x <= (p - 1)/2 the terms
     reach lgamma's poles and negative arguments, giving inf or lgamma's values there (as
     PyTorch 2.14, which no longer raises; no host sync to check)."""
+    require_tensor("mvlgamma", input)
+    p = _int_arg("mvlgamma", "p", p, 2, allow_bool=False)
+    if input.dtype is dtypes.bool_:  # PyTorch's check (a bool would read as 0 / 1)
+        raise RuntimeError("mvlgamma: The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     x, half = float_input("mvlgamma", input)
@@ -359,7 +363,7 @@ def xlog1py(input, other) -> Tensor:  # noqa: A002
     (PyTorch's rule); dx = xlog1py(g, y) (0 where x == 0 and y <= -1), dy = g x / (1 + y)
     (see ``Xlog1py``)."""
     cls = _XLOG1PY_NODES.get((isinstance(input, Tensor), isinstance(other, Tensor)), Xlog1py)
-    x, y = _tensors_in_result_dtype(input, other)
+    x, y = _tensors_in_result_dtype(input, other, "xlog1py")
     return cls.apply(x, y)
 
 

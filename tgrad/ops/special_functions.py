@@ -461,7 +461,7 @@ def zeta(input, other) -> Tensor:  # noqa: A002
     in q only (d/dq = -x zeta(x + 1, q)), as PyTorch."""
     from tgrad.ops.pointwise_extras import broadcast_tensors
     cls = _ZETA_NODES.get((isinstance(input, Tensor), isinstance(other, Tensor)), Zeta)
-    x, q = _tensors_in_result_dtype(input, other)
+    x, q = _tensors_in_result_dtype(input, other, "zeta")
     x, q = broadcast_tensors(x, q)
     (x, q), half = widen_halves(x, q)
     return rounded_to(cls.apply(x, q), half)
@@ -475,7 +475,7 @@ def _poly_args(op: str, x, n) -> tuple:
     """(x, n as integers in x's float dtype with NaN / inf / overflow -> -1, the half dtype
     to round to or None, the promoted dtype): PyTorch's static_cast<int64_t>(n)."""
     from tgrad.ops.pointwise_extras import broadcast_tensors
-    x, n = _tensors_in_result_dtype(x, n)
+    x, n = _tensors_in_result_dtype(x, n, op)
     x, n = broadcast_tensors(x.detach(), n.detach())
     dt = x.dtype
     (x, n), half = widen_halves(x, n)

@@ -18,7 +18,10 @@ their own; gradients, where there are any, come from the parts), with PyTorch's 
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
+
+import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
@@ -213,6 +216,10 @@ def isin(elements: Tensor | int | float, test_elements: Tensor | int | float, *,
     (the result does not depend on it). NaN is in nothing. Not differentiable."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin(): at least one of elements and test_elements must be a Tensor")
+    for pos, (name, v) in enumerate((("elements", elements), ("test_elements", test_elements)), 1):
+        if not isinstance(v, (Tensor, numbers.Number, np.generic)):  # (named eq otherwise)
+            raise TypeError(f"isin(): argument '{name}' (position {pos}) must be Tensor or "
+                            f"Number, not {type(v).__name__}")
     _isin_dtype(elements)
     _isin_dtype(test_elements)
     same_device("isin", elements, test_elements)

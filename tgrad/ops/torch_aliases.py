@@ -404,6 +404,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
                                      weight: Tensor | None = None,
                                      pos_weight: Tensor | None = None,
                                      reduction: int = 1) -> Tensor:
+    if weight is not None:  # (optional; a number had no .shape)
+        require_tensor("binary_cross_entropy_with_logits", weight, "weight", 3)
     r = _reduction("binary_cross_entropy_with_logits", reduction, 5)
     return _F().binary_cross_entropy_with_logits(input, target, weight, reduction=r,
                                                  pos_weight=pos_weight)
@@ -432,6 +434,8 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, reduction: int = 1) -> Tensor:
+    require_tensor("triplet_margin_loss", positive, "positive", 2)
+    require_tensor("triplet_margin_loss", negative, "negative", 3)
     return _F().triplet_margin_loss(
         anchor, positive, negative, margin, p, eps, swap,
         reduction=_reduction("triplet_margin_loss", reduction, 8))

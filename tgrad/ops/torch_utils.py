@@ -41,7 +41,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
-from tgrad.ops._common import require_tensor
+from tgrad.ops._common import int_tuple, require_tensor
 from tgrad.tensor import Tensor
 
 __all__ = ["asarray", "frombuffer", "scalar_tensor", "range", "split_with_sizes",
@@ -215,7 +215,7 @@ def _copy(op: str, view, out_name: str | None = None):
         if isinstance(out, tuple):
             return tuple(o.clone() for o in out)
         return out.clone()
-    fn.__name__ = op
+    fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"A contiguous copy of {op[:-5]}'s view (in the graph)."
     return fn
 
@@ -252,7 +252,7 @@ def _view_as_complex(x: Tensor) -> Tensor:
 
 
 def _expand(x: Tensor, size, *, implicit: bool = False) -> Tensor:
-    return x.expand(tuple(size))
+    return x.expand(int_tuple("expand_copy", "size", size, 2))  # (a float size truncated)
 
 
 view_copy = _copy("view_copy", lambda x, *a, **k: x.view(*a, **k))
