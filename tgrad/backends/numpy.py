@@ -137,7 +137,7 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         if x.dtype == dtype:
             return x
     if x.dtype.kind == "c" and np.dtype(dtype) == np.bool_:
-        return x != 0
+        return np.asarray(x != 0)  # (a 0-d x: an array, not a NumPy scalar)
     if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
         x = x.real  # complex to real keeps the real part (the caller warns, as PyTorch)
         if x.dtype == dtype:

@@ -466,8 +466,8 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
                                 f"numbers are int64")
         from tgrad.ops.creation import from_numpy
         src = from_numpy(np.asarray(src))
-    if src.dtype.is_complex and not self.dtype.is_complex:
-        import warnings
+    if src.dtype.is_complex and not self.dtype.is_complex and self.dtype is not dtypes.bool_:
+        import warnings  # (into bool: z != 0, no warning, as PyTorch)
         warnings.warn("Casting complex values to real discards the imaginary part",
                       UserWarning, stacklevel=2)
     return apply_inplace(self, "copy_", CopyFrom.apply, _as_src("copy_", self, src))
