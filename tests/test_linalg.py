@@ -644,9 +644,9 @@ def test_inv_backward_does_not_save_its_input():
     a_np = rng.standard_normal((3, 3)) + 3 * np.eye(3)
     w_np = rng.standard_normal((3, 3))
     x = tgrad.tensor(a_np, dtype=F64, requires_grad=True)
-    A = x * 1
-    X = tgrad.linalg.inv(A)
-    A.mul_(2.0)
-    (X * tgrad.tensor(w_np)).sum().backward()
+    a = x * 1
+    a_inv = tgrad.linalg.inv(a)
+    a.mul_(2.0)
+    (a_inv * tgrad.tensor(w_np)).sum().backward()
     ai = np.linalg.inv(a_np)
     np.testing.assert_allclose(x.grad.numpy(), -ai.T @ w_np @ ai.T, rtol=1e-12)
