@@ -266,6 +266,8 @@ def _binary_inplace(name: str, fn, keywords: tuple = ()):
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kw)}")
         if alpha != 1:
             dtypes.refuse_float8("add_stub", self.dtype)  # (PyTorch's add, not its mul)
+            if name == "sub_":  # a bool operand refused before other * alpha hides it
+                ew._check_sub_operands(self, other)
             other = other * alpha
         f = (lambda x, y: fn(x, y, **passed)) if passed else fn
         return apply_inplace(self, name, f, other)
