@@ -453,6 +453,31 @@ def test_detach_in_place():
         v.detach_()
 
 
+
+def test_view_of_base_detached_in_place_then_written_depends_on_nothing():
+    # PyTorch: once the detached base's memory is written (through another view or the
+    # base), a view taken before detach_() is regenerated from the constant base, so it
+    # carries no gradient to a; before the write it still does
+    a = leaf([1.0, -2.0, 3.0])
+    b = a * 2
+    v = b[1:]
+    w = b[:2]
+    b.detach_()
+    g, = tgrad.autograd.grad(v.sum(), a, retain_graph=True)
+    np.testing.assert_allclose(g.numpy(), [0.0, 2.0, 2.0])
+    b.view(-1)[2] = 10.0  # a write through a view of the detached base
+    np.testing.assert_allclose(v.detach().numpy(), [-4.0, 10.0])
+    assert v.requires_grad and v.grad_fn is not None  # as PyTorch: a node with no edge
+    loss = (v * 3).sum() + (a * a).sum()
+    g, = tgrad.autograd.grad(loss, a)
+    np.testing.assert_allclose(g.numpy(), [2.0, -4.0, 6.0])  # from a * a only
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        tgrad.autograd.grad(w.sum() * 2, a)
+    assert a.grad is None
+    (w.sum() + a.sum()).backward()
+    np.testing.assert_allclose(a.grad.numpy(), [1.0, 1.0, 1.0])
+    assert b.grad is None
+
 def test_nonleaf_grad_warns_and_retain_grad():
     a = tgrad.tensor([1.0, 2.0], requires_grad=True)
     b = a * 3

@@ -201,6 +201,26 @@ def test_complex_polar_and_casts():
         assert tgrad.tensor([1 + 2j]).to(F32).numpy().tolist() == [1.0]
 
 
+
+def test_complex_to_bool_is_nonzero_without_warning_and_0d_results_take_inplace_ops():
+    z = tgrad.tensor([0.3j, 0, 1 + 0j, -2 + 1j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # z != 0: nothing is discarded (PyTorch: no warning)
+        assert z.bool().tolist() == [True, False, True, True]
+        b = tgrad.zeros(4, dtype=tgrad.bool)
+        b.copy_(z)
+        assert b.tolist() == [True, False, True, True]
+        b0 = z[0].bool()  # a 0-d result is a tensor that in-place ops can write
+        b0 &= tgrad.tensor(False)
+        assert b0.item() is False
+    a = tgrad.tensor(-1 + 1j, dtype=C128, requires_grad=True)
+    ang = (a * 1).angle()  # 0-d complex angle, then an in-place op on it
+    ang *= tgrad.tensor(2.0, dtype=F64)
+    np.testing.assert_allclose(ang.item(), 2 * np.angle(-1 + 1j), rtol=1e-15)
+    ang.backward()
+    # d(2 angle z) = 2 i z / |z|^2 (PyTorch's convention): 2i(-1 + i) / 2 = -1 - i
+    np.testing.assert_allclose(a.grad.numpy(), -1 - 1j, rtol=1e-15)
+
 @pytest.mark.parametrize("fn, err", [
     (lambda z: z.max(), NotImplementedError), (lambda z: z.min(), NotImplementedError),
     (lambda z: z.sort(), RuntimeError), (lambda z: z.clamp(0, 1), NotImplementedError),

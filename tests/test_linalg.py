@@ -635,3 +635,18 @@ def test_inv_backward_reads_only_its_output_as_pytorch():
     a = tgrad.tensor(a_np, dtype=tgrad.float64, requires_grad=True)
     assert tgrad.linalg.inv(a).grad_fn.name() == "LinalgInvExBackward0"
     assert tgrad.autograd.gradgradcheck(tgrad.linalg.inv, (a,))
+
+
+def test_inv_backward_does_not_save_its_input():
+    # the rule reads X = A^-1 only (PyTorch saves no A): changing A in place after inv, before
+    # backward, neither raises nor changes the gradient -A^-T w A^-T (A's value at the call)
+    rng = np.random.default_rng(3)
+    a_np = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    w_np = rng.standard_normal((3, 3))
+    x = tgrad.tensor(a_np, dtype=F64, requires_grad=True)
+    a = x * 1
+    a_inv = tgrad.linalg.inv(a)
+    a.mul_(2.0)
+    (a_inv * tgrad.tensor(w_np)).sum().backward()
+    ai = np.linalg.inv(a_np)
+    np.testing.assert_allclose(x.grad.numpy(), -ai.T @ w_np @ ai.T, rtol=1e-12)

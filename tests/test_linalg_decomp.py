@@ -92,6 +92,32 @@ def test_qr_gradcheck(shape):
         assert gradcheck(lambda a: LA.qr(a, mode="complete"), (x,))
 
 
+
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3)])
+def test_qr_backward_does_not_save_its_input(shape):
+    # PyTorch's QR backward uses Q and R only: A changed in place after qr (before backward)
+    # neither raises nor changes the gradient; reference: central differences of NumPy's qr
+    a0 = np.random.default_rng(11).standard_normal(shape)
+    wq, wr = np.random.default_rng(12).standard_normal((2, 3, 3))
+    k = min(shape)
+
+    def loss_np(a):
+        q, r = np.linalg.qr(a)
+        return (q * wq[:shape[0], :k]).sum() + (r * wr[:k, :shape[1]]).sum()
+
+    x = _t(a0, requires_grad=True)
+    A = x * 1
+    Q, R = LA.qr(A)
+    A.mul_(3.0)  # A's version moves on; the QR node must not need it
+    loss = (Q * _t(wq[:shape[0], :k])).sum() + (R * _t(wr[:k, :shape[1]])).sum()
+    loss.backward()
+    h, fd = 1e-6, np.zeros(shape)
+    for i in np.ndindex(*shape):
+        e = np.zeros(shape)
+        e[i] = h
+        fd[i] = (loss_np(a0 + e) - loss_np(a0 - e)) / (2 * h)
+    np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-6, atol=1e-7)
+
 def test_qr_errors():
     x = _leaf((4, 2))
     with pytest.raises(RuntimeError, match="mode='r'"):

@@ -42,6 +42,25 @@ def test_batch_norm_updates_running_statistics():
     np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12)
 
 
+
+@pytest.mark.parametrize("shape", [(2, 3, 2), (2, 3, 2, 2)])
+@pytest.mark.parametrize("affine", [False, True])
+def test_batch_norm_training_result_is_c_contiguous(shape, affine):
+    # PyTorch's batch_norm returns a C-contiguous result, so y.view(-1) works (tgrad's was
+    # the channel-major temporary moved back: strides (2, 4, 1) for (2, 3, 2))
+    x = np.random.default_rng(1).standard_normal(shape)
+    w = _t([0.5, 1.0, 2.0]) if affine else None
+    b = _t([0.0, -1.0, 1.0]) if affine else None
+    y = F.batch_norm(_t(x), None, None, w, b, training=True)
+    assert y.is_contiguous()
+    axes = (0,) + tuple(range(2, x.ndim))
+    ref = (x - x.mean(axis=axes, keepdims=True)) / np.sqrt(x.var(axis=axes, keepdims=True)
+                                                          + 1e-5)
+    if affine:
+        bshape = (3,) + (1,) * (x.ndim - 2)
+        ref = ref * np.reshape([0.5, 1.0, 2.0], bshape) + np.reshape([0.0, -1.0, 1.0], bshape)
+    np.testing.assert_allclose(y.view(-1).numpy(), ref.reshape(-1), rtol=1e-10, atol=1e-12)
+
 def test_batch_norm_eps_checks():
     # PyTorch 2.13's F.batch_norm: eps > 0 when training, eps >= 0 in evaluation
     x = _t(np.arange(6.0).reshape(3, 2))

@@ -131,6 +131,13 @@ def test_sub_with_bool_tensor():
         m - tgrad.tensor([1.0, 2.0])
     with pytest.raises(RuntimeError, match="^sub: .*use the `~` or `logical_not\\(\\)`"):
         1 - m
+    f = tgrad.tensor([0.5, 1.5], dtype=tgrad.float64)
+    for op in (lambda: tgrad.sub(f, m, alpha=2), lambda: f.clone().sub_(m, alpha=2),
+               lambda: tgrad.rsub(m, f, alpha=2), lambda: tgrad.sub(f, True, alpha=0.5)):
+        # with alpha too (the scaled operand is no longer bool), as PyTorch
+        with pytest.raises(RuntimeError, match="^sub: Subtraction, the `-` operator, with a "
+                                               "bool tensor"):
+            op()
 
 
 def test_non_float_requires_grad():

@@ -93,6 +93,39 @@ def test_softmax_of_a_permuted_input_is_contiguous(log):
         assert np.allclose(y.view(-1).numpy(), want.reshape(-1), rtol=1e-14, atol=1e-15)
 
 
+
+
+_P = RNG.standard_normal((2, 3, 4))  # x = _P.transpose(2, 0, 1): shape (4, 2, 3), permuted
+_LAYOUT_CASES = {  # op on the permuted tensor -> its NumPy float64 value
+    "sum": (lambda x: x.sum(1), lambda a: a.sum(1)),
+    "amax": (lambda x: x.amax(2), lambda a: a.max(2)),
+    "max_indices": (lambda x: x.max(1).indices, lambda a: a.argmax(1)),
+    "var": (lambda x: x.var(1), lambda a: a.var(1, ddof=1)),
+    "logsumexp": (lambda x: x.logsumexp(1), lambda a: np.log(np.exp(a).sum(1))),
+    "any": (lambda x: (x > 0).any(1), lambda a: (a > 0).any(1)),
+    "cat": (lambda x: tgrad.cat([x, x], 0), lambda a: np.concatenate([a, a], 0)),
+    "stack": (lambda x: tgrad.stack([x, x], 1), lambda a: np.stack([a, a], 1)),
+    "roll": (lambda x: x.roll(1, 1), lambda a: np.roll(a, 1, 1)),
+    "layer_norm": (lambda x: F.layer_norm(x, (3,)),
+                   lambda a: (a - a.mean(-1, keepdims=True))
+                   / np.sqrt(a.var(-1, keepdims=True) + 1e-5)),
+    "masked_fill": (lambda x: x.masked_fill(x > 0, 1.0), lambda a: np.where(a > 0, 1.0, a)),
+    "tril": (lambda x: x.tril(), lambda a: np.tril(a)),
+    "topk_indices": (lambda x: x.topk(2, 1).indices, lambda a: np.argsort(-a, 1)[:, :2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LAYOUT_CASES))
+def test_results_of_permuted_inputs_are_contiguous(name):
+    # PyTorch's reductions, cat/stack, roll, layer_norm, masked_fill, tril and topk write a
+    # C-contiguous result for a permuted input, so .view(-1) works (here it raised: NumPy
+    # kept the input's stride order, or the result was a slice of a bigger buffer)
+    fn, ref = _LAYOUT_CASES[name]
+    a = _P.transpose(2, 0, 1)
+    y = fn(tgrad.tensor(_P).permute(2, 0, 1))
+    assert y.is_contiguous()
+    np.testing.assert_allclose(y.view(-1).numpy(), np.asarray(ref(a)).reshape(-1),
+                               rtol=1e-12, atol=1e-12)
 @pytest.mark.parametrize("op", ["sum", "mean", "var", "std", "logsumexp", "norm"])
 def test_empty_dim_reduces_every_dim(op):
     a = RNG.standard_normal((2, 3))

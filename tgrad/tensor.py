@@ -810,21 +810,46 @@ def _refresh_view_grad_fn(view: Tensor) -> None:
     if view._custom_function_view and view._grad_fn is not None:
         raise custom_function_view_error(view, indirect=True)  # its custom node is stale
     view._grad_fn_version = view._storage.version
-    if not base._requires_grad or view._view_chain is None:
+    if view._view_chain is None:
+        return
+    # a base that no longer requires grad (detach_()ed after the view was taken) while the
+    # view has a node: PyTorch still regenerates the view's node from the base, with no edge
+    # to it, so the view now depends on nothing (its value is the constant base's)
+    detached = not base._requires_grad
+    if detached and view._grad_fn is None:
         return
     prev = STATE.enabled
     STATE.enabled = True
+    if detached:
+        base._requires_grad = True  # for the replay only; its edge is cut below
     try:
         from tgrad.ops.layout import replay_on_base
         t = replay_on_base(view)
     finally:
         STATE.enabled = prev
+        if detached:
+            base._requires_grad = False
+    if detached:
+        _cut_edge_to(t._grad_fn, base)
     view._grad_fn = t._grad_fn
     view._output_nr = t._output_nr
     view._requires_grad = True
     if view._retains_grad:  # .grad follows the view's new node (as PyTorch's)
         from tgrad.autograd.hooks import move_retain_grad
         move_retain_grad(view)
+
+
+def _cut_edge_to(node, base: Tensor) -> None:
+    """Replace the edge into ``base``'s AccumulateGrad at the bottom of a replayed view
+    chain (one edge per view node) by no edge: gradients stop there."""
+    from tgrad.autograd.node import AccumulateGrad
+    while node is not None:
+        edges = node.next_functions
+        fn = edges[0][0]
+        if isinstance(fn, AccumulateGrad) and fn.variable is base:
+            node.next_functions = ((None, 0),) + tuple(edges[1:])
+            return
+        node = fn
 
 
 def custom_function_view_error(view: Tensor, indirect: bool = False) -> RuntimeError:

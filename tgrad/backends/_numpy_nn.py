@@ -182,7 +182,7 @@ def layer_norm_fwd(x: np.ndarray, k: int, w, b, eps: float) -> tuple:
             mean = np.mean(xf, axis=axes, keepdims=True)
             var = np.mean(np.square(xf - mean), axis=axes, keepdims=True)
             rstd = 1.0 / np.sqrt(var + eps)
-        y = (xf - mean) * rstd
+        y = np.multiply(xf - mean, rstd, order="C")  # C-contiguous, as PyTorch's result
         if w is not None:
             y = y * _up(w)
         if b is not None:

@@ -138,7 +138,7 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         if x.dtype == dtype:
             return x
     if x.dtype.kind == "c" and np.dtype(dtype) == np.bool_:
-        return x != 0
+        return np.asarray(x != 0)  # (a 0-d x: an array, not a NumPy scalar)
     if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
         x = x.real  # complex to real keeps the real part (the caller warns, as PyTorch)
         if x.dtype == dtype:
@@ -172,7 +172,8 @@ def fill_(dst: np.ndarray, value) -> None:
 
 
 def cat(xs: list, axis: int) -> np.ndarray:
-    return np.concatenate(xs, axis=axis)
+    return _c(np.concatenate(xs, axis=axis))  # C-contiguous, as PyTorch's (NumPy's follows
+    # the inputs' stride order: cat of transposes came out transposed)
 
 
 # ---------------------------------------------------------------- views (no copies)
@@ -980,6 +981,15 @@ def grad_formula(name: str, g: np.ndarray, *saved) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- reductions
+def _c(a):
+    """A reduction's result C-contiguous, as PyTorch's: NumPy keeps the input's stride order
+    (the sum over dim 1 of a permuted input comes out transposed, and .view(-1) of it
+    raised)."""
+    if type(a) is np.ndarray and not a.flags.c_contiguous:
+        return np.ascontiguousarray(a)
+    return a
+
+
 def _is_float(dt: np.dtype) -> bool:
     """Float or complex (both reduce in their own dtype, halves in float32)."""
     return dt.kind in "fc" or dt in HALF_TYPES
@@ -993,11 +1003,11 @@ def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     if _is_float(dt):  # np.add.reduce is what np.sum runs, minus its Python wrapper
         token = _quiet_enter()  # inf + -inf: NaN without a warning, as PyTorch
         try:  # (the cast down to a half may overflow to inf: no warning either)
-            return _down(np.add.reduce(x, axis=axes, dtype=compute_dtype(dt),
-                                       keepdims=keepdim), dt)
+            return _c(_down(np.add.reduce(x, axis=axes, dtype=compute_dtype(dt),
+                                          keepdims=keepdim), dt))
         finally:
             _quiet_exit(token)
-    return np.asarray(np.add.reduce(x, axis=axes, dtype=np.int64, keepdims=keepdim))
+    return _c(np.asarray(np.add.reduce(x, axis=axes, dtype=np.int64, keepdims=keepdim)))
 
 
 def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
@@ -1011,7 +1021,7 @@ def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
         raise _float8_refuse("mean", dt)
     n = _count(x.shape, axes)
     if n == 0:  # NumPy would warn "Mean of empty slice"
-        return np.full(np.sum(x, axis=axes, keepdims=keepdim).shape, np.nan, dt)
+        return _c(np.full(np.sum(x, axis=axes, keepdims=keepdim).shape, np.nan, dt))
     token = _quiet_enter()
     try:
         total = np.add.reduce(_up(x), axis=axes, keepdims=keepdim)
@@ -1021,7 +1031,7 @@ def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
             out = total.dtype.type(complex(total) / n)
         else:  # a scalar: Python floats are float64 and faster than NumPy scalar maths
             out = total.dtype.type(float(total) / n)
-        return _down(out, dt)
+        return _c(_down(out, dt))
     finally:
         _quiet_exit(token)
 
@@ -1030,25 +1040,26 @@ def prod(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     dt = x.dtype
     if _is_float(dt):
         with quiet():
-            return _down(np.prod(x, axis=axes, dtype=compute_dtype(dt), keepdims=keepdim), dt)
-    return np.asarray(np.prod(x, axis=axes, dtype=np.int64, keepdims=keepdim))
+            return _c(_down(np.prod(x, axis=axes, dtype=compute_dtype(dt),
+                                    keepdims=keepdim), dt))
+    return _c(np.asarray(np.prod(x, axis=axes, dtype=np.int64, keepdims=keepdim)))
 
 
 def amax(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.max(x, axis=axes, keepdims=keepdim))
+    return _c(np.asarray(np.max(x, axis=axes, keepdims=keepdim)))
 
 
 def amin(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.min(x, axis=axes, keepdims=keepdim))
+    return _c(np.asarray(np.min(x, axis=axes, keepdims=keepdim)))
 
 
 def argmax(x: np.ndarray, axis, keepdim: bool) -> np.ndarray:
     """Index of the first maximum (NaN counts as the maximum, as in NumPy and PyTorch)."""
-    return np.asarray(np.argmax(x, axis=axis, keepdims=keepdim), dtype=np.int64)
+    return _c(np.asarray(np.argmax(x, axis=axis, keepdims=keepdim), dtype=np.int64))
 
 
 def argmin(x: np.ndarray, axis, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.argmin(x, axis=axis, keepdims=keepdim), dtype=np.int64)
+    return _c(np.asarray(np.argmin(x, axis=axis, keepdims=keepdim), dtype=np.int64))
 
 
 def _count(shape: tuple, axes) -> int:
@@ -1089,7 +1100,7 @@ def var(x: np.ndarray, axes, correction: float, keepdim: bool,
         s = np.sum(d.real * d.real + d.imag * d.imag if cplx else d, axis=axes,
                    keepdims=keepdim)
         v = s / np.float64(builtins.max(n - correction, 0))
-        return _down(np.sqrt(v) if sqrt else v, dt)
+        return _c(_down(np.sqrt(v) if sqrt else v, dt))
 
 
 def norm(x: np.ndarray, p: float, axes, keepdim: bool) -> np.ndarray:
@@ -1110,7 +1121,7 @@ def norm(x: np.ndarray, p: float, axes, keepdim: bool) -> np.ndarray:
             out = np.sum(a != 0, axis=axes, keepdims=keepdim, dtype=a.dtype)
         else:
             out = np.sum(a ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
-    return _down(out, dt)
+    return _c(_down(out, dt))
 
 
 def logsumexp(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
@@ -1125,15 +1136,15 @@ def logsumexp(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
         out = np.log(np.sum(t, axis=axes, keepdims=True)) + m
     if not keepdim:
         out = np.squeeze(out, axis=axes if axes is not None else tuple(range(xf.ndim)))
-    return _down(out, dt)
+    return _c(_down(out, dt))
 
 
 def all_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.all(x, axis=axes, keepdims=keepdim))
+    return _c(np.asarray(np.all(x, axis=axes, keepdims=keepdim)))
 
 
 def any_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.any(x, axis=axes, keepdims=keepdim))
+    return _c(np.asarray(np.any(x, axis=axes, keepdims=keepdim)))
 
 
 def isnan_any(x: np.ndarray) -> bool:

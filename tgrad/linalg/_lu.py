@@ -176,8 +176,15 @@ class LinalgInv(LinalgSolve):
     node_name = "LinalgInvExBackward0"
 
     @staticmethod
+    def forward(ctx, A, B):
+        f = _lu(A)
+        X = lu_substitute(f.LU, f.perm, B)
+        ctx.save_for_backward(X)  # not A: changing A in place before backward is fine
+        return X, f.info
+
+    @staticmethod
     def backward(ctx, gX, _ginfo):
-        _, X = ctx.saved_tensors
+        (X,) = ctx.saved_tensors
         Xh = X.mH
         return -(Xh @ gX @ Xh), None
 

@@ -154,7 +154,9 @@ class LinalgQR(Function):
         else:
             Q, R = householder_qr(A, complete=mode == "complete")
         ctx.mode = mode
-        ctx.save_for_backward(A, Q, R)
+        ctx.m, ctx.n = A.shape[-2], A.shape[-1]
+        ctx.save_for_backward(Q, R)  # not A (PyTorch's saves Q and R only: changing A in
+        # place before backward is fine)
         if mode == "r":
             Q = zeros((0,), dtype=A.dtype, device=A.device)
             ctx.mark_non_differentiable(Q)
@@ -162,8 +164,8 @@ class LinalgQR(Function):
 
     @staticmethod
     def backward(ctx, gQ, gR):
-        A, Q, R = ctx.saved_tensors
-        m, n = A.shape[-2], A.shape[-1]
+        Q, R = ctx.saved_tensors
+        m, n = ctx.m, ctx.n
         if ctx.mode == "r":
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
                                "when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
@@ -173,8 +175,9 @@ class LinalgQR(Function):
                                "mode='complete' and nrows > ncols.")
         if m >= n:
             return _square_backward(gQ, gR, Q, R), None
+        # m < n: A = [X | Y] with X = Q U, Y = Q V (U = R[..., :m], V = R[..., m:])
         gU, gV = gR[..., :m], gR[..., m:]
-        gX = _square_backward(gQ + A[..., m:] @ gV.mH, gU, Q, R[..., :m])
+        gX = _square_backward(gQ + Q @ (R[..., m:] @ gV.mH), gU, Q, R[..., :m])
         return cat([gX, Q @ gV], -1), None
 
 

@@ -140,7 +140,7 @@ def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor 
         x = _widened(input)
         rows = x.movedim(1, 0).reshape(c, -1)
         y = _layer_norm(rows, 1, eps).reshape((c, input.shape[0]) + tuple(input.shape[2:]))
-        y = y.movedim(0, 1)
+        y = y.movedim(0, 1).contiguous()  # C-contiguous, as PyTorch's (y.view(-1) works)
         if (running_mean is not None or running_var is not None) and count:
             _update_running(rows, running_mean, running_var, momentum)
         return _affine(y, weight, bias).to(input.dtype)

@@ -223,7 +223,7 @@ class ComplexAngle(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return wrap(np.angle(x._data), x.device)
+        return wrap(np.asarray(np.angle(x._data)), x.device)  # (0-d: not a NumPy scalar)
 
     @staticmethod
     def backward(ctx, g):

@@ -102,7 +102,9 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
     _check_mask("masked_fill", mask)
     dtypes.refuse_float8("masked_fill", input.dtype)
     broadcast_or_raise("masked_fill", mask.shape, input.shape)  # PyTorch's text (not where's)
-    return ew.where(mask, _fill_value("masked_fill", input, value), input)
+    # a C-contiguous result, as PyTorch's, whatever input's layout (where keeps input's)
+    x = input if input.is_contiguous() else input.contiguous()
+    return ew.where(mask, _fill_value("masked_fill", input, value), x)
 
 
 @tensor_method("masked_fill_")
@@ -127,7 +129,8 @@ def _triangle(op: str, input: Tensor, diagonal: int, lower: bool) -> Tensor:  # 
     rows, cols = input.shape[-2:]
     offset = arange(cols, device=input.device) - arange(rows, device=input.device).unsqueeze(1)
     keep = ew.le(offset, diagonal) if lower else ew.ge(offset, diagonal)
-    return ew.where(keep, input, False if input.dtype is dtypes.bool_ else 0)
+    x = input if input.is_contiguous() else input.contiguous()  # C-contiguous, as PyTorch's
+    return ew.where(keep, x, False if input.dtype is dtypes.bool_ else 0)
 
 
 @tensor_method("tril")

@@ -620,6 +620,21 @@ def _dtype_name(x) -> str:
     return x.dtype.name if isinstance(x, Tensor) else type(x).__name__
 
 
+def _check_sub_operands(a, b) -> None:
+    """PyTorch's errors for a bool operand of sub / rsub: bool tensors and Python bools
+    (x - True) alike, whatever alpha."""
+    bools = [getattr(x, "dtype", None) is dtypes.bool_ or isinstance(x, (bool, np.bool_))
+             for x in (a, b)]
+    if all(bools):
+        raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is "
+                           "not supported. Use the `^` or `logical_xor()` operator "
+                           "instead.")
+    if any(bools):
+        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+
+
 def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     """Check the operands and promote them: (device, backend, array a, array b)."""
     _check_operand(name, a)
@@ -627,17 +642,8 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
         raise TypeError(f"{name}(): expected at least one Tensor argument, got "
                         f"{type(a).__name__} and {type(b).__name__}")
-    if name == "sub":  # bool tensors and Python bools (x - True) alike, as PyTorch
-        bools = [getattr(x, "dtype", None) is dtypes.bool_ or isinstance(x, (bool, np.bool_))
-                 for x in (a, b)]
-        if all(bools):
-            raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is "
-                               "not supported. Use the `^` or `logical_xor()` operator "
-                               "instead.")
-        if any(bools):
-            raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
-                               "supported. If you are trying to invert a mask, use the `~` or "
-                               "`logical_not()` operator instead.")
+    if name == "sub":
+        _check_sub_operands(a, b)
     t = a if isinstance(a, Tensor) else b
     dev = same_device(name, a, b) if isinstance(a, Tensor) and isinstance(b, Tensor) \
         else t.device
@@ -1113,6 +1119,8 @@ def _alpha_apply(name: str, apply, input, other, alpha) -> Tensor:  # noqa: A002
         input, other = _cpu_scalars_moved(input, other)  # noqa: A001
     if alpha == 1 and alpha is not True:
         return apply(input, other)
+    if name in ("sub", "rsub"):  # before the operands are cast for the scaling
+        _check_sub_operands(input, other)
     dt = dtypes.result_type(input, other)
     dtypes.refuse_float8("add_stub", dt)  # (not the scaling's mul kernel: PyTorch's add)
     if isinstance(alpha, (bool, np.bool_)):

@@ -266,6 +266,8 @@ def _binary_inplace(name: str, fn, keywords: tuple = ()):
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kw)}")
         if alpha != 1:
             dtypes.refuse_float8("add_stub", self.dtype)  # (PyTorch's add, not its mul)
+            if name == "sub_":  # a bool operand refused before other * alpha hides it
+                ew._check_sub_operands(self, other)
             other = other * alpha
         f = (lambda x, y: fn(x, y, **passed)) if passed else fn
         return apply_inplace(self, name, f, other)
@@ -466,8 +468,8 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
                                 f"numbers are int64")
         from tgrad.ops.creation import from_numpy
         src = from_numpy(np.asarray(src))
-    if src.dtype.is_complex and not self.dtype.is_complex:
-        import warnings
+    if src.dtype.is_complex and not self.dtype.is_complex and self.dtype is not dtypes.bool_:
+        import warnings  # (into bool: z != 0, no warning, as PyTorch)
         warnings.warn("Casting complex values to real discards the imaginary part",
                       UserWarning, stacklevel=2)
     return apply_inplace(self, "copy_", CopyFrom.apply, _as_src("copy_", self, src))

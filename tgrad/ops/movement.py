@@ -197,7 +197,7 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
         get_backend(dev)  # clear error when the device has no backend
     if dt is x.dtype and dev == x.device and not copy:
         return x
-    if x.dtype.is_complex and not dt.is_complex:
+    if x.dtype.is_complex and not dt.is_complex and dt is not dtypes.bool_:  # (to bool: z != 0)
         warnings.warn("Casting complex values to real discards the imaginary part",
                       UserWarning, stacklevel=2)
     return ToCopy.apply(x, dt, dev)

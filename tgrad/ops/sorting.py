@@ -163,7 +163,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
         k = 1
     else:  # (a float8 0-d input too)
         dtypes.refuse_float8("topk_cpu", input.dtype)
-    idx = fresh(Argsort.apply(x, d, _bool_arg("topk", "largest", largest)).narrow(d, 0, k))
+    idx = fresh(Argsort.apply(x, d, _bool_arg("topk", "largest", largest)).narrow(d, 0, k)
+                .contiguous())  # a C-contiguous result (values too), as PyTorch's
     vals = _take(x, idx, d)
     if input.ndim == 0:
         return return_types.topk(fresh(vals.reshape(())), fresh(idx.reshape(())))
