@@ -9,7 +9,9 @@ with H = 1.
 How: the padded input is flattened to (N, C, Hp Wp) and its windows are gathered by one
 ``Im2Col`` into columns (N, C, kh kw, oh ow) ("im2col"); a convolution is then one
 batched matmul of the weight (groups, O / groups, C / groups kh kw) with those columns, and
-a pooling a max or mean over the kh kw axis. Gradients come from the parts: the gather's
+a pooling a max or mean over the kh kw axis (a convolution as one ``Convolution`` node,
+PyTorch's ConvolutionBackward0, whose backward is the formula of those parts). Gradients
+come from the parts: the gather's
 backward (``Col2Im``) adds the columns' gradient into the overlapping windows (on the CPU
 one strided-slice add per kernel offset, deterministic kernels on the GPU), max's
 backward routes each window's gradient to the index it returned (the first maximum, as
@@ -27,6 +29,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, max_pool3d_cpu_policy
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.nn._composite import pad as _pad
 from tgrad.nn._ntuple import _ntuple
 from tgrad.nn._piecewise import tie
@@ -238,36 +241,132 @@ def _conv(op: str, input: Tensor, weight: Tensor, bias, stride, padding, dilatio
                            f"({' x '.join(map(str, span))}). Kernel size can't be greater "
                            f"than actual input size")
     out = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
-    if spatial == 1:  # run as 2-d with H = 1
-        x, weight = x.unsqueeze(2), weight.unsqueeze(2)
-        kernel, stride, dilation = (1,) + kernel, (1,) + stride, (1,) + dilation
-        pads, out = ((0, 0),) + pads, (1,) + out
-    flat_pads = tuple(p for lo_hi in reversed(pads) for p in lo_hi)
-    if any(flat_pads):
-        x = _pad(x, flat_pads)
-    (x, weight, bias), half = widen_halves(x, weight, bias)  # halves: float32, rounded once
-    y = _conv_core(x, weight, groups, kernel, stride, dilation, out)
-    if bias is not None:
-        y = y + bias.reshape((out_ch,) + (1,) * len(out))
-    if spatial == 1:
-        y = y.squeeze(2)
-    # (squeezes of the op's own temporary: a new tensor, PyTorch's, not a view)
-    return fresh(rounded_to(y.squeeze(0) if added else y, half))
+    y = Convolution.apply(x, weight, bias, (kernel, stride, dilation, pads, groups, out))
+    # (a squeeze of the op's own temporary: a new tensor, PyTorch's, not a view)
+    return fresh(y.squeeze(0)) if added else y
+
+
+def _conv_columns(x: Tensor, groups: int, kernel: tuple, stride: tuple, dilation: tuple,
+                  out: tuple) -> Tensor:
+    """Padded x (N, C, *spatial) -> its columns (N, groups, C / groups k, L), k = prod
+    kernel, L = prod out (_columns, grouped)."""
+    n, c = x.shape[0], x.shape[1]
+    cols = _columns(x, kernel, stride, dilation, out)  # (N, C, k, L)
+    return cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(out))
 
 
 def _conv_core(x: Tensor, weight: Tensor, groups: int, kernel: tuple, stride: tuple,
-               dilation: tuple, out: tuple) -> Tensor:
-    """Padded x (N, C, *spatial), weight (O, C/g, *kernel) -> (N, O, *out):
+               dilation: tuple, out: tuple) -> tuple:
+    """Padded x (N, C, *spatial), weight (O, C/g, *kernel) -> ((N, O, *out), the columns):
     y[n, g, o, l] = sum_{c, k} w[g, o, c k] cols[n, g, c k, l] (k, l flat window/output)."""
-    n, c = x.shape[0], x.shape[1]
     out_ch = weight.shape[0]
-    k = math.prod(kernel)
-    cols = _columns(x, kernel, stride, dilation, out)  # (N, C, k, L)
-    cols = cols.reshape(n, groups, (c // groups) * k, math.prod(out))
-    w = weight.reshape(groups, out_ch // groups, (c // groups) * k)
-    return (w @ cols).reshape(n, out_ch, *out)
+    cols = _conv_columns(x, groups, kernel, stride, dilation, out)
+    w = weight.reshape(groups, out_ch // groups, cols.shape[2])
+    return (w @ cols).reshape(x.shape[0], out_ch, *out), cols
 
 
+def _as_2d(x: Tensor, weight: Tensor, geometry: tuple) -> tuple:
+    """A 1-d convolution's input (N, C, L), weight (O, C/g, k) and geometry as the 2-d
+    one's with H = 1 (other ranks unchanged)."""
+    kernel, stride, dilation, pads, groups, out = geometry
+    if len(kernel) != 1:
+        return x, weight, geometry
+    return x.unsqueeze(2), weight.unsqueeze(2), ((1,) + kernel, (1,) + stride, (1,) + dilation,
+                                                 ((0, 0),) + pads, groups, (1,) + out)
+
+
+def _padded(x: Tensor, pads: tuple) -> Tensor:
+    """x (N, C, *spatial) zero-padded by pads ((lo, hi) per spatial dim)."""
+    flat_pads = tuple(p for lo_hi in reversed(pads) for p in lo_hi)
+    return _pad(x, flat_pads) if any(flat_pads) else x
+
+
+def _conj(t: Tensor) -> Tensor:
+    return t.conj() if t.dtype.is_complex else t
+
+
+class Convolution(Function):
+    """y = conv(x, w) + b: x (N, C, *spatial) (1-d runs as 2-d with H = 1), w (O, C / G,
+    *kernel), b (O,) or None -> (N, O, *out); geometry = (kernel, stride, dilation, pads
+    ((lo, hi) per dim), groups G, out). One node, PyTorch's ConvolutionBackward0 (edges x,
+    w, bias: a (None, 0) slot without one). float16/bfloat16 computed in float32 and rounded
+    once, both ways.
+
+    With the padded input's columns cols (N, G, C/G k, L) (im2col), w as (G, O/G, C/G k) and
+    g as (N, G, O/G, L), y = w @ cols, so (complex: conjugates, as matmul's rule)
+      dw = sum_n g cols^H;  dcols = w^H g, dx = col2im(dcols) with the padding cropped off;
+      db = sum of g over N and the spatial dims.
+    Each is an Im2Col / Col2Im / matmul / reshape / slice of tgrad ops, so the backward
+    differentiates again (under create_graph the columns are rebuilt from the saved x, in
+    its graph; else the forward's are reused)."""
+
+    name = "convolution"
+    node_name = "ConvolutionBackward0"
+    scalar_edges = True  # bias None keeps its (None, 0) slot, as PyTorch's
+    hidden_edges = (3,)
+    saved_attributes = {
+        "_saved_input": 0, "_saved_weight": 1,
+        "_saved_bias_sym_sizes_opt": lambda node: (node.geometry_in[1],),
+        "_saved_stride": lambda node: node.geometry_in[0][1],
+        "_saved_padding": lambda node: tuple(lo for lo, _ in node.geometry_in[0][3]),
+        "_saved_dilation": lambda node: node.geometry_in[0][2],
+        "_saved_groups": lambda node: node.geometry_in[0][4],
+        "_saved_transposed": lambda node: False,
+        "_saved_output_padding": lambda node: (0,) * len(node.geometry_in[0][0])}
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, geometry):
+        ctx.save_for_backward(x, weight)
+        ctx.geometry_in = (geometry, weight.shape[0])
+        x2, w2, geometry2 = _as_2d(x, weight, geometry)
+        kernel, stride, dilation, pads, groups, out = geometry2
+        xp = _padded(x2, pads)
+        (xp, w2, bias), half = widen_halves(xp, w2, bias)  # halves: float32, rounded once
+        y, cols = _conv_core(xp, w2, groups, kernel, stride, dilation, out)
+        if bias is not None:
+            y = y + bias.reshape((weight.shape[0],) + (1,) * len(out))
+        ctx.cols = cols if ctx.needs_input_grad[1] else None  # for dw (first order)
+        ctx.half = half
+        # (a reshape of the op's own temporary: a new tensor, PyTorch's, not a view)
+        return fresh(rounded_to(y.reshape((y.shape[0], weight.shape[0]) + geometry[5]), half))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        need_x, need_w, need_b, _ = ctx.needs_input_grad
+        geometry = ctx.geometry_in[0]
+        spatial = len(geometry[0])
+        x2, w2, (kernel, stride, dilation, pads, groups, out) = _as_2d(x, weight, geometry)
+        n, out_ch = g.shape[0], weight.shape[0]
+        half = ctx.half
+        if half is not None:
+            g = g.float()
+        gx = gw = gb = None
+        if need_b:  # the sum over N and the spatial dims
+            gb = rounded_to(g.sum((0,) + tuple(range(2, 2 + spatial))), half)
+        gm = g.reshape(n, groups, out_ch // groups, math.prod(out))  # (N, G, O/G, L)
+        if need_w:
+            cols = ctx.cols
+            if cols is None or is_grad_enabled():  # rebuilt in x's graph (create_graph)
+                xp = _padded(x2, pads)
+                cols = _conv_columns(xp.float() if half is not None else xp, groups, kernel,
+                                     stride, dilation, out)
+            gw = rounded_to((gm @ _conj(cols).transpose(-1, -2)).sum(0).reshape(weight.shape),
+                            half)
+        if need_x:
+            wm = (w2.float() if half is not None else w2).reshape(groups, out_ch // groups, -1)
+            gcols = _conj(wm).transpose(-1, -2) @ gm  # (N, G, C/G k, L)
+            c = x2.shape[1]
+            size = tuple(s + lo + hi for s, (lo, hi) in zip(x2.shape[2:], pads))
+            geom = (size, kernel, stride, dilation, out)
+            flat = gcols.reshape(n, c, math.prod(kernel) * math.prod(out))
+            gxp = Col2Im.apply(flat, _window_key(geom, g.device), geom).reshape(n, c, *size)
+            if any(p for lo_hi in pads for p in lo_hi):  # the padding cropped off
+                gxp = gxp[(slice(None), slice(None)) + tuple(
+                    slice(lo, lo + s) for s, (lo, _) in zip(x2.shape[2:], pads))]
+            gx = rounded_to(gxp.reshape(x.shape), half)
+        ctx.cols = None
+        return gx, gw, gb, None
 @autocast_policy("lower")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,  # noqa: A002
            padding=0, dilation=1, groups: int = 1) -> Tensor:
