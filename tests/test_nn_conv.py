@@ -783,3 +783,40 @@ def test_convolution_node_gradcheck_and_gradgradcheck(op, xs, ws, kw):
     fn = lambda a, c, d: op(a, c, d, **kw)  # noqa: E731
     assert tgrad.autograd.gradcheck(fn, (x, w, b))
     assert tgrad.autograd.gradgradcheck(fn, (x, w, b))
+
+
+def test_unfold_and_fold_are_pytorchs_im2col_col2im_nodes():
+    # PyTorch 2.13: unfold is one Im2ColBackward0 node, fold one Col2ImBackward0 (batched or
+    # not), with the geometry as _saved_kernel_size/_dilation/_padding/_stride
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 3, 5, 4))
+    x = tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)
+    kw = dict(kernel_size=(2, 3), dilation=(1, 2), padding=1, stride=2)
+    y = F.unfold(x, **kw)
+    node = y.grad_fn
+    assert node.name() == "Im2ColBackward0" and node.next_functions[0][0].variable is x
+    assert (node._saved_kernel_size, node._saved_dilation, node._saved_padding,
+            node._saved_stride, node._saved_self_sym_argsize_minus_2,
+            node._saved_self_sym_argsize_minus_1) == ((2, 3), (1, 2), (1, 1), (2, 2), 5, 4)
+    # values: column (c, ky, kx), block (by, bx) = padded x[c, 2 by + ky, 2 bx + 2 kx]
+    ap = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.stack([ap[:, :, ky:ky + 5:2, 2 * kx:2 * kx + 2:2]
+                    for ky in range(2) for kx in range(3)], 2).reshape(2, 18, -1)
+    np.testing.assert_array_equal(y.detach().numpy(), ref)
+    z = F.fold(y, (5, 4), **kw)
+    assert z.grad_fn.name() == "Col2ImBackward0" and z.grad_fn._saved_padding == (1, 1)
+    assert F.unfold(x[0], 2).grad_fn.name() == "Im2ColBackward0"
+    assert F.fold(y[0], (5, 4), **kw).grad_fn.name() == "Col2ImBackward0"
+    # fold is unfold's adjoint: <fold(c), g> = <c, unfold(g)>, so fold's gradient is unfold(g)
+    c = tgrad.tensor(rng.standard_normal((2, 18, 3)), dtype=tgrad.float64, requires_grad=True)
+    g = rng.standard_normal((2, 3, 5, 4))
+    (gc,) = tgrad.autograd.grad(F.fold(c, (5, 4), **kw), c, tgrad.tensor(g))
+    gp = np.pad(g, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    np.testing.assert_array_equal(gc.numpy(), np.stack(
+        [gp[:, :, ky:ky + 5:2, 2 * kx:2 * kx + 2:2] for ky in range(2) for kx in range(3)],
+        2).reshape(2, 18, -1))
+    small = tgrad.tensor(a[:1, :2], dtype=tgrad.float64, requires_grad=True)
+    for fn, arg in ((lambda t: F.unfold(t, **kw), small),
+                    (lambda t: F.fold(t, (5, 4), **kw), c[:1, :12].detach().requires_grad_()),
+                    (lambda t: F.unfold(t, 2), small[0])):
+        assert tgrad.autograd.gradcheck(fn, (arg,)) and tgrad.autograd.gradgradcheck(fn, (arg,))

@@ -416,12 +416,54 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
                            f"padding non-negative, got kernel_size={list(kernel)}, "
                            f"dilation={list(dilation)}, padding={list(pad)}, "
                            f"stride={list(stride)}")
-    x = _pad_hw(x, pad, 0.0)
-    out = _pool_out("unfold", x.shape, kernel, stride, dilation, (0, 0), False, pad)
-    cols = _columns(x, kernel, stride, dilation, out)
-    n, c = cols.shape[0], cols.shape[1]
-    y = cols.reshape(n, c * cols.shape[2], cols.shape[3])
-    return fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
+    padded = (x.shape[0], x.shape[1]) + tuple(s + 2 * p for s, p in zip(x.shape[2:], pad))
+    out = _pool_out("unfold", padded, kernel, stride, dilation, (0, 0), False, pad)
+    return Unfold.apply(input, (kernel, dilation, pad, stride, out))
+
+
+_SAVED_IM2COL = {"_saved_kernel_size": lambda node: node.geometry[0],
+                 "_saved_dilation": lambda node: node.geometry[1],
+                 "_saved_padding": lambda node: node.geometry[2],
+                 "_saved_stride": lambda node: node.geometry[3]}
+
+
+class Unfold(Function):
+    """unfold (PyTorch's im2col): x (N, C, H, W) or (C, H, W), zero-padded by pad, ->
+    cols (N, C kh kw, L) (or (C kh kw, L)), L = prod out; geometry = (kernel, dilation, pad,
+    stride, out). One node, PyTorch's Im2ColBackward0. Linear, its adjoint col2im:
+    dx = col2im(g) over the padded plane with the padding cropped off (a Col2Im node and
+    slices: differentiates again)."""
+
+    name = "unfold"
+    node_name = "Im2ColBackward0"
+    saved_attributes = dict(_SAVED_IM2COL,
+                            _saved_self_sym_argsize_minus_1=lambda node: node.in_size[1],
+                            _saved_self_sym_argsize_minus_2=lambda node: node.in_size[0])
+
+    @staticmethod
+    def forward(ctx, x, geometry):
+        kernel, dilation, pad, stride, out = geometry
+        ctx.geometry, ctx.in_size = geometry, tuple(x.shape[-2:])
+        x, added = (x.unsqueeze(0), True) if x.ndim == 3 else (x, False)
+        cols = _columns(_pad_hw(x, pad, 0.0), kernel, stride, dilation, out)
+        n, c = cols.shape[0], cols.shape[1]
+        y = cols.reshape(n, c * cols.shape[2], cols.shape[3])
+        return fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
+
+    @staticmethod
+    def backward(ctx, g):
+        kernel, dilation, pad, stride, out = ctx.geometry
+        added = g.ndim == 2
+        g = g.unsqueeze(0) if added else g
+        n, c = g.shape[0], g.shape[1] // math.prod(kernel)
+        size = tuple(s + 2 * p for s, p in zip(ctx.in_size, pad))
+        geom = (size, kernel, stride, dilation, out)
+        flat = g.reshape(n, c, g.shape[1] // c * g.shape[2])
+        gx = Col2Im.apply(flat, _window_key(geom, g.device), geom).reshape(n, c, *size)
+        for d, (p, s) in enumerate(zip(pad, ctx.in_size), start=2):  # the padding cropped
+            if p:
+                gx = gx.narrow(d, p, s)
+        return (gx.squeeze(0) if added else gx), None
 
 
 # ---------------------------------------------------------------------------- pooling

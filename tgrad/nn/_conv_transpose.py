@@ -25,11 +25,15 @@ import math
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
+from tgrad.autograd.function import Function
 from tgrad.nn._conv import (
+    _SAVED_IM2COL,
     Col2Im,
     _batched,
     _check_like_input,
+    _columns,
     _no_integer_kernel,
+    _pad_hw,
     _tuple,
     _window_key,
 )
@@ -108,11 +112,41 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0,  # noqa
         raise RuntimeError(f"Given {args}, expected size of input's dimension 2 to match the "
                            f"calculated number of sliding blocks {blocks[0]} * {blocks[1]} = "
                            f"{blocks[0] * blocks[1]}, but got input.size(2)={x.shape[2]}.")
-    n, c = x.shape[0], x.shape[1] // k
-    (x,), half = widen_halves(x)  # halves: float32 sums, rounded once
-    y = _col2im(x.reshape(n, c, k, x.shape[2]), padded, kernel, stride, dilation, blocks)
-    y = _crop(y, pad, size)  # (a crop and squeeze of the op's own temporary: a new tensor)
-    return fresh(rounded_to(y.squeeze(0) if input.ndim == 2 else y, half))
+    return Fold.apply(input, (kernel, dilation, pad, stride, size, padded, blocks))
+
+
+class Fold(Function):
+    """fold (PyTorch's col2im): cols (N, C kh kw, L) or (C kh kw, L) summed into the padded
+    (N, C, *padded) plane, cropped to (N, C, *size) (or (C, ...)); geometry = (kernel,
+    dilation, pad, stride, size, padded, blocks). One node, PyTorch's Col2ImBackward0.
+    Linear, its adjoint im2col: dcols = im2col(g zero-padded) (an Im2Col node: differentiates
+    again). float16/bfloat16 sums in float32, rounded once."""
+
+    name = "fold"
+    node_name = "Col2ImBackward0"
+    saved_attributes = _SAVED_IM2COL
+
+    @staticmethod
+    def forward(ctx, x, geometry):
+        kernel, dilation, pad, stride, size, padded, blocks = ctx.geometry = geometry
+        unbatched = x.ndim == 2
+        x = x.unsqueeze(0) if unbatched else x
+        k = kernel[0] * kernel[1]
+        n, c = x.shape[0], x.shape[1] // k
+        (x,), half = widen_halves(x)  # halves: float32 sums, rounded once
+        y = _col2im(x.reshape(n, c, k, x.shape[2]), padded, kernel, stride, dilation, blocks)
+        y = _crop(y, pad, size)  # (a crop and squeeze of the op's own temporary: a new tensor)
+        return fresh(rounded_to(y.squeeze(0) if unbatched else y, half))
+
+    @staticmethod
+    def backward(ctx, g):
+        kernel, dilation, pad, stride, size, padded, blocks = ctx.geometry
+        unbatched = g.ndim == 3
+        g = g.unsqueeze(0) if unbatched else g
+        cols = _columns(_pad_hw(g, pad, 0.0), kernel, stride, dilation, blocks)
+        n, c = cols.shape[0], cols.shape[1]
+        cols = cols.reshape(n, c * cols.shape[2], cols.shape[3])
+        return (cols.squeeze(0) if unbatched else cols), None
 
 
 # ---------------------------------------------------------------------------- conv_transpose
