@@ -820,3 +820,53 @@ def test_unfold_and_fold_are_pytorchs_im2col_col2im_nodes():
                     (lambda t: F.fold(t, (5, 4), **kw), c[:1, :12].detach().requires_grad_()),
                     (lambda t: F.unfold(t, 2), small[0])):
         assert tgrad.autograd.gradcheck(fn, (arg,)) and tgrad.autograd.gradgradcheck(fn, (arg,))
+
+
+def test_conv_transpose_is_pytorchs_convolution_node_and_conv_adjoint():
+    # PyTorch 2.13: conv_transpose1d/2d/3d end in ConvolutionBackward0 with transposed=True;
+    # _saved_bias_sym_sizes_opt is (0,) without a bias (conv's too)
+    rng = np.random.default_rng(6)
+    y = tgrad.tensor(rng.standard_normal((2, 4, 4)), dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal((4, 3, 3)), dtype=tgrad.float64, requires_grad=True)
+    b = tgrad.tensor(rng.standard_normal(6), dtype=tgrad.float64, requires_grad=True)
+    kw = dict(stride=2, padding=1, dilation=2, groups=2)
+    t = F.conv_transpose1d(y, w, None, output_padding=1, **kw)
+    node = t.grad_fn
+    assert node.name() == "ConvolutionBackward0" == type(node).__name__
+    assert node.next_functions[0][0].variable is y and node.next_functions[1][0].variable is w
+    assert node.next_functions[2] == (None, 0)
+    assert (node._saved_stride, node._saved_padding, node._saved_output_padding,
+            node._saved_dilation, node._saved_groups, node._saved_transposed,
+            node._saved_bias_sym_sizes_opt) == ((2,), (1,), (1,), (2,), 2, True, (0,))
+    assert F.conv1d(t, w, groups=2).grad_fn._saved_bias_sym_sizes_opt == (0,)
+    assert F.conv_transpose1d(y, w, b, output_padding=1, **kw).grad_fn \
+        ._saved_bias_sym_sizes_opt == (6,)
+    # conv_transpose is conv's adjoint in the input: <T(y), x> = <y, conv(x)> (NumPy loops)
+    assert t.shape == (2, 6, 10)
+    x = rng.standard_normal((2, 6, 10))
+    conv = _np_conv1d(x, w.detach().numpy(), None, 2, 1, 2, 2)
+    np.testing.assert_allclose((t.detach().numpy() * x).sum(),
+                               (y.detach().numpy() * conv).sum(), rtol=1e-12)
+    assert F.conv_transpose2d(y.reshape(2, 4, 2, 2), w.reshape(4, 3, 3, 1)).grad_fn.name() \
+        == "ConvolutionBackward0"
+    assert F.conv_transpose3d(y.reshape(2, 4, 2, 2, 1), w.reshape(4, 3, 3, 1, 1)).grad_fn \
+        .name() == "ConvolutionBackward0"
+
+
+@pytest.mark.parametrize("op,xs,ws,kw", [
+    (F.conv_transpose1d, (2, 4, 3), (4, 1, 3),
+     dict(stride=2, padding=1, output_padding=1, dilation=2, groups=2)),
+    (F.conv_transpose1d, (4, 3), (4, 2, 2), {}),
+    (F.conv_transpose2d, (1, 2, 3, 2), (2, 2, 2, 3), dict(stride=(2, 1), padding=(1, 0))),
+    (F.conv_transpose3d, (1, 2, 2, 2, 2), (2, 1, 2, 2, 2), dict(stride=2, padding=1)),
+])
+def test_conv_transpose_node_gradcheck_and_gradgradcheck(op, xs, ws, kw):
+    rng = np.random.default_rng(7)
+    x = tgrad.tensor(rng.standard_normal(xs), dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal(ws), dtype=tgrad.float64, requires_grad=True)
+    groups = kw.get("groups", 1)
+    b = tgrad.tensor(rng.standard_normal(ws[1] * groups), dtype=tgrad.float64,
+                     requires_grad=True)
+    fn = lambda a, c, d: op(a, c, d, **kw)  # noqa: E731
+    assert tgrad.autograd.gradcheck(fn, (x, w, b))
+    assert tgrad.autograd.gradgradcheck(fn, (x, w, b))

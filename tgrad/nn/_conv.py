@@ -317,7 +317,7 @@ class Convolution(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, geometry):
         ctx.save_for_backward(x, weight)
-        ctx.geometry_in = (geometry, weight.shape[0])
+        ctx.geometry_in = (geometry, 0 if bias is None else weight.shape[0])  # (0,): no bias
         x2, w2, geometry2 = _as_2d(x, weight, geometry)
         kernel, stride, dilation, pads, groups, out = geometry2
         xp = _padded(x2, pads)
