@@ -870,3 +870,42 @@ def test_conv_transpose_node_gradcheck_and_gradgradcheck(op, xs, ws, kw):
     fn = lambda a, c, d: op(a, c, d, **kw)  # noqa: E731
     assert tgrad.autograd.gradcheck(fn, (x, w, b))
     assert tgrad.autograd.gradgradcheck(fn, (x, w, b))
+
+
+def test_avg_pool_is_pytorchs_avg_pool_node():
+    # PyTorch 2.13: avg_pool2d/3d are one AvgPool2DBackward0 / AvgPool3DBackward0 node on
+    # the input as given (unbatched too); avg_pool1d is avg_pool2d of x.unsqueeze(-2), squeezed
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((2, 3, 5, 6))
+    x = tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)
+    y = F.avg_pool2d(x, 2, 1, 1, True, False, 3)
+    node = y.grad_fn
+    assert node.name() == "AvgPool2DBackward0" and node.next_functions[0][0].variable is x
+    assert (node._saved_kernel_size, node._saved_stride, node._saved_padding,
+            node._saved_ceil_mode, node._saved_count_include_pad,
+            node._saved_divisor_override) == ((2, 2), (1, 1), (1, 1), True, False, 3)
+    assert node._saved_self is x and F.avg_pool2d(x, 2).grad_fn._saved_stride == ()
+    assert F.avg_pool2d(x[0], 2).grad_fn.name() == "AvgPool2DBackward0"
+    assert F.avg_pool3d(x, 2).grad_fn.name() == "AvgPool3DBackward0"
+    p1 = F.avg_pool1d(x[0], 2).grad_fn
+    assert p1.name() == "SqueezeBackward1"
+    assert p1.next_functions[0][0].name() == "AvgPool2DBackward0"
+    # values and gradient against NumPy: 2 x 2 windows, stride 2 (each x in one window)
+    z = F.avg_pool2d(x, 2)
+    ref = a[:, :, :4, :].reshape(2, 3, 2, 2, 3, 2).mean((3, 5))
+    np.testing.assert_allclose(z.detach().numpy(), ref, rtol=1e-14)
+    g = rng.standard_normal((2, 3, 2, 3))
+    (gx,) = tgrad.autograd.grad(z, x, tgrad.tensor(g))
+    want = np.zeros_like(a)
+    want[:, :, :4, :] = np.repeat(np.repeat(g, 2, 2), 2, 3) / 4
+    np.testing.assert_allclose(gx.numpy(), want, rtol=1e-14)
+    # create_graph: the gradient is in x's graph (its derivative in x is 0, PyTorch's)
+    (gg,) = tgrad.autograd.grad(F.avg_pool2d(x, 3, 2, 1).sum(), x, create_graph=True)
+    (h,) = tgrad.autograd.grad(gg.sum(), x)
+    assert gg.requires_grad and not h.numpy().any()
+    small = tgrad.tensor(a[:1, :2, :4, :4], dtype=tgrad.float64, requires_grad=True)
+    for fn in (lambda t: F.avg_pool2d(t, (2, 3), (2, 1), 1, count_include_pad=False),
+               lambda t: F.avg_pool2d(t[0], 3, 2, 1, ceil_mode=True, divisor_override=2),
+               lambda t: F.avg_pool3d(t, 2, 1, 1, ceil_mode=True),
+               lambda t: F.avg_pool1d(t[0, 0], 3, 2, 1)):
+        assert tgrad.autograd.gradcheck(fn, (small,)) and tgrad.autograd.gradgradcheck(fn, (small,))

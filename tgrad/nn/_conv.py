@@ -32,8 +32,9 @@ from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.nn._composite import pad as _pad
 from tgrad.nn._ntuple import _ntuple
-from tgrad.nn._piecewise import tie
+from tgrad.nn._piecewise import _Attach, tie
 from tgrad.nn.functional import _check_float, _check_tensor
+from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, fresh, rounded_to, widen_halves, wrap
 from tgrad.ops.creation import device_constant
 from tgrad.ops.creation import tensor as _tensor
@@ -649,34 +650,108 @@ def _avg_pool(op: str, input: Tensor, kernel_size, stride, padding, ceil_mode: b
         raise dtypes.kernel_not_implemented(kernel_name, x.dtype, f" ({op} of an input of "
                                             f"dtype {x.dtype.name}; convert it with .float() "
                                             f"or .long())")
-    x = tie(x)  # dx = the window sums of g / divisor, in x's graph (_piecewise.py)
-    kernel, stride, pad, _ = _pool_args(op, kernel_size, stride, padding, 1, spatial)
+    kernel, stride_, pad, _ = _pool_args(op, kernel_size, stride, padding, 1, spatial)
     if spatial == 1:
-        kernel, stride, pad = (1,) + kernel, (1,) + stride, (0,) + pad
+        kernel, stride_, pad = (1,) + kernel, (1,) + stride_, (0,) + pad
     if divisor_override is not None and int(divisor_override) == 0:
         raise RuntimeError("divisor must be not zero")
     ones = (1,) * len(kernel)
-    out = _pool_out(op, x.shape, kernel, stride, ones, pad, ceil_mode)
-    n, c = x.shape[:2]
+    out = _pool_out(op, x.shape, kernel, stride_, ones, pad, ceil_mode)
     sizes = tuple(x.shape[2:])
-    extra = [max(0, (o - 1) * s + k - (size + 2 * p))
-             for o, s, k, size, p in zip(out, stride, kernel, sizes, pad)]
-    flat_pads = tuple(v for i in reversed(range(len(sizes))) for v in (pad[i], pad[i] + extra[i]))
-    xp = _pad(x, flat_pads) if any(flat_pads) else x
-    (xp,), half = widen_halves(xp)  # halves: float32 sums and divisions, rounded once
-    total = _columns(xp, kernel, stride, ones, out).sum(dim=2)  # (N, C, L)
     if divisor_override is not None:
         divisor = np.full(out, float(divisor_override))
     else:
         divisor = functools.reduce(np.multiply.outer, (
             _avg_counts(o, s, k, size, p, count_include_pad)
-            for o, s, k, size, p in zip(out, stride, kernel, sizes, pad)))
-    div = _tensor(divisor.reshape(-1), dtype=total.dtype, device=x.device)
-    # int64: PyTorch's CPU kernel divides the integer window sum by the integer divisor in
-    # C++, truncating toward zero (-7 / 2 = -3)
-    y = (total / div if total.dtype.is_floating_point
-         else total.div(div, rounding_mode="trunc")).reshape(n, c, *out)
-    return rounded_to(_pool_result(y, added, spatial), half)
+            for o, s, k, size, p in zip(out, stride_, kernel, sizes, pad)))
+    # PyTorch's node takes the input as given (unbatched too); a 1-d pool is its 2-d one
+    # on input.unsqueeze(-2), then squeezed
+    given = (() if stride is None or (not isinstance(stride, int) and len(stride) == 0)
+             else stride_)
+    geometry = (kernel, stride_, pad, out, divisor.reshape(-1), ceil_mode, count_include_pad,
+                divisor_override, given)
+    if spatial == 1:
+        return fresh(_AVG_POOL[2].apply(input.unsqueeze(-2), geometry).squeeze(-2))
+    return _AVG_POOL[spatial].apply(input, geometry)
+
+
+class AvgPool(Function):
+    """avg_pool (2-d, or 3-d: ``_AVG_POOL``): x (N, C, *sizes) or unbatched (C, *sizes) ->
+    y[n, c, o] = (sum of the window o of x zero-padded by pad, right-extended for ceil_mode)
+    / divisor[o]; geometry = (kernel, stride, pad, out, divisor (L,) NumPy, ceil_mode,
+    count_include_pad, divisor_override, the stride as given). One node, PyTorch's
+    AvgPool2DBackward0 / AvgPool3DBackward0. Linear in x: dx = col2im(g / divisor spread
+    over each window) over the padded plane, the padding cropped off (a Col2Im node: the
+    backward differentiates again); attached to x's graph (_piecewise._Attach: d(dx)/dx = 0,
+    PyTorch's double backward). int64 sums divide truncating toward zero (PyTorch's CPU
+    kernel); float16/bfloat16 sum and divide in float32, rounded once."""
+
+    name = "avg_pool2d"
+    node_name = "AvgPool2DBackward0"
+    saved_attributes = {"_saved_self": 0,
+                        "_saved_kernel_size": lambda node: node.geometry[0],
+                        "_saved_stride": lambda node: node.geometry[8],
+                        "_saved_padding": lambda node: node.geometry[2],
+                        "_saved_ceil_mode": lambda node: node.geometry[5],
+                        "_saved_count_include_pad": lambda node: node.geometry[6],
+                        "_saved_divisor_override": lambda node: node.geometry[7]}
+
+    @staticmethod
+    def _plane(kernel, stride, pad, out, sizes) -> tuple:
+        """(padded plane sizes, flat pads for _pad): pad each side, plus what ceil_mode's
+        last window reaches past the end."""
+        extra = [max(0, (o - 1) * s + k - (size + 2 * p))
+                 for o, s, k, size, p in zip(out, stride, kernel, sizes, pad)]
+        flat_pads = tuple(v for i in reversed(range(len(sizes)))
+                          for v in (pad[i], pad[i] + extra[i]))
+        return tuple(sz + 2 * p + e for sz, p, e in zip(sizes, pad, extra)), flat_pads
+
+    @classmethod
+    def forward(cls, ctx, x, geometry):
+        ctx.save_for_backward(x)
+        ctx.geometry = geometry
+        kernel, stride, pad, out, divisor = geometry[:5]
+        spatial = len(kernel)
+        added = x.ndim == spatial + 1
+        x = x.unsqueeze(0) if added else x
+        n, c = x.shape[:2]
+        _, flat_pads = cls._plane(kernel, stride, pad, out, tuple(x.shape[2:]))
+        xp = _pad(x, flat_pads) if any(flat_pads) else x
+        (xp,), half = widen_halves(xp)  # halves: float32 sums and divisions, rounded once
+        total = _columns(xp, kernel, stride, (1,) * spatial, out).sum(dim=2)  # (N, C, L)
+        div = _tensor(divisor, dtype=total.dtype, device=x.device)
+        # int64: PyTorch's CPU kernel divides the integer window sum by the integer divisor
+        # in C++, truncating toward zero (-7 / 2 = -3)
+        y = (total / div if total.dtype.is_floating_point
+             else total.div(div, rounding_mode="trunc")).reshape(n, c, *out)
+        return fresh(rounded_to(y.squeeze(0) if added else y, half))
+
+    @classmethod
+    def backward(cls, ctx, g):
+        (x,) = ctx.saved_tensors
+        kernel, stride, pad, out, divisor = ctx.geometry[:5]
+        spatial = len(kernel)
+        added = g.ndim == spatial + 1
+        gb = g.unsqueeze(0) if added else g
+        (gb,), half = widen_halves(gb)
+        n, c = gb.shape[:2]
+        sizes = tuple(x.shape[-spatial:])
+        plane, _ = cls._plane(kernel, stride, pad, out, sizes)
+        k, length = math.prod(kernel), math.prod(out)
+        div = _tensor(divisor, dtype=gb.dtype, device=gb.device)
+        gcols = (gb.reshape(n, c, 1, length) / div).expand(n, c, k, length)
+        geom = (plane, kernel, stride, (1,) * spatial, out)
+        gx = Col2Im.apply(gcols.reshape(n, c, k * length), _window_key(geom, gb.device),
+                          geom).reshape(n, c, *plane)
+        for d, (p, size) in enumerate(zip(pad, sizes), start=2):  # the padding cropped off
+            if p or gx.shape[d] != size:
+                gx = gx.narrow(d, p, size)
+        gx = rounded_to(gx.squeeze(0) if added else gx, half)
+        return _Attach.apply(gx, x), None
+
+
+_AVG_POOL = {2: AvgPool, 3: ew.node_variant(AvgPool, "AvgPool3DBackward0",
+                                            saved_attributes=AvgPool.saved_attributes)}
 
 
 def _avg_counts(o: int, s: int, k: int, size: int, p: int, include_pad: bool) -> np.ndarray:
