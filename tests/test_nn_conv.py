@@ -909,3 +909,51 @@ def test_avg_pool_is_pytorchs_avg_pool_node():
                lambda t: F.avg_pool3d(t, 2, 1, 1, ceil_mode=True),
                lambda t: F.avg_pool1d(t[0, 0], 3, 2, 1)):
         assert tgrad.autograd.gradcheck(fn, (small,)) and tgrad.autograd.gradgradcheck(fn, (small,))
+
+
+def test_max_pool_is_pytorchs_max_pool_with_indices_node():
+    # PyTorch 2.13: max_pool2d/3d are one MaxPool2DWithIndicesBackward0 /
+    # MaxPool3DWithIndicesBackward0 node (the indices as _saved_result1); max_pool1d is the
+    # 2-d node on x.unsqueeze(-2), squeezed
+    a = np.random.default_rng(9).standard_normal((2, 3, 5, 6))
+    a[0, 0, 1, 1] = a[0, 0, 1, 2] = np.nan  # a window with NaNs: the last NaN wins
+    x = tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)
+    y, idx = F.max_pool2d(x, 2, 1, 1, 2, True, return_indices=True)
+    node = y.grad_fn
+    assert node.name() == "MaxPool2DWithIndicesBackward0" and node._saved_self is x
+    assert (node._saved_kernel_size, node._saved_stride, node._saved_padding,
+            node._saved_dilation, node._saved_ceil_mode) == ((2, 2), (1, 1), (1, 1), (2, 2),
+                                                              True)
+    np.testing.assert_array_equal(node._saved_result1.numpy(), idx.numpy())
+    assert F.max_pool2d(x, 2).grad_fn._saved_stride == ()
+    assert F.max_pool2d(x[0], 2).grad_fn.name() == "MaxPool2DWithIndicesBackward0"
+    assert F.max_pool3d(x, 2).grad_fn.name() == "MaxPool3DWithIndicesBackward0"
+    p1 = F.max_pool1d(x[0], 2).grad_fn
+    assert p1.name() == "SqueezeBackward1"
+    assert p1.next_functions[0][0].name() == "MaxPool2DWithIndicesBackward0"
+    # overlapping 3 x 3 windows, stride 1: each window's g added at its maximum (NumPy)
+    b = a[1]
+    z, zi = F.max_pool2d(x[1], 3, 1, 1, return_indices=True)
+    g = np.random.default_rng(10).standard_normal(z.shape)
+    (gx,) = tgrad.autograd.grad(z, x, tgrad.tensor(g))
+    bp = np.pad(b, ((0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    want = np.zeros_like(b)
+    for ch in range(3):
+        for i in range(5):
+            for j in range(6):
+                win = bp[ch, i:i + 3, j:j + 3]
+                r, q = np.unravel_index(np.argmax(win), (3, 3))
+                assert z[ch, i, j].item() == win[r, q]
+                assert zi[ch, i, j].item() == (i + r - 1) * 6 + (j + q - 1)
+                want[ch, i + r - 1, j + q - 1] += g[ch, i, j]
+    np.testing.assert_allclose(gx.numpy()[1], want, rtol=1e-14)
+    # create_graph: the gradient is in x's graph (its derivative in x is 0, PyTorch's)
+    (gg,) = tgrad.autograd.grad(F.max_pool2d(x[1], 2).sum(), x, create_graph=True)
+    (h,) = tgrad.autograd.grad(gg.sum(), x)
+    assert gg.requires_grad and not h.numpy().any()
+    small = tgrad.tensor(a[1:, :2, :4, :4], dtype=tgrad.float64, requires_grad=True)
+    for fn in (lambda t: F.max_pool2d(t, (2, 3), (2, 1), 1, dilation=(1, 2)),
+               lambda t: F.max_pool2d(t[0], 3, 2, 1, ceil_mode=True),
+               lambda t: F.max_pool3d(t, 2, 1, 1, ceil_mode=True),
+               lambda t: F.max_pool1d(t[0, 0], 3, 2, 1)):
+        assert tgrad.autograd.gradcheck(fn, (small,)) and tgrad.autograd.gradgradcheck(fn, (small,))

@@ -38,6 +38,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, fresh, rounded_to, widen_halves, wrap
 from tgrad.ops.creation import device_constant
 from tgrad.ops.creation import tensor as _tensor
+from tgrad.ops.creation import zeros as _zeros
 from tgrad.ops.elementwise import where
 from tgrad.ops.index import normalize_key
 from tgrad.tensor import Tensor
@@ -549,50 +550,128 @@ def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  #
         raise NotImplementedError(f"{op}: not implemented for {x.dtype.name} inputs; convert "
                                   f"with .float() first (\"{kernel}\" not implemented for "
                                   f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}')")
-    x = tie(x)  # dx = the gradient gathered back to the maxima, in x's graph (_piecewise.py)
-    kernel, stride, pad, dilation = _pool_args(op, kernel_size, stride, padding, dilation,
-                                               spatial)
+    kernel, stride_, pad, dilation = _pool_args(op, kernel_size, stride, padding, dilation,
+                                                spatial)
     if spatial == 1:
-        kernel, stride, pad, dilation = ((1,) + kernel, (1,) + stride, (0,) + pad,
-                                         (1,) + dilation)
-    out = _pool_out(op, x.shape, kernel, stride, dilation, pad, ceil_mode)
-    n, c = x.shape[:2]
-    sizes = tuple(x.shape[2:])
-    # Ceil mode's last windows may reach past the padding: pad the right/bottom further
-    # with -inf (never selected: every window starts inside the input or its left pad).
-    extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
-             for o, s, d, k, size, p in zip(out, stride, dilation, kernel, sizes, pad)]
-    low = float("-inf") if x.dtype.is_floating_point else _int_min(x.dtype)
-    flat_pads = tuple(v for i in reversed(range(len(sizes))) for v in (pad[i], pad[i] + extra[i]))
-    xp = _pad(x, flat_pads, value=low) if any(flat_pads) else x
-    cols = _columns(xp, kernel, stride, dilation, out)  # (N, C, k, L)
-    first, arg = cols.max(dim=2)  # (N, C, L): the first maximum of each window
-    arg = _last_nan_wins(cols, first, arg)
-    # A window whose input values are all -inf (or the integer minimum) ties with its
-    # padding: PyTorch then takes the window's first element inside the input, so the
-    # first maximum is replaced by it where it fell on padding.
-    idx = _window_index(tuple(xp.shape[2:]), kernel, stride, dilation, out)  # (k, L)
-    coords = [c_ - p for c_, p in zip(np.unravel_index(idx, xp.shape[2:]), pad)]  # unpadded
-    padding = np.zeros(idx.shape, bool)
+        kernel, stride_, pad, dilation = ((1,) + kernel, (1,) + stride_, (0,) + pad,
+                                          (1,) + dilation)
+    out = _pool_out(op, x.shape, kernel, stride_, dilation, pad, ceil_mode)
+    given = (() if stride is None or (not isinstance(stride, int) and len(stride) == 0)
+             else stride_)
+    geometry = (kernel, stride_, pad, dilation, out, ceil_mode, given, bool(return_indices))
+    # PyTorch's node takes the input as given (unbatched too); a 1-d pool is its 2-d one on
+    # input.unsqueeze(-2), then squeezed
+    if spatial == 1:
+        res = _MAX_POOL[2].apply(input.unsqueeze(-2), geometry)
+        if not return_indices:
+            return fresh(res.squeeze(-2))
+        return fresh(res[0].squeeze(-2)), fresh(res[1].squeeze(-2))
+    return _MAX_POOL[spatial].apply(input, geometry)
+
+
+def _pool_positions(padded: tuple, sizes: tuple, kernel: tuple, stride: tuple,
+                    dilation: tuple, out: tuple, pad: tuple) -> tuple:
+    """For the windows of a padded plane (sizes: the unpadded one): (on_padding (k, L) bool,
+    the flat row-major position in the unpadded plane of every window element (k, L),
+    clipped where it falls on padding)."""
+    idx = _window_index(padded, kernel, stride, dilation, out)  # (k, L)
+    coords = [c_ - p for c_, p in zip(np.unravel_index(idx, padded), pad)]  # unpadded
+    on_pad = np.zeros(idx.shape, bool)
     for coord, size in zip(coords, sizes):
-        padding |= (coord < 0) | (coord >= size)
-    if padding.any():
-        first_inside = np.argmin(padding, axis=0)  # (L,)
-        on_pad = _tensor(padding, device=x.device).gather(0, arg.reshape(n * c, -1))
-        fallback = _tensor(first_inside, dtype=dtypes.int64, device=x.device)
-        arg = where(on_pad, fallback, arg.reshape(n * c, -1)).reshape(arg.shape)
-    # values through the chosen index, so the gradient goes there too
-    y = cols.gather(2, arg.unsqueeze(2)).squeeze(2).reshape(n, c, *out)
-    y = _pool_result(y, added, spatial)
-    if not return_indices:
-        return y
-    # The window element arg -> its flat position in the unpadded input (row-major):
-    # indices[nc, l] = position[arg[nc, l], l] (a gather along the window axis).
-    flat_position = np.ravel_multi_index(tuple(np.clip(cd, 0, sz - 1) for cd, sz in
-                                               zip(coords, sizes)), sizes)
-    position = _tensor(flat_position, dtype=dtypes.int64, device=x.device)
-    indices = position.gather(0, arg.reshape(n * c, math.prod(out)))
-    return y, _pool_result(indices.reshape(n, c, *out), added, spatial)
+        on_pad |= (coord < 0) | (coord >= size)
+    flat = np.ravel_multi_index(tuple(np.clip(cd, 0, sz - 1) for cd, sz in
+                                      zip(coords, sizes)), sizes)
+    return on_pad, flat
+
+
+class MaxPool(Function):
+    """max_pool (2-d, or 3-d: ``_MAX_POOL``): x (N, C, *sizes) or unbatched (C, *sizes) ->
+    y[n, c, o] = the maximum of window o (implicit -inf padding; ceil_mode's last windows
+    may reach further), and with return_indices its flat position in the unpadded plane
+    (the first maximum; the last NaN where a window holds NaNs; the first element inside
+    the input where every value ties with the padding: PyTorch's kernels); geometry =
+    (kernel, stride, pad, dilation, out, ceil_mode, the stride as given, return_indices).
+    One node, PyTorch's MaxPool2DWithIndicesBackward0 / MaxPool3DWithIndicesBackward0.
+    dx = g scattered (added) to each window's maximum: a scatter_add of g at the indices
+    (its own backward a gather: differentiates again), attached to x's graph
+    (_piecewise._Attach: d(dx)/dx = 0, PyTorch's double backward)."""
+
+    name = "max_pool2d"
+    node_name = "MaxPool2DWithIndicesBackward0"
+    saved_attributes = {"_saved_self": 0,
+                        "_saved_kernel_size": lambda node: node.geometry[0],
+                        "_saved_stride": lambda node: node.geometry[6],
+                        "_saved_padding": lambda node: node.geometry[2],
+                        "_saved_dilation": lambda node: node.geometry[3],
+                        "_saved_ceil_mode": lambda node: node.geometry[5],
+                        "_saved_result1": lambda node: MaxPool.indices(node)}
+
+    @staticmethod
+    def forward(ctx, x, geometry):
+        ctx.save_for_backward(x)
+        ctx.geometry = geometry
+        kernel, stride, pad, dilation, out = geometry[:5]
+        added = x.ndim == len(kernel) + 1
+        x = x.unsqueeze(0) if added else x
+        n, c = x.shape[:2]
+        sizes = tuple(x.shape[2:])
+        # Ceil mode's last windows may reach past the padding: pad the right/bottom further
+        # with -inf (never selected: every window starts inside the input or its left pad).
+        extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
+                 for o, s, d, k, size, p in zip(out, stride, dilation, kernel, sizes, pad)]
+        low = float("-inf") if x.dtype.is_floating_point else _int_min(x.dtype)
+        flat_pads = tuple(v for i in reversed(range(len(sizes)))
+                          for v in (pad[i], pad[i] + extra[i]))
+        xp = _pad(x, flat_pads, value=low) if any(flat_pads) else x
+        cols = _columns(xp, kernel, stride, dilation, out)  # (N, C, k, L)
+        first, arg = cols.max(dim=2)  # (N, C, L): the first maximum of each window
+        arg = _last_nan_wins(cols, first, arg)
+        # A window whose input values are all -inf (or the integer minimum) ties with its
+        # padding: PyTorch then takes the window's first element inside the input, so the
+        # first maximum is replaced by it where it fell on padding.
+        padded = tuple(xp.shape[2:])
+        on_pad, flat = _pool_positions(padded, sizes, kernel, stride, dilation, out, pad)
+        if on_pad.any():
+            first_inside = np.argmin(on_pad, axis=0)  # (L,)
+            hit = _tensor(on_pad, device=x.device).gather(0, arg.reshape(n * c, -1))
+            fallback = _tensor(first_inside, dtype=dtypes.int64, device=x.device)
+            arg = where(hit, fallback, arg.reshape(n * c, -1)).reshape(arg.shape)
+        y = cols.gather(2, arg.unsqueeze(2)).squeeze(2).reshape(n, c, *out)
+        ctx.arg, ctx.plane = arg, (padded, sizes, added)
+        y = fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
+        if not geometry[7]:
+            return y
+        indices = MaxPool.indices(ctx, flat)
+        return y, fresh(indices.squeeze(0) if added else indices)
+
+    @staticmethod
+    def indices(ctx, flat=None) -> Tensor:
+        """(N, C, *out) flat positions of the maxima in the unpadded plane: indices[nc, l]
+        = position[arg[nc, l], l] (a gather along the window axis)."""
+        kernel, stride, pad, dilation, out = ctx.geometry[:5]
+        padded, sizes, _ = ctx.plane
+        if flat is None:
+            flat = _pool_positions(padded, sizes, kernel, stride, dilation, out, pad)[1]
+        arg = ctx.arg
+        n, c = arg.shape[:2]
+        position = _tensor(flat, dtype=dtypes.int64, device=arg.device)
+        return position.gather(0, arg.reshape(n * c, math.prod(out))).reshape(n, c, *out)
+
+    @staticmethod
+    def backward(ctx, g, *_):
+        (x,) = ctx.saved_tensors
+        _, sizes, added = ctx.plane
+        gb = g.unsqueeze(0) if added else g
+        n, c = gb.shape[:2]
+        idx = MaxPool.indices(ctx).reshape(n * c, -1)
+        gx = _zeros((n * c, math.prod(sizes)), dtype=gb.dtype, device=gb.device).scatter_add(
+            1, idx, gb.reshape(n * c, -1)).reshape(n, c, *sizes)
+        return _Attach.apply(gx.squeeze(0) if added else gx, x), None
+
+
+_MAX_POOL = {2: MaxPool, 3: ew.node_variant(MaxPool, "MaxPool3DWithIndicesBackward0",
+                                            saved_attributes=MaxPool.saved_attributes,
+                                            name="max_pool3d")}
 
 
 def _last_nan_wins(cols: Tensor, first: Tensor, arg: Tensor) -> Tensor:
@@ -751,7 +830,8 @@ class AvgPool(Function):
 
 
 _AVG_POOL = {2: AvgPool, 3: ew.node_variant(AvgPool, "AvgPool3DBackward0",
-                                            saved_attributes=AvgPool.saved_attributes)}
+                                            saved_attributes=AvgPool.saved_attributes,
+                                            name="avg_pool3d")}
 
 
 def _avg_counts(o: int, s: int, k: int, size: int, p: int, include_pad: bool) -> np.ndarray:
