@@ -38,9 +38,9 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, fresh, rounded_to, widen_halves, wrap
 from tgrad.ops.creation import device_constant
 from tgrad.ops.creation import tensor as _tensor
-from tgrad.ops.creation import zeros as _zeros
 from tgrad.ops.elementwise import where
-from tgrad.ops.index import normalize_key
+from tgrad.ops.gathering import _along_key
+from tgrad.ops.index import IndexAdd, normalize_key
 from tgrad.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
@@ -355,6 +355,7 @@ class Convolution(Function):
                                      stride, dilation, out)
             gw = rounded_to((gm @ _conj(cols).transpose(-1, -2)).sum(0).reshape(weight.shape),
                             half)
+            ctx.cols = cols = None  # freed before col2im's buffers (the peak memory)
         if need_x:
             wm = (w2.float() if half is not None else w2).reshape(groups, out_ch // groups, -1)
             gcols = _conj(wm).transpose(-1, -2) @ gm  # (N, G, C/G k, L)
@@ -592,8 +593,9 @@ class MaxPool(Function):
     the input where every value ties with the padding: PyTorch's kernels); geometry =
     (kernel, stride, pad, dilation, out, ceil_mode, the stride as given, return_indices).
     One node, PyTorch's MaxPool2DWithIndicesBackward0 / MaxPool3DWithIndicesBackward0.
-    dx = g scattered (added) to each window's maximum: a scatter_add of g at the indices
-    (its own backward a gather: differentiates again), attached to x's graph
+    dx = g added at each window's maximum: g scattered to the argmax of its window's
+    columns, then col2im (the composition's adjoints: an index add, whose backward is a
+    gather, and a Col2Im node: differentiates again), attached to x's graph
     (_piecewise._Attach: d(dx)/dx = 0, PyTorch's double backward)."""
 
     name = "max_pool2d"
@@ -660,12 +662,21 @@ class MaxPool(Function):
     @staticmethod
     def backward(ctx, g, *_):
         (x,) = ctx.saved_tensors
-        _, sizes, added = ctx.plane
+        kernel, stride, pad, dilation, out = ctx.geometry[:5]
+        padded, sizes, added = ctx.plane
         gb = g.unsqueeze(0) if added else g
         n, c = gb.shape[:2]
-        idx = MaxPool.indices(ctx).reshape(n * c, -1)
-        gx = _zeros((n * c, math.prod(sizes)), dtype=gb.dtype, device=gb.device).scatter_add(
-            1, idx, gb.reshape(n * c, -1)).reshape(n, c, *sizes)
+        k, length = math.prod(kernel), math.prod(out)
+        # the gather's adjoint (g at each window's argmax), then col2im's: (N, C, k, L)
+        # windows summed into the padded plane, the padding cropped off
+        key = normalize_key(_along_key(ctx.arg.unsqueeze(2), 2, gb.device), gb.device)[0]
+        gcols = IndexAdd.apply(gb.reshape(n, c, 1, length), key, (n, c, k, length))
+        geom = (padded, kernel, stride, dilation, out)
+        gx = Col2Im.apply(gcols.reshape(n, c, k * length), _window_key(geom, gb.device),
+                          geom).reshape(n, c, *padded)
+        for d, (p, size) in enumerate(zip(pad, sizes), start=2):
+            if p or gx.shape[d] != size:
+                gx = gx.narrow(d, p, size)
         return _Attach.apply(gx.squeeze(0) if added else gx, x), None
 
 
