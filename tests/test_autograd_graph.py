@@ -595,3 +595,130 @@ def test_set_multithreading_enabled_is_a_recorded_thread_local_flag():
     assert f() is False and is_multithreading_enabled() is True
     with pytest.raises(TypeError, match="must be bool, not int"):
         set_multithreading_enabled(1)
+
+
+nnf = tgrad.nn.functional
+
+
+def _edge_vars(node):
+    return [None if n is None else getattr(n, "variable", type(n).__name__)
+            for n, _ in node.next_functions]
+
+
+def test_single_node_ops_have_pytorchs_node_names_and_edges():
+    # PyTorch 2.13's nodes of these ops (one node each, not the composition's last part):
+    # masked_fill MaskedFillBackward0 (a number value: edge self) / 1 (a 0-d tensor value:
+    # edges self, value), flip/fliplr/flipud FlipBackward0, prelu PreluKernelBackward0
+    # (edges self and the weight reshaped by a view), rrelu RreluWithNoiseBackward0 (training
+    # or not), soft_margin_loss SoftMarginLossBackward0 (edge self only)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 4))
+    x = tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)
+    v = tgrad.tensor(2.5, dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.tensor([0.1, 0.2, 0.3], dtype=tgrad.float64, requires_grad=True)
+    mask = tgrad.tensor(rng.random((3, 4)) > 0.5)
+    sign = tgrad.tensor(np.sign(rng.standard_normal((2, 3, 4))), dtype=tgrad.float64)
+    for f, name, edges in (
+            (lambda: x.masked_fill(mask, 1.0), "MaskedFillBackward0", [x]),
+            (lambda: x.masked_fill(mask, v), "MaskedFillBackward1", [x, v]),
+            (lambda: x.flip(0, 2), "FlipBackward0", [x]),
+            (lambda: tgrad.flip(x, []), "FlipBackward0", [x]),
+            (lambda: x.fliplr(), "FlipBackward0", [x]),
+            (lambda: x.flipud(), "FlipBackward0", [x]),
+            (lambda: nnf.prelu(x, w), "PreluKernelBackward0", [x, "ViewBackward0"]),
+            (lambda: nnf.prelu(x, w[:1]), "PreluKernelBackward0", [x, "ViewBackward0"]),
+            (lambda: nnf.rrelu(x), "RreluWithNoiseBackward0", [x]),
+            (lambda: nnf.rrelu(x, training=True), "RreluWithNoiseBackward0", [x]),
+            (lambda: nnf.soft_margin_loss(x, sign), "SoftMarginLossBackward0", [x]),
+            (lambda: nnf.soft_margin_loss(x, sign, reduction="none"),
+             "SoftMarginLossBackward0", [x])):
+        node = f().grad_fn
+        assert node.name() == name and type(node).__name__ == name
+        assert _edge_vars(node) == edges
+    h = x * 1.0  # in place on a non-leaf: the same node
+    h.masked_fill_(mask, 0.0)
+    assert h.grad_fn.name() == "MaskedFillBackward0"
+    y = x.masked_fill(mask, v)
+    assert y.grad_fn._saved_mask is mask
+    assert x.flip(-1, 0).grad_fn._saved_dims == (2, 0)  # wrapped
+    p = nnf.prelu(x, w)
+    assert p.grad_fn._saved_self is x and p.grad_fn._saved_weight.shape == (3, 1)
+    s = nnf.soft_margin_loss(x, sign, reduction="sum")
+    assert s.grad_fn._saved_reduction == 2 and s.grad_fn._saved_self is x
+
+
+def test_single_node_ops_values_and_gradients():
+    # values against NumPy float64, gradients against hand formulas, and gradcheck /
+    # gradgradcheck through the backward formulas
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((2, 3, 4))
+    a[0, 0, 0] = 0.0  # prelu/rrelu at 0: the slope (PyTorch's)
+    x = tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)
+    v = tgrad.tensor(2.5, dtype=tgrad.float64, requires_grad=True)
+    wa = np.array([0.1, 0.2, 0.3])
+    w = tgrad.tensor(wa, dtype=tgrad.float64, requires_grad=True)
+    ma = rng.random((1, 3, 4)) > 0.5
+    mask = tgrad.tensor(ma)
+    ga = rng.standard_normal((2, 3, 4))
+    g = tgrad.tensor(ga, dtype=tgrad.float64)
+    # masked_fill: dx = g where not mask; dv = sum of g where mask
+    y = x.masked_fill(mask, v)
+    np.testing.assert_array_equal(y.detach().numpy(), np.where(ma, 2.5, a))
+    gx, gv = tgrad.autograd.grad(y, (x, v), g)
+    np.testing.assert_array_equal(gx.numpy(), np.where(ma, 0.0, ga))
+    np.testing.assert_allclose(gv.item(), np.where(ma, ga, 0.0).sum(), rtol=1e-14)
+    # a mask that enlarges the input: the gradient sums back to the input's shape
+    x1 = tgrad.tensor(a[0, 0], dtype=tgrad.float64, requires_grad=True)
+    big = x1.masked_fill(tgrad.tensor(ma[0, :, None, :].repeat(2, 1)), 1.0)
+    assert big.shape == (3, 2, 4)
+    (g1,) = tgrad.autograd.grad(big.sum(), x1)
+    np.testing.assert_array_equal(g1.numpy(), (~ma[0, :, None, :].repeat(2, 1)).sum((0, 1)))
+    # flip: a reversal; dx = flip(g)
+    f = x.flip(0, 2)
+    np.testing.assert_array_equal(f.detach().numpy(), a[::-1, :, ::-1])
+    (gx,) = tgrad.autograd.grad(f, x, g)
+    np.testing.assert_array_equal(gx.numpy(), ga[::-1, :, ::-1])
+    # prelu: dx = g or w g (x <= 0); dw_c = sum of g x over x <= 0 in channel c
+    wb = wa[:, None]
+    p = nnf.prelu(x, w)
+    np.testing.assert_array_equal(p.detach().numpy(), np.where(a > 0, a, wb * a))
+    gx, gw = tgrad.autograd.grad(p, (x, w), g)
+    np.testing.assert_allclose(gx.numpy(), np.where(a > 0, ga, wb * ga), rtol=1e-15)
+    np.testing.assert_allclose(gw.numpy(), np.where(a > 0, 0.0, ga * a).sum((0, 2)),
+                               rtol=1e-13)
+    # rrelu in evaluation: slope (lower + upper) / 2 where x <= 0
+    r = nnf.rrelu(x, 0.1, 0.3)
+    np.testing.assert_allclose(r.detach().numpy(), np.where(a > 0, a, 0.2 * a), rtol=1e-15)
+    (gx,) = tgrad.autograd.grad(r, x, g)
+    np.testing.assert_allclose(gx.numpy(), np.where(a > 0, ga, 0.2 * ga), rtol=1e-15)
+    # soft_margin_loss: mean of log(1 + exp(-y x)); dx = -y sigmoid(-y x) g / numel
+    ya = np.sign(rng.standard_normal((2, 3, 4)))
+    t = tgrad.tensor(ya, dtype=tgrad.float64)
+    s = nnf.soft_margin_loss(x, t)
+    np.testing.assert_allclose(s.item(), np.log1p(np.exp(-ya * a)).mean(), rtol=1e-14)
+    (gx,) = tgrad.autograd.grad(s, x)
+    np.testing.assert_allclose(gx.numpy(), -ya / (1 + np.exp(ya * a)) / a.size, rtol=1e-13)
+    small = tgrad.tensor(a[:, 1:, 1:3], dtype=tgrad.float64, requires_grad=True)  # (no kink at 0)
+    ws = tgrad.tensor(wa[1:], dtype=tgrad.float64, requires_grad=True)
+    vs = tgrad.tensor(0.5, dtype=tgrad.float64, requires_grad=True)
+    ms = tgrad.tensor(ma[:, 1:, 1:3])
+    ts = tgrad.tensor(ya[:, 1:, 1:3], dtype=tgrad.float64)
+    for fn, args in ((lambda u, c: u.masked_fill(ms, c), (small, vs)),
+                     (lambda u: u.flip(0, -1) * u, (small,)),
+                     (nnf.prelu, (small, ws)),
+                     (lambda u: nnf.rrelu(u) * u, (small,)),
+                     (lambda u: nnf.soft_margin_loss(u, ts, reduction="none"), (small,)),
+                     (lambda u: nnf.soft_margin_loss(u, ts), (small,)),
+                     (lambda u: nnf.soft_margin_loss(u, ts, reduction="sum"), (small,))):
+        assert gradcheck(fn, args) and gradgradcheck(fn, args)
+
+
+def test_rrelu_training_noise_and_gradient_at_zero():
+    # PyTorch's rrelu_with_noise: x <= 0 (0 included) takes the drawn slope, so the gradient
+    # at 0 is the slope, in [lower, upper] (it was 1)
+    x = tgrad.tensor([0.0, 0.0, -1.0, 2.0], dtype=tgrad.float64, requires_grad=True)
+    y = nnf.rrelu(x, 0.25, 0.5, training=True)
+    (g,) = tgrad.autograd.grad(y.sum(), x)
+    gv, yv = g.numpy(), y.detach().numpy()
+    assert np.all((gv[:3] >= 0.25) & (gv[:3] <= 0.5)) and gv[3] == 1.0
+    np.testing.assert_array_equal(yv, [0.0, 0.0, -gv[2], 2.0])  # y = x noise

@@ -737,3 +737,243 @@ def test_fold_of_float8_raises_pytorchs_col2im_error():
     with pytest.raises(NotImplementedError, match="\"col2im_out_cpu\" not implemented for "
                                                   "'Float8_e4m3fn'"):
         F.fold(x, (3, 3), 2)
+
+
+def _np_conv1d(x, w, b, stride, padding, dilation, groups):
+    """Direct float64 loops (N, C, L) * (O, C/G, k) -> (N, O, out)."""
+    n, c, length = x.shape
+    o, cg, k = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding)))
+    out = (length + 2 * padding - dilation * (k - 1) - 1) // stride + 1
+    y = np.zeros((n, o, out))
+    og = o // groups
+    for oc in range(o):
+        g = oc // og
+        for t in range(out):
+            start = t * stride
+            win = xp[:, g * cg:(g + 1) * cg, start:start + dilation * (k - 1) + 1:dilation]
+            y[:, oc, t] = (win * w[oc]).sum((1, 2))
+    return y if b is None else y + b[None, :, None]
+
+
+def test_convolution_is_one_node_of_pytorchs_name_with_its_saved_values():
+    # PyTorch 2.13: conv1d/2d/3d end in ConvolutionBackward0, edges (input, weight, bias)
+    # with a (None, 0) slot for a missing bias; an unbatched input adds SqueezeBackward1
+    rng = np.random.default_rng(3)
+    x = tgrad.tensor(rng.standard_normal((2, 4, 9)), dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal((6, 2, 3)), dtype=tgrad.float64, requires_grad=True)
+    b = tgrad.tensor(rng.standard_normal(6), dtype=tgrad.float64, requires_grad=True)
+    y = F.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=2)
+    node = y.grad_fn
+    assert node.name() == "ConvolutionBackward0" == type(node).__name__
+    assert [n.variable for n, _ in node.next_functions] == [x, w, b]
+    assert node._saved_input is x and node._saved_weight is w
+    assert (node._saved_stride, node._saved_padding, node._saved_dilation, node._saved_groups,
+            node._saved_transposed, node._saved_output_padding,
+            node._saved_bias_sym_sizes_opt) == ((2,), (1,), (2,), 2, False, (0,), (6,))
+    nb = F.conv2d(x.reshape(2, 4, 3, 3), w.reshape(6, 2, 3, 1), groups=2).grad_fn
+    assert nb.name() == "ConvolutionBackward0" and nb.next_functions[2] == (None, 0)
+    assert F.conv3d(x.reshape(2, 4, 3, 3, 1), w.reshape(6, 2, 3, 1, 1),
+                    groups=2).grad_fn.name() == "ConvolutionBackward0"
+    un = F.conv1d(x[0], w, b, groups=2).grad_fn
+    assert un.name() == "SqueezeBackward1"
+    assert un.next_functions[0][0].name() == "ConvolutionBackward0"
+    # values and gradients against direct float64 loops (the gradient of sum(y r) is the
+    # convolution's adjoint: checked by finite differences below, by hand for the bias)
+    ref = _np_conv1d(x.detach().numpy(), w.detach().numpy(), b.detach().numpy(), 2, 1, 2, 2)
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+    r = rng.standard_normal(y.shape)
+    (gb,) = tgrad.autograd.grad((y * tgrad.tensor(r)).sum(), b)
+    np.testing.assert_allclose(gb.numpy(), r.sum((0, 2)), rtol=1e-13)
+
+
+@pytest.mark.parametrize("op,xs,ws,kw", [
+    (F.conv1d, (2, 4, 7), (4, 2, 3), dict(stride=2, padding=1, dilation=2, groups=2)),
+    (F.conv1d, (3, 5), (2, 3, 2), dict(padding="same")),
+    (F.conv2d, (1, 2, 4, 5), (3, 2, 2, 3), dict(stride=(2, 1), padding=(1, 0))),
+    (F.conv3d, (1, 2, 3, 3, 3), (2, 1, 2, 2, 2), dict(padding=1, groups=2)),
+])
+def test_convolution_node_gradcheck_and_gradgradcheck(op, xs, ws, kw):
+    # the node's backward (matmuls and col2im of tgrad ops) against finite differences, and
+    # differentiated again (create_graph rebuilds the columns in x's graph)
+    rng = np.random.default_rng(4)
+    x = tgrad.tensor(rng.standard_normal(xs), dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal(ws), dtype=tgrad.float64, requires_grad=True)
+    b = tgrad.tensor(rng.standard_normal(ws[0]), dtype=tgrad.float64, requires_grad=True)
+    fn = lambda a, c, d: op(a, c, d, **kw)  # noqa: E731
+    assert tgrad.autograd.gradcheck(fn, (x, w, b))
+    assert tgrad.autograd.gradgradcheck(fn, (x, w, b))
+
+
+def test_unfold_and_fold_are_pytorchs_im2col_col2im_nodes():
+    # PyTorch 2.13: unfold is one Im2ColBackward0 node, fold one Col2ImBackward0 (batched or
+    # not), with the geometry as _saved_kernel_size/_dilation/_padding/_stride
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 3, 5, 4))
+    x = tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)
+    kw = dict(kernel_size=(2, 3), dilation=(1, 2), padding=1, stride=2)
+    y = F.unfold(x, **kw)
+    node = y.grad_fn
+    assert node.name() == "Im2ColBackward0" and node.next_functions[0][0].variable is x
+    assert (node._saved_kernel_size, node._saved_dilation, node._saved_padding,
+            node._saved_stride, node._saved_self_sym_argsize_minus_2,
+            node._saved_self_sym_argsize_minus_1) == ((2, 3), (1, 2), (1, 1), (2, 2), 5, 4)
+    # values: column (c, ky, kx), block (by, bx) = padded x[c, 2 by + ky, 2 bx + 2 kx]
+    ap = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.stack([ap[:, :, ky:ky + 5:2, 2 * kx:2 * kx + 2:2]
+                    for ky in range(2) for kx in range(3)], 2).reshape(2, 18, -1)
+    np.testing.assert_array_equal(y.detach().numpy(), ref)
+    z = F.fold(y, (5, 4), **kw)
+    assert z.grad_fn.name() == "Col2ImBackward0" and z.grad_fn._saved_padding == (1, 1)
+    assert F.unfold(x[0], 2).grad_fn.name() == "Im2ColBackward0"
+    assert F.fold(y[0], (5, 4), **kw).grad_fn.name() == "Col2ImBackward0"
+    # fold is unfold's adjoint: <fold(c), g> = <c, unfold(g)>, so fold's gradient is unfold(g)
+    c = tgrad.tensor(rng.standard_normal((2, 18, 3)), dtype=tgrad.float64, requires_grad=True)
+    g = rng.standard_normal((2, 3, 5, 4))
+    (gc,) = tgrad.autograd.grad(F.fold(c, (5, 4), **kw), c, tgrad.tensor(g))
+    gp = np.pad(g, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    np.testing.assert_array_equal(gc.numpy(), np.stack(
+        [gp[:, :, ky:ky + 5:2, 2 * kx:2 * kx + 2:2] for ky in range(2) for kx in range(3)],
+        2).reshape(2, 18, -1))
+    small = tgrad.tensor(a[:1, :2], dtype=tgrad.float64, requires_grad=True)
+    for fn, arg in ((lambda t: F.unfold(t, **kw), small),
+                    (lambda t: F.fold(t, (5, 4), **kw), c[:1, :12].detach().requires_grad_()),
+                    (lambda t: F.unfold(t, 2), small[0])):
+        assert tgrad.autograd.gradcheck(fn, (arg,)) and tgrad.autograd.gradgradcheck(fn, (arg,))
+
+
+def test_conv_transpose_is_pytorchs_convolution_node_and_conv_adjoint():
+    # PyTorch 2.13: conv_transpose1d/2d/3d end in ConvolutionBackward0 with transposed=True;
+    # _saved_bias_sym_sizes_opt is (0,) without a bias (conv's too)
+    rng = np.random.default_rng(6)
+    y = tgrad.tensor(rng.standard_normal((2, 4, 4)), dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal((4, 3, 3)), dtype=tgrad.float64, requires_grad=True)
+    b = tgrad.tensor(rng.standard_normal(6), dtype=tgrad.float64, requires_grad=True)
+    kw = dict(stride=2, padding=1, dilation=2, groups=2)
+    t = F.conv_transpose1d(y, w, None, output_padding=1, **kw)
+    node = t.grad_fn
+    assert node.name() == "ConvolutionBackward0" == type(node).__name__
+    assert node.next_functions[0][0].variable is y and node.next_functions[1][0].variable is w
+    assert node.next_functions[2] == (None, 0)
+    assert (node._saved_stride, node._saved_padding, node._saved_output_padding,
+            node._saved_dilation, node._saved_groups, node._saved_transposed,
+            node._saved_bias_sym_sizes_opt) == ((2,), (1,), (1,), (2,), 2, True, (0,))
+    assert F.conv1d(t, w, groups=2).grad_fn._saved_bias_sym_sizes_opt == (0,)
+    assert F.conv_transpose1d(y, w, b, output_padding=1, **kw).grad_fn \
+        ._saved_bias_sym_sizes_opt == (6,)
+    # conv_transpose is conv's adjoint in the input: <T(y), x> = <y, conv(x)> (NumPy loops)
+    assert t.shape == (2, 6, 10)
+    x = rng.standard_normal((2, 6, 10))
+    conv = _np_conv1d(x, w.detach().numpy(), None, 2, 1, 2, 2)
+    np.testing.assert_allclose((t.detach().numpy() * x).sum(),
+                               (y.detach().numpy() * conv).sum(), rtol=1e-12)
+    assert F.conv_transpose2d(y.reshape(2, 4, 2, 2), w.reshape(4, 3, 3, 1)).grad_fn.name() \
+        == "ConvolutionBackward0"
+    assert F.conv_transpose3d(y.reshape(2, 4, 2, 2, 1), w.reshape(4, 3, 3, 1, 1)).grad_fn \
+        .name() == "ConvolutionBackward0"
+
+
+@pytest.mark.parametrize("op,xs,ws,kw", [
+    (F.conv_transpose1d, (2, 4, 3), (4, 1, 3),
+     dict(stride=2, padding=1, output_padding=1, dilation=2, groups=2)),
+    (F.conv_transpose1d, (4, 3), (4, 2, 2), {}),
+    (F.conv_transpose2d, (1, 2, 3, 2), (2, 2, 2, 3), dict(stride=(2, 1), padding=(1, 0))),
+    (F.conv_transpose3d, (1, 2, 2, 2, 2), (2, 1, 2, 2, 2), dict(stride=2, padding=1)),
+])
+def test_conv_transpose_node_gradcheck_and_gradgradcheck(op, xs, ws, kw):
+    rng = np.random.default_rng(7)
+    x = tgrad.tensor(rng.standard_normal(xs), dtype=tgrad.float64, requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal(ws), dtype=tgrad.float64, requires_grad=True)
+    groups = kw.get("groups", 1)
+    b = tgrad.tensor(rng.standard_normal(ws[1] * groups), dtype=tgrad.float64,
+                     requires_grad=True)
+    fn = lambda a, c, d: op(a, c, d, **kw)  # noqa: E731
+    assert tgrad.autograd.gradcheck(fn, (x, w, b))
+    assert tgrad.autograd.gradgradcheck(fn, (x, w, b))
+
+
+def test_avg_pool_is_pytorchs_avg_pool_node():
+    # PyTorch 2.13: avg_pool2d/3d are one AvgPool2DBackward0 / AvgPool3DBackward0 node on
+    # the input as given (unbatched too); avg_pool1d is avg_pool2d of x.unsqueeze(-2), squeezed
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((2, 3, 5, 6))
+    x = tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)
+    y = F.avg_pool2d(x, 2, 1, 1, True, False, 3)
+    node = y.grad_fn
+    assert node.name() == "AvgPool2DBackward0" and node.next_functions[0][0].variable is x
+    assert (node._saved_kernel_size, node._saved_stride, node._saved_padding,
+            node._saved_ceil_mode, node._saved_count_include_pad,
+            node._saved_divisor_override) == ((2, 2), (1, 1), (1, 1), True, False, 3)
+    assert node._saved_self is x and F.avg_pool2d(x, 2).grad_fn._saved_stride == ()
+    assert F.avg_pool2d(x[0], 2).grad_fn.name() == "AvgPool2DBackward0"
+    assert F.avg_pool3d(x, 2).grad_fn.name() == "AvgPool3DBackward0"
+    p1 = F.avg_pool1d(x[0], 2).grad_fn
+    assert p1.name() == "SqueezeBackward1"
+    assert p1.next_functions[0][0].name() == "AvgPool2DBackward0"
+    # values and gradient against NumPy: 2 x 2 windows, stride 2 (each x in one window)
+    z = F.avg_pool2d(x, 2)
+    ref = a[:, :, :4, :].reshape(2, 3, 2, 2, 3, 2).mean((3, 5))
+    np.testing.assert_allclose(z.detach().numpy(), ref, rtol=1e-14)
+    g = rng.standard_normal((2, 3, 2, 3))
+    (gx,) = tgrad.autograd.grad(z, x, tgrad.tensor(g))
+    want = np.zeros_like(a)
+    want[:, :, :4, :] = np.repeat(np.repeat(g, 2, 2), 2, 3) / 4
+    np.testing.assert_allclose(gx.numpy(), want, rtol=1e-14)
+    # create_graph: the gradient is in x's graph (its derivative in x is 0, PyTorch's)
+    (gg,) = tgrad.autograd.grad(F.avg_pool2d(x, 3, 2, 1).sum(), x, create_graph=True)
+    (h,) = tgrad.autograd.grad(gg.sum(), x)
+    assert gg.requires_grad and not h.numpy().any()
+    small = tgrad.tensor(a[:1, :2, :4, :4], dtype=tgrad.float64, requires_grad=True)
+    for fn in (lambda t: F.avg_pool2d(t, (2, 3), (2, 1), 1, count_include_pad=False),
+               lambda t: F.avg_pool2d(t[0], 3, 2, 1, ceil_mode=True, divisor_override=2),
+               lambda t: F.avg_pool3d(t, 2, 1, 1, ceil_mode=True),
+               lambda t: F.avg_pool1d(t[0, 0], 3, 2, 1)):
+        assert tgrad.autograd.gradcheck(fn, (small,)) and tgrad.autograd.gradgradcheck(fn, (small,))
+
+
+def test_max_pool_is_pytorchs_max_pool_with_indices_node():
+    # PyTorch 2.13: max_pool2d/3d are one MaxPool2DWithIndicesBackward0 /
+    # MaxPool3DWithIndicesBackward0 node (the indices as _saved_result1); max_pool1d is the
+    # 2-d node on x.unsqueeze(-2), squeezed
+    a = np.random.default_rng(9).standard_normal((2, 3, 5, 6))
+    a[0, 0, 1, 1] = a[0, 0, 1, 2] = np.nan  # a window with NaNs: the last NaN wins
+    x = tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)
+    y, idx = F.max_pool2d(x, 2, 1, 1, 2, True, return_indices=True)
+    node = y.grad_fn
+    assert node.name() == "MaxPool2DWithIndicesBackward0" and node._saved_self is x
+    assert (node._saved_kernel_size, node._saved_stride, node._saved_padding,
+            node._saved_dilation, node._saved_ceil_mode) == ((2, 2), (1, 1), (1, 1), (2, 2),
+                                                              True)
+    np.testing.assert_array_equal(node._saved_result1.numpy(), idx.numpy())
+    assert F.max_pool2d(x, 2).grad_fn._saved_stride == ()
+    assert F.max_pool2d(x[0], 2).grad_fn.name() == "MaxPool2DWithIndicesBackward0"
+    assert F.max_pool3d(x, 2).grad_fn.name() == "MaxPool3DWithIndicesBackward0"
+    p1 = F.max_pool1d(x[0], 2).grad_fn
+    assert p1.name() == "SqueezeBackward1"
+    assert p1.next_functions[0][0].name() == "MaxPool2DWithIndicesBackward0"
+    # overlapping 3 x 3 windows, stride 1: each window's g added at its maximum (NumPy)
+    b = a[1]
+    z, zi = F.max_pool2d(x[1], 3, 1, 1, return_indices=True)
+    g = np.random.default_rng(10).standard_normal(z.shape)
+    (gx,) = tgrad.autograd.grad(z, x, tgrad.tensor(g))
+    bp = np.pad(b, ((0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    want = np.zeros_like(b)
+    for ch in range(3):
+        for i in range(5):
+            for j in range(6):
+                win = bp[ch, i:i + 3, j:j + 3]
+                r, q = np.unravel_index(np.argmax(win), (3, 3))
+                assert z[ch, i, j].item() == win[r, q]
+                assert zi[ch, i, j].item() == (i + r - 1) * 6 + (j + q - 1)
+                want[ch, i + r - 1, j + q - 1] += g[ch, i, j]
+    np.testing.assert_allclose(gx.numpy()[1], want, rtol=1e-14)
+    # create_graph: the gradient is in x's graph (its derivative in x is 0, PyTorch's)
+    (gg,) = tgrad.autograd.grad(F.max_pool2d(x[1], 2).sum(), x, create_graph=True)
+    (h,) = tgrad.autograd.grad(gg.sum(), x)
+    assert gg.requires_grad and not h.numpy().any()
+    small = tgrad.tensor(a[1:, :2, :4, :4], dtype=tgrad.float64, requires_grad=True)
+    for fn in (lambda t: F.max_pool2d(t, (2, 3), (2, 1), 1, dilation=(1, 2)),
+               lambda t: F.max_pool2d(t[0], 3, 2, 1, ceil_mode=True),
+               lambda t: F.max_pool3d(t, 2, 1, 1, ceil_mode=True),
+               lambda t: F.max_pool1d(t[0, 0], 3, 2, 1)):
+        assert tgrad.autograd.gradcheck(fn, (small,)) and tgrad.autograd.gradgradcheck(fn, (small,))

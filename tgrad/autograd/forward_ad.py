@@ -425,7 +425,7 @@ def _build_rules() -> dict:
     rules = {OPS[n]: _unary_rule(n) for n in ew.UNARY_RULES}
     for name in ("view", "reshape", "unsqueeze", "squeeze", "permute", "expand", "getitem",
                  "index", "diagonal", "unfold", "as_strided", "split", "split_with_sizes",
-                 "unbind", "clone", "sum", "mean", "cumsum", "sum_to", "to",
+                 "unbind", "clone", "sum", "mean", "cumsum", "sum_to", "to", "flip",
                  # R-linear in the complex input: the same op on the tangent
                  "real", "imag", "view_as_real", "conj"):
         if name in OPS:

@@ -19,11 +19,12 @@ from tgrad.nn._composite import (
     _Piecewise,
     _rounded_once,
 )
-from tgrad.nn._piecewise import tie
+from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.elementwise import clamp, tanh, where
 from tgrad.ops.inplace import apply_inplace
+from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor
 
 __all__ = ["hardswish", "hardsigmoid", "softsign", "tanhshrink", "softshrink", "hardshrink",
@@ -200,5 +201,37 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
                            f"parameter numbers = {n} and channel size = {channels}.")
     w = weight.reshape(()) if n == 1 else weight.reshape((n,) + (1,) * (input.ndim - 2))
-    x = tie(input)  # dx in x's graph even for a constant weight (_piecewise.py)
-    return where(x > 0, x, w * x)
+    return PreluKernel.apply(input, w)
+
+
+class PreluKernel(Function):
+    """y = x where x > 0, else w x; w () or (C, 1, ..., 1) broadcasting over x (N, C, ...).
+    One node, PyTorch's PreluKernelBackward0 (edges: input, the reshaped weight).
+    dx = g where x > 0, else w g (w at 0 too, as PyTorch);  dw = sum of g x where x <= 0,
+    summed to w's shape. Both are where / mul / sum of g, x and w, so the backward
+    differentiates again (d(dx)/dw = g where x <= 0, d(dw)/dx = g there); dx is attached to
+    x's graph (_piecewise._Attach) so that a constant w and g still give x the zero second
+    derivative PyTorch gives, not an error."""
+
+    name = "prelu"
+    node_name = "PreluKernelBackward0"
+    saved_attributes = {"_saved_self": 0, "_saved_weight": 1}
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return where(x > 0, x, w * x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need_x, need_w = ctx.needs_input_grad
+        pos = x > 0
+        gx = gw = None
+        if need_x:
+            gx = _Attach.apply(where(pos, g, w * g), x)
+        if need_w:
+            gw = sum_to(where(pos, 0.0, g * x), w.shape)
+            if gw.dtype is not w.dtype:
+                gw = gw.to(w.dtype)
+        return gx, gw

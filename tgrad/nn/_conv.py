@@ -9,7 +9,9 @@ with H = 1.
 How: the padded input is flattened to (N, C, Hp Wp) and its windows are gathered by one
 ``Im2Col`` into columns (N, C, kh kw, oh ow) ("im2col"); a convolution is then one
 batched matmul of the weight (groups, O / groups, C / groups kh kw) with those columns, and
-a pooling a max or mean over the kh kw axis. Gradients come from the parts: the gather's
+a pooling a max or mean over the kh kw axis (a convolution as one ``Convolution`` node,
+PyTorch's ConvolutionBackward0, whose backward is the formula of those parts). Gradients
+come from the parts: the gather's
 backward (``Col2Im``) adds the columns' gradient into the overlapping windows (on the CPU
 one strided-slice add per kernel offset, deterministic kernels on the GPU), max's
 backward routes each window's gradient to the index it returned (the first maximum, as
@@ -29,14 +31,17 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, max_pool3d_cpu_policy
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.nn._composite import pad as _pad
-from tgrad.nn._piecewise import tie
+from tgrad.nn._piecewise import _Attach, tie
 from tgrad.nn.functional import _check_float, _check_tensor
+from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, fresh, rounded_to, widen_halves, wrap
 from tgrad.ops.creation import device_constant
 from tgrad.ops.creation import tensor as _tensor
 from tgrad.ops.elementwise import where
-from tgrad.ops.index import normalize_key
+from tgrad.ops.gathering import _along_key
+from tgrad.ops.index import IndexAdd, normalize_key
 from tgrad.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
@@ -251,36 +256,133 @@ def _conv(op: str, input: Tensor, weight: Tensor, bias, stride, padding, dilatio
                            f"({' x '.join(map(str, span))}). Kernel size can't be greater "
                            f"than actual input size")
     out = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
-    if spatial == 1:  # run as 2-d with H = 1
-        x, weight = x.unsqueeze(2), weight.unsqueeze(2)
-        kernel, stride, dilation = (1,) + kernel, (1,) + stride, (1,) + dilation
-        pads, out = ((0, 0),) + pads, (1,) + out
-    flat_pads = tuple(p for lo_hi in reversed(pads) for p in lo_hi)
-    if any(flat_pads):
-        x = _pad(x, flat_pads)
-    (x, weight, bias), half = widen_halves(x, weight, bias)  # halves: float32, rounded once
-    y = _conv_core(x, weight, groups, kernel, stride, dilation, out)
-    if bias is not None:
-        y = y + bias.reshape((out_ch,) + (1,) * len(out))
-    if spatial == 1:
-        y = y.squeeze(2)
-    # (squeezes of the op's own temporary: a new tensor, PyTorch's, not a view)
-    return fresh(rounded_to(y.squeeze(0) if added else y, half))
+    y = Convolution.apply(x, weight, bias, (kernel, stride, dilation, pads, groups, out))
+    # (a squeeze of the op's own temporary: a new tensor, PyTorch's, not a view)
+    return fresh(y.squeeze(0)) if added else y
+
+
+def _conv_columns(x: Tensor, groups: int, kernel: tuple, stride: tuple, dilation: tuple,
+                  out: tuple) -> Tensor:
+    """Padded x (N, C, *spatial) -> its columns (N, groups, C / groups k, L), k = prod
+    kernel, L = prod out (_columns, grouped)."""
+    n, c = x.shape[0], x.shape[1]
+    cols = _columns(x, kernel, stride, dilation, out)  # (N, C, k, L)
+    return cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(out))
 
 
 def _conv_core(x: Tensor, weight: Tensor, groups: int, kernel: tuple, stride: tuple,
-               dilation: tuple, out: tuple) -> Tensor:
-    """Padded x (N, C, *spatial), weight (O, C/g, *kernel) -> (N, O, *out):
+               dilation: tuple, out: tuple) -> tuple:
+    """Padded x (N, C, *spatial), weight (O, C/g, *kernel) -> ((N, O, *out), the columns):
     y[n, g, o, l] = sum_{c, k} w[g, o, c k] cols[n, g, c k, l] (k, l flat window/output)."""
-    n, c = x.shape[0], x.shape[1]
     out_ch = weight.shape[0]
-    k = math.prod(kernel)
-    cols = _columns(x, kernel, stride, dilation, out)  # (N, C, k, L)
-    cols = cols.reshape(n, groups, (c // groups) * k, math.prod(out))
-    w = weight.reshape(groups, out_ch // groups, (c // groups) * k)
-    return (w @ cols).reshape(n, out_ch, *out)
+    cols = _conv_columns(x, groups, kernel, stride, dilation, out)
+    w = weight.reshape(groups, out_ch // groups, cols.shape[2])
+    return (w @ cols).reshape(x.shape[0], out_ch, *out), cols
 
 
+def _as_2d(x: Tensor, weight: Tensor, geometry: tuple) -> tuple:
+    """A 1-d convolution's input (N, C, L), weight (O, C/g, k) and geometry as the 2-d
+    one's with H = 1 (other ranks unchanged)."""
+    kernel, stride, dilation, pads, groups, out = geometry
+    if len(kernel) != 1:
+        return x, weight, geometry
+    return x.unsqueeze(2), weight.unsqueeze(2), ((1,) + kernel, (1,) + stride, (1,) + dilation,
+                                                 ((0, 0),) + pads, groups, (1,) + out)
+
+
+def _padded(x: Tensor, pads: tuple) -> Tensor:
+    """x (N, C, *spatial) zero-padded by pads ((lo, hi) per spatial dim)."""
+    flat_pads = tuple(p for lo_hi in reversed(pads) for p in lo_hi)
+    return _pad(x, flat_pads) if any(flat_pads) else x
+
+
+def _conj(t: Tensor) -> Tensor:
+    return t.conj() if t.dtype.is_complex else t
+
+
+class Convolution(Function):
+    """y = conv(x, w) + b: x (N, C, *spatial) (1-d runs as 2-d with H = 1), w (O, C / G,
+    *kernel), b (O,) or None -> (N, O, *out); geometry = (kernel, stride, dilation, pads
+    ((lo, hi) per dim), groups G, out). One node, PyTorch's ConvolutionBackward0 (edges x,
+    w, bias: a (None, 0) slot without one). float16/bfloat16 computed in float32 and rounded
+    once, both ways.
+
+    With the padded input's columns cols (N, G, C/G k, L) (im2col), w as (G, O/G, C/G k) and
+    g as (N, G, O/G, L), y = w @ cols, so (complex: conjugates, as matmul's rule)
+      dw = sum_n g cols^H;  dcols = w^H g, dx = col2im(dcols) with the padding cropped off;
+      db = sum of g over N and the spatial dims.
+    Each is an Im2Col / Col2Im / matmul / reshape / slice of tgrad ops, so the backward
+    differentiates again (under create_graph the columns are rebuilt from the saved x, in
+    its graph; else the forward's are reused)."""
+
+    name = "convolution"
+    node_name = "ConvolutionBackward0"
+    scalar_edges = True  # bias None keeps its (None, 0) slot, as PyTorch's
+    hidden_edges = (3,)
+    saved_attributes = {
+        "_saved_input": 0, "_saved_weight": 1,
+        "_saved_bias_sym_sizes_opt": lambda node: (node.geometry_in[1],),
+        "_saved_stride": lambda node: node.geometry_in[0][1],
+        "_saved_padding": lambda node: tuple(lo for lo, _ in node.geometry_in[0][3]),
+        "_saved_dilation": lambda node: node.geometry_in[0][2],
+        "_saved_groups": lambda node: node.geometry_in[0][4],
+        "_saved_transposed": lambda node: False,
+        "_saved_output_padding": lambda node: (0,) * len(node.geometry_in[0][0])}
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, geometry):
+        ctx.save_for_backward(x, weight)
+        ctx.geometry_in = (geometry, 0 if bias is None else weight.shape[0])  # (0,): no bias
+        x2, w2, geometry2 = _as_2d(x, weight, geometry)
+        kernel, stride, dilation, pads, groups, out = geometry2
+        xp = _padded(x2, pads)
+        (xp, w2, bias), half = widen_halves(xp, w2, bias)  # halves: float32, rounded once
+        y, cols = _conv_core(xp, w2, groups, kernel, stride, dilation, out)
+        if bias is not None:
+            y = y + bias.reshape((weight.shape[0],) + (1,) * len(out))
+        ctx.cols = cols if ctx.needs_input_grad[1] else None  # for dw (first order)
+        ctx.half = half
+        # (a reshape of the op's own temporary: a new tensor, PyTorch's, not a view)
+        return fresh(rounded_to(y.reshape((y.shape[0], weight.shape[0]) + geometry[5]), half))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        need_x, need_w, need_b, _ = ctx.needs_input_grad
+        geometry = ctx.geometry_in[0]
+        spatial = len(geometry[0])
+        x2, w2, (kernel, stride, dilation, pads, groups, out) = _as_2d(x, weight, geometry)
+        n, out_ch = g.shape[0], weight.shape[0]
+        half = ctx.half
+        if half is not None:
+            g = g.float()
+        gx = gw = gb = None
+        if need_b:  # the sum over N and the spatial dims
+            gb = rounded_to(g.sum((0,) + tuple(range(2, 2 + spatial))), half)
+        gm = g.reshape(n, groups, out_ch // groups, math.prod(out))  # (N, G, O/G, L)
+        if need_w:
+            cols = ctx.cols
+            if cols is None or is_grad_enabled():  # rebuilt in x's graph (create_graph)
+                xp = _padded(x2, pads)
+                cols = _conv_columns(xp.float() if half is not None else xp, groups, kernel,
+                                     stride, dilation, out)
+            gw = rounded_to((gm @ _conj(cols).transpose(-1, -2)).sum(0).reshape(weight.shape),
+                            half)
+            ctx.cols = cols = None  # freed before col2im's buffers (the peak memory)
+        if need_x:
+            wm = (w2.float() if half is not None else w2).reshape(groups, out_ch // groups, -1)
+            gcols = _conj(wm).transpose(-1, -2) @ gm  # (N, G, C/G k, L)
+            c = x2.shape[1]
+            size = tuple(s + lo + hi for s, (lo, hi) in zip(x2.shape[2:], pads))
+            geom = (size, kernel, stride, dilation, out)
+            flat = gcols.reshape(n, c, math.prod(kernel) * math.prod(out))
+            gxp = Col2Im.apply(flat, _window_key(geom, g.device), geom).reshape(n, c, *size)
+            if any(p for lo_hi in pads for p in lo_hi):  # the padding cropped off
+                gxp = gxp[(slice(None), slice(None)) + tuple(
+                    slice(lo, lo + s) for s, (lo, _) in zip(x2.shape[2:], pads))]
+            gx = rounded_to(gxp.reshape(x.shape), half)
+        ctx.cols = None
+        return gx, gw, gb, None
 @autocast_policy("lower")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,  # noqa: A002
            padding=0, dilation=1, groups: int = 1) -> Tensor:
@@ -330,12 +432,54 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
                            f"padding non-negative, got kernel_size={list(kernel)}, "
                            f"dilation={list(dilation)}, padding={list(pad)}, "
                            f"stride={list(stride)}")
-    x = _pad_hw(x, pad, 0.0)
-    out = _pool_out("unfold", x.shape, kernel, stride, dilation, (0, 0), False, pad)
-    cols = _columns(x, kernel, stride, dilation, out)
-    n, c = cols.shape[0], cols.shape[1]
-    y = cols.reshape(n, c * cols.shape[2], cols.shape[3])
-    return fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
+    padded = (x.shape[0], x.shape[1]) + tuple(s + 2 * p for s, p in zip(x.shape[2:], pad))
+    out = _pool_out("unfold", padded, kernel, stride, dilation, (0, 0), False, pad)
+    return Unfold.apply(input, (kernel, dilation, pad, stride, out))
+
+
+_SAVED_IM2COL = {"_saved_kernel_size": lambda node: node.geometry[0],
+                 "_saved_dilation": lambda node: node.geometry[1],
+                 "_saved_padding": lambda node: node.geometry[2],
+                 "_saved_stride": lambda node: node.geometry[3]}
+
+
+class Unfold(Function):
+    """unfold (PyTorch's im2col): x (N, C, H, W) or (C, H, W), zero-padded by pad, ->
+    cols (N, C kh kw, L) (or (C kh kw, L)), L = prod out; geometry = (kernel, dilation, pad,
+    stride, out). One node, PyTorch's Im2ColBackward0. Linear, its adjoint col2im:
+    dx = col2im(g) over the padded plane with the padding cropped off (a Col2Im node and
+    slices: differentiates again)."""
+
+    name = "unfold"
+    node_name = "Im2ColBackward0"
+    saved_attributes = dict(_SAVED_IM2COL,
+                            _saved_self_sym_argsize_minus_1=lambda node: node.in_size[1],
+                            _saved_self_sym_argsize_minus_2=lambda node: node.in_size[0])
+
+    @staticmethod
+    def forward(ctx, x, geometry):
+        kernel, dilation, pad, stride, out = geometry
+        ctx.geometry, ctx.in_size = geometry, tuple(x.shape[-2:])
+        x, added = (x.unsqueeze(0), True) if x.ndim == 3 else (x, False)
+        cols = _columns(_pad_hw(x, pad, 0.0), kernel, stride, dilation, out)
+        n, c = cols.shape[0], cols.shape[1]
+        y = cols.reshape(n, c * cols.shape[2], cols.shape[3])
+        return fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
+
+    @staticmethod
+    def backward(ctx, g):
+        kernel, dilation, pad, stride, out = ctx.geometry
+        added = g.ndim == 2
+        g = g.unsqueeze(0) if added else g
+        n, c = g.shape[0], g.shape[1] // math.prod(kernel)
+        size = tuple(s + 2 * p for s, p in zip(ctx.in_size, pad))
+        geom = (size, kernel, stride, dilation, out)
+        flat = g.reshape(n, c, g.shape[1] // c * g.shape[2])
+        gx = Col2Im.apply(flat, _window_key(geom, g.device), geom).reshape(n, c, *size)
+        for d, (p, s) in enumerate(zip(pad, ctx.in_size), start=2):  # the padding cropped
+            if p:
+                gx = gx.narrow(d, p, s)
+        return (gx.squeeze(0) if added else gx), None
 
 
 # ---------------------------------------------------------------------------- pooling
@@ -420,50 +564,138 @@ def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation,  #
         raise NotImplementedError(f"{op}: not implemented for {x.dtype.name} inputs; convert "
                                   f"with .float() first (\"{kernel}\" not implemented for "
                                   f"'{dtypes.SCALAR_TYPE_NAMES[x.dtype]}')")
-    x = tie(x)  # dx = the gradient gathered back to the maxima, in x's graph (_piecewise.py)
-    kernel, stride, pad, dilation = _pool_args(op, kernel_size, stride, padding, dilation,
-                                               spatial)
+    kernel, stride_, pad, dilation = _pool_args(op, kernel_size, stride, padding, dilation,
+                                                spatial)
     if spatial == 1:
-        kernel, stride, pad, dilation = ((1,) + kernel, (1,) + stride, (0,) + pad,
-                                         (1,) + dilation)
-    out = _pool_out(op, x.shape, kernel, stride, dilation, pad, ceil_mode)
-    n, c = x.shape[:2]
-    sizes = tuple(x.shape[2:])
-    # Ceil mode's last windows may reach past the padding: pad the right/bottom further
-    # with -inf (never selected: every window starts inside the input or its left pad).
-    extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
-             for o, s, d, k, size, p in zip(out, stride, dilation, kernel, sizes, pad)]
-    low = float("-inf") if x.dtype.is_floating_point else _int_min(x.dtype)
-    flat_pads = tuple(v for i in reversed(range(len(sizes))) for v in (pad[i], pad[i] + extra[i]))
-    xp = _pad(x, flat_pads, value=low) if any(flat_pads) else x
-    cols = _columns(xp, kernel, stride, dilation, out)  # (N, C, k, L)
-    first, arg = cols.max(dim=2)  # (N, C, L): the first maximum of each window
-    arg = _last_nan_wins(cols, first, arg)
-    # A window whose input values are all -inf (or the integer minimum) ties with its
-    # padding: PyTorch then takes the window's first element inside the input, so the
-    # first maximum is replaced by it where it fell on padding.
-    idx = _window_index(tuple(xp.shape[2:]), kernel, stride, dilation, out)  # (k, L)
-    coords = [c_ - p for c_, p in zip(np.unravel_index(idx, xp.shape[2:]), pad)]  # unpadded
-    padding = np.zeros(idx.shape, bool)
+        kernel, stride_, pad, dilation = ((1,) + kernel, (1,) + stride_, (0,) + pad,
+                                          (1,) + dilation)
+    out = _pool_out(op, x.shape, kernel, stride_, dilation, pad, ceil_mode)
+    given = (() if stride is None or (not isinstance(stride, int) and len(stride) == 0)
+             else stride_)
+    geometry = (kernel, stride_, pad, dilation, out, ceil_mode, given, bool(return_indices))
+    # PyTorch's node takes the input as given (unbatched too); a 1-d pool is its 2-d one on
+    # input.unsqueeze(-2), then squeezed
+    if spatial == 1:
+        res = _MAX_POOL[2].apply(input.unsqueeze(-2), geometry)
+        if not return_indices:
+            return fresh(res.squeeze(-2))
+        return fresh(res[0].squeeze(-2)), fresh(res[1].squeeze(-2))
+    return _MAX_POOL[spatial].apply(input, geometry)
+
+
+def _pool_positions(padded: tuple, sizes: tuple, kernel: tuple, stride: tuple,
+                    dilation: tuple, out: tuple, pad: tuple) -> tuple:
+    """For the windows of a padded plane (sizes: the unpadded one): (on_padding (k, L) bool,
+    the flat row-major position in the unpadded plane of every window element (k, L),
+    clipped where it falls on padding)."""
+    idx = _window_index(padded, kernel, stride, dilation, out)  # (k, L)
+    coords = [c_ - p for c_, p in zip(np.unravel_index(idx, padded), pad)]  # unpadded
+    on_pad = np.zeros(idx.shape, bool)
     for coord, size in zip(coords, sizes):
-        padding |= (coord < 0) | (coord >= size)
-    if padding.any():
-        first_inside = np.argmin(padding, axis=0)  # (L,)
-        on_pad = _tensor(padding, device=x.device).gather(0, arg.reshape(n * c, -1))
-        fallback = _tensor(first_inside, dtype=dtypes.int64, device=x.device)
-        arg = where(on_pad, fallback, arg.reshape(n * c, -1)).reshape(arg.shape)
-    # values through the chosen index, so the gradient goes there too
-    y = cols.gather(2, arg.unsqueeze(2)).squeeze(2).reshape(n, c, *out)
-    y = _pool_result(y, added, spatial)
-    if not return_indices:
-        return y
-    # The window element arg -> its flat position in the unpadded input (row-major):
-    # indices[nc, l] = position[arg[nc, l], l] (a gather along the window axis).
-    flat_position = np.ravel_multi_index(tuple(np.clip(cd, 0, sz - 1) for cd, sz in
-                                               zip(coords, sizes)), sizes)
-    position = _tensor(flat_position, dtype=dtypes.int64, device=x.device)
-    indices = position.gather(0, arg.reshape(n * c, math.prod(out)))
-    return y, _pool_result(indices.reshape(n, c, *out), added, spatial)
+        on_pad |= (coord < 0) | (coord >= size)
+    flat = np.ravel_multi_index(tuple(np.clip(cd, 0, sz - 1) for cd, sz in
+                                      zip(coords, sizes)), sizes)
+    return on_pad, flat
+
+
+class MaxPool(Function):
+    """max_pool (2-d, or 3-d: ``_MAX_POOL``): x (N, C, *sizes) or unbatched (C, *sizes) ->
+    y[n, c, o] = the maximum of window o (implicit -inf padding; ceil_mode's last windows
+    may reach further), and with return_indices its flat position in the unpadded plane
+    (the first maximum; the last NaN where a window holds NaNs; the first element inside
+    the input where every value ties with the padding: PyTorch's kernels); geometry =
+    (kernel, stride, pad, dilation, out, ceil_mode, the stride as given, return_indices).
+    One node, PyTorch's MaxPool2DWithIndicesBackward0 / MaxPool3DWithIndicesBackward0.
+    dx = g added at each window's maximum: g scattered to the argmax of its window's
+    columns, then col2im (the composition's adjoints: an index add, whose backward is a
+    gather, and a Col2Im node: differentiates again), attached to x's graph
+    (_piecewise._Attach: d(dx)/dx = 0, PyTorch's double backward)."""
+
+    name = "max_pool2d"
+    node_name = "MaxPool2DWithIndicesBackward0"
+    saved_attributes = {"_saved_self": 0,
+                        "_saved_kernel_size": lambda node: node.geometry[0],
+                        "_saved_stride": lambda node: node.geometry[6],
+                        "_saved_padding": lambda node: node.geometry[2],
+                        "_saved_dilation": lambda node: node.geometry[3],
+                        "_saved_ceil_mode": lambda node: node.geometry[5],
+                        "_saved_result1": lambda node: MaxPool.indices(node)}
+
+    @staticmethod
+    def forward(ctx, x, geometry):
+        ctx.save_for_backward(x)
+        ctx.geometry = geometry
+        kernel, stride, pad, dilation, out = geometry[:5]
+        added = x.ndim == len(kernel) + 1
+        x = x.unsqueeze(0) if added else x
+        n, c = x.shape[:2]
+        sizes = tuple(x.shape[2:])
+        # Ceil mode's last windows may reach past the padding: pad the right/bottom further
+        # with -inf (never selected: every window starts inside the input or its left pad).
+        extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
+                 for o, s, d, k, size, p in zip(out, stride, dilation, kernel, sizes, pad)]
+        low = float("-inf") if x.dtype.is_floating_point else _int_min(x.dtype)
+        flat_pads = tuple(v for i in reversed(range(len(sizes)))
+                          for v in (pad[i], pad[i] + extra[i]))
+        xp = _pad(x, flat_pads, value=low) if any(flat_pads) else x
+        cols = _columns(xp, kernel, stride, dilation, out)  # (N, C, k, L)
+        first, arg = cols.max(dim=2)  # (N, C, L): the first maximum of each window
+        arg = _last_nan_wins(cols, first, arg)
+        # A window whose input values are all -inf (or the integer minimum) ties with its
+        # padding: PyTorch then takes the window's first element inside the input, so the
+        # first maximum is replaced by it where it fell on padding.
+        padded = tuple(xp.shape[2:])
+        on_pad, flat = _pool_positions(padded, sizes, kernel, stride, dilation, out, pad)
+        if on_pad.any():
+            first_inside = np.argmin(on_pad, axis=0)  # (L,)
+            hit = _tensor(on_pad, device=x.device).gather(0, arg.reshape(n * c, -1))
+            fallback = _tensor(first_inside, dtype=dtypes.int64, device=x.device)
+            arg = where(hit, fallback, arg.reshape(n * c, -1)).reshape(arg.shape)
+        y = cols.gather(2, arg.unsqueeze(2)).squeeze(2).reshape(n, c, *out)
+        ctx.arg, ctx.plane = arg, (padded, sizes, added)
+        y = fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
+        if not geometry[7]:
+            return y
+        indices = MaxPool.indices(ctx, flat)
+        return y, fresh(indices.squeeze(0) if added else indices)
+
+    @staticmethod
+    def indices(ctx, flat=None) -> Tensor:
+        """(N, C, *out) flat positions of the maxima in the unpadded plane: indices[nc, l]
+        = position[arg[nc, l], l] (a gather along the window axis)."""
+        kernel, stride, pad, dilation, out = ctx.geometry[:5]
+        padded, sizes, _ = ctx.plane
+        if flat is None:
+            flat = _pool_positions(padded, sizes, kernel, stride, dilation, out, pad)[1]
+        arg = ctx.arg
+        n, c = arg.shape[:2]
+        position = _tensor(flat, dtype=dtypes.int64, device=arg.device)
+        return position.gather(0, arg.reshape(n * c, math.prod(out))).reshape(n, c, *out)
+
+    @staticmethod
+    def backward(ctx, g, *_):
+        (x,) = ctx.saved_tensors
+        kernel, stride, pad, dilation, out = ctx.geometry[:5]
+        padded, sizes, added = ctx.plane
+        gb = g.unsqueeze(0) if added else g
+        n, c = gb.shape[:2]
+        k, length = math.prod(kernel), math.prod(out)
+        # the gather's adjoint (g at each window's argmax), then col2im's: (N, C, k, L)
+        # windows summed into the padded plane, the padding cropped off
+        key = normalize_key(_along_key(ctx.arg.unsqueeze(2), 2, gb.device), gb.device)[0]
+        gcols = IndexAdd.apply(gb.reshape(n, c, 1, length), key, (n, c, k, length))
+        geom = (padded, kernel, stride, dilation, out)
+        gx = Col2Im.apply(gcols.reshape(n, c, k * length), _window_key(geom, gb.device),
+                          geom).reshape(n, c, *padded)
+        for d, (p, size) in enumerate(zip(pad, sizes), start=2):
+            if p or gx.shape[d] != size:
+                gx = gx.narrow(d, p, size)
+        return _Attach.apply(gx.squeeze(0) if added else gx, x), None
+
+
+_MAX_POOL = {2: MaxPool, 3: ew.node_variant(MaxPool, "MaxPool3DWithIndicesBackward0",
+                                            saved_attributes=MaxPool.saved_attributes,
+                                            name="max_pool3d")}
 
 
 def _last_nan_wins(cols: Tensor, first: Tensor, arg: Tensor) -> Tensor:
@@ -521,34 +753,109 @@ def _avg_pool(op: str, input: Tensor, kernel_size, stride, padding, ceil_mode: b
         raise dtypes.kernel_not_implemented(kernel_name, x.dtype, f" ({op} of an input of "
                                             f"dtype {x.dtype.name}; convert it with .float() "
                                             f"or .long())")
-    x = tie(x)  # dx = the window sums of g / divisor, in x's graph (_piecewise.py)
-    kernel, stride, pad, _ = _pool_args(op, kernel_size, stride, padding, 1, spatial)
+    kernel, stride_, pad, _ = _pool_args(op, kernel_size, stride, padding, 1, spatial)
     if spatial == 1:
-        kernel, stride, pad = (1,) + kernel, (1,) + stride, (0,) + pad
+        kernel, stride_, pad = (1,) + kernel, (1,) + stride_, (0,) + pad
     if divisor_override is not None and int(divisor_override) == 0:
         raise RuntimeError("divisor must be not zero")
     ones = (1,) * len(kernel)
-    out = _pool_out(op, x.shape, kernel, stride, ones, pad, ceil_mode)
-    n, c = x.shape[:2]
+    out = _pool_out(op, x.shape, kernel, stride_, ones, pad, ceil_mode)
     sizes = tuple(x.shape[2:])
-    extra = [max(0, (o - 1) * s + k - (size + 2 * p))
-             for o, s, k, size, p in zip(out, stride, kernel, sizes, pad)]
-    flat_pads = tuple(v for i in reversed(range(len(sizes))) for v in (pad[i], pad[i] + extra[i]))
-    xp = _pad(x, flat_pads) if any(flat_pads) else x
-    (xp,), half = widen_halves(xp)  # halves: float32 sums and divisions, rounded once
-    total = _columns(xp, kernel, stride, ones, out).sum(dim=2)  # (N, C, L)
     if divisor_override is not None:
         divisor = np.full(out, float(divisor_override))
     else:
         divisor = functools.reduce(np.multiply.outer, (
             _avg_counts(o, s, k, size, p, count_include_pad)
-            for o, s, k, size, p in zip(out, stride, kernel, sizes, pad)))
-    div = _tensor(divisor.reshape(-1), dtype=total.dtype, device=x.device)
-    # int64: PyTorch's CPU kernel divides the integer window sum by the integer divisor in
-    # C++, truncating toward zero (-7 / 2 = -3)
-    y = (total / div if total.dtype.is_floating_point
-         else total.div(div, rounding_mode="trunc")).reshape(n, c, *out)
-    return rounded_to(_pool_result(y, added, spatial), half)
+            for o, s, k, size, p in zip(out, stride_, kernel, sizes, pad)))
+    # PyTorch's node takes the input as given (unbatched too); a 1-d pool is its 2-d one
+    # on input.unsqueeze(-2), then squeezed
+    given = (() if stride is None or (not isinstance(stride, int) and len(stride) == 0)
+             else stride_)
+    geometry = (kernel, stride_, pad, out, divisor.reshape(-1), ceil_mode, count_include_pad,
+                divisor_override, given)
+    if spatial == 1:
+        return fresh(_AVG_POOL[2].apply(input.unsqueeze(-2), geometry).squeeze(-2))
+    return _AVG_POOL[spatial].apply(input, geometry)
+
+
+class AvgPool(Function):
+    """avg_pool (2-d, or 3-d: ``_AVG_POOL``): x (N, C, *sizes) or unbatched (C, *sizes) ->
+    y[n, c, o] = (sum of the window o of x zero-padded by pad, right-extended for ceil_mode)
+    / divisor[o]; geometry = (kernel, stride, pad, out, divisor (L,) NumPy, ceil_mode,
+    count_include_pad, divisor_override, the stride as given). One node, PyTorch's
+    AvgPool2DBackward0 / AvgPool3DBackward0. Linear in x: dx = col2im(g / divisor spread
+    over each window) over the padded plane, the padding cropped off (a Col2Im node: the
+    backward differentiates again); attached to x's graph (_piecewise._Attach: d(dx)/dx = 0,
+    PyTorch's double backward). int64 sums divide truncating toward zero (PyTorch's CPU
+    kernel); float16/bfloat16 sum and divide in float32, rounded once."""
+
+    name = "avg_pool2d"
+    node_name = "AvgPool2DBackward0"
+    saved_attributes = {"_saved_self": 0,
+                        "_saved_kernel_size": lambda node: node.geometry[0],
+                        "_saved_stride": lambda node: node.geometry[8],
+                        "_saved_padding": lambda node: node.geometry[2],
+                        "_saved_ceil_mode": lambda node: node.geometry[5],
+                        "_saved_count_include_pad": lambda node: node.geometry[6],
+                        "_saved_divisor_override": lambda node: node.geometry[7]}
+
+    @staticmethod
+    def _plane(kernel, stride, pad, out, sizes) -> tuple:
+        """(padded plane sizes, flat pads for _pad): pad each side, plus what ceil_mode's
+        last window reaches past the end."""
+        extra = [max(0, (o - 1) * s + k - (size + 2 * p))
+                 for o, s, k, size, p in zip(out, stride, kernel, sizes, pad)]
+        flat_pads = tuple(v for i in reversed(range(len(sizes)))
+                          for v in (pad[i], pad[i] + extra[i]))
+        return tuple(sz + 2 * p + e for sz, p, e in zip(sizes, pad, extra)), flat_pads
+
+    @classmethod
+    def forward(cls, ctx, x, geometry):
+        ctx.save_for_backward(x)
+        ctx.geometry = geometry
+        kernel, stride, pad, out, divisor = geometry[:5]
+        spatial = len(kernel)
+        added = x.ndim == spatial + 1
+        x = x.unsqueeze(0) if added else x
+        n, c = x.shape[:2]
+        _, flat_pads = cls._plane(kernel, stride, pad, out, tuple(x.shape[2:]))
+        xp = _pad(x, flat_pads) if any(flat_pads) else x
+        (xp,), half = widen_halves(xp)  # halves: float32 sums and divisions, rounded once
+        total = _columns(xp, kernel, stride, (1,) * spatial, out).sum(dim=2)  # (N, C, L)
+        div = _tensor(divisor, dtype=total.dtype, device=x.device)
+        # int64: PyTorch's CPU kernel divides the integer window sum by the integer divisor
+        # in C++, truncating toward zero (-7 / 2 = -3)
+        y = (total / div if total.dtype.is_floating_point
+             else total.div(div, rounding_mode="trunc")).reshape(n, c, *out)
+        return fresh(rounded_to(y.squeeze(0) if added else y, half))
+
+    @classmethod
+    def backward(cls, ctx, g):
+        (x,) = ctx.saved_tensors
+        kernel, stride, pad, out, divisor = ctx.geometry[:5]
+        spatial = len(kernel)
+        added = g.ndim == spatial + 1
+        gb = g.unsqueeze(0) if added else g
+        (gb,), half = widen_halves(gb)
+        n, c = gb.shape[:2]
+        sizes = tuple(x.shape[-spatial:])
+        plane, _ = cls._plane(kernel, stride, pad, out, sizes)
+        k, length = math.prod(kernel), math.prod(out)
+        div = _tensor(divisor, dtype=gb.dtype, device=gb.device)
+        gcols = (gb.reshape(n, c, 1, length) / div).expand(n, c, k, length)
+        geom = (plane, kernel, stride, (1,) * spatial, out)
+        gx = Col2Im.apply(gcols.reshape(n, c, k * length), _window_key(geom, gb.device),
+                          geom).reshape(n, c, *plane)
+        for d, (p, size) in enumerate(zip(pad, sizes), start=2):  # the padding cropped off
+            if p or gx.shape[d] != size:
+                gx = gx.narrow(d, p, size)
+        gx = rounded_to(gx.squeeze(0) if added else gx, half)
+        return _Attach.apply(gx, x), None
+
+
+_AVG_POOL = {2: AvgPool, 3: ew.node_variant(AvgPool, "AvgPool3DBackward0",
+                                            saved_attributes=AvgPool.saved_attributes,
+                                            name="avg_pool3d")}
 
 
 def _avg_counts(o: int, s: int, k: int, size: int, p: int, include_pad: bool) -> np.ndarray:

@@ -14,8 +14,9 @@ How: conv_transpose is the adjoint of conv2d with respect to its input. Each inp
 kh kw, C_in / groups) with the input (N, groups, C_in / groups, H W) gives those windows as
 columns (N, C_out, kh kw, H W); one ``Col2Im`` ("col2im", the adjoint of the gather that
 conv2d's im2col uses; tgrad/nn/_conv.py) sums them into an (N, C_out, Hf, Wf) plane, and
-the padding is cropped off both sides. Gradients come from the parts (col2im's backward
-is im2col's gather, the matmul's a matmul), so double backward works too. Memory is that of the
+the padding is cropped off both sides. One node (``ConvTranspose``, PyTorch's
+ConvolutionBackward0) whose backward is the parts' adjoints (col2im's is im2col's gather,
+the matmul's a matmul), so double backward works too. Memory is that of the
 columns: N C_out kh kw H W elements.
 """
 
@@ -25,11 +26,17 @@ import math
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
+from tgrad.autograd.function import Function
 from tgrad.nn._conv import (
+    _SAVED_IM2COL,
     Col2Im,
     _batched,
     _check_like_input,
+    _columns,
+    _conj,
     _no_integer_kernel,
+    _pad_hw,
+    _padded,
     _tuple,
     _window_key,
 )
@@ -108,11 +115,41 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0,  # noqa
         raise RuntimeError(f"Given {args}, expected size of input's dimension 2 to match the "
                            f"calculated number of sliding blocks {blocks[0]} * {blocks[1]} = "
                            f"{blocks[0] * blocks[1]}, but got input.size(2)={x.shape[2]}.")
-    n, c = x.shape[0], x.shape[1] // k
-    (x,), half = widen_halves(x)  # halves: float32 sums, rounded once
-    y = _col2im(x.reshape(n, c, k, x.shape[2]), padded, kernel, stride, dilation, blocks)
-    y = _crop(y, pad, size)  # (a crop and squeeze of the op's own temporary: a new tensor)
-    return fresh(rounded_to(y.squeeze(0) if input.ndim == 2 else y, half))
+    return Fold.apply(input, (kernel, dilation, pad, stride, size, padded, blocks))
+
+
+class Fold(Function):
+    """fold (PyTorch's col2im): cols (N, C kh kw, L) or (C kh kw, L) summed into the padded
+    (N, C, *padded) plane, cropped to (N, C, *size) (or (C, ...)); geometry = (kernel,
+    dilation, pad, stride, size, padded, blocks). One node, PyTorch's Col2ImBackward0.
+    Linear, its adjoint im2col: dcols = im2col(g zero-padded) (an Im2Col node: differentiates
+    again). float16/bfloat16 sums in float32, rounded once."""
+
+    name = "fold"
+    node_name = "Col2ImBackward0"
+    saved_attributes = _SAVED_IM2COL
+
+    @staticmethod
+    def forward(ctx, x, geometry):
+        kernel, dilation, pad, stride, size, padded, blocks = ctx.geometry = geometry
+        unbatched = x.ndim == 2
+        x = x.unsqueeze(0) if unbatched else x
+        k = kernel[0] * kernel[1]
+        n, c = x.shape[0], x.shape[1] // k
+        (x,), half = widen_halves(x)  # halves: float32 sums, rounded once
+        y = _col2im(x.reshape(n, c, k, x.shape[2]), padded, kernel, stride, dilation, blocks)
+        y = _crop(y, pad, size)  # (a crop and squeeze of the op's own temporary: a new tensor)
+        return fresh(rounded_to(y.squeeze(0) if unbatched else y, half))
+
+    @staticmethod
+    def backward(ctx, g):
+        kernel, dilation, pad, stride, size, padded, blocks = ctx.geometry
+        unbatched = g.ndim == 3
+        g = g.unsqueeze(0) if unbatched else g
+        cols = _columns(_pad_hw(g, pad, 0.0), kernel, stride, dilation, blocks)
+        n, c = cols.shape[0], cols.shape[1]
+        cols = cols.reshape(n, c * cols.shape[2], cols.shape[3])
+        return (cols.squeeze(0) if unbatched else cols), None
 
 
 # ---------------------------------------------------------------------------- conv_transpose
@@ -184,27 +221,103 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
                            f"({' x '.join(map(str, lead + sizes))}). Calculated output size "
                            f"per channel: ({' x '.join(map(str, lead + out))}). Output size "
                            f"is too small")
-    if spatial == 1:  # run as 2-d with H = 1
+    y = ConvTranspose.apply(x, weight, bias, (kernel, stride, padding, output_padding,
+                                              dilation, groups, out))
+    return fresh(y.squeeze(0)) if added else y  # (not a view: PyTorch's)
+
+
+def _transpose_2d(x: Tensor, weight: Tensor, geometry: tuple) -> tuple:
+    """A 1-d transposed convolution's input, weight and geometry as the 2-d one's with
+    H = 1 (other ranks unchanged), plus the input's spatial sizes and the uncropped
+    output plane ``full`` (output_padding may reach past the last window: zeros there)."""
+    kernel, stride, padding, output_padding, dilation, groups, out = geometry
+    if len(kernel) == 1:
         x, weight = x.unsqueeze(2), weight.unsqueeze(2)
-        kernel, stride, dilation, sizes = (1,) + kernel, (1,) + stride, (1,) + dilation, \
-            (1,) + sizes
+        kernel, stride, dilation = (1,) + kernel, (1,) + stride, (1,) + dilation
         padding, out = (0,) + padding, (1,) + out
-    (x, weight, bias), half = widen_halves(x, weight, bias)  # halves: float32, rounded once
-    n, k, length = x.shape[0], math.prod(kernel), math.prod(sizes)
-    # cols[n, g, co k, l] = sum_ci w[g, ci, co k] x[n, g, ci, l]
-    w = weight.reshape(groups, in_ch // groups, out_per_group * k).transpose(1, 2)
-    cols = (w @ x.reshape(n, groups, in_ch // groups, length)).reshape(n, out_ch, k, length)
-    # the uncropped plane; output_padding may reach past the last window (zeros there)
+    sizes = tuple(x.shape[2:])
     full = tuple(max((i - 1) * s + d * (kk - 1) + 1, p + o) for i, s, d, kk, p, o in zip(
         sizes, stride, dilation, kernel, padding, out))
-    y = _crop(_col2im(cols, full, kernel, stride, dilation, sizes), padding, out)
-    if bias is not None:
-        y = y + bias.reshape((out_ch,) + (1,) * len(out))
-    if spatial == 1:
-        y = y.squeeze(2)
-    return fresh(rounded_to(y.squeeze(0) if added else y, half))  # (not a view: PyTorch's)
+    return x, weight, (kernel, stride, padding, dilation, groups, out, sizes, full)
 
 
+class ConvTranspose(Function):
+    """y = conv_transpose(x, w) + b: x (N, C_in, *sizes) (1-d runs as 2-d with H = 1), w
+    (C_in, C_out / G, *kernel), b (C_out,) or None -> (N, C_out, *out). One node, PyTorch's
+    ConvolutionBackward0 with transposed=True (edges x, w, bias: a (None, 0) slot without
+    one). float16/bfloat16 computed in float32 and rounded once, both ways.
+
+    With w as (G, C_in/G, C_out/G k) and x as (N, G, C_in/G, L): cols = w^T @ x (N, G,
+    C_out/G k, L), y = crop(col2im(cols)) (+ b). The adjoints (complex: conjugates, as
+    matmul's rule): dcols = im2col(g zero-padded back to the uncropped plane);
+    dx = conj(w) @ dcols;  dw = sum_n conj(x) @ dcols^T;  db = the sum of g over N and the
+    spatial dims. All tgrad ops (an Im2Col node, matmuls, a pad), so the backward
+    differentiates again."""
+
+    name = "conv_transpose"
+    node_name = "ConvolutionBackward0"
+    scalar_edges = True  # bias None keeps its (None, 0) slot, as PyTorch's
+    hidden_edges = (3,)
+    saved_attributes = {
+        "_saved_input": 0, "_saved_weight": 1,
+        "_saved_bias_sym_sizes_opt": lambda node: (node.bias_size,),  # (0,): no bias
+        "_saved_stride": lambda node: node.geometry[1],
+        "_saved_padding": lambda node: node.geometry[2],
+        "_saved_output_padding": lambda node: node.geometry[3],
+        "_saved_dilation": lambda node: node.geometry[4],
+        "_saved_groups": lambda node: node.geometry[5],
+        "_saved_transposed": lambda node: True}
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, geometry):
+        ctx.save_for_backward(x, weight)
+        ctx.geometry = geometry
+        in_ch = weight.shape[0]
+        x, weight, (kernel, stride, padding, dilation, groups, out, sizes, full) = \
+            _transpose_2d(x, weight, geometry)
+        out_ch = ctx.out_ch = weight.shape[1] * groups
+        ctx.bias_size = 0 if bias is None else out_ch
+        (x, weight, bias), half = widen_halves(x, weight, bias)  # halves: float32, rounded once
+        n, k, length = x.shape[0], math.prod(kernel), math.prod(sizes)
+        # cols[n, g, co k, l] = sum_ci w[g, ci, co k] x[n, g, ci, l]
+        w = weight.reshape(groups, in_ch // groups, (out_ch // groups) * k).transpose(1, 2)
+        cols = (w @ x.reshape(n, groups, in_ch // groups, length)).reshape(n, out_ch, k, length)
+        y = _crop(_col2im(cols, full, kernel, stride, dilation, sizes), padding, out)
+        if bias is not None:
+            y = y + bias.reshape((out_ch,) + (1,) * len(out))
+        ctx.half = half
+        # (a reshape of the op's own temporary: a new tensor, PyTorch's, not a view)
+        return fresh(rounded_to(y.reshape((n, out_ch) + geometry[6]), half))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        need_x, need_w, need_b, _ = ctx.needs_input_grad
+        half, out_ch = ctx.half, ctx.out_ch
+        spatial = len(ctx.geometry[0])
+        x2, w2, (kernel, stride, padding, dilation, groups, out, sizes, full) = \
+            _transpose_2d(x, weight, ctx.geometry)
+        if half is not None:
+            g, x2, w2 = g.float(), x2.float(), w2.float()
+        gx = gw = gb = None
+        if need_b:  # the sum over N and the spatial dims
+            gb = rounded_to(g.sum((0,) + tuple(range(2, 2 + spatial))), half)
+        if not (need_x or need_w):
+            return gx, gw, gb, None
+        n, in_ch, k, length = g.shape[0], weight.shape[0], math.prod(kernel), math.prod(sizes)
+        g2 = g.reshape((n, out_ch) + out)
+        # the crop's adjoint: g zero-padded back to the uncropped plane; col2im's: im2col
+        gfull = _padded(g2, tuple((p, f - p - o) for p, f, o in zip(padding, full, out)))
+        dcols = _columns(gfull, kernel, stride, dilation, sizes)  # (N, C_out, k, L)
+        dcols = dcols.reshape(n, groups, (out_ch // groups) * k, length)
+        wm = w2.reshape(groups, in_ch // groups, (out_ch // groups) * k)
+        if need_x:  # dx = conj(w) @ dcols: (N, G, C_in/G, L)
+            gx = rounded_to((_conj(wm) @ dcols).reshape(x.shape), half)
+        if need_w:  # dw[g, ci, co k] = sum_n,l dcols[n, g, co k, l] conj(x[n, g, ci, l])
+            xm = x2.reshape(n, groups, in_ch // groups, length)
+            gw = rounded_to((_conj(xm) @ dcols.transpose(-1, -2)).sum(0).reshape(
+                weight.shape), half)
+        return gx, gw, gb, None
 @autocast_policy("lower")
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride=1, padding=0, output_padding=0, groups: int = 1,

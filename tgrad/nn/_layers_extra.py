@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 
 from tgrad import dtypes
+from tgrad.nn._composite import LeakyRelu, _Piecewise
 from tgrad.nn._dropout import _channel_shape, _check_p
-from tgrad.nn._piecewise import tie
 from tgrad.nn.functional import _check_float, _check_tensor, dropout
 from tgrad.ops import elementwise as ew
 from tgrad.ops.inplace import apply_inplace
@@ -120,19 +120,42 @@ def rrelu_impl(input: Tensor, lower: float, upper: float, training: bool,  # noq
                inplace: bool, generator) -> Tensor:
     """rrelu with the slopes drawn from ``generator`` (None: tgrad's default one);
     torch.rrelu's form."""
-    from tgrad.nn.functional import leaky_relu
     _check_float("rrelu", input)
     if not lower <= upper:
         raise RuntimeError(f"Lower bound should be less than or equal to the upper bound (rrelu "
                            f"got lower={lower}, upper={upper})")
-    if not training:
-        return leaky_relu(input, (lower + upper) / 2, inplace)
+    if not training:  # leaky_relu at the mean slope, under PyTorch's node name
+        slope = (lower + upper) / 2
+        fn = lambda x: RreluEval.apply(x, slope)  # noqa: E731
+        return apply_inplace(input, "rrelu_", fn) if inplace else fn(input)
     from tgrad.ops.creation import empty
     slope = empty(input.shape, dtype=input.dtype, device=input.device)
     slope.uniform_(lower, upper, generator=generator)
-    noise = ew.where(input >= 0, 1.0, slope)
-    fn = lambda x: tie(x) * noise  # noqa: E731 - dx = g noise, in x's graph (_piecewise.py)
+    noise = ew.where(input > 0, 1.0, slope)  # x <= 0 takes its slope (0 too), as PyTorch
+    fn = lambda x: RreluWithNoise.apply(x, noise)  # noqa: E731
     return apply_inplace(input, "rrelu_", fn) if inplace else fn(input)
+
+
+# PyTorch's rrelu node in evaluation: leaky_relu's rule (LeakyRelu) at slope (lower + upper) / 2
+RreluEval = ew.node_variant(LeakyRelu, "RreluWithNoiseBackward0")
+
+
+class RreluWithNoise(_Piecewise):
+    """rrelu in training: y = x noise, noise 1 where x > 0, else the drawn slope (same shape
+    as x); dx = g noise (in x's graph: _Piecewise). PyTorch's RreluWithNoiseBackward0 (no
+    edge for the noise)."""
+
+    name = "rrelu_with_noise"
+    node_name = "RreluWithNoiseBackward0"
+    hidden_edges = (1,)
+
+    @staticmethod
+    def value(x: Tensor, noise: Tensor) -> Tensor:
+        return x * noise
+
+    @staticmethod
+    def mask_grad(x: Tensor, g: Tensor, noise: Tensor) -> Tensor:
+        return g * noise
 
 
 def _alpha_dropout(op: str, input: Tensor, p: float, training: bool,  # noqa: A002

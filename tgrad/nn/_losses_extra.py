@@ -4,7 +4,8 @@ multilabel_soft_margin_loss, cosine_embedding_loss, multi_margin_loss,
 multilabel_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 poisson_nll_loss and gaussian_nll_loss. Values, shapes, reductions and error texts are
 PyTorch's; gradients come from the parts (``clamp(min=0)`` for the hinges, ``where`` for
-the masks), so double backward works and they run on every backend.
+the masks), so double backward works and they run on every backend. soft_margin_loss is one
+node (``SoftMarginLoss``, PyTorch's name) over the same parts, its backward a formula.
 
 Shapes: N batch, C classes, D features; "reduced" means 'none' (per element / per
 sample), 'mean' (NaN for an empty batch, as PyTorch) or 'sum'.
@@ -17,6 +18,7 @@ from collections.abc import Callable
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
+from tgrad.autograd.function import Function
 from tgrad.nn._composite import logsigmoid
 from tgrad.nn.functional import (
     _check_class_weight_dtype,
@@ -33,7 +35,7 @@ from tgrad.ops._common import broadcast_or_raise, fresh
 from tgrad.ops.creation import arange
 from tgrad.ops.creation import full as _full
 from tgrad.ops.distances import pairwise_distance
-from tgrad.ops.elementwise import clamp, log, minimum, where
+from tgrad.ops.elementwise import clamp, log, minimum, sigmoid, where
 from tgrad.ops.gathering import gather
 from tgrad.ops.scan import cumsum
 from tgrad.tensor import Tensor
@@ -142,7 +144,46 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None,  # noqa: 
     (x, y), half = _compute(input, target.to(input.dtype))
     if x.dtype.is_complex:  # PyTorch's formula, log1p(exp(-y x)) (softplus has no complex)
         return _reduced((-y * x).exp().log1p(), reduction, half)
-    return _reduced(softplus(-y * x, 1.0, math.inf), reduction, half)
+    loss = SoftMarginLoss.apply(x, y, reduction)
+    return loss if half is None else loss.to(half)
+
+
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}  # PyTorch's at::Reduction values
+
+
+class SoftMarginLoss(Function):
+    """loss = softplus(z) = log(1 + exp(z)) (stable), z = -y x, reduced ('none': x's shape;
+    'mean' / 'sum': 0-d); x and y of one shape (the caller broadcasts y). One node,
+    PyTorch's SoftMarginLossBackward0 (its one edge is input's; target's is hidden, but
+    tgrad differentiates a target that requires grad, where PyTorch refuses).
+    With s = sigmoid(z) = d softplus / dz and G = g ('none'), g ('sum') or g / numel
+    ('mean'), broadcast over x: dx = -y s G;  dy = -x s G. Written with mul / sigmoid,
+    so the backward differentiates again (d(dx)/dx = y^2 s (1 - s) G)."""
+
+    name = "soft_margin_loss"
+    node_name = "SoftMarginLossBackward0"
+    hidden_edges = (1,)
+    saved_attributes = {"_saved_self": 0, "_saved_target": 1,
+                        "_saved_reduction": lambda node: _REDUCTION_ENUM[node.reduction]}
+
+    @staticmethod
+    def forward(ctx, x, y, reduction):
+        ctx.save_for_backward(x, y)
+        ctx.reduction = reduction
+        loss = softplus(-y * x, 1.0, math.inf)
+        return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" \
+            else loss
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        need_x, need_y, _ = ctx.needs_input_grad
+        if ctx.reduction == "mean":
+            g = g / x.numel()
+        gs = sigmoid(-y * x) * g
+        gx = -y * gs if need_x else None
+        gy = -x * gs if need_y else None
+        return gx, gy, None
 
 
 @autocast_policy("fp32", cpu=None)

@@ -2,11 +2,13 @@
 every backend wherever its parts do, and differentiates through them.
 
 - ``frac`` = x - trunc(x);
-- masking: ``masked_fill``/``masked_fill_`` and ``tril``/``triu`` (and their in-place forms)
-  are ``where`` over a bool mask, so their gradients are exact zeros where the mask closes;
+- masking: ``masked_fill``/``masked_fill_`` (one MaskedFill node) and ``tril``/``triu`` (and
+  their in-place forms) are ``where`` over a bool mask, so their gradients are exact zeros
+  where the mask closes;
   ``masked_select`` is boolean-mask indexing;
 - copies: ``repeat``/``tile`` (expand, then one copying reshape; the gradient sums the
-  copies back), ``flip`` (index_select with reversed positions), ``roll`` (cat of slices);
+  copies back), ``flip`` (one Flip node: index_select with reversed positions), ``roll``
+  (cat of slices);
 - arithmetic: ``lerp`` (PyTorch's two-sided formula; its own nodes with PyTorch's
   gradient formulas), ``addcmul``, ``addcdiv``, float16/bfloat16 computed in float32 and
   rounded once (``widen_halves``);
@@ -19,7 +21,8 @@ every backend wherever its parts do, and differentiates through them.
 Gathering and scattering (index_select, gather, scatter...) are in gathering.py.
 
 Their nodes carry the parts' names (``WhereBackward0``, ``IndexBackward0``), not PyTorch's
-``MaskedFillBackward0``/``GatherBackward0``.
+(``GatherBackward0``), except masked_fill's and flip's: one Function each, of PyTorch's
+node name (MaskedFillBackward0/1, FlipBackward0), its backward a formula of tgrad ops.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from tgrad.ops._common import (
     broadcast_or_raise,
     fresh,
     int_tuple,
+    register_op,
     require_tensor,
     rounded_to,
     sizes_keyword,
@@ -94,17 +98,56 @@ def _check_mask(op: str, mask) -> None:
                            f"{mask.dtype.name}")
 
 
+class MaskedFill(Function):
+    """y = where(mask, value, x): one node, PyTorch's MaskedFillBackward0 (a number value;
+    MaskedFillBackward1, ``MaskedFillTensor``, for a 0-d tensor value, whose edges are
+    (self, value)); the bool mask has no edge. Shapes: x (...), mask broadcasting with it,
+    y of the broadcast shape, value a number or a 0-d tensor of x's dtype.
+    dx = g where not mask (summed back to x's shape where mask enlarged it);
+    dvalue = sum of g where mask. Both are where/sum of g: the backward differentiates
+    again (d(dx)/dg and d(dvalue)/dg the same masking; nothing depends on x)."""
+
+    name = "masked_fill"
+    node_name = "MaskedFillBackward0"
+    hidden_edges = (1,)
+    saved_attributes = {"_saved_mask": 0}
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        ctx.save_for_backward(mask)
+        ctx.x_shape = x.shape
+        # a C-contiguous result, as PyTorch's, whatever x's layout (where keeps x's)
+        return ew.where(mask, value, x if x.is_contiguous() else x.contiguous())
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved_tensors
+        need_x, _, need_value = ctx.needs_input_grad
+        gx = sum_to(ew.where(mask, 0.0, g), ctx.x_shape) if need_x else None
+        gv = ew.where(mask, g, 0.0).sum() if need_value else None
+        return gx, None, gv
+
+
+register_op(MaskedFill)
+MaskedFillTensor = ew.node_variant(MaskedFill, "MaskedFillBackward1",
+                                   saved_attributes=MaskedFill.saved_attributes)
+
+
+def _masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
+    """MaskedFill (a number value) or MaskedFillTensor (a 0-d tensor value)."""
+    cls = MaskedFillTensor if isinstance(value, Tensor) else MaskedFill
+    return cls.apply(x, mask, value)
+
+
 @tensor_method("masked_fill")
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
     """``value`` where ``mask`` holds, else ``input`` (mask and input broadcast); input's dtype.
-    d input = g where not mask;  d value (a 0-d tensor) = sum of g where mask."""
+    d input = g where not mask;  d value (a 0-d tensor) = sum of g where mask (MaskedFill)."""
     require_tensor("masked_fill", input)
     _check_mask("masked_fill", mask)
     dtypes.refuse_float8("masked_fill", input.dtype)
     broadcast_or_raise("masked_fill", mask.shape, input.shape)  # PyTorch's text (not where's)
-    # a C-contiguous result, as PyTorch's, whatever input's layout (where keeps input's)
-    x = input if input.is_contiguous() else input.contiguous()
-    return ew.where(mask, _fill_value("masked_fill", input, value), x)
+    return _masked_fill(input, mask, _fill_value("masked_fill", input, value))
 
 
 @tensor_method("masked_fill_")
@@ -114,9 +157,9 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     value = _fill_value("masked_fill_", self, value)
     if overlapping(self):  # an expanded tensor (rare): every alias of a filled element too
         mask = alias_closure(self, mask)  # (PyTorch's result; with grad tgrad refuses)
-        return apply_inplace(self, "masked_fill_", lambda x, v: ew.where(mask, v, x), value,
+        return apply_inplace(self, "masked_fill_", lambda x, v: _masked_fill(x, mask, v), value,
                              overlap_ok=True)
-    return apply_inplace(self, "masked_fill_", lambda x, v: ew.where(mask, v, x), value)
+    return apply_inplace(self, "masked_fill_", lambda x, v: _masked_fill(x, mask, v), value)
 
 
 def _triangle(op: str, input: Tensor, diagonal: int, lower: bool) -> Tensor:  # noqa: A002
@@ -228,20 +271,42 @@ tensor_method("tile")(lambda self, *sizes, dims=None: tile(self, dims if dims is
     sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes)))
 
 
+class Flip(Function):
+    """y = x reversed along ``dims`` (wrapped, distinct; a copy, x itself copied for none or
+    a 0-d x): one node, PyTorch's FlipBackward0. Its own inverse and linear:
+    dx = flip(g, dims) (differentiates again through Flip)."""
+
+    name = "flip"
+    node_name = "FlipBackward0"
+    saved_attributes = {"_saved_dims": "dims"}
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        if x.ndim == 0 or not dims:
+            return x.clone()
+        out = x
+        for d in dims:  # one index_select per dim (every backend's gather)
+            out = index_select(out, d, arange(x.shape[d] - 1, -1, -1, device=x.device))
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return Flip.apply(g, ctx.dims), None
+
+
+register_op(Flip)
+
+
 def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
-    """A copy of ``input`` with the order of elements reversed along ``dims``."""
+    """A copy of ``input`` with the order of elements reversed along ``dims`` (Flip)."""
     require_tensor("flip", input)
     dtypes.refuse_float8("flip_cpu", input.dtype)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    wrapped = [_wrap_dim(d, input.ndim, "flip") for d in dims]
+    wrapped = tuple(_wrap_dim(d, input.ndim, "flip") for d in dims)
     if len(set(wrapped)) != len(wrapped):
         raise RuntimeError(f"flip: dims {list(dims)} has a dim appearing more than once")
-    if input.ndim == 0 or not wrapped:
-        return input.clone()
-    out = input
-    for d in wrapped:
-        out = index_select(out, d, arange(input.shape[d] - 1, -1, -1, device=input.device))
-    return out
+    return Flip.apply(input, wrapped)
 
 
 tensor_method("flip")(lambda self, *dims: flip(
