@@ -896,7 +896,7 @@ _METHOD_BAD_INPUT = [
     (lambda x: x.expand("a"), TypeError, "expand(): argument 'size' must be int, not str"),
     (lambda x: x.repeat(2.0, 1, 1), TypeError, "repeat(): argument 'repeats' must be int"),
     (lambda x: x.tile(2.0), TypeError, "must be tuple of ints"),
-    (lambda x: x.permute(0.0, 1, 2), TypeError, "permute(): argument 'dim' must be int"),
+    (lambda x: x.permute(0.0, 1, 2), TypeError, "permute(): argument 'dims'"),
     (lambda x: x.narrow(0, tgrad.tensor([1]), 1), RuntimeError,
      "start must be an 0-dim integral Tensor."),
     (lambda x: x.narrow(0, tgrad.tensor(1.0), 1), RuntimeError,

@@ -1516,11 +1516,13 @@ register_op(Relu)
 
 @tensor_method("relu")
 def relu(input: Tensor) -> Tensor:  # noqa: A002
-    require_tensor("relu", input)
     try:
         return Relu.apply(input)
     except RuntimeError as e:  # (free when nothing raises) a sparse COO input
         return route_sparse("relu", e, input)
+    except (AttributeError, TypeError):  # not a tensor: PyTorch's TypeError naming relu
+        require_tensor("relu", input)
+        raise
 
 
 # g where x == y, else exactly 0: amax/amin's gradient mask, one kernel when fused
