@@ -171,7 +171,10 @@ def fill_(dst: np.ndarray, value) -> None:
 
 
 def cat(xs: list, axis: int) -> np.ndarray:
-    return np.concatenate(xs, axis=axis)
+    # C-contiguous, as PyTorch's cat and the cuda backend's (NumPy keeps the inputs' common
+    # stride order: cat of transposed tensors was transposed)
+    out = np.concatenate(xs, axis=axis)
+    return out if out.flags.c_contiguous else np.ascontiguousarray(out)
 
 
 # ---------------------------------------------------------------- views (no copies)
