@@ -55,9 +55,16 @@ def empty_like_layout(shape: tuple, dtype: np.dtype, inputs) -> DeviceArray:
     has no say, and two axes leave C order only when every input with a say swaps them. So
     ``x.mT + 1`` keeps ``x.mT``'s strides, as on the CPU and in PyTorch."""
     shape = tuple(shape)
-    arrs = [a for a in inputs if isinstance(a, DeviceArray) and a.shape == shape]
-    if len(shape) < 2 or not arrs or math.prod(shape) == 0 \
-            or any(a.is_contiguous() for a in arrs):
+    if len(shape) < 2:
+        return empty(shape, dtype)
+    cs = contiguous_strides(shape)
+    arrs = []
+    for a in inputs:
+        if type(a) is DeviceArray and a.shape == shape:
+            if a.estrides == cs:  # the common case: a C-contiguous input, a C-order result
+                return empty(shape, dtype)
+            arrs.append(a)
+    if not arrs or math.prod(shape) == 0 or any(a.is_contiguous() for a in arrs):
         return empty(shape, dtype)
     sts = [[0 if n == 1 else abs(s) for n, s in zip(shape, a.estrides)] for a in arrs]
     order = list(range(len(shape) - 1, -1, -1))  # fastest axis first
