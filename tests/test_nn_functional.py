@@ -220,6 +220,22 @@ def test_cross_entropy_large_logits_and_all_ignored():
     np.testing.assert_array_equal(_np(y.grad), np.zeros((3, 4)))
 
 
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_ignored_rows_get_zero_gradient_even_for_nan_g(reduction):
+    # PyTorch's nll_loss backward writes nothing on an ignored row, so its gradient is 0
+    # whatever g is; the CPU gave NaN there for a NaN (or inf) g (NaN * 0), where the cuda
+    # kernel gave PyTorch's 0 (found by the cpu-vs-cuda program fuzzer)
+    v = np.array([[0.3, -1.2, 2.0], [1.0, 0.5, -0.5], [0.0, 0.1, 0.2]])
+    for gval in (float("nan"), float("inf")):
+        x = _t(v, requires_grad=True)
+        loss = F.cross_entropy(x, tgrad.tensor([2, -100, 0]), reduction=reduction)
+        (g,) = grad(loss, x, tgrad.full(loss.shape, gval, dtype=D))
+        got = _np(g)
+        np.testing.assert_array_equal(got[1], np.zeros(3))
+        assert np.isnan(got[[0, 2]]).all() if math.isnan(gval) else \
+            not np.isfinite(got[[0, 2]]).all()
+
 @pytest.mark.parametrize("dtype,rtol", [("float32", 2e-6), ("float16", 1e-3),
                                          ("bfloat16", 1.6e-2)])
 def test_cross_entropy_gradient_of_large_logits_keeps_the_compute_precision(dtype, rtol):

@@ -177,6 +177,80 @@ print(json.dumps(out))
                               "leading, non-existing dimension 1")
 
 
+
+# ------------------------------------------------- layout of elementwise results, both devices
+# PyTorch's TensorIterator gives a new elementwise result its inputs' memory order (a
+# transposed / permuted input keeps its stride order; a broadcast operand has no say), the
+# NumPy backend's order='K' does the same, and so must the cuda backend (it made every such
+# result C-contiguous: (3, 1) for x.mT + 1 below, so .view(-1) worked there and not on the CPU).
+# Strides are PyTorch 2.13's for these cases.
+def _layout_cases(dev):
+    x = tgrad.arange(12.0, device=dev).reshape(3, 4).mT  # (4, 3), strides (1, 4)
+    z = tgrad.arange(24.0, device=dev).reshape(2, 3, 4).permute(2, 0, 1)  # (1, 12, 4)
+    xg = x.detach().requires_grad_(True)
+    (g,) = tgrad.autograd.grad(xg.tanh(), xg, tgrad.ones(3, 4, device=dev).mT)
+    return {
+        "neg": (-x, -_A.T), "add number": (x + 1, _A.T + 1),
+        "add broadcast": (x + tgrad.ones(3, device=dev), _A.T + 1),
+        "where": (tgrad.where(x > 2, x, 0.0), np.where(_A.T > 2, _A.T, 0)),
+        "gt": (x > 2, _A.T > 2), "cast": (x.to(tgrad.float32), _A.T),
+        "exp of permuted": ((z * 0.1).exp(), np.exp(np.arange(24.0).reshape(2, 3, 4)
+                                                    .transpose(2, 0, 1) * 0.1)),
+        "tanh backward": (g, 1 - np.tanh(_A.T) ** 2),
+        # cat is C-contiguous whatever its inputs' layout (PyTorch's; the CPU kept NumPy's
+        # common stride order of the inputs)
+        "cat": (tgrad.cat([x, x], 1), np.concatenate([_A.T, _A.T], 1)),
+    }
+
+
+_LAYOUT_WANT = {"neg": (1, 4), "add number": (1, 4), "add broadcast": (1, 4), "where": (1, 4),
+                "gt": (1, 4), "cast": (1, 4), "exp of permuted": (1, 12, 4),
+                "tanh backward": (1, 4), "cat": (6, 1)}
+
+
+def test_elementwise_results_keep_the_input_layout():
+    for name, (t, ref) in _layout_cases("cpu").items():
+        assert t.stride() == _LAYOUT_WANT[name], name
+        np.testing.assert_allclose(t.detach().numpy(), ref, rtol=1e-6, atol=1e-6,
+                                   err_msg=name)
+
+
+def test_elementwise_results_keep_the_input_layout_on_interpreted_cuda():
+    pytest.importorskip("triton")
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    from interpreted import run_json
+    res = run_json(f"""
+import json, sys
+sys.path.insert(0, {here!r})
+import tgrad, test_parity_small as m
+out = {{}}
+for name, (t, _) in m._layout_cases("cuda").items():
+    out[name] = [t.device.type, list(t.stride()), t.detach().cpu().numpy().tolist()]
+a, b = tgrad.ones(2, 5, 1, device="cuda"), tgrad.ones(2, 1, device="cuda")
+for op in ("add", "logical_or", "maximum"):
+    try:
+        getattr(tgrad, op)(a, b)
+    except RuntimeError as err:
+        out[op] = str(err)
+print(json.dumps(out))
+""")
+    for name, (_, ref) in _layout_cases("cpu").items():
+        dev, stride, values = res[name]
+        assert dev == "cuda" and tuple(stride) == _LAYOUT_WANT[name], name
+        np.testing.assert_allclose(np.array(values), ref, rtol=1e-6, atol=1e-6, err_msg=name)
+    # a broadcast error: PyTorch's text on both devices (NumPy's own text, which differs
+    # between the CPU's ufunc and cuda's broadcast_shapes, no longer leaks into it)
+    for op in ("add", "logical_or", "maximum"):
+        want = (f"{op}: The size of tensor a (5) must match the size of tensor b (2) at "
+                "non-singleton dimension 1")
+        assert res[op] == want
+        with pytest.raises(RuntimeError) as info:
+            getattr(tgrad, op)(tgrad.ones(2, 5, 1), tgrad.ones(2, 1))
+        assert str(info.value) == want
+
 def test_empty_view_strides_are_pytorchs():
     # views that became empty keep PyTorch's rules; an array made empty (all strides 0 in
     # NumPy) reports the contiguous strides (docs/design.md: empty tensors)

@@ -146,6 +146,9 @@ def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.n
         total = np.sum(w, dtype=xf.dtype)
         w = w / (total if total != 0 else 1)
     c = np.expand_dims((gf * w).astype(xf.dtype, copy=False), axis)
+    keep = t != ignore_index
+    if not keep.all():  # exactly 0 on ignored rows, even for a NaN or inf g (PyTorch's)
+        c = np.where(np.expand_dims(keep, axis), c, 0).astype(xf.dtype, copy=False)
     with np.errstate(all="ignore"):
         lse = np.expand_dims(lse, axis)
         if lse.dtype != xf.dtype:  # float64 lse of a float32 compute: head + tail

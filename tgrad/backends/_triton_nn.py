@@ -366,7 +366,7 @@ def _ew(fn, out_dtype, inputs: list) -> DeviceArray:
     tb = _tb()
     shape = _tb().broadcast_shape(*[a.shape for a in inputs])
     inputs = [tb.expand(tb.cast(a, inputs[0].dtype), shape) for a in inputs]
-    out = _empty(shape, out_dtype)
+    out = tb.empty_like_layout(shape, out_dtype, inputs)  # the inputs' memory order
     with np.errstate(all="ignore"):
         return launch_ew(fn, out, inputs, upcast=is_half(inputs[0].dtype))
 
@@ -412,10 +412,14 @@ def _softplus(g, x: DeviceArray, beta: float, threshold: float, bwd: bool) -> De
     if bwd:
         shape = _tb().broadcast_shape(g.shape, x.shape)
         g, x = _tb().expand(g, shape), _tb().expand(_tb().cast(x, dt), shape)
-    out = _empty(x.shape, dt)
+    out = _tb().empty_like_layout(x.shape, dt, [x] + ([g] if bwd else []))
     if out.size == 0:
         return out
-    arrs, n, st = _flat([out, x] + ([g] if bwd else []))
+    # every array's dims in out's memory order (slowest first), so out is one run for _flat
+    order = sorted(range(out.ndim), key=lambda a: -out.estrides[a])
+    arrs, n, st = _flat([a.view(tuple(a.shape[d] for d in order),
+                                tuple(a.estrides[d] for d in order))
+                         for a in [out, x] + ([g] if bwd else [])])
     blk = configs.flat_block(is_interpreted())
     with np.errstate(all="ignore"):
         launch(ka.softplus_kernel, (triton_cdiv(n, blk),),

@@ -47,6 +47,56 @@ def empty(shape: tuple, dtype: np.dtype) -> DeviceArray:
     return DeviceArray.empty(tuple(shape), dtype, _dev())
 
 
+def empty_like_layout(shape: tuple, dtype: np.dtype, inputs) -> DeviceArray:
+    """A new array for an elementwise result over ``inputs`` (arrays of ``shape``, broadcast
+    dims at stride 0, or numbers), in the inputs' memory order as the NumPy backend's
+    (NumPy's order='K', npyiter_find_best_axis_ordering): the axes sorted by the inputs'
+    |strides|, where an input whose stride is 0 in either of two axes (broadcast or size 1)
+    has no say, and two axes leave C order only when every input with a say swaps them. So
+    ``x.mT + 1`` keeps ``x.mT``'s strides, as on the CPU and in PyTorch."""
+    shape = tuple(shape)
+    if len(shape) < 2:
+        return empty(shape, dtype)
+    cs = contiguous_strides(shape)
+    arrs = []
+    for a in inputs:
+        if type(a) is DeviceArray and a.shape == shape:
+            if a.estrides == cs:  # the common case: a C-contiguous input, a C-order result
+                return empty(shape, dtype)
+            arrs.append(a)
+    if not arrs or math.prod(shape) == 0 or any(a.is_contiguous() for a in arrs):
+        return empty(shape, dtype)
+    sts = [[0 if n == 1 else abs(s) for n, s in zip(shape, a.estrides)] for a in arrs]
+    order = list(range(len(shape) - 1, -1, -1))  # fastest axis first
+    for i0 in range(1, len(order)):
+        ax0, pos = order[i0], i0
+        for i1 in range(i0 - 1, -1, -1):
+            ax1 = order[i1]
+            ambiguous, swap = True, False
+            for st in sts:
+                if st[ax0] and st[ax1]:
+                    if st[ax1] <= st[ax0]:
+                        swap = False
+                    elif ambiguous:
+                        swap = True
+                    ambiguous = False
+            if ambiguous:
+                continue
+            if not swap:
+                break
+            pos = i1
+        if pos != i0:
+            order.insert(pos, order.pop(i0))
+    slowest = order[::-1]
+    if slowest == sorted(slowest):
+        return empty(shape, dtype)
+    base = empty(tuple(shape[a] for a in slowest), dtype)
+    estrides = [0] * len(shape)
+    for a, st in zip(slowest, base.estrides):
+        estrides[a] = st
+    return base.view(shape, tuple(estrides))
+
+
 def full(shape: tuple, value, dtype: np.dtype) -> DeviceArray:
     out = empty(shape, dtype)
     fill_(out, value)
@@ -135,7 +185,7 @@ def cast(x: DeviceArray, dtype: np.dtype) -> DeviceArray:
     dtype = np.dtype(dtype)
     if x.dtype == dtype:
         return x
-    out = empty(x.shape, dtype)
+    out = empty_like_layout(x.shape, dtype, [x])
     copy_(out, x)
     return out
 
@@ -284,7 +334,7 @@ def unary(op: str, x: DeviceArray) -> DeviceArray:
     if fn is None or (op in ew.FLOAT_ONLY and not _float(x.dtype)) or x.dtype.kind == "b" \
             and op not in ("logical_not", "bitwise_not", "abs", "sign"):
         return _host_path("unary", op, x)
-    out = empty(x.shape, _numpy_result_dtype("unary", op, x.dtype))
+    out = empty_like_layout(x.shape, _numpy_result_dtype("unary", op, x.dtype), [x])
     return launch_ew(fn, out, [x], upcast=is_half(x.dtype))
 
 
@@ -294,7 +344,8 @@ def binary(op: str, a: DeviceArray, b) -> DeviceArray:
         # the common case (two float32/float64 arrays of one shape): no cast, no broadcast
         fn = ew.BINARY.get(op)
         if fn is not None:
-            out = empty(a.shape, _numpy_result_dtype("binary", op, a.dtype, a.dtype))
+            out = empty_like_layout(a.shape, _numpy_result_dtype("binary", op, a.dtype, a.dtype),
+                                    [a, b])
             return launch_ew(fn, out, [a, b], upcast=False)
     number = not isinstance(b, DeviceArray)
     bd = b.dtype if not number else np.asarray(b).dtype
@@ -314,8 +365,8 @@ def binary(op: str, a: DeviceArray, b) -> DeviceArray:
             b = cast(b, work)  # (a float32 number of a half mul/div stays float32: the
             # kernel computes in float32 anyway, PyTorch's rounding)
     shape = broadcast_shape(a.shape, b.shape)
-    out = empty(shape, out_dt)
-    return launch_ew(fn, out, [expand(a, shape), expand(b, shape)], upcast=is_half(a.dtype))
+    ins = [expand(a, shape), expand(b, shape)]
+    return launch_ew(fn, empty_like_layout(shape, out_dt, ins), ins, upcast=is_half(a.dtype))
 
 
 def where(cond: DeviceArray, a, b) -> DeviceArray:
@@ -324,9 +375,8 @@ def where(cond: DeviceArray, a, b) -> DeviceArray:
     dt = np.result_type(ad, bd)
     a, b = cast(_as_device(a, ad), dt), cast(_as_device(b, bd), dt)
     shape = broadcast_shape(cond.shape, a.shape, b.shape)
-    out = empty(shape, dt)
-    return launch_ew(ew.f_where, out, [expand(cond, shape), expand(a, shape),
-                                       expand(b, shape)], upcast=False)
+    ins = [expand(cond, shape), expand(a, shape), expand(b, shape)]
+    return launch_ew(ew.f_where, empty_like_layout(shape, dt, ins), ins, upcast=False)
 
 
 def tanh_backward(g: DeviceArray, y: DeviceArray) -> DeviceArray:
@@ -358,8 +408,8 @@ def _fused_launch(fn, g: DeviceArray, saved) -> DeviceArray:
     """out = fn(g, *saved) in one launch; saved arrays/numbers are cast to g's dtype."""
     ins = [g] + [cast(_as_device(s, g.dtype), g.dtype) for s in saved]
     shape = broadcast_shape(*[a.shape for a in ins])
-    out = empty(shape, g.dtype)
-    return launch_ew(fn, out, [expand(a, shape) for a in ins], upcast=is_half(g.dtype))
+    ins = [expand(a, shape) for a in ins]
+    return launch_ew(fn, empty_like_layout(shape, g.dtype, ins), ins, upcast=is_half(g.dtype))
 
 
 # ---------------------------------------------------------------- reductions

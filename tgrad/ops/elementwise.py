@@ -20,6 +20,7 @@ from tgrad.autograd.function import _NOT_TENSOR, Function, differentiable_formul
 from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import (
     backend_of,
+    broadcast_or_raise,
     register_op,
     require_tensor,
     route_sparse,
@@ -908,6 +909,12 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 out = be.cast(out, narrow_to)
             y = wrap(out, dev)
         except ValueError as e:
+            # PyTorch's text, the same on every backend (NumPy's own text differs by backend:
+            # a ufunc's on the CPU, np.broadcast_shapes' on cuda)
+            try:
+                broadcast_or_raise(name, getattr(a, "shape", ()), getattr(b, "shape", ()))
+            except RuntimeError as err:
+                raise err from None
             raise RuntimeError(
                 f"{name}: the size of tensor a {list(getattr(a, 'shape', ()))} must match the "
                 f"size of tensor b {list(getattr(b, 'shape', ()))} at non-singleton dimensions "
