@@ -461,3 +461,23 @@ def test_solve_ex_info_has_the_batch_shape_of_a_not_of_the_broadcast():
     assert res.info.tolist() == [[0], [1]]
     assert LA.solve_ex(_t(a[None]), _t(b)).info.shape == (1,)
     assert LA.solve_ex(_t(np.stack([a, a])), _t(b[0])).info.shape == (2,)
+
+
+def test_det_hessian_nan_of_one_singular_matrix_stays_in_it():
+    """A batch holding the zero matrix (whose SVD-branch Hessian is NaN, as PyTorch's) and
+    the identity: the identity's Hessian of sum(det) contracted with ones is the finite
+    difference of sum(cofactors) there, not NaN leaking through the batched SVD."""
+    a = _t(np.stack([np.zeros((3, 3)), np.eye(3)]), requires_grad=True)
+    (g,) = tgrad.autograd.grad(LA.det(a).sum(), a, create_graph=True)
+    (h,) = tgrad.autograd.grad(g.sum(), a)
+
+    def cofactor_sum(m):
+        return (np.linalg.det(m) * np.linalg.inv(m).T).sum()
+
+    eps, fd = 1e-6, np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            e = np.zeros((3, 3))
+            e[i, j] = eps
+            fd[i, j] = (cofactor_sum(np.eye(3) + e) - cofactor_sum(np.eye(3) - e)) / (2 * eps)
+    np.testing.assert_allclose(h[1].numpy(), fd, atol=1e-7)

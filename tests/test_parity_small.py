@@ -241,11 +241,12 @@ print(json.dumps(out))
         dev, stride, values = res[name]
         assert dev == "cuda" and tuple(stride) == _LAYOUT_WANT[name], name
         np.testing.assert_allclose(np.array(values), ref, rtol=1e-6, atol=1e-6, err_msg=name)
-    # a broadcast error: PyTorch's text on both devices (NumPy's own text, which differs
-    # between the CPU's ufunc and cuda's broadcast_shapes, no longer leaks into it)
+    # a broadcast error: PyTorch's text, then both shapes, on both devices (NumPy's own
+    # text, which differs between the CPU's ufunc and cuda's broadcast_shapes, no longer
+    # leaks into it)
     for op in ("add", "logical_or", "maximum"):
         want = (f"{op}: The size of tensor a (5) must match the size of tensor b (2) at "
-                "non-singleton dimension 1")
+                "non-singleton dimension 1 (shapes [2, 5, 1] and [2, 1])")
         assert res[op] == want
         with pytest.raises(RuntimeError) as info:
             getattr(tgrad, op)(tgrad.ones(2, 5, 1), tgrad.ones(2, 1))

@@ -356,7 +356,7 @@ def as_strided(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
 _PI_50 = "3.14159265358979323846264338327950288419716939937510582097494"
 
 
-def erfcx_taylor(c: float, terms: int) -> list:
+def _erfcx_taylor(c: float, terms: int) -> list:
     """Taylor coefficients a_n of erfcx about c, in 80-digit decimals: a_0 = erfcx(c) =
     sum_n (-c)^n / Gamma(n/2 + 1), then erfcx' = 2 x erfcx - 2/sqrt(pi) gives a_1 = 2c a_0 -
     2/sqrt(pi) and (n + 1) a_(n+1) = 2c a_n + 2 a_(n-1)."""
@@ -381,7 +381,7 @@ def erfcx_taylor(c: float, terms: int) -> list:
 #                   Horner in x^2; the alternating terms lose under a bit at |x| <= 1)
 #   1 <= |x| < 6:   erf(x) = 1 - exp(-x^2) h(x),  h(x) = erfcx(x) = erfc(x) exp(x^2) smooth
 #                   and slowly varying: on [1, 2.5) its Taylor polynomial about 1.75 (28
-#                   terms, coefficients in 80-digit decimals: erfcx_taylor), on [2.5, 6) a
+#                   terms, coefficients in 80-digit decimals: _erfcx_taylor), on [2.5, 6) a
 #                   Chebyshev series (degree 20) interpolated once, at import, from
 #                   math.erfc (there erfc < 4.1e-4, so its ~1e-15 relative error is under
 #                   an ulp of erf; on [1, 2.5) such a series, the earlier form, gave erf(1)
@@ -389,7 +389,7 @@ def erfcx_taylor(c: float, terms: int) -> list:
 #   |x| >= 6:       erf(x) = sign(x)  (erfc(6) ~ 2e-17 is below half an ulp of 1)
 _ERF_TAYLOR = tuple((-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(18))[::-1]
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_ERFCX_MID = (1.0, 2.5, 1.75, erfcx_taylor(1.75, 28))  # (lo, hi, centre, coefs)
+_ERFCX_MID = (1.0, 2.5, 1.75, _erfcx_taylor(1.75, 28))  # (lo, hi, centre, coefs)
 
 
 def _erfc_scaled_cheb(a: float, b: float, deg: int = 20):
@@ -1003,8 +1003,9 @@ def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     if _is_float(dt):  # np.add.reduce is what np.sum runs, minus its Python wrapper
         token = _quiet_enter()  # inf + -inf: NaN without a warning, as PyTorch
         try:  # (the cast down to a half may overflow to inf: no warning either)
-            return _c(_down(np.add.reduce(x, axis=axes, dtype=compute_dtype(dt),
-                                          keepdims=keepdim), dt))
+            r = _down(np.add.reduce(x, axis=axes, dtype=compute_dtype(dt), keepdims=keepdim),
+                      dt)
+            return _c(r) if r.ndim > 1 else r  # (a fresh result of < 2 dims is C-contiguous)
         finally:
             _quiet_exit(token)
     return _c(np.asarray(np.add.reduce(x, axis=axes, dtype=np.int64, keepdims=keepdim)))
@@ -1026,12 +1027,13 @@ def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     try:
         total = np.add.reduce(_up(x), axis=axes, keepdims=keepdim)
         if isinstance(total, np.ndarray):  # an intp divisor selects NumPy's float64 loop
-            out = np.true_divide(total, np.intp(n), out=total, casting="unsafe")
-        elif total.dtype.kind == "c":
+            out = _down(np.true_divide(total, np.intp(n), out=total, casting="unsafe"), dt)
+            return _c(out) if out.ndim > 1 else out
+        if total.dtype.kind == "c":
             out = total.dtype.type(complex(total) / n)
         else:  # a scalar: Python floats are float64 and faster than NumPy scalar maths
             out = total.dtype.type(float(total) / n)
-        return _c(_down(out, dt))
+        return _down(out, dt)
     finally:
         _quiet_exit(token)
 

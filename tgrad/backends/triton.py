@@ -12,6 +12,7 @@ over zero classes, and dtypes the ops never pass, such as an integer ``mean``).
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 
@@ -47,6 +48,9 @@ def empty(shape: tuple, dtype: np.dtype) -> DeviceArray:
     return DeviceArray.empty(tuple(shape), dtype, _dev())
 
 
+_c_strides = functools.lru_cache(maxsize=512)(contiguous_strides)  # (per launch: cached)
+
+
 def empty_like_layout(shape: tuple, dtype: np.dtype, inputs) -> DeviceArray:
     """A new array for an elementwise result over ``inputs`` (arrays of ``shape``, broadcast
     dims at stride 0, or numbers), in the inputs' memory order as the NumPy backend's
@@ -57,7 +61,7 @@ def empty_like_layout(shape: tuple, dtype: np.dtype, inputs) -> DeviceArray:
     shape = tuple(shape)
     if len(shape) < 2:
         return empty(shape, dtype)
-    cs = contiguous_strides(shape)
+    cs = _c_strides(shape)
     arrs = []
     for a in inputs:
         if type(a) is DeviceArray and a.shape == shape:

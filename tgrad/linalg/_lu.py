@@ -400,10 +400,15 @@ class LinalgDet(Function):
         bad = ew.logical_or(ew.eq(d, 0.0), ew.logical_not(ew.isfinite(cof).all((-2, -1))))
         bad = ew.logical_and(bad, finite)
         if A.numel() and bool(bad.any()):  # one host read: the SVD only when needed
-            # (of the finite matrices only: the others are replaced by identities first)
-            eye_n = eye(A.shape[-1], dtype=A.dtype, device=A.device)
+            # (of the bad matrices only: the others are replaced by diag(1, ..., n) first,
+            # whose singular values are distinct, so the SVD's 1 / (s_i^2 - s_j^2) in a
+            # create_graph backward stays finite there and no NaN reaches another matrix
+            # of the batch through where's zero gradient)
+            n = A.shape[-1]
+            eye_n = eye(n, dtype=A.dtype, device=A.device)
             bad_m = bad.unsqueeze(-1).unsqueeze(-1)
-            safe = ew.where(finite.unsqueeze(-1).unsqueeze(-1), A, eye_n)
+            distinct = eye_n * arange(1, n + 1, dtype=A.dtype, device=A.device)
+            safe = ew.where(bad_m, A, distinct)
             # the inverse branch again with the bad matrices replaced by identities (and
             # their det by 1): where's zero gradient to the branch not taken then meets
             # finite values, so a create_graph backward (the Hessian of det at a singular

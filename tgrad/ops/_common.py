@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import operator
 
 import numpy as np
 
@@ -52,32 +53,40 @@ def promoted_float_dtype(op: str, input: Tensor, other: Tensor):  # noqa: A002
     return dt
 
 
+def _index_or_none(v):
+    """``v`` as a Python int (an int, a NumPy integer, a 0-d integer tensor), or None for
+    anything else (a bool too: PyTorch's parser refuses it where it wants ints)."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
 def int_tuple(op: str, name: str, value, position: int | None = None) -> tuple:
     """``value`` (an int, or a sequence of ints: Python or NumPy integers, one-element
     integer tensors) as a tuple of ints, or PyTorch's TypeError naming the op and the
     argument: '... must be tuple of ints, not float' / '..., but found element of type
     float at pos 0'. A bool is refused as PyTorch's parser does."""
-    import operator
+    if type(value) is tuple:  # the common case: a tuple of Python ints, returned as is
+        for v in value:
+            if type(v) is not int:
+                break
+        else:
+            return value
     where = f" (position {position})" if position else ""
-
-    def one(v):
-        if isinstance(v, (bool, np.bool_)):
-            return None
-        try:
-            return operator.index(v)
-        except TypeError:
-            return None
     if isinstance(value, Tensor) and value.ndim == 1:  # a 1-D integer tensor of sizes
         value = value.tolist()
     if not isinstance(value, (tuple, list)):
-        i = one(value)
+        i = _index_or_none(value)
         if i is None:
             raise TypeError(f"{op}(): argument '{name}'{where} must be tuple of ints, not "
                             f"{type(value).__name__}")
         return (i,)
     out = []
     for pos, v in enumerate(value):
-        i = one(v)
+        i = _index_or_none(v)
         if i is None:
             raise TypeError(f"{op}(): argument '{name}'{where} must be tuple of ints, but "
                             f"found element of type {type(v).__name__} at pos {pos}")

@@ -529,8 +529,9 @@ def _div_grads(g, a, b, y, need_a: bool, need_b: bool) -> tuple:
 
 _JOINT_RULES = {"div": _div_grads}  # binary ops whose two gradients share work
 
-# Ops PyTorch does not define for complex numbers (orderings, rounding divisions, bitwise)
-_NO_COMPLEX_BINARY = ("lt", "le", "gt", "ge", "maximum", "minimum", "atan2", "remainder",
+# Ops PyTorch does not define for complex numbers (orderings, rounding divisions, bitwise;
+# maximum / minimum raise a RuntimeError of their own in _prepare)
+_NO_COMPLEX_BINARY = ("lt", "le", "gt", "ge", "atan2", "remainder",
                       "fmod", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor",
                       "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm")
 
@@ -908,17 +909,15 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             if narrow_to is not None:
                 out = be.cast(out, narrow_to)
             y = wrap(out, dev)
-        except ValueError as e:
+        except ValueError:
             # PyTorch's text, the same on every backend (NumPy's own text differs by backend:
             # a ufunc's on the CPU, np.broadcast_shapes' on cuda)
+            sa, sb = getattr(a, "shape", ()), getattr(b, "shape", ())
             try:
-                broadcast_or_raise(name, getattr(a, "shape", ()), getattr(b, "shape", ()))
-            except RuntimeError as err:
-                raise err from None
-            raise RuntimeError(
-                f"{name}: the size of tensor a {list(getattr(a, 'shape', ()))} must match the "
-                f"size of tensor b {list(getattr(b, 'shape', ()))} at non-singleton dimensions "
-                f"({e})") from None
+                broadcast_or_raise(name, sa, sb)
+            except RuntimeError as err:  # PyTorch's text, then both shapes
+                raise RuntimeError(f"{err} (shapes {list(sa)} and {list(sb)})") from None
+            raise  # the shapes broadcast: another cause, NumPy's own error
         if is_cmp:
             ctx.mark_non_differentiable(y)
         elif saves and True in ctx.needs_input_grad:  # recording: keep what backward reads

@@ -20,7 +20,7 @@ import math
 
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
-from tgrad.backends.numpy import erfcx_taylor as _erfcx_taylor
+from tgrad.backends.numpy import _erfcx_taylor
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import apply_float_unary, route_sparse, tensor_method
 from tgrad.ops.inplace import inplace_method

@@ -249,8 +249,10 @@ def _rmatmul(self: Tensor, other) -> Tensor:
 @tensor_method("mm")
 @autocast_policy("lower")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
-    require_tensor("mm", input)
-    require_tensor("mm", mat2, "mat2", 2)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("mm", input)
+    if type(mat2) is not Tensor:
+        require_tensor("mm", mat2, "mat2", 2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
     if input._sparse or mat2._sparse:  # a sparse COO operand (tgrad.sparse)
@@ -261,8 +263,10 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("bmm")
 @autocast_policy("lower")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
-    require_tensor("bmm", input)
-    require_tensor("bmm", mat2, "mat2", 2)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("bmm", input)
+    if type(mat2) is not Tensor:
+        require_tensor("bmm", mat2, "mat2", 2)
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
     if input.shape[0] != mat2.shape[0]:

@@ -169,7 +169,8 @@ def view_dtype(input: Tensor, dtype) -> Tensor:  # noqa: A002
 def reshape(input: Tensor, *sizes, shape=None) -> Tensor:  # noqa: A002
     """A view when the strides allow, else a copy (as PyTorch); the new shape as ints, one
     sequence or the keyword ``shape``."""
-    require_tensor("reshape", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("reshape", input)
     if shape is not None:
         sizes = sizes_keyword("reshape", "shape", sizes, shape)
     shape = _infer_shape("reshape", sizes, input.numel())
@@ -260,7 +261,8 @@ class Unsqueeze(View):
 def permute(input: Tensor, *order, dims=None) -> Tensor:  # noqa: A002
     """The view with input's dims in the order ``dims`` (ints, one sequence or the keyword
     ``dims``)."""
-    require_tensor("permute", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("permute", input)
     dims = sizes_keyword("permute", "dims", order, dims)
     if len(dims) == 1 and not isinstance(dims[0], Tensor):  # one sequence (or a bad value)
         dims = dims[0]
@@ -279,7 +281,8 @@ def permute(input: Tensor, *order, dims=None) -> Tensor:  # noqa: A002
 @tensor_method("transpose")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:  # noqa: A002
     """Swap two dims (a view)."""
-    require_tensor("transpose", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("transpose", input)
     if input.ndim == 0:  # dims -1 and 0 name the one dim a 0-d tensor is treated as having
         _wrap_dim(dim0, 0, "transpose")
         _wrap_dim(dim1, 0, "transpose")
@@ -300,7 +303,8 @@ def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:  # noqa: A002
 
 @tensor_method("t")
 def t(input: Tensor) -> Tensor:  # noqa: A002
-    require_tensor("t", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("t", input)
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
@@ -328,7 +332,8 @@ Tensor.mT = property(_mT)
 def movedim(input: Tensor, source, destination) -> Tensor:  # noqa: A002
     """Move dim(s) ``source`` (an int or a sequence) to position(s) ``destination``; the
     other dims keep their order (a view)."""
-    require_tensor("movedim", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("movedim", input)
     srcs = tuple(source) if isinstance(source, (tuple, list)) else (source,)
     dsts = tuple(destination) if isinstance(destination, (tuple, list)) else (destination,)
     if len(srcs) != len(dsts):
@@ -392,8 +397,10 @@ def expand(input: Tensor, *sizes, size=None) -> Tensor:  # noqa: A002
         raise TypeError('expand() missing 1 required positional arguments: "size"')
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
-    if not all(type(s) is int for s in sizes):  # a float (even 2.0) is PyTorch's TypeError
-        sizes = tuple(_int_arg("expand", "size", s) for s in sizes)
+    for s in sizes:
+        if type(s) is not int:  # a float (even 2.0) is PyTorch's TypeError
+            sizes = tuple(_int_arg("expand", "size", s) for s in sizes)
+            break
     lead = len(sizes) - input.ndim
     if lead < 0:
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
@@ -443,7 +450,8 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 @tensor_method("squeeze")
 def squeeze(input: Tensor, dim=None) -> Tensor:  # noqa: A002
     """Remove size-1 dims (all, or those in ``dim``)."""
-    require_tensor("squeeze", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("squeeze", input)
     cls = Squeeze if dim is None else SqueezeDims if isinstance(dim, (tuple, list)) else \
         SqueezeDim
     return view_apply(cls, input, squeeze_dims(input, dim))
@@ -467,13 +475,15 @@ def squeeze_dims(input: Tensor, dim) -> tuple:  # noqa: A002
 
 @tensor_method("unsqueeze")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:  # noqa: A002
-    require_tensor("unsqueeze", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("unsqueeze", input)
     return view_apply(Unsqueeze, input, _wrap_dim(dim, input.ndim + 1, "unsqueeze"))
 
 
 @tensor_method("flatten")
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:  # noqa: A002
-    require_tensor("flatten", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("flatten", input)
     if input.ndim == 0:  # its dims wrap as one dim's (0 and -1), as PyTorch's
         _wrap_dim(start_dim, 0, "flatten")
         _wrap_dim(end_dim, 0, "flatten")
@@ -612,7 +622,8 @@ def stack(tensors, dim: int = 0) -> Tensor:
 @tensor_method("narrow")
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa: A002
     """The view input[..., start:start + length, ...] along ``dim``."""
-    require_tensor("narrow", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("narrow", input)
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, input.ndim, "narrow")
@@ -638,7 +649,8 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa:
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Views of consecutive pieces along ``dim``: equal pieces of ``split_size`` (the last
     may be smaller) or pieces with the listed sizes."""
-    require_tensor("split", tensor)
+    if type(tensor) is not Tensor:  # (a call only for others)
+        require_tensor("split", tensor)
     if tensor.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = _wrap_dim(dim, tensor.ndim, "split")
@@ -677,7 +689,8 @@ def _split_method(self: Tensor, split_size, dim: int = 0) -> tuple:
 @tensor_method("chunk")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
     """At most ``chunks`` views of size ceil(n / chunks) along ``dim`` (as PyTorch)."""
-    require_tensor("chunk", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("chunk", input)
     chunks = _int_arg("chunk", "chunks", chunks, 2)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
@@ -693,7 +706,8 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
 @tensor_method("unbind")
 def unbind(input: Tensor, dim: int = 0) -> tuple:  # noqa: A002
     """The slices along ``dim`` with that dim removed (views)."""
-    require_tensor("unbind", input)
+    if type(input) is not Tensor:  # (a call only for others)
+        require_tensor("unbind", input)
     if input.ndim == 0:
         raise IndexError("unbind: Dimension specified as 0 but tensor has no dimensions")
     d = _wrap_dim(dim, input.ndim, "unbind")

@@ -32,6 +32,7 @@ from tgrad.ops.gathering import _along_key
 from tgrad.ops.index import getitem
 from tgrad.return_types import values_indices
 from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import _int_arg as _tensor_int_arg
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode"]
 
@@ -52,10 +53,11 @@ register_op(Argsort)
 
 
 def _int_arg(op: str, name: str, pos: int, v) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be int, not "
-                        f"{type(v).__name__}")
-    return int(v)
+    """``v`` as an int (NumPy integers and one-element integer tensors too, as every
+    argument of tgrad's), a bool refused: PyTorch's TypeError naming op and argument."""
+    if type(v) is int:
+        return v
+    return _tensor_int_arg(op, name, v, pos, allow_bool=False)
 
 
 def _bool_arg(op: str, name: str, v, allow_none: bool = False) -> bool:
