@@ -97,7 +97,7 @@ def test_backward_under_no_grad_rules_called_by_hand():
         ga, gb = y.grad_fn(tgrad.tensor(G))
         np.testing.assert_allclose(ga.numpy(), G * Y, rtol=1e-15)
         np.testing.assert_allclose(gb.numpy(), G * X, rtol=1e-15)
-        with pytest.raises(RuntimeError, match="mul: the size of tensor a"):
+        with pytest.raises(RuntimeError, match="mul: The size of tensor a"):
             y.grad_fn(tgrad.ones(3))
 
 
