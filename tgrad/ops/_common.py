@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import numbers
 import operator
 
 import numpy as np
@@ -100,6 +101,15 @@ def require_tensor(op: str, value, name: str = "input", position: int | None = 1
         where = f" (position {position})" if position else ""
         raise TypeError(f"{op}(): argument '{name}'{where} must be Tensor, not "
                         f"{type(value).__name__}")
+
+
+def require_tensor_or_number(op: str, value, name: str, position: int,
+                             what: str = "Tensor or Number") -> None:
+    """PyTorch's TypeError when an argument that must be a Tensor or a number is neither
+    (``what``: PyTorch's wording for the op, "Number or Tensor" for linspace / logspace)."""
+    if not isinstance(value, (Tensor, numbers.Number, np.generic)):
+        raise TypeError(f"{op}(): argument '{name}' (position {position}) must be {what}, "
+                        f"not {type(value).__name__}")
 
 
 def tensors_only(name: str, fn, other_name: str = "other"):

@@ -4,7 +4,6 @@ from_numpy, manual_seed. Shapes may be given as varargs or one tuple."""
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 
 import numpy as np
@@ -14,7 +13,7 @@ from tgrad._layout import check_layout, strided
 from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import as_device
 from tgrad.dtypes import DType
-from tgrad.ops._common import int_tuple, require_tensor, sizes_keyword
+from tgrad.ops._common import int_tuple, require_tensor, require_tensor_or_number, sizes_keyword
 from tgrad.tensor import Storage, Tensor, _int_arg
 
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
@@ -795,9 +794,7 @@ def spaced_dtype(op: str, start, end, dtype) -> tuple[DType, bool]:
     default complex dtype from a complex bound (a number or tensor), else the default dtype;
     a given real dtype cannot take a complex bound."""
     for pos, (name, v) in enumerate((("start", start), ("end", end)), 1):
-        if not isinstance(v, (Tensor, numbers.Number, np.generic)):  # PyTorch's TypeError
-            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Number or "
-                            f"Tensor, not {type(v).__name__}")
+        require_tensor_or_number(op, v, name, pos, "Number or Tensor")
     cplx = any(v.dtype.is_complex if isinstance(v, Tensor)
                else isinstance(v, (complex, np.complexfloating)) for v in (start, end))
     if dtype is None:

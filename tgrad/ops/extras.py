@@ -9,7 +9,6 @@ be NaN), as in composite.py.
 from __future__ import annotations
 
 import math
-import numbers
 
 import ml_dtypes
 import numpy as np
@@ -25,6 +24,7 @@ from tgrad.ops._common import (
     fresh,
     int_tuple,
     require_tensor,
+    require_tensor_or_number,
     rounded_to,
     route_sparse,
     tensor_method,
@@ -184,9 +184,7 @@ def _tensors_in_result_dtype(a, b, op: str = "xlogy") -> tuple:
     """a and b as tensors of their promoted floating dtype (numbers become 0-d tensors);
     anything but a tensor or a number is PyTorch's TypeError naming ``op``."""
     for pos, (name, v) in enumerate((("input", a), ("other", b)), 1):
-        if not isinstance(v, (Tensor, numbers.Number, np.generic)):
-            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor or "
-                            f"Number, not {type(v).__name__}")
+        require_tensor_or_number(op, v, name, pos)
     t = a if isinstance(a, Tensor) else b
     dt = dtypes.result_type(a, b)
     if not dt.is_floating_point:

@@ -39,9 +39,6 @@ Maths (float16/bfloat16 computed in float32, rounded once):
 from __future__ import annotations
 
 import math
-import numbers
-
-import numpy as np
 
 from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function
@@ -50,6 +47,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     fresh,
     require_tensor,
+    require_tensor_or_number,
     rounded_to,
     route_sparse,
     same_device,
@@ -278,9 +276,7 @@ def copysign(input: Tensor, other) -> Tensor:  # noqa: A002
     """|input| with the sign of ``other`` (a tensor or a number; -0.0 is negative), in the
     promoted floating dtype;  d input = g sign(out) sign(input) (0 at input = 0)."""
     require_tensor("copysign", input)
-    if not isinstance(other, (Tensor, numbers.Number, np.generic)):
-        raise TypeError(f"copysign(): argument 'other' (position 2) must be Tensor or Number, "
-                        f"not {type(other).__name__}")
+    require_tensor_or_number("copysign", other, "other", 2)
     dt = dtypes.result_type(input, other)
     if dt.is_complex:
         raise dtypes.kernel_not_implemented("copysign_cpu", dt, ": complex numbers have no "
@@ -324,9 +320,7 @@ def float_power(input, exponent) -> Tensor:  # noqa: A002
         raise TypeError("float_power(): expected input or exponent to be a Tensor")
     pair = (input, exponent)
     for pos, (name, v) in enumerate((("input", input), ("exponent", exponent)), 1):
-        if not isinstance(v, (Tensor, numbers.Number, np.generic)):
-            raise TypeError(f"float_power(): argument '{name}' (position {pos}) must be Tensor "
-                            f"or Number, not {type(v).__name__}")
+        require_tensor_or_number("float_power", v, name, pos)
     if any(v.dtype.is_complex if isinstance(v, Tensor) else isinstance(v, complex)
            for v in pair):
         dt, num = dtypes.complex128, complex

@@ -22,16 +22,13 @@ One-argument ``where(condition)`` is not here: ``where`` lives in elementwise.py
 
 from __future__ import annotations
 
-import numbers
-
-import numpy as np
-
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     fresh,
     require_tensor,
+    require_tensor_or_number,
     same_device,
     tensor_method,
 )
@@ -121,9 +118,7 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False,  # noqa: A0
     """The bucket of each input value among the 1-D ``boundaries``: right=False:
     boundaries[i-1] < x <= boundaries[i]; right=True: boundaries[i-1] <= x < boundaries[i]
     (searchsorted(boundaries, input, right=right))."""
-    if not isinstance(input, (Tensor, numbers.Number, np.generic)):
-        raise TypeError(f"bucketize(): argument 'input' (position 1) must be Tensor or Number, "
-                        f"not {type(input).__name__}")
+    require_tensor_or_number("bucketize", input, "input", 1)
     require_tensor("bucketize", boundaries, "boundaries", 2)
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got "
