@@ -681,6 +681,34 @@ def test_python_conversions_of_empty_and_many_element_tensors():
         assert int(x) == 1 and x.item() == 1.5
 
 
+def test_float_of_a_tensor_requiring_grad_warns_only_in_grad_mode():
+    # PyTorch 2.13 warns only while grad mode is on: not under no_grad or inference_mode
+    # (so optim.LBFGS, whose step runs under no_grad, converts its loss silently)
+    import warnings
+    x = tgrad.tensor([2.5], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with tgrad.no_grad():
+            assert float(x) == 2.5
+        with tgrad.inference_mode():
+            assert float(x * 2) == 5.0
+    with tgrad.no_grad(), tgrad.enable_grad():
+        with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True"):
+            assert float(x) == 2.5
+    w = tgrad.tensor([1.0, -1.0], dtype=tgrad.float64, requires_grad=True)
+    opt = tgrad.optim.LBFGS([w], max_iter=5)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.step(closure)
+    assert w.abs().max().item() < 1e-6  # the minimum of |w|^2, at 0
+
+
 def test_numpy_ufuncs_on_tensors_return_tensors():
     n = np.array([1.0, 0.5])
     t = tgrad.tensor([1, 2])

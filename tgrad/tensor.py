@@ -18,7 +18,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._tensor_str import tensor_repr as _tensor_repr
-from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.grad_mode import STATE, is_grad_enabled
 from tgrad.device import CPU, Device
 
 
@@ -508,7 +508,9 @@ class Tensor:
         return v
 
     def __float__(self) -> float:
-        if self._requires_grad:  # PyTorch 2.13 warns for float() only (not int(), item())
+        # PyTorch 2.13 warns for float() only (not int(), item()), and only in grad mode
+        # (not under no_grad / inference_mode, e.g. inside optim.LBFGS's step)
+        if self._requires_grad and is_grad_enabled():
             warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
                           "unexpected behavior.\nConsider using tensor.detach() first.",
                           UserWarning, stacklevel=2)
