@@ -406,6 +406,33 @@ def test_signbit():
     _same(tgrad.signbit(tgrad.tensor([True, False])), np.array([False, False]))
 
 
+def test_signbit_and_copysign_read_a_nans_sign_bit():
+    # PyTorch's signbit reads the sign bit, a NaN's too: NumPy's np.signbit is the reference
+    neg_nan = np.copysign(NAN, -1.0)
+    x = np.array([NAN, neg_nan, -0.0, 0.0, -INF, INF, -2.5, 2.5])
+    for np_dt, dt in ((np.float64, tgrad.float64), (np.float32, tgrad.float32),
+                      (np.float16, tgrad.float16)):
+        v = x.astype(np_dt)
+        assert np.signbit(v).tolist() == [False, True, True, False, True, False, True, False]
+        _same(tgrad.signbit(tgrad.tensor(v)), np.signbit(v))
+        # a strided (transposed) view reads the same bits
+        m = np.stack([v, v[::-1]])
+        _same(tgrad.signbit(tgrad.tensor(m.T.copy()).t()), np.signbit(m))
+        # copysign takes the NaN's sign: -|2| where other is a NaN with the sign bit
+        got = tgrad.copysign(tgrad.full((8,), 2.0, dtype=dt), tgrad.tensor(v))
+        _same(got, np.copysign(np.full(8, 2.0, np_dt), v))
+    # bfloat16: the sign bit is the top bit of its 16 (ml_dtypes' bits, read as uint16)
+    b = tgrad.tensor(x).to(tgrad.bfloat16)
+    bits = b.numpy().view(np.uint16)
+    _same(tgrad.signbit(b), (bits >> 15).astype(bool))
+    with pytest.raises(NotImplementedError, match='"signbit_cpu" not implemented for '
+                                                  "'Float8_e4m3fn'"):
+        tgrad.signbit(tgrad.tensor([-1.0]).to(tgrad.float8_e4m3fn))
+    with pytest.raises(NotImplementedError, match="signbit is not implemented for complex "
+                                                  "tensors"):
+        tgrad.signbit(tgrad.tensor([1 + 1j]))
+
+
 def test_logaddexp_is_stable_and_its_gradient_is_the_sigmoid():
     a, b = _t([1000.0, -1000.0, 0.0]), _t([999.0, -1001.0, -800.0])
     _same(tgrad.logaddexp(a, b), np.logaddexp(_np(a), _np(b)), rtol=1e-15)

@@ -17,8 +17,8 @@ Maths (float16/bfloat16 computed in float32, rounded once):
   da = a / hypot (0 at a = b = 0 and at infinities, where PyTorch's a / hypot is NaN).
 - ``copysign(a, b)`` = |a| with the sign of b (-0.0 counts as negative); da = sign of the
   result times sign(a) (0 at a = 0, as PyTorch); no gradient to b.
-- ``signbit(x)``: x < 0, or x is -0.0 (atan2(x, -1) < 0). A NaN's sign bit is not
-  visible to tgrad's ops: signbit(NaN) is False whatever its sign (PyTorch reads the bit).
+- ``signbit(x)``: the sign bit, read as x.view(the signed integer of x's width) < 0: true
+  for x < 0, -0.0 and a NaN with the bit set, as PyTorch's.
 - ``fmax``/``fmin``: where(a >= b or b is NaN, a, b) (<= for fmin): NaN only where both
   are; the gradient goes to the chosen operand (to a on ties, as PyTorch).
 - ``float_power(a, b)`` = pow in float64.
@@ -236,19 +236,28 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 
 @tensor_method("signbit")
 def signbit(input: Tensor) -> Tensor:  # noqa: A002
-    """True where the sign is negative, -0.0 and -inf included (bool); False for NaN."""
+    """True where the sign bit is set (bool): -0.0, -inf and a NaN with its sign bit
+    included, as PyTorch's (float8: PyTorch's NotImplementedError)."""
     require_tensor("signbit", input)
     try:
         with no_grad():
             x = input.detach()
             if x.dtype is dtypes.bool_:
                 return ew.ne(x, x)
+            if x.dtype.is_complex:  # (PyTorch's text)
+                raise NotImplementedError("signbit is not implemented for complex tensors.")
             if not x.dtype.is_floating_point:
                 return ew.lt(x, 0)
-            # atan2(x, -1) is -pi for -0.0 and pi for +0.0, negative exactly for negative x
-            return ew.lt(ew.atan2(x, -1.0), 0.0)
+            dtypes.refuse_float8("signbit_cpu", x.dtype)
+            # the float's bytes read as the signed integer of its width (a view, no copy)
+            # are negative exactly where the sign bit is set
+            return ew.lt(x.view(_SIGNED_OF_WIDTH[x.dtype.itemsize]), 0)
     except RuntimeError as e:  # (free when nothing raises) a sparse COO input
         return route_sparse("signbit", e, input)
+
+
+# float element size -> the signed integer dtype of that width (signbit's view)
+_SIGNED_OF_WIDTH = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
 
 
 class _CopysignTensor(Function):
