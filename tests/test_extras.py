@@ -111,6 +111,20 @@ def test_flatten_of_a_0d_tensor_checks_its_dims():
             x.flatten(*args)
 
 
+def test_diff_order_zero_is_a_copy_without_prepend_append():
+    # n=0: the input itself (PyTorch's and NumPy's), not the concatenation with prepend
+    x = _t([[1.0, 4.0, 9.0], [2.0, 3.0, 5.0]], requires_grad=True)
+    y = tgrad.diff(x, n=0, dim=0, prepend=_t([[0.0, 0.0, 0.0]]), append=_t([[7.0, 7.0, 7.0]]))
+    np.testing.assert_array_equal(y.detach().numpy(), np.diff(x.detach().numpy(), n=0, axis=0))
+    assert y.shape == (2, 3) and y is not x
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 3)))
+    with pytest.raises(RuntimeError, match=r"input.size\(0\) = 2, but got tensor.size\(0\) = 1"):
+        tgrad.diff(x, n=0, prepend=_t([[0.0]]))  # the shapes are checked all the same
+    with pytest.raises(TypeError, match=r"diff\(\): argument 'prepend' must be Tensor, not float"):
+        tgrad.diff(x, prepend=1.0)
+
+
 @pytest.mark.parametrize("call, err, msg", [
     (lambda: tgrad.take(tgrad.ones(2, 2), tgrad.tensor([4])), IndexError,
      r"take\(\): index 4 out of range for tensor of size \[2, 2\]"),

@@ -691,6 +691,10 @@ def test_searchsorted_nan_inf_mixed_dtypes_sorter_and_scalars():
      "side can only be 'left' or 'right' but got middle"),
     (lambda: tgrad.bucketize(tgrad.ones(2), tgrad.ones(2, 2)),
      r"boundaries tensor must be 1 dimension, but got dim\(2\)"),
+    (lambda: tgrad.searchsorted(tgrad.ones(3), tgrad.ones(2), sorter=tgrad.tensor([0, 1, 3])),
+     r"searchsorted\(\): sorter index out of range"),
+    (lambda: tgrad.searchsorted(tgrad.ones(3), tgrad.ones(2), sorter=tgrad.tensor([0, -1, 2])),
+     r"searchsorted\(\): sorter index out of range"),
 ])
 def test_searchsorted_errors(call, msg):
     with pytest.raises(RuntimeError, match=msg):

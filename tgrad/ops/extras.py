@@ -252,7 +252,8 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
 @tensor_method("diff")
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,  # noqa: A002
          append: Tensor | None = None) -> Tensor:
-    """The n-th forward difference along ``dim`` (after concatenating prepend / append)."""
+    """The n-th forward difference along ``dim`` (after concatenating prepend / append);
+    n=0 gives a copy of input, without prepend / append (as PyTorch)."""
     require_tensor("diff", input)
     n = _int_arg("diff", "n", n, 2)
     d = _wrap_dim(dim, input.ndim, "diff")
@@ -261,10 +262,21 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     for name, t in (("prepend", prepend), ("append", append)):
+        if t is not None:
+            require_tensor("diff", t, name, None)
         if t is not None and t.ndim != input.ndim:
             raise RuntimeError(f"diff expects prepend or append to be the same dimension as "
                                f"input (got {name} of shape {list(t.shape)} for input of "
                                f"shape {list(input.shape)})")
+        if t is not None:
+            for i in range(input.ndim):
+                if i != d and t.shape[i] != input.shape[i]:
+                    raise RuntimeError(
+                        f"diff expects the shape of tensor to prepend or append to match that "
+                        f"of input except along the differencing dimension; input.size({i}) = "
+                        f"{input.shape[i]}, but got tensor.size({i}) = {t.shape[i]}")
+    if n == 0:  # PyTorch (and NumPy): the input itself (a copy), prepend / append unused
+        return input.clone()
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     (x,), half = widen_halves(x)  # halves: n subtractions in float32, one rounding

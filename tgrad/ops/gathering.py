@@ -151,6 +151,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
                            f"{dtypes.SCALAR_TYPE_NAMES[indices.dtype]}")
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
+    if input.ndim == 0:  # PyTorch's error (no dim to take along)
+        raise IndexError(f"take_along_dim(): Dimension specified as {dim} but tensor has no "
+                         f"dimensions (pass dim=None to index the 0-d input)")
     d = _wrap_dim(dim, input.ndim, "take_along_dim")
     if input.ndim != indices.ndim:
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
@@ -166,6 +169,12 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     shape_in, shape_ix = list(input.shape), list(indices.shape)
     for k in range(input.ndim):
         if k != d:
+            if shape_in[k] != shape_ix[k] and 1 not in (shape_in[k], shape_ix[k]):
+                raise RuntimeError(f"take_along_dim(): The size of tensor a ({shape_in[k]}) "
+                                   f"must match the size of tensor b ({shape_ix[k]}) at "
+                                   f"non-singleton dimension {k} (input of shape "
+                                   f"{list(input.shape)}, indices of shape "
+                                   f"{list(indices.shape)})")
             m = shape_in[k] if shape_ix[k] == 1 else shape_ix[k]
             shape_in[k] = shape_ix[k] = m
     return gather(input.expand(shape_in), d, indices.expand(shape_ix))

@@ -87,6 +87,11 @@ def searchsorted(sorted_sequence: Tensor, values, *, out_int32: bool = False,
                 raise RuntimeError(f"torch.searchsorted(): sorter must be an int64 tensor of "
                                    f"the boundaries' shape {list(seq.shape)}, got "
                                    f"{sorter.dtype.name} {list(sorter.shape)}")
+            size = seq.shape[-1]
+            if sorter.numel() and (int(sorter.min()) < 0 or int(sorter.max()) >= size):
+                raise RuntimeError(f"torch.searchsorted(): sorter index out of range (sorter "
+                                   f"values must lie in [0, {size}), the boundaries' last "
+                                   f"dim)")
             seq = take_along_dim(seq, sorter, -1)
         dt = dtypes.result_type(seq, v)
         if dt is dtypes.bool_:  # (PyTorch's type and kernel text; a bool with a number is fine)
