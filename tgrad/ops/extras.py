@@ -554,7 +554,13 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
         nkey, _ = normalize_key(key, self.device)
         vals = values if isinstance(values, Tensor) else tensor(values, dtype=self.dtype,
                                                                 device=self.device)
-        shape = getitem(self.detach(), key).shape
+        try:
+            shape = getitem(self.detach(), key).shape
+        except IndexError as e:  # an out-of-range index: the text names this op
+            msg = str(e)
+            if msg.startswith("index: "):
+                raise IndexError(f"index_put_: {msg[len('index: '):]}") from None
+            raise
         add = IndexAdd.apply(vals.to(self.dtype).expand(shape), nkey, self.shape)
         return apply_inplace(self, "index_put_", lambda x, a: x + a, add)
     self[key] = values

@@ -489,7 +489,7 @@ class IndexPut(Function):
         try:
             be.index_put_(out, key, vals)
         except IndexError as e:
-            raise IndexError(f"index_put_: {e}") from None
+            raise IndexError(f"index_put_: {str(e).replace('axis', 'dimension')}") from None
         except ValueError as e:  # PyTorch: a RuntimeError naming both shapes
             raise RuntimeError(f"index_put_: shape mismatch: value tensor of shape "
                                f"{list(np.shape(vals))} cannot be broadcast to the indexed "
