@@ -136,6 +136,10 @@ def test_diff_order_zero_is_a_copy_without_prepend_append():
     (lambda: tgrad.ones(3).repeat_interleave(tgrad.tensor([1, 2])), RuntimeError,
      r"repeats must have the same size as input along dim"),
     (lambda: tgrad.ones(3).repeat_interleave(-1), RuntimeError, "repeats can not be negative"),
+    (lambda: tgrad.repeat_interleave(tgrad.tensor(3)), RuntimeError,  # (was [0, 0, 0])
+     r"repeat_interleave only accept 1D vector as repeat \(got a tensor of shape \[\]\)"),
+    (lambda: tgrad.repeat_interleave(tgrad.tensor([[1, 2]])), RuntimeError,
+     "repeat_interleave only accept 1D vector as repeat"),
     (lambda: tgrad.diff(tgrad.tensor(1.0)), RuntimeError,
      "diff expects input to be at least one-dimensional"),
     (lambda: tgrad.diff(tgrad.ones(3, 4), prepend=tgrad.ones(4)), RuntimeError,

@@ -298,6 +298,9 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
     repeated input[i] times."""
     require_tensor("repeat_interleave", input)
     if repeats is None:
+        if input.ndim != 1:  # (PyTorch's text: a 0-d count is refused too)
+            raise RuntimeError(f"repeat_interleave only accept 1D vector as repeat (got a "
+                               f"tensor of shape {list(input.shape)})")
         dt = input.dtype if input.dtype in (dtypes.int32, dtypes.int64) else dtypes.int64
         return repeat_interleave(arange(input.numel(), dtype=dt, device=input.device), input,
                                  0, output_size=output_size)

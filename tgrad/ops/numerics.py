@@ -50,12 +50,18 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
     _check_dtypes("histogram", input, [bins] if isinstance(bins, Tensor) else None)
     x = input.reshape(-1)
     if isinstance(bins, Tensor):
+        if range is not None:  # (PyTorch: no overload takes both)
+            raise TypeError("histogram(): range= goes with an int bins only; with a bins "
+                            "tensor the edges give the range")
         edges = bins
         if edges.ndim != 1 or edges.numel() < 2:
             raise RuntimeError("torch.histogram: bins tensor should have one dimension and "
                                "at least 2 elements")
         n = edges.numel() - 1
     else:
+        if not isinstance(bins, numbers.Integral):
+            raise TypeError(f"histogram(): argument 'bins' must be int or Tensor, not "
+                            f"{type(bins).__name__}")
         n = int(bins)
         if n <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {n}")
