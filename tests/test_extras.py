@@ -131,6 +131,10 @@ def test_diff_order_zero_is_a_copy_without_prepend_append():
     (lambda: tgrad.ones(3, 4).index_put_((tgrad.tensor([0]), tgrad.tensor([-5])),
                                          tgrad.tensor(1.0), accumulate=True), IndexError,
      r"^index_put_: index -5 is out of bounds for dimension 1 with size 4"),
+    (lambda: tgrad.ones(3, 4).index_put_((tgrad.tensor([[True, False, True, True]] * 3),),
+                                         tgrad.ones(2)), RuntimeError,
+     r"index_put_: shape mismatch: value tensor of shape \[2\] cannot be broadcast to "
+     r"indexing result of shape \[9\]$"),
     (lambda: tgrad.take(tgrad.ones(2, 2), tgrad.tensor([4])), IndexError,
      r"take\(\): index 4 out of range for tensor of size \[2, 2\]"),
     (lambda: tgrad.ones(3).repeat_interleave(tgrad.tensor([1, 2])), RuntimeError,

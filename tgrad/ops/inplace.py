@@ -491,9 +491,11 @@ class IndexPut(Function):
         except IndexError as e:
             raise IndexError(f"index_put_: {str(e).replace('axis', 'dimension')}") from None
         except ValueError as e:  # PyTorch: a RuntimeError naming both shapes
+            got = _indexed_shape(x.shape, key)
+            where = f"indexing result of shape {got}" if got is not None else \
+                f"the indexed positions of tensor of shape {list(x.shape)} ({e})"
             raise RuntimeError(f"index_put_: shape mismatch: value tensor of shape "
-                               f"{list(np.shape(vals))} cannot be broadcast to the indexed "
-                               f"positions of tensor of shape {list(x.shape)} ({e})") from None
+                               f"{list(np.shape(vals))} cannot be broadcast to {where}") from None
         ctx.key = key
         ctx.v_shape = v.shape if isinstance(v, Tensor) else None
         return wrap(out, x.device)
@@ -510,6 +512,15 @@ class IndexPut(Function):
 
 
 register_op(IndexPut)
+
+
+def _indexed_shape(shape: tuple, key) -> list | None:
+    """The shape of x[key] for a host key (PyTorch's "indexing result" in errors), from a
+    zero-stride view (no copy of x); None where the key does not index a NumPy array."""
+    try:
+        return list(np.broadcast_to(np.zeros((), np.int8), shape)[key].shape)
+    except Exception:  # noqa: BLE001 (a device key: the caller words it without the shape)
+        return None
 
 
 def _outside(like: Tensor, key) -> Tensor:
