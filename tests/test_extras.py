@@ -207,6 +207,13 @@ def test_second_review_edges():
     assert _t([[1.0, 2.0]]).index_fill(1, tgrad.tensor([-1]), 0.0).tolist() == [[1.0, 0.0]]
     assert tgrad.lerp(tgrad.tensor([1.0]), tgrad.tensor([3.0]), _t(0.5)).tolist() == [2.0]
     assert tgrad.tensor(5.0).index_add(0, tgrad.tensor([0]), tgrad.tensor(2.0)).item() == 7.0
+    for call in (lambda: tgrad.tensor(5.0).index_add(0, tgrad.tensor([0, 0]), _t([2.0, 3.0])),
+                 lambda: tgrad.tensor(5.0).index_reduce(0, tgrad.tensor([0]), tgrad.ones(1),
+                                                        "prod")):
+        # the source of a 0-d input is 0-d (PyTorch's check; [2, 3] was summed into it)
+        with pytest.raises(RuntimeError, match=r"source tensor shape must match self tensor "
+                                               r"shape.*self.shape = \[\] source.shape = \["):
+            call()
     assert tgrad.scatter(tgrad.tensor(1.0), 0, tgrad.tensor([0]), tgrad.tensor(5.0)).item() == 5.0
     assert tgrad.tensor(5.0).index_fill(0, tgrad.tensor([0]), 2.0).item() == 2.0
     assert tgrad.inner(tgrad.zeros(2, 0), tgrad.zeros(3, 0)).tolist() == [[0.0] * 3] * 2

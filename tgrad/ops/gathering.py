@@ -259,6 +259,10 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
     require_tensor("index_add", index, "index", 3)
     require_tensor("index_add", source, "source", 4)
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
+        if source.ndim:  # (PyTorch's check: the source of a 0-d input is 0-d too)
+            raise RuntimeError(f"index_add(): source tensor shape must match self tensor "
+                               f"shape, excluding the specified dimension. Got self.shape = "
+                               f"[] source.shape = {list(source.shape)}")
         return fresh(index_add(input.reshape(1), dim, index.reshape(-1), source.reshape(-1),
                                alpha=alpha).reshape(()))
     d = _wrap_dim(dim, input.ndim, "index_add")

@@ -226,6 +226,10 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     if not isinstance(source, Tensor):
         raise TypeError(f"index_reduce(): argument 'source' (position 3) must be Tensor, not "
                         f"{type(source).__name__}")
+    if input.ndim == 0 and source.ndim:  # (PyTorch's check, as index_add's)
+        raise RuntimeError(f"index_reduce(): source tensor shape must match self tensor "
+                           f"shape, excluding the specified dimension. Got self.shape = [] "
+                           f"source.shape = {list(source.shape)}")
     d = _wrap_dim(dim, max(input.ndim, 1), "index_reduce")
     n = source.shape[d] if source.ndim else 1
     if index.numel() != n:
