@@ -332,5 +332,19 @@ def test_advanced_index_assignment_requires_matching_dtypes_as_pytorch():
     y = tgrad.zeros(3, dtype=tgrad.int64)
     y.index_put_((tgrad.tensor([True, False, True]),), tgrad.tensor(2.7, dtype=tgrad.float64))
     assert y.tolist() == [2, 0, 2]
+    # the masked_fill_ path checks the value as a number (PyTorch's value.item()): no silent
+    # wrap, NaN integer or dropped imaginary part
+    mask = tgrad.tensor([True, False, True])
+    for dst, v in ((tgrad.zeros(3, dtype=tgrad.int8), tgrad.tensor(300)),
+                   (tgrad.zeros(3, dtype=tgrad.int64), tgrad.tensor(math.nan)),
+                   (tgrad.zeros(3), tgrad.tensor(1 + 1j)),
+                   (tgrad.zeros(3, dtype=tgrad.float16), tgrad.tensor(1e6))):
+        with pytest.raises(RuntimeError, match="cannot be converted to type .* without "
+                                               "overflow"):
+            dst[mask] = v
+        assert dst.tolist() == [0, 0, 0]
+    u = tgrad.zeros(3, dtype=tgrad.uint8)
+    u[mask] = tgrad.tensor(-1)  # -255..-1 wrap into uint8, as PyTorch
+    assert u.tolist() == [255, 0, 255]
     with pytest.raises(RuntimeError, match="Index put requires the source"):
         y[tgrad.tensor([True, False, True])] = tgrad.tensor([1.0, 2.0])  # two elements

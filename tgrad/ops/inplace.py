@@ -593,7 +593,10 @@ def setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor) and value.dtype is not self.dtype:
         if not _mask_fill_key(nkey, value):
             raise index_put_dtype_error(self, value)
-        value = value.to(self.dtype)  # PyTorch's masked_fill_ path: value.item(), cast
+        # PyTorch's masked_fill_ path: value.item() (a CPU value here), checked, cast (300
+        # into int8, NaN into int64, 1j into float32, 1e6 into float16 raise, as PyTorch)
+        dtypes.check_value_fits("masked_fill_", value.item(), self.dtype)
+        value = value.to(self.dtype)
     elif not isinstance(value, Tensor) and self.dtype is dtypes.uint8 and value < 0:
         value = dtypes.number_as(value, self.dtype)  # -255..-1 (checked above) wrap: -1 is 255
     apply_inplace(self, "index_put_", lambda x, v: IndexPut.apply(x, nkey, v), value)
