@@ -116,6 +116,16 @@ def test_take_along_dim_negative_indices_with_a_dim():
         tgrad.take_along_dim(tgrad.tensor(a), tgrad.tensor([[0]], dtype=tgrad.int32), 1)
 
 
+def test_scatter_dims_error_names_the_tensor_that_differs():
+    x, idx = tgrad.zeros(2, 3), tgrad.tensor([[0, 1]])
+    with pytest.raises(RuntimeError, match=r"scatter\(\): Index tensor must have the same "
+                                           r"number of dimensions as src tensor"):
+        tgrad.scatter(x, 1, idx, tgrad.tensor(1.0))  # a 0-d tensor is no value= (PyTorch's)
+    with pytest.raises(RuntimeError, match=r"scatter_add\(\): Index tensor must have the "
+                                           r"same number of dimensions as self tensor"):
+        tgrad.scatter_add(x, 1, tgrad.tensor([0]), tgrad.ones(1))
+
+
 def test_take_along_dim_errors_0d_input_and_unbroadcastable_indices():
     # a 0-d input has no dim to take along (PyTorch's IndexError); dim=None indexes it
     with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dim"):

@@ -188,10 +188,11 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
     ``dim``, after PyTorch's checks (dims, sizes, range, src dtype)."""
     require_tensor(op, index, "index", 3)
     d = _wrap_dim(dim, input.ndim, op)
-    if max(index.ndim, 1) != max(input.ndim, 1) or (
-            isinstance(src, Tensor) and max(src.ndim, 1) != max(input.ndim, 1)):
-        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
-                           f"self tensor")
+    for name, t in (("self", input), ("src", src)):  # (PyTorch's text names the tensor)
+        if isinstance(t, Tensor) and max(index.ndim, 1) != max(t.ndim, 1):
+            raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions "
+                               f"as {name} tensor (index of shape {list(index.shape)}, {name} "
+                               f"of shape {list(t.shape)})")
     if isinstance(src, Tensor) and src.dtype is not input.dtype:
         raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype (got "
                            f"{input.dtype.name} and {src.dtype.name})")
