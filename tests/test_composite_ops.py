@@ -30,6 +30,19 @@ def test_masked_fill_keeps_int_and_bool_dtypes_casting_the_value():
     with pytest.raises(RuntimeError, match="masked_fill: value -1000000000.0 cannot be "
                                            "converted to type float16 without overflow"):
         tgrad.zeros(3, dtype=tgrad.float16).masked_fill(mask, -1e9)
+    # a 0-d tensor value of another dtype is read as a number and checked the same way, by
+    # masked_fill and index_fill (they wrapped 300 to 44, made NaN INT_MIN, 1e6 inf)
+    for dt, v in ((tgrad.int8, tgrad.tensor(300)), (tgrad.int64, tgrad.tensor(math.nan)),
+                  (tgrad.float16, tgrad.tensor(-1e9)), (tgrad.uint8, tgrad.tensor(-300))):
+        for fill in (lambda x, v=v: x.masked_fill(mask, v), lambda x, v=v: x.masked_fill_(mask, v),
+                     lambda x, v=v: x.index_fill(0, tgrad.tensor([0, 2]), v)):
+            with pytest.raises(RuntimeError, match=f"cannot be converted to type {dt.name} "
+                                                   f"without overflow"):
+                fill(tgrad.zeros(3, dtype=dt))
+    assert tgrad.zeros(3, dtype=tgrad.uint8).masked_fill(mask, tgrad.tensor(-1)).tolist() == \
+        [255, 0, 255]  # -255..-1 wrap, as PyTorch
+    assert tgrad.zeros(3, dtype=tgrad.int32).index_fill(0, tgrad.tensor([1]),
+                                                       tgrad.tensor(2.7)).tolist() == [0, 2, 0]
 
 
 def test_masked_fill_value_tensor_gets_the_masked_gradient_sum():

@@ -111,12 +111,39 @@ def test_flatten_of_a_0d_tensor_checks_its_dims():
             x.flatten(*args)
 
 
+def test_diff_order_zero_is_a_copy_without_prepend_append():
+    # n=0: the input itself (PyTorch's and NumPy's), not the concatenation with prepend
+    x = _t([[1.0, 4.0, 9.0], [2.0, 3.0, 5.0]], requires_grad=True)
+    y = tgrad.diff(x, n=0, dim=0, prepend=_t([[0.0, 0.0, 0.0]]), append=_t([[7.0, 7.0, 7.0]]))
+    np.testing.assert_array_equal(y.detach().numpy(), np.diff(x.detach().numpy(), n=0, axis=0))
+    assert y.shape == (2, 3) and y is not x
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 3)))
+    with pytest.raises(RuntimeError, match=r"input.size\(0\) = 2, but got tensor.size\(0\) = 1"):
+        tgrad.diff(x, n=0, prepend=_t([[0.0]]))  # the shapes are checked all the same
+    with pytest.raises(TypeError, match=r"diff\(\): argument 'prepend' must be Tensor, not float"):
+        tgrad.diff(x, prepend=1.0)
+
+
 @pytest.mark.parametrize("call, err, msg", [
+    (lambda: tgrad.ones(3, 4).index_put_((tgrad.tensor([5]),), tgrad.tensor(1.0)), IndexError,
+     r"^index_put_: index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda: tgrad.ones(3, 4).index_put_((tgrad.tensor([0]), tgrad.tensor([-5])),
+                                         tgrad.tensor(1.0), accumulate=True), IndexError,
+     r"^index_put_: index -5 is out of bounds for dimension 1 with size 4"),
+    (lambda: tgrad.ones(3, 4).index_put_((tgrad.tensor([[True, False, True, True]] * 3),),
+                                         tgrad.ones(2)), RuntimeError,
+     r"index_put_: shape mismatch: value tensor of shape \[2\] cannot be broadcast to "
+     r"indexing result of shape \[9\]$"),
     (lambda: tgrad.take(tgrad.ones(2, 2), tgrad.tensor([4])), IndexError,
      r"take\(\): index 4 out of range for tensor of size \[2, 2\]"),
     (lambda: tgrad.ones(3).repeat_interleave(tgrad.tensor([1, 2])), RuntimeError,
      r"repeats must have the same size as input along dim"),
     (lambda: tgrad.ones(3).repeat_interleave(-1), RuntimeError, "repeats can not be negative"),
+    (lambda: tgrad.repeat_interleave(tgrad.tensor(3)), RuntimeError,  # (was [0, 0, 0])
+     r"repeat_interleave only accept 1D vector as repeat \(got a tensor of shape \[\]\)"),
+    (lambda: tgrad.repeat_interleave(tgrad.tensor([[1, 2]])), RuntimeError,
+     "repeat_interleave only accept 1D vector as repeat"),
     (lambda: tgrad.diff(tgrad.tensor(1.0)), RuntimeError,
      "diff expects input to be at least one-dimensional"),
     (lambda: tgrad.diff(tgrad.ones(3, 4), prepend=tgrad.ones(4)), RuntimeError,
@@ -180,6 +207,13 @@ def test_second_review_edges():
     assert _t([[1.0, 2.0]]).index_fill(1, tgrad.tensor([-1]), 0.0).tolist() == [[1.0, 0.0]]
     assert tgrad.lerp(tgrad.tensor([1.0]), tgrad.tensor([3.0]), _t(0.5)).tolist() == [2.0]
     assert tgrad.tensor(5.0).index_add(0, tgrad.tensor([0]), tgrad.tensor(2.0)).item() == 7.0
+    for call in (lambda: tgrad.tensor(5.0).index_add(0, tgrad.tensor([0, 0]), _t([2.0, 3.0])),
+                 lambda: tgrad.tensor(5.0).index_reduce(0, tgrad.tensor([0]), tgrad.ones(1),
+                                                        "prod")):
+        # the source of a 0-d input is 0-d (PyTorch's check; [2, 3] was summed into it)
+        with pytest.raises(RuntimeError, match=r"source tensor shape must match self tensor "
+                                               r"shape.*self.shape = \[\] source.shape = \["):
+            call()
     assert tgrad.scatter(tgrad.tensor(1.0), 0, tgrad.tensor([0]), tgrad.tensor(5.0)).item() == 5.0
     assert tgrad.tensor(5.0).index_fill(0, tgrad.tensor([0]), 2.0).item() == 2.0
     assert tgrad.inner(tgrad.zeros(2, 0), tgrad.zeros(3, 0)).tolist() == [[0.0] * 3] * 2
@@ -298,5 +332,19 @@ def test_advanced_index_assignment_requires_matching_dtypes_as_pytorch():
     y = tgrad.zeros(3, dtype=tgrad.int64)
     y.index_put_((tgrad.tensor([True, False, True]),), tgrad.tensor(2.7, dtype=tgrad.float64))
     assert y.tolist() == [2, 0, 2]
+    # the masked_fill_ path checks the value as a number (PyTorch's value.item()): no silent
+    # wrap, NaN integer or dropped imaginary part
+    mask = tgrad.tensor([True, False, True])
+    for dst, v in ((tgrad.zeros(3, dtype=tgrad.int8), tgrad.tensor(300)),
+                   (tgrad.zeros(3, dtype=tgrad.int64), tgrad.tensor(math.nan)),
+                   (tgrad.zeros(3), tgrad.tensor(1 + 1j)),
+                   (tgrad.zeros(3, dtype=tgrad.float16), tgrad.tensor(1e6))):
+        with pytest.raises(RuntimeError, match="cannot be converted to type .* without "
+                                               "overflow"):
+            dst[mask] = v
+        assert dst.tolist() == [0, 0, 0]
+    u = tgrad.zeros(3, dtype=tgrad.uint8)
+    u[mask] = tgrad.tensor(-1)  # -255..-1 wrap into uint8, as PyTorch
+    assert u.tolist() == [255, 0, 255]
     with pytest.raises(RuntimeError, match="Index put requires the source"):
         y[tgrad.tensor([True, False, True])] = tgrad.tensor([1.0, 2.0])  # two elements

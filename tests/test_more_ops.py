@@ -701,6 +701,9 @@ def test_searchsorted_nan_inf_mixed_dtypes_sorter_and_scalars():
           np.searchsorted(unsorted, [1.5, 3.0], sorter=order))
     got = tgrad.searchsorted(_t(seq), 2.0, right=True)
     assert got.shape == () and got.item() == 4
+    # the values' keyword is PyTorch's ``input``
+    _same(tgrad.searchsorted(sorted_sequence=_t(seq), input=_t(vals[1:])),
+          np.searchsorted(seq, vals[1:]))
     m = np.sort(_randn(4, 6), axis=0)
     v = _randn(3, 6)
     _same(tgrad.searchsorted(_t(m).t(), _t(v).t()), _searchsorted_ref(m.T, v.T, False))
@@ -718,6 +721,10 @@ def test_searchsorted_nan_inf_mixed_dtypes_sorter_and_scalars():
      "side can only be 'left' or 'right' but got middle"),
     (lambda: tgrad.bucketize(tgrad.ones(2), tgrad.ones(2, 2)),
      r"boundaries tensor must be 1 dimension, but got dim\(2\)"),
+    (lambda: tgrad.searchsorted(tgrad.ones(3), tgrad.ones(2), sorter=tgrad.tensor([0, 1, 3])),
+     r"searchsorted\(\): sorter index out of range"),
+    (lambda: tgrad.searchsorted(tgrad.ones(3), tgrad.ones(2), sorter=tgrad.tensor([0, -1, 2])),
+     r"searchsorted\(\): sorter index out of range"),
 ])
 def test_searchsorted_errors(call, msg):
     with pytest.raises(RuntimeError, match=msg):

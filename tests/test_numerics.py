@@ -61,6 +61,19 @@ def test_histogram_edges_weights_density_and_edge_cases():
         tgrad.histogramdd(_t([[1.0, np.nan]]), 2)
     with pytest.raises(RuntimeError, match="same shape as the input"):
         tgrad.histogram(_t(x), 3, weight=_t([1.0]))
+    # a weight of another dtype is refused, not converted (PyTorch's error)
+    with pytest.raises(RuntimeError, match=r"input tensor and weight tensor should have the "
+                                           r"same dtype, but got input\(float64\), and "
+                                           r"weight\(float32\)"):
+        tgrad.histogram(_t(x), 3, weight=_t(x).float())
+    with pytest.raises(RuntimeError, match=r"histogramdd: .* same dtype"):
+        tgrad.histogramdd(_t([[1.0, 2.0]]), 2, weight=tgrad.ones(1))
+    # bins: an int or an edges tensor (a list was int()'s TypeError); range= only with an
+    # int (PyTorch has no overload with both: it was ignored)
+    with pytest.raises(TypeError, match="argument 'bins' must be int or Tensor, not list"):
+        tgrad.histogram(_t(x), [0.0, 1.0, 2.0])
+    with pytest.raises(TypeError, match="range= goes with an int bins only"):
+        tgrad.histogram(_t(x), _t([0.0, 1.0, 2.0]), range=(0.0, 1.0))
 
 
 @pytest.mark.parametrize("edge_order", [1, 2])

@@ -69,6 +69,17 @@ def test_product_gradient_with_zeros():
     for incl in (True, False):
         assert gradcheck(lambda p, q, incl=incl: p.scatter_reduce(
             0, idx, q, "prod", include_self=incl), (a, b))
+    # a NaN or inf among the others of a zero product: 0 * NaN is NaN (was 0), as prod's own
+    # backward; a NaN contributor's own gradient is still the others' product (0 here)
+    for bad in (np.nan, np.inf):
+        x = _t([1.0, 2.0], requires_grad=True)
+        src = _t([bad, 0.0, 3.0, 0.0, 0.0], requires_grad=True)
+        x.scatter_reduce(0, tgrad.tensor([0, 0, 0, 1, 1]), src, "prod").sum().backward()
+        v = [1.0, bad, 0.0, 3.0]  # target 0's contributors: x[0], src[0], src[1], src[2]
+        with np.errstate(invalid="ignore"):  # [nan, 0, nan, nan] for NaN, [nan, 0, inf, nan]
+            want = [np.prod(v[:i] + v[i + 1:]) for i in range(4)]
+        np.testing.assert_array_equal(x.grad.numpy(), [want[0], 0.0])
+        np.testing.assert_array_equal(src.grad.numpy(), want[1:] + [0.0, 0.0])
 
 
 def test_integers_exact_on_both_backends():

@@ -116,6 +116,30 @@ def test_take_along_dim_negative_indices_with_a_dim():
         tgrad.take_along_dim(tgrad.tensor(a), tgrad.tensor([[0]], dtype=tgrad.int32), 1)
 
 
+def test_scatter_dims_error_names_the_tensor_that_differs():
+    x, idx = tgrad.zeros(2, 3), tgrad.tensor([[0, 1]])
+    with pytest.raises(RuntimeError, match=r"scatter\(\): Index tensor must have the same "
+                                           r"number of dimensions as src tensor"):
+        tgrad.scatter(x, 1, idx, tgrad.tensor(1.0))  # a 0-d tensor is no value= (PyTorch's)
+    with pytest.raises(RuntimeError, match=r"scatter_add\(\): Index tensor must have the "
+                                           r"same number of dimensions as self tensor"):
+        tgrad.scatter_add(x, 1, tgrad.tensor([0]), tgrad.ones(1))
+
+
+def test_take_along_dim_errors_0d_input_and_unbroadcastable_indices():
+    # a 0-d input has no dim to take along (PyTorch's IndexError); dim=None indexes it
+    with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dim"):
+        tgrad.take_along_dim(tgrad.tensor(3.0), tgrad.tensor(0), 0)
+    assert tgrad.take_along_dim(tgrad.tensor(3.0), tgrad.tensor([0, 0])).tolist() == [3.0, 3.0]
+    # dims other than dim broadcast (size 1 against n); sizes 3 and 2 do not
+    a = np.arange(12.0).reshape(3, 4)
+    got = tgrad.take_along_dim(tgrad.tensor(a[:1]), tgrad.tensor(np.zeros((3, 2), np.int64)), 1)
+    np.testing.assert_array_equal(got.numpy(), np.zeros((3, 2)))
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of "
+                                           r"tensor b \(2\) at non-singleton dimension 0"):
+        tgrad.take_along_dim(tgrad.tensor(a), tgrad.tensor(np.zeros((2, 4), np.int64)), 1)
+
+
 def test_gather_on_0d_input_with_a_vector_index():
     x = tgrad.tensor(3.0, dtype=tgrad.float64, requires_grad=True)
     out = x.gather(0, tgrad.tensor([0, 0, 0]))

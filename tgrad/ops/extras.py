@@ -252,7 +252,8 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
 @tensor_method("diff")
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,  # noqa: A002
          append: Tensor | None = None) -> Tensor:
-    """The n-th forward difference along ``dim`` (after concatenating prepend / append)."""
+    """The n-th forward difference along ``dim`` (after concatenating prepend / append);
+    n=0 gives a copy of input, without prepend / append (as PyTorch)."""
     require_tensor("diff", input)
     n = _int_arg("diff", "n", n, 2)
     d = _wrap_dim(dim, input.ndim, "diff")
@@ -261,10 +262,21 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     for name, t in (("prepend", prepend), ("append", append)):
+        if t is not None:
+            require_tensor("diff", t, name, None)
         if t is not None and t.ndim != input.ndim:
             raise RuntimeError(f"diff expects prepend or append to be the same dimension as "
                                f"input (got {name} of shape {list(t.shape)} for input of "
                                f"shape {list(input.shape)})")
+        if t is not None:
+            for i in range(input.ndim):
+                if i != d and t.shape[i] != input.shape[i]:
+                    raise RuntimeError(
+                        f"diff expects the shape of tensor to prepend or append to match that "
+                        f"of input except along the differencing dimension; input.size({i}) = "
+                        f"{input.shape[i]}, but got tensor.size({i}) = {t.shape[i]}")
+    if n == 0:  # PyTorch (and NumPy): the input itself (a copy), prepend / append unused
+        return input.clone()
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     (x,), half = widen_halves(x)  # halves: n subtractions in float32, one rounding
@@ -286,6 +298,9 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
     repeated input[i] times."""
     require_tensor("repeat_interleave", input)
     if repeats is None:
+        if input.ndim != 1:  # (PyTorch's text: a 0-d count is refused too)
+            raise RuntimeError(f"repeat_interleave only accept 1D vector as repeat (got a "
+                               f"tensor of shape {list(input.shape)})")
         dt = input.dtype if input.dtype in (dtypes.int32, dtypes.int64) else dtypes.int64
         return repeat_interleave(arange(input.numel(), dtype=dt, device=input.device), input,
                                  0, output_size=output_size)
@@ -451,7 +466,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
                            "not supported")  # for 1+0j and a bool input
     if not isinstance(value, Tensor):
         dtypes.check_value_fits("index_fill", value, input.dtype)
-    elif value.dtype is not input.dtype:  # PyTorch casts a 0-d tensor value (its item())
+    elif value.dtype is not input.dtype:  # PyTorch casts a 0-d tensor value (its item(),
+        dtypes.check_value_fits("index_fill", value.item(), input.dtype)  # checked)
         value = value.to(input.dtype)
     x = input.reshape(1) if input.ndim == 0 else input
     key = _dim_key(x, dim, index, "index_fill", negatives=True)
@@ -542,7 +558,13 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
         nkey, _ = normalize_key(key, self.device)
         vals = values if isinstance(values, Tensor) else tensor(values, dtype=self.dtype,
                                                                 device=self.device)
-        shape = getitem(self.detach(), key).shape
+        try:
+            shape = getitem(self.detach(), key).shape
+        except IndexError as e:  # an out-of-range index: the text names this op
+            msg = str(e)
+            if msg.startswith("index: "):
+                raise IndexError(f"index_put_: {msg[len('index: '):]}") from None
+            raise
         add = IndexAdd.apply(vals.to(self.dtype).expand(shape), nkey, self.shape)
         return apply_inplace(self, "index_put_", lambda x, a: x + a, add)
     self[key] = values

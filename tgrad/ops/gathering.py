@@ -151,6 +151,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
                            f"{dtypes.SCALAR_TYPE_NAMES[indices.dtype]}")
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
+    if input.ndim == 0:  # PyTorch's error (no dim to take along)
+        raise IndexError(f"take_along_dim(): Dimension specified as {dim} but tensor has no "
+                         f"dimensions (pass dim=None to index the 0-d input)")
     d = _wrap_dim(dim, input.ndim, "take_along_dim")
     if input.ndim != indices.ndim:
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
@@ -166,6 +169,12 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     shape_in, shape_ix = list(input.shape), list(indices.shape)
     for k in range(input.ndim):
         if k != d:
+            if shape_in[k] != shape_ix[k] and 1 not in (shape_in[k], shape_ix[k]):
+                raise RuntimeError(f"take_along_dim(): The size of tensor a ({shape_in[k]}) "
+                                   f"must match the size of tensor b ({shape_ix[k]}) at "
+                                   f"non-singleton dimension {k} (input of shape "
+                                   f"{list(input.shape)}, indices of shape "
+                                   f"{list(indices.shape)})")
             m = shape_in[k] if shape_ix[k] == 1 else shape_ix[k]
             shape_in[k] = shape_ix[k] = m
     return gather(input.expand(shape_in), d, indices.expand(shape_ix))
@@ -179,10 +188,11 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
     ``dim``, after PyTorch's checks (dims, sizes, range, src dtype)."""
     require_tensor(op, index, "index", 3)
     d = _wrap_dim(dim, input.ndim, op)
-    if max(index.ndim, 1) != max(input.ndim, 1) or (
-            isinstance(src, Tensor) and max(src.ndim, 1) != max(input.ndim, 1)):
-        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
-                           f"self tensor")
+    for name, t in (("self", input), ("src", src)):  # (PyTorch's text names the tensor)
+        if isinstance(t, Tensor) and max(index.ndim, 1) != max(t.ndim, 1):
+            raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions "
+                               f"as {name} tensor (index of shape {list(index.shape)}, {name} "
+                               f"of shape {list(t.shape)})")
     if isinstance(src, Tensor) and src.dtype is not input.dtype:
         raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype (got "
                            f"{input.dtype.name} and {src.dtype.name})")
@@ -250,6 +260,10 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
     require_tensor("index_add", index, "index", 3)
     require_tensor("index_add", source, "source", 4)
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
+        if source.ndim:  # (PyTorch's check: the source of a 0-d input is 0-d too)
+            raise RuntimeError(f"index_add(): source tensor shape must match self tensor "
+                               f"shape, excluding the specified dimension. Got self.shape = "
+                               f"[] source.shape = {list(source.shape)}")
         return fresh(index_add(input.reshape(1), dim, index.reshape(-1), source.reshape(-1),
                                alpha=alpha).reshape(()))
     d = _wrap_dim(dim, input.ndim, "index_add")

@@ -489,11 +489,13 @@ class IndexPut(Function):
         try:
             be.index_put_(out, key, vals)
         except IndexError as e:
-            raise IndexError(f"index_put_: {e}") from None
+            raise IndexError(f"index_put_: {str(e).replace('axis', 'dimension')}") from None
         except ValueError as e:  # PyTorch: a RuntimeError naming both shapes
+            got = _indexed_shape(x.shape, key)
+            where = f"indexing result of shape {got}" if got is not None else \
+                f"the indexed positions of tensor of shape {list(x.shape)} ({e})"
             raise RuntimeError(f"index_put_: shape mismatch: value tensor of shape "
-                               f"{list(np.shape(vals))} cannot be broadcast to the indexed "
-                               f"positions of tensor of shape {list(x.shape)} ({e})") from None
+                               f"{list(np.shape(vals))} cannot be broadcast to {where}") from None
         ctx.key = key
         ctx.v_shape = v.shape if isinstance(v, Tensor) else None
         return wrap(out, x.device)
@@ -510,6 +512,15 @@ class IndexPut(Function):
 
 
 register_op(IndexPut)
+
+
+def _indexed_shape(shape: tuple, key) -> list | None:
+    """The shape of x[key] for a host key (PyTorch's "indexing result" in errors), from a
+    zero-stride view (no copy of x); None where the key does not index a NumPy array."""
+    try:
+        return list(np.broadcast_to(np.zeros((), np.int8), shape)[key].shape)
+    except Exception:  # noqa: BLE001 (a device key: the caller words it without the shape)
+        return None
 
 
 def _outside(like: Tensor, key) -> Tensor:
@@ -582,7 +593,10 @@ def setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor) and value.dtype is not self.dtype:
         if not _mask_fill_key(nkey, value):
             raise index_put_dtype_error(self, value)
-        value = value.to(self.dtype)  # PyTorch's masked_fill_ path: value.item(), cast
+        # PyTorch's masked_fill_ path: value.item() (a CPU value here), checked, cast (300
+        # into int8, NaN into int64, 1j into float32, 1e6 into float16 raise, as PyTorch)
+        dtypes.check_value_fits("masked_fill_", value.item(), self.dtype)
+        value = value.to(self.dtype)
     elif not isinstance(value, Tensor) and self.dtype is dtypes.uint8 and value < 0:
         value = dtypes.number_as(value, self.dtype)  # -255..-1 (checked above) wrap: -1 is 255
     apply_inplace(self, "index_put_", lambda x, v: IndexPut.apply(x, nkey, v), value)

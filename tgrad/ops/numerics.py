@@ -50,12 +50,18 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
     _check_dtypes("histogram", input, [bins] if isinstance(bins, Tensor) else None)
     x = input.reshape(-1)
     if isinstance(bins, Tensor):
+        if range is not None:  # (PyTorch: no overload takes both)
+            raise TypeError("histogram(): range= goes with an int bins only; with a bins "
+                            "tensor the edges give the range")
         edges = bins
         if edges.ndim != 1 or edges.numel() < 2:
             raise RuntimeError("torch.histogram: bins tensor should have one dimension and "
                                "at least 2 elements")
         n = edges.numel() - 1
     else:
+        if not isinstance(bins, numbers.Integral):
+            raise TypeError(f"histogram(): argument 'bins' must be int or Tensor, not "
+                            f"{type(bins).__name__}")
         n = int(bins)
         if n <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {n}")
@@ -78,7 +84,8 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
             raise RuntimeError(f"torch.histogram: if weight tensor is provided it should have "
                                f"the same shape as the input tensor (got {list(weight.shape)} "
                                f"and {list(input.shape)})")
-        w = weight.reshape(-1).to(input.dtype)
+        _check_weight_dtype("histogram", input, weight)
+        w = weight.reshape(-1)
     first, last = edges[0], edges[-1]
     inside = (x >= first) & (x <= last)
     idx = (searchsorted(edges, x, right=True) - 1).clamp(0, n - 1)  # x == last: last bin
@@ -88,6 +95,16 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
         widths = edges[1:] - edges[:-1]
         hist = hist / (hist.sum() * widths)
     return histogram_result(hist, edges)
+
+
+def _check_weight_dtype(op: str, input: Tensor, weight: Tensor) -> None:  # noqa: A002
+    """PyTorch's RuntimeError for a weight tensor of another dtype than the input (it does
+    not convert: hist takes the input's dtype)."""
+    if weight.dtype is not input.dtype:
+        raise RuntimeError(f"torch.{op}: if weight tensor is provided, input tensor and weight "
+                           f"tensor should have the same dtype, but got input({input.dtype.name})"
+                           f", and weight({weight.dtype.name}); convert weight with "
+                           f".to({input.dtype.name})")
 
 
 def _check_dtypes(op: str, input: Tensor, edges: list | None) -> None:  # noqa: A002
@@ -170,8 +187,10 @@ def histogramdd(input: Tensor, bins=10, *, range=None, weight=None,  # noqa: A00
                            f"the same shape as the input tensor excluding its innermost "
                            f"dimension (got {list(weight.shape)}, expected "
                            f"{list(input.shape[:-1])})")
+    if weight is not None:
+        _check_weight_dtype(op, input, weight)
     ones = (zeros(pts.shape[0], dtype=input.dtype, device=input.device) + 1 if weight is None
-            else weight.reshape(-1).to(input.dtype))
+            else weight.reshape(-1))
     flat = None
     edges_all, counts = [], []
     for d in builtins.range(dims):

@@ -22,7 +22,8 @@ takes part), g = the output gradient:
                 contributor a NaN gradient (as tgrad's amax and PyTorch's scatter_reduce)
     prod:       d c = g[t] * prod(other contributors): with Z_t zero contributors and P_t
                 the product of the non-zero ones, P_t / c (Z_t = 0), P_t for the zero c
-                (Z_t = 1), else 0
+                (Z_t = 1), else 0 * (the others' non-zero values): 0, or NaN when one of
+                them is NaN or inf (as tgrad's prod)
 and d input[t] = g[t] where input[t] does not take part but is kept (nothing scattered).
 These are tgrad ops (prod's P_t is a scatter_reduce itself), so double backward works.
 Bool tensors (as PyTorch): sum and amax are a logical or, prod and amin a logical and
@@ -130,18 +131,27 @@ def _prod_grads(g: Tensor, x: Tensor, src: Tensor, key, incl: bool) -> tuple:
     # the non-zero srcs' product per target (1 where none), differentiable in src
     product = ScatterReduce.apply(ones(shape, dtype=g.dtype, device=g.device), src_safe, key,
                                   "prod", False)
-    x_zero = x_safe = None
+    # NaN / inf contributors per target: a product of the others with a zero in it is
+    # 0 * (the rest), NaN when the rest holds a NaN or inf (as prod's own backward)
+    src_bad = ew.logical_not(src.isfinite())
+    bad_at = IndexAdd.apply(src_bad.to(g.dtype), key, shape)
+    x_zero = x_safe = x_bad = None
     if incl:
         x_zero = x == 0
         x_safe = ew.where(x_zero, 1, x)
         zeros_at = zeros_at + x_zero.to(g.dtype)
         product = product * x_safe
+        x_bad = ew.logical_not(x.isfinite())
+        bad_at = bad_at + x_bad.to(g.dtype)
 
-    def others(zero, safe, z, p):  # product of the other contributors of a value
-        return ew.where(zero, ew.where(z == 1, p, 0), ew.where(z == 0, p / safe, 0))
+    def others(zero, safe, z, p, bad_others):  # product of the other contributors of a value
+        dead = ew.where(bad_others > 0, float("nan"), 0)  # a zero among the others
+        return ew.where(zero, ew.where(z == 1, p, dead), ew.where(z == 0, p / safe, dead))
 
-    gsrc = g[key] * others(src_zero, src_safe, zeros_at[key], product[key])
-    gx = g * others(x_zero, x_safe, zeros_at, product) if incl else g
+    gsrc = g[key] * others(src_zero, src_safe, zeros_at[key], product[key],
+                           bad_at[key] - src_bad.to(g.dtype))
+    gx = g * others(x_zero, x_safe, zeros_at, product, bad_at - x_bad.to(g.dtype)) if incl \
+        else g
     return gx, gsrc
 
 
@@ -216,6 +226,10 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     if not isinstance(source, Tensor):
         raise TypeError(f"index_reduce(): argument 'source' (position 3) must be Tensor, not "
                         f"{type(source).__name__}")
+    if input.ndim == 0 and source.ndim:  # (PyTorch's check, as index_add's)
+        raise RuntimeError(f"index_reduce(): source tensor shape must match self tensor "
+                           f"shape, excluding the specified dimension. Got self.shape = [] "
+                           f"source.shape = {list(source.shape)}")
     d = _wrap_dim(dim, max(input.ndim, 1), "index_reduce")
     n = source.shape[d] if source.ndim else 1
     if index.numel() != n:

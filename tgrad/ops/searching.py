@@ -54,14 +54,15 @@ def _side(op: str, right: bool, side) -> bool:
     return side == "right"
 
 
-def searchsorted(sorted_sequence: Tensor, values, *, out_int32: bool = False,
+def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,  # noqa: A002
                  right: bool = False, side: str | None = None,
                  sorter: Tensor | None = None) -> Tensor:
-    """For each value, the index where inserting it keeps the last dim of
-    ``sorted_sequence`` sorted: the count of elements < value (side='left') or <= value
-    ('right'). A 1-D sequence serves values of any shape; else its leading dims must equal
-    values' leading dims. ``sorter``: the argsort of an unsorted sequence. int64 (int32
-    with out_int32); not differentiable."""
+    """For each value of ``input`` (a tensor or a number; PyTorch's keyword name), the index
+    where inserting it keeps the last dim of ``sorted_sequence`` sorted: the count of
+    elements < value (side='left') or <= value ('right'). A 1-D sequence serves values of
+    any shape; else its leading dims must equal the values' leading dims. ``sorter``: the
+    argsort of an unsorted sequence. int64 (int32 with out_int32); not differentiable."""
+    values = input
     require_tensor("searchsorted", sorted_sequence)
     seq = sorted_sequence
     for t in (seq, values):  # PyTorch's kernel has no complex order (nor has tgrad's sort)
@@ -87,6 +88,11 @@ def searchsorted(sorted_sequence: Tensor, values, *, out_int32: bool = False,
                 raise RuntimeError(f"torch.searchsorted(): sorter must be an int64 tensor of "
                                    f"the boundaries' shape {list(seq.shape)}, got "
                                    f"{sorter.dtype.name} {list(sorter.shape)}")
+            size = seq.shape[-1]
+            if sorter.numel() and (int(sorter.min()) < 0 or int(sorter.max()) >= size):
+                raise RuntimeError(f"torch.searchsorted(): sorter index out of range (sorter "
+                                   f"values must lie in [0, {size}), the boundaries' last "
+                                   f"dim)")
             seq = take_along_dim(seq, sorter, -1)
         dt = dtypes.result_type(seq, v)
         if dt is dtypes.bool_:  # (PyTorch's type and kernel text; a bool with a number is fine)
