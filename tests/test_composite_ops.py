@@ -452,3 +452,32 @@ def test_nonzero_of_0d_randint_size_keyword_addcmul_int_value():
     out = tgrad.addcmul(tgrad.tensor([1, 2]), tgrad.tensor([1, 2]), tgrad.tensor([1, 2]),
                         value=0.5)
     assert out.dtype is tgrad.int64 and out.tolist() == [1, 2]  # value truncated to int 0
+
+
+def test_addcmul_addcdiv_value_is_checked_against_the_result_dtype():
+    # PyTorch converts ``value`` to the result dtype with its checked conversion (float32,
+    # the opmath type, for halves) and has no bool kernel
+    i8 = tgrad.tensor([1, 2], dtype=tgrad.int8)
+    assert tgrad.addcmul(i8, i8, i8, value=-1.9).tolist() == [1 - 1, 2 - 4]  # truncated: -1
+    assert tgrad.addcmul(i8, i8, i8, value=2 + 0j).tolist() == [1 + 2, 2 + 8]
+    u8 = tgrad.tensor([1, 2], dtype=tgrad.uint8)
+    assert tgrad.addcmul(u8, u8, u8, value=-1).tolist() == [0, (2 - 4) % 256]  # wraps
+    for bad in (-1.5, 255.5, math.nan, math.inf, 2 + 1j):
+        with pytest.raises(RuntimeError, match="addcmul: value (.* )?cannot be converted to "
+                                               "type uint8 without overflow"):
+            tgrad.addcmul(u8, u8, u8, value=bad)
+    x = _t([1.0, 2.0]).float()
+    for op in (tgrad.addcmul, tgrad.addcdiv):
+        with pytest.raises(RuntimeError, match=f"{op.__name__}: value (.* )?cannot be converted "
+                                               "to type float32"):
+            op(x, x, x, value=2 + 1j)
+        h = x.half()
+        out = op(h, h, h, value=2 + 0j)  # a zero imaginary part converts; the dtype stays
+        assert out.dtype is tgrad.float16
+        assert out.tolist() == ([3.0, 10.0] if op is tgrad.addcmul else [3.0, 4.0])
+        assert op(h, h, h, value=1e5).tolist() == [math.inf, math.inf]  # fits float32
+    b = tgrad.tensor([True, False])
+    with pytest.raises(NotImplementedError, match="\"addcmul_cpu_out\" not implemented for "
+                                                  "'Bool'"):
+        tgrad.addcmul(b, b, b)
+    assert tgrad.addcmul(b, i8, i8).tolist() == [2, 4]  # an int8 result is fine

@@ -47,8 +47,20 @@ def test_unary_rejects_non_tensor(name):
 def test_where_shape_mismatch_and_condition_dtype():
     with pytest.raises(RuntimeError, match="where"):
         tgrad.where(_x(2, 3) > 2, _x(2, 3), _x(4))
-    with pytest.raises(RuntimeError, match="^where: expected condition to be a bool tensor"):
+    with pytest.raises(RuntimeError, match="^where expected condition to be a boolean tensor, "
+                                           "but got a tensor with dtype Double"):
         tgrad.where(_x(3), _x(3), _x(3))
+    with pytest.raises(RuntimeError, match="dtype Char"):
+        tgrad.where(tgrad.tensor([1, 0], dtype=tgrad.int8), 1.0, 2.0)
+
+
+def test_where_takes_a_uint8_condition_with_pytorchs_deprecation_warning():
+    cond = tgrad.tensor([1, 0, 2], dtype=tgrad.uint8)  # nonzero is true
+    with pytest.warns(UserWarning, match="where received a uint8 condition tensor"):
+        out = tgrad.where(cond, tgrad.tensor([1.0, 2.0, 3.0]), 0.0)
+    assert out.dtype is tgrad.float32 and out.tolist() == [1.0, 0.0, 3.0]
+    with pytest.warns(UserWarning, match="deprecated"):
+        assert tgrad.tensor([4, 5, 6]).where(cond, -1).tolist() == [4, -1, 6]
 
 
 @pytest.mark.parametrize("name", DIM_REDUCTIONS)

@@ -423,7 +423,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 * tensor2 (broadcast)."""
     _three_tensors("addcmul", input, tensor1, tensor2)
-    value = _scalar_like(value, input, tensor1, tensor2)
+    value = _scalar_like("addcmul", value, input, tensor1, tensor2)
     (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
     prod = tensor1 * tensor2
     return rounded_to(input + (prod if value == 1 else prod * value), half)
@@ -436,9 +436,20 @@ def _three_tensors(op: str, input, tensor1, tensor2) -> None:  # noqa: A002
         require_tensor(op, v, name, pos)
 
 
-def _scalar_like(value, *tensors):
-    """``value`` cast as PyTorch casts it for integer operands (truncated to an int)."""
+def _scalar_like(op: str, value, *tensors):
+    """``value`` cast as PyTorch casts it to the result dtype: its checked conversion (into
+    float32, the opmath type, for halves: "value cannot be converted to type ... without
+    overflow" for NaN/inf/-1.5 into an integer dtype or a complex number into a real one),
+    then truncated to an int for integer operands; no bool kernel (PyTorch's
+    NotImplementedError)."""
     dt = dtypes.result_type(*tensors)
+    if dt is dtypes.bool_:
+        raise NotImplementedError(f"{op}: \"{op}_cpu_out\" not implemented for 'Bool' (as in "
+                                  f"PyTorch); convert the tensors first, e.g. input.int()")
+    dtypes.check_value_fits(op, value, dtypes.float32 if dt.itemsize == 2
+                            and dt.is_floating_point else dt)
+    if isinstance(value, complex) and not dt.is_complex:
+        value = value.real  # a zero imaginary part (check_value_fits refused any other)
     if dt.is_floating_point or dt.is_complex:
         return value
     return int(value)
@@ -454,6 +465,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
                            "future release addcdiv will perform a true division of tensor1 "
                            "and tensor2. Use true_divide or floor_divide instead.")
+    value = _scalar_like("addcdiv", value, input, tensor1, tensor2)
     (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
     q = tensor1 / tensor2
     return rounded_to(input + (q if value == 1 else q * value), half)

@@ -1434,8 +1434,10 @@ class Where(Function):
     @staticmethod
     def forward(ctx, cond, a, b):
         if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_:
-            raise RuntimeError(f"where: expected condition to be a bool tensor, got "
-                               f"{getattr(cond, 'dtype', type(cond).__name__)}")
+            got = (f"dtype {dtypes.SCALAR_TYPE_NAMES.get(cond.dtype, cond.dtype.name)} "
+                   f"({cond.dtype})" if isinstance(cond, Tensor) else type(cond).__name__)
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                               f"tensor with {got}; compare it first, e.g. condition != 0")
         t = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
         dev = same_device("where", cond, a, b)
         dt = dtypes.result_type(*(x for x in (a, b)))
@@ -1475,6 +1477,12 @@ def where(condition: Tensor, input=None, other=None) -> Tensor | tuple:  # noqa:
                         "(where(condition, input, other))")
     dev = condition.device if isinstance(condition, Tensor) else None
     if dev is not None:  # 0-d CPU tensors join a cuda condition as scalars (PyTorch)
+        if condition.dtype is dtypes.uint8:  # PyTorch still takes it: nonzero is true
+            import warnings
+            warnings.warn("where received a uint8 condition tensor. This behavior is "
+                          "deprecated and will be removed in a future version of PyTorch. "
+                          "Use a boolean condition instead.", UserWarning, stacklevel=2)
+            condition = condition != 0
         _, input = _cpu_scalars_moved(condition, input)  # noqa: A001
         _, other = _cpu_scalars_moved(condition, other)
     return Where.apply(condition, input, other)
