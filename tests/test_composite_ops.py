@@ -191,6 +191,22 @@ def test_logical_xor_truth_values():
     assert out.dtype is tgrad.bool and out.tolist() == [True, True, False]
 
 
+def test_logical_ops_read_both_operands_in_their_common_dtype():
+    # PyTorch casts both operands to their promoted dtype first: a 0-d int64 256 joins a
+    # uint8 tensor as uint8 256 % 256 = 0 (false), a 0-d float64 1e-50 a float32 tensor as 0.0
+    u8 = tgrad.tensor([1, 0, 2], dtype=tgrad.uint8)
+    wide = tgrad.tensor(256)
+    assert tgrad.logical_and(wide, u8).tolist() == [False, False, False]
+    assert tgrad.logical_or(u8, wide).tolist() == [True, False, True]
+    assert tgrad.logical_xor(wide, u8).tolist() == [True, False, True]
+    tiny = tgrad.tensor(1e-50, dtype=tgrad.float64)
+    assert tgrad.logical_or(tgrad.tensor([0.0, 1.0]), tiny).tolist() == [False, True]
+    # a dimensioned int64 operand promotes the uint8 one instead: 256 stays true
+    assert tgrad.logical_and(tgrad.tensor([256]), u8).tolist() == [True, False, True]
+    r = tgrad.tensor([True, True, False])
+    assert r.logical_and_(wide).tolist() == [True, True, False]  # bool result: True & 256
+
+
 # ------------------------------------------------------------------------------ other names
 def test_pytorch_alias_names():
     x = _t([[-1.0, 2.0], [3.0, -4.0]])

@@ -133,8 +133,11 @@ def test_clamp_needs_a_bound():
 
 
 def test_bool_tensors_in_arithmetic_unary():
-    with pytest.raises(RuntimeError, match="^neg: not supported for bool tensors"):
-        tgrad.neg(tgrad.tensor([True, False]))
+    for neg in (tgrad.neg, lambda t: -t, lambda t: t.clone().neg_()):
+        with pytest.raises(RuntimeError, match="^neg: Negation, the `-` operator, on a bool "
+                                               "tensor is not supported. If you are trying to "
+                                               "invert a mask, use the `~`"):
+            neg(tgrad.tensor([True, False]))
 
 
 def test_sub_with_bool_tensor():

@@ -630,7 +630,10 @@ def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
 @tensor_method("logical_xor")
 def logical_xor(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """Elementwise xor of the truth values (nonzero, NaN included, is true); bool. ``other``
-    may be a number."""
+    may be a number. Two tensors are read in their promoted dtype, as PyTorch reads them (a 0-d
+    int64 256 with a uint8 tensor is 0, false)."""
+    if isinstance(other, Tensor) and isinstance(input, Tensor) and input.dtype is not other.dtype:
+        input, other = ew._in_common_dtype(input, other)  # noqa: A001
     return ew.ne(ew.ne(input, 0), ew.ne(other, 0) if isinstance(other, Tensor) else bool(other))
 
 

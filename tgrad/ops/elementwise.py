@@ -244,6 +244,10 @@ def _make_unary(name: str, saves: str, float_only: bool, rule):
                 raise NotImplementedError(f"{name}: not supported for bool tensors; convert "
                                           f"with .float() (\"{name}_vml_cpu\" not "
                                           f"implemented for 'Bool')")
+            if name == "neg":  # PyTorch's text
+                raise RuntimeError("neg: Negation, the `-` operator, on a bool tensor is not "
+                                   "supported. If you are trying to invert a mask, use the `~` "
+                                   "or `logical_not()` operator instead.")
             raise RuntimeError(f"{name}: not supported for bool tensors; convert with .float()")
         y = wrap(backend_of(x).unary(name, data), x.device)
         if saves == "x":
@@ -652,6 +656,8 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     be = backend_of(t)
     if is_logical:
         dt = dtypes.bool_
+        if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype is not b.dtype:
+            a, b = _in_common_dtype(a, b)
     else:
         dt = dtypes.result_type(a, b)
         if dt.is_complex:
@@ -685,6 +691,14 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
                 f"(\"{_INT_KERNELS[name]}\" not implemented for "
                 f"'{dtypes.SCALAR_TYPE_NAMES[dt]}')")
     return dev, be, _operand(a, dt, be, name), _operand(b, dt, be, name)
+
+
+def _in_common_dtype(a: Tensor, b: Tensor) -> tuple:
+    """Two tensors of different dtypes cast to their promoted dtype, as PyTorch reads the
+    operands of a logical op: a 0-d operand that does not fit wraps or rounds first (a 0-d
+    int64 256 with a uint8 tensor is 0, false; a 0-d float64 1e-50 with float32 is 0.0)."""
+    ct = dtypes.result_type(a, b)
+    return (a if a.dtype is ct else a.detach().to(ct)), (b if b.dtype is ct else b.detach().to(ct))
 
 
 # PyTorch's kernel names in its NotImplementedError for bool operands
