@@ -132,6 +132,20 @@ def test_clamp_needs_a_bound():
         tgrad.clamp(_x(3))
 
 
+def test_clamp_of_a_bool_result_raises_pytorchs_not_implemented():
+    b = tgrad.tensor([True, False])
+    for call, kernel in ((lambda: tgrad.clamp(b, min=True), "clamp_min_scalar_cpu"),
+                         (lambda: b.clamp(max=False), "clamp_max_scalar_cpu"),
+                         (lambda: tgrad.clip(b, False, True), "clamp_scalar_cpu"),
+                         (lambda: b.clone().clamp_(True), "clamp_min_scalar_cpu"),
+                         (lambda: tgrad.clamp_min(b, True), "clamp_min_scalar_cpu")):
+        with pytest.raises(NotImplementedError, match=f"^clamp: \"{kernel}\" not implemented "
+                                                      "for 'Bool'"):
+            call()
+    assert tgrad.clamp(b, min=1).tolist() == [1, 1]  # an int bound promotes: int64
+    assert tgrad.clamp(b, min=0.5).tolist() == [1.0, 0.5]
+
+
 def test_bool_tensors_in_arithmetic_unary():
     for neg in (tgrad.neg, lambda t: -t, lambda t: t.clone().neg_()):
         with pytest.raises(RuntimeError, match="^neg: Negation, the `-` operator, on a bool "

@@ -1577,9 +1577,13 @@ class Clamp(Function):
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
         be = backend_of(x)
         dt = dtypes.result_type(x, *(v for v in (lo, hi) if v is not None))
-        if dt in dtypes.FLOAT8_DTYPES:  # PyTorch's kernel names, by the bounds given
-            dtypes.refuse_float8("clamp_min_scalar_cpu" if hi is None else "clamp_max_scalar_cpu"
-                                 if lo is None else "clamp_scalar_cpu", dt)
+        if dt in dtypes.FLOAT8_DTYPES or dt is dtypes.bool_:  # PyTorch's kernel names, by
+            kernel = ("clamp_min_scalar_cpu" if hi is None else "clamp_max_scalar_cpu"  # the
+                      if lo is None else "clamp_scalar_cpu")  # bounds given
+            if dt is dtypes.bool_:  # (a bool tensor with bool bounds: no kernel either)
+                raise NotImplementedError(f"clamp: \"{kernel}\" not implemented for 'Bool'; "
+                                          f"convert the tensor first, e.g. input.int()")
+            dtypes.refuse_float8(kernel, dt)
         for v in (lo, hi):  # a bound past the dtype's range raises, as PyTorch's clamp
             if v is not None:
                 dtypes.check_value_fits("clamp", v, dt)
