@@ -782,6 +782,20 @@ def test_half_floor_and_trunc_division_by_a_number_run_in_float32():
         assert got.dtype is tgrad.bfloat16 and got.float().tolist() == fn(v / 2).tolist()
 
 
+def test_half_trunc_division_rounds_an_integer_tensor_operand_to_the_half_dtype_first():
+    # type promotion casts the int tensor to float16 before dividing: 70000 is inf there,
+    # 100000 too; in bfloat16 -70000 is -70144 (8 significant bits), / 3 = -23381.3,
+    # truncated -23381, rounded to bfloat16 -23424 (multiples of 128 there)
+    ints = tgrad.tensor([70000, 100000, -70000, 3])
+    h = tgrad.tensor([2.0, 4.0, 3.0, 2.0], dtype=tgrad.float16)
+    assert tgrad.div(ints, h, rounding_mode="trunc").tolist() == [np.inf, np.inf, -np.inf, 1.0]
+    assert tgrad.div(tgrad.tensor(70000), h, rounding_mode="trunc").tolist() == [np.inf] * 4
+    got = tgrad.div(ints[2:3], h[2:3].to(tgrad.bfloat16), rounding_mode="trunc")
+    assert got.dtype is tgrad.bfloat16 and got.tolist() == [-23424.0]
+    # a one-element second operand is still read in float32 (PyTorch's CPU scalar)
+    assert tgrad.div(h * 100, tgrad.tensor([70000]), rounding_mode="trunc").tolist() == [0.0] * 4
+
+
 def test_number_arguments_past_the_dtype_raise_where_pytorch_converts_them_checked():
     # clamp bounds and masked_fill values go through Scalar.to<T>(), a checked conversion:
     # past the dtype's range they raise instead of becoming inf; item assignment of a half

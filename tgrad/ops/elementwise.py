@@ -1330,7 +1330,15 @@ class _RoundedDiv(Function):
         if dt in dtypes.FLOAT8_DTYPES:  # PyTorch's kernel names (b one value: reduced float)
             one = not isinstance(b, Tensor) or b.numel() == 1
             dtypes.refuse_float8("div_trunc_cpu_reduced_float" if one else "div_trunc_cpu", dt)
-        if dt.itemsize == 2:  # halves: the quotient truncated in float32, rounded once
+        if dt.itemsize == 2:  # halves: the quotient truncated in float32, rounded once;
+            # a tensor of another dtype is first cast to the half dtype, as promotion casts it
+            # (an int64 70000 is inf in float16), but a one-element second operand on the CPU,
+            # read in float32 (PyTorch's CPU scalar, as _keeps_f32)
+            if isinstance(a, Tensor) and a.dtype is not dt:
+                a = a.to(dt)
+            if isinstance(b, Tensor) and b.dtype is not dt and not (
+                    b.numel() == 1 and b.device.type == "cpu"):
+                b = b.to(dt)
             a, b = (t.to(dtypes.float32) if isinstance(t, Tensor) else t for t in (a, b))
         q = _BINARY["div"].apply(a, b)
         q = where(lt(q, 0.0), ceil(q), floor(q))
