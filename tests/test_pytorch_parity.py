@@ -796,6 +796,20 @@ def test_half_trunc_division_rounds_an_integer_tensor_operand_to_the_half_dtype_
     assert tgrad.div(h * 100, tgrad.tensor([70000]), rounding_mode="trunc").tolist() == [0.0] * 4
 
 
+def test_half_composites_round_an_integer_tensor_operand_to_the_half_dtype_first():
+    # addcmul / addcdiv / add and sub with alpha compute halves in float32, but their integer
+    # tensor operands are first cast to float16 as promotion casts them: 70000 and 65520 are
+    # inf there, 65519 is 65504 (hand-computed float16 roundings)
+    ints = tgrad.tensor([70000, 65519, 65520, 3])
+    h = tgrad.tensor([2.0, 1.0, 1.0, 2.0], dtype=tgrad.float16)
+    inf = np.inf
+    assert tgrad.addcdiv(h, ints, h).tolist() == [inf, 65504.0, inf, 3.5]  # 2 + 1.5
+    assert tgrad.addcmul(h, h, ints, value=0.5).tolist() == [inf, 32752.0, inf, 5.0]
+    assert tgrad.addcmul(ints, h, h).tolist() == [inf, 65504.0, inf, 7.0]  # 65504 + 1
+    assert tgrad.sub(ints, h, alpha=0.5).tolist() == [inf, 65504.0, inf, 2.0]
+    assert tgrad.add(h, ints, alpha=2).tolist() == [inf, inf, inf, 8.0]  # 2 * 65504 > max
+
+
 def test_number_arguments_past_the_dtype_raise_where_pytorch_converts_them_checked():
     # clamp bounds and masked_fill values go through Scalar.to<T>(), a checked conversion:
     # past the dtype's range they raise instead of becoming inf; item assignment of a half

@@ -340,6 +340,19 @@ def test_reductions(name):
     assert t.mean(dtype=tgrad.float64).item() == pytest.approx(a64.mean(), rel=1e-15)
 
 
+def test_mean_into_a_half_dtype_sums_in_float32():
+    # PyTorch's CPU mean with dtype=float16/bfloat16: cast to float32, sum, divide, round
+    # once (not each integer into float16 first, where 70000 is inf): 231042 / 6 = 38507,
+    # 38496 in float16 (multiples of 32 there), 38400 in bfloat16 (multiples of 256)
+    t = tgrad.tensor([70000, 100000, -70000, 3, 65519, 65520])
+    got = t.mean(dtype=tgrad.float16)
+    assert got.dtype is tgrad.float16 and got.item() == 38496.0
+    assert tgrad.mean(t, dtype=tgrad.bfloat16).item() == 38400.0
+    rows = t.reshape(2, 3).mean(1, dtype=tgrad.float16)  # 100000 / 3, 131042 / 3
+    assert rows.tolist() == [33344.0, 43680.0]
+    assert tgrad.tensor([True, False, True]).mean(dtype=tgrad.float16).item() == 0.66650390625
+
+
 def test_any_all_of_uint8_are_uint8():
     u = tgrad.tensor([[1, 0], [2, 3]], dtype=tgrad.uint8)
     assert u.any().dtype is tgrad.uint8 and u.any().item() == 1

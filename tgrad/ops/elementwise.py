@@ -1154,10 +1154,11 @@ def _alpha_apply(name: str, apply, input, other, alpha) -> Tensor:  # noqa: A002
                            f"must not be a floating point number (got {alpha})")
     dtypes.check_value_fits(name, alpha, dt)  # PyTorch: alpha=1e5 for halves raises
     # other * alpha in the result's compute dtype (float32 for halves), rounded once at
-    # the end, as PyTorch computes input + alpha * other
+    # the end, as PyTorch computes input + alpha * other; a tensor of another dtype is cast
+    # to the result dtype first, as promotion casts it (an int64 65520 is inf in float16)
     cd = dtypes.float32 if dt.is_floating_point and dt.itemsize == 2 else dt
-    x, y = (t.to(cd) if isinstance(t, Tensor) and t.dtype is not cd else t
-            for t in (input, other))
+    x, y = ((t if t.dtype is dt else t.to(dt)).to(cd) if isinstance(t, Tensor)
+            and (t.dtype is not cd or cd is not dt) else t for t in (input, other))
     out = apply(x, y * alpha)
     return out if out.dtype is dt else out.to(dt)
 
