@@ -323,6 +323,8 @@ def test_div_rounding_modes():
     assert x.grad.tolist() == [0.0, 0.0]  # piecewise constant
     with pytest.raises(ValueError, match="^div expected rounding_mode to be one of None"):
         tgrad.div(ta, tb, rounding_mode="round")
+    with pytest.raises(RuntimeError, match="but found 'round'"):  # PyTorch's type
+        ta.div_(tb, rounding_mode="round")
     with pytest.raises(ZeroDivisionError, match="^floor_divide: integer division by zero"):
         tgrad.div(ti, tgrad.tensor(0), rounding_mode="trunc")
 

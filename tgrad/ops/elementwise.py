@@ -706,6 +706,11 @@ _BOOL_KERNELS = {"pow": "pow", "floor_divide": "div_floor_cpu", "remainder": "re
                  "fmod": "fmod_cpu"}
 
 
+class RoundingModeError(RuntimeError, ValueError):
+    """div's bad ``rounding_mode``: PyTorch raises RuntimeError; it is a ValueError too (a
+    bad argument value), so either ``except`` catches it."""
+
+
 class IntegerDivisionByZeroError(RuntimeError, ZeroDivisionError):
     """PyTorch raises RuntimeError("ZeroDivisionError") for an integer division by zero;
     this is both, so ``except RuntimeError`` and ``except ZeroDivisionError`` catch it."""
@@ -1364,8 +1369,8 @@ def _with_rounding_mode(true_div):
             if rounding_mode is None:  # the common case first
                 return apply(input, other)
             if rounding_mode not in ("trunc", "floor"):
-                raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', "
-                                 f"or 'floor' but found '{rounding_mode}'")
+                raise RoundingModeError(f"div expected rounding_mode to be one of None, "
+                                        f"'trunc', or 'floor' but found '{rounding_mode}'")
             if dtypes.result_type(input, other).is_floating_point:
                 return _RoundedDiv.apply(input, other, rounding_mode)
             if rounding_mode == "floor":
