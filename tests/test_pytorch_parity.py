@@ -812,6 +812,21 @@ def test_half_composites_round_an_integer_tensor_operand_to_the_half_dtype_first
     assert tgrad.add(h, ints, alpha=2).tolist() == [inf, inf, inf, 8.0]  # 2 * 65504 > max
 
 
+def test_half_mul_div_read_a_python_int_past_2_to_62_in_float32_too():
+    # ints of 2^62 and more take the checked path; their mul/div/floor_divide with a half
+    # tensor still reads them in float32 (2^63 - 1 is 9.22e18 there, not inf as in float16)
+    big = 2**63 - 1  # 2^63 in float32
+    for dt, prod, quot in ((tgrad.float16, [0.0, -np.inf, np.inf], [0.0, -0.0, 0.0]),
+                           # bfloat16 has float32's range: -0.5 2^63, 3 2^63, -2^-64, 3 2^-63
+                           (tgrad.bfloat16, [0.0, -2.0**62, 3 * 2.0**63],
+                            [0.0, -2.0**-64, 3 * 2.0**-63])):
+        h = tgrad.tensor([0.0, -0.5, 3.0], dtype=dt)
+        assert (h * big).tolist() == prod  # 0 * 9.2e18 = 0, not 0 * inf = NaN
+        assert (big * h).tolist() == prod
+        assert (h / big).tolist() == quot
+        assert (h // -2**62).tolist() == [-0.0, 0.0, -1.0]
+
+
 def test_number_arguments_past_the_dtype_raise_where_pytorch_converts_them_checked():
     # clamp bounds and masked_fill values go through Scalar.to<T>(), a checked conversion:
     # past the dtype's range they raise instead of becoming inf; item assignment of a half

@@ -788,6 +788,20 @@ def _keeps_f32(a, b, xa, dev) -> bool:
             and dev.type == "cpu")
 
 
+def _big_int_in_f32(name: str, a, b, be, xa, xb, narrow_to) -> tuple:
+    """A Python int operand of mul/div/floor_divide past _FAST_INT (|i| >= 2^62, the
+    checked path) with a float16/bfloat16 tensor, read in float32 as the fast path reads
+    every number (PyTorch's opmath: 0 * (2^63 - 1) is 0, not 0 * inf = NaN). Only the
+    second operand, and mul's first (the fast path's rules); (xa, xb, narrow_to)."""
+    if type(b) is int and type(a) is Tensor and a.dtype.is_floating_point \
+            and a.dtype.itemsize == 2:
+        return xa, _number_as(_F32, b), narrow_to
+    if name == "mul" and type(a) is int and type(b) is Tensor \
+            and b.dtype.is_floating_point and b.dtype.itemsize == 2:
+        return _number_as(_F32, a), be.cast(b._data, _F32), b.dtype.np
+    return xa, xb, narrow_to
+
+
 # Python ints below this in magnitude convert to any float dtype without OverflowError (they
 # may round, or become inf in float16, like a float of that value); larger ones take the
 # checked path (_operand's error)
@@ -923,6 +937,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 _refuse_float8_mul_by_one_value(xb)
             if f32_number and _keeps_f32(a, b, xa, dev):
                 xb = be.cast(b._data, _F32)
+            elif f32_number and (type(a) is int or type(b) is int):  # an int past _FAST_INT
+                xa, xb, narrow_to = _big_int_in_f32(name, a, b, be, xa, xb, narrow_to)
         try:
             out = be.binary(op, xa, xb)
             if narrow_to is not None:
