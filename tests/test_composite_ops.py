@@ -204,6 +204,22 @@ def test_logical_xor_truth_values():
     assert out.dtype is tgrad.bool and out.tolist() == [True, True, False]
 
 
+def test_logical_ops_read_both_operands_in_their_common_dtype():
+    # PyTorch casts both operands to their promoted dtype first: a 0-d int64 256 joins a
+    # uint8 tensor as uint8 256 % 256 = 0 (false), a 0-d float64 1e-50 a float32 tensor as 0.0
+    u8 = tgrad.tensor([1, 0, 2], dtype=tgrad.uint8)
+    wide = tgrad.tensor(256)
+    assert tgrad.logical_and(wide, u8).tolist() == [False, False, False]
+    assert tgrad.logical_or(u8, wide).tolist() == [True, False, True]
+    assert tgrad.logical_xor(wide, u8).tolist() == [True, False, True]
+    tiny = tgrad.tensor(1e-50, dtype=tgrad.float64)
+    assert tgrad.logical_or(tgrad.tensor([0.0, 1.0]), tiny).tolist() == [False, True]
+    # a dimensioned int64 operand promotes the uint8 one instead: 256 stays true
+    assert tgrad.logical_and(tgrad.tensor([256]), u8).tolist() == [True, False, True]
+    r = tgrad.tensor([True, True, False])
+    assert r.logical_and_(wide).tolist() == [True, True, False]  # bool result: True & 256
+
+
 # ------------------------------------------------------------------------------ other names
 def test_pytorch_alias_names():
     x = _t([[-1.0, 2.0], [3.0, -4.0]])
@@ -465,3 +481,32 @@ def test_nonzero_of_0d_randint_size_keyword_addcmul_int_value():
     out = tgrad.addcmul(tgrad.tensor([1, 2]), tgrad.tensor([1, 2]), tgrad.tensor([1, 2]),
                         value=0.5)
     assert out.dtype is tgrad.int64 and out.tolist() == [1, 2]  # value truncated to int 0
+
+
+def test_addcmul_addcdiv_value_is_checked_against_the_result_dtype():
+    # PyTorch converts ``value`` to the result dtype with its checked conversion (float32,
+    # the opmath type, for halves) and has no bool kernel
+    i8 = tgrad.tensor([1, 2], dtype=tgrad.int8)
+    assert tgrad.addcmul(i8, i8, i8, value=-1.9).tolist() == [1 - 1, 2 - 4]  # truncated: -1
+    assert tgrad.addcmul(i8, i8, i8, value=2 + 0j).tolist() == [1 + 2, 2 + 8]
+    u8 = tgrad.tensor([1, 2], dtype=tgrad.uint8)
+    assert tgrad.addcmul(u8, u8, u8, value=-1).tolist() == [0, (2 - 4) % 256]  # wraps
+    for bad in (-1.5, 255.5, math.nan, math.inf, 2 + 1j):
+        with pytest.raises(RuntimeError, match="addcmul: value (.* )?cannot be converted to "
+                                               "type uint8 without overflow"):
+            tgrad.addcmul(u8, u8, u8, value=bad)
+    x = _t([1.0, 2.0]).float()
+    for op in (tgrad.addcmul, tgrad.addcdiv):
+        with pytest.raises(RuntimeError, match=f"{op.__name__}: value (.* )?cannot be converted "
+                                               "to type float32"):
+            op(x, x, x, value=2 + 1j)
+        h = x.half()
+        out = op(h, h, h, value=2 + 0j)  # a zero imaginary part converts; the dtype stays
+        assert out.dtype is tgrad.float16
+        assert out.tolist() == ([3.0, 10.0] if op is tgrad.addcmul else [3.0, 4.0])
+        assert op(h, h, h, value=1e5).tolist() == [math.inf, math.inf]  # fits float32
+    b = tgrad.tensor([True, False])
+    with pytest.raises(NotImplementedError, match="\"addcmul_cpu_out\" not implemented for "
+                                                  "'Bool'"):
+        tgrad.addcmul(b, b, b)
+    assert tgrad.addcmul(b, i8, i8).tolist() == [2, 4]  # an int8 result is fine

@@ -430,6 +430,16 @@ def test_cumulative_trapezoid_gradients_and_errors():
         tgrad.cumulative_trapezoid(tgrad.zeros(2, 5), tgrad.zeros(4))
 
 
+@pytest.mark.parametrize("op", ["trapezoid", "trapz", "cumulative_trapezoid"])
+def test_trapezoid_of_a_0d_tensor_raises_pytorchs_index_error(op):
+    # a 0-d y has no dim to integrate along (PyTorch: IndexError; it was a bare tuple index)
+    name = "trapezoid" if op == "trapz" else op  # (trapz is trapezoid, errors included)
+    for kw in ({}, {"dx": 2.0}, {"dim": 0}):
+        with pytest.raises(IndexError, match=rf"^{name}: Dimension specified as "
+                                             rf"{kw.get('dim', -1)} but tensor has no dim"):
+            getattr(tgrad, op)(tgrad.tensor(1), **kw)
+
+
 # ------------------------------------------------------------------------------ cov / corrcoef
 @pytest.mark.parametrize("shape", [(1, 17), (3, 33), (17,), (5, 2)])
 def test_cov_values(shape):

@@ -47,8 +47,20 @@ def test_unary_rejects_non_tensor(name):
 def test_where_shape_mismatch_and_condition_dtype():
     with pytest.raises(RuntimeError, match="where"):
         tgrad.where(_x(2, 3) > 2, _x(2, 3), _x(4))
-    with pytest.raises(RuntimeError, match="^where: expected condition to be a bool tensor"):
+    with pytest.raises(RuntimeError, match="^where expected condition to be a boolean tensor, "
+                                           "but got a tensor with dtype Double"):
         tgrad.where(_x(3), _x(3), _x(3))
+    with pytest.raises(RuntimeError, match="dtype Char"):
+        tgrad.where(tgrad.tensor([1, 0], dtype=tgrad.int8), 1.0, 2.0)
+
+
+def test_where_takes_a_uint8_condition_with_pytorchs_deprecation_warning():
+    cond = tgrad.tensor([1, 0, 2], dtype=tgrad.uint8)  # nonzero is true
+    with pytest.warns(UserWarning, match="where received a uint8 condition tensor"):
+        out = tgrad.where(cond, tgrad.tensor([1.0, 2.0, 3.0]), 0.0)
+    assert out.dtype is tgrad.float32 and out.tolist() == [1.0, 0.0, 3.0]
+    with pytest.warns(UserWarning, match="deprecated"):
+        assert tgrad.tensor([4, 5, 6]).where(cond, -1).tolist() == [4, -1, 6]
 
 
 @pytest.mark.parametrize("name", DIM_REDUCTIONS)
@@ -120,9 +132,26 @@ def test_clamp_needs_a_bound():
         tgrad.clamp(_x(3))
 
 
+def test_clamp_of_a_bool_result_raises_pytorchs_not_implemented():
+    b = tgrad.tensor([True, False])
+    for call, kernel in ((lambda: tgrad.clamp(b, min=True), "clamp_min_scalar_cpu"),
+                         (lambda: b.clamp(max=False), "clamp_max_scalar_cpu"),
+                         (lambda: tgrad.clip(b, False, True), "clamp_scalar_cpu"),
+                         (lambda: b.clone().clamp_(True), "clamp_min_scalar_cpu"),
+                         (lambda: tgrad.clamp_min(b, True), "clamp_min_scalar_cpu")):
+        with pytest.raises(NotImplementedError, match=f"^clamp: \"{kernel}\" not implemented "
+                                                      "for 'Bool'"):
+            call()
+    assert tgrad.clamp(b, min=1).tolist() == [1, 1]  # an int bound promotes: int64
+    assert tgrad.clamp(b, min=0.5).tolist() == [1.0, 0.5]
+
+
 def test_bool_tensors_in_arithmetic_unary():
-    with pytest.raises(RuntimeError, match="^neg: not supported for bool tensors"):
-        tgrad.neg(tgrad.tensor([True, False]))
+    for neg in (tgrad.neg, lambda t: -t, lambda t: t.clone().neg_()):
+        with pytest.raises(RuntimeError, match="^neg: Negation, the `-` operator, on a bool "
+                                               "tensor is not supported. If you are trying to "
+                                               "invert a mask, use the `~`"):
+            neg(tgrad.tensor([True, False]))
 
 
 def test_sub_with_bool_tensor():

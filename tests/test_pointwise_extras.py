@@ -45,6 +45,30 @@ def test_ldexp():
     assert gradgradcheck(tgrad.ldexp, (_leaf(2, 3), _leaf(3)))
 
 
+def test_ldexp_integer_exponent_is_exact_where_two_to_the_exponent_is_not_finite():
+    # x 2^e as NumPy's ldexp (C's), not x * pow(2, e): 2^e alone over- or underflows where the
+    # product does not (0 2^2000 is 0, not 0 * inf = NaN; inf 2^-2000 is inf)
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 2.0**-1000, 2.0**1000, 1.5, 3.0,
+                  1.0, -1.0, 0.75])
+    e = np.array([2000, 5000, -2000, -9000, 7, 2000, -2000, -1074, 2**40, -2**62,
+                  2**62, -1075])
+    got = tgrad.ldexp(tgrad.tensor(x), tgrad.tensor(e)).numpy()
+    with np.errstate(over="ignore"):
+        want = np.ldexp(x, np.clip(e, -5000, 5000))
+    np.testing.assert_array_equal(got, want)
+    x32 = np.array([2.0**-10, 2.0**100, 0.0, np.inf, 1.5, 1.0], dtype=np.float32)
+    e32 = np.array([130, -240, 200, -300, -149, 128], dtype=np.int16)
+    out = tgrad.ldexp(tgrad.tensor(x32), tgrad.tensor(e32))
+    assert out.dtype is tgrad.float32
+    np.testing.assert_array_equal(out.numpy(), np.ldexp(x32, e32))  # 2^120, 2^-140, 0, ...
+    h = tgrad.ldexp(tgrad.tensor([1.0, 0.0, 2.0**-20]).half(), tgrad.tensor([-24, 40, 30]))
+    assert h.dtype is tgrad.float16 and h.tolist() == [2.0**-24, 0.0, 1024.0]
+    # the gradient in x is 2^e (float64; PyTorch 2.13's is 0 here, an integer 2^-3)
+    leaf = tgrad.tensor([1.0, -2.0], dtype=tgrad.float64, requires_grad=True)
+    tgrad.ldexp(leaf, tgrad.tensor([-3, 1030])).sum().backward()
+    assert leaf.grad.tolist() == [0.125, math.inf]
+
+
 def test_heaviside_follows_numpy():
     x = np.array([-1.0, -0.0, 0.0, 2.0, np.inf, -np.inf, np.nan])
     values = np.array([0.5])

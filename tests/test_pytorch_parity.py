@@ -323,6 +323,8 @@ def test_div_rounding_modes():
     assert x.grad.tolist() == [0.0, 0.0]  # piecewise constant
     with pytest.raises(ValueError, match="^div expected rounding_mode to be one of None"):
         tgrad.div(ta, tb, rounding_mode="round")
+    with pytest.raises(RuntimeError, match="but found 'round'"):  # PyTorch's type
+        ta.div_(tb, rounding_mode="round")
     with pytest.raises(ZeroDivisionError, match="^floor_divide: integer division by zero"):
         tgrad.div(ti, tgrad.tensor(0), rounding_mode="trunc")
 
@@ -780,6 +782,49 @@ def test_half_floor_and_trunc_division_by_a_number_run_in_float32():
     for mode, fn in (("trunc", np.trunc), ("floor", np.floor)):
         got = tgrad.div(tgrad.tensor(v, dtype=tgrad.bfloat16), 2, rounding_mode=mode)
         assert got.dtype is tgrad.bfloat16 and got.float().tolist() == fn(v / 2).tolist()
+
+
+def test_half_trunc_division_rounds_an_integer_tensor_operand_to_the_half_dtype_first():
+    # type promotion casts the int tensor to float16 before dividing: 70000 is inf there,
+    # 100000 too; in bfloat16 -70000 is -70144 (8 significant bits), / 3 = -23381.3,
+    # truncated -23381, rounded to bfloat16 -23424 (multiples of 128 there)
+    ints = tgrad.tensor([70000, 100000, -70000, 3])
+    h = tgrad.tensor([2.0, 4.0, 3.0, 2.0], dtype=tgrad.float16)
+    assert tgrad.div(ints, h, rounding_mode="trunc").tolist() == [np.inf, np.inf, -np.inf, 1.0]
+    assert tgrad.div(tgrad.tensor(70000), h, rounding_mode="trunc").tolist() == [np.inf] * 4
+    got = tgrad.div(ints[2:3], h[2:3].to(tgrad.bfloat16), rounding_mode="trunc")
+    assert got.dtype is tgrad.bfloat16 and got.tolist() == [-23424.0]
+    # a one-element second operand is still read in float32 (PyTorch's CPU scalar)
+    assert tgrad.div(h * 100, tgrad.tensor([70000]), rounding_mode="trunc").tolist() == [0.0] * 4
+
+
+def test_half_composites_round_an_integer_tensor_operand_to_the_half_dtype_first():
+    # addcmul / addcdiv / add and sub with alpha compute halves in float32, but their integer
+    # tensor operands are first cast to float16 as promotion casts them: 70000 and 65520 are
+    # inf there, 65519 is 65504 (hand-computed float16 roundings)
+    ints = tgrad.tensor([70000, 65519, 65520, 3])
+    h = tgrad.tensor([2.0, 1.0, 1.0, 2.0], dtype=tgrad.float16)
+    inf = np.inf
+    assert tgrad.addcdiv(h, ints, h).tolist() == [inf, 65504.0, inf, 3.5]  # 2 + 1.5
+    assert tgrad.addcmul(h, h, ints, value=0.5).tolist() == [inf, 32752.0, inf, 5.0]
+    assert tgrad.addcmul(ints, h, h).tolist() == [inf, 65504.0, inf, 7.0]  # 65504 + 1
+    assert tgrad.sub(ints, h, alpha=0.5).tolist() == [inf, 65504.0, inf, 2.0]
+    assert tgrad.add(h, ints, alpha=2).tolist() == [inf, inf, inf, 8.0]  # 2 * 65504 > max
+
+
+def test_half_mul_div_read_a_python_int_past_2_to_62_in_float32_too():
+    # ints of 2^62 and more take the checked path; their mul/div/floor_divide with a half
+    # tensor still reads them in float32 (2^63 - 1 is 9.22e18 there, not inf as in float16)
+    big = 2**63 - 1  # 2^63 in float32
+    for dt, prod, quot in ((tgrad.float16, [0.0, -np.inf, np.inf], [0.0, -0.0, 0.0]),
+                           # bfloat16 has float32's range: -0.5 2^63, 3 2^63, -2^-64, 3 2^-63
+                           (tgrad.bfloat16, [0.0, -2.0**62, 3 * 2.0**63],
+                            [0.0, -2.0**-64, 3 * 2.0**-63])):
+        h = tgrad.tensor([0.0, -0.5, 3.0], dtype=dt)
+        assert (h * big).tolist() == prod  # 0 * 9.2e18 = 0, not 0 * inf = NaN
+        assert (big * h).tolist() == prod
+        assert (h / big).tolist() == quot
+        assert (h // -2**62).tolist() == [-0.0, 0.0, -1.0]
 
 
 def test_number_arguments_past_the_dtype_raise_where_pytorch_converts_them_checked():

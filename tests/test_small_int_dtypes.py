@@ -340,6 +340,19 @@ def test_reductions(name):
     assert t.mean(dtype=tgrad.float64).item() == pytest.approx(a64.mean(), rel=1e-15)
 
 
+def test_mean_into_a_half_dtype_sums_in_float32():
+    # PyTorch's CPU mean with dtype=float16/bfloat16: cast to float32, sum, divide, round
+    # once (not each integer into float16 first, where 70000 is inf): 231042 / 6 = 38507,
+    # 38496 in float16 (multiples of 32 there), 38400 in bfloat16 (multiples of 256)
+    t = tgrad.tensor([70000, 100000, -70000, 3, 65519, 65520])
+    got = t.mean(dtype=tgrad.float16)
+    assert got.dtype is tgrad.float16 and got.item() == 38496.0
+    assert tgrad.mean(t, dtype=tgrad.bfloat16).item() == 38400.0
+    rows = t.reshape(2, 3).mean(1, dtype=tgrad.float16)  # 100000 / 3, 131042 / 3
+    assert rows.tolist() == [33344.0, 43680.0]
+    assert tgrad.tensor([True, False, True]).mean(dtype=tgrad.float16).item() == 0.66650390625
+
+
 def test_any_all_of_uint8_are_uint8():
     u = tgrad.tensor([[1, 0], [2, 3]], dtype=tgrad.uint8)
     assert u.any().dtype is tgrad.uint8 and u.any().item() == 1
@@ -481,6 +494,7 @@ for name in ("uint8", "int8", "int16"):
         r[op] = getattr(tgrad, op)(A, B)
     r["shl"], r["shr"], r["neg"], r["not"] = A << 3, A >> 2, -A, ~A
     r["pow"], r["add_num"], r["sub_num"] = A ** 2, A + 100, A - 1
+    r["lcm"] = tgrad.lcm(A.clamp(min=info.min + 1), B)  # (no INT_MIN: its |.| overflows)
     r["sum"], r["prod"], r["cumsum"] = A.sum(1), A.prod(1), A.cumsum(1)
     r["amax"], r["argmin"], r["sorted"] = A.amax(1), A.argmin(1), A.sort(1)[0]
     r["mix"] = A + tgrad.tensor(b.astype(np.int8), device="cuda")
@@ -501,12 +515,38 @@ print(json.dumps(out))
 """
 
 
+def _lcm_wrapped(a64, b64, name):
+    """lcm computed exactly in int64, then wrapped into ``name``: PyTorch's uint8/int8/int16
+    lcm (C promotes them to int, so the absolute value comes before the wrap)."""
+    g = np.gcd(a64, b64)
+    return np.abs(a64 // np.where(g == 0, 1, g) * b64).astype(name)
+
+
+def test_small_int_lcm_takes_the_absolute_value_before_wrapping():
+    a = tgrad.tensor([100, -100, 127, 3, 0, -7], dtype=tgrad.int8)
+    b = tgrad.tensor([7, 7, -3, -1, 5, 7], dtype=tgrad.int8)
+    # exact lcms 700, 700, 381, 3, 0, 7 wrapped into int8 by hand: 700 - 768 = -68,
+    # 381 - 256 = 125
+    assert tgrad.lcm(a, b).tolist() == [-68, -68, 125, 3, 0, 7]
+    u = tgrad.tensor([200, 100], dtype=tgrad.uint8)
+    assert tgrad.lcm(u, tgrad.tensor([3, 7], dtype=tgrad.uint8)).tolist() == [600 % 256,
+                                                                              700 % 256]
+    s = tgrad.tensor([300, -32767], dtype=tgrad.int16)
+    # 32767 * 3 = 98301 (coprime): 98301 - 65536 = 32765
+    assert tgrad.lcm(s, tgrad.tensor([7, 3], dtype=tgrad.int16)).tolist() == [2100, 32765]
+    big = tgrad.tensor([250, 251], dtype=tgrad.int16)
+    # 250 * 251 = 62750 > 32767: 62750 - 65536 = -2786 (wraps after |.|, as PyTorch's)
+    assert tgrad.lcm(big, tgrad.tensor([251, -250], dtype=tgrad.int16)).tolist() == [-2786,
+                                                                                      -2786]
+
+
 def test_small_int_ops_on_cuda_interpreted():
     from interpreted import run_json
     r = run_json(_CUDA_SCRIPT)
     assert r["umask"] == [0.0, 2.0, 4.0]
     for name in SMALL:
         res = r[name]
+        info = np.iinfo(np.dtype(name))
         a, b = np.array(res["a"], name), np.array(res["b"], name)
         a64 = a.astype(np.int64)
         with np.errstate(over="ignore"):
@@ -515,6 +555,8 @@ def test_small_int_ops_on_cuda_interpreted():
                     "bitwise_xor": a ^ b, "lt": a < b, "shl": a << 3, "shr": a >> 2, "neg": -a,
                     "not": ~a, "pow": a * a, "add_num": a + np.dtype(name).type(100),
                     "sub_num": a - np.dtype(name).type(1),
+                    "lcm": _lcm_wrapped(np.maximum(a64, info.min + 1), b.astype(np.int64),
+                                        name),
                     "sum": a64.sum(1), "prod": a64.prod(1), "cumsum": a64.cumsum(1),
                     "amax": a.max(1), "argmin": a.argmin(1), "sorted": np.sort(a, 1),
                     "mix": a + b.astype(np.int8), "f": a.astype(np.float32) * 0.5,

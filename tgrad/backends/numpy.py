@@ -563,11 +563,17 @@ def _remainder(a, b):
 
 
 def _lcm(a, b):
-    """PyTorch's lcm: |a / gcd(a, b) * b| in the integer dtype (a product past its range
-    wraps before the absolute value; NumPy's lcm wraps after it)."""
+    """PyTorch's lcm: |a / gcd(a, b) * b|, in the int32/int64 dtype itself (a product past
+    its range wraps before the absolute value; NumPy's lcm wraps after it) and in C's int
+    for uint8/int8/int16, which C promotes: there the absolute value comes first and the
+    result wraps into the dtype (int8 lcm(100, 7) = 700 - 512 = 188, i.e. -68)."""
     g = np.gcd(a, b)
+    q = a // np.where(g == 0, 1, g)
+    dt = np.result_type(a, b)
+    if dt.itemsize < 4:
+        return np.abs(q.astype(np.int32) * np.asarray(b).astype(np.int32)).astype(dt)
     with np.errstate(over="ignore"):
-        return np.abs((a // np.where(g == 0, 1, g)) * b)
+        return np.abs(q * b)
 
 
 BINARY = {

@@ -755,10 +755,16 @@ def f_gcd(a, b):
 
 @triton.jit
 def f_lcm(a, b):
-    # |a / gcd(a, b) * b| (the division is exact); 0 when a or b is 0
+    # |a / gcd(a, b) * b| (the division is exact); 0 when a or b is 0. PyTorch's C code
+    # promotes uint8/int8/int16 to int: the absolute value comes before the wrap into the
+    # dtype there (int8 lcm(100, 7) is 700 -> -68), int32/int64 wrap before it
     g = f_gcd(a, b)
-    q = (a // tl.where(g == 0, 1, g)) * b
-    return tl.where(q < 0, -q, q)
+    q = a // tl.where(g == 0, 1, g)
+    if a.dtype.primitive_bitwidth < 32:
+        p = q.to(tl.int32) * b.to(tl.int32)
+        return tl.where(p < 0, -p, p).to(a.dtype)
+    p = q * b
+    return tl.where(p < 0, -p, p)
 
 
 # ------------------------------------------------------------------ paired backward

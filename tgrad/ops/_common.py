@@ -270,7 +270,9 @@ def shape_str(shape) -> str:
 def widen_halves(*ts) -> tuple:
     """(ts with float tensors widened to float32, half dtype to round the result to) when
     the tensors' promoted dtype is float16/bfloat16, else (ts, None): composite ops compute
-    halves in float32 and round once at the end, as fused kernels do."""
+    halves in float32 and round once at the end, as fused kernels do. A tensor of another
+    dtype (integer, bool, a 0-d float32/float64) is cast to the half dtype first, as PyTorch's
+    promotion casts its operands (an int64 70000 is inf in float16, 65519 is 65504)."""
     from tgrad import dtypes
     if not any(isinstance(t, Tensor) and t.dtype in (dtypes.float16, dtypes.bfloat16)
                for t in ts):
@@ -278,8 +280,8 @@ def widen_halves(*ts) -> tuple:
     rt = dtypes.result_type(*[t for t in ts if isinstance(t, Tensor)])
     if rt not in (dtypes.float16, dtypes.bfloat16):
         return ts, None
-    return tuple(t.float() if isinstance(t, Tensor) and t.dtype.is_floating_point else t
-                 for t in ts), rt
+    return tuple((t if t.dtype is rt else t.to(rt)).float()
+                 if isinstance(t, Tensor) else t for t in ts), rt
 
 
 def rounded_to(t: Tensor, half) -> Tensor:

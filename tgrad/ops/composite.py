@@ -427,7 +427,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 * tensor2 (broadcast)."""
     _three_tensors("addcmul", input, tensor1, tensor2)
-    value = _scalar_like(value, input, tensor1, tensor2)
+    value = _scalar_like("addcmul", value, input, tensor1, tensor2)
     (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
     prod = tensor1 * tensor2
     return rounded_to(input + (prod if value == 1 else prod * value), half)
@@ -440,9 +440,20 @@ def _three_tensors(op: str, input, tensor1, tensor2) -> None:  # noqa: A002
         require_tensor(op, v, name, pos)
 
 
-def _scalar_like(value, *tensors):
-    """``value`` cast as PyTorch casts it for integer operands (truncated to an int)."""
+def _scalar_like(op: str, value, *tensors):
+    """``value`` cast as PyTorch casts it to the result dtype: its checked conversion (into
+    float32, the opmath type, for halves: "value cannot be converted to type ... without
+    overflow" for NaN/inf/-1.5 into an integer dtype or a complex number into a real one),
+    then truncated to an int for integer operands; no bool kernel (PyTorch's
+    NotImplementedError)."""
     dt = dtypes.result_type(*tensors)
+    if dt is dtypes.bool_:
+        raise NotImplementedError(f"{op}: \"{op}_cpu_out\" not implemented for 'Bool' (as in "
+                                  f"PyTorch); convert the tensors first, e.g. input.int()")
+    dtypes.check_value_fits(op, value, dtypes.float32 if dt.itemsize == 2
+                            and dt.is_floating_point else dt)
+    if isinstance(value, complex) and not dt.is_complex:
+        value = value.real  # a zero imaginary part (check_value_fits refused any other)
     if dt.is_floating_point or dt.is_complex:
         return value
     return int(value)
@@ -458,6 +469,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
                            "future release addcdiv will perform a true division of tensor1 "
                            "and tensor2. Use true_divide or floor_divide instead.")
+    value = _scalar_like("addcdiv", value, input, tensor1, tensor2)
     (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
     q = tensor1 / tensor2
     return rounded_to(input + (q if value == 1 else q * value), half)
@@ -622,7 +634,10 @@ def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
 @tensor_method("logical_xor")
 def logical_xor(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """Elementwise xor of the truth values (nonzero, NaN included, is true); bool. ``other``
-    may be a number."""
+    may be a number. Two tensors are read in their promoted dtype, as PyTorch reads them (a 0-d
+    int64 256 with a uint8 tensor is 0, false)."""
+    if isinstance(other, Tensor) and isinstance(input, Tensor) and input.dtype is not other.dtype:
+        input, other = ew._in_common_dtype(input, other)  # noqa: A001
     return ew.ne(ew.ne(input, 0), ew.ne(other, 0) if isinstance(other, Tensor) else bool(other))
 
 

@@ -244,6 +244,10 @@ def _make_unary(name: str, saves: str, float_only: bool, rule):
                 raise NotImplementedError(f"{name}: not supported for bool tensors; convert "
                                           f"with .float() (\"{name}_vml_cpu\" not "
                                           f"implemented for 'Bool')")
+            if name == "neg":  # PyTorch's text
+                raise RuntimeError("neg: Negation, the `-` operator, on a bool tensor is not "
+                                   "supported. If you are trying to invert a mask, use the `~` "
+                                   "or `logical_not()` operator instead.")
             raise RuntimeError(f"{name}: not supported for bool tensors; convert with .float()")
         y = wrap(backend_of(x).unary(name, data), x.device)
         if saves == "x":
@@ -652,6 +656,8 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     be = backend_of(t)
     if is_logical:
         dt = dtypes.bool_
+        if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype is not b.dtype:
+            a, b = _in_common_dtype(a, b)
     else:
         dt = dtypes.result_type(a, b)
         if dt.is_complex:
@@ -687,9 +693,22 @@ def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     return dev, be, _operand(a, dt, be, name), _operand(b, dt, be, name)
 
 
+def _in_common_dtype(a: Tensor, b: Tensor) -> tuple:
+    """Two tensors of different dtypes cast to their promoted dtype, as PyTorch reads the
+    operands of a logical op: a 0-d operand that does not fit wraps or rounds first (a 0-d
+    int64 256 with a uint8 tensor is 0, false; a 0-d float64 1e-50 with float32 is 0.0)."""
+    ct = dtypes.result_type(a, b)
+    return (a if a.dtype is ct else a.detach().to(ct)), (b if b.dtype is ct else b.detach().to(ct))
+
+
 # PyTorch's kernel names in its NotImplementedError for bool operands
 _BOOL_KERNELS = {"pow": "pow", "floor_divide": "div_floor_cpu", "remainder": "remainder_cpu",
                  "fmod": "fmod_cpu"}
+
+
+class RoundingModeError(RuntimeError, ValueError):
+    """div's bad ``rounding_mode``: PyTorch raises RuntimeError; it is a ValueError too (a
+    bad argument value), so either ``except`` catches it."""
 
 
 class IntegerDivisionByZeroError(RuntimeError, ZeroDivisionError):
@@ -767,6 +786,20 @@ def _keeps_f32(a, b, xa, dev) -> bool:
     return (type(a) is Tensor and type(b) is Tensor and xa.dtype.itemsize == 2
             and xa.dtype.kind in "fV" and b.dtype.np != xa.dtype and b.numel() == 1
             and dev.type == "cpu")
+
+
+def _big_int_in_f32(name: str, a, b, be, xa, xb, narrow_to) -> tuple:
+    """A Python int operand of mul/div/floor_divide past _FAST_INT (|i| >= 2^62, the
+    checked path) with a float16/bfloat16 tensor, read in float32 as the fast path reads
+    every number (PyTorch's opmath: 0 * (2^63 - 1) is 0, not 0 * inf = NaN). Only the
+    second operand, and mul's first (the fast path's rules); (xa, xb, narrow_to)."""
+    if type(b) is int and type(a) is Tensor and a.dtype.is_floating_point \
+            and a.dtype.itemsize == 2:
+        return xa, _number_as(_F32, b), narrow_to
+    if name == "mul" and type(a) is int and type(b) is Tensor \
+            and b.dtype.is_floating_point and b.dtype.itemsize == 2:
+        return _number_as(_F32, a), be.cast(b._data, _F32), b.dtype.np
+    return xa, xb, narrow_to
 
 
 # Python ints below this in magnitude convert to any float dtype without OverflowError (they
@@ -904,6 +937,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 _refuse_float8_mul_by_one_value(xb)
             if f32_number and _keeps_f32(a, b, xa, dev):
                 xb = be.cast(b._data, _F32)
+            elif f32_number and (type(a) is int or type(b) is int):  # an int past _FAST_INT
+                xa, xb, narrow_to = _big_int_in_f32(name, a, b, be, xa, xb, narrow_to)
         try:
             out = be.binary(op, xa, xb)
             if narrow_to is not None:
@@ -1140,10 +1175,11 @@ def _alpha_apply(name: str, apply, input, other, alpha) -> Tensor:  # noqa: A002
                            f"must not be a floating point number (got {alpha})")
     dtypes.check_value_fits(name, alpha, dt)  # PyTorch: alpha=1e5 for halves raises
     # other * alpha in the result's compute dtype (float32 for halves), rounded once at
-    # the end, as PyTorch computes input + alpha * other
+    # the end, as PyTorch computes input + alpha * other; a tensor of another dtype is cast
+    # to the result dtype first, as promotion casts it (an int64 65520 is inf in float16)
     cd = dtypes.float32 if dt.is_floating_point and dt.itemsize == 2 else dt
-    x, y = (t.to(cd) if isinstance(t, Tensor) and t.dtype is not cd else t
-            for t in (input, other))
+    x, y = ((t if t.dtype is dt else t.to(dt)).to(cd) if isinstance(t, Tensor)
+            and (t.dtype is not cd or cd is not dt) else t for t in (input, other))
     out = apply(x, y * alpha)
     return out if out.dtype is dt else out.to(dt)
 
@@ -1316,7 +1352,15 @@ class _RoundedDiv(Function):
         if dt in dtypes.FLOAT8_DTYPES:  # PyTorch's kernel names (b one value: reduced float)
             one = not isinstance(b, Tensor) or b.numel() == 1
             dtypes.refuse_float8("div_trunc_cpu_reduced_float" if one else "div_trunc_cpu", dt)
-        if dt.itemsize == 2:  # halves: the quotient truncated in float32, rounded once
+        if dt.itemsize == 2:  # halves: the quotient truncated in float32, rounded once;
+            # a tensor of another dtype is first cast to the half dtype, as promotion casts it
+            # (an int64 70000 is inf in float16), but a one-element second operand on the CPU,
+            # read in float32 (PyTorch's CPU scalar, as _keeps_f32)
+            if isinstance(a, Tensor) and a.dtype is not dt:
+                a = a.to(dt)
+            if isinstance(b, Tensor) and b.dtype is not dt and not (
+                    b.numel() == 1 and b.device.type == "cpu"):
+                b = b.to(dt)
             a, b = (t.to(dtypes.float32) if isinstance(t, Tensor) else t for t in (a, b))
         q = _BINARY["div"].apply(a, b)
         q = where(lt(q, 0.0), ceil(q), floor(q))
@@ -1341,8 +1385,8 @@ def _with_rounding_mode(true_div):
             if rounding_mode is None:  # the common case first
                 return apply(input, other)
             if rounding_mode not in ("trunc", "floor"):
-                raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', "
-                                 f"or 'floor' but found '{rounding_mode}'")
+                raise RoundingModeError(f"div expected rounding_mode to be one of None, "
+                                        f"'trunc', or 'floor' but found '{rounding_mode}'")
             if dtypes.result_type(input, other).is_floating_point:
                 return _RoundedDiv.apply(input, other, rounding_mode)
             if rounding_mode == "floor":
@@ -1434,8 +1478,10 @@ class Where(Function):
     @staticmethod
     def forward(ctx, cond, a, b):
         if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_:
-            raise RuntimeError(f"where: expected condition to be a bool tensor, got "
-                               f"{getattr(cond, 'dtype', type(cond).__name__)}")
+            got = (f"dtype {dtypes.SCALAR_TYPE_NAMES.get(cond.dtype, cond.dtype.name)} "
+                   f"({cond.dtype})" if isinstance(cond, Tensor) else type(cond).__name__)
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                               f"tensor with {got}; compare it first, e.g. condition != 0")
         t = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
         dev = same_device("where", cond, a, b)
         dt = dtypes.result_type(*(x for x in (a, b)))
@@ -1475,6 +1521,12 @@ def where(condition: Tensor, input=None, other=None) -> Tensor | tuple:  # noqa:
                         "(where(condition, input, other))")
     dev = condition.device if isinstance(condition, Tensor) else None
     if dev is not None:  # 0-d CPU tensors join a cuda condition as scalars (PyTorch)
+        if condition.dtype is dtypes.uint8:  # PyTorch still takes it: nonzero is true
+            import warnings
+            warnings.warn("where received a uint8 condition tensor. This behavior is "
+                          "deprecated and will be removed in a future version of PyTorch. "
+                          "Use a boolean condition instead.", UserWarning, stacklevel=2)
+            condition = condition != 0
         _, input = _cpu_scalars_moved(condition, input)  # noqa: A001
         _, other = _cpu_scalars_moved(condition, other)
     return Where.apply(condition, input, other)
@@ -1555,9 +1607,13 @@ class Clamp(Function):
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
         be = backend_of(x)
         dt = dtypes.result_type(x, *(v for v in (lo, hi) if v is not None))
-        if dt in dtypes.FLOAT8_DTYPES:  # PyTorch's kernel names, by the bounds given
-            dtypes.refuse_float8("clamp_min_scalar_cpu" if hi is None else "clamp_max_scalar_cpu"
-                                 if lo is None else "clamp_scalar_cpu", dt)
+        if dt in dtypes.FLOAT8_DTYPES or dt is dtypes.bool_:  # PyTorch's kernel names, by
+            kernel = ("clamp_min_scalar_cpu" if hi is None else "clamp_max_scalar_cpu"  # the
+                      if lo is None else "clamp_scalar_cpu")  # bounds given
+            if dt is dtypes.bool_:  # (a bool tensor with bool bounds: no kernel either)
+                raise NotImplementedError(f"clamp: \"{kernel}\" not implemented for 'Bool'; "
+                                          f"convert the tensor first, e.g. input.int()")
+            dtypes.refuse_float8(kernel, dt)
         for v in (lo, hi):  # a bound past the dtype's range raises, as PyTorch's clamp
             if v is not None:
                 dtypes.check_value_fits("clamp", v, dt)

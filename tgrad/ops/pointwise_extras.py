@@ -82,7 +82,30 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     dt = dtypes.result_type(input, other)
     if not dt.is_floating_point and not dt.is_complex:  # (complex stays complex: PyTorch's)
         dt = dtypes.get_default_dtype()
+    if (isinstance(other, Tensor) and not dt.is_complex and not other.dtype.is_floating_point
+            and not other.dtype.is_complex):
+        return _ldexp_int(input.to(dt), other)
     return input.to(dt) * ew.pow(2.0, other.to(dt) if isinstance(other, Tensor) else other)
+
+
+def _ldexp_int(x: Tensor, e: Tensor) -> Tensor:
+    """x 2^e for an integer (or bool) exponent tensor ``e``, exactly as C's ldexp (PyTorch's
+    ldexp_cpu_exp kernel), not x * 2^e: 2^e alone over- or underflows where the product
+    does not (ldexp(2^-10, 130) is 2^120 in float32, ldexp(0, 2000) is 0, not 0 * inf = NaN;
+    ldexp(inf, -2000) is inf). Computed in float64 and rounded once to x's dtype: e is
+    clamped to +-2200 (past it every nonzero finite float64 over- or underflows) and split
+    in three parts of at most 734, so each 2^part is a finite, nonzero float64 power of two;
+    the products are exact for float32/float16/bfloat16 x (their range sits far inside
+    float64's), for float64 x but a float64 subnormal result (one ulp there, rarely).
+    d x = g 2^e, through the products (the exponent has no gradient)."""
+    e = e.to(dtypes.int64).clamp(-2200, 2200)
+    e1 = ew.div(e, 3, rounding_mode="trunc")
+    e2 = ew.div(e - e1, 2, rounding_mode="trunc")
+    e3 = e - e1 - e2
+    y = x.to(dtypes.float64)
+    for part in (e1, e2, e3):  # (all three of e's sign)
+        y = y * ew.pow(2.0, part.to(dtypes.float64))
+    return y.to(x.dtype)
 
 
 @tensor_method("heaviside")

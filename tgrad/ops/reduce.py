@@ -319,7 +319,13 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa:
         dim = _dim_or_axis("mean", dim, axis)
     require_tensor("mean", input)
     if dtype is not None:
-        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
+        dt = dtypes.as_dtype(dtype)
+        if (dt in (dtypes.float16, dtypes.bfloat16) and not input.dtype.is_floating_point
+                and not input.dtype.is_complex and input.device.type == "cpu"):
+            # PyTorch's CPU mean of integers into a half dtype: cast to float32, sum, divide,
+            # round once (70000 is not inf first)
+            return mean(input.to(dtypes.float32), dim, keepdim).to(dt)
+        input = input.to(dt)  # noqa: A001
     return (MeanAll if dim is None else Mean).apply(
         input, _reduce_dims("mean", dim, input.ndim), keepdim)
 

@@ -82,6 +82,13 @@ def _spacing(op: str, y: Tensor, x, dx, d: int):
     return right - left
 
 
+def _refuse_0d(op: str, y: Tensor, dim) -> None:
+    """PyTorch's IndexError for a 0-d ``y``: it has no dim to integrate along."""
+    if y.ndim == 0:
+        raise IndexError(f"{op}: Dimension specified as {dim} but tensor has no dimensions; "
+                         f"give y at least one dim")
+
+
 def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None,
               dim: int = -1) -> Tensor:
     """The trapezoidal rule along ``dim``: y (..., n, ...) -> y's shape without ``dim``.
@@ -90,6 +97,7 @@ def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None,
     ``x`` (1-D of length n, or a tensor broadcasting with y after differencing):
     sum_k (x_{k+1} - x_k) (y_k + y_{k+1}) / 2. n = 0 gives zeros (NumPy's result)."""
     require_tensor("trapezoid", y, "y")
+    _refuse_0d("trapezoid", y, dim)
     d = _wrap_dim(dim, y.ndim, "trapezoid")
     if y.shape[d] == 0:
         return zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device)
@@ -112,6 +120,7 @@ def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None
     """The running trapezoidal rule along ``dim``: y (..., n, ...) -> (..., n - 1, ...),
     out_k = sum_{j <= k} h_j (y_j + y_{j+1}) / 2 with h_j = dx or x_{j+1} - x_j."""
     require_tensor("cumulative_trapezoid", y, "y")
+    _refuse_0d("cumulative_trapezoid", y, dim)
     d = _wrap_dim(dim, y.ndim, "cumulative_trapezoid")
     h = _spacing("cumulative_trapezoid", y, x, dx, d)
     right, left = _pairs(y, d)
