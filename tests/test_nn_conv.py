@@ -977,3 +977,147 @@ def test_max_pool_is_pytorchs_max_pool_with_indices_node():
                lambda t: F.max_pool3d(t, 2, 1, 1, ceil_mode=True),
                lambda t: F.max_pool1d(t[0, 0], 3, 2, 1)):
         assert tgrad.autograd.gradcheck(fn, (small,)) and tgrad.autograd.gradgradcheck(fn, (small,))
+
+
+# PyTorch 2.13's nodes of the norms (out.grad_fn.name() and its next_functions' names, for
+# float64 leaves): batch_norm (train and eval) and group_norm are one native node with edges
+# (input, weight, bias), None where no weight / bias is given; instance_norm is that
+# batch_norm node on the (1, N C, *) view, viewed back.
+_NORM_NODES = [
+    ("batch_norm_train", lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+     "NativeBatchNormBackward0", ["AccumulateGrad"] * 3),
+    ("batch_norm_train_plain", lambda x, w, b: F.batch_norm(
+        x, _t(np.zeros(3)), _t(np.ones(3)), training=True),
+     "NativeBatchNormBackward0", ["AccumulateGrad", None, None]),
+    ("batch_norm_eval", lambda x, w, b: F.batch_norm(x, _t(np.zeros(3)), _t(np.ones(3)), w, b),
+     "NativeBatchNormBackward0", ["AccumulateGrad"] * 3),
+    ("batch_norm_2d_input", lambda x, w, b: F.batch_norm(x[:, :, 0, 0], None, None, w, b,
+                                                         training=True),
+     "NativeBatchNormBackward0", ["SelectBackward0", "AccumulateGrad", "AccumulateGrad"]),
+    ("group_norm", lambda x, w, b: F.group_norm(x.reshape(2, 3, 4), 3, w * 2.0, b),
+     "NativeGroupNormBackward0", ["ViewBackward0", "MulBackward0", "AccumulateGrad"]),
+    ("group_norm_plain", lambda x, w, b: F.group_norm(x, 3),
+     "NativeGroupNormBackward0", ["AccumulateGrad", None, None]),
+    ("instance_norm", lambda x, w, b: F.instance_norm(x, None, None, w, b),
+     "ViewBackward0", ["NativeBatchNormBackward0"]),
+    ("instance_norm_eval", lambda x, w, b: F.instance_norm(
+        x, _t(np.zeros(3)), _t(np.ones(3)), use_input_stats=False),
+     "ViewBackward0", ["NativeBatchNormBackward0"]),
+]
+
+
+@pytest.mark.parametrize("name,fn,node,edges", _NORM_NODES, ids=[c[0] for c in _NORM_NODES])
+def test_norm_nodes_are_pytorchs(name, fn, node, edges):
+    rng = np.random.default_rng(0)
+    x = _t(rng.standard_normal((2, 3, 2, 2)), requires_grad=True)
+    w, b = _t(rng.standard_normal(3), requires_grad=True), _t(rng.standard_normal(3),
+                                                              requires_grad=True)
+    out = fn(x, w, b)
+    assert out.grad_fn.name() == node
+    assert [None if f is None else f.name() for f, _ in out.grad_fn.next_functions] == edges
+    if name == "instance_norm":  # batch_norm's edges: the view, the repeated parameters
+        # (PyTorch's RepeatBackward0; tgrad's repeat of a vector is an expand + reshape)
+        inner = out.grad_fn.next_functions[0][0]
+        assert [f.name() for f, _ in inner.next_functions][0] == "ViewBackward0"
+        assert len(inner.next_functions) == 3
+
+
+def _np_bn_train(x, w, b, eps=1e-5):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (x.shape[1],) + (1,) * (x.ndim - 2)
+    mean = x.mean(axis=axes, keepdims=True)
+    y = (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+    return y * w.reshape(shape) + b.reshape(shape)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_batch_norm_one_node_values_and_gradients_against_numpy(layout):
+    # forward against NumPy float64; the gradients of sum(y * c) against central
+    # differences of the NumPy forward (x, weight, bias); the saved statistics are the
+    # batch's mean and 1 / sqrt(biased var + eps) (PyTorch's save_mean / save_invstd)
+    rng = np.random.default_rng(5)
+    xn = rng.standard_normal((3, 2, 4)) * 2.0 + 1.5
+    if layout == "transposed":  # a non-contiguous input: the result is C-contiguous
+        xn = np.ascontiguousarray(xn.transpose(2, 1, 0)).transpose(2, 1, 0)
+    wn, bn, cn = rng.standard_normal(2), rng.standard_normal(2), rng.standard_normal((3, 2, 4))
+    x = _t(xn, requires_grad=True)
+    if layout == "transposed":
+        x = _t(np.ascontiguousarray(xn.transpose(2, 1, 0)), requires_grad=True)
+        xin = x.permute(2, 1, 0)
+    else:
+        xin = x
+    w, b = _t(wn, requires_grad=True), _t(bn, requires_grad=True)
+    y = F.batch_norm(xin, None, None, w, b, training=True)
+    assert y.is_contiguous()
+    np.testing.assert_allclose(y.detach().numpy(), _np_bn_train(xn, wn, bn), rtol=1e-12,
+                               atol=1e-12)
+    node = y.grad_fn
+    np.testing.assert_allclose(node._saved_result1.numpy(), xn.mean(axis=(0, 2)), rtol=1e-12)
+    np.testing.assert_allclose(node._saved_result2.numpy(),
+                               1.0 / np.sqrt(xn.var(axis=(0, 2)) + 1e-5), rtol=1e-12)
+    assert node._saved_training is True and node._saved_eps == 1e-5
+    (y * _t(cn)).sum().backward()
+
+    def numeric(which):
+        args = [xn, wn, bn]
+        base = args[which]
+        out = np.zeros_like(base)
+        for i in np.ndindex(base.shape):
+            hi, lo = base.copy(), base.copy()
+            hi[i] += 1e-6
+            lo[i] -= 1e-6
+            fa = [hi if k == which else a for k, a in enumerate(args)]
+            fb = [lo if k == which else a for k, a in enumerate(args)]
+            out[i] = ((_np_bn_train(*fa) - _np_bn_train(*fb)) * cn).sum() / 2e-6
+        return out
+
+    gx = x.grad.numpy().transpose(2, 1, 0) if layout == "transposed" else x.grad.numpy()
+    np.testing.assert_allclose(gx, numeric(0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(w.grad.numpy(), numeric(1), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(b.grad.numpy(), numeric(2), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+def test_one_node_norms_gradcheck_and_gradgradcheck(training, affine):
+    from tgrad.autograd import gradcheck, gradgradcheck
+    rng = np.random.default_rng(6)
+    x = _t(rng.standard_normal((3, 4, 3)), requires_grad=True)
+    params = (_t(rng.standard_normal(4), requires_grad=True),
+              _t(rng.standard_normal(4), requires_grad=True)) if affine else ()
+    rm, rv = _t(rng.standard_normal(4)), _t(rng.uniform(0.5, 2.0, 4))
+    fns = [lambda x, *p: F.batch_norm(x, rm, rv, *p, training=training),
+           lambda x, *p: F.instance_norm(x, rm, rv, *p, use_input_stats=training)]
+    if training:
+        fns.append(lambda x, *p: F.group_norm(x, 2, *p))
+    for fn in fns:
+        assert gradcheck(fn, (x, *params))
+        assert gradgradcheck(fn, (x, *params))
+
+
+def test_batch_norm_refuses_running_statistics_that_require_grad():
+    # PyTorch's native_batch_norm is not differentiable with respect to them
+    x = _t(np.ones((2, 3)))
+    rm, rv = _t(np.zeros(3), requires_grad=True), _t(np.ones(3))
+    for training in (True, False):
+        _raises(lambda t=training: F.batch_norm(x, rm, rv, training=t), RuntimeError,
+                "The function 'native_batch_norm' is not differentiable with respect to "
+                "argument 'running_mean'. This input cannot have requires_grad True.")
+    with tgrad.no_grad():  # outside grad mode they are plain statistics
+        assert F.batch_norm(x, rm, rv).shape == (2, 3)
+
+
+def test_group_norm_values_and_saved_statistics_against_numpy():
+    rng = np.random.default_rng(7)
+    xn, wn, bn = rng.standard_normal((2, 6, 3)), rng.standard_normal(6), rng.standard_normal(6)
+    x = _t(xn, requires_grad=True)
+    y = F.group_norm(x, 3, _t(wn, requires_grad=True), _t(bn))
+    g = xn.reshape(2, 3, 6)
+    mean, var = g.mean(-1), g.var(-1)
+    ref = ((g - mean[..., None]) / np.sqrt(var[..., None] + 1e-5)).reshape(2, 6, 3)
+    np.testing.assert_allclose(y.detach().numpy(), ref * wn[:, None] + bn[:, None], rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(y.grad_fn._saved_result1.numpy(), mean, rtol=1e-12)
+    np.testing.assert_allclose(y.grad_fn._saved_result2.numpy(), 1.0 / np.sqrt(var + 1e-5),
+                               rtol=1e-12)
+    assert y.grad_fn._saved_group == 3 and y.grad_fn.next_functions[2] == (None, 0)
