@@ -1121,3 +1121,84 @@ def test_group_norm_values_and_saved_statistics_against_numpy():
     np.testing.assert_allclose(y.grad_fn._saved_result2.numpy(), 1.0 / np.sqrt(var + 1e-5),
                                rtol=1e-12)
     assert y.grad_fn._saved_group == 3 and y.grad_fn.next_functions[2] == (None, 0)
+
+
+# PyTorch 2.13's adaptive pooling nodes: one AdaptiveAvgPool2D/3DBackward0 or
+# AdaptiveMaxPool2D/3DBackward0 node on the input; the 1-d forms are the 2-d node on
+# input.unsqueeze(-2), squeezed (SqueezeBackward1).
+_ADAPTIVE_NODES = [
+    ("avg1d", lambda x: F.adaptive_avg_pool1d(x.reshape(2, 3, 4), 3),
+     "SqueezeBackward1", "AdaptiveAvgPool2DBackward0"),
+    ("avg2d", lambda x: F.adaptive_avg_pool2d(x, (3, 2)), "AdaptiveAvgPool2DBackward0",
+     "AccumulateGrad"),
+    ("avg3d", lambda x: F.adaptive_avg_pool3d(x, (1, 3, 2)), "AdaptiveAvgPool3DBackward0",
+     "AccumulateGrad"),
+    ("area", lambda x: F.interpolate(x, size=(3, 3), mode="area"),
+     "AdaptiveAvgPool2DBackward0", "AccumulateGrad"),
+    ("max1d", lambda x: F.adaptive_max_pool1d(x.reshape(2, 3, 4), 3),
+     "SqueezeBackward1", "AdaptiveMaxPool2DBackward0"),
+    ("max2d", lambda x: F.adaptive_max_pool2d(x, (3, 2)), "AdaptiveMaxPool2DBackward0",
+     "AccumulateGrad"),
+    ("max2d_indices", lambda x: F.adaptive_max_pool2d(x, (3, 2), return_indices=True)[0],
+     "AdaptiveMaxPool2DBackward0", "AccumulateGrad"),
+    ("max3d", lambda x: F.adaptive_max_pool3d(x, (1, 3, 2)), "AdaptiveMaxPool3DBackward0",
+     "AccumulateGrad"),
+]
+
+
+@pytest.mark.parametrize("name,fn,node,edge", _ADAPTIVE_NODES,
+                         ids=[c[0] for c in _ADAPTIVE_NODES])
+def test_adaptive_pool_nodes_are_pytorchs(name, fn, node, edge):
+    x = _t(np.random.default_rng(0).standard_normal((2, 3, 2, 2)), requires_grad=True)
+    out = fn(x)
+    assert out.grad_fn.name() == node
+    assert [f.name() for f, _ in out.grad_fn.next_functions][0] == edge
+
+
+def _np_windows(size, out):
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def test_adaptive_pool_values_and_gradients_against_numpy():
+    # by hand: each output is its window's mean / first maximum; d mean = 1 / window size
+    # at each element of the window, d max = 1 at the maximum (summed over the windows)
+    rng = np.random.default_rng(3)
+    xn = rng.permutation(2 * 5 * 7).reshape(1, 2, 5, 7).astype(np.float64)  # distinct
+    gn = rng.standard_normal((1, 2, 3, 4))
+    avg, mx = np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 3, 4))
+    gavg, gmax = np.zeros_like(xn), np.zeros_like(xn)
+    idx = np.zeros((1, 2, 3, 4), np.int64)
+    for c in range(2):
+        for i, (h0, h1) in enumerate(_np_windows(5, 3)):
+            for j, (w0, w1) in enumerate(_np_windows(7, 4)):
+                win = xn[0, c, h0:h1, w0:w1]
+                avg[0, c, i, j] = win.mean()
+                gavg[0, c, h0:h1, w0:w1] += gn[0, c, i, j] / win.size
+                r, q = np.unravel_index(np.argmax(win), win.shape)
+                mx[0, c, i, j] = win[r, q]
+                idx[0, c, i, j] = (h0 + r) * 7 + w0 + q
+                gmax[0, c, h0 + r, w0 + q] += gn[0, c, i, j]
+    for fn, ref, gref in ((lambda x: F.adaptive_avg_pool2d(x, (3, 4)), avg, gavg),
+                          (lambda x: F.adaptive_max_pool2d(x, (3, 4)), mx, gmax)):
+        x = _t(xn, requires_grad=True)
+        y = fn(x)
+        np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12)
+        y.backward(_t(gn))
+        np.testing.assert_allclose(x.grad.numpy(), gref, rtol=1e-12, atol=1e-15)
+    y, i = F.adaptive_max_pool2d(_t(xn, requires_grad=True), (3, 4), return_indices=True)
+    assert i.tolist() == idx.tolist() and not i.requires_grad
+    assert y.grad_fn._saved_result1.tolist() == idx.tolist()
+
+
+def test_adaptive_pools_gradcheck_and_gradgradcheck():
+    from tgrad.autograd import gradcheck, gradgradcheck
+    rng = np.random.default_rng(4)
+    for fn, shape in ((lambda x: F.adaptive_avg_pool1d(x, 3), (2, 5)),
+                      (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), (1, 2, 3, 4)),
+                      (lambda x: F.adaptive_avg_pool3d(x, (2, 1, 2)), (1, 3, 2, 3)),
+                      (lambda x: F.adaptive_max_pool1d(x, 3), (2, 5)),
+                      (lambda x: F.adaptive_max_pool2d(x, (2, 3)), (1, 2, 3, 4)),
+                      (lambda x: F.adaptive_max_pool3d(x, (2, 1, 2)), (1, 3, 2, 3))):
+        x = _t(rng.permutation(math.prod(shape)).reshape(shape) * 0.1, requires_grad=True)
+        assert gradcheck(fn, (x,))
+        assert gradgradcheck(fn, (x,))
