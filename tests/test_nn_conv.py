@@ -1202,3 +1202,42 @@ def test_adaptive_pools_gradcheck_and_gradgradcheck():
         x = _t(rng.permutation(math.prod(shape)).reshape(shape) * 0.1, requires_grad=True)
         assert gradcheck(fn, (x,))
         assert gradgradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("batched", [True, False])
+def test_fractional_max_pool_is_one_node_with_gradients_by_hand(n, batched):
+    # PyTorch's FractionalMaxPool2D/3DBackward0 on the input as given (unbatched too; the
+    # indices get no edge); d x = g added at each returned index (by hand, np.add.at)
+    rng = np.random.default_rng(n)
+    spatial = (5,) * n
+    shape = ((2,) if batched else ()) + (3,) + spatial
+    xn = rng.permutation(math.prod(shape)).reshape(shape) * 0.1  # distinct values
+    x = _t(xn, requires_grad=True)
+    samples = _t(np.full(((2,) if batched else (1,)) + (3, n), 0.3))
+    pool = F.fractional_max_pool2d if n == 2 else F.fractional_max_pool3d
+    y, idx = pool(x, 2, output_size=(3,) * n, return_indices=True, _random_samples=samples)
+    assert y.grad_fn.name() == f"FractionalMaxPool{n}DBackward0"
+    assert [f.name() for f, _ in y.grad_fn.next_functions] == ["AccumulateGrad"]
+    flat_x, flat_i = xn.reshape(-1, 5 ** n), idx.numpy().reshape(-1, 3 ** n)
+    np.testing.assert_array_equal(y.detach().numpy().reshape(-1, 3 ** n),
+                                  np.take_along_axis(flat_x, flat_i, 1))
+    c = rng.standard_normal(tuple(y.shape))
+    y.backward(_t(c))
+    gref = np.zeros_like(flat_x)
+    for p in range(flat_x.shape[0]):
+        np.add.at(gref[p], flat_i[p], c.reshape(-1, 3 ** n)[p])
+    np.testing.assert_allclose(x.grad.numpy().reshape(gref.shape), gref, rtol=1e-12)
+    from tgrad.autograd import gradcheck, gradgradcheck
+    fn = lambda t: pool(t, 2, output_size=(3,) * n, _random_samples=samples)  # noqa: E731
+    assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
+
+
+def test_layer_norm_node_keeps_pytorchs_none_edges():
+    # NativeLayerNormBackward0's edges are (input, weight, bias), (None, 0) where absent
+    x = _t(np.ones((2, 3)), requires_grad=True)
+    w = _t(np.ones(3), requires_grad=True)
+    assert [None if f is None else f.name() for f, _ in F.layer_norm(x, (3,)).grad_fn
+            .next_functions] == ["AccumulateGrad", None, None]
+    assert [None if f is None else f.name() for f, _ in F.layer_norm(x, (3,), w).grad_fn
+            .next_functions] == ["AccumulateGrad", "AccumulateGrad", None]
