@@ -1241,3 +1241,35 @@ def test_layer_norm_node_keeps_pytorchs_none_edges():
             .next_functions] == ["AccumulateGrad", None, None]
     assert [None if f is None else f.name() for f, _ in F.layer_norm(x, (3,), w).grad_fn
             .next_functions] == ["AccumulateGrad", "AccumulateGrad", None]
+
+
+@pytest.mark.parametrize("n,shape", [(1, (2, 3, 8)), (2, (3, 4, 4)), (2, (1, 2, 4, 6)),
+                                     (3, (1, 2, 4, 4, 4))])
+def test_max_unpool_is_one_node_with_gradients_by_hand(n, shape):
+    # PyTorch's MaxUnpool2D/3DBackward0 on the input as given (the indices get no edge);
+    # max_unpool1d is the 2-d node on unsqueeze(-2), squeezed. y = zeros with x written at
+    # the indices; dx = g read there (by hand with NumPy)
+    rng = np.random.default_rng(len(shape))
+    pool = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[n - 1]
+    unpool = (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d)[n - 1]
+    _, idx = pool(_t(rng.standard_normal(shape)), 2, return_indices=True)
+    xn = rng.standard_normal(tuple(idx.shape))
+    x = _t(xn, requires_grad=True)
+    y = unpool(x, idx, 2)
+    node = "SqueezeBackward1" if n == 1 else f"MaxUnpool{n}DBackward0"
+    assert y.grad_fn.name() == node
+    inner = y.grad_fn.next_functions[0][0] if n == 1 else y.grad_fn
+    assert inner.name() == ("MaxUnpool2DBackward0" if n == 1 else node)
+    assert len(inner.next_functions) == 1
+    lead = xn.shape[:xn.ndim - n]
+    flat_i = idx.numpy().reshape(lead + (-1,))
+    ref = np.zeros(lead + (math.prod(y.shape[y.ndim - n:]),))
+    np.put_along_axis(ref, flat_i, xn.reshape(lead + (-1,)), -1)
+    np.testing.assert_array_equal(y.detach().numpy().reshape(ref.shape), ref)
+    c = rng.standard_normal(tuple(y.shape))
+    y.backward(_t(c))
+    np.testing.assert_array_equal(x.grad.numpy().reshape(flat_i.shape),
+                                  np.take_along_axis(c.reshape(ref.shape), flat_i, -1))
+    from tgrad.autograd import gradcheck, gradgradcheck
+    assert gradcheck(lambda t: unpool(t, idx, 2), (x,))
+    assert gradgradcheck(lambda t: unpool(t, idx, 2), (x,))

@@ -1193,17 +1193,53 @@ def _max_unpool(op: str, input: Tensor, indices: Tensor, kernel_size, stride, pa
             if not d - s < o < d + s:
                 raise ValueError(f"invalid output_size {list(output_size)} (dim must be "
                                  f"between {d - s} and {d + s})")
-    n, c = x.shape[:2]
     plane = math.prod(out)
-    flat_idx = idx.reshape(n, c, -1)
-    if flat_idx.numel():
-        lo, hi = int(flat_idx.min()), int(flat_idx.max())  # on a GPU: synchronizing reads
+    if idx.numel():
+        lo, hi = int(idx.min()), int(idx.max())  # on a GPU: synchronizing reads
         if lo < 0 or hi >= plane:
             raise RuntimeError(f"{op}: Found an invalid max index: {lo if lo < 0 else hi} "
                                f"(output volumes are of size {'x'.join(map(str, out))})")
-    zeros = x.new_zeros((n, c, plane))
-    y = zeros.scatter(2, flat_idx, x.reshape(n, c, -1)).reshape(n, c, *out)
-    return fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
+    if spatial == 1:  # PyTorch's: the 2-d op on the inputs unsqueezed at -2, squeezed
+        return fresh(MaxUnpool.apply(input.unsqueeze(-2), indices.unsqueeze(-2),
+                                     (1,) + out).squeeze(-2))
+    return _MAX_UNPOOL[spatial].apply(input, indices, out)
+
+
+class MaxUnpool(Function):
+    """max_unpool (2-d, or 3-d: ``_MAX_UNPOOL``): x (N, C, *in) or unbatched (C, *in) and
+    its int64 ``indices`` (flat positions in each (N, C) plane of the output) -> zeros of
+    (..., *out) with each x written at its index (a scatter; a repeated index keeps one).
+    One node on the input as given, PyTorch's MaxUnpool2DBackward0 / MaxUnpool3DBackward0
+    (the indices get no edge). Linear in x: dx = g read at the indices (a gather, whose
+    backward is the scatter add: differentiates again)."""
+
+    name = "max_unpool2d"
+    node_name = "MaxUnpool2DBackward0"
+    hidden_edges = (1,)
+
+    @staticmethod
+    def _flat(t: Tensor, k: int) -> Tensor:
+        """t (..., *spatial) as (..., prod(spatial)), the k spatial dims flattened."""
+        lead = tuple(t.shape[:t.ndim - k])
+        return t.reshape(lead + (math.prod(t.shape[t.ndim - k:]),))
+
+    @staticmethod
+    def forward(ctx, x, idx, out):
+        k = len(out)
+        ctx.idx, ctx.x_shape, ctx.k = idx, tuple(x.shape), k
+        lead = tuple(x.shape[:x.ndim - k])
+        zeros = x.new_zeros(lead + (math.prod(out),))
+        y = zeros.scatter(-1, MaxUnpool._flat(idx, k), MaxUnpool._flat(x, k))
+        return fresh(y.reshape(lead + tuple(out)))  # (a view of the op's own temporary)
+
+    @staticmethod
+    def backward(ctx, g):
+        gx = MaxUnpool._flat(g, ctx.k).gather(-1, MaxUnpool._flat(ctx.idx, ctx.k))
+        return gx.reshape(ctx.x_shape), None, None
+
+
+_MAX_UNPOOL = {2: MaxUnpool, 3: ew.node_variant(MaxUnpool, "MaxUnpool3DBackward0",
+                                                name="max_unpool3d")}
 
 
 @autocast_policy(None, cpu="fp32")
