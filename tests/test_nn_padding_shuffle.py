@@ -507,3 +507,47 @@ def test_pad_one_node_gradcheck_and_gradgradcheck(mode):
     assert gradgradcheck(lambda t: F.pad(t, pad, mode=mode, value=None), (x,))
     y = F.pad(x, pad, mode=mode)
     assert y.grad_fn._saved_pad if mode == "constant" else y.grad_fn._saved_padding
+
+
+def _np_pixel_shuffle(a, r):
+    *lead, c, h, w = a.shape
+    k = len(lead)
+    return a.reshape(*lead, c // (r * r), r, r, h, w).transpose(
+        *range(k), k, k + 3, k + 1, k + 4, k + 2).reshape(*lead, c // (r * r), h * r, w * r)
+
+
+@pytest.mark.parametrize("op", ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle"])
+def test_shuffles_are_one_node_with_the_inverse_as_gradient(op):
+    # PyTorch's PixelShuffleBackward0 / PixelUnshuffleBackward0 / ChannelShuffleBackward0;
+    # the shuffles are permutations, so the gradient of sum(y * c) is c sent back through
+    # the inverse permutation (by hand: NumPy positions 0..n-1 shuffled the same way)
+    rng = np.random.default_rng(11)
+    shape = {"pixel_shuffle": (2, 8, 2, 3), "pixel_unshuffle": (2, 2, 4, 6),
+             "channel_shuffle": (2, 6, 2, 2)}[op]
+    fn = {"pixel_shuffle": lambda t: F.pixel_shuffle(t, 2),
+          "pixel_unshuffle": lambda t: F.pixel_unshuffle(t, 2),
+          "channel_shuffle": lambda t: F.channel_shuffle(t, 3)}[op]
+    xn = rng.standard_normal(shape)
+    x = _t(xn, requires_grad=True)
+    y = fn(x)
+    node = {"pixel_shuffle": "PixelShuffleBackward0", "pixel_unshuffle":
+            "PixelUnshuffleBackward0", "channel_shuffle": "ChannelShuffleBackward0"}[op]
+    assert y.grad_fn.name() == node
+    assert [f.name() for f, _ in y.grad_fn.next_functions] == ["AccumulateGrad"]
+    pos = np.arange(xn.size).reshape(shape)
+    if op == "pixel_shuffle":
+        moved = _np_pixel_shuffle(pos, 2)
+    elif op == "pixel_unshuffle":  # its inverse: the positions it takes each value from
+        moved = np.empty(xn.size, np.int64)
+        moved[_np_pixel_shuffle(np.arange(xn.size).reshape(2, 8, 2, 3), 2).reshape(-1)] = \
+            np.arange(xn.size)
+        moved = moved.reshape(2, 8, 2, 3)
+    else:
+        moved = pos.reshape(2, 3, 2, 2, 2).transpose(0, 2, 1, 3, 4).reshape(shape)
+    np.testing.assert_array_equal(y.detach().numpy(), xn.reshape(-1)[moved])
+    c = rng.standard_normal(moved.shape)
+    y.backward(_t(c))
+    gref = np.zeros(xn.size)
+    gref[moved.reshape(-1)] = c.reshape(-1)
+    np.testing.assert_array_equal(x.grad.numpy().reshape(-1), gref)
+    assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
