@@ -1210,16 +1210,16 @@ def test_fractional_max_pool_is_one_node_with_gradients_by_hand(n, batched):
     # PyTorch's FractionalMaxPool2D/3DBackward0 on the input as given (unbatched too; the
     # indices get no edge); d x = g added at each returned index (by hand, np.add.at)
     rng = np.random.default_rng(n)
-    spatial = (5,) * n
-    shape = ((2,) if batched else ()) + (3,) + spatial
+    side, planes = (5, (2, 3)) if n == 2 else (4, (1, 2))  # (small: gradgradcheck)
+    shape = (planes if batched else planes[1:]) + (side,) * n
     xn = rng.permutation(math.prod(shape)).reshape(shape) * 0.1  # distinct values
     x = _t(xn, requires_grad=True)
-    samples = _t(np.full(((2,) if batched else (1,)) + (3, n), 0.3))
+    samples = _t(np.full((planes[0] if batched else 1, planes[1], n), 0.3))
     pool = F.fractional_max_pool2d if n == 2 else F.fractional_max_pool3d
     y, idx = pool(x, 2, output_size=(3,) * n, return_indices=True, _random_samples=samples)
     assert y.grad_fn.name() == f"FractionalMaxPool{n}DBackward0"
     assert [f.name() for f, _ in y.grad_fn.next_functions] == ["AccumulateGrad"]
-    flat_x, flat_i = xn.reshape(-1, 5 ** n), idx.numpy().reshape(-1, 3 ** n)
+    flat_x, flat_i = xn.reshape(-1, side ** n), idx.numpy().reshape(-1, 3 ** n)
     np.testing.assert_array_equal(y.detach().numpy().reshape(-1, 3 ** n),
                                   np.take_along_axis(flat_x, flat_i, 1))
     c = rng.standard_normal(tuple(y.shape))
