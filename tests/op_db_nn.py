@@ -1374,8 +1374,18 @@ def _np_batch_norm_eval(x, mean, var, weight=None, bias=None, eps=1e-5):
     return y if bias is None else y + bias.reshape(shape)
 
 
-def _bn_eval(x, mean, var, weight=None, bias=None, eps=1e-5):
-    return F.batch_norm(x, mean, var, weight, bias, training=False, eps=eps)
+def _np_bn_eval(x, weight=None, bias=None, mean=(), var=(), eps=1e-5):
+    return _np_batch_norm_eval(x, np.array(mean), np.array(var), weight, bias, eps)
+
+
+def _bn_eval(x, weight=None, bias=None, mean=(), var=(), eps=1e-5):
+    """The running statistics are constants (kwargs): PyTorch's native_batch_norm is not
+    differentiable with respect to them (a RuntimeError if they require grad); float32 for
+    a float16/bfloat16 x (PyTorch's mixed type), exact enough for the reference's float64."""
+    dt = tgrad.float32 if x.dtype in (tgrad.float16, tgrad.bfloat16) else x.dtype
+    return F.batch_norm(x, tgrad.tensor(mean, dtype=dt, device=x.device),
+                        tgrad.tensor(var, dtype=dt, device=x.device),
+                        weight, bias, training=False, eps=eps)
 
 
 def _bn_samples(rng):
@@ -1387,13 +1397,13 @@ def _bn_samples(rng):
 
 
 def _bn_eval_samples(rng):
-    def var(*shape):
-        return np.abs(_n(rng, *shape)) + 0.5
-    return [Sample((_n(rng, 4, 3), _n(rng, 3), var(3), _n(rng, 3), _n(rng, 3)),
-                   desc="2d affine"),
-            Sample((_n(rng, 2, 3, 5), _n(rng, 3), var(3)), desc="3d plain"),
-            Sample((_n(rng, 0, 2), _n(rng, 2), var(2)), desc="empty"),
-            Sample((_n(rng, 3, 4), _n(rng, 4), var(4)), layouts=("T",), desc="T")]
+    def stats(c):
+        return {"mean": tuple(_n(rng, c).tolist()),
+                "var": tuple((np.abs(_n(rng, c)) + 0.5).tolist())}
+    return [Sample((_n(rng, 4, 3), _n(rng, 3), _n(rng, 3)), stats(3), desc="2d affine"),
+            Sample((_n(rng, 2, 3, 5),), stats(3), desc="3d plain"),
+            Sample((_n(rng, 0, 2),), stats(2), desc="empty"),
+            Sample((_n(rng, 3, 4),), stats(4), layouts=("T",), desc="T")]
 
 
 def _np_group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
@@ -1516,7 +1526,7 @@ CONV_NORM_SPECS = [
         Sample((_n(rng, 1, 3, 4), (1, 2, 3, 1, 2)), {"align_corners": True},
                desc="3x1x2 volume, ac")]),
     OpSpec("nn.batch_norm_train", _bn_train, _np_batch_norm_train, _bn_samples),
-    OpSpec("nn.batch_norm_eval", _bn_eval, _np_batch_norm_eval, _bn_eval_samples),
+    OpSpec("nn.batch_norm_eval", _bn_eval, _np_bn_eval, _bn_eval_samples),
     OpSpec("nn.group_norm", F.group_norm, _np_group_norm, _gn_samples),
     OpSpec("nn.instance_norm", lambda x, eps=1e-5: F.instance_norm(x, eps=eps),
            _np_instance_norm, _in_samples),

@@ -977,3 +977,299 @@ def test_max_pool_is_pytorchs_max_pool_with_indices_node():
                lambda t: F.max_pool3d(t, 2, 1, 1, ceil_mode=True),
                lambda t: F.max_pool1d(t[0, 0], 3, 2, 1)):
         assert tgrad.autograd.gradcheck(fn, (small,)) and tgrad.autograd.gradgradcheck(fn, (small,))
+
+
+# PyTorch 2.13's nodes of the norms (out.grad_fn.name() and its next_functions' names, for
+# float64 leaves): batch_norm (train and eval) and group_norm are one native node with edges
+# (input, weight, bias), None where no weight / bias is given; instance_norm is that
+# batch_norm node on the (1, N C, *) view, viewed back.
+_NORM_NODES = [
+    ("batch_norm_train", lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+     "NativeBatchNormBackward0", ["AccumulateGrad"] * 3),
+    ("batch_norm_train_plain", lambda x, w, b: F.batch_norm(
+        x, _t(np.zeros(3)), _t(np.ones(3)), training=True),
+     "NativeBatchNormBackward0", ["AccumulateGrad", None, None]),
+    ("batch_norm_eval", lambda x, w, b: F.batch_norm(x, _t(np.zeros(3)), _t(np.ones(3)), w, b),
+     "NativeBatchNormBackward0", ["AccumulateGrad"] * 3),
+    ("batch_norm_2d_input", lambda x, w, b: F.batch_norm(x[:, :, 0, 0], None, None, w, b,
+                                                         training=True),
+     "NativeBatchNormBackward0", ["SelectBackward0", "AccumulateGrad", "AccumulateGrad"]),
+    ("group_norm", lambda x, w, b: F.group_norm(x.reshape(2, 3, 4), 3, w * 2.0, b),
+     "NativeGroupNormBackward0", ["ViewBackward0", "MulBackward0", "AccumulateGrad"]),
+    ("group_norm_plain", lambda x, w, b: F.group_norm(x, 3),
+     "NativeGroupNormBackward0", ["AccumulateGrad", None, None]),
+    ("instance_norm", lambda x, w, b: F.instance_norm(x, None, None, w, b),
+     "ViewBackward0", ["NativeBatchNormBackward0"]),
+    ("instance_norm_eval", lambda x, w, b: F.instance_norm(
+        x, _t(np.zeros(3)), _t(np.ones(3)), use_input_stats=False),
+     "ViewBackward0", ["NativeBatchNormBackward0"]),
+]
+
+
+@pytest.mark.parametrize("name,fn,node,edges", _NORM_NODES, ids=[c[0] for c in _NORM_NODES])
+def test_norm_nodes_are_pytorchs(name, fn, node, edges):
+    rng = np.random.default_rng(0)
+    x = _t(rng.standard_normal((2, 3, 2, 2)), requires_grad=True)
+    w, b = _t(rng.standard_normal(3), requires_grad=True), _t(rng.standard_normal(3),
+                                                              requires_grad=True)
+    out = fn(x, w, b)
+    assert out.grad_fn.name() == node
+    assert [None if f is None else f.name() for f, _ in out.grad_fn.next_functions] == edges
+    if name == "instance_norm":  # batch_norm's edges: the view, the repeated parameters
+        # (PyTorch's RepeatBackward0; tgrad's repeat of a vector is an expand + reshape)
+        inner = out.grad_fn.next_functions[0][0]
+        assert [f.name() for f, _ in inner.next_functions][0] == "ViewBackward0"
+        assert len(inner.next_functions) == 3
+
+
+def _np_bn_train(x, w, b, eps=1e-5):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (x.shape[1],) + (1,) * (x.ndim - 2)
+    mean = x.mean(axis=axes, keepdims=True)
+    y = (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+    return y * w.reshape(shape) + b.reshape(shape)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_batch_norm_one_node_values_and_gradients_against_numpy(layout):
+    # forward against NumPy float64; the gradients of sum(y * c) against central
+    # differences of the NumPy forward (x, weight, bias); the saved statistics are the
+    # batch's mean and 1 / sqrt(biased var + eps) (PyTorch's save_mean / save_invstd)
+    rng = np.random.default_rng(5)
+    xn = rng.standard_normal((3, 2, 4)) * 2.0 + 1.5
+    if layout == "transposed":  # a non-contiguous input: the result is C-contiguous
+        xn = np.ascontiguousarray(xn.transpose(2, 1, 0)).transpose(2, 1, 0)
+    wn, bn, cn = rng.standard_normal(2), rng.standard_normal(2), rng.standard_normal((3, 2, 4))
+    x = _t(xn, requires_grad=True)
+    if layout == "transposed":
+        x = _t(np.ascontiguousarray(xn.transpose(2, 1, 0)), requires_grad=True)
+        xin = x.permute(2, 1, 0)
+    else:
+        xin = x
+    w, b = _t(wn, requires_grad=True), _t(bn, requires_grad=True)
+    y = F.batch_norm(xin, None, None, w, b, training=True)
+    assert y.is_contiguous()
+    np.testing.assert_allclose(y.detach().numpy(), _np_bn_train(xn, wn, bn), rtol=1e-12,
+                               atol=1e-12)
+    node = y.grad_fn
+    np.testing.assert_allclose(node._saved_result1.numpy(), xn.mean(axis=(0, 2)), rtol=1e-12)
+    np.testing.assert_allclose(node._saved_result2.numpy(),
+                               1.0 / np.sqrt(xn.var(axis=(0, 2)) + 1e-5), rtol=1e-12)
+    assert node._saved_training is True and node._saved_eps == 1e-5
+    (y * _t(cn)).sum().backward()
+
+    def numeric(which):
+        args = [xn, wn, bn]
+        base = args[which]
+        out = np.zeros_like(base)
+        for i in np.ndindex(base.shape):
+            hi, lo = base.copy(), base.copy()
+            hi[i] += 1e-6
+            lo[i] -= 1e-6
+            fa = [hi if k == which else a for k, a in enumerate(args)]
+            fb = [lo if k == which else a for k, a in enumerate(args)]
+            out[i] = ((_np_bn_train(*fa) - _np_bn_train(*fb)) * cn).sum() / 2e-6
+        return out
+
+    gx = x.grad.numpy().transpose(2, 1, 0) if layout == "transposed" else x.grad.numpy()
+    np.testing.assert_allclose(gx, numeric(0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(w.grad.numpy(), numeric(1), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(b.grad.numpy(), numeric(2), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+def test_one_node_norms_gradcheck_and_gradgradcheck(training, affine):
+    from tgrad.autograd import gradcheck, gradgradcheck
+    rng = np.random.default_rng(6)
+    x = _t(rng.standard_normal((3, 4, 3)), requires_grad=True)
+    params = (_t(rng.standard_normal(4), requires_grad=True),
+              _t(rng.standard_normal(4), requires_grad=True)) if affine else ()
+    rm, rv = _t(rng.standard_normal(4)), _t(rng.uniform(0.5, 2.0, 4))
+    fns = [lambda x, *p: F.batch_norm(x, rm, rv, *p, training=training),
+           lambda x, *p: F.instance_norm(x, rm, rv, *p, use_input_stats=training)]
+    if training:
+        fns.append(lambda x, *p: F.group_norm(x, 2, *p))
+    for fn in fns:
+        assert gradcheck(fn, (x, *params))
+        assert gradgradcheck(fn, (x, *params))
+
+
+def test_batch_norm_refuses_running_statistics_that_require_grad():
+    # PyTorch's native_batch_norm is not differentiable with respect to them
+    x = _t(np.ones((2, 3)))
+    rm, rv = _t(np.zeros(3), requires_grad=True), _t(np.ones(3))
+    for training in (True, False):
+        _raises(lambda t=training: F.batch_norm(x, rm, rv, training=t), RuntimeError,
+                "The function 'native_batch_norm' is not differentiable with respect to "
+                "argument 'running_mean'. This input cannot have requires_grad True.")
+    with tgrad.no_grad():  # outside grad mode they are plain statistics
+        assert F.batch_norm(x, rm, rv).shape == (2, 3)
+
+
+def test_group_norm_values_and_saved_statistics_against_numpy():
+    rng = np.random.default_rng(7)
+    xn, wn, bn = rng.standard_normal((2, 6, 3)), rng.standard_normal(6), rng.standard_normal(6)
+    x = _t(xn, requires_grad=True)
+    y = F.group_norm(x, 3, _t(wn, requires_grad=True), _t(bn))
+    g = xn.reshape(2, 3, 6)
+    mean, var = g.mean(-1), g.var(-1)
+    ref = ((g - mean[..., None]) / np.sqrt(var[..., None] + 1e-5)).reshape(2, 6, 3)
+    np.testing.assert_allclose(y.detach().numpy(), ref * wn[:, None] + bn[:, None], rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(y.grad_fn._saved_result1.numpy(), mean, rtol=1e-12)
+    np.testing.assert_allclose(y.grad_fn._saved_result2.numpy(), 1.0 / np.sqrt(var + 1e-5),
+                               rtol=1e-12)
+    assert y.grad_fn._saved_group == 3 and y.grad_fn.next_functions[2] == (None, 0)
+
+
+# PyTorch 2.13's adaptive pooling nodes: one AdaptiveAvgPool2D/3DBackward0 or
+# AdaptiveMaxPool2D/3DBackward0 node on the input; the 1-d forms are the 2-d node on
+# input.unsqueeze(-2), squeezed (SqueezeBackward1).
+_ADAPTIVE_NODES = [
+    ("avg1d", lambda x: F.adaptive_avg_pool1d(x.reshape(2, 3, 4), 3),
+     "SqueezeBackward1", "AdaptiveAvgPool2DBackward0"),
+    ("avg2d", lambda x: F.adaptive_avg_pool2d(x, (3, 2)), "AdaptiveAvgPool2DBackward0",
+     "AccumulateGrad"),
+    ("avg3d", lambda x: F.adaptive_avg_pool3d(x, (1, 3, 2)), "AdaptiveAvgPool3DBackward0",
+     "AccumulateGrad"),
+    ("area", lambda x: F.interpolate(x, size=(3, 3), mode="area"),
+     "AdaptiveAvgPool2DBackward0", "AccumulateGrad"),
+    ("max1d", lambda x: F.adaptive_max_pool1d(x.reshape(2, 3, 4), 3),
+     "SqueezeBackward1", "AdaptiveMaxPool2DBackward0"),
+    ("max2d", lambda x: F.adaptive_max_pool2d(x, (3, 2)), "AdaptiveMaxPool2DBackward0",
+     "AccumulateGrad"),
+    ("max2d_indices", lambda x: F.adaptive_max_pool2d(x, (3, 2), return_indices=True)[0],
+     "AdaptiveMaxPool2DBackward0", "AccumulateGrad"),
+    ("max3d", lambda x: F.adaptive_max_pool3d(x, (1, 3, 2)), "AdaptiveMaxPool3DBackward0",
+     "AccumulateGrad"),
+]
+
+
+@pytest.mark.parametrize("name,fn,node,edge", _ADAPTIVE_NODES,
+                         ids=[c[0] for c in _ADAPTIVE_NODES])
+def test_adaptive_pool_nodes_are_pytorchs(name, fn, node, edge):
+    x = _t(np.random.default_rng(0).standard_normal((2, 3, 2, 2)), requires_grad=True)
+    out = fn(x)
+    assert out.grad_fn.name() == node
+    assert [f.name() for f, _ in out.grad_fn.next_functions][0] == edge
+
+
+def _np_windows(size, out):
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def test_adaptive_pool_values_and_gradients_against_numpy():
+    # by hand: each output is its window's mean / first maximum; d mean = 1 / window size
+    # at each element of the window, d max = 1 at the maximum (summed over the windows)
+    rng = np.random.default_rng(3)
+    xn = rng.permutation(2 * 5 * 7).reshape(1, 2, 5, 7).astype(np.float64)  # distinct
+    gn = rng.standard_normal((1, 2, 3, 4))
+    avg, mx = np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 3, 4))
+    gavg, gmax = np.zeros_like(xn), np.zeros_like(xn)
+    idx = np.zeros((1, 2, 3, 4), np.int64)
+    for c in range(2):
+        for i, (h0, h1) in enumerate(_np_windows(5, 3)):
+            for j, (w0, w1) in enumerate(_np_windows(7, 4)):
+                win = xn[0, c, h0:h1, w0:w1]
+                avg[0, c, i, j] = win.mean()
+                gavg[0, c, h0:h1, w0:w1] += gn[0, c, i, j] / win.size
+                r, q = np.unravel_index(np.argmax(win), win.shape)
+                mx[0, c, i, j] = win[r, q]
+                idx[0, c, i, j] = (h0 + r) * 7 + w0 + q
+                gmax[0, c, h0 + r, w0 + q] += gn[0, c, i, j]
+    for fn, ref, gref in ((lambda x: F.adaptive_avg_pool2d(x, (3, 4)), avg, gavg),
+                          (lambda x: F.adaptive_max_pool2d(x, (3, 4)), mx, gmax)):
+        x = _t(xn, requires_grad=True)
+        y = fn(x)
+        np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12)
+        y.backward(_t(gn))
+        np.testing.assert_allclose(x.grad.numpy(), gref, rtol=1e-12, atol=1e-15)
+    y, i = F.adaptive_max_pool2d(_t(xn, requires_grad=True), (3, 4), return_indices=True)
+    assert i.tolist() == idx.tolist() and not i.requires_grad
+    assert y.grad_fn._saved_result1.tolist() == idx.tolist()
+
+
+def test_adaptive_pools_gradcheck_and_gradgradcheck():
+    from tgrad.autograd import gradcheck, gradgradcheck
+    rng = np.random.default_rng(4)
+    for fn, shape in ((lambda x: F.adaptive_avg_pool1d(x, 3), (2, 5)),
+                      (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), (1, 2, 3, 4)),
+                      (lambda x: F.adaptive_avg_pool3d(x, (2, 1, 2)), (1, 3, 2, 3)),
+                      (lambda x: F.adaptive_max_pool1d(x, 3), (2, 5)),
+                      (lambda x: F.adaptive_max_pool2d(x, (2, 3)), (1, 2, 3, 4)),
+                      (lambda x: F.adaptive_max_pool3d(x, (2, 1, 2)), (1, 3, 2, 3))):
+        x = _t(rng.permutation(math.prod(shape)).reshape(shape) * 0.1, requires_grad=True)
+        assert gradcheck(fn, (x,))
+        assert gradgradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("batched", [True, False])
+def test_fractional_max_pool_is_one_node_with_gradients_by_hand(n, batched):
+    # PyTorch's FractionalMaxPool2D/3DBackward0 on the input as given (unbatched too; the
+    # indices get no edge); d x = g added at each returned index (by hand, np.add.at)
+    rng = np.random.default_rng(n)
+    side, planes = (5, (2, 3)) if n == 2 else (4, (1, 2))  # (small: gradgradcheck)
+    shape = (planes if batched else planes[1:]) + (side,) * n
+    xn = rng.permutation(math.prod(shape)).reshape(shape) * 0.1  # distinct values
+    x = _t(xn, requires_grad=True)
+    samples = _t(np.full((planes[0] if batched else 1, planes[1], n), 0.3))
+    pool = F.fractional_max_pool2d if n == 2 else F.fractional_max_pool3d
+    y, idx = pool(x, 2, output_size=(3,) * n, return_indices=True, _random_samples=samples)
+    assert y.grad_fn.name() == f"FractionalMaxPool{n}DBackward0"
+    assert [f.name() for f, _ in y.grad_fn.next_functions] == ["AccumulateGrad"]
+    flat_x, flat_i = xn.reshape(-1, side ** n), idx.numpy().reshape(-1, 3 ** n)
+    np.testing.assert_array_equal(y.detach().numpy().reshape(-1, 3 ** n),
+                                  np.take_along_axis(flat_x, flat_i, 1))
+    c = rng.standard_normal(tuple(y.shape))
+    y.backward(_t(c))
+    gref = np.zeros_like(flat_x)
+    for p in range(flat_x.shape[0]):
+        np.add.at(gref[p], flat_i[p], c.reshape(-1, 3 ** n)[p])
+    np.testing.assert_allclose(x.grad.numpy().reshape(gref.shape), gref, rtol=1e-12)
+    from tgrad.autograd import gradcheck, gradgradcheck
+    fn = lambda t: pool(t, 2, output_size=(3,) * n, _random_samples=samples)  # noqa: E731
+    assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
+
+
+def test_layer_norm_node_keeps_pytorchs_none_edges():
+    # NativeLayerNormBackward0's edges are (input, weight, bias), (None, 0) where absent
+    x = _t(np.ones((2, 3)), requires_grad=True)
+    w = _t(np.ones(3), requires_grad=True)
+    assert [None if f is None else f.name() for f, _ in F.layer_norm(x, (3,)).grad_fn
+            .next_functions] == ["AccumulateGrad", None, None]
+    assert [None if f is None else f.name() for f, _ in F.layer_norm(x, (3,), w).grad_fn
+            .next_functions] == ["AccumulateGrad", "AccumulateGrad", None]
+
+
+@pytest.mark.parametrize("n,shape", [(1, (2, 3, 8)), (2, (3, 4, 4)), (2, (1, 2, 4, 6)),
+                                     (3, (1, 2, 4, 4, 4))])
+def test_max_unpool_is_one_node_with_gradients_by_hand(n, shape):
+    # PyTorch's MaxUnpool2D/3DBackward0 on the input as given (the indices get no edge);
+    # max_unpool1d is the 2-d node on unsqueeze(-2), squeezed. y = zeros with x written at
+    # the indices; dx = g read there (by hand with NumPy)
+    rng = np.random.default_rng(len(shape))
+    pool = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[n - 1]
+    unpool = (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d)[n - 1]
+    _, idx = pool(_t(rng.standard_normal(shape)), 2, return_indices=True)
+    xn = rng.standard_normal(tuple(idx.shape))
+    x = _t(xn, requires_grad=True)
+    y = unpool(x, idx, 2)
+    node = "SqueezeBackward1" if n == 1 else f"MaxUnpool{n}DBackward0"
+    assert y.grad_fn.name() == node
+    inner = y.grad_fn.next_functions[0][0] if n == 1 else y.grad_fn
+    assert inner.name() == ("MaxUnpool2DBackward0" if n == 1 else node)
+    assert len(inner.next_functions) == 1
+    lead = xn.shape[:xn.ndim - n]
+    flat_i = idx.numpy().reshape(lead + (-1,))
+    ref = np.zeros(lead + (math.prod(y.shape[y.ndim - n:]),))
+    np.put_along_axis(ref, flat_i, xn.reshape(lead + (-1,)), -1)
+    np.testing.assert_array_equal(y.detach().numpy().reshape(ref.shape), ref)
+    c = rng.standard_normal(tuple(y.shape))
+    y.backward(_t(c))
+    np.testing.assert_array_equal(x.grad.numpy().reshape(flat_i.shape),
+                                  np.take_along_axis(c.reshape(ref.shape), flat_i, -1))
+    from tgrad.autograd import gradcheck, gradgradcheck
+    assert gradcheck(lambda t: unpool(t, idx, 2), (x,))
+    assert gradgradcheck(lambda t: unpool(t, idx, 2), (x,))

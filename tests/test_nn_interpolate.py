@@ -866,3 +866,66 @@ def test_cached_plans_are_read_only():
              interp._antialias_plan(8, 3, None, False, True, False)]
     for plan in plans:
         assert all(not a.flags.writeable for a in plan)
+
+
+# PyTorch 2.13's interpolate nodes: one Upsample<Mode><k>DBackward0 node on the input (k the
+# number of spatial dims; Aa for antialias), whatever align_corners; 'area' is the adaptive
+# average pooling node.
+_UPSAMPLE_NODES = [
+    ((1, 2, 3), {"size": 5, "mode": "nearest"}, "UpsampleNearest1DBackward0"),
+    ((1, 2, 2, 3), {"scale_factor": 2, "mode": "nearest"}, "UpsampleNearest2DBackward0"),
+    ((1, 1, 2, 2, 3), {"size": (3, 3, 4), "mode": "nearest"}, "UpsampleNearest3DBackward0"),
+    ((1, 2, 3), {"size": 5, "mode": "nearest-exact"}, "UpsampleNearestExact1DBackward0"),
+    ((1, 2, 2, 3), {"size": (3, 5), "mode": "nearest-exact"},
+     "UpsampleNearestExact2DBackward0"),
+    ((1, 1, 2, 2, 3), {"size": (3, 3, 4), "mode": "nearest-exact"},
+     "UpsampleNearestExact3DBackward0"),
+    ((1, 2, 3), {"size": 5, "mode": "linear"}, "UpsampleLinear1DBackward0"),
+    ((1, 2, 3), {"size": 5, "mode": "linear", "align_corners": True},
+     "UpsampleLinear1DBackward0"),
+    ((1, 2, 2, 3), {"size": (3, 5), "mode": "bilinear"}, "UpsampleBilinear2DBackward0"),
+    ((1, 2, 2, 3), {"size": (3, 5), "mode": "bilinear", "align_corners": True},
+     "UpsampleBilinear2DBackward0"),
+    ((1, 1, 4, 5), {"size": (2, 3), "mode": "bilinear", "antialias": True},
+     "UpsampleBilinear2DAaBackward0"),
+    ((1, 2, 2, 3), {"size": (3, 5), "mode": "bicubic"}, "UpsampleBicubic2DBackward0"),
+    ((1, 2, 2, 3), {"size": (3, 5), "mode": "bicubic", "align_corners": True},
+     "UpsampleBicubic2DBackward0"),
+    ((1, 1, 4, 5), {"size": (2, 3), "mode": "bicubic", "antialias": True},
+     "UpsampleBicubic2DAaBackward0"),
+    ((1, 1, 2, 2, 3), {"size": (3, 2, 4), "mode": "trilinear"},
+     "UpsampleTrilinear3DBackward0"),
+    ((1, 1, 2, 2, 3), {"size": (3, 2, 4), "mode": "trilinear", "align_corners": True},
+     "UpsampleTrilinear3DBackward0"),
+    ((1, 2, 4, 5), {"size": (2, 3), "mode": "area"}, "AdaptiveAvgPool2DBackward0"),
+]
+
+
+@pytest.mark.parametrize("shape,kw,node", _UPSAMPLE_NODES,
+                         ids=[f"{c[1]['mode']}-{len(c[0])}d-{i}"
+                              for i, c in enumerate(_UPSAMPLE_NODES)])
+def test_interpolate_nodes_are_pytorchs_and_differentiate_twice(shape, kw, node):
+    x = _t(np.random.default_rng(len(shape)).standard_normal(shape), requires_grad=True)
+    y = F.interpolate(x, **kw)
+    assert y.grad_fn.name() == node
+    assert [f.name() for f, _ in y.grad_fn.next_functions] == ["AccumulateGrad"]
+    assert gradcheck(lambda t: F.interpolate(t, **kw), (x,))
+    assert gradgradcheck(lambda t: F.interpolate(t, **kw), (x,))
+
+
+def test_interpolate_nearest_gradient_is_the_copy_count_by_hand():
+    # nearest (size 3 -> 7, 2 -> 5): src = floor(dst * in / out); dx = sum of g over the
+    # outputs that copied each input (np.add.at with the hand-computed sources)
+    xn = np.random.default_rng(2).standard_normal((1, 1, 3, 2))
+    c = np.random.default_rng(3).standard_normal((1, 1, 7, 5))
+    rows, cols = np.arange(7) * 3 // 7, np.arange(5) * 2 // 5
+    ref = xn[:, :, rows][:, :, :, cols]
+    gref = np.zeros_like(xn)
+    for i, r in enumerate(rows):
+        for j, q in enumerate(cols):
+            gref[0, 0, r, q] += c[0, 0, i, j]
+    x = _t(xn, requires_grad=True)
+    y = F.interpolate(x, size=(7, 5), mode="nearest")
+    np.testing.assert_array_equal(y.detach().numpy(), ref)
+    y.backward(_t(c))
+    np.testing.assert_allclose(x.grad.numpy(), gref, rtol=1e-12, atol=1e-15)

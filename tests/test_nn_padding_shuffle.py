@@ -446,3 +446,108 @@ def test_module_int_or_sequence_arguments():
     assert m.kernel_size == (2, 2) and m.output_size == (2, 3)
     assert tuple(m(_t(np.ones((1, 1, 4, 5)))).shape) == (1, 1, 2, 3)
     assert nn.FractionalMaxPool3d(2, output_ratio=0.5).output_ratio == (0.5, 0.5, 0.5)
+
+
+# PyTorch 2.13's pad nodes: one ConstantPadNdBackward0 (any pad length, crops too),
+# ReflectionPad{1,2,3}DBackward0 / ReplicationPad{1,2,3}DBackward0 by the number of padded
+# dims, on the input; circular is a composition in PyTorch as well (CopySlices).
+_PAD_NODES = [
+    ((1, 2), "constant", "ConstantPadNdBackward0"),
+    ((1, -1, 0, 2), "constant", "ConstantPadNdBackward0"),
+    ((1, 2), "reflect", "ReflectionPad1DBackward0"),
+    ((1, 2, 1, 0), "reflect", "ReflectionPad2DBackward0"),
+    ((1, 0, 1, 1, 0, 1), "reflect", "ReflectionPad3DBackward0"),
+    ((0, 0), "reflect", "ReflectionPad1DBackward0"),
+    ((2, 1), "replicate", "ReplicationPad1DBackward0"),
+    ((2, 1, 0, 3), "replicate", "ReplicationPad2DBackward0"),
+    ((1, 0, 1, 2, 2, 1), "replicate", "ReplicationPad3DBackward0"),
+]
+
+
+@pytest.mark.parametrize("pad,mode,node", _PAD_NODES)
+def test_pad_nodes_values_and_gradients_are_pytorchs(pad, mode, node):
+    # values against np.pad (crops by slicing); the gradient of sum(y * c) against the
+    # adjoint by hand: c's entries added back at the input position each output copied
+    rng = np.random.default_rng(len(pad))
+    k = len(pad) // 2
+    xn = rng.standard_normal((2, 3) + (4, 5, 3)[:max(k, 2) if mode == "constant" else k])
+    nd = xn.ndim
+    x = _t(xn, requires_grad=True)
+    y = F.pad(x, pad, mode=mode)
+    assert y.grad_fn.name() == node
+    assert y.grad_fn.next_functions[0][0].name() == "AccumulateGrad"
+    widths = [(0, 0)] * (nd - k) + [(max(pad[2 * i], 0), max(pad[2 * i + 1], 0))
+                                    for i in reversed(range(k))]
+    crop = [slice(None)] * (nd - k) + [slice(max(-pad[2 * i], 0),
+                                             xn.shape[nd - 1 - i] - max(-pad[2 * i + 1], 0))
+                                       for i in reversed(range(k))]
+    np_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}[mode]
+    ref = np.pad(xn[tuple(crop)], widths, mode=np_mode)
+    np.testing.assert_array_equal(y.detach().numpy(), ref)
+    # adjoint by hand: pad the positions 0..n-1 of x the same way and scatter c back
+    pos = np.arange(xn.size, dtype=np.float64).reshape(xn.shape)
+    where_from = np.pad(pos[tuple(crop)], widths, mode=np_mode)
+    c = rng.standard_normal(ref.shape)
+    gref = np.zeros(xn.size)
+    keep = np.ones(ref.shape, bool)
+    if mode == "constant":  # the fill's positions (np.pad's zeros) copy nothing
+        inner = np.zeros(ref.shape, bool)
+        inner[tuple(slice(w0, s - w1) for (w0, w1), s in zip(widths, ref.shape))] = True
+        keep = inner
+    np.add.at(gref, where_from[keep].astype(np.int64), c[keep])
+    (y * _t(c)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy().reshape(-1), gref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate"])
+def test_pad_one_node_gradcheck_and_gradgradcheck(mode):
+    x = _t(np.random.default_rng(8).standard_normal((1, 2, 3, 4)), requires_grad=True)
+    pad = (1, -1, 2, 1) if mode == "constant" else (1, 2, 2, 1)
+    assert gradcheck(lambda t: F.pad(t, pad, mode=mode, value=None), (x,))
+    assert gradgradcheck(lambda t: F.pad(t, pad, mode=mode, value=None), (x,))
+    y = F.pad(x, pad, mode=mode)
+    assert y.grad_fn._saved_pad if mode == "constant" else y.grad_fn._saved_padding
+
+
+def _np_pixel_shuffle(a, r):
+    *lead, c, h, w = a.shape
+    k = len(lead)
+    return a.reshape(*lead, c // (r * r), r, r, h, w).transpose(
+        *range(k), k, k + 3, k + 1, k + 4, k + 2).reshape(*lead, c // (r * r), h * r, w * r)
+
+
+@pytest.mark.parametrize("op", ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle"])
+def test_shuffles_are_one_node_with_the_inverse_as_gradient(op):
+    # PyTorch's PixelShuffleBackward0 / PixelUnshuffleBackward0 / ChannelShuffleBackward0;
+    # the shuffles are permutations, so the gradient of sum(y * c) is c sent back through
+    # the inverse permutation (by hand: NumPy positions 0..n-1 shuffled the same way)
+    rng = np.random.default_rng(11)
+    shape = {"pixel_shuffle": (2, 8, 2, 3), "pixel_unshuffle": (2, 2, 4, 6),
+             "channel_shuffle": (2, 6, 2, 2)}[op]
+    fn = {"pixel_shuffle": lambda t: F.pixel_shuffle(t, 2),
+          "pixel_unshuffle": lambda t: F.pixel_unshuffle(t, 2),
+          "channel_shuffle": lambda t: F.channel_shuffle(t, 3)}[op]
+    xn = rng.standard_normal(shape)
+    x = _t(xn, requires_grad=True)
+    y = fn(x)
+    node = {"pixel_shuffle": "PixelShuffleBackward0", "pixel_unshuffle":
+            "PixelUnshuffleBackward0", "channel_shuffle": "ChannelShuffleBackward0"}[op]
+    assert y.grad_fn.name() == node
+    assert [f.name() for f, _ in y.grad_fn.next_functions] == ["AccumulateGrad"]
+    pos = np.arange(xn.size).reshape(shape)
+    if op == "pixel_shuffle":
+        moved = _np_pixel_shuffle(pos, 2)
+    elif op == "pixel_unshuffle":  # its inverse: the positions it takes each value from
+        moved = np.empty(xn.size, np.int64)
+        moved[_np_pixel_shuffle(np.arange(xn.size).reshape(2, 8, 2, 3), 2).reshape(-1)] = \
+            np.arange(xn.size)
+        moved = moved.reshape(2, 8, 2, 3)
+    else:
+        moved = pos.reshape(2, 3, 2, 2, 2).transpose(0, 2, 1, 3, 4).reshape(shape)
+    np.testing.assert_array_equal(y.detach().numpy(), xn.reshape(-1)[moved])
+    c = rng.standard_normal(moved.shape)
+    y.backward(_t(c))
+    gref = np.zeros(xn.size)
+    gref[moved.reshape(-1)] = c.reshape(-1)
+    np.testing.assert_array_equal(x.grad.numpy().reshape(-1), gref)
+    assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))

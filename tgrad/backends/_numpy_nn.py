@@ -232,6 +232,74 @@ def layer_norm_bwd(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndar
     return _down(dx, dt), dw, db
 
 
+# ------------------------------------------------------------------ batch norm
+# x: (N, C, *) with per-channel statistics over the other dims; w, b, mean, invstd: (C,).
+# CPU only (not in __all__): tgrad.nn._norm.BatchNorm composes tgrad ops on other devices.
+def _bn_axes(x: np.ndarray) -> tuple:
+    """(the reduced axes, the (C, 1, ...) broadcast shape, values per channel)."""
+    c = x.shape[1]
+    return ((0,) + tuple(range(2, x.ndim)), (c,) + (1,) * (x.ndim - 2),
+            x.size // c if c else 0)
+
+
+def batch_norm_fwd(x: np.ndarray, w, b, mean, var, eps: float) -> tuple:
+    """(y, mean, var, invstd): y = (x - mean) * invstd * w + b, invstd = 1/sqrt(var + eps);
+    mean / var None: the batch's (biased var, two passes reduced over the axes in place:
+    no channel-major copy). One output buffer and one temporary (the squares)."""
+    dt = x.dtype
+    xf = _up(x)
+    axes, shape, m = _bn_axes(x)
+    with np.errstate(all="ignore"):
+        if mean is None:
+            mean = np.add.reduce(xf, axis=axes) / xf.dtype.type(m)
+            y = np.subtract(xf, mean.reshape(shape), order="C")  # (PyTorch's layout)
+            sq = np.square(y)
+            var = np.add.reduce(sq, axis=axes) / xf.dtype.type(m)
+            del sq
+        else:
+            mean, var = mean.astype(xf.dtype), var.astype(xf.dtype)
+            y = np.subtract(xf, mean.reshape(shape), order="C")
+        invstd = 1.0 / np.sqrt(var + xf.dtype.type(eps))
+        scale = invstd if w is None else invstd * _up(w).astype(xf.dtype)
+        np.multiply(y, scale.reshape(shape), out=y)
+        if b is not None:
+            np.add(y, _up(b).astype(xf.dtype).reshape(shape), out=y)
+    return _down(y, dt), mean, var, invstd
+
+
+def batch_norm_bwd(g: np.ndarray, x: np.ndarray, w, mean, invstd, training: bool,
+                   need_x: bool, need_w: bool, need_b: bool) -> tuple:
+    """(dx, dw, db) with xc = x - mean, M values per channel, scale = invstd * w:
+    training dx = scale (g - sum(g)/M) - xc scale invstd^2 sum(g xc)/M; eval dx = g scale;
+    dw = invstd sum(g xc); db = sum(g) (sums over the non-channel axes). Two full-size
+    buffers (xc, and dx, which first holds g xc)."""
+    dt = x.dtype
+    gf, xf = _up(g), _up(x)
+    axes, shape, m = _bn_axes(x)
+    pdt = w.dtype if w is not None else dt
+    training = training and need_x
+    with np.errstate(all="ignore"):
+        scale = invstd if w is None else invstd * _up(w).astype(xf.dtype)
+        sum_g = np.add.reduce(gf, axis=axes) if need_b or training else None
+        dx = sum_gxc = None
+        if need_w or training:
+            xc = np.subtract(xf, mean.reshape(shape))
+            t = np.multiply(gf, xc)
+            sum_gxc = np.add.reduce(t, axis=axes)
+            if training:  # t becomes dx
+                k = scale * invstd * invstd * sum_gxc / xf.dtype.type(m)
+                np.subtract(gf, (sum_g / xf.dtype.type(m)).reshape(shape), out=t)
+                np.multiply(t, scale.reshape(shape), out=t)
+                np.multiply(xc, k.reshape(shape), out=xc)
+                dx = np.subtract(t, xc, out=t)
+            del xc, t
+        if need_x and dx is None:
+            dx = np.multiply(gf, scale.reshape(shape))
+    dw = _down(sum_gxc * invstd, pdt) if need_w and w is not None else None
+    db = _down(sum_g, pdt) if need_b else None
+    return None if dx is None else _down(dx, dt), dw, db
+
+
 # ------------------------------------------------------------------ activations
 def _cdf(x):
     """Phi(x) = 0.5 (1 + erf(x / sqrt 2)), standard normal CDF, in the array erf returns

@@ -907,10 +907,19 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
                            f"dimension {input.ndim}")
     if mode != "constant":
         return pad_nonconstant(input, [int(p) for p in pad], mode, value)
-    shape, src, dst = list(input.shape), [slice(None)] * input.ndim, [slice(None)] * input.ndim
+    pad = tuple(int(p) for p in pad)
+    _constant_pad_geometry(input.shape, pad)  # (its checks)
+    return ConstantPad.apply(input, (pad, 0 if value is None else value))
+
+
+def _constant_pad_geometry(in_shape, pad: tuple) -> tuple:
+    """(output shape, source slices of the input, destination slices of the output) of a
+    constant pad by ``pad`` (negative sizes crop)."""
+    ndim = len(in_shape)
+    shape, src, dst = list(in_shape), [slice(None)] * ndim, [slice(None)] * ndim
     for i in range(len(pad) // 2):
-        d = input.ndim - 1 - i
-        left, right = int(pad[2 * i]), int(pad[2 * i + 1])
+        d = ndim - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
         n = shape[d] + left + right
         if n < 0 or -left > shape[d] or -right > shape[d]:  # crops past the other end
             raise RuntimeError(f"pad: narrow(): length must be non-negative: dim {d} of size "
@@ -918,9 +927,31 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
         src[d] = slice(max(-left, 0), shape[d] - max(-right, 0))
         dst[d] = slice(max(left, 0), n - max(right, 0))
         shape[d] = n
-    out = full(shape, 0 if value is None else value, dtype=input.dtype, device=input.device)
-    out[tuple(dst)] = input[tuple(src)]
-    return out
+    return shape, tuple(src), tuple(dst)
+
+
+class ConstantPad(Function):
+    """y = x padded (negative sizes: cropped) by ``spec`` = (pad, value): a ``value``-filled
+    tensor of the padded shape with x's kept region copied in. One node, PyTorch's
+    ConstantPadNdBackward0 (_saved_pad). Linear in x: dx = g padded by the negated pads
+    with 0 (its region cropped out, what x lost to a crop zero), the same op, so the
+    backward differentiates again."""
+
+    name = "constant_pad_nd"
+    node_name = "ConstantPadNdBackward0"
+    saved_attributes = {"_saved_pad": lambda node: list(node.spec[0])}
+
+    @staticmethod
+    def forward(ctx, x, spec):
+        ctx.spec = spec
+        shape, src, dst = _constant_pad_geometry(x.shape, spec[0])
+        out = full(shape, spec[1], dtype=x.dtype, device=x.device)
+        out[dst] = x[src]
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return ConstantPad.apply(g, (tuple(-p for p in ctx.spec[0]), 0)), None
 
 
 

@@ -30,10 +30,11 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, max_pool3d_cpu_policy
+from tgrad.autograd import function as _function
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.nn._composite import pad as _pad
-from tgrad.nn._piecewise import _Attach, tie
+from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, fresh, rounded_to, widen_halves, wrap
@@ -935,20 +936,67 @@ def _adaptive_args(op: str, input: Tensor, output_size, spatial: int) -> tuple: 
 
 def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor:  # noqa: A002
     sizes, outs = _adaptive_args(op, input, output_size, spatial)
-    input = tie(input)  # noqa: A001 - dx in x's graph (_piecewise.py)
-    (y,), half = widen_halves(input)  # halves: float32, rounded once
-    # One spatial dim at a time (a rectangle's mean is the mean of its rows' means): gather
-    # each window from the dim with a zero appended (short windows read the zero, so a NaN
-    # or inf reaches only the windows holding it), sum, divide by the window's length.
+    if spatial == 1:  # PyTorch's: the 2-d op on input.unsqueeze(-2), squeezed
+        return fresh(AdaptiveAvgPool.apply(input.unsqueeze(-2), ((1,) + tuple(sizes),
+                                                                 (1,) + outs)).squeeze(-2))
+    return _ADAPTIVE_AVG[spatial].apply(input, (tuple(sizes), outs))
+
+
+def _adaptive_dims(x: Tensor, sizes: tuple, outs: tuple):
+    """(dim, size, out, flat window index (device int64), lengths (device)) for each
+    spatial dim of x, PyTorch's adaptive windows (_adaptive_windows)."""
+    spatial = len(sizes)
     for i, (size, o) in enumerate(zip(sizes, outs)):
         index, lengths = _adaptive_windows(size, o)
-        dim = input.ndim - spatial + i
-        z = _pad(y.movedim(dim, -1), (0, 1))
-        flat = _tensor(index.reshape(-1), dtype=dtypes.int64, device=input.device)
-        windows = z.index_select(-1, flat).reshape(z.shape[:-1] + index.shape)
-        mean = windows.sum(-1) / _tensor(lengths, dtype=y.dtype, device=input.device)
-        y = mean.movedim(-1, dim)
-    return fresh(rounded_to(y, half))  # (a view of the last mean: a new tensor)
+        yield (x.ndim - spatial + i, size, o, index.shape,
+               _tensor(index.reshape(-1), dtype=dtypes.int64, device=x.device),
+               _tensor(lengths, dtype=x.dtype, device=x.device))
+
+
+class AdaptiveAvgPool(Function):
+    """adaptive_avg_pool (2-d, or 3-d: ``_ADAPTIVE_AVG``): x (N, C, *sizes) or unbatched
+    (C, *sizes) -> the mean of each of PyTorch's adaptive windows (window i of a dim:
+    [floor(i size / out), ceil((i + 1) size / out))); geometry = (sizes, outs). One dim at a
+    time (a box's mean is the mean of its rows' means): each window gathered from the dim
+    with a zero appended (short windows read the zero, so a NaN or inf reaches only the
+    windows holding it), summed, divided by its length. One node, PyTorch's
+    AdaptiveAvgPool2DBackward0 / AdaptiveAvgPool3DBackward0. Linear in x: dx = the adjoint,
+    dim by dim in reverse: g / length spread over each window's positions (an index add,
+    whose backward is a gather: differentiates again), attached to x's graph
+    (_piecewise._Attach: d(dx)/dx = 0). float16/bfloat16 in float32, rounded once."""
+
+    name = "adaptive_avg_pool2d"
+    node_name = "AdaptiveAvgPool2DBackward0"
+    saved_attributes = {"_saved_self": 0}
+
+    @staticmethod
+    def forward(ctx, x, geometry):
+        ctx.save_for_backward(x)
+        ctx.geometry = geometry
+        (y,), half = widen_halves(x)
+        for dim, _, _, shape, flat, lengths in _adaptive_dims(y, *geometry):
+            z = _pad(y.movedim(dim, -1), (0, 1))
+            windows = z.index_select(-1, flat).reshape(z.shape[:-1] + shape)
+            y = (windows.sum(-1) / lengths).movedim(-1, dim)
+        return fresh(rounded_to(y, half))  # (a view of the last mean: a new tensor)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        (gx,), half = widen_halves(g)
+        for dim, size, o, shape, flat, lengths in reversed(list(_adaptive_dims(gx, *ctx.geometry))):
+            gm = gx.movedim(dim, -1) / lengths  # (..., o)
+            spread = gm.unsqueeze(-1).expand(gm.shape + shape[1:]).reshape(
+                gm.shape[:-1] + (o * shape[1],))
+            z = gm.new_zeros(gm.shape[:-1] + (size + 1,)).index_add(-1, flat, spread)
+            gx = z.narrow(-1, 0, size).movedim(-1, dim)
+        return _Attach.apply(rounded_to(gx.contiguous(), half), x), None
+
+
+_ADAPTIVE_AVG = {2: AdaptiveAvgPool,
+                 3: ew.node_variant(AdaptiveAvgPool, "AdaptiveAvgPool3DBackward0",
+                                    saved_attributes=AdaptiveAvgPool.saved_attributes,
+                                    name="adaptive_avg_pool3d")}
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
@@ -964,43 +1012,88 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002
 
 def _adaptive_max(op: str, input: Tensor, output_size, return_indices: bool,  # noqa: A002
                   spatial: int):
-    """Max over PyTorch's adaptive windows: every window of the output grid gathered as its
-    candidates (dim by dim; short windows padded with -inf, never chosen over a real
-    element: windows are never empty), the first maximum taken (a NaN wins, the last one:
-    _last_nan_wins), the value
-    read through that index so the gradient goes to it alone, as PyTorch's kernel."""
     sizes, outs = _adaptive_args(op, input, output_size, spatial)
-    input = tie(input)  # noqa: A001 - dx in x's graph (_piecewise.py)
-    windows = [_adaptive_windows(n, o)[0] for n, o in zip(sizes, outs)]  # (o_i, k_i) each
-    lead = input.shape[:input.ndim - spatial]
-    nl = len(lead)
-    g = _pad(input, (0, 1) * spatial, value=float("-inf"))  # index size_i reads the -inf
-    for i, idx in enumerate(windows):  # dim nl + 2 i becomes (o_i, k_i)
-        d = nl + 2 * i
-        g = g.index_select(d, _tensor(idx.reshape(-1), dtype=dtypes.int64,
-                                      device=input.device))
-        g = g.reshape(*g.shape[:d], *idx.shape, *g.shape[d + 1:])
-    # (lead, o_1, k_1, ..., o_n, k_n) -> (lead, o_1, ..., o_n, k_1 ... k_n)
-    order = list(range(nl)) + [nl + 2 * i for i in range(spatial)] + \
-        [nl + 2 * i + 1 for i in range(spatial)]
-    g = g.permute(*order).reshape(*lead, *outs, math.prod(w.shape[1] for w in windows))
-    if 0 in outs:  # no windows: empty results (PyTorch's), y still in x's graph
-        y = g.sum(-1)
-        return (y, y.new_zeros(y.shape, dtype=dtypes.int64)) if return_indices else y
-    first, arg = g.max(-1)
-    arg = _last_nan_wins(g.unsqueeze(-1), first.unsqueeze(-1), arg.unsqueeze(-1)).squeeze(-1)
-    y = fresh(g.gather(-1, arg.unsqueeze(-1)).squeeze(-1))  # (new tensors, not views)
-    if not return_indices:
-        return y
-    # candidate k of window w sits at the flat position sum_i windows_i[w_i, k_i] place_i
-    place = _row_major_strides(sizes)
-    pos = np.zeros((1,) * (2 * spatial), np.int64)
-    for i, idx in enumerate(windows):
-        shape = [1] * (2 * spatial)
-        shape[i], shape[spatial + i] = idx.shape
-        pos = pos + idx.reshape(shape) * int(place[i])
-    pos = _tensor(pos.reshape(*outs, -1), dtype=dtypes.int64, device=input.device)
-    return y, fresh(pos.expand(*lead, *pos.shape).gather(-1, arg.unsqueeze(-1)).squeeze(-1))
+    if spatial == 1:  # PyTorch's: the 2-d op on input.unsqueeze(-2), both results squeezed
+        y, indices = AdaptiveMaxPool.apply(input.unsqueeze(-2), ((1,) + tuple(sizes),
+                                                                 (1,) + outs))
+        y, indices = fresh(y.squeeze(-2)), fresh(indices.squeeze(-2))
+    else:
+        y, indices = _ADAPTIVE_MAX[spatial].apply(input, (tuple(sizes), outs))
+    return (y, indices) if return_indices else y
+
+
+class AdaptiveMaxPool(Function):
+    """adaptive_max_pool (2-d, or 3-d: ``_ADAPTIVE_MAX``): x (N, C, *sizes) or unbatched
+    (C, *sizes) -> (the maximum of each of PyTorch's adaptive windows, its flat position in
+    the (*sizes) plane); geometry = (sizes, outs). Every window of the output grid is
+    gathered as its candidates (dim by dim; short windows padded with -inf, never chosen
+    over a real element: windows are never empty), the first maximum taken (a NaN wins, the
+    last one: _last_nan_wins), as PyTorch's kernel. One node, PyTorch's
+    AdaptiveMaxPool2DBackward0 / AdaptiveMaxPool3DBackward0 (the indices as
+    _saved_result1). dx = g added at each window's maximum (a scatter add into the flat
+    plane, whose backward is a gather: differentiates again), attached to x's graph
+    (_piecewise._Attach: d(dx)/dx = 0)."""
+
+    name = "adaptive_max_pool2d"
+    node_name = "AdaptiveMaxPool2DBackward0"
+    saved_attributes = {"_saved_self": 0, "_saved_result1": _function.KeptTensor("indices")}
+
+    @staticmethod
+    def forward(ctx, x, geometry):
+        sizes, outs = geometry
+        spatial = len(sizes)
+        windows = [_adaptive_windows(n, o)[0] for n, o in zip(sizes, outs)]  # (o_i, k_i)
+        lead = x.shape[:x.ndim - spatial]
+        nl = len(lead)
+        g = _pad(x, (0, 1) * spatial, value=float("-inf"))  # index size_i reads the -inf
+        for i, idx in enumerate(windows):  # dim nl + 2 i becomes (o_i, k_i)
+            d = nl + 2 * i
+            g = g.index_select(d, _tensor(idx.reshape(-1), dtype=dtypes.int64,
+                                          device=x.device))
+            g = g.reshape(*g.shape[:d], *idx.shape, *g.shape[d + 1:])
+        # (lead, o_1, k_1, ..., o_n, k_n) -> (lead, o_1, ..., o_n, k_1 ... k_n)
+        order = list(range(nl)) + [nl + 2 * i for i in range(spatial)] + \
+            [nl + 2 * i + 1 for i in range(spatial)]
+        g = g.permute(*order).reshape(*lead, *outs, math.prod(w.shape[1] for w in windows))
+        ctx.save_for_backward(x)
+        ctx.spatial = spatial
+        if 0 in outs:  # no windows: empty results (PyTorch's)
+            y = g.sum(-1)
+            indices = y.new_zeros(y.shape, dtype=dtypes.int64)
+        else:
+            first, arg = g.max(-1)
+            arg = _last_nan_wins(g.unsqueeze(-1), first.unsqueeze(-1),
+                                 arg.unsqueeze(-1)).squeeze(-1)
+            y = fresh(g.gather(-1, arg.unsqueeze(-1)).squeeze(-1))
+            # candidate k of window w sits at the flat position sum_i windows_i[w_i, k_i]
+            # place_i
+            place = _row_major_strides(sizes)
+            pos = np.zeros((1,) * (2 * spatial), np.int64)
+            for i, idx in enumerate(windows):
+                shape = [1] * (2 * spatial)
+                shape[i], shape[spatial + i] = idx.shape
+                pos = pos + idx.reshape(shape) * int(place[i])
+            pos = _tensor(pos.reshape(*outs, -1), dtype=dtypes.int64, device=x.device)
+            indices = fresh(pos.expand(*lead, *pos.shape).gather(-1, arg.unsqueeze(-1))
+                            .squeeze(-1))
+        ctx.indices = indices
+        ctx.mark_non_differentiable(indices)
+        return y, indices
+
+    @staticmethod
+    def backward(ctx, g, _):
+        (x,) = ctx.saved_tensors
+        lead = tuple(x.shape[:x.ndim - ctx.spatial])
+        plane = math.prod(x.shape[x.ndim - ctx.spatial:])
+        gx = g.new_zeros(lead + (plane,)).scatter_add(
+            -1, ctx.indices.reshape(lead + (-1,)), g.reshape(lead + (-1,)))
+        return _Attach.apply(gx.reshape(x.shape), x), None
+
+
+_ADAPTIVE_MAX = {2: AdaptiveMaxPool,
+                 3: ew.node_variant(AdaptiveMaxPool, "AdaptiveMaxPool3DBackward0",
+                                    saved_attributes=AdaptiveMaxPool.saved_attributes,
+                                    name="adaptive_max_pool3d")}
 
 
 @autocast_policy(None, cpu="fp32")
@@ -1100,17 +1193,53 @@ def _max_unpool(op: str, input: Tensor, indices: Tensor, kernel_size, stride, pa
             if not d - s < o < d + s:
                 raise ValueError(f"invalid output_size {list(output_size)} (dim must be "
                                  f"between {d - s} and {d + s})")
-    n, c = x.shape[:2]
     plane = math.prod(out)
-    flat_idx = idx.reshape(n, c, -1)
-    if flat_idx.numel():
-        lo, hi = int(flat_idx.min()), int(flat_idx.max())  # on a GPU: synchronizing reads
+    if idx.numel():
+        lo, hi = int(idx.min()), int(idx.max())  # on a GPU: synchronizing reads
         if lo < 0 or hi >= plane:
             raise RuntimeError(f"{op}: Found an invalid max index: {lo if lo < 0 else hi} "
                                f"(output volumes are of size {'x'.join(map(str, out))})")
-    zeros = x.new_zeros((n, c, plane))
-    y = zeros.scatter(2, flat_idx, x.reshape(n, c, -1)).reshape(n, c, *out)
-    return fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
+    if spatial == 1:  # PyTorch's: the 2-d op on the inputs unsqueezed at -2, squeezed
+        return fresh(MaxUnpool.apply(input.unsqueeze(-2), indices.unsqueeze(-2),
+                                     (1,) + out).squeeze(-2))
+    return _MAX_UNPOOL[spatial].apply(input, indices, out)
+
+
+class MaxUnpool(Function):
+    """max_unpool (2-d, or 3-d: ``_MAX_UNPOOL``): x (N, C, *in) or unbatched (C, *in) and
+    its int64 ``indices`` (flat positions in each (N, C) plane of the output) -> zeros of
+    (..., *out) with each x written at its index (a scatter; a repeated index keeps one).
+    One node on the input as given, PyTorch's MaxUnpool2DBackward0 / MaxUnpool3DBackward0
+    (the indices get no edge). Linear in x: dx = g read at the indices (a gather, whose
+    backward is the scatter add: differentiates again)."""
+
+    name = "max_unpool2d"
+    node_name = "MaxUnpool2DBackward0"
+    hidden_edges = (1,)
+
+    @staticmethod
+    def _flat(t: Tensor, k: int) -> Tensor:
+        """t (..., *spatial) as (..., prod(spatial)), the k spatial dims flattened."""
+        lead = tuple(t.shape[:t.ndim - k])
+        return t.reshape(lead + (math.prod(t.shape[t.ndim - k:]),))
+
+    @staticmethod
+    def forward(ctx, x, idx, out):
+        k = len(out)
+        ctx.idx, ctx.x_shape, ctx.k = idx, tuple(x.shape), k
+        lead = tuple(x.shape[:x.ndim - k])
+        zeros = x.new_zeros(lead + (math.prod(out),))
+        y = zeros.scatter(-1, MaxUnpool._flat(idx, k), MaxUnpool._flat(x, k))
+        return fresh(y.reshape(lead + tuple(out)))  # (a view of the op's own temporary)
+
+    @staticmethod
+    def backward(ctx, g):
+        gx = MaxUnpool._flat(g, ctx.k).gather(-1, MaxUnpool._flat(ctx.idx, ctx.k))
+        return gx.reshape(ctx.x_shape), None, None
+
+
+_MAX_UNPOOL = {2: MaxUnpool, 3: ew.node_variant(MaxUnpool, "MaxUnpool3DBackward0",
+                                                name="max_unpool3d")}
 
 
 @autocast_policy(None, cpu="fp32")

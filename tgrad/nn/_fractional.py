@@ -13,8 +13,9 @@ start; its index is the flat position in the input plane (h W + w, or t H W + h 
 NaN wins (the last one in the window), ties keep the first. Sample order, as ATen's: 2-d
 (W, H) -- sample 0 places the width windows; 3-d (T, H, W).
 
-The maxima are found on the host (NumPy) and read with ``gather``, so
-d input = g scattered (added) to the chosen positions, and double backward works.
+The maxima are found on the host (NumPy) and read with ``gather`` in one node
+(FractionalMaxPool2D/3DBackward0, PyTorch's), so d input = g scattered (added) to the chosen
+positions, and double backward works.
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad._autocast import autocast_policy
+from tgrad.autograd import function as _function
+from tgrad.autograd.function import Function
 from tgrad.nn._ntuple import _ntuple
+from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.ops._common import fresh
+from tgrad.ops.elementwise import node_variant
 from tgrad.tensor import Tensor
 
 __all__ = ["fractional_max_pool2d", "fractional_max_pool3d",
@@ -115,10 +120,50 @@ def _fractional(op: str, input: Tensor, kernel_size, output_size, output_ratio, 
     choice = np.where(nan.any(-1), last_nan, np.argmax(np.where(nan, -np.inf, window), -1))
     index = np.take_along_axis(flat, choice[..., None], -1)[..., 0]  # (N, C, *out)
     idx = tensor(np.ascontiguousarray(index), device=input.device)
-    y = x.flatten(2).gather(2, idx.flatten(2)).view(planes + out)
-    if unbatched:  # (views of the op's own temporaries: new tensors, PyTorch's)
-        return fresh(y.squeeze(0)), fresh(idx.squeeze(0))
-    return fresh(y), idx
+    if unbatched:  # (a view of the op's own temporary: a new tensor, PyTorch's)
+        idx = fresh(idx.squeeze(0))
+    return _FRACTIONAL[n].apply(input, idx), idx
+
+
+class FractionalMaxPool(Function):
+    """y = x's value at each window's maximum: ``idx`` (N, C, *out) or unbatched (C, *out)
+    holds the flat positions in x's (*spatial) plane (found on the host, above); n = 2 or
+    3 spatial dims (``_FRACTIONAL``). One node on the input as given, PyTorch's
+    FractionalMaxPool2DBackward0 / FractionalMaxPool3DBackward0 (_saved_indices).
+    dx = g scatter-added at those positions (whose backward is a gather: differentiates
+    again), attached to x's graph (_piecewise._Attach: d(dx)/dx = 0)."""
+
+    name = "fractional_max_pool2d"
+    node_name = "FractionalMaxPool2DBackward0"
+    hidden_edges = (1,)  # the indices: no edge (PyTorch's node has the input's only)
+    spatial = 2
+    saved_attributes = {"_saved_self": 0, "_saved_indices": _function.KeptTensor("idx")}
+
+    @classmethod
+    def forward(cls, ctx, x, idx):
+        ctx.save_for_backward(x)
+        ctx.idx = idx
+        lead = tuple(x.shape[:x.ndim - cls.spatial])
+        plane = int(np.prod(x.shape[x.ndim - cls.spatial:]))  # (no -1: lead may hold a 0)
+        out = int(np.prod(idx.shape[idx.ndim - cls.spatial:]))
+        return fresh(x.reshape(lead + (plane,)).gather(-1, idx.reshape(lead + (out,)))
+                     .reshape(idx.shape))
+
+    @classmethod
+    def backward(cls, ctx, g):
+        (x,) = ctx.saved_tensors
+        lead = tuple(x.shape[:x.ndim - cls.spatial])
+        plane = int(np.prod(x.shape[x.ndim - cls.spatial:]))
+        out = int(np.prod(g.shape[g.ndim - cls.spatial:]))
+        gx = g.new_zeros(lead + (plane,)).scatter_add(
+            -1, ctx.idx.reshape(lead + (out,)), g.reshape(lead + (out,)))
+        return _Attach.apply(gx.reshape(x.shape), x), None
+
+
+_FRACTIONAL = {2: FractionalMaxPool,
+               3: node_variant(FractionalMaxPool, "FractionalMaxPool3DBackward0",
+                               saved_attributes=FractionalMaxPool.saved_attributes,
+                               name="fractional_max_pool3d", spatial=3)}
 
 
 @autocast_policy(None, cpu="fp32")

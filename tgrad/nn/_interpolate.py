@@ -1,4 +1,4 @@
-"""interpolate (resizing) as a composition of tgrad ops, re-exported by tgrad.nn.functional.
+"""interpolate (resizing), one node per call, re-exported by tgrad.nn.functional.
 
 Shapes (PyTorch's): input (N, C, *spatial) with 1, 2 or 3 spatial dims (3-D, 4-D or 5-D
 input; no unbatched form) -> (N, C, *out). ``size`` gives out directly; ``scale_factor``
@@ -28,9 +28,9 @@ float64 for float64, as its kernels; 4-D nearest inputs follow its nearest_idx q
 _nearest_plan; cached), then each resized spatial dim is one
 ``index_select`` (nearest) or two index_selects and a weighted sum (linear), or, for
 bicubic and antialias, one index_select of K taps per output (K, out) and a weighted sum
-over the taps. Gradients come
-from the parts (index_select's backward is a deterministic scatter-add), so double backward
-works too.
+over the taps, all inside one ``Resample`` node (PyTorch's Upsample...Backward0 names); its
+backward is the adjoint of those steps (a deterministic scatter-add, IndexAdd), so double
+backward works too.
 """
 
 from __future__ import annotations
@@ -43,10 +43,13 @@ from fractions import Fraction
 import numpy as np
 
 from tgrad import dtypes
+from tgrad.autograd.function import Function
 from tgrad.nn._conv import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import device_constant
+from tgrad.ops.elementwise import node_variant
+from tgrad.ops.index import IndexAdd, normalize_key
 from tgrad.tensor import Tensor
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
@@ -238,39 +241,115 @@ def _resample(x: Tensor, output_size, scale_factors, mode: str, align_corners,
     out = _out_sizes(x, output_size, scale_factors)
     _check_sizes(x, out)
     double = x.dtype is dtypes.float64
-    (y,), half = ((x,), None) if nearest else widen_halves(x)  # linear: halves in float32
-    changed = False
+    steps = []  # (kind, axis, input size, index / weight arrays...) per resized dim
     for i, o in enumerate(out):
         axis, size = 2 + i, x.shape[2 + i]
         scale = None if scale_factors is None else float(scale_factors[i])
         if antialias:
             if o == size:
                 continue  # PyTorch copies the dims it does not resize
-            index, weight = _antialias_plan(size, o, scale, bool(align_corners),
-                                            mode == "bicubic", double)
-            y = _weighted_taps(y, axis, index, weight)
+            steps.append(("taps", axis, size) + _antialias_plan(
+                size, o, scale, bool(align_corners), mode == "bicubic", double))
         elif mode == "bicubic":  # no shortcut: a factor with out == in still resamples
-            index, weight = _cubic_plan(size, o, scale, bool(align_corners), double)
-            y = _weighted_taps(y, axis, index, weight)
+            steps.append(("taps", axis, size) + _cubic_plan(size, o, scale,
+                                                             bool(align_corners), double))
         elif nearest:
             index = _nearest_plan(size, o, scale, mode == "nearest-exact", double,
                                   x.ndim == 4)
             if o == size and np.array_equal(index, np.arange(o)):
                 continue  # the identity
-            y = y.index_select(axis, device_constant(index, dtypes.int64, x.device))
+            steps.append(("select", axis, size, index))
         else:
             if o == size:
                 continue  # PyTorch copies
-            i0, i1, w0, w1 = _linear_plan(size, o, scale, bool(align_corners), double)
-            shape = (o,) + (1,) * (x.ndim - 1 - axis)
-            a = y.index_select(axis, device_constant(i0, dtypes.int64, x.device))
-            b = y.index_select(axis, device_constant(i1, dtypes.int64, x.device))
-            y = a * device_constant(w0, y.dtype, x.device).reshape(shape) + \
-                b * device_constant(w1, y.dtype, x.device).reshape(shape)
-        changed = True
-    if not changed:
-        y = y.clone()  # a new tensor, as PyTorch's
-    return rounded_to(y, half)
+            steps.append(("linear", axis, size) + _linear_plan(size, o, scale,
+                                                               bool(align_corners), double))
+    return _resample_class(mode, x.ndim, antialias).apply(x, (tuple(steps), nearest))
+
+
+def _select(y: Tensor, axis: int, index: np.ndarray) -> Tensor:
+    return y.index_select(axis, device_constant(index, dtypes.int64, y.device))
+
+
+def _scatter(g: Tensor, axis: int, size: int, index: np.ndarray) -> Tensor:
+    """The adjoint of _select: g added back at ``index`` along axis, into ``size``
+    positions (an IndexAdd node: its backward is the select, so it differentiates again)."""
+    shape = list(g.shape)
+    shape[axis] = size
+    key = normalize_key((slice(None),) * axis
+                        + (device_constant(index, dtypes.int64, g.device),), g.device)[0]
+    return IndexAdd.apply(g, key, tuple(shape))
+
+
+def _weights(w: np.ndarray, y: Tensor, axis: int) -> Tensor:
+    """w (out,) or (out, K) as a device constant broadcast along ``axis`` of y."""
+    return device_constant(w, y.dtype, y.device).reshape(w.shape + (1,) * (y.ndim - 1 - axis))
+
+
+class Resample(Function):
+    """interpolate's resampling: ``spec`` = (steps, nearest), one step per resized spatial
+    dim of x (N, C, *spatial), applied in order (see the module docstring):
+      ("select", axis, n, index):  y = x.index_select(axis, index);
+      ("linear", axis, n, i0, i1, w0, w1):  y = x[i0] w0 + x[i1] w1 along axis;
+      ("taps", axis, n, index (out, K), weight (out, K)):  y = sum_k x[index[:, k]] w[:, k].
+    No step: a copy of x. Linear modes compute float16/bfloat16 in float32, rounded once.
+    One node, PyTorch's Upsample{Nearest,NearestExact,Linear,Bilinear,Bicubic,Trilinear}
+    {1,2,3}DBackward0 / Upsample{Bilinear,Bicubic}2DAaBackward0 (``_resample_class``).
+    Linear in x: dx = the adjoint, steps in reverse: select -> g index-added at index;
+    linear -> (g w0) added at i0 plus (g w1) at i1; taps -> (g w) spread over the K taps,
+    added at index. IndexAdd nodes, so the backward differentiates again (d(dx)/dx = 0)."""
+
+    name = "upsample"
+    node_name = "UpsampleNearest2DBackward0"
+
+    @staticmethod
+    def forward(ctx, x, spec):
+        steps, nearest = spec
+        ctx.spec = spec
+        (y,), half = ((x,), None) if nearest else widen_halves(x)
+        for kind, axis, _, *plan in steps:
+            if kind == "select":
+                y = _select(y, axis, plan[0])
+            elif kind == "linear":
+                i0, i1, w0, w1 = plan
+                y = _select(y, axis, i0) * _weights(w0, y, axis) + \
+                    _select(y, axis, i1) * _weights(w1, y, axis)
+            else:
+                y = _weighted_taps(y, axis, *plan)
+        if not steps:
+            y = y.clone()  # a new tensor, as PyTorch's
+        return rounded_to(y, half)
+
+    @staticmethod
+    def backward(ctx, g):
+        steps, nearest = ctx.spec
+        (g,), half = ((g,), None) if nearest else widen_halves(g)
+        for kind, axis, size, *plan in reversed(steps):
+            if kind == "select":
+                g = _scatter(g, axis, size, plan[0])
+            elif kind == "linear":
+                i0, i1, w0, w1 = plan
+                g = _scatter(g * _weights(w0, g, axis), axis, size, i0) + \
+                    _scatter(g * _weights(w1, g, axis), axis, size, i1)
+            else:
+                index, weight = plan
+                o, k = index.shape
+                spread = g.unsqueeze(axis + 1) * _weights(weight, g, axis)  # (.., o, K, ..)
+                g = _scatter(spread.reshape(g.shape[:axis] + (o * k,) + g.shape[axis + 1:]),
+                             axis, size, index.reshape(-1))
+        return rounded_to(g, half), None
+
+
+_NODE_MODES = {"nearest": "Nearest", "nearest-exact": "NearestExact", "linear": "Linear",
+               "bilinear": "Bilinear", "bicubic": "Bicubic", "trilinear": "Trilinear"}
+
+
+@functools.lru_cache(maxsize=None)
+def _resample_class(mode: str, ndim: int, antialias: bool) -> type:
+    """Resample under PyTorch's node name for ``mode`` on an ndim-D input."""
+    name = f"Upsample{_NODE_MODES[mode]}{ndim - 2}D{'Aa' if antialias else ''}Backward0"
+    return node_variant(Resample, name, name="upsample_" + mode.replace("-", "_")
+                        + f"{ndim - 2}d" + ("_aa" if antialias else ""))
 
 
 # ---------------------------------------------------------------------------- public API

@@ -1,12 +1,12 @@
-"""batch_norm, group_norm, instance_norm and rms_norm as compositions of tgrad ops,
-re-exported by tgrad.nn.functional.
+"""batch_norm, group_norm, instance_norm and rms_norm, re-exported by tgrad.nn.functional.
 
 Shapes (PyTorch's): input (N, C, *) with channels on dim 1; weight and bias (C,).
-Normalising with batch or group statistics reuses the fused ``layer_norm`` op (one kernel
-each way on the GPU, biased variance, its own exact backward): the values to normalise
-together are laid out as the rows of a layer_norm, and the per-channel affine follows as
-one broadcast multiply-add. Running statistics are updated in place outside the graph with
-the unbiased variance, as PyTorch does.
+batch_norm is one op (``BatchNorm``, PyTorch's NativeBatchNormBackward0 node): per-channel
+statistics reduced over the non-channel dims in place (no channel-major copy), its
+backward one formula; instance_norm is batch_norm of the (1, N C, *) view (PyTorch's
+ViewBackward0 over NativeBatchNormBackward0). group_norm is one op (``GroupNorm``,
+NativeGroupNormBackward0) over the fused layer_norm primitives. Running statistics are
+updated in place outside the graph with the unbiased variance, as PyTorch does.
 """
 
 from __future__ import annotations
@@ -14,38 +14,24 @@ from __future__ import annotations
 import math
 
 import ml_dtypes
+import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.grad_mode import no_grad
+from tgrad.autograd import function as _function
+from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from tgrad.backends import _numpy_nn as _np_nn
 from tgrad.nn.functional import _check_float, _check_tensor
-from tgrad.ops._common import fresh, rounded_to, widen_halves
+from tgrad.ops._common import backend_of, fresh, rounded_to, widen_halves, wrap
 from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
 
 
-def _layer_norm(x: Tensor, k: int, eps: float) -> Tensor:
-    from tgrad.nn.functional import layer_norm
-    return layer_norm(x, x.shape[x.ndim - k:], None, None, eps)
-
-
 def _widened(x: Tensor) -> Tensor:
     """float16/bfloat16 inputs are normalised in float32 and rounded once at the end."""
     return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
-
-
-def _affine(y: Tensor, weight, bias) -> Tensor:
-    """y * weight + bias with (C,) parameters broadcast along dim 1 of y (N, C, *), in y's
-    dtype (float32 for a widened half input: the caller rounds once). y is the norm's own
-    temporary (often a reshape or movedim of one): without parameters it is returned as a
-    new tensor (PyTorch's), not a view."""
-    shape = (y.shape[1],) + (1,) * (y.ndim - 2)
-    if weight is not None:
-        y = y * weight.to(y.dtype).reshape(shape)
-    if bias is not None:
-        y = y + bias.to(y.dtype).reshape(shape)
-    return fresh(y)
 
 
 def _check_params(op: str, x: Tensor, c: int, **params) -> None:
@@ -129,6 +115,12 @@ def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor 
                   weight=weight, bias=bias)
     _check_vectors("batch_norm", input, running_mean=running_mean, running_var=running_var)
     _check_float("batch_norm", input)  # (PyTorch's NotImplementedError, its kernel text)
+    if is_grad_enabled():
+        for name, p in (("running_mean", running_mean), ("running_var", running_var)):
+            if p is not None and p.requires_grad:
+                raise RuntimeError(f"The function 'native_batch_norm' is not differentiable "
+                                   f"with respect to argument '{name}'. This input cannot "
+                                   f"have requires_grad True.")
     if training:
         count = input.numel() // max(c, 1)
         if count == 1:
@@ -136,47 +128,137 @@ def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor 
                              f"input size {list(input.shape)}")
         if not eps > 0.0:  # PyTorch 2.13: the batch's variance may be 0
             raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
-        # Rows = channels: (C, N * spatial), normalised by the fused layer_norm.
-        x = _widened(input)
-        rows = x.movedim(1, 0).reshape(c, -1)
-        y = _layer_norm(rows, 1, eps).reshape((c, input.shape[0]) + tuple(input.shape[2:]))
-        y = y.movedim(0, 1).contiguous()  # C-contiguous, as PyTorch's (y.view(-1) works)
-        if (running_mean is not None or running_var is not None) and count:
-            _update_running(rows, running_mean, running_var, momentum)
-        return _affine(y, weight, bias).to(input.dtype)
+        running = (running_mean, running_var, momentum) if count else (None, None, momentum)
+        return BatchNorm.apply(input, weight, bias, (running, True, float(eps)))
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     if running_mean is None or running_var is None:
         raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be "
                            f"defined in evaluation mode")
-    # y = (x - mean) / sqrt(var + eps) * weight + bias, in float32 for a float16/bfloat16
-    # input (rounded once), in the input's dtype otherwise
-    shape = (c,) + (1,) * (input.ndim - 2)
-    x = _widened(input)
-    mean, var = running_mean.to(x.dtype), running_var.to(x.dtype)
-    y = (x - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
-    return _affine(y, weight, bias).to(input.dtype)
+    return BatchNorm.apply(input, weight, bias, ((running_mean, running_var, None), False,
+                                                 float(eps)))
 
 
-def _update_running(x: Tensor, running_mean, running_var, momentum) -> None:
-    """Blend into the running statistics, in place and outside the graph, the statistics
-    of x (C, *, count): the mean and unbiased variance over the last dim, averaged over the
-    middle dims (instance norm's per-instance statistics); r = (1 - m) r + m s. Momentum
-    None is PyTorch's cumulative average (the caller passes 1 / num_batches_tracked)."""
+class BatchNorm(Function):
+    """y = (x - mean) * invstd * w + b per channel of x (N, C, *); w, b (C,) or None;
+    ``spec`` = ((running_mean, running_var, momentum), training, eps). Training: mean and
+    invstd = 1 / sqrt(var + eps) of the batch (biased var), reduced over dims (0, 2, ...)
+    of x in place (PyTorch's save_mean / save_invstd, kept on the node), and the running
+    statistics blended in (unbiased var); eval: the running ones. float16/bfloat16 x: in
+    float32, rounded once. One node, PyTorch's NativeBatchNormBackward0 (edges: input,
+    weight, bias). With M = N * spatial values per channel, xhat = (x - mean) invstd:
+      training: dx = invstd w / M * (M g - sum(g) - xhat sum(g xhat))
+      eval:     dx = invstd w g
+      dw = sum(g xhat),  db = sum(g)   (sums over dims (0, 2, ...))
+    Under create_graph the backward recomputes mean / invstd from x in tgrad ops, so the
+    double backward differentiates through the batch statistics."""
+
+    name = "batch_norm"
+    node_name = "NativeBatchNormBackward0"
+    scalar_edges = True  # None weight / bias keep their (None, 0) slots (PyTorch's)
+    hidden_edges = (3,)
+    saved_attributes = {"_saved_input": 0, "_saved_weight": 1,
+                        "_saved_result1": _function.KeptTensor("mean"),
+                        "_saved_result2": _function.KeptTensor("invstd"),
+                        "_saved_training": lambda node: node.training,
+                        "_saved_eps": lambda node: node.eps}
+
+    @staticmethod
+    def forward(ctx, x, w, b, spec):
+        (running_mean, running_var, momentum), training, eps = spec
+        ctx.training, ctx.eps = training, eps
+        ctx.save_for_backward(x, w)
+        count = x.numel() // max(x.shape[1], 1)
+        if x.device.type == "cpu":  # the NumPy primitive: in place, one temporary
+            y, mean, var, invstd = _np_nn.batch_norm_fwd(
+                x._data, None if w is None else w._data, None if b is None else b._data,
+                None if training else running_mean._data,
+                None if training else running_var._data, eps)
+            ctx.mean, ctx.invstd = wrap(mean, x.device), wrap(invstd, x.device)
+            if training and (running_mean is not None or running_var is not None):
+                _blend(running_mean, ctx.mean, running_var, wrap(var, x.device), count,
+                       momentum)
+            return wrap(y, x.device)
+        (xf,), half = widen_halves(x)
+        dims, shape = _channel_dims(x)
+        if training:  # two-pass statistics, reduced over dims in place
+            mean = xf.mean(dims)
+            xc = xf - mean.reshape(shape)
+            var = (xc * xc).mean(dims)
+            if running_mean is not None or running_var is not None:
+                _blend(running_mean, mean, running_var, var, count, momentum)
+        else:
+            mean, var = running_mean.to(xf.dtype), running_var.to(xf.dtype)
+            xc = xf - mean.reshape(shape)
+        invstd = (var + eps).rsqrt()
+        scale = invstd if w is None else invstd * w.to(xf.dtype)
+        y = xc * scale.reshape(shape)
+        del xc
+        if b is not None:
+            y = y + b.to(xf.dtype).reshape(shape)
+        ctx.mean, ctx.invstd = mean, invstd
+        return rounded_to(y, half)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        if x.device.type == "cpu" and not differentiable_formula():
+            dx, dw, db = _np_nn.batch_norm_bwd(g._data, x._data, None if w is None else w._data,
+                                               ctx.mean._data, ctx.invstd._data, ctx.training,
+                                               bool(need_x), bool(need_w), bool(need_b))
+            return (None if dx is None else wrap(dx, g.device),
+                    None if dw is None else wrap(dw, g.device),
+                    None if db is None else wrap(db, g.device), None)
+        (gf, xf), half = widen_halves(g, x)
+        dims, shape = _channel_dims(x)
+        m = float(xf.numel() // max(x.shape[1], 1))
+        mean, invstd = ctx.mean, ctx.invstd
+        if ctx.training and differentiable_formula():  # mean and invstd as functions of x,
+            mean = xf.mean(dims)  # so that the double backward differentiates through them
+            invstd = (((xf - mean.reshape(shape)) ** 2).mean(dims) + ctx.eps).rsqrt()
+        training = ctx.training and need_x
+        # xc = x - mean; sum(g xhat) = invstd sum(g xc)
+        xc = xf - mean.reshape(shape) if need_w or training else None
+        sum_gxc = (gf * xc).sum(dims) if need_w or training else None
+        sum_g = gf.sum(dims) if need_b or training else None
+        scale = invstd if w is None else invstd * w.to(gf.dtype)
+        dx = dw = db = None
+        if training:  # dx = scale (g - sum(g)/M) - xc (scale invstd^2 sum(g xc) / M)
+            k = scale * invstd * invstd * sum_gxc / m
+            dx = (gf - (sum_g / m).reshape(shape)) * scale.reshape(shape)
+            dx = dx - xc * k.reshape(shape)
+        elif need_x:
+            dx = gf * scale.reshape(shape)
+        del xc
+        if dx is not None:
+            dx = rounded_to(dx, half)
+        pdt = gf.dtype if w is None else w.dtype
+        if need_w and w is not None:
+            dw = (sum_gxc * invstd).to(pdt)
+        if need_b:
+            db = sum_g.to(pdt)
+        return dx, dw, db, None
+
+
+def _channel_dims(x: Tensor) -> tuple:
+    """(the dims of x (N, C, *) but the channel's, the (C, 1, ...) shape of a per-channel
+    vector broadcast against x)."""
+    return (0,) + tuple(range(2, x.ndim)), (x.shape[1],) + (1,) * (x.ndim - 2)
+
+
+def _blend(running_mean, mean: Tensor, running_var, var: Tensor, count: int,
+           momentum) -> None:
+    """r = (1 - m) r + m s in place (outside the graph) for the batch's mean and unbiased
+    variance var * count / (count - 1). Momentum None is PyTorch's cumulative average (the
+    caller passes 1 / num_batches_tracked)."""
     m = 0.0 if momentum is None else float(momentum)
-    middle = tuple(range(1, x.ndim - 1))
     with no_grad():
-        x = x.detach()
-        for running, stat in ((running_mean, Tensor.mean), (running_var, _unbiased_var)):
-            if running is not None:
-                s = stat(x, -1)
-                if middle:
-                    s = s.mean(middle)
-                running.mul_(1.0 - m).add_(s.to(running.dtype) * m)
-
-
-def _unbiased_var(x: Tensor, dim: int) -> Tensor:
-    return x.var(dim, correction=1)
+        if running_mean is not None:
+            running_mean.mul_(1.0 - m).add_(mean.to(running_mean.dtype) * m)
+        if running_var is not None:
+            unbiased = var * (count / (count - 1))
+            running_var.mul_(1.0 - m).add_(unbiased.to(running_var.dtype) * m)
 
 
 @autocast_policy("fp32", cpu=None)
@@ -202,8 +284,93 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
     if n * per_group == 1:  # PyTorch's _verify_batch_size: one value normalises to 0
         raise ValueError(f"Expected more than 1 value per channel when training, got input "
                          f"size {list(input.shape)}")
-    y = _layer_norm(_widened(input).reshape(n, g, per_group), 1, eps).reshape(input.shape)
-    return _affine(y, weight, bias).to(input.dtype)
+    return GroupNorm.apply(input, weight, bias, (g, float(eps)))
+
+
+class GroupNorm(Function):
+    """x (N, C, *) normalised over each group of C / G channels and the spatial dims
+    (biased variance), then y * w + b per channel; ``spec`` = (G, eps). The statistics and
+    the normalisation are the fused layer_norm primitive over the (N, G, C / G * spatial)
+    view; float16/bfloat16 x in float32, rounded once. One node, PyTorch's
+    NativeGroupNormBackward0 (edges: input, weight, bias; mean and rstd (N, G) kept as its
+    _saved_result1/2). With xhat the normalised x and sums over dims (0, 2, ...):
+      dx = layer_norm's dx (per group, without weight) of g w:
+           rstd (g w - mean(g w) - xhat mean(g w xhat)) over each group
+      dw = sum(g xhat),  db = sum(g)
+    dx is the LayerNormBackward op (its own backward: the double backward); under
+    create_graph xhat is recomputed from x in tgrad ops (dw differentiates through it)."""
+
+    name = "group_norm"
+    node_name = "NativeGroupNormBackward0"
+    scalar_edges = True  # None weight / bias keep their (None, 0) slots (PyTorch's)
+    hidden_edges = (3,)
+    saved_attributes = {"_saved_input": 0, "_saved_weight": 1,
+                        "_saved_group": lambda node: node.groups,
+                        "_saved_eps": lambda node: node.eps,
+                        "_saved_result1": _function.KeptTensor("mean"),
+                        "_saved_result2": _function.KeptTensor("rstd")}
+
+    @staticmethod
+    def forward(ctx, x, w, b, spec):
+        groups, eps = spec
+        (xf,), half = widen_halves(x)
+        rows = xf.reshape(x.shape[0], groups, x.numel() // max(x.shape[0] * groups, 1))
+        y, mean, rstd = backend_of(x).layer_norm_fwd(rows._data, 1, None, None, eps)
+        shape = (x.shape[1],) + (1,) * (x.ndim - 2)
+        if x.device.type == "cpu":  # the affine in place in y (a buffer of the op's own)
+            y = y.reshape(x.shape)
+            if w is not None:
+                np.multiply(y, w._data.astype(y.dtype).reshape(shape), out=y)
+            if b is not None:
+                np.add(y, b._data.astype(y.dtype).reshape(shape), out=y)
+            y = wrap(y, x.device)
+        else:
+            y = wrap(y, x.device).reshape(x.shape)
+            if w is not None:
+                y = y * w.to(xf.dtype).reshape(shape)
+            if b is not None:
+                y = y + b.to(xf.dtype).reshape(shape)
+        ctx.groups, ctx.eps = groups, eps
+        ctx.mean = wrap(mean, x.device).reshape(x.shape[0], groups)
+        ctx.rstd = wrap(rstd, x.device).reshape(x.shape[0], groups)
+        ctx.save_for_backward(x, w)
+        return rounded_to(fresh(y), half)
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.nn.functional import LayerNormBackward, _ln_stats
+        x, w = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        (gf, xf), half = widen_halves(g, x)
+        n, groups = x.shape[0], ctx.groups
+        dims, shape = _channel_dims(x)
+        rows = xf.reshape(n, groups, x.numel() // max(n * groups, 1))
+        mean, rstd = ctx.mean.unsqueeze(-1), ctx.rstd.unsqueeze(-1)
+        dx = dw = db = None
+        if need_x:
+            gw = gf if w is None else gf * w.to(gf.dtype).reshape(shape)
+            dx = LayerNormBackward.apply(gw.reshape(rows.shape), rows, None, mean, rstd, 1,
+                                         ctx.eps, False, False)[0]
+            dx = rounded_to(dx.reshape(x.shape), half)
+        pdt = gf.dtype if w is None else w.dtype
+        need_w = need_w and w is not None
+        if differentiable_formula():  # xhat as a function of x (the double backward)
+            if need_w:
+                xhat = _ln_stats(rows, 1, ctx.eps)[0].reshape(x.shape)
+                dw = (gf * xhat).sum(dims).to(pdt)
+            if need_b:
+                db = gf.sum(dims).to(pdt)
+        elif need_w or need_b:  # PyTorch's: per (n, c) sums of g x and g, one full-size
+            c = x.shape[1]  # product; dw_c = sum_n rstd (sum(g x) - mean sum(g))
+            gr = gf.reshape(n, c, -1)
+            sum_g = gr.sum(-1)
+            if need_w:
+                sum_gx = (gr * xf.reshape(n, c, -1)).sum(-1)
+                dw = ((sum_gx.reshape(n, groups, -1) - mean * sum_g.reshape(n, groups, -1))
+                      * rstd).sum(0).reshape(c).to(pdt)
+            if need_b:
+                db = sum_g.sum(0).to(pdt)
+        return dx, dw, db, None
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A002
@@ -222,19 +389,24 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
     _check_vectors("instance_norm", input, running_mean=running_mean, running_var=running_var,
                    weight=weight, bias=bias)
     _check_affine_dtypes("instance_norm", input, weight=weight, bias=bias)
-    if not use_input_stats:
-        return _batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     spatial = math.prod(input.shape[2:])
-    if spatial == 1:
+    if use_input_stats and spatial == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"{list(input.shape)}")
-    rows = _widened(input).reshape(n * c, spatial)
-    y = _layer_norm(rows, 1, eps).reshape(input.shape)
-    if (running_mean is not None or running_var is not None) and n * spatial:
-        # PyTorch averages the per-instance statistics over the batch.
-        _update_running(rows.reshape(n, c, spatial).movedim(1, 0), running_mean, running_var,
-                        momentum)
-    return _affine(y, weight, bias).to(input.dtype)
+    # PyTorch's: batch_norm of the (1, N C, *) view, the per-channel vectors repeated N
+    # times; the running statistics' copies are averaged back over the batch
+    def repeated(t):
+        return None if t is None else t.repeat(n)
+
+    rm, rv = repeated(running_mean), repeated(running_var)
+    y = _batch_norm(input.reshape((1, n * c) + tuple(input.shape[2:])), rm, rv,
+                    repeated(weight), repeated(bias), use_input_stats, momentum, eps)
+    if use_input_stats and n * spatial:
+        with no_grad():
+            for running, copies in ((running_mean, rm), (running_var, rv)):
+                if running is not None:
+                    running.copy_(copies.reshape(n, c).mean(0))
+    return y.view(input.shape)
 
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002

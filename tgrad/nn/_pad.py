@@ -20,9 +20,12 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, pad_cpu_policy
-from tgrad.nn._piecewise import tie
+from tgrad.autograd.function import Function
+from tgrad.nn._piecewise import _Attach
 from tgrad.ops.creation import tensor
+from tgrad.ops.elementwise import node_variant
 from tgrad.ops.gathering import index_select
+from tgrad.ops.index import IndexAdd, normalize_key
 from tgrad.tensor import Tensor
 
 MODES = ("reflect", "replicate", "circular")
@@ -79,9 +82,9 @@ def pad_nonconstant(input: Tensor, pad: list, mode: str,  # noqa: A002
         raise _unsupported(k, input.ndim)
     pads = [(pad[2 * i], pad[2 * i + 1]) for i in range(k)]  # last dim first
     _check_sizes(mode, input, pads, k)
-    # reflect/replicate: dx = the index_add of g, in x's graph as PyTorch's (_piecewise.py);
-    # circular's backward is a composite of slices in PyTorch too, so it is left untied
-    x, copied = (input if mode == "circular" else tie(input)), False
+    # circular's backward is a composite of slices in PyTorch too (CopySlices), so it stays
+    # a composition; reflect / replicate are one node (IndexPad)
+    x, copied, steps = input, False, []
     for i, (lo, hi) in enumerate(pads):
         d = x.ndim - 1 - i
         n = x.shape[d]
@@ -109,6 +112,60 @@ def pad_nonconstant(input: Tensor, pad: list, mode: str,  # noqa: A002
                 idx = np.clip(idx, 0, n - 1)
         if out == n and lo == 0:
             continue  # nothing to pad in this dim
+        if mode != "circular":
+            steps.append((d, n, idx))
+            continue
         x = index_select(x, d, tensor(idx, dtype=dtypes.int64, device=x.device))
         copied = True
+    if mode != "circular":
+        return _INDEX_PAD[mode, k].apply(input, (tuple(steps), tuple(pad)))
     return x if copied else x.clone()  # a new tensor, never a view of the input
+
+
+class IndexPad(Function):
+    """reflect / replicate padding of the last k dims: ``spec`` = (steps, pad), steps a
+    (dim, input size, source index (out,)) per padded dim (host NumPy; see the module
+    docstring): y = x index-selected along each step's dim in turn. One node, PyTorch's
+    ReflectionPad{1,2,3}DBackward0 / ReplicationPad{1,2,3}DBackward0 (by k; ``_INDEX_PAD``;
+    _saved_padding the pad as given). dx = the adjoint, steps in reverse: g index-added
+    back at each step's source positions (a border receives the sum of its copies; an
+    index add, whose backward is a gather: differentiates again), attached to x's graph
+    (_piecewise._Attach: d(dx)/dx = 0, PyTorch's double backward). Without a step the
+    result is a copy of x (never a view)."""
+
+    name = "reflection_pad"
+    node_name = "ReflectionPad2DBackward0"
+    saved_attributes = {"_saved_padding": lambda node: list(node.spec[1])}
+
+    @staticmethod
+    def forward(ctx, x, spec):
+        ctx.spec = spec
+        ctx.save_for_backward(x)
+        y = x
+        for d, _, idx in spec[0]:
+            y = index_select(y, d, tensor(idx, dtype=dtypes.int64, device=x.device))
+        return x.clone() if y is x else y
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        for d, n, idx in reversed(ctx.spec[0]):
+            shape = list(g.shape)
+            shape[d] = n
+            key = normalize_key((slice(None),) * d + (tensor(idx, dtype=dtypes.int64,
+                                                             device=g.device),), g.device)[0]
+            g = IndexAdd.apply(g, key, tuple(shape))
+        return _Attach.apply(g, x), None
+
+
+def _index_pad_classes() -> dict:
+    out = {}
+    for mode, base in (("reflect", "ReflectionPad"), ("replicate", "ReplicationPad")):
+        for k in (1, 2, 3):
+            out[mode, k] = node_variant(IndexPad, f"{base}{k}DBackward0",
+                                        saved_attributes=IndexPad.saved_attributes,
+                                        name=f"{base.lower()[:-3]}_pad{k}d")
+    return out
+
+
+_INDEX_PAD = _index_pad_classes()

@@ -2,15 +2,17 @@
 tgrad.nn.functional: pixel_shuffle, pixel_unshuffle, channel_shuffle
 (native_channel_shuffle), gumbel_softmax, and the in-place activations relu_, elu_,
 selu_, celu_, leaky_relu_, hardtanh_, threshold_ (the ``inplace=True`` forms).
-The shuffles are one reshape, one permute and one reshape, so gradients are the inverse
-permutation of the output gradient; their result is always a new tensor (PyTorch's), never
-a view of the input.
+The shuffles are one reshape, one permute and one reshape inside one node of PyTorch's
+name (PixelShuffleBackward0, PixelUnshuffleBackward0, ChannelShuffleBackward0), whose
+gradient is the inverse shuffle of the output gradient; their result is always a new
+tensor (PyTorch's), never a view of the input.
 """
 
 from __future__ import annotations
 
 import warnings
 
+from tgrad.autograd.function import Function
 from tgrad.nn._activations import celu
 from tgrad.nn._activations import threshold as _threshold
 from tgrad.nn._composite import elu, hardtanh, leaky_relu, selu
@@ -56,6 +58,11 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
                            f"divisible by the square of upscale_factor, but input.size(-3)={c} "
                            f"is not divisible by {r * r}")
+    return PixelShuffle.apply(input, r)
+
+
+def _pixel_shuffle(input: Tensor, r: int) -> Tensor:  # noqa: A002
+    *lead, c, h, w = input.shape
     k = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
@@ -74,10 +81,52 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A0
     if w % r:
         raise RuntimeError(f"pixel_unshuffle expects width to be divisible by "
                            f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
+    return PixelUnshuffle.apply(input, r)
+
+
+def _pixel_unshuffle(input: Tensor, r: int) -> Tensor:  # noqa: A002
+    *lead, c, h, w = input.shape
     k = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
     return _new(x.reshape(*lead, c * r * r, h // r, w // r), input)
+
+
+class PixelShuffle(Function):
+    """pixel_shuffle by r as one node, PyTorch's PixelShuffleBackward0: the reshape /
+    permute / reshape above; dx = pixel_unshuffle(g, r) (the inverse permutation, the same
+    kind of node: differentiates again)."""
+
+    name = "pixel_shuffle"
+    node_name = "PixelShuffleBackward0"
+    saved_attributes = {"_saved_upscale_factor": lambda node: node.r}
+
+    @staticmethod
+    def forward(ctx, x, r):
+        ctx.r = r
+        return _pixel_shuffle(x, r)
+
+    @staticmethod
+    def backward(ctx, g):
+        return PixelUnshuffle.apply(g, ctx.r), None
+
+
+class PixelUnshuffle(Function):
+    """pixel_unshuffle by r as one node, PyTorch's PixelUnshuffleBackward0;
+    dx = pixel_shuffle(g, r)."""
+
+    name = "pixel_unshuffle"
+    node_name = "PixelUnshuffleBackward0"
+    saved_attributes = {"_saved_downscale_factor": lambda node: node.r}
+
+    @staticmethod
+    def forward(ctx, x, r):
+        ctx.r = r
+        return _pixel_unshuffle(x, r)
+
+    @staticmethod
+    def backward(ctx, g):
+        return PixelShuffle.apply(g, ctx.r), None
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
@@ -95,8 +144,28 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
                            f"and {groups} groups.")
-    x = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
-    return _new(x.reshape(n, c, *rest), input)
+    return ChannelShuffle.apply(input, groups)
+
+
+class ChannelShuffle(Function):
+    """channel_shuffle in ``groups`` as one node, PyTorch's ChannelShuffleBackward0: the
+    channels seen as (groups, C / groups), transposed; dx = channel_shuffle(g, C / groups)
+    (the inverse transposition, the same node: differentiates again)."""
+
+    name = "channel_shuffle"
+    node_name = "ChannelShuffleBackward0"
+    saved_attributes = {"_saved_groups": lambda node: node.groups}
+
+    @staticmethod
+    def forward(ctx, x, groups):
+        ctx.groups = groups
+        n, c, *rest = x.shape
+        y = x.reshape(n, groups, c // groups, *rest).transpose(1, 2)
+        return _new(y.reshape(n, c, *rest), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ChannelShuffle.apply(g, g.shape[1] // ctx.groups), None
 
 
 native_channel_shuffle = channel_shuffle

@@ -842,6 +842,8 @@ class LayerNorm(Function):
 
     name = "layer_norm"
     node_name = "NativeLayerNormBackward0"
+    scalar_edges = True  # None weight / bias keep their (None, 0) slots (PyTorch's)
+    hidden_edges = (3, 4)
     # result1/2: the mean and rstd (kept as ctx attributes); the bias is not kept (None
     # only where there is none)
     saved_attributes = {"_saved_input": 0, "_saved_weight": 1,
