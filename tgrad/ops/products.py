@@ -1,6 +1,8 @@
 """Products built on matmul (no primitive of their own): dot, mv, outer, the
 ``beta * input + alpha * product`` family (addmm, addmv, baddbmm, addbmm), and the diagonal
-ops diag and trace. Gradients come from matmul's and the elementwise ops' rules."""
+ops diag and trace. Gradients come from matmul's and the elementwise ops' rules, except
+addmm's: one AddmmBackward0 node where one dtype of float32/64 or complex applies
+(ops/matmul.py's Addmm)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange, zeros
 from tgrad.ops.index import getitem
-from tgrad.ops.matmul import matmul
+from tgrad.ops.matmul import addmm_node, matmul
 from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["dot", "vdot", "mv", "outer", "ger", "addmm", "addmv", "baddbmm", "addbmm", "diag",
@@ -124,6 +126,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     require_tensor("addmm", mat1, "mat1", 2)
     require_tensor("addmm", mat2, "mat2", 3)
     _dims("addmm", (2, 2), mat1, mat2)
+    y = addmm_node(input, mat1, mat2, beta, alpha)  # (one AddmmBackward0 node)
+    if y is not None:
+        return y
     return _scaled_sum("addmm", input, mat1, mat2, beta, alpha)
 
 
