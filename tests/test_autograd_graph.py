@@ -740,6 +740,12 @@ def _one_node_cases():
         ("linear", lambda: nnf.linear(t(a), t(w), t(bias)), "AddmmBackward0", 3),
         ("linear_1d", lambda: nnf.linear(t(a[0]), t(w), t(bias)), "ViewBackward0", 1),
         ("linear_nobias", lambda: nnf.linear(t(a), t(w)), "MmBackward0", 2),
+        ("mv", lambda: tgrad.mv(t(a), t(w[0])), "MvBackward0", 2),
+        ("matmul_2d_1d", lambda: tgrad.matmul(t(a), t(w[0])), "MvBackward0", 2),
+        ("bmm", lambda: tgrad.bmm(t(a[None]), t(b[None])), "BmmBackward0", 2),
+        ("trace", lambda: tgrad.trace(t(a)), "TraceBackward0", 1),
+        ("tril", lambda: tgrad.tril(t(a), 1), "TrilBackward0", 1),
+        ("triu", lambda: tgrad.triu(t(a), -1), "TriuBackward0", 1),
         ("embedding", lambda: nnf.embedding(idx, t(w)), "EmbeddingBackward0", 1),
         ("embedding_pad", lambda: nnf.embedding(idx, t(w), padding_idx=1,
                                                 scale_grad_by_freq=True),
@@ -748,6 +754,7 @@ def _one_node_cases():
         ("take_along_dim", lambda: tgrad.take_along_dim(t(a), idx, 0), "GatherBackward0", 1),
         ("index_select", lambda: tgrad.index_select(t(a), 1, tgrad.tensor([3, 0, 3])),
          "IndexSelectBackward0", 1),
+        ("take", lambda: tgrad.take(t(a), tgrad.tensor([[1, -2], [5, 5]])), "TakeBackward0", 1),
         ("norm", lambda: tgrad.norm(t(a)), "LinalgVectorNormBackward0", 1),
         ("Tensor.norm", lambda: t(a).norm(1, 1), "LinalgVectorNormBackward0", 1),
         ("vector_norm", lambda: tgrad.linalg.vector_norm(t(a), 3, 0),
@@ -870,6 +877,17 @@ def test_embedding_gather_index_select_one_node_values_and_gradients():
     (gx,) = tgrad.autograd.grad(tgrad.index_select(x, 1, ii).sum(), x)
     np.testing.assert_array_equal(gx.numpy(), np.tile([1.0, 0.0, 0.0, 2.0], (3, 1)))
     assert gradgradcheck(lambda x: tgrad.index_select(x, 1, ii), (t(a),))
+    ti = tgrad.tensor([[0, 11], [3, -12]])  # take: x.flatten()[index]; negatives from the end
+    x = t(a)
+    y = tgrad.take(x, ti)
+    np.testing.assert_array_equal(y.detach().numpy(), np.take(a, ti.numpy()))
+    gt = rng.standard_normal((2, 2))
+    (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(gt))
+    ref = np.zeros(12)
+    np.add.at(ref, ti.numpy() % 12, gt)
+    np.testing.assert_array_equal(gx.numpy(), ref.reshape(3, 4))
+    assert y.grad_fn._saved_index is ti
+    assert gradgradcheck(lambda x: tgrad.take(x, ti), (t(a),))
 
 
 def test_norm_and_sorting_one_node_values_and_gradients():
@@ -930,3 +948,44 @@ def test_norm_and_sorting_one_node_values_and_gradients():
         assert v.shape == () and v.grad_fn.next_functions[0][0].variable is z
         v.backward()
         assert z.grad.item() == 1.0
+
+
+def test_mv_bmm_trace_tril_triu_one_node_values_and_gradients():
+    # mv: da = g v^T, dv = a^T g; bmm: matmul's rule per batch; trace: dx = g I;
+    # tril / triu: dx = g's own triangle
+    rng = np.random.default_rng(7)
+    t = lambda a: tgrad.tensor(a, requires_grad=True)  # noqa: E731
+    a, v, g = rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal(3)
+    ta, tv = t(a), t(v)
+    y = tgrad.mv(ta, tv)
+    np.testing.assert_allclose(y.detach().numpy(), a @ v, rtol=1e-14)
+    assert y.grad_fn._saved_self is ta and y.grad_fn._saved_vec is tv
+    ga, gv = tgrad.autograd.grad(y, (ta, tv), tgrad.tensor(g))
+    np.testing.assert_allclose(ga.numpy(), np.outer(g, v), rtol=1e-14)
+    np.testing.assert_allclose(gv.numpy(), a.T @ g, rtol=1e-14)
+    ac = a + 1j * rng.standard_normal((3, 4))
+    vc = v + 1j * rng.standard_normal(4)
+    for x, u in ((a, v), (ac, vc)):
+        assert gradcheck(tgrad.mv, (t(x), t(u))) and gradgradcheck(tgrad.mv, (t(x), t(u)))
+    b1, b2 = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5))
+    np.testing.assert_allclose(tgrad.bmm(t(b1), t(b2)).detach().numpy(), b1 @ b2, rtol=1e-14)
+    assert gradcheck(tgrad.bmm, (t(b1), t(b2))) and gradgradcheck(tgrad.bmm, (t(b1), t(b2)))
+    for shape in ((3, 4), (4, 3), (3, 3)):
+        m = rng.standard_normal(shape)
+        x = t(m)
+        y = tgrad.trace(x)
+        np.testing.assert_allclose(y.item(), np.trace(m), rtol=1e-14)
+        y.backward(tgrad.tensor(2.5))
+        np.testing.assert_array_equal(x.grad.numpy(), 2.5 * np.eye(*shape))
+        assert gradcheck(tgrad.trace, (t(m),)) and gradgradcheck(tgrad.trace, (t(m),))
+    c = rng.standard_normal((2, 3, 4))
+    for k in (-1, 0, 2):
+        for op, ref in ((tgrad.tril, np.tril), (tgrad.triu, np.triu)):
+            x = t(c)
+            y = op(x, k)
+            np.testing.assert_array_equal(y.detach().numpy(), ref(c, k))
+            assert y.grad_fn._saved_diagonal == k
+            gc = rng.standard_normal(c.shape)
+            (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(gc))
+            np.testing.assert_array_equal(gx.numpy(), ref(gc, k))
+            assert gradgradcheck(lambda x, op=op, k=k: op(x, k), (t(c),))

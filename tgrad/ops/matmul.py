@@ -158,6 +158,41 @@ class Dot(MatMul):
         return (g * conj_of(b) if need_a else None), (g * conj_of(a) if need_b else None)
 
 
+class Mv(MatMul):
+    """y = a @ v: a (n, k), v (k,) -> (n,) (mv, and matmul of a matrix and a vector): one
+    node, PyTorch's MvBackward0 (edges a, v).
+        da = g v^H (an outer product, (n, k))        dv = a^H g ((k,))
+    Saved as matmul's: a only if v needs a gradient, v only if a does."""
+
+    name = "mv"
+    node_name = "MvBackward0"
+    saved_attributes = {"_saved_self": 0, "_saved_vec": 1}
+
+    @staticmethod
+    def flops(args: tuple, out) -> int:
+        """Profiler metadata: a [n, k] @ v [k] costs 2*n*k."""
+        return 2 * args[0].shape[0] * args[0].shape[1]
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _save_other_operands(ctx, a, b)
+        return wrap(backend_of(a).matmul(a._data, b._data), a.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        from tgrad.ops.complex_ops import conj_of  # conj: complex only (identity when real)
+        ga = g.unsqueeze(1) * conj_of(b) if need_a else None
+        gb = matmul(conj_of(a.mT), g) if need_b else None
+        return ga, gb
+
+
+# bmm: matmul's class under PyTorch's name for it (a batch of products, no broadcasting)
+Bmm = type("MatMul", (MatMul,), {"node_name": "BmmBackward0",
+                                 "saved_attributes": {"_saved_self": 0, "_saved_mat2": 1}})
+
+
 class Addmm(MatMul):
     """y = beta * input + alpha * (mat1 @ mat2) in one node, PyTorch's AddmmBackward0
     (edges input, mat1, mat2; addmm, and linear's input @ weight.t() + bias): mat1 (n, k),
@@ -238,6 +273,7 @@ def addmm_node(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1):  # n
 register_op(MatMul)
 register_op(Dot)
 register_op(Addmm)
+register_op(Mv)
 
 
 def _check(op: str, a: Tensor, b: Tensor) -> None:
@@ -306,6 +342,8 @@ def _make_matmul(operator: bool):
             y = MatMul.apply(a.unsqueeze(0), b)
             return y.squeeze_(y.ndim - 2)
         if bn == 1:
+            if an == 2:  # PyTorch's one MvBackward0 node
+                return Mv.apply(a, b)
             y = MatMul.apply(a, b.unsqueeze(1))
             return y.squeeze_(y.ndim - 1)
         try:  # checked here, so that another ValueError (e.g. a launch's) is not reported as
@@ -356,7 +394,10 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm: batch sizes must match, got {input.shape[0]} and "
                            f"{mat2.shape[0]}")
-    return matmul(input, mat2)
+    if input._sparse or mat2._sparse or STATE.autocast is not None:
+        return matmul(input, mat2)
+    _check("matmul", input, mat2)  # (matmul's texts)
+    return Bmm.apply(input, mat2)  # (one BmmBackward0 node, PyTorch's)
 
 
 def _linalg_method(name: str, module: str):

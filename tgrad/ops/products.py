@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import expandable
+from tgrad.autograd.function import Function, expandable
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange, zeros
-from tgrad.ops.index import getitem
+from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.ops.matmul import addmm_node, matmul
 from tgrad.tensor import Tensor, _int_arg
 
@@ -187,6 +187,28 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     return getitem(input, (rows, rows + diagonal))
 
 
+class Trace(Function):
+    """y = sum_i x[i, i] of a 2-D x (n, m) -> 0-d: one node, PyTorch's TraceBackward0.
+    dx = g on the main diagonal, 0 elsewhere ((n, m): g expanded to the diagonal's length
+    and index-added at it, so it differentiates again). Saves the diagonal's key (two
+    aranges of min(n, m)), as the indexing it replaces did."""
+
+    name = "trace"
+    node_name = "TraceBackward0"
+    saved_attributes = {"_saved_self_sym_sizes": "shape"}
+
+    @staticmethod
+    def forward(ctx, x):
+        rows = arange(min(x.shape), device=x.device)
+        ctx.key = normalize_key((rows, rows), x.device, 2)[0]
+        ctx.shape, ctx.length = x.shape, rows.shape
+        return getitem(x, (rows, rows)).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        return IndexAdd.apply(g.expand(ctx.length), ctx.key, ctx.shape)
+
+
 @tensor_method("trace")
 @autocast_policy(None, cpu="fp32")
 def trace(input: Tensor) -> Tensor:  # noqa: A002
@@ -196,4 +218,4 @@ def trace(input: Tensor) -> Tensor:  # noqa: A002
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype is dtypes.bool_:  # (sum takes bools; PyTorch's trace does not)
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
-    return diag(input).sum()
+    return Trace.apply(input)
