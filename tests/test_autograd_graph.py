@@ -722,3 +722,270 @@ def test_rrelu_training_noise_and_gradient_at_zero():
     gv, yv = g.numpy(), y.detach().numpy()
     assert np.all((gv[:3] >= 0.25) & (gv[:3] <= 0.5)) and gv[3] == 1.0
     np.testing.assert_array_equal(yv, [0.0, 0.0, -gv[2], 2.0])  # y = x noise
+
+
+# PyTorch 2.13's node (out.grad_fn.name()) and edge count of indexing, linear-algebra and
+# sorting ops that are one node there (observed with torch 2.13, float64 inputs requiring
+# grad): the expectation is PyTorch's name, not the composition's last part
+def _one_node_cases():
+    rng = np.random.default_rng(3)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    a, b, c = rng.standard_normal((3, 4)), rng.standard_normal((4, 5)), rng.standard_normal((3, 5))
+    w, bias = rng.standard_normal((5, 4)), rng.standard_normal(5)
+    idx = tgrad.tensor([[0, 2, 1, 2], [1, 1, 0, 0]])
+    return [
+        ("addmm", lambda: tgrad.addmm(t(c), t(a), t(b)), "AddmmBackward0", 3),
+        ("addmm_bcast", lambda: tgrad.addmm(t(bias), t(a), t(b), beta=0.5, alpha=2),
+         "AddmmBackward0", 3),
+        ("linear", lambda: nnf.linear(t(a), t(w), t(bias)), "AddmmBackward0", 3),
+        ("linear_1d", lambda: nnf.linear(t(a[0]), t(w), t(bias)), "ViewBackward0", 1),
+        ("linear_nobias", lambda: nnf.linear(t(a), t(w)), "MmBackward0", 2),
+        ("mv", lambda: tgrad.mv(t(a), t(w[0])), "MvBackward0", 2),
+        ("matmul_2d_1d", lambda: tgrad.matmul(t(a), t(w[0])), "MvBackward0", 2),
+        ("bmm", lambda: tgrad.bmm(t(a[None]), t(b[None])), "BmmBackward0", 2),
+        ("trace", lambda: tgrad.trace(t(a)), "TraceBackward0", 1),
+        ("tril", lambda: tgrad.tril(t(a), 1), "TrilBackward0", 1),
+        ("triu", lambda: tgrad.triu(t(a), -1), "TriuBackward0", 1),
+        ("embedding", lambda: nnf.embedding(idx, t(w)), "EmbeddingBackward0", 1),
+        ("embedding_pad", lambda: nnf.embedding(idx, t(w), padding_idx=1,
+                                                scale_grad_by_freq=True),
+         "EmbeddingBackward0", 1),
+        ("gather", lambda: tgrad.gather(t(a), 0, idx), "GatherBackward0", 1),
+        ("take_along_dim", lambda: tgrad.take_along_dim(t(a), idx, 0), "GatherBackward0", 1),
+        ("index_select", lambda: tgrad.index_select(t(a), 1, tgrad.tensor([3, 0, 3])),
+         "IndexSelectBackward0", 1),
+        ("take", lambda: tgrad.take(t(a), tgrad.tensor([[1, -2], [5, 5]])), "TakeBackward0", 1),
+        ("norm", lambda: tgrad.norm(t(a)), "LinalgVectorNormBackward0", 1),
+        ("Tensor.norm", lambda: t(a).norm(1, 1), "LinalgVectorNormBackward0", 1),
+        ("vector_norm", lambda: tgrad.linalg.vector_norm(t(a), 3, 0),
+         "LinalgVectorNormBackward0", 1),
+        ("linalg.norm", lambda: tgrad.linalg.norm(t(a)), "LinalgVectorNormBackward0", 1),
+        ("pairwise_distance", lambda: nnf.pairwise_distance(t(a), t(a[::-1].copy())),
+         "NormBackward1", 1),
+        ("sort", lambda: tgrad.sort(t(a)).values, "SortBackward0", 1),
+        ("sort_stable", lambda: tgrad.sort(t(a), 0, stable=True).values, "SortBackward1", 1),
+        ("msort", lambda: tgrad.msort(t(a)), "SortBackward0", 1),
+        ("topk", lambda: tgrad.topk(t(a), 2).values, "TopkBackward0", 1),
+        ("kthvalue", lambda: tgrad.kthvalue(t(a), 2).values, "KthvalueBackward0", 1),
+        ("median_dim", lambda: tgrad.median(t(a), 1).values, "MedianBackward1", 1),
+        ("nanmedian_dim", lambda: tgrad.nanmedian(t(a), 1).values, "NanmedianBackward1", 1),
+        ("mode", lambda: tgrad.mode(t(a), 1).values, "ModeBackward0", 1),
+        ("cummax", lambda: tgrad.cummax(t(a), 1).values, "CummaxBackward0", 1),
+        ("cummin", lambda: tgrad.cummin(t(a), 0).values, "CumminBackward0", 1),
+    ]
+
+
+@pytest.mark.parametrize("op,f,name,edges", _one_node_cases(), ids=lambda v: v
+                         if isinstance(v, str) else "")
+def test_indexing_linalg_sorting_node_names_are_pytorchs(op, f, name, edges):
+    node = f().grad_fn
+    assert node.name() == name and type(node).__name__ == name
+    assert len(node.next_functions) == edges
+
+
+def test_addmm_and_linear_one_node_values_and_gradients():
+    # AddmmBackward0: edges (input, mat1, mat2); d input = sum_to(beta g), d mat1 =
+    # alpha g mat2^T, d mat2 = alpha mat1^T g; linear(x, w, b) = addmm(b, x, w.t())
+    rng = np.random.default_rng(4)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    i, a, b = rng.standard_normal((3, 5)), rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
+    g = rng.standard_normal((3, 5))
+    for inp in (i, i[0], i[:1], np.array(0.7)):
+        for beta, alpha in ((1, 1), (0.5, -2), (0, 1.5)):
+            ti, ta, tb = t(inp), t(a), t(b)
+            y = tgrad.addmm(ti, ta, tb, beta=beta, alpha=alpha)
+            assert y.grad_fn.name() == "AddmmBackward0"
+            assert _edge_vars(y.grad_fn) == [ti, ta, tb]
+            np.testing.assert_allclose(y.detach().numpy(), beta * inp + alpha * a @ b,
+                                       rtol=1e-13)
+            gi, ga, gb = tgrad.autograd.grad(y, (ti, ta, tb), tgrad.tensor(g))
+            np.testing.assert_allclose(gi.numpy(), (beta * g).reshape((-1,) + inp.shape)
+                                       .sum(0) if inp.ndim == 1 else
+                                       (beta * g).sum() if inp.ndim == 0 else
+                                       (beta * g).sum(0, keepdims=True) if inp.shape[0] == 1
+                                       else beta * g, rtol=1e-13)
+            np.testing.assert_allclose(ga.numpy(), alpha * g @ b.T, rtol=1e-13)
+            np.testing.assert_allclose(gb.numpy(), alpha * a.T @ g, rtol=1e-13)
+            f = lambda p, q, r, be=beta, al=alpha: tgrad.addmm(p, q, r, beta=be,  # noqa: E731
+                                                               alpha=al)
+            assert gradcheck(f, (t(inp), t(a), t(b)))
+            assert gradgradcheck(f, (t(inp), t(a), t(b)))
+    nan = i.copy()
+    nan[0, 0] = np.nan  # beta = 0 ignores input's values (PyTorch's), keeps its edge
+    ti = t(nan)
+    y = tgrad.addmm(ti, t(a), t(b), beta=0)
+    np.testing.assert_allclose(y.detach().numpy(), a @ b, rtol=1e-13)
+    y.sum().backward()
+    np.testing.assert_array_equal(ti.grad.numpy(), np.zeros_like(i))
+    w, bias = rng.standard_normal((5, 4)), rng.standard_normal(5)
+    for x in (rng.standard_normal(4), a, rng.standard_normal((2, 3, 4))):
+        tx, tw, tbias = t(x), t(w), t(bias)
+        y = nnf.linear(tx, tw, tbias)
+        np.testing.assert_allclose(y.detach().numpy(), x @ w.T + bias, rtol=1e-13)
+        assert gradcheck(nnf.linear, (t(x), t(w), t(bias)))
+        assert gradgradcheck(nnf.linear, (t(x), t(w), t(bias)))
+    y = nnf.linear(t(a), t(w), t(bias))  # PyTorch: edges (bias, input, w.t())
+    assert [n.name() for n, _ in y.grad_fn.next_functions] == ["AccumulateGrad",
+                                                               "AccumulateGrad", "TBackward0"]
+    assert y.grad_fn._saved_alpha == 1 and y.grad_fn._saved_beta == 1
+    assert y.grad_fn._saved_mat1_sym_sizes == (3, 4)
+    v = nnf.linear(t(a[0]), t(w), t(bias))  # 1-D: viewed as (1, in), as PyTorch
+    assert v.shape == (5,) and v.grad_fn.next_functions[0][0].name() == "AddmmBackward0"
+
+
+def test_embedding_gather_index_select_one_node_values_and_gradients():
+    rng = np.random.default_rng(5)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    wa = rng.standard_normal((5, 3))
+    ia = np.array([[0, 2, 1, 2], [4, 2, 0, 0]])
+    idx = tgrad.tensor(ia)
+    g = rng.standard_normal((2, 4, 3))
+    counts = np.bincount(ia.ravel(), minlength=5)
+    for pad in (None, 2, -1):
+        for scale in (False, True):
+            w = t(wa)
+            y = nnf.embedding(idx, w, padding_idx=pad, scale_grad_by_freq=scale)
+            assert y.grad_fn.name() == "EmbeddingBackward0" and _edge_vars(y.grad_fn) == [w]
+            assert y.grad_fn._saved_padding_idx == (-1 if pad is None else pad % 5)
+            np.testing.assert_array_equal(y.detach().numpy(), wa[ia])
+            y.backward(tgrad.tensor(g))
+            ref = np.zeros_like(wa)  # dweight[i] += c g[p] at each position p of index i
+            for pos in np.ndindex(ia.shape):
+                k = ia[pos]
+                if pad is None or k != pad % 5:
+                    ref[k] += g[pos] / (counts[k] if scale else 1)
+            np.testing.assert_allclose(w.grad.numpy(), ref, rtol=1e-14)
+            f = lambda w, p=pad, s=scale: nnf.embedding(idx, w, padding_idx=p,  # noqa: E731
+                                                        scale_grad_by_freq=s)
+            # (padding / frequency scaling are not the Jacobian: gradcheck the plain one)
+            assert (pad is not None or scale or gradcheck(f, (t(wa),)))
+            assert gradgradcheck(f, (t(wa),))
+    row = nnf.embedding(tgrad.tensor(3), t(wa))  # a 0-d index: one row, a copy
+    assert row.shape == (3,) and row._base is None and row.grad_fn.name() == "EmbeddingBackward0"
+    np.testing.assert_array_equal(row.detach().numpy(), wa[3])
+    a = rng.standard_normal((3, 4))
+    gi = tgrad.tensor([[0, 2, 1, 2], [1, 1, 0, 0]])
+    y = tgrad.gather(t(a), 0, gi)
+    np.testing.assert_array_equal(y.detach().numpy(), np.take_along_axis(a, gi.numpy(), 0))
+    assert y.grad_fn._saved_dim == 0 and y.grad_fn._saved_index is gi
+    assert gradcheck(lambda x: tgrad.gather(x, 0, gi), (t(a),))
+    assert gradgradcheck(lambda x: tgrad.gather(x, 0, gi), (t(a),))
+    ii = tgrad.tensor([3, 0, 3])
+    y = tgrad.index_select(t(a), 1, ii)
+    np.testing.assert_array_equal(y.detach().numpy(), a[:, [3, 0, 3]])
+    x = t(a)
+    (gx,) = tgrad.autograd.grad(tgrad.index_select(x, 1, ii).sum(), x)
+    np.testing.assert_array_equal(gx.numpy(), np.tile([1.0, 0.0, 0.0, 2.0], (3, 1)))
+    assert gradgradcheck(lambda x: tgrad.index_select(x, 1, ii), (t(a),))
+    ti = tgrad.tensor([[0, 11], [3, -12]])  # take: x.flatten()[index]; negatives from the end
+    x = t(a)
+    y = tgrad.take(x, ti)
+    np.testing.assert_array_equal(y.detach().numpy(), np.take(a, ti.numpy()))
+    gt = rng.standard_normal((2, 2))
+    (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(gt))
+    ref = np.zeros(12)
+    np.add.at(ref, ti.numpy() % 12, gt)
+    np.testing.assert_array_equal(gx.numpy(), ref.reshape(3, 4))
+    assert y.grad_fn._saved_index is ti
+    assert gradgradcheck(lambda x: tgrad.take(x, ti), (t(a),))
+
+
+def test_norm_and_sorting_one_node_values_and_gradients():
+    rng = np.random.default_rng(6)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    a = rng.permutation(24).reshape(2, 3, 4) / 7.0 - 1.0  # distinct values
+    y = tgrad.linalg.vector_norm(t(a), 3, (0, 2), keepdim=True)
+    np.testing.assert_allclose(y.detach().numpy(),
+                               (np.abs(a) ** 3).sum((0, 2), keepdims=True) ** (1 / 3), rtol=1e-13)
+    assert y.grad_fn._saved_ord == 3 and y.grad_fn._saved_dim == (0, 2)
+    assert y.grad_fn._saved_keepdim is True
+    d = nnf.pairwise_distance(t(a[0]), t(a[1]))
+    np.testing.assert_allclose(d.detach().numpy(),
+                               np.linalg.norm(a[0] - a[1] + 1e-6, axis=-1), rtol=1e-13)
+    assert d.grad_fn._saved_p == 2
+    assert gradcheck(lambda u, v: nnf.pairwise_distance(u, v), (t(a[0]), t(a[1])))
+    srt = lambda a, k: np.argsort(a, k, kind="stable")  # noqa: E731
+    cases = [
+        (lambda x: tgrad.sort(x, 1), np.sort(a, 1), srt(a, 1)),
+        (lambda x: tgrad.sort(x, -1, descending=True), -np.sort(-a, -1), srt(-a, -1)),
+        (lambda x: tgrad.sort(x, 0, stable=True), np.sort(a, 0), srt(a, 0)),
+        (lambda x: tgrad.topk(x, 2, 1), -np.sort(-a, 1)[:, :2], srt(-a, 1)[:, :2]),
+        (lambda x: tgrad.kthvalue(x, 2, 2), np.sort(a, 2)[..., 1], srt(a, 2)[..., 1]),
+        (lambda x: tgrad.kthvalue(x, 2, 2, True), np.sort(a, 2)[..., 1:2],
+         srt(a, 2)[..., 1:2]),
+        (lambda x: tgrad.median(x, 1), np.sort(a, 1)[:, 1], srt(a, 1)[:, 1]),
+        (lambda x: tgrad.nanmedian(x, 1), np.sort(a, 1)[:, 1], srt(a, 1)[:, 1]),
+        (lambda x: tgrad.cummax(x, 2), np.maximum.accumulate(a, 2), None),
+        (lambda x: tgrad.cummin(x, 0), np.minimum.accumulate(a, 0), None),
+    ]
+    for f, values, indices in cases:
+        x = t(a)
+        r = f(x)
+        np.testing.assert_array_equal(r.values.detach().numpy(), values)
+        if indices is not None:
+            np.testing.assert_array_equal(r.indices.numpy(), indices)
+        assert r.values.grad_fn._saved_indices is r.indices
+        # d x = g scattered back to the positions the values came from
+        g = rng.standard_normal(r.values.shape)
+        (gx,) = tgrad.autograd.grad(r.values, x, tgrad.tensor(g))
+        ix, gk = r.indices.numpy(), g
+        if r.values.ndim < a.ndim:  # (kthvalue / median without keepdim)
+            dim = r.values.grad_fn._saved_dim
+            ix, gk = np.expand_dims(ix, dim), np.expand_dims(g, dim)
+        else:
+            dim = r.values.grad_fn._saved_dim
+        ref = np.zeros_like(a)
+        np.add.at(ref, tuple(ix if k == dim else np.arange(s).reshape(
+            [-1 if j == k else 1 for j in range(a.ndim)]) for k, s in enumerate(ix.shape)), gk)
+        np.testing.assert_allclose(gx.numpy(), ref, rtol=1e-14)
+        assert gradcheck(lambda x, f=f: f(x).values, (t(a),))
+        assert gradgradcheck(lambda x, f=f: f(x).values, (t(a),))
+    m = tgrad.mode(t(np.array([[1.0, 2.0, 2.0, 3.0], [4.0, 4.0, 5.0, 5.0]])), 1)
+    assert m.values.tolist() == [2.0, 4.0] and m.indices.tolist() == [2, 1]
+    for f in (tgrad.sort, lambda z: tgrad.topk(z, 1), lambda z: tgrad.kthvalue(z, 1)):
+        z = t(np.array(1.5))  # a 0-d input: a 0-d value of the op's node
+        v = f(z).values
+        assert v.shape == () and v.grad_fn.next_functions[0][0].variable is z
+        v.backward()
+        assert z.grad.item() == 1.0
+
+
+def test_mv_bmm_trace_tril_triu_one_node_values_and_gradients():
+    # mv: da = g v^T, dv = a^T g; bmm: matmul's rule per batch; trace: dx = g I;
+    # tril / triu: dx = g's own triangle
+    rng = np.random.default_rng(7)
+    t = lambda a: tgrad.tensor(a, requires_grad=True)  # noqa: E731
+    a, v, g = rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal(3)
+    ta, tv = t(a), t(v)
+    y = tgrad.mv(ta, tv)
+    np.testing.assert_allclose(y.detach().numpy(), a @ v, rtol=1e-14)
+    assert y.grad_fn._saved_self is ta and y.grad_fn._saved_vec is tv
+    ga, gv = tgrad.autograd.grad(y, (ta, tv), tgrad.tensor(g))
+    np.testing.assert_allclose(ga.numpy(), np.outer(g, v), rtol=1e-14)
+    np.testing.assert_allclose(gv.numpy(), a.T @ g, rtol=1e-14)
+    ac = a + 1j * rng.standard_normal((3, 4))
+    vc = v + 1j * rng.standard_normal(4)
+    for x, u in ((a, v), (ac, vc)):
+        assert gradcheck(tgrad.mv, (t(x), t(u))) and gradgradcheck(tgrad.mv, (t(x), t(u)))
+    b1, b2 = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5))
+    np.testing.assert_allclose(tgrad.bmm(t(b1), t(b2)).detach().numpy(), b1 @ b2, rtol=1e-14)
+    assert gradcheck(tgrad.bmm, (t(b1), t(b2))) and gradgradcheck(tgrad.bmm, (t(b1), t(b2)))
+    for shape in ((3, 4), (4, 3), (3, 3)):
+        m = rng.standard_normal(shape)
+        x = t(m)
+        y = tgrad.trace(x)
+        np.testing.assert_allclose(y.item(), np.trace(m), rtol=1e-14)
+        y.backward(tgrad.tensor(2.5))
+        np.testing.assert_array_equal(x.grad.numpy(), 2.5 * np.eye(*shape))
+        assert gradcheck(tgrad.trace, (t(m),)) and gradgradcheck(tgrad.trace, (t(m),))
+    c = rng.standard_normal((2, 3, 4))
+    for k in (-1, 0, 2):
+        for op, ref in ((tgrad.tril, np.tril), (tgrad.triu, np.triu)):
+            x = t(c)
+            y = op(x, k)
+            np.testing.assert_array_equal(y.detach().numpy(), ref(c, k))
+            assert y.grad_fn._saved_diagonal == k
+            gc = rng.standard_normal(c.shape)
+            (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(gc))
+            np.testing.assert_array_equal(gx.numpy(), ref(gc, k))
+            assert gradgradcheck(lambda x, op=op, k=k: op(x, k), (t(c),))

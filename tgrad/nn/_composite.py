@@ -46,9 +46,10 @@ from tgrad.nn.functional import (
     softmax,
     softplus,
 )
-from tgrad.ops._common import broadcast_or_raise, fresh, rounded_to, widen_halves
+from tgrad.ops._common import backend_of, broadcast_or_raise, rounded_to, widen_halves, wrap
 from tgrad.ops.creation import arange, full
 from tgrad.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, where
+from tgrad.ops.index import IndexAdd, _index_fwd, normalize_key
 from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
@@ -869,18 +870,57 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     if sparse:
         from tgrad.sparse import sparse_embedding
         return sparse_embedding(weight, input, padding_idx, scale_grad_by_freq)
-    # (a 0-d index would be basic indexing: a view of weight, writes to it reaching the
-    # row; PyTorch's embedding copies the row)
-    out = weight[input] if input.ndim else fresh(weight[input.reshape(1)][0])
-    if scale_grad_by_freq and out.requires_grad:
-        # each position's gradient / the count of its index in the whole input
-        from tgrad.ops.searching import bincount
-        counts = bincount(input.reshape(-1), minlength=weight.shape[0])[input]
-        out = _ScaleGrad.apply(out, (1.0 / counts.to(out.dtype)).unsqueeze(-1))
-    if padding_idx is not None:
-        keep = (input != padding_idx).unsqueeze(-1)
-        out = where(keep, out, out.detach())  # same values; no gradient to the pad row
-    return out
+    return _Embedding.apply(weight, (input, padding_idx, scale_grad_by_freq))
+
+
+class _Embedding(Function):
+    """y = weight[input]: rows of weight (num, dim), y (*input.shape, dim), a copy (a 0-d
+    input gives one row, (dim,)). One node, PyTorch's EmbeddingBackward0 (edge: weight).
+        dweight = zeros(num, dim); dweight[input[p]] += c_p g[p] over positions p, with
+        c_p = 0 where input[p] == padding_idx, else 1 / (the count of input[p] in input)
+        with scale_grad_by_freq, else 1
+    (an index_put with accumulation, differentiable in g: its double backward reads
+    g's gradient back at input). Saves nothing but the key (input's array); the counts of
+    scale_grad_by_freq, when weight requires grad."""
+
+    name = "embedding"
+    node_name = "EmbeddingBackward0"
+    saved_attributes = {"_saved_indices": lambda node: node.indices,
+                        "_saved_padding_idx": lambda node: -1 if node.padding_idx is None
+                        else node.padding_idx,
+                        "_saved_scale_grad_by_freq": lambda node: node.scale is not None,
+                        "_saved_sparse": lambda node: False,
+                        "_saved_weight_sym_argsize_0": lambda node: node.shape[0]}
+
+    @staticmethod
+    def forward(ctx, weight, spec):
+        # spec: (input, padding_idx, scale_grad_by_freq), one argument that is no tensor
+        # (the node's only edge is weight's, PyTorch's; and fewer arguments to record)
+        input, padding_idx, scale_grad_by_freq = spec  # noqa: A001
+        # (a 0-d index would be basic indexing, a view of weight: looked up as one of (1,))
+        flat = input if input.ndim else input.reshape(1)
+        key = normalize_key(flat, weight.device, 2)[0]
+        arr = _index_fwd(ctx, weight, key, "gather")
+        if not input.ndim:  # (1, dim) -> (dim,): a view of the fresh result
+            arr = backend_of(weight).reshape_view(arr, weight.shape[1:])
+        ctx.indices, ctx.padding_idx, ctx.scale = input, padding_idx, None
+        if scale_grad_by_freq and ctx.needs_input_grad[0]:
+            # each position's gradient / the count of its index in the whole input
+            from tgrad.ops.searching import bincount
+            counts = bincount(flat.reshape(-1), minlength=weight.shape[0])[flat]
+            ctx.scale = (1.0 / counts.to(weight.dtype)).unsqueeze(-1)
+        return wrap(arr, weight.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        idx = ctx.indices
+        if not idx.ndim:
+            g, idx = g.unsqueeze(0), idx.reshape(1)
+        if ctx.scale is not None:
+            g = g * ctx.scale
+        if ctx.padding_idx is not None:  # no gradient to the pad row
+            g = where((idx != ctx.padding_idx).unsqueeze(-1), g, 0.0)
+        return IndexAdd.apply(g, ctx.key, ctx.shape), None
 
 
 def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002

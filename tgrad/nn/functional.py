@@ -29,12 +29,17 @@ from tgrad.ops._common import (
     require_tensor,
     shape_str,
     tensor_method,
+    view_apply,
     widen_halves,
     wrap,
 )
 from tgrad.ops.elementwise import exp, sigmoid, tanh, where  # noqa: F401 (F.tanh, as torch)
 from tgrad.ops.elementwise import relu as _relu_op
 from tgrad.ops.inplace import apply_inplace
+from tgrad.ops.matmul import ADDMM_DTYPES, Addmm
+from tgrad.ops.shape import TView, View
+
+_T = (1, 0)
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["relu", "gelu", "silu", "softplus", "softmax", "log_softmax", "cross_entropy",
@@ -771,8 +776,30 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} "
                            f"and {w_shape[0]}x{w_shape[1]}) (input {shape_str(input.shape)}, "
                            f"weight {shape_str(weight.shape)})")
-    (x, w, b), half = _compute(input, weight, bias)
-    y = x.matmul(w.mT if w.ndim == 2 else w)
+    if input.dtype in ADDMM_DTYPES and weight.dtype is input.dtype:  # no half to widen
+        x, w, b, half = input, weight, bias, None  # (_compute's common case, at once)
+    else:
+        (x, w, b), half = _compute(input, weight, bias)
+    wd = w._data
+    if wd.ndim == 2:
+        w = view_apply(TView, w, _T)  # w.t() (PyTorch's TBackward0)
+        if b is not None and x._data.ndim <= 2:
+            # PyTorch's one AddmmBackward0 node (bias, x, w^T) where one kernel applies; a
+            # 1-D input is viewed as (1, in) and the result viewed back (ViewBackward0 on
+            # both sides; the shapes were checked above). A >= 3-D input stays matmul + add
+            # (PyTorch: views around addmm, a node more per call here)
+            dt = x.dtype
+            if b.dtype is dt and w.dtype is dt and dt in ADDMM_DTYPES and (
+                    b._data.shape == wd.shape[:1] or b._data.ndim == 0) and \
+                    b.device is x.device and w.device is x.device and not (
+                    x._sparse or w._sparse):
+                if x._data.ndim == 2:
+                    y = Addmm.apply(b, x, w, 1, 1)
+                else:
+                    y = Addmm.apply(b, view_apply(View, x, (1, wd.shape[1])), w, 1, 1)
+                    y = view_apply(View, y, wd.shape[:1])
+                return y if half is None else y.to(half)
+    y = x.matmul(w)
     if b is not None:
         y = y + b
     return y if half is None else y.to(half)

@@ -166,6 +166,33 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     return apply_inplace(self, "masked_fill_", lambda x, v: _masked_fill(x, mask, v), value)
 
 
+class Triangle(Function):
+    """y = where(keep, x, 0): tril / triu, one node, PyTorch's TrilBackward0 (TriuBackward0:
+    ``Triu``); keep is the (rows, cols) bool mask of the kept triangle, broadcast over
+    x's batch dims. dx = where(keep, g, 0) (g's own triangle: PyTorch's g.tril(diagonal));
+    the backward is a where of g, so it differentiates again. Saves the mask, as the where
+    it replaces did."""
+
+    name = "tril"
+    node_name = "TrilBackward0"
+    saved_attributes = {"_saved_diagonal": "diagonal"}
+
+    @staticmethod
+    def forward(ctx, x, spec):
+        # spec: (keep, diagonal, fill), no tensor argument (the node's edge is x's only)
+        keep, ctx.diagonal, fill = spec
+        ctx.keep = keep
+        return ew.where(keep, x if x.is_contiguous() else x.contiguous(), fill)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ew.where(ctx.keep, g, 0.0), None
+
+
+Triu = ew.node_variant(Triangle, "TriuBackward0", name="triu",
+                       saved_attributes=Triangle.saved_attributes)
+
+
 def _triangle(op: str, input: Tensor, diagonal: int, lower: bool) -> Tensor:  # noqa: A002
     """``input`` with the elements above (tril) or below (triu) the ``diagonal``-th diagonal
     of its last two dims set to 0: the mask is column - row <= diagonal (tril) or >= (triu),
@@ -176,8 +203,9 @@ def _triangle(op: str, input: Tensor, diagonal: int, lower: bool) -> Tensor:  # 
     rows, cols = input.shape[-2:]
     offset = arange(cols, device=input.device) - arange(rows, device=input.device).unsqueeze(1)
     keep = ew.le(offset, diagonal) if lower else ew.ge(offset, diagonal)
-    x = input if input.is_contiguous() else input.contiguous()  # C-contiguous, as PyTorch's
-    return ew.where(keep, x, False if input.dtype is dtypes.bool_ else 0)
+    # (a C-contiguous result, as PyTorch's, whatever input's layout)
+    return (Triangle if lower else Triu).apply(
+        input, (keep, diagonal, False if input.dtype is dtypes.bool_ else 0))
 
 
 @tensor_method("tril")

@@ -41,7 +41,7 @@ from tgrad.ops._common import (
 from tgrad.ops.gathering import index_select
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.layout import triu_indices
-from tgrad.ops.reduce import norm
+from tgrad.ops.reduce import NormP, check_norm_identity, norm
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["cdist", "pairwise_distance", "pdist", "dist", "renorm"]
@@ -110,7 +110,13 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     p = _p_arg("pairwise_distance", p, nonnegative=False)
     (a, b), half = widen_halves(x1, x2)
     dim = max(x1.ndim, x2.ndim) - 1
-    return rounded_to(norm(a - b + eps, float(p), dim, keepdim), half)
+    diff = a - b + eps
+    if not diff.dtype.is_floating_point:  # (complex: norm's |.| path; integers: its error)
+        return rounded_to(norm(diff, float(p), dim, keepdim), half)
+    axes = (dim,) if diff.ndim else None  # (two 0-d inputs: the one element)
+    check_norm_identity(diff.shape, float(p), dim, axes)
+    # at::norm's node, NormBackward1, as PyTorch's pairwise_distance
+    return rounded_to(NormP.apply(diff, float(p), axes, keepdim), half)
 
 
 @autocast_policy("fp32", cpu=None)

@@ -33,6 +33,7 @@ from tgrad.ops._common import (
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.creation import zeros as tgrad_zeros
 from tgrad.ops.index import (
+    AdvancedIndex,
     IndexAdd,
     byte_mask_fill_error,
     fills_by_masked_fill,
@@ -364,9 +365,35 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
         if lo < -n or hi >= n:
             raise IndexError(f"take(): index {lo if lo < -n else hi} out of range for tensor "
                              f"of size {list(input.shape)}")
-    if index.ndim == 0:  # (getitem would take a 0-d index as an int: a view of input)
-        return fresh(getitem(input.reshape(-1), index.reshape(1)).reshape(()))
-    return getitem(input.reshape(-1), index)
+    return Take.apply(input, (index,))
+
+
+class Take(Function):
+    """y = x.flatten()[index] (index's shape; negative indices count from the end): one
+    node, PyTorch's TakeBackward0 (edge: x).
+        dx = zeros(numel); dx[index] += g; reshaped to x's shape
+    (repeats add up; double backward gathers again). Saves the key (index's array), as the
+    indexing it replaces did."""
+
+    name = "take"
+    node_name = "TakeBackward0"
+    saved_attributes = {"_saved_index": "index", "_saved_self_sym_sizes": "x_shape"}
+
+    @staticmethod
+    def forward(ctx, x, spec):
+        # spec: (index,), no tensor argument (the node's only edge is x's, PyTorch's)
+        (index,) = spec
+        flat = x.reshape(-1)
+        # (a 0-d index would be basic indexing, a view of x: taken as one of (1,))
+        key = normalize_key(index if index.ndim else index.reshape(1), x.device, 1)[0]
+        ctx.key, ctx.index, ctx.x_shape, ctx.n = key, index, x.shape, flat.shape
+        y = AdvancedIndex.apply(flat, key)
+        return y if index.ndim else fresh(y.reshape(()))
+
+    @staticmethod
+    def backward(ctx, g):
+        gi = g if ctx.index.ndim else g.reshape(1)
+        return IndexAdd.apply(gi, ctx.key, ctx.n).reshape(ctx.x_shape), None
 
 
 @tensor_method("inner")

@@ -1,6 +1,7 @@
 """Gathering and scattering along a dim, composed of advanced indexing (no primitive of
 their own): ``index_select``, ``gather``, ``take_along_dim`` read through an integer key
-(the gradient scatter-adds, repeated indices add up); ``scatter_add``/``index_add`` add
+(the gradient scatter-adds, repeated indices add up; one node of PyTorch's name,
+GatherBackward0 / IndexSelectBackward0: ops/index.py's AlongDim); ``scatter_add``/``index_add`` add
 through ``IndexAdd`` and ``scatter`` writes through an indexed assignment (its gradient
 skips the written positions); ``select`` is a view; ``nonzero``/``argwhere`` read the
 tensor on the host (the count decides the shape). Index tensors are checked as PyTorch
@@ -25,7 +26,8 @@ from tgrad.ops._common import (
     widen_halves,
 )
 from tgrad.ops.creation import arange, full, tensor
-from tgrad.ops.index import IndexAdd, getitem, normalize_key
+from tgrad.ops.elementwise import node_variant
+from tgrad.ops.index import AlongDim, IndexAdd, getitem, normalize_key
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["index_select", "gather", "select", "take_along_dim", "scatter_add", "scatter",
@@ -96,7 +98,14 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A00
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                                f"{index.numel()} value(s)")
         return input.clone()
-    return getitem(input, (slice(None),) * d + (index.reshape(-1),))
+    key, _ = normalize_key((slice(None),) * d + (index.reshape(-1),), input.device, input.ndim)
+    return _IndexSelect.apply(input, key, (d, index))  # (one IndexSelectBackward0 node)
+
+
+# index_select: gather's class under PyTorch's name (its saved dim, index, self's sizes)
+_IndexSelect = node_variant(AlongDim, "IndexSelectBackward0",
+                            saved_attributes={"_saved_dim": "dim", "_saved_index": "index",
+                                              "_saved_self_sym_sizes": "shape"})
 
 
 @tensor_method("gather")
@@ -116,8 +125,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     if input.ndim == 0:
         return fresh(gather(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape))
     _check_sizes("gather", index, d, input)
-    key = _along_key(index, d, input.device)
-    return getitem(input, key)
+    key, _ = normalize_key(_along_key(index, d, input.device), input.device)
+    return AlongDim.apply(input, key, (d, index))  # (one GatherBackward0 node)
 
 
 @tensor_method("select")

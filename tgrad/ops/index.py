@@ -336,6 +336,30 @@ class AdvancedIndex(Function):
         return IndexAdd.apply(g, ctx.key, ctx.shape), None
 
 
+class AlongDim(AdvancedIndex):
+    """gather(x, dim, index) read through its advanced key (index at ``dim``, aranges
+    elsewhere): one node, PyTorch's GatherBackward0 (edge: x);  dx = zeros with g
+    scatter-added at the key (PyTorch's scatter_add of g at index). index_select's
+    IndexSelectBackward0 is this class under that name (node_variant)."""
+
+    name = "gather"
+    node_name = "GatherBackward0"
+    saved_attributes = {"_saved_dim": "dim", "_saved_index": "index",
+                        "_saved_sparse_grad": lambda node: False,
+                        "_saved_self_sym_sizes": "shape"}
+
+    @staticmethod
+    def forward(ctx, x, key, along):
+        # along: (dim, index tensor), kept for the saved attributes (no argument that is a
+        # tensor: the node's only edge is x's, PyTorch's)
+        ctx.dim, ctx.index = along
+        return wrap(_index_fwd(ctx, x, key, "gather"), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return IndexAdd.apply(g, ctx.key, ctx.shape), None, None
+
+
 class IndexAdd(Function):
     """y = zeros(shape); y[key] += g (repeats add up);  dg = y_grad[key]."""
 
@@ -352,7 +376,7 @@ class IndexAdd(Function):
         return gg[ctx.key], None, None
 
 
-for _c in (BasicIndex, AdvancedIndex, IndexAdd):  # Select shares BasicIndex's op name
+for _c in (BasicIndex, AdvancedIndex, AlongDim, IndexAdd):  # Select shares BasicIndex's op name
     register_op(_c)
 
 

@@ -56,7 +56,7 @@ from tgrad.ops._common import (
 )
 from tgrad.ops.creation import arange, full_like, zeros
 from tgrad.ops.shape import cat, narrow
-from tgrad.ops.sorting import _take
+from tgrad.ops.sorting import CUM_EXTREME, _select
 from tgrad.return_types import values_indices
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
@@ -409,9 +409,11 @@ def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  
                                                   narrow(i, d, 0, n - k))], d)
             k *= 2
         i = i.clone() if n == 1 else i  # (else the scan's cat made it)
-    values = _take(x, i, d)  # d x = g scatter-added to the indices (PyTorch's rule)
-    return getattr(return_types, op)(fresh(values.reshape(input.shape)),
-                                     fresh(i.reshape(input.shape)))
+    # one CummaxBackward0 / CumminBackward0 node: d x = g scatter-added to the indices
+    # (PyTorch's rule)
+    indices = fresh(i.reshape(input.shape))
+    values = _select(CUM_EXTREME[op], input, x, i, d, input.shape, False, indices)
+    return getattr(return_types, op)(values, indices)
 
 
 @tensor_method("cummax")

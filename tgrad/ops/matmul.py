@@ -57,23 +57,29 @@ class MatMul(Function):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        a_shape, b_shape = ctx.shapes
-        if g.dtype.is_complex:  # ga = g b^H, gb = a^H g (PyTorch's convention)
-            from tgrad.ops.complex_ops import conj_of
-            ga = _summed_product(g, conj_of(b.mT), a_shape) if need_a else None
-            gb = _summed_product(conj_of(a.mT), g, b_shape) if need_b else None
-            return ga, gb
-        if len(a_shape) == 2 and len(b_shape) == 2 and not differentiable_formula() \
-                and profiler_hooks.ACTIVE is None:
-            # A plain backward of a 2-D product (nothing recorded, nobody profiling): the two
-            # products straight on the backend arrays, transposes read in place.
-            be, dev = backend_of(g), g.device
-            ga = wrap(be.matmul(g._data, be.permute(b._data, _T)), dev) if need_a else None
-            gb = wrap(be.matmul(be.permute(a._data, _T), g._data), dev) if need_b else None
-            return ga, gb
-        ga = _summed_product(g, b.mT, a_shape) if need_a else None
-        gb = _summed_product(a.mT, g, b_shape) if need_b else None
+        return _product_grads(g, a, b, need_a, need_b, *ctx.shapes)
+
+
+def _product_grads(g: Tensor, a, b, need_a: bool, need_b: bool, a_shape: tuple,
+                   b_shape: tuple) -> tuple:
+    """The gradients of y = a @ b: (g @ b^H summed to a_shape, a^H @ g summed to b_shape),
+    None where not needed (a / b are None where not saved)."""
+    if g.dtype.is_complex:  # ga = g b^H, gb = a^H g (PyTorch's convention)
+        from tgrad.ops.complex_ops import conj_of
+        ga = _summed_product(g, conj_of(b.mT), a_shape) if need_a else None
+        gb = _summed_product(conj_of(a.mT), g, b_shape) if need_b else None
         return ga, gb
+    if len(a_shape) == 2 and len(b_shape) == 2 and not differentiable_formula() \
+            and profiler_hooks.ACTIVE is None:
+        # A plain backward of a 2-D product (nothing recorded, nobody profiling): the two
+        # products straight on the backend arrays, transposes read in place.
+        be, dev = backend_of(g), g.device
+        ga = wrap(be.matmul(g._data, be.permute(b._data, _T)), dev) if need_a else None
+        gb = wrap(be.matmul(be.permute(a._data, _T), g._data), dev) if need_b else None
+        return ga, gb
+    ga = _summed_product(g, b.mT, a_shape) if need_a else None
+    gb = _summed_product(a.mT, g, b_shape) if need_b else None
+    return ga, gb
 
 
 _T = (1, 0)
@@ -152,8 +158,122 @@ class Dot(MatMul):
         return (g * conj_of(b) if need_a else None), (g * conj_of(a) if need_b else None)
 
 
+class Mv(MatMul):
+    """y = a @ v: a (n, k), v (k,) -> (n,) (mv, and matmul of a matrix and a vector): one
+    node, PyTorch's MvBackward0 (edges a, v).
+        da = g v^H (an outer product, (n, k))        dv = a^H g ((k,))
+    Saved as matmul's: a only if v needs a gradient, v only if a does."""
+
+    name = "mv"
+    node_name = "MvBackward0"
+    saved_attributes = {"_saved_self": 0, "_saved_vec": 1}
+
+    @staticmethod
+    def flops(args: tuple, out) -> int:
+        """Profiler metadata: a [n, k] @ v [k] costs 2*n*k."""
+        return 2 * args[0].shape[0] * args[0].shape[1]
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _save_other_operands(ctx, a, b)
+        return wrap(backend_of(a).matmul(a._data, b._data), a.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        from tgrad.ops.complex_ops import conj_of  # conj: complex only (identity when real)
+        ga = g.unsqueeze(1) * conj_of(b) if need_a else None
+        gb = matmul(conj_of(a.mT), g) if need_b else None
+        return ga, gb
+
+
+# bmm: matmul's class under PyTorch's name for it (a batch of products, no broadcasting)
+Bmm = type("MatMul", (MatMul,), {"node_name": "BmmBackward0",
+                                 "saved_attributes": {"_saved_self": 0, "_saved_mat2": 1}})
+
+
+class Addmm(MatMul):
+    """y = beta * input + alpha * (mat1 @ mat2) in one node, PyTorch's AddmmBackward0
+    (edges input, mat1, mat2; addmm, and linear's input @ weight.t() + bias): mat1 (n, k),
+    mat2 (k, p), input broadcast to (n, p) -> (n, p). beta == 0 ignores input's values
+    (NaN/inf too) but keeps its edge (a zero gradient), as PyTorch. The callers pass one
+    float32/float64/complex dtype and real numbers beta, alpha (other cases: the
+    composition in ops/products.py).
+        d input = sum_to(beta g, input.shape)
+        d mat1 = alpha g @ mat2^H        d mat2 = alpha mat1^H @ g
+    Saved as matmul's: mat1 only if mat2 needs a gradient, mat2 only if mat1 does."""
+
+    name = "addmm"
+    node_name = "AddmmBackward0"
+    saved_attributes = {"_saved_alpha": lambda node: node.alpha,
+                        "_saved_beta": lambda node: node.beta,
+                        "_saved_mat1": 0, "_saved_mat2": 1,
+                        "_saved_mat1_sym_sizes": lambda node: node.shapes[0],
+                        "_saved_mat2_sym_sizes": lambda node: node.shapes[1]}
+
+    @staticmethod
+    def flops(args: tuple, out) -> int:
+        """Profiler metadata: mat1 [n, k] @ mat2 [k, p] costs 2*n*k*p (the sum: n*p)."""
+        n, k = args[1].shape
+        return 2 * n * k * args[2].shape[1] + n * args[2].shape[1]
+
+    @staticmethod
+    def forward(ctx, input, a, b, beta, alpha):  # noqa: A002
+        need_a, need_b = ctx.needs_input_grad[1:3]
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
+        ctx.shapes, ctx.in_shape, ctx.beta, ctx.alpha = (a.shape, b.shape), input.shape, beta, alpha
+        be, kind = backend_of(a), a.dtype.np.type
+        y = be.matmul(a._data, b._data)
+        if alpha != 1:
+            y = be.binary("mul", y, kind(alpha))
+        if beta != 0:
+            x = input._data if beta == 1 else be.binary("mul", input._data, kind(beta))
+            y = be.binary("add", y, x)
+        return wrap(y, a.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_in, need_a, need_b = ctx.needs_input_grad[:3]
+        beta, alpha = ctx.beta, ctx.alpha
+        gi = sum_to(g if beta == 1 else g * beta, ctx.in_shape) if need_in else None
+        ga = gb = None
+        if need_a or need_b:
+            ga, gb = _product_grads(g, a, b, need_a, need_b, *ctx.shapes)
+            if alpha != 1:
+                ga = None if ga is None else ga * alpha
+                gb = None if gb is None else gb * alpha
+        return gi, ga, gb, None, None
+
+
+# the dtypes of Addmm's one node (halves: the composition, in float32 rounded once)
+ADDMM_DTYPES = frozenset((dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128))
+_REAL = (int, float)
+
+
+def addmm_node(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1):  # noqa: A002
+    """addmm as one AddmmBackward0 node where that applies (see Addmm: one dtype of
+    ADDMM_DTYPES, real beta and alpha, 2-D mats whose product input expands to, one
+    device, no sparse operand); None otherwise (the caller composes it)."""
+    dt = mat1.dtype
+    if (input.dtype is not dt or mat2.dtype is not dt or dt not in ADDMM_DTYPES
+            or type(beta) not in _REAL or type(alpha) not in _REAL
+            or input.ndim > 2 or mat1.ndim != 2 or mat2.ndim != 2
+            or mat1.shape[1] != mat2.shape[0] or input.device is not mat1.device
+            or mat2.device is not mat1.device or input._sparse or mat1._sparse
+            or mat2._sparse):
+        return None
+    out = (mat1.shape[0], mat2.shape[1])
+    if any(s != 1 and s != o for s, o in zip(input.shape[::-1], out[::-1])):
+        return None
+    return Addmm.apply(input, mat1, mat2, beta, alpha)
+
+
 register_op(MatMul)
 register_op(Dot)
+register_op(Addmm)
+register_op(Mv)
 
 
 def _check(op: str, a: Tensor, b: Tensor) -> None:
@@ -222,6 +342,8 @@ def _make_matmul(operator: bool):
             y = MatMul.apply(a.unsqueeze(0), b)
             return y.squeeze_(y.ndim - 2)
         if bn == 1:
+            if an == 2:  # PyTorch's one MvBackward0 node
+                return Mv.apply(a, b)
             y = MatMul.apply(a, b.unsqueeze(1))
             return y.squeeze_(y.ndim - 1)
         try:  # checked here, so that another ValueError (e.g. a launch's) is not reported as
@@ -272,7 +394,10 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm: batch sizes must match, got {input.shape[0]} and "
                            f"{mat2.shape[0]}")
-    return matmul(input, mat2)
+    if input._sparse or mat2._sparse or STATE.autocast is not None:
+        return matmul(input, mat2)
+    _check("matmul", input, mat2)  # (matmul's texts)
+    return Bmm.apply(input, mat2)  # (one BmmBackward0 node, PyTorch's)
 
 
 def _linalg_method(name: str, module: str):

@@ -1,17 +1,19 @@
 """Products built on matmul (no primitive of their own): dot, mv, outer, the
 ``beta * input + alpha * product`` family (addmm, addmv, baddbmm, addbmm), and the diagonal
-ops diag and trace. Gradients come from matmul's and the elementwise ops' rules."""
+ops diag and trace. Gradients come from matmul's and the elementwise ops' rules, except
+addmm's: one AddmmBackward0 node where one dtype of float32/64 or complex applies
+(ops/matmul.py's Addmm)."""
 
 from __future__ import annotations
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import expandable
+from tgrad.autograd.function import Function, expandable
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, rounded_to, tensor_method, widen_halves
 from tgrad.ops.creation import arange, zeros
-from tgrad.ops.index import getitem
-from tgrad.ops.matmul import matmul
+from tgrad.ops.index import IndexAdd, getitem, normalize_key
+from tgrad.ops.matmul import addmm_node, matmul
 from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["dot", "vdot", "mv", "outer", "ger", "addmm", "addmv", "baddbmm", "addbmm", "diag",
@@ -124,6 +126,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     require_tensor("addmm", mat1, "mat1", 2)
     require_tensor("addmm", mat2, "mat2", 3)
     _dims("addmm", (2, 2), mat1, mat2)
+    y = addmm_node(input, mat1, mat2, beta, alpha)  # (one AddmmBackward0 node)
+    if y is not None:
+        return y
     return _scaled_sum("addmm", input, mat1, mat2, beta, alpha)
 
 
@@ -182,6 +187,28 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     return getitem(input, (rows, rows + diagonal))
 
 
+class Trace(Function):
+    """y = sum_i x[i, i] of a 2-D x (n, m) -> 0-d: one node, PyTorch's TraceBackward0.
+    dx = g on the main diagonal, 0 elsewhere ((n, m): g expanded to the diagonal's length
+    and index-added at it, so it differentiates again). Saves the diagonal's key (two
+    aranges of min(n, m)), as the indexing it replaces did."""
+
+    name = "trace"
+    node_name = "TraceBackward0"
+    saved_attributes = {"_saved_self_sym_sizes": "shape"}
+
+    @staticmethod
+    def forward(ctx, x):
+        rows = arange(min(x.shape), device=x.device)
+        ctx.key = normalize_key((rows, rows), x.device, 2)[0]
+        ctx.shape, ctx.length = x.shape, rows.shape
+        return getitem(x, (rows, rows)).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        return IndexAdd.apply(g.expand(ctx.length), ctx.key, ctx.shape)
+
+
 @tensor_method("trace")
 @autocast_policy(None, cpu="fp32")
 def trace(input: Tensor) -> Tensor:  # noqa: A002
@@ -191,4 +218,4 @@ def trace(input: Tensor) -> Tensor:  # noqa: A002
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype is dtypes.bool_:  # (sum takes bools; PyTorch's trace does not)
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
-    return diag(input).sum()
+    return Trace.apply(input)

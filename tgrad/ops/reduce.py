@@ -776,11 +776,18 @@ def _inf_norm_mask(x, y):
     return (a == y) | isnan(a)
 
 
+_NORM_SAVED = {"_saved_self": 0, "_saved_result": 1, "_saved_keepdim": "keepdim",
+               "_saved_dim": "axes"}  # (_saved_dim: the wrapped dims; None for every dim)
+
+
 class Norm(Function):
-    """y = ||x||_p over ``axes`` (vector norm of the selected elements); rules above."""
+    """y = ||x||_p over ``axes`` (vector norm of the selected elements); rules above.
+    PyTorch's LinalgVectorNormBackward0 (torch.norm, Tensor.norm, linalg.vector_norm /
+    norm / matrix_norm('fro'), F.normalize); NormP is pairwise_distance's NormBackward1."""
 
     name = "norm"
-    node_name = "NormBackward1"
+    node_name = "LinalgVectorNormBackward0"
+    saved_attributes = {**_NORM_SAVED, "_saved_ord": "p"}
 
     @staticmethod
     def forward(ctx, x, p, axes, keepdim):
@@ -805,6 +812,9 @@ class Norm(Function):
 
 
 register_op(Norm)
+# at::norm's node (pairwise_distance's): the same op, its saved p named _saved_p
+NormP = type("Norm", (Norm,), {"node_name": "NormBackward1",
+                               "saved_attributes": {**_NORM_SAVED, "_saved_p": "p"}})
 
 
 def check_norm_identity(shape: tuple, p: float, dim, axes) -> None:

@@ -4,10 +4,11 @@
 One primitive, ``Argsort``: the stable order of a tensor along one dim (int64 positions of
 its shape, not differentiable): np.argsort(kind="stable") on the CPU, a bitonic tile sort
 plus pairwise merges on the GPU (tgrad/kernels/sort.py). Everything else is composition:
-values = the input at those positions along the dim (advanced indexing, so d values / d x
-scatter-adds the gradient to the positions the values came from: at ties to the returned
-index, as PyTorch; double backward is a gather again); ``topk`` narrows the order to its
-first k, ``kthvalue``/``median`` pick one position per line.
+values = the input at those positions along the dim (one node of the op's PyTorch name,
+``_Selected``: SortBackward0, TopkBackward0, ...; d values / d x scatter-adds the gradient
+to the positions the values came from: at ties to the returned index, as PyTorch; double
+backward is a gather again); ``topk`` narrows the order to its first k,
+``kthvalue``/``median`` pick one position per line.
 
 Order: ascending or descending, ties always in their original order (tgrad's sort is always
 stable, which satisfies ``stable=False`` too, deterministically); NaN sorts after +inf (last
@@ -27,9 +28,9 @@ from tgrad.autograd.function import Function
 from tgrad.ops._common import backend_of, fresh, register_op, require_tensor, tensor_method, wrap
 from tgrad.ops.complex_ops import no_complex as _no_complex
 from tgrad.ops.creation import full
-from tgrad.ops.elementwise import where
+from tgrad.ops.elementwise import node_variant, where
 from tgrad.ops.gathering import _along_key
-from tgrad.ops.index import getitem
+from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.return_types import values_indices
 from tgrad.tensor import Tensor, _wrap_dim
 from tgrad.tensor import _int_arg as _tensor_int_arg
@@ -113,6 +114,73 @@ def _take(x: Tensor, idx: Tensor, d: int) -> Tensor:
     return fresh(getitem(xv, _along_key(iv, int(keep[0]), x.device)).reshape(idx.shape))
 
 
+class _Selected(Function):
+    """values = x's entries at sorted positions along a dim (sort's and topk's orders, the
+    one position per line of kthvalue / median / nanmedian / mode), as one node of the
+    op's PyTorch name (node_variant below; edge: x). x is read as its (O, K, INNER) view
+    ``vshape`` (size-1 outer/inner dims dropped, so at most 3 index arrays reach the gather
+    kernel), ``key`` the advanced key of the positions in that view (ishape), the result
+    given ``out_shape`` (the op's: keepdim's squeeze, a 0-d input's 0-d value).
+        dx = zeros(vshape); dx[key] += g.reshape(ishape); dx.reshape(x.shape)
+    (each value's gradient to the position it came from; double backward gathers again).
+    Saves the key (int64 arrays), as the indexing it replaces did."""
+
+    name = "sort"
+    node_name = "SortBackward0"
+    hidden_edges = (7,)  # the indices tensor returned beside the values: no edge
+    saved_attributes = {"_saved_dim": "dim", "_saved_indices": "indices",
+                        "_saved_self_sym_sizes": "x_shape"}
+
+    @staticmethod
+    def forward(ctx, x, key, vshape, ishape, out_shape, dim, keepdim, indices):
+        be = backend_of(x)
+        v = be.gather(_as_shape(be, x._data, vshape), key)
+        ctx.key, ctx.vshape, ctx.ishape, ctx.x_shape = key, vshape, ishape, x.shape
+        ctx.dim, ctx.keepdim, ctx.indices = dim, keepdim, indices
+        return wrap(_as_shape(be, v, out_shape), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        dx = IndexAdd.apply(g.reshape(ctx.ishape), ctx.key, ctx.vshape).reshape(ctx.x_shape)
+        return (dx,) + (None,) * 7
+
+
+def _as_shape(be, arr, shape: tuple):
+    """``arr`` reshaped with backend primitives (a view when the strides allow)."""
+    v = be.reshape_view(arr, shape)
+    return v if v is not None else be.reshape_copy(arr, shape)
+
+
+_SAVED = _Selected.saved_attributes  # (a subclass states its table: the class's own only)
+_KEEPDIM_SAVED = {**_SAVED, "_saved_keepdim": "keepdim"}
+_SORT1 = node_variant(_Selected, "SortBackward1", saved_attributes=_SAVED)  # (stable=True)
+_TOPK = node_variant(_Selected, "TopkBackward0", name="topk", saved_attributes=_SAVED)
+_KTHVALUE = node_variant(_Selected, "KthvalueBackward0", name="kthvalue",
+                         saved_attributes=_KEEPDIM_SAVED)
+_MEDIAN = node_variant(_Selected, "MedianBackward1", name="median",
+                       saved_attributes=_KEEPDIM_SAVED)
+_NANMEDIAN = node_variant(_Selected, "NanmedianBackward1", name="nanmedian",
+                          saved_attributes=_KEEPDIM_SAVED)
+_MODE = node_variant(_Selected, "ModeBackward0", name="mode", saved_attributes=_KEEPDIM_SAVED)
+CUM_EXTREME = {op: node_variant(_Selected, f"{op.capitalize()}Backward0", name=op,
+                                saved_attributes=_SAVED)
+               for op in ("cummax", "cummin")}  # (ops/logmath.py)
+
+
+def _select(cls: type, input: Tensor, x: Tensor, idx: Tensor, d: int,  # noqa: A002
+            out_shape: tuple, keepdim: bool, indices: Tensor) -> Tensor:
+    """The values of ``x`` (``input`` as >= 1-d) at positions ``idx`` (int64, x's shape but
+    along ``d``) along ``d``, shaped ``out_shape``: one ``cls`` node (see _Selected) whose
+    edge is ``input``; ``indices`` is the index tensor the op returns (saved, no edge)."""
+    o, n = math.prod(x.shape[:d]), math.prod(x.shape[d + 1:])
+    keep = (o != 1, True, n != 1)
+    vshape = tuple(s for s, kp in zip((o, x.shape[d], n), keep) if kp)
+    ishape = tuple(s for s, kp in zip((o, idx.shape[d], n), keep) if kp)
+    key = normalize_key(_along_key(idx.reshape(ishape), int(keep[0]), x.device),
+                        x.device)[0]
+    return cls.apply(input, key, vshape, ishape, tuple(out_shape), d, keepdim, indices)
+
+
 @tensor_method("sort")
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A002
          stable: bool | None = False) -> values_indices:
@@ -123,10 +191,9 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *,  # noqa: A00
     desc = _bool_arg("sort", "descending", descending)
     _bool_arg("sort", "stable", stable, allow_none=True)
     idx = Argsort.apply(x, d, desc)
-    vals = _take(x, idx, d)
-    if input.ndim == 0:
-        return return_types.sort(fresh(vals.reshape(())), fresh(idx.reshape(())))
-    return return_types.sort(vals, idx)
+    out = idx if input.ndim else fresh(idx.reshape(()))
+    return return_types.sort(_select(_SORT1 if stable else _Selected, input, x, idx, d,
+                                     input.shape, False, out), out)
 
 
 @tensor_method("argsort")
@@ -167,25 +234,28 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
         dtypes.refuse_float8("topk_cpu", input.dtype)
     idx = fresh(Argsort.apply(x, d, _bool_arg("topk", "largest", largest)).narrow(d, 0, k)
                 .contiguous())  # a C-contiguous result (values too), as PyTorch's
-    vals = _take(x, idx, d)
-    if input.ndim == 0:
-        return return_types.topk(fresh(vals.reshape(())), fresh(idx.reshape(())))
-    return return_types.topk(vals, idx)
+    out = idx if input.ndim else fresh(idx.reshape(()))
+    return return_types.topk(_select(_TOPK, input, x, idx, d, out.shape, False, out), out)
 
 
 def _pick(x: Tensor, d: int, pos, keepdim: bool, ndim: int,
-          result: type = values_indices) -> values_indices:
+          result: type = values_indices, cls: type | None = None,
+          input: Tensor | None = None) -> values_indices:  # noqa: A002
     """(values, indices) at sorted position ``pos`` (an int, or an int64 tensor of x's shape
     with size 1 along ``d``) of each line of x along ``d``, as the named tuple ``result``
-    (the op's tgrad.return_types type)."""
+    (the op's tgrad.return_types type). ``cls``: the values as that one node (_Selected's
+    variant) of ``input`` (x is input as >= 1-d); None: by indexing (MedianAll's forward)."""
     order = Argsort.apply(x, d, False)
     idx = order.narrow(d, pos, 1) if isinstance(pos, int) else _take(order, pos, d)
+    out = fresh(idx.reshape(()) if ndim == 0 else idx if keepdim else idx.squeeze(d))
+    if cls is not None:
+        return result(_select(cls, input, x, idx, d, out.shape, keepdim, out), out)
     vals = _take(x, idx, d)
     if ndim == 0:
-        return result(fresh(vals.reshape(())), fresh(idx.reshape(())))
+        return result(fresh(vals.reshape(())), out)
     if not keepdim:
-        vals, idx = vals.squeeze(d), idx.squeeze(d)
-    return result(fresh(vals), fresh(idx))  # (views of temporaries: new tensors)
+        vals = vals.squeeze(d)
+    return result(fresh(vals), out)  # (views of temporaries: new tensors)
 
 
 def _median_pos(x: Tensor, d: int, ignore_nan: bool):
@@ -260,7 +330,7 @@ def _median(op: str, input: Tensor, dim, keepdim: bool,  # noqa: A002
     _nonempty_dim(op, input, d)
     dtypes.refuse_float8("median_out", input.dtype)
     return _pick(x, d, _median_pos(x, d, ignore_nan), keepdim, input.ndim,
-                 getattr(return_types, op))
+                 getattr(return_types, op), _NANMEDIAN if ignore_nan else _MEDIAN, input)
 
 
 @tensor_method("median")
@@ -295,7 +365,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1,  # noqa: A002
                            f"(k = {k}, size {x.shape[d]}; use 1 <= k <= size)")
     if input.ndim:  # PyTorch's float8 error (a 0-d tensor needs no kernel)
         dtypes.refuse_float8("kthvalue_cpu", input.dtype)
-    return _pick(x, d, k - 1, keepdim, input.ndim, return_types.kthvalue)
+    return _pick(x, d, k - 1, keepdim, input.ndim, return_types.kthvalue, _KTHVALUE, input)
 
 
 def _mode_pos(x: Tensor, d: int) -> Tensor:
@@ -330,6 +400,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
     if input.ndim and x.numel():  # PyTorch's float8 error (0-d, empty: no kernel runs)
         dtypes.refuse_float8("mode_cpu", input.dtype)
     if x.numel() == 0:
-        return _pick(x, d, 0, keepdim, input.ndim, return_types.mode)
-    return _pick(x, d, _mode_pos(x.detach(), d), keepdim, input.ndim, return_types.mode)
+        return _pick(x, d, 0, keepdim, input.ndim, return_types.mode, _MODE, input)
+    return _pick(x, d, _mode_pos(x.detach(), d), keepdim, input.ndim, return_types.mode,
+                 _MODE, input)
 
