@@ -1107,6 +1107,40 @@ def test_batch_norm_refuses_running_statistics_that_require_grad():
         assert F.batch_norm(x, rm, rv).shape == (2, 3)
 
 
+def test_functional_batch_norm_refuses_momentum_none():
+    # PyTorch's TypeError: F.batch_norm's momentum is a float (the modules turn their None
+    # into 1 / num_batches_tracked); None must not silently freeze the running statistics
+    x = _t(np.arange(6.0).reshape(2, 3))
+    rm, rv = _t(np.zeros(3)), _t(np.ones(3))
+    _raises(lambda: F.batch_norm(x, rm, rv, training=True, momentum=None), TypeError,
+            "batch_norm(): argument 'momentum' (position 7) must be float, not NoneType")
+    np.testing.assert_array_equal(rm.numpy(), np.zeros(3))
+
+
+@pytest.mark.parametrize("bias_dtype", ["float32", "float16"])
+@pytest.mark.parametrize("op", ["batch_norm_train", "batch_norm_eval", "layer_norm"])
+def test_norm_bias_gradient_of_a_half_input_without_weight_rounds_once(op, bias_dtype):
+    # db = sum(g) over the non-channel (batch) dims, accumulated in float32 and rounded
+    # once to the bias's dtype: a float32 bias of a float16 input keeps float32 precision
+    rng = np.random.default_rng(3)
+    xn = rng.standard_normal((64, 3, 5)).astype(np.float16)
+    gn = rng.standard_normal((64, 3, 5)).astype(np.float16)
+    n = 5 if op == "layer_norm" else 3
+    x = tgrad.tensor(xn, requires_grad=True)
+    b = tgrad.zeros(n, dtype=getattr(tgrad, bias_dtype), requires_grad=True)
+    if op == "layer_norm":
+        y = F.layer_norm(x, (5,), None, b)
+    elif op == "batch_norm_train":
+        y = F.batch_norm(x, None, None, None, b, training=True)
+    else:
+        y = F.batch_norm(x, tgrad.zeros(3), tgrad.ones(3), None, b, training=False)
+    y.backward(tgrad.tensor(gn))
+    ref = gn.astype(np.float64).sum(axis=(0, 1) if op == "layer_norm" else (0, 2))
+    assert b.grad.dtype == b.dtype
+    np.testing.assert_allclose(b.grad.numpy().astype(np.float64), ref,
+                               rtol=1e-6 if bias_dtype == "float32" else 1e-3, atol=1e-5)
+
+
 def test_group_norm_values_and_saved_statistics_against_numpy():
     rng = np.random.default_rng(7)
     xn, wn, bn = rng.standard_normal((2, 6, 3)), rng.standard_normal(6), rng.standard_normal(6)

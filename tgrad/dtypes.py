@@ -287,6 +287,14 @@ def to_float8(x, np_dtype) -> np.ndarray:
     return out
 
 
+def check_tensor_value_fits(op: str, value, dt: DType) -> None:
+    """``check_value_fits`` for a 0-d tensor ``value`` of another dtype than ``dt``: PyTorch
+    reads it as a number (``item()``, a device value included) before filling, so 300 into
+    int8, NaN into int64 and 1e6 into float16 raise as a number would."""
+    if value.dtype is not dt:
+        check_value_fits(op, value.item(), dt)
+
+
 def check_value_fits(op: str, value, dt: DType) -> None:
     """PyTorch's overflow check of a Python number going into a tensor of dtype ``dt``
     (c10::checked_convert): the number itself, unrounded, must lie in the dtype's finite

@@ -202,7 +202,8 @@ def layer_norm_bwd(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndar
     gf, xf = _up(g), _up(x)
     axes = tuple(range(x.ndim - k, x.ndim))
     batch = tuple(range(x.ndim - k))
-    pdt = w.dtype if w is not None else dt
+    pdt = w.dtype if w is not None else gf.dtype  # no weight: db in the compute dtype (a half
+    # bias then rounds it once; a float32 bias keeps it)
     with np.errstate(all="ignore"):
         xhat = (xf - mean) * rstd
         gw = gf * _up(w) if w is not None else gf
@@ -276,7 +277,7 @@ def batch_norm_bwd(g: np.ndarray, x: np.ndarray, w, mean, invstd, training: bool
     dt = x.dtype
     gf, xf = _up(g), _up(x)
     axes, shape, m = _bn_axes(x)
-    pdt = w.dtype if w is not None else dt
+    pdt = w.dtype if w is not None else gf.dtype  # (as layer_norm_bwd)
     training = training and need_x
     with np.errstate(all="ignore"):
         scale = invstd if w is None else invstd * _up(w).astype(xf.dtype)

@@ -315,7 +315,7 @@ def layer_norm_bwd(g: DeviceArray, x: DeviceArray, mean: DeviceArray, rstd: Devi
     dw = sum_batch(g xhat), db = sum_batch(g) (deterministic two-stage sums)."""
     tb = _tb()
     nshape = x.shape[x.ndim - k:]
-    pdt = w.dtype if w is not None else x.dtype
+    pdt = w.dtype if w is not None else _compute_dtype(x.dtype)  # (as the NumPy backend's)
     if x.size == 0:  # empty dx; dw, db are sums over no rows (0) or empty
         return (_empty(x.shape, x.dtype), tb.full(nshape, 0.0, pdt) if need_w else None,
                 tb.full(nshape, 0.0, pdt) if need_b else None)

@@ -948,8 +948,8 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
     if mode != "constant":
         return pad_nonconstant(input, [int(p) for p in pad], mode, value)
     pad = tuple(int(p) for p in pad)
-    _constant_pad_geometry(input.shape, pad)  # (its checks)
-    return ConstantPad.apply(input, (pad, 0 if value is None else value))
+    return ConstantPad.apply(input, (pad, 0 if value is None else value,
+                                     _constant_pad_geometry(input.shape, pad)))  # (checked)
 
 
 def _constant_pad_geometry(in_shape, pad: tuple) -> tuple:
@@ -971,8 +971,9 @@ def _constant_pad_geometry(in_shape, pad: tuple) -> tuple:
 
 
 class ConstantPad(Function):
-    """y = x padded (negative sizes: cropped) by ``spec`` = (pad, value): a ``value``-filled
-    tensor of the padded shape with x's kept region copied in. One node, PyTorch's
+    """y = x padded (negative sizes: cropped) by ``spec`` = (pad, value, the pad's
+    ``_constant_pad_geometry``): a ``value``-filled tensor of the padded shape with x's kept
+    region copied in. One node, PyTorch's
     ConstantPadNdBackward0 (_saved_pad). Linear in x: dx = g padded by the negated pads
     with 0 (its region cropped out, what x lost to a crop zero), the same op, so the
     backward differentiates again."""
@@ -984,14 +985,15 @@ class ConstantPad(Function):
     @staticmethod
     def forward(ctx, x, spec):
         ctx.spec = spec
-        shape, src, dst = _constant_pad_geometry(x.shape, spec[0])
+        shape, src, dst = spec[2]
         out = full(shape, spec[1], dtype=x.dtype, device=x.device)
         out[dst] = x[src]
         return out
 
     @staticmethod
     def backward(ctx, g):
-        return ConstantPad.apply(g, (tuple(-p for p in ctx.spec[0]), 0)), None
+        back = tuple(-p for p in ctx.spec[0])
+        return ConstantPad.apply(g, (back, 0, _constant_pad_geometry(g.shape, back))), None
 
 
 

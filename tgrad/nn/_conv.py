@@ -942,15 +942,26 @@ def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor: 
     return _ADAPTIVE_AVG[spatial].apply(input, (tuple(sizes), outs))
 
 
+@functools.lru_cache(maxsize=256)
+def _adaptive_plan(size: int, out: int) -> tuple:
+    """(index shape, flat index, lengths) of _adaptive_windows(size, out), cached read-only
+    host constants (device_constant keys them by identity)."""
+    index, lengths = _adaptive_windows(size, out)
+    flat = index.reshape(-1)
+    flat.flags.writeable = lengths.flags.writeable = False
+    return index.shape, flat, lengths
+
+
 def _adaptive_dims(x: Tensor, sizes: tuple, outs: tuple):
-    """(dim, size, out, flat window index (device int64), lengths (device)) for each
-    spatial dim of x, PyTorch's adaptive windows (_adaptive_windows)."""
+    """(dim, size, out, index shape, flat window index (device int64), lengths (device))
+    for each spatial dim of x, PyTorch's adaptive windows (_adaptive_windows), copied to
+    the device once per (size, out) and dtype."""
     spatial = len(sizes)
     for i, (size, o) in enumerate(zip(sizes, outs)):
-        index, lengths = _adaptive_windows(size, o)
-        yield (x.ndim - spatial + i, size, o, index.shape,
-               _tensor(index.reshape(-1), dtype=dtypes.int64, device=x.device),
-               _tensor(lengths, dtype=x.dtype, device=x.device))
+        shape, flat, lengths = _adaptive_plan(size, o)
+        yield (x.ndim - spatial + i, size, o, shape,
+               device_constant(flat, dtypes.int64, x.device),
+               device_constant(lengths, x.dtype, x.device))
 
 
 class AdaptiveAvgPool(Function):
@@ -1083,11 +1094,20 @@ class AdaptiveMaxPool(Function):
     @staticmethod
     def backward(ctx, g, _):
         (x,) = ctx.saved_tensors
-        lead = tuple(x.shape[:x.ndim - ctx.spatial])
-        plane = math.prod(x.shape[x.ndim - ctx.spatial:])
-        gx = g.new_zeros(lead + (plane,)).scatter_add(
-            -1, ctx.indices.reshape(lead + (-1,)), g.reshape(lead + (-1,)))
-        return _Attach.apply(gx.reshape(x.shape), x), None
+        return max_indices_adjoint(g, x, ctx.indices, ctx.spatial), None
+
+
+def max_indices_adjoint(g: Tensor, x: Tensor, indices: Tensor, spatial: int) -> Tensor:
+    """dx of a max pool that read x at ``indices`` (lead..., *out; flat positions in x's
+    last ``spatial`` dims), g of indices' shape: zeros of x's shape with each g added at
+    its index (a scatter_add over the flattened plane; whose backward is a gather, so it
+    differentiates again), attached to x's graph (_piecewise._Attach: d(dx)/dx = 0)."""
+    lead = tuple(x.shape[:x.ndim - spatial])
+    plane = math.prod(x.shape[x.ndim - spatial:])
+    out = math.prod(g.shape[g.ndim - spatial:])  # (no -1: lead may hold a 0)
+    gx = g.new_zeros(lead + (plane,)).scatter_add(
+        -1, indices.reshape(lead + (out,)), g.reshape(lead + (out,)))
+    return _Attach.apply(gx.reshape(x.shape), x)
 
 
 _ADAPTIVE_MAX = {2: AdaptiveMaxPool,

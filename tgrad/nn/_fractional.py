@@ -26,7 +26,6 @@ from tgrad._autocast import autocast_policy
 from tgrad.autograd import function as _function
 from tgrad.autograd.function import Function
 from tgrad.nn._ntuple import _ntuple
-from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.ops._common import fresh
 from tgrad.ops.elementwise import node_variant
@@ -151,13 +150,9 @@ class FractionalMaxPool(Function):
 
     @classmethod
     def backward(cls, ctx, g):
+        from tgrad.nn._conv import max_indices_adjoint
         (x,) = ctx.saved_tensors
-        lead = tuple(x.shape[:x.ndim - cls.spatial])
-        plane = int(np.prod(x.shape[x.ndim - cls.spatial:]))
-        out = int(np.prod(g.shape[g.ndim - cls.spatial:]))
-        gx = g.new_zeros(lead + (plane,)).scatter_add(
-            -1, ctx.idx.reshape(lead + (out,)), g.reshape(lead + (out,)))
-        return _Attach.apply(gx.reshape(x.shape), x), None
+        return max_indices_adjoint(g, x, ctx.idx, cls.spatial), None
 
 
 _FRACTIONAL = {2: FractionalMaxPool,

@@ -49,7 +49,7 @@ from tgrad.nn.functional import _check_tensor
 from tgrad.ops._common import rounded_to, widen_halves
 from tgrad.ops.creation import device_constant
 from tgrad.ops.elementwise import node_variant
-from tgrad.ops.index import IndexAdd, normalize_key
+from tgrad.ops.index import add_at
 from tgrad.tensor import Tensor
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
@@ -274,11 +274,7 @@ def _select(y: Tensor, axis: int, index: np.ndarray) -> Tensor:
 def _scatter(g: Tensor, axis: int, size: int, index: np.ndarray) -> Tensor:
     """The adjoint of _select: g added back at ``index`` along axis, into ``size``
     positions (an IndexAdd node: its backward is the select, so it differentiates again)."""
-    shape = list(g.shape)
-    shape[axis] = size
-    key = normalize_key((slice(None),) * axis
-                        + (device_constant(index, dtypes.int64, g.device),), g.device)[0]
-    return IndexAdd.apply(g, key, tuple(shape))
+    return add_at(g, axis, size, device_constant(index, dtypes.int64, g.device))
 
 
 def _weights(w: np.ndarray, y: Tensor, axis: int) -> Tensor:

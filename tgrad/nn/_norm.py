@@ -97,6 +97,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     r = (1 - momentum) r + momentum s, s the batch mean / unbiased variance), else with the
     running ones; then y * weight + bias."""
     _check_tensor("batch_norm", input, "input")
+    if momentum is None:  # (the modules pass 1 / num_batches_tracked for their None)
+        raise TypeError("batch_norm(): argument 'momentum' (position 7) must be float, not "
+                        "NoneType")
     _check_param_dtypes("batch_norm", input, weight=weight, bias=bias,
                         running_mean=running_mean, running_var=running_var)
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
@@ -115,12 +118,12 @@ def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor 
                   weight=weight, bias=bias)
     _check_vectors("batch_norm", input, running_mean=running_mean, running_var=running_var)
     _check_float("batch_norm", input)  # (PyTorch's NotImplementedError, its kernel text)
-    if is_grad_enabled():
-        for name, p in (("running_mean", running_mean), ("running_var", running_var)):
-            if p is not None and p.requires_grad:
-                raise RuntimeError(f"The function 'native_batch_norm' is not differentiable "
-                                   f"with respect to argument '{name}'. This input cannot "
-                                   f"have requires_grad True.")
+    mean_grad = running_mean is not None and running_mean.requires_grad
+    if (mean_grad or running_var is not None and running_var.requires_grad) \
+            and is_grad_enabled():
+        raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with "
+                           f"respect to argument '{'running_mean' if mean_grad else 'running_var'}'"
+                           f". This input cannot have requires_grad True.")
     if training:
         count = input.numel() // max(c, 1)
         if count == 1:
@@ -189,6 +192,8 @@ class BatchNorm(Function):
                 _blend(running_mean, mean, running_var, var, count, momentum)
         else:
             mean, var = running_mean.to(xf.dtype), running_var.to(xf.dtype)
+            if mean is running_mean:  # kept on the node: not the live buffer a later
+                mean = mean.clone()  # update changes (the CPU path keeps a copy too)
             xc = xf - mean.reshape(shape)
         invstd = (var + eps).rsqrt()
         scale = invstd if w is None else invstd * w.to(xf.dtype)
@@ -250,9 +255,9 @@ def _channel_dims(x: Tensor) -> tuple:
 def _blend(running_mean, mean: Tensor, running_var, var: Tensor, count: int,
            momentum) -> None:
     """r = (1 - m) r + m s in place (outside the graph) for the batch's mean and unbiased
-    variance var * count / (count - 1). Momentum None is PyTorch's cumulative average (the
-    caller passes 1 / num_batches_tracked)."""
-    m = 0.0 if momentum is None else float(momentum)
+    variance var * count / (count - 1). (For PyTorch's momentum None, the cumulative
+    average, the modules pass 1 / num_batches_tracked; F.batch_norm refuses None.)"""
+    m = float(momentum)
     with no_grad():
         if running_mean is not None:
             running_mean.mul_(1.0 - m).add_(mean.to(running_mean.dtype) * m)

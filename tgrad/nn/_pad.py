@@ -25,7 +25,7 @@ from tgrad.nn._piecewise import _Attach
 from tgrad.ops.creation import tensor
 from tgrad.ops.elementwise import node_variant
 from tgrad.ops.gathering import index_select
-from tgrad.ops.index import IndexAdd, normalize_key
+from tgrad.ops.index import add_at
 from tgrad.tensor import Tensor
 
 MODES = ("reflect", "replicate", "circular")
@@ -141,20 +141,18 @@ class IndexPad(Function):
     def forward(ctx, x, spec):
         ctx.spec = spec
         ctx.save_for_backward(x)
+        # the source indices on x's device, once (the backward adds back at them)
+        ctx.indices = [tensor(idx, dtype=dtypes.int64, device=x.device) for _, _, idx in spec[0]]
         y = x
-        for d, _, idx in spec[0]:
-            y = index_select(y, d, tensor(idx, dtype=dtypes.int64, device=x.device))
+        for (d, _, _), idx in zip(spec[0], ctx.indices):
+            y = index_select(y, d, idx)
         return x.clone() if y is x else y
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        for d, n, idx in reversed(ctx.spec[0]):
-            shape = list(g.shape)
-            shape[d] = n
-            key = normalize_key((slice(None),) * d + (tensor(idx, dtype=dtypes.int64,
-                                                             device=g.device),), g.device)[0]
-            g = IndexAdd.apply(g, key, tuple(shape))
+        for (d, n, _), idx in zip(reversed(ctx.spec[0]), reversed(ctx.indices)):
+            g = add_at(g, d, n, idx)
         return _Attach.apply(g, x), None
 
 

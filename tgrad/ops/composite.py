@@ -77,10 +77,8 @@ def _fill_value(op: str, input: Tensor, value):  # noqa: A002
             # input takes any value), 1+0j is 1 (no "discards the imaginary part" warning)
             dtypes.check_value_fits(op, value.item(), input.dtype)
             value = value != 0 if input.dtype is dtypes.bool_ else value.real
-        elif value.dtype is not input.dtype and value.device.type == "cpu":
-            # PyTorch reads the value as a number and checks it (300 into int8, NaN into an
-            # integer, 1e6 into float16 raise); a device value is not read back here
-            dtypes.check_value_fits(op, value.item(), input.dtype)
+        else:
+            dtypes.check_tensor_value_fits(op, value, input.dtype)
         if value.dtype is not input.dtype or value.device != input.device:
             value = value.to(device=input.device, dtype=input.dtype)
         return value

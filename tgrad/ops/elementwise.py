@@ -937,7 +937,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 _refuse_float8_mul_by_one_value(xb)
             if f32_number and _keeps_f32(a, b, xa, dev):
                 xb = be.cast(b._data, _F32)
-            elif f32_number and (type(a) is int or type(b) is int):  # an int past _FAST_INT
+            elif f32_number and (type(b) is int and not -_FAST_INT < b < _FAST_INT
+                                 or type(a) is int and not -_FAST_INT < a < _FAST_INT):
                 xa, xb, narrow_to = _big_int_in_f32(name, a, b, be, xa, xb, narrow_to)
         try:
             out = be.binary(op, xa, xb)
@@ -1354,12 +1355,12 @@ class _RoundedDiv(Function):
             dtypes.refuse_float8("div_trunc_cpu_reduced_float" if one else "div_trunc_cpu", dt)
         if dt.itemsize == 2:  # halves: the quotient truncated in float32, rounded once;
             # a tensor of another dtype is first cast to the half dtype, as promotion casts it
-            # (an int64 70000 is inf in float16), but a one-element second operand on the CPU,
-            # read in float32 (PyTorch's CPU scalar, as _keeps_f32)
+            # (an int64 70000 is inf in float16), but a one-element second operand of a CPU
+            # op, read in float32 (PyTorch's CPU scalar, _keeps_f32's rule)
             if isinstance(a, Tensor) and a.dtype is not dt:
                 a = a.to(dt)
             if isinstance(b, Tensor) and b.dtype is not dt and not (
-                    b.numel() == 1 and b.device.type == "cpu"):
+                    b.numel() == 1 and isinstance(a, Tensor) and a.device.type == "cpu"):
                 b = b.to(dt)
             a, b = (t.to(dtypes.float32) if isinstance(t, Tensor) else t for t in (a, b))
         q = _BINARY["div"].apply(a, b)

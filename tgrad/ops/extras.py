@@ -493,8 +493,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
                            "not supported")  # for 1+0j and a bool input
     if not isinstance(value, Tensor):
         dtypes.check_value_fits("index_fill", value, input.dtype)
-    elif value.dtype is not input.dtype:  # PyTorch casts a 0-d tensor value (its item(),
-        dtypes.check_value_fits("index_fill", value.item(), input.dtype)  # checked)
+    elif value.dtype is not input.dtype:  # PyTorch casts a 0-d tensor value (checked)
+        dtypes.check_tensor_value_fits("index_fill", value, input.dtype)
         value = value.to(input.dtype)
     x = input.reshape(1) if input.ndim == 0 else input
     key = _dim_key(x, dim, index, "index_fill", negatives=True)

@@ -376,6 +376,16 @@ class IndexAdd(Function):
         return gg[ctx.key], None, None
 
 
+def add_at(g: Tensor, axis: int, size: int, index: Tensor) -> Tensor:
+    """The adjoint of ``index_select(x, axis, index)`` for an x of ``size`` positions along
+    ``axis``: zeros with g added back at ``index`` (repeats add up). One IndexAdd node, whose
+    backward is the select, so it differentiates again. index: int64 (k,) on g's device."""
+    shape = list(g.shape)
+    shape[axis] = size
+    key = normalize_key((slice(None),) * axis + (index,), g.device)[0]
+    return IndexAdd.apply(g, key, tuple(shape))
+
+
 for _c in (BasicIndex, AdvancedIndex, AlongDim, IndexAdd):  # Select shares BasicIndex's op name
     register_op(_c)
 

@@ -519,7 +519,8 @@ def _indexed_shape(shape: tuple, key) -> list | None:
     zero-stride view (no copy of x); None where the key does not index a NumPy array."""
     try:
         return list(np.broadcast_to(np.zeros((), np.int8), shape)[key].shape)
-    except Exception:  # noqa: BLE001 (a device key: the caller words it without the shape)
+    except (IndexError, TypeError, ValueError):  # (a device key: the caller words it
+        # without the shape)
         return None
 
 
@@ -593,9 +594,8 @@ def setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor) and value.dtype is not self.dtype:
         if not _mask_fill_key(nkey, value):
             raise index_put_dtype_error(self, value)
-        # PyTorch's masked_fill_ path: value.item() (a CPU value here), checked, cast (300
-        # into int8, NaN into int64, 1j into float32, 1e6 into float16 raise, as PyTorch)
-        dtypes.check_value_fits("masked_fill_", value.item(), self.dtype)
+        # PyTorch's masked_fill_ path: the value read as a number, checked, cast
+        dtypes.check_tensor_value_fits("masked_fill_", value, self.dtype)
         value = value.to(self.dtype)
     elif not isinstance(value, Tensor) and self.dtype is dtypes.uint8 and value < 0:
         value = dtypes.number_as(value, self.dtype)  # -255..-1 (checked above) wrap: -1 is 255
