@@ -248,6 +248,41 @@ def test_erfc_erfcx():
                                   [0.0, inf, nan, inf])
 
 
+# erfcx'(x) = 2 x erfcx(x) - 2/sqrt(pi), by mpmath at 60 digits:
+# float(2*v*mpmath.exp(v*v)*mpmath.erfc(v) - 2/mpmath.sqrt(mpmath.pi)), v = mpmath.mpf(x)
+ERFCX_GRAD = [
+    (1.0, -0.27321201478389856),
+    (2.0, -0.1067964618534896),
+    (2.5, -0.07434734678979467),
+    (3.0, -0.05437226000717287),
+    (4.0, -0.032383506095021455),
+    (5.0, -0.02133278976482631),
+    (30.0, -0.0006258354105074841),
+    (1000.0, -5.641887372654967e-07),
+    (100000.0, -5.641895834631278e-11),
+    (100000000.0, -5.641895835477562e-17),
+    (-3.0, -97237.06150316462),
+]
+
+
+def test_erfcx_gradient_at_large_x():
+    # 2 x erfcx(x) - 2/sqrt(pi) cancels for large x (5.5e-6 relative at 1e5, all digits
+    # at 1e8 before): the continued fraction's tail from x = 2.5 on
+    x = tgrad.tensor([v for v, _ in ERFCX_GRAD], dtype=F64, requires_grad=True)
+    tgrad.special.erfcx(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [d for _, d in ERFCX_GRAD], rtol=3e-15)
+    x = tgrad.tensor([1e300, math.inf], dtype=F64, requires_grad=True)
+    tgrad.special.erfcx(x).sum().backward()  # the limit 0 (x^-2 underflows)
+    assert x.grad.tolist() == [0.0, 0.0]
+    x32 = tgrad.tensor([2.5, 4.0, 30.0, 1e3, 1e8], requires_grad=True)
+    tgrad.special.erfcx(x32).sum().backward()
+    np.testing.assert_allclose(x32.grad.numpy(), [dict(ERFCX_GRAD)[v] for v in (
+        2.5, 4.0, 30.0, 1e3, 1e8)], rtol=3e-7)
+    t = tgrad.tensor([2.0, 2.5, 3.7, 4.0, 9.0, 40.0, -1.5], dtype=F64, requires_grad=True)
+    assert gradcheck(tgrad.special.erfcx, (t,))
+    assert gradgradcheck(tgrad.special.erfcx, (t,))
+
+
 def test_ndtr_log_ndtr():
     x = np.concatenate([RNG.uniform(-5, 5, 300), [0.0, -1.0, 1.0]])
     mid = np.vectorize(lambda v: math.erfc(-v / math.sqrt(2)) / 2)(x)
