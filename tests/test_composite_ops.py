@@ -452,3 +452,92 @@ def test_nonzero_of_0d_randint_size_keyword_addcmul_int_value():
     out = tgrad.addcmul(tgrad.tensor([1, 2]), tgrad.tensor([1, 2]), tgrad.tensor([1, 2]),
                         value=0.5)
     assert out.dtype is tgrad.int64 and out.tolist() == [1, 2]  # value truncated to int 0
+
+
+# ------------------------------------------------------------------------------ fused rounding
+def _f32(v):
+    return np.asarray(v, dtype=np.float32)
+
+
+def _wide(v):
+    return np.asarray(v, dtype=np.float32).astype(np.float64)
+
+
+def _fma_ref(a, b, c):
+    """a + b c of float32 values rounded once (an FMA): b c is exact in float64, and the sum
+    rounded to float64 and then float32 is the once-rounded sum (double rounding aside)."""
+    return (_wide(a) + _wide(b) * _wide(c)).astype(np.float32)
+
+
+def test_alpha_ops_of_float32_round_once_as_an_fma():
+    # PyTorch's CPU kernels compute input + alpha * other with one FMA in float32: by hand,
+    # -1 + (1 + 2^-23)(1 + 2^-22) = 3 2^-23 + 2^-45 (representable), where rounding the
+    # product first gives 3 2^-23
+    a, b, alpha = _f32([-1.0]), _f32([1 + 2.0 ** -23]), 1 + 2.0 ** -22
+    exact = 3 * 2.0 ** -23 + 2.0 ** -45
+    assert tgrad.add(tgrad.tensor(a), tgrad.tensor(b), alpha=alpha).tolist() == [exact]
+    assert tgrad.sub(tgrad.tensor(a), tgrad.tensor(b), alpha=-alpha).tolist() == [exact]
+    assert tgrad.rsub(tgrad.tensor(b), tgrad.tensor(a), alpha=-alpha).tolist() == [exact]
+    x = tgrad.tensor(a)
+    x.add_(tgrad.tensor(b), alpha=alpha)
+    assert x.tolist() == [exact]
+    assert tgrad.addcmul(tgrad.tensor(a), tgrad.tensor(b), tgrad.tensor(_f32([alpha]))
+                         ).tolist() == [exact]
+    rng = np.random.default_rng(3)
+    n = 2000
+    a, b, c = (_f32(rng.standard_normal(n) * np.exp(rng.uniform(-4, 4, n))) for _ in range(3))
+    ta, tb, tc = tgrad.tensor(a), tgrad.tensor(b), tgrad.tensor(c)
+    for al in (0.3, -2.5, 1e-3):
+        s = np.float32(al)
+        np.testing.assert_array_equal(tgrad.add(ta, tb, alpha=al).numpy(), _fma_ref(a, b, s))
+        np.testing.assert_array_equal(tgrad.sub(ta, tb, alpha=al).numpy(), _fma_ref(a, b, -s))
+        np.testing.assert_array_equal(tgrad.add(ta, 0.1, alpha=al).numpy(),
+                                      _fma_ref(a, np.float32(0.1), s))
+        x = ta.clone()
+        x.sub_(tb, alpha=al)
+        np.testing.assert_array_equal(x.numpy(), _fma_ref(a, b, -s))
+        # addcmul: fma(value * tensor1, tensor2, input), value * tensor1 rounded first
+        np.testing.assert_array_equal(tgrad.addcmul(ta, tb, tc, value=al).numpy(),
+                                      _fma_ref(a, s * b, c))
+        # addcdiv: (value * tensor1) / tensor2, then the sum, each rounded (no FMA)
+        np.testing.assert_array_equal(tgrad.addcdiv(ta, tb, tc, value=al).numpy(),
+                                      a + (s * b) / c)
+        # recorded: the same values, the gradient alpha
+        tb_g = tgrad.tensor(b, requires_grad=True)
+        y = tgrad.add(ta, tb_g, alpha=al)
+        np.testing.assert_array_equal(y.detach().numpy(), _fma_ref(a, b, s))
+        y.sum().backward()
+        assert tb_g.grad.tolist() == [float(s)] * n
+    # float16: alpha rounded to float16, the FMA in float32, then one rounding to float16
+    h1, h2 = a.astype(np.float16), b.astype(np.float16)
+    ref = _fma_ref(h1.astype(np.float32), h2.astype(np.float32),
+                   np.float32(np.float16(0.3))).astype(np.float16)
+    got = tgrad.add(tgrad.tensor(h1), tgrad.tensor(h2), alpha=0.3).numpy()
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_lerp_of_float32_is_pytorchs_fma_formula():
+    # w < 0.5: a + w (b - a); else b - (b - a)(1 - w); d = b - a and 1 - w rounded, each
+    # formula one FMA; at w = 1 exactly b
+    rng = np.random.default_rng(4)
+    n = 2000
+    a, b = (_f32(rng.standard_normal(n) * np.exp(rng.uniform(-4, 4, n))) for _ in range(2))
+    w = _f32(rng.uniform(-0.5, 1.5, n))
+    d = b - a
+    ref = np.where(np.abs(w) < 0.5, _fma_ref(a, d, w), _fma_ref(b, -d, np.float32(1) - w))
+    np.testing.assert_array_equal(
+        tgrad.lerp(tgrad.tensor(a), tgrad.tensor(b), tgrad.tensor(w)).numpy(), ref)
+    for ws in (0.3, 0.7, -0.5, 1.5):
+        s = np.float32(ws)
+        ref = _fma_ref(a, d, s) if abs(ws) < 0.5 else _fma_ref(b, -d, np.float32(1) - s)
+        np.testing.assert_array_equal(tgrad.lerp(tgrad.tensor(a), tgrad.tensor(b), ws).numpy(),
+                                      ref)
+    np.testing.assert_array_equal(tgrad.lerp(tgrad.tensor(a), tgrad.tensor(b), 1.0).numpy(), b)
+    np.testing.assert_array_equal(
+        tgrad.lerp(tgrad.tensor(a), tgrad.tensor(b), tgrad.ones(n)).numpy(), b)
+    x = tgrad.tensor(a[:4], requires_grad=True)
+    y = tgrad.tensor(b[:4], requires_grad=True)
+    wt = tgrad.tensor(w[:4], requires_grad=True)
+    tgrad.lerp(x, y, wt).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 1 - w[:4], rtol=1e-7)
+    np.testing.assert_allclose(wt.grad.numpy(), (b - a)[:4], rtol=1e-7)
