@@ -37,7 +37,6 @@ from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
-    backend_of,
     broadcast_or_raise,
     fresh,
     int_tuple,
@@ -47,7 +46,6 @@ from tgrad.ops._common import (
     sizes_keyword,
     tensor_method,
     widen_halves,
-    wrap,
 )
 from tgrad.ops.creation import arange
 from tgrad.ops.gathering import index_select
@@ -348,10 +346,6 @@ def _lerp_value(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     |weight| >= 0.5 (exact at weight 1); a tensor weight picks the branch per element (a
     complex one by |weight|). float16/bfloat16 computed in float32, rounded once."""
     (input, end, weight), half = widen_halves(input, end, weight)  # noqa: A001
-    if input.dtype is dtypes.float32 and end.dtype is dtypes.float32 and (
-            weight.dtype is dtypes.float32 if isinstance(weight, Tensor)
-            else not isinstance(weight, (complex, np.complexfloating))):
-        return rounded_to(_lerp_fma32(input, end, weight), half)
     diff = end - input
     if isinstance(weight, Tensor):
         low = ew.lt(weight.abs(), 0.5)
@@ -359,24 +353,6 @@ def _lerp_value(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     else:
         out = input + diff * weight if abs(weight) < 0.5 else end - diff * (1.0 - weight)
     return rounded_to(out, half)
-
-
-def _lerp_fma32(a: Tensor, b: Tensor, w) -> Tensor:
-    """lerp of float32 tensors as PyTorch's CPU kernel: d = b - a (rounded), then one fused
-    multiply-add, a + w d for |w| < 0.5, else b - d (1 - w) (1 - w rounded; w a number is
-    first rounded to float32); the FMA as ew.fma32 (float64 sum rounded once). Called
-    inside LerpScalar / LerpTensor's forward (nothing recorded)."""
-    be = backend_of(a)
-    d = be.binary("sub", b._data, a._data)
-    if not isinstance(w, Tensor):
-        w32 = np.float32(w)
-        if abs(w32) < 0.5:
-            return wrap(ew.fma32(be, a._data, d, w32), a.device)
-        return wrap(ew.fma32(be, b._data, d, np.float32(1) - w32, negate=True), a.device)
-    wd = w._data
-    low = ew.fma32(be, a._data, d, wd)
-    high = ew.fma32(be, b._data, d, be.binary("sub", wd, np.float32(1)))  # b + d (w - 1)
-    return ew.where(ew.lt(ew.abs(w), 0.5), wrap(low, a.device), wrap(high, a.device))
 
 
 class LerpScalar(Function):
@@ -449,19 +425,6 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
     _three_tensors("addcmul", input, tensor1, tensor2)
     value = _scalar_like(value, input, tensor1, tensor2)
     (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
-    if all(t.dtype is dtypes.float32 for t in (input, tensor1, tensor2)) \
-            and not isinstance(value, (complex, np.complexfloating)):
-        # PyTorch's kernel: fma(value * tensor1, tensor2, input) in float32 (value in
-        # float32, also for halves); the FMA as ew.fma32
-        be = backend_of(input)
-        v = np.float32(value)
-
-        def fused():
-            t1 = tensor1._data if v == 1 else be.binary("mul", tensor1._data, v)
-            return ew.fma32(be, input._data, t1, tensor2._data)
-        out = ew.fused_value(lambda: input + (tensor1 * value if value != 1 else tensor1)
-                             * tensor2, fused, input, tensor1, tensor2)
-        return rounded_to(out, half)
     prod = tensor1 * tensor2
     return rounded_to(input + (prod if value == 1 else prod * value), half)
 
@@ -492,9 +455,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
                            "future release addcdiv will perform a true division of tensor1 "
                            "and tensor2. Use true_divide or floor_divide instead.")
     (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
-    # (value * tensor1) / tensor2, in PyTorch's order (value * (tensor1 / tensor2) was 1 ulp
-    # off in 17-25% of random float32 cases)
-    return rounded_to(input + ((tensor1 if value == 1 else tensor1 * value) / tensor2), half)
+    q = tensor1 / tensor2
+    return rounded_to(input + (q if value == 1 else q * value), half)
 
 
 def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002

@@ -1144,62 +1144,8 @@ def _alpha_apply(name: str, apply, input, other, alpha) -> Tensor:  # noqa: A002
     cd = dtypes.float32 if dt.is_floating_point and dt.itemsize == 2 else dt
     x, y = (t.to(cd) if isinstance(t, Tensor) and t.dtype is not cd else t
             for t in (input, other))
-    if cd is dtypes.float32 and type(x) is Tensor and isinstance(alpha, (int, float, np.number)) \
-            and not isinstance(alpha, np.complexfloating) and (
-                type(y) is Tensor or (dt is cd and isinstance(y, (int, float)))):
-        out = _fused_scaled(name, apply, x, y, float(np.asarray(alpha).astype(dt.np)))
-    else:
-        out = apply(x, y * alpha)
+    out = apply(x, y * alpha)
     return out if out.dtype is dt else out.to(dt)
-
-
-def fused_value(graph, value, *tensors) -> Tensor:
-    """The tensor of ``graph()`` (the op as tgrad ops: its nodes, forward-AD tangent and
-    profiler events) holding the backend array ``value()`` instead (the same maths rounded
-    as PyTorch's fused kernel rounds it); only ``value()`` when nothing is recorded."""
-    if not ((STATE.enabled and any(t._requires_grad for t in tensors))
-            or (_function._FW_ACTIVE and STATE.fw_level is not None)
-            or profiler_hooks.ACTIVE is not None):
-        return wrap(value(), tensors[0].device)
-    out = graph()
-    out._data = value()
-    return out
-
-
-def fma32(be, a, b, c, negate: bool = False):
-    """a + b * c (a - b * c with ``negate``) of float32 backend arrays (or NumPy float32
-    scalars) with one rounding, as a fused multiply-add: the product of two float32s is
-    exact in float64, so the float64 sum rounded once to float32 is the FMA's result but
-    for a double rounding (none in 10^6 random cases against PyTorch)."""
-    b, c = (c, b) if isinstance(b, np.generic) else (b, c)  # an array first (if any)
-    if type(a) is np.ndarray and type(b) is np.ndarray:  # the NumPy backend: fewer arrays
-        with np.errstate(all="ignore"):
-            w = np.multiply(b, c, dtype=np.float64)  # exact
-            add = np.subtract if negate else np.add
-            if type(w) is np.ndarray and w.shape == np.broadcast_shapes(a.shape, w.shape):
-                add(a, w, out=w)
-            else:
-                w = np.asarray(add(a, w))
-            return w.astype(np.float32)
-
-    def wide(v):
-        return np.float64(v) if isinstance(v, np.generic) else be.cast(v, np.float64)
-    prod = wide(b) * wide(c) if isinstance(b, np.generic) else be.binary("mul", wide(b), wide(c))
-    return be.cast(be.binary("sub" if negate else "add", wide(a), prod), np.float32)
-
-
-def _fused_scaled(name: str, apply, x: Tensor, y, alpha: float) -> Tensor:
-    """x + alpha * y (x - alpha * y for sub/rsub) of float32 x (and y, a tensor or a number)
-    as PyTorch's CPU kernels compute it: one fused multiply-add of alpha and y, both first
-    rounded to float32 (``alpha``: already rounded to the result dtype, as PyTorch rounds it
-    for float16/bfloat16). The nodes are those of ``apply(x, y * alpha)`` (MulBackward0,
-    then the add/sub node)."""
-    be = backend_of(x)
-    s = np.float32(alpha)
-    yd = y._data if type(y) is Tensor else np.float32(y)
-    return fused_value(lambda: apply(x, y * alpha),
-                       lambda: fma32(be, x._data, yd, s, negate=name == "sub"),
-                       *(t for t in (x, y) if type(t) is Tensor))
 
 
 def rsub_apply(input: Tensor, other, alpha=1) -> Tensor:  # noqa: A002

@@ -256,9 +256,6 @@ def _check_fits(op: str, res: Tensor, self: Tensor) -> None:
                            f"broadcast shape {list(res.shape)}")
 
 
-_FUSED_ALPHA = frozenset((dtypes.float32, dtypes.float16, dtypes.bfloat16))
-
-
 def _binary_inplace(name: str, fn, keywords: tuple = ()):
     """The in-place form of binary ``fn`` (``alpha`` scales other; ``keywords`` are passed
     on, e.g. div_'s rounding_mode)."""
@@ -271,10 +268,6 @@ def _binary_inplace(name: str, fn, keywords: tuple = ()):
             dtypes.refuse_float8("add_stub", self.dtype)  # (PyTorch's add, not its mul)
             if name == "sub_":  # a bool operand refused before other * alpha hides it
                 ew._check_sub_operands(self, other)
-            if (type(other) is Tensor and self.dtype in _FUSED_ALPHA
-                    and not isinstance(alpha, (complex, np.complexfloating))):
-                # float32 / halves: add/sub's one fused multiply-add (ew._fused_scaled)
-                return apply_inplace(self, name, lambda x, y: fn(x, y, alpha=alpha), other)
             other = other * alpha
         f = (lambda x, y: fn(x, y, **passed)) if passed else fn
         return apply_inplace(self, name, f, other)
