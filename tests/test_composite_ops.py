@@ -510,3 +510,24 @@ def test_addcmul_addcdiv_value_is_checked_against_the_result_dtype():
                                                   "'Bool'"):
         tgrad.addcmul(b, b, b)
     assert tgrad.addcmul(b, i8, i8).tolist() == [2, 4]  # an int8 result is fine
+
+
+def test_clamp_number_bounds_keep_the_input_on_signed_zero_ties():
+    # PyTorch's clamp is min(max(x, lo), hi) keeping x where it equals a bound (std::max /
+    # std::min keep their first operand on ties): clamp(-0.0, min=0.0) is -0.0; an x past
+    # the bound gives the bound with its own sign
+    def signs(t):
+        return np.signbit(t.float().numpy()).tolist()
+    for dt in (tgrad.float32, tgrad.float64, tgrad.float16, tgrad.bfloat16):
+        for n in (1, 40):
+            for x in (-0.0, 0.0):
+                t = tgrad.full((n,), x, dtype=dt)
+                for kw in ({"min": -x}, {"max": -x}, {"min": -x, "max": -x},
+                           {"min": -x, "max": 1.0}, {"min": -1.0, "max": -x}):
+                    assert signs(tgrad.clamp(t, **kw)) == [x < 0 or str(x) == "-0.0"] * n, kw
+        v = tgrad.tensor([-1.0, 2.0], dtype=dt)
+        assert signs(tgrad.clamp(v, min=-0.0)) == [True, False]
+        assert signs(tgrad.clamp(v, min=0.0, max=1.0)) == [False, False]
+        assert signs(tgrad.clamp(-v, max=-0.0)) == [True, True]  # 1 -> -0.0, -2 stays
+        assert tgrad.clamp(tgrad.tensor([math.nan, 3.0], dtype=dt), min=-0.0, max=0.0
+                           ).float().numpy()[0] != 0  # NaN stays NaN

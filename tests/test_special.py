@@ -248,6 +248,104 @@ def test_erfc_erfcx():
                                   [0.0, inf, nan, inf])
 
 
+# log|Gamma(x)| at and next to lgamma's negative roots (and a few other points of (-20, -2)),
+# by mpmath at 50 digits: float(mpmath.log(abs(mpmath.gamma(mpmath.mpf(x)))))
+LGAMMA_NEAR_ROOTS = [
+    (-19.999999999999996, -9.064551793876099),
+    (-17.000000000000004, -0.2340087832595242),
+    (-16.999999999999996, -0.23400878325950386),
+    (-16.000000000000046, 0.03425520333503583),
+    (-15.999999999999952, -0.0034851246475472554),
+    (-15.5, -28.133024629191414),
+    (-15.000000000000764, 0.0011552549067268103),
+    (-10.999999999999988, 14.515993852508151),
+    (-10.99999997494789, 7.92108817813105e-09),
+    (-10.000000275573013, 1.2668051387565237e-09),
+    (-6.999801507890639, 4.525967654362372e-12),
+    (-6.999801507890638, 5.313011065735902e-14),
+    (-6.001385294453156, -6.892410931887324e-13),
+    (-6.001385294453155, -4.6433836942838004e-14),
+    (-5.998607480080876, 3.9894309784344193e-13),
+    (-5.998607480080875, -2.3721063667118474e-13),
+    (-5.008218168322594, -1.0414877920967533e-13),
+    (-5.0082181683225935, 5.4188509265538106e-15),
+    (-4.991544640560049, 1.2118818570529118e-13),
+    (-4.991544640560048, 1.7683619350849613e-14),
+    (-4.039361839740538, -2.945930505051872e-14),
+    (-4.039361839740537, -5.664578074060335e-15),
+    (-3.9552942848585984, 8.789393144349778e-15),
+    (-3.955294284858598, -4.14382750757705e-16),
+    (-3.1435808883499803, -1.7579854183617677e-15),
+    (-3.14358088834998, 1.6978655906121085e-15),
+    (-2.999999999999999, 32.86559955876921),
+    (-2.996, 3.734749966953644),
+    (-2.7486776467274128, 0.00191427796843175),
+    (-2.747682646727413, 1.0234931857070284e-15),
+    (-2.7476826467274127, 1.733509244024501e-16),
+    (-2.679, -0.09167320727712147),
+    (-2.6107208684441447, -0.11862999102044386),
+    (-2.534, -0.08822577207474436),
+    (-2.457024738220801, -6.168712140884665e-16),
+    (-2.4570247382208006, 5.619192358950097e-17),
+    (-2.4, 0.10258361596827728),
+    (-2.0000000000000004, 34.657359027997266),
+]
+
+
+def test_lgamma_near_its_negative_roots():
+    # the reflection's terms cancel there (up to 1e16 ulp at the roots, 2884 ulp on a dense
+    # sweep of (-40, 0)); the expansion about the roots keeps a few ulp
+    x = np.array([v for v, _ in LGAMMA_NEAR_ROOTS])
+    ref = np.array([r for _, r in LGAMMA_NEAR_ROOTS])
+    got = _run(tgrad.lgamma, x)
+    ulps = np.abs(got - ref) / np.spacing(np.abs(ref))
+    assert ulps.max() <= 8, (x[np.argmax(ulps)], ulps.max())
+    # float32: computed in float64, so correctly rounded but for ties
+    x32 = x.astype(np.float32)
+    x32 = x32[x32 != np.round(x32)]
+    got32 = tgrad.lgamma(tgrad.tensor(x32)).numpy().astype(np.float64)
+    ref32 = _run(tgrad.lgamma, x32.astype(np.float64))  # float64: <= 8 ulp of it, above
+    assert np.all(np.abs(got32 - ref32) <= 0.5001 * np.spacing(np.abs(ref32).astype(np.float32)))
+    t = tgrad.tensor([-2.4570247382208006, -2.61, -3.9, -5.0082], dtype=F64,
+                     requires_grad=True)
+    assert gradcheck(tgrad.lgamma, (t,))
+
+
+# erfcx'(x) = 2 x erfcx(x) - 2/sqrt(pi), by mpmath at 60 digits:
+# float(2*v*mpmath.exp(v*v)*mpmath.erfc(v) - 2/mpmath.sqrt(mpmath.pi)), v = mpmath.mpf(x)
+ERFCX_GRAD = [
+    (1.0, -0.27321201478389856),
+    (2.0, -0.1067964618534896),
+    (2.5, -0.07434734678979467),
+    (3.0, -0.05437226000717287),
+    (4.0, -0.032383506095021455),
+    (5.0, -0.02133278976482631),
+    (30.0, -0.0006258354105074841),
+    (1000.0, -5.641887372654967e-07),
+    (100000.0, -5.641895834631278e-11),
+    (100000000.0, -5.641895835477562e-17),
+    (-3.0, -97237.06150316462),
+]
+
+
+def test_erfcx_gradient_at_large_x():
+    # 2 x erfcx(x) - 2/sqrt(pi) cancels for large x (5.5e-6 relative at 1e5, all digits
+    # at 1e8 before): the continued fraction's tail from x = 2.5 on
+    x = tgrad.tensor([v for v, _ in ERFCX_GRAD], dtype=F64, requires_grad=True)
+    tgrad.special.erfcx(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [d for _, d in ERFCX_GRAD], rtol=3e-15)
+    x = tgrad.tensor([1e300, math.inf], dtype=F64, requires_grad=True)
+    tgrad.special.erfcx(x).sum().backward()  # the limit 0 (x^-2 underflows)
+    assert x.grad.tolist() == [0.0, 0.0]
+    x32 = tgrad.tensor([2.5, 4.0, 30.0, 1e3, 1e8], requires_grad=True)
+    tgrad.special.erfcx(x32).sum().backward()
+    np.testing.assert_allclose(x32.grad.numpy(), [dict(ERFCX_GRAD)[v] for v in (
+        2.5, 4.0, 30.0, 1e3, 1e8)], rtol=3e-7)
+    t = tgrad.tensor([2.0, 2.5, 3.7, 4.0, 9.0, 40.0, -1.5], dtype=F64, requires_grad=True)
+    assert gradcheck(tgrad.special.erfcx, (t,))
+    assert gradgradcheck(tgrad.special.erfcx, (t,))
+
+
 def test_ndtr_log_ndtr():
     x = np.concatenate([RNG.uniform(-5, 5, 300), [0.0, -1.0, 1.0]])
     mid = np.vectorize(lambda v: math.erfc(-v / math.sqrt(2)) / 2)(x)

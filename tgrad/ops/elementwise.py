@@ -1621,10 +1621,12 @@ class Clamp(Function):
         # the bounds in the result dtype (1.7 is 1.703125 in bfloat16), the same for backward
         lo, hi = (None if v is None else _operand(v, dt, be, "clamp") for v in (lo, hi))
         y = be.cast(x._data, dt.np)
+        # the bound first: NumPy's maximum/minimum return their second operand on ties, so
+        # a tie keeps x, as PyTorch's clamp (clamp(-0.0, min=0.0) is -0.0)
         if lo is not None:
-            y = be.binary("maximum", y, lo)
+            y = be.binary("maximum", lo, y)
         if hi is not None:
-            y = be.binary("minimum", y, hi)
+            y = be.binary("minimum", hi, y)
         ctx.save_for_backward(x)
         ctx.lo, ctx.hi = lo, hi
         return wrap(y, x.device)
