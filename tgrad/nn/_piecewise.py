@@ -13,7 +13,9 @@ tgrad composes these ops of ``where`` with bool masks, index_select, index_add..
 gradients depend on g alone: with a g that needs no grad (``autograd.grad(y.sum(), x,
 create_graph=True)``) the gradient would not require grad and a second backward would raise.
 Each op passes its input through ``tie`` once: y = x, dx = g (the composite's gradient), made
-part of x's graph: d(dx)/dg = identity, d(dx)/dx = 0.
+part of x's graph: d(dx)/dg = identity, d(dx)/dx = 0; an op that is one Function of its own
+(the adaptive pools, reflect/replicate pad...) instead returns ``_Attach.apply(dx, x)`` from
+its backward, the same tie made there.
 """
 
 from __future__ import annotations
