@@ -768,8 +768,8 @@ def _is_contiguous_as(t: Tensor, fmt) -> bool:
 
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:
     n = max(ndim, 1)
-    if type(dim) is not int:
-        dim = _int_arg(op, "dim", dim)
+    if type(dim) is not int:  # (a bool is refused, as PyTorch's parser does)
+        dim = _int_arg(op, "dim", dim, allow_bool=False)
     if not -n <= dim < n:
         raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
                          f"[{-n}, {n - 1}], but got {dim})")
