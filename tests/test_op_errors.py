@@ -891,3 +891,21 @@ def test_dim_arguments_take_numpy_and_0d_integer_tensors(name):
            "sum": x.numpy().sum(1)}.get(name)
     if ref is not None:
         np.testing.assert_allclose(want, ref)
+
+
+def test_factory_sizes_take_integer_tensors_and_refuse_float_tensors():
+    # one size check (int_tuple): PyTorch takes 0-d / one-element integer tensors and NumPy
+    # integers as sizes, refuses float tensors; the new_* factories name the op
+    z = tgrad.zeros(2)
+    assert tgrad.zeros((tgrad.tensor(2), np.int64(3))).shape == (2, 3)
+    assert tgrad.ones(tgrad.tensor([2]), 3).shape == (2, 3)
+    assert z.new_zeros(tgrad.tensor(2), 1).shape == (2, 1)
+    for call, op in ((lambda: tgrad.zeros((tgrad.tensor(2.0), 3)), "zeros"),
+                     (lambda: tgrad.empty(tgrad.tensor(2.5)), "empty"),
+                     (lambda: z.new_zeros(2.5), "new_zeros"),
+                     (lambda: z.new_full((2.5,), 1.0), "new_full")):
+        with pytest.raises(TypeError, match=rf"^{op}\(\): argument 'size' must be tuple of "
+                                            rf"ints, but found element of type"):
+            call()
+    with pytest.raises(RuntimeError, match=r"negative dimension -1: \[2, -1\]"):
+        z.new_zeros((2, -1))
