@@ -475,7 +475,8 @@ def test_bad_parameters_raise_pytorch_messages():
                             "Normal(loc: 0.0, scale: -1.0) to satisfy the constraint "
                             "GreaterThan(lower_bound=0.0), but found invalid values:\n-1.0")
     with pytest.raises(ValueError, match=r"Expected parameter loc \(Tensor of shape \(2,\)\) "
-                                         r"of distribution Normal\(loc: \(2,\), scale: \(2,\)\)"
+                                         r"of distribution Normal\(loc: tgrad\.Size\(\[2\]\), "
+                                         r"scale: tgrad\.Size\(\[2\]\)\)"
                                          r" to satisfy the constraint Real\(\)"):
         Normal(_t([0.0, math.nan]), 1.0)
     with pytest.raises(ValueError, match=r"constraint GreaterThan\(lower_bound=0.0\)"):
@@ -492,7 +493,8 @@ def test_bad_parameters_raise_pytorch_messages():
         Categorical(logits=_t([0.0, math.nan]))
     # PyTorch 2.13: low < high through arg_constraints (less_than(high), greater_than(low))
     with pytest.raises(ValueError, match=r"^Expected parameter low \(Tensor of shape \(2,\)\) "
-                                         r"of distribution Uniform\(low: \(2,\), high: \(2,\)\) "
+                                         r"of distribution Uniform\(low: tgrad\.Size\(\[2\]\), "
+                                         r"high: tgrad\.Size\(\[2\]\)\) "
                                          r"to satisfy the constraint LessThan\(upper_bound="):
         Uniform(_t([0.0, 1.0]), _t([1.0, 1.0]))
     for cls in (Bernoulli, Categorical):
@@ -536,7 +538,9 @@ def test_bad_values_raise_pytorch_messages():
 
 
 def test_default_validation_switch_and_repr():
-    assert repr(Normal(_t([0.0, 1.0]), 1.0)) == "Normal(loc: (2,), scale: (2,))"
+    # PyTorch's "Normal(loc: torch.Size([2]), scale: torch.Size([2]))" (Tensor.size())
+    assert repr(Normal(_t([0.0, 1.0]), 1.0)) == ("Normal(loc: tgrad.Size([2]), "
+                                                  "scale: tgrad.Size([2]))")
     assert repr(Bernoulli(logits=0.5)) == "Bernoulli(logits: 0.5)"
     # a 0-d tensor formats as its value (as torch's Tensor.__format__), others as tensors
     assert repr(Exponential(_t([2.0]))) == f"Exponential(rate: {_t([2.0])})"
@@ -723,7 +727,8 @@ def test_mvn_errors_have_pytorch_messages():
             MultivariateNormal(z2, _t(bad))
         assert str(e.value).startswith(
             "Expected parameter covariance_matrix (Tensor of shape (2, 2)) of distribution "
-            "MultivariateNormal(loc: (2,), covariance_matrix: (2, 2)) to satisfy the "
+            "MultivariateNormal(loc: tgrad.Size([2]), covariance_matrix: tgrad.Size([2, 2])) "
+            "to satisfy the "
             "constraint PositiveDefinite(), but found invalid values:\n")
     for bad in ([[1.0, 2.0], [0.0, 1.0]], [[-1.0, 0.0], [0.0, 1.0]]):
         with pytest.raises(ValueError, match=r"to satisfy the constraint LowerCholesky\(\)"):

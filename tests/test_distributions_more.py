@@ -104,8 +104,9 @@ def test_geometric():
     draws = d.sample((40000,)).numpy()
     assert (draws == np.floor(draws)).all() and abs(draws.mean() - (1 - p) / p) < 0.05
     # PyTorch's text, listing the invalid values only
-    with pytest.raises(ValueError, match=r"of distribution Geometric\(probs: \(2,\)\) to be "
-                                         r"positive but found invalid values:\ntensor\(\[0\.\]"):
+    with pytest.raises(ValueError, match=r"of distribution Geometric\(probs: "
+                                         r"tgrad\.Size\(\[2\]\)\) to be positive but found "
+                                         r"invalid values:\ntensor\(\[0\.\]"):
         D.Geometric(_t([0.0, 0.5]))
 
 

@@ -3,6 +3,8 @@ within PyTorch's default tolerances, gradients by finite differences (gradcheck 
 gradgradcheck for every transform, norm mode, odd/even n, padding and trimming), the dtype
 rules and PyTorch's errors; the cuda device raises for the transforms."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -541,3 +543,27 @@ def test_istft_errors_carry_pytorch_wording():
     with pytest.raises(RuntimeError, match=r"the overlap-added squared window's minimum 0 "
                                            r"< 1e-11"):
         tgrad.istft(spec, 8, window=tgrad.hann_window(8), center=False)
+
+
+def test_int_arguments_take_numpy_and_0d_integer_tensors_refuse_bools():
+    # PyTorch's int parser: a 0-d integer tensor or NumPy integer is an int; bool and float
+    # are its TypeError (the one int check, tensor._int_arg, under the fft_<op> name)
+    a = np.array([1.0, -2.0, 0.5, 3.0])
+    x = tgrad.tensor(a, dtype=tgrad.float64)
+    for n in (tgrad.tensor(6), np.int64(6)):
+        np.testing.assert_allclose(F.fft(x, n=n).numpy(), np.fft.fft(a, 6), atol=1e-12)
+        np.testing.assert_allclose(F.fftn(x, s=(n,)).numpy(), np.fft.fft(a, 6), atol=1e-12)
+        np.testing.assert_allclose(F.fftfreq(n).numpy(), np.fft.fftfreq(6), atol=1e-7)
+    np.testing.assert_allclose(F.fft(x, dim=tgrad.tensor(0)).numpy(), np.fft.fft(a),
+                               atol=1e-12)
+    for call, msg in ((lambda: F.fft(x, n=True), "fft_fft(): argument 'n' must be int, not bool"),
+                      (lambda: F.fft(x, dim=False), "fft_fft(): argument 'dim' must be int, "
+                                                    "not bool"),
+                      (lambda: F.fftn(x, s=(None,)), "fft_fftn(): argument 's' must be int, "
+                                                     "not NoneType"),
+                      (lambda: F.fftfreq(4.0), "fft_fftfreq(): argument 'n' must be int, "
+                                               "not float"),
+                      (lambda: F.fft(x, n=tgrad.tensor(6.0)), "fft_fft(): argument 'n' must be "
+                                                              "int, not Tensor")):
+        with pytest.raises(TypeError, match=re.escape(msg)):
+            call()

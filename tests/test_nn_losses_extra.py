@@ -814,3 +814,49 @@ def test_hinge_embedding_loss_integer_input_as_pytorch():
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
         F.hinge_embedding_loss(tgrad.tensor([True, False]), tgrad.tensor([1, -1]),
                                reduction="none")
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "smooth_l1_loss", "huber_loss"])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_fused_losses_read_a_bool_operand_as_the_promoted_float(name, reduction):
+    # PyTorch's fused kernels (TensorIterator) promote a bool operand: the loss of (x, mask)
+    # is the loss of (x, mask as 0/1 floats); hand values, d = x - t, beta = delta = 1
+    x = np.array([0.5, 1.0, -1.0, 2.5])
+    m = np.array([True, False, True, False])
+    d = x - m
+    elem = {"mse_loss": d * d,
+            "smooth_l1_loss": np.where(np.abs(d) < 1, 0.5 * d * d, np.abs(d) - 0.5),
+            "huber_loss": np.where(np.abs(d) < 1, 0.5 * d * d, np.abs(d) - 0.5)}[name]
+    want = {"none": elem, "mean": elem.mean(), "sum": elem.sum()}[reduction]
+    fn = getattr(F, name)
+    xt = tgrad.tensor(x, dtype=tgrad.float64, requires_grad=True)
+    got = fn(xt, tgrad.tensor(m), reduction=reduction)
+    assert got.dtype == tgrad.float64
+    np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-12)
+    got.sum().backward()
+    dl = {"mse_loss": 2 * d}.get(name, np.clip(d, -1, 1))  # dl/dd
+    scale = 1 / x.size if reduction == "mean" else 1.0
+    np.testing.assert_allclose(xt.grad.numpy(), dl * scale, rtol=1e-12)
+    x32 = tgrad.tensor(x, dtype=tgrad.float32)
+    if name != "huber_loss":  # a bool input and a float target: a float32 result too
+        r = fn(tgrad.tensor(m), x32, reduction=reduction)
+        assert r.dtype == tgrad.float32
+        np.testing.assert_allclose(r.numpy(), want, rtol=1e-6)
+    else:  # huber_loss writes into the input's dtype: PyTorch's cast error
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the "
+                                               "desired output type Bool"):
+            fn(tgrad.tensor(m), x32, reduction=reduction)
+        with pytest.raises(RuntimeError, match="result type Long can't be cast to the "
+                                               "desired output type Bool"):
+            fn(tgrad.tensor(m), tgrad.tensor([1, 2, 3, 4]), reduction=reduction)
+    kernel = {"mse_loss": "mse_cpu"}.get(name, name.replace("_loss", "_cpu"))
+    with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented for \'Bool\''):
+        fn(tgrad.tensor(m), tgrad.tensor(m), reduction=reduction)
+
+
+def test_l1_loss_refuses_bool_operands_as_pytorch():
+    # PyTorch's l1_loss is a composition whose subtraction refuses bools
+    m, x = tgrad.tensor([True, False]), tgrad.tensor([0.5, 1.0])
+    for a, b in ((x, m), (m, x), (m, m)):
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with "):
+            F.l1_loss(a, b)

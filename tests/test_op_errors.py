@@ -858,3 +858,83 @@ def test_eye_refuses_bools_and_isin_non_numbers():
                                         r"must be Tensor or Number, not list"):
         tgrad.isin(x, [1.0])  # (the error named eq)
     np.testing.assert_array_equal(tgrad.isin(x, 2.0).numpy(), [False, True])
+
+
+# PyTorch's parser refuses a float and a bool where it wants an int dim (True is an int in
+# Python, but not to PyTorch: "argument 'dim' (position 2) must be int, not bool"), while
+# NumPy integers and 0-d integer tensors are taken. (op, a call with dim d) over (2, 3, 4).
+_I = lambda: tgrad.zeros(2, 3, 4, dtype=tgrad.int64)  # noqa: E731
+DIM_CALLS = {
+    "softmax": lambda x, d: tgrad.softmax(x, d),
+    "log_softmax": lambda x, d: tgrad.nn.functional.log_softmax(x, d),
+    "softmin": lambda x, d: tgrad.nn.functional.softmin(x, d),
+    "cumsum": lambda x, d: tgrad.cumsum(x, d), "cumprod": lambda x, d: x.cumprod(d),
+    "cummax": lambda x, d: tgrad.cummax(x, d), "cummin": lambda x, d: x.cummin(d),
+    "logcumsumexp": lambda x, d: tgrad.logcumsumexp(x, d),
+    "sum": lambda x, d: x.sum(d), "sum tuple": lambda x, d: x.sum((d, 0)),
+    "mean": lambda x, d: tgrad.mean(x, d), "prod": lambda x, d: x.prod(d),
+    "amax": lambda x, d: x.amax(d), "max": lambda x, d: x.max(d), "min": lambda x, d: x.min(d),
+    "argmax": lambda x, d: x.argmax(d), "argmin": lambda x, d: tgrad.argmin(x, d),
+    "flip": lambda x, d: tgrad.flip(x, (d,)), "flip int": lambda x, d: tgrad.flip(x, d),
+    "roll": lambda x, d: tgrad.roll(x, 1, d), "narrow": lambda x, d: x.narrow(d, 0, 1),
+    "select": lambda x, d: x.select(d, 0), "unbind": lambda x, d: x.unbind(d),
+    "movedim": lambda x, d: x.movedim(d, 0), "diff": lambda x, d: tgrad.diff(x, dim=d),
+    "logsumexp": lambda x, d: x.logsumexp(d), "std": lambda x, d: x.std(d),
+    "var": lambda x, d: tgrad.var(x, d), "sort": lambda x, d: x.sort(d),
+    "topk": lambda x, d: x.topk(1, d), "kthvalue": lambda x, d: x.kthvalue(1, d),
+    "index_select": lambda x, d: x.index_select(d, tgrad.tensor([0])),
+    "gather": lambda x, d: x.gather(d, _I()), "scatter": lambda x, d: x.scatter(d, _I(), 0.0),
+    "unsqueeze": lambda x, d: x.unsqueeze(d), "squeeze": lambda x, d: x.squeeze(d),
+    "transpose": lambda x, d: x.transpose(d, 0), "cat": lambda x, d: tgrad.cat([x, x], d),
+    "stack": lambda x, d: tgrad.stack([x, x], d), "split": lambda x, d: x.split(1, d),
+    "chunk": lambda x, d: x.chunk(2, d), "flatten": lambda x, d: x.flatten(d),
+    "cross": lambda x, d: tgrad.cross(tgrad.zeros(3, 3), tgrad.zeros(3, 3), d),
+    "all": lambda x, d: x.all(d), "median": lambda x, d: x.median(d),
+    "cumsum_": lambda x, d: x.clone().cumsum_(d), "squeeze_": lambda x, d: x.clone().squeeze_(d),
+    "unsqueeze_": lambda x, d: x.clone().unsqueeze_(d),
+}
+
+
+@pytest.mark.parametrize("name", list(DIM_CALLS))
+@pytest.mark.parametrize("bad", [True, False, 1.5, 1.0, np.bool_(True)])
+def test_dim_arguments_refuse_floats_and_bools(name, bad):
+    if name in ("std", "var") and type(bad) is bool:
+        # PyTorch's std/var(input, unbiased: bool) overload: a bool there is not a dim
+        want = np.var(_x(2, 3, 4).numpy(), ddof=1 if bad else 0)
+        got = DIM_CALLS[name](_x(2, 3, 4), bad).item()
+        assert got == pytest.approx(want if name == "var" else math.sqrt(want), rel=1e-6)
+        return
+    with pytest.raises(TypeError, match=rf"must be (int|tuple of ints).*{type(bad).__name__}"):
+        DIM_CALLS[name](_x(2, 3, 4), bad)
+
+
+@pytest.mark.parametrize("name", ["argmax", "flip int", "roll", "cumsum", "softmax", "sum"])
+def test_dim_arguments_take_numpy_and_0d_integer_tensors(name):
+    # each result equals the one for the plain int 1 (the same elements, by NumPy)
+    x = _x(2, 3, 4)
+    want = DIM_CALLS[name](x, 1).numpy()
+    for d in (np.int64(1), tgrad.tensor(1)):
+        np.testing.assert_array_equal(DIM_CALLS[name](x, d).numpy(), want)
+    ref = {"argmax": np.argmax(x.numpy(), 1), "flip int": np.flip(x.numpy(), 1),
+           "roll": np.roll(x.numpy(), 1, 1), "cumsum": np.cumsum(x.numpy(), 1),
+           "sum": x.numpy().sum(1)}.get(name)
+    if ref is not None:
+        np.testing.assert_allclose(want, ref)
+
+
+def test_factory_sizes_take_integer_tensors_and_refuse_float_tensors():
+    # one size check (int_tuple): PyTorch takes 0-d / one-element integer tensors and NumPy
+    # integers as sizes, refuses float tensors; the new_* factories name the op
+    z = tgrad.zeros(2)
+    assert tgrad.zeros((tgrad.tensor(2), np.int64(3))).shape == (2, 3)
+    assert tgrad.ones(tgrad.tensor([2]), 3).shape == (2, 3)
+    assert z.new_zeros(tgrad.tensor(2), 1).shape == (2, 1)
+    for call, op in ((lambda: tgrad.zeros((tgrad.tensor(2.0), 3)), "zeros"),
+                     (lambda: tgrad.empty(tgrad.tensor(2.5)), "empty"),
+                     (lambda: z.new_zeros(2.5), "new_zeros"),
+                     (lambda: z.new_full((2.5,), 1.0), "new_full")):
+        with pytest.raises(TypeError, match=rf"^{op}\(\): argument 'size' must be tuple of "
+                                            rf"ints, but found element of type"):
+            call()
+    with pytest.raises(RuntimeError, match=r"negative dimension -1: \[2, -1\]"):
+        z.new_zeros((2, -1))

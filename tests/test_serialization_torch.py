@@ -100,7 +100,7 @@ def test_parameter_nested_containers_dtype_and_size():
     assert isinstance(nested["list"][5], tuple)
     np.testing.assert_array_equal(f64(nested["tensors"][0]), [0.0, 2.0, 4.0])
     assert e["dtype"] is tgrad.float16
-    assert e["shape"] == (2, 3) and type(e["shape"]) is tuple
+    assert e["shape"] == (2, 3) and type(e["shape"]) is tgrad.Size  # (a torch.Size)
 
 
 def test_load_state_dict_into_tgrad_module_and_forward():
@@ -512,3 +512,22 @@ print(json.dumps({{"dev": str(e["t"].device), "stride": list(e["t"].stride()),
     assert out["base"] == base.tolist() and out["t"] == base.T.tolist()
     assert out["bf16"] == ramp((2, 2), 0.25, 1.0).tolist()
     assert out["b"] == [True, False, True, False, True]
+
+
+def test_size_round_trips_as_torch_size():
+    # tgrad.Size is written as PyTorch pickles a torch.Size (the global torch.Size called on
+    # the tuple), and read back as a tgrad.Size; a plain tuple stays a tuple
+    obj = {"s": tgrad.zeros(2, 3).size(), "e": tgrad.Size([]), "t": (1, 2)}
+    for fmt in ("torch", "tgrad"):
+        f = io.BytesIO()
+        tgrad.save(obj, f, format=fmt)
+        f.seek(0)
+        back = tgrad.load(f)
+        assert type(back["s"]) is tgrad.Size and back["s"] == (2, 3)
+        assert type(back["e"]) is tgrad.Size and back["e"] == ()
+        assert type(back["t"]) is tuple and back["t"] == (1, 2)
+        if fmt == "torch":
+            with zipfile.ZipFile(f) as z:
+                pkl = next(n for n in z.namelist() if n.endswith("data.pkl"))
+                ops = [(op.name, arg) for op, arg, _ in pickletools.genops(z.read(pkl))]
+            assert ("GLOBAL", "torch Size") in ops and ("REDUCE", None) in ops

@@ -3,6 +3,8 @@ counters, gradients (vs NumPy float64 and finite differences) and error messages
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -190,8 +192,10 @@ def test_getitem_errors_name_the_op():
         x[::-1]
     with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
         x[tgrad.tensor([0.5])]
+    with pytest.raises(TypeError, match="new\\(\\): invalid data type 'str'"):
+        x["a"]  # PyTorch reads a str as a sequence of data
     with pytest.raises(IndexError, match="only integers, slices"):
-        x["a"]
+        x[1.5]
     with pytest.raises(IndexError, match=r"index: too many indices.*\[3, 4\]"):
         x[0, 0, 0]
 
@@ -725,3 +729,66 @@ def test_broadcast_to_method_takes_ints_the_function_a_sequence():
             call()
     a = tgrad.tensor([[1.0], [2.0]], dtype=D, requires_grad=True)
     assert gradcheck(lambda t: t.broadcast_to(3, 2, 4), (a,))
+
+
+def test_squeeze_refuses_dim_none_as_pytorch():
+    # PyTorch's squeeze overloads are (), (int dim) and (tuple of ints dim): no None
+    x = tgrad.zeros(2, 1, 3, 1)
+    assert x.squeeze().shape == (2, 3) and tgrad.squeeze(x).shape == (2, 3)
+    assert x.clone().squeeze_().shape == (2, 3) and tgrad.squeeze_copy(x).shape == (2, 3)
+    assert x.squeeze(1).shape == (2, 3, 1) and x.squeeze(dim=(1, 3)).shape == (2, 3)
+    assert tgrad.squeeze_copy(x, dim=3).shape == (2, 1, 3)
+    for call in (lambda: x.squeeze(None), lambda: tgrad.squeeze(x, dim=None),
+                 lambda: x.clone().squeeze_(None), lambda: tgrad.squeeze_copy(x, None)):
+        with pytest.raises(TypeError, match=r"squeeze_?\(\): argument 'dim' must be int or "
+                                            r"tuple of ints, not NoneType"):
+            call()
+
+
+def test_index_with_str_is_pytorchs_type_error():
+    # PyTorch reads a str (or bytes) as a sequence of data for an index tensor:
+    # TypeError "new(): invalid data type 'str'", also inside a tuple or a list key
+    x = tgrad.arange(6.0).reshape(2, 3)
+    for key in ("a", "ab", ("a",), (0, "a"), (None, "a"), [0, "a"], ["a"], [[0, "a"]], b"a"):
+        name = "bytes" if key == b"a" else "str"
+        with pytest.raises(TypeError, match=rf"new\(\): invalid data type '{name}'"):
+            x[key]
+        with pytest.raises(TypeError, match=rf"new\(\): invalid data type '{name}'"):
+            x.clone()[key] = 1.0
+    # a float, an object or a dict (not a sequence) stays PyTorch's IndexError
+    for key in (1.5, (0, 1.5), (..., 1.5), object(), {}, [1.5, "a"]):
+        with pytest.raises(IndexError, match=r"only integers, slices \(`:`\), ellipsis "
+                                             r"\(`...`\), None and long or byte Variables "
+                                             r"are valid indices \(got "):
+            x[key]
+        with pytest.raises(IndexError, match="are valid indices"):
+            x.clone()[key] = 1.0
+
+
+def test_float_list_index_truncates_as_pytorch():
+    # PyTorch converts a list (or NumPy array) index to an int64 tensor: floats truncate
+    # toward zero (x[[1.5]] is x[[1]], x[[-1.5]] is x[[-1]]); NaN / inf / past int64 is its
+    # overflow RuntimeError. A float *tensor* index stays an IndexError.
+    a = np.arange(6.0).reshape(3, 2)
+    x = tgrad.tensor(a)
+    for key, want in (([1.5], a[[1]]), ([-1.5], a[[-1]]), ([0.5, 2.9], a[[0, 2]]),
+                      ([True, 1.5], a[[1, 1]]), (np.array([1.5]), a[[1]]),
+                      ((slice(None), [1.5]), a[:, [1]]), (([1.5], [0.2]), a[[1], [0]]),
+                      ([[0.5, 1.5]], a[[0, 1]])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # (the non-tuple sequence warning)
+            np.testing.assert_array_equal(x[key].numpy(), want)
+            y = x.clone()
+            y[key] = -1.0
+        b = a.copy()
+        b[tuple(np.trunc(np.asarray(k)).astype(np.int64) if isinstance(k, (list, np.ndarray))
+                else k for k in (key if isinstance(key, tuple) else (key,)))] = -1.0
+        np.testing.assert_array_equal(y.numpy(), b)
+    for bad in ([float("nan")], [1e30], [float("inf")]):
+        with pytest.raises(RuntimeError, match="cannot be converted to type int64 without "
+                                               "overflow"):
+            x[bad]
+    with pytest.raises(TypeError, match="'complex' object cannot be interpreted as an integer"):
+        x[[1 + 0j]]
+    with pytest.raises(IndexError, match="tensors used as indices must be long"):
+        x[tgrad.tensor([1.5])]

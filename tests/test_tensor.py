@@ -995,3 +995,34 @@ def test_tensor_method_bad_input_checks_keep_the_valid_calls():
     w = tgrad.tensor([1.0, 2.0], requires_grad=True)
     v = (w * 2).requires_grad_(True)  # the method on a non-leaf: a no-op, as PyTorch
     assert v.requires_grad and not v.is_leaf
+
+
+def test_size_is_pytorchs_torch_size():
+    # PyTorch's torch.Size: a tuple subclass, numel(), Size results for +, * and slices,
+    # int items, repr torch.Size([2, 3]) (here tgrad.Size); x.shape stays a plain tuple
+    x = tgrad.zeros(2, 3)
+    s = x.size()
+    assert type(s) is tgrad.Size and isinstance(s, tuple) and type(x.shape) is tuple
+    assert s == (2, 3) == x.shape and hash(s) == hash((2, 3)) and s != [2, 3]
+    assert repr(s) == str(s) == f"{s}" == "tgrad.Size([2, 3])"
+    assert s.numel() == 6 and tgrad.Size([]).numel() == 1 and tgrad.Size([4, 0]).numel() == 0
+    for r, want in ((s + (1,), (2, 3, 1)), ((1,) + s, (1, 2, 3)), (s[1:], (3,)),
+                    (s[::-1], (3, 2)), (s * 2, (2, 3, 2, 3)), (2 * s, (2, 3, 2, 3))):
+        assert type(r) is tgrad.Size and r == want
+    assert type(s[0]) is int and s[-1] == 3 and list(s) == [2, 3]
+    assert repr(tgrad.Size()) == "tgrad.Size([])"
+    # items: ints, bools (as PyTorch: Size([True]) == Size([1])), NumPy and 0-d tensors
+    assert tgrad.Size([True, np.int64(4), tgrad.tensor(5)]) == (1, 4, 5)
+    for bad, name in (([2.5], "float"), (["a"], "str"), ([1, None], "NoneType")):
+        with pytest.raises(TypeError, match=rf"takes an iterable of 'int' \(item \d is "
+                                            rf"'{name}'\)"):
+            tgrad.Size(bad)
+    with pytest.raises(TypeError, match="can only concatenate|unsupported operand"):
+        s + [1]
+    # a Size works wherever a shape does
+    assert tgrad.zeros(s).shape == (2, 3) and x.reshape(s[::-1]).shape == (3, 2)
+    assert x.new_ones(s).shape == (2, 3) and x.expand(tgrad.Size([4, 2, 3])).shape == (4, 2, 3)
+    import copy
+    import pickle
+    for y in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s)):
+        assert type(y) is tgrad.Size and y == (2, 3)

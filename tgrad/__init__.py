@@ -63,7 +63,7 @@ from tgrad.dtypes import bool_ as bool  # noqa: A001,A004
 from tgrad.generator import Generator, default_generator, initial_seed, seed
 from tgrad.ops import *  # noqa: F401,F403
 from tgrad.ops import __all__ as _ops_all
-from tgrad.tensor import Tensor
+from tgrad.tensor import Size, Tensor
 
 _out.install(globals())  # PyTorch's out= keyword on the torch-level functions
 
@@ -103,7 +103,7 @@ inf = _math.inf
 nan = _math.nan
 newaxis = None
 
-__all__ = ["Tensor", "Generator", "default_generator", "seed", "initial_seed", "autograd",
+__all__ = ["Tensor", "Size", "Generator", "default_generator", "seed", "initial_seed", "autograd",
            "Function", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
            "set_detect_anomaly", "device", "get_default_device",

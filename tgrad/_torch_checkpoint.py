@@ -48,7 +48,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.cuda.array import contiguous_strides
-from tgrad.tensor import Tensor
+from tgrad.tensor import Size, Tensor
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 
@@ -113,7 +113,7 @@ _TENSOR_TYPE, _PARAMETER_TYPE = _TorchTensorType(False), _TorchTensorType(True)
 
 
 def _torch_size(*args):
-    return tuple(*args)
+    return Size(*args)  # (torch.Size -> tgrad.Size: a tuple subclass)
 
 
 def _codecs_encode(obj, encoding="utf-8"):
@@ -588,6 +588,11 @@ class _Writer:
                 for i, x in enumerate(v):
                     self.obj(x, f"{where}[{i}]")
                 self.out += b"e"
+        elif isinstance(v, Size):  # torch.Size(tuple), as torch pickles one
+            self.global_("torch", "Size")
+            self.out += b"("
+            self.tuple_(tuple(v), where)
+            self.out += b"tR"
         elif isinstance(v, tuple):
             self.tuple_(v, where)
         else:

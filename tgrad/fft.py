@@ -40,7 +40,7 @@ from tgrad._autocast import autocast_policy
 from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
 from tgrad.ops._common import int_tuple, register_op, require_tensor, wrap
-from tgrad.tensor import Tensor, _wrap_dim
+from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
            "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq",
@@ -140,11 +140,10 @@ def _check_n(n) -> None:
         raise RuntimeError(f"Invalid number of data points ({n}) specified")
 
 
-def _int_arg(op: str, name: str, v, optional: bool = True) -> None:
-    if v is None and optional:
-        return
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"fft_{op}(): argument '{name}' must be int, not {type(v).__name__}")
+def _int(op: str, name: str, v) -> int:
+    """tensor._int_arg under PyTorch's fft_<op> name: ints, NumPy integers and 0-d integer
+    tensors; a bool or a float is its TypeError ("fft_fft(): argument 'n' must be int")."""
+    return v if type(v) is int else _int_arg(f"fft_{op}", name, v, allow_bool=False)
 
 
 def _input(op: str, x, kind: str) -> Tensor:
@@ -194,10 +193,8 @@ def _wrap(op: str, d, ndim: int) -> int:
 
 def _dim_1d(op: str, x: Tensor, n, dim) -> tuple:
     """(dims, sizes) of a one-dim transform, n defaulting to the input's size."""
-    _int_arg(op, "n", n)
-    _int_arg(op, "dim", dim, optional=False)
-    d = _wrap(op, dim, x.ndim)
-    size = x.shape[d] if n is None else int(n)
+    d = _wrap(op, _int(op, "dim", dim), x.ndim)
+    size = x.shape[d] if n is None else _int(op, "n", n)
     return (d,), [size]
 
 
@@ -226,8 +223,8 @@ def _dims_nd(op: str, x: Tensor, s, dim) -> tuple:
         return dims, [x.shape[d] for d in dims]
     sizes = []
     for d, n in zip(dims, s):
-        _int_arg(op, "s", n)
-        sizes.append(x.shape[d] if n == -1 else int(n))
+        n = _int(op, "s", n)
+        sizes.append(x.shape[d] if n == -1 else n)
     return dims, sizes
 
 
@@ -439,7 +436,7 @@ def ihfft2(input: Tensor, s=None, dim=(-2, -1),  # noqa: A002
 def _freq(op: str, n: int, d: float, onesided: bool, dtype, device,
           requires_grad: bool) -> Tensor:
     from tgrad.ops.creation import tensor
-    _int_arg(op, "n", n, optional=False)
+    n = _int(op, "n", n)
     if isinstance(d, (str, bytes)) or not isinstance(d, (numbers.Real, np.generic, Tensor)):
         raise TypeError(f"{op}(): argument 'd' (position 2) must be float, not "
                         f"{type(d).__name__}")

@@ -36,7 +36,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.cuda.array import contiguous_strides
-from tgrad.tensor import Tensor
+from tgrad.tensor import Size, Tensor
 
 FORMAT = "tgrad.save/1"
 _STRUCT_KEY = "__tgrad__"
@@ -170,7 +170,8 @@ def _encode(obj: Any, arrays: dict, where: str, memo: dict):
             items.append([k, _encode(v, arrays, f"{where}[{k!r}]", memo)])
         return {"dict": items, "ordered": isinstance(obj, OrderedDict)}
     if isinstance(obj, (list, tuple)):
-        kind = "list" if isinstance(obj, list) else "tuple"
+        kind = "list" if isinstance(obj, list) else "size" if isinstance(obj, Size) else \
+            "tuple"
         return {kind: [_encode(v, arrays, f"{where}[{i}]", memo) for i, v in enumerate(obj)]}
     raise TypeError(f"tgrad.save: cannot save an object of type {type(obj).__name__} at "
                     f"{where}; supported: Tensor, dict, list, tuple, int, float, bool, str, "
@@ -214,6 +215,8 @@ def _decode(rec: Any, z, device, memo: dict | None = None):
         return [_decode(v, z, device, memo) for v in rec["list"]]
     if "tuple" in rec:
         return tuple(_decode(v, z, device, memo) for v in rec["tuple"])
+    if "size" in rec:
+        return Size(rec["size"])
     raise RuntimeError(f"tgrad.load: unknown record {sorted(rec)} in the structure document")
 
 

@@ -22,6 +22,67 @@ from tgrad.autograd.grad_mode import STATE, is_grad_enabled
 from tgrad.device import CPU, Device
 
 
+class Size(tuple):
+    """PyTorch's torch.Size: a tuple of ints (a tuple subclass: equal to, hashed as and
+    usable wherever the plain tuple is) with ``numel()``; ``+``, ``*`` and slices give a Size
+    again, an item is an int, and the repr is ``tgrad.Size([2, 3])``. ``x.size()`` returns
+    one; ``x.shape`` stays the backend's plain tuple (no wrapper on the hot path: ops read
+    it many times per call)."""
+
+    __slots__ = ()
+
+    def __new__(cls, sizes=()) -> Size:
+        items = tuple(sizes)
+        for i, v in enumerate(items):
+            if type(v) is not int:
+                try:  # bools, NumPy integers, one-element integer tensors (as PyTorch's)
+                    index = operator.index(v)
+                except TypeError:
+                    index = None
+                if index is None:
+                    raise TypeError(f"tgrad.Size() takes an iterable of 'int' (item {i} is "
+                                    f"'{type(v).__name__}')") from None
+                items = items[:i] + (index,) + items[i + 1:]
+        return tuple.__new__(cls, items)
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this size (1 for ``Size([])``)."""
+        n = 1
+        for v in self:
+            n *= v
+        return n
+
+    def __repr__(self) -> str:
+        return f"tgrad.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def __getitem__(self, key):
+        item = tuple.__getitem__(self, key)
+        return tuple.__new__(Size, item) if type(key) is slice else item
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return tuple.__new__(Size, tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return tuple.__new__(Size, tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return tuple.__new__(Size, tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def __reduce__(self):
+        return Size, (tuple(self),)
+
+
+Size.__module__ = "tgrad"  # (tgrad.Size, as torch.Size)
+
+
 class Storage:
     """What all views of one buffer share: the version counter (and the root array)."""
 
@@ -115,7 +176,7 @@ class Tensor:
 
     def size(self, dim: int | None = None):
         if dim is None:
-            return self._data.shape
+            return tuple.__new__(Size, self._data.shape)  # (PyTorch's torch.Size)
         if type(dim) is not int:  # PyTorch's TypeError first (a bool or 1.0 is no dim)
             dim = _int_arg("size", "dim", dim, 1, allow_bool=False)
         if self.ndim == 0:
@@ -770,8 +831,8 @@ def _is_contiguous_as(t: Tensor, fmt) -> bool:
 
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:
     n = max(ndim, 1)
-    if type(dim) is not int:
-        dim = _int_arg(op, "dim", dim)
+    if type(dim) is not int:  # (a bool is refused, as PyTorch's parser does)
+        dim = _int_arg(op, "dim", dim, allow_bool=False)
     if not -n <= dim < n:
         raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
                          f"[{-n}, {n - 1}], but got {dim})")

@@ -37,6 +37,7 @@ from tgrad.nn.functional import (
     _check_tensor,
     _compute,
     _DiffLoss,
+    _kernel_operands,
     _legacy_reduction,
     _mean_scaled,
     _reduce_loss,
@@ -384,7 +385,9 @@ def _pair(op: str, kernel: str | None, input: Tensor, target: Tensor,  # noqa: A
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _warn_if_shapes_differ(input, target, stacklevel=3)
-    (x, t), half = _compute(input, target)
+    # a fused kernel reads a bool operand promoted (l1_loss is a composition: its
+    # subtraction refuses bools, as PyTorch's)
+    (x, t), half = (_compute if kernel is None else _kernel_operands)(input, target)
     return x, t, half, reduction
 
 
@@ -460,13 +463,16 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target)."""
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    x, t, half, reduction = _pair("huber_loss", "huber_cpu", input, target, None, None,
-                                  reduction)
-    if not input.dtype.is_floating_point:  # PyTorch's kernel writes into input's dtype
+    _check_tensor("huber_loss", input)
+    _check_tensor("huber_loss", target, "target")
+    common = dtypes.promote_types(input.dtype, target.dtype)
+    if not input.dtype.is_floating_point and common is not input.dtype:
+        # PyTorch's kernel writes into input's dtype (checked before its dtype support)
         names = dtypes.SCALAR_TYPE_NAMES
-        common = dtypes.promote_types(input.dtype, target.dtype)
         raise RuntimeError(f"huber_loss: result type {names[common]} can't be cast to the "
                            f"desired output type {names[input.dtype]}")
+    x, t, half, reduction = _pair("huber_loss", "huber_cpu", input, target, None, None,
+                                  reduction)
     _check_elementwise_weight("huber_loss", input, weight)
     if weight is not None:  # 'mean' is the plain mean of w l here (PyTorch's composition)
         return _weighted_reduced(HuberLoss.apply(x, t, "none", delta), weight, reduction,

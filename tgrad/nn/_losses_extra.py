@@ -38,7 +38,7 @@ from tgrad.ops.distances import pairwise_distance
 from tgrad.ops.elementwise import clamp, log, minimum, sigmoid, where
 from tgrad.ops.gathering import gather
 from tgrad.ops.scan import cumsum
-from tgrad.tensor import Tensor
+from tgrad.tensor import Size, Tensor
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
            "multilabel_soft_margin_loss", "cosine_embedding_loss", "multi_margin_loss",
@@ -47,7 +47,7 @@ __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
 
 
 def _size(shape) -> str:
-    return f"tgrad.Size({list(shape)})"
+    return repr(Size(shape))  # (PyTorch's message prints a torch.Size)
 
 
 def _as_operand(target: Tensor, input: Tensor) -> Tensor:  # noqa: A002

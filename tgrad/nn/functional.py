@@ -55,6 +55,17 @@ def _check_tensor(op: str, x, arg: str = "input") -> None:
 _compute = widen_halves  # composites compute halves in float32 and round once
 
 
+def _kernel_operands(input: Tensor, target: Tensor) -> tuple:  # noqa: A002
+    """((x, t), half) for a loss that is one fused kernel in PyTorch (mse, smooth_l1,
+    huber): its TensorIterator reads a bool operand in the pair's promoted dtype, so
+    mse_loss(float, bool) is mse_loss(float, bool.float()) (a float result; two bools, or a
+    bool and an integer, are refused before by _check_float_kernel). Then ``_compute``."""
+    if input.dtype is dtypes.bool_ or target.dtype is dtypes.bool_:
+        dt = dtypes.promote_types(input.dtype, target.dtype)
+        input, target = input.to(dt), target.to(dt)  # noqa: A001  (a no-op for dt's own)
+    return _compute(input, target)
+
+
 def _per_element(k: int):
     """``flops`` metadata for the profiler: ~k floating point operations per element of the
     first tensor argument (exp/erf/tanh count as one)."""
@@ -643,7 +654,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # n
     _check_reduction(reduction)
     _warn_if_shapes_differ(input, target, stacklevel=2)
     _check_elementwise_weight("mse_loss", input, weight)
-    (x, t), half = _compute(input, target)
+    (x, t), half = _kernel_operands(input, target)
     if weight is not None:  # PyTorch's weighted mse_loss is a composition too
         d = x - t
         return _weighted_reduced(d * d, weight, reduction, half, by_weight=True)

@@ -332,7 +332,7 @@ def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
     """A copy of ``input`` with the order of elements reversed along ``dims`` (Flip)."""
     require_tensor("flip", input)
     dtypes.refuse_float8("flip_cpu", input.dtype)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = int_tuple("flip", "dims", dims, 2)  # (0-d integer tensors taken, bools refused)
     wrapped = tuple(_wrap_dim(d, input.ndim, "flip") for d in dims)
     if len(set(wrapped)) != len(wrapped):
         raise RuntimeError(f"flip: dims {list(dims)} has a dim appearing more than once")
@@ -354,7 +354,7 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
             raise RuntimeError(f"roll: shifts {list(shifts)} need dims when there is more "
                                f"than one")
         return fresh(roll(input.flatten(), shifts, 0).reshape(input.shape))
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = int_tuple("roll", "dims", dims, 3)  # (0-d integer tensors taken, bools refused)
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims: {len(dims)}")

@@ -22,25 +22,19 @@ __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like"
            "randint", "randperm", "empty_strided"]
 
 
-def _shape(size: tuple, op: str | None = None) -> tuple:
-    """The sizes of a factory (ints, or one sequence); a non-int is PyTorch's TypeError,
-    naming ``op`` when given."""
+def _shape(size: tuple, op: str = "size") -> tuple:
+    """The sizes of a factory (ints, or one sequence of them) as a tuple of Python ints:
+    int_tuple's element checks (PyTorch's TypeError naming ``op``: a float, a bool or a
+    float tensor is refused, NumPy integers and one-element integer tensors taken), then
+    PyTorch's error for a negative size."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    out = []
-    for pos, s in enumerate(size):
-        if isinstance(s, Tensor):
-            s = int(s)
-        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
-            if op is not None:
-                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found "
-                                f"element of type {type(s).__name__} at pos {pos}")
-            raise TypeError(f"size must be a sequence of ints, but got {type(s).__name__} ({s!r})")
+    out = int_tuple(op, "size", size)
+    for s in out:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
-                               f"{list(size)}")
-        out.append(int(s))
-    return tuple(out)
+                               f"{list(out)}")
+    return out
 
 
 def _finish(host: np.ndarray, device, requires_grad: bool, op: str = "tensor") -> Tensor:
@@ -874,13 +868,13 @@ def _new_size(op: str, args: tuple, size) -> tuple:
     if size is None:
         if not args:
             raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
-        return _shape(args)
+        return _shape(args, op)
     if args:
         raise TypeError(f"{op}() got multiple values for argument 'size'")
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not "
                         f"{type(size).__name__}")
-    return _shape((size,))
+    return _shape((size,), op)
 
 
 def _new_factory(make):
@@ -939,7 +933,8 @@ def _new_full(self: Tensor, size, fill_value, *, dtype=None, device=None,
     if not isinstance(size, (tuple, list)):  # PyTorch's: no bare int
         raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
-    return full(_shape((size,)), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    return full(_shape((size,), "new_full"), fill_value, dtype=dt, device=dev,
+                requires_grad=requires_grad)
 
 
 def _new_tensor(self: Tensor, data, *, dtype=None, device=None,

@@ -19,12 +19,13 @@ __all__ = ["index_select_key"]
 
 def _sequence_as_tuple(key) -> bool:
     """PyTorch's (and old NumPy's) rule: a list of fewer than 32 items holding a tensor, a
-    sequence, a slice, None or ``...`` is read as a tuple of indices (x[[rows, cols]] is
-    x[rows, cols]), with PyTorch 2.x's deprecation warning."""
+    sequence (a str too), a slice, None or ``...`` is read as a tuple of indices
+    (x[[rows, cols]] is x[rows, cols]), with PyTorch 2.x's deprecation warning."""
     if type(key) is not list or len(key) >= 32:
         return False
     for k in key:
-        if isinstance(k, (Tensor, list, tuple, np.ndarray, slice)) or k is None or k is Ellipsis:
+        if isinstance(k, (Tensor, list, tuple, np.ndarray, slice, str, bytes)) or k is None \
+                or k is Ellipsis:
             warnings.warn("Using a non-tuple sequence for multidimensional indexing is "
                           "deprecated; use x[tuple(seq)] instead of x[seq] (PyTorch will read "
                           "it as one tensor index, x[tensor(seq)], in a later version)",
@@ -114,11 +115,8 @@ def normalize_key(key, device=None, ndim: int | None = None,
             basic = False
         elif isinstance(k, (list, tuple, range, np.ndarray)):
             arr = np.array(k)
-            if arr.size == 0 and arr.dtype.kind == "f":
-                arr = arr.astype(np.int64)  # [] indexes nothing (PyTorch: an empty long index)
-            if arr.dtype.kind == "f":
-                raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                 "tensors")
+            if arr.dtype.kind not in "iub":
+                arr = _long_index_array(arr)
             n_arrays += arr.ndim > 0
             if arr.dtype == np.uint8:  # as a uint8 tensor: a mask (t[[np.uint8(1), ...]] too)
                 _warn_byte_mask()
@@ -140,6 +138,8 @@ def normalize_key(key, device=None, ndim: int | None = None,
                 basic = False
             else:
                 out.append(k)
+        elif isinstance(k, (str, bytes)):  # PyTorch reads it as a sequence of data
+            raise _invalid_data_type(type(k).__name__)
         else:
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"byte Variables are valid indices (got {type(k).__name__})")
@@ -148,6 +148,31 @@ def normalize_key(key, device=None, ndim: int | None = None,
     if not basic and ndim is not None and any(k is Ellipsis for k in out):
         return _drop_empty_ellipsis(tuple(out), ndim), basic
     return tuple(out), basic
+
+
+def _invalid_data_type(name: str) -> TypeError:
+    return TypeError(f"new(): invalid data type '{name}' (an index holding a {name}: only "
+                     f"integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                     f"Variables are valid indices)")
+
+
+def _long_index_array(arr: np.ndarray) -> np.ndarray:
+    """A list (or NumPy array) index that is not integer or bool, as PyTorch's
+    indexing_tensor_from_data reads it: floats truncated toward zero to int64 (x[[1.5]] is
+    x[[1]]; a NaN, an inf or a value past int64 is PyTorch's overflow RuntimeError), an
+    empty list an empty long index; strings and complex numbers are PyTorch's TypeErrors.
+    (A float *tensor* index stays an IndexError, as in PyTorch.)"""
+    kind = arr.dtype.kind
+    if kind == "f":
+        if arr.size and not (np.isfinite(arr).all() and np.abs(arr).max() < 2.0 ** 63):
+            raise RuntimeError("value cannot be converted to type int64 without overflow "
+                               "(a float in a list index is truncated to int64)")
+        return arr.astype(np.int64)
+    if kind in "US":
+        raise _invalid_data_type("str" if kind == "U" else "bytes")
+    if kind == "c":
+        raise TypeError("'complex' object cannot be interpreted as an integer")
+    return arr  # (an object array: the backend's IndexError)
 
 
 def fills_by_masked_fill(value) -> bool:

@@ -23,6 +23,7 @@ from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
 from tgrad.ops.index import check_masks, fills_by_masked_fill, normalize_key, split_selects
 from tgrad.ops.movement import clone
 from tgrad.ops.reduce import sum_to
+from tgrad.ops.shape import ALL_DIMS
 from tgrad.tensor import (
     InferenceStorage,
     Tensor,
@@ -670,14 +671,14 @@ def unsqueeze_(self: Tensor, dim: int) -> Tensor:
 
 
 @tensor_method("squeeze_")
-def squeeze_(self: Tensor, dim=None) -> Tensor:
+def squeeze_(self: Tensor, dim=ALL_DIMS) -> Tensor:
     """In-place ``squeeze``: size-1 dims (all, or those in ``dim``) removed from self."""
     from tgrad.ops.shape import squeeze_dims
     if not isinstance(self, Tensor):
         raise TypeError("squeeze_(): expected a Tensor")
-    key = "squeeze_" if dim is None else (
+    key = "squeeze_" if dim is ALL_DIMS else (
         "squeeze_dims" if isinstance(dim, (tuple, list)) else "squeeze_dim")
-    return _inplace_view(self, "squeeze_", key, squeeze_dims(self, dim))
+    return _inplace_view(self, "squeeze_", key, squeeze_dims(self, dim, "squeeze_"))
 
 
 @tensor_method("transpose_", "swapdims_", "swapaxes_")

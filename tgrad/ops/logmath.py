@@ -58,7 +58,7 @@ from tgrad.ops.creation import arange, full_like, zeros
 from tgrad.ops.shape import cat, narrow
 from tgrad.ops.sorting import CUM_EXTREME, _select
 from tgrad.return_types import values_indices
-from tgrad.tensor import Tensor, _int_arg, _wrap_dim
+from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["logaddexp", "logaddexp2", "hypot", "copysign", "signbit", "fmax", "fmin",
            "float_power", "logcumsumexp", "cummax", "cummin"]
@@ -343,7 +343,7 @@ def float_power(input, exponent) -> Tensor:  # noqa: A002
 def _scan_input(op: str, input: Tensor, dim) -> tuple:  # noqa: A002
     """(input as >= 1-D, the wrapped dim)."""
     require_tensor(op, input)
-    d = _wrap_dim(_int_arg(op, "dim", dim), input.ndim, op)
+    d = _wrap_dim(dim, input.ndim, op)  # (its int check refuses a bool)
     return (input.reshape(1) if input.ndim == 0 else input), d
 
 

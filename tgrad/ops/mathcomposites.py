@@ -73,7 +73,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:  # no
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. "
                            f"Got {list(input.shape)} and {list(other.shape)}")
-    d = _wrap_dim(_int_arg("cross", "dim", dim), input.ndim, "cross")
+    d = _wrap_dim(dim, input.ndim, "cross")  # (its int check refuses a bool)
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got "
                            f"{input.shape[d]} and {other.shape[d]}")

@@ -383,9 +383,8 @@ def _dim_or_axis(op: str, dim, axis, required: bool = False):
 def _single_dim(op: str, dim, ndim: int):
     if dim is None:
         return None
-    if not isinstance(dim, (int, np.integer)):
-        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
-    d = _wrap_dim(int(dim), ndim, op)  # a 0-d tensor takes dims -1 and 0
+    # _wrap_dim's int check: NumPy integers and 0-d integer tensors taken, a bool refused
+    d = _wrap_dim(dim, ndim, op)  # a 0-d tensor takes dims -1 and 0
     return d if ndim else 0
 
 

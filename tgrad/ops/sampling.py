@@ -439,7 +439,7 @@ def _normal_numbers_out(mean: float, std: float, size, generator, dtype, device,
                            f"parameter ({names[out.dtype]})")
     from tgrad.device import as_device
     from tgrad.ops.creation import _shape
-    shape = _shape(size if isinstance(size, (tuple, list)) else (size,))
+    shape = _shape(size if isinstance(size, (tuple, list)) else (size,), "normal")
     if isinstance(out, Tensor) and device is None:
         device = out.device
     _prepare_out("normal", out, shape, as_device(device), [], warn=False)

@@ -23,7 +23,7 @@ from tgrad.ops._common import (
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.reduce import _dim_or_axis, check_grad_dtype
 from tgrad.ops.shape import cat, narrow
-from tgrad.tensor import Tensor, _int_arg, _wrap_dim
+from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["cumsum", "cumprod"]
 
@@ -182,7 +182,7 @@ def cumprod(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
     (see Cumprod)."""
     dim = _dim_or_axis("cumprod", dim, axis, required=True)
     require_tensor("cumprod", input)
-    d = _wrap_dim(_int_arg("cumprod", "dim", dim), input.ndim, "cumprod")
+    d = _wrap_dim(dim, input.ndim, "cumprod")  # (its int check refuses a bool)
     if dtype is not None:
         _check_scan_dtype("cumprod", input, dtypes.as_dtype(dtype))
         input = input.to(dtypes.as_dtype(dtype))  # noqa: A001

@@ -447,26 +447,42 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return expand(input, other.shape)
 
 
+class _AllDims:
+    """squeeze's default ``dim``: every size-1 dim. (An explicit ``dim=None`` is PyTorch's
+    TypeError: its squeeze has no None overload.)"""
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<all>"
+
+
+ALL_DIMS = _AllDims()
+
+
 @tensor_method("squeeze")
-def squeeze(input: Tensor, dim=None) -> Tensor:  # noqa: A002
-    """Remove size-1 dims (all, or those in ``dim``)."""
+def squeeze(input: Tensor, dim=ALL_DIMS) -> Tensor:  # noqa: A002
+    """Remove size-1 dims (all, or those in ``dim``: an int or a sequence of ints)."""
     if type(input) is not Tensor:  # (a call only for others)
         require_tensor("squeeze", input)
-    cls = Squeeze if dim is None else SqueezeDims if isinstance(dim, (tuple, list)) else \
+    cls = Squeeze if dim is ALL_DIMS else SqueezeDims if isinstance(dim, (tuple, list)) else \
         SqueezeDim
     return view_apply(cls, input, squeeze_dims(input, dim))
 
 
-def squeeze_dims(input: Tensor, dim) -> tuple:  # noqa: A002
-    """The sorted dims ``squeeze(input, dim)`` removes: the size-1 ones (all, or those in
-    ``dim``, an int or a sequence; PyTorch's errors for bad or repeated dims)."""
-    if dim is None:
+def squeeze_dims(input: Tensor, dim, op: str = "squeeze") -> tuple:  # noqa: A002
+    """The sorted dims ``squeeze(input, dim)`` removes: the size-1 ones (all for ALL_DIMS,
+    or those in ``dim``, an int or a sequence; PyTorch's errors for None and for bad or
+    repeated dims)."""
+    if dim is ALL_DIMS:
         return tuple(i for i, s in enumerate(input.shape) if s == 1)
+    if dim is None:  # PyTorch's squeeze has overloads (), (int dim), (tuple of ints dim)
+        raise TypeError(f"{op}(): argument 'dim' must be int or tuple of ints, not NoneType "
+                        f"(leave dim out to remove every size-1 dim)")
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    wrapped = [_wrap_dim(d, input.ndim, "squeeze") for d in dims]
+    wrapped = [_wrap_dim(d, input.ndim, op) for d in dims]
     if len(set(wrapped)) != len(wrapped):
         dup = next(d for d in wrapped if wrapped.count(d) > 1)
-        raise RuntimeError(f"squeeze: dim {dup} appears multiple times in the list of dims "
+        raise RuntimeError(f"{op}: dim {dup} appears multiple times in the list of dims "
                            f"{list(set(wrapped))}")
     if not input.ndim:  # a 0-d tensor takes dim 0 / -1 (PyTorch) and has none to remove
         return ()

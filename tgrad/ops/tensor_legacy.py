@@ -3,8 +3,9 @@
 - ``x.new(...)``, the legacy constructor, of x's dtype and device: ``x.new()`` an empty 1-D
   tensor, ``x.new(2, 3)`` an uninitialised (2, 3) tensor (tgrad zero-fills), ``x.new([1,
   2])`` a copy of the data, ``x.new(other)`` an alias of ``other`` (same dtype and device
-  required). tgrad's shapes are plain tuples, so a tuple of ints is read as sizes (what
-  ``x.new(x.size())`` means in PyTorch, where a tuple that is not a torch.Size is data);
+  required). ``x.shape`` is a plain tuple in tgrad, so a tuple of ints is read as sizes, as
+  a ``tgrad.Size`` (``x.new(x.size())``) is (PyTorch reads a tuple that is not a torch.Size
+  as data);
 - ``is_pinned()`` False; ``pin_memory()`` raises PyTorch's error when no GPU is available,
   else returns a CPU copy (tgrad has no page-locked memory);
 - ``share_memory_()`` / ``is_shared()``: tgrad's storages are process-local NumPy arrays;

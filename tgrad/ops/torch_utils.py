@@ -259,8 +259,7 @@ view_copy = _copy("view_copy", lambda x, *a, **k: x.view(*a, **k))
 permute_copy = _copy("permute_copy", lambda x, dims: x.permute(*dims))
 t_copy = _copy("t_copy", lambda x: x.t())
 transpose_copy = _copy("transpose_copy", lambda x, dim0, dim1: x.transpose(dim0, dim1))
-squeeze_copy = _copy("squeeze_copy", lambda x, dim=None: x.squeeze() if dim is None
-                     else x.squeeze(dim))
+squeeze_copy = _copy("squeeze_copy", lambda x, *a, **k: x.squeeze(*a, **k))  # (None refused)
 unsqueeze_copy = _copy("unsqueeze_copy", lambda x, dim: x.unsqueeze(dim))
 expand_copy = _copy("expand_copy", _expand)
 diagonal_copy = _copy("diagonal_copy", lambda x, offset=0, dim1=0, dim2=1:

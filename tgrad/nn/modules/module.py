@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.nn.parameter import Buffer, Parameter
 from tgrad.ops.torch_utils import typename
-from tgrad.tensor import Tensor
+from tgrad.tensor import Size, Tensor
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -899,7 +899,7 @@ def _register_non_full_backward_hooks(module: Module, out: Any, hooks: list) -> 
 
 
 def _size(shape) -> str:
-    return f"tgrad.Size({list(shape)})"
+    return repr(Size(shape))  # (PyTorch's message prints a torch.Size)
 
 
 def _check_name(name: str, mod: Module, what: str, table: dict) -> None:
