@@ -176,6 +176,22 @@ def test_index_put_with_repeated_indices_writes_the_tangents_as_the_values():
         np.testing.assert_array_equal(fwAD.unpack_dual(y).tangent.numpy(), want_t)
 
 
+@pytest.mark.parametrize("kw", [{}, {"scale_grad_by_freq": True}, {"padding_idx": 0}])
+def test_embedding_tangent_is_the_weight_tangents_rows(kw):
+    # y = weight[input] is linear in weight: ty = tweight[input]; padding_idx and
+    # scale_grad_by_freq change only the backward (PyTorch's tangent keeps the pad row and
+    # is not divided by the counts)
+    import tgrad.nn.functional as F
+    w = tgrad.tensor(np.arange(8.0).reshape(4, 2))
+    tw = tgrad.tensor(np.arange(8.0).reshape(4, 2) * 0.1 + 1)
+    idx = [2, 2, 1, 0]
+    with fwAD.dual_level():
+        y = F.embedding(tgrad.tensor(idx), fwAD.make_dual(w, tw), **kw)
+        primal, tangent = fwAD.unpack_dual(y)
+    np.testing.assert_array_equal(primal.numpy(), w.numpy()[idx])
+    np.testing.assert_array_equal(tangent.numpy(), tw.numpy()[idx])
+
+
 def test_views_and_inplace():
     x = _t([1.0, 2.0, 3.0, 4.0])
     with fwAD.dual_level():

@@ -856,7 +856,10 @@ def test_fused_losses_read_a_bool_operand_as_the_promoted_float(name, reduction)
 
 def test_l1_loss_refuses_bool_operands_as_pytorch():
     # PyTorch's l1_loss is a composition whose subtraction refuses bools
+    # (so is smooth_l1_loss's with beta 0, l1_loss's composition), a half operand included
     m, x = tgrad.tensor([True, False]), tgrad.tensor([0.5, 1.0])
-    for a, b in ((x, m), (m, x), (m, m)):
+    for a, b in ((x, m), (m, x), (m, m), (x.half(), m), (m, x.bfloat16())):
         with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with "):
             F.l1_loss(a, b)
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with "):
+            F.smooth_l1_loss(a, b, beta=0.0)

@@ -415,6 +415,13 @@ def _index_put(args, tangents, out):
     return IndexPut.apply(tx, key, tv)
 
 
+def _embedding(args, tangents, out):
+    # d(weight[input]) = tweight[input]: padding_idx and scale_grad_by_freq shape only the
+    # backward (the vjp of the vjp would carry them into the tangent)
+    from tgrad.nn._composite import _Embedding
+    return _Embedding.apply(tangents[0], (args[1][0], None, False))
+
+
 def _build_rules() -> dict:
     """Rules keyed by op class (never by name: several classes share one, e.g. div and
     div with rounding_mode, round and round(decimals)). A subclass that keeps its parent's
@@ -425,7 +432,7 @@ def _build_rules() -> dict:
     rules = {OPS[n]: _unary_rule(n) for n in ew.UNARY_RULES}
     for name in ("view", "reshape", "unsqueeze", "squeeze", "permute", "expand", "getitem",
                  "index", "diagonal", "unfold", "as_strided", "split", "split_with_sizes",
-                 "unbind", "clone", "sum", "mean", "cumsum", "sum_to", "to", "flip",
+                 "unbind", "clone", "sum", "mean", "cumsum", "sum_to", "to", "flip", "gather",
                  # R-linear in the complex input: the same op on the tangent
                  "real", "imag", "view_as_real", "conj"):
         if name in OPS:
@@ -436,11 +443,15 @@ def _build_rules() -> dict:
                     _KEEPS_COMPLEX.add(c)
     for op, rule in ((OPS["add"], _add_sub(1.0)), (OPS["sub"], _add_sub(-1.0)),
                      (OPS["mul"], _mul), (OPS["div"], _div), (OPS["matmul"], _matmul),
-                     (OPS["cat"], _cat), (OPS["index_put"], _index_put)):
+                     (OPS["mv"], _matmul), (OPS["cat"], _cat),
+                     (OPS["index_put"], _index_put)):
         for c in _same_forward(op):  # sub's RsubBackward0/1 variants too
             rules[c] = rule
-            if op is not OPS["matmul"]:  # (PyTorch's matmul refuses the mixed dtypes)
-                _KEEPS_COMPLEX.add(c)
+            if op not in (OPS["matmul"], OPS["mv"]):  # (PyTorch's matmul refuses the
+                _KEEPS_COMPLEX.add(c)  # mixed dtypes)
+    from tgrad.nn._composite import _Embedding
+    rules[_Embedding] = _embedding
+    _FIRST_ONLY.add(_Embedding)
     return rules
 
 

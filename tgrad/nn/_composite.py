@@ -49,7 +49,16 @@ from tgrad.nn.functional import (
 )
 from tgrad.ops._common import backend_of, broadcast_or_raise, rounded_to, widen_halves, wrap
 from tgrad.ops.creation import arange, full
-from tgrad.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, where
+from tgrad.ops.elementwise import (
+    _check_sub_operands,
+    clamp,
+    exp,
+    expm1,
+    log,
+    log1p,
+    sigmoid,
+    where,
+)
 from tgrad.ops.index import IndexAdd, _index_fwd, normalize_key
 from tgrad.ops.inplace import apply_inplace
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
@@ -385,9 +394,14 @@ def _pair(op: str, kernel: str | None, input: Tensor, target: Tensor,  # noqa: A
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _warn_if_shapes_differ(input, target, stacklevel=3)
-    # a fused kernel reads a bool operand promoted (l1_loss is a composition: its
-    # subtraction refuses bools, as PyTorch's)
-    (x, t), half = (_compute if kernel is None else _kernel_operands)(input, target)
+    # a fused kernel reads a bool operand promoted; a composition (l1_loss, smooth_l1 with
+    # beta 0) subtracts, which refuses bools as PyTorch's, before any cast to a half dtype
+    if kernel is None:
+        if input.dtype is dtypes.bool_ or target.dtype is dtypes.bool_:
+            _check_sub_operands(input, target)
+        (x, t), half = _compute(input, target)
+    else:
+        (x, t), half = _kernel_operands(input, target)
     return x, t, half, reduction
 
 
@@ -410,8 +424,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    x, t, half, reduction = _pair("smooth_l1_loss", "smooth_l1_cpu", input, target,
-                                  size_average, reduce, reduction)
+    x, t, half, reduction = _pair("smooth_l1_loss", "smooth_l1_cpu" if beta else None,
+                                  input, target, size_average, reduce, reduction)
     if beta == 0.0:  # PyTorch's l1_loss composition (its grad_fn is the reduction's)
         return _reduced((x - t).abs(), reduction, half)
     loss = SmoothL1Loss.apply(x, t, reduction, beta)
