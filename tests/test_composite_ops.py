@@ -367,6 +367,34 @@ def test_addmm_with_beta_zero_ignores_nan_in_input():
     assert y.tolist() == [[1.5, 2.5], [3.5, 4.5]]
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_addmm_addmv_addbmm_with_alpha_zero_ignore_the_products_nan_and_inf(dtype):
+    # BLAS semantics, PyTorch's: alpha == 0 never reads the product, so an inf in a matrix
+    # gives beta * input, not NaN (baddbmm, whose PyTorch kernel multiplies by 0, excepted);
+    # the gradients stay the formulas': d input = beta g, d mat1 = alpha g mat2^T
+    dt = getattr(tgrad, dtype)
+    m = np.arange(12.0).reshape(3, 4) / 7
+    m[0, 0] = np.inf
+    b = np.arange(20.0).reshape(4, 5) / 9
+    inp = tgrad.ones(3, 5, dtype=dt)
+    mt, bt = tgrad.tensor(m, dtype=dt), tgrad.tensor(b, dtype=dt)
+    np.testing.assert_array_equal(tgrad.addmm(inp, mt, bt, alpha=0, beta=2).float().numpy(),
+                                  np.full((3, 5), 2.0))
+    np.testing.assert_array_equal(tgrad.addmv(inp[:, 0], mt, bt[:, 0], alpha=0).float().numpy(),
+                                  np.ones(3))
+    np.testing.assert_array_equal(
+        tgrad.addbmm(inp, mt.unsqueeze(0), bt.unsqueeze(0), alpha=0).float().numpy(),
+        np.ones((3, 5)))
+    assert np.isnan(tgrad.baddbmm(inp.unsqueeze(0), mt.unsqueeze(0), bt.unsqueeze(0),
+                                  alpha=0)[0, 0].float().numpy()).all()
+    if dtype == "float64":
+        a = tgrad.tensor(m, requires_grad=True)
+        i = tgrad.ones(3, 5, dtype=dt, requires_grad=True)
+        tgrad.addmm(i, a, bt, alpha=0, beta=3).sum().backward()
+        np.testing.assert_array_equal(i.grad.numpy(), np.full((3, 5), 3.0))
+        np.testing.assert_array_equal(a.grad.numpy(), np.zeros((3, 4)))  # 0 * (g b^T)
+
+
 def test_diag_both_ways_and_trace():
     v = _t([1.0, 2.0], requires_grad=True)
     m = tgrad.diag(v, 1)

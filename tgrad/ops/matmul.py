@@ -197,7 +197,8 @@ class Addmm(MatMul):
     """y = beta * input + alpha * (mat1 @ mat2) in one node, PyTorch's AddmmBackward0
     (edges input, mat1, mat2; addmm, and linear's input @ weight.t() + bias): mat1 (n, k),
     mat2 (k, p), input broadcast to (n, p) -> (n, p). beta == 0 ignores input's values
-    (NaN/inf too) but keeps its edge (a zero gradient), as PyTorch. The callers pass one
+    (NaN/inf too) but keeps its edge (a zero gradient), as PyTorch; alpha == 0 likewise
+    the product's (the mats' gradients stay alpha times the formulas below). The callers pass one
     float32/float64/complex dtype and real numbers beta, alpha (other cases: the
     composition in ops/products.py).
         d input = sum_to(beta g, input.shape)
@@ -224,9 +225,12 @@ class Addmm(MatMul):
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         ctx.shapes, ctx.in_shape, ctx.beta, ctx.alpha = (a.shape, b.shape), input.shape, beta, alpha
         be, kind = backend_of(a), a.dtype.np.type
-        y = be.matmul(a._data, b._data)
-        if alpha != 1:
-            y = be.binary("mul", y, kind(alpha))
+        if alpha == 0:  # BLAS's (PyTorch's): the product is not read, its NaN/inf neither
+            y = be.full((a.shape[0], b.shape[1]), 0, a.dtype.np)
+        else:
+            y = be.matmul(a._data, b._data)
+            if alpha != 1:
+                y = be.binary("mul", y, kind(alpha))
         if beta != 0:
             x = input._data if beta == 1 else be.binary("mul", input._data, kind(beta))
             y = be.binary("add", y, x)

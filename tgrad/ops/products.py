@@ -82,7 +82,8 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
     """beta * input + alpha * (a @ b) (summed over the batch with ``batch_sum``), input
     broadcast to the product's shape (never the other way), halves in float32 and rounded
     once; beta == 0 ignores input's values (its NaN/inf too) but keeps it in the graph
-    (a zero gradient), as PyTorch. Integer tensors with a float beta or alpha raise addr's
+    (a zero gradient), as PyTorch, and alpha == 0 the product's (but baddbmm's, as
+    PyTorch's). Integer tensors with a float beta or alpha raise addr's
     error (PyTorch's addmm & co truncate the scalar silently instead). addmm, addmv,
     baddbmm and addbmm take one dtype, as PyTorch's kernels (no promotion of input)."""
     if op != "addr" and a.dtype is b.dtype and input.dtype is not a.dtype:
@@ -108,7 +109,11 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
     if not expandable(input.shape, product.shape):
         raise RuntimeError(f"{op}: the input of shape {list(input.shape)} can't be expanded "
                            f"to the product's shape {list(product.shape)}")
-    if alpha != 1:
+    if alpha == 0 and op != "baddbmm":  # BLAS's: the product's NaN/inf are not read (PyTorch's
+        # baddbmm multiplies them by 0); a and b stay in the graph (alpha * their gradient)
+        product = ew.where(zeros(product.shape, dtype=dtypes.bool_, device=product.device),
+                           product, 0)
+    elif alpha != 1:
         product = product * alpha
     if beta == 0:
         never = zeros(input.shape, dtype=dtypes.bool_, device=input.device)
