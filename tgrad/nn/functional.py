@@ -36,10 +36,8 @@ from tgrad.ops._common import (
 from tgrad.ops.elementwise import exp, sigmoid, tanh, where  # noqa: F401 (F.tanh, as torch)
 from tgrad.ops.elementwise import relu as _relu_op
 from tgrad.ops.inplace import apply_inplace
-from tgrad.ops.matmul import ADDMM_DTYPES, Addmm
+from tgrad.ops.matmul import _T, ADDMM_DTYPES, Addmm
 from tgrad.ops.shape import TView, View
-
-_T = (1, 0)
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["relu", "gelu", "silu", "softplus", "softmax", "log_softmax", "cross_entropy",

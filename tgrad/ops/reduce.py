@@ -27,7 +27,7 @@ from tgrad.ops._common import (
     wrap,
 )
 from tgrad.ops.complex_ops import no_complex as _no_complex
-from tgrad.ops.elementwise import _EQ_MASK, _fused, where
+from tgrad.ops.elementwise import _EQ_MASK, _fused, node_variant, where
 from tgrad.return_types import values_indices  # noqa: F401  (re-exported)
 from tgrad.tensor import Tensor, _wrap_dim
 
@@ -812,8 +812,7 @@ class Norm(Function):
 
 register_op(Norm)
 # at::norm's node (pairwise_distance's): the same op, its saved p named _saved_p
-NormP = type("Norm", (Norm,), {"node_name": "NormBackward1",
-                               "saved_attributes": {**_NORM_SAVED, "_saved_p": "p"}})
+NormP = node_variant(Norm, "NormBackward1", saved_attributes={**_NORM_SAVED, "_saved_p": "p"})
 
 
 def check_norm_identity(shape: tuple, p: float, dim, axes) -> None:

@@ -31,6 +31,7 @@ from tgrad.ops.creation import full
 from tgrad.ops.elementwise import node_variant, where
 from tgrad.ops.gathering import _along_key
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
+from tgrad.ops.matmul import _as_shape
 from tgrad.return_types import values_indices
 from tgrad.tensor import Tensor, _wrap_dim
 from tgrad.tensor import _int_arg as _tensor_int_arg
@@ -101,17 +102,24 @@ def _nonempty_dim(op: str, input: Tensor, d: int) -> None:  # noqa: A002
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
+def _fold(x: Tensor, idx: Tensor, d: int) -> tuple:
+    """(x's (O, K, INNER) view shape, idx's (O, k, INNER) one, which of O / INNER are kept):
+    size-1 outer/inner dims dropped, so at most 3 index arrays reach the gather kernel."""
+    o, n = math.prod(x.shape[:d]), math.prod(x.shape[d + 1:])
+    keep = (o != 1, True, n != 1)
+    return (tuple(s for s, kp in zip((o, x.shape[d], n), keep) if kp),
+            tuple(s for s, kp in zip((o, idx.shape[d], n), keep) if kp), keep)
+
+
 def _take(x: Tensor, idx: Tensor, d: int) -> Tensor:
     """x's values at positions ``idx`` along ``d``: idx (int64) has x's shape except along
     ``d``, every value in [0, x.shape[d]) by construction. take_along_dim without its range
     check (two synchronizing reads of min and max on a GPU), through an (O, K, INNER) view
     of x whose size-1 outer/inner dims are dropped, so at most 3 index arrays reach the
     gather kernel. The gradient scatter-adds g into x's shape at those positions."""
-    o, k, n = math.prod(x.shape[:d]), x.shape[d], math.prod(x.shape[d + 1:])
-    keep = (o != 1, True, n != 1)
-    xv = x.reshape([s for s, kp in zip((o, k, n), keep) if kp])
-    iv = idx.reshape([s for s, kp in zip((o, idx.shape[d], n), keep) if kp])
-    return fresh(getitem(xv, _along_key(iv, int(keep[0]), x.device)).reshape(idx.shape))
+    vshape, ishape, keep = _fold(x, idx, d)
+    return fresh(getitem(x.reshape(vshape), _along_key(idx.reshape(ishape), int(keep[0]),
+                                                       x.device)).reshape(idx.shape))
 
 
 class _Selected(Function):
@@ -145,12 +153,6 @@ class _Selected(Function):
         return (dx,) + (None,) * 7
 
 
-def _as_shape(be, arr, shape: tuple):
-    """``arr`` reshaped with backend primitives (a view when the strides allow)."""
-    v = be.reshape_view(arr, shape)
-    return v if v is not None else be.reshape_copy(arr, shape)
-
-
 _SAVED = _Selected.saved_attributes  # (a subclass states its table: the class's own only)
 _KEEPDIM_SAVED = {**_SAVED, "_saved_keepdim": "keepdim"}
 _SORT1 = node_variant(_Selected, "SortBackward1", saved_attributes=_SAVED)  # (stable=True)
@@ -172,10 +174,7 @@ def _select(cls: type, input: Tensor, x: Tensor, idx: Tensor, d: int,  # noqa: A
     """The values of ``x`` (``input`` as >= 1-d) at positions ``idx`` (int64, x's shape but
     along ``d``) along ``d``, shaped ``out_shape``: one ``cls`` node (see _Selected) whose
     edge is ``input``; ``indices`` is the index tensor the op returns (saved, no edge)."""
-    o, n = math.prod(x.shape[:d]), math.prod(x.shape[d + 1:])
-    keep = (o != 1, True, n != 1)
-    vshape = tuple(s for s, kp in zip((o, x.shape[d], n), keep) if kp)
-    ishape = tuple(s for s, kp in zip((o, idx.shape[d], n), keep) if kp)
+    vshape, ishape, keep = _fold(x, idx, d)
     key = normalize_key(_along_key(idx.reshape(ishape), int(keep[0]), x.device),
                         x.device)[0]
     return cls.apply(input, key, vshape, ishape, tuple(out_shape), d, keepdim, indices)
