@@ -661,3 +661,51 @@ def test_inplace_view_ops_carry_the_tangent():
         m = fwAD.make_dual(_t([[1.0, 2.0], [3.0, 5.0]]), _t([[1.0, 0.0], [0.0, 1.0]]))
         out = _t([2.0, -1.0]) @ m  # a 1-D operand: the product squeezed in place
         assert fwAD.unpack_dual(out).tangent.tolist() == [2.0, -1.0]  # v @ I
+
+
+def test_embedding_max_norm_renorm_is_not_differentiated_in_forward_ad():
+    # the in-place renorm of max_norm is outside autograd (PyTorch's): the tangent is
+    # tweight[input], unscaled (the transpose of the backward's scatter), and the primal
+    # rows are scaled by max_norm / (norm + 1e-7)
+    import tgrad.nn.functional as F
+    w = np.array([[3.0, 4.0], [1.0, 0.0], [0.3, 0.4]])
+    tw = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    idx = [0, 2, 0]
+    with fwAD.dual_level():
+        d = fwAD.make_dual(_t(w), _t(tw)) * 1
+        y = F.embedding(tgrad.tensor(idx), d, max_norm=1.0)
+        primal, tangent = fwAD.unpack_dual(y)
+    want = w.copy()
+    want[0] *= 1.0 / (5.0 + 1e-7)
+    np.testing.assert_allclose(primal.numpy(), want[idx], rtol=1e-15)
+    np.testing.assert_array_equal(tangent.numpy(), tw[idx])
+
+
+@pytest.mark.parametrize("spatial", [1, 2, 3])
+def test_max_unpool_tangent_with_a_repeated_index_keeps_one_writer(spatial):
+    # overlapping pool windows give a repeated index; the unpool writes the (equal) value
+    # once, so its tangent is written once too (finite differences: the writes are of the
+    # same tangent), never the sum of the writers' tangents
+    import tgrad.nn.functional as F
+    x = np.array([0.1, -0.1, 0.6, 0.1, -0.5, 0.4]).reshape((1, 1) + (1,) * (spatial - 1)
+                                                          + (6,))
+    t = np.array([1.3, 0.2, -0.7, -1.2, 0.3, 0.04]).reshape(x.shape)
+    pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[spatial]
+    unpool = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}[spatial]
+    ks = (1,) * (spatial - 1) + (2,)
+    st = (1,) * spatial
+
+    def f(v):
+        y, idx = pool(v, ks if spatial > 1 else 2, st if spatial > 1 else 1,
+                      return_indices=True)
+        return unpool(y, idx, ks if spatial > 1 else 2, st if spatial > 1 else 1,
+                      output_size=x.shape[2:])
+
+    _, tangent = tgrad.func.jvp(f, (_t(x),), (_t(t),))
+    # windows (0,1) (1,2) (2,3) (3,4) (4,5) take 0, 2, 2, 3, 5: positions 0, 2, 3, 5
+    want = np.zeros(6)
+    want[[0, 2, 3, 5]] = t.reshape(-1)[[0, 2, 3, 5]]
+    np.testing.assert_allclose(tangent.numpy().reshape(-1), want, rtol=0, atol=0)
+    h = 1e-6  # and the finite difference of the function agrees
+    fd = (f(_t(x + h * t)).numpy() - f(_t(x - h * t)).numpy()) / (2 * h)
+    np.testing.assert_allclose(tangent.numpy(), fd, atol=1e-8)

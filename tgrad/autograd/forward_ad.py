@@ -452,6 +452,13 @@ def _build_rules() -> dict:
     from tgrad.nn._composite import _Embedding
     rules[_Embedding] = _embedding
     _FIRST_ONLY.add(_Embedding)
+    # max_unpool scatters x into zeros, a repeated index keeping one writer: linear in x
+    # for its fixed indices, the same scatter of tx keeps the primal's winner (the vjp of
+    # the vjp, a scatter add, would sum every writer's tangent there)
+    from tgrad.nn._conv import _MAX_UNPOOL
+    for c in _MAX_UNPOOL.values():
+        rules[c] = _linear_first(c)
+        _FIRST_ONLY.add(c)
     return rules
 
 

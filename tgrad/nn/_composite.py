@@ -842,9 +842,14 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float,  # noqa: 
     max_norm / (norm + 1e-7); rows not referenced (or with norm <= max_norm) are left alone.
     As PyTorch, the norm is taken in the weight's dtype and the scale in float64, and the
     row is multiplied by it in the weight's dtype (float32 for float16/bfloat16, rounded
-    once). A repeated index writes the same row twice."""
+    once). A repeated index writes the same row twice. Not differentiated (neither
+    backward nor forward AD sees the scale)."""
     from tgrad.autograd.grad_mode import no_grad
+    # through a detached alias: the write bypasses forward AD too (PyTorch's renorm is not
+    # differentiated, so weight's tangent stays as given: jvp = tweight[input], the
+    # transpose of the backward's scatter)
     with no_grad():
+        weight = weight.detach()
         idx = input.reshape(-1)
         rows = weight[idx]  # (k, embedding_dim); checks the indices before any write
         norm = rows.norm(norm_type, dim=-1, keepdim=True).to(dtypes.float64)

@@ -119,7 +119,9 @@ def pad_nonconstant(input: Tensor, pad: list, mode: str,  # noqa: A002
         copied = True
     if mode != "circular":
         return _INDEX_PAD[mode, k].apply(input, (tuple(steps), tuple(pad)))
-    return x if copied else x.clone()  # a new tensor, never a view of the input
+    # a new tensor, never a view of the input; contiguous as PyTorch's (a crop of a dim
+    # after another dim's wrap leaves a narrowed view of the wrapped copy)
+    return x.contiguous() if copied else x.clone()
 
 
 class IndexPad(Function):
