@@ -253,3 +253,21 @@ def test_mode_gradient_edges_and_errors():
     with pytest.raises(IndexError, match="mode\\(\\): Expected reduction dim 0 to have "
                                          "non-zero size."):
         tgrad.mode(empty, 0)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_kthvalue_median_values_and_indices_are_contiguous(keepdim):
+    # PyTorch's are new contiguous tensors; kthvalue's indices were a strided narrow of
+    # the argsort
+    a = np.array([[4.0, 1.0, 3.0, 2.0], [0.5, 2.5, 1.5, 3.5], [9.0, 7.0, 8.0, 6.0]])
+    for d in (0, 1):
+        for r, k in ((tgrad.kthvalue(tgrad.tensor(a), 2, d, keepdim), 2),
+                     (tgrad.median(tgrad.tensor(a), d, keepdim), (a.shape[d] + 1) // 2),
+                     (tgrad.nanmedian(tgrad.tensor(a), d, keepdim), (a.shape[d] + 1) // 2)):
+            assert r.values.is_contiguous() and r.indices.is_contiguous()
+            want_i = np.argsort(a, axis=d, kind="stable").take([k - 1], axis=d)
+            want_v = np.take_along_axis(a, want_i, axis=d)
+            if not keepdim:
+                want_i, want_v = want_i.squeeze(d), want_v.squeeze(d)
+            np.testing.assert_array_equal(r.indices.numpy(), want_i)
+            np.testing.assert_array_equal(r.values.numpy(), want_v)

@@ -246,7 +246,9 @@ def _pick(x: Tensor, d: int, pos, keepdim: bool, ndim: int,
     variant) of ``input`` (x is input as >= 1-d); None: by indexing (MedianAll's forward)."""
     order = Argsort.apply(x, d, False)
     idx = order.narrow(d, pos, 1) if isinstance(pos, int) else _take(order, pos, d)
-    out = fresh(idx.reshape(()) if ndim == 0 else idx if keepdim else idx.squeeze(d))
+    # contiguous as PyTorch's indices (kthvalue's narrow of the order is strided)
+    out = fresh((idx.reshape(()) if ndim == 0 else idx if keepdim else idx.squeeze(d))
+                .contiguous())
     if cls is not None:
         return result(_select(cls, input, x, idx, d, out.shape, keepdim, out), out)
     vals = _take(x, idx, d)
