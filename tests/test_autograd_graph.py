@@ -772,6 +772,22 @@ def _one_node_cases():
         ("mode", lambda: tgrad.mode(t(a), 1).values, "ModeBackward0", 1),
         ("cummax", lambda: tgrad.cummax(t(a), 1).values, "CummaxBackward0", 1),
         ("cummin", lambda: tgrad.cummin(t(a), 0).values, "CumminBackward0", 1),
+        ("scatter", lambda: tgrad.scatter(t(a), 0, idx[:, :3], t(c)), "ScatterBackward0", 2),
+        ("scatter_value", lambda: tgrad.scatter(t(a), 1, idx[:, :3], 1.5),
+         "ScatterBackward1", 1),
+        ("scatter_add", lambda: tgrad.scatter_add(t(a), 0, idx[:, :3], t(c)),
+         "ScatterAddBackward0", 2),
+        ("index_add", lambda: tgrad.index_add(t(a), 1, tgrad.tensor([3, 0, 3, 1, 1]), t(c),
+                                              alpha=2), "IndexAddBackward0", 2),
+        ("addmv", lambda: tgrad.addmv(t(c[:, 0]), t(a), t(w[0])), "AddmvBackward0", 3),
+        ("addmv_bcast", lambda: tgrad.addmv(t(c[:1, 0]), t(a), t(w[0]), beta=2, alpha=3),
+         "AddmvBackward0", 3),
+        ("addr", lambda: tgrad.addr(t(a), t(c[:, 0]), t(w[0])), "AddrBackward0", 3),
+        ("addbmm", lambda: tgrad.addbmm(t(c), t(a[None]), t(b[None])), "AddbmmBackward0", 3),
+        ("baddbmm", lambda: tgrad.baddbmm(t(c[None]), t(a[None]), t(b[None])),
+         "BaddbmmBackward0", 3),
+        ("baddbmm_bcast", lambda: tgrad.baddbmm(t(c), t(a[None]), t(b[None])),
+         "BaddbmmBackward0", 3),
     ]
 
 
@@ -831,6 +847,121 @@ def test_addmm_and_linear_one_node_values_and_gradients():
     assert y.grad_fn._saved_mat1_sym_sizes == (3, 4)
     v = nnf.linear(t(a[0]), t(w), t(bias))  # 1-D: viewed as (1, in), as PyTorch
     assert v.shape == (5,) and v.grad_fn.next_functions[0][0].name() == "AddmmBackward0"
+
+
+def test_scatter_index_add_one_node_values_and_gradients():
+    # ScatterBackward0/1, ScatterAddBackward0 (edges input, src), IndexAddBackward0 (input,
+    # source): d input = g (scatter: 0 where written), d src = g gathered at index (zero
+    # past index's shape), d source = alpha g.index_select(dim, index); NumPy float64 values
+    rng = np.random.default_rng(6)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    n = rng.standard_normal
+    xa, sa, g = n((3, 4)), n((3, 5)), n((3, 4))
+    ia = np.array([[0, 2, 1, 2], [1, 0, 0, 0]])  # unique per column (scatter's rows)
+    rows, cols = ia, np.broadcast_to(np.arange(4), ia.shape)
+    idx = tgrad.tensor(ia)
+    x, s = t(xa), t(sa)
+    y = tgrad.scatter_add(x, 0, idx, s)
+    want = xa.copy()
+    np.add.at(want, (rows, cols), sa[:2, :4])
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-15)
+    assert _edge_vars(y.grad_fn) == [x, s] and y.grad_fn._saved_dim == 0
+    gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+    want_gs = np.zeros_like(sa)
+    want_gs[:2, :4] = g[rows, cols]
+    np.testing.assert_array_equal(gx.numpy(), g)
+    np.testing.assert_array_equal(gs.numpy(), want_gs)
+    y = tgrad.scatter(x, 0, idx, s)
+    want = xa.copy()
+    want[rows, cols] = sa[:2, :4]
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+    want_gx = g.copy()
+    want_gx[rows, cols] = 0
+    np.testing.assert_array_equal(gx.numpy(), want_gx)
+    np.testing.assert_array_equal(gs.numpy(), want_gs)
+    y = tgrad.scatter(x, 0, idx, 2.5)
+    assert y.grad_fn.name() == "ScatterBackward1" and _edge_vars(y.grad_fn) == [x]
+    want[rows, cols] = 2.5
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(g))
+    np.testing.assert_array_equal(gx.numpy(), want_gx)
+    i1 = np.array([3, 0, 3, 1, 1])
+    y = tgrad.index_add(x, 1, tgrad.tensor(i1), s, alpha=-1.5)
+    want = xa.copy()
+    np.add.at(want, (slice(None), i1), -1.5 * sa)
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-15)
+    assert _edge_vars(y.grad_fn) == [x, s] and y.grad_fn._saved_alpha == -1.5
+    gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+    np.testing.assert_array_equal(gx.numpy(), g)
+    np.testing.assert_allclose(gs.numpy(), -1.5 * g[:, i1], rtol=1e-15)
+    for f in (lambda p, q: tgrad.scatter_add(p, 0, idx, q),
+              lambda p, q: tgrad.scatter(p, 0, idx, q),
+              lambda p, q: tgrad.scatter(p, 1, idx[:, :3], 2.5) * q[:, :4],
+              lambda p, q: tgrad.index_add(p, 1, tgrad.tensor(i1), q, alpha=-1.5)):
+        assert gradcheck(f, (t(xa), t(sa)))
+        assert gradgradcheck(f, (t(xa), t(sa)))
+    for op in (tgrad.scatter, tgrad.scatter_add):  # float16: float32 values rounded once
+        h = op(tgrad.tensor(xa, dtype=tgrad.float16), 0, idx, tgrad.tensor(sa, dtype=tgrad.float16))
+        ref = xa.astype(np.float16).astype(np.float32)
+        src = sa[:2, :4].astype(np.float16).astype(np.float32)
+        if op is tgrad.scatter:
+            ref[rows, cols] = src
+        else:
+            np.add.at(ref, (rows, cols), src)
+        np.testing.assert_array_equal(h.numpy(), ref.astype(np.float16))
+
+
+def test_addmv_addr_addbmm_baddbmm_one_node_values_and_gradients():
+    # one node each (edges input, a, b): d input = sum_to(beta g), d a / d b = alpha times
+    # the product's gradients; NumPy float64 values; beta == 0 ignores input's NaN (addmv,
+    # addbmm, addr: alpha == 0 the product's too), baddbmm with alpha == 0 keeps it (PyTorch's)
+    rng = np.random.default_rng(7)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    n = rng.standard_normal
+    b1, b2 = n((2, 3, 4)), n((2, 4, 5))
+    cases = [
+        (tgrad.addmv, "AddmvBackward0", n(3), b1[0], b2[0, :, 0], lambda p, q: p @ q),
+        (tgrad.addr, "AddrBackward0", n((3, 4)), b1[0, :, 0], b2[0, :, 0], np.outer),
+        (tgrad.addbmm, "AddbmmBackward0", n((1, 5)), b1, b2, lambda p, q: (p @ q).sum(0)),
+        (tgrad.baddbmm, "BaddbmmBackward0", n((3, 5)), b1, b2, lambda p, q: p @ q),
+    ]
+    for op, name, ia, pa, qa, prod in cases:
+        for beta, alpha in ((1, 1), (0.5, -2)):
+            ti, tp, tq = t(ia), t(pa), t(qa)
+            y = op(ti, tp, tq, beta=beta, alpha=alpha)
+            assert y.grad_fn.name() == name and _edge_vars(y.grad_fn) == [ti, tp, tq]
+            assert y.grad_fn._saved_beta == beta and y.grad_fn._saved_alpha == alpha
+            np.testing.assert_allclose(y.detach().numpy(), beta * ia + alpha * prod(pa, qa),
+                                       rtol=1e-13)
+            g = n(y.shape)
+            gi, gp, gq = tgrad.autograd.grad(y, (ti, tp, tq), tgrad.tensor(g))
+            # finite differences of the NumPy float64 formula, in each operand
+            for got, arg in ((gi, 0), (gp, 1), (gq, 2)):
+                want = np.zeros_like((ia, pa, qa)[arg])
+                for k in np.ndindex(want.shape):
+                    ops_ = [ia.copy(), pa.copy(), qa.copy()]
+                    ops_[arg][k] += 1e-6
+                    hi = (g * (beta * ops_[0] + alpha * prod(ops_[1], ops_[2]))).sum()
+                    ops_[arg][k] -= 2e-6
+                    lo = (g * (beta * ops_[0] + alpha * prod(ops_[1], ops_[2]))).sum()
+                    want[k] = (hi - lo) / 2e-6
+                np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-8)
+            f = lambda p, q, r, op=op, be=beta, al=alpha: op(p, q, r, beta=be, alpha=al)  # noqa: E731
+            assert gradcheck(f, (t(ia), t(pa), t(qa)))
+            assert gradgradcheck(f, (t(ia), t(pa), t(qa)))
+        nan = ia.copy()
+        nan.flat[0] = np.nan
+        ti = t(nan)
+        y = op(ti, t(pa), t(qa), beta=0)
+        np.testing.assert_allclose(y.detach().numpy(), np.broadcast_to(prod(pa, qa), y.shape),
+                                   rtol=1e-13)
+        y.sum().backward()
+        np.testing.assert_array_equal(ti.grad.numpy(), np.zeros_like(ia))
+        inf = pa.copy()
+        inf.flat[0] = np.inf
+        y = op(t(ia), t(inf), t(qa), alpha=0).detach().numpy()
+        assert np.isnan(y).any() == (op is tgrad.baddbmm)
 
 
 def test_embedding_gather_index_select_one_node_values_and_gradients():
@@ -989,3 +1120,33 @@ def test_mv_bmm_trace_tril_triu_one_node_values_and_gradients():
             (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(gc))
             np.testing.assert_array_equal(gx.numpy(), ref(gc, k))
             assert gradgradcheck(lambda x, op=op, k=k: op(x, k), (t(c),))
+
+
+def test_scatter_and_scaled_sum_nodes_forward_ad_tangents_are_finite_differences():
+    # the one-node scatters and addmv / addr / addbmm / baddbmm take forward-mode AD as the
+    # vjp of their (linear in g) backward: tangents against central differences in float64
+    from tgrad import func
+    rng = np.random.default_rng(8)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64)  # noqa: E731
+    n = rng.standard_normal
+    idx = tgrad.tensor([[0, 2, 1, 2], [1, 0, 0, 0]])
+    cases = [
+        (lambda p, q: tgrad.scatter(p, 0, idx, q), ((3, 4), (3, 5))),
+        (lambda p, q: tgrad.scatter(p, 0, idx, 2.5) * q[:, :4], ((3, 4), (3, 5))),
+        (lambda p, q: tgrad.scatter_add(p, 0, idx, q), ((3, 4), (3, 5))),
+        (lambda p, q: tgrad.index_add(p, 1, tgrad.tensor([3, 0, 3]), q, alpha=2),
+         ((3, 4), (3, 3))),
+        (lambda p, q, r: tgrad.addmv(p, q, r, beta=0.5, alpha=-2), ((3,), (3, 4), (4,))),
+        (lambda p, q, r: tgrad.addr(p, q, r, beta=0.5, alpha=-2), ((3, 4), (3,), (4,))),
+        (lambda p, q, r: tgrad.addbmm(p, q, r, alpha=3), ((3, 5), (2, 3, 4), (2, 4, 5))),
+        (lambda p, q, r: tgrad.baddbmm(p, q, r, beta=2), ((3, 5), (2, 3, 4), (2, 4, 5))),
+    ]
+    for f, shapes in cases:
+        xs = [n(s) for s in shapes]
+        ts = [n(s) for s in shapes]
+        _, tangent = func.jvp(f, tuple(t(a) for a in xs), tuple(t(a) for a in ts))
+        eps = 1e-6
+        hi = f(*[t(a + eps * d) for a, d in zip(xs, ts)]).numpy()
+        lo = f(*[t(a - eps * d) for a, d in zip(xs, ts)]).numpy()
+        np.testing.assert_allclose(tangent.numpy(), (hi - lo) / (2 * eps), rtol=1e-6,
+                                   atol=1e-8)
