@@ -788,6 +788,17 @@ def _one_node_cases():
          "BaddbmmBackward0", 3),
         ("baddbmm_bcast", lambda: tgrad.baddbmm(t(c), t(a[None]), t(b[None])),
          "BaddbmmBackward0", 3),
+        ("index_copy", lambda: tgrad.index_copy(t(a), 1, tgrad.tensor([0, 2]), t(c[:, :2])),
+         "IndexCopyBackward0", 2),
+        ("index_fill", lambda: tgrad.index_fill(t(a), 1, tgrad.tensor([0, 2]), 1.5),
+         "IndexFillBackward0", 1),
+        ("index_fill_tensor", lambda: tgrad.index_fill(t(a), 1, tgrad.tensor([0, 2]),
+                                                       t(np.array(1.5))),
+         "IndexFillBackward1", 2),
+        ("masked_select", lambda: tgrad.masked_select(t(a), tgrad.tensor(a > 0)),
+         "MaskedSelectBackward0", 1),
+        ("masked_select_bcast", lambda: tgrad.masked_select(t(a[0]), tgrad.tensor(a > 0)),
+         "MaskedSelectBackward0", 1),
     ]
 
 
@@ -1123,8 +1134,9 @@ def test_mv_bmm_trace_tril_triu_one_node_values_and_gradients():
 
 
 def test_scatter_and_scaled_sum_nodes_forward_ad_tangents_are_finite_differences():
-    # the one-node scatters and addmv / addr / addbmm / baddbmm take forward-mode AD as the
-    # vjp of their (linear in g) backward: tangents against central differences in float64
+    # the one-node scatters, index_copy / index_fill / masked_select and addmv / addr /
+    # addbmm / baddbmm take forward-mode AD as the vjp of their (linear in g) backward:
+    # tangents against central differences in float64
     from tgrad import func
     rng = np.random.default_rng(8)
     t = lambda a: tgrad.tensor(a, dtype=tgrad.float64)  # noqa: E731
@@ -1140,6 +1152,9 @@ def test_scatter_and_scaled_sum_nodes_forward_ad_tangents_are_finite_differences
         (lambda p, q, r: tgrad.addr(p, q, r, beta=0.5, alpha=-2), ((3, 4), (3,), (4,))),
         (lambda p, q, r: tgrad.addbmm(p, q, r, alpha=3), ((3, 5), (2, 3, 4), (2, 4, 5))),
         (lambda p, q, r: tgrad.baddbmm(p, q, r, beta=2), ((3, 5), (2, 3, 4), (2, 4, 5))),
+        (lambda p, q: tgrad.index_copy(p, 1, tgrad.tensor([3, 1]), q), ((3, 4), (3, 2))),
+        (lambda p, q: tgrad.index_fill(p, 1, tgrad.tensor([3, 1, 3]), q), ((3, 4), ())),
+        (lambda p, q: tgrad.masked_select(p, idx[:, :3] > 0) * q, ((2, 3), ())),
     ]
     for f, shapes in cases:
         xs = [n(s) for s in shapes]
@@ -1150,3 +1165,59 @@ def test_scatter_and_scaled_sum_nodes_forward_ad_tangents_are_finite_differences
         lo = f(*[t(a - eps * d) for a, d in zip(xs, ts)]).numpy()
         np.testing.assert_allclose(tangent.numpy(), (hi - lo) / (2 * eps), rtol=1e-6,
                                    atol=1e-8)
+
+
+def test_index_copy_index_fill_masked_select_one_node_values_and_gradients():
+    # IndexCopyBackward0 (edges input, source): d input = g zeroed at the copied slices,
+    # d source = g at them; IndexFillBackward0/1 (input; input, value): d value = the sum of
+    # g over the filled positions (each once); MaskedSelectBackward0 (edge input, not its
+    # expansion): d input = g written where the mask holds, summed to input's shape
+    rng = np.random.default_rng(9)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    n = rng.standard_normal
+    xa, sa, g = n((3, 4)), n((3, 2)), n((3, 4))
+    i = np.array([3, 1])
+    x, s = t(xa), t(sa)
+    y = tgrad.index_copy(x, 1, tgrad.tensor(i), s)
+    want = xa.copy()
+    want[:, i] = sa
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    assert _edge_vars(y.grad_fn) == [x, s] and y.grad_fn._saved_dim == 1
+    gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+    want_gx = g.copy()
+    want_gx[:, i] = 0
+    np.testing.assert_array_equal(gx.numpy(), want_gx)
+    np.testing.assert_array_equal(gs.numpy(), g[:, i])
+    v = t(np.array(2.5))
+    y = tgrad.index_fill(x, 1, tgrad.tensor([3, 1, 3]), v)
+    want[:, i] = 2.5
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    assert _edge_vars(y.grad_fn) == [x, v]
+    gx, gv = tgrad.autograd.grad(y, (x, v), tgrad.tensor(g))
+    np.testing.assert_array_equal(gx.numpy(), want_gx)
+    np.testing.assert_allclose(gv.numpy(), g[:, i].sum(), rtol=1e-15)
+    y = tgrad.index_fill(x, 1, tgrad.tensor(i), 2.5)
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(g))
+    np.testing.assert_array_equal(gx.numpy(), want_gx)
+    mask = xa > 0
+    for inp, m in ((xa, mask), (xa[0], mask), (xa[:, :1], mask)):
+        ti = t(inp)
+        y = tgrad.masked_select(ti, tgrad.tensor(m))
+        full = np.broadcast_to(inp, m.shape)
+        np.testing.assert_array_equal(y.detach().numpy(), full[m])
+        assert _edge_vars(y.grad_fn) == [ti]
+        gy = rng.standard_normal(y.shape)
+        (gi,) = tgrad.autograd.grad(y, ti, tgrad.tensor(gy))
+        dense = np.zeros(m.shape)
+        dense[m] = gy
+        want_gi = dense.sum(0) if inp.ndim == 1 else dense.sum(1, keepdims=True) \
+            if inp.shape[1] == 1 else dense
+        np.testing.assert_allclose(gi.numpy(), want_gi, rtol=1e-15)
+    for f, args in ((lambda p, q: tgrad.index_copy(p, 1, tgrad.tensor(i), q), (xa, sa)),
+                    (lambda p, q: tgrad.index_fill(p, 1, tgrad.tensor(i), q),
+                     (xa, np.array(0.3))),
+                    (lambda p: tgrad.index_fill(p, 0, tgrad.tensor([2, 0]), -1.0), (xa,)),
+                    (lambda p: tgrad.masked_select(p, tgrad.tensor(mask)), (xa[0],))):
+        assert gradcheck(f, tuple(t(a) for a in args))
+        assert gradgradcheck(f, tuple(t(a) for a in args))

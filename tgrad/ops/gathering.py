@@ -232,10 +232,13 @@ def _part(src: Tensor, part_key: tuple) -> Tensor:
 
 def _src_grad(ctx, g: Tensor) -> Tensor:
     """d src of a scatter: g gathered at the written positions (index's shape; PyTorch's
-    grad.gather(dim, index)), zeros for src's part past index's shape (src's shape)."""
+    grad.gather(dim, index)), zeros for src's part past index's shape (src's shape); a 0-d
+    src broadcast over the positions (index_fill's value): their sum."""
     gp = getitem(g, ctx.key)
     if tuple(gp.shape) == tuple(ctx.src_shape):
         return gp
+    if not ctx.src_shape and not ctx.part_key:
+        return gp.sum()
     return IndexAdd.apply(gp, normalize_key(ctx.part_key)[0], ctx.src_shape)
 
 
@@ -256,6 +259,23 @@ def _add_at(input: Tensor, part: Tensor, key: tuple, alpha) -> Tensor:  # noqa: 
     (x, part), half = widen_halves(input, part)
     part = part if alpha == 1 else part * alpha
     return rounded_to(x + IndexAdd.apply(part, key, x.shape), half)
+
+
+def _written(input: Tensor, key: tuple, value) -> Tensor:  # noqa: A002
+    """A copy of input with ``value`` written at ``key``: a tensor of input's dtype, or a
+    number into a float or complex input, on the backend arrays (IndexPut's steps, without
+    the indexed assignment's calls); anything else through that assignment (its casts)."""
+    dt = input.dtype
+    if value.dtype is dt if isinstance(value, Tensor) else (
+            dt.is_floating_point or dt.is_complex) and not isinstance(value, bool):
+        be = backend_of(input)
+        out = be.clone(input._data)
+        be.index_put_(out, key, value._data if isinstance(value, Tensor) else
+                      dt.np.type(value))
+        return wrap(out, input.device)
+    out = input.clone()
+    out[key] = value
+    return out
 
 
 _SCATTER_SAVED = {"_saved_dim": "dim", "_saved_index": "index"}
@@ -299,9 +319,7 @@ class _Scatter(Function):
     def forward(ctx, input, src, key, part_key, along):  # noqa: A002
         ctx.dim, ctx.index = along
         ctx.key, ctx.part_key, ctx.src_shape = key, part_key, src.shape
-        out = input.clone()
-        out[key] = _part(src, part_key)
-        return out
+        return _written(input, key, _part(src, part_key))
 
     @staticmethod
     def backward(ctx, g):
@@ -323,9 +341,7 @@ class _ScatterValue(Function):
     def forward(ctx, input, value, key, along):  # noqa: A002
         ctx.dim, ctx.index = along
         ctx.key = key
-        out = input.clone()
-        out[key] = value
-        return out
+        return _written(input, key, value)
 
     @staticmethod
     def backward(ctx, g):
@@ -358,6 +374,16 @@ class _IndexAdd(Function):
             gs = gs if ctx.alpha == 1 else gs * ctx.alpha.conjugate()
         return (g if need_in else None), gs, None, None, None
 
+
+# index_copy / index_fill: the scatter nodes under PyTorch's names (their key: a slice of
+# every dim before ``dim``, the index at ``dim``; index_fill's without repeats, so a 0-d
+# value tensor's gradient sums each filled position once)
+INDEX_COPY = node_variant(_Scatter, "IndexCopyBackward0", name="index_copy", saved_attributes={
+    **_SCATTER_SAVED, "_saved_source_dim": lambda node: len(node.src_shape)})
+INDEX_FILL_TENSOR = node_variant(_Scatter, "IndexFillBackward1", name="index_fill",
+                                 saved_attributes=_SCATTER_SAVED)
+INDEX_FILL = node_variant(_ScatterValue, "IndexFillBackward0", name="index_fill",
+                          saved_attributes=_SCATTER_SAVED)
 
 for _c in (_ScatterAdd, _Scatter, _ScatterValue, _IndexAdd):
     register_op(_c)
