@@ -799,6 +799,11 @@ def _one_node_cases():
          "MaskedSelectBackward0", 1),
         ("masked_select_bcast", lambda: tgrad.masked_select(t(a[0]), tgrad.tensor(a > 0)),
          "MaskedSelectBackward0", 1),
+        ("masked_scatter", lambda: tgrad.masked_scatter(t(a), tgrad.tensor(a > 0), t(c)),
+         "MaskedScatterBackward0", 2),
+        ("put", lambda: tgrad.put(t(a), tgrad.tensor([0, -1]), t(c[0, :2])), "PutBackward0", 2),
+        ("put_accumulate", lambda: tgrad.put(t(a), tgrad.tensor([0, 0]), t(c[0, :2]), True),
+         "PutBackward0", 2),
     ]
 
 
@@ -1155,6 +1160,8 @@ def test_scatter_and_scaled_sum_nodes_forward_ad_tangents_are_finite_differences
         (lambda p, q: tgrad.index_copy(p, 1, tgrad.tensor([3, 1]), q), ((3, 4), (3, 2))),
         (lambda p, q: tgrad.index_fill(p, 1, tgrad.tensor([3, 1, 3]), q), ((3, 4), ())),
         (lambda p, q: tgrad.masked_select(p, idx[:, :3] > 0) * q, ((2, 3), ())),
+        (lambda p, q: tgrad.masked_scatter(p, idx[:, :3] > 0, q), ((2, 3), (2, 2))),
+        (lambda p, q: tgrad.put(p, tgrad.tensor([5, -1, 0]), q, True), ((2, 3), (3,))),
     ]
     for f, shapes in cases:
         xs = [n(s) for s in shapes]
@@ -1219,5 +1226,55 @@ def test_index_copy_index_fill_masked_select_one_node_values_and_gradients():
                      (xa, np.array(0.3))),
                     (lambda p: tgrad.index_fill(p, 0, tgrad.tensor([2, 0]), -1.0), (xa,)),
                     (lambda p: tgrad.masked_select(p, tgrad.tensor(mask)), (xa[0],))):
+        assert gradcheck(f, tuple(t(a) for a in args))
+        assert gradgradcheck(f, tuple(t(a) for a in args))
+
+
+def test_masked_scatter_and_put_one_node_values_and_gradients():
+    # MaskedScatterBackward0 (edges input, source): d input = g zeroed where the mask holds
+    # (summed to a broadcast input's shape), d source = g there in order, then zeros;
+    # PutBackward0 (edges input, source): d input = g (accumulate) or g zeroed at the flat
+    # positions, d source = g.flatten()[index]
+    rng = np.random.default_rng(10)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    n = rng.standard_normal
+    xa, sa, g = n((3, 4)), n((2, 7)), n((3, 4))
+    mask = xa > 0
+    k = int(mask.sum())
+    for inp in (xa, xa[:1]):
+        x, s = t(inp), t(sa)
+        y = tgrad.masked_scatter(x, tgrad.tensor(mask), s)
+        want = np.broadcast_to(inp, mask.shape).copy()
+        want[mask] = sa.reshape(-1)[:k]
+        np.testing.assert_array_equal(y.detach().numpy(), want)
+        assert _edge_vars(y.grad_fn) == [x, s]
+        gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+        np.testing.assert_allclose(gx.numpy(), np.where(mask, 0, g).sum(0, keepdims=True)
+                                   if inp.shape[0] == 1 else np.where(mask, 0, g), rtol=1e-15)
+        want_gs = np.zeros(sa.size)
+        want_gs[:k] = g[mask]
+        np.testing.assert_array_equal(gs.numpy(), want_gs.reshape(sa.shape))
+    i = np.array([[0, -1], [5, 7]])
+    flat = (i % xa.size).reshape(-1)
+    for acc in (False, True):
+        x, s = t(xa), t(sa[:, :2])
+        y = tgrad.put(x, tgrad.tensor(i), s, acc)
+        want = xa.copy().reshape(-1)
+        if acc:
+            np.add.at(want, flat, sa[:, :2].reshape(-1))
+        else:
+            want[flat] = sa[:, :2].reshape(-1)
+        np.testing.assert_allclose(y.detach().numpy(), want.reshape(xa.shape), rtol=1e-15)
+        assert _edge_vars(y.grad_fn) == [x, s]
+        gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+        want_gx = g.copy().reshape(-1)
+        if not acc:
+            want_gx[flat] = 0
+        np.testing.assert_array_equal(gx.numpy(), want_gx.reshape(g.shape))
+        np.testing.assert_array_equal(gs.numpy(), g.reshape(-1)[flat].reshape(2, 2))
+    for f, args in ((lambda p, q: tgrad.masked_scatter(p, tgrad.tensor(mask), q), (xa, sa)),
+                    (lambda p, q: tgrad.masked_scatter(p, tgrad.tensor(mask), q), (xa[0], sa)),
+                    (lambda p, q: tgrad.put(p.mT, tgrad.tensor(i), q), (xa, sa[:, :2])),
+                    (lambda p, q: tgrad.put(p, tgrad.tensor(i), q, True), (xa, sa[:, :2]))):
         assert gradcheck(f, tuple(t(a) for a in args))
         assert gradgradcheck(f, tuple(t(a) for a in args))

@@ -385,7 +385,41 @@ INDEX_FILL_TENSOR = node_variant(_Scatter, "IndexFillBackward1", name="index_fil
 INDEX_FILL = node_variant(_ScatterValue, "IndexFillBackward0", name="index_fill",
                           saved_attributes=_SCATTER_SAVED)
 
-for _c in (_ScatterAdd, _Scatter, _ScatterValue, _IndexAdd):
+class _Put(Function):
+    """out = input with source's elements written (``accumulate``: added; repeats add up)
+    at the flat positions ``key`` of input's row-major order: one node, PyTorch's
+    PutBackward0 (edges input, source).
+        d input = g (accumulate) or g zeroed at the positions
+        d source = g.flatten()[index] (source's shape)"""
+
+    name = "put"
+    node_name = "PutBackward0"
+    saved_attributes = {"_saved_accumulate": "accumulate", "_saved_index": "index"}
+
+    @staticmethod
+    def forward(ctx, input, source, key, accumulate, along):  # noqa: A002
+        # along: (index,), kept for the saved attribute (a tensor argument would be an edge)
+        (ctx.index,) = along
+        ctx.key, ctx.accumulate = key, accumulate
+        ctx.shape, ctx.src_shape = input.shape, source.shape
+        flat, part = input.reshape(-1), source.reshape(-1)
+        out = _add_at(flat, part, key, 1) if accumulate else _written(flat, key, part)
+        return out.reshape(input.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        need_in, need_src = ctx.needs_input_grad[:2]
+        flat = g.reshape(-1)
+        gi = gs = None
+        if need_in:
+            gi = g if ctx.accumulate else _ScatterValue.apply(
+                flat, 0, ctx.key, (0, ctx.index)).reshape(ctx.shape)
+        if need_src:
+            gs = getitem(flat, ctx.key).reshape(ctx.src_shape)
+        return gi, gs, None, None, None
+
+
+for _c in (_ScatterAdd, _Scatter, _ScatterValue, _IndexAdd, _Put):
     register_op(_c)
 
 
