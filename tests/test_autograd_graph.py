@@ -772,6 +772,38 @@ def _one_node_cases():
         ("mode", lambda: tgrad.mode(t(a), 1).values, "ModeBackward0", 1),
         ("cummax", lambda: tgrad.cummax(t(a), 1).values, "CummaxBackward0", 1),
         ("cummin", lambda: tgrad.cummin(t(a), 0).values, "CumminBackward0", 1),
+        ("scatter", lambda: tgrad.scatter(t(a), 0, idx[:, :3], t(c)), "ScatterBackward0", 2),
+        ("scatter_value", lambda: tgrad.scatter(t(a), 1, idx[:, :3], 1.5),
+         "ScatterBackward1", 1),
+        ("scatter_add", lambda: tgrad.scatter_add(t(a), 0, idx[:, :3], t(c)),
+         "ScatterAddBackward0", 2),
+        ("index_add", lambda: tgrad.index_add(t(a), 1, tgrad.tensor([3, 0, 3, 1, 1]), t(c),
+                                              alpha=2), "IndexAddBackward0", 2),
+        ("addmv", lambda: tgrad.addmv(t(c[:, 0]), t(a), t(w[0])), "AddmvBackward0", 3),
+        ("addmv_bcast", lambda: tgrad.addmv(t(c[:1, 0]), t(a), t(w[0]), beta=2, alpha=3),
+         "AddmvBackward0", 3),
+        ("addr", lambda: tgrad.addr(t(a), t(c[:, 0]), t(w[0])), "AddrBackward0", 3),
+        ("addbmm", lambda: tgrad.addbmm(t(c), t(a[None]), t(b[None])), "AddbmmBackward0", 3),
+        ("baddbmm", lambda: tgrad.baddbmm(t(c[None]), t(a[None]), t(b[None])),
+         "BaddbmmBackward0", 3),
+        ("baddbmm_bcast", lambda: tgrad.baddbmm(t(c), t(a[None]), t(b[None])),
+         "BaddbmmBackward0", 3),
+        ("index_copy", lambda: tgrad.index_copy(t(a), 1, tgrad.tensor([0, 2]), t(c[:, :2])),
+         "IndexCopyBackward0", 2),
+        ("index_fill", lambda: tgrad.index_fill(t(a), 1, tgrad.tensor([0, 2]), 1.5),
+         "IndexFillBackward0", 1),
+        ("index_fill_tensor", lambda: tgrad.index_fill(t(a), 1, tgrad.tensor([0, 2]),
+                                                       t(np.array(1.5))),
+         "IndexFillBackward1", 2),
+        ("masked_select", lambda: tgrad.masked_select(t(a), tgrad.tensor(a > 0)),
+         "MaskedSelectBackward0", 1),
+        ("masked_select_bcast", lambda: tgrad.masked_select(t(a[0]), tgrad.tensor(a > 0)),
+         "MaskedSelectBackward0", 1),
+        ("masked_scatter", lambda: tgrad.masked_scatter(t(a), tgrad.tensor(a > 0), t(c)),
+         "MaskedScatterBackward0", 2),
+        ("put", lambda: tgrad.put(t(a), tgrad.tensor([0, -1]), t(c[0, :2])), "PutBackward0", 2),
+        ("put_accumulate", lambda: tgrad.put(t(a), tgrad.tensor([0, 0]), t(c[0, :2]), True),
+         "PutBackward0", 2),
     ]
 
 
@@ -831,6 +863,121 @@ def test_addmm_and_linear_one_node_values_and_gradients():
     assert y.grad_fn._saved_mat1_sym_sizes == (3, 4)
     v = nnf.linear(t(a[0]), t(w), t(bias))  # 1-D: viewed as (1, in), as PyTorch
     assert v.shape == (5,) and v.grad_fn.next_functions[0][0].name() == "AddmmBackward0"
+
+
+def test_scatter_index_add_one_node_values_and_gradients():
+    # ScatterBackward0/1, ScatterAddBackward0 (edges input, src), IndexAddBackward0 (input,
+    # source): d input = g (scatter: 0 where written), d src = g gathered at index (zero
+    # past index's shape), d source = alpha g.index_select(dim, index); NumPy float64 values
+    rng = np.random.default_rng(6)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    n = rng.standard_normal
+    xa, sa, g = n((3, 4)), n((3, 5)), n((3, 4))
+    ia = np.array([[0, 2, 1, 2], [1, 0, 0, 0]])  # unique per column (scatter's rows)
+    rows, cols = ia, np.broadcast_to(np.arange(4), ia.shape)
+    idx = tgrad.tensor(ia)
+    x, s = t(xa), t(sa)
+    y = tgrad.scatter_add(x, 0, idx, s)
+    want = xa.copy()
+    np.add.at(want, (rows, cols), sa[:2, :4])
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-15)
+    assert _edge_vars(y.grad_fn) == [x, s] and y.grad_fn._saved_dim == 0
+    gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+    want_gs = np.zeros_like(sa)
+    want_gs[:2, :4] = g[rows, cols]
+    np.testing.assert_array_equal(gx.numpy(), g)
+    np.testing.assert_array_equal(gs.numpy(), want_gs)
+    y = tgrad.scatter(x, 0, idx, s)
+    want = xa.copy()
+    want[rows, cols] = sa[:2, :4]
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+    want_gx = g.copy()
+    want_gx[rows, cols] = 0
+    np.testing.assert_array_equal(gx.numpy(), want_gx)
+    np.testing.assert_array_equal(gs.numpy(), want_gs)
+    y = tgrad.scatter(x, 0, idx, 2.5)
+    assert y.grad_fn.name() == "ScatterBackward1" and _edge_vars(y.grad_fn) == [x]
+    want[rows, cols] = 2.5
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(g))
+    np.testing.assert_array_equal(gx.numpy(), want_gx)
+    i1 = np.array([3, 0, 3, 1, 1])
+    y = tgrad.index_add(x, 1, tgrad.tensor(i1), s, alpha=-1.5)
+    want = xa.copy()
+    np.add.at(want, (slice(None), i1), -1.5 * sa)
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-15)
+    assert _edge_vars(y.grad_fn) == [x, s] and y.grad_fn._saved_alpha == -1.5
+    gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+    np.testing.assert_array_equal(gx.numpy(), g)
+    np.testing.assert_allclose(gs.numpy(), -1.5 * g[:, i1], rtol=1e-15)
+    for f in (lambda p, q: tgrad.scatter_add(p, 0, idx, q),
+              lambda p, q: tgrad.scatter(p, 0, idx, q),
+              lambda p, q: tgrad.scatter(p, 1, idx[:, :3], 2.5) * q[:, :4],
+              lambda p, q: tgrad.index_add(p, 1, tgrad.tensor(i1), q, alpha=-1.5)):
+        assert gradcheck(f, (t(xa), t(sa)))
+        assert gradgradcheck(f, (t(xa), t(sa)))
+    for op in (tgrad.scatter, tgrad.scatter_add):  # float16: float32 values rounded once
+        h = op(tgrad.tensor(xa, dtype=tgrad.float16), 0, idx, tgrad.tensor(sa, dtype=tgrad.float16))
+        ref = xa.astype(np.float16).astype(np.float32)
+        src = sa[:2, :4].astype(np.float16).astype(np.float32)
+        if op is tgrad.scatter:
+            ref[rows, cols] = src
+        else:
+            np.add.at(ref, (rows, cols), src)
+        np.testing.assert_array_equal(h.numpy(), ref.astype(np.float16))
+
+
+def test_addmv_addr_addbmm_baddbmm_one_node_values_and_gradients():
+    # one node each (edges input, a, b): d input = sum_to(beta g), d a / d b = alpha times
+    # the product's gradients; NumPy float64 values; beta == 0 ignores input's NaN (addmv,
+    # addbmm, addr: alpha == 0 the product's too), baddbmm with alpha == 0 keeps it (PyTorch's)
+    rng = np.random.default_rng(7)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    n = rng.standard_normal
+    b1, b2 = n((2, 3, 4)), n((2, 4, 5))
+    cases = [
+        (tgrad.addmv, "AddmvBackward0", n(3), b1[0], b2[0, :, 0], lambda p, q: p @ q),
+        (tgrad.addr, "AddrBackward0", n((3, 4)), b1[0, :, 0], b2[0, :, 0], np.outer),
+        (tgrad.addbmm, "AddbmmBackward0", n((1, 5)), b1, b2, lambda p, q: (p @ q).sum(0)),
+        (tgrad.baddbmm, "BaddbmmBackward0", n((3, 5)), b1, b2, lambda p, q: p @ q),
+    ]
+    for op, name, ia, pa, qa, prod in cases:
+        for beta, alpha in ((1, 1), (0.5, -2)):
+            ti, tp, tq = t(ia), t(pa), t(qa)
+            y = op(ti, tp, tq, beta=beta, alpha=alpha)
+            assert y.grad_fn.name() == name and _edge_vars(y.grad_fn) == [ti, tp, tq]
+            assert y.grad_fn._saved_beta == beta and y.grad_fn._saved_alpha == alpha
+            np.testing.assert_allclose(y.detach().numpy(), beta * ia + alpha * prod(pa, qa),
+                                       rtol=1e-13)
+            g = n(y.shape)
+            gi, gp, gq = tgrad.autograd.grad(y, (ti, tp, tq), tgrad.tensor(g))
+            # finite differences of the NumPy float64 formula, in each operand
+            for got, arg in ((gi, 0), (gp, 1), (gq, 2)):
+                want = np.zeros_like((ia, pa, qa)[arg])
+                for k in np.ndindex(want.shape):
+                    ops_ = [ia.copy(), pa.copy(), qa.copy()]
+                    ops_[arg][k] += 1e-6
+                    hi = (g * (beta * ops_[0] + alpha * prod(ops_[1], ops_[2]))).sum()
+                    ops_[arg][k] -= 2e-6
+                    lo = (g * (beta * ops_[0] + alpha * prod(ops_[1], ops_[2]))).sum()
+                    want[k] = (hi - lo) / 2e-6
+                np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-8)
+            f = lambda p, q, r, op=op, be=beta, al=alpha: op(p, q, r, beta=be, alpha=al)  # noqa: E731
+            assert gradcheck(f, (t(ia), t(pa), t(qa)))
+            assert gradgradcheck(f, (t(ia), t(pa), t(qa)))
+        nan = ia.copy()
+        nan.flat[0] = np.nan
+        ti = t(nan)
+        y = op(ti, t(pa), t(qa), beta=0)
+        np.testing.assert_allclose(y.detach().numpy(), np.broadcast_to(prod(pa, qa), y.shape),
+                                   rtol=1e-13)
+        y.sum().backward()
+        np.testing.assert_array_equal(ti.grad.numpy(), np.zeros_like(ia))
+        inf = pa.copy()
+        inf.flat[0] = np.inf
+        y = op(t(ia), t(inf), t(qa), alpha=0).detach().numpy()
+        assert np.isnan(y).any() == (op is tgrad.baddbmm)
 
 
 def test_embedding_gather_index_select_one_node_values_and_gradients():
@@ -989,3 +1136,145 @@ def test_mv_bmm_trace_tril_triu_one_node_values_and_gradients():
             (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(gc))
             np.testing.assert_array_equal(gx.numpy(), ref(gc, k))
             assert gradgradcheck(lambda x, op=op, k=k: op(x, k), (t(c),))
+
+
+def test_scatter_and_scaled_sum_nodes_forward_ad_tangents_are_finite_differences():
+    # the one-node scatters, index_copy / index_fill / masked_select and addmv / addr /
+    # addbmm / baddbmm take forward-mode AD as the vjp of their (linear in g) backward:
+    # tangents against central differences in float64
+    from tgrad import func
+    rng = np.random.default_rng(8)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64)  # noqa: E731
+    n = rng.standard_normal
+    idx = tgrad.tensor([[0, 2, 1, 2], [1, 0, 0, 0]])
+    cases = [
+        (lambda p, q: tgrad.scatter(p, 0, idx, q), ((3, 4), (3, 5))),
+        (lambda p, q: tgrad.scatter(p, 0, idx, 2.5) * q[:, :4], ((3, 4), (3, 5))),
+        (lambda p, q: tgrad.scatter_add(p, 0, idx, q), ((3, 4), (3, 5))),
+        (lambda p, q: tgrad.index_add(p, 1, tgrad.tensor([3, 0, 3]), q, alpha=2),
+         ((3, 4), (3, 3))),
+        (lambda p, q, r: tgrad.addmv(p, q, r, beta=0.5, alpha=-2), ((3,), (3, 4), (4,))),
+        (lambda p, q, r: tgrad.addr(p, q, r, beta=0.5, alpha=-2), ((3, 4), (3,), (4,))),
+        (lambda p, q, r: tgrad.addbmm(p, q, r, alpha=3), ((3, 5), (2, 3, 4), (2, 4, 5))),
+        (lambda p, q, r: tgrad.baddbmm(p, q, r, beta=2), ((3, 5), (2, 3, 4), (2, 4, 5))),
+        (lambda p, q: tgrad.index_copy(p, 1, tgrad.tensor([3, 1]), q), ((3, 4), (3, 2))),
+        (lambda p, q: tgrad.index_fill(p, 1, tgrad.tensor([3, 1, 3]), q), ((3, 4), ())),
+        (lambda p, q: tgrad.masked_select(p, idx[:, :3] > 0) * q, ((2, 3), ())),
+        (lambda p, q: tgrad.masked_scatter(p, idx[:, :3] > 0, q), ((2, 3), (2, 2))),
+        (lambda p, q: tgrad.put(p, tgrad.tensor([5, -1, 0]), q, True), ((2, 3), (3,))),
+    ]
+    for f, shapes in cases:
+        xs = [n(s) for s in shapes]
+        ts = [n(s) for s in shapes]
+        _, tangent = func.jvp(f, tuple(t(a) for a in xs), tuple(t(a) for a in ts))
+        eps = 1e-6
+        hi = f(*[t(a + eps * d) for a, d in zip(xs, ts)]).numpy()
+        lo = f(*[t(a - eps * d) for a, d in zip(xs, ts)]).numpy()
+        np.testing.assert_allclose(tangent.numpy(), (hi - lo) / (2 * eps), rtol=1e-6,
+                                   atol=1e-8)
+
+
+def test_index_copy_index_fill_masked_select_one_node_values_and_gradients():
+    # IndexCopyBackward0 (edges input, source): d input = g zeroed at the copied slices,
+    # d source = g at them; IndexFillBackward0/1 (input; input, value): d value = the sum of
+    # g over the filled positions (each once); MaskedSelectBackward0 (edge input, not its
+    # expansion): d input = g written where the mask holds, summed to input's shape
+    rng = np.random.default_rng(9)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    n = rng.standard_normal
+    xa, sa, g = n((3, 4)), n((3, 2)), n((3, 4))
+    i = np.array([3, 1])
+    x, s = t(xa), t(sa)
+    y = tgrad.index_copy(x, 1, tgrad.tensor(i), s)
+    want = xa.copy()
+    want[:, i] = sa
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    assert _edge_vars(y.grad_fn) == [x, s] and y.grad_fn._saved_dim == 1
+    gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+    want_gx = g.copy()
+    want_gx[:, i] = 0
+    np.testing.assert_array_equal(gx.numpy(), want_gx)
+    np.testing.assert_array_equal(gs.numpy(), g[:, i])
+    v = t(np.array(2.5))
+    y = tgrad.index_fill(x, 1, tgrad.tensor([3, 1, 3]), v)
+    want[:, i] = 2.5
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    assert _edge_vars(y.grad_fn) == [x, v]
+    gx, gv = tgrad.autograd.grad(y, (x, v), tgrad.tensor(g))
+    np.testing.assert_array_equal(gx.numpy(), want_gx)
+    np.testing.assert_allclose(gv.numpy(), g[:, i].sum(), rtol=1e-15)
+    y = tgrad.index_fill(x, 1, tgrad.tensor(i), 2.5)
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(g))
+    np.testing.assert_array_equal(gx.numpy(), want_gx)
+    mask = xa > 0
+    for inp, m in ((xa, mask), (xa[0], mask), (xa[:, :1], mask)):
+        ti = t(inp)
+        y = tgrad.masked_select(ti, tgrad.tensor(m))
+        full = np.broadcast_to(inp, m.shape)
+        np.testing.assert_array_equal(y.detach().numpy(), full[m])
+        assert _edge_vars(y.grad_fn) == [ti]
+        gy = rng.standard_normal(y.shape)
+        (gi,) = tgrad.autograd.grad(y, ti, tgrad.tensor(gy))
+        dense = np.zeros(m.shape)
+        dense[m] = gy
+        want_gi = dense.sum(0) if inp.ndim == 1 else dense.sum(1, keepdims=True) \
+            if inp.shape[1] == 1 else dense
+        np.testing.assert_allclose(gi.numpy(), want_gi, rtol=1e-15)
+    for f, args in ((lambda p, q: tgrad.index_copy(p, 1, tgrad.tensor(i), q), (xa, sa)),
+                    (lambda p, q: tgrad.index_fill(p, 1, tgrad.tensor(i), q),
+                     (xa, np.array(0.3))),
+                    (lambda p: tgrad.index_fill(p, 0, tgrad.tensor([2, 0]), -1.0), (xa,)),
+                    (lambda p: tgrad.masked_select(p, tgrad.tensor(mask)), (xa[0],))):
+        assert gradcheck(f, tuple(t(a) for a in args))
+        assert gradgradcheck(f, tuple(t(a) for a in args))
+
+
+def test_masked_scatter_and_put_one_node_values_and_gradients():
+    # MaskedScatterBackward0 (edges input, source): d input = g zeroed where the mask holds
+    # (summed to a broadcast input's shape), d source = g there in order, then zeros;
+    # PutBackward0 (edges input, source): d input = g (accumulate) or g zeroed at the flat
+    # positions, d source = g.flatten()[index]
+    rng = np.random.default_rng(10)
+    t = lambda a: tgrad.tensor(a, dtype=tgrad.float64, requires_grad=True)  # noqa: E731
+    n = rng.standard_normal
+    xa, sa, g = n((3, 4)), n((2, 7)), n((3, 4))
+    mask = xa > 0
+    k = int(mask.sum())
+    for inp in (xa, xa[:1]):
+        x, s = t(inp), t(sa)
+        y = tgrad.masked_scatter(x, tgrad.tensor(mask), s)
+        want = np.broadcast_to(inp, mask.shape).copy()
+        want[mask] = sa.reshape(-1)[:k]
+        np.testing.assert_array_equal(y.detach().numpy(), want)
+        assert _edge_vars(y.grad_fn) == [x, s]
+        gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+        np.testing.assert_allclose(gx.numpy(), np.where(mask, 0, g).sum(0, keepdims=True)
+                                   if inp.shape[0] == 1 else np.where(mask, 0, g), rtol=1e-15)
+        want_gs = np.zeros(sa.size)
+        want_gs[:k] = g[mask]
+        np.testing.assert_array_equal(gs.numpy(), want_gs.reshape(sa.shape))
+    i = np.array([[0, -1], [5, 7]])
+    flat = (i % xa.size).reshape(-1)
+    for acc in (False, True):
+        x, s = t(xa), t(sa[:, :2])
+        y = tgrad.put(x, tgrad.tensor(i), s, acc)
+        want = xa.copy().reshape(-1)
+        if acc:
+            np.add.at(want, flat, sa[:, :2].reshape(-1))
+        else:
+            want[flat] = sa[:, :2].reshape(-1)
+        np.testing.assert_allclose(y.detach().numpy(), want.reshape(xa.shape), rtol=1e-15)
+        assert _edge_vars(y.grad_fn) == [x, s]
+        gx, gs = tgrad.autograd.grad(y, (x, s), tgrad.tensor(g))
+        want_gx = g.copy().reshape(-1)
+        if not acc:
+            want_gx[flat] = 0
+        np.testing.assert_array_equal(gx.numpy(), want_gx.reshape(g.shape))
+        np.testing.assert_array_equal(gs.numpy(), g.reshape(-1)[flat].reshape(2, 2))
+    for f, args in ((lambda p, q: tgrad.masked_scatter(p, tgrad.tensor(mask), q), (xa, sa)),
+                    (lambda p, q: tgrad.masked_scatter(p, tgrad.tensor(mask), q), (xa[0], sa)),
+                    (lambda p, q: tgrad.put(p.mT, tgrad.tensor(i), q), (xa, sa[:, :2])),
+                    (lambda p, q: tgrad.put(p, tgrad.tensor(i), q, True), (xa, sa[:, :2]))):
+        assert gradcheck(f, tuple(t(a) for a in args))
+        assert gradgradcheck(f, tuple(t(a) for a in args))

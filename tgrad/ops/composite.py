@@ -46,10 +46,17 @@ from tgrad.ops._common import (
     sizes_keyword,
     tensor_method,
     widen_halves,
+    wrap,
 )
 from tgrad.ops.creation import arange
 from tgrad.ops.gathering import index_select
-from tgrad.ops.index import getitem
+from tgrad.ops.index import (
+    AdvancedIndex,
+    IndexAdd,
+    _index_fwd,
+    check_masks,
+    normalize_key,
+)
 from tgrad.ops.inplace import alias_closure, apply_inplace, inplace_method, overlapping
 from tgrad.ops.reduce import sum_to
 from tgrad.ops.shape import cat, narrow, transpose
@@ -590,12 +597,37 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     return tuple(grids)
 
 
+class _MaskedSelect(AdvancedIndex):
+    """y = x broadcast to ``shape``, read where the mask (the key) holds, as a 1-D tensor:
+    one node, PyTorch's MaskedSelectBackward0 (edge: x, not its expansion).
+        dx = sum_to(zeros(shape) with g written where the mask holds, x.shape)"""
+
+    name = "masked_select"
+    node_name = "MaskedSelectBackward0"
+    saved_attributes = {}
+
+    @staticmethod
+    def forward(ctx, x, key, shape):
+        ctx.x_shape = x.shape
+        src = x if tuple(x.shape) == tuple(shape) else x.expand(shape)
+        return wrap(_index_fwd(ctx, src, key, "gather"), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return sum_to(IndexAdd.apply(g, ctx.key, ctx.shape), ctx.x_shape), None, None
+
+
+register_op(_MaskedSelect)
+
+
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
     """The elements of input (broadcast with mask) where mask holds, as a 1-D tensor."""
     _check_mask("masked_select", mask)
     # PyTorch's "The size of tensor a (mask) must match the size of tensor b (input) ..."
     shape = broadcast_or_raise("masked_select", mask.shape, input.shape)
-    return getitem(input.expand(shape), mask.expand(shape))
+    key, _ = normalize_key((mask.expand(shape),), input.device, len(shape))
+    check_masks(key, shape)
+    return _MaskedSelect.apply(input, key, tuple(shape))  # (one MaskedSelectBackward0 node)
 
 
 tensor_method("masked_select")(masked_select)

@@ -499,8 +499,12 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
     x = input.reshape(1) if input.ndim == 0 else input
     key = _dim_key(x, dim, index, "index_fill", negatives=True)
     unique = tensor(np.unique(key[-1].numpy(force=True)), device=x.device)
-    out = x.clone()
-    out[key[:-1] + (unique,)] = value
+    nkey = normalize_key(key[:-1] + (unique,), x.device)[0]
+    along = (len(key) - 1, index)
+    if isinstance(value, Tensor):  # (one IndexFillBackward1 node: edges input, value)
+        out = ga.INDEX_FILL_TENSOR.apply(x, value, nkey, (), along)
+    else:  # (one IndexFillBackward0 node: edge input)
+        out = ga.INDEX_FILL.apply(x, value, nkey, along)
     return fresh(out.reshape(())) if input.ndim == 0 else out
 
 
@@ -538,8 +542,9 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
         raise RuntimeError(f"index_copy(): source of shape {list(source.shape)} and dtype "
                            f"{source.dtype.name} must have shape {list(want)} and dtype "
                            f"{input.dtype.name}")
-    out = x.clone()
-    out[key] = src
+    nkey = normalize_key(key, x.device)[0]
+    part_key = tuple(slice(0, n) for n in src.shape)  # (all of source is written)
+    out = ga.INDEX_COPY.apply(x, src, nkey, part_key, (d, index))  # (IndexCopyBackward0)
     return fresh(out.reshape(())) if input.ndim == 0 else out
 
 

@@ -3,10 +3,11 @@ their own): ``index_select``, ``gather``, ``take_along_dim`` read through an int
 (the gradient scatter-adds, repeated indices add up; one node of PyTorch's name,
 GatherBackward0 / IndexSelectBackward0: ops/index.py's AlongDim); ``scatter_add``/``index_add`` add
 through ``IndexAdd`` and ``scatter`` writes through an indexed assignment (its gradient
-skips the written positions); ``select`` is a view; ``nonzero``/``argwhere`` read the
-tensor on the host (the count decides the shape). Index tensors are checked as PyTorch
-checks them (dtype, device, range), which on a GPU costs one synchronizing read of their
-min and max.
+skips the written positions), each one node of PyTorch's name (ScatterAddBackward0,
+IndexAddBackward0, ScatterBackward0/1) whose backward is a formula of tgrad ops;
+``select`` is a view; ``nonzero``/``argwhere`` read the tensor on the host (the count
+decides the shape). Index tensors are checked as PyTorch checks them (dtype, device,
+range), which on a GPU costs one synchronizing read of their min and max.
 """
 
 from __future__ import annotations
@@ -17,13 +18,17 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
+from tgrad.autograd.function import Function
 from tgrad.ops._common import (
+    backend_of,
     fresh,
+    register_op,
     require_tensor,
     rounded_to,
     same_device,
     tensor_method,
     widen_halves,
+    wrap,
 )
 from tgrad.ops.creation import arange, full, tensor
 from tgrad.ops.elementwise import node_variant
@@ -193,8 +198,10 @@ tensor_method("take_along_dim")(take_along_dim)
 
 
 def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:  # noqa: A002
-    """(key, src restricted to index's shape) for writing src[j] at index's positions along
-    ``dim``, after PyTorch's checks (dims, sizes, range, src dtype)."""
+    """(normalized key, part key) for writing src[j] at index's positions along ``dim``,
+    after PyTorch's checks (dims, sizes, range, src dtype): the key reads (or writes)
+    input's positions, the part key (basic: ints and slices) src's part of index's shape
+    (src's first element for a 0-d index)."""
     require_tensor(op, index, "index", 3)
     d = _wrap_dim(dim, input.ndim, op)
     for name, t in (("self", input), ("src", src)):  # (PyTorch's text names the tensor)
@@ -207,10 +214,213 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
                            f"{input.dtype.name} and {src.dtype.name})")
     _check_index(op, input, index, d, input.shape[d] if input.ndim else 1)
     _check_sizes(op, index, d, input, src)
+    part_key = None
     if isinstance(src, Tensor):
-        src = (getitem(src, tuple(slice(0, n) for n in index.shape)) if index.ndim
-               else src.reshape(-1)[0])  # a 0-d index writes src's first element
-    return _along_key(index, d, input.device), src
+        part_key = (tuple(slice(0, n) for n in index.shape) if index.ndim
+                    else (0,) * src.ndim)  # a 0-d index writes src's first element
+    key, _ = normalize_key(_along_key(index, d, input.device), input.device)
+    return key, part_key
+
+
+def _part(src: Tensor, part_key: tuple) -> Tensor:
+    """src's part that a scatter writes (src itself where the part key covers it)."""
+    if all(type(k) is slice and k.stop == n for k, n in zip(part_key, src.shape)) \
+            and len(part_key) == src.ndim:
+        return src
+    return getitem(src, part_key)
+
+
+def _src_grad(ctx, g: Tensor) -> Tensor:
+    """d src of a scatter: g gathered at the written positions (index's shape; PyTorch's
+    grad.gather(dim, index)), zeros for src's part past index's shape (src's shape); a 0-d
+    src broadcast over the positions (index_fill's value): their sum."""
+    gp = getitem(g, ctx.key)
+    if tuple(gp.shape) == tuple(ctx.src_shape):
+        return gp
+    if not ctx.src_shape and not ctx.part_key:
+        return gp.sum()
+    return IndexAdd.apply(gp, normalize_key(ctx.part_key)[0], ctx.src_shape)
+
+
+_ADD_AT_DTYPES = frozenset((dtypes.float32, dtypes.float64, dtypes.complex64,
+                            dtypes.complex128))
+
+
+def _add_at(input: Tensor, part: Tensor, key: tuple, alpha) -> Tensor:  # noqa: A002
+    """input + zeros with alpha * part added at ``key`` (repeats add up): scatter_add's and
+    index_add's forward. float32/64 and complex: the backend arrays' add, mul and index_add
+    (the Tensor ops' own steps, without their calls); halves in float32 rounded once."""
+    if input.dtype in _ADD_AT_DTYPES and part.dtype is input.dtype:
+        be = backend_of(input)
+        p = part._data if alpha == 1 else be.binary("mul", part._data,
+                                                     input.dtype.np.type(alpha))
+        added = be.index_add(input.shape, input.dtype.np, key, p)
+        return wrap(be.binary("add", input._data, added), input.device)
+    (x, part), half = widen_halves(input, part)
+    part = part if alpha == 1 else part * alpha
+    return rounded_to(x + IndexAdd.apply(part, key, x.shape), half)
+
+
+def _written(input: Tensor, key: tuple, value) -> Tensor:  # noqa: A002
+    """A copy of input with ``value`` written at ``key``: a tensor of input's dtype, or a
+    number into a float or complex input, on the backend arrays (IndexPut's steps, without
+    the indexed assignment's calls); anything else through that assignment (its casts)."""
+    dt = input.dtype
+    if value.dtype is dt if isinstance(value, Tensor) else (
+            dt.is_floating_point or dt.is_complex) and not isinstance(value, bool):
+        be = backend_of(input)
+        out = be.clone(input._data)
+        be.index_put_(out, key, value._data if isinstance(value, Tensor) else
+                      dt.np.type(value))
+        return wrap(out, input.device)
+    out = input.clone()
+    out[key] = value
+    return out
+
+
+_SCATTER_SAVED = {"_saved_dim": "dim", "_saved_index": "index"}
+
+
+class _ScatterAdd(Function):
+    """out = input + zeros with src's part (index's shape) added at index along dim
+    (repeats add up): one node, PyTorch's ScatterAddBackward0 (edges input, src).
+        d input = g        d src = g.gather(dim, index) (zero past index's shape)
+    Halves: computed in float32, rounded once (the composition's values)."""
+
+    name = "scatter_add"
+    node_name = "ScatterAddBackward0"
+    saved_attributes = _SCATTER_SAVED
+
+    @staticmethod
+    def forward(ctx, input, src, key, part_key, along):  # noqa: A002
+        ctx.dim, ctx.index = along
+        ctx.key, ctx.part_key, ctx.src_shape = key, part_key, src.shape
+        return _add_at(input, _part(src, part_key), key, 1)
+
+    @staticmethod
+    def backward(ctx, g):
+        need_in, need_src = ctx.needs_input_grad[:2]
+        return (g if need_in else None), (_src_grad(ctx, g) if need_src else None), \
+            None, None, None
+
+
+class _Scatter(Function):
+    """out = input with src's part (index's shape) written at index along dim: one node,
+    PyTorch's ScatterBackward0 (edges input, src). At a repeated index one of the written
+    values is kept (unspecified, as PyTorch); every src position still gets g there.
+        d input = g.scatter(dim, index, 0) (g where nothing was written)
+        d src = g.gather(dim, index) (zero past index's shape)"""
+
+    name = "scatter"
+    node_name = "ScatterBackward0"
+    saved_attributes = _SCATTER_SAVED
+
+    @staticmethod
+    def forward(ctx, input, src, key, part_key, along):  # noqa: A002
+        ctx.dim, ctx.index = along
+        ctx.key, ctx.part_key, ctx.src_shape = key, part_key, src.shape
+        return _written(input, key, _part(src, part_key))
+
+    @staticmethod
+    def backward(ctx, g):
+        need_in, need_src = ctx.needs_input_grad[:2]
+        gi = _ScatterValue.apply(g, 0, ctx.key, (ctx.dim, ctx.index)) if need_in else None
+        return gi, (_src_grad(ctx, g) if need_src else None), None, None, None
+
+
+class _ScatterValue(Function):
+    """out = input with the number ``value`` written at index along dim: one node,
+    PyTorch's ScatterBackward1 (edge: input).  d input = g.scatter(dim, index, 0) (this
+    node again, so it differentiates again)."""
+
+    name = "scatter"
+    node_name = "ScatterBackward1"
+    saved_attributes = _SCATTER_SAVED
+
+    @staticmethod
+    def forward(ctx, input, value, key, along):  # noqa: A002
+        ctx.dim, ctx.index = along
+        ctx.key = key
+        return _written(input, key, value)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _ScatterValue.apply(g, 0, ctx.key, (ctx.dim, ctx.index)), None, None, None
+
+
+class _IndexAdd(Function):
+    """out = input + alpha * source's slices added at index along dim (repeats add up): one
+    node, PyTorch's IndexAddBackward0 (edges input, source). Halves: computed in float32,
+    rounded once (the composition's values).
+        d input = g        d source = conj(alpha) * g.index_select(dim, index)"""
+
+    name = "index_add"
+    node_name = "IndexAddBackward0"
+    saved_attributes = {"_saved_alpha": "alpha", "_saved_dim": "dim", "_saved_index": "index",
+                        "_saved_source_dim": "source_dim"}
+
+    @staticmethod
+    def forward(ctx, input, source, key, alpha, along):  # noqa: A002
+        ctx.dim, ctx.index = along
+        ctx.key, ctx.alpha, ctx.source_dim = key, alpha, source.ndim
+        return _add_at(input, source, key, alpha)
+
+    @staticmethod
+    def backward(ctx, g):
+        need_in, need_src = ctx.needs_input_grad[:2]
+        gs = None
+        if need_src:
+            gs = getitem(g, ctx.key)
+            gs = gs if ctx.alpha == 1 else gs * ctx.alpha.conjugate()
+        return (g if need_in else None), gs, None, None, None
+
+
+# index_copy / index_fill: the scatter nodes under PyTorch's names (their key: a slice of
+# every dim before ``dim``, the index at ``dim``; index_fill's without repeats, so a 0-d
+# value tensor's gradient sums each filled position once)
+INDEX_COPY = node_variant(_Scatter, "IndexCopyBackward0", name="index_copy", saved_attributes={
+    **_SCATTER_SAVED, "_saved_source_dim": lambda node: len(node.src_shape)})
+INDEX_FILL_TENSOR = node_variant(_Scatter, "IndexFillBackward1", name="index_fill",
+                                 saved_attributes=_SCATTER_SAVED)
+INDEX_FILL = node_variant(_ScatterValue, "IndexFillBackward0", name="index_fill",
+                          saved_attributes=_SCATTER_SAVED)
+
+class _Put(Function):
+    """out = input with source's elements written (``accumulate``: added; repeats add up)
+    at the flat positions ``key`` of input's row-major order: one node, PyTorch's
+    PutBackward0 (edges input, source).
+        d input = g (accumulate) or g zeroed at the positions
+        d source = g.flatten()[index] (source's shape)"""
+
+    name = "put"
+    node_name = "PutBackward0"
+    saved_attributes = {"_saved_accumulate": "accumulate", "_saved_index": "index"}
+
+    @staticmethod
+    def forward(ctx, input, source, key, accumulate, along):  # noqa: A002
+        # along: (index,), kept for the saved attribute (a tensor argument would be an edge)
+        (ctx.index,) = along
+        ctx.key, ctx.accumulate = key, accumulate
+        ctx.shape, ctx.src_shape = input.shape, source.shape
+        flat, part = input.reshape(-1), source.reshape(-1)
+        out = _add_at(flat, part, key, 1) if accumulate else _written(flat, key, part)
+        return out.reshape(input.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        need_in, need_src = ctx.needs_input_grad[:2]
+        flat = g.reshape(-1)
+        gi = gs = None
+        if need_in:
+            gi = g if ctx.accumulate else _ScatterValue.apply(
+                flat, 0, ctx.key, (0, ctx.index)).reshape(ctx.shape)
+        if need_src:
+            gs = getitem(flat, ctx.key).reshape(ctx.src_shape)
+        return gi, gs, None, None, None
+
+
+for _c in (_ScatterAdd, _Scatter, _ScatterValue, _IndexAdd, _Put):
+    register_op(_c)
 
 
 @tensor_method("scatter_add")
@@ -224,10 +434,9 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: 
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         return fresh(scatter_add(input.reshape(1), dim, index.reshape(-1),
                                  src.reshape(-1)).reshape(()))
-    key, part = _scatter_key("scatter_add", input, dim, index, src)
-    nkey, _ = normalize_key(key, input.device)
-    (x, part), half = widen_halves(input, part)
-    return rounded_to(x + IndexAdd.apply(part, nkey, x.shape), half)
+    key, part_key = _scatter_key("scatter_add", input, dim, index, src)
+    along = (_wrap_dim(dim, input.ndim, "scatter_add"), index)
+    return _ScatterAdd.apply(input, src, key, part_key, along)  # (ScatterAddBackward0)
 
 
 @tensor_method("scatter")
@@ -255,10 +464,11 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # 
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         flat = src.reshape(-1) if isinstance(src, Tensor) else src
         return fresh(scatter(input.reshape(1), dim, index.reshape(-1), flat).reshape(()))
-    key, part = _scatter_key("scatter", input, dim, index, src)
-    out = input.clone()
-    out[key] = part
-    return out
+    key, part_key = _scatter_key("scatter", input, dim, index, src)
+    along = (_wrap_dim(dim, input.ndim, "scatter"), index)
+    if isinstance(src, Tensor):  # (one ScatterBackward0 node; a number: ScatterBackward1)
+        return _Scatter.apply(input, src, key, part_key, along)
+    return _ScatterValue.apply(input, src, key, along)
 
 
 @tensor_method("index_add")
@@ -293,9 +503,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
     elif not (input.dtype.is_floating_point or input.dtype.is_complex):
         alpha = math.trunc(alpha)
     nkey, _ = normalize_key((slice(None),) * d + (index.reshape(-1),), input.device)
-    (x, src), half = widen_halves(input, source)
-    src = src if alpha == 1 else src * alpha
-    return rounded_to(x + IndexAdd.apply(src, nkey, x.shape), half)
+    return _IndexAdd.apply(input, source, nkey, alpha, (d, index))  # (IndexAddBackward0)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False):  # noqa: A002

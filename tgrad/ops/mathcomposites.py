@@ -35,7 +35,7 @@ from tgrad.ops.composite import meshgrid
 from tgrad.ops.creation import empty, tensor, zeros
 from tgrad.ops.index import getitem
 from tgrad.ops.matmul import matmul
-from tgrad.ops.products import _scaled_sum
+from tgrad.ops.products import ADDR
 from tgrad.ops.shape import cat, narrow, stack
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
@@ -184,7 +184,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
         return ew.logical_or(outer, ew.logical_and(input, bool(beta)))
     # PyTorch's addr promotes (its vec1 vec2^T is a broadcast product); matmul does not
     vec1, vec2 = (v if v.dtype is rt else v.to(rt) for v in (vec1, vec2))
-    return _scaled_sum("addr", input, vec1.unsqueeze(1), vec2.unsqueeze(0), beta, alpha)
+    return ADDR.apply(input, vec1, vec2, "addr", beta, alpha)  # (one AddrBackward0 node)
 
 
 def _chain_order(dims: list) -> list:

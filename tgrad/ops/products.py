@@ -2,7 +2,8 @@
 ``beta * input + alpha * product`` family (addmm, addmv, baddbmm, addbmm), and the diagonal
 ops diag and trace. Gradients come from matmul's and the elementwise ops' rules, except
 addmm's: one AddmmBackward0 node where one dtype of float32/64 or complex applies
-(ops/matmul.py's Addmm)."""
+(ops/matmul.py's Addmm), and addmv's / baddbmm's / addbmm's (and mathcomposites' addr's):
+one node of PyTorch's name over the composition's values (_ScaledSum)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,20 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function, expandable
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor, rounded_to, tensor_method, widen_halves
+from tgrad.ops._common import (
+    backend_of,
+    register_op,
+    require_tensor,
+    rounded_to,
+    tensor_method,
+    widen_halves,
+    wrap,
+)
 from tgrad.ops.creation import arange, zeros
+from tgrad.ops.elementwise import node_variant
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
-from tgrad.ops.matmul import addmm_node, matmul
+from tgrad.ops.matmul import _REAL, ADDMM_DTYPES, _product_grads, addmm_node, matmul
+from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["dot", "vdot", "mv", "outer", "ger", "addmm", "addmv", "baddbmm", "addbmm", "diag",
@@ -123,6 +134,100 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
     return rounded_to(out, half)
 
 
+class _ScaledSum(Function):
+    """beta * input + alpha * (a @ b) (``_scaled_sum``'s values: halves in float32 rounded
+    once, beta == 0 / alpha == 0 ignoring input's / the product's NaN) as one node of
+    PyTorch's name (edges input, a, b): baddbmm's BaddbmmBackward0 here, addmv's / addbmm's
+    / addr's by node_variant. With A, B, G the operands and g read as (batches of) matrices
+    (addmv: B = b[:, None], G = g[:, None]; addr: A = a[:, None], B = b[None]; addbmm: G is
+    broadcast over the batch):
+        d input = sum_to(conj(beta) g, input.shape)
+        d a = conj(alpha) G @ B^H (summed to A)      d b = conj(alpha) A^H @ G (summed to B)
+    read back to a's / b's shapes (a product of tgrad ops: it differentiates again)."""
+
+    name = "baddbmm"
+    node_name = "BaddbmmBackward0"
+    saved_attributes = {"_saved_alpha": "alpha", "_saved_beta": "beta",
+                        "_saved_batch1": 0, "_saved_batch2": 1}
+
+    @staticmethod
+    def forward(ctx, input, a, b, op, beta, alpha):  # noqa: A002
+        ctx.save_for_backward(a, b)
+        ctx.op, ctx.beta, ctx.alpha, ctx.in_shape = op, beta, alpha, input.shape
+        shape = _one_kernel_shape(op, input, a, b, beta, alpha)
+        if shape is not None:  # the composition's steps on the backend arrays (its values)
+            be, kind = backend_of(a), a.dtype.np.type
+            if alpha == 0 and op == "addmv":  # BLAS's: the product's NaN/inf are not read
+                y = be.full(shape, 0, a.dtype.np)
+            else:  # (baddbmm's alpha == 0 multiplies the product's NaN by 0, as PyTorch's)
+                y = be.matmul(a._data, b._data)
+                if alpha != 1:
+                    y = be.binary("mul", y, kind(alpha))
+            if beta != 0:  # beta == 0: input's values (NaN/inf too) are not read
+                x = input._data if beta == 1 else be.binary("mul", input._data, kind(beta))
+                y = be.binary("add", y, x)
+            return wrap(y, a.device)
+        if op == "addr":
+            return _scaled_sum(op, input, a.unsqueeze(1), b.unsqueeze(0), beta, alpha)
+        return _scaled_sum(op, input, a, b, beta, alpha, batch_sum=op == "addbmm")
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_in, need_a, need_b = ctx.needs_input_grad[:3]
+        op, beta, alpha = ctx.op, ctx.beta, ctx.alpha
+        (g, a, b), half = widen_halves(g, a, b)
+        gi = sum_to(g if beta == 1 else g * beta.conjugate(), ctx.in_shape) if need_in else None
+        ga = gb = None
+        if need_a or need_b:
+            A, B, G = a, b, g  # noqa: N806 (the matrices of the docstring)
+            if op == "addmv":
+                B, G = b.unsqueeze(1), g.unsqueeze(1)  # noqa: N806
+            elif op == "addr":
+                A, B = a.unsqueeze(1), b.unsqueeze(0)  # noqa: N806
+            ga, gb = _product_grads(G, A, B, need_a, need_b, A.shape, B.shape)
+            ga, gb = (None if t is None else rounded_to(
+                (t if alpha == 1 else t * alpha.conjugate()).reshape(v.shape), half)
+                for t, v in ((ga, a), (gb, b)))
+        return rounded_to(gi, half) if need_in else None, ga, gb, None, None, None
+
+
+def _one_kernel_shape(op: str, input: Tensor, a: Tensor, b: Tensor, beta,  # noqa: A002
+                      alpha) -> tuple | None:
+    """The result's shape where baddbmm / addmv run straight on the backend arrays (as
+    Addmm: one dtype of ADDMM_DTYPES, real beta and alpha, one device, no sparse operand,
+    shapes that multiply, input expanding to the result); None otherwise (the composition,
+    which raises the errors)."""
+    dt = a.dtype
+    if (op not in ("baddbmm", "addmv") or dt not in ADDMM_DTYPES or input.dtype is not dt
+            or b.dtype is not dt or type(beta) not in _REAL or type(alpha) not in _REAL
+            or input.device is not a.device or b.device is not a.device or input._sparse
+            or a._sparse or b._sparse):
+        return None
+    if op == "addmv":
+        if a.shape[1] != b.shape[0]:
+            return None
+        out = (a.shape[0],)
+    else:
+        if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+            return None
+        out = (a.shape[0], a.shape[1], b.shape[2])
+    if input.ndim > len(out) or any(s != 1 and s != o for s, o in zip(input.shape[::-1],
+                                                                       out[::-1])):
+        return None
+    return out
+
+
+_ADDMV = node_variant(_ScaledSum, "AddmvBackward0", name="addmv", saved_attributes={
+    "_saved_alpha": "alpha", "_saved_beta": "beta", "_saved_mat": 0, "_saved_vec": 1})
+_ADDBMM = node_variant(_ScaledSum, "AddbmmBackward0", name="addbmm",
+                       saved_attributes=_ScaledSum.saved_attributes)
+ADDR = node_variant(_ScaledSum, "AddrBackward0", name="addr", saved_attributes={
+    "_saved_alpha": "alpha", "_saved_beta": "beta", "_saved_vec1": 0, "_saved_vec2": 1})
+for _c in (_ScaledSum, _ADDMV, _ADDBMM, ADDR):
+    register_op(_c)
+
+
 @tensor_method("addmm")
 @autocast_policy("lower")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
@@ -145,7 +250,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor
     require_tensor("addmv", mat, "mat", 2)
     require_tensor("addmv", vec, "vec", 3)
     _dims("addmv", (2, 1), mat, vec)
-    return _scaled_sum("addmv", input, mat, vec, beta, alpha)
+    return _ADDMV.apply(input, mat, vec, "addmv", beta, alpha)  # (one AddmvBackward0 node)
 
 
 @tensor_method("baddbmm")
@@ -157,7 +262,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A
     require_tensor("baddbmm", batch1, "batch1", 2)
     require_tensor("baddbmm", batch2, "batch2", 3)
     _dims("baddbmm", (3, 3), batch1, batch2)
-    return _scaled_sum("baddbmm", input, batch1, batch2, beta, alpha)
+    return _ScaledSum.apply(input, batch1, batch2, "baddbmm", beta, alpha)  # (BaddbmmBackward0)
 
 
 @tensor_method("addbmm")
@@ -169,7 +274,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A0
     require_tensor("addbmm", batch1, "batch1", 2)
     require_tensor("addbmm", batch2, "batch2", 3)
     _dims("addbmm", (3, 3), batch1, batch2)
-    return _scaled_sum("addbmm", input, batch1, batch2, beta, alpha, batch_sum=True)
+    return _ADDBMM.apply(input, batch1, batch2, "addbmm", beta, alpha)  # (AddbmmBackward0)
 
 
 @tensor_method("diag")

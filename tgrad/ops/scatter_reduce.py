@@ -51,8 +51,8 @@ from tgrad.ops._common import (
     wrap,
 )
 from tgrad.ops.creation import ones, ones_like
-from tgrad.ops.gathering import _scatter_key
-from tgrad.ops.index import IndexAdd, normalize_key
+from tgrad.ops.gathering import _part, _scatter_key
+from tgrad.ops.index import IndexAdd
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["scatter_reduce", "index_reduce"]
@@ -197,9 +197,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         return fresh(scatter_reduce(input.reshape(1), dim, index.reshape(-1),
                                     src.reshape(-1), reduce,
                                     include_self=include_self).reshape(()))
-    key, part = _scatter_key("scatter_reduce", input, dim, index, src)
-    nkey, _ = normalize_key(key, input.device)
-    (x, part), half = widen_halves(input, part)
+    nkey, part_key = _scatter_key("scatter_reduce", input, dim, index, src)
+    (x, part), half = widen_halves(input, _part(src, part_key))
     return rounded_to(ScatterReduce.apply(x, part, nkey, reduce, bool(include_self)), half)
 
 

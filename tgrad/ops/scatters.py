@@ -3,7 +3,8 @@
 slice / select / diagonal / as_strided view) and ``masked_scatter`` (source's first
 elements, in order, written where mask holds).
 Compositions: a clone and an indexed (or view) write, so d input = g outside the written
-part and d src = g read from it (the write's own rule).
+part and d src = g read from it (the write's own rule); masked_scatter is that write as one
+node of PyTorch's name (MaskedScatterBackward0).
 
 Shape contract: src has exactly the shape of the view it replaces (PyTorch's check);
 masked_scatter's mask broadcasts to input's shape and source holds at least as many
@@ -12,9 +13,15 @@ elements as mask has True values (counting them costs one host read on a GPU).
 
 from __future__ import annotations
 
-from tgrad.ops._common import broadcast_or_raise, require_tensor, tensor_method
+import math
+
+from tgrad.autograd.function import Function
+from tgrad.ops._common import broadcast_or_raise, register_op, require_tensor, tensor_method
 from tgrad.ops.composite import _check_mask
+from tgrad.ops.gathering import _ScatterValue, _written
+from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.ops.layout import as_strided, diagonal
+from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor, _wrap_dim
 
 __all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter",
@@ -96,16 +103,51 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # no
     # PyTorch's "The size of tensor a (mask) must match the size of tensor b (input) ..."
     shape = broadcast_or_raise("masked_scatter", mask.shape, input.shape)
     mask = mask.expand(shape)
-    if tuple(input.shape) != tuple(shape):  # out of place: input broadcasts too (PyTorch's)
-        input = input.expand(shape)  # noqa: A001
+    # (out of place, input broadcasts too: PyTorch's)
     count = int(mask.sum())  # on a GPU: one synchronizing read
     if count > source.numel():
         raise RuntimeError(f"masked_scatter: expected source to have at least {count} "
                            f"elements (the number of True values in mask), got "
                            f"{source.numel()}")
-    out = input.clone()
-    out[mask] = source.reshape(-1)[:count]
-    return out
+    key, _ = normalize_key((mask,), input.device, len(shape))
+    return _MaskedScatter.apply(input, source, key, tuple(shape), count)  # (one node)
+
+
+class _MaskedScatter(Function):
+    """out = input broadcast to ``shape`` with source's first ``count`` elements (read flat)
+    written where the mask (the key) holds: one node, PyTorch's MaskedScatterBackward0
+    (edges input, source).
+        d input = sum_to(g zeroed where the mask holds, input.shape)
+        d source = g read where the mask holds, then zeros (source's remaining elements),
+                   in source's shape"""
+
+    name = "masked_scatter"
+    node_name = "MaskedScatterBackward0"
+    saved_attributes = {"_saved_source_sym_sizes": "src_shape"}
+
+    @staticmethod
+    def forward(ctx, input, source, key, shape, count):  # noqa: A002
+        ctx.key, ctx.shape, ctx.count = key, shape, count
+        ctx.in_shape, ctx.src_shape = input.shape, source.shape
+        x = input if tuple(input.shape) == shape else input.expand(shape)
+        return _written(x, key, source.reshape(-1)[:count])
+
+    @staticmethod
+    def backward(ctx, g):
+        need_in, need_src = ctx.needs_input_grad[:2]
+        gi = gs = None
+        if need_in:
+            gi = sum_to(_ScatterValue.apply(g, 0, ctx.key, (None, None)), ctx.in_shape)
+        if need_src:
+            n = math.prod(ctx.src_shape)
+            gs = getitem(g, ctx.key)
+            if ctx.count != n:
+                gs = IndexAdd.apply(gs, (slice(0, ctx.count),), (n,))
+            gs = gs.reshape(ctx.src_shape)
+        return gi, gs, None, None, None
+
+
+register_op(_MaskedScatter)
 
 
 @tensor_method("masked_scatter_")

@@ -28,6 +28,8 @@ from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.creation import arange, full, full_like, zeros_like
+from tgrad.ops.gathering import _Put
+from tgrad.ops.index import normalize_key
 from tgrad.tensor import Tensor, _int_arg, check_not_inference
 
 __all__ = ["angle", "put"]
@@ -102,7 +104,9 @@ def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False)
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:  # noqa: A002
     """A copy of input with input.flatten()[index] = source (``accumulate``: +=)."""
     require_tensor("put", input)
-    return put_(input.clone(), index, source, accumulate)
+    idx = _flat_index("put_", input, index, source)  # (PyTorch's texts: put runs put_)
+    key, _ = normalize_key((idx,), input.device)  # (one PutBackward0 node)
+    return _Put.apply(input, source, key, bool(accumulate), (index,))
 
 
 @tensor_method("fill_diagonal_")
