@@ -224,17 +224,8 @@ class Addmm(MatMul):
         need_a, need_b = ctx.needs_input_grad[1:3]
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         ctx.shapes, ctx.in_shape, ctx.beta, ctx.alpha = (a.shape, b.shape), input.shape, beta, alpha
-        be, kind = backend_of(a), a.dtype.np.type
-        if alpha == 0:  # BLAS's (PyTorch's): the product is not read, its NaN/inf neither
-            y = be.full((a.shape[0], b.shape[1]), 0, a.dtype.np)
-        else:
-            y = be.matmul(a._data, b._data)
-            if alpha != 1:
-                y = be.binary("mul", y, kind(alpha))
-        if beta != 0:
-            x = input._data if beta == 1 else be.binary("mul", input._data, kind(beta))
-            y = be.binary("add", y, x)
-        return wrap(y, a.device)
+        # alpha == 0: BLAS's (PyTorch's): the product is not read, its NaN/inf neither
+        return scaled_product(input, a, b, beta, alpha, (a.shape[0], b.shape[1]), alpha == 0)
 
     @staticmethod
     def backward(ctx, g):
@@ -249,6 +240,25 @@ class Addmm(MatMul):
                 ga = None if ga is None else ga * alpha
                 gb = None if gb is None else gb * alpha
         return gi, ga, gb, None, None
+
+
+def scaled_product(input: Tensor, a: Tensor, b: Tensor, beta, alpha, shape: tuple,  # noqa: A002
+                   skip_product: bool) -> Tensor:
+    """beta * input + alpha * (a @ b) of ``shape`` on the backend arrays (one dtype, input
+    expanding to the product, real beta / alpha): the product is not computed where
+    ``skip_product`` (alpha == 0 read as BLAS reads it), nor input read where beta == 0
+    (its NaN/inf ignored, PyTorch's)."""
+    be, kind = backend_of(a), a.dtype.np.type
+    if skip_product:
+        y = be.full(shape, 0, a.dtype.np)
+    else:
+        y = be.matmul(a._data, b._data)
+        if alpha != 1:
+            y = be.binary("mul", y, kind(alpha))
+    if beta != 0:
+        x = input._data if beta == 1 else be.binary("mul", input._data, kind(beta))
+        y = be.binary("add", y, x)
+    return wrap(y, a.device)
 
 
 # the dtypes of Addmm's one node (halves: the composition, in float32 rounded once)

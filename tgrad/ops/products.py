@@ -12,18 +12,23 @@ from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function, expandable
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
-    backend_of,
     register_op,
     require_tensor,
     rounded_to,
     tensor_method,
     widen_halves,
-    wrap,
 )
 from tgrad.ops.creation import arange, zeros
 from tgrad.ops.elementwise import node_variant
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
-from tgrad.ops.matmul import _REAL, ADDMM_DTYPES, _product_grads, addmm_node, matmul
+from tgrad.ops.matmul import (
+    _REAL,
+    ADDMM_DTYPES,
+    _product_grads,
+    addmm_node,
+    matmul,
+    scaled_product,
+)
 from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor, _int_arg
 
@@ -155,18 +160,9 @@ class _ScaledSum(Function):
         ctx.save_for_backward(a, b)
         ctx.op, ctx.beta, ctx.alpha, ctx.in_shape = op, beta, alpha, input.shape
         shape = _one_kernel_shape(op, input, a, b, beta, alpha)
-        if shape is not None:  # the composition's steps on the backend arrays (its values)
-            be, kind = backend_of(a), a.dtype.np.type
-            if alpha == 0 and op == "addmv":  # BLAS's: the product's NaN/inf are not read
-                y = be.full(shape, 0, a.dtype.np)
-            else:  # (baddbmm's alpha == 0 multiplies the product's NaN by 0, as PyTorch's)
-                y = be.matmul(a._data, b._data)
-                if alpha != 1:
-                    y = be.binary("mul", y, kind(alpha))
-            if beta != 0:  # beta == 0: input's values (NaN/inf too) are not read
-                x = input._data if beta == 1 else be.binary("mul", input._data, kind(beta))
-                y = be.binary("add", y, x)
-            return wrap(y, a.device)
+        if shape is not None:  # the composition's steps on the backend arrays (its values;
+            # baddbmm's alpha == 0 multiplies the product's NaN by 0, as PyTorch's)
+            return scaled_product(input, a, b, beta, alpha, shape, alpha == 0 and op == "addmv")
         if op == "addr":
             return _scaled_sum(op, input, a.unsqueeze(1), b.unsqueeze(0), beta, alpha)
         return _scaled_sum(op, input, a, b, beta, alpha, batch_sum=op == "addbmm")
