@@ -443,12 +443,11 @@ def _build_rules() -> dict:
                     _KEEPS_COMPLEX.add(c)
     for op, rule in ((OPS["add"], _add_sub(1.0)), (OPS["sub"], _add_sub(-1.0)),
                      (OPS["mul"], _mul), (OPS["div"], _div), (OPS["matmul"], _matmul),
-                     (OPS["mv"], _matmul), (OPS["cat"], _cat),
-                     (OPS["index_put"], _index_put)):
+                     (OPS["cat"], _cat), (OPS["index_put"], _index_put)):
         for c in _same_forward(op):  # sub's RsubBackward0/1 variants too
             rules[c] = rule
-            if op not in (OPS["matmul"], OPS["mv"]):  # (PyTorch's matmul refuses the
-                _KEEPS_COMPLEX.add(c)  # mixed dtypes)
+            if op is not OPS["matmul"]:  # (PyTorch's matmul refuses the mixed dtypes)
+                _KEEPS_COMPLEX.add(c)
     from tgrad.nn._composite import _Embedding
     rules[_Embedding] = _embedding
     _FIRST_ONLY.add(_Embedding)
