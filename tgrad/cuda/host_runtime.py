@@ -42,10 +42,12 @@ class HostRuntime:
         self._streams.add(self._tgrad_stream)
         self._local = threading.local()
         self._lock = threading.Lock()
-        try:  # bfloat16 and float8 conversions that round as the GPU's (see the modules)
-            from tgrad.kernels import interpreter_bf16, interpreter_fp8
+        try:  # bfloat16 and float8 conversions that round as the GPU's; two of the
+            # interpreter's slow paths that change no result made fast (see the modules)
+            from tgrad.kernels import interpreter_bf16, interpreter_fp8, interpreter_speedups
             interpreter_bf16.install()
             interpreter_fp8.install()
+            interpreter_speedups.install()
         except ImportError:  # no Triton: nothing runs kernels here anyway
             pass
 

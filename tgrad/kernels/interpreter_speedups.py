@@ -1,0 +1,83 @@
+"""Two pieces of work Triton's interpreter (3.6 to 3.9) does that change no result, made fast.
+
+1. Overflow checks computed and thrown away. Every int32 add, sub and mul in a kernel first
+repeats itself in int64 and compares the result with int32's range
+(``binary_op_sanitize_overflow_impl``), to hand the comparison to ``device_assert``, which
+returns without looking at it unless the builder's options say ``debug`` (the interpreter's
+never do). ``install()`` sets the interpreter's ``sanitize_overflow`` option to False while
+``debug`` is False, so that work is skipped; with ``debug`` on, nothing changes.
+
+2. ``tl.reduce`` with a combine function of tgrad's own (the product and the NaN-propagating
+max/min of tgrad/kernels/reduction.py). The interpreter has NumPy fast paths for ``tl.sum``,
+``tl.max``/``tl.min`` and argmax/argmin only; any other combine function goes through
+``ReduceOps.generic_reduce``, which walks the block one element at a time in Python and calls
+the combine function on 0-d tensors. ``install()`` replaces it by a pairwise tree over the
+reduced axis: at each level, elements (0, 1), (2, 3), ... are combined by one call of the same
+combine function on whole arrays (its operations are elementwise, so that equals calling it
+element by element), an odd last element is carried to the next level, and the operands stay
+in the block's order (only associativity is assumed, as Triton's GPU reduction assumes it).
+A GPU block reduces in a tree too, so the rounding order is nearer the GPU's than the
+interpreter's left-to-right loop.
+
+Measured on the CPU box (float32 op table of tests/_triton_interp_runner.py, one process):
+440 s before, 279 s with the tree reduce, 200 s with both; ``amax`` of 5000 floats on the
+interpreted cuda device: 8.6 s before, 0.07 s after.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+def install() -> None:
+    from triton import language as tl
+    from triton.runtime import interpreter
+
+    builder = interpreter.interpreter_builder
+    if not builder.options.debug and builder.options.sanitize_overflow:
+        builder.options = dataclasses.replace(builder.options, sanitize_overflow=False)
+
+    reduce_ops = interpreter.ReduceOps
+    if getattr(reduce_ops, "_tgrad_tree_reduce", False):
+        return
+
+    def tree_reduce(self, input):  # noqa: A002 - Triton's name
+        original_axis = self.axis
+        input, axis = self.unravel(input, self.axis)  # noqa: A001 - axis None: flattened, 0
+        dtypes = [arg.dtype for arg in input]
+        np_dtypes = [arg.handle.data.dtype for arg in input]
+        data = [arg.handle.data for arg in input]
+
+        def along(s: slice) -> tuple:
+            return (slice(None),) * axis + (s,)
+
+        n = data[0].shape[axis]
+        while n > 1:
+            half = n // 2
+            left = [self.to_tensor(d[along(slice(0, 2 * half, 2))], t)
+                    for d, t in zip(data, dtypes)]
+            right = [self.to_tensor(d[along(slice(1, 2 * half, 2))], t)
+                     for d, t in zip(data, dtypes)]
+            out = self.combine_fn.fn(*left, *right)
+            out = out if isinstance(out, tuple) else (out,)
+            pairs = [np.broadcast_to(o.handle.data if isinstance(o, tl.core.tensor) else o,
+                                     left[0].handle.data.shape).astype(dt)
+                     for o, dt in zip(out, np_dtypes)]
+            data = [np.concatenate([p, d[along(slice(2 * half, n))]], axis)
+                    for p, d in zip(pairs, data)]
+            n = data[0].shape[axis]
+        ret = []
+        for d, t in zip(data, dtypes):
+            d = np.squeeze(d, axis)
+            if self.keep_dims:
+                d = (np.expand_dims(d, axis) if original_axis is not None
+                     else d.reshape((1,) * input[0].handle.data.ndim))
+            elif original_axis is None:
+                d = d.item()
+            ret.append(self.to_tensor(d, t))
+        return ret
+
+    reduce_ops.generic_reduce = tree_reduce
+    reduce_ops._tgrad_tree_reduce = True
