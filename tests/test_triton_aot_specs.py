@@ -79,3 +79,23 @@ def test_spill_checks_pass_with_triton36():
                         "tests/test_triton_aot.py", "tests/test_triton_nn_aot.py"],
                        capture_output=True, text=True, env=_env(TRITON36), cwd=ROOT)
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+
+
+def test_ew_cover_keeps_every_formula_and_every_indexing_group():
+    """kernel_specs.recorded() compiles each ew_kernel formula group and each indexing group
+    at least once (not every pair); other kernels' variants are all kept."""
+    def spec(kernel, fn, ndim, ptr):
+        declared = {"FN": fn, "ARITY": 1, "UPCAST": False, "NDIM": ndim, "IDX64": False,
+                    "INNER": False, "BLOCK": 16}
+        return {"kernel": kernel, "variant": json.dumps([kernel, declared, {"A": ptr}, 4])}
+    ew = kernel_specs._EW_KERNEL
+    specs = [spec(ew, fn, ndim, ptr) for fn in ("f_exp", "f_tanh", "f_relu")
+             for ndim in (1, 2, 3, 4) for ptr in ("*fp32", "*fp64")]
+    others = [spec("tgrad.kernels.reduction:red_kernel", "x", ndim, "*fp32")
+              for ndim in (1, 2)]
+    kept = kernel_specs.cover_ew_groups(specs + others)
+    kept_ew = [s for s in kept if s["kernel"] == ew]
+    groups = [kernel_specs._ew_groups(s) for s in specs]
+    assert {g[0] for g in groups} == {kernel_specs._ew_groups(s)[0] for s in kept_ew}  # 6 formulas
+    assert {g[1] for g in groups} == {kernel_specs._ew_groups(s)[1] for s in kept_ew}  # 4 ndims
+    assert len(kept_ew) <= 6 + 4 and kept[-2:] == others  # of 24
