@@ -16,3 +16,18 @@ def run_json(script: str, timeout: float = 600) -> dict:
                           env=env, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_json_file(script: str, folder, name: str, timeout: float = 300) -> dict:
+    """``script`` written to ``folder/name`` (triton.jit reads a kernel's source from its
+    file) and run like ``run_json``, with the repository on the path."""
+    path = os.path.join(str(folder), name)
+    with open(path, "w") as f:
+        f.write(script)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TRITON_INTERPRET="1",
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, path], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

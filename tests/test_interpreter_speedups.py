@@ -7,16 +7,15 @@ with TRITON_INTERPRET=1."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("triton")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interpreted import run_json_file  # noqa: E402
 
 SCRIPT = textwrap.dedent('''
     import json
@@ -97,12 +96,5 @@ SCRIPT = textwrap.dedent('''
 
 
 def test_custom_combine_reductions_match_the_in_order_reduction(tmp_path):
-    script = tmp_path / "reduce_kernel.py"  # a file: triton.jit reads the kernel's source
-    script.write_text(SCRIPT)
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
-                       timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    bad = json.loads(p.stdout.strip().splitlines()[-1])
+    bad = run_json_file(SCRIPT, tmp_path, "reduce_kernel.py")
     assert not bad, bad
