@@ -348,3 +348,19 @@ def test_advanced_index_assignment_requires_matching_dtypes_as_pytorch():
     assert u.tolist() == [255, 0, 255]
     with pytest.raises(RuntimeError, match="Index put requires the source"):
         y[tgrad.tensor([True, False, True])] = tgrad.tensor([1.0, 2.0])  # two elements
+
+
+def test_logit_near_one_half_is_accurate_to_a_few_ulp():
+    # log x - log1p(-x) cancels near x = 1/2 (both terms near -log 2, the result ~4 (x - 1/2)):
+    # at x = 1/2 + 2^-30 that form lost ~8 decimal digits. Reference: the exact binary value
+    # of each float64 x, ln(x / (1 - x)) in 60-digit decimal arithmetic.
+    import decimal
+    ctx = decimal.Context(prec=60)
+    xs = [0.5 + 2.0 ** -k for k in (2, 3, 10, 30, 52)] + [0.5 - 2.0 ** -k for k in (3, 30, 53)]
+    xs += [0.2500001, 0.3, 0.45, 0.55, 0.7, 0.7499999, 0.2, 0.8, 1e-300, 1 - 2.0 ** -53]
+    want = [float(ctx.ln(ctx.divide(decimal.Decimal(v), ctx.subtract(1, decimal.Decimal(v)))))
+            for v in xs]
+    for device in ("cpu",) + (("cuda",) if tgrad.cuda.is_available() else ()):
+        got = tgrad.logit(tgrad.tensor(xs, dtype=tgrad.float64, device=device)).tolist()
+        for v, g, w in zip(xs, got, want):
+            assert abs(g - w) <= 4 * np.spacing(abs(w)), (device, v, g, w)

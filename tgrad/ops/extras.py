@@ -200,11 +200,11 @@ def _tensors_in_result_dtype(a, b, op: str = "xlogy") -> tuple:
 
 
 class Logit(Function):
-    """y = log(x / (1 - x)) (as log x - log1p(-x)), x first clamped to [eps, 1 - eps] when
-    ``eps`` is given.  dx = g / |x (1 - x)| (g * inf at 0 and 1, -0.0 included: the product
-    is >= 0 inside the domain, abs only turns -0.0 into +0.0), PyTorch's rule outside the
-    domain: 0 outside [eps, 1 - eps] (the bounds included in the domain), NaN outside
-    [0, 1] without eps."""
+    """y = log(x / (1 - x)) (as log x - log1p(-x); log1p((2x - 1) / (1 - x)) near 1/2), x
+    first clamped to [eps, 1 - eps] when ``eps`` is given.  dx = g / |x (1 - x)| (g * inf
+    at 0 and 1, -0.0 included: the product is >= 0 inside the domain, abs only turns -0.0
+    into +0.0), PyTorch's rule outside the domain: 0 outside [eps, 1 - eps] (the bounds
+    included in the domain), NaN outside [0, 1] without eps."""
 
     node_name = "LogitBackward0"
 
@@ -213,7 +213,12 @@ class Logit(Function):
         ctx.save_for_backward(x)
         ctx.eps = eps
         xc = x if eps is None else ew.clamp(x, eps, 1.0 - eps)
-        return ew.log(xc) - ew.log1p(-xc)
+        # log x - log1p(-x) cancels near x = 1/2 (both terms near -log 2); for |x - 1/2| < 1/4
+        # log1p((2x - 1) / (1 - x)), whose 2x - 1 and x - 1/2 are exact (Sterbenz), is good
+        # to a few ulp. NaN fails the test and takes the outer form, NaN too.
+        mid = ew.lt(ew.abs(xc - 0.5), 0.25)
+        inner = ew.log1p((xc * 2.0 - 1.0) / (1.0 - xc))
+        return ew.where(mid, inner, ew.log(xc) - ew.log1p(-xc))
 
     @staticmethod
     def backward(ctx, g):
