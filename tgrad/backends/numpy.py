@@ -478,6 +478,26 @@ def _erf_block(x: np.ndarray) -> np.ndarray:
     return out.astype(dt, copy=False)
 
 
+def _logit(x):
+    """log(x / (1 - x)) to a few ulp. float32 (halves arrive as float32): that formula in
+    float64, whose rounding near x = 1/2 stays far below float32's ulp. float64:
+    log1p((2x - 1) / (1 - x)) from x = 1/4 up (2x - 1 exact: no cancellation near 1/2),
+    log x - log1p(-x) below (no cancellation there, and a subnormal x stays finite); both
+    forms are computed, then the right one taken per element."""
+    if x.dtype.itemsize <= 4:  # (out= throughout: a 0-d x stays an array)
+        w = x.astype(np.float64)
+        np.divide(w, 1 - w, out=w)
+        return np.log(w, out=w).astype(x.dtype)
+    near = np.multiply(x, 2, out=np.empty_like(x))
+    near -= 1
+    near /= 1 - x
+    np.log1p(near, out=near)
+    out = np.log(x, out=np.empty_like(x))
+    out -= np.log1p(-x)
+    np.copyto(out, near, where=x >= 0.25)
+    return out
+
+
 def _sigmoid(x, consume: bool = False):
     if x.dtype.kind == "c":  # complex: 1 / (1 + e^-z) (poles at z = i pi (2k + 1))
         return 1.0 / (1.0 + np.exp(-x))
@@ -503,6 +523,7 @@ UNARY = {
     "exp": np.exp,
     "log": np.log,
     "log1p": np.log1p,
+    "logit": _logit,
     "expm1": np.expm1,
     "sqrt": np.sqrt,
     "rsqrt": lambda x: 1.0 / np.sqrt(x),

@@ -245,6 +245,16 @@ def f_log1p(x):
 
 
 @triton.jit
+def f_logit(x):
+    # log(x / (1 - x)). From x = 1/4 up, log1p((2x - 1) / (1 - x)): 2x - 1 is exact there
+    # (Sterbenz), so no cancellation near 1/2, where log x - log1p(-x) loses its digits;
+    # below 1/4 that form does not cancel (and keeps subnormal x finite: 1/x would overflow)
+    hi = x >= 0.25
+    near = _log1p((x * 2.0 - 1.0) / (1.0 - x))
+    return tl.where(hi, near, tl.log(x) - _log1p(_neg(x)))
+
+
+@triton.jit
 def f_expm1(x):
     return _expm1(x)
 
@@ -978,9 +988,9 @@ UNARY = {n: globals()["f_" + n] for n in (
     "neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
     "sigmoid", "erf", "reciprocal", "square", "sign", "floor", "ceil", "round", "trunc",
     "log2", "log10", "exp2", "sinh", "cosh", "tan", "atan", "asin", "acos", "logical_not",
-    "bitwise_not")}
+    "bitwise_not", "logit")}
 # ops whose formula needs a floating input (integer inputs take the host path)
-FLOAT_ONLY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
+FLOAT_ONLY = {"exp", "log", "log1p", "logit", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
               "sigmoid", "erf", "reciprocal", "div", "log2", "log10", "exp2", "sinh", "cosh",
               "tan", "atan", "asin", "acos", "atan2"}
 BINARY = {n: globals()["f_" + n] for n in (

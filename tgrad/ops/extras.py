@@ -21,6 +21,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
 from tgrad.ops._common import (
+    backend_of,
     fresh,
     int_tuple,
     require_tensor,
@@ -29,6 +30,7 @@ from tgrad.ops._common import (
     route_sparse,
     tensor_method,
     widen_halves,
+    wrap,
 )
 from tgrad.ops.creation import arange, tensor
 from tgrad.ops.creation import zeros as tgrad_zeros
@@ -200,7 +202,7 @@ def _tensors_in_result_dtype(a, b, op: str = "xlogy") -> tuple:
 
 
 class Logit(Function):
-    """y = log(x / (1 - x)) (as log x - log1p(-x); log1p((2x - 1) / (1 - x)) near 1/2), x
+    """y = log(x / (1 - x)) (log x - log1p(-x) below 1/4, log1p((2x - 1) / (1 - x)) above), x
     first clamped to [eps, 1 - eps] when ``eps`` is given.  dx = g / |x (1 - x)| (g * inf
     at 0 and 1, -0.0 included: the product is >= 0 inside the domain, abs only turns -0.0
     into +0.0), PyTorch's rule outside the domain: 0 outside [eps, 1 - eps] (the bounds
@@ -213,12 +215,9 @@ class Logit(Function):
         ctx.save_for_backward(x)
         ctx.eps = eps
         xc = x if eps is None else ew.clamp(x, eps, 1.0 - eps)
-        # log x - log1p(-x) cancels near x = 1/2 (both terms near -log 2); for |x - 1/2| < 1/4
-        # log1p((2x - 1) / (1 - x)), whose 2x - 1 and x - 1/2 are exact (Sterbenz), is good
-        # to a few ulp. NaN fails the test and takes the outer form, NaN too.
-        mid = ew.lt(ew.abs(xc - 0.5), 0.25)
-        inner = ew.log1p((xc * 2.0 - 1.0) / (1.0 - xc))
-        return ew.where(mid, inner, ew.log(xc) - ew.log1p(-xc))
+        # one primitive (one kernel on cuda): the backends' "logit" formula, which avoids
+        # log x - log1p(-x)'s cancellation near 1/2
+        return wrap(backend_of(xc).unary("logit", xc._data), xc.device)
 
     @staticmethod
     def backward(ctx, g):
