@@ -187,6 +187,17 @@ def backend_of(t: Tensor):
         return get_backend(t.device)  # raises the clear error
 
 
+def host_reads_ok(t: Tensor) -> bool:
+    """Whether a data-dependent shortcut (``if bool(mask.any()): ...``) may read ``t``'s
+    values on the host: always on the CPU; on cuda unless tgrad's stream is being captured
+    into a CUDA graph, where a host read would end the capture with an error (the op then
+    takes its path that reads nothing)."""
+    if t.device.type == "cpu":
+        return True
+    from tgrad.cuda import is_current_stream_capturing
+    return not is_current_stream_capturing()
+
+
 def wrap(arr, device) -> Tensor:
     """A new tensor owning the backend array ``arr``."""
     return Tensor(arr, None, device)

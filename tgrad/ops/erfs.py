@@ -22,7 +22,7 @@ from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.backends.numpy import _erfcx_taylor
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import apply_float_unary, route_sparse, tensor_method
+from tgrad.ops._common import apply_float_unary, host_reads_ok, route_sparse, tensor_method
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.special import _horner
 from tgrad.tensor import Tensor
@@ -64,8 +64,8 @@ def _erfcx_grad(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
     ~7e-16 at x = 2.5 (5e-13 at 2), where the direct form still cancels 14-fold."""
     direct = x * y * 2.0 - 2 / _SQRT_PI
     big = ew.ge(x, 2.5)
-    if not bool(big.any()):  # (the common range: no fraction to run)
-        return g * direct
+    if host_reads_ok(x) and not bool(big.any()):  # (the common range: no fraction to run;
+        return g * direct  # while a CUDA graph is captured, the fraction runs regardless)
     tail = -y / _erfcx_fraction(ew.where(big, x, 2.5), 2)
     return g * ew.where(big, tail, direct)
 
