@@ -350,6 +350,8 @@ def _make_matmul(operator: bool):
             return Dot.apply(a, b)
         # a 1-D operand: squeezed in place (PyTorch's squeeze_), so the result is no view
         # of the product, as PyTorch's
+        if (an >= 3 or bn >= 3) and _should_fold(a, b):  # PyTorch's mm / mv of a fold
+            return _folded(a, b)
         if an == 1:
             y = MatMul.apply(a.unsqueeze(0), b)
             return y.squeeze_(y.ndim - 2)
@@ -365,6 +367,47 @@ def _make_matmul(operator: bool):
                                f"({list(a.shape)} and {list(b.shape)})") from None
         return MatMul.apply(a, b)
     return matmul
+
+
+def _should_fold(a: Tensor, b: Tensor) -> bool:
+    """PyTorch's should_fold: a product of a >= 3-D t1 (a, or b^T when b has more dims)
+    and a 1-D / 2-D t2 (the other) runs as one mm / mv of t1 folded to (rows, k) where
+    t2 requires grad (so its gradient is one product, not a sum over a broadcast batch) or
+    the fold is a view (t1's leading dims are one contiguous run: strides[i] ==
+    strides[i+1] * shape[i+1]); a 2-D a times a >= 3-D b folds only in the first case (the
+    transposed result would be copied)."""
+    larger_a = a.ndim >= b.ndim
+    t1 = a if larger_a else b.mT
+    small = b if larger_a else a
+    if t1.ndim < 3 or small.ndim > 2:
+        return False
+    if small.requires_grad:
+        return True
+    if a.ndim == 2:
+        return False
+    if t1.numel() == 0:
+        return True
+    shape, st = t1.shape, t1.stride()
+    return all(st[i] == st[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
+
+
+def _folded(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b as PyTorch folds it (see _should_fold): t1 (..., n, k) reshaped to
+    (prod(...) * n, k) (ViewBackward0 where a view), times t2 by mm (t2 (k, p)) or mv (t2
+    (k,)), and the product given t1's leading shape by _unsafe_view (UnsafeViewBackward0,
+    no view of the product). With b the larger (a 1-D / 2-D, b >= 3-D): t1 = b^T, t2 = a^T
+    (a 1-D a as is) and a matrix result transposed back and made contiguous (PyTorch's
+    mT().contiguous(): TransposeBackward0 + CloneBackward0)."""
+    from tgrad.ops.shape import UnsafeView
+    transpose = b.ndim > a.ndim
+    t1 = b.mT if transpose else a
+    t2 = (a.t() if a.ndim == 2 else a) if transpose else b
+    lead = t1.shape[:-1]
+    folded = t1.reshape(math.prod(lead), t1.shape[-1])
+    if t2.ndim == 2:
+        y = UnsafeView.apply(MatMul.apply(folded, t2), lead + (t2.shape[1],))
+        return y.mT.contiguous() if transpose else y
+    return UnsafeView.apply(Mv.apply(folded, t2), lead)
 
 
 matmul = tensor_method("matmul")(_make_matmul(False))

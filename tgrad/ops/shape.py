@@ -96,6 +96,29 @@ class ReshapeCopy(Function):
         return g.reshape(ctx.shape), None
 
 
+class UnsafeView(Function):
+    """y = x with another shape, as a new tensor (no view for autograd): PyTorch's
+    _unsafe_view, UnsafeViewBackward0, which its composite ops (matmul's folded products,
+    kron) apply to a fresh intermediate they own, so that the result is no view of it.
+    The array is x's reshaped in place where the strides allow (x is an op's own
+    intermediate: nothing else holds it), else a copy. dx = reshape(g, x.shape)."""
+
+    name = "_unsafe_view"
+    node_name = "UnsafeViewBackward0"
+    saved_attributes = {"_saved_self_sym_sizes": "shape"}
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        be = backend_of(x)
+        ctx.shape = x.shape
+        arr = be.reshape_view(x._data, shape)
+        return wrap(arr if arr is not None else be.reshape_copy(x._data, shape), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.shape), None
+
+
 @tensor_method("view")
 def view(input: Tensor, *shape, size=None, dtype=None) -> Tensor:  # noqa: A002
     """A view with a new shape (``size``: PyTorch's keyword); raises when the strides do not
@@ -817,6 +840,6 @@ def _pieces(cls, x: Tensor, dim: int, keys: tuple) -> tuple:
     return out
 
 
-for _c in (View, Unsqueeze, Squeeze, ReshapeCopy, Permute, Expand, Cat, SplitViews,
+for _c in (View, UnsafeView, Unsqueeze, Squeeze, ReshapeCopy, Permute, Expand, Cat, SplitViews,
            SplitWithSizesViews, UnbindViews):
     register_op(_c)
