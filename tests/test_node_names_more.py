@@ -28,7 +28,8 @@ def _chain(t) -> str:
 
 
 def _t(a, grad=True):
-    return tgrad.tensor(a, dtype=tgrad.float64, requires_grad=grad)
+    dt = tgrad.complex128 if np.iscomplexobj(a) else tgrad.float64
+    return tgrad.tensor(a, dtype=dt, requires_grad=grad)
 
 
 _R = np.random.default_rng(11)
@@ -127,3 +128,108 @@ def test_folded_matmul_and_linear_values_and_gradients():
     y = nnf.linear(ta, _t(w))
     y.add_(1.0)
     np.testing.assert_array_equal(ta.detach().numpy(), x)
+
+
+_ONE_NODE_CASES = [
+    ("diag_1d", lambda: tgrad.diag(_t(_n(3))), f"DiagEmbedBackward0({A})"),
+    ("diag_1d_offset", lambda: tgrad.diag(_t(_n(3)), 1), f"DiagEmbedBackward0({A})"),
+    ("diag_2d", lambda: tgrad.diag(_t(_n(3, 4))), f"DiagonalBackward0_copy({A})"),
+    ("diag_2d_offset", lambda: tgrad.diag(_t(_n(3, 4)), -1), f"DiagonalBackward0_copy({A})"),
+    ("diag_embed", lambda: tgrad.diag_embed(_t(_n(2, 3)), 1, 0, 2), f"DiagEmbedBackward0({A})"),
+    ("roll", lambda: tgrad.roll(_t(_n(3, 4)), 1, 0), f"RollBackward0({A})"),
+    ("roll_flat", lambda: tgrad.roll(_t(_n(3, 4)), 2), f"RollBackward0({A})"),
+    ("roll_2", lambda: tgrad.roll(_t(_n(3, 4)), (1, 2), (0, 1)), f"RollBackward0({A})"),
+    ("roll_0", lambda: tgrad.roll(_t(_n(3, 4)), 0, 1), f"RollBackward0({A})"),
+    ("vdot", lambda: tgrad.vdot(_t(_n(3)), _t(_n(3))), f"VdotBackward0({A}, {A})"),
+    ("kron", lambda: tgrad.kron(_t(_n(2, 3)), _t(_n(3, 2))),
+     f"UnsafeViewBackward0(MulBackward0(UnsafeViewBackward0({A}), UnsafeViewBackward0({A})))"),
+    ("kron_1d", lambda: tgrad.kron(_t(_n(2)), _t(_n(3))),
+     f"UnsafeViewBackward0(MulBackward0(UnsafeViewBackward0({A}), UnsafeViewBackward0({A})))"),
+    ("kron_mixed", lambda: tgrad.kron(_t(_n(2)), _t(_n(3, 2))),
+     f"UnsafeViewBackward0(MulBackward0(UnsafeViewBackward0({A}), UnsafeViewBackward0({A})))"),
+    ("kron_0d", lambda: tgrad.kron(_t(_n()), _t(_n())),
+     f"UnsafeViewBackward0(MulBackward0(UnsafeViewBackward0({A}), UnsafeViewBackward0({A})))"),
+]
+
+
+@pytest.mark.parametrize("case,f,graph", _ONE_NODE_CASES, ids=[c[0] for c in _ONE_NODE_CASES])
+def test_ops_build_pytorchs_graph(case, f, graph):
+    node = f().grad_fn
+    assert _chain(f()) == graph
+    assert type(node).__name__ == node.name()
+
+
+def test_diag_roll_vdot_kron_values_gradients_and_saved_attributes():
+    # diag of 1-D: diag_embed (dx = g's offset-th diagonal); of 2-D: a copy of the diagonal
+    # (dx = zeros with g on it); roll: dx = roll(g, -shifts); vdot: da = conj(g) b,
+    # db = g a; kron: the product of two reshapes
+    v, m = _n(3), _n(3, 4)
+    for k in (-2, 0, 1):
+        x = _t(v)
+        y = tgrad.diag(x, k)
+        np.testing.assert_array_equal(y.detach().numpy(), np.diag(v, k))
+        assert y.is_contiguous()
+        assert (y.grad_fn._saved_offset, y.grad_fn._saved_dim1, y.grad_fn._saved_dim2) == \
+            (k, -2, -1)
+        g = _n(*y.shape)
+        (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(g))
+        np.testing.assert_array_equal(gx.numpy(), np.diagonal(g, k))
+        assert gradcheck(lambda x, k=k: tgrad.diag(x, k), (_t(v),))
+        assert gradgradcheck(lambda x, k=k: tgrad.diag(x, k), (_t(v),))
+        x = _t(m)
+        y = tgrad.diag(x, k)
+        np.testing.assert_array_equal(y.detach().numpy(), np.diag(m, k))
+        assert y._base is None and y.is_contiguous()
+        node = y.grad_fn
+        assert (node._saved_offset, node._saved_dim1, node._saved_dim2,
+                node._saved_self_sym_sizes) == (k, 0, 1, (3, 4))
+        g = _n(*y.shape)
+        (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(g))
+        ref = np.zeros((3, 4))
+        r = np.arange(len(g)) + max(-k, 0)
+        ref[r, r + k] = g
+        np.testing.assert_array_equal(gx.numpy(), ref)
+        assert gradcheck(lambda x, k=k: tgrad.diag(x, k), (_t(m),))
+        assert gradgradcheck(lambda x, k=k: tgrad.diag(x, k), (_t(m),))
+    e = _n(2, 3)
+    y = tgrad.diag_embed(_t(e), 1, 0, 2)
+    ref = np.zeros((4, 2, 4))
+    for b in range(2):
+        ref[:, b, :] = np.diag(e[b], 1)
+    np.testing.assert_array_equal(y.detach().numpy(), ref)
+    assert (y.grad_fn._saved_dim1, y.grad_fn._saved_dim2, y.grad_fn._saved_offset) == (0, 2, 1)
+    assert gradgradcheck(lambda x: tgrad.diag_embed(x, 1, 0, 2), (_t(e),))
+    for shifts, dims in ((1, 0), (5, None), ((1, -2), (0, 1)), (0, 1), ((2, 1), (1, 1))):
+        x = _t(m)
+        y = tgrad.roll(x, shifts, dims)
+        np.testing.assert_array_equal(y.detach().numpy(), np.roll(m, shifts, dims))
+        assert y.grad_fn._saved_shifts == (shifts if isinstance(shifts, tuple) else (shifts,))
+        assert y.grad_fn._saved_dims == (() if dims is None else dims if isinstance(
+            dims, tuple) else (dims,))
+        g = _n(3, 4)
+        (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(g))
+        neg = tuple(-s for s in shifts) if isinstance(shifts, tuple) else -shifts
+        np.testing.assert_array_equal(gx.numpy(), np.roll(g, neg, dims))
+        assert gradgradcheck(lambda x, s=shifts, d=dims: tgrad.roll(x, s, d), (_t(m),))
+    for cplx in (False, True):
+        a, b = _n(4), _n(4)
+        if cplx:
+            a, b = a + 1j * _n(4), b + 1j * _n(4)
+        ta, tb = _t(a), _t(b)
+        y = tgrad.vdot(ta, tb)
+        np.testing.assert_allclose(y.detach().numpy(), np.vdot(a, b), rtol=1e-14)
+        assert y.grad_fn._saved_self is ta and y.grad_fn._saved_other is tb
+        assert gradcheck(tgrad.vdot, (_t(a), _t(b)))
+        assert gradgradcheck(tgrad.vdot, (_t(a), _t(b)))
+    for sa, sb in (((2, 3), (3, 2)), ((2,), (3, 2)), ((), (3,)), ((2, 1, 2), (3,)),
+                   ((2, 0), (3, 2))):
+        a, b = _n(*sa), _n(*sb)
+        y = tgrad.kron(_t(a), _t(b))
+        np.testing.assert_array_equal(y.detach().numpy(), np.kron(a, b))
+        assert y._base is None and y.is_contiguous()
+        assert gradcheck(tgrad.kron, (_t(a), _t(b)))
+        assert gradgradcheck(tgrad.kron, (_t(a), _t(b)))
+    # a transposed operand (PyTorch refuses it: its view fails) is copied
+    tt = tgrad.tensor(m).t()
+    np.testing.assert_array_equal(tgrad.kron(tt, tgrad.ones(2, dtype=tgrad.float64)).numpy(),
+                                  np.kron(m.T, np.ones(2)))

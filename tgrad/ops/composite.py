@@ -350,17 +350,52 @@ tensor_method("flip")(lambda self, *dims: flip(
     self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims))
 
 
+class Roll(Function):
+    """y = x with its elements shifted by ``shifts`` along ``dims`` (wrapping around; dims
+    () : over the flattened x, shape kept): one node, PyTorch's RollBackward0 (edge x).
+        dx = roll(g, -shifts, dims)   (the inverse permutation: a roll again, so it
+    differentiates again). The forward is cats of two narrows per rolled dim, a new
+    C-contiguous tensor."""
+
+    name = "roll"
+    node_name = "RollBackward0"
+    saved_attributes = {"_saved_dims": "dims", "_saved_shifts": "shifts"}
+
+    @staticmethod
+    def forward(ctx, x, shifts, dims, wrapped):
+        ctx.shifts, ctx.dims = shifts, dims
+        return _rolled(x, shifts, wrapped) if dims else \
+            fresh(_rolled(x.flatten(), shifts, (0,)).reshape(x.shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        back = tuple(-s for s in ctx.shifts)
+        return roll(g, back, ctx.dims if ctx.dims else None), None, None, None
+
+
+def _rolled(x: Tensor, shifts: tuple, dims: tuple) -> Tensor:
+    """x rolled by ``shifts`` along the wrapped ``dims``: per dim the last k = shift mod n
+    elements moved to the front (a cat of two narrows); x's clone when nothing moves."""
+    out = x
+    for shift, d in zip(shifts, dims):
+        n = x.shape[d] if x.ndim else 1
+        k = shift % n if n else 0
+        if k:
+            out = cat([narrow(out, d, n - k, k), narrow(out, d, 0, n - k)], d)
+    return out if out is not x else x.clone()
+
+
 @tensor_method("roll")
 def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
     """A copy with the elements shifted by ``shifts`` along ``dims`` (wrapping around);
-    without dims, over the flattened tensor (shape kept)."""
+    without dims, over the flattened tensor (shape kept). One RollBackward0 node."""
     require_tensor("roll", input)
     shifts = int_tuple("roll", "shifts", shifts, 2)
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"roll: shifts {list(shifts)} need dims when there is more "
                                f"than one")
-        return fresh(roll(input.flatten(), shifts, 0).reshape(input.shape))
+        return Roll.apply(input, shifts, (), ())
     dims = int_tuple("roll", "dims", dims, 3)  # (0-d integer tensors taken, bools refused)
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, "
@@ -368,14 +403,8 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
     if input.ndim == 0 and dims:  # PyTorch: a 0-d tensor has no dim to roll along
         raise IndexError(f"roll: Dimension specified as {dims[0]} but tensor has no "
                          f"dimensions")
-    out = input
-    for shift, dim in zip(shifts, dims):
-        d = _wrap_dim(dim, input.ndim, "roll")
-        n = input.shape[d] if input.ndim else 1
-        k = shift % n if n else 0
-        if k:  # the last k elements move to the front
-            out = cat([narrow(out, d, n - k, k), narrow(out, d, 0, n - k)], d)
-    return out if out is not input else input.clone()
+    wrapped = tuple(_wrap_dim(d, input.ndim, "roll") for d in dims)
+    return Roll.apply(input, shifts, dims, wrapped)
 
 
 def _lerp_value(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
