@@ -233,3 +233,85 @@ def test_diag_roll_vdot_kron_values_gradients_and_saved_attributes():
     tt = tgrad.tensor(m).t()
     np.testing.assert_array_equal(tgrad.kron(tt, tgrad.ones(2, dtype=tgrad.float64)).numpy(),
                                   np.kron(m.T, np.ones(2)))
+
+
+_SCATTER_CASES = [
+    ("select_scatter", lambda: tgrad.select_scatter(_t(_n(3, 4)), _t(_n(4)), 0, 1),
+     f"SelectScatterBackward0({A}, {A})", {"dim": 0, "index": 1}),
+    ("select_scatter_no_grad_src",
+     lambda: tgrad.select_scatter(_t(_n(3, 4)), _t(_n(3), False), -1, -1),
+     f"SelectScatterBackward0({A}, None)", {"dim": -1, "index": -1}),
+    ("slice_scatter", lambda: tgrad.slice_scatter(_t(_n(3, 4)), _t(_n(3, 2)), 1, 0, 4, 2),
+     f"SliceScatterBackward0({A}, {A})", {"dim": 1, "start": 0, "end": 4, "step": 2}),
+    ("slice_scatter_whole", lambda: tgrad.slice_scatter(_t(_n(3, 4)), _t(_n(3, 4)), 1),
+     f"SliceScatterBackward0({A}, {A})", {"dim": 1, "start": None, "end": None, "step": 1}),
+    ("diagonal_scatter", lambda: tgrad.diagonal_scatter(_t(_n(3, 4)), _t(_n(3))),
+     f"DiagonalScatterBackward0({A}, {A})", {"dim1": 0, "dim2": 1, "offset": 0}),
+    ("as_strided_scatter",
+     lambda: tgrad.as_strided_scatter(_t(_n(3, 4)), _t(_n(2, 2)), (2, 2), (4, 1), 1),
+     f"AsStridedScatterBackward0({A}, {A})",
+     {"size": (2, 2), "stride": (4, 1), "storage_offset": 1}),
+    ("as_strided_scatter_no_grad_input",
+     lambda: tgrad.as_strided_scatter(_t(_n(3, 4), False), _t(_n(2, 2)), (2, 2), (4, 1)),
+     f"AsStridedScatterBackward0(None, {A})",
+     {"size": (2, 2), "stride": (4, 1), "storage_offset": None}),
+]
+
+
+@pytest.mark.parametrize("case,f,graph,saved", _SCATTER_CASES,
+                         ids=[c[0] for c in _SCATTER_CASES])
+def test_view_scatters_are_one_node_as_pytorchs(case, f, graph, saved):
+    y = f()
+    assert _chain(y) == graph and type(y.grad_fn).__name__ == y.grad_fn.name()
+    for k, v in saved.items():
+        assert getattr(y.grad_fn, f"_saved_{k}") == v
+
+
+def test_view_scatters_values_and_gradients():
+    # out = input with the view replaced by src; d input = g with the view zeroed,
+    # d src = g read through the view
+    def views(a):  # (op, args, NumPy view of an array a)
+        return [
+            (tgrad.select_scatter, (0, 1), lambda t: t[1]),
+            (tgrad.select_scatter, (-1, -2), lambda t: t[..., -2]),
+            (tgrad.slice_scatter, (2, 1, None, 2), lambda t: t[:, :, 1::2]),
+            (tgrad.slice_scatter, (0, -1), lambda t: t[-1:]),
+            (tgrad.diagonal_scatter, (1, 1, 2), lambda t: np.diagonal(t, 1, 1, 2)),
+            (tgrad.diagonal_scatter, (-1, 0, 2), lambda t: np.diagonal(t, -1, 0, 2)),
+            (tgrad.as_strided_scatter, ((2, 3), (5, 2), 3),
+             lambda t: np.lib.stride_tricks.as_strided(
+                 t.reshape(-1)[3:], (2, 3), (5 * t.itemsize, 2 * t.itemsize))),
+        ]
+    base = _n(2, 3, 4)
+    for op, args, np_view in views(base):
+        pos = np_view(np.arange(base.size).reshape(base.shape))  # the view's flat positions
+        src = _n(*pos.shape)
+        ti, ts = _t(base), _t(src)
+        y = op(ti, ts, *args)
+        ref = base.copy()
+        ref.reshape(-1)[pos] = src
+        np.testing.assert_array_equal(y.detach().numpy(), ref)
+        assert y.is_contiguous() and y._base is None
+        g = _n(*base.shape)
+        gi, gs = tgrad.autograd.grad(y, (ti, ts), tgrad.tensor(g))
+        ref_gi = g.copy()
+        ref_gi.reshape(-1)[pos] = 0
+        np.testing.assert_array_equal(gi.numpy(), ref_gi)
+        np.testing.assert_array_equal(gs.numpy(), np_view(g))
+        f = lambda x, s, op=op, args=args: op(x, s, *args)  # noqa: E731
+        assert gradcheck(f, (_t(base), _t(src)))
+        assert gradgradcheck(f, (_t(base), _t(src)))
+    # src of another dtype: cast into input's (PyTorch's copy_), its gradient in src's
+    ti = _t(base)
+    ts = tgrad.tensor(_n(3, 4), dtype=tgrad.float32, requires_grad=True)
+    y = tgrad.select_scatter(ti, ts, 0, 0)
+    assert y.dtype is tgrad.float64
+    y.sum().backward()
+    assert ts.grad.dtype is tgrad.float32
+    np.testing.assert_array_equal(ts.grad.numpy(), np.ones((3, 4)))
+    # a transposed input: the copy is row-major, as_strided addresses that order
+    tt = _t(base.reshape(4, 6).T.copy()).t()
+    y = tgrad.as_strided_scatter(tt, _t(np.zeros(2)), (2,), (1,), 1)
+    ref = base.reshape(4, 6).copy()
+    ref.reshape(-1)[1:3] = 0
+    np.testing.assert_array_equal(y.detach().numpy(), ref)
