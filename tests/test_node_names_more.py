@@ -315,3 +315,26 @@ def test_view_scatters_values_and_gradients():
     ref = base.reshape(4, 6).copy()
     ref.reshape(-1)[1:3] = 0
     np.testing.assert_array_equal(y.detach().numpy(), ref)
+
+
+def test_adaptive_avg_pool_to_one_element_is_pytorchs_mean():
+    # PyTorch: adaptive_avg_pool2d/3d to output 1 (each size) = input.mean(spatial dims,
+    # keepdim=True), MeanBackward1; dx = g / (number of pooled elements) everywhere
+    x = _n(2, 3, 4, 5)
+    for f, dims, unsq in ((lambda t: nnf.adaptive_avg_pool2d(t, 1), (-1, -2), False),
+                          (lambda t: nnf.adaptive_avg_pool2d(t, (1, 1)), (-1, -2), False),
+                          (lambda t: nnf.adaptive_avg_pool3d(t, 1), (-1, -2, -3), False),
+                          (lambda t: nnf.adaptive_avg_pool1d(t.flatten(2), 1), (-1,), True)):
+        tx = _t(x)
+        y = f(tx)
+        xs = x.reshape(2, 3, 20) if unsq else x
+        ref = xs.mean(dims, keepdims=True)
+        np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-14)
+        node = y.grad_fn.next_functions[0][0] if unsq else y.grad_fn
+        assert node.name() == "MeanBackward1" and node._saved_keepdim is True
+        g = _n(*ref.shape)
+        (gx,) = tgrad.autograd.grad(y, tx, tgrad.tensor(g))
+        n = np.prod([xs.shape[d] for d in dims])
+        np.testing.assert_allclose(gx.numpy(), np.broadcast_to(g / n, xs.shape).reshape(
+            x.shape), rtol=1e-14)
+        assert gradgradcheck(f, (_t(x),))
