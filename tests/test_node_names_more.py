@@ -338,3 +338,26 @@ def test_adaptive_avg_pool_to_one_element_is_pytorchs_mean():
         np.testing.assert_allclose(gx.numpy(), np.broadcast_to(g / n, xs.shape).reshape(
             x.shape), rtol=1e-14)
         assert gradgradcheck(f, (_t(x),))
+
+
+def test_vector_norm_ord_0_is_one_node_without_gradient():
+    # PyTorch 2.14: linalg.vector_norm(x, 0) / norm(x, 0) are LinalgVectorNormBackward0
+    # (edge x) whose gradient is undefined: x.grad stays None, grad() needs allow_unused
+    a = np.array([[0.0, 1.5, -2.0], [3.0, 0.0, 0.0]])
+    for dim, keep in ((None, False), (1, False), ((0, 1), True), (0, True)):
+        x = _t(a)
+        y = tgrad.linalg.vector_norm(x, 0, dim, keep)
+        ref = np.count_nonzero(a, axis=dim)
+        ref = np.asarray(ref, dtype=np.float64)
+        if keep:
+            ref = ref.reshape([1 if dim is None or d in np.atleast_1d(dim) else s
+                               for d, s in enumerate(a.shape)])
+        np.testing.assert_array_equal(y.detach().numpy(), ref)
+        assert _chain(y) == f"LinalgVectorNormBackward0({A})"
+        assert y.grad_fn._saved_ord == 0
+        y.sum().backward()
+        assert x.grad is None
+        (g,) = tgrad.autograd.grad(tgrad.norm(x, 0, dim, keep).sum(), x, allow_unused=True)
+        assert g is None
+    y = tgrad.linalg.vector_norm(_t(a).half(), 0, 1)
+    assert y.dtype is tgrad.float16 and y.tolist() == [2.0, 1.0]

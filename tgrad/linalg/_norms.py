@@ -12,7 +12,6 @@ import math
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.linalg._lu import graph_constant
 from tgrad.linalg._triangular import _torch_dtype_name, not_floating_error
 from tgrad.ops import elementwise as ew
 from tgrad.ops import mathcomposites as mc
@@ -45,9 +44,9 @@ def _float_check(op: str, x: Tensor, dtype) -> Tensor:
 def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  # noqa: A002
                 dtype=None) -> Tensor:
     """The vector ord-norm of ``x`` over ``dim`` (all elements when None): ord any number,
-    inf (max |x|), -inf (min |x|), 0 (the count of non-zeros: in x's graph with an undefined
-    gradient, as PyTorch's). inf and ord < 0 raise PyTorch's error over an empty reduced
-    dim (no identity)."""
+    inf (max |x|), -inf (min |x|), 0 (the count of non-zeros: one LinalgVectorNormBackward0
+    node whose gradient is undefined, as PyTorch's). inf and ord < 0 raise PyTorch's error
+    over an empty reduced dim (no identity)."""
     require_tensor("linalg.vector_norm", x)
     if isinstance(ord, Tensor) and ord.ndim == 0 and not ord.requires_grad:
         # a 0-d tensor (not requiring grad) is read as a number, as PyTorch's (True is 1)
@@ -63,10 +62,9 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  
         x = ew.abs(x)
     if isinstance(dim, int):
         dim = (dim,)
-    if ord == 0:
-        dims = tuple(range(x.ndim)) if dim is None else dim
-        return graph_constant((x != 0).to(x.dtype).sum(dims, keepdim), x, zero=False)
-    return _vnorm(x, float(ord), dim, keepdim)  # (the empty-dim check is norm's)
+    # (ord 0: PyTorch's LinalgVectorNormBackward0 too, whose gradient is undefined (None);
+    # the empty-dim check is norm's)
+    return _vnorm(x, float(ord), dim, keepdim)
 
 
 @autocast_policy(None, cpu="native")  # CPU: half ord 2 / 'nuc' raise, as PyTorch's

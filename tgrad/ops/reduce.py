@@ -800,6 +800,8 @@ class Norm(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.p == 0:  # the count of non-zeros: no gradient (undefined, PyTorch's)
+            return None, None, None, None
         x, y = ctx.saved_tensors
         axes, keep = ctx.axes, ctx.keepdim
         gx = _expand_back(g, x.shape, axes, keep)
