@@ -361,3 +361,73 @@ def test_vector_norm_ord_0_is_one_node_without_gradient():
         assert g is None
     y = tgrad.linalg.vector_norm(_t(a).half(), 0, 1)
     assert y.dtype is tgrad.float16 and y.tolist() == [2.0, 1.0]
+
+
+_CDIST_CASES = [
+    ("p2", lambda: tgrad.cdist(_t(_n(3, 4)), _t(_n(5, 4))), f"CdistBackward0({A}, {A})"),
+    ("p1", lambda: tgrad.cdist(_t(_n(3, 4)), _t(_n(5, 4)), 1), f"CdistBackward0({A}, {A})"),
+    ("pinf", lambda: tgrad.cdist(_t(_n(3, 4)), _t(_n(5, 4)), float("inf")),
+     f"CdistBackward0({A}, {A})"),
+    ("batched", lambda: tgrad.cdist(_t(_n(2, 3, 4)), _t(_n(1, 5, 4))),
+     f"CdistBackward0({A}, {A})"),
+    ("no_mm_mode", lambda: tgrad.cdist(_t(_n(30, 4)), _t(_n(5, 4)),
+                                       compute_mode="donot_use_mm_for_euclid_dist"),
+     f"CdistBackward0({A}, {A})"),
+    ("empty", lambda: tgrad.cdist(_t(_n(0, 4)), _t(_n(30, 4))), f"CdistBackward0({A}, {A})"),
+    ("mm_rows", lambda: tgrad.cdist(_t(_n(30, 4)), _t(_n(5, 4))),
+     f"ViewBackward0(EuclideanDistBackward0({A}, {A}))"),
+    ("mm_mode", lambda: tgrad.cdist(_t(_n(3, 4)), _t(_n(5, 4)),
+                                    compute_mode="use_mm_for_euclid_dist"),
+     f"ViewBackward0(EuclideanDistBackward0({A}, {A}))"),
+    ("mm_one_batch", lambda: tgrad.cdist(_t(_n(1, 30, 4)), _t(_n(5, 4))),
+     f"ViewBackward0(EuclideanDistBackward0({A}, {A}))"),
+    ("mm_batched", lambda: tgrad.cdist(_t(_n(2, 30, 4)), _t(_n(2, 5, 4))),
+     f"ViewBackward0(EuclideanDistBackward0(ViewBackward0(ExpandBackward0({A})), "
+     f"ViewBackward0(ExpandBackward0({A}))))"),
+]
+
+
+@pytest.mark.parametrize("case,f,graph", _CDIST_CASES, ids=[c[0] for c in _CDIST_CASES])
+def test_cdist_graph_is_pytorchs(case, f, graph):
+    assert _chain(f()) == graph
+
+
+def test_cdist_values_and_gradients():
+    # out[..., i, j] = ||x1[..., i] - x2[..., j]||_p; gradients by gradcheck (finite
+    # differences; distinct rows, no zero distance) and gradgradcheck, and a hand case
+    for p in (2.0, 1.0, 0.5, 1.5, 3.0, float("inf"), 0.0):
+        for sa, sb, mode in (((3, 4), (5, 4), None), ((2, 3, 4), (1, 5, 4), None),
+                             ((30, 2), (2, 2), None), ((2, 30, 2), (2, 2), None),
+                             ((3, 4), (2, 4), "use_mm_for_euclid_dist")):
+            a, b = _n(*sa), _n(*sb)
+            kw = {} if mode is None else {"compute_mode": mode}
+            f = lambda x, y, p=p, kw=kw: tgrad.cdist(x, y, p, **kw)  # noqa: E731
+            y = f(_t(a), _t(b))
+            d = a[..., :, None, :] - b[..., None, :, :]
+            ref = (np.count_nonzero(d, -1).astype(float) if p == 0 else
+                   np.abs(d).max(-1) if p == float("inf") else
+                   (np.abs(d) ** p).sum(-1) ** (1 / p))
+            np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-13)
+            if p != 0 and (p == 2 or a.size < 30):
+                assert gradcheck(f, (_t(a), _t(b)))
+                if p not in (1.0, float("inf")):  # (piecewise linear: second derivative 0)
+                    assert gradgradcheck(f, (_t(a), _t(b)))
+    # p = inf, by hand: x1 = [[0, 0], [1, 1]], x2 = [[0, 0], [1, 0]], g = 1. Pairs: (0, 0)
+    # d = 0, distance 0: nothing; (0, 1) d = (-1, 0): dx1[0] += (-1, 0), dx2[1] -= it;
+    # (1, 0) d = (1, 1), a tie, each in full (PyTorch's): dx1[1] += (1, 1), dx2[0] -= it;
+    # (1, 1) d = (0, 1): dx1[1] += (0, 1), dx2[1] -= it
+    x1, x2 = _t([[0.0, 0.0], [1.0, 1.0]]), _t([[0.0, 0.0], [1.0, 0.0]])
+    g1, g2 = tgrad.autograd.grad(tgrad.cdist(x1, x2, float("inf")).sum(), (x1, x2))
+    np.testing.assert_array_equal(g1.numpy(), [[-1.0, 0.0], [1.0, 2.0]])
+    np.testing.assert_array_equal(g2.numpy(), [[-1.0, -1.0], [1.0, -1.0]])
+    # a zero distance: zero gradient (p = 2, both paths), p = 0: zeros
+    for mode in ("use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+        x1, x2 = _t([[1.0, 2.0]]), _t([[1.0, 2.0], [1.0, 3.0]])
+        g1, g2 = tgrad.autograd.grad(tgrad.cdist(x1, x2, compute_mode=mode).sum(), (x1, x2))
+        np.testing.assert_array_equal(g1.numpy(), [[0.0, -1.0]])
+        np.testing.assert_array_equal(g2.numpy(), [[0.0, 0.0], [0.0, 1.0]])
+    x1, x2 = _t(_n(3, 2)), _t(_n(4, 2))
+    y = tgrad.cdist(x1, x2, 0)
+    assert y.grad_fn._saved_p == 0.0 and y.grad_fn._saved_x1 is x1
+    g1, g2 = tgrad.autograd.grad(y.sum(), (x1, x2))
+    assert not g1.numpy().any() and not g2.numpy().any()
