@@ -431,3 +431,30 @@ def test_cdist_values_and_gradients():
     assert y.grad_fn._saved_p == 0.0 and y.grad_fn._saved_x1 is x1
     g1, g2 = tgrad.autograd.grad(y.sum(), (x1, x2))
     assert not g1.numpy().any() and not g2.numpy().any()
+
+
+def test_matrix_exp_is_one_node_with_pytorchs_backward():
+    # PyTorch 2.14: LinalgMatrixExpBackward0 (edge A, _saved_self); dA = exp([[A^H, G],
+    # [0, A^H]])[:n, n:]; values against NumPy's eigendecomposition V exp(w) V^-1
+    for shape, scale, cplx in (((3, 3), 0.5, False), ((2, 4, 4), 3.0, False),
+                               ((3, 3), 1.0, True), ((1, 1), 10.0, False)):
+        a = _n(*shape) * scale
+        if cplx:
+            a = a + 1j * _n(*shape) * scale
+        x = _t(a)
+        y = tgrad.linalg.matrix_exp(x)
+        assert _chain(y) == f"LinalgMatrixExpBackward0({A})" and y.grad_fn._saved_self is x
+        w, v = np.linalg.eig(a)
+        ref = v @ (np.exp(w)[..., None] * np.linalg.inv(v))
+        np.testing.assert_allclose(y.detach().numpy(), ref if cplx else ref.real, rtol=1e-10,
+                                   atol=1e-12 * np.abs(ref).max())
+        if shape[-1] <= 3:
+            assert gradcheck(tgrad.linalg.matrix_exp, (_t(a),))
+            assert gradgradcheck(tgrad.linalg.matrix_exp, (_t(a),))
+    # the gradient of sum(exp(a I)) over a scalar a times I: d/da sum(e^a I) = n e^a
+    s = _t(np.eye(3) * 0.3)
+    (g,) = tgrad.autograd.grad(tgrad.linalg.matrix_exp(s).sum(), s)
+    np.testing.assert_allclose(np.trace(g.numpy()), 3 * np.exp(0.3), rtol=1e-14)
+    e = _t(np.zeros((0, 0)))
+    y = tgrad.linalg.matrix_exp(e)
+    assert y.shape == (0, 0) and y.grad_fn.name() == "LinalgMatrixExpBackward0"
