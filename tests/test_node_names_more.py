@@ -458,3 +458,71 @@ def test_matrix_exp_is_one_node_with_pytorchs_backward():
     e = _t(np.zeros((0, 0)))
     y = tgrad.linalg.matrix_exp(e)
     assert y.shape == (0, 0) and y.grad_fn.name() == "LinalgMatrixExpBackward0"
+
+
+def _chain_pytorch_copyslices(t) -> str:
+    """_chain with tgrad's CopySlices read as PyTorch's: tgrad's edges are (base, the
+    in-place op's node on the view: CopyBackwards(view's old history, src)); PyTorch's
+    CopySlices takes that node's edges but the first in its place (base, src)."""
+    def walk(node):
+        if node is None:
+            return "None"
+        edges = [n for n, _ in node.next_functions]
+        if node.name() == "CopySlices":
+            edges = edges[:1] + [n for n, _ in edges[1].next_functions][1:]
+        kids = [walk(n) for n in edges]
+        return node.name() + (f"({', '.join(kids)})" if kids else "")
+    return walk(t.grad_fn)
+
+
+def _cs(base, src):
+    return f"CopySlices({base}, SliceBackward0({src}))"
+
+
+_S = f"SliceBackward0({A})"
+_PAD_CASES = [  # PyTorch 2.14's _pad_circular: an empty output, then slice copies
+    ("no_pad", (2, 5), (0, 0), f"CopySlices(None, {_S})"),
+    ("crop", (1, 2, 5), (-1, -2), f"CopySlices(None, {_S})"),
+    ("left", (2, 5), (2, 0), _cs(f"CopySlices(None, {_S})", f"CopySlices(None, {_S})")),
+    ("both", (1, 2, 5), (1, 2),
+     _cs(_cs(f"CopySlices(None, {_S})", f"CopySlices(None, {_S})"),
+         _cs(f"CopySlices(None, {_S})", f"CopySlices(None, {_S})"))),
+    ("crop_2d", (1, 2, 5, 4), (-1, 2, 1, 0),
+     _cs(_cs(f"CopySlices(None, SliceBackward0({_S}))", f"CopySlices(None, SliceBackward0({_S}))"),
+         _cs(f"CopySlices(None, SliceBackward0({_S}))",
+             f"CopySlices(None, SliceBackward0({_S}))"))),
+]
+
+
+@pytest.mark.parametrize("case,shape,pad,graph", _PAD_CASES, ids=[c[0] for c in _PAD_CASES])
+def test_circular_pad_builds_pytorchs_slice_copies(case, shape, pad, graph):
+    y = nnf.pad(_t(_n(*shape)), pad, mode="circular")
+    assert _chain_pytorch_copyslices(y) == graph
+
+
+def test_circular_pad_values_and_gradients():
+    # out[o] = in[(o - l) mod m] per padded dim after negative pads crop to m; dx gathers
+    # each copy back (a position copied k times gets k times g's sum)
+    for shape, pad in (((1, 2, 5), (1, 2)), ((2, 5), (2, 0)), ((1, 2, 5, 4), (1, 2, 1, 1)),
+                       ((1, 2, 5, 4), (-1, 2, 1, 0)), ((1, 1, 3, 4, 4), (1, 2, 1, 1, 1, 1)),
+                       ((1, 2, 3), (3, 3)), ((1, 2, 5), (-1, -2))):
+        a = _n(*shape)
+        k = len(pad) // 2
+        ref, src = a, np.arange(a.size).reshape(a.shape)
+        for i in range(k):
+            d, lo, hi = a.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
+            n = ref.shape[d]
+            s, e = max(-lo, 0), n - max(-hi, 0)
+            idx = [s + (o - max(lo, 0)) % (e - s) for o in range(e - s + max(lo, 0) + max(hi, 0))]
+            ref, src = np.take(ref, idx, axis=d), np.take(src, idx, axis=d)
+        x = _t(a)
+        y = nnf.pad(x, pad, mode="circular")
+        np.testing.assert_array_equal(y.detach().numpy(), ref)
+        assert y.is_contiguous() and y._base is None
+        g = _n(*ref.shape)
+        (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(g))
+        ref_g = np.zeros(a.size)
+        np.add.at(ref_g, src.reshape(-1), g.reshape(-1))
+        np.testing.assert_allclose(gx.numpy(), ref_g.reshape(a.shape), rtol=1e-14)
+        f = lambda t, pad=pad: nnf.pad(t, pad, mode="circular")  # noqa: E731
+        assert gradgradcheck(f, (_t(a),))
