@@ -56,6 +56,18 @@ _FOLD_CASES = [
      f"UnsafeViewBackward0(MmBackward0(None, {A}))"),
     ("empty", lambda: tgrad.matmul(_t(_n(2, 0, 4)), _t(_n(4, 5))),
      f"UnsafeViewBackward0(MmBackward0(ViewBackward0({A}), {A}))"),
+    ("3d@3d", lambda: tgrad.matmul(_t(_n(2, 3, 4)), _t(_n(2, 4, 5))),
+     f"UnsafeViewBackward0(BmmBackward0(ViewBackward0(ExpandBackward0({A})), "
+     f"ViewBackward0(ExpandBackward0({A}))))"),
+    ("4d@4d", lambda: tgrad.matmul(_t(_n(2, 2, 3, 4)), _t(_n(2, 2, 4, 5))),
+     f"UnsafeViewBackward0(BmmBackward0(ViewBackward0(ExpandBackward0({A})), "
+     f"ViewBackward0(ExpandBackward0({A}))))"),
+    ("3d@3d_no_grad_b", lambda: tgrad.matmul(_t(_n(2, 3, 4)), _t(_n(1, 4, 5), False)),
+     f"UnsafeViewBackward0(BmmBackward0(ViewBackward0(ExpandBackward0({A})), None))"),
+    ("1d@3d_no_grad_a", lambda: tgrad.matmul(_t(_n(4), False), _t(_n(2, 4, 3))),
+     f"UnsafeViewBackward0(BmmBackward0(None, ViewBackward0(ExpandBackward0({A}))))"),
+    ("2d@3d_no_grad_a", lambda: tgrad.matmul(_t(_n(3, 4), False), _t(_n(2, 4, 5))),
+     f"UnsafeViewBackward0(BmmBackward0(None, ViewBackward0(ExpandBackward0({A}))))"),
     ("linear_3d", lambda: nnf.linear(_t(_n(2, 3, 4)), _t(_n(5, 4)), _t(_n(5))),
      f"ViewBackward0(AddmmBackward0({A}, ViewBackward0({A}), TBackward0({A})))"),
     ("linear_4d", lambda: nnf.linear(_t(_n(2, 2, 3, 4)), _t(_n(5, 4)), _t(_n(5))),
@@ -86,17 +98,28 @@ def test_matmul_and_linear_fold_as_pytorchs(case, f, graph):
     assert _chain(f()) == graph
 
 
+def _np_sum_to(x: np.ndarray, shape: tuple) -> np.ndarray:
+    """x summed over the dims that broadcasting added to ``shape`` (NumPy reference)."""
+    x = x.sum(tuple(range(x.ndim - len(shape))))
+    return x.sum(tuple(i for i, s in enumerate(shape) if s == 1 and x.shape[i] != 1),
+                 keepdims=True)
+
+
 def test_folded_matmul_and_linear_values_and_gradients():
     # a (..., n, k) @ b (k, p) folded: (rows, k) @ (k, p); da = g b^T, db = sum over the
     # batch of a^T g (one product of the folded operands); 2-D / 1-D @ >= 3-D folds b^T
     # when a requires grad (a transposed, the result transposed back)
     shapes = [((2, 3, 4), (4, 5)), ((2, 2, 3, 4), (4,)), ((4,), (2, 4, 3)),
-              ((3, 4), (2, 4, 5)), ((2, 0, 4), (4, 5))]
+              ((3, 4), (2, 4, 5)), ((2, 0, 4), (4, 5)),
+              # not folded (both >= 3-D): bmm of the expanded, reshaped operands
+              ((2, 3, 4), (2, 4, 5)), ((2, 1, 3, 4), (1, 2, 4, 5)), ((2, 3, 4), (1, 4, 5)),
+              ((3, 1, 2, 4), (2, 4, 1))]
     for sa, sb in shapes:
         a, b = _n(*sa), _n(*sb)
         ta, tb = _t(a), _t(b)
         y = tgrad.matmul(ta, tb)
         assert y.grad_fn.name() in ("UnsafeViewBackward0", "CloneBackward0")
+        assert y.grad_fn.name() == "CloneBackward0" or y._base is None
         assert y.is_contiguous() and y._base is None
         np.testing.assert_allclose(y.detach().numpy(), np.matmul(a, b), rtol=1e-13)
         g = _n(*np.matmul(a, b).shape)
@@ -107,8 +130,7 @@ def test_folded_matmul_and_linear_values_and_gradients():
         g2 = g.reshape(np.matmul(a2, b2).shape)
         ref_a = np.matmul(g2, np.swapaxes(b2, -1, -2))
         ref_b = np.matmul(np.swapaxes(a2, -1, -2), g2)
-        ref_a = ref_a.reshape(-1, *a.shape).sum(0) if ref_a.ndim > a2.ndim else ref_a
-        ref_b = ref_b.reshape(-1, *b2.shape).sum(0) if ref_b.ndim > b2.ndim else ref_b
+        ref_a, ref_b = _np_sum_to(ref_a, a2.shape), _np_sum_to(ref_b, b2.shape)
         np.testing.assert_allclose(ga.numpy(), ref_a.reshape(a.shape), rtol=1e-13,
                                    atol=1e-14)
         np.testing.assert_allclose(gb.numpy(), ref_b.reshape(b.shape), rtol=1e-13,

@@ -352,20 +352,19 @@ def _make_matmul(operator: bool):
         # of the product, as PyTorch's
         if (an >= 3 or bn >= 3) and _should_fold(a, b):  # PyTorch's mm / mv of a fold
             return _folded(a, b)
-        if an == 1:
+        if an == 1 and bn == 2:
             y = MatMul.apply(a.unsqueeze(0), b)
-            return y.squeeze_(y.ndim - 2)
-        if bn == 1:
-            if an == 2:  # PyTorch's one MvBackward0 node
-                return Mv.apply(a, b)
-            y = MatMul.apply(a, b.unsqueeze(1))
-            return y.squeeze_(y.ndim - 1)
+            return y.squeeze_(0)
+        if bn == 1 and an == 2:  # PyTorch's one MvBackward0 node
+            return Mv.apply(a, b)
+        if an <= 2 and bn <= 2:
+            return MatMul.apply(a, b)  # (not reached: the cases above cover them)
         try:  # checked here, so that another ValueError (e.g. a launch's) is not reported as
-            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # this
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # this
         except ValueError:
             raise RuntimeError(f"matmul: batch dimensions cannot be broadcast "
                                f"({list(a.shape)} and {list(b.shape)})") from None
-        return MatMul.apply(a, b)
+        return _batched(a, b, batch)
     return matmul
 
 
@@ -408,6 +407,31 @@ def _folded(a: Tensor, b: Tensor) -> Tensor:
         y = UnsafeView.apply(MatMul.apply(folded, t2), lead + (t2.shape[1],))
         return y.mT.contiguous() if transpose else y
     return UnsafeView.apply(Mv.apply(folded, t2), lead)
+
+
+def _batched(a: Tensor, b: Tensor, batch: tuple) -> Tensor:
+    """a @ b with a >= 3-D operand that _should_fold did not fold, as PyTorch runs it: both
+    expanded to the broadcast ``batch`` and reshaped to (B, n, k) / (B, k, p) (a 1-D a as
+    (B, 1, k), a 1-D b as (B, k) unsqueezed to (B, k, 1)), one bmm (BmmBackward0), a 1-D
+    b's column squeezed, and _unsafe_view to batch + (n,) + (p,) (UnsafeViewBackward0):
+    PyTorch's ExpandBackward0 / ViewBackward0 nodes on the operands, its copies where an
+    operand is broadcast (the gradient summed back by expand's backward)."""
+    from tgrad.ops.shape import UnsafeView
+    an, bn = a.ndim, b.ndim
+    n = a.shape[-2] if an > 1 else 1
+    k = a.shape[-1]
+    p = b.shape[-1] if bn > 1 else 1
+    batch = tuple(batch)
+    nb = math.prod(batch)
+    a3 = a.expand(batch + (n, k)).reshape(nb, n, k)
+    if bn == 1:
+        b3 = b.expand(batch + (k,)).reshape(nb, k).unsqueeze(2)
+    else:
+        b3 = b.expand(batch + (k, p)).reshape(nb, k, p)
+    y = Bmm.apply(a3, b3)
+    if bn == 1:
+        y = y.squeeze(-1)
+    return UnsafeView.apply(y, batch + ((n,) if an > 1 else ()) + ((p,) if bn > 1 else ()))
 
 
 matmul = tensor_method("matmul")(_make_matmul(False))
