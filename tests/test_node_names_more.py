@@ -548,3 +548,53 @@ def test_circular_pad_values_and_gradients():
         np.testing.assert_allclose(gx.numpy(), ref_g.reshape(a.shape), rtol=1e-14)
         f = lambda t, pad=pad: nnf.pad(t, pad, mode="circular")  # noqa: E731
         assert gradgradcheck(f, (_t(a),))
+
+
+def _path(y) -> list:
+    """The node names from y's grad_fn along first edges down to the leaf."""
+    out, node = [], y.grad_fn
+    while node is not None and node.name() != "AccumulateGrad":
+        out.append(node.name())
+        node = node.next_functions[0][0]
+    return out
+
+
+def test_reshape_is_pytorchs_view_alias_or_unsafe_view_of_a_clone():
+    # PyTorch 2.14: a contiguous input's reshape is view (ViewBackward0), a non-contiguous
+    # one's that has a view _reshape_alias (ReshapeAliasBackward0), else _unsafe_view of a
+    # contiguous clone (UnsafeViewBackward0 over CloneBackward0, no view)
+    a = _n(3, 4)
+    x = _t(a)
+    z = _t(_n(1, 3))
+    for y, path, is_view, ref in (
+            (x.reshape(4, 3), ["ViewBackward0"], True, a.reshape(4, 3)),
+            (x.t().reshape(4, 3), ["ReshapeAliasBackward0", "TBackward0"], True, a.T),
+            (x.t().reshape(2, 2, 3), ["ReshapeAliasBackward0", "TBackward0"], True,
+             a.T.reshape(2, 2, 3)),
+            (x[:, :2].reshape(3, 2), ["ReshapeAliasBackward0", "SliceBackward0"], True,
+             a[:, :2]),
+            (x[:, :2].reshape(6), ["UnsafeViewBackward0", "CloneBackward0", "SliceBackward0"],
+             False, a[:, :2].reshape(6)),
+            (x[:1].reshape(4), ["ViewBackward0", "SliceBackward0"], True, a[0]),
+            (x.t().flatten(), ["UnsafeViewBackward0", "CloneBackward0", "TBackward0"], False,
+             a.T.reshape(12)),
+            (x.expand(2, 3, 4).reshape(6, 4),
+             ["UnsafeViewBackward0", "CloneBackward0", "ExpandBackward0"], False,
+             np.concatenate([a, a])),
+            (z.expand(2, 3).reshape(2, 3), ["ReshapeAliasBackward0", "ExpandBackward0"], True,
+             None),
+            (z.t().reshape(3), ["ViewBackward0", "TBackward0"], True, None)):
+        assert _path(y) == path and y._is_view() is is_view
+        if ref is not None:
+            np.testing.assert_array_equal(y.detach().numpy(), ref)
+    node = x.t().reshape(2, 2, 3).grad_fn
+    assert node._saved_self_sym_sizes == (4, 3)
+    # gradients: the reshape back of g, through the clone
+    (g,) = tgrad.autograd.grad(x.t().reshape(12), x, tgrad.arange(12.0, dtype=tgrad.float64))
+    np.testing.assert_array_equal(g.numpy(), np.arange(12.0).reshape(4, 3).T)
+    assert gradgradcheck(lambda t: t.t().reshape(12) * t.t().reshape(2, 6).reshape(12),
+                         (_t(a),))
+    # the copy is a new tensor: writing into it leaves x alone
+    y = x.detach().t().reshape(12)
+    y.add_(1.0)
+    np.testing.assert_array_equal(x.detach().numpy(), a)
