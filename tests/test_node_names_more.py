@@ -68,6 +68,34 @@ _FOLD_CASES = [
      f"UnsafeViewBackward0(BmmBackward0(None, ViewBackward0(ExpandBackward0({A}))))"),
     ("2d@3d_no_grad_a", lambda: tgrad.matmul(_t(_n(3, 4), False), _t(_n(2, 4, 5))),
      f"UnsafeViewBackward0(BmmBackward0(None, ViewBackward0(ExpandBackward0({A}))))"),
+    # a 3-D batch of one that requires grad is squeezed and folded (PyTorch 2.14)
+    ("3d@3d_batch_1", lambda: tgrad.matmul(_t(_n(2, 3, 4)), _t(_n(1, 4, 5))),
+     f"UnsafeViewBackward0(MmBackward0(ViewBackward0({A}), SqueezeBackward1({A})))"),
+    ("3d@3d_batch_1_no_grad_a", lambda: tgrad.matmul(_t(_n(2, 3, 4), False), _t(_n(1, 4, 5))),
+     f"UnsafeViewBackward0(MmBackward0(None, SqueezeBackward1({A})))"),
+    ("3d_batch_1@3d_no_grad_b", lambda: tgrad.matmul(_t(_n(1, 3, 4)), _t(_n(2, 4, 5), False)),
+     f"CloneBackward0(TransposeBackward0(UnsafeViewBackward0(MmBackward0(None, "
+     f"TBackward0(SqueezeBackward1({A}))))))"),
+    ("3d_batch_1@3d_batch_1", lambda: tgrad.matmul(_t(_n(1, 3, 4)), _t(_n(1, 4, 5))),
+     f"UnsafeViewBackward0(BmmBackward0(ViewBackward0(ExpandBackward0({A})), "
+     f"ViewBackward0(ExpandBackward0({A}))))"),
+    ("4d@3d_batch_1", lambda: tgrad.matmul(_t(_n(2, 2, 3, 4)), _t(_n(1, 4, 5))),
+     f"UnsafeViewBackward0(BmmBackward0(ViewBackward0(ExpandBackward0({A})), "
+     f"ReshapeAliasBackward0(ExpandBackward0({A}))))"),
+    # reshapes that copy (PyTorch: UnsafeViewBackward0 over CloneBackward0)
+    ("3d_transposed@2d", lambda: tgrad.matmul(_t(_n(3, 2, 4)).transpose(0, 1), _t(_n(4, 5))),
+     f"UnsafeViewBackward0(MmBackward0(UnsafeViewBackward0(CloneBackward0("
+     f"TransposeBackward0({A}))), {A}))"),
+    ("1d@3d", lambda: tgrad.matmul(_t(_n(4)), _t(_n(2, 4, 3))),
+     f"UnsafeViewBackward0(MvBackward0(UnsafeViewBackward0(CloneBackward0("
+     f"TransposeBackward0({A}))), {A}))"),
+    ("4d@4d_broadcast", lambda: tgrad.matmul(_t(_n(2, 1, 3, 4)), _t(_n(1, 2, 4, 5))),
+     f"UnsafeViewBackward0(BmmBackward0(UnsafeViewBackward0(CloneBackward0("
+     f"ExpandBackward0({A}))), UnsafeViewBackward0(CloneBackward0(ExpandBackward0({A})))))"),
+    ("3d_transposed@3d", lambda: tgrad.matmul(_t(_n(3, 2, 4)).transpose(0, 1),
+                                              _t(_n(2, 4, 5))),
+     f"UnsafeViewBackward0(BmmBackward0(ReshapeAliasBackward0(ExpandBackward0("
+     f"TransposeBackward0({A}))), ViewBackward0(ExpandBackward0({A}))))"),
     ("linear_3d", lambda: nnf.linear(_t(_n(2, 3, 4)), _t(_n(5, 4)), _t(_n(5))),
      f"ViewBackward0(AddmmBackward0({A}, ViewBackward0({A}), TBackward0({A})))"),
     ("linear_4d", lambda: nnf.linear(_t(_n(2, 2, 3, 4)), _t(_n(5, 4)), _t(_n(5))),
@@ -75,6 +103,10 @@ _FOLD_CASES = [
     ("linear_3d_no_grad_bias", lambda: nnf.linear(_t(_n(2, 3, 4)), _t(_n(5, 4)),
                                                   _t(_n(5), False)),
      f"ViewBackward0(AddmmBackward0(None, ViewBackward0({A}), TBackward0({A})))"),
+    ("linear_3d_transposed", lambda: nnf.linear(_t(_n(3, 2, 4)).transpose(0, 1),
+                                                _t(_n(5, 4)), _t(_n(5))),
+     f"AddBackward0(UnsafeViewBackward0(MmBackward0(UnsafeViewBackward0(CloneBackward0("
+     f"TransposeBackward0({A}))), TBackward0({A}))), {A})"),
     ("linear_3d_nobias", lambda: nnf.linear(_t(_n(2, 3, 4)), _t(_n(5, 4))),
      f"UnsafeViewBackward0(MmBackward0(ViewBackward0({A}), TBackward0({A})))"),
     ("linear_3d_0d_bias", lambda: nnf.linear(_t(_n(2, 3, 4)), _t(_n(5, 4)), _t(_n())),
@@ -113,7 +145,7 @@ def test_folded_matmul_and_linear_values_and_gradients():
               ((3, 4), (2, 4, 5)), ((2, 0, 4), (4, 5)),
               # not folded (both >= 3-D): bmm of the expanded, reshaped operands
               ((2, 3, 4), (2, 4, 5)), ((2, 1, 3, 4), (1, 2, 4, 5)), ((2, 3, 4), (1, 4, 5)),
-              ((3, 1, 2, 4), (2, 4, 1))]
+              ((1, 3, 4), (2, 4, 5)), ((3, 1, 2, 4), (2, 4, 1))]
     for sa, sb in shapes:
         a, b = _n(*sa), _n(*sb)
         ta, tb = _t(a), _t(b)

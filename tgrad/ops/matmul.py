@@ -350,6 +350,12 @@ def _make_matmul(operator: bool):
             return Dot.apply(a, b)
         # a 1-D operand: squeezed in place (PyTorch's squeeze_), so the result is no view
         # of the product, as PyTorch's
+        if an == 3 and bn == 3:  # PyTorch: a batch of one that requires grad is squeezed,
+            # so that the product folds into one mm (its gradient one product, no sum)
+            if b.shape[0] == 1 and a.shape[0] != 1 and b.requires_grad:
+                return matmul(a, b.squeeze(0))
+            if a.shape[0] == 1 and b.shape[0] != 1 and a.requires_grad:
+                return matmul(a.squeeze(0), b)
         if (an >= 3 or bn >= 3) and _should_fold(a, b):  # PyTorch's mm / mv of a fold
             return _folded(a, b)
         if an == 1 and bn == 2:
