@@ -630,3 +630,30 @@ def test_reshape_is_pytorchs_view_alias_or_unsafe_view_of_a_clone():
     y = x.detach().t().reshape(12)
     y.add_(1.0)
     np.testing.assert_array_equal(x.detach().numpy(), a)
+
+
+def test_repeat_and_tile_are_one_node_as_pytorchs():
+    # PyTorch 2.14: RepeatBackward0 (edge x; _saved_repeats, _saved_self_sym_sizes), tile
+    # too; dx = g summed over the copies; instance_norm's repeated parameters use it
+    for shape, reps in (((2, 3), (2, 1)), ((2, 3), (1, 2, 2)), ((), (3,)), ((2, 3), (1, 1)),
+                        ((2, 0), (2, 2))):
+        a = _n(*shape)
+        x = _t(a)
+        y = x.repeat(*reps)
+        ref = np.tile(a, reps)
+        np.testing.assert_array_equal(y.detach().numpy(), ref)
+        assert _chain(y) == f"RepeatBackward0({A})" and y._base is None
+        assert y.grad_fn._saved_repeats == reps and y.grad_fn._saved_self_sym_sizes == shape
+        g = _n(*ref.shape)
+        (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(g))
+        lead = len(reps) - len(shape)
+        wide = [n for r, s in zip(reps, (1,) * lead + shape) for n in (r, s)]
+        np.testing.assert_allclose(gx.numpy(), g.reshape(wide).sum(
+            tuple(range(0, len(wide), 2))).reshape(shape), rtol=1e-14)
+        f = lambda t, reps=reps: t.repeat(*reps)  # noqa: E731
+        assert gradgradcheck(f, (_t(a),))
+    assert _chain(tgrad.tile(_t(_n(2, 3)), (2,))) == f"RepeatBackward0({A})"
+    x, w, b = _t(_n(2, 3, 4)), _t(_n(3)), _t(_n(3))
+    node = nnf.instance_norm(x, weight=w, bias=b).grad_fn.next_functions[0][0]
+    assert [e.name() for e, _ in node.next_functions] == \
+        ["ViewBackward0", "RepeatBackward0", "RepeatBackward0"]

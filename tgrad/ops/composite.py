@@ -282,12 +282,36 @@ def repeat(input: Tensor, *sizes, repeats=None) -> Tensor:  # noqa: A002
     if any(r < 0 for r in sizes):
         raise RuntimeError(f"repeat: Trying to create tensor with negative dimension: "
                            f"{list(sizes)}")
-    shape = (1,) * (len(sizes) - input.ndim) + input.shape
-    # (s0, s1, ...) -> (1, s0, 1, s1, ...) -> expand to (r0, s0, r1, s1, ...) -> (r0 s0, ...)
-    spread = [n for s in shape for n in (1, s)]
-    wide = [n for r, s in zip(sizes, shape) for n in (r, s)]
-    out = input.reshape(spread).expand(wide).reshape([r * s for r, s in zip(sizes, shape)])
-    return own_copy(out, input)
+    return Repeat.apply(input, sizes)
+
+
+class Repeat(Function):
+    """y = x tiled ``repeats[d]`` times along each dim d (x's shape s padded with leading 1s
+    to len(repeats)): one node, PyTorch's RepeatBackward0 (edge x). The forward views s as
+    (1, s0, 1, s1, ...), expands it to (r0, s0, r1, s1, ...) and reshapes to (r0 s0, ...),
+    a new tensor. dx = g viewed as (r0, s0, r1, s1, ...), summed over the r dims, in x's
+    shape (tgrad ops: it differentiates again)."""
+
+    name = "repeat"
+    node_name = "RepeatBackward0"
+    saved_attributes = {"_saved_repeats": "repeats", "_saved_self_sym_sizes": "shape"}
+
+    @staticmethod
+    def forward(ctx, x, repeats):
+        ctx.repeats, ctx.shape = repeats, x.shape
+        shape = (1,) * (len(repeats) - x.ndim) + x.shape
+        spread = [n for s in shape for n in (1, s)]
+        ctx.wide = [n for r, s in zip(repeats, shape) for n in (r, s)]
+        out = x.reshape(spread).expand(ctx.wide).reshape(
+            [r * s for r, s in zip(repeats, shape)])
+        return own_copy(out, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        if not ctx.repeats:  # (a 0-d x repeated ()): g itself
+            return g.reshape(ctx.shape), None
+        summed = g.reshape(ctx.wide).sum(tuple(range(0, len(ctx.wide), 2)))
+        return summed.reshape(ctx.shape), None
 
 
 def own_copy(out: Tensor, input: Tensor) -> Tensor:  # noqa: A002
