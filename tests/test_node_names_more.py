@@ -657,3 +657,24 @@ def test_repeat_and_tile_are_one_node_as_pytorchs():
     node = nnf.instance_norm(x, weight=w, bias=b).grad_fn.next_functions[0][0]
     assert [e.name() for e, _ in node.next_functions] == \
         ["ViewBackward0", "RepeatBackward0", "RepeatBackward0"]
+
+
+def test_complex_vector_norm_is_one_node_on_x():
+    # PyTorch 2.14: LinalgVectorNormBackward0 with its edge on the complex x itself (not an
+    # AbsBackward0); the norm of |x| (real); dx = d||.||/d|x| sgn(x)
+    a = _n(3, 4) + 1j * _n(3, 4)
+    a[0, 1] = 0
+    for f, ref in ((lambda x: tgrad.linalg.vector_norm(x), np.linalg.norm(a)),
+                   (lambda x: tgrad.linalg.vector_norm(x, 1, 1), np.abs(a).sum(1)),
+                   (lambda x: tgrad.norm(x), np.linalg.norm(a)),
+                   (lambda x: tgrad.linalg.matrix_norm(x), np.linalg.norm(a)),
+                   (lambda x: x.norm(3, 0), (np.abs(a) ** 3).sum(0) ** (1 / 3))):
+        x = _t(a)
+        y = f(x)
+        assert _chain(y) == f"LinalgVectorNormBackward0({A})" and y.grad_fn._saved_self is x
+        assert y.dtype is tgrad.float64
+        np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-13)
+        assert gradcheck(f, (_t(a + 0.1),)) and gradgradcheck(f, (_t(a + 0.1),))
+    x = _t(a)
+    (g,) = tgrad.autograd.grad(tgrad.linalg.vector_norm(x), x)
+    np.testing.assert_allclose(g.numpy(), a / np.linalg.norm(a), rtol=1e-13)
