@@ -348,23 +348,20 @@ def _make_matmul(operator: bool):
             return MatMul.apply(a, b)
         if an == 1 and bn == 1:
             return Dot.apply(a, b)
-        # a 1-D operand: squeezed in place (PyTorch's squeeze_), so the result is no view
-        # of the product, as PyTorch's
+        if an == 1 and bn == 2:  # squeezed in place (PyTorch's squeeze_), so the result
+            y = MatMul.apply(a.unsqueeze(0), b)  # is no view of the product, as PyTorch's
+            return y.squeeze_(0)
+        if bn == 1 and an == 2:  # PyTorch's one MvBackward0 node
+            return Mv.apply(a, b)
+        # a >= 3-D operand from here
         if an == 3 and bn == 3:  # PyTorch: a batch of one that requires grad is squeezed,
             # so that the product folds into one mm (its gradient one product, no sum)
             if b.shape[0] == 1 and a.shape[0] != 1 and b.requires_grad:
                 return matmul(a, b.squeeze(0))
             if a.shape[0] == 1 and b.shape[0] != 1 and a.requires_grad:
                 return matmul(a.squeeze(0), b)
-        if (an >= 3 or bn >= 3) and _should_fold(a, b):  # PyTorch's mm / mv of a fold
+        if _should_fold(a, b):  # PyTorch's mm / mv of a fold
             return _folded(a, b)
-        if an == 1 and bn == 2:
-            y = MatMul.apply(a.unsqueeze(0), b)
-            return y.squeeze_(0)
-        if bn == 1 and an == 2:  # PyTorch's one MvBackward0 node
-            return Mv.apply(a, b)
-        if an <= 2 and bn <= 2:
-            return MatMul.apply(a, b)  # (not reached: the cases above cover them)
         try:  # checked here, so that another ValueError (e.g. a launch's) is not reported as
             batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # this
         except ValueError:
