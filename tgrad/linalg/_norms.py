@@ -12,13 +12,12 @@ import math
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.linalg._lu import graph_constant
 from tgrad.linalg._triangular import _torch_dtype_name, not_floating_error
 from tgrad.ops import elementwise as ew
 from tgrad.ops import mathcomposites as mc
 from tgrad.ops._common import fresh, int_tuple, require_tensor
 from tgrad.ops.matmul import matmul as _matmul
-from tgrad.ops.reduce import norm as _vnorm
+from tgrad.ops.reduce import Norm, _reduce_dims, check_norm_identity
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "multi_dot", "diagonal", "matmul",
@@ -45,9 +44,9 @@ def _float_check(op: str, x: Tensor, dtype) -> Tensor:
 def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  # noqa: A002
                 dtype=None) -> Tensor:
     """The vector ord-norm of ``x`` over ``dim`` (all elements when None): ord any number,
-    inf (max |x|), -inf (min |x|), 0 (the count of non-zeros: in x's graph with an undefined
-    gradient, as PyTorch's). inf and ord < 0 raise PyTorch's error over an empty reduced
-    dim (no identity)."""
+    inf (max |x|), -inf (min |x|), 0 (the count of non-zeros: one LinalgVectorNormBackward0
+    node whose gradient is undefined, as PyTorch's). inf and ord < 0 raise PyTorch's error
+    over an empty reduced dim (no identity)."""
     require_tensor("linalg.vector_norm", x)
     if isinstance(ord, Tensor) and ord.ndim == 0 and not ord.requires_grad:
         # a 0-d tensor (not requiring grad) is read as a number, as PyTorch's (True is 1)
@@ -59,14 +58,13 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not "
                         f"{type(ord).__name__}")
     x = _float_check("linalg.vector_norm", x, dtype)
-    if x.dtype.is_complex:  # the norm of |x| (real), gradient g d||.||/d|x| sgn(x)
-        x = ew.abs(x)
     if isinstance(dim, int):
         dim = (dim,)
-    if ord == 0:
-        dims = tuple(range(x.ndim)) if dim is None else dim
-        return graph_constant((x != 0).to(x.dtype).sum(dims, keepdim), x, zero=False)
-    return _vnorm(x, float(ord), dim, keepdim)  # (the empty-dim check is norm's)
+    # one LinalgVectorNormBackward0 node on x (a complex x: the norm of |x|, gradient
+    # g d||.||/d|x| sgn(x); ord 0: its gradient undefined, None), as PyTorch's
+    axes = _reduce_dims("norm", dim, x.ndim)
+    check_norm_identity(x.shape, float(ord), dim, axes)
+    return Norm.apply(x, float(ord), axes, keepdim)
 
 
 @autocast_policy(None, cpu="native")  # CPU: half ord 2 / 'nuc' raise, as PyTorch's
@@ -95,10 +93,10 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  #
         # (views of the op's own temporary: new tensors, PyTorch's; also below)
         return fresh(out.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), (d0, d1))) \
             if keepdim else out
+    if ord == "fro":  # (a complex A: the vector norm's node on A itself, PyTorch's)
+        return vector_norm(A, 2.0, (d0, d1), keepdim)
     if A.dtype.is_complex:  # the other norms are those of |A| (real)
         A = ew.abs(A)
-    if ord == "fro":
-        return _vnorm(A, 2.0, (d0, d1), keepdim)
     if ord not in (1, -1, math.inf, -math.inf) or isinstance(ord, bool):
         raise RuntimeError(f"{op}: Order {ord} not supported.")
     # 1: max over columns (d1) of sums over rows (d0); inf: max over rows of column sums

@@ -260,8 +260,9 @@ _TAYLOR_DEGREE = 18
 @autocast_policy(None, cpu="native")  # CPU: one kernel, not listed
 def matrix_exp(A: Tensor) -> Tensor:
     """exp(A) of square matrices, batched: scaling and squaring with a Taylor polynomial
-    (module docstring); differentiable through its matmuls. float16 / bfloat16 (which
-    PyTorch takes too) compute in float32 and round once."""
+    (module docstring), one LinalgMatrixExpBackward0 node (PyTorch's backward: the exp of a
+    (2n, 2n) block matrix). float16 / bfloat16 (which PyTorch takes too) compute in
+    float32 and round once."""
     op = "linalg.matrix_exp"
     require_tensor(op, A, "A")
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
@@ -270,6 +271,38 @@ def matrix_exp(A: Tensor) -> Tensor:
     if A.dtype in (dtypes.float16, dtypes.bfloat16):
         return matrix_exp(A.float()).to(A.dtype)
     check_linalg_dtype(op, A.dtype)
+    return _MatrixExp.apply(A)  # (one node, PyTorch's LinalgMatrixExpBackward0)
+
+
+class _MatrixExp(Function):
+    """Y = exp(A) of (..., n, n) matrices: one node, PyTorch's LinalgMatrixExpBackward0
+    (edge A). The forward is _taylor_exp. Backward (PyTorch's matrix_exp differential,
+    the Fréchet derivative's adjoint): with M = [[A^H, G], [0, A^H]] (..., 2n, 2n),
+        dA = exp(M)[..., :n, n:]
+    built of cat / narrow and this node again, so it differentiates again."""
+
+    name = "linalg_matrix_exp"
+    node_name = "LinalgMatrixExpBackward0"
+    saved_attributes = {"_saved_self": 0}
+
+    @staticmethod
+    def forward(ctx, A):
+        ctx.save_for_backward(A)
+        return _taylor_exp(A)
+
+    @staticmethod
+    def backward(ctx, g):
+        (A,) = ctx.saved_tensors
+        n = A.shape[-1]
+        Ah = A.mH
+        top = cat([Ah, g], -1)
+        bottom = cat([zeros(Ah.shape, dtype=g.dtype, device=g.device), Ah], -1)
+        return _MatrixExp.apply(cat([top, bottom], -2)).narrow(-2, 0, n).narrow(-1, n, n)
+
+
+def _taylor_exp(A: Tensor) -> Tensor:
+    """exp(A) by scaling and squaring with a degree-18 Taylor polynomial (Horner), per
+    matrix as many squarings as its 1-norm asks (module docstring); a new tensor."""
     n = A.shape[-1]
     if n == 0:
         return A.clone()

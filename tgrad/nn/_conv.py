@@ -936,6 +936,11 @@ def _adaptive_args(op: str, input: Tensor, output_size, spatial: int) -> tuple: 
 
 def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor:  # noqa: A002
     sizes, outs = _adaptive_args(op, input, output_size, spatial)
+    if all(o == 1 for o in outs):  # PyTorch's: the mean over the spatial dims, kept
+        # (MeanBackward1; 1-d: on input.unsqueeze(-2), squeezed, as the 2-d op below)
+        x = input.unsqueeze(-2) if spatial == 1 else input
+        y = x.mean(tuple(range(-1, -max(spatial, 2) - 1, -1)), keepdim=True)
+        return fresh(y.squeeze(-2)) if spatial == 1 else y
     if spatial == 1:  # PyTorch's: the 2-d op on input.unsqueeze(-2), squeezed
         return fresh(AdaptiveAvgPool.apply(input.unsqueeze(-2), ((1,) + tuple(sizes),
                                                                  (1,) + outs)).squeeze(-2))

@@ -1,8 +1,10 @@
 """F.pad's 'reflect', 'replicate' and 'circular' modes (called by tgrad/nn/_composite.py's
-``pad``), with PyTorch's semantics and error texts. Each padded dim is one ``index_select``
-of the input with source indices computed on the host, so the gradient scatter-adds back
-onto the input positions that were copied (reflected and replicated borders receive the
-sum of their copies), and double backward works.
+``pad``), with PyTorch's semantics and error texts. reflect / replicate: each padded dim is
+one index_select of the input with source indices computed on the host, in one node
+(IndexPad), so the gradient scatter-adds back onto the input positions that were copied
+(reflected and replicated borders receive the sum of their copies), and double backward
+works. circular: PyTorch's slice copies into an empty output (_circular; CopySlices nodes),
+or index_selects where nothing is left to wrap.
 
 Supported as PyTorch: len(pad) = 2 for 2-D/3-D input, 4 for 3-D/4-D, 6 for 4-D/5-D.
 Per padded dim of size n with pads (l, r) (negative pads crop):
@@ -82,8 +84,11 @@ def pad_nonconstant(input: Tensor, pad: list, mode: str,  # noqa: A002
         raise _unsupported(k, input.ndim)
     pads = [(pad[2 * i], pad[2 * i + 1]) for i in range(k)]  # last dim first
     _check_sizes(mode, input, pads, k)
-    # circular's backward is a composite of slices in PyTorch too (CopySlices), so it stays
-    # a composition; reflect / replicate are one node (IndexPad)
+    # circular is PyTorch's composition of slice copies (CopySlices nodes) where the
+    # cropped sizes leave something to wrap (_circular); reflect / replicate are one node
+    # (IndexPad)
+    if mode == "circular" and _wraps_once(input.shape, pads):
+        return _circular(input, pads)
     x, copied, steps = input, False, []
     for i, (lo, hi) in enumerate(pads):
         d = x.ndim - 1 - i
@@ -122,6 +127,45 @@ def pad_nonconstant(input: Tensor, pad: list, mode: str,  # noqa: A002
     # a new tensor, never a view of the input; contiguous as PyTorch's (a crop of a dim
     # after another dim's wrap leaves a narrowed view of the wrapped copy)
     return x.contiguous() if copied else x.clone()
+
+
+def _wraps_once(shape: tuple, pads: list) -> bool:
+    """Whether every padded dim keeps m > 0 elements after its negative pads crop and its
+    positive pads are at most m (the cases PyTorch's _pad_circular computes; the others
+    are pad_nonconstant's loop: an empty result, or its error)."""
+    for i, (lo, hi) in enumerate(pads):
+        m = shape[len(shape) - 1 - i] - max(-lo, 0) - max(-hi, 0)
+        if m <= 0 or max(lo, 0) > m or max(hi, 0) > m:
+            return False
+    return True
+
+
+def _circular(x: Tensor, pads: list) -> Tensor:
+    """Circular padding as PyTorch's _pad_circular builds it: an empty output (x.ndim dims,
+    padded dim d of size n + l + r), x's cropped interior copied into its middle, then per
+    padded dim (last first) the left pad copied from the output's own last l columns before
+    the right pad and the right pad from its first r columns after the left pad (corners
+    written again by later dims): in-place copies into narrow views, so the graph is
+    PyTorch's CopySlices over SliceBackward0s and dx gathers each copy back."""
+    nd = x.ndim
+    out_shape = list(x.shape)
+    for i, (lo, hi) in enumerate(pads):
+        out_shape[nd - 1 - i] += lo + hi
+    out = x.new_empty(out_shape)
+    out_slice, in_slice = out, x
+    for i, (lo, hi) in enumerate(pads):
+        d = nd - 1 - i
+        out_slice = out_slice.narrow(d, max(lo, 0), out_shape[d] - max(lo, 0) - max(hi, 0))
+        in_slice = in_slice.narrow(d, max(-lo, 0), x.shape[d] - max(-lo, 0) - max(-hi, 0))
+    out_slice.copy_(in_slice)
+    for i, (lo, hi) in enumerate(pads):
+        d = nd - 1 - i
+        n = out_shape[d]
+        if lo > 0:
+            out.narrow(d, 0, lo).copy_(out.narrow(d, n - lo - max(hi, 0), lo))
+        if hi > 0:
+            out.narrow(d, n - hi, hi).copy_(out.narrow(d, max(lo, 0), hi))
+    return out
 
 
 class IndexPad(Function):

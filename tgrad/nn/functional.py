@@ -792,22 +792,27 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     wd = w._data
     if wd.ndim == 2:
         w = view_apply(TView, w, _T)  # w.t() (PyTorch's TBackward0)
-        if b is not None and x._data.ndim <= 2:
+        xn = x._data.ndim
+        if b is not None and (xn <= 2 or (b._data.ndim == 1 and x.is_contiguous())):
             # PyTorch's one AddmmBackward0 node (bias, x, w^T) where one kernel applies; a
-            # 1-D input is viewed as (1, in) and the result viewed back (ViewBackward0 on
-            # both sides; the shapes were checked above). A >= 3-D input stays matmul + add
-            # (PyTorch: views around addmm, a node more per call here)
+            # 1-D input is viewed as (1, in), a contiguous >= 3-D one (with a 1-D bias) as
+            # (rows, in), and the result viewed back (ViewBackward0 on both sides; the
+            # shapes were checked above). Other >= 3-D inputs: matmul + add, as PyTorch's
             dt = x.dtype
             if b.dtype is dt and w.dtype is dt and dt in ADDMM_DTYPES and (
                     b._data.shape == wd.shape[:1] or b._data.ndim == 0) and \
                     b.device is x.device and w.device is x.device and not (
                     x._sparse or w._sparse):
-                if x._data.ndim == 2:
+                if xn == 2:
                     y = Addmm.apply(b, x, w, 1, 1)
                 else:
-                    y = Addmm.apply(b, view_apply(View, x, (1, wd.shape[1])), w, 1, 1)
-                    y = view_apply(View, y, wd.shape[:1])
+                    lead = x.shape[:-1]
+                    y = Addmm.apply(b, view_apply(View, x, (math.prod(lead), wd.shape[1])),
+                                    w, 1, 1)
+                    y = view_apply(View, y, lead + wd.shape[:1])
                 return y if half is None else y.to(half)
+    else:
+        w = w.t()  # (a 1-D weight: PyTorch's t() too, a TBackward0 alias)
     y = x.matmul(w)
     if b is not None:
         y = y + b

@@ -282,12 +282,36 @@ def repeat(input: Tensor, *sizes, repeats=None) -> Tensor:  # noqa: A002
     if any(r < 0 for r in sizes):
         raise RuntimeError(f"repeat: Trying to create tensor with negative dimension: "
                            f"{list(sizes)}")
-    shape = (1,) * (len(sizes) - input.ndim) + input.shape
-    # (s0, s1, ...) -> (1, s0, 1, s1, ...) -> expand to (r0, s0, r1, s1, ...) -> (r0 s0, ...)
-    spread = [n for s in shape for n in (1, s)]
-    wide = [n for r, s in zip(sizes, shape) for n in (r, s)]
-    out = input.reshape(spread).expand(wide).reshape([r * s for r, s in zip(sizes, shape)])
-    return own_copy(out, input)
+    return Repeat.apply(input, sizes)
+
+
+class Repeat(Function):
+    """y = x tiled ``repeats[d]`` times along each dim d (x's shape s padded with leading 1s
+    to len(repeats)): one node, PyTorch's RepeatBackward0 (edge x). The forward views s as
+    (1, s0, 1, s1, ...), expands it to (r0, s0, r1, s1, ...) and reshapes to (r0 s0, ...),
+    a new tensor. dx = g viewed as (r0, s0, r1, s1, ...), summed over the r dims, in x's
+    shape (tgrad ops: it differentiates again)."""
+
+    name = "repeat"
+    node_name = "RepeatBackward0"
+    saved_attributes = {"_saved_repeats": "repeats", "_saved_self_sym_sizes": "shape"}
+
+    @staticmethod
+    def forward(ctx, x, repeats):
+        ctx.repeats, ctx.shape = repeats, x.shape
+        shape = (1,) * (len(repeats) - x.ndim) + x.shape
+        spread = [n for s in shape for n in (1, s)]
+        ctx.wide = [n for r, s in zip(repeats, shape) for n in (r, s)]
+        out = x.reshape(spread).expand(ctx.wide).reshape(
+            [r * s for r, s in zip(repeats, shape)])
+        return own_copy(out, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        if not ctx.repeats:  # (a 0-d x repeated ()): g itself
+            return g.reshape(ctx.shape), None
+        summed = g.reshape(ctx.wide).sum(tuple(range(0, len(ctx.wide), 2)))
+        return summed.reshape(ctx.shape), None
 
 
 def own_copy(out: Tensor, input: Tensor) -> Tensor:  # noqa: A002
@@ -350,17 +374,52 @@ tensor_method("flip")(lambda self, *dims: flip(
     self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims))
 
 
+class Roll(Function):
+    """y = x with its elements shifted by ``shifts`` along ``dims`` (wrapping around; dims
+    () : over the flattened x, shape kept): one node, PyTorch's RollBackward0 (edge x).
+        dx = roll(g, -shifts, dims)   (the inverse permutation: a roll again, so it
+    differentiates again). The forward is cats of two narrows per rolled dim, a new
+    C-contiguous tensor."""
+
+    name = "roll"
+    node_name = "RollBackward0"
+    saved_attributes = {"_saved_dims": "dims", "_saved_shifts": "shifts"}
+
+    @staticmethod
+    def forward(ctx, x, shifts, dims, wrapped):
+        ctx.shifts, ctx.dims = shifts, dims
+        return _rolled(x, shifts, wrapped) if dims else \
+            fresh(_rolled(x.flatten(), shifts, (0,)).reshape(x.shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        back = tuple(-s for s in ctx.shifts)
+        return roll(g, back, ctx.dims if ctx.dims else None), None, None, None
+
+
+def _rolled(x: Tensor, shifts: tuple, dims: tuple) -> Tensor:
+    """x rolled by ``shifts`` along the wrapped ``dims``: per dim the last k = shift mod n
+    elements moved to the front (a cat of two narrows); x's clone when nothing moves."""
+    out = x
+    for shift, d in zip(shifts, dims):
+        n = x.shape[d] if x.ndim else 1
+        k = shift % n if n else 0
+        if k:
+            out = cat([narrow(out, d, n - k, k), narrow(out, d, 0, n - k)], d)
+    return out if out is not x else x.clone()
+
+
 @tensor_method("roll")
 def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
     """A copy with the elements shifted by ``shifts`` along ``dims`` (wrapping around);
-    without dims, over the flattened tensor (shape kept)."""
+    without dims, over the flattened tensor (shape kept). One RollBackward0 node."""
     require_tensor("roll", input)
     shifts = int_tuple("roll", "shifts", shifts, 2)
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"roll: shifts {list(shifts)} need dims when there is more "
                                f"than one")
-        return fresh(roll(input.flatten(), shifts, 0).reshape(input.shape))
+        return Roll.apply(input, shifts, (), ())
     dims = int_tuple("roll", "dims", dims, 3)  # (0-d integer tensors taken, bools refused)
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, "
@@ -368,14 +427,8 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
     if input.ndim == 0 and dims:  # PyTorch: a 0-d tensor has no dim to roll along
         raise IndexError(f"roll: Dimension specified as {dims[0]} but tensor has no "
                          f"dimensions")
-    out = input
-    for shift, dim in zip(shifts, dims):
-        d = _wrap_dim(dim, input.ndim, "roll")
-        n = input.shape[d] if input.ndim else 1
-        k = shift % n if n else 0
-        if k:  # the last k elements move to the front
-            out = cat([narrow(out, d, n - k, k), narrow(out, d, 0, n - k)], d)
-    return out if out is not input else input.clone()
+    wrapped = tuple(_wrap_dim(d, input.ndim, "roll") for d in dims)
+    return Roll.apply(input, shifts, dims, wrapped)
 
 
 def _lerp_value(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002

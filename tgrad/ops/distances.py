@@ -3,12 +3,14 @@ run wherever their parts do, and differentiate through them):
 
 - ``cdist(x1, x2, p)``: ||x1[..., i, :] - x2[..., j, :]||_p for every pair of rows, batch
   dims broadcast: one broadcast difference (..., P, R, M), then the vector ``norm`` over the
-  last dim, whose rules give PyTorch's gradients (0 where a distance is 0; p = 0: 0;
-  p = 1: sign(diff); 0 < p < 1: 0 where a difference is 0). PyTorch computes p = 2 for
-  more than 25 rows as |a|^2 + |b|^2 - 2 a.b by a matmul (faster, less exact);
-  tgrad always takes the difference, so ``compute_mode`` is accepted and ignored.
-  Deliberate difference: at p = inf, ties for the largest |difference| share the
-  gradient evenly (``norm``'s rule); PyTorch's cdist gives each the full gradient.
+  last dim, in one node of PyTorch's name: CdistBackward0, whose backward is PyTorch's
+  _cdist_backward (0 where a distance is 0; p = 0: 0; p = 1: sign(diff); 0 < p < 1: 0
+  where a difference is 0; p = inf: each tie for the largest |difference| gets the full
+  gradient). Where PyTorch takes its matmul path (p = 2 and more than 25 rows, or
+  compute_mode 'use_mm_for_euclid_dist'), the node is PyTorch's EuclideanDistBackward0
+  under a ViewBackward0 (the batch expanded and reshaped to (B, R, M) first, as PyTorch),
+  with PyTorch's matmul backward; its values stay the differences' norms (PyTorch's
+  |a|^2 + |b|^2 - 2 a.b is faster, less exact).
 - ``pairwise_distance(x1, x2, p, eps)``: ||x1 - x2 + eps||_p over the last dim of the
   broadcast shape (PyTorch's formula, eps added to every difference).
 - ``pdist(input, p)``: the cdist of the rows of a 2-D input with themselves, upper
@@ -29,9 +31,11 @@ from __future__ import annotations
 import math
 
 from tgrad._autocast import autocast_policy
+from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     broadcast_or_raise,
+    register_op,
     require_tensor,
     rounded_to,
     same_device,
@@ -89,12 +93,97 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     if compute_mode not in _COMPUTE_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     same_device("cdist", x1, x2)
-    broadcast_or_raise("cdist", x1.shape[:-2], x2.shape[:-2])
+    batch = broadcast_or_raise("cdist", x1.shape[:-2], x2.shape[:-2])
     (a, b), half = widen_halves(x1, x2)
-    diff = a.unsqueeze(-2) - b.unsqueeze(-3)  # (B..., P, R, M)
-    if diff.shape[-1] == 0:  # M = 0: every distance is 0 (the inf norm has no identity)
-        p = 2.0
-    return rounded_to(norm(diff, p, -1), half)
+    r1, r2 = a.shape[-2], b.shape[-2]
+    mm = compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode != "donot_use_mm_for_euclid_dist" and (r1 > 25 or r2 > 25))
+    if p == 2 and mm and a.numel() and b.numel():
+        # PyTorch's cdist_impl: _euclidean_dist of the (B, R, M) expansions (the inputs
+        # themselves for one batch), viewed back: ViewBackward0 over EuclideanDistBackward0
+        nb = math.prod(batch)
+        if nb != 1:
+            m = a.shape[-1]
+            a = a.expand(tuple(batch) + (r1, m)).reshape(nb, r1, m)
+            b = b.expand(tuple(batch) + (r2, m)).reshape(nb, r2, m)
+        return rounded_to(_EuclideanDist.apply(a, b).view(tuple(batch) + (r1, r2)), half)
+    return rounded_to(_Cdist.apply(a, b, p), half)  # (CdistBackward0)
+
+
+def _pair_differences(x1: Tensor, x2: Tensor) -> Tensor:
+    """x1[..., i, :] - x2[..., j, :] for every pair: (B..., P, M), (B..., R, M) ->
+    (B..., P, R, M), the batch dims broadcast."""
+    return x1.unsqueeze(-2) - x2.unsqueeze(-3)
+
+
+class _Cdist(Function):
+    """y[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p: one node, PyTorch's
+    CdistBackward0 (edges x1, x2; the batch dims broadcast). The forward is the norm of the
+    pair differences d (B..., P, R, M) (M = 0: zeros). Backward (PyTorch's _cdist_backward,
+    per pair, g and y broadcast over M):
+        dd = norm's rule of d (p = 0: 0; 1: g sign d; 2: g d / y, 0 where y = 0; inf:
+             g sign(d) where |d| is the largest, each tie in full, PyTorch's; other p:
+             g sign(d) |d|^(p-1) / y^(p-1), 0 where d or y is 0)
+        dx1 = sum_to(sum_j dd, x1.shape)        dx2 = -sum_to(sum_i dd, x2.shape)
+    (tgrad ops: it differentiates again)."""
+
+    name = "_cdist_forward"
+    node_name = "CdistBackward0"
+    saved_attributes = {"_saved_p": "p", "_saved_result": 2, "_saved_x1": 0, "_saved_x2": 1}
+
+    @staticmethod
+    def forward(ctx, x1, x2, p):
+        d = _pair_differences(x1, x2)
+        # (M = 0: every distance is 0; the inf norm has no identity)
+        y = norm(d, p if d.shape[-1] else 2.0, -1)
+        ctx.save_for_backward(x1, x2, y)
+        ctx.p = p
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.reduce import _norm_grad, sum_to
+        x1, x2, y = ctx.saved_tensors
+        d = _pair_differences(x1, x2)
+        dd = _norm_grad(g.unsqueeze(-1).expand(d.shape), d, y.unsqueeze(-1), ctx.p)
+        need1, need2 = ctx.needs_input_grad[:2]
+        g1 = sum_to(dd.sum(-2), x1.shape) if need1 else None
+        g2 = -sum_to(dd.sum(-3), x2.shape) if need2 else None
+        return g1, g2, None
+
+
+class _EuclideanDist(Function):
+    """y[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_2 of (B, P, M), (B, R, M) (or one
+    batch of 2-D / 3-D inputs, broadcast): one node, PyTorch's EuclideanDistBackward0 (its
+    matmul path). The values are the differences' norms (tgrad's; PyTorch's forward is
+    |a|^2 + |b|^2 - 2 a.b, less exact). Backward (PyTorch's _euclidean_dist_backward), with
+    r = g / y (0 where y = 0):
+        dx1 = x1 rowsum(r) - r @ x2        dx2 = x2 colsum(r) - r^T @ x1
+    (each summed to its operand's shape; tgrad ops: it differentiates again)."""
+
+    name = "_euclidean_dist"
+    node_name = "EuclideanDistBackward0"
+    saved_attributes = {"_saved_result": 2, "_saved_x1": 0, "_saved_x2": 1}
+
+    @staticmethod
+    def forward(ctx, x1, x2):
+        y = norm(_pair_differences(x1, x2), 2.0, -1)
+        ctx.save_for_backward(x1, x2, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.reduce import sum_to
+        x1, x2, y = ctx.saved_tensors
+        r = ew.where(y == 0.0, 0.0, g / y)
+        need1, need2 = ctx.needs_input_grad[:2]
+        g1 = sum_to(x1 * r.sum(-1, keepdim=True) - r @ x2, x1.shape) if need1 else None
+        g2 = sum_to(x2 * r.sum(-2).unsqueeze(-1) - r.mT @ x1, x2.shape) if need2 else None
+        return g1, g2
+
+
+register_op(_Cdist)
+register_op(_EuclideanDist)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,

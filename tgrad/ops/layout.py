@@ -55,6 +55,7 @@ from tgrad.ops._common import (
     require_tensor,
     tensor_method,
     view_apply,
+    wrap,
 )
 from tgrad.ops.creation import arange, tensor, zeros
 from tgrad.ops.index import getitem
@@ -108,6 +109,65 @@ class Diagonal(Function):
 
 
 register_op(Diagonal)
+
+
+class DiagonalCopy(Diagonal):
+    """diagonal_copy (torch.diag of a 2-D x): the ``offset``-th diagonal of x's (d1, d2)
+    planes as a new C-contiguous tensor, PyTorch's node DiagonalBackward0_copy (edge x).
+    dx = Diagonal's: zeros of x's shape with g written on that diagonal (an index_put of
+    g: it differentiates again)."""
+
+    name = "diagonal_copy"
+    node_name = "DiagonalBackward0_copy"
+    saved_attributes = {"_saved_dim1": lambda node: node.args[1],
+                        "_saved_dim2": lambda node: node.args[2],
+                        "_saved_offset": lambda node: node.args[0],
+                        "_saved_self_sym_sizes": "shape"}
+
+    @staticmethod
+    def forward(ctx, x, offset, d1, d2):
+        view = Diagonal.forward(ctx, x, offset, d1, d2)
+        return wrap(backend_of(x).clone(view._data), x.device)
+
+
+class DiagEmbed(Function):
+    """y = zeros with x's last dim (n) written on the ``offset``-th diagonal of the (d1,
+    d2) planes of size n + |offset| (diag_embed; torch.diag of a 1-D x): one node,
+    PyTorch's DiagEmbedBackward0 (edge x); y is a new C-contiguous tensor of x.ndim + 1
+    dims, the others x's leading ones in order.
+        dx = g.diagonal(offset, d1, d2)   (the diagonal read back: a view of g, PyTorch's)
+    ``dims`` are d1, d2 as the caller gave them (saved so: PyTorch's _saved_dim1/2), ``wd``
+    wrapped."""
+
+    name = "diag_embed"
+    node_name = "DiagEmbedBackward0"
+    saved_attributes = {"_saved_dim1": lambda node: node.dims[0],
+                        "_saved_dim2": lambda node: node.dims[1],
+                        "_saved_offset": "offset"}
+
+    @staticmethod
+    def forward(ctx, x, offset, dims, wd):
+        ctx.offset, ctx.dims, ctx.wd = offset, dims, wd
+        nd = x.ndim + 1
+        n = x.shape[-1]
+        m = n + abs(offset)
+        out = zeros(x.shape[:-1] + (m, m), dtype=x.dtype, device=x.device)
+        i = arange(n, device=x.device)
+        out[..., i + max(-offset, 0), i + max(offset, 0)] = x
+        order = [None] * nd
+        order[wd[0]], order[wd[1]] = nd - 2, nd - 1
+        rest = iter(range(nd - 2))
+        # a new row-major tensor, as PyTorch's (not a view of the (..., m, m) temporary)
+        y = permute(out, [next(rest) if o is None else o for o in order])
+        return wrap(backend_of(x).clone(y._data), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.diagonal(ctx.offset, *ctx.wd), None, None, None
+
+
+register_op(DiagonalCopy)
+register_op(DiagEmbed)
 
 
 @tensor_method("diagonal")
@@ -190,16 +250,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     d2 = _wrap_dim(dim2, nd, "diag_embed")
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    n = input.shape[-1]
-    m = n + abs(offset)
-    out = zeros(input.shape[:-1] + (m, m), dtype=input.dtype, device=input.device)
-    i = arange(n, device=input.device)
-    out[..., i + max(-offset, 0), i + max(offset, 0)] = input
-    order = [None] * nd
-    order[d1], order[d2] = nd - 2, nd - 1
-    rest = iter(range(nd - 2))
-    # a new row-major tensor, as PyTorch's (not a view of the (..., m, m) temporary)
-    return fresh(permute(out, [next(rest) if o is None else o for o in order]).contiguous())
+    return DiagEmbed.apply(input, offset, (dim1, dim2), (d1, d2))
 
 
 # ------------------------------------------------------------------------------ splits, stacks
@@ -397,13 +448,16 @@ def kron(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     require_tensor("kron", input)
     require_tensor("kron", other, "other", 2)
     nd = max(input.ndim, other.ndim)
-    if nd == 0:
-        return input * other
+    # PyTorch's graph: _unsafe_view of each operand to (p_0, 1, p_1, 1, ...) / (1, q_0,
+    # 1, q_1, ...), their product, _unsafe_view of it to (p_0 q_0, ...): UnsafeViewBackward0
+    # over MulBackward0 over two UnsafeViewBackward0 (their arrays views of the operands'
+    # where the strides allow, else copies; PyTorch refuses the copy case)
+    from tgrad.ops.shape import UnsafeView
     s = (1,) * (nd - input.ndim) + input.shape
     t = (1,) * (nd - other.ndim) + other.shape
-    a = input.reshape([n for p in s for n in (p, 1)])
-    b = other.reshape([n for q in t for n in (1, q)])
-    return fresh((a * b).reshape([p * q for p, q in zip(s, t)]))
+    a = UnsafeView.apply(input, tuple(n for p in s for n in (p, 1)))
+    b = UnsafeView.apply(other, tuple(n for q in t for n in (1, q)))
+    return UnsafeView.apply(a * b, tuple(p * q for p, q in zip(s, t)))
 
 
 def _tensordot_dims(a: Tensor, b: Tensor, dims) -> tuple[list, list]:

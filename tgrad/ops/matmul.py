@@ -348,23 +348,93 @@ def _make_matmul(operator: bool):
             return MatMul.apply(a, b)
         if an == 1 and bn == 1:
             return Dot.apply(a, b)
-        # a 1-D operand: squeezed in place (PyTorch's squeeze_), so the result is no view
-        # of the product, as PyTorch's
-        if an == 1:
-            y = MatMul.apply(a.unsqueeze(0), b)
-            return y.squeeze_(y.ndim - 2)
-        if bn == 1:
-            if an == 2:  # PyTorch's one MvBackward0 node
-                return Mv.apply(a, b)
-            y = MatMul.apply(a, b.unsqueeze(1))
-            return y.squeeze_(y.ndim - 1)
+        if an == 1 and bn == 2:  # squeezed in place (PyTorch's squeeze_), so the result
+            y = MatMul.apply(a.unsqueeze(0), b)  # is no view of the product, as PyTorch's
+            return y.squeeze_(0)
+        if bn == 1 and an == 2:  # PyTorch's one MvBackward0 node
+            return Mv.apply(a, b)
+        # a >= 3-D operand from here
+        if an == 3 and bn == 3:  # PyTorch: a batch of one that requires grad is squeezed,
+            # so that the product folds into one mm (its gradient one product, no sum)
+            if b.shape[0] == 1 and a.shape[0] != 1 and b.requires_grad:
+                return matmul(a, b.squeeze(0))
+            if a.shape[0] == 1 and b.shape[0] != 1 and a.requires_grad:
+                return matmul(a.squeeze(0), b)
+        if _should_fold(a, b):  # PyTorch's mm / mv of a fold
+            return _folded(a, b)
         try:  # checked here, so that another ValueError (e.g. a launch's) is not reported as
-            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # this
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # this
         except ValueError:
             raise RuntimeError(f"matmul: batch dimensions cannot be broadcast "
                                f"({list(a.shape)} and {list(b.shape)})") from None
-        return MatMul.apply(a, b)
+        return _batched(a, b, batch)
     return matmul
+
+
+def _should_fold(a: Tensor, b: Tensor) -> bool:
+    """PyTorch's should_fold: a product of a >= 3-D t1 (a, or b^T when b has more dims)
+    and a 1-D / 2-D t2 (the other) runs as one mm / mv of t1 folded to (rows, k) where
+    t2 requires grad (so its gradient is one product, not a sum over a broadcast batch) or
+    the fold is a view (t1's leading dims are one contiguous run: strides[i] ==
+    strides[i+1] * shape[i+1]); a 2-D a times a >= 3-D b folds only in the first case (the
+    transposed result would be copied)."""
+    larger_a = a.ndim >= b.ndim
+    t1 = a if larger_a else b.mT
+    small = b if larger_a else a
+    if t1.ndim < 3 or small.ndim > 2:
+        return False
+    if small.requires_grad:
+        return True
+    if a.ndim == 2:
+        return False
+    if t1.numel() == 0:
+        return True
+    shape, st = t1.shape, t1.stride()
+    return all(st[i] == st[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
+
+
+def _folded(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b as PyTorch folds it (see _should_fold): t1 (..., n, k) reshaped to
+    (prod(...) * n, k) (ViewBackward0 where a view), times t2 by mm (t2 (k, p)) or mv (t2
+    (k,)), and the product given t1's leading shape by _unsafe_view (UnsafeViewBackward0,
+    no view of the product). With b the larger (a 1-D / 2-D, b >= 3-D): t1 = b^T, t2 = a^T
+    (a 1-D a as is) and a matrix result transposed back and made contiguous (PyTorch's
+    mT().contiguous(): TransposeBackward0 + CloneBackward0)."""
+    from tgrad.ops.shape import UnsafeView
+    transpose = b.ndim > a.ndim
+    t1 = b.mT if transpose else a
+    t2 = (a.t() if a.ndim == 2 else a) if transpose else b
+    lead = t1.shape[:-1]
+    folded = t1.reshape(math.prod(lead), t1.shape[-1])
+    if t2.ndim == 2:
+        y = UnsafeView.apply(MatMul.apply(folded, t2), lead + (t2.shape[1],))
+        return y.mT.contiguous() if transpose else y
+    return UnsafeView.apply(Mv.apply(folded, t2), lead)
+
+
+def _batched(a: Tensor, b: Tensor, batch: tuple) -> Tensor:
+    """a @ b with a >= 3-D operand that _should_fold did not fold, as PyTorch runs it: both
+    expanded to the broadcast ``batch`` and reshaped to (B, n, k) / (B, k, p) (a 1-D a as
+    (B, 1, k), a 1-D b as (B, k) unsqueezed to (B, k, 1)), one bmm (BmmBackward0), a 1-D
+    b's column squeezed, and _unsafe_view to batch + (n,) + (p,) (UnsafeViewBackward0):
+    PyTorch's ExpandBackward0 / ViewBackward0 nodes on the operands, its copies where an
+    operand is broadcast (the gradient summed back by expand's backward)."""
+    from tgrad.ops.shape import UnsafeView
+    an, bn = a.ndim, b.ndim
+    n = a.shape[-2] if an > 1 else 1
+    k = a.shape[-1]
+    p = b.shape[-1] if bn > 1 else 1
+    batch = tuple(batch)
+    nb = math.prod(batch)
+    a3 = a.expand(batch + (n, k)).reshape(nb, n, k)
+    if bn == 1:
+        b3 = b.expand(batch + (k,)).reshape(nb, k).unsqueeze(2)
+    else:
+        b3 = b.expand(batch + (k, p)).reshape(nb, k, p)
+    y = Bmm.apply(a3, b3)
+    if bn == 1:
+        y = y.squeeze(-1)
+    return UnsafeView.apply(y, batch + ((n,) if an > 1 else ()) + ((p,) if bn > 1 else ()))
 
 
 matmul = tensor_method("matmul")(_make_matmul(False))

@@ -59,16 +59,39 @@ def dot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return matmul(input, other)
 
 
+class Vdot(Function):
+    """y = sum_k conj(a_k) b_k of two 1-D tensors (k,) -> 0-d: one node, PyTorch's
+    VdotBackward0 (edges a, b; real tensors too).
+        da = conj(g) b        db = g a
+    (PyTorch's formulas; tgrad ops, so they differentiate again). Saves a only if b needs
+    a gradient, b only if a does. The forward is dot's of conj(a) and b."""
+
+    name = "vdot"
+    node_name = "VdotBackward0"
+    saved_attributes = {"_saved_self": 0, "_saved_other": 1}
+
+    @staticmethod
+    def forward(ctx, a, b):
+        need_a, need_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
+        from tgrad.ops.complex_ops import conj_of
+        return dot(conj_of(a) if a.dtype.is_complex else a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        from tgrad.ops.complex_ops import conj_of  # conj: complex only (identity when real)
+        return (conj_of(g) * b if need_a else None), (g * a if need_b else None)
+
+
 @tensor_method("vdot")
 def vdot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """sum(conj(input) * other) of two 1-D tensors (PyTorch's: the first argument is
-    conjugated; real tensors: ``dot``)."""
+    conjugated; dot's checks and texts)."""
     require_tensor("vdot", input)
     require_tensor("vdot", other, "other", 2)
-    if isinstance(input, Tensor) and input.dtype.is_complex:
-        from tgrad.ops.complex_ops import conj_of
-        input = conj_of(input)  # noqa: A001
-    return dot(input, other)
+    return Vdot.apply(input, other)
 
 
 @tensor_method("mv")
@@ -279,18 +302,12 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     diagonal as a 1-D tensor (a copy)."""
     require_tensor("diag", input)
     diagonal = _int_arg("diag", "diagonal", diagonal, 2)
-    if input.ndim == 1:
-        n = input.shape[0] + abs(diagonal)
-        out = zeros(n, n, dtype=input.dtype, device=input.device)
-        rows = arange(input.shape[0], device=input.device) + max(-diagonal, 0)
-        out[rows, rows + diagonal] = input
-        return out
+    from tgrad.ops.layout import DiagEmbed, DiagonalCopy
+    if input.ndim == 1:  # PyTorch's diag_embed(input, diagonal) (DiagEmbedBackward0)
+        return DiagEmbed.apply(input, diagonal, (-2, -1), (0, 1))
     if input.ndim != 2:
         raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got {input.ndim}-D")
-    n, m = input.shape
-    length = max(0, min(n + min(diagonal, 0), m - max(diagonal, 0)))
-    rows = arange(length, device=input.device) + max(-diagonal, 0)
-    return getitem(input, (rows, rows + diagonal))
+    return DiagonalCopy.apply(input, diagonal, 0, 1)  # (DiagonalBackward0_copy)
 
 
 class Trace(Function):

@@ -790,24 +790,39 @@ class Norm(Function):
 
     @staticmethod
     def forward(ctx, x, p, axes, keepdim):
-        if not x.dtype.is_floating_point:
+        # a complex x: the (real) norm of |x| (PyTorch's, one node on x itself)
+        a = _complex_abs(x) if x.dtype.is_complex else x
+        if not a.dtype.is_floating_point:
             raise RuntimeError(f"norm(): input dtype should be floating point, but got "
                                f"{x.dtype}; convert with .float()")
-        y = wrap(backend_of(x).norm(x._data, p, axes, keepdim), x.device)
+        y = wrap(backend_of(a).norm(a._data, p, axes, keepdim), x.device)
         ctx.save_for_backward(x, y)
         ctx.p, ctx.axes, ctx.keepdim = p, axes, keepdim
         return y
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.p == 0:  # the count of non-zeros: no gradient (undefined, PyTorch's)
+            return None, None, None, None
         x, y = ctx.saved_tensors
         axes, keep = ctx.axes, ctx.keepdim
+        a = _complex_abs(x) if x.dtype.is_complex else x
         gx = _expand_back(g, x.shape, axes, keep)
         yb = _expand_back(y, x.shape, axes, keep)
         if ctx.p in (math.inf, -math.inf):
-            count = _inf_norm_mask(x, yb).sum(dim=axes, keepdim=True)
+            count = _inf_norm_mask(a, yb).sum(dim=axes, keepdim=True)
             gx = gx / _expand_back(count, x.shape, axes, True)
-        return _norm_grad(gx, x, yb, ctx.p), None, None, None
+        ga = _norm_grad(gx, a, yb, ctx.p)
+        if x.dtype.is_complex:  # through |x|: d|x| = g sgn(x) (abs's rule, PyTorch's)
+            from tgrad.ops.aliases import sgn
+            ga = ga * sgn(x)
+        return ga, None, None, None
+
+
+def _complex_abs(x: Tensor) -> Tensor:
+    """|x| of a complex x (real, x's real dtype)."""
+    from tgrad.ops.elementwise import abs as _abs
+    return _abs(x)
 
 
 register_op(Norm)

@@ -2,9 +2,10 @@
 ``diagonal_scatter``, ``as_strided_scatter`` (a copy of input with src written over the
 slice / select / diagonal / as_strided view) and ``masked_scatter`` (source's first
 elements, in order, written where mask holds).
-Compositions: a clone and an indexed (or view) write, so d input = g outside the written
-part and d src = g read from it (the write's own rule); masked_scatter is that write as one
-node of PyTorch's name (MaskedScatterBackward0).
+Each is one node of PyTorch's name (SelectScatterBackward0, SliceScatterBackward0,
+DiagonalScatterBackward0, AsStridedScatterBackward0, MaskedScatterBackward0) over a clone
+and an indexed (or view) write: d input = g outside the written part, d src = g read from
+it.
 
 Shape contract: src has exactly the shape of the view it replaces (PyTorch's check);
 masked_scatter's mask broadcasts to input's shape and source holds at least as many
@@ -18,6 +19,7 @@ import math
 from tgrad.autograd.function import Function
 from tgrad.ops._common import broadcast_or_raise, register_op, require_tensor, tensor_method
 from tgrad.ops.composite import _check_mask
+from tgrad.ops.creation import zeros
 from tgrad.ops.gathering import _ScatterValue, _written
 from tgrad.ops.index import IndexAdd, getitem, normalize_key
 from tgrad.ops.layout import as_strided, diagonal
@@ -28,18 +30,73 @@ __all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_sc
            "masked_scatter"]
 
 
-def _write(op: str, input: Tensor, src: Tensor, view_of) -> Tensor:  # noqa: A002
-    """A copy of input with ``view_of(copy)`` replaced by src (checked like PyTorch); src of
-    another dtype is cast to input's by the copy (PyTorch's copy_), its gradient in src's."""
-    require_tensor(op, input)
-    require_tensor(op, src, "src", 2)
-    out = input.clone()
-    view = view_of(out)
-    if tuple(view.shape) != tuple(src.shape):
-        raise RuntimeError(f"{op}(): expected src to have a size equal to the slice of self. "
-                           f"src size = {list(src.shape)}, slice size = {list(view.shape)}")
-    view.copy_(src)
-    return out
+class _ViewScatter(Function):
+    """out = a copy of input (C-contiguous, storage offset 0) with ``view_of(out)``
+    replaced by src (cast to input's dtype, PyTorch's copy_): one node of PyTorch's name
+    (SelectScatterBackward0 here; the subclasses below the other views), edges input, src.
+        d input = the same scatter of g with zeros written over the view
+        d src = view_of(g) (g made C-contiguous first for as_strided, whose view addresses
+                the copy's storage), in src's dtype
+    Both are tgrad ops (this node again, a view op), so they differentiate again.
+    ``attrs`` are PyTorch's saved attributes (the arguments as given)."""
+
+    name = "select_scatter"
+    node_name = "SelectScatterBackward0"
+    saved_attributes = {"_saved_dim": lambda node: node.attrs["dim"],
+                        "_saved_index": lambda node: node.attrs["index"]}
+    strided = False  # as_strided_scatter: the view addresses a contiguous tensor's storage
+
+    @classmethod
+    def scatter(cls, op: str, input: Tensor, src: Tensor, view_of, attrs: dict) -> Tensor:  # noqa: A002
+        """The op ``op`` as this node (checked like PyTorch's)."""
+        require_tensor(op, input)
+        require_tensor(op, src, "src", 2)
+        return cls.apply(input, src, (op, view_of, attrs))
+
+    @staticmethod
+    def forward(ctx, input, src, spec):  # noqa: A002
+        # spec: (op, view_of, attrs), no tensor argument (edges input and src only)
+        op, ctx.view_of, ctx.attrs = spec
+        ctx.spec, ctx.src_dtype = spec, src.dtype
+        out = input.clone()  # (tgrad's clone: row-major, offset 0)
+        view = ctx.view_of(out)
+        if tuple(view.shape) != tuple(src.shape):
+            raise RuntimeError(f"{op}(): expected src to have a size equal to the slice of "
+                               f"self. src size = {list(src.shape)}, slice size = "
+                               f"{list(view.shape)}")
+        ctx.src_shape = view.shape
+        view.copy_(src)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        need_in, need_src = ctx.needs_input_grad[:2]
+        gi = gs = None
+        if need_in:
+            zero = zeros(ctx.src_shape, dtype=g.dtype, device=g.device)
+            gi = ctx._forward_cls.apply(g, zero, ctx.spec)
+        if need_src:
+            gs = ctx.view_of(g.clone() if ctx._forward_cls.strided else g)
+            if gs.dtype is not ctx.src_dtype:
+                gs = gs.to(ctx.src_dtype)
+        return gi, gs, None
+
+
+def _variant(name: str, node_name: str, attrs: tuple, **extra) -> type:
+    """_ViewScatter under ``name`` / ``node_name``, saving PyTorch's attributes ``attrs``."""
+    saved = {f"_saved_{a}": lambda node, a=a: node.attrs[a] for a in attrs}
+    return type("_ViewScatter", (_ViewScatter,), {"name": name, "node_name": node_name,
+                                                  "saved_attributes": saved, **extra})
+
+
+_SliceScatter = _variant("slice_scatter", "SliceScatterBackward0",
+                         ("dim", "start", "end", "step"))
+_DiagonalScatter = _variant("diagonal_scatter", "DiagonalScatterBackward0",
+                            ("dim1", "dim2", "offset"))
+_AsStridedScatter = _variant("as_strided_scatter", "AsStridedScatterBackward0",
+                             ("size", "stride", "storage_offset"), strided=True)
+for _c in (_ViewScatter, _SliceScatter, _DiagonalScatter, _AsStridedScatter):
+    register_op(_c)
 
 
 @tensor_method("slice_scatter")
@@ -52,7 +109,8 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
     if step <= 0:
         raise RuntimeError(f"slice_scatter(): slice step must be positive, got {step}")
     key = (slice(None),) * d + (slice(start, end, step),)
-    return _write("slice_scatter", input, src, lambda t: t[key])
+    return _SliceScatter.scatter("slice_scatter", input, src, lambda t: t[key],
+                                 {"dim": dim, "start": start, "end": end, "step": step})
 
 
 @tensor_method("select_scatter")
@@ -63,14 +121,17 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor: 
     if not -n <= index < n:
         raise IndexError(f"select_scatter(): index {index} out of range for tensor of size "
                          f"{list(input.shape)} at dimension {dim}")
-    return _write("select_scatter", input, src, lambda t: t.select(d, index))
+    return _ViewScatter.scatter("select_scatter", input, src, lambda t: t.select(d, index),
+                                {"dim": dim, "index": index})
 
 
 @tensor_method("diagonal_scatter")
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,  # noqa: A002
                      dim2: int = 1) -> Tensor:
     """input with input.diagonal(offset, dim1, dim2) replaced by src."""
-    return _write("diagonal_scatter", input, src, lambda t: diagonal(t, offset, dim1, dim2))
+    return _DiagonalScatter.scatter(
+        "diagonal_scatter", input, src, lambda t: diagonal(t, offset, dim1, dim2),
+        {"dim1": dim1, "dim2": dim2, "offset": offset})
 
 
 @tensor_method("as_strided_scatter")
@@ -84,8 +145,10 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride,  # noqa: A002
     ``storage_offset`` address input's row-major order (PyTorch's clone keeps a
     transposed input's strides). With overlapping strides the written value of a shared
     position is one of src's (unspecified, as PyTorch)."""
-    return _write("as_strided_scatter", input, src,
-                  lambda t: as_strided(t, size, stride, storage_offset))
+    return _AsStridedScatter.scatter(
+        "as_strided_scatter", input, src,
+        lambda t: as_strided(t, size, stride, storage_offset),
+        {"size": tuple(size), "stride": tuple(stride), "storage_offset": storage_offset})
 
 
 @tensor_method("masked_scatter")

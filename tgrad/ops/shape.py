@@ -79,17 +79,23 @@ class View(Function):
         return g.reshape(ctx.shape), None
 
 
-class ReshapeCopy(Function):
-    """Reshape that had to copy (strides did not allow a view); dx = reshape(g, x.shape)."""
+class UnsafeView(Function):
+    """y = x with another shape, as a new tensor (no view for autograd): PyTorch's
+    _unsafe_view, UnsafeViewBackward0, which its composite ops (matmul's folded products,
+    kron) apply to a fresh intermediate they own, so that the result is no view of it.
+    The array is x's reshaped in place where the strides allow (x is an op's own
+    intermediate: nothing else holds it), else a copy. dx = reshape(g, x.shape)."""
 
-    name = "reshape"
-    node_name = "ReshapeAliasBackward0"
+    name = "_unsafe_view"
+    node_name = "UnsafeViewBackward0"
     saved_attributes = {"_saved_self_sym_sizes": "shape"}
 
     @staticmethod
     def forward(ctx, x, shape):
+        be = backend_of(x)
         ctx.shape = x.shape
-        return wrap(backend_of(x).reshape_copy(x._data, shape), x.device)
+        arr = be.reshape_view(x._data, shape)
+        return wrap(arr if arr is not None else be.reshape_copy(x._data, shape), x.device)
 
     @staticmethod
     def backward(ctx, g):
@@ -174,12 +180,16 @@ def reshape(input: Tensor, *sizes, shape=None) -> Tensor:  # noqa: A002
     if shape is not None:
         sizes = sizes_keyword("reshape", "shape", sizes, shape)
     shape = _infer_shape("reshape", sizes, input.numel())
-    # a C-contiguous input always has a view (View.forward builds it; a non-contiguous one
-    # is tried here first, so twice when it has one: the view, or a copy, decides the op)
+    # PyTorch's three forms: a contiguous input's view (ViewBackward0); another input's
+    # view where the strides allow (_reshape_alias: ReshapeAliasBackward0; tried here
+    # first, so built twice); else _unsafe_view of a contiguous clone (UnsafeViewBackward0
+    # over CloneBackward0, a new tensor)
     data = input._data
-    if data.flags.c_contiguous or backend_of(input).reshape_view(data, shape) is not None:
+    if data.flags.c_contiguous:
         return view_apply(View, input, shape)
-    return ReshapeCopy.apply(input, shape)
+    if backend_of(input).reshape_view(data, shape) is not None:
+        return view_apply(ReshapeAlias, input, shape)
+    return UnsafeView.apply(input.clone(), shape)
 
 
 class Permute(Function):
@@ -207,6 +217,8 @@ def _named(base, name: str, node: str):
 
 
 Transpose = _named(Permute, "transpose", "TransposeBackward0")
+ReshapeAlias = _named(View, "_reshape_alias", "ReshapeAliasBackward0")  # (reshape's view of
+ReshapeAlias.saved_attributes = View.saved_attributes  # a non-contiguous input)
 
 
 def _swapped(i: int):
@@ -817,6 +829,6 @@ def _pieces(cls, x: Tensor, dim: int, keys: tuple) -> tuple:
     return out
 
 
-for _c in (View, Unsqueeze, Squeeze, ReshapeCopy, Permute, Expand, Cat, SplitViews,
+for _c in (View, UnsafeView, Unsqueeze, Squeeze, Permute, Expand, Cat, SplitViews,
            SplitWithSizesViews, UnbindViews):
     register_op(_c)
