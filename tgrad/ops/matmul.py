@@ -13,6 +13,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, cast_args
+from tgrad._strides import expand_strides, view_strides
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula, saved_tensor_strides
 from tgrad.autograd.grad_mode import STATE
@@ -186,7 +187,8 @@ class Mv(MatMul):
         return ga, gb
 
 
-# bmm: matmul's class under PyTorch's name for it (a batch of products, no broadcasting)
+# bmm: matmul's class under PyTorch's name for it (a batch of products; matmul's broadcast
+# batches that PyTorch would copy use it too, see _batched)
 Bmm = type("MatMul", (MatMul,), {"node_name": "BmmBackward0",
                                  "saved_attributes": {"_saved_self": 0, "_saved_mat2": 1}})
 
@@ -412,19 +414,39 @@ def _folded(a: Tensor, b: Tensor) -> Tensor:
     return UnsafeView.apply(Mv.apply(folded, t2), lead)
 
 
+def _flattens_in_place(t: Tensor, batch: tuple, tail: tuple) -> bool:
+    """Whether ``t`` expanded to batch + tail and reshaped to (prod(batch),) + tail is a view
+    (no copy): its batch dims, broadcast ones (stride 0) included, merge into one."""
+    st = expand_strides(t.shape, t.stride(), batch + tail)
+    return st is not None and view_strides(batch + tail, st, (math.prod(batch),) + tail) \
+        is not None
+
+
 def _batched(a: Tensor, b: Tensor, batch: tuple) -> Tensor:
-    """a @ b with a >= 3-D operand that _should_fold did not fold, as PyTorch runs it: both
-    expanded to the broadcast ``batch`` and reshaped to (B, n, k) / (B, k, p) (a 1-D a as
-    (B, 1, k), a 1-D b as (B, k) unsqueezed to (B, k, 1)), one bmm (BmmBackward0), a 1-D
-    b's column squeezed, and _unsafe_view to batch + (n,) + (p,) (UnsafeViewBackward0):
-    PyTorch's ExpandBackward0 / ViewBackward0 nodes on the operands, its copies where an
-    operand is broadcast (the gradient summed back by expand's backward)."""
+    """a @ b with a >= 3-D operand that _should_fold did not fold. Where both operands
+    expanded to the broadcast ``batch`` and reshaped to (B, n, k) / (B, k, p) are views (a
+    1-D a as (B, 1, k), a 1-D b as (B, k) unsqueezed to (B, k, 1)), PyTorch's graph: one bmm
+    (BmmBackward0) of those views (ExpandBackward0 / ViewBackward0 on the operands), a 1-D
+    b's column squeezed, and _unsafe_view to batch + (n,) + (p,) (UnsafeViewBackward0).
+    Otherwise (a batch broadcast across other batch dims, or batch dims that do not merge)
+    PyTorch copies the operands to the full batch; tgrad reads them in place instead, in one
+    BmmBackward0 node over the broadcast batch, its edges the operands themselves (their
+    gradients summed back over the broadcast dims by sum_to)."""
     from tgrad.ops.shape import UnsafeView
     an, bn = a.ndim, b.ndim
     n = a.shape[-2] if an > 1 else 1
     k = a.shape[-1]
     p = b.shape[-1] if bn > 1 else 1
     batch = tuple(batch)
+    if not (_flattens_in_place(a, batch, (n, k) if an > 1 else (k,))
+            and _flattens_in_place(b, batch, (k, p) if bn > 1 else (k,))):
+        if an == 1:  # a 1-D operand: squeezed in place (PyTorch's squeeze_), so the result
+            y = Bmm.apply(a.unsqueeze(0), b)  # is no view of the product, as PyTorch's
+            return y.squeeze_(y.ndim - 2)
+        if bn == 1:
+            y = Bmm.apply(a, b.unsqueeze(1))
+            return y.squeeze_(y.ndim - 1)
+        return Bmm.apply(a, b)
     nb = math.prod(batch)
     a3 = a.expand(batch + (n, k)).reshape(nb, n, k)
     if bn == 1:
