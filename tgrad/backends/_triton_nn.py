@@ -653,23 +653,6 @@ def matmul(a: DeviceArray, b: DeviceArray) -> DeviceArray:
     return c.view(shape, contiguous_strides(shape)) if shape != c.shape else c
 
 
-def _register_optim() -> None:
-    from tgrad.kernels import optim as kopt
-    kopt.register()
-
-
-def _mark_native() -> None:
-    """Tell tgrad.backends.triton these primitives are native (its NATIVE set feeds
-    ``ops_without_native_kernel()`` / ``python -m tgrad info``)."""
-    tb = sys.modules.get("tgrad.backends.triton")
-    if tb is not None and hasattr(tb, "NATIVE"):
-        tb.NATIVE.update(__all__)
-
-
-_register_optim()
-_mark_native()
-
-
 # ---------------------------------------------------------------- grid_sample
 # x (N, C, *sp), sp = (H, W) or (D, H, W), read in place through its strides; grid
 # (N, *osp, k) copied contiguous when it is not; out and g (N, C, *osp).
@@ -740,3 +723,20 @@ def grid_sample_bwd(g: DeviceArray, x: DeviceArray, grid: DeviceArray, mode: str
     dx = tb.reshape_view(tb.basic_index(rows, (slice(0, n * s),)), (n, s, c))
     dx = tb.contiguous(tb.permute(dx, (0, 2, 1)))
     return tb.reshape_view(dx, x.shape), dgrid
+
+
+def _register_optim() -> None:
+    from tgrad.kernels import optim as kopt
+    kopt.register()
+
+
+def _mark_native() -> None:
+    """Tell tgrad.backends.triton these primitives are native (its NATIVE set feeds
+    ``ops_without_native_kernel()`` / ``python -m tgrad info``)."""
+    tb = sys.modules.get("tgrad.backends.triton")
+    if tb is not None and hasattr(tb, "NATIVE"):
+        tb.NATIVE.update(__all__)
+
+
+_register_optim()
+_mark_native()
