@@ -61,6 +61,62 @@ def test_fused_ops_are_one_node(name, fn, node):
     assert gx.grad_fn is not None and "Backward" in gx.grad_fn.name()
 
 
+@pytest.mark.parametrize("x_shape,grid_shape,node", [
+    ((1, 2, 3, 4), (1, 2, 5, 2), "GridSampler2DBackward0"),
+    ((2, 2, 2, 3, 4), (2, 1, 2, 3, 3), "GridSampler3DBackward0"),
+])
+def test_grid_sample_is_one_node(x_shape, grid_shape, node):
+    x = tgrad.randn(*x_shape, dtype=D, requires_grad=True)
+    g = (tgrad.rand(*grid_shape, dtype=D) * 2.4 - 1.2).requires_grad_()
+    y = F.grid_sample(x, g, align_corners=False)
+    assert y.grad_fn.name() == node
+    assert _leaf_edges(y) == ["AccumulateGrad", "AccumulateGrad"]
+    assert y.grad_fn._saved_interpolation_mode == 0 and y.grad_fn._saved_padding_mode == 0
+    gx, gg = grad(y.sum(), (x, g), create_graph=True)
+    assert gx.grad_fn.name() == gg.grad_fn.name() == node.replace("0", "Backward0")
+
+
+def test_grid_sample_input_gradient_is_a_deterministic_scatter_add():
+    """Many taps of many points land on the same pixels: d input sums them (the same bits
+    on every run), equal to the float64 sum of g * weight."""
+    rng = np.random.default_rng(3)
+    x = _t(rng.standard_normal((2, 3, 4, 5)), True, tgrad.float32)
+    pts = rng.choice([-0.5, 0.0, 0.25], size=(2, 7, 9, 2)) + rng.uniform(-1e-3, 1e-3,
+                                                                         (2, 7, 9, 2))
+    g = _t(pts, dtype=tgrad.float32)
+    w = rng.standard_normal((2, 3, 7, 9))
+    runs = [_np(grad(F.grid_sample(x, g, align_corners=True), x, _t(w, dtype=tgrad.float32))[0])
+            for _ in range(3)]
+    assert all(np.array_equal(runs[0], r) for r in runs[1:])
+    x64 = _t(_np(x), True)
+    (ref,) = grad(F.grid_sample(x64, _t(_np(g)), align_corners=True), x64, _t(w))
+    np.testing.assert_allclose(runs[0], _np(ref), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("k,mode,pad", [(k, m, p) for k in (2, 3)
+                                         for m in ("bilinear", "nearest", "bicubic")
+                                         for p in ("zeros", "border", "reflection")
+                                         if not (k == 3 and m == "bicubic")])
+def test_grid_sample_nonfinite_grid_matches_the_composition(k, mode, pad):
+    """NaN, +-inf and huge coordinates: the fused op's output and both gradients are the
+    composed reference's (NaN where it gives NaN, zeros where its wheres and clamps give
+    zeros)."""
+    from tgrad.nn._grid_sample import _grid_sample_composed
+    rng = np.random.default_rng(k)
+    pts = rng.uniform(-1.4, 1.4, (1, 2, 4, 2) if k == 2 else (1, 2, 2, 2, 3))
+    pts.reshape(-1)[:6] = [np.nan, np.inf, -np.inf, 1e30, -1e30, 1.0]
+    x = _t(rng.standard_normal((1, 2, 3, 4) if k == 2 else (1, 2, 3, 4, 2)), True)
+    g = _t(pts, True)
+    for ac in (False, True):
+        y = F.grid_sample(x, g, mode, pad, ac)
+        ref = _grid_sample_composed(x, g, mode, pad, ac)
+        w = _t(rng.standard_normal(y.shape))
+        got = (y,) + grad(y, (x, g), w)
+        want = (ref,) + grad(ref, (x, g), w, materialize_grads=True)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-12, atol=1e-12)
+
+
 def test_backward_primitives_are_ops():
     x = tgrad.randn(2, 5, dtype=D, requires_grad=True)
     (gx,) = grad(F.softmax(x, 1)[:, 0].sum(), x, create_graph=True)

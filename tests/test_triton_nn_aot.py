@@ -1,8 +1,9 @@
 """Ahead-of-time compilation of the nn kernels (tgrad/kernels/{softmax,cross_entropy,
-layer_norm,activations,dropout,matmul,indexing,optim}.py) for the H200 (sm_90), no GPU
-needed: every family compiles with the configs the wrappers pick (tgrad/kernels/configs.py),
-and ``ptxas -v`` reports no register spills for softmax / log_softmax / cross_entropy /
-layer_norm at the row sizes of the interpreter tests and the GPU benchmark sizes."""
+layer_norm,activations,dropout,matmul,indexing,optim,grid_sample}.py) for the H200 (sm_90),
+no GPU needed: every family compiles with the configs the wrappers pick
+(tgrad/kernels/configs.py), and ``ptxas -v`` reports no register spills for softmax /
+log_softmax / cross_entropy / layer_norm at the row sizes of the interpreter tests and the
+GPU benchmark sizes, nor for grid_sample's kernels in every mode, padding and dtype."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tgrad.kernels import configs  # noqa: E402
 from tgrad.kernels import cross_entropy as kce  # noqa: E402
 from tgrad.kernels import dropout as kd  # noqa: E402
 from tgrad.kernels import elementwise as ew  # noqa: E402
+from tgrad.kernels import grid_sample as kgs  # noqa: E402
 from tgrad.kernels import indexing as kix  # noqa: E402
 from tgrad.kernels import layer_norm as kln  # noqa: E402
 from tgrad.kernels import matmul as kmm  # noqa: E402
@@ -129,6 +131,34 @@ def test_layer_norm_no_spills(n, dt):
     k = _compile(kln.ln_dwdb_kernel, sig, dict(NEED_W=True, NEED_B=True,
                  ACC64=dt == "float64", BLOCK_P=bp, BLOCK_N=bn), configs.LN_DWDB_WARPS)
     assert _spills(k.asm["ptx"]) == (0, 0)
+
+
+GRID_SAMPLE_CASES = [(k, m, p, dt) for k in (2, 3) for m in range(3) for p in range(3)
+                     for dt in ("float32", "float64") if not (k == 3 and m == 2)]
+
+
+@pytest.mark.parametrize("k,mode,pad,dt", GRID_SAMPLE_CASES,
+                         ids=[f"{k}d-m{m}-p{p}-{d}" for k, m, p, d in GRID_SAMPLE_CASES])
+def test_grid_sample_no_spills(k, mode, pad, dt):
+    """Both kernels at the compiled configs for 3 and 16 channels (BLOCK_C 4 and 8)."""
+    for c in (3, 16):
+        _grid_sample_no_spills(k, mode, pad, dt, c)
+
+
+def _grid_sample_no_spills(k, mode, pad, dt, c):
+    t = DT[dt]
+    bp, bc, warps = configs.grid_sample_config(1 << 20, c, False)
+    nt, ntz = kgs._taps(mode, k)
+    sizes = _ints("NP", "P", "C", "D", "H", "W", "SXN", "SXC", "SXD", "SXH", "SXW")
+    cx = dict(K=k, MODE=mode, PAD=pad, ALIGN=bool(pad % 2), ACC64=dt == "float64", NT=nt,
+              NTZ=ntz, BLOCK_P=bp, BLOCK_C=bc)
+    kf = _compile(kgs.grid_sample_fwd_kernel, dict(X=f"*{t}", GRID=f"*{t}", O=f"*{t}",
+                                                   **sizes), cx, warps)
+    assert _spills(kf.asm["ptx"]) == (0, 0)
+    sig = dict(GO=f"*{t}", X=f"*{t}", GRID=f"*{t}", DGRID=f"*{t}", TGT="*i64", VAL=f"*{t}",
+               **sizes)
+    kb = _compile(kgs.grid_sample_bwd_kernel, sig, dict(cx, T=ntz * nt * nt), warps)
+    assert _spills(kb.asm["ptx"]) == (0, 0)
 
 
 @pytest.mark.parametrize("cfg", configs.MATMUL_CONFIGS_16, ids=str)

@@ -23,7 +23,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CHECKS = ["softmax", "cross_entropy", "layer_norm", "activations", "random_dropout",
-          "matmul", "indexing", "optim", "float16", "native"]
+          "matmul", "indexing", "optim", "float16", "grid_sample", "native"]
 # (rtol, atol); float16: both sides compute in float32 and round once, so they may differ
 # by one float16 ulp (2^-10 relative).
 TOL = {np.float32: (2e-5, 2e-6), np.float64: (1e-12, 1e-13), np.float16: (1e-3, 1e-3)}
@@ -419,6 +419,36 @@ def check_float16(rng):
     a = rng.standard_normal((9, 21)).astype(dt)
     b = rng.standard_normal((21, 11)).astype(dt)
     _close(nn.matmul(_t(a, "T"), _h(b)), nb.matmul(a, b), dt, "matmul fp16")
+
+
+def check_grid_sample(rng):
+    """grid_sample_fwd / grid_sample_bwd (tgrad/kernels/grid_sample.py) against the NumPy
+    twin: every mode and padding, 2-D and 3-D, x transposed or contiguous, grid points out
+    of range, NaN, +-inf and huge; d x the same bits on a second run (deterministic)."""
+    from tgrad.backends import _triton_nn as nn
+    from tgrad.backends import numpy as nb
+    every = [(k, m, p) for k in (2, 3) for m in ("bilinear", "nearest", "bicubic")
+             for p in ("zeros", "border", "reflection") if not (k == 3 and m == "bicubic")]
+    some = [(2, "bicubic", "reflection"), (2, "nearest", "zeros"), (3, "bilinear", "border")]
+    for dt, cases in ((np.float32, every), (np.float64, some)):
+        for k, mode, pad in cases:
+            ac = (len(mode) + len(pad)) % 2 == 0
+            lay = "T" if pad == "border" else "c"
+            sp = (3, 5) if k == 2 else (2, 3, 4)
+            x = rng.standard_normal((2, 3) + sp).astype(dt)
+            grid = rng.uniform(-1.3, 1.3, (2, 4, 5, k)[:3] + (3,) * (k - 2) + (k,))
+            grid.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 1e30, 1.0]
+            grid = grid.astype(dt)
+            g = rng.standard_normal((2, 3) + grid.shape[1:-1]).astype(dt)
+            what = f"grid_sample {k}d {mode} {pad} ac={ac} {lay} {np.dtype(dt).name}"
+            _close(nn.grid_sample_fwd(_t(x, lay), _h(grid), mode, pad, ac),
+                   nb.grid_sample_fwd(x, grid, mode, pad, ac), dt, what)
+            got = nn.grid_sample_bwd(_h(g), _t(x, lay), _h(grid), mode, pad, ac)
+            ref = nb.grid_sample_bwd(g, x, grid, mode, pad, ac)
+            _close(got[0], ref[0], dt, what + " d input")
+            _close(got[1], ref[1], dt, what + " d grid")
+            again = nn.grid_sample_bwd(_h(g), _t(x, lay), _h(grid), mode, pad, ac)
+            assert np.array_equal(again[0].to_host(), got[0].to_host(), equal_nan=True), what
 
 
 def check_native(rng):

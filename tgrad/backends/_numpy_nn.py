@@ -1,4 +1,5 @@
-"""CPU primitives of the nn ops (softmax family, cross_entropy, layer_norm, activations).
+"""CPU primitives of the nn ops (softmax family, cross_entropy, layer_norm, activations;
+grid_sample's pair lives in _numpy_grid_sample.py).
 
 Re-exported by ``tgrad.backends.numpy`` so the backend's primitive table stays one module.
 Each forward primitive has a paired backward primitive (one kernel each on the GPU). No
@@ -15,10 +16,12 @@ import sys
 import ml_dtypes
 import numpy as np
 
+from tgrad.backends._numpy_grid_sample import grid_sample_bwd, grid_sample_fwd
+
 __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
            "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd",
-           "dropout_fwd", "dropout_bwd"]
+           "dropout_fwd", "dropout_bwd", "grid_sample_fwd", "grid_sample_bwd"]
 
 _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)

@@ -1,7 +1,8 @@
 """GPU implementations of the nn primitives (the names and signatures of
 tgrad/backends/_numpy_nn.py, plus matmul, gather, index_add, index_reduce, index_put_,
 manual_seed, rand, randn of tgrad/backends/numpy.py): thin launch wrappers over
-tgrad/kernels/{softmax,cross_entropy,layer_norm,activations,dropout,matmul,optim}.py; the
+tgrad/kernels/{softmax,cross_entropy,layer_norm,activations,dropout,matmul,optim,
+grid_sample}.py; the
 indexing ones (tgrad/kernels/indexing.py) live in tgrad/backends/_triton_index.py and are
 re-exported.
 
@@ -27,6 +28,7 @@ from tgrad.backends._triton_index import (  # noqa: F401
 from tgrad.cuda import is_interpreted
 from tgrad.cuda.array import DeviceArray, contiguous_strides
 from tgrad.kernels import configs
+from tgrad.kernels import grid_sample as kgs
 from tgrad.kernels import softmax as ksm
 from tgrad.kernels.launch import collapse, ensure_driver, is_half, launch
 from tgrad.kernels.matmul import FLAGS as MATMUL_FLAGS  # noqa: F401  .allow_tf32 = False
@@ -36,7 +38,7 @@ __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd",
            "manual_seed", "get_rng_state", "set_rng_state", "rand", "randn", "dropout_fwd",
            "dropout_bwd", "matmul", "gather", "index_add", "index_reduce", "index_put_",
-           "col2im"]
+           "col2im", "grid_sample_fwd", "grid_sample_bwd"]
 
 
 def col2im(cols: DeviceArray, key, size: tuple, kernel: tuple, stride: tuple,
@@ -649,6 +651,78 @@ def matmul(a: DeviceArray, b: DeviceArray) -> DeviceArray:
     c = tb.cast(c, out_dt)
     shape = c.shape[:-2] + (() if a1 else (m,)) + (() if b1 else (n,))
     return c.view(shape, contiguous_strides(shape)) if shape != c.shape else c
+
+
+# ---------------------------------------------------------------- grid_sample
+# x (N, C, *sp), sp = (H, W) or (D, H, W), read in place through its strides; grid
+# (N, *osp, k) copied contiguous when it is not; out and g (N, C, *osp).
+_GS_MODES = ("bilinear", "nearest", "bicubic")
+_GS_PADDINGS = ("zeros", "border", "reflection")
+
+
+def _gs_geometry(x: DeviceArray, grid: DeviceArray) -> tuple:
+    """(N P, P, C, D, H, W, (SXN, SXC, SXD, SXH, SXW)) of the kernels (2-D: D = 1)."""
+    n, c, *sp = x.shape
+    st = x.estrides
+    if len(sp) == 2:
+        sp, st = [1] + sp, st[:2] + (0,) + st[2:]
+    p = math.prod(grid.shape[1:-1])
+    return (n * p, p, c, *sp, tuple(st))
+
+
+def _gs_zeros(shape: tuple, dtype: np.dtype) -> DeviceArray:
+    z = _empty(shape, dtype)
+    if z.size:
+        _tb().fill_(z, 0.0)
+    return z
+
+
+def grid_sample_fwd(x: DeviceArray, grid: DeviceArray, mode: str, padding: str,
+                    align: bool) -> DeviceArray:
+    """out (N, C, *osp): one grid_sample_fwd_kernel launch."""
+    n, c = x.shape[:2]
+    out = _empty((n, c) + tuple(grid.shape[1:-1]), x.dtype)
+    if out.size == 0:
+        return out
+    grid = _contig(grid)
+    geom = _gs_geometry(x, grid)
+    with np.errstate(all="ignore"):
+        kgs.launch_fwd(x, grid, out, geom, _GS_MODES.index(mode), _GS_PADDINGS.index(padding),
+                       align, _acc64(x.dtype),
+                       configs.grid_sample_config(geom[0], c, is_interpreted()))
+    return out
+
+
+def grid_sample_bwd(g: DeviceArray, x: DeviceArray, grid: DeviceArray, mode: str,
+                    padding: str, align: bool) -> tuple:
+    """(d x, d grid) for d out = g. One grid_sample_bwd_kernel launch writes d grid and,
+    per tap, its target row (n S + pixel; N S outside the image) and g * weight per
+    channel; d x is index_add's deterministic segmented sum of those values into an
+    (N S + 1, C) buffer (targets sorted stably, each row summed in tap order: no atomics),
+    whose last row is dropped and whose (N, S, C) layout is copied into (N, C, *sp)."""
+    n, c, *sp = x.shape
+    k = len(sp)
+    s = math.prod(sp)
+    p = math.prod(grid.shape[1:-1])
+    if n * p * c == 0:  # nothing sampled: zero gradients
+        return _gs_zeros(x.shape, x.dtype), _gs_zeros(grid.shape, x.dtype)
+    mi = _GS_MODES.index(mode)
+    t = kgs.tap_count(mi, k)
+    dgrid = _empty(grid.shape, x.dtype)
+    tgt = _empty((n, p, t), np.int64)
+    val = _empty((n, p, t, c), x.dtype)
+    grid = _contig(grid)
+    geom = _gs_geometry(x, grid)
+    with np.errstate(all="ignore"):
+        kgs.launch_bwd(_contig(g), x, grid, dgrid, tgt, val, geom, mi,
+                       _GS_PADDINGS.index(padding), align, _acc64(x.dtype),
+                       configs.grid_sample_config(geom[0], c, is_interpreted()))
+    tb = _tb()
+    rows = index_add((n * s + 1, c), x.dtype, (tb.reshape_view(tgt, (n * p * t,)),),
+                     tb.reshape_view(val, (n * p * t, c)))
+    dx = tb.reshape_view(tb.basic_index(rows, (slice(0, n * s),)), (n, s, c))
+    dx = tb.contiguous(tb.permute(dx, (0, 2, 1)))
+    return tb.reshape_view(dx, x.shape), dgrid
 
 
 def _register_optim() -> None:

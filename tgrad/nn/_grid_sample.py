@@ -1,5 +1,9 @@
 """``affine_grid`` and ``grid_sample`` (2-D: 4-D inputs; 3-D: 5-D volumetric inputs),
-PyTorch's spatial-transformer pair, composed of tgrad ops.
+PyTorch's spatial-transformer pair. affine_grid is composed of tgrad ops; grid_sample is one
+node (GridSampler2DBackward0 / GridSampler3DBackward0) over the backends' fused
+grid_sample_fwd / grid_sample_bwd (tgrad/backends/_numpy_grid_sample.py,
+tgrad/kernels/grid_sample.py), with _grid_sample_composed (tgrad ops) as the reference its
+double backward differentiates.
 
 affine_grid(theta (N, 2, 3), size (N, C, H, W)): grid[n, h, w] = theta[n] @ (x_w, y_h, 1)
 with x_w, y_h the normalized pixel coordinates in [-1, 1] (align_corners: the corner
@@ -24,19 +28,31 @@ convolution weights, A = -0.75, of t = ix - floor(ix):
 Each tap is a gather of the flattened image (its backward a deterministic scatter-add into
 input) times a weight that is linear in the coordinates (the gradient to grid), so the
 gradients are PyTorch's: d input scatters g * weight, d grid = g * (d weight / d coords)
-* (d coords / d grid), zero where a clip is active.
+* (d coords / d grid), zero where a clip is active. The fused backward computes exactly
+these (on the GPU d input is index_add's deterministic segmented sum: no float atomics);
+NaN / inf coordinates give what the composition gives.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
+from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import STATE, enable_grad
 from tgrad.nn.functional import _check_tensor
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import fresh, rounded_to, widen_halves
+from tgrad.ops._common import (
+    backend_of,
+    fresh,
+    register_op,
+    rounded_to,
+    widen_halves,
+    wrap,
+)
 from tgrad.ops.creation import arange, ones
 from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
@@ -196,17 +212,10 @@ def _check_grid_sample(input: Tensor, grid: Tensor, mode: str,  # noqa: A002
                                             f".float())")
 
 
-@autocast_policy("promote", cpu="fp32")
-def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
-                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
-    """Sample input (N, C, H, W) at the normalized locations grid (N, Ho, Wo, 2) ->
-    (N, C, Ho, Wo), or volumetric input (N, C, D, H, W) at grid (N, Do, Ho, Wo, 3) ->
-    (N, C, Do, Ho, Wo); see the module docstring."""
-    _check_grid_sample(input, grid, mode, padding_mode)
-    if align_corners is None:  # PyTorch's UserWarning, then False
-        warnings.warn(_DEFAULT_ALIGN, stacklevel=2)
-    align = bool(align_corners)
-    (input, grid), half = widen_halves(input, grid)  # noqa: A001 - halves: float32
+def _grid_sample_composed(input: Tensor, grid: Tensor, mode: str,  # noqa: A002
+                          padding_mode: str, align: bool) -> Tensor:
+    """grid_sample of float32/float64 tensors composed of tgrad ops (gathers, wheres,
+    floors...): the reference the double backward differentiates (GridSamplerBackward)."""
     n, c, *spatial = input.shape
     k = len(spatial)
     out_sp = tuple(grid.shape[1:-1])
@@ -215,7 +224,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
         p *= s
     # unnormalized coordinates in dim order (grid's last axis lists W first): (N, *out_sp)
     coords = [_unnormalize(grid[..., k - 1 - d], spatial[d], align) for d in range(k)]
-    flat = input.reshape(n, c, -1)
+    flat = input.reshape(n, c, math.prod(spatial))
     strides = [1] * k
     for d in range(k - 2, -1, -1):
         strides[d] = strides[d + 1] * spatial[d + 1]
@@ -248,10 +257,10 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
                 row = term if row is None else row + term
             term = row * wts[0][i]
             out = term if out is None else out + term
-        return rounded_to(out, half)
+        return out
     coords = [_pad_coord(cd, spatial[d], padding_mode, align) for d, cd in enumerate(coords)]
     if mode == "nearest":
-        return rounded_to(tap([ew.round(cd) for cd in coords]), half)
+        return tap([ew.round(cd) for cd in coords])
     fl = [ew.floor(cd) for cd in coords]
     fr = [(cd - f).unsqueeze(1) for cd, f in zip(coords, fl)]  # the weights' gradient path
     out = None
@@ -260,4 +269,115 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
         for f, b in zip(fr, corner):
             term = term * (f if b else 1 - f)
         out = term if out is None else out + term
-    return rounded_to(out, half)
+    return out
+
+
+_MODES = ("bilinear", "nearest", "bicubic")
+_PADDINGS = ("zeros", "border", "reflection")
+
+
+class GridSampler2D(Function):
+    """out = grid_sample(x, grid): one node whose forward is the backend's fused
+    grid_sample_fwd (one kernel on the GPU); backward: GridSamplerBackward (d x, d grid)."""
+
+    name = "grid_sample"
+    node_name = "GridSampler2DBackward0"
+    saved_attributes = {"_saved_input": 0, "_saved_grid": 1,
+                        "_saved_interpolation_mode": "mode_index",
+                        "_saved_padding_mode": "padding_index",
+                        "_saved_align_corners": "align"}
+
+    @staticmethod
+    def forward(ctx, x, grid, mode, padding, align):
+        ctx.mode, ctx.padding, ctx.align = mode, padding, align
+        ctx.mode_index, ctx.padding_index = _MODES.index(mode), _PADDINGS.index(padding)
+        ctx.save_for_backward(x, grid)
+        out = backend_of(x).grid_sample_fwd(x._data, grid._data, mode, padding, align)
+        return wrap(out, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, grid = ctx.saved_tensors
+        cls = GridSampler2DBackward if x.ndim == 4 else GridSampler3DBackward
+        dx, dgrid = cls.apply(g, x, grid, ctx.mode, ctx.padding, ctx.align)
+        need_x, need_grid = ctx.needs_input_grad[:2]
+        return (dx if need_x else None), (dgrid if need_grid else None), None, None, None
+
+
+class GridSampler3D(GridSampler2D):
+    """Volumetric grid_sample (5-D input): PyTorch's GridSampler3DBackward0 node."""
+
+    node_name = "GridSampler3DBackward0"
+    saved_attributes = GridSampler2D.saved_attributes
+
+
+class GridSampler2DBackward(Function):
+    """(d x, d grid) = grid_sample_bwd(g, x, grid): the backend's fused backward (the GPU:
+    one kernel for d grid and the taps, then index_add's deterministic scatter-add for d x).
+    Its own backward differentiates the composed reference (_grid_sample_composed):
+    d x = J_x(grid)^T g and d grid = J_grid(x, grid)^T g are re-derived under enable_grad
+    and their vector-Jacobian product with (gg_x, gg_grid) taken by autograd.grad."""
+
+    name = "grid_sample_backward"
+    node_name = "GridSampler2DBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, x, grid, mode, padding, align):
+        ctx.args = (mode, padding, align)
+        ctx.save_for_backward(g, x, grid)
+        dx, dgrid = backend_of(g).grid_sample_bwd(g._data, x._data, grid._data, mode,
+                                                  padding, align)
+        return wrap(dx, g.device), wrap(dgrid, g.device)
+
+    @staticmethod
+    def backward(ctx, gg_x, gg_grid):
+        g, x, grid = ctx.saved_tensors
+        return (*_double_backward((g, x, grid), (gg_x, gg_grid), ctx.args,
+                                  ctx.needs_input_grad[:3]), None, None, None)
+
+
+class GridSampler3DBackward(GridSampler2DBackward):
+    node_name = "GridSampler3DBackwardBackward0"
+
+
+def _double_backward(saved: tuple, ggs: tuple, args: tuple, needs: tuple) -> tuple:
+    """d/d(g, x, grid) of <gg_x, d x> + <gg_grid, d grid>, (d x, d grid) = the composed
+    grid_sample's vector-Jacobian product with g. Under create_graph (grad mode on here) the
+    saved tensors that require grad are differentiated as they are, so the result stays
+    differentiable; the others enter as fresh leaves."""
+    from tgrad.autograd import grad
+    record = STATE.enabled
+    if not any(needs):
+        return None, None, None
+    with enable_grad():
+        g, x, grid = (t if record and t.requires_grad else t.detach().requires_grad_()
+                      for t in saved)
+        out = _grid_sample_composed(x, grid, *args)
+        firsts = grad(out, (x, grid), g, create_graph=True, materialize_grads=True)
+        pairs = [(d, gg) for d, gg in zip(firsts, ggs) if gg is not None and d.requires_grad]
+        wrt = [t for t, need in zip((g, x, grid), needs) if need]
+        if not pairs:
+            return None, None, None
+        res = iter(grad([d for d, _ in pairs], wrt, [gg for _, gg in pairs],
+                        create_graph=record, allow_unused=True))
+    return tuple(next(res) if need else None for need in needs)
+
+
+register_op(GridSampler2D)
+register_op(GridSampler2DBackward)
+
+
+@autocast_policy("promote", cpu="fp32")
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+    """Sample input (N, C, H, W) at the normalized locations grid (N, Ho, Wo, 2) ->
+    (N, C, Ho, Wo), or volumetric input (N, C, D, H, W) at grid (N, Do, Ho, Wo, 3) ->
+    (N, C, Do, Ho, Wo); see the module docstring. One node (GridSampler2DBackward0 /
+    GridSampler3DBackward0) over the backend's fused kernels."""
+    _check_grid_sample(input, grid, mode, padding_mode)
+    if align_corners is None:  # PyTorch's UserWarning, then False
+        warnings.warn(_DEFAULT_ALIGN, stacklevel=2)
+    align = bool(align_corners)
+    (input, grid), half = widen_halves(input, grid)  # noqa: A001 - halves: float32
+    cls = GridSampler2D if input.ndim == 4 else GridSampler3D
+    return rounded_to(cls.apply(input, grid, mode, padding_mode, align), half)
