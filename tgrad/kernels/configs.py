@@ -356,20 +356,22 @@ def optim_block(interpreted: bool) -> int:
 
 
 # grid_sample (tgrad/kernels/grid_sample.py): BLOCK_P points x BLOCK_C channels per tile,
-# the taps unrolled; not measured on a GPU yet. 128 points x up to 8 channels in 4 warps:
-# no spills in either kernel for any mode / padding / dtype with Triton 3.6 for sm_90
-# (tests/test_triton_nn_aot.py; 256 x 4 spilled in float64 bicubic). Interpreter: one
-# fixed tile (the tests' 4..68 points x 1..3 channels in one or two programs; one block
-# shape, so the recorded AOT specializations do not multiply by the tests' sizes).
-GRID_SAMPLE_BLOCK_C = 8
+# the taps unrolled; not measured on a GPU yet. 128 points x 4 channels in 4 warps: no
+# spills in either kernel for any mode / padding / align / dtype with Triton 3.6 for sm_90
+# (tests/test_triton_nn_aot.py). Tiles of 8, 2 or 1 channels made ptxas spill 4-36 bytes in
+# some backward variants (at 40-128 registers), 256 x 4 in float64 bicubic, so the channel
+# tile is 4 whatever C. Interpreter: one fixed tile (the tests' 4..68 points x 1..3
+# channels in one or two programs; one block shape, so the recorded AOT specializations do
+# not multiply by the tests' sizes).
+GRID_SAMPLE_BLOCK_C = 4
 GRID_SAMPLE_BLOCK_P = 128
 GRID_SAMPLE_WARPS = 4
 GRID_SAMPLE_INTERP = (64, 4)
 
 
 def grid_sample_config(points: int, c: int, interpreted: bool) -> tuple[int, int, int]:
-    """(BLOCK_P, BLOCK_C, num_warps) for ``points`` output points of ``c`` channels."""
+    """(BLOCK_P, BLOCK_C, num_warps) for ``points`` output points of ``c`` channels (both
+    fixed today)."""
     if interpreted:
         return (*GRID_SAMPLE_INTERP, GRID_SAMPLE_WARPS)
-    bc = max(1, min(_pow2(c), GRID_SAMPLE_BLOCK_C))
-    return GRID_SAMPLE_BLOCK_P, bc, GRID_SAMPLE_WARPS
+    return GRID_SAMPLE_BLOCK_P, GRID_SAMPLE_BLOCK_C, GRID_SAMPLE_WARPS
