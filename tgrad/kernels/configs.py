@@ -360,9 +360,11 @@ def optim_block(interpreted: bool) -> int:
 # spills in either kernel for any mode / padding / align / dtype with Triton 3.6 for sm_90
 # (tests/test_triton_nn_aot.py). Tiles of 8, 2 or 1 channels made ptxas spill 4-36 bytes in
 # some backward variants (at 40-128 registers), 256 x 4 in float64 bicubic, so the channel
-# tile is 4 whatever C. Interpreter: one fixed tile (the tests' 4..68 points x 1..3
-# channels in one or two programs; one block shape, so the recorded AOT specializations do
-# not multiply by the tests' sizes).
+# tile is 4 whatever C. Triton 3.9 spills at this tile (bicubic: 12-20 bytes in float32,
+# 416 in float64; 3-D bilinear float64: 152-248), and no tile tried (128/64/32 points x
+# 4/2 channels, 2-8 warps) was spill-free under both versions. Interpreter: one fixed tile
+# (the tests' 4..68 points x 1..3 channels in one or two programs; one block shape, so the
+# recorded AOT specializations do not multiply by the tests' sizes).
 GRID_SAMPLE_BLOCK_C = 4
 GRID_SAMPLE_BLOCK_P = 128
 GRID_SAMPLE_WARPS = 4
