@@ -25,6 +25,7 @@ if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import background  # noqa: E402
 import kernel_specs  # noqa: E402
 import test_triton_nn_ops  # noqa: E402
 import test_triton_ops  # noqa: E402
@@ -32,6 +33,20 @@ import test_triton_ops  # noqa: E402
 TRITON36 = kernel_specs.TRITON36
 MARKER = "@@RESULT@@"
 _env = kernel_specs.subprocess_env
+
+
+SPILL_FILES = ["tests/test_triton_aot.py", "tests/test_triton_nn_aot.py"]
+
+
+def start_background() -> None:
+    """The interpreter runners whose launches are compiled below, then the Triton 3.6 rerun
+    of the spill checks (tests/background.py)."""
+    test_triton_ops.start_background()
+    test_triton_nn_ops.start_background()
+    if TRITON36:
+        background.start("spills_triton36", [sys.executable, "-m", "pytest", "-q", "-p",
+                                             "no:cacheprovider", *SPILL_FILES],
+                         env=_env(TRITON36), cwd=ROOT)
 
 
 def _triton_version(triton_dir: str) -> str:
@@ -75,9 +90,8 @@ def test_every_recorded_specialization_compiles_for_sm90(tmp_path):
 def test_spill_checks_pass_with_triton36():
     if not TRITON36:
         pytest.skip(kernel_specs.NO_TRITON36)
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "tests/test_triton_aot.py", "tests/test_triton_nn_aot.py"],
-                       capture_output=True, text=True, env=_env(TRITON36), cwd=ROOT)
+    start_background()
+    p = background.result("spills_triton36")
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
 
 

@@ -133,24 +133,26 @@ def test_layer_norm_no_spills(n, dt):
     assert _spills(k.asm["ptx"]) == (0, 0)
 
 
-GRID_SAMPLE_CASES = [(k, m, p, dt) for k in (2, 3) for m in range(3) for p in range(3)
-                     for dt in ("float32", "float64") if not (k == 3 and m == 2)]
-
-
 # grid_sample's tile (configs.GRID_SAMPLE_*) is chosen for the GPU machine's Triton 3.6,
 # where neither kernel spills (test_spill_checks_pass_with_triton36 reruns this file with
-# it). Triton 3.9's register allocator spills 12-416 bytes in the bicubic and 3-D
-# bilinear float64 variants at that tile, and no tile tried (128/64/32 points x 4/2 channels, 2-8
-# warps) was spill-free under both versions; under other versions the kernels must compile
-# and the spills are reported, not asserted.
+# it): there every mode x padding x dtype, with both align_corners, is compiled and asserted
+# spill-free. Triton 3.9's register allocator spills 12-416 bytes in the bicubic and 3-D
+# bilinear float64 variants at that tile, and no tile tried (128/64/32 points x 4/2
+# channels, 2-8 warps) was spill-free under both versions; under other versions each
+# mode's heaviest variant (float64, reflection padding, align_corners=False) must compile
+# and its spills are reported, not asserted (compiling all 120 variants there took 230 s of
+# CI's 2 cores, for a report).
 GRID_SAMPLE_SPILL_FREE = triton.__version__.startswith("3.6.")
+GRID_SAMPLE_CASES = [(k, m, p, dt) for k in (2, 3) for m in range(3) for p in range(3)
+                     for dt in ("float32", "float64") if not (k == 3 and m == 2)
+                     if GRID_SAMPLE_SPILL_FREE or (p == 2 and dt == "float64")]
 
 
 @pytest.mark.parametrize("k,mode,pad,dt", GRID_SAMPLE_CASES,
                          ids=[f"{k}d-m{m}-p{p}-{d}" for k, m, p, d in GRID_SAMPLE_CASES])
 def test_grid_sample_no_spills(k, mode, pad, dt):
-    """Both kernels at the compiled config, both align_corners."""
-    for align in (False, True):
+    """Both kernels at the compiled config; both align_corners where spills are asserted."""
+    for align in (False, True) if GRID_SAMPLE_SPILL_FREE else (False,):
         _grid_sample_no_spills(k, mode, pad, dt, align)
 
 

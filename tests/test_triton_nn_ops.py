@@ -6,13 +6,13 @@ threshold 64 elements), odd sizes, transposed / sliced / moved-axis inputs read 
 plus dropout's regenerated mask, Philox determinism, matmul with broadcasting and
 transposed operands, deterministic scatter-add, and the fused optimizers against the CPU
 optimizers. This file is also the runner: pytest starts ``python THIS_FILE`` once in a
-subprocess with TRITON_INTERPRET=1 (so the rest of the suite never sees it)."""
+subprocess with TRITON_INTERPRET=1 (so the rest of the suite never sees it), when it has
+collected this file, beside the rest of the suite (tests/background.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import traceback
 import zlib
@@ -481,16 +481,24 @@ def main() -> None:
 _cache: dict = {}
 
 
+def start_background() -> None:
+    """This file's checks in one interpreter subprocess, beside the rest of the suite
+    (tests/background.py)."""
+    sys.path.insert(0, HERE)
+    import background
+    import kernel_specs
+    env = dict(os.environ, TRITON_INTERPRET="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    background.start("nn_kernels", [sys.executable, os.path.abspath(__file__)], cwd=ROOT,
+                     env=kernel_specs.recording_env(env, "nn_kernels"))
+
+
 def _results() -> dict:
     if not _cache:
         pytest.importorskip("triton")
-        env = dict(os.environ, TRITON_INTERPRET="1",
-                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        sys.path.insert(0, HERE)
-        import kernel_specs
-        p = subprocess.run([sys.executable, os.path.abspath(__file__)], capture_output=True,
-                           text=True, env=kernel_specs.recording_env(env, "nn_kernels"),
-                           cwd=ROOT)
+        start_background()
+        import background
+        p = background.result("nn_kernels")
         marker = "@@RESULT@@"
         assert p.returncode == 0 and marker in p.stdout, \
             f"interpreter runner failed (rc={p.returncode}):\n{p.stderr[-3000:]}"

@@ -2,14 +2,14 @@
 against the NumPy backend, forward and backward, float32, float64, float16 and bfloat16
 (whose conversions and arithmetic tgrad/kernels/interpreter_bf16.py makes the interpreter do
 as the GPU does). Runs tests/_triton_interp_runner.py once per dtype in subprocesses (the kernel
-checks of tests/device_checks.py in the float32 and float64 ones), so this process (and the
-rest of the suite) never sees TRITON_INTERPRET."""
+checks of tests/device_checks.py in the float32 and float64 ones), started when pytest has
+collected this file so that they run beside the rest of the suite (tests/background.py); this
+process never sees TRITON_INTERPRET."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -19,6 +19,7 @@ triton = pytest.importorskip("triton")
 HERE = os.path.dirname(__file__)
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import background  # noqa: E402
 import device_checks  # noqa: E402
 import kernel_specs  # noqa: E402
 import op_db  # noqa: E402
@@ -30,31 +31,35 @@ except ImportError:
     NAMES = [s.name for s in op_db.OP_DB]
 
 _cache: dict = {}
+DTYPES = ("float32", "float64", "float16", "bfloat16")
 FULL_CHECKS = ("float32", "float64")
 
 
-def _results() -> dict:
-    if not _cache:
-        env = dict(os.environ, TRITON_INTERPRET="1",
-                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        # one process per dtype, side by side (the interpreter is slow); the kernel checks
-        # (device_checks) are shared out between the FULL_CHECKS ones
-        procs = [subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "_triton_interp_runner.py")],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-            env=kernel_specs.recording_env(
+def start_background() -> None:
+    """One runner per dtype (tests/background.py; the interpreter is slow); the kernel checks
+    (device_checks) are shared out between the FULL_CHECKS ones."""
+    env = dict(os.environ, TRITON_INTERPRET="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for dt in DTYPES:
+        background.start(
+            "op_table_" + dt, [sys.executable, os.path.join(HERE, "_triton_interp_runner.py")],
+            cwd=ROOT, env=kernel_specs.recording_env(
                 dict(env, TGRAD_DTYPES=dt, TGRAD_EXTRA_CHECKS=str(int(dt in FULL_CHECKS)),
                      TGRAD_CHECK_SHARE=f"{FULL_CHECKS.index(dt) if dt in FULL_CHECKS else 0}"
                                        f"/{len(FULL_CHECKS)}"),
                 "op_table_" + dt))
-            for dt in ("float32", "float64", "float16", "bfloat16")]
-        outs = [p.communicate() for p in procs]
+
+
+def _results() -> dict:
+    if not _cache:
+        start_background()
+        procs = [background.result("op_table_" + dt) for dt in DTYPES]
         marker = "@@RESULT@@"
         merged: dict = {"ops": {}, "extra": {}, "host_path_used": []}
-        for p, (out, err) in zip(procs, outs):
-            assert p.returncode == 0 and marker in out, \
-                f"interpreter runner failed (rc={p.returncode}):\n{err[-3000:]}"
-            r = json.loads(out.split(marker, 1)[1])
+        for p in procs:
+            assert p.returncode == 0 and marker in p.stdout, \
+                f"interpreter runner failed (rc={p.returncode}):\n{p.stderr[-3000:]}"
+            r = json.loads(p.stdout.split(marker, 1)[1])
             for name, fails in r["ops"].items():
                 merged["ops"].setdefault(name, []).extend(fails)
             for name, fails in r["extra"].items():
