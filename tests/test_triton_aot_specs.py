@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -38,11 +39,24 @@ _env = kernel_specs.subprocess_env
 SPILL_FILES = ["tests/test_triton_aot.py", "tests/test_triton_nn_aot.py"]
 
 
+RUNNER_JOBS = ["op_table_" + dt for dt in test_triton_ops.DTYPES] + ["nn_kernels"]
+
+
+def _compile_job() -> tuple[list[str], dict]:
+    """Compile what the runners recorded (kernel_specs.py's main, on every core)."""
+    fd, path = tempfile.mkstemp(suffix=".json", prefix="tgrad-specs-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(kernel_specs.recorded(), f)
+    return ([sys.executable, os.path.join(HERE, "kernel_specs.py"), path],
+            dict(env=_env(TRITON36), cwd=ROOT))
+
+
 def start_background() -> None:
-    """The interpreter runners whose launches are compiled below, then the Triton 3.6 rerun
-    of the spill checks (tests/background.py)."""
+    """The interpreter runners, the compile of the launches they record (once they exit),
+    and the Triton 3.6 rerun of the spill checks (tests/background.py)."""
     test_triton_ops.start_background()
     test_triton_nn_ops.start_background()
+    background.start_after("compile_sm90", RUNNER_JOBS, _compile_job)
     if TRITON36:
         background.start("spills_triton36", [sys.executable, "-m", "pytest", "-q", "-p",
                                              "no:cacheprovider", *SPILL_FILES],
@@ -62,7 +76,8 @@ def test_triton36_folder_holds_triton_36():
     assert _triton_version(TRITON36).startswith("3.6."), TRITON36
 
 
-def test_every_recorded_specialization_compiles_for_sm90(tmp_path):
+def test_every_recorded_specialization_compiles_for_sm90():
+    start_background()
     test_triton_ops._results()       # the interpreter runs that record (cached per session)
     test_triton_nn_ops._results()
     specs = kernel_specs.recorded()
@@ -74,10 +89,7 @@ def test_every_recorded_specialization_compiles_for_sm90(tmp_path):
               "dropout_kernel", "sgd_kernel", "adam_kernel", "cumsum_kernel",
               "sort_tile_kernel", "merge_kernel"):
         assert k in kernels, f"{k} was never launched by the interpreter runners"
-    path = tmp_path / "specs.json"
-    path.write_text(json.dumps(specs))
-    p = subprocess.run([sys.executable, os.path.join(HERE, "kernel_specs.py"), str(path)],
-                       capture_output=True, text=True, env=_env(TRITON36), cwd=ROOT)
+    p = background.result("compile_sm90")  # the same recorded specs, compiled meanwhile
     assert p.returncode == 0 and MARKER in p.stdout, p.stderr[-3000:]
     r = json.loads(p.stdout.split(MARKER, 1)[1])
     if TRITON36:
