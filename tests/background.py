@@ -17,68 +17,73 @@ import subprocess
 import tempfile
 import threading
 
-_JOBS: dict[str, tuple[subprocess.Popen, object, object]] = {}
-_WAITERS: dict[str, tuple[threading.Thread, list]] = {}  # start_after's, and their errors
-_STOPPING = threading.Event()
 
+class Jobs:
+    """Named subprocesses; ``JOBS`` below is the session's (tests may make their own)."""
 
-def start(name: str, args: list[str], **popen_kwargs) -> None:
-    """Start ``args`` as job ``name`` unless a job of that name exists."""
-    if name in _JOBS:
-        return
-    out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
-    proc = subprocess.Popen(args, stdout=out, stderr=err, text=True, **popen_kwargs)
-    _JOBS[name] = (proc, out, err)
+    def __init__(self) -> None:
+        self._procs: dict[str, tuple[subprocess.Popen, object, object]] = {}
+        self._waiters: dict[str, tuple[threading.Thread, list]] = {}  # start_after's
+        self._stopping = threading.Event()
 
-
-def start_after(name: str, deps: list[str], make) -> None:
-    """Start job ``name`` once the jobs ``deps`` have exited, with the (args, popen_kwargs)
-    that ``make()`` returns then (a thread waits; an error of ``make`` is raised by
-    ``result(name)``)."""
-    if name in _JOBS or name in _WAITERS:
-        return
-    errors: list = []
-
-    def wait_then_start():
-        for d in deps:
-            _JOBS[d][0].wait()
-        if _STOPPING.is_set():
+    def start(self, name: str, args: list[str], **popen_kwargs) -> None:
+        """Start ``args`` as job ``name`` unless a job of that name exists."""
+        if name in self._procs:
             return
-        try:
-            args, popen_kwargs = make()
-            start(name, args, **popen_kwargs)
-        except Exception as e:  # noqa: BLE001 - handed to result()
-            errors.append(e)
+        out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+        proc = subprocess.Popen(args, stdout=out, stderr=err, text=True, **popen_kwargs)
+        self._procs[name] = (proc, out, err)
 
-    thread = threading.Thread(target=wait_then_start, name=f"background {name}", daemon=True)
-    _WAITERS[name] = (thread, errors)
-    thread.start()
+    def start_after(self, name: str, deps: list[str], make) -> None:
+        """Start job ``name`` once the (started) jobs ``deps`` have exited, with the
+        (args, popen_kwargs) that ``make()`` returns then; a thread waits, and an error on
+        the way is raised by ``result(name)``."""
+        if name in self._procs or name in self._waiters:
+            return
+        errors: list = []
+        waiting_for = [self._procs[d][0] for d in deps]
+
+        def wait_then_start():
+            try:
+                for proc in waiting_for:
+                    proc.wait()
+                if not self._stopping.is_set():
+                    args, popen_kwargs = make()
+                    self.start(name, args, **popen_kwargs)
+            except Exception as e:  # noqa: BLE001 - handed to result()
+                errors.append(e)
+
+        thread = threading.Thread(target=wait_then_start, name=f"job {name}", daemon=True)
+        self._waiters[name] = (thread, errors)
+        thread.start()
+
+    def result(self, name: str) -> subprocess.CompletedProcess:
+        """Wait for job ``name``: its exit status and whole output (read again each call)."""
+        if name in self._waiters:
+            thread, errors = self._waiters[name]
+            thread.join()
+            if errors:
+                raise errors[0]
+        proc, out, err = self._procs[name]
+        proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+
+    def stop_all(self) -> None:
+        """Kill the jobs still running, and start no waiting one (the session ended)."""
+        self._stopping.set()
+        self._kill_running()
+        for thread, _ in self._waiters.values():
+            thread.join()
+        self._kill_running()   # one a waiter started while the first kills ran
+
+    def _kill_running(self) -> None:
+        for proc, _, _ in list(self._procs.values()):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
-def result(name: str) -> subprocess.CompletedProcess:
-    """Wait for job ``name``; its exit status and whole output (read again on each call)."""
-    if name in _WAITERS:
-        thread, errors = _WAITERS[name]
-        thread.join()
-        if errors:
-            raise errors[0]
-    proc, out, err = _JOBS[name]
-    proc.wait()
-    out.seek(0)
-    err.seek(0)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
-
-
-def stop_all() -> None:
-    """Kill the jobs still running (the session ended without reading them)."""
-    _STOPPING.set()
-    for proc, _, _ in list(_JOBS.values()):
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    for thread, _ in _WAITERS.values():
-        thread.join()
-    for proc, _, _ in _JOBS.values():
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+JOBS = Jobs()
+start, start_after, result, stop_all = JOBS.start, JOBS.start_after, JOBS.result, JOBS.stop_all
