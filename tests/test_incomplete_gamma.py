@@ -156,3 +156,31 @@ def test_small_a_upper_tail_and_denormal_a():
         np.testing.assert_allclose(tgrad.special.gammainc(sub, _t(x)).numpy(), 1.0, rtol=1e-15)
     np.testing.assert_allclose(tgrad.special.gammaincc(_t(1e-310), _t(0.5)).item(),
                                1e-310 * _e1(0.5), rtol=1e-6)
+
+
+def test_each_element_stops_at_its_own_converged_check(monkeypatch):
+    # Once converged, the continued fraction's step ratio d c wanders within two ulps of 1:
+    # checked all at once, some of 20000 elements were always off and the loop ran all 300
+    # terms (19 checks at a = 1). Each element now keeps its value at its first passing
+    # check; the same holds for the fraction's a-derivative in Gamma's rsample gradient.
+    from tgrad.distributions.gamma import _dp_da
+    from tgrad.ops import incomplete_gamma as ig
+    checks = []
+    all_done = ig.Convergence.all_done
+    monkeypatch.setattr(ig.Convergence, "all_done",
+                        lambda self, ok, *values: checks.append(1) or all_done(self, ok, *values))
+    x = np.random.default_rng(0).uniform(2.0, 60.0, 20000)
+    for a, q in ((1.0, np.exp(-x)), (3.0, np.exp(-x) * (1 + x + x * x / 2))):
+        checks.clear()
+        np.testing.assert_allclose(tgrad.special.gammaincc(_t(a), _t(x)).numpy(), q,
+                                   rtol=1e-13)
+        assert len(checks) < ig._TERMS // ig._CHECK_EVERY, (a, len(checks))
+    # dP/da (Gamma's rsample gradient), continued fraction branch, against central
+    # differences of Q (P = 1 - Q would cancel out there)
+    checks.clear()
+    d = _dp_da(_t(np.full(20000, 2.0)), _t(x + 1.0))
+    assert len(checks) < ig._TERMS // ig._CHECK_EVERY, len(checks)  # both loops together
+    h = 1e-5
+    fd = -(tgrad.special.gammaincc(_t(2.0 + h), _t(x + 1.0)).numpy()
+           - tgrad.special.gammaincc(_t(2.0 - h), _t(x + 1.0)).numpy()) / (2 * h)
+    np.testing.assert_allclose(d.numpy(), fd, rtol=1e-6)

@@ -33,7 +33,7 @@ from tgrad.distributions.utils import broadcast_all, in_float64
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import arange, as_tensor, rand, randn
 from tgrad.ops.extras import xlogy
-from tgrad.ops.incomplete_gamma import _TERMS, _converged, _temme, igamma, uniform_region
+from tgrad.ops.incomplete_gamma import _TERMS, Convergence, _temme, igamma, small_vs, uniform_region
 from tgrad.ops.shape import stack
 from tgrad.ops.special import digamma, lgamma, xlog1py
 from tgrad.tensor import Tensor
@@ -91,12 +91,14 @@ def _dp_da(a: Tensor, x: Tensor) -> Tensor:
     t = 1.0 / a
     dt = -t / a
     s, ds = t, dt
+    stop = Convergence()
     for n in range(1, _TERMS):
         dt = dt * xs / (a + n) - t * xs / (a + n) ** 2
         t = t * xs / (a + n)
         s, ds = s + t, ds + dt
-        if _converged(dt, ds, n) and _converged(t, s, n):
+        if stop.due(n) and stop.all_done(small_vs(dt, ds) & small_vs(t, s), s, ds):
             break
+    s, ds = stop.result(s, ds)
     pre_s = ew.exp(a * ew.log(xs) - xs - lgamma(a))
     dseries = pre_s * (s * (ew.log(xs) - digamma(a)) + ds)
     # continued fraction for Q (modified Lentz), carrying d/da of b, c, d and h
@@ -108,6 +110,7 @@ def _dp_da(a: Tensor, x: Tensor) -> Tensor:
     dd = -db / (b * b)
     h, dh = d, dd
     prev_dh = dh
+    stop = Convergence()
     for i in range(1, _TERMS):
         an, dan = -i * (i - a), float(i) + 0.0 * a
         b = b + 2.0
@@ -116,9 +119,11 @@ def _dp_da(a: Tensor, x: Tensor) -> Tensor:
         d, dd = 1.0 / den, -dden / (den * den)
         c, dc = b + an / c, db + dan / c - an * dc / (c * c)
         h, dh = h * d * c, dh * d * c + h * dd * c + h * d * dc
-        if _converged(d * c - 1.0, h * 0.0 + 1.0, i) and _converged(dh - prev_dh, dh, i):
+        if stop.due(i) and stop.all_done(small_vs(d * c - 1.0, h * 0.0 + 1.0)
+                      & small_vs(dh - prev_dh, dh), h, dh):
             break
         prev_dh = dh
+    h, dh = stop.result(h, dh)
     pre_c = ew.exp(a * ew.log(xc) - xc - lgamma(a))
     dq = pre_c * (h * (ew.log(xc) - digamma(a)) + dh)
     out = ew.where(use_series, dseries, -dq)
