@@ -37,8 +37,6 @@ _env = kernel_specs.subprocess_env
 
 
 SPILL_FILES = ["tests/test_triton_aot.py", "tests/test_triton_nn_aot.py"]
-
-
 RUNNER_JOBS = ["op_table_" + dt for dt in test_triton_ops.DTYPES] + ["nn_kernels"]
 
 

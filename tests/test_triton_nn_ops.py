@@ -484,7 +484,8 @@ _cache: dict = {}
 def start_background() -> None:
     """This file's checks in one interpreter subprocess, beside the rest of the suite
     (tests/background.py)."""
-    sys.path.insert(0, HERE)
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
     import background
     import kernel_specs
     env = dict(os.environ, TRITON_INTERPRET="1",
