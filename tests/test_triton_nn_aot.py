@@ -140,8 +140,8 @@ def test_layer_norm_no_spills(n, dt):
 # bilinear float64 variants at that tile, and no tile tried (128/64/32 points x 4/2
 # channels, 2-8 warps) was spill-free under both versions; under other versions each
 # mode's heaviest variant (float64, reflection padding, align_corners=False) must compile
-# and its spills are reported, not asserted (compiling all 120 variants there took 230 s of
-# CI's 2 cores, for a report).
+# and its spills are reported, not asserted (compiling all 120 variants there took about
+# 200 s of CI's 2 cores, for a report).
 GRID_SAMPLE_SPILL_FREE = triton.__version__.startswith("3.6.")
 GRID_SAMPLE_CASES = [(k, m, p, dt) for k in (2, 3) for m in range(3) for p in range(3)
                      for dt in ("float32", "float64") if not (k == 3 and m == 2)

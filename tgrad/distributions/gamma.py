@@ -119,7 +119,7 @@ def _dp_da(a: Tensor, x: Tensor) -> Tensor:
         d, dd = 1.0 / den, -dden / (den * den)
         c, dc = b + an / c, db + dan / c - an * dc / (c * c)
         h, dh = h * d * c, dh * d * c + h * dd * c + h * d * dc
-        if stop.due(i) and stop.all_done(small_vs(d * c - 1.0, h * 0.0 + 1.0)
+        if stop.due(i) and stop.all_done(small_vs(d * c - 1.0, 1.0)
                       & small_vs(dh - prev_dh, dh), h, dh):
             break
         prev_dh = dh

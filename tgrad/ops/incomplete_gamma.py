@@ -91,9 +91,9 @@ class Convergence:
         return [ew.where(self.done, k, v) for k, v in zip(self.kept, values)]
 
 
-def small_vs(small: Tensor, big: Tensor) -> Tensor:
-    """|small| <= eps |big|, elementwise (eps of big's dtype)."""
-    return small.abs() <= dtypes.finfo(big.dtype).eps * big.abs()
+def small_vs(small: Tensor, big: Tensor | float) -> Tensor:
+    """|small| <= eps |big|, elementwise (eps of small's dtype)."""
+    return small.abs() <= dtypes.finfo(small.dtype).eps * abs(big)
 
 
 def _lower_series(a: Tensor, x: Tensor) -> Tensor:
@@ -163,7 +163,7 @@ def _upper_fraction(a: Tensor, x: Tensor) -> Tensor:
         c = b + an / c
         c = ew.where(c.abs() < tiny, tiny, c)
         h = h * d * c
-        if stop.due(i) and stop.all_done(small_vs(d * c - 1.0, h * 0.0 + 1.0), h):
+        if stop.due(i) and stop.all_done(small_vs(d * c - 1.0, 1.0), h):
             break
     (h,) = stop.result(h)
     return ew.exp(_log_prefactor(a, x)) * h
