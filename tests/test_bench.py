@@ -155,6 +155,27 @@ def test_bench_cold_runs_and_writes_json(tmp_path, capsys):
                                       "numpy_cold_us"))
 
 
+def test_bench_series_loops_runs_and_writes_json(tmp_path, capsys):
+    """perf/bench_series_loops.py: a row per case, and the values it saves (P + Q = 1; one
+    gradient per Gamma / Beta parameter, finite)."""
+    spec = importlib.util.spec_from_file_location("bench_series_loops",
+                                                  ROOT / "perf" / "bench_series_loops.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    values = tmp_path / "values.npz"
+    assert mod.main(["--size", "40", "--repeats", "1", "--save-values", str(values),
+                     "--out", str(tmp_path)]) == 0
+    assert "Beta(0.05, 0.1) rsample + backward" in capsys.readouterr().out
+    data = json.loads((tmp_path / "bench_series_loops.json").read_text())
+    assert data["schema"] == "tgrad-bench-series-loops/1" and data["size"] == 40
+    assert [r["case"] for r in data["results"]] == list(mod.cases(1, "cpu"))
+    saved = np.load(values)
+    np.testing.assert_allclose(saved["gammainc/0"] + saved["gammaincc/0"], 1.0, rtol=1e-14)
+    for name in ("Gamma(0.7, 1)", "Beta(2, 3)", "Beta(0.05, 0.1)"):
+        grads = [saved[f"{name} rsample + backward/{i}"] for i in (0, 1)]
+        assert all(g.shape == (40,) and np.isfinite(g).all() for g in grads), name
+
+
 def _bench_memory():
     spec = importlib.util.spec_from_file_location("bench_memory_cpu",
                                                   ROOT / "perf" / "bench_memory_cpu.py")

@@ -158,29 +158,86 @@ def test_small_a_upper_tail_and_denormal_a():
                                1e-310 * _e1(0.5), rtol=1e-6)
 
 
+def _record_active(monkeypatch) -> list:
+    """The number of active elements at each convergence check (ig._set_aside's calls)."""
+    from tgrad.ops import incomplete_gamma as ig
+    active = []
+    set_aside = ig._set_aside
+    monkeypatch.setattr(ig, "_set_aside", lambda ok, *rest: active.append(ok.numel())
+                        or set_aside(ok, *rest))
+    return active
+
+
 def test_each_element_stops_at_its_own_converged_check(monkeypatch):
     # Once converged, the continued fraction's step ratio d c wanders within two ulps of 1:
     # checked all at once, some of 20000 elements were always off and the loop ran all 300
-    # terms (19 checks at a = 1). Each element now keeps its value at its first passing
-    # check; the same holds for the fraction's a-derivative in Gamma's rsample gradient.
+    # terms (19 checks at a = 1). Each element now stops at its first passing check (and
+    # is set aside); the same holds for the fraction's a-derivative in Gamma's rsample
+    # gradient.
     from tgrad.distributions.gamma import _dp_da
     from tgrad.ops import incomplete_gamma as ig
-    checks = []
-    all_done = ig.Convergence.all_done
-    monkeypatch.setattr(ig.Convergence, "all_done",
-                        lambda self, ok, *values: checks.append(1) or all_done(self, ok, *values))
+    active = _record_active(monkeypatch)
     x = np.random.default_rng(0).uniform(2.0, 60.0, 20000)
     for a, q in ((1.0, np.exp(-x)), (3.0, np.exp(-x) * (1 + x + x * x / 2))):
-        checks.clear()
+        active.clear()
         np.testing.assert_allclose(tgrad.special.gammaincc(_t(a), _t(x)).numpy(), q,
                                    rtol=1e-13)
-        assert len(checks) < ig._TERMS // ig._CHECK_EVERY, (a, len(checks))
+        assert len(active) < ig._TERMS // ig._CHECK_EVERY, (a, len(active))
     # dP/da (Gamma's rsample gradient), continued fraction branch, against central
     # differences of Q (P = 1 - Q would cancel out there)
-    checks.clear()
+    active.clear()
     d = _dp_da(_t(np.full(20000, 2.0)), _t(x + 1.0))
-    assert len(checks) < ig._TERMS // ig._CHECK_EVERY, len(checks)  # both loops together
+    assert len(active) < ig._TERMS // ig._CHECK_EVERY, len(active)  # both loops together
     h = 1e-5
     fd = -(tgrad.special.gammaincc(_t(2.0 + h), _t(x + 1.0)).numpy()
            - tgrad.special.gammaincc(_t(2.0 - h), _t(x + 1.0)).numpy()) / (2 * h)
     np.testing.assert_allclose(d.numpy(), fd, rtol=1e-6)
+
+
+def test_converge_sets_elements_aside_at_their_first_passing_check(monkeypatch):
+    # v counts the terms (v = n after term n); element e converges once v >= stop[e]: it is
+    # set aside at the first check (every _CHECK_EVERY terms) at or after that, with v
+    # equal to that check's n; an element that never converges keeps v = _TERMS - 1.
+    # State entries broadcast (a 0-d one included); the result has their shape.
+    from tgrad.ops import incomplete_gamma as ig
+    every, last = ig._CHECK_EVERY, ig._TERMS - 1
+    stop = np.array([[5.0, 2 * every + 1, 1e9], [every, 1.0, 3 * every - 1]])
+    want = np.array([[every, 3 * every, last], [every, every, 3 * every]], dtype=np.float64)
+
+    def step(n: int, s: dict) -> None:
+        s["v"] = s["v"] + s["one"]
+
+    active = _record_active(monkeypatch)
+    (v,) = ig.converge(step, {"v": _t(0.0), "one": _t(1.0), "stop": _t(stop)},
+                       lambda s: s["v"] >= s["stop"], ("v",))
+    np.testing.assert_array_equal(v.numpy(), want)
+    assert active[:4] == [6, 3, 3, 1], active  # 3 set aside at the first check, 2 at the third
+    assert len(active) == last // every
+    # every element done at one check: no reassembly needed, same answer
+    (v,) = ig.converge(step, {"v": _t([0.0, 0.0]), "one": _t(1.0), "stop": _t(3.0)},
+                       lambda s: s["v"] >= s["stop"], ("v",))
+    np.testing.assert_array_equal(v.numpy(), [every, every])
+    # no elements
+    (v,) = ig.converge(step, {"v": _t(np.zeros((0, 3))), "one": _t(1.0), "stop": _t(3.0)},
+                       lambda s: s["v"] >= s["stop"], ("v",))
+    assert v.shape == (0, 3)
+
+
+def test_converge_is_differentiable_through_the_set_aside_values():
+    # v = w^n at the check where element e stops (n = _CHECK_EVERY or 2 _CHECK_EVERY):
+    # d v / d w = n w^(n-1), through the compaction's indexing and the reassembly
+    from tgrad.ops import incomplete_gamma as ig
+    every = ig._CHECK_EVERY
+    w = _t([1.01, 0.99, 1.02], requires_grad=True)
+    stop = _t([1.0, 2 * every, 1.0])
+
+    def step(n: int, s: dict) -> None:
+        s["v"], s["n"] = s["v"] * s["w"], s["n"] + 1.0
+
+    (v,) = ig.converge(step, {"v": _t(1.0), "w": w, "n": _t(0.0), "stop": stop},
+                       lambda s: s["n"] >= s["stop"], ("v",))
+    n = np.array([every, 2 * every, every])
+    wn = w.detach().numpy()
+    np.testing.assert_allclose(v.detach().numpy(), wn ** n, rtol=1e-14)
+    (g,) = tgrad.autograd.grad(v.sum(), w)
+    np.testing.assert_allclose(g.numpy(), n * wn ** (n - 1), rtol=1e-13)

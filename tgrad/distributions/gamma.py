@@ -33,7 +33,7 @@ from tgrad.distributions.utils import broadcast_all, in_float64
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import arange, as_tensor, rand, randn
 from tgrad.ops.extras import xlogy
-from tgrad.ops.incomplete_gamma import _TERMS, Convergence, _temme, igamma, small_vs, uniform_region
+from tgrad.ops.incomplete_gamma import _temme, converge, igamma, small_vs, uniform_region
 from tgrad.ops.shape import stack
 from tgrad.ops.special import digamma, lgamma, xlog1py
 from tgrad.tensor import Tensor
@@ -88,47 +88,49 @@ def _dp_da(a: Tensor, x: Tensor) -> Tensor:
     use_series = x < a + 1
     # series: P = exp(log_pre) * S,  S = sum_n t_n,  t_0 = 1/a,  t_n = t_{n-1} x / (a + n)
     xs = ew.where(use_series, x, 0.5 * a)
+
+    def series_step(n: int, st: dict) -> None:
+        a, t, xs = st["a"], st["t"], st["x"]
+        st["dt"] = dt = st["dt"] * xs / (a + n) - t * xs / (a + n) ** 2
+        st["t"] = t = t * xs / (a + n)
+        st["s"], st["ds"] = st["s"] + t, st["ds"] + dt
+
     t = 1.0 / a
-    dt = -t / a
-    s, ds = t, dt
-    stop = Convergence()
-    for n in range(1, _TERMS):
-        dt = dt * xs / (a + n) - t * xs / (a + n) ** 2
-        t = t * xs / (a + n)
-        s, ds = s + t, ds + dt
-        if stop.due(n) and stop.all_done(small_vs(dt, ds) & small_vs(t, s), s, ds):
-            break
-    s, ds = stop.result(s, ds)
+    s, ds = converge(series_step, {"a": a, "x": xs, "t": t, "dt": -t / a, "s": t, "ds": -t / a},
+                     lambda st: small_vs(st["dt"], st["ds"]) & small_vs(st["t"], st["s"]),
+                     ("s", "ds"))
     pre_s = ew.exp(a * ew.log(xs) - xs - lgamma(a))
     dseries = pre_s * (s * (ew.log(xs) - digamma(a)) + ds)
     # continued fraction for Q (modified Lentz), carrying d/da of b, c, d and h
     xc = ew.where(use_series, a + 2.0, x)
     tiny = 1e-300 if a.dtype.itemsize == 8 else 1e-30
-    b, db = xc + 1.0 - a, -1.0 + 0.0 * a
-    c, dc = 1.0 / tiny + 0.0 * a, 0.0 * a
-    d = 1.0 / b
-    dd = -db / (b * b)
-    h, dh = d, dd
-    prev_dh = dh
-    stop = Convergence()
-    for i in range(1, _TERMS):
-        an, dan = -i * (i - a), float(i) + 0.0 * a
-        b = b + 2.0
-        dden = dan * d + an * dd + db
+    b = xc + 1.0 - a
+
+    def fraction_step(i: int, st: dict) -> None:
+        a, d, dd, c, dc = st["a"], st["d"], st["dd"], st["c"], st["dc"]
+        an, dan = -i * (i - a), float(i) + 0.0 * a  # (a tensor: dan / c divides, a number
+        # would multiply by 1 / c)
+        st["b"] = b = st["b"] + 2.0
+        dden = dan * d + an * dd - 1.0  # db = d(x + 1 - a + 2 i)/da = -1
         den = an * d + b
         d, dd = 1.0 / den, -dden / (den * den)
-        c, dc = b + an / c, db + dan / c - an * dc / (c * c)
-        h, dh = h * d * c, dh * d * c + h * dd * c + h * d * dc
-        if stop.due(i) and stop.all_done(small_vs(d * c - 1.0, 1.0)
-                      & small_vs(dh - prev_dh, dh), h, dh):
-            break
-        prev_dh = dh
-    h, dh = stop.result(h, dh)
+        c, dc = b + an / c, -1.0 + dan / c - an * dc / (c * c)
+        st["d"], st["dd"], st["c"], st["dc"] = d, dd, c, dc
+        st["prev_dh"], h, dh = st["dh"], st["h"], st["dh"]
+        st["h"], st["dh"] = h * d * c, dh * d * c + h * dd * c + h * d * dc
+
+    d = 1.0 / b
+    dd = 1.0 / (b * b)  # -db / b^2 with db = -1
+    zero = 0.0 * a
+    h, dh = converge(fraction_step, {"a": a, "b": b, "c": 1.0 / tiny + zero, "dc": zero,
+                                     "d": d, "dd": dd, "h": d, "dh": dd, "prev_dh": dd},
+                     lambda st: small_vs(st["d"] * st["c"] - 1.0, 1.0)
+                     & small_vs(st["dh"] - st["prev_dh"], st["dh"]), ("h", "dh"))
     pre_c = ew.exp(a * ew.log(xc) - xc - lgamma(a))
     dq = pre_c * (h * (ew.log(xc) - digamma(a)) + dh)
     out = ew.where(use_series, dseries, -dq)
     # Where gammainc uses Temme's uniform expansion (a > 20, x/a in [0.3, 2.2]: the loops
-    # above would need O(sqrt(a)) terms, more than _TERMS past a ~ 2000), dP/da is the
+    # above would need O(sqrt(a)) terms, more than the 300 terms past a ~ 2000), dP/da is the
     # derivative of that expansion, taken by autograd through its ops.
     uniform = uniform_region(a, x)
     if bool(uniform.any()):

@@ -10,9 +10,9 @@
               PyTorch; lgamma(1 + a) by its Taylor series for |a| <= 1/4)
     dP/dx = -dQ/dx = x^(a-1) e^-x / Gamma(a); no derivative in a (PyTorch's neither).
 
-Both branches are loops of vector ops (at most 300 terms; every 16 terms each element that
-has converged keeps its value, and the loop stops once all have: ``Convergence``), so they
-run on any device. Where a > 20 and
+Both branches are loops of vector ops (at most 300 terms; every 16 terms the elements that
+have converged are set aside and the loop goes on over the rest: ``converge``), so they run
+on any device. Where a > 20 and
 0.3 <= x / a <= 2.2 (where those loops would need O(sqrt(a)) terms) Temme's uniform
 asymptotic expansion is used instead:
 
@@ -31,14 +31,17 @@ P = 0; x = inf: P = 1; a = inf (finite x): P = 0.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import promoted_float_dtype, tensor_method
 from tgrad.ops._temme_coefs import D as _TEMME
+from tgrad.ops.creation import arange, zeros
 from tgrad.ops.erfs import erfc
 from tgrad.ops.pointwise_extras import broadcast_tensors
+from tgrad.ops.shape import cat
 from tgrad.ops.special import _horner, lgamma
 from tgrad.tensor import Tensor
 
@@ -52,43 +55,60 @@ def _log_prefactor(a: Tensor, x: Tensor) -> Tensor:
     return a * ew.log(x) - x - lgamma(a)
 
 
-_CHECK_EVERY = 16  # iterations between (synchronising) convergence checks
+_CHECK_EVERY = 16  # terms between (synchronising) convergence checks
 
 
-class Convergence:
-    """Per-element stopping of a loop over terms: on every _CHECK_EVERY-th term (``due``),
-    ``all_done(ok, *values)`` marks the elements where ``ok`` holds (e.g. |term| <= eps
-    |sum|) as done, keeps their ``values`` as they are then, and says whether every element
-    is done. ``result(*values)`` gives the kept values where done, ``values`` elsewhere
-    (elements still short of it after the last term).
+def converge(step: Callable[[int, dict], None], state: dict, converged: Callable[[dict], Tensor],
+             keep: tuple) -> list[Tensor]:
+    """Run a loop over terms n = 1 .. _TERMS - 1 (``step(n, state)`` updates the dict of
+    tensors in place; loop invariants such as a and x belong in it too) and return the
+    ``keep`` entries in the state's broadcast shape.
+
+    Every _CHECK_EVERY-th term the elements where ``converged(state)`` holds are done: their
+    ``keep`` values are set aside and the loop goes on over the other elements only (the
+    state is compacted, ``_set_aside``); it stops when none are left. Elements still
+    unconverged after the last term keep their values then.
 
     Stopping each element at its own first passing check, as the scalar algorithms do,
     matters for the continued fractions: their step ratio d c settles within an ulp or two
     of 1 and wanders there, so checking every element at once almost always found a few of
     thousands two ulps off and ran all 300 terms (the values kept are as accurate as the
-    later ones)."""
+    later ones). Compacting matters where a few elements need many more terms than the
+    rest (Beta(0.05, 0.1)'s draws): each term then costs what the active elements do."""
+    names = list(state)
+    tensors = broadcast_tensors(*state.values())
+    shape = tensors[0].shape
+    state = {k: v.reshape(-1) for k, v in zip(names, tensors)}
+    positions = arange(math.prod(shape), device=tensors[0].device)
+    done: list = []
+    for n in range(1, _TERMS):
+        step(n, state)
+        if n % _CHECK_EVERY == 0:
+            state, positions = _set_aside(converged(state), state, positions, keep, done)
+            if positions.numel() == 0:
+                break
+    else:
+        done.append((positions, [state[k] for k in keep]))
+    if len(done) == 1:  # every element done at one check: still in order
+        return [v.reshape(shape) for v in done[0][1]]
+    order = cat([p for p, _ in done])
+    return [zeros(order.shape, dtype=done[0][1][i].dtype, device=order.device)
+            .index_copy(0, order, cat([vals[i] for _, vals in done])).reshape(shape)
+            for i in range(len(keep))]
 
-    def __init__(self) -> None:
-        self.done: Tensor | None = None
-        self.kept: list[Tensor] = []
 
-    @staticmethod
-    def due(n: int) -> bool:
-        return n % _CHECK_EVERY == 0
-
-    def all_done(self, ok: Tensor, *values: Tensor) -> bool:
-        if self.done is None:
-            self.done, self.kept = ok, list(values)
-        else:
-            new = ok & ~self.done
-            self.kept = [ew.where(new, v, k) for v, k in zip(values, self.kept)]
-            self.done = self.done | ok
-        return bool(self.done.all())  # (a host read: the loop's one sync per check)
-
-    def result(self, *values: Tensor) -> list[Tensor]:
-        if self.done is None:
-            return list(values)
-        return [ew.where(self.done, k, v) for k, v in zip(self.kept, values)]
+def _set_aside(ok: Tensor, state: dict, positions: Tensor, keep: tuple, done: list) -> tuple:
+    """Append (positions, keep values) of the elements where ``ok`` holds to ``done``;
+    return the state and positions of the others."""
+    n_ok = int(ok.sum())  # (a host read: the loop's one sync per check)
+    if n_ok == ok.numel():  # (no elements at all included)
+        done.append((positions, [state[k] for k in keep]))
+        return {}, positions[:0]
+    if n_ok == 0:
+        return state, positions
+    done.append((positions[ok], [state[k][ok] for k in keep]))
+    rest = ~ok
+    return {k: v[rest] for k, v in state.items()}, positions[rest]
 
 
 def small_vs(small: Tensor, big: Tensor | float) -> Tensor:
@@ -99,15 +119,13 @@ def small_vs(small: Tensor, big: Tensor | float) -> Tensor:
 def _lower_series(a: Tensor, x: Tensor) -> Tensor:
     """P = x^a e^-x / Gamma(a + 1) sum_n x^n / ((a+1)..(a+n)): the sum starts at 1, not 1/a
     (1/a overflows for a subnormal a)."""
-    term = 1.0 + 0.0 * a
-    total = term
-    stop = Convergence()
-    for n in range(1, _TERMS):
-        term = term * x / (a + n)
-        total = total + term
-        if stop.due(n) and stop.all_done(small_vs(term, total), total):
-            break
-    (total,) = stop.result(total)
+    def step(n: int, s: dict) -> None:
+        s["term"] = s["term"] * s["x"] / (s["a"] + n)
+        s["total"] = s["total"] + s["term"]
+
+    one = 1.0 + 0.0 * a
+    (total,) = converge(step, {"a": a, "x": x, "term": one, "total": one},
+                        lambda s: small_vs(s["term"], s["total"]), ("total",))
     return ew.exp(a * ew.log(x) - x - lgamma(a + 1.0)) * total
 
 
@@ -134,38 +152,35 @@ def _upper_series(a: Tensor, x: Tensor) -> Tensor:
     """Q for small a and x <= 1.1 without 1 - P (Cephes' igamc_series, PyTorch's):
     Q = 1 - x^a / Gamma(a + 1) - x^a / Gamma(a) sum_{n>=1} (-x)^n / (n! (a + n)),
     1 - x^a / Gamma(a + 1) = -expm1(a log x - lgamma(1 + a))."""
-    fac = 1.0 + 0.0 * x
-    total = 0.0 * x
-    stop = Convergence()
-    for n in range(1, _TERMS):
-        fac = fac * (-x / n)
-        term = fac / (a + n)
-        total = total + term
-        if stop.due(n) and stop.all_done(small_vs(term, total), total):
-            break
-    (total,) = stop.result(total)
+    def step(n: int, s: dict) -> None:
+        s["fac"] = s["fac"] * (-s["x"] / n)
+        s["term"] = s["fac"] / (s["a"] + n)
+        s["total"] = s["total"] + s["term"]
+
+    zero = 0.0 * x
+    (total,) = converge(step, {"a": a, "x": x, "fac": 1.0 + zero, "term": zero, "total": zero},
+                        lambda s: small_vs(s["term"], s["total"]), ("total",))
     logx = ew.log(x)
     return -ew.expm1(a * logx - _lgamma1p(a)) - ew.exp(a * logx - lgamma(a)) * total
 
 
 def _upper_fraction(a: Tensor, x: Tensor) -> Tensor:
+    """Q = x^a e^-x / Gamma(a) h, h the continued fraction by modified Lentz."""
     tiny = 1e-300 if a.dtype.itemsize == 8 else 1e-30
     b = x + 1.0 - a
-    c = 1.0 / tiny + 0.0 * x
     d = 1.0 / ew.where(b.abs() < tiny, tiny, b)
-    h = d
-    stop = Convergence()
-    for i in range(1, _TERMS):
-        an = -i * (i - a)
-        b = b + 2.0
-        d = an * d + b
-        d = 1.0 / ew.where(d.abs() < tiny, tiny, d)
-        c = b + an / c
-        c = ew.where(c.abs() < tiny, tiny, c)
-        h = h * d * c
-        if stop.due(i) and stop.all_done(small_vs(d * c - 1.0, 1.0), h):
-            break
-    (h,) = stop.result(h)
+
+    def step(i: int, s: dict) -> None:
+        an = -i * (i - s["a"])
+        s["b"] = b = s["b"] + 2.0
+        d = an * s["d"] + b
+        s["d"] = d = 1.0 / ew.where(d.abs() < tiny, tiny, d)
+        c = b + an / s["c"]
+        s["c"] = c = ew.where(c.abs() < tiny, tiny, c)
+        s["h"] = s["h"] * d * c
+
+    (h,) = converge(step, {"a": a, "b": b, "c": 1.0 / tiny + 0.0 * x, "d": d, "h": d},
+                    lambda s: small_vs(s["d"] * s["c"] - 1.0, 1.0), ("h",))
     return ew.exp(_log_prefactor(a, x)) * h
 
 
