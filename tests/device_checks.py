@@ -640,14 +640,122 @@ def check_indexing_nd() -> None:
     finally:
         for n in host_paths:
             setattr(tix, n, real[n])
-    for bad in (np.array([0, 6]), np.array([-7])):
-        for k in ((_h(bad),), (bad,)):
-            try:
-                tix.gather(_h(x), k)
-            except IndexError as e:
-                assert "index %d is out of bounds for axis 0 with size 6" % bad[-1] in str(e), e
-            else:
-                raise AssertionError(f"no IndexError for {bad}")
+    for bad in (np.array([0, 6]), np.array([-7])):  # host index arrays: at once (NumPy's)
+        try:
+            tix.gather(_h(x), (bad,))
+        except IndexError as e:
+            assert "index %d is out of bounds for axis 0 with size 6" % bad[-1] in str(e), e
+        else:
+            raise AssertionError(f"no IndexError for {bad}")
+    # (device index arrays: at the next synchronization, check_index_errors_at_sync)
+
+
+def check_index_errors_at_sync() -> None:
+    """A cuda index tensor is checked by the gather kernel and an out-of-range index raises
+    IndexError at the next synchronization (to_host, cuda.synchronize, Stream.synchronize),
+    naming the index as given, its dim and size and the tensor's shape; the other launches
+    waiting then are forgotten, and later ones start clean. Launches on a stream not yet
+    synchronized keep waiting; more launches than records share them (both named)."""
+    from tgrad.backends import _triton_index as tix
+    from tgrad.backends import triton as tb
+    from tgrad.cuda import index_errors as ie
+
+    def _h(a):
+        return tb.from_host(np.ascontiguousarray(a))
+
+    def _raises(sync, *want: str) -> None:
+        try:
+            sync()
+        except IndexError as e:
+            for w in want:
+                assert w in str(e), (w, str(e))
+        else:
+            raise AssertionError(f"no IndexError; wanted {want}")
+        assert not ie.waiting  # every launch waiting on the synchronized stream is done
+
+    x = np.arange(42.0).reshape(6, 7)
+    xd = _h(x)
+    good = _h(np.array([0, 5, -6]))
+    # no error: values, and nothing waits after a read
+    assert np.array_equal(tb.to_host(tix.gather(xd, (good,))), x[[0, 5, -6]])
+    assert not ie.waiting
+    # one bad index per case: the gather returns, the read raises
+    cases = [((_h(np.array([0, 6, 2])),), "index 6 is out of bounds for dimension 0 with size 6"),
+             ((slice(None), _h(np.array([[1], [-8]]))),
+              "index -8 is out of bounds for dimension 1 with size 7"),
+             ((None, good, _h(np.array([7, 0, 0], np.int32))),
+              "index 7 is out of bounds for dimension 1 with size 7"),
+             ((2, _h(np.array([3, 9], np.uint8))),
+              "index 9 is out of bounds for dimension 1 with size 7")]
+    for key, want in cases:
+        out = tix.gather(xd, key)
+        assert ie.waiting
+        _raises(lambda out=out: tb.to_host(out), want, "tensor of shape [6, 7] on cuda:0",
+                "next synchronization")
+    assert np.array_equal(tb.to_host(tix.gather(xd, (good, good))), x[[0, 5, -6], [0, 5, -6]])
+    # through tgrad: cuda.synchronize() raises; ops queued after the bad one are fine later
+    xt = tgrad.tensor(x, device="cuda")
+    y = xt[tgrad.tensor([1, 60], device="cuda")]
+    z = xt[tgrad.tensor([1, 2], device="cuda")] * 2.0
+    _raises(tgrad.cuda.synchronize, "index 60 is out of bounds for dimension 0 with size 6",
+            "not valid")
+    assert y.shape == (2, 7)
+    np.testing.assert_array_equal(z.cpu().numpy(), x[[1, 2]] * 2.0)
+    # two bad launches: the oldest is named, the other counted; both records are cleared
+    xt[tgrad.tensor([-9], device="cuda")]
+    xt[:, tgrad.tensor([8], device="cuda")]
+    _raises(lambda: xt.sum().item(), "index -9 is out of bounds for dimension 0",
+            "1 more indexing ops found bad indices")
+    assert xt[tgrad.tensor([3], device="cuda")].sum().item() == x[3].sum()
+    # the backward of a bad gather raises too (its scatter reads the indices on the host)
+    xg = tgrad.tensor(x, device="cuda", requires_grad=True)
+    try:
+        xg[tgrad.tensor([0, 6], device="cuda")].sum().backward()
+    except IndexError as e:
+        assert "index 6 is out of bounds" in str(e), e
+    else:
+        raise AssertionError("no IndexError in backward")
+    ie.check(0)  # (whichever of the two reported it, nothing is left)
+    assert not ie.waiting
+    # a launch on another stream waits until that stream is synchronized
+    side = tgrad.cuda.Stream()
+    with tgrad.cuda.stream(side):
+        tix.gather(xd, (good,))
+    tix.gather(xd, (good,))
+    tb.to_host(xd)  # synchronizes tgrad's stream only: the side launch still waits
+    assert ie.waiting
+    side.synchronize()
+    assert not ie.waiting
+    # more launches than records: a shared record names the launch its index is bad for
+    for _ in range(ie.SLOTS):
+        tix.gather(xd, (good,))
+    tix.gather(_h(x[:2]), (_h(np.array([5])),))  # bad: record of the first good launch
+    _raises(tgrad.cuda.synchronize, "index 5 is out of bounds for dimension 0 with size 2 "
+            "(tensor of shape [2, 7] on cuda:0).")
+    for _ in range(ie.SLOTS):
+        tix.gather(xd, (good,))
+    tix.gather(_h(x[:3]), (_h(np.array([-8])),))  # out of range for both of its record's
+    _raises(tgrad.cuda.synchronize, "index -8 is out of bounds for dimension 0 with size 6 "
+            "(tensor of shape [6, 7] on cuda:0), or of one of 1 later indexing ops that "
+            "shared its error record (shape [3, 7])")
+    # embedding: a negative index is out of range (the kernel does not wrap it), reported
+    # as given; with max_norm the renorm's write reads the check first and writes nothing
+    import tgrad.nn.functional as F
+    w = tgrad.tensor(np.full((3, 2), 5.0), device="cuda")
+    np.testing.assert_array_equal(F.embedding(tgrad.tensor([2, 0], device="cuda"), w)
+                                  .cpu().numpy(), np.full((2, 2), 5.0))
+    F.embedding(tgrad.tensor([[0], [-1]], device="cuda"), w)
+    _raises(tgrad.cuda.synchronize, "index -1 is out of bounds for dimension 0 with size 3 "
+            "(tensor of shape [3, 2] on cuda:0)")
+    try:
+        F.embedding(tgrad.tensor([0, -3], device="cuda"), w, max_norm=1.0)
+    except IndexError as e:
+        assert str(e).startswith("index: index -3 is out of bounds for dimension 0"), e
+    else:
+        raise AssertionError("no IndexError from embedding's renorm")
+    np.testing.assert_array_equal(w.cpu().numpy(), np.full((3, 2), 5.0))
+    # (CUDA graph capture and replay: tests/test_gpu_composites.py on a real GPU, and
+    # tests/test_cuda_graphs.py over the fake driver)
 
 
 def check_half_number_operands() -> None:
@@ -962,6 +1070,7 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
-    "empty_reductions", "int_bool_elementwise", "indexing_nd", "half_number_operands",
+    "empty_reductions", "int_bool_elementwise", "indexing_nd", "index_errors_at_sync",
+    "half_number_operands",
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
     "linalg_decompositions", "autocast", "distributions_more", "distributions_counts")}

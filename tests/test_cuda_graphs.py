@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import tgrad
-from tgrad.cuda import graphs
+from tgrad.cuda import _runtime, graphs, index_errors
 from tgrad.cuda import streams as streams_mod
 from tgrad.cuda.runtime_api import CaptureError
 
@@ -121,6 +121,12 @@ def fake(monkeypatch):
     rt.set_device(0)
     monkeypatch.setattr(graphs, "runtime", lambda: rt)
     monkeypatch.setattr(streams_mod, "runtime", lambda: rt)
+    # every other module's runtime() too (device buffers), with index_errors' state fresh
+    monkeypatch.setitem(_runtime._state, "rt", rt)
+    monkeypatch.setitem(_runtime._state, "done", True)
+    monkeypatch.setattr(index_errors, "_records", {})
+    monkeypatch.setattr(index_errors, "_capturing", {})
+    monkeypatch.setattr(index_errors, "waiting", set())
     return rt, drv
 
 
@@ -293,3 +299,35 @@ def test_mlp_training_step_graph_matches_eager():
     with pytest.raises(CaptureError, match="stream is capturing"):
         with tgrad.cuda.graph(tgrad.cuda.CUDAGraph()):
             step(graphed, opt_g, x_s, y_s).item()
+
+
+def test_index_checks_captured_wait_again_after_each_replay(fake):
+    # A gather with a cuda index tensor captured into a graph gets its error record at
+    # capture (tgrad/cuda/index_errors.py) and writes it on each replay; the record is read
+    # at the next synchronization after a replay, never after the capture itself. The
+    # kernel's write is played here by a copy into the record, captured like the launch.
+    ie = index_errors
+    rt, drv = fake
+    s = rt.tgrad_stream(0)
+    bad = np.array([0, 0, 1, -9, 0, 0, 0, 0], np.int64)  # index array 1: -9
+    g = tgrad.cuda.CUDAGraph()
+    with tgrad.cuda.graph(g):
+        record = ie.record_for(0, s, (4, 6), (0, 1), (4, 6))  # as gather_nd does
+        rt.memcpy_htod(record.data_ptr(), bad, s)
+        assert not ie.waiting                  # captured: nothing to read until a replay
+    tgrad.cuda.synchronize()                   # (the capture wrote nothing)
+    for _ in range(2):
+        g.replay()
+        assert ie.waiting == {0}
+        with pytest.raises(ie.DeviceIndexError, match=r"index -9 is out of bounds for "
+                           r"dimension 1 with size 6 \(tensor of shape \[4, 6\] on cuda:0\)"):
+            tgrad.cuda.synchronize()
+        assert not ie.waiting                  # read and cleared: the next replay writes again
+    np.testing.assert_array_equal(_read(rt, record.data_ptr(), 64, s), np.zeros(64))
+    # a capture that fails keeps nothing waiting
+    g2 = tgrad.cuda.CUDAGraph()
+    with pytest.raises(CaptureError):
+        with tgrad.cuda.graph(g2):
+            ie.record_for(0, s, (4, 6), (0,), (4,))
+            _read(rt, record.data_ptr(), 8, s)
+    assert not ie._capturing and not ie.waiting

@@ -137,11 +137,34 @@ def test_sampling_on_gpu():
 
 
 def test_embedding_rejects_negative_indices_on_gpu():
+    # checked by the gather kernel, raised at the next synchronization (index_errors.py)
     weight = tgrad.arange(6.0).reshape(3, 2).to("cuda")
     out = F.embedding(tgrad.tensor([0, 2], device="cuda"), weight)
     assert out.cpu().tolist() == [[0.0, 1.0], [4.0, 5.0]]
-    with pytest.raises(IndexError):
-        F.embedding(tgrad.tensor([-1], device="cuda"), weight)
+    F.embedding(tgrad.tensor([-1], device="cuda"), weight)
+    with pytest.raises(IndexError, match="index -1 is out of bounds for dimension 0 with size 3"):
+        tgrad.cuda.synchronize()
+
+
+def test_gather_with_a_cuda_index_is_captured_and_checked_after_each_replay():
+    # x[idx] with a cuda idx no longer reads its bounds check on the host: it can be
+    # captured, and a bad index copied into the static idx raises after that replay
+    x = tgrad.tensor(np.arange(12.0).reshape(4, 3), device="cuda")
+    idx = tgrad.tensor([3, 0, -1], device="cuda")
+    x[idx]  # warm up (compiles) outside the capture
+    tgrad.cuda.synchronize()
+    g = tgrad.cuda.CUDAGraph()
+    with tgrad.cuda.graph(g):
+        y = x[idx] * 2.0
+    g.replay()
+    np.testing.assert_array_equal(y.cpu().numpy(), np.arange(12.0).reshape(4, 3)[[3, 0, -1]] * 2)
+    idx.copy_(tgrad.tensor([1, 7, 2], device="cuda"))
+    g.replay()
+    with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 0 with size 4"):
+        y.cpu()
+    idx.copy_(tgrad.tensor([2, 2, -4], device="cuda"))
+    g.replay()
+    np.testing.assert_array_equal(y.cpu().numpy(), np.arange(12.0).reshape(4, 3)[[2, 2, -4]] * 2)
 
 
 def test_save_on_cpu_parks_saved_gpu_tensors_on_the_host():

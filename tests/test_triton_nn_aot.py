@@ -272,11 +272,11 @@ def test_flat_kernels_compile():
                                  seed="i32", offset="i64"), dict(UPCAST=True, BLOCK=blk)),
         (kix.gather_kernel, dict(OUT="*fp32", X="*fp32", OFF="*i64", N="i32"),
          dict(BLOCK=blk)),
-        (kix.gather_nd_kernel, dict(OUT="*fp32", X="*fp32", IDX="*i64", ERR="*i32",
+        (kix.gather_nd_kernel, dict(OUT="*fp32", X="*fp32", IDX="*i64", ERR="*i64",
                                     **_ints("N", "NB", *[f"{p}{i}" for p in ("S", "XS", "IS")
                                                          for i in range(8)],
                                             *[f"{p}{k}" for p in "NK" for k in range(4)])),
-         dict(NDIM=8, NIDX=4, CHECK=True, BLOCK=configs.GATHER_ND_BLOCK)),
+         dict(NDIM=8, NIDX=4, CHECK=True, WRAP=True, BLOCK=configs.GATHER_ND_BLOCK)),
         (kix.scatter_add_kernel, dict(OUT="*fp32", V="*fp32", PERM="*i64", START="*i64",
                                       LEN="*i64", TARGET="*i64", NSEG="i32", MAXLEN="i32"),
          dict(REDUCE=0, ACC=0, INIT=0, BLOCK=configs.SCATTER_BLOCK)),

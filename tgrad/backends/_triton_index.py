@@ -6,9 +6,11 @@ A key is a tuple of ints, slices, None, Ellipsis, NumPy integer arrays / boolean
 device integer arrays (integer index tensors on the GPU stay there, see
 tgrad.ops.index.normalize_key). ``gather`` plans the common keys on the host from shapes
 alone (``_plan``: slices become a strided view, every index array one operand of the
-gather_nd kernel, which computes the offsets on the device). The writers split the result
-into index tuples and slice positions (``_split``): the host sorts (index_add: deterministic
-segments) or deduplicates (index_put_: the last write wins) one target per index tuple.
+gather_nd kernel, which computes the offsets on the device and checks device index arrays
+itself: tgrad/cuda/index_errors.py raises a bad one at the next synchronization). The
+writers split the result into index tuples and slice positions (``_split``): the host sorts
+(index_add: deterministic segments) or deduplicates (index_put_: the last write wins) one
+target per index tuple.
 The rest (0-d boolean keys, more than 4 index arrays, 8 result dims, or 2 sliced dims for
 the writers) take int64 element offsets computed on the host (``_key_offsets``).
 """
@@ -21,8 +23,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tgrad.cuda import is_interpreted
+from tgrad.cuda import index_errors, is_interpreted
 from tgrad.cuda.array import DeviceArray, contiguous_strides
+from tgrad.cuda.streams import current_stream_handle
 from tgrad.kernels import configs
 from tgrad.kernels.launch import collapse, launch
 
@@ -76,6 +79,7 @@ class _Plan(NamedTuple):
     bshape: tuple  # broadcast shape B of the index arrays
     dims: list  # per index array: (size, element stride) of the view dim it selects
     b_first: int  # position of B's first dim in the result
+    index_dims: tuple  # per index array: the dim of x it selects (for error messages)
 
 
 def _items(x: DeviceArray, key) -> list | None:
@@ -146,17 +150,20 @@ def _plan(x: DeviceArray, key) -> _Plan | None:
     # in the key, else first (NumPy's rule); slices and None keep their place otherwise.
     adjacent = adv == list(range(adv[0], adv[-1] + 1))
     b_first = sum(1 for k in items[:adv[0]] if type(k) is not tuple) if adjacent else 0
-    shape, x_strides, arrays, dims = [], [], [], []
+    shape, x_strides, arrays, dims, index_dims, x_dim = [], [], [], [], [], 0
     for k, n, st in zip(items, view.shape, view.estrides):
         if type(k) is tuple:
             arrays.append(k[1])
             dims.append((n, st))
+            index_dims.append(x_dim)
         else:
             shape.append(n)
             x_strides.append(st)
+        x_dim += k is not None
     shape[b_first:b_first] = bshape
     x_strides[b_first:b_first] = [0] * len(bshape)
-    return _Plan(view, tuple(shape), tuple(x_strides), arrays, tuple(bshape), dims, b_first)
+    return _Plan(view, tuple(shape), tuple(x_strides), arrays, tuple(bshape), dims, b_first,
+                 tuple(index_dims))
 
 
 def _host_bounds_ok(arrays: list, dims: list) -> bool:
@@ -183,8 +190,9 @@ def _index_buffer(p: _Plan) -> DeviceArray:
     return stack
 
 
-def _gather_nd(p: _Plan) -> DeviceArray | None:
-    """Launch gather_nd_kernel for plan ``p``; None when the result has too many dims."""
+def _gather_nd(p: _Plan, x_shape: tuple, wrap_negative: bool = True) -> DeviceArray | None:
+    """Launch gather_nd_kernel for plan ``p`` of an ``x_shape`` source; None when the
+    result has too many dims."""
     from tgrad.kernels import indexing as kix
     from tgrad.kernels.launch import karg, triton_cdiv
     tb = _tb()
@@ -200,7 +208,9 @@ def _gather_nd(p: _Plan) -> DeviceArray | None:
     if n == 0:
         return out
     check = any(isinstance(a, DeviceArray) for a in p.arrays)
-    err = tb.full((1,), 0, np.dtype(np.int32)) if check else out
+    # device index arrays are checked by the kernel; a bad one raises at the next sync
+    err = index_errors.record_for(out.device, current_stream_handle(out.device), x_shape,
+                                  p.index_dims, tuple(size for size, _ in p.dims)) if check else out
     idx = _index_buffer(p)
     pad = MAX_RESULT_DIMS - len(shape)
     sizes = list(reversed(shape)) + [1] * pad  # S0 innermost
@@ -212,20 +222,25 @@ def _gather_nd(p: _Plan) -> DeviceArray | None:
     blk = configs.gather_nd_block(is_interpreted())
     launch(kix.gather_nd_kernel, (triton_cdiv(n, blk),), karg(out), karg(p.view), karg(idx),
            karg(err), n, nb, *sizes, *xs, *is_, *ns, *ks, NDIM=len(shape),
-           NIDX=len(p.arrays), CHECK=check, BLOCK=blk, num_warps=configs.FLAT_WARPS)
-    if check and int(err.to_host()[0]):
-        return None  # an index out of range: the host path raises NumPy's IndexError
+           NIDX=len(p.arrays), CHECK=check, WRAP=wrap_negative, BLOCK=blk,
+           num_warps=configs.FLAT_WARPS)
     return out
 
 
 # ---------------------------------------------------------------- primitives
-def gather(x: DeviceArray, key) -> DeviceArray:
-    """Advanced indexing (integer arrays / boolean masks mixed with basic indices)."""
+def gather(x: DeviceArray, key, wrap_negative: bool = True) -> DeviceArray:
+    """Advanced indexing (integer arrays / boolean masks mixed with basic indices). With
+    ``wrap_negative=False`` (embedding's lookup) a negative entry of a device index array
+    is out of range too; that takes the keys gather_nd plans."""
     p = _plan(x, key)
     if p is not None and _host_bounds_ok(p.arrays, p.dims):
-        out = _gather_nd(p)
+        out = _gather_nd(p, x.shape, wrap_negative)
         if out is not None:
             return out
+    if not wrap_negative:
+        raise ValueError(f"gather(wrap_negative=False): a key of {len(key)} items on a tensor "
+                         f"of shape {list(x.shape)} needs the host path, which wraps negative "
+                         "indices; index with device index arrays and slices only")
     return _gather_offsets(x, key)
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import warnings as _warnings
 
+from tgrad.cuda import index_errors, nvtx
 from tgrad.cuda import interop as _interop
 from tgrad.cuda import memory as _memory
-from tgrad.cuda import nvtx
 from tgrad.cuda._runtime import get_runtime_or_none, runtime
 from tgrad.cuda._runtime import why_unavailable as _why
 from tgrad.cuda.graphs import CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing
@@ -97,8 +97,12 @@ def get_device_capability(device=None) -> tuple[int, int]:
 
 
 def synchronize(device=None) -> None:
-    """Wait for all work queued on ``device`` (default: the current one)."""
-    runtime().synchronize(_device_index(device))
+    """Wait for all work queued on ``device`` (default: the current one); raises the
+    IndexError of a cuda index tensor found out of range since the last synchronization
+    (tgrad/cuda/index_errors.py)."""
+    idx = _device_index(device)
+    runtime().synchronize(idx)
+    index_errors.check(idx)
 
 
 def memory_allocated(device=None) -> int:

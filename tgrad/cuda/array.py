@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from tgrad._strides import contiguous_strides
+from tgrad.cuda import index_errors
 from tgrad.cuda._runtime import runtime
 from tgrad.cuda.memory import Buffer
 from tgrad.cuda.streams import current_stream_handle
@@ -77,8 +78,10 @@ class DeviceArray:
         lo, hi = self.span()
         host = np.empty(hi - lo, self.dtype)
         rt = runtime()
-        rt.memcpy_dtoh(host, self.buffer.ptr + lo * self.dtype.itemsize,
-                       current_stream_handle(self.device))
+        stream = current_stream_handle(self.device)
+        rt.memcpy_dtoh(host, self.buffer.ptr + lo * self.dtype.itemsize, stream)
+        if index_errors.waiting:  # the stream has been waited for: report its bad indices
+            index_errors.check(self.device, stream)
         item = self.dtype.itemsize
         if item == 1 and self.dtype.kind not in "biu":  # float8 (ml_dtypes): NumPy's
             host, dst = host.view(np.uint8), out.view(np.uint8)  # as_strided cannot take it

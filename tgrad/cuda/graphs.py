@@ -37,6 +37,7 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+from tgrad.cuda import index_errors
 from tgrad.cuda._runtime import runtime
 from tgrad.cuda.runtime_api import CaptureError, CaptureState
 
@@ -68,6 +69,7 @@ class CUDAGraph:
         self._exec: int | None = None
         self._state: CaptureState | None = None
         self._capturing = False
+        self._index_checks: list = []  # checked gathers captured (cuda/index_errors.py)
 
     # ------------------------------------------------------------------ capture
     def capture_begin(self, pool: Any = None, capture_error_mode: str = "global") -> None:
@@ -89,7 +91,13 @@ class CUDAGraph:
                                "tgrad.cuda.stream(...) context before capturing")
         gc.collect()                 # garbage freed now is not freed inside the capture
         rt.synchronize(device)
-        rt.stream_begin_capture(stream, capture_error_mode)
+        index_errors.check(device)
+        index_errors.begin_capture(device)
+        try:
+            rt.stream_begin_capture(stream, capture_error_mode)
+        except Exception:
+            index_errors.end_capture(device)
+            raise
         self._rt, self._device, self._stream = rt, device, stream
         self._capturing = True
 
@@ -99,6 +107,7 @@ class CUDAGraph:
             raise RuntimeError("CUDAGraph.capture_end: capture_begin was not called")
         rt = self._rt
         self._capturing = False
+        self._index_checks = index_errors.end_capture(self._device)
         graph, state = rt.stream_end_capture(self._stream)
         self._graph, self._state = graph, state
         try:
@@ -112,6 +121,7 @@ class CUDAGraph:
         if not self._capturing:
             return
         self._capturing = False
+        index_errors.end_capture(self._device)
         try:
             graph, state = self._rt.stream_end_capture(self._stream)
         except Exception:  # noqa: BLE001 - an invalidated capture: nothing to keep
@@ -126,6 +136,7 @@ class CUDAGraph:
             raise RuntimeError("CUDAGraph.replay: nothing captured (use capture_begin/"
                                "capture_end or the tgrad.cuda.graph(g) context first)")
         self._rt.graph_launch(self._exec, self._stream)
+        index_errors.replayed(self._device, self._stream, self._index_checks)
 
     def reset(self) -> None:
         """Destroy the graph and release what the capture kept alive."""
@@ -141,6 +152,7 @@ class CUDAGraph:
         if self._state is not None:
             rt.release_capture_state(self._state, self._stream)
             self._state = None
+        self._index_checks = []
 
     def pool(self) -> tuple:
         """A token for another graph's ``capture_begin(pool=...)``."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from tgrad.cuda import index_errors
 from tgrad.cuda._runtime import runtime
 
 _local = threading.local()
@@ -48,6 +49,7 @@ class Stream:
 
     def synchronize(self) -> None:
         runtime().stream_synchronize(self.cuda_stream)
+        index_errors.check(self.device_index, self.cuda_stream)
 
     def query(self) -> bool:
         return runtime().stream_query(self.cuda_stream)

@@ -6,11 +6,14 @@ result has NDIM <= 8 dims (S0 innermost); each result dim r walks the sliced sou
 with element stride XS_r (0 on the dims of the broadcast index shape B) and the index
 buffer IDX (NIDX <= 4 int arrays, each broadcast to B, stacked as [NIDX, NB] contiguous, or
 one contiguous array of shape B) with stride IS_r (0 on sliced and None dims). Index k
-selects along a source dim of size N_k and stride K_k; negatives wrap once (NumPy):
+selects along a source dim of size N_k and stride K_k; negatives wrap once (NumPy; with
+WRAP off, for embedding, they are out of range):
   out[i] = X[sum_r c_r XS_r + sum_k wrap(IDX[k NB + sum_r c_r IS_r]) K_k]
   bytes = N (2 itemsize + NIDX * 8) at most (index reads repeat from cache over sliced dims)
-With CHECK, an index outside [-N_k, N_k) is not read; it sets ERR[0] = 1, and the wrapper
-raises NumPy's IndexError (found again on the host, the error path only).
+With CHECK, an index outside [-N_k, N_k) ([0, N_k) without WRAP) is not read: index array k
+writes ERR[2k] = 1 and ERR[2k + 1] = the index as given (any bad one of it), which
+tgrad/cuda/index_errors.py reads at the next synchronization; those output elements are
+left unwritten.
 
 scatter_add_nd and put_nd (the backward of x[key], and x[key] = v) split the result into
 its index part b (the NB positions of B) and its slice part s (NS positions, the sliced
@@ -49,6 +52,23 @@ def gather_kernel(OUT, X, OFF, N, BLOCK: tl.constexpr):
     tl.store(OUT + i, tl.load(X + off, mask=mask), mask=mask)
 
 
+@triton.jit
+def _nd_index(IDX, ERR, oi, mask, N, CHECK: tl.constexpr, WRAP: tl.constexpr):
+    """One index array's entries at ``oi`` (with WRAP, negatives wrapped once), and where
+    they fall outside [0, N); with CHECK a bad entry writes ERR[0] = 1 and ERR[1] = the
+    entry."""
+    v = tl.load(IDX + oi, mask=mask, other=0).to(tl.int64)
+    if WRAP:
+        w = tl.where(v < 0, v + N, v)
+    else:
+        w = v
+    bad = mask & ((w < 0) | (w >= N))
+    if CHECK:
+        tl.store(ERR + oi * 0, oi * 0 + 1, mask=bad)
+        tl.store(ERR + 1 + oi * 0, v, mask=bad)
+    return w, bad
+
+
 _ND_NO_SPEC = ["N", "NB"] + [f"{p}{i}" for p in ("S", "XS", "IS") for i in range(8)] + \
     [f"{p}{k}" for p in "NK" for k in range(4)]
 
@@ -60,6 +80,7 @@ def gather_nd_kernel(OUT, X, IDX, ERR, N, NB,
                      IS0, IS1, IS2, IS3, IS4, IS5, IS6, IS7,
                      N0, N1, N2, N3, K0, K1, K2, K3,
                      NDIM: tl.constexpr, NIDX: tl.constexpr, CHECK: tl.constexpr,
+                     WRAP: tl.constexpr,
                      BLOCK: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = i < N
@@ -102,29 +123,21 @@ def gather_nd_kernel(OUT, X, IDX, ERR, N, NB,
         c = rem % S7
         ox += c * XS7
         oi += c * IS7
-    bad = i < 0  # all False
-    v = tl.load(IDX + oi, mask=mask, other=0).to(tl.int64)
-    v = tl.where(v < 0, v + N0, v)
-    bad = bad | (v < 0) | (v >= N0)
-    ox += v * K0
+    w, bad = _nd_index(IDX, ERR, oi, mask, N0, CHECK, WRAP)
+    ox += w * K0
     if NIDX > 1:
-        v = tl.load(IDX + NB + oi, mask=mask, other=0).to(tl.int64)
-        v = tl.where(v < 0, v + N1, v)
-        bad = bad | (v < 0) | (v >= N1)
-        ox += v * K1
+        w, bad_k = _nd_index(IDX + NB, ERR + 2, oi, mask, N1, CHECK, WRAP)
+        bad = bad | bad_k
+        ox += w * K1
     if NIDX > 2:
-        v = tl.load(IDX + 2 * NB + oi, mask=mask, other=0).to(tl.int64)
-        v = tl.where(v < 0, v + N2, v)
-        bad = bad | (v < 0) | (v >= N2)
-        ox += v * K2
+        w, bad_k = _nd_index(IDX + 2 * NB, ERR + 4, oi, mask, N2, CHECK, WRAP)
+        bad = bad | bad_k
+        ox += w * K2
     if NIDX > 3:
-        v = tl.load(IDX + 3 * NB + oi, mask=mask, other=0).to(tl.int64)
-        v = tl.where(v < 0, v + N3, v)
-        bad = bad | (v < 0) | (v >= N3)
-        ox += v * K3
+        w, bad_k = _nd_index(IDX + 3 * NB, ERR + 6, oi, mask, N3, CHECK, WRAP)
+        bad = bad | bad_k
+        ox += w * K3
     if CHECK:
-        bad = bad & mask
-        tl.store(ERR + i * 0, tl.full([BLOCK], 1, tl.int32), mask=bad)
         mask = mask & (bad == 0)
     tl.store(OUT + i, tl.load(X + ox, mask=mask), mask=mask)
 

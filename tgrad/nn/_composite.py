@@ -851,7 +851,9 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float,  # noqa: 
     with no_grad():
         weight = weight.detach()
         idx = input.reshape(-1)
-        rows = weight[idx]  # (k, embedding_dim); checks the indices before any write
+        # (k, embedding_dim), embedding's lookup (negatives out of range); on cuda its
+        # check is read by the write below before it writes (index_put_ reads idx on the host)
+        rows = _Embedding.apply(weight, (idx, None, False))
         norm = rows.norm(norm_type, dim=-1, keepdim=True).to(dtypes.float64)
         scale = where(norm > max_norm, max_norm / (norm + 1e-7), 1.0)
         compute = dtypes.float32 if weight.dtype in (dtypes.float16, dtypes.bfloat16) \
@@ -878,13 +880,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     if weight.ndim != 2:  # [num_embeddings, embedding_dim]
         raise RuntimeError(f"'weight' must be 2-D (embedding: got a weight of shape "
                            f"{list(weight.shape)}; it is [num_embeddings, embedding_dim])")
-    # a negative index is out of range (weight[input] alone would count from the end)
-    if input.device.type == "cpu":
-        if input.numel() and int(input.min()) < 0:
-            raise IndexError(f"embedding: index out of range in self (index "
-                             f"{int(input.min())} of a weight with {weight.shape[0]} rows)")
-    else:  # no extra host sync: negatives become row n, which the gather's check rejects
-        input = where(input < 0, weight.shape[0], input)  # noqa: A001
+    # a negative index is out of range (weight[input] alone would count from the end): on
+    # cuda the lookup's gather kernel rejects it (no host sync; raised at the next one)
+    if input.device.type == "cpu" and input.numel() and int(input.min()) < 0:
+        raise IndexError(f"embedding: index out of range in self (index "
+                         f"{int(input.min())} of a weight with {weight.shape[0]} rows)")
     if padding_idx is not None:
         padding_idx = _int_arg("embedding", "padding_idx", padding_idx, 3)
         if not -weight.shape[0] <= padding_idx < weight.shape[0]:
@@ -925,7 +925,9 @@ class _Embedding(Function):
         # (a 0-d index would be basic indexing, a view of weight: looked up as one of (1,))
         flat = input if input.ndim else input.reshape(1)
         key = normalize_key(flat, weight.device, 2)[0]
-        arr = _index_fwd(ctx, weight, key, "gather")
+        # (on cuda negatives are out of range in the kernel; on the CPU embedding checked)
+        arr = _index_fwd(ctx, weight, key, "gather",
+                         **({} if weight.device.type == "cpu" else {"wrap_negative": False}))
         if not input.ndim:  # (1, dim) -> (dim,): a view of the fresh result
             arr = backend_of(weight).reshape_view(arr, weight.shape[1:])
         ctx.indices, ctx.padding_idx, ctx.scale = input, padding_idx, None

@@ -16,6 +16,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
+from tgrad.cuda.index_errors import DeviceIndexError
 from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
 from tgrad.ops import gathering as ga
@@ -598,7 +599,7 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
             shape = getitem(self.detach(), key).shape
         except IndexError as e:  # an out-of-range index: the text names this op
             msg = str(e)
-            if msg.startswith("index: "):
+            if msg.startswith("index: ") and not isinstance(e, DeviceIndexError):
                 raise IndexError(f"index_put_: {msg[len('index: '):]}") from None
             raise
         add = IndexAdd.apply(vals.to(self.dtype).expand(shape), nkey, self.shape)

@@ -11,6 +11,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.cuda.array import DeviceArray
+from tgrad.cuda.index_errors import DeviceIndexError
 from tgrad.ops._common import backend_of, make_view, register_op, tensor_method, view_apply, wrap
 from tgrad.tensor import Tensor
 
@@ -228,11 +229,13 @@ def _index_error(x: Tensor, e: Exception) -> IndexError:
     return IndexError(f"index: {msg} (tensor of shape {list(x.shape)})")
 
 
-def _index_fwd(ctx, x: Tensor, key, prim: str):
-    """backend.<prim>(x, key) (basic_index or gather), IndexErrors reworded by
+def _index_fwd(ctx, x: Tensor, key, prim: str, **options):
+    """backend.<prim>(x, key, **options) (basic_index or gather), IndexErrors reworded by
     ``_index_error``; x's shape and the key are kept for IndexAdd in backward."""
     try:
-        arr = getattr(backend_of(x), prim)(x._data, key)
+        arr = getattr(backend_of(x), prim)(x._data, key, **options)
+    except DeviceIndexError:  # an earlier op's, found at a sync inside: as it is
+        raise
     except IndexError as e:
         raise _index_error(x, e) from None
     ctx.shape, ctx.key = x.shape, key

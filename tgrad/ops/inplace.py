@@ -18,6 +18,7 @@ from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.hooks import move_retain_grad
 from tgrad.autograd.node import gradient_edge
+from tgrad.cuda.index_errors import DeviceIndexError
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
 from tgrad.ops.index import check_masks, fills_by_masked_fill, normalize_key, split_selects
@@ -489,6 +490,8 @@ class IndexPut(Function):
         vals = v._data if isinstance(v, Tensor) else v
         try:
             be.index_put_(out, key, vals)
+        except DeviceIndexError:  # an earlier op's, found at a sync inside: as it is
+            raise
         except IndexError as e:
             raise IndexError(f"index_put_: {str(e).replace('axis', 'dimension')}") from None
         except ValueError as e:  # PyTorch: a RuntimeError naming both shapes
