@@ -311,6 +311,31 @@ def test_lgamma_near_its_negative_roots():
     assert gradcheck(tgrad.lgamma, (t,))
 
 
+def test_capture_paths_without_host_reads_match(monkeypatch):
+    # While a CUDA graph is captured (host_reads_ok False) lgamma runs its near-root
+    # expansion on every element and keeps it where needed, and erfcx's gradient its
+    # continued fraction: the values must be the mpmath ones above, as on the normal path.
+    # (Forced here on the CPU; capture itself needs a real GPU.)
+    from tgrad.ops import erfs, special
+    x = np.array([v for v, _ in LGAMMA_NEAR_ROOTS] + [-30.5, -1.5, 0.3, 7.0, -2.5])
+    normal = _run(tgrad.lgamma, x)
+
+    def erfcx_grad():
+        t = tgrad.tensor([v for v, _ in ERFCX_GRAD], dtype=F64, requires_grad=True)
+        tgrad.special.erfcx(t).sum().backward()
+        return t.grad.numpy()
+
+    normal_grad = erfcx_grad()
+    for mod in (erfs, special):
+        monkeypatch.setattr(mod, "host_reads_ok", lambda t: False)
+    np.testing.assert_array_equal(_run(tgrad.lgamma, x), normal)
+    ref = np.array([r for _, r in LGAMMA_NEAR_ROOTS])
+    got = _run(tgrad.lgamma, x)[:len(ref)]
+    assert (np.abs(got - ref) / np.spacing(np.abs(ref))).max() <= 8
+    np.testing.assert_array_equal(erfcx_grad(), normal_grad)
+    np.testing.assert_allclose(normal_grad, [g for _, g in ERFCX_GRAD], rtol=3e-15)
+
+
 # erfcx'(x) = 2 x erfcx(x) - 2/sqrt(pi), by mpmath at 60 digits:
 # float(2*v*mpmath.exp(v*v)*mpmath.erfc(v) - 2/mpmath.sqrt(mpmath.pi)), v = mpmath.mpf(x)
 ERFCX_GRAD = [

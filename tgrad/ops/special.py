@@ -35,6 +35,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     apply_float_unary,
     float_input,
+    host_reads_ok,
     require_tensor,
     rounded_to,
     tensor_method,
@@ -202,7 +203,9 @@ def _lgamma(x: Tensor) -> Tensor:
     # around the roots in (-20, -2) (beyond, no float is near one) the expansion about them
     near = ew.logical_and(ew.logical_and(ew.gt(x, -20.0), ew.lt(x, -2.0)),
                           ew.lt(ew.abs(refl) * 2.0, ew.abs(lg)))
-    if bool(near.any()):  # (on the subset only: ~300 ops an element)
+    if not host_reads_ok(x):  # (a CUDA graph capture: no host read, every element through it)
+        out = ew.where(near, _lgamma_near_roots(ew.where(near, x, -2.5)), out)
+    elif bool(near.any()):  # (on the subset only: ~300 ops an element)
         out = out.clone()
         out[near] = _lgamma_near_roots(x[near])
     out = ew.where(ew.logical_or(_poles(x), ew.isinf(x)), math.inf, out)
