@@ -355,25 +355,35 @@ def optim_block(interpreted: bool) -> int:
     return OPTIM_INTERP_BLOCK if interpreted else OPTIM_BLOCK
 
 
-# grid_sample (tgrad/kernels/grid_sample.py): BLOCK_P points x BLOCK_C channels per tile,
-# the taps unrolled; not measured on a GPU yet. 128 points x 4 channels in 4 warps: no
-# spills in either kernel for any mode / padding / align / dtype with Triton 3.6 for sm_90
-# (tests/test_triton_nn_aot.py). Tiles of 8, 2 or 1 channels made ptxas spill 4-36 bytes in
-# some backward variants (at 40-128 registers), 256 x 4 in float64 bicubic, so the channel
-# tile is 4 whatever C. Triton 3.9 spills at this tile (bicubic: 12-20 bytes in float32,
-# 416 in float64; 3-D bilinear float64: 152-248), and no tile tried (128/64/32 points x
-# 4/2 channels, 2-8 warps) was spill-free under both versions. Interpreter: one fixed tile
-# (the tests' 4..68 points x 1..3 channels in one or two programs; one block shape, so the
-# recorded AOT specializations do not multiply by the tests' sizes).
-GRID_SAMPLE_BLOCK_C = 4
-GRID_SAMPLE_BLOCK_P = 128
+# grid_sample (tgrad/kernels/grid_sample.py): BLOCK_P points x BLOCK_C channels per tile in
+# num_warps, the taps unrolled; not measured on a GPU yet. The tile is picked by Triton
+# version, as the one that spills no register in either kernel for any mode / padding /
+# align / dtype when compiled for sm_90 (tests/test_triton_nn_aot.py):
+# - Triton 3.6 (the GPU machine's): 128 x 4 in 4 warps. Tiles of 8, 2 or 1 channels made
+#   ptxas spill 4-36 bytes in some backward variants, 256 x 4 in float64 bicubic, 64 x 4 16
+#   bytes in float64 bicubic (zeros padding, align_corners).
+# - Triton 3.9 (and versions not tried): 64 x 4 in 4 warps. 128 x 4 spills there (bicubic:
+#   12-20 bytes in float32, 416-824 in float64; 3-D bilinear float64: 152-248), as do 64 x 4
+#   in 2 or 8 warps; 32 x 4 in 2 or 4 warps does not spill under 3.9 but does under 3.6.
+# Interpreter: one fixed tile (the tests' 4..68 points x 1..3 channels in one or two
+# programs; one block shape, so the recorded AOT specializations do not multiply by the
+# tests' sizes).
+GRID_SAMPLE_TILES = {"3.6": (128, 4, 4)}  # Triton "major.minor" -> (BLOCK_P, BLOCK_C, warps)
+GRID_SAMPLE_TILE_DEFAULT = (64, 4, 4)
 GRID_SAMPLE_WARPS = 4
 GRID_SAMPLE_INTERP = (64, 4)
 
 
+def grid_sample_tile(triton_version: str) -> tuple[int, int, int]:
+    """(BLOCK_P, BLOCK_C, num_warps) of the compiled grid_sample kernels under that Triton."""
+    return GRID_SAMPLE_TILES.get(".".join(triton_version.split(".")[:2]),
+                                 GRID_SAMPLE_TILE_DEFAULT)
+
+
 def grid_sample_config(points: int, c: int, interpreted: bool) -> tuple[int, int, int]:
-    """(BLOCK_P, BLOCK_C, num_warps) for ``points`` output points of ``c`` channels (both
-    fixed today)."""
+    """(BLOCK_P, BLOCK_C, num_warps) for ``points`` output points of ``c`` channels (the
+    tile does not depend on them today; it depends on the installed Triton)."""
     if interpreted:
         return (*GRID_SAMPLE_INTERP, GRID_SAMPLE_WARPS)
-    return GRID_SAMPLE_BLOCK_P, GRID_SAMPLE_BLOCK_C, GRID_SAMPLE_WARPS
+    import triton
+    return grid_sample_tile(triton.__version__)
