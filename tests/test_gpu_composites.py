@@ -151,7 +151,7 @@ def test_gather_with_a_cuda_index_is_captured_and_checked_after_each_replay():
     # captured, and a bad index copied into the static idx raises after that replay
     x = tgrad.tensor(np.arange(12.0).reshape(4, 3), device="cuda")
     idx = tgrad.tensor([3, 0, -1], device="cuda")
-    x[idx]  # warm up (compiles) outside the capture
+    x[idx] * 2.0  # warm up (compiles) outside the capture
     tgrad.cuda.synchronize()
     g = tgrad.cuda.CUDAGraph()
     with tgrad.cuda.graph(g):
