@@ -726,6 +726,13 @@ def check_index_errors_at_sync() -> None:
     assert ie.waiting
     side.synchronize()
     assert not ie.waiting
+    # a loop of identical gathers without a synchronization: one entry per record, not one
+    # per launch
+    for _ in range(3 * ie.SLOTS):
+        tix.gather(xd, (good,))
+    assert sum(map(len, ie._records[0].waiting.values())) == ie.SLOTS
+    tgrad.cuda.synchronize()
+    assert not ie.waiting
     # more launches than records: a shared record names the launch its index is bad for
     for _ in range(ie.SLOTS):
         tix.gather(xd, (good,))

@@ -10,12 +10,14 @@ message that names the index, the dim and the tensor.
 * Records: each device has one int64 buffer of ``SLOTS`` records. A checked launch gets the
   next record, round robin (``record_for``); per index array k of the launch the kernel
   writes (1, the bad index as given) at [2k, 2k + 1]. Launches waiting to be checked
-  (``_Waiting``: stream, description) are listed under their record on the host.
+  (``_Waiting``: stream, description) are listed under their record on the host, identical
+  ones once (a loop without a synchronization does not grow the lists).
 * Checks: ``DeviceArray.to_host`` (every ``.item()``, ``.numpy()``, ``.cpu()``...),
   ``tgrad.cuda.synchronize`` and ``Stream.synchronize`` call ``check`` after they waited;
   when launches wait on that device it reads the records (one small device-to-host copy).
-  A set record raises IndexError for the first of its launches and is cleared; launches of
-  the synchronized streams whose records are clear are forgotten.
+  A set record raises IndexError for the oldest (naming the launches its index is out of
+  range for) and is cleared; the launches of the synchronized streams are forgotten, those
+  of other streams wait on.
 * More than ``SLOTS`` launches without a synchronization share records; an error then names
   the launches the index is out of range for.
 * CUDA graphs: launches captured into a graph are listed with the graph
@@ -62,7 +64,9 @@ class _Records:
         rt = runtime()
         rt.memset_d8(self.buffer.data_ptr(), 0, self.buffer.nbytes, rt.tgrad_stream(device))
         self.next = 0
-        self.waiting: dict[int, list[_Waiting]] = {}
+        # slot -> its waiting launches, as the keys of a dict (in launch order; a loop's
+        # identical launches are one entry, so nothing grows without a synchronization)
+        self.waiting: dict[int, dict[_Waiting, None]] = {}
 
 
 _records: dict[int, _Records] = {}
@@ -83,7 +87,7 @@ def record_for(device: int, stream: int, shape: tuple, dims: tuple, sizes: tuple
     if captured is not None:
         captured.append((slot, entry))
     else:
-        recs.waiting.setdefault(slot, []).append(entry)
+        recs.waiting.setdefault(slot, {})[entry] = None
         waiting.add(device)
     return recs.buffer.view((RECORD,), (1,), slot * RECORD)
 
@@ -100,18 +104,15 @@ def check(device: int, stream: int | None = None) -> None:
     rt.memcpy_dtoh(host, recs.buffer.data_ptr(), read_on)
     oldest_first = sorted(recs.waiting, key=lambda slot: (slot - recs.next) % SLOTS)
     bad = [slot for slot in oldest_first if host[slot, ::2].any()]
-    for slot in list(recs.waiting):
-        if slot in bad:
-            continue
-        kept = [w for w in recs.waiting[slot] if stream is not None and w.stream != stream]
+    message = _message(device, host[bad[0]], list(recs.waiting[bad[0]]), len(bad)) \
+        if bad else ""
+    for slot in bad:  # read: cleared for the launches still to come
+        rt.memset_d8(recs.buffer.data_ptr() + slot * RECORD * 8, 0, RECORD * 8, read_on)
+    for slot in oldest_first:  # the launches of streams not synchronized still wait
+        kept = {w: None for w in recs.waiting[slot] if stream is not None and w.stream != stream}
         if kept:
             recs.waiting[slot] = kept
         else:
-            del recs.waiting[slot]
-    if bad:
-        message = _message(device, host[bad[0]], recs.waiting[bad[0]], len(bad))
-        for slot in bad:
-            rt.memset_d8(recs.buffer.data_ptr() + slot * RECORD * 8, 0, RECORD * 8, read_on)
             del recs.waiting[slot]
     if not recs.waiting:
         waiting.discard(device)
@@ -160,5 +161,5 @@ def replayed(device: int, stream: int, captured: list) -> None:
         return
     recs = _records[device]
     for slot, entry in captured:
-        recs.waiting.setdefault(slot, []).append(entry._replace(stream=stream))
+        recs.waiting.setdefault(slot, {})[entry._replace(stream=stream)] = None
     waiting.add(device)
