@@ -50,7 +50,7 @@ class _Waiting(NamedTuple):
     """A checked launch whose record has not been read since it ran."""
 
     stream: int
-    shape: tuple  # the indexed tensor's shape (after the key's basic indexing)
+    shape: tuple  # the indexed tensor's shape
     dims: tuple  # per index array: the dim it indexes
     sizes: tuple  # per index array: that dim's size
 

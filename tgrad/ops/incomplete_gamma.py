@@ -99,16 +99,17 @@ def converge(step: Callable[[int, dict], None], state: dict, converged: Callable
 
 def _set_aside(ok: Tensor, state: dict, positions: Tensor, keep: tuple, done: list) -> tuple:
     """Append (positions, keep values) of the elements where ``ok`` holds to ``done``;
-    return the state and positions of the others."""
-    n_ok = int(ok.sum())  # (a host read: the loop's one sync per check)
-    if n_ok == ok.numel():  # (no elements at all included)
+    return the state and positions of the others. (On a GPU: the two nonzero() are the
+    check's host reads; the gathers by their device indices do not synchronize.)"""
+    ok_at = ok.nonzero().reshape(-1)
+    if ok_at.numel() == ok.numel():  # (no elements at all included)
         done.append((positions, [state[k] for k in keep]))
         return {}, positions[:0]
-    if n_ok == 0:
+    if ok_at.numel() == 0:
         return state, positions
-    done.append((positions[ok], [state[k][ok] for k in keep]))
-    rest = ~ok
-    return {k: v[rest] for k, v in state.items()}, positions[rest]
+    done.append((positions[ok_at], [state[k][ok_at] for k in keep]))
+    rest_at = (~ok).nonzero().reshape(-1)
+    return {k: v[rest_at] for k, v in state.items()}, positions[rest_at]
 
 
 def small_vs(small: Tensor, big: Tensor | float) -> Tensor:
