@@ -108,8 +108,9 @@ def _dp_da(a: Tensor, x: Tensor) -> Tensor:
 
     def fraction_step(i: int, st: dict) -> None:
         a, d, dd, c, dc = st["a"], st["d"], st["dd"], st["c"], st["dc"]
-        an, dan = -i * (i - a), float(i) + 0.0 * a  # (a tensor: dan / c divides, a number
-        # would multiply by 1 / c)
+        # dan = d an / da = i, as a tensor: dan / c then divides (a number over a tensor
+        # would multiply by 1 / c, an ulp apart)
+        an, dan = -i * (i - a), float(i) + 0.0 * a
         st["b"] = b = st["b"] + 2.0
         dden = dan * d + an * dd - 1.0  # db = d(x + 1 - a + 2 i)/da = -1
         den = an * d + b
