@@ -7,11 +7,12 @@ run, and --budget-s skips what would not fit. Performance is only measured on a 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+from interpreted import interpreter_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,8 +40,7 @@ SCRIPT = textwrap.dedent(r"""
 
 
 def test_bench_gpu_smoke(tmp_path):
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = interpreter_env()
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(ROOT), str(tmp_path)],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

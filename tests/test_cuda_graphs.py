@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 import tgrad
-from tgrad.cuda import _runtime, graphs, index_errors
-from tgrad.cuda import streams as streams_mod
+from tgrad.cuda import _runtime, index_errors
 from tgrad.cuda.runtime_api import CaptureError
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -119,9 +118,7 @@ def fake(monkeypatch):
     drv = FakeGraphDriver(n_devices=1)
     rt = dr.DriverRuntime(bindings=drv)
     rt.set_device(0)
-    monkeypatch.setattr(graphs, "runtime", lambda: rt)
-    monkeypatch.setattr(streams_mod, "runtime", lambda: rt)
-    # every other module's runtime() too (device buffers), with index_errors' state fresh
+    # runtime() everywhere (graphs, streams, device buffers), index_errors' state fresh
     monkeypatch.setitem(_runtime._state, "rt", rt)
     monkeypatch.setitem(_runtime._state, "done", True)
     monkeypatch.setattr(index_errors, "_records", {})

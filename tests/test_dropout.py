@@ -10,7 +10,6 @@ the generator reseeded before every evaluation, so every evaluation uses one mas
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from interpreted import interpreter_env
 
 import tgrad
 import tgrad.nn.functional as F
@@ -206,8 +206,7 @@ CUDA_SCRIPT = textwrap.dedent(r"""
 
 
 def test_interpreted_cuda_dropout():
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = interpreter_env()
     proc = subprocess.run([sys.executable, "-c", CUDA_SCRIPT], capture_output=True, text=True,
                           env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

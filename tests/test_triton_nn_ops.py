@@ -488,10 +488,9 @@ def start_background() -> None:
         sys.path.insert(0, HERE)
     import background
     import kernel_specs
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    from interpreted import interpreter_env
     background.start("nn_kernels", [sys.executable, os.path.abspath(__file__)], cwd=ROOT,
-                     env=kernel_specs.recording_env(env, "nn_kernels"))
+                     env=kernel_specs.recording_env(interpreter_env(), "nn_kernels"))
 
 
 def _results() -> dict:

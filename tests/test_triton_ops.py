@@ -23,6 +23,7 @@ import background  # noqa: E402
 import device_checks  # noqa: E402
 import kernel_specs  # noqa: E402
 import op_db  # noqa: E402
+from interpreted import interpreter_env  # noqa: E402
 
 try:
     import op_db_nn
@@ -38,16 +39,13 @@ FULL_CHECKS = ("float32", "float64")
 def start_background() -> None:
     """One runner per dtype (tests/background.py; the interpreter is slow); the kernel checks
     (device_checks) are shared out between the FULL_CHECKS ones."""
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for dt in DTYPES:
         background.start(
             "op_table_" + dt, [sys.executable, os.path.join(HERE, "_triton_interp_runner.py")],
-            cwd=ROOT, env=kernel_specs.recording_env(
-                dict(env, TGRAD_DTYPES=dt, TGRAD_EXTRA_CHECKS=str(int(dt in FULL_CHECKS)),
-                     TGRAD_CHECK_SHARE=f"{FULL_CHECKS.index(dt) if dt in FULL_CHECKS else 0}"
-                                       f"/{len(FULL_CHECKS)}"),
-                "op_table_" + dt))
+            cwd=ROOT, env=kernel_specs.recording_env(interpreter_env(
+                TGRAD_DTYPES=dt, TGRAD_EXTRA_CHECKS=str(int(dt in FULL_CHECKS)),
+                TGRAD_CHECK_SHARE=f"{FULL_CHECKS.index(dt) if dt in FULL_CHECKS else 0}"
+                                  f"/{len(FULL_CHECKS)}"), "op_table_" + dt))
 
 
 def _results() -> dict:
