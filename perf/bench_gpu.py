@@ -408,8 +408,10 @@ def bench_nn(b: Bench, dtype: str) -> None:
 
 def bench_indexing(b: Bench) -> None:
     """x[idx] with a device index tensor (an embedding lookup: whole rows) and x[:, idx]
-    (one element per index): gather_nd computes the offsets on the device. No target in the
-    issues; recorded against the copy bandwidth."""
+    (one element per index): gather_nd computes the offsets on the device; the lookup's
+    backward (index_add: the targets sorted on the device for a device index, on the host
+    for a host one; bytes: the fill, the values read and the result written). No target in
+    the issues; recorded against the copy bandwidth."""
     be = b.be
     m, k = b.sz.rows, b.sz.cols
     f32 = np.dtype(np.float32)
@@ -421,6 +423,12 @@ def bench_indexing(b: Bench) -> None:
     b.run("gather cols x[:, idx] (device idx)", "indexing",
           lambda: be.gather(x, (slice(None), cols)), nbytes=2 * m * k * 4 + k * 8,
           shape=(m, k))
+    # the lookup's backward: zeros (m, k) with g's rows summed at idx (repeats: a run each)
+    host_rows = be.to_host(rows)
+    for where, idx in (("device", rows), ("host", host_rows)):
+        b.run(f"index_add rows (backward of x[idx], {where} idx)", "indexing",
+              lambda idx=idx: be.index_add((m, k), f32, (idx,), x), nbytes=3 * m * k * 4,
+              shape=(m, k))
 
 
 def matmul_reference(b: Bench) -> None:

@@ -1,9 +1,9 @@
 """Host time of the GPU backend's advanced indexing (issue 5), measurable without a GPU:
 tgrad/backends/_triton_index.py's wrappers with the kernel launch, the host-to-device
 copies and the allocation replaced by no-ops, so only the host's share of the work is
-timed: the device paths (gather_nd: offsets on the device; index_add / index_put_: the
-host handles NB index tuples) against the host-offset paths they replace (NB * NS int64
-offsets built, sorted or deduplicated on the host).
+timed: the device paths (gather_nd: offsets on the device; index_add / index_put_ with
+host index arrays: the host sorts NB index tuples' targets) against the host-offset paths
+they replace (NB * NS int64 offsets built and sorted on the host).
 
     python perf/bench_index_host.py          # table + perf/out/bench_index_host.json
 
@@ -63,6 +63,17 @@ def _install_stubs() -> None:
         setattr(_StubBackend, name, staticmethod(lambda x, *a: x))
 
 
+def _by_host_offsets(fn):
+    """``fn`` run with the writers' index-tuple split refused: the host-offset path."""
+    def run():
+        split, tix._split = tix._split, lambda x, key: None
+        try:
+            return fn()
+        finally:
+            tix._split = split
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -78,14 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         ("W[idx] gather", lambda: tix.gather(w, (idx,)),
          lambda: tix._gather_offsets(w, (idx,))),
         ("W[idx] index_add (backward)", lambda: tix.index_add(w.shape, w.dtype, (idx,), g_w),
-         lambda: tix._scatter_offsets(w, (idx,), g_w, "sum", 0)),
+         _by_host_offsets(lambda: tix.index_add(w.shape, w.dtype, (idx,), g_w))),
         ("W[idx] = v index_put_", lambda: tix.index_put_(w, (idx,), g_w),
-         lambda: tix._index_put_offsets(w, (idx,), g_w)),
+         _by_host_offsets(lambda: tix.index_put_(w, (idx,), g_w))),
         ("X[:, idx] gather", lambda: tix.gather(x, (slice(None), cols)),
          lambda: tix._gather_offsets(x, (slice(None), cols))),
         ("X[:, idx] index_add (backward)",
          lambda: tix.index_add(x.shape, x.dtype, (slice(None), cols), g_x),
-         lambda: tix._scatter_offsets(x, (slice(None), cols), g_x, "sum", 0)),
+         _by_host_offsets(lambda: tix.index_add(x.shape, x.dtype, (slice(None), cols), g_x))),
     ]
     rows = []
     for name, new, old in cases:

@@ -7,11 +7,28 @@ Each ``check_<name>()`` raises AssertionError on a mismatch."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
 
 import tgrad
+
+
+@contextlib.contextmanager
+def _no_host_reads(what: str):
+    """Inside, every device-to-host copy fails: for paths that must not synchronize (and so
+    can be captured into a CUDA graph)."""
+    from tgrad.cuda._runtime import runtime
+    rt = runtime()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{what}: copied device memory to the host")
+    rt.memcpy_dtoh = refuse  # an instance attribute, over the class's method
+    try:
+        yield
+    finally:
+        del rt.memcpy_dtoh
 
 
 def check_grad_formulas() -> None:
@@ -547,17 +564,16 @@ def check_int_bool_elementwise() -> None:
 
 def check_indexing_nd() -> None:
     """The device paths of advanced indexing against NumPy: gather (gather_nd_kernel: the
-    offsets computed on the GPU), index_add and index_put_ (the host handles index tuples
-    only) for
+    offsets computed on the GPU), index_add and index_put_ (one target per index tuple,
+    sorted stably: on the host for host index arrays, on the device for device ones) for
     every NumPy placement rule (adjacent arrays keep their place, separated ones go first,
     ints count as arrays, None between arrays separates them, ... between them may expand to
     nothing), masks, broadcasting, negative indices, device index arrays of int64 / int32 /
     uint8 (stacked, broadcast or read as they are), sliced and transposed sources; the host
-    offset paths must not run. index_add is deterministic and sums in the host-offset
-    kernel's order (bit-identical to it); index_put_ keeps the last of repeated indices.
-    Out-of-range indices raise NumPy's IndexError."""
+    offset paths must not run, and the writers read nothing back. index_add sums in index
+    order: bit-identical to NumPy's add.at in float32, and to the host-offset path; index_put_
+    keeps the last of repeated indices. Out-of-range host indices raise NumPy's IndexError."""
     from tgrad.backends import _triton_index as tix
-    from tgrad.backends import numpy as nb
     from tgrad.backends import triton as tb
     rng = np.random.default_rng(11)
 
@@ -584,13 +600,11 @@ def check_indexing_nd() -> None:
     cases = [(x, k) for k in keys] + [(y, (np.array([2, 0]), Ellipsis, np.array([3, -4]))),
                                       (big, (rng.integers(-301, 301, 2000),)),
                                       (big, (slice(None), rng.integers(0, 37, (9, 40))))]
-    host_paths = ("_gather_offsets", "_scatter_offsets", "_index_put_offsets")
-    real = {n: getattr(tix, n) for n in host_paths}
+    real_offsets = tix._key_offsets
 
     def no_host_offsets(*args):
         raise AssertionError("took a host offset path")
-    for n in host_paths:
-        setattr(tix, n, no_host_offsets)
+    tix._key_offsets = no_host_offsets
     try:
         for src, key in cases:
             ref = src[key]
@@ -599,21 +613,26 @@ def check_indexing_nd() -> None:
                           a.dtype != np.bool_ else a for a in key)
                 _same(tix.gather(_h(src), k), ref, f"gather_nd {key} {dev_idx}")
                 v = rng.standard_normal(ref.shape).astype(np.float32)
-                got = tix.index_add(src.shape, src.dtype, k, _h(v))
-                want = nb.index_add(src.shape, np.dtype(np.float64), key, v.astype(np.float64))
-                assert np.allclose(tb.to_host(got), want, rtol=1e-6, atol=1e-6), \
-                    f"index_add {key} {dev_idx}"
-                _same(tix.index_add(src.shape, src.dtype, k, _h(v)), tb.to_host(got),
-                      f"index_add {key} not deterministic")
-                _same(real["_scatter_offsets"](tb.full(src.shape, 0, src.dtype), key, _h(v),
-                                               "sum", 0),
-                      tb.to_host(got), f"index_add {key}: not the host kernel's sums")
+                vd = _h(v)
+                with _no_host_reads(f"index_add {key} {dev_idx}"):
+                    got = tix.index_add(src.shape, src.dtype, k, vd)
+                want = np.zeros_like(src)
+                np.add.at(want, key, v)  # float32 sums in index order
+                _same(got, want, f"index_add {key} {dev_idx}")
                 for val in (v, 2.5, v[-1:] if v.ndim else v):
                     d = src.copy()
                     d[key] = val
                     dd = _h(src)
-                    tix.index_put_(dd, k, _h(val) if isinstance(val, np.ndarray) else val)
+                    val = _h(val) if isinstance(val, np.ndarray) else val
+                    with _no_host_reads(f"index_put_ {key} {dev_idx}"):
+                        tix.index_put_(dd, k, val)
                     _same(dd, d, f"index_put_ {key} {dev_idx}")
+            split, tix._split, tix._key_offsets = tix._split, lambda x, key: None, real_offsets
+            try:  # the host-offset path (keys the index part does not take) sums alike
+                _same(tix.index_add(src.shape, src.dtype, key, vd), want,
+                      f"index_add {key} by host offsets")
+            finally:
+                tix._split, tix._key_offsets = split, no_host_offsets
         for dt in (np.int32, np.uint8):  # device index arrays of other integer dtypes
             idx = np.array([[1, 0], [4, 4]], dt)
             _same(tix.gather(_h(x), (slice(None), _h(idx))), x[:, idx],
@@ -638,8 +657,7 @@ def check_indexing_nd() -> None:
         np.add.at(want, (i2, slice(1, None)), gy)
         assert np.allclose(xt.grad.numpy(), want, rtol=1e-12, atol=1e-12), "tgrad x[idx] grad"
     finally:
-        for n in host_paths:
-            setattr(tix, n, real[n])
+        tix._key_offsets = real_offsets
     for bad in (np.array([0, 6]), np.array([-7])):  # host index arrays: at once (NumPy's)
         try:
             tix.gather(_h(x), (bad,))
@@ -651,8 +669,9 @@ def check_indexing_nd() -> None:
 
 
 def check_index_errors_at_sync() -> None:
-    """A cuda index tensor is checked by the gather kernel and an out-of-range index raises
-    IndexError at the next synchronization (to_host, cuda.synchronize, Stream.synchronize),
+    """A cuda index tensor is checked by the gather kernel (and by the writers: backward,
+    x[idx] = v, index_put_) and an out-of-range index raises IndexError at the next
+    synchronization (to_host, cuda.synchronize, Stream.synchronize),
     naming the index as given, its dim and size and the tensor's shape; the other launches
     waiting then are forgotten, and later ones start clean. Launches on a stream not yet
     synchronized keep waiting; more launches than records share them (both named)."""
@@ -707,16 +726,30 @@ def check_index_errors_at_sync() -> None:
     _raises(lambda: xt.sum().item(), "index -9 is out of bounds for dimension 0",
             "1 more indexing ops found bad indices")
     assert xt[tgrad.tensor([3], device="cuda")].sum().item() == x[3].sum()
-    # the backward of a bad gather raises too (its scatter reads the indices on the host)
+    # the writers check on the device too, and read nothing back: the backward of a bad
+    # gather (the forward's error first, the backward's counted), x[idx] = v and
+    # index_put_(accumulate=True); a bad index writes nothing, the good ones are written
     xg = tgrad.tensor(x, device="cuda", requires_grad=True)
-    try:
-        xg[tgrad.tensor([0, 6], device="cuda")].sum().backward()
-    except IndexError as e:
-        assert "index 6 is out of bounds" in str(e), e
-    else:
-        raise AssertionError("no IndexError in backward")
-    ie.check(0)  # (whichever of the two reported it, nothing is left)
-    assert not ie.waiting
+    with _no_host_reads("backward of x[cuda index]"):
+        xg[tgrad.tensor([0, 6, 0], device="cuda")].sum().backward()
+    _raises(tgrad.cuda.synchronize, "index 6 is out of bounds for dimension 0 with size 6",
+            "1 more indexing ops found bad indices too")
+    want = np.zeros_like(x)
+    want[0] = 2.0
+    np.testing.assert_array_equal(xg.grad.cpu().numpy(), want)
+    d = tgrad.tensor(x, device="cuda")
+    with _no_host_reads("x[cuda index] = v"):
+        d[tgrad.tensor([1, -7], device="cuda")] = 5.0
+    _raises(tgrad.cuda.synchronize, "index -7 is out of bounds for dimension 0 with size 6")
+    with _no_host_reads("index_put_(accumulate=True) with a cuda index"):
+        d.index_put_((tgrad.arange(6, device="cuda")[:, None],
+                      tgrad.tensor([2, 2, 9], device="cuda")),
+                     tgrad.tensor(1.0, dtype=tgrad.float64, device="cuda"), accumulate=True)
+    _raises(lambda: d.cpu(), "index 9 is out of bounds for dimension 1 with size 7")
+    want = x.copy()
+    want[1] = 5.0
+    want[:, 2] += 2.0
+    np.testing.assert_array_equal(d.cpu().numpy(), want)
     # a launch on another stream waits until that stream is synchronized
     side = tgrad.cuda.Stream()
     with tgrad.cuda.stream(side):

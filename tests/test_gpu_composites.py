@@ -184,6 +184,44 @@ def test_gather_with_a_cuda_index_is_captured_and_checked_after_each_replay():
     np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-14)
 
 
+def test_embedding_training_step_with_a_cuda_index_is_captured():
+    # the backward of w[idx] (index_add) sorts its targets on the device and reads nothing
+    # back: a training step of F.embedding with repeated cuda indices can be captured;
+    # each replay's summed gradient and SGD update match the NumPy reference
+    rng = np.random.default_rng(4)
+    w0 = rng.standard_normal((10, 5))
+    batches = [rng.integers(-10, 10, 12) for _ in range(3)]
+    w = tgrad.tensor(w0, device="cuda", requires_grad=True)
+    opt = tgrad.optim.SGD([w], lr=0.5)
+    idx = tgrad.tensor(batches[0], device="cuda")
+    coef = tgrad.tensor(np.arange(1.0, 6.0), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = (w[idx] * coef).sum()
+        loss.backward()
+        opt.step()
+
+    want = w0.copy()
+
+    def reference(batch):
+        grad = np.zeros_like(want)
+        np.add.at(grad, batch, np.arange(1.0, 6.0))
+        want[...] = want - 0.5 * grad
+
+    step()  # warm up (compiles) eagerly
+    reference(batches[0])
+    tgrad.cuda.synchronize()
+    g = tgrad.cuda.CUDAGraph()
+    with tgrad.cuda.graph(g):
+        step()
+    for batch in batches[1:]:
+        idx.copy_(tgrad.tensor(batch, device="cuda"))
+        g.replay()
+        reference(batch)
+        np.testing.assert_allclose(w.detach().cpu().numpy(), want, rtol=1e-13, atol=1e-13)
+
+
 def test_save_on_cpu_parks_saved_gpu_tensors_on_the_host():
     from tgrad.autograd.graph import save_on_cpu, saved_tensors_hooks
 

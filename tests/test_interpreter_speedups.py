@@ -2,8 +2,8 @@
 Triton's interpreter (a pairwise tree over whole arrays in place of the interpreter's
 element-by-element loop) gives the same results as reducing the block in order, for
 combine functions that are not commutative, that return tuples, and tgrad's own NaN-propagating
-max and product, over one axis, both axes (axis=None) and with keep_dims. Runs in a subprocess
-with TRITON_INTERPRET=1."""
+max and product, over one axis, both axes (axis=None) and with keep_dims; nested device calls
+do not rescan triton.language. Runs in subprocesses with TRITON_INTERPRET=1."""
 
 from __future__ import annotations
 
@@ -98,3 +98,58 @@ SCRIPT = textwrap.dedent('''
 def test_custom_combine_reductions_match_the_in_order_reduction(tmp_path):
     bad = run_json_file(SCRIPT, tmp_path, "reduce_kernel.py")
     assert not bad, bad
+
+
+PATCH_SCRIPT = textwrap.dedent('''
+    import json
+    import numpy as np
+    import triton
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    scans = []
+    real_scan = interpreter._patch_builtin
+
+    def counting_scan(pkg, builder, scope):  # installed before tgrad wraps it
+        scans.append(pkg.__name__)
+        real_scan(pkg, builder, scope)
+    interpreter._patch_builtin = counting_scan
+
+    import tgrad
+    from tgrad.kernels.launch import karg
+
+    @triton.jit
+    def _twice(x):
+        return x * 2
+
+    @triton.jit
+    def nested_kernel(X, OUT, CALLS: tl.constexpr, N: tl.constexpr):
+        x = tl.load(X + tl.arange(0, N))
+        acc = tl.zeros([N], tl.float64)
+        for _ in tl.static_range(CALLS):  # nested device calls: _twice and tl.sum (a jit
+            acc += _twice(x) + tl.sum(x, 0)  # function of triton.language.standard)
+        tl.store(OUT + tl.arange(0, N), acc)
+
+    x = np.arange(8.0)
+    dev = tgrad.tensor(x, device="cuda")
+    out = tgrad.empty(8, dtype=tgrad.float64, device="cuda")
+    per_launch = []
+    for calls in (1, 30, 30):
+        scans.clear()
+        nested_kernel[(1,)](karg(dev._data), karg(out._data), CALLS=calls, N=8)
+        per_launch.append(len(scans))
+        assert np.array_equal(out.cpu().numpy(), calls * (2 * x + x.sum())), calls
+    print(json.dumps({"scans": per_launch,
+                      "restored": tl.core.is_builtin(tl.load) and tl.core.is_builtin(tl.arange)}))
+''')
+
+
+def test_nested_jit_calls_scan_each_language_package_once_per_launch(tmp_path):
+    """Speedup 3: a nested device call (a helper, or tl.sum, itself a jit function) no longer
+    rescans triton.language for builtins it already patched: the scans per launch do not
+    grow with the number of nested calls, results are unchanged, and the launch's end
+    restores triton.language."""
+    r = run_json_file(PATCH_SCRIPT, tmp_path, "nested_kernel.py")
+    one, many, again = r["scans"]
+    assert many == one and again == one, r["scans"]
+    assert r["restored"], r

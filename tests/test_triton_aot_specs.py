@@ -81,11 +81,11 @@ def test_every_recorded_specialization_compiles_for_sm90():
     specs = kernel_specs.recorded()
     kernels = {s["kernel"].split(":")[1] for s in specs}
     # every family the runners exercise was seen (the recorder works)
-    for k in ("ew_kernel", "red_kernel", "gather_nd_kernel", "scatter_add_nd_kernel",
-              "put_nd_kernel", "softmax_fwd_kernel", "softmax_bwd_kernel", "ce_fwd_kernel",
-              "ce_bwd_kernel", "ln_fwd_kernel", "ln_bwd_kernel", "matmul_kernel",
-              "dropout_kernel", "sgd_kernel", "adam_kernel", "cumsum_kernel",
-              "sort_tile_kernel", "merge_kernel"):
+    for k in ("ew_kernel", "red_kernel", "gather_nd_kernel", "index_targets_kernel",
+              "scatter_sorted_kernel", "put_sorted_kernel", "softmax_fwd_kernel",
+              "softmax_bwd_kernel", "ce_fwd_kernel", "ce_bwd_kernel", "ln_fwd_kernel",
+              "ln_bwd_kernel", "matmul_kernel", "dropout_kernel", "sgd_kernel", "adam_kernel",
+              "cumsum_kernel", "sort_tile_kernel", "merge_kernel"):
         assert k in kernels, f"{k} was never launched by the interpreter runners"
     p = background.result("compile_sm90")  # the same recorded specs, compiled meanwhile
     assert p.returncode == 0 and MARKER in p.stdout, p.stderr[-3000:]

@@ -8,11 +8,12 @@ tgrad.ops.index.normalize_key). ``gather`` plans the common keys on the host fro
 alone (``_plan``: slices become a strided view, every index array one operand of the
 gather_nd kernel, which computes the offsets on the device and checks device index arrays
 itself: tgrad/cuda/index_errors.py raises a bad one at the next synchronization). The
-writers split the result into index tuples and slice positions (``_split``): the host sorts
-(index_add: deterministic segments) or deduplicates (index_put_: the last write wins) one
-target per index tuple.
+writers split the result into index tuples and slice positions (``_split``); one target
+per index tuple is computed, sorted stably and resolved on the device (index_add: sums in
+index order; index_put_: the last write wins), so device indices are never read back.
 The rest (0-d boolean keys, more than 4 index arrays, 8 result dims, or 2 sliced dims for
-the writers) take int64 element offsets computed on the host (``_key_offsets``).
+the writers) take int64 element offsets computed on the host (``_key_offsets``), which the
+same writer kernels sort and resolve.
 """
 
 from __future__ import annotations
@@ -61,11 +62,6 @@ def _key_offsets(shape: tuple, estrides: tuple, key) -> np.ndarray:
 
 def _dev_i64(a: np.ndarray) -> DeviceArray:
     return _tb().from_host(np.ascontiguousarray(a, dtype=np.int64))
-
-
-def _result_shape(shape: tuple, key) -> tuple:
-    """Shape of ``zeros(shape)[key]`` without allocating ``shape``."""
-    return np.broadcast_to(np.zeros((), np.int8), shape)[_host_key(key)].shape
 
 
 # ---------------------------------------------------------------- gather_nd plan
@@ -261,22 +257,18 @@ def _gather_offsets(x: DeviceArray, key) -> DeviceArray:
 class _Split(NamedTuple):
     """``x[key]`` split into its index part (NB tuples) and its slice part (NS positions;
     the target's sliced dims collapse to two: NS0 inner positions of stride ST0, outer
-    stride ST1), as scatter_add_nd_kernel and put_nd_kernel take it."""
+    stride ST1), as the writer kernels take it."""
 
     plan: _Plan
-    targets: np.ndarray  # int64, shape B: the element offset in plan.view of each tuple
     ns: int
     slice_dims: tuple  # (NS0, ST1, ST0)
 
 
 def _split(x: DeviceArray, key) -> _Split | None:
     """None when the key needs the host offsets (as ``_plan``, or more than two sliced
-    dims after merging, or an index out of range: the host path raises NumPy's error)."""
+    dims after merging, or a host index out of range: the host path raises NumPy's error)."""
     p = _plan(x, key)
-    if p is None:
-        return None
-    arrays = [a.to_host() if isinstance(a, DeviceArray) else a for a in p.arrays]
-    if not _host_bounds_ok(arrays, p.dims):
+    if p is None or not _host_bounds_ok(p.arrays, p.dims):
         return None
     b_end = p.b_first + len(p.bshape)
     s_shape = p.shape[:p.b_first] + p.shape[b_end:]
@@ -284,10 +276,56 @@ def _split(x: DeviceArray, key) -> _Split | None:
     if len(dims) > 2:
         return None
     slice_dims = (dims[0], 0, st[0]) if len(dims) == 1 else (dims[1], st[0], st[1])
-    targets = np.zeros(p.bshape, np.int64)
-    for a, (n, stride) in zip(arrays, p.dims):
-        targets = targets + np.where(a < 0, a + n, a).astype(np.int64) * stride
-    return _Split(p, targets, math.prod(s_shape), slice_dims)
+    return _Split(p, math.prod(s_shape), slice_dims)
+
+
+def _targets(sp: _Split, x_shape: tuple) -> np.ndarray | DeviceArray:
+    """Each index tuple's element offset in ``sp.plan.view``, flat (NB,): computed on the
+    host from host index arrays; with a device index array, on the device as int64 (-1 for
+    an out-of-range entry, which the kernel reports at the next synchronization as the
+    gather does)."""
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    p = sp.plan
+    if not any(isinstance(a, DeviceArray) for a in p.arrays):
+        targets = np.zeros(p.bshape, np.int64)
+        for a, (n, stride) in zip(p.arrays, p.dims):
+            targets = targets + np.where(a < 0, a + n, a).astype(np.int64) * stride
+        return targets.reshape(-1)
+    nb = math.prod(p.bshape)
+    out = _tb().empty((nb,), np.dtype(np.int64))
+    err = index_errors.record_for(out.device, current_stream_handle(out.device), x_shape,
+                                  p.index_dims, tuple(size for size, _ in p.dims))
+    kpad = MAX_INDEX_ARRAYS - len(p.dims)
+    ns = [d[0] for d in p.dims] + [1] * kpad
+    ks = [d[1] for d in p.dims] + [0] * kpad
+    blk = configs.flat_block(is_interpreted())
+    launch(kix.index_targets_kernel, (triton_cdiv(nb, blk),), karg(out), karg(_index_buffer(p)),
+           karg(err), nb, *ns, *ks, NIDX=len(p.arrays), BLOCK=blk,
+           num_warps=configs.FLAT_WARPS)
+    return out
+
+
+def _write_sorted(kernel, dst: DeviceArray, vals: DeviceArray, targets, ns: int,
+                  slice_dims: tuple, **constexprs) -> None:
+    """Launch a writer kernel over NB targets (offsets into ``dst``: host int64, sorted on
+    the host, or device int64, sorted on the device; stable either way) and the values
+    ``vals`` ([NB, NS] contiguous)."""
+    from tgrad.kernels.launch import karg, triton_cdiv
+    from tgrad.kernels.sort import argsort
+    if isinstance(targets, np.ndarray):
+        perm, targets = _dev_i64(np.argsort(targets, kind="stable")), _dev_i64(targets)
+    else:
+        perm = argsort(targets, 0, False)
+    nb = targets.size
+    blk = configs.flat_block(is_interpreted())
+    with np.errstate(all="ignore"):  # the interpreter's float sums of inf and nan
+        launch(kernel, (triton_cdiv(nb * ns, blk),), karg(dst), karg(vals), karg(perm),
+               karg(targets), nb, ns, *slice_dims, BLOCK=blk, num_warps=configs.FLAT_WARPS,
+               **constexprs)
+
+
+_FLAT = (1, 0, 0)  # slice_dims of the host-offset paths: NS = 1, off(0) = 0
 
 
 def _index_major(p: _Plan, values: DeviceArray) -> DeviceArray:
@@ -310,24 +348,9 @@ def _check_values(values: DeviceArray, shape: tuple) -> None:
                          f"broadcast to indexing result of shape {shape}") from None
 
 
-def _segments(targets: np.ndarray) -> tuple:
-    """Positions grouped by equal target, each group in position order (stable sort):
-    (order, segment starts in order, segment lengths, each segment's target)."""
-    order = np.argsort(targets, kind="stable")
-    srt = targets[order]
-    starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
-    return order, starts, np.diff(np.r_[starts, srt.size]), srt[starts]
-
-
-def _last_positions(targets: np.ndarray) -> np.ndarray:
-    """The last position naming each distinct target (NumPy's last-write-wins), ascending."""
-    _, first_rev = np.unique(targets[::-1], return_index=True)
-    return np.sort(targets.size - 1 - first_rev)
-
-
 def index_add(shape: tuple, dtype: np.dtype, key, values: DeviceArray) -> DeviceArray:
     """zeros(shape) with ``values`` scatter-added at ``key`` (repeated indices add up;
-    deterministic segmented sums, see tgrad/kernels/indexing.py)."""
+    deterministic sums in index order, see tgrad/kernels/indexing.py)."""
     return _scatter_reduce(shape, np.dtype(dtype), key, values, "sum")
 
 
@@ -360,92 +383,49 @@ def _acc_kind(dtype: np.dtype) -> int:
 def _scatter_reduce(shape: tuple, dtype: np.dtype, key, values: DeviceArray,
                     reduce: str) -> DeviceArray:
     from tgrad.kernels import indexing as kix
-    from tgrad.kernels.launch import karg, triton_cdiv
     tb = _tb()
     out = tb.empty(tuple(shape), dtype)
     init = _identity(reduce, dtype)
     tb.fill_(out, init)
     sp = _split(out, key)
-    if sp is None:
-        return _scatter_offsets(out, key, values, reduce, init)
-    flat = sp.targets.reshape(-1)
-    if flat.size == 0 or sp.ns == 0:
-        return out
-    vals = _index_major(sp.plan, values)
-    order, starts, lens, targets = _segments(flat)
-    nseg = starts.size
-    blk = configs.flat_block(is_interpreted())
-    with np.errstate(all="ignore"):  # the interpreter's float sums of inf and nan
-        launch(kix.scatter_add_nd_kernel, (triton_cdiv(nseg * sp.ns, blk),),
-               karg(sp.plan.view), karg(vals), karg(_dev_i64(order)), karg(_dev_i64(starts)),
-               karg(_dev_i64(lens)), karg(_dev_i64(targets)), nseg, sp.ns,
-               int(lens.max()), *sp.slice_dims, REDUCE=_REDUCE[reduce],
-               ACC=_acc_kind(dtype), INIT=init, BLOCK=blk, num_warps=configs.FLAT_WARPS)
+    if sp is None:  # host offsets into ``out`` (contiguous), one value each
+        offs = _key_offsets(out.shape, out.estrides, key)
+        if offs.size == 0:
+            return out
+        vals = tb.contiguous(tb.expand(values, offs.shape))
+        dst, targets, ns, slice_dims = out, offs.reshape(-1), 1, _FLAT
+    else:
+        if 0 in sp.plan.bshape or sp.ns == 0:
+            return out
+        vals = _index_major(sp.plan, values)
+        dst, targets, ns, slice_dims = sp.plan.view, _targets(sp, out.shape), sp.ns, \
+            sp.slice_dims
+    _write_sorted(kix.scatter_sorted_kernel, dst, vals, targets, ns, slice_dims,
+                  REDUCE=_REDUCE[reduce], ACC=_acc_kind(dtype), INIT=init)
     return out
 
 
 def index_put_(dst: DeviceArray, key, values) -> None:
     """dst[key] = values (broadcast); repeated indices: the last write wins (NumPy)."""
     from tgrad.kernels import indexing as kix
-    from tgrad.kernels.launch import karg, triton_cdiv
     tb = _tb()
     if not isinstance(values, DeviceArray):
         values = tb.from_host(np.asarray(values).astype(dst.dtype))
     # a contiguous dst: distinct index tuples name distinct elements
     sp = _split(dst, key) if dst.is_contiguous() else None
-    if sp is None:
-        return _index_put_offsets(dst, key, values)
-    flat = sp.targets.reshape(-1)
-    if flat.size == 0 or sp.ns == 0:
-        return None
-    _check_values(values, sp.plan.shape)
-    vals = _index_major(sp.plan, tb.cast(values, dst.dtype))
-    keep = _last_positions(flat)
-    n = keep.size * sp.ns
-    blk = configs.flat_block(is_interpreted())
-    launch(kix.put_nd_kernel, (triton_cdiv(n, blk),), karg(sp.plan.view), karg(vals),
-           karg(_dev_i64(keep)), karg(_dev_i64(flat[keep])), keep.size, sp.ns,
-           *sp.slice_dims, BLOCK=blk, num_warps=configs.FLAT_WARPS)
-    return None
-
-
-# ---------------------------------------------------------------- host-offset paths
-def _scatter_offsets(out: DeviceArray, key, values: DeviceArray, reduce: str,
-                     init) -> DeviceArray:
-    from tgrad.kernels import indexing as kix
-    from tgrad.kernels.launch import karg, triton_cdiv
-    tb = _tb()
-    shape = out.shape
-    offs = _key_offsets(shape, contiguous_strides(shape), key).reshape(-1)
-    if offs.size == 0:
-        return out
-    vals = tb.contiguous(tb.expand(values, _result_shape(shape, key)))
-    order, starts, lens, targets = _segments(offs)
-    nseg = starts.size
-    blk = configs.SCATTER_BLOCK
-    with np.errstate(all="ignore"):  # the interpreter's float sums of inf and nan
-        launch(kix.scatter_add_kernel, (triton_cdiv(nseg, blk),),
-               karg(out), karg(vals), karg(_dev_i64(order)), karg(_dev_i64(starts)),
-               karg(_dev_i64(lens)), karg(_dev_i64(targets)), nseg, int(lens.max()),
-               REDUCE=_REDUCE[reduce], ACC=_acc_kind(out.dtype), INIT=init, BLOCK=blk,
-               num_warps=configs.FLAT_WARPS)
-    return out
-
-
-def _index_put_offsets(dst: DeviceArray, key, values: DeviceArray) -> None:
-    from tgrad.kernels import indexing as kix
-    from tgrad.kernels.launch import karg, triton_cdiv
-    tb = _tb()
-    offs = _key_offsets(dst.shape, dst.estrides, key)
-    if offs.size == 0:
-        return None
-    _check_values(values, offs.shape)
-    vals = tb.contiguous(tb.cast(tb.expand(values, offs.shape), dst.dtype))
-    flat = offs.reshape(-1)
-    keep = _last_positions(flat)
-    n = keep.size
-    blk = configs.flat_block(is_interpreted())
-    launch(kix.put_kernel, (triton_cdiv(n, blk),), karg(dst), karg(vals),
-           karg(_dev_i64(flat[keep])), karg(_dev_i64(keep)), n, BLOCK=blk,
-           num_warps=configs.FLAT_WARPS)
+    if sp is None:  # host offsets into ``dst`` (read in place: any strides), one value each
+        offs = _key_offsets(dst.shape, dst.estrides, key)
+        if offs.size == 0:
+            return None
+        _check_values(values, offs.shape)
+        vals = tb.contiguous(tb.cast(tb.expand(values, offs.shape), dst.dtype))
+        view, targets, ns, slice_dims = dst, offs.reshape(-1), 1, _FLAT
+    else:
+        if 0 in sp.plan.bshape or sp.ns == 0:
+            return None
+        _check_values(values, sp.plan.shape)
+        vals = _index_major(sp.plan, tb.cast(values, dst.dtype))
+        view, targets, ns, slice_dims = sp.plan.view, _targets(sp, dst.shape), sp.ns, \
+            sp.slice_dims
+    _write_sorted(kix.put_sorted_kernel, view, vals, targets, ns, slice_dims)
     return None

@@ -137,7 +137,7 @@ def _message(device: int, record: np.ndarray, launches: list, n_bad: int) -> str
                  f"error record ({others})")
     if n_bad > 1:
         text += f"; {n_bad - 1} more indexing ops found bad indices too"
-    return (text + ". A cuda index tensor is checked on the GPU as the gather runs and the "
+    return (text + ". A cuda index tensor is checked on the GPU by the indexing kernel and the "
             "error is raised at the next synchronization (as PyTorch's device-side assert): "
             "the result of that indexing is not valid.")
 

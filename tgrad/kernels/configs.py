@@ -338,7 +338,6 @@ FLAT_WARPS = 4
 FLAT_INTERP_BLOCK = 4096
 OPTIM_BLOCK = 2048         # elements per program of a fused optimizer launch
 OPTIM_INTERP_BLOCK = 256
-SCATTER_BLOCK = 256        # segments per program of the deterministic scatter-add
 GATHER_ND_BLOCK = 512      # gather_nd: int64 offset maths of 8 dims + 4 index arrays
                            # spills at 1024 elements per 4 warps, not at 512 (ptxas -v)
 

@@ -15,27 +15,27 @@ writes ERR[2k] = 1 and ERR[2k + 1] = the index as given (any bad one of it), whi
 tgrad/cuda/index_errors.py reads at the next synchronization; those output elements are
 left unwritten.
 
-scatter_add_nd and put_nd (the backward of x[key], and x[key] = v) split the result into
-its index part b (the NB positions of B) and its slice part s (NS positions, the sliced
-dims of the target collapsed to two: NS0 inner of stride ST0, outer stride ST1), with the
-values V as a contiguous [NB, NS] array. Two index positions collide exactly when they
-name the same index tuple, so the host works on NB index tuples only, never on NB * NS
-offsets: it sorts the tuples' target offsets (stable argsort) into segments of equal
-targets (scatter-add) or keeps the last position of each (put, NumPy's rule), and a lane
-handles one (segment, s) pair:
-  scatter-add:  OUT[T_seg + off(s)] = sum_{j < LEN_seg} V[PERM[START_seg + j] NS + s]
-                (or their product, max or min: scatter_reduce / index_reduce)
-  put:          DST[T_u + off(s)] = V[KEEP_u NS + s]
+The writers (the backward of x[key], scatter_reduce / index_reduce, and x[key] = v) split
+the result into its index part b (the NB positions of B) and its slice part s (NS
+positions, the sliced dims of the target collapsed to two: NS0 inner of stride ST0, outer
+stride ST1), with the values V as a contiguous [NB, NS] array. Two index positions collide
+exactly when they name the same index tuple, so collisions are resolved over NB targets,
+never over NB * NS offsets, and entirely on the device (no host read: a backward with a
+cuda index can be captured into a CUDA graph):
+  index_targets:  T[b] = sum_k wrap(IDX[k NB + b]) K_k, the element offset of tuple b
+                  (-1 for an out-of-range one, which CHECK reports as gather_nd does)
+  argsort (tgrad/kernels/sort.py, stable): PERM, the positions b ordered by T; a run of
+                  equal T in PERM is one target's positions, in index order
+  scatter_sorted: a lane (r, s) at the head of a run of target t >= 0 folds the run:
+                  OUT[t + off(s)] = INIT (op) V[PERM_j NS + s] over the run's j, in order
+                  (sum, or the product, max or min of scatter_reduce / index_reduce)
+  put_sorted:     a lane (r, s) at the tail of a run (NumPy: the last write wins):
+                  DST[t + off(s)] = V[PERM_r NS + s]
 Determinism of scatter-add (repeated indices add up): no atomics; each sum runs over its
-segment in index order, so the result is bit-identical run to run (and to the host-offset
-kernel below, which sums in the same order).
-
-The other kernels take int64 element offsets OFF computed on the host (the key applied to
-the view's stride grid: strides and slicing steps are read in place), for the keys the
-kernels above do not take:
-  gather:       out[i] = X[OFF[i]]                               bytes = N (2 itemsize + 8)
-  scatter-add:  out[t_s] = sum_{j < len_s} V[PERM[start_s + j]]   (segments of equal OFF)
-  put:          DST[OFF[i]] = V[VIDX[i]]                          (the last of equal OFF)
+run in index order (as np.add.at does), so the result is bit-identical run to run.
+Keys the index part does not take (see tgrad/backends/_triton_index.py) come as int64
+element offsets computed on the host, the same kernels reading them as T with NS = 1.
+Targets are offsets from the view's base (strides are never negative), so -1 is free.
 """
 
 from __future__ import annotations
@@ -175,76 +175,85 @@ def _combine(acc, v, m, REDUCE: tl.constexpr):
 
 
 @triton.jit
-def scatter_add_kernel(OUT, V, PERM, START, LEN, TARGET, NSEG, MAXLEN, REDUCE: tl.constexpr,
-                       ACC: tl.constexpr, INIT: tl.constexpr, BLOCK: tl.constexpr):
-    # OUT[TARGET_s] = INIT (op) V[PERM[START_s + j]] over j < LEN_s, in index order
-    s = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    smask = s < NSEG
-    start = tl.load(START + s, mask=smask, other=0)
-    n = tl.load(LEN + s, mask=smask, other=0)
-    acc = _acc_zeros(OUT, ACC, INIT, BLOCK)
-    for j in range(0, MAXLEN):
-        m = smask & (j < n)
-        p = tl.load(PERM + start + j, mask=m, other=0)
-        v = tl.load(V + p, mask=m, other=0)
-        acc = _combine(acc, v.to(acc.dtype), m, REDUCE)
-    t = tl.load(TARGET + s, mask=smask, other=0)
-    tl.store(OUT + t, acc.to(OUT.dtype.element_ty), mask=smask)
-
-
-@triton.jit
 def _slice_offset(s, NS0, ST1, ST0):
     """Element offset of slice position s in a target whose sliced dims collapse to two
     (NS0 inner positions of stride ST0, outer stride ST1)."""
     return (s // NS0) * ST1 + (s % NS0) * ST0
 
 
+_WRITER_NO_SPEC = ["NB", "NS", "NS0", "ST1", "ST0"]
+
+
+@triton.jit(do_not_specialize=["NB"] + [f"{p}{k}" for p in "NK" for k in range(4)])
+def index_targets_kernel(T, IDX, ERR, NB, N0, N1, N2, N3, K0, K1, K2, K3,
+                         NIDX: tl.constexpr, BLOCK: tl.constexpr):
+    # T[b] = sum_k wrap(IDX[k NB + b]) K_k for b < NB (IDX: [NIDX, NB] contiguous, or one
+    # contiguous array); -1 where an index is outside [-N_k, N_k), reported in ERR
+    b = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    mask = b < NB
+    w, bad = _nd_index(IDX, ERR, b, mask, N0, True, True)
+    t = w * K0
+    if NIDX > 1:
+        w, bad_k = _nd_index(IDX + NB, ERR + 2, b, mask, N1, True, True)
+        bad = bad | bad_k
+        t += w * K1
+    if NIDX > 2:
+        w, bad_k = _nd_index(IDX + 2 * NB, ERR + 4, b, mask, N2, True, True)
+        bad = bad | bad_k
+        t += w * K2
+    if NIDX > 3:
+        w, bad_k = _nd_index(IDX + 3 * NB, ERR + 6, b, mask, N3, True, True)
+        bad = bad | bad_k
+        t += w * K3
+    tl.store(T + b, tl.where(bad, -1, t), mask=mask)
+
+
 @triton.jit
-def scatter_add_nd_kernel(OUT, V, PERM, START, LEN, TARGET, NSEG, NS, MAXLEN, NS0, ST1, ST0,
-                          REDUCE: tl.constexpr, ACC: tl.constexpr, INIT: tl.constexpr,
-                          BLOCK: tl.constexpr):
-    # item = segment * NS + s:  OUT[TARGET_seg + off(s)] = INIT (op) V[PERM_j NS + s] over
-    # j < LEN_seg, in index order (V: [NB, NS] contiguous; a segment: the index positions b,
-    # in order, naming one target)
+def _sorted_target(PERM, T, r, mask):
+    """The target of sorted position r (-1 where masked off) and its index position."""
+    b = tl.load(PERM + r, mask=mask, other=0)
+    return tl.load(T + b, mask=mask, other=-1), b
+
+
+@triton.jit(do_not_specialize=_WRITER_NO_SPEC)
+def scatter_sorted_kernel(OUT, V, PERM, T, NB, NS, NS0, ST1, ST0, REDUCE: tl.constexpr,
+                          ACC: tl.constexpr, INIT: tl.constexpr, BLOCK: tl.constexpr):
+    # item = r NS + s, r a position of PERM (T's stable order): the head lane of a run of
+    # target t >= 0 writes OUT[t + off(s)] = INIT (op) V[PERM_j NS + s] over the run's j
     item = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    mask = item < NSEG * NS
-    seg = item // NS
+    mask = item < NB * NS
+    r = item // NS
     s = item % NS
-    start = tl.load(START + seg, mask=mask, other=0)
-    n = tl.load(LEN + seg, mask=mask, other=0)
+    t, b = _sorted_target(PERM, T, r, mask)
+    prev, _ = _sorted_target(PERM, T, r - 1, mask & (r > 0))
+    head = mask & (t >= 0) & (prev != t)  # prev: -1 before the first
     acc = _acc_zeros(OUT, ACC, INIT, BLOCK)
-    for j in range(0, MAXLEN):
-        m = mask & (j < n)
-        b = tl.load(PERM + start + j, mask=m, other=0)
-        v = tl.load(V + b * NS + s, mask=m, other=0)
-        acc = _combine(acc, v.to(acc.dtype), m, REDUCE)
-    t = tl.load(TARGET + seg, mask=mask, other=0) + _slice_offset(s, NS0, ST1, ST0)
-    tl.store(OUT + t, acc.to(OUT.dtype.element_ty), mask=mask)
+    live = head
+    while tl.max(live.to(tl.int32), axis=0) > 0:  # until this program's runs have ended
+        v = tl.load(V + b * NS + s, mask=live, other=0)
+        acc = _combine(acc, v.to(acc.dtype), live, REDUCE)
+        r += 1
+        live = live & (r < NB)
+        nxt, b = _sorted_target(PERM, T, r, live)
+        live = live & (nxt == t)
+    tl.store(OUT + t + _slice_offset(s, NS0, ST1, ST0), acc.to(OUT.dtype.element_ty),
+             mask=head)
 
 
-@triton.jit
-def put_nd_kernel(DST, V, KEEP, TARGET, NU, NS, NS0, ST1, ST0, BLOCK: tl.constexpr):
-    # item = u * NS + s:  DST[TARGET_u + off(s)] = V[KEEP_u NS + s]  (KEEP_u: the last index
-    # position naming target u; V: [NB, NS] contiguous)
+@triton.jit(do_not_specialize=_WRITER_NO_SPEC)
+def put_sorted_kernel(DST, V, PERM, T, NB, NS, NS0, ST1, ST0, BLOCK: tl.constexpr):
+    # item = r NS + s: the tail lane of a run of target t >= 0 (the run's last index
+    # position, NumPy's winner) writes DST[t + off(s)] = V[PERM_r NS + s]
     item = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    mask = item < NU * NS
-    u = item // NS
+    mask = item < NB * NS
+    r = item // NS
     s = item % NS
-    b = tl.load(KEEP + u, mask=mask, other=0)
-    v = tl.load(V + b * NS + s, mask=mask)
-    t = tl.load(TARGET + u, mask=mask, other=0) + _slice_offset(s, NS0, ST1, ST0)
-    tl.store(DST + t, v.to(DST.dtype.element_ty), mask=mask)
+    t, b = _sorted_target(PERM, T, r, mask)
+    nxt, _ = _sorted_target(PERM, T, r + 1, mask & (r + 1 < NB))
+    tail = mask & (t >= 0) & (nxt != t)  # nxt: -1 after the last
+    v = tl.load(V + b * NS + s, mask=tail)
+    tl.store(DST + t + _slice_offset(s, NS0, ST1, ST0), v.to(DST.dtype.element_ty), mask=tail)
 
 
-@triton.jit
-def put_kernel(DST, V, OFF, VIDX, N, BLOCK: tl.constexpr):
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    mask = i < N
-    off = tl.load(OFF + i, mask=mask, other=0)
-    vi = tl.load(VIDX + i, mask=mask, other=0)
-    v = tl.load(V + vi, mask=mask)
-    tl.store(DST + off, v.to(DST.dtype.element_ty), mask=mask)
-
-
-__all__ = ["gather_nd_kernel", "scatter_add_nd_kernel", "put_nd_kernel", "gather_kernel",
-           "scatter_add_kernel", "put_kernel", "triton"]
+__all__ = ["gather_nd_kernel", "gather_kernel", "index_targets_kernel", "scatter_sorted_kernel",
+           "put_sorted_kernel", "triton"]

@@ -852,8 +852,12 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float,  # noqa: 
         weight = weight.detach()
         idx = input.reshape(-1)
         # (k, embedding_dim), embedding's lookup (negatives out of range); on cuda its
-        # check is read by the write below before it writes (index_put_ reads idx on the host)
+        # check is read before the write (which would wrap a negative index), at a
+        # synchronization, as PyTorch's renorm synchronizes
         rows = _Embedding.apply(weight, (idx, None, False))
+        if idx.device.type == "cuda":
+            from tgrad import cuda
+            cuda.synchronize(idx.device)
         norm = rows.norm(norm_type, dim=-1, keepdim=True).to(dtypes.float64)
         scale = where(norm > max_norm, max_norm / (norm + 1e-7), 1.0)
         compute = dtypes.float32 if weight.dtype in (dtypes.float16, dtypes.bfloat16) \
