@@ -798,6 +798,108 @@ def check_index_errors_at_sync() -> None:
     # tests/test_cuda_graphs.py over the fake driver)
 
 
+def check_gather_family_checks_on_device() -> None:
+    """gather, index_select and take_along_dim with a cuda index read nothing back to the
+    host (the gather kernel checks the range: [0, n) for gather and index_select, [-n, n)
+    for take_along_dim, whose negatives wrap once), forward and backward, against NumPy;
+    nor do scatter_add, scatter_reduce and index_add (a range-check launch); a bad index
+    raises at the next synchronization with the op's own words."""
+    from tgrad.cuda import index_errors as ie
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((3, 5, 4))
+    xt = tgrad.tensor(x, device="cuda", requires_grad=True)
+    g_idx = rng.integers(0, 5, (3, 2, 4))
+    s_idx = np.array([4, 0, 4, 2])
+    t_idx = rng.integers(-4, 4, (3, 5, 6))
+    cases = [("gather", lambda i: tgrad.gather(xt, 1, i), g_idx,
+              np.take_along_axis(x, g_idx, 1)),
+             ("index_select", lambda i: tgrad.index_select(xt, 1, i), s_idx, x[:, s_idx]),
+             ("take_along_dim", lambda i: tgrad.take_along_dim(xt, i, 2), t_idx,
+              np.take_along_axis(x, t_idx, 2))]
+    for name, op, idx, want in cases:
+        it = tgrad.tensor(idx, device="cuda")
+        gy = rng.standard_normal(want.shape)
+        xt.grad = None
+        with _no_host_reads(f"{name} with a cuda index"):
+            y = op(it)
+            y.backward(tgrad.tensor(gy, device="cuda"))
+        np.testing.assert_array_equal(y.detach().cpu().numpy(), want)
+        # the backward scatter-adds gy at the read positions (repeats add up)
+        pos = {"gather": lambda p: np.take_along_axis(p, g_idx, 1),
+               "index_select": lambda p: p[:, s_idx],
+               "take_along_dim": lambda p: np.take_along_axis(p, t_idx, 2)}[name](
+                   np.arange(x.size).reshape(x.shape))  # the flat position read
+        grad = np.zeros(x.size)
+        np.add.at(grad, pos.astype(np.int64).reshape(-1), gy.reshape(-1))
+        np.testing.assert_allclose(xt.grad.cpu().numpy(), grad.reshape(x.shape), rtol=1e-14,
+                                   atol=1e-14)
+    assert not ie.waiting
+    bad = [("gather(): index 5 is out of bounds for dimension 1 with size 5",
+            lambda: tgrad.gather(xt, 1, tgrad.tensor(np.full((3, 1, 4), 5), device="cuda"))),
+           ("gather(): index -1 is out of bounds for dimension 1 with size 5",
+            lambda: tgrad.gather(xt, 1, tgrad.tensor(np.full((3, 1, 4), -1), device="cuda"))),
+           ("index_select(): index -1 is out of bounds for dimension 2 with size 4",
+            lambda: tgrad.index_select(xt, 2, tgrad.tensor([0, -1], device="cuda"))),
+           ("take_along_dim(): index -5 is out of bounds for dimension 2 with size 4",
+            lambda: tgrad.take_along_dim(xt, tgrad.tensor(np.full((3, 5, 1), -5),
+                                                          device="cuda"), 2)),
+           ("take_along_dim(): index 4 is out of bounds for dimension 2 with size 4",
+            lambda: tgrad.take_along_dim(xt, tgrad.tensor(np.full((1, 1, 2), 4),
+                                                          device="cuda"), 2))]
+    for want, op in bad:
+        with _no_host_reads(want):
+            op()
+        try:
+            tgrad.cuda.synchronize()
+        except IndexError as e:
+            assert want in str(e), (want, str(e))
+        else:
+            raise AssertionError(f"no IndexError: {want}")
+    # the writers: a range-check launch each, the same deferred errors
+    w_idx = rng.integers(0, 3, (2, 5, 4))
+    src = rng.standard_normal((2, 5, 4))
+    a_idx = np.array([2, 0, 2])
+    src_a = rng.standard_normal((3, 5, 4))
+    want_add = x.copy()
+    np.add.at(want_add, (w_idx, np.arange(5)[:, None], np.arange(4)), src)
+    want_max = x.copy()
+    np.maximum.at(want_max, (w_idx, np.arange(5)[:, None], np.arange(4)), src)
+    want_index_add = x.copy()
+    np.add.at(want_index_add, a_idx, 2.0 * src_a)
+    xs = tgrad.tensor(x, device="cuda")
+    src_d, src_ad = tgrad.tensor(src, device="cuda"), tgrad.tensor(src_a, device="cuda")
+    writers = [("scatter_add", lambda i: tgrad.scatter_add(xs, 0, i, src_d), w_idx, want_add),
+               ("scatter_reduce", lambda i: tgrad.scatter_reduce(xs, 0, i, src_d, "amax"),
+                w_idx, want_max),
+               ("index_add", lambda i: tgrad.index_add(xs, 0, i, src_ad, alpha=2.0), a_idx,
+                want_index_add)]
+    for name, op, idx, want in writers:
+        it = tgrad.tensor(idx, device="cuda")
+        with _no_host_reads(f"{name} with a cuda index"):
+            y = op(it)
+        np.testing.assert_allclose(y.cpu().numpy(), want, rtol=1e-14, atol=1e-14)
+        bad_idx = idx.copy()
+        bad_idx.reshape(-1)[-1] = -1
+        with _no_host_reads(f"{name} with a bad cuda index"):
+            op(tgrad.tensor(bad_idx, device="cuda"))
+        try:
+            tgrad.cuda.synchronize()
+        except IndexError as e:
+            assert f"{name}(): index -1 is out of bounds for dimension 0 with size 3" \
+                in str(e), e
+        else:
+            raise AssertionError(f"no IndexError from {name}")
+    # an index of more than 4 dims: a range-check launch, then the host-offset gather,
+    # whose read of the index raises the error
+    x5 = tgrad.zeros((2, 1, 1, 1, 3), device="cuda")
+    try:
+        tgrad.gather(x5, 4, tgrad.tensor(np.full((2, 1, 1, 1, 1), 3), device="cuda"))
+    except IndexError as e:
+        assert "gather(): index 3 is out of bounds for dimension 4 with size 3" in str(e), e
+    else:
+        raise AssertionError("no IndexError for a 5-d gather index")
+
+
 def check_half_number_operands() -> None:
     # a Python float of a float16 mul/div stays float32 in the kernel (PyTorch: x * 70000.0
     # is 63008 for x = 0.9, not inf); the others round it to float16: same as the CPU
@@ -1111,6 +1213,6 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
     "empty_reductions", "int_bool_elementwise", "indexing_nd", "index_errors_at_sync",
-    "half_number_operands",
+    "gather_family_checks_on_device", "half_number_operands",
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
     "linalg_decompositions", "autocast", "distributions_more", "distributions_counts")}

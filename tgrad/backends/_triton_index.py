@@ -30,7 +30,7 @@ from tgrad.cuda.streams import current_stream_handle
 from tgrad.kernels import configs
 from tgrad.kernels.launch import collapse, launch
 
-__all__ = ["gather", "index_add", "index_reduce", "index_put_"]
+__all__ = ["gather", "index_add", "index_reduce", "index_put_", "check_index_range"]
 
 MAX_INDEX_ARRAYS = 4  # gather_nd_kernel's N0..N3 / K0..K3
 MAX_RESULT_DIMS = 8  # gather_nd_kernel's S0..S7
@@ -186,9 +186,22 @@ def _index_buffer(p: _Plan) -> DeviceArray:
     return stack
 
 
-def _gather_nd(p: _Plan, x_shape: tuple, wrap_negative: bool = True) -> DeviceArray | None:
+def _index_dims(p: _Plan) -> list:
+    """The kernels' N0..N3 and K0..K3: each index array's dim size and element stride."""
+    pad = MAX_INDEX_ARRAYS - len(p.dims)
+    return [n for n, _ in p.dims] + [1] * pad + [st for _, st in p.dims] + [0] * pad
+
+
+def _record(device: int, x_shape: tuple, p: _Plan, op: str) -> DeviceArray:
+    """The error record a launch checking plan ``p``'s device index arrays writes to."""
+    return index_errors.record_for(device, current_stream_handle(device), x_shape,
+                                   p.index_dims, tuple(n for n, _ in p.dims), op)
+
+
+def _gather_nd(p: _Plan, x_shape: tuple, wrap_negative: bool = True,
+               op: str = "index:") -> DeviceArray | None:
     """Launch gather_nd_kernel for plan ``p`` of an ``x_shape`` source; None when the
-    result has too many dims."""
+    result has too many dims. ``op``: a bad device index's error's first words."""
     from tgrad.kernels import indexing as kix
     from tgrad.kernels.launch import karg, triton_cdiv
     tb = _tb()
@@ -205,32 +218,29 @@ def _gather_nd(p: _Plan, x_shape: tuple, wrap_negative: bool = True) -> DeviceAr
         return out
     check = any(isinstance(a, DeviceArray) for a in p.arrays)
     # device index arrays are checked by the kernel; a bad one raises at the next sync
-    err = index_errors.record_for(out.device, current_stream_handle(out.device), x_shape,
-                                  p.index_dims, tuple(size for size, _ in p.dims)) if check else out
+    err = _record(out.device, x_shape, p, op) if check else out
     idx = _index_buffer(p)
     pad = MAX_RESULT_DIMS - len(shape)
     sizes = list(reversed(shape)) + [1] * pad  # S0 innermost
     xs = list(reversed(xs)) + [0] * pad
     is_ = list(reversed(is_)) + [0] * pad
-    kpad = MAX_INDEX_ARRAYS - len(p.dims)
-    ns = [d[0] for d in p.dims] + [1] * kpad
-    ks = [d[1] for d in p.dims] + [0] * kpad
     blk = configs.gather_nd_block(is_interpreted())
     launch(kix.gather_nd_kernel, (triton_cdiv(n, blk),), karg(out), karg(p.view), karg(idx),
-           karg(err), n, nb, *sizes, *xs, *is_, *ns, *ks, NDIM=len(shape),
+           karg(err), n, nb, *sizes, *xs, *is_, *_index_dims(p), NDIM=len(shape),
            NIDX=len(p.arrays), CHECK=check, WRAP=wrap_negative, BLOCK=blk,
            num_warps=configs.FLAT_WARPS)
     return out
 
 
 # ---------------------------------------------------------------- primitives
-def gather(x: DeviceArray, key, wrap_negative: bool = True) -> DeviceArray:
+def gather(x: DeviceArray, key, wrap_negative: bool = True, op: str = "index:") -> DeviceArray:
     """Advanced indexing (integer arrays / boolean masks mixed with basic indices). With
-    ``wrap_negative=False`` (embedding's lookup) a negative entry of a device index array
-    is out of range too; that takes the keys gather_nd plans."""
+    ``wrap_negative=False`` (embedding's lookup, gather, index_select) a negative entry of a
+    device index array is out of range too; that takes the keys gather_nd plans. ``op``:
+    the first words of a bad device index's error (raised at the next synchronization)."""
     p = _plan(x, key)
     if p is not None and _host_bounds_ok(p.arrays, p.dims):
-        out = _gather_nd(p, x.shape, wrap_negative)
+        out = _gather_nd(p, x.shape, wrap_negative, op)
         if out is not None:
             return out
     if not wrap_negative:
@@ -238,6 +248,23 @@ def gather(x: DeviceArray, key, wrap_negative: bool = True) -> DeviceArray:
                          f"of shape {list(x.shape)} needs the host path, which wraps negative "
                          "indices; index with device index arrays and slices only")
     return _gather_offsets(x, key)
+
+
+def check_index_range(index: DeviceArray, size: int, dim: int, shape: tuple, op: str) -> None:
+    """Check on the device that ``index`` (integers, any layout) lies in [0, size) along
+    ``dim`` of a ``shape`` tensor, without waiting for it: a bad value raises at the next
+    synchronization, the error beginning with ``op`` (tgrad/cuda/index_errors.py)."""
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    idx = _tb().contiguous(index)
+    n = idx.size
+    if n == 0:
+        return
+    err = index_errors.record_for(idx.device, current_stream_handle(idx.device), tuple(shape),
+                                  (dim,), (size,), op)
+    blk = configs.flat_block(is_interpreted())
+    launch(kix.range_check_kernel, (triton_cdiv(n, blk),), karg(idx), karg(err), n, size,
+           BLOCK=blk, num_warps=configs.FLAT_WARPS)
 
 
 def _gather_offsets(x: DeviceArray, key) -> DeviceArray:
@@ -279,11 +306,11 @@ def _split(x: DeviceArray, key) -> _Split | None:
     return _Split(p, math.prod(s_shape), slice_dims)
 
 
-def _targets(sp: _Split, x_shape: tuple) -> np.ndarray | DeviceArray:
+def _targets(sp: _Split, x_shape: tuple, op: str) -> np.ndarray | DeviceArray:
     """Each index tuple's element offset in ``sp.plan.view``, flat (NB,): computed on the
     host from host index arrays; with a device index array, on the device as int64 (-1 for
     an out-of-range entry, which the kernel reports at the next synchronization as the
-    gather does)."""
+    gather does, the error beginning with ``op``)."""
     from tgrad.kernels import indexing as kix
     from tgrad.kernels.launch import karg, triton_cdiv
     p = sp.plan
@@ -294,14 +321,10 @@ def _targets(sp: _Split, x_shape: tuple) -> np.ndarray | DeviceArray:
         return targets.reshape(-1)
     nb = math.prod(p.bshape)
     out = _tb().empty((nb,), np.dtype(np.int64))
-    err = index_errors.record_for(out.device, current_stream_handle(out.device), x_shape,
-                                  p.index_dims, tuple(size for size, _ in p.dims))
-    kpad = MAX_INDEX_ARRAYS - len(p.dims)
-    ns = [d[0] for d in p.dims] + [1] * kpad
-    ks = [d[1] for d in p.dims] + [0] * kpad
+    err = _record(out.device, x_shape, p, op)
     blk = configs.flat_block(is_interpreted())
     launch(kix.index_targets_kernel, (triton_cdiv(nb, blk),), karg(out), karg(_index_buffer(p)),
-           karg(err), nb, *ns, *ks, NIDX=len(p.arrays), BLOCK=blk,
+           karg(err), nb, *_index_dims(p), NIDX=len(p.arrays), BLOCK=blk,
            num_warps=configs.FLAT_WARPS)
     return out
 
@@ -398,8 +421,8 @@ def _scatter_reduce(shape: tuple, dtype: np.dtype, key, values: DeviceArray,
         if 0 in sp.plan.bshape or sp.ns == 0:
             return out
         vals = _index_major(sp.plan, values)
-        dst, targets, ns, slice_dims = sp.plan.view, _targets(sp, out.shape), sp.ns, \
-            sp.slice_dims
+        dst, targets, ns, slice_dims = sp.plan.view, _targets(sp, out.shape, "index:"), \
+            sp.ns, sp.slice_dims
     _write_sorted(kix.scatter_sorted_kernel, dst, vals, targets, ns, slice_dims,
                   REDUCE=_REDUCE[reduce], ACC=_acc_kind(dtype), INIT=init)
     return out
@@ -425,7 +448,7 @@ def index_put_(dst: DeviceArray, key, values) -> None:
             return None
         _check_values(values, sp.plan.shape)
         vals = _index_major(sp.plan, tb.cast(values, dst.dtype))
-        view, targets, ns, slice_dims = sp.plan.view, _targets(sp, dst.shape), sp.ns, \
-            sp.slice_dims
+        view, targets, ns, slice_dims = sp.plan.view, _targets(sp, dst.shape, "index_put_:"), \
+            sp.ns, sp.slice_dims
     _write_sorted(kix.put_sorted_kernel, view, vals, targets, ns, slice_dims)
     return None

@@ -20,6 +20,7 @@ import sys
 import numpy as np
 
 from tgrad.backends._triton_index import (  # noqa: F401
+    check_index_range,
     gather,
     index_add,
     index_put_,
@@ -38,6 +39,7 @@ __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd",
            "manual_seed", "get_rng_state", "set_rng_state", "rand", "randn", "dropout_fwd",
            "dropout_bwd", "matmul", "gather", "index_add", "index_reduce", "index_put_",
+           "check_index_range",
            "col2im", "grid_sample_fwd", "grid_sample_bwd"]
 
 

@@ -53,6 +53,7 @@ class _Waiting(NamedTuple):
     shape: tuple  # the indexed tensor's shape
     dims: tuple  # per index array: the dim it indexes
     sizes: tuple  # per index array: that dim's size
+    op: str = "index:"  # the error's first words, naming the op: "index:" (x[idx]), "gather():"
 
 
 class _Records:
@@ -74,15 +75,17 @@ waiting: set = set()  # devices with launches waiting to be checked (read by to_
 _capturing: dict[int, list] = {}  # device -> (slot, _Waiting) launched into a capture
 
 
-def record_for(device: int, stream: int, shape: tuple, dims: tuple, sizes: tuple):
+def record_for(device: int, stream: int, shape: tuple, dims: tuple, sizes: tuple,
+               op: str = "index:"):
     """The record (an int64 DeviceArray of RECORD elements) a checked gather on ``device``
-    and ``stream`` writes its bad indices to; the launch then waits to be checked."""
+    and ``stream`` writes its bad indices to; the launch then waits to be checked. ``op``:
+    the error's first words, as the op's host check words it ("index:", "gather():")."""
     recs = _records.get(device)
     if recs is None:
         recs = _records[device] = _Records(device)
     slot = recs.next
     recs.next = (slot + 1) % SLOTS
-    entry = _Waiting(stream, shape, dims, sizes)
+    entry = _Waiting(stream, shape, dims, sizes, op)
     captured = _capturing.get(device)
     if captured is not None:
         captured.append((slot, entry))
@@ -129,7 +132,7 @@ def _message(device: int, record: np.ndarray, launches: list, n_bad: int) -> str
     culprits = [w for w in launches
                 if k < len(w.sizes) and not -w.sizes[k] <= index < w.sizes[k]] or launches
     first = culprits[0]
-    text = (f"index: index {index} is out of bounds for dimension {first.dims[k]} with size "
+    text = (f"{first.op} index {index} is out of bounds for dimension {first.dims[k]} with size "
             f"{first.sizes[k]} (tensor of shape {list(first.shape)} on cuda:{device})")
     if len(culprits) > 1:
         others = "; ".join(f"shape {list(w.shape)}" for w in culprits[1:4])

@@ -208,6 +208,14 @@ def index_targets_kernel(T, IDX, ERR, NB, N0, N1, N2, N3, K0, K1, K2, K3,
     tl.store(T + b, tl.where(bad, -1, t), mask=mask)
 
 
+@triton.jit(do_not_specialize=["N", "SIZE"])
+def range_check_kernel(IDX, ERR, N, SIZE, BLOCK: tl.constexpr):
+    # ERR = (1, any IDX[i] outside [0, SIZE)) if there is one, for i < N (IDX contiguous):
+    # the range check of the ops that take no negative index (gather's family's writers)
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    _nd_index(IDX, ERR, i, i < N, SIZE, True, False)
+
+
 @triton.jit
 def _sorted_target(PERM, T, r, mask):
     """The target of sorted position r (-1 where masked off) and its index position."""
@@ -255,5 +263,5 @@ def put_sorted_kernel(DST, V, PERM, T, NB, NS, NS0, ST1, ST0, BLOCK: tl.constexp
     tl.store(DST + t + _slice_offset(s, NS0, ST1, ST0), v.to(DST.dtype.element_ty), mask=tail)
 
 
-__all__ = ["gather_nd_kernel", "gather_kernel", "index_targets_kernel", "scatter_sorted_kernel",
-           "put_sorted_kernel", "triton"]
+__all__ = ["gather_nd_kernel", "gather_kernel", "index_targets_kernel", "range_check_kernel",
+           "scatter_sorted_kernel", "put_sorted_kernel", "triton"]

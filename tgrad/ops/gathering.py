@@ -7,7 +7,9 @@ skips the written positions), each one node of PyTorch's name (ScatterAddBackwar
 IndexAddBackward0, ScatterBackward0/1) whose backward is a formula of tgrad ops;
 ``select`` is a view; ``nonzero``/``argwhere`` read the tensor on the host (the count
 decides the shape). Index tensors are checked as PyTorch checks them (dtype, device,
-range), which on a GPU costs one synchronizing read of their min and max.
+range). On a GPU the range is checked on the device, by the gather kernel itself for the
+reads and by a range-check launch for the writers: no synchronization, a bad index raises
+at the next one, as PyTorch's device-side assert.
 """
 
 from __future__ import annotations
@@ -40,21 +42,53 @@ __all__ = ["index_select", "gather", "select", "take_along_dim", "scatter_add", 
 
 
 def _check_index(op: str, input: Tensor, index, dim: int, size: int,  # noqa: A002
-                 error: type = RuntimeError) -> None:
+                 error: type = RuntimeError, kernel_may_check: bool = False) -> bool:
     """An int32/int64 tensor on input's device with every value in [0, size) (PyTorch's
     RuntimeError, as gather, scatter* and index_add raise it; index_select's is an
-    IndexError, ``error``)."""
+    IndexError, ``error``). On cuda the range is checked on the device, without a
+    synchronization: a bad index raises at the next one, as PyTorch's device-side assert
+    (tgrad/cuda/index_errors.py). With ``kernel_may_check`` (the reads) and an index of <= 4
+    dims (one index array per dim, as gather_nd_kernel takes them) the gather kernel checks
+    it itself: True is returned. Otherwise a range-check launch does (the writers, whose
+    kernels wrap negatives). On the CPU the range is read here."""
     require_tensor(op, index, "index", 3)  # (position 3 in gather, scatter*, index_*)
     if index.dtype not in (dtypes.int64, dtypes.int32):
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got "
                            f"{index.dtype.name}")
     same_device(op, input, index)
+    if input.device.type == "cuda":
+        if kernel_may_check and _kernel_checks(input, index):
+            return True
+        backend_of(index).check_index_range(index._data, size, dim, tuple(input.shape),
+                                            f"{op}():")
+        return False
     if index.numel():
-        lo, hi = int(index.min()), int(index.max())  # on a GPU: one synchronizing read each
+        lo, hi = int(index.min()), int(index.max())
         bad = lo if lo < 0 else hi if hi >= size else None
         if bad is not None:
             raise error(f"{op}(): index {bad} is out of bounds for dimension {dim} with "
                         f"size {size}")
+    return False
+
+
+def _kernel_checks(input: Tensor, index: Tensor) -> bool:  # noqa: A002
+    # (float8 inputs read through the NumPy backend's gather, the host path, which wraps)
+    return input.device.type == "cuda" and input.ndim > 0 and index.ndim <= 4 and \
+        input.dtype not in dtypes.FLOAT8_DTYPES
+
+
+def _along(op: str, input: Tensor, dim: int, index: Tensor, kernel_checks: bool,  # noqa: A002
+           wrap_negative: bool = False, node=None) -> Tensor:
+    """input read at ``index`` along ``dim`` (validated), one GatherBackward0 node (or
+    ``node``); with ``kernel_checks`` the gather kernel checks the range, negatives out of
+    range unless ``wrap_negative`` (once, take_along_dim's), and the error names ``op``."""
+    if node is None:
+        key, _ = normalize_key(_along_key(index, dim, input.device), input.device)
+    else:  # index_select: the vector index at dim, whole slices elsewhere
+        key, _ = normalize_key((slice(None),) * dim + (index.reshape(-1),), input.device,
+                               input.ndim)
+    options = {"wrap_negative": wrap_negative, "op": f"{op}():"} if kernel_checks else {}
+    return (node or AlongDim).apply(input, key, (dim, index, options))
 
 
 def _along_key(index: Tensor, dim: int, device) -> tuple:
@@ -96,15 +130,14 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A00
     if isinstance(index, Tensor) and index.ndim > 1:
         raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
                          f"{list(index.shape)}")
-    _check_index("index_select", input, index, d, input.shape[d] if input.ndim else 1,
-                 IndexError)
+    on_device = _check_index("index_select", input, index, d,
+                             input.shape[d] if input.ndim else 1, IndexError, True)
     if input.ndim == 0:
         if index.numel() != 1:
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                                f"{index.numel()} value(s)")
         return input.clone()
-    key, _ = normalize_key((slice(None),) * d + (index.reshape(-1),), input.device, input.ndim)
-    return _IndexSelect.apply(input, key, (d, index))  # (one IndexSelectBackward0 node)
+    return _along("index_select", input, d, index, on_device, node=_IndexSelect)
 
 
 # index_select: gather's class under PyTorch's name (its saved dim, index, self's sizes)
@@ -126,12 +159,12 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     if isinstance(index, Tensor) and max(index.ndim, 1) != max(input.ndim, 1):
         raise RuntimeError(f"gather(): Index tensor must have the same number of dimensions "
                            f"as input tensor ({index.ndim} and {input.ndim})")
-    _check_index("gather", input, index, d, input.shape[d] if input.ndim else 1)
+    on_device = _check_index("gather", input, index, d, input.shape[d] if input.ndim else 1,
+                             kernel_may_check=True)
     if input.ndim == 0:
         return fresh(gather(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape))
     _check_sizes("gather", index, d, input)
-    key, _ = normalize_key(_along_key(index, d, input.device), input.device)
-    return AlongDim.apply(input, key, (d, index))  # (one GatherBackward0 node)
+    return _along("gather", input, d, index, on_device)
 
 
 @tensor_method("select")
@@ -173,7 +206,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
                            f"number of dimensions, but got {input.ndim} dimensions for input, "
                            f"and {indices.ndim} dimensions for indices")
-    if indices.numel():
+    same_device("take_along_dim", input, indices)
+    on_device = _kernel_checks(input, indices)  # (the kernel wraps negatives once)
+    if indices.numel() and not on_device:
         lo, size = int(indices.min()), input.shape[d]  # on a GPU: one synchronizing read
         if lo < -size:
             raise IndexError(f"take_along_dim(): index {lo} is out of bounds for dimension "
@@ -191,6 +226,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
                                    f"{list(indices.shape)})")
             m = shape_in[k] if shape_ix[k] == 1 else shape_ix[k]
             shape_in[k] = shape_ix[k] = m
+    if on_device:
+        return _along("take_along_dim", input.expand(shape_in), d, indices.expand(shape_ix),
+                      True, wrap_negative=True)
     return gather(input.expand(shape_in), d, indices.expand(shape_ix))
 
 

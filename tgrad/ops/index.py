@@ -378,10 +378,11 @@ class AlongDim(AdvancedIndex):
 
     @staticmethod
     def forward(ctx, x, key, along):
-        # along: (dim, index tensor), kept for the saved attributes (no argument that is a
-        # tensor: the node's only edge is x's, PyTorch's)
-        ctx.dim, ctx.index = along
-        return wrap(_index_fwd(ctx, x, key, "gather"), x.device)
+        # along: (dim, index tensor, the gather's options: on cuda the kernel's range check),
+        # dim and index kept for the saved attributes (no argument that is a tensor: the
+        # node's only edge is x's, PyTorch's)
+        ctx.dim, ctx.index, options = along
+        return wrap(_index_fwd(ctx, x, key, "gather", **options), x.device)
 
     @staticmethod
     def backward(ctx, g):
