@@ -802,8 +802,9 @@ def check_gather_family_checks_on_device() -> None:
     """gather, index_select and take_along_dim with a cuda index read nothing back to the
     host (the gather kernel checks the range: [0, n) for gather and index_select, [-n, n)
     for take_along_dim, whose negatives wrap once), forward and backward, against NumPy;
-    nor do scatter_add, scatter_reduce and index_add (a range-check launch); a bad index
-    raises at the next synchronization with the op's own words."""
+    nor do scatter_add, scatter_reduce, index_add, take, put_ and index_reduce (a
+    range-check launch); a bad index raises at the next synchronization with the op's own
+    words."""
     from tgrad.cuda import index_errors as ie
     rng = np.random.default_rng(8)
     x = rng.standard_normal((3, 5, 4))
@@ -846,7 +847,8 @@ def check_gather_family_checks_on_device() -> None:
            ("take_along_dim(): index 4 is out of bounds for dimension 2 with size 4",
             lambda: tgrad.take_along_dim(xt, tgrad.tensor(np.full((1, 1, 2), 4),
                                                           device="cuda"), 2))]
-    for want, op in bad:
+
+    def raises_at_sync(want: str, op) -> None:
         with _no_host_reads(want):
             op()
         try:
@@ -855,6 +857,8 @@ def check_gather_family_checks_on_device() -> None:
             assert want in str(e), (want, str(e))
         else:
             raise AssertionError(f"no IndexError: {want}")
+    for want, op in bad:
+        raises_at_sync(want, op)
     # the writers: a range-check launch each, the same deferred errors
     w_idx = rng.integers(0, 3, (2, 5, 4))
     src = rng.standard_normal((2, 5, 4))
@@ -880,15 +884,38 @@ def check_gather_family_checks_on_device() -> None:
         np.testing.assert_allclose(y.cpu().numpy(), want, rtol=1e-14, atol=1e-14)
         bad_idx = idx.copy()
         bad_idx.reshape(-1)[-1] = -1
-        with _no_host_reads(f"{name} with a bad cuda index"):
-            op(tgrad.tensor(bad_idx, device="cuda"))
-        try:
-            tgrad.cuda.synchronize()
-        except IndexError as e:
-            assert f"{name}(): index -1 is out of bounds for dimension 0 with size 3" \
-                in str(e), e
-        else:
-            raise AssertionError(f"no IndexError from {name}")
+        raises_at_sync(f"{name}(): index -1 is out of bounds for dimension 0 with size 3",
+                       lambda op=op, b=bad_idx: op(tgrad.tensor(b, device="cuda")))
+    # take and put_ ([-n, n) of the flattened tensor), index_reduce: a range-check launch
+    y2 = rng.standard_normal((3, 4))
+    y2t = tgrad.tensor(y2, device="cuda")
+    flat = np.array([[0, -1], [11, 5]])
+    ones = tgrad.tensor(np.full((2, 4), 2.0), device="cuda")
+    with _no_host_reads("take / put_ / index_reduce with a cuda index"):
+        taken = tgrad.take(y2t, tgrad.tensor(flat, device="cuda"))
+        put = y2t.clone().put_(tgrad.tensor([0, -1], device="cuda"),
+                               tgrad.tensor([7.0, 9.0], dtype=tgrad.float64, device="cuda"))
+        red = y2t.index_reduce(0, tgrad.tensor([2, 0, 2], device="cuda"),
+                               tgrad.tensor(np.full((3, 4), 2.0), device="cuda"), "prod")
+    want_put = y2.copy()
+    want_put.reshape(-1)[[0, -1]] = [7.0, 9.0]
+    want_red = y2.copy()
+    want_red[2] *= 4.0
+    want_red[0] *= 2.0
+    for got, want, name in ((taken, y2.reshape(-1)[flat], "take"), (put, want_put, "put_"),
+                            (red, want_red, "index_reduce")):
+        np.testing.assert_array_equal(got.cpu().numpy(), want, err_msg=name)
+    bad = [("take(): index 12 is out of bounds for dimension 0 with size 12",
+             lambda: tgrad.take(y2t, tgrad.tensor([0, 12], device="cuda"))),
+            ("take(): index -13 is out of bounds for dimension 0 with size 12",
+             lambda: tgrad.take(y2t, tgrad.tensor([-13], device="cuda"))),
+            ("put_(): index 12 is out of bounds for dimension 0 with size 12",
+             lambda: y2t.clone().put_(tgrad.tensor([12], device="cuda"),
+                                      tgrad.tensor([1.0], dtype=tgrad.float64, device="cuda"))),
+            ("index_reduce(): index 3 is out of bounds for dimension 0 with size 3",
+             lambda: y2t.index_reduce(0, tgrad.tensor([3, 0], device="cuda"), ones, "prod"))]
+    for want, op in bad:
+        raises_at_sync(want, op)
     # an index of more than 4 dims: a range-check launch, then the host-offset gather,
     # whose read of the index raises the error
     x5 = tgrad.zeros((2, 1, 1, 1, 3), device="cuda")

@@ -277,6 +277,8 @@ def test_flat_kernels_compile():
                                         **_ints("NB", *[f"{p}{k}" for p in "NK"
                                                         for k in range(4)])),
          dict(NIDX=4, BLOCK=blk)),
+        (kix.range_check_kernel, dict(IDX="*i64", ERR="*i64", N="i32", SIZE="i32"),
+         dict(NEGATIVES=True, BLOCK=blk)),
         (kix.scatter_sorted_kernel, dict(OUT="*fp32", V="*fp32", PERM="*i64", T="*i64",
                                          **_ints("NB", "NS", "NS0", "ST1", "ST0")),
          dict(REDUCE=0, ACC=0, INIT=0, BLOCK=blk)),

@@ -250,10 +250,12 @@ def gather(x: DeviceArray, key, wrap_negative: bool = True, op: str = "index:") 
     return _gather_offsets(x, key)
 
 
-def check_index_range(index: DeviceArray, size: int, dim: int, shape: tuple, op: str) -> None:
-    """Check on the device that ``index`` (integers, any layout) lies in [0, size) along
-    ``dim`` of a ``shape`` tensor, without waiting for it: a bad value raises at the next
-    synchronization, the error beginning with ``op`` (tgrad/cuda/index_errors.py)."""
+def check_index_range(index: DeviceArray, size: int, dim: int, shape: tuple, op: str,
+                      negatives: bool = False) -> None:
+    """Check on the device that ``index`` (integers, any layout) lies in [0, size) (with
+    ``negatives``: [-size, size)) along ``dim`` of a ``shape`` tensor, without waiting for
+    it: a bad value raises at the next synchronization, the error beginning with ``op``
+    (tgrad/cuda/index_errors.py)."""
     from tgrad.kernels import indexing as kix
     from tgrad.kernels.launch import karg, triton_cdiv
     idx = _tb().contiguous(index)
@@ -264,7 +266,7 @@ def check_index_range(index: DeviceArray, size: int, dim: int, shape: tuple, op:
                                   (dim,), (size,), op)
     blk = configs.flat_block(is_interpreted())
     launch(kix.range_check_kernel, (triton_cdiv(n, blk),), karg(idx), karg(err), n, size,
-           BLOCK=blk, num_warps=configs.FLAT_WARPS)
+           NEGATIVES=negatives, BLOCK=blk, num_warps=configs.FLAT_WARPS)
 
 
 def _gather_offsets(x: DeviceArray, key) -> DeviceArray:

@@ -209,11 +209,11 @@ def index_targets_kernel(T, IDX, ERR, NB, N0, N1, N2, N3, K0, K1, K2, K3,
 
 
 @triton.jit(do_not_specialize=["N", "SIZE"])
-def range_check_kernel(IDX, ERR, N, SIZE, BLOCK: tl.constexpr):
-    # ERR = (1, any IDX[i] outside [0, SIZE)) if there is one, for i < N (IDX contiguous):
-    # the range check of the ops that take no negative index (gather's family's writers)
+def range_check_kernel(IDX, ERR, N, SIZE, NEGATIVES: tl.constexpr, BLOCK: tl.constexpr):
+    # ERR = (1, any IDX[i] outside [0, SIZE), or [-SIZE, SIZE) with NEGATIVES) if there is
+    # one, for i < N (IDX contiguous): the range check of ops whose kernels do not check
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    _nd_index(IDX, ERR, i, i < N, SIZE, True, False)
+    _nd_index(IDX, ERR, i, i < N, SIZE, True, NEGATIVES)
 
 
 @triton.jit

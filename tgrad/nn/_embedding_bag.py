@@ -32,6 +32,7 @@ from __future__ import annotations
 from tgrad import dtypes
 from tgrad.ops import elementwise as ew
 from tgrad.ops.creation import arange, full, ones, zeros
+from tgrad.ops.gathering import checked_on_device
 from tgrad.tensor import Tensor, _int_arg
 
 __all__ = ["embedding_bag"]
@@ -169,7 +170,8 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
         padding_idx %= rows_n
     idx, seg, bags = _bag_ids(input, offsets, include_last_offset)
     dim = weight.shape[1]
-    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= rows_n):
+    if idx.numel() and not checked_on_device("embedding_bag:", weight, idx, rows_n) and (
+            int(idx.min()) < 0 or int(idx.max()) >= rows_n):
         bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
         raise IndexError(f"embedding_bag: index {bad} out of range for a weight with "
                          f"{rows_n} rows")

@@ -365,7 +365,8 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
                            f"{index.dtype.name}")
     n = input.numel()
-    if index.numel():
+    if index.numel() and not ga.checked_on_device("take():", input.reshape(-1), index, n,
+                                                  negatives=True):
         lo, hi = int(index.min()), int(index.max())
         if lo < -n or hi >= n:
             raise IndexError(f"take(): index {lo if lo < -n else hi} out of range for tensor "

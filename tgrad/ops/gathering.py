@@ -8,8 +8,9 @@ IndexAddBackward0, ScatterBackward0/1) whose backward is a formula of tgrad ops;
 ``select`` is a view; ``nonzero``/``argwhere`` read the tensor on the host (the count
 decides the shape). Index tensors are checked as PyTorch checks them (dtype, device,
 range). On a GPU the range is checked on the device, by the gather kernel itself for the
-reads and by a range-check launch for the writers: no synchronization, a bad index raises
-at the next one, as PyTorch's device-side assert.
+reads and by a range-check launch for the writers (``checked_on_device``, also used by
+take, put_, index_reduce and embedding_bag): no synchronization, a bad index raises at the
+next one, as PyTorch's device-side assert.
 """
 
 from __future__ import annotations
@@ -56,11 +57,9 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int,  # noqa: A0
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got "
                            f"{index.dtype.name}")
     same_device(op, input, index)
-    if input.device.type == "cuda":
-        if kernel_may_check and _kernel_checks(input, index):
-            return True
-        backend_of(index).check_index_range(index._data, size, dim, tuple(input.shape),
-                                            f"{op}():")
+    if kernel_may_check and _kernel_checks(input, index):
+        return True
+    if checked_on_device(f"{op}():", input, index, size, dim):
         return False
     if index.numel():
         lo, hi = int(index.min()), int(index.max())
@@ -69,6 +68,19 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int,  # noqa: A0
             raise error(f"{op}(): index {bad} is out of bounds for dimension {dim} with "
                         f"size {size}")
     return False
+
+
+def checked_on_device(op: str, input: Tensor, index: Tensor, size: int, dim: int = 0,  # noqa: A002
+                      negatives: bool = False) -> bool:
+    """On cuda, launch the range check of ``index`` ([0, size), or [-size, size) with
+    ``negatives``, along ``dim`` of ``input``) and return True: a bad value raises at the
+    next synchronization, the error beginning with ``op`` (e.g. "take():"). Elsewhere
+    False: the caller checks on the host, at once."""
+    if index.device.type != "cuda":
+        return False
+    backend_of(index).check_index_range(index._data, size, dim, tuple(input.shape), op,
+                                        negatives)
+    return True
 
 
 def _kernel_checks(input: Tensor, index: Tensor) -> bool:  # noqa: A002

@@ -51,7 +51,7 @@ from tgrad.ops._common import (
     wrap,
 )
 from tgrad.ops.creation import ones, ones_like
-from tgrad.ops.gathering import _part, _scatter_key
+from tgrad.ops.gathering import _part, _scatter_key, checked_on_device
 from tgrad.ops.index import IndexAdd
 from tgrad.tensor import Tensor, _wrap_dim
 
@@ -235,8 +235,8 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
                            f"equal to source.size(dim): ({n}), for dim: {d}")
     size = input.shape[d] if input.ndim else 1
-    if index.numel():
-        lo, hi = int(index.min()), int(index.max())  # on a GPU: synchronizing reads
+    if index.numel() and not checked_on_device("index_reduce():", input, index, size, d):
+        lo, hi = int(index.min()), int(index.max())
         if lo < 0 or hi >= size:
             raise IndexError(f"index_reduce(): index {lo if lo < 0 else hi} is out of range "
                              f"for dimension {d} with size {size} (index out of range in "

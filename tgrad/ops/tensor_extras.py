@@ -28,7 +28,7 @@ from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.creation import arange, full, full_like, zeros_like
-from tgrad.ops.gathering import _Put
+from tgrad.ops.gathering import _Put, checked_on_device
 from tgrad.ops.index import normalize_key
 from tgrad.tensor import Tensor, _int_arg, check_not_inference
 
@@ -79,7 +79,8 @@ def _flat_index(op: str, t: Tensor, index: Tensor, source: Tensor) -> Tensor:
                          f"elements, but got source.numel() = {source.numel()}, "
                          f"index.numel() = {index.numel()}")
     n = t.numel()
-    if index.numel():
+    if index.numel() and not checked_on_device(f"{op}():", t.reshape(-1), index, n,
+                                               negatives=True):
         lo, hi = int(index.min()), int(index.max())
         if lo < -n or hi >= n:
             raise IndexError(f"{op}(): index {lo if lo < -n else hi} out of range for tensor "
