@@ -802,9 +802,9 @@ def check_gather_family_checks_on_device() -> None:
     """gather, index_select and take_along_dim with a cuda index read nothing back to the
     host (the gather kernel checks the range: [0, n) for gather and index_select, [-n, n)
     for take_along_dim, whose negatives wrap once), forward and backward, against NumPy;
-    nor do scatter_add, scatter_reduce, index_add, take, put_ and index_reduce (a
-    range-check launch); a bad index raises at the next synchronization with the op's own
-    words."""
+    nor do scatter_add, scatter_reduce, index_add, index_copy, take, put_ and index_reduce
+    (a range-check launch); a bad index raises at the next synchronization with the op's
+    own words."""
     from tgrad.cuda import index_errors as ie
     rng = np.random.default_rng(8)
     x = rng.standard_normal((3, 5, 4))
@@ -870,13 +870,19 @@ def check_gather_family_checks_on_device() -> None:
     np.maximum.at(want_max, (w_idx, np.arange(5)[:, None], np.arange(4)), src)
     want_index_add = x.copy()
     np.add.at(want_index_add, a_idx, 2.0 * src_a)
+    c_idx = np.array([2, 0])  # (KV-cache style: whole slices written)
+    src_c = rng.standard_normal((2, 5, 4))
+    want_copy = x.copy()
+    want_copy[c_idx] = src_c
+    src_cd = tgrad.tensor(src_c, device="cuda")
     xs = tgrad.tensor(x, device="cuda")
     src_d, src_ad = tgrad.tensor(src, device="cuda"), tgrad.tensor(src_a, device="cuda")
     writers = [("scatter_add", lambda i: tgrad.scatter_add(xs, 0, i, src_d), w_idx, want_add),
                ("scatter_reduce", lambda i: tgrad.scatter_reduce(xs, 0, i, src_d, "amax"),
                 w_idx, want_max),
                ("index_add", lambda i: tgrad.index_add(xs, 0, i, src_ad, alpha=2.0), a_idx,
-                want_index_add)]
+                want_index_add),
+               ("index_copy", lambda i: xs.index_copy(0, i, src_cd), c_idx, want_copy)]
     for name, op, idx, want in writers:
         it = tgrad.tensor(idx, device="cuda")
         with _no_host_reads(f"{name} with a cuda index"):

@@ -463,7 +463,8 @@ def flipud(input: Tensor) -> Tensor:  # noqa: A002
 def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
              negatives: bool = False) -> tuple:
     """The key writing the slices at ``index`` along ``dim`` (of input viewed at least 1-D);
-    int64 indices in range ([-n, n) where ``negatives``), repeats removed, as PyTorch."""
+    int64 indices in range ([-n, n) where ``negatives``), read on the host (index_fill
+    removes repeats from them), except index_copy's on cuda, checked on the device."""
     d = _wrap_dim(dim, input.ndim, op)
     require_tensor(op, index, "index", 3)  # (PyTorch's TypeError for a non-tensor index)
     if index.dtype is not dtypes.int64:
@@ -476,6 +477,11 @@ def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
                                f"shape {list(index.shape)})")
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     n = input.shape[d] if input.ndim else 1
+    if not negatives and input.device == index.device and \
+            ga.checked_on_device(f"{op}():", input, index, n, d):
+        # index_copy on cuda: the index as it is, range-checked on the device (no
+        # synchronization: KV-cache updates can be captured); repeats: the last one wins
+        return (slice(None),) * d + (index.reshape(-1),)
     idx = np.asarray(index.numpy(force=True)).reshape(-1)
     if idx.size and (idx.min() < (-n if negatives else 0) or idx.max() >= n):
         bad = idx[(idx < (-n if negatives else 0)) | (idx >= n)][0]
