@@ -222,6 +222,26 @@ def test_embedding_training_step_with_a_cuda_index_is_captured():
         np.testing.assert_allclose(w.detach().cpu().numpy(), want, rtol=1e-13, atol=1e-13)
 
 
+def test_kv_cache_update_by_index_copy_is_captured():
+    # index_copy_ checks a cuda index on the device and reads nothing back: a decoding
+    # step's cache write can be captured and replayed at each position
+    cache = tgrad.zeros((6, 4), device="cuda")
+    pos = tgrad.tensor([0], device="cuda")
+    kv = tgrad.zeros((1, 4), device="cuda")
+    cache.index_copy_(0, pos, kv)  # warm up (compiles) eagerly
+    tgrad.cuda.synchronize()
+    g = tgrad.cuda.CUDAGraph()
+    with tgrad.cuda.graph(g):
+        cache.index_copy_(0, pos, kv)
+    want = np.zeros((6, 4), np.float32)
+    for step in range(6):
+        pos.copy_(tgrad.tensor([step], device="cuda"))
+        kv.copy_(tgrad.tensor(np.full((1, 4), step + 1.0, np.float32), device="cuda"))
+        g.replay()
+        want[step] = step + 1.0
+    np.testing.assert_array_equal(cache.cpu().numpy(), want)
+
+
 def test_save_on_cpu_parks_saved_gpu_tensors_on_the_host():
     from tgrad.autograd.graph import save_on_cpu, saved_tensors_hooks
 
