@@ -922,6 +922,17 @@ def check_gather_family_checks_on_device() -> None:
              lambda: y2t.index_reduce(0, tgrad.tensor([3, 0], device="cuda"), ones, "prod"))]
     for want, op in bad:
         raises_at_sync(want, op)
+    # embedding_bag: its indices checked on the device (its offsets are read on the host, a
+    # synchronization that may raise the error already)
+    import tgrad.nn.functional as F
+    try:
+        F.embedding_bag(tgrad.tensor([0, 5], device="cuda"), y2t[:3].float(),
+                        tgrad.tensor([0], device="cuda"))
+        tgrad.cuda.synchronize()
+    except IndexError as e:
+        assert "embedding_bag: index 5 is out of bounds for dimension 0 with size 3" in str(e), e
+    else:
+        raise AssertionError("no IndexError from embedding_bag")
     # an index of more than 4 dims: a range-check launch, then the host-offset gather,
     # whose read of the index raises the error
     x5 = tgrad.zeros((2, 1, 1, 1, 3), device="cuda")

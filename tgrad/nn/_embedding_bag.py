@@ -170,8 +170,9 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
         padding_idx %= rows_n
     idx, seg, bags = _bag_ids(input, offsets, include_last_offset)
     dim = weight.shape[1]
-    if idx.numel() and not checked_on_device("embedding_bag:", weight, idx, rows_n) and (
-            int(idx.min()) < 0 or int(idx.max()) >= rows_n):
+    on_device = idx.numel() and checked_on_device("embedding_bag:", idx, rows_n, 0,
+                                                  weight.shape)
+    if idx.numel() and not on_device and (int(idx.min()) < 0 or int(idx.max()) >= rows_n):
         bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
         raise IndexError(f"embedding_bag: index {bad} out of range for a weight with "
                          f"{rows_n} rows")

@@ -365,7 +365,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
                            f"{index.dtype.name}")
     n = input.numel()
-    if index.numel() and not ga.checked_on_device("take():", input.reshape(-1), index, n,
+    if index.numel() and not ga.checked_on_device("take():", index, n, 0, (n,),
                                                   negatives=True):
         lo, hi = int(index.min()), int(index.max())
         if lo < -n or hi >= n:
@@ -478,7 +478,7 @@ def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     n = input.shape[d] if input.ndim else 1
     if not negatives and input.device == index.device and \
-            ga.checked_on_device(f"{op}():", input, index, n, d):
+            ga.checked_on_device(f"{op}():", index, n, d, input.shape):
         # index_copy on cuda: the index as it is, range-checked on the device (no
         # synchronization: KV-cache updates can be captured); repeats: the last one wins
         return (slice(None),) * d + (index.reshape(-1),)

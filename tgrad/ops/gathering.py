@@ -59,7 +59,7 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int,  # noqa: A0
     same_device(op, input, index)
     if kernel_may_check and _kernel_checks(input, index):
         return True
-    if checked_on_device(f"{op}():", input, index, size, dim):
+    if checked_on_device(f"{op}():", index, size, dim, input.shape):
         return False
     if index.numel():
         lo, hi = int(index.min()), int(index.max())
@@ -70,16 +70,15 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int,  # noqa: A0
     return False
 
 
-def checked_on_device(op: str, input: Tensor, index: Tensor, size: int, dim: int = 0,  # noqa: A002
+def checked_on_device(op: str, index: Tensor, size: int, dim: int, shape: tuple,
                       negatives: bool = False) -> bool:
     """On cuda, launch the range check of ``index`` ([0, size), or [-size, size) with
-    ``negatives``, along ``dim`` of ``input``) and return True: a bad value raises at the
-    next synchronization, the error beginning with ``op`` (e.g. "take():"). Elsewhere
-    False: the caller checks on the host, at once."""
+    ``negatives``, along ``dim`` of a tensor of ``shape``) and return True: a bad value
+    raises at the next synchronization, the error beginning with ``op`` (e.g. "take():").
+    Elsewhere False: the caller checks on the host, at once."""
     if index.device.type != "cuda":
         return False
-    backend_of(index).check_index_range(index._data, size, dim, tuple(input.shape), op,
-                                        negatives)
+    backend_of(index).check_index_range(index._data, size, dim, tuple(shape), op, negatives)
     return True
 
 

@@ -235,7 +235,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
                            f"equal to source.size(dim): ({n}), for dim: {d}")
     size = input.shape[d] if input.ndim else 1
-    if index.numel() and not checked_on_device("index_reduce():", input, index, size, d):
+    if index.numel() and not checked_on_device("index_reduce():", index, size, d, input.shape):
         lo, hi = int(index.min()), int(index.max())
         if lo < 0 or hi >= size:
             raise IndexError(f"index_reduce(): index {lo if lo < 0 else hi} is out of range "

@@ -79,7 +79,7 @@ def _flat_index(op: str, t: Tensor, index: Tensor, source: Tensor) -> Tensor:
                          f"elements, but got source.numel() = {source.numel()}, "
                          f"index.numel() = {index.numel()}")
     n = t.numel()
-    if index.numel() and not checked_on_device(f"{op}():", t.reshape(-1), index, n,
+    if index.numel() and not checked_on_device(f"{op}():", index, n, 0, (n,),
                                                negatives=True):
         lo, hi = int(index.min()), int(index.max())
         if lo < -n or hi >= n:
