@@ -802,9 +802,9 @@ def check_gather_family_checks_on_device() -> None:
     """gather, index_select and take_along_dim with a cuda index read nothing back to the
     host (the gather kernel checks the range: [0, n) for gather and index_select, [-n, n)
     for take_along_dim, whose negatives wrap once), forward and backward, against NumPy;
-    nor do scatter_add, scatter_reduce, index_add, index_copy, take, put_ and index_reduce
-    (a range-check launch); a bad index raises at the next synchronization with the op's
-    own words."""
+    nor do scatter_add, scatter_reduce, index_add, index_copy, index_fill (a number), take,
+    put_ and index_reduce (a range-check launch); a bad index raises at the next
+    synchronization with the op's own words."""
     from tgrad.cuda import index_errors as ie
     rng = np.random.default_rng(8)
     x = rng.standard_normal((3, 5, 4))
@@ -875,6 +875,9 @@ def check_gather_family_checks_on_device() -> None:
     want_copy = x.copy()
     want_copy[c_idx] = src_c
     src_cd = tgrad.tensor(src_c, device="cuda")
+    f_idx = np.array([-1, 0, 2])  # (a repeat, through a negative index: [-n, n))
+    want_fill = x.copy()
+    want_fill[f_idx] = -7.5
     xs = tgrad.tensor(x, device="cuda")
     src_d, src_ad = tgrad.tensor(src, device="cuda"), tgrad.tensor(src_a, device="cuda")
     writers = [("scatter_add", lambda i: tgrad.scatter_add(xs, 0, i, src_d), w_idx, want_add),
@@ -882,16 +885,30 @@ def check_gather_family_checks_on_device() -> None:
                 w_idx, want_max),
                ("index_add", lambda i: tgrad.index_add(xs, 0, i, src_ad, alpha=2.0), a_idx,
                 want_index_add),
-               ("index_copy", lambda i: xs.index_copy(0, i, src_cd), c_idx, want_copy)]
+               ("index_copy", lambda i: xs.index_copy(0, i, src_cd), c_idx, want_copy),
+               ("index_fill", lambda i: xs.index_fill(0, i, -7.5), f_idx, want_fill)]
     for name, op, idx, want in writers:
         it = tgrad.tensor(idx, device="cuda")
         with _no_host_reads(f"{name} with a cuda index"):
             y = op(it)
         np.testing.assert_allclose(y.cpu().numpy(), want, rtol=1e-14, atol=1e-14)
         bad_idx = idx.copy()
-        bad_idx.reshape(-1)[-1] = -1
-        raises_at_sync(f"{name}(): index -1 is out of bounds for dimension 0 with size 3",
-                       lambda op=op, b=bad_idx: op(tgrad.tensor(b, device="cuda")))
+        bad_idx.reshape(-1)[-1] = bad_value = -4 if name == "index_fill" else -1
+        raises_at_sync(f"{name}(): index {bad_value} is out of bounds for dimension 0 with "
+                       "size 3", lambda op=op, b=bad_idx: op(tgrad.tensor(b, device="cuda")))
+    # their gradients (input: g where nothing was written; index_copy's source: g there)
+    xg = tgrad.tensor(x, device="cuda", requires_grad=True)
+    srcg = tgrad.tensor(src_c, device="cuda", requires_grad=True)
+    gy = rng.standard_normal(x.shape)
+    with _no_host_reads("index_fill / index_copy backward with a cuda index"):
+        (xg.index_fill(0, tgrad.tensor(f_idx, device="cuda"), 1.0) +
+         xg.index_copy(0, tgrad.tensor(c_idx, device="cuda"), srcg)).backward(
+            tgrad.tensor(gy, device="cuda"))
+    want_gx = 2.0 * gy
+    want_gx[f_idx] -= gy[f_idx]
+    want_gx[c_idx] -= gy[c_idx]
+    np.testing.assert_array_equal(xg.grad.cpu().numpy(), want_gx)
+    np.testing.assert_array_equal(srcg.grad.cpu().numpy(), gy[c_idx])
     # take and put_ ([-n, n) of the flattened tensor), index_reduce: a range-check launch
     y2 = rng.standard_normal((3, 4))
     y2t = tgrad.tensor(y2, device="cuda")

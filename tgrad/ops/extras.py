@@ -461,10 +461,12 @@ def flipud(input: Tensor) -> Tensor:  # noqa: A002
 
 # ------------------------------------------------------------------------------ indexed writes
 def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
-             negatives: bool = False) -> tuple:
+             negatives: bool = False, on_device: bool = True) -> tuple:
     """The key writing the slices at ``index`` along ``dim`` (of input viewed at least 1-D);
-    int64 indices in range ([-n, n) where ``negatives``), read on the host (index_fill
-    removes repeats from them), except index_copy's on cuda, checked on the device."""
+    int64 indices in range ([-n, n) where ``negatives``). On cuda (``on_device``) the index
+    as it is, range-checked on the device (no synchronization: a KV-cache update
+    ``index_copy_`` can be captured; the writers wrap negatives, keep the last of repeats);
+    otherwise read on the host, wrapped (index_fill's value gradient removes repeats)."""
     d = _wrap_dim(dim, input.ndim, op)
     require_tensor(op, index, "index", 3)  # (PyTorch's TypeError for a non-tensor index)
     if index.dtype is not dtypes.int64:
@@ -477,10 +479,8 @@ def _dim_key(input: Tensor, dim: int, index: Tensor, op: str,  # noqa: A002
                                f"shape {list(index.shape)})")
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     n = input.shape[d] if input.ndim else 1
-    if not negatives and input.device == index.device and \
-            ga.checked_on_device(f"{op}():", index, n, d, input.shape):
-        # index_copy on cuda: the index as it is, range-checked on the device (no
-        # synchronization: KV-cache updates can be captured); repeats: the last one wins
+    if on_device and input.device == index.device and \
+            ga.checked_on_device(f"{op}():", index, n, d, input.shape, negatives):
         return (slice(None),) * d + (index.reshape(-1),)
     idx = np.asarray(index.numpy(force=True)).reshape(-1)
     if idx.size and (idx.min() < (-n if negatives else 0) or idx.max() >= n):
@@ -509,14 +509,17 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
         dtypes.check_tensor_value_fits("index_fill", value, input.dtype)
         value = value.to(input.dtype)
     x = input.reshape(1) if input.ndim == 0 else input
-    key = _dim_key(x, dim, index, "index_fill", negatives=True)
-    unique = tensor(np.unique(key[-1].numpy(force=True)), device=x.device)
-    nkey = normalize_key(key[:-1] + (unique,), x.device)[0]
+    # a value tensor's gradient sums the filled positions once each: repeats removed on
+    # the host; a number's fill needs no such thing (on cuda: no host read)
+    key = _dim_key(x, dim, index, "index_fill", negatives=True,
+                   on_device=not isinstance(value, Tensor))
     along = (len(key) - 1, index)
     if isinstance(value, Tensor):  # (one IndexFillBackward1 node: edges input, value)
+        unique = tensor(np.unique(key[-1].numpy(force=True)), device=x.device)
+        nkey = normalize_key(key[:-1] + (unique,), x.device)[0]
         out = ga.INDEX_FILL_TENSOR.apply(x, value, nkey, (), along)
     else:  # (one IndexFillBackward0 node: edge input)
-        out = ga.INDEX_FILL.apply(x, value, nkey, along)
+        out = ga.INDEX_FILL.apply(x, value, normalize_key(key, x.device)[0], along)
     return fresh(out.reshape(())) if input.ndim == 0 else out
 
 
