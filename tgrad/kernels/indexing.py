@@ -33,8 +33,9 @@ cuda index can be captured into a CUDA graph):
                   DST[t + off(s)] = V[PERM_r NS + s]
 Determinism of scatter-add (repeated indices add up): no atomics; each sum runs over its
 run in index order (as np.add.at does), so the result is bit-identical run to run.
-Keys the index part does not take (see tgrad/backends/_triton_index.py) come as int64
-element offsets computed on the host, the same kernels reading them as T with NS = 1.
+Keys the plans above do not take (see tgrad/backends/_triton_index.py) come as int64
+element offsets OFF computed on the host: gather_kernel reads out[i] = X[OFF[i]]
+(bytes = N (2 itemsize + 8)), and the writers take them as T with NS = 1.
 Targets are offsets from the view's base (strides are never negative), so -1 is free.
 """
 
