@@ -258,10 +258,10 @@ def check_index_range(index: DeviceArray, size: int, dim: int, shape: tuple, op:
     (tgrad/cuda/index_errors.py)."""
     from tgrad.kernels import indexing as kix
     from tgrad.kernels.launch import karg, triton_cdiv
-    idx = _tb().contiguous(index)
-    n = idx.size
+    n = index.size
     if n == 0:
         return
+    idx = _tb().contiguous(index)
     err = index_errors.record_for(idx.device, current_stream_handle(idx.device), tuple(shape),
                                   (dim,), (size,), op)
     blk = configs.flat_block(is_interpreted())

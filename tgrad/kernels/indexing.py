@@ -70,6 +70,29 @@ def _nd_index(IDX, ERR, oi, mask, N, CHECK: tl.constexpr, WRAP: tl.constexpr):
     return w, bad
 
 
+@triton.jit
+def _tuple_offset(IDX, ERR, oi, mask, NB, N0, N1, N2, N3, K0, K1, K2, K3,
+                  NIDX: tl.constexpr, CHECK: tl.constexpr, WRAP: tl.constexpr):
+    """sum_k wrap(IDX[k NB + oi]) K_k over the NIDX index arrays (each selecting along a
+    dim of size N_k and stride K_k), and where any entry is out of range (with CHECK,
+    array k reports at ERR[2k], as ``_nd_index``)."""
+    w, bad = _nd_index(IDX, ERR, oi, mask, N0, CHECK, WRAP)
+    off = w * K0
+    if NIDX > 1:
+        w, bad_k = _nd_index(IDX + NB, ERR + 2, oi, mask, N1, CHECK, WRAP)
+        bad = bad | bad_k
+        off += w * K1
+    if NIDX > 2:
+        w, bad_k = _nd_index(IDX + 2 * NB, ERR + 4, oi, mask, N2, CHECK, WRAP)
+        bad = bad | bad_k
+        off += w * K2
+    if NIDX > 3:
+        w, bad_k = _nd_index(IDX + 3 * NB, ERR + 6, oi, mask, N3, CHECK, WRAP)
+        bad = bad | bad_k
+        off += w * K3
+    return off, bad
+
+
 _ND_NO_SPEC = ["N", "NB"] + [f"{p}{i}" for p in ("S", "XS", "IS") for i in range(8)] + \
     [f"{p}{k}" for p in "NK" for k in range(4)]
 
@@ -124,20 +147,9 @@ def gather_nd_kernel(OUT, X, IDX, ERR, N, NB,
         c = rem % S7
         ox += c * XS7
         oi += c * IS7
-    w, bad = _nd_index(IDX, ERR, oi, mask, N0, CHECK, WRAP)
-    ox += w * K0
-    if NIDX > 1:
-        w, bad_k = _nd_index(IDX + NB, ERR + 2, oi, mask, N1, CHECK, WRAP)
-        bad = bad | bad_k
-        ox += w * K1
-    if NIDX > 2:
-        w, bad_k = _nd_index(IDX + 2 * NB, ERR + 4, oi, mask, N2, CHECK, WRAP)
-        bad = bad | bad_k
-        ox += w * K2
-    if NIDX > 3:
-        w, bad_k = _nd_index(IDX + 3 * NB, ERR + 6, oi, mask, N3, CHECK, WRAP)
-        bad = bad | bad_k
-        ox += w * K3
+    off, bad = _tuple_offset(IDX, ERR, oi, mask, NB, N0, N1, N2, N3, K0, K1, K2, K3, NIDX,
+                             CHECK, WRAP)
+    ox += off
     if CHECK:
         mask = mask & (bad == 0)
     tl.store(OUT + i, tl.load(X + ox, mask=mask), mask=mask)
@@ -192,20 +204,8 @@ def index_targets_kernel(T, IDX, ERR, NB, N0, N1, N2, N3, K0, K1, K2, K3,
     # contiguous array); -1 where an index is outside [-N_k, N_k), reported in ERR
     b = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = b < NB
-    w, bad = _nd_index(IDX, ERR, b, mask, N0, True, True)
-    t = w * K0
-    if NIDX > 1:
-        w, bad_k = _nd_index(IDX + NB, ERR + 2, b, mask, N1, True, True)
-        bad = bad | bad_k
-        t += w * K1
-    if NIDX > 2:
-        w, bad_k = _nd_index(IDX + 2 * NB, ERR + 4, b, mask, N2, True, True)
-        bad = bad | bad_k
-        t += w * K2
-    if NIDX > 3:
-        w, bad_k = _nd_index(IDX + 3 * NB, ERR + 6, b, mask, N3, True, True)
-        bad = bad | bad_k
-        t += w * K3
+    t, bad = _tuple_offset(IDX, ERR, b, mask, NB, N0, N1, N2, N3, K0, K1, K2, K3, NIDX, True,
+                           True)
     tl.store(T + b, tl.where(bad, -1, t), mask=mask)
 
 
