@@ -410,7 +410,8 @@ def bench_indexing(b: Bench) -> None:
     """x[idx] with a device index tensor (an embedding lookup: whole rows) and x[:, idx]
     (one element per index): gather_nd computes the offsets on the device; the lookup's
     backward (index_add: the targets sorted on the device for a device index, on the host
-    for a host one; bytes: the fill, the values read and the result written). No target in
+    for a host one; and one run of m equal indices; bytes: the fill, the values read and the
+    result written). No target in
     the issues; recorded against the copy bandwidth."""
     be = b.be
     m, k = b.sz.rows, b.sz.cols
@@ -429,6 +430,11 @@ def bench_indexing(b: Bench) -> None:
         b.run(f"index_add rows (backward of x[idx], {where} idx)", "indexing",
               lambda idx=idx: be.index_add((m, k), f32, (idx,), x), nbytes=3 * m * k * 4,
               shape=(m, k))
+    # every index the same row (a padding token without padding_idx): one run of m,
+    # folded by chunk partials (scatter_parts_kernel), about 3 sqrt(m) steps a lane
+    same = be.from_host(np.zeros(m, np.int64))
+    b.run("index_add rows, all indices equal (device idx)", "indexing",
+          lambda: be.index_add((m, k), f32, (same,), x), nbytes=3 * m * k * 4, shape=(m, k))
 
 
 def matmul_reference(b: Bench) -> None:

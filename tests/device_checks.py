@@ -668,6 +668,80 @@ def check_indexing_nd() -> None:
     # (device index arrays: at the next synchronization, check_index_errors_at_sync)
 
 
+def check_scatter_long_runs() -> None:
+    """Runs of repeated indices longer than a chunk (configs.scatter_chunk; its floor
+    lowered to 4 here, so NB = 300 makes chunks of 16): folded one value at a time up to a
+    chunk boundary, then by the chunk partials of scatter_parts_kernel. Against NumPy, host
+    and device index arrays, NS = 1 and 3: integer sums and amax / amin (NaN included)
+    exactly; float sums and products against float64 within the bound of any summation
+    order, n eps sum|v| (n eps |prod| for products); index sets whose runs all fit a chunk
+    stay bit-identical to add.at; nothing is read back."""
+    from tgrad.backends import _triton_index as tix
+    from tgrad.backends import triton as tb
+    from tgrad.kernels import configs
+    rng = np.random.default_rng(5)
+    n = 300
+    runs = np.repeat(np.arange(7), [1, 17, 40, 2, 100, 16, 124])  # short, chunk-long, long
+    index_sets = {"one row": np.zeros(n, np.int64),
+                  "one long run among short ones": np.r_[np.full(150, 3),
+                                                          rng.integers(0, 7, 150)],
+                  "runs of 1 to 124": rng.permutation(runs),
+                  "negative": np.full(n, -2)}
+    saved = configs.SCATTER_MIN_CHUNK
+    configs.SCATTER_MIN_CHUNK = 4
+    try:
+        assert configs.scatter_chunk(n) == 16
+        for name, idx in index_sets.items():
+            for ns in (1, 3):
+                shape = (7,) if ns == 1 else (7, ns)
+                for dev_idx in (False, True):
+                    key = (tb.from_host(idx) if dev_idx else idx,)
+                    what = f"{name}, NS={ns}, {'device' if dev_idx else 'host'} index"
+                    _check_long_run_sums(tix, tb, rng, shape, idx, key, what)
+        short = rng.permutation(np.repeat(np.arange(30), 10))  # runs of 10 <= 16
+        v = rng.standard_normal((n, 3)).astype(np.float32)
+        want = np.zeros((30, 3), np.float32)
+        np.add.at(want, short, v)
+        got = tb.to_host(tix.index_add((30, 3), np.float32, (tb.from_host(short),),
+                                       tb.from_host(v)))
+        assert np.array_equal(got, want), "runs within a chunk: add.at's order"
+    finally:
+        configs.SCATTER_MIN_CHUNK = saved
+
+
+def _check_long_run_sums(tix, tb, rng, shape, idx, key, what) -> None:
+    vshape = (len(idx),) + shape[1:]
+    for dt in (np.float32, np.float64):
+        v = rng.standard_normal(vshape).astype(dt)
+        with _no_host_reads(what):
+            got = tix.index_add(shape, dt, key, tb.from_host(v))
+        got = tb.to_host(got)
+        want, bound = np.zeros(shape), np.zeros(shape)
+        np.add.at(want, idx, v.astype(np.float64))
+        np.add.at(bound, idx, np.abs(v.astype(np.float64)))
+        assert got.dtype == dt and np.all(np.abs(got - want) <= len(idx) * np.finfo(dt).eps
+                                          * bound), f"sum {dt.__name__}: {what}"
+        p = rng.uniform(0.95, 1.05, vshape).astype(dt)
+        got = tb.to_host(tix.index_reduce(shape, dt, key, tb.from_host(p), "prod"))
+        want = np.ones(shape)
+        np.multiply.at(want, idx, p.astype(np.float64))
+        assert np.all(np.abs(got - want) <= len(idx) * np.finfo(dt).eps * np.abs(want)), \
+            f"prod {dt.__name__}: {what}"
+        m = v.copy()
+        m[len(m) // 2] = np.nan  # in the middle of a long run
+        for reduce, ufunc, init in (("amax", np.maximum, -np.inf), ("amin", np.minimum, np.inf)):
+            got = tb.to_host(tix.index_reduce(shape, dt, key, tb.from_host(m), reduce))
+            want = np.full(shape, init, dt)
+            with np.errstate(invalid="ignore"):
+                ufunc.at(want, idx, m)
+            assert np.array_equal(got, want, equal_nan=True), f"{reduce} {dt.__name__}: {what}"
+    iv = rng.integers(-2**40, 2**40, vshape)
+    got = tb.to_host(tix.index_add(shape, np.int64, key, tb.from_host(iv)))
+    want = np.zeros(shape, np.int64)
+    np.add.at(want, idx, iv)
+    assert np.array_equal(got, want), f"int64 sum: {what}"
+
+
 def check_index_errors_at_sync() -> None:
     """A cuda index tensor is checked by the gather kernel (and by the writers: backward,
     x[idx] = v, index_put_) and an out-of-range index raises IndexError at the next
@@ -1273,7 +1347,8 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
     "pipelined_variants",
-    "empty_reductions", "int_bool_elementwise", "indexing_nd", "index_errors_at_sync",
+    "empty_reductions", "int_bool_elementwise", "indexing_nd", "scatter_long_runs",
+    "index_errors_at_sync",
     "gather_family_checks_on_device", "half_number_operands",
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
     "linalg_decompositions", "autocast", "distributions_more", "distributions_counts")}

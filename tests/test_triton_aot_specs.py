@@ -82,7 +82,8 @@ def test_every_recorded_specialization_compiles_for_sm90():
     kernels = {s["kernel"].split(":")[1] for s in specs}
     # every family the runners exercise was seen (the recorder works)
     for k in ("ew_kernel", "red_kernel", "gather_nd_kernel", "index_targets_kernel",
-              "scatter_sorted_kernel", "put_sorted_kernel", "softmax_fwd_kernel",
+              "scatter_parts_kernel", "scatter_sorted_kernel", "put_sorted_kernel",
+              "softmax_fwd_kernel",
               "softmax_bwd_kernel", "ce_fwd_kernel", "ce_bwd_kernel", "ln_fwd_kernel",
               "ln_bwd_kernel", "matmul_kernel", "dropout_kernel", "sgd_kernel", "adam_kernel",
               "cumsum_kernel", "sort_tile_kernel", "merge_kernel"):

@@ -331,23 +331,44 @@ def _targets(sp: _Split, x_shape: tuple, op: str) -> np.ndarray | DeviceArray:
     return out
 
 
-def _write_sorted(kernel, dst: DeviceArray, vals: DeviceArray, targets, ns: int,
-                  slice_dims: tuple, **constexprs) -> None:
-    """Launch a writer kernel over NB targets (offsets into ``dst``: host int64, sorted on
-    the host, or device int64, sorted on the device; stable either way) and the values
-    ``vals`` ([NB, NS] contiguous)."""
-    from tgrad.kernels.launch import karg, triton_cdiv
+def _sort_targets(targets) -> tuple[DeviceArray, DeviceArray]:
+    """(PERM, T): NB targets (offsets into the destination: host int64, sorted on the host,
+    or device int64, sorted on the device; stable either way) and their order, on the
+    device."""
     from tgrad.kernels.sort import argsort
     if isinstance(targets, np.ndarray):
-        perm, targets = _dev_i64(np.argsort(targets, kind="stable")), _dev_i64(targets)
-    else:
-        perm = argsort(targets, 0, False)
-    nb = targets.size
+        return _dev_i64(np.argsort(targets, kind="stable")), _dev_i64(targets)
+    return argsort(targets, 0, False), targets
+
+
+def _launch_writer(kernel, items: int, *args, **constexprs) -> None:
+    from tgrad.kernels.launch import triton_cdiv
     blk = configs.flat_block(is_interpreted())
     with np.errstate(all="ignore"):  # the interpreter's float sums of inf and nan
-        launch(kernel, (triton_cdiv(nb * ns, blk),), karg(dst), karg(vals), karg(perm),
-               karg(targets), nb, ns, *slice_dims, BLOCK=blk, num_warps=configs.FLAT_WARPS,
-               **constexprs)
+        launch(kernel, (triton_cdiv(items, blk),), *args, BLOCK=blk,
+               num_warps=configs.FLAT_WARPS, **constexprs)
+
+
+def _scatter_sorted(dst: DeviceArray, vals: DeviceArray, targets, ns: int, slice_dims: tuple,
+                    reduce: str, dtype: np.dtype) -> None:
+    """Fold the values ``vals`` ([NB, NS] contiguous) into ``dst`` at ``targets`` (see
+    _sort_targets): chunk partials of the runs longer than a chunk first (one more launch
+    where NB spans several chunks), then each run's fold."""
+    from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg, triton_cdiv
+    perm, targets = _sort_targets(targets)
+    nb = targets.size
+    chunk = configs.scatter_chunk(nb)
+    n_chunks = triton_cdiv(nb, chunk)
+    acc = _acc_kind(dtype)
+    acc_dtype = np.dtype(np.float32) if acc == 0 else np.dtype(np.float64) if acc == 1 else dtype
+    parts = _tb().empty((n_chunks, ns), acc_dtype)
+    cx = dict(REDUCE=_REDUCE[reduce], ACC=acc, INIT=_identity(reduce, dtype))
+    if n_chunks > 1:
+        _launch_writer(kix.scatter_parts_kernel, n_chunks * ns, karg(parts), karg(vals),
+                       karg(perm), karg(targets), nb, ns, chunk, **cx)
+    _launch_writer(kix.scatter_sorted_kernel, nb * ns, karg(dst), karg(vals), karg(perm),
+                   karg(targets), karg(parts), nb, ns, *slice_dims, chunk, **cx)
 
 
 _FLAT = (1, 0, 0)  # slice_dims of the host-offset paths: NS = 1, off(0) = 0
@@ -375,7 +396,7 @@ def _check_values(values: DeviceArray, shape: tuple) -> None:
 
 def index_add(shape: tuple, dtype: np.dtype, key, values: DeviceArray) -> DeviceArray:
     """zeros(shape) with ``values`` scatter-added at ``key`` (repeated indices add up;
-    deterministic sums in index order, see tgrad/kernels/indexing.py)."""
+    deterministic sums in a fixed order, see tgrad/kernels/indexing.py)."""
     return _scatter_reduce(shape, np.dtype(dtype), key, values, "sum")
 
 
@@ -407,11 +428,9 @@ def _acc_kind(dtype: np.dtype) -> int:
 
 def _scatter_reduce(shape: tuple, dtype: np.dtype, key, values: DeviceArray,
                     reduce: str) -> DeviceArray:
-    from tgrad.kernels import indexing as kix
     tb = _tb()
     out = tb.empty(tuple(shape), dtype)
-    init = _identity(reduce, dtype)
-    tb.fill_(out, init)
+    tb.fill_(out, _identity(reduce, dtype))
     sp = _split(out, key)
     if sp is None:  # host offsets into ``out`` (contiguous), one value each
         offs = _key_offsets(out.shape, out.estrides, key)
@@ -425,14 +444,14 @@ def _scatter_reduce(shape: tuple, dtype: np.dtype, key, values: DeviceArray,
         vals = _index_major(sp.plan, values)
         dst, targets, ns, slice_dims = sp.plan.view, _targets(sp, out.shape, "index:"), \
             sp.ns, sp.slice_dims
-    _write_sorted(kix.scatter_sorted_kernel, dst, vals, targets, ns, slice_dims,
-                  REDUCE=_REDUCE[reduce], ACC=_acc_kind(dtype), INIT=init)
+    _scatter_sorted(dst, vals, targets, ns, slice_dims, reduce, dtype)
     return out
 
 
 def index_put_(dst: DeviceArray, key, values) -> None:
     """dst[key] = values (broadcast); repeated indices: the last write wins (NumPy)."""
     from tgrad.kernels import indexing as kix
+    from tgrad.kernels.launch import karg
     tb = _tb()
     if not isinstance(values, DeviceArray):
         values = tb.from_host(np.asarray(values).astype(dst.dtype))
@@ -452,5 +471,7 @@ def index_put_(dst: DeviceArray, key, values) -> None:
         vals = _index_major(sp.plan, tb.cast(values, dst.dtype))
         view, targets, ns, slice_dims = sp.plan.view, _targets(sp, dst.shape, "index_put_:"), \
             sp.ns, sp.slice_dims
-    _write_sorted(kix.put_sorted_kernel, view, vals, targets, ns, slice_dims)
+    perm, targets = _sort_targets(targets)
+    _launch_writer(kix.put_sorted_kernel, targets.size * ns, karg(view), karg(vals),
+                   karg(perm), karg(targets), targets.size, ns, *slice_dims)
     return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 # Compiler options of every compiled launch (not the interpreter's). Triton flushes
@@ -340,6 +341,18 @@ OPTIM_BLOCK = 2048         # elements per program of a fused optimizer launch
 OPTIM_INTERP_BLOCK = 256
 GATHER_ND_BLOCK = 512      # gather_nd: int64 offset maths of 8 dims + 4 index arrays
                            # spills at 1024 elements per 4 warps, not at 512 (ptxas -v)
+
+
+# The writers' folds (tgrad/kernels/indexing.py scatter_sorted): a lane folds a run of
+# repeated indices one value at a time up to a chunk boundary past L positions, then the
+# chunk partials of a longer run; L, a power of two near sqrt(NB / 2) and at least
+# SCATTER_MIN_CHUNK, bounds a lane's steps by 2 L + NB / L (about 3 sqrt(NB)) whatever the
+# repeats. Runs of at most L indices keep NumPy's add.at order exactly.
+SCATTER_MIN_CHUNK = 64
+
+
+def scatter_chunk(nb: int) -> int:
+    return max(SCATTER_MIN_CHUNK, 1 << round(math.log2(max(nb / 2, 1)) / 2))
 
 
 def flat_block(interpreted: bool) -> int:

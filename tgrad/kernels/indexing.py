@@ -26,13 +26,22 @@ cuda index can be captured into a CUDA graph):
                   (-1 for an out-of-range one, which CHECK reports as gather_nd does)
   argsort (tgrad/kernels/sort.py, stable): PERM, the positions b ordered by T; a run of
                   equal T in PERM is one target's positions, in index order
+  scatter_parts:  PERM's positions cut into chunks of L (configs.scatter_chunk, about
+                  sqrt(NB / 2)); where a run goes on into chunk c, a lane (c, s) folds
+                  its part of the chunk: PART[c NS + s] (launched only when NB > L)
   scatter_sorted: a lane (r, s) at the head of a run of target t >= 0 folds the run:
                   OUT[t + off(s)] = INIT (op) V[PERM_j NS + s] over the run's j, in order
-                  (sum, or the product, max or min of scatter_reduce / index_reduce)
+                  (sum, or the product, max or min of scatter_reduce / index_reduce),
+                  value by value up to the first chunk boundary past r + L, then the
+                  run's later chunks by their PART: at most 2 L + NB / L steps a lane,
+                  so repeats (a padding token's row) cannot serialize a launch
   put_sorted:     a lane (r, s) at the tail of a run (NumPy: the last write wins):
                   DST[t + off(s)] = V[PERM_r NS + s]
 Determinism of scatter-add (repeated indices add up): no atomics; each sum runs over its
-run in index order (as np.add.at does), so the result is bit-identical run to run.
+run in index order, a fixed order, so the result is bit-identical run to run. A run of at
+most L indices sums one value after another as np.add.at does (bit-identical to it); a
+longer one adds its chunks' partial sums in order (another rounding, within any order's
+bound n eps sum|v|).
 Keys the plans above do not take (see tgrad/backends/_triton_index.py) come as int64
 element offsets OFF computed on the host: gather_kernel reads out[i] = X[OFF[i]]
 (bytes = N (2 itemsize + 8)), and the writers take them as T with NS = 1.
@@ -224,11 +233,49 @@ def _sorted_target(PERM, T, r, mask):
     return tl.load(T + b, mask=mask, other=-1), b
 
 
-@triton.jit(do_not_specialize=_WRITER_NO_SPEC)
-def scatter_sorted_kernel(OUT, V, PERM, T, NB, NS, NS0, ST1, ST0, REDUCE: tl.constexpr,
-                          ACC: tl.constexpr, INIT: tl.constexpr, BLOCK: tl.constexpr):
+@triton.jit
+def _fold_run(acc, V, PERM, T, t, r, b, s, live, END, NS, REDUCE: tl.constexpr):
+    """acc (op) V[PERM_r NS + s] over sorted positions r, r + 1, ... of target t (b = PERM_r),
+    in order, for the ``live`` lanes, until the run ends or r reaches END; returns acc and
+    each lane's first position not folded."""
+    while tl.max(live.to(tl.int32), axis=0) > 0:  # until this program's runs have ended
+        v = tl.load(V + b * NS + s, mask=live, other=0)
+        acc = _combine(acc, v.to(acc.dtype), live, REDUCE)
+        r = tl.where(live, r + 1, r)
+        live = live & (r < END)
+        nxt, b = _sorted_target(PERM, T, r, live)
+        live = live & (nxt == t)
+    return acc, r
+
+
+@triton.jit(do_not_specialize=["NB", "NS", "L"])
+def scatter_parts_kernel(PART, V, PERM, T, NB, NS, L, REDUCE: tl.constexpr, ACC: tl.constexpr,
+                         INIT: tl.constexpr, BLOCK: tl.constexpr):
+    # item = c NS + s for chunk c >= 1 of L sorted positions [c L, c L + L): where the run of
+    # a target t >= 0 goes on into chunk c (positions c L - 1 and c L share t),
+    # PART[c NS + s] = INIT (op) V[PERM_j NS + s] over the run's positions j in the chunk
+    item = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    c = item // NS
+    s = item % NS
+    mask = (c > 0) & (c * L < NB)
+    r = c * L
+    t, b = _sorted_target(PERM, T, r, mask)
+    prev, _ = _sorted_target(PERM, T, r - 1, mask)
+    live = mask & (t >= 0) & (prev == t)
+    acc = _acc_zeros(PART, ACC, INIT, BLOCK)
+    acc, _ = _fold_run(acc, V, PERM, T, t, r, b, s, live, tl.minimum(r + L, NB), NS, REDUCE)
+    tl.store(PART + item, acc, mask=live)
+
+
+@triton.jit(do_not_specialize=_WRITER_NO_SPEC + ["L"])
+def scatter_sorted_kernel(OUT, V, PERM, T, PART, NB, NS, NS0, ST1, ST0, L,
+                          REDUCE: tl.constexpr, ACC: tl.constexpr, INIT: tl.constexpr,
+                          BLOCK: tl.constexpr):
     # item = r NS + s, r a position of PERM (T's stable order): the head lane of a run of
-    # target t >= 0 writes OUT[t + off(s)] = INIT (op) V[PERM_j NS + s] over the run's j
+    # target t >= 0 writes OUT[t + off(s)] = INIT (op) V[PERM_j NS + s] over the run's j: it
+    # folds the values one by one up to the chunk boundary STOP = (r // L + 2) L (past r + L:
+    # a run of at most L positions is folded whole, in index order), then the run's
+    # remaining chunks' PART (scatter_parts_kernel) in order: at most 2 L + NB / L steps
     item = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = item < NB * NS
     r = item // NS
@@ -237,13 +284,17 @@ def scatter_sorted_kernel(OUT, V, PERM, T, NB, NS, NS0, ST1, ST0, REDUCE: tl.con
     prev, _ = _sorted_target(PERM, T, r - 1, mask & (r > 0))
     head = mask & (t >= 0) & (prev != t)  # prev: -1 before the first
     acc = _acc_zeros(OUT, ACC, INIT, BLOCK)
-    live = head
-    while tl.max(live.to(tl.int32), axis=0) > 0:  # until this program's runs have ended
-        v = tl.load(V + b * NS + s, mask=live, other=0)
-        acc = _combine(acc, v.to(acc.dtype), live, REDUCE)
-        r += 1
+    stop = tl.minimum((r // L + 2) * L, NB)
+    acc, r = _fold_run(acc, V, PERM, T, t, r, b, s, head, stop, NS, REDUCE)
+    live = head & (r == stop) & (r < NB)
+    nxt, _ = _sorted_target(PERM, T, r, live)
+    live = live & (nxt == t)
+    while tl.max(live.to(tl.int32), axis=0) > 0:  # the long runs: a chunk a step
+        part = tl.load(PART + (r // L) * NS + s, mask=live, other=0)
+        acc = _combine(acc, part.to(acc.dtype), live, REDUCE)
+        r = tl.where(live, r + L, r)
         live = live & (r < NB)
-        nxt, b = _sorted_target(PERM, T, r, live)
+        nxt, _ = _sorted_target(PERM, T, r, live)
         live = live & (nxt == t)
     tl.store(OUT + t + _slice_offset(s, NS0, ST1, ST0), acc.to(OUT.dtype.element_ty),
              mask=head)
@@ -265,4 +316,5 @@ def put_sorted_kernel(DST, V, PERM, T, NB, NS, NS0, ST1, ST0, BLOCK: tl.constexp
 
 
 __all__ = ["gather_nd_kernel", "gather_kernel", "index_targets_kernel", "range_check_kernel",
-           "scatter_sorted_kernel", "put_sorted_kernel", "triton"]
+           "scatter_parts_kernel", "scatter_sorted_kernel", "put_sorted_kernel",
+           "triton"]
