@@ -691,13 +691,14 @@ def check_scatter_long_runs() -> None:
     configs.SCATTER_MIN_CHUNK = 4
     try:
         assert configs.scatter_chunk(n) == 16
-        for name, idx in index_sets.items():
-            for ns in (1, 3):
-                shape = (7,) if ns == 1 else (7, ns)
-                for dev_idx in (False, True):
-                    key = (tb.from_host(idx) if dev_idx else idx,)
-                    what = f"{name}, NS={ns}, {'device' if dev_idx else 'host'} index"
-                    _check_long_run_sums(tix, tb, rng, shape, idx, key, what)
+        for name, ns, dev_idx in (("one row", 1, False), ("one row", 3, True),
+                                  ("one long run among short ones", 3, False),
+                                  ("runs of 1 to 124", 1, True), ("runs of 1 to 124", 3, True),
+                                  ("negative", 1, True)):
+            idx = index_sets[name]
+            key = (tb.from_host(idx) if dev_idx else idx,)
+            what = f"{name}, NS={ns}, {'device' if dev_idx else 'host'} index"
+            _check_long_run_sums(tix, tb, rng, (7,) if ns == 1 else (7, ns), idx, key, what)
         short = rng.permutation(np.repeat(np.arange(30), 10))  # runs of 10 <= 16
         v = rng.standard_normal((n, 3)).astype(np.float32)
         want = np.zeros((30, 3), np.float32)
