@@ -123,6 +123,40 @@ def test_each_node_runs_once_after_all_gradients_arrive():
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
 
 
+def test_leaf_accumulators_run_first_in_the_order_they_became_ready():
+    # PyTorch: AccumulateGrad has the highest sequence number, so a leaf's gradient is
+    # accumulated (and its hooks run) as soon as it is ready, siblings in edge order
+    log = []
+    x, y, z = (tgrad.tensor([1.0], requires_grad=True) for _ in range(3))
+    for name, t in zip("xyz", (x, y, z)):
+        t.register_hook(lambda g, name=name: log.append(name))
+    tgrad.cat([x, y, z]).sum().backward()
+    assert "".join(log) == "xyz"
+    log.clear()
+    (x * y).sum().backward()
+    assert "".join(log) == "xy"
+    log.clear()
+    (z * y + x).sum().backward()  # AddBackward's edges: z * y's node, then x; z before y
+    assert "".join(log) == "xzy"
+    a, w = tgrad.tensor([1.0, 2.0], requires_grad=True), tgrad.tensor([3.0], requires_grad=True)
+    first = []
+    tgrad.autograd.graph.register_multi_grad_hook(
+        (a, w), lambda g: first.append(tuple(g.shape)), mode="any")
+    (a * w).sum().backward()
+    assert first == [(2,)]  # a's gradient arrives first
+    # an accumulator that is ready runs before a node created later
+    order = []
+    p = tgrad.tensor([1.0], requires_grad=True)
+    p.register_post_accumulate_grad_hook(lambda t: order.append("p"))
+    u = p.exp()  # u's node: created after p's accumulator
+    v = (u * 2).sin()
+    v.grad_fn.register_prehook(lambda g: order.append("sin"))
+    w2 = tgrad.tensor([1.0], requires_grad=True)
+    w2.register_post_accumulate_grad_hook(lambda t: order.append("w2"))
+    (v * w2).sum().backward()  # MulBackward: w2's accumulator ready before sin's node runs
+    assert order == ["w2", "sin", "p"]
+
+
 def test_grad_runs_only_the_needed_part_of_the_graph():
     Counted.calls = 0
     a, b = leaf([1.0]), leaf([2.0])

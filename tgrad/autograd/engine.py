@@ -6,6 +6,9 @@
    the nodes that lie on a path to a wanted edge; the others are skipped.
 3. Run nodes from a ready heap (latest-created first, like PyTorch; ``_seq`` is unique, so
    entries never compare nodes); a node is ready when all edges into it have delivered.
+   A leaf's AccumulateGrad runs as soon as it is ready (PyTorch gives it the highest
+   sequence number), in the order the accumulators became ready: x * y accumulates x, then
+   y, and a leaf's hooks and post-accumulate hooks run before the rest of the backward.
    Gradients arriving on the same input are summed.
 Saved tensors of every executed node are freed unless ``retain_graph``.
 """
@@ -21,6 +24,9 @@ from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.node import AccumulateGrad, checked_hook_value, run_leaf_hooks
 
 _task_ids = itertools.count()
+# Ready-heap keys of leaf accumulators: below every other node's (-_seq), first in, first out
+_ACC_FIRST = -(1 << 62)
+_acc_order = itertools.count()
 
 
 def _collect(root_nodes: list) -> dict:
@@ -182,7 +188,9 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
                 d = deps[child] - 1
                 deps[child] = d
                 if d == 0:
-                    heappush(ready, (-child._seq, child))
+                    heappush(ready, (_ACC_FIRST + next(_acc_order)
+                                     if child.__class__ is AccumulateGrad else -child._seq,
+                                     child))
             # Drop this frame's references: AccumulateGrad keeps a gradient without copying
             # it only when nothing else references it (see node._owned).
             outputs = g = buf = None
