@@ -611,6 +611,65 @@ def test_inplace_into_an_overlapping_view_raises_pytorch_error():
     assert tgrad.zeros(1, 0).expand(3, 0).add_(1).shape == (3, 0)
 
 
+def test_inplace_operand_partly_overlapping_the_output_raises_pytorch_error():
+    # PyTorch's assert_no_partial_overlap: an operand sharing some (not exactly all) of the
+    # written elements would be read after part of it was overwritten
+    msg = "some elements of the input tensor and the written-to tensor refer to a single"
+
+    def fresh():
+        return tgrad.tensor([2.0, 4.0, 8.0, 16.0])
+
+    writes = [lambda a: a.__itruediv__(a[1]), lambda a: a.add_(a[0]),
+              lambda a: a[1:].copy_(a[:-1]), lambda a: a[1:].__iadd__(a[:-1]),
+              lambda a: a.__setitem__(slice(1, None), a[:-1]),
+              lambda a: a.view(2, 2).add_(a.view(2, 2).t()), lambda a: a.clamp_(min=a[0]),
+              lambda a: a.lerp_(a[0], 0.5),
+              lambda a: a.lt_(a[1]),
+              lambda a: a.view(2, 2).addcmul_(a.view(2, 2)[0], a.view(2, 2)[1]),
+              # index / scatter ops refuse any overlap with their source (assert_no_overlap)
+              lambda a: a.index_add_(0, tgrad.tensor([0, 1, 2, 3]), a),
+              lambda a: a.index_add_(0, tgrad.tensor([0, 1]), a[2:]),
+              lambda a: a.scatter_(0, tgrad.tensor([0, 1]), a[2:]),
+              lambda a: a.index_copy_(0, tgrad.tensor([0, 1]), a[2:]),
+              lambda a: a.__setitem__(tgrad.tensor([0, 1]), a[2:])]
+    for write in writes:
+        a = fresh()
+        with pytest.raises(RuntimeError, match=msg):
+            write(a)
+        np.testing.assert_array_equal(a.numpy(), [2.0, 4.0, 8.0, 16.0])  # nothing written
+    # recorded for autograd too
+    w = tgrad.tensor([2.0, 4.0, 8.0, 16.0], requires_grad=True)
+    (w * 1).add_((w * 1)[0])  # (different storages: fine)
+    b = w * 1
+    with pytest.raises(RuntimeError, match=msg):
+        b[1:].mul_(b[:-1])
+    # allowed: the same elements (read before the write), disjoint parts, values read as
+    # numbers (fill_, masked_fill_), operands not dense in memory (PyTorch cannot tell)
+    a = fresh()
+    a.add_(a)
+    a.copy_(a)
+    a.mul_(a.view(2, 2).view(4))
+    a[:2].copy_(a[2:])
+    np.testing.assert_array_equal(a.numpy(), [256.0, 1024.0, 256.0, 1024.0])
+    a = fresh()
+    a.masked_fill_(a > 3, a[0])
+    a.fill_(a[1])
+    np.testing.assert_array_equal(a.numpy(), [2.0] * 4)
+    m = tgrad.arange(9.0).reshape(3, 3)
+    m[::2].add_(m[1])
+    np.testing.assert_array_equal(m.numpy(), [[3, 5, 7], [3, 4, 5], [9, 11, 13]])
+    # x[k] op= y writes the updated view onto itself; a 0-d value fills (PyTorch's copy_to)
+    m = tgrad.ones(2, 2)
+    m[1:, 1:] -= 1
+    np.testing.assert_array_equal(m.numpy(), [[1, 1], [1, 0]])
+    m = tgrad.arange(6.0).reshape(2, 3)
+    m[0:1] *= 2
+    np.testing.assert_array_equal(m.numpy(), [[0, 2, 4], [3, 4, 5]])
+    v = tgrad.arange(4.0)
+    v[1:3] = v[0]
+    np.testing.assert_array_equal(v.numpy(), [0, 0, 0, 3])
+
+
 def test_inplace_into_a_self_overlapping_strided_view_raises():
     # unfold windows that overlap (step < size) and as_strided views with overlapping
     # strides reach one memory element from two indices: an in-place write there would be

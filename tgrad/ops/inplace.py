@@ -176,6 +176,11 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     if record and self._custom_function_view and self._grad_fn is not None:
         raise custom_function_view_error(self)
     check_inplace(self, op)
+    root = self._storage.root
+    for a in args:
+        if isinstance(a, Tensor) and a._storage.root is root and op not in _READ_AS_NUMBER:
+            _check_operand_overlap(self, op, args)
+            break
     if not record:
         res = fn(self, *args)
         _check_fits(op, res, self)
@@ -238,6 +243,21 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     if self._retains_grad:
         move_retain_grad(self)
     return self
+
+
+# In-place ops whose tensor operand PyTorch reads as a number (value.item()): no overlap
+# check; the others check their operands as PyTorch's TensorIterator / index ops do.
+_READ_AS_NUMBER = frozenset({"fill_", "masked_fill_", "index_fill_", "masked_scatter_"})
+
+
+def _check_operand_overlap(self: Tensor, op: str, args: tuple) -> None:
+    """PyTorch's assert_no_partial_overlap of an in-place op's output (``self``) with each
+    operand sharing its memory: ``x.add_(x)`` is fine (the same elements, read before the
+    write), ``x.add_(x[0])`` or ``x[1:].copy_(x[:-1])`` raise; index / scatter ops refuse any
+    overlap (assert_no_overlap). Operands not dense in memory are not checked (PyTorch's
+    MemOverlap::TooHard)."""
+    from tgrad._out import _check_overlap
+    _check_overlap(op[:-1], self, [a for a in args if isinstance(a, Tensor)])
 
 
 def check_castable(prefix: str, src: dtypes.DType, dst: dtypes.DType) -> None:
@@ -366,7 +386,7 @@ def float_power_(self: Tensor, exponent) -> Tensor:
 
 @tensor_method("clamp_", "clip_")
 def clamp_(self: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
-    return apply_inplace(self, "clamp_", lambda x: ew.clamp(x, min, max))
+    return apply_inplace(self, "clamp_", ew.clamp, min, max)
 
 
 class Fill(Function):
@@ -577,18 +597,22 @@ def setitem(self: Tensor, key, value) -> None:
         else:
             value = _half_item_value(value, self.dtype)
     else:
-        value = _as_src("__setitem__", self, value)
+        value = given = _as_src("__setitem__", self, value)
         lead = 0  # leading size-1 dims of the value are dropped first, as PyTorch does
         while lead < value.ndim and value.shape[lead] == 1:
             lead += 1
         if lead:
             value = value.reshape(value.shape[lead:])
-    if basic:
-        view = self[nkey]
-        if isinstance(value, Tensor):
-            copy_(view, value)
-        else:
+    if basic:  # PyTorch's copy_to: a value of the view's shape is copied as it is (x[k] -=
+        view = self[nkey]  # y writes the view onto itself), a 0-d one fills (read once)
+        if not isinstance(value, Tensor):
             apply_inplace(view, "fill_", Fill.apply, value)
+        elif given.shape == view.shape:
+            copy_(view, given)
+        elif given.ndim == 0:
+            apply_inplace(view, "fill_", CopyFrom.apply, given)
+        else:
+            copy_(view, value)
         return
     check_masks(nkey, self.shape)
     split = split_selects(nkey)
