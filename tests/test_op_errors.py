@@ -249,9 +249,18 @@ def test_floor_divide_and_comparisons_are_not_differentiable():
 
 
 def test_integer_negative_power():
+    # PyTorch: a negative number exponent of an integer tensor raises...
     with pytest.raises(RuntimeError, match="^pow: integers to negative integer powers"):
         tgrad.tensor([2, 3]) ** -1
     assert (tgrad.tensor([2, 3]) ** -1.0).dtype is tgrad.float32
+    # ...a tensor of negative exponents computes 1 / a^|e| truncated: 1 for a base of 1,
+    # -1 or 1 by parity for -1, else 0 (0 ** -1 too); a number base alike
+    a = tgrad.tensor([2, 1, -1, -1, 0, 3, -2, 5])
+    e = tgrad.tensor([-1, -2, -3, -4, -1, 2, -1, 0])
+    for got in (a ** e, tgrad.pow(a, e), a.clone().pow_(e)):
+        assert got.dtype is tgrad.int64 and got.tolist() == [0, 1, -1, 1, 0, 9, 0, 1]
+    assert (2 ** tgrad.tensor([-1, 2])).tolist() == [0, 4]
+    assert ((-1) ** tgrad.tensor([-1, -2, 3], dtype=tgrad.int8)).tolist() == [-1, 1, -1]
 
 
 @pytest.mark.parametrize("exponent", [-1, -2, -255, -256, np.int64(-3)])

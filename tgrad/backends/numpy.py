@@ -597,6 +597,19 @@ def _lcm(a, b):
         return np.abs(q * b)
 
 
+def _power(a, b):
+    """np.power, but an integer to a negative integer power is PyTorch's (NumPy raises): 1
+    for a base of 1, -1 or 1 by the exponent's parity for -1, else 0."""
+    if a.dtype.kind == "i" and np.asarray(b).dtype.kind == "i":
+        neg = np.less(b, 0)
+        if neg.any():
+            out = np.power(a, np.where(neg, 0, b))
+            odd = np.bitwise_and(b, 1) != 0
+            small = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+            return np.where(neg, small.astype(out.dtype), out)
+    return np.power(a, b)
+
+
 BINARY = {
     "add": np.add,
     "sub": np.subtract,
@@ -605,7 +618,7 @@ BINARY = {
     "floor_divide": np.floor_divide,  # integer division by zero is checked by the op
     "remainder": _remainder,
     "fmod": np.fmod,
-    "pow": np.power,  # integers to negative powers are rejected by the op
+    "pow": _power,
     "atan2": np.arctan2,  # float operands (the op promotes integers)
     "maximum": np.maximum,
     "minimum": np.minimum,

@@ -610,8 +610,8 @@ def f_pow(a, b):
 
 @triton.jit
 def _ipow(a, b):
-    # integer a^b for b >= 0 (the op rejects negative exponents), square and multiply over
-    # b's bits (at most 64), wrapping on overflow as NumPy does
+    # integer a^b: for b >= 0 square and multiply over b's bits (at most 64), wrapping on
+    # overflow as NumPy does; for b < 0 PyTorch's: 1 for a = 1, (-1)^b for a = -1, else 0
     r = a * 0 + 1
     base = a
     e = b
@@ -619,6 +619,9 @@ def _ipow(a, b):
         r = tl.where((e & 1) != 0, r * base, r)
         base = base * base
         e = e >> 1
+    if b.dtype.is_int_signed():
+        small = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0))
+        r = tl.where(b < 0, small.to(r.dtype), r)
     return r
 
 

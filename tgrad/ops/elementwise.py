@@ -730,24 +730,11 @@ def _nonzero_int_divisor(name: str, be, a, b) -> None:
         raise IntegerDivisionByZeroError(f"{name}: integer division by zero")
 
 
-def _nonnegative_int_exponent(name: str, be, a, b) -> None:
-    """Integers to negative integer powers raise. PyTorch raises for a number exponent
-    (x ** -1) but computes 0, 1 or -1 for a tensor of exponents; tgrad raises for both (a
-    documented difference: NumPy raises too). On the GPU the check is a device-to-host
-    sync."""
-    if a.dtype.kind not in "iub" or b.dtype.kind not in "iu":
-        return
-    if isinstance(b, np.generic):
-        negative = b < 0
-    else:
-        negative = be.to_host(be.any_(be.binary("lt", b, b.dtype.type(0)), None, False))
-    if bool(negative):
-        raise RuntimeError("pow: integers to negative integer powers are not allowed")
-
-
 def _nonnegative_number_exponent(a: Tensor, b) -> None:
-    """An integer tensor to a negative Python/NumPy integer power raises, checked on the
-    number itself: once converted to the tensor's dtype a uint8 exponent of -1 is 255."""
+    """An integer tensor to a negative Python/NumPy integer power raises (PyTorch's check),
+    on the number itself: once converted to the tensor's dtype a uint8 exponent of -1 is
+    255. A tensor of negative integer exponents computes PyTorch's 1, -1 or 0 (the
+    backends' pow)."""
     if (isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)) and b < 0
             and a.dtype.np.kind in "iu"):
         raise RuntimeError(f"pow: integers to negative integer powers are not allowed "
@@ -757,7 +744,7 @@ def _nonnegative_number_exponent(a: Tensor, b) -> None:
 
 # Checks of the promoted operands (backend arrays) before an op runs.
 _OPERAND_CHECKS = {"floor_divide": _nonzero_int_divisor, "remainder": _nonzero_int_divisor,
-                   "fmod": _nonzero_int_divisor, "pow": _nonnegative_int_exponent}
+                   "fmod": _nonzero_int_divisor}
 
 
 _F32 = np.float32
