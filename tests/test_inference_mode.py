@@ -234,3 +234,21 @@ def test_internal_constants_cached_inside_stay_usable_outside():
     xr = x.clone().requires_grad_()
     assert tgrad.autograd.gradcheck(
         lambda t: interp(t, scale_factor=2, mode="linear"), (xr,))
+
+
+def test_forward_ad_is_off_inside_inference_mode():
+    # PyTorch's InferenceMode also turns forward-mode AD off (no_grad does not):
+    # results made inside carry no tangent, and unpack_dual sees none
+    fa = tgrad.autograd.forward_ad
+    with fa.dual_level():
+        d = fa.make_dual(tgrad.tensor([1.0, 2.0]), tgrad.tensor([1.0, 3.0]))
+        with tgrad.inference_mode():
+            assert fa.unpack_dual(d * d).tangent is None
+            assert fa.unpack_dual(d).tangent is None
+            with tgrad.inference_mode(False):  # on again inside
+                np.testing.assert_array_equal(fa.unpack_dual(d * d).tangent.numpy(), [2.0, 12.0])
+            assert fa.unpack_dual(d * 2).tangent is None
+        np.testing.assert_array_equal(fa.unpack_dual(d * d).tangent.numpy(), [2.0, 12.0])
+        np.testing.assert_array_equal(fa.unpack_dual(d).tangent.numpy(), [1.0, 3.0])
+        with tgrad.no_grad():
+            np.testing.assert_array_equal(fa.unpack_dual(d * d).tangent.numpy(), [2.0, 12.0])

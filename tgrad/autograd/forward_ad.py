@@ -150,13 +150,13 @@ def make_dual(tensor, tangent, *, level: int | None = None):
     if get_tangent(tensor) is not None:
         raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward "
                            f"gradient at the same level {lvl.idx} is not supported.")
-    STATE.fw_level = None
+    active, STATE.fw_level = STATE.fw_level, None  # (None inside inference_mode)
     try:
         if tangent.stride() != tensor.stride() and tensor.numel() > 1:
             tangent = _like_layout(tensor).copy_(tangent)
         dual = tensor.view_as(tensor)
     finally:
-        STATE.fw_level = lvl
+        STATE.fw_level = active
     _set(dual, tangent)
     return dual
 
@@ -165,17 +165,17 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
     """``(primal, tangent)`` of ``tensor`` at the current level: the primal is a view of it
     without the tangent; outside a level, or for a tensor with no tangent, ``(tensor,
     None)``."""
-    if STATE.fw_current is None:
-        return UnpackedDualTensor(tensor, None)
+    if STATE.fw_current is None or STATE.inference:  # (inference_mode: forward AD is off,
+        return UnpackedDualTensor(tensor, None)  # tangents unseen, as PyTorch's)
     lvl = _level_for(level, "_fw_primal")
     tangent = get_tangent(tensor)
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
-    STATE.fw_level = None
+    active, STATE.fw_level = STATE.fw_level, None  # (None inside inference_mode)
     try:
         primal = tensor.view_as(tensor)
     finally:
-        STATE.fw_level = lvl
+        STATE.fw_level = active
     primal.__dict__["_fw"] = (lvl, None)  # no tangent (not even its base's)
     return UnpackedDualTensor(primal, tangent)
 

@@ -210,17 +210,20 @@ class inference_mode(_DecoratorContextManager):
 
     def __enter__(self) -> None:
         self.__dict__.setdefault("_prev", []).append(
-            (STATE.enabled, STATE.inference, STATE.inference_grad))
-        if self.mode:
+            (STATE.enabled, STATE.inference, STATE.inference_grad, STATE.fw_level))
+        if self.mode:  # no forward-mode AD inside either (PyTorch's AutoFwGradMode(false))
             _count_inference_block(1)
             STATE.enabled = STATE.inference_grad = False
             STATE.inference = True
+            STATE.fw_level = None
         else:  # inference_mode(False) records again, as PyTorch's
+            if STATE.inference:
+                STATE.fw_level = STATE.fw_current
             STATE.enabled = True
             STATE.inference = False
 
     def __exit__(self, *exc: Any) -> None:
-        STATE.enabled, STATE.inference, STATE.inference_grad = self._prev.pop()
+        STATE.enabled, STATE.inference, STATE.inference_grad, STATE.fw_level = self._prev.pop()
         if self.mode:
             _count_inference_block(-1)
 
