@@ -366,7 +366,7 @@ def _ce_weighted_ref(x, t, w, eps, reduction, ignore_index=-100):
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-@pytest.mark.parametrize("eps", [0.0, 0.2])
+@pytest.mark.parametrize("eps", [0.0, 0.2, -0.1])  # PyTorch checks only eps <= 1
 def test_cross_entropy_weight_and_label_smoothing(reduction, eps):
     rng = np.random.default_rng(12)
     a = rng.standard_normal((5, 4))
@@ -694,3 +694,26 @@ def test_mse_l1_huber_loss_weight():
              _t(w, requires_grad=True)))
         with pytest.raises(ValueError, match="Weights and input must have the same size"):
             fn(_t(a), _t(b), weight=_t(w[0]), **kw)
+
+
+def test_rms_norm_keeps_the_input_dtype_and_batch_norm_needs_both_running_stats():
+    # PyTorch: rms_norm's result has input's dtype whatever the weight's; the weight's
+    # gradient has the weight's
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, 3))
+    w = rng.uniform(0.5, 2.0, 3)
+    want = a / np.sqrt((a * a).mean(1, keepdims=True) + np.finfo(np.float32).eps) * w
+    for in_dt, w_dt in ((tgrad.float32, tgrad.float64), (tgrad.float16, tgrad.float32),
+                        (tgrad.float64, tgrad.float32)):
+        x = tgrad.tensor(a, dtype=in_dt, requires_grad=True)
+        wt = tgrad.tensor(w, dtype=w_dt, requires_grad=True)
+        y = F.rms_norm(x, (3,), wt, eps=float(np.finfo(np.float32).eps))
+        assert y.dtype is in_dt
+        np.testing.assert_allclose(y.detach().double().numpy(), want,
+                                   rtol=2e-3 if in_dt is tgrad.float16 else 1e-6)
+        y.sum().backward()
+        assert x.grad.dtype is in_dt and wt.grad.dtype is w_dt
+    with pytest.raises(ValueError, match="running_mean and running_var must either both be "
+                       "None or neither be None"):
+        F.batch_norm(tgrad.ones(2, 2), tgrad.zeros(2), None, training=True)
+    assert tgrad.concatenate([tgrad.ones(1), tgrad.zeros(1)], axis=0).tolist() == [1.0, 0.0]

@@ -102,6 +102,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                         "NoneType")
     _check_param_dtypes("batch_norm", input, weight=weight, bias=bias,
                         running_mean=running_mean, running_var=running_var)
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither "
+                         "be None")
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
@@ -416,7 +419,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002
              eps: float | None = None) -> Tensor:
-    """y = x / sqrt(mean(x^2 over the trailing normalized_shape dims) + eps) * weight;
+    """y = x / sqrt(mean(x^2 over the trailing normalized_shape dims) + eps) * weight, in
+    input's dtype (a weight of another float dtype does not promote it, as PyTorch's);
     ``eps`` None is the machine epsilon of the compute dtype (float32 for float16/bfloat16
     inputs; the real part's for complex), PyTorch's default. Complex x: PyTorch's composite,
     x^2 (not |x|^2) and the principal square root."""
@@ -449,4 +453,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
     y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
     if w is not None:
         y = y * w
-    return rounded_to(y, half)
+    y = rounded_to(y, half)
+    if y.dtype is not input.dtype and not y.dtype.is_complex:  # PyTorch's: in input's dtype
+        y = y.to(input.dtype)  # (a float64 weight does not widen a float32 input)
+    return y

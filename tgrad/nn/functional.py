@@ -462,7 +462,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     _check_tensor("cross_entropy", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:  # (a negative one computes, as in PyTorch)
         raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: "
                            f"{label_smoothing}")
     axis = 0 if input.ndim == 1 else 1

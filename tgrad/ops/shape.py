@@ -628,10 +628,10 @@ def concat(tensors, dim: int = 0) -> Tensor:
     return cat(tensors, dim)
 
 
-def concatenate(tensors, dim: int = 0) -> Tensor:
-    """Alias of ``cat``."""
+def concatenate(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """Alias of ``cat`` (``axis``: NumPy's name for ``dim``, as PyTorch's concatenate)."""
     check_tensor_seq("concatenate", tensors)
-    return cat(tensors, dim)
+    return cat(tensors, dim if axis is None else axis)
 
 
 @autocast_policy("promote")
