@@ -261,6 +261,30 @@ def test_cat_values_promotion_and_grad():
     assert y.grad_fn.name() == "CatBackward0"
 
 
+def test_stack_is_one_node_with_pytorchs_name():
+    # PyTorch: StackBackward0 (saved dim), an edge per input, d x_i = g.select(dim, i)
+    rng = np.random.default_rng(2)
+    a = _t(rng.standard_normal((2, 3)), requires_grad=True)
+    b = tgrad.tensor([[1, 2, 3], [4, 5, 6]])  # promoted, no edge of its own
+    y = tgrad.stack([a, b, a], 1)
+    assert y.shape == (2, 3, 3) and y.dtype is a.dtype
+    assert y.grad_fn.name() == "StackBackward0" and y.grad_fn._saved_dim == 1
+    assert [type(n).__name__ if n else None for n, _ in y.grad_fn.next_functions] == \
+        ["AccumulateGrad", None, "AccumulateGrad"]
+    np.testing.assert_array_equal(_np(y), np.stack([_np(a), b.numpy(), _np(a)], 1))
+    w = rng.standard_normal((2, 3, 3))
+    (y * _t(w)).sum().backward()
+    np.testing.assert_allclose(_np(a.grad), w[:, 0] + w[:, 2], rtol=1e-15)
+    x, z = (_t(rng.standard_normal((2, 3)), requires_grad=True) for _ in range(2))
+    assert tgrad.autograd.gradcheck(lambda p, q: tgrad.stack([p, q * q], -1), (x, z))
+    assert tgrad.autograd.gradgradcheck(lambda p, q: tgrad.stack([p * q, q], 0), (x, z))
+    fa = tgrad.autograd.forward_ad
+    with fa.dual_level():
+        d = fa.make_dual(_t([1.0, 2.0]), _t([5.0, 6.0]))
+        np.testing.assert_array_equal(fa.unpack_dual(tgrad.stack([d, d * 2])).tangent.numpy(),
+                                      [[5.0, 6.0], [10.0, 12.0]])
+
+
 def test_cat_stack_errors():
     # PyTorch's types: cat's empty list is a ValueError, the stacking ops' a RuntimeError
     with pytest.raises(ValueError, match=r"^cat\(\): expected a non-empty list of Tensors"):

@@ -396,10 +396,10 @@ def _matmul(args, tangents, out):
 
 
 def _cat(args, tangents, out):
-    # cat(dim, *xs): the tangent is cat of the tangents (zeros where none)
-    from tgrad.ops.shape import Cat
+    # cat / stack(dim, *xs): the tangent is the same op of the tangents (zeros where none)
+    from tgrad.ops.shape import Cat, Stack
     ts = [_zeros_like(x) if t is None else t for x, t in zip(args[1:], tangents[1:])]
-    return Cat.apply(args[0], *ts)
+    return (Stack if out.ndim == args[1].ndim + 1 else Cat).apply(args[0], *ts)
 
 
 def _index_put(args, tangents, out):
@@ -443,7 +443,7 @@ def _build_rules() -> dict:
                     _KEEPS_COMPLEX.add(c)
     for op, rule in ((OPS["add"], _add_sub(1.0)), (OPS["sub"], _add_sub(-1.0)),
                      (OPS["mul"], _mul), (OPS["div"], _div), (OPS["matmul"], _matmul),
-                     (OPS["cat"], _cat), (OPS["index_put"], _index_put)):
+                     (OPS["cat"], _cat), (OPS["stack"], _cat), (OPS["index_put"], _index_put)):
         for c in _same_forward(op):  # sub's RsubBackward0/1 variants too
             rules[c] = rule
             if op is not OPS["matmul"]:  # (PyTorch's matmul refuses the mixed dtypes)

@@ -571,6 +571,27 @@ class Cat(Function):
         return tuple(grads)
 
 
+class Stack(Function):
+    """y = stack(xs, dim) (a copy, xs of one shape S: y has S with len(xs) inserted at
+    dim);  dx_i = g.select(dim, i) (a view). apply(dim, *xs), as Cat."""
+
+    name = "stack"
+    node_name = "StackBackward0"
+    saved_attributes = {"_saved_dim": "dim"}
+
+    @staticmethod
+    def forward(ctx, dim, *xs):
+        ctx.dim = dim
+        be = backend_of(xs[0])
+        shape = xs[0].shape[:dim] + (1,) + xs[0].shape[dim:]  # a size-1 dim: always a view
+        return wrap(be.cat([be.reshape_view(x._data, shape) for x in xs], dim), xs[0].device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (None, *[g.select(ctx.dim, i) if need else None
+                        for i, need in enumerate(ctx.needs_input_grad[1:])])
+
+
 def _legacy_empty(x: Tensor) -> bool:
     return x.ndim == 1 and x.shape[0] == 0
 
@@ -643,8 +664,10 @@ def stack(tensors, dim: int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(xs[0].shape)} at entry 0 and {list(x.shape)} at entry "
                                f"{i}")
+    same_device("stack", *xs)
     d = _wrap_dim(dim, xs[0].ndim + 1, "stack")
-    return cat([unsqueeze(x, d) for x in xs], d)
+    dt = dtypes.result_type(*xs) if len(xs) > 1 else xs[0].dtype
+    return Stack.apply(d, *[x if x.dtype is dt else x.to(dt) for x in xs])
 
 
 @tensor_method("narrow")
@@ -829,6 +852,6 @@ def _pieces(cls, x: Tensor, dim: int, keys: tuple) -> tuple:
     return out
 
 
-for _c in (View, UnsafeView, Unsqueeze, Squeeze, Permute, Expand, Cat, SplitViews,
+for _c in (View, UnsafeView, Unsqueeze, Squeeze, Permute, Expand, Cat, Stack, SplitViews,
            SplitWithSizesViews, UnbindViews):
     register_op(_c)
