@@ -51,6 +51,15 @@ def test_dot_and_index_node_names_and_values():
     assert m[1, :].grad_fn.name() == "SelectBackward0"
     assert m[0:2].grad_fn.name() == "SliceBackward0"
     assert m[1, 1:3].grad_fn.name() == "SliceBackward0"
+    # a None last: UnsqueezeBackward0, saving the new dim's place in the result; no
+    # effective item: PyTorch's alias (AliasBackward0)
+    for key, dim in (((None,), 0), ((slice(None), None), 1), ((0, None), 0),
+                     ((Ellipsis, None), 2), ((slice(1, 2), None, None), 2)):
+        assert m[key].grad_fn.name() == "UnsqueezeBackward0", key
+        assert m[key].grad_fn._saved_dim == dim, key
+    assert m[None, 0].grad_fn.name() == "SelectBackward0"
+    assert m[None, 1:2].grad_fn.name() == "SliceBackward0"
+    assert m[...].grad_fn.name() == m[:].grad_fn.name() == "AliasBackward0"
     m[2].sum().backward()
     expect = np.zeros((3, 4))
     expect[2] = 1.0

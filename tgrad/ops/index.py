@@ -335,17 +335,45 @@ class Select(BasicIndex):
     saved_attributes = _SELECT_SAVED
 
 
+def _last_none_dim(node) -> int:
+    """UnsqueezeBackward0's saved dim: where the key's last None puts its size-1 dim in
+    the result (the result dims the items before it make: a slice or None one each, an int
+    none, ``...`` the dims no other item takes)."""
+    key = node.key
+    last = max(i for i, k in enumerate(key) if k is None)
+    taken = sum(1 for k in key if k is not None and k is not Ellipsis)
+    return sum(0 if isinstance(k, (int, np.integer)) else
+               len(node.shape) - taken if k is Ellipsis else 1 for k in key[:last])
+
+
+class UnsqueezeIndex(BasicIndex):
+    """x[..., None] (a None last): PyTorch records UnsqueezeBackward0."""
+
+    node_name = "UnsqueezeBackward0"
+    saved_attributes = {"_saved_dim": _last_none_dim}
+
+
+class AliasIndex(BasicIndex):
+    """x[...], x[:] (no effective item): PyTorch returns an alias, AliasBackward0."""
+
+    node_name = "AliasBackward0"
+    saved_attributes = {}
+
+
 _FULL = slice(None)
 
 
 def _basic_cls(key: tuple):
     """PyTorch applies a key item by item (full slices and ``...`` are no-ops), so the node
-    is named after the last effective item: an integer selects, anything else slices."""
+    is named after the last effective item: an integer selects, None unsqueezes, a slice
+    slices; with none, the result is an alias."""
     for k in reversed(key):
         if k is Ellipsis or (type(k) is slice and k == _FULL):
             continue
+        if k is None:
+            return UnsqueezeIndex
         return Select if isinstance(k, (int, np.integer)) else BasicIndex
-    return BasicIndex
+    return AliasIndex
 
 
 class AdvancedIndex(Function):
