@@ -60,6 +60,9 @@ def test_dot_and_index_node_names_and_values():
     assert m[None, 0].grad_fn.name() == "SelectBackward0"
     assert m[None, 1:2].grad_fn.name() == "SliceBackward0"
     assert m[...].grad_fn.name() == m[:].grad_fn.name() == "AliasBackward0"
+    # c + x is x + c, as c * x is x * c (PyTorch's __radd__ / __rmul__): edges (x, None)
+    for y in (1 + m, 2.5 * m):
+        assert [n is None for n, _ in y.grad_fn.next_functions] == [False, True]
     m[2].sum().backward()
     expect = np.zeros((3, 4))
     expect[2] = 1.0

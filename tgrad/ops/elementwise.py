@@ -1111,7 +1111,8 @@ def _binary_fn(name: str, methods=(), reflected=()):
                 return NotImplemented
             raise
 
-    if name == "mul":  # c * x is x * c (PyTorch's __rmul__): the number is _saved_other
+    if name in ("mul", "add"):  # c * x is x * c and c + x is x + c (PyTorch's __rmul__ /
+        # __radd__): the number is _saved_other, the edges (x's, None)
         def rfn(self, other) -> Tensor:  # noqa: F811
             try:
                 return cls.apply(self, other)
