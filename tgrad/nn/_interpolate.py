@@ -235,9 +235,10 @@ def _resample(x: Tensor, output_size, scale_factors, mode: str, align_corners,
     nearest = mode in ("nearest", "nearest-exact")
     if not (x.dtype.is_floating_point or (nearest and x.dtype is dtypes.uint8)):
         raise NotImplementedError(f"interpolate: mode '{mode}' is not implemented for "
-                                  f"{x.dtype.name} inputs (floating point only, uint8 too for "
-                                  f"the nearest modes, as PyTorch's CPU kernels); convert "
-                                  f"with .float() first")
+                                  f"{x.dtype.name} inputs in tgrad (floating point only, uint8 "
+                                  f"too for the nearest modes; PyTorch's CPU also has uint8 "
+                                  f"bilinear / bicubic of 4-D inputs, with its own integer "
+                                  f"rounding); convert with .float() first")
     out = _out_sizes(x, output_size, scale_factors)
     _check_sizes(x, out)
     double = x.dtype is dtypes.float64
