@@ -426,7 +426,10 @@ class IndexAdd(Function):
     @staticmethod
     def forward(ctx, g, key, shape):
         ctx.key = key
-        return wrap(backend_of(g).index_add(shape, g.dtype.np, key, g._data), g.device)
+        be = backend_of(g)
+        if g.numel() == 0:  # nothing to add (an index past a size-0 dim's neighbour is
+            return wrap(be.full(shape, 0, g.dtype.np), g.device)  # never read, as PyTorch)
+        return wrap(be.index_add(shape, g.dtype.np, key, g._data), g.device)
 
     @staticmethod
     def backward(ctx, gg):
