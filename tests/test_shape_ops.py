@@ -875,3 +875,16 @@ def test_float_list_index_truncates_as_pytorch():
         x[[1 + 0j]]
     with pytest.raises(IndexError, match="tensors used as indices must be long"):
         x[tgrad.tensor([1.5])]
+
+
+def test_backward_of_an_index_into_an_empty_tensor_reads_no_index():
+    # x[:, [5]] of a (0, 3) x selects nothing, so neither PyTorch's forward nor its
+    # backward looks at the 5: the gradient is zeros of x's shape
+    x = _t(np.zeros((0, 3)), requires_grad=True)
+    y = x[:, [5]]
+    assert y.shape == (0, 1)
+    y.sum().backward()
+    assert x.grad.shape == (0, 3)
+    x = _t(np.zeros((2, 0)), requires_grad=True)
+    x[[1, 1]].sum().backward()
+    assert x.grad.shape == (2, 0)
