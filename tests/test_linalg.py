@@ -650,3 +650,26 @@ def test_inv_backward_does_not_save_its_input():
     (a_inv * tgrad.tensor(w_np)).sum().backward()
     ai = np.linalg.inv(a_np)
     np.testing.assert_allclose(x.grad.numpy(), -ai.T @ w_np @ ai.T, rtol=1e-12)
+
+
+def test_pytorch_argument_checks_of_norms_lstsq_and_eigh():
+    # PyTorch: a norm's dtype must be real for a real input and complex for a complex one
+    x = tgrad.tensor(np.arange(1.0, 10.0).reshape(3, 3))
+    for f in (lambda: tgrad.linalg.vector_norm(x, dtype=tgrad.complex128),
+              lambda: tgrad.linalg.norm(x, dtype=tgrad.complex128),
+              lambda: tgrad.linalg.matrix_norm(x, ord=2, dtype=tgrad.complex128)):
+        with pytest.raises(RuntimeError, match="dtype should be real for real inputs, but got "
+                           "ComplexDouble"):
+            f()
+    with pytest.raises(RuntimeError, match="dtype should be complex for complex inputs"):
+        tgrad.linalg.vector_norm(x.to(tgrad.complex128), dtype=tgrad.float64)
+    # lstsq: B may have one dim less than A (a batch of vectors) but not more dims
+    with pytest.raises(RuntimeError, match=r"input.dim\(\) must be greater or equal to "
+                       r"other.dim\(\)"):
+        tgrad.linalg.lstsq(x, tgrad.ones(2, 3, 2, dtype=tgrad.float64))
+    # eigh's UPLO in either case: 'u' reads the upper triangle
+    a = tgrad.tensor([[2.0, 1.0], [0.0, 3.0]], dtype=tgrad.float64)
+    want = np.linalg.eigvalsh(np.array([[2.0, 1.0], [1.0, 3.0]]))
+    np.testing.assert_allclose(tgrad.linalg.eigvalsh(a, UPLO="u").numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(tgrad.linalg.eigvalsh(a, UPLO="l").numpy(), [2.0, 3.0],
+                               rtol=1e-12)

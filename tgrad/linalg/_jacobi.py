@@ -326,9 +326,9 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     if not isinstance(UPLO, str):  # PyTorch's TypeError
         raise TypeError(f"{op}(): argument 'UPLO' (position 2) must be str, not "
                         f"{type(UPLO).__name__}")
-    if UPLO not in ("L", "U"):
+    if UPLO not in ("L", "U", "l", "u"):  # (either case, as PyTorch's)
         raise RuntimeError(f"{op}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-    L, V = LinalgEigh.apply(A, UPLO == "U")
+    L, V = LinalgEigh.apply(A, UPLO in ("U", "u"))
     return EighResult(L, V)
 
 

@@ -33,6 +33,10 @@ def _float_check(op: str, x: Tensor, dtype) -> Tensor:
         raise not_floating_error(op, x.dtype)
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
+        if dtype.is_complex != x.dtype.is_complex:  # PyTorch's check, before the narrowing
+            kind = "complex" if x.dtype.is_complex else "real"
+            raise RuntimeError(f"{op}: dtype should be {kind} for {kind} inputs, but got "
+                               f"{_torch_dtype_name(dtype)}")
         if dtypes.promote_types(x.dtype, dtype) is not dtype:
             raise RuntimeError(f"{op}: the dtype of the input ({_torch_dtype_name(x.dtype)}) "
                                f"should be convertible without narrowing to the specified "

@@ -197,6 +197,10 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
     if B.ndim < 1:
         raise RuntimeError(f"{op}: other must have at least 1 dimension.")
+    if not 0 <= A.ndim - B.ndim <= 1:  # (B's batch dims broadcast, but not past A's)
+        raise RuntimeError(f"{op}: input.dim() must be greater or equal to other.dim() and "
+                           f"(input.dim() - other.dim()) <= 1 (got A {list(A.shape)} and B "
+                           f"{list(B.shape)})")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got "
                            f"input's dtype {_torch_dtype_name(A.dtype)} and other's dtype "
