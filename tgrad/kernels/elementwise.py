@@ -615,13 +615,14 @@ def _ipow(a, b):
     r = a * 0 + 1
     base = a
     e = b
-    for _ in tl.static_range(64):
+    if b.dtype.is_int_signed():  # b < 0: the loop computes small^1 (nothing more kept live)
+        small = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0)).to(a.dtype)
+        base = tl.where(b < 0, small, a)
+        e = tl.where(b < 0, 1, b)
+    for _ in range(64):  # (a loop, not unrolled: 64 unrolled steps spill registers)
         r = tl.where((e & 1) != 0, r * base, r)
         base = base * base
         e = e >> 1
-    if b.dtype.is_int_signed():
-        small = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0))
-        r = tl.where(b < 0, small.to(r.dtype), r)
     return r
 
 
