@@ -253,6 +253,8 @@ def test_integer_negative_power():
     with pytest.raises(RuntimeError, match="^pow: integers to negative integer powers"):
         tgrad.tensor([2, 3]) ** -1
     assert (tgrad.tensor([2, 3]) ** -1.0).dtype is tgrad.float32
+    with pytest.raises(RuntimeError, match="^pow: integers to negative integer powers"):
+        tgrad.tensor([True, False]) ** -2  # a bool base too (an int64 result)
     # ...a tensor of negative exponents computes 1 / a^|e| truncated: 1 for a base of 1,
     # -1 or 1 by parity for -1, else 0 (0 ** -1 too); a number base alike
     a = tgrad.tensor([2, 1, -1, -1, 0, 3, -2, 5])

@@ -157,6 +157,20 @@ def test_complex_tensors_written_by_torch_load():
         np.testing.assert_array_equal(back[k].numpy(), d[k].numpy())
 
 
+def test_lazily_conjugated_and_negated_views_load_with_their_values():
+    # PyTorch saves x.conj() / x.mH as x's storage plus a conj bit, x.conj().imag as the
+    # imaginary parts plus a neg bit (_rebuild_tensor_v2's metadata): tgrad, which has no
+    # lazy bits, loads the values those views stand for
+    r = ramp((2,))
+    x = r - 0.5j * r
+    d = tgrad.load(os.path.join(DATA, "torch_conj.pt"))
+    np.testing.assert_array_equal(d["x"].numpy(), x)
+    np.testing.assert_array_equal(d["conj"].numpy(), np.conj(x))
+    np.testing.assert_array_equal(d["mH"].numpy(), np.conj(x).reshape(2, 1))
+    np.testing.assert_array_equal(d["conj_imag"].numpy(), np.conj(x).imag)
+    assert d["conj_imag"].dtype is tgrad.float64
+
+
 def test_uint8_tensor_loads():
     t = tgrad.load(os.path.join(DATA, "torch_uint8.pt"))
     assert t.dtype is tgrad.uint8 and t.tolist() == [0, 1, 2, 3]

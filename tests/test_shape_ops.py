@@ -888,3 +888,15 @@ def test_backward_of_an_index_into_an_empty_tensor_reads_no_index():
     x = _t(np.zeros((2, 0)), requires_grad=True)
     x[[1, 1]].sum().backward()
     assert x.grad.shape == (2, 0)
+
+
+def test_flatten_of_nothing_to_merge_is_the_tensor_itself():
+    # PyTorch: start_dim == end_dim returns self (x.flatten() of a 1-D x); a 0-d x becomes
+    # a 1-element view
+    x = tgrad.zeros(3)
+    assert x.flatten() is x
+    m = tgrad.zeros(2, 3)
+    assert m.flatten(1, 1) is m and m.flatten(-1, 1) is m
+    assert m.flatten().shape == (6,) and m.flatten()._base is m
+    s = tgrad.tensor(2.0)
+    assert s.flatten().shape == (1,)

@@ -738,9 +738,13 @@ def test_operators_with_a_numpy_array_operand():
     assert r.dtype is tgrad.float32 and r.tolist() == [[2.0, 4.0], [4.0, 6.0]]
     r = tgrad.tensor([6, 3]) & np.array([3, 1])
     assert r.dtype is tgrad.int64 and r.tolist() == [2, 1]
-    r = n / t  # PyTorch's __rtruediv__ computes it too
+    r = n / t  # PyTorch's __rtruediv__ computes it too, as t.reciprocal() * n
     assert type(r) is tgrad.Tensor
-    np.testing.assert_allclose(r.numpy(), n / tn.astype(np.float64), rtol=1e-15)
+    np.testing.assert_allclose(r.numpy(), n * (1 / tn).astype(np.float64), rtol=1e-15)
+    r = np.array([1.5], dtype=np.float32) / tgrad.tensor([2])  # float32: the reciprocal's
+    assert r.dtype is tgrad.float32 and r.tolist() == [0.75]
+    r = np.array([1.0]) / tgrad.tensor([3.0], dtype=tgrad.float16)  # the half reciprocal
+    assert r.dtype is tgrad.float64 and r.tolist() == [float(np.float16(1 / 3))]
     for f, sym in ((op.sub, "-"), (op.mul, r"\*"), (op.matmul, "@"), (op.floordiv, "//"),
                    (op.pow, r"\*\*")):
         with pytest.raises(TypeError, match=f"unsupported operand type\\(s\\) for {sym}"):

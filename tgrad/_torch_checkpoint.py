@@ -123,6 +123,23 @@ def _codecs_encode(obj, encoding="utf-8"):
     return obj.encode(encoding)
 
 
+def _resolve_bits(t: Tensor, metadata, describe: str) -> Tensor:
+    """A tensor PyTorch saved with its conj / neg bit set ({"conj": True} / {"neg": True}
+    in _rebuild_tensor_v2's metadata: the storage holds the values before the lazy
+    conjugation / negation): the values it stands for, as a copy (tgrad has no lazy bits,
+    so it no longer shares memory with the storage's other views)."""
+    if not isinstance(metadata, dict) or not set(metadata) <= {"conj", "neg"}:
+        raise pickle.UnpicklingError(f"tgrad.load: a tensor in {describe} has metadata "
+                                     f"{metadata!r}, which tgrad does not read")
+    from tgrad.autograd.grad_mode import no_grad
+    with no_grad():
+        if metadata.get("conj"):
+            t = t.conj_physical()
+        if metadata.get("neg"):
+            t = -t
+    return t
+
+
 class _Reader:
     """One load: the archive's storages (by key), the target device, the root tensors."""
 
@@ -192,7 +209,8 @@ class _Reader:
         self.roots[ref.key] = t
         return t
 
-    def tensor(self, storage, storage_offset, size, stride, requires_grad, dtype_name):
+    def tensor(self, storage, storage_offset, size, stride, requires_grad, dtype_name,
+               metadata=None):
         if not isinstance(storage, _StorageRef):
             raise pickle.UnpicklingError("tgrad.load: a tensor's storage is not a storage "
                                          "persistent id; the file is corrupt")
@@ -224,6 +242,8 @@ class _Reader:
         else:  # DeviceArray: element strides and an absolute element offset
             arr = rd.view(size, stride, rd.offset + offset)
         t = Tensor(arr, root._storage, root.device)
+        if metadata:  # PyTorch's lazy conj / neg bits (x.conj(), x.conj().imag, .mH of a
+            t = _resolve_bits(t, metadata, self.describe)  # complex x) on the raw storage
         if requires_grad:
             t.requires_grad_(True)
         return t
@@ -235,12 +255,14 @@ class _Reader:
         if name is None:
             raise pickle.UnpicklingError("tgrad.load: _rebuild_tensor_v2 needs a typed "
                                          "storage; the file is corrupt")
-        return self.tensor(storage, storage_offset, size, stride, requires_grad, name)
+        return self.tensor(storage, storage_offset, size, stride, requires_grad, name,
+                           metadata)
 
     def rebuild_v3(self, storage, storage_offset, size, stride, requires_grad,
                    backward_hooks, dtype, metadata=None):
         name = dtype if isinstance(dtype, str) else _TORCH_NAME.get(dtype)
-        return self.tensor(storage, storage_offset, size, stride, requires_grad, name)
+        return self.tensor(storage, storage_offset, size, stride, requires_grad, name,
+                           metadata)
 
     @staticmethod
     def rebuild_parameter(data, requires_grad, backward_hooks=None, state=None):

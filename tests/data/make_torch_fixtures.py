@@ -15,6 +15,9 @@ Files (PyTorch's zip format, torch.save defaults):
   torch_complex.pt      {"c64": complex64 (2, 3), "c128": complex128 (3,), "c128_t": a transposed
                          view of a complex128 (2, 2)}: real part ramp, imaginary part -ramp/2
   torch_legacy.pt       a float32 tensor in the legacy (torch < 1.6, non-zip) format
+  torch_conj.pt         a complex128 x (ramp - ramp/2 j) with PyTorch's lazy views of it: x.conj()
+                        and x.reshape(1, 2).mH (conj bit); and y.conj().imag of a copy y of x
+                        (neg bit)
   torch_float8.pt       every bit pattern (arange(256) as uint8, viewed) of each float8 dtype,
                         a transposed (16, 16) view of the float8_e5m2 one, and float32
                         values cast by torch into float8_e4m3fn / float8_e5m2
@@ -76,6 +79,7 @@ def main():
                _use_new_zipfile_serialization=False)
     write_float8()
     write_complex()
+    write_conj()
 
 
 def write_complex():
@@ -84,6 +88,15 @@ def write_complex():
         return torch.complex(r, -r / 2)
     torch.save({"c64": cx((2, 3)).to(torch.complex64), "c128": cx((3,)),
                 "c128_t": cx((2, 2)).t()}, os.path.join(HERE, "torch_complex.pt"))
+
+
+def write_conj():
+    r = torch.from_numpy(ramp((2,)))
+    x = torch.complex(r, -r / 2)
+    y = x.clone()  # (a real view of x's storage cannot share the file with complex ones)
+    views = {"x": x, "conj": x.conj(), "mH": x.reshape(1, 2).mH, "conj_imag": y.conj().imag}
+    assert views["conj"].is_conj() and views["conj_imag"].is_neg()
+    torch.save(views, os.path.join(HERE, "torch_conj.pt"))
 
 
 FLOAT8_CAST = [0.0, -0.0, 1.0625, 1.1875, 448.0, 464.0, 500.0, 57344.0, 61440.0, 1e6,

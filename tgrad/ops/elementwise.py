@@ -736,7 +736,7 @@ def _nonnegative_number_exponent(a: Tensor, b) -> None:
     255. A tensor of negative integer exponents computes PyTorch's 1, -1 or 0 (the
     backends' pow)."""
     if (isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)) and b < 0
-            and a.dtype.np.kind in "iu"):
+            and a.dtype.np.kind in "iub"):  # (a bool base: an int64 result, checked too)
         raise RuntimeError(f"pow: integers to negative integer powers are not allowed "
                            f"(a {a.dtype} base, exponent {int(b)}); use a float base "
                            f"(.float()) or a float exponent ({int(b)}.0)")
@@ -1211,13 +1211,12 @@ div = _binary_fn("div", ("__truediv__",))
 def _rtruediv(self: Tensor, other) -> Tensor:
     """``other / self`` is ``self.reciprocal() * other``: PyTorch's own definition (its
     grad_fn is MulBackward0, and a half tensor's reciprocal is rounded before the product:
-    10 / float16(3) is 3.332, 1e-3 / float16(1e-5) is inf). ``ndarray / t`` is NumPy's
-    division made a tensor, as PyTorch's."""
+    10 / float16(3) is 3.332, 1e-3 / float16(1e-5) is inf), ``ndarray / t`` too (the
+    product ``t.reciprocal() * ndarray``: float32 for a float32 array over an int tensor,
+    as PyTorch's)."""
     try:
         return mul(reciprocal(self), other)
     except TypeError:
-        if isinstance(other, np.ndarray):
-            return np.true_divide(other, self)  # (Tensor.__array_wrap__: a tensor)
         if not isinstance(other, OPERANDS):  # PyTorch's reciprocal() * other: the
             try:  # operator, so other.__rmul__ may answer; none: Python's TypeError
                 return reciprocal(self) * other

@@ -520,6 +520,8 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:  # 
     e = _wrap_dim(end_dim, input.ndim, "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:  # nothing to merge: the tensor itself, as PyTorch's (x.flatten() is x, 1-D x)
+        return input
     shape = input.shape[:s] + (int(np.prod(input.shape[s:e + 1], dtype=np.int64)),) + \
         input.shape[e + 1:]
     return reshape(input, shape)
