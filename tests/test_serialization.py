@@ -258,3 +258,18 @@ def test_load_mmap_argument(tmp_path):
     np.testing.assert_array_equal(tgrad.load(tmp_path / "f", mmap=True)[0].numpy(), [0, 1, 2])
     with open(tmp_path / "f", "rb") as fh, pytest.raises(ValueError, match="file path"):
         tgrad.load(fh, mmap=True)
+
+
+def test_state_dict_metadata_survives_the_tgrad_format(tmp_path):
+    # a state_dict's _metadata holds each module's version, which load_state_dict reads
+    # (PyTorch's pickle keeps it): without it BatchNorm takes the dict for an old version
+    # and fills a missing num_batches_tracked silently
+    sd = tgrad.nn.BatchNorm1d(2).state_dict()
+    path = tmp_path / "sd.npz"
+    tgrad.save(sd, path)
+    back = tgrad.load(path)
+    assert back._metadata == sd._metadata == {"": {"version": 2}}
+    del back["num_batches_tracked"]
+    with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: '
+                       '"num_batches_tracked"'):
+        tgrad.nn.BatchNorm1d(2).load_state_dict(back)

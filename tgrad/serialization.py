@@ -48,7 +48,8 @@ _SCALARS = (bool, int, float, str, type(None))
 def save(obj: Any, f: PathOrFile, *, format: str = "tgrad") -> None:  # noqa: A002
     """Save ``obj`` (a tensor, or dicts / lists / tuples of tensors, Python scalars, strings
     and None, e.g. a Module or Optimizer state_dict) to the path or binary file ``f``.
-    ``format="tgrad"`` (default): tgrad's pickle-free ``.npz``. ``format="torch"``:
+    ``format="tgrad"`` (default): tgrad's pickle-free ``.npz`` (a state_dict keeps its
+    ``_metadata``, the modules' versions ``load_state_dict`` reads). ``format="torch"``:
     PyTorch's zip checkpoint, readable by ``torch.load(weights_only=True)`` (tensors sharing
     a CPU storage stay views of one storage; a state_dict keeps its ``_metadata``)."""
     if format == "torch":
@@ -168,7 +169,11 @@ def _encode(obj: Any, arrays: dict, where: str, memo: dict):
                 raise TypeError(f"tgrad.save: dict keys must be str, int, float, bool or None; "
                                 f"got {type(k).__name__} at {where}")
             items.append([k, _encode(v, arrays, f"{where}[{k!r}]", memo)])
-        return {"dict": items, "ordered": isinstance(obj, OrderedDict)}
+        rec = {"dict": items, "ordered": isinstance(obj, OrderedDict)}
+        meta = getattr(obj, "_metadata", None)
+        if isinstance(obj, OrderedDict) and meta is not None:  # a state_dict's versions
+            rec["metadata"] = _encode(meta, arrays, f"{where}._metadata", memo)
+        return rec
     if isinstance(obj, (list, tuple)):
         kind = "list" if isinstance(obj, list) else "size" if isinstance(obj, Size) else \
             "tuple"
@@ -210,7 +215,10 @@ def _decode(rec: Any, z, device, memo: dict | None = None):
         return dtypes.as_dtype(rec["dtype_obj"])
     if "dict" in rec:
         cls = OrderedDict if rec.get("ordered") else dict
-        return cls((k, _decode(v, z, device, memo)) for k, v in rec["dict"])
+        out = cls((k, _decode(v, z, device, memo)) for k, v in rec["dict"])
+        if "metadata" in rec:  # (load_state_dict reads each module's version from it)
+            out._metadata = _decode(rec["metadata"], z, device, memo)
+        return out
     if "list" in rec:
         return [_decode(v, z, device, memo) for v in rec["list"]]
     if "tuple" in rec:
