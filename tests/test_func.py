@@ -602,3 +602,17 @@ def test_vmap_over_an_empty_batch_of_matrices_for_linalg():
     with pytest.raises(ValueError, match="Expected primal to be floating point or complex, "
                                          "but got: tgrad.int64"):
         FT.jacfwd(lambda r: r * 2)(tgrad.tensor([1, 2]))
+
+
+def test_vjp_and_jacrev_refuse_integer_outputs():
+    # PyTorch: an integer output would only get zero gradients, so vjp (and jacrev, built on
+    # it) raise
+    x = tgrad.tensor([1.0, 2.0, 3.0])
+    msg = ("vjp\\(f, ...\\): All outputs of f must be floating-point or complex Tensors, "
+           "got Tensor with dtype tgrad.int64")
+    for call in (lambda: FT.vjp(lambda a: (a > 1).long(), x),
+                 lambda: FT.vjp(lambda a: (a * 2, (a > 1).long()), x),
+                 lambda: FT.jacrev(lambda a: (a > 1).long())(x)):
+        with pytest.raises(RuntimeError, match=msg):
+            call()
+    np.testing.assert_array_equal(FT.jacrev(lambda a: a * 2)(x).numpy(), 2 * np.eye(3))

@@ -245,6 +245,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False) -> tuple:
                                                     "vjp") if primals else ((), [], None, False)
         out, aux = _split_aux(func(*new_args), has_aux, "vjp")
     out_leaves, _ = _flatten(out)
+    _check_differentiable_outputs(out_leaves)
     out_spec = _spec(out)
 
     def vjp_fn(cotangents):
@@ -290,6 +291,7 @@ def _jacrev(func: Callable, argnums, has_aux: bool, who: str) -> Callable:
             new_args, aliases, rebuild, keep = _prepare(args, argnums, who)
             out, aux = _split_aux(func(*new_args, **kwargs), has_aux, who)
             out_leaves, out_rebuild = _flatten(out)
+            _check_differentiable_outputs(out_leaves)
             _check_real(out_leaves, who, "outputs")
             jacs = []
             for o in out_leaves:
@@ -407,6 +409,15 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *,
                 return _jacrev(func, argnums, has_aux, who)(*args, **kwargs)
             return _jacfwd(func, argnums, has_aux, who, args, kwargs, randomness)
     return wrapper
+
+
+def _check_differentiable_outputs(leaves: list) -> None:
+    """PyTorch's vjp error (jacrev's too) for an output that is no floating-point or complex
+    tensor: it would get zero gradients, silently."""
+    for t in leaves:
+        if isinstance(t, Tensor) and not (t.dtype.is_floating_point or t.dtype.is_complex):
+            raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or "
+                               f"complex Tensors, got Tensor with dtype {t.dtype}")
 
 
 def _check_real(leaves: list, who: str, what: str) -> None:
