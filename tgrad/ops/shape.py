@@ -594,6 +594,13 @@ class Stack(Function):
                         for i, need in enumerate(ctx.needs_input_grad[1:])])
 
 
+def _promoted(xs: list, dt=None) -> list:
+    """cat's / stack's inputs in their promoted dtype ``dt`` (PyTorch type promotion)."""
+    if dt is None:
+        dt = dtypes.result_type(*xs) if len(xs) > 1 else xs[0].dtype
+    return [x if x.dtype is dt else x.to(dt) for x in xs]
+
+
 def _legacy_empty(x: Tensor) -> bool:
     return x.ndim == 1 and x.shape[0] == 0
 
@@ -642,7 +649,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
                 raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension "
                                    f"{d}. Expected size {ref.shape[k]} but got size "
                                    f"{x.shape[k]} for tensor number {i} in the list.")
-    return Cat.apply(d, *[x if x.dtype is dt else x.to(dt) for x in xs])
+    return Cat.apply(d, *_promoted(xs, dt))
 
 
 def concat(tensors, dim: int = 0) -> Tensor:
@@ -668,8 +675,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
                                f"{i}")
     same_device("stack", *xs)
     d = _wrap_dim(dim, xs[0].ndim + 1, "stack")
-    dt = dtypes.result_type(*xs) if len(xs) > 1 else xs[0].dtype
-    return Stack.apply(d, *[x if x.dtype is dt else x.to(dt) for x in xs])
+    return Stack.apply(d, *_promoted(xs))
 
 
 @tensor_method("narrow")
