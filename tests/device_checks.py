@@ -670,6 +670,21 @@ def check_indexing_nd() -> None:
         else:
             raise AssertionError(f"no IndexError for {bad}")
     # (device index arrays: at the next synchronization, check_index_errors_at_sync)
+    # an out-of-range index that selects nothing is no error (PyTorch checks only the
+    # positions it reads or writes), host and device index arrays, forward and backward
+    for shape, key, want in (((0, 3), (slice(None), [5]), (0, 1)), ((2, 0), ([5],), (1, 0)),
+                             ((2, 3), (slice(0, 0), [-9, 7]), (0, 2))):
+        for on_device in (False, True):
+            xt = tgrad.zeros(*shape, device="cuda", requires_grad=True)
+            k = tuple(tgrad.tensor(i, device="cuda" if on_device else "cpu")
+                      if isinstance(i, list) else i for i in key)
+            y = xt[k]
+            assert y.shape == want, (shape, key, y.shape)
+            y.sum().backward()
+            z = xt.detach().clone()
+            z[k] = 1.0
+            tgrad.cuda.synchronize()
+            assert xt.grad.shape == shape and z.shape == shape
 
 
 def check_scatter_long_runs() -> None:
@@ -1018,9 +1033,23 @@ def check_gather_family_checks_on_device() -> None:
              lambda: y2t.index_reduce(0, tgrad.tensor([3, 0], device="cuda"), ones, "prod"))]
     for want, op in bad:
         raises_at_sync(want, op)
+    # max_unpool: its indices checked on the device (the flat position in each output plane)
+    import tgrad.nn.functional as F
+    pooled, where = F.max_pool2d(tgrad.tensor(x[None], device="cuda"), 2, return_indices=True)
+    with _no_host_reads("max_unpool2d with cuda indices"):
+        up = F.max_unpool2d(pooled, where, 2)
+    plane = np.zeros((3, 4, 4))  # x (3, 5, 4) pooled to (3, 2, 2), unpooled to (3, 4, 4)
+    for c, i, j in np.ndindex(3, 2, 2):
+        block = x[c, 2 * i:2 * i + 2, 2 * j:2 * j + 2]
+        a, b = np.unravel_index(np.argmax(block), (2, 2))
+        plane[c, 2 * i + a, 2 * j + b] = block[a, b]
+    np.testing.assert_array_equal(up.cpu().numpy()[0], plane)
+    worse = where.clone()
+    worse[0, 1, 1, 0] = 16
+    raises_at_sync("max_unpool2d: index 16 is out of bounds for dimension 2 with size 16",
+                   lambda: F.max_unpool2d(pooled, worse, 2))
     # embedding_bag: its indices checked on the device (its offsets are read on the host, a
     # synchronization that may raise the error already)
-    import tgrad.nn.functional as F
     try:
         F.embedding_bag(tgrad.tensor([0, 5], device="cuda"), y2t[:3].float(),
                         tgrad.tensor([0], device="cuda"))

@@ -890,6 +890,39 @@ def test_backward_of_an_index_into_an_empty_tensor_reads_no_index():
     assert x.grad.shape == (2, 0)
 
 
+# (shape, key, PyTorch's x[key] shape or None where it raises IndexError): an index is
+# checked only where it reads or writes, so an out-of-range index selecting nothing is fine
+_EMPTY_SELECTIONS = [
+    ((0, 3), (slice(None), [5]), (0, 1)), ((2, 0), ([5],), (1, 0)),
+    ((0, 3), ([5],), None), ((2, 3), (slice(0, 0), [5]), (0, 1)),
+    ((2, 0), ([5], slice(None)), (1, 0)), ((0, 3), ([0], [5]), None),
+    ((2, 3), ([5], slice(0, 0)), (1, 0)), ((2, 3), ([1], [5]), None),
+    ((2, 3), (slice(0, 0), [-9, 7]), (0, 2)), ((2, 0), (5, [0]), None)]
+
+
+@pytest.mark.parametrize("shape, key, want", _EMPTY_SELECTIONS)
+def test_an_out_of_range_index_that_selects_nothing_is_no_error(shape, key, want):
+    x = tgrad.zeros(*shape, requires_grad=True)
+    if want is None:
+        with pytest.raises(IndexError, match="out of bounds"):
+            x[key]
+        with pytest.raises(IndexError, match="out of bounds for dimension"):
+            x.detach()[key] = 1.0
+        return
+    y = x[key]
+    assert y.shape == want
+    y.sum().backward()
+    assert x.grad.shape == shape
+    z = x.detach().clone()
+    z[key] = 1.0  # writes nothing
+    z[key] = tgrad.ones(())
+    assert z.shape == shape and z.sum().item() == 0
+    idx = tuple(tgrad.tensor(k) if isinstance(k, list) else k for k in key)
+    if all(isinstance(k, tgrad.Tensor) for k in idx):
+        z.index_put_(idx, tgrad.tensor(1.0), accumulate=True)
+        assert z.shape == shape
+
+
 def test_flatten_of_nothing_to_merge_is_the_tensor_itself():
     # PyTorch: start_dim == end_dim returns self (x.flatten() of a 1-D x); a 0-d x becomes
     # a 1-element view

@@ -41,7 +41,7 @@ from tgrad.ops._common import backend_of, fresh, rounded_to, widen_halves, wrap
 from tgrad.ops.creation import device_constant
 from tgrad.ops.creation import tensor as _tensor
 from tgrad.ops.elementwise import where
-from tgrad.ops.gathering import _along_key
+from tgrad.ops.gathering import _along_key, checked_on_device
 from tgrad.ops.index import IndexAdd, normalize_key
 from tgrad.tensor import Tensor
 
@@ -1219,8 +1219,9 @@ def _max_unpool(op: str, input: Tensor, indices: Tensor, kernel_size, stride, pa
                 raise ValueError(f"invalid output_size {list(output_size)} (dim must be "
                                  f"between {d - s} and {d + s})")
     plane = math.prod(out)
-    if idx.numel():
-        lo, hi = int(idx.min()), int(idx.max())  # on a GPU: synchronizing reads
+    lead = tuple(idx.shape[:idx.ndim - spatial])  # (N, C): a flat position in each plane
+    if idx.numel() and not checked_on_device(f"{op}:", idx, plane, len(lead), lead + (plane,)):
+        lo, hi = int(idx.min()), int(idx.max())  # (on cuda: checked there, no host read)
         if lo < 0 or hi >= plane:
             raise RuntimeError(f"{op}: Found an invalid max index: {lo if lo < 0 else hi} "
                                f"(output volumes are of size {'x'.join(map(str, out))})")

@@ -605,6 +605,8 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
         nkey, _ = normalize_key(key, self.device)
         vals = values if isinstance(values, Tensor) else tensor(values, dtype=self.dtype,
                                                                 device=self.device)
+        if vals.ndim == 0 and vals.device.type == "cpu":  # a number, as PyTorch reads it
+            vals = vals.to(self.device)
         try:
             shape = getitem(self.detach(), key).shape
         except IndexError as e:  # an out-of-range index: the text names this op

@@ -224,6 +224,35 @@ def check_masks(key: tuple, shape: tuple) -> None:
             dim += 1
 
 
+def empty_selection(shape: tuple, key: tuple) -> tuple | None:
+    """The shape of x[key] (a normalized key, x of ``shape``) when it is empty whatever the
+    key's integer index arrays hold, else None. PyTorch checks an index only where it reads
+    or writes, so an out-of-range index that selects nothing (x[:, [5]] of a (0, 3) x) is no
+    error. An index array's own dim is not in the result: given one position here, it takes
+    zeros of the array's shape."""
+    used = sum(k.ndim if getattr(k, "dtype", None) == np.bool_ else 1
+               for k in key if k is not None and k is not Ellipsis)
+    safe, sizes, dim = [], list(shape), 0
+    for k in key:
+        if k is Ellipsis:
+            dim += max(len(shape) - used, 0)
+        elif getattr(k, "dtype", None) == np.bool_:  # a mask (its dims must match)
+            dim += k.ndim
+        elif isinstance(k, (np.ndarray, DeviceArray)):  # an integer index array
+            if dim < len(sizes):
+                sizes[dim] = max(sizes[dim], 1)
+            k = np.zeros(k.shape, np.intp)
+            dim += 1
+        elif k is not None:
+            dim += 1
+        safe.append(k)
+    try:
+        got = np.broadcast_to(np.zeros((), np.int8), tuple(sizes))[tuple(safe)].shape
+    except (IndexError, TypeError, ValueError):  # a bad integer or slice: not selecting
+        return None  # nothing, the caller's error stands
+    return got if 0 in got else None
+
+
 def _index_error(x: Tensor, e: Exception) -> IndexError:
     msg = str(e).replace("axis", "dimension")
     return IndexError(f"index: {msg} (tensor of shape {list(x.shape)})")
@@ -237,7 +266,10 @@ def _index_fwd(ctx, x: Tensor, key, prim: str, **options):
     except DeviceIndexError:  # an earlier op's, found at a sync inside: as it is
         raise
     except IndexError as e:
-        raise _index_error(x, e) from None
+        shape = empty_selection(x.shape, key)
+        if shape is None:
+            raise _index_error(x, e) from None
+        arr = backend_of(x).full(shape, 0, x.dtype.np)
     ctx.shape, ctx.key = x.shape, key
     return arr
 

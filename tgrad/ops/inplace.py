@@ -21,7 +21,13 @@ from tgrad.autograd.node import gradient_edge
 from tgrad.cuda.index_errors import DeviceIndexError
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
-from tgrad.ops.index import check_masks, fills_by_masked_fill, normalize_key, split_selects
+from tgrad.ops.index import (
+    check_masks,
+    empty_selection,
+    fills_by_masked_fill,
+    normalize_key,
+    split_selects,
+)
 from tgrad.ops.movement import clone
 from tgrad.ops.reduce import sum_to
 from tgrad.ops.shape import ALL_DIMS
@@ -513,7 +519,9 @@ class IndexPut(Function):
         except DeviceIndexError:  # an earlier op's, found at a sync inside: as it is
             raise
         except IndexError as e:
-            raise IndexError(f"index_put_: {str(e).replace('axis', 'dimension')}") from None
+            if empty_selection(x.shape, key) is None:
+                raise IndexError(f"index_put_: {str(e).replace('axis', 'dimension')}") \
+                    from None  # (else nothing is written: no error, as PyTorch)
         except ValueError as e:  # PyTorch: a RuntimeError naming both shapes
             got = _indexed_shape(x.shape, key)
             where = f"indexing result of shape {got}" if got is not None else \
