@@ -372,7 +372,8 @@ def test_non_tensor_gradient_type_error():
         def backward(ctx, g):
             return 1.0
 
-    with pytest.raises(TypeError, match="ReturnsNumberBackward returned a float"):
+    with pytest.raises(RuntimeError, match=r"ReturnsNumberBackward returned a float as gradient 0: "
+                       r"expected Variable or None \(got float\)"):
         ReturnsNumber.apply(leaf()).sum().backward()
 
 

@@ -1068,8 +1068,10 @@ def test_full_fill_values_numpy_half_and_bool():
 def test_tensor_rejects_bad_elements():
     with pytest.raises(TypeError, match="must be real number, not NoneType"):
         tgrad.tensor([1.0, None], dtype=tgrad.float32)
-    with pytest.raises(TypeError, match="NoneType"):
-        tgrad.tensor([None])
+    with pytest.raises(RuntimeError, match="Could not infer dtype of NoneType"):
+        tgrad.tensor([None])  # (PyTorch: without a dtype a RuntimeError, with one a TypeError)
+    with pytest.raises(RuntimeError, match="Could not infer dtype of set"):
+        tgrad.tensor({1, 2})
     with pytest.raises(TypeError, match="invalid data type 'str'"):
         tgrad.tensor(["1.5"], dtype=tgrad.float32)
     with pytest.raises(TypeError, match="invalid data type 'bytes'"):

@@ -340,7 +340,8 @@ def test_round_decimals_matches_numpy():
     x = _leaf([1.26, -3.14159])
     tgrad.round(x, decimals=1).sum().backward()
     assert x.grad.tolist() == [0.0, 0.0]
-    with pytest.raises(RuntimeError, match="^round: decimals is only supported for floating"):
+    with pytest.raises(NotImplementedError,
+                       match="^round: decimals is only supported for floating"):
         tgrad.round(tgrad.tensor([15, 25]), decimals=-1)
 
 
@@ -947,3 +948,28 @@ def test_node_names_of_single_ops_are_pytorchs():
     assert abs(d.item() + 0.5772156649015329) < 1e-14
     (g,) = tgrad.autograd.grad(d, one, create_graph=True)
     assert abs(g.item() - np.pi ** 2 / 6) < 1e-13
+
+
+def test_exception_types_are_pytorchs(tmp_path):
+    # users catch PyTorch's exception types: each case as PyTorch 2.13 raises it
+    cases = [
+        (lambda: tgrad.where(True, tgrad.ones(1), tgrad.zeros(1)), TypeError,
+         r"where\(\): argument 'condition' \(position 1\) must be Tensor, not bool"),
+        (lambda: tgrad.arange(3, dtype=tgrad.bool), NotImplementedError,
+         "\"arange_cpu\" not implemented for 'Bool'"),
+        (lambda: tgrad.round(tgrad.tensor([15]), decimals=-1), NotImplementedError,
+         "decimals is only supported for floating point"),
+        (lambda: tgrad.tensor(None), RuntimeError, "Could not infer dtype of NoneType"),
+        (lambda: tgrad.tensor(None, dtype=tgrad.float32), TypeError,
+         "must be real number, not NoneType"),
+        (lambda: tgrad.save(tgrad.ones(1), tmp_path / "missing" / "f.pt"), RuntimeError,
+         "Parent directory .*missing does not exist"),
+        (lambda: tgrad.save(tgrad.ones(1), tmp_path / "missing" / "f.pt", format="torch"),
+         RuntimeError, "Parent directory .*missing does not exist"),
+        (lambda: tgrad.mm(tgrad.zeros(2, 3), tgrad.zeros(4, 5)), RuntimeError,
+         r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)")]
+    for fn, exc, text in cases:
+        with pytest.raises(exc, match=text):
+            fn()
+    tgrad.save(tgrad.ones(1), tmp_path / "f.pt")  # an existing folder: fine
+    assert tgrad.load(tmp_path / "f.pt").tolist() == [1.0]

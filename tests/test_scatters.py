@@ -243,7 +243,7 @@ def test_masked_scatter_broadcasts_input_to_the_mask():
                                            r"provided \(1\) must be greater or equal"):
         tgrad.zeros(4).masked_scatter_(mask, tgrad.ones(8))
     with pytest.raises(RuntimeError, match=r"masked_scatter_: The expanded size of the tensor "
-                                           r"must match the existing size"):
+                                           r"\(4\) must match the existing size \(3\)"):
         tgrad.zeros(4).masked_scatter_(tgrad.ones(3, dtype=tgrad.bool), tgrad.ones(8))
     with pytest.raises(RuntimeError, match=r"masked_scatter: The size of tensor a \(4\) must "
                                            r"match the size of tensor b \(3\) at "

@@ -415,7 +415,8 @@ def test_mm_bmm_and_errors():
     a, b = tgrad.randn(2, 3, 4, dtype=D), tgrad.randn(2, 4, 5, dtype=D)
     np.testing.assert_allclose(_np(tgrad.bmm(a, b)), np.matmul(_np(a), _np(b)), rtol=1e-12)
     np.testing.assert_allclose(_np(a[0].mm(b[0])), _np(a[0]) @ _np(b[0]), rtol=1e-12)
-    with pytest.raises(RuntimeError, match=r"matmul: shapes cannot be multiplied \(3x4 and 5x2\)"):
+    with pytest.raises(RuntimeError,
+                       match=r"matmul: mat1 and mat2 shapes cannot be multiplied \(3x4 and 5x2\)"):
         tgrad.randn(3, 4) @ tgrad.randn(5, 2)
     with pytest.raises(RuntimeError, match="batch dimensions cannot be broadcast"):
         tgrad.randn(2, 3, 4) @ tgrad.randn(3, 4, 5)
@@ -458,8 +459,15 @@ def test_view_errors():
         x.view(4, -1)
     with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
         x.reshape(-1, -1)
-    with pytest.raises(RuntimeError, match="expanded size of the tensor must match"):
+    with pytest.raises(RuntimeError, match=r"^The expanded size of the tensor \(3\) must match "
+                       r"the existing size \(2\) at non-singleton dimension 0.  Target sizes: "
+                       r"\[3, 3\].  Tensor sizes: \[2, 3\]$"):
         x.expand(3, 3)
+    with pytest.raises(RuntimeError, match=r"tensor \(4\) must match the existing size \(3\) at "
+                       r"non-singleton dimension 2"):
+        x.expand(5, 2, 4)
+    with pytest.raises(RuntimeError, match=r"^permute\(\): duplicate dims are not allowed"):
+        x.permute(0, 0)
     with pytest.raises(IndexError, match="Dimension out of range"):
         x.transpose(0, 2)
     with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions"):
@@ -474,7 +482,8 @@ def test_expand_without_recording_is_the_same_view():
     x = tgrad.tensor(np.arange(3.0).reshape(3, 1), requires_grad=True)
     with tgrad.no_grad():
         y = x.expand(2, -1, np.int64(4))
-        with pytest.raises(RuntimeError, match="expanded size of the tensor must match"):
+        with pytest.raises(RuntimeError, match=r"expanded size of the tensor \(2\) must match "
+                                               r"the existing size \(3\)"):
             x.expand(2, 2)
         same = x.expand(3, 1)  # a new view even for x's own shape, never x itself
         assert same is not x and same._base is x and same.shape == (3, 1)

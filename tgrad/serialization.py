@@ -55,7 +55,7 @@ def save(obj: Any, f: PathOrFile, *, format: str = "tgrad") -> None:  # noqa: A0
     if format == "torch":
         from tgrad import _torch_checkpoint
         if isinstance(f, (str, os.PathLike)):
-            with open(f, "wb") as fh:
+            with _open_for_write(f) as fh:
                 _torch_checkpoint.write(obj, fh)
         else:
             _torch_checkpoint.write(obj, f)
@@ -66,10 +66,18 @@ def save(obj: Any, f: PathOrFile, *, format: str = "tgrad") -> None:  # noqa: A0
     doc = {"format": FORMAT, "root": _encode(obj, arrays, "obj", {})}
     arrays[_STRUCT_KEY] = np.frombuffer(json.dumps(doc).encode("utf-8"), dtype=np.uint8)
     if isinstance(f, (str, os.PathLike)):
-        with open(f, "wb") as fh:  # a file object: np.savez must not append ".npz"
+        with _open_for_write(f) as fh:  # a file object: np.savez must not append ".npz"
             np.savez(fh, **arrays)
     else:
         np.savez(f, **arrays)
+
+
+def _open_for_write(path):
+    """``open(path, "wb")``, but first PyTorch's error for a folder that does not exist."""
+    parent = os.path.dirname(os.path.abspath(os.fspath(path)))
+    if not os.path.isdir(parent):
+        raise RuntimeError(f"Parent directory {parent} does not exist.")
+    return open(path, "wb")  # noqa: SIM115 (the caller's with closes it)
 
 
 def load(f: PathOrFile, map_location=None, weights_only: bool = True, *,

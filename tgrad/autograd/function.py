@@ -327,8 +327,8 @@ def _checked_grad(node: BackwardCFunction, i: int, g, meta):
             f"function {node.name()} returned a gradient different than None at position "
             f"{i + 1}, but the corresponding forward input was not a Tensor")
     if not isinstance(g, Tensor):
-        raise TypeError(f"function {node.name()} returned a {type(g).__name__} as gradient "
-                        f"{i}; expected a Tensor or None")
+        raise RuntimeError(f"function {node.name()} returned a {type(g).__name__} as gradient "
+                           f"{i}: expected Variable or None (got {type(g).__name__})")
     shape, dtype, device = meta
     if g.shape != shape:
         if expandable(shape, g.shape):

@@ -50,9 +50,10 @@ def _finish(host: np.ndarray, device, requires_grad: bool, op: str = "tensor") -
     return t
 
 
-def _check_leaves(data) -> bool:
+def _check_leaves(data, typed: bool) -> bool:
     """PyTorch's element checks on nested data: numbers (Python, NumPy), NumPy arrays and,
-    inside a list, one-element tensors only; None, strings and bytes are rejected. True
+    inside a list, one-element tensors only; None, strings and bytes are rejected (another
+    object: PyTorch's TypeError with a ``typed`` dtype given, else its RuntimeError). True
     when a tensor is among the elements."""
     stack, has_tensor = [data], False
     while stack:
@@ -68,8 +69,10 @@ def _check_leaves(data) -> bool:
             raise TypeError(f"tensor(): invalid data type '{type(x).__name__}'; pass numbers, "
                             f"nested lists of numbers, NumPy arrays or tensors")
         elif not isinstance(x, (bool, int, float, complex, np.generic, np.ndarray)):
-            raise TypeError(f"tensor(): must be real number, not {type(x).__name__}; pass "
-                            f"numbers, nested lists of numbers, NumPy arrays or tensors")
+            what, err = ("must be real number, not", TypeError) if typed else \
+                ("Could not infer dtype of", RuntimeError)
+            raise err(f"tensor(): {what} {type(x).__name__}; pass numbers, nested lists of "
+                      f"numbers, NumPy arrays or tensors")
     return has_tensor
 
 
@@ -154,7 +157,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             data = list(data)
         elif isinstance(data, np.generic):  # np.datetime64(...): refused as its array
             check_numpy_array("tensor", np.asarray(data))
-        has_tensor = _check_leaves(data)
+        has_tensor = _check_leaves(data, dtype is not None)
         dt = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
         if dt is dtypes.bool_:
             data = _to_bool(data)
@@ -695,7 +698,7 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
     if dtype is not None:
         dt = dtypes.as_dtype(dtype)
         if dt is dtypes.bool_:
-            raise RuntimeError("\"arange_cpu\" not implemented for 'Bool'")
+            raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
         dtypes.refuse_float8("arange_cpu", dt)
         if dt is dtypes.int64 and all(math.isfinite(v) for v in (start, end, step)):
             start, end, step = int(start), int(end), int(step)

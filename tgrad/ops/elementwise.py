@@ -369,8 +369,8 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001,A002
         return _round_half_even(input)
     decimals = _int_arg("round", "decimals", decimals)  # (int() truncated 1.5; rare branch)
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"round: decimals is only supported for floating point tensors, "
-                           f"got {input.dtype}")
+        raise NotImplementedError(f"round: decimals is only supported for floating point "
+                                  f"tensors, got {input.dtype}")
     return _RoundDecimals.apply(input, decimals)
 negative = neg
 tensor_method("negative", "__neg__")(neg)
@@ -1465,9 +1465,12 @@ class Where(Function):
 
     @staticmethod
     def forward(ctx, cond, a, b):
-        if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_:
-            got = (f"dtype {dtypes.SCALAR_TYPE_NAMES.get(cond.dtype, cond.dtype.name)} "
-                   f"({cond.dtype})" if isinstance(cond, Tensor) else type(cond).__name__)
+        if not isinstance(cond, Tensor):  # (PyTorch's argument parser: a TypeError)
+            raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not "
+                            f"{type(cond).__name__}")
+        if cond.dtype is not dtypes.bool_:
+            name = dtypes.SCALAR_TYPE_NAMES.get(cond.dtype, cond.dtype.name)
+            got = f"dtype {name} ({cond.dtype})"
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
                                f"tensor with {got}; compare it first, e.g. condition != 0")
         t = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond

@@ -310,7 +310,8 @@ def _check(op: str, a: Tensor, b: Tensor) -> None:
         raise RuntimeError(f"{op}: both arguments to matmul need to be at least 1D, but they "
                            f"are {an}D and {bn}D")
     if a._data.shape[-1] != b._data.shape[-2 if bn > 1 else 0]:
-        raise RuntimeError(f"{op}: shapes cannot be multiplied ({_desc(a)} and {_desc(b)})")
+        raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({_desc(a)} and "
+                           f"{_desc(b)})")
 
 
 def _desc(t: Tensor) -> str:

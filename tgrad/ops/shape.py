@@ -286,7 +286,7 @@ def permute(input: Tensor, *order, dims=None) -> Tensor:  # noqa: A002
                            .replace("(sparse_coo)", ""))
     dims = tuple(_wrap_dim(d, input.ndim, "permute") for d in dims)  # (no floats)
     if len(set(dims)) != len(dims):
-        raise RuntimeError(f"permute: repeated dim in {list(dims)}")
+        raise RuntimeError(f"permute(): duplicate dims are not allowed (dims {list(dims)})")
     return view_apply(Permute, input, dims)
 
 
@@ -375,10 +375,15 @@ def _expanded_view(x: Tensor, shape: tuple) -> Tensor:
     try:
         arr = backend_of(x).expand(x._data, shape)
     except ValueError:
+        lead = len(shape) - x.ndim  # (the first mismatch, counted from the right as PyTorch)
+        bad = max((d for d in range(x.ndim) if x.shape[d] not in (1, shape[lead + d])),
+                  default=None)
+        which = "" if bad is None else (f" ({shape[lead + bad]}) must match the existing size "
+                                        f"({x.shape[bad]}) at non-singleton dimension {lead + bad}")
         raise RuntimeError(
-            f"The expanded size of the tensor must match the existing size at non-singleton "
-            f"dimensions. Target sizes: {list(shape)}. Tensor sizes: {list(x.shape)}"
-        ) from None
+            f"The expanded size of the tensor{which or ' must match the existing size at '}"
+            f"{'' if which else 'non-singleton dimensions'}.  Target sizes: {list(shape)}.  "
+            f"Tensor sizes: {list(x.shape)}") from None
     return make_view(x, arr)
 
 
