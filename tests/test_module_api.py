@@ -138,6 +138,27 @@ def test_type_casts_every_parameter_and_buffer():
     assert w.dtype == tgrad.float32 and bn.running_var.dtype == tgrad.float32
 
 
+def test_float_double_half_cast_floating_point_tensors_only():
+    # PyTorch's float()/double()/half()/bfloat16(): floating point parameters, their grads
+    # and buffers; complex and integer ones keep their dtype and values (to(dtype) casts
+    # complex ones too)
+    m = nn.Linear(2, 1, dtype=tgrad.complex64)
+    with tgrad.no_grad():
+        m.weight.copy_(tgrad.tensor([[1 + 2j, 3 - 1j]]))
+    m.register_buffer("phase", tgrad.tensor([1j]))
+    m.register_buffer("count", tgrad.tensor([3]))
+    m.lin = nn.Linear(2, 1)
+    m.lin.weight.grad = tgrad.ones(1, 2)
+    for cast, dt in (("double", F64), ("half", tgrad.float16), ("bfloat16", tgrad.bfloat16),
+                     ("float", tgrad.float32)):
+        assert getattr(m, cast)() is m
+        assert m.weight.dtype == tgrad.complex64 and m.phase.dtype == tgrad.complex64
+        assert m.weight.tolist() == [[1 + 2j, 3 - 1j]] and m.phase.tolist() == [1j]
+        assert m.count.dtype == tgrad.int64 and m.count.tolist() == [3]
+        assert m.lin.weight.dtype == dt and m.lin.weight.grad.dtype == dt
+        assert m.lin.weight.grad.tolist() == [[1.0, 1.0]]
+
+
 def test_to_empty_keeps_shapes_dtypes_and_parameter_objects():
     net = nn.Sequential(nn.Linear(3, 2, dtype=F64), nn.BatchNorm1d(2))
     net.double()  # BatchNorm's float buffers to float64, num_batches_tracked stays int64

@@ -630,21 +630,25 @@ class Module:
         from tgrad.ops.torch_utils import compile as _compile
         _compile(self, *args, **kwargs)
 
-    def float(self) -> Module:
+    def _float_cast(self, name: str) -> Module:
+        """The floating point parameters and buffers cast to ``name``'s dtype; complex and
+        integer ones are left as they are (PyTorch's ``float()``, ``double()``...; ``to(dtype)``
+        casts complex ones too)."""
         from tgrad import dtypes
-        return self.to(dtypes.float32)
+        dt = getattr(dtypes, name)
+        return self._apply(lambda t: t.to(dt) if t.dtype.is_floating_point else t)
+
+    def float(self) -> Module:
+        return self._float_cast("float32")
 
     def double(self) -> Module:
-        from tgrad import dtypes
-        return self.to(dtypes.float64)
+        return self._float_cast("float64")
 
     def half(self) -> Module:
-        from tgrad import dtypes
-        return self.to(dtypes.float16)
+        return self._float_cast("float16")
 
     def bfloat16(self) -> Module:
-        from tgrad import dtypes
-        return self.to(dtypes.bfloat16)
+        return self._float_cast("bfloat16")
 
     def cpu(self) -> Module:
         return self.to("cpu")
