@@ -307,6 +307,40 @@ def test_einsum_result_of_several_operands_is_contiguous_so_view_works():
     assert t.stride() == (1, 3) and t._base is a
 
 
+@pytest.mark.parametrize("eq, shape, stride", [
+    ("ii->i", (3, 3), (4,)), ("iik->ik", (3, 3, 2), (8, 1)), ("iji->ij", (3, 2, 3), (7, 3)),
+    ("iii->i", (3, 3, 3), (13,)), ("jii->ij", (2, 3, 3), (4, 9))])
+def test_einsum_diagonal_of_one_operand_is_a_view(eq, shape, stride):
+    # PyTorch takes a repeated label's diagonal as a view (its strides): a write through it
+    # reaches the operand, and the gradient of a loss after such a write flows as PyTorch's
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(shape)
+    x = _t(a)
+    d = tgrad.einsum(eq, x)
+    np.testing.assert_array_equal(d.numpy(), np.einsum(eq, a))
+    assert d._base is x and d.stride() == stride
+    d.zero_()
+    np.testing.assert_array_equal(np.einsum(eq, x.numpy()), np.zeros(d.shape))
+    w = _t(np.ones((3, 3)), requires_grad=True)
+    y = w * 1.0
+    tgrad.einsum("ii->i", y).mul_(10.0)
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.eye(3) * 9 + 1)  # 10 on the diagonal
+
+
+def test_einsum_of_one_summed_operand_is_fresh_and_contiguous():
+    # PyTorch sums the operand permuted to (output labels, summed labels): a new contiguous
+    # tensor in the output's order, so .view works; nothing summed: the permuted view
+    rng = np.random.default_rng(2)
+    for eq, shape in (("ijk->ki", (3, 5, 3)), ("i->", (4,)), ("ii->", (3, 3)),
+                      ("ijk->j", (2, 3, 4))):
+        a = rng.standard_normal(shape)
+        y = tgrad.einsum(eq, _t(a))
+        assert y._base is None and y.is_contiguous()
+        np.testing.assert_allclose(y.view(-1).numpy(), np.einsum(eq, a).reshape(-1),
+                                   rtol=1e-12)
+
+
 def test_einsum_mixed_dtypes_promote_when_nothing_is_summed():
     # PyTorch: products without a summed label promote (real x complex is complex, int x
     # float the float); a contraction of mixed dtypes raises naming both scalar types

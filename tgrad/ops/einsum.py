@@ -4,14 +4,15 @@ How an equation runs (each step differentiable, so gradients and double backward
 from the parts):
 1. Parse: ``...`` stands for the broadcast dims of each operand (aligned from the right);
    without ``->`` the output is the ``...`` dims then the labels seen once, sorted.
-2. Per operand: a label repeated within it takes the diagonal (advanced indexing with one
-   arange per label); labels no other operand and not the output has are summed at once.
+2. Per operand: a label repeated within it takes the diagonal (a ``diagonal`` view per
+   repeat, as PyTorch's); labels no other operand and not the output has are summed at once.
 3. Operands contract left to right: labels both sides share and something later needs are
    batch dims, shared labels nothing later needs are contracted; each step is one batched
    ``matmul`` of (batch, left, contracted) @ (batch, contracted, right), size-1 dims
    expanded to the label's size first (they broadcast, as in PyTorch).
 4. Labels left over that the output lacks are summed; the rest are permuted to its order,
-   and with two or more operands made contiguous in it (so .view works where PyTorch's does).
+   and with two or more operands, or anything summed, made contiguous in it (so .view works
+   where PyTorch's does).
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ import math
 import operator
 
 from tgrad import dtypes
-from tgrad.ops.creation import arange
-from tgrad.ops.index import getitem
 from tgrad.ops.matmul import matmul
 from tgrad.tensor import Tensor
 
@@ -104,21 +103,21 @@ def _sizes(labels: list, operands: tuple) -> dict:
 
 
 def _diagonal(t: Tensor, ls: list) -> tuple[Tensor, list]:
-    """Labels repeated within one operand: keep the diagonal (t[i, j, i] -> labels i, j)."""
-    uniq = list(dict.fromkeys(ls))
-    if len(uniq) == len(ls):
-        return t, ls
+    """Labels repeated within one operand: keep the diagonal (t[i, j, i] -> labels j, i), a
+    view of t as PyTorch's (each repeat taken by ``diagonal``, which puts it last)."""
     n = {}
     for c, s in zip(ls, t.shape):
         if n.setdefault(c, s) != s:
             raise RuntimeError(f"einsum(): subscript {c} is repeated for an operand but the "
                                f"sizes don't match, {s} != {n[c]}")
-    key = []
-    for c in ls:
-        shape = [1] * len(uniq)
-        shape[uniq.index(c)] = n[c]
-        key.append(arange(n[c], device=t.device).reshape(shape))
-    return getitem(t, tuple(key)), uniq
+    ls = list(ls)
+    while len(set(ls)) < len(ls):
+        c = next(c for k, c in enumerate(ls) if c in ls[k + 1:])
+        first = ls.index(c)
+        second = ls.index(c, first + 1)
+        t = t.diagonal(0, first, second)
+        ls = [x for k, x in enumerate(ls) if k not in (first, second)] + [c]
+    return t, ls
 
 
 def _sum_labels(t: Tensor, ls: list, drop: set) -> tuple[Tensor, list]:
@@ -130,7 +129,8 @@ def _sum_labels(t: Tensor, ls: list, drop: set) -> tuple[Tensor, list]:
 
 def _arranged(t: Tensor, ls: list, order: list, size: dict) -> Tensor:
     """``t`` with its dims in ``order`` and size-1 dims expanded to their label's size."""
-    t = t.permute([ls.index(c) for c in order])
+    if ls != order:  # (the identity permutation: no view)
+        t = t.permute([ls.index(c) for c in order])
     target = tuple(size[c] for c in order)
     return t if t.shape == target else t.expand(target)
 
@@ -239,10 +239,11 @@ def einsum(equation: str, *operands) -> Tensor:
         cur, lc = _contract(cur, lc, t, ls, needed, size)
     cur, lc = _sum_labels(cur, lc, set(lc) - keep)
     res = _arranged(cur, lc, out, size)
-    # Two or more operands: a fresh result, made contiguous in the output's label order so
-    # that .view works wherever PyTorch's does (PyTorch's layout, from its own pairwise
-    # products, is contiguous for most equations: "ij,jk->ki", "...,...->..."; where it is
-    # not, tgrad's contiguous strides still allow every view PyTorch's allow). One operand:
-    # the permuted (maybe summed) operand as it is, a view where nothing is computed, as
-    # PyTorch's ("ij->ji").
-    return res.contiguous() if len(terms) > 1 else res
+    # Two or more operands, or one summed: a fresh result, made contiguous in the output's
+    # label order so that .view works wherever PyTorch's does (PyTorch's layout, from its
+    # own pairwise products and sums, is contiguous for most equations: "ij,jk->ki",
+    # "ijk->ki", "...,...->..."; where it is not, tgrad's contiguous strides still allow
+    # every view PyTorch's allow). One operand and nothing summed: a view of it, permuted
+    # and diagonals taken, as PyTorch's ("ij->ji", "ii->i").
+    summed = len(terms) == 1 and not set(labels[0]) <= keep
+    return res.contiguous() if len(terms) > 1 or summed else res
