@@ -120,6 +120,36 @@ def test_cross_map_lrn2d_is_local_response_norm_of_4d_input():
         tgrad.nn.CrossMapLRN2d(3)(x[0])
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_grid_sample_hessian_under_create_graph_matches_finite_differences(mode):
+    # d/dx of <v, grad f(x)> (f = sum grid_sample(x, grid)^3): a Hessian-vector product,
+    # against central differences of the first gradient; the same with create_graph (the
+    # double backward then records itself: its saved g depends on x too) and for the grid
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((1, 2, 3, 4))
+    grid0 = rng.uniform(-0.9, 0.9, (1, 2, 3, 2))
+    v = rng.standard_normal(x0.shape)
+
+    def grads(x_np, grid_np):
+        x = tgrad.tensor(x_np, requires_grad=True)
+        grid = tgrad.tensor(grid_np, requires_grad=True)
+        out = F.grid_sample(x, grid, mode=mode, align_corners=False).pow(3).sum()
+        return x, grid, tgrad.autograd.grad(out, (x, grid), create_graph=True)
+
+    eps = 1e-6
+    fd_x = (grads(x0 + eps * v, grid0)[2][0].detach().numpy() -
+            grads(x0 - eps * v, grid0)[2][0].detach().numpy()) / (2 * eps)
+    fd_grid = (grads(x0 + eps * v, grid0)[2][1].detach().numpy() -
+               grads(x0 - eps * v, grid0)[2][1].detach().numpy()) / (2 * eps)
+    for create_graph in (False, True):
+        x, grid, (gx, ggrid) = grads(x0, grid0)
+        s = (gx * tgrad.tensor(v)).sum()  # d s / d x = H_xx v, d s / d grid = H_grid,x v
+        hx, hgrid = tgrad.autograd.grad(s, (x, grid), create_graph=create_graph)
+        np.testing.assert_allclose(hx.detach().numpy(), fd_x, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(hgrid.detach().numpy(), fd_grid, rtol=1e-6, atol=1e-7)
+        assert hx.requires_grad == create_graph
+
+
 def test_grid_sample_identity_and_errors():
     x = tgrad.randn(2, 3, 4, 5, dtype=tgrad.float64)
     eye = tgrad.tensor(np.tile([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], (2, 1, 1)))

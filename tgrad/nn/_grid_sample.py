@@ -343,14 +343,16 @@ class GridSampler3DBackward(GridSampler2DBackward):
 def _double_backward(saved: tuple, ggs: tuple, args: tuple, needs: tuple) -> tuple:
     """d/d(g, x, grid) of <gg_x, d x> + <gg_grid, d grid>, (d x, d grid) = the composed
     grid_sample's vector-Jacobian product with g. Under create_graph (grad mode on here) the
-    saved tensors that require grad are differentiated as they are, so the result stays
-    differentiable; the others enter as fresh leaves."""
+    saved tensors that require grad enter as aliases (``view_as``), so the result stays
+    differentiable through them; an alias is a node of its own, where the inner ``grad``
+    stops, so a saved tensor that depends on another (g on x, as in a Hessian) does not pass
+    that one its part a second time. The others enter as fresh leaves."""
     from tgrad.autograd import grad
     record = STATE.enabled
     if not any(needs):
         return None, None, None
     with enable_grad():
-        g, x, grid = (t if record and t.requires_grad else t.detach().requires_grad_()
+        g, x, grid = (t.view_as(t) if record and t.requires_grad else t.detach().requires_grad_()
                       for t in saved)
         out = _grid_sample_composed(x, grid, *args)
         firsts = grad(out, (x, grid), g, create_graph=True, materialize_grads=True)
