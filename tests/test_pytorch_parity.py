@@ -973,3 +973,44 @@ def test_exception_types_are_pytorchs(tmp_path):
             fn()
     tgrad.save(tgrad.ones(1), tmp_path / "f.pt")  # an existing folder: fine
     assert tgrad.load(tmp_path / "f.pt").tolist() == [1.0]
+
+
+def test_ops_with_several_operands_promote_them_all_before_computing():
+    # PyTorch computes alpha * other, tensor1 * tensor2, beta * input and the clamp bounds in
+    # the common dtype of all operands: nothing wraps around in a narrower integer dtype
+    u8 = tgrad.tensor([200, 100], dtype=tgrad.uint8)
+    assert tgrad.zeros(2).add_(u8, alpha=2).tolist() == [400.0, 200.0]
+    i32 = tgrad.zeros(2, dtype=tgrad.int32).add_(tgrad.tensor([100, -100], dtype=tgrad.int8),
+                                                 alpha=3)
+    assert i32.dtype == tgrad.int32 and i32.tolist() == [300, -300]
+    assert tgrad.zeros(2, dtype=tgrad.int64).sub_(u8, alpha=-1).tolist() == [200, 100]
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean"):
+        tgrad.zeros(2).add_(u8, alpha=True)
+    assert tgrad.tensor([True, False]).add_(tgrad.tensor([True, True]), alpha=2).tolist() == \
+        [True, True]
+    # addcmul / addcdiv: all three operands promoted together
+    a, b = tgrad.tensor([200, 16], dtype=tgrad.uint8), tgrad.tensor([2, 16], dtype=tgrad.uint8)
+    assert tgrad.addcmul(tgrad.zeros(2), a, b).tolist() == [400.0, 256.0]
+    acc = tgrad.zeros(2, dtype=tgrad.int64).addcmul_(a, a)
+    assert acc.tolist() == [40000, 256]
+    r = tgrad.addcmul(tgrad.tensor(7, dtype=tgrad.uint8), tgrad.tensor([True, False]),
+                      tgrad.tensor(-3, dtype=tgrad.int8))
+    assert r.dtype == tgrad.int16 and r.tolist() == [4, 7]
+    q = tgrad.addcdiv(tgrad.zeros(1, dtype=tgrad.float16),  # float16 and bfloat16: float32
+                      tgrad.tensor([0.33], dtype=tgrad.bfloat16),
+                      tgrad.tensor([3], dtype=tgrad.int64))  # (the quotient not in bfloat16)
+    assert q.dtype == tgrad.float32
+    assert q.item() == float(np.float32(np.asarray(0.33, dtype=tgrad.bfloat16.np)) /
+                             np.float32(3))
+    # addr: beta * input in the common dtype
+    out = tgrad.addr(tgrad.tensor([[200, 0], [0, 0]], dtype=tgrad.uint8),
+                     tgrad.tensor([1, 0], dtype=tgrad.int32), tgrad.tensor([1, 0],
+                                                                    dtype=tgrad.int32), beta=2)
+    assert out.dtype == tgrad.int32 and out.tolist() == [[401, 0], [0, 0]]
+    # clamp with tensor bounds: x, min and max promoted at once
+    c = tgrad.clamp(tgrad.tensor(-7, dtype=tgrad.int8), tgrad.tensor(2, dtype=tgrad.int8),
+                    tgrad.tensor([250, 0, 3], dtype=tgrad.uint8))
+    assert c.dtype == tgrad.uint8 and c.tolist() == [249, 0, 3]  # (-7 as uint8: 249)
+    c = tgrad.clamp(tgrad.tensor([True, False]), tgrad.tensor(2, dtype=tgrad.uint8),
+                    tgrad.tensor(-7, dtype=tgrad.int32))
+    assert c.dtype == tgrad.int32 and c.tolist() == [-7, -7]

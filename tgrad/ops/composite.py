@@ -514,7 +514,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
     """input + value * tensor1 * tensor2 (broadcast)."""
     _three_tensors("addcmul", input, tensor1, tensor2)
     value = _scalar_like("addcmul", value, input, tensor1, tensor2)
-    (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
+    (input, tensor1, tensor2), half = widen_halves(  # noqa: A001
+        *_promoted_together(input, tensor1, tensor2))
     prod = tensor1 * tensor2
     return rounded_to(input + (prod if value == 1 else prod * value), half)
 
@@ -524,6 +525,14 @@ def _three_tensors(op: str, input, tensor1, tensor2) -> None:  # noqa: A002
     for pos, (name, v) in enumerate((("input", input), ("tensor1", tensor1),
                                      ("tensor2", tensor2)), 1):
         require_tensor(op, v, name, pos)
+
+
+def _promoted_together(*tensors) -> tuple:
+    """The tensors cast to their common dtype, as PyTorch promotes all three operands of
+    addcmul / addcdiv at once (tensor1 * tensor2 of two uint8s in a float input's dtype:
+    no wrap-around, no rounding in a narrower dtype)."""
+    dt = dtypes.result_type(*tensors)
+    return tuple(t if t.dtype is dt else t.to(dt) for t in tensors)
 
 
 def _scalar_like(op: str, value, *tensors):
@@ -556,7 +565,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
                            "future release addcdiv will perform a true division of tensor1 "
                            "and tensor2. Use true_divide or floor_divide instead.")
     value = _scalar_like("addcdiv", value, input, tensor1, tensor2)
-    (input, tensor1, tensor2), half = widen_halves(input, tensor1, tensor2)  # noqa: A001
+    (input, tensor1, tensor2), half = widen_halves(  # noqa: A001
+        *_promoted_together(input, tensor1, tensor2))
     q = tensor1 / tensor2
     return rounded_to(input + (q if value == 1 else q * value), half)
 

@@ -1638,7 +1638,7 @@ register_op(Clamp)
 
 class ClampTensor(Function):
     """clamp with a tensor bound (either bound may be None, a number or a tensor that
-    broadcasts): y = min(max(x, lo), hi), promoted as maximum/minimum promote.
+    broadcasts): y = min(max(x, lo), hi), x and the bounds cast to their common dtype first.
 
     Gradients, current PyTorch's minimum-norm subgradients (checked with 2.14):
     - lo < hi: dx = g where lo < x < hi; dlo = g where x < lo; dhi = g where x > hi; where
@@ -1722,6 +1722,11 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if min is None and max is None:
             raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+        # PyTorch promotes the three operands at once (not pairwise: an int8 x under a
+        # uint8 bound is compared as int16)
+        dt = dtypes.result_type(*(b for b in (input, min, max) if b is not None))
+        input, min, max = (b.to(dt) if isinstance(b, Tensor) and b.dtype is not dt  # noqa: A001
+                           else b for b in (input, min, max))
         return ClampTensor.apply(input, min, max)
     return Clamp.apply(input, min, max)
 

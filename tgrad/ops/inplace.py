@@ -284,19 +284,17 @@ def _check_fits(op: str, res: Tensor, self: Tensor) -> None:
                            f"broadcast shape {list(res.shape)}")
 
 
+_ALPHA = {"add_": ("alpha",), "sub_": ("alpha",)}
+
+
 def _binary_inplace(name: str, fn, keywords: tuple = ()):
     """The in-place form of binary ``fn`` (``alpha`` scales other; ``keywords`` are passed
     on, e.g. div_'s rounding_mode)."""
     def method(self, other, **kw) -> Tensor:
-        alpha = kw.pop("alpha", 1)
-        passed = {k: kw.pop(k) for k in keywords if k in kw}
+        # (add_/sub_'s alpha: passed on, scaling other in the result's dtype with its checks)
+        passed = {k: kw.pop(k) for k in keywords + _ALPHA.get(name, ()) if k in kw}
         if kw:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kw)}")
-        if alpha != 1:
-            dtypes.refuse_float8("add_stub", self.dtype)  # (PyTorch's add, not its mul)
-            if name == "sub_":  # a bool operand refused before other * alpha hides it
-                ew._check_sub_operands(self, other)
-            other = other * alpha
         f = (lambda x, y: fn(x, y, **passed)) if passed else fn
         return apply_inplace(self, name, f, other)
     method.__name__ = method.__qualname__ = name

@@ -182,8 +182,10 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
             raise RuntimeError(f"addr: the input of shape {list(input.shape)} can't be "
                                f"expanded to the product's shape {list(outer.shape)}")
         return ew.logical_or(outer, ew.logical_and(input, bool(beta)))
-    # PyTorch's addr promotes (its vec1 vec2^T is a broadcast product); matmul does not
-    vec1, vec2 = (v if v.dtype is rt else v.to(rt) for v in (vec1, vec2))
+    # PyTorch's addr promotes all three first (its vec1 vec2^T is a broadcast product, and
+    # beta * input is not computed in a narrower input dtype); matmul does not
+    input, vec1, vec2 = (v if v.dtype is rt else v.to(rt)  # noqa: A001
+                         for v in (input, vec1, vec2))
     return ADDR.apply(input, vec1, vec2, "addr", beta, alpha)  # (one AddrBackward0 node)
 
 
