@@ -62,6 +62,43 @@ def test_errors():
         F.embedding_bag(tgrad.tensor([[5]]), w)
     with pytest.raises(RuntimeError, match="expected an integer index tensor"):
         F.embedding_bag(tgrad.tensor([[1.0]]), w)
+    # decreasing offsets would give bags overlapping others: an error in every mode
+    for mode in ("sum", "mean", "max"):
+        with pytest.raises(RuntimeError, match=r"offsets must not decrease .* offsets\[2\] = 1 "
+                                               r"< offsets\[1\] = 3"):
+            F.embedding_bag(tgrad.tensor([1, 2, 3, 4]), w, tgrad.tensor([0, 3, 1]), mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_include_last_offset_ends_the_last_bag_there(mode):
+    # bag b holds input[offsets[b]:offsets[b + 1]]; entries past offsets[-1] are in no bag
+    # (PyTorch's 'sum'; its 'mean' divides by the count to the end and its 'max' reads to
+    # the end). The per-sample weights and gradients follow the same entries.
+    wn = np.arange(10.0).reshape(5, 2)
+    w = tgrad.tensor(wn, requires_grad=True)
+    idx = [1, 2, 3, 4]
+    reduce = {"sum": np.sum, "mean": np.mean, "max": np.max}[mode]
+    for offs, bags in (([0, 1, 2], [[1], [2]]), ([0, 2, 3], [[1, 2], [3]]),
+                       ([0, 2, 4], [[1, 2], [3, 4]])):
+        y = F.embedding_bag(tgrad.tensor(idx), w, tgrad.tensor(offs), mode=mode,
+                            include_last_offset=True)
+        np.testing.assert_array_equal(y.detach().numpy(),
+                                      [reduce(wn[b], axis=0) for b in bags])
+        w.grad = None
+        y.sum().backward()
+        used = np.zeros(5)
+        for b in bags:
+            for i in (b if mode != "max" else [b[-1]]):  # (max: the larger row, the last)
+                used[i] += 1.0 / len(b) if mode == "mean" else 1.0
+        np.testing.assert_allclose(w.grad.numpy(), np.repeat(used[:, None], 2, 1))
+    psw = tgrad.tensor([1.0, 2.0, 3.0, 4.0], dtype=tgrad.float64)
+    y = F.embedding_bag(tgrad.tensor(idx), w, tgrad.tensor([0, 1, 3]), mode="sum",
+                        per_sample_weights=psw, include_last_offset=True)
+    np.testing.assert_array_equal(y.detach().numpy(), [wn[1], 2 * wn[2] + 3 * wn[3]])
+    # no bag at all
+    y = F.embedding_bag(tgrad.tensor(idx), w, tgrad.tensor([0]), mode=mode,
+                        include_last_offset=True)
+    assert y.shape == (0, 2)
 
 
 @pytest.mark.parametrize("p", [2.0, 1.0])

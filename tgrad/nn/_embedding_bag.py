@@ -4,7 +4,8 @@ reduction.
 
 Shape contract: input (B, N) is B bags of N indices (offsets None), or input (n,) with
 offsets (B,) (bag b = input[offsets[b]:offsets[b + 1]], the last bag runs to the end; with
-include_last_offset, offsets has B + 1 entries and the last is the end); weight
+include_last_offset, offsets has B + 1 entries and the last is the end: entries past it
+are left out; offsets must not decrease); weight
 (num_embeddings, D); result (B, D). per_sample_weights (input's shape, mode 'sum' only)
 scales each row. scale_grad_by_freq (modes 'sum' and 'mean') divides the gradient each
 entry passes to its weight row by the count of its index in the whole input. Entries equal
@@ -28,6 +29,8 @@ float16/bfloat16 weights are gathered, scaled and reduced in float32 and rounded
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from tgrad import dtypes
 from tgrad.ops import elementwise as ew
@@ -62,17 +65,26 @@ def _bag_ids(input: Tensor, offsets, include_last_offset: bool) -> tuple:  # noq
     starts = offsets[:-1] if include_last_offset else offsets
     bags = starts.shape[0]
     n = input.shape[0]
-    if bags and offsets.numel():
-        first, last = int(offsets[0]), int(offsets.max())  # on a GPU: synchronizing reads
-        if first != 0:
+    if offsets.numel():
+        off = offsets.numpy(force=True)  # (on a GPU: one synchronizing read, as PyTorch's)
+        if bags and off[0] != 0:
             raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
                                f"mini-batch has to start from position 0. However, got "
-                               f"{first}")
-        if last > n:
+                               f"{int(off[0])}")
+        if bags and off.max() > n:
             raise RuntimeError(f"offsets[-1] can not be greater than input's length ({n}), "
-                               f"but got offsets[-1] of {last}")
+                               f"but got offsets[-1] of {int(off.max())}")
+        down = np.flatnonzero(off[1:] < off[:-1])
+        if down.size:  # (PyTorch's sum / mean kernels: "Expected i < index_size")
+            k = int(down[0]) + 1
+            raise RuntimeError(f"embedding_bag: offsets must not decrease (bag k holds the "
+                               f"entries offsets[k] to offsets[k + 1] - 1), but offsets[{k}] "
+                               f"= {int(off[k])} < offsets[{k - 1}] = {int(off[k - 1])}")
+        if include_last_offset and int(off[-1]) < n:  # the last bag ends at offsets[-1]:
+            input = input[:int(off[-1])]  # noqa: A001 (PyTorch's 'sum' leaves the rest out)
+            n = input.shape[0]
     if bags == 0:
-        return input, zeros(n, dtype=dtypes.int64, device=input.device), 0
+        return input[:0], zeros(0, dtype=dtypes.int64, device=input.device), 0
     # bag id of entry i = (number of bag starts <= i) - 1: ones added at each start, cumsum
     starts_at = zeros(n + 1, dtype=dtypes.int64, device=input.device).index_add(
         0, starts.to(dtypes.int64), ones(bags, dtype=dtypes.int64, device=input.device))
@@ -197,7 +209,8 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
         counts = bincount(idx.to(dtypes.int64), minlength=rows_n)[idx]
         rows = _ScaleGrad.apply(rows, (1.0 / counts.to(rows.dtype)).unsqueeze(-1))
     if per_sample_weights is not None:
-        rows = rows * per_sample_weights.reshape(-1, 1).to(rows.dtype)
+        psw = per_sample_weights.reshape(-1)[:idx.shape[0]]  # (offsets may end the bags early)
+        rows = rows * psw.reshape(-1, 1).to(rows.dtype)
     keep = None if padding_idx is None else (idx != padding_idx)
     out = zeros(bags, dim, dtype=rows.dtype, device=weight.device)
     parts = (idx, seg, bags, keep)
