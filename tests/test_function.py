@@ -502,3 +502,30 @@ def test_view_output_of_custom_function_is_not_modified_in_place():
     b.mul_(2)
     y.mul_(2)
     assert y.grad_fn is None and y.tolist() == [4.0, 4.0, 4.0]
+
+
+def test_a_complex_gradient_for_a_real_input_raises():
+    # PyTorch's validate_outputs refuses it (taking the real part would hide a wrong
+    # backward: d imag(r * 1j) / dr is 1, the real part of the returned g is 0)
+    class Rotate(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, r):
+            return r * 1j
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    r = tgrad.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"RotateBackward returned an invalid gradient at "
+                                           r"index 0 - got a complex \(tgrad.complex64\) "
+                                           r"gradient for a real \(tgrad.float32\) input"):
+        Rotate.apply(r).imag.sum().backward()
+
+    class RotateRight(Rotate):
+        @staticmethod
+        def backward(ctx, g):  # the conjugate Wirtinger rule: real input, real gradient
+            return (g * -1j).real
+
+    RotateRight.apply(r).imag.sum().backward()
+    assert r.grad.tolist() == [1.0, 1.0]

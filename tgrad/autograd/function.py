@@ -339,8 +339,14 @@ def _checked_grad(node: BackwardCFunction, i: int, g, meta):
                 f"{list(g.shape)} but expected shape compatible with {list(shape)}")
     if g.dtype is not dtype:
         if g.dtype.is_complex and not dtype.is_complex:
-            # a real input of an op computed in complex: the real part (PyTorch's
-            # validate_outputs), the gradient of a real input under its convention
+            if node._forward_cls._user_function:  # PyTorch's validate_outputs: an error
+                raise RuntimeError(
+                    f"Function {node.name()} returned an invalid gradient at index {i} - "
+                    f"got a complex ({g.dtype}) gradient for a real ({dtype}) input; return "
+                    f"its real part (Expected isFloatingType(grad.scalar_type()) || "
+                    f"(input_is_complex == grad_is_complex) to be true, but got false.)")
+            # tgrad's own ops on a real input computed in complex: the real part (what
+            # PyTorch's ops do themselves, handle_r_to_c), the gradient of a real input
             from tgrad.ops.complex_ops import real
             g = real(g)
         g = g.to(dtype)
