@@ -513,6 +513,50 @@ def _sigmoid(x, consume: bool = False):
     return np.divide(e, d, out=d).astype(x.dtype, copy=False)
 
 
+def _two_sum(a, b):
+    """(s, e): s = fl(a + b) and its exact rounding error (Knuth's TwoSum)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _two_square(a):
+    """(p, e): p = fl(a * a) and its exact rounding error (Dekker's product; |a| < 1e150)."""
+    c = 134217729.0 * a  # 2^27 + 1: splits a's 53 bits into two halves
+    hi = c - (c - a)
+    lo = a - hi
+    p = a * a
+    return p, ((hi * hi - p) + 2.0 * hi * lo) + lo * lo
+
+
+def _log1p(x):
+    """log(1 + x); complex x as log|1 + z| + i atan2(y, 1 + x) (NumPy's complex log1p is
+    log(1 + z), which loses a small z's real part). log|1 + z| = log1p(r) / 2 with
+    r = |1 + z|^2 - 1 = 2x + x^2 + y^2 summed in double-double arithmetic: r is small
+    where |1 + z| is near 1 and the terms cancel, and there log(hypot(1 + x, y)) would keep
+    only ~8 digits (PyTorch's is correct to the last bit there too); where |r| > 1/2 or
+    |z| > 1e100: log(hypot(1 + x, y)). complex64 is computed in complex128, rounded once."""
+    if x.dtype.kind != "c":
+        return np.log1p(x)
+    if x.dtype == np.complex64:
+        return _log1p(x.astype(np.complex128)).astype(np.complex64)
+    re, im = x.real, x.imag
+    out = np.empty(x.shape, x.dtype)
+    with np.errstate(all="ignore"):
+        big = np.abs(x) > 1e100
+        a, b = np.where(big, 0.0, re), np.where(big, 0.0, im)
+        xx, exx = _two_square(a)
+        yy, eyy = _two_square(b)
+        s, e1 = _two_sum(2.0 * a, xx)
+        s, e2 = _two_sum(s, yy)
+        r = s + (e1 + e2 + exx + eyy)
+        near = np.where((r == 0) & (re == 0), re, np.log1p(r) * 0.5)  # (-0.0 stays -0.0)
+        far = big | (np.abs(r) > 0.5)  # |1 + z| far from 1 (or tiny: y^2 may underflow)
+        out.real = np.where(far, np.log(np.hypot(re + 1, im)), near)
+        out.imag = np.arctan2(im, re + 1)
+    return out
+
+
 def _round_half_even(x):
     return np.round(x)
 
@@ -522,7 +566,7 @@ UNARY = {
     "abs": np.abs,
     "exp": np.exp,
     "log": np.log,
-    "log1p": np.log1p,
+    "log1p": _log1p,
     "logit": _logit,
     "expm1": np.expm1,
     "sqrt": np.sqrt,
