@@ -125,6 +125,14 @@ def test_float32_cumsum_accumulates_in_float64_on_cpu():
     np.testing.assert_array_equal(t.grad.numpy(), want_grad)
 
 
+def test_complex64_cumsum_accumulates_in_complex128_on_cpu():
+    # as float32 in float64 (PyTorch's CPU accumulation type for both)
+    rng = np.random.default_rng(5)
+    x = ((rng.random(20_001) + 0.1) + 1j * (rng.random(20_001) + 0.1)).astype(np.complex64)
+    want = np.cumsum(x.astype(np.complex128)).astype(np.complex64)
+    np.testing.assert_array_equal(tgrad.tensor(x).cumsum(0).numpy(), want)
+
+
 def test_gradient_refuses_uint8_and_bool_as_pytorch():
     # PyTorch raises (a uint8 difference would wrap); int32/int64 compute in float
     with pytest.raises(RuntimeError, match="torch.gradient does not support uint8 input"):

@@ -1319,10 +1319,12 @@ def index_reduce(shape: tuple, dtype: np.dtype, key, values: np.ndarray,
 
 def cumsum(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
     """Cumulative sum along ``axis`` (from the end when ``reverse``); integers and bools
-    give int64, float16/bfloat16 accumulate in float32 and float32 in float64 (PyTorch's
-    CPU accumulation types: a float32 running sum would drift by ~sqrt(n) ulps)."""
+    give int64, float16/bfloat16 accumulate in float32, float32 in float64 and complex64 in
+    complex128 (PyTorch's CPU accumulation types: a float32 running sum would drift by
+    ~sqrt(n) ulps)."""
     dt = np.dtype(np.int64) if x.dtype.kind in "iub" else x.dtype
-    cd = _F64 if dt == _F32 else compute_dtype(dt)
+    cd = _F64 if dt == _F32 else np.dtype(np.complex128) if dt == np.complex64 else \
+        compute_dtype(dt)
     a = np.flip(x, axis) if reverse else x
     with quiet():  # inf + -inf: NaN without a warning, as PyTorch
         out = np.cumsum(a, axis=axis, dtype=cd)

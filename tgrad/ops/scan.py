@@ -62,7 +62,8 @@ def cumsum(input: Tensor, dim: int | None = None, *, dtype=None,  # noqa: A002
            axis: int | None = None) -> Tensor:
     """Cumulative sum along ``dim`` (or NumPy's name ``axis``); integer and bool inputs give
     int64 (``dtype`` casts the input first, as PyTorch). Accumulation as PyTorch's: on the
-    CPU float32 runs in float64 and float16/bfloat16 in float32; on the GPU both in float32."""
+    CPU float32 runs in float64, complex64 in complex128 and float16/bfloat16 in float32; on
+    the GPU float32, float16 and bfloat16 in float32."""
     dim = _dim_or_axis("cumsum", dim, axis, required=True)
     require_tensor("cumsum", input)
     d = _wrap_dim(dim, input.ndim, "cumsum")
