@@ -709,3 +709,35 @@ def test_max_unpool_tangent_with_a_repeated_index_keeps_one_writer(spatial):
     h = 1e-6  # and the finite difference of the function agrees
     fd = (f(_t(x + h * t)).numpy() - f(_t(x - h * t)).numpy()) / (2 * h)
     np.testing.assert_allclose(tangent.numpy(), fd, atol=1e-8)
+
+
+def test_xlogy_xlog1py_and_logit_tangents_at_their_singular_points():
+    # PyTorch's forward formulas: xlogy(tx, y) (0 where x == 0 and y <= 0) + ty x / y, the
+    # same for xlog1py with y + 1, and logit'(x) t with NaN outside [0, 1] (the vjp of the
+    # vjp gave 0 where the derivative is -inf or NaN); regular points against central
+    # differences
+    x = np.array([0.3, 1.0, 2.0, 0.0])
+    y = np.array([0.0, -1.0, 3.0, -2.0])
+    tx, ty = np.array([1.0, 1.0, 1.0, 1.0]), np.array([0.5, 0.5, 0.5, 0.5])
+    cases = [(tgrad.xlogy, y, [-np.inf, np.nan, np.log(3.0) + 0.5 * 2.0 / 3.0, 0.0]),
+             (tgrad.special.xlog1py, y - 1.0, [-np.inf, np.nan,
+                                               np.log(3.0) + 0.5 * 2.0 / 3.0, 0.0])]
+    for fn, yv, want in cases:
+        with fwAD.dual_level():
+            out = fn(fwAD.make_dual(_t(x), _t(tx)), _t(yv))  # (y's tangent: 0 / 0 at y = 0)
+            got_x = fwAD.unpack_dual(out).tangent.numpy()
+            out = fn(fwAD.make_dual(_t(x), _t(tx)), fwAD.make_dual(_t(yv), _t(ty)))
+            got = fwAD.unpack_dual(out).tangent.numpy()
+        np.testing.assert_allclose(got_x, want[:2] + [np.log(3.0), 0.0], rtol=1e-14)
+        eps = 1e-6
+        fd = (fn(_t(x[2:3] + eps * tx[2:3]), _t(yv[2:3] + eps * ty[2:3])).numpy() -
+              fn(_t(x[2:3] - eps * tx[2:3]), _t(yv[2:3] - eps * ty[2:3])).numpy()) / (2 * eps)
+        np.testing.assert_allclose(got[2:3], fd, rtol=1e-8)
+    z = np.array([-0.5, 0.3, 1.5])
+    with fwAD.dual_level():
+        out = tgrad.logit(fwAD.make_dual(_t(z), _t(np.ones(3))))
+        got = fwAD.unpack_dual(out).tangent.numpy()
+        clamped = tgrad.logit(fwAD.make_dual(_t(z), _t(np.ones(3))), eps=0.1)
+        got_eps = fwAD.unpack_dual(clamped).tangent.numpy()
+    np.testing.assert_allclose(got, [np.nan, 1 / (0.3 * 0.7), np.nan], rtol=1e-14)
+    np.testing.assert_allclose(got_eps, [0.0, 1 / (0.3 * 0.7), 0.0], rtol=1e-14)

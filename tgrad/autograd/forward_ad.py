@@ -16,7 +16,8 @@ nothing costs anything while no thread is in a level):
   their first tensor (views, reshape, getitem, index, expand, split, sum, mean, cumsum,
   clone, to, real, imag, view_as_real, conj: the same op applied to the tangent, so the
   tangent of a view is the same view of the tangent), cat and index_put (the same write
-  on the tangents: a repeated index keeps the value's writer);
+  on the tangents: a repeated index keeps the value's writer), xlogy / xlog1py / logit
+  (PyTorch's formulas, -inf or NaN where the vjp of the vjp would give 0);
 - custom Functions: their ``jvp(ctx, *tangents)`` staticmethod (ctx shared with forward /
   setup_context; ``ctx.save_for_forward`` tensors are its ``ctx.saved_tensors``);
 - every other built-in op: the vjp of the vjp, with one run of its forward. For y = f(x)
@@ -422,6 +423,30 @@ def _embedding(args, tangents, out):
     return _Embedding.apply(tangents[0], (args[1][0], None, False))
 
 
+def _xlogy_like(cls, pole: float):
+    # PyTorch's formulas for xlogy (pole 0) and xlog1py (pole -1):
+    # d cls(x, y) = cls(tx, y), 0 where x == 0 and y <= pole, + ty x / (y - pole); the vjp
+    # of the vjp would give 0 where tx's factor log(y - pole) is -inf or NaN (cls(g, y) is
+    # 0 wherever g is, as a cotangent must be)
+    from tgrad.ops import elementwise as ew
+
+    def jvp(args, tangents, out):
+        (x, y), (tx, ty) = args, tangents
+        r = None if tx is None else ew.where(
+            ew.logical_and(ew.eq(x, 0), ew.le(y, pole)), 0.0, cls.apply(tx, y))
+        s = None if ty is None else ty * x / (y - pole)
+        d = s if r is None else r if s is None else r + s
+        return d.expand(out.shape)
+    return jvp
+
+
+def _logit(args, tangents, out):
+    # a diagonal Jacobian: the backward's formula on the tangent (constant NaN / 0 outside
+    # the domain, where the vjp of the vjp gives 0)
+    from tgrad.ops.extras import Logit
+    return Logit.derivative_times(tangents[0], args[0], args[1])
+
+
 def _build_rules() -> dict:
     """Rules keyed by op class (never by name: several classes share one, e.g. div and
     div with rounding_mode, round and round(decimals)). A subclass that keeps its parent's
@@ -448,6 +473,12 @@ def _build_rules() -> dict:
             rules[c] = rule
             if op is not OPS["matmul"]:  # (PyTorch's matmul refuses the mixed dtypes)
                 _KEEPS_COMPLEX.add(c)
+    from tgrad.ops.extras import Logit, Xlogy
+    from tgrad.ops.special import Xlog1py
+    for cls, pole in ((Xlogy, 0.0), (Xlog1py, -1.0)):
+        for c in _same_forward(cls):  # (and the number-operand node variants)
+            rules[c] = _xlogy_like(cls, pole)
+    rules[Logit] = _logit
     from tgrad.nn._composite import _Embedding
     rules[_Embedding] = _embedding
     _FIRST_ONLY.add(_Embedding)
