@@ -1014,3 +1014,32 @@ def test_ops_with_several_operands_promote_them_all_before_computing():
     c = tgrad.clamp(tgrad.tensor([True, False]), tgrad.tensor(2, dtype=tgrad.uint8),
                     tgrad.tensor(-7, dtype=tgrad.int32))
     assert c.dtype == tgrad.int32 and c.tolist() == [-7, -7]
+
+
+def test_complex_numbers_for_real_tensors_raise_as_in_pytorch():
+    # a complex scalar with a nonzero imaginary part cannot become a real tensor's value
+    # (tgrad gave a complex result, or for halves silently dropped the imaginary part)
+    r = tgrad.ones(2, 2, dtype=tgrad.float64)
+    a, b = tgrad.ones(2, 3, dtype=tgrad.float64), tgrad.ones(3, 2, dtype=tgrad.float64)
+    for fn in (lambda: tgrad.addmm(r, a, b, alpha=1j), lambda: tgrad.addmm(r, a, b, beta=1j),
+               lambda: r.clone().addmm_(a, b, alpha=1j),
+               lambda: tgrad.lerp(tgrad.zeros(2), tgrad.ones(2), 0.5j),
+               lambda: tgrad.lerp(tgrad.zeros(2, dtype=tgrad.float16),
+                                  tgrad.ones(2, dtype=tgrad.float16), 0.5 + 1j)):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type .* without "
+                                               "overflow"):
+            fn()
+    # a zero imaginary part converts; complex tensors take complex scalars
+    assert tgrad.addmm(r, a, b, alpha=2 + 0j).tolist() == [[7.0, 7.0], [7.0, 7.0]]
+    c = tgrad.ones(2, 2, dtype=tgrad.complex128)
+    assert tgrad.addmm(c, c, c, alpha=1j).tolist() == [[1 + 2j, 1 + 2j], [1 + 2j, 1 + 2j]]
+    assert tgrad.lerp(tgrad.zeros(2), tgrad.ones(2) * 4, 0.25 + 0j).tolist() == [1.0, 1.0]
+    # a 0-d bool weight is its number, as in PyTorch
+    assert tgrad.lerp(tgrad.zeros(2), tgrad.ones(2) * 4, tgrad.tensor(True)).tolist() == \
+        [4.0, 4.0]
+    with pytest.raises(TypeError, match=r"pad\(\): argument 'value' \(position 4\) must be "
+                                        r"float, not complex"):
+        tgrad.nn.functional.pad(tgrad.ones(2, dtype=tgrad.complex64), (1, 1), value=1 + 1j)
+    with pytest.raises(NotImplementedError, match="\"arange_cpu\" not implemented for "
+                                                  "'ComplexFloat'"):
+        tgrad.arange(3, dtype=tgrad.complex64)

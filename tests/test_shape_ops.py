@@ -664,7 +664,10 @@ def test_inplace_operand_partly_overlapping_the_output_raises_pytorch_error():
               lambda a: a.index_add_(0, tgrad.tensor([0, 1]), a[2:]),
               lambda a: a.scatter_(0, tgrad.tensor([0, 1]), a[2:]),
               lambda a: a.index_copy_(0, tgrad.tensor([0, 1]), a[2:]),
-              lambda a: a.__setitem__(tgrad.tensor([0, 1]), a[2:])]
+              lambda a: a.__setitem__(tgrad.tensor([0, 1]), a[2:]),
+              # x[idx] = x: index_put_ refuses any overlap with its value too
+              lambda a: a.__setitem__(tgrad.tensor([3, 2, 1, 0]), a),
+              lambda a: a.__setitem__(tgrad.tensor([True, False, True, False]), a[:2])]
     for write in writes:
         a = fresh()
         with pytest.raises(RuntimeError, match=msg):
@@ -681,6 +684,9 @@ def test_inplace_operand_partly_overlapping_the_output_raises_pytorch_error():
     a = fresh()
     a.add_(a)
     a.copy_(a)
+    a[None] = a  # (the same elements in the same order, whatever size-1 dims: PyTorch's too)
+    a[None, :] = a
+    a.view(4, 1)[:, 0] = a
     a.mul_(a.view(2, 2).view(4))
     a[:2].copy_(a[2:])
     np.testing.assert_array_equal(a.numpy(), [256.0, 1024.0, 256.0, 1024.0])

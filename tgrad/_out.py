@@ -386,7 +386,7 @@ def _dense_span(t: Tensor) -> tuple | None:
 _NO_OVERLAP = frozenset("""
 cat concat concatenate stack hstack vstack dstack column_stack row_stack gather take_along_dim
 index_select take index_add index_copy index_reduce scatter scatter_add scatter_reduce cross
-linalg_cross nonzero masked_select kthvalue
+linalg_cross nonzero masked_select kthvalue index_put
 """.split())
 
 
@@ -399,6 +399,13 @@ prod amax amin logsumexp special_logsumexp std var norm nansum nanmean diag buck
 searchsorted slice_scatter histc
 """.split())
 _LINALG_CHECKED = frozenset({"linalg_cross", "linalg_solve_triangular"})
+
+
+def _layout(t: Tensor) -> list:
+    """(size, stride) of t's dims of size > 1: two dense tensors spanning the same memory
+    with the same layout hold the same elements in the same order, whatever size-1 dims
+    either has (x[None] = x copies x onto itself, as in PyTorch)."""
+    return [(n, s) for n, s in zip(t.shape, t.stride()) if n != 1]
 
 
 def _check_overlap(name: str, out: Tensor, inputs: list) -> None:
@@ -420,7 +427,7 @@ def _check_overlap(name: str, out: Tensor, inputs: list) -> None:
             tspan = _dense_span(t)
             if span is None or tspan is None or not (tspan[0] < span[1] and span[0] < tspan[1]):
                 continue
-            full = tspan == span and t.stride() == out.stride()
+            full = tspan == span and _layout(t) == _layout(out)
         if not full or name in _NO_OVERLAP:
             raise RuntimeError(_PARTIAL_OVERLAP)
 

@@ -976,6 +976,8 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002
         raise RuntimeError(f"Padding length should be less than or equal to two times the "
                            f"input dimension but got padding length {len(pad)} and input of "
                            f"dimension {input.ndim}")
+    if isinstance(value, (complex, np.complexfloating)):  # (PyTorch's, complex inputs too)
+        raise TypeError("pad(): argument 'value' (position 4) must be float, not complex")
     if mode != "constant":
         return pad_nonconstant(input, [int(p) for p in pad], mode, value)
     pad = tuple(int(p) for p in pad)

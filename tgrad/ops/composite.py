@@ -504,7 +504,12 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
                                   f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'; lerp takes "
                                   f"floating point or complex tensors")
     if isinstance(weight, Tensor):
+        if weight.dtype is dtypes.bool_:  # (a 0-d one: PyTorch reads it as its number)
+            weight = weight.to(input.dtype)
         return LerpTensor.apply(input, end, weight)
+    if isinstance(weight, (complex, np.complexfloating)) and not input.dtype.is_complex:
+        dtypes.check_value_fits("lerp", weight, input.dtype)  # PyTorch's error: 0.5j
+        weight = weight.real  # (a zero imaginary part converts)
     return LerpScalar.apply(input, end, weight)
 
 

@@ -697,8 +697,9 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if dtype is not None:
         dt = dtypes.as_dtype(dtype)
-        if dt is dtypes.bool_:
-            raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+        if dt is dtypes.bool_ or dt.is_complex:
+            raise NotImplementedError(f"\"arange_cpu\" not implemented for "
+                                      f"'{dtypes.SCALAR_TYPE_NAMES[dt]}'")
         dtypes.refuse_float8("arange_cpu", dt)
         if dt is dtypes.int64 and all(math.isfinite(v) for v in (start, end, step)):
             start, end, step = int(start), int(end), int(step)

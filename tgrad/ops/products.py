@@ -7,6 +7,8 @@ one node of PyTorch's name over the composition's values (_ScaledSum)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function, expandable
@@ -141,6 +143,12 @@ def _scaled_sum(op: str, input: Tensor, a: Tensor, b: Tensor, beta, alpha,  # no
                 raise RuntimeError(f"{op}: For integral input tensors, argument {name} must "
                                    f"not be a floating point number. (Pass an int, or "
                                    f"convert the tensors with .float().)")
+    if not rt.is_complex:  # PyTorch's checked conversion of a complex beta / alpha
+        for s in (beta, alpha):
+            if isinstance(s, (complex, np.complexfloating)):
+                dtypes.check_value_fits(op, s, rt)  # (only a zero imaginary part converts)
+        beta, alpha = (s.real if isinstance(s, (complex, np.complexfloating)) else s
+                       for s in (beta, alpha))
     (input, a, b), half = widen_halves(input, a, b)  # noqa: A001
     product = matmul(a, b)
     if batch_sum:
