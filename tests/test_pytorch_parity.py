@@ -1043,3 +1043,17 @@ def test_complex_numbers_for_real_tensors_raise_as_in_pytorch():
     with pytest.raises(NotImplementedError, match="\"arange_cpu\" not implemented for "
                                                   "'ComplexFloat'"):
         tgrad.arange(3, dtype=tgrad.complex64)
+
+
+def test_out_of_place_scatters_start_at_version_zero():
+    # new tensors, as PyTorch's: index_put / *_scatter are a clone written in place inside
+    x = tgrad.zeros(4, requires_grad=True)
+    outs = [tgrad.index_put(x, (tgrad.tensor([1]),), tgrad.tensor(1.0)),
+            tgrad.index_put(x, (tgrad.tensor([1]),), tgrad.tensor(1.0), accumulate=True),
+            tgrad.slice_scatter(x, tgrad.ones(2), start=0, end=2),
+            tgrad.select_scatter(x, tgrad.tensor(1.0), 0, 0),
+            tgrad.diagonal_scatter(tgrad.zeros(2, 2), tgrad.ones(2))]
+    assert [o._version for o in outs] == [0] * 5
+    outs[0].sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 1.0, 1.0]  # (the written place gets none)
+    outs[2].exp().sum().backward()  # a saved result at version 0: unchanged, no error

@@ -574,7 +574,9 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
     """A copy with values written (``accumulate``: added) at the advanced index ``indices``
     (a tuple of index tensors)."""
     require_tensor("index_put", values, "values", 2)  # (PyTorch: no number)
-    return index_put_(input.clone(), indices, values, accumulate)
+    out = index_put_(input.clone(), indices, values, accumulate)
+    out._storage.version = 0  # a new tensor, written before anyone saw it (PyTorch's 0)
+    return out
 
 
 def _mask_fill_index(key: tuple, values: Tensor) -> bool:

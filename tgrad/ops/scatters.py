@@ -66,6 +66,7 @@ class _ViewScatter(Function):
                                f"{list(view.shape)}")
         ctx.src_shape = view.shape
         view.copy_(src)
+        out._storage.version = 0  # a new tensor, written before anyone saw it (PyTorch's 0)
         return out
 
     @staticmethod
