@@ -1057,3 +1057,29 @@ def test_out_of_place_scatters_start_at_version_zero():
     outs[0].sum().backward()
     assert x.grad.tolist() == [1.0, 0.0, 1.0, 1.0]  # (the written place gets none)
     outs[2].exp().sum().backward()  # a saved result at version 0: unchanged, no error
+
+
+def test_factories_take_pin_memory():
+    # PyTorch's keyword: False is the default; True asks for page-locked memory, which
+    # needs a GPU (PyTorch's error without one) and a CPU tensor
+    makers = {"tensor": lambda **k: tgrad.tensor([1.0, 2.0], **k),
+              "zeros": lambda **k: tgrad.zeros(2, **k), "ones": lambda **k: tgrad.ones(2, **k),
+              "empty": lambda **k: tgrad.empty(2, **k),
+              "full": lambda **k: tgrad.full((2,), 3.0, **k),
+              "rand": lambda **k: tgrad.rand(2, **k), "randn": lambda **k: tgrad.randn(2, **k),
+              "randint": lambda **k: tgrad.randint(0, 5, (2,), **k),
+              "randperm": lambda **k: tgrad.randperm(2, **k),
+              "arange": lambda **k: tgrad.arange(2, **k),
+              "linspace": lambda **k: tgrad.linspace(0, 1, 2, **k),
+              "logspace": lambda **k: tgrad.logspace(0, 1, 2, **k),
+              "eye": lambda **k: tgrad.eye(2, **k),
+              "empty_strided": lambda **k: tgrad.empty_strided((2,), (1,), **k)}
+    for name, make in makers.items():
+        assert make(pin_memory=False).shape in ((2,), (2, 2)), name
+        if not tgrad.cuda.is_available():
+            with pytest.raises(RuntimeError, match=f"{name}: Cannot access accelerator device "
+                                                   "when none is available"):
+                make(pin_memory=True)
+        else:
+            assert make(pin_memory=True).device.type == "cpu"
+    np.testing.assert_array_equal(tgrad.tensor([1.0, 2.0], pin_memory=False).numpy(), [1, 2])

@@ -50,6 +50,17 @@ def _finish(host: np.ndarray, device, requires_grad: bool, op: str = "tensor") -
     return t
 
 
+def check_pin_memory(op: str, device) -> None:
+    """``pin_memory=True`` of a factory asks for page-locked CPU memory, which tgrad does
+    not have: as ``Tensor.pin_memory``, PyTorch's error without a GPU or for a GPU tensor,
+    else an ordinary CPU tensor (False, the default, is not checked)."""
+    from tgrad import cuda
+    if not cuda.is_available():
+        raise RuntimeError(f"{op}: Cannot access accelerator device when none is available.")
+    if as_device(device).type != "cpu":
+        raise RuntimeError(f"{op}: Only dense CPU tensors can be pinned")
+
+
 def _check_leaves(data, typed: bool) -> bool:
     """PyTorch's element checks on nested data: numbers (Python, NumPy), NumPy arrays and,
     inside a list, one-element tensors only; None, strings and bytes are rejected (another
@@ -139,8 +150,11 @@ def check_numpy_array(op: str, arr: np.ndarray) -> None:
                         f"{', '.join(x.name for x in dtypes.SUPPORTED_DTYPES)}")
 
 
-def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def tensor(data, dtype=None, device=None, requires_grad: bool = False, *,
+           pin_memory: bool = False) -> Tensor:
     """A new tensor (always a copy) from nested lists, scalars, NumPy arrays or tensors."""
+    if pin_memory:
+        check_pin_memory("tensor", device)
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or "
@@ -244,9 +258,11 @@ def _dtype_or_default(dtype) -> DType:
 
 
 def full(*args, size=None, fill_value=None, dtype=None, device=None,
-         requires_grad: bool = False, layout=None) -> Tensor:
+         requires_grad: bool = False, layout=None, pin_memory: bool = False) -> Tensor:
     """``full(size, fill_value)`` (or ``size=``, ``fill_value=``): dtype inferred from
     fill_value like PyTorch."""
+    if pin_memory:
+        check_pin_memory("full", device)
     if layout is not None:
         check_layout("full", layout)
     args = sizes_keyword("full", "size", args, size)
@@ -281,7 +297,9 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
 
 
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
-          layout=None) -> Tensor:
+          layout=None, pin_memory: bool = False) -> Tensor:
+    if pin_memory:
+        check_pin_memory("zeros", device)
     if layout is not None:
         check_layout("zeros", layout)
     return full(_shape(sizes_keyword("zeros", "size", args, size), "zeros"), 0,
@@ -289,7 +307,9 @@ def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False
 
 
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
-         layout=None) -> Tensor:
+         layout=None, pin_memory: bool = False) -> Tensor:
+    if pin_memory:
+        check_pin_memory("ones", device)
     if layout is not None:
         check_layout("ones", layout)
     return full(_shape(sizes_keyword("ones", "size", args, size), "ones"), 1,
@@ -297,7 +317,9 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
 
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
-          layout=None) -> Tensor:
+          layout=None, pin_memory: bool = False) -> Tensor:
+    if pin_memory:
+        check_pin_memory("empty", device)
     if layout is not None:
         check_layout("empty", layout)
     dev = as_device(device)
@@ -476,8 +498,10 @@ def _check_size_given(op: str, args: tuple, size) -> None:
 
 
 def rand(*args, size=None, generator=None, dtype=None, device=None,
-         requires_grad: bool = False, layout=None) -> Tensor:
+         requires_grad: bool = False, layout=None, pin_memory: bool = False) -> Tensor:
     """Uniform samples on [0, 1) (from ``generator``, a tgrad.Generator, if given)."""
+    if pin_memory:
+        check_pin_memory("rand", device)
     check_layout("rand", layout)
     _check_size_given("rand", args, size)
     shape = sizes_keyword("rand", "size", args, size)
@@ -485,8 +509,10 @@ def rand(*args, size=None, generator=None, dtype=None, device=None,
 
 
 def randn(*args, size=None, generator=None, dtype=None, device=None,
-          requires_grad: bool = False, layout=None) -> Tensor:
+          requires_grad: bool = False, layout=None, pin_memory: bool = False) -> Tensor:
     """Standard normal samples (from ``generator``, a tgrad.Generator, if given)."""
+    if pin_memory:
+        check_pin_memory("randn", device)
     check_layout("randn", layout)
     _check_size_given("randn", args, size)
     shape = sizes_keyword("randn", "size", args, size)
@@ -622,11 +648,13 @@ def random_integers(shape: tuple, from_: int, to: int, device) -> Tensor:
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad: bool = False, layout=None) -> Tensor:
+            requires_grad: bool = False, layout=None, pin_memory: bool = False) -> Tensor:
     """Integers drawn uniformly from [low, high) (``randint(high, size)`` means low = 0);
     int64 unless ``dtype`` says otherwise (a float dtype holds the integers, as PyTorch's).
     floor(low + u (high - low)) of float64 uniforms u in [0, 1), on the device's
     generator."""
+    if pin_memory:
+        check_pin_memory("randint", device)
     check_layout("randint", layout)
     if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high  # randint(high, size)
@@ -653,10 +681,12 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None,
-             requires_grad: bool = False, layout=None) -> Tensor:
+             requires_grad: bool = False, layout=None, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0..n-1 (int64), drawn on the host by the CPU generator that
     manual_seed seeds (or by ``generator``, which must then be a CPU tgrad.Generator),
     then copied to ``device``."""
+    if pin_memory:
+        check_pin_memory("randperm", device)
     from tgrad.generator import drawing_from
     check_layout("randperm", layout)
     n = _int_arg("randperm", "n", n, 1, allow_bool=False)
@@ -680,13 +710,15 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
 
 
 def arange(start=None, end=None, step=1, dtype=None, device=None,
-           requires_grad: bool = False, *, layout=None) -> Tensor:
+           requires_grad: bool = False, *, layout=None, pin_memory: bool = False) -> Tensor:
     """Values from start (default 0) to end (exclusive) by step; int64 for integer args.
     With dtype int64 the bounds and step are truncated to integers first (as PyTorch:
     ``arange(2.5, dtype=int64)`` is [0, 1]); with another integer dtype (as PyTorch) the
     length is ceil((end - start) / step) of the given numbers and the values are
     trunc(start) + i * trunc(step), wrapped to the dtype: ``arange(1.8, 0, -1.41,
     dtype=int32)`` is [1, 0], ``arange(2.0, -1, -0.4, dtype=int32)`` is eight 2s."""
+    if pin_memory:
+        check_pin_memory("arange", device)
     check_layout("arange", layout)
     if end is None:
         if start is None:
@@ -807,10 +839,12 @@ def spaced_dtype(op: str, start, end, dtype) -> tuple[DType, bool]:
 
 
 def linspace(start: float, end: float, steps: int, dtype=None, device=None,
-             requires_grad: bool = False, *, layout=None) -> Tensor:
+             requires_grad: bool = False, *, layout=None, pin_memory: bool = False) -> Tensor:
     """``steps`` values evenly spaced from start to end (both included; complex bounds give
     the default complex dtype). An integer dtype converts start and end first, as PyTorch
     (see ``spaced_integers``)."""
+    if pin_memory:
+        check_pin_memory("linspace", device)
     check_layout("linspace", layout)
     dt, _ = spaced_dtype("linspace", start, end, dtype)
     steps = _int_arg("linspace", "steps", steps, 3, allow_bool=False)
@@ -854,7 +888,9 @@ def _spaced_floats(start, end, steps: int, np_dtype) -> np.ndarray:
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None,
-        requires_grad: bool = False, *, layout=None) -> Tensor:
+        requires_grad: bool = False, *, layout=None, pin_memory: bool = False) -> Tensor:
+    if pin_memory:
+        check_pin_memory("eye", device)
     check_layout("eye", layout)
     n = _int_arg("eye", "n", n, 1, allow_bool=False)  # (a str leaked a comparison error)
     m = None if m is None else _int_arg("eye", "m", m, 2, allow_bool=False)
@@ -901,9 +937,11 @@ Tensor.new_empty = _new_factory(empty)
 
 
 def empty_strided(size, stride, *, dtype=None, device=None,
-                  requires_grad: bool = False, layout=None) -> Tensor:
+                  requires_grad: bool = False, layout=None, pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of shape ``size`` with element strides ``stride`` over new
     memory just large enough for them (not a view)."""
+    if pin_memory:
+        check_pin_memory("empty_strided", device)
     check_layout("empty_strided", layout)
     # (int() truncated a float size or stride)
     size = int_tuple("empty_strided", "size", size, 1)

@@ -18,7 +18,14 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._layout import check_layout
 from tgrad.ops._common import require_tensor, tensor_method
-from tgrad.ops.creation import _finish, ones, randint, spaced_dtype, spaced_integers
+from tgrad.ops.creation import (
+    _finish,
+    check_pin_memory,
+    ones,
+    randint,
+    spaced_dtype,
+    spaced_integers,
+)
 from tgrad.ops.shape import cat, narrow
 from tgrad.tensor import Tensor, _int_arg
 
@@ -27,10 +34,13 @@ __all__ = ["logspace", "randint_like", "narrow_copy", "is_floating_point", "unra
 
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype=None,
-             device=None, requires_grad: bool = False, *, layout=None) -> Tensor:
+             device=None, requires_grad: bool = False, *, layout=None,
+             pin_memory: bool = False) -> Tensor:
     """``steps`` values from base^start to base^end, evenly spaced in the exponent. An
     integer dtype converts start and end to it first, as PyTorch (``logspace(0.1, 0.9, 3,
     dtype=int64)`` is [1, 1, 1]; see ``creation.spaced_integers``)."""
+    if pin_memory:
+        check_pin_memory("logspace", device)
     check_layout("logspace", layout)
     dt, _ = spaced_dtype("logspace", start, end, dtype)
     steps = _int_arg("logspace", "steps", steps, 3, allow_bool=False)
