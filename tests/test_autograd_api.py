@@ -423,6 +423,9 @@ def test_node_call_returns_input_gradients():
     y = a * b
     ga, gb = y.grad_fn(tgrad.ones(2))
     assert ga.tolist() == [3.0, 4.0] and gb.tolist() == [1.0, 2.0]
+    g = a.exp().grad_fn(tgrad.ones(2))  # one input: the Tensor itself, as PyTorch's
+    assert isinstance(g, tgrad.Tensor)
+    np.testing.assert_allclose(g.detach().numpy(), np.exp([1.0, 2.0]), rtol=1e-6)
 
 
 def test_detach_shares_storage_and_version():

@@ -403,7 +403,7 @@ def test_multiple_outputs_and_double_backward():
     assert gradgradcheck(SinCos.apply, (leaf(),))
 
 
-def test_save_for_backward_rejects_non_tensors_and_list_grads_accepted():
+def test_save_for_backward_rejects_non_tensors_and_list_grads():
     class SavesNumber(Function):
         @staticmethod
         def forward(ctx, x):
@@ -426,9 +426,10 @@ def test_save_for_backward_rejects_non_tensors_and_list_grads_accepted():
         def backward(ctx, g):
             return [g * 2, None]
 
-    x = leaf()
-    ListGrads.apply(x, tgrad.ones(3, dtype=tgrad.float64)).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0))
+    x = leaf()  # (PyTorch 2.13: a list is one gradient, not two)
+    with pytest.raises(RuntimeError, match=r"ListGradsBackward returned an incorrect number of "
+                                           r"gradients \(expected 2, got 1\)"):
+        ListGrads.apply(x, tgrad.ones(3, dtype=tgrad.float64)).sum().backward()
 
 
 class _ViewOut(Function):
@@ -529,3 +530,19 @@ def test_a_complex_gradient_for_a_real_input_raises():
 
     RotateRight.apply(r).imag.sum().backward()
     assert r.grad.tolist() == [1.0, 1.0]
+
+
+def test_a_backward_returning_a_list_raises_as_pytorch():
+    # PyTorch takes a tuple (or one tensor); a list is one value that is not a tensor
+    class Twice(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return [g * 2]
+
+    a = tgrad.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"expected Variable or None \(got list\)"):
+        Twice.apply(a).sum().backward()

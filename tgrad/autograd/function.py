@@ -194,8 +194,9 @@ class BackwardCFunction(Node):
                         shape, dtype, device = meta
                         grads[i] = _zeros(shape, dtype=dtype, device=device)
         out = self._forward_cls.backward(self, *grads)
-        if type(out) is not tuple:
-            out = tuple(out) if isinstance(out, list) else (out,)
+        if type(out) is not tuple:  # (a user's list is one wrong gradient, as in PyTorch)
+            out = tuple(out) if isinstance(out, list) and not \
+                self._forward_cls._user_function else (out,)
         return _validate_grads(self, out)
 
 

@@ -121,7 +121,10 @@ class Node:
             self._released = True
 
     def __call__(self, *grads):
-        return self.apply(list(grads))
+        """The node's backward on ``grads``: its input gradients, one Tensor where it has
+        one input (as PyTorch's)."""
+        out = self.apply(list(grads))
+        return out[0] if type(out) is tuple and len(out) == 1 else out
 
 
 _Tensor = None  # tgrad.tensor.Tensor, bound on first use (tensor.py imports this package)
