@@ -191,6 +191,15 @@ def test_casts_of_floats_past_int32_as_pytorch_cpu():
     assert tgrad.tensor([1e10, 300.0]).to(tgrad.float16).char().tolist() == [0, 44]  # inf
     # bfloat16 keeps 8 significant bits: 70000 rounds to 70144 = 65536 + 4608
     assert tgrad.tensor([1e10, 70000.0]).to(tgrad.bfloat16).short().tolist() == [0, 4608]
+    # int32 / int64 from float16, bfloat16 and float32 alike: past the range, inf and NaN
+    # the lowest value (x86's integer indefinite); bfloat16 is read as its float32 value
+    lo32, lo64 = -2 ** 31, -2 ** 63
+    for dt in (tgrad.float16, tgrad.bfloat16, tgrad.float32):
+        h = tgrad.tensor([inf, nan, -inf, 2.5, -2.5], dtype=dt)
+        assert h.int().tolist() == [lo32, lo32, lo32, 2, -2], dt
+        assert h.long().tolist() == [lo64, lo64, lo64, 2, -2], dt
+    b = tgrad.tensor([3e9, 1e38], dtype=tgrad.bfloat16)
+    assert b.long().tolist() == [int(np.float32(b[0].item())), lo64]  # (3e9: 3003121664)
     # the Python-number conversion shares the rule
     assert dtypes.number_as(1e10, tgrad.int16) == 0
     assert dtypes.number_as(2.0 ** 32 + 7, tgrad.uint8) == 7

@@ -137,6 +137,9 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         x = x.astype(_F32)  # (into int8: wraps as PyTorch's, 128.0 -> -128)
         if x.dtype == dtype:
             return x
+    if x.dtype == HALF_TYPES[1] and np.dtype(dtype).kind in "iu":  # bfloat16 into integers:
+        x = x.astype(_F32)  # its exact float32 value, then float32's cast (ml_dtypes gives 0
+        # for inf, NaN and out-of-range values; PyTorch, as from float32, the lowest int)
     if x.dtype.kind == "c" and np.dtype(dtype) == np.bool_:
         return np.asarray(x != 0)  # (a 0-d x: an array, not a NumPy scalar)
     if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
