@@ -1083,3 +1083,32 @@ def test_factories_take_pin_memory():
         else:
             assert make(pin_memory=True).device.type == "cpu"
     np.testing.assert_array_equal(tgrad.tensor([1.0, 2.0], pin_memory=False).numpy(), [1, 2])
+
+
+def test_numpy_names_axis_and_keepdims():
+    # PyTorch's argument parser takes NumPy's axis for dim and keepdims for keepdim
+    x = tgrad.tensor(np.arange(6.0).reshape(2, 3))
+    xn = np.arange(6.0).reshape(2, 3)
+    refs = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "amax": np.max, "amin": np.min,
+            "nansum": np.nansum, "nanmean": np.nanmean,
+            "logsumexp": lambda a, axis, keepdims: np.log(np.exp(a).sum(axis,
+                                                                        keepdims=keepdims)),
+            "var": lambda a, axis, keepdims: a.var(axis, ddof=1, keepdims=keepdims),
+            "std": lambda a, axis, keepdims: a.std(axis, ddof=1, keepdims=keepdims)}
+    for name, ref in refs.items():
+        got = getattr(tgrad, name)(x, 1, keepdims=True)
+        np.testing.assert_allclose(got.numpy(), ref(xn, axis=1, keepdims=True), rtol=1e-12,
+                                   err_msg=name)
+        assert getattr(x, name)(axis=0, keepdims=True).shape == (1, 3), name
+    assert x.max(1, keepdims=True).values.tolist() == [[2.0], [5.0]]
+    assert x.argmax(axis=1, keepdims=True).tolist() == [[2], [2]]
+    assert x.all(1, keepdims=True).shape == (2, 1)
+    assert x.any(axis=0, keepdims=True).shape == (1, 3)
+    with pytest.raises(TypeError, match="got multiple values for argument 'keepdim'"):
+        x.sum(1, keepdim=True, keepdims=True)
+    # joining: axis for dim
+    assert tgrad.cat([x, x], axis=1).shape == (2, 6) and tgrad.stack([x, x], axis=1).shape == \
+        (2, 2, 3)
+    assert tgrad.concat([x, x], axis=-1).shape == (2, 6)
+    with pytest.raises(TypeError, match="got multiple values for argument 'dim'"):
+        tgrad.cat([x, x], 1, axis=1)

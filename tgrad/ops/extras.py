@@ -44,7 +44,7 @@ from tgrad.ops.index import (
     normalize_key,
 )
 from tgrad.ops.inplace import alias_closure, apply_inplace, inplace_method, overlapping
-from tgrad.ops.reduce import _dim_or_axis
+from tgrad.ops.reduce import _dim_or_axis, _keepdim_or_keepdims
 from tgrad.ops.shape import cat, narrow
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
@@ -75,11 +75,13 @@ class NanToZero(Function):
 
 @tensor_method("nansum")
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
-           axis=None) -> Tensor:
+           axis=None, keepdims=None) -> Tensor:
     """sum treating NaN as 0;  dx = g * (x is not NaN)."""
     require_tensor("nansum", input)
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("nansum", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("nansum", keepdim, keepdims)
     if not input.dtype.is_floating_point:
         if input.dtype.is_complex:
             raise RuntimeError(f"nansum on CPU does not support complex inputs (got "
@@ -90,12 +92,14 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noq
 
 @tensor_method("nanmean")
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
-            axis=None) -> Tensor:
+            axis=None, keepdims=None) -> Tensor:
     """mean over the non-NaN elements (NaN where there are none, and a NaN gradient there,
     as PyTorch)."""
     require_tensor("nanmean", input)
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("nanmean", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("nanmean", keepdim, keepdims)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
                            f"{input.dtype.name}")

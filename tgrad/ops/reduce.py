@@ -299,10 +299,12 @@ for _c in (Sum, Mean, MaxDim, MinDim):  # SumAll/MeanAll share the ops' names
 
 @tensor_method("sum")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A001,A002
-        axis=None) -> Tensor:
+        axis=None, keepdims=None) -> Tensor:
     """Sum over ``dim`` (all dims when None); integer and bool inputs sum to int64."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("sum", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("sum", keepdim, keepdims)
     require_tensor("sum", input)
     axes = _reduce_dims("sum", dim, input.ndim)
     if dtype is not None:
@@ -313,10 +315,12 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: 
 
 @tensor_method("mean")
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
-         axis=None) -> Tensor:
+         axis=None, keepdims=None) -> Tensor:
     """Mean over ``dim`` (all dims when None); ``dtype`` casts the input first."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("mean", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("mean", keepdim, keepdims)
     require_tensor("mean", input)
     if dtype is not None:
         dt = dtypes.as_dtype(dtype)
@@ -331,10 +335,12 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa:
 
 
 @tensor_method("amax")
-def amax(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A002
+def amax(input: Tensor, dim=(), keepdim: bool = False, *, axis=None, keepdims=None) -> Tensor:  # noqa: A002
     """Maximum over ``dim`` (all dims for ``()``/None); NaN propagates; ties share grad."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("amax", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("amax", keepdim, keepdims)
     require_tensor("amax", input)
     _no_complex("amax", input)
     axes = _reduce_dims("amax", dim, input.ndim)
@@ -345,9 +351,11 @@ def amax(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor: 
 
 
 @tensor_method("amin")
-def amin(input: Tensor, dim=(), keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A002
+def amin(input: Tensor, dim=(), keepdim: bool = False, *, axis=None, keepdims=None) -> Tensor:  # noqa: A002
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("amin", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("amin", keepdim, keepdims)
     require_tensor("amin", input)
     _no_complex("amin", input)
     axes = _reduce_dims("amin", dim, input.ndim)
@@ -380,6 +388,15 @@ def _dim_or_axis(op: str, dim, axis, required: bool = False):
     return axis
 
 
+def _keepdim_or_keepdims(op: str, keepdim: bool, keepdims) -> bool:
+    """``keepdim``, or NumPy's name for it, ``keepdims`` (PyTorch's argument parser accepts
+    both; giving both is an error)."""
+    if keepdim:
+        raise TypeError(f"{op}() got multiple values for argument 'keepdim' (and its alias "
+                        "'keepdims')")
+    return keepdims
+
+
 def _single_dim(op: str, dim, ndim: int):
     if dim is None:
         return None
@@ -401,19 +418,23 @@ def _arg_extreme(cls, input: Tensor, dim, keepdim: bool) -> Tensor:  # noqa: A00
 
 
 @tensor_method("argmax")
-def argmax(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A002
+def argmax(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None) -> Tensor:  # noqa: A002
     """Index of the maximum (of the flattened tensor when ``dim`` is None)."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("argmax", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("argmax", keepdim, keepdims)
     if isinstance(input, Tensor) and input.dtype.is_complex:  # PyTorch's RuntimeError
         raise RuntimeError("argmax(): does not support complex input")
     return _arg_extreme(Argmax, input, dim, keepdim)
 
 
 @tensor_method("argmin")
-def argmin(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A002
+def argmin(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None) -> Tensor:  # noqa: A002
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("argmin", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("argmin", keepdim, keepdims)
     if isinstance(input, Tensor) and input.dtype.is_complex:  # PyTorch's RuntimeError
         raise RuntimeError("argmin(): does not support complex input")
     return _arg_extreme(Argmin, input, dim, keepdim)
@@ -441,18 +462,22 @@ def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
 
 
 @tensor_method("max")
-def max(input: Tensor, dim=None, keepdim: bool = False, *, axis=None):  # noqa: A001,A002
+def max(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None):  # noqa: A001,A002
     """``max(x)``: the maximum; ``max(x, dim)``: (values, indices); ``max(x, other)``:
     elementwise maximum."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("max", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("max", keepdim, keepdims)
     return _max_min("max", input, dim, keepdim)
 
 
 @tensor_method("min")
-def min(input: Tensor, dim=None, keepdim: bool = False, *, axis=None):  # noqa: A001,A002
+def min(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None):  # noqa: A001,A002
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("min", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("min", keepdim, keepdims)
     return _max_min("min", input, dim, keepdim)
 
 
@@ -535,10 +560,12 @@ class ProdAll(Prod):
 
 @tensor_method("prod")
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002
-         axis=None) -> Tensor:
+         axis=None, keepdims=None) -> Tensor:
     """Product over ``dim`` (all elements when None); integer and bool inputs give int64."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("prod", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("prod", keepdim, keepdims)
     require_tensor("prod", input)
     axes = normalize_dims("prod", dim, input.ndim)
     dt = None if dtype is None else dtypes.as_dtype(dtype)
@@ -609,10 +636,12 @@ def _var_args(op: str, input: Tensor, dim, unbiased, keepdim, correction):  # no
 
 @tensor_method("var")
 def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
-        correction: float | None = None, axis=None) -> Tensor:
+        correction: float | None = None, axis=None, keepdims=None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction`` (1 = unbiased, as PyTorch)."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("var", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("var", keepdim, keepdims)
     return Var.apply(input, *_var_args("var", input, dim, unbiased, keepdim, correction))
 
 
@@ -650,28 +679,34 @@ register_op(Std)
 
 @tensor_method("std")
 def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
-        correction: float | None = None, axis=None) -> Tensor:
+        correction: float | None = None, axis=None, keepdims=None) -> Tensor:
     """Standard deviation over ``dim``: sqrt of ``var`` with the same arguments."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("std", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("std", keepdim, keepdims)
     return Std.apply(input, *_var_args("std", input, dim, unbiased, keepdim, correction))
 
 
 def var_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
-             correction: float | None = None, axis=None) -> tuple:
+             correction: float | None = None, axis=None, keepdims=None) -> tuple:
     """(var, mean) over ``dim`` (``var_mean(x, unbiased)``, a bool second, as in var)."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("var_mean", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("var_mean", keepdim, keepdims)
     axes, correction, keepdim = _var_args("var_mean", input, dim, unbiased, keepdim,
                                           correction)
     return Var.apply(input, axes, correction, keepdim), mean(input, axes, keepdim)
 
 
 def std_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
-             correction: float | None = None, axis=None) -> tuple:
+             correction: float | None = None, axis=None, keepdims=None) -> tuple:
     """(std, mean) over ``dim`` (``std_mean(x, unbiased)``, a bool second, as in std)."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("std_mean", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("std_mean", keepdim, keepdims)
     axes, correction, keepdim = _var_args("std_mean", input, dim, unbiased, keepdim,
                                           correction)
     return Std.apply(input, axes, correction, keepdim), mean(input, axes, keepdim)
@@ -707,13 +742,15 @@ register_op(Logsumexp)
 
 @tensor_method("logsumexp")
 def logsumexp(input: Tensor, dim=_REQUIRED, keepdim: bool = False, *,  # noqa: A002
-              axis=None) -> Tensor:
+              axis=None, keepdims=None) -> Tensor:
     """log(sum(exp(x))) over ``dim`` (required; None: every dim), computed stably (the max
     is subtracted first)."""
     if dim is _REQUIRED:
         dim = _dim_or_axis("logsumexp", None, axis, required=True)
     elif axis is not None:
         dim = _dim_or_axis("logsumexp", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("logsumexp", keepdim, keepdims)
     require_tensor("logsumexp", input)
     axes = _reduce_dims("logsumexp", dim, input.ndim)
     if input.dtype.is_complex:
@@ -895,22 +932,26 @@ Any = _make_logical_reduce("any")
 
 
 @tensor_method("all")
-def all(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A001,A002
+def all(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None) -> Tensor:  # noqa: A001,A002
     """True where every element over ``dim`` is non-zero (a bool tensor, not differentiable;
     uint8 for a uint8 input, as PyTorch)."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("all", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("all", keepdim, keepdims)
     require_tensor("all", input)
     out = All.apply(input, normalize_dims("all", dim, input.ndim), keepdim)
     return out.to(dtypes.uint8) if input.dtype is dtypes.uint8 else out  # PyTorch: uint8
 
 
 @tensor_method("any")
-def any(input: Tensor, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:  # noqa: A001,A002
+def any(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None) -> Tensor:  # noqa: A001,A002
     """True where some element over ``dim`` is non-zero (a bool tensor, not differentiable;
     uint8 for a uint8 input, as PyTorch)."""
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("any", dim, axis)
+    if keepdims is not None:  # (NumPy's name too, as for axis)
+        keepdim = _keepdim_or_keepdims("any", keepdim, keepdims)
     require_tensor("any", input)
     out = Any.apply(input, normalize_dims("any", dim, input.ndim), keepdim)
     return out.to(dtypes.uint8) if input.dtype is dtypes.uint8 else out  # PyTorch: uint8

@@ -631,9 +631,11 @@ def _tensor_list(op: str, tensors) -> list:
     return list(tensors)
 
 
-def cat(tensors, dim: int = 0) -> Tensor:
-    """Concatenate along ``dim`` (PyTorch type promotion; 1-D empty tensors are skipped,
-    as PyTorch's legacy rule)."""
+def cat(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """Concatenate along ``dim`` (or NumPy's name, ``axis``; PyTorch type promotion; 1-D
+    empty tensors are skipped, as PyTorch's legacy rule)."""
+    if axis is not None:
+        dim = _dim_alias("cat", dim, axis)
     xs = _tensor_list("cat", tensors)
     same_device("cat", *xs)
     dt = dtypes.result_type(*xs) if len(xs) > 1 else xs[0].dtype
@@ -657,21 +659,31 @@ def cat(tensors, dim: int = 0) -> Tensor:
     return Cat.apply(d, *_promoted(xs, dt))
 
 
-def concat(tensors, dim: int = 0) -> Tensor:
+def concat(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
     """Alias of ``cat``."""
     check_tensor_seq("concat", tensors)
-    return cat(tensors, dim)
+    return cat(tensors, dim if axis is None else _dim_alias("concat", dim, axis))
 
 
 def concatenate(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
     """Alias of ``cat`` (``axis``: NumPy's name for ``dim``, as PyTorch's concatenate)."""
     check_tensor_seq("concatenate", tensors)
-    return cat(tensors, dim if axis is None else axis)
+    return cat(tensors, dim if axis is None else _dim_alias("concatenate", dim, axis))
+
+
+def _dim_alias(op: str, dim: int, axis: int) -> int:
+    """``axis`` for a ``dim`` left at its default 0 (PyTorch's argument parser takes NumPy's
+    name; both given is an error)."""
+    if dim != 0:
+        raise TypeError(f"{op}() got multiple values for argument 'dim' (and its alias 'axis')")
+    return axis
 
 
 @autocast_policy("promote")
-def stack(tensors, dim: int = 0) -> Tensor:
-    """Join equal-shaped tensors along a new dim ``dim``."""
+def stack(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """Join equal-shaped tensors along a new dim ``dim`` (or NumPy's name, ``axis``)."""
+    if axis is not None:
+        dim = _dim_alias("stack", dim, axis)
     xs = _tensor_list("stack", tensors)
     for i, x in enumerate(xs):
         if x.shape != xs[0].shape:
