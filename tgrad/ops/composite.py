@@ -59,7 +59,7 @@ from tgrad.ops.index import (
 )
 from tgrad.ops.inplace import alias_closure, apply_inplace, inplace_method, overlapping
 from tgrad.ops.reduce import sum_to
-from tgrad.ops.shape import cat, narrow, transpose
+from tgrad.ops.shape import _promoted, cat, narrow, transpose
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["masked_fill", "tril", "triu", "isclose",
@@ -519,8 +519,10 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
     """input + value * tensor1 * tensor2 (broadcast)."""
     _three_tensors("addcmul", input, tensor1, tensor2)
     value = _scalar_like("addcmul", value, input, tensor1, tensor2)
+    # all three promoted at once, as PyTorch (a uint8 product in a float input's dtype: no
+    # wrap-around, no rounding in a narrower dtype)
     (input, tensor1, tensor2), half = widen_halves(  # noqa: A001
-        *_promoted_together(input, tensor1, tensor2))
+        *_promoted([input, tensor1, tensor2]))
     prod = tensor1 * tensor2
     return rounded_to(input + (prod if value == 1 else prod * value), half)
 
@@ -530,14 +532,6 @@ def _three_tensors(op: str, input, tensor1, tensor2) -> None:  # noqa: A002
     for pos, (name, v) in enumerate((("input", input), ("tensor1", tensor1),
                                      ("tensor2", tensor2)), 1):
         require_tensor(op, v, name, pos)
-
-
-def _promoted_together(*tensors) -> tuple:
-    """The tensors cast to their common dtype, as PyTorch promotes all three operands of
-    addcmul / addcdiv at once (tensor1 * tensor2 of two uint8s in a float input's dtype:
-    no wrap-around, no rounding in a narrower dtype)."""
-    dt = dtypes.result_type(*tensors)
-    return tuple(t if t.dtype is dt else t.to(dt) for t in tensors)
 
 
 def _scalar_like(op: str, value, *tensors):
@@ -571,7 +565,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
                            "and tensor2. Use true_divide or floor_divide instead.")
     value = _scalar_like("addcdiv", value, input, tensor1, tensor2)
     (input, tensor1, tensor2), half = widen_halves(  # noqa: A001
-        *_promoted_together(input, tensor1, tensor2))
+        *_promoted([input, tensor1, tensor2]))  # (as addcmul's)
     q = tensor1 / tensor2
     return rounded_to(input + (q if value == 1 else q * value), half)
 

@@ -36,7 +36,7 @@ from tgrad.ops.creation import empty, tensor, zeros
 from tgrad.ops.index import getitem
 from tgrad.ops.matmul import matmul
 from tgrad.ops.products import ADDR
-from tgrad.ops.shape import cat, narrow, stack
+from tgrad.ops.shape import _promoted, cat, narrow, stack
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["cross", "block_diag", "cartesian_prod", "combinations", "addr", "chain_matmul"]
@@ -184,8 +184,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
         return ew.logical_or(outer, ew.logical_and(input, bool(beta)))
     # PyTorch's addr promotes all three first (its vec1 vec2^T is a broadcast product, and
     # beta * input is not computed in a narrower input dtype); matmul does not
-    input, vec1, vec2 = (v if v.dtype is rt else v.to(rt)  # noqa: A001
-                         for v in (input, vec1, vec2))
+    input, vec1, vec2 = _promoted([input, vec1, vec2], rt)  # noqa: A001
     return ADDR.apply(input, vec1, vec2, "addr", beta, alpha)  # (one AddrBackward0 node)
 
 

@@ -600,7 +600,8 @@ class Stack(Function):
 
 
 def _promoted(xs: list, dt=None) -> list:
-    """cat's / stack's inputs in their promoted dtype ``dt`` (PyTorch type promotion)."""
+    """Tensors in their promoted dtype ``dt`` (PyTorch type promotion of all at once: cat,
+    stack, addcmul / addcdiv, addr)."""
     if dt is None:
         dt = dtypes.result_type(*xs) if len(xs) > 1 else xs[0].dtype
     return [x if x.dtype is dt else x.to(dt) for x in xs]
