@@ -159,8 +159,11 @@ def test_inplace_with_alpha_and_unary():
 def test_fill_and_zero_on_non_leaf_cut_the_gradient():
     a = leaf(X)
     b = a * 2
-    b.fill_(3.0)
-    assert b.grad_fn.name() == "FillBackward0" and not b.is_leaf
+    b.fill_(3.0)  # (PyTorch's in-place overloads: FillBackward2, zero_'s ZeroBackward0,
+    assert b.grad_fn.name() == "FillBackward2" and not b.is_leaf  # a 0-d tensor's 3)
+    assert (a * 2).zero_().grad_fn.name() == "ZeroBackward0"
+    filled = (a * 2).fill_(tgrad.tensor(1.0, dtype=tgrad.float64, requires_grad=True))
+    assert filled.grad_fn.name() == "FillBackward3" and len(filled.grad_fn.next_functions) == 2
     (b * a).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), np.full(4, 3.0))  # only via the product
     a.grad = None

@@ -439,6 +439,10 @@ class CopyFrom(Function):
 
 register_op(Fill)
 register_op(CopyFrom)
+# PyTorch's node names of the in-place overloads: zero_, fill_(number), fill_(0-d tensor)
+_ZERO = ew.node_variant(Fill, "ZeroBackward0")
+_FILL_NUMBER = ew.node_variant(Fill, "FillBackward2")
+_FILL_TENSOR = ew.node_variant(CopyFrom, "FillBackward3")
 
 
 def _as_src(op: str, x: Tensor, src) -> Tensor:
@@ -462,7 +466,7 @@ def fill_(self: Tensor, value) -> Tensor:
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                f"with {value.ndim} dimensions.")
-        return apply_inplace(self, "fill_", CopyFrom.apply, _as_src("fill_", self, value))
+        return apply_inplace(self, "fill_", _FILL_TENSOR.apply, _as_src("fill_", self, value))
     if not isinstance(value, (int, float, bool, complex, np.number, np.bool_)):
         raise TypeError(f"fill_(): argument 'value' must be a Number or a 0-d Tensor, not "
                         f"{type(value).__name__}")
@@ -471,12 +475,12 @@ def fill_(self: Tensor, value) -> Tensor:
         value = value.real if self.dtype is not dtypes.bool_ else value != 0
     if self.dtype is dtypes.bool_:  # any magnitude is True (2**63 too, which NumPy cannot take)
         value = bool(value)
-    return apply_inplace(self, "fill_", Fill.apply, value, overlap_ok=True)
+    return apply_inplace(self, "fill_", _FILL_NUMBER.apply, value, overlap_ok=True)
 
 
 @tensor_method("zero_")
 def zero_(self: Tensor) -> Tensor:
-    return apply_inplace(self, "zero_", Fill.apply, 0, overlap_ok=True)
+    return apply_inplace(self, "zero_", _ZERO.apply, 0, overlap_ok=True)
 
 
 @tensor_method("copy_")
