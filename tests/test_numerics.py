@@ -302,3 +302,16 @@ def test_inf_norm_gradient_of_a_row_with_nan_stays_at_the_nan(p):
     tgrad.linalg.vector_norm(x, p, dim=1).backward(tgrad.tensor([2.0, 3.0], dtype=F64))
     row1 = [-1.0, 0.0, 1.0, 1.0] if p > 0 else [0.0, 3.0, 0.0, 0.0]
     np.testing.assert_array_equal(x.grad.numpy(), [[0.0, math.nan, 0.0, 0.0], row1])
+
+
+def test_float32_pow_of_a_number_is_correctly_rounded():
+    # the exponent rounded to float32 (PyTorch's vectorized CPU loop), the power computed
+    # in double and rounded once: exactly NumPy's float64 power of the same operands
+    rng = np.random.default_rng(6)
+    x = np.concatenate([rng.uniform(-3, 3, 200), rng.uniform(0, 1e-3, 20),
+                        [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e30]]).astype(np.float32)
+    for e in (0.1, 1 / 3, 2.5, 1.5, -1.5, 7.0, 4.0, -3.0, 100.5, 3.7, 2.0000001, 16777217.0):
+        want = np.power(x.astype(np.float64), np.float64(np.float32(e))).astype(np.float32)
+        got = (tgrad.tensor(x) ** e).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=str(e))
+    assert (tgrad.tensor([-1.0]) ** 2.0000001).tolist() == [1.0]  # (2.0000001f is 2)
