@@ -288,11 +288,13 @@ _ALPHA = {"add_": ("alpha",), "sub_": ("alpha",)}
 
 
 def _binary_inplace(name: str, fn, keywords: tuple = ()):
-    """The in-place form of binary ``fn`` (``alpha`` scales other; ``keywords`` are passed
-    on, e.g. div_'s rounding_mode)."""
+    """The in-place form of binary ``fn`` (``keywords`` are passed on, e.g. div_'s
+    rounding_mode; add_/sub_'s ``alpha`` too, scaling other in the result's dtype with the
+    out-of-place op's checks)."""
+    keywords = keywords + _ALPHA.get(name, ())
+
     def method(self, other, **kw) -> Tensor:
-        # (add_/sub_'s alpha: passed on, scaling other in the result's dtype with its checks)
-        passed = {k: kw.pop(k) for k in keywords + _ALPHA.get(name, ()) if k in kw}
+        passed = {k: kw.pop(k) for k in keywords if k in kw} if kw else kw
         if kw:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kw)}")
         f = (lambda x, y: fn(x, y, **passed)) if passed else fn
