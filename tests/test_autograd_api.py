@@ -78,6 +78,68 @@ def test_saved_tensors_are_freed_after_backward():
     assert node._saved is None
 
 
+
+_MASK = [True, False, True, False, True]
+# Ops whose PyTorch node saves index data (indices, index, mask) and nothing else, so a
+# second backward without retain_graph raises there (checked against PyTorch 2.13).
+_INDEX_KEEPING_OPS = {
+    "x[index]": lambda x: x[tgrad.tensor([0, 2])],
+    "x[mask]": lambda x: x[tgrad.tensor(_MASK)],
+    "gather": lambda x: tgrad.gather(x, 0, tgrad.tensor([1, 1])),
+    "index_select": lambda x: tgrad.index_select(x, 0, tgrad.tensor([1, 1])),
+    "take": lambda x: tgrad.take(x, tgrad.tensor([1, 3])),
+    "masked_select": lambda x: tgrad.masked_select(x, x > 0),
+    "scatter": lambda x: tgrad.zeros(5, dtype=x.dtype).scatter(0, tgrad.tensor([1, 2]), x),
+    "scatter_add": lambda x: tgrad.zeros(5, dtype=x.dtype).scatter_add(
+        0, tgrad.tensor([1, 1]), x),
+    "index_fill": lambda x: x.index_fill(0, tgrad.tensor([1]), 2.0),
+    "index_add": lambda x: x.index_add(0, tgrad.tensor([1, 1]), x[:2]),
+    "index_copy": lambda x: x.index_copy(0, tgrad.tensor([1, 2]), x[:2]),
+    "index_put": lambda x: x.index_put((tgrad.tensor([1, 2]),), x[:2]),
+    "masked_scatter": lambda x: tgrad.zeros(5, dtype=x.dtype).masked_scatter(
+        tgrad.tensor(_MASK), x),
+    "sort": lambda x: tgrad.sort(x)[0],
+    "topk": lambda x: tgrad.topk(x, 2)[0],
+    "kthvalue": lambda x: tgrad.kthvalue(x, 2)[0],
+    "cummax": lambda x: tgrad.cummax(x, 0)[0],
+    "embedding": lambda x: tgrad.nn.functional.embedding(tgrad.tensor([0, 1, 1]),
+                                                         x.reshape(5, 1)),
+    "max_unpool1d": lambda x: tgrad.nn.functional.max_unpool1d(
+        x[:2].reshape(1, 1, 2), tgrad.tensor([[[0, 3]]]), 2, output_size=[5]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_INDEX_KEEPING_OPS))
+def test_second_backward_through_an_index_keeping_op_raises(name):
+    x = tgrad.tensor([0.3, -1.2, 0.7, 2.0, -0.4], dtype=tgrad.float64, requires_grad=True)
+    y = _INDEX_KEEPING_OPS[name](x).sum()
+    y.backward(retain_graph=True)
+    first = x.grad.numpy().copy()
+    y.backward()  # retained: runs again, adding the same gradient
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * first)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Trying to backward through the graph a second time")):
+        y.backward()
+
+
+def test_a_custom_function_that_saves_nothing_backwards_twice():
+    # PyTorch raises only when a freed saved tensor is read: a Function that saved
+    # nothing runs again without retain_graph
+    class Double(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = leaf(A)
+    y = Double.apply(x).sum()
+    y.backward()
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(A.shape, 4.0))
+
 def test_create_graph_higher_order():
     x = tgrad.tensor([0.3, -1.2, 2.0], dtype=tgrad.float64, requires_grad=True)
     y = (x ** 3 + x.tanh()).sum()

@@ -100,6 +100,8 @@ class BackwardCFunction(Node):
     _hidden_edges: tuple = ()
     # ctx.save_for_forward: the saved_tensors of a custom jvp (forward_ad._jvp_ctx_cls)
     saved_for_forward: tuple = ()
+    # Function.keeps_indices (the node class also starts with _saved = (), so it is released)
+    _keeps_indices: bool = False
 
     def name(self) -> str:
         return self._node_name
@@ -186,6 +188,8 @@ class BackwardCFunction(Node):
 
     # ---------------------------------------------------------------- engine API
     def apply(self, grads: list) -> tuple:
+        if self._released and self._keeps_indices:
+            raise RuntimeError(FREED_MESSAGE)
         if self.materialize_grads:
             for i, g in enumerate(grads):
                 if g is None:
@@ -398,7 +402,9 @@ class _FunctionMeta(type):
         cls._backward_cls = type(node_name, (BackwardCFunction,),
                                  {"_forward_cls": cls, "_node_name": node_name,
                                   "_scalar_edges": cls.scalar_edges,
-                                  "_hidden_edges": cls.hidden_edges})
+                                  "_hidden_edges": cls.hidden_edges,
+                                  **({"_saved": (), "_keeps_indices": True}
+                                     if cls.keeps_indices else {})})
         _install_saved_attributes(cls)
 
     def __setattr__(cls, name: str, value) -> None:
@@ -462,6 +468,10 @@ class Function(metaclass=_FunctionMeta):
     # PyTorch's ``grad_fn._saved_<name>`` attributes of this op's node: name -> where the
     # node keeps the value (the specs above saved_attribute); the class's own table only
     saved_attributes: dict | None = None
+    # The op keeps index data as ctx attributes where PyTorch's node saves it as tensors
+    # (gather's index, sort's indices...): its node is freed by a backward without
+    # retain_graph as one that saved tensors, and a second backward raises PyTorch's error.
+    keeps_indices: bool = False
 
     def __init__(self, *args, **kwargs) -> None:
         raise RuntimeError(

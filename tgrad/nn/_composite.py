@@ -914,6 +914,7 @@ class _Embedding(Function):
 
     name = "embedding"
     node_name = "EmbeddingBackward0"
+    keeps_indices = True
     saved_attributes = {"_saved_indices": lambda node: node.indices,
                         "_saved_padding_idx": lambda node: -1 if node.padding_idx is None
                         else node.padding_idx,

@@ -1241,6 +1241,7 @@ class MaxUnpool(Function):
 
     name = "max_unpool2d"
     node_name = "MaxUnpool2DBackward0"
+    keeps_indices = True
     hidden_edges = (1,)
 
     @staticmethod

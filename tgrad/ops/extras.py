@@ -393,6 +393,7 @@ class Take(Function):
 
     name = "take"
     node_name = "TakeBackward0"
+    keeps_indices = True
     saved_attributes = {"_saved_index": "index", "_saved_self_sym_sizes": "x_shape"}
 
     @staticmethod

@@ -338,6 +338,7 @@ class _ScatterAdd(Function):
 
     name = "scatter_add"
     node_name = "ScatterAddBackward0"
+    keeps_indices = True
     saved_attributes = _SCATTER_SAVED
 
     @staticmethod
@@ -362,6 +363,7 @@ class _Scatter(Function):
 
     name = "scatter"
     node_name = "ScatterBackward0"
+    keeps_indices = True
     saved_attributes = _SCATTER_SAVED
 
     @staticmethod
@@ -384,6 +386,7 @@ class _ScatterValue(Function):
 
     name = "scatter"
     node_name = "ScatterBackward1"
+    keeps_indices = True
     saved_attributes = _SCATTER_SAVED
 
     @staticmethod
@@ -405,6 +408,7 @@ class _IndexAdd(Function):
 
     name = "index_add"
     node_name = "IndexAddBackward0"
+    keeps_indices = True
     saved_attributes = {"_saved_alpha": "alpha", "_saved_dim": "dim", "_saved_index": "index",
                         "_saved_source_dim": "source_dim"}
 

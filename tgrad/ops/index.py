@@ -413,6 +413,7 @@ class AdvancedIndex(Function):
 
     name = "index"
     node_name = "IndexBackward0"
+    keeps_indices = True
     saved_attributes = {"_saved_indices": _saved_indices, "_saved_self_sym_sizes": "shape"}
 
     @staticmethod
@@ -454,6 +455,7 @@ class IndexAdd(Function):
 
     name = "index_add"
     node_name = "IndexPutBackward0"
+    keeps_indices = True
 
     @staticmethod
     def forward(ctx, g, key, shape):

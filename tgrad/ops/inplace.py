@@ -512,6 +512,7 @@ class IndexPut(Function):
 
     name = "index_put"
     node_name = "IndexPutBackward0"
+    keeps_indices = True
 
     @staticmethod
     def forward(ctx, x, key, v):

@@ -187,6 +187,7 @@ class _MaskedScatter(Function):
 
     name = "masked_scatter"
     node_name = "MaskedScatterBackward0"
+    keeps_indices = True
     saved_attributes = {"_saved_source_sym_sizes": "src_shape"}
 
     @staticmethod

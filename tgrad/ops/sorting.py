@@ -135,6 +135,7 @@ class _Selected(Function):
 
     name = "sort"
     node_name = "SortBackward0"
+    keeps_indices = True
     hidden_edges = (7,)  # the indices tensor returned beside the values: no edge
     saved_attributes = {"_saved_dim": "dim", "_saved_indices": "indices",
                         "_saved_self_sym_sizes": "x_shape"}
