@@ -279,6 +279,11 @@ def test_from_keyword_and_rand_size_and_dtype_errors():
         with pytest.raises(TypeError, match="received an invalid combination of arguments"):
             fn()
         assert fn(()).shape == () and fn([]).shape == () and fn(size=()).shape == ()
+    for fn in (tgrad.zeros, tgrad.ones, tgrad.empty):  # PyTorch's TypeError, not a 0-d
+        with pytest.raises(TypeError, match='missing 1 required positional arguments: "size"'):
+            fn()
+        assert fn(()).shape == () and fn(size=[]).shape == ()
+    np.testing.assert_array_equal(tgrad.ones(()).numpy(), np.ones(()))
     with pytest.raises(NotImplementedError, match="\"check_uniform_bounds\" not implemented "
                                                   "for 'Long'"):
         tgrad.rand(3, dtype=tgrad.int64)

@@ -296,8 +296,16 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
     return t
 
 
+def _missing_size(op: str) -> TypeError:
+    """PyTorch's error for zeros() / ones() / empty() without a size (() is 0-d)."""
+    return TypeError(f'{op}() missing 1 required positional arguments: "size" (pass a size, '
+                     f'e.g. {op}(()) for a 0-d tensor)')
+
+
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
           layout=None, pin_memory: bool = False) -> Tensor:
+    if not args and size is None:
+        raise _missing_size("zeros")
     if pin_memory:
         check_pin_memory("zeros", device)
     if layout is not None:
@@ -308,6 +316,8 @@ def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False
 
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
          layout=None, pin_memory: bool = False) -> Tensor:
+    if not args and size is None:
+        raise _missing_size("ones")
     if pin_memory:
         check_pin_memory("ones", device)
     if layout is not None:
@@ -318,6 +328,8 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
           layout=None, pin_memory: bool = False) -> Tensor:
+    if not args and size is None:
+        raise _missing_size("empty")
     if pin_memory:
         check_pin_memory("empty", device)
     if layout is not None:
