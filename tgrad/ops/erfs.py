@@ -187,11 +187,13 @@ def _erfinv(y: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ Functions
-def _unary(name: str, forward, backward, doc: str, saves: str = "xy") -> type:
+def _unary(name: str, forward, backward, doc: str, saves: str = "xy",
+           node_prefix: str = "") -> type:
     """A Function y = forward(x), dx = backward(g, x, y) (the rules written with
     differentiable ops, so higher-order gradients work). ``saves``: which of x and y are
     saved, as PyTorch's derivatives.yaml (the other is passed as None), so that an in-place
-    change of the one not saved does not break the backward."""
+    change of the one not saved does not break the backward. The node is PyTorch's
+    ``<node_prefix><name>Backward0`` ("Special" for the torch.special-only ops)."""
     keep_x, keep_y = "x" in saves, "y" in saves
 
     def fwd(ctx, x):
@@ -203,7 +205,7 @@ def _unary(name: str, forward, backward, doc: str, saves: str = "xy") -> type:
         x, y = ctx.saved_tensors
         return backward(g, x, y)
 
-    return type(name, (Function,), {"__doc__": doc, "node_name": name + "Backward0",
+    return type(name, (Function,), {"__doc__": doc, "node_name": f"{node_prefix}{name}Backward0",
                                     "forward": staticmethod(fwd),
                                     "backward": staticmethod(bwd)})
 
@@ -222,14 +224,16 @@ def _log_ndtr_grad(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
 Erfc = _unary("Erfc", _erfc, lambda g, x, y: g * _exp_sq(x, -1.0) * (-2 / _SQRT_PI),
               "y = erfc(x) = 1 - erf(x);  dx = -g 2/sqrt(pi) exp(-x^2) (x saved).", "x")
 Erfcx = _unary("Erfcx", _erfcx, _erfcx_grad,
-               "y = exp(x^2) erfc(x);  dx = g (2 x y - 2/sqrt(pi)) (see _erfcx_grad).")
+               "y = exp(x^2) erfc(x);  dx = g (2 x y - 2/sqrt(pi)) (see _erfcx_grad).",
+               node_prefix="Special")
 Ndtr = _unary("Ndtr", _ndtr, lambda g, x, y: g * _exp_sq(x, -0.5)
               * (1 / math.sqrt(2 * math.pi)), "y = Phi(x);  dx = g phi(x) (x saved).", "x")
 LogNdtr = _unary("LogNdtr", _log_ndtr, _log_ndtr_grad,
-                 "y = log Phi(x);  dx = g phi(x) / Phi(x).")
+                 "y = log Phi(x);  dx = g phi(x) / Phi(x).", node_prefix="Special")
 Ndtri = _unary("Ndtri", _ndtri, lambda g, x, y: g * _exp_sq(y, 0.5)
                * math.sqrt(2 * math.pi),
-               "x = Phi^-1(p);  dp = g sqrt(2 pi) exp(x^2 / 2) (the result saved).", "y")
+               "x = Phi^-1(p);  dp = g sqrt(2 pi) exp(x^2 / 2) (the result saved).", "y",
+               node_prefix="Special")
 # erfinv saves its input and recomputes erfinv in the backward, as PyTorch
 Erfinv = _unary("Erfinv", _erfinv,
                 lambda g, x, y: g * _exp_sq(Erfinv.apply(x), 1.0) * (_SQRT_PI / 2),
