@@ -205,6 +205,27 @@ def test_empty_list_index():
     assert x[[]].shape == (0, 4)
 
 
+
+def test_a_0d_integer_numpy_array_index_is_an_integer():
+    # PyTorch reads np.array(k) as a 0-d tensor, i.e. the integer k: a view (x[k]), and
+    # with a slice and a list it is no advanced index (NumPy's rule would move the
+    # broadcast dim first: shape (2, 3) here instead of PyTorch's (3, 2))
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = _t(a)
+    row = x[np.array(1)]
+    assert row.shape == (3, 4) and row._base is x
+    row.add_(100.0)
+    np.testing.assert_array_equal(_np(x)[1], a[1] + 100.0)
+    y = x[np.array(0), :, [0, 1]]
+    np.testing.assert_array_equal(_np(y), a[0][:, [0, 1]])
+    for k in (np.int32, np.int8, np.int64):
+        np.testing.assert_array_equal(_np(x[np.array(-1, dtype=k), 2]), _np(x)[-1, 2])
+    z = tgrad.zeros(2, 3, 4, dtype=D)
+    z[np.array(0), :, [0, 1]] = tgrad.tensor(np.arange(6.0).reshape(3, 2), dtype=D)
+    np.testing.assert_array_equal(_np(z)[0][:, [0, 1]], np.arange(6.0).reshape(3, 2))
+    with pytest.raises(IndexError):
+        x[np.array(2)]
+
 def test_a_range_in_the_key_is_an_index_sequence():
     # "What is torch.nn really?": nll as -input[range(n), target].mean(); PyTorch reads a
     # range as a sequence of indices (tgrad raised IndexError 'got range')

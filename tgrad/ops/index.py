@@ -118,6 +118,9 @@ def normalize_key(key, device=None, ndim: int | None = None,
             arr = np.array(k)
             if arr.dtype.kind not in "iub":
                 arr = _long_index_array(arr)
+            if arr.ndim == 0 and arr.dtype.kind in "iu" and arr.dtype != np.uint8:
+                out.append(int(arr))  # a 0-d integer array is an integer, as a 0-d tensor
+                continue
             n_arrays += arr.ndim > 0
             if arr.dtype == np.uint8:  # as a uint8 tensor: a mask (t[[np.uint8(1), ...]] too)
                 _warn_byte_mask()
