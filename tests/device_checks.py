@@ -675,7 +675,7 @@ def check_indexing_nd() -> None:
     for shape, key, want in (((0, 3), (slice(None), [5]), (0, 1)), ((2, 0), ([5],), (1, 0)),
                              ((2, 3), (slice(0, 0), [-9, 7]), (0, 2))):
         for on_device in (False, True):
-            xt = tgrad.zeros(*shape, device="cuda", requires_grad=True)
+            xt = tgrad.zeros(shape, device="cuda", requires_grad=True)
             k = tuple(tgrad.tensor(i, device="cuda" if on_device else "cpu")
                       if isinstance(i, list) else i for i in key)
             y = xt[k]

@@ -376,7 +376,7 @@ def test_einsum_mixed_dtypes_promote_when_nothing_is_summed():
 ])
 def test_einsum_errors(eq, shapes, err, msg):
     with pytest.raises(err, match=msg):
-        tgrad.einsum(eq, *[tgrad.zeros(*s) for s in shapes])
+        tgrad.einsum(eq, *[tgrad.zeros(s) for s in shapes])
 
 
 # ------------------------------------------------------------------------------ products

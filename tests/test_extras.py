@@ -242,7 +242,7 @@ def test_second_review_edges():
     ((2, 6), 1, (-1, 3), (2, 2, 3)),
 ])
 def test_unflatten_infers_minus_one_from_the_dim(shape, dim, sizes, want):
-    x = tgrad.zeros(*shape)
+    x = tgrad.zeros(shape)
     assert x.unflatten(dim, sizes).shape == want
     src = np.arange(float(math.prod(shape))).reshape(shape)
     np.testing.assert_array_equal(tgrad.tensor(src).unflatten(dim, sizes).numpy(),

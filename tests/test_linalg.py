@@ -400,7 +400,7 @@ def test_lu_permutation_and_empty_svd_factors_are_new_tensors():
     np.testing.assert_array_equal(p.numpy(), [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
     np.testing.assert_allclose((p @ lo @ up).numpy(), a, atol=1e-12)
     for shape in ((0, 3), (3, 0), (0, 0)):
-        u, s, vh = LA.svd(tgrad.zeros(*shape, dtype=F64))
+        u, s, vh = LA.svd(tgrad.zeros(shape, dtype=F64))
         assert not u._is_view() and not vh._is_view()
         np.testing.assert_array_equal(u.numpy(), np.eye(shape[0]))
         np.testing.assert_array_equal(vh.numpy(), np.eye(shape[1]))

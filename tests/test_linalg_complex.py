@@ -504,7 +504,7 @@ def test_empty_complex_matrices_give_real_spectra():
     # (0, 0) and (2, 0, 0) svdvals came out complex128, and a (0, 3, 3) batch (or
     # matrix_rank / pinv / eigh / lstsq of any of them) raised "complex numbers have no order"
     for shape in ((0, 0), (2, 0, 0), (0, 3, 3), (0, 2, 3)):
-        a = tgrad.zeros(*shape, dtype=tgrad.complex128)
+        a = tgrad.zeros(shape, dtype=tgrad.complex128)
         k = min(shape[-2:])
         s = LA.svdvals(a)
         assert s.dtype is tgrad.float64 and tuple(s.shape) == shape[:-2] + (k,)

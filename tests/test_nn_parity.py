@@ -222,7 +222,7 @@ def test_lp_pool_integer_and_bool_inputs_as_pytorch():
         for dt, name in ((tgrad.int32, "Int"), (tgrad.uint8, "Byte")):
             with pytest.raises(NotImplementedError,
                                match=f"\"{kernel}\" not implemented for '{name}'"):
-                fn(tgrad.ones(*shape, dtype=dt), 2, 2)
+                fn(tgrad.ones(shape, dtype=dt), 2, 2)
 
 
 # ====================================================================== 3. embedding_bag
@@ -543,7 +543,7 @@ def test_parameter_list_repr_names_a_gpu_device_as_pytorch():
 
 # ================================================= bad input: PyTorch's error types and texts
 def _ones(*shape, dtype=tgrad.float32):
-    return tgrad.ones(*shape, dtype=dtype)
+    return tgrad.ones(shape, dtype=dtype)
 
 
 _IDX = tgrad.tensor([0, 4, 2, 1])

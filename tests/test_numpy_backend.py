@@ -38,7 +38,7 @@ def test_numpy_backend_expand_rejects_what_broadcast_to_rejects(src, shape):
     with pytest.raises(ValueError):
         nb.expand(np.zeros(src), shape)
     with pytest.raises(RuntimeError, match="expanded size|number of sizes"):
-        tgrad.zeros(*src).expand(*shape)
+        tgrad.zeros(src).expand(*shape)
 
 
 

@@ -273,7 +273,7 @@ def test_default_bytes_views_inplace_and_matmul_flops():
 def test_group_by_input_shape():
     with profiler.profile(record_shapes=True) as prof:
         for shape in [(2, 3), (2, 3), (4,)]:
-            tgrad.ones(*shape) * tgrad.ones(*shape)
+            tgrad.ones(shape) * tgrad.ones(*shape)
     rows = [a for a in prof.key_averages(group_by_input_shape=True) if a.key == "mul"]
     got = sorted((a.count, str(a.input_shapes)) for a in rows)
     assert got == [(1, "[[4], [4]]"), (2, "[[2, 3], [2, 3]]")]

@@ -938,7 +938,7 @@ _EMPTY_SELECTIONS = [
 
 @pytest.mark.parametrize("shape, key, want", _EMPTY_SELECTIONS)
 def test_an_out_of_range_index_that_selects_nothing_is_no_error(shape, key, want):
-    x = tgrad.zeros(*shape, requires_grad=True)
+    x = tgrad.zeros(shape, requires_grad=True)
     if want is None:
         with pytest.raises(IndexError, match="out of bounds"):
             x[key]

@@ -459,7 +459,7 @@ def test_index_select_narrow_copy_addmm():
 # ---------------------------------------------------------------- differential-hunt fixes
 def test_to_sparse_of_empty_dense():
     for shape, sd in (((0, 3), None), ((0, 3), 1), ((2, 0), None), ((0,), None)):
-        s = tgrad.zeros(*shape, dtype=tgrad.float64).to_sparse(sd)
+        s = tgrad.zeros(shape, dtype=tgrad.float64).to_sparse(sd)
         assert s.shape == shape and s._nnz() == 0 and s.is_coalesced()
         assert s.to_dense().numpy().shape == shape
 

@@ -61,7 +61,7 @@ def test_put_matches_numpy_and_gradients():
 def test_fill_diagonal_matches_numpy(shape, wrap):
     want = np.zeros(shape)
     np.fill_diagonal(want, 2.5, wrap=wrap)
-    t = tgrad.zeros(*shape, dtype=F64)
+    t = tgrad.zeros(shape, dtype=F64)
     assert t.fill_diagonal_(2.5, wrap=wrap) is t
     np.testing.assert_array_equal(t.numpy(), want)
 
