@@ -142,3 +142,45 @@ def test_wrong_number_of_grads_has_pytorchs_text():
     with pytest.raises(RuntimeError, match="Backward hook returned an invalid number of "
                                            "grad_input, got 2, but expected 1"):
         m(_t([[1.0, 2.0]], requires_grad=True)).sum().backward()
+
+
+_VIEW_ERROR = "Output 0 of BackwardHookFunction is a view and is being modified inplace"
+
+
+def test_in_place_forward_on_a_hooked_input_raises():
+    # PyTorch: the hooked input is a view made by a Python Function, so the in-place relu
+    # inside forward raises (tgrad used to run it and leave y's old grad_fn: x.grad was
+    # [3, 3] where the written y needs [0, 3])
+    m = nn.ReLU(inplace=True)
+    m.register_full_backward_hook(lambda mod, gi, go: None)
+    x = _t([-1.0, 2.0], requires_grad=True)
+    y = x * 3
+    with pytest.raises(RuntimeError, match=_VIEW_ERROR):
+        m(y)
+
+
+def test_in_place_on_a_hooked_output_that_views_the_input_raises():
+    m = nn.Flatten(0)
+    m.register_full_backward_hook(lambda *a: None)
+    x = _t([[1.0, 2.0]], requires_grad=True)
+    o = m(x * 1)
+    with pytest.raises(RuntimeError, match=_VIEW_ERROR):
+        o.mul_(5)
+
+
+def test_backward_hooks_see_the_output_a_forward_hook_returned():
+    # PyTorch attaches the outputs' hook node after the forward hooks ran: grad_output is
+    # the gradient of the output the caller got (here 3), not of forward's own (30)
+    m = nn.Linear(2, 1).double()
+    with tgrad.no_grad():
+        m.weight.copy_(_t([[1.0, 1.0]]))
+        m.bias.zero_()
+    seen = []
+    m.register_forward_hook(lambda mod, args, out: out * 10)
+    m.register_full_backward_pre_hook(lambda mod, go: seen.append(("pre", go[0].tolist())))
+    m.register_full_backward_hook(
+        lambda mod, gi, go: seen.append(("post", gi[0].tolist(), go[0].tolist())))
+    x = _t([[1.0, 2.0]], requires_grad=True)
+    (m(x) * 3).sum().backward()
+    assert seen == [("pre", [[3.0]]), ("post", [[30.0, 30.0]], [[3.0]])]
+    np.testing.assert_array_equal(x.grad.numpy(), [[30.0, 30.0]])

@@ -398,6 +398,7 @@ class _FunctionMeta(type):
                     _check_in_transform(cls)
                 return unchecked(ctx, *args, **kwargs)
         cls._run_forward = staticmethod(run_forward)
+        cls._returns_views = cls._user_function or cls.returns_views
         node_name = attrs.get("node_name") or f"{name}Backward"
         cls._backward_cls = type(node_name, (BackwardCFunction,),
                                  {"_forward_cls": cls, "_node_name": node_name,
@@ -472,6 +473,10 @@ class Function(metaclass=_FunctionMeta):
     # (gather's index, sort's indices...): its node is freed by a backward without
     # retain_graph as one that saved tensors, and a second backward raises PyTorch's error.
     keeps_indices: bool = False
+    # A returned input (and an output that is a view of one) is a view that may not be
+    # modified in place, PyTorch's rule for custom Functions: True for every user Function,
+    # and for tgrad's own Functions that stand in for PyTorch's Python ones (module hooks).
+    returns_views: bool = False
 
     def __init__(self, *args, **kwargs) -> None:
         raise RuntimeError(
@@ -685,13 +690,14 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 i += 1
                 continue
         else:
+            views = ctx._forward_cls._returns_views
             for x in args:
                 if x is o:  # a returned input: a fresh alias (for a custom Function, a view
                     o = Tensor(o._data, o._storage, o.device)  # of it, as PyTorch's)
-                    if ctx._forward_cls._user_function:
+                    if views:
                         o._base = x if x._base is None else x._base
                     break
-            if o._base is not None and ctx._forward_cls._user_function:
+            if o._base is not None and views:
                 o._custom_function_view = True  # no in-place on it (as PyTorch)
         out_meta.append((o._data.shape, o.dtype, o.device))
         new_outputs.append(o)

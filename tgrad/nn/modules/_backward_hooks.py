@@ -29,6 +29,7 @@ class BackwardHookFunction(Function):
 
     name = "backward_hook"
     node_name = "BackwardHookFunctionBackward"
+    returns_views = True  # PyTorch's is a Python Function: in-place on its outputs raises
 
     @staticmethod
     def forward(ctx, callback, *tensors):
@@ -53,64 +54,79 @@ def _is_grad_tensor(a) -> bool:
     return isinstance(a, Tensor) and a.requires_grad
 
 
-def run_with_backward_hooks(module, args: tuple, kwargs: dict, hooks: dict, pre_hooks: dict):
-    """``module.forward(*args, **kwargs)`` with the identity nodes that call its backward
-    hooks. Returns forward's output (tensors in it replaced by their hooked aliases)."""
-    state = {"grad_output": None}
-    wanted = [i for i, a in enumerate(args) if _is_grad_tensor(a)]
+class BackwardHook:
+    """The identity nodes of one module call (PyTorch's torch.utils.hooks.BackwardHook):
+    ``setup_input_hook(args)`` before forward, ``setup_output_hook(out)`` after the forward
+    hooks (so grad_output is the gradient of the output the caller gets)."""
 
-    def on_inputs(grads: tuple) -> tuple:
-        if state["grad_output"] is None:
+    def __init__(self, module, hooks: dict, pre_hooks: dict) -> None:
+        self.module, self.hooks, self.pre_hooks = module, hooks, pre_hooks
+        self.args: tuple = ()
+        self.wanted: list = []
+        self.grad_output = None
+
+    def setup_input_hook(self, args: tuple) -> tuple:
+        """args with the tensors that require grad replaced by hooked aliases."""
+        self.args = args
+        self.wanted = wanted = [i for i, a in enumerate(args) if _is_grad_tensor(a)]
+        if not (wanted and self.hooks and STATE.enabled):
+            return args
+        wrapped = BackwardHookFunction.apply(self._on_inputs, *[args[i] for i in wanted])
+        args = list(args)
+        for i, t in zip(wanted, wrapped):
+            args[i] = t
+        return tuple(args)
+
+    def _on_inputs(self, grads: tuple) -> tuple:
+        if self.grad_output is None:
             # the gradient reached the inputs without passing through the hooked outputs
             # (outputs in a list or dict, or a double backward): PyTorch skips the hooks
             return grads
         # one entry per positional argument: None for numbers, zeros for tensors that
         # need no gradient or got none (PyTorch's)
+        wanted = self.wanted
         by_pos = dict(zip(wanted, grads))
         grad_input = tuple(zeros_like(a) if isinstance(a, Tensor) and by_pos.get(i) is None
-                           else by_pos.get(i) for i, a in enumerate(args))
+                           else by_pos.get(i) for i, a in enumerate(self.args))
         replaced = False
-        for hook in list(hooks.values()):
-            res = hook(module, grad_input, state["grad_output"])
+        for hook in list(self.hooks.values()):
+            res = hook(self.module, grad_input, self.grad_output)
             if res is not None:
                 grad_input, replaced = _replaced(res, grad_input, "grad_input"), True
         # (the zeros shown for inputs that got no gradient are not passed on: their .grad
         # stays None unless a hook replaced it; PyTorch accumulates the zeros)
         return tuple(grad_input[i] for i in wanted) if replaced else grads
 
-    if wanted and hooks and STATE.enabled:
-        wrapped = BackwardHookFunction.apply(on_inputs, *[args[i] for i in wanted])
-        args = list(args)
-        for i, t in zip(wanted, wrapped):
-            args[i] = t
-        args = tuple(args)
-    out = module.forward(*args, **kwargs)
-    if not STATE.enabled:
-        return out
-    outs = out if isinstance(out, tuple) else (out,)
-    out_pos = [i for i, o in enumerate(outs) if _is_grad_tensor(o)]
-    if not out_pos:
-        return out
+    def setup_output_hook(self, out):
+        """out (a tensor or a tuple) with the tensors that require grad replaced by hooked
+        aliases."""
+        if not STATE.enabled:
+            return out
+        outs = out if isinstance(out, tuple) else (out,)
+        out_pos = [i for i, o in enumerate(outs) if _is_grad_tensor(o)]
+        if not out_pos:
+            return out
+        n_args, n_outs = len(self.args), len(outs)
 
-    def on_outputs(grads: tuple) -> tuple:
-        # one entry per output: None for outputs without gradient
-        by_pos = dict(zip(out_pos, grads))
-        grad_output = tuple(by_pos.get(i) for i in range(len(outs)))
-        for hook in list(pre_hooks.values()):
-            res = hook(module, grad_output)
-            if res is not None:
-                grad_output = _replaced(res, grad_output, "grad_output")
-        state["grad_output"] = grad_output
-        if not wanted and hooks:  # nothing upstream will call them: call them now
-            warnings.warn("Full backward hook is firing when gradients are computed with "
-                          "respect to module outputs since no inputs require gradients.",
-                          UserWarning, stacklevel=2)
-            for hook in list(hooks.values()):
-                hook(module, (None,) * len(args), grad_output)
-        return tuple(grad_output[i] for i in out_pos)
+        def on_outputs(grads: tuple) -> tuple:
+            # one entry per output: None for outputs without gradient
+            by_pos = dict(zip(out_pos, grads))
+            grad_output = tuple(by_pos.get(i) for i in range(n_outs))
+            for hook in list(self.pre_hooks.values()):
+                res = hook(self.module, grad_output)
+                if res is not None:
+                    grad_output = _replaced(res, grad_output, "grad_output")
+            self.grad_output = grad_output
+            if not self.wanted and self.hooks:  # nothing upstream will call them: now
+                warnings.warn("Full backward hook is firing when gradients are computed with "
+                              "respect to module outputs since no inputs require gradients.",
+                              UserWarning, stacklevel=2)
+                for hook in list(self.hooks.values()):
+                    hook(self.module, (None,) * n_args, grad_output)
+            return tuple(grad_output[i] for i in out_pos)
 
-    wrapped = BackwardHookFunction.apply(on_outputs, *[outs[i] for i in out_pos])
-    new = list(outs)
-    for i, t in zip(out_pos, wrapped):
-        new[i] = t
-    return tuple(new) if isinstance(out, tuple) else new[0]
+        wrapped = BackwardHookFunction.apply(on_outputs, *[outs[i] for i in out_pos])
+        new = list(outs)
+        for i, t in zip(out_pos, wrapped):
+            new[i] = t
+        return tuple(new) if isinstance(out, tuple) else new[0]

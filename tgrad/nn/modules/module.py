@@ -185,17 +185,21 @@ class Module:
                 bw = OrderedDict([*_global_backward_hooks.items(), *(bw or {}).items()])
                 bw_pre = OrderedDict([*_global_backward_pre_hooks.items(),
                                       *(bw_pre or {}).items()])
-            if bw or bw_pre:
-                from tgrad.nn.modules._backward_hooks import run_with_backward_hooks
-                out = run_with_backward_hooks(self, args, kwargs, bw or {}, bw_pre or {})
-            else:
-                out = self.forward(*args, **kwargs)
+            bw_hook = None
+            if bw or bw_pre:  # (PyTorch's order: the inputs' node before forward, the
+                # outputs' after the forward hooks, so it sees the output the caller gets)
+                from tgrad.nn.modules._backward_hooks import BackwardHook
+                bw_hook = BackwardHook(self, bw or {}, bw_pre or {})
+                args = bw_hook.setup_input_hook(args)
+            out = self.forward(*args, **kwargs)
             for key, hook in fwd_hooks():
                 if key in always:
                     called.add(key)
                 res = hook(self, args, kwargs, out) if key in kw else hook(self, args, out)
                 if res is not None:
                     out = res
+            if bw_hook is not None:
+                out = bw_hook.setup_output_hook(out)
             if non_full:
                 _register_non_full_backward_hooks(self, out, non_full)
             return out
