@@ -238,6 +238,29 @@ def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
         assert gradcheck(LA.det, (_t(a, requires_grad=True),))
 
 
+
+def test_det_gradient_of_complex_singular_matrices():
+    # the singular branch built diag(1..n) with arange in the complex dtype, which raised
+    # ("arange_cpu" not implemented for 'ComplexDouble'); d det / dA = C (the cofactors),
+    # so A.grad = conj(C) for a grad_output of 1 (PyTorch's convention)
+    for a in (np.array([[1.0, 2.0], [2.0, 4.0]]) * (1 + 0.5j),
+              np.stack([np.eye(3), np.arange(1.0, 10.0).reshape(3, 3)]) * (1 - 1j)):
+        x = tgrad.tensor(a, dtype=tgrad.complex128, requires_grad=True)
+        LA.det(x).sum().backward(tgrad.ones((), dtype=tgrad.complex128))
+        np.testing.assert_allclose(x.grad.numpy(), np.conj(_cofactors(a)), atol=1e-12)
+
+
+@pytest.mark.parametrize("eps", [1e-8, 1e-12, 1e-14])
+def test_det_gradient_near_a_singular_matrix_keeps_full_precision(eps):
+    # The cofactors are read from the forward's LU factors, as PyTorch's: det's small pivot
+    # cancels the same pivot of A^{-H} (a second factorisation of A^H lost 1e-4 relative at
+    # eps 1e-12). The reference: cofactors from 2x2 minors (well conditioned), NumPy float64.
+    a = np.arange(1.0, 10.0).reshape(3, 3) + eps * np.diag([1.0, 2.0, 3.0])
+    x = _t(a, requires_grad=True)
+    LA.det(x).backward()
+    want = _cofactors(a)
+    assert np.abs(x.grad.numpy() - want).max() <= 1e-14 * np.abs(want).max()
+
 def test_det_hessian_at_singular_matrices():
     """The create_graph backward of det at a singular A (the SVD branch) was NaN: where's
     zero gradient to the inverse branch met the solve of the singular A (0 * inf). The
