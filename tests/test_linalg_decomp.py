@@ -463,6 +463,13 @@ def test_tensorinv_tensorsolve():
     a2 = RNG.standard_normal((6, 2, 3))
     np.testing.assert_allclose(LA.tensorsolve(_t(a2), _t(b), dims=(0,)).numpy(),
                                np.linalg.tensorsolve(a2, b, axes=(0,)), **TOL)
+    # PyTorch checks sizes only: A's leading dims (3, 2) need not be B's shape (2, 3); the
+    # system is A reshaped to 6 x 6 (NumPy float64 on that reshape as the reference)
+    a3 = RNG.standard_normal((3, 2, 6)) + 3 * np.eye(6).reshape(3, 2, 6)
+    np.testing.assert_allclose(LA.tensorsolve(_t(a3), _t(b)).numpy(),
+                               np.linalg.solve(a3.reshape(6, 6), b.reshape(6)), **TOL)
+    with pytest.raises(RuntimeError, match="prod"):
+        LA.tensorsolve(_t(np.ones((2, 3, 5))), _t(b))
     with pytest.raises(RuntimeError, match="prod"):
         LA.tensorinv(_t(np.ones((2, 3))), ind=1)
     x = _leaf((2, 2, 4))

@@ -850,6 +850,32 @@ def test_solve_triangular_integers_and_round_decimals():
     np.testing.assert_allclose(tgrad.round(x, decimals=2).numpy(), [1.23, -2.5])
 
 
+
+@pytest.mark.parametrize("left", [True, False])
+def test_solve_triangular_result_has_a_dtype(left):
+    # PyTorch 2.13: B is cast to A's dtype (no promotion); a complex B to a real A warns
+    # that the imaginary part is discarded. Reference: NumPy float64 on the cast values.
+    a = np.array([[2.0, 1.0], [0.0, 4.0]])
+    b = np.array([[1.0], [3.0]]) / 3
+    for da, db in [(tgrad.float32, tgrad.float64), (tgrad.float64, tgrad.float32),
+                   (tgrad.complex64, tgrad.float64), (tgrad.float32, tgrad.int64)]:
+        ta, tb = tgrad.tensor(a, dtype=da), tgrad.tensor(b if db.is_floating_point else
+                                                         np.array([[1], [3]]), dtype=db)
+        if not left:
+            tb = tb.mT
+        x = tgrad.linalg.solve_triangular(ta, tb, upper=True, left=left)
+        assert x.dtype is da
+        bn = tb.to(da).numpy().astype(np.complex128)
+        want = np.linalg.solve(a, bn) if left else np.linalg.solve(a.T, bn.T).T
+        np.testing.assert_allclose(x.numpy(), want, rtol=1e-6)
+    tb = tgrad.tensor(b * (1 + 2j), dtype=tgrad.complex128)
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        x = tgrad.linalg.solve_triangular(tgrad.tensor(a, dtype=tgrad.float64),
+                                          tb if left else tb.mT, upper=True, left=left)
+    assert x.dtype is tgrad.float64
+    want = np.linalg.solve(a, b) if left else np.linalg.solve(a.T, b).T
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-14)
+
 @pytest.mark.parametrize("name, args", [("zeros", (2.5,)), ("ones", ((2, "a"),)),
                                         ("empty", (2, 3.0)), ("rand", (2, None)),
                                         ("randn", (1.5,)), ("full", ((2.5, 2), 1.0))])

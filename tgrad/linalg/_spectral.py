@@ -358,7 +358,9 @@ def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
         dims = [_wrap_dim(d, A.ndim, op) for d in int_tuple(op, "dims", dims)]
         A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
     rest = tuple(A.shape[B.ndim:])
-    if tuple(A.shape[:B.ndim]) != tuple(B.shape) or math.prod(rest) != B.numel():
+    # PyTorch checks sizes only: A's leading dims need not be B's shape (A (2, 3, 6) with B
+    # (3, 2) is a 6 x 6 system)
+    if math.prod(A.shape[:B.ndim]) != B.numel() or math.prod(rest) != B.numel():
         raise RuntimeError(f"{op}: Expected self to satisfy the requirement "
                            f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
                            f"but got {math.prod(rest)} != {B.numel()}")

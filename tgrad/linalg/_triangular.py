@@ -225,11 +225,13 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
         eq = "AX = B" if left else "XA = B"
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {eq} "
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
-    dt = dtypes.result_type(A, B)
+    # PyTorch 2.13's result has A's dtype: B is cast to it (a complex B to a real A with
+    # PyTorch's warning that the imaginary part is discarded)
+    dt = A.dtype
     if not (dt.is_floating_point or dt.is_complex):  # PyTorch's (its kernel's) error
         raise dtypes.kernel_not_implemented("triangular_solve_cpu", dt,
                                             f" ({op} takes floating point or complex tensors)")
-    A, B = A.to(dt), B.to(dt)
+    B = B.to(dt)
     batch = broadcast_or_raise(op, A.shape[:-2], B.shape[:-2])  # (NumPy's ValueError leaked)
     if tuple(A.shape[:-2]) != batch:
         A = A.expand(*batch, n, n)
