@@ -847,3 +847,18 @@ def test_cpu_autocast_matrix_power_negative_half_inputs(dt):
         with pytest.raises(RuntimeError, match=r"^linalg\.inv: Low precision dtypes not "
                                                r"supported"):
             tgrad.linalg.matrix_power(a, -1)
+
+
+@pytest.mark.parametrize("lead", [(64,), (4, 16)])
+def test_linear_in_a_cpu_region_rounds_once(lead):
+    # PyTorch's linear runs as one bfloat16 kernel: round(x @ w^T + b). tgrad's linear cast
+    # down and then ran its addmm with autocast still on, which rounded x @ w^T before
+    # adding b (about 28% of these outputs were off by an ulp or more). Reference: NumPy
+    # float64 on the bfloat16-rounded operands, rounded to bfloat16 once.
+    x = RNG.standard_normal((*lead, 32)).astype(np.float32)
+    w = RNG.standard_normal((48, 32)).astype(np.float32)
+    b = RNG.standard_normal(48).astype(np.float32)
+    with tgrad.autocast("cpu"):
+        y = F.linear(tgrad.tensor(x), tgrad.tensor(w), tgrad.tensor(b))
+    assert y.dtype is tgrad.bfloat16
+    np.testing.assert_array_equal(y.float().numpy(), _bf16(_bf16(x) @ _bf16(w).T + _bf16(b)))

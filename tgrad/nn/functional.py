@@ -18,7 +18,7 @@ import math
 import warnings
 
 from tgrad import dtypes
-from tgrad._autocast import autocast_policy, cast_args
+from tgrad._autocast import autocast_policy
 from tgrad.autograd import function as _function
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE, is_grad_enabled
@@ -761,8 +761,13 @@ def _reduced(loss: Tensor, reduction: str, half) -> Tensor:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
     """y = input @ weight^T + bias; weight: [out, in] (or [in]), bias: [out] (or [])."""
-    if STATE.autocast is not None:  # tgrad.amp's "lower" policy, inline (the hot path)
-        (input, weight, bias), _ = cast_args("lower", (input, weight, bias))  # noqa: A001
+    if STATE.autocast is not None:  # tgrad.amp's "lower" policy, then autocast off inside
+        return _linear_in_autocast(input, weight, bias)  # (one rounding, as PyTorch's)
+    return _linear(input, weight, bias)
+
+
+def _linear(input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:  # noqa: A002
+    """linear's body (its casts done)."""
     _check_tensor("linear", input)
     _check_tensor("linear", weight, "weight")
     if weight.ndim not in (1, 2):
@@ -817,6 +822,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if b is not None:
         y = y + b
     return y if half is None else y.to(half)
+
+
+_linear_in_autocast = autocast_policy("lower")(_linear)
 
 
 # ====================================================================== dropout
