@@ -862,3 +862,23 @@ def test_linear_in_a_cpu_region_rounds_once(lead):
         y = F.linear(tgrad.tensor(x), tgrad.tensor(w), tgrad.tensor(b))
     assert y.dtype is tgrad.bfloat16
     np.testing.assert_array_equal(y.float().numpy(), _bf16(_bf16(x) @ _bf16(w).T + _bf16(b)))
+
+
+def test_out_forms_are_not_autocast():
+    # PyTorch casts only the functional forms: mm(a, b, out=float32) computes in float32
+    # (tgrad cast to bfloat16 and then refused the float32 out). Reference: NumPy float64.
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal((4, 2)).astype(np.float32)
+    c = RNG.standard_normal((3, 2)).astype(np.float32)
+    ta, tb, tc = tgrad.tensor(a), tgrad.tensor(b), tgrad.tensor(c)
+    with tgrad.autocast("cpu"):
+        for fn, want in [(lambda o: tgrad.mm(ta, tb, out=o), a @ b),
+                         (lambda o: tgrad.matmul(ta, tb, out=o), a @ b),
+                         (lambda o: tgrad.addmm(tc, ta, tb, out=o), c + a @ b)]:
+            o = tgrad.empty(3, 2)
+            assert fn(o) is o and o.dtype is tgrad.float32
+            np.testing.assert_allclose(o.numpy(), want.astype(np.float64), rtol=1e-5)
+        o = tgrad.empty(1, 3, 2)
+        tgrad.bmm(ta[None], tb[None], out=o)
+        np.testing.assert_allclose(o.numpy()[0], a.astype(np.float64) @ b, rtol=1e-5)
+        assert (ta @ tb).dtype is tgrad.bfloat16  # the functional form still is

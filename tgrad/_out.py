@@ -554,11 +554,16 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
     # PyTorch's composite functions record the copy into out when an input requires grad
     composite = (name in _COMPOSITE_GRAD and STATE.enabled
                  and not any(o.requires_grad for o in outs))
-    if composite:
-        res = fn(*args, **kwargs)
-    else:
-        with no_grad():
+    region = STATE.autocast  # PyTorch's autocast lists functional forms only: an out=
+    STATE.autocast = None  # form computes in its inputs' dtypes (mm(a, b, out=float32))
+    try:
+        if composite:
             res = fn(*args, **kwargs)
+        else:
+            with no_grad():
+                res = fn(*args, **kwargs)
+    finally:
+        STATE.autocast = region
     multi = isinstance(res, tuple)
     results = res if multi else (res,)
     if not all(isinstance(r, Tensor) for r in results):
