@@ -364,3 +364,18 @@ def test_logit_near_one_half_is_accurate_to_a_few_ulp():
         got = tgrad.logit(tgrad.tensor(xs, dtype=tgrad.float64, device=device)).tolist()
         for v, g, w in zip(xs, got, want):
             assert abs(g - w) <= 4 * np.spacing(abs(w)), (device, v, g, w)
+
+
+@pytest.mark.parametrize("dt, n", [(tgrad.float16, 4146), (tgrad.bfloat16, 257)])
+def test_nanmean_of_a_half_tensor_divides_by_the_exact_count(dt, n):
+    # PyTorch divides by the int64 count (tgrad rounded it to the half dtype first: 4146
+    # is 4144 in float16, 257 is 256 in bfloat16). Reference: the float64 quotient of the
+    # half sum, rounded to dt.
+    x = tgrad.cat([tgrad.full((n,), 0.5 if dt is tgrad.float16 else 1.0, dtype=dt),
+                   tgrad.tensor([math.nan, math.nan], dtype=dt)])
+    for got in (tgrad.nanmean(x), tgrad.nanmean(x.reshape(1, -1), 1)[0]):
+        total = float(tgrad.nansum(x))
+        assert got.dtype is dt
+        assert float(got) == float(tgrad.tensor(total / n, dtype=tgrad.float64).to(dt))
+        assert float(got) != float(tgrad.tensor(total / float(tgrad.tensor(n).to(dt)),
+                                                dtype=tgrad.float64).to(dt))

@@ -110,7 +110,8 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # no
                                f"be either a floating point or complex dtype. Got: {dt.name}")
         input = input.to(dt)  # noqa: A001
     kept = ew.logical_not(ew.isnan(input))
-    return nansum(input, dim, keepdim) / kept.sum(dim, keepdim).to(input.dtype)
+    # (the int64 count divides as it is: PyTorch does not round it to a half dtype)
+    return nansum(input, dim, keepdim) / kept.sum(dim, keepdim)
 
 
 @tensor_method("nan_to_num")
