@@ -351,3 +351,25 @@ def test_inplace_ops_and_views_of_complex_duals():
         np.testing.assert_array_equal(fwAD.unpack_dual(d).tangent.numpy(), [1, -1])
         # sum(d^2) with d = x + 0i: tangent 2 sum(x t)
         np.testing.assert_allclose(fwAD.unpack_dual((d * d).sum()).tangent.item(), -2.0)
+
+
+def test_real_and_imag_views_see_a_tangent_their_base_gets_later():
+    # z.real / z.imag made before z gets a tangent (by copy_) read it in real elements
+    # (tgrad applied their strides to the complex tangent: z.real[:2] read entries 0 and
+    # 2 as complex, z.imag raised); z.real.copy_(dual) writes the real parts
+    fw = tgrad.autograd.forward_ad
+    tan = np.array([1 + 10j, 2 + 20j, 3 + 30j, 4 + 40j])
+    with fw.dual_level():
+        z = tgrad.zeros(4, dtype=tgrad.complex128)
+        re, im = z.real[:2], z.imag
+        z.copy_(fw.make_dual(tgrad.ones(4, dtype=tgrad.complex128),
+                             tgrad.tensor(tan, dtype=tgrad.complex128)))
+        t_re, t_im = fw.unpack_dual(re).tangent, fw.unpack_dual(im).tangent
+        assert t_re.dtype is tgrad.float64 and t_im.dtype is tgrad.float64
+        np.testing.assert_array_equal(t_re.numpy(), tan.real[:2])
+        np.testing.assert_array_equal(t_im.numpy(), tan.imag)
+        w = tgrad.zeros(3, dtype=tgrad.complex128)
+        w.real.copy_(fw.make_dual(tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float64),
+                                  tgrad.tensor([0.0, 1.0, 2.0], dtype=tgrad.float64)))
+        np.testing.assert_array_equal(fw.unpack_dual(w).tangent.numpy(), [0, 1, 2])
+        np.testing.assert_array_equal(w.numpy(), [1, 2, 3])

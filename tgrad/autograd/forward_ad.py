@@ -247,12 +247,23 @@ def _like_layout(t):
 
 def _view_of(base_tangent, base, view):
     """``view``'s geometry relative to ``base`` applied to ``base_tangent`` (which has
-    base's layout)."""
+    base's layout). A view of another dtype (``z.real``, ``z.imag``, ``view_as_real`` of a
+    complex base: offsets and strides in real elements) reads the tangent's real view."""
     from tgrad.ops.layout import as_strided
-    off = view.storage_offset() - base.storage_offset() + base_tangent.storage_offset()
     prev = STATE.fw_level
     STATE.fw_level = None
     try:
+        scale = 1
+        if view.dtype is not base.dtype:
+            if not (base.dtype.is_complex and not view.dtype.is_complex):
+                raise NotImplementedError(
+                    f"forward AD: the tangent of a {view.dtype.name} view of a "
+                    f"{base.dtype.name} tensor that got its tangent later (by an in-place "
+                    f"op) is not supported; make the view after the in-place op")
+            from tgrad.ops.complex_ops import view_as_real
+            base_tangent, scale = view_as_real(base_tangent), 2
+        off = (view.storage_offset() - scale * base.storage_offset()
+               + base_tangent.storage_offset())
         return as_strided(base_tangent, view.shape, view.stride(), off)
     finally:
         STATE.fw_level = prev
