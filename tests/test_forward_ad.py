@@ -741,3 +741,26 @@ def test_xlogy_xlog1py_and_logit_tangents_at_their_singular_points():
         got_eps = fwAD.unpack_dual(clamped).tangent.numpy()
     np.testing.assert_allclose(got, [np.nan, 1 / (0.3 * 0.7), np.nan], rtol=1e-14)
     np.testing.assert_allclose(got_eps, [0.0, 1 / (0.3 * 0.7), 0.0], rtol=1e-14)
+
+
+def test_out_forms_and_resize_refuse_dual_tensors():
+    # PyTorch's out= functions have no forward-AD formula: a tangent on an input or on out
+    # raises (tgrad dropped the derivative, or left out's old tangent beside new values);
+    # resize_ of a dual tensor raises (its tangent kept the old shape)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(tgrad.tensor([0.0, 1.0]), tgrad.tensor([1.0, 1.0]))
+        with pytest.raises(NotImplementedError, match="forward AD with exp_out"):
+            tgrad.exp(x, out=tgrad.zeros(2))
+        d = fwAD.make_dual(tgrad.zeros(2), tgrad.tensor([5.0, 5.0]))
+        with pytest.raises(NotImplementedError, match="forward AD with add_out"):
+            tgrad.add(tgrad.tensor([0.0, 1.0]), 1, out=d)
+        with pytest.raises(NotImplementedError, match="forward AD with aten::zeros"):
+            tgrad.zeros(2, out=d)
+        o = tgrad.zeros(2)  # no tangent anywhere: out= works inside the level
+        tgrad.exp(tgrad.tensor([0.0, 1.0]), out=o)
+        np.testing.assert_allclose(o.numpy(), np.exp([0.0, 1.0]), rtol=1e-6)
+        r = fwAD.make_dual(tgrad.tensor([1.0, 2.0, 3.0]), tgrad.tensor([5.0, 6.0, 7.0]))
+        with pytest.raises(RuntimeError, match="cannot resize variables that has a forward "
+                                               "grad"):
+            r.resize_(2)
+        assert fwAD.unpack_dual(r).primal.shape == (3,)

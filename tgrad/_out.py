@@ -515,6 +515,18 @@ def _store(name: str, out: Tensor, res: Tensor, exact_dtype: bool, check=None,
     _write(out, res._data)
 
 
+def _check_no_tangent(name: str, creation: bool, inputs: list, outs: tuple) -> None:
+    """Inside a forward-AD level: PyTorch's out= functions have no forward-AD formula, so
+    an input or an out with a tangent raises (tgrad dropped the tangent, or left out's
+    stale one)."""
+    from tgrad.autograd.forward_ad import get_tangent
+    if any(get_tangent(t) is not None for t in (*inputs, *outs)):
+        raise NotImplementedError(
+            f"Trying to use forward AD with aten::{name} that does not support it." if creation
+            else f"Trying to use forward AD with {name}_out that does not support it because "
+            f"it is an out= function (call {name} without out= and copy the result)")
+
+
 def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out,
                    check=None):
     """``fn(*args, **kwargs)`` written into ``out`` (see the module docstring); ``check``:
@@ -544,6 +556,8 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
         _TORCH_RULES[name](0, inputs[0].dtype, outs[0].dtype, inputs[0].dtype)
     for o in outs:
         _check_overlap(name, o, inputs)
+    if STATE.fw_current is not None:
+        _check_no_tangent(name, creation, inputs, outs)
     if name in ("median", "nanmedian") and kwargs.get("dim") is None:  # PyTorch's out=
         # overloads all take a dim
         raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')

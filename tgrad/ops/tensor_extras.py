@@ -25,6 +25,7 @@ import math
 from tgrad import dtypes
 from tgrad._strides import contiguous_strides
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import STATE
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.creation import arange, full, full_like, zeros_like
@@ -146,6 +147,10 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     check_not_inference(self)
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
+    if STATE.fw_current is not None:
+        from tgrad.autograd.forward_ad import get_tangent
+        if get_tangent(self) is not None:  # (PyTorch's text; the tangent kept its shape)
+            raise RuntimeError("cannot resize variables that has a forward grad")
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
     sizes = tuple(_int_arg("resize_", "size", n) for n in sizes)  # (no floats: TypeError)
