@@ -361,3 +361,35 @@ def test_messages_match_pytorch():
                                          "complex"):
         gradcheck(lambda t: t * 2, (tgrad.ones(2, requires_grad=True),), eps=1e-2,
                   atol=1e-2, rtol=1e-2)
+
+
+def test_batched_forward_grad_check_takes_a_function_without_a_vmap_rule():
+    # PyTorch batches this check with its legacy vmap, which does not ask a custom Function
+    # for a vmap rule: gradcheck passes (tgrad raised functorch's "does not have vmap
+    # support" even with raise_exception=False); a wrong jvp still fails
+    def cube(wrong: bool):
+        class Cube(tgrad.autograd.Function):
+            @staticmethod
+            def forward(x):
+                return x ** 3
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(inputs[0])
+                ctx.save_for_forward(inputs[0])
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * 3 * x ** 2
+
+            @staticmethod
+            def jvp(ctx, t):
+                (x,) = ctx.saved_tensors
+                return t * (2 if wrong else 3) * x ** 2
+        return Cube.apply
+
+    x = tgrad.tensor([0.5, -1.0, 2.0], dtype=tgrad.float64, requires_grad=True)
+    kw = dict(check_forward_ad=True, check_batched_forward_grad=True)
+    assert tgrad.autograd.gradcheck(cube(False), (x,), **kw)
+    assert not tgrad.autograd.gradcheck(cube(True), (x,), raise_exception=False, **kw)

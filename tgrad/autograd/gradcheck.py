@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 
+from tgrad.autograd.grad_mode import STATE
+
 
 class GradcheckError(RuntimeError):
     """Raised by gradcheck/gradgradcheck on a mismatch (a RuntimeError, as in PyTorch)."""
@@ -260,15 +262,24 @@ def _batched_forward_problem(func, inputs: tuple, diff_out: list) -> str | None:
             continue
 
         def jvp(tangent, i=i, inp=inp):
-            with forward_ad.dual_level():
-                args = list(inputs)
-                args[i] = forward_ad.make_dual(inp.detach(), tangent)
-                outs = [o for o in _as_tuple(func(*args)) if isinstance(o, Tensor)]
-                result = []
-                for oi in diff_out:
-                    t = _tangent_of(outs[oi])
-                    result.append(zeros_like(outs[oi]).detach() if t is None else t.detach())
-                return tuple(result)
+            # PyTorch batches with its legacy vmap, which is no functorch transform: a user
+            # Function without a vmap rule is not refused there (STATE's transform depths
+            # cleared while func runs)
+            depths = STATE.func_depth, STATE.vmap_depth
+            STATE.func_depth = STATE.vmap_depth = 0
+            try:
+                with forward_ad.dual_level():
+                    args = list(inputs)
+                    args[i] = forward_ad.make_dual(inp.detach(), tangent)
+                    outs = [o for o in _as_tuple(func(*args)) if isinstance(o, Tensor)]
+                    result = []
+                    for oi in diff_out:
+                        t = _tangent_of(outs[oi])
+                        result.append(zeros_like(outs[oi]).detach() if t is None
+                                      else t.detach())
+                    return tuple(result)
+            finally:
+                STATE.func_depth, STATE.vmap_depth = depths
 
         tangents = [randn(inp.shape, dtype=inp.dtype, device=inp.device) for _ in range(2)]
         expected = [stack(list(col)) for col in zip(*[jvp(t) for t in tangents])]
