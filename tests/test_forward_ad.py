@@ -764,3 +764,35 @@ def test_out_forms_and_resize_refuse_dual_tensors():
                                                "grad"):
             r.resize_(2)
         assert fwAD.unpack_dual(r).primal.shape == (3,)
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_an_in_place_custom_function_must_modify_the_tangent_in_place(in_place):
+    # PyTorch's rule for a Function that marks an input dirty: its jvp returns that input's
+    # tangent, modified in place (tgrad took a new tensor silently)
+    class Double(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t.mul_(2) if in_place else t * 2
+
+    with fwAD.dual_level():
+        c = fwAD.make_dual(tgrad.tensor([1.0, 2.0]), tgrad.tensor([1.0, 3.0])).clone()
+        if not in_place:
+            with pytest.raises(RuntimeError, match="An inplace custom Function is not "
+                                                   "modifying the forward mode gradients"):
+                Double.apply(c)
+            return
+        y = Double.apply(c)
+        np.testing.assert_array_equal(fwAD.unpack_dual(y).tangent.numpy(), [2.0, 6.0])
+        np.testing.assert_array_equal(fwAD.unpack_dual(c).tangent.numpy(), [2.0, 6.0])
+        np.testing.assert_array_equal(c.numpy(), [2.0, 4.0])

@@ -662,9 +662,11 @@ def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
 def _check_custom_tangent(ctx, args: tuple, ins: list, o, t, i: int) -> None:
     """PyTorch's checks of the tangent ``t`` a custom jvp returned for forward output ``o``
     (number ``i``): none for an output that is not differentiable (an integer one, or one
-    marked non-differentiable), and a view of the input's tangent for an output that is a
-    view of an input, or an input returned as is (not marked dirty), so the output's
-    tangent stays the view of the input's tangent that in-place ops rely on."""
+    marked non-differentiable), the input's tangent itself (modified in place) for an
+    input the forward modified in place (marked dirty), and a view of the input's tangent
+    for an output that is a view of an input, or an input returned as is (not marked
+    dirty), so the output's tangent stays the view of the input's tangent that in-place
+    ops rely on."""
     tensor_cls = _tensor_cls()
     if not isinstance(o, tensor_cls):
         return
@@ -673,6 +675,12 @@ def _check_custom_tangent(ctx, args: tuple, ins: list, o, t, i: int) -> None:
                            "corresponding forward output is not a differentiable Tensor. "
                            "You should return None at that position instead.")
     if ctx.dirty_tensors and _function._is_in(o, ctx.dirty_tensors):
+        for a, ta in zip(args, ins):  # the modified input's tangent, modified in place
+            if a is o and ta is not None and t is not ta:
+                raise RuntimeError(
+                    "An inplace custom Function is not modifying the forward mode gradients "
+                    "inplace. If the forward is modifying an input inplace, then the jvp "
+                    "function must modify the corresponding gradient inplace.")
         return
     for a, ta in zip(args, ins):
         if (ta is not None and isinstance(a, tensor_cls)
