@@ -254,7 +254,10 @@ class _AllowMutationOnSavedContext:
         self.cloned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.original: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.tid_to_weakhandle: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-        self.storage_handles: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # id(memory) -> (weakref to the memory, WeakSet of handles): keyed by the memory
+        # (the storage's root array, unhashable), not the Storage: ``.data`` shares the
+        # memory with a Storage (version counter) of its own
+        self.storage_handles: dict = {}
 
     def clear(self) -> None:
         self.cloned.clear()
@@ -271,7 +274,11 @@ class _AllowMutationOnSavedContext:
             # An alias without autograd identity (the saved-tensor machinery re-attaches
             # it), so that an output saved by its own node makes no reference cycle.
             self.original[handle] = type(tensor)(tensor._data, tensor._storage, tensor.device)
-            self.storage_handles.setdefault(tensor._storage, weakref.WeakSet()).add(handle)
+            root = tensor._storage.root
+            entry = self.storage_handles.get(id(root))
+            if entry is None or entry[0]() is not root:  # (an id of dead memory reused)
+                entry = self.storage_handles[id(root)] = (weakref.ref(root), weakref.WeakSet())
+            entry[1].add(handle)
         return handle
 
     def unpack(self, handle: _Handle):
@@ -285,9 +292,12 @@ class _AllowMutationOnSavedContext:
 
     def before_write(self, tensor) -> None:
         """Called by in-place writes into ``tensor``'s memory, before the write."""
-        handles = self.storage_handles.pop(tensor._storage, None)
-        if not handles:
+        root = tensor._storage.root
+        entry = self.storage_handles.get(id(root))
+        if entry is None or entry[0]() is not root:
             return
+        del self.storage_handles[id(root)]
+        handles = entry[1]
         from tgrad.ops._common import backend_of
         for handle in list(handles):
             orig = self.original.pop(handle, None)
