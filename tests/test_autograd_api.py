@@ -488,6 +488,18 @@ def test_node_call_returns_input_gradients():
     g = a.exp().grad_fn(tgrad.ones(2))  # one input: the Tensor itself, as PyTorch's
     assert isinstance(g, tgrad.Tensor)
     np.testing.assert_allclose(g.detach().numpy(), np.exp([1.0, 2.0]), rtol=1e-6)
+    # one gradient per next_functions edge (tgrad gave one per forward argument: sum's
+    # dim / keepdim / dtype and cat's dim as None entries)
+    x = tgrad.tensor([1.0, 2.0], dtype=tgrad.float64, requires_grad=True)
+    g = x.sum().grad_fn(tgrad.tensor(3.0, dtype=tgrad.float64))
+    assert isinstance(g, tgrad.Tensor) and g.tolist() == [3.0, 3.0]
+    assert isinstance(x.view(2, 1).grad_fn(tgrad.ones(2, 1, dtype=tgrad.float64)),
+                      tgrad.Tensor)
+    c = tgrad.cat([x, x * 2])
+    g1, g2 = c.grad_fn(tgrad.arange(4.0, dtype=tgrad.float64))
+    assert g1.tolist() == [0.0, 1.0] and g2.tolist() == [2.0, 3.0]
+    gx, none = (x * 2).grad_fn(tgrad.ones(2, dtype=tgrad.float64))  # the number's slot
+    assert gx.tolist() == [2.0, 2.0] and none is None
 
 
 def test_detach_shares_storage_and_version():

@@ -130,6 +130,19 @@ class BackwardCFunction(Node):
     def next_functions(self, edges) -> None:
         self._edges = tuple(edges)
 
+    def __call__(self, *grads):
+        """The node's backward on ``grads``: one gradient per next_functions edge (a Tensor
+        where there is one), as PyTorch's node call; ``apply`` gives one per forward
+        argument."""
+        out = tuple(self.apply(list(grads)))
+        n = len(self._edges)
+        if len(out) < n:
+            out += (None,) * (n - len(out))
+        keep = self._listed_slots(len(out))
+        if keep is not None:
+            out = tuple([out[i] for i in keep])
+        return out[0] if len(out) == 1 else out
+
     # ---------------------------------------------------------------- ctx API
     def save_for_backward(self, *tensors) -> None:
         """Save tensors (or None) for ``backward``; read them back as ``ctx.saved_tensors``."""
