@@ -100,6 +100,23 @@ def test_batchnorm_module_train_eval_and_state():
     _raises(lambda: nn.BatchNorm1d(2)(_t(x)), ValueError, "expected 2D or 3D input")
 
 
+
+def test_float16_running_statistics_are_rounded_once():
+    # PyTorch blends half running stats in float32 and rounds once: r = round(0.9 r +
+    # 0.1 s) (tgrad rounded the product, the scaled stat and the sum each in float16).
+    # Reference: NumPy float64 on the float16 values, rounded to float16.
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((16, 256)).astype(np.float16)
+    rm = rng.standard_normal(256).astype(np.float16)
+    rv = rng.uniform(0.5, 2.0, 256).astype(np.float16)
+    trm, trv = tgrad.tensor(rm), tgrad.tensor(rv)
+    tgrad.nn.functional.batch_norm(tgrad.tensor(x), trm, trv, training=True, momentum=0.1)
+    xd = x.astype(np.float64)
+    want_m = (0.9 * rm.astype(np.float64) + 0.1 * xd.mean(0)).astype(np.float16)
+    want_v = (0.9 * rv.astype(np.float64) + 0.1 * xd.var(0, ddof=1)).astype(np.float16)
+    np.testing.assert_array_equal(trm.numpy(), want_m)
+    np.testing.assert_array_equal(trv.numpy(), want_v)
+
 def test_batch_norm_without_running_stats_uses_the_batch_in_eval():
     bn = nn.BatchNorm1d(2, affine=False, track_running_stats=False, dtype=tgrad.float64).eval()
     x = np.random.default_rng(2).standard_normal((5, 2))
