@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -315,3 +316,26 @@ def test_float32_pow_of_a_number_is_correctly_rounded():
         got = (tgrad.tensor(x) ** e).numpy()
         np.testing.assert_array_equal(got, want, err_msg=str(e))
     assert (tgrad.tensor([-1.0]) ** 2.0000001).tolist() == [1.0]  # (2.0000001f is 2)
+
+
+@pytest.mark.parametrize("dt, np_dt", [(tgrad.float16, np.float16),
+                                        (tgrad.bfloat16, ml_dtypes.bfloat16)])
+def test_add_sub_alpha_of_halves_read_alpha_and_numbers_in_the_half_dtype(dt, np_dt):
+    # PyTorch's kernel: round(x + half(alpha) * y) computed in float32 (tgrad used the
+    # exact alpha: 10-16 of 64 results differed), and a number operand is a half value
+    # (sub(ones, 1e5, alpha=0.3) in float16 is -inf: 1e5 is inf there)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(64).astype(np_dt)
+    y = rng.standard_normal(64).astype(np_dt)
+    tx, ty = tgrad.tensor(x.astype(np.float32)).to(dt), tgrad.tensor(y.astype(np.float32)).to(dt)
+    for alpha in (0.3, 1 / 3, -2.5):
+        a = np.float64(np.asarray(alpha, np_dt).astype(np.float64))
+        want_add = (x.astype(np.float64) + a * y.astype(np.float64)).astype(np.float32)
+        want_sub = (x.astype(np.float64) - a * y.astype(np.float64)).astype(np.float32)
+        np.testing.assert_array_equal(tgrad.add(tx, ty, alpha=alpha).float().numpy(),
+                                      want_add.astype(np_dt).astype(np.float32))
+        np.testing.assert_array_equal(tgrad.sub(tx, ty, alpha=alpha).float().numpy(),
+                                      want_sub.astype(np_dt).astype(np.float32))
+    if dt is tgrad.float16:
+        r = tgrad.sub(tgrad.ones(2, dtype=dt), 1e5, alpha=0.3)
+        assert np.isneginf(r.float().numpy()).all()

@@ -1178,6 +1178,12 @@ def _alpha_apply(name: str, apply, input, other, alpha) -> Tensor:  # noqa: A002
     # the end, as PyTorch computes input + alpha * other; a tensor of another dtype is cast
     # to the result dtype first, as promotion casts it (an int64 65520 is inf in float16)
     cd = dtypes.float32 if dt.is_floating_point and dt.itemsize == 2 else dt
+    if cd is not dt:  # halves: PyTorch's kernel reads alpha, and a number operand, as
+        # values of the half dtype (sub(ones(2, float16), 1e5, alpha=0.3) is -inf there)
+        with np.errstate(over="ignore"):  # (a number past the half range is inf)
+            alpha = float(np.asarray(alpha, dt.np))
+            input, other = (t if isinstance(t, Tensor)  # noqa: A001
+                            else float(np.asarray(t, dt.np)) for t in (input, other))
     x, y = ((t if t.dtype is dt else t.to(dt)).to(cd) if isinstance(t, Tensor)
             and (t.dtype is not cd or cd is not dt) else t for t in (input, other))
     out = apply(x, y * alpha)
