@@ -349,12 +349,60 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False,
     pass; tangents as primals: a tuple of tensors or pytrees of them); with has_aux, func
     returns (output, aux) and a third element aux is returned. Complex primals, outputs and
     intermediates are PyTorch's: the tangent of f at z along t is the R-linear
-    (df/dz) t + (df/dz̄) conj(t). Not nestable (one dual level at a time, as
-    tgrad.autograd.forward_ad)."""
+    (df/dz) t + (df/dz̄) conj(t). Nested in another forward transform (jvp of jvp), where
+    tgrad's one dual level is taken, it computes J @ tangents by reverse passes
+    (``_jvp_by_reverse``; real primals only)."""
     p_leaves, t_leaves = _check_primals("jvp", primals, tangents)
     _, rebuild = _flatten(primals)
     with _transform():
+        if _forward_level_active():  # nested in a forward transform: one level only here
+            return _jvp_by_reverse(func, p_leaves, t_leaves, rebuild, has_aux)
         return _jvp_forward(func, p_leaves, t_leaves, rebuild, has_aux)
+
+
+def _jvp_by_reverse(func: Callable, p_leaves: list, t_leaves: list, rebuild, has_aux: bool):
+    """jvp inside an active dual level (jvp of jvp: tgrad's forward AD holds one level) by
+    two reverse passes, the double-vjp trick: u -> J^T u is linear in u, so
+        J t = d/du <J^T u, t>   (u: a cotangent of the outputs, any value; zeros here)
+    Every op runs in the outer level, so the result carries the outer tangents (forward
+    over reverse). Real primals and outputs only (complex ones raise, as before)."""
+    with enable_grad():
+        if any(p.dtype.is_complex for p in p_leaves):
+            raise RuntimeError("Nested forward mode AD is not supported at the moment "
+                               "(tgrad computes a nested jvp by reverse passes, for real "
+                               "primals only)")
+        keep = any(p.requires_grad for p in p_leaves)
+        aliases = [p.view_as(p) if p.requires_grad else _with_tangent_of(p, p.detach())
+                   .requires_grad_() for p in p_leaves]
+        out, aux = _split_aux(func(*rebuild(aliases)), has_aux, "jvp")
+        out_leaves, out_rebuild = _flatten(out)
+        for o in out_leaves:
+            if not isinstance(o, Tensor):
+                raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to "
+                                   f"return only tensors, got unsupported type "
+                                   f"{type(o).__name__}")
+            if o.dtype.is_complex:
+                raise RuntimeError("Nested forward mode AD is not supported at the moment "
+                                   "(tgrad computes a nested jvp by reverse passes, for "
+                                   "real outputs only)")
+        live = [o for o in out_leaves if o.requires_grad and o.dtype.is_floating_point]
+        jvps = {}
+        if live:
+            us = [o.detach().new_zeros(o.shape).requires_grad_() for o in live]
+            vjps = autograd.grad(live, aliases, us, create_graph=True, allow_unused=True)
+            dots = [(g * t).sum() for g, t in zip(vjps, t_leaves) if g is not None]
+            if dots:
+                inner = dots[0]
+                for d in dots[1:]:
+                    inner = inner + d
+                if inner.requires_grad:
+                    got = autograd.grad(inner, us, create_graph=keep, allow_unused=True)
+                    jvps = {id(o): g for o, g in zip(live, got) if g is not None}
+        values = [_plain(o, keep) for o in out_leaves]
+        tangents = [_plain(jvps[id(o)], keep) if id(o) in jvps
+                    else o.detach().new_zeros(o.shape) for o in out_leaves]
+    result = (out_rebuild(values), out_rebuild(tangents))
+    return result + (_plain_aux(aux, keep),) if has_aux else result
 
 
 def _jvp_forward(func: Callable, p_leaves: list, t_leaves: list, rebuild, has_aux: bool):
