@@ -722,3 +722,23 @@ def test_mish_and_softshrink_grad_with_infinite_upstream():
     np.testing.assert_array_equal(x.grad.numpy(), np.where(np.abs(xs) > 0.5, np.inf, 0.0))
     y = F.softshrink(_f64([np.nan, 0.2, 1.0]), 0.5)
     assert np.isnan(y[0].item()) and y[1].item() == 0.0 and y[2].item() == 0.5
+
+
+def test_arange_argument_types():
+    # a 0-d NumPy array is its number, as a 0-d tensor (an integer one gave float32);
+    # non-numbers are PyTorch's TypeError naming the argument; a complex with a zero
+    # imaginary part is its real part (PyTorch reads it as a double), else RuntimeError
+    r = tgrad.arange(np.array(3))
+    assert r.dtype is tgrad.int64 and r.tolist() == [0, 1, 2]
+    assert tgrad.arange(1, np.array(6), np.array(2)).tolist() == [1, 3, 5]
+    np.testing.assert_array_equal(tgrad.arange(np.array(2.5)).numpy(), [0.0, 1.0, 2.0])
+    for bad, name in (("a", "end"), ([2], "end"), (np.array([2]), "end")):
+        with pytest.raises(TypeError, match=f"arange\\(\\): argument '{name}' must be "
+                                            f"Number, not {type(bad).__name__}"):
+            tgrad.arange(bad)
+    with pytest.raises(TypeError, match="argument 'step' must be Number, not str"):
+        tgrad.arange(0, 3, "1")
+    c = tgrad.arange(3 + 0j)
+    assert c.dtype is tgrad.float32 and c.tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(RuntimeError, match="cannot be converted to type double"):
+        tgrad.arange(3 + 1j)

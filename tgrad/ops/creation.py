@@ -738,7 +738,21 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
         start, end = 0, start
     elif start is None:
         start = 0
-    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    # a 0-d tensor or NumPy array is its number (an integer array's int: int64, not float)
+    start, end, step = (v.item() if isinstance(v, Tensor) or (
+        isinstance(v, np.ndarray) and v.ndim == 0) else v for v in (start, end, step))
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if not isinstance(v, (int, float, complex, np.number)):  # (bool is an int)
+            raise TypeError(f"arange(): argument '{name}' must be Number, not "
+                            f"{type(v).__name__}")
+    if any(isinstance(v, (complex, np.complexfloating)) for v in (start, end, step)):
+        if any(isinstance(v, (complex, np.complexfloating)) and v.imag
+               for v in (start, end, step)):  # PyTorch reads them as double
+            raise RuntimeError(f"arange: value cannot be converted to type double without "
+                               f"overflow (a complex bound or step with a nonzero imaginary "
+                               f"part: {start}, {end}, {step})")
+        start, end, step = (float(v.real) if isinstance(v, (complex, np.complexfloating))
+                            else v for v in (start, end, step))
     if dtype is not None:
         dt = dtypes.as_dtype(dtype)
         if dt is dtypes.bool_ or dt.is_complex:
