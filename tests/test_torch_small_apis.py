@@ -517,3 +517,18 @@ def test_a_negative_int_device_is_refused_as_pytorch():
         with pytest.raises(RuntimeError, match="Device index must not be negative"):
             make()
     assert tgrad.zeros(1).to(tgrad.float64).dtype is tgrad.float64  # (a dtype is no device)
+
+
+def test_return_types_are_built_from_one_sequence_as_structseqs():
+    # PyTorch's return types are structseqs: type(r)(sequence) rebuilds one (pytree code
+    # does), with n_fields / n_sequence_fields / n_unnamed_fields
+    x = tgrad.tensor([[1.0, 3.0, 2.0]])
+    r = tgrad.max(x, 1)
+    again = type(r)([r.values * 2, r.indices])
+    assert type(again) is type(r) and again.values.tolist() == [6.0]
+    assert again.indices.tolist() == [1]
+    assert (r.n_fields, r.n_sequence_fields, r.n_unnamed_fields) == (2, 2, 0)
+    s = tgrad.linalg.svd(tgrad.eye(2, dtype=tgrad.float64))
+    assert type(s)(tuple(s)).S.tolist() == [1.0, 1.0] and s.n_fields == 3
+    with pytest.raises(TypeError, match="takes a 2-sequence \\(3-sequence given\\)"):
+        type(r)([1, 2, 3])

@@ -1,6 +1,7 @@
 """PyTorch's ``torch.return_types``: the named tuples ops return, one type per op.
 
-Each is a namedtuple and prints as PyTorch's structseq does, one field per line::
+Each is a namedtuple that also takes PyTorch's structseq call ``type(r)(sequence)`` (and has
+``n_fields``), and prints as PyTorch's structseq does, one field per line::
 
     tgrad.return_types.max(
     values=tensor([2.]),
@@ -27,9 +28,24 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 values_indices.__module__ = __name__
 
 
+def _structseq_new(cls, *args, **kwargs):
+    """PyTorch's structseq call ``type(r)(sequence)`` (one sequence of the fields' length),
+    beside the namedtuple's positional and keyword forms tgrad's ops use."""
+    if len(args) == 1 and not kwargs and isinstance(args[0], (tuple, list)):
+        seq = args[0]
+        if len(seq) != len(cls._fields):
+            raise TypeError(f"tgrad.return_types.{cls.__name__}() takes a "
+                            f"{len(cls._fields)}-sequence ({len(seq)}-sequence given)")
+        return tuple.__new__(cls, seq)
+    return super(cls, cls).__new__(cls, *args, **kwargs)
+
+
 def _return_type(name: str, base: type) -> type:
+    n = len(base._fields)
     return type(name, (base,), {"__slots__": (), "__repr__": _structseq_repr,
-                                "__module__": __name__, "__qualname__": name})
+                                "__new__": _structseq_new, "__module__": __name__,
+                                "__qualname__": name, "n_fields": n,
+                                "n_sequence_fields": n, "n_unnamed_fields": 0})
 
 
 _VALUES_INDICES_OPS = ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian",
