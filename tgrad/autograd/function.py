@@ -703,14 +703,13 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 i += 1
                 continue
         else:
-            views = ctx._forward_cls._returns_views
             for x in args:
                 if x is o:  # a returned input: a fresh alias (for a custom Function, a view
                     o = Tensor(o._data, o._storage, o.device)  # of it, as PyTorch's)
-                    if views:
+                    if ctx._forward_cls._returns_views:
                         o._base = x if x._base is None else x._base
                     break
-            if o._base is not None and views:
+            if o._base is not None and ctx._forward_cls._returns_views:
                 o._custom_function_view = True  # no in-place on it (as PyTorch)
         out_meta.append((o._data.shape, o.dtype, o.device))
         new_outputs.append(o)
