@@ -776,3 +776,65 @@ def test_sparse_mm_gradient_patterns():
     b = tgrad.tensor([[0.0, 0], [2, 0]]).to_sparse().requires_grad_()
     tgrad.sparse.mm(a, b).to_dense().sum().backward()
     assert a.grad._nnz() == 0 and b.grad._nnz() == 0
+
+
+def test_dense_at_sparse_and_unmasked_to_dense_give_dense_gradients():
+    # PyTorch: dense @ sparse (and to_dense(masked_grad=False)) give the sparse operand the
+    # whole dense gradient, not one masked to its pattern. Reference: NumPy, d(sum(a @ S))
+    # / dS = a^T @ ones, and ones for to_dense.
+    a = np.array([[1.0, 2.0], [3.0, -1.0]])
+    for product in (lambda x, s: x @ s, lambda x, s: tgrad.mm(x, s)):
+        s = tgrad.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2),
+                                    dtype=tgrad.float64, requires_grad=True)
+        x = tgrad.tensor(a, requires_grad=True)
+        product(x, s).sum().backward()
+        assert not s.grad.is_sparse
+        np.testing.assert_array_equal(s.grad.numpy(), a.T @ np.ones((2, 2)))
+        np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 2)) @ np.array(
+            [[0.0, 1.0], [2.0, 0.0]]).T)
+    s = tgrad.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2), requires_grad=True)
+    s.to_dense(masked_grad=False).backward(tgrad.ones(2, 2))
+    assert not s.grad.is_sparse and s.grad.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    s2 = tgrad.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2), requires_grad=True)
+    s2.to_dense().backward(tgrad.ones(2, 2))  # the default: masked, sparse
+    assert s2.grad.is_sparse and s2.grad.to_dense().tolist() == [[0.0, 1.0], [1.0, 0.0]]
+
+
+def test_sparse_times_and_over_a_number_promote_as_pytorch():
+    i = tgrad.sparse_coo_tensor([[0, 2]], [1, 2], (3,))
+    b = tgrad.sparse_coo_tensor([[0, 2]], [True, True], (3,))
+    r = b * 2
+    assert r.dtype is tgrad.int64 and r.to_dense().tolist() == [2, 0, 2]
+    assert (i * 2.5).dtype is tgrad.float32 and (i * 2.5).to_dense().tolist() == [2.5, 0, 5.0]
+    assert (i * 1j).dtype is tgrad.complex64
+    q = i / tgrad.tensor(2.0, dtype=tgrad.float64)
+    assert q.dtype is tgrad.float64 and q.to_dense().tolist() == [0.5, 0.0, 1.0]
+    c = tgrad.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (3,)) / (2 + 1j)
+    assert c.dtype is tgrad.complex64
+    np.testing.assert_allclose(c.to_dense().numpy(), np.array([1, 0, 2]) / (2 + 1j),
+                               rtol=1e-6)
+
+
+def test_sparse_transpose_copies_values_and_permute_shares_them():
+    s = tgrad.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2))
+    s.t()._values().mul_(10)
+    s.transpose(0, 0)._values().mul_(10)
+    assert s._values().tolist() == [1.0, 2.0]
+    s.permute(1, 0)._values().mul_(10)  # PyTorch's permute shares them
+    assert s._values().tolist() == [10.0, 20.0]
+
+
+def test_sparse_mm_checks_its_dense_operand_version():
+    s = tgrad.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2), requires_grad=True)
+    d = tgrad.ones(2, 2, requires_grad=True)
+    o = tgrad.sparse.mm(s, d)
+    with tgrad.no_grad():
+        d.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        o.sum().backward()
+    d2 = tgrad.ones(2, requires_grad=True)
+    o2 = s * d2.expand(2, 2)
+    with tgrad.no_grad():
+        d2.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        o2.to_dense().sum().backward()

@@ -182,7 +182,9 @@ class SparseTensor(Tensor):
         return Coalesce.apply(self)
 
     def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
-        out = ToDense.apply(self)
+        """The dense tensor; its gradient reaches this one masked to its pattern (a sparse
+        gradient), or with ``masked_grad=False`` whole (a dense one), as PyTorch's."""
+        out = ToDense.apply(self, masked_grad is not False)
         return out if dtype is None else out.to(dtype)
 
     def to_sparse(self, sparse_dim: int | None = None, *, layout=None,
@@ -275,13 +277,18 @@ class SparseTensor(Tensor):
             if other.requires_grad and STATE.enabled:
                 raise NotImplementedError("div: tgrad does not differentiate a sparse "
                                           "tensor's 0-d divisor; pass divisor.detach()")
+            dt = dtypes.result_type(self, other)  # (a 0-d tensor's dtype promotes)
             other = other.item()
-        if not isinstance(other, (int, float, bool, np.number)):
+        elif not isinstance(other, (int, float, bool, complex, np.number)):
             raise TypeError(f"div(): argument 'other' must be Tensor or Number, not "
                             f"{type(other).__name__}")
+        else:
+            dt = dtypes.result_type(self, other)
         if rounding_mode is not None:
             return _unary(self, "div", (other,), {"rounding_mode": rounding_mode})
-        return DivScalar.apply(self, other)
+        if not (dt.is_floating_point or dt.is_complex):  # true division of integers
+            dt = dtypes.get_default_dtype()
+        return DivScalar.apply(self, other, dt)
 
     __truediv__ = true_divide = divide = div
 
@@ -310,7 +317,9 @@ class SparseTensor(Tensor):
         perm = list(range(n))
         d0, d1 = _wrap_dim(dim0, n), _wrap_dim(dim1, n)
         perm[d0], perm[d1] = perm[d1], perm[d0]
-        return self.permute(*perm)
+        if any(perm[d] != d for d in range(self.sparse_dim(), n)):
+            return self.permute(*perm)  # (a hybrid tensor's dense dims: permute's error)
+        return Permute.apply(self, tuple(perm), True)  # a copy of the values, as PyTorch's
 
     swapaxes = swapdims = transpose
 
@@ -466,7 +475,8 @@ class SparseTensor(Tensor):
     __matmul__ = matmul
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
-        return other @ self.to_dense()
+        # dense @ sparse: PyTorch gives the sparse operand the whole dense gradient
+        return other @ self.to_dense(masked_grad=False)
 
 
 def _no_grad_through(op: str, t: SparseTensor) -> None:
@@ -648,20 +658,21 @@ def _as_sparse(g: Tensor) -> SparseTensor:
 
 # ---------------------------------------------------------------------- differentiable ops
 class ToDense(Function):
-    """y = dense(S);  dS = g at S's (coalesced) pattern, a sparse tensor (PyTorch)."""
+    """y = dense(S);  dS = g at S's (coalesced) pattern, a sparse tensor (PyTorch's
+    default), or g itself, dense (``masked``=False: to_dense(masked_grad=False))."""
 
     name = "to_dense"
     node_name = "ToDenseBackward0"
 
     @staticmethod
-    def forward(ctx, s):
-        ctx.s = s.detach()
+    def forward(ctx, s, masked):
+        ctx.s, ctx.masked = s.detach(), masked
         return Tensor(_to_dense_array(s))
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        return _pattern_of(ctx.s, g.numpy())
+        return (_pattern_of(ctx.s, g.numpy()) if ctx.masked else g), None
 
 
 class Clone(Function):
@@ -688,9 +699,8 @@ class MulScalar(Function):
     @staticmethod
     def forward(ctx, s, c):
         ctx.c = c
-        vals = s._sp_values * c
-        if vals.dtype != s._sp_values.dtype and not isinstance(c, (float, complex)):
-            vals = vals.astype(s._sp_values.dtype)
+        dt = dtypes.result_type(s, c).np  # PyTorch's promotion (bool * 2 is int64)
+        vals = (s._sp_values.astype(dt, copy=False) * c).astype(dt, copy=False)
         return SparseTensor(s._sp_indices, vals, s.shape, s._coalesced)
 
     @staticmethod
@@ -779,16 +789,18 @@ class Permute(Function):
     node_name = "PermuteBackward0"
 
     @staticmethod
-    def forward(ctx, s, perm):
+    def forward(ctx, s, perm, copy=False):
+        # copy: new values (transpose / t(), as PyTorch's); permute shares them
         ctx.perm = perm
         sd = s.sparse_dim()
-        return SparseTensor(s._sp_indices[list(perm[:sd])], s._sp_values,
+        return SparseTensor(s._sp_indices[list(perm[:sd])],
+                            s._sp_values.copy() if copy else s._sp_values,
                             tuple(s.shape[d] for d in perm), False)
 
     @staticmethod
     def backward(ctx, g):
         inv = tuple(int(i) for i in np.argsort(ctx.perm))
-        return (g.permute(*inv) if g._sparse else g.permute(inv)), None
+        return (g.permute(*inv) if g._sparse else g.permute(inv)), None, None
 
 
 class MulDense(Function):
@@ -801,8 +813,9 @@ class MulDense(Function):
 
     @staticmethod
     def forward(ctx, s, d):
-        ctx.s, ctx.d = s.detach(), d.detach()
-        dn = np.asarray(ctx.d.numpy())
+        ctx.s = s.detach()
+        ctx.save_for_backward(d)  # (version-checked: an in-place change of D raises)
+        dn = np.asarray(d.detach().numpy())
         dv = dn if d.ndim == 0 else dn[tuple(s._sp_indices)]
         # PyTorch's promotion (a 0-d operand does not promote within its category; NumPy
         # would make int * float32 float64)
@@ -812,7 +825,8 @@ class MulDense(Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        s, d = ctx.s, ctx.d
+        s, (d,) = ctx.s, ctx.saved_tensors
+        d = d.detach()
         idx = s._sp_indices
         gv = _values_at(g, idx, s.shape)
         dn = np.asarray(d.numpy())
@@ -841,18 +855,17 @@ class DivScalar(Function):
     node_name = "DivBackward0"
 
     @staticmethod
-    def forward(ctx, s, c):
+    def forward(ctx, s, c, dt):
+        # dt: the result dtype (PyTorch's promotion of the values and the divisor, a
+        # floating or complex one)
         ctx.c = c
-        v = s._sp_values
-        if v.dtype.kind in "biu":
-            v = v.astype(dtypes.get_default_dtype().np)
-        vals = (v / c).astype(v.dtype, copy=False)  # a Python number keeps the values' dtype
+        vals = (s._sp_values.astype(dt.np) / c).astype(dt.np, copy=False)
         return SparseTensor(s._sp_indices, vals, s.shape, s._coalesced)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        return g.div(ctx.c) if g._sparse else g / ctx.c, None
+        return g.div(ctx.c) if g._sparse else g / ctx.c, None, None
 
 
 def _mul_entries(xi: np.ndarray, xv: np.ndarray, xc: bool, yi: np.ndarray,
@@ -1180,9 +1193,10 @@ class SparseDenseMM(Function):
 
     @staticmethod
     def forward(ctx, s, d, masked):
-        ctx.s, ctx.d, ctx.masked = s.detach(), d.detach(), masked
+        ctx.s, ctx.masked = s.detach(), masked
+        ctx.save_for_backward(d)  # (version-checked: an in-place change of D raises)
         rows, cols = s._sp_indices
-        dn = d.numpy()
+        dn = d.detach().numpy()
         out = np.zeros((s.shape[0], d.shape[1]), np.result_type(s._sp_values, dn))
         np.add.at(out, rows, s._sp_values[:, None] * dn[cols])
         return Tensor(out)
@@ -1190,7 +1204,7 @@ class SparseDenseMM(Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        s, d, gn = ctx.s, ctx.d.numpy(), g.numpy()
+        s, d, gn = ctx.s, ctx.saved_tensors[0].detach().numpy(), g.numpy()
         ds = dd = None
         if ctx.needs_input_grad[0]:
             full = gn @ d.T
