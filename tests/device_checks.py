@@ -8,6 +8,7 @@ Each ``check_<name>()`` raises AssertionError on a mismatch."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 
 import numpy as np
@@ -1377,6 +1378,23 @@ def check_distributions_counts() -> None:
         np.testing.assert_allclose(g, c, rtol=1e-11, atol=1e-12)
 
 
+def check_grid_sample_non_finite_points() -> None:
+    # border / reflection padding clips a NaN (or, after reflecting, an infinite)
+    # coordinate to 0, as PyTorch's clip_coordinates: column 0 is sampled, on the kernel as
+    # on the CPU (values read from PyTorch 2.13 for this 4x4 image)
+    x = np.arange(16.0).reshape(1, 1, 4, 4)
+    want = {("bilinear", (math.nan, 0.0)): 6.0, ("nearest", (math.nan, 0.0)): 8.0,
+            ("bilinear", (-math.inf, 0.5)): 10.0, ("nearest", (-math.inf, 0.5)): 8.0}
+    for (mode, pt), value in want.items():
+        for pm in ("border", "reflection") if math.isnan(pt[0]) else ("reflection",):
+            g = np.array(pt).reshape(1, 1, 1, 2)
+            for dev in ("cpu", "cuda"):
+                r = tgrad.nn.functional.grid_sample(
+                    tgrad.tensor(x, device=dev), tgrad.tensor(g, device=dev), mode=mode,
+                    padding_mode=pm, align_corners=False)
+                assert r.item() == value, (mode, pm, pt, dev, r.item())
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
@@ -1385,4 +1403,5 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "index_errors_at_sync",
     "gather_family_checks_on_device", "half_number_operands",
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
-    "linalg_decompositions", "autocast", "distributions_more", "distributions_counts")}
+    "linalg_decompositions", "autocast", "distributions_more", "distributions_counts",
+    "grid_sample_non_finite_points")}

@@ -47,8 +47,10 @@ def _reflect(c: np.ndarray, twice_low: int, twice_high: int) -> tuple:
 
 
 def _clip(c: np.ndarray, size: int) -> tuple:
-    """clamp(c, 0, size - 1) and its derivative: 1 strictly inside, else 0 (NaN: 0)."""
-    return (np.minimum(np.maximum(c, 0), size - 1),
+    """clamp(c, 0, size - 1) (NaN: 0, PyTorch's clip_coordinates: a NaN or infinite
+    coordinate of border / reflection padding samples column 0) and its derivative: 1
+    strictly inside, else 0 (NaN: 0)."""
+    return (np.fmin(np.fmax(c, 0), size - 1),
             ((c > 0) & (c < size - 1)).astype(c.dtype))
 
 

@@ -47,8 +47,9 @@ def _unnormalize(v, size, ALIGN: tl.constexpr):
 
 @triton.jit
 def _clip(c, size):
-    """clamp(c, 0, size - 1) (NaN stays NaN) and its derivative: 1 strictly inside."""
-    r = tl.where(c < 0, 0.0, c)
+    """clamp(c, 0, size - 1) (NaN: 0, PyTorch's clip_coordinates) and its derivative: 1
+    strictly inside."""
+    r = tl.where(c > 0, c, 0.0)
     r = tl.where(r > size - 1, size - 1, r)
     der = tl.where((c > 0) & (c < size - 1), 1.0, 0.0)
     return r, der

@@ -144,13 +144,13 @@ def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
 
 def _pad_coord(c: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
     """PyTorch's compute_coordinates: pixel coordinate c clipped ('border') or reflected
-    ('reflection') into [0, size - 1]; unchanged for 'zeros'."""
-    if padding_mode == "border":
-        c = c.clamp(0, size - 1)
-    elif padding_mode == "reflection":
+    ('reflection') into [0, size - 1] (a NaN clipped to 0, PyTorch's clip_coordinates);
+    unchanged for 'zeros'."""
+    if padding_mode == "zeros":
+        return c
+    if padding_mode == "reflection":
         c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
-        c = c.clamp(0, size - 1)
-    return c
+    return ew.where(ew.isnan(c), 0.0, c).clamp(0, size - 1)
 
 
 _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
@@ -237,8 +237,9 @@ def _grid_sample_composed(input: Tensor, grid: Tensor, mode: str,  # noqa: A002
         for d in range(k):
             ok = (idx[d] >= 0) & (idx[d] <= spatial[d] - 1)
             inside = ok if inside is None else inside & ok
-        for d in range(k):
-            term = ew.where(inside, idx[d], 0) * strides[d]
+        for d in range(k):  # (each dim's index truncated first, PyTorch's int64 cast:
+            # a reflected tap of a huge coordinate may be no integer)
+            term = ew.trunc(ew.where(inside, idx[d], 0)) * strides[d]
             pos = term if pos is None else pos + term
         pos = pos.to(dtypes.int64).reshape(n, 1, p).expand(n, c, p)
         vals = flat.gather(2, pos)

@@ -291,7 +291,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
     loss = h.sum(1) / c
     if weight is not None:
         loss = loss * weight.detach().to(x.dtype)[t]
-    if input.ndim < 2:
+    if input.ndim < 2 and target.ndim == 0:  # (a (1,) target keeps its dim, as PyTorch)
         loss = fresh(loss.reshape(()))  # (a view of the op's own temporary: a new tensor)
     return _reduced(loss, reduction, half)
 

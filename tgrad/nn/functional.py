@@ -462,7 +462,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     _check_tensor("cross_entropy", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if label_smoothing > 1.0:  # (a negative one computes, as in PyTorch)
+    if label_smoothing > 1.0:  # (a negative one is no smoothing, as in PyTorch)
         raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: "
                            f"{label_smoothing}")
     axis = 0 if input.ndim == 1 else 1
@@ -508,7 +508,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     if weight is not None:
         rw = weight[where(target != ignore_index, target, 0)]
     loss = CrossEntropy.apply(input, target, rw, axis, int(ignore_index), reduction)
-    if label_smoothing == 0.0:
+    if label_smoothing <= 0.0:  # PyTorch smooths only above 0
         return loss
     return _smoothed(input, target, weight, rw, axis, int(ignore_index), reduction,
                      label_smoothing, loss)
