@@ -863,3 +863,41 @@ def test_l1_loss_refuses_bool_operands_as_pytorch():
             F.l1_loss(a, b)
         with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with "):
             F.smooth_l1_loss(a, b, beta=0.0)
+
+
+def test_negative_label_smoothing_is_no_smoothing():
+    # PyTorch smooths only above 0: a negative value gives the plain loss (tgrad smoothed
+    # with it). Reference: NumPy float64 mean of -log_softmax at the targets.
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((3, 4))
+    t = np.array([0, 1, 2])
+    logp = x - np.log(np.exp(x).sum(1, keepdims=True))
+    want = -logp[np.arange(3), t].mean()
+    for ls in (-0.1, -0.5, 0.0):
+        got = tgrad.nn.functional.cross_entropy(tgrad.tensor(x), tgrad.tensor(t),
+                                                label_smoothing=ls)
+        np.testing.assert_allclose(got.item(), want, rtol=1e-14)
+
+
+def test_multi_margin_loss_of_a_1d_input_keeps_the_target_dims():
+    x = tgrad.tensor([0.1, 0.9, -0.3, 0.4], dtype=tgrad.float64)
+    f = tgrad.nn.functional.multi_margin_loss
+    # PyTorch: the loss has the target's shape, (1,) for a (1,) target, () for a 0-d one
+    want = np.maximum(0.0, 1 - 0.9 + np.array([0.1, -0.3, 0.4])).sum() / 4
+    r = f(x, tgrad.tensor([1]), reduction="none")
+    assert r.shape == (1,) and abs(r.item() - want) < 1e-15
+    assert f(x, tgrad.tensor(1), reduction="none").shape == ()
+    assert f(x, tgrad.tensor([1]), reduction="sum").shape == ()
+
+
+def test_loss_warnings_point_at_the_callers_line():
+    # PyTorch's warnings name the user's line; a fixed stacklevel named autocast_policy's
+    # wrapper (tgrad/_autocast.py) instead
+    x = tgrad.zeros(2, 3)
+    for call in (lambda: F.kl_div(x, x), lambda: F.mse_loss(x, tgrad.zeros(3)),
+                 lambda: F.l1_loss(x, tgrad.zeros(3))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        assert caught and all(w.filename == __file__ for w in caught), \
+            [(w.filename, w.lineno) for w in caught]

@@ -47,7 +47,14 @@ from tgrad.nn.functional import (
     softmax,
     softplus,
 )
-from tgrad.ops._common import backend_of, broadcast_or_raise, rounded_to, widen_halves, wrap
+from tgrad.ops._common import (
+    backend_of,
+    broadcast_or_raise,
+    rounded_to,
+    user_stacklevel,
+    widen_halves,
+    wrap,
+)
 from tgrad.ops.creation import arange, full
 from tgrad.ops.elementwise import (
     _check_sub_operands,
@@ -393,7 +400,7 @@ def _pair(op: str, kernel: str | None, input: Tensor, target: Tensor,  # noqa: A
         _check_float_kernel(op, kernel, input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    _warn_if_shapes_differ(input, target, stacklevel=3)
+    _warn_if_shapes_differ(input, target)
     # a fused kernel reads a bool operand promoted; a composition (l1_loss, smooth_l1 with
     # beta 0) subtracts, which refuses bools as PyTorch's, before any cast to a half dtype
     if kernel is None:
@@ -717,7 +724,8 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,  # noq
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
                       "support size.'batchmean' divides only by the batch size, and aligns with "
                       "the KL div math definition.'mean' will be changed to behave the same as "
-                      "'batchmean' in the next major release.", stacklevel=2)  # PyTorch's text
+                      "'batchmean' in the next major release.",  # PyTorch's text
+                      stacklevel=user_stacklevel())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")

@@ -29,6 +29,7 @@ from tgrad.ops._common import (
     require_tensor,
     shape_str,
     tensor_method,
+    user_stacklevel,
     view_apply,
     widen_halves,
     wrap,
@@ -650,7 +651,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # n
     _check_float_kernel("mse_loss", "mse_cpu", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    _warn_if_shapes_differ(input, target, stacklevel=2)
+    _warn_if_shapes_differ(input, target)
     _check_elementwise_weight("mse_loss", input, weight)
     (x, t), half = _kernel_operands(input, target)
     if weight is not None:  # PyTorch's weighted mse_loss is a composition too
@@ -720,13 +721,13 @@ def _mean_scaled(g: Tensor, reduction: str, n: int) -> Tensor:
     return g / float(n) if reduction == "mean" else g
 
 
-def _warn_if_shapes_differ(input: Tensor, target: Tensor, stacklevel: int) -> None:  # noqa: A002
+def _warn_if_shapes_differ(input: Tensor, target: Tensor) -> None:  # noqa: A002
     """PyTorch's warning for elementwise losses whose target broadcasts against input."""
     if target.shape != input.shape:
         warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
                       f"input size ({list(input.shape)}). This will likely lead to incorrect "
                       f"results due to broadcasting. Please ensure they have the same size.",
-                      stacklevel=stacklevel + 1)
+                      stacklevel=user_stacklevel())
 
 
 def _check_elementwise_weight(op: str, input: Tensor, weight) -> None:  # noqa: A002

@@ -6,6 +6,7 @@ import functools
 import importlib
 import numbers
 import operator
+import sys
 
 import numpy as np
 
@@ -22,6 +23,16 @@ OPS: dict = {}
 def register_op(cls):
     OPS[cls.name] = cls
     return cls
+
+
+def user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel of the first caller outside tgrad, for a warning
+    issued by the function calling this (PyTorch's warnings point at the user's line; a
+    fixed stacklevel is off by the frames of decorators such as autocast_policy)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "tgrad":
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def sizes_keyword(op: str, name: str, args: tuple, given) -> tuple:
