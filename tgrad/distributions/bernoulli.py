@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from tgrad import dtypes
 from tgrad.distributions import constraints
 from tgrad.distributions.distribution import Distribution
 from tgrad.distributions.exp_family import ExponentialFamily
@@ -79,7 +80,11 @@ class Bernoulli(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return -F.binary_cross_entropy_with_logits(logits, value.to(logits.dtype),
+        # a floating value promotes with the logits (float32 probs, float64 value: float64,
+        # as PyTorch); an integer or bool one is read in the logits' dtype
+        dt = dtypes.result_type(logits, value) if value.dtype.is_floating_point \
+            else logits.dtype
+        return -F.binary_cross_entropy_with_logits(logits.to(dt), value.to(dt),
                                                    reduction="none")
 
     def enumerate_support(self, expand: bool = True) -> Tensor:

@@ -98,14 +98,17 @@ from tgrad.distributions.scalar_families import (
     Cauchy,
     Geometric,
     Gumbel,
+    HalfCauchy,
     HalfNormal,
     LogNormal,
     Pareto,
+    Weibull,
 )
 from tgrad.distributions.uniform import Uniform
 from tgrad.linalg import solve_triangular
 from tgrad.nn import functional as F
 from tgrad.ops import elementwise as ew
+from tgrad.ops.creation import zeros
 from tgrad.ops.extras import xlogy
 from tgrad.ops.matmul import matmul
 from tgrad.ops.shape import stack
@@ -344,6 +347,29 @@ def _kl_pareto_normal(p: Pareto, q: Normal) -> Tensor:
 def _kl_cauchy_cauchy(p: Cauchy, q: Cauchy) -> Tensor:
     return ew.log(((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2))
                   / (4 * p.scale * q.scale))
+
+
+@register_kl(HalfCauchy, HalfCauchy)
+def _kl_halfcauchy_halfcauchy(p: HalfCauchy, q: HalfCauchy) -> Tensor:
+    """|Cauchy(0, s)| on both sides: the Cauchy pair's KL with both locations 0 (KL is
+    invariant under the shared fold; PyTorch gets it from its TransformedDistribution
+    rule, its HalfCauchy being one)."""
+    return ew.log((p.scale + q.scale).pow(2) / (4 * p.scale * q.scale))
+
+
+@register_kl(Weibull, Weibull)
+def _kl_weibull_weibull(p: Weibull, q: Weibull) -> Tensor:
+    """PyTorch's Weibull is Exponential(1) pushed through power and affine transforms, and
+    its TransformedDistribution rule gives KL only for equal transforms: 0 when both have
+    the same parameters (compared after broadcasting), else NotImplementedError."""
+    if not (bool((p.scale == q.scale).all()) and bool(
+            (p.concentration == q.concentration).all())):
+        raise NotImplementedError(
+            "KL(Weibull || Weibull) is implemented only for equal parameters (PyTorch "
+            "derives it from its TransformedDistribution rule, which needs equal "
+            "transforms)")
+    shape = np.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape))
+    return zeros(shape, dtype=p.scale.dtype, device=p.scale.device)
 
 
 def _cross_normal(mean: Tensor, var: Tensor, q: Normal) -> Tensor:
