@@ -1395,6 +1395,25 @@ def check_grid_sample_non_finite_points() -> None:
                 assert r.item() == value, (mode, pm, pt, dev, r.item())
 
 
+def check_round_zero_and_var_past_the_count() -> None:
+    # round(-0.0) keeps the sign (the kernel tested x < 0); var / std with a correction
+    # above the count divide by max(N - correction, 0) (the kernel gave -2.33 and NaN)
+    for dt in (tgrad.float32, tgrad.float64, tgrad.float16, tgrad.bfloat16):
+        x = np.array([-0.0, -0.4, 0.3, -2.5, 2.5])
+        for dec in (0, 1):
+            g = tgrad.tensor(x, dtype=dt, device="cuda").round(decimals=dec)
+            assert np.signbit(g.float().numpy()).tolist() == [True, True, False, True, False]
+            assert g.float().numpy().tolist() == tgrad.tensor(x, dtype=dt).round(
+                decimals=dec).float().numpy().tolist()
+    x = np.array([[1.0, 2.0, 4.0], [3.0, 3.0, 3.0]])
+    for f in (tgrad.var, tgrad.std):
+        for c in (3, 5):
+            got = f(tgrad.tensor(x, device="cuda"), 1, correction=c).numpy()
+            want = f(tgrad.tensor(x), 1, correction=c).numpy()
+            assert np.array_equal(got, want, equal_nan=True), (got, want)
+            assert np.isinf(got[0]) and np.isnan(got[1])
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
@@ -1404,4 +1423,4 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "gather_family_checks_on_device", "half_number_operands",
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
     "linalg_decompositions", "autocast", "distributions_more", "distributions_counts",
-    "grid_sample_non_finite_points")}
+    "grid_sample_non_finite_points", "round_zero_and_var_past_the_count")}

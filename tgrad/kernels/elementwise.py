@@ -362,9 +362,10 @@ def f_round(x):
             big = 4503599627370496.0
         else:
             big = 8388608.0
-        ax = tl.where(x < 0, -x, x)
+        neg = _signbit(x)  # (-0.0 rounds to -0.0, as NumPy and PyTorch)
+        ax = tl.where(neg, -x, x)
         r = tl.where(ax < big, (ax + big) - big, ax)
-        r = tl.where(x < 0, _neg(r), r)
+        r = tl.where(neg, _neg(r), r)
     else:
         r = x
     return r

@@ -277,6 +277,9 @@ def reduce(kind: str, x: DeviceArray, axes, keepdim: bool, correction: float = 0
             raise RuntimeError(f"{kind}(): cannot reduce over a dimension of size 0 (no "
                                f"identity); input shape {list(x.shape)}, dims {list(axes)}")
         return be.full(out_shape, _EMPTY.get(kind, 0), out_dt)
+    # var divides by max(K - correction, 0), PyTorch's (inf, or NaN for 0 / 0, past the
+    # count): a correction above K acts as K (the kernel divides by K - correction)
+    correction = min(float(correction), k)
     v = be.permute(x, kept + axes)
     v2 = be.reshape_view_or_copy(v, (m, k))
     sm, sk = v2.estrides
