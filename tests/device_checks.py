@@ -1414,6 +1414,33 @@ def check_round_zero_and_var_past_the_count() -> None:
             assert np.isinf(got[0]) and np.isnan(got[1])
 
 
+def check_integer_matmul_is_exact() -> None:
+    # integer products summed exactly in int64 (they went through float64: 2^60 + 1 lost
+    # its last bit), wrapping in the result dtype as the CPU (int32 2^30 * 2 * 2 is 0)
+    big = np.array([[2**60 + 1, 3], [2**53 + 1, -1]])
+    eye = np.eye(2, dtype=np.int64)
+    rng = np.random.default_rng(5)
+    ops = (lambda a, b: a @ b, tgrad.mm, lambda a, b: tgrad.einsum("ij,jk->ik", a, b),
+           lambda a, b: tgrad.addmm(a, a, b), lambda a, b: tgrad.mv(a, b[:, 0]),
+           lambda a, b: tgrad.bmm(a[None], b[None]), lambda a, b: tgrad.tensordot(a, b, 1))
+    for f in ops:
+        assert np.array_equal(f(tgrad.tensor(big, device="cuda"),
+                                tgrad.tensor(eye, device="cuda")).numpy(),
+                              f(tgrad.tensor(big), tgrad.tensor(eye)).numpy())
+    for dt in (np.int64, np.int32, np.int8, np.uint8):
+        a = rng.integers(-90, 90, (2, 17, 33)).astype(dt)
+        b = rng.integers(-90, 90, (33, 5)).astype(dt)
+        got = (tgrad.tensor(a, device="cuda") @ tgrad.tensor(b, device="cuda")).numpy()
+        assert got.dtype == dt and np.array_equal(got, (tgrad.tensor(a) @ tgrad.tensor(b))
+                                                  .numpy())
+    w = tgrad.tensor([[2**30, 2**30]], dtype=tgrad.int32)
+    assert (w.cuda() @ w.cuda().mT).numpy().tolist() == (w @ w.mT).numpy().tolist()
+    x = tgrad.tensor([[[1, 3]]])
+    k = tgrad.tensor([[[2**53 + 1]]])
+    assert tgrad.nn.functional.conv1d(x.cuda(), k.cuda()).numpy().tolist() == \
+        [[[2**53 + 1, 3 * (2**53 + 1)]]]
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
@@ -1423,4 +1450,5 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "gather_family_checks_on_device", "half_number_operands",
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
     "linalg_decompositions", "autocast", "distributions_more", "distributions_counts",
-    "grid_sample_non_finite_points", "round_zero_and_var_past_the_count")}
+    "grid_sample_non_finite_points", "round_zero_and_var_past_the_count",
+    "integer_matmul_is_exact")}

@@ -582,6 +582,12 @@ def _launch_mm(a: DeviceArray, b: DeviceArray, c: DeviceArray) -> None:
     prec = "tf32" if (dt != np.float32 or kmm.FLAGS.allow_tf32) else "ieee"
     args = (karg(a), karg(b), karg(c), m, n, k, nb0, *st[0], *a.estrides[-2:], *st[1],
             *b.estrides[-2:], *st[2], *c.estrides[-2:])
+    if dt == np.int64:  # exact integer sums (matmul casts integer operands to int64)
+        cfg = configs.MATMUL_INT
+        grid = (triton_cdiv(m, cfg.block_m) * triton_cdiv(n, cfg.block_n), nb)
+        launch(kmm.int_matmul_kernel, grid, *args, BLOCK_M=cfg.block_m,
+               BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, num_warps=cfg.num_warps)
+        return
     if is_interpreted():
         cfg = configs.MATMUL_INTERP
         grid = (triton_cdiv(m, cfg.block_m) * triton_cdiv(n, cfg.block_n), nb)
@@ -631,7 +637,9 @@ def _launch_mm(a: DeviceArray, b: DeviceArray, c: DeviceArray) -> None:
 
 def matmul(a: DeviceArray, b: DeviceArray) -> DeviceArray:
     """NumPy matmul semantics (1-D operands promoted and squeezed, batch dims broadcast);
-    a and b share a float dtype (integers go through float64 and back)."""
+    a and b share a dtype: floats by tl.dot, integers and bools by exact int64 sums
+    (int_matmul_kernel), cast back to the result dtype (int32 / int8 sums wrap, as on the
+    CPU and in PyTorch's CPU kernels)."""
     tb = _tb()
     a1, b1 = a.ndim == 1, b.ndim == 1
     av = tb.reshape_view(a, (1, a.shape[0])) if a1 else a
@@ -640,7 +648,7 @@ def matmul(a: DeviceArray, b: DeviceArray) -> DeviceArray:
         raise ValueError(f"matmul: shapes {a.shape} and {b.shape} cannot be multiplied")
     bshape = np.broadcast_shapes(av.shape[:-2], bv.shape[:-2])
     out_dt = np.result_type(a.dtype, b.dtype)
-    work = out_dt if (out_dt.kind == "f" or is_half(out_dt)) else np.dtype(np.float64)
+    work = out_dt if (out_dt.kind == "f" or is_half(out_dt)) else np.dtype(np.int64)
     av, bv = tb.cast(av, work), tb.cast(bv, work)
     m, n = av.shape[-2], bv.shape[-1]
     c = _empty(tuple(bshape) + (m, n), work)

@@ -329,6 +329,9 @@ MATMUL_CONFIGS_32 = [
 ]
 MATMUL_CONFIGS_64 = [MatmulConfig(64, 64, 16, 8, 4, 2), MatmulConfig(32, 32, 16, 8, 4, 2)]
 MATMUL_INTERP = MatmulConfig(32, 32, 16, 4, 4, 1)
+# Integer matmuls (int_matmul_kernel: exact int64 products summed without tl.dot, a
+# (BLOCK_M, BLOCK_K, BLOCK_N) product per step; not a speed path: PyTorch's CUDA has none)
+MATMUL_INT = MatmulConfig(16, 16, 16, 1, 4, 1)
 # Compiled launches autotune over the list above; if autotuning itself fails (e.g. a Triton
 # without a working benchmarker), the first config of the list is used.
 MATMUL_AUTOTUNE = True

@@ -72,6 +72,37 @@ def matmul_kernel(A, B, C, M, N, K, NB0,
     tl.store(c_ptr, acc.to(C.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@triton.jit
+def int_matmul_kernel(A, B, C, M, N, K, NB0,
+                      SA1, SA0, SAM, SAK, SB1, SB0, SBK, SBN, SC1, SC0, SCM, SCN,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """matmul_kernel's layout contract for integers (A and B int64, read as such): each
+    step adds sum_k A[m, k] B[k, n] over a (BLOCK_M, BLOCK_K, BLOCK_N) product in int64,
+    so the sums are exact and wrap modulo 2^64; C (int64) is cast to the result dtype by
+    the caller (its truncation wraps int32 / int8 sums as PyTorch's CPU kernels do)."""
+    pid = tl.program_id(0)
+    bid = tl.program_id(1).to(tl.int64)
+    n_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // n_n
+    pid_n = pid % n_n
+    b1 = bid // NB0
+    b0 = bid % NB0
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    rk = tl.arange(0, BLOCK_K).to(tl.int64)
+    a_ptr = A + b1 * SA1 + b0 * SA0 + rm[:, None] * SAM + rk[None, :] * SAK
+    b_ptr = B + b1 * SB1 + b0 * SB0 + rk[:, None] * SBK + rn[None, :] * SBN
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int64)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr, mask=(rm[:, None] < M) & (rk[None, :] < K - k), other=0)
+        b = tl.load(b_ptr, mask=(rk[:, None] < K - k) & (rn[None, :] < N), other=0)
+        acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+        a_ptr += BLOCK_K * SAK
+        b_ptr += BLOCK_K * SBK
+    c_ptr = C + b1 * SC1 + b0 * SC0 + rm[:, None] * SCM + rn[None, :] * SCN
+    tl.store(c_ptr, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 _TUNED: dict = {}
 
 
@@ -90,4 +121,5 @@ def tuned_kernel(cfgs: tuple):
     return k
 
 
-__all__ = ["matmul_kernel", "tuned_kernel", "FLAGS", "MatmulFlags", "triton"]
+__all__ = ["matmul_kernel", "int_matmul_kernel", "tuned_kernel", "FLAGS", "MatmulFlags",
+           "triton"]
