@@ -1441,6 +1441,20 @@ def check_integer_matmul_is_exact() -> None:
         [[[2**53 + 1, 3 * (2**53 + 1)]]]
 
 
+def check_float64_random_resolution() -> None:
+    # float64 draws carry 53 random bits (they were float32 draws: every value on the 2^-24
+    # grid), uniforms in [0, 1), normals with the standard moments (seeded: deterministic)
+    tgrad.manual_seed(3)
+    u = tgrad.rand(20000, dtype=tgrad.float64, device="cuda").numpy()
+    n = tgrad.randn(20000, dtype=tgrad.float64, device="cuda").numpy()
+    for a in (u, n):
+        assert a.dtype == np.float64 and np.mean(a.astype(np.float32) == a) < 0.01
+    assert 0.0 <= u.min() and u.max() < 1.0 and abs(u.mean() - 0.5) < 0.01
+    assert abs(n.mean()) < 0.03 and abs(n.var() - 1.0) < 0.05
+    v = tgrad.empty(5000, dtype=tgrad.float64, device="cuda").uniform_(2.0, 3.0).numpy()
+    assert 2.0 <= v.min() and v.max() < 3.0 and np.mean(v.astype(np.float32) == v) < 0.01
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
@@ -1451,4 +1465,4 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
     "linalg_decompositions", "autocast", "distributions_more", "distributions_counts",
     "grid_sample_non_finite_points", "round_zero_and_var_past_the_count",
-    "integer_matmul_is_exact")}
+    "integer_matmul_is_exact", "float64_random_resolution")}

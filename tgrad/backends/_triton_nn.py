@@ -491,13 +491,14 @@ def _random(shape: tuple, dtype, normal: bool) -> DeviceArray:
     seed, off = philox_next(n)
     blk = configs.flat_block(is_interpreted())
     launch(kd.rand_kernel, (triton_cdiv(n, blk),), karg(out), n, seed, off, NORMAL=normal,
-           BLOCK=blk, num_warps=configs.FLAT_WARPS)
+           F64=out.dtype == np.float64, BLOCK=blk, num_warps=configs.FLAT_WARPS)
     return out
 
 
 def rand(shape: tuple, dtype: np.dtype) -> DeviceArray:
-    """Uniform [0, 1) from Philox (float32 resolution). float16/bfloat16: the float32 draw
-    floored to multiples of 2^-11 / 2^-8 first (exact), so rounding can never give 1.0."""
+    """Uniform [0, 1) from Philox (float64: 53 random bits; else float32's). float16 /
+    bfloat16: the float32 draw floored to multiples of 2^-11 / 2^-8 first (exact), so
+    rounding can never give 1.0."""
     if not is_half(np.dtype(dtype)):
         return _random(tuple(shape), dtype, False)
     tb = _tb()

@@ -19,10 +19,29 @@ import triton.language as tl
 
 
 @triton.jit
-def rand_kernel(O, N, seed, offset, NORMAL: tl.constexpr, BLOCK: tl.constexpr):
+def _uniform53(hi, lo):
+    """A float64 uniform in [0, 1) on the 2^-53 grid from two uint32 Philox words (27 bits
+    of hi, 26 of lo)."""
+    bits = (hi >> 5).to(tl.int64) * 67108864 + (lo >> 6).to(tl.int64)
+    return bits.to(tl.float64) * 1.1102230246251565e-16  # 2^-53
+
+
+@triton.jit
+def rand_kernel(O, N, seed, offset, NORMAL: tl.constexpr, F64: tl.constexpr,
+                BLOCK: tl.constexpr):
+    """O[i] = uniform [0, 1) or standard normal draw i of Philox(seed, offset + i). float64:
+    53 random bits per uniform (tl.rand's float32 would leave the draws on a 2^-24 grid),
+    the normal by Box-Muller on two of them, r = sqrt(-2 log(1 - u1)) cos(2 pi u2)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = offs < N
-    if NORMAL:
+    if F64:
+        c0, c1, c2, c3 = tl.randint4x(seed, offset + offs)
+        u = _uniform53(c0, c1)
+        if NORMAL:
+            r = tl.sqrt(-2.0 * tl.log(1.0 - u)) * tl.cos(6.283185307179586 * _uniform53(c2, c3))
+        else:
+            r = u
+    elif NORMAL:
         r = tl.randn(seed, offset + offs)
     else:
         r = tl.rand(seed, offset + offs)
