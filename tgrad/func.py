@@ -137,10 +137,7 @@ def _prepare(args: tuple, argnums, who: str) -> tuple:
             raise RuntimeError(f"{who}: only floating point or complex inputs can be "
                                f"differentiated, got {t.dtype}")
     outer = any(t.requires_grad for t in leaves)
-    # a dual leaf (forward over reverse: jvp of grad, jacfwd of jacrev) keeps its tangent
-    # (view_as carries it; a detached alias is given it)
-    aliases = [t.view_as(t) if t.requires_grad else _with_tangent_of(t, t.detach())
-               .requires_grad_() for t in leaves]
+    aliases = _grad_aliases(leaves)
     rebuilt = rebuild(aliases)
     new_args = list(args)
     if isinstance(argnums, int):
@@ -149,6 +146,20 @@ def _prepare(args: tuple, argnums, who: str) -> tuple:
         for i, value in zip(nums, rebuilt):
             new_args[i] = value
     return tuple(new_args), aliases, rebuild, outer
+
+
+def _grad_aliases(leaves: list) -> list:
+    """Aliases of ``leaves`` that require grad, for this transform's graph; a dual leaf
+    (forward over reverse: jvp of grad, jacfwd of jacrev) keeps its tangent (view_as
+    carries it; a detached alias is given it)."""
+    return [t.view_as(t) if t.requires_grad else _with_tangent_of(t, t.detach())
+            .requires_grad_() for t in leaves]
+
+
+def _check_jvp_output(o) -> None:
+    if not isinstance(o, Tensor):
+        raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to return only "
+                           f"tensors, got unsupported type {type(o).__name__}")
 
 
 def _split_aux(result, has_aux: bool, who: str) -> tuple:
@@ -372,15 +383,11 @@ def _jvp_by_reverse(func: Callable, p_leaves: list, t_leaves: list, rebuild, has
                                "(tgrad computes a nested jvp by reverse passes, for real "
                                "primals only)")
         keep = any(p.requires_grad for p in p_leaves)
-        aliases = [p.view_as(p) if p.requires_grad else _with_tangent_of(p, p.detach())
-                   .requires_grad_() for p in p_leaves]
+        aliases = _grad_aliases(p_leaves)
         out, aux = _split_aux(func(*rebuild(aliases)), has_aux, "jvp")
         out_leaves, out_rebuild = _flatten(out)
         for o in out_leaves:
-            if not isinstance(o, Tensor):
-                raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to "
-                                   f"return only tensors, got unsupported type "
-                                   f"{type(o).__name__}")
+            _check_jvp_output(o)
             if o.dtype.is_complex:
                 raise RuntimeError("Nested forward mode AD is not supported at the moment "
                                    "(tgrad computes a nested jvp by reverse passes, for "
@@ -413,10 +420,7 @@ def _jvp_forward(func: Callable, p_leaves: list, t_leaves: list, rebuild, has_au
         out_leaves, out_rebuild = _flatten(out)
         values, jvps = [], []
         for o in out_leaves:
-            if not isinstance(o, Tensor):
-                raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to "
-                                   f"return only tensors, got unsupported type "
-                                   f"{type(o).__name__}")
+            _check_jvp_output(o)
             primal, tangent = fwad.unpack_dual(o)
             values.append(primal.view_as(primal) if tangent is not None else o)
             jvps.append(tangent if tangent is not None else o.detach().new_zeros(o.shape))
