@@ -50,6 +50,16 @@ def _replaced(new, old: tuple, what: str) -> tuple:
     return new
 
 
+def _through_identity(callback, values: tuple, positions: list) -> list:
+    """``values`` with those at ``positions`` replaced by their aliases from one
+    BackwardHookFunction node, whose backward calls ``callback`` on their gradients."""
+    wrapped = BackwardHookFunction.apply(callback, *[values[i] for i in positions])
+    out = list(values)
+    for i, t in zip(positions, wrapped):
+        out[i] = t
+    return out
+
+
 def _is_grad_tensor(a) -> bool:
     return isinstance(a, Tensor) and a.requires_grad
 
@@ -71,11 +81,7 @@ class BackwardHook:
         self.wanted = wanted = [i for i, a in enumerate(args) if _is_grad_tensor(a)]
         if not (wanted and self.hooks and STATE.enabled):
             return args
-        wrapped = BackwardHookFunction.apply(self._on_inputs, *[args[i] for i in wanted])
-        args = list(args)
-        for i, t in zip(wanted, wrapped):
-            args[i] = t
-        return tuple(args)
+        return tuple(_through_identity(self._on_inputs, args, wanted))
 
     def _on_inputs(self, grads: tuple) -> tuple:
         if self.grad_output is None:
@@ -125,8 +131,5 @@ class BackwardHook:
                     hook(self.module, (None,) * n_args, grad_output)
             return tuple(grad_output[i] for i in out_pos)
 
-        wrapped = BackwardHookFunction.apply(on_outputs, *[outs[i] for i in out_pos])
-        new = list(outs)
-        for i, t in zip(out_pos, wrapped):
-            new[i] = t
+        new = _through_identity(on_outputs, outs, out_pos)
         return tuple(new) if isinstance(out, tuple) else new[0]
