@@ -544,6 +544,8 @@ def test_default_validation_switch_and_repr():
     assert repr(Bernoulli(logits=0.5)) == "Bernoulli(logits: 0.5)"
     # a 0-d tensor formats as its value (as torch's Tensor.__format__), others as tensors
     assert repr(Exponential(_t([2.0]))) == f"Exponential(rate: {_t([2.0])})"
+    # a class-level dependent support (PyTorch's _DependentProperty; the first letter was cut)
+    assert repr(tgrad.distributions.Uniform.support) == "DependentProperty()"
     try:
         Distribution.set_default_validate_args(False)
         assert Normal(0.0, -1.0).scale.item() == -1.0

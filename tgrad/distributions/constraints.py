@@ -70,6 +70,9 @@ class dependent_property(property, _Dependent):  # noqa: N801  (PyTorch's name)
     def __call__(self, fn):
         return dependent_property(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
 
+    def __repr__(self) -> str:
+        return "DependentProperty()"  # (PyTorch's class is _DependentProperty)
+
 
 class _Real(Constraint):
     """The extended real line: anything but NaN."""
