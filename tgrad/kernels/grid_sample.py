@@ -49,9 +49,10 @@ def _unnormalize(v, size, ALIGN: tl.constexpr):
 def _clip(c, size):
     """clamp(c, 0, size - 1) (NaN: 0, PyTorch's clip_coordinates) and its derivative: 1
     strictly inside."""
-    r = tl.where(c > 0, c, 0.0)
-    r = tl.where(r > size - 1, size - 1, r)
-    der = tl.where((c > 0) & (c < size - 1), 1.0, 0.0)
+    # (clamp ignores a NaN operand by default: fmax / fmin, on the GPU as in the
+    # interpreter)
+    r = tl.clamp(c, 0.0, size - 1.0)
+    der = tl.where((r > 0) & (r < size - 1), 1.0, 0.0)  # (from r: c is dead after the clamp)
     return r, der
 
 
