@@ -296,16 +296,9 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
     return t
 
 
-def _missing_size(op: str) -> TypeError:
-    """PyTorch's error for zeros() / ones() / empty() without a size (() is 0-d)."""
-    return TypeError(f'{op}() missing 1 required positional arguments: "size" (pass a size, '
-                     f'e.g. {op}(()) for a 0-d tensor)')
-
-
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
           layout=None, pin_memory: bool = False) -> Tensor:
-    if not args and size is None:
-        raise _missing_size("zeros")
+    _check_size_given("zeros", args, size)
     if pin_memory:
         check_pin_memory("zeros", device)
     if layout is not None:
@@ -316,8 +309,7 @@ def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False
 
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
          layout=None, pin_memory: bool = False) -> Tensor:
-    if not args and size is None:
-        raise _missing_size("ones")
+    _check_size_given("ones", args, size)
     if pin_memory:
         check_pin_memory("ones", device)
     if layout is not None:
@@ -328,8 +320,7 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
           layout=None, pin_memory: bool = False) -> Tensor:
-    if not args and size is None:
-        raise _missing_size("empty")
+    _check_size_given("empty", args, size)
     if pin_memory:
         check_pin_memory("empty", device)
     if layout is not None:
@@ -502,11 +493,14 @@ def _random(kind: str, size, dtype, device, requires_grad, generator=None) -> Te
 
 
 def _check_size_given(op: str, args: tuple, size) -> None:
-    """rand() / randn() need a size (PyTorch's TypeError); rand(()) is 0-d."""
+    """The creation functions need a size, as PyTorch's (a TypeError in its words: rand /
+    randn have several overloads, zeros / ones / empty one); ``()`` is 0-d."""
     if not args and size is None:
-        raise TypeError(f"{op}() received an invalid combination of arguments - got (), but "
-                        f"expected (tuple of ints size, ...): pass a size, e.g. {op}(()) for a "
-                        f"0-d tensor")
+        hint = f"pass a size, e.g. {op}(()) for a 0-d tensor"
+        if op in ("rand", "randn"):
+            raise TypeError(f"{op}() received an invalid combination of arguments - got (), "
+                            f"but expected (tuple of ints size, ...): {hint}")
+        raise TypeError(f'{op}() missing 1 required positional arguments: "size" ({hint})')
 
 
 def rand(*args, size=None, generator=None, dtype=None, device=None,
@@ -741,18 +735,19 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
     # a 0-d tensor or NumPy array is its number (an integer array's int: int64, not float)
     start, end, step = (v.item() if isinstance(v, Tensor) or (
         isinstance(v, np.ndarray) and v.ndim == 0) else v for v in (start, end, step))
+    numbers = []
     for name, v in (("start", start), ("end", end), ("step", step)):
         if not isinstance(v, (int, float, complex, np.number)):  # (bool is an int)
             raise TypeError(f"arange(): argument '{name}' must be Number, not "
                             f"{type(v).__name__}")
-    if any(isinstance(v, (complex, np.complexfloating)) for v in (start, end, step)):
-        if any(isinstance(v, (complex, np.complexfloating)) and v.imag
-               for v in (start, end, step)):  # PyTorch reads them as double
-            raise RuntimeError(f"arange: value cannot be converted to type double without "
-                               f"overflow (a complex bound or step with a nonzero imaginary "
-                               f"part: {start}, {end}, {step})")
-        start, end, step = (float(v.real) if isinstance(v, (complex, np.complexfloating))
-                            else v for v in (start, end, step))
+        if isinstance(v, (complex, np.complexfloating)):  # PyTorch reads it as a double
+            if v.imag:
+                raise RuntimeError(f"arange: value cannot be converted to type double "
+                                   f"without overflow ({name} {v} has a nonzero imaginary "
+                                   f"part)")
+            v = float(v.real)
+        numbers.append(v)
+    start, end, step = numbers
     if dtype is not None:
         dt = dtypes.as_dtype(dtype)
         if dt is dtypes.bool_ or dt.is_complex:

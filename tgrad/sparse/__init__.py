@@ -277,13 +277,12 @@ class SparseTensor(Tensor):
             if other.requires_grad and STATE.enabled:
                 raise NotImplementedError("div: tgrad does not differentiate a sparse "
                                           "tensor's 0-d divisor; pass divisor.detach()")
-            dt = dtypes.result_type(self, other)  # (a 0-d tensor's dtype promotes)
-            other = other.item()
         elif not isinstance(other, (int, float, bool, complex, np.number)):
             raise TypeError(f"div(): argument 'other' must be Tensor or Number, not "
                             f"{type(other).__name__}")
-        else:
-            dt = dtypes.result_type(self, other)
+        dt = dtypes.result_type(self, other)  # (a 0-d tensor's dtype promotes as its own)
+        if isinstance(other, Tensor):
+            other = other.item()
         if rounding_mode is not None:
             return _unary(self, "div", (other,), {"rounding_mode": rounding_mode})
         if not (dt.is_floating_point or dt.is_complex):  # true division of integers
