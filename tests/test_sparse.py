@@ -495,6 +495,80 @@ def test_inplace_unary_on_sparse():
                                 is_coalesced=True).abs_()
 
 
+def test_inplace_arithmetic_on_sparse():
+    """mul_ / div_ / add_ / sub_ in place (PyTorch's sparse in-place forms): values against
+    NumPy, the dtype rule of in-place ops, the leaf error, and gradients through a non-leaf
+    against the closed forms."""
+    dense = _dense_ref(IDX, VAL, (2, 3))
+    s = _s().coalesce().clone()
+    assert s.mul_(2) is s and np.allclose(s.to_dense().numpy(), 2 * dense, rtol=1e-15)
+    assert s.div_(4) is s and np.allclose(s.to_dense().numpy(), dense / 2, rtol=1e-15)
+    assert s.add_(_s(), alpha=3) is s
+    np.testing.assert_allclose(s.to_dense().numpy(), dense / 2 + 3 * dense, rtol=1e-15)
+    assert s.sub_(_s()) is s
+    np.testing.assert_allclose(s.to_dense().numpy(), dense / 2 + 2 * dense, rtol=1e-15)
+    i = tgrad.sparse_coo_tensor([[0, 2]], [4, -9], (3,)).coalesce()
+    assert i.div_(2, rounding_mode="floor").to_dense().tolist() == [2, 0, -5]
+    for bad in (lambda: i.mul_(2.5), lambda: i.div_(2)):  # float result into int64
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the "
+                                               "desired output type Long"):
+            bad()
+    f32 = _s(dtype=tgrad.float32)
+    assert f32.add_(_s()).dtype is tgrad.float32  # float64 result cast down, as PyTorch's
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        _s(requires_grad=True).mul_(2)
+    x = tgrad.sparse_coo_tensor([[0, 1, 2]], tgrad.tensor([0.5, 1.0, 2.0], dtype=tgrad.float64),
+                                (4,), requires_grad=True)
+    xv = np.array([0.5, 1.0, 2.0, 0.0])
+    for step, dy in ((lambda y: y.sin_().mul_(3), 3 * np.cos(xv)),
+                     (lambda y: y.add_(x, alpha=2), 3.0 + 0 * xv),
+                     (lambda y: y.div_(2).sub_(x).pow(2), xv / 2)):  # (x/2 - x)^2 = x^2/4
+        x.grad = None
+        step((x * 1).coalesce()).to_dense().sum().backward()
+        np.testing.assert_allclose(x.grad.to_dense().numpy()[:3], dy[:3], rtol=1e-15)
+
+
+def test_sparse_parts_share_the_version_counter():
+    """PyTorch's sparse tensor, its _indices() and its _values() share one version counter:
+    an in-place change through either is seen by backward, and in-place sparse ops bump it."""
+    s = tgrad.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (2,)).coalesce()
+    v = s._values()
+    assert (s._version, v._version) == (0, 0)
+    s.mul_(2)
+    assert (s._version, v._version) == (1, 1)
+    with tgrad.no_grad():
+        v.add_(1)
+    assert (s._version, s._indices()._version, s.values()._version) == (2, 2, 2)
+    for change in (lambda s: s._values().mul_(2), lambda s: s._indices().add_(0),
+                   lambda s: s.mul_(2), lambda s: s.sin_()):
+        for use in (lambda s: s.sin(), lambda s: s * s,
+                    lambda s: s * tgrad.ones(2, 1, dtype=tgrad.float64),
+                    lambda s: tgrad.sparse.mm(s, tgrad.ones(1, 2, dtype=tgrad.float64)),
+                    lambda s: tgrad.sparse.mm(s, s.t().detach())):
+            x = tgrad.sparse_coo_tensor([[0, 1], [0, 0]], tgrad.tensor([1.0, 2.0]).double(),
+                                        (2, 1), requires_grad=True).coalesce()
+            y = use(x)
+            with tgrad.no_grad():
+                change(x)
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                (y.to_dense() if y.is_sparse else y).sum().backward()
+
+
+def test_function_forms_route_sparse_operands():
+    """tgrad.t / transpose / permute / sum of a sparse tensor: its own methods, as PyTorch's
+    dispatch does."""
+    s = _s().coalesce()
+    dense = _dense_ref(IDX, VAL, (2, 3))
+    for r in (tgrad.t(s), tgrad.transpose(s, 0, 1), tgrad.permute(s, (1, 0)),
+              tgrad.permute(s, 1, 0)):
+        assert r.is_sparse and np.array_equal(r.to_dense().numpy(), dense.T)
+    total = tgrad.sum(s)
+    assert not total.is_sparse and total.item() == dense.sum()
+    rows = tgrad.sum(s, 1)
+    assert rows.is_sparse and np.array_equal(rows.to_dense().numpy(), dense.sum(1))
+    assert tgrad.sum(s, dim=(0, 1), keepdim=True).tolist() == [[dense.sum()]]
+
+
 def test_dense_sparse_add_sub_gradients():
     d0 = np.arange(6.0).reshape(2, 3)
     sd = _dense_ref(IDX, VAL, (2, 3))

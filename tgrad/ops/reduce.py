@@ -23,6 +23,7 @@ from tgrad.ops._common import (
     normalize_dims,
     register_op,
     require_tensor,
+    route_sparse,
     tensor_method,
     wrap,
 )
@@ -310,7 +311,10 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: 
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
         check_grad_dtype("sum", input, dtype)
-    return (SumAll if dim is None else Sum).apply(input, axes, keepdim, dtype)
+    try:
+        return (SumAll if dim is None else Sum).apply(input, axes, keepdim, dtype)
+    except RuntimeError as e:
+        return route_sparse("sum", e, input, dim=dim, keepdim=keepdim, dtype=dtype)
 
 
 @tensor_method("mean")

@@ -275,6 +275,8 @@ def permute(input: Tensor, *order, dims=None) -> Tensor:  # noqa: A002
     ``dims``)."""
     if type(input) is not Tensor:  # (a call only for others)
         require_tensor("permute", input)
+        if input._sparse:  # (tgrad.sparse's own method)
+            return input.permute(*(order if dims is None else (dims,)))
     dims = sizes_keyword("permute", "dims", order, dims)
     if len(dims) == 1 and not isinstance(dims[0], Tensor):  # one sequence (or a bad value)
         dims = dims[0]
@@ -295,6 +297,8 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:  # noqa: A002
     """Swap two dims (a view)."""
     if type(input) is not Tensor:  # (a call only for others)
         require_tensor("transpose", input)
+        if input._sparse:  # (tgrad.sparse's own method)
+            return input.transpose(dim0, dim1)
     if input.ndim == 0:  # dims -1 and 0 name the one dim a 0-d tensor is treated as having
         _wrap_dim(dim0, 0, "transpose")
         _wrap_dim(dim1, 0, "transpose")
@@ -317,6 +321,8 @@ def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:  # noqa: A002
 def t(input: Tensor) -> Tensor:  # noqa: A002
     if type(input) is not Tensor:  # (a call only for others)
         require_tensor("t", input)
+        if input._sparse:  # (tgrad.sparse's own method)
+            return input.t()
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")

@@ -19,7 +19,8 @@ operand's entries), ``sparse.sum``, ``sparse.mm`` /
 ``mm`` / ``@`` with a dense or sparse matrix, ``mv`` / ``@`` a vector, the zero-preserving
 unary ops of ``_UNARY_OPS`` as methods (one table), as ``tgrad.sin(s)`` ... (the public
 functions route a sparse operand here when the strided op raised) and in place
-(``s.sin_()``), ``t`` / ``transpose`` / ``permute``, ``mul`` by a 0-d or broadcastable
+(``s.sin_()``), in-place ``mul_`` / ``div_`` / ``add_`` / ``sub_``, ``t`` / ``transpose`` /
+``permute``, ``mul`` by a 0-d or broadcastable
 dense tensor (either order), ``div`` (``rounding_mode`` too) / ``pow`` by a number,
 ``sum(dim, keepdim)``,
 ``sparse.softmax`` / ``log_softmax`` / ``addmm``, ``index_select``, ``narrow_copy``.
@@ -34,14 +35,15 @@ from tgrad import dtypes
 from tgrad.autograd.function import Function, once_differentiable
 from tgrad.autograd.grad_mode import STATE
 from tgrad.device import CPU
-from tgrad.tensor import Tensor
+from tgrad.tensor import Storage, Tensor
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "sum", "mm", "addmm", "softmax", "log_softmax"]
 
 _SUPPORTED = ("to_dense, indices/values (coalesced), _indices/_values, coalesce, "
               "zero-preserving unary methods (s.sin(), s.abs(), ...), t/transpose/permute, "
-              "in-place forms (s.sin_(), ...), tgrad.sin(s) ..., mul by a number / 0-d / "
-              "broadcastable dense tensor / sparse tensor, div by a number (rounding_mode too), "
+              "in-place forms (s.sin_(), s.mul_(2), ...), tgrad.sin(s) ..., mul by a number / "
+              "0-d / broadcastable dense tensor / sparse tensor, div by a number "
+              "(rounding_mode too), "
               "pow, + and - (sparse or dense), sum (keepdim too), tgrad.sparse.sum / softmax / "
               "log_softmax / "
               "addmm, mm / @ with a dense or sparse matrix, mv, index_select, narrow_copy, "
@@ -103,6 +105,29 @@ for _name, _aten in (("neg", "neg"), ("pos", "positive"), ("abs", "abs"),
     setattr(_SparseData, f"__{_name}__", _data_op(_aten))
 
 
+class _PartStorage(Storage):
+    """The storage of a sparse tensor's ``_indices()`` / ``_values()`` tensors: their own
+    array as root, the sparse tensor's version counter (``counter``), as PyTorch's parts
+    share it. An in-place change through a part is then seen by a graph that saved the
+    sparse tensor, and an in-place sparse op by one that saved a part."""
+
+    __slots__ = ("counter",)
+
+    def __init__(self, root, counter: Storage | None = None) -> None:
+        # (not Storage.__init__: its ``version = 0`` would reset the shared counter; without
+        # ``counter``, as ``type(storage)(root)`` makes for a detached alias, a fresh one)
+        self.root = root
+        self.counter = Storage(root) if counter is None else counter
+
+    @property
+    def version(self) -> int:
+        return self.counter.version
+
+    @version.setter
+    def version(self, value: int) -> None:
+        self.counter.version = value
+
+
 class SparseTensor(Tensor):
     """A sparse COO tensor (layout ``tgrad.sparse_coo``); make one with
     ``tgrad.sparse_coo_tensor`` or ``Tensor.to_sparse()``."""
@@ -155,24 +180,29 @@ class SparseTensor(Tensor):
         from tgrad._tensor_str import sparse_repr
         return sparse_repr(self, self._sp_indices, self._sp_values)
 
+    def _part(self, array: np.ndarray) -> Tensor:
+        """An alias of ``array`` (the indices or the values) sharing this tensor's version
+        counter."""
+        return Tensor(array, _PartStorage(array, self._storage))
+
     def _indices(self) -> Tensor:
-        return Tensor(self._sp_indices)
+        return self._part(self._sp_indices)
 
     def _values(self) -> Tensor:
-        return Tensor(self._sp_values)
+        return self._part(self._sp_values)
 
     def indices(self) -> Tensor:
         if not self._coalesced:
             raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call "
                                ".coalesce() first")
-        return Tensor(self._sp_indices)
+        return self._part(self._sp_indices)
 
     def values(self) -> Tensor:
         if not self._coalesced:
             raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
                                ".coalesce() first")
         _no_grad_through("values", self)
-        return Tensor(self._sp_values)
+        return self._part(self._sp_values)
 
     # ------------------------------------------------------------------ conversions
     def coalesce(self) -> SparseTensor:
@@ -390,17 +420,52 @@ class SparseTensor(Tensor):
 
     def zero_(self) -> SparseTensor:
         """In place: no entries (nnz 0, coalesced), same shape, as PyTorch's sparse zero_."""
-        self._sp_indices = np.zeros((self.sparse_dim(), 0), np.int64)
-        self._sp_values = np.zeros((0,) + self._sp_values.shape[1:], self._sp_values.dtype)
-        self._coalesced = True
-        return self
+        return self._assign(SparseTensor(
+            np.zeros((self.sparse_dim(), 0), np.int64),
+            np.zeros((0,) + self._sp_values.shape[1:], self._sp_values.dtype), self.shape, True))
 
     def _assign(self, other: SparseTensor) -> SparseTensor:
-        """In place: take ``other``'s entries (same shape; PyTorch's in-place sparse ops such
-        as ``buf.mul_(m).add_(g)`` keep the object)."""
+        """In place: take ``other``'s entries (same shape) and, when ``other`` was recorded,
+        its place in the graph; bumps the version counter. PyTorch's in-place sparse ops
+        (``buf.mul_(m).add_(g)`` in the optimizers) keep the object."""
         self._sp_indices, self._sp_values = other._sp_indices, other._sp_values
         self._coalesced = other._coalesced
+        if other._grad_fn is not None:
+            self._grad_fn, self._output_nr = other._grad_fn, other._output_nr
+        self._storage.version += 1
         return self
+
+    def _inplace(self, op: str, compute) -> SparseTensor:
+        """``self`` replaced in place by ``compute(src)``, src being self's entries and
+        place in the graph under a version counter of its own (PyTorch's original_self:
+        what the op saves for backward stays valid); differentiable, as PyTorch's in-place
+        sparse ops, but on a leaf that requires grad."""
+        if self._requires_grad and STATE.enabled and self._grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        src = SparseTensor(self._sp_indices, self._sp_values, self.shape, self._coalesced,
+                           self._requires_grad)
+        src._grad_fn, src._output_nr = self._grad_fn, self._output_nr
+        out = compute(src)
+        if out.dtype is not self.dtype:
+            from tgrad.ops.inplace import check_castable
+            check_castable(f"{op}: ", out.dtype, self.dtype)
+            out = out.to(self.dtype)  # (PyTorch casts the result to self's dtype)
+        return self._assign(out)
+
+    def mul_(self, other) -> SparseTensor:
+        return self._inplace("mul_", lambda src: src.mul(other))
+
+    def div_(self, other, *, rounding_mode=None) -> SparseTensor:
+        return self._inplace("div_", lambda src: src.div(other, rounding_mode=rounding_mode))
+
+    def add_(self, other, *, alpha=1) -> SparseTensor:
+        return self._inplace("add_", lambda src: src.add(other, alpha=alpha))
+
+    def sub_(self, other, *, alpha=1) -> SparseTensor:
+        return self._inplace("sub_", lambda src: src.sub(other, alpha=alpha))
+
+    multiply_, divide_, true_divide_, subtract_ = mul_, div_, div_, sub_
 
     def add(self, other, *, alpha=1) -> Tensor:
         if not isinstance(other, Tensor) or not other._sparse:
@@ -812,8 +877,7 @@ class MulDense(Function):
 
     @staticmethod
     def forward(ctx, s, d):
-        ctx.s = s.detach()
-        ctx.save_for_backward(d)  # (version-checked: an in-place change of D raises)
+        ctx.save_for_backward(s, d)  # (version-checked: an in-place change raises)
         dn = np.asarray(d.detach().numpy())
         dv = dn if d.ndim == 0 else dn[tuple(s._sp_indices)]
         # PyTorch's promotion (a 0-d operand does not promote within its category; NumPy
@@ -824,7 +888,7 @@ class MulDense(Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        s, (d,) = ctx.s, ctx.saved_tensors
+        s, d = ctx.saved_tensors
         d = d.detach()
         idx = s._sp_indices
         gv = _values_at(g, idx, s.shape)
@@ -906,12 +970,14 @@ class MulSparse(Function):
         ctx.a = (a._sp_indices, a._sp_values.astype(dt, copy=False), a._coalesced)
         ctx.b = (b._sp_indices, b._sp_values.astype(dt, copy=False), b._coalesced)
         ctx.shape, ctx.dts = a.shape, (a._sp_values.dtype, b._sp_values.dtype)
+        ctx.save_for_backward(a, b)  # (version-checked: an in-place change raises)
         idx, vals, coalesced = _mul_entries(*ctx.a, *ctx.b, a.shape)
         return SparseTensor(idx, vals, a.shape, coalesced)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
+        ctx.saved_tensors  # noqa: B018  (the version check)
         shape = ctx.shape
 
         def times_g(other, dt):  # g * conj(other), other's entries (oi, ov, coalesced flag)
@@ -969,6 +1035,7 @@ class SparseUnary(Function):
         cidx, cv = (s._sp_indices, s._sp_values) if s._coalesced else _coalesce(
             s._sp_indices, s._sp_values, s.shape)
         ctx.idx, ctx.v, ctx.op, ctx.args, ctx.kwargs = cidx, cv, op, args, kwargs
+        ctx.save_for_backward(s)  # (version-checked: an in-place change of S raises)
         idx, v = (cidx, cv) if _UNARY_OPS[op] else (s._sp_indices, s._sp_values)
         out = getattr(Tensor(v), op)(*args, **kwargs)
         return SparseTensor(idx, np.asarray(out.numpy()), s.shape,
@@ -979,6 +1046,7 @@ class SparseUnary(Function):
     def backward(ctx, g):
         from tgrad.autograd import grad as autograd_grad
         from tgrad.autograd.grad_mode import enable_grad
+        ctx.saved_tensors  # noqa: B018  (the version check)
         shape = ctx._in_meta[0][0]
         if ctx.op in _ZERO_GRAD_OPS and ctx.v.dtype.kind != "c":  # piecewise constant: no
             return SparseTensor(np.zeros((len(ctx.idx), 0), np.int64),  # entries (PyTorch's
@@ -1086,13 +1154,14 @@ class SparseSparseMM(Function):
 
     @staticmethod
     def forward(ctx, a, b, masked):
-        ctx.a, ctx.b, ctx.masked = a.detach(), b.detach(), masked
+        ctx.save_for_backward(a, b)  # (version-checked: an in-place change raises)
+        ctx.masked = masked
         return _spsp(a, b)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        a, b = ctx.a, ctx.b
+        a, b = ctx.saved_tensors
         gs = _as_sparse(g)
         da = db = None
         if ctx.needs_input_grad[0]:
@@ -1192,8 +1261,8 @@ class SparseDenseMM(Function):
 
     @staticmethod
     def forward(ctx, s, d, masked):
-        ctx.s, ctx.masked = s.detach(), masked
-        ctx.save_for_backward(d)  # (version-checked: an in-place change of D raises)
+        ctx.masked = masked
+        ctx.save_for_backward(s, d)  # (version-checked: an in-place change raises)
         rows, cols = s._sp_indices
         dn = d.detach().numpy()
         out = np.zeros((s.shape[0], d.shape[1]), np.result_type(s._sp_values, dn))
@@ -1203,7 +1272,8 @@ class SparseDenseMM(Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        s, d, gn = ctx.s, ctx.saved_tensors[0].detach().numpy(), g.numpy()
+        s, d = ctx.saved_tensors
+        d, gn = d.detach().numpy(), g.numpy()
         ds = dd = None
         if ctx.needs_input_grad[0]:
             full = gn @ d.T
@@ -1576,20 +1646,9 @@ _INPLACE_OPS = tuple(op for op in _UNARY_OPS if op not in (
 
 def _inplace_method(op: str):
     def method(self, *args, **kwargs):
-        if self._requires_grad and STATE.enabled:
-            if self._grad_fn is None:
-                raise RuntimeError("a leaf Variable that requires grad is being used in an "
-                                   "in-place operation.")
-            raise NotImplementedError(f"{op}_: tgrad does not differentiate in-place ops on "
-                                      f"sparse tensors; use the out-of-place s.{op}()")
         if _UNARY_OPS[op] and not self._coalesced:
             raise RuntimeError(f"{op}_ requires coalesced input")
-        out = _unary(self.detach(), op, args, kwargs)
-        if out.dtype is not self.dtype:
-            raise RuntimeError(f"result type {_scalar_name(out.dtype)} can't be cast to the "
-                               f"desired output type {_scalar_name(self.dtype)}")
-        self._sp_values = out._sp_values
-        return self
+        return self._inplace(op + "_", lambda src: _unary(src, op, args, kwargs))
     method.__name__ = op + "_"
     method.__doc__ = f"In-place {op} of the stored values (zero-preserving; sparse)."
     return method
