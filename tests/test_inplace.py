@@ -914,7 +914,22 @@ def test_embedding_of_a_0d_index_copies_the_row():
 
 # ------------------------------------------- non-differentiable in-place ops (regressions)
 
-@pytest.mark.parametrize("op", ["heaviside_", "floor_divide_", "nextafter_"])
+@pytest.mark.parametrize("op", ["heaviside_", "floor_divide_"])
+def test_inplace_without_a_derivative_raises_at_backward(op):
+    # PyTorch's node "NotImplemented": the result requires grad and backward raises, rather
+    # than a silent zero gradient for what x came from
+    for values_grad in (False, True):
+        a = leaf(X)
+        x = a * 3.0
+        y = leaf([1.0, 2.0, 0.5, 3.0]) if values_grad else f64([1.0, 2.0, 0.5, 3.0])
+        assert getattr(x, op)(y) is x
+        assert x.requires_grad and x.grad_fn.name() == "NotImplemented"
+        with pytest.raises(RuntimeError, match=f"derivative for aten::{op[:-1]} is not "
+                                               f"implemented"):
+            (x * 2).sum().backward()
+
+
+@pytest.mark.parametrize("op", ["nextafter_"])
 def test_non_differentiable_inplace_keeps_a_non_leaf_in_the_graph(op):
     # x.op_(y) on a non-leaf used to turn x into a leaf requiring grad: backward then filled
     # x.grad and dropped the gradient of what x came from. The op is not differentiable
@@ -937,8 +952,8 @@ def test_non_differentiable_inplace_keeps_a_non_leaf_in_the_graph(op):
 def test_non_differentiable_inplace_with_a_grad_operand_records_nothing():
     # only the operand requires grad: the result does not depend on it differentiably
     x = f64([0.5, -1.5, 2.0])
-    x.heaviside_(leaf([1.0, 2.0, 3.0]))
-    np.testing.assert_array_equal(x.numpy(), [1.0, 0.0, 1.0])
+    x.nextafter_(leaf([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(x.numpy(), np.nextafter([0.5, -1.5, 2.0], [1.0, 2.0, 3.0]))
     assert not x.requires_grad and x.is_leaf
 
 

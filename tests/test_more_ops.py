@@ -542,6 +542,63 @@ def test_hypot_does_not_overflow_or_underflow():
     _same(x.grad, [0.0, 0.6], rtol=1e-15)  # 0 at the origin (PyTorch: NaN)
 
 
+def test_hypot_second_derivatives_at_ties_and_on_the_axes():
+    # d2/da2 = b^2 / h^3, d2/dadb = -ab / h^3, d2/db2 = a^2 / h^3 everywhere h is finite and
+    # nonzero (the old composite's max / min / abs kinks gave 0 at |a| = |b| and at a = 0)
+    pts = [(3.0, 3.0), (-3.0, 3.0), (0.0, 2.0), (2.0, 0.0), (-3.0, 4.0), (1e-200, 1e-200),
+           (1e300, 1e300)]
+    a, b = _leaf([p[0] for p in pts]), _leaf([p[1] for p in pts])
+    ga, gb = tgrad.autograd.grad(tgrad.hypot(a, b).sum(), [a, b], create_graph=True)
+    haa, hab = tgrad.autograd.grad(ga.sum(), [a, b], retain_graph=True)
+    hba, hbb = tgrad.autograd.grad(gb.sum(), [a, b])
+    an, bn = np.array(pts).T
+    h = np.hypot(an, bn)
+    _same(haa, bn / h * (bn / h) / h, rtol=1e-15)  # (in this order: no overflow)
+    _same(hbb, an / h * (an / h) / h, rtol=1e-15)
+    _same(hab, -(an / h) * (bn / h) / h, rtol=1e-15)
+    _same(hba, -(an / h) * (bn / h) / h, rtol=1e-15)
+    _same(ga, an / h, rtol=1e-15)
+    _checks(tgrad.hypot, _leaf([3.0, 0.5, -2.0]), _leaf([3.0, 0.0, 2.0]))
+
+
+@pytest.mark.parametrize("name", ["div", "addcdiv", "ldexp", "logaddexp", "logaddexp2",
+                                  "mse_loss", "huber_loss", "smooth_l1_loss"])
+def test_each_gradient_differentiates_without_the_others_graph(name):
+    # PyTorch's derivative formulas give each input's gradient nodes of its own, so the
+    # rows of a Hessian can be taken one grad() call at a time without retain_graph (tgrad
+    # shared a node between the two gradients, and the first call freed it). (hypot's
+    # gradients read its forward node's output: both raise there, PyTorch too.)
+    fnn = tgrad.nn.functional
+    fn = {"div": lambda a, b: a / b, "addcdiv": lambda a, b: tgrad.addcdiv(a, a, b, value=2),
+          "ldexp": tgrad.ldexp, "logaddexp": tgrad.logaddexp, "logaddexp2": tgrad.logaddexp2,
+          "mse_loss": fnn.mse_loss, "huber_loss": fnn.huber_loss,
+          "smooth_l1_loss": fnn.smooth_l1_loss}[name]
+    an, bn = np.array([1.0, 2.0, -0.7]), np.array([0.5, 1.5, 0.2])
+
+    def hessian_rows(retain: bool) -> list:
+        a, b = _leaf(an), _leaf(bn)
+        ga, gb = tgrad.autograd.grad(fn(a, b).sum(), [a, b], create_graph=True)
+        rows = tgrad.autograd.grad(ga.sum(), [a, b], retain_graph=retain, allow_unused=True)
+        rows += tgrad.autograd.grad(gb.sum(), [a, b], allow_unused=True)
+        return [np.zeros(3) if r is None else r.numpy() for r in rows]
+
+    # the same values as one graph kept alive, and as central differences of the gradients
+    for got, kept in zip(hessian_rows(False), hessian_rows(True)):
+        np.testing.assert_array_equal(got, kept)
+    got = hessian_rows(False)
+    for wrt in (0, 1):
+        eps = 1e-6
+        def grads_at(da, db):
+            a, b = _leaf(an + da), _leaf(bn + db)
+            return [g.numpy() for g in tgrad.autograd.grad(fn(a, b).sum(), [a, b])]
+        step = [np.zeros(3), np.zeros(3)]
+        step[wrt] = np.full(3, eps)  # d/d(input wrt) of each element's gradient (elementwise)
+        hi, lo = grads_at(*step), grads_at(*[-s for s in step])
+        for j in range(2):  # row j (d grad_j), column wrt
+            fd = (hi[j] - lo[j]) / (2 * eps)
+            np.testing.assert_allclose(got[2 * j + wrt], fd, rtol=1e-6, atol=1e-8)
+
+
 def test_fmax_fmin_gradient_goes_to_the_chosen_operand():
     a, b = _leaf([1.0, NAN, 2.0, 5.0, NAN]), _leaf([3.0, 1.0, NAN, 5.0, NAN])
     (tgrad.fmax(a, b) * 1.0).sum().backward()

@@ -244,8 +244,26 @@ def test_integer_floor_division_floors_and_keeps_dtype():
 
 def test_floor_divide_and_comparisons_are_not_differentiable():
     x = tgrad.tensor([1.5, -2.5], requires_grad=True)
-    for y in (x // 2, x > 0, tgrad.eq(x, 1.5), tgrad.logical_not(x)):
+    for y in (x > 0, tgrad.eq(x, 1.5), tgrad.logical_not(x),
+              tgrad.tensor([3, 4]) // tgrad.tensor(2)):
         assert not y.requires_grad and y.grad_fn is None
+    # PyTorch's node "NotImplemented": floor_divide's float result requires grad and
+    # backward raises (a silent zero would hide the missing derivative); so do heaviside
+    # and remainder(number, tensor)
+    xn = np.array([1.5, -2.5])
+    for op, y, want in (("floor_divide", x // 2, np.floor_divide(xn, 2)),
+                        ("floor_divide", 3.0 // x, np.floor_divide(3.0, xn)),
+                        ("floor_divide", tgrad.floor_divide(x, x), np.ones(2)),
+                        ("heaviside", tgrad.heaviside(x, tgrad.tensor([0.5])),
+                         np.heaviside(xn, 0.5)),
+                        ("remainder", 5.5 % x, np.remainder(5.5, xn))):
+        np.testing.assert_array_equal(y.detach().numpy(), want)
+        assert y.requires_grad
+        with pytest.raises(RuntimeError, match=f"derivative for aten::{op} is not "
+                                               f"implemented"):
+            (y.sum() + x.sum()).backward()
+    (tgrad.remainder(x, 2.0).sum()).backward()  # remainder(tensor, number): d x = 1
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
 
 
 def test_integer_negative_power():

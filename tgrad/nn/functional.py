@@ -20,7 +20,7 @@ import warnings
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd import function as _function
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE, is_grad_enabled
 from tgrad.ops._common import (
     backend_of,
@@ -666,7 +666,10 @@ class _DiffLoss(Function):
     broadcast), as PyTorch's fused losses: subclasses give ``loss(d, p)`` and its
     derivative ``dloss(d, p)`` (tgrad ops, so the backward differentiates again).
     dl/dx = g' dloss(d), dl/dt = -g' dloss(d), g' = g / numel ('mean'), else g; the engine
-    sums a broadcast gradient to each input's shape."""
+    sums a broadcast gradient to each input's shape. Under create_graph with both wanted,
+    dl/dt is computed again with nodes of its own (PyTorch's calls the loss's backward
+    twice), so differentiating one gradient without retain_graph leaves the other's graph
+    whole."""
 
     @staticmethod
     def loss(d: Tensor, p) -> Tensor:
@@ -687,9 +690,11 @@ class _DiffLoss(Function):
     def backward(cls, ctx, g):
         x, t = ctx.saved_tensors
         reduction, n, p = ctx.meta
+        need_x, need_t = ctx.needs_input_grad[:2]
         dd = _mean_scaled(g, reduction, n) * cls.dloss(x - t, p)
-        return (dd if ctx.needs_input_grad[0] else None,
-                -dd if ctx.needs_input_grad[1] else None, None, None)
+        if need_x and need_t and differentiable_formula():
+            return dd, -(_mean_scaled(g, reduction, n) * cls.dloss(x - t, p)), None, None
+        return (dd if need_x else None), (-dd if need_t else None), None, None
 
 
 class MseLoss(_DiffLoss):

@@ -526,8 +526,13 @@ _DIV_B = _fused("div_b", lambda q, a, b: -(q * a) / b)
 
 
 def _div_grads(g, a, b, y, need_a: bool, need_b: bool) -> tuple:
-    """div's two gradients computing g / b once (4 passes over memory on the CPU for both)."""
+    """div's two gradients computing g / b once (4 passes over memory on the CPU for both);
+    under create_graph with both wanted, db = -g (a / b) / b (PyTorch's) with nodes of its
+    own, so differentiating one gradient without retain_graph leaves the other's graph
+    whole."""
     q = _rule_product("div", g, b)
+    if need_a and need_b and differentiable_formula():
+        return q, -g * ((a / b) / b)
     return (q if need_a else None), (_DIV_B(q, a, b) if need_b else None)
 
 
@@ -600,7 +605,11 @@ _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", *_INT_ONLY)
 _INT_KERNELS = {"bitwise_and": "bitwise_and_cpu", "bitwise_or": "bitwise_or_cpu",
                 "bitwise_xor": "bitwise_xor_cpu", "bitwise_left_shift": "lshift_cpu",
                 "bitwise_right_shift": "rshift_cpu", "gcd": "gcd_cpu", "lcm": "lcm_cpu"}
-_NODE_NAMES = {"maximum": "MaximumBackward0", "minimum": "MinimumBackward0"}
+# floor_divide's float result requires grad and its backward raises, as PyTorch's node
+# "NotImplemented" (a silent zero gradient would hide the missing derivative)
+_NO_DERIVATIVE = ("floor_divide",)
+_NODE_NAMES = {"maximum": "MaximumBackward0", "minimum": "MinimumBackward0",
+               "floor_divide": "NotImplemented"}
 
 
 def _operand(x, dt, backend, name: str = ""):
@@ -858,6 +867,10 @@ def _refuse_float8_mul_by_one_value(xb) -> None:
 def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     joint = _JOINT_RULES.get(name)
     is_cmp = rule_a is None and joint is None
+    no_derivative = name in _NO_DERIVATIVE
+    # remainder(number, tensor): PyTorch has no derivative for the tensor (its Scalar_Tensor
+    # overload), so its backward raises rather than give -floor(a / b)
+    number_first_raises = name == "remainder"
     plan = _save_plan(reads)
     saves = any(reads)
     is_logical = name.startswith("logical")
@@ -948,7 +961,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 raise RuntimeError(f"{err} (shapes {list(sa)} and {list(sb)})") from None
             raise  # the shapes broadcast: another cause, NumPy's own error
         if is_cmp:
-            ctx.mark_non_differentiable(y)
+            if not (no_derivative and y.dtype.is_floating_point):
+                ctx.mark_non_differentiable(y)
         elif saves and True in ctx.needs_input_grad:  # recording: keep what backward reads
             save_a, save_b, save_y = plan[ctx.needs_input_grad]
             if is_pow and type(b) is Tensor:  # PowBackward1/2 always save their result
@@ -964,6 +978,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     def backward(ctx, g):
         # Gradients come back in the broadcast shape; the engine's gradient validation
         # sums them to each input's shape (PyTorch's validate_outputs does the same).
+        if no_derivative:
+            raise RuntimeError(f"derivative for aten::{name} is not implemented")
         a = b = y = None
         if saves:
             a, b, y = ctx.saved_tensors  # None where not saved (not read; see _save_plan)
@@ -972,6 +988,8 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
                 a = scalars[0] if scalars[0] is not None else a
                 b = scalars[1] if scalars[1] is not None else b
         need_a, need_b = ctx.needs_input_grad
+        if number_first_raises and need_b and not isinstance(a, Tensor):
+            raise RuntimeError(f"derivative for aten::{name} is not implemented")
         if g.dtype.is_complex:  # computed in complex: PyTorch's conjugate convention
             return _complex_binary_grads(name, g, a, b, y, need_a, need_b)
         if joint is not None:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 
 from tgrad import dtypes, return_types
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
@@ -155,8 +155,12 @@ class _LogAddExp(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        sa, sb = _SigmoidPair.apply(a, b, ctx.e, ctx.base2)
         need_a, need_b = ctx.needs_input_grad[:2]
+        sa, sb = _SigmoidPair.apply(a, b, ctx.e, ctx.base2)
+        if need_a and need_b and differentiable_formula():
+            # under create_graph each gradient gets a node of its own, as PyTorch's, so
+            # differentiating one without retain_graph leaves the other's graph whole
+            sb = _SigmoidPair.apply(a, b, ctx.e, ctx.base2)[1]
         return (g * sa if need_a else None), (g * sb if need_b else None), None
 
 
@@ -220,18 +224,49 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return rounded_to(_logaddexp(a, b, base2=True), half)
 
 
-@tensor_method("hypot")
-def hypot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+def _hypot_value(a: Tensor, b: Tensor) -> Tensor:
     """sqrt(a^2 + b^2) without overflow or underflow: m sqrt(1 + (n/m)^2) with
-    m = max(|a|, |b|), n = min(|a|, |b|); inf where either is infinite;  da = a / hypot."""
-    (a, b), half = widen_halves(*_float_pair("hypot", input, other))
+    m = max(|a|, |b|), n = min(|a|, |b|); inf where either is infinite."""
     inf = ew.logical_or(ew.isinf(a), ew.isinf(b))
     x = ew.abs(ew.where(inf, 0.0, a))  # infinities replaced: the branch not taken stays finite
     y = ew.abs(ew.where(inf, 0.0, b))
     m, n = ew.maximum(x, y), ew.minimum(x, y)
     r = n / ew.where(ew.eq(m, 0.0), 1.0, m)
-    out = ew.where(inf, math.inf, m * ew.sqrt(r * r + 1.0))
-    return rounded_to(out, half)
+    return ew.where(inf, math.inf, m * ew.sqrt(r * r + 1.0))
+
+
+class _Hypot(Function):
+    """y = hypot(a, b) (``_hypot_value``);  da = g a / y, db = g b / y, 0 where y is 0 or
+    infinite (deliberate: PyTorch's is NaN there; docs/design.md), differentiable again, so
+    the second derivatives are b^2 / y^3, -ab / y^3 and a^2 / y^3 at ties and on the axes
+    too (the composite's max / min / abs kinks gave 0 there)."""
+
+    node_name = "HypotBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        y = _hypot_value(a, b)
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, y = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        off = ew.logical_or(ew.eq(y, 0.0), ew.isinf(y))  # the gradient's 0 (stand-ins: no
+        y = ew.where(off, 1.0, y)  # NaN from 0/0 or inf/inf, in this backward or the next)
+        return (g * ew.where(off, 0.0, a) / y if need_a else None,
+                g * ew.where(off, 0.0, b) / y if need_b else None)
+
+
+@tensor_method("hypot")
+def hypot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """sqrt(a^2 + b^2) without overflow or underflow (``_hypot_value``);  da = g a / hypot,
+    db = g b / hypot (``_Hypot``)."""
+    (a, b), half = widen_halves(*_float_pair("hypot", input, other))
+    if is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        return rounded_to(_Hypot.apply(a, b), half)
+    return rounded_to(_hypot_value(a, b), half)
 
 
 @tensor_method("signbit")

@@ -23,6 +23,7 @@ import numpy as np
 
 from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     broadcast_or_raise,
@@ -85,7 +86,31 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     if (isinstance(other, Tensor) and not dt.is_complex and not other.dtype.is_floating_point
             and not other.dtype.is_complex):
         return _ldexp_int(input.to(dt), other)
-    return input.to(dt) * ew.pow(2.0, other.to(dt) if isinstance(other, Tensor) else other)
+    x, e = input.to(dt), other.to(dt)
+    if dt.is_complex or not (x.requires_grad or e.requires_grad):
+        return x * ew.pow(2.0, e)
+    return _Ldexp.apply(x, e)
+
+
+class _Ldexp(Function):
+    """y = x 2^e (real x, e of one floating dtype);  dx = g 2^e, de = g x 2^e ln 2, each
+    with a 2^e of its own (PyTorch's formula), so under create_graph the two gradients share
+    no node: differentiating one without retain_graph leaves the other's graph whole (the
+    composite x * pow(2, e) shared pow's forward node)."""
+
+    node_name = "LdexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, e):
+        ctx.save_for_backward(x, e)
+        return x * ew.pow(2.0, e)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, e = ctx.saved_tensors
+        need_x, need_e = ctx.needs_input_grad
+        return (g * ew.pow(2.0, e) if need_x else None,
+                g * x * ew.pow(2.0, e) * math.log(2.0) if need_e else None)
 
 
 def _ldexp_int(x: Tensor, e: Tensor) -> Tensor:
@@ -120,8 +145,31 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")
     x = input.detach()
-    step = ew.where(ew.eq(x, 0), values.detach(), ew.gt(x, 0).to(x.dtype))
-    return ew.where(ew.ne(x, x), x, step) if x.dtype.is_floating_point else step
+
+    def value() -> Tensor:
+        step = ew.where(ew.eq(x, 0), values.detach(), ew.gt(x, 0).to(x.dtype))
+        return ew.where(ew.ne(x, x), x, step) if x.dtype.is_floating_point else step
+
+    if (input.requires_grad or values.requires_grad) and is_grad_enabled():
+        return _NoDerivative.apply("heaviside", value, input, values)
+    return value()
+
+
+class _NoDerivative(Function):
+    """y = value() of inputs PyTorch defines no derivative for (heaviside): y requires grad,
+    as PyTorch's node "NotImplemented", and its backward raises PyTorch's "derivative for
+    aten::<op> is not implemented" (a silent zero gradient would hide the missing one)."""
+
+    node_name = "NotImplemented"
+
+    @staticmethod
+    def forward(ctx, op, value, *inputs):
+        ctx.op = op
+        return value()
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError(f"derivative for aten::{ctx.op} is not implemented")
 
 
 @tensor_method("isposinf")
