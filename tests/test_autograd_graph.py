@@ -1272,6 +1272,12 @@ def test_masked_scatter_and_put_one_node_values_and_gradients():
             want_gx[flat] = 0
         np.testing.assert_array_equal(gx.numpy(), want_gx.reshape(g.shape))
         np.testing.assert_array_equal(gs.numpy(), g.reshape(-1)[flat].reshape(2, 2))
+        # a new tensor, not a view of the op's temporary: in place on it is ordinary
+        # (it raised "A view was created in no_grad mode"), the gradient through it too
+        y = tgrad.put(x, tgrad.tensor(i), s, acc)
+        assert not y._is_view()
+        (gx2,) = tgrad.autograd.grad(y.mul_(2), x, tgrad.tensor(g))
+        np.testing.assert_array_equal(gx2.numpy(), 2 * gx.numpy())
     for f, args in ((lambda p, q: tgrad.masked_scatter(p, tgrad.tensor(mask), q), (xa, sa)),
                     (lambda p, q: tgrad.masked_scatter(p, tgrad.tensor(mask), q), (xa[0], sa)),
                     (lambda p, q: tgrad.put(p.mT, tgrad.tensor(i), q), (xa, sa[:, :2])),

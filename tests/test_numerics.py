@@ -31,6 +31,33 @@ def test_histogram_equal_bins(bins, rng):
     np.testing.assert_allclose(e.numpy(), en, rtol=1e-15)
 
 
+def test_histogram_points_outside_count_nothing_whatever_their_weight():
+    # a NaN or inf weight on a point outside the range made its clamped bin NaN (w * 0);
+    # NumPy (and PyTorch) leave such points out
+    x = np.array([1.0, 2.0, 30.0, -5.0])
+    w = np.array([1.0, 5.0, np.nan, np.inf])
+    for bins in (2, tgrad.tensor([0.0, 2.0, 4.0], dtype=tgrad.float64)):
+        for density in (False, True):
+            h, e = tgrad.histogram(tgrad.tensor(x), bins=bins, weight=tgrad.tensor(w),
+                                   density=density,
+                                   **({} if isinstance(bins, tgrad.Tensor) else
+                                      {"range": (0.0, 4.0)}))
+            want, _ = np.histogram(x, bins=2, range=(0.0, 4.0), weights=w, density=density)
+            np.testing.assert_allclose(h.numpy(), want, rtol=1e-15)
+    pts = np.array([[1.0, 1.0], [30.0, 1.0], [1.0, -7.0]])
+    wd = np.array([1.0, np.nan, np.inf])
+    h, _ = tgrad.histogramdd(tgrad.tensor(pts), bins=[2, 2], range=[0.0, 4.0, 0.0, 4.0],
+                             weight=tgrad.tensor(wd))
+    want, _ = np.histogramdd(pts, bins=[2, 2], range=[(0.0, 4.0), (0.0, 4.0)], weights=wd)
+    np.testing.assert_array_equal(h.numpy(), want)
+    # the edges returned are a new tensor, not the caller's bins
+    bins = tgrad.tensor([0.0, 1.0, 2.0, 3.0])
+    e = tgrad.histogram(tgrad.tensor([0.5]), bins=bins).bin_edges
+    assert e is not bins
+    e.mul_(10)
+    assert bins.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
 def test_histogram_edges_weights_density_and_edge_cases():
     x = np.array([-2.0, -1.0, 0.0, 0.25, 0.5, 1.0, 2.0, 2.0, 3.0])
     edges = np.array([-1.0, 0.0, 0.5, 2.0])

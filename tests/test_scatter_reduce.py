@@ -82,6 +82,27 @@ def test_product_gradient_with_zeros():
         np.testing.assert_array_equal(src.grad.numpy(), want[1:] + [0.0, 0.0])
 
 
+def test_product_second_derivatives_with_zeros():
+    # one or two zeros among a target's contributors: a product of the others that holds
+    # exactly one zero is 0 but has a derivative in that zero (the product of the rest); it
+    # was a constant 0, so every second derivative through it was 0
+    x = _t([0.0, 2.0, 3.0, 0.0], requires_grad=True)
+    src = _t([[0.0, 5.0], [1.5, 0.0], [-2.0, 4.0], [0.0, 0.5], [3.0, 0.0]], requires_grad=True)
+    idx = tgrad.tensor([[0, 1], [0, 1], [1, 2], [2, 3], [3, 3]])
+    for incl in (True, False):
+        for op in (lambda p, q: p.scatter_reduce(0, idx[:, 0], q[:, 0], "prod",
+                                                 include_self=incl),
+                   lambda p, q: p.index_reduce(0, idx[:, 1], q[:, 1], "prod",
+                                               include_self=incl)):
+            assert gradgradcheck(op, (x, src))
+    # the audit's case: d/d self of the gradient of src[0] is src[1]
+    a = _t([0.0], requires_grad=True)
+    b = _t([3.0, 2.0], requires_grad=True)
+    _, gb = tgrad.autograd.grad(a.scatter_reduce(0, tgrad.tensor([0, 0]), b, "prod").sum(),
+                                [a, b], create_graph=True)
+    assert tgrad.autograd.grad(gb[0], a)[0].tolist() == [2.0]
+
+
 def test_integers_exact_on_both_backends():
     big = np.array([2**40 + 1, 3, 2**30 + 7, -(2**45), 5])
     idx = np.array([0, 0, 2, 2, 1])

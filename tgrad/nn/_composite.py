@@ -27,7 +27,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import UNSAFE_BCE, autocast_policy, refuse_in_region
-from tgrad.autograd.function import Function, expandable
+from tgrad.autograd.function import Function, differentiable_formula, expandable
 from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import (
     _check_elementwise_weight,
@@ -956,11 +956,27 @@ class _Embedding(Function):
         idx = ctx.indices
         if not idx.ndim:
             g, idx = g.unsqueeze(0), idx.reshape(1)
-        if ctx.scale is not None:
-            g = g * ctx.scale
+        if ctx.scale is not None:  # (under create_graph its derivative in g leaves the
+            # scale out, as PyTorch's embedding_dense_double_backward)
+            g = _UnscaledInBackward.apply(g, ctx.scale) if differentiable_formula() else \
+                g * ctx.scale
         if ctx.padding_idx is not None:  # no gradient to the pad row
             g = where((idx != ctx.padding_idx).unsqueeze(-1), g, 0.0)
         return IndexAdd.apply(g, ctx.key, ctx.shape), None
+
+
+class _UnscaledInBackward(Function):
+    """y = g * scale (embedding's scale_grad_by_freq);  dg = gy: the derivative of the
+    scaled gradient in g is the plain gather, as PyTorch's embedding double backward (the
+    scale is part of the gradient's definition, not of the map g -> dweight)."""
+
+    @staticmethod
+    def forward(ctx, g, scale):
+        return g * scale
+
+    @staticmethod
+    def backward(ctx, gy):
+        return gy, None
 
 
 def pad(input: Tensor, pad: tuple, mode: str = "constant",  # noqa: A002

@@ -457,7 +457,7 @@ class _Put(Function):
         ctx.shape, ctx.src_shape = input.shape, source.shape
         flat, part = input.reshape(-1), source.reshape(-1)
         out = _add_at(flat, part, key, 1) if accumulate else _written(flat, key, part)
-        return out.reshape(input.shape)
+        return fresh(out.reshape(input.shape))  # (out is new: not a view, as PyTorch's)
 
     @staticmethod
     def backward(ctx, g):

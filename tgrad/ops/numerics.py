@@ -31,6 +31,7 @@ import numbers
 from tgrad import dtypes, return_types
 from tgrad.ops._common import fresh, require_tensor, tensor_method
 from tgrad.ops.creation import linspace, zeros
+from tgrad.ops.elementwise import where
 from tgrad.ops.gathering import scatter_add
 from tgrad.ops.searching import searchsorted
 from tgrad.ops.shape import cat
@@ -53,7 +54,7 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
         if range is not None:  # (PyTorch: no overload takes both)
             raise TypeError("histogram(): range= goes with an int bins only; with a bins "
                             "tensor the edges give the range")
-        edges = bins
+        edges = bins.clone()  # (a new tensor, as PyTorch's: not the caller's)
         if edges.ndim != 1 or edges.numel() < 2:
             raise RuntimeError("torch.histogram: bins tensor should have one dimension and "
                                "at least 2 elements")
@@ -89,7 +90,8 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,  # noqa: A001
     first, last = edges[0], edges[-1]
     inside = (x >= first) & (x <= last)
     idx = (searchsorted(edges, x, right=True) - 1).clamp(0, n - 1)  # x == last: last bin
-    ones = inside.to(input.dtype) if w is None else w * inside.to(input.dtype)
+    # a point outside counts nothing, whatever its weight (w * 0 was NaN for a NaN or inf w)
+    ones = inside.to(input.dtype) if w is None else where(inside, w, 0)
     hist = scatter_add(zeros(n, dtype=input.dtype, device=input.device), 0, idx, ones)
     if density:
         widths = edges[1:] - edges[:-1]
@@ -204,7 +206,7 @@ def histogramdd(input: Tensor, bins=10, *, range=None, weight=None,  # noqa: A00
             ones = ones * 0
             continue
         inside = (x >= edges[0]) & (x <= edges[-1])
-        ones = ones * inside.to(input.dtype)
+        ones = where(inside, ones, 0)  # (not ones * inside: a NaN or inf weight outside)
         idx = (searchsorted(edges, x, right=True) - 1).clamp(0, n - 1)  # x == last: last bin
         flat = idx if flat is None else flat * n + idx
     total = 1

@@ -38,7 +38,7 @@ the gradient, a known PyTorch bug); tgrad counts only the values that took part.
 from __future__ import annotations
 
 from tgrad import dtypes
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
@@ -144,14 +144,29 @@ def _prod_grads(g: Tensor, x: Tensor, src: Tensor, key, incl: bool) -> tuple:
         x_bad = ew.logical_not(x.isfinite())
         bad_at = bad_at + x_bad.to(g.dtype)
 
-    def others(zero, safe, z, p, bad_others):  # product of the other contributors of a value
-        dead = ew.where(bad_others > 0, float("nan"), 0)  # a zero among the others
-        return ew.where(zero, ew.where(z == 1, p, dead), ew.where(z == 0, p / safe, dead))
+    zsum = None
+    if differentiable_formula():
+        # under create_graph: the zero contributors' values summed per target (0, but its
+        # derivative reaches each of them), so that a product of the others holding exactly
+        # one zero, 0 in value, keeps its derivative in that zero: the product of the rest
+        # (a constant 0 there gave second derivatives of 0)
+        zsum = IndexAdd.apply(ew.where(src_zero, src, 0), key, shape)
+        if incl:
+            zsum = zsum + ew.where(x_zero, x, 0)
 
-    gsrc = g[key] * others(src_zero, src_safe, zeros_at[key], product[key],
-                           bad_at[key] - src_bad.to(g.dtype))
-    gx = g * others(x_zero, x_safe, zeros_at, product, bad_at - x_bad.to(g.dtype)) if incl \
-        else g
+    def others(value, zero, safe, z, p, bad_others, zs):  # product of the other contributors
+        dead = ew.where(bad_others > 0, float("nan"), 0)  # a zero among the others
+        if zs is None:
+            return ew.where(zero, ew.where(z == 1, p, dead), ew.where(z == 0, p / safe, dead))
+        # one zero among the others: p / value times it (value non-zero), or p times the
+        # other zero (value itself zero, two zeros in all)
+        return ew.where(zero, ew.where(z == 1, p, ew.where(z == 2, p * (zs - value), dead)),
+                        ew.where(z == 0, p / safe, ew.where(z == 1, p / safe * zs, dead)))
+
+    gsrc = g[key] * others(src, src_zero, src_safe, zeros_at[key], product[key],
+                           bad_at[key] - src_bad.to(g.dtype), None if zsum is None else zsum[key])
+    gx = g * others(x, x_zero, x_safe, zeros_at, product, bad_at - x_bad.to(g.dtype), zsum) \
+        if incl else g
     return gx, gsrc
 
 
