@@ -90,10 +90,10 @@ def test_product_second_derivatives_with_zeros():
     src = _t([[0.0, 5.0], [1.5, 0.0], [-2.0, 4.0], [0.0, 0.5], [3.0, 0.0]], requires_grad=True)
     idx = tgrad.tensor([[0, 1], [0, 1], [1, 2], [2, 3], [3, 3]])
     for incl in (True, False):
-        for op in (lambda p, q: p.scatter_reduce(0, idx[:, 0], q[:, 0], "prod",
-                                                 include_self=incl),
-                   lambda p, q: p.index_reduce(0, idx[:, 1], q[:, 1], "prod",
-                                               include_self=incl)):
+        for op in (lambda p, q, incl=incl: p.scatter_reduce(0, idx[:, 0], q[:, 0], "prod",
+                                                            include_self=incl),
+                   lambda p, q, incl=incl: p.index_reduce(0, idx[:, 1], q[:, 1], "prod",
+                                                          include_self=incl)):
             assert gradgradcheck(op, (x, src))
     # the audit's case: d/d self of the gradient of src[0] is src[1]
     a = _t([0.0], requires_grad=True)
