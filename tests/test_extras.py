@@ -307,6 +307,27 @@ def test_logit_negative_eps_is_no_eps_and_its_gradient_at_signed_zero():
     assert z.grad.item() == -math.inf
 
 
+def test_logit_eps_past_one_half_and_one_minus_eps_in_the_input_dtype():
+    # PyTorch clamps as x < eps ? eps : (x > 1 - eps ? 1 - eps : x): with eps > 1/2 (lo > hi)
+    # a value below eps gives logit(eps), not logit(1 - eps) as clamp(x, lo, hi) did; and
+    # 1 - eps is computed in the input's dtype (float16: 1 - 1e-6 is 1, so logit(1) = inf)
+    xv = np.array([0.2, 0.9, 0.5, 0.0, 1.0, 0.3, 0.7])
+    x = _t(xv, requires_grad=True)
+    y = tgrad.logit(x, eps=0.7)
+    lo, hi = 0.7, 1 - 0.7
+    clamped = np.where(xv < lo, lo, np.where(xv > hi, hi, xv))
+    np.testing.assert_allclose(y.detach().numpy(), np.log(clamped / (1 - clamped)),
+                               rtol=1e-15)
+    y.sum().backward()  # nothing lies inside [lo, hi]: gradient 0 everywhere, as PyTorch's
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(7))
+    h = tgrad.logit(tgrad.tensor([1.0, 0.0], dtype=tgrad.float16), eps=1e-6)
+    lo16 = np.float64(np.float16(1e-6))
+    assert h.tolist() == [math.inf, float(np.float16(np.log(lo16 / (1 - lo16))))]
+    f32 = tgrad.logit(tgrad.tensor([1.0], dtype=tgrad.float32), eps=1e-6).item()
+    hi32 = np.float64(np.float32(1) - np.float32(1e-6))
+    assert f32 == float(np.float32(np.log(hi32 / (1 - hi32))))
+
+
 def test_advanced_index_assignment_requires_matching_dtypes_as_pytorch():
     # PyTorch's index_put_ refuses a source of another dtype ("Index put requires the source
     # and destination dtypes match"), also a 0-d one, for integer-array keys; a Python

@@ -208,8 +208,35 @@ def test_zeta_values_edges_and_gradient():
     assert gradcheck(lambda q: S.zeta(_t([2.0, 3.5, 5.0]), q), (qq,))
     assert gradgradcheck(lambda q: S.zeta(_t([2.0, 3.5, 5.0]), q), (qq,))
     xx = _t([2.0, 3.0], requires_grad=True)
-    with pytest.raises(RuntimeError, match="the derivative for 'zeta' is not implemented"):
+    with pytest.raises(NotImplementedError, match="the derivative for 'zeta' is not "
+                                                  "implemented"):
         S.zeta(xx, _t([1.0, 2.0])).sum().backward()
+    # float32 (and the halves) sum in float64 and round once, as PyTorch's CPU kernel: the
+    # float32 sum lost 0.3% near q = -1.5 and 1e-30 at q = 1e30
+    x32 = np.array([7.0, 7.0, 2.0, 5.0, 3.0], np.float32)
+    q32 = np.array([-1.5, -2.5, 1e30, -4.497829, 0.3], np.float32)
+    for dt in (tgrad.float32, tgrad.float16):
+        got = S.zeta(tgrad.tensor(x32, dtype=dt), tgrad.tensor(q32, dtype=dt))
+        want = S.zeta(tgrad.tensor(x32, dtype=dt).double(), tgrad.tensor(q32, dtype=dt).double())
+        assert got.dtype is dt
+        np.testing.assert_array_equal(got.numpy(), want.numpy().astype(dt.np))
+
+
+def test_special_argument_rules_as_pytorch():
+    # two numbers: PyTorch's TypeError (no overload takes them), not an AttributeError
+    for fn in (S.xlogy, S.xlog1py, S.zeta, S.chebyshev_polynomial_t, tgrad.xlogy):
+        with pytest.raises(TypeError, match=r"received an invalid combination of arguments "
+                                            r"- got \((int|float), (int|float)\)"):
+            fn(2, 3)
+    # special.softmax / log_softmax need dim (nn.functional's are deprecated without one)
+    x = _t([1.0, 2.0, 4.0])
+    shifted = x.numpy() - 4.0  # (the max subtracted, as the reference's stable form)
+    for fn, ref in ((S.softmax, np.exp(shifted) / np.exp(shifted).sum()),
+                    (S.log_softmax, shifted - np.log(np.exp(shifted).sum()))):
+        with pytest.raises(TypeError, match="dim"):
+            fn(x)
+        np.testing.assert_allclose(fn(x, 0).numpy(), ref, rtol=1e-15)
+        assert fn(x.float(), dim=-1, dtype=F64).dtype is F64
 
 
 # ---------------------------------------------------------------- polynomials

@@ -19,7 +19,7 @@ logsumexp / softmax / log_softmax along ``dim``.
 
 from __future__ import annotations
 
-from tgrad.nn.functional import log_softmax, softmax
+from tgrad.nn import functional as _functional
 from tgrad.ops import elementwise as ew
 from tgrad.ops.bessel import i0, i0e, i1, i1e
 from tgrad.ops.erfs import erfc, erfcx, erfinv, log_ndtr, ndtr, ndtri
@@ -37,6 +37,19 @@ __all__ = ["gammaln", "digamma", "psi", "polygamma", "multigammaln", "erf", "erf
            "modified_bessel_i1", *_more]
 
 gammaln = lgamma
+
+
+def softmax(input, dim: int, *, dtype=None):  # noqa: A002
+    """``nn.functional.softmax`` with ``dim`` required, as PyTorch's special.softmax."""
+    return _functional.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim: int, *, dtype=None):  # noqa: A002
+    """``nn.functional.log_softmax`` with ``dim`` required, as PyTorch's
+    special.log_softmax."""
+    return _functional.log_softmax(input, dim, dtype=dtype)
+
+
 gammainc = igamma
 gammaincc = igammac
 psi = digamma

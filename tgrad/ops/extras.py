@@ -194,6 +194,11 @@ def _tensors_in_result_dtype(a, b, op: str = "xlogy") -> tuple:
     anything but a tensor or a number is PyTorch's TypeError naming ``op``."""
     for pos, (name, v) in enumerate((("input", a), ("other", b)), 1):
         require_tensor_or_number(op, v, name, pos)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # (PyTorch's TypeError)
+        raise TypeError(f"{op}() received an invalid combination of arguments - got "
+                        f"({type(a).__name__}, {type(b).__name__}), but expected one of: "
+                        f"(Tensor input, Tensor other), (Number self, Tensor other), "
+                        f"(Tensor self, Number other)")
     t = a if isinstance(a, Tensor) else b
     dt = dtypes.result_type(a, b)
     if not dt.is_floating_point:
@@ -209,18 +214,20 @@ def _tensors_in_result_dtype(a, b, op: str = "xlogy") -> tuple:
 
 class Logit(Function):
     """y = log(x / (1 - x)) (log x - log1p(-x) below 1/4, log1p((2x - 1) / (1 - x)) above), x
-    first clamped to [eps, 1 - eps] when ``eps`` is given.  dx = g / |x (1 - x)| (g * inf
+    first clamped to ``bounds`` (lo, hi) = (eps, 1 - eps) when eps is given, as PyTorch's
+    x < lo ? lo : (x > hi ? hi : x) (eps > 1/2: lo > hi).  dx = g / |x (1 - x)| (g * inf
     at 0 and 1, -0.0 included: the product is >= 0 inside the domain, abs only turns -0.0
-    into +0.0), PyTorch's rule outside the domain: 0 outside [eps, 1 - eps] (the bounds
+    into +0.0), PyTorch's rule outside the domain: 0 outside [lo, hi] (the bounds
     included in the domain), NaN outside [0, 1] without eps."""
 
     node_name = "LogitBackward0"
 
     @staticmethod
-    def forward(ctx, x, eps):
+    def forward(ctx, x, bounds):
         ctx.save_for_backward(x)
-        ctx.eps = eps
-        xc = x if eps is None else ew.clamp(x, eps, 1.0 - eps)
+        ctx.bounds = bounds
+        xc = x if bounds is None else ew.where(ew.lt(x, bounds[0]), bounds[0], ew.where(
+            ew.gt(x, bounds[1]), bounds[1], x))
         # one primitive (one kernel on cuda): the backends' "logit" formula, which avoids
         # log x - log1p(-x)'s cancellation near 1/2
         return wrap(backend_of(xc).unary("logit", xc._data), xc.device)
@@ -228,14 +235,14 @@ class Logit(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return Logit.derivative_times(g, x, ctx.eps), None
+        return Logit.derivative_times(g, x, ctx.bounds), None
 
     @staticmethod
-    def derivative_times(t: Tensor, x: Tensor, eps) -> Tensor:
+    def derivative_times(t: Tensor, x: Tensor, bounds) -> Tensor:
         """logit'(x) t (the backward's g, or forward mode's tangent: a diagonal Jacobian),
         with the constant NaN / 0 outside the domain (not a multiple of t: the vjp of the
         vjp would give 0 there, PyTorch's tangent is NaN)."""
-        lo, hi, outside = (0.0, 1.0, math.nan) if eps is None else (eps, 1.0 - eps, 0.0)
+        lo, hi, outside = (0.0, 1.0, math.nan) if bounds is None else (*bounds, 0.0)
         out = ew.logical_or(ew.lt(x, lo), ew.gt(x, hi))
         safe = ew.where(out, 0.5, x)  # keeps the branch not taken finite
         return ew.where(out, outside, t / ew.abs(safe * (1.0 - safe)))
@@ -244,8 +251,9 @@ class Logit(Function):
 @tensor_method("logit")
 def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when ``eps`` is given;
-    dx = 1 / (x (1 - x)) (see ``Logit``). ``eps`` is rounded to the input's dtype first, as
-    PyTorch does (0.1 is 0.0999755859375 in float16). Bool and integer tensors give the
+    dx = 1 / (x (1 - x)) (see ``Logit``). ``eps`` and 1 - eps are rounded to the input's
+    dtype first, as PyTorch does (0.1 is 0.0999755859375 in float16, and 1 - 1e-6 is 1).
+    Bool and integer tensors give the
     default float dtype (logit(True) = inf). A negative ``eps`` is no eps (PyTorch: no
     clamp, and a NaN gradient outside [0, 1])."""
     require_tensor("logit", input)
@@ -259,10 +267,12 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
         raise NotImplementedError(f"logit: \"logit_cpu\" not implemented for "
                                   f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (floating point "
                                   f"inputs only); use log(x / (1 - x)) for complex values")
-    if eps is not None and input.dtype.is_floating_point:
-        eps = float(np.asarray(eps).astype(input.dtype.np))
+    bounds = None
+    if eps is not None:
+        lo = np.asarray(eps).astype(input.dtype.np)
+        bounds = (float(lo), float((np.asarray(1, input.dtype.np) - lo).astype(input.dtype.np)))
     (x,), half = widen_halves(input)
-    return rounded_to(Logit.apply(x, eps), half)
+    return rounded_to(Logit.apply(x, bounds), half)
 
 
 # ------------------------------------------------------------------------------ shapes, copies

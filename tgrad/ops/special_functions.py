@@ -445,13 +445,15 @@ class Zeta(Function):
     @staticmethod
     def forward(ctx, x, q):
         ctx.save_for_backward(x, q)
+        if x.dtype is dtypes.float32:  # (halves arrive widened) summed in float64 and
+            return _zeta(x.double(), q.double()).float()  # rounded once, as PyTorch's CPU
         return _zeta(x, q)
 
     @staticmethod
     def backward(ctx, g):
         x, q = ctx.saved_tensors
-        if ctx.needs_input_grad[0]:
-            raise RuntimeError("the derivative for 'zeta' is not implemented.")
+        if ctx.needs_input_grad[0]:  # (PyTorch's type and text)
+            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
         return None, -g * x * Zeta.apply(x + 1.0, q)
 
 
