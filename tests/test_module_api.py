@@ -612,3 +612,29 @@ def test_module_dict_update_errors_and_container_dir():
     for c in (nn.Sequential(nn.ReLU(), nn.Tanh()), nn.ModuleList([nn.ReLU()])):
         d = dir(c)
         assert not any(k.isdigit() for k in d) and "append" in d
+
+
+def test_private_names_libraries_read():
+    # PyTorch's _non_persistent_buffers_set and _get_name() (read by outside libraries and
+    # custom reprs; repr starts with _get_name()); a module pickled under the old attribute
+    # name still loads
+    import pickle
+
+    m = nn.Linear(2, 3)
+    m.register_buffer("scratch", tgrad.zeros(1), persistent=False)
+    assert m._non_persistent_buffers_set == {"scratch"}
+    assert m._get_name() == "Linear" and "scratch" not in m.state_dict()
+
+    class Renamed(nn.Linear):
+        def _get_name(self) -> str:
+            return "Shown"
+
+    assert repr(Renamed(2, 3)).startswith("Shown(in_features=2")
+    state = dict(m.__dict__)
+    state["_non_persistent_buffers"] = state.pop("_non_persistent_buffers_set")
+    old = nn.Linear.__new__(nn.Linear)
+    old.__setstate__(state)
+    assert old._non_persistent_buffers_set == {"scratch"} and "scratch" not in old.state_dict()
+    again = pickle.loads(pickle.dumps(m))
+    assert again._non_persistent_buffers_set == {"scratch"}
+    np.testing.assert_array_equal(again.weight.detach().numpy(), m.weight.detach().numpy())

@@ -223,6 +223,59 @@ def test_load_state_dict_checks_group_sizes():
         optim.SGD([a], lr=0.1).load_state_dict(sd)
 
 
+def test_load_state_dict_casts_nested_tensors_and_keeps_a_subclass_number_step():
+    # PyTorch's _process_value_according_to_param_policy: tensors inside lists and dicts are
+    # cast to a floating parameter's dtype too (LBFGS's history: a float32 run resumed on a
+    # float64 parameter raised a dtype mismatch at its next step)
+    def closure_for(w):
+        def closure():
+            w.grad = None
+            loss = ((w - tgrad.tensor([3.0, -1.0], dtype=w.dtype)) ** 2).sum()
+            loss.backward()
+            return loss
+        return closure
+
+    w = tgrad.tensor([1.0, -2.0], requires_grad=True)
+    o = optim.LBFGS([w], max_iter=3)
+    o.step(closure_for(w))
+    w2 = tgrad.tensor(w.detach().numpy(), dtype=tgrad.float64, requires_grad=True)
+    o2 = optim.LBFGS([w2], max_iter=20)
+    o2.load_state_dict(o.state_dict())
+    st = o2.state[w2]
+    assert all(t.dtype is tgrad.float64 for t in st["old_dirs"] + st["old_stps"])
+    o2.step(closure_for(w2))
+    np.testing.assert_allclose(w2.detach().numpy(), [3.0, -1.0], rtol=1e-12)
+    # a user optimizer's number step stays a number (PyTorch's base class leaves it); an
+    # int64 state tensor of a float parameter becomes the parameter's dtype, as PyTorch's
+
+    class Counting(optim.Optimizer):
+        def __init__(self, params):
+            super().__init__(params, {})
+
+        def step(self, closure=None):
+            for p in self.param_groups[0]["params"]:
+                st = self.state[p]
+                st["step"] = st.get("step", 0) + 1
+                st["seen"] = tgrad.tensor([st["step"]])
+                st["nested"] = {"k": [tgrad.tensor(1.0)]}
+
+    p = tgrad.ones(2, dtype=tgrad.float64, requires_grad=True)
+    c = Counting([p])
+    c.step()
+    c2 = Counting([p])
+    c2.load_state_dict(c.state_dict())
+    st = c2.state[p]
+    assert type(st["step"]) is int and st["step"] == 1
+    assert st["seen"].dtype is tgrad.float64 and st["nested"]["k"][0].dtype is tgrad.float64
+    list(range(st["step"]))  # (a tensor step broke this)
+    # a built-in optimizer's number step (an older checkpoint) becomes its tensor step
+    a = optim.Adam([p])
+    sd = a.state_dict()
+    sd["state"] = {0: {"step": 3, "exp_avg": tgrad.zeros(2), "exp_avg_sq": tgrad.zeros(2)}}
+    a.load_state_dict(sd)
+    assert isinstance(a.state[p]["step"], tgrad.Tensor) and a.state[p]["step"].item() == 3
+
+
 @pytest.mark.parametrize("make, msg", [
     (lambda p: optim.SGD(p, lr=-1), "Invalid learning rate"),
     (lambda p: optim.SGD(p, lr=0.1, nesterov=True), "Nesterov momentum requires"),

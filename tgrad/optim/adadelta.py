@@ -18,6 +18,8 @@ class Adadelta(Optimizer):
     rule (see ``_functional.adadelta``). State per parameter: 'step' (scalar
     tensor), 'square_avg', 'acc_delta'."""
 
+    _tensor_step = True
+
     def __init__(self, params: Iterable, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0, foreach: bool | None = None, *,
                  capturable: bool = False, maximize: bool = False,

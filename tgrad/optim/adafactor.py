@@ -28,6 +28,8 @@ class Adafactor(Optimizer):
 
     ``foreach`` is accepted for compatibility (same update)."""
 
+    _tensor_step = True
+
     def __init__(self, params: Iterable, lr: float | Tensor = 1e-2, beta2_decay: float = -0.8,
                  eps: tuple[float | None, float] = (None, 1e-3), d: float = 1.0,
                  weight_decay: float = 0.0, *, foreach: bool | None = None,

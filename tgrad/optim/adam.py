@@ -19,6 +19,8 @@ class Adam(Optimizer):
     parameter: step (scalar tensor, float32, or float64 when the default dtype is float64),
     exp_avg, exp_avg_sq (and max_exp_avg_sq with amsgrad)."""
 
+    _tensor_step = True
+
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,

@@ -19,6 +19,8 @@ class Adamax(Optimizer):
     PyTorch's update rule (see ``_functional.adamax``). State per parameter: 'step'
     (scalar tensor), 'exp_avg', 'exp_inf'."""
 
+    _tensor_step = True
+
     def __init__(self, params: Iterable, lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach: bool | None = None, *,

@@ -20,6 +20,8 @@ class ASGD(Optimizer):
     'eta' and 'mu' (scalar tensors: float32, float64 when that is the default dtype, as
     PyTorch's), 'ax'."""
 
+    _tensor_step = True
+
     def __init__(self, params: Iterable, lr: float = 1e-2, lambd: float = 1e-4,
                  alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
                  foreach: bool | None = None, maximize: bool = False,

@@ -20,6 +20,8 @@ class NAdam(Optimizer):
     parameter: 'step' (scalar tensor), 'mu_product' (scalar tensor in the step's dtype, the
     running product of the momentum schedule), 'exp_avg', 'exp_avg_sq'."""
 
+    _tensor_step = True
+
     def __init__(self, params: Iterable, lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, momentum_decay: float = 4e-3,

@@ -108,6 +108,11 @@ class Optimizer:
     """Holds ``param_groups`` (a list of dicts: "params" plus hyper-parameters, defaults
     filled from ``defaults``) and ``state`` (param -> dict of per-parameter tensors)."""
 
+    # True on the built-in optimizers that keep ``step`` as a tensor: a number ``step`` of
+    # an older checkpoint becomes one at load_state_dict (PyTorch's __setstate__ of those
+    # classes); a user subclass's number stays a number, as PyTorch's base class leaves it
+    _tensor_step = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
@@ -330,10 +335,12 @@ class Optimizer:
         return state_dict
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Restore hyper-parameters and state; tensors are copied and cast to the dtype and
-        device of their parameter (``step`` stays as saved, or float32 in a group with
-        ``fused`` / ``capturable``). The load-state-dict pre hooks see (and may replace) a
-        shallow copy of ``state_dict`` first; the post hooks run last."""
+        """Restore hyper-parameters and state; tensors, also inside lists, tuples and dicts,
+        are copied and cast to the device of their parameter and to its dtype when it is
+        floating (``step`` stays as saved, or float32 in a group with ``fused`` /
+        ``capturable``), as PyTorch's _process_value_according_to_param_policy. The
+        load-state-dict pre hooks see (and may replace) a shallow copy of ``state_dict``
+        first; the post hooks run last."""
         state_dict = copy.copy(state_dict)
         for pre_hook in list(self._optimizer_load_state_dict_pre_hooks.values()):
             result = pre_hook(self, state_dict)
@@ -357,7 +364,7 @@ class Optimizer:
             if k not in id_map:
                 continue
             p = id_map[k]
-            new_state[p] = {name: _cast_state(p, name, val, step_f32[k])
+            new_state[p] = {name: _cast_state(p, name, val, step_f32[k], self._tensor_step)
                             for name, val in v.items()}
         new_groups = []
         for g, s in zip(groups, saved):
@@ -390,17 +397,24 @@ def _add_hook(table: OrderedDict, hook: Callable, prepend: bool) -> RemovableHan
     return handle
 
 
-def _cast_state(p: Tensor, name: str, value, step_f32: bool = False):
-    if name == "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
+def _cast_state(p: Tensor, name, value, step_f32: bool = False, tensor_step: bool = False):
+    """One state value for parameter ``p`` (``name``: its key, None inside a list)."""
+    if isinstance(value, Tensor):
+        if name == "step":
+            value = value.detach().clone()
+            return value.to(dtypes.float32) if step_f32 else value
+        if p.dtype.is_floating_point:
+            return value.detach().to(p.device, p.dtype).clone()
+        return value.detach().to(p.device).clone()
+    if isinstance(value, dict):  # (LBFGS's lists of tensors, a user's dicts)
+        return {k: _cast_state(p, k, v, step_f32, tensor_step) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)([_cast_state(p, None, v, step_f32, tensor_step) for v in value])
+    if (name == "step" and tensor_step and isinstance(value, (int, float))
+            and not isinstance(value, bool)):
         from tgrad.ops.creation import tensor  # older checkpoints keep the count as a number
         return tensor(float(value), dtype=dtypes.float32 if step_f32 else _get_scalar_dtype())
-    if not isinstance(value, Tensor):
-        return copy.deepcopy(value)
-    if name == "step":
-        value = value.detach().clone()
-        return value.to(dtypes.float32) if step_f32 else value
-    dt = p.dtype if value.dtype.is_floating_point else value.dtype
-    return value.detach().to(p.device, dt).clone()
+    return copy.deepcopy(value)
 
 
 def check_tensor_lr(lr, foreach: bool | None = None, capturable: bool = False) -> None:

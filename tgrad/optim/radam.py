@@ -20,6 +20,8 @@ class RAdam(Optimizer):
     applies the weight decay to the weights as AdamW. State per parameter: 'step' (float32
     scalar tensor; float64 with a float64 default dtype), 'exp_avg', 'exp_avg_sq'."""
 
+    _tensor_step = True
+
     def __init__(self, params: Iterable, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *,

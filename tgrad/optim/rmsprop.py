@@ -17,6 +17,8 @@ from tgrad.optim.optimizer import (
 class RMSprop(Optimizer):
     """Divides each step by a running root mean square of the gradients."""
 
+    _tensor_step = True
+
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False,
                  capturable: bool = False, foreach: bool | None = None, maximize: bool = False,
@@ -63,6 +65,8 @@ class Adagrad(Optimizer):
     """Divides each step by the root of the sum of all past squared gradients. A sparse COO
     gradient updates only its indices (PyTorch's sparse path; not with weight_decay or
     fused=True)."""
+
+    _tensor_step = True
 
     _sparse_grads = True
 

@@ -22,6 +22,8 @@ class Rprop(Optimizer):
     lr; lr + lr i for a complex parameter, whose real and imaginary parts are separate
     elements, as in every optimizer here)."""
 
+    _tensor_step = True
+
     def __init__(self, params: Iterable, lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
                  step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False,

@@ -65,7 +65,7 @@ class LazyModuleMixin:
             if p is not None:
                 destination[prefix + name] = p if (is_lazy(p) or keep_vars) else p.detach()
         for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent_buffers:
+            if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if (is_lazy(b) or keep_vars) else b.detach()
 
     def _lazy_load_hook(self, state_dict: dict, prefix: str, local_metadata: dict,

@@ -128,7 +128,7 @@ class Module:
         d["training"] = True
         d["_parameters"] = OrderedDict()
         d["_buffers"] = OrderedDict()
-        d["_non_persistent_buffers"] = set()
+        d["_non_persistent_buffers_set"] = set()
         d["_modules"] = OrderedDict()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
@@ -321,9 +321,9 @@ class Module:
                             f"'{name}' (tgrad Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
-            self._non_persistent_buffers.discard(name)
+            self._non_persistent_buffers_set.discard(name)
         else:
-            self._non_persistent_buffers.add(name)
+            self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
         self._check_ready("module")
@@ -378,7 +378,7 @@ class Module:
             t = self.__dict__.get(table)
             if t is not None and name in t:
                 del t[name]
-                self._non_persistent_buffers.discard(name)
+                self._non_persistent_buffers_set.discard(name)
                 return
         object.__delattr__(self, name)
 
@@ -721,7 +721,7 @@ class Module:
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent_buffers:
+            if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
         if type(self).get_extra_state is not Module.get_extra_state:
             destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
@@ -766,7 +766,7 @@ class Module:
                  error_msgs)
         local_state = {k: v for k, v in self._parameters.items() if v is not None}
         local_state.update((k, v) for k, v in self._buffers.items()
-                           if v is not None and k not in self._non_persistent_buffers)
+                           if v is not None and k not in self._non_persistent_buffers_set)
         assign = local_metadata.get("assign_to_params_buffers", False)
         for name, param in local_state.items():
             key = prefix + name
@@ -870,7 +870,17 @@ class Module:
                                + "\n\t".join(errors))
         return _IncompatibleKeys(missing, unexpected)
 
+    def __setstate__(self, state: dict) -> None:
+        # a module pickled before the non-persistent set took PyTorch's name
+        if "_non_persistent_buffers_set" not in state:
+            state["_non_persistent_buffers_set"] = state.pop("_non_persistent_buffers", set())
+        self.__dict__.update(state)
+
     # ------------------------------------------------------------------ printing
+    def _get_name(self) -> str:
+        """The class name, which ``repr`` starts with (PyTorch's; libraries read it)."""
+        return type(self).__name__
+
     def extra_repr(self) -> str:
         return ""
 
@@ -882,7 +892,7 @@ class Module:
         for name, m in self._modules.items():
             body = repr(m).replace("\n", "\n  ")
             lines.append(f"({name}): {body}")
-        head = type(self).__name__ + "("
+        head = self._get_name() + "("
         if not lines:
             return head + ")"
         if len(lines) == 1 and not self._modules:
