@@ -130,6 +130,8 @@ for _c in (_C2C, _R2C, _C2R):
 def _check_norm(norm) -> str:
     if norm is None:
         return "backward"
+    if not isinstance(norm, str):  # (PyTorch's TypeError)
+        raise TypeError(f"argument 'norm' must be str, not {type(norm).__name__}")
     if norm not in _NORMS:
         raise RuntimeError(f"Invalid normalization mode: \"{norm}\"")
     return norm
@@ -201,9 +203,14 @@ def _dim_1d(op: str, x: Tensor, n, dim) -> tuple:
 def _dims_nd(op: str, x: Tensor, s, dim) -> tuple:
     """(dims, sizes) as PyTorch's canonicalize_fft_shape_and_dim_args: ``dim`` given:
     those dims (unique), ``s`` then of the same length; only ``s``: the last len(s) dims;
-    neither: all dims. An entry -1 of ``s`` keeps the input's size."""
+    neither: all dims. An entry -1 of ``s`` keeps the input's size. The 2-D forms need a
+    ``dim`` and none takes a Tensor ``s`` (PyTorch's TypeErrors)."""
     if isinstance(s, (int, np.integer)):
         s = (s,)
+    if isinstance(s, Tensor):
+        raise TypeError(f"fft_{op}(): argument 's' must be tuple of ints, not Tensor")
+    if dim is None and op.endswith("2"):
+        raise TypeError(f"fft_{op}(): argument 'dim' must be tuple of ints, not NoneType")
     if dim is not None:  # ints (a float or str dim was iterated over or truncated)
         dim = int_tuple(op, "dim", dim)
         dims = tuple(_wrap(op, d, x.ndim) for d in dim)
