@@ -532,6 +532,19 @@ def test_logcumsumexp_complex():
         tgrad.complex64
     assert tgrad.logcumsumexp(tgrad.ones(0, dtype=tgrad.complex128), 0).shape == (0,)
     _checks(lambda t: tgrad.logcumsumexp(t, 1), tgrad.tensor(x[:2, :5], requires_grad=True))
+    # a NaN part reaches the gradient (PyTorch's): the output from it on is NaN, and every
+    # input feeding a NaN output gets a NaN gradient (a constant NaN left it 0, hiding it)
+    for v in ([complex(NAN, 0), 1 + 1j], [1 + 1j, complex(0, NAN)]):
+        z = tgrad.tensor(v, requires_grad=True)
+        tgrad.logcumsumexp(z, 0).real.sum().backward()
+        assert np.isnan(z.grad.numpy()).all()
+    c128 = tgrad.complex128
+    a = tgrad.tensor([complex(NAN, 0), 1 + 1j, 2 + 0j], dtype=c128, requires_grad=True)
+    b = tgrad.tensor([1 + 1j, complex(0, NAN), 1 + 0j], dtype=c128, requires_grad=True)
+    tgrad.logaddexp(a, b).real.sum().backward()
+    for g in (a.grad.numpy(), b.grad.numpy()):
+        assert np.isnan(g[:2]).all() and np.isfinite(g[2])  # (the NaN stays where it was)
+    np.testing.assert_allclose(a.grad.numpy()[2], 1 / (1 + np.exp(-1)), rtol=1e-15)
 
 
 def test_hypot_does_not_overflow_or_underflow():

@@ -203,7 +203,10 @@ def _logaddexp_complex(x: Tensor, y: Tensor) -> Tensor:
     lo_i, hi_i = ew.where(up, mn, 0.0), ew.where(up, mx, 0.0)
     out = ew.where(up, ew.log(ew.exp(lo_i) + ew.exp(hi_i)), out)
     out = ew.where(ew.logical_and(tie, ew.lt(xr, 0.0)), mn, out)
-    return ew.where(nan, complex(math.nan, math.nan), out)
+    # NaN + NaN j where either has a NaN part, with a NaN gradient to both there, as
+    # PyTorch's (a constant NaN left the gradient 0); the NaN factor is 0 elsewhere, so the
+    # branch not taken adds nothing (0 * NaN would leak)
+    return ew.where(nan, (x + y) * ew.where(nan, complex(math.nan, math.nan), 0.0), out)
 
 
 @tensor_method("logaddexp")
