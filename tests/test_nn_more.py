@@ -317,6 +317,19 @@ def test_embedding_scale_grad_by_freq():
     np.testing.assert_allclose(hv.numpy(), fd, rtol=1e-7, atol=1e-9)
 
 
+def test_one_hot_takes_input_and_max_min_take_other():
+    # PyTorch 2.13's keyword names: one_hot(input=...), max/min(input, other=...)
+    oh = F.one_hot(input=tgrad.tensor([1, 0, 2]))
+    np.testing.assert_array_equal(oh.numpy(), np.eye(3, dtype=np.int64)[[1, 0, 2]])
+    with pytest.raises(TypeError):
+        F.one_hot(tensor=tgrad.tensor([1, 0]))
+    a, b = tgrad.tensor([1.0, 5.0]), tgrad.tensor([3.0, 2.0])
+    assert tgrad.max(a, other=b).tolist() == [3.0, 5.0] == a.max(other=b).tolist()
+    assert tgrad.min(input=a, other=b).tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError, match="other= takes a Tensor"):
+        tgrad.max(a, other=1)  # (not max along dim 1)
+
+
 def test_embedding_sparse_and_signature():
     w = tgrad.ones(3, 2, requires_grad=True)  # sparse=True: a sparse COO weight gradient
     F.embedding(tgrad.tensor([0]), w, sparse=True).sum().backward()

@@ -213,3 +213,23 @@ def test_scatter_with_the_deprecated_reduce_argument():
                                   [[4.0, 2.0, 1.0, 1.0], [1.0, 1.0, 2.0, 4.0]])
     with pytest.raises(RuntimeError, match="either add or multiply"):
         x.scatter(1, idx, src, reduce="max")
+
+
+def test_max_and_min_are_amax_and_amin():
+    # PyTorch's scatter_reduce also takes reduce="max" / "min" (amax / amin's values and
+    # gradients)
+    x = _t([0.0, 4.0, -1.0], requires_grad=True)
+    src = _t([3.0, 2.0, 7.0, -5.0], requires_grad=True)
+    idx = tgrad.tensor([0, 0, 1, 2])
+    for alias, name in (("max", "amax"), ("min", "amin")):
+        for incl in (True, False):
+            got = x.scatter_reduce(0, idx, src, alias, include_self=incl)
+            want = x.scatter_reduce(0, idx, src, name, include_self=incl)
+            ref = np.array([0.0, 4.0, -1.0]) if incl else np.full(3, np.nan)
+            for i, v in zip([0, 0, 1, 2], [3.0, 2.0, 7.0, -5.0]):
+                ref[i] = v if np.isnan(ref[i]) else (max if alias == "max" else min)(ref[i], v)
+            np.testing.assert_array_equal(got.detach().numpy(), ref)
+            gx, gs = tgrad.autograd.grad(got.sum(), [x, src])
+            wx, ws = tgrad.autograd.grad(want.sum(), [x, src])
+            np.testing.assert_array_equal(gx.numpy(), wx.numpy())
+            np.testing.assert_array_equal(gs.numpy(), ws.numpy())

@@ -801,10 +801,11 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  
     return input / denom
 
 
-def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    """int64 tensor of shape (*tensor.shape, num_classes) with a 1 at each class index
+def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
+    """int64 tensor of shape (*input.shape, num_classes) with a 1 at each class index
     (num_classes = -1: one more than the largest index)."""
-    _check_tensor("one_hot", tensor, "tensor")
+    _check_tensor("one_hot", input, "input")
+    tensor = input
     num_classes = _int_arg("one_hot", "num_classes", num_classes, 2)
     if tensor.dtype is not dtypes.int64:
         raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, "

@@ -444,6 +444,14 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdim
     return _arg_extreme(Argmin, input, dim, keepdim)
 
 
+def _max_min_other(op: str, input: Tensor, other, dim):  # noqa: A002
+    """max/min(input, other=other): the elementwise maximum/minimum (PyTorch's keyword)."""
+    if not isinstance(other, Tensor) or dim is not None:
+        raise TypeError(f"{op}(): other= takes a Tensor, without dim (got other of type "
+                        f"{type(other).__name__}{'' if dim is None else ' and a dim'})")
+    return _max_min(op, input, other, False)
+
+
 def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
     """max/min: a Tensor ``dim`` is the other operand of maximum/minimum; None reduces all
     dims (amax/amin); an int gives (values, indices) along it."""
@@ -466,9 +474,12 @@ def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
 
 
 @tensor_method("max")
-def max(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None):  # noqa: A001,A002
-    """``max(x)``: the maximum; ``max(x, dim)``: (values, indices); ``max(x, other)``:
-    elementwise maximum."""
+def max(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None,  # noqa: A001,A002
+        other=None):
+    """``max(x)``: the maximum; ``max(x, dim)``: (values, indices); ``max(x, other)`` (or
+    ``other=``): elementwise maximum."""
+    if other is not None:
+        return _max_min_other("max", input, other, dim)
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("max", dim, axis)
     if keepdims is not None:  # (NumPy's name too, as for axis)
@@ -477,7 +488,10 @@ def max(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=N
 
 
 @tensor_method("min")
-def min(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None):  # noqa: A001,A002
+def min(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None,  # noqa: A001,A002
+        other=None):
+    if other is not None:
+        return _max_min_other("min", input, other, dim)
     if axis is not None:  # NumPy's name, accepted as PyTorch does
         dim = _dim_or_axis("min", dim, axis)
     if keepdims is not None:  # (NumPy's name too, as for axis)

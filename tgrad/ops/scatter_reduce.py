@@ -173,11 +173,16 @@ def _prod_grads(g: Tensor, x: Tensor, src: Tensor, key, incl: bool) -> tuple:
 register_op(ScatterReduce)
 
 
+_REDUCE_ALIASES = {"max": "amax", "min": "amin"}  # (PyTorch's scatter_reduce takes them)
+
+
 @tensor_method("scatter_reduce")
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,  # noqa: A002
                    include_self: bool = True) -> Tensor:
     """A copy of input with src[j] folded in at position index[j] along ``dim`` by
-    ``reduce`` (sum, prod, mean, amax, amin); ``include_self``: input's value takes part."""
+    ``reduce`` (sum, prod, mean, amax, amin; PyTorch also takes max and min for the last
+    two); ``include_self``: input's value takes part."""
+    reduce = _REDUCE_ALIASES.get(reduce, reduce)
     if reduce not in REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
