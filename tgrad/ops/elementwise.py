@@ -527,12 +527,12 @@ _DIV_B = _fused("div_b", lambda q, a, b: -(q * a) / b)
 
 def _div_grads(g, a, b, y, need_a: bool, need_b: bool) -> tuple:
     """div's two gradients computing g / b once (4 passes over memory on the CPU for both);
-    under create_graph with both wanted, db = -g (a / b) / b (PyTorch's) with nodes of its
-    own, so differentiating one gradient without retain_graph leaves the other's graph
-    whole."""
+    under create_graph with both wanted, db's g / b is computed again, so each gradient has
+    nodes of its own (as PyTorch's formulas) and differentiating one without retain_graph
+    leaves the other's graph whole (the same values, bit for bit, as without a graph)."""
     q = _rule_product("div", g, b)
     if need_a and need_b and differentiable_formula():
-        return q, -g * ((a / b) / b)
+        return q, _DIV_B(_rule_product("div", g, b), a, b)
     return (q if need_a else None), (_DIV_B(q, a, b) if need_b else None)
 
 
