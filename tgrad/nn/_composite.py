@@ -805,25 +805,24 @@ def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
     """int64 tensor of shape (*input.shape, num_classes) with a 1 at each class index
     (num_classes = -1: one more than the largest index)."""
     _check_tensor("one_hot", input, "input")
-    tensor = input
     num_classes = _int_arg("one_hot", "num_classes", num_classes, 2)
-    if tensor.dtype is not dtypes.int64:
+    if input.dtype is not dtypes.int64:
         raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, "
-                           f"got {tensor.dtype.name}")
-    if tensor.numel() == 0:
+                           f"got {input.dtype.name}")
+    if input.numel() == 0:
         if num_classes == -1:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         lo = hi = 0
     else:
-        lo, hi = int(tensor.min()), int(tensor.max())
+        lo, hi = int(input.min()), int(input.max())
     if lo < 0:
         raise RuntimeError("Class values must be non-negative.")
     if num_classes == -1:
         num_classes = hi + 1
     elif hi >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    classes = arange(num_classes, device=tensor.device)
-    return (tensor.unsqueeze(-1) == classes).long()
+    classes = arange(num_classes, device=input.device)
+    return (input.unsqueeze(-1) == classes).long()
 
 
 class _ScaleGrad(Function):

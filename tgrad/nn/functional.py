@@ -691,9 +691,13 @@ class _DiffLoss(Function):
         x, t = ctx.saved_tensors
         reduction, n, p = ctx.meta
         need_x, need_t = ctx.needs_input_grad[:2]
-        dd = _mean_scaled(g, reduction, n) * cls.dloss(x - t, p)
+
+        def dloss_dd() -> Tensor:
+            return _mean_scaled(g, reduction, n) * cls.dloss(x - t, p)
+
+        dd = dloss_dd()
         if need_x and need_t and differentiable_formula():
-            return dd, -(_mean_scaled(g, reduction, n) * cls.dloss(x - t, p)), None, None
+            return dd, -dloss_dd(), None, None
         return (dd if need_x else None), (-dd if need_t else None), None, None
 
 

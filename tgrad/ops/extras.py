@@ -253,9 +253,8 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when ``eps`` is given;
     dx = 1 / (x (1 - x)) (see ``Logit``). ``eps`` and 1 - eps are rounded to the input's
     dtype first, as PyTorch does (0.1 is 0.0999755859375 in float16, and 1 - 1e-6 is 1).
-    Bool and integer tensors give the
-    default float dtype (logit(True) = inf). A negative ``eps`` is no eps (PyTorch: no
-    clamp, and a NaN gradient outside [0, 1])."""
+    Bool and integer tensors give the default float dtype (logit(True) = inf). A negative
+    ``eps`` is no eps (PyTorch: no clamp, and a NaN gradient outside [0, 1])."""
     require_tensor("logit", input)
     if eps is not None and eps < 0:
         eps = None
