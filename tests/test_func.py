@@ -648,3 +648,51 @@ def test_jvp_of_jvp_gives_second_directional_derivatives():
     _, (d2, _) = FT.jvp(inner, (xg,), (tw,))
     (g,) = tgrad.autograd.grad(d2.sum(), xg)
     np.testing.assert_allclose(g.numpy(), 6 * v * w, rtol=1e-13)
+
+
+def test_captured_tensors_that_require_grad_keep_the_graph():
+    # PyTorch's transforms lift tensors f captures: a gradient penalty through a model's
+    # parameters, grad of grad over a closure, jacrev of grad. tgrad detached the results
+    # whenever the differentiated inputs did not require grad, which dropped those terms
+    # (w.grad missed the penalty; the mixed partials came out 0)
+    f64 = tgrad.float64
+    wv, xv = np.array([0.5, -1.0, 2.0, 0.3]), np.array([1.5, 0.2, -0.7, 1.1])
+    w = tgrad.tensor(wv, dtype=f64, requires_grad=True)
+    x = tgrad.tensor(xv, dtype=f64)
+    g = FT.grad(lambda z: (z * w).tanh().sum())(x)  # d/dz = w sech^2(z w)
+    assert g.requires_grad
+    ((x * w).sum() + (g ** 2).sum()).backward()
+    # d/dw of sum_i (w_i sech^2(x_i w_i))^2 = 2 w s^2 (s^2 - 2 w x s^2 tanh), s = sech(x w)
+    s2 = 1 / np.cosh(xv * wv) ** 2
+    want = xv + 2 * wv * s2 * (s2 - 2 * wv * xv * s2 * np.tanh(xv * wv))
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-13)
+    # grad over grad of a closure: d/dw_i [x0_i cos(x0_i w_i)] = -x0_i^2 sin(x0_i w_i)
+    x0 = tgrad.tensor(wv, dtype=f64)
+    mixed = FT.grad(lambda v: FT.grad(lambda z: (z * v).sin().sum())(x0).sum())(
+        tgrad.tensor(xv, dtype=f64))
+    np.testing.assert_allclose(mixed.numpy(), np.cos(wv * xv) - wv * xv * np.sin(wv * xv),
+                               rtol=1e-13)
+    assert not mixed.requires_grad  # (the outermost result carries no graph)
+    jac = FT.jacrev(lambda v: FT.grad(lambda z: (z * v).sin().sum())(x0))(
+        tgrad.tensor(xv, dtype=f64))
+    np.testing.assert_allclose(jac.numpy(), np.diag(np.cos(wv * xv) - wv * xv
+                                                    * np.sin(wv * xv)), rtol=1e-13)
+    out, vjp_fn = FT.vjp(lambda z: (z * w).sin(), x)
+    assert out.requires_grad  # (w's graph)
+
+
+def test_vjp_fn_is_differentiable_in_the_cotangent():
+    # the double-vjp trick: the vjp of u -> vjp_fn(u) is J v (PyTorch's)
+    f64 = tgrad.float64
+    xv, vv = np.array([0.5, -1.0, 2.0, 0.3]), np.array([1.5, 0.2, -0.7, 1.1])
+    f = lambda z: z.exp() * z.cumsum(0)  # noqa: E731
+    _, vjp_fn = FT.vjp(f, tgrad.tensor(xv, dtype=f64))
+    _, vv_fn = FT.vjp(lambda u: vjp_fn(u)[0], tgrad.zeros(4, dtype=f64))
+    (jv,) = vv_fn(tgrad.tensor(vv, dtype=f64))
+    # J = d f / d x: f_i = e^{x_i} c_i, c = cumsum(x); J_ij = e^{x_i} (delta_ij c_i + [j <= i])
+    c = np.cumsum(xv)
+    jmat = np.exp(xv)[:, None] * (np.diag(c) + np.tril(np.ones((4, 4))))
+    np.testing.assert_allclose(jv.numpy(), jmat @ vv, rtol=1e-13)
+    np.testing.assert_allclose(FT.jacrev(lambda u: vjp_fn(u)[0])(tgrad.tensor(vv, dtype=f64))
+                               .numpy(), jmat.T, rtol=1e-13)
+    assert vjp_fn(tgrad.tensor(vv, dtype=f64, requires_grad=True))[0].requires_grad

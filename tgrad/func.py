@@ -6,7 +6,10 @@
 How they work (differences from PyTorch's functorch, which has its own interpreter):
 - ``grad`` / ``vjp`` / ``jacrev`` run ``f`` on aliases of the inputs and call
   ``autograd.grad``; the graph is kept (create_graph) only when an input already requires
-  grad, i.e. inside another transform, so results at the outermost level carry no graph.
+  grad (inside another transform) or ``f``'s output reaches a tensor ``f`` captured that
+  requires grad (a model's parameters, an enclosing transform's input: a gradient penalty,
+  grad of grad over a closure), as PyTorch's transforms lift captured tensors; otherwise
+  results carry no graph.
 - ``jacrev`` does one backward per output element; ``jvp`` / ``linearize`` / ``jacfwd`` use
   forward-mode AD (tgrad.autograd.forward_ad), jacfwd one jvp per input element.
 - ``vmap`` calls ``f`` once per batch element and stacks the results (no batching rules):
@@ -148,12 +151,42 @@ def _prepare(args: tuple, argnums, who: str) -> tuple:
     return tuple(new_args), aliases, rebuild, outer
 
 
+def _captures_grad(outputs: list) -> bool:
+    """Whether ``outputs``' graph reaches a leaf that requires grad other than this
+    transform's aliases and a finished inner transform's (marked with their depth, at or
+    below the current one): a tensor ``f`` captured (a parameter, an enclosing transform's
+    alias), whose graph an enclosing backward or transform needs, so the results must keep
+    theirs. Called inside the transform's ``_transform`` block."""
+    depth = STATE.func_depth
+    from tgrad.autograd.node import AccumulateGrad
+    seen: set = set()
+    todo = [o.grad_fn for o in outputs if isinstance(o, Tensor) and o.grad_fn is not None]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, AccumulateGrad):
+            if node.variable.__dict__.get("_transform_depth", 0) < depth:
+                return True
+            continue
+        todo.extend(n for n, _ in node.next_functions)
+    return False
+
+
 def _grad_aliases(leaves: list) -> list:
     """Aliases of ``leaves`` that require grad, for this transform's graph; a dual leaf
     (forward over reverse: jvp of grad, jacfwd of jacrev) keeps its tangent (view_as
     carries it; a detached alias is given it)."""
-    return [t.view_as(t) if t.requires_grad else _with_tangent_of(t, t.detach())
-            .requires_grad_() for t in leaves]
+    return [t.view_as(t) if t.requires_grad else _fresh_alias(t) for t in leaves]
+
+
+def _fresh_alias(t: Tensor) -> Tensor:
+    """A detached leaf alias of ``t`` requiring grad, marked with the transform's depth
+    (``_captures_grad`` tells it from a captured tensor)."""
+    alias = _with_tangent_of(t, t.detach()).requires_grad_()
+    alias.__dict__["_transform_depth"] = STATE.func_depth
+    return alias
 
 
 def _check_jvp_output(o) -> None:
@@ -224,6 +257,7 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
                 raise RuntimeError(f"{who}(f)(*args): Expected f(*args) to return a scalar "
                                    f"Tensor, got tensor with {out.ndim} dims. Maybe you "
                                    f"wanted to use the vjp or jacrev APIs instead?")
+            keep = keep or _captures_grad([out])
             grads = rebuild(_grads([out], aliases, None, keep))
         grads = _map(lambda g: _plain(g, keep), grads)
         value = _plain(out, keep)
@@ -255,8 +289,9 @@ def vjp(func: Callable, *primals, has_aux: bool = False) -> tuple:
         new_args, aliases, rebuild, keep = _prepare(primals, tuple(range(len(primals))),
                                                     "vjp") if primals else ((), [], None, False)
         out, aux = _split_aux(func(*new_args), has_aux, "vjp")
-    out_leaves, _ = _flatten(out)
-    _check_differentiable_outputs(out_leaves)
+        out_leaves, _ = _flatten(out)
+        _check_differentiable_outputs(out_leaves)
+        keep = keep or _captures_grad(out_leaves)
     out_spec = _spec(out)
 
     def vjp_fn(cotangents):
@@ -275,10 +310,12 @@ def vjp(func: Callable, *primals, has_aux: bool = False) -> tuple:
                 raise RuntimeError(f"Mismatch in shape: grad_output has a shape of "
                                    f"{list(c.shape)} and output has a shape of "
                                    f"{list(o.shape)}.")
+        # a cotangent that requires grad keeps the graph too (a vjp of vjp_fn: its
+        # derivative in the cotangent is the Jacobian)
+        keep_c = keep or any(c.requires_grad for c in cot_leaves)
         with enable_grad():
-            gs = _grads(out_leaves, aliases, cot_leaves, keep or any(
-                c.requires_grad for c in cot_leaves))
-        return tuple(_map(lambda g: _plain(g, keep), rebuild(gs)))
+            gs = _grads(out_leaves, aliases, cot_leaves, keep_c)
+        return tuple(_map(lambda g: _plain(g, keep_c), rebuild(gs)))
     value = _map(lambda t: _plain(t, keep), out)
     return (value, vjp_fn, _plain_aux(aux, keep)) if has_aux else (value, vjp_fn)
 
@@ -304,6 +341,7 @@ def _jacrev(func: Callable, argnums, has_aux: bool, who: str) -> Callable:
             out_leaves, out_rebuild = _flatten(out)
             _check_differentiable_outputs(out_leaves)
             _check_real(out_leaves, who, "outputs")
+            keep = keep or _captures_grad(out_leaves)
             jacs = []
             for o in out_leaves:
                 flat = o.reshape(-1)
