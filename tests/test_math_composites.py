@@ -598,6 +598,20 @@ def test_cumprod_values(n):
     _same(tgrad.cumprod(_t(x), -2), np.cumprod(x, 0), rtol=1e-13)
 
 
+def test_cumprod_float32_accumulates_in_float64_on_the_cpu():
+    # PyTorch's CPU cumprod multiplies float32 in double: over 1e5 factors near 1 the float32
+    # scan drifted by 1e-4 relative; now each value is the float64 product rounded once
+    rng = np.random.default_rng(3)
+    x = (1 + rng.uniform(-1e-3, 1e-3, 100_000)).astype(np.float32)
+    got = tgrad.tensor(x).cumprod(0).numpy()
+    want = np.cumprod(x.astype(np.float64))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=2 ** -23)  # (within rounding to float32)
+    z = (x[:1000] * np.exp(1j * rng.uniform(-1e-3, 1e-3, 1000))).astype(np.complex64)
+    np.testing.assert_allclose(tgrad.tensor(z).cumprod(0).numpy(),
+                               np.cumprod(z.astype(np.complex128)), rtol=2 ** -22)
+
+
 def test_cumprod_dtypes_0d_and_inplace():
     i = RNG.integers(-3, 4, (2, 7))
     got = tgrad.cumprod(tgrad.tensor(i, dtype=tgrad.int32), 1)

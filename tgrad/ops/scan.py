@@ -103,6 +103,9 @@ def _cumprod_scan(x: Tensor, d: int) -> Tensor:
     return y
 
 
+_CPU_ACCUMULATE = {dtypes.float32: dtypes.float64, dtypes.complex64: dtypes.complex128}
+
+
 class Cumprod(Function):
     """y_k = prod_{j <= k} x_j along ``dim`` (n = x.shape[dim] >= 2);
     dx_j = conj(prod_{i < j} x_i) s_j with s_j = sum_{k >= j} g_k conj(prod_{j < i <= k} x_i),
@@ -123,7 +126,11 @@ class Cumprod(Function):
 
     @staticmethod
     def forward(ctx, x, d):
-        y = _cumprod_scan(x, d)
+        wide = _CPU_ACCUMULATE.get(x.dtype) if x.device.type == "cpu" else None
+        # on the CPU float32 (complex64) multiplies in float64 (complex128), rounded once,
+        # as PyTorch's CPU accumulation (a float32 scan drifted by 1e-4 over 1e5 factors
+        # near 1); on the GPU in float32, as PyTorch's CUDA cumprod
+        y = _cumprod_scan(x, d) if wide is None else _cumprod_scan(x.to(wide), d).to(x.dtype)
         ctx.d = d
         ctx.save_for_backward(x, y)
         return y
