@@ -546,3 +546,44 @@ def test_a_backward_returning_a_list_raises_as_pytorch():
     a = tgrad.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"expected Variable or None \(got list\)"):
         Twice.apply(a).sum().backward()
+
+
+def test_vjp_is_another_name_for_backward():
+    # PyTorch: a custom Function may define vjp instead of backward; both is an error at
+    # backward time, neither PyTorch's "either the backward or vjp" error
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def vjp(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    class Both(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g
+
+    class Neither(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+    x = tgrad.tensor([3.0, -0.5], dtype=tgrad.float64, requires_grad=True)
+    Square.apply(x).sum().backward()
+    assert x.grad.tolist() == [6.0, -1.0]
+    with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp'"):
+        Both.apply(x).sum().backward()
+    with pytest.raises(NotImplementedError, match="either the backward or vjp method"):
+        Neither.apply(x).sum().backward()

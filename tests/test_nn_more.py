@@ -719,3 +719,27 @@ def test_instancenorm_bias_keyword():
     want = (x - x.mean((2, 3), keepdims=True)) / np.sqrt(x.var((2, 3), keepdims=True) + 1e-5)
     np.testing.assert_allclose(norm(tgrad.tensor(x)).detach().numpy(), want, rtol=1e-10,
                                atol=1e-12)
+
+
+def test_threshold_compares_halves_in_float32_and_dropout_refuses_nan():
+    # PyTorch's threshold compares a float16/bfloat16 x with the threshold in float32: the
+    # half 0.30005 (0.3 rounded) stays above 0.3, its gradient 1 (it was replaced by value)
+    for dt in (tgrad.float16, tgrad.bfloat16):
+        x = tgrad.tensor([0.3, 0.1, 1.0], dtype=dt, requires_grad=True)
+        xf = x.detach().float().numpy().astype(np.float64)
+        y = F.threshold(x, 0.3, -5.0)
+        y.sum().backward()
+        keep = xf > 0.3
+        np.testing.assert_array_equal(y.detach().float().numpy(), np.where(keep, xf, -5.0))
+        np.testing.assert_array_equal(x.grad.float().numpy(), keep.astype(np.float64))
+    # a NaN probability: PyTorch's RuntimeError, also when not training (NaN compared false
+    # with both bounds, so it was accepted and gave NaN outputs)
+    nan = float("nan")
+    for f in (lambda: F.dropout(tgrad.ones(3), nan), lambda: F.dropout(tgrad.ones(3), nan, False),
+              lambda: F.alpha_dropout(tgrad.ones(3), nan, True),
+              lambda: F.dropout2d(tgrad.ones(1, 2, 2, 2), nan),
+              lambda: nn.Dropout(nan)(tgrad.ones(2))):
+        with pytest.raises(RuntimeError, match="between 0 and 1, but got nan"):
+            f()
+    with pytest.raises(ValueError, match="between 0 and 1, but got 1.5"):
+        F.dropout(tgrad.ones(2), 1.5)

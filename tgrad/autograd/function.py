@@ -388,6 +388,15 @@ def expandable(shape: tuple, to: tuple) -> bool:
 class _FunctionMeta(type):
     def __init__(cls, name, bases, attrs) -> None:
         super().__init__(name, bases, attrs)
+        if "vjp" in attrs and bases:  # PyTorch's alias: a Function may define vjp instead
+            if cls.backward is not Function.backward:
+                def backward(ctx, *grads):  # (PyTorch raises when the backward runs)
+                    raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom "
+                                       "Function is not allowed. You should only implement "
+                                       "one of them.")
+                cls.backward = staticmethod(backward)
+            else:
+                cls.backward = attrs["vjp"]
         # PyTorch's two styles: forward(ctx, *args), or forward(*args) plus
         # setup_context(ctx, inputs, output) (when a class defines setup_context)
         if not getattr(cls.setup_context, "base_setup_context", False):
@@ -504,8 +513,11 @@ class Function(metaclass=_FunctionMeta):
 
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
-        raise NotImplementedError("You must implement the backward function for custom "
-                                  "autograd.Function.")
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward "
+                                  "mode AD.")
+
+    vjp = backward  # (PyTorch's other name for it: a subclass may define either)
 
     @staticmethod
     def jvp(ctx: Any, *grad_inputs: Any) -> Any:

@@ -155,11 +155,17 @@ class Threshold(_Piecewise):
 
     @staticmethod
     def value(x: Tensor, th: float, v: float) -> Tensor:
-        return where(x <= th, v, x)
+        return where(_at_most(x, th), v, x)
 
     @staticmethod
     def mask_grad(x: Tensor, g: Tensor, th: float, v: float) -> Tensor:
-        return where(x <= th, 0.0, g)
+        return where(_at_most(x, th), 0.0, g)
+
+
+def _at_most(x: Tensor, th: float) -> Tensor:
+    """x <= th, a float16/bfloat16 x compared in float32 (PyTorch's opmath: 0.3 is not
+    rounded to the half 0.30005 first, so a half x of 0.30005 stays above it)."""
+    return (x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x) <= th
 
 
 class Hardsigmoid(_Piecewise):

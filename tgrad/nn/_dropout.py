@@ -42,7 +42,9 @@ def _channel_shape(input: Tensor, lead: int) -> tuple:  # noqa: A002
 
 
 def _check_p(p: float) -> None:
-    if p < 0.0 or p > 1.0:
+    if not 0.0 <= p <= 1.0:
+        if p != p:  # NaN: PyTorch's kernel check (a RuntimeError, also when not training)
+            raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 

@@ -885,7 +885,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
     training or p == 0. One op (``dropout``, node ``NativeDropoutBackward0``) whose
     backward regenerates the mask instead of saving it."""
     _check_tensor("dropout", input)
-    if p < 0.0 or p > 1.0:
+    if not 0.0 <= p <= 1.0:
+        if p != p:  # NaN: PyTorch's kernel check (a RuntimeError, also when not training)
+            raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input

@@ -10,7 +10,7 @@ from tgrad.tensor import Tensor
 class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
-        if not 0.0 <= p <= 1.0:
+        if p < 0 or p > 1:  # (NaN passes, as PyTorch's; F.dropout refuses it)
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
         self.inplace = inplace
