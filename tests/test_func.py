@@ -696,3 +696,21 @@ def test_vjp_fn_is_differentiable_in_the_cotangent():
     np.testing.assert_allclose(FT.jacrev(lambda u: vjp_fn(u)[0])(tgrad.tensor(vv, dtype=f64))
                                .numpy(), jmat.T, rtol=1e-13)
     assert vjp_fn(tgrad.tensor(vv, dtype=f64, requires_grad=True))[0].requires_grad
+
+
+def test_backward_inside_a_transform_raises_as_pytorch():
+    # the transform owns the graph of f: a .backward() there would fill .grad with a
+    # gradient the transform never sees (PyTorch raises)
+    w = tgrad.tensor([1.0, 2.0], requires_grad=True)
+
+    def f(x):
+        (x * w).sum().backward()
+        return (x * x).sum()
+
+    for transform in (FT.grad, FT.vmap):
+        with pytest.raises(RuntimeError, match="backward\\(\\) called inside a functorch "
+                                               "transform"):
+            transform(f)(tgrad.ones(2) if transform is FT.grad else tgrad.ones(3, 2))
+    assert w.grad is None
+    (w * 2).sum().backward()  # (outside a transform, as ever)
+    assert w.grad.tolist() == [2.0, 2.0]

@@ -15,6 +15,7 @@ from tgrad.autograd.anomaly_mode import (
 from tgrad.autograd.engine import run_backward
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import (
+    STATE,
     enable_grad,
     inference_mode,
     is_grad_enabled,
@@ -221,6 +222,10 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
 def _backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables,
               inputs) -> None:
     """``backward``'s work."""
+    if STATE.func_depth:  # (PyTorch's error: the transform owns the graph inside f)
+        raise RuntimeError("backward() called inside a functorch transform. This is not "
+                           "supported, please use functorch.grad or functorch.vjp instead or "
+                           "call backward() outside of functorch transforms.")
     if grad_variables is not None:
         grad_tensors = grad_variables
     outputs = _as_tuple(tensors)
