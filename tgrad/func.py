@@ -9,7 +9,8 @@ How they work (differences from PyTorch's functorch, which has its own interpret
   grad (inside another transform) or ``f``'s output reaches a tensor ``f`` captured that
   requires grad (a model's parameters, an enclosing transform's input: a gradient penalty,
   grad of grad over a closure), as PyTorch's transforms lift captured tensors; otherwise
-  results carry no graph.
+  results carry no graph. A ``.backward()`` inside ``f`` raises PyTorch's "backward()
+  called inside a functorch transform" (the transform owns that graph).
 - ``jacrev`` does one backward per output element; ``jvp`` / ``linearize`` / ``jacfwd`` use
   forward-mode AD (tgrad.autograd.forward_ad), jacfwd one jvp per input element.
 - ``vmap`` calls ``f`` once per batch element and stacks the results (no batching rules):
