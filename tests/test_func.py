@@ -714,3 +714,14 @@ def test_backward_inside_a_transform_raises_as_pytorch():
     assert w.grad is None
     (w * 2).sum().backward()  # (outside a transform, as ever)
     assert w.grad.tolist() == [2.0, 2.0]
+
+
+def test_an_ordered_dict_stays_one():
+    # PyTorch's pytree keeps the container type (a state_dict is an OrderedDict)
+    from collections import OrderedDict
+    params = OrderedDict(a=tgrad.tensor([1.0, 2.0]), b=tgrad.tensor(3.0))
+    g = FT.grad(lambda p: (p["a"] ** 2).sum() * p["b"])(params)
+    assert type(g) is OrderedDict and list(g) == ["a", "b"]
+    assert g["a"].tolist() == [6.0, 12.0] and g["b"].item() == 5.0
+    out = FT.vmap(lambda x: OrderedDict(y=x * 2))(tgrad.ones(3))
+    assert type(out) is OrderedDict and out["y"].tolist() == [2.0, 2.0, 2.0]

@@ -23,6 +23,7 @@ How they work (differences from PyTorch's functorch, which has its own interpret
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 from typing import Callable
 
 from tgrad import autograd
@@ -69,10 +70,10 @@ def _flatten(tree) -> tuple:
                 i += n
             return kind(out) if kind in (tuple, list) else kind(*out)
         return leaves, rebuild
-    if isinstance(tree, dict):
-        keys = list(tree)
+    if isinstance(tree, dict):  # (an OrderedDict, a state_dict, stays one)
+        keys, kind = list(tree), OrderedDict if isinstance(tree, OrderedDict) else dict
         leaves, rebuild_values = _flatten([tree[k] for k in keys])
-        return leaves, lambda values: dict(zip(keys, rebuild_values(values)))
+        return leaves, lambda values: kind(zip(keys, rebuild_values(values)))
     return [tree], lambda values: values[0]
 
 
