@@ -969,3 +969,33 @@ def test_flatten_of_nothing_to_merge_is_the_tensor_itself():
     assert m.flatten().shape == (6,) and m.flatten()._base is m
     s = tgrad.tensor(2.0)
     assert s.flatten().shape == (1,)
+
+
+def test_resize_to_the_same_shape_keeps_the_values_and_strides():
+    # PyTorch: resize_ to the current sizes returns self untouched, whatever its strides
+    # (tgrad re-laid a transposed or strided tensor out row-major: other values)
+    x = tgrad.arange(6.0).view(2, 3).t()
+    want = x.numpy().copy()
+    assert x.resize_(3, 2) is x and x.stride() == (1, 3)
+    np.testing.assert_array_equal(x.numpy(), want)
+    s = tgrad.arange(12.0).view(3, 4)[:, ::2]
+    np.testing.assert_array_equal(s.resize_as_(tgrad.zeros(3, 2)).numpy(),
+                                  np.arange(12.0).reshape(3, 4)[:, ::2])
+    e = tgrad.arange(3.0).expand(2, 3)  # (no storage to grow: it stays as it is)
+    np.testing.assert_array_equal(e.resize_(2, 3).numpy(), np.tile(np.arange(3.0), (2, 1)))
+
+
+def test_flip_keyword_and_atleast_nd_of_a_sequence():
+    x = tgrad.arange(6.0).view(2, 3)
+    xn = np.arange(6.0).reshape(2, 3)
+    for got, axes in ((x.flip(dims=[0]), 0), (x.flip(0, 1), (0, 1)), (x.flip((1,)), 1)):
+        np.testing.assert_array_equal(got.numpy(), np.flip(xn, axes))
+    with pytest.raises(TypeError):
+        x.flip()  # (PyTorch: dims is required)
+    # a sequence of one tensor gives a tuple of one, a tensor gives a tensor (PyTorch's)
+    for fn, shape in ((tgrad.atleast_1d, (1,)), (tgrad.atleast_2d, (1, 1)),
+                      (tgrad.atleast_3d, (1, 1, 1))):
+        one = fn([tgrad.tensor(1.0)])
+        assert isinstance(one, tuple) and len(one) == 1 and one[0].shape == shape
+        assert isinstance(fn(tgrad.tensor(1.0)), tgrad.Tensor)
+        assert len(fn(tgrad.tensor(1.0), tgrad.tensor(2.0))) == 2

@@ -370,8 +370,15 @@ def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
     return Flip.apply(input, wrapped)
 
 
-tensor_method("flip")(lambda self, *dims: flip(
-    self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims))
+@tensor_method("flip")
+def _flip_method(self: Tensor, *dims, **kwargs) -> Tensor:
+    """``x.flip(0, 1)``, ``x.flip((0, 1))`` or ``x.flip(dims=(0, 1))`` (PyTorch's forms)."""
+    if "dims" in kwargs and not dims:
+        return flip(self, kwargs.pop("dims"), **kwargs)
+    if not dims or kwargs:
+        raise TypeError(f"flip() takes dims as ints, one sequence or dims=... (got "
+                        f"{len(dims)} positional and {sorted(kwargs)} keyword arguments)")
+    return flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
 
 
 class Roll(Function):
@@ -584,16 +591,22 @@ tensor_method("clamp_min")(clamp_min)
 tensor_method("clamp_max")(clamp_max)
 
 
+def one_or_tuple(tensors: tuple, out: list):
+    """The atleast_nd result: one tensor for one tensor argument, else a tuple (also for a
+    sequence of one tensor, as PyTorch's)."""
+    return out[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(out)
+
+
 def atleast_1d(*tensors):
     """Each tensor with at least 1 dim (0-d: shape (1,)); one tensor in, one out."""
     out = [t.reshape(1) if t.ndim == 0 else t for t in _tensor_args("atleast_1d", tensors)]
-    return out[0] if len(out) == 1 else tuple(out)
+    return one_or_tuple(tensors, out)
 
 
 def atleast_2d(*tensors):
     """Each tensor with at least 2 dims (0-d: (1, 1); 1-D (n,): (1, n))."""
     out = [t.reshape(1, -1) if t.ndim < 2 else t for t in _tensor_args("atleast_2d", tensors)]
-    return out[0] if len(out) == 1 else tuple(out)
+    return one_or_tuple(tensors, out)
 
 
 def _tensor_args(op: str, tensors) -> list:

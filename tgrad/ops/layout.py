@@ -359,7 +359,7 @@ def atleast_3d(*tensors):
         elif t.ndim == 2:
             t = t.unsqueeze(-1)
         out.append(t)
-    return out[0] if len(out) == 1 else tuple(out)
+    return cp.one_or_tuple(tensors, out)
 
 
 def _nonempty(op: str, tensors) -> list:
