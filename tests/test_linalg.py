@@ -673,3 +673,17 @@ def test_pytorch_argument_checks_of_norms_lstsq_and_eigh():
     np.testing.assert_allclose(tgrad.linalg.eigvalsh(a, UPLO="u").numpy(), want, rtol=1e-12)
     np.testing.assert_allclose(tgrad.linalg.eigvalsh(a, UPLO="l").numpy(), [2.0, 3.0],
                                rtol=1e-12)
+
+
+def test_torch_norm_with_dtype_checks_as_vector_norm():
+    # torch.norm's dtype= goes through linalg.vector_norm's checks (no narrowing, real for
+    # real, a floating input); tgrad cast silently
+    x = tgrad.tensor([3.0, 4.0])
+    with pytest.raises(RuntimeError, match="without narrowing"):
+        tgrad.norm(x, 2, dtype=tgrad.float16)
+    with pytest.raises(RuntimeError, match="dtype should be real for real inputs"):
+        tgrad.norm(x, dtype=tgrad.complex64)
+    with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor"):
+        tgrad.norm(tgrad.tensor([3, 4]), dtype=tgrad.float32)
+    y = tgrad.norm(x, dtype=tgrad.float64)
+    assert y.dtype is tgrad.float64 and y.item() == 5.0

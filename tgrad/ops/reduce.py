@@ -927,8 +927,9 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
         axes = _reduce_dims("norm", dim, input.ndim)
         check_norm_identity(input.shape, float(p), dim, axes)
         return vector_norm(input, float(p), axes, keepdim, dtype=dtype)
-    if dtype is not None:
-        input = input.to(dtypes.as_dtype(dtype))  # noqa: A001
+    if dtype is not None:  # (linalg.vector_norm's checks: floating input, no narrowing)
+        from tgrad.linalg._norms import _float_check
+        input = _float_check("linalg.vector_norm", input, dtype)  # noqa: A001
     axes = _reduce_dims("norm", dim, input.ndim)
     check_norm_identity(input.shape, float(p), dim, axes)
     return Norm.apply(input, float(p), axes, keepdim)
