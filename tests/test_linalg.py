@@ -687,3 +687,17 @@ def test_torch_norm_with_dtype_checks_as_vector_norm():
         tgrad.norm(tgrad.tensor([3, 4]), dtype=tgrad.float32)
     y = tgrad.norm(x, dtype=tgrad.float64)
     assert y.dtype is tgrad.float64 and y.item() == 5.0
+
+
+def test_var_std_warn_when_the_degrees_of_freedom_are_not_positive():
+    # PyTorch's UserWarning (the values stay: inf or NaN)
+    x = tgrad.tensor([[1.0, 2.0]], dtype=tgrad.float64)
+    for call, op in ((lambda: x.var(0), "var"), (lambda: x.std(correction=3), "std"),
+                     (lambda: tgrad.var_mean(x[0, :1]), "var_mean"),
+                     (lambda: tgrad.std_mean(x, 0), "std_mean")):
+        with pytest.warns(UserWarning, match=f"^{op}\\(\\): degrees of freedom is <= 0"):
+            call()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert x.var(1).item() == 0.5  # (enough degrees of freedom: no warning)

@@ -649,7 +649,15 @@ def _var_args(op: str, input: Tensor, dim, unbiased, keepdim, correction):  # no
         correction = 1 if unbiased is None or unbiased else 0
     if not isinstance(correction, (int, float)) or isinstance(correction, bool):
         raise TypeError(f"{op}(): correction must be a number, got {type(correction).__name__}")
-    return _reduce_dims(op, dim, input.ndim), correction, keepdim
+    axes = _reduce_dims(op, dim, input.ndim)
+    if _reduced_numel(input.shape, axes) - correction <= 0:  # (PyTorch's warning)
+        import warnings
+
+        from tgrad.ops._common import user_stacklevel
+        warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      f"than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=user_stacklevel())
+    return axes, correction, keepdim
 
 
 @tensor_method("var")
