@@ -796,3 +796,24 @@ def test_an_in_place_custom_function_must_modify_the_tangent_in_place(in_place):
         np.testing.assert_array_equal(fwAD.unpack_dual(y).tangent.numpy(), [2.0, 6.0])
         np.testing.assert_array_equal(fwAD.unpack_dual(c).tangent.numpy(), [2.0, 6.0])
         np.testing.assert_array_equal(c.numpy(), [2.0, 4.0])
+
+
+def test_inplace_through_a_view_as_complex_view_reaches_the_base_tangent():
+    # view_as_complex's tangent is now the same view of the base's tangent, so an in-place
+    # op through it updates the base's tangent (it kept the old one): z = y as complex,
+    # z *= 1j maps (a, b) -> (-b, a) for the values and the tangents alike
+    with fwAD.dual_level():
+        x = fwAD.make_dual(tgrad.tensor([[1.0, 2.0], [3.0, -1.0]], dtype=tgrad.float64),
+                           tgrad.tensor([[10.0, 20.0], [5.0, 7.0]], dtype=tgrad.float64))
+        y = x * 1
+        z = tgrad.view_as_complex(y)
+        z.mul_(1j)
+        p, t = fwAD.unpack_dual(y)
+        np.testing.assert_array_equal(p.numpy(), [[-2.0, 1.0], [1.0, 3.0]])
+        np.testing.assert_array_equal(t.numpy(), [[-20.0, 10.0], [-7.0, 5.0]])
+        y2 = x * 1
+        tgrad.view_as_complex(y2)[1:].add_(fwAD.make_dual(
+            tgrad.tensor([1 + 1j], dtype=tgrad.complex128),
+            tgrad.tensor([2 + 3j], dtype=tgrad.complex128)))
+        np.testing.assert_array_equal(fwAD.unpack_dual(y2).tangent.numpy(),
+                                      [[10.0, 20.0], [7.0, 10.0]])

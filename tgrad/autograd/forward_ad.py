@@ -14,7 +14,7 @@ nothing costs anything while no thread is in a level):
   (their backward rules applied to the tangent: the Jacobian is diagonal; complex inputs
   use f'(z) itself, see _unary_rule), add / sub / mul / div, matmul, and the ops linear in
   their first tensor (views, reshape, getitem, index, expand, split, sum, mean, cumsum,
-  clone, to, real, imag, view_as_real, conj: the same op applied to the tangent, so the
+  clone, to, real, imag, view_as_real, view_as_complex, conj: the same op applied to the tangent, so the
   tangent of a view is the same view of the tangent), cat and index_put (the same write
   on the tangents: a repeated index keeps the value's writer), xlogy / xlog1py / logit
   (PyTorch's formulas, -inf or NaN where the vjp of the vjp would give 0);
@@ -469,13 +469,15 @@ def _build_rules() -> dict:
     for name in ("view", "reshape", "unsqueeze", "squeeze", "permute", "expand", "getitem",
                  "index", "diagonal", "unfold", "as_strided", "split", "split_with_sizes",
                  "unbind", "clone", "sum", "mean", "cumsum", "sum_to", "to", "flip", "gather",
-                 # R-linear in the complex input: the same op on the tangent
-                 "real", "imag", "view_as_real", "conj"):
+                 # R-linear in the complex input: the same op on the tangent (a view of
+                 # the tangent, so an in-place op through the view reaches the base's)
+                 "real", "imag", "view_as_real", "view_as_complex", "conj"):
         if name in OPS:
             for c in _same_forward(OPS[name]):
                 rules[c] = _linear_first(c)
                 _FIRST_ONLY.add(c)
-                if name not in ("to", "real", "imag", "view_as_real", "conj"):
+                if name not in ("to", "real", "imag", "view_as_real", "view_as_complex",
+                                "conj"):
                     _KEEPS_COMPLEX.add(c)
     for op, rule in ((OPS["add"], _add_sub(1.0)), (OPS["sub"], _add_sub(-1.0)),
                      (OPS["mul"], _mul), (OPS["div"], _div), (OPS["matmul"], _matmul),
