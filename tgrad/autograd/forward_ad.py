@@ -15,8 +15,9 @@ nothing costs anything while no thread is in a level):
   use f'(z) itself, see _unary_rule), add / sub / mul / div, matmul, and the ops linear in
   their first tensor (views, reshape, getitem, index, expand, split, sum, mean, cumsum,
   clone, to, real, imag, view_as_real, view_as_complex, conj: the same op applied to the
-  tangent, so the tangent of a view is the same view of the tangent), cat and index_put (the same write
-  on the tangents: a repeated index keeps the value's writer), xlogy / xlog1py / logit
+  tangent, so the tangent of a view is the same view of the tangent), cat and index_put
+  (the same write on the tangents: a repeated index keeps the value's writer), xlogy /
+  xlog1py / logit
   (PyTorch's formulas, -inf or NaN where the vjp of the vjp would give 0);
 - custom Functions: their ``jvp(ctx, *tangents)`` staticmethod (ctx shared with forward /
   setup_context; ``ctx.save_for_forward`` tensors are its ``ctx.saved_tensors``);
