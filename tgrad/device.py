@@ -85,11 +85,15 @@ _default_device = CPU
 _entered: list = []  # the defaults that enclosing ``with device(...)`` blocks replaced
 
 
-def as_device(dev) -> Device:
-    """Parse a device given as Device, string or int (an int means that CUDA device)."""
+def as_device(dev, check_ordinal: bool = True) -> Device:
+    """Parse a device given as Device, string or int (an int means that CUDA device); a
+    cuda index past the machine's devices raises PyTorch's "invalid device ordinal" (a
+    tensor made there would be put on another device)."""
     if dev is None:
-        return _default_device
+        dev = _default_device
     if type(dev) is Device:
+        if dev.index and check_ordinal:  # (None for cpu; cuda:0 exists with cuda)
+            _check_ordinal(dev)
         return dev
     d = _cache.get(dev) if isinstance(dev, str) else None
     if d is not None:
@@ -100,9 +104,19 @@ def as_device(dev) -> Device:
         d = Device("cuda", dev)
     else:
         d = Device(dev)
+    if d.index and check_ordinal:
+        _check_ordinal(d)
     if isinstance(dev, str):
         _cache[dev] = d
     return d
+
+
+def _check_ordinal(d: Device) -> None:
+    from tgrad import cuda
+    if cuda.is_available() and d.index >= cuda.device_count():
+        raise RuntimeError(f"CUDA error: invalid device ordinal ({d}: this machine has "
+                           f"{cuda.device_count()} cuda device(s), cuda:0 to "
+                           f"cuda:{cuda.device_count() - 1})")
 
 
 def set_default_device(dev) -> None:
@@ -123,7 +137,7 @@ def set_default_device(dev) -> None:
                 raise RuntimeError("Cannot access accelerator device when none is available.")
             raise RuntimeError(f"set_default_device('cuda'): device 'cuda' is not available: "
                                f"{cuda.why_unavailable()}; use 'cpu'")
-    _default_device = as_device(dev)
+    _default_device = as_device(dev, check_ordinal=False)  # (the first tensor checks it)
 
 
 def get_default_device() -> Device:
