@@ -352,3 +352,38 @@ def test_integer_draws_into_a_float_dtype_stay_below_to():
     # exact ranges (every integer representable) are untouched
     x = tgrad.zeros(2000, dtype=tgrad.float32).random_(0, 100)
     assert float(x.max()) == 99.0 and float(x.min()) == 0.0
+
+
+@pytest.mark.parametrize("dtype", [tgrad.float16, tgrad.bfloat16])
+def test_half_uniform_is_even_over_the_half_grid_and_never_to(dtype):
+    # PyTorch's half uniform_: each half value of [from, to) as likely as its width, never
+    # `to`. u on the half's own grid put results halfway between half values: rounded to
+    # even 3:1, and the top draw rounded up to `to` (0.4% of bfloat16 draws in [1, 2))
+    tgrad.manual_seed(0)
+    n = 400_000
+    x = tgrad.empty(n, dtype=dtype).uniform_(1, 2)
+    xf = x.float().numpy()
+    assert xf.min() >= 1.0 and xf.max() < 2.0
+    values, counts = np.unique(xf, return_counts=True)
+    steps = 128 if dtype is tgrad.bfloat16 else 1024  # the half values in [1, 2)
+    assert len(values) == steps
+    expected = n / steps  # equal widths: equal counts (chi-square, steps - 1 dof)
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < steps + 6 * math.sqrt(2 * steps)
+    even = (x.view(tgrad.int16).numpy() % 2 == 0).mean()
+    assert abs(even - 0.5) < 0.01
+    w = tgrad.nn.init.uniform_(tgrad.empty(n, dtype=dtype), -1, 1).float().numpy()
+    assert w.min() >= -1.0 and w.max() < 1.0
+
+
+def test_exponential_is_never_zero():
+    # PyTorch's exponential_ (since 2.1) never returns 0: u == 0 gave -log1p(-0) = 0, and
+    # gumbel_softmax's -log of it made every output NaN
+    tgrad.manual_seed(21)
+    e = tgrad.empty(1_000_000).exponential_()
+    assert (e > 0).all().item()
+    assert abs(e.mean().item() - 1.0) < 0.01
+    tgrad.manual_seed(21)
+    g = tgrad.nn.functional.gumbel_softmax(tgrad.zeros(1_000_000), dim=0)
+    assert not tgrad.isnan(g).any().item()
+    np.testing.assert_allclose(g.sum().item(), 1.0, rtol=1e-4)

@@ -128,8 +128,8 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a} > to={b}")
-    u = _real_samples("rand", tensor, generator)
-    return _fill_from(tensor, _as_tensor_dtype(tensor, u * (b - a) + a))
+    with no_grad():  # (Tensor.uniform_'s sampling: a half tensor never gets b)
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,

@@ -173,8 +173,24 @@ def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=Non
                            f"{dtypes.SCALAR_TYPE_NAMES[part]}>::max(), but found "
                            f"to={to} and from={from_} which result in to-from to exceed the "
                            f"limit")
-    return _fill(self, "uniform_", _complex_parts(lambda x: _u(x) * (to - from_) + from_),
-                 generator)
+    return _fill(self, "uniform_", _complex_parts(lambda x: _uniform(x, from_, to)), generator)
+
+
+def _uniform(x: Tensor, from_: float, to: float) -> Tensor:
+    """from + (to - from) u on [from, to): float32 / float64 on their own grids (PyTorch's);
+    a float16 / bfloat16 draw on float32's fine grid rounded down to the half grid, as
+    PyTorch's: each half value of [from, to) as likely as its width, never ``to`` (u on the
+    half's own grid put results halfway between half values, rounded to even 3:1, and the
+    top draw up to ``to``)."""
+    if x.dtype.itemsize != 2:
+        return _u(x) * (to - from_) + from_
+    v = _u_fine(x) * (to - from_) + from_
+    r = v.to(x.dtype)
+    wide = r.float()
+    down = ew.logical_or(ew.gt(wide, v), ew.ge(wide, to))
+    from tgrad.ops.pointwise_extras import nextafter
+    below = nextafter(r, full((), -math.inf, dtype=x.dtype, device=x.device))
+    return ew.where(down, below, r)
 
 
 @tensor_method("normal_")
@@ -203,7 +219,15 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     _fill_dtype_check("exponential_", self)
     if not lambd > 0:  # (NaN too)
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    return _fill(self, "exponential_", lambda x: -ew.log1p(-_u_fine(x)) / lambd, generator)
+    return _fill(self, "exponential_", lambda x: -ew.log1p(-_positive(_u_fine(x))) / lambd,
+                 generator)
+
+
+def _positive(u: Tensor) -> Tensor:
+    """``u`` (uniform on [0, 1)) with 0 read as a quarter of the grid's step, so
+    -log1p(-u) is never 0 (PyTorch's exponential_ is never 0 since 2.1: gumbel_softmax's
+    -log of it was NaN)."""
+    return ew.clamp(u, min=dtypes.finfo(u.dtype).eps / 4)
 
 
 @tensor_method("cauchy_")
