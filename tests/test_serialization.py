@@ -273,3 +273,31 @@ def test_state_dict_metadata_survives_the_tgrad_format(tmp_path):
     with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: '
                        '"num_batches_tracked"'):
         tgrad.nn.BatchNorm1d(2).load_state_dict(back)
+
+
+def test_a_stream_saved_to_twice_loads_in_order():
+    # PyTorch reads the archive at the stream's position; zipfile found the last one's
+    # directory, so the first load gave the second object
+    import io
+    buf = io.BytesIO()
+    tgrad.save(tgrad.ones(2), buf)
+    first_end = buf.tell()
+    tgrad.save({"z": tgrad.zeros(3)}, buf)
+    buf.seek(0)
+    assert tgrad.load(buf).tolist() == [1.0, 1.0]
+    assert buf.tell() == first_end  # (left after the first archive)
+    assert tgrad.load(buf)["z"].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_a_namedtuple_is_refused_not_turned_into_a_tuple():
+    import collections
+    import io
+    pair = collections.namedtuple("Pair", "a b")
+    for kwargs in ({}, {"format": "torch"}):
+        with pytest.raises(TypeError, match="cannot save an object of type Pair.*namedtuple"):
+            tgrad.save(pair(tgrad.ones(1), 2), io.BytesIO(), **kwargs)
+    buf = io.BytesIO()
+    tgrad.save((tgrad.ones(1), [2, (3,)], tgrad.Size([2, 3])), buf)
+    buf.seek(0)
+    out = tgrad.load(buf)
+    assert type(out) is tuple and out[1] == [2, (3,)] and out[2] == (2, 3)

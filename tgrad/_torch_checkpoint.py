@@ -615,12 +615,13 @@ class _Writer:
             self.out += b"("
             self.tuple_(tuple(v), where)
             self.out += b"tR"
-        elif isinstance(v, tuple):
+        elif type(v) is tuple:  # (a namedtuple or other subclass would lose its type)
             self.tuple_(v, where)
         else:
             raise TypeError(f"tgrad.save: cannot save an object of type {type(v).__name__} "
                             f"at {where} with format='torch'; supported: Tensor, dict, list, "
-                            "tuple, int, float, bool, str, None, tgrad dtypes")
+                            "tuple, int, float, bool, str, None, tgrad dtypes (a namedtuple: "
+                            "save tuple(x) or x._asdict())")
 
     def tensor(self, t: Tensor, where: str) -> None:
         """_rebuild_tensor_v2((storage pid), offset, size, stride, requires_grad, hooks);

@@ -25,6 +25,7 @@ for handing weights to PyTorch (and tgrad.load reads it too).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -111,6 +112,18 @@ def _load_file(fh: BinaryIO, map_location, describe: str) -> Any:
     head = fh.read(4)
     fh.seek(start)
     if head[:2] == b"PK":
+        end = _zip_end(fh, start)
+        total = fh.seek(0, io.SEEK_END)
+        fh.seek(start)
+        if end is not None and end < total:
+            # more after this archive (a stream saved to twice): read this one, as
+            # PyTorch's reader does (zipfile would find the last archive's directory), and
+            # leave the stream after it
+            part = io.BytesIO(fh.read(end - start))
+            try:
+                return _load_file(part, map_location, describe)
+            finally:
+                fh.seek(end)
         with zipfile.ZipFile(fh) as z:
             if _torch_checkpoint.is_torch_zip(z):
                 return _torch_checkpoint.load_zip(z, map_location, describe)
@@ -130,6 +143,52 @@ def _load_file(fh: BinaryIO, map_location, describe: str) -> Any:
             raise RuntimeError(f"tgrad.load: unsupported format {doc.get('format')!r} in "
                                f"{describe} (expected {FORMAT!r})")
         return _decode(doc["root"], z, device)
+
+
+def _zip_end(fh: BinaryIO, start: int) -> int | None:
+    """The offset just past the zip archive that starts at ``start``, found by walking its
+    local file headers to the central directory and its end record; None where the layout
+    is not the plain one (sizes deferred to data descriptors, zip64, a short read)."""
+    import struct
+    pos = start
+    try:
+        while True:
+            fh.seek(pos)
+            sig = fh.read(4)
+            if sig == b"PK\x03\x04":  # a local file header: 30 bytes, name, extra, data
+                rest = fh.read(26)
+                flags, csize = struct.unpack("<H", rest[2:4])[0], \
+                    struct.unpack("<I", rest[14:18])[0]
+                nlen, xlen = struct.unpack("<HH", rest[22:26])
+                if flags & 0x08:
+                    return None
+                if csize == 0xFFFFFFFF:  # zip64 (np.savez's): the sizes in the extra field
+                    extra = fh.read(nlen + xlen)[nlen:]
+                    csize = None
+                    while len(extra) >= 4:
+                        hid, hlen = struct.unpack("<HH", extra[:4])
+                        if hid == 1 and hlen >= 16:
+                            csize = struct.unpack("<Q", extra[12:20])[0]
+                        extra = extra[4 + hlen:]
+                    if csize is None:
+                        return None
+                pos += 30 + nlen + xlen + csize
+            elif sig == b"PK\x01\x02":  # a central directory entry: 46 bytes + 3 fields
+                rest = fh.read(42)
+                nlen, xlen, clen = struct.unpack("<HHH", rest[24:30])
+                pos += 46 + nlen + xlen + clen
+            elif sig == b"PK\x06\x06":  # zip64 end record, its locator, then the end
+                size = struct.unpack("<Q", fh.read(8))[0]
+                pos += 12 + size
+            elif sig == b"PK\x06\x07":
+                pos += 20
+            elif sig == b"PK\x05\x06":  # the end of central directory: 22 bytes + comment
+                rest = fh.read(18)
+                return pos + 22 + struct.unpack("<H", rest[16:18])[0]
+            else:
+                return None
+    except (OSError, struct.error):
+        return None
 
 
 def _describe(f) -> str:
@@ -182,13 +241,13 @@ def _encode(obj: Any, arrays: dict, where: str, memo: dict):
         if isinstance(obj, OrderedDict) and meta is not None:  # a state_dict's versions
             rec["metadata"] = _encode(meta, arrays, f"{where}._metadata", memo)
         return rec
-    if isinstance(obj, (list, tuple)):
+    if type(obj) in (list, tuple) or isinstance(obj, Size):  # (not a namedtuple: its type
         kind = "list" if isinstance(obj, list) else "size" if isinstance(obj, Size) else \
-            "tuple"
+            "tuple"  # would be lost, a plain tuple loaded back)
         return {kind: [_encode(v, arrays, f"{where}[{i}]", memo) for i, v in enumerate(obj)]}
     raise TypeError(f"tgrad.save: cannot save an object of type {type(obj).__name__} at "
                     f"{where}; supported: Tensor, dict, list, tuple, int, float, bool, str, "
-                    "None, tgrad dtypes")
+                    "None, tgrad dtypes (a namedtuple: save tuple(x) or x._asdict())")
 
 
 def _bits(arr: np.ndarray, dt) -> np.ndarray:
