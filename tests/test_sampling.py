@@ -387,3 +387,16 @@ def test_exponential_is_never_zero():
     g = tgrad.nn.functional.gumbel_softmax(tgrad.zeros(1_000_000), dim=0)
     assert not tgrad.isnan(g).any().item()
     np.testing.assert_allclose(g.sum().item(), 1.0, rtol=1e-4)
+
+
+def test_bernoulli_records_a_zero_gradient_node():
+    # PyTorch's BernoulliBackward0: the draw requires grad when p does, its gradient is 0
+    p = tgrad.full((3,), 0.5, dtype=tgrad.float64, requires_grad=True)
+    y = tgrad.bernoulli(p)
+    assert y.requires_grad and y.grad_fn.name() == "BernoulliBackward0"
+    assert set(y.tolist()) <= {0.0, 1.0}
+    (y * 3).sum().backward()
+    assert p.grad.tolist() == [0.0, 0.0, 0.0]
+    assert not tgrad.bernoulli(tgrad.full((2,), 0.5)).requires_grad
+    with tgrad.no_grad():
+        assert not tgrad.bernoulli(p).requires_grad

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from tgrad import dtypes
-from tgrad.autograd.grad_mode import no_grad
+from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from tgrad.generator import drawing_from
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import tensor_method
@@ -344,7 +344,6 @@ def _prepare_out(op: str, out, shape: tuple, device, inputs: list, warn: bool,
     UserWarning when ``warn`` and it had elements: normal's tensor overloads warn,
     bernoulli / multinomial / normal(number, number, size) resize silently)."""
     from tgrad._out import _check_overlap, _resize, check_out_grad, check_out_tensor
-    from tgrad.autograd.grad_mode import is_grad_enabled
     from tgrad.tensor import check_not_inference
     check_out_tensor(op, out)
     if grad and is_grad_enabled():
@@ -370,8 +369,9 @@ def _write_out(out: Tensor, res: Tensor) -> Tensor:
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator=None,  # noqa: A002
               out: Tensor | None = None) -> Tensor:
-    """1 with probability input[i] (or ``p``), else 0, in input's dtype (not
-    differentiable). ``out=`` (not with ``p``, as PyTorch): any real or bool dtype, resized
+    """1 with probability input[i] (or ``p``), else 0, in input's dtype; with a
+    probability tensor that requires grad the result does too, its gradient to it 0
+    (PyTorch's BernoulliBackward0). ``out=`` (not with ``p``, as PyTorch): any real or bool dtype, resized
     to input's shape without a warning (PyTorch's bernoulli_out)."""
     if out is not None:
         if p is not None:
@@ -387,8 +387,20 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator=None,  # noqa:
         return input.detach().clone().bernoulli_(p, generator=generator)
     _check_probabilities("bernoulli", input)
     with no_grad(), drawing_from(generator, input.device, "bernoulli"):
-        return ew.lt(rand_like(input, dtype=dtypes.float64), input.to(dtypes.float64)) \
+        sample = ew.lt(rand_like(input, dtype=dtypes.float64), input.to(dtypes.float64)) \
             .to(input.dtype)
+    if input.requires_grad and is_grad_enabled():  # PyTorch's node, a zero gradient
+        return _BernoulliZeroGrad.apply(input, sample)
+    return sample
+
+
+from tgrad.ops.torch_utils import _ZeroGrad  # noqa: E402  (poisson's node, in torch_utils)
+
+
+class _BernoulliZeroGrad(_ZeroGrad):
+    """y = a draw of Bernoulli(p);  dp = 0 (PyTorch's BernoulliBackward0)."""
+
+    node_name = "BernoulliBackward0"
 
 
 @tensor_method("bernoulli")
@@ -430,7 +442,6 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         if out is not None:
             from tgrad._out import check_out_grad
-            from tgrad.autograd.grad_mode import is_grad_enabled
             if is_grad_enabled():  # (checked here: the draw below runs under no_grad)
                 check_out_grad("normal", [out], tensors)
         with no_grad():
