@@ -532,3 +532,33 @@ def test_return_types_are_built_from_one_sequence_as_structseqs():
     assert type(s)(tuple(s)).S.tolist() == [1.0, 1.0] and s.n_fields == 3
     with pytest.raises(TypeError, match="takes a 2-sequence \\(3-sequence given\\)"):
         type(r)([1, 2, 3])
+
+
+def test_asarray_requires_grad_false_detaches_and_complex_arrays_are_shared():
+    # PyTorch: requires_grad=False gives a result that does not require grad (tgrad kept
+    # the tensor's graph); a complex NumPy array is shared like the real ones
+    t = tgrad.ones(2, requires_grad=True) * 2
+    for kw in ({}, {"dtype": tgrad.float64}, {"copy": True}):
+        out = tgrad.asarray(t, requires_grad=False, **kw)
+        assert not out.requires_grad and out.tolist() == [2.0, 2.0]
+    assert tgrad.asarray(t).requires_grad  # (unspecified: the tensor's own)
+    a = np.arange(3).astype(np.complex64)
+    x = tgrad.asarray(a)
+    a[0] = 9
+    assert x[0].item() == 9
+    assert tgrad.asarray(np.ones(2, np.complex128), copy=False).dtype is tgrad.complex128
+
+
+def test_a_cast_of_a_broadcast_tensor_is_row_major():
+    # PyTorch's cast of an expanded tensor is contiguous (NumPy's K order put the broadcast
+    # dim innermost, so .view(-1) raised)
+    cases = ((tgrad.ones(1, 4).expand(3, 4), (4, 1)),
+             (tgrad.ones(1, 3, 4).expand(2, 3, 4), (12, 4, 1)),
+             (tgrad.ones(2, 1, 3).expand(2, 4, 3), (12, 3, 1)))
+    for x, strides in cases:
+        for y in (x.double(), x.int(), x.to(tgrad.float16)):
+            assert y.stride() == strides and y.is_contiguous()
+            np.testing.assert_array_equal(y.view(-1).numpy(), np.ones(x.numel()))
+    i = tgrad.arange(4).view(1, 4).expand(3, 4)
+    np.testing.assert_array_equal((i + 0.5).view(-1).numpy(),
+                                  np.tile(np.arange(4) + 0.5, 3))

@@ -150,6 +150,10 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     try:  # no warning, as PyTorch
         if dtypes.is_small_int_cast(x.dtype, np.dtype(dtype)):  # PyTorch's CPU cast: truncate,
             x = dtypes.float_to_small_int_source(_this, x, dtype)  # then wrap (300.0 -> 44)
+        # a broadcast x (a stride-0 dim): row-major, as PyTorch's (NumPy's K order put the
+        # broadcast dim innermost: (1, 3) strides, so .view(-1) of the result raised)
+        if 0 in x.strides and any(s == 0 and n > 1 for s, n in zip(x.strides, x.shape)):
+            return x.astype(dtype, order="C")
         return x.astype(dtype)
     finally:
         _quiet_exit(token)

@@ -56,8 +56,10 @@ __all__ = ["asarray", "frombuffer", "scalar_tensor", "range", "split_with_sizes"
 
 # ------------------------------------------------------------------ creation
 def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
-            requires_grad: bool = False) -> Tensor:
-    """``obj`` as a tensor, sharing memory with it when possible (see the module doc)."""
+            requires_grad: bool | None = None) -> Tensor:
+    """``obj`` as a tensor, sharing memory with it when possible (see the module doc). A
+    tensor ``obj`` keeps its graph unless ``requires_grad=False`` is given (then a detached
+    alias, as PyTorch's result does not require grad)."""
     from tgrad.device import as_device
     from tgrad.ops.creation import check_numpy_array, from_numpy, tensor
     dt = None if dtype is None else dtypes.as_dtype(dtype)
@@ -71,6 +73,8 @@ def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
         out = obj if same else obj.to(dtype=dt or obj.dtype, device=device or obj.device)
         if copy and out is obj:
             out = obj.clone()
+        if requires_grad is False and out.requires_grad:
+            return out.detach()
         return out.requires_grad_() if requires_grad else out
     array = None
     if isinstance(obj, np.ndarray):
@@ -83,7 +87,7 @@ def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
     if array is not None:
         check_numpy_array("asarray", array)
         shares = (copy is not True and (device is None or as_device(device).type == "cpu")
-                  and array.dtype.kind in "biuf"
+                  and array.dtype.kind in "biufc"
                   and (dt is None or dtypes.as_dtype(array.dtype) is dt))
         if shares:
             try:
@@ -95,11 +99,12 @@ def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
         if copy is False:
             raise ValueError(f"asarray: can't alias NumPy array of dtype {array.dtype} into "
                              f"dtype {dt} on device {device} (copy=False)")
-        return tensor(np.array(array), dtype=dt, device=device, requires_grad=requires_grad)
+        return tensor(np.array(array), dtype=dt, device=device,
+                      requires_grad=bool(requires_grad))
     if copy is False:
         raise ValueError("asarray: can't alias arbitrary sequence into a tensor (copy=False); "
                          "pass a NumPy array or a Tensor to share memory")
-    return tensor(obj, dtype=dt, device=device, requires_grad=requires_grad)
+    return tensor(obj, dtype=dt, device=device, requires_grad=bool(requires_grad))
 
 
 def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
