@@ -371,8 +371,8 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator=None,  # noqa:
               out: Tensor | None = None) -> Tensor:
     """1 with probability input[i] (or ``p``), else 0, in input's dtype; with a
     probability tensor that requires grad the result does too, its gradient to it 0
-    (PyTorch's BernoulliBackward0). ``out=`` (not with ``p``, as PyTorch): any real or bool dtype, resized
-    to input's shape without a warning (PyTorch's bernoulli_out)."""
+    (PyTorch's BernoulliBackward0). ``out=`` (not with ``p``, as PyTorch): any real or bool
+    dtype, resized to input's shape without a warning (PyTorch's bernoulli_out)."""
     if out is not None:
         if p is not None:
             raise TypeError("bernoulli(): out= is not supported together with p (PyTorch's "
