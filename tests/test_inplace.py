@@ -929,7 +929,7 @@ def test_inplace_without_a_derivative_raises_at_backward(op):
             (x * 2).sum().backward()
 
 
-@pytest.mark.parametrize("op", ["nextafter_"])
+@pytest.mark.parametrize("op", ["lt_", "eq_"])
 def test_non_differentiable_inplace_keeps_a_non_leaf_in_the_graph(op):
     # x.op_(y) on a non-leaf used to turn x into a leaf requiring grad: backward then filled
     # x.grad and dropped the gradient of what x came from. The op is not differentiable
@@ -949,12 +949,24 @@ def test_non_differentiable_inplace_keeps_a_non_leaf_in_the_graph(op):
     np.testing.assert_array_equal(a.grad.numpy(), [3.0, 0.0, 0.0, 12.0])
 
 
-def test_non_differentiable_inplace_with_a_grad_operand_records_nothing():
-    # only the operand requires grad: the result does not depend on it differentiably
+def test_inplace_comparison_with_a_grad_operand_gives_it_a_zero_gradient():
+    # PyTorch's x.lt_(y) with only y requiring grad: x joins the graph (CompareBackward0 in
+    # tgrad), y's gradient 0; nextafter_ is differentiable in x (PyTorch's
+    # NextafterBackward0: g to x, 0 to other)
+    y = leaf([1.0, 2.0, 3.0])
     x = f64([0.5, -1.5, 2.0])
-    x.nextafter_(leaf([1.0, 2.0, 3.0]))
-    np.testing.assert_array_equal(x.numpy(), np.nextafter([0.5, -1.5, 2.0], [1.0, 2.0, 3.0]))
-    assert not x.requires_grad and x.is_leaf
+    x.lt_(y)
+    np.testing.assert_array_equal(x.detach().numpy(), [1.0, 1.0, 1.0])
+    assert x.requires_grad and not x.is_leaf
+    x.sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), np.zeros(3))
+    a = leaf([0.5, -1.5, 2.0])
+    z = a * 2
+    z.nextafter_(f64([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(z.detach().numpy(), np.nextafter([1.0, -3.0, 4.0],
+                                                                   [1.0, 2.0, 3.0]))
+    (z * f64([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 4.0, 6.0])
 
 
 def test_abs_inplace_refuses_complex():

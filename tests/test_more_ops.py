@@ -545,6 +545,14 @@ def test_logcumsumexp_complex():
     for g in (a.grad.numpy(), b.grad.numpy()):
         assert np.isnan(g[:2]).all() and np.isfinite(g[2])  # (the NaN stays where it was)
     np.testing.assert_allclose(a.grad.numpy()[2], 1 / (1 + np.exp(-1)), rtol=1e-15)
+    prev = tgrad.get_default_dtype()  # complex64 stays complex64 under a float64 default
+    tgrad.set_default_dtype(tgrad.float64)
+    try:
+        c64 = tgrad.tensor([1 + 1j, complex(NAN, 0)], dtype=tgrad.complex64)
+        assert tgrad.logaddexp(c64, c64).dtype is tgrad.complex64
+        assert tgrad.logcumsumexp(c64, 0).dtype is tgrad.complex64
+    finally:
+        tgrad.set_default_dtype(prev)
 
 
 def test_hypot_does_not_overflow_or_underflow():
@@ -572,6 +580,12 @@ def test_hypot_second_derivatives_at_ties_and_on_the_axes():
     _same(hba, -(an / h) * (bn / h) / h, rtol=1e-15)
     _same(ga, an / h, rtol=1e-15)
     _checks(tgrad.hypot, _leaf([3.0, 0.5, -2.0]), _leaf([3.0, 0.0, 2.0]))
+    # an input that needs no gradient is not saved: changing it after is no error (PyTorch)
+    x, c = _leaf([3.0, 1.0]), _t([4.0, 2.0])
+    y = tgrad.hypot(x, c)
+    c.mul_(2)
+    y.sum().backward()
+    _same(x.grad, [0.6, 1 / np.sqrt(5)], rtol=1e-15)
 
 
 @pytest.mark.parametrize("name", ["div", "addcdiv", "ldexp", "logaddexp", "logaddexp2",

@@ -450,3 +450,15 @@ def test_complex_ldexp_deg2rad():
     for op in ("deg2rad", "rad2deg"):
         with pytest.raises(RuntimeError, match=f"{op} is not supported for complex tensors"):
             getattr(tgrad, op)(tgrad.tensor([1j]))
+
+
+def test_nextafter_gradient_is_pytorchs():
+    # PyTorch's NextafterBackward0: g to input (the result is input moved by one ulp), 0 to
+    # other; the graph was dropped, so the first term was silently missing
+    x = tgrad.tensor([1.0, 2.0], dtype=tgrad.float64, requires_grad=True)
+    o = tgrad.tensor([0.0, 5.0], dtype=tgrad.float64, requires_grad=True)
+    y = tgrad.nextafter(x, o)
+    assert y.grad_fn.name() == "NextafterBackward0"
+    np.testing.assert_array_equal(y.detach().numpy(), np.nextafter([1.0, 2.0], [0.0, 5.0]))
+    gx, go = tgrad.autograd.grad((y * 3 + x).sum(), [x, o])
+    assert gx.tolist() == [4.0, 4.0] and go.tolist() == [0.0, 0.0]

@@ -206,7 +206,8 @@ def _logaddexp_complex(x: Tensor, y: Tensor) -> Tensor:
     # NaN + NaN j where either has a NaN part, with a NaN gradient to both there, as
     # PyTorch's (a constant NaN left the gradient 0); the NaN factor is 0 elsewhere, so the
     # branch not taken adds nothing (0 * NaN would leak)
-    return ew.where(nan, (x + y) * ew.where(nan, complex(math.nan, math.nan), 0.0), out)
+    nan_factor = ew.where(nan, full_like(out, complex(math.nan, math.nan)), 0.0)  # (out's
+    return ew.where(nan, (x + y) * nan_factor, out)  # dtype: complex64 stays complex64)
 
 
 @tensor_method("logaddexp")
@@ -249,7 +250,10 @@ class _Hypot(Function):
     @staticmethod
     def forward(ctx, a, b):
         y = _hypot_value(a, b)
-        ctx.save_for_backward(a, b, y)
+        need_a, need_b = ctx.needs_input_grad
+        # each input saved only for its own gradient (PyTorch's: no version error for an
+        # input that needs none, changed in place after)
+        ctx.save_for_backward(a if need_a else None, b if need_b else None, y)
         return y
 
     @staticmethod

@@ -253,11 +253,33 @@ def _host(fn, device, *xs: Tensor) -> Tensor:
 def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """The next representable float after ``input`` towards ``other`` (broadcast), in the
     dtype the two promote to (PyTorch's rules: nextafter(float64, float32) is float64, an
-    integer tensor takes the float one's dtype; two integer tensors raise); not
-    differentiable."""
+    integer tensor takes the float one's dtype; two integer tensors raise). PyTorch's
+    gradient: g to input (a step of one ulp), 0 to other."""
     dt = promoted_float_dtype("nextafter", input, other)
     broadcast_or_raise("nextafter", input.shape, other.shape)  # (NumPy's ValueError leaked)
-    return _host(np.nextafter, input.device, input.to(dt), other.to(dt)).to(dt)
+    out = _host(np.nextafter, input.device, input.detach().to(dt), other.detach().to(dt)).to(dt)
+    if (input.requires_grad or other.requires_grad) and is_grad_enabled():
+        return _Nextafter.apply(input.to(dt), other.to(dt), out)
+    return out
+
+
+class _Nextafter(Function):
+    """y = nextafter(x, o) (computed before, ``out``);  dx = g, do = 0 (PyTorch's
+    NextafterBackward0)."""
+
+    node_name = "NextafterBackward0"
+
+    @staticmethod
+    def forward(ctx, x, other, out):
+        ctx.other_shape = other.shape
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.creation import zeros as _zeros
+        need_other = ctx.needs_input_grad[1]
+        return g, (_zeros(ctx.other_shape, dtype=g.dtype, device=g.device) if need_other
+                   else None), None
 
 
 inplace_method("nextafter_", nextafter)
