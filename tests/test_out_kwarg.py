@@ -477,3 +477,20 @@ def test_ormqr_input_checks():
     # a 3 x 2 input with its 2 reflectors, tau 0: Q is the identity, Q C = C
     got = tgrad.ormqr(tgrad.ones(3, 2, dtype=tgrad.float64), tau2, c)
     np.testing.assert_array_equal(got.numpy(), np.ones((3, 2)))
+
+
+def test_a_binary_op_does_not_resize_an_input_given_as_out():
+    # PyTorch's TensorIterator: out=b with b an input of a smaller, broadcast shape raises
+    # (tgrad resized b to the broadcast shape, overwriting an input); a reduction into its
+    # input still resizes (PyTorch warns)
+    a, b = tgrad.ones(2, 3), tgrad.tensor([0.5, 1.0, 2.0])
+    for op in (tgrad.add, tgrad.mul, tgrad.eq, tgrad.pow, tgrad.maximum):
+        with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the "
+                                               r"broadcast shape \[2, 3\]"):
+            op(b, a, out=b)
+        assert b.tolist() == [0.5, 1.0, 2.0]
+    assert tgrad.add(a, a, out=a).tolist() == [[2.0] * 3] * 2
+    x = tgrad.arange(4.0)
+    with pytest.warns(UserWarning, match="was resized"):
+        tgrad.sum(x, 0, keepdim=True, out=x)
+    assert x.tolist() == [6.0]

@@ -432,6 +432,12 @@ def _check_overlap(name: str, out: Tensor, inputs: list) -> None:
             raise RuntimeError(_PARTIAL_OVERLAP)
 
 
+def _elementwise_binary() -> dict:
+    """The binary elementwise ops' table (by name), imported on first use."""
+    from tgrad.ops.elementwise import _BINARY
+    return _BINARY
+
+
 def _column_major(shape: tuple) -> tuple:
     """Strides of a batch of column-major (Fortran) matrices of ``shape`` (ndim >= 2), as
     LAPACK's results in PyTorch: (..., m, n) -> (..., 1, m), the batch dims outside."""
@@ -598,6 +604,12 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
     rule = _TORCH_RULES.get(name) if check is None else None
     x = inputs[0].dtype if inputs else None
     for i, (o, r) in enumerate(zip(outs, results)):
+        if tuple(o.shape) != tuple(r.shape) and o.numel() and name in _elementwise_binary() \
+                and any(t._storage.root is o._storage.root for t in inputs):
+            # an input of a binary elementwise op as out: PyTorch's TensorIterator does not
+            # resize it to the broadcast shape (it was resized, the input overwritten)
+            raise RuntimeError(f"{name}(): output with shape {list(o.shape)} doesn't match "
+                               f"the broadcast shape {list(r.shape)}")
         cast_ok = rule is not None and rule(i, r.dtype, o.dtype, x)
         _store(name, o, r, exact_dtype=multi or name in _EXACT_DTYPE, check=check, index=i,
                cast_ok=bool(cast_ok), grad=composite)
