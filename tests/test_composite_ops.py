@@ -193,6 +193,12 @@ def test_isclose_allclose_equal():
     with pytest.raises(RuntimeError, match="rtol must be greater than or equal to zero, but "
                                            "got -1"):
         tgrad.isclose(a, b, rtol=-1)
+    for kw in ({"rtol": float("nan")}, {"atol": float("nan")}):  # (NaN compared false: it
+        with pytest.raises(RuntimeError, match="must be greater than or equal to zero, but "
+                                               "got nan"):  # passed, isclose gave True)
+            tgrad.isclose(a, b, **kw)
+        with pytest.raises(RuntimeError, match="got nan"):
+            tgrad.allclose(a, b, **kw)
     # PyTorch's TypeError for a number (an AttributeError on .dtype before)
     with pytest.raises(TypeError, match=r"isclose\(\): argument 'other' \(position 2\) must "
                                         r"be Tensor, not float"):
@@ -593,3 +599,22 @@ def test_clamp_number_bounds_keep_the_input_on_signed_zero_ties():
         assert signs(tgrad.clamp(-v, max=-0.0)) == [True, True]  # 1 -> -0.0, -2 stays
         assert tgrad.clamp(tgrad.tensor([math.nan, 3.0], dtype=dt), min=-0.0, max=0.0
                            ).float().numpy()[0] != 0  # NaN stays NaN
+
+
+def test_lerp_saves_only_what_its_gradients_read():
+    # PyTorch's: with only input needing a gradient (weight's is read), changing input in
+    # place after lerp is no error
+    x = tgrad.tensor([1.0, 2.0], dtype=tgrad.float64, requires_grad=True)
+    c = tgrad.tensor([3.0, 4.0], dtype=tgrad.float64)
+    w = tgrad.tensor([0.3, 0.7], dtype=tgrad.float64)
+    x2 = x * 1.0
+    y = tgrad.lerp(x2, c, w)
+    x2.mul_(2)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.7, 0.3], rtol=1e-15)
+    wq = w.clone().requires_grad_()
+    x3 = x.detach() * 1.0
+    y = tgrad.lerp(x3, c, wq)  # weight's gradient reads input and end: still checked
+    x3.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

@@ -400,3 +400,13 @@ def test_bernoulli_records_a_zero_gradient_node():
     assert not tgrad.bernoulli(tgrad.full((2,), 0.5)).requires_grad
     with tgrad.no_grad():
         assert not tgrad.bernoulli(p).requires_grad
+
+
+def test_random_bounds_are_ints():
+    # PyTorch: a float bound is a TypeError (tgrad drew non-integers like 1.5), a 0-d
+    # integer tensor is read as its int
+    with pytest.raises(TypeError, match="expected ints"):
+        tgrad.zeros(6).random_(0.5, 3.5)
+    tgrad.manual_seed(3)
+    r = tgrad.zeros(200, dtype=tgrad.int64).random_(tgrad.tensor(5))
+    assert set(r.tolist()) == {0, 1, 2, 3, 4}

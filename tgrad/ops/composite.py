@@ -480,7 +480,11 @@ class LerpTensor(Function):
 
     @staticmethod
     def forward(ctx, input, end, weight):  # noqa: A002
-        ctx.save_for_backward(input, end, weight)
+        need_i, need_e, need_w = ctx.needs_input_grad
+        # weight for input's or end's gradient, input and end for weight's: saved only when
+        # read (PyTorch's: no version error for one that no gradient reads)
+        ctx.save_for_backward(input if need_w else None, end if need_w else None,
+                              weight if need_i or need_e else None)
         return _lerp_value(input, end, weight)
 
     @staticmethod
@@ -726,7 +730,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose(): {input.dtype.name} did not match {other.dtype.name}")
     for name, tol in (("rtol", rtol), ("atol", atol)):
-        if tol < 0:
+        if not tol >= 0:  # (NaN too, as PyTorch)
             raise RuntimeError(f"isclose(): {name} must be greater than or equal to zero, but "
                                f"got {tol}")
     with no_grad():

@@ -262,6 +262,20 @@ class _NoTo:
 _NO_TO = _NoTo()
 
 
+def _int_bound(v):
+    """A random_ bound as PyTorch takes it: an int (a 0-d integer tensor read as one), or
+    None / the no-bound marker; a float is PyTorch's TypeError (it drew non-integers)."""
+    if v is None or v is _NO_TO:
+        return v
+    if isinstance(v, Tensor) and v.ndim == 0 and not (v.dtype.is_floating_point
+                                                      or v.dtype.is_complex):
+        return int(v.item())
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"random_() received an invalid combination of arguments - got a "
+                        f"bound of type {type(v).__name__}, but expected ints (from, to)")
+    return int(v)
+
+
 @tensor_method("random_")
 def random_(self: Tensor, from_: int | None = None, to=_NO_TO, *,
             generator=None, **kwargs) -> Tensor:
@@ -274,6 +288,7 @@ def random_(self: Tensor, from_: int | None = None, to=_NO_TO, *,
         raise TypeError("random_() received an invalid combination of arguments - got "
                         "(from=int, ): 'from' needs 'to' (random_(from, to) or random_(to))")
     from_ = _keyword_from("random_", from_, None, kwargs)
+    from_, to = (_int_bound(v) for v in (from_, to))
     if self.dtype.is_floating_point:
         top = 2 ** _FLOAT_DIGITS[self.dtype.name]
     elif self.dtype is dtypes.bool_:
