@@ -517,6 +517,11 @@ def test_inplace_arithmetic_on_sparse():
     assert f32.add_(_s()).dtype is tgrad.float32  # float64 result cast down, as PyTorch's
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         _s(requires_grad=True).mul_(2)
+    t = tgrad.sparse_coo_tensor([[0, 1]], tgrad.tensor([1.0, 2.0]).double(), (3,),
+                                requires_grad=True)
+    u = tgrad.sparse_coo_tensor([[1, 2]], tgrad.tensor([5.0, 6.0]).double(), (3,))
+    assert u.add_(t, alpha=3) is u and u.requires_grad and not u.is_leaf  # (t's graph)
+    np.testing.assert_array_equal(u.to_dense().detach().numpy(), [3.0, 11.0, 6.0])
     x = tgrad.sparse_coo_tensor([[0, 1, 2]], tgrad.tensor([0.5, 1.0, 2.0], dtype=tgrad.float64),
                                 (4,), requires_grad=True)
     xv = np.array([0.5, 1.0, 2.0, 0.0])

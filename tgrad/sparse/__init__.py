@@ -430,8 +430,9 @@ class SparseTensor(Tensor):
         (``buf.mul_(m).add_(g)`` in the optimizers) keep the object."""
         self._sp_indices, self._sp_values = other._sp_indices, other._sp_values
         self._coalesced = other._coalesced
-        if other._grad_fn is not None:
+        if other._grad_fn is not None:  # (self may not have required grad before)
             self._grad_fn, self._output_nr = other._grad_fn, other._output_nr
+            self._requires_grad = True
         self._storage.version += 1
         return self
 
