@@ -1006,7 +1006,13 @@ def test_embedding_gather_index_select_one_node_values_and_gradients():
                                                         scale_grad_by_freq=s)
             # (padding / frequency scaling are not the Jacobian: gradcheck the plain one)
             assert (pad is not None or scale or gradcheck(f, (t(wa),)))
-            assert gradgradcheck(f, (t(wa),))
+            # with scale_grad_by_freq the double backward in the output gradient is the
+            # plain gather (PyTorch's embedding_dense_double_backward: the scale belongs to
+            # the gradient's definition), so gradgradcheck's finite differences in that
+            # direction see the scale, and PyTorch's check fails there too; the weight
+            # direction is checked against central differences in
+            # test_nn_more.test_embedding_scale_grad_by_freq
+            assert scale or gradgradcheck(f, (t(wa),))
     row = nnf.embedding(tgrad.tensor(3), t(wa))  # a 0-d index: one row, a copy
     assert row.shape == (3,) and row._base is None and row.grad_fn.name() == "EmbeddingBackward0"
     np.testing.assert_array_equal(row.detach().numpy(), wa[3])
