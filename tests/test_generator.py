@@ -153,17 +153,19 @@ def test_nn_init_takes_a_generator():
 
 
 def test_state_is_a_uint8_cpu_tensor_with_pytorchs_errors():
-    """get_state / get_rng_state: a 1-D uint8 CPU tensor (tgrad's 40-byte PCG64 layout:
-    state, inc as 128-bit little-endian words, then has_uint32, uinteger as 32-bit ones);
-    set_state takes it (and the legacy NumPy dict) and raises PyTorch's errors."""
+    """get_state / get_rng_state: a 1-D uint8 CPU tensor (tgrad's 48-byte layout: PCG64's
+    state, inc as 128-bit little-endian words, then has_uint32, uinteger as 32-bit ones,
+    then the initial seed); set_state takes it (and the legacy NumPy dict) and raises
+    PyTorch's errors."""
     g = tgrad.Generator().manual_seed(5)
     st = g.get_state()
-    assert st.dtype is tgrad.uint8 and st.shape == (40,) and st.device.type == "cpu"
+    assert st.dtype is tgrad.uint8 and st.shape == (48,) and st.device.type == "cpu"
     ref = np.random.default_rng(5).bit_generator.state  # the independent PCG64 reference
     raw = bytes(st.tolist())
     assert int.from_bytes(raw[:16], "little") == ref["state"]["state"]
     assert int.from_bytes(raw[16:32], "little") == ref["state"]["inc"]
-    assert raw[32:] == bytes(8)
+    assert raw[32:40] == bytes(8)
+    assert int.from_bytes(raw[40:], "little") == 5
     a = tgrad.rand(3, generator=g).tolist()
     g.set_state(st)
     assert tgrad.rand(3, generator=g).tolist() == a
@@ -181,9 +183,30 @@ def test_state_is_a_uint8_cpu_tensor_with_pytorchs_errors():
                 f(bad)
         with pytest.raises(TypeError, match="RNG state must be a torch.ByteTensor"):
             f(tgrad.zeros(40))
-        with pytest.raises(RuntimeError, match="of size 40 but found the input RNG state "
+        with pytest.raises(RuntimeError, match="of size 48 but found the input RNG state "
                                                "size to be 10"):
             f(tgrad.zeros(10, dtype=tgrad.uint8))
+
+
+def test_set_state_restores_the_initial_seed():
+    """PyTorch's state carries the generator's seed: set_rng_state / set_state bring back
+    initial_seed() together with the stream. A 40-byte state of earlier tgrad versions
+    (no seed) restores the stream and leaves the seed."""
+    tgrad.manual_seed(5)
+    st = tgrad.get_rng_state()
+    first = tgrad.rand(3).tolist()
+    tgrad.manual_seed(7)
+    tgrad.set_rng_state(st)
+    assert tgrad.initial_seed() == 5 and tgrad.rand(3).tolist() == first
+    g = tgrad.Generator().manual_seed(2 ** 64 - 1)
+    gst = g.get_state()
+    g.manual_seed(1)
+    assert g.set_state(gst).initial_seed() == 2 ** 64 - 1
+    old_layout = tgrad.tensor(gst.tolist()[:40], dtype=tgrad.uint8)
+    g.manual_seed(1)
+    ref = tgrad.Generator().set_state(gst)
+    assert g.set_state(old_layout).initial_seed() == 1
+    assert tgrad.rand(4, generator=g).tolist() == tgrad.rand(4, generator=ref).tolist()
 
 
 def test_fork_rng_cpu_device_type():

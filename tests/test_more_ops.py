@@ -155,6 +155,14 @@ def test_hsplit_vsplit_dsplit():
     _same_pieces(tgrad.hsplit(_t(x[0, :, 0]), [1, 4]), np.hsplit(x[0, :, 0], [1, 4]))
     _same_pieces(_t(x).vsplit([3]), np.vsplit(x, [3]))
     _same_pieces(_t(x).dsplit(2), np.dsplit(x, 2))
+    # PyTorch's keyword forms: sections= (an int) or indices= (a sequence of ints)
+    _same_pieces(tgrad.hsplit(_t(x), sections=3), np.hsplit(x, 3))
+    _same_pieces(tgrad.vsplit(_t(x), indices=[1, 3]), np.vsplit(x, [1, 3]))
+    _same_pieces(_t(x).dsplit(indices=(1,)), np.dsplit(x, [1]))
+    with pytest.raises(TypeError, match="hsplit\\(\\) takes exactly one of sections"):
+        tgrad.hsplit(_t(x), 3, sections=3)
+    with pytest.raises(TypeError, match="argument 'indices' must be tuple of ints, not int"):
+        tgrad.vsplit(_t(x), indices=2)
 
 
 @pytest.mark.parametrize("call, err, msg", [

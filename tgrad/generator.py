@@ -10,8 +10,10 @@ global generator, a Generator is not meant to be drawn from by two threads at on
 
 States (``get_state`` / ``tgrad.get_rng_state``) are 1-D uint8 CPU tensors, as PyTorch's
 ByteTensors, in tgrad's own little-endian layout: a CPU state is PCG64's 128-bit ``state``
-and ``inc``, then ``has_uint32`` and ``uinteger`` as 32-bit words (40 bytes; PyTorch's
-mt19937 state is 5056); a cuda state is the Philox ``seed`` and ``offset`` as 64-bit words
+and ``inc``, then ``has_uint32`` and ``uinteger`` as 32-bit words, then the generator's
+initial seed as a 64-bit word, which ``set_state`` restores as PyTorch's does (48 bytes;
+PyTorch's mt19937 state is 5056; a 40-byte state of earlier tgrad versions, without the
+seed, is still taken); a cuda state is the Philox ``seed`` and ``offset`` as 64-bit words
 (16 bytes). ``set_state`` also takes the NumPy / (seed, offset) dict tgrad used to return.
 
 ``tgrad.default_generator`` is the global CPU generator; ``tgrad.seed()`` reseeds every
@@ -47,26 +49,30 @@ def normalize_seed(seed: Any) -> int:
     return seed % 2 ** 64
 
 
-CPU_STATE_SIZE = 40   # PCG64 state (16) | inc (16) | has_uint32 (4) | uinteger (4)
+CPU_STATE_SIZE = 48   # PCG64 state (16) | inc (16) | has_uint32 (4) | uinteger (4) | seed (8)
+_CPU_STATE_SIZE_WITHOUT_SEED = 40  # the layout before the seed was kept (still accepted)
 CUDA_STATE_SIZE = 16  # Philox seed (8) | offset (8)
 
 
-def state_tensor(state: dict, device_type: str):
-    """A backend's state dict as the uint8 CPU tensor ``get_state`` returns (module doc)."""
+def state_tensor(state: dict, device_type: str, initial_seed: int = 0):
+    """A backend's state dict as the uint8 CPU tensor ``get_state`` returns (module doc);
+    a CPU state carries ``initial_seed``."""
     from tgrad.ops.creation import from_numpy
     if device_type == "cpu":
         raw = (state["state"]["state"].to_bytes(16, "little")
                + state["state"]["inc"].to_bytes(16, "little")
                + int(state["has_uint32"]).to_bytes(4, "little")
-               + int(state["uinteger"]).to_bytes(4, "little"))
+               + int(state["uinteger"]).to_bytes(4, "little")
+               + int(initial_seed).to_bytes(8, "little"))
     else:
         raw = int(state["seed"]).to_bytes(8, "little") + int(state["offset"]).to_bytes(8, "little")
     return from_numpy(np.frombuffer(raw, dtype=np.uint8).copy())
 
 
 def state_dict(new_state: Any, device_type: str) -> dict:
-    """The backend's state dict of a ``get_state`` tensor (or of a legacy dict), with
-    PyTorch's errors: TypeError for a non-tensor or a tensor that is not a uint8 CPU one,
+    """The backend's state dict of a ``get_state`` tensor (or of a legacy dict; a CPU state's
+    initial seed, where it has one, under the extra key ``"initial_seed"``), with PyTorch's
+    errors: TypeError for a non-tensor or a tensor that is not a uint8 CPU one,
     RuntimeError for a wrong size."""
     from tgrad import dtypes
     from tgrad.tensor import Tensor
@@ -85,18 +91,22 @@ def state_dict(new_state: Any, device_type: str) -> dict:
     if new_state.dtype is not dtypes.uint8 or new_state.device.type != "cpu":
         raise TypeError("RNG state must be a torch.ByteTensor")
     size = CPU_STATE_SIZE if device_type == "cpu" else CUDA_STATE_SIZE
-    if new_state.numel() != size:
+    legacy = device_type == "cpu" and new_state.numel() == _CPU_STATE_SIZE_WITHOUT_SEED
+    if new_state.numel() != size and not legacy:
         what = "CPUGeneratorImplState" if device_type == "cpu" else "PhiloxCudaState"
         raise RuntimeError(f"Expected a {what} of size {size} but found the input RNG state "
                            f"size to be {new_state.numel()} (tgrad's {device_type} generator "
                            f"state is {size} bytes)")
     raw = np.ascontiguousarray(new_state.detach().numpy()).reshape(-1).tobytes()
     if device_type == "cpu":
-        return {"bit_generator": "PCG64",
-                "state": {"state": int.from_bytes(raw[:16], "little"),
-                          "inc": int.from_bytes(raw[16:32], "little")},
-                "has_uint32": int.from_bytes(raw[32:36], "little"),
-                "uinteger": int.from_bytes(raw[36:40], "little")}
+        state = {"bit_generator": "PCG64",
+                 "state": {"state": int.from_bytes(raw[:16], "little"),
+                           "inc": int.from_bytes(raw[16:32], "little")},
+                 "has_uint32": int.from_bytes(raw[32:36], "little"),
+                 "uinteger": int.from_bytes(raw[36:40], "little")}
+        if not legacy:
+            state["initial_seed"] = int.from_bytes(raw[40:48], "little")
+        return state
     return {"seed": int.from_bytes(raw[:8], "little"),
             "offset": int.from_bytes(raw[8:], "little")}
 
@@ -137,16 +147,22 @@ class Generator:
         """The seed of the last ``manual_seed`` / ``seed`` (PyTorch's default seed before)."""
         return self._initial
 
+    def _set_initial_seed(self, seed: int) -> None:
+        self._initial = seed
+
     def get_state(self):
         """The generator's state for ``set_state``: a 1-D uint8 CPU tensor (module doc)."""
         if self.device.type == "cpu":
-            return state_tensor(self._np.bit_generator.state, "cpu")
+            return state_tensor(self._np.bit_generator.state, "cpu", self.initial_seed())
         return state_tensor(self._philox, "cuda")
 
     def set_state(self, new_state) -> Generator:
-        """Restore a state from ``get_state`` of a generator of the same device type."""
+        """Restore a state from ``get_state`` of a generator of the same device type (a CPU
+        state restores ``initial_seed()`` too, as PyTorch's)."""
         state = state_dict(new_state, self.device.type)
         if self.device.type == "cpu":
+            if "initial_seed" in state:
+                self._set_initial_seed(state.pop("initial_seed"))
             self._np.bit_generator.state = state
         else:
             self._philox = state
@@ -175,6 +191,10 @@ class _DefaultGenerator(Generator):
     def initial_seed(self) -> int:
         from tgrad.backends import numpy as numpy_backend
         return numpy_backend._initial_seed
+
+    def _set_initial_seed(self, seed: int) -> None:
+        from tgrad.backends import numpy as numpy_backend
+        numpy_backend._initial_seed = seed
 
 
 default_generator = _DefaultGenerator()

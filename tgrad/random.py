@@ -17,8 +17,9 @@ __all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_stat
 
 
 def get_rng_state():
-    """The global CPU generator's state: a uint8 CPU tensor (tgrad's 40-byte PCG64 layout,
-    tgrad.generator's doc; PyTorch's mt19937 state is 5056 bytes)."""
+    """The global CPU generator's state: a uint8 CPU tensor (tgrad's 48-byte layout, PCG64's
+    state and the initial seed, tgrad.generator's doc; PyTorch's mt19937 state is 5056
+    bytes)."""
     return _get_state()
 
 

@@ -435,7 +435,7 @@ def manual_seed(seed: int):
 def get_rng_state(device=None) -> Tensor:
     """The state of tgrad's generator for ``device`` (default: the CPU one) for
     ``set_rng_state``: a 1-D uint8 CPU tensor, as PyTorch's ByteTensor, in tgrad's own layout
-    (tgrad.generator's doc: 40 bytes on the CPU, 16 on cuda)."""
+    (tgrad.generator's doc: 48 bytes on the CPU, 16 on cuda)."""
     return _global_generator(device).get_state()
 
 

@@ -254,6 +254,25 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
 
 
 # ------------------------------------------------------------------------------ splits, stacks
+def _the_split(op: str, indices_or_sections, sections, indices, tensor_indices_or_sections=None):
+    """The one split argument of tensor_split / hsplit / vsplit / dsplit, given positionally or
+    by PyTorch's keywords ``sections`` (an int), ``indices`` (a sequence of ints) or, for
+    tensor_split, ``tensor_indices_or_sections`` (a tensor)."""
+    given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections)
+             if v is not None]
+    if len(given) != 1:
+        kinds = "sections (an int), indices (a sequence of ints)"
+        kinds += (" or tensor_indices_or_sections (a tensor)" if op == "tensor_split" else "")
+        raise TypeError(f"{op}() takes exactly one of {kinds}, got {len(given)}")
+    if sections is not None and isinstance(sections, (list, tuple, Tensor)):
+        raise TypeError(f"{op}(): argument 'sections' must be int, not "
+                        f"{type(sections).__name__}")
+    if indices is not None and not isinstance(indices, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'indices' must be tuple of ints, not "
+                        f"{type(indices).__name__}")
+    return given[0]
+
+
 @tensor_method("tensor_split")
 def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, sections=None,  # noqa: A002
                  indices=None, tensor_indices_or_sections=None) -> tuple:
@@ -263,22 +282,11 @@ def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, secti
     1-D int64 = indices. Positional, or by PyTorch's keywords ``sections``, ``indices``,
     ``tensor_indices_or_sections``."""
     require_tensor("tensor_split", input)
-    given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections)
-             if v is not None]
-    if len(given) != 1:
-        raise TypeError(f"tensor_split() takes exactly one of sections (an int), indices (a "
-                        f"sequence of ints) or tensor_indices_or_sections (a tensor), got "
-                        f"{len(given)}")
-    if sections is not None and isinstance(sections, (list, tuple, Tensor)):
-        raise TypeError(f"tensor_split(): argument 'sections' must be int, not "
-                        f"{type(sections).__name__}")
-    if indices is not None and not isinstance(indices, (list, tuple)):
-        raise TypeError(f"tensor_split(): argument 'indices' must be tuple of ints, not "
-                        f"{type(indices).__name__}")
     if tensor_indices_or_sections is not None:
         require_tensor("tensor_split", tensor_indices_or_sections,
                        "tensor_indices_or_sections", None)
-    indices_or_sections = given[0]
+    indices_or_sections = _the_split("tensor_split", indices_or_sections, sections, indices,
+                                     tensor_indices_or_sections)
     if input.ndim == 0:
         raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a "
                            f"tensor with {input.ndim} dims")
@@ -310,9 +318,12 @@ def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, secti
     return tuple(out)
 
 
-def _split_dim(op: str, input: Tensor, indices_or_sections, need: int, dim: int) -> tuple:  # noqa: A002
+def _split_dim(op: str, input: Tensor, need: int, dim: int, indices_or_sections,  # noqa: A002
+               sections, indices) -> tuple:
     """hsplit/vsplit/dsplit: tensor_split along ``dim`` of an input of >= ``need`` dims; an
-    int must divide the dim's size."""
+    int must divide the dim's size. The split is given positionally or by PyTorch's keywords
+    ``sections`` (an int) or ``indices`` (a sequence of ints)."""
+    indices_or_sections = _the_split(op, indices_or_sections, sections, indices)
     if input.ndim < need:
         raise RuntimeError(f"torch.{op} requires a tensor with at least {need} dimension, but "
                            f"got a tensor with {input.ndim} dimensions!")
@@ -327,24 +338,28 @@ def _split_dim(op: str, input: Tensor, indices_or_sections, need: int, dim: int)
 
 
 @tensor_method("hsplit")
-def hsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
+def hsplit(input: Tensor, indices_or_sections=None, *, sections=None,  # noqa: A002
+           indices=None) -> tuple:
     """tensor_split along dim 1 (dim 0 of a 1-D tensor); an int must divide that dim."""
     require_tensor("hsplit", input)
     dim = 1 if input.ndim > 1 else 0
-    return _split_dim("hsplit", input, indices_or_sections, 1, dim)
+    return _split_dim("hsplit", input, 1, dim, indices_or_sections, sections, indices)
 
 
 @tensor_method("vsplit")
-def vsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
+def vsplit(input: Tensor, indices_or_sections=None, *, sections=None,  # noqa: A002
+           indices=None) -> tuple:
     """tensor_split along dim 0 of a tensor of >= 2 dims."""
     require_tensor("vsplit", input)
-    return _split_dim("vsplit", input, indices_or_sections, 2, 0)
+    return _split_dim("vsplit", input, 2, 0, indices_or_sections, sections, indices)
 
 
 @tensor_method("dsplit")
-def dsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
+def dsplit(input: Tensor, indices_or_sections=None, *, sections=None,  # noqa: A002
+           indices=None) -> tuple:
     """tensor_split along dim 2 of a tensor of >= 3 dims."""
-    return _split_dim("dsplit", input, indices_or_sections, 3, 2)
+    require_tensor("dsplit", input)
+    return _split_dim("dsplit", input, 3, 2, indices_or_sections, sections, indices)
 
 
 def atleast_3d(*tensors):
