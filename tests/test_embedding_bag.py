@@ -58,8 +58,12 @@ def test_errors():
     with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for "
                                                   "mode='sum'"):
         F.embedding_bag(tgrad.tensor([[1]]), w, per_sample_weights=tgrad.ones(1, 1))
-    with pytest.raises(IndexError, match="index 5 out of range"):
-        F.embedding_bag(tgrad.tensor([[5]]), w)
+    # PyTorch's CPU RuntimeError, naming the first bad entry of the flat input
+    with pytest.raises(RuntimeError, match=r"Index 2 of input takes value 5 which is not in "
+                                           r"the valid range \[0, 5\)"):
+        F.embedding_bag(tgrad.tensor([[1, 0, 5, -1]]), w)
+    with pytest.raises(RuntimeError, match="Index 1 of input takes value -1"):
+        F.embedding_bag(tgrad.tensor([0, -1]), w, tgrad.tensor([0]))
     with pytest.raises(RuntimeError, match="expected an integer index tensor"):
         F.embedding_bag(tgrad.tensor([[1.0]]), w)
     # decreasing offsets would give bags overlapping others: an error in every mode

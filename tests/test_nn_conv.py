@@ -822,6 +822,17 @@ def test_convolution_node_gradcheck_and_gradgradcheck(op, xs, ws, kw):
     assert tgrad.autograd.gradgradcheck(fn, (x, w, b))
 
 
+def test_unfold_of_an_empty_non_batch_dim_raises_pytorchs_error():
+    # PyTorch's im2col takes a 0 batch size only; C, H or W of 0 is its RuntimeError (the
+    # backward used to divide by C = 0)
+    for shape in ((2, 0, 7, 8), (2, 3, 0, 8), (0, 7, 8)):
+        with pytest.raises(RuntimeError, match=r"Expected 3D or 4D \(batch mode\) tensor with "
+                                               r"possibly 0 batch size and other non-zero "
+                                               r"dimensions for input, but got: \["):
+            F.unfold(tgrad.zeros(shape, requires_grad=True), 3)
+    assert F.unfold(tgrad.zeros(0, 2, 4, 4), 3).shape == (0, 18, 4)
+
+
 def test_unfold_and_fold_are_pytorchs_im2col_col2im_nodes():
     # PyTorch 2.13: unfold is one Im2ColBackward0 node, fold one Col2ImBackward0 (batched or
     # not), with the geometry as _saved_kernel_size/_dilation/_padding/_stride

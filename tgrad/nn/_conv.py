@@ -424,6 +424,10 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     _check_tensor("unfold", input, "input")
     _no_integer_kernel("unfold", input, "im2col_out_cpu")
     x, added = _batched("unfold", input, 2)
+    if 0 in x.shape[1:]:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           f"and other non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
     kernel = _tuple("unfold", "kernel_size", kernel_size, 2)
     dilation = _tuple("unfold", "dilation", dilation, 2)
     pad = _tuple("unfold", "padding", padding, 2)

@@ -185,9 +185,10 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
     on_device = idx.numel() and checked_on_device("embedding_bag:", idx, rows_n, 0,
                                                   weight.shape)
     if idx.numel() and not on_device and (int(idx.min()) < 0 or int(idx.max()) >= rows_n):
-        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
-        raise IndexError(f"embedding_bag: index {bad} out of range for a weight with "
-                         f"{rows_n} rows")
+        flat = idx.numpy().reshape(-1)  # PyTorch's RuntimeError, naming the first bad entry
+        pos = int(np.flatnonzero((flat < 0) | (flat >= rows_n))[0])
+        raise RuntimeError(f"embedding_bag: Index {pos} of input takes value {int(flat[pos])} "
+                           f"which is not in the valid range [0, {rows_n})")
     if max_norm is not None:  # in place, before the rows are read (PyTorch's order)
         from tgrad.nn._composite import _embedding_renorm_
         _embedding_renorm_(weight, idx, max_norm, norm_type)
