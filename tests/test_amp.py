@@ -554,6 +554,38 @@ def test_cpu_amp_deprecated_aliases():
     assert isinstance(scaler, GradScaler) and scaler.scale(tgrad.tensor(1.0)).item() == 8.0
 
 
+def test_cuda_amp_deprecated_aliases():
+    # torch.cuda.amp: tgrad.amp's classes and decorators on "cuda" (float16 by default), each
+    # with PyTorch's FutureWarning; tgrad.GradScaler is tgrad.amp.GradScaler (torch.GradScaler)
+    import tgrad.cuda.amp as cuda_amp
+    assert tgrad.GradScaler is GradScaler
+    with pytest.warns(FutureWarning, match=r"`torch.cuda.amp.autocast\(args...\)` is deprecated. "
+                                           r"Please use `torch.amp.autocast\('cuda', args...\)`"):
+        region = cuda_amp.autocast(enabled=False)
+    assert isinstance(region, tgrad.amp.autocast) and region.device_type == "cuda"
+    assert region.fast_dtype is tgrad.float16
+    with pytest.warns(FutureWarning, match=r"torch.amp.GradScaler\('cuda', args...\)"):
+        scaler = tgrad.cuda.amp.GradScaler(init_scale=4.0, enabled=False)
+    assert isinstance(scaler, GradScaler) and not scaler.is_enabled()
+
+    class Twice(tgrad.autograd.Function):
+        @staticmethod
+        @cuda_amp.custom_fwd
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        @cuda_amp.custom_bwd
+        def backward(ctx, g):
+            return g * 2
+
+    with pytest.warns(FutureWarning, match="torch.amp.custom_fwd\\(args..., device_type='cuda'\\)"):
+        cuda_amp.custom_fwd(cast_inputs=tgrad.float32)
+    x = tgrad.ones(3, requires_grad=True)
+    Twice.apply(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
+
+
 # ---------------------------------------------------------------- CPU autocast: composites
 # PyTorch runs a listed op's kernel with autocast off: an "fp32" linalg op's inner matmuls
 # are not lowered, and ops that are one CPU kernel there (matrix_exp, addmv, addr,

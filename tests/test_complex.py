@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tgrad
-from tgrad import dtypes
+from tgrad import Tensor, dtypes
 from tgrad.autograd import gradcheck
 
 C64, C128, F32, F64 = tgrad.complex64, tgrad.complex128, tgrad.float32, tgrad.float64
@@ -678,6 +678,26 @@ def test_pow_real_base_complex_exponent_gradient_at_negative_base():
     np.testing.assert_allclose(b.grad.numpy(), want, rtol=1e-12)
     assert np.all(np.isfinite(a.grad.numpy())) and a.grad.dtype is F64
     assert gradcheck(tgrad.pow, (a, b)) and tgrad.autograd.gradgradcheck(tgrad.pow, (a, b))
+
+
+def test_pow_zero_base_exponent_gradient_is_zero_where_re_b_is_not_negative():
+    # d 0^b / db = 0^b log 0 is 0 * -inf: PyTorch's mask gives 0 for Re b >= 0, for a number
+    # base as for a tensor one, and a forward-AD tangent (linear in the direction) is 0 too
+    for base in (0j, 0.0, tgrad.zeros(2, dtype=C128)):
+        e = tgrad.tensor([2.0 + 0j, 3.0 - 1j], dtype=C128, requires_grad=True)
+        (tgrad.pow(base, e) * tgrad.tensor([0.3 - 1j, 2.0])).real.sum().backward()
+        np.testing.assert_array_equal(e.grad.numpy(), np.zeros(2, complex))
+        if isinstance(base, Tensor):
+            continue
+        x = tgrad.tensor([2.0 + 0.5j, 1.5], dtype=C128, requires_grad=True)
+        assert gradcheck(lambda t, b=base: tgrad.pow(b, t), (x,))
+        assert tgrad.autograd.gradgradcheck(lambda t, b=base: tgrad.pow(b, t), (x,))
+    fa = tgrad.autograd.forward_ad
+    with fa.dual_level():
+        d = fa.make_dual(tgrad.tensor([2.0 + 0j], dtype=C128), tgrad.tensor([1.0 + 1j], dtype=C128))
+        for base in (0j, tgrad.zeros(1, dtype=C128)):
+            t = fa.unpack_dual(tgrad.pow(base, d)).tangent
+            np.testing.assert_array_equal(t.numpy(), [0j])
 
 
 def test_complex_random_0d_is_0d():

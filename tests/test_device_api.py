@@ -35,3 +35,26 @@ def test_an_index_past_the_devices_is_refused(one_cuda_device):
     finally:
         tgrad.set_default_device("cpu")
     assert tgrad.zeros(1).device.type == "cpu"
+
+
+def test_tensor_cuda_and_cpu_take_pytorchs_arguments(monkeypatch, one_cuda_device):
+    # Tensor.cuda(device=None, non_blocking=False, memory_format=...) and
+    # Tensor.cpu(memory_format=...): an int device is cuda:<int>; the move is Tensor.to's
+    seen = []
+    monkeypatch.setattr(tgrad.Tensor, "to", lambda self, *a, **k: seen.append((a, k)) or self)
+    x = tgrad.ones(2)
+    x.cuda(non_blocking=True)
+    x.cuda(0, True)
+    x.cuda("cuda:0", memory_format=tgrad.preserve_format)
+    x.cpu(memory_format=tgrad.preserve_format)
+    x.cpu()
+    assert seen == [(("cuda",), {"non_blocking": True}),
+                    (("cuda:0",), {"non_blocking": True}),
+                    (("cuda:0",), {"non_blocking": False, "memory_format": tgrad.preserve_format}),
+                    (("cpu",), {"memory_format": tgrad.preserve_format}),
+                    (("cpu",), {})]
+    monkeypatch.undo()
+    monkeypatch.setattr(cuda, "is_available", lambda: True)
+    monkeypatch.setattr(cuda, "device_count", lambda: 1)
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        x.cuda(5)

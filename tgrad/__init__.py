@@ -205,7 +205,8 @@ def __getattr__(name: str) -> object:
                 "profiler", "signal", "special", "testing", "utils"):
         import importlib
         return importlib.import_module("tgrad." + name)
-    if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype"):  # torch.autocast
+    if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype",  # torch.autocast
+                "GradScaler"):
         from tgrad import amp
         return getattr(amp, name)
     if name in _LAZY_OUT:

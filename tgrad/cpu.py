@@ -8,11 +8,10 @@ for: as PyTorch's, ``Stream`` and ``Event`` are placeholders for device-agnostic
 
 from __future__ import annotations
 
-import sys
-import types
-import warnings
 from contextlib import AbstractContextManager
 from typing import Any
+
+from tgrad._device_amp import device_amp_module
 
 __all__ = ["is_available", "is_initialized", "synchronize", "current_device",
            "current_stream", "stream", "set_device", "device_count", "Stream",
@@ -113,48 +112,4 @@ def stream(stream: Stream | None) -> AbstractContextManager:
     return StreamContext(stream)
 
 
-def _make_amp() -> dict:
-    """The classes of ``tgrad.cpu.amp``, PyTorch's deprecated ``torch.cpu.amp``: autocast
-    with dtype bfloat16 by default, GradScaler on "cpu", warning as PyTorch does."""
-    from tgrad import amp as _amp
-    from tgrad import dtypes
-
-    class autocast(_amp.autocast):  # noqa: N801 - PyTorch's name
-        """``tgrad.amp.autocast("cpu", ...)`` (deprecated, as ``torch.cpu.amp.autocast``)."""
-
-        def __init__(self, enabled: bool = True, dtype: Any = dtypes.bfloat16,
-                     cache_enabled: bool = True) -> None:
-            warnings.warn("`torch.cpu.amp.autocast(args...)` is deprecated. Please use "
-                          "`torch.amp.autocast('cpu', args...)` instead.", FutureWarning,
-                          stacklevel=2)
-            super().__init__("cpu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-
-    class GradScaler(_amp.GradScaler):
-        """``tgrad.amp.GradScaler("cpu", ...)`` (deprecated, as ``torch.cpu.amp.GradScaler``)."""
-
-        def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
-                     backoff_factor: float = 0.5, growth_interval: int = 2000,
-                     enabled: bool = True) -> None:
-            warnings.warn("`torch.cpu.amp.GradScaler(args...)` is deprecated. Please use "
-                          "`torch.amp.GradScaler('cpu', args...)` instead.", FutureWarning,
-                          stacklevel=2)
-            super().__init__("cpu", init_scale=init_scale, growth_factor=growth_factor,
-                             backoff_factor=backoff_factor, growth_interval=growth_interval,
-                             enabled=enabled)
-
-    for cls in (autocast, GradScaler):
-        cls.__module__, cls.__qualname__ = amp.__name__, cls.__name__
-    return {"autocast": autocast, "GradScaler": GradScaler}
-
-
-def _amp_getattr(name: str) -> object:
-    if name in amp.__all__:  # made on first use (tgrad.amp imports the tensor machinery)
-        vars(amp).update(_make_amp())
-        return vars(amp)[name]
-    raise AttributeError(f"module {amp.__name__!r} has no attribute {name!r}")
-
-
-amp = types.ModuleType(__name__ + ".amp", _make_amp.__doc__)
-amp.__all__ = ["autocast", "GradScaler"]
-amp.__getattr__ = _amp_getattr
-sys.modules[amp.__name__] = amp  # ``import tgrad.cpu.amp`` / ``from tgrad.cpu.amp import ...``
+amp = device_amp_module(__name__, "cpu", "bfloat16", ["autocast", "GradScaler"])

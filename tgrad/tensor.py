@@ -705,11 +705,23 @@ class Tensor:
     def cdouble(self) -> Tensor:
         return self.to(dtypes.complex128)
 
-    def cpu(self) -> Tensor:
-        return self.to("cpu")
+    def cpu(self, memory_format=None) -> Tensor:
+        """This tensor on the CPU (itself if it is there); ``memory_format`` as ``to``'s."""
+        if memory_format is None:
+            return self.to("cpu")
+        return self.to("cpu", memory_format=memory_format)
 
-    def cuda(self, device=None) -> Tensor:
-        return self.to("cuda" if device is None else device)
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+        """This tensor on ``device`` (the current cuda device by default; an int is
+        ``cuda:<int>``). ``non_blocking`` is accepted as PyTorch's (tgrad's host copies are
+        synchronous); ``memory_format`` as ``to``'s."""
+        if isinstance(device, int) and not isinstance(device, bool):
+            device = f"cuda:{device}"
+        elif device is None:
+            device = "cuda"
+        if memory_format is None:
+            return self.to(device, non_blocking=non_blocking)
+        return self.to(device, non_blocking=non_blocking, memory_format=memory_format)
 
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
         """With no argument, the type name PyTorch gives (``'tgrad.FloatTensor'``, on a

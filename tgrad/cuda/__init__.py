@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings as _warnings
 
+from tgrad._device_amp import device_amp_module as _device_amp_module
 from tgrad.cuda import index_errors, nvtx
 from tgrad.cuda import interop as _interop
 from tgrad.cuda import memory as _memory
@@ -41,6 +42,11 @@ __all__ = ["is_available", "why_unavailable", "is_interpreted", "device_count",
            "memory_cached", "max_memory_cached", "device", "device_of", "StreamContext",
            "default_stream", "set_stream", "is_bf16_supported", "get_arch_list", "init",
            "ipc_collect", "nvtx"]
+
+# PyTorch's deprecated torch.cuda.amp: tgrad.amp's autocast / GradScaler / custom_fwd /
+# custom_bwd on "cuda", each with PyTorch's FutureWarning (tgrad/_device_amp.py)
+amp = _device_amp_module(__name__, "cuda", "float16",
+                         ["autocast", "GradScaler", "custom_fwd", "custom_bwd"])
 
 _interop.install()
 

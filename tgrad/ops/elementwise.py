@@ -571,15 +571,20 @@ def _complex_binary_grads(name: str, g, a, b, y, need_a: bool, need_b: bool) -> 
             else:
                 ga = _zero(g) if b == 0 else g * cj(b * pow(a, b - 1))
         if need_b:
+            from tgrad.ops.complex_ops import real
             if isinstance(a, Tensor):  # (b is a tensor: it needs a gradient)
-                from tgrad.ops.complex_ops import real
                 mask = logical_and(eq(a, 0), ge(real(b), 0.0))
                 # a real base is promoted first (as PyTorch): log of a negative real is
                 # log|a| + i pi, not NaN
                 ac = a if a.dtype.is_complex else a.to(y.dtype)
-                gb = where(mask, 0.0, g * cj(y * log(ac)))
+                # log of 1 where masked: y log a is 0 there, and so are its derivatives (a
+                # forward-AD tangent, a double backward), not 0 * inf
+                gb = g * cj(y * log(where(mask, 1.0, ac)))
+            elif a == 0:  # d/db 0^b = y log 0: 0 where Re b >= 0 (the mask above), as a
+                # constant factor, so no derivative reads 0 * inf either
+                gb = g * cj(y * where(ge(real(b), 0.0), 0.0, -math.inf))
             else:
-                gb = g * cj(y) * cj(np.log(complex(a)))
+                gb = g * cj(y * np.log(complex(a)))
         return ga, gb
     raise RuntimeError(f"{name}: the derivative for complex inputs is not implemented")
 
