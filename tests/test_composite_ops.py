@@ -618,3 +618,14 @@ def test_lerp_saves_only_what_its_gradients_read():
     x3.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_lerp_of_integer_ends_with_a_0d_floating_weight_promotes():
+    # PyTorch promotes the three first (result_type's rule: a 0-d operand of a higher
+    # category decides the dtype); a number weight on integer ends stays an error
+    for wdt in (tgrad.float64, tgrad.float16, tgrad.complex64):
+        y = tgrad.lerp(tgrad.tensor([1, 2]), tgrad.tensor([3, 6]), tgrad.tensor(0.25, dtype=wdt))
+        assert y.dtype is wdt
+        np.testing.assert_array_equal(y.numpy(), np.array([1.5, 3.0], wdt.np))
+    with pytest.raises(NotImplementedError, match="lerp_kernel_scalar"):
+        tgrad.lerp(tgrad.tensor([1, 2]), tgrad.tensor([3, 6]), 0.5)

@@ -132,6 +132,28 @@ def test_sum_prod_cumsum_cumprod_compute_in_outs_dtype():
         tgrad.sum(x, 1, dtype=tgrad.float64, out=tgrad.empty(0))
 
 
+@pytest.mark.parametrize("name", ["mean", "nanmean"])
+def test_mean_computes_in_a_floating_outs_dtype(name):
+    # PyTorch's mean/nanmean out kernels: a float16 input averaged into a float64 out is
+    # averaged in float64 (the float16 sum would round 1001.4 to 1001.5 first); an integer
+    # input still has no dtype to infer, an integer out is the cast error, and a dtype= other
+    # than out's the exact-dtype error
+    vals = [0.1, 0.2, 0.3, 1000.7, 0.1]
+    out = tgrad.empty((), dtype=tgrad.float64)
+    res = getattr(tgrad, name)(tgrad.tensor(vals, dtype=tgrad.float16), 0, out=out)
+    assert res is out and out.dtype is tgrad.float64
+    assert out.item() == np.array(vals, np.float16).astype(np.float64).mean()
+    with pytest.raises(RuntimeError, match="could not infer output dtype" if name == "mean"
+                       else "expected input to have floating point"):
+        getattr(tgrad, name)(t([1, 2]), 0, out=tgrad.empty((), dtype=tgrad.float64))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        getattr(tgrad, name)(t([1.0, 2.0]), 0, out=tgrad.empty((), dtype=tgrad.int64))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype double, but got "
+                                           "float instead"):
+        getattr(tgrad, name)(t([1.0, 2.0]), 0, dtype=tgrad.float64, out=tgrad.empty(()))
+
+
 def test_multi_output_out_tuple():
     x = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]], dtype=np.float32)
     v, i = tgrad.empty(0), tgrad.empty(0, dtype=tgrad.int64)

@@ -12,8 +12,8 @@ computed as usual, then written into ``out`` with PyTorch's out semantics:
   function's outs, and those of _EXACT_DTYPE, must have the results' dtypes exactly;
   _TORCH_RULES: ops checking it with their own texts, as abs or nonzero; the
   namespaces' rules are
-  PyTorch's, see _dtype_rule), and be on ``out``'s device; sum/prod/cumsum/cumprod/nansum
-  compute in ``out``'s dtype (_DTYPE_FROM_OUT);
+  PyTorch's, see _dtype_rule), and be on ``out``'s device; sum/prod/cumsum/cumprod/nansum/
+  mean/nanmean compute in ``out``'s dtype (_DTYPE_FROM_OUT);
 * an ``out`` of another shape is resized (contiguous; PyTorch's UserWarning when it had
   elements), in its storage when that is big enough, else into new memory;
 * an ``out`` that partly overlaps an input raises PyTorch's error (the same memory is fine);
@@ -63,9 +63,18 @@ slogdet softmax svd take threshold triangular_solve
 """.split())
 
 # reductions whose out's dtype stands in for a missing dtype= (PyTorch's sum/prod/cumsum/
-# cumprod/nansum out kernels): the input is cast to it first, so a float input sums into an
-# int64 out (sum([0.6, 0.6], out=long) is 0, not int(1.2)); a given dtype= must equal it.
-_DTYPE_FROM_OUT = frozenset({"sum", "prod", "cumsum", "cumprod", "nansum"})
+# cumprod/nansum/mean/nanmean out kernels): the input is cast to it first, so a float input
+# sums into an int64 out (sum([0.6, 0.6], out=long) is 0, not int(1.2)); a given dtype= must
+# equal it.
+_DTYPE_FROM_OUT = frozenset({"sum", "prod", "cumsum", "cumprod", "nansum", "mean", "nanmean"})
+# of those, the ones computed in out's dtype only from a floating (or complex) input into a
+# floating out: an integer input still raises mean's "could not infer output dtype", and an
+# integer out the cast error ("result type Float can't be cast to ... Long")
+_FLOAT_ONLY = frozenset({"mean", "nanmean"})
+
+
+def _is_float(dt) -> bool:
+    return dt.is_floating_point or dt.is_complex
 
 # torch-level functions whose out must have the result's dtype exactly (PyTorch's
 # "Expected out tensor to have dtype double, but got float instead"), as their PyTorch out
@@ -555,7 +564,9 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
         if given is not None and dtypes.as_dtype(given) is not outs[0].dtype:
             raise RuntimeError(_EXACT_TEXT.format(src_c10=_C10_NAMES[dtypes.as_dtype(given)],
                                                   dst_c10=_C10_NAMES[outs[0].dtype]))
-        kwargs["dtype"] = outs[0].dtype
+        if name not in _FLOAT_ONLY or (inputs and _is_float(inputs[0].dtype)
+                                       and _is_float(outs[0].dtype)):
+            kwargs["dtype"] = outs[0].dtype
     if name in _CHECK_FIRST and inputs and not inputs[0].dtype.is_complex:
         # PyTorch checks these outs before the op's own dtype errors (abs of a bool into a
         # float out: "Found dtype Float but expected Bool"); their result has the input's dtype

@@ -502,13 +502,21 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     |weight| >= 0.5 (exact at weight 1);  d input = g conj(1 - w), d end = g conj(w),
     d w = g conj(end - input), PyTorch's formulas (nodes LerpBackward0 for a number weight,
     LerpBackward1 for a tensor). Floating and complex tensors (PyTorch's lerp kernels; a
-    complex weight's branch by |weight|)."""
+    complex weight's branch by |weight|); integer ends with a 0-d floating or complex weight
+    tensor are promoted with it first, as PyTorch's result_type."""
     require_tensor("lerp", input)
     require_tensor("lerp", end, "end", 2)
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t.dtype is not input.dtype and (name == "end" or t.ndim):
             raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
                                f"dtype {t.dtype.name}")
+    if isinstance(weight, Tensor) and weight.ndim == 0 and not (
+            input.dtype.is_floating_point or input.dtype.is_complex):
+        # integer ends with a 0-d floating weight: PyTorch promotes all three first (the
+        # ends to the default float dtype, as result_type's 0-d rule gives)
+        promoted = dtypes.result_type(input, end, weight)
+        if promoted.is_floating_point or promoted.is_complex:
+            input, end = input.to(promoted), end.to(promoted)  # noqa: A001
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
         raise NotImplementedError(f"lerp: \"{kernel}\" not implemented for "
