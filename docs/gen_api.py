@@ -50,6 +50,9 @@ MODULES = [
     ("tgrad.signal.windows", "window functions (torch.signal.windows)"),
     ("tgrad.accelerator", "the device-agnostic accelerator API (over tgrad.cuda)"),
     ("tgrad.cpu", "the CPU device module"),
+    ("tgrad.jit", "torch.jit's guards and decorators (no TorchScript: code runs eagerly)"),
+    ("tgrad.compiler", "torch.compiler's guards and decorators (no compiler)"),
+    ("tgrad.distributed", "torch.distributed's guards (not available: one process)"),
     ("tgrad.testing", "testing helpers"),
 ]
 SUBMODULES = {m for m, _ in MODULES}

@@ -198,11 +198,12 @@ def _lazy_out(name: str, fn):
 
 
 def __getattr__(name: str) -> object:
-    # tgrad.accelerator, amp, cpu, distributions, fft, func, linalg, profiler, signal,
-    # special, testing and utils are imported on first use (as torch.distributions and
-    # torch.utils.checkpoint are reachable).
-    if name in ("accelerator", "amp", "cpu", "distributions", "fft", "func", "linalg",
-                "profiler", "signal", "special", "testing", "utils"):
+    # tgrad.accelerator, amp, compiler, cpu, distributed, distributions, fft, func, jit,
+    # linalg, profiler, signal, special, testing and utils are imported on first use (as
+    # torch.distributions and torch.utils.checkpoint are reachable).
+    if name in ("accelerator", "amp", "compiler", "cpu", "distributed", "distributions",
+                "fft", "func", "jit", "linalg", "profiler", "signal", "special", "testing",
+                "utils"):
         import importlib
         return importlib.import_module("tgrad." + name)
     if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype",  # torch.autocast
