@@ -19,7 +19,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._tensor_str import tensor_repr as _tensor_repr
 from tgrad.autograd.grad_mode import STATE, is_grad_enabled
-from tgrad.device import CPU, Device
+from tgrad.device import CPU, Device, as_device
 
 
 class Size(tuple):
@@ -152,12 +152,20 @@ class Tensor:
     # where a sparse operand must be routed (gradient accumulation, mm / matmul)
     _sparse = False
 
-    def __init__(self, data: Any, storage: Storage | None = None, device: Device = CPU,
-                 requires_grad: bool = False) -> None:
-        """Internal constructor over a backend array; users call ``tgrad.tensor``."""
+    def __init__(self, data: Any = None, storage: Storage | None = None, device: Device = CPU,
+                 requires_grad: bool = False, *sizes: int) -> None:
+        """Internal constructor over a backend array; users call ``tgrad.tensor``. Called with
+        anything but a backend array (sizes, a sequence of data, a Tensor, nothing) it is
+        PyTorch's legacy ``torch.Tensor(...)`` constructor for the default dtype
+        (tgrad/ops/tensor_legacy.py)."""
+        try:
+            dtype = _DTYPE_OF[data.dtype]
+        except (AttributeError, KeyError, TypeError):
+            _legacy_init(self, data, storage, device, requires_grad, sizes)
+            return
         self._data = data
         self._storage = _new_storage(data) if storage is None else storage
-        self.dtype = _DTYPE_OF[data.dtype]
+        self.dtype = dtype
         self.device = device
         self._requires_grad = requires_grad
         self._grad = None
@@ -739,6 +747,10 @@ class Tensor:
                 raise ValueError(f"invalid type: {dtype!r}")
             device = "cuda" if len(parts) == 3 else "cpu"
             return self.to(device=device, dtype=dt, non_blocking=non_blocking)
+        from tgrad.ops.tensor_legacy import TensorType
+        if isinstance(dtype, TensorType):  # tgrad.DoubleTensor, tgrad.cuda.FloatTensor, ...
+            return self.to(device="cuda" if dtype.is_cuda else "cpu", dtype=dtype.dtype,
+                           non_blocking=non_blocking)
         if isinstance(dtype, type):  # PyTorch: a Python type other than a tensor type
             if not issubclass(dtype, Tensor):
                 raise ValueError(f"invalid type: {dtype.__name__!r}")
@@ -747,6 +759,25 @@ class Tensor:
         if not isinstance(dtype, (str, dtypes.DType)):
             raise TypeError("dtype must be a type, str, or dtype object")
         return self.to(dtypes.as_dtype(dtype), non_blocking=non_blocking)
+
+
+def _legacy_init(self: Tensor, data, storage, device, requires_grad, sizes: tuple) -> None:
+    """``tgrad.Tensor(...)`` as PyTorch's legacy constructor: ``__init__``'s positional
+    parameters, where not their defaults, are the call's arguments (sizes or data), and a
+    device (a str or Device) among them its ``device=`` keyword."""
+    from tgrad.device import get_default_device
+    from tgrad.ops.tensor_legacy import legacy_new
+    given = [] if data is None else [data]
+    given += [v for v, default in ((storage, None), (device, CPU), (requires_grad, False))
+              if v is not default]
+    given += list(sizes)
+    devices = [v for v in given if isinstance(v, (str, Device))]
+    args = tuple(v for v in given if not isinstance(v, (str, Device)))
+    dev = as_device(devices[-1]) if devices else get_default_device()
+    made = legacy_new("Tensor", dtypes.get_default_dtype(), dev, args, {}, any_tensor=True)
+    for name in Tensor.__slots__[:-2]:  # (all but __weakref__ and __dict__)
+        if name != "_grad_fn_version":
+            setattr(self, name, getattr(made, name))
 
 
 # Tensor.type() names (PyTorch's legacy tensor type names)

@@ -301,6 +301,10 @@ class device_of(device):  # noqa: N801  (PyTorch's name)
 # silently ignored when cuda is unavailable, while the ones that read a state raise.
 
 def __getattr__(name: str):
+    if name.endswith("Tensor"):  # PyTorch's legacy tensor types (tgrad.ops.tensor_legacy)
+        from tgrad.ops.tensor_legacy import CUDA_TENSOR_TYPES
+        if name in CUDA_TENSOR_TYPES:
+            return CUDA_TENSOR_TYPES[name]
     if name == "default_generators":
         # One entry per device (an empty tuple without cuda, as in PyTorch).
         from tgrad.generator import _DefaultCudaGenerator

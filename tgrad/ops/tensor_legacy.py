@@ -24,7 +24,16 @@
   set_ has no derivative): a source or self that requires grad raises. A CPU storage
   source (``set_(storage[, storage_offset, size, stride])``) views its bytes as self's
   dtype; a view past its end raises (PyTorch grows the storage);
-- ``as_subclass(cls)``: an alias of self (a view, attached to the graph) of type ``cls``.
+- ``as_subclass(cls)``: an alias of self (a view, attached to the graph) of type ``cls``;
+- PyTorch's legacy tensor types ``tgrad.FloatTensor``, ``LongTensor``, ... (and
+  ``tgrad.cuda.FloatTensor``, ...): calling one is the legacy constructor of its dtype and
+  device (as ``x.new``; the data of ``LongTensor([1.7])`` truncated to ``[1]``), and
+  ``isinstance(x, tgrad.FloatTensor)`` asks whether x is a dense float32 CPU tensor, as
+  PyTorch's ``torch.tensortype`` classes; ``x.type(tgrad.DoubleTensor)`` casts. They are not
+  subclasses of Tensor (as in PyTorch). ``tgrad.Tensor(...)`` called with sizes, data or a
+  tensor (rather than a backend array) is the same constructor for the default dtype;
+  ``set_default_tensor_type`` (deprecated, as PyTorch's) sets the default dtype (and, for a
+  cuda type, the default device).
 """
 
 from __future__ import annotations
@@ -36,7 +45,9 @@ import numpy as np
 from tgrad.ops._common import fresh, require_tensor, tensor_method
 from tgrad.tensor import Tensor
 
-__all__ = ["nonzero_static"]
+__all__ = ["nonzero_static", "set_default_tensor_type", "BoolTensor", "ByteTensor", "CharTensor",
+           "ShortTensor", "IntTensor", "LongTensor", "HalfTensor", "BFloat16Tensor",
+           "FloatTensor", "DoubleTensor"]
 
 _SHARED = weakref.WeakSet()  # the storages share_memory_ marked
 
@@ -45,33 +56,42 @@ _SHARED = weakref.WeakSet()  # the storages share_memory_ marked
 def new(self: Tensor, *args, device=None, **kwargs) -> Tensor:
     """Legacy constructor of self's dtype and device (module doc)."""
     from tgrad.device import as_device
+    return legacy_new("new", self.dtype, self.device if device is None else as_device(device),
+                      args, kwargs)
+
+
+def legacy_new(op: str, dtype, dev, args: tuple, kwargs: dict,
+               any_tensor: bool = False) -> Tensor:
+    """PyTorch's legacy constructor (``x.new``, ``tgrad.FloatTensor(...)``,
+    ``tgrad.Tensor(...)``; module doc) for ``dtype`` on ``dev``: no argument, sizes (ints,
+    a Size or a tuple of ints), a sequence of data, or a Tensor to alias (of ``dtype`` and on
+    ``dev`` unless ``any_tensor``, as ``torch.Tensor(t)``)."""
     from tgrad.ops.creation import tensor, zeros
     if kwargs:
-        raise TypeError(f"new() received an invalid combination of arguments - got "
+        raise TypeError(f"{op}() received an invalid combination of arguments - got "
                         f"keyword(s) {', '.join(sorted(kwargs))}; expected sizes, data or a "
                         f"Tensor and an optional device (use new_empty / new_tensor for a "
                         f"dtype)")
-    dev = self.device if device is None else as_device(device)
     ints = (int, np.integer)
     if not args:
-        return zeros(0, dtype=self.dtype, device=dev)
+        return zeros(0, dtype=dtype, device=dev)
     if len(args) == 1 and isinstance(args[0], Tensor):
         other = args[0]
-        if other.dtype is not self.dtype or other.device != dev:
-            raise TypeError(f"new(): expected a tensor of dtype {self.dtype} on {dev} (got "
+        if not any_tensor and (other.dtype is not dtype or other.device != dev):
+            raise TypeError(f"{op}(): expected a tensor of dtype {dtype} on {dev} (got "
                             f"{other.dtype} on {other.device})")
         return other.detach()
     if all(isinstance(a, ints) and not isinstance(a, bool) for a in args):
-        return zeros(tuple(int(a) for a in args), dtype=self.dtype, device=dev)
+        return zeros(tuple(int(a) for a in args), dtype=dtype, device=dev)
     if len(args) == 1:
         data = args[0]
         if isinstance(data, tuple) and all(isinstance(a, ints) and not isinstance(a, bool)
                                            for a in data):
-            return zeros(tuple(int(a) for a in data), dtype=self.dtype, device=dev)
+            return zeros(tuple(int(a) for a in data), dtype=dtype, device=dev)
         if isinstance(data, (list, tuple, np.ndarray)):
-            return tensor(data, dtype=self.dtype, device=dev)
-        raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
-    raise TypeError(f"new(): expected sizes (ints), one sequence of data or a Tensor, got "
+            return tensor(data, dtype=dtype, device=dev)
+        raise TypeError(f"{op}(): data must be a sequence (got {type(data).__name__})")
+    raise TypeError(f"{op}(): expected sizes (ints), one sequence of data or a Tensor, got "
                     f"({', '.join(type(a).__name__ for a in args)})")
 
 
@@ -284,3 +304,80 @@ def as_subclass(self: Tensor, cls: type) -> Tensor:
                                   f"differently from tgrad.Tensor ({e}); tgrad supports "
                                   f"subclasses that add no __slots__") from None
     return out
+
+
+class TensorType(type):
+    """The metaclass of PyTorch's legacy tensor types (``torch.tensortype``): a class per dtype
+    and device type, called as the legacy constructor, answering isinstance by dtype and
+    device (module doc)."""
+
+    dtype: object
+    is_cuda: bool
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return (isinstance(obj, Tensor) and not obj._sparse and obj.dtype is cls.dtype
+                and (obj.device.type == "cuda") is cls.is_cuda)
+
+    def __call__(cls, *args, device=None, **kwargs) -> Tensor:
+        from tgrad.device import as_device
+        kind = "cuda" if cls.is_cuda else "cpu"
+        dev = as_device(kind if device is None else device)
+        if dev.type != kind:
+            raise RuntimeError(f"legacy constructor expects device type: {kind} but device "
+                               f"type: {dev.type} was passed")
+        return legacy_new(cls.__name__, cls.dtype, dev, args, kwargs)
+
+    def __repr__(cls) -> str:
+        return f"<class '{cls.__module__}.{cls.__name__}'>"
+
+
+def _tensor_types(module: str, is_cuda: bool) -> dict:
+    from tgrad import dtypes
+    names = {dtypes.bool_: "BoolTensor", dtypes.uint8: "ByteTensor", dtypes.int8: "CharTensor",
+             dtypes.int16: "ShortTensor", dtypes.int32: "IntTensor", dtypes.int64: "LongTensor",
+             dtypes.float16: "HalfTensor", dtypes.bfloat16: "BFloat16Tensor",
+             dtypes.float32: "FloatTensor", dtypes.float64: "DoubleTensor"}
+    where = "cuda" if is_cuda else "the CPU"
+    return {name: TensorType(name, (), {"dtype": dt, "is_cuda": is_cuda, "is_sparse": False,
+                                        "__module__": module,
+                                        "__doc__": f"PyTorch's legacy {module}.{name}: {dt} "
+                                                   f"tensors on {where}"})
+            for dt, name in names.items()}
+
+
+CPU_TENSOR_TYPES = _tensor_types("tgrad", False)
+CUDA_TENSOR_TYPES = _tensor_types("tgrad.cuda", True)  # (tgrad.cuda's module __getattr__)
+BoolTensor = CPU_TENSOR_TYPES["BoolTensor"]
+ByteTensor = CPU_TENSOR_TYPES["ByteTensor"]
+CharTensor = CPU_TENSOR_TYPES["CharTensor"]
+ShortTensor = CPU_TENSOR_TYPES["ShortTensor"]
+IntTensor = CPU_TENSOR_TYPES["IntTensor"]
+LongTensor = CPU_TENSOR_TYPES["LongTensor"]
+HalfTensor = CPU_TENSOR_TYPES["HalfTensor"]
+BFloat16Tensor = CPU_TENSOR_TYPES["BFloat16Tensor"]
+FloatTensor = CPU_TENSOR_TYPES["FloatTensor"]
+DoubleTensor = CPU_TENSOR_TYPES["DoubleTensor"]
+
+
+def set_default_tensor_type(t) -> None:
+    """Deprecated (as PyTorch's): a floating legacy type (or its name, 'torch.DoubleTensor')
+    sets the default dtype, and a cuda one the default device too."""
+    import warnings
+
+    from tgrad import dtypes
+    from tgrad.device import set_default_device
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    if isinstance(t, str):
+        parts = t.split(".")
+        table = CUDA_TENSOR_TYPES if parts[1:2] == ["cuda"] else CPU_TENSOR_TYPES
+        if parts[0] not in ("torch", "tgrad") or len(parts) > 3 or parts[-1] not in table:
+            raise TypeError(f"invalid type: '{t}'")
+        t = table[parts[-1]]
+    if not isinstance(t, TensorType):
+        raise TypeError(f"invalid type: '{t}'")
+    if not t.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    dtypes.set_default_dtype(t.dtype)
+    set_default_device("cuda" if t.is_cuda else "cpu")
