@@ -875,3 +875,33 @@ def test_grad_output_complexness_must_match_output():
     (x * 2).backward(tgrad.tensor([1 + 1j, 2 - 1j], dtype=tgrad.complex64))
     assert x.grad.dtype is tgrad.complex128
     np.testing.assert_array_equal(x.grad.numpy(), [2 + 2j, 4 - 2j])
+
+
+def test_function_ctx_names_and_instantiation_as_pytorch():
+    # FunctionCtx is the class of ctx (for type hints and isinstance); InplaceFunction
+    # instances carry an ``inplace`` flag; instantiating a Function only warns (PyTorch's
+    # DeprecationWarning) and calling the instance raises PyTorch's legacy-Function error
+    from tgrad.autograd.function import FunctionCtx, InplaceFunction
+    seen = []
+
+    class Double(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, x):
+            seen.append(isinstance(ctx, FunctionCtx))
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = tgrad.tensor([1.5], requires_grad=True)
+    Double.apply(x).sum().backward()
+    assert seen == [True] and x.grad.tolist() == [2.0]
+    with pytest.warns(DeprecationWarning, match="should not be instantiated"):
+        flagged = InplaceFunction(inplace=True)
+    assert flagged.inplace is True
+    with pytest.warns(DeprecationWarning):
+        instance = Double()
+    with pytest.raises(RuntimeError, match="Legacy autograd function with non-static forward"):
+        instance(x)
+    assert tgrad.OutOfMemoryError is tgrad.cuda.OutOfMemoryError

@@ -979,3 +979,13 @@ def test_abs_inplace_refuses_complex():
     x = f64([-1.5, 2.0])
     assert x.abs_() is x
     np.testing.assert_array_equal(x.numpy(), [1.5, 2.0])
+
+
+def test_binary_inplace_methods_take_the_operand_by_pytorchs_keyword():
+    # x.pow_(exponent=2) (PyTorch's name for pow_'s operand), x.add_(other=..., alpha=...)
+    x = tgrad.tensor([2.0, 3.0])
+    assert x.pow_(exponent=2).tolist() == [4.0, 9.0]
+    assert x.add_(other=1.0, alpha=2).tolist() == [6.0, 11.0]
+    with pytest.raises(TypeError, match="pow_\\(\\) missing 1 required positional argument: "
+                                        "'exponent'"):
+        x.pow_()

@@ -301,3 +301,22 @@ def test_a_namedtuple_is_refused_not_turned_into_a_tuple():
     buf.seek(0)
     out = tgrad.load(buf)
     assert type(out) is tuple and out[1] == [2, (3,)] and out[2] == (2, 3)
+
+
+def test_save_and_load_take_pytorchs_pickle_arguments(tmp_path):
+    # torch.save(obj, f, pickle_module=pickle, pickle_protocol=...) and torch.load(f,
+    # map_location, pickle_module, encoding=...) calls run unchanged (tgrad writes and
+    # reads its own records, so they change nothing); another pickle module is refused
+    import pickle
+    state = {"w": tgrad.tensor([[1.0, 2.0]]), "step": 3}
+    for fmt in ("tgrad", "torch"):
+        path = tmp_path / f"ck_{fmt}.pt"
+        tgrad.save(state, path, pickle_module=pickle, pickle_protocol=4, format=fmt)
+        back = tgrad.load(path, "cpu", pickle, encoding="latin1")
+        assert back["step"] == 3 and back["w"].tolist() == [[1.0, 2.0]]
+    with pytest.raises(ValueError, match="pickle_module must be the standard pickle"):
+        tgrad.save(state, tmp_path / "x.pt", pickle_module=object())
+    with pytest.raises(NotImplementedError, match="legacy"):
+        tgrad.save(state, tmp_path / "x.pt", _use_new_zipfile_serialization=False)
+    with pytest.raises(TypeError, match="unexpected keyword arguments \\['bogus'\\]"):
+        tgrad.load(tmp_path / "ck_tgrad.pt", bogus=1)

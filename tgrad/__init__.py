@@ -206,6 +206,9 @@ def __getattr__(name: str) -> object:
                 "utils"):
         import importlib
         return importlib.import_module("tgrad." + name)
+    if name == "OutOfMemoryError":  # torch.OutOfMemoryError is torch.cuda's
+        from tgrad.cuda import OutOfMemoryError
+        return OutOfMemoryError
     if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype",  # torch.autocast
                 "GradScaler"):
         from tgrad import amp

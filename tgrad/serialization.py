@@ -46,13 +46,22 @@ PathOrFile = Union[str, os.PathLike, BinaryIO]
 _SCALARS = (bool, int, float, str, type(None))
 
 
-def save(obj: Any, f: PathOrFile, *, format: str = "tgrad") -> None:  # noqa: A002
+def save(obj: Any, f: PathOrFile, pickle_module: Any = None, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False,
+         *, format: str = "tgrad") -> None:  # noqa: A002
     """Save ``obj`` (a tensor, or dicts / lists / tuples of tensors, Python scalars, strings
     and None, e.g. a Module or Optimizer state_dict) to the path or binary file ``f``.
     ``format="tgrad"`` (default): tgrad's pickle-free ``.npz`` (a state_dict keeps its
     ``_metadata``, the modules' versions ``load_state_dict`` reads). ``format="torch"``:
     PyTorch's zip checkpoint, readable by ``torch.load(weights_only=True)`` (tensors sharing
-    a CPU storage stay views of one storage; a state_dict keeps its ``_metadata``)."""
+    a CPU storage stay views of one storage; a state_dict keeps its ``_metadata``).
+    PyTorch's other parameters are accepted: ``pickle_module`` (the standard ``pickle``
+    only) and ``pickle_protocol`` change nothing, as tgrad writes its own records; PyTorch's
+    legacy non-zip format (``_use_new_zipfile_serialization=False``) is not written."""
+    _check_pickle_module("save", pickle_module)
+    if not _use_new_zipfile_serialization:
+        raise NotImplementedError("tgrad.save: PyTorch's legacy (non-zip) format is not "
+                                  "written; leave _use_new_zipfile_serialization=True")
     if format == "torch":
         from tgrad import _torch_checkpoint
         if isinstance(f, (str, os.PathLike)):
@@ -81,8 +90,15 @@ def _open_for_write(path):
     return open(path, "wb")  # noqa: SIM115 (the caller's with closes it)
 
 
-def load(f: PathOrFile, map_location=None, weights_only: bool = True, *,
-         mmap: bool | None = None) -> Any:
+def _check_pickle_module(op: str, pickle_module: Any) -> None:
+    import pickle
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError(f"tgrad.{op}: pickle_module must be the standard pickle module (tgrad "
+                         f"reads and writes its records itself), got {pickle_module!r}")
+
+
+def load(f: PathOrFile, map_location=None, pickle_module: Any = None, *,
+         weights_only: bool = True, mmap: bool | None = None, **pickle_load_args: Any) -> Any:
     """Load what ``save`` wrote, or a PyTorch checkpoint (``torch.save``'s zip format, or
     its legacy format). tgrad files: tensors come back on the CPU, or on ``map_location`` (a
     device or device string). PyTorch files: on the device each storage was saved on, or on
@@ -91,7 +107,13 @@ def load(f: PathOrFile, map_location=None, weights_only: bool = True, *,
     is accepted for PyTorch compatibility: either way a PyTorch pickle is read with
     ``torch.load(weights_only=True)``'s allow-list and no file ever executes code.
     ``mmap=True`` needs a file path, as in PyTorch; tgrad reads the arrays into memory
-    either way (the loaded tensors are the same)."""
+    either way (the loaded tensors are the same). ``pickle_module`` (the standard ``pickle``
+    only) and ``pickle_load_args`` (``encoding``, ``errors``) are accepted as PyTorch's and
+    change nothing: tgrad's reader decodes Python 2 byte strings as UTF-8."""
+    _check_pickle_module("load", pickle_module)
+    unknown = sorted(set(pickle_load_args) - {"encoding", "errors"})
+    if unknown:
+        raise TypeError(f"tgrad.load() got unexpected keyword arguments {unknown}")
     if mmap and not isinstance(f, (str, os.PathLike)):
         raise ValueError("f must be a file path in order to use the mmap argument")
     if callable(map_location) and not isinstance(map_location, dict):

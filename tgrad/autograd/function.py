@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import traceback
+import warnings
 from typing import Any
 
 from tgrad.autograd import profiler_hooks
@@ -501,6 +502,14 @@ class Function(metaclass=_FunctionMeta):
     returns_views: bool = False
 
     def __init__(self, *args, **kwargs) -> None:
+        # PyTorch's: instantiating only warns (InplaceFunction(inplace=True) carries a flag);
+        # calling the instance as a legacy Function raises
+        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd "
+                      "functions are all static, so you should invoke them on the class "
+                      "itself. Instantiating an autograd function will raise an error in a "
+                      "future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs) -> Any:
         raise RuntimeError(
             "Legacy autograd function with non-static forward method is deprecated. Please use "
             "new-style autograd function with static forward method, and call it through "
@@ -819,3 +828,18 @@ def once_differentiable(fn):
         result = tuple(next(wrapped) if isinstance(o, Tensor) else o for o in marked)
         return result[0] if single else result
     return wrapper
+
+
+# PyTorch's name for the class of ``ctx``: the node Function.apply creates (type hints such
+# as ``def forward(ctx: FunctionCtx, x)``; isinstance(ctx, FunctionCtx) holds)
+FunctionCtx = BackwardCFunction
+
+
+class InplaceFunction(Function):
+    """PyTorch's ``torch.autograd.function.InplaceFunction``: a Function whose instances
+    carry an ``inplace`` flag (constructed as ``MyFn(inplace=True)``) for its subclasses to
+    read; ``apply`` is Function's."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace

@@ -287,13 +287,25 @@ def _check_fits(op: str, res: Tensor, self: Tensor) -> None:
 _ALPHA = {"add_": ("alpha",), "sub_": ("alpha",)}
 
 
+# the keyword of the second operand where PyTorch's name is not ``other``
+_OTHER_NAME = {"pow_": "exponent"}
+_NOT_GIVEN = object()
+
+
 def _binary_inplace(name: str, fn, keywords: tuple = ()):
     """The in-place form of binary ``fn`` (``keywords`` are passed on, e.g. div_'s
     rounding_mode; add_/sub_'s ``alpha`` too, scaling other in the result's dtype with the
-    out-of-place op's checks)."""
+    out-of-place op's checks). The operand may be given by PyTorch's keyword (``other``,
+    pow_'s ``exponent``)."""
     keywords = keywords + _ALPHA.get(name, ())
+    other_name = _OTHER_NAME.get(name, "other")
 
-    def method(self, other, **kw) -> Tensor:
+    def method(self, other=_NOT_GIVEN, **kw) -> Tensor:
+        if other is _NOT_GIVEN:
+            if other_name not in kw:
+                raise TypeError(f"{name}() missing 1 required positional argument: "
+                                f"'{other_name}'")
+            other = kw.pop(other_name)
         passed = {k: kw.pop(k) for k in keywords if k in kw} if kw else kw
         if kw:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kw)}")
