@@ -489,3 +489,26 @@ def test_asarray_of_requires_grad_tensor_raises_like_numpy():
     with tgrad.no_grad():
         assert np.asarray(x, dtype=np.float64).dtype == np.float64
     assert np.asarray(tgrad.ones(2), dtype=np.float64).tolist() == [1.0, 1.0]
+
+
+def test_like_factories_take_input_by_keyword_and_empty_takes_memory_format():
+    # PyTorch's parameter name is ``input`` (zeros_like(input=x)); empty(memory_format=...)
+    # takes contiguous_format and gives PyTorch's error for preserve_format
+    x = tgrad.tensor([[1.5, 2.5]])
+    for name, fill in (("zeros_like", 0.0), ("ones_like", 1.0)):
+        out = getattr(tgrad, name)(input=x, dtype=tgrad.float64)
+        assert out.dtype is tgrad.float64 and out.tolist() == [[fill, fill]]
+    assert tgrad.full_like(input=x, fill_value=7).tolist() == [[7.0, 7.0]]
+    for name in ("empty_like", "rand_like", "randn_like"):
+        assert getattr(tgrad, name)(input=x).shape == (1, 2)
+    assert tgrad.empty(2, 3, memory_format=tgrad.contiguous_format).shape == (2, 3)
+    with pytest.raises(RuntimeError, match="unsupported memory format Preserve"):
+        tgrad.empty(2, memory_format=tgrad.preserve_format)
+    with pytest.raises(RuntimeError, match="not supported: tgrad lays tensors out row-major"):
+        tgrad.empty(1, 2, 3, 4, memory_format=tgrad.channels_last)
+
+
+def test_resize_takes_size_and_expand_takes_implicit():
+    x = tgrad.arange(4.0)
+    assert x.resize_(size=(2, 2)).shape == (2, 2) and x.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    assert tgrad.ones(1).expand(3, implicit=True).tolist() == [1.0, 1.0, 1.0]

@@ -319,7 +319,10 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
 
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
-          layout=None, pin_memory: bool = False) -> Tensor:
+          layout=None, pin_memory: bool = False, memory_format=None) -> Tensor:
+    """An uninitialised tensor (tgrad's backends may zero-fill). ``memory_format``:
+    ``contiguous_format`` (row-major, the only layout tgrad makes); the channels-last formats
+    raise, and ``preserve_format`` is PyTorch's error (nothing to preserve)."""
     _check_size_given("empty", args, size)
     if pin_memory:
         check_pin_memory("empty", device)
@@ -331,6 +334,11 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     dtypes.check_float8_device("empty", dt, dev)
     shape = _shape(sizes_keyword("empty", "size", args, size), "empty")
     t = Tensor(get_backend(dev).empty(shape, dt.np), None, dev)
+    if memory_format is not None:
+        from tgrad.ops.movement import _check_format, preserve_format
+        if memory_format is preserve_format:
+            raise RuntimeError("unsupported memory format Preserve")
+        _check_format("empty", t, memory_format)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -372,39 +380,39 @@ def _sparse_like(x: Tensor, op: str, dtype, device, requires_grad: bool, layout)
                         requires_grad)
 
 
-def zeros_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
+def zeros_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
                layout=None, *, memory_format=None) -> Tensor:
-    require_tensor("zeros_like", x)
-    if x._sparse and layout is not strided:  # a sparse COO x (tgrad.sparse)
-        return _sparse_like(x, "zeros_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "zeros_like", layout, memory_format)
-    return full(x.shape, 0, dtype=dt, device=dev, requires_grad=requires_grad)
+    require_tensor("zeros_like", input)
+    if input._sparse and layout is not strided:  # a sparse COO input (tgrad.sparse)
+        return _sparse_like(input, "zeros_like", dtype, device, requires_grad, layout)
+    dt, dev = _like(input, dtype, device, "zeros_like", layout, memory_format)
+    return full(input.shape, 0, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def ones_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
+def ones_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
               layout=None, *, memory_format=None) -> Tensor:
-    require_tensor("ones_like", x)
-    if x._sparse and layout is not strided:
-        return _sparse_like(x, "ones_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "ones_like", layout, memory_format)
-    return full(x.shape, 1, dtype=dt, device=dev, requires_grad=requires_grad)
+    require_tensor("ones_like", input)
+    if input._sparse and layout is not strided:
+        return _sparse_like(input, "ones_like", dtype, device, requires_grad, layout)
+    dt, dev = _like(input, dtype, device, "ones_like", layout, memory_format)
+    return full(input.shape, 1, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def full_like(x: Tensor, fill_value, dtype=None, device=None,
+def full_like(input: Tensor, fill_value, dtype=None, device=None,  # noqa: A002
               requires_grad: bool = False, layout=None, *, memory_format=None) -> Tensor:
-    require_tensor("full_like", x)
-    if x._sparse and layout is not strided:
-        return _sparse_like(x, "full_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "full_like", layout, memory_format)
-    return full(x.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    require_tensor("full_like", input)
+    if input._sparse and layout is not strided:
+        return _sparse_like(input, "full_like", dtype, device, requires_grad, layout)
+    dt, dev = _like(input, dtype, device, "full_like", layout, memory_format)
+    return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def empty_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
+def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
                layout=None, *, memory_format=None) -> Tensor:
-    if x._sparse and layout is not strided:
-        return _sparse_like(x, "empty_like", dtype, device, requires_grad, layout)
-    dt, dev = _like(x, dtype, device, "empty_like", layout, memory_format)
-    return empty(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    if input._sparse and layout is not strided:
+        return _sparse_like(input, "empty_like", dtype, device, requires_grad, layout)
+    dt, dev = _like(input, dtype, device, "empty_like", layout, memory_format)
+    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 LAST_SEED: list = [None]  # the last manual_seed value (a backend loaded later may read it)
@@ -525,21 +533,21 @@ def randn(*args, size=None, generator=None, dtype=None, device=None,
     return _random("randn", shape, dtype, device, requires_grad, generator)
 
 
-def rand_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
+def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
               layout=None, *, memory_format=None, generator=None) -> Tensor:
-    if x._sparse and layout is not strided:
-        _sparse_like(x, "rand_like", dtype, device, requires_grad, layout)  # (raises)
-    dt, dev = _like(x, dtype, device, "rand_like", layout, memory_format)
-    return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad,
+    if input._sparse and layout is not strided:
+        _sparse_like(input, "rand_like", dtype, device, requires_grad, layout)  # (raises)
+    dt, dev = _like(input, dtype, device, "rand_like", layout, memory_format)
+    return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad,
                 generator=generator)
 
 
-def randn_like(x: Tensor, dtype=None, device=None, requires_grad: bool = False,
+def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
                layout=None, *, memory_format=None, generator=None) -> Tensor:
-    if x._sparse and layout is not strided:
-        _sparse_like(x, "randn_like", dtype, device, requires_grad, layout)  # (raises)
-    dt, dev = _like(x, dtype, device, "randn_like", layout, memory_format)
-    return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad,
+    if input._sparse and layout is not strided:
+        _sparse_like(input, "randn_like", dtype, device, requires_grad, layout)  # (raises)
+    dt, dev = _like(input, dtype, device, "randn_like", layout, memory_format)
+    return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad,
                  generator=generator)
 
 

@@ -411,9 +411,10 @@ class Expand(Function):
 
 
 @tensor_method("expand")
-def expand(input: Tensor, *sizes, size=None) -> Tensor:  # noqa: A002
+def expand(input: Tensor, *sizes, size=None, implicit: bool = False) -> Tensor:  # noqa: A002
     """Broadcast to ``sizes`` (ints, one sequence or the keyword ``size``) without copying;
-    -1 keeps a dim (not in a new leading one)."""
+    -1 keeps a dim (not in a new leading one). ``implicit`` (PyTorch's internal flag for
+    broadcasts it inserted) changes nothing."""
     if size is not None:
         sizes = sizes_keyword("expand", "size", sizes, size)
     elif not sizes:

@@ -27,7 +27,7 @@ from tgrad._strides import contiguous_strides
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import require_tensor, tensor_method
+from tgrad.ops._common import require_tensor, sizes_keyword, tensor_method
 from tgrad.ops.creation import arange, full, full_like, zeros_like
 from tgrad.ops.gathering import _Put, checked_on_device
 from tgrad.ops.index import normalize_key
@@ -140,9 +140,10 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
 
 
 @tensor_method("resize_")
-def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
-    """Give self the shape ``sizes``, contiguous from its storage offset (the values are
-    the storage's there); raises if that needs more memory than the storage has."""
+def resize_(self: Tensor, *sizes, size=None, memory_format=None) -> Tensor:
+    """Give self the shape ``sizes`` (ints, one sequence or the keyword ``size``),
+    contiguous from its storage offset (the values are the storage's there); raises if that
+    needs more memory than the storage has."""
     from tgrad.ops.layout import _storage_span, as_strided
     check_not_inference(self)
     if self._requires_grad:
@@ -151,6 +152,8 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
         from tgrad.autograd.forward_ad import get_tangent
         if get_tangent(self) is not None:  # (PyTorch's text; the tangent kept its shape)
             raise RuntimeError("cannot resize variables that has a forward grad")
+    if size is not None:
+        sizes = sizes_keyword("resize_", "size", sizes, size)
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
     sizes = tuple(_int_arg("resize_", "size", n) for n in sizes)  # (no floats: TypeError)
