@@ -512,3 +512,13 @@ def test_resize_takes_size_and_expand_takes_implicit():
     x = tgrad.arange(4.0)
     assert x.resize_(size=(2, 2)).shape == (2, 2) and x.tolist() == [[0.0, 1.0], [2.0, 3.0]]
     assert tgrad.ones(1).expand(3, implicit=True).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_pytorchs_keyword_names_of_rng_device_and_promotion_helpers():
+    st = tgrad.get_rng_state()
+    first = tgrad.rand(2).tolist()
+    tgrad.set_rng_state(new_state=st)
+    assert tgrad.rand(2).tolist() == first
+    tgrad.set_default_device(device="cpu")
+    assert tgrad.get_default_device().type == "cpu"
+    assert tgrad.promote_types(type1=tgrad.int64, type2=tgrad.float16) is tgrad.float16

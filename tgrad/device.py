@@ -119,25 +119,25 @@ def _check_ordinal(d: Device) -> None:
                            f"cuda:{cuda.device_count() - 1})")
 
 
-def set_default_device(dev) -> None:
+def set_default_device(device) -> None:
     """Device used by creation functions when none is given (``tgrad.set_default_device``).
     As PyTorch, an int (the accelerator's index) or ``"cuda"`` with no index (the current
     device) needs CUDA at once and raises without it; a cuda device with an index is only
     checked by the first tensor made on it."""
     global _default_device
-    if dev is None:
+    if device is None:
         _default_device = CPU
         return
-    if isinstance(dev, int) and not isinstance(dev, bool) and dev < 0:
+    if isinstance(device, int) and not isinstance(device, bool) and device < 0:
         raise RuntimeError("Device index must not be negative")
-    if (dev == "cuda" or isinstance(dev, int)) and type(dev) is not Device:
+    if (device == "cuda" or isinstance(device, int)) and type(device) is not Device:
         from tgrad import cuda
         if not cuda.is_available():
-            if isinstance(dev, int):  # PyTorch's text for an int without an accelerator
+            if isinstance(device, int):  # PyTorch's text for an int without an accelerator
                 raise RuntimeError("Cannot access accelerator device when none is available.")
             raise RuntimeError(f"set_default_device('cuda'): device 'cuda' is not available: "
                                f"{cuda.why_unavailable()}; use 'cpu'")
-    _default_device = as_device(dev, check_ordinal=False)  # (the first tensor checks it)
+    _default_device = as_device(device, check_ordinal=False)  # (the first tensor checks it)
 
 
 def get_default_device() -> Device:

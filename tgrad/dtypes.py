@@ -382,23 +382,23 @@ def number_as(value, dt: DType):
     return x.astype(dt.np)[()]
 
 
-def promote_types(a: DType, b: DType) -> DType:
+def promote_types(type1: DType, type2: DType) -> DType:
     """PyTorch's promote_types for two dtypes."""
-    if a is b:
-        return a
-    if a in FLOAT8_DTYPES or b in FLOAT8_DTYPES:
+    if type1 is type2:
+        return type1
+    if type1 in FLOAT8_DTYPES or type2 in FLOAT8_DTYPES:
         raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
-                           f"{SCALAR_TYPE_NAMES[a]} and {SCALAR_TYPE_NAMES[b]}")
-    if a.category != b.category:
-        hi, lo = (a, b) if a.category > b.category else (b, a)
+                           f"{SCALAR_TYPE_NAMES[type1]} and {SCALAR_TYPE_NAMES[type2]}")
+    if type1.category != type2.category:
+        hi, lo = (type1, type2) if type1.category > type2.category else (type2, type1)
         if hi.is_complex and lo.is_floating_point and lo.rank > hi.rank:
             return to_complex(lo)  # complex64 with float64: complex128
         return hi
-    if a.rank != b.rank:
-        return a if a.rank > b.rank else b
+    if type1.rank != type2.rank:
+        return type1 if type1.rank > type2.rank else type2
     # two types of one width: float16 with bfloat16 gives float32, uint8 with int8 int16
     # (the narrowest type holding both ranges)
-    return float32 if a.is_floating_point else int16
+    return float32 if type1.is_floating_point else int16
 
 
 def scalar_dtype(value) -> DType:

@@ -447,10 +447,10 @@ def get_rng_state(device=None) -> Tensor:
     return _global_generator(device).get_state()
 
 
-def set_rng_state(state: Tensor, device=None) -> None:
+def set_rng_state(new_state: Tensor, device=None) -> None:
     """Restore a state from ``get_rng_state`` (the same device type; PyTorch's TypeError for
     a non-ByteTensor, RuntimeError for a wrong size)."""
-    _global_generator(device).set_state(state)
+    _global_generator(device).set_state(new_state)
 
 
 def _global_generator(device):
