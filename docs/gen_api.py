@@ -36,6 +36,7 @@ MODULES = [
     ("tgrad.nn.utils.parametrizations", "orthogonal, weight_norm, spectral_norm"),
     ("tgrad.nn.utils.prune", "pruning"),
     ("tgrad.nn.utils.fusion", "folding BatchNorm into convolutions and linear layers"),
+    ("tgrad.nn.parallel", "DataParallel on one device"),
     ("tgrad.optim", "optimizers"),
     ("tgrad.optim.optimizer", "the Optimizer base class and the global step hooks"),
     ("tgrad.optim.lr_scheduler", "learning-rate schedules"),

@@ -1455,6 +1455,33 @@ def check_float64_random_resolution() -> None:
     assert 2.0 <= v.min() and v.max() < 3.0 and np.mean(v.astype(np.float32) == v) < 0.01
 
 
+def check_data_parallel_and_legacy_cuda_types() -> None:
+    # DataParallel on the one cuda device: the module moves to cuda:0, CPU inputs (nested)
+    # follow it, and the result is the plain module's; a second device is refused.
+    # tgrad.cuda.FloatTensor is the legacy constructor on cuda and an isinstance test
+    tgrad.manual_seed(4)
+    lin = tgrad.nn.Linear(3, 2)
+    x = tgrad.randn(5, 3)
+    want = lin(x).detach().numpy()
+    dp = tgrad.nn.DataParallel(lin)
+    assert dp.device_ids == [0] and lin.weight.device.type == "cuda"
+    got = dp(x)
+    assert got.device.type == "cuda"
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want, rtol=1e-6, atol=1e-7)
+    got.sum().backward()
+    np.testing.assert_allclose(lin.bias.grad.cpu().numpy(), [5.0, 5.0])
+    try:
+        tgrad.nn.DataParallel(tgrad.nn.Linear(1, 1), device_ids=[0, 1])
+    except NotImplementedError as e:
+        assert "tgrad runs a model on one device" in str(e), e
+    else:
+        raise AssertionError("no error for two devices")
+    t = tgrad.cuda.FloatTensor([1, 2])
+    assert t.device.type == "cuda" and t.dtype is tgrad.float32 and t.cpu().tolist() == [1, 2]
+    assert isinstance(t, tgrad.cuda.FloatTensor) and not isinstance(t, tgrad.FloatTensor)
+    assert t.type() == "tgrad.cuda.FloatTensor" and tgrad.cuda.LongTensor(2, 3).shape == (2, 3)
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
@@ -1465,4 +1492,5 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "bfloat16_casts", "cpu_scalar_operands", "argsort", "linalg_lu", "int_scatter",
     "linalg_decompositions", "autocast", "distributions_more", "distributions_counts",
     "grid_sample_non_finite_points", "round_zero_and_var_past_the_count",
-    "integer_matmul_is_exact", "float64_random_resolution")}
+    "integer_matmul_is_exact", "float64_random_resolution",
+    "data_parallel_and_legacy_cuda_types")}

@@ -73,3 +73,17 @@ def test_distributed_is_unavailable_with_pytorchs_answers():
             call()
     with pytest.raises(RuntimeError, match="no distributed backend"):
         d.init_process_group("gloo")
+
+
+def test_data_parallel_without_cuda_calls_the_module_and_keeps_pytorchs_keys():
+    model = _mlp()
+    dp = nn.DataParallel(model)
+    assert dp.device_ids == [] and dp.module is model
+    assert list(dp.state_dict()) == ["module." + k for k in model.state_dict()]
+    x = tgrad.tensor(np.arange(6.0).reshape(2, 3), dtype=tgrad.float32)
+    np.testing.assert_array_equal(dp(x).detach().numpy(), model(x).detach().numpy())
+    fresh = nn.DataParallel(_mlp())
+    fresh.load_state_dict(dp.state_dict())  # a DataParallel checkpoint loads into it
+    assert nn.parallel.DataParallel is nn.DataParallel
+    with pytest.raises(RuntimeError, match="needs an initialized process group"):
+        nn.parallel.DistributedDataParallel(model)
