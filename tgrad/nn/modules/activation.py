@@ -61,24 +61,28 @@ class Sigmoid(Module):
         return input.sigmoid()
 
 
-class Softmax(Module):
+class _SoftmaxBase(Module):
+    # What Softmax, LogSoftmax and Softmin share: ``dim`` and the repr (siblings, not
+    # subclasses of one another, as PyTorch's; no docstring, so theirs stay Module's)
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.softmax(input, self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
-class LogSoftmax(Softmax):
+class Softmax(_SoftmaxBase):
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.softmax(input, self.dim)
+
+
+class LogSoftmax(_SoftmaxBase):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.log_softmax(input, self.dim)
 
 
-class Softmin(Softmax):
+class Softmin(_SoftmaxBase):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.softmin(input, self.dim)
 
@@ -232,21 +236,24 @@ class Tanhshrink(Module):
         return F.tanhshrink(input)
 
 
-class Softshrink(Module):
-    """x - lambd above lambd, x + lambd below -lambd, else 0."""
-
+class _ShrinkBase(Module):
+    # What Softshrink and Hardshrink share (siblings, as PyTorch's): ``lambd`` and the repr
     def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
         self.lambd = lambd
-
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.softshrink(input, self.lambd)
 
     def extra_repr(self) -> str:
         return str(self.lambd)
 
 
-class Hardshrink(Softshrink):
+class Softshrink(_ShrinkBase):
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.softshrink(input, self.lambd)
+
+
+class Hardshrink(_ShrinkBase):
     """x outside [-lambd, lambd], else 0."""
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002

@@ -22,48 +22,6 @@ def _check_groups(in_channels: int, out_channels: int, groups: int) -> None:
         raise ValueError("out_channels must be divisible by groups")
 
 
-def _setup(conv: Module, in_channels: int, out_channels: int, kernel_size, stride, padding,
-           dilation, groups: int, bias: bool, padding_mode: str, weight_lead: tuple, device,
-           dtype) -> None:
-    """What a convolution and a transposed one share (after _check_groups and their own
-    padding checks): the size attributes as n-tuples, weight ``weight_lead + kernel_size``
-    and bias (out_channels,), both initialised by reset_parameters."""
-    from tgrad.ops.creation import empty
-    n = conv._spatial
-    conv.in_channels, conv.out_channels = in_channels, out_channels
-    conv.kernel_size = _ntuple(kernel_size, n)
-    conv.stride = _ntuple(stride, n)
-    conv.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
-    conv.dilation = _ntuple(dilation, n)
-    conv.groups, conv.padding_mode = groups, padding_mode
-    conv.weight = Parameter(empty(weight_lead + conv.kernel_size, device=device, dtype=dtype))
-    if bias:
-        conv.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
-    else:
-        conv.register_parameter("bias", None)
-    conv.reset_parameters()
-
-
-def _extra_repr(conv: Module) -> str:
-    """PyTorch's repr of a (transposed) convolution: defaults left out."""
-    n = conv._spatial
-    s = (f"{conv.in_channels}, {conv.out_channels}, kernel_size={conv.kernel_size}, "
-         f"stride={conv.stride}")
-    if conv.padding != (0,) * n:
-        s += f", padding={conv.padding}"  # a string unquoted, as PyTorch: padding=same
-    if conv.dilation != (1,) * n:
-        s += f", dilation={conv.dilation}"
-    if getattr(conv, "output_padding", (0,) * n) != (0,) * n:
-        s += f", output_padding={conv.output_padding}"
-    if conv.groups != 1:
-        s += f", groups={conv.groups}"
-    if conv.bias is None:
-        s += ", bias=False"
-    if conv.padding_mode != "zeros":
-        s += f", padding_mode={conv.padding_mode}"
-    return s
-
-
 class _ConvNd(Module):
     """weight (out_channels, in_channels / groups, *kernel_size), bias (out_channels,);
     both ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels / groups * prod(kernel)
@@ -76,30 +34,57 @@ class _ConvNd(Module):
                  padding_mode: str = "zeros", device=None, dtype=None) -> None:
         super().__init__()
         _check_groups(in_channels, out_channels, groups)
-        n = self._spatial
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string '{padding}', should be one of "
                                  f"{{'valid', 'same'}}")
-            if padding == "same" and any(s != 1 for s in _ntuple(stride, n)):
+            if padding == "same" and any(s != 1 for s in _ntuple(stride, self._spatial)):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         if padding_mode not in _PADDING_MODES:
             raise ValueError(f"padding_mode must be one of {{'zeros', 'reflect', 'replicate', "
                              f"'circular'}}, but got padding_mode='{padding_mode}'")
-        _setup(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
-               groups, bias, padding_mode, (out_channels, in_channels // groups), device,
-               dtype)
-        # F.pad's (left, right) per spatial dim, last dim first (PyTorch's
-        # _reversed_padding_repeated_twice); for padding='same' the total d * (k - 1) with
-        # the odd one on the right, as F.conv's 'same'
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, False,
+                    0, groups, bias, padding_mode, device, dtype)
+
+    def _setup(self, in_channels: int, out_channels: int, kernel_size, stride, padding,
+               dilation, transposed: bool, output_padding, groups: int, bias: bool,
+               padding_mode: str, device, dtype) -> None:
+        """What a convolution and a transposed one share (PyTorch's _ConvNd.__init__ after
+        the checks): the size attributes as n-tuples, ``transposed``, ``output_padding``,
+        ``_reversed_padding_repeated_twice``, weight (out_channels, in_channels / groups,
+        *kernel_size) (transposed: (in_channels, out_channels / groups, *kernel_size)) and
+        bias (out_channels,), both initialised by reset_parameters."""
+        from tgrad.ops.creation import empty
+        n = self._spatial
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
+        self.dilation = _ntuple(dilation, n)
+        self.transposed = transposed
+        self.output_padding = _ntuple(output_padding, n)
+        self.groups, self.padding_mode = groups, padding_mode
+        # F.pad's (left, right) per spatial dim, last dim first, as PyTorch: a tuple, or for
+        # a padding string a list (padding='same': the total d * (k - 1) with the odd one on
+        # the right, as F.conv's 'same')
         if padding == "same":
             pairs = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
                      for k, d in zip(self.kernel_size, self.dilation)]
+            self._reversed_padding_repeated_twice = [q for pair in reversed(pairs)
+                                                     for q in pair]
         elif padding == "valid":
-            pairs = [(0, 0)] * n
+            self._reversed_padding_repeated_twice = [0, 0] * n
         else:
-            pairs = [(p, p) for p in self.padding]
-        self._reversed_padding_repeated_twice = [q for pair in reversed(pairs) for q in pair]
+            self._reversed_padding_repeated_twice = tuple(p for p in reversed(self.padding)
+                                                          for _ in range(2))
+        lead = (in_channels, out_channels // groups) if transposed \
+            else (out_channels, in_channels // groups)
+        self.weight = Parameter(empty(lead + self.kernel_size, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
 
     def reset_parameters(self) -> None:
         init._layer_default_(self.weight, self.bias)
@@ -116,7 +101,24 @@ class _ConvNd(Module):
         return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                     self.groups)
 
-    extra_repr = _extra_repr
+    def extra_repr(self) -> str:
+        """PyTorch's repr of a (transposed) convolution: defaults left out."""
+        n = self._spatial
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * n:
+            s += f", padding={self.padding}"  # a string unquoted, as PyTorch: padding=same
+        if self.dilation != (1,) * n:
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * n:
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
 
 
 class Conv2d(_ConvNd):
@@ -138,7 +140,7 @@ class Conv3d(_ConvNd):
     _spatial = 3
 
 
-class _ConvTransposeNd(Module):
+class _ConvTransposeNd(_ConvNd):
     """weight (in_channels, out_channels / groups, *kernel_size), bias (out_channels,); both
     ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with PyTorch's fan_in of that layout,
     out_channels / groups * prod(kernel) (kaiming_uniform_(a=sqrt(5)), as PyTorch)."""
@@ -148,22 +150,16 @@ class _ConvTransposeNd(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1,
                  padding=0, output_padding=0, groups: int = 1, bias: bool = True,
                  dilation=1, padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__()
+        super(_ConvNd, self).__init__()  # Module's (_ConvNd's takes a convolution's args)
         _check_groups(in_channels, out_channels, groups)
-        n = self._spatial
         if isinstance(padding, str):
             raise ValueError(f"{type(self).__name__}: padding must be an int or a tuple of "
                              f"ints (no '{padding}' for transposed convolutions)")
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for '
                              f'{type(self).__name__}')
-        self.output_padding = _ntuple(output_padding, n)
-        _setup(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
-               groups, bias, padding_mode, (in_channels, out_channels // groups), device,
-               dtype)
-
-    def reset_parameters(self) -> None:
-        init._layer_default_(self.weight, self.bias)
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, True,
+                    output_padding, groups, bias, padding_mode, device, dtype)
 
     def _output_padding(self, input: Tensor, output_size) -> tuple:  # noqa: A002
         """output_padding, or the one that makes the output ``output_size`` (the spatial
@@ -193,8 +189,6 @@ class _ConvTransposeNd(Module):
         conv_t = getattr(F, f"conv_transpose{self._spatial}d")  # F.conv_transpose1d/2d/3d
         return conv_t(input, self.weight, self.bias, self.stride, self.padding,
                       self._output_padding(input, output_size), self.groups, self.dilation)
-
-    extra_repr = _extra_repr
 
 
 class ConvTranspose2d(_ConvTransposeNd):

@@ -7,7 +7,7 @@ from tgrad.nn.modules.module import Module
 from tgrad.tensor import Tensor
 
 
-class Dropout(Module):
+class _DropoutNd(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if p < 0 or p > 1:  # (NaN passes, as PyTorch's; F.dropout refuses it)
@@ -15,23 +15,13 @@ class Dropout(Module):
         self.p = p
         self.inplace = inplace
 
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.dropout(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
-
-
-class _DropoutNd(Module):
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Dropout1d(_DropoutNd):

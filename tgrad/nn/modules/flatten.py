@@ -44,24 +44,29 @@ class Unflatten(Module):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
-class Unfold(Module):
-    """Sliding blocks as columns (F.unfold, PyTorch's im2col)."""
+class _FoldBase(Module):
+    """What Unfold and Fold share (siblings, not subclasses of one another, as PyTorch's):
+    the sliding window's sizes and their repr."""
 
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1) -> None:
         super().__init__()
         self.kernel_size, self.dilation = kernel_size, dilation
         self.padding, self.stride = padding, stride
 
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        from tgrad.nn import functional as F
-        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
-
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
                 f"padding={self.padding}, stride={self.stride}")
 
 
-class Fold(Unfold):
+class Unfold(_FoldBase):
+    """Sliding blocks as columns (F.unfold, PyTorch's im2col)."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        from tgrad.nn import functional as F
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class Fold(_FoldBase):
     """Columns summed back into an image of ``output_size`` (F.fold, col2im)."""
 
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1) -> None:

@@ -26,6 +26,7 @@ from tgrad.nn.modules.batchnorm import (
     InstanceNorm3d,
     _BatchNorm,
     _InstanceNorm,
+    _NormBase,
 )
 from tgrad.nn.modules.conv import (
     Conv1d,
@@ -127,8 +128,6 @@ class LazyLinear(LazyModuleMixin, Linear):
 
 # ------------------------------------------------------------------ convolutions
 class _LazyConvXdMixin(LazyModuleMixin):
-    _transposed = False
-
     def _lazy_init(self, bias: bool, device, dtype) -> None:
         self.weight = UninitializedParameter(device=device, dtype=dtype)
         if bias:
@@ -153,7 +152,7 @@ class _LazyConvXdMixin(LazyModuleMixin):
             self.in_channels = self._get_in_channels(input)
             if self.in_channels % self.groups != 0:
                 raise ValueError("in_channels must be divisible by groups")
-            if self._transposed:
+            if self.transposed:
                 shape = (self.in_channels, self.out_channels // self.groups)
             else:
                 shape = (self.out_channels, self.in_channels // self.groups)
@@ -185,8 +184,8 @@ def _lazy_conv(name: str, base: type, spatial: int, transposed: bool) -> type:
     doc = (f"{base.__name__} with in_channels = input.shape[1] (shape[0] unbatched) on the "
            f"first forward.")
     return type(name, (_LazyConvXdMixin, base), {
-        "__init__": __init__, "cls_to_become": base, "_transposed": transposed,
-        "_spatial": spatial, "__doc__": doc, "__module__": __name__})
+        "__init__": __init__, "cls_to_become": base, "_spatial": spatial, "__doc__": doc,
+        "__module__": __name__})
 
 
 # The generated __init__s build the eager layer with 0 channels (base.__init__), then put
@@ -201,7 +200,7 @@ LazyConvTranspose3d = _lazy_conv("LazyConvTranspose3d", ConvTranspose3d, 3, True
 
 
 # ------------------------------------------------------------------ norms
-class _LazyNormBase(LazyModuleMixin):
+class _LazyNormBase(LazyModuleMixin, _NormBase):
     def _lazy_init(self, affine: bool, track_running_stats: bool, bias: bool, device,
                    dtype) -> None:
         from tgrad import dtypes
@@ -234,16 +233,23 @@ class _LazyNormBase(LazyModuleMixin):
 
 
 def _lazy_norm(name: str, base: type, affine_default: bool, track_default: bool) -> type:
+    # As PyTorch's, the lazy class derives from base's parent (_BatchNorm or _InstanceNorm),
+    # not from base: a LazyBatchNorm1d is a BatchNorm1d only once materialised (it then
+    # becomes one, cls_to_become). base's own members (the input check, _spatial) are
+    # copied in.
+    parent = _InstanceNorm if issubclass(base, _InstanceNorm) else _BatchNorm
+
     def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1,  # noqa: N807
                  affine: bool = affine_default, track_running_stats: bool = track_default,
                  device=None, dtype=None, *, bias: bool = True) -> None:
         # num_features 0, no affine / running stats: placeholders replace them below
-        base.__init__(self, 0, eps, momentum, False, False, device, dtype, bias=False)
+        parent.__init__(self, 0, eps, momentum, False, False, device, dtype, bias=False)
         self._lazy_init(affine, track_running_stats, bias, device, dtype)
         self._register_lazy_hooks()
-    kind = "InstanceNorm" if issubclass(base, _InstanceNorm) else "BatchNorm"
-    return type(name, (_LazyNormBase, base), {
-        "__init__": __init__, "cls_to_become": base, "__module__": __name__,
+    kind = "InstanceNorm" if parent is _InstanceNorm else "BatchNorm"
+    own = {k: v for k, v in vars(base).items() if not k.startswith("__")}
+    return type(name, (_LazyNormBase, parent), {
+        **own, "__init__": __init__, "cls_to_become": base, "__module__": __name__,
         "__doc__": f"{base.__name__} with num_features = input.shape[1] on the first forward "
                    f"({kind}; affine={affine_default}, track_running_stats={track_default} "
                    f"by default, as PyTorch's)."})
@@ -255,4 +261,3 @@ LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", BatchNorm3d, True, True)
 LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", InstanceNorm1d, True, True)
 LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", InstanceNorm2d, True, True)
 LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", InstanceNorm3d, True, True)
-_ = _BatchNorm

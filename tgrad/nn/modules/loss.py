@@ -96,12 +96,14 @@ class BCELoss(_WeightedLoss):
         return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
-class BCEWithLogitsLoss(_WeightedLoss):
+class BCEWithLogitsLoss(_Loss):
     """Binary cross entropy of sigmoid(logits), computed stably from the logits."""
 
     def __init__(self, weight: Tensor | None = None, size_average=None, reduce=None,
                  reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
-        super().__init__(weight, size_average, reduce, reduction)
+        # a _Loss with its own weight buffer, not a _WeightedLoss (as PyTorch's)
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002

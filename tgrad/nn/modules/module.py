@@ -389,12 +389,14 @@ class Module:
     # ------------------------------------------------------------------ traversal
     def named_modules(self, memo: set | None = None, prefix: str = "",
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        # memo: a set of modules, as PyTorch's (those in it are skipped, the visited ones
+        # added when remove_duplicate)
         if memo is None:
             memo = set()
+        if self in memo:
+            return
         if remove_duplicate:
-            if id(self) in memo:
-                return
-            memo.add(id(self))
+            memo.add(self)
         yield prefix, self
         for name, m in self._modules.items():
             if m is None:

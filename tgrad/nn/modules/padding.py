@@ -58,6 +58,8 @@ class ConstantPad3d(_ConstantPadNd):
 
 
 class _ZeroPadNd(_ConstantPadNd):
+    # ZeroPad{k}d's mixin ahead of ConstantPad{k}d (a ZeroPad2d is a ConstantPad2d, as
+    # PyTorch's): the value is 0 and the repr shows the padding only
     def __init__(self, padding) -> None:
         super().__init__(padding, 0.0)
 
@@ -65,48 +67,52 @@ class _ZeroPadNd(_ConstantPadNd):
         return f"{self.padding}"
 
 
-class ZeroPad1d(_ZeroPadNd):
+class ZeroPad1d(_ZeroPadNd, ConstantPad1d):
     """Pads the last dim with zeros."""
 
 
-class ZeroPad2d(_ZeroPadNd):
+class ZeroPad2d(_ZeroPadNd, ConstantPad2d):
     """Pads the last 2 dims with zeros."""
-    k = 2
 
 
-class ZeroPad3d(_ZeroPadNd):
+class ZeroPad3d(_ZeroPadNd, ConstantPad3d):
     """Pads the last 3 dims with zeros."""
-    k = 3
 
 
-class ReflectionPad1d(_PadNd):
-    """Reflects the last dim of (C, W) or (N, C, W) about its edges (pads < W)."""
+class _ReflectionPadNd(_PadNd):
     mode = "reflect"
 
 
-class ReflectionPad2d(_PadNd):
+class ReflectionPad1d(_ReflectionPadNd):
+    """Reflects the last dim of (C, W) or (N, C, W) about its edges (pads < W)."""
+
+
+class ReflectionPad2d(_ReflectionPadNd):
     """Reflects the last 2 dims of (C, H, W) or (N, C, H, W)."""
-    mode, k = "reflect", 2
+    k = 2
 
 
-class ReflectionPad3d(_PadNd):
+class ReflectionPad3d(_ReflectionPadNd):
     """Reflects the last 3 dims of (C, D, H, W) or (N, C, D, H, W)."""
-    mode, k = "reflect", 3
+    k = 3
 
 
-class ReplicationPad1d(_PadNd):
-    """Repeats the edge values of the last dim of (C, W) or (N, C, W)."""
+class _ReplicationPadNd(_PadNd):
     mode = "replicate"
 
 
-class ReplicationPad2d(_PadNd):
+class ReplicationPad1d(_ReplicationPadNd):
+    """Repeats the edge values of the last dim of (C, W) or (N, C, W)."""
+
+
+class ReplicationPad2d(_ReplicationPadNd):
     """Repeats the edge values of the last 2 dims of (C, H, W) or (N, C, H, W)."""
-    mode, k = "replicate", 2
+    k = 2
 
 
-class ReplicationPad3d(_PadNd):
+class ReplicationPad3d(_ReplicationPadNd):
     """Repeats the edge values of the last 3 dims of (C, D, H, W) or (N, C, D, H, W)."""
-    mode, k = "replicate", 3
+    k = 3
 
 
 class _CircularPadNd(_PadNd):

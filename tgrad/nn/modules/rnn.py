@@ -119,6 +119,14 @@ class RNNBase(Module):
         """A no-op (PyTorch's packs the weights for cuDNN)."""
 
     @property
+    def _flat_weights(self) -> list:
+        """The parameters in ``_flat_weights_names`` order (None for a name that is not an
+        attribute), read at each access, so it follows reassigned parameters as PyTorch's
+        list (which its __setattr__ keeps in sync)."""
+        return [getattr(self, name) if hasattr(self, name) else None
+                for name in self._flat_weights_names]
+
+    @property
     def all_weights(self) -> list:
         """The parameters per (layer, direction), layer-major, in registration order."""
         return [[getattr(self, name) for name in names] for names in self._all_weights]
