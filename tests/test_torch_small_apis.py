@@ -562,3 +562,24 @@ def test_a_cast_of_a_broadcast_tensor_is_row_major():
     i = tgrad.arange(4).view(1, 4).expand(3, 4)
     np.testing.assert_array_equal((i + 0.5).view(-1).numpy(),
                                   np.tile(np.arange(4) + 0.5, 3))
+
+
+def test_from_dlpack_of_a_tensor_or_array_shares_writable_memory():
+    # PyTorch's from_dlpack writes through to the producer's memory; tgrad's CPU tensors
+    # hand NumPy a versioned capsule when asked for one, so the result is writable
+    from tgrad.utils.dlpack import from_dlpack, to_dlpack
+    t = tgrad.tensor([1.0, 2.0])
+    shared = from_dlpack(t)
+    shared[0] = 5.0
+    assert t.tolist() == [5.0, 2.0]
+    a = np.ones(2)
+    tgrad.from_dlpack(a)[1] = 3.0
+    assert a.tolist() == [1.0, 3.0]
+    back = np.from_dlpack(t)
+    back[1] = 7.0
+    assert t.tolist() == [5.0, 7.0]
+    # a bare (unversioned) capsule: shared, read-only (writing raises, nothing is lost)
+    ro = from_dlpack(to_dlpack(t))
+    assert ro.tolist() == [5.0, 7.0]
+    with pytest.raises(RuntimeError, match="read-only memory"):
+        ro[0] = 1.0

@@ -184,6 +184,11 @@ def _tensor_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=
     if self.requires_grad:
         raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
     if self.device.type == "cpu":
+        if max_version is not None:  # a versioned capsule (NumPy >= 2.1), which a consumer
+            try:  # such as np.from_dlpack keeps writable; a legacy capsule it makes read-only
+                return self._data.__dlpack__(max_version=max_version)
+            except TypeError:  # (older NumPy: the legacy capsule)
+                pass
         return self._data.__dlpack__()
     from tgrad.cuda._runtime import runtime
     from tgrad.cuda.streams import current_stream_handle
@@ -219,6 +224,8 @@ def from_dlpack(ext):
         ext = _CapsuleHolder(ext)
     dev_type, dev_id = ext.__dlpack_device__()
     if dev_type == KDL_CPU:
+        # (NumPy marks an array from a legacy, unversioned capsule read-only, as the capsule
+        # cannot say whether writing is allowed; PyTorch's from_dlpack writes through it)
         arr = np.from_dlpack(ext)
         return Tensor(arr, None, Device("cpu"))
     if dev_type != KDL_CUDA:

@@ -289,7 +289,12 @@ _ALPHA = {"add_": ("alpha",), "sub_": ("alpha",)}
 
 # the keyword of the second operand where PyTorch's name is not ``other``
 _OTHER_NAME = {"pow_": "exponent"}
-_NOT_GIVEN = object()
+class _NotGiven:
+    def __repr__(self) -> str:  # (a stable repr for the signature in docs/api.md)
+        return "<required>"
+
+
+_NOT_GIVEN = _NotGiven()
 
 
 def _binary_inplace(name: str, fn, keywords: tuple = ()):
