@@ -1,6 +1,6 @@
-"""tgrad.jit / tgrad.compiler / tgrad.distributed: PyTorch's guard and decorator names, for
-a framework without TorchScript, a compiler or collectives. Code written for PyTorch runs
-unchanged and eagerly: the values are the eager ones (checked against NumPy)."""
+"""tgrad.jit / compiler / distributed, nn.DataParallel and nn.SyncBatchNorm: PyTorch's names
+for a framework without TorchScript, a compiler or collectives. Code written for PyTorch
+runs unchanged and eagerly: the values are the eager ones (checked against NumPy)."""
 
 from __future__ import annotations
 
@@ -87,3 +87,30 @@ def test_data_parallel_without_cuda_calls_the_module_and_keeps_pytorchs_keys():
     assert nn.parallel.DataParallel is nn.DataParallel
     with pytest.raises(RuntimeError, match="needs an initialized process group"):
         nn.parallel.DistributedDataParallel(model)
+
+
+def test_sync_batch_norm_is_batch_norm_in_one_process():
+    # against NumPy float64 batch statistics (biased variance to normalise, unbiased for the
+    # running variance), and equal to BatchNorm2d's; convert_sync_batchnorm keeps the
+    # Parameters, buffers and mode of the layers it replaces
+    rng = np.random.default_rng(0)
+    xn = rng.standard_normal((4, 3, 2, 2))
+    sync = nn.SyncBatchNorm(3, momentum=0.5).double()
+    y = sync(tgrad.tensor(xn))
+    mean, var = xn.mean(axis=(0, 2, 3)), xn.var(axis=(0, 2, 3))
+    want = (xn - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(sync.running_mean.numpy(), 0.5 * mean, rtol=1e-12)
+    np.testing.assert_allclose(sync.running_var.numpy(), 0.5 + 0.5 * var * 16 / 15, rtol=1e-12)
+    assert int(sync.num_batches_tracked) == 1
+    with pytest.raises(ValueError, match="expected at least 2D input \\(got 1D input\\)"):
+        sync(tgrad.ones(3, dtype=tgrad.float64))
+    with pytest.raises(ValueError, match="number of input channels should be non-zero"):
+        nn.SyncBatchNorm(0)(tgrad.ones(2, 0))
+    net = nn.Sequential(nn.Conv2d(1, 3, 1), nn.Sequential(nn.BatchNorm2d(3)))
+    net[1][0].eval()
+    weight = net[1][0].weight
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    layer = converted[1][0]
+    assert type(layer) is nn.SyncBatchNorm and layer.weight is weight and not layer.training
+    assert list(converted.state_dict()) == list(net.state_dict())

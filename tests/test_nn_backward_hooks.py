@@ -184,3 +184,25 @@ def test_backward_hooks_see_the_output_a_forward_hook_returned():
     (m(x) * 3).sum().backward()
     assert seen == [("pre", [[3.0]]), ("post", [[30.0, 30.0]], [[3.0]])]
     np.testing.assert_array_equal(x.grad.numpy(), [[30.0, 30.0]])
+
+
+def test_full_backward_hooks_prepend_runs_first_and_modules_remove_duplicate():
+    # PyTorch's prepend= on the full backward (pre-)hooks; Module.modules(remove_duplicate)
+    order = []
+    lin = nn.Linear(2, 2)
+    lin.register_full_backward_pre_hook(lambda m, go: order.append("pre-a"))
+    lin.register_full_backward_pre_hook(lambda m, go: order.append("pre-b"), prepend=True)
+    lin.register_full_backward_hook(lambda m, gi, go: order.append("a"))
+    lin.register_full_backward_hook(lambda m, gi, go: order.append("b"), prepend=True)
+    lin(tgrad.ones(1, 2, requires_grad=True)).sum().backward()
+    assert order == ["pre-b", "pre-a", "b", "a"]
+    twice = nn.Sequential(lin, lin)
+    assert len(list(twice.modules())) == 2
+    assert len(list(twice.modules(remove_duplicate=False))) == 3
+
+
+def test_hardtanh_takes_pytorchs_deprecated_bound_names():
+    with pytest.warns(FutureWarning, match="`min_value` is deprecated and renamed to `min_val`"):
+        m = nn.Hardtanh(min_value=-2.0, max_value=2.0)
+    assert (m.min_val, m.max_val) == (-2.0, 2.0)
+    assert m(tgrad.tensor([-3.0, 0.5, 3.0])).tolist() == [-2.0, 0.5, 2.0]

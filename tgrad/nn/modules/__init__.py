@@ -38,6 +38,7 @@ from tgrad.nn.modules.batchnorm import (
     InstanceNorm1d,
     InstanceNorm2d,
     InstanceNorm3d,
+    SyncBatchNorm,
 )
 from tgrad.nn.modules.container import (
     ModuleDict,
@@ -146,7 +147,7 @@ __all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMa
             "CrossMapLRN2d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
             "ConvTranspose3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
             "LPPool3d", "BatchNorm3d", "InstanceNorm3d", "Fold", "Unfold"]
-__all__ += ["AdaptiveLogSoftmaxWithLoss"]
+__all__ += ["AdaptiveLogSoftmaxWithLoss", "SyncBatchNorm"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from tgrad.nn import functional as F
 from tgrad.nn.modules.module import Module
 from tgrad.tensor import Tensor
@@ -145,9 +147,16 @@ class Softplus(Module):
 class Hardtanh(Module):
     """clamp(x, min_val, max_val)."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
-                 inplace: bool = False) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None) -> None:
         super().__init__()
+        for old_name, value in (("min_value", min_value), ("max_value", max_value)):
+            if value is not None:  # PyTorch's deprecated names
+                new_name = old_name.replace("value", "val")
+                warnings.warn(f"keyword argument `{old_name}` is deprecated and renamed to "
+                              f"`{new_name}`", FutureWarning, stacklevel=2)
+        min_val = min_val if min_value is None else min_value
+        max_val = max_val if max_value is None else max_value
         if max_val <= min_val:  # PyTorch's module check (F.hardtanh allows equal bounds)
             raise AssertionError(f"max_val ({max_val}) must be greater than min_val "
                                  f"({min_val})")

@@ -133,6 +133,53 @@ class BatchNorm3d(_BatchNorm):
             raise ValueError(f"expected 5D input (got {input.ndim}D input)")
 
 
+class SyncBatchNorm(_BatchNorm):
+    """PyTorch's SyncBatchNorm: batch normalisation of (N, C, ...) inputs whose statistics
+    would be reduced across the processes of ``process_group``. tgrad runs in one process
+    (tgrad.distributed is unavailable), so it normalises as ``BatchNorm{1,2,3}d`` does, as
+    PyTorch's SyncBatchNorm does when no process group is initialised.
+    ``convert_sync_batchnorm(module)`` swaps every BatchNorm layer of a model for one."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 process_group: object = None, device=None, dtype=None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        if input.ndim >= 2 and input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        return super().forward(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: object = None) -> Module:
+        """``module`` with every BatchNorm layer (``_BatchNorm``) replaced by a SyncBatchNorm
+        holding the same parameters (the same Parameter objects), running statistics and
+        training mode; a BatchNorm ``module`` itself is returned converted."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return out
+
+
 class _InstanceNorm(_NormBase):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device=None,

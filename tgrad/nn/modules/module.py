@@ -266,12 +266,13 @@ class Module:
                                "on a single Module. Please use only one of them.")
         self.__dict__["_is_full_backward_hook"] = full
 
-    def register_full_backward_hook(self, hook: Callable) -> _RemovableHandle:
+    def register_full_backward_hook(self, hook: Callable,
+                                    prepend: bool = False) -> _RemovableHandle:
         """``hook(module, grad_input, grad_output)`` once the gradients of the module's
         tensor inputs are computed (None for inputs without one); a non-None result replaces
-        grad_input."""
+        grad_input. ``prepend``: run before the hooks already registered."""
         self._claim_backward_hook_kind(full=True)
-        return self._add_backward_hook("_backward_hooks", hook)
+        return self._add_backward_hook("_backward_hooks", hook, prepend)
 
     def register_backward_hook(self, hook: Callable) -> _RemovableHandle:
         """Deprecated (use ``register_full_backward_hook``): ``hook(module, grad_input,
@@ -281,17 +282,22 @@ class Module:
         self._claim_backward_hook_kind(full=False)
         return self._add_backward_hook("_backward_hooks", hook)
 
-    def register_full_backward_pre_hook(self, hook: Callable) -> _RemovableHandle:
+    def register_full_backward_pre_hook(self, hook: Callable,
+                                        prepend: bool = False) -> _RemovableHandle:
         """``hook(module, grad_output)`` when the gradients of the module's outputs arrive;
-        a non-None result replaces grad_output."""
-        return self._add_backward_hook("_backward_pre_hooks", hook)
+        a non-None result replaces grad_output. ``prepend``: run before the hooks already
+        registered."""
+        return self._add_backward_hook("_backward_pre_hooks", hook, prepend)
 
-    def _add_backward_hook(self, table: str, hook: Callable) -> _RemovableHandle:
+    def _add_backward_hook(self, table: str, hook: Callable,
+                           prepend: bool = False) -> _RemovableHandle:
         hooks = self.__dict__.get(table)
         if hooks is None:
             hooks = self.__dict__[table] = OrderedDict()
         key = next(_hook_ids)
         hooks[key] = hook
+        if prepend:
+            hooks.move_to_end(key, last=False)
         return _RemovableHandle(hooks, key)
 
     # ------------------------------------------------------------------ registration
@@ -404,8 +410,8 @@ class Module:
             yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
                                        remove_duplicate)
 
-    def modules(self) -> Iterator[Module]:
-        for _, m in self.named_modules():
+    def modules(self, remove_duplicate: bool = True) -> Iterator[Module]:
+        for _, m in self.named_modules(remove_duplicate=remove_duplicate):
             yield m
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
