@@ -284,6 +284,9 @@ CONV_ERRORS = [
     (lambda: F.group_norm(_t(np.ones((4, 6, 2))), 4), RuntimeError,
      "Expected number of channels in input to be divisible by num_groups, but got input of "
      "shape [4, 6, 2] and num_groups=4"),
+    (lambda: F.group_norm(_t(np.ones((2, 6))), 2, _t(np.ones(4))), RuntimeError,
+     "Expected weight to be a vector of size equal to the number of channels in input, but "
+     "got weight of shape [4] and input of shape [2, 6]"),
     (lambda: F.rms_norm(_t(np.ones((4, 3))), (2,)), RuntimeError,
      "Given normalized_shape=[2], expected input with shape [*2], but got input of size[4, 3]"),
     (lambda: F.conv2d(_t(np.ones((1, 3, 5, 5))), _t(np.ones((0, 3, 3, 3)))), RuntimeError,

@@ -40,6 +40,10 @@ def _check_params(op: str, x: Tensor, c: int, **params) -> None:
             continue
         _check_tensor(op, p, name)
         if p.numel() != c:
+            if op == "group_norm":  # (PyTorch's group_norm text; batch/instance_norm's below)
+                raise RuntimeError(f"Expected {name} to be a vector of size equal to the number "
+                                   f"of channels in input, but got {name} of shape "
+                                   f"{list(p.shape)} and input of shape {list(x.shape)}")
             raise RuntimeError(f"{name} should contain {c} elements not {p.numel()}")
         if p.device != x.device:
             raise RuntimeError(f"{op}: expected {name} on {x.device} (the input's device), "
