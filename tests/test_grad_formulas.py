@@ -126,6 +126,11 @@ def test_asin_acos_gradient_is_infinite_at_one_and_nan_outside(name):
     g = tgrad.autograd.grad(getattr(tgrad, name)(x).sum(), x)[0].numpy()
     sign = 1.0 if name == "asin" else -1.0
     np.testing.assert_array_equal(g, [sign * np.inf, sign * np.inf, np.nan, np.nan, sign])
+    # second derivative: asin'' = x (1 - x^2)^(-3/2), +-inf at +-1 (PyTorch's; the product
+    # (1 - x)(1 + x) differentiated term by term gave inf * 0 = NaN), -acos'' likewise
+    g1 = tgrad.autograd.grad(getattr(tgrad, name)(x).sum(), x, create_graph=True)[0]
+    g2 = tgrad.autograd.grad(g1.sum(), x)[0].numpy()
+    np.testing.assert_array_equal(g2, [sign * np.inf, -sign * np.inf, np.nan, np.nan, 0.0])
 
 
 def test_maximum_ties_share_the_gradient_evenly():

@@ -127,9 +127,30 @@ def _unary_fused(formula: str, composite):
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
+class _OneMinusSquare(Function):
+    """p = 1 - x^2, evaluated as (1 - x)(1 + x) (accurate near +-1);  dx = g conj(-2 x).
+    One node rather than the product's two: at x = +-1 an infinite incoming gradient then
+    gives +-inf (the product rule's second term would be inf * 0 = NaN), so asin's and acos's
+    second derivatives at +-1 are PyTorch's infinities."""
+
+    node_name = "OneMinusSquareBackward"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (1.0 - x) * (x + 1.0)
+
+    @staticmethod
+    def backward(ctx, g):
+        from tgrad.ops.complex_ops import conj_of
+        (x,) = ctx.saved_tensors
+        return g * conj_of(x * -2.0) if x.dtype.is_complex else g * (x * -2.0)
+
+
 def _sqrt_1mx2(x):
-    """sqrt(1 - x^2) as sqrt((1 - x)(1 + x)) (accurate near +-1; NaN for |x| > 1)."""
-    return sqrt((1.0 - x) * (x + 1.0))
+    """sqrt(1 - x^2) as sqrt((1 - x)(1 + x)) (accurate near +-1; NaN for |x| > 1); a
+    differentiable composite (the create_graph form of asin's / acos's rule)."""
+    return sqrt(_OneMinusSquare.apply(x))
 
 
 # name: (saves "x" / "y" / "", float-only (ints promote to the default float), rule(g, x, y))
