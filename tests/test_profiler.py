@@ -556,3 +556,61 @@ def test_range_still_open_at_exit_ends_with_the_profile(clock):
     rf.__exit__(None, None, None)  # after the profile: ignored, nothing breaks
     (ev,) = prof.function_events
     assert ev.cpu_interval == (pytest.approx(1.0), pytest.approx(5.0))
+
+
+@pytest.mark.parametrize("record_shapes", [False, True])
+def test_user_ranges_exited_out_of_order_keep_their_own_times(monkeypatch, record_shapes):
+    # a opens, b opens, a closes, b closes: each range ends at its own exit (the flat
+    # recorder used to close the innermost open range, swapping the two durations)
+    from tgrad.autograd.profiler import _recorder
+    clock = iter([0, 1_000, 10_000, 30_000, 100_000, 200_000, 300_000])
+    monkeypatch.setattr(_recorder, "_now", lambda: next(clock))
+    with profiler.profile(record_shapes=record_shapes) as prof:
+        a, b = profiler.record_function("a"), profiler.record_function("b")
+        a.__enter__()
+        b.__enter__()
+        a.__exit__(None, None, None)
+        b.__exit__(None, None, None)
+    times = {e.name: e.cpu_interval for e in prof.function_events}
+    assert times == {"a": (1.0, 30.0), "b": (10.0, 100.0)}  # us from the profile's start
+
+
+def test_only_the_profiling_thread_is_recorded():
+    # PyTorch's profiler is thread-local: ranges and ops of another thread (a data loading
+    # thread) are not recorded and do not disturb the profiling thread's ranges
+    import threading
+    go, done = threading.Event(), threading.Event()
+
+    def background():
+        go.wait()
+        for _ in range(20):
+            with profiler.record_function("bg"):
+                tgrad.ones(3) * 2
+        done.set()
+
+    worker = threading.Thread(target=background)
+    worker.start()
+    with profiler.profile() as prof:
+        with profiler.record_function("main"):
+            go.set()
+            done.wait()
+            tgrad.ones(2) + 1
+    worker.join()
+    names = [e.name for e in prof.function_events]
+    assert "bg" not in names and names.count("main") == 1
+    main = next(e for e in prof.function_events if e.name == "main")
+    assert [c.name for c in main.cpu_children] == ["add"]
+
+
+def test_a_second_start_is_ignored_and_the_profiler_still_works():
+    p = tgrad.profiler.profile()
+    p.start()
+    with pytest.warns(UserWarning, match="already running; the call is ignored"):
+        p.start()
+    tgrad.ones(2) * 3
+    p.stop()
+    assert any(e.name == "mul" for e in p.events())
+    assert profiler_hooks.ACTIVE is None
+    with tgrad.profiler.profile() as again:  # nothing left installed
+        tgrad.ones(2) - 1
+    assert any(e.name == "sub" for e in again.events())

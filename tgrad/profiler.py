@@ -240,6 +240,7 @@ class profile:
         self.on_trace_ready = on_trace_ready
         self.step_num = 0
         self.step_rec_fn: record_function | None = None
+        self._running = False
         self.current_action = self._checked_action(self.step_num)
         A = ProfilerAction  # noqa: N806  (short: the table below)
         incorrect = "Incorrect schedule: {} followed by {}"
@@ -295,12 +296,18 @@ class profile:
             self.execution_trace_observer.cleanup()
 
     def start(self) -> None:
+        if self._running:  # PyTorch carries on; a second recording would clash with the first
+            warnings.warn("profile.start(): the profiler is already running; the call is "
+                          "ignored", stacklevel=2)
+            return
+        self._running = True
         self._transit_action(ProfilerAction.NONE, self.current_action)
         if self.record_steps:
             self.step_rec_fn = record_function("ProfilerStep#" + str(self.step_num))
             self.step_rec_fn.__enter__()
 
     def stop(self) -> None:
+        self._running = False
         if self.record_steps and self.step_rec_fn is not None:
             self.step_rec_fn.__exit__(None, None, None)
             self.step_rec_fn = None

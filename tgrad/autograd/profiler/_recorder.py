@@ -5,9 +5,14 @@ exact sequence of starts and ends (nesting is rebuilt from it when the profile e
 whatever the clock's resolution; ranges on one thread nest properly):
 
     Recorder:          start: op_class or info, t_start_ns    end: t_end_ns   (flat)
+                       (a user range's end: RangeEnd(index of its start, t_end_ns), as
+                       record_function ranges may be exited out of order)
     DetailedRecorder:  start: [info, t_start_ns, t_end_ns, shapes, dev_start, dev_end,
                                metrics]
                        end:   the same list again (t_end_ns filled in)
+
+Only the thread that started the profile records (PyTorch's profiler is thread-local):
+a start on another thread returns a false handle and its end adds nothing.
 
 ``info`` is a tuple cached per op class / node class / range name:
 ``(name, kind, pair, bytes_fn, flops_fn)`` where ``pair`` links an op to its backward node
@@ -19,6 +24,7 @@ excludes the event records.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from tgrad.autograd.profiler.metadata import op_hooks
@@ -38,6 +44,16 @@ def shapes_of(args: tuple) -> list:
 def shape_lists(shapes) -> list:
     """Recorded shape tuples as PyTorch's list of lists."""
     return [] if shapes is None else [list(s) for s in shapes]
+
+
+class RangeEnd:
+    """The end of a user range in a flat record: the index of its start marker in
+    ``records`` and the end time."""
+
+    __slots__ = ("start", "t")
+
+    def __init__(self, start: int, t: int) -> None:
+        self.start, self.t = start, t
 
 
 class Recorder:
@@ -60,31 +76,43 @@ class Recorder:
         self._install()
 
     def _install(self) -> None:
-        append = self.records.append
+        records = self.records
+        append = records.append
         node_get, make_node = self._node_info.get, self._make_node_info
-        now = _now
+        now, ident, tid = _now, threading.get_ident, threading.get_ident()
 
         def op_start(cls, args: tuple) -> bool:
+            if ident() != tid:
+                return False
             append(cls)  # the class becomes its info when the profile ends
             append(now())
             return True
 
         def end(handle, out=None) -> None:
-            append(now())
+            if handle:
+                append(now())
 
         def node_start(node) -> bool:
+            if ident() != tid:
+                return False
             append(node_get(type(node)) or make_node(node))
             append(now())
             return True
 
-        def range_start(name: str, kind: str = USER) -> bool:
+        def range_start(name: str, kind: str = USER) -> int:
+            if ident() != tid:
+                return 0
             append(self._range(name, kind))
             append(now())
-            return True
+            return len(records) - 1  # (> 0: the index of the start marker, plus one)
+
+        def range_end(handle) -> None:
+            if handle:
+                append(RangeEnd(handle - 1, now()))
 
         self.op_start, self.op_end = op_start, end
         self.node_start, self.node_end = node_start, end
-        self.range_start, self.range_end = range_start, end
+        self.range_start, self.range_end = range_start, range_end
 
     def op_info(self, cls) -> tuple:
         return self._op_info.get(cls) or self._make_op_info(cls)
@@ -122,37 +150,50 @@ class TimedRecorder(Recorder):
         super().__init__()
 
     def _install(self) -> None:
-        append = self.records.append
+        records = self.records
+        append = records.append
         dev = self.device_events.append
         record = self.timer.record
         node_get, make_node = self._node_info.get, self._make_node_info
-        now = _now
+        now, ident, tid = _now, threading.get_ident, threading.get_ident()
 
         def op_start(cls, args: tuple) -> bool:
+            if ident() != tid:
+                return False
             append(cls)
             dev(record())
             append(now())
             return True
 
         def end(handle, out=None) -> None:
-            append(now())
-            dev(record())
+            if handle:
+                append(now())
+                dev(record())
 
         def node_start(node) -> bool:
+            if ident() != tid:
+                return False
             append(node_get(type(node)) or make_node(node))
             dev(record())
             append(now())
             return True
 
-        def range_start(name: str, kind: str = USER) -> bool:
+        def range_start(name: str, kind: str = USER) -> int:
+            if ident() != tid:
+                return 0
             append(self._range(name, kind))
             dev(record())
             append(now())
-            return True
+            return len(records) - 1
+
+        def range_end(handle) -> None:
+            if handle:
+                append(RangeEnd(handle - 1, now()))
+                dev(record())
 
         self.op_start, self.op_end = op_start, end
         self.node_start, self.node_end = node_start, end
-        self.range_start, self.range_end = range_start, end
+        self.range_start, self.range_end = range_start, range_end
 
 
 class DetailedRecorder(Recorder):
@@ -168,11 +209,14 @@ class DetailedRecorder(Recorder):
 
     def _install(self) -> None:
         self._append = self.records.append
+        self._tid = threading.get_ident()
         for name in ("op_start", "op_end", "node_start", "node_end", "range_start",
                      "range_end"):
             setattr(self, name, getattr(self, "_" + name))
 
-    def _op_start(self, cls, args: tuple) -> list:
+    def _op_start(self, cls, args: tuple) -> list | None:
+        if threading.get_ident() != self._tid:
+            return None
         rec = [self._op_info.get(cls) or self._make_op_info(cls), 0, 0, None, None, None,
                args if self.with_flops else None]  # args until op_end (counts need `out`)
         if self.record_shapes:
@@ -183,7 +227,9 @@ class DetailedRecorder(Recorder):
         rec[T0] = _now()
         return rec
 
-    def _op_end(self, rec: list, out=None) -> None:
+    def _op_end(self, rec: list | None, out=None) -> None:
+        if rec is None:
+            return
         rec[T1] = _now()
         self._append(rec)
         if self.timer is not None:
@@ -200,7 +246,9 @@ class DetailedRecorder(Recorder):
     def _range_start(self, name: str, kind: str = USER) -> list:
         return self._start(self._range(name, kind))
 
-    def _start(self, info: tuple) -> list:
+    def _start(self, info: tuple) -> list | None:
+        if threading.get_ident() != self._tid:
+            return None
         rec = [info, 0, 0, None, None, None, None]
         if self.timer is not None:
             rec[E0] = self.timer.record()
@@ -208,7 +256,9 @@ class DetailedRecorder(Recorder):
         rec[T0] = _now()
         return rec
 
-    def _end(self, rec: list) -> None:
+    def _end(self, rec: list | None) -> None:
+        if rec is None:
+            return
         rec[T1] = _now()
         self._append(rec)
         if self.timer is not None:

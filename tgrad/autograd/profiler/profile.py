@@ -20,6 +20,7 @@ from tgrad.autograd.profiler._recorder import (
     T1,
     USER,
     DetailedRecorder,
+    RangeEnd,
     Recorder,
     make_recorder,
     shape_lists,
@@ -94,7 +95,7 @@ class profile:
         return self
 
     def __exit__(self, *exc) -> bool:
-        if not self.enabled:
+        if not self.enabled or self._recorder is None:  # (off, or never entered)
             self.function_events = EventList(peak_gbps=self.peak_gbps)
             return False
         t_exit = _recorder._now()
@@ -143,12 +144,19 @@ class profile:
         k = 0
         i, n = 0, len(records)
         thread = self._thread
+        started: dict = {}  # index of a start marker -> its event (for RangeEnd)
         while i < n:
             item = records[i]
-            if type(item) is int:  # an end: closes the innermost open range
-                if stack:
-                    e = stack.pop()
-                    e.cpu_interval = (e.cpu_interval[0], (item - t0) / 1e3)
+            kind = type(item)
+            if kind is int or kind is RangeEnd:
+                if kind is int:  # an op's or node's end: closes the innermost open range
+                    e, t = (stack.pop() if stack else None), item
+                else:  # a user range's end: closes that range, wherever it is
+                    e, t = started.get(item.start), item.t
+                    if e is not None and e in stack:
+                        stack.remove(e)
+                if e is not None:
+                    e.cpu_interval = (e.cpu_interval[0], (t - t0) / 1e3)
                     if dev is not None:
                         e.cuda_interval = (e.cuda_interval[0], timer.elapsed_us(ref, dev[k]))
                 k += 1
@@ -157,9 +165,11 @@ class profile:
             info = rec.op_info(item) if isinstance(item, type) else item
             cs = timer.elapsed_us(ref, dev[k]) if dev is not None else None
             k += 1
-            start(FunctionEvent(len(events), info[0], info[1], thread,
-                                (records[i + 1] - t0) / 1e3, (t_exit - t0) / 1e3,
-                                cuda_start_us=cs, cuda_end_us=cs, pair=info[2]))
+            e = FunctionEvent(len(events), info[0], info[1], thread,
+                              (records[i + 1] - t0) / 1e3, (t_exit - t0) / 1e3,
+                              cuda_start_us=cs, cuda_end_us=cs, pair=info[2])
+            started[i] = e
+            start(e)
             i += 2
         return EventList(_with_evaluate_ranges(events), self.peak_gbps, timer)
 
