@@ -393,3 +393,22 @@ def test_batched_forward_grad_check_takes_a_function_without_a_vmap_rule():
     kw = dict(check_forward_ad=True, check_batched_forward_grad=True)
     assert tgrad.autograd.gradcheck(cube(False), (x,), **kw)
     assert not tgrad.autograd.gradcheck(cube(True), (x,), raise_exception=False, **kw)
+
+
+def test_gradcheck_edge_cases_as_pytorch():
+    # NaN Jacobian entries are a mismatch (np.allclose without equal_nan, as PyTorch)
+    x = tgrad.tensor([-1.0, 4.0], dtype=tgrad.float64, requires_grad=True)
+    with pytest.raises(GradcheckError, match="Jacobian computed with forward mode mismatch"):
+        gradcheck(tgrad.sqrt, (x,), check_forward_ad=True, check_backward_ad=False)
+    with pytest.raises(GradcheckError, match="Jacobian mismatch"):
+        gradcheck(tgrad.sqrt, (x,))
+    # integer and bool outputs are not compared (a step in .long() is no derivative)
+    y = tgrad.tensor([0.75, 2.0], dtype=tgrad.float64, requires_grad=True)
+    assert gradcheck(lambda t: ((2 * t).long(), t * 3, t > 1), (y,))
+    # an empty input: empty Jacobian columns, forward mode included
+    e = tgrad.zeros(0, dtype=tgrad.float64, requires_grad=True)
+    assert gradcheck(lambda t: t * 2, (e,), check_forward_ad=True)
+    # a stride-0 (expanded) input is refused with PyTorch's error
+    z = tgrad.tensor([1.0], dtype=tgrad.float64, requires_grad=True).expand(3)
+    with pytest.raises(RuntimeError, match="The 0th input has a dimension with stride 0"):
+        gradcheck(lambda t: t * 2, (z,))

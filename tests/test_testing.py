@@ -619,3 +619,25 @@ def test_make_tensor_float8(dtype):
         make_tensor(2, dtype=dtype, device="cpu", low=1, high=1)
     with pytest.raises(TypeError, match="float8_e8m0fnu' is not supported"):
         make_tensor(2, dtype=tgrad.float8_e8m0fnu, device="cpu")
+
+
+def test_make_tensor_low_equal_high_and_memory_format():
+    # low == high fills with that value in every floating dtype (the half draw's "below
+    # high" rounding pushed it one step down); exclude_zero then gives the smallest normal
+    for dt in (tgrad.float16, tgrad.bfloat16, tgrad.float32):
+        with pytest.warns(FutureWarning, match="low==high"):
+            t = make_tensor(3, dtype=dt, device="cpu", low=5, high=5)
+        assert t.tolist() == [5.0, 5.0, 5.0]
+    with pytest.warns(FutureWarning):
+        z = make_tensor(2, dtype=tgrad.float16, device="cpu", low=0, high=0, exclude_zero=True)
+    assert z.tolist() == [float(np.finfo(np.float16).tiny)] * 2
+    assert tgrad.empty(2, dtype=tgrad.bfloat16).uniform_(1.5, 1.5).tolist() == [1.5, 1.5]
+    t = make_tensor(2, 3, dtype=tgrad.float32, device="cpu", memory_format=tgrad.contiguous_format)
+    assert t.shape == (2, 3) and t.is_contiguous()
+    with pytest.raises(ValueError, match="`noncontiguous` and `memory_format` are mutually "
+                                         "exclusive"):
+        make_tensor(2, dtype=tgrad.float32, device="cpu", noncontiguous=True,
+                    memory_format=tgrad.contiguous_format)
+    with pytest.raises(RuntimeError, match="row-major"):
+        make_tensor(1, 2, 3, 4, dtype=tgrad.float32, device="cpu",
+                    memory_format=tgrad.channels_last)

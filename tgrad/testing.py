@@ -403,9 +403,11 @@ def assert_allclose(actual: Any, expected: Any, rtol: float | None = None,
 def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
                 low: float | None = None, high: float | None = None,
                 requires_grad: bool = False, noncontiguous: bool = False,
-                exclude_zero: bool = False) -> Tensor:
+                exclude_zero: bool = False, memory_format: Any = None) -> Tensor:
     """A tensor of ``shape`` (ints, or one tuple/list) with values drawn uniformly from
-    [low, high) by tgrad's generator (``torch.testing.make_tensor``).
+    [low, high) by tgrad's generator (``torch.testing.make_tensor``). ``memory_format``:
+    ``contiguous_format`` / ``preserve_format`` (tgrad's row-major layout; with
+    ``noncontiguous`` PyTorch's ValueError), the channels-last formats raise as ``to``.
 
     Defaults: bool [0, 2), integers [-9, 10), floats [-9, 9) (complex: both parts; float8:
     drawn in float32, then rounded; float8_e8m0fnu is a TypeError). Bounds outside the dtype's
@@ -419,6 +421,19 @@ def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
     NaN bounds, ``low >= high``, or an interval outside the dtype's range; ``low == high``
     for a floating dtype warns (FutureWarning) and fills with that value.
     """
+    if memory_format is not None:
+        if noncontiguous:
+            raise ValueError(f"The parameters `noncontiguous` and `memory_format` are mutually "
+                             f"exclusive, but got noncontiguous={noncontiguous} and "
+                             f"memory_format={memory_format}")
+        from tgrad.ops.movement import channels_last, channels_last_3d
+        from tgrad.ops.movement import memory_format as _format_type
+        if not isinstance(memory_format, _format_type):
+            raise TypeError(f"make_tensor(): memory_format must be a tgrad.memory_format, "
+                            f"not {type(memory_format).__name__}")
+        if memory_format in (channels_last, channels_last_3d):
+            raise RuntimeError(f"make_tensor(): memory_format={memory_format} is not "
+                               f"supported: tgrad lays tensors out row-major")
     dt = dtypes.as_dtype(dtype)
     if len(shape) == 1 and isinstance(shape[0], collections.abc.Sequence):
         shape = shape[0]

@@ -43,6 +43,27 @@ def _element_access(t):
                                      be.full((), v, data.dtype))))
 
 
+def _float_outputs(result) -> list:
+    """The floating (and complex) tensors among ``func``'s outputs, the ones gradcheck
+    compares (PyTorch's: an integer or bool output has no derivative to check)."""
+    from tgrad.tensor import Tensor
+    return [o for o in _as_tuple(result) if isinstance(o, Tensor)
+            and (o.dtype.is_floating_point or o.dtype.is_complex)]
+
+
+def _check_no_stride_0(inputs: tuple) -> None:
+    """PyTorch's refusal of an input with a stride-0 dim (an expand()ed tensor): perturbing
+    one element would move all its aliases at once."""
+    from tgrad.tensor import Tensor
+    for idx, inp in enumerate(inputs):
+        if isinstance(inp, Tensor) and inp.requires_grad and any(
+                st == 0 and sz > 1 for st, sz in zip(inp.stride(), inp.shape)):
+            raise RuntimeError(f"The {idx}th input has a dimension with stride 0. gradcheck "
+                               f"only supports inputs that are non-overlapping to be able to "
+                               f"compute the numerical gradients correctly. You should call "
+                               f".contiguous on the input before passing it to gradcheck.")
+
+
 def _numerical_jacobian(func, inputs: tuple, outputs: tuple, eps: float) -> list:
     """jac[i][o]: ndarray of shape (inputs[i].numel(), outputs[o].numel())."""
     from tgrad.tensor import Tensor
@@ -57,10 +78,10 @@ def _numerical_jacobian(func, inputs: tuple, outputs: tuple, eps: float) -> list
             orig = get(idx)
             put(idx, orig + eps)
             plus = [np.asarray(o.numpy(force=True), np.float64).ravel().copy()
-                    for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
+                    for o in _float_outputs(func(*inputs))]
             put(idx, orig - eps)
             minus = [np.asarray(o.numpy(force=True), np.float64).ravel().copy()
-                     for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
+                     for o in _float_outputs(func(*inputs))]
             put(idx, orig)
             for k in range(len(outputs)):
                 cols[k][j] = (plus[k] - minus[k]) / (2 * eps)
@@ -153,7 +174,8 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
             raise GradcheckError(msg)
         return False
 
-    all_outputs = tuple(o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor))
+    _check_no_stride_0(inputs)
+    all_outputs = tuple(_float_outputs(func(*inputs)))
     diff_out = [oi for oi, o in enumerate(all_outputs) if o.requires_grad]
     numerical = _numerical_jacobian(func, inputs, all_outputs, eps)
     numerical = [n for n in numerical if n is not None]
@@ -173,8 +195,7 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
         analytical = _analytical_jacobian(inputs, outputs)
         for a_list, n_list, ii in zip(analytical, numerical, diff_idx):
             for oi, (a, n) in enumerate(zip(a_list, n_list)):
-                if a.shape != n.shape or not np.allclose(a, n, rtol=rtol, atol=atol,
-                                                         equal_nan=True):
+                if a.shape != n.shape or not np.allclose(a, n, rtol=rtol, atol=atol):
                     return fail(f"Jacobian mismatch for output {oi} with respect to input "
                                 f"{ii},\nnumerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n")
         # Reentrancy: a second backward must give the same Jacobian (up to nondet_tol).
@@ -188,10 +209,10 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
                                 f"tolerance for nondeterminism was {nondet_tol}. (output {oi}, "
                                 f"input {ii})")
     if check_forward_ad:
-        forward = _forward_jacobian(func, inputs, diff_out)
+        forward = _forward_jacobian(func, inputs, diff_out, [o.numel() for o in outputs])
         for f_list, n_list, ii in zip(forward, numerical, diff_idx):
             for oi, (a, n) in enumerate(zip(f_list, n_list)):
-                if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
+                if not np.allclose(a, n, rtol=rtol, atol=atol):
                     return fail(f"Jacobian computed with forward mode mismatch for output {oi} "
                                 f"with respect to input {ii},\nnumerical:{_fmt(n)}\n"
                                 f"analytical:{_fmt(a)}\n")
@@ -220,9 +241,10 @@ def _tangent_of(out):
     return unpack_dual(out).tangent
 
 
-def _forward_jacobian(func, inputs: tuple, diff_out: list) -> list:
+def _forward_jacobian(func, inputs: tuple, diff_out: list, out_numels: list) -> list:
     """jac[i][o] as _numerical_jacobian's, from forward-mode AD: one jvp per element of
-    each input that requires grad, with a one-hot tangent (none for the other inputs)."""
+    each input that requires grad, with a one-hot tangent (none for the other inputs); an
+    empty input has empty columns (``out_numels``: the compared outputs' sizes)."""
     from tgrad.autograd import forward_ad
     from tgrad.ops.creation import zeros_like
     from tgrad.tensor import Tensor
@@ -230,14 +252,14 @@ def _forward_jacobian(func, inputs: tuple, diff_out: list) -> list:
     for i, inp in enumerate(inputs):
         if not (isinstance(inp, Tensor) and inp.requires_grad):
             continue
-        cols = None
+        cols = [np.zeros((0, n)) for n in out_numels] if inp.numel() == 0 else None
         for j in range(inp.numel()):
             tangent = zeros_like(inp).detach()
             _element_access(tangent)[1](np.unravel_index(j, inp.shape), 1)
             with forward_ad.dual_level():
                 args = list(inputs)
                 args[i] = forward_ad.make_dual(inp, tangent)
-                outs = [o for o in _as_tuple(func(*args)) if isinstance(o, Tensor)]
+                outs = _float_outputs(func(*args))
                 outs = [outs[oi] for oi in diff_out]
                 if cols is None:
                     cols = [np.zeros((inp.numel(), o.numel())) for o in outs]
@@ -271,7 +293,7 @@ def _batched_forward_problem(func, inputs: tuple, diff_out: list) -> str | None:
                 with forward_ad.dual_level():
                     args = list(inputs)
                     args[i] = forward_ad.make_dual(inp.detach(), tangent)
-                    outs = [o for o in _as_tuple(func(*args)) if isinstance(o, Tensor)]
+                    outs = _float_outputs(func(*args))
                     result = []
                     for oi in diff_out:
                         t = _tangent_of(outs[oi])

@@ -187,7 +187,9 @@ def _uniform(x: Tensor, from_: float, to: float) -> Tensor:
     v = _u_fine(x) * (to - from_) + from_
     r = v.to(x.dtype)
     wide = r.float()
-    down = ew.logical_or(ew.gt(wide, v), ew.ge(wide, to))
+    down = ew.gt(wide, v)
+    if to > from_:  # (from == to: every draw is from, which [from, to) cannot exclude)
+        down = ew.logical_or(down, ew.ge(wide, to))
     from tgrad.ops.pointwise_extras import nextafter
     below = nextafter(r, full((), -math.inf, dtype=x.dtype, device=x.device))
     return ew.where(down, below, r)
