@@ -989,3 +989,49 @@ def test_binary_inplace_methods_take_the_operand_by_pytorchs_keyword():
     with pytest.raises(TypeError, match="pow_\\(\\) missing 1 required positional argument: "
                                         "'exponent'"):
         x.pow_()
+
+
+def test_in_place_through_a_view_of_a_view_made_a_leaf_raises():
+    # x is a view (of a tensor that does not require grad) made a leaf by requires_grad_();
+    # writing through a view of x is PyTorch's "view of a leaf" error (it used to pass and
+    # change the leaf's values under autograd)
+    x = tgrad.zeros(6, dtype=tgrad.float64).view(2, 3).requires_grad_()
+    for write in (lambda: x.__setitem__(0, 5.0), lambda: x[0].add_(5.0),
+                  lambda: x[:, 1].mul_(2), lambda: x.__setitem__(Ellipsis, 5.0),
+                  lambda: x[:2][0].mul_(2)):
+        with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad "
+                                               "is being used in an in-place operation"):
+            write()
+    assert x.abs().sum().item() == 0.0
+    with tgrad.no_grad():  # (allowed without grad mode, as PyTorch)
+        x[0] = 1.0
+    y = tgrad.ones(3, requires_grad=True) * 2  # a view of a non-leaf: still fine
+    y[0] = 7.0
+    assert y.tolist() == [7.0, 2.0, 2.0]
+
+
+def test_setitem_bool_keys_uint8_masks_and_mask_shape_errors_as_pytorch():
+    # x[True] = v: PyTorch's fast path (x[None] = v, the value cast); x[False] = v writes and
+    # checks nothing
+    x = tgrad.zeros(3, 3, dtype=tgrad.float64)
+    x[True] = tgrad.ones(3, 3, dtype=tgrad.float32)
+    assert x.sum().item() == 9.0
+    x[False] = tgrad.ones(5)
+    x[False] = tgrad.tensor([], dtype=tgrad.int64)
+    assert x.sum().item() == 9.0
+    # a uint8 mask beside a 0-d tensor or a bool is an index_put_ mask, not masked_fill_'s
+    # refusal (which is kept for a uint8 mask alone)
+    with pytest.warns(UserWarning):
+        y = tgrad.zeros(3, 4, dtype=tgrad.float64)
+        y.index_put_((tgrad.tensor(1), tgrad.tensor([0, 0, 1, 1], dtype=tgrad.uint8)),
+                     tgrad.tensor(5.0, dtype=tgrad.float64))
+        z = tgrad.zeros(3, dtype=tgrad.float64)
+        z[tgrad.tensor([1, 0, 1], dtype=tgrad.uint8), True] = 5.0
+    assert y.tolist() == [[0.0] * 4, [0.0, 0.0, 5.0, 5.0], [0.0] * 4]
+    assert z.tolist() == [5.0, 0.0, 5.0]
+    # a mask's value of too many dims: PyTorch's shape-mismatch RuntimeError (NumPy's
+    # TypeError leaked)
+    w = tgrad.zeros(4, dtype=tgrad.float64)
+    with pytest.raises(RuntimeError, match="shape mismatch: value tensor of shape \\[2, 2\\] "
+                                           "cannot be broadcast to indexing result of shape"):
+        w[tgrad.tensor([True, False, True, False])] = tgrad.ones(2, 2, dtype=tgrad.float64)

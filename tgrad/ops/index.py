@@ -81,15 +81,17 @@ def normalize_key(key, device=None, ndim: int | None = None,
     arrays already in ``key`` (a key normalized before, e.g. reused by a backward) are kept
     as they are. A uint8 tensor, NumPy array or list of NumPy uint8s is a boolean mask, as
     PyTorch reads it (with its deprecation warning). ``byte_fill`` (``x[key] = v`` with a v
-    that fills_by_masked_fill): a key whose only index array is such a uint8 mask of 1+ dims raises
-    PyTorch's RuntimeError (PyTorch writes it by masked_fill_, which takes bool masks only)."""
+    that fills_by_masked_fill): a key whose only tensor-like index is such a uint8 mask of
+    1+ dims raises PyTorch's RuntimeError (PyTorch writes it by masked_fill_, which takes bool
+    masks only; a 0-d tensor or a Python bool beside the mask is an index too, and then
+    PyTorch's index_put_ takes the uint8 mask)."""
     if not isinstance(key, tuple):
         key = tuple(key) if _sequence_as_tuple(key) else (key,)
     if sum(k is Ellipsis for k in key) > 1:
         key = _extra_ellipses(key, ndim)
     out = []
     basic = True
-    n_arrays = n_bytes = 0  # index arrays of 1+ dims; those of them read from uint8
+    n_arrays = n_bytes = 0  # tensor-like indices (and bools); the uint8 masks of 1+ dims
     for k in key:
         if isinstance(k, Tensor):
             # PyTorch's index dtypes: int64, int32, uint8 (a mask) and bool; a 0-d int8/int16
@@ -98,7 +100,7 @@ def normalize_key(key, device=None, ndim: int | None = None,
                     k.dtype in (dtypes.int8, dtypes.int16) and k.ndim):
                 raise IndexError(f"tensors used as indices must be long, int, byte or bool "
                                  f"tensors (got {k.dtype})")
-            n_arrays += k.ndim > 0
+            n_arrays += 1
             if k.dtype is dtypes.uint8:  # PyTorch reads a uint8 index as a boolean mask
                 _warn_byte_mask()
                 n_bytes += k.ndim > 0
@@ -140,6 +142,7 @@ def normalize_key(key, device=None, ndim: int | None = None,
             if isinstance(k, bool):
                 out.append(np.asarray(k))
                 basic = False
+                n_arrays += 1
             else:
                 out.append(k)
         elif isinstance(k, (str, bytes)):  # PyTorch reads it as a sequence of data

@@ -17,7 +17,7 @@ from tgrad.autograd.copy_slices import rebase_base
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.hooks import move_retain_grad
-from tgrad.autograd.node import gradient_edge
+from tgrad.autograd.node import AccumulateGrad, gradient_edge
 from tgrad.cuda.index_errors import DeviceIndexError
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
@@ -59,9 +59,27 @@ def check_inplace(t: Tensor, op: str) -> None:
     if t._requires_grad and t.grad_fn is None:
         raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
-    if base is not None and base._requires_grad and base._grad_fn is None:
-        raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used "
-                           "in an in-place operation.")
+    if base is not None:
+        if (base._requires_grad and base._grad_fn is None) or _views_a_grad_leaf(t):
+            raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being "
+                               "used in an in-place operation.")
+
+
+def _views_a_grad_leaf(t: Tensor) -> bool:
+    """Whether a tensor between ``t`` and its base in the view chain is a leaf that requires
+    grad (a view made a leaf by ``requires_grad_()``, then viewed again): the view ops' nodes
+    lead from t.grad_fn to its AccumulateGrad."""
+    node, chain = t._grad_fn, t._view_chain
+    if node is None or not chain:
+        return False
+    for _ in range(len(chain)):
+        edges = node.next_functions
+        if not edges or edges[0][0] is None:
+            return False
+        node = edges[0][0]
+        if type(node) is AccumulateGrad:
+            return True
+    return False
 
 
 # an in-place op in grad mode through a view made inside inference_mode, whose base requires
@@ -544,7 +562,9 @@ class IndexPut(Function):
             if empty_selection(x.shape, key) is None:
                 raise IndexError(f"index_put_: {str(e).replace('axis', 'dimension')}") \
                     from None  # (else nothing is written: no error, as PyTorch)
-        except ValueError as e:  # PyTorch: a RuntimeError naming both shapes
+        except (ValueError, TypeError) as e:  # PyTorch: a RuntimeError naming both shapes
+            if isinstance(e, TypeError) and "boolean array indexing" not in str(e):
+                raise  # (NumPy's TypeError for a mask's value of too many dims only)
             got = _indexed_shape(x.shape, key)
             where = f"indexing result of shape {got}" if got is not None else \
                 f"the indexed positions of tensor of shape {list(x.shape)} ({e})"
@@ -615,7 +635,13 @@ def index_put_dtype_error(self: Tensor, value: Tensor) -> RuntimeError:
 
 @tensor_method("__setitem__")
 def setitem(self: Tensor, key, value) -> None:
-    """``self[key] = value``: basic keys write through a view, array keys via index_put."""
+    """``self[key] = value``: basic keys write through a view, array keys via index_put.
+    A bare ``True`` key is PyTorch's fast path (``self[None] = value``, the value cast); a
+    bare ``False`` selects nothing, so nothing is checked or written."""
+    if key is False:
+        return
+    if key is True:
+        key = None
     scalar = isinstance(value, (int, float, bool, complex, np.number, np.bool_))
     nkey, basic = normalize_key(key, self.device, self.ndim, byte_fill=(
         scalar or isinstance(value, Tensor)) and fills_by_masked_fill(value))
