@@ -554,3 +554,45 @@ def test_weight_norm_loads_a_state_dict_of_the_old_hook_form(dim):
     with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "weight_g", '
                                            '"weight_v"'):
         nn.utils.weight_norm(_linear(3, 2), dim=dim).load_state_dict(new[0].state_dict())
+
+
+def test_functional_call_on_a_parametrized_tensor_goes_through_its_setter():
+    # PyTorch: the given value is set through right_inverse for the call (no graph to it),
+    # the originals are restored after; without a right_inverse it raises
+    class Sym(nn.Module):
+        def forward(self, x):
+            return x.triu() + x.triu(1).mT
+
+        def right_inverse(self, a):
+            return a.triu()
+
+    m = nn.Linear(2, 2, bias=False)
+    P.register_parametrization(m, "weight", Sym())
+    before = m.parametrizations.weight.original.detach().clone()
+    w = tgrad.tensor([[1.0, 2.0], [2.0, 3.0]])
+    y = tgrad.func.functional_call(m, {"weight": w}, (tgrad.tensor([[1.0, 1.0]]),))
+    assert y.tolist() == [[3.0, 5.0]]  # x @ w.T
+    assert m.parametrizations.weight.original.tolist() == before.tolist()
+
+    class Twice(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    m2 = nn.Linear(2, 2, bias=False)
+    P.register_parametrization(m2, "weight", Twice())
+    with pytest.raises(RuntimeError, match="does not implement right_inverse"):
+        tgrad.func.functional_call(m2, {"weight": w}, (tgrad.tensor([[1.0, 1.0]]),))
+
+
+def test_old_spectral_norm_updates_its_buffers_in_place():
+    # PyTorch's normalize(out=u): the same buffer objects, new values, so a state_dict or a
+    # reference taken before a training forward follows the power iteration
+    tgrad.manual_seed(0)
+    m = nn.utils.spectral_norm(nn.Linear(3, 4))
+    u, v = m.weight_u, m.weight_v
+    before = u.clone()
+    m(tgrad.randn(2, 3))
+    assert m.weight_u is u and m.weight_v is v and not np.allclose(u.numpy(), before.numpy())
+    w = m.weight_orig.detach().numpy().astype(np.float64)
+    np.testing.assert_allclose(u.numpy(), w @ v.numpy() / np.linalg.norm(w @ v.numpy()),
+                               rtol=1e-5)

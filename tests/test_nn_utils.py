@@ -139,3 +139,11 @@ def test_module_to_an_integer_dtype_raises():
         with pytest.raises(TypeError, match="only accepts floating point"):
             call()
     assert lin.weight.dtype is tgrad.float32
+
+
+def test_total_norm_of_integer_tensors_raises_for_every_norm_type():
+    # linalg.vector_norm's check (the inf norm used to return an int64 norm and zero grads)
+    for norm_type in (2.0, 1.0, math.inf):
+        with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor "
+                                               "as input. Got Long"):
+            tgrad.nn.utils.get_total_norm([tgrad.tensor([1, 2])], norm_type)

@@ -903,7 +903,10 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     (dotted names, as in ``named_parameters``) replaced by the given tensors for the call
     only; gradients flow to those tensors. ``tie_weights``: a tensor tied to a replaced
     one (the same Parameter under two names) is replaced too; ``strict``: every parameter
-    and buffer must be given, and nothing else."""
+    and buffer must be given, and nothing else. A parametrized tensor's name (``weight``
+    of a module with ``register_parametrization``) is set through its property, as
+    PyTorch's: right_inverse stores the originals for the call (no graph to the value) and
+    they are put back after."""
     dicts = parameter_and_buffer_dicts
     if isinstance(dicts, dict):
         values = dict(dicts)
@@ -950,6 +953,14 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                 swapped.append((table, name, table[name]))
                 table[name] = v
                 continue
+            if _is_parametrized(owner, name):  # PyTorch's: through the property's setter
+                # (right_inverse, without a graph to v), the originals restored after
+                plist = owner.parametrizations[name]
+                kept = [(t, t.data) for t in list(plist._parameters.values())
+                        + list(plist._buffers.values()) if t is not None]
+                setattr(owner, name, v)
+                swapped.append((None, kept, None))
+                continue
             # any other attribute (PyTorch's accessor): a tensor attribute is replaced for
             # the call, a missing one set and removed after; anything else is refused
             old = owner._modules[name] if name in owner._modules else \
@@ -963,10 +974,18 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
         return module(*args, **(kwargs or {}))
     finally:
         for table, name, old in reversed(swapped):
-            if old is _MISSING:
+            if table is None:  # a parametrized tensor's originals: their data put back
+                for t, data in name:
+                    t.data = data
+            elif old is _MISSING:
                 del table[name]
             else:
                 table[name] = old
+
+
+def _is_parametrized(owner, name: str) -> bool:
+    from tgrad.nn.utils.parametrize import is_parametrized
+    return is_parametrized(owner, name)
 
 
 

@@ -93,14 +93,12 @@ class SpectralNorm:
         u, v = getattr(module, self.name + "_u"), getattr(module, self.name + "_v")
         mat = self.matrix(weight)
         if do_power_iteration:
-            with no_grad():
-                m = mat.detach()
+            with no_grad():  # the buffers updated in place (PyTorch's normalize(out=u)), so
+                m = mat.detach()  # a state_dict or a reference taken earlier follows them
                 m_h = m.mH if m.dtype.is_complex else m.mT
                 for _ in range(self.n_power_iterations):
-                    v = F.normalize(m_h @ u, dim=0, eps=self.eps)
-                    u = F.normalize(m @ v, dim=0, eps=self.eps)
-                setattr(module, self.name + "_u", u)
-                setattr(module, self.name + "_v", v)
+                    v.copy_(F.normalize(m_h @ u, dim=0, eps=self.eps))
+                    u.copy_(F.normalize(m @ v, dim=0, eps=self.eps))
             u, v = u.clone(), v.clone()
         if u.dtype.is_complex:  # sigma = u^H W v
             u = u.conj()
