@@ -614,3 +614,23 @@ def test_a_second_start_is_ignored_and_the_profiler_still_works():
     with tgrad.profiler.profile() as again:  # nothing left installed
         tgrad.ones(2) - 1
     assert any(e.name == "sub" for e in again.events())
+
+
+def test_pytorch_keywords_of_the_profiler_api(tmp_path):
+    with tgrad.profiler.profile(custom_trace_id_callback=lambda: "id",
+                                post_processing_timeout_s=1.0) as prof:
+        tgrad.ones(2) * 3
+        tgrad.ones(3) + 1
+    events = prof.events()
+    by_shape = events.key_averages(group_by_input_shapes=True)
+    assert sorted(e.key for e in by_shape) == ["add", "mul"]
+    assert events.key_averages(group_by_input_shape=True)[0].key in ("add", "mul")
+    none, every = prof.key_averages().table(row_limit=0), prof.key_averages().table(row_limit=-1)
+    assert "Name" in none and "mul" not in none and "add" not in none  # (0: no rows)
+    assert "mul" in every and "add" in every
+    prof.export_chrome_trace(str(tmp_path / "t.json"), use_python_export=True)
+    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    handler = tgrad.profiler.tensorboard_trace_handler(str(tmp_path / "tb"),
+                                                       use_python_export=True)
+    handler(prof)
+    assert len(list((tmp_path / "tb").iterdir())) == 1

@@ -119,7 +119,8 @@ def _default_schedule_fn(_: int) -> ProfilerAction:
 
 
 def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None,
-                              use_gzip: bool = False) -> Callable[[profile], None]:
+                              use_gzip: bool = False,
+                              use_python_export: bool = False) -> Callable[[profile], None]:
     """An ``on_trace_ready`` handler writing each cycle's Chrome trace to
     ``dir_name/{worker_name}.{time.time_ns()}.pt.trace.json`` (``.gz`` with use_gzip);
     ``worker_name`` defaults to ``{hostname}_{pid}``, as in PyTorch."""
@@ -192,7 +193,9 @@ class profile:
     op, Python stacks or modules: ``profile_memory``, ``with_stack`` and ``with_modules``
     are accepted and add nothing (the memory and stack columns are absent).
     ``execution_trace_observer`` gets start() / stop() around each recording window and
-    cleanup() at exit; ``experimental_config`` is kept and ignored.
+    cleanup() at exit; ``experimental_config``, ``custom_trace_id_callback`` and
+    ``post_processing_timeout_s`` are accepted and ignored. Only the thread that starts the
+    profile is recorded (PyTorch's profiler is thread-local too).
     """
 
     def __init__(self, *, activities: Iterable | None = None,
@@ -202,7 +205,9 @@ class profile:
                  with_stack: bool = False, with_flops: bool = False,
                  with_modules: bool = False, experimental_config: Any = None,
                  execution_trace_observer: Any = None, acc_events: bool = False,
-                 use_cuda: bool | None = None) -> None:
+                 use_cuda: bool | None = None,
+                 custom_trace_id_callback: Callable[[], str] | None = None,
+                 post_processing_timeout_s: float | None = None) -> None:
         if activities is not None:
             activities = list(activities)
             if not any(isinstance(a, (ProfilerActivity, dict)) for a in activities):
@@ -395,8 +400,9 @@ class profile:
         names, so ``group_by_stack_n`` and ``group_by_overload_name`` change nothing."""
         return self._finished("getting key averages").key_averages(group_by_input_shape)
 
-    def export_chrome_trace(self, path: str) -> None:
-        """Chrome trace JSON of the last window (gzipped when ``path`` ends in .gz)."""
+    def export_chrome_trace(self, path: str, use_python_export: bool = False) -> None:
+        """Chrome trace JSON of the last window (gzipped when ``path`` ends in .gz;
+        ``use_python_export`` changes nothing: tgrad's export is Python's)."""
         prof = self._finished("exporting chrome trace")
         if not path.endswith(".gz"):
             prof.export_chrome_trace(path)

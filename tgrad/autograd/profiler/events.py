@@ -204,23 +204,27 @@ class EventList(list):
     def self_cpu_time_total(self) -> float:
         return sum(e.self_cpu_time_total for e in self)
 
-    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
-                     group_by_overload_name: bool = False, *, pair_backward: bool = False):
-        """Average events by name (and input shapes). tgrad records no stacks or overload
-        names, so ``group_by_stack_n`` and ``group_by_overload_name`` change nothing. With
-        ``pair_backward=True`` return a PairList: each forward op next to its backward
-        node."""
+    def key_averages(self, group_by_input_shapes: bool = False, group_by_stack_n: int = 0,
+                     group_by_overload_name: bool = False, *, pair_backward: bool = False,
+                     group_by_input_shape: bool | None = None):
+        """Average events by name (and input shapes: PyTorch's EventList spells it
+        ``group_by_input_shapes``, its profilers ``group_by_input_shape``; both are taken).
+        tgrad records no stacks or overload names, so ``group_by_stack_n`` and
+        ``group_by_overload_name`` change nothing. With ``pair_backward=True`` return a
+        PairList: each forward op next to its backward node."""
+        if group_by_input_shape is not None:
+            group_by_input_shapes = group_by_input_shape
         if pair_backward:  # from the events themselves: it needs their nesting
             from tgrad.autograd.profiler.pairs import pair_backward as _pair
             return _pair(self)
         groups: dict = {}
         for e in self:
-            key = (e.key, str(e.input_shapes)) if group_by_input_shape else e.key
+            key = (e.key, str(e.input_shapes)) if group_by_input_shapes else e.key
             avg = groups.get(key)
             if avg is None:
                 avg = groups[key] = FunctionEventAvg()
             avg.add(e)
-        if not group_by_input_shape:
+        if not group_by_input_shapes:
             for avg in groups.values():
                 avg.input_shapes = None
         return EventList(groups.values(), self._peak_gbps, self._timer)
@@ -249,7 +253,8 @@ class EventList(list):
                            timer=self._timer, max_shapes_column_width=max_shapes_column_width,
                            top_level_events_only=top_level_events_only, time_unit=time_unit)
 
-    def export_chrome_trace(self, path: str) -> None:
-        """Write a Chrome trace (JSON, loadable in Perfetto / chrome://tracing)."""
+    def export_chrome_trace(self, path: str, use_python_export: bool = False) -> None:
+        """Write a Chrome trace (JSON, loadable in Perfetto / chrome://tracing); tgrad's
+        export is always the Python one (``use_python_export`` is PyTorch's switch)."""
         from tgrad.autograd.profiler.trace import export_chrome_trace
         export_chrome_trace(self, path)

@@ -231,7 +231,7 @@ class profile:
     def self_cpu_time_total(self) -> float:
         return self._check_finish().self_cpu_time_total
 
-    def export_chrome_trace(self, path: str) -> None:
+    def export_chrome_trace(self, path: str, use_python_export: bool = False) -> None:
         self._check_finish().export_chrome_trace(path)
 
 

@@ -69,7 +69,7 @@ def build_table(events, sort_by: str | None = None, row_limit: int = 100,
     """PyTorch's columns: Name, Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg,
     then Self CUDA, Self CUDA %, CUDA total, CUDA time avg when any event has CUDA time,
     # of Calls, Input Shapes when recorded; tgrad adds GB/s, % of peak, TFLOP/s when bytes
-    were counted. ``row_limit`` <= 0 or None: every row."""
+    were counted. ``row_limit`` < 0 or None: every row; 0: none (PyTorch's)."""
     if len(events) == 0:
         return ""
     rows_src = sort_events(events, sort_by)
@@ -109,7 +109,7 @@ def build_table(events, sort_by: str | None = None, row_limit: int = 100,
     lines += [sep, row_format.format(*headers), sep]
     n = 0
     for e in rows_src:
-        if row_limit is not None and row_limit > 0 and n == row_limit:
+        if row_limit is not None and row_limit >= 0 and n == row_limit:
             break
         if top_level_events_only and getattr(e, "cpu_parent", None) is not None:
             continue
