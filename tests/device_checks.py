@@ -1482,6 +1482,22 @@ def check_data_parallel_and_legacy_cuda_types() -> None:
     assert t.type() == "tgrad.cuda.FloatTensor" and tgrad.cuda.LongTensor(2, 3).shape == (2, 3)
 
 
+def check_channels_last() -> None:
+    # a channels-last copy on the device: PyTorch's NHWC strides, the values unchanged, and a
+    # conv reading it (and a channels-last weight) gives the row-major conv's values
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    x = tgrad.tensor(a, device="cuda")
+    y = x.contiguous(memory_format=tgrad.channels_last)
+    assert y.device.type == "cuda" and y.stride() == (60, 1, 12, 3)
+    np.testing.assert_array_equal(y.cpu().numpy(), a)
+    conv = tgrad.nn.Conv2d(3, 2, 3).cuda()
+    want = conv(x).detach().cpu().numpy()
+    conv.to(memory_format=tgrad.channels_last)
+    assert conv.weight.is_contiguous(memory_format=tgrad.channels_last)
+    np.testing.assert_allclose(conv(y).detach().cpu().numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 CHECKS = {n: globals()["check_" + n] for n in (
     "grad_formulas", "floor_divide", "split_reductions", "pow_specials", "inverse_trig",
     "tanh", "inner_blocks", "int_reductions", "one_read_var_logsumexp", "gradient_buffers",
@@ -1493,4 +1509,4 @@ CHECKS = {n: globals()["check_" + n] for n in (
     "linalg_decompositions", "autocast", "distributions_more", "distributions_counts",
     "grid_sample_non_finite_points", "round_zero_and_var_past_the_count",
     "integer_matmul_is_exact", "float64_random_resolution",
-    "data_parallel_and_legacy_cuda_types")}
+    "data_parallel_and_legacy_cuda_types", "channels_last")}

@@ -592,13 +592,15 @@ def test_python_scalar_of_a_tensor_with_more_or_fewer_elements():
     lambda x, **k: tgrad.rand_like(x, **k), lambda x, **k: tgrad.randn_like(x, **k)])
 def test_like_factories_take_memory_format(make):
     # PyTorch's keyword: preserve_format and contiguous_format give x's shape (tgrad lays
-    # the result out row-major either way); channels_last is refused as by clone
+    # the result out row-major either way); channels_last gives PyTorch's NHWC strides
     x = tgrad.ones(2, 3, 4, 5).permute(0, 2, 3, 1)
     for fmt in (tgrad.preserve_format, tgrad.contiguous_format):
         r = make(x, memory_format=fmt)
         assert r.shape == (2, 4, 5, 3) and r.is_contiguous() and r.dtype is tgrad.float32
-    with pytest.raises(RuntimeError, match="channels_last is not supported"):
-        make(tgrad.ones(2, 3, 4, 5), memory_format=tgrad.channels_last)
+    r = make(tgrad.ones(2, 3, 4, 5), memory_format=tgrad.channels_last)
+    assert r.shape == (2, 3, 4, 5) and r.stride() == (60, 1, 15, 3)
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last"):
+        make(tgrad.ones(2, 3, 4), memory_format=tgrad.channels_last)
     with pytest.raises(TypeError, match="memory_format"):
         make(x, memory_format="contiguous")
     assert tgrad.full_like(x, 2.5, memory_format=tgrad.preserve_format).numpy().sum() == 300.0
@@ -606,7 +608,7 @@ def test_like_factories_take_memory_format(make):
 
 def test_to_and_module_to_take_memory_format():
     # PyTorch's keyword on Tensor.to: without a dtype/device change x itself comes back
-    # (also for a non-contiguous x), a cast casts; channels_last is refused as by clone
+    # (also for a non-contiguous x), a cast casts; channels_last lays the result out NHWC
     x = tgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=tgrad.float64, requires_grad=True)
     for fmt in (tgrad.preserve_format, tgrad.contiguous_format):
         assert x.to(memory_format=fmt) is x and x.t().to(memory_format=fmt).shape == (2, 2)
@@ -615,8 +617,8 @@ def test_to_and_module_to_take_memory_format():
         np.testing.assert_array_equal(y.detach().numpy(), [[1.0, 2.0], [3.0, 4.0]])
     with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last"):
         x.to(memory_format=tgrad.channels_last)
-    with pytest.raises(RuntimeError, match="channels_last is not supported"):
-        tgrad.ones(1, 2, 3, 4).to(memory_format=tgrad.channels_last)
+    assert tgrad.ones(1, 2, 3, 4).to(memory_format=tgrad.channels_last).stride() == \
+        (24, 1, 8, 2)
     with pytest.raises(TypeError, match="memory_format"):
         x.to(memory_format="contiguous")
     # Module.to: memory_format goes to 4-D / 5-D parameters only (a Linear ignores it)
@@ -625,8 +627,8 @@ def test_to_and_module_to_take_memory_format():
     assert lin.weight.dtype is tgrad.float64
     conv = tgrad.nn.Conv2d(1, 1, 2)
     assert conv.to(memory_format=tgrad.contiguous_format) is conv
-    with pytest.raises(RuntimeError, match="channels_last is not supported"):
-        conv.to(memory_format=tgrad.channels_last)
+    assert conv.to(memory_format=tgrad.channels_last) is conv
+    assert conv.weight.is_contiguous(memory_format=tgrad.channels_last)
 
 
 # ------------------------------------------------- Tensor object API (PyTorch 2.13 parity)
@@ -1028,3 +1030,32 @@ def test_size_is_pytorchs_torch_size():
     import pickle
     for y in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s)):
         assert type(y) is tgrad.Size and y == (2, 3)
+
+
+def test_channels_last_layouts():
+    # PyTorch's NHWC / NDHWC strides (measured with torch 2.13: (2, 3, 4, 5) -> (60, 1, 15,
+    # 3); (2, 3, 4, 5, 6) -> (360, 1, 90, 18, 3)); the values unchanged, differentiable
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 4, 5))
+    x = tgrad.tensor(a, requires_grad=True)
+    cl = tgrad.channels_last
+    for y in (x.contiguous(memory_format=cl), x.to(memory_format=cl),
+              x.clone(memory_format=cl)):
+        assert y.stride() == (60, 1, 15, 3) and y.is_contiguous(memory_format=cl)
+        np.testing.assert_array_equal(y.detach().numpy(), a)
+    y = x.contiguous(memory_format=cl)
+    assert y.contiguous(memory_format=cl) is y and y.to(memory_format=cl) is y
+    assert y.contiguous().stride() == (60, 20, 5, 1)
+    (y * tgrad.tensor(a)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), a)
+    assert tgrad.autograd.gradcheck(lambda t: t.contiguous(memory_format=cl) ** 2, (x,))
+    z = tgrad.zeros(2, 3, 4, 5, 6).contiguous(memory_format=tgrad.channels_last_3d)
+    assert z.stride() == (360, 1, 90, 18, 3)
+    # ops read it in place: a conv on a channels-last input and weight gives the same values
+    conv = tgrad.nn.Conv2d(3, 2, 3).double()
+    want = conv(x).detach().numpy()
+    conv.to(memory_format=cl)
+    assert conv.weight.is_contiguous(memory_format=cl) and conv.weight.is_leaf
+    np.testing.assert_allclose(conv(y).detach().numpy(), want, rtol=1e-12)
+    e = tgrad.empty(2, 3, 4, 5, memory_format=cl, requires_grad=True)
+    assert e.stride() == (60, 1, 15, 3) and e.is_leaf and e.requires_grad

@@ -406,8 +406,9 @@ def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
                 exclude_zero: bool = False, memory_format: Any = None) -> Tensor:
     """A tensor of ``shape`` (ints, or one tuple/list) with values drawn uniformly from
     [low, high) by tgrad's generator (``torch.testing.make_tensor``). ``memory_format``:
-    ``contiguous_format`` / ``preserve_format`` (tgrad's row-major layout; with
-    ``noncontiguous`` PyTorch's ValueError), the channels-last formats raise as ``to``.
+    the layout (``contiguous_format``, ``preserve_format``: row-major; ``channels_last`` /
+    ``channels_last_3d``: PyTorch's NHWC / NDHWC strides); with ``noncontiguous`` PyTorch's
+    ValueError.
 
     Defaults: bool [0, 2), integers [-9, 10), floats [-9, 9) (complex: both parts; float8:
     drawn in float32, then rounded; float8_e8m0fnu is a TypeError). Bounds outside the dtype's
@@ -426,14 +427,6 @@ def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
             raise ValueError(f"The parameters `noncontiguous` and `memory_format` are mutually "
                              f"exclusive, but got noncontiguous={noncontiguous} and "
                              f"memory_format={memory_format}")
-        from tgrad.ops.movement import channels_last, channels_last_3d
-        from tgrad.ops.movement import memory_format as _format_type
-        if not isinstance(memory_format, _format_type):
-            raise TypeError(f"make_tensor(): memory_format must be a tgrad.memory_format, "
-                            f"not {type(memory_format).__name__}")
-        if memory_format in (channels_last, channels_last_3d):
-            raise RuntimeError(f"make_tensor(): memory_format={memory_format} is not "
-                               f"supported: tgrad lays tensors out row-major")
     dt = dtypes.as_dtype(dtype)
     if len(shape) == 1 and isinstance(shape[0], collections.abc.Sequence):
         shape = shape[0]
@@ -502,4 +495,8 @@ def make_tensor(*shape: int | tuple | list, dtype: Any, device: Any,
         result.masked_fill_(result == 0, 1 if integral else float(info.tiny))
     if floating:
         result.requires_grad_(requires_grad)
+    if memory_format is not None:
+        from tgrad.ops.movement import _check_format, laid_out
+        _check_format("make_tensor", result, memory_format)
+        result = laid_out(result, memory_format)
     return result

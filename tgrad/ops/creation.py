@@ -321,8 +321,8 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
           layout=None, pin_memory: bool = False, memory_format=None) -> Tensor:
     """An uninitialised tensor (tgrad's backends may zero-fill). ``memory_format``:
-    ``contiguous_format`` (row-major, the only layout tgrad makes); the channels-last formats
-    raise, and ``preserve_format`` is PyTorch's error (nothing to preserve)."""
+    ``contiguous_format`` (row-major) or a channels-last format (PyTorch's NHWC / NDHWC
+    strides); ``preserve_format`` is PyTorch's error (nothing to preserve)."""
     _check_size_given("empty", args, size)
     if pin_memory:
         check_pin_memory("empty", device)
@@ -335,10 +335,11 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     shape = _shape(sizes_keyword("empty", "size", args, size), "empty")
     t = Tensor(get_backend(dev).empty(shape, dt.np), None, dev)
     if memory_format is not None:
-        from tgrad.ops.movement import _check_format, preserve_format
+        from tgrad.ops.movement import _check_format, laid_out, preserve_format
         if memory_format is preserve_format:
             raise RuntimeError("unsupported memory format Preserve")
-        _check_format("empty", t, memory_format)
+        if _check_format("empty", t, memory_format):
+            t = laid_out(t, memory_format)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -348,7 +349,8 @@ def _like(x: Tensor, dtype, device, op: str = "", layout=None, memory_format=Non
     """(dtype, device) of a *_like / new_* result: x's unless given (``layout``: checked
     for ``op``; ``memory_format``: PyTorch's keyword of the *_like factories, checked as
     ``clone``'s: ``preserve_format`` and ``contiguous_format`` both give a row-major result,
-    the channels-last formats are refused)."""
+    a channels-last format that layout: the callers pass their result through
+    ``movement.laid_out``)."""
     if layout is not None:
         check_layout(op, layout)
     if memory_format is not None:
@@ -356,6 +358,11 @@ def _like(x: Tensor, dtype, device, op: str = "", layout=None, memory_format=Non
         _check_format(op, x, memory_format)
     return (x.dtype if dtype is None else dtypes.as_dtype(dtype),
             x.device if device is None else as_device(device))
+
+
+def _laid_out(t: Tensor, fmt) -> Tensor:
+    from tgrad.ops.movement import laid_out
+    return laid_out(t, fmt)
 
 
 def _sparse_like(x: Tensor, op: str, dtype, device, requires_grad: bool, layout) -> Tensor:
@@ -386,7 +393,8 @@ def zeros_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fal
     if input._sparse and layout is not strided:  # a sparse COO input (tgrad.sparse)
         return _sparse_like(input, "zeros_like", dtype, device, requires_grad, layout)
     dt, dev = _like(input, dtype, device, "zeros_like", layout, memory_format)
-    return full(input.shape, 0, dtype=dt, device=dev, requires_grad=requires_grad)
+    out = full(input.shape, 0, dtype=dt, device=dev, requires_grad=requires_grad)
+    return out if memory_format is None else _laid_out(out, memory_format)
 
 
 def ones_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
@@ -395,7 +403,8 @@ def ones_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fals
     if input._sparse and layout is not strided:
         return _sparse_like(input, "ones_like", dtype, device, requires_grad, layout)
     dt, dev = _like(input, dtype, device, "ones_like", layout, memory_format)
-    return full(input.shape, 1, dtype=dt, device=dev, requires_grad=requires_grad)
+    out = full(input.shape, 1, dtype=dt, device=dev, requires_grad=requires_grad)
+    return out if memory_format is None else _laid_out(out, memory_format)
 
 
 def full_like(input: Tensor, fill_value, dtype=None, device=None,  # noqa: A002
@@ -404,7 +413,8 @@ def full_like(input: Tensor, fill_value, dtype=None, device=None,  # noqa: A002
     if input._sparse and layout is not strided:
         return _sparse_like(input, "full_like", dtype, device, requires_grad, layout)
     dt, dev = _like(input, dtype, device, "full_like", layout, memory_format)
-    return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    out = full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    return out if memory_format is None else _laid_out(out, memory_format)
 
 
 def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
@@ -412,7 +422,8 @@ def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fal
     if input._sparse and layout is not strided:
         return _sparse_like(input, "empty_like", dtype, device, requires_grad, layout)
     dt, dev = _like(input, dtype, device, "empty_like", layout, memory_format)
-    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    out = empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return out if memory_format is None else _laid_out(out, memory_format)
 
 
 LAST_SEED: list = [None]  # the last manual_seed value (a backend loaded later may read it)
@@ -538,8 +549,9 @@ def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fals
     if input._sparse and layout is not strided:
         _sparse_like(input, "rand_like", dtype, device, requires_grad, layout)  # (raises)
     dt, dev = _like(input, dtype, device, "rand_like", layout, memory_format)
-    return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad,
-                generator=generator)
+    out = rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad,
+               generator=generator)
+    return out if memory_format is None else _laid_out(out, memory_format)
 
 
 def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
@@ -547,8 +559,9 @@ def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fal
     if input._sparse and layout is not strided:
         _sparse_like(input, "randn_like", dtype, device, requires_grad, layout)  # (raises)
     dt, dev = _like(input, dtype, device, "randn_like", layout, memory_format)
-    return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad,
-                 generator=generator)
+    out = randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad,
+                generator=generator)
+    return out if memory_format is None else _laid_out(out, memory_format)
 
 
 # randperm into a float dtype: every integer below n must be exact (PyTorch's limits;

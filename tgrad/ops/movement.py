@@ -11,7 +11,14 @@ from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import Device, as_device
-from tgrad.ops._common import backend_of, register_op, require_tensor, tensor_method, wrap
+from tgrad.ops._common import (
+    backend_of,
+    fresh,
+    register_op,
+    require_tensor,
+    tensor_method,
+    wrap,
+)
 from tgrad.tensor import Tensor
 
 __all__ = ["clone", "contiguous", "memory_format", "contiguous_format", "preserve_format",
@@ -19,9 +26,12 @@ __all__ = ["clone", "contiguous", "memory_format", "contiguous_format", "preserv
 
 
 class memory_format:  # noqa: N801  (PyTorch's name)
-    """PyTorch's ``torch.memory_format``: the layout ``clone``/``contiguous`` give. tgrad
-    makes every new tensor row-major (``contiguous_format``); ``preserve_format`` is
-    accepted (its result is row-major too) and the channels-last formats are rejected."""
+    """PyTorch's ``torch.memory_format``: the layout ``clone``/``contiguous``/``to`` and the
+    factories give. tgrad's ops make row-major tensors (``contiguous_format``;
+    ``preserve_format`` gives row-major too). ``channels_last`` (4-D) and
+    ``channels_last_3d`` (5-D) give PyTorch's NHWC / NDHWC strides (a permuted view of a
+    row-major NHWC buffer), which every op reads in place; an op's result is row-major
+    again, where PyTorch would keep the format."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -39,16 +49,40 @@ channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 
 
-def _check_format(op: str, input: Tensor, fmt) -> None:  # noqa: A002
+# channels-last formats: (rank, the dims in memory order: N, then the spatial dims, C)
+_LAST = {channels_last: (4, (0, 2, 3, 1)), channels_last_3d: (5, (0, 2, 3, 4, 1))}
+
+
+def _check_format(op: str, input: Tensor, fmt) -> bool:  # noqa: A002
+    """PyTorch's checks of a ``memory_format`` argument; True for a channels-last one (of
+    the right rank)."""
     if not isinstance(fmt, memory_format):
         raise TypeError(f"{op}(): argument 'memory_format' must be tgrad.memory_format, not "
                         f"{type(fmt).__name__}")
-    rank = {channels_last: 4, channels_last_3d: 5}.get(fmt)
-    if rank is not None:
-        if input.ndim != rank:
-            raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
-        raise RuntimeError(f"{op}(): memory_format={fmt} is not supported: tgrad lays tensors "
-                           f"out row-major; use tgrad.contiguous_format")
+    last = _LAST.get(fmt)
+    if last is not None and input.ndim != last[0]:
+        raise RuntimeError(f"required rank {last[0]} tensor to use {fmt.name} format")
+    return last is not None
+
+
+def to_channels_last(x: Tensor, fmt: memory_format) -> Tensor:
+    """A copy of ``x`` (4-D / 5-D) with PyTorch's channels-last strides: the values laid
+    out N, spatial dims, C in a row-major buffer and viewed back in x's dim order;
+    differentiable (a permute, a copy and the inverse permute)."""
+    order = _LAST[fmt][1]
+    back = tuple(order.index(d) for d in range(len(order)))
+    return fresh(Clone.apply(x.permute(order)).permute(back))
+
+
+def laid_out(t: Tensor, fmt) -> Tensor:
+    """A new tensor ``t`` (no graph) in ``fmt``: itself unless that is a channels-last
+    format, else its channels-last copy (requires_grad kept: a leaf again)."""
+    if fmt not in _LAST:
+        return t
+    from tgrad.autograd.grad_mode import no_grad
+    with no_grad():
+        out = to_channels_last(t.detach(), fmt)
+    return out.requires_grad_() if t.requires_grad else out
 
 
 class Clone(Function):
@@ -110,7 +144,9 @@ def clone(input: Tensor, *,  # noqa: A002
     (``preserve_format``, the default, does not keep a transposed input's strides as
     PyTorch's does); differentiable."""
     require_tensor("clone", input)
-    _check_format("clone", input, preserve_format if memory_format is None else memory_format)
+    if _check_format("clone", input,
+                     preserve_format if memory_format is None else memory_format):
+        return to_channels_last(input, memory_format)
     return Clone.apply(input)
 
 
@@ -118,8 +154,12 @@ def clone(input: Tensor, *,  # noqa: A002
 def contiguous(input: Tensor, *,  # noqa: A002
                memory_format: memory_format = contiguous_format) -> Tensor:
     """``input`` itself when C-contiguous, else a contiguous copy (``preserve_format`` is
-    only accepted for an input already contiguous, as PyTorch)."""
-    _check_format("contiguous", input, memory_format)
+    only accepted for an input already contiguous, as PyTorch); with a channels-last
+    ``memory_format``, itself when already laid out so, else a channels-last copy."""
+    if _check_format("contiguous", input, memory_format):
+        if input.is_contiguous(memory_format=memory_format):
+            return input
+        return to_channels_last(input, memory_format)
     if input.is_contiguous():
         return input
     if memory_format is preserve_format:
@@ -186,8 +226,8 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     unknown = sorted(set(kwargs) - {"dtype", "device", "non_blocking", "copy"})
     if unknown:
         raise TypeError(f"to() got unexpected keyword arguments {unknown}")
-    if fmt is not None:  # checked as clone's: the channels-last formats are refused; with
-        _check_format("to", x, fmt)  # neither a dtype nor a device change x is returned
+    # (checked as clone's; a channels-last format lays the result out so, unless x is)
+    last = fmt is not None and _check_format("to", x, fmt)
     dtype, device, copy = _to_args(args, kwargs)
     if isinstance(dtype, str):  # a dtype name ('float64'), as tgrad.dtype names
         dtype = dtypes.as_dtype(dtype)
@@ -196,8 +236,11 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     if dev.type != "cpu":
         get_backend(dev)  # clear error when the device has no backend
     if dt is x.dtype and dev == x.device and not copy:
+        if last and not x.is_contiguous(memory_format=fmt):
+            return to_channels_last(x, fmt)
         return x
     if x.dtype.is_complex and not dt.is_complex and dt is not dtypes.bool_:  # (to bool: z != 0)
         warnings.warn("Casting complex values to real discards the imaginary part",
                       UserWarning, stacklevel=2)
-    return ToCopy.apply(x, dt, dev)
+    out = ToCopy.apply(x, dt, dev)
+    return to_channels_last(out, fmt) if last else out
