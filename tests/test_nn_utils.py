@@ -147,3 +147,18 @@ def test_total_norm_of_integer_tensors_raises_for_every_norm_type():
         with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor "
                                                "as input. Got Long"):
             tgrad.nn.utils.get_total_norm([tgrad.tensor([1, 2])], norm_type)
+
+
+def test_convert_conv_weight_memory_format():
+    # the same Parameters, their values, in channels-last strides (2-D convs, then 3-D)
+    m = tgrad.nn.Sequential(tgrad.nn.Conv2d(3, 4, 3),
+                            tgrad.nn.Sequential(tgrad.nn.ConvTranspose2d(4, 2, 2)),
+                            tgrad.nn.Conv3d(1, 1, 1), tgrad.nn.Linear(2, 2))
+    w, before = m[0].weight, m[0].weight.detach().numpy().copy()
+    assert tgrad.nn.utils.convert_conv2d_weight_memory_format(m, tgrad.channels_last) is m
+    assert m[0].weight is w and w.stride() == (27, 1, 9, 3)
+    np.testing.assert_array_equal(w.detach().numpy(), before)
+    assert m[1][0].weight.is_contiguous(memory_format=tgrad.channels_last)
+    assert m[2].weight.is_contiguous() and m[3].weight.is_contiguous()
+    tgrad.nn.utils.convert_conv3d_weight_memory_format(m, tgrad.channels_last_3d)
+    assert m[2].weight.is_contiguous(memory_format=tgrad.channels_last_3d)
