@@ -740,13 +740,9 @@ class Tensor:
             where = "" if self.device.type == "cpu" else self.device.type + "."
             return f"tgrad.{where}{_TYPE_NAMES[self.dtype]}"
         if isinstance(dtype, str) and dtype.endswith("Tensor"):
-            parts = dtype.split(".")
-            dt = {v: k for k, v in _TYPE_NAMES.items()}.get(parts[-1])
-            if dt is None or parts[0] not in ("tgrad", "torch") or len(parts) > 3 \
-                    or (len(parts) == 3 and parts[1] != "cuda"):
-                raise ValueError(f"invalid type: {dtype!r}")
-            device = "cuda" if len(parts) == 3 else "cpu"
-            return self.to(device=device, dtype=dt, non_blocking=non_blocking)
+            dt, on_cuda = parse_type_name(dtype)
+            return self.to(device="cuda" if on_cuda else "cpu", dtype=dt,
+                           non_blocking=non_blocking)
         from tgrad.ops.tensor_legacy import TensorType
         if isinstance(dtype, TensorType):  # tgrad.DoubleTensor, tgrad.cuda.FloatTensor, ...
             return self.to(device="cuda" if dtype.is_cuda else "cpu", dtype=dtype.dtype,
@@ -759,6 +755,17 @@ class Tensor:
         if not isinstance(dtype, (str, dtypes.DType)):
             raise TypeError("dtype must be a type, str, or dtype object")
         return self.to(dtypes.as_dtype(dtype), non_blocking=non_blocking)
+
+
+def parse_type_name(name: str) -> tuple:
+    """(dtype, on cuda) of a legacy type name: ``'torch.FloatTensor'``,
+    ``'tgrad.cuda.DoubleTensor'``...; ValueError("invalid type: ...") for anything else."""
+    parts = name.split(".")
+    dt = {v: k for k, v in _TYPE_NAMES.items()}.get(parts[-1])
+    if dt is None or parts[0] not in ("tgrad", "torch") or len(parts) > 3 \
+            or (len(parts) == 3 and parts[1] != "cuda"):
+        raise ValueError(f"invalid type: {name!r}")
+    return dt, len(parts) == 3
 
 
 def _legacy_init(self: Tensor, data, storage, device, requires_grad, sizes: tuple) -> None:

@@ -332,11 +332,11 @@ class TensorType(type):
 
 
 def _tensor_types(module: str, is_cuda: bool) -> dict:
+    # PyTorch's ten legacy types: Tensor.type()'s names but the complex and float8 ones
     from tgrad import dtypes
-    names = {dtypes.bool_: "BoolTensor", dtypes.uint8: "ByteTensor", dtypes.int8: "CharTensor",
-             dtypes.int16: "ShortTensor", dtypes.int32: "IntTensor", dtypes.int64: "LongTensor",
-             dtypes.float16: "HalfTensor", dtypes.bfloat16: "BFloat16Tensor",
-             dtypes.float32: "FloatTensor", dtypes.float64: "DoubleTensor"}
+    from tgrad.tensor import _TYPE_NAMES
+    names = {dt: name for dt, name in _TYPE_NAMES.items()
+             if not dt.is_complex and dt not in dtypes.FLOAT8_DTYPES}
     where = "cuda" if is_cuda else "the CPU"
     return {name: TensorType(name, (), {"dtype": dt, "is_cuda": is_cuda, "is_sparse": False,
                                         "__module__": module,
@@ -347,6 +347,8 @@ def _tensor_types(module: str, is_cuda: bool) -> dict:
 
 CPU_TENSOR_TYPES = _tensor_types("tgrad", False)
 CUDA_TENSOR_TYPES = _tensor_types("tgrad.cuda", True)  # (tgrad.cuda's module __getattr__)
+_TYPE_OF = {(c.dtype, c.is_cuda): c for table in (CPU_TENSOR_TYPES, CUDA_TENSOR_TYPES)
+            for c in table.values()}
 BoolTensor = CPU_TENSOR_TYPES["BoolTensor"]
 ByteTensor = CPU_TENSOR_TYPES["ByteTensor"]
 CharTensor = CPU_TENSOR_TYPES["CharTensor"]
@@ -370,14 +372,14 @@ def set_default_tensor_type(t) -> None:
                   "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
                   UserWarning, stacklevel=2)
     if isinstance(t, str):
-        parts = t.split(".")
-        table = CUDA_TENSOR_TYPES if parts[1:2] == ["cuda"] else CPU_TENSOR_TYPES
-        if parts[0] not in ("torch", "tgrad") or len(parts) > 3 or parts[-1] not in table:
-            raise TypeError(f"invalid type: '{t}'")
-        t = table[parts[-1]]
+        from tgrad.tensor import parse_type_name
+        try:
+            t = _TYPE_OF[parse_type_name(t)]
+        except (ValueError, KeyError):  # (no legacy type: ComplexFloatTensor...)
+            raise TypeError(f"invalid type: '{t}'") from None
     if not isinstance(t, TensorType):
         raise TypeError(f"invalid type: '{t}'")
     if not t.dtype.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
+    set_default_device("cuda" if t.is_cuda else "cpu")  # (first: it may raise)
     dtypes.set_default_dtype(t.dtype)
-    set_default_device("cuda" if t.is_cuda else "cpu")
