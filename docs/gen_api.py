@@ -57,6 +57,7 @@ MODULES = [
     ("tgrad.jit", "torch.jit's guards and decorators (no TorchScript: code runs eagerly)"),
     ("tgrad.compiler", "torch.compiler's guards and decorators (no compiler)"),
     ("tgrad.distributed", "torch.distributed's guards (not available: one process)"),
+    ("tgrad.multiprocessing", "Python's multiprocessing plus PyTorch's spawn"),
     ("tgrad.testing", "testing helpers"),
 ]
 SUBMODULES = {m for m, _ in MODULES}

@@ -199,11 +199,11 @@ def _lazy_out(name: str, fn):
 
 def __getattr__(name: str) -> object:
     # tgrad.accelerator, amp, compiler, cpu, distributed, distributions, fft, func, jit,
-    # linalg, profiler, signal, special, testing and utils are imported on first use (as
-    # torch.distributions and torch.utils.checkpoint are reachable).
+    # linalg, multiprocessing, profiler, signal, special, testing and utils are imported on
+    # first use (as torch.distributions and torch.utils.checkpoint are reachable).
     if name in ("accelerator", "amp", "compiler", "cpu", "distributed", "distributions",
-                "fft", "func", "jit", "linalg", "profiler", "signal", "special", "testing",
-                "utils"):
+                "fft", "func", "jit", "linalg", "multiprocessing", "profiler", "signal",
+                "special", "testing", "utils"):
         import importlib
         return importlib.import_module("tgrad." + name)
     if name == "OutOfMemoryError":  # torch.OutOfMemoryError is torch.cuda's
