@@ -867,3 +867,69 @@ def test_adam_first_step_on_a_complex_parameter_by_hand():
     p.grad = tgrad.tensor([0.5 - 0.2j, 1j], dtype=tgrad.complex128)
     o.step()
     np.testing.assert_allclose(p.detach().numpy(), [0.9 + 1.1j, 2.0 - 1.1j], rtol=1e-10)
+
+
+def _lbfgs_float32_reference(x, max_iter, lr=1.0):
+    """PyTorch's L-BFGS without line search in NumPy float32: every scalar of the two-loop
+    recursion (rho, H_diag, al, be, al - be) a float32, as PyTorch's 0-d tensors; the
+    problem f = sum x^4 + x0 x1."""
+    f32 = np.float32
+
+    def grad(v):
+        g = 4 * v ** 3
+        g[0] += v[1]
+        g[1] += v[0]
+        return g.astype(f32)
+
+    x = x.astype(f32)
+    g = grad(x)
+    dirs, stps, ro, h = [], [], [], f32(1.0)
+    d = t = g_prev = None
+    for n in range(1, max_iter + 1):
+        if n == 1:
+            d = -g
+        else:
+            y, s = g - g_prev, d * f32(t)
+            ys = np.dot(y, s)
+            if ys > 1e-10:
+                dirs.append(y)
+                stps.append(s)
+                ro.append(f32(1.0) / ys)
+                h = ys / np.dot(y, y)
+            q, al = -g, [None] * len(dirs)
+            for i in range(len(dirs) - 1, -1, -1):
+                al[i] = np.dot(stps[i], q) * ro[i]
+                q = q + f32(-al[i]) * dirs[i]
+            r = q * h
+            for i in range(len(dirs)):
+                be = np.dot(dirs[i], r) * ro[i]
+                r = r + f32(al[i] - be) * stps[i]
+            d = r
+        g_prev = g.copy()
+        t = min(1.0, 1.0 / float(np.abs(g).sum())) * lr if n == 1 else lr
+        if float(np.dot(g, d)) > -1e-9:
+            break
+        x = x + f32(t) * d
+        if n != max_iter:
+            g = grad(x)
+    return x
+
+
+def test_lbfgs_float32_scalars_round_as_pytorchs():
+    # rho, H_diag, al and be are 0-d tensors of the parameters' dtype (PyTorch's state); as
+    # Python floats they rounded in double, and float32 iterates drifted from PyTorch's
+    start = np.array([1.0, -2.0, 3.0])
+    p = tgrad.tensor(start, dtype=tgrad.float32, requires_grad=True)
+    opt = optim.LBFGS([p], lr=1.0, max_iter=4)
+
+    def closure():
+        opt.zero_grad()
+        loss = (p ** 4).sum() + p[0] * p[1]
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    st = opt.state[p]
+    assert all(r.dtype is tgrad.float32 and r.ndim == 0 for r in st["ro"])
+    assert st["H_diag"].dtype is tgrad.float32
+    np.testing.assert_array_equal(p.detach().numpy(), _lbfgs_float32_reference(start, 4))

@@ -147,8 +147,9 @@ class LBFGS(Optimizer):
     gradients concatenated, None as zeros; a complex parameter as its ``view_as_real``
     pairs, so it is optimised as the real problem in (re, im), as PyTorch). The optimizer's
     state lives in the state of the first parameter: 'func_evals', 'n_iter', 'd', 't',
-    'old_dirs', 'old_stps', 'ro', 'H_diag', 'prev_flat_grad', 'prev_loss' and 'al' (scalars
-    as Python floats). Returns the closure's first loss."""
+    'old_dirs', 'old_stps', 'ro', 'H_diag', 'prev_flat_grad', 'prev_loss' and 'al' ('ro',
+    'al' and 'H_diag' as 0-d tensors of the parameters' dtype, as PyTorch's; 't' and the
+    losses as Python floats). Returns the closure's first loss."""
 
     def __init__(self, params: Iterable, lr: float = 1, max_iter: int = 20,
                  max_eval: int | None = None, tolerance_grad: float = 1e-7,
@@ -271,10 +272,12 @@ class LBFGS(Optimizer):
                 old_dirs, old_stps, ro = [], [], []
                 h_diag = 1.0
             else:
+                # (rho, H_diag, al and be are 0-d tensors in the parameters' dtype, as
+                # PyTorch's: in float32 they round as there, so the iterates stay equal)
                 y = flat_grad - prev_flat_grad
                 s = d * t
-                ys = y.dot(s).item()
-                if ys > 1e-10:
+                ys = y.dot(s)
+                if ys.item() > 1e-10:
                     if len(old_dirs) == history_size:
                         old_dirs.pop(0)
                         old_stps.pop(0)
@@ -282,19 +285,19 @@ class LBFGS(Optimizer):
                     old_dirs.append(y)
                     old_stps.append(s)
                     ro.append(1.0 / ys)
-                    h_diag = ys / y.dot(y).item()
+                    h_diag = ys / y.dot(y)
                 num_old = len(old_dirs)
                 if "al" not in state:
                     state["al"] = [None] * history_size
                 al = state["al"]
                 q = -flat_grad
                 for i in range(num_old - 1, -1, -1):
-                    al[i] = old_stps[i].dot(q).item() * ro[i]
-                    q.add_(old_dirs[i], alpha=-al[i])
+                    al[i] = old_stps[i].dot(q) * ro[i]
+                    q.add_(old_dirs[i], alpha=-al[i].item())
                 d = r = q * h_diag
                 for i in range(num_old):
-                    be_i = old_dirs[i].dot(r).item() * ro[i]
-                    r.add_(old_stps[i], alpha=al[i] - be_i)
+                    be_i = old_dirs[i].dot(r) * ro[i]
+                    r.add_(old_stps[i], alpha=(al[i] - be_i).item())
 
             if prev_flat_grad is None:
                 prev_flat_grad = flat_grad.clone()
