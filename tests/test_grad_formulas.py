@@ -6,6 +6,7 @@ table (gradcheck runs the fused path, gradgradcheck the composite one)."""
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -292,3 +293,15 @@ def test_extreme_fused_rule_shares_ties_like_composite(name):
     getattr(tgrad, name)(xt, dim=1).backward(tgrad.tensor(g[:2]))
     ref = {"amax": [[0, 0.5, 0.5, 0], [0.25] * 4], "amin": [[0, 0, 0, 1], [0.25] * 4]}[name]
     np.testing.assert_array_equal(xt.grad.numpy(), np.array(ref) * g[:2, None])
+
+
+def test_erfinv_second_derivative_at_one_is_infinite():
+    # erfinv'' = 2 y y'^2 (y = erfinv x): +-inf at +-1 (PyTorch's); the clamp inside
+    # exp(y^2) passes its derivative on (exp is already inf there), not 0 * inf = NaN
+    x = tgrad.tensor([1.0, -1.0, 0.5], dtype=tgrad.float64, requires_grad=True)
+    g1 = tgrad.autograd.grad(tgrad.erfinv(x).sum(), x, create_graph=True)[0]
+    g2 = tgrad.autograd.grad(g1.sum(), x)[0].numpy()
+    y = 0.4769362762044699  # erfinv(0.5)
+    yp = math.sqrt(math.pi) / 2 * math.exp(y * y)
+    np.testing.assert_array_equal(g2[:2], [np.inf, -np.inf])
+    np.testing.assert_allclose(g2[2], 2 * y * yp * yp, rtol=1e-13)

@@ -70,11 +70,27 @@ def _erfcx_grad(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
     return g * ew.where(big, tail, direct)
 
 
+class _Saturate(Function):
+    """clamp(x, -bound, bound) whose derivative is 1 everywhere: _exp_sq's clamp, where
+    exp(factor x^2) is already 0 or inf, so its derivative 2 factor x exp(factor x^2) stays
+    0 or +-inf beyond the bound (erfinv'' at +-1 is +-inf, as PyTorch's), not 0 * inf."""
+
+    node_name = "SaturateBackward"
+
+    @staticmethod
+    def forward(ctx, x, bound):
+        return ew.clamp(x, -bound, bound)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
 def _exp_sq(x: Tensor, factor: float) -> Tensor:
     """exp(factor * x^2) without x^2's rounding error: x = h + (x - h), h = x to 1/16, h^2
-    exact. |x| is first clamped where the result is 0 or inf already."""
+    exact. |x| is first clamped where the result is 0 or inf already (_Saturate)."""
     bound = math.sqrt(790.0 / abs(factor))
-    x = ew.clamp(x, -bound, bound)
+    x = _Saturate.apply(x, bound)
     h = ew.trunc(x * 16.0) / 16.0
     return ew.exp(h * h * factor) * ew.exp((x - h) * (x + h) * factor)
 
