@@ -718,3 +718,16 @@ def test_rms_norm_keeps_the_input_dtype_and_batch_norm_needs_both_running_stats(
                        "None or neither be None"):
         F.batch_norm(tgrad.ones(2, 2), tgrad.zeros(2), None, training=True)
     assert tgrad.concatenate([tgrad.ones(1), tgrad.zeros(1)], axis=0).tolist() == [1.0, 0.0]
+
+
+def test_cross_entropy_gradient_at_huge_logits():
+    # softmax - onehot from the saved (row max, log-sum) pair: a summed lse rounded log 3 away
+    # at 1e30 (every probability read 1); float64 reference: the shifted softmax
+    for row, target in (([1e30, 1e30, 1e30], 0), ([3e38, 3e38, -1.0], 1),
+                        ([1e300, 1e300 - 1e284, 0.0], 2)):
+        x = tgrad.tensor([row], dtype=tgrad.float64, requires_grad=True)
+        F.cross_entropy(x, tgrad.tensor([target])).backward()
+        a = np.array(row)
+        p = np.exp(a - a.max()) / np.exp(a - a.max()).sum()
+        p[target] -= 1.0
+        np.testing.assert_allclose(x.grad.numpy()[0], p, rtol=1e-15, atol=1e-300)

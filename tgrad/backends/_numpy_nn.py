@@ -109,9 +109,9 @@ def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index:
     """(loss, lse): loss_i = rw_i (lse_i - x[i, t_i]) (0 where ignored; computed as
     (m_i - x[i, t_i]) + log(sum(exp(x_i - m_i))) with the row max m_i), reduced by
     ``reduction`` ("mean" divides by sum(rw) over kept rows: 0/0 = nan when all are
-    ignored, as PyTorch); lse: the log-sum-exp per row, saved for backward: m + log_s in
-    float64 (exact for float32 parts) when the compute dtype is narrower, so the backward
-    can split it into a float32 head and tail (see cross_entropy_bwd)."""
+    ignored, as PyTorch); lse: (2,) + t.shape in the compute dtype, saved for backward:
+    lse[0] the row max m, lse[1] log_s = log(sum(exp(x - m))), kept apart (as the GPU
+    backend's): m + log_s rounds log_s away where |m| is large (1e30 + log 3 == 1e30)."""
     dt = x.dtype
     xf = _up(x)
     keep = t != ignore_index
@@ -120,7 +120,7 @@ def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index:
         m = _max_keep(xf, axis)
         log_s = np.squeeze(np.log(np.sum(np.exp(xf - m), axis=axis, keepdims=True)), axis)
         m = np.squeeze(m, axis)
-        lse = (log_s.astype(np.float64) + m) if xf.dtype == np.float32 else log_s + m
+        lse = np.stack([m, log_s]).astype(xf.dtype, copy=False)
         idx = np.expand_dims(np.where(keep, t, 0), axis)
         picked = np.squeeze(np.take_along_axis(xf, idx, axis=axis), axis)
         # (m - picked) + log_s, not lse - picked: exact when the target's logit is the max
@@ -136,11 +136,10 @@ def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.n
                       axis: int, ignore_index: int, reduction: str) -> np.ndarray:
     """dx = c_i (softmax(x)_i - onehot(t_i)) with c_i = g_i rw_i ("none"), g rw_i ("sum") or
     g rw_i / sum(rw) ("mean"; / 1 when that sum is 0), c_i = 0 on ignored rows. softmax is
-    exp((x - hi) - lo) with lse = hi + lo split into float32 head and tail (lse comes in
-    float64 for a float32 compute dtype): x - hi is exact where p matters (x near lse), so p
-    keeps float32's relative precision even for logits of magnitude 1000, where a float32 lse
-    (ulp 6e-5) made exp(x - lse) off by that much; one pass more than exp(x - lse), where
-    recomputing the shifted softmax would take three."""
+    exp((x - m) - log_s) from the saved pair lse = (m, log_s) (cross_entropy_fwd): x - m is
+    exact where p matters (x near the max), so p keeps the dtype's relative precision for
+    logits of any magnitude (a summed lse lost log_s at 1e30, and all of float32's digits
+    of exp(x - lse) at 1000)."""
     dt = x.dtype
     xf = _up(x)
     gf = _up(g)
@@ -153,14 +152,9 @@ def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.n
     if not keep.all():  # exactly 0 on ignored rows, even for a NaN or inf g (PyTorch's)
         c = np.where(np.expand_dims(keep, axis), c, 0).astype(xf.dtype, copy=False)
     with np.errstate(all="ignore"):
-        lse = np.expand_dims(lse, axis)
-        if lse.dtype != xf.dtype:  # float64 lse of a float32 compute: head + tail
-            hi = lse.astype(xf.dtype)
-            p = xf - hi
-            p -= (lse - hi).astype(xf.dtype)
-            np.exp(p, out=p)
-        else:
-            p = np.exp(xf - lse)
+        p = xf - np.expand_dims(lse[0], axis)
+        p -= np.expand_dims(lse[1], axis)
+        np.exp(p, out=p)
         classes = np.arange(x.shape[axis]).reshape(
             [-1 if i == axis else 1 for i in range(x.ndim)])
         onehot = classes == np.expand_dims(t, axis)
