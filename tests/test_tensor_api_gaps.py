@@ -521,3 +521,12 @@ def test_pytorchs_keyword_names_of_rng_device_and_promotion_helpers():
     tgrad.set_default_device(device="cpu")
     assert tgrad.get_default_device().type == "cpu"
     assert tgrad.promote_types(type1=tgrad.int64, type2=tgrad.float16) is tgrad.float16
+
+
+def test_squeeze_and_count_nonzero_take_several_int_dims():
+    # PyTorch's x.squeeze(1, 2), x.squeeze_(1, 2), x.count_nonzero(0, 1): the ints as a tuple
+    x = tgrad.ones(2, 1, 1, 3)
+    assert x.squeeze(1, 2).shape == (2, 3) and tgrad.squeeze(x, 1, 2).shape == (2, 3)
+    assert x.clone().squeeze_(1, 2).shape == (2, 3) and x.squeeze(1).shape == (2, 1, 3)
+    y = tgrad.tensor([[1, 0], [2, 3]])
+    assert y.count_nonzero(0, 1).item() == 3 and y.count_nonzero(0).tolist() == [2, 1]

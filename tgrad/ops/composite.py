@@ -721,8 +721,11 @@ tensor_method("masked_select")(masked_select)
 
 
 @tensor_method("count_nonzero")
-def count_nonzero(input: Tensor, dim=None) -> Tensor:  # noqa: A002
-    """The number of nonzero elements (over ``dim``), int64."""
+def count_nonzero(input: Tensor, dim=None, *dims: int) -> Tensor:  # noqa: A002
+    """The number of nonzero elements (over ``dim``: an int, a tuple, or several ints as
+    PyTorch's ``x.count_nonzero(0, 1)``), int64."""
+    if dims:
+        dim = (dim, *dims)
     return ew.ne(input, 0).sum(dim)
 
 

@@ -754,11 +754,14 @@ def unsqueeze_(self: Tensor, dim: int) -> Tensor:
 
 
 @tensor_method("squeeze_")
-def squeeze_(self: Tensor, dim=ALL_DIMS) -> Tensor:
-    """In-place ``squeeze``: size-1 dims (all, or those in ``dim``) removed from self."""
+def squeeze_(self: Tensor, dim=ALL_DIMS, *dims: int) -> Tensor:
+    """In-place ``squeeze``: size-1 dims (all, or those in ``dim``, or the ints given)
+    removed from self."""
     from tgrad.ops.shape import squeeze_dims
     if not isinstance(self, Tensor):
         raise TypeError("squeeze_(): expected a Tensor")
+    if dims:
+        dim = (dim, *dims)
     key = "squeeze_" if dim is ALL_DIMS else (
         "squeeze_dims" if isinstance(dim, (tuple, list)) else "squeeze_dim")
     return _inplace_view(self, "squeeze_", key, squeeze_dims(self, dim, "squeeze_"))

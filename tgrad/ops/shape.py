@@ -484,10 +484,13 @@ ALL_DIMS = _AllDims()
 
 
 @tensor_method("squeeze")
-def squeeze(input: Tensor, dim=ALL_DIMS) -> Tensor:  # noqa: A002
-    """Remove size-1 dims (all, or those in ``dim``: an int or a sequence of ints)."""
+def squeeze(input: Tensor, dim=ALL_DIMS, *dims: int) -> Tensor:  # noqa: A002
+    """Remove size-1 dims (all, or those in ``dim``: an int or a sequence of ints; several
+    ints as PyTorch's ``x.squeeze(1, 2)``)."""
     if type(input) is not Tensor:  # (a call only for others)
         require_tensor("squeeze", input)
+    if dims:
+        dim = (dim, *dims)
     cls = Squeeze if dim is ALL_DIMS else SqueezeDims if isinstance(dim, (tuple, list)) else \
         SqueezeDim
     return view_apply(cls, input, squeeze_dims(input, dim))
