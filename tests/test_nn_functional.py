@@ -731,3 +731,18 @@ def test_cross_entropy_gradient_at_huge_logits():
         p = np.exp(a - a.max()) / np.exp(a - a.max()).sum()
         p[target] -= 1.0
         np.testing.assert_allclose(x.grad.numpy()[0], p, rtol=1e-15, atol=1e-300)
+
+
+def test_layer_norm_and_group_norm_of_a_constant_row():
+    # the mean of a constant row is that constant (refined once), so xhat is 0 (PyTorch's;
+    # sum / n of [1e30] * 3 is off by an ulp and xhat read -1), and NaN with eps = 0 (0 / 0)
+    big = tgrad.tensor([[1e30] * 3], dtype=tgrad.float64)
+    np.testing.assert_array_equal(F.layer_norm(big, (3,)).numpy(), [[0.0] * 3])
+    np.testing.assert_array_equal(F.group_norm(tgrad.tensor([[1e30] * 4], dtype=tgrad.float64),
+                                               2).numpy(), [[0.0] * 4])
+    assert np.isnan(F.layer_norm(tgrad.tensor([[0.1] * 3], dtype=tgrad.float64), (3,),
+                                 eps=0.0).numpy()).all()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 7)) * 1e3 + 5e3
+    want = (a - a.mean(1, keepdims=True)) / np.sqrt(a.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(F.layer_norm(tgrad.tensor(a), (7,)).numpy(), want, rtol=1e-12)

@@ -169,7 +169,9 @@ def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.n
 # x: [..., *normalized] with the statistics over the last ``k`` dims; w, b: normalized shape.
 def layer_norm_fwd(x: np.ndarray, k: int, w, b, eps: float) -> tuple:
     """(y, mean, rstd): xhat = (x - mean) * rstd, rstd = 1/sqrt(var + eps) (biased var),
-    y = xhat * w + b; mean and rstd keep dims ([..., 1, ..., 1])."""
+    y = xhat * w + b; mean and rstd keep dims ([..., 1, ..., 1]). The mean is refined once
+    by the mean of x - mean (so a constant row's mean is that constant, its xhat 0, as
+    PyTorch's: sum / n of [1e30] * 3 is off by an ulp, and xhat read -1)."""
     dt = x.dtype
     xf = _up(x)
     axes = tuple(range(x.ndim - k, x.ndim))
@@ -178,11 +180,16 @@ def layer_norm_fwd(x: np.ndarray, k: int, w, b, eps: float) -> tuple:
             shape = x.shape[:x.ndim - k] + (1,) * k
             mean = np.zeros(shape, xf.dtype)
             rstd = np.zeros(shape, xf.dtype)
+            centered = xf - mean
         else:
             mean = np.mean(xf, axis=axes, keepdims=True)
-            var = np.mean(np.square(xf - mean), axis=axes, keepdims=True)
+            centered = xf - mean
+            shift = np.mean(centered, axis=axes, keepdims=True)
+            centered -= shift
+            mean = mean + shift
+            var = np.mean(np.square(centered), axis=axes, keepdims=True)
             rstd = 1.0 / np.sqrt(var + eps)
-        y = np.multiply(xf - mean, rstd, order="C")  # C-contiguous, as PyTorch's result
+        y = np.multiply(centered, rstd, order="C")  # C-contiguous, as PyTorch's result
         if w is not None:
             y = y * _up(w)
         if b is not None:
