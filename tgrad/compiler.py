@@ -4,12 +4,12 @@ ever being compiled or exported, and the decorators leave functions as they are.
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any
+
+from tgrad.jit import unchanged
 
 __all__ = ["compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable",
            "allow_in_graph", "assume_constant_result", "reset", "list_backends"]
-
-_F = TypeVar("_F", bound=Callable)
 
 
 def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001
@@ -35,19 +35,10 @@ def is_exporting() -> bool:
 
 def disable(fn: Any = None, recursive: bool = True, *, reason: str | None = None) -> Any:
     """Decorator (``@disable`` or ``@disable(recursive=...)``): the function unchanged."""
-    if fn is None:
-        return lambda f: f
-    return fn
+    return unchanged if fn is None else fn
 
 
-def allow_in_graph(fn: _F) -> _F:
-    """The function unchanged."""
-    return fn
-
-
-def assume_constant_result(fn: _F) -> _F:
-    """The function unchanged."""
-    return fn
+allow_in_graph = assume_constant_result = unchanged
 
 
 def reset() -> None:

@@ -47,32 +47,17 @@ def ignore(drop: Any = False, **kwargs: Any) -> Any:
     """Decorator (``@ignore`` or ``@ignore(drop=...)``): the function unchanged."""
     if callable(drop):
         return drop
-    return lambda fn: fn
+    return unchanged
 
 
-def unused(fn: _F) -> _F:
-    """Decorator: the function unchanged."""
+def unchanged(fn: _F) -> _F:
+    """Decorator: the function, method or class unchanged (what ``unused``, ``export``,
+    ``script_method``, ``script_if_tracing`` and ``interface`` are here, and
+    tgrad.compiler's ``allow_in_graph`` / ``assume_constant_result``)."""
     return fn
 
 
-def export(fn: _F) -> _F:
-    """Decorator: the method unchanged."""
-    return fn
-
-
-def script_method(fn: _F) -> _F:
-    """Decorator: the method unchanged."""
-    return fn
-
-
-def script_if_tracing(fn: _F) -> _F:
-    """Decorator: the function unchanged."""
-    return fn
-
-
-def interface(obj: Any) -> Any:
-    """Decorator for a TorchScript interface class: the class unchanged."""
-    return obj
+unused = export = script_method = script_if_tracing = interface = unchanged
 
 
 def annotate(the_type: Any, the_value: Any) -> Any:

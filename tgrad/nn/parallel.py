@@ -28,16 +28,10 @@ def _cuda_index(device: Any) -> int:
 
 
 def _to_device(value: Any, device) -> Any:
-    """Tensors in tuples, lists and dicts moved to ``device`` (PyTorch's scatter to one
-    device); anything else as it is."""
-    if isinstance(value, Tensor):
-        return value.to(device)
-    if isinstance(value, (tuple, list)):
-        moved = [_to_device(v, device) for v in value]
-        return type(value)(moved) if type(value) in (tuple, list) else type(value)(*moved)
-    if isinstance(value, dict):
-        return type(value)((k, _to_device(v, device)) for k, v in value.items())
-    return value
+    """The tensors in ``value`` (a pytree: tuples, lists, dicts...) moved to ``device``
+    (PyTorch's scatter to one device); anything else as it is."""
+    from tgrad.utils._pytree import tree_map_only
+    return tree_map_only(Tensor, lambda t: t.to(device), value)
 
 
 class DataParallel(Module):

@@ -544,24 +544,27 @@ def randn(*args, size=None, generator=None, dtype=None, device=None,
     return _random("randn", shape, dtype, device, requires_grad, generator)
 
 
-def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
-              layout=None, *, memory_format=None, generator=None) -> Tensor:
+def _random_like(op: str, draw, input: Tensor, dtype, device, requires_grad: bool,  # noqa: A002
+                 layout, memory_format, generator) -> Tensor:
+    """rand_like / randn_like: ``draw`` (rand / randn) of input's shape."""
     if input._sparse and layout is not strided:
-        _sparse_like(input, "rand_like", dtype, device, requires_grad, layout)  # (raises)
-    dt, dev = _like(input, dtype, device, "rand_like", layout, memory_format)
-    out = rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad,
+        _sparse_like(input, op, dtype, device, requires_grad, layout)  # (raises)
+    dt, dev = _like(input, dtype, device, op, layout, memory_format)
+    out = draw(input.shape, dtype=dt, device=dev, requires_grad=requires_grad,
                generator=generator)
     return out if memory_format is None else _laid_out(out, memory_format)
 
 
+def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
+              layout=None, *, memory_format=None, generator=None) -> Tensor:
+    return _random_like("rand_like", rand, input, dtype, device, requires_grad, layout,
+                        memory_format, generator)
+
+
 def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
                layout=None, *, memory_format=None, generator=None) -> Tensor:
-    if input._sparse and layout is not strided:
-        _sparse_like(input, "randn_like", dtype, device, requires_grad, layout)  # (raises)
-    dt, dev = _like(input, dtype, device, "randn_like", layout, memory_format)
-    out = randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad,
-                generator=generator)
-    return out if memory_format is None else _laid_out(out, memory_format)
+    return _random_like("randn_like", randn, input, dtype, device, requires_grad, layout,
+                        memory_format, generator)
 
 
 # randperm into a float dtype: every integer below n must be exact (PyTorch's limits;

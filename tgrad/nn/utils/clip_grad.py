@@ -10,7 +10,6 @@ import math
 import warnings
 from typing import Iterable
 
-from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.dtypes import result_type
 from tgrad.ops.creation import tensor
@@ -50,9 +49,8 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
     _refuse_sparse(tensors, "linalg_vector_norm")
     for t in tensors:  # (every norm type, inf too: linalg.vector_norm's check)
         if not (t.dtype.is_floating_point or t.dtype.is_complex):
-            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex "
-                               f"tensor as input. Got "
-                               f"{dtypes.SCALAR_TYPE_NAMES[t.dtype]}")
+            from tgrad.linalg._triangular import not_floating_error
+            raise not_floating_error("linalg.vector_norm", t.dtype)
     with no_grad():
         if norm_type == math.inf:
             if any(t.numel() == 0 for t in tensors):
