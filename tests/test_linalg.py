@@ -478,6 +478,9 @@ def test_vector_norm_takes_a_0d_tensor_ord():
             LA.vector_norm(x, bad)
     with pytest.raises(RuntimeError, match="linalg.vector_norm: Expected a non-complex scalar"):
         LA.vector_norm(x, tgrad.tensor(1 + 0j))
+    # Tensor.norm / tgrad.norm take it too: sqrt[3](27 + 64) and 3 + 4
+    assert x.norm(p=tgrad.tensor(3.0)).item() == pytest.approx(91.0 ** (1 / 3), rel=1e-15)
+    assert tgrad.norm(x, tgrad.tensor(1)).item() == 7.0
 
 
 # --------------------------------------------------------------------- det at a NaN input

@@ -209,8 +209,17 @@ def test_det_slogdet_logdet_gradients():
     xn = x.detach().numpy()
     np.testing.assert_allclose(x.grad.numpy(), np.linalg.det(xn) * np.linalg.inv(xn).T,
                                rtol=1e-12, atol=1e-12)
+    # a real sign is in the graph (PyTorch's: requires_grad, a grad_fn) with no gradient:
+    # a loss of the sign alone leaves x.grad None; with logabs only logabs contributes
     sign, logabs = LA.slogdet(x)
-    assert not sign.requires_grad and logabs.requires_grad
+    assert sign.requires_grad and logabs.requires_grad
+    x.grad = None
+    sign.sum().backward()
+    assert x.grad is None
+    sign, logabs = LA.slogdet(x)
+    (sign * logabs).backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.sign(np.linalg.det(xn)) * np.linalg.inv(xn).T,
+                               rtol=1e-12, atol=1e-12)
 
 
 def _cofactors(a: np.ndarray) -> np.ndarray:

@@ -450,8 +450,9 @@ class LinalgSlogdet(Function):
         diag = f.LU.diagonal(dim1=-2, dim2=-1)
         sign = f.sign * prod(_unit(diag), -1)
         logabs = diag.abs().log().sum(-1)
-        if not A.dtype.is_complex:
-            ctx.mark_non_differentiable(sign)
+        # a real sign stays in the graph (requires_grad, as PyTorch's) with no gradient:
+        # a loss of the sign alone leaves A.grad None
+        ctx.set_materialize_grads(False)
         ctx.save_for_backward(A, sign if A.dtype.is_complex else None)
         return sign, logabs
 
@@ -459,8 +460,11 @@ class LinalgSlogdet(Function):
     def backward(ctx, gsign, glogabs):
         A, sign = ctx.saved_tensors
         g = glogabs
-        if sign is not None:  # complex A
-            g = g - 1j * (gsign.conj() * sign).imag
+        if sign is not None and gsign is not None:  # complex A
+            term = -1j * (gsign.conj() * sign).imag
+            g = term if g is None else g + term
+        if g is None:
+            return None
         return g.unsqueeze(-1).unsqueeze(-1) * _inv_h(A)
 
 
@@ -469,7 +473,8 @@ Slogdet = return_types.linalg_slogdet  # PyTorch's torch.return_types.linalg_slo
 
 def slogdet(A: Tensor) -> Slogdet:
     """(sign, log|det|) of square matrices (batched): sign 0 and -inf for a singular one.
-    For real A only ``logabsdet`` is differentiable (gradient g A^{-H}); for complex A the
+    For real A only ``logabsdet`` has a gradient (g A^{-H}; the sign requires grad with
+    none, as PyTorch's); for complex A the
     sign is det / |det| (complex) and differentiable too, and logabsdet is real."""
     _square_float("linalg.slogdet", A)
     sign, logabs = LinalgSlogdet.apply(A)

@@ -17,7 +17,7 @@ from tgrad.ops import elementwise as ew
 from tgrad.ops import mathcomposites as mc
 from tgrad.ops._common import fresh, int_tuple, require_tensor
 from tgrad.ops.matmul import matmul as _matmul
-from tgrad.ops.reduce import Norm, _reduce_dims, check_norm_identity
+from tgrad.ops.reduce import Norm, _reduce_dims, check_norm_identity, scalar_order
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "multi_dot", "diagonal", "matmul",
@@ -52,12 +52,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,  
     node whose gradient is undefined, as PyTorch's). inf and ord < 0 raise PyTorch's error
     over an empty reduced dim (no identity)."""
     require_tensor("linalg.vector_norm", x)
-    if isinstance(ord, Tensor) and ord.ndim == 0 and not ord.requires_grad:
-        # a 0-d tensor (not requiring grad) is read as a number, as PyTorch's (True is 1)
-        if ord.dtype.is_complex:
-            raise RuntimeError("linalg.vector_norm: Expected a non-complex scalar as the order "
-                               "of norm.")
-        ord = ord.item() if ord.dtype.is_floating_point else int(ord.item())  # noqa: A001
+    ord = scalar_order("linalg.vector_norm", ord)  # noqa: A001
     if isinstance(ord, str) or isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not "
                         f"{type(ord).__name__}")

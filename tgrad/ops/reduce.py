@@ -911,6 +911,16 @@ def check_norm_identity(shape: tuple, p: float, dim, axes) -> None:
                                f"operation does not have an identity")
 
 
+def scalar_order(op: str, order):
+    """A 0-d tensor order (not requiring grad) read as a number, as PyTorch's (True is 1);
+    anything else is returned unchanged for the caller's own checks."""
+    if isinstance(order, Tensor) and order.ndim == 0 and not order.requires_grad:
+        if order.dtype.is_complex:
+            raise RuntimeError(f"{op}: Expected a non-complex scalar as the order of norm.")
+        return order.item() if order.dtype.is_floating_point else int(order.item())
+    return order
+
+
 @tensor_method("norm")
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """Vector p-norm over ``dim`` (all elements when None): p = 'fro' (= 2, the default),
@@ -922,6 +932,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     require_tensor("norm", input)
     if p is None:
         p = "fro"
+    p = scalar_order("linalg.vector_norm", p)
     if isinstance(p, str):
         if p != "fro" or (isinstance(dim, (tuple, list)) and len(dim) > 2):
             from tgrad.linalg._norms import matrix_norm  # (linalg imports tgrad.ops)
