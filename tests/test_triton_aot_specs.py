@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
 import pytest
 
 pytest.importorskip("triton")
@@ -72,6 +73,35 @@ def test_triton36_folder_holds_triton_36():
     if not TRITON36:
         pytest.skip(kernel_specs.NO_TRITON36)
     assert _triton_version(TRITON36).startswith("3.6."), TRITON36
+
+
+_INTERPRETED_REDUCTIONS = """
+import json, numpy as np, tgrad, triton
+x = tgrad.arange(10., device="cuda", requires_grad=True)
+(x * x).sum().backward()
+print(json.dumps(dict(triton=triton.__version__, sum=(x * 2).sum().item(),
+                      softmax=x.softmax(0).tolist(), cumsum=x.cumsum(0).tolist(),
+                      sort=x.sort(descending=True)[0].tolist(), grad=x.grad.tolist())))
+"""
+
+
+def test_interpreter_runs_loops_of_runtime_bounds_with_triton36():
+    # Triton 3.6's interpreter read a runtime loop bound by int() of a one-element array,
+    # a TypeError since NumPy 2.4: every reduction failed (interpreter_speedups's
+    # _index_of_one_element installs 3.9's definition). Values against NumPy float64.
+    if not TRITON36:
+        pytest.skip(kernel_specs.NO_TRITON36)
+    p = subprocess.run([sys.executable, "-c", _INTERPRETED_REDUCTIONS], capture_output=True,
+                       text=True, env=_env(TRITON36, TRITON_INTERPRET="1"), cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    a = np.arange(10.0)
+    assert r["triton"].startswith("3.6.")
+    assert r["sum"] == 90.0
+    np.testing.assert_allclose(r["softmax"], np.exp(a - 9) / np.exp(a - 9).sum(), rtol=1e-6)
+    assert r["cumsum"] == np.cumsum(a).tolist()
+    assert r["sort"] == a[::-1].tolist()
+    assert r["grad"] == (2 * a).tolist()
 
 
 def test_every_recorded_specialization_compiles_for_sm90():

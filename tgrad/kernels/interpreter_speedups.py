@@ -1,4 +1,5 @@
-"""Three pieces of work Triton's interpreter (3.6 to 3.9) does that change no result, made fast.
+"""Three pieces of work Triton's interpreter (3.6 to 3.9) does that change no result, made fast
+(and one correction for NumPy 2.4, ``_index_of_one_element``).
 
 1. Overflow checks computed and thrown away. Every int32 add, sub and mul in a kernel first
 repeats itself in int64 and compares the result with int32's range
@@ -95,6 +96,23 @@ def install() -> None:
     reduce_ops.generic_reduce = tree_reduce
     reduce_ops._tgrad_tree_reduce = True
     _skip_repeated_patches(interpreter)
+    _index_of_one_element(interpreter)
+
+
+def _index_of_one_element(interpreter) -> None:
+    """A correction, not a speed-up: a kernel's loop bound or index taken from a runtime
+    value calls the interpreted tensor's ``__index__``, which Triton 3.6 to 3.8 define as
+    ``int(handle.data)`` of a one-element array. NumPy 2.4 made that a TypeError ("only
+    0-dimensional arrays can be converted to Python scalars"), so every reduction failed in
+    the interpreter. Triton 3.9's own definition (triton-lang/triton#9172) squeezes first;
+    the same one is installed here for every version."""
+    patch_tensor = interpreter._patch_lang_tensor
+
+    def patch_lang_tensor(tensor, scope) -> None:
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+    interpreter._patch_lang_tensor = patch_lang_tensor
 
 
 def _skip_repeated_patches(interpreter) -> None:
