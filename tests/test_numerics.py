@@ -366,3 +366,57 @@ def test_add_sub_alpha_of_halves_read_alpha_and_numbers_in_the_half_dtype(dt, np
     if dt is tgrad.float16:
         r = tgrad.sub(tgrad.ones(2, dtype=dt), 1e5, alpha=0.3)
         assert np.isneginf(r.float().numpy()).all()
+
+
+# ----------------------------------------------- float32 sums along axes NumPy loops outward
+def _ulps32(got: np.ndarray, exact: np.ndarray) -> float:
+    """Largest error of float32 results in units of the last place of the exact values."""
+    spacing = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    return float(np.max(np.abs(got.astype(np.float64) - exact) / spacing))
+
+
+@pytest.mark.parametrize("shape, dims, transposed", [
+    ((200_000, 3), (0,), False),      # rows of a C-contiguous array: NumPy's running total
+    ((3, 200_000), (1,), True),       # the same memory read through a transposed view
+    ((4, 30_000, 5), (1,), False),    # a middle dim ((batch, time, channel) pooling)
+    ((40, 6, 30, 30), (0, 2, 3), False),  # batch norm's statistics
+])
+def test_float32_sum_and_mean_stay_within_a_few_ulps_along_any_dim(shape, dims, transposed):
+    # NumPy sums pairwise only along the axis it loops innermost; along others it keeps one
+    # float32 running total per output (1e6 rows of 0.1 summed to 100958, +0.96%). tgrad
+    # sums those axes in blocks (tgrad/backends/_numpy_sum.py), like PyTorch's cascade sum.
+    rng = np.random.default_rng(5)
+    a = (0.1 + 0.2 * rng.random(shape[::-1] if transposed else shape)).astype(np.float32)
+    a = a.T if transposed else a
+    exact = a.astype(np.float64).sum(axis=dims)
+    x = tgrad.from_numpy(a)
+    assert _ulps32(x.sum(dims).numpy(), exact) <= 8
+    assert _ulps32(x.mean(dims).numpy(), exact / math.prod(shape[d] for d in dims)) <= 8
+    m = x.amax(dims, keepdim=True)  # logsumexp reduces the same way
+    exact_lse = np.log(np.exp(a.astype(np.float64) - m.numpy()).sum(axis=dims)) + \
+        m.numpy().astype(np.float64).squeeze(dims)
+    assert _ulps32(tgrad.logsumexp(x, dims).numpy(), exact_lse) <= 8
+
+
+def test_float32_long_column_sum_is_not_a_running_total():
+    x = tgrad.full((1_000_000, 2), 0.1)
+    exact = 1_000_000 * np.float64(np.float32(0.1))
+    np.testing.assert_allclose(x.sum(0).numpy(), [exact, exact], rtol=1e-6)  # was +0.96%
+    c = tgrad.from_numpy(np.full((100_000, 2), 0.1 + 0.2j, dtype=np.complex64))
+    exact_c = 100_000 * np.complex128(np.complex64(0.1 + 0.2j))
+    np.testing.assert_allclose(c.sum(0).numpy(), [exact_c, exact_c], rtol=1e-6)
+
+
+def test_float32_batch_norm_statistics_and_gradients_use_the_blocked_sum():
+    rng = np.random.default_rng(6)
+    a = rng.normal(3.0, 1.0, (2048, 4, 8))
+    g = rng.normal(0.0, 1.0, (2048, 4, 8))
+    results = {}
+    for dt in (tgrad.float32, F64):
+        x = tgrad.tensor(a, dtype=dt, requires_grad=True)
+        y = tgrad.nn.functional.batch_norm(x, None, None, training=True)
+        y.backward(tgrad.tensor(g, dtype=dt))
+        results[dt] = (y.detach().double().numpy(), x.grad.double().numpy())
+    for got, exact in zip(results[tgrad.float32], results[F64]):
+        # normwise error in units of 2^-24 (was ~180 for the gradient, a running total)
+        assert np.abs(got - exact).max() / np.abs(exact).max() / 2.0 ** -24 < 16

@@ -122,3 +122,33 @@ def test_index_add_without_integer_arrays_is_zeros_plus_values(dt):
     assert not np.signbit(np.real(out[0, 0]).astype(np.float64))  # 0 + -0.0 = 0.0
     out = nb.index_add((3,), x.dtype, (np.array([2, 0, 2]),), np.array([1.0, 2.0, 3.0]).astype(dt))
     np.testing.assert_array_equal(out, np.array([2.0, 0.0, 4.0]).astype(dt))
+
+
+def _index_add_by_loop(shape, dtype, key, values):
+    """The reference: every position of out[key] (enumerated by indexing an array of the
+    positions themselves) gets its value added, in C order, one at a time."""
+    out = np.zeros(shape, dtype)
+    positions = np.arange(out.size).reshape(shape)[key]
+    flat = out.reshape(-1)
+    for p, v in zip(positions.reshape(-1), np.broadcast_to(values, positions.shape).reshape(-1)):
+        flat[p] += v
+    return out
+
+
+@pytest.mark.parametrize("key_of", [
+    lambda r: (r.integers(-7, 7, 3000),),                               # one dim, negatives
+    lambda r: (r.integers(0, 7, (50, 60)), slice(None), r.integers(0, 9, (50, 60))),  # split
+    lambda r: (slice(1, 6, 2), r.integers(0, 5, 2000), r.integers(-9, 9, 2000)),      # adjacent
+    lambda r: (r.integers(0, 7, (40, 1)), r.integers(0, 5, (1, 40)), 3),              # broadcast
+])
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int64, np.complex128])
+def test_index_add_of_many_values_adds_repeats_in_order(key_of, dt):
+    # more than 1k values take the linear-position path (one np.add.at on the flat array);
+    # repeated positions add up in the same order as the element-by-element reference
+    rng = np.random.default_rng(3)
+    shape = (7, 5, 9)
+    key = key_of(rng)
+    n = np.zeros(shape)[key].shape
+    values = (rng.normal(size=n) * 100).astype(dt)
+    np.testing.assert_array_equal(nb.index_add(shape, np.dtype(dt), key, values),
+                                  _index_add_by_loop(shape, dt, key, values))

@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from tgrad.backends._numpy_grid_sample import grid_sample_bwd, grid_sample_fwd
+from tgrad.backends._numpy_sum import float_sum
 
 __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
@@ -222,8 +223,8 @@ def layer_norm_bwd(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndar
             t = gw * xhat
             m2 = np.mean(t, axis=axes, keepdims=True)
             if need_w:  # sum_batch(g * xhat): t itself when w is None
-                dw = _down(np.sum(t if w is None else np.multiply(gf, xhat, out=t),
-                                  axis=batch), pdt)
+                dw = _down(float_sum(t if w is None else np.multiply(gf, xhat, out=t),
+                                     batch), pdt)
             del t
             np.multiply(xhat, m2, out=xhat)
             dx = np.subtract(gw, np.mean(gw, axis=axes, keepdims=True),
@@ -232,8 +233,8 @@ def layer_norm_bwd(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndar
             np.multiply(rstd, dx, out=dx)
             xhat = None
         if need_w and dw is None:
-            dw = _down(np.sum(gf * xhat, axis=batch), pdt)
-        db = _down(np.sum(gf, axis=batch), pdt) if need_b else None
+            dw = _down(float_sum(gf * xhat, batch), pdt)
+        db = _down(float_sum(gf, batch), pdt) if need_b else None
     return _down(dx, dt), dw, db
 
 
@@ -256,10 +257,10 @@ def batch_norm_fwd(x: np.ndarray, w, b, mean, var, eps: float) -> tuple:
     axes, shape, m = _bn_axes(x)
     with np.errstate(all="ignore"):
         if mean is None:
-            mean = np.add.reduce(xf, axis=axes) / xf.dtype.type(m)
+            mean = float_sum(xf, axes) / xf.dtype.type(m)
             y = np.subtract(xf, mean.reshape(shape), order="C")  # (PyTorch's layout)
             sq = np.square(y)
-            var = np.add.reduce(sq, axis=axes) / xf.dtype.type(m)
+            var = float_sum(sq, axes) / xf.dtype.type(m)
             del sq
         else:
             mean, var = mean.astype(xf.dtype), var.astype(xf.dtype)
@@ -285,12 +286,12 @@ def batch_norm_bwd(g: np.ndarray, x: np.ndarray, w, mean, invstd, training: bool
     training = training and need_x
     with np.errstate(all="ignore"):
         scale = invstd if w is None else invstd * _up(w).astype(xf.dtype)
-        sum_g = np.add.reduce(gf, axis=axes) if need_b or training else None
+        sum_g = float_sum(gf, axes) if need_b or training else None
         dx = sum_gxc = None
         if need_w or training:
             xc = np.subtract(xf, mean.reshape(shape))
             t = np.multiply(gf, xc)
-            sum_gxc = np.add.reduce(t, axis=axes)
+            sum_gxc = float_sum(t, axes)
             if training:  # t becomes dx
                 k = scale * invstd * invstd * sum_gxc / xf.dtype.type(m)
                 np.subtract(gf, (sum_g / xf.dtype.type(m)).reshape(shape), out=t)
@@ -335,7 +336,8 @@ def _same_layout(a, b) -> bool:
 
 def _gelu_tanh_t(xf):
     """tanh(sqrt(2/pi) (x + 0.044715 x^3)) in one new array of x's layout (x not 0-d)."""
-    u = xf ** 3
+    u = np.multiply(xf, xf)  # x^3 as x x x: NumPy's float pow runs a slow generic path
+    np.multiply(u, xf, out=u)
     np.multiply(_GELU_K, u, out=u)
     np.add(xf, u, out=u)
     np.multiply(_SQRT_2_PI, u, out=u)
@@ -348,7 +350,7 @@ def gelu_fwd(x: np.ndarray, approximate: str) -> np.ndarray:
     xf = _up(x)
     with np.errstate(all="ignore"):
         if approximate == "tanh" and xf.ndim == 0:
-            y = 0.5 * xf * (1.0 + np.tanh(_SQRT_2_PI * (xf + _GELU_K * xf ** 3)))
+            y = 0.5 * xf * (1.0 + np.tanh(_SQRT_2_PI * (xf + _GELU_K * (xf * xf * xf))))
         elif approximate == "tanh":  # the same steps in two buffers (were five temporaries)
             t = _gelu_tanh_t(xf)
             np.add(t, 1.0, out=t)
@@ -366,7 +368,7 @@ def gelu_bwd(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
     gf, xf = _up(g), _up(x)
     with np.errstate(all="ignore"):
         if approximate == "tanh" and xf.ndim == 0:
-            t = np.tanh(_SQRT_2_PI * (xf + _GELU_K * xf ** 3))
+            t = np.tanh(_SQRT_2_PI * (xf + _GELU_K * (xf * xf * xf)))
             du = _SQRT_2_PI * (1.0 + 3.0 * _GELU_K * xf * xf)
             d = 0.5 * (1.0 + t) + 0.5 * xf * (1.0 - t * t) * du
         elif approximate == "tanh":  # the same steps in at most three buffers (were ~six)
@@ -440,10 +442,34 @@ def softplus_fwd(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
         if not _same_layout(bx, xf) or bx.dtype.kind != "f":
             return _down(np.where(bx > threshold, xf, np.logaddexp(0, bx) / beta), dt)
         big = bx > threshold  # then y in bx's buffer, x copied in where beta x > threshold
-        y = np.logaddexp(0, bx, out=bx)
-        np.divide(y, beta, out=y)
+        if bx.size > _SOFTPLUS_BLOCK and bx.flags.forc:
+            flat = bx.ravel(order="K")  # (a view)
+            for i in range(0, flat.size, _SOFTPLUS_BLOCK):
+                _softplus_into(flat[i:i + _SOFTPLUS_BLOCK])
+        else:
+            _softplus_into(bx)
+        y = np.divide(bx, beta, out=bx)
         np.copyto(y, xf, where=big)
     return _down(y, dt)
+
+
+# softplus's float64 temporaries go block by block: two of this many elements at a time
+# (whole-array ones made the forward's peak 5.25x its output; tests/test_bench.py bounds it)
+_SOFTPLUS_BLOCK = 1 << 13
+
+
+def _softplus_into(z: np.ndarray) -> None:
+    """z <- log(1 + e^z) = max(z, 0) + log1p(exp(-|z|)) in place (NumPy's logaddexp(0, z)
+    has a ~4x slower loop); float32 z in float64, rounded once: 0.5 ulp (1.4 in float32)."""
+    w = z.astype(np.float64) if z.dtype.itemsize <= 4 else z
+    t = np.abs(w)
+    np.negative(t, out=t)
+    np.exp(t, out=t)
+    np.log1p(t, out=t)
+    np.maximum(w, 0.0, out=w)
+    np.add(w, t, out=w)
+    if w is not z:
+        np.copyto(z, w, casting="same_kind")
 
 
 def softplus_bwd(g: np.ndarray, x: np.ndarray, beta: float, threshold: float) -> np.ndarray:

@@ -6,6 +6,8 @@ differentiable again for exact higher derivatives)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
@@ -94,7 +96,14 @@ _scan_inplace("cumsum_", cumsum)
 
 
 def _cumprod_scan(x: Tensor, d: int) -> Tensor:
-    """Inclusive product scan along dim d: after the step of span s, y_j covers (j - 2s, j]."""
+    """Inclusive product scan along dim d: after the step of span s, y_j covers (j - 2s, j].
+    On the CPU np.cumprod: y_j = y_{j-1} x_j left to right (PyTorch's CPU loop), halves
+    multiplied in float32 and rounded once (PyTorch's accumulation type); not
+    differentiable (Cumprod.forward's)."""
+    if x.device.type == "cpu":
+        acc = np.float32 if x.dtype in (dtypes.float16, dtypes.bfloat16) else None
+        y = np.cumprod(x._data, axis=d, dtype=acc)
+        return wrap(np.ascontiguousarray(y.astype(x.dtype.np, copy=False)), x.device)
     n, span, y = x.shape[d], 1, x
     while span < n:
         y = cat([narrow(y, d, 0, span),
@@ -139,9 +148,13 @@ class Cumprod(Function):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         d, n = ctx.d, x.shape[ctx.d]
+        masked = not is_grad_enabled()  # no create_graph: drop the terms with a zero
+        dtype = x.dtype
+        wide = _CPU_ACCUMULATE.get(dtype) if masked and x.device.type == "cpu" else None
+        if wide is not None:  # the scan in float64 on the CPU too, rounded once (as forward)
+            x, y, g = x.to(wide), y.to(wide), g.to(wide)
         xc, yc = x.conj(), y.conj()
         one = narrow(xc, d, 0, 1).new_ones(narrow(xc, d, 0, 1).shape)
-        masked = not is_grad_enabled()  # no create_graph: drop the terms with a zero
         if masked:
             before = cat([one, narrow(yc, d, 0, n - 1)], d)  # conj(prod_{i < j} x_i)
         else:  # create_graph: the saved output y enters the graph as in PyTorch's
@@ -172,7 +185,7 @@ class Cumprod(Function):
         if masked:  # a zero among x_i, i < j: dx_j = 0
             zero_before = cat([one == 0, narrow(x == 0, d, 0, n - 1)], d).cumsum(d) > 0
             gx = gx.masked_fill(zero_before, 0)
-        return gx, None
+        return gx.to(dtype), None
 
 
 register_op(Cumprod)
