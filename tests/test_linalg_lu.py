@@ -513,3 +513,50 @@ def test_det_hessian_nan_of_one_singular_matrix_stays_in_it():
             e[i, j] = eps
             fd[i, j] = (cofactor_sum(np.eye(3) + e) - cofactor_sum(np.eye(3) - e)) / (2 * eps)
     np.testing.assert_allclose(h[1].numpy(), fd, atol=1e-7)
+
+
+def _both_paths(monkeypatch, fn):
+    """fn() with the CPU loops on NumPy arrays (host_loop) and with the tgrad-op loops
+    (the GPU's), as NumPy arrays."""
+    from tgrad.linalg import _lu, _triangular
+    host = [x.numpy() for x in fn()]
+    for mod in (_lu, _triangular):
+        monkeypatch.setattr(mod, "host_loop", lambda *ts: False)
+    return host, [x.numpy() for x in fn()]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64, np.complex128])
+def test_cpu_host_loops_give_the_tgrad_op_loops_bits(monkeypatch, dt):
+    """LU (packed factors, perm, sign, info, pivots: ties, a zero column, NaN, inf),
+    triangular solves (every flag, broadcast batch) and cholesky_ex (a non-PD matrix)
+    bitwise as the tgrad-op loops."""
+    rng = np.random.default_rng(5)
+
+    def r(*shape):
+        a = rng.standard_normal(shape) + (1j * rng.standard_normal(shape)
+                                          if np.dtype(dt).kind == "c" else 0)
+        return a.astype(dt)
+    a = r(5, 6, 6)
+    a[1] = np.round(a[1].real)  # ties in the pivot search
+    a[2, :, 3] = 0  # singular: info 4
+    a[3, 2, 1], a[4, 0, 0] = np.nan, np.inf
+    s = r(3, 6, 6)
+    s = s @ s.conj().swapaxes(-1, -2) + np.eye(6, dtype=dt)
+    s[1, 3, 3] = -1  # not positive-definite
+    b = r(2, 1, 6, 3)
+
+    def run():
+        from tgrad.linalg._lu import _lu
+        A, B, S = tgrad.tensor(a), tgrad.tensor(b), tgrad.tensor(s)
+        out = list(_lu(A)) + list(LA.cholesky_ex(S)) + list(LA.cholesky_ex(S, upper=True))
+        out += list(_lu(A[..., :4]))  # a wide matrix
+        for upper in (True, False):
+            for unit in (True, False):
+                out.append(LA.solve_triangular(A[:2], B, upper=upper, unitriangular=unit))
+                out.append(LA.solve_triangular(A[:2], B.mT, upper=upper, left=False,
+                                               unitriangular=unit))
+        return out
+    host, ops = _both_paths(monkeypatch, run)
+    for h, o in zip(host, ops):
+        assert h.dtype == o.dtype and h.shape == o.shape
+        np.testing.assert_array_equal(h, o)

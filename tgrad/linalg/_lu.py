@@ -3,7 +3,7 @@
 ``det``, ``slogdet`` (with ``_ex`` forms returning LAPACK's ``info``), and the
 ``torch.inverse`` / ``det`` / ``logdet`` / ``slogdet`` aliases. Compositions of tgrad ops,
 batched over leading dims; the factorisation is n steps of vector ops (O(n) launches on a
-GPU), like cholesky's.
+GPU), like cholesky's; on the CPU the same steps run on the NumPy array (``_getrf_host``).
 
     A = P L U          L unit lower, U upper, packed in one matrix LU as LAPACK's getrf;
                        row k swapped with the row of the largest |entry| at or below it in
@@ -36,11 +36,12 @@ from tgrad.linalg._triangular import (
     _check_square,
     _torch_dtype_name,
     check_same_dtype,
+    host_loop,
     not_floating_error,
     solve_triangular,
 )
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import broadcast_or_raise, fresh, require_tensor
+from tgrad.ops._common import broadcast_or_raise, fresh, require_tensor, wrap
 from tgrad.ops.complex_ops import complex_sgn
 from tgrad.ops.creation import arange, eye, ones, zeros
 from tgrad.ops.gathering import take_along_dim
@@ -72,7 +73,10 @@ def _check_dtype(op: str, dt) -> None:
 
 
 def _lu(A: Tensor) -> _Factors:
-    """getrf on a batch of m x n matrices (no graph is recorded)."""
+    """getrf on a batch of m x n matrices (no graph is recorded). On the CPU the loop runs
+    on the NumPy array (``_getrf_host``: the same steps, so the same bits and pivots)."""
+    if host_loop(A):
+        return _lu_host(A)
     m, n = A.shape[-2], A.shape[-1]
     batch = tuple(A.shape[:-2])
     dev = A.device
@@ -111,6 +115,54 @@ def _lu(A: Tensor) -> _Factors:
             first = zero.to(dtypes.int32).argmax(-1).to(dtypes.int32) + 1
             info = ew.where(zero.any(-1), first, 0).to(dtypes.int32)
     return _Factors(LU, perm, sign, info, lapack)
+
+
+def _lu_host(A: Tensor) -> _Factors:
+    """``_lu`` of a CPU tensor: ``_getrf_host`` on a copy of its array, batch flattened."""
+    batch, (m, n) = tuple(A.shape[:-2]), tuple(A.shape[-2:])
+    a = np.array(A.detach().numpy(), order="C", copy=True).reshape(math.prod(batch), m, n)
+    perm, sign, piv = _getrf_host(a)
+    d = a[:, np.arange(min(m, n)), np.arange(min(m, n))]  # (b, min(m, n)): U's diagonal
+    zero = d == 0
+    first = zero.argmax(-1) + 1 if d.shape[-1] else 0
+    info = np.where(zero.any(-1), first, 0).astype(np.int32)
+
+    def out(x: np.ndarray, shape: tuple) -> Tensor:
+        return wrap(x.reshape(batch + shape), A.device)
+    return _Factors(out(a, (m, n)), out(perm, (m,)), out(sign, ()), out(info, ()),
+                    out((piv + 1).astype(np.int32), (min(m, n),)))
+
+
+def _getrf_host(a: np.ndarray) -> tuple:
+    """``_lu``'s loop in place on a (b, m, n) NumPy array, one vectorised step per column
+    over the batch: a becomes the packed LU. Returns perm (b, m) int64, sign (b,) of a's
+    dtype and the 0-based pivots (b, min(m, n)) int64. The pivot rule is ``_lu``'s (the
+    first largest |entry|, |Re| + |Im| for complex) and so are the elementwise steps."""
+    b, m, n = a.shape
+    at = np.arange(b)
+    perm = np.tile(np.arange(m), (b, 1))
+    sign = np.ones(b, a.dtype)
+    pivots = np.zeros((b, min(m, n)), np.int64)
+    with np.errstate(all="ignore"):  # (a singular or non-finite A: inf/NaN, no warnings)
+        for k in range(min(m, n)):
+            col = a[:, k:, k]
+            size = np.abs(col.real) + np.abs(col.imag) if a.dtype.kind == "c" else np.abs(col)
+            p = size.argmax(-1) + k  # (b,)
+            pivots[:, k] = p
+            if k == m - 1:
+                continue
+            for x in (a, perm):  # swap rows k and p of each matrix
+                row_k = x[:, k].copy()
+                x[:, k] = x[at, p]
+                x[at, p] = row_k
+            sign = np.where(p != k, -sign, sign)
+            piv = a[:, k, k]
+            nonzero = piv != 0
+            col = a[:, k + 1:, k]  # l = column / pivot (left as it is when the pivot is 0)
+            lcol = np.where(nonzero[:, None], col / np.where(nonzero, piv, 1)[:, None], col)
+            a[:, k + 1:, k] = lcol
+            a[:, k + 1:, k + 1:] -= lcol[:, :, None] * a[:, k:k + 1, k + 1:]
+    return perm, sign, pivots
 
 
 def swap_order(rows: Tensor, k: int, pk: Tensor) -> Tensor:

@@ -3,7 +3,10 @@
 
 Forwards are loops of vector ops (one column or one row per step): O(n) steps of a few
 launches each on a GPU, fine for the small and moderate n of research code (covariances,
-kernels of a few hundred points), not for large dense factorisations. Backwards are
+kernels of a few hundred points), not for large dense factorisations. On the CPU
+(float32/64, complex64/128) the same loops run on the NumPy arrays (``host_loop``), one
+vectorised step per column or row over the whole batch with no autograd dispatch per op:
+the same arithmetic, so the same bits. Backwards are
 PyTorch's formulas written with ``solve_triangular``, ``matmul`` and ``tril``, so they are
 differentiable again (double backward works).
 
@@ -19,17 +22,31 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import broadcast_or_raise, fresh, require_tensor
+from tgrad.ops._common import broadcast_or_raise, fresh, require_tensor, wrap
 from tgrad.ops.composite import tril, triu
 from tgrad.ops.creation import zeros
 from tgrad.ops.matmul import matmul
 from tgrad.tensor import Tensor
 
 __all__ = ["cholesky", "cholesky_ex", "solve_triangular", "cholesky_solve"]
+
+# dtypes whose CPU factorisations and substitutions run as loops of NumPy steps on the raw
+# arrays (the same elementwise steps and products as the tgrad-op loops, without one
+# autograd dispatch per op); half dtypes keep the tgrad-op loops (their float32 compute)
+_HOST_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
+                          np.dtype(np.complex128)))
+
+
+def host_loop(*ts: Tensor) -> bool:
+    """Whether the loops run on the tensors' NumPy arrays: CPU tensors of a float32/64 or
+    complex64/128 dtype."""
+    return all(t.device.type == "cpu" and t.dtype.np in _HOST_DTYPES for t in ts)
 
 
 def _check_square(op: str, A: Tensor, name: str = "A") -> None:
@@ -79,6 +96,10 @@ class Cholesky(Function):
     def forward(ctx, A, upper):
         if upper:  # the upper triangle read as A^H's lower one (gA below as PyTorch's)
             A = A.mH
+        if host_loop(A):
+            L = wrap(_cholesky_host(A.detach().numpy()), A.device)
+            ctx.save_for_backward(L)
+            return L
         n = A.shape[-1]
         L = zeros(A.shape, dtype=A.dtype, device=A.device)
         for j in range(n):
@@ -104,6 +125,28 @@ class Cholesky(Function):
         gA = 0.5 * (gA + tril(gA, -1).mH)
         gA = solve_triangular(L.mH, gA, upper=True, left=True)
         return solve_triangular(L, gA, upper=False, left=False), None
+
+
+def _cholesky_host(a: np.ndarray) -> np.ndarray:
+    """``Cholesky.forward``'s loop on a NumPy array a (..., n, n), one column per step over
+    the whole batch: L[j:, j] = (a[j:, j] - L[j:, :j] conj(L[j, :j])) / sqrt(pivot), NaN
+    from a pivot that is not > 0 on; returns L (..., n, n), a new array."""
+    n = a.shape[-1]
+    L = np.zeros(a.shape, a.dtype)
+    cplx = a.dtype.kind == "c"
+    with np.errstate(all="ignore"):
+        for j in range(n):
+            col = a[..., j:, j]
+            if j > 0:
+                row = L[..., j, :j]
+                row = row.conj() if cplx else row
+                col = col - np.matmul(L[..., j:, :j], row[..., None])[..., 0]
+            d = col[..., 0].real if cplx else col[..., 0]
+            piv = np.sqrt(np.where(d > 0, d, np.nan))  # (...,) real
+            L[..., j:, j] = col / piv[..., None].astype(a.dtype)
+            if cplx:  # L[j, j] = sqrt(Re pivot), real (LAPACK's)
+                L[..., j, j] = piv
+    return L
 
 
 CholeskyEx = return_types.linalg_cholesky_ex  # PyTorch's torch.return_types.linalg_cholesky_ex
@@ -193,7 +236,11 @@ class SolveTriangular(Function):
 
 
 def _substitute(A: Tensor, B: Tensor, upper: bool, unit: bool) -> Tensor:
-    """A X = B by forward (lower) or back (upper) substitution, one row of X per step."""
+    """A X = B by forward (lower) or back (upper) substitution, one row of X per step (on
+    the CPU on the NumPy arrays, ``_substitute_host``: the same steps)."""
+    if host_loop(A, B):
+        return wrap(_substitute_host(A.detach().numpy(), B.detach().numpy(), upper, unit),
+                    B.device)
     n = A.shape[-1]
     X = zeros(B.shape, dtype=B.dtype, device=B.device)
     for i in (range(n - 1, -1, -1) if upper else range(n)):
@@ -206,6 +253,25 @@ def _substitute(A: Tensor, B: Tensor, upper: bool, unit: bool) -> Tensor:
             r = r / A[..., i, i].unsqueeze(-1)
         X[..., i, :] = r
     return X
+
+
+def _substitute_host(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> np.ndarray:
+    """``_substitute`` on NumPy arrays, a (..., n, n) and b (..., n, k) of one batch shape:
+    x[i] = (b[i] - a[i, i+1:] x[i+1:]) / a[i, i] (upper; lower: a[i, :i] x[:i]), each
+    step one product over the whole batch; returns x (..., n, k), a new array."""
+    n = a.shape[-1]
+    x = np.zeros(b.shape, b.dtype)
+    with np.errstate(all="ignore"):  # (a zero diagonal: inf/NaN, as the tgrad ops give)
+        for i in (range(n - 1, -1, -1) if upper else range(n)):
+            r = b[..., i, :]
+            if upper and i < n - 1:
+                r = r - np.matmul(a[..., i:i + 1, i + 1:], x[..., i + 1:, :])[..., 0, :]
+            elif not upper and i > 0:
+                r = r - np.matmul(a[..., i:i + 1, :i], x[..., :i, :])[..., 0, :]
+            if not unit:
+                r = r / a[..., i, i][..., None]
+            x[..., i, :] = r
+    return x
 
 
 @autocast_policy(None, cpu="native")
