@@ -328,6 +328,8 @@ def test_capture_paths_without_host_reads_match(monkeypatch):
     normal_grad = erfcx_grad()
     for mod in (erfs, special):
         monkeypatch.setattr(mod, "host_reads_ok", lambda t: False)
+    # (lgamma's composite, which the GPU runs: on the CPU a tensor's forward is NumPy's)
+    monkeypatch.setattr(special, "_on_numpy", lambda t: False)
     np.testing.assert_array_equal(_run(tgrad.lgamma, x), normal)
     ref = np.array([r for _, r in LGAMMA_NEAR_ROOTS])
     got = _run(tgrad.lgamma, x)[:len(ref)]
@@ -845,3 +847,65 @@ def test_erfcx_backward_reads_nothing_on_the_host_while_a_graph_is_captured(tmp_
     for v, g in zip([-1.0, 0.3, 2.0, 2.4], out["captured"][1]):  # (before 2.5: no cancel)
         want = 2 * v * math.exp(v * v) * math.erfc(v) - 2 / math.sqrt(math.pi)
         assert g == pytest.approx(want, rel=1e-12), v
+
+
+def _numpy_forward_inputs() -> tuple:
+    """(erfinv's y, lgamma / polygamma's x): more than a block of _numpy_special (so the
+    blocks' seams are crossed) and every branch, the poles, zeros, infs and NaN."""
+    from tgrad.backends._numpy_special import _BLOCK
+    edges = [0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, -5e-324, -1e-310]
+    t = 1 - np.logspace(-16, -0.4, 300)
+    y = np.concatenate([RNG.uniform(-1, 1, _BLOCK + 999), t, -t, [1.0, -1.0, 1.5, -2.0, 0.5,
+                                                                  -0.5], edges])
+    x = np.concatenate([RNG.uniform(-25, 25, _BLOCK + 999), POS, NEG, [-3.0, -20.0, -2.5],
+                        [v for v, _ in LGAMMA_NEAR_ROOTS], RNG.uniform(1.2, 2.8, 300),
+                        RNG.uniform(-2.7, -2.5, 300), [1e300, -1e300, 3e38, -0.7], edges])
+    return y, x
+
+
+@pytest.mark.parametrize("dt", [tgrad.float64, tgrad.float32])
+def test_cpu_numpy_forwards_are_the_composites_values(monkeypatch, dt):
+    # On the CPU erfinv, lgamma and polygamma run as tgrad.backends._numpy_special: the
+    # composites' formulas on the NumPy array, in blocks, each branch on its own elements
+    # only. Their values must be the composites' (the GPU's path, forced here on the CPU)
+    # bit for bit, signed zeros and NaN included; float32 lgamma / polygamma both compute
+    # in float64. float32 erfinv is computed in float64 and rounded once (its composite,
+    # in float32, is ~2 ulp off): the float64 result rounded.
+    from tgrad.ops import erfs, special
+    y, x = _numpy_forward_inputs()
+    cases = [(tgrad.erfinv, y), (tgrad.lgamma, x), (tgrad.digamma, x)] + [
+        (lambda t, n=n: tgrad.polygamma(n, t), x) for n in (1, 2, 3)]
+
+    def values():
+        return [fn(tgrad.tensor(v, dtype=dt)).numpy() for fn, v in cases]
+
+    fast = values()
+    monkeypatch.setattr(erfs, "_F32_F64", ())
+    monkeypatch.setattr(special, "_on_numpy", lambda t: False)
+    slow = values()
+    if dt is tgrad.float32:
+        slow[0] = tgrad.erfinv(tgrad.tensor(y.astype(np.float32).astype(np.float64),
+                                            dtype=F64)).numpy().astype(np.float32)
+    for a, b in zip(fast, slow):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)  # (NaN where NaN)
+        num = ~np.isnan(b)
+        assert np.array_equal(np.signbit(a[num]), np.signbit(b[num]))
+
+
+def test_cpu_numpy_forwards_keep_the_layout_and_gradients():
+    # the result has the input's memory layout (as a ufunc's: a transposed input gives a
+    # transposed result), also for a strided view; the backward formulas call the forwards
+    x = tgrad.tensor(RNG.uniform(-0.9, 0.9, (40, 30, 20)), dtype=F64)
+    for fn in (tgrad.erfinv, tgrad.lgamma, tgrad.digamma, lambda t: tgrad.polygamma(2, t)):
+        for v in (x, x.permute(2, 0, 1), x[:, ::3, 1:], x[5, 7], x.float().transpose(0, 2)):
+            out = fn(v)
+            assert out.dtype == v.dtype and out.shape == v.shape
+            if v.is_contiguous() or v.dim() == 3 and v.stride(0) == 1:
+                assert out.stride() == v.stride()
+            np.testing.assert_array_equal(out.numpy(), fn(v.contiguous()).numpy())
+    t = tgrad.tensor([-2.45, -0.3, 0.7, 3.1, 12.0], dtype=F64, requires_grad=True)
+    for fn in (tgrad.lgamma, tgrad.digamma, lambda t: tgrad.polygamma(1, t)):
+        assert gradcheck(fn, (t,)) and gradgradcheck(fn, (t,))
+    u = tgrad.tensor([-0.97, -0.6, 0.1, 0.55, 0.999], dtype=F64, requires_grad=True)
+    assert gradcheck(tgrad.erfinv, (u,)) and gradgradcheck(tgrad.erfinv, (u,))

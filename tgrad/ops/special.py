@@ -39,6 +39,7 @@ from tgrad.ops._common import (
     require_tensor,
     rounded_to,
     tensor_method,
+    wrap,
 )
 from tgrad.ops.complex_ops import conj_of
 from tgrad.ops.extras import _tensors_in_result_dtype, number_operand_nodes
@@ -283,6 +284,14 @@ def _in_float64(fn, x: Tensor, *args) -> Tensor:
     return fn(x, *args)
 
 
+def _on_numpy(x: Tensor) -> bool:
+    """Whether the forward runs as tgrad.backends._numpy_special's NumPy form of the same
+    formulas (a float32 / float64 CPU tensor): each branch (the reflection, the pieces of
+    the series) on its own elements only, in cache-sized blocks, where the composites
+    (every device) evaluate every branch for every element as hundreds of tensor ops."""
+    return x.device.type == "cpu" and (x.dtype is dtypes.float64 or x.dtype is dtypes.float32)
+
+
 class Lgamma(Function):
     """y = log |Gamma(x)| (+inf at the poles 0, -1, -2, ... and at +-inf; float32 computed
     in float64);  dx = g * digamma(x)."""
@@ -292,6 +301,9 @@ class Lgamma(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
+        if _on_numpy(x):
+            from tgrad.backends import _numpy_special
+            return wrap(_numpy_special.lgamma(x._data), x.device)
         return _in_float64(_lgamma, x)
 
     @staticmethod
@@ -310,6 +322,9 @@ class Polygamma(Function):
     def forward(ctx, x, n):
         ctx.save_for_backward(x)
         ctx.n = n
+        if _on_numpy(x):
+            from tgrad.backends import _numpy_special
+            return wrap(_numpy_special.polygamma(n, x._data), x.device)
         return _in_float64(lambda v: _polygamma(n, v), x)
 
     @staticmethod
