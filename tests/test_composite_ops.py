@@ -45,6 +45,19 @@ def test_masked_fill_keeps_int_and_bool_dtypes_casting_the_value():
                                                        tgrad.tensor(2.7)).tolist() == [0, 2, 0]
 
 
+def test_a_numpy_integer_scalar_is_checked_like_the_python_int():
+    # PyTorch reads NumPy scalars as Python numbers: np.uint8(200) into int8 overflows
+    # (it wrapped to -56), while one in range works as the int does
+    x = tgrad.tensor([1, -5], dtype=tgrad.int8)
+    with pytest.raises(RuntimeError, match="where: value 200 cannot be converted to type "
+                                           "int8 without overflow"):
+        tgrad.where(x > 0, x, np.uint8(200))
+    with pytest.raises(RuntimeError, match="cannot be converted to type int8"):
+        x + np.int64(1000)
+    assert tgrad.where(x > 0, x, np.int16(7)).tolist() == [1, 7]
+    assert (x * np.uint8(2)).tolist() == [2, -10]
+
+
 def test_masked_fill_value_tensor_gets_the_masked_gradient_sum():
     x = _t([1.0, 2.0, 3.0], requires_grad=True)
     v = _t(5.0, requires_grad=True)

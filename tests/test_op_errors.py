@@ -993,3 +993,32 @@ def test_factory_sizes_take_integer_tensors_and_refuse_float_tensors():
             call()
     with pytest.raises(RuntimeError, match=r"negative dimension -1: \[2, -1\]"):
         z.new_zeros((2, -1))
+
+
+def test_bad_arguments_raise_errors_naming_the_op():
+    # (they raised AttributeError '_sparse' / 'dtype', NumPy's "Maximum allowed size
+    # exceeded" and "truth value of an array ... is ambiguous")
+    for fn, name in ((tgrad.empty_like, "empty_like"), (tgrad.rand_like, "rand_like"),
+                     (tgrad.randn_like, "randn_like"), (tgrad.bitwise_not, "bitwise_not")):
+        with pytest.raises(TypeError, match=rf"{name}\(\): argument 'input' \(position 1\) "
+                                            r"must be Tensor, not NoneType"):
+            fn(None)
+    with pytest.raises(RuntimeError, match=r"arange: invalid size, possible overflow\?"):
+        tgrad.arange(0, 1e20)
+    with pytest.raises(TypeError, match=r"clamp\(\): argument 'max' must be a number or a "
+                                        r"Tensor, not a NumPy array of shape \[3\]"):
+        tgrad.ones(3).clamp(max=np.array([0.5, 0.5, 0.5]))
+    # a 0-d array is a number, as a NumPy scalar is
+    assert tgrad.ones(3).clamp(max=np.array(0.5)).tolist() == [0.5, 0.5, 0.5]
+
+
+@pytest.mark.parametrize("name", ["copysign", "heaviside", "hypot", "xlogy", "logaddexp",
+                                  "logaddexp2", "isclose", "fmax", "fmin", "logical_xor",
+                                  "ldexp"])
+def test_composite_binary_ops_name_themselves_in_broadcast_errors(name):
+    # they raised from their building blocks: copysign "where: condition [4, 5] ...",
+    # hypot "logical_or: ...", logaddexp "eq: ..."
+    with pytest.raises(RuntimeError, match=rf"^{name}: The size of tensor a \(3\) must match "
+                                           r"the size of tensor b \(5\) at non-singleton "
+                                           r"dimension 1"):
+        getattr(tgrad, name)(tgrad.zeros(2, 3), tgrad.zeros(4, 5))

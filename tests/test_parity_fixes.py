@@ -167,6 +167,27 @@ def test_max_min_argument_checks():
     assert tgrad.tensor(1.5).max(-1).values.item() == 1.5
 
 
+def test_max_min_take_a_tensor_dim_by_keyword_and_a_tensor_other_by_position():
+    # PyTorch: dim=<integer 0-d Tensor> reduces along it; a positional Tensor is the
+    # other operand of maximum/minimum (dim= as a Tensor was taken for other=: a silent
+    # elementwise maximum)
+    a = np.array([[0.0, 5.0, 2.0], [3.0, 1.0, 4.0]])
+    x = tgrad.tensor(a)
+    for f, npf, arg in ((tgrad.max, np.max, np.argmax), (tgrad.min, np.min, np.argmin)):
+        r = f(x, dim=tgrad.tensor(1))
+        assert r.values.tolist() == npf(a, 1).tolist()
+        assert r.indices.tolist() == arg(a, 1).tolist()
+        out = tgrad.empty(2, 3)
+        elementwise = f(x, tgrad.tensor(2.0), out=out)
+        assert elementwise is out
+        assert out.tolist() == (np.maximum if f is tgrad.max else np.minimum)(a, 2.0).tolist()
+    assert x.max(dim=tgrad.tensor(0)).values.tolist() == a.max(0).tolist()
+    with pytest.raises(TypeError, match=r"max\(\): argument 'dim' must be int, not a Tensor"):
+        tgrad.max(x, dim=tgrad.tensor(1.0))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        tgrad.min(x, dim=tgrad.tensor(5))
+
+
 def test_integer_dtype_arguments_of_prod_cumsum_and_nanmean():
     assert tgrad.prod(tgrad.tensor([2, 3]), dtype=tgrad.int32).dtype is tgrad.int32
     c = tgrad.cumsum(tgrad.tensor([2, 3]), 0, dtype=tgrad.int32)

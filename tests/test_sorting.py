@@ -271,3 +271,35 @@ def test_kthvalue_median_values_and_indices_are_contiguous(keepdim):
                 want_i, want_v = want_i.squeeze(d), want_v.squeeze(d)
             np.testing.assert_array_equal(r.indices.numpy(), want_i)
             np.testing.assert_array_equal(r.values.numpy(), want_v)
+
+
+def _stable_order(a: np.ndarray, descending: bool) -> np.ndarray:
+    """PyTorch's stable order of each row (NaN largest; ties by position), by np.lexsort
+    (the last key sorts first)."""
+    nan = np.isnan(a)
+    v = np.where(nan, 0.0, a)
+    pos = np.broadcast_to(np.arange(a.shape[-1]), a.shape)
+    keys = (pos, -v, ~nan) if descending else (pos, v, nan)
+    return np.stack([np.lexsort(tuple(k[i] for k in keys)) for i in range(a.shape[0])])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cpu_selection_matches_the_stable_order_with_ties_and_nans(seed):
+    # topk (4k <= n), kthvalue and median pick by np.partition on the CPU: the same
+    # positions as the first entries of the stable sort, ties and NaN included
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-3, 4, (6, 41)).astype(np.float64)  # many ties
+    a[rng.random(a.shape) < 0.1] = np.nan
+    a[0] = np.nan if seed % 2 else 1.0  # a row of NaNs / of equal values
+    x = tgrad.tensor(a)
+    for k in (1, 3, 10):
+        for largest in (True, False):
+            want = _stable_order(a, largest)[:, :k]
+            got = x.topk(k, 1, largest=largest)
+            np.testing.assert_array_equal(got.indices.numpy(), want)
+            np.testing.assert_array_equal(got.values.numpy(), np.take_along_axis(a, want, 1))
+        kth = x.kthvalue(k, 1)
+        np.testing.assert_array_equal(kth.indices.numpy(), _stable_order(a, False)[:, k - 1])
+    b = np.where(np.isnan(a), 0.0, a)  # median: a line with a NaN gives its first NaN
+    med = tgrad.tensor(b).median(1)
+    np.testing.assert_array_equal(med.indices.numpy(), _stable_order(b, False)[:, 20])

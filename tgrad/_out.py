@@ -698,7 +698,10 @@ def with_out(fn, name: str | None = None, creation: bool = False, check=None):
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return functools.wraps(fn)(generic)
-    src = None if "out" in sig.parameters else _entry_source(name, sig)
+    # (a function that tells a keyword from a positional argument, such as max's Tensor
+    # dim=, gets the generic entry: the generated one passes parameters by position)
+    src = None if "out" in sig.parameters or getattr(fn, "keyword_sensitive", False) \
+        else _entry_source(name, sig)
     if src is None:
         wrapper = functools.wraps(fn)(generic)
     else:

@@ -266,6 +266,16 @@ def same_device(op: str, *tensors: Tensor):
     return dev
 
 
+def check_operands(op: str, *operands) -> None:
+    """The device and broadcast checks of an elementwise composite, under its own name
+    (its building blocks would name themselves: copysign's "where: condition ...");
+    number operands are skipped."""
+    tensors = [t for t in operands if isinstance(t, Tensor)]
+    if len(tensors) > 1:
+        same_device(op, *tensors)
+        broadcast_or_raise(op, *(t.shape for t in tensors))
+
+
 def normalize_dims(op: str, dim, ndim: int) -> tuple | None:
     """``dim`` (None, int or sequence, negatives allowed) as a sorted tuple, or None for all."""
     if dim is None:

@@ -38,6 +38,7 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     broadcast_or_raise,
+    check_operands,
     fresh,
     int_tuple,
     register_op,
@@ -738,6 +739,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     difference never is. Integer tensors are compared in float64 (no wrap-around)."""
     require_tensor("isclose", input)
     require_tensor("isclose", other, "other", 2)
+    check_operands("isclose", input, other)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose(): {input.dtype.name} did not match {other.dtype.name}")
     for name, tol in (("rtol", rtol), ("atol", atol)):
@@ -784,6 +786,7 @@ def logical_xor(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """Elementwise xor of the truth values (nonzero, NaN included, is true); bool. ``other``
     may be a number. Two tensors are read in their promoted dtype, as PyTorch reads them (a 0-d
     int64 256 with a uint8 tensor is 0, false)."""
+    check_operands("logical_xor", input, other)
     if isinstance(other, Tensor) and isinstance(input, Tensor) and input.dtype is not other.dtype:
         input, other = ew._in_common_dtype(input, other)  # noqa: A001
     return ew.ne(ew.ne(input, 0), ew.ne(other, 0) if isinstance(other, Tensor) else bool(other))

@@ -419,6 +419,7 @@ def full_like(input: Tensor, fill_value, dtype=None, device=None,  # noqa: A002
 
 def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,  # noqa: A002
                layout=None, *, memory_format=None) -> Tensor:
+    require_tensor("empty_like", input)
     if input._sparse and layout is not strided:
         return _sparse_like(input, "empty_like", dtype, device, requires_grad, layout)
     dt, dev = _like(input, dtype, device, "empty_like", layout, memory_format)
@@ -547,6 +548,7 @@ def randn(*args, size=None, generator=None, dtype=None, device=None,
 def _random_like(op: str, draw, input: Tensor, dtype, device, requires_grad: bool,  # noqa: A002
                  layout, memory_format, generator) -> Tensor:
     """rand_like / randn_like: ``draw`` (rand / randn) of input's shape."""
+    require_tensor(op, input)
     if input._sparse and layout is not strided:
         _sparse_like(input, op, dtype, device, requires_grad, layout)  # (raises)
     dt, dev = _like(input, dtype, device, op, layout, memory_format)
@@ -810,6 +812,9 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
         start, step = int(start), int(step)
     else:
         n = max(0, int(np.ceil((end - start) / step)))
+    if n >= 2 ** 63:  # (PyTorch's text; NumPy's was "Maximum allowed size exceeded")
+        raise RuntimeError(f"arange: invalid size, possible overflow? ({start} -> {end} in "
+                           f"steps of {step} would be {n} elements)")
     host = (start + step * np.arange(n, dtype=np.float64 if dt.is_floating_point
                                      else np.int64)).astype(dt.np)
     return _finish(host, device, requires_grad)

@@ -792,6 +792,8 @@ def _number_as(to, x):
     compares with inf); an int outside an integer dtype raises OverflowError as NumPy does."""
     if type(x) is complex or isinstance(x, np.complexfloating):
         return to(x)  # a complex number into a complex dtype (promotion made it one)
+    if isinstance(x, np.integer):  # read as the Python int (np.int8(np.uint8(200)) wraps)
+        x = int(x)
     if -_FLOAT16_MAX <= x <= _FLOAT16_MAX:  # every float dtype holds these (the common case)
         return to(x)
     with np.errstate(over="ignore"):
@@ -1497,6 +1499,7 @@ register_op(BitwiseNot)
 @tensor_method("bitwise_not")
 def bitwise_not(input: Tensor) -> Tensor:  # noqa: A002
     """Elementwise ~ of a bool or integer tensor (not differentiable)."""
+    require_tensor("bitwise_not", input)
     return BitwiseNot.apply(input)
 
 
@@ -1776,6 +1779,11 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     broadcast with ``input``; tensor bounds also receive gradient where they bind)."""
     require_tensor("clamp", input)
     _no_complex("clamp", input, "clamp is not supported for complex types")
+    for name, bound in (("min", min), ("max", max)):
+        if isinstance(bound, np.ndarray) and bound.ndim:
+            raise TypeError(f"clamp(): argument '{name}' must be a number or a Tensor, not a "
+                            f"NumPy array of shape {list(bound.shape)}; wrap it with "
+                            f"tgrad.as_tensor() first")
     if isinstance(min, (complex, np.complexfloating)):
         min = _real_bound(min)  # noqa: A001
     if isinstance(max, (complex, np.complexfloating)):

@@ -23,6 +23,7 @@ from tgrad.ops import gathering as ga
 from tgrad.ops import scatter_reduce as sr
 from tgrad.ops._common import (
     backend_of,
+    check_operands,
     fresh,
     int_tuple,
     require_tensor,
@@ -194,6 +195,7 @@ def _tensors_in_result_dtype(a, b, op: str = "xlogy") -> tuple:
     anything but a tensor or a number is PyTorch's TypeError naming ``op``."""
     for pos, (name, v) in enumerate((("input", a), ("other", b)), 1):
         require_tensor_or_number(op, v, name, pos)
+    check_operands(op, a, b)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # (PyTorch's TypeError)
         raise TypeError(f"{op}() received an invalid combination of arguments - got "
                         f"({type(a).__name__}, {type(b).__name__}), but expected one of: "

@@ -40,19 +40,22 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
+    check_operands,
     fresh,
     require_tensor,
     require_tensor_or_number,
     rounded_to,
     route_sparse,
-    same_device,
     tensor_method,
     widen_halves,
+    wrap,
 )
 from tgrad.ops.creation import arange, full_like, zeros
 from tgrad.ops.shape import cat, narrow
@@ -67,6 +70,7 @@ __all__ = ["logaddexp", "logaddexp2", "hypot", "copysign", "signbit", "fmax", "f
 def _tensor_pair(op: str, input, other) -> None:  # noqa: A002
     require_tensor(op, input)
     require_tensor(op, other, "other", 2)
+    check_operands(op, input, other)
 
 
 def _float_pair(op: str, input, other, complex_ok: bool = False) -> tuple:  # noqa: A002
@@ -336,7 +340,7 @@ def copysign(input: Tensor, other) -> Tensor:  # noqa: A002
         dt = dtypes.get_default_dtype()
     mag = ew.abs(input.to(dt))
     if isinstance(other, Tensor):
-        same_device("copysign", input, other)
+        check_operands("copysign", input, other)
         if other.requires_grad:  # other gets a zero gradient (PyTorch's), not None
             return _CopysignTensor.apply(mag, other)
         return ew.where(signbit(other), -mag, mag)
@@ -424,6 +428,24 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
     return rounded_to(y, half)
 
 
+def _cum_extreme_cpu(a: np.ndarray, d: int, larger: bool) -> np.ndarray:
+    """The GPU scan's indices (int64, a's shape) on a CPU array: the scan takes the later
+    element where it is >= (<=) the running extreme so far or NaN, and keeps an earlier
+    NaN, so index_j = the last p <= j that took over: a_p == M_p (M = the running extreme
+    by np.maximum/minimum.accumulate, NaN from the first NaN on; 0.0 == -0.0 as in the
+    scan) or a_p NaN; that last p is a running max of where(took, p, 0)."""
+    if a.dtype in (dtypes.float16.np, dtypes.bfloat16.np):  # exact; the same comparisons
+        a = a.astype(np.float32)
+    m = (np.maximum if larger else np.minimum).accumulate(a, axis=d)
+    took = a == m
+    if a.dtype.kind == "f":
+        took |= np.isnan(a)
+    shape = [1] * a.ndim
+    shape[d] = a.shape[d]
+    pos = np.where(took, np.arange(a.shape[d], dtype=np.int64).reshape(shape), 0)
+    return np.maximum.accumulate(pos, axis=d)
+
+
 def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  # noqa: A002
     x, d = _scan_input(op, input, dim)
     if x.dtype.is_complex:  # complex numbers have no order (PyTorch's kernels lack it)
@@ -433,6 +455,11 @@ def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  
     if x.numel() == 0:
         return getattr(return_types, op)(input.clone(), zeros(input.shape, dtype=dtypes.int64,
                                                   device=input.device))
+    if x.device.type == "cpu":  # the scan's indices in O(n), without 2 log2(n) copies
+        i = wrap(_cum_extreme_cpu(x._data, d, larger), x.device)
+        indices = fresh(i.reshape(input.shape))
+        values = _select(CUM_EXTREME[op], input, x, i, d, input.shape, False, indices)
+        return getattr(return_types, op)(values, indices)
     with no_grad():
         v = x.detach()
         shape = [1] * x.ndim

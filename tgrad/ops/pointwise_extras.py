@@ -27,6 +27,7 @@ from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     broadcast_or_raise,
+    check_operands,
     float_input,
     promoted_float_dtype,
     require_tensor,
@@ -74,6 +75,7 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     float dtype when both are integers; complex when either is)."""
     require_tensor("ldexp", input)
     require_tensor("ldexp", other, "other", 2)
+    check_operands("ldexp", input, other)
     from tgrad import dtypes
     if (isinstance(other, Tensor) and other.dtype is dtypes.bool_
             and input.dtype.is_floating_point):  # PyTorch's: bool/int/complex input is fine
@@ -139,6 +141,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
     (broadcast; input and values of one dtype, as PyTorch requires)."""
     require_tensor("heaviside", input)
     require_tensor("heaviside", values, "values", 2)
+    check_operands("heaviside", input, values)
     if input.dtype.is_complex or values.dtype.is_complex:
         raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     if input.dtype is not values.dtype:

@@ -9,7 +9,9 @@ validation applies to broadcast-shaped gradients.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
+import operator
 
 import numpy as np
 
@@ -473,7 +475,28 @@ def _max_min(op: str, input: Tensor, dim, keepdim: bool):  # noqa: A002
                                                  keepdim))
 
 
+def _keyword_tensor_dim(fn):
+    """max/min: a Tensor passed as ``dim=`` (keyword) is the dim to reduce along, one
+    integer element as PyTorch's; only a positional Tensor is the other operand of
+    maximum/minimum. (One Python signature cannot tell the two apart, hence this wrapper.)"""
+    @functools.wraps(fn)
+    def with_tensor_dim(*args, **kwargs):
+        d = kwargs.get("dim")
+        if isinstance(d, Tensor):
+            try:
+                kwargs["dim"] = operator.index(d)
+            except TypeError:
+                raise TypeError(f"{fn.__name__}(): argument 'dim' must be int, not a Tensor of "
+                                f"shape {list(d.shape)} and dtype {d.dtype} (a Tensor dim= "
+                                f"must hold one integer; a Tensor passed positionally is the "
+                                f"other operand of the elementwise {fn.__name__}imum)") from None
+        return fn(*args, **kwargs)
+    with_tensor_dim.keyword_sensitive = True  # (tgrad/_out.py: keep dim= a keyword)
+    return with_tensor_dim
+
+
 @tensor_method("max")
+@_keyword_tensor_dim
 def max(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None,  # noqa: A001,A002
         other=None):
     """``max(x)``: the maximum; ``max(x, dim)``: (values, indices); ``max(x, other)`` (or
@@ -488,6 +511,7 @@ def max(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=N
 
 
 @tensor_method("min")
+@_keyword_tensor_dim
 def min(input: Tensor, dim=None, keepdim: bool = False, *, axis=None, keepdims=None,  # noqa: A001,A002
         other=None):
     if other is not None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function
+from tgrad.backends import numpy as np_backend
 from tgrad.ops._common import backend_of, fresh, register_op, require_tensor, tensor_method, wrap
 from tgrad.ops.complex_ops import no_complex as _no_complex
 from tgrad.ops.creation import full
@@ -120,6 +121,68 @@ def _take(x: Tensor, idx: Tensor, d: int) -> Tensor:
     vshape, ishape, keep = _fold(x, idx, d)
     return fresh(getitem(x.reshape(vshape), _along_key(idx.reshape(ishape), int(keep[0]),
                                                        x.device)).reshape(idx.shape))
+
+
+# ---- CPU selection: the first k positions of the stable order without sorting each line
+# (np.partition finds the boundary value, O(n) per line, where np.argsort is O(n log n)).
+# The first k of the stable ascending order of a line are exactly: every entry ordered
+# strictly before the k-th value v (a < v; NaN is the largest and equal to NaN), then the
+# earliest-positioned entries equal to v (ties keep their order) up to k. Descending:
+# a > v, ties again earliest first (argsort's descending order: ties in ascending
+# position, NaN first). Identical to narrowing the full stable order, ties and NaN included.
+_HALVES = (dtypes.float16, dtypes.bfloat16)
+
+
+def _cpu_lines(x: Tensor, d: int) -> np.ndarray:
+    """x's CPU array with ``d`` moved last (a view; halves as float32, exactly: the order
+    is the same)."""
+    a = np.moveaxis(x._data, d, -1)
+    return a.astype(np.float32) if x.dtype in _HALVES else a
+
+
+def _first_k(a: np.ndarray, k: int, largest: bool) -> tuple:
+    """(before, tied, need) for lines ``a`` (..., n) and 1 <= k <= n: masks (..., n) of the
+    entries ordered before the k-th value (largest: descending order) and equal to it, and
+    need (..., 1) = k - #before, how many of the tied entries (the earliest) complete the
+    first k."""
+    n = a.shape[-1]
+    at = n - k if largest else k - 1
+    v = np.partition(a, at, axis=-1)[..., at:at + 1]  # the k-th value (NaNs partition last)
+    before = a > v if largest else a < v
+    tied = a == v
+    if a.dtype.kind == "f":
+        an, vn = np.isnan(a), np.isnan(v)
+        if vn.any() or (largest and an.any()):  # NaN: above every number, equal to NaN
+            before |= (an & ~vn) if largest else (~an & vn)
+            tied |= an & vn
+    return before, tied, k - before.sum(-1, keepdims=True)
+
+
+def _topk_cpu(a: np.ndarray, k: int, largest: bool) -> np.ndarray:
+    """The first k positions (int64, (..., k)) of the stable order of lines ``a`` (..., n)
+    (descending when ``largest``): the set by _first_k, its positions ascending (row-major
+    nonzero), then a stable argsort of those k values alone."""
+    before, tied, need = _first_k(a, k, largest)
+    if (tied.sum(-1, keepdims=True) > need).any():  # ties across the boundary: earliest
+        tied &= np.cumsum(tied, axis=-1) <= need
+    pos = np.nonzero(before | tied)[-1].reshape(a.shape[:-1] + (k,))
+    order = np_backend.argsort(np.take_along_axis(a, pos, -1), -1, largest)
+    return np.take_along_axis(pos, order, -1)
+
+
+def _kth_cpu(a: np.ndarray, k: int) -> np.ndarray:
+    """The position (int64, (..., 1)) of the k-th (1-based) entry of the stable ascending
+    order of lines ``a`` (..., n): the need-th earliest entry equal to the k-th value."""
+    before, tied, need = _first_k(a, k, False)
+    if (tied.sum(-1, keepdims=True) > 1).any():
+        tied &= np.cumsum(tied, axis=-1) == need
+    return np.nonzero(tied)[-1].reshape(a.shape[:-1] + (1,))
+
+
+def _cpu_positions(x: Tensor, d: int, pos: np.ndarray) -> Tensor:
+    """Positions (..., m) along the last dim, as a C-contiguous int64 tensor with ``d``
+    back in place."""
+    return wrap(np.ascontiguousarray(np.moveaxis(pos, -1, d), dtype=np.int64), x.device)
 
 
 class _Selected(Function):
@@ -232,21 +295,32 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
         k = 1
     else:  # (a float8 0-d input too)
         dtypes.refuse_float8("topk_cpu", input.dtype)
-    idx = fresh(Argsort.apply(x, d, _bool_arg("topk", "largest", largest)).narrow(d, 0, k)
-                .contiguous())  # a C-contiguous result (values too), as PyTorch's
+    largest = _bool_arg("topk", "largest", largest)
+    if x.device.type == "cpu" and 0 < 4 * k <= x.shape[d] and x.numel():
+        # the first k of the stable order by selection (identical, O(n) per line)
+        idx = _cpu_positions(x, d, _topk_cpu(_cpu_lines(x, d), k, largest))
+    else:
+        idx = fresh(Argsort.apply(x, d, largest).narrow(d, 0, k)
+                    .contiguous())  # a C-contiguous result (values too), as PyTorch's
     out = idx if input.ndim else fresh(idx.reshape(()))
     return return_types.topk(_select(_TOPK, input, x, idx, d, out.shape, False, out), out)
 
 
 def _pick(x: Tensor, d: int, pos, keepdim: bool, ndim: int,
           result: type = values_indices, cls: type | None = None,
-          input: Tensor | None = None) -> values_indices:  # noqa: A002
+          input: Tensor | None = None,  # noqa: A002
+          order: Tensor | None = None) -> values_indices:
     """(values, indices) at sorted position ``pos`` (an int, or an int64 tensor of x's shape
     with size 1 along ``d``) of each line of x along ``d``, as the named tuple ``result``
     (the op's tgrad.return_types type). ``cls``: the values as that one node (_Selected's
-    variant) of ``input`` (x is input as >= 1-d); None: by indexing (MedianAll's forward)."""
-    order = Argsort.apply(x, d, False)
-    idx = order.narrow(d, pos, 1) if isinstance(pos, int) else _take(order, pos, d)
+    variant) of ``input`` (x is input as >= 1-d); None: by indexing (MedianAll's forward).
+    ``order``: x's stable ascending order along ``d`` where the caller has it (mode)."""
+    if isinstance(pos, int) and x.device.type == "cpu" and x.numel():
+        # the (pos+1)-th of the stable order by selection (identical, O(n) per line)
+        idx = _cpu_positions(x, d, _kth_cpu(_cpu_lines(x, d), pos + 1))
+    else:
+        order = Argsort.apply(x, d, False) if order is None else order
+        idx = order.narrow(d, pos, 1) if isinstance(pos, int) else _take(order, pos, d)
     # contiguous as PyTorch's indices (kthvalue's narrow of the order is strided)
     out = fresh((idx.reshape(()) if ndim == 0 else idx if keepdim else idx.squeeze(d))
                 .contiguous())
@@ -266,8 +340,9 @@ def _median_pos(x: Tensor, d: int, ignore_nan: bool):
     as PyTorch returns the first NaN's index); nanmedian: (c-1)//2 of the non-NaN values,
     or 0 (a NaN) when there are none."""
     n = x.shape[d]
-    if not x.dtype.is_floating_point:
-        return (n - 1) // 2
+    if not x.dtype.is_floating_point or (
+            x.device.type == "cpu" and not np_backend.isnan_any(x._data)):
+        return (n - 1) // 2  # (c = n in every line below)
     c = (~x.isnan()).sum(d, keepdim=True)
     if ignore_nan:
         return where(c > 0, (c - 1) // 2, 0)
@@ -370,16 +445,16 @@ def kthvalue(input: Tensor, k: int, dim: int = -1,  # noqa: A002
     return _pick(x, d, k - 1, keepdim, input.ndim, return_types.kthvalue, _KTHVALUE, input)
 
 
-def _mode_pos(x: Tensor, d: int) -> Tensor:
+def _mode_pos(x: Tensor, d: int, order: Tensor) -> Tensor:
     """The sorted position (int64, size 1 along ``d``) of the last element of each line's
     most frequent value, the smallest such value at ties: equal neighbours in the sorted
-    line form runs, run_id = cumsum(run starts) - 1, counts = scatter_add of ones by
-    run_id, best = the first run with the largest count, pos = #(run_id <= best) - 1. (Each
-    NaN is a run of its own.)"""
+    line (``order``: x's stable ascending order along ``d``) form runs, run_id =
+    cumsum(run starts) - 1, counts = scatter_add of ones by run_id, best = the first run
+    with the largest count, pos = #(run_id <= best) - 1. (Each NaN is a run of its own.)"""
     from tgrad.ops.gathering import scatter_add
     from tgrad.ops.shape import cat
     n = x.shape[d]
-    s = _take(x, Argsort.apply(x, d, False), d)
+    s = _take(x, order, d)
     starts = cat([full(s.narrow(d, 0, 1).shape, True, dtype=dtypes.bool_, device=x.device),
                   s.narrow(d, 1, n - 1) != s.narrow(d, 0, n - 1)], d)
     run_id = starts.long().cumsum(d) - 1
@@ -403,6 +478,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
         dtypes.refuse_float8("mode_cpu", input.dtype)
     if x.numel() == 0:
         return _pick(x, d, 0, keepdim, input.ndim, return_types.mode, _MODE, input)
-    return _pick(x, d, _mode_pos(x.detach(), d), keepdim, input.ndim, return_types.mode,
-                 _MODE, input)
+    order = Argsort.apply(x.detach(), d, False)  # (one sort: _pick reads it too)
+    return _pick(x, d, _mode_pos(x.detach(), d, order), keepdim, input.ndim,
+                 return_types.mode, _MODE, input, order)
 
