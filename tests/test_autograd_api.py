@@ -905,3 +905,34 @@ def test_function_ctx_names_and_instantiation_as_pytorch():
     with pytest.raises(RuntimeError, match="Legacy autograd function with non-static forward"):
         instance(x)
     assert tgrad.OutOfMemoryError is tgrad.cuda.OutOfMemoryError
+
+
+# ------------------------------------------------- which state other threads see (PyTorch's)
+def _in_thread(fn):
+    out = {}
+    t = threading.Thread(target=lambda: out.update(value=fn()))
+    t.start()
+    t.join()
+    return out["value"]
+
+
+def test_anomaly_mode_is_shared_by_threads_and_the_default_device_is_not():
+    # PyTorch: anomaly detection is global (a backward run in a worker thread checks for
+    # NaN too), the default device thread-local (a new thread starts on the CPU)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tgrad.autograd.set_detect_anomaly(True):
+            assert _in_thread(tgrad.is_anomaly_enabled)
+    assert not _in_thread(tgrad.is_anomaly_enabled) and not tgrad.is_anomaly_enabled()
+    meta = tgrad.device("cpu", 0)  # (any device other than the default shows the rule)
+    try:
+        tgrad.set_default_device(meta)
+        assert tgrad.get_default_device() == meta
+        assert _in_thread(tgrad.get_default_device) == tgrad.device("cpu")
+        with tgrad.device("cpu"):
+            assert _in_thread(tgrad.get_default_device) == tgrad.device("cpu")
+        assert tgrad.get_default_device() == meta
+    finally:
+        tgrad.set_default_device(None)
+    assert tgrad.get_default_device() == tgrad.device("cpu")

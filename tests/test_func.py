@@ -725,3 +725,43 @@ def test_an_ordered_dict_stays_one():
     assert g["a"].tolist() == [6.0, 12.0] and g["b"].item() == 5.0
     out = FT.vmap(lambda x: OrderedDict(y=x * 2))(tgrad.ones(3))
     assert type(out) is OrderedDict and out["y"].tolist() == [2.0, 2.0, 2.0]
+
+
+# ----------------------------------------------------------- grad modes around a transform
+def _cube_sum(x):
+    return (x ** 3).sum()
+
+
+def test_transforms_differentiate_inside_inference_mode():
+    # PyTorch's torch.func differentiates under inference_mode too (tgrad's transforms
+    # recorded nothing there: every gradient, Jacobian and tangent came out zeros)
+    a = np.array([1.0, 2.0])
+    x = tgrad.tensor(a)
+    ones = tgrad.ones(2, dtype=tgrad.float64)
+    with tgrad.inference_mode():
+        np.testing.assert_array_equal(FT.grad(_cube_sum)(x).numpy(), 3 * a ** 2)
+        np.testing.assert_array_equal(FT.jvp(lambda x: x ** 3, (x,), (ones,))[1].numpy(),
+                                      3 * a ** 2)
+        np.testing.assert_array_equal(FT.vjp(lambda x: x ** 3, x)[1](ones)[0].numpy(),
+                                      3 * a ** 2)
+        for jac in (FT.jacrev, FT.jacfwd):
+            np.testing.assert_array_equal(jac(lambda x: x ** 3)(x).numpy(), np.diag(3 * a ** 2))
+        np.testing.assert_array_equal(FT.hessian(_cube_sum)(x).numpy(), np.diag(6 * a))
+        assert tgrad.is_inference_mode_enabled()  # restored after each transform
+
+
+def test_transforms_under_no_grad_return_results_without_a_graph():
+    # PyTorch: under no_grad the results of grad / jacrev / vjp / jvp carry no graph even
+    # when the input requires grad (tgrad's kept it: g.sum().backward() filled x.grad)
+    a = np.array([1.0, 2.0])
+    x = tgrad.tensor(a, requires_grad=True)
+    ones = tgrad.ones(2, dtype=tgrad.float64)
+    with tgrad.no_grad():
+        g = FT.grad(_cube_sum)(x)
+        results = [g, FT.jacrev(lambda x: x ** 3)(x), FT.vjp(lambda x: x ** 3, x)[1](ones)[0],
+                   FT.jvp(lambda x: x ** 3, (x,), (ones,))[1], FT.hessian(_cube_sum)(x)]
+    for r in results:
+        assert not r.requires_grad and r.grad_fn is None
+    np.testing.assert_array_equal(g.numpy(), 3 * a ** 2)
+    np.testing.assert_array_equal(results[-1].numpy(), np.diag(6 * a))
+    assert FT.grad(_cube_sum)(x).requires_grad  # grad mode on: the graph is kept, as before

@@ -250,6 +250,20 @@ def test_view_grad_fn_regenerated_after_base_modified():
     np.testing.assert_allclose(a.grad.numpy(), expected, rtol=1e-12)
 
 
+def test_view_read_before_its_base_requires_grad_still_reaches_the_base():
+    # a view modified in place while its base needs no grad, its state read (a print does),
+    # then the base made to require grad: the view's node is built from the base then, as
+    # PyTorch's (reading it first froze it without one: x.grad came out [1, 1, 1])
+    x = tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float64)
+    v = x[1:]
+    v.mul_(2)
+    assert not v.requires_grad
+    x.requires_grad_()
+    assert v.requires_grad
+    ((v * 3).sum() + x.sum()).backward()
+    assert x.grad.tolist() == [1.0, 4.0, 4.0]  # d/dx (3 x[1:] + x) with x[1:] scaled before
+
+
 def test_inplace_on_view_of_view_and_transpose():
     a = leaf(M)
     b = a * 2

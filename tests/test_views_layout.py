@@ -62,6 +62,24 @@ def test_leaf_split_raises_the_multi_output_error_first():
         x.split(2)[0].add_(1.0)
 
 
+def test_a_stale_split_output_still_works_in_non_differentiable_ops():
+    # PyTorch raises only where the stale piece enters the graph: comparisons, argmax and a
+    # where condition read no grad_fn (tgrad's raised the multi-output error for them too)
+    x = tgrad.tensor([1.0, 2.0, 3.0, 4.0], dtype=tgrad.float64, requires_grad=True)
+    y = x * 2
+    a, _ = y.split(2)
+    y.mul_(2)
+    assert (a < 5.0).tolist() == [True, False]
+    assert a.argmax().item() == 1
+    assert tgrad.where(a > 5.0, 1.0, 0.0).tolist() == [0.0, 1.0]
+    assert a.requires_grad and a.tolist() == [4.0, 8.0]
+    for differentiable in (lambda: a.sum(), lambda: a.clone(), lambda: a.grad_fn):
+        with pytest.raises(RuntimeError, match="^Output 0 of Split is a view and its base or "
+                                               "another view of its base has been modified "
+                                               "inplace"):
+            differentiable()
+
+
 def test_multi_output_view_of_a_base_not_requiring_grad():
     w = tgrad.zeros(4, 3, dtype=tgrad.float64)
     w.split(2)[0].add_(1.0)  # nothing recorded: allowed, as PyTorch

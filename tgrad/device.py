@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 
 class Device:
     """A device as PyTorch names it: ``device(type='cuda', index=0)``.
@@ -70,19 +72,30 @@ class Device:
     def __enter__(self) -> Device:
         """``with tgrad.device(...)``: this device is the default device inside the block,
         the previous default after it (PyTorch's; blocks nest)."""
-        _entered.append(_default_device)
+        _DEFAULTS.entered.append(_DEFAULTS.device)
         set_default_device(self)
         return self
 
     def __exit__(self, *exc) -> bool:
-        set_default_device(_entered.pop())
+        set_default_device(_DEFAULTS.entered.pop())
         return False
 
 
 CPU = Device("cpu")
 _cache: dict = {"cpu": CPU, None: None}
-_default_device = CPU
-_entered: list = []  # the defaults that enclosing ``with device(...)`` blocks replaced
+
+
+class _ThreadDefaults(threading.local):
+    """This thread's default device (PyTorch's is thread-local: a new thread starts on the
+    CPU whatever another thread set) and the defaults that its enclosing ``with
+    device(...)`` blocks replaced."""
+
+    def __init__(self) -> None:
+        self.device = CPU
+        self.entered: list = []
+
+
+_DEFAULTS = _ThreadDefaults()
 
 
 def as_device(dev, check_ordinal: bool = True) -> Device:
@@ -90,7 +103,7 @@ def as_device(dev, check_ordinal: bool = True) -> Device:
     cuda index past the machine's devices raises PyTorch's "invalid device ordinal" (a
     tensor made there would be put on another device)."""
     if dev is None:
-        dev = _default_device
+        dev = _DEFAULTS.device
     if type(dev) is Device:
         if dev.index and check_ordinal:  # (None for cpu; cuda:0 exists with cuda)
             _check_ordinal(dev)
@@ -120,13 +133,13 @@ def _check_ordinal(d: Device) -> None:
 
 
 def set_default_device(device) -> None:
-    """Device used by creation functions when none is given (``tgrad.set_default_device``).
+    """Device used by creation functions when none is given (``tgrad.set_default_device``),
+    in this thread (others keep theirs; a new thread starts on the CPU, as PyTorch's).
     As PyTorch, an int (the accelerator's index) or ``"cuda"`` with no index (the current
     device) needs CUDA at once and raises without it; a cuda device with an index is only
     checked by the first tensor made on it."""
-    global _default_device
     if device is None:
-        _default_device = CPU
+        _DEFAULTS.device = CPU
         return
     if isinstance(device, int) and not isinstance(device, bool) and device < 0:
         raise RuntimeError("Device index must not be negative")
@@ -137,8 +150,8 @@ def set_default_device(device) -> None:
                 raise RuntimeError("Cannot access accelerator device when none is available.")
             raise RuntimeError(f"set_default_device('cuda'): device 'cuda' is not available: "
                                f"{cuda.why_unavailable()}; use 'cpu'")
-    _default_device = as_device(device, check_ordinal=False)  # (the first tensor checks it)
+    _DEFAULTS.device = as_device(device, check_ordinal=False)  # (the first tensor checks it)
 
 
 def get_default_device() -> Device:
-    return _default_device
+    return _DEFAULTS.device

@@ -27,7 +27,7 @@ from collections import OrderedDict
 from typing import Callable
 
 from tgrad import autograd
-from tgrad.autograd.grad_mode import STATE, enable_grad
+from tgrad.autograd.grad_mode import STATE, enable_grad, inference_mode
 from tgrad.ops.shape import stack
 from tgrad.tensor import Tensor
 
@@ -52,6 +52,30 @@ class _transform:
         STATE.func_depth -= 1
         if self.vmaps:
             STATE.vmap_depth -= 1
+
+
+class _differentiate:
+    """The grad state of a transform differentiating ``f``: out of inference_mode (where
+    torch.func still differentiates: nothing was recorded, so the gradients came out zeros)
+    and, with ``grad`` (the reverse transforms), recording on. ``outer``: whether the
+    caller records a graph; under no_grad / inference_mode the results keep none, as
+    PyTorch's (an input requiring grad no longer makes them keep it)."""
+
+    def __init__(self, grad: bool = True) -> None:
+        self.grad = grad
+
+    def __enter__(self) -> _differentiate:
+        self.outer = STATE.enabled  # (False inside inference_mode too)
+        self._modes = [inference_mode(False)] if STATE.inference else []
+        if self.grad:
+            self._modes.append(enable_grad())
+        for mode in self._modes:
+            mode.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for mode in reversed(self._modes):
+            mode.__exit__(*exc)
 
 
 # ------------------------------------------------------------------------------- pytrees
@@ -249,7 +273,7 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
     who = "grad_and_value"
 
     def wrapper(*args, **kwargs):
-        with enable_grad(), _transform():
+        with _differentiate() as mode, _transform():
             new_args, aliases, rebuild, keep = _prepare(args, argnums, who)
             out, aux = _split_aux(func(*new_args, **kwargs), has_aux, who)
             if not isinstance(out, Tensor):
@@ -259,7 +283,7 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
                 raise RuntimeError(f"{who}(f)(*args): Expected f(*args) to return a scalar "
                                    f"Tensor, got tensor with {out.ndim} dims. Maybe you "
                                    f"wanted to use the vjp or jacrev APIs instead?")
-            keep = keep or _captures_grad([out])
+            keep = mode.outer and (keep or _captures_grad([out]))
             grads = rebuild(_grads([out], aliases, None, keep))
         grads = _map(lambda g: _plain(g, keep), grads)
         value = _plain(out, keep)
@@ -287,13 +311,13 @@ def _map(fn, tree):
 def vjp(func: Callable, *primals, has_aux: bool = False) -> tuple:
     """(func(*primals), vjp_fn): ``vjp_fn(cotangents)`` gives the vector-Jacobian products
     with respect to every primal (a tuple); with has_aux a third element, aux."""
-    with enable_grad(), _transform():
+    with _differentiate() as mode, _transform():
         new_args, aliases, rebuild, keep = _prepare(primals, tuple(range(len(primals))),
                                                     "vjp") if primals else ((), [], None, False)
         out, aux = _split_aux(func(*new_args), has_aux, "vjp")
         out_leaves, _ = _flatten(out)
         _check_differentiable_outputs(out_leaves)
-        keep = keep or _captures_grad(out_leaves)
+        keep = mode.outer and (keep or _captures_grad(out_leaves))
     out_spec = _spec(out)
 
     def vjp_fn(cotangents):
@@ -314,8 +338,8 @@ def vjp(func: Callable, *primals, has_aux: bool = False) -> tuple:
                                    f"{list(o.shape)}.")
         # a cotangent that requires grad keeps the graph too (a vjp of vjp_fn: its
         # derivative in the cotangent is the Jacobian)
-        keep_c = keep or any(c.requires_grad for c in cot_leaves)
-        with enable_grad():
+        with _differentiate() as mode:
+            keep_c = keep or (mode.outer and any(c.requires_grad for c in cot_leaves))
             gs = _grads(out_leaves, aliases, cot_leaves, keep_c)
         return tuple(_map(lambda g: _plain(g, keep_c), rebuild(gs)))
     value = _map(lambda t: _plain(t, keep), out)
@@ -335,7 +359,7 @@ def _jacrev(func: Callable, argnums, has_aux: bool, who: str) -> Callable:
     """jacrev's function; ``who`` names the transform in errors (jacfwd nested in a
     forward transform computes its Jacobian here)."""
     def wrapper(*args, **kwargs):
-        with enable_grad(), _transform():
+        with _differentiate() as mode, _transform():
             nums = _argnums_tuple(argnums, len(args), who)
             _check_real(_flatten(tuple(args[i] for i in nums))[0], who, "inputs")
             new_args, aliases, rebuild, keep = _prepare(args, argnums, who)
@@ -343,7 +367,7 @@ def _jacrev(func: Callable, argnums, has_aux: bool, who: str) -> Callable:
             out_leaves, out_rebuild = _flatten(out)
             _check_differentiable_outputs(out_leaves)
             _check_real(out_leaves, who, "outputs")
-            keep = keep or _captures_grad(out_leaves)
+            keep = mode.outer and (keep or _captures_grad(out_leaves))
             jacs = []
             for o in out_leaves:
                 flat = o.reshape(-1)
@@ -405,7 +429,7 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False,
     (``_jvp_by_reverse``; real primals only)."""
     p_leaves, t_leaves = _check_primals("jvp", primals, tangents)
     _, rebuild = _flatten(primals)
-    with _transform():
+    with _differentiate(grad=False), _transform():
         if _forward_level_active():  # nested in a forward transform: one level only here
             return _jvp_by_reverse(func, p_leaves, t_leaves, rebuild, has_aux)
         return _jvp_forward(func, p_leaves, t_leaves, rebuild, has_aux)
@@ -417,12 +441,12 @@ def _jvp_by_reverse(func: Callable, p_leaves: list, t_leaves: list, rebuild, has
         J t = d/du <J^T u, t>   (u: a cotangent of the outputs, any value; zeros here)
     Every op runs in the outer level, so the result carries the outer tangents (forward
     over reverse). Real primals and outputs only (complex ones raise, as before)."""
-    with enable_grad():
+    with _differentiate() as mode:
         if any(p.dtype.is_complex for p in p_leaves):
             raise RuntimeError("Nested forward mode AD is not supported at the moment "
                                "(tgrad computes a nested jvp by reverse passes, for real "
                                "primals only)")
-        keep = any(p.requires_grad for p in p_leaves)
+        keep = mode.outer and any(p.requires_grad for p in p_leaves)
         aliases = _grad_aliases(p_leaves)
         out, aux = _split_aux(func(*rebuild(aliases)), has_aux, "jvp")
         out_leaves, out_rebuild = _flatten(out)
@@ -496,7 +520,8 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *,
                            f"or 'same'. Got {randomness}")
 
     def wrapper(*args, **kwargs):
-        with _transform(vmaps=True):  # PyTorch's jacfwd vmaps f over the basis
+        # (PyTorch's jacfwd vmaps f over the basis)
+        with _differentiate(grad=False), _transform(vmaps=True):
             if _forward_level_active():
                 return _jacrev(func, argnums, has_aux, who)(*args, **kwargs)
             return _jacfwd(func, argnums, has_aux, who, args, kwargs, randomness)

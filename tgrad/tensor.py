@@ -922,15 +922,16 @@ def _refresh_view_grad_fn(view: Tensor) -> None:
         raise multi_output_view_error(view, indirect=True)  # PyTorch: no grad_fn to rebuild
     if view._custom_function_view and view._grad_fn is not None:
         raise custom_function_view_error(view, indirect=True)  # its custom node is stale
-    view._grad_fn_version = view._storage.version
     if view._view_chain is None:
+        view._grad_fn_version = view._storage.version
         return
     # a base that no longer requires grad (detach_()ed after the view was taken) while the
     # view has a node: PyTorch still regenerates the view's node from the base, with no edge
     # to it, so the view now depends on nothing (its value is the constant base's)
     detached = not base._requires_grad
     if detached and view._grad_fn is None:
-        return
+        return  # nothing to rebuild; left stale, so a later base.requires_grad_() is seen
+    view._grad_fn_version = view._storage.version
     prev = STATE.enabled
     STATE.enabled = True
     if detached:

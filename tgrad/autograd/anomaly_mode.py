@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from tgrad.autograd.grad_mode import STATE, _DecoratorContextManager
+from tgrad.autograd.grad_mode import SHARED, _DecoratorContextManager
 
 
 class detect_anomaly(_DecoratorContextManager):
@@ -21,14 +21,14 @@ class detect_anomaly(_DecoratorContextManager):
                       "and should only be enabled for debugging.", UserWarning, stacklevel=2)
 
     def __enter__(self) -> None:
-        self.prev = STATE.anomaly
-        self.prev_nan = STATE.anomaly_check_nan
-        STATE.anomaly = True
-        STATE.anomaly_check_nan = self.check_nan
+        self.prev = SHARED.anomaly
+        self.prev_nan = SHARED.anomaly_check_nan
+        SHARED.anomaly = True
+        SHARED.anomaly_check_nan = self.check_nan
 
     def __exit__(self, *exc) -> None:
-        STATE.anomaly = self.prev
-        STATE.anomaly_check_nan = self.prev_nan
+        SHARED.anomaly = self.prev
+        SHARED.anomaly_check_nan = self.prev_nan
 
     def clone(self):
         obj = type(self).__new__(type(self))
@@ -42,24 +42,24 @@ class set_detect_anomaly(_DecoratorContextManager):
     _bare_decorator = False
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
-        self.prev = STATE.anomaly
-        self.prev_nan = STATE.anomaly_check_nan
+        self.prev = SHARED.anomaly
+        self.prev_nan = SHARED.anomaly_check_nan
         self.mode = bool(mode)
         self.check_nan = check_nan
-        STATE.anomaly = self.mode
-        STATE.anomaly_check_nan = check_nan
+        SHARED.anomaly = self.mode
+        SHARED.anomaly_check_nan = check_nan
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc) -> None:
-        STATE.anomaly = self.prev
-        STATE.anomaly_check_nan = self.prev_nan
+        SHARED.anomaly = self.prev
+        SHARED.anomaly_check_nan = self.prev_nan
 
     def __call__(self, func):
         # Used as a decorator: undo the switch made in __init__; apply it per call instead.
-        STATE.anomaly = self.prev
-        STATE.anomaly_check_nan = self.prev_nan
+        SHARED.anomaly = self.prev
+        SHARED.anomaly_check_nan = self.prev_nan
         return super().__call__(func)
 
     def clone(self):
@@ -73,16 +73,16 @@ class _AnomalyScope:
         self.mode, self.check_nan = mode, check_nan
 
     def __enter__(self) -> None:
-        self.prev, self.prev_nan = STATE.anomaly, STATE.anomaly_check_nan
-        STATE.anomaly, STATE.anomaly_check_nan = self.mode, self.check_nan
+        self.prev, self.prev_nan = SHARED.anomaly, SHARED.anomaly_check_nan
+        SHARED.anomaly, SHARED.anomaly_check_nan = self.mode, self.check_nan
 
     def __exit__(self, *exc) -> None:
-        STATE.anomaly, STATE.anomaly_check_nan = self.prev, self.prev_nan
+        SHARED.anomaly, SHARED.anomaly_check_nan = self.prev, self.prev_nan
 
 
 def is_anomaly_enabled() -> bool:
-    return STATE.anomaly
+    return SHARED.anomaly
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    return STATE.anomaly_check_nan
+    return SHARED.anomaly_check_nan

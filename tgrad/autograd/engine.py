@@ -20,7 +20,7 @@ import itertools
 import warnings
 
 from tgrad.autograd import profiler_hooks
-from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.grad_mode import SHARED, STATE
 from tgrad.autograd.node import AccumulateGrad, checked_hook_value, run_leaf_hooks
 
 _task_ids = itertools.count()
@@ -136,7 +136,7 @@ def run_backward(root_edges: list, root_grads: list, retain_graph: bool, create_
     # gradients are then inference tensors without a graph)
     STATE.enabled, STATE.accumulating = create_graph and not STATE.inference, accumulate
     STATE.graph_task = (next(_task_ids), deps, execute, capture)  # see will_execute
-    plain = prof is None and not STATE.anomaly  # no per-node instrumentation
+    plain = prof is None and not SHARED.anomaly  # no per-node instrumentation
     try:
         while ready:
             node = heappop(ready)[1]
@@ -274,7 +274,7 @@ def _run_tensor_prehooks(node, grads: list) -> list:
 
 def _call_node(node, grads: list, prof) -> tuple:
     meta = node._metadata
-    if prof is None and not meta and node._post_hooks is None and not STATE.anomaly:
+    if prof is None and not meta and node._post_hooks is None and not SHARED.anomaly:
         return node.apply(grads)  # the common case
     node_pre = meta.get("_node_prehooks") if meta else None
     leaf_hooked = False
@@ -294,7 +294,7 @@ def _call_node(node, grads: list, prof) -> tuple:
     if leaf_hooked:
         node._leaf_hooks_done = True
     try:
-        if STATE.anomaly:
+        if SHARED.anomaly:
             outputs = _call_with_anomaly(node, grads)
         else:
             outputs = node.apply(grads)
@@ -352,7 +352,7 @@ def _call_with_anomaly(node, grads: list) -> tuple:
     except Exception:
         _warn_forward_trace(node)
         raise
-    if STATE.anomaly_check_nan:
+    if SHARED.anomaly_check_nan:
         for i, g in enumerate(outputs):
             if g is not None and (g.dtype.is_floating_point or g.dtype.is_complex) and g._has_nan():
                 _warn_forward_trace(node)

@@ -626,6 +626,8 @@ def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
         box.append(ctx)
         raw = fn(ctx, *a, **k)
         box.append(raw)  # the forward's own outputs (before apply aliases inputs as views)
+        # (apply clears these on the node once it is wired; the jvp and its checks read them)
+        box.append((ctx.dirty_tensors, ctx.non_differentiable, ctx.saved_for_forward))
         return raw
     cls._run_forward = staticmethod(run)
     try:
@@ -633,6 +635,7 @@ def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
     finally:
         cls._run_forward = orig
     ctx, raw = box[0], box[1]
+    ctx.dirty_tensors, ctx.non_differentiable, ctx.saved_for_forward = box[2]
     ins = []
     for a, t in zip(args, tangents):
         if t is not None:
@@ -659,6 +662,7 @@ def _custom_jvp(cls, args: tuple, kwargs: dict, tangents: list):
                                f"{list(t.shape)} for an output of shape {list(o.shape)}")
         if t is not None and i < len(raws):
             _check_custom_tangent(ctx, args, ins, raws[i], t, i)
+    ctx.dirty_tensors = ctx.non_differentiable = ctx.saved_for_forward = ()  # (as apply)
     return out, list(res)
 
 

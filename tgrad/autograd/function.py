@@ -15,7 +15,7 @@ import warnings
 from typing import Any
 
 from tgrad.autograd import profiler_hooks
-from tgrad.autograd.grad_mode import STATE
+from tgrad.autograd.grad_mode import SHARED, STATE
 from tgrad.autograd.node import (
     FREED_MESSAGE,
     HookedSavedTensor,
@@ -659,6 +659,15 @@ def _wire_graph(ctx, args, outputs, is_tuple):
 
     ``_in_meta[i]``: (shape, dtype, device) of a tensor input that requires grad, None for a
     tensor that does not, ``_NOT_TENSOR`` otherwise (used to validate returned gradients)."""
+    dirty = ctx.dirty_tensors
+    for o in outputs:
+        if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex):
+            break
+    else:  # no differentiable output (comparisons, argmax): no node, and the inputs' grad_fn
+        if not dirty:  # are not read (a stale split output may still be compared, as in PyTorch)
+            new_outputs = [_non_differentiable_output(o, args, dirty)
+                           if isinstance(o, Tensor) else o for o in outputs]
+            return tuple(new_outputs) if is_tuple else new_outputs[0]
     edges = []
     in_meta = []
     for a in args:
@@ -684,7 +693,6 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     ctx._seq = next(_node_seq)
     ctx._edges = tuple(edges)
     ctx._in_meta = tuple(in_meta)
-    dirty = ctx.dirty_tensors
     if dirty:
         _check_dirty_returned(dirty, outputs)
     nondiff = ctx.non_differentiable
@@ -699,17 +707,7 @@ def _wire_graph(ctx, args, outputs, is_tuple):
             continue
         if (not (o.dtype.is_floating_point or o.dtype.is_complex)
                 or (nondiff and _is_in(o, nondiff))):
-            # a non-differentiable output (PyTorch's set_history): no grad_fn and
-            # requires_grad False. An input that requires grad is returned as a detached
-            # alias (the input keeps its history); one that does not, unless marked dirty,
-            # as a fresh alias; a new tensor recorded under enable_grad is detached in place.
-            if o._requires_grad:
-                if _is_in(o, args):
-                    o = o.detach()
-                elif o._base is None:
-                    o.detach_()
-            elif _is_in(o, args) and not (dirty and _is_in(o, dirty)):
-                o = Tensor(o._data, o._storage, o.device)
+            o = _non_differentiable_output(o, args, dirty)
             out_meta.append((o._data.shape, o.dtype, o.device))
             new_outputs.append(o)
             i += 1
@@ -741,8 +739,18 @@ def _wire_graph(ctx, args, outputs, is_tuple):
             o._grad_fn_version = o._storage.version
         i += 1
     ctx._out_meta = tuple(out_meta)
+    # the node drops what it held for the forward only (PyTorch sets these to None): held
+    # on, an output in them and its own grad_fn (the node) made a reference cycle, freed
+    # only by the garbage collector (a mark_dirty output with its whole graph)
+    if dirty:
+        ctx.dirty_tensors = ()
+    if nondiff:
+        ctx.non_differentiable = ()
+    if ctx.saved_for_forward:
+        ctx.saved_for_forward = ()
     to_save = ctx.to_save
     if to_save:
+        ctx.to_save = ()  # (first: a pack hook that raises leaves no output-node cycle)
         hooks = STATE.saved_tensors_hooks  # the innermost saved_tensors_hooks pair, or None
         saved = []
         for t in to_save:
@@ -759,10 +767,24 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 saved.append(SavedTensor(t, is_output) if hooks is None
                              else HookedSavedTensor(t, is_output, hooks))
         ctx._saved = saved
-        ctx.to_save = ()
-    if STATE.anomaly:
+    if SHARED.anomaly:
         ctx.metadata["traceback_"] = traceback.format_stack()[:-2]
     return tuple(new_outputs) if is_tuple else new_outputs[0]
+
+
+def _non_differentiable_output(o, args, dirty):
+    """A non-differentiable output (PyTorch's set_history): no grad_fn and requires_grad
+    False. An input that requires grad is returned as a detached alias (the input keeps its
+    history); one that does not, unless marked dirty, as a fresh alias; a new tensor
+    recorded under enable_grad is detached in place."""
+    if o._requires_grad:
+        if _is_in(o, args):
+            return o.detach()
+        if o._base is None:
+            o.detach_()
+    elif _is_in(o, args) and not (dirty and _is_in(o, dirty)):
+        return Tensor(o._data, o._storage, o.device)
+    return o
 
 
 def _check_not_inference_saved(t) -> None:

@@ -25,8 +25,6 @@ class _GradState(threading.local):
     inference = False
     inference_grad = False
     accumulating = True  # False while autograd.grad runs (it writes no .grad)
-    anomaly = False
-    anomaly_check_nan = True
     saved_tensors_hooks = None  # innermost (pack_hook, unpack_hook) pair (autograd.graph)
     saved_tensors_hooks_disabled = None  # error message while hooks are disabled
     graph_task = None  # (id, deps, execute, capture) of the running backward (engine.py)
@@ -46,6 +44,16 @@ class _GradState(threading.local):
 
 
 STATE = _GradState()
+
+
+class _SharedState:
+    """Autograd switches shared by every thread, as PyTorch's: anomaly detection (set in
+    one thread, a backward in another checks for NaN and names the forward too)."""
+    anomaly = False
+    anomaly_check_nan = True
+
+
+SHARED = _SharedState()
 
 
 def is_grad_enabled() -> bool:

@@ -156,11 +156,11 @@ def is_anomaly_check_nan_enabled() -> bool:
 
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
-    """Turn anomaly detection on or off for this thread (no context: see
+    """Turn anomaly detection on or off, for every thread as PyTorch's (no context: see
     tgrad.autograd.set_detect_anomaly for one)."""
-    from tgrad.autograd.grad_mode import STATE
+    from tgrad.autograd.grad_mode import SHARED
     _check_bool("set_anomaly_enabled", "enabled", enabled)
-    STATE.anomaly, STATE.anomaly_check_nan = enabled, bool(check_nan)
+    SHARED.anomaly, SHARED.anomaly_check_nan = enabled, bool(check_nan)
 
 
 # ------------------------------------------------------------------ autocast queries

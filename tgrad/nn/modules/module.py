@@ -855,7 +855,7 @@ class Module:
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
-                    load(child, {k: v for k, v in local.items()
+                    load(child, {k: v for k, v in local.items()  # noqa: F821 - (del below)
                                  if k.startswith(child_prefix)}, child_prefix)
             incompatible = _IncompatibleKeys(missing, unexpected)
             for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
@@ -866,6 +866,7 @@ class Module:
                         "modified, it should be done inplace.")
 
         load(self, state_dict)
+        del load  # (the nested function refers to itself: a cycle, as PyTorch's `del load`)
         if strict:  # missing keys are listed first, as PyTorch lists them
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: " +
