@@ -4,8 +4,11 @@ softmax, log_softmax, cross_entropy and layer_norm are single ops with fused for
 backward primitives (``softmax_fwd``/``softmax_bwd``...); gelu, silu and softplus are single
 ops with paired backward primitives. Every backward primitive is itself an op whose own
 backward is written in differentiable tgrad ops, so create_graph / gradgradcheck work to any
-order. linear and mse_loss are compositions; dropout is one op whose backward regenerates
-its mask from the backend's random state (nothing stored).
+order. linear with a bias is one AddmmBackward0 node, as PyTorch's (a 1-D or contiguous
+>= 3-D input is viewed to 2-D and back; without a bias it is a matmul, and other >= 3-D
+inputs are matmul + add); mse_loss is one node with its reduction (MseLossBackward0), as
+PyTorch's; dropout is one op whose backward regenerates its mask from the backend's random
+state (nothing stored).
 
 Notation: ``g`` incoming gradient, ``gg`` the gradient arriving at a backward op's output,
 ``y`` the forward output; sums/means are over the op's reduced dim(s), kept for broadcasting.
