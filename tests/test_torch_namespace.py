@@ -722,3 +722,37 @@ def test_fractional_max_pool_empty_batch(n, shape):
     with pytest.raises(RuntimeError, match=r"non-zero size for non-batch dimensions, but "
                                            r"got\[2, 0, 5, 5\] with dimension 1 being empty"):
         F.fractional_max_pool2d(_t(np.zeros((2, 0, 5, 5))), 2, output_size=2)
+
+
+def test_deterministic_mode_fills_uninitialized_memory_as_pytorch():
+    # PyTorch: under use_deterministic_algorithms(True), empty and its relatives are
+    # filled (NaN, the largest integer, True) while utils.deterministic says so
+    import tgrad.utils.deterministic as deterministic
+    tgrad.use_deterministic_algorithms(True)
+    try:
+        for t in (tgrad.empty(3), tgrad.empty_like(tgrad.ones(2, dtype=tgrad.float64)),
+                  tgrad.empty_strided((2, 2), (1, 2)), tgrad.zeros(2).new_empty(4),
+                  tgrad.empty(2, dtype=tgrad.complex64)):
+            assert np.isnan(t.numpy()).all()
+        assert tgrad.empty(3, dtype=tgrad.int32).tolist() == [2 ** 31 - 1] * 3
+        assert tgrad.empty(2, dtype=tgrad.uint8).tolist() == [255, 255]
+        assert tgrad.empty(2, dtype=tgrad.bool).tolist() == [True, True]
+        deterministic.fill_uninitialized_memory = False
+        assert tgrad.empty(2).shape == (2,)  # (no fill: any values)
+    finally:
+        deterministic.fill_uninitialized_memory = True
+        tgrad.use_deterministic_algorithms(False)
+
+
+def test_flush_denormal_and_reduced_precision_flags_are_recorded():
+    assert tgrad.set_flush_denormal(True) is False  # not supported: subnormals stay exact
+    assert tgrad.tensor([1e-40]).item() == np.float32(1e-40)
+    with pytest.raises(TypeError):
+        tgrad.set_flush_denormal(1)
+    m = tgrad.backends.cuda.matmul
+    for name in ("allow_fp16_reduced_precision_reduction",
+                 "allow_bf16_reduced_precision_reduction"):
+        assert getattr(m, name) is True  # PyTorch's default
+        setattr(m, name, False)
+        assert getattr(m, name) is False
+        setattr(m, name, True)

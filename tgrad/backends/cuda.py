@@ -21,8 +21,13 @@ __all__ = ["matmul", "is_built", "enable_flash_sdp", "flash_sdp_enabled",
            "math_sdp_enabled", "enable_cudnn_sdp", "cudnn_sdp_enabled", "sdp_kernel",
            "preferred_linalg_library", "preferred_blas_library"]
 
-_FLAG_NAMES = ("allow_tf32",)
-_LOCAL: dict[str, Any] = {"allow_tf32": False}  # used only when Triton is not installed
+_FLAG_NAMES = ("allow_tf32", "allow_fp16_reduced_precision_reduction",
+               "allow_bf16_reduced_precision_reduction")
+# allow_tf32 here only when Triton is not installed; the reduced-precision flags always (PyTorch's
+# defaults, True; recorded only: tgrad's float16/bfloat16 matmuls always accumulate in float32)
+_LOCAL: dict[str, Any] = {"allow_tf32": False, "allow_fp16_reduced_precision_reduction": True,
+                          "allow_bf16_reduced_precision_reduction": True}
+_RECORDED = frozenset(_FLAG_NAMES[1:])
 
 
 def _flags():
@@ -33,7 +38,8 @@ def _flags():
 
 
 class _MatmulFlags:
-    """``tgrad.backends.cuda.matmul``: ``allow_tf32`` (default False, as in PyTorch)."""
+    """``tgrad.backends.cuda.matmul``: ``allow_tf32`` (default False, as in PyTorch) and the
+    recorded ``allow_fp16_reduced_precision_reduction`` / ``allow_bf16_...`` (default True)."""
 
     __slots__ = ()
 
@@ -41,7 +47,7 @@ class _MatmulFlags:
         if name not in _FLAG_NAMES:
             raise AttributeError(f"Unknown attribute {name} (tgrad.backends.cuda.matmul has "
                                  f"{', '.join(_FLAG_NAMES)})")
-        flags = _flags()
+        flags = None if name in _RECORDED else _flags()
         return _LOCAL[name] if flags is None else getattr(flags, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -51,7 +57,7 @@ class _MatmulFlags:
         if not isinstance(value, bool):
             raise TypeError(f"tgrad.backends.cuda.matmul.{name} must be a bool, got "
                             f"{type(value).__name__}")
-        flags = _flags()
+        flags = None if name in _RECORDED else _flags()
         if flags is None:
             _LOCAL[name] = value
         else:

@@ -14,6 +14,7 @@ from tgrad.backends import get_backend, numpy_backend
 from tgrad.device import as_device
 from tgrad.dtypes import DType
 from tgrad.ops._common import int_tuple, require_tensor, require_tensor_or_number, sizes_keyword
+from tgrad.ops.settings import _SETTINGS
 from tgrad.tensor import Storage, Tensor, _int_arg
 
 __all__ = ["tensor", "as_tensor", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
@@ -334,6 +335,8 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     dtypes.check_float8_device("empty", dt, dev)
     shape = _shape(sizes_keyword("empty", "size", args, size), "empty")
     t = Tensor(get_backend(dev).empty(shape, dt.np), None, dev)
+    if _SETTINGS["deterministic"]:
+        _fill_uninitialized(t)
     if memory_format is not None:
         from tgrad.ops.movement import _check_format, laid_out, preserve_format
         if memory_format is preserve_format:
@@ -343,6 +346,22 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _fill_uninitialized(t: Tensor) -> None:
+    """PyTorch's fill of uninitialised memory under use_deterministic_algorithms(True) (while
+    tgrad.utils.deterministic.fill_uninitialized_memory): NaN, the largest integer, True."""
+    from tgrad.utils import deterministic
+    if not deterministic.fill_uninitialized_memory or not t.numel():
+        return
+    dt = t.dtype
+    if dt.is_floating_point or dt.is_complex:
+        value = math.nan
+    elif dt is dtypes.bool_:
+        value = True
+    else:
+        value = int(np.iinfo(dt.np).max)
+    t.fill_(value)
 
 
 def _like(x: Tensor, dtype, device, op: str = "", layout=None, memory_format=None):

@@ -9,7 +9,10 @@
 - determinism: every tgrad op is deterministic (scatter-adds are segmented sums with no
   atomics, reductions have a fixed order), so ``use_deterministic_algorithms(True)`` has
   nothing to turn off or warn about; it records the mode (and the debug mode 0/1/2 of
-  ``get_deterministic_debug_mode``);
+  ``get_deterministic_debug_mode``) and, as PyTorch, makes ``empty`` and its relatives fill
+  their result (``tgrad.utils.deterministic.fill_uninitialized_memory``);
+- ``set_flush_denormal(mode)``: NumPy has no control over the CPU's flush-to-zero modes, so
+  it changes nothing and returns False, PyTorch's answer on a CPU without them;
 - ``set_float32_matmul_precision('highest' | 'high' | 'medium')`` sets
   ``tgrad.backends.cuda.matmul.allow_tf32`` (True unless 'highest'), and
   ``get_float32_matmul_precision`` follows that flag, as PyTorch's: allow_tf32 = True
@@ -43,7 +46,7 @@ __all__ = ["set_num_threads", "get_num_threads", "set_num_interop_threads",
            "get_float32_matmul_precision", "is_anomaly_enabled", "set_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "is_autocast_cpu_enabled",
            "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "is_autocast_cache_enabled",
-           "is_inference", "set_warn_always", "is_warn_always_enabled"]
+           "is_inference", "set_warn_always", "is_warn_always_enabled", "set_flush_denormal"]
 
 _SETTINGS = {"num_threads": os.cpu_count() or 1, "num_interop_threads": os.cpu_count() or 1,
              "deterministic": False, "warn_only": False, "precision": "highest",
@@ -90,6 +93,14 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     """Record the mode; every tgrad op is already deterministic (module doc)."""
     _check_bool("use_deterministic_algorithms", "mode", mode)
     _SETTINGS["deterministic"], _SETTINGS["warn_only"] = mode, bool(warn_only)
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """PyTorch's switch of the CPU's flush-to-zero / denormals-are-zero modes. NumPy offers
+    no control over them, so this changes nothing and returns False ("not supported", what
+    PyTorch returns on a CPU without the modes): subnormal numbers stay exact."""
+    _check_bool("set_flush_denormal", "mode", mode)
+    return False
 
 
 def are_deterministic_algorithms_enabled() -> bool:
