@@ -182,6 +182,9 @@ def test_max_min_take_a_tensor_dim_by_keyword_and_a_tensor_other_by_position():
         assert elementwise is out
         assert out.tolist() == (np.maximum if f is tgrad.max else np.minimum)(a, 2.0).tolist()
     assert x.max(dim=tgrad.tensor(0)).values.tolist() == a.max(0).tolist()
+    assert x.min(axis=tgrad.tensor(1)).values.tolist() == a.min(1).tolist()  # (NumPy's name)
+    with pytest.raises(TypeError, match=r"max\(\): argument 'dim' must be int"):
+        x.max(dim=tgrad.tensor(True))
     with pytest.raises(TypeError, match=r"max\(\): argument 'dim' must be int, not a Tensor"):
         tgrad.max(x, dim=tgrad.tensor(1.0))
     with pytest.raises(IndexError, match="Dimension out of range"):
@@ -763,3 +766,24 @@ def test_arange_argument_types():
     assert c.dtype is tgrad.float32 and c.tolist() == [0.0, 1.0, 2.0]
     with pytest.raises(RuntimeError, match="cannot be converted to type double"):
         tgrad.arange(3 + 1j)
+
+
+def test_gelu_keeps_its_relative_precision_in_the_lower_tail():
+    # x Phi(x) with Phi = 1 + erf cancelling below x ~ -5 lost every digit (gelu(-10) was 0,
+    # PyTorch's too); from x = -2 down Phi is exp(-x^2/2) erfcx(-x/sqrt 2) / 2. References:
+    # Python's math.erfc down to x = -8 (deeper, rounding -x/sqrt 2 alone costs it x^2 eps),
+    # and mpmath's Phi(x) (40 digits) at -10, -20, -30.
+    xs = np.concatenate([np.linspace(-8.0, -2.0, 241), np.linspace(-2.0, 3.0, 51)])
+    ref = np.array([x * 0.5 * math.erfc(-x / math.sqrt(2.0)) for x in xs])
+    np.testing.assert_allclose(F.gelu(tgrad.tensor(xs)).numpy(), ref, rtol=2e-14, atol=0)
+    phi = {-10.0: 7.6198530241605260659733432516e-24, -20.0: 2.75362411860623369507562278086e-89,
+           -30.0: 4.90671392714818705953380925658e-198}
+    got = F.gelu(tgrad.tensor(list(phi), dtype=tgrad.float64)).numpy()
+    np.testing.assert_allclose(got, [x * p for x, p in phi.items()], rtol=1e-14, atol=0)
+    assert F.gelu(tgrad.tensor(-10.0, dtype=tgrad.float64)).item() == pytest.approx(
+        -10.0 * phi[-10.0], rel=1e-14)  # (0-d: the same path)
+    x = tgrad.tensor(xs, requires_grad=True)  # d/dx = Phi + x phi, relative too
+    F.gelu(x).sum().backward()
+    dref = np.array([0.5 * math.erfc(-v / math.sqrt(2.0))
+                     + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi) for v in xs])
+    np.testing.assert_allclose(x.grad.numpy(), dref, rtol=1e-12, atol=0)

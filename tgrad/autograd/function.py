@@ -664,7 +664,9 @@ def _wire_graph(ctx, args, outputs, is_tuple):
         if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex):
             break
     else:  # no differentiable output (comparisons, argmax): no node, and the inputs' grad_fn
-        if not dirty:  # are not read (a stale split output may still be compared, as in PyTorch)
+        # are not read (a stale split output may still be compared, as in PyTorch); a node
+        # that saves tensors still runs the saving's checks and pack hooks below
+        if not dirty and not ctx.to_save:
             new_outputs = [_non_differentiable_output(o, args, dirty)
                            if isinstance(o, Tensor) else o for o in outputs]
             return tuple(new_outputs) if is_tuple else new_outputs[0]

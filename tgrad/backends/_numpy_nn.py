@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from tgrad.backends._numpy_grid_sample import grid_sample_bwd, grid_sample_fwd
-from tgrad.backends._numpy_sum import float_sum
+from tgrad.backends._numpy_sum import flat_blocks, float_sum
 
 __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
@@ -62,7 +62,7 @@ def softmax_fwd(x: np.ndarray, axis: int) -> np.ndarray:
         if type(e) is not np.ndarray:
             return _down(np.exp(e) / np.sum(np.exp(e), axis=axis, keepdims=True), dt)
         np.exp(e, out=e)
-        return _down(np.divide(e, np.sum(e, axis=axis, keepdims=True), out=e), dt)
+        return _down(np.divide(e, float_sum(e, axis, True), out=e), dt)
 
 
 def softmax_bwd(g: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
@@ -70,7 +70,7 @@ def softmax_bwd(g: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
     dt = g.dtype
     g, y = _up(g), _up(y)
     with np.errstate(all="ignore"):
-        return _down(y * (g - np.sum(g * y, axis=axis, keepdims=True)), dt)
+        return _down(y * (g - float_sum(g * y, axis, True)), dt)
 
 
 def log_softmax_fwd(x: np.ndarray, axis: int) -> np.ndarray:
@@ -79,7 +79,7 @@ def log_softmax_fwd(x: np.ndarray, axis: int) -> np.ndarray:
     xf = _up(x)
     with np.errstate(all="ignore"):
         s = np.subtract(xf, _max_keep(xf, axis), order="C")  # C-contiguous, as PyTorch's
-        return _down(s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True)), dt)
+        return _down(s - np.log(float_sum(np.exp(s), axis, True)), dt)
 
 
 def log_softmax_bwd(g: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
@@ -89,8 +89,8 @@ def log_softmax_bwd(g: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
     with np.errstate(all="ignore"):
         e = np.exp(y)  # exp(y) * sum(g), then g - that, in this one buffer (y's layout)
         if not (_same_layout(e, g) and e.dtype == g.dtype):
-            return _down(g - e * np.sum(g, axis=axis, keepdims=True), dt)
-        np.multiply(e, np.sum(g, axis=axis, keepdims=True), out=e)
+            return _down(g - e * float_sum(g, axis, True), dt)
+        np.multiply(e, float_sum(g, axis, True), out=e)
         return _down(np.subtract(g, e, out=e), dt)
 
 
@@ -119,7 +119,7 @@ def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index:
     w = _row_weights(t, rw, ignore_index, xf.dtype)
     with np.errstate(all="ignore"):
         m = _max_keep(xf, axis)
-        log_s = np.squeeze(np.log(np.sum(np.exp(xf - m), axis=axis, keepdims=True)), axis)
+        log_s = np.squeeze(np.log(float_sum(np.exp(xf - m), axis, True)), axis)
         m = np.squeeze(m, axis)
         lse = np.stack([m, log_s]).astype(xf.dtype, copy=False)
         idx = np.expand_dims(np.where(keep, t, 0), axis)
@@ -307,14 +307,36 @@ def batch_norm_bwd(g: np.ndarray, x: np.ndarray, w, mean, invstd, training: bool
 
 
 # ------------------------------------------------------------------ activations
+_SQRT_HALF = math.sqrt(0.5)
+
+
 def _cdf(x):
     """Phi(x) = 0.5 (1 + erf(x / sqrt 2)), standard normal CDF, in the array erf returns
-    (x's layout; owned, so the callers may write into it)."""
+    (x's layout; owned, so the callers may write into it). Below x = -2, where 1 + erf
+    cancels (all of Phi(-10) = 7.6e-24 was lost: gelu gave 0), ``_lower_tail_cdf``."""
     c = sys.modules["tgrad.backends.numpy"]._erf(np.divide(x, math.sqrt(2.0)))
     if type(c) is not np.ndarray:  # (0-d)
-        return 0.5 * (1.0 + c)
+        return _lower_tail_cdf(np.float64(x)).astype(c.dtype) if x < -2.0 else 0.5 * (1.0 + c)
     np.add(c, 1.0, out=c)
-    return np.multiply(c, 0.5, out=c)
+    np.multiply(c, 0.5, out=c)
+    tail = np.flatnonzero(x < -2.0)  # (C-order positions, as put writes them)
+    if tail.size:
+        c.put(tail, _lower_tail_cdf(x.take(tail).astype(np.float64)))
+    return c
+
+
+def _lower_tail_cdf(x: np.ndarray) -> np.ndarray:
+    """Phi(x) for x < -2 to a few ulps in float64: exp(-x^2 / 2) erfcx(z) / 2, z = -x / sqrt 2
+    >= sqrt 2, with erfcx(z) = 1 / (sqrt(pi) (z + 1/2 / (z + 1 / (z + 3/2 / (z + ...)))))
+    (the continued fraction, 100 terms from the tail: ~2 eps from z = sqrt 2 up) and x^2 as
+    the exact sum p + e of two floats (exp(-p/2) (1 - e/2): no x^2 eps error in the exponent)."""
+    x = np.maximum(x, -1e4)  # (Phi underflows to 0 long before; keeps -inf out of x^2)
+    z = x * -_SQRT_HALF
+    t = np.zeros_like(z)
+    for k in range(100, 0, -1):
+        t = (0.5 * k) / (z + t)
+    p, e = sys.modules["tgrad.backends.numpy"]._two_square(x)
+    return np.exp(-0.5 * p) * (1.0 - 0.5 * e) / (2.0 * math.sqrt(math.pi) * (z + t))
 
 
 def _pdf(x):
@@ -443,9 +465,8 @@ def softplus_fwd(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
             return _down(np.where(bx > threshold, xf, np.logaddexp(0, bx) / beta), dt)
         big = bx > threshold  # then y in bx's buffer, x copied in where beta x > threshold
         if bx.size > _SOFTPLUS_BLOCK and bx.flags.forc:
-            flat = bx.ravel(order="K")  # (a view)
-            for i in range(0, flat.size, _SOFTPLUS_BLOCK):
-                _softplus_into(flat[i:i + _SOFTPLUS_BLOCK])
+            for zb, _ in flat_blocks(bx, bx, _SOFTPLUS_BLOCK):
+                _softplus_into(zb)
         else:
             _softplus_into(bx)
         y = np.divide(bx, beta, out=bx)
@@ -460,7 +481,8 @@ _SOFTPLUS_BLOCK = 1 << 13
 
 def _softplus_into(z: np.ndarray) -> None:
     """z <- log(1 + e^z) = max(z, 0) + log1p(exp(-|z|)) in place (NumPy's logaddexp(0, z)
-    has a ~4x slower loop); float32 z in float64, rounded once: 0.5 ulp (1.4 in float32)."""
+    has a ~4x slower loop); a float32 z is worked in float64 and rounded once (0.5 ulp;
+    float32 arithmetic gave 1.4)."""
     w = z.astype(np.float64) if z.dtype.itemsize <= 4 else z
     t = np.abs(w)
     np.negative(t, out=t)

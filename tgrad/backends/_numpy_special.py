@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tgrad.backends._numpy_sum import flat_blocks
 from tgrad.backends.numpy import _erf
 from tgrad.ops.erfs import _ERFCX_PIECES, _GILES_CENTRAL, _GILES_TAIL
 from tgrad.ops.special import (
@@ -41,20 +42,16 @@ _ROOT_COLS = [np.array([r[c] for r in _LGAMMA_ROOTS]) for c in range(4)]
 
 
 def blocked(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
-    """fn (elementwise, on a 1-D float64 array) over x's elements in float64 blocks of
-    _BLOCK; the result in x's dtype and memory layout (NumPy's K order, as a ufunc's)."""
-    xd = x.astype(np.float64, order="K", copy=False)
-    xf = xd.ravel(order="K")
-    if not np.may_share_memory(xf, xd):  # x not dense: a dense copy in x's layout
-        xd = np.empty_like(x, dtype=np.float64)
-        np.copyto(xd, x)
-        xf = xd.ravel(order="K")
-    out = np.empty_like(xd)
-    of = out.ravel(order="K")  # (a view of the dense out, in xf's order)
+    """fn (elementwise, on a 1-D float64 array) over x's elements in blocks of _BLOCK, each
+    cast to float64 (no full-size float64 copy); the result in x's dtype and memory layout
+    (NumPy's K order, as a ufunc's)."""
+    if not np.may_share_memory(x.ravel(order="K"), x):  # x not dense: a dense copy
+        x = np.copy(x, order="K")
+    out = np.empty_like(x)
     with np.errstate(all="ignore"):  # (float32: beyond its range the cast gives +-inf)
-        for i in range(0, xf.size, _BLOCK):
-            of[i:i + _BLOCK] = fn(xf[i:i + _BLOCK])
-        return out.astype(x.dtype, copy=False)
+        for xb, ob in flat_blocks(x, out, _BLOCK):
+            ob[...] = fn(xb.astype(np.float64))
+    return out
 
 
 def _horner(coefs: Sequence[float], t: np.ndarray) -> np.ndarray:

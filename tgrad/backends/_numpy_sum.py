@@ -1,5 +1,5 @@
-"""Float32 sums with a small error along every axis, for the NumPy backends (numpy.py,
-_numpy_nn.py).
+"""Float32 sums with a small error along every axis, and the block iteration of elementwise
+work, for the NumPy backends (numpy.py, _numpy_nn.py, _numpy_special.py).
 
 Float32 sums along axes NumPy does not sum pairwise. np.add.reduce sums pairwise (error
 ~ log n ulps) only along the axis it loops innermost, the one of smallest stride (several
@@ -16,16 +16,28 @@ from __future__ import annotations
 
 import numpy as np
 
+
+def flat_blocks(x: np.ndarray, out: np.ndarray, block: int):
+    """(x's block, out's block) views over the elements of x and out (one shape and memory
+    layout, both dense: C- or F-contiguous, or out made by np.empty_like(x) of a dense x) in
+    memory order, ``block`` elements at a time: elementwise work done block by block keeps
+    its temporaries in cache."""
+    xf, of = x.ravel(order="K"), out.ravel(order="K")  # (views of both)
+    for i in range(0, xf.size, block):
+        yield xf[i:i + block], of[i:i + block]
+
+
 _MAX_RUNNING = 128  # running terms per output left to NumPy (error <= ~64 ulps, ~3 typical)
 _CASCADE_BLOCK = 16  # (128 gave 29 ulps on 1e6 equal terms: their roundings add up)
 _CASCADE_TYPES = frozenset((np.dtype(np.float32), np.dtype(np.complex64)))
 
 
-def float_sum(x: np.ndarray, axes, keepdims: bool = False) -> np.ndarray:
-    """np.add.reduce(x, axes, keepdims) with an error growing like log n along every
-    reduced axis (float32 and complex64; other dtypes as np.add.reduce)."""
-    if x.size <= 2 * _MAX_RUNNING or x.dtype not in _CASCADE_TYPES or x.ndim < 2:
-        return np.add.reduce(x, axis=axes, keepdims=keepdims)  # (<= one block of running terms)
+def float_sum(x: np.ndarray, axes, keepdims: bool = False, dtype=None) -> np.ndarray:
+    """np.add.reduce(x, axes, dtype, keepdims) with an error growing like log n along every
+    reduced axis (accumulating in float32 or complex64; others as np.add.reduce)."""
+    acc = x.dtype if dtype is None else np.dtype(dtype)
+    if x.size <= 2 * _MAX_RUNNING or acc not in _CASCADE_TYPES or x.ndim < 2:
+        return np.add.reduce(x, axis=axes, dtype=dtype, keepdims=keepdims)  # (<= a block)
     nd = x.ndim
     if axes is None:
         axes = tuple(range(nd))
@@ -39,7 +51,8 @@ def float_sum(x: np.ndarray, axes, keepdims: bool = False) -> np.ndarray:
         if a != inner:
             running *= x.shape[a]
     if running <= _MAX_RUNNING or (x.flags.c_contiguous and axes[0] + len(axes) == nd):
-        return np.add.reduce(x, axis=axes, keepdims=keepdims)  # (trailing axes: one inner loop)
+        return np.add.reduce(x, axis=axes, dtype=dtype, keepdims=keepdims)  # (one inner loop)
+    x = x.astype(acc, copy=False)  # (a half input: widened once, for the blocks)
     for a in sorted(axes, key=lambda a: abs(x.strides[a])):  # the pairwise axis first
         x = _cascade_axis(x, a)
     return x if keepdims else x.reshape([n for i, n in enumerate(x.shape) if i not in axes])

@@ -19,6 +19,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._strides import ellipsis_dims, expand_strides, new_dim_stride, view_strides
+from tgrad.backends._numpy_sum import flat_blocks as _flat_blocks
 from tgrad.backends._numpy_sum import float_sum as _float_sum
 
 # ---------------------------------------------------------------- quiet floating-point errors
@@ -435,9 +436,8 @@ _ERF_BLOCK = 1 << 14
 def _erf(x: np.ndarray) -> np.ndarray:
     if x.size > _ERF_BLOCK and x.flags.forc:
         out = np.empty_like(x)  # x's layout (C or F), as the one-block path gives
-        xf, of = x.ravel(order="K"), out.ravel(order="K")  # views of both
-        for i in range(0, xf.size, _ERF_BLOCK):
-            of[i:i + _ERF_BLOCK] = _erf_block(xf[i:i + _ERF_BLOCK])
+        for xb, ob in _flat_blocks(x, out, _ERF_BLOCK):
+            ob[...] = _erf_block(xb)
         return out
     return _erf_block(x)
 
@@ -532,9 +532,8 @@ def _sigmoid(x, consume: bool = False):
     # (4M float32: 10 ms -> 5 ms; the earlier masked np.copyto alone took 17 ms).
     out = x if consume else np.empty_like(x)  # (an array for a 0-d x)
     if x.size > _SIG_BLOCK and x.flags.forc:
-        xf, of = x.ravel(order="K"), out.ravel(order="K")  # views of both
-        for i in range(0, xf.size, _SIG_BLOCK):
-            _sigmoid_into(xf[i:i + _SIG_BLOCK], of[i:i + _SIG_BLOCK])
+        for xb, ob in _flat_blocks(x, out, _SIG_BLOCK):
+            _sigmoid_into(xb, ob)
         return out.astype(x.dtype, copy=False)
     return _sigmoid_into(x, out).astype(x.dtype, copy=False)
 
@@ -1126,10 +1125,10 @@ def sum_(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
     dt = x.dtype
     if dt.itemsize == 1 and dt in _F8_SET:  # float8 has no sum in PyTorch
         raise _float8_refuse("sum_", dt)
-    if _is_float(dt):  # np.add.reduce is what np.sum runs, minus its Python wrapper
+    if _is_float(dt):  # (_float_sum: np.add.reduce, in blocks where NumPy would not pair)
         token = _quiet_enter()  # inf + -inf: NaN without a warning, as PyTorch
         try:  # (the cast down to a half may overflow to inf: no warning either)
-            r = _down(_float_sum(_up(x), axes, keepdim), dt)
+            r = _down(_float_sum(x, axes, keepdim, compute_dtype(dt)), dt)
             return _c(r) if r.ndim > 1 else r  # (a fresh result of < 2 dims is C-contiguous)
         finally:
             _quiet_exit(token)
@@ -1150,7 +1149,7 @@ def mean(x: np.ndarray, axes, keepdim: bool) -> np.ndarray:
         return _c(np.full(np.sum(x, axis=axes, keepdims=keepdim).shape, np.nan, dt))
     token = _quiet_enter()
     try:
-        total = _float_sum(_up(x), axes, keepdim)
+        total = _float_sum(x, axes, keepdim, compute_dtype(dt))
         if isinstance(total, np.ndarray):  # an intp divisor selects NumPy's float64 loop
             out = _down(np.true_divide(total, np.intp(n), out=total, casting="unsafe"), dt)
             return _c(out) if out.ndim > 1 else out
@@ -1237,9 +1236,9 @@ def norm(x: np.ndarray, p: float, axes, keepdim: bool) -> np.ndarray:
     a = np.abs(_up(x))
     with quiet():
         if p == 2:
-            out = np.sqrt(np.sum(a * a, axis=axes, keepdims=keepdim))
+            out = np.sqrt(_float_sum(a * a, axes, keepdim))
         elif p == 1:
-            out = np.sum(a, axis=axes, keepdims=keepdim)
+            out = _float_sum(a, axes, keepdim)
         elif p == math.inf:
             out = np.max(a, axis=axes, keepdims=keepdim, initial=0.0)
         elif p == -math.inf:
@@ -1247,7 +1246,7 @@ def norm(x: np.ndarray, p: float, axes, keepdim: bool) -> np.ndarray:
         elif p == 0:
             out = np.sum(a != 0, axis=axes, keepdims=keepdim, dtype=a.dtype)
         else:
-            out = np.sum(a ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
+            out = _float_sum(a ** p, axes, keepdim) ** (1.0 / p)
     return _c(_down(out, dt))
 
 
@@ -1318,7 +1317,8 @@ def _flat_index(shape: tuple, key) -> np.ndarray | None:
         if type(k) is slice:
             sliced.append(np.arange(*k.indices(n), dtype=np.int64) * strides[d])
             continue
-        if type(k) is np.ndarray and k.dtype.kind in "iu":
+        if type(k) is np.ndarray and (k.dtype.kind == "i" or (k.dtype.kind == "u"
+                                                              and k.dtype.itemsize < 8)):
             arr = k.astype(np.int64, copy=False)
         elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
             arr = np.asarray(k, np.int64)
@@ -1364,8 +1364,10 @@ def index_add(shape: tuple, dtype: np.dtype, key, values: np.ndarray) -> np.ndar
             # shape) and one np.add.at on the flat array, 6-10x faster than np.add.at's
             # tuple indexing; positions visited in the same (C) order, so repeats add up in
             # the same order (bit-identical, every dtype)
-            # (below ~1k values building the positions costs more than it saves)
-            flat = _flat_index(shape, key) if values.size > 1024 else None
+            # (below ~1k positions building them costs more than it saves)
+            many = max((k.size for k in (key if type(key) is tuple else (key,))
+                        if type(k) is np.ndarray), default=0) > 1024 or values.size > 1024
+            flat = _flat_index(shape, key) if many else None
             v = _up(values)
             if flat is not None and v.shape != flat.shape:
                 try:

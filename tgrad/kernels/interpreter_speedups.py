@@ -106,7 +106,9 @@ def _index_of_one_element(interpreter) -> None:
     0-dimensional arrays can be converted to Python scalars"), so every reduction failed in
     the interpreter. Triton 3.9's own definition (triton-lang/triton#9172) squeezes first;
     the same one is installed here for every version."""
-    patch_tensor = interpreter._patch_lang_tensor
+    patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch_tensor is None:  # (a Triton whose interpreter patches tensors otherwise)
+        return
 
     def patch_lang_tensor(tensor, scope) -> None:
         patch_tensor(tensor, scope)

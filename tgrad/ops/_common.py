@@ -273,7 +273,8 @@ def check_operands(op: str, *operands) -> None:
     tensors = [t for t in operands if isinstance(t, Tensor)]
     if len(tensors) > 1:
         same_device(op, *tensors)
-        broadcast_or_raise(op, *(t.shape for t in tensors))
+        if any(t.shape != tensors[0].shape for t in tensors):  # (equal shapes: nothing to do)
+            broadcast_or_raise(op, *(t.shape for t in tensors))
 
 
 def normalize_dims(op: str, dim, ndim: int) -> tuple | None:

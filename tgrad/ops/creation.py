@@ -335,14 +335,14 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     dtypes.check_float8_device("empty", dt, dev)
     shape = _shape(sizes_keyword("empty", "size", args, size), "empty")
     t = Tensor(get_backend(dev).empty(shape, dt.np), None, dev)
-    if _SETTINGS["deterministic"]:
-        _fill_uninitialized(t)
     if memory_format is not None:
         from tgrad.ops.movement import _check_format, laid_out, preserve_format
         if memory_format is preserve_format:
             raise RuntimeError("unsupported memory format Preserve")
         if _check_format("empty", t, memory_format):
             t = laid_out(t, memory_format)
+    if _SETTINGS["deterministic"]:
+        _fill_uninitialized(t)
     if requires_grad:
         t.requires_grad_(True)
     return t

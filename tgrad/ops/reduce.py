@@ -479,17 +479,23 @@ def _keyword_tensor_dim(fn):
     """max/min: a Tensor passed as ``dim=`` (keyword) is the dim to reduce along, one
     integer element as PyTorch's; only a positional Tensor is the other operand of
     maximum/minimum. (One Python signature cannot tell the two apart, hence this wrapper.)"""
+    elementwise = {"max": "maximum", "min": "minimum"}[fn.__name__]
+
     @functools.wraps(fn)
     def with_tensor_dim(*args, **kwargs):
-        d = kwargs.get("dim")
-        if isinstance(d, Tensor):
-            try:
-                kwargs["dim"] = operator.index(d)
-            except TypeError:
-                raise TypeError(f"{fn.__name__}(): argument 'dim' must be int, not a Tensor of "
-                                f"shape {list(d.shape)} and dtype {d.dtype} (a Tensor dim= "
-                                f"must hold one integer; a Tensor passed positionally is the "
-                                f"other operand of the elementwise {fn.__name__}imum)") from None
+        for key in ("dim", "axis"):
+            d = kwargs.get(key)
+            if isinstance(d, Tensor):
+                try:
+                    if d.dtype is dtypes.bool_:
+                        raise TypeError
+                    kwargs[key] = operator.index(d)
+                except TypeError:
+                    raise TypeError(f"{fn.__name__}(): argument '{key}' must be int, not a "
+                                    f"Tensor of shape {list(d.shape)} and dtype {d.dtype} (a "
+                                    f"Tensor {key}= must hold one integer; a Tensor passed "
+                                    f"positionally is the other operand of {elementwise})"
+                                    ) from None
         return fn(*args, **kwargs)
     with_tensor_dim.keyword_sensitive = True  # (tgrad/_out.py: keep dim= a keyword)
     return with_tensor_dim
@@ -956,7 +962,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     require_tensor("norm", input)
     if p is None:
         p = "fro"
-    p = scalar_order("linalg.vector_norm", p)
+    p = scalar_order("norm", p)
     if isinstance(p, str):
         if p != "fro" or (isinstance(dim, (tuple, list)) and len(dim) > 2):
             from tgrad.linalg._norms import matrix_norm  # (linalg imports tgrad.ops)
