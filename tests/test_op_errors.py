@@ -4,6 +4,7 @@ integer division follows PyTorch (``/`` true-divides to float, ``//`` floors).""
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -34,6 +35,11 @@ def test_binary_shape_mismatch_names_op_and_shapes(name):
 def test_binary_rejects_non_numbers(name):
     with pytest.raises(TypeError, match=rf"^{name}\(\)"):
         getattr(tgrad, name)(_x(3), "1")
+    if name in ("add", "sub", "mul", "div", "floor_divide"):  # PyTorch takes two numbers
+        assert getattr(tgrad, name)(5.0, 2.0).item() == getattr(operator, {
+            "add": "add", "sub": "sub", "mul": "mul", "div": "truediv",
+            "floor_divide": "floordiv"}[name])(5.0, 2.0)
+        return
     with pytest.raises(TypeError, match=rf"^{name}\(\)"):
         getattr(tgrad, name)(1.0, 2.0)  # no tensor at all
 

@@ -787,3 +787,17 @@ def test_gelu_keeps_its_relative_precision_in_the_lower_tail():
     dref = np.array([0.5 * math.erfc(-v / math.sqrt(2.0))
                      + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi) for v in xs])
     np.testing.assert_allclose(x.grad.numpy(), dref, rtol=1e-12, atol=0)
+
+
+def test_binary_ops_of_two_numbers_norm_of_a_bool_p_and_set_grad_enabled_needs_a_mode():
+    # PyTorch: add(2.0, 3.0) is tensor(5.) (the first number a 0-d tensor: float32,
+    # int64, complex64 by the usual rules); norm reads p=True as 1; set_grad_enabled()
+    # without a mode is a TypeError (it defaulted to True)
+    assert tgrad.add(2.0, 3.0).item() == 5.0 and tgrad.add(2.0, 3.0).dtype is tgrad.float32
+    assert tgrad.mul(2, 3).item() == 6 and tgrad.mul(2, 3).dtype is tgrad.int64
+    assert tgrad.sub(2, 3.5).item() == -1.5
+    assert tgrad.add(1j, 2).item() == 2 + 1j
+    x = tgrad.tensor([3.0, -4.0])
+    assert tgrad.norm(x, True).item() == 7.0 and tgrad.norm(x, False).item() == 2.0
+    with pytest.raises(TypeError, match="mode"):
+        tgrad.set_grad_enabled()

@@ -178,7 +178,7 @@ class set_grad_enabled(_DecoratorContextManager):
 
     _bare_decorator = False
 
-    def __init__(self, mode: bool = True) -> None:
+    def __init__(self, mode: bool) -> None:  # (no default: PyTorch's TypeError without it)
         if type(mode) is not bool:  # as PyTorch (0, 1, a tensor, np.bool_ are refused)
             cls = type(mode)
             name = cls.__name__ if cls.__module__ == "builtins" else \

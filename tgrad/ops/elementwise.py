@@ -676,13 +676,20 @@ def _check_sub_operands(a, b) -> None:
                            "`logical_not()` operator instead.")
 
 
+# the binary ops PyTorch also takes two numbers for (the others raise its TypeError)
+_NUMBER_PAIR_OPS = frozenset(("add", "sub", "mul", "div", "true_divide", "floor_divide"))
+
+
 def _prepare(name: str, is_logical: bool, a, b) -> tuple:
     """Check the operands and promote them: (device, backend, array a, array b)."""
     _check_operand(name, a)
     _check_operand(name, b)
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
-        raise TypeError(f"{name}(): expected at least one Tensor argument, got "
-                        f"{type(a).__name__} and {type(b).__name__}")
+        if name not in _NUMBER_PAIR_OPS:
+            raise TypeError(f"{name}(): expected at least one Tensor argument, got "
+                            f"{type(a).__name__} and {type(b).__name__}")
+        from tgrad.ops.creation import tensor  # the first number as a 0-d tensor, as
+        a = tensor(a)  # PyTorch's (add(2.0, 3.0) is tensor(5.), mul(2, 3) tensor(6))
     if name == "sub":
         _check_sub_operands(a, b)
     t = a if isinstance(a, Tensor) else b

@@ -963,6 +963,8 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     if p is None:
         p = "fro"
     p = scalar_order("norm", p)
+    if isinstance(p, bool):  # (PyTorch reads True as 1 and False as 0)
+        p = int(p)
     if isinstance(p, str):
         if p != "fro" or (isinstance(dim, (tuple, list)) and len(dim) > 2):
             from tgrad.linalg._norms import matrix_norm  # (linalg imports tgrad.ops)
