@@ -95,14 +95,21 @@ def _scan_inplace(name: str, fn) -> None:
 _scan_inplace("cumsum_", cumsum)
 
 
+# cumprod's accumulation dtypes on the CPU, PyTorch's: float32 in float64 (a float32 scan
+# drifted by 1e-4 over 1e5 factors near 1), complex64 in complex128, halves in float32; the
+# result rounded once. On the GPU each dtype multiplies in its own, as PyTorch's CUDA cumprod.
+_CPU_ACCUMULATE = {dtypes.float32: dtypes.float64, dtypes.complex64: dtypes.complex128,
+                   dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32}
+
+
 def _cumprod_scan(x: Tensor, d: int) -> Tensor:
-    """Inclusive product scan along dim d: after the step of span s, y_j covers (j - 2s, j].
-    On the CPU np.cumprod: y_j = y_{j-1} x_j left to right (PyTorch's CPU loop), halves
-    multiplied in float32 and rounded once (PyTorch's accumulation type); not
-    differentiable (Cumprod.forward's)."""
+    """Inclusive product scan along dim d, not differentiable (Cumprod.forward's). On the
+    CPU np.cumprod in _CPU_ACCUMULATE's dtype: y_j = y_{j-1} x_j left to right (PyTorch's
+    CPU loop); elsewhere a Hillis-Steele scan: after the step of span s, y_j covers
+    (j - 2s, j]."""
     if x.device.type == "cpu":
-        acc = np.float32 if x.dtype in (dtypes.float16, dtypes.bfloat16) else None
-        y = np.cumprod(x._data, axis=d, dtype=acc)
+        acc = _CPU_ACCUMULATE.get(x.dtype)
+        y = np.cumprod(x._data, axis=d, dtype=None if acc is None else acc.np)
         return wrap(np.ascontiguousarray(y.astype(x.dtype.np, copy=False)), x.device)
     n, span, y = x.shape[d], 1, x
     while span < n:
@@ -110,9 +117,6 @@ def _cumprod_scan(x: Tensor, d: int) -> Tensor:
                  narrow(y, d, span, n - span) * narrow(y, d, 0, n - span)], d)
         span *= 2
     return y
-
-
-_CPU_ACCUMULATE = {dtypes.float32: dtypes.float64, dtypes.complex64: dtypes.complex128}
 
 
 class Cumprod(Function):
@@ -135,11 +139,7 @@ class Cumprod(Function):
 
     @staticmethod
     def forward(ctx, x, d):
-        wide = _CPU_ACCUMULATE.get(x.dtype) if x.device.type == "cpu" else None
-        # on the CPU float32 (complex64) multiplies in float64 (complex128), rounded once,
-        # as PyTorch's CPU accumulation (a float32 scan drifted by 1e-4 over 1e5 factors
-        # near 1); on the GPU in float32, as PyTorch's CUDA cumprod
-        y = _cumprod_scan(x, d) if wide is None else _cumprod_scan(x.to(wide), d).to(x.dtype)
+        y = _cumprod_scan(x, d)
         ctx.d = d
         ctx.save_for_backward(x, y)
         return y
