@@ -45,6 +45,7 @@ import numpy as np
 from tgrad import dtypes, return_types
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from tgrad.backends import numpy as np_backend
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     check_operands,
@@ -434,8 +435,7 @@ def _cum_extreme_cpu(a: np.ndarray, d: int, larger: bool) -> np.ndarray:
     NaN, so index_j = the last p <= j that took over: a_p == M_p (M = the running extreme
     by np.maximum/minimum.accumulate, NaN from the first NaN on; 0.0 == -0.0 as in the
     scan) or a_p NaN; that last p is a running max of where(took, p, 0)."""
-    if a.dtype in (dtypes.float16.np, dtypes.bfloat16.np):  # exact; the same comparisons
-        a = a.astype(np.float32)
+    a = np_backend._up(a)  # (halves as float32: exact, the same comparisons)
     m = (np.maximum if larger else np.minimum).accumulate(a, axis=d)
     took = a == m
     if a.dtype.kind == "f":

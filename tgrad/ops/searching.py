@@ -26,6 +26,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad.autograd.grad_mode import no_grad
+from tgrad.backends import numpy as np_backend
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     fresh,
@@ -67,8 +68,7 @@ def _search_cpu(rows: np.ndarray, vals: np.ndarray, right: bool) -> np.ndarray |
     where row[base] < value (a NaN element compares False: NaN last). The rows are read
     flat, value j of row i at offset i n (2x np.searchsorted's time, which mispredicts
     on unsorted keys). NaN values are the caller's (n)."""
-    if rows.dtype in (dtypes.float16.np, dtypes.bfloat16.np):  # exact; NumPy's compare
-        rows, vals = rows.astype(np.float32), vals.astype(np.float32)
+    rows, vals = np_backend._up(rows), np_backend._up(vals)  # (halves as float32: exact)
     lo_s, hi_s = rows[:, :-1], rows[:, 1:]
     if np.any(hi_s < lo_s) or (rows.dtype.kind == "f"
                                and np.any(np.isnan(lo_s) & ~np.isnan(hi_s))):

@@ -130,14 +130,10 @@ def _take(x: Tensor, idx: Tensor, d: int) -> Tensor:
 # earliest-positioned entries equal to v (ties keep their order) up to k. Descending:
 # a > v, ties again earliest first (argsort's descending order: ties in ascending
 # position, NaN first). Identical to narrowing the full stable order, ties and NaN included.
-_HALVES = (dtypes.float16, dtypes.bfloat16)
-
-
 def _cpu_lines(x: Tensor, d: int) -> np.ndarray:
     """x's CPU array with ``d`` moved last (a view; halves as float32, exactly: the order
     is the same)."""
-    a = np.moveaxis(x._data, d, -1)
-    return a.astype(np.float32) if x.dtype in _HALVES else a
+    return np_backend._up(np.moveaxis(x._data, d, -1))
 
 
 def _first_k(a: np.ndarray, k: int, largest: bool) -> tuple:
