@@ -283,3 +283,17 @@ def test_grad_with_batched_grad_outputs():
     assert rows.tolist() == [[2.0] * 3, [4.0] * 3]
     with pytest.raises(RuntimeError, match="grad_output\\[0\\] has a shape of \\(\\)"):
         tgrad.autograd.grad(y, x, tgrad.ones(3, dtype=tgrad.float64), is_grads_batched=True)
+
+
+def test_a_leaf_moved_into_the_graph_interior_raises_in_backward():
+    # PyTorch: x used in the graph (y = 2x), then detach_()ed and written in place from
+    # that graph (x is no longer a leaf): the backward reaching x's accumulator raises
+    # (tgrad's wrote a .grad onto the non-leaf)
+    x = tgrad.tensor([1.0, 2.0, 3.0], dtype=tgrad.float64, requires_grad=True)
+    y = x * 2
+    x.detach_()
+    x[1:] = y[:2]
+    assert x.requires_grad and not x.is_leaf
+    with pytest.raises(RuntimeError, match="^leaf variable has been moved into the graph "
+                                           "interior$"):
+        x.sum().backward()

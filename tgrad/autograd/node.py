@@ -358,6 +358,8 @@ class AccumulateGrad(Node):
             # post-accumulate hooks still run (PyTorch)
             _run_post_accumulate_hooks(var)
             return ()
+        if var._grad_fn is not None:  # detach_()ed, then written in place from a graph
+            raise RuntimeError("leaf variable has been moved into the graph interior")
         if grad._sparse or var._sparse:  # a sparse COO gradient or leaf (tgrad.sparse)
             return _accumulate_sparse(var, grad)
         with _ACCUMULATE_LOCK:
