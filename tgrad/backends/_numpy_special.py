@@ -23,7 +23,18 @@ import numpy as np
 
 from tgrad.backends._numpy_sum import flat_blocks
 from tgrad.backends.numpy import _erf
-from tgrad.ops.erfs import _ERFCX_PIECES, _GILES_CENTRAL, _GILES_TAIL
+from tgrad.ops.erfs import (
+    _ERFCX_PIECES,
+    _GILES_CENTRAL,
+    _GILES_TAIL,
+    ERFCINV_FIT,
+    ERFCINV_NEWTON,
+    ERFCX_FRACTION_LEVELS,
+    ERFINV_CENTRAL_NEWTON,
+    GILES_CENTRAL_AT,
+    GILES_SPLIT,
+    GILES_TAIL_AT,
+)
 from tgrad.ops.special import (
     _BERNOULLI,
     _LG2,
@@ -69,13 +80,14 @@ def _horner(coefs: Sequence[float], t: np.ndarray) -> np.ndarray:
 def _giles(w: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Giles' erfinv(y) from w = -log((1 - y)(1 + y)): y P_c(w - 2.5) for w < 5, else
     y P_t(sqrt(w) - 3) (erfs._giles)."""
-    tail = np.flatnonzero(~(w < 5.0))
+    is_central = w < GILES_SPLIT
+    tail = np.flatnonzero(~is_central)
     if not tail.size:
-        return _horner(_GILES_CENTRAL, w - 2.5) * y
+        return _horner(_GILES_CENTRAL, w - GILES_CENTRAL_AT) * y
     p = np.empty_like(w)
-    central = np.flatnonzero(w < 5.0)
-    p.put(central, _horner(_GILES_CENTRAL, w.take(central) - 2.5))
-    p.put(tail, _horner(_GILES_TAIL, np.sqrt(w.take(tail)) - 3.0))
+    central = np.flatnonzero(is_central)
+    p.put(central, _horner(_GILES_CENTRAL, w.take(central) - GILES_CENTRAL_AT))
+    p.put(tail, _horner(_GILES_TAIL, np.sqrt(w.take(tail)) - GILES_TAIL_AT))
     return p * y
 
 
@@ -92,7 +104,7 @@ def _erfcx_pos(x: np.ndarray) -> np.ndarray:
         if far.size:
             xf = xb.take(far)
             f = xf.copy()
-            for k in range(40, 0, -1):  # f_k = x + (k/2) / f_(k+1)
+            for k in range(ERFCX_FRACTION_LEVELS, 0, -1):  # f_k = x + (k/2) / f_(k+1)
                 f = xf + (k / 2) / f
             val.put(far, 1.0 / (f * _SQRT_PI))
         out.put(big, val)
@@ -102,7 +114,7 @@ def _erfcx_pos(x: np.ndarray) -> np.ndarray:
 def _erfinv_central(y: np.ndarray) -> np.ndarray:
     """erf^-1(y) for |y| < 1/2: Giles, two Newton steps on erf (erfs._erfinv_central)."""
     x = _giles(-np.log((1.0 - y) * (1.0 + y)), y)
-    for _ in range(2):  # x -= (erf(x) - y) / (2/sqrt(pi) exp(-x^2))
+    for _ in range(ERFINV_CENTRAL_NEWTON):  # x -= (erf(x) - y) / (2/sqrt(pi) exp(-x^2))
         x = x - (_erf(x) - y) / (np.exp(-(x * x)) * (2.0 / _SQRT_PI))
     return x
 
@@ -113,14 +125,15 @@ def _erfcinv(s: np.ndarray) -> np.ndarray:
     log_s = np.log(s)
     w = -np.log(s * (2.0 - s))
     v = np.empty_like(s)
-    fit = np.flatnonzero(w < 16.0)
+    is_fit = w < ERFCINV_FIT
+    fit = np.flatnonzero(is_fit)
     if fit.size:
         v.put(fit, _giles(w.take(fit), 1.0 - s.take(fit)))
-    far = np.flatnonzero(~(w < 16.0))
+    far = np.flatnonzero(~is_fit)
     if far.size:
         big_l = -log_s.take(far)
         v.put(far, np.sqrt(big_l - 0.5 * np.log(big_l * math.pi)))
-    for _ in range(4):  # v += (log erfcx(v) - v^2 - log s) sqrt(pi)/2 erfcx(v)
+    for _ in range(ERFCINV_NEWTON):  # v += (log erfcx(v) - v^2 - log s) sqrt(pi)/2 erfcx(v)
         e = _erfcx_pos(v)
         v = v + (np.log(e) - v * v - log_s) * e * (_SQRT_PI / 2)
     return v

@@ -55,11 +55,21 @@ def _erfcx_pos(x: Tensor) -> Tensor:
     return ew.where(ew.ge(x, 4.0), 1.0 / (_erfcx_fraction(xc, 1) * _SQRT_PI), out)
 
 
+# erfinv's breakpoints and step counts, shared with its NumPy form
+# (tgrad/backends/_numpy_special.py), which must give the same float64 bits
+ERFCX_FRACTION_LEVELS = 40  # erfcx's continued fraction, beyond its last Taylor piece
+GILES_SPLIT = 5.0  # Giles' fits: central for w < 5, in w - 2.5; tail in sqrt(w) - 3
+GILES_CENTRAL_AT, GILES_TAIL_AT = 2.5, 3.0
+ERFINV_CENTRAL_NEWTON = 2  # Newton steps on erf of the central branch (|y| < 1/2)
+ERFCINV_FIT = 16.0  # erfcinv starts from Giles' fit where w < 16, else from the asymptote
+ERFCINV_NEWTON = 4  # and takes this many Newton steps on log erfc
+
+
 def _erfcx_fraction(x: Tensor, last: int) -> Tensor:
     """f_last = x + (last/2) / (x + ((last+1)/2) / (x + ...)), 40 levels in all, for x >= 2.5
     (others: garbage): erfcx(x) = 1/sqrt(pi) / f_1 and f_1 = x + (1/2) / f_2."""
     f = x
-    for k in range(40, last - 1, -1):
+    for k in range(ERFCX_FRACTION_LEVELS, last - 1, -1):
         f = x + (k / 2) / f
     return f
 
@@ -153,9 +163,9 @@ _GILES_TAIL = (2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.005739507
 def _giles(w: Tensor, y: Tensor) -> Tensor:
     """Giles' single-precision erfinv(y) given w = -log((1 - y)(1 + y)) ("Approximating the
     erfinv function", GPU Gems Pro 2012)."""
-    central = ew.lt(w, 5.0)
-    p_c = _horner(_GILES_CENTRAL, ew.where(central, w, 0.0) - 2.5)
-    p_t = _horner(_GILES_TAIL, ew.sqrt(ew.where(central, 5.0, w)) - 3.0)
+    central = ew.lt(w, GILES_SPLIT)
+    p_c = _horner(_GILES_CENTRAL, ew.where(central, w, 0.0) - GILES_CENTRAL_AT)
+    p_t = _horner(_GILES_TAIL, ew.sqrt(ew.where(central, GILES_SPLIT, w)) - GILES_TAIL_AT)
     return ew.where(central, p_c, p_t) * y
 
 
@@ -163,7 +173,7 @@ def _erfinv_central(y: Tensor) -> Tensor:
     """erf^-1(y) for |y| <= 1/2: Giles, then two Newton steps
     x -= (erf(x) - y) / (2/sqrt(pi) exp(-x^2)) (erf keeps its precision there)."""
     x = _giles(-ew.log((1.0 - y) * (1.0 + y)), y)
-    for _ in range(2):
+    for _ in range(ERFINV_CENTRAL_NEWTON):
         x = x - (ew.erf(x) - y) / (ew.exp(-(x * x)) * (2.0 / _SQRT_PI))
     return x
 
@@ -175,11 +185,11 @@ def _erfcinv(s: Tensor) -> Tensor:
     asymptote v^2 = L - log(pi L) / 2, L = -log s."""
     log_s = ew.log(s)
     w = -ew.log(s * (2.0 - s))
-    fit = ew.lt(w, 16.0)
+    fit = ew.lt(w, ERFCINV_FIT)
     big_l = ew.where(fit, 20.0, -log_s)
     v = ew.where(fit, _giles(ew.where(fit, w, 0.0), 1.0 - s),
                  ew.sqrt(big_l - 0.5 * ew.log(big_l * math.pi)))
-    for _ in range(4):
+    for _ in range(ERFCINV_NEWTON):
         e = _erfcx_pos(v)
         v = v + (ew.log(e) - v * v - log_s) * e * (_SQRT_PI / 2)
     return v
