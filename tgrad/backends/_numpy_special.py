@@ -43,6 +43,11 @@ from tgrad.ops.special import (
     _PSI,
     _PSI2,
     _STIRLING,
+    LGAMMA_RECURRENCE_DOWN_FROM,
+    LGAMMA_RECURRENCE_STEPS,
+    LGAMMA_ROOTS_SPAN,
+    LGAMMA_STIRLING_FROM,
+    LGAMMA_TINY_SINE,
     _cot_derivative,
 )
 
@@ -172,20 +177,21 @@ def _lgamma_pos(x: np.ndarray) -> np.ndarray:
     product of the recurrence lgamma(y) = log(y - 1) + lgamma(y - 1) down to y < 2.5, and
     -log1p(z) (x in [0.5, 1.5)) or -log1p(x) - log(x) (x < 0.5)."""
     out = np.empty_like(x)
-    big = np.flatnonzero(x >= 8.0)
+    is_big = x >= LGAMMA_STIRLING_FROM
+    big = np.flatnonzero(is_big)
     if big.size:  # (x - 1/2) log x - x + log(2 pi)/2 + sum_k B_2k / (2k (2k-1) x^(2k-1))
         xb = x.take(big)
         r = 1.0 / xb
         out.put(big, (xb - 0.5) * np.log(xb) - xb + 0.5 * math.log(2 * math.pi)
                 + r * _horner(_STIRLING, r * r))
-    small = np.flatnonzero(~(x >= 8.0))
+    small = np.flatnonzero(~is_big)
     if small.size:
         xs = x.take(small)
         xs = np.where(xs > 0.0, xs, 1.0)
         low, mid = xs < 0.5, xs < 1.5
         prod, y = xs * 0.0 + 1.0, xs
-        for _ in range(6):  # 2.5 <= y < 8 down to [1.5, 2.5)
-            down = y >= 2.5
+        for _ in range(LGAMMA_RECURRENCE_STEPS):  # 2.5 <= y < 8 down to [1.5, 2.5)
+            down = y >= LGAMMA_RECURRENCE_DOWN_FROM
             y = np.where(down, y - 1.0, y)
             prod = prod * np.where(down, y, 1.0)
         z = np.where(low, xs, np.where(mid, xs - 1.0, y - 2.0))
@@ -200,7 +206,7 @@ def _lgamma_near_roots(x: np.ndarray) -> np.ndarray:
     minimum) of x's interval: d sum_j LG2_j h_j(e, e0) - sum_{k=0}^{n+1} log1p(d / (x0 + k))
     (special._lgamma_near_roots states the maths)."""
     m = np.floor(x)
-    i = np.clip(-m - 3.0, 0.0, 17.0).astype(np.int64)
+    i = np.clip(-m - 3.0, 0.0, len(_LGAMMA_ROOTS) - 1.0).astype(np.int64)
     cols = [_ROOT_COLS[c][i] for c in range(4)]
     left = x < (cols[0] + cols[2]) * 0.5
     hi, lo = np.where(left, cols[0], cols[2]), np.where(left, cols[1], cols[3])
@@ -231,19 +237,21 @@ def _lgamma_block(x: np.ndarray) -> np.ndarray:
     """lgamma(x) (special._lgamma): _lgamma_pos(x) for x >= 0; for x < 0 the reflection
     log(pi / |sin(pi r)|) - lgamma(1 - x), r = x - round(x), and where its terms cancel
     more than 2-fold in (-20, -2), _lgamma_near_roots; +inf at the poles and +-inf."""
-    neg = np.flatnonzero(x < 0.0)
+    is_neg = x < 0.0
+    neg = np.flatnonzero(is_neg)
     if not neg.size:
         out = _lgamma_pos(x)
     else:
         xn = x.take(neg)
-        out = _lgamma_pos(np.where(x < 0.0, 1.0 - x, x))
+        out = _lgamma_pos(np.where(is_neg, 1.0 - x, x))
         lg = out.take(neg)
         r = np.where((xn == np.floor(xn)), 0.25, xn - np.round(xn))
         # log |sin(pi r)|, as log(pi) + log |r| below |r| = 2^-100 (pi r subnormal there)
-        refl = np.where(np.abs(r) < 2.0 ** -100, -np.log(np.abs(r)),
+        refl = np.where(np.abs(r) < LGAMMA_TINY_SINE, -np.log(np.abs(r)),
                         math.log(math.pi) - np.log(np.abs(np.sin(r * math.pi)))) - lg
         out.put(neg, refl)
-        near = np.flatnonzero((xn > -20.0) & (xn < -2.0) & (np.abs(refl) * 2.0 < np.abs(lg)))
+        lo, hi = LGAMMA_ROOTS_SPAN
+        near = np.flatnonzero((xn > lo) & (xn < hi) & (np.abs(refl) * 2.0 < np.abs(lg)))
         if near.size:
             out.put(neg.take(near), _lgamma_near_roots(xn.take(near)))
     odd = np.flatnonzero(~np.isfinite(x) | ((x <= 0.0) & (x == np.floor(x))))

@@ -93,10 +93,20 @@ def _poles(x: Tensor) -> Tensor:
     return ew.logical_and(ew.le(x, 0.0), ew.eq(x, ew.floor(x)))
 
 
+# lgamma's breakpoints, shared with its NumPy form (tgrad/backends/_numpy_special.py),
+# which must give the same float64 bits: Stirling's series from 8 on; below, the recurrence
+# lgamma(y) = log(y - 1) + lgamma(y - 1) down from y >= 2.5 (at most 6 steps: y < 8), then
+# lgamma(2 + z)'s series; the roots' expansion on (-20, -2), where |reflection| > 2 |lgamma|
+LGAMMA_STIRLING_FROM = 8.0
+LGAMMA_RECURRENCE_DOWN_FROM, LGAMMA_RECURRENCE_STEPS = 2.5, 6
+LGAMMA_ROOTS_SPAN = (-20.0, -2.0)
+LGAMMA_TINY_SINE = 2.0 ** -100  # sin(pi x) below this: the pole's -log|sin| form
+
+
 def _lgamma_pos(x: Tensor) -> Tensor:
     """lgamma(x) for x > 0 (see the module docstring); other elements give garbage."""
-    big = ew.ge(x, 8.0)
-    xb = ew.where(big, x, 8.0)
+    big = ew.ge(x, LGAMMA_STIRLING_FROM)
+    xb = ew.where(big, x, LGAMMA_STIRLING_FROM)
     r = 1.0 / xb
     stirling = ((xb - 0.5) * ew.log(xb) - xb + 0.5 * math.log(2 * math.pi)
                 + r * _horner(_STIRLING, r * r))
@@ -104,8 +114,8 @@ def _lgamma_pos(x: Tensor) -> Tensor:
     xs = ew.where(big, 2.0, ew.where(ew.gt(x, 0.0), x, 1.0))
     low, mid = ew.lt(xs, 0.5), ew.lt(xs, 1.5)
     prod, y = xs * 0.0 + 1.0, xs
-    for _ in range(6):  # 2.5 <= y < 8: lgamma(y) = log(y - 1) + lgamma(y - 1)
-        down = ew.ge(y, 2.5)
+    for _ in range(LGAMMA_RECURRENCE_STEPS):  # 2.5 <= y < 8: lgamma(y - 1) + log(y - 1)
+        down = ew.ge(y, LGAMMA_RECURRENCE_DOWN_FROM)
         y = ew.where(down, y - 1.0, y)
         prod = prod * ew.where(down, y, 1.0)
     z = ew.where(low, xs, ew.where(mid, xs - 1.0, y - 2.0))
@@ -158,7 +168,7 @@ def _lgamma_near_roots(x: Tensor) -> Tensor:
     (no pole between x and x0)."""
     from tgrad.ops.creation import tensor
     m = ew.floor(x)
-    i = ew.clamp(-m - 3.0, 0.0, 17.0).to(dtypes.int64)
+    i = ew.clamp(-m - 3.0, 0.0, len(_LGAMMA_ROOTS) - 1.0).to(dtypes.int64)
     cols = [tensor([r[c] for r in _LGAMMA_ROOTS], dtype=x.dtype, device=x.device)[i]
             for c in range(4)]
     left = ew.lt(x, (cols[0] + cols[2]) * 0.5)
@@ -196,13 +206,14 @@ def _lgamma(x: Tensor) -> Tensor:
     # log |sin(pi r)|; below |r| = 2^-100 it is log(pi) + log |r| (to (pi r)^2 / 6 < 1e-59),
     # taken so because pi r rounds to a subnormal (losing relative precision) for a
     # subnormal r: lgamma(-5e-324) = -log(5e-324) = 744.44, not 744.49
-    tiny = ew.lt(ew.abs(r), 2.0 ** -100)
+    tiny = ew.lt(ew.abs(r), LGAMMA_TINY_SINE)
     refl = ew.where(tiny, -ew.log(ew.abs(r)),
                     math.log(math.pi) - ew.log(ew.abs(ew.sin(r * math.pi)))) - lg
     out = ew.where(neg, refl, lg)
     # where the reflection's terms cancel more than 2-fold (its error ~1e-16 |lgamma(1 - x)|):
     # around the roots in (-20, -2) (beyond, no float is near one) the expansion about them
-    near = ew.logical_and(ew.logical_and(ew.gt(x, -20.0), ew.lt(x, -2.0)),
+    near = ew.logical_and(ew.logical_and(ew.gt(x, LGAMMA_ROOTS_SPAN[0]),
+                                         ew.lt(x, LGAMMA_ROOTS_SPAN[1])),
                           ew.lt(ew.abs(refl) * 2.0, ew.abs(lg)))
     if not host_reads_ok(x):  # (a CUDA graph capture: no host read, every element through it)
         out = ew.where(near, _lgamma_near_roots(ew.where(near, x, -2.5)), out)
