@@ -49,6 +49,7 @@ from tgrad.ops.special import (
     LGAMMA_STIRLING_FROM,
     LGAMMA_TINY_SINE,
     _cot_derivative,
+    lgamma_about_root,
 )
 
 _BLOCK = 1 << 16  # elements per block (float64: 512 KiB a temporary; 2^14 was 1.3x slower)
@@ -211,26 +212,11 @@ def _lgamma_near_roots(x: np.ndarray) -> np.ndarray:
     left = x < (cols[0] + cols[2]) * 0.5
     hi, lo = np.where(left, cols[0], cols[2]), np.where(left, cols[1], cols[3])
     n = np.where(left, -m, -m - 1.0)
-    x0, x0_lo, a, b, lg0 = _LGAMMA_MIN3
+    x0, x0_lo, a, b, _ = _LGAMMA_MIN3
     mid = (x >= a) & (x < b)
     hi, lo = np.where(mid, x0, hi), np.where(mid, x0_lo, lo)
     n = np.where(mid, 3.0, n)
-    e = x + n
-    e0 = (hi + n) + lo
-    d = (x - hi) - lo
-    h, p = x * 0.0 + 1.0, e0  # h_1 = 1, p = e0^j
-    acc = h * _LG2[0]
-    for c in _LG2[1:]:
-        h = e * h + p  # h_(j+1) = e h_j + e0^j
-        p = p * e0
-        acc = acc + h * c
-    logs = x * 0.0
-    for k in range(22):  # k <= n + 1 <= 21
-        x0k = (hi + float(k)) + lo
-        r = d / x0k
-        term = np.where(np.abs(r) < 0.5, np.log1p(r), np.log((x + float(k)) / x0k))
-        logs = logs + np.where(float(k) <= n + 1.0, term, 0.0)
-    return np.where(mid, lg0, logs * 0.0) + (d * acc - logs)
+    return lgamma_about_root(x, hi, lo, n, mid, np)
 
 
 def _lgamma_block(x: np.ndarray) -> np.ndarray:

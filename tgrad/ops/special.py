@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from types import SimpleNamespace
 
 from tgrad import dtypes
 from tgrad.autograd.function import Function
@@ -179,6 +180,17 @@ def _lgamma_near_roots(x: Tensor) -> Tensor:
     mid = ew.logical_and(ew.ge(x, _LGAMMA_MIN3[2]), ew.lt(x, _LGAMMA_MIN3[3]))
     hi, lo = ew.where(mid, _LGAMMA_MIN3[0], hi), ew.where(mid, _LGAMMA_MIN3[1], lo)
     n = ew.where(mid, 3.0, n)
+    return lgamma_about_root(x, hi, lo, n, mid, _TENSOR_MATH)
+
+
+# the array functions lgamma_about_root calls, for tgrad tensors (NumPy's module for arrays)
+_TENSOR_MATH = SimpleNamespace(where=ew.where, abs=ew.abs, log=ew.log, log1p=ew.log1p)
+
+
+def lgamma_about_root(x, hi, lo, n, mid, xp):
+    """_lgamma_near_roots' sums, once for tensors and NumPy arrays (tgrad/backends/
+    _numpy_special.py; ``xp``: _TENSOR_MATH or numpy): x0 = hi + lo the root (the (-3, -2)
+    minimum where ``mid``, whose lgamma is added), -n the pole, e = x + n, e0 = x0 + n."""
     e = x + n
     e0 = (hi + n) + lo
     d = (x - hi) - lo
@@ -194,9 +206,9 @@ def _lgamma_near_roots(x: Tensor) -> Tensor:
         r = d / x0k
         # log1p(r) near r = -1 (x near the pole, x0 not) magnifies r's rounding: there
         # log((x + k) / (x0 + k)) (x + k exact, |log| > 0.4)
-        term = ew.where(ew.lt(ew.abs(r), 0.5), ew.log1p(r), ew.log((x + float(k)) / x0k))
-        logs = logs + ew.where(ew.le(float(k), n + 1.0), term, 0.0)
-    return ew.where(mid, _LGAMMA_MIN3[4], logs * 0.0) + (d * acc - logs)
+        term = xp.where(xp.abs(r) < 0.5, xp.log1p(r), xp.log((x + float(k)) / x0k))
+        logs = logs + xp.where(n + 1.0 >= float(k), term, 0.0)
+    return xp.where(mid, _LGAMMA_MIN3[4], logs * 0.0) + (d * acc - logs)
 
 
 def _lgamma(x: Tensor) -> Tensor:
