@@ -232,3 +232,21 @@ def test_no_hidden_copies(op, fwd, bwd):
     finally:
         tracemalloc.stop()
     assert r["ratio_fwd"] <= fwd and r["ratio_bwd"] <= bwd, r
+
+
+def test_bench_graph_gc_runs_and_writes_json(tmp_path, capsys):
+    """perf/bench_graph_gc.py: a row per chain length with both collector settings, and the
+    tracked objects per op it counts (6 for ``y * 1.0001``: tests/test_graph_gc.py)."""
+    spec = importlib.util.spec_from_file_location("bench_graph_gc",
+                                                  ROOT / "perf" / "bench_graph_gc.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--ops", "50,300", "--out", str(tmp_path)]) == 0
+    assert "tracked_per_op" in capsys.readouterr().out
+    data = json.loads((tmp_path / "bench_graph_gc.json").read_text())
+    assert data["schema"] == "tgrad-bench-graph-gc/1"
+    assert [r["ops"] for r in data["results"]] == [50, 300]
+    for r in data["results"]:
+        assert all(r[k] > 0 for k in ("fwd_us_gc_on", "fwd_us_gc_off", "bwd_us_gc_on",
+                                      "bwd_us_gc_off"))
+        assert 5.9 <= r["tracked_per_op"] <= 6.1

@@ -11,7 +11,7 @@ class Device:
     Devices are interned: ``Device("cuda", 0) is as_device("cuda:0")``, so the per-op
     device checks are identity tests."""
 
-    __slots__ = ("type", "index")
+    __slots__ = ("type", "index", "_metas")
     _interned: dict = {}
 
     def __new__(cls, type: str, index: int | None = None) -> Device:  # noqa: A002
@@ -39,6 +39,9 @@ class Device:
             dev = object.__new__(cls)
             object.__setattr__(dev, "type", kind)
             object.__setattr__(dev, "index", index)
+            # (shape, dtype) -> the graph's shared (shape, dtype, device) metadata
+            # (tgrad.autograd.function._meta_entry)
+            object.__setattr__(dev, "_metas", {})
             cls._interned[key] = dev
         return dev
 

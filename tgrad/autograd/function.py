@@ -79,6 +79,26 @@ def _sum_to(g, shape):
 
 _NOT_TENSOR = "not a tensor"  # _in_meta marker: the forward argument was not a Tensor
 
+# Interned metadata. Every recorded op keeps a (shape, dtype, device) per differentiable input
+# and output. As fresh tuples these were objects the garbage collector tracks (dtype and
+# device are class instances): a graph of N ops kept alive made each full collection walk
+# several of them per op. Instead one shared tuple per (shape, dtype) on each device, with
+# its one-output ``_out_meta`` beside it, kept in the (interned) device's ``_metas``.
+_METAS_LIMIT = 4096  # shapes that never repeat: start over rather than grow
+
+
+def _meta_entry(shape: tuple, dtype, device) -> tuple:
+    """``(meta, (meta,))`` for ``meta = (shape, dtype, device)``, one object per distinct
+    value (the hot path reads ``device._metas`` inline and calls this on a miss)."""
+    metas = device._metas
+    entry = metas.get((shape, dtype))
+    if entry is None:
+        if len(metas) >= _METAS_LIMIT:
+            metas.clear()
+        meta = (shape, dtype, device)
+        entry = metas[(shape, dtype)] = (meta, (meta,))
+    return entry
+
 
 class BackwardCFunction(Node):
     """The node (and ctx) created by ``Function.apply``; one subclass per Function.
@@ -672,6 +692,7 @@ def _wire_graph(ctx, args, outputs, is_tuple):
             return tuple(new_outputs) if is_tuple else new_outputs[0]
     edges = []
     in_meta = []
+    in_entry = None
     for a in args:
         if isinstance(a, Tensor):
             if a._requires_grad:
@@ -685,7 +706,9 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                     ref = a._grad_accumulator
                     acc = ref() if ref is not None else None
                     edges.append((acc if acc is not None else grad_accumulator(a), 0))
-                in_meta.append((a._data.shape, a.dtype, a.device))
+                in_entry = (a.device._metas.get((a._data.shape, a.dtype))
+                            or _meta_entry(a._data.shape, a.dtype, a.device))
+                in_meta.append(in_entry[0])
             else:
                 edges.append(_NONE_EDGE)
                 in_meta.append(None)
@@ -694,12 +717,14 @@ def _wire_graph(ctx, args, outputs, is_tuple):
             in_meta.append(_NOT_TENSOR)
     ctx._seq = next(_node_seq)
     ctx._edges = tuple(edges)
-    ctx._in_meta = tuple(in_meta)
+    # one argument that requires grad (a unary op): its interned 1-tuple
+    ctx._in_meta = in_entry[1] if len(args) == 1 and in_entry is not None else tuple(in_meta)
     if dirty:
         _check_dirty_returned(dirty, outputs)
     nondiff = ctx.non_differentiable
     out_meta = []
     new_outputs = []
+    entry = None
     i = 0
     for o in outputs:
         if not isinstance(o, Tensor):
@@ -710,7 +735,8 @@ def _wire_graph(ctx, args, outputs, is_tuple):
         if (not (o.dtype.is_floating_point or o.dtype.is_complex)
                 or (nondiff and _is_in(o, nondiff))):
             o = _non_differentiable_output(o, args, dirty)
-            out_meta.append((o._data.shape, o.dtype, o.device))
+            entry = _meta_entry(o._data.shape, o.dtype, o.device)
+            out_meta.append(entry[0])
             new_outputs.append(o)
             i += 1
             continue
@@ -719,7 +745,8 @@ def _wire_graph(ctx, args, outputs, is_tuple):
             if o._base is not None and o._view_chain is not None:
                 from tgrad.autograd.copy_slices import rebase_base  # in-place on a view: rare
                 rebase_base(o, (ctx, i))
-                out_meta.append((o._data.shape, o.dtype, o.device))
+                entry = _meta_entry(o._data.shape, o.dtype, o.device)
+                out_meta.append(entry[0])
                 new_outputs.append(o)
                 i += 1
                 continue
@@ -732,7 +759,9 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                     break
             if o._base is not None and ctx._forward_cls._returns_views:
                 o._custom_function_view = True  # no in-place on it (as PyTorch)
-        out_meta.append((o._data.shape, o.dtype, o.device))
+        entry = (o.device._metas.get((o._data.shape, o.dtype))
+                 or _meta_entry(o._data.shape, o.dtype, o.device))
+        out_meta.append(entry[0])
         new_outputs.append(o)
         o._grad_fn = ctx
         o._output_nr = i
@@ -740,7 +769,8 @@ def _wire_graph(ctx, args, outputs, is_tuple):
         if o._base is not None:
             o._grad_fn_version = o._storage.version
         i += 1
-    ctx._out_meta = tuple(out_meta)
+    # one tensor output (the common case): its interned 1-tuple
+    ctx._out_meta = entry[1] if len(out_meta) == 1 and entry is not None else tuple(out_meta)
     # the node drops what it held for the forward only (PyTorch sets these to None): held
     # on, an output in them and its own grad_fn (the node) made a reference cycle, freed
     # only by the garbage collector (a mark_dirty output with its whole graph)
@@ -768,7 +798,7 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 is_output = t._grad_fn is ctx and _is_in(t, new_outputs)
                 saved.append(SavedTensor(t, is_output) if hooks is None
                              else HookedSavedTensor(t, is_output, hooks))
-        ctx._saved = saved
+        ctx._saved = tuple(saved)  # (a tuple of only None is one object less to track)
     if SHARED.anomaly:
         ctx.metadata["traceback_"] = traceback.format_stack()[:-2]
     return tuple(new_outputs) if is_tuple else new_outputs[0]

@@ -56,15 +56,37 @@ class RemovableHandle:
         self.remove()
 
 
+# The instance attributes every recorded node sets, some on some paths only: recording
+# (_seq ... _saved) and a backward (_released). See Node.__init_subclass__. (Names set on
+# rarer paths, hooks or ctx calls, are left out: each one seeded enlarges every node's
+# attribute array; a node given one late pays for its own dict.)
+_NODE_FIELDS = ("needs_input_grad", "to_save", "_seq", "_edges", "_in_meta", "_out_meta",
+                "_saved", "_released")
+
+
 class Node:
     """Base class of every backward node (built-in op nodes, custom Function nodes,
     AccumulateGrad and CopySlices).
 
     Optional fields default to class attributes (None) so creating a node is cheap."""
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        """Put _NODE_FIELDS in the class's shared attribute-key table first, through a
+        throwaway instance. CPython keeps one key table per class for its instances'
+        attributes; once a few dozen instances exist it takes one new name more, and an
+        instance that sets another gets a dict of its own: one more object per node for the
+        garbage collector and slower attribute reads. Without this, a class whose first
+        nodes ran under no_grad (no _edges yet), or one released after its first backward
+        (_released), paid that on every node from then on."""
+        super().__init_subclass__(**kwargs)
+        seed = object.__new__(cls)
+        for name in _NODE_FIELDS:
+            if not hasattr(type(getattr(cls, name, None)), "__set__"):  # not a property
+                object.__setattr__(seed, name, None)
+
     _edges: tuple = ()  # one (node, output_nr) per forward argument; the engine reads this
     _out_meta: tuple = ()  # per forward output: (shape, dtype, device) or None; () = one
-    _saved = None  # list of SavedTensor; None after release
+    _saved = None  # tuple of SavedTensor (or None); None after release
     _released = False
     _pre_hooks = None  # {output_nr: OrderedDict(id -> hook)} for tensor hooks
     _post_hooks = None  # OrderedDict(id -> hook(grad_inputs, grad_outputs))
@@ -319,8 +341,9 @@ class RawSavedTensor:
         # the tensor as saved, without the version check (from now on the hooks own the
         # value, as PyTorch's: no version check on a hooked saved tensor)
         t = slot.output_alias(node) if slot.is_output else slot.tensor
-        node._saved[self._index] = HookedSavedTensor(t, slot.is_output,
-                                                     (pack_hook, unpack_hook))
+        saved = list(node._saved)
+        saved[self._index] = HookedSavedTensor(t, slot.is_output, (pack_hook, unpack_hook))
+        node._saved = tuple(saved)
 
     def __repr__(self) -> str:
         return f"<SavedTensor object at {id(self):#x}>"

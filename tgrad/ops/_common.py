@@ -237,13 +237,25 @@ def fresh(out: Tensor) -> Tensor:
     return out
 
 
+_BOUND_APPLY: dict = {}  # view op class -> cls.apply, bound once (not one object per view)
+
+
+def bound_apply(cls):
+    """``cls.apply`` as one shared bound method: a view's replay chain holds it, and a
+    fresh one per recorded view was one more object for the garbage collector to track."""
+    fn = _BOUND_APPLY.get(cls)
+    if fn is None:
+        fn = _BOUND_APPLY[cls] = cls.apply
+    return fn
+
+
 def view_apply(cls, x: Tensor, *args) -> Tensor:
     """Run a view op and record how to replay it on the base (for in-place through views)."""
     out = cls.apply(x, *args)
     if x._custom_function_view:  # a view of a custom Function's view output is one too
         out._custom_function_view = True
     if STATE.enabled and (x._base is None or x._view_chain is not None):
-        out._view_chain = (x._view_chain or ()) + ((cls.apply, args),)
+        out._view_chain = (x._view_chain or ()) + ((bound_apply(cls), args),)
         if x._multi_output_view:  # a view of a split's output is one too (PyTorch)
             out._multi_output_view = True
     elif x._inference_mode_view or (_tensor_module._INFERENCE_BLOCKS and STATE.inference):

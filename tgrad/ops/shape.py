@@ -18,6 +18,7 @@ from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
 from tgrad.ops._common import (
     backend_of,
+    bound_apply,
     int_tuple,
     make_view,
     register_op,
@@ -883,7 +884,7 @@ def _pieces(cls, x: Tensor, dim: int, keys: tuple) -> tuple:
     if STATE.enabled and (x._base is None or x._view_chain is not None):
         chain = x._view_chain or ()
         for piece, key in zip(out, keys):
-            piece._view_chain = chain + ((_basic_cls(key).apply, (key,)),)
+            piece._view_chain = chain + ((bound_apply(_basic_cls(key)), (key,)),)
             piece._multi_output_view = True
     return out
 
