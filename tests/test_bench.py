@@ -250,3 +250,18 @@ def test_bench_graph_gc_runs_and_writes_json(tmp_path, capsys):
         assert all(r[k] > 0 for k in ("fwd_us_gc_on", "fwd_us_gc_off", "bwd_us_gc_on",
                                       "bwd_us_gc_off"))
         assert 5.9 <= r["tracked_per_op"] <= 6.1
+
+
+def test_bench_rnn_runs_and_writes_json(tmp_path, capsys):
+    """perf/bench_rnn.py: a row per module with both timings (the structure only)."""
+    spec = importlib.util.spec_from_file_location("bench_rnn", ROOT / "perf" / "bench_rnn.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--length", "3", "--batch", "2", "--hidden", "4", "--repeat", "1",
+                     "--out", str(tmp_path)]) == 0
+    assert "tgrad_fwdbwd_ms" in capsys.readouterr().out
+    data = json.loads((tmp_path / "bench_rnn.json").read_text())
+    assert data["schema"] == "tgrad-bench-rnn/1" and data["length"] == 3
+    assert [r["module"] for r in data["results"]] == ["LSTM", "GRU", "RNN"]
+    assert all(r["tgrad_fwdbwd_ms"] > 0 and r["tgrad_fwd_nograd_ms"] > 0
+               and r["tgrad_graph_mb"] > 0 for r in data["results"])

@@ -33,6 +33,7 @@ the input (sum L_i, D H_out).
 
 from __future__ import annotations
 
+from tgrad.nn._rnn_fused import fusable, gru_pointwise, lstm_pointwise
 from tgrad.nn.functional import dropout as _dropout
 from tgrad.nn.functional import linear
 from tgrad.ops._common import require_tensor
@@ -52,15 +53,22 @@ def _rnn_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bo
 
 def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
                w_hr: Tensor | None) -> tuple[Tensor, Tensor]:
-    i, f, g, o = (gi + linear(h, w_hh, b_hh)).chunk(4, 1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
+    gh = linear(h, w_hh, b_hh)
+    if fusable(gi, gh, c):  # one node (tgrad/nn/_rnn_fused.py), the same values
+        h, c = lstm_pointwise(gi, gh, c)
+    else:  # mixed dtypes (autocast), complex: the ops' promotion rules
+        i, f, g, o = (gi + gh).chunk(4, 1)
+        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        h = o.sigmoid() * c.tanh()
     return (h if w_hr is None else linear(h, w_hr)), c
 
 
 def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    gh = linear(h, w_hh, b_hh)
+    if fusable(gi, gh, h):  # one node (tgrad/nn/_rnn_fused.py), the same values
+        return gru_pointwise(gi, gh, h)
     r_i, z_i, n_i = gi.chunk(3, 1)
-    r_h, z_h, n_h = linear(h, w_hh, b_hh).chunk(3, 1)
+    r_h, z_h, n_h = gh.chunk(3, 1)
     r, z = (r_i + r_h).sigmoid(), (z_i + z_h).sigmoid()
     n = (n_i + r * n_h).tanh()
     return n + z * (h - n)
