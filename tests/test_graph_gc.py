@@ -22,8 +22,9 @@ from tgrad.autograd import gradcheck
 def _tracked_per_op(make, step, n: int = 200) -> tuple:
     """Objects the collector still tracks per recorded op after a collection, for a chain
     kept alive (collections untrack tuples of untracked items, so a fresh shape tuple costs
-    nothing): the objects the chain's second ``n`` ops added, so that one-time caches
-    filled by the first ops are not counted. Returns (per op, {type name: per op})."""
+    nothing): the new objects reachable from the chain's second ``n`` outputs, so that
+    one-time caches filled by the first ops, and objects another thread of the test run
+    makes meanwhile, are not counted. Returns (per op, {type name: per op})."""
     outs = [make()]
     for _ in range(n):
         outs.append(step(outs[-1]))
@@ -32,9 +33,16 @@ def _tracked_per_op(make, step, n: int = 200) -> tuple:
     for _ in range(n):
         outs.append(step(outs[-1]))
     gc.collect()
-    new = Counter(type(o).__name__ for o in gc.get_objects() if id(o) not in before)
-    del outs
-    return sum(new.values()) / n, {k: v / n for k, v in new.items() if v >= n // 2}
+    new = {id(o): o for o in gc.get_objects() if id(o) not in before}
+    graph, stack = {}, outs[n + 1:]
+    while stack:
+        o = stack.pop()
+        if id(o) not in graph:
+            graph[id(o)] = o
+            stack.extend(r for r in gc.get_referents(o) if id(r) in new)
+    kinds = Counter(type(o).__name__ for o in graph.values())
+    del outs, new, graph, stack
+    return sum(kinds.values()) / n, {k: v / n for k, v in kinds.items() if v >= n // 2}
 
 
 def test_metadata_is_shared_between_nodes_of_the_same_shape_dtype_and_device():

@@ -121,8 +121,8 @@ def test_gradients_when_one_output_is_unused():
     rng = np.random.default_rng(12)
     gi, gh, c = _leaves(rng, 2, 3, 4)
     for k in (0, 1):
-        assert gradcheck(lambda a, b, c: lstm_pointwise(a, b, c)[k], (gi, gh, c))
-        assert gradgradcheck(lambda a, b, c: lstm_pointwise(a, b, c)[k], (gi, gh, c))
+        assert gradcheck(lambda a, b, c, k=k: lstm_pointwise(a, b, c)[k], (gi, gh, c))
+        assert gradgradcheck(lambda a, b, c, k=k: lstm_pointwise(a, b, c)[k], (gi, gh, c))
     # and the fast backward of each alone matches the composite's bits
     for k in (0, 1):
         got = tgrad.autograd.grad(lstm_pointwise(gi, gh, c)[k].sum(), (gi, gh, c))
@@ -190,6 +190,8 @@ def test_modules_record_one_fused_node_per_step():
         stack.extend(n for n, _ in node.next_functions)
     assert names.count("ThnnFusedLstmCellBackward0") == 5
     assert "SigmoidBackward0" not in names
+    # per step an addmm and the gates; w_ih and w_hh transposed once each for the sequence
+    assert names.count("AddmmBackward0") == 6 and names.count("TBackward0") == 2
     g = nn.GRUCell(3, 4, dtype=tgrad.float64)
     assert type(g(x[0]).grad_fn).__name__ == "ThnnFusedGruCellBackward0"
 
@@ -201,7 +203,8 @@ def test_mixed_dtypes_take_the_composite_with_promotion():
     c = tgrad.tensor(rng.standard_normal((2, 2)), requires_grad=True)
     w = tgrad.tensor(rng.standard_normal((8, 2)), requires_grad=True)
     from tgrad.nn._rnn import _lstm_step
-    h2, c2 = _lstm_step(gi, h, c, w, None, None)
+    from tgrad.nn.functional import linear
+    h2, c2 = _lstm_step(gi, linear(h, w), c, None)
     assert h2.dtype is tgrad.float64 and type(h2.grad_fn).__name__ == "MulBackward0"
     gh = h.detach().numpy() @ w.detach().numpy().T
     want_h, want_c = np_lstm(gi.detach().numpy().astype(np.float64), gh, c.detach().numpy())
@@ -243,3 +246,18 @@ print(json.dumps(out))
 """)
     for got, want in zip(res["cuda"], res["cpu"]):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN])
+def test_under_autocast_the_steps_take_linear_and_the_composite(cls):
+    # autocast lowers the projections to bfloat16 while the state stays float32: the steps
+    # use linear (its casts) and the composite (its promotion), as documented in docs/nn.md
+    tgrad.manual_seed(0)
+    m = cls(3, 4)
+    x = tgrad.randn(5, 2, 3, requires_grad=True)
+    ref = m(x)[0].detach().numpy()
+    with tgrad.autocast("cpu"):
+        y = m(x)[0]
+    np.testing.assert_allclose(y.float().detach().numpy(), ref, atol=2e-2)
+    y.float().sum().backward()
+    assert x.grad.dtype is tgrad.float32 and np.isfinite(x.grad.numpy()).all()

@@ -33,10 +33,12 @@ the input (sum L_i, D H_out).
 
 from __future__ import annotations
 
+from tgrad.autograd.grad_mode import STATE
 from tgrad.nn._rnn_fused import fusable, gru_pointwise, lstm_pointwise
 from tgrad.nn.functional import dropout as _dropout
 from tgrad.nn.functional import linear
 from tgrad.ops._common import require_tensor
+from tgrad.ops.matmul import ADDMM_DTYPES, Addmm
 from tgrad.ops.shape import cat, split, stack
 from tgrad.tensor import Tensor
 
@@ -46,14 +48,14 @@ MODES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}  # mode -> gates G
 
 
 # ---------------------------------------------------------------- one step (gi precomputed)
-def _rnn_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
-    pre = gi + linear(h, w_hh, b_hh)
+# (gh = h w_hh^T + b_hh, the recurrent projection: _recurrent)
+def _rnn_step(gi: Tensor, gh: Tensor, relu: bool) -> Tensor:
+    pre = gi + gh
     return pre.relu() if relu else pre.tanh()
 
 
-def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
+def _lstm_step(gi: Tensor, gh: Tensor, c: Tensor,
                w_hr: Tensor | None) -> tuple[Tensor, Tensor]:
-    gh = linear(h, w_hh, b_hh)
     if fusable(gi, gh, c):  # one node (tgrad/nn/_rnn_fused.py), the same values
         h, c = lstm_pointwise(gi, gh, c)
     else:  # mixed dtypes (autocast), complex: the ops' promotion rules
@@ -63,8 +65,7 @@ def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | No
     return (h if w_hr is None else linear(h, w_hr)), c
 
 
-def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    gh = linear(h, w_hh, b_hh)
+def _gru_step(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
     if fusable(gi, gh, h):  # one node (tgrad/nn/_rnn_fused.py), the same values
         return gru_pointwise(gi, gh, h)
     r_i, z_i, n_i = gi.chunk(3, 1)
@@ -107,7 +108,7 @@ def _check_cell(op: str, input: Tensor, hxs: tuple, w_ih: Tensor, w_hh: Tensor, 
 
 def _simple_cell(op: str, relu: bool, input, hx, w_ih, w_hh, b_ih, b_hh) -> Tensor:  # noqa: A002
     _check_cell(op, input, (hx,), w_ih, w_hh, (w_hh.shape[1],))
-    return _rnn_step(linear(input, w_ih, b_ih), hx, w_hh, b_hh, relu)
+    return _rnn_step(linear(input, w_ih, b_ih), linear(hx, w_hh, b_hh), relu)
 
 
 def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
@@ -132,14 +133,14 @@ def lstm_cell(input: Tensor, hx: tuple, w_ih: Tensor, w_hh: Tensor,  # noqa: A00
     h, c = hx
     size = w_hh.shape[0] // 4
     _check_cell("lstm_cell", input, (h, c), w_ih, w_hh, (w_hh.shape[1], size))
-    return _lstm_step(linear(input, w_ih, b_ih), h, c, w_hh, b_hh, None)
+    return _lstm_step(linear(input, w_ih, b_ih), linear(h, w_hh, b_hh), c, None)
 
 
 def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
              b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
     """h' of one GRU step (gates r, z, n; n = tanh(W_in x + b_in + r (W_hn h + b_hn)))."""
     _check_cell("gru_cell", input, (hx,), w_ih, w_hh, (w_hh.shape[1],))
-    return _gru_step(linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+    return _gru_step(linear(input, w_ih, b_ih), linear(hx, w_hh, b_hh), hx)
 
 
 # ---------------------------------------------------------------- sequences
@@ -149,29 +150,49 @@ def _steps(x: Tensor) -> tuple:
     return x.unbind(0)
 
 
-def _direction(mode: str, gis: tuple, h: Tensor, c: Tensor | None, w_hh: Tensor,
-               b_hh: Tensor | None, w_hr: Tensor | None, reverse: bool) -> tuple:
-    """One layer in one direction over the steps' gi: (outputs (L, N, H_out), h_n, c_n)."""
+def _recurrent(w_hh: Tensor, b_hh: Tensor | None):
+    """h -> h w_hh^T + b_hh for every step of one direction. Where linear would run one
+    addmm (a 2-D weight, a 1-D bias of its dtype and device, no autocast), the weight is
+    transposed once for the whole sequence: one TBackward0 node, not one per step (the
+    gradient sums the steps in the same order, so its values are the same)."""
+    if (STATE.autocast is None and b_hh is not None and w_hh.ndim == 2 and b_hh.ndim == 1
+            and w_hh.dtype in ADDMM_DTYPES and b_hh.dtype is w_hh.dtype
+            and b_hh.device is w_hh.device and not (w_hh._sparse or b_hh._sparse)):
+        w_t = w_hh.t()
+
+        def project(h: Tensor) -> Tensor:
+            if h.ndim == 2 and h.dtype is w_t.dtype and h.device is w_t.device \
+                    and not h._sparse and h.shape[1] == w_t.shape[0]:
+                return Addmm.apply(b_hh, h, w_t, 1, 1)
+            return linear(h, w_hh, b_hh)  # (its checks and errors)
+        return project
+    return lambda h: linear(h, w_hh, b_hh)
+
+
+def _direction(mode: str, gis: tuple, h: Tensor, c: Tensor | None, project,
+               w_hr: Tensor | None, reverse: bool) -> tuple:
+    """One layer in one direction over the steps' gi: (outputs (L, N, H_out), h_n, c_n);
+    ``project``: _recurrent's h -> gh."""
     outs = [None] * len(gis)
     for t in (reversed(range(len(gis))) if reverse else range(len(gis))):
-        h, c = _step(mode, gis[t], h, c, w_hh, b_hh, w_hr)
+        h, c = _step(mode, gis[t], h, c, project, w_hr)
         outs[t] = h
     return stack(outs), h, c
 
 
-def _step(mode: str, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
-          b_hh: Tensor | None, w_hr: Tensor | None) -> tuple:
+def _step(mode: str, gi: Tensor, h: Tensor, c: Tensor | None, project,
+          w_hr: Tensor | None) -> tuple:
     """One time step: (h', c') (c' None except for the LSTM)."""
+    gh = project(h)
     if mode == "LSTM":
-        return _lstm_step(gi, h, c, w_hh, b_hh, w_hr)
+        return _lstm_step(gi, gh, c, w_hr)
     if mode == "GRU":
-        return _gru_step(gi, h, w_hh, b_hh), None
-    return _rnn_step(gi, h, w_hh, b_hh, mode == "RNN_RELU"), None
+        return _gru_step(gi, gh, h), None
+    return _rnn_step(gi, gh, mode == "RNN_RELU"), None
 
 
 def _direction_packed(mode: str, gis: tuple, sizes: list, h0: Tensor, c0: Tensor | None,
-                      w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None,
-                      reverse: bool) -> tuple:
+                      project, w_hr: Tensor | None, reverse: bool) -> tuple:
     """One layer in one direction over packed steps (gis[t]: (b_t, G H), b_t = sizes[t]
     non-increasing; h0 (B, H_out), c0 (B, H), B = sizes[0]): (output data (sum b_t, H_out),
     h_n (B, H_out), c_n (B, H) or None), see the module docstring."""
@@ -186,7 +207,7 @@ def _direction_packed(mode: str, gis: tuple, sizes: list, h0: Tensor, c0: Tensor
                 if c is not None:
                     done_c.append(c[b:])
                     c = c[:b]
-            h, c = _step(mode, gis[t], h, c, w_hh, b_hh, w_hr)
+            h, c = _step(mode, gis[t], h, c, project, w_hr)
             outs[t] = h
         h_n = cat([h] + done_h[::-1]) if done_h else h
         c_n = None if c is None else (cat([c] + done_c[::-1]) if done_c else c)
@@ -198,7 +219,7 @@ def _direction_packed(mode: str, gis: tuple, sizes: list, h0: Tensor, c0: Tensor
             h = cat([h, h0[h.shape[0]:b]])
             if c is not None:
                 c = cat([c, c0[c.shape[0]:b]])
-        h, c = _step(mode, gis[t], h, c, w_hh, b_hh, w_hr)
+        h, c = _step(mode, gis[t], h, c, project, w_hr)
         outs[t] = h
     return cat(outs), h, c
 
@@ -229,12 +250,12 @@ def rnn(mode: str, input: Tensor, hx: tuple, weights: list, num_layers: int,  # 
             if batch_sizes is None:
                 gis = _steps(linear(x, w_ih, b_ih))
                 out, h, c = _direction(mode, gis, hx[0][k], hx[1][k] if lstm else None,
-                                       w_hh, b_hh, w_hr, direction == 1)
+                                       _recurrent(w_hh, b_hh), w_hr, direction == 1)
             else:
                 gis = split(linear(x, w_ih, b_ih), batch_sizes)
                 out, h, c = _direction_packed(mode, gis, batch_sizes, hx[0][k],
-                                              hx[1][k] if lstm else None, w_hh, b_hh, w_hr,
-                                              direction == 1)
+                                              hx[1][k] if lstm else None,
+                                              _recurrent(w_hh, b_hh), w_hr, direction == 1)
             outs.append(out)
             h_n.append(h)
             c_n.append(c)
