@@ -261,3 +261,38 @@ def test_under_autocast_the_steps_take_linear_and_the_composite(cls):
     np.testing.assert_allclose(y.float().detach().numpy(), ref, atol=2e-2)
     y.float().sum().backward()
     assert x.grad.dtype is tgrad.float32 and np.isfinite(x.grad.numpy()).all()
+
+
+def test_in_place_on_the_new_cell_state_keeps_the_backward():
+    # as PyTorch's CPU cell (tanh saves its result, the products their factors): the node
+    # saves tanh(c'), not c', so changing c' in place after the step is allowed
+    rng = np.random.default_rng(16)
+    tgrad.manual_seed(3)
+    cell = nn.LSTMCell(3, 2, dtype=tgrad.float64)
+    x, h0, c0 = (tgrad.tensor(rng.standard_normal(s), requires_grad=True)
+                 for s in [(2, 3), (2, 2), (2, 2)])
+
+    def step(x, h0, c0):
+        h, c = cell(x, (h0, c0))
+        return h, c.mul_(2.0)
+
+    assert gradcheck(step, (x, h0, c0))
+    h, c = step(x, h0, c0)
+    (h.sum() + c.sum()).backward()
+    w = {n: p.detach().numpy() for n, p in cell.named_parameters()}
+    eps = 1e-6
+
+    def loss(xv):
+        gi = xv @ w["weight_ih"].T + w["bias_ih"]
+        gh = h0.detach().numpy() @ w["weight_hh"].T + w["bias_hh"]
+        hv, cv = np_lstm(gi, gh, c0.detach().numpy())
+        return hv.sum() + 2.0 * cv.sum()
+
+    xv = x.detach().numpy()
+    fd = np.zeros_like(xv)
+    for idx in np.ndindex(*xv.shape):
+        d = np.zeros_like(xv)
+        d[idx] = eps
+        fd[idx] = (loss(xv + d) - loss(xv - d)) / (2 * eps)
+    np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-7, atol=1e-9)
+

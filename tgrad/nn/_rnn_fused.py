@@ -11,12 +11,13 @@ bit for bit.
 Shapes: gi, gh (N, G H) (x w_ih^T + b_ih and h w_hh^T + b_hh), c and h (N, H); G = 4 for the
 LSTM (gates i, f, g, o), 3 for the GRU (r, z, n).
 
-LSTM: a = gi + gh; act = [i, f, g, o] = [sigmoid(a_i), sigmoid(a_f), tanh(a_g),
-    sigmoid(a_o)]; c' = f c + i g; h' = o tanh(c').
-  Backward, from dh', dc' (and d act): tc = tanh(c'); dc_t = dc' + dh' o (1 - tc^2);
+LSTM: a = gi + gh; i, f, o = sigmoid(a_i, a_f, a_o), g = tanh(a_g); c' = f c + i g;
+    tc = tanh(c'); h' = o tc; act = [i, f, g, o, tc] (N, 5 H).
+  Backward, from dh', dc' (and d act): dc_t = dc' + dh' o (1 - tc^2);
     da_i = dc_t g i (1 - i), da_f = dc_t c f (1 - f), da_g = dc_t i (1 - g^2),
-    da_o = dh' tc o (1 - o) (each + d act's share times the same activation derivative);
-    d gi = d gh = [da_i, da_f, da_g, da_o]; dc = dc_t f.
+    da_o = dh' tc o (1 - o) (each + d act's share times the same activation derivative;
+    d act's tc share adds to dc_t through 1 - tc^2); d gi = d gh = [da_i, da_f, da_g, da_o];
+    dc = dc_t f.
 GRU: ws = [r, z, n] with r = sigmoid(gi_r + gh_r), z = sigmoid(gi_z + gh_z),
     n = tanh(gi_n + r gh_n); h' = n + z (h - n).
   Backward, from dh' (and d ws): dn = dh' - dh' z; da_n = dn (1 - n^2);
@@ -26,8 +27,11 @@ GRU: ws = [r, z, n] with r = sigmoid(gi_r + gh_r), z = sigmoid(gi_z + gh_z),
 The activations (act, ws) are a third / second output of the node, as PyTorch's
 "workspace": saved as outputs, they are what the backward reads, and under ``create_graph``
 (double backward, forward-mode AD) the backward is the formula above in tgrad ops on them,
-differentiable again: its gradients with respect to act and c' come back into this node's
-backward as d act and dc'. Saved per step: act, c, c' (the composite saved about as much).
+differentiable again: its gradients with respect to act come back into this node's backward
+as d act / d ws. Saved per step: the LSTM's act and c, the GRU's ws, gh and h (the step's
+matmul saves h anyway; the composite kept gh's n block), about what the composite saved,
+and as there not c': changing the LSTM's c' in place after its step does not break the
+backward (PyTorch's CPU cell allows it too).
 """
 
 from __future__ import annotations
@@ -70,30 +74,35 @@ class _FusedLSTMCell(Function):
         g = be.unary("tanh", _cols(be, a, 2, hs))
         o = be.unary("sigmoid", _cols(be, a, 3, hs))
         c2 = be.binary("add", be.binary("mul", f, c._data), be.binary("mul", i, g))
+        tc = be.unary("tanh", c2)
         dev = gi.device
-        h2, c2 = wrap(be.binary("mul", o, be.unary("tanh", c2)), dev), wrap(c2, dev)
+        h2, c2 = wrap(be.binary("mul", o, tc), dev), wrap(c2, dev)
         if True not in ctx.needs_input_grad:  # not recorded (no_grad): no workspace
             return h2, c2, None
-        act = wrap(be.cat([i_f, g, o], 1), dev)
-        ctx.save_for_backward(c, c2, act)
+        act = wrap(be.cat([i_f, g, o, tc], 1), dev)
+        ctx.save_for_backward(c, act)
         return h2, c2, act
 
     @staticmethod
     def backward(ctx, dh, dc, dact):
-        c, c2, act = ctx.saved_tensors
+        c, act = ctx.saved_tensors
         if STATE.enabled:  # create_graph: the formula in tgrad ops, differentiable again
-            return _lstm_backward_ops(c, c2, act, dh, dc, dact)
+            return _lstm_backward_ops(c, act, dh, dc, dact)
         be, hs, dev = backend_of(act), c.shape[-1], act.device
         act_d, c_d = act._data, c._data
-        i, f, g, o = (_cols(be, act_d, k, hs) for k in range(4))
-        tc = be.unary("tanh", c2._data)
-        if dh is None and dc is None:
+        i, f, g, o, tc = (_cols(be, act_d, k, hs) for k in range(5))
+        dh_d = None if dh is None else dh._data
+        dc_d = None if dc is None else dc._data
+        if dact is not None:  # (only a double backward sends one): d tc joins dc'
+            d_tc = be.tanh_backward(_cols(be, dact._data, 4, hs), tc)
+            dc_d = d_tc if dc_d is None else be.binary("add", dc_d, d_tc)
+        if dh_d is None and dc_d is None:
             dc_t = be.full(c_d.shape, 0, c_d.dtype)
         else:
-            dc_t = None if dh is None else be.tanh_backward(be.binary("mul", dh._data, o), tc)
-            if dc is not None:
-                dc_t = dc._data if dc_t is None else be.binary("add", dc._data, dc_t)
-        d_o = (be.sigmoid_backward(be.binary("mul", dh._data, tc), o) if dh is not None
+            dc_t = None if dh_d is None else be.tanh_backward(be.binary("mul", dh_d, o), tc)
+            if dc_d is not None:
+                dc_t = dc_d if dc_t is None else be.binary("add", dc_d, dc_t)
+        d_o = (be.sigmoid_backward(be.binary("mul", dh_d, tc), o) if dh_d is not None
                else be.full(c_d.shape, 0, c_d.dtype))
         d_gates = be.cat([be.sigmoid_backward(be.binary("mul", dc_t, g), i),
                           be.sigmoid_backward(be.binary("mul", dc_t, c_d), f),
@@ -108,16 +117,19 @@ _FusedLSTMCell._backward_cls.materialize_grads = False  # None: an output nobody
 
 
 def _activation_grads(be, d, act, hs: int):
-    """d through act = [sigmoid, sigmoid, tanh, sigmoid] of the gates (N, 4H)."""
+    """d through act's gate blocks = [sigmoid, sigmoid, tanh, sigmoid] of the gates
+    (N, 4H; act's tc block is not a gate's)."""
     return be.cat([be.sigmoid_backward(_cols(be, d, 0, hs, 2), _cols(be, act, 0, hs, 2)),
                    be.tanh_backward(_cols(be, d, 2, hs), _cols(be, act, 2, hs)),
                    be.sigmoid_backward(_cols(be, d, 3, hs), _cols(be, act, 3, hs))], 1)
 
 
-def _lstm_backward_ops(c, c2, act, dh, dc, dact):
-    """The LSTM backward (module docstring) in tgrad ops on the saved c, c' and act."""
-    i, f, g, o = act.chunk(4, 1)
-    tc = c2.tanh()
+def _lstm_backward_ops(c, act, dh, dc, dact):
+    """The LSTM backward (module docstring) in tgrad ops on the saved c and act."""
+    i, f, g, o, tc = act.chunk(5, 1)
+    if dact is not None:
+        da_i, da_f, da_g, da_o, da_tc = dact.chunk(5, 1)
+        dc = da_tc * (1 - tc * tc) if dc is None else dc + da_tc * (1 - tc * tc)
     if dh is None:
         dc_t = zeros_like(c) if dc is None else dc
         d_o = zeros_like(c)
@@ -128,7 +140,6 @@ def _lstm_backward_ops(c, c2, act, dh, dc, dact):
     d_gates = cat([dc_t * g * i * (1 - i), dc_t * c * f * (1 - f), dc_t * i * (1 - g * g),
                    d_o], 1)
     if dact is not None:
-        da_i, da_f, da_g, da_o = dact.chunk(4, 1)
         d_gates = d_gates + cat([da_i * i * (1 - i), da_f * f * (1 - f), da_g * (1 - g * g),
                                  da_o * o * (1 - o)], 1)
     return d_gates, d_gates, dc_t * f
