@@ -142,18 +142,21 @@ def test_saved_output_does_not_keep_a_reference_cycle():
         gc.enable()
 
 
+class MulTwoInplace(Function):
+    """Doubles its input in place (mark_dirty); also used by the refcount test below."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
 def test_mark_dirty():
-    class MulTwoInplace(Function):
-        @staticmethod
-        def forward(ctx, x):
-            x.mul_(2)
-            ctx.mark_dirty(x)
-            return x
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-
     a = leaf()
     b = a * 1
     c = MulTwoInplace.apply(b)
@@ -593,18 +596,6 @@ def test_vjp_is_another_name_for_backward():
 
 
 # ------------------------------------------------ what a node holds after the forward
-class _DoubleInPlace(tgrad.autograd.Function):
-    @staticmethod
-    def forward(ctx, a):
-        a.mul_(2)
-        ctx.mark_dirty(a)
-        return a
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-
-
 class _WithIndex(tgrad.autograd.Function):
     @staticmethod
     def forward(ctx, a):
@@ -629,7 +620,7 @@ def test_outputs_die_by_refcount_as_in_pytorch():
     gc.disable()
     try:
         y = x * 1
-        z = _DoubleInPlace.apply(y)
+        z = MulTwoInplace.apply(y)
         dirty = weakref.ref(z)
         del y, z
         _, i = _WithIndex.apply(x)

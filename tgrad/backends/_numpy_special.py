@@ -36,7 +36,6 @@ from tgrad.ops.erfs import (
     GILES_TAIL_AT,
 )
 from tgrad.ops.special import (
-    _BERNOULLI,
     _LG2,
     _LGAMMA_MIN3,
     _LGAMMA_ROOTS,
@@ -50,6 +49,7 @@ from tgrad.ops.special import (
     LGAMMA_TINY_SINE,
     _cot_derivative,
     lgamma_about_root,
+    polygamma_zeta_terms,
 )
 
 _BLOCK = 1 << 16  # elements per block (float64: 512 KiB a temporary; 2^14 was 1.3x slower)
@@ -281,15 +281,9 @@ def _polygamma_pos(n: int, x: np.ndarray) -> np.ndarray:
         if near.size:
             out.put(near, _horner(_PSI2, x.take(near) - 2.0))
         return out
-    s = n + 1  # psi^(n) = (-1)^(n+1) n! zeta(s, x), zeta's tail by Euler-Maclaurin
-    coefs = [float(b / math.factorial(2 * k)) * math.prod(range(s, s + 2 * k - 1))
-             for k, b in enumerate(_BERNOULLI, 1)]
+    coefs, scale = polygamma_zeta_terms(n)  # psi^(n) = (-1)^(n+1) n! zeta(n + 1, x)
     tail = np.power(r, float(n)) * (1.0 / n + r * (0.5 + r * _horner(coefs, r * r)))
-    try:
-        fact = float(math.factorial(n))
-    except OverflowError:
-        fact = math.inf
-    return (acc + tail) * ((-1) ** (n + 1) * fact)
+    return (acc + tail) * scale
 
 
 def _polygamma_block(n: int, cot_poly: list, x: np.ndarray) -> np.ndarray:

@@ -261,15 +261,24 @@ def _polygamma_pos(n: int, x: Tensor) -> Tensor:
         near = ew.logical_and(ew.ge(x, 1.25), ew.lt(x, 2.75))
         series = _horner(_PSI2, ew.where(near, x, 2.0) - 2.0)
         return ew.where(near, series, ew.log(z) - 0.5 * r - r * r * _horner(_PSI, r * r) - acc)
-    s = n + 1  # psi^(n) = (-1)^(n+1) n! zeta(s, x), zeta's tail by Euler-Maclaurin
+    coefs, scale = polygamma_zeta_terms(n)
+    tail = ew.pow(r, float(n)) * (1.0 / n + r * (0.5 + r * _horner(coefs, r * r)))
+    return (acc + tail) * scale
+
+
+def polygamma_zeta_terms(n: int) -> tuple[list, float]:
+    """For n >= 1, psi^(n)(z) = (-1)^(n+1) n! zeta(n + 1, z): the Euler-Maclaurin
+    coefficients of zeta's tail in r = 1/z (c_k = B_2k / (2k)! s (s+1) ... (s+2k-2), s = n+1)
+    and the factor (-1)^(n+1) n! (inf past float range). Read by _polygamma_pos and its
+    NumPy form (tgrad/backends/_numpy_special.py)."""
+    s = n + 1
     coefs = [float(b / math.factorial(2 * k)) * math.prod(range(s, s + 2 * k - 1))
              for k, b in enumerate(_BERNOULLI, 1)]
-    tail = ew.pow(r, float(n)) * (1.0 / n + r * (0.5 + r * _horner(coefs, r * r)))
     try:
         fact = float(math.factorial(n))
     except OverflowError:
         fact = math.inf
-    return (acc + tail) * ((-1) ** (n + 1) * fact)
+    return coefs, (-1) ** (n + 1) * fact
 
 
 def _polygamma(n: int, x: Tensor) -> Tensor:
