@@ -5,6 +5,7 @@ Mills-ratio continued fraction for the error-function family."""
 
 from __future__ import annotations
 
+import decimal
 import inspect
 import math
 from decimal import Decimal, localcontext
@@ -167,6 +168,50 @@ def test_digamma_polygamma_special_values():
     np.testing.assert_array_equal(_poly(2, x), [-inf] * 4 + [0.0, nan, nan])
     np.testing.assert_array_equal(_poly(3, x), [inf] * 4 + [0.0, nan, nan])
     assert _run(tgrad.digamma, [5e-324])[0] == -inf
+
+
+def _decimal_polygamma(n: int, x: float) -> float:
+    """psi^(n)(x), n >= 1, in 60-digit decimal arithmetic from x's exact binary value:
+    (-1)^(n+1) n! zeta(n + 1, x), the sum up to z = x + m >= 4 (n + 1) + 60, then the
+    Euler-Maclaurin tail (6 Bernoulli terms: each ~ ((n + 1) / (2 pi z))^2 times the one
+    before, < 1e-17 relative in all), rounded once to float (+-inf past its range)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec, ctx.Emax, ctx.Emin = 60, 10 ** 6, -10 ** 6
+        s, q = n + 1, decimal.Decimal(x)
+        m = max(0, math.ceil(4 * s + 60 - x))
+        z = q + m
+        zeta = sum(1 / (q + k) ** s for k in range(m)) + 1 / (z ** (s - 1) * (s - 1))
+        zeta += 1 / (2 * z ** s)
+        for j, b in enumerate(_B, 1):
+            c = decimal.Decimal(b.numerator) / (b.denominator * math.factorial(2 * j))
+            zeta += c * math.prod(range(s, s + 2 * j - 1)) / z ** (s + 2 * j - 1)
+        return float((-1) ** (n + 1) * math.factorial(n) * zeta)
+
+
+def test_polygamma_large_orders_vs_decimal_reference():
+    # n! passes float range from n = 171, and the terms z^-(n+1) leave it for large x long
+    # before psi^(n)(x) does (polygamma(100, 1e4) ~ -9e-245 had come out -0.0;
+    # polygamma(170, x) raised OverflowError): the sum is scaled by 2^(e (n+1)), e ~ log2 x
+    xs = [1e-300, 3e-5, 0.37, 1.0, 2.0, 7.3, 30.0, 150.0, 300.0, 1e4, 1e100, 1e300,
+          -0.3, -2.7, -30.6]
+    for n in (20, 100, 149, 170, 171, 200, 201, 500):
+        ours = _poly(n, xs)
+        for x, got in zip(xs, ours):
+            ref = _decimal_polygamma(n, x)
+            if math.isinf(ref) or ref == 0.0:
+                assert got == ref, (n, x, got, ref)
+            else:  # each term's x + k rounds once: up to (n + 1) ulp of the sum
+                assert abs(got - ref) <= 2 * (n + 1) * 2.0 ** -53 * abs(ref), (n, x, got, ref)
+
+
+def test_polygamma_large_orders_at_negative_half_integers():
+    # past float range but where the nearest poles' terms cancel: at a half-integer with n
+    # even (n + 1 odd), P_n(cot) = P_n(0) = 0 and psi^(n)(x) = psi^(n)(1 - x), finite; with n
+    # odd they add up: +inf
+    for n in (170, 200):
+        np.testing.assert_array_equal(_poly(n, [-2.5, -0.5, -40.5]), _poly(n, [3.5, 1.5, 41.5]))
+        assert np.isfinite(_poly(n, [-2.5])).all()
+    np.testing.assert_array_equal(_poly(171, [-2.5, -0.5]), [math.inf, math.inf])
 
 
 def test_digamma_polygamma_negative_subnormal_are_inf():
@@ -874,7 +919,7 @@ def test_cpu_numpy_forwards_are_the_composites_values(monkeypatch, dt):
     from tgrad.ops import erfs, special
     y, x = _numpy_forward_inputs()
     cases = [(tgrad.erfinv, y), (tgrad.lgamma, x), (tgrad.digamma, x)] + [
-        (lambda t, n=n: tgrad.polygamma(n, t), x) for n in (1, 2, 3)]
+        (lambda t, n=n: tgrad.polygamma(n, t), x) for n in (1, 2, 3, 171, 200)]
 
     def values():
         return [fn(tgrad.tensor(v, dtype=dt)).numpy() for fn, v in cases]

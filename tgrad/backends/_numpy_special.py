@@ -47,8 +47,9 @@ from tgrad.ops.special import (
     LGAMMA_ROOTS_SPAN,
     LGAMMA_STIRLING_FROM,
     LGAMMA_TINY_SINE,
-    _cot_derivative,
     lgamma_about_root,
+    polygamma_reflection_terms,
+    polygamma_scaled_from,
     polygamma_zeta_terms,
 )
 
@@ -257,19 +258,30 @@ def _polygamma_pos(n: int, x: np.ndarray) -> np.ndarray:
     """psi^(n)(x) for x > 0 (special._polygamma_pos; other elements: garbage): the
     recurrence psi^(n)(x) = psi^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1) up to x >= 10 + n
     (only on the elements below), then the asymptotic series; digamma on [1.25, 2.75) by
-    the series of psi(2 + z)."""
+    the series of psi(2 + z); for n >= 1 past special.polygamma_scaled_from(n) every term
+    scaled by b^(n+1), b = 2^floor(log2 x) (a block with no such x: b = 1, skipped)."""
     top = 10.0 + n
     acc, z = x * 0.0, np.where(x > 0.0, x, 1.0)
+    b = e = None
+    if n:
+        scaled = z > polygamma_scaled_from(n)
+        if scaled.any():
+            e = np.where(scaled, np.floor(np.log2(z)), 0.0)
+            b = np.exp2(e)
     rec = np.flatnonzero(z < top)
     if rec.size:
         zr, ar = z.take(rec), acc.take(rec)
         step = np.empty_like(zr)
-        for _ in range(int(top)):  # acc += 1 / z^(n+1), z += 1 while z < top
+        br = None if b is None else b.take(rec)
+        for _ in range(int(top)):  # acc += 1 / z or (z / b)^-(n+1), z += 1 while z < top
             up = zr < top
             if n == 0:
                 np.divide(1.0, zr, out=step)
-            else:
+            elif br is None:
                 np.power(zr, -float(n + 1), out=step)
+            else:
+                np.divide(zr, br, out=step)
+                np.power(step, -float(n + 1), out=step)
             np.add(ar, step, out=ar, where=up)  # (adding the composite's 0.0 elsewhere:
             np.add(zr, 1.0, out=zr, where=up)  # the same, acc never being -0.0 there)
         z.put(rec, zr)
@@ -281,15 +293,28 @@ def _polygamma_pos(n: int, x: np.ndarray) -> np.ndarray:
         if near.size:
             out.put(near, _horner(_PSI2, x.take(near) - 2.0))
         return out
-    coefs, scale = polygamma_zeta_terms(n)  # psi^(n) = (-1)^(n+1) n! zeta(n + 1, x)
-    tail = np.power(r, float(n)) * (1.0 / n + r * (0.5 + r * _horner(coefs, r * r)))
-    return (acc + tail) * scale
+    coefs, mantissa, exponent = polygamma_zeta_terms(n)
+    series = 0.5 + r * _horner(coefs, r * r)
+    if b is None:  # b = 1: z / b = z, b / z = r; (v m) 2^k = v (m 2^k), all normal (n <= 137)
+        tail = np.power(z, -float(n)) * (1.0 / n + r * series)
+        return (acc + tail) * math.ldexp(mantissa, exponent)
+    tail = np.power(z / b, -float(n)) * (b / float(n) + b / z * series)
+    return _times_pow2((acc + tail) * mantissa, float(exponent) - e * float(n + 1))
 
 
-def _polygamma_block(n: int, cot_poly: list, x: np.ndarray) -> np.ndarray:
+def _times_pow2(v: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """v * 2^k, the operations of special._times_pow2."""
+    k = np.clip(k, -2200.0, 2200.0)
+    k1 = np.clip(k, -1000.0, 1000.0)
+    k2 = np.clip(k - k1, -1000.0, 1000.0)
+    return v * np.exp2(k1) * np.exp2(k2) * np.exp2(k - k1 - k2)
+
+
+def _polygamma_block(n: int, reflection: tuple | None, x: np.ndarray) -> np.ndarray:
     """psi^(n)(x) (special._polygamma): for x < 0 the reflection (-1)^n psi^(n)(1 - x) -
-    pi^(n+1) P_n(cot(pi r)), r = x - round(x), P_n = cot_poly; PyTorch's values at the
-    poles, +-0 and +-inf."""
+    pi^(n+1) P_n(cot(pi r)), r = x - round(x), (P_n, pi^(n+1)) = reflection (None past
+    float range: special._reflection_past_range); PyTorch's values at the poles, +-0 and
+    +-inf."""
     neg = np.flatnonzero(x < 0.0)
     out = _polygamma_pos(n, np.where(x < 0.0, 1.0 - x, x) if neg.size else x)
     if neg.size:
@@ -302,7 +327,13 @@ def _polygamma_block(n: int, cot_poly: list, x: np.ndarray) -> np.ndarray:
                        1.0 / np.tan(np.where(far, 0.25, r) * math.pi))
         top = np.finfo(np.float64).max
         cot = np.clip(cot, -top, top)
-        out.put(neg, (-1) ** n * out.take(neg) - math.pi ** (n + 1) * _horner(cot_poly, cot))
+        pos = out.take(neg)
+        if reflection is None:
+            refl = (np.full_like(pos, math.inf) if n % 2 else
+                    np.where(cot == 0.0, pos, np.where(r < 0.0, math.inf, -math.inf)))
+        else:
+            refl = (-1) ** n * pos - reflection[1] * _horner(reflection[0], cot)
+        out.put(neg, refl)
     odd = np.flatnonzero(~np.isfinite(x) | ((x <= 0.0) & (x == np.floor(x))))
     if odd.size:
         xo, vo = x.take(odd), out.take(odd)
@@ -321,5 +352,5 @@ def _polygamma_block(n: int, cot_poly: list, x: np.ndarray) -> np.ndarray:
 
 def polygamma(n: int, x: np.ndarray) -> np.ndarray:
     """psi^(n) elementwise of a float32 / float64 array (float32 computed in float64)."""
-    cot_poly = [float(c) for c in _cot_derivative(n)]
-    return blocked(lambda v: _polygamma_block(n, cot_poly, v), x)
+    reflection = polygamma_reflection_terms(n)
+    return blocked(lambda v: _polygamma_block(n, reflection, v), x)

@@ -15,7 +15,8 @@ Maths (x > 0, after the reflections x -> 1 - x for x < 0):
   lgamma(x - 1) down to [1.5, 2.5) on [2.5, 8), and Stirling's series on [8, inf): each
   relative to ~1e-15, also near the roots 1 and 2.
 - digamma / polygamma: the recurrence psi^(n)(x) = psi^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1)
-  up to x >= 10 + n, then the asymptotic (Euler-Maclaurin) series; digamma on [1.25, 2.75)
+  up to x >= 10 + n, then the asymptotic (Euler-Maclaurin) series (for n >= 1 scaled by
+  2^(e (n+1)), e = floor(log2 x), with n! as mantissa * 2^exponent); digamma on [1.25, 2.75)
   (around its root 1.4616, where the recurrence's sum cancels) by the series of psi(2 + z).
 - reflections, with r = x - round(x) (exact) so that pi r carries no rounding error:
   lgamma(x) = log(pi / |sin(pi r)|) - lgamma(1 - x); where its terms cancel (around the roots
@@ -43,6 +44,7 @@ from tgrad.ops._common import (
     wrap,
 )
 from tgrad.ops.complex_ops import conj_of
+from tgrad.ops.creation import full_like
 from tgrad.ops.extras import _tensors_in_result_dtype, number_operand_nodes
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.logmath import signbit
@@ -252,33 +254,77 @@ def _polygamma_pos(n: int, x: Tensor) -> Tensor:
     """psi^(n)(x) for x > 0 (other elements: garbage)."""
     top = 10.0 + n
     acc, z = x * 0.0, ew.where(ew.gt(x, 0.0), x, 1.0)
-    for _ in range(int(top)):  # the recurrence up to z >= top
+    if n:  # past polygamma_scaled_from(n) the sum is scaled by b^(n+1), b = 2^e ~ x (exact),
+        # so that neither n! nor the terms z^-(n+1) leave float range where psi^(n)(x) does
+        # not; elsewhere b = 1 (the terms unscaled)
+        e = ew.where(ew.gt(z, polygamma_scaled_from(n)), ew.floor(ew.log2(z)), 0.0)
+        b = ew.exp2(e)
+    for _ in range(int(top)):  # the recurrence up to z >= top: acc += 1/z or (z/b)^-(n+1)
         up = ew.lt(z, top)
-        acc = acc + ew.where(up, 1.0 / z if n == 0 else ew.pow(z, -float(n + 1)), 0.0)
+        acc = acc + ew.where(up, 1.0 / z if n == 0 else ew.pow(z / b, -float(n + 1)), 0.0)
         z = ew.where(up, z + 1.0, z)
     r = 1.0 / z
     if n == 0:  # near its root 1.4616 the series about 2 avoids the recurrence's cancellation
         near = ew.logical_and(ew.ge(x, 1.25), ew.lt(x, 2.75))
         series = _horner(_PSI2, ew.where(near, x, 2.0) - 2.0)
         return ew.where(near, series, ew.log(z) - 0.5 * r - r * r * _horner(_PSI, r * r) - acc)
-    coefs, scale = polygamma_zeta_terms(n)
-    tail = ew.pow(r, float(n)) * (1.0 / n + r * (0.5 + r * _horner(coefs, r * r)))
-    return (acc + tail) * scale
+    coefs, mantissa, exponent = polygamma_zeta_terms(n)
+    # b^(n+1) z^-n (1/n + r (1/2 + r H(r^2))), the zeta tail scaled
+    tail = ew.pow(z / b, -float(n)) * (b / float(n) + b / z * (0.5 + r * _horner(coefs, r * r)))
+    return _times_pow2((acc + tail) * mantissa, float(exponent) - e * float(n + 1))
 
 
-def polygamma_zeta_terms(n: int) -> tuple[list, float]:
+def polygamma_scaled_from(n: int) -> float:
+    """The x past which psi^(n)'s sum (n >= 1) is scaled: where the terms, down to
+    max(x, 10 + n)^-(n+1), would pass below 2^-1000 (0.0: every x). Below it the scaled
+    sum's operations give the unscaled sum's bits (b = 1: the NumPy form's fast path)."""
+    limit = 2.0 ** (1000 / (n + 1))
+    return 0.0 if 10.0 + n >= limit else limit
+
+
+def _times_pow2(v: Tensor, k: Tensor) -> Tensor:
+    """v * 2^k for an integer-valued float64 k, exact but where the result is subnormal:
+    2^k as three factors of at most 2^+-1000 (|k| > 2200 gives 0 or inf, |v| being within
+    [2^-1100, 2^1024) here). Shared bit for bit with the NumPy form."""
+    k = ew.clamp(k, -2200.0, 2200.0)
+    k1 = ew.clamp(k, -1000.0, 1000.0)
+    k2 = ew.clamp(k - k1, -1000.0, 1000.0)
+    return v * ew.exp2(k1) * ew.exp2(k2) * ew.exp2(k - k1 - k2)
+
+
+def polygamma_zeta_terms(n: int) -> tuple[list, float, int]:
     """For n >= 1, psi^(n)(z) = (-1)^(n+1) n! zeta(n + 1, z): the Euler-Maclaurin
     coefficients of zeta's tail in r = 1/z (c_k = B_2k / (2k)! s (s+1) ... (s+2k-2), s = n+1)
-    and the factor (-1)^(n+1) n! (inf past float range). Read by _polygamma_pos and its
-    NumPy form (tgrad/backends/_numpy_special.py)."""
+    and the factor (-1)^(n+1) n! as mantissa * 2^exponent (|mantissa| in [1, 2]: n! passes
+    float range from n = 171). Read by _polygamma_pos and its NumPy form
+    (tgrad/backends/_numpy_special.py)."""
     s = n + 1
     coefs = [float(b / math.factorial(2 * k)) * math.prod(range(s, s + 2 * k - 1))
              for k, b in enumerate(_BERNOULLI, 1)]
+    fact = math.factorial(n)
+    exponent = fact.bit_length() - 1
+    return coefs, (-1) ** (n + 1) * float(Fraction(fact, 1 << exponent)), exponent
+
+
+def polygamma_reflection_terms(n: int) -> tuple[list, float] | None:
+    """P_n's coefficients (_cot_derivative) and pi^(n+1) as floats, or None where one of
+    them passes float range (n >= 170: then |psi^(n)(x)| > max for every x < 0 but the
+    half-integers' cancellation, see _reflection_past_range)."""
     try:
-        fact = float(math.factorial(n))
+        return [float(c) for c in _cot_derivative(n)], math.pi ** (n + 1)
     except OverflowError:
-        fact = math.inf
-    return coefs, (-1) ** (n + 1) * fact
+        return None
+
+
+def _reflection_past_range(n: int, r: Tensor, cot: Tensor, pos: Tensor) -> Tensor:
+    """psi^(n)(x), x < 0, for an n whose reflection terms pass float range (n >= 170). Then
+    |psi^(n)(x)| >= n! |r|^-(n+1) (1 - (2|r|)^(n+1)...) is past max: the nearest pole's term
+    (-1)^(n+1) n! r^-(n+1) gives the sign, (-sign r)^(n+1) inf. At a half-integer (cot = 0)
+    with n even the two nearest terms cancel (P_n(0) = 0): psi^(n)(x) = psi^(n)(1 - x), pos."""
+    if n % 2:
+        return full_like(pos, math.inf)
+    big = ew.where(ew.lt(r, 0.0), math.inf, -math.inf)
+    return ew.where(ew.eq(cot, 0.0), pos, big)
 
 
 def _polygamma(n: int, x: Tensor) -> Tensor:
@@ -294,8 +340,11 @@ def _polygamma(n: int, x: Tensor) -> Tensor:
     # t * 0.0 gives NaN): psi^(n)(-5e-324) = +inf, as PyTorch
     top = dtypes.finfo(cot.dtype).max
     cot = ew.clamp(cot, -top, top)
-    refl = (-1) ** n * pos - math.pi ** (n + 1) * _horner(
-        [float(c) for c in _cot_derivative(n)], cot)
+    terms = polygamma_reflection_terms(n)
+    if terms is None:
+        refl = _reflection_past_range(n, r, cot, pos)
+    else:
+        refl = (-1) ** n * pos - terms[1] * _horner(terms[0], cot)
     out = ew.where(neg, refl, pos)
     if n == 0:  # PyTorch: -inf at +0, +inf at -0, NaN at negative integers and -inf
         pole = ew.where(signbit(x), math.inf, -math.inf).to(x.dtype)
@@ -388,7 +437,8 @@ def digamma(input: Tensor) -> Tensor:  # noqa: A002
 
 def polygamma(n: int, input: Tensor) -> Tensor:  # noqa: A002
     """psi^(n)(x), the n-th derivative of digamma (n = 0: digamma), elementwise (any
-    shape). For n >= 1: (-1)^(n+1) inf at the poles 0, -1, ..., 0 at +inf, NaN at -inf.
+    shape). For n >= 1: (-1)^(n+1) inf at the poles 0, -1, ..., 0 at +inf, NaN at -inf;
+    finite wherever the value is (n! and x^-(n+1) are scaled, n <= 1000).
     dx = polygamma(n + 1, x)."""
     n = _int_arg("polygamma", "n", n, 1, allow_bool=False)  # (int('a') leaked ValueError)
     if n < 0:
