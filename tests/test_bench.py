@@ -265,3 +265,17 @@ def test_bench_rnn_runs_and_writes_json(tmp_path, capsys):
     assert [r["module"] for r in data["results"]] == ["LSTM", "GRU", "RNN"]
     assert all(r["tgrad_fwdbwd_ms"] > 0 and r["tgrad_fwd_nograd_ms"] > 0
                and r["tgrad_graph_mb"] > 0 for r in data["results"])
+
+
+def test_bench_ctc_runs_and_writes_json(tmp_path, capsys):
+    """perf/bench_ctc.py: tgrad's row with both timings (the structure only)."""
+    spec = importlib.util.spec_from_file_location("bench_ctc", ROOT / "perf" / "bench_ctc.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--frames", "4", "--batch", "2", "--classes", "3", "--target", "2",
+                     "--repeat", "1", "--inner", "1", "--out", str(tmp_path)]) == 0
+    assert "fwdbwd_ms" in capsys.readouterr().out
+    data = json.loads((tmp_path / "bench_ctc.json").read_text())
+    assert data["schema"] == "tgrad-bench-ctc/1" and data["frames"] == 4
+    assert [r["lib"] for r in data["results"]] == ["tgrad"]
+    assert all(r["fwdbwd_ms"] > 0 and r["fwd_nograd_ms"] > 0 for r in data["results"])

@@ -188,3 +188,74 @@ def test_module():
     got = m(tgrad.tensor(lp), tgrad.tensor(targets), in_len, tg_len)
     want = F.ctc_loss(tgrad.tensor(lp), tgrad.tensor(targets), in_len, tg_len, reduction="sum")
     assert got.item() == pytest.approx(want.item(), rel=1e-15)
+
+
+def _composite_only(monkeypatch):
+    from tgrad.nn import _ctc
+    monkeypatch.setattr(_ctc, "_fast_path", lambda *args: False)
+
+
+@pytest.mark.parametrize("dtype", [tgrad.float64, tgrad.float32])
+@pytest.mark.parametrize("chunk", [8192, 165])  # 165: chunks of 3 frames, a partial last
+def test_cpu_node_is_the_composite_bit_for_bit(monkeypatch, dtype, chunk):
+    # the CPU node (NumPy, frame by frame) against the composite of tgrad ops it replaces:
+    # identical losses and gradients for every reduction, with varied lengths, repeated
+    # labels, a blank other than 0, 1-D targets, an impossible target, log-probabilities of
+    # -inf, raw scores above 0, a NaN, and a non-contiguous log_probs
+    from tgrad.nn import _ctc
+    monkeypatch.setattr(_ctc, "_CHUNK", chunk)
+    rng = np.random.default_rng(21)
+    t, n, c = 11, 5, 6
+    targets = rng.integers(0, c - 1, (n, 5))
+    targets[0, :4] = [3, 3, 1, 3]
+    in_len, tg_len = [11, 8, 11, 2, 6], [5, 3, 0, 2, 4]
+    flat = np.concatenate([targets[i, :li] for i, li in enumerate(tg_len)])
+    z = rng.standard_normal((n, t, c)) * 4
+    lsm = _log_softmax(z)
+    with_ninf = lsm.copy()
+    with_ninf[rng.random(lsm.shape) < 0.15] = -math.inf
+    with_nan = lsm.copy()
+    with_nan[1, 3, 2] = math.nan
+    cases = [(lsm, "mean", False), (with_ninf, "none", False), (z, "sum", True),
+             (with_nan, "none", True), (lsm, "sum", True)]
+
+    def run(lp_np, reduction, zero_inf, tg, blank):
+        x = tgrad.tensor(lp_np, dtype=dtype, requires_grad=True)
+        loss = F.ctc_loss(x.transpose(0, 1), tgrad.tensor(tg), in_len, tg_len, blank=blank,
+                          reduction=reduction, zero_infinity=zero_inf)
+        (loss.sum() if reduction == "none" else loss).backward()
+        return loss.detach().numpy(), x.grad.numpy()
+    got = [run(lp, red, zi, tg, blank) for lp, red, zi in cases
+           for tg, blank in ((targets, c - 1), (flat, c - 1))]
+    _composite_only(monkeypatch)
+    want = [run(lp, red, zi, tg, blank) for lp, red, zi in cases
+            for tg, blank in ((targets, c - 1), (flat, c - 1))]
+    for (gl, gg), (wl, wg) in zip(got, want):
+        assert gl.dtype == wl.dtype and gg.dtype == wg.dtype
+        np.testing.assert_array_equal(gl, wl)
+        np.testing.assert_array_equal(gg, wg)
+
+
+def test_cpu_node_double_backward_and_forward_ad_match_the_composite(monkeypatch):
+    lp, targets, in_len, tg_len = _batch()
+
+    def derivs():
+        z = tgrad.tensor(lp, requires_grad=True)
+        loss = F.ctc_loss(F.log_softmax(z, -1), tgrad.tensor(targets), in_len, tg_len)
+        g, = tgrad.autograd.grad(loss, z, create_graph=True)
+        h, = tgrad.autograd.grad((g * g).sum(), z)
+        tangent = tgrad.tensor(np.cos(np.arange(lp.size)).reshape(lp.shape))
+        with tgrad.autograd.forward_ad.dual_level():
+            dual = tgrad.autograd.forward_ad.make_dual(tgrad.tensor(lp), tangent)
+            out = F.ctc_loss(F.log_softmax(dual, -1), tgrad.tensor(targets), in_len, tg_len)
+            jvp = tgrad.autograd.forward_ad.unpack_dual(out).tangent
+        with tgrad.no_grad():
+            value = F.ctc_loss(F.log_softmax(z, -1), tgrad.tensor(targets), in_len, tg_len)
+        return g.detach().numpy(), h.numpy(), jvp.numpy(), value.numpy(), loss.item()
+    got = derivs()
+    assert got[3] == got[4]
+    assert got[2] == pytest.approx(float((got[0] * np.cos(np.arange(lp.size)).reshape(
+        lp.shape)).sum()), rel=1e-10)
+    _composite_only(monkeypatch)
+    for a, b in zip(got, derivs()):
+        np.testing.assert_array_equal(a, b)
