@@ -99,3 +99,149 @@ def test_cumprod_double_backward_uses_the_saved_output_as_pytorch():
     np.testing.assert_allclose(g2, rg2, rtol=1e-12)
     x = tgrad.tensor(x_np, dtype=tgrad.float64, requires_grad=True)
     assert tgrad.autograd.gradgradcheck(lambda t: t.cumprod(1), (x,))
+
+
+# ------------------------------------------------------------- the CPU's NumPy scan forms
+# cumprod's backward (without create_graph) and logcumsumexp's forward and backward run on
+# the CPU as NumPy loops over the flat arrays (tgrad/backends/_numpy_scan.py); they must
+# give the composites' bits (tgrad ops, the GPU's path), NaN payloads aside.
+INF, NAN = np.inf, np.nan
+_SCAN_LAYOUTS = [((1,), 0), ((2,), 0), ((17,), 0), ((1025,), 0), ((3, 17), 1), ((17, 4), 0),
+                 ((4, 17, 3), 1), ((4, 17, 3), -2), ((2, 3, 1025), -1), ((5, 0), 1),
+                 ((0, 5), 1), ((3, 33), -1)]
+
+
+def _same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
+    both_nan = np.isnan(got) & np.isnan(want)
+    width = got.dtype.itemsize
+    gb = np.ascontiguousarray(got).view(np.uint8).reshape(got.shape + (width,))
+    wb = np.ascontiguousarray(want).view(np.uint8).reshape(want.shape + (width,))
+    diff = ~(gb == wb).all(-1) & ~both_nan
+    assert not diff.any(), (got[diff][:5], want[diff][:5])
+
+
+def _upstream(rng, shape):
+    """An incoming gradient with negative values, -0.0 and an inf (the signs of zeros and
+    0 * inf must match too)."""
+    g = rng.standard_normal(shape)
+    if g.size:
+        g.reshape(-1)[rng.random(g.size) < 0.2] = -0.0
+        g.reshape(-1)[rng.random(g.size) < 0.05] = INF
+    return g
+
+
+@pytest.mark.parametrize("shape, dim", _SCAN_LAYOUTS)
+@pytest.mark.parametrize("dtype", [tgrad.float64, tgrad.float32, tgrad.complex128])
+@pytest.mark.parametrize("zeros", ["none", "one", "several", "ends", "inf"])
+def test_cumprod_cpu_backward_is_the_composites(shape, dim, dtype, zeros):
+    from tgrad.ops.scan import _cumprod_backward_ops
+    rng = np.random.default_rng(abs(hash((shape, dim, zeros))) % 2 ** 32)
+    x = rng.uniform(0.5, 1.5, shape)
+    n = x.shape[dim]
+    xm = np.moveaxis(x, dim, -1)  # (a view: writes reach x)
+    if n and zeros == "one":
+        xm[..., n // 2] = 0.0
+    elif n and zeros == "several":
+        xm[..., ::3] = -0.0
+    elif n and zeros == "ends":
+        xm[..., 0] = xm[..., -1] = 0.0
+    elif zeros == "inf":
+        x[rng.random(shape) < 0.1] = 0.0
+        x[rng.random(shape) < 0.1] = INF
+    if dtype.is_complex:
+        x = x + 1j * rng.uniform(-1, 1, shape) * (x != 0)
+    g = _upstream(rng, shape)
+    leaf = tgrad.tensor(x, dtype=dtype, requires_grad=True)
+    y = tgrad.cumprod(leaf, dim)
+    gt = tgrad.tensor(g, dtype=dtype)
+    (got,) = tgrad.autograd.grad(y, leaf, gt)
+    if n <= 1:
+        return
+    with tgrad.no_grad():
+        want = _cumprod_backward_ops(leaf.detach(), y.detach(), gt, dim % len(shape), True)
+    _same_bits(got.numpy(), want.numpy())
+
+
+def test_cumprod_cpu_backward_non_contiguous_and_exact_with_zeros():
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.5, 1.5, (6, 40))
+    base[1, 7] = base[2, 0] = base[3, 39] = base[4, 5] = base[4, 9] = 0.0
+    g = rng.standard_normal((20, 6))
+    leaf = tgrad.tensor(base, requires_grad=True)
+    tgrad.cumprod(leaf.t()[::2], 0).backward(tgrad.tensor(g))  # (20, 6), strided
+    want = np.zeros_like(base)
+    for r in range(6):  # dx_j = sum_{k >= j} g_k prod_{i <= k, i != j} x_i, exactly
+        line = base[r, ::2]
+        for j in range(20):
+            want[r, 2 * j] = sum(g[k, r] * np.prod(np.delete(line[:k + 1], j))
+                                 for k in range(j, 20))
+    np.testing.assert_allclose(leaf.grad.numpy(), want, rtol=1e-13, atol=1e-15)
+    for pos in ([0], [16], [3, 8], [0, 16]):
+        x = rng.uniform(0.5, 1.5, 17)
+        x[pos] = 0.0
+        x = tgrad.tensor(x, requires_grad=True)
+        assert tgrad.autograd.gradcheck(lambda t: t.cumprod(0), (x,))
+        assert tgrad.autograd.gradgradcheck(lambda t: t.cumprod(0), (x,))
+
+
+@pytest.mark.parametrize("shape, dim", _SCAN_LAYOUTS)
+@pytest.mark.parametrize("dtype", [tgrad.float64, tgrad.float32])
+@pytest.mark.parametrize("special", [None, [INF, -INF, NAN, 1e300, -1e300, 700.0, -745.0,
+                                            0.0, -0.0]])
+def test_logcumsumexp_cpu_is_the_composites(shape, dim, dtype, special):
+    from tgrad.ops.logmath import _logcumsumexp_scan
+    rng = np.random.default_rng(abs(hash((shape, dim, special is None))) % 2 ** 32)
+    x = rng.standard_normal(shape) * 4
+    if special is not None:
+        mask = rng.random(shape) < 0.35
+        x[mask] = rng.choice(special, size=int(mask.sum()))
+    g = _upstream(rng, shape)
+    leaf = tgrad.tensor(x, dtype=dtype, requires_grad=True)
+    y = tgrad.logcumsumexp(leaf, dim)
+    gt = tgrad.tensor(g, dtype=dtype)
+    (got,) = tgrad.autograd.grad(y, leaf, gt)
+    if x.shape[dim] <= 1 or x.size == 0:
+        return
+    assert y.grad_fn.name() == "LogcumsumexpBackward0"
+    ref = tgrad.tensor(x, dtype=dtype, requires_grad=True)
+    want_y = _logcumsumexp_scan(ref, dim % len(shape))  # the composite: one node a step
+    (want,) = tgrad.autograd.grad(want_y, ref, gt)
+    _same_bits(y.detach().numpy(), want_y.detach().numpy())
+    _same_bits(got.numpy(), want.numpy())
+
+
+def _logcumsumexp_careful(x: np.ndarray) -> np.ndarray:
+    """log sum_{j <= k} exp(x_j) of a 1-D float64 x: the running max m plus the log of
+    fsum(exp(x_j - m)) (each term <= 1, summed exactly before one rounding)."""
+    import math
+    out = np.empty_like(x)
+    for k in range(len(x)):
+        m = x[:k + 1].max()
+        out[k] = m if np.isinf(m) else m + math.log(math.fsum(np.exp(x[:k + 1] - m)))
+    return out
+
+
+def test_logcumsumexp_cpu_values_and_gradients_against_references():
+    rng = np.random.default_rng(5)
+    for scale in (1.0, 30.0, 1e3, 1e300):
+        x = rng.standard_normal(1025) * scale
+        got = tgrad.logcumsumexp(tgrad.tensor(x), 0).numpy()
+        np.testing.assert_allclose(got, _logcumsumexp_careful(x), rtol=1e-13)
+    x = np.array([-INF, -INF, -1000.0, 0.0, INF, 3.0, -INF])
+    _same_bits(tgrad.logcumsumexp(tgrad.tensor(x), 0).numpy(),
+               np.array([-INF, -INF, -1000.0, 0.0, INF, INF, INF]))
+    _same_bits(tgrad.logcumsumexp(tgrad.tensor(np.array([1.0, NAN, 2.0, INF])), 0).numpy(),
+               np.array([1.0, NAN, NAN, NAN]))
+    # dx_j = sum_{k >= j} g_k exp(x_j - out_k), in float64 from the careful out
+    x, g = rng.standard_normal((3, 17)) * 5, rng.standard_normal((3, 17))
+    leaf = tgrad.tensor(x, requires_grad=True)
+    tgrad.logcumsumexp(leaf.t(), 0).backward(tgrad.tensor(g.T))  # (non-contiguous)
+    out = np.stack([_logcumsumexp_careful(r) for r in x])
+    want = np.stack([[sum(g[r, k] * np.exp(x[r, j] - out[r, k]) for k in range(j, 17))
+                      for j in range(17)] for r in range(3)])
+    np.testing.assert_allclose(leaf.grad.numpy(), want, rtol=1e-12, atol=1e-14)
+    t = tgrad.tensor(rng.standard_normal((17, 3)), requires_grad=True)
+    assert tgrad.autograd.gradcheck(lambda v: v.logcumsumexp(0), (t,))
+    assert tgrad.autograd.gradgradcheck(lambda v: v.logcumsumexp(0), (t,))
+    assert tgrad.autograd.gradgradcheck(lambda v: v[:, ::2].logcumsumexp(-1), (t,))

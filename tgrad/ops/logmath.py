@@ -23,7 +23,9 @@ Maths (float16/bfloat16 computed in float32, rounded once):
   are; the gradient goes to the chosen operand (to a on ties, as PyTorch).
 - ``float_power(a, b)`` = pow in float64.
 - ``logcumsumexp(x, dim)``: a Hillis-Steele scan of logaddexp (log2(n) steps of
-  y[k:] = logaddexp(y[k:], y[:-k])), stable without a global shift; O(n log n) work.
+  y[k:] = logaddexp(y[k:], y[:-k])), stable without a global shift; O(n log n) work. Real
+  float32/float64 on the CPU: the same steps as NumPy calls (tgrad.backends._numpy_scan,
+  the same bits), one node whose backward runs the steps' chain rule in reverse.
   Complex: the same scan of the complex rule, its first element combined with PyTorch's
   initial value -inf + 0j (a leading run of -inf real parts gives -inf + 0j, as PyTorch's
   sequential loop; other non-finite runs may differ from that loop's order in the sign of
@@ -404,7 +406,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
         raise NotImplementedError(f"\"logcumsumexp\" not implemented for {x.dtype.name} "
                                   f"tensors (as in PyTorch); it takes floating point or "
                                   f"complex tensors")
-    n, k = x.shape[d], 1
+    n = x.shape[d]
     if n == 1 and input.ndim and not cplx and input.requires_grad and is_grad_enabled():
         # one element of a >= 1-d x: y = x, written x * w with w = where(True, 1, x), so
         # that dx = g w (+ 0 from the where) is a node of x's graph as PyTorch's rule's
@@ -415,6 +417,21 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
     if n == 0 or (n == 1 and not cplx):
         return input.clone()
     (y,), half = widen_halves(x)
+    if not cplx and y.device.type == "cpu" and y.dtype in _NUMPY_SCAN_DTYPES:
+        y = _LogCumSumExp.apply(y, d)
+    else:
+        y = _logcumsumexp_scan(y, d)
+    if input.ndim == 0:
+        y = y.reshape(())
+    return rounded_to(y, half)
+
+
+def _logcumsumexp_scan(y: Tensor, d: int) -> Tensor:
+    """logcumsumexp of y (n = y.shape[d] >= 2, not a half) along d in tgrad ops: the
+    Hillis-Steele scan of logaddexp, one node per step (the GPU's; the CPU's backward under
+    create_graph replays it)."""
+    n, k = y.shape[d], 1
+    cplx = y.dtype.is_complex
     if cplx:  # PyTorch's loop starts from -inf + 0j: x_0 = -inf + bj gives -inf + 0j
         head = narrow(y, d, 0, 1)
         y = cat([_logaddexp_complex(head, full_like(head, complex(-math.inf, 0.0))),
@@ -424,9 +441,46 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
         head = narrow(y, d, 0, k)
         y = cat([head, step(narrow(y, d, k, n - k), narrow(y, d, 0, n - k))], d)
         k *= 2
-    if input.ndim == 0:
-        y = y.reshape(())
-    return rounded_to(y, half)
+    return y
+
+
+_NUMPY_SCAN_DTYPES = (dtypes.float32, dtypes.float64)
+
+
+class _LogCumSumExp(Function):
+    """y = logcumsumexp(x) along d (n >= 2, float32 / float64, CPU): ``_logcumsumexp_scan``'s
+    steps run on the NumPy arrays (tgrad.backends._numpy_scan: the same operations, so the
+    same bits), keeping each step's e = exp(-|a - b|) and a >= b for the backward instead
+    of a graph of log2(n) logaddexp, narrow and cat nodes.
+    dx: the composite's chain rule through the steps in reverse (G'_j sigmoid(+-(a - b)) to
+    each operand, the same bits). Under create_graph (or forward-mode AD through the
+    backward) the composite is replayed on x and differentiated with create_graph, so the
+    gradient is a graph of x and g, as before."""
+
+    name = "logcumsumexp"
+    node_name = "LogcumsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, d):
+        from tgrad.backends import _numpy_scan
+        keep = ctx.needs_input_grad[0]
+        y, steps = _numpy_scan.logcumsumexp(x._data, d, keep)
+        ctx.d, ctx.steps = d, steps
+        if keep:  # (for the create_graph replay; also the composite's check that x was
+            ctx.save_for_backward(x)  # not changed in place before the backward)
+        return wrap(y, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if differentiable_formula():
+            from tgrad.autograd import enable_grad, grad
+            with enable_grad():
+                y = _logcumsumexp_scan(x, ctx.d)
+            return grad(y, x, g, create_graph=True)[0], None
+        from tgrad.backends import _numpy_scan
+        return wrap(_numpy_scan.logcumsumexp_backward(g._data, ctx.steps, ctx.d),
+                    g.device), None
 
 
 def _cum_extreme_cpu(a: np.ndarray, d: int, larger: bool) -> np.ndarray:

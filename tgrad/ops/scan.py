@@ -2,7 +2,8 @@
 np.cumsum on the CPU) and ``cumprod`` (a Hillis-Steele scan of products: log2(n) steps,
 each one multiplication of shifted slices; its backward is another such scan, of products
 and sums only, no division, so the gradient is exact when the input holds zeros and
-differentiable again for exact higher derivatives)."""
+differentiable again for exact higher derivatives; on the CPU without create_graph that
+scan runs as NumPy calls on the flat arrays, tgrad.backends._numpy_scan: the same bits)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops._common import (
     backend_of,
@@ -147,48 +148,65 @@ class Cumprod(Function):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        d, n = ctx.d, x.shape[ctx.d]
-        masked = not is_grad_enabled()  # no create_graph: drop the terms with a zero
-        dtype = x.dtype
-        wide = _CPU_ACCUMULATE.get(dtype) if masked and x.device.type == "cpu" else None
-        if wide is not None:  # the scan in float64 on the CPU too, rounded once (as forward)
-            x, y, g = x.to(wide), y.to(wide), g.to(wide)
-        xc, yc = x.conj(), y.conj()
-        one = narrow(xc, d, 0, 1).new_ones(narrow(xc, d, 0, 1).shape)
+        if x.device.type == "cpu" and not differentiable_formula():
+            return _cumprod_backward_cpu(x, y, g, ctx.d), None
+        return _cumprod_backward_ops(x, y, g, ctx.d, masked=not is_grad_enabled()), None
+
+
+def _cumprod_backward_ops(x: Tensor, y: Tensor, g: Tensor, d: int, masked: bool) -> Tensor:
+    """Cumprod's backward (see Cumprod) in tgrad ops: ``masked`` (no create_graph) drops the
+    terms with a zero factor; else differentiable again. x, y, g: x's shape."""
+    n = x.shape[d]
+    dtype = x.dtype
+    wide = _CPU_ACCUMULATE.get(dtype) if masked and x.device.type == "cpu" else None
+    if wide is not None:  # the scan in float64 on the CPU too, rounded once (as forward)
+        x, y, g = x.to(wide), y.to(wide), g.to(wide)
+    xc, yc = x.conj(), y.conj()
+    one = narrow(xc, d, 0, 1).new_ones(narrow(xc, d, 0, 1).shape)
+    if masked:
+        before = cat([one, narrow(yc, d, 0, n - 1)], d)  # conj(prod_{i < j} x_i)
+    else:  # create_graph: the saved output y enters the graph as in PyTorch's
+        # cumprod_backward (a hook on y sees the same second-order gradient): no zero in
+        # x: reversed_cumsum(conj(y) g) / conj(x); with zeros: from x alone (PyTorch's
+        # O(n^2) branch), the prefix products by cumprod of x, not taken from y
+        if not bool((x == 0).any()):
+            from tgrad.ops.composite import flip
+            return flip(cumsum(flip(yc * g, (d,)), d), (d,)) / xc
+        before = cat([one, cumprod(narrow(xc, d, 0, n - 1), d)], d)
+    a = cat([narrow(xc, d, 1, n - 1), one], d)  # a_j = conj(x_{j+1}) (last: unused)
+    if masked:
+        z = a == 0  # z_j: a zero among x_i, i in (j, j + span]
+    s, span = g, 1
+    while span < n:
+        m = n - span
+        term = narrow(a, d, 0, m) * narrow(s, d, span, m)
         if masked:
-            before = cat([one, narrow(yc, d, 0, n - 1)], d)  # conj(prod_{i < j} x_i)
-        else:  # create_graph: the saved output y enters the graph as in PyTorch's
-            # cumprod_backward (a hook on y sees the same second-order gradient): no zero in
-            # x: reversed_cumsum(conj(y) g) / conj(x); with zeros: from x alone (PyTorch's
-            # O(n^2) branch), the prefix products by cumprod of x, not taken from y
-            if not bool((x == 0).any()):
-                from tgrad.ops.composite import flip
-                return flip(cumsum(flip(yc * g, (d,)), d), (d,)) / xc, None
-            before = cat([one, cumprod(narrow(xc, d, 0, n - 1), d)], d)
-        a = cat([narrow(xc, d, 1, n - 1), one], d)  # a_j = conj(x_{j+1}) (last: unused)
-        if masked:
-            z = a == 0  # z_j: a zero among x_i, i in (j, j + span]
-        s, span = g, 1
-        while span < n:
-            m = n - span
-            term = narrow(a, d, 0, m) * narrow(s, d, span, m)
+            term = term.masked_fill(narrow(z, d, 0, m), 0)
+        s = cat([narrow(s, d, 0, m) + term, narrow(s, d, m, span)], d)
+        if 2 * span < n:
+            a = cat([narrow(a, d, 0, m) * narrow(a, d, span, m), narrow(a, d, m, span)], d)
             if masked:
-                term = term.masked_fill(narrow(z, d, 0, m), 0)
-            s = cat([narrow(s, d, 0, m) + term, narrow(s, d, m, span)], d)
-            if 2 * span < n:
-                a = cat([narrow(a, d, 0, m) * narrow(a, d, span, m), narrow(a, d, m, span)], d)
-                if masked:
-                    z = cat([narrow(z, d, 0, m) | narrow(z, d, span, m), narrow(z, d, m, span)],
-                            d)
-            span *= 2
-        gx = before * s
-        if masked:  # a zero among x_i, i < j: dx_j = 0
-            zero_before = cat([one == 0, narrow(x == 0, d, 0, n - 1)], d).cumsum(d) > 0
-            gx = gx.masked_fill(zero_before, 0)
-        return gx.to(dtype), None
+                z = cat([narrow(z, d, 0, m) | narrow(z, d, span, m), narrow(z, d, m, span)],
+                        d)
+        span *= 2
+    gx = before * s
+    if masked:  # a zero among x_i, i < j: dx_j = 0
+        zero_before = cat([one == 0, narrow(x == 0, d, 0, n - 1)], d).cumsum(d) > 0
+        gx = gx.masked_fill(zero_before, 0)
+    return gx.to(dtype)
 
 
 register_op(Cumprod)
+
+
+def _cumprod_backward_cpu(x: Tensor, y: Tensor, g: Tensor, d: int) -> Tensor:
+    """Cumprod's backward without create_graph on the CPU: the same scan, in the same
+    operations (so the same bits), on the NumPy arrays (tgrad.backends._numpy_scan), in
+    _CPU_ACCUMULATE's dtype and rounded once, as _cumprod_backward_ops. x, y, g: x's shape."""
+    from tgrad.backends import _numpy_scan
+    wide = _CPU_ACCUMULATE.get(x.dtype, x.dtype).np
+    gx = _numpy_scan.cumprod_backward(*(t._data.astype(wide, copy=False) for t in (x, y, g)), d)
+    return wrap(gx.astype(x.dtype.np, copy=False), x.device)
 
 
 @tensor_method("cumprod")
