@@ -117,6 +117,62 @@ def test_grid_sample_nonfinite_grid_matches_the_composition(k, mode, pad):
             np.testing.assert_allclose(_np(a), _np(b), rtol=1e-12, atol=1e-12)
 
 
+_GS_CASES = [(k, m, p) for k in (2, 3) for m in ("bilinear", "nearest", "bicubic")
+             for p in ("zeros", "border", "reflection") if not (k == 3 and m == "bicubic")]
+
+
+@pytest.mark.parametrize("k,mode,pad", _GS_CASES)
+def test_grid_sample_batches_channels_and_layouts_match_the_composition(k, mode, pad):
+    """Several images and channels (the CPU backward scatters channel by channel, the
+    forward gathers tap by tap from a channels-last copy), odd sizes, a transposed input and
+    a sliced grid, points on pixels, edges and outside: output and both gradients are the
+    composed reference's."""
+    from tgrad.nn._grid_sample import _grid_sample_composed
+    rng = np.random.default_rng(10 * k + len(mode) + len(pad))
+    sp = (5, 7) if k == 2 else (3, 4, 5)
+    buf = rng.standard_normal((3,) + sp[::-1] + (4,))  # x = buf permuted: (3, 4, *sp)
+    x = _t(buf, True).permute(0, k + 1, *range(k, 0, -1))
+    pts = rng.uniform(-1.3, 1.3, (3, 2 * 11) + (3, 2)[:k - 1] + (k,))
+    pts.reshape(-1)[::5] = np.round(pts.reshape(-1)[::5] * 4) / 4
+    g = _t(pts, True)[:, ::2]
+    assert not x.is_contiguous() and not g.is_contiguous()
+    for ac in (False, True):
+        y = F.grid_sample(x, g, mode, pad, ac)
+        ref = _grid_sample_composed(x, g, mode, pad, ac)
+        w = _t(rng.standard_normal(y.shape))
+        got = (y,) + grad(y, (x, g), w)
+        want = (ref,) + grad(ref, (x, g), w, materialize_grads=True)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("x_shape,grid_shape", [((0, 2, 3, 4), (0, 2, 2, 2)),
+                                                ((2, 0, 3, 4), (2, 2, 2, 2)),
+                                                ((2, 3, 3, 4), (2, 0, 5, 2))])
+def test_grid_sample_empty_batch_channels_or_points(mode, x_shape, grid_shape):
+    x = tgrad.randn(*x_shape, dtype=D, requires_grad=True)
+    g = (tgrad.rand(*grid_shape, dtype=D) * 2 - 1).requires_grad_()
+    y = F.grid_sample(x, g, mode, "border", False)
+    assert tuple(y.shape) == x_shape[:2] + grid_shape[1:3]
+    gx, gg = grad(y.sum(), (x, g))
+    assert tuple(gx.shape) == x_shape and tuple(gg.shape) == grid_shape
+    assert not _np(gx).any() and not _np(gg).any()
+
+
+@pytest.mark.parametrize("pad", ["zeros", "border", "reflection"])
+def test_grid_sample_bicubic_gradcheck_over_batches_and_channels(pad):
+    rng = np.random.default_rng(7)
+    x = _t(rng.standard_normal((2, 2, 3, 5)), True)
+    g = _t(rng.uniform(-1.2, 1.2, (2, 1, 3, 2)), True)
+    for ac in (False, True):
+        def f(a, b, ac=ac):
+            return F.grid_sample(a, b, "bicubic", pad, ac)
+        assert gradcheck(f, (x, g))
+        if ac == (pad != "zeros"):  # (the double backward differentiates the composition)
+            assert gradgradcheck(f, (x, g))
+
+
 def test_backward_primitives_are_ops():
     x = tgrad.randn(2, 5, dtype=D, requires_grad=True)
     (gx,) = grad(F.softmax(x, 1)[:, 0].sum(), x, create_graph=True)

@@ -1,7 +1,8 @@
 """CPU primitives of grid_sample (re-exported by tgrad/backends/_numpy_nn.py): the forward
 ``grid_sample_fwd`` and its paired backward ``grid_sample_bwd``, vectorised over every
-output point (Python loops only over the <= 16 taps). The maths is tgrad/nn/_grid_sample.py's
-(see its docstring); the GPU kernels (tgrad/kernels/grid_sample.py) compute the same taps.
+output point (Python loops only over the <= 16 taps and, in d x, the channels). The maths
+is tgrad/nn/_grid_sample.py's (see its docstring); the GPU kernels
+(tgrad/kernels/grid_sample.py) compute the same taps.
 
 Shapes: x (N, C, *sp) with k = len(sp) in (2, 3), grid (N, *osp, k) (its last axis lists x,
 y[, z] = dims W, H[, D]), out and g (N, C, *osp). Every output point p has T taps
@@ -13,6 +14,12 @@ for bilinear/nearest padded, coordinate of dim d):
     d grid[n, p, k - 1 - d] = chain_d * sum_t (d w_t / d c_d) sum_c g[n, c, p] x_t[c]
 with chain_d = d c_d / d grid = the unnormalize scale times the padding's derivative (0
 where a clip is active, -1 where a reflection flips). float16/bfloat16 compute in float32.
+
+Layout (_Taps): the per-dim tap indices, weights and derivatives are kept as (N, P) arrays
+and combined one tap at a time; a tap's values are one row gather of a channels-last copy
+of x with a zero dummy row for the outside taps. The sums run in a fixed order: out and
+d c_d over the taps in order, sum_c over the channels in order, d x per (channel, pixel) in
+(n, p, t) order (one 1-D np.add.at per channel).
 """
 
 from __future__ import annotations
@@ -86,128 +93,203 @@ def _cubic(t: np.ndarray) -> tuple:
 
 
 def _dim_taps(c: np.ndarray, size: int, mode: str, padding: str, align: bool) -> tuple:
-    """One dim's taps: ([(idx, w, dw)] with w / dw None for nearest, chain = d c / d
-    unnormalized coordinate)."""
+    """One dim's J taps (nearest 1, bilinear 2, bicubic 4) of c (N, P): (idx [(N, P)] * J,
+    w [(N, P)] * J or None for nearest, d w / d c [(N, P) or +-1.0] * J or None, chain =
+    d c / d unnormalized coordinate)."""
     if mode == "bicubic":  # padding per integer tap, the weights of the unpadded fraction
         fl = np.floor(c)
         ws, dws = _cubic(c - fl)
-        taps = [(_pad(fl + (j - 1), size, padding, align)[0], ws[j], dws[j])
-                for j in range(4)]
-        return taps, 1.0
+        return [_pad(fl + (j - 1), size, padding, align)[0] for j in range(4)], ws, dws, 1.0
     c, chain = _pad(c, size, padding, align)
     if mode == "nearest":
-        return [(np.rint(c), None, None)], chain
+        return [np.rint(c)], None, None, chain
     fl = np.floor(c)
     fr = c - fl
-    return [(fl, 1 - fr, -np.ones_like(fr)), (fl + 1, fr, np.ones_like(fr))], chain
+    return [fl, fl + 1], [1 - fr, fr], [-1.0, 1.0], chain  # (-1.0 w: exactly -w)
 
 
-def _taps(x_shape: tuple, grid: np.ndarray, mode: str, padding: str, align: bool):
-    """The taps of every output point, flattened to (N, P): a list of (flat, inside, w,
-    [d w / d c_d]) (flat: the pixel's row-major offset in its image, 0 outside), and the
-    per-dim chains (N, P)."""
-    n, _, *sp = x_shape
-    k = len(sp)
-    g2 = grid.reshape(n, int(np.prod(grid.shape[1:-1])), k)
-    strides = [int(np.prod(sp[d + 1:])) for d in range(k)]
-    per_dim, chains = [], []
-    for d in range(k):
-        c, scale = _unnormalize(g2[..., k - 1 - d], sp[d], align)
-        taps, chain = _dim_taps(c, sp[d], mode, padding, align)
-        per_dim.append(taps)
-        chains.append(np.broadcast_to(chain * scale, c.shape))
-    out = []
-    for combo in np.ndindex(*(len(t) for t in per_dim)):
-        sel = [per_dim[d][j] for d, j in enumerate(combo)]
-        inside = np.ones(g2.shape[:2], bool)
-        for d, (idx, _, _) in enumerate(sel):
-            inside &= (idx >= 0) & (idx <= sp[d] - 1)
-        flat = np.zeros(g2.shape[:2], np.int64)
-        for d, (idx, _, _) in enumerate(sel):
-            flat += np.where(inside, idx, 0).astype(np.int64) * strides[d]
-        if sel[0][1] is None:  # nearest
-            out.append((flat, inside, None, None))
-            continue
-        w = sel[0][1]
-        for _, wd, _ in sel[1:]:
-            w = w * wd
-        dws = []
+class _Taps:
+    """The T taps of every output point, factored by dim and combined one tap at a time
+    into (N, P) arrays (the forward and d grid build no (N, T, P) temporaries, whose fresh
+    pages cost more than their arithmetic on this box). Taps are in np.ndindex order over
+    the dims' taps (the last dim fastest); tap t = (j_0, .., j_{k-1}) has
+        target  n S + the pixel's row-major offset in its image if inside, else N S (a
+                dummy row): min(sum_d off_d[j_d], N S), off_0 holding n S, and each off_d
+                N S where dim d's index is outside [0, size_d - 1] (inside offsets sum to
+                at most N S - 1);
+        weight  ((w_0 w_1) w_2) (None for nearest);
+        d weight / d c_d = (w_d' w_e) w_f, the others (e < f) in dim order;
+    and chains[d] (N, P) = d c_d / d grid (the unnormalize scale times the padding's
+    derivative, 1 for bicubic)."""
+
+    def __init__(self, x_shape: tuple, grid: np.ndarray, mode: str, padding: str,
+                 align: bool) -> None:
+        n, _, *sp = x_shape
+        k = len(sp)
+        s = int(np.prod(sp))
+        self.n, self.p = n, int(np.prod(grid.shape[1:-1]))
+        self.dummy = n * s
+        g2 = grid.reshape(n, self.p, k)
+        self.offs, self.ws, self.dws, self.chains = [], [], [], []
         for d in range(k):
-            dw = sel[d][2]
-            for e in range(k):
-                if e != d:
-                    dw = dw * sel[e][1]
-            dws.append(dw)
-        out.append((flat, inside, w, dws))
-    return out, chains
+            c, scale = _unnormalize(g2[..., k - 1 - d], sp[d], align)
+            idx, w, dw, chain = _dim_taps(c, sp[d], mode, padding, align)
+            stride = int(np.prod(sp[d + 1:]))
+            base = (np.arange(n, dtype=np.int64) * s)[:, None] if d == 0 else 0
+            self.offs.append([_offset(i, sp[d], stride, base, self.dummy) for i in idx])
+            self.ws.append(w)
+            self.dws.append(dw)
+            self.chains.append(np.broadcast_to(chain * scale, c.shape))
+        self.combos = list(np.ndindex(*(len(o) for o in self.offs)))
+        self.nearest = self.ws[0] is None
+
+    def target(self, combo: tuple, out: np.ndarray | None = None) -> np.ndarray:
+        """(N, P) int64 row of tap combo in the (N S + 1)-row images."""
+        t = np.add(self.offs[0][combo[0]], self.offs[1][combo[1]], out=out)
+        for d in range(2, len(combo)):
+            t += self.offs[d][combo[d]]
+        return np.minimum(t, self.dummy, out=t)
+
+    def weight(self, combo: tuple) -> np.ndarray:
+        return _product([self.ws[d][j] for d, j in enumerate(combo)])
+
+    def weight_grad(self, combo: tuple, d: int) -> np.ndarray:
+        return _product([self.dws[d][combo[d]]]
+                        + [self.ws[e][j] for e, j in enumerate(combo) if e != d])
+
+
+def _offset(idx: np.ndarray, size: int, stride: int, base, dummy: int) -> np.ndarray:
+    """idx stride + base where idx lies in [0, size - 1], else dummy: (N, P) int64."""
+    ok = (idx >= 0) & (idx <= size - 1)
+    off = np.where(ok, idx, 0).astype(np.int64)
+    off *= stride
+    off += base
+    off[~ok] = dummy
+    return off
+
+
+def _product(fs: list) -> np.ndarray:
+    """((f_0 f_1) f_2), left to right."""
+    out = fs[0] * fs[1]
+    for f in fs[2:]:
+        out = out * f
+    return out
 
 
 def _compute(a: np.ndarray) -> np.ndarray:
     return a if a.dtype in (np.float32, np.float64) else a.astype(np.float32)
 
 
-def _values(xf: np.ndarray, flat: np.ndarray, inside: np.ndarray) -> np.ndarray:
-    """where(inside, x[n, :, flat], 0): (N, C, P) of xf (N, C, S)."""
-    v = np.take_along_axis(xf, flat[:, None, :], axis=2)
-    return np.where(inside[:, None, :], v, 0)
+def _rows(x: np.ndarray) -> np.ndarray:
+    """x (N, C, *sp) channels last, (N S + 1, C): row n S + pixel holds x[n, :, pixel], the
+    last row zeros (the outside taps' dummy target)."""
+    n, c = x.shape[:2]
+    s = int(np.prod(x.shape[2:]))
+    rows = np.zeros((n * s + 1, c), x.dtype)
+    rows[:-1] = x.reshape(n, c, s).transpose(0, 2, 1).reshape(n * s, c)
+    return rows
+
+
+def _tap_values(rows: np.ndarray, target: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """where(inside, x[n, :, pixel], 0) of one tap, (N, C, P) (a transposed view of buf
+    (N, P, C)): one row gather of _rows(x) by the tap's target (N, P)."""
+    return np.take(rows, target, axis=0, out=buf).transpose(0, 2, 1)
+
+
+def _nearest_values(x: np.ndarray, target: np.ndarray, dummy: int) -> np.ndarray:
+    """where(inside, x[n, :, pixel], 0), (N, C, P), of the targets (N, P) (n S + pixel, or
+    the dummy N S outside)."""
+    n, c = x.shape[:2]
+    s = int(np.prod(x.shape[2:]))
+    outside = target == dummy
+    pix = target - (np.arange(n, dtype=np.int64) * s)[:, None]
+    pix[outside] = 0
+    out = np.take_along_axis(x.reshape(n, c, s), pix[:, None, :], axis=2)
+    np.copyto(out, 0, where=outside[:, None, :])
+    return out
 
 
 def grid_sample_fwd(x: np.ndarray, grid: np.ndarray, mode: str, padding: str,
                     align: bool) -> np.ndarray:
-    """out (N, C, *osp) of x (N, C, *sp) sampled at grid (N, *osp, k)."""
+    """out (N, C, *osp) of x (N, C, *sp) sampled at grid (N, *osp, k):
+    out = ((v_0 w_0 + v_1 w_1) + ...) + v_{T-1} w_{T-1}, summed in tap order."""
     dt = x.dtype
     x, grid = _compute(x), _compute(grid)
     n, c = x.shape[:2]
     osp = grid.shape[1:-1]
-    xf = x.reshape(n, c, int(np.prod(x.shape[2:])))
+    p = int(np.prod(osp))
     with np.errstate(all="ignore"):
-        taps, _ = _taps(x.shape, grid, mode, padding, align)
-        out = None
-        for flat, inside, w, _ in taps:
-            term = _values(xf, flat, inside)
-            if w is not None:
-                term = term * w[:, None, :]
-            out = term if out is None else out + term
+        taps = _Taps(x.shape, grid, mode, padding, align)
+        if taps.nearest:  # the one tap: a gather along x's pixels, no channels-last copy
+            out = _nearest_values(x, taps.target(taps.combos[0]), taps.dummy)
+        else:
+            rows = _rows(x)
+            buf = np.empty((n, p, c), x.dtype)
+            out = np.empty((n, c, p), x.dtype)
+            for t, combo in enumerate(taps.combos):
+                v = _tap_values(rows, taps.target(combo), buf)
+                w = taps.weight(combo)[:, None, :]
+                if t == 0:
+                    np.multiply(v, w, out=out)
+                else:
+                    out += np.multiply(v, w, out=v)  # (v * w into buf, in place)
     return out.reshape((n, c) + osp).astype(dt, copy=False)
+
+
+def _scatter_input_grad(gf: np.ndarray, taps: _Taps, x_shape: tuple) -> tuple:
+    """(d x (N, C, *sp), the targets (N, P, T)): d x is the scatter-add of g w_t to each
+    inside tap's pixel, gf (N, C, P). One 1-D np.add.at per channel into (N S + 1) (the
+    last entry the outside taps' dummy), adding in (n, p, t) order: deterministic."""
+    n, c, *sp = x_shape
+    s = int(np.prod(sp))
+    shape = (n, taps.p, len(taps.combos))
+    tgt = np.empty(shape, np.int64)
+    w = None if taps.nearest else np.empty(shape, gf.dtype)
+    for t, combo in enumerate(taps.combos):
+        taps.target(combo, out=tgt[:, :, t])
+        if w is not None:
+            w[:, :, t] = taps.weight(combo)
+    flat = tgt.reshape(-1)
+    dx = np.zeros((c, n * s + 1), gf.dtype)
+    vals = np.empty(shape, gf.dtype)  # vals[n, p, t] = g[n, ch, p] w[n, p, t]
+    for ch in range(c):
+        if w is None:
+            vals[...] = gf[:, ch, :, None]
+        else:
+            np.multiply(gf[:, ch, :, None], w, out=vals)
+        np.add.at(dx[ch], flat, vals.reshape(-1))
+    return dx[:, :n * s].reshape(c, n, s).transpose(1, 0, 2).reshape(x_shape), tgt
 
 
 def grid_sample_bwd(g: np.ndarray, x: np.ndarray, grid: np.ndarray, mode: str, padding: str,
                     align: bool) -> tuple:
     """(d x, d grid) of out = grid_sample_fwd(x, grid) for d out = g; d x deterministic
-    (np.add.at adds in tap-major point order)."""
+    (_scatter_input_grad); d c_d sums the taps in order, sum_c g x_t the channels in order."""
     dt = x.dtype
     g, x, grid = _compute(g), _compute(x), _compute(grid)
     n, c, *sp = x.shape
     k = len(sp)
-    s = int(np.prod(sp))
     p = int(np.prod(grid.shape[1:-1]))
-    gf = g.reshape(n, c, p)
-    xf = x.reshape(n, c, s)
-    cd = x.dtype
     if n * p * c == 0:  # nothing sampled: zero gradients
         return np.zeros(x.shape, dt), np.zeros(grid.shape, dt)
-    dx = np.zeros((n * s + 1, c), cd)  # row n * s: the dummy target of outside taps
-    dc = [np.zeros((n, p), cd) for _ in range(k)]
-    base = (np.arange(n, dtype=np.int64) * s)[:, None]
+    gf = g.reshape(n, c, p)
     with np.errstate(all="ignore"):
-        taps, chains = _taps(x.shape, grid, mode, padding, align)
-        targets, vals = [], []
-        for flat, inside, w, dws in taps:
-            targets.append(np.where(inside, flat + base, n * s))
-            vals.append(gf if w is None else gf * w[:, None, :])  # (N, C, P)
-            if w is None:
-                continue
-            gx = (gf * _values(xf, flat, inside)).sum(1)  # sum_c g x_t: (N, P)
+        taps = _Taps(x.shape, grid, mode, padding, align)
+        dx, tgt = _scatter_input_grad(gf, taps, x.shape)
+        dx = dx.astype(dt, copy=False)
+        if taps.nearest:  # rounding has no gradient
+            return dx, np.zeros(grid.shape, dt)
+        rows = _rows(x)
+        dc = [np.zeros((n, p), x.dtype) for _ in range(k)]
+        buf = np.empty((n, p, c), x.dtype)
+        prod = np.empty((n, c, p), x.dtype)
+        for t, combo in enumerate(taps.combos):
+            np.multiply(gf, _tap_values(rows, tgt[:, :, t], buf), out=prod)
+            gx = prod.sum(1)  # sum_c g x_t: (N, P)
             for d in range(k):
-                dc[d] += gx * dws[d]
-        tgt = np.stack(targets, 2).reshape(-1)  # (N, P, T) flattened
-        val = np.stack(vals, 3).transpose(0, 2, 3, 1).reshape(-1, c)  # (N P T, C)
-        np.add.at(dx, tgt, val)
-        # a chain of 0 (a clip) selects 0, as the composition's clamp backward does;
-        # nearest: zeros (rounding has no gradient)
+                dc[d] += gx * taps.weight_grad(combo, d)
+        # a chain of 0 (a clip) selects 0, as the composition's clamp backward does
+        chains = taps.chains
         dgrid = np.stack([np.where(chains[d] == 0, 0, dc[d] * chains[d])
                           for d in range(k - 1, -1, -1)], -1)
-        if mode == "nearest":
-            dgrid = np.zeros_like(dgrid)
-    dx = dx[:n * s].reshape(n, s, c).transpose(0, 2, 1).reshape(x.shape)
-    return (dx.astype(dt), dgrid.reshape(grid.shape).astype(dt))
+    return dx, dgrid.reshape(grid.shape).astype(dt, copy=False)
