@@ -933,3 +933,28 @@ def test_lbfgs_float32_scalars_round_as_pytorchs():
     assert all(r.dtype is tgrad.float32 and r.ndim == 0 for r in st["ro"])
     assert st["H_diag"].dtype is tgrad.float32
     np.testing.assert_array_equal(p.detach().numpy(), _lbfgs_float32_reference(start, 4))
+
+
+@pytest.mark.parametrize("problem", ["neg_exp", "neg_square", "linear"])
+def test_lbfgs_strong_wolfe_on_a_diverging_problem_gives_inf_not_an_exception(problem):
+    # PyTorch's line search computes with 0-d tensors: on an unbounded objective the cubic
+    # interpolation overflows to inf / divides 0 by 0 and the iterates run off to inf/NaN;
+    # tgrad's Python floats raised OverflowError (d1 ** 2) or ZeroDivisionError (x1 == x2)
+    f = {"neg_exp": lambda x: -x.exp().sum(), "neg_square": lambda x: -(x ** 2).sum(),
+         "linear": lambda x: -1e3 * x.sum()}[problem]
+    x = tgrad.tensor([1.0, 2.0], dtype=tgrad.float64, requires_grad=True)
+    opt = optim.LBFGS([x], line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = f(x)
+        loss.backward()
+        return loss
+
+    losses = [opt.step(closure).item() for _ in range(3)]
+    assert losses[0] == f(tgrad.tensor([1.0, 2.0], dtype=tgrad.float64)).item()
+    assert losses[2] <= losses[1] < losses[0]  # running downhill, to -inf for neg_exp
+    if problem == "neg_exp":  # PyTorch 2.13's iterates: then inf, its loss -inf
+        assert losses[1:] == [-math.inf, -math.inf]
+        assert x.detach().tolist() == [math.inf, math.inf]
+        assert opt.state[x]["n_iter"] == 41 and opt.state[x]["func_evals"] == 68

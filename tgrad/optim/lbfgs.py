@@ -3,6 +3,7 @@ itself a port of Torch7's optim.lbfgs / lswolfe, inspired by minFunc)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterable
 
 from tgrad.autograd.grad_mode import enable_grad, no_grad
@@ -10,23 +11,35 @@ from tgrad.optim.optimizer import Optimizer, check_tensor_lr
 from tgrad.tensor import Tensor
 
 
+def _div(a: float, b: float) -> float:
+    """a / b with IEEE-754's results where Python raises ZeroDivisionError: +-inf for a
+    nonzero a over a zero b, NaN for 0 / 0 (what PyTorch's tensor arithmetic gives)."""
+    if b != 0.0 or math.isnan(b):
+        return a / b
+    if a == 0.0 or math.isnan(a):
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
 def _cubic_interpolate(x1: float, f1: float, g1: float, x2: float, f2: float, g2: float,
                        bounds: tuple[float, float] | None = None) -> float:
     """Minimiser of the cubic through (x1, f1, f1' = g1) and (x2, f2, g2), clamped to
     ``bounds`` (default: the interval between x1 and x2); the middle of the bounds when
-    the cubic has no real minimiser."""
+    the cubic has no real minimiser. In IEEE arithmetic, as PyTorch's tensor scalars: on a
+    diverging problem the result is inf or NaN, not an OverflowError / ZeroDivisionError
+    (products overflow to inf in Python; ``**`` and ``/`` would raise)."""
     if bounds is not None:
         xmin_bound, xmax_bound = bounds
     else:
         xmin_bound, xmax_bound = (x1, x2) if x1 <= x2 else (x2, x1)
-    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
-    d2_square = d1 ** 2 - g1 * g2
+    d1 = g1 + g2 - _div(3 * (f1 - f2), x1 - x2)
+    d2_square = d1 * d1 - g1 * g2
     if d2_square >= 0:
-        d2 = d2_square ** 0.5
+        d2 = math.sqrt(d2_square)
         if x1 <= x2:
-            min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+            min_pos = x2 - (x2 - x1) * _div(g2 + d2 - d1, g2 - g1 + 2 * d2)
         else:
-            min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+            min_pos = x1 - (x1 - x2) * _div(g1 + d2 - d1, g1 - g2 + 2 * d2)
         return min(max(min_pos, xmin_bound), xmax_bound)
     return (xmin_bound + xmax_bound) / 2.0
 
