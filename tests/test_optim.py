@@ -2,6 +2,7 @@
 algorithms (torch.optim.SGD / Adam / AdamW pseudo-code), over several steps."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -137,6 +138,39 @@ def test_adamw_matches_reference(kw):
     got, _ = _run_tgrad(lambda ps: optim.AdamW(ps, **kw))
     _close(got, ref_adam(decoupled=True, weight_decay=kw.get("weight_decay", 1e-2),
                          **{k: v for k, v in kw.items() if k != "weight_decay"}))
+
+
+_DTYPE_CHANGES = [(tgrad.float32, tgrad.float64, ("float", "double")),
+                  (tgrad.float64, tgrad.float32, ("double", "float")),
+                  (tgrad.float32, tgrad.float16, ("float", "c10::Half")),
+                  (tgrad.complex64, tgrad.complex128, ("float", "double"))]  # (real views)
+
+
+@pytest.mark.parametrize("cls", [optim.Adam, optim.AdamW])
+@pytest.mark.parametrize("kw, old, new, names", [
+    (kw, *change) for kw in (dict(), dict(amsgrad=True), dict(foreach=True),
+                             dict(foreach=False, weight_decay=0.1))
+    for change in _DTYPE_CHANGES
+    # (PyTorch's foreach kernels word a complex mismatch differently: not compared)
+    if not (kw.get("foreach") and change[0].is_complex)])
+def test_adam_refuses_state_of_another_dtype_than_the_gradient(cls, kw, old, new, names):
+    # PyTorch 2.13's Adam / AdamW (every implementation) raise lerp's error when a
+    # parameter changed dtype after its state was made (p.data = p.data.double(),
+    # module.double()); tgrad added a float64 gradient into float32 moments silently.
+    # tgrad raises before it changes anything (PyTorch has already counted the step).
+    p = tgrad.nn.Parameter(tgrad.tensor([1.0, -2.0], dtype=old))
+    opt = cls([p], lr=0.1, **kw)
+    (p * p).abs().sum().backward()
+    opt.step()
+    p.data = p.data.to(new)
+    p.grad = None
+    (p * p).abs().sum().backward()
+    before = p.detach().clone()
+    with pytest.raises(RuntimeError, match=f"^expected dtype {re.escape(names[0])} for "
+                                           f"`end` but got dtype {re.escape(names[1])}"):
+        opt.step()
+    assert opt.state[p]["step"].item() == 1
+    np.testing.assert_array_equal(p.detach().numpy(), before.numpy())
 
 
 def test_param_groups_have_their_own_hyperparameters():

@@ -92,6 +92,19 @@ def sgd(params: list[Tensor], grads: list[Tensor], momentum_buffers: list, *, lr
             _add_(p, g, -lr)
 
 
+def _check_state_dtypes(grads: list[Tensor], states: list[Tensor]) -> None:
+    """Each gradient must have its state's dtype (compared as real views): PyTorch's Adam
+    raises lerp's error when a parameter changed dtype after its state was made
+    (``p.data = p.data.double()``, ``module.double()``). Checked for the whole group
+    before anything is updated."""
+    from tgrad._out import _C10_NAMES
+    for g, s in zip(grads, states):
+        if g.dtype is not s.dtype:
+            want, got = s.dtype.to_real(), g.dtype.to_real()
+            raise RuntimeError(f"expected dtype {_C10_NAMES.get(want, want.name)} for `end` "
+                               f"but got dtype {_C10_NAMES.get(got, got.name)}")
+
+
 def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
          exp_avg_sqs: list[Tensor], max_exp_avg_sqs: list, state_steps: list[Tensor], *,
          lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
@@ -100,6 +113,7 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
     Adam:  g <- g + wd p            AdamW: p <- p (1 - lr wd)
     m <- b1 m + (1 - b1) g;   v <- b2 v + (1 - b2) g^2;   (amsgrad: vmax <- max(vmax, v))
     p <- p - lr / (1 - b1^t) * m / (sqrt(v or vmax) / sqrt(1 - b2^t) + eps)."""
+    _check_state_dtypes(grads, exp_avgs)
     fused = _fused("adam", params)
     if fused is not None:
         return fused(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
