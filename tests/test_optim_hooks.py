@@ -311,6 +311,39 @@ def test_flags_are_kept_in_the_groups():
     assert optim.RMSprop([_param()], capturable=True).defaults["capturable"] is True
 
 
+_ALL = "['cuda', 'xpu', 'hpu', 'privateuseone', 'xla']"
+_NO_XLA = "['cuda', 'xpu', 'hpu', 'privateuseone']"
+
+
+# PyTorch 2.13's texts on the CPU: (foreach=None/False, foreach=True)
+@pytest.mark.parametrize("name, what, devices", [
+    ("Adam", ("params and state_steps",) * 2, (_ALL, _NO_XLA)),
+    ("AdamW", ("params and state_steps",) * 2, (_ALL, _NO_XLA)),
+    ("Adamax", ("params and state_steps",) * 2, (_ALL, _NO_XLA)),
+    ("RAdam", ("params and state_steps",) * 2, (_ALL, _NO_XLA)),
+    ("RMSprop", ("params and state_steps",) * 2, (_ALL, _ALL)),
+    ("Rprop", ("params and state_steps",) * 2, (_ALL, _ALL)),
+    ("Adadelta", ("params and state_steps",) * 2, (_NO_XLA, _NO_XLA)),
+    ("ASGD", ("params, mus, etas, and state_steps",) * 2, (_ALL, _NO_XLA)),
+    ("NAdam", ("params, mu_products and state_steps", "params, mu_products, and state_steps"),
+     (_ALL, _NO_XLA)),
+])
+def test_capturable_with_cpu_params_raises_at_step(name, what, devices):
+    # capturable=True (for CUDA graphs) is accepted by the constructor, but PyTorch's step
+    # asserts the parameters are on a capturable device; tgrad stepped silently on the CPU
+    for foreach, w, dev in zip((None, True), what, devices):
+        p = _param()
+        opt = getattr(optim, name)([p], lr=0.1, capturable=True, foreach=foreach)
+        with pytest.raises(AssertionError) as info:
+            opt.step()
+        assert str(info.value) == (f"If capturable=True, {w} must be on supported devices: "
+                                   f"{dev}.")
+        assert p.tolist() == [1.0, -2.0]  # nothing updated
+    p = _param()
+    getattr(optim, name)([p], lr=0.1, foreach=False, capturable=False).step()
+    assert p.tolist() != [1.0, -2.0]
+
+
 @pytest.mark.parametrize("make", [
     lambda ps: optim.Adam(ps, fused=True, foreach=True),
     lambda ps: optim.AdamW(ps, fused=True, foreach=True),

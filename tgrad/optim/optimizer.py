@@ -281,6 +281,8 @@ class Optimizer:
                 continue
             if p._grad._sparse and not self._sparse_grads:
                 raise RuntimeError(self._sparse_grad_error())
+            if group.get("capturable") and p.device.type not in _CAPTURABLE_DEVICES:
+                raise AssertionError(_capturable_error(self, group))
             if init_state is not None:  # no entry is made for an optimizer without state
                 st = self.state[p]
                 if not st:
@@ -291,12 +293,15 @@ class Optimizer:
 
     _sparse_grads = False  # True where step takes sparse COO gradients (SGD, Adagrad)
 
+    def _base_name(self) -> str:
+        """The tgrad.optim class this optimizer is (or a user subclass derives from)."""
+        return next(c.__name__ for c in type(self).__mro__
+                    if c.__module__.startswith("tgrad.optim"))
+
     def _sparse_grad_error(self) -> str:
         """PyTorch's error for a sparse gradient, naming the tgrad optimizer class (a user
         subclass is named by the tgrad.optim class it derives from, as PyTorch's text)."""
-        name = next(c.__name__ for c in type(self).__mro__
-                    if c.__module__.startswith("tgrad.optim"))
-        return f"{name} does not support sparse gradients"
+        return f"{self._base_name()} does not support sparse gradients"
 
     def _eval_closure(self, closure):
         if closure is None:
@@ -389,6 +394,28 @@ class Optimizer:
         return out + ")"
 
 
+# capturable=True (state for CUDA graphs): the device types tgrad can capture on; others
+# fail PyTorch's assertion at step(), whose text lists PyTorch's capturable devices. Its
+# wording per optimizer: (what is checked, foreach=True's text if different) and the
+# implementations whose list lacks 'xla' (PyTorch 2.13's single-tensor / foreach code).
+_CAPTURABLE_DEVICES = ("cuda",)
+_CAPTURABLE_WHAT = {"ASGD": ("params, mus, etas, and state_steps",),
+                    "NAdam": ("params, mu_products and state_steps",
+                              "params, mu_products, and state_steps")}
+_CAPTURABLE_NO_XLA = {"Adadelta": (False, True), "RMSprop": (), "Rprop": ()}
+
+
+def _capturable_error(opt: Optimizer, group: dict) -> str:
+    """PyTorch's AssertionError text for a capturable group with a parameter elsewhere."""
+    name, foreach = opt._base_name(), bool(group.get("foreach"))
+    what = _CAPTURABLE_WHAT.get(name, ("params and state_steps",))
+    devices = ["cuda", "xpu", "hpu", "privateuseone", "xla"]
+    if foreach in _CAPTURABLE_NO_XLA.get(name, (True,)):
+        devices.pop()
+    return (f"If capturable=True, {what[-1] if foreach else what[0]} must be on supported "
+            f"devices: {devices}.")
+
+
 def _add_hook(table: OrderedDict, hook: Callable, prepend: bool) -> RemovableHandle:
     handle = RemovableHandle(table)
     table[handle.id] = hook
@@ -434,7 +461,8 @@ def check_implementation_flags(name: str, foreach=None, fused=None, capturable: 
                                differentiable: bool = False) -> None:
     """PyTorch's implementation switches, kept in the groups for compatibility: tgrad's step
     is one multi-tensor kernel per group on the GPU (NumPy on the CPU) whatever ``foreach``,
-    ``fused`` and ``capturable`` say, and gives the same update. ``fused`` with ``foreach``
+    ``fused`` and ``capturable`` say, and gives the same update (but ``capturable=True``
+    with a parameter off the GPU fails PyTorch's assertion at ``step``). ``fused`` with ``foreach``
     or ``differentiable`` raises as in PyTorch; ``differentiable=True`` (autograd through
     the step) is not supported."""
     if fused and differentiable:
