@@ -4,11 +4,17 @@ global stream, state round trips, PyTorch's seed range and error texts (torch 2.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 import pytest
 
 import tgrad
 from tgrad.utils.data import RandomSampler, SubsetRandomSampler, random_split
+
+sys.path.insert(0, os.path.dirname(__file__))
+from interpreted import run_json  # noqa: E402
 
 
 def _gen(seed: int) -> tgrad.Generator:
@@ -207,6 +213,37 @@ def test_set_state_restores_the_initial_seed():
     ref = tgrad.Generator().set_state(gst)
     assert g.set_state(old_layout).initial_seed() == 1
     assert tgrad.rand(4, generator=g).tolist() == tgrad.rand(4, generator=ref).tolist()
+
+
+_CUDA_SEED_SCRIPT = r"""
+import json, tgrad
+c = tgrad.cuda
+out = {}
+c.manual_seed(2 ** 40 + 3)
+st = c.get_rng_state()
+out["state_seed"] = int.from_bytes(bytes(st.tolist()[:8]), "little")
+first = tgrad.rand(3, device="cuda").cpu().tolist()
+c.manual_seed(7)
+c.set_rng_state(st)
+out["init_after_set"] = c.initial_seed()
+out["same_stream"] = tgrad.rand(3, device="cuda").cpu().tolist() == first
+c.manual_seed(3)
+out["masked_stream"] = tgrad.rand(3, device="cuda").cpu().tolist() == first
+g = tgrad.Generator("cuda").manual_seed(11)
+out["gen"] = tgrad.Generator("cuda").set_state(g.get_state()).initial_seed()
+print(json.dumps(out))
+"""
+
+
+def test_cuda_set_state_restores_the_initial_seed():
+    # PyTorch's cuda state is (seed, offset) with the full 64-bit seed, and set_state sets
+    # the seed from it (CUDAGeneratorImpl::set_state calls set_current_seed): after
+    # set_rng_state / set_state, initial_seed() is the state's seed (tgrad kept the seed of
+    # the last manual_seed and stored the seed masked to the 31 bits its Philox kernel
+    # reads, which still draws the same stream)
+    out = run_json(_CUDA_SEED_SCRIPT)
+    assert out == {"state_seed": 2 ** 40 + 3, "init_after_set": 2 ** 40 + 3,
+                   "same_stream": True, "masked_stream": True, "gen": 11}
 
 
 def test_fork_rng_cpu_device_type():

@@ -13,8 +13,9 @@ ByteTensors, in tgrad's own little-endian layout: a CPU state is PCG64's 128-bit
 and ``inc``, then ``has_uint32`` and ``uinteger`` as 32-bit words, then the generator's
 initial seed as a 64-bit word, which ``set_state`` restores as PyTorch's does (48 bytes;
 PyTorch's mt19937 state is 5056; a 40-byte state of earlier tgrad versions, without the
-seed, is still taken); a cuda state is the Philox ``seed`` and ``offset`` as 64-bit words
-(16 bytes). ``set_state`` also takes the NumPy / (seed, offset) dict tgrad used to return.
+seed, is still taken); a cuda state is the Philox ``seed`` (the full seed, which set_state
+makes initial_seed(), as PyTorch's) and ``offset`` as 64-bit words (16 bytes).
+``set_state`` also takes the NumPy / (seed, offset) dict tgrad used to return.
 
 ``tgrad.default_generator`` is the global CPU generator; ``tgrad.seed()`` reseeds every
 device nondeterministically, ``tgrad.initial_seed()`` is the CPU generator's seed.
@@ -130,7 +131,7 @@ class Generator:
         if self.device.type == "cpu":
             self._np = np.random.default_rng(seed)
         else:
-            self._philox = {"seed": seed & 0x7FFFFFFF, "offset": 0}
+            self._philox = {"seed": seed, "offset": 0}  # (the kernels mask it)
 
     def manual_seed(self, seed: int) -> Generator:
         """Reseed (PyTorch's seed range and wrap-around of negatives); returns self."""
@@ -144,7 +145,8 @@ class Generator:
         return s
 
     def initial_seed(self) -> int:
-        """The seed of the last ``manual_seed`` / ``seed`` (PyTorch's default seed before)."""
+        """The seed of the last ``manual_seed`` / ``seed`` / ``set_state`` (PyTorch's default
+        seed before)."""
         return self._initial
 
     def _set_initial_seed(self, seed: int) -> None:
@@ -157,8 +159,8 @@ class Generator:
         return state_tensor(self._philox, "cuda")
 
     def set_state(self, new_state) -> Generator:
-        """Restore a state from ``get_state`` of a generator of the same device type (a CPU
-        state restores ``initial_seed()`` too, as PyTorch's)."""
+        """Restore a state from ``get_state`` of a generator of the same device type; it
+        restores ``initial_seed()`` too, as PyTorch's (a cuda state's seed is it)."""
         state = state_dict(new_state, self.device.type)
         if self.device.type == "cpu":
             if "initial_seed" in state:
@@ -166,6 +168,7 @@ class Generator:
             self._np.bit_generator.state = state
         else:
             self._philox = state
+            self._set_initial_seed(state["seed"])
         return self
 
     def __repr__(self) -> str:

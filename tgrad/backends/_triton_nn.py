@@ -445,13 +445,15 @@ def softplus_bwd(g: DeviceArray, x: DeviceArray, beta: float, threshold: float):
 
 # ---------------------------------------------------------------- random, dropout
 # Philox state: (seed, offset); every launch draws counters offset .. offset + numel - 1.
+# The state keeps the full 64-bit seed (PyTorch's cuda state); the kernels read its low 31
+# bits (philox_next).
 _PHILOX = {"seed": None, "offset": 0}
-_INITIAL_SEED = [None]  # the full seed of the last manual_seed (tgrad.cuda.initial_seed)
+_INITIAL_SEED = [None]  # the seed of the last manual_seed / set_rng_state (initial_seed)
 
 
 def manual_seed(seed: int) -> None:
     _INITIAL_SEED[0] = int(seed)
-    _PHILOX["seed"] = int(seed) & 0x7FFFFFFF
+    _PHILOX["seed"] = int(seed)
     _PHILOX["offset"] = 0
 
 
@@ -470,13 +472,16 @@ def get_rng_state() -> dict:
 
 
 def set_rng_state(state: dict) -> None:
+    """Restore (seed, offset); the state's seed becomes initial_seed(), as PyTorch's
+    CUDAGeneratorImpl::set_state sets the current seed from it."""
     _PHILOX.update(state)
+    _INITIAL_SEED[0] = _PHILOX["seed"]
 
 
 def philox_next(n: int) -> tuple[int, int]:
     """(seed, offset) for a launch of ``n`` draws; advances the offset."""
     ensure_seeded()
-    seed, off = _PHILOX["seed"], _PHILOX["offset"]
+    seed, off = _PHILOX["seed"] & 0x7FFFFFFF, _PHILOX["offset"]
     _PHILOX["offset"] = off + ((n + 3) // 4) * 4
     return seed, off
 
