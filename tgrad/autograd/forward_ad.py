@@ -249,14 +249,17 @@ def _like_layout(t):
 def _view_of(base_tangent, base, view):
     """``view``'s geometry relative to ``base`` applied to ``base_tangent`` (which has
     base's layout). A view of another dtype (``z.real``, ``z.imag``, ``view_as_real`` of a
-    complex base: offsets and strides in real elements) reads the tangent's real view."""
+    complex base: offsets and strides in real elements) reads the tangent's real view; a
+    complex view of a real base (``view_as_complex``) the tangent's complex one."""
     from tgrad.ops.layout import as_strided
     prev = STATE.fw_level
     STATE.fw_level = None
     try:
         scale = 1
         if view.dtype is not base.dtype:
-            if not (base.dtype.is_complex and not view.dtype.is_complex):
+            if view.dtype.is_complex and not base.dtype.is_complex:
+                return _complex_view_of(base_tangent, base, view)
+            if not base.dtype.is_complex:
                 raise NotImplementedError(
                     f"forward AD: the tangent of a {view.dtype.name} view of a "
                     f"{base.dtype.name} tensor that got its tangent later (by an in-place "
@@ -268,6 +271,18 @@ def _view_of(base_tangent, base, view):
         return as_strided(base_tangent, view.shape, view.stride(), off)
     finally:
         STATE.fw_level = prev
+
+
+def _complex_view_of(base_tangent, base, view):
+    """The complex ``view`` (offset and strides in complex elements) of a real ``base``
+    applied to ``base_tangent``: its (re, im) pairs, shape view.shape + (2,), strides
+    doubled plus 1, read from the real tangent at the view's float offset, as complex."""
+    from tgrad.ops.complex_ops import view_as_complex
+    from tgrad.ops.layout import as_strided
+    off = 2 * view.storage_offset() - base.storage_offset() + base_tangent.storage_offset()
+    pairs = as_strided(base_tangent, (*view.shape, 2), (*(2 * s for s in view.stride()), 1),
+                       off)
+    return view_as_complex(pairs)
 
 
 def inplace_update(self, res) -> None:
