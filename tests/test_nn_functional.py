@@ -332,6 +332,22 @@ def test_cross_entropy_large_logits_and_all_ignored():
     np.testing.assert_array_equal(_np(y.grad), np.zeros((3, 4)))
 
 
+@pytest.mark.parametrize("loss_fn", [
+    lambda x, t: F.cross_entropy(x, t), lambda x, t: F.nll_loss(x, t),
+    lambda x, t: F.cross_entropy(x, t, label_smoothing=0.2),
+    lambda x, t: F.cross_entropy(x, t, weight=_t([1.0, 2.0, 0.5, 3.0]))])
+def test_mean_loss_with_every_target_ignored_double_backward_is_zero(loss_fn):
+    # PyTorch 2.13: the mean is 0/0 = NaN, the gradient 0 and the gradient of a function
+    # of that gradient (create_graph=True) 0 too, not NaN
+    x = _t(np.random.default_rng(0).standard_normal((3, 4)), requires_grad=True)
+    loss = loss_fn(x, tgrad.tensor([-100, -100, -100]))
+    assert math.isnan(loss.item())
+    (g,) = grad(loss, x, create_graph=True)
+    np.testing.assert_array_equal(_np(g), np.zeros((3, 4)))
+    (gg,) = grad((g * g).sum() + (g * x).sum() + g.sin().sum(), x)
+    np.testing.assert_array_equal(_np(gg), np.zeros((3, 4)))
+
+
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_cross_entropy_ignored_rows_get_zero_gradient_even_for_nan_g(reduction):
