@@ -74,8 +74,15 @@ def sgd(params: list[Tensor], grads: list[Tensor], momentum_buffers: list, *, lr
         return fused(params, grads, momentum_buffers, lr=lr, momentum=momentum,
                      dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
                      maximize=maximize)
+    fast = _cpu_fast_group(lr, momentum, dampening, weight_decay)
     with no_grad():
         for i, p in enumerate(params):
+            if fast and (momentum == 0 or momentum_buffers[i] is not None) and _cpu_fast_ok(
+                    p, grads[i], momentum_buffers[i] if momentum != 0 else None):
+                _sgd_cpu(p, grads[i], momentum_buffers[i], lr=lr, momentum=momentum,
+                         dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
+                         maximize=maximize)
+                continue
             g = -grads[i] if maximize else grads[i]
             if weight_decay != 0:
                 g = g + p * weight_decay
@@ -120,8 +127,16 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
                      lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
                      amsgrad=amsgrad, maximize=maximize,
                      decoupled_weight_decay=decoupled_weight_decay)
+    fast = _cpu_fast_group(lr, beta1, beta2, eps, weight_decay)
     with no_grad():
         for i, p in enumerate(params):
+            if fast and _cpu_fast_ok(p, grads[i], exp_avgs[i], exp_avg_sqs[i],
+                                     max_exp_avg_sqs[i] if amsgrad else None):
+                _adam_cpu(p, grads[i], exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i],
+                          state_steps[i], lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                          weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                          decoupled_weight_decay=decoupled_weight_decay)
+                continue
             g = -grads[i] if maximize else grads[i]
             m, v, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
             vmax = max_exp_avg_sqs[i] if amsgrad else None
@@ -139,6 +154,143 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
             else:
                 denom = v.sqrt() / bc2_sqrt + eps
             p.add_(m / denom, alpha=-(lr / bc1))
+
+
+
+# ------------------------------------------------------------------------ CPU fast path
+# sgd and adam's common CPU case computed on the NumPy arrays (``t._data``) in place, one
+# parameter at a time: the op path's exact sequence of roundings (so the values are
+# bit-identical) without its per-op dispatch, checks and temporaries. What the ops do in
+# the NumPy backend, reproduced here:
+#   t * c, t / c, t + c (c a Python number)  ->  np.multiply(t, dtype(c)): the number is
+#       read in the tensor's dtype first (elementwise._number_as), then one IEEE op;
+#   t.add_(x, alpha=a)  ->  t + x * dtype(a), or t + x when a == 1 (elementwise._alpha_apply);
+#   -g, t.sqrt(), a.maximum(b), a / b  ->  np.negative, np.sqrt, np.maximum(a, b), np.divide;
+#   an in-place op computes out of place and copies in (inplace.apply_inplace): the same
+#   value as computing into ``out=t``; each in-place op bumps the storage's version once.
+# Anything else (complex, sparse, other devices or dtypes, a hyper-parameter that is a
+# Tensor, forward AD, allow_mutation_on_saved_tensors...) takes the op path. The GPU keeps
+# its own seam (FUSED), checked first.
+
+_CPU_FAST_DTYPES = (np.float32, np.float64)
+
+
+def _cpu_fast_group(*hyper) -> bool:
+    """Whether a group may take the CPU fast path: every hyper-parameter a plain Python
+    number, no forward-AD level (in-place ops update tangents) and no
+    allow_mutation_on_saved_tensors context (in-place ops clone saved tensors first)."""
+    from tgrad.autograd import function as _function
+    from tgrad.autograd.grad_mode import STATE
+    return (all(type(h) is float or type(h) is int for h in hyper)
+            and STATE.mutation_ctx is None
+            and not (_function._FW_ACTIVE and STATE.fw_level is not None))
+
+
+def _cpu_fast_ok(p: Tensor, g: Tensor, *state) -> bool:
+    """Whether NumPy may update parameter ``p`` and its ``state`` tensors (None: absent) in
+    place from gradient ``g``: all dense CPU NumPy arrays of one real float32/float64 dtype
+    and one shape, in distinct storages; the written ones (p, state) writable, not inference
+    tensors and without internal overlap (what the in-place ops would refuse)."""
+    from tgrad._strides import has_internal_overlap
+    from tgrad.tensor import InferenceStorage
+    if g is None or g._sparse or type(g._data) is not np.ndarray:
+        return False
+    dt = p._data.dtype
+    if dt.type not in _CPU_FAST_DTYPES or g._data.dtype != dt or g.shape != p.shape:
+        return False
+    written = [p] + [t for t in state if t is not None]
+    for t in written:
+        a = t._data
+        if (t._sparse or type(a) is not np.ndarray or t.device.type != "cpu"
+                or a.dtype != dt or a.shape != p.shape or not a.flags.writeable
+                or type(t._storage) is InferenceStorage
+                or (a.size > 1 and not a.flags.c_contiguous
+                    and has_internal_overlap(a.shape, a.strides))):
+            return False
+    return g.device.type == "cpu" and len({id(t._storage) for t in written + [g]}) \
+        == len(written) + 1
+
+
+def _add_scaled_(t: np.ndarray, x: np.ndarray, alpha: float, tmp: np.ndarray) -> None:
+    """``t.add_(x, alpha=alpha)``: t <- t + x * alpha (x * alpha rounded first, in ``tmp``,
+    which may be x itself); x as it is when alpha == 1, as elementwise._alpha_apply."""
+    if alpha != 1:
+        x = np.multiply(x, t.dtype.type(alpha), out=tmp)
+    np.add(t, x, out=t)
+
+
+def _sgd_cpu(p: Tensor, g: Tensor, buf: Tensor | None, *, lr: float, momentum: float,
+             dampening: float, weight_decay: float, nesterov: bool, maximize: bool) -> None:
+    """sgd's update of one dense real CPU parameter on its NumPy arrays (see _cpu_fast_ok);
+    ``buf`` is the existing momentum buffer (the first step, which creates it, takes the
+    op path). Same roundings and version bumps as the op path (p: 1, buf: 2)."""
+    from tgrad.backends.numpy import quiet
+    pa, ga = p._data, g._data
+    c = pa.dtype.type  # a Python number is read in the parameter's dtype
+    tmp = np.empty_like(pa)
+    with quiet():  # the backend's ops ignore floating-point errors
+        if maximize:
+            ga = np.negative(ga, out=np.empty_like(pa))  # g = -grads[i]
+        if weight_decay != 0:  # g = g + p * wd (into a new array unless g is one already)
+            ga = np.add(ga, np.multiply(pa, c(weight_decay), out=tmp),
+                        out=ga if maximize else np.empty_like(pa))
+        if momentum != 0:
+            ba = buf._data
+            np.multiply(ba, c(momentum), out=ba)      # buf.mul_(mu)
+            _add_scaled_(ba, ga, 1 - dampening, tmp)  # _add_(buf, g, 1 - dampening)
+            buf._storage.version += 2
+            if nesterov:  # g = g + buf * mu
+                ga = np.add(ga, np.multiply(ba, c(momentum), out=tmp), out=np.empty_like(pa))
+            else:  # g = buf
+                ga = ba
+        _add_scaled_(pa, ga, -lr, tmp)  # _add_(p, g, -lr)
+    p._storage.version += 1
+
+
+def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
+              step_t: Tensor, *, lr: float, beta1: float, beta2: float, eps: float,
+              weight_decay: float, amsgrad: bool, maximize: bool,
+              decoupled_weight_decay: bool) -> None:
+    """adam's update of one dense real CPU parameter on its NumPy arrays (see _cpu_fast_ok),
+    op for op the op path's roundings:
+      m <- m * b1 + g * (1 - b1);   v <- v * b2 + (g * g) * (1 - b2);   (vmax <- max(vmax, v))
+      d <- sqrt(v | vmax) / sqrt(1 - b2^t) + eps;   p <- p + (m / d) * (-(lr / (1 - b1^t))),
+    each product, quotient and sum rounded in the parameter's dtype. The step tensor is
+    updated by its own op (step_t.add_(1)); versions bump as the op path's (p: 1, or 2 with
+    decoupled weight decay; m, v: 2; vmax: 1)."""
+    from tgrad.backends.numpy import quiet
+    step_t.add_(1)
+    step = step_t.item()
+    pa, ga, ma, va = p._data, g._data, m._data, v._data
+    c = pa.dtype.type  # a Python number is read in the parameter's dtype
+    tmp = np.empty_like(pa)
+    with quiet():  # the backend's ops ignore floating-point errors
+        if maximize:
+            ga = np.negative(ga, out=np.empty_like(pa))  # g = -grads[i]
+        if weight_decay != 0 and decoupled_weight_decay:
+            np.multiply(pa, c(1 - lr * weight_decay), out=pa)  # p.mul_(1 - lr * wd)
+            p._storage.version += 1
+        elif weight_decay != 0:  # g = g + p * wd (into a new array unless g is one already)
+            ga = np.add(ga, np.multiply(pa, c(weight_decay), out=tmp),
+                        out=ga if maximize else np.empty_like(pa))
+        np.multiply(ma, c(beta1), out=ma)    # m.mul_(beta1)
+        _add_scaled_(ma, ga, 1 - beta1, tmp)  # .add_(g, alpha=1 - beta1)
+        np.multiply(va, c(beta2), out=va)    # v.mul_(beta2)
+        _add_scaled_(va, np.multiply(ga, ga, out=tmp), 1 - beta2, tmp)  # .add_(g * g, ...)
+        bc1 = 1 - beta1 ** step
+        bc2_sqrt = math.sqrt(1 - beta2 ** step)
+        if amsgrad:
+            np.maximum(vmax._data, va, out=vmax._data)  # vmax.copy_(vmax.maximum(v))
+            vmax._storage.version += 1
+            va = vmax._data
+        d = np.sqrt(va, out=tmp)          # denom = v.sqrt()
+        np.divide(d, c(bc2_sqrt), out=d)  #         / bc2_sqrt
+        np.add(d, c(eps), out=d)          #         + eps
+        np.divide(ma, d, out=d)           # m / denom
+        _add_scaled_(pa, d, -(lr / bc1), d)  # p.add_(m / denom, alpha=-(lr / bc1))
+    p._storage.version += 1
+    m._storage.version += 2
+    v._storage.version += 2
 
 
 def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
