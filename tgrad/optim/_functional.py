@@ -13,8 +13,11 @@ import math
 
 import numpy as np
 
-from tgrad.autograd.grad_mode import no_grad
-from tgrad.tensor import Tensor
+from tgrad._strides import has_internal_overlap
+from tgrad.autograd import function as _function
+from tgrad.autograd.grad_mode import STATE, no_grad
+from tgrad.backends.numpy import quiet
+from tgrad.tensor import InferenceStorage, Tensor
 
 # (rule name, device type) -> fused implementation with the same signature.
 FUSED: dict = {}
@@ -179,8 +182,6 @@ def _cpu_fast_group(*hyper) -> bool:
     """Whether a group may take the CPU fast path: every hyper-parameter a plain Python
     number, no forward-AD level (in-place ops update tangents) and no
     allow_mutation_on_saved_tensors context (in-place ops clone saved tensors first)."""
-    from tgrad.autograd import function as _function
-    from tgrad.autograd.grad_mode import STATE
     return (all(type(h) is float or type(h) is int for h in hyper)
             and STATE.mutation_ctx is None
             and not (_function._FW_ACTIVE and STATE.fw_level is not None))
@@ -191,8 +192,6 @@ def _cpu_fast_ok(p: Tensor, g: Tensor, *state) -> bool:
     place from gradient ``g``: all dense CPU NumPy arrays of one real float32/float64 dtype
     and one shape, in distinct storages; the written ones (p, state) writable, not inference
     tensors and without internal overlap (what the in-place ops would refuse)."""
-    from tgrad._strides import has_internal_overlap
-    from tgrad.tensor import InferenceStorage
     if g is None or g._sparse or type(g._data) is not np.ndarray:
         return False
     dt = p._data.dtype
@@ -224,7 +223,6 @@ def _sgd_cpu(p: Tensor, g: Tensor, buf: Tensor | None, *, lr: float, momentum: f
     """sgd's update of one dense real CPU parameter on its NumPy arrays (see _cpu_fast_ok);
     ``buf`` is the existing momentum buffer (the first step, which creates it, takes the
     op path). Same roundings and version bumps as the op path (p: 1, buf: 2)."""
-    from tgrad.backends.numpy import quiet
     pa, ga = p._data, g._data
     c = pa.dtype.type  # a Python number is read in the parameter's dtype
     tmp = np.empty_like(pa)
@@ -258,7 +256,6 @@ def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
     each product, quotient and sum rounded in the parameter's dtype. The step tensor is
     updated by its own op (step_t.add_(1)); versions bump as the op path's (p: 1, or 2 with
     decoupled weight decay; m, v: 2; vmax: 1)."""
-    from tgrad.backends.numpy import quiet
     step_t.add_(1)
     step = step_t.item()
     pa, ga, ma, va = p._data, g._data, m._data, v._data
