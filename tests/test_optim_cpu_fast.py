@@ -234,3 +234,41 @@ def test_optimizers_fast_path_bit_identical(dt, make_opt, monkeypatch):
         ref = _model_run(make_opt, dt)
     got = _model_run(make_opt, dt)
     _assert_same(got, ref)
+
+
+def _run_expanded_grad_adam() -> list:
+    # an expanded (stride-0, read-only) gradient is read in place, never written
+    p = tgrad.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    g = tgrad.tensor(np.float32(0.25)).expand(3, 4)
+    m, v = tgrad.zeros_like(p), tgrad.zeros_like(p)
+    step = tgrad.tensor(0.0)
+    for _ in range(STEPS):
+        _functional.adam([p], [g], [m], [v], [None], [step], lr=0.1, beta1=0.9, beta2=0.99,
+                         eps=1e-8, weight_decay=0.5, amsgrad=False, maximize=True,
+                         decoupled_weight_decay=False)
+    return [p, m, v, step, g]
+
+
+def test_expanded_gradient(monkeypatch):
+    with monkeypatch.context() as mp:
+        _force_op_path(mp)
+        ref = _run_expanded_grad_adam()
+    calls = _count_calls(monkeypatch, "_adam_cpu")
+    got = _run_expanded_grad_adam()
+    assert len(calls) == STEPS
+    _assert_same(got, ref)
+    assert np.all(got[-1].numpy() == np.float32(0.25))
+
+
+def test_refused_parameters_keep_the_op_paths_errors(monkeypatch):
+    calls = _count_calls(monkeypatch, "_sgd_cpu")
+    kw = dict(lr=0.1, momentum=0, dampening=0, weight_decay=0, nesterov=False,
+              maximize=False)
+    p = tgrad.tensor(np.ones(1, np.float32)).expand(3)  # overlapping memory
+    with pytest.raises(RuntimeError, match="more than one element"):
+        _functional.sgd([p], [tgrad.ones(3)], [None], **kw)
+    with tgrad.inference_mode():
+        q = tgrad.ones(3)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        _functional.sgd([q], [tgrad.ones(3)], [None], **kw)
+    assert calls == []
