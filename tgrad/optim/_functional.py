@@ -159,7 +159,6 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
             p.add_(m / denom, alpha=-(lr / bc1))
 
 
-
 # ------------------------------------------------------------------------ CPU fast path
 # sgd and adam's common CPU case computed on the NumPy arrays (``t._data``) in place, one
 # parameter at a time: the op path's exact sequence of roundings (so the values are
