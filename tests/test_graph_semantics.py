@@ -113,6 +113,60 @@ def test_fresh_gradient_is_kept_and_values_are_right():
     np.testing.assert_allclose(x.grad.numpy(), 2 * W, rtol=1e-14)
 
 
+def test_linear_gradients_are_kept_without_a_copy_in_the_leaf_layout(monkeypatch):
+    # y = x @ w.t() + b (linear's addmm): w.t()'s gradient is computed transposed (PyTorch's
+    # mm_mat2_backward), so TBackward0 hands w a C-contiguous gradient viewing a fresh array,
+    # and b's is a reshape of SumTo's fresh sum: both kept as .grad, not copied
+    from tgrad.autograd import node
+
+    def no_copy(t):
+        raise AssertionError(f"AccumulateGrad copied a gradient of shape {t.shape}")
+    rng = np.random.default_rng(1)
+    xv, wv, bv = rng.standard_normal((5, 3)), rng.standard_normal((4, 3)), rng.standard_normal(4)
+    gv = rng.standard_normal((5, 4))
+    for dt in (tgrad.float64, tgrad.complex128):
+        w = tgrad.tensor(wv * (1 + 0.5j if dt.is_complex else 1), dtype=dt, requires_grad=True)
+        b = tgrad.tensor(bv, dtype=dt, requires_grad=True)
+        x = tgrad.tensor(xv, dtype=dt)
+        monkeypatch.setattr(node, "_plain_clone", no_copy)
+        tgrad.addmm(b, x, w.t()).backward(tgrad.tensor(gv, dtype=dt))
+        monkeypatch.undo()
+        np.testing.assert_allclose(w.grad.numpy(), gv.T @ xv, rtol=1e-14)
+        np.testing.assert_allclose(b.grad.numpy(), gv.sum(0), rtol=1e-14)
+        assert w.grad.stride() == w.stride() == (3, 1) and w.grad.is_contiguous()
+    # mat1 laid out transposed: (w b^H)^H, x.t() @ v with x a (3, 5) leaf
+    x = tgrad.tensor(xv.T.copy(), requires_grad=True, dtype=tgrad.float64)
+    v = tgrad.tensor(wv.T.copy(), dtype=tgrad.float64)
+    (x.t() @ v).backward(tgrad.tensor(gv, dtype=tgrad.float64))
+    np.testing.assert_allclose(x.grad.numpy(), (gv @ wv).T, rtol=1e-14)
+    assert x.grad.is_contiguous()
+
+
+def test_transposed_gradient_kept_by_a_hook_is_not_aliased():
+    # w.t()'s gradient, kept by a hook, is what w's gradient views: w gets a copy
+    rng = np.random.default_rng(2)
+    w = tgrad.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    wt = w.t()
+    seen = []
+    wt.register_hook(seen.append)
+    (tgrad.tensor(rng.standard_normal((5, 3))) @ wt).sum().backward()
+    assert not shares_memory(w.grad, seen[0])
+    expected = seen[0].numpy().T.copy()
+    w.grad.zero_()
+    np.testing.assert_array_equal(seen[0].numpy().T, expected)
+
+
+def test_products_of_transposed_operands_differentiate_twice():
+    rng = np.random.default_rng(3)
+    x = tgrad.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    b = tgrad.tensor(rng.standard_normal(4), requires_grad=True)
+    fn = lambda x, w, b: tgrad.addmm(b, x.t(), w.t()) ** 2  # noqa: E731
+    assert tgrad.autograd.gradcheck(fn, (x, w, b))
+    assert tgrad.autograd.gradgradcheck(fn, (x, w, b))
+    assert tgrad.autograd.gradgradcheck(lambda x, w: (x.t() @ w.t()).sin(), (x, w))
+
+
 def test_user_gradient_is_not_aliased():
     x, _ = leaves()
     g = tgrad.tensor(np.array([1.0, 2.0, 3.0, 4.0]), dtype=tgrad.float64)

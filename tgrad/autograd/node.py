@@ -485,6 +485,15 @@ def _calibrate_attr_refs() -> int:
 
 
 _BASE_STORAGE_REFS = _calibrate_attr_refs()
+
+
+def _calibrate_view_refs() -> int:
+    """References counted by ``_refs_of(view.base)`` when only ``view`` holds its base."""
+    view = np.zeros(4).reshape(2, 2)
+    return _refs_of(view.base)
+
+
+_BASE_VIEW_REFS = _calibrate_view_refs()
 _np_array = np.array
 
 
@@ -573,7 +582,7 @@ def _owned(grad, in_list: bool) -> bool:
     if grad._base is not None:
         return False
     if grad.device.type == "cpu":
-        if grad._data.base is not None:
+        if grad._data.base is not None and not _whole_view_of_private_array(grad._data):
             return False
     elif not _whole_private_buffer(grad._data):
         return False
@@ -582,6 +591,18 @@ def _owned(grad, in_list: bool) -> bool:
     return (_refs_of(grad) <= _BASE_REFS + in_list
             and _refs_of(grad._storage) <= _BASE_STORAGE_REFS
             and _refs_of(grad._data) <= _BASE_STORAGE_REFS + 1)
+
+
+def _whole_view_of_private_array(data) -> bool:
+    """``data`` (an ndarray) is a contiguous view of all of its base, an array that owns
+    its memory and that nothing but ``data`` holds: a reshape or transpose of a fresh
+    result (SumTo's keepdims sum as a bias gradient, a product computed transposed), as
+    private as the base itself. (Any other view of that memory would hold the base.)"""
+    if _refs_of(data.base) > _BASE_VIEW_REFS:
+        return False
+    base = data.base
+    return (type(base) is np.ndarray and base.base is None and data.nbytes == base.nbytes
+            and (data.flags.c_contiguous or data.flags.f_contiguous))
 
 
 def _whole_private_buffer(data) -> bool:

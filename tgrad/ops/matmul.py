@@ -62,25 +62,59 @@ class MatMul(Function):
 
 
 def _product_grads(g: Tensor, a, b, need_a: bool, need_b: bool, a_shape: tuple,
-                   b_shape: tuple) -> tuple:
+                   b_shape: tuple, transposed: tuple = (False, False)) -> tuple:
     """The gradients of y = a @ b: (g @ b^H summed to a_shape, a^H @ g summed to b_shape),
-    None where not needed (a / b are None where not saved)."""
+    None where not needed (a / b are None where not saved). ``transposed`` (2-D a and b:
+    _transposed_operands): an operand laid out as a transposed matrix gets its gradient
+    computed transposed, (b g^H)^H and (g^H a)^H (PyTorch's mm_mat1/mat2_backward), so it
+    has the operand's layout (linear's weight.t(): a C-contiguous .grad, kept as is)."""
+    ta, tb = transposed
     if g.dtype.is_complex:  # ga = g b^H, gb = a^H g (PyTorch's convention)
         from tgrad.ops.complex_ops import conj_of
-        ga = _summed_product(g, conj_of(b.mT), a_shape) if need_a else None
-        gb = _summed_product(conj_of(a.mT), g, b_shape) if need_b else None
+        ga = gb = None
+        if need_a:
+            ga = (matmul(b, conj_of(g.mT)).mH if ta else
+                  _summed_product(g, conj_of(b.mT), a_shape))
+        if need_b:
+            gb = (matmul(conj_of(g.mT), a).mH if tb else
+                  _summed_product(conj_of(a.mT), g, b_shape))
         return ga, gb
     if len(a_shape) == 2 and len(b_shape) == 2 and not differentiable_formula() \
             and profiler_hooks.ACTIVE is None:
         # A plain backward of a 2-D product (nothing recorded, nobody profiling): the two
         # products straight on the backend arrays, transposes read in place.
         be, dev = backend_of(g), g.device
-        ga = wrap(be.matmul(g._data, be.permute(b._data, _T)), dev) if need_a else None
-        gb = wrap(be.matmul(be.permute(a._data, _T), g._data), dev) if need_b else None
+        ga = gb = None
+        if need_a:
+            ga = wrap(be.permute(be.matmul(b._data, be.permute(g._data, _T)), _T) if ta else
+                      be.matmul(g._data, be.permute(b._data, _T)), dev)
+        if need_b:
+            gb = wrap(be.permute(be.matmul(be.permute(g._data, _T), a._data), _T) if tb else
+                      be.matmul(be.permute(a._data, _T), g._data), dev)
         return ga, gb
-    ga = _summed_product(g, b.mT, a_shape) if need_a else None
-    gb = _summed_product(a.mT, g, b_shape) if need_b else None
+    ga = gb = None
+    if need_a:
+        ga = matmul(b, g.mT).mT if ta else _summed_product(g, b.mT, a_shape)
+    if need_b:
+        gb = matmul(g.mT, a).mT if tb else _summed_product(a.mT, g, b_shape)
     return ga, gb
+
+
+def _transposed_operands(a: Tensor, b: Tensor, need_a: bool, need_b: bool) -> tuple:
+    """(a, b) each laid out as a transposed matrix and needing a gradient (2-D a and b;
+    PyTorch's test: strides (1, rows))."""
+    if a.ndim != 2 or b.ndim != 2:
+        return _NOT_TRANSPOSED
+    return (need_a and _transposed(a), need_b and _transposed(b))
+
+
+def _transposed(t: Tensor) -> bool:
+    rows_stride, col_stride = t._data.strides
+    item = t.dtype.itemsize
+    return rows_stride == item and col_stride == t._data.shape[0] * item
+
+
+_NOT_TRANSPOSED = (False, False)
 
 
 _T = (1, 0)
@@ -122,7 +156,7 @@ def _save_other_operands(ctx, a: Tensor, b: Tensor) -> None:
     are saved (as PyTorch: a @ w with w not requiring grad keeps w alone)."""
     need_a, need_b = ctx.needs_input_grad
     ctx.save_for_backward(a if need_b else None, b if need_a else None)
-    ctx.shapes = (a.shape, b.shape)
+    ctx.shapes = (a.shape, b.shape, _transposed_operands(a, b, need_a, need_b))
 
 
 def _as_shape(be, arr, shape: tuple):
@@ -223,7 +257,8 @@ class Addmm(MatMul):
     def forward(ctx, input, a, b, beta, alpha):  # noqa: A002
         need_a, need_b = ctx.needs_input_grad[1:3]
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
-        ctx.shapes, ctx.in_shape, ctx.beta, ctx.alpha = (a.shape, b.shape), input.shape, beta, alpha
+        ctx.shapes = (a.shape, b.shape, _transposed_operands(a, b, need_a, need_b))
+        ctx.in_shape, ctx.beta, ctx.alpha = input.shape, beta, alpha
         # alpha == 0: BLAS's (PyTorch's): the product is not read, its NaN/inf neither
         return scaled_product(input, a, b, beta, alpha, (a.shape[0], b.shape[1]), alpha == 0)
 

@@ -1040,9 +1040,14 @@ class SumTo(Function):
         axes = tuple(range(lead)) + tuple(
             i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
         be = backend_of(x)
-        out = be.sum_(x._data, axes, True) if axes else x._data
-        return wrap(be.reshape_copy(out, shape) if out.shape != shape else
-                    (be.clone(out) if out is x._data else out), x.device)
+        if not axes:  # (only size-1 dims dropped or none: a copy of x)
+            return wrap(be.reshape_copy(x._data, shape) if x.shape != shape else
+                        be.clone(x._data), x.device)
+        out = be.sum_(x._data, axes, True)  # a fresh array: reshaped in place, no copy
+        if out.shape != shape:
+            view = be.reshape_view(out, shape)
+            out = view if view is not None else be.reshape_copy(out, shape)
+        return wrap(out, x.device)
 
     @staticmethod
     def backward(ctx, g):

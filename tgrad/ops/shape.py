@@ -207,7 +207,13 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g.permute(*np.argsort(ctx.dims).tolist()), None
+        inverse = tuple(np.argsort(ctx.dims).tolist())
+        if not differentiable_formula() and profiler_hooks.ACTIVE is None:
+            # a plain backward: the permuted array as a new tensor, not a view node (the
+            # engine adds gradients out of place; AccumulateGrad keeps it as .grad when
+            # nothing else holds g: a linear weight's gradient is not copied)
+            return wrap(backend_of(g).permute(g._data, inverse), g.device), None
+        return g.permute(*inverse), None
 
 
 def _named(base, name: str, node: str):
