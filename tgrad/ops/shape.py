@@ -208,7 +208,7 @@ class Permute(Function):
     @staticmethod
     def backward(ctx, g):
         inverse = tuple(np.argsort(ctx.dims).tolist())
-        if not differentiable_formula() and profiler_hooks.ACTIVE is None:
+        if not (differentiable_formula() or g._sparse or profiler_hooks.ACTIVE is not None):
             # a plain backward: the permuted array as a new tensor, not a view node (the
             # engine adds gradients out of place; AccumulateGrad keeps it as .grad when
             # nothing else holds g: a linear weight's gradient is not copied)
