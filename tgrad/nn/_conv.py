@@ -31,8 +31,9 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, max_pool3d_cpu_policy
 from tgrad.autograd import function as _function
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled
+from tgrad.backends import _numpy_pool as _np_pool
 from tgrad.nn._composite import pad as _pad
 from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import _check_float, _check_tensor
@@ -637,9 +638,33 @@ class MaxPool(Function):
         sizes = tuple(x.shape[2:])
         # Ceil mode's last windows may reach past the padding: pad the right/bottom further
         # with -inf (never selected: every window starts inside the input or its left pad).
-        extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
-                 for o, s, d, k, size, p in zip(out, stride, dilation, kernel, sizes, pad)]
+        extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
+                      for o, s, d, k, size, p in zip(out, stride, dilation, kernel, sizes, pad))
         low = float("-inf") if x.dtype.is_floating_point else _int_min(x.dtype)
+        padded = tuple(size + 2 * p + e for size, p, e in zip(sizes, pad, extra))
+        flat = None
+        if _fast_pool(x):  # the CPU kernel: strided taps, no columns (_numpy_pool)
+            y, arg = _np_pool.max_pool_fwd(x._data, kernel, stride, pad, dilation, out,
+                                           extra, low)
+            y = wrap(y, x.device)
+            arg = wrap(arg.reshape(n, c, math.prod(out)), x.device)
+        else:
+            y, arg, flat = MaxPool._composite(x, kernel, stride, pad, dilation, out, extra,
+                                              low, padded)
+        ctx.arg, ctx.plane = arg, (padded, sizes, added)
+        y = fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
+        if not geometry[7]:
+            return y
+        indices = MaxPool.indices(ctx, flat)
+        return y, fresh(indices.squeeze(0) if added else indices)
+
+    @staticmethod
+    def _composite(x: Tensor, kernel: tuple, stride: tuple, pad: tuple, dilation: tuple,
+                   out: tuple, extra: tuple, low, padded: tuple) -> tuple:
+        """(y (N, C, *out), arg (N, C, L) the winning tap, flat (k, L) the unpadded
+        positions) of x (N, C, *sizes) through window columns (tgrad ops: any device)."""
+        n, c = x.shape[:2]
+        sizes = tuple(x.shape[2:])
         flat_pads = tuple(v for i in reversed(range(len(sizes)))
                           for v in (pad[i], pad[i] + extra[i]))
         xp = _pad(x, flat_pads, value=low) if any(flat_pads) else x
@@ -649,20 +674,15 @@ class MaxPool(Function):
         # A window whose input values are all -inf (or the integer minimum) ties with its
         # padding: PyTorch then takes the window's first element inside the input, so the
         # first maximum is replaced by it where it fell on padding.
-        padded = tuple(xp.shape[2:])
         on_pad, flat = _pool_positions(padded, sizes, kernel, stride, dilation, out, pad)
-        if on_pad.any():
+        if on_pad.any():  # (L: not -1, which an empty batch leaves undetermined)
+            length = math.prod(out)
             first_inside = np.argmin(on_pad, axis=0)  # (L,)
-            hit = _tensor(on_pad, device=x.device).gather(0, arg.reshape(n * c, -1))
+            hit = _tensor(on_pad, device=x.device).gather(0, arg.reshape(n * c, length))
             fallback = _tensor(first_inside, dtype=dtypes.int64, device=x.device)
-            arg = where(hit, fallback, arg.reshape(n * c, -1)).reshape(arg.shape)
+            arg = where(hit, fallback, arg.reshape(n * c, length)).reshape(arg.shape)
         y = cols.gather(2, arg.unsqueeze(2)).squeeze(2).reshape(n, c, *out)
-        ctx.arg, ctx.plane = arg, (padded, sizes, added)
-        y = fresh(y.squeeze(0) if added else y)  # (a view of the op's own temporary)
-        if not geometry[7]:
-            return y
-        indices = MaxPool.indices(ctx, flat)
-        return y, fresh(indices.squeeze(0) if added else indices)
+        return y, arg, flat
 
     @staticmethod
     def indices(ctx, flat=None) -> Tensor:
@@ -684,6 +704,11 @@ class MaxPool(Function):
         padded, sizes, added = ctx.plane
         gb = g.unsqueeze(0) if added else g
         n, c = gb.shape[:2]
+        if not differentiable_formula() and _fast_pool(gb) and gb.dtype.is_floating_point:
+            # the same sums tap by tap, strided (_numpy_pool.max_pool_bwd): bit-identical
+            gx = _np_pool.max_pool_bwd(gb._data, ctx.arg._data.reshape(gb.shape), padded,
+                                       sizes, kernel, stride, dilation, pad)
+            return wrap(gx[0] if added else gx, g.device), None
         k, length = math.prod(kernel), math.prod(out)
         # the gather's adjoint (g at each window's argmax), then col2im's: (N, C, k, L)
         # windows summed into the padded plane, the padding cropped off
@@ -701,6 +726,12 @@ class MaxPool(Function):
 _MAX_POOL = {2: MaxPool, 3: ew.node_variant(MaxPool, "MaxPool3DWithIndicesBackward0",
                                             saved_attributes=MaxPool.saved_attributes,
                                             name="max_pool3d")}
+
+
+def _fast_pool(t: Tensor) -> bool:
+    """Whether MaxPool runs the NumPy kernels (tgrad/backends/_numpy_pool.py) on ``t``: a
+    CPU tensor of a dtype they take (float32/float64, the integers)."""
+    return t.device.type == "cpu" and t.dtype.np in _np_pool.FAST_DTYPES
 
 
 def _last_nan_wins(cols: Tensor, first: Tensor, arg: Tensor) -> Tensor:

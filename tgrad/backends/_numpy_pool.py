@@ -1,0 +1,151 @@
+"""CPU primitives of max pooling (tgrad/nn/_conv.py ``MaxPool``): the forward
+``max_pool_fwd`` and the plain backward ``max_pool_bwd``, with no window columns: each of
+the k = prod(kernel) taps of a window is one strided view of the padded input, (N, C, *out),
+and the loops run over the taps only.
+
+Shapes: x (N, C, *sizes) (2 or 3 spatial dims, any strides), padded = sizes + 2 pad + the
+ceil-mode extra on the right (implicit padding with ``low``: -inf, or an integer dtype's
+minimum), out the output sizes; tap t (row-major over kernel, t = 0..k-1) of window o reads
+padded[o_i s_i + t_i d_i] per dim i.
+
+Forward (PyTorch's CPU max-pool kernels): y = the running maximum over the taps in order,
+a tap taking over where val > max or isnan(val), so the first maximum wins and, in a
+window holding NaNs, the last NaN; arg = the winning tap. A window whose input values all
+tie with ``low`` has no winner after tap 0; there arg = its first tap inside the input
+(whose value is ``low`` as well). These are exactly MaxPool's composite (columns, first
+maximum, _last_nan_wins, the padding fallback), so y and arg are bit-identical.
+
+Backward: dxp = zeros (N, C, *padded); for each tap t in order, dxp[tap t view] += g where
+arg == t; dx = dxp cropped to the input. This is the composite's IndexAdd + Col2Im
+(numpy.col2im adds each tap's column slice into zeros in the same tap order) less the
+additions of exact zeros, which change no bit (a sum that starts at +0 never holds -0, and
+x + 0 = x otherwise), so overlapping windows sum in the same order: bit-identical.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["max_pool_bwd", "max_pool_fwd", "FAST_DTYPES"]
+
+# dtypes the fast forward takes (the backward: the floating ones); others run the composite
+FAST_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16,
+                                              np.int32, np.int64, np.uint8))
+
+
+def _tap_views(a: np.ndarray, kernel: tuple, stride: tuple, dilation: tuple,
+               out: tuple) -> list:
+    """The k strided views a[:, :, tap t] (N, C, *out) of a (N, C, *padded), tap order."""
+    full = (slice(None), slice(None))
+    return [a[full + tuple(slice(ki * di, ki * di + (o - 1) * si + 1, si)
+                           for ki, di, o, si in zip(t, dilation, out, stride))]
+            for t in np.ndindex(*kernel)]
+
+
+def _first_inside(kernel: tuple, stride: tuple, dilation: tuple, out: tuple,
+                  pad: tuple) -> np.ndarray:
+    """(*out) int64: each window's first tap (row-major) inside the unpadded input. Per dim
+    the first k_i with o_i s_i + k_i d_i >= p_i (a window starts inside the input or its
+    left padding, so that tap is inside); row-major, the combined tap is their ravel."""
+    firsts = []
+    for i, (k, s, d, o, p) in enumerate(zip(kernel, stride, dilation, out, pad)):
+        ki = np.clip(-((np.arange(o) * s - p) // d), 0, k - 1)  # ceil((p - o s) / d)
+        shape = [1] * len(out)
+        shape[i] = o
+        firsts.append(ki.reshape(shape))
+    return np.ravel_multi_index(tuple(firsts), kernel).astype(np.int64)
+
+
+def padded_input(x: np.ndarray, pad: tuple, extra: tuple, low) -> np.ndarray:
+    """x (N, C, *sizes) padded by ``pad`` on both sides and ``extra`` more on the right of
+    each spatial dim with ``low``; x itself when nothing is added."""
+    if not any(pad) and not any(extra):
+        return x
+    shape = x.shape[:2] + tuple(s + 2 * p + e for s, p, e in zip(x.shape[2:], pad, extra))
+    xp = np.full(shape, low, x.dtype)
+    inner = tuple(slice(p, p + s) for p, s in zip(pad, x.shape[2:]))
+    xp[(slice(None), slice(None)) + inner] = x
+    return xp
+
+
+def max_pool_fwd(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, dilation: tuple,
+                 out: tuple, extra: tuple, low) -> tuple:
+    """(y (N, C, *out) of x's dtype, arg (N, C, *out) int64 the winning tap): see the module
+    docstring. x (N, C, *sizes) any strides; ``extra`` the ceil-mode right padding.
+
+    No masked copies (a random mask costs a branch miss an element, 30x a plain pass):
+    per tap, take = v > y [| isnan(v)] against the running maximum, arg = max(arg, t take)
+    (t exceeds every earlier tap), y = maximum(y, v). np.maximum's value equals the
+    rule's but for the sign of a zero (+0 == -0 tie) and a NaN's payload, so the windows
+    whose maximum is 0 or NaN then read their value at arg (_exact_at)."""
+    xp = padded_input(x, pad, extra, low)
+    taps = _tap_views(xp, kernel, stride, dilation, out)
+    y = np.array(taps[0], order="C")
+    k = len(taps)
+    arg = np.zeros(y.shape, np.int8 if k <= 127 else np.int32)
+    if y.size == 0:
+        return y, arg.astype(np.int64)
+    # The NaN rule costs two passes a tap: only when the input holds a NaN (np.max
+    # propagates it; one pass).
+    floating = x.dtype.kind == "f"
+    nan = floating and bool(np.isnan(np.max(x)))
+    take = np.empty(y.shape, bool)
+    isnan = np.empty(y.shape, bool) if nan else None
+    tt = np.empty(y.shape, arg.dtype)
+    for t, v in enumerate(taps[1:], start=1):
+        np.greater(v, y, out=take)
+        if nan:
+            np.logical_or(take, np.isnan(v, out=isnan), out=take)
+        np.multiply(take, t, out=tt, dtype=arg.dtype)
+        np.maximum(arg, tt, out=arg)
+        np.maximum(y, v, out=y)
+    if any(pad) or any(extra):  # all tie with the padding: the first tap inside the input
+        low_hit = y == low
+        if low_hit.any():
+            first = np.broadcast_to(_first_inside(kernel, stride, dilation, out, pad), y.shape)
+            arg[low_hit] = first[low_hit]
+    if floating:
+        suspect = y == 0
+        if nan:
+            suspect |= np.isnan(y)
+        _exact_at(y, arg, xp, suspect, kernel, stride, dilation)
+    return y, arg.astype(np.int64)
+
+
+def _exact_at(y: np.ndarray, arg: np.ndarray, xp: np.ndarray, where: np.ndarray,
+              kernel: tuple, stride: tuple, dilation: tuple) -> None:
+    """y[w] = xp at window w's tap arg[w], in place, for the windows w where ``where``
+    (y, arg, where contiguous (N, C, *out); xp (N, C, *padded))."""
+    w = np.flatnonzero(where)
+    if w.size == 0:
+        return
+    at = np.unravel_index(w, y.shape)  # (n, c, o_1 .. o_d)
+    tap = np.unravel_index(arg.reshape(-1)[w], kernel)
+    coords = tuple(o * s + t * d for o, t, s, d in zip(at[2:], tap, stride, dilation))
+    y.reshape(-1)[w] = xp[(at[0], at[1]) + coords]
+
+
+def max_pool_bwd(g: np.ndarray, arg: np.ndarray, padded: tuple, sizes: tuple,
+                 kernel: tuple, stride: tuple, dilation: tuple, pad: tuple) -> np.ndarray:
+    """dx (N, C, *sizes): g (N, C, *out) added at each window's winning tap arg (N, C, *out)
+    into zeros (N, C, *padded), tap by tap in order, then cropped (see the module
+    docstring). Tap t adds g where arg == t and +0 elsewhere, the selection a bitwise
+    and of g's bits with an all-ones / all-zeros mask (exact for every value, no masked
+    ufunc: those cost a branch miss an element)."""
+    out = tuple(g.shape[2:])
+    dt = g.dtype
+    dxp = np.zeros(g.shape[:2] + tuple(padded), dt)
+    if dxp.size and g.size:
+        bits = np.dtype(f"i{dt.itemsize}")
+        gb = g.view(bits) if g.flags.c_contiguous else np.ascontiguousarray(g).view(bits)
+        hit = np.empty(g.shape, bool)
+        mask = np.empty(g.shape, bits)
+        for t, view in enumerate(_tap_views(dxp, kernel, stride, dilation, out)):
+            np.equal(arg, t, out=hit)
+            np.negative(hit, out=mask, dtype=bits)  # 0 or -1 (all ones)
+            np.bitwise_and(mask, gb, out=mask)
+            np.add(view, mask.view(dt), out=view)
+    if tuple(padded) == tuple(sizes):
+        return dxp
+    inner = tuple(slice(p, p + s) for p, s in zip(pad, sizes))
+    return dxp[(slice(None), slice(None)) + inner]
